@@ -1,0 +1,45 @@
+# HTAM kernel assistant: the two commands of the README.
+#   make demo  -> install, then run the main job on the bundled example
+#   make test  -> install with test extras, then run every test (Python, then the VS Code extension)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+# CPU machines: the CPU build of torch (a GPU machine with its own torch keeps it: TORCH_SPEC=)
+TORCH_SPEC ?= torch==2.13.0
+OUT    ?= htam-out
+
+.PHONY: install install-test demo test test-python test-extension lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+install: $(BIN)/python
+	@if [ -n "$(TORCH_SPEC)" ] && ! $(BIN)/python -c "import torch" 2>/dev/null; then \
+	  echo "installing $(TORCH_SPEC)"; $(BIN)/python -m pip install -q "$(TORCH_SPEC)"; fi
+	$(BIN)/python -m pip install -q -e .
+
+install-test: install
+	$(BIN)/python -m pip install -q -e '.[test]'
+
+demo: install
+	$(BIN)/htam kernels examples/vector_add.py
+	$(BIN)/htam profile examples/vector_add.py --kernel add_kernel
+	$(BIN)/htam suggest examples/vector_add.py --kernel add_kernel --memory $(OUT)/memory.sqlite3
+	$(BIN)/htam optimize examples/vector_add.py --kernel add_kernel --engine rules --budget 8 \
+	  --memory $(OUT)/memory.sqlite3 --out $(OUT)/vector_add
+	@echo "report: $(OUT)/vector_add/report.md"
+
+lint: install-test
+	$(BIN)/ruff check .
+
+test-python: install-test lint
+	$(BIN)/python -m pytest -q
+
+test-extension:
+	bash vscode-extension/scripts/ci.sh
+
+test: test-python test-extension
+
+clean:
+	rm -rf $(VENV) $(OUT) build *.egg-info

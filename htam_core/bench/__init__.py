@@ -1,0 +1,1 @@
+"""htam_core.bench."""

@@ -1,0 +1,72 @@
+"""The ``htam`` command line.
+
+Each subcommand lives in its own module under ``htam_core.cli`` and registers itself in
+:data:`SUBCOMMANDS` (``name -> module path``). A module exposes ``add_parser(subparsers)`` which
+adds its parser and sets ``func`` to a callable ``(args) -> int`` returning the exit code.
+Exit codes: 0 success, 1 the operation ran but found a problem (e.g. candidate refused),
+2 bad usage or bad input (missing file, unknown kernel, unsupported file type).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from htam_core import __version__
+
+#: Subcommand name -> module that implements it. Modules that do not exist yet are skipped.
+SUBCOMMANDS: dict[str, str] = {
+    "kernels": "htam_core.cli.kernels",
+    "profile": "htam_core.cli.profile",
+    "suggest": "htam_core.cli.suggest",
+    "optimize": "htam_core.cli.optimize",
+    "verify": "htam_core.cli.verify",
+    "memory": "htam_core.cli.memory",
+    "bench": "htam_core.cli.bench",
+    "serve": "htam_core.cli.serve",
+}
+
+
+class UsageError(Exception):
+    """Bad input from the user; printed as ``htam: error: ...`` with exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the top-level parser with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="htam",
+        description="HTAM kernel assistant: find, profile and optimize CUDA and Triton kernels.",
+    )
+    parser.add_argument("--version", action="version", version=f"htam {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, modpath in SUBCOMMANDS.items():
+        try:
+            mod = importlib.import_module(modpath)
+        except ModuleNotFoundError as exc:
+            if exc.name == modpath:
+                continue
+            raise
+        mod.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``htam`` console script. Returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"htam: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("htam: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""Data model of the kernels in one source file.
+
+Every later stage (profile, memory, transforms, LSP) reads kernels through these
+dataclasses, never through tree-sitter nodes, so that the parser can change freely.
+
+Conventions
+-----------
+* ``*_line`` fields are **1-based and inclusive** (as printed by ``htam kernels``).
+* ``*_byte`` fields are **0-based offsets into the UTF-8 encoding of the whole file**
+  (also for CUDA held in Python strings: offsets are already mapped back to the file).
+* A kernel's range covers its whole definition, including decorators
+  (``@triton.autotune``/``@triton.jit``) or the ``template <...>`` line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Language = Literal["cuda", "triton", "cuda-in-python"]
+
+
+@dataclass(frozen=True)
+class ByteSpan:
+    """A half-open byte range ``[start, end)`` in the file's UTF-8 bytes."""
+
+    start: int
+    end: int
+
+
+@dataclass
+class Param:
+    """One kernel parameter.
+
+    Attributes:
+        name: parameter name.
+        type: the declared type as written (``"const float* __restrict__"``), or ``None`` in Python.
+        is_pointer: CUDA pointer (``*``) parameter; Triton parameters whose name ends in ``_ptr`` or
+            that are used as a ``tl.load``/``tl.store`` base.
+        is_const: pointee is ``const`` (CUDA).
+        is_restrict: declared ``__restrict__`` (CUDA).
+        is_constexpr: annotated ``tl.constexpr`` (Triton).
+        default: default value as source text, if any.
+        span: bytes of the whole parameter declaration.
+        written: the kernel stores through this pointer (CUDA assignment through it, Triton ``tl.store``).
+    """
+
+    name: str
+    type: str | None = None
+    is_pointer: bool = False
+    is_const: bool = False
+    is_restrict: bool = False
+    is_constexpr: bool = False
+    default: str | None = None
+    span: ByteSpan | None = None
+    written: bool = False
+
+
+@dataclass
+class LaunchSite:
+    """A launch of a kernel: ``k<<<grid, block, smem, stream>>>(args)`` or ``k[grid](args, **kw)``.
+
+    Attributes:
+        line: 1-based line where the launch expression starts (``name<<<`` or ``name[grid](``).
+        kernel_name: the launched kernel's unqualified name.
+        config: launch configuration as source expressions. CUDA keys: ``grid``, ``block``,
+            ``smem`` (``"0"`` when omitted), ``stream`` (``"default"`` when omitted) and
+            ``template_args`` when present. Triton keys: ``grid`` plus every keyword argument
+            (``BLOCK_SIZE``, ``num_warps``, ``num_stages``, ...).
+        args: positional arguments as source text.
+        span: bytes of the whole launch expression.
+        config_spans: bytes of each config expression present in the source, for edits.
+        qualified_name: the name as written (``ns::k<T, 256>``).
+    """
+
+    line: int
+    kernel_name: str
+    config: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
+    span: ByteSpan | None = None
+    config_spans: dict[str, ByteSpan] = field(default_factory=dict)
+    qualified_name: str | None = None
+
+
+@dataclass
+class Loop:
+    """A loop inside a kernel.
+
+    Attributes:
+        line: 1-based line of the loop header.
+        kind: ``"for"``, ``"while"``, ``"do"`` (CUDA) or ``"range"``/``"static_range"`` (Triton).
+        trip_count: the constant trip count when it can be computed from literals, else ``None``.
+        span: bytes of the whole loop statement.
+        has_unroll_pragma: a ``#pragma unroll`` precedes it (CUDA).
+    """
+
+    line: int
+    kind: str
+    trip_count: int | None = None
+    span: ByteSpan | None = None
+    has_unroll_pragma: bool = False
+
+
+@dataclass
+class SharedDecl:
+    """A ``__shared__`` array (CUDA) declaration.
+
+    Attributes:
+        name: variable name.
+        type: element type as written.
+        dims: each dimension as source text (``["TILE", "TILE + 1"]``); ``[]`` for ``extern`` arrays.
+        bytes: total size in bytes when every dimension is a literal, else ``None``.
+        dynamic: declared ``extern __shared__``.
+    """
+
+    name: str
+    type: str
+    dims: list[str] = field(default_factory=list)
+    bytes: int | None = None
+    dynamic: bool = False
+
+
+@dataclass
+class KernelFeatures:
+    """Syntactic features used for ranking (applicability predicates) and transforms.
+
+    Counts are occurrences in the kernel body (helpers it calls are not followed).
+    """
+
+    loops: list[Loop] = field(default_factory=list)
+    shared_memory: list[SharedDecl] = field(default_factory=list)
+    syncthreads: int = 0
+    atomics: list[str] = field(default_factory=list)
+    vector_types: list[str] = field(default_factory=list)
+    uses_dot: bool = False
+    masks: int = 0
+    reductions: list[str] = field(default_factory=list)
+    loads: int = 0
+    stores: int = 0
+    uses_2d_index: bool = False
+    uses_ldg: bool = False
+    math_calls: list[str] = field(default_factory=list)
+    has_grid_stride_loop: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (spans dropped)."""
+        d = asdict(self)
+        for loop in d["loops"]:
+            loop.pop("span", None)
+        return d
+
+
+@dataclass
+class Kernel:
+    """One GPU kernel: a CUDA ``__global__`` function or a Triton ``@triton.jit`` function.
+
+    Attributes:
+        name: unqualified name.
+        language: ``"cuda"``, ``"triton"`` or ``"cuda-in-python"``.
+        start_line, end_line: 1-based inclusive range of the whole definition.
+        span: bytes of the whole definition.
+        name_span: bytes of the name identifier.
+        body_span: bytes of the body (``{...}`` in CUDA, the indented block in Triton).
+        params: parameters in order.
+        launch_sites: launches of this kernel found in the same file.
+        features: syntactic features.
+        attributes: language-specific facts: CUDA ``launch_bounds`` (source text or ``None``),
+            ``extern_c``, ``template_params``, ``namespace``; Triton ``decorators``,
+            ``autotune`` (``{"configs": [{"kwargs": {...}, "num_warps": ..., "num_stages": ...}],
+            "key": [...]}``), ``heuristics`` (``{name: source}``), ``jit_kwargs``.
+        incomplete: the definition is half-typed (error recovery kept it).
+        text: the kernel's source text.
+    """
+
+    name: str
+    language: Language
+    start_line: int
+    end_line: int
+    span: ByteSpan
+    name_span: ByteSpan
+    body_span: ByteSpan
+    params: list[Param] = field(default_factory=list)
+    launch_sites: list[LaunchSite] = field(default_factory=list)
+    features: KernelFeatures = field(default_factory=KernelFeatures)
+    attributes: dict[str, Any] = field(default_factory=dict)
+    incomplete: bool = False
+    text: str = ""
+
+    @property
+    def constexpr_params(self) -> list[str]:
+        """Names of the ``tl.constexpr`` parameters (Triton), in order."""
+        return [p.name for p in self.params if p.is_constexpr]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``htam kernels --json`` object for this kernel."""
+        return {
+            "name": self.name,
+            "language": self.language,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "params": [p.name for p in self.params],
+            "constexpr_params": self.constexpr_params,
+            "launch_sites": [{"line": s.line, "config": dict(s.config)} for s in self.launch_sites],
+        }
+
+
+@dataclass
+class DeviceFunction:
+    """A ``__device__`` helper (CUDA) or a ``@triton.jit`` helper that is never launched."""
+
+    name: str
+    start_line: int
+    end_line: int
+    span: ByteSpan
+
+
+@dataclass
+class SourceModel:
+    """All kernels of one file, as parsed.
+
+    Attributes:
+        path: file path, or ``None`` for in-memory text.
+        file_language: ``"cuda"`` for ``.cu``/``.cuh``, ``"python"`` for ``.py``.
+        text: the full text that was parsed.
+        kernels: kernels in source order.
+        device_functions: helpers that are not kernels.
+        stale: the current text did not parse well enough and these kernels come from the
+            last good parse of this document.
+        errors: human-readable parse problems (``"line 12: syntax error"``).
+    """
+
+    path: str | None
+    file_language: Literal["cuda", "python"]
+    text: str
+    kernels: list[Kernel] = field(default_factory=list)
+    device_functions: list[DeviceFunction] = field(default_factory=list)
+    stale: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    def kernel(self, name: str) -> Kernel:
+        """Return the kernel called ``name``.
+
+        Raises:
+            KeyError: no kernel of that name; the message lists the kernels that exist.
+        """
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        names = ", ".join(k.name for k in self.kernels) or "none"
+        raise KeyError(f"no kernel named {name!r} in {self.path or '<text>'} (kernels: {names})")
