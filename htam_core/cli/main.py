@@ -14,6 +14,7 @@ import importlib
 import sys
 
 from htam_core import __version__
+from htam_core.cli.errors import UsageError
 
 #: Subcommand name -> module that implements it. Modules that do not exist yet are skipped.
 SUBCOMMANDS: dict[str, str] = {
@@ -28,10 +29,6 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
-class UsageError(Exception):
-    """Bad input from the user; printed as ``htam: error: ...`` with exit code 2."""
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every available subcommand."""
     parser = argparse.ArgumentParser(
@@ -40,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"htam {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, modpath in SUBCOMMANDS.items():
+    for modpath in SUBCOMMANDS.values():
         try:
             mod = importlib.import_module(modpath)
         except ModuleNotFoundError as exc:
@@ -67,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         print("htam: interrupted", file=sys.stderr)
         return 130
 
+
+__all__ = ["SUBCOMMANDS", "UsageError", "build_parser", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,1 +1,45 @@
-"""htam_core.source."""
+"""Kernel source model: CUDA, Triton and CUDA held in Python strings, parsed with tree-sitter.
+
+Public API::
+
+    load(path) -> SourceModel
+    parse_text(text, file_language, path=None) -> SourceModel
+    Document(text, file_language, path=None)      # apply_change / model / kernel_at
+    kernel_at(model, line, col, encoding="utf-16") -> Kernel | None
+    is_kernel_file(model) -> bool
+    SourceError                                    # bad input (subclass of ValueError)
+"""
+
+from htam_core.source.api import is_kernel_file, kernel_at, language_for_path, load, parse_text
+from htam_core.source.document import Document
+from htam_core.source.errors import SourceError
+from htam_core.source.model import (
+    ByteSpan,
+    DeviceFunction,
+    Kernel,
+    KernelFeatures,
+    LaunchSite,
+    Loop,
+    Param,
+    SharedDecl,
+    SourceModel,
+)
+
+__all__ = [
+    "ByteSpan",
+    "DeviceFunction",
+    "Document",
+    "Kernel",
+    "KernelFeatures",
+    "LaunchSite",
+    "Loop",
+    "Param",
+    "SharedDecl",
+    "SourceError",
+    "SourceModel",
+    "is_kernel_file",
+    "kernel_at",
+    "language_for_path",
+    "load",
+    "parse_text",
+]

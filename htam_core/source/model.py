@@ -71,6 +71,9 @@ class LaunchSite:
         span: bytes of the whole launch expression.
         config_spans: bytes of each config expression present in the source, for edits.
         qualified_name: the name as written (``ns::k<T, 256>``).
+        resolved_config: the same keys with bare names resolved through their last definition
+            before the launch (``grid`` -> ``dim3(CEIL_DIV(M, 16), CEIL_DIV(N, 16))``) and, in
+            CUDA, compile-time constants replaced by their literal values; see ``source.resolve``.
     """
 
     line: int
@@ -80,6 +83,7 @@ class LaunchSite:
     span: ByteSpan | None = None
     config_spans: dict[str, ByteSpan] = field(default_factory=dict)
     qualified_name: str | None = None
+    resolved_config: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -200,7 +204,11 @@ class Kernel:
             "end_line": self.end_line,
             "params": [p.name for p in self.params],
             "constexpr_params": self.constexpr_params,
-            "launch_sites": [{"line": s.line, "config": dict(s.config)} for s in self.launch_sites],
+            # Launch configs as the manifest convention writes them: bare names followed back to their
+            # definition before the launch (``grid`` -> ``dim3(CEIL_DIV(M, 16), CEIL_DIV(N, 16))``).
+            "launch_sites": [
+                {"line": s.line, "config": dict(s.resolved_config or s.config)} for s in self.launch_sites
+            ],
         }
 
 

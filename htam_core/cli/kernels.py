@@ -1,0 +1,61 @@
+"""``htam kernels FILE [--json]``: list the kernels of a CUDA or Python file.
+
+With ``--json`` prints a JSON list with one ``Kernel.to_json()`` object per kernel; otherwise a
+readable table (rich). A missing file or an unsupported suffix is a usage error (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from htam_core.cli.main import UsageError
+from htam_core.source import SourceError, load
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``kernels`` subcommand."""
+    p = subparsers.add_parser("kernels", help="list the CUDA/Triton kernels of a file",
+                              description="List the kernels of a .cu/.cuh/.py file with ranges, parameters "
+                                          "and launch sites.")
+    p.add_argument("file", help="a .cu, .cuh or .py file")
+    p.add_argument("--json", action="store_true", help="print a JSON list (one object per kernel)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the kernels of ``args.file``. Returns 0.
+
+    Raises:
+        UsageError: the file is missing, unreadable or not CUDA/Python.
+    """
+    try:
+        model = load(args.file)
+    except SourceError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        json.dump([k.to_json() for k in model.kernels], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"{args.file}: {len(model.kernels)} kernel(s)")
+    for col in ("kernel", "language", "lines", "params", "launch sites"):
+        table.add_column(col, overflow="fold")
+    for k in model.kernels:
+        params = ", ".join(f"{p.name}: constexpr" if p.is_constexpr else p.name for p in k.params)
+        sites = "\n".join(
+            f"line {s.line}: " + ", ".join(f"{key}={val}" for key, val in s.config.items()) for s in k.launch_sites
+        ) or "-"
+        name = k.name + (" (incomplete)" if k.incomplete else "")
+        table.add_row(name, k.language, f"{k.start_line}-{k.end_line}", params, sites)
+    console.print(table)
+    if model.device_functions:
+        console.print("device functions: " + ", ".join(
+            f"{d.name} ({d.start_line}-{d.end_line})" for d in model.device_functions))
+    if model.errors:
+        console.print(f"[yellow]parse problems:[/yellow] {'; '.join(model.errors[:5])}")
+    return 0

@@ -1,0 +1,327 @@
+"""The LLM generator: one OpenAI-compatible chat-completions endpoint, with retries and repair rounds.
+
+Uses the official ``openai`` client (``OpenAI(base_url=..., api_key=..., timeout=..., max_retries=0)``);
+the retries are done here instead of inside the client so that every attempt is logged and counted,
+and the backoff stays bounded (:class:`~htam_core.generate.config.LLMConfig`). Every request and reply
+is appended as one JSON object per line to ``<log_dir>/llm.jsonl``; the API key is read from its
+environment variable at call time and redacted from everything written or raised.
+
+The repair loop follows the usual generate-check-feedback scheme of LLM kernel generation
+(KernelBench's multi-turn setting; the HTAM paper's "verify" step feeding back into "generate").
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import openai
+
+from htam_core.generate.config import LLMConfig, redact
+from htam_core.generate.errors import (
+    GenerationError,
+    LLMHTTPError,
+    LLMRateLimitError,
+    LLMReplyError,
+    LLMTimeoutError,
+    ParseError,
+)
+from htam_core.generate.parse import extract_code
+from htam_core.generate.prompt import repair_message
+
+#: Name of the request/reply log inside the run directory.
+LOG_NAME = "llm.jsonl"
+#: Longest raw reply body kept in the log, in characters.
+MAX_LOGGED_BODY = 200_000
+_MAX_BACKOFF_S = 30.0
+_MAX_RETRY_AFTER_S = 60.0
+
+
+@dataclass
+class CheckResult:
+    """Outcome of checking one candidate (compile, correctness, guards).
+
+    Attributes:
+        ok: the candidate passed.
+        error_text: what failed (compiler output, mismatch report, refused guard); sent back for repair.
+    """
+
+    ok: bool
+    error_text: str = ""
+
+
+@dataclass
+class GenerationResult:
+    """A generated candidate.
+
+    Attributes:
+        code: the extracted source (``""`` when no round produced code).
+        raw_reply: the last assistant message content.
+        usage: summed token usage ``{"prompt_tokens", "completion_tokens", "total_tokens"}``, or ``None``
+            when the endpoint reported none.
+        attempts: HTTP requests made, retries included.
+        repairs: repair rounds used (0 when the first candidate passed or no check was run).
+        finish_reason: of the last reply (``"stop"``, ``"length"`` ...).
+        truncated: the last reply's code fence was never closed.
+        check: the last check result (``None`` for :meth:`LLMGenerator.generate`).
+        messages: the whole conversation, replies included.
+    """
+
+    code: str
+    raw_reply: str
+    usage: dict[str, int] | None
+    attempts: int
+    repairs: int = 0
+    finish_reason: str | None = None
+    truncated: bool = False
+    check: CheckResult | None = None
+    messages: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when there is code and the last check (if any) passed."""
+        return bool(self.code) and (self.check is None or self.check.ok)
+
+
+@dataclass
+class _Reply:
+    content: str
+    finish_reason: str | None
+    usage: dict[str, int] | None
+    attempts: int
+
+
+def _add_usage(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, int] | None:
+    if b is None:
+        return a
+    out = dict(a or {})
+    for k, v in b.items():
+        if isinstance(v, int):
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+class LLMGenerator:
+    """Generate kernel candidates with an OpenAI-compatible endpoint.
+
+    Args:
+        config: endpoint, model, key variable, limits.
+        log_dir: run directory; requests and replies go to ``<log_dir>/llm.jsonl``. ``None`` disables the log.
+        sleep: the function used to wait between retries (tests pass a recorder).
+    """
+
+    name = "llm"
+
+    def __init__(self, config: LLMConfig, log_dir: str | Path | None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config = config
+        self.log_path = Path(log_dir) / LOG_NAME if log_dir is not None else None
+        self._sleep = sleep
+        self._log_lock = threading.Lock()
+
+    # -- logging ------------------------------------------------------------------------------
+    def _log(self, record: dict[str, Any], secrets: list[str]) -> None:
+        if self.log_path is None:
+            return
+        rec = {"ts": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"), **record}
+        line = json.dumps(redact(rec, secrets), ensure_ascii=False, default=str)
+        with self._log_lock:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.log_path.open("a", encoding="utf-8") as f:
+                f.write(line + "\n")
+
+    def _secrets(self) -> list[str]:
+        """The current API key (if set), for redaction; never raises."""
+        key = os.environ.get(self.config.api_key_env, "")
+        return [key] if key else []
+
+    # -- one chat call with retries -------------------------------------------------------------
+    def _delay(self, retry: int, exc: openai.APIStatusError | None) -> float:
+        delay = min(self.config.backoff_s * (2 ** retry), _MAX_BACKOFF_S)
+        if exc is not None:
+            ra = exc.response.headers.get("retry-after")
+            try:
+                delay = max(delay, min(float(ra), _MAX_RETRY_AFTER_S)) if ra is not None else delay
+            except ValueError:
+                pass
+        return delay
+
+    def _chat(self, messages: list[dict[str, str]]) -> _Reply:
+        cfg = self.config
+        model = cfg.require_model()
+        key = cfg.api_key()
+        secrets = [key]
+        where = f"{cfg.base_url} (model {model})"
+        hint = (f"check --llm-base-url / OPENAI_BASE_URL ({cfg.base_url}), --llm-model ({model}) "
+                f"and the key variable {cfg.api_key_env}")
+        client = openai.OpenAI(base_url=cfg.base_url, api_key=key, timeout=cfg.timeout_s, max_retries=0)
+        tries = cfg.max_retries + 1
+        last: GenerationError | None = None
+        try:
+            for attempt in range(1, tries + 1):
+                self._log({"event": "request", "attempt": attempt, "base_url": cfg.base_url, "model": model,
+                           "max_tokens": cfg.max_tokens, "temperature": cfg.temperature,
+                           "messages": messages}, secrets)
+                t0 = time.perf_counter()
+                status_exc: openai.APIStatusError | None = None
+                status: int | None = None
+                try:
+                    raw = client.chat.completions.with_raw_response.create(
+                        model=model, messages=messages, max_tokens=cfg.max_tokens,  # type: ignore[arg-type]
+                        temperature=cfg.temperature)
+                except openai.APITimeoutError:
+                    last = LLMTimeoutError(
+                        f"no reply from {where} within {cfg.timeout_s:g} s after {attempt} attempt(s); "
+                        f"check that the server is up and serves the model, or raise --llm-timeout")
+                except openai.APIConnectionError as exc:
+                    last = LLMHTTPError(f"cannot connect to {where}: {exc}; {hint}", None)
+                except openai.APIStatusError as exc:
+                    status_exc, status = exc, exc.status_code
+                    msg = redact(str(exc.message), secrets)
+                    if exc.status_code == 429:
+                        last = LLMRateLimitError(
+                            f"{where} answered HTTP 429 (rate limit or quota) {attempt} time(s): {msg}; "
+                            f"wait and retry, lower the request rate, or check the account's quota")
+                    elif exc.status_code >= 500:
+                        last = LLMHTTPError(f"{where} answered HTTP {exc.status_code} (server error) "
+                                            f"{attempt} time(s): {msg}; the endpoint is failing, retry later",
+                                            exc.status_code)
+                    else:
+                        what = {401: "authentication failed", 403: "permission denied",
+                                404: "not found (the URL should end in /v1, and the model must exist)",
+                                400: "bad request"}.get(exc.status_code, "request refused")
+                        err = LLMHTTPError(f"{where} answered HTTP {exc.status_code}, {what}: {msg}; {hint}",
+                                           exc.status_code)
+                        self._log({"event": "error", "attempt": attempt, "status": exc.status_code,
+                                   "error": str(err), "body": exc.body}, secrets)
+                        raise err from None
+                else:
+                    elapsed = time.perf_counter() - t0
+                    body_text = raw.text
+                    self._log({"event": "reply", "attempt": attempt, "status": raw.status_code,
+                               "elapsed_s": round(elapsed, 3), "body": body_text[:MAX_LOGGED_BODY]}, secrets)
+                    return self._parse_completion(raw, body_text, attempt, where, secrets)
+                self._log({"event": "error", "attempt": attempt, "status": status, "error": str(last)}, secrets)
+                if attempt < tries:
+                    self._sleep(self._delay(attempt - 1, status_exc))
+            assert last is not None
+            raise last
+        finally:
+            client.close()
+
+    def _parse_completion(self, raw: Any, body_text: str, attempt: int, where: str,
+                          secrets: list[str]) -> _Reply:
+        excerpt = redact(body_text.strip()[:200], secrets)
+        try:
+            if not isinstance(json.loads(body_text), dict):
+                raise ValueError("the JSON body is not an object")
+            completion = raw.parse()
+        except Exception as exc:  # JSONDecodeError, or the client's validation error on garbage
+            err = LLMReplyError(f"{where} answered HTTP {raw.status_code} with a body that is not a chat "
+                                f"completion ({type(exc).__name__}: {exc}); body starts with {excerpt!r}; check "
+                                f"that the URL is an OpenAI-compatible /v1 endpoint")
+            self._log({"event": "error", "attempt": attempt, "error": str(err)}, secrets)
+            raise err from None
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            err = LLMReplyError(f"{where} answered a completion with no choices; body starts with {excerpt!r}; "
+                                f"check that the URL is an OpenAI-compatible /v1 endpoint")
+            self._log({"event": "error", "attempt": attempt, "error": str(err)}, secrets)
+            raise err
+        msg = getattr(choices[0], "message", None)
+        content = getattr(msg, "content", None)
+        if not isinstance(content, str):
+            refusal = getattr(msg, "refusal", None)
+            err = LLMReplyError(f"{where} answered a choice with no text content"
+                                + (f" (refusal: {refusal})" if refusal else "")
+                                + f"; body starts with {excerpt!r}")
+            self._log({"event": "error", "attempt": attempt, "error": str(err)}, secrets)
+            raise err
+        usage_obj = getattr(completion, "usage", None)
+        usage = None
+        if usage_obj is not None:
+            usage = {k: v for k, v in usage_obj.model_dump().items() if isinstance(v, int)}
+        return _Reply(content, getattr(choices[0], "finish_reason", None), usage, attempt)
+
+    # -- public API -----------------------------------------------------------------------------
+    def generate(self, messages: list[dict[str, str]], *, language: str = "python",
+                 kernel_name: str | None = None) -> GenerationResult:
+        """Send ``messages`` once (with bounded retries) and extract the code of the reply.
+
+        Args:
+            messages: chat messages, e.g. from :func:`htam_core.generate.prompt.build_messages`.
+            language: ``"cuda"``, ``"triton"``, ``"cuda-in-python"`` or ``"python"``: which code to extract.
+            kernel_name: preferred when the reply holds several blocks.
+
+        Raises:
+            LLMConfigError: no model or no key variable.
+            LLMTimeoutError, LLMRateLimitError, LLMHTTPError: the endpoint failed after the retries.
+            LLMReplyError: the body is not a chat completion.
+            ParseError: the reply holds no code.
+        """
+        reply = self._chat(list(messages))
+        conv = [*messages, {"role": "assistant", "content": reply.content}]
+        try:
+            ex = extract_code(reply.content, language, kernel_name)
+        except ParseError as exc:
+            self._log({"event": "parse_error", "error": str(exc)}, self._secrets())
+            raise
+        sec = self._secrets()
+        return GenerationResult(redact(ex.code, sec), redact(reply.content, sec), reply.usage, reply.attempts, 0,
+                                reply.finish_reason, ex.truncated, None, redact(conv, sec))
+
+    def generate_with_repair(self, messages: list[dict[str, str]], check: Callable[[str], CheckResult], *,
+                             language: str = "python", kernel_name: str | None = None) -> GenerationResult:
+        """Generate, check, and send failures back for at most ``config.max_repairs`` repair rounds.
+
+        A reply with no code counts as a failed round (its parse error is sent back); transport errors
+        (timeout, HTTP, garbage body) end the loop by raising. When every round fails, the result has
+        ``ok == False`` and ``check`` holds the last failure: the caller records it as a failed step.
+
+        Args:
+            messages: the initial chat messages.
+            check: ``code -> CheckResult``; runs compile/correctness/guards (in a worker, never here).
+            language, kernel_name: as for :meth:`generate`.
+
+        Raises:
+            The transport and configuration errors of :meth:`generate`.
+        """
+        conv = list(messages)
+        usage: dict[str, int] | None = None
+        attempts = 0
+        code, content, finish, truncated = "", "", None, False
+        result = CheckResult(False, "no attempt made")
+        max_repairs = self.config.max_repairs
+        for rnd in range(max_repairs + 1):
+            reply = self._chat(conv)
+            attempts += reply.attempts
+            usage = _add_usage(usage, reply.usage)
+            content, finish = reply.content, reply.finish_reason
+            conv.append({"role": "assistant", "content": content})
+            try:
+                ex = extract_code(content, language, kernel_name)
+            except ParseError as exc:
+                code, truncated = "", False
+                result = CheckResult(False, str(exc))
+            else:
+                code, truncated = ex.code, ex.truncated
+                result = check(code)
+                if not result.ok and (truncated or finish == "length"):
+                    result = CheckResult(False, result.error_text + "\n(Your reply was cut off at the token "
+                                         "limit: return a shorter, complete file.)")
+            self._log({"event": "check", "round": rnd, "ok": result.ok, "error_text": result.error_text},
+                      self._secrets())
+            if result.ok or rnd == max_repairs:
+                break
+            conv.append(repair_message(result.error_text, rnd + 1, max_repairs, language))
+        repairs = sum(1 for m in conv[len(messages):] if m["role"] == "user")
+        sec = self._secrets()
+        return GenerationResult(redact(code, sec), redact(content, sec), usage, attempts, repairs, finish, truncated,
+                                CheckResult(result.ok, redact(result.error_text, sec)), redact(conv, sec))

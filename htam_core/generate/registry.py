@@ -1,0 +1,203 @@
+"""Registry of candidate generators (DESIGN §3: one registry per abstraction, built by ``create(kind)``).
+
+Kinds:
+    ``"llm"``: :class:`~htam_core.generate.llm.LLMGenerator` behind the common :class:`Generator` API.
+    ``"rules"``: the built-in engine of mechanical transforms (``htam_core.transforms.registry``),
+    imported lazily so that this module works before, and without, the transforms package.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from htam_core.generate.config import LLMConfig
+from htam_core.generate.errors import GenerationError
+from htam_core.generate.llm import CheckResult, LLMGenerator
+from htam_core.generate.prompt import build_messages
+from htam_core.profile.result import Profile
+
+
+@dataclass
+class GenerationRequest:
+    """Everything a generator may use for one step (plain data; see ``prompt.build_messages``).
+
+    Attributes:
+        kernel_text: the current source file.
+        language: ``"cuda"``, ``"triton"``, ``"cuda-in-python"`` or ``"python"``.
+        kernel_name: the kernel to optimize.
+        profile: its profile, or ``None``.
+        direction: ``{"name", "description"}`` of the chosen global node.
+        strategies: retrieved local nodes (``{"id", "name", "guidance", "example_before", "example_after",
+            "risk"}``, plus ``"transform"``: the mechanical transform's id when one exists).
+        transition_hints: transition-edge sentences.
+        task: KernelBench problem source or free-form instruction.
+        error_feedback: the previous failure, if any.
+    """
+
+    kernel_text: str
+    language: str
+    kernel_name: str | None = None
+    profile: Profile | None = None
+    direction: Mapping[str, Any] = field(default_factory=dict)
+    strategies: Sequence[Mapping[str, Any]] = ()
+    transition_hints: Sequence[str] = ()
+    task: str | None = None
+    error_feedback: str | None = None
+
+
+@dataclass
+class Candidate:
+    """One proposed new source file.
+
+    Attributes:
+        code: the whole new file.
+        description: what was changed.
+        generator: ``"llm"`` or ``"rules"``.
+        strategy: the local strategy id it applies, when known.
+        params: generator-specific parameters (transform parameters, token usage ...).
+    """
+
+    code: str
+    description: str
+    generator: str
+    strategy: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class Generator(Protocol):
+    """A source of candidates for one step."""
+
+    name: str
+
+    def propose(self, request: GenerationRequest,
+                check: Callable[[str], CheckResult] | None = None) -> list[Candidate]:
+        """Candidates for ``request``; ``check`` lets a generator repair its own output."""
+        ...
+
+
+class LLMCandidateGenerator:
+    """:class:`Generator` adapter around :class:`LLMGenerator` (one candidate per call)."""
+
+    name = "llm"
+
+    def __init__(self, config: LLMConfig, log_dir: str | Path | None) -> None:
+        self.llm = LLMGenerator(config, log_dir)
+
+    def propose(self, request: GenerationRequest,
+                check: Callable[[str], CheckResult] | None = None) -> list[Candidate]:
+        """Build the prompt from ``request``, call the model (repairing with ``check`` when given).
+
+        Raises:
+            GenerationError: see :meth:`LLMGenerator.generate`.
+        """
+        msgs = build_messages(request.kernel_text, request.language, request.profile, request.direction,
+                              list(request.strategies), list(request.transition_hints), request.task,
+                              request.error_feedback, kernel_name=request.kernel_name)
+        if check is None:
+            res = self.llm.generate(msgs, language=request.language, kernel_name=request.kernel_name)
+        else:
+            res = self.llm.generate_with_repair(msgs, check, language=request.language,
+                                                kernel_name=request.kernel_name)
+        if not res.code:
+            return []
+        strat = request.strategies[0].get("id") if request.strategies else None
+        return [Candidate(res.code, f"LLM ({self.llm.config.model}) applying {request.direction.get('name', '?')}",
+                          "llm", strat, {"usage": res.usage, "attempts": res.attempts, "repairs": res.repairs,
+                                         "check_ok": res.check.ok if res.check else None,
+                                         "check_error": res.check.error_text if res.check else None})]
+
+
+class RulesCandidateGenerator:
+    """:class:`Generator` adapter around the mechanical transforms (the built-in engine).
+
+    For each retrieved strategy that names a ``"transform"`` id (knowledge base field), it calls
+    ``htam_core.transforms.registry.propose(transform_id, model, kernel, profile)`` on the parsed file and
+    turns every validated transform candidate into a :class:`Candidate`. Transforms that do not apply are
+    skipped; their reasons are kept in :attr:`skipped` (``[(transform_id, reason)]``) for the report.
+    The transforms package is imported lazily.
+    """
+
+    name = "rules"
+
+    def __init__(self, **_: Any) -> None:
+        self.skipped: list[tuple[str, str]] = []
+
+    @staticmethod
+    def _import(module: str) -> Any:
+        try:
+            return importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            raise GenerationError(f"the rules engine is not available: {module} is missing from this "
+                                  f"installation; use --engine llm or reinstall htam") from exc
+
+    def propose(self, request: GenerationRequest,
+                check: Callable[[str], CheckResult] | None = None) -> list[Candidate]:
+        """One candidate per validated edit of each strategy's transform (``check`` is not used).
+
+        Raises:
+            GenerationError: the transforms registry is missing, or the kernel is not in the file.
+        """
+        reg = self._import("htam_core.transforms.registry")
+        source = self._import("htam_core.source")
+        self.skipped = []
+        file_language = "cuda" if request.language == "cuda" else "python"
+        model = source.parse_text(request.kernel_text, file_language)
+        kernels = [k for k in model.kernels if request.kernel_name in (None, k.name)]
+        if not kernels:
+            names = ", ".join(k.name for k in model.kernels) or "none"
+            raise GenerationError(f"kernel {request.kernel_name!r} is not in the file (kernels found: {names}); "
+                                  f"pass --kernel NAME with one of them")
+        kernel = kernels[0]
+        out: list[Candidate] = []
+        for s in request.strategies:
+            tid = s.get("transform")
+            if not tid:
+                continue
+            try:
+                result = reg.propose(tid, model, kernel, request.profile)
+            except KeyError as exc:
+                self.skipped.append((tid, str(exc).strip("'\"")))
+                continue
+            if not result:  # NotApplicable is falsy
+                self.skipped.append((tid, str(getattr(result, "reason", "not applicable"))))
+                continue
+            for c in result:
+                params = dict(c.params)
+                params["transform_id"] = c.transform_id
+                params["changes_numerics"] = c.changes_numerics
+                out.append(Candidate(c.new_text, c.description, "rules", s.get("id") or c.strategy, params))
+        return out
+
+
+_KINDS: dict[str, Callable[..., Generator]] = {}
+
+
+def register(kind: str, factory: Callable[..., Generator]) -> None:
+    """Register a generator factory under ``kind`` (replaces an existing one)."""
+    _KINDS[kind] = factory
+
+
+def kinds() -> list[str]:
+    """Registered generator kinds, sorted."""
+    return sorted(_KINDS)
+
+
+def create(kind: str, **kwargs: Any) -> Generator:
+    """Build the generator ``kind``. ``"llm"`` takes ``config: LLMConfig`` and ``log_dir``.
+
+    Raises:
+        GenerationError: unknown kind (message lists the known ones).
+    """
+    try:
+        factory = _KINDS[kind]
+    except KeyError:
+        raise GenerationError(f"unknown generator {kind!r}; known: {', '.join(kinds())}") from None
+    return factory(**kwargs)
+
+
+register("llm", lambda config, log_dir=None, **_: LLMCandidateGenerator(config, log_dir))
+register("rules", RulesCandidateGenerator)

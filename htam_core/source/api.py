@@ -1,0 +1,144 @@
+"""Entry points: build a :class:`SourceModel` from a file or a text, find the kernel at a position."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+import tree_sitter as ts
+
+from htam_core.source.cuda import attach_launches, extract_cuda
+from htam_core.source.embedded import extract_embedded
+from htam_core.source.errors import SourceError
+from htam_core.source.frames import Frame
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.source.parsing import captures, new_parser
+from htam_core.source.positions import LineIndex
+from htam_core.source.triton import Q_MAIN as TRITON_MAIN
+from htam_core.source.triton import extract_triton
+
+FileLanguage = Literal["cuda", "python"]
+SUFFIXES: dict[str, FileLanguage] = {".cu": "cuda", ".cuh": "cuda", ".py": "python"}
+
+
+def language_for_path(path: str | os.PathLike[str]) -> FileLanguage:
+    """``"cuda"`` for ``.cu``/``.cuh``, ``"python"`` for ``.py``.
+
+    Raises:
+        SourceError: any other suffix.
+    """
+    suffix = os.path.splitext(str(path))[1].lower()
+    if suffix not in SUFFIXES:
+        raise SourceError(f"{path}: unsupported file type {suffix or '(none)'!r}; expected .cu, .cuh or .py")
+    return SUFFIXES[suffix]
+
+
+def load(path: str | os.PathLike[str]) -> SourceModel:
+    """Read and model the kernels of ``path`` (by suffix: ``.cu``/``.cuh`` CUDA, ``.py`` Python).
+
+    Raises:
+        SourceError: the file does not exist, cannot be read or decoded as UTF-8, or has
+            another suffix.
+    """
+    lang = language_for_path(path)
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise SourceError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SourceError(f"{path}: is a directory, not a source file") from None
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read ({exc.strerror})") from None
+    return parse_text(text, lang, str(path))
+
+
+def parse_text(text: str, file_language: FileLanguage, path: str | None = None) -> SourceModel:
+    """Model the kernels of ``text`` (``file_language`` ``"cuda"`` or ``"python"``).
+
+    Raises:
+        SourceError: unknown ``file_language``.
+    """
+    if file_language not in ("cuda", "python"):
+        raise SourceError(f"unknown file language {file_language!r}; expected 'cuda' or 'python'")
+    data = text.encode("utf-8", errors="surrogatepass")
+    tree = new_parser(file_language).parse(data)
+    return build_model(tree, data, text, file_language, path)
+
+
+def build_model(tree: ts.Tree, data: bytes, text: str, file_language: FileLanguage, path: str | None,
+                index: LineIndex | None = None, info: dict | None = None) -> SourceModel:
+    """Model from an already parsed ``tree`` of ``data`` (the UTF-8 bytes of ``text``).
+
+    ``info``, when given, receives file-level context (CUDA ``macros`` and ``ctx_key``) that
+    ``Document`` needs to rebuild a single kernel later.
+    """
+    index = index or LineIndex(data)
+    frame = Frame(src=data, file=index)
+    model = SourceModel(path=path, file_language=file_language, text=text)
+    root = tree.root_node
+    if file_language == "cuda":
+        res = extract_cuda(frame, root)
+        attach_launches(res.kernels, res.launches)
+        if info is not None:
+            info.update(macros=res.macros, ctx_key=res.ctx_key)
+        model.kernels = res.kernels
+        model.device_functions = res.device_functions
+        model.errors = res.errors
+    else:
+        caps = captures("python", TRITON_MAIN, root)
+        tri = extract_triton(frame, root, caps=caps)
+        emb = extract_embedded(root, data, index, caps.get("string", []))
+        model.kernels = tri.kernels + emb.kernels
+        model.device_functions = tri.device_functions + emb.device_functions
+        model.errors = emb.errors
+        if root.has_error:
+            model.errors = _python_errors(frame, root) + model.errors
+    model.kernels.sort(key=lambda k: k.span.start)
+    model.device_functions.sort(key=lambda d: d.span.start)
+    return model
+
+
+def _python_errors(frame: Frame, root: ts.Node, limit: int = 20) -> list[str]:
+    out: list[str] = []
+    stack = [root]
+    while stack and len(out) < limit:
+        n = stack.pop()
+        if n.is_error or n.is_missing:
+            out.append(f"line {frame.line(n.start_byte)}: {'missing ' + repr(n.type) if n.is_missing else 'syntax error'}")
+            continue
+        if n.has_error:
+            stack.extend(reversed(n.children))
+    return out
+
+
+def kernel_at_byte(model: SourceModel, byte: int) -> Kernel | None:
+    """The innermost kernel whose definition contains file byte ``byte`` (its end included)."""
+    best: Kernel | None = None
+    for k in model.kernels:
+        if k.span.start <= byte <= k.span.end:
+            if best is None or (k.span.end - k.span.start) < (best.span.end - best.span.start):
+                best = k
+    return best
+
+
+def kernel_at(model: SourceModel, line: int, col: int, encoding: str = "utf-16") -> Kernel | None:
+    """Kernel enclosing the LSP position ``(line, col)`` (0-based line, column in ``encoding`` units:
+    ``"utf-16"``, ``"utf-8"`` or ``"utf-32"``), or ``None``. The name, decorators, template line
+    and body all count as inside.
+
+    Raises:
+        ValueError: unknown encoding or negative position.
+    """
+    index = LineIndex(model.text.encode("utf-8", errors="surrogatepass"))
+    return kernel_at_byte(model, index.to_byte(line, col, encoding))
+
+
+def is_kernel_file(model: SourceModel) -> bool:
+    """Whether the file is worth the assistant's attention: every CUDA file (kernels, helpers or
+    launches may live in it); a Python file only when it holds Triton kernels or CUDA strings."""
+    if model.file_language == "cuda":
+        return True
+    return bool(model.kernels)

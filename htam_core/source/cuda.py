@@ -1,0 +1,639 @@
+"""CUDA kernels from a tree-sitter-cuda tree: ``__global__`` kernels, ``__device__`` helpers,
+``<<<...>>>`` launch sites.
+
+Error recovery (tree-sitter-cuda 0.21.2):
+
+* 3-argument ``__launch_bounds__`` and macro qualifiers (``RESTRICT``) leave small ERROR
+  nodes inside an otherwise intact ``function_definition``: the kernel is taken as is.
+* ``__cluster_dims__(...)`` splits the definition into an erroneous ``declaration`` holding
+  ``__global__`` followed by a type-less ``function_definition``: the two are joined.
+* A half-typed kernel becomes an ERROR node that can swallow the kernels after it. Its header
+  (``__global__ void name(params)``) is still there: it is reported with ``incomplete=True``,
+  ending at the last non-blank line before the next ``__global__``. A ``__global__`` that only
+  survives as an identifier inside the garbage starts a *tail frame*: the text from its line to
+  the end of the broken top-level node is parsed again on its own and mapped back.
+* Code inside ``#if 0`` is skipped; comments are never looked at (they are comment nodes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import tree_sitter as ts
+
+from htam_core.source import cache as kcache
+from htam_core.source import features as feat
+from htam_core.source.frames import Frame
+from htam_core.source.model import ByteSpan, DeviceFunction, Kernel, LaunchSite, Param
+from htam_core.source.parsing import captures, new_parser, node_text
+from htam_core.source.resolve import CudaResolver, literal_value
+
+G = "cuda"
+#: One pass over the whole tree collects everything the file-level model needs (each whole-tree
+#: query pass costs about 4 ms on a 3,000-line file, so they are merged).
+Q_MAIN = """
+("__global__") @g
+("__device__") @d
+(preproc_def name: (identifier) value: (preproc_arg)) @macro
+(preproc_if condition: (_)) @if
+(call_expression function: (_) @fn (kernel_call_syntax) @cfg arguments: (argument_list) @args) @call
+"""
+#: Only run when the tree has errors: ``__global__`` surviving as a plain identifier in garbage.
+Q_GARBAGE = '((identifier) @i (#eq? @i "__global__"))'
+Q_MACRO_USES = "(function_definition type: (type_identifier) @t) @fn"
+
+_HEADER_TYPES = {"primitive_type", "type_identifier", "launch_bounds", "ERROR", "storage_class_specifier",
+                 "type_qualifier", "sized_type_specifier", "attribute_specifier"}
+_MAX_TAIL_DEPTH = 8
+
+
+@dataclass
+class CudaResult:
+    """What one frame yields: kernels, device helpers, launch sites, problems."""
+
+    kernels: list[Kernel] = field(default_factory=list)
+    device_functions: list[DeviceFunction] = field(default_factory=list)
+    launches: list[LaunchSite] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    macros: dict[str, str] = field(default_factory=dict)
+    ctx_key: str = ""
+
+
+def parse_cuda_bytes(data: bytes, old_tree: ts.Tree | None = None) -> ts.Tree:
+    """Parse CUDA bytes (incrementally when ``old_tree`` was edited with ``tree.edit``)."""
+    parser = new_parser(G)
+    return parser.parse(data, old_tree) if old_tree is not None else parser.parse(data)
+
+
+def extract_cuda(frame: Frame, root: ts.Node, language: str = "cuda", depth: int = 0,
+                 inherited_macros: dict[str, str] | None = None) -> CudaResult:
+    """Kernels, helpers and launch sites of the CUDA tree ``root`` parsed from ``frame.src``.
+
+    Launch sites are returned unattached; :func:`attach_launches` gives them to kernels.
+    """
+    out = CudaResult()
+    masked = _mask_attributes(frame, root) if frame.display is None and root.has_error else None
+    if masked is not None:
+        frame, root = masked
+    caps = captures(G, Q_MAIN, root)
+    macros = dict(inherited_macros or {})
+    for mdef in caps.get("macro", []):
+        name_node, value_node = mdef.child_by_field_name("name"), mdef.child_by_field_name("value")
+        macros[node_text(name_node)] = " ".join(node_text(value_node).split())
+    dead = _dead_ranges(caps)
+
+    def is_dead(node: ts.Node) -> bool:
+        return any(s <= node.start_byte < e for s, e in dead)
+
+    garbage = captures(G, Q_GARBAGE, root).get("i", []) if root.has_error else []
+    anchors = sorted({n.start_byte: n for n in caps.get("g", []) + garbage}.values(),
+                     key=lambda n: n.start_byte)
+    kernel_macros = {k for k, v in macros.items() if "__global__" in v}
+    device_macros = {k for k, v in macros.items() if "__device__" in v and "__global__" not in v}
+    extra_device: list[ts.Node] = []
+    if kernel_macros or device_macros:
+        for fn_node in captures(G, Q_MACRO_USES, root).get("fn", []):
+            tname = node_text(fn_node.child_by_field_name("type"))
+            if tname in kernel_macros:
+                anchors.append(fn_node.child_by_field_name("type"))
+            elif tname in device_macros:
+                extra_device.append(fn_node)
+        anchors.sort(key=lambda n: n.start_byte)
+    anchors = [a for a in anchors if not is_dead(a)]
+    resolver = CudaResolver(frame, root, macros)
+    macros = {**macros, **resolver.file_consts}
+    ctx_key = "\n".join(f"{k}={v}" for k, v in sorted(macros.items()))
+    out.macros, out.ctx_key = macros, ctx_key
+
+    consumed_until = -1
+    for idx, a in enumerate(anchors):
+        if a.start_byte < consumed_until:
+            continue
+        nxt = anchors[idx + 1] if idx + 1 < len(anchors) else None
+        kind, container, definition = _classify(a)
+        if kind == "decl":
+            continue
+        if kind in ("def", "split"):
+            k = _kernel_from_definition(frame, a, container, definition, nxt, language, macros, ctx_key)
+            if k is not None:
+                out.kernels.append(k)
+            continue
+        if kind == "broken":
+            k = _kernel_from_broken(frame, a, container, definition, nxt, language, macros)
+            if k is not None:
+                out.kernels.append(k)
+            continue
+        # garbage: re-parse the tail of the broken top-level node on its own
+        if depth >= _MAX_TAIL_DEPTH:
+            continue
+        top = a
+        while top.parent is not None and top.parent.parent is not None:
+            top = top.parent
+        start = frame.src.rfind(b"\n", 0, a.start_byte) + 1
+        end = top.end_byte
+        sub = frame.sub(start, end)
+        sub_tree = parse_cuda_bytes(sub.src)
+        res = extract_cuda(sub, sub_tree.root_node, language, depth + 1, macros)
+        out.kernels.extend(res.kernels)
+        out.device_functions.extend(res.device_functions)
+        out.launches.extend(res.launches)
+        consumed_until = end
+
+    out.device_functions.extend(_device_functions(frame, caps.get("d", []), extra_device, is_dead))
+    for call in caps.get("call", []):
+        if not is_dead(call):
+            site = _cached_launch(frame, call, resolver, ctx_key)
+            if site is not None:
+                out.launches.append(site)
+    if root.has_error and depth == 0:
+        out.errors.extend(_error_lines(frame, root))
+    return out
+
+
+Q_ATTRS = """
+((identifier) @a (#any-of? @a "__cluster_dims__" "__maxnreg__"))
+((type_identifier) @a (#any-of? @a "__cluster_dims__" "__maxnreg__"))
+"""
+
+
+def _mask_attributes(frame: Frame, root: ts.Node) -> tuple[Frame, ts.Node] | None:
+    """Blank out ``__cluster_dims__(...)``/``__maxnreg__(...)``, which tree-sitter-cuda 0.21.2 cannot
+    parse, and re-parse. Blanking keeps every byte offset, so nodes of the new tree map to the
+    file unchanged; the frame keeps the original bytes for texts."""
+    nodes = captures(G, Q_ATTRS, root).get("a", [])
+    if not nodes:
+        return None
+    src = bytearray(frame.src)
+    for n in nodes:
+        end = n.end_byte
+        while end < len(src) and src[end : end + 1] in (b" ", b"\t"):
+            end += 1
+        if src[end : end + 1] == b"(":
+            depth = 0
+            while end < len(src):
+                ch = src[end : end + 1]
+                depth += ch == b"("
+                depth -= ch == b")"
+                end += 1
+                if depth == 0:
+                    break
+        for i in range(n.start_byte, end):
+            if src[i : i + 1] not in (b"\n", b"\r"):
+                src[i] = 0x20
+    masked = bytes(src)
+    new = Frame(src=masked, file=frame.file, parent=frame.parent, base=frame.base, segments=frame.segments,
+                display=frame.src)
+    return new, parse_cuda_bytes(masked).root_node
+
+
+def attach_launches(kernels: list[Kernel], launches: list[LaunchSite]) -> None:
+    """Give each kernel the launch sites that name it (deduplicated by position, in order)."""
+    seen: set[int] = set()
+    unique: list[LaunchSite] = []
+    for site in sorted(launches, key=lambda s: s.span.start if s.span else 0):
+        key = site.span.start if site.span else id(site)
+        if key not in seen:
+            seen.add(key)
+            unique.append(site)
+    by_name: dict[str, list[Kernel]] = {}
+    for k in kernels:
+        by_name.setdefault(k.name, []).append(k)
+    for site in unique:
+        for k in by_name.get(site.kernel_name, []):
+            k.launch_sites.append(site)
+
+
+# --------------------------------------------------------------------------------------------
+# classification of a __global__ anchor
+
+
+def _classify(a: ts.Node) -> tuple[str, ts.Node | None, ts.Node | None]:
+    """``(kind, container, definition)`` for a ``__global__`` anchor.
+
+    kinds: ``def`` (inside a function_definition), ``split`` (``__cluster_dims__`` split),
+    ``decl`` (forward declaration: skipped), ``broken`` (header inside an ERROR node; the
+    third item is its function_declarator), ``garbage`` (no usable header).
+    """
+    p = a.parent
+    if p is None:
+        return "garbage", None, None
+    if p.type == "function_definition" and a.type != "identifier":
+        return "def", p, p
+    if p.type == "function_definition" and a.type == "type_identifier":
+        return "def", p, p
+    if p.type == "declaration":
+        nxt = p.next_named_sibling
+        if p.has_error and nxt is not None and nxt.type == "function_definition" \
+                and nxt.child_by_field_name("type") is None:
+            return "split", p, nxt
+        return "decl", p, None
+    if p.type == "ERROR":
+        sib = a.next_sibling
+        while sib is not None and sib.type in _HEADER_TYPES:
+            sib = sib.next_sibling
+        if sib is not None and sib.type == "function_declarator":
+            return "broken", p, sib
+    return "garbage", p, None
+
+
+def _outer_start(node: ts.Node) -> ts.Node:
+    """The node whose start is the kernel's start: the template declaration or ``extern "C"``."""
+    cur = node
+    while cur.parent is not None and cur.parent.type in ("template_declaration", "linkage_specification"):
+        cur = cur.parent
+    return cur
+
+
+def _namespace(node: ts.Node) -> str | None:
+    names: list[str] = []
+    cur = node.parent
+    while cur is not None:
+        if cur.type == "namespace_definition":
+            n = cur.child_by_field_name("name")
+            names.append(node_text(n) if n is not None else "(anonymous)")
+        cur = cur.parent
+    return "::".join(reversed(names)) or None
+
+
+def _extern_c(node: ts.Node) -> bool:
+    cur = node.parent
+    while cur is not None:
+        if cur.type == "linkage_specification":
+            return '"C"' in node_text(cur.child_by_field_name("value"))
+        if cur.type in ("function_definition", "namespace_definition", "translation_unit"):
+            if cur.type != "function_definition":
+                return False
+        cur = cur.parent
+    return False
+
+
+def _template_params(node: ts.Node) -> list[str]:
+    cur = node.parent
+    params: list[str] = []
+    while cur is not None and cur.type in ("template_declaration", "linkage_specification"):
+        if cur.type == "template_declaration":
+            plist = cur.child_by_field_name("parameters")
+            if plist is not None:
+                params = [node_text(c) for c in plist.named_children] + params
+        cur = cur.parent
+    return params
+
+
+def _declarator_name(declarator: ts.Node | None) -> ts.Node | None:
+    """The identifier node that names a function declarator (qualified/template names too)."""
+    cur = declarator
+    while cur is not None:
+        if cur.type in ("identifier", "field_identifier"):
+            return cur
+        if cur.type in ("qualified_identifier", "template_function"):
+            cur = cur.child_by_field_name("name")
+            continue
+        nxt = cur.child_by_field_name("declarator")
+        if nxt is None:
+            return None
+        cur = nxt
+    return None
+
+
+def _bounded_end(frame: Frame, start: int, limit: int) -> int:
+    """Exclusive end at or before ``limit`` with trailing whitespace removed (not before ``start``)."""
+    end = limit
+    src = frame.src
+    while end > start and src[end - 1 : end] in (b" ", b"\t", b"\n", b"\r"):
+        end -= 1
+    return end
+
+
+def _line_start(frame: Frame, byte: int) -> int:
+    return frame.src.rfind(b"\n", 0, byte) + 1
+
+
+def _launch_bounds(nodes: list[ts.Node], frame: Frame) -> str | None:
+    for n in nodes:
+        if n.type == "launch_bounds":
+            text = frame.text(n.start_byte, n.end_byte)
+            i, j = text.find("("), text.rfind(")")
+            return " ".join(text[i + 1 : j].split()) if 0 <= i < j else text
+    return None
+
+
+def _cluster_dims_text(frame: Frame, start: int, end: int) -> str | None:
+    """Arguments of a ``__cluster_dims__(...)`` blanked out of the header ``[start, end)``."""
+    if frame.display is None:
+        return None
+    text = frame.text(start, end)
+    k = text.find("__cluster_dims__")
+    if k < 0:
+        return None
+    i, j = text.find("(", k), text.find(")", k)
+    return " ".join(text[i + 1 : j].split()) if 0 <= i < j else None
+
+
+def kernel_for_node(frame: Frame, definition: ts.Node, macros: dict[str, str], ctx_key: str,
+                    language: str = "cuda") -> Kernel | None:
+    """The kernel of a clean ``function_definition`` that carries ``__global__``, else None
+    (used by ``Document`` to rebuild only the kernel under the cursor)."""
+    anchor = next((c for c in definition.children if c.type == "__global__"), None)
+    if anchor is None:
+        return None
+    return _kernel_from_definition(frame, anchor, definition, definition, None, language, macros, ctx_key)
+
+
+def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, definition: ts.Node,
+                            nxt: ts.Node | None, language: str, macros: dict[str, str],
+                            ctx_key: str = "") -> Kernel | None:
+    declarator = definition.child_by_field_name("declarator")
+    name_node = _declarator_name(declarator)
+    if name_node is None or declarator is None:
+        return None
+    outer = _outer_start(container)
+    start = outer.start_byte
+    end = definition.end_byte
+    body = definition.child_by_field_name("body")
+    incomplete = body is None or (body.child_count > 0 and body.children[-1].is_missing)
+    if nxt is not None and definition.start_byte < nxt.start_byte < end:
+        end = _bounded_end(frame, start, _line_start(frame, nxt.start_byte))
+        incomplete = True
+    key = None
+    if frame.linear:
+        key = ("cuda", language, frame.src[start:end], frame.display[start:end] if frame.display else b"",
+               _namespace(container), _extern_c(container), incomplete, ctx_key)
+        hit = kcache.get_kernel(key, frame.to_file(start), frame.line(start))
+        if hit is not None:
+            return hit
+    header_nodes = list(container.children) if container is not definition else list(definition.children)
+    if container is not definition:
+        header_nodes += list(definition.children)
+    attrs: dict[str, object] = {
+        "launch_bounds": _launch_bounds(header_nodes, frame),
+        "extern_c": _extern_c(container) or 'extern "C"' in macros.get(node_text(anchor), ""),
+        "template_params": _template_params(container),
+    }
+    body_start = body.start_byte if body is not None else end
+    cd = _cluster_dims_text(frame, start, body_start)
+    if cd is not None:
+        attrs["cluster_dims"] = cd
+    ns = _namespace(container)
+    if ns:
+        attrs["namespace"] = ns
+    params_node = declarator.child_by_field_name("parameters")
+    params = _params(frame, params_node, macros)
+    body_span = frame.span(body) if body is not None else frame.span_of(end, end)
+    kernel = Kernel(
+        name=node_text(name_node),
+        language=language,  # type: ignore[arg-type]
+        start_line=frame.line(start),
+        end_line=frame.end_line(end),
+        span=frame.span_of(start, end),
+        name_span=frame.span(name_node),
+        body_span=body_span,
+        params=params,
+        attributes=attrs,
+        incomplete=incomplete,
+        text=frame.text(start, end),
+    )
+    if body is not None:
+        kernel.features = feat.cuda_features(frame, body, params, macros, (body.start_byte, min(body.end_byte, end)))
+    if key is not None:
+        kcache.put_kernel(key, kernel)
+    return kernel
+
+
+def _kernel_from_broken(frame: Frame, anchor: ts.Node, container: ts.Node, declarator: ts.Node,
+                        nxt: ts.Node | None, language: str, macros: dict[str, str]) -> Kernel | None:
+    name_node = _declarator_name(declarator)
+    if name_node is None:
+        return None
+    start = anchor.start_byte
+    limit = container.end_byte
+    if nxt is not None and nxt.start_byte < limit:
+        limit = _line_start(frame, nxt.start_byte)
+    sib = declarator.next_sibling
+    body_start = None
+    while sib is not None and sib.start_byte < limit:
+        if sib.type == "{" and body_start is None:
+            body_start = sib.start_byte
+        if sib.type == "function_definition" and body_start is not None:
+            limit = min(limit, _line_start(frame, sib.start_byte))
+            break
+        sib = sib.next_sibling
+    end = _bounded_end(frame, start, limit)
+    header_nodes = [c for c in container.children if anchor.start_byte <= c.start_byte < declarator.end_byte]
+    attrs: dict[str, object] = {
+        "launch_bounds": _launch_bounds(header_nodes, frame),
+        "extern_c": _extern_c(container),
+        "template_params": [],
+    }
+    ns = _namespace(container)
+    if ns:
+        attrs["namespace"] = ns
+    params = _params(frame, declarator.child_by_field_name("parameters"), macros)
+    bs = body_start if body_start is not None else end
+    kernel = Kernel(
+        name=node_text(name_node),
+        language=language,  # type: ignore[arg-type]
+        start_line=frame.line(start),
+        end_line=frame.end_line(end),
+        span=frame.span_of(start, end),
+        name_span=frame.span(name_node),
+        body_span=frame.span_of(bs, end),
+        params=params,
+        attributes=attrs,
+        incomplete=True,
+        text=frame.text(start, end),
+    )
+    kernel.features = feat.cuda_features(frame, container, params, macros, (bs, end))
+    return kernel
+
+
+# --------------------------------------------------------------------------------------------
+# parameters
+
+
+def _params(frame: Frame, plist: ts.Node | None, macros: dict[str, str]) -> list[Param]:
+    if plist is None:
+        return []
+    out: list[Param] = []
+    children = plist.named_children
+    i = 0
+    while i < len(children):
+        c = children[i]
+        i += 1
+        if c.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        start, end = c.start_byte, c.end_byte
+        decl = c.child_by_field_name("declarator")
+        name_node = _declarator_name(decl) if decl is not None else None
+        extra_qualifier = ""
+        # a macro qualifier (RESTRICT) swallows the name, which lands in a following ERROR node
+        if i < len(children) and children[i].type == "ERROR":
+            err = children[i]
+            ids = [n for n in err.named_children if n.type == "identifier"]
+            if ids:
+                if name_node is not None:
+                    extra_qualifier = node_text(name_node)
+                name_node = ids[-1]
+                end = err.end_byte
+                i += 1
+        text = frame.text(start, end)
+        if name_node is None:
+            name, type_text = "", " ".join(text.split())
+        else:
+            name = node_text(name_node)
+            type_text = frame.text(start, name_node.start_byte) + frame.text(name_node.end_byte, end)
+            type_text = " ".join(type_text.split())
+        if c.type == "optional_parameter_declaration" and "=" in type_text:
+            type_text = type_text.split("=")[0].strip()
+        qualifiers = {extra_qualifier, *type_text.replace("*", " ").split()}
+        expanded = " ".join(macros.get(q, q) for q in qualifiers if q)
+        is_pointer = _has_pointer(decl) or "*" in type_text or "*" in expanded
+        default_node = c.child_by_field_name("default_value")
+        out.append(Param(
+            name=name,
+            type=type_text or None,
+            is_pointer=is_pointer,
+            is_const=_pointee_const(c, decl) if is_pointer else "const" in type_text.split(),
+            is_restrict="__restrict__" in expanded.split() or "__restrict" in expanded.split(),
+            default=node_text(default_node) if default_node is not None else None,
+            span=frame.span_of(start, end),
+        ))
+    return out
+
+
+def _has_pointer(decl: ts.Node | None) -> bool:
+    cur = decl
+    while cur is not None:
+        if cur.type in ("pointer_declarator", "array_declarator", "abstract_pointer_declarator"):
+            return True
+        cur = cur.child_by_field_name("declarator")
+    return False
+
+
+def _pointee_const(param: ts.Node, decl: ts.Node | None) -> bool:
+    """``const T*`` / ``T const*``: a const qualifier outside the pointer declarator."""
+    for ch in param.children:
+        if ch is decl:
+            break
+        if ch.type == "type_qualifier" and node_text(ch) == "const":
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# device functions, macros, dead code, launches, errors
+
+
+def _device_functions(frame: Frame, device_tokens: list[ts.Node], extra: list[ts.Node],
+                      is_dead) -> list[DeviceFunction]:
+    out: list[DeviceFunction] = []
+    seen: set[int] = set()
+    nodes = [d.parent for d in device_tokens] + extra
+    for fn in nodes:
+        if fn is None or fn.type != "function_definition" or is_dead(fn) or fn.start_byte in seen:
+            continue
+        if any(c.type == "__global__" for c in fn.children):
+            continue
+        seen.add(fn.start_byte)
+        name = _declarator_name(fn.child_by_field_name("declarator"))
+        if name is None:
+            continue
+        outer = _outer_start(fn)
+        out.append(DeviceFunction(name=node_text(name), start_line=frame.line(outer.start_byte),
+                                  end_line=frame.end_line(fn.end_byte), span=frame.span_of(outer.start_byte,
+                                                                                           fn.end_byte)))
+    return out
+
+
+def _dead_ranges(caps: dict[str, list[ts.Node]]) -> list[tuple[int, int]]:
+    """Byte ranges of ``#if 0`` / ``#if false`` branches."""
+    out: list[tuple[int, int]] = []
+    for node in caps.get("if", []):
+        cond = node_text(node.child_by_field_name("condition")).strip()
+        if literal_value(cond) == 0 or cond == "false":
+            alt = node.child_by_field_name("alternative")
+            out.append((node.start_byte, alt.start_byte if alt is not None else node.end_byte))
+    return out
+
+
+def _enclosing_function(node: ts.Node) -> ts.Node | None:
+    cur = node.parent
+    while cur is not None and cur.type != "function_definition":
+        cur = cur.parent
+    return cur
+
+
+def _cached_launch(frame: Frame, call: ts.Node, resolver: CudaResolver, ctx_key: str) -> LaunchSite | None:
+    fn = _enclosing_function(call)
+    if fn is None or not frame.linear:
+        return _launch(frame, call, resolver)
+    key = ("cuda-launch", frame.src[fn.start_byte : fn.end_byte], call.start_byte - fn.start_byte,
+           resolver.consts_key, ctx_key)
+    hit = kcache.get_launch(key, frame.to_file(call.start_byte), frame.line(call.start_byte))
+    if hit is not None:
+        return hit
+    site = _launch(frame, call, resolver)
+    if site is not None:
+        kcache.put_launch(key, site)
+    return site
+
+
+def _launch(frame: Frame, call: ts.Node, resolver: CudaResolver) -> LaunchSite | None:
+    fn = call.child_by_field_name("function")
+    cfg = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
+    args = call.child_by_field_name("arguments")
+    if fn is None or cfg is None:
+        return None
+    name_node = _declarator_name(fn) if fn.type != "identifier" else fn
+    if name_node is None:
+        return None
+    exprs = [c for c in cfg.named_children if c.type != "comment"]
+    keys = ("grid", "block", "smem", "stream")
+    config: dict[str, str] = {}
+    spans: dict[str, ByteSpan] = {}
+    resolved: dict[str, str] = {}
+    for key, e in zip(keys, exprs, strict=False):
+        config[key] = " ".join(node_text(e).split())
+        spans[key] = frame.span(e)
+        resolved[key] = resolver.resolve(e, call)
+    config.setdefault("smem", "0")
+    config.setdefault("stream", "default")
+    resolved.setdefault("smem", "0")
+    resolved.setdefault("stream", "default")
+    tmpl = _template_args(fn)
+    if tmpl is not None:
+        config["template_args"] = " ".join(node_text(tmpl).split())
+        spans["template_args"] = frame.span(tmpl)
+        resolved["template_args"] = resolver.resolve_template_args(tmpl, call)
+    return LaunchSite(
+        line=frame.line(call.start_byte),
+        kernel_name=node_text(name_node),
+        config=config,
+        args=[node_text(a) for a in (args.named_children if args is not None else []) if a.type != "comment"],
+        span=frame.span(call),
+        config_spans=spans,
+        qualified_name=" ".join(node_text(fn).split()),
+        resolved_config=resolved,
+    )
+
+
+def _template_args(fn: ts.Node) -> ts.Node | None:
+    cur: ts.Node | None = fn
+    while cur is not None:
+        if cur.type == "template_function":
+            return cur.child_by_field_name("arguments")
+        cur = cur.child_by_field_name("name") if cur.type == "qualified_identifier" else None
+    return None
+
+
+def _error_lines(frame: Frame, root: ts.Node, limit: int = 20) -> list[str]:
+    out: list[str] = []
+    stack = [root]
+    while stack and len(out) < limit:
+        n = stack.pop()
+        if n.is_error or n.is_missing:
+            what = f"missing {n.type!r}" if n.is_missing else "syntax error"
+            out.append(f"line {frame.line(n.start_byte)}: {what}")
+            continue
+        if n.has_error:
+            stack.extend(reversed(n.children))
+    return out

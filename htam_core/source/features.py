@@ -1,0 +1,408 @@
+"""Syntactic kernel features (``KernelFeatures``) from tree-sitter queries.
+
+CUDA: loops with constant trip counts, ``__shared__`` arrays, ``__syncthreads``, atomics, vector
+types, ``__ldg``, math intrinsics, warp-shuffle reductions, grid-stride loops, 2-D indexing, and
+global loads/stores through pointer parameters (which also sets ``Param.written``).
+Triton: ``range``/``tl.static_range`` loops, ``tl.dot``, ``mask=`` arguments, reductions
+(``tl.sum``/``max``/``min``/``argmax``/``reduce``), ``tl.load``/``tl.store``, atomics, math calls,
+``tl.program_id(1)``. The vocabularies follow the CUDA C++ Programming Guide (math API,
+warp shuffle, atomics) and ``triton.language``.
+"""
+
+from __future__ import annotations
+
+import tree_sitter as ts
+
+from htam_core.source.frames import Frame
+from htam_core.source.model import KernelFeatures, Loop, Param, SharedDecl
+from htam_core.source.parsing import captures, node_text
+from htam_core.source.resolve import const_eval, literal_value
+
+Q_C_FEAT = """
+(call_expression function: (_) @callee arguments: (argument_list) @cargs) @call
+(for_statement) @for
+(while_statement) @while
+(do_statement) @do
+(declaration) @decl
+(field_expression argument: (identifier) field: (field_identifier)) @field
+(type_identifier) @type
+(assignment_expression left: (_) @lhs) @assign
+(update_expression argument: (_) @upd)
+(subscript_expression argument: (_) @sbase) @sub
+(pointer_expression argument: (_) @pbase) @ptr
+"""
+
+VECTOR_TYPES = {
+    f"{base}{n}" for base in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong",
+                              "ulonglong", "float", "double") for n in (1, 2, 3, 4)
+} | {"half2", "__half2", "__nv_bfloat162", "nv_bfloat162", "__nv_fp8x2_e4m3", "__nv_fp8x4_e4m3"}
+CUDA_MATH = {
+    "expf", "exp", "exp2f", "exp10f", "expm1f", "logf", "log", "log2f", "log10f", "log1pf", "powf", "pow",
+    "sqrtf", "sqrt", "rsqrtf", "rsqrt", "cbrtf", "tanhf", "tanh", "sinf", "cosf", "tanf", "sin", "cos",
+    "erff", "erf", "erfcf", "fmaxf", "fminf", "fmax", "fmin", "fabsf", "fabs", "fmaf", "fma", "floorf",
+    "ceilf", "roundf", "truncf", "sincosf", "normcdff", "__expf", "__exp10f", "__logf", "__log2f",
+    "__log10f", "__powf", "__sinf", "__cosf", "__tanf", "__sincosf", "__fdividef", "__frcp_rn",
+    "__fsqrt_rn", "__frsqrt_rn", "__fmaf_rn", "__fmul_rn", "__fadd_rn", "hexp", "h2exp", "hsqrt",
+    "h2sqrt", "__hfma", "__hfma2", "__hmul", "__hmul2", "__hadd", "__hadd2", "tanh_approx",
+}
+CUDA_REDUCTIONS = {
+    "__shfl_down_sync", "__shfl_xor_sync", "__shfl_up_sync", "__shfl_sync", "__reduce_add_sync",
+    "__reduce_min_sync", "__reduce_max_sync", "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync",
+    "Reduce", "Sum", "reduce",
+}
+CUDA_MMA = {"mma_sync", "wmma::mma_sync", "__hmma_m16n16k16_mma_f32f32", "mma"}
+TYPE_BYTES = {
+    "char": 1, "unsigned char": 1, "signed char": 1, "int8_t": 1, "uint8_t": 1, "bool": 1, "short": 2,
+    "unsigned short": 2, "int16_t": 2, "uint16_t": 2, "half": 2, "__half": 2, "__nv_bfloat16": 2,
+    "nv_bfloat16": 2, "int": 4, "unsigned": 4, "unsigned int": 4, "int32_t": 4, "uint32_t": 4, "float": 4,
+    "half2": 4, "__half2": 4, "__nv_bfloat162": 4, "long long": 8, "unsigned long long": 8, "int64_t": 8,
+    "uint64_t": 8, "double": 8, "size_t": 8, "float2": 8, "int2": 8, "float4": 16, "int4": 16, "uint4": 16,
+    "double2": 16, "float3": 12, "int3": 12,
+}
+
+
+def _callee_name(node: ts.Node) -> str:
+    if node.type in ("identifier", "field_identifier"):
+        return node_text(node)
+    if node.type == "template_function":
+        return _callee_name(node.child_by_field_name("name")) if node.child_by_field_name("name") else ""
+    if node.type == "qualified_identifier":
+        return " ".join(node_text(node).split())
+    if node.type == "field_expression":
+        f = node.child_by_field_name("field")
+        return node_text(f) if f is not None else ""
+    return ""
+
+
+def _root_identifier(node: ts.Node | None) -> str | None:
+    """First identifier of an address expression, skipping called names (``reinterpret_cast``)."""
+    stack = [node] if node is not None else []
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            return node_text(n)
+        kids = list(n.children)
+        if n.type in ("call_expression", "call"):
+            fn = n.child_by_field_name("function")
+            args = n.child_by_field_name("arguments")
+            if fn is not None and fn.type in ("template_function", "identifier", "qualified_identifier"):
+                kids = [args] if args is not None else []
+        if n.type == "attribute":
+            obj = n.child_by_field_name("object")
+            kids = [obj] if obj is not None else []
+        stack.extend(reversed([k for k in kids if k is not None]))
+    return None
+
+
+def _resolve_alias(name: str | None, aliases: dict[str, str]) -> str | None:
+    seen: set[str] = set()
+    while name is not None and name in aliases and name not in seen:
+        seen.add(name)
+        name = aliases[name]
+    return name
+
+
+def _simulate(start: float, op: str, bound: float, step_op: str, step: float, limit: int = 1_000_000) -> int | None:
+    cmp = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+           ">=": lambda a, b: a >= b, "!=": lambda a, b: a != b}.get(op)
+    upd = {"+=": lambda a: a + step, "-=": lambda a: a - step, "*=": lambda a: a * step,
+           "/=": lambda a: a // step if step else a, "<<=": lambda a: int(a) << int(step),
+           ">>=": lambda a: int(a) >> int(step)}.get(step_op)
+    if cmp is None or upd is None:
+        return None
+    count, v = 0, start
+    while cmp(v, bound):
+        count += 1
+        nv = upd(v)
+        if nv == v or count > limit:
+            return None
+        v = nv
+    return count
+
+
+def _val(node: ts.Node | None, consts: dict[str, str]) -> int | float | None:
+    return const_eval(node, consts)
+
+
+def _c_trip_count(loop: ts.Node, consts: dict[str, str]) -> int | None:
+    init = loop.child_by_field_name("initializer")
+    cond = loop.child_by_field_name("condition")
+    upd = loop.child_by_field_name("update")
+    if init is None or cond is None or upd is None:
+        return None
+    var = start = None
+    if init.type == "declaration":
+        d = init.child_by_field_name("declarator")
+        if d is not None and d.type == "init_declarator":
+            var = node_text(d.child_by_field_name("declarator"))
+            start = _val(d.child_by_field_name("value"), consts)
+    elif init.type == "assignment_expression":
+        var = node_text(init.child_by_field_name("left"))
+        start = _val(init.child_by_field_name("right"), consts)
+    if var is None or start is None or cond.type != "binary_expression":
+        return None
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    op = node_text(cond.child_by_field_name("operator"))
+    if node_text(left) == var:
+        bound = _val(right, consts)
+    elif node_text(right) == var:
+        bound = _val(left, consts)
+        op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
+    else:
+        return None
+    if bound is None:
+        return None
+    if upd.type == "update_expression":
+        step_op = "+=" if "++" in node_text(upd) else "-="
+        step: float = 1
+    elif upd.type == "assignment_expression" and node_text(upd.child_by_field_name("left")) == var:
+        step_op = node_text(upd.child_by_field_name("operator"))
+        sv = _val(upd.child_by_field_name("right"), consts)
+        if sv is None:
+            return None
+        step = sv
+    else:
+        return None
+    return _simulate(start, op, bound, step_op, step)
+
+
+def _in_range(n: ts.Node, rng: tuple[int, int]) -> bool:
+    return rng[0] <= n.start_byte < rng[1]
+
+
+def cuda_features(frame: Frame, node: ts.Node, params: list[Param], consts: dict[str, str],
+                  rng: tuple[int, int]) -> KernelFeatures:
+    """Features of the CUDA kernel body lying in local byte range ``rng`` under ``node``.
+
+    ``params`` get ``written`` set for pointers stored through. ``consts`` maps macro names to
+    values (used for trip counts and shared-memory sizes).
+    """
+    f = KernelFeatures()
+    caps = captures("cuda", Q_C_FEAT, node, rng)
+    pick = {k: [n for n in v if _in_range(n, rng)] for k, v in caps.items()}
+    pointer_params = {p.name for p in params if p.is_pointer}
+    aliases: dict[str, str] = {}
+    stride_names: set[str] = set()
+    for decl in pick.get("decl", []):
+        quals = {node_text(c) for c in decl.children if c.type in ("type_qualifier", "storage_class_specifier")}
+        for d in decl.children_by_field_name("declarator"):
+            if "__shared__" in quals:
+                f.shared_memory.append(_shared(d, decl, quals, consts))
+                continue
+            if d.type == "init_declarator":
+                name_node = d.child_by_field_name("declarator")
+                value = d.child_by_field_name("value")
+                while name_node is not None and name_node.type in ("pointer_declarator", "reference_declarator"):
+                    name_node = name_node.child_by_field_name("declarator")
+                if name_node is not None and value is not None:
+                    root = _root_identifier(value)
+                    if root is not None and root != node_text(name_node):
+                        aliases[node_text(name_node)] = root
+                    if "gridDim" in node_text(value):
+                        stride_names.add(node_text(name_node))
+
+    def base_param(expr: ts.Node | None) -> str | None:
+        name = _resolve_alias(_root_identifier(expr), aliases)
+        return name if name in pointer_params else None
+
+    written: set[str] = set()
+    store_nodes: set[int] = set()
+    for key in ("lhs", "upd"):
+        for lhs in pick.get(key, []):
+            if lhs.type in ("subscript_expression", "pointer_expression", "field_expression"):
+                target = lhs
+                while target.type == "field_expression":
+                    target = target.child_by_field_name("argument")
+                    if target is None:
+                        break
+                if target is None or target.type not in ("subscript_expression", "pointer_expression"):
+                    continue
+                base = target.child_by_field_name("argument")
+                if target.type == "pointer_expression" and not node_text(target).lstrip().startswith("*"):
+                    continue
+                p = base_param(base)
+                if p is not None:
+                    written.add(p)
+                    f.stores += 1
+                    store_nodes.add(target.start_byte)
+                    parent = lhs.parent
+                    if parent is not None and parent.type == "assignment_expression" and \
+                            node_text(parent.child_by_field_name("operator")) != "=":
+                        f.loads += 1
+                    elif key == "upd":
+                        f.loads += 1
+    for key in ("sub", "ptr"):
+        for n in pick.get(key, []):
+            if n.start_byte in store_nodes:
+                continue
+            if key == "ptr" and not node_text(n).lstrip().startswith("*"):
+                continue
+            if base_param(n.child_by_field_name("argument")) is not None:
+                f.loads += 1
+    for call in pick.get("call", []):
+        callee = call.child_by_field_name("function")
+        name = _callee_name(callee) if callee is not None else ""
+        short = name.split("::")[-1]
+        args = call.child_by_field_name("arguments")
+        if short.startswith("__syncthreads"):
+            f.syncthreads += 1
+        elif short.startswith("atomic"):
+            if short not in f.atomics:
+                f.atomics.append(short)
+            first = args.named_children[0] if args is not None and args.named_children else None
+            p = base_param(first)
+            if p is not None:
+                written.add(p)
+        elif short in ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"):
+            f.uses_ldg = True
+            f.loads += 1
+        if short in CUDA_MATH and short not in f.math_calls:
+            f.math_calls.append(short)
+        if short in CUDA_REDUCTIONS and short not in f.reductions:
+            f.reductions.append(short)
+        if name in CUDA_MMA or short == "mma_sync":
+            f.uses_dot = True
+    for loop_key, kind in (("for", "for"), ("while", "while"), ("do", "do")):
+        for loop in pick.get(loop_key, []):
+            prev = loop.prev_named_sibling
+            pragma = prev is not None and prev.type == "preproc_call" and \
+                node_text(prev).replace(" ", "").startswith("#pragmaunroll")
+            trip = _c_trip_count(loop, consts) if kind == "for" else None
+            f.loops.append(Loop(line=frame.line(loop.start_byte), kind=kind, trip_count=trip,
+                                span=frame.span(loop), has_unroll_pragma=pragma))
+            if kind == "for":
+                upd = loop.child_by_field_name("update")
+                ut = node_text(upd)
+                if "gridDim" in ut or any(s in ut.replace("+=", " ").split() for s in stride_names):
+                    f.has_grid_stride_loop = True
+    f.loops.sort(key=lambda lp: lp.line)
+    for fe in pick.get("field", []):
+        obj, fld = fe.child_by_field_name("argument"), fe.child_by_field_name("field")
+        if node_text(obj) in ("threadIdx", "blockIdx") and node_text(fld) in ("y", "z"):
+            f.uses_2d_index = True
+    types = [node_text(t) for t in pick.get("type", [])]
+    types += [w for p in params for w in (p.type or "").replace("*", " ").split()]
+    for t in types:
+        if t in VECTOR_TYPES and t not in f.vector_types:
+            f.vector_types.append(t)
+    for p in params:
+        p.written = p.name in written
+    return f
+
+
+def _shared(d: ts.Node, decl: ts.Node, quals: set[str], consts: dict[str, str]) -> SharedDecl:
+    dims: list[str] = []
+    dim_nodes: list[ts.Node | None] = []
+    cur = d
+    if cur.type == "init_declarator":
+        cur = cur.child_by_field_name("declarator")
+    while cur is not None and cur.type == "array_declarator":
+        size = cur.child_by_field_name("size")
+        dims.insert(0, node_text(size) if size is not None else "")
+        dim_nodes.insert(0, size)
+        cur = cur.child_by_field_name("declarator")
+    name = node_text(cur) if cur is not None else ""
+    type_text = " ".join(node_text(decl.child_by_field_name("type")).split())
+    dynamic = "extern" in quals
+    nbytes: int | None = None
+    if dims and not dynamic and type_text in TYPE_BYTES:
+        total = TYPE_BYTES[type_text]
+        for dim_node in dim_nodes:
+            v = const_eval(dim_node, consts)
+            if not isinstance(v, int):
+                total = -1
+                break
+            total *= v
+        nbytes = total if total >= 0 else None
+    if dynamic and dims == [""]:
+        dims = []
+    return SharedDecl(name=name, type=type_text, dims=dims, bytes=nbytes, dynamic=dynamic)
+
+
+# --------------------------------------------------------------------------------------------
+# Triton
+
+Q_PY_FEAT = """
+(call function: (_) @callee arguments: (argument_list) @cargs) @call
+(for_statement right: (_)) @for
+(while_statement) @while
+(keyword_argument name: (identifier) @kw)
+(assignment left: (identifier) right: (_)) @assign
+"""
+TL_PREFIXES = ("tl.", "triton.language.", "tl.math.", "libdevice.", "tl.extra.cuda.libdevice.")
+TL_REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum"}
+TL_MATH = {"exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sigmoid", "erf", "tanh", "sin", "cos",
+           "fma", "abs", "fdiv", "div_rn", "softmax", "cdiv", "umulhi", "pow", "fast_expf", "fast_dividef"}
+
+
+def triton_features(frame: Frame, fn: ts.Node, params: list[Param]) -> KernelFeatures:
+    """Features of the Triton kernel ``fn`` (a ``function_definition``); sets ``Param.written``
+    for ``tl.store``/atomic bases and ``Param.is_pointer`` for ``tl.load``/``tl.store`` bases."""
+    f = KernelFeatures()
+    body = fn.child_by_field_name("body")
+    if body is None:
+        return f
+    caps = captures("python", Q_PY_FEAT, body)
+    aliases: dict[str, str] = {}
+    for assign in caps.get("assign", []):
+        name, value = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+        root = _root_identifier(value)
+        if root is not None and root != node_text(name):
+            aliases.setdefault(node_text(name), root)
+    names = {p.name: p for p in params}
+    f.masks = sum(1 for kw in caps.get("kw", []) if node_text(kw) == "mask")
+    for call in caps.get("call", []):
+        callee = node_text(call.child_by_field_name("function"))
+        short = callee.rsplit(".", 1)[-1]
+        is_tl = callee.startswith(TL_PREFIXES)
+        args = call.child_by_field_name("arguments")
+        first = next((a for a in (args.named_children if args is not None else [])
+                      if a.type not in ("keyword_argument", "comment")), None)
+        if is_tl and short in ("load", "store") or (is_tl and short.startswith("atomic_")):
+            base = _resolve_alias(_root_identifier(first), aliases)
+            if base in names:
+                names[base].is_pointer = True
+                if short != "load":
+                    names[base].written = True
+            if short == "load":
+                f.loads += 1
+            elif short == "store":
+                f.stores += 1
+            elif short not in f.atomics:
+                f.atomics.append(short)
+        if not is_tl:
+            continue
+        if short == "dot" or short == "dot_scaled":
+            f.uses_dot = True
+        elif short in TL_REDUCTIONS and short not in f.reductions:
+            f.reductions.append(short)
+        elif short in TL_MATH and short not in f.math_calls:
+            f.math_calls.append(short)
+        elif short == "debug_barrier":
+            f.syncthreads += 1
+        elif short == "program_id" and args is not None:
+            for a in args.named_children:
+                v = a.child_by_field_name("value") if a.type == "keyword_argument" else a
+                if v is not None and literal_value(node_text(v)) in (1, 2):
+                    f.uses_2d_index = True
+    for loop in caps.get("for", []):
+        it = loop.child_by_field_name("right")
+        kind, trip = "for", None
+        if it.type == "call":
+            callee = node_text(it.child_by_field_name("function"))
+            short = callee.rsplit(".", 1)[-1]
+            if short in ("range", "static_range"):
+                kind = short
+                a = it.child_by_field_name("arguments")
+                vals = [literal_value(node_text(x)) for x in (a.named_children if a is not None else [])
+                        if x.type != "keyword_argument"]
+                if vals and all(isinstance(v, int) for v in vals) and len(vals) <= 3:
+                    try:
+                        trip = len(range(*vals))  # type: ignore[arg-type]
+                    except ValueError:
+                        trip = None
+        f.loops.append(Loop(line=frame.line(loop.start_byte), kind=kind, trip_count=trip, span=frame.span(loop)))
+    for loop in caps.get("while", []):
+        f.loops.append(Loop(line=frame.line(loop.start_byte), kind="while", span=frame.span(loop)))
+    f.loops.sort(key=lambda lp: lp.line)
+    return f

@@ -1,0 +1,129 @@
+"""Positions: byte offsets, 1-based lines and LSP columns in UTF-8/UTF-16/UTF-32 code units.
+
+LSP positions are ``(line, character)`` with a 0-based line and a column counted in the code
+units of the negotiated encoding (``"utf-16"`` by default, ``"utf-8"`` or ``"utf-32"`` on request;
+LSP 3.17 ``PositionEncodingKind``). Tree-sitter works in UTF-8 byte offsets. :class:`LineIndex`
+converts between them for one text.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Literal
+
+Encoding = Literal["utf-8", "utf-16", "utf-32"]
+ENCODINGS: tuple[str, ...] = ("utf-8", "utf-16", "utf-32")
+
+
+def _check_encoding(encoding: str) -> None:
+    if encoding not in ENCODINGS:
+        raise ValueError(f"unknown position encoding {encoding!r}; use one of {', '.join(ENCODINGS)}")
+
+
+def units_to_byte_col(line: bytes, col: int, encoding: str) -> int:
+    """Byte offset inside ``line`` (UTF-8, without newline) of column ``col`` in ``encoding`` units.
+
+    A column past the end of the line is clamped to the line end (LSP clients may send that);
+    a column inside a surrogate pair or a multi-byte character snaps to that character's start.
+
+    Raises:
+        ValueError: unknown encoding or negative column.
+    """
+    _check_encoding(encoding)
+    if col < 0:
+        raise ValueError(f"negative column {col}")
+    if encoding == "utf-8":
+        return min(col, len(line))
+    if line.isascii():
+        return min(col, len(line))
+    units = 0
+    byte = 0
+    for ch in line.decode("utf-8", errors="surrogatepass"):
+        width = 2 if (encoding == "utf-16" and ord(ch) > 0xFFFF) else 1
+        if units + width > col:
+            return byte
+        units += width
+        byte += len(ch.encode("utf-8", errors="surrogatepass"))
+    return byte
+
+
+def byte_col_to_units(line: bytes, byte_col: int, encoding: str) -> int:
+    """Column in ``encoding`` code units of byte offset ``byte_col`` inside ``line`` (UTF-8).
+
+    Raises:
+        ValueError: unknown encoding.
+    """
+    _check_encoding(encoding)
+    byte_col = max(0, min(byte_col, len(line)))
+    if encoding == "utf-8" or line.isascii():
+        return byte_col
+    prefix = line[:byte_col].decode("utf-8", errors="ignore")
+    if encoding == "utf-32":
+        return len(prefix)
+    return sum(2 if ord(ch) > 0xFFFF else 1 for ch in prefix)
+
+
+def utf16_length(text: str) -> int:
+    """Length of ``text`` in UTF-16 code units."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+class LineIndex:
+    """Line starts of a UTF-8 byte string, for O(log n) byte <-> (line, column) conversion.
+
+    Args:
+        data: the whole file as UTF-8 bytes.
+    """
+
+    __slots__ = ("data", "starts")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        starts = [0]
+        find = data.find
+        i = find(b"\n")
+        while i >= 0:
+            starts.append(i + 1)
+            i = find(b"\n", i + 1)
+        self.starts = starts
+
+    @property
+    def line_count(self) -> int:
+        """Number of lines (a trailing newline starts one more, empty, line)."""
+        return len(self.starts)
+
+    def line_of(self, byte: int) -> int:
+        """0-based line containing byte offset ``byte``."""
+        return bisect_right(self.starts, byte) - 1
+
+    def line_bytes(self, line: int) -> bytes:
+        """Bytes of 0-based ``line`` without its line terminator (``\\n`` or ``\\r\\n``)."""
+        if line < 0 or line >= len(self.starts):
+            return b""
+        start = self.starts[line]
+        end = self.starts[line + 1] - 1 if line + 1 < len(self.starts) else len(self.data)
+        chunk = self.data[start:end]
+        return chunk[:-1] if chunk.endswith(b"\r") else chunk
+
+    def point(self, byte: int) -> tuple[int, int]:
+        """Tree-sitter point ``(row, byte column)`` of ``byte``."""
+        line = self.line_of(byte)
+        return line, byte - self.starts[line]
+
+    def to_byte(self, line: int, col: int, encoding: str = "utf-16") -> int:
+        """Byte offset of the LSP position ``(line, col)``; lines past the end clamp to the end.
+
+        Raises:
+            ValueError: unknown encoding or negative line/column.
+        """
+        if line < 0:
+            raise ValueError(f"negative line {line}")
+        if line >= len(self.starts):
+            return len(self.data)
+        return self.starts[line] + units_to_byte_col(self.line_bytes(line), col, encoding)
+
+    def to_position(self, byte: int, encoding: str = "utf-16") -> tuple[int, int]:
+        """LSP position ``(line, col)`` of byte offset ``byte``."""
+        byte = max(0, min(byte, len(self.data)))
+        line = self.line_of(byte)
+        return line, byte_col_to_units(self.line_bytes(line), byte - self.starts[line], encoding)
