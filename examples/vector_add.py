@@ -23,8 +23,9 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     n_elements = out.numel()
-    grid = (triton.cdiv(n_elements, 64),)
-    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=64, num_warps=4)
+    BLOCK_SIZE = 64
+    grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
+    add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
     return out
 
 

@@ -1,1 +1,34 @@
-"""htam_core.memory."""
+"""HTAM memory: the Hierarchical Transition Graph, its knowledge base, the SQLite store and the ranker.
+
+Public API::
+
+    load_knowledge() -> KnowledgeBase
+    open_store(path=None, workspace=None, on_corrupt="error") -> Store
+    Store.record(prefix, state, step, outcome, fingerprint, device) -> Record
+    Ranker(kb, store, seed=0, ablation=None).rank(state, prefix, features, language, profile, top=5)
+        -> list[RankedStep]
+    state_from_profile(profile) -> dict[str, float]
+
+See docs/MEMORY.md for the method, the formulas and the choices made where DESIGN.md leaves them open.
+"""
+
+from htam_core.memory.features import STATE_KEYS, state_from_profile
+from htam_core.memory.knowledge import (
+    Direction,
+    KnowledgeBase,
+    KnowledgeError,
+    Strategy,
+    TransitionPrior,
+    load_knowledge,
+)
+from htam_core.memory.predicates import PredicateError, parse_predicate
+from htam_core.memory.ranker import ABLATIONS, RankedStep, Ranker, RankerConfig
+from htam_core.memory.records import Outcome, Record, Stats, outcome_value
+from htam_core.memory.store import MemoryStoreError, Store, default_store_path, open_store
+
+__all__ = [
+    "ABLATIONS", "STATE_KEYS", "Direction", "KnowledgeBase", "KnowledgeError", "MemoryStoreError", "Outcome",
+    "PredicateError", "RankedStep", "Ranker", "RankerConfig", "Record", "Stats", "Store", "Strategy",
+    "TransitionPrior", "default_store_path", "load_knowledge", "open_store", "outcome_value",
+    "parse_predicate", "state_from_profile",
+]

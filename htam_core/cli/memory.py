@@ -1,0 +1,137 @@
+"""``htam memory stats|export [FILE]|import FILE|reset [--yes] [--move-aside]``: manage the HTAM memory store.
+
+Every action takes ``--memory PATH`` (default ``$HTAM_MEMORY`` or the platformdirs user data dir).
+Export writes JSON (to FILE or stdout) that round-trips exactly through import; import merges records by
+uid, so statistics add up and importing twice changes nothing. ``reset --move-aside`` renames a corrupt
+file out of the way and creates an empty store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from htam_core.cli.main import UsageError
+from htam_core.memory import MemoryStoreError, Store, default_store_path, open_store
+from htam_core.memory.store import SCHEMA_VERSION, move_aside
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``memory`` subcommand and its actions."""
+    p = subparsers.add_parser("memory", help="inspect, export, import or reset the HTAM memory",
+                              description="Manage the HTAM memory store (SQLite).")
+    p.add_argument("--memory", default=None, metavar="PATH", help="store file (default: $HTAM_MEMORY or the "
+                                                                   "user data dir)")
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    s = sub.add_parser("stats", help="counts per direction and strategy")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    e = sub.add_parser("export", help="write the memory as JSON")
+    e.add_argument("file", nargs="?", default=None, help="output file (default: stdout)")
+    i = sub.add_parser("import", help="merge a JSON export into the store")
+    i.add_argument("file", help="a file written by `htam memory export`")
+    r = sub.add_parser("reset", help="delete every record and statistic")
+    r.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    r.add_argument("--move-aside", action="store_true",
+                   help="rename the file to <name>.corrupt-<time> instead (for a corrupt store) and start empty")
+    for q in (s, e, i, r):
+        q.add_argument("--memory", default=argparse.SUPPRESS, metavar="PATH", help=argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def _open(path: str | None) -> Store:
+    try:
+        return open_store(path)
+    except MemoryStoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _stats(store: Store, as_json: bool) -> int:
+    recs = list(store.records())
+    by_dir = Counter(r.direction for r in recs)
+    by_step = Counter(r.step for r in recs)
+    wins = Counter(r.step for r in recs if r.outcome.status == "win")
+    fails = sum(1 for r in recs if r.outcome.is_failure)
+    info = {"path": str(store.path), "schema": SCHEMA_VERSION, "kb_version": store.kb.version,
+            "records": len(recs), "kernels": len({r.fingerprint for r in recs}),
+            "devices": sorted({r.device for r in recs}), "failures": fails,
+            "last_write": max((r.time for r in recs), default=None),
+            "directions": dict(by_dir.most_common()),
+            "strategies": {k: {"trials": n, "wins": wins[k]} for k, n in by_step.most_common()},
+            "edges": sum(s.count > 0 for lvl in ("direction", "strategy") for s in store.edge_stats(lvl).values())}
+    if as_json:
+        json.dump(info, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(f"memory: {info['path']} (schema v{SCHEMA_VERSION}, knowledge base v{store.kb.version})")
+    print(f"records: {len(recs)} over {info['kernels']} kernel(s), {fails} failed or incorrect; "
+          f"{info['edges']} transition edges")
+    if recs:
+        print("by direction: " + ", ".join(f"{k} {n}" for k, n in by_dir.most_common()))
+        print("top strategies: " + ", ".join(f"{k} {wins[k]}/{n} wins" for k, n in by_step.most_common(8)))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one memory action. Returns 0, or 1 when a reset is declined.
+
+    Raises:
+        UsageError: unusable store, unreadable or invalid import file, reset without confirmation.
+    """
+    path = args.memory
+    if args.action == "reset" and args.move_aside:
+        target = Path(path).expanduser() if path else default_store_path()
+        if not target.exists():
+            raise UsageError(f"no memory store at {target}")
+        if not args.yes and not _confirm(f"move {target} aside and start an empty memory?"):
+            return 1
+        moved = move_aside(target)
+        _open(str(target)).close()
+        print(f"moved {target} to {moved}; created an empty memory store")
+        return 0
+    store = _open(path)
+    with store:
+        if args.action == "stats":
+            return _stats(store, args.json)
+        if args.action == "export":
+            text = json.dumps(store.export(), indent=1, sort_keys=True) + "\n"
+            if args.file:
+                try:
+                    Path(args.file).write_text(text, encoding="utf-8")
+                except OSError as exc:
+                    raise UsageError(f"cannot write {args.file}: {exc.strerror}") from None
+                print(f"exported {store.count()} records to {args.file}", file=sys.stderr)
+            else:
+                sys.stdout.write(text)
+            return 0
+        if args.action == "import":
+            try:
+                data = json.loads(Path(args.file).read_text(encoding="utf-8"))
+            except OSError as exc:
+                raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"{args.file} is not JSON ({exc}); expected a file from `htam memory export`") \
+                    from None
+            try:
+                result = store.import_json(data)
+            except ValueError as exc:
+                raise UsageError(f"{args.file}: {exc}") from None
+            print(f"imported {result.added} records ({result.skipped} already present) into {store.path}")
+            return 0
+        if args.action == "reset":
+            if not args.yes and not _confirm(f"delete every record in {store.path}?"):
+                return 1
+            n = store.reset()
+            print(f"deleted {n} records from {store.path}")
+            return 0
+    raise UsageError(f"unknown memory action {args.action!r}")
+
+
+def _confirm(question: str) -> bool:
+    """Ask on a terminal; without one, refuse and say to pass --yes."""
+    if not sys.stdin.isatty():
+        raise UsageError(f"{question} Pass --yes to confirm (no terminal to ask on).")
+    answer = input(f"{question} [y/N] ").strip().lower()
+    return answer in ("y", "yes")

@@ -1,0 +1,110 @@
+"""``htam profile FILE --kernel NAME [--static] [--json] [--target sm_90]``: profile one kernel.
+
+On a machine with a GPU the kernel is measured (when the GPU profiler is available); otherwise,
+or with ``--static``, it is compiled for ``--target`` and profiled statically, and every measured
+field is ``null``. ``--json`` prints :meth:`htam_core.profile.result.Profile.to_json`; otherwise a
+readable summary. A missing file, an unknown kernel or a kernel that does not compile is a
+one-line error with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from htam_core.cli.main import UsageError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``profile`` subcommand."""
+    p = subparsers.add_parser("profile", help="profile one kernel (GPU, or static without one)",
+                              description="Profile one CUDA or Triton kernel: time, speed-of-light and occupancy "
+                                          "on a GPU, or registers, spills, shared memory and theoretical "
+                                          "occupancy from a compile when there is no GPU (or with --static).")
+    p.add_argument("file", help="a .cu, .cuh or .py file")
+    p.add_argument("--kernel", required=True, metavar="NAME", help="the kernel's name (see `htam kernels FILE`)")
+    p.add_argument("--static", action="store_true", help="compile only; do not run on a GPU")
+    p.add_argument("--json", action="store_true", help="print the profile as JSON")
+    p.add_argument("--target", default="sm_90", help="compute capability for the static profile (default sm_90)")
+    p.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
+                   help="Triton constexpr value for the static compile (repeatable)")
+    p.add_argument("--gpu", type=int, default=0, metavar="INDEX", help="GPU index to measure on (default 0)")
+    p.set_defaults(func=run)
+
+
+def _parse_constexprs(items: list[str]) -> dict[str, Any]:
+    import ast
+
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise UsageError(f"--constexpr {item!r}: use NAME=VALUE, e.g. --constexpr BLOCK_SIZE=1024")
+        try:
+            out[name.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise UsageError(f"--constexpr {item!r}: VALUE must be a number or True/False") from None
+    return out
+
+
+def _fmt(v: Any, unit: str = "") -> str:
+    return "not measured" if v is None else f"{v}{unit}"
+
+
+def format_profile(p: Any) -> str:
+    """A readable multi-line summary of a :class:`Profile`."""
+    lines = [f"kernel {p.kernel}  [{p.mode}, {p.device}]"]
+    if p.time_ms is not None:
+        lines.append(f"  time          min {p.time_ms.min:.4f} / median {p.time_ms.median:.4f} / "
+                     f"max {p.time_ms.max:.4f} ms")
+    else:
+        lines.append("  time          not measured")
+    lines.append(f"  registers     {_fmt(p.registers)} per thread")
+    lines.append(f"  spills        {_fmt(p.spill_bytes, ' bytes')}")
+    lines.append(f"  stack         {_fmt(p.stack_bytes, ' bytes')}")
+    lines.append(f"  shared        {_fmt(p.shared_bytes, ' bytes')} per block")
+    lines.append(f"  block size    {_fmt(p.block_size)}")
+    occ = "unknown" if p.theoretical_occupancy is None else f"{p.theoretical_occupancy:.2f}"
+    lim = (p.extra.get("occupancy") or {}).get("limiter")
+    lines.append(f"  occupancy     theoretical {occ}" + (f" (limited by {lim})" if lim else "")
+                 + f", achieved {_fmt(p.achieved_occupancy)}")
+    if p.sol is not None:
+        lines.append(f"  SOL           memory {p.sol.get('memory_pct')}%, compute {p.sol.get('compute_pct')}%")
+    else:
+        lines.append("  SOL           not measured")
+    sec = f" (also: {', '.join(p.bottleneck.secondary)})" if p.bottleneck.secondary else ""
+    lines.append(f"  bottleneck    {p.bottleneck.cls}{sec}")
+    lines.extend(f"    - {e}" for e in p.bottleneck.evidence)
+    if p.warnings:
+        lines.append("  warnings")
+        lines.extend(f"    - {w}" for w in p.warnings)
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Profile ``args.kernel`` of ``args.file`` and print it. Returns 0.
+
+    Raises:
+        UsageError: missing file, unknown kernel, a kernel that does not compile, bad options.
+    """
+    import warnings
+
+    from htam_core.profile.api import profile_kernel
+    from htam_core.profile.errors import ProfileError
+
+    constexprs = _parse_constexprs(args.constexpr)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the fallback note is in p.warnings
+            p = profile_kernel(args.file, args.kernel, static=True if args.static else None, target=args.target,
+                               gpu_index=args.gpu, constexprs=constexprs or None)
+    except ProfileError as exc:
+        raise UsageError(exc.message.replace("\n", " ")) from None
+    if args.json:
+        json.dump(p.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(format_profile(p))
+    return 0

@@ -1,0 +1,124 @@
+"""``htam suggest FILE --kernel NAME``: rank the next optimization steps for one kernel with HTAM.
+
+Loads the file (:func:`htam_core.source.load`), profiles the kernel
+(:func:`htam_core.profile.api.profile_kernel`; static when there is no GPU; when profiling fails the
+bottleneck is ``unknown`` and a warning says why), ranks with :class:`htam_core.memory.Ranker` over the
+memory store and prints the steps. ``--json`` prints the list of
+``{"rank", "direction", "strategy", "score", "parts", "expected_gain", "evidence", "rationale",
+"transform", "risk", ...}`` objects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from htam_core.cli.main import UsageError
+from htam_core.memory import (
+    ABLATIONS,
+    MemoryStoreError,
+    Ranker,
+    load_knowledge,
+    open_store,
+    state_from_profile,
+)
+from htam_core.profile.result import Bottleneck, Profile
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``suggest`` subcommand."""
+    p = subparsers.add_parser("suggest", help="rank the next optimization steps for a kernel",
+                              description="Profile a kernel and rank the next optimization steps with HTAM "
+                                          "(knowledge-base priors plus transition attention over the memory).")
+    p.add_argument("file", help="a .cu, .cuh or .py file")
+    p.add_argument("--kernel", required=True, help="kernel name (see `htam kernels FILE`)")
+    p.add_argument("--json", action="store_true", help="print a JSON list of ranked steps")
+    p.add_argument("--top", type=int, default=5, help="how many steps to print (default 5)")
+    p.add_argument("--ablation", choices=ABLATIONS, default=None, help="switch off one part of HTAM")
+    p.add_argument("--history", default="", help="strategy ids applied so far, oldest first, comma-separated")
+    p.add_argument("--memory", default=None, metavar="PATH", help="memory store file (default: $HTAM_MEMORY or "
+                                                                    "the user data dir)")
+    p.add_argument("--workspace-memory", default=None, metavar="PATH",
+                   help="workspace store overlaying the user store")
+    p.add_argument("--static", action="store_true", help="static profile only, even with a GPU")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random ablation (default 0)")
+    p.set_defaults(func=run)
+
+
+def _profile(path: str, name: str, static: bool) -> tuple[Profile, list[str]]:
+    """Profile the kernel; on any profiler failure return a static ``unknown`` profile and a warning."""
+    try:
+        from htam_core.profile.api import profile_kernel
+    except ImportError as exc:
+        return Profile(kernel=name, bottleneck=Bottleneck("unknown")), [f"profiler unavailable ({exc}); "
+                                                                       "ranking from the source only"]
+    try:
+        return profile_kernel(path, name, static=True if static else None), []
+    except Exception as exc:  # the profiler's failure must not stop the ranking
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Profile(kernel=name, bottleneck=Bottleneck("unknown")), [
+            f"profiling failed ({msg}); bottleneck unknown, ranking from the source only"]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Rank and print. Returns 0.
+
+    Raises:
+        UsageError: missing/unsupported file, unknown kernel, unknown history step, bad --top, or an
+            unusable memory store (the message says how to fix it).
+    """
+    from htam_core.source import SourceError, load
+
+    if args.top < 1:
+        raise UsageError("--top must be at least 1")
+    try:
+        model = load(args.file)
+    except SourceError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        kernel = model.kernel(args.kernel)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
+    kb = load_knowledge()
+    history = [h.strip() for h in args.history.split(",") if h.strip()]
+    unknown = [h for h in history if not kb.has_strategy(h)]
+    if unknown:
+        raise UsageError(f"unknown strategy id(s) in --history: {', '.join(unknown)}; known ids: "
+                         f"{', '.join(s.id for s in kb.strategies)}")
+    profile, warnings = _profile(args.file, args.kernel, args.static)
+    try:
+        store = open_store(args.memory, args.workspace_memory, kb=kb)
+    except MemoryStoreError as exc:
+        raise UsageError(str(exc)) from None
+    with store:
+        ranker = Ranker(kb, store, seed=args.seed, ablation=args.ablation)
+        steps = ranker.rank(state_from_profile(profile), history, kernel.features, kernel.language, profile,
+                            top=args.top, kernel=kernel)
+    warnings = list(profile.warnings) + warnings + store.warnings
+    if args.json:
+        json.dump([s.to_json() for s in steps], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        for w in warnings:
+            print(f"htam: warning: {w}", file=sys.stderr)
+        return 0
+    print(f"{kernel.name} ({kernel.language}, lines {kernel.start_line}-{kernel.end_line}): "
+          f"{profile.mode} profile, bottleneck {profile.bottleneck.cls}")
+    for w in warnings:
+        print(f"  warning: {w}")
+    if history:
+        print(f"  history: {' -> '.join(history)}")
+    if not steps:
+        print("no applicable strategy in the knowledge base")
+    for s in steps:
+        gain = "n/a" if s.expected_gain is None else f"{s.expected_gain * 100:+.0f}%"
+        print(f"{s.rank}. [{s.direction_name}] {s.title} ({s.strategy})  score {s.score:.3f}  "
+              f"(prior {s.parts['prior']:.3f}, transition {s.parts['transition']:+.3f}, "
+              f"exploration {s.parts['exploration']:.3f})  expected gain {gain}")
+        print(f"   why: {s.rationale}")
+        print(f"   evidence: {s.evidence}")
+        extra = [f"transform {s.transform}" if s.transform else "no mechanical transform (LLM)"]
+        if s.risk:
+            extra.append(f"risk: {s.risk}")
+        print("   " + "; ".join(extra))
+    return 0

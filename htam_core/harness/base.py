@@ -1,0 +1,168 @@
+"""What a harness is: how to call one kernel, with which inputs, and what is correct.
+
+A :class:`Harness` is plain data (JSON-serializable) so that it can be handed to a worker
+process (:mod:`htam_core.profile.worker`); nothing here imports torch or evaluates user
+expressions. Expressions (shapes, grid, reference, bytes, flops) are only *compiled* for syntax
+here and evaluated inside the worker by :mod:`htam_core.harness.runner`.
+
+Kinds (DESIGN.md §4, in order of preference):
+
+* ``"kernelbench"``: a file with ``class ModelNew`` and a reference ``class Model`` with
+  ``get_inputs()``/``get_init_inputs()`` (KernelBench's format);
+* ``"spec"``: a ``[kernel.<name>]`` table of a ``htam.toml`` (see :mod:`htam_core.harness.spec`);
+* ``"cu-main"``: a ``.cu`` program with ``main()``, built with nvcc and run under ncu.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+HarnessKind = Literal["kernelbench", "spec", "cu-main"]
+KernelLanguage = Literal["triton", "cuda", "cuda-in-python", "python"]
+
+#: dtypes a harness spec may name (torch attribute names).
+DTYPES: tuple[str, ...] = (
+    "float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
+)
+#: ``init`` values of a tensor input. ``"empty"`` marks an output buffer: it is poisoned with NaN
+#: (floats) or the dtype's maximum (ints) before every run, so an unwritten output never passes.
+INITS: tuple[str, ...] = ("randn", "rand", "zeros", "ones", "empty", "arange", "randint")
+
+
+class HarnessError(Exception):
+    """A harness is missing or wrong.
+
+    The message says exactly what to add or fix and usually ends with a ready-to-paste snippet
+    (:attr:`snippet`), e.g. a filled-in ``htam.toml`` table from
+    :func:`htam_core.harness.template.write_template`.
+
+    Args:
+        message: what happened and what to do (one paragraph).
+        snippet: text the user can paste, or ``None``.
+        path: the file the snippet belongs in (``.../htam.toml``), or ``None``.
+    """
+
+    def __init__(self, message: str, snippet: str | None = None, path: str | None = None) -> None:
+        self.message = message
+        self.snippet = snippet
+        self.path = path
+        full = message
+        if snippet:
+            full += f"\n\nPaste this into {path or 'htam.toml'}:\n\n{snippet}"
+        super().__init__(full)
+
+
+@dataclass
+class InputSpec:
+    """One input of a spec harness.
+
+    Attributes:
+        name: the name used in ``args``, the reference expression and ``outputs``.
+        dtype: one of :data:`DTYPES`.
+        shape: dimensions, each an int or an expression over the size symbols (``"N"``,
+            ``"M * 2"``); ``None`` for a scalar.
+        init: one of :data:`INITS` for tensors; ``None`` for scalars.
+        value: a scalar's value: a number or an expression over the size symbols (``"N"``).
+        low, high: range for ``init = "randint"`` (``high`` exclusive) and ``"rand"``.
+        scale: multiplier applied to ``randn``/``rand`` values.
+    """
+
+    name: str
+    dtype: str = "float32"
+    shape: list[int | str] | None = None
+    init: str | None = "randn"
+    value: float | int | str | None = None
+    low: float = 0
+    high: float = 1
+    scale: float = 1.0
+
+    @property
+    def is_scalar(self) -> bool:
+        """True for a scalar argument (no shape)."""
+        return self.shape is None
+
+    @property
+    def is_output_buffer(self) -> bool:
+        """True for a buffer the kernel writes (``init = "empty"``)."""
+        return self.init == "empty"
+
+
+@dataclass
+class Harness:
+    """How to run one kernel.
+
+    Attributes:
+        kind: ``"kernelbench" | "spec" | "cu-main"``.
+        path: absolute path of the kernel's file.
+        kernel: the kernel's name.
+        language: ``"triton"``, ``"cuda"`` (a ``.cu`` file), ``"cuda-in-python"`` (``load_inline``
+            or a source string) or ``"python"`` (no GPU kernel found: plain PyTorch).
+        source: where the harness came from (``"/dir/htam.toml [kernel.vadd]"``, ``"same file"``,
+            ``"sibling kb_swish_ref.py"``).
+        launcher: spec: name of a Python function in ``path`` called with the inputs in order.
+        grid: spec, kernel launch: the grid expression (Triton ``(triton.cdiv(N, 1024),)``; CUDA
+            blocks per grid, an int or tuple expression).
+        block: spec, CUDA kernel launch: threads per block (int or tuple expression).
+        shared_bytes: spec, CUDA kernel launch: dynamic shared memory per block, bytes.
+        args: spec, kernel launch: argument names in order (names of inputs).
+        kwargs: spec, kernel launch: extra keyword arguments (Triton constexprs, ``num_warps``).
+        inputs: spec: the inputs in order.
+        sizes: spec: one dict of size symbols per input set (at least one, possibly empty).
+        outputs: spec: names of the inputs the kernel writes; empty means "the launcher's return
+            value".
+        reference: spec: a torch expression over the input names, or ``"module:function"`` /
+            ``"file.py:function"`` called with the non-output inputs.
+        atol, rtol: tolerances; ``None`` means KernelBench's per-dtype default
+            (:data:`htam_core.verify.correctness.DEFAULT_TOLERANCES`).
+        bytes_expr, flops_expr: spec: expressions for the DRAM bytes and FLOPs of one call (for
+            bandwidth, FLOP/s and roofline position), or ``None``.
+        reference_path: kernelbench: the file holding ``Model``/``get_inputs``/``get_init_inputs``.
+        program_args: cu-main: command-line arguments for the program.
+        version: the spec format version (1).
+    """
+
+    kind: HarnessKind
+    path: str
+    kernel: str
+    language: KernelLanguage = "triton"
+    source: str = ""
+    launcher: str | None = None
+    grid: str | None = None
+    block: str | None = None
+    shared_bytes: int = 0
+    args: list[str] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    inputs: list[InputSpec] = field(default_factory=list)
+    sizes: list[dict[str, int | float]] = field(default_factory=lambda: [{}])
+    outputs: list[str] = field(default_factory=list)
+    reference: str | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    bytes_expr: str | None = None
+    flops_expr: str | None = None
+    reference_path: str | None = None
+    program_args: list[str] = field(default_factory=list)
+    version: int = 1
+
+    @property
+    def input_sets(self) -> int:
+        """Number of input sets the harness provides."""
+        return max(1, len(self.sizes))
+
+    def label(self) -> str:
+        """Short name for :attr:`htam_core.profile.result.Profile.harness`: ``"htam.toml"``,
+        ``"kernelbench"`` or ``"cu-main"``."""
+        return "htam.toml" if self.kind == "spec" else self.kind
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON form (what the worker receives)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Harness:
+        """Inverse of :meth:`to_json`."""
+        d = dict(d)
+        d["inputs"] = [i if isinstance(i, InputSpec) else InputSpec(**i) for i in d.get("inputs", [])]
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in known})

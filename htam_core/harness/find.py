@@ -1,0 +1,177 @@
+"""Find the harness of a kernel: KernelBench pair, then ``htam.toml`` spec, then ``.cu`` ``main()``.
+
+Order of preference follows DESIGN.md §4. Discovery only reads files (``ast``, tree-sitter,
+:mod:`tomllib`); no kernel code runs here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.cu_main import has_main
+from htam_core.harness.pysource import read_py_facts
+from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+from htam_core.source.model import SourceModel
+
+
+def _spec_tables(path: Path) -> tuple[Path, dict[str, Any]] | None:
+    spec = path.parent / SPEC_FILENAME
+    if not spec.is_file():
+        return None
+    return spec, load_toml(spec)
+
+
+def _kernelbench(path: Path, text: str, config: dict[str, Any] | None, spec: Path | None,
+                 kernel: str) -> Harness | None:
+    facts = read_py_facts(text)
+    if facts.syntax_error:
+        raise HarnessError(f"{path.name} does not parse ({facts.syntax_error}); fix the syntax, then profile again")
+    if not facts.is_kernelbench_candidate:
+        return None
+    language = "triton" if facts.triton_kernels else (
+        "cuda-in-python" if facts.has_cuda_string or facts.uses_load_inline else "python")
+    named = ((config or {}).get("kernelbench") or {}).get(path.name)
+    if named is not None:
+        ref_name = named.get("reference") if isinstance(named, dict) else None
+        if not isinstance(ref_name, str):
+            raise HarnessError(f'{spec} [kernelbench."{path.name}"] needs reference = "<file with Model, '
+                               'get_inputs, get_init_inputs>"')
+        ref = (path.parent / ref_name).resolve()
+        if not ref.is_file():
+            raise HarnessError(f'{spec} [kernelbench."{path.name}"] names reference {ref_name!r}, but {ref} '
+                               "does not exist; fix the path (relative to htam.toml)")
+        _require_reference(ref, ref.read_text(encoding="utf-8", errors="replace"))
+        return Harness(kind="kernelbench", path=str(path), kernel=kernel, language=language,
+                       source=f'{spec} [kernelbench."{path.name}"]', reference_path=str(ref))
+    if facts.is_kernelbench_reference:
+        return Harness(kind="kernelbench", path=str(path), kernel=kernel, language=language, source="same file",
+                       reference_path=str(path))
+    sibling = path.with_name(f"{path.stem}_ref.py")
+    if sibling.is_file():
+        _require_reference(sibling, sibling.read_text(encoding="utf-8", errors="replace"))
+        return Harness(kind="kernelbench", path=str(path), kernel=kernel, language=language,
+                       source=f"sibling {sibling.name}", reference_path=str(sibling))
+    raise HarnessError(
+        f"{path.name} defines ModelNew (a KernelBench candidate) but no reference was found. Add one of: "
+        f"a class Model with get_inputs() and get_init_inputs() in {path.name}; a sibling file "
+        f"{sibling.name} that defines them; or name the reference in {path.parent / SPEC_FILENAME}.",
+        snippet=f'[kernelbench."{path.name}"]\nreference = "{sibling.name}"\n', path=str(path.parent / SPEC_FILENAME))
+
+
+def _require_reference(ref: Path, text: str) -> None:
+    facts = read_py_facts(text)
+    missing = [n for n in ("get_inputs", "get_init_inputs") if n not in facts.functions]
+    if "Model" not in facts.classes:
+        missing.insert(0, "class Model")
+    if facts.syntax_error or missing:
+        why = facts.syntax_error or f"it lacks {', '.join(missing)}"
+        raise HarnessError(f"the KernelBench reference {ref.name} cannot be used: {why}. It must define class "
+                           "Model(nn.Module), get_inputs() (a list of tensors) and get_init_inputs() (a list of "
+                           "constructor arguments)")
+
+
+def _load_model(path: Path) -> SourceModel | None:
+    """The source model of ``path`` from htam_core.source, when that package offers a loader."""
+    for mod_name, fn_name in (("htam_core.source", "load"), ("htam_core.source", "load_file"),
+                              ("htam_core.source.api", "load")):
+        try:
+            fn = getattr(importlib.import_module(mod_name), fn_name)
+        except (ImportError, AttributeError):
+            continue
+        try:
+            return fn(str(path))
+        except Exception:  # noqa: BLE001 - the snippet is a convenience; a parse failure falls back
+            return None
+    return None
+
+
+def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = None) -> HarnessError:
+    """The error for a kernel with no harness, with a filled-in ``htam.toml`` table to paste."""
+    from htam_core.harness.template import write_template
+
+    model = model or _load_model(path)
+    snippet = None
+    if model is not None:
+        try:
+            snippet = write_template(model, model.kernel(kernel))
+        except KeyError:
+            snippet = None
+    if snippet is None:
+        snippet = (f"[kernel.{kernel}]\nversion = 1\nfile = \"{path.name}\"\nlauncher = \"<python function that "
+                   "launches the kernel>\"\ninputs = [\n  { name = \"x\", shape = [\"N\"], dtype = \"float32\", "
+                   "init = \"randn\" },\n]\nsizes = [{ N = 1048576 }]\nreference = \"<torch expression over x>\"\n")
+    extra = " or give the program a main() that launches it" if path.suffix in (".cu", ".cuh") else ""
+    return HarnessError(
+        f"no harness for kernel {kernel!r} in {path.name}: htam does not know how to call it. Add a "
+        f"[kernel.{kernel}] table to {path.parent / SPEC_FILENAME} (template below: check the guessed shapes and "
+        f"write the reference){extra}.", snippet=snippet, path=str(path.parent / SPEC_FILENAME))
+
+
+def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel | None = None) -> Harness:
+    """Find how to run ``kernel_name`` of file ``path``.
+
+    Order: a KernelBench pair (``ModelNew`` + reference in the same file, a sibling
+    ``<stem>_ref.py``, or ``[kernelbench."<file>"] reference = ...`` in ``htam.toml``); a
+    ``[kernel.<name>]`` table of ``htam.toml`` next to the file; a ``.cu`` program with ``main()``
+    (optionally ``[program."<file>"] args = [...]``).
+
+    Args:
+        path: the kernel's file (``.py``, ``.cu``, ``.cuh``).
+        kernel_name: the kernel's name.
+        model: the file's source model, used to write the template in the error; optional.
+
+    Returns:
+        The :class:`Harness` (plain data; hand it to :mod:`htam_core.harness.runner` in a worker).
+
+    Raises:
+        HarnessError: the file is missing, no harness exists, or the harness is malformed. The
+            message says exactly what to add and carries a ready-to-paste snippet.
+    """
+    p = Path(path).resolve()
+    if not p.is_file():
+        raise HarnessError(f"{path} does not exist: pass the path of a .py or .cu file holding the kernel")
+    text = p.read_text(encoding="utf-8", errors="replace")
+    found = _spec_tables(p)
+    spec_path, config = (found if found else (None, None))
+    if p.suffix == ".py":
+        kb = _kernelbench(p, text, config, spec_path, kernel_name)
+        if kb is not None:
+            return kb
+    if config is not None and spec_path is not None:
+        kernels = config.get("kernel") or {}
+        if not isinstance(kernels, dict):
+            raise HarnessError(f"{spec_path}: `kernel` must be a table of tables: [kernel.{kernel_name}]")
+        table = kernels.get(kernel_name)
+        if table is not None:
+            if not isinstance(table, dict):
+                raise HarnessError(f"{spec_path}: [kernel.{kernel_name}] must be a table")
+            fname = table.get("file")
+            if fname is not None and (p.parent / str(fname)).resolve() != p:
+                table = None  # describes a kernel of the same name in another file
+            if table is not None:
+                h = parse_kernel_table(table, kernel=kernel_name, spec_path=spec_path, file_path=p)
+                if p.suffix == ".py":
+                    facts = read_py_facts(text)
+                    if kernel_name in facts.triton_kernels:
+                        h.language = "triton"
+                    elif facts.has_cuda_string or facts.uses_load_inline or facts.uses_cupy_raw:
+                        h.language = "cuda-in-python"
+                    if h.launcher and h.launcher not in facts.functions:
+                        raise HarnessError(f"{h.source}: launcher {h.launcher!r} is not a top-level function of "
+                                           f"{p.name}; functions there: {sorted(facts.functions) or 'none'}")
+                    if h.grid and kernel_name not in facts.triton_kernels:
+                        raise HarnessError(f"{h.source}: a grid launch needs {kernel_name!r} to be a @triton.jit "
+                                           f"function of {p.name}; use launcher = \"<function>\" instead")
+                return h
+    if p.suffix in (".cu", ".cuh") and has_main(text):
+        prog = ((config or {}).get("program") or {}).get(p.name) or {}
+        args = prog.get("args", []) if isinstance(prog, dict) else []
+        if not isinstance(args, list):
+            raise HarnessError(f'{spec_path} [program."{p.name}"]: args must be a list of strings')
+        return Harness(kind="cu-main", path=str(p), kernel=kernel_name, language="cuda",
+                       source=f"main() in {p.name}", program_args=[str(a) for a in args])
+    raise missing_harness_error(p, kernel_name, model)

@@ -1,0 +1,555 @@
+"""Run a harness: build seeded inputs, launch the kernel, compare with the reference.
+
+This module runs **inside a worker process** (:mod:`htam_core.profile.worker`): it imports and
+executes the user's kernel file. Callers use :func:`verify_in_worker`, which ships the harness
+as JSON to the worker target :func:`verify_harness`.
+
+* Triton runs on the GPU, or on the CPU under ``TRITON_INTERPRET=1`` (verdict ``"interpreter"``).
+* Raw CUDA (``.cu`` with a spec) is compiled with NVRTC through CuPy (``RawModule``), the fast path
+  (about 0.2 s, DESIGN.md §5); a file NVRTC cannot compile (host code, system headers) is
+  compiled with ``nvcc -cubin`` and loaded the same way. With no GPU, CUDA is compiled only and
+  the verdict is ``"unverified"``, never ``"correct"``.
+* KernelBench files that call ``load_inline`` build into a ``TORCH_EXTENSIONS_DIR`` keyed by the
+  source hash, so an unchanged file is built once.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import importlib.util
+import math
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.spec import is_function_reference
+from htam_core.verify.correctness import (
+    BASE_SEED,
+    N_SEEDS,
+    CorrectnessResult,
+    Trial,
+    as_outputs,
+    check_correctness,
+    poison_,
+    unverified,
+)
+
+_MODULES: dict[str, ModuleType] = {}
+_CUDA_FUNCS: dict[tuple[str, str, str], Any] = {}
+
+_SAFE_BUILTINS = {n: __builtins__[n] if isinstance(__builtins__, dict) else getattr(__builtins__, n)
+                  for n in ("abs", "min", "max", "int", "float", "round", "len", "range", "tuple", "list", "sum",
+                            "pow", "divmod", "bool", "slice", "zip", "enumerate", "isinstance")}
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division, available in harness expressions as ``cdiv``."""
+    return -(-int(a) // int(b))
+
+
+def source_hash(path: str | os.PathLike) -> str:
+    """SHA-256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load_module(path: str | os.PathLike) -> ModuleType:
+    """Import the user's file ``path`` (cached by content hash within this worker).
+
+    The file's directory is put on ``sys.path`` so that siblings import. KernelBench files that
+    call ``load_inline`` get ``TORCH_EXTENSIONS_DIR=<htam cache>/torch_extensions/<hash>``.
+    """
+    p = Path(path).resolve()
+    digest = source_hash(p)
+    key = f"{p}:{digest}"
+    if key in _MODULES:
+        return _MODULES[key]
+    if str(p.parent) not in sys.path:
+        sys.path.insert(0, str(p.parent))
+    text = p.read_text(encoding="utf-8", errors="replace")
+    if "load_inline" in text:
+        from htam_core.profile.cache import cache_root
+
+        ext_dir = cache_root() / "torch_extensions" / digest[:16]
+        ext_dir.mkdir(parents=True, exist_ok=True)
+        os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
+    name = f"htam_user_{re.sub(r'[^A-Za-z0-9_]', '_', p.stem)}_{digest[:10]}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    if spec is None or spec.loader is None:
+        raise HarnessError(f"cannot import {p}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    _MODULES[key] = module
+    return module
+
+
+def _namespace(extra: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    import torch.nn.functional as F  # noqa: N812 - the conventional name in reference expressions
+
+    ns: dict[str, Any] = {"__builtins__": _SAFE_BUILTINS, "torch": torch, "F": F, "math": math, "cdiv": cdiv}
+    try:
+        import triton
+
+        ns["triton"] = triton
+    except ImportError:
+        pass
+    ns.update(extra)
+    return ns
+
+
+def _eval(expr: Any, ns: dict[str, Any], where: str) -> Any:
+    if not isinstance(expr, str):
+        return expr
+    try:
+        return eval(compile(expr, where, "eval"), ns)  # noqa: S307 - harness expressions run in the worker
+    except Exception as e:  # noqa: BLE001
+        raise HarnessError(f"{where} = {expr!r} could not be evaluated: {type(e).__name__}: {e}") from e
+
+
+def device_and_mode(h: Harness) -> tuple[str | None, str]:
+    """``(device, verified_on)`` for this worker: ``("cuda", "gpu")``, ``("cpu", "interpreter")`` for
+    Triton under ``TRITON_INTERPRET=1`` (and plain PyTorch), or ``(None, "compile-only")``."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda", "gpu"
+    interp = os.environ.get("TRITON_INTERPRET") == "1"
+    if h.language == "triton" and interp:
+        return "cpu", "interpreter"
+    if h.language == "python":
+        return "cpu", "interpreter"
+    return None, "compile-only"
+
+
+@dataclass
+class Prepared:
+    """A harness made runnable in this worker.
+
+    Attributes:
+        trial: the pieces :func:`check_correctness` needs.
+        bind: ``inputs -> (() -> None)``: a launcher with every argument pre-converted, for timing
+            (no poisoning, no conversion inside the timed call).
+        arg_names: input names, for messages.
+        size_sets: the size symbols of each input set.
+        bytes_for, flops_for: ``(set_index, inputs) -> float | None`` from the harness's expressions.
+        device: ``"cuda"`` or ``"cpu"``.
+    """
+
+    trial: Trial
+    bind: Callable[[list[Any]], Callable[[], Any]]
+    arg_names: list[str]
+    size_sets: list[dict[str, Any]]
+    bytes_for: Callable[[int, list[Any]], float | None]
+    flops_for: Callable[[int, list[Any]], float | None]
+    device: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _scale(t: Any, scale: float) -> Any:
+    if scale != 1.0 and hasattr(t, "dtype") and t.dtype.is_floating_point:
+        return t * scale
+    return t
+
+
+# -- spec harness ---------------------------------------------------------------------------------
+def _make_spec_inputs(h: Harness, sizes: dict[str, Any], seed: int, scale: float, device: str) -> list[Any]:
+    """Build one input set. Random tensors come from a generator seeded with ``seed`` on ``device``
+    (on the GPU: generating a 64M-element input there takes microseconds, not a CPU second)."""
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    ns = _namespace(dict(sizes))
+    out: list[Any] = []
+    for spec in h.inputs:
+        dtype = getattr(torch, spec.dtype)
+        if spec.is_scalar:
+            v = _eval(spec.value, ns, f"inputs.{spec.name}.value")
+            v = bool(v) if spec.dtype == "bool" else (float(v) if dtype.is_floating_point else int(v))
+            ns[spec.name] = v
+            out.append(v)
+            continue
+        shape = [int(_eval(d, ns, f"inputs.{spec.name}.shape")) for d in (spec.shape or [])]
+        kw = {"device": device}
+        if spec.init == "randn":
+            t = (torch.randn(shape, generator=gen, **kw) * (spec.scale * scale)).to(dtype)
+        elif spec.init == "rand":
+            t = (spec.low + (spec.high - spec.low) * torch.rand(shape, generator=gen, **kw)) * (spec.scale * scale)
+            t = t.to(dtype)
+        elif spec.init == "randint":
+            t = torch.randint(int(spec.low), int(spec.high), shape, generator=gen, dtype=torch.int64, **kw).to(dtype)
+        elif spec.init == "zeros":
+            t = torch.zeros(shape, dtype=dtype, **kw)
+        elif spec.init == "ones":
+            t = torch.ones(shape, dtype=dtype, **kw)
+        elif spec.init == "arange":
+            t = torch.arange(math.prod(shape), **kw).reshape(shape).to(dtype)
+        else:  # empty: an output buffer, poisoned
+            t = poison_(torch.empty(shape, dtype=dtype, **kw))
+        ns[spec.name] = t
+        out.append(t)
+    return out
+
+
+def _cuda_function(path: str, kernel: str, device_arch: str) -> Any:
+    """Compile ``kernel`` of the ``.cu`` file with NVRTC (CuPy), or ``nvcc -cubin`` as a fallback."""
+    import cupy
+
+    digest = source_hash(path)
+    key = (digest, kernel, device_arch)
+    if key in _CUDA_FUNCS:
+        return _CUDA_FUNCS[key]
+    src = Path(path).read_text(encoding="utf-8", errors="replace")
+    try:
+        mod = cupy.RawModule(code=src, options=("-std=c++17", "-lineinfo", f"-I{Path(path).parent}"),
+                             name_expressions=[kernel])
+        fn = mod.get_function(kernel)
+    except Exception:  # noqa: BLE001 - NVRTC rejects host code and system headers: use nvcc
+        fn = _cubin_function(path, kernel, device_arch)
+    _CUDA_FUNCS[key] = fn
+    return fn
+
+
+def mangled_entry(cubin: bytes, kernel: str) -> str:
+    """The symbol of entry ``kernel`` in a cubin: ``kernel`` itself (``extern "C"``) or its Itanium
+    mangled form (``_Z<len><name>...``, possibly inside namespaces), read from the ``.text.<symbol>``
+    section names of the ELF string table.
+
+    Raises:
+        HarnessError: no entry of that name.
+    """
+    syms = [m.group(1).decode("utf-8", "replace") for m in re.finditer(rb"\.text\.([^\x00]+)", cubin)]
+    token = f"{len(kernel)}{kernel}"
+    for s in syms:
+        if s == kernel:
+            return s
+    for s in syms:
+        if s.startswith("_Z") and token in s:
+            return s
+    raise HarnessError(f"kernel {kernel!r} is not an entry of the compiled module (entries: {sorted(set(syms))})")
+
+
+def _cubin_function(path: str, kernel: str, arch: str) -> Any:
+    import cupy
+
+    from htam_core.harness.cu_main import find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise HarnessError("NVRTC could not compile the file and nvcc was not found to try again")
+    with tempfile.TemporaryDirectory(prefix="htam-cubin-") as tmp:
+        out = Path(tmp) / "k.cubin"
+        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", path, "-o", str(out)],
+                              capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise HarnessError(f"nvcc could not compile {Path(path).name}:\n{proc.stderr[-3000:]}")
+        data = out.read_bytes()
+        mod = cupy.RawModule(path=str(out))
+        return mod.get_function(mangled_entry(data, kernel))
+
+
+def _np_scalar(dtype: str, v: Any) -> Any:
+    import numpy as np
+
+    return {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int32": np.int32,
+            "int64": np.int64, "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "bool": np.bool_,
+            }.get(dtype, np.float32)(v)
+
+
+def prepare_spec(h: Harness, device: str) -> Prepared:
+    """Make a ``spec`` harness runnable on ``device``."""
+    import torch
+
+    module = load_module(h.path) if h.path.endswith(".py") else None
+    names = [i.name for i in h.inputs]
+    out_idx = {names.index(o) for o in h.outputs}
+    sizes_list = list(h.sizes or [{}])
+
+    def make_inputs(seed: int, set_index: int, scale: float) -> list[Any]:
+        return _make_spec_inputs(h, sizes_list[set_index], seed, scale, device)
+
+    def env_of(inputs: list[Any], set_index: int = 0) -> dict[str, Any]:
+        env = dict(sizes_list[set_index])
+        env.update(h.kwargs)
+        env.update(zip(names, inputs, strict=True))
+        return _namespace(env)
+
+    if h.launcher:
+        fn = getattr(module, h.launcher, None)
+        if fn is None:
+            raise HarnessError(f"{h.source}: {Path(h.path).name} has no function {h.launcher!r}")
+
+        def bind(inputs: list[Any]) -> Callable[[], Any]:
+            return lambda: fn(*inputs)
+    elif h.language == "triton":
+        kern = getattr(module, h.kernel, None)
+        if kern is None:
+            raise HarnessError(f"{h.source}: {Path(h.path).name} has no kernel {h.kernel!r}")
+
+        def bind(inputs: list[Any]) -> Callable[[], Any]:
+            ns = env_of(inputs, _set_of(inputs))
+            grid = _eval(h.grid, ns, "grid")
+            args = [ns[a] for a in h.args]
+            return lambda: kern[grid](*args, **h.kwargs)
+    else:
+        if device != "cuda":
+            raise HarnessError("raw CUDA kernels need a GPU to run")
+        major, minor = torch.cuda.get_device_capability()
+        func = _cuda_function(h.path, h.kernel, f"sm_{major}{minor}")
+        dtypes = {i.name: i.dtype for i in h.inputs}
+
+        def bind(inputs: list[Any]) -> Callable[[], Any]:
+            import cupy
+
+            ns = env_of(inputs, _set_of(inputs))
+            grid = _dim3(_eval(h.grid, ns, "grid"))
+            block = _dim3(_eval(h.block, ns, "block"))
+            args = tuple(cupy.asarray(ns[a]) if isinstance(ns[a], torch.Tensor) else _np_scalar(dtypes[a], ns[a])
+                         for a in h.args)
+            stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+
+            def launch() -> None:
+                with stream:
+                    func(grid, block, args, shared_mem=h.shared_bytes)
+            return launch
+
+    set_of_inputs: dict[int, int] = {}
+
+    def _set_of(inputs: list[Any]) -> int:
+        return set_of_inputs.get(id(inputs), 0)
+
+    def make_inputs_tracked(seed: int, set_index: int, scale: float) -> list[Any]:
+        xs = make_inputs(seed, set_index, scale)
+        set_of_inputs.clear()
+        set_of_inputs[id(xs)] = set_index
+        return xs
+
+    def run_candidate(inputs: list[Any]) -> list[Any]:
+        for i in out_idx:
+            poison_(inputs[i])
+        value = bind(inputs)()
+        return [inputs[names.index(o)] for o in h.outputs] if h.outputs else as_outputs(value)
+
+    ref_fn = None
+    if h.reference and is_function_reference(h.reference):
+        mod_name, _, fn_name = h.reference.rpartition(":")
+        ref_mod = (load_module(Path(h.path).parent / mod_name) if mod_name.endswith(".py")
+                   else importlib.import_module(mod_name))
+        ref_fn = getattr(ref_mod, fn_name)
+
+    def run_reference(inputs: list[Any]) -> list[Any]:
+        if ref_fn is not None:
+            return as_outputs(ref_fn(*[x for i, x in enumerate(inputs) if i not in out_idx]))
+        return as_outputs(_eval(h.reference, env_of(inputs, _set_of(inputs)), "reference"))
+
+    def expr_for(expr: str | None) -> Callable[[int, list[Any]], float | None]:
+        def f(set_index: int, inputs: list[Any]) -> float | None:
+            if not expr:
+                return None
+            return float(_eval(expr, env_of(inputs, set_index), "bytes/flops"))
+        return f
+
+    trial = Trial(make_inputs_tracked, run_reference, run_candidate, out_idx, len(sizes_list))
+    return Prepared(trial, bind, names, sizes_list, expr_for(h.bytes_expr), expr_for(h.flops_expr), device)
+
+
+def _dim3(v: Any) -> tuple[int, ...]:
+    if isinstance(v, int | float):
+        return (int(v),)
+    return tuple(int(x) for x in v)
+
+
+# -- KernelBench ----------------------------------------------------------------------------------
+def prepare_kernelbench(h: Harness, device: str) -> Prepared:
+    """Make a KernelBench pair runnable: ``Model`` and ``ModelNew`` built from ``get_init_inputs()``
+    after seeding with 42 (each), inputs from ``get_inputs()`` seeded per trial (KernelBench)."""
+    import torch
+
+    ref_mod = load_module(h.reference_path or h.path)
+    cand_mod = load_module(h.path)
+    for need in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(ref_mod, need):
+            raise HarnessError(f"the KernelBench reference {h.reference_path} has no {need}")
+    if not hasattr(cand_mod, "ModelNew"):
+        raise HarnessError(f"{Path(h.path).name} has no class ModelNew")
+
+    def to_dev(x: Any) -> Any:
+        return x.to(device) if isinstance(x, torch.Tensor) else x
+
+    init = [to_dev(x) for x in ref_mod.get_init_inputs()]
+    torch.manual_seed(BASE_SEED)
+    model = ref_mod.Model(*init).to(device)
+    torch.manual_seed(BASE_SEED)
+    model_new = cand_mod.ModelNew(*init).to(device)
+
+    def make_inputs(seed: int, set_index: int, scale: float) -> list[Any]:
+        torch.manual_seed(seed)
+        return [to_dev(_scale(x, scale)) for x in ref_mod.get_inputs()]
+
+    def run_reference(inputs: list[Any]) -> list[Any]:
+        with torch.no_grad():
+            return as_outputs(model(*inputs))
+
+    def run_candidate(inputs: list[Any]) -> list[Any]:
+        with torch.no_grad():
+            return as_outputs(model_new(*inputs))
+
+    def bind(inputs: list[Any]) -> Callable[[], Any]:
+        def call() -> Any:
+            with torch.no_grad():
+                return model_new(*inputs)
+        return call
+
+    def none(set_index: int, inputs: list[Any]) -> float | None:
+        return None
+
+    probe = make_inputs(BASE_SEED, 0, 1.0)
+    names = [f"input{i}" for i in range(len(probe))]
+    trial = Trial(make_inputs, run_reference, run_candidate, set(), 1)
+    p = Prepared(trial, bind, names, [{}], none, none, device)
+    p.reference_call = lambda inputs: (lambda: model(*inputs))  # type: ignore[attr-defined]
+    return p
+
+
+def prepare(h: Harness, device: str) -> Prepared:
+    """Make ``h`` runnable on ``device`` (``"cuda"`` or ``"cpu"``).
+
+    Raises:
+        HarnessError: the harness cannot be run (a ``.cu`` program with ``main()`` has no callable).
+    """
+    if h.kind == "spec":
+        return prepare_spec(h, device)
+    if h.kind == "kernelbench":
+        return prepare_kernelbench(h, device)
+    raise HarnessError(f"{Path(h.path).name}: a .cu program with main() is run as a whole under ncu; it has no "
+                       f"reference to check against. Add a [kernel.{h.kernel}] table to htam.toml to verify it")
+
+
+# -- compile-only -----------------------------------------------------------------------------------
+def cuda_strings(text: str) -> list[str]:
+    """String constants of a Python file that hold CUDA (contain ``__global__``)."""
+    return [n.value for n in ast.walk(ast.parse(text))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and "__global__" in n.value]
+
+
+def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> CorrectnessResult:
+    """Compile the CUDA of ``h`` with ``nvcc -cubin`` (no GPU needed) and return an ``unverified``
+    verdict when it compiles, an ``error`` with nvcc's messages when it does not."""
+    from htam_core.harness.cu_main import find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return CorrectnessResult(False, "unverified", "compile-only", None,
+                                 ["no GPU and no nvcc: the CUDA code was neither run nor compiled"])
+    text = Path(h.path).read_text(encoding="utf-8", errors="replace")
+    sources = [text] if h.path.endswith((".cu", ".cuh")) else cuda_strings(text)
+    if not sources:
+        return CorrectnessResult(False, "unverified", "compile-only", None,
+                                 ["no GPU, and no CUDA source was found to compile"])
+    includes: list[str] = [f"-I{Path(h.path).parent}"]
+    if any("torch/extension.h" in s for s in sources):
+        from torch.utils.cpp_extension import include_paths
+
+        includes += [f"-I{p}" for p in include_paths()] + [f"-I{sysconfig.get_paths()['include']}"]
+    with tempfile.TemporaryDirectory(prefix="htam-cc-") as tmp:
+        for k, src in enumerate(sources):
+            cu = Path(tmp) / f"src{k}.cu"
+            cu.write_text(src, encoding="utf-8")
+            proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *includes, str(cu), "-o",
+                                   str(Path(tmp) / f"src{k}.cubin")], capture_output=True, text=True,
+                                  timeout=timeout_s)
+            if proc.returncode != 0:
+                errs = [ln for ln in proc.stderr.splitlines() if "error" in ln][:20] or proc.stderr.splitlines()[-20:]
+                return CorrectnessResult(False, "error", "compile-only", None,
+                                         ["nvcc could not compile the CUDA code:", *errs], refused_by=["compile"])
+    return unverified(f"nvcc -cubin -arch={arch} succeeded for {len(sources)} source(s)", compiled=True)
+
+
+# -- worker targets ---------------------------------------------------------------------------------
+def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED,
+                   fp32_tol: float | None = None, arch: str = "sm_90") -> dict[str, Any]:
+    """Worker target: check the harness's kernel against its reference.
+
+    Returns:
+        :meth:`CorrectnessResult.to_json`: ``{"correct", "status", "verified_on", "max_abs_err",
+        "messages", "trials", "refused_by"}``.
+    """
+    h = Harness.from_json(harness)
+    device, mode = device_and_mode(h)
+    if device is None or h.kind == "cu-main":
+        if device is not None:
+            return CorrectnessResult(False, "unverified", "gpu", None, [
+                "a .cu program with main() has no reference: it was not checked. Add a "
+                f"[kernel.{h.kernel}] table to htam.toml to verify the kernel"]).to_json()
+        return compile_check(h, arch).to_json()
+    try:
+        prepared = prepare(h, device)
+    except HarnessError as e:
+        return CorrectnessResult(False, "error", mode, None, [str(e)], refused_by=["harness"]).to_json()
+    except Exception as e:  # noqa: BLE001 - an import/compile error of the candidate is its verdict
+        from htam_core.profile.worker import classify_exception
+
+        if classify_exception(e)[0] == "cuda-fault":
+            raise
+        return CorrectnessResult(False, "error", mode, None,
+                                 [f"could not load the kernel: {type(e).__name__}: {e}"[:3000]],
+                                 refused_by=["load"]).to_json()
+    res = check_correctness(prepared.trial, verified_on=mode, n_seeds=n_seeds, base_seed=base_seed, atol=h.atol,
+                            rtol=h.rtol, fp32_tol=fp32_tol, arg_names=prepared.arg_names)
+    return res.to_json()
+
+
+def verify_in_worker(harness: Harness, *, timeout_s: float = 300.0, pool_key: str | None = None,
+                     interpret: bool | None = None, **kwargs: Any) -> CorrectnessResult:
+    """Run :func:`verify_harness` in a persistent worker and return the verdict.
+
+    Args:
+        harness: from :func:`htam_core.harness.find_harness`.
+        timeout_s: wall-clock limit, seconds.
+        pool_key: the worker to use; default ``"verify-interpret"`` on the CPU (Triton interpreter
+            on) or ``"gpu0"`` when ``interpret`` is False.
+        interpret: force ``TRITON_INTERPRET=1`` on (True) or off (False); default: on unless torch
+            in *this* process sees a GPU (checked without initializing CUDA via ``nvidia-smi``-free
+            ``torch.cuda.is_available``).
+        kwargs: ``n_seeds``, ``base_seed``, ``fp32_tol``, ``arch``.
+
+    Returns:
+        A :class:`CorrectnessResult`; a worker failure (timeout, crash, CUDA fault) becomes status
+        ``"error"`` with the worker's message.
+    """
+    from htam_core.profile.worker import run_in_worker
+
+    if interpret is None:
+        interpret = not _has_gpu()
+    key = pool_key or ("verify-interpret" if interpret else "gpu0")
+    r = run_in_worker("htam_core.harness.runner:verify_harness", {"harness": harness.to_json(), **kwargs},
+                      timeout_s=timeout_s, pool_key=key, interpret=interpret,
+                      gpu_index=None if interpret else 0)
+    if r.ok:
+        v = r.value
+        return CorrectnessResult(v["correct"], v["status"], v["verified_on"], v["max_abs_err"], v["messages"],
+                                 v.get("trials", 0), v.get("refused_by", []))
+    err = r.error
+    assert err is not None
+    mode = "interpreter" if interpret else "gpu"
+    return CorrectnessResult(False, "error", mode, None, [f"{err.kind}: {err.message}"], refused_by=[err.kind])
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001
+        return False

@@ -1,0 +1,216 @@
+"""The harness spec: a ``[kernel.<name>]`` table in a ``htam.toml`` next to the kernel's file.
+
+Designed for a kernel developer: short, declarative, versioned. A complete example (the
+``write_template`` code action writes one like it)::
+
+    [kernel.vadd_kernel]
+    version = 1
+    file = "vector_add.py"              # optional when only one file here defines the kernel
+    launcher = "vector_add"             # a Python function in the file, called with the inputs in order
+    inputs = [
+      { name = "a", shape = ["N"], dtype = "float32", init = "randn" },
+      { name = "b", shape = ["N"], dtype = "float32", init = "randn" },
+    ]
+    sizes = [{ N = 98432 }, { N = 1048576 }]   # one input set each; symbols usable in any expression
+    reference = "a + b"                 # torch expression over the inputs, or "module:function"
+    atol = 1e-4                         # optional; default per dtype (KernelBench: fp32 1e-4, fp16/bf16 1e-2)
+    rtol = 1e-4
+    bytes = "3 * N * 4"                 # optional: DRAM bytes per call, for bandwidth and roofline
+    flops = "N"                         # optional: FLOPs per call
+
+Instead of ``launcher``, a kernel launch: ``grid`` (expression), ``args`` (input names in
+order), ``kwargs`` (Triton constexprs, ``num_warps``) and, for CUDA, ``block`` and
+``shared_bytes``; the written buffers are inputs with ``init = "empty"`` listed in ``outputs``.
+Scalars are inputs with a ``value`` (number or expression) and no shape.
+
+A ``.cu`` program with ``main()`` may take arguments: ``[program."file.cu"] args = ["1024"]``.
+A KernelBench file may name its reference: ``[kernelbench."file.py"] reference = "ref.py"``.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from htam_core.harness.base import DTYPES, INITS, Harness, HarnessError, InputSpec
+
+SPEC_FILENAME = "htam.toml"
+SPEC_VERSION = 1
+
+_KERNEL_KEYS = {
+    "version", "file", "launcher", "grid", "block", "shared_bytes", "args", "kwargs", "inputs", "sizes",
+    "outputs", "reference", "atol", "rtol", "bytes", "flops",
+}
+_INPUT_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "scale"}
+_FUNC_REF = re.compile(r"^[\w./-]+(\.py)?:[A-Za-z_][\w.]*$")
+_IDENT = re.compile(r"^[A-Za-z_]\w*$")
+
+
+def is_function_reference(text: str) -> bool:
+    """True when a ``reference`` names a function (``"mod:fn"``, ``"ref.py:fn"``) rather than
+    being a torch expression (``"x[:, 0].sum()"`` is an expression)."""
+    return bool(_FUNC_REF.match(text.strip()))
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Read ``path`` with :mod:`tomllib`.
+
+    Raises:
+        HarnessError: the file is not valid TOML (the message names the line tomllib reports).
+    """
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as e:
+        raise HarnessError(f"{path} is not valid TOML: {e}. Fix the syntax (see the example at the top "
+                           "of a template written by `htam profile --write-harness`).", path=str(path)) from e
+    except OSError as e:
+        raise HarnessError(f"cannot read {path}: {e}", path=str(path)) from e
+
+
+def _check_expr(where: str, text: Any, *, mode: str = "eval") -> str:
+    if not isinstance(text, str | int | float) or isinstance(text, bool):
+        raise HarnessError(f"{where} must be a string expression or a number, got {text!r}")
+    text = str(text)
+    try:
+        compile(text, where, mode)
+    except SyntaxError as e:
+        raise HarnessError(f"{where} = {text!r} is not a valid Python expression: {e.msg}") from e
+    return text
+
+
+def _parse_input(where: str, raw: Any, index: int) -> InputSpec:
+    if not isinstance(raw, dict):
+        raise HarnessError(f"{where}.inputs[{index}] must be a table like "
+                           '{ name = "x", shape = ["N"], dtype = "float32", init = "randn" }')
+    unknown = set(raw) - _INPUT_KEYS
+    if unknown:
+        raise HarnessError(f"{where}.inputs[{index}] has unknown keys {sorted(unknown)}; "
+                           f"allowed: {sorted(_INPUT_KEYS)}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not _IDENT.match(name) or keyword.iskeyword(name):
+        raise HarnessError(f"{where}.inputs[{index}] needs a name that is a Python identifier, got {name!r}")
+    dtype = raw.get("dtype", "float32")
+    if dtype not in DTYPES:
+        raise HarnessError(f"{where}.inputs[{index}] ({name}): dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+    shape = raw.get("shape")
+    value = raw.get("value")
+    if shape is None and value is None:
+        raise HarnessError(f"{where}.inputs[{index}] ({name}) needs a shape (a tensor: "
+                           'shape = ["N"]) or a value (a scalar: value = "N")')
+    if shape is not None:
+        if not isinstance(shape, list):
+            raise HarnessError(f"{where}.inputs[{index}] ({name}): shape must be a list such as [1024, \"N\"]")
+        for j, d in enumerate(shape):
+            _check_expr(f"{where}.inputs[{index}].shape[{j}]", d)
+        init = raw.get("init", "randn")
+        if init not in INITS:
+            raise HarnessError(f"{where}.inputs[{index}] ({name}): init {init!r} is not one of {', '.join(INITS)}")
+    else:
+        init = None
+        _check_expr(f"{where}.inputs[{index}].value", value)
+    return InputSpec(name=name, dtype=dtype, shape=shape, init=init, value=value,
+                     low=raw.get("low", 0), high=raw.get("high", 1 if init != "randint" else 100),
+                     scale=float(raw.get("scale", 1.0)))
+
+
+def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, file_path: Path) -> Harness:
+    """Validate one ``[kernel.<name>]`` table and build a :class:`Harness` of kind ``"spec"``.
+
+    Args:
+        table: the parsed table.
+        kernel: the kernel's name (the table's key).
+        spec_path: the ``htam.toml`` it came from (for messages).
+        file_path: the kernel's file.
+
+    Raises:
+        HarnessError: a key is missing, unknown or malformed; the message names the key and the fix.
+    """
+    where = f"{spec_path} [kernel.{kernel}]"
+    unknown = set(table) - _KERNEL_KEYS
+    if unknown:
+        raise HarnessError(f"{where} has unknown keys {sorted(unknown)}; allowed: {sorted(_KERNEL_KEYS)}")
+    version = table.get("version")
+    if version is None:
+        raise HarnessError(f"{where} has no version: add `version = {SPEC_VERSION}` as its first line")
+    if version != SPEC_VERSION:
+        raise HarnessError(f"{where} has version = {version!r}, but this htam reads version {SPEC_VERSION}; "
+                           f"set `version = {SPEC_VERSION}` and check the keys against the template")
+    raw_inputs = table.get("inputs")
+    if not isinstance(raw_inputs, list) or not raw_inputs:
+        raise HarnessError(f'{where} needs inputs, e.g. inputs = [{{ name = "x", shape = [1024], '
+                           'dtype = "float32", init = "randn" }]')
+    inputs = [_parse_input(where, r, i) for i, r in enumerate(raw_inputs)]
+    names = [i.name for i in inputs]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise HarnessError(f"{where}: input names must be unique; repeated: {sorted(dup)}")
+    launcher = table.get("launcher")
+    grid = table.get("grid")
+    if launcher is None and grid is None:
+        raise HarnessError(f'{where} needs either launcher = "<python function in {file_path.name}>" or a '
+                           'kernel launch: grid = "...", args = [...] (and block = ... for CUDA)')
+    if launcher is not None and grid is not None:
+        raise HarnessError(f"{where} gives both launcher and grid: keep one (launcher calls a Python function, "
+                           "grid/args launch the kernel directly)")
+    if launcher is not None and (not isinstance(launcher, str) or not _IDENT.match(launcher)):
+        raise HarnessError(f"{where}: launcher must be the name of a function in {file_path.name}, got {launcher!r}")
+    args = table.get("args", [])
+    if grid is not None:
+        _check_expr(f"{where}.grid", grid)
+        if not isinstance(args, list) or not args:
+            raise HarnessError(f"{where}: a kernel launch needs args = [...], the input names in the kernel's "
+                               "parameter order")
+        for a in args:
+            if a not in names:
+                raise HarnessError(f"{where}: args names {a!r}, which is not an input; inputs: {names}")
+    block = table.get("block")
+    if block is not None:
+        _check_expr(f"{where}.block", str(block))
+        block = str(block)
+    kwargs = table.get("kwargs", {})
+    if not isinstance(kwargs, dict):
+        raise HarnessError(f"{where}: kwargs must be a table, e.g. kwargs = {{ BLOCK_SIZE = 1024, num_warps = 4 }}")
+    outputs = table.get("outputs", [])
+    if not isinstance(outputs, list) or any(o not in names for o in outputs):
+        raise HarnessError(f"{where}: outputs must list input names (buffers with init = \"empty\"); got {outputs!r}")
+    if grid is not None and not outputs:
+        raise HarnessError(f"{where}: a kernel launch writes into buffers: add an input with init = \"empty\" "
+                           "and list it in outputs = [\"out\"]")
+    reference = table.get("reference")
+    if not isinstance(reference, str) or not reference.strip():
+        raise HarnessError(f"{where} needs a reference: a torch expression over {names} (e.g. "
+                           f'reference = "{names[0]} + 1") or "module:function"')
+    if not is_function_reference(reference):
+        _check_expr(f"{where}.reference", reference)
+    sizes = table.get("sizes", [{}])
+    if isinstance(sizes, dict):
+        sizes = [sizes]
+    if not isinstance(sizes, list) or not sizes or not all(isinstance(s, dict) for s in sizes):
+        raise HarnessError(f"{where}: sizes must be a list of tables, e.g. sizes = [{{ N = 4096 }}, {{ N = 1000003 }}]")
+    for s in sizes:
+        for k, v in s.items():
+            if not _IDENT.match(k) or isinstance(v, bool) or not isinstance(v, int | float):
+                raise HarnessError(f"{where}: sizes entries map a symbol to a number, got {k} = {v!r}")
+    for key in ("atol", "rtol"):
+        v = table.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v < 0):
+            raise HarnessError(f"{where}: {key} must be a non-negative number, got {v!r}")
+    bytes_expr = _check_expr(f"{where}.bytes", table["bytes"]) if "bytes" in table else None
+    flops_expr = _check_expr(f"{where}.flops", table["flops"]) if "flops" in table else None
+    language = "cuda" if file_path.suffix in (".cu", ".cuh") else "triton"
+    shared = table.get("shared_bytes", 0)
+    if not isinstance(shared, int) or shared < 0:
+        raise HarnessError(f"{where}: shared_bytes must be a non-negative integer (dynamic shared memory in bytes)")
+    if language == "cuda" and grid is not None and block is None:
+        raise HarnessError(f"{where}: a CUDA kernel launch needs block = <threads per block>, e.g. block = 256")
+    return Harness(
+        kind="spec", path=str(file_path), kernel=kernel, language=language,
+        source=f"{spec_path} [kernel.{kernel}]", launcher=launcher, grid=None if grid is None else str(grid),
+        block=block, shared_bytes=shared, args=list(args), kwargs=dict(kwargs), inputs=inputs, sizes=sizes,
+        outputs=list(outputs), reference=reference, atol=table.get("atol"), rtol=table.get("rtol"),
+        bytes_expr=bytes_expr, flops_expr=flops_expr, version=version,
+    )

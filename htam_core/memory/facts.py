@@ -1,0 +1,241 @@
+"""The fact vocabulary that knowledge-base predicates are evaluated against.
+
+Facts come from three sources, each optional except the features:
+
+* the kernel's syntactic :class:`~htam_core.source.model.KernelFeatures` and its language;
+* the :class:`~htam_core.source.model.Kernel` itself when the caller has it (parameters, launch sites,
+  attributes) - these facts are ``None`` (unknown) without it;
+* the :class:`~htam_core.profile.result.Profile` - measured metrics are ``None`` unless measured.
+
+Derived facts (``matmul_like``, ``has_reuse``, ``transpose_like``) are heuristics over syntax, our own
+design; each is documented in :data:`FACTS` and in docs/MEMORY.md.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, KernelFeatures
+
+__all__ = ["FACTS", "compute_facts", "normalize_language"]
+
+#: Fact name -> description (the vocabulary predicates may use).
+FACTS: dict[str, str] = {
+    # language
+    "language": "'cuda' or 'triton' (CUDA held in Python strings counts as 'cuda')",
+    "embedded": "CUDA source held in a Python string (KernelBench load_inline style)",
+    # syntactic features
+    "loads": "number of global loads in the body",
+    "stores": "number of global stores in the body",
+    "loops": "number of loops",
+    "has_loop": "loops >= 1",
+    "constant_trip_loops": "loops whose trip count is a literal constant",
+    "all_loops_unrolled": "every loop carries #pragma unroll (false when there is no loop)",
+    "shared_arrays": "number of __shared__ declarations",
+    "uses_shared": "shared_arrays >= 1",
+    "syncthreads": "number of __syncthreads() calls",
+    "atomics": "number of atomic operations",
+    "uses_atomics": "atomics >= 1",
+    "uses_vector_types": "float4/int4/half2 ... appear",
+    "uses_dot": "tl.dot is called (Triton)",
+    "masks": "number of masked loads/stores (Triton)",
+    "reductions": "number of reduction operations (tl.sum/tl.max, warp shuffles ...)",
+    "has_reduction": "reductions >= 1",
+    "uses_2d_index": "indices of the form row * stride + col",
+    "uses_ldg": "__ldg is already used",
+    "math_calls": "list of math functions called (expf, tl.exp ...)",
+    "uses_math": "math_calls is not empty",
+    "has_grid_stride_loop": "a grid-stride loop is present",
+    "matmul_like": "tl.dot, or a loop with >= 2 loads over 2D indices and no reduction or math calls "
+    "(a K loop of multiply-adds: the data-reuse pattern of a naive matmul)",
+    "reduction_like": "has_reduction, or (CUDA, where reductions are not detected syntactically) a loop "
+    "that is not matmul_like and not only an unrolled items-per-thread loop, and that uses shared memory, "
+    "math calls or 1D indices (a per-thread or per-block reduction)",
+    "has_reuse": "matmul_like, shared memory already in use, or a looped reduction reading >= 2 values",
+    "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the kernel name mentions "
+    "'transpos' (unknown when the name is not known)",
+    # kernel-level (None without a Kernel)
+    "kernel_name": "the kernel's name",
+    "pointer_params": "number of pointer parameters",
+    "restrict_missing": "some CUDA pointer parameter lacks __restrict__",
+    "has_launch_bounds": "__launch_bounds__ is declared (CUDA)",
+    "launch_sites": "number of launch sites found in the file",
+    "launch_block": "literal threads per block (CUDA) or BLOCK* keyword (Triton) at the first launch site",
+    "constexpr_params": "number of tl.constexpr parameters (Triton)",
+    "is_autotuned": "decorated with @triton.autotune",
+    # profile state (None when not measured)
+    "bottleneck": "bottleneck class of the profile ('unknown' without one)",
+    "secondary": "list of secondary bottleneck classes",
+    "measured": "the profile was measured on a GPU",
+    "memory_pct": "memory speed-of-light, percent",
+    "compute_pct": "compute speed-of-light, percent",
+    "occupancy": "achieved occupancy (else theoretical), 0..1",
+    "registers": "registers per thread",
+    "spills": "spill bytes > 0",
+    "shared_bytes": "static shared memory per block, bytes",
+    "block_size": "threads per block used by the profile",
+    "ncu_rules": "list of Nsight Compute rule names that fired",
+}
+
+_BLOCK_KW = re.compile(r"^BLOCK(_SIZE)?(_[A-Z])?$|^BLOCK_?N$|^XBLOCK$")
+
+
+def normalize_language(language: str) -> str:
+    """Map a :data:`~htam_core.source.model.Language` to ``"cuda"`` or ``"triton"``.
+
+    Raises:
+        ValueError: any other language.
+    """
+    lang = language.lower()
+    if lang in ("cuda", "cuda-in-python", "kernelbench-cuda"):
+        return "cuda"
+    if lang == "triton":
+        return "triton"
+    raise ValueError(f"unknown kernel language {language!r}; expected 'cuda', 'cuda-in-python' or 'triton'")
+
+
+def _literal_int(text: str | None) -> int | None:
+    """The integer value of a literal like ``256`` or ``dim3(16, 16)`` (product), else ``None``."""
+    if not text:
+        return None
+    t = text.strip()
+    if t.isdigit():
+        return int(t)
+    m = re.fullmatch(r"dim3\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?\)", t)
+    if m:
+        product = 1
+        for g in m.groups():
+            if g:
+                product *= int(g)
+        return product
+    return None
+
+
+def _kernel_facts(kernel: Kernel | None, language: str) -> dict[str, Any]:
+    if kernel is None:
+        return {k: None for k in ("kernel_name", "pointer_params", "restrict_missing", "has_launch_bounds",
+                                  "launch_sites", "launch_block", "constexpr_params", "is_autotuned")}
+    pointers = [p for p in kernel.params if p.is_pointer]
+    launch_block: int | None = None
+    if kernel.launch_sites:
+        config = kernel.launch_sites[0].config
+        if language == "cuda":
+            launch_block = _literal_int(config.get("block"))
+        else:
+            for key, value in config.items():
+                if _BLOCK_KW.match(key):
+                    launch_block = _literal_int(value)
+                    if launch_block is not None:
+                        break
+    attrs = kernel.attributes or {}
+    return {
+        "kernel_name": kernel.name,
+        "pointer_params": len(pointers),
+        "restrict_missing": any(not p.is_restrict for p in pointers) if language == "cuda" else False,
+        "has_launch_bounds": bool(attrs.get("launch_bounds")) if language == "cuda" else False,
+        "launch_sites": len(kernel.launch_sites),
+        "launch_block": launch_block,
+        "constexpr_params": len(kernel.constexpr_params),
+        "is_autotuned": bool(attrs.get("autotune")) if language == "triton" else False,
+    }
+
+
+def _profile_facts(profile: Profile | None) -> dict[str, Any]:
+    if profile is None:
+        return {"bottleneck": "unknown", "secondary": [], "measured": False, "memory_pct": None,
+                "compute_pct": None, "occupancy": None, "registers": None, "spills": None,
+                "shared_bytes": None, "block_size": None, "ncu_rules": []}
+    sol = profile.sol or {}
+    occ = profile.achieved_occupancy if profile.achieved_occupancy is not None else profile.theoretical_occupancy
+    return {
+        "bottleneck": profile.bottleneck.cls,
+        "secondary": list(profile.bottleneck.secondary),
+        "measured": profile.mode == "gpu",
+        "memory_pct": sol.get("memory_pct"),
+        "compute_pct": sol.get("compute_pct"),
+        "occupancy": occ,
+        "registers": profile.registers,
+        "spills": None if profile.spill_bytes is None else profile.spill_bytes > 0,
+        "shared_bytes": profile.shared_bytes,
+        "block_size": profile.block_size,
+        "ncu_rules": [str(r.get("rule")) for r in profile.ncu_rules if isinstance(r, dict) and r.get("rule")],
+    }
+
+
+def compute_facts(
+    features: KernelFeatures,
+    language: str,
+    profile: Profile | None = None,
+    kernel: Kernel | None = None,
+) -> dict[str, Any]:
+    """All facts of :data:`FACTS` for one kernel.
+
+    Args:
+        features: the kernel's syntactic features.
+        language: ``"cuda"``, ``"cuda-in-python"`` or ``"triton"``.
+        profile: its profile, or ``None`` (profile facts unknown, bottleneck ``"unknown"``).
+        kernel: the kernel, or ``None`` (kernel-level facts unknown).
+
+    Returns:
+        fact name -> value (``None`` for unknown).
+
+    Raises:
+        ValueError: unknown language.
+    """
+    lang = normalize_language(language)
+    f = features
+    loops = len(f.loops)
+    reductions = len(f.reductions)
+    loads, stores = f.loads, f.stores
+    has_loop = loops > 0
+    uses_math = bool(f.math_calls)
+    matmul_like = bool(f.uses_dot) or (has_loop and loads >= 2 and f.uses_2d_index and reductions == 0
+                                       and not uses_math and not f.atomics)
+    facts: dict[str, Any] = {
+        "language": lang,
+        "embedded": language == "cuda-in-python",
+        "loads": loads,
+        "stores": stores,
+        "loops": loops,
+        "has_loop": has_loop,
+        "constant_trip_loops": sum(1 for lp in f.loops if lp.trip_count is not None),
+        "all_loops_unrolled": has_loop and all(lp.has_unroll_pragma for lp in f.loops),
+        "shared_arrays": len(f.shared_memory),
+        "uses_shared": bool(f.shared_memory),
+        "syncthreads": f.syncthreads,
+        "atomics": len(f.atomics),
+        "uses_atomics": bool(f.atomics),
+        "uses_vector_types": bool(f.vector_types),
+        "uses_dot": bool(f.uses_dot),
+        "masks": f.masks,
+        "reductions": reductions,
+        "has_reduction": reductions > 0,
+        "uses_2d_index": bool(f.uses_2d_index),
+        "uses_ldg": bool(f.uses_ldg),
+        "math_calls": list(f.math_calls),
+        "uses_math": uses_math,
+        "has_grid_stride_loop": bool(f.has_grid_stride_loop),
+        "matmul_like": matmul_like,
+    }
+    all_unrolled = facts["all_loops_unrolled"]
+    facts["reduction_like"] = reductions > 0 or (
+        lang == "cuda" and has_loop and not matmul_like and not all_unrolled
+        and (bool(f.shared_memory) or uses_math or not f.uses_2d_index))
+    facts["has_reuse"] = matmul_like or bool(f.shared_memory) or (
+        has_loop and facts["reduction_like"] and loads >= 2)
+    facts.update(_kernel_facts(kernel, lang))
+    structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)
+                            and not has_loop)
+    name = facts["kernel_name"]
+    if not structural_transpose:
+        facts["transpose_like"] = False
+    elif name is None:
+        facts["transpose_like"] = None
+    else:
+        facts["transpose_like"] = "transpos" in name.lower()
+    facts.update(_profile_facts(profile))
+    missing = set(FACTS) - set(facts)
+    assert not missing, f"facts not computed: {missing}"
+    return facts

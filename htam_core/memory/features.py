@@ -1,0 +1,147 @@
+"""The state vector s_t and the key/query encoding phi(s, h) of transition attention.
+
+The state is a small dict of named floats built from a :class:`~htam_core.profile.result.Profile`
+(DESIGN.md section 1: "phi is a normalized feature vector: the bottleneck class, SOL percentages,
+occupancy, resources, and the recent steps one-hot with position-aware weights"). It is stored with every
+record as JSON, so its keys are part of the store format: :data:`STATE_KEYS`.
+
+phi(s, h) (our concrete design) is the concatenation of three unit-normalized blocks, each scaled so that
+``q . k`` is a weighted sum of cosine similarities:
+
+* state block (weight :data:`W_STATE`): the state vector;
+* prefix-strategy block (weight :data:`W_PREFIX_STRATEGY`): the last ``k`` strategy ids one-hot, the
+  step ``j`` places before the end weighted ``GAMMA ** j`` (the last step weighs 1);
+* prefix-direction block (weight :data:`W_PREFIX_DIRECTION`): the same over the steps' directions (the
+  hierarchy; dropped in the ``flat`` ablation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from htam_core.profile.result import BOTTLENECK_CLASSES, Profile
+
+__all__ = ["STATE_KEYS", "PREFIX_LEN", "GAMMA", "W_STATE", "W_PREFIX_STRATEGY", "W_PREFIX_DIRECTION",
+           "state_from_profile", "bottleneck_of_state", "state_tensor", "position_weights", "prefix_block",
+           "unit_rows"]
+
+#: Shared memory per SM on Hopper (228 KiB), the scale of the ``shared`` entry.
+SHARED_SCALE_BYTES = 228 * 1024
+#: Keys of the state vector, in encoding order. They are the keys of
+#: ``htam_core.profile.classify.state_vector`` (the profiler owns the state); :func:`state_from_profile`
+#: builds the same vector itself when that function is missing or returns other keys.
+STATE_KEYS: tuple[str, ...] = tuple(f"class={c}" for c in BOTTLENECK_CLASSES) + (
+    "measured", "sol_memory", "sol_compute", "theoretical_occupancy", "achieved_occupancy", "registers",
+    "spill", "shared")
+#: How many of the most recent steps form the prefix h_t.
+PREFIX_LEN = 4
+#: Position decay: the step j places before the last weighs GAMMA ** j.
+GAMMA = 0.5
+#: Weights of the blocks in q . k (they sum to 1, so q . k is in [0, 1] for non-negative features).
+W_STATE = 0.5
+W_PREFIX_STRATEGY = 0.35
+W_PREFIX_DIRECTION = 0.15
+
+
+def _clip01(x: float | None) -> float:
+    if x is None or not math.isfinite(float(x)):
+        return 0.0
+    return min(max(float(x), 0.0), 1.0)
+
+
+def _own_state(profile: Profile) -> dict[str, float]:
+    b = profile.bottleneck
+    state = {f"class={c}": 1.0 if b.cls == c else (0.5 if c in b.secondary else 0.0) for c in BOTTLENECK_CLASSES}
+    sol = profile.sol or {}
+    state.update({
+        "measured": 1.0 if profile.mode == "gpu" else 0.0,
+        "sol_memory": _clip01(None if sol.get("memory_pct") is None else sol["memory_pct"] / 100.0),
+        "sol_compute": _clip01(None if sol.get("compute_pct") is None else sol["compute_pct"] / 100.0),
+        "theoretical_occupancy": _clip01(profile.theoretical_occupancy),
+        "achieved_occupancy": _clip01(profile.achieved_occupancy),
+        "registers": _clip01(None if profile.registers is None else profile.registers / 255.0),
+        "spill": 1.0 if (profile.spill_bytes or 0) > 0 else 0.0,
+        "shared": _clip01(None if profile.shared_bytes is None else profile.shared_bytes / SHARED_SCALE_BYTES),
+    })
+    return state
+
+
+def state_from_profile(profile: Profile | None) -> dict[str, float]:
+    """The state vector s_t of a profile, as ``{key: float in [0, 1]}`` with keys :data:`STATE_KEYS`.
+
+    One-hot bottleneck class (secondary classes 0.5), measured flag, speed-of-light percentages / 100,
+    theoretical and achieved occupancy, registers / 255, spills > 0, static shared bytes / 228 KiB;
+    unmeasured values encode as 0. Uses ``htam_core.profile.classify.state_vector`` when it exists and
+    returns these keys (the profiler owns the classification), else builds the same vector here.
+    ``None`` gives the state of an unknown kernel (``class=unknown`` = 1).
+    """
+    if profile is None:
+        return {k: (1.0 if k == "class=unknown" else 0.0) for k in STATE_KEYS}
+    try:
+        from htam_core.profile import classify
+
+        vec = classify.state_vector(profile)
+        if isinstance(vec, Mapping) and all(k in vec for k in STATE_KEYS):
+            return {k: _clip01(vec[k]) for k in STATE_KEYS}
+    except (ImportError, AttributeError, TypeError, ValueError):
+        pass
+    return _own_state(profile)
+
+
+def bottleneck_of_state(state: Mapping[str, Any]) -> str:
+    """The bottleneck class encoded in a state dict (the largest one-hot entry), else ``"unknown"``."""
+    best, best_v = "unknown", 0.0
+    for c in BOTTLENECK_CLASSES:
+        v = float(state.get(f"class={c}", 0.0) or 0.0)
+        if v > best_v:
+            best, best_v = c, v
+    return best
+
+
+def state_tensor(states: Sequence[Mapping[str, Any]]) -> torch.Tensor:
+    """``[len(states), len(STATE_KEYS)]`` float64 tensor of the states (missing keys are 0)."""
+    rows = [[float(s.get(k, 0.0) or 0.0) for k in STATE_KEYS] for s in states]
+    return torch.tensor(rows, dtype=torch.float64).reshape(len(rows), len(STATE_KEYS))
+
+
+def position_weights(length: int, use_position: bool = True) -> list[float]:
+    """Weights of the ``length`` prefix positions, oldest first: ``GAMMA ** (length - 1 - j)``, or all 1."""
+    if not use_position:
+        return [1.0] * length
+    return [GAMMA ** (length - 1 - j) for j in range(length)]
+
+
+def prefix_block(index: torch.Tensor, lengths: torch.Tensor, width: int, use_position: bool) -> torch.Tensor:
+    """Weighted one-hot encoding of prefixes.
+
+    Args:
+        index: ``[N, PREFIX_LEN]`` long tensor of vocabulary indices, oldest first, left-aligned,
+            ``-1`` for padding or unknown ids.
+        lengths: ``[N]`` prefix lengths (padding excluded; unknown ids still count as positions).
+        width: vocabulary size.
+        use_position: apply :func:`position_weights`; ``False`` weighs every position 1.
+
+    Returns:
+        ``[N, width]`` float64 tensor (not normalized).
+    """
+    n = index.shape[0]
+    pos = torch.arange(index.shape[1], dtype=torch.float64).unsqueeze(0).expand(n, -1)
+    if use_position:
+        weights = GAMMA ** (lengths.to(torch.float64).unsqueeze(1) - 1 - pos)
+    else:
+        weights = torch.ones_like(pos)
+    valid = (index >= 0) & (pos < lengths.unsqueeze(1))
+    weights = torch.where(valid, weights, torch.zeros_like(weights))
+    out = torch.zeros((n, width + 1), dtype=torch.float64)
+    out.scatter_add_(1, torch.where(valid, index, torch.full_like(index, width)), weights)
+    return out[:, :width]
+
+
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """Each row divided by its L2 norm (zero rows stay zero)."""
+    norm = x.norm(dim=-1, keepdim=True)
+    return torch.where(norm > 0, x / norm.clamp_min(1e-12), torch.zeros_like(x))

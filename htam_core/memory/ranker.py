@@ -1,0 +1,519 @@
+"""The transition-attended ranker: one HTAM step choice (DESIGN.md section 1, steps 1 and 2).
+
+**Direction score** (global level) for direction d, bottleneck b, history prefix h (last step ``a``):
+
+* ``prior_d = w[b][d] + 0.5 * max_{b2 in secondary} w[b2][d] + sum of d's signal boosts that fire``
+  (``w`` is the knowledge base's bottleneck -> direction table);
+* ``T_d = lam_d * V_d + (1 - lam_d) * g(dir(a) -> d)``: the transition-attended value ``V_d =
+  sum_r alpha_r v_r`` with ``alpha = softmax(q . k_r / tau)`` over the records whose step falls under d,
+  ``q = phi(s_t, h_t)``, ``k_r = phi(state_r, prefix_r)`` (:mod:`htam_core.memory.features`),
+  shrunk toward the hand-written edge prior ``g`` (0 when none) by ``lam = n_eff / (n_eff + N0)``,
+  where ``n_eff = sum_r max(q . k_r, 0)`` counts the records similar to the query;
+* ``U_d = C_D * sqrt(ln(1 + N) / (1 + n_d))``: a UCB1-style exploration bonus over trial counts.
+
+**Strategy score** (local level), for the applicable strategies of the top ``breadth`` directions
+(more directions are added while fewer than ``top`` strategies apply):
+``score_s = score_d + LOCAL_PRIOR_SCALE * prior_s + boosts_s + L_s + U_s`` where ``L_s`` and ``U_s`` are
+the same attention and bonus over the records whose step is s, with the strategy-level edge prior.
+
+**Ablations** (the paper's table; each switches off exactly one thing):
+
+* ``flat``: no hierarchy: no direction-level memory (``T_d = U_d = 0``), no direction block in phi,
+  every applicable strategy competes (no top-direction gating);
+* ``no-local``: no local memory: ``L_s = U_s = 0`` and no expected gain;
+* ``no-prefix``: the history is ignored (prefix blocks of phi and edge priors dropped);
+* ``no-position``: every prefix position weighs 1 instead of ``GAMMA ** distance``;
+* ``no-update``: the memory is read once when the ranker is built and :meth:`Ranker.record` writes
+  nothing;
+* ``random``: randomized memory: the outcomes of the records are permuted with a generator seeded by
+  ``seed`` (structure kept, signal destroyed).
+
+All arithmetic is float64 torch on the CPU; the only randomness is the seeded permutation, so results
+are deterministic under a seed. Constants are in :class:`RankerConfig`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from htam_core.memory.facts import compute_facts, normalize_language
+from htam_core.memory.features import (
+    PREFIX_LEN,
+    STATE_KEYS,
+    W_PREFIX_DIRECTION,
+    W_PREFIX_STRATEGY,
+    W_STATE,
+    bottleneck_of_state,
+    prefix_block,
+    state_tensor,
+    unit_rows,
+)
+from htam_core.memory.knowledge import KnowledgeBase, Strategy
+from htam_core.memory.records import Outcome, Record, value_of
+from htam_core.memory.store import Store
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, KernelFeatures
+
+__all__ = ["ABLATIONS", "RankerConfig", "RankedStep", "Ranker"]
+
+#: Ablation switches accepted by :class:`Ranker` and ``htam suggest --ablation``.
+ABLATIONS = ("flat", "no-local", "no-prefix", "no-position", "no-update", "random")
+
+
+@dataclass(frozen=True)
+class RankerConfig:
+    """Constants of the ranker (our choices; see docs/MEMORY.md).
+
+    Attributes:
+        tau: softmax temperature of transition attention (q . k is in [0, 1]).
+        shrink_n0: pseudo-count of the prior in the shrinkage ``lam = n_eff / (n_eff + n0)``.
+        c_direction, c_strategy: UCB exploration coefficients (log-speedup units).
+        breadth: how many top directions contribute strategies.
+        local_prior_scale: scale of a strategy's 0..1 base prior.
+        secondary_weight: weight of secondary bottleneck classes in the direction prior.
+    """
+
+    tau: float = 0.1
+    shrink_n0: float = 2.0
+    c_direction: float = 0.05
+    c_strategy: float = 0.03
+    breadth: int = 2
+    local_prior_scale: float = 0.25
+    secondary_weight: float = 0.5
+
+
+@dataclass
+class RankedStep:
+    """One ranked optimization step.
+
+    Attributes:
+        rank: 1-based position.
+        direction, strategy: ids in the knowledge base; direction_name, title: their display text.
+        score: total score (log-speedup units); ``parts`` sums to it through prior + transition + exploration.
+        parts: ``{"prior", "transition", "exploration"}`` plus the per-level terms.
+        expected_gain: expected fractional gain from memory (0.35 = +35%), or ``None`` without measured
+            records for this strategy.
+        wins, trials: this strategy's recorded wins and trials.
+        evidence: where the expectation comes from, in words.
+        rationale: one line for a human.
+        transform: mechanical transform id, or ``None``.
+        risk: the strategy's risk note, or ``None``.
+    """
+
+    rank: int
+    direction: str
+    strategy: str
+    score: float
+    parts: dict[str, float]
+    expected_gain: float | None
+    wins: int
+    trials: int
+    evidence: str
+    rationale: str
+    transform: str | None
+    risk: str | None
+    direction_name: str = ""
+    title: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``htam suggest --json`` object of this step."""
+        return {"rank": self.rank, "direction": self.direction, "strategy": self.strategy,
+                "score": round(self.score, 6), "parts": {k: round(v, 6) for k, v in self.parts.items()},
+                "expected_gain": None if self.expected_gain is None else round(self.expected_gain, 6),
+                "evidence": self.evidence, "rationale": self.rationale, "transform": self.transform,
+                "risk": self.risk, "title": self.title, "direction_name": self.direction_name,
+                "wins": self.wins, "trials": self.trials}
+
+
+class _Memory:
+    """The records of a store as tensors, loaded once and extended incrementally."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+        self.s_index = {s.id: i for i, s in enumerate(kb.strategies)}
+        self.d_index = {d.id: i for i, d in enumerate(kb.directions)}
+        self.n = 0
+        self.state = torch.zeros((0, 0), dtype=torch.float64)
+        self.pidx = torch.zeros((0, PREFIX_LEN), dtype=torch.long)
+        self.pdir = torch.zeros((0, PREFIX_LEN), dtype=torch.long)
+        self.plen = torch.zeros(0, dtype=torch.long)
+        self.step = torch.zeros(0, dtype=torch.long)
+        self.dir = torch.zeros(0, dtype=torch.long)
+        self.last = torch.zeros(0, dtype=torch.long)
+        self.value = torch.zeros(0, dtype=torch.float64)
+        self.speedup = torch.zeros(0, dtype=torch.float64)
+        self.win = torch.zeros(0, dtype=torch.bool)
+        self.fail = torch.zeros(0, dtype=torch.bool)
+        self.fingerprints: list[str] = []
+        self._blocks: dict[bool, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._perm: tuple[int, int, torch.Tensor] | None = None
+
+    def append(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Add records given as :meth:`Store.ranking_rows_after` tuples (state in STATE_KEYS order)."""
+        if not rows:
+            return
+        k = PREFIX_LEN
+        pidx, pdir, plen, step, dirs, last, value, speedup, win, fail = ([] for _ in range(10))
+        kb_dir = {s.id: self.d_index[s.direction] for s in self.kb.strategies}
+        prefixes = json.loads("[" + ",".join(r[1] for r in rows) + "]")  # one decode call for all rows
+        for row, full_prefix in zip(rows, prefixes, strict=True):
+            _uid, _pj, step_id, direction, sp, correct, measured, status, fp = row[:9]
+            pre = full_prefix[-k:]
+            ids = [self.s_index.get(p, -1) for p in pre]
+            dids = [kb_dir.get(p, -1) for p in pre]
+            pidx.append(ids + [-1] * (k - len(ids)))
+            pdir.append(dids + [-1] * (k - len(dids)))
+            plen.append(len(pre))
+            step.append(self.s_index.get(step_id, -1))
+            dirs.append(self.d_index.get(direction, -1))
+            last.append(ids[-1] if ids else -2)
+            v = value_of(sp, bool(correct), bool(measured), status)
+            value.append(math.nan if v is None else v)
+            speedup.append(sp if (measured and correct and sp is not None) else math.nan)
+            win.append(status == "win")
+            fail.append(status in ("incorrect", "failed"))
+            self.fingerprints.append(fp)
+        new_state = unit_rows(torch.tensor([r[9:] for r in rows], dtype=torch.float64).reshape(len(rows), -1))
+        new_pidx = torch.tensor(pidx, dtype=torch.long)
+        new_pdir = torch.tensor(pdir, dtype=torch.long)
+        new_plen = torch.tensor(plen, dtype=torch.long)
+        for use_pos, (sb, db) in list(self._blocks.items()):
+            nsb, ndb = self._encode(new_pidx, new_pdir, new_plen, use_pos)
+            self._blocks[use_pos] = (torch.cat([sb, nsb]), torch.cat([db, ndb]))
+        self.state = new_state if self.n == 0 else torch.cat([self.state, new_state])
+        self.pidx = torch.cat([self.pidx, new_pidx])
+        self.pdir = torch.cat([self.pdir, new_pdir])
+        self.plen = torch.cat([self.plen, new_plen])
+        self.step = torch.cat([self.step, torch.tensor(step, dtype=torch.long)])
+        self.dir = torch.cat([self.dir, torch.tensor(dirs, dtype=torch.long)])
+        self.last = torch.cat([self.last, torch.tensor(last, dtype=torch.long)])
+        self.value = torch.cat([self.value, torch.tensor(value, dtype=torch.float64)])
+        self.speedup = torch.cat([self.speedup, torch.tensor(speedup, dtype=torch.float64)])
+        self.win = torch.cat([self.win, torch.tensor(win, dtype=torch.bool)])
+        self.fail = torch.cat([self.fail, torch.tensor(fail, dtype=torch.bool)])
+        self.n += len(rows)
+
+    def _encode(self, pidx: torch.Tensor, pdir: torch.Tensor, plen: torch.Tensor,
+                use_pos: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        sb = unit_rows(prefix_block(pidx, plen, len(self.s_index), use_pos))
+        db = unit_rows(prefix_block(pdir, plen, len(self.d_index), use_pos))
+        return sb, db
+
+    def blocks(self, use_pos: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Unit prefix blocks ``([N, V], [N, D])`` for this position setting (cached)."""
+        if use_pos not in self._blocks:
+            self._blocks[use_pos] = self._encode(self.pidx, self.pdir, self.plen, use_pos)
+        return self._blocks[use_pos]
+
+    def outcomes(self, seed: int | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(value, speedup, win, fail)``, permuted jointly with ``seed`` when given (``random`` ablation)."""
+        if seed is None:
+            return self.value, self.speedup, self.win, self.fail
+        if self._perm is None or self._perm[:2] != (seed, self.n):
+            gen = torch.Generator().manual_seed(seed)
+            self._perm = (seed, self.n, torch.randperm(self.n, generator=gen))
+        p = self._perm[2]
+        return self.value[p], self.speedup[p], self.win[p], self.fail[p]
+
+
+@dataclass
+class _Attended:
+    value: torch.Tensor  # attended value per node (nan where no valued record)
+    n_eff: torch.Tensor  # similarity mass per node
+    count: torch.Tensor  # trials per node
+
+
+def _segment_attention(sims: torch.Tensor, groups: torch.Tensor, value: torch.Tensor, width: int,
+                       tau: float) -> _Attended:
+    """Softmax-weighted value per group: ``sum_r alpha_r v_r`` with alpha a softmax within each group."""
+    valid = groups >= 0
+    g = torch.where(valid, groups, torch.full_like(groups, width))
+    count = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, valid.to(torch.float64))[:width]
+    valued = valid & ~torch.isnan(value)
+    if sims.numel() == 0 or not bool(valued.any()):
+        nan = torch.full((width,), math.nan, dtype=torch.float64)
+        return _Attended(nan, torch.zeros(width, dtype=torch.float64), count)
+    logits = sims / tau
+    top = logits[valued].max()
+    w = torch.where(valued, torch.exp(logits - top), torch.zeros_like(logits))
+    v = torch.where(valued, value, torch.zeros_like(value))
+    z = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, w)[:width]
+    num = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, w * v)[:width]
+    mass = torch.where(valued, sims.clamp_min(0.0), torch.zeros_like(sims))
+    n_eff = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, mass)[:width]
+    att = torch.where(z > 0, num / z.clamp_min(1e-300), torch.full_like(z, math.nan))
+    return _Attended(att, n_eff, count)
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run torch ops single-threaded: the tensors here are small (<= 1e5 x ~60), and intra-op threads cost
+    more than they save (measured: 2 ms instead of 18-32 ms per rank on a 2-core machine). Restored after."""
+    n = torch.get_num_threads()
+    if n == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
+def _fmt_pct(x: float) -> str:
+    return f"{x * 100:+.0f}%"
+
+
+@dataclass
+class Ranker:
+    """Rank the next optimization steps for a kernel from the knowledge base and the memory.
+
+    Args:
+        kb: the knowledge base.
+        store: the memory store (``None``: an empty memory; the priors decide).
+        seed: seed of the ``random`` ablation's permutation.
+        ablation: one of :data:`ABLATIONS` or ``None``.
+        config: constants.
+
+    Raises:
+        ValueError: unknown ablation.
+    """
+
+    kb: KnowledgeBase
+    store: Store | None = None
+    seed: int = 0
+    ablation: str | None = None
+    config: RankerConfig = field(default_factory=RankerConfig)
+
+    def __post_init__(self) -> None:
+        if self.ablation is not None and self.ablation not in ABLATIONS:
+            raise ValueError(f"unknown ablation {self.ablation!r}; expected one of {', '.join(ABLATIONS)}")
+        self._memory = _Memory(self.kb)
+        self._mark: tuple[int, ...] | None = None
+        self._titles = {s.id: s.title for s in self.kb.strategies}
+        self.refresh(force=True)
+
+    @property
+    def updates_memory(self) -> bool:
+        """``False`` under the ``no-update`` ablation."""
+        return self.ablation != "no-update"
+
+    def refresh(self, force: bool = False) -> int:
+        """Load records added to the store since the last call (all of them the first time).
+
+        Under ``no-update`` only the first (forced) load happens. Returns the number of records loaded.
+        """
+        if self.store is None or (not force and not self.updates_memory):
+            return 0
+        if self._mark is not None and self.store.high_water() == self._mark:
+            return 0
+        rows, self._mark = self.store.ranking_rows_after(self._mark, STATE_KEYS)
+        with _one_thread():
+            self._memory.append(rows)
+        return len(rows)
+
+    def record(self, prefix: list[str], state: dict[str, float], step: str, outcome: Outcome, fingerprint: str,
+               device: str) -> Record | None:
+        """Store a record through this ranker; under ``no-update`` nothing is written and ``None`` returned.
+
+        Raises:
+            ValueError: no store, unknown step. MemoryStoreError: the store cannot be written.
+        """
+        if not self.updates_memory:
+            return None
+        if self.store is None:
+            raise ValueError("this ranker has no store to record into")
+        return self.store.record(prefix, state, step, outcome, fingerprint, device)
+
+    # ---- ranking -------------------------------------------------------------------------------
+    def applicable(self, features: KernelFeatures, language: str, profile: Profile | None = None,
+                   kernel: Kernel | None = None) -> list[Strategy]:
+        """The strategies that can apply: right language and a predicate that is not definitely false."""
+        facts = compute_facts(features, language, profile, kernel)
+        lang = facts["language"]
+        return [s for s in self.kb.strategies if lang in s.languages and s.applies.evaluate(facts) is not False]
+
+    def rank(self, state: Mapping[str, float], prefix: Sequence[str], features: KernelFeatures, language: str,
+             profile: Profile | None = None, top: int = 5, kernel: Kernel | None = None) -> list[RankedStep]:
+        """Rank the next steps.
+
+        Args:
+            state: the state vector s_t (:func:`~htam_core.memory.features.state_from_profile`).
+            prefix: the strategy ids applied so far, oldest first (only the last ``PREFIX_LEN`` count;
+                unknown ids are ignored).
+            features: the kernel's syntactic features; language: ``cuda``, ``cuda-in-python`` or ``triton``.
+            profile: the profile (bottleneck, signals) or ``None`` (bottleneck from ``state``).
+            top: how many steps to return (>= 1).
+            kernel: the kernel, when known (parameters and launch sites sharpen applicability).
+
+        Returns:
+            at most ``top`` steps, best first; strategies whose predicate is false never appear.
+
+        Raises:
+            ValueError: unknown language or ``top < 1``.
+        """
+        if top < 1:
+            raise ValueError("top must be >= 1")
+        normalize_language(language)
+        self.refresh()
+        with _one_thread():
+            return self._rank(state, prefix, features, language, profile, top, kernel)
+
+    def _rank(self, state: Mapping[str, float], prefix: Sequence[str], features: KernelFeatures, language: str,
+              profile: Profile | None, top: int, kernel: Kernel | None) -> list[RankedStep]:
+        cfg, kb, ab = self.config, self.kb, self.ablation
+        facts = compute_facts(features, language, profile, kernel)
+        lang = facts["language"]
+        bottleneck = profile.bottleneck.cls if profile is not None else bottleneck_of_state(state)
+        secondary = list(profile.bottleneck.secondary) if profile is not None else []
+        use_prefix = ab != "no-prefix"
+        known = [p for p in prefix if kb.has_strategy(p)] if use_prefix else []
+        last = known[-1] if known and prefix and prefix[-1] == known[-1] else None
+
+        sims = self._similarities(state, list(prefix)[-PREFIX_LEN:] if use_prefix else [])
+        value, speedup, win, fail = self._memory.outcomes(self.seed if ab == "random" else None)
+        mem = self._memory
+        n_dirs, n_strats = len(kb.directions), len(kb.strategies)
+        d_att = _segment_attention(sims, mem.dir, value, n_dirs, cfg.tau)
+        s_att = _segment_attention(sims, mem.step, value, n_strats, cfg.tau)
+        total = float(d_att.count.sum())
+
+        # --- directions
+        dir_terms: dict[str, tuple[float, float, float, str | None]] = {}
+        for i, d in enumerate(kb.directions):
+            prior = kb.prior_weight(bottleneck, d.id)
+            if secondary:
+                prior += cfg.secondary_weight * max(kb.prior_weight(b, d.id) for b in secondary)
+            why = None
+            for sig in d.signals:
+                if sig.when.evaluate(facts) is True:
+                    prior += sig.boost
+                    why = why or sig.why
+            trans = explore = 0.0
+            if ab != "flat":
+                edge = kb.transitions.get(("direction", kb.strategy(last).direction, d.id)) if last else None
+                trans = self._shrunk(d_att, i, edge.gain if edge else 0.0)
+                explore = cfg.c_direction * math.sqrt(math.log1p(total) / (1.0 + float(d_att.count[i])))
+            dir_terms[d.id] = (prior, trans, explore, why)
+
+        applicable = [s for s in kb.strategies if lang in s.languages and s.applies.evaluate(facts) is not False]
+        by_dir: dict[str, list[Strategy]] = {}
+        for s in applicable:
+            by_dir.setdefault(s.direction, []).append(s)
+        order = sorted(by_dir, key=lambda d: (-sum(dir_terms[d][:3]), [x.id for x in kb.directions].index(d)))
+        if ab == "flat":
+            chosen = order
+        else:
+            chosen = order[: cfg.breadth]
+            for d in order[cfg.breadth:]:
+                if sum(len(by_dir[c]) for c in chosen) >= top:
+                    break
+                chosen.append(d)
+
+        # --- strategies
+        scored: list[tuple[float, int, Strategy, dict[str, float], str | None]] = []
+        for s in (s for d in chosen for s in by_dir[d]):
+            j = mem.s_index[s.id]
+            dprior, dtrans, dexpl, _ = dir_terms[s.direction]
+            lprior = cfg.local_prior_scale * s.prior
+            why = None
+            for sig in s.signals:
+                if sig.when.evaluate(facts) is True:
+                    lprior += sig.boost
+                    why = why or sig.why
+            ltrans = lexpl = 0.0
+            if ab != "no-local":
+                edge = kb.transitions.get(("strategy", last, s.id)) if last else None
+                ltrans = self._shrunk(s_att, j, edge.gain if edge else 0.0)
+                n_parent = total if ab == "flat" else float(d_att.count[mem.d_index[s.direction]])
+                lexpl = cfg.c_strategy * math.sqrt(math.log1p(n_parent) / (1.0 + float(s_att.count[j])))
+            parts = {"prior": dprior + lprior, "transition": dtrans + ltrans, "exploration": dexpl + lexpl,
+                     "direction_prior": dprior, "direction_transition": dtrans, "direction_exploration": dexpl,
+                     "local_prior": lprior, "local_transition": ltrans, "local_exploration": lexpl}
+            score = parts["prior"] + parts["transition"] + parts["exploration"]
+            scored.append((score, kb.strategies.index(s), s, parts, why))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+
+        out = []
+        for rank, (score, _, s, parts, why) in enumerate(scored[:top], start=1):
+            j = mem.s_index[s.id]
+            mask = mem.step == j
+            wins, trials = int(win[mask].sum()), int(mask.sum())
+            gain = None
+            if ab != "no-local" and not math.isnan(float(s_att.value[j])):
+                gain = math.exp(float(s_att.value[j])) - 1.0
+            evidence = self._evidence(s, last, mask, speedup, win, fail)
+            d = kb.direction(s.direction)
+            dwhy = dir_terms[s.direction][3] or f"prior for {bottleneck} kernels"
+            swhy = why or s.guidance.split(". ")[0].replace("\n", " ")
+            if len(swhy) > 110:
+                swhy = swhy[:107].rstrip() + "..."
+            rationale = f"{d.name} ({dwhy}): {s.title} - {swhy}"
+            out.append(RankedStep(rank, d.id, s.id, score, parts, gain, wins, trials, evidence, rationale,
+                                  s.transform, s.risk, d.name, s.title))
+        return out
+
+    # ---- helpers -------------------------------------------------------------------------------
+    def _similarities(self, state: Mapping[str, float], prefix: list[str]) -> torch.Tensor:
+        """``q . k_r`` for every record: weighted cosine similarities of the state and prefix blocks."""
+        mem = self._memory
+        if mem.n == 0:
+            return torch.zeros(0, dtype=torch.float64)
+        q_state = unit_rows(state_tensor([state]))[0]
+        sims = W_STATE * (mem.state @ q_state)
+        if prefix:
+            use_pos = self.ablation != "no-position"
+            k = len(prefix)
+            pidx = torch.tensor([[mem.s_index.get(p, -1) for p in prefix] + [-1] * (PREFIX_LEN - k)])
+            pdir = torch.tensor([[mem.d_index[self.kb.strategy(p).direction] if p in mem.s_index else -1
+                                  for p in prefix] + [-1] * (PREFIX_LEN - k)])
+            plen = torch.tensor([k])
+            qs, qd = mem._encode(pidx, pdir, plen, use_pos)
+            ks, kd = mem.blocks(use_pos)
+            sims = sims + W_PREFIX_STRATEGY * (ks @ qs[0])
+            if self.ablation != "flat":
+                sims = sims + W_PREFIX_DIRECTION * (kd @ qd[0])
+        return sims
+
+    def _shrunk(self, att: _Attended, i: int, prior_gain: float) -> float:
+        v = float(att.value[i])
+        if math.isnan(v):
+            return prior_gain
+        n = float(att.n_eff[i])
+        lam = n / (n + self.config.shrink_n0)
+        return lam * v + (1.0 - lam) * prior_gain
+
+    def _evidence(self, s: Strategy, last: str | None, mask: torch.Tensor, speedup: torch.Tensor,
+                  win: torch.Tensor, fail: torch.Tensor) -> str:
+        mem = self._memory
+
+        def summary(m: torch.Tensor, where: str = "") -> str:
+            n, w, f = int(m.sum()), int(win[m].sum()), int(fail[m].sum())
+            sp = [x for x in speedup[m].tolist() if not math.isnan(x)]
+            text = f"paid off {w} of {n} time{'s' if n != 1 else ''}{where}"
+            text += f", median {_fmt_pct(statistics.median(sp) - 1.0)}" if sp else ", no measured speedup"
+            if f:
+                text += f"; failed or incorrect {f} time{'s' if f != 1 else ''}"
+            return text
+
+        if last is not None:
+            edge_mask = mask & (mem.last == mem.s_index[last])
+            if bool(edge_mask.any()):
+                return f"after {self._titles[last]}, {s.title} {summary(edge_mask)}"
+        if bool(mask.any()):
+            kernels = len({mem.fingerprints[i] for i in torch.nonzero(mask).flatten().tolist()})
+            text = f"{s.title} {summary(mask, f' on {kernels} kernel' + ('s' if kernels != 1 else ''))}"
+            return text + (f" (never recorded after {self._titles[last]})" if last else "")
+        text = "no recorded trials; ranked by the knowledge-base prior"
+        edge = self.kb.transitions.get(("strategy", last, s.id)) if last else None
+        if edge:
+            text += f"; after {self._titles[last]}: {edge.why}" if last else ""
+        return text

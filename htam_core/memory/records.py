@@ -1,0 +1,199 @@
+"""Records, outcomes and the running statistics of HTG nodes and edges.
+
+A record is one applied step: (prefix, state, step, outcome, kernel fingerprint, device, time). Node and
+edge statistics are running summaries of the records (count, wins, failures, and the mean and variance of
+the step's *value* by Welford's online algorithm), plus when the node or edge was last seen and a
+when/why/risk note.
+
+The value of an outcome (our concrete design, used for both the statistics and transition attention):
+
+* correct and measured with a speedup ``x > 0``: ``ln(x)``;
+* ``incorrect``: :data:`PENALTY_INCORRECT` (like a 2x slowdown: a wrong kernel is worse than a slow one);
+* ``failed`` (did not compile or crashed): :data:`PENALTY_FAILED`;
+* correct but not measured: no value (it counts as a trial, not as evidence of speed).
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["STATUSES", "PENALTY_INCORRECT", "PENALTY_FAILED", "Outcome", "Record", "Stats", "outcome_value",
+           "value_of"]
+
+#: Outcome statuses.
+STATUSES = ("win", "loss", "neutral", "incorrect", "failed")
+#: Value of an incorrect result, in log-speedup units (ln 0.5).
+PENALTY_INCORRECT = math.log(0.5)
+#: Value of a failed step (compile error, crash, timeout), in log-speedup units (ln 0.75).
+PENALTY_FAILED = math.log(0.75)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened when a step was applied.
+
+    Attributes:
+        speedup: new time / old time inverted (``old_ms / new_ms``; 1.25 = 25% faster), or ``None`` when
+            not measured.
+        correct: the result matched the reference.
+        measured: the speedup was measured on a GPU.
+        status: ``"win" | "loss" | "neutral" | "incorrect" | "failed"``.
+        note: free text (why it won or failed).
+
+    Raises:
+        ValueError: unknown status, or a speedup that is not a finite positive number.
+    """
+
+    speedup: float | None
+    correct: bool
+    measured: bool
+    status: str
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown outcome status {self.status!r}; expected one of {', '.join(STATUSES)}")
+        if self.speedup is not None and not (math.isfinite(self.speedup) and self.speedup > 0):
+            raise ValueError(f"speedup must be a finite positive number or None, got {self.speedup!r}")
+
+    @property
+    def is_failure(self) -> bool:
+        """``incorrect`` or ``failed``."""
+        return self.status in ("incorrect", "failed")
+
+
+def value_of(speedup: float | None, correct: bool, measured: bool, status: str) -> float | None:
+    """The value ``v`` of an outcome given as its fields (see :func:`outcome_value`)."""
+    if status == "incorrect" or not correct and status != "failed":
+        return PENALTY_INCORRECT
+    if status == "failed":
+        return PENALTY_FAILED
+    if measured and speedup is not None and speedup > 0:
+        return math.log(speedup)
+    return None
+
+
+def outcome_value(outcome: Outcome) -> float | None:
+    """The value ``v`` of an outcome in log-speedup units, or ``None`` (see module docstring)."""
+    return value_of(outcome.speedup, outcome.correct, outcome.measured, outcome.status)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One stored transition.
+
+    Attributes:
+        prefix: the last k strategy ids applied before this step, oldest first.
+        state: the state vector (see :mod:`htam_core.memory.features`).
+        step: the strategy id applied.
+        direction: the direction of ``step`` when it was recorded.
+        outcome: what happened.
+        fingerprint: a stable hash of the kernel source (groups records per kernel).
+        device: the device name, or the static target.
+        time: seconds since the epoch.
+        uid: globally unique id (import deduplicates on it).
+    """
+
+    prefix: tuple[str, ...]
+    state: dict[str, float]
+    step: str
+    direction: str
+    outcome: Outcome
+    fingerprint: str
+    device: str
+    time: float
+    uid: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON form used by export/import."""
+        return {"uid": self.uid, "time": self.time, "prefix": list(self.prefix), "state": dict(self.state),
+                "step": self.step, "direction": self.direction, "outcome": asdict(self.outcome),
+                "fingerprint": self.fingerprint, "device": self.device}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Record:
+        """Inverse of :meth:`to_json`. Raises ValueError/KeyError/TypeError on malformed input."""
+        o = d["outcome"]
+        outcome = Outcome(None if o.get("speedup") is None else float(o["speedup"]), bool(o["correct"]),
+                          bool(o["measured"]), str(o["status"]), str(o.get("note", "")))
+        prefix = d["prefix"]
+        if not isinstance(prefix, list) or not all(isinstance(p, str) for p in prefix):
+            raise TypeError("prefix must be a list of strategy ids")
+        state = d["state"]
+        if not isinstance(state, dict):
+            raise TypeError("state must be an object")
+        return cls(tuple(prefix), {str(k): float(v) for k, v in state.items()}, str(d["step"]),
+                   str(d["direction"]), outcome, str(d["fingerprint"]), str(d["device"]), float(d["time"]),
+                   str(d["uid"]))
+
+
+@dataclass
+class Stats:
+    """Running statistics of one node or edge.
+
+    Attributes:
+        count: trials.
+        wins: outcomes with status ``win``.
+        failures: ``incorrect`` or ``failed`` outcomes.
+        n_values: trials that have a value (see :func:`outcome_value`).
+        mean, m2: Welford mean and sum of squared deviations of the values.
+        last_seen: time of the latest trial (epoch seconds), or ``None``.
+        note_when, note_why, note_risk: the note: the state class in which it was last tried, the latest
+            outcome note, the latest failure note.
+    """
+
+    count: int = 0
+    wins: int = 0
+    failures: int = 0
+    n_values: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+    last_seen: float | None = None
+    note_when: str = ""
+    note_why: str = ""
+    note_risk: str = ""
+
+    @property
+    def variance(self) -> float | None:
+        """Sample variance of the values, or ``None`` with fewer than two."""
+        return self.m2 / (self.n_values - 1) if self.n_values > 1 else None
+
+    def update(self, outcome: Outcome, value: float | None, time: float, when: str) -> None:
+        """Add one trial (Welford's update for the value)."""
+        self.count += 1
+        self.wins += outcome.status == "win"
+        self.failures += outcome.is_failure
+        if value is not None:
+            self.n_values += 1
+            delta = value - self.mean
+            self.mean += delta / self.n_values
+            self.m2 += delta * (value - self.mean)
+        self.last_seen = time if self.last_seen is None else max(self.last_seen, time)
+        self.note_when = when
+        if outcome.note:
+            self.note_why = outcome.note
+            if outcome.is_failure:
+                self.note_risk = outcome.note
+
+    def merged(self, other: Stats) -> Stats:
+        """The statistics of both sets of trials (Chan et al.'s parallel combination of mean and M2)."""
+        n = self.n_values + other.n_values
+        if n == 0:
+            mean, m2 = 0.0, 0.0
+        else:
+            delta = other.mean - self.mean
+            mean = self.mean + delta * other.n_values / n
+            m2 = self.m2 + other.m2 + delta * delta * self.n_values * other.n_values / n
+        newer = other if (other.last_seen or 0) >= (self.last_seen or 0) else self
+        seen = [t for t in (self.last_seen, other.last_seen) if t is not None]
+        return Stats(self.count + other.count, self.wins + other.wins, self.failures + other.failures, n, mean,
+                     m2, max(seen) if seen else None, newer.note_when or self.note_when or other.note_when,
+                     newer.note_why or self.note_why or other.note_why,
+                     newer.note_risk or self.note_risk or other.note_risk)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        return asdict(self)

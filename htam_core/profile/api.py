@@ -1,0 +1,229 @@
+"""Profile one kernel: on the GPU when there is one, else statically (issue 3 parts 4 and 8).
+
+``profile_kernel(path, name)`` loads the source model, then
+
+* **GPU** (a GPU is present and ``static`` is not ``True``): calls
+  ``htam_core.profile.gpu.profile_on_gpu(...)`` when that module exists; otherwise falls back to
+  the static profile with a warning;
+* **static**: :func:`static_profile` compiles the kernel for ``target`` (nvcc for CUDA, Triton's
+  AOT compiler for Triton), reads registers, spills, stack and shared memory, computes the
+  theoretical occupancy for the launch's block size and classifies the bottleneck. Every measured
+  field stays ``None``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import shutil
+import warnings as _warnings
+from typing import Any
+
+from htam_core.profile.cache import CompileCache
+from htam_core.profile.classify import classify
+from htam_core.profile.errors import ProfileError
+from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
+from htam_core.profile.result import Profile
+
+
+def gpu_available() -> bool:
+    """A usable NVIDIA GPU: ``nvidia-smi`` on PATH and ``torch.cuda.is_available()``.
+
+    ``nvidia-smi`` is checked first so that machines without a GPU never pay for ``import torch``.
+    """
+    if shutil.which("nvidia-smi") is None:
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - a broken driver means no GPU
+        return False
+
+
+def _occupancy(p: Profile, target: str, dynamic_shared: int = 0) -> None:
+    if p.registers is None or p.block_size is None:
+        return
+    try:
+        arch_limits(target)
+    except ValueError as exc:
+        p.warnings.append(f"theoretical occupancy not computed: {exc}")
+        return
+    occ = theoretical_occupancy(p.registers, p.block_size, p.shared_bytes or 0,
+                                dynamic_shared_bytes=dynamic_shared, target=target)
+    p.theoretical_occupancy = round(occ.occupancy, 4)
+    p.extra["occupancy"] = occ.to_json()
+
+
+def _static_cuda(model: Any, kernel: Any, target: str, cache: CompileCache) -> Profile:
+    from htam_core.profile import static_cuda as sc
+
+    target = sc.normalize_target(target)
+    if kernel.language == "cuda-in-python":
+        source = kernel.attributes.get("cuda_source")
+        if not source:
+            raise ProfileError(f"kernel {kernel.name}: its CUDA string was not found in {model.path}")
+        offset = int(kernel.attributes.get("cuda_source_offset") or 0)
+        first_line = model.text.encode("utf-8")[:offset].count(b"\n") + 1
+    else:
+        source, offset, first_line = model.text, 0, 1
+    name = str(model.path or "<text>")
+    p = Profile(kernel=kernel.name, mode="static", device=f"{target} (static)")
+    if sc.includes_torch(source):
+        try:
+            res = sc.compile_cuda(sc.strip_host_code(source), target=target, source_name=name,
+                                  first_line=first_line, mode="kernel-only", cache=cache)
+            if not sc.match_entries(res.entries, kernel.name):
+                raise ProfileError("kernel not instantiated without host code")
+        except ProfileError:
+            res = sc.compile_cuda(source, target=target, source_name=name, first_line=first_line,
+                                  include_dirs=sc.torch_include_dirs(), extra_flags=["-std=c++17"],
+                                  mode="torch", cache=cache)
+    else:
+        res = sc.compile_cuda(source, target=target, source_name=name, first_line=first_line, cache=cache)
+    entries = sc.match_entries(res.entries, kernel.name)
+    if not entries:
+        names = ", ".join(sorted({e.base_name for e in res.entries})) or "none"
+        raise ProfileError(f"nvcc produced no entry for kernel {kernel.name} in {name} (entries: {names}); "
+                           "a template kernel must be instantiated (launched or explicitly instantiated)")
+    p.registers = max(e.registers for e in entries)
+    p.spill_bytes = max(e.spill_bytes for e in entries)
+    p.shared_bytes = max(e.shared_bytes for e in entries)
+    p.stack_bytes = max(e.stack_bytes for e in entries)
+    p.extra["instantiations"] = [
+        {"name": e.demangled, "registers": e.registers, "spill_store_bytes": e.spill_store_bytes,
+         "spill_load_bytes": e.spill_load_bytes, "stack_bytes": e.stack_bytes, "shared_bytes": e.shared_bytes,
+         "cmem_bytes": e.cmem_bytes} for e in entries]
+    if len(entries) > 1:
+        p.warnings.append(f"{len(entries)} instantiations of {kernel.name}: reporting the maximum of each resource")
+    p.extra["compile"] = {"tool": "nvcc", "mode": res.mode, "cached": res.cached, "seconds": round(res.seconds, 3),
+                          "target": target}
+    block, why, warns = sc.resolve_block_size(source, kernel, offset)
+    p.block_size = block
+    p.extra["block_size_source"] = why
+    p.warnings.extend(warns)
+    dyn = sc.resolve_dynamic_smem(source, kernel, offset)
+    if dyn is None and kernel.launch_sites:
+        p.warnings.append("dynamic shared memory of the launch is not a constant; occupancy counts static only")
+    p.extra["dynamic_shared_bytes"] = dyn
+    _occupancy(p, target, dyn or 0)
+    return p
+
+
+def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
+                   constexprs: dict[str, Any] | None) -> Profile:
+    from htam_core.profile.static_cuda import normalize_target
+    from htam_core.profile.static_triton import compile_triton_kernel
+
+    target = normalize_target(target)
+    v = compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache)
+    p = Profile(kernel=kernel.name, mode="static", device=f"{target} (static)")
+    p.registers = int(v["registers"])
+    p.spill_bytes = int(v["spill_store_bytes"]) + int(v["spill_load_bytes"])
+    p.shared_bytes = int(v["shared_bytes"])
+    p.stack_bytes = int(v["stack_bytes"])
+    p.block_size = int(v["num_warps"]) * 32
+    p.warnings.extend(v.get("warnings", []))
+    p.extra.update({
+        "constexprs": v.get("constexprs", {}), "num_warps": v["num_warps"], "num_stages": v["num_stages"],
+        "signature": v.get("signature", {}), "spill_store_bytes": v["spill_store_bytes"],
+        "spill_load_bytes": v["spill_load_bytes"], "block_size_source": f"num_warps={v['num_warps']} x 32",
+        "compile": {"tool": "triton-aot", "triton_version": v.get("triton_version"), "ptxas": v.get("ptxas"),
+                    "ptxas_target": v.get("ptxas_target"), "resources_from": v.get("resource_source"),
+                    "cached": bool(v.get("cached")),
+                    "seconds": round(float(v.get("compile_s", 0.0)), 3), "target": target},
+    })
+    _occupancy(p, target)
+    return p
+
+
+def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs: dict[str, Any] | None = None,
+                   cache: CompileCache | None = None) -> Profile:
+    """Static profile of ``kernel`` (a :class:`htam_core.source.model.Kernel` of ``model``).
+
+    Args:
+        model: the :class:`htam_core.source.model.SourceModel` the kernel belongs to.
+        kernel: the kernel, or its name.
+        target: compute capability (``"sm_80"``, ``"sm_86"``, ``"sm_89"``, ``"sm_90"``).
+        constexprs: Triton constexpr overrides (``{"BLOCK_SIZE": 1024}``).
+        cache: compile cache; default :class:`CompileCache` under ``$HTAM_CACHE_DIR``.
+
+    Returns:
+        A ``mode="static"`` :class:`Profile`: registers, spills, stack and shared bytes, block size,
+        theoretical occupancy and the bottleneck; measured fields ``None``.
+
+    Raises:
+        ProfileError: unknown kernel, unsupported language, compile failure, missing tool.
+    """
+    if isinstance(kernel, str):
+        try:
+            kernel = model.kernel(kernel)
+        except KeyError as exc:
+            raise ProfileError(str(exc.args[0]) if exc.args else str(exc)) from exc
+    cache = cache if cache is not None else CompileCache()
+    if kernel.language in ("cuda", "cuda-in-python"):
+        p = _static_cuda(model, kernel, target, cache)
+    elif kernel.language == "triton":
+        p = _static_triton(model, kernel, target, cache, constexprs)
+    else:
+        raise ProfileError(f"kernel {kernel.name}: language {kernel.language!r} cannot be profiled statically")
+    if getattr(kernel, "incomplete", False):
+        p.warnings.append(f"kernel {kernel.name} is incomplete in the source (still being typed)")
+    if getattr(model, "stale", False):
+        p.warnings.append("the source did not parse; the kernel comes from the last good parse")
+    p.warnings.append("static profile: no GPU measurement (time, SOL, bandwidth and achieved occupancy are null)")
+    p.bottleneck = classify(p, getattr(kernel, "features", None), target=p.device.split()[0])
+    return p
+
+
+def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bool | None = None,
+                   target: str = "sm_90", gpu_index: int = 0, constexprs: dict[str, Any] | None = None,
+                   cache: CompileCache | None = None) -> Profile:
+    """Profile the kernel ``kernel_name`` of the file ``path``.
+
+    Args:
+        path: a ``.cu``/``.cuh`` or ``.py`` file.
+        kernel_name: the kernel's name (``htam kernels FILE`` lists them).
+        static: ``True`` forces the static profile; ``False`` asks for the GPU (falls back to static
+            with a warning when there is none); ``None`` picks the GPU when one is available.
+        target: compute capability for the static profile.
+        gpu_index: which GPU to measure on.
+        constexprs: Triton constexpr overrides for the static compile.
+        cache: compile cache.
+
+    Returns:
+        A :class:`Profile`.
+
+    Raises:
+        ProfileError: missing file, unsupported file, unknown kernel, compile failure.
+    """
+    from htam_core.source import SourceError, load
+
+    if not os.path.isfile(path):
+        raise ProfileError(f"no such file: {path}")
+    try:
+        model = load(path)
+    except SourceError as exc:
+        raise ProfileError(str(exc)) from exc
+    try:
+        kernel = model.kernel(kernel_name)
+    except KeyError as exc:
+        raise ProfileError(str(exc.args[0]) if exc.args else str(exc)) from exc
+    fallback_note = None
+    if static is not True:
+        if gpu_available():
+            if importlib.util.find_spec("htam_core.profile.gpu") is not None:
+                gpu = importlib.import_module("htam_core.profile.gpu")
+                return gpu.profile_on_gpu(path=str(path), kernel_name=kernel_name, gpu_index=gpu_index, model=model,
+                                          kernel=kernel, target=target)
+            fallback_note = "GPU profiling is not available in this build (htam_core.profile.gpu missing); static profile"
+        elif static is False:
+            fallback_note = "no GPU found (nvidia-smi/torch.cuda); static profile instead"
+    p = static_profile(model, kernel, target, constexprs=constexprs, cache=cache)
+    if fallback_note:
+        p.warnings.insert(0, fallback_note)
+        _warnings.warn(fallback_note, RuntimeWarning, stacklevel=2)
+    return p

@@ -1,0 +1,274 @@
+"""Profile one kernel on the GPU: verify, time, read ncu counters, place it on the roofline.
+
+:func:`profile_on_gpu` is what :func:`htam_core.profile.api.profile_kernel` calls when a GPU is
+present. Everything that touches kernel code runs in the persistent worker of that GPU
+(``pool_key="gpu<i>"``), so a faulting or hanging kernel costs only the worker: the caller gets a
+:class:`~htam_core.profile.errors.ProfileError` naming the failure, and the next profile starts a
+fresh worker.
+
+Steps:
+1. find the harness (:func:`htam_core.harness.find_harness`); with none, the static profile is
+   returned with the harness error as a warning (nothing is measured, nothing guessed);
+2. worker: verify against the reference (KernelBench semantics) and time every input set
+   (:mod:`htam_core.profile.timing`); a ``.cu`` program with ``main()`` is built and its
+   durations come from ncu;
+3. worker: ncu counters when ``ncu`` is on PATH (:mod:`htam_core.profile.ncu`);
+4. measured peaks of the device (:mod:`htam_core.profile.peaks`, cached) -> bandwidth, FLOP/s and
+   roofline fraction from the harness's ``bytes``/``flops``;
+5. static resources (registers, spills, shared memory) from the static profiler when available,
+   then the bottleneck class (:func:`htam_core.profile.classify.classify`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from htam_core.harness.base import Harness, HarnessError
+from htam_core.profile.errors import ProfileError
+from htam_core.profile.result import Profile, TimeStats
+from htam_core.profile.worker import WorkerResult, run_in_worker
+
+
+def pool_config(gpu_index: int) -> dict[str, Any]:
+    """Worker options of the persistent pool of GPU ``gpu_index`` (same as the verifier's)."""
+    return {"interpret": False, "gpu_index": gpu_index}
+
+
+def _call(target: str, kwargs: dict[str, Any], gpu_index: int, timeout_s: float) -> WorkerResult:
+    return run_in_worker(target, kwargs, timeout_s=timeout_s, pool_key=f"gpu{gpu_index}", **pool_config(gpu_index))
+
+
+def _raise_for(r: WorkerResult, what: str) -> Any:
+    if r.ok:
+        return r.value
+    e = r.error
+    assert e is not None
+    hint = {"cuda-fault": "the kernel faulted (illegal or misaligned address, launch failure); run it under "
+                          "compute-sanitizer to find the access",
+            "timeout": "the kernel did not finish in time (a hang or a far too large problem)",
+            "oom": "out of memory: shrink the harness sizes",
+            "crash": "the worker process died"}.get(e.kind, "")
+    details = (e.traceback or "").splitlines()[-12:]
+    raise ProfileError(f"{what} failed: {e.kind}: {e.message}" + (f" ({hint})" if hint else ""), details)
+
+
+# -- worker targets ---------------------------------------------------------------------------------
+def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = True, n_seeds: int = 5,
+                    fp32_tol: float | None = None) -> dict[str, Any]:
+    """Worker target: verify, then time the harness's kernel on every input set.
+
+    Returns:
+        ``{"device", "correctness", "sets": [{"set", "sizes", "time", "bytes", "flops"}]}`` with
+        times in ms (see :class:`htam_core.profile.timing.Timing`).
+    """
+    import torch
+
+    from htam_core.harness.runner import prepare
+    from htam_core.profile.timing import time_gpu
+    from htam_core.verify.correctness import BASE_SEED, check_correctness
+
+    h = Harness.from_json(harness)
+    p = prepare(h, "cuda")
+    correctness = None
+    if verify:
+        correctness = check_correctness(p.trial, verified_on="gpu", n_seeds=n_seeds, atol=h.atol, rtol=h.rtol,
+                                        fp32_tol=fp32_tol, arg_names=p.arg_names).to_json()
+    sets = []
+    for s in range(p.trial.input_sets):
+        inputs = p.trial.make_inputs(BASE_SEED, s, 1.0)
+        t = time_gpu(p.bind(inputs), trials=trials)
+        sets.append({"set": s, "sizes": p.size_sets[s] if s < len(p.size_sets) else {}, "time": t.to_json(),
+                     "bytes": p.bytes_for(s, inputs), "flops": p.flops_for(s, inputs),
+                     "dtype": _main_dtype(inputs)})
+        del inputs
+    torch.cuda.synchronize()
+    return {"device": torch.cuda.get_device_name(), "correctness": correctness, "sets": sets}
+
+
+def _main_dtype(inputs: list[Any]) -> str | None:
+    for x in inputs:
+        if hasattr(x, "dtype") and x.dtype.is_floating_point:
+            return str(x.dtype).replace("torch.", "")
+    return None
+
+
+def measure_program(path: str, kernel: str, args: list[str], launch_count: int = 10,
+                    timeout_s: float = 300.0) -> dict[str, Any]:
+    """Worker target: build the ``.cu`` program with nvcc (cached) and run it under ncu filtered to
+    ``kernel``. Returns :func:`htam_core.profile.ncu.run_ncu`'s summary plus ``device``."""
+    import torch
+
+    from htam_core.harness.cu_main import build_program
+    from htam_core.profile.ncu import run_ncu
+
+    major, minor = torch.cuda.get_device_capability()
+    exe = build_program(path, arch=f"sm_{major}{minor}")
+    s = run_ncu([str(exe), *args], kernel, launch_count=launch_count, timeout_s=timeout_s, cwd=str(Path(path).parent))
+    s["device"] = torch.cuda.get_device_name()
+    return s
+
+
+# -- caller side ------------------------------------------------------------------------------------
+def _static(model: Any, kernel: Any, target: str) -> Profile | None:
+    if model is None or kernel is None:
+        return None
+    try:
+        from htam_core.profile.api import static_profile
+
+        return static_profile(model, kernel, target)
+    except Exception:  # noqa: BLE001 - static data is a complement; its failure leaves fields None
+        return None
+
+
+def _load_model(path: str) -> Any:
+    try:
+        from htam_core.source import load
+
+        return load(path)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _apply_ncu(p: Profile, s: dict[str, Any]) -> None:
+    if s.get("sol_memory_pct") is not None or s.get("sol_compute_pct") is not None:
+        p.sol = {"memory_pct": s.get("sol_memory_pct"), "compute_pct": s.get("sol_compute_pct")}
+    p.achieved_occupancy = s.get("achieved_occupancy")
+    if s.get("registers") is not None:
+        p.registers = int(s["registers"])
+    if p.theoretical_occupancy is None and s.get("theoretical_occupancy") is not None:
+        p.theoretical_occupancy = s["theoretical_occupancy"]
+    if p.bandwidth_bytes_per_s is None and s.get("dram_bytes_per_s") is not None:
+        p.bandwidth_bytes_per_s = s["dram_bytes_per_s"]
+        p.extra["bandwidth_source"] = "ncu MemoryWorkloadAnalysis Memory Throughput"
+    p.ncu_rules = [{"rule": r["rule"], "message": r["message"], "estimated_speedup_pct": r["estimated_speedup_pct"],
+                    "type": r["type"], "section": r["section"]} for r in s.get("rules", [])]
+    p.extra["ncu"] = {k: v for k, v in s.items() if k != "per_launch"}
+
+
+def _peaks(gpu_index: int, timeout_s: float) -> Any:
+    from htam_core.profile.peaks import get_peaks
+
+    ident = _raise_for(_call("htam_core.profile.peaks:device_identity", {}, gpu_index, 120), "device query")
+    return get_peaks(ident["device"], ident["uuid"],
+                     lambda: _raise_for(_call("htam_core.profile.peaks:measure_peaks", {}, gpu_index, timeout_s),
+                                        "peak measurement"))
+
+
+def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | None = None,
+                   harness: Harness | None = None, gpu_index: int = 0, *, model: Any = None, kernel: Any = None,
+                   use_ncu: bool = True, trials: int = 100, timeout_s: float = 600.0, target: str = "sm_90") -> Profile:
+    """Measure one kernel on GPU ``gpu_index`` and return a ``mode="gpu"`` :class:`Profile`.
+
+    Args:
+        path: the kernel's file.
+        kernel_name: the kernel's name (or give ``kernel``, a source-model Kernel).
+        harness: how to run it; found with :func:`htam_core.harness.find_harness` when ``None``.
+        gpu_index: which GPU (its persistent worker is ``"gpu<i>"``).
+        model, kernel: the source model and kernel, for static resources and classification.
+        use_ncu: collect ncu counters when ``ncu`` is on PATH.
+        trials: timed trials per input set.
+        timeout_s: limit for each worker call, seconds.
+        target: static target for registers/spills when the static profiler is available.
+
+    Returns:
+        The profile. Without a harness: the static profile with the harness error in ``warnings``.
+        A kernel that fails verification is still timed; ``warnings`` says it is incorrect and
+        ``extra["correctness"]`` holds the verdict.
+
+    Raises:
+        ProfileError: the kernel faulted, hung, ran out of memory or crashed the worker (the message
+            names which); the worker is restarted, so the next profile works.
+    """
+    from htam_core.harness.find import find_harness
+    from htam_core.profile.classify import classify
+    from htam_core.profile.ncu import find_ncu
+    from htam_core.profile.peaks import roofline_fraction
+
+    if path is None:
+        raise ProfileError("profile_on_gpu needs the kernel's file path")
+    path = str(path)
+    name = kernel_name or (kernel.name if kernel is not None else None)
+    if name is None:
+        raise ProfileError("profile_on_gpu needs a kernel name")
+    if model is None:
+        model = _load_model(path)
+    if kernel is None and model is not None:
+        try:
+            kernel = model.kernel(name)
+        except KeyError:
+            kernel = None
+    static = _static(model, kernel, target)
+    if harness is None:
+        try:
+            harness = find_harness(path, name, model)
+        except HarnessError as e:
+            p = static or Profile(kernel=name)
+            p.warnings.insert(0, f"not measured on the GPU: {e}")
+            return p
+    p = Profile(kernel=name, mode="gpu", harness=harness.label())
+    if static is not None:
+        for f in ("registers", "spill_bytes", "shared_bytes", "theoretical_occupancy", "block_size", "stack_bytes"):
+            setattr(p, f, getattr(static, f))
+        p.extra["static"] = {"device": static.device, **{k: v for k, v in static.extra.items() if k != "ncu"}}
+    have_ncu = use_ncu and find_ncu() is not None
+    if harness.kind == "cu-main":
+        s = _raise_for(_call("htam_core.profile.gpu:measure_program",
+                             {"path": harness.path, "kernel": name, "args": harness.program_args}, gpu_index,
+                             timeout_s), f"running {Path(path).name} under ncu")
+        p.device = s.pop("device", "GPU")
+        st = s.get("duration_ms_stats")
+        p.time_ms = TimeStats(**st) if st else None
+        p.extra["timing"] = {"method": "ncu gpu__time_duration", "launches": s.get("launches")}
+        p.warnings.append("a .cu program with main() is not checked for correctness (no reference)")
+        _apply_ncu(p, s)
+    else:
+        m = _raise_for(_call("htam_core.profile.gpu:measure_harness", {"harness": harness.to_json(),
+                                                                       "trials": trials}, gpu_index, timeout_s),
+                       f"timing {name}")
+        p.device = m["device"]
+        first = m["sets"][0]
+        t = first["time"]
+        p.time_ms = TimeStats(t["min"], t["median"], t["max"])
+        p.extra["timing"] = {"method": t["method"], "trials": t["trials"], "l2_flush": True,
+                             "per_set": [{"sizes": s["sizes"], "min": s["time"]["min"], "median": s["time"]["median"],
+                                          "max": s["time"]["max"], "bytes": s["bytes"], "flops": s["flops"]}
+                                         for s in m["sets"]]}
+        p.warnings.extend(t.get("warnings", []))
+        corr = m.get("correctness")
+        p.extra["correctness"] = corr
+        if corr is not None and not corr["correct"]:
+            p.warnings.insert(0, "the kernel does not match its reference: " + "; ".join(corr["messages"][:3]))
+        secs = t["median"] / 1000.0
+        if first["bytes"]:
+            p.bandwidth_bytes_per_s = first["bytes"] / secs
+        if first["flops"]:
+            p.flops_per_s = first["flops"] / secs
+        if first["bytes"] or first["flops"]:
+            try:
+                pk = _peaks(gpu_index, timeout_s)
+                p.roofline_fraction = roofline_fraction(secs, bytes_moved=first["bytes"], flops=first["flops"],
+                                                        peaks=pk, dtype=first.get("dtype"))
+                p.extra["peaks"] = {"dram_bytes_per_s": pk.dram_bytes_per_s, "fp32_flops_per_s": pk.fp32_flops_per_s,
+                                    "bf16_flops_per_s": pk.bf16_flops_per_s, "measured_at": pk.measured_at}
+            except ProfileError as e:
+                p.warnings.append(f"roofline not computed: {e.message}")
+        else:
+            p.warnings.append("bandwidth and roofline not computed: the harness gives no bytes/flops expressions")
+        if have_ncu:
+            r = _call("htam_core.profile.ncu:ncu_harness_target", {"harness": harness.to_json()}, gpu_index, timeout_s)
+            if r.ok:
+                _apply_ncu(p, r.value)
+            else:
+                p.warnings.append(f"ncu counters not collected: {r.error.message if r.error else 'unknown'}")
+    if use_ncu and not have_ncu:
+        p.warnings.append("ncu not found on PATH: no counters (sol, achieved occupancy) were collected")
+    elif not use_ncu:
+        p.extra["ncu"] = None  # not requested: sol and achieved occupancy stay unmeasured
+    features = kernel.features if kernel is not None else None
+    try:
+        p.bottleneck = classify(p, features, target=target)
+    except TypeError:
+        p.bottleneck = classify(p, features)
+    return p

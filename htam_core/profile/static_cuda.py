@@ -1,0 +1,710 @@
+"""Static resource usage of CUDA kernels: ``nvcc -cubin -Xptxas -v`` with no GPU.
+
+Issue 3 part 4. The kernel's translation unit (a ``.cu`` file, or CUDA held in a Python string) is
+compiled for one target (``sm_90`` by default) with ``nvcc -arch=sm_XX -cubin -Xptxas -v``;
+ptxas then reports, per entry function, the registers per thread, spill stores and loads, the
+stack frame, static shared memory (``smem``) and constant banks (``cmem[N]``). Entries are
+demangled (``c++filt``) and matched to the kernel by its unqualified name; a template kernel
+matches every instantiation in the unit, and the profile reports the maximum of each resource
+and lists the instantiations.
+
+CUDA in Python strings that include ``torch/extension.h`` is first compiled *kernel-only*: the
+torch/pybind includes and the host functions are blanked out (line numbers kept), so the device
+code, and so ptxas's report, is unchanged while the compile takes a fraction of a second instead
+of ~45 s of torch headers. When that reduced unit does not compile (the kernel needs a torch
+header), the full unit is compiled with torch's include paths. Results are cached by content
+hash (:mod:`htam_core.profile.cache`).
+
+The block size for occupancy comes from the launch site's block expression when it evaluates to
+a constant (``dim3(16, 16)``, ``256``, ``THREADS`` from ``#define THREADS 256``, ``kBlock`` from
+``constexpr int kBlock = 128;`` in the launching function), else from ``__launch_bounds__``'s
+first argument, else it is unknown. Expressions are read with tree-sitter, never with regexes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from importlib import util as importlib_util
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from htam_core.profile.cache import CompileCache, content_key, file_fingerprint
+from htam_core.profile.errors import ProfileError
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+#: Wall-clock limit of one nvcc run, seconds (a full torch/extension.h unit takes ~45 s here).
+NVCC_TIMEOUT_S = 180.0
+
+
+@lru_cache(maxsize=1)
+def _cuda_parser_language() -> Any:
+    # imported lazily: the ptxas parser below is also used in Triton AOT workers, which need no tree-sitter
+    import tree_sitter_cuda
+    from tree_sitter import Language
+
+    return Language(tree_sitter_cuda.language())
+
+
+def _parser() -> Any:
+    from tree_sitter import Parser
+
+    return Parser(_cuda_parser_language())
+
+# -- ptxas -v --------------------------------------------------------------------------------------
+_RE_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
+_RE_PROPS = re.compile(r"Function properties for (\S+)")
+_RE_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_RE_USED = re.compile(r"Used (\d+) registers")
+_RE_SMEM = re.compile(r"(\d+) bytes smem")
+_RE_CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
+_RE_BARRIERS = re.compile(r"used (\d+) barriers")
+
+
+@dataclass
+class PtxasEntry:
+    """ptxas's report for one entry function (kernel).
+
+    Attributes:
+        mangled: the symbol as ptxas prints it.
+        demangled: the C++ name (``void mlp::f<float, 128>(const float*, int)``), or the symbol.
+        arch: the SASS target ptxas compiled for (``"sm_90"``, ``"sm_90a"``).
+        registers: registers per thread.
+        spill_store_bytes, spill_load_bytes: spill traffic per thread, bytes.
+        stack_bytes: stack frame per thread, bytes.
+        shared_bytes: static shared memory per block, bytes.
+        cmem_bytes: constant memory per bank (``{"0": 380}``), bytes; empty when not printed.
+        barriers: named barriers used.
+    """
+
+    mangled: str
+    demangled: str = ""
+    arch: str = ""
+    registers: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+    stack_bytes: int = 0
+    shared_bytes: int = 0
+    cmem_bytes: dict[str, int] = field(default_factory=dict)
+    barriers: int = 0
+
+    @property
+    def spill_bytes(self) -> int:
+        """Spill stores plus spill loads, bytes."""
+        return self.spill_store_bytes + self.spill_load_bytes
+
+    @property
+    def base_name(self) -> str:
+        """The unqualified function name (``bias_gelu_fwd``), see :func:`entry_base_name`."""
+        return entry_base_name(self.demangled or self.mangled)
+
+
+def parse_ptxas_verbose(log: str) -> list[PtxasEntry]:
+    """Parse the ``ptxas -v`` (``-Xptxas -v``) log into one :class:`PtxasEntry` per entry function.
+
+    Works for nvcc's ptxas and Triton's bundled ``ptxas``/``ptxas-blackwell`` (lines may carry any
+    ``ptxas...info`` prefix). Entries appear in the order ptxas compiled them.
+    """
+    entries: list[PtxasEntry] = []
+    by_name: dict[str, PtxasEntry] = {}
+    current: PtxasEntry | None = None
+    for line in log.splitlines():
+        m = _RE_ENTRY.search(line)
+        if m:
+            current = PtxasEntry(mangled=m.group(1), arch=m.group(2))
+            entries.append(current)
+            by_name[current.mangled] = current
+            continue
+        m = _RE_PROPS.search(line)
+        if m:
+            current = by_name.get(m.group(1), current)
+            continue
+        if current is None:
+            continue
+        m = _RE_FRAME.search(line)
+        if m:
+            current.stack_bytes, current.spill_store_bytes, current.spill_load_bytes = map(int, m.groups())
+            continue
+        m = _RE_USED.search(line)
+        if m:
+            current.registers = int(m.group(1))
+            if sm := _RE_SMEM.search(line):
+                current.shared_bytes = int(sm.group(1))
+            for cm in _RE_CMEM.finditer(line):
+                current.cmem_bytes[cm.group(2)] = int(cm.group(1))
+            if b := _RE_BARRIERS.search(line):
+                current.barriers = int(b.group(1))
+    return entries
+
+
+def demangle(names: list[str]) -> dict[str, str]:
+    """Demangle Itanium C++ symbols with ``c++filt`` (one process for all names).
+
+    Returns ``{symbol: demangled}``; names that are not mangled, or every name when ``c++filt``
+    is missing, map to themselves.
+    """
+    out = {n: n for n in names}
+    mangled = [n for n in names if n.startswith("_Z")]
+    tool = shutil.which("c++filt")
+    if not mangled or tool is None:
+        return out
+    try:
+        proc = subprocess.run([tool], input="\n".join(mangled) + "\n", capture_output=True, text=True,
+                              timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return out
+    lines = proc.stdout.splitlines()
+    if proc.returncode == 0 and len(lines) == len(mangled):
+        out.update(dict(zip(mangled, lines, strict=True)))
+    return out
+
+
+def entry_base_name(name: str) -> str:
+    """Unqualified function name of a demangled symbol.
+
+    ``void mlp::bias_gelu_fwd<float, 128, 4>(const float*, int)`` -> ``bias_gelu_fwd``;
+    ``vadd_kernel`` -> ``vadd_kernel``. Template arguments and parameter lists are skipped by
+    bracket depth, so commas and ``::`` inside them do not confuse it.
+    """
+    # cut at the parameter list: the first '(' at template depth 0
+    depth = 0
+    end = len(name)
+    for i, ch in enumerate(name):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0 and i > 0:
+            end = i
+            break
+    head = name[:end]
+    # drop trailing template arguments
+    if head.endswith(">"):
+        depth = 0
+        for i in range(len(head) - 1, -1, -1):
+            if head[i] == ">":
+                depth += 1
+            elif head[i] == "<":
+                depth -= 1
+                if depth == 0:
+                    head = head[:i]
+                    break
+    head = head.split("::")[-1]
+    return head.split()[-1] if head.split() else head
+
+
+# -- nvcc ------------------------------------------------------------------------------------------
+def find_nvcc() -> str | None:
+    """Path of ``nvcc``: ``$PATH``, else ``$CUDA_HOME/bin``, else ``/usr/local/cuda/bin``."""
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.path.isfile(os.path.join(root, "bin", "nvcc")):
+            return os.path.join(root, "bin", "nvcc")
+    return None
+
+
+def normalize_target(target: str) -> str:
+    """``"sm_90"``, ``"90"``, ``"sm90"``, ``"cuda:90"`` -> ``"sm_90"`` (suffixes ``a``/``f`` kept).
+
+    Raises:
+        ProfileError: not of that form.
+    """
+    t = str(target).strip().lower().removeprefix("cuda:").removeprefix("sm_").removeprefix("sm")
+    if not re.fullmatch(r"\d{2,3}[af]?", t):
+        raise ProfileError(f"bad target {target!r}: use a compute capability such as sm_80, sm_86, sm_89 or sm_90")
+    return f"sm_{t}"
+
+
+@dataclass
+class CudaCompileResult:
+    """The outcome of one nvcc compile.
+
+    Attributes:
+        entries: every entry function ptxas reported.
+        command: the nvcc command line (temp paths included).
+        log: ptxas's and nvcc's output.
+        cached: the result came from the cache (nvcc did not run).
+        seconds: wall time of the nvcc run (0 when cached).
+        mode: ``"file"``, ``"kernel-only"`` (host code and torch headers blanked) or ``"torch"``
+            (full unit with torch's include paths).
+    """
+
+    entries: list[PtxasEntry]
+    command: list[str]
+    log: str
+    cached: bool = False
+    seconds: float = 0.0
+    mode: str = "file"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON form (for the cache)."""
+        return {"entries": [asdict(e) for e in self.entries], "command": self.command, "log": self.log,
+                "mode": self.mode, "seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CudaCompileResult:
+        """Inverse of :meth:`to_json`; marks the result ``cached``."""
+        return cls(entries=[PtxasEntry(**e) for e in d["entries"]], command=list(d["command"]), log=d["log"],
+                   cached=True, seconds=0.0, mode=d.get("mode", "file"))
+
+
+def _error_lines(log: str, limit: int = 20) -> list[str]:
+    lines = [ln.rstrip() for ln in log.splitlines()
+             if re.search(r"\berror\b", ln) and "errors detected" not in ln]
+    return lines[:limit]
+
+
+def compile_cuda(
+    source: str,
+    *,
+    target: str = "sm_90",
+    source_name: str = "kernel.cu",
+    first_line: int = 1,
+    include_dirs: list[str] | None = None,
+    extra_flags: list[str] | None = None,
+    mode: str = "file",
+    cache: CompileCache | None = None,
+    timeout_s: float = NVCC_TIMEOUT_S,
+) -> CudaCompileResult:
+    """Compile CUDA ``source`` to a cubin with ``nvcc -arch=<target> -cubin -Xptxas -v``.
+
+    The text is written to a private temp file that starts with ``#line first_line "source_name"``,
+    so every diagnostic names the user's file and line. nvcc runs in a separate process with a
+    timeout (``subprocess``; nvcc never runs user code).
+
+    Args:
+        source: the translation unit's text.
+        target: compute capability (``"sm_90"``).
+        source_name: path reported in diagnostics (the user's file).
+        first_line: 1-based line of ``source``'s first line in that file (CUDA in a Python string).
+        include_dirs: ``-I`` directories (the file's own directory is added first).
+        extra_flags: more nvcc flags (``-std=c++17``, ``-DNAME=1``).
+        mode: recorded in the result (see :class:`CudaCompileResult`).
+        cache: compile cache; ``None`` uses the default cache.
+        timeout_s: wall-clock limit in seconds.
+
+    Returns:
+        A :class:`CudaCompileResult`.
+
+    Raises:
+        ProfileError: nvcc missing, timed out, or the unit does not compile (``details`` holds
+            nvcc's error lines).
+    """
+    target = normalize_target(target)
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise ProfileError("nvcc not found: install the CUDA toolkit or put its bin/ directory on PATH "
+                           "(or set CUDA_HOME)")
+    cache = cache if cache is not None else CompileCache()
+    incs = [str(Path(source_name).resolve().parent)] if source_name else []
+    incs += list(include_dirs or [])
+    flags = [f"-arch={target}", "-cubin", "-Xptxas", "-v", *(extra_flags or [])]
+    key = content_key(kind="nvcc", source=source, source_name=source_name, first_line=first_line,
+                      flags=flags, includes=incs, nvcc=file_fingerprint(nvcc))
+    hit = cache.get(key)
+    if hit is not None:
+        return CudaCompileResult.from_json(hit)
+
+    with tempfile.TemporaryDirectory(prefix="htam-nvcc-") as tmp:
+        src = Path(tmp) / "unit.cu"
+        quoted = str(source_name).replace("\\", "\\\\").replace('"', '\\"')
+        src.write_text(f'#line {first_line} "{quoted}"\n{source}', encoding="utf-8")
+        cmd = [nvcc, *flags, *[f"-I{d}" for d in incs], "-o", str(Path(tmp) / "unit.cubin"), str(src)]
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
+        except subprocess.TimeoutExpired as exc:
+            raise ProfileError(f"nvcc took longer than {timeout_s:.0f} s on {source_name}; "
+                               "simplify the unit or raise the timeout") from exc
+        seconds = time.perf_counter() - t0
+    log = (proc.stdout or "") + (proc.stderr or "")
+    if proc.returncode != 0:
+        errors = _error_lines(log) or log.strip().splitlines()[-10:]
+        first = errors[0].strip() if errors else "unknown error"
+        raise ProfileError(f"{source_name} does not compile for {target} (nvcc, {len(errors)} error line(s)); "
+                           f"fix the first error: {first}", errors)
+    entries = parse_ptxas_verbose(log)
+    names = demangle([e.mangled for e in entries])
+    for e in entries:
+        e.demangled = names.get(e.mangled, e.mangled)
+    result = CudaCompileResult(entries=entries, command=cmd, log=log, seconds=seconds, mode=mode)
+    cache.put(key, result.to_json())
+    return result
+
+
+def match_entries(entries: list[PtxasEntry], kernel_name: str) -> list[PtxasEntry]:
+    """The entries whose unqualified name is ``kernel_name`` (all instantiations of a template)."""
+    return [e for e in entries if e.base_name == kernel_name]
+
+
+# -- torch extensions ------------------------------------------------------------------------------
+_TORCH_INCLUDE_PREFIXES = ("torch/", "ATen/", "c10/", "pybind11/", "Python.h", "caffe2/")
+
+
+def torch_include_dirs() -> list[str]:
+    """Include directories for ``#include <torch/extension.h>``, without importing torch.
+
+    The same directories as ``torch.utils.cpp_extension.include_paths()`` (``torch/include`` and
+    ``torch/include/torch/csrc/api/include``), plus Python's headers (pybind11 needs ``Python.h``)
+    and, when the installed torch is a CPU wheel that lacks ``c10/cuda/impl/cuda_cmake_macros.h``,
+    a stand-in directory providing that header (it only defines build macros).
+
+    Raises:
+        ProfileError: torch is not installed.
+    """
+    spec = importlib_util.find_spec("torch")
+    if spec is None or not spec.origin:
+        raise ProfileError("this CUDA source includes torch headers but torch is not installed: "
+                           "pip install torch")
+    root = Path(spec.origin).parent / "include"
+    dirs = [str(root), str(root / "torch" / "csrc" / "api" / "include")]
+    py_inc = sysconfig.get_paths().get("include")
+    if py_inc:
+        dirs.append(py_inc)
+    if not (root / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h").exists():
+        dirs.append(_standin_include_dir())
+    return dirs
+
+
+@lru_cache(maxsize=1)
+def _standin_include_dir() -> str:
+    d = Path(tempfile.gettempdir()) / f"htam-torch-standin-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    h = d / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
+    h.parent.mkdir(parents=True, exist_ok=True)
+    if not h.exists():
+        h.write_text("#pragma once\n// stand-in written by htam: a CPU torch wheel lacks this generated header\n",
+                     encoding="utf-8")
+    return str(d)
+
+
+def _parse(text: str) -> tuple[bytes, Node]:
+    data = text.encode("utf-8")
+    return data, _parser().parse(data).root_node
+
+
+def _is_device_function(fn: Node) -> bool:
+    return any(c.type in ("__global__", "__device__") for c in fn.children)
+
+
+def includes_torch(source: str) -> bool:
+    """``source`` includes a torch/ATen/c10/pybind11 header (read with tree-sitter)."""
+    data, root = _parse(source)
+    return any(_include_path(n, data).startswith(_TORCH_INCLUDE_PREFIXES) for n in _walk_includes(root))
+
+
+def _walk_includes(node: Node) -> list[Node]:
+    out = []
+    for c in node.children:
+        if c.type == "preproc_include":
+            out.append(c)
+        elif c.type in ("namespace_definition", "declaration_list", "linkage_specification",
+                        "preproc_if", "preproc_ifdef", "preproc_else"):
+            out.extend(_walk_includes(c))
+    return out
+
+
+def _include_path(node: Node, data: bytes) -> str:
+    p = node.child_by_field_name("path")
+    if p is None:
+        return ""
+    return data[p.start_byte:p.end_byte].decode("utf-8", "replace").strip("<>\"")
+
+
+def strip_host_code(source: str) -> str:
+    """Blank out torch/pybind includes and host-only functions, keeping every line in place.
+
+    Host functions are function definitions (also inside templates, namespaces and
+    ``extern "C"``) that carry neither ``__global__`` nor ``__device__``; ``PYBIND11_MODULE`` blocks
+    parse as such. Device code is untouched, so ptxas's report for the kernels is the same as for
+    the full unit.
+    """
+    data, root = _parse(source)
+    spans: list[tuple[int, int]] = []
+
+    def visit(node: Node) -> None:
+        for c in node.children:
+            if c.type == "preproc_include" and _include_path(c, data).startswith(_TORCH_INCLUDE_PREFIXES):
+                spans.append((c.start_byte, c.end_byte))
+            elif c.type == "function_definition" and not _is_device_function(c):
+                spans.append((c.start_byte, c.end_byte))
+            elif c.type == "template_declaration":
+                fn = next((x for x in c.children if x.type == "function_definition"), None)
+                if fn is not None and not _is_device_function(fn):
+                    spans.append((c.start_byte, c.end_byte))
+            elif c.type == "declaration" and re.search(rb"\b(torch|at|c10|py)::", data[c.start_byte:c.end_byte]):
+                spans.append((c.start_byte, c.end_byte))
+            elif c.type in ("namespace_definition", "declaration_list", "linkage_specification"):
+                visit(c)
+
+    visit(root)
+    out = bytearray(data)
+    for s, e in spans:
+        for i in range(s, e):
+            if out[i] not in (0x0A, 0x0D):
+                out[i] = 0x20
+    return out.decode("utf-8", "replace")
+
+
+# -- constant expressions (block size, dynamic shared memory) ---------------------------------------
+_SIZEOF = {"char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "short": 2, "unsigned short": 2,
+           "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4, "unsigned": 4, "unsigned int": 4,
+           "float": 4, "int32_t": 4, "uint32_t": 4, "long": 8, "long long": 8, "unsigned long": 8,
+           "size_t": 8, "int64_t": 8, "uint64_t": 8, "double": 8, "float2": 8, "float4": 16, "int4": 16,
+           "double2": 16, "half2": 4, "__half2": 4}
+
+
+class _ConstEnv:
+    """Integer constants visible at one point of a CUDA unit: object-like ``#define``s anywhere,
+    declarations at file/namespace scope, and declarations in the enclosing function before the
+    point (the last one before it wins)."""
+
+    def __init__(self, data: bytes, root: Node, at_byte: int | None) -> None:
+        self.data = data
+        self.defines: dict[str, Node] = {}
+        self.decls: dict[str, Node] = {}
+        self._collect(root, at_byte)
+
+    def text(self, n: Node) -> str:
+        return self.data[n.start_byte:n.end_byte].decode("utf-8", "replace")
+
+    def _collect(self, node: Node, at_byte: int | None) -> None:
+        for c in node.children:
+            if c.type == "preproc_def":
+                name, value = c.child_by_field_name("name"), c.child_by_field_name("value")
+                if name is not None and value is not None:
+                    self.defines[self.text(name)] = value
+            elif c.type == "declaration":
+                self._add_decl(c)
+            elif c.type in ("namespace_definition", "declaration_list", "linkage_specification",
+                            "preproc_if", "preproc_ifdef", "preproc_else"):
+                self._collect(c, at_byte)
+            elif c.type in ("function_definition", "template_declaration") and at_byte is not None \
+                    and c.start_byte <= at_byte < c.end_byte:
+                self._collect_body(c, at_byte)
+
+    def _collect_body(self, node: Node, at_byte: int) -> None:
+        for c in node.children:
+            if c.start_byte >= at_byte:
+                break
+            if c.type == "declaration":
+                self._add_decl(c)
+            elif c.end_byte > at_byte:  # only blocks that contain the point are in scope
+                self._collect_body(c, at_byte)
+
+    def _add_decl(self, decl: Node) -> None:
+        for d in decl.children_by_field_name("declarator"):
+            if d.type == "function_declarator":
+                # ``dim3 block(kBlock);`` parses as a function declaration (the "most vexing parse");
+                # when every "parameter" is a bare name, read it as a constructor call.
+                name, params = d.child_by_field_name("declarator"), d.child_by_field_name("parameters")
+                if name is not None and name.type == "identifier" and params is not None and all(
+                        p.type == "parameter_declaration" and p.child_by_field_name("declarator") is None
+                        for p in params.named_children):
+                    self.decls[self.text(name)] = params
+            elif d.type == "init_declarator":
+                name, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+                if name is not None and name.type == "identifier" and value is not None:
+                    self.decls[self.text(name)] = value
+
+    def eval(self, node: Node, depth: int = 0) -> int | None:  # noqa: C901 - one case per node type
+        """Value of an integer constant expression, or ``None`` when it is not constant here."""
+        if depth > 30:
+            return None
+        t = node.type
+        if t == "number_literal":
+            s = self.text(node).lower().rstrip("ul")
+            try:
+                return int(s, 0)
+            except ValueError:
+                return None
+        if t in ("parenthesized_expression", "preproc_arg", "expression_statement"):
+            inner = [c for c in node.named_children if c.type != "comment"]
+            if t == "preproc_arg":
+                return self.eval_text(self.text(node), depth + 1)
+            return self.eval(inner[0], depth + 1) if len(inner) == 1 else None
+        if t == "identifier":
+            name = self.text(node)
+            if name in self.decls:
+                return self.eval(self.decls[name], depth + 1)
+            if name in self.defines:
+                return self.eval(self.defines[name], depth + 1)
+            return None
+        if t == "binary_expression":
+            a = self.eval(node.child_by_field_name("left"), depth + 1)
+            b = self.eval(node.child_by_field_name("right"), depth + 1)
+            op = node.child_by_field_name("operator")
+            if a is None or b is None or op is None:
+                return None
+            o = self.text(op)
+            try:
+                return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+                        "/": lambda: int(a / b), "%": lambda: a % b, "<<": lambda: a << b,
+                        ">>": lambda: a >> b}[o]()
+            except (KeyError, ZeroDivisionError):
+                return None
+        if t == "unary_expression":
+            v = self.eval(node.child_by_field_name("argument"), depth + 1)
+            op = node.child_by_field_name("operator")
+            return -v if v is not None and op is not None and self.text(op) == "-" else (
+                v if op is not None and self.text(op) == "+" else None)
+        if t == "sizeof_expression":
+            ty = node.child_by_field_name("type")
+            return _SIZEOF.get(" ".join(self.text(ty).split())) if ty is not None else None
+        if t in ("cast_expression",):
+            v = node.child_by_field_name("value")
+            return self.eval(v, depth + 1) if v is not None else None
+        if t in ("call_expression",):
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            if fn is not None and self.text(fn) == "dim3" and args is not None:
+                return self._product(args.named_children, depth)
+            return None
+        if t in ("argument_list", "initializer_list"):  # dim3 block(16, 16) / dim3 block{16, 16}
+            return self._product(node.named_children, depth)
+        if t == "parameter_list":  # dim3 block(kBlock), see _add_decl
+            types = [c.child_by_field_name("type") for c in node.named_children]
+            return self._product([ty for ty in types if ty is not None], depth) if all(types) else None
+        if t == "type_identifier":
+            return self.eval_text(self.text(node), depth + 1)
+        return None
+
+    def _product(self, items: list[Node], depth: int) -> int | None:
+        vals = [self.eval(c, depth + 1) for c in items if c.type != "comment"]
+        if not vals or any(v is None for v in vals):
+            return None
+        out = 1
+        for v in vals:
+            out *= v  # type: ignore[operator]
+        return out
+
+    def eval_text(self, expr: str, depth: int = 0) -> int | None:
+        """Evaluate an expression given as text, with this environment's constants."""
+        data = f"int __htam_v = ({expr});".encode()
+        root = _parser().parse(data).root_node
+        sub = _ConstEnv.__new__(_ConstEnv)
+        sub.data, sub.defines, sub.decls = data, {}, {}
+        decl = root.named_children[0] if root.named_children else None
+        if decl is None or decl.type != "declaration" or root.has_error:
+            return None
+        init = next((d for d in decl.children_by_field_name("declarator") if d.type == "init_declarator"), None)
+        value = init.child_by_field_name("value") if init is not None else None
+        if value is None:
+            return None
+        # evaluate the parsed expression, looking names up in self
+        return _Bridge(sub, self).eval(value, depth)
+
+
+class _Bridge(_ConstEnv):
+    """Evaluates a node of a small parsed expression, resolving identifiers in another environment."""
+
+    def __init__(self, local: _ConstEnv, outer: _ConstEnv) -> None:
+        self.data, self.defines, self.decls = local.data, {}, {}
+        self.outer = outer
+
+    def eval(self, node: Node, depth: int = 0) -> int | None:
+        if node.type == "identifier":
+            name = self.text(node)
+            if name in self.outer.decls:
+                return self.outer.eval(self.outer.decls[name], depth + 1)
+            if name in self.outer.defines:
+                return self.outer.eval(self.outer.defines[name], depth + 1)
+            return None
+        return super().eval(node, depth)
+
+
+def eval_const_expr(source: str, expr: str, at_byte: int | None = None) -> int | None:
+    """Evaluate the C/C++ integer expression ``expr`` as seen at byte ``at_byte`` of ``source``.
+
+    Handles literals, ``+ - * / % << >>``, parentheses, casts, ``sizeof(<basic type>)``,
+    ``dim3(x, y, z)`` (product), object-like ``#define``s, and initialized declarations at file or
+    namespace scope or earlier in the enclosing function (``const int``, ``constexpr``,
+    ``dim3 block(16, 16)``). Returns ``None`` when any part is not a compile-time constant here.
+    """
+    data, root = _parse(source)
+    return _ConstEnv(data, root, at_byte).eval_text(expr)
+
+
+def resolve_block_size(source: str, kernel: Any, offset: int = 0) -> tuple[int | None, str, list[str]]:
+    """Threads per block for the kernel's launch, statically.
+
+    Args:
+        source: the CUDA unit's text.
+        kernel: a :class:`htam_core.source.model.Kernel` (launch sites, ``launch_bounds``).
+        offset: byte offset of ``source`` in the model's file (CUDA in a Python string), subtracted
+            from launch-site spans.
+
+    Returns:
+        ``(block_size or None, where it came from, warnings)``. Sources, in order: the first launch
+        site whose block expression is constant, then ``__launch_bounds__``'s first argument.
+    """
+    data, root = _parse(source)
+    warnings: list[str] = []
+    seen: list[tuple[int, str]] = []
+    for site in getattr(kernel, "launch_sites", []) or []:
+        expr = (site.config or {}).get("block")
+        if not expr:
+            continue
+        at = site.span.start - offset if site.span is not None else None
+        if at is not None and not 0 <= at < len(data):
+            at = None
+        val = _ConstEnv(data, root, at).eval_text(expr)
+        if val is not None and val > 0:
+            seen.append((val, f"launch site line {site.line}: block {expr} = {val}"))
+    if seen:
+        values = sorted({v for v, _ in seen})
+        if len(values) > 1:
+            warnings.append(f"launch sites use different block sizes {values}; occupancy uses {seen[0][0]}")
+        return seen[0][0], seen[0][1], warnings
+    lb = (getattr(kernel, "attributes", None) or {}).get("launch_bounds")
+    if lb:
+        first = _first_arg(str(lb))
+        at = kernel.span.start - offset if getattr(kernel, "span", None) is not None else None
+        val = _ConstEnv(data, root, at).eval_text(first) if first else None
+        if val:
+            return val, f"__launch_bounds__({first}) = {val}", warnings
+    warnings.append("block size unknown: no launch site with a constant block expression and no constant "
+                    "__launch_bounds__; theoretical occupancy not computed")
+    return None, "unknown", warnings
+
+
+def _first_arg(launch_bounds: str) -> str:
+    s = launch_bounds.strip()
+    if s.startswith("__launch_bounds__"):
+        s = s[len("__launch_bounds__"):].strip()
+    if s.startswith("(") and s.endswith(")"):
+        s = s[1:-1]
+    depth = 0
+    for i, ch in enumerate(s):
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")>]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return s[:i].strip()
+    return s.strip()
+
+
+def resolve_dynamic_smem(source: str, kernel: Any, offset: int = 0) -> int | None:
+    """Dynamic shared memory bytes of the first launch site whose ``smem`` expression is constant
+    (``0`` when omitted), or ``None``."""
+    data, root = _parse(source)
+    for site in getattr(kernel, "launch_sites", []) or []:
+        expr = (site.config or {}).get("smem", "0") or "0"
+        at = site.span.start - offset if site.span is not None else None
+        if at is not None and not 0 <= at < len(data):
+            at = None
+        val = _ConstEnv(data, root, at).eval_text(expr)
+        if val is not None:
+            return val
+    return None

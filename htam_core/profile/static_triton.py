@@ -1,0 +1,250 @@
+"""Static resource usage of Triton kernels: an AOT compile for a ``GPUTarget``, no GPU needed.
+
+Issue 3 part 4. The caller side: it builds the compile request from the source model (signature
+from the parameters, constexpr values and ``num_warps``/``num_stages`` from the launch site's
+literal keyword arguments), looks it up in the compile cache, and otherwise runs
+:func:`htam_core.profile.triton_aot.compile_kernel` in a worker process (the user's module is
+imported there, never here).
+
+Signature rules (documented assumptions, recorded in the profile's ``extra["signature"]``):
+
+* pointer parameters (``Param.is_pointer``) -> ``"*fp32"`` (override per name with ``signature=``);
+* a scalar whose default or launch-site argument is a float literal, or whose name is a usual
+  float scalar (:data:`FLOAT_SCALAR_NAMES`) -> ``"fp32"``;
+* every other scalar -> ``"i32"``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import tree_sitter_python
+from tree_sitter import Language, Node, Parser
+
+from htam_core.profile.cache import CompileCache, content_key, package_version
+from htam_core.profile.errors import ProfileError
+
+#: Scalar parameter names read as ``fp32`` (epsilons, scales, learning rates ...).
+FLOAT_SCALAR_NAMES = frozenset({"eps", "epsilon", "alpha", "beta", "gamma", "scale", "sm_scale", "temperature",
+                                "lr", "momentum", "weight_decay", "p", "dropout_p", "negative_slope", "theta"})
+
+_PY_LANG = Language(tree_sitter_python.language())
+
+#: Wall-clock limit of one AOT compile in the worker, seconds (cold worker: import torch + triton).
+AOT_TIMEOUT_S = 180.0
+
+
+def _literal(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        v = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return v if isinstance(v, bool | int | float) else None
+
+
+def _is_float_literal(text: str | None) -> bool:
+    return isinstance(_literal(text), float)
+
+
+def python_constants(text: str, at_byte: int | None) -> dict[str, Any]:
+    """Names bound to a literal (``BLOCK_SIZE = 64``) visible at byte ``at_byte`` of Python ``text``.
+
+    Module-level assignments, then assignments earlier in the enclosing function(s) (the last
+    one before ``at_byte`` wins). Right-hand sides are read with :func:`ast.literal_eval` (never
+    executed); anything else is left out. Parsed with tree-sitter-python.
+    """
+    data = text.encode("utf-8")
+    root = Parser(_PY_LANG).parse(data).root_node
+    out: dict[str, Any] = {}
+
+    def grab(block: Node, stop: int | None) -> None:
+        for st in block.named_children:
+            if stop is not None and st.start_byte >= stop:
+                break
+            node = st.named_children[0] if st.type == "expression_statement" and st.named_children else st
+            if node.type == "assignment":
+                left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+                if left is not None and left.type == "identifier" and right is not None:
+                    v = _literal(data[right.start_byte:right.end_byte].decode("utf-8", "replace"))
+                    name = data[left.start_byte:left.end_byte].decode()
+                    if v is not None:
+                        out[name] = v
+                    else:
+                        out.pop(name, None)
+            elif stop is not None and st.start_byte <= stop < st.end_byte:
+                body = st.child_by_field_name("body") or st.child_by_field_name("consequence")
+                if st.type in ("function_definition", "decorated_definition"):
+                    fn = st if st.type == "function_definition" else st.child_by_field_name("definition")
+                    body = fn.child_by_field_name("body") if fn is not None else None
+                if body is not None:
+                    grab(body, stop)
+
+    grab(root, at_byte if at_byte is not None else None)
+    return out
+
+
+def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
+                  signature: dict[str, str] | None = None, text: str | None = None) -> dict[str, Any]:
+    """The AOT request for ``kernel`` (a :class:`htam_core.source.model.Kernel` of language triton).
+
+    Args:
+        kernel: the kernel model.
+        constexprs: user overrides of constexpr values (win over the launch site).
+        signature: user overrides of parameter types (``{"x_ptr": "*fp16"}``).
+        text: the file's text; when given, a launch-site value that is a plain name bound to a
+            literal in the launching function (``BLOCK_SIZE = 64``) resolves to that literal.
+
+    Returns:
+        ``{"signature", "constexprs", "num_warps", "num_stages", "sources"}`` where ``sources``
+        says where each value came from.
+    """
+    site = kernel.launch_sites[0] if getattr(kernel, "launch_sites", None) else None
+    config = dict(site.config) if site is not None else {}
+    args = list(site.args) if site is not None else []
+    sig: dict[str, str] = {}
+    consts: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    names: dict[str, Any] = {}
+    if text is not None and site is not None:
+        names = python_constants(text, site.span.start if site.span is not None else None)
+
+    def value_of(expr: str | None) -> Any:
+        v = _literal(expr)
+        if v is None and expr is not None and expr.strip().isidentifier():
+            v = names.get(expr.strip())
+        return v
+
+    for i, p in enumerate(kernel.params):
+        if p.is_constexpr:
+            expr = config.get(p.name)
+            if expr is None and i < len(args):
+                expr = args[i]
+            v = value_of(expr)
+            if v is not None:
+                consts[p.name] = v
+                sources[p.name] = f"launch site line {site.line}" if site is not None else "launch site"
+            continue
+        if p.is_pointer:
+            sig[p.name] = "*fp32"
+        elif (_is_float_literal(p.default) or p.name.lower() in FLOAT_SCALAR_NAMES
+              or (i < len(args) and _is_float_literal(args[i]))):
+            sig[p.name] = "fp32"
+        else:
+            sig[p.name] = "i32"
+    for k, v in (constexprs or {}).items():
+        consts[k] = v
+        sources[k] = "user"
+    for k, v in (signature or {}).items():
+        sig[k] = v
+    out: dict[str, Any] = {"signature": sig, "constexprs": consts, "num_warps": None, "num_stages": None,
+                           "sources": sources}
+    for opt in ("num_warps", "num_stages"):
+        v = value_of(config.get(opt))
+        if isinstance(v, int) and not isinstance(v, bool):
+            out[opt] = v
+    return out
+
+
+def target_arch(target: str) -> int:
+    """``"sm_90"``/``"sm_90a"``/``"90"`` -> ``90``.
+
+    Raises:
+        ProfileError: not a compute capability.
+    """
+    m = re.fullmatch(r"(?:cuda:)?(?:sm_?)?(\d{2,3})[af]?", str(target).strip().lower())
+    if not m:
+        raise ProfileError(f"bad target {target!r}: use a compute capability such as sm_80 or sm_90")
+    return int(m.group(1))
+
+
+def _run_compile(kwargs: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    try:
+        from htam_core.profile.worker import run_in_worker
+    except ImportError:  # pragma: no cover - the worker module ships with the package
+        run_in_worker = None
+    if run_in_worker is not None:
+        res = run_in_worker("htam_core.profile.triton_aot:compile_kernel", kwargs, timeout_s=timeout_s,
+                            pool_key="triton-aot", interpret=False)
+        if res.ok:
+            return dict(res.value)
+        err = res.error
+        kind = getattr(err, "kind", "error")
+        msg = getattr(err, "message", str(err))
+        raise ProfileError(f"Triton could not compile {kwargs['kernel']} ({kind}): {msg}",
+                           _tail_lines(getattr(err, "traceback", None)))
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "htam_core.profile.triton_aot"], input=json.dumps(kwargs),
+                          capture_output=True, text=True, timeout=timeout_s)
+    try:
+        reply = json.loads(proc.stdout)
+    except ValueError as exc:
+        raise ProfileError(f"Triton AOT compile of {kwargs['kernel']} crashed",
+                           _tail_lines(proc.stderr)) from exc
+    if not reply.get("ok"):
+        raise ProfileError(f"Triton could not compile {kwargs['kernel']}: {reply.get('error')}")
+    return dict(reply["value"])
+
+
+def _tail_lines(text: str | None, n: int = 15) -> list[str]:
+    return [ln for ln in (text or "").strip().splitlines()[-n:] if ln.strip()]
+
+
+def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", constexprs: dict[str, Any] | None = None,
+                          signature: dict[str, str] | None = None, cache: CompileCache | None = None,
+                          timeout_s: float = AOT_TIMEOUT_S) -> dict[str, Any]:
+    """AOT-compile a Triton kernel of ``model`` and return :func:`triton_aot.compile_kernel`'s result.
+
+    The file on disk is used when it holds ``model.text``; otherwise (an unsaved editor buffer) the
+    text is written to a temporary copy, with the original directory on the worker's ``sys.path``.
+    The result carries ``"cached": True`` when it came from the cache.
+
+    Raises:
+        ProfileError: the model has neither a path nor text, or the compile failed (the message
+            carries Triton's error).
+    """
+    arch = target_arch(target)
+    req = build_request(kernel, constexprs=constexprs, signature=signature, text=model.text)
+    cache = cache if cache is not None else CompileCache()
+    key = content_key(kind="triton-aot", text=model.text, path=str(model.path), kernel=kernel.name,
+                      signature=req["signature"], constexprs=req["constexprs"], num_warps=req["num_warps"],
+                      num_stages=req["num_stages"], arch=arch, triton=package_version("triton"))
+    hit = cache.get(key)
+    if hit is not None:
+        hit["cached"] = True
+        return hit
+    path = Path(model.path) if model.path else None
+    tmpdir = None
+    sys_path: list[str] = []
+    try:
+        on_disk = path.read_text(encoding="utf-8") if path is not None and path.is_file() else None
+        if on_disk != model.text:
+            tmpdir = tempfile.mkdtemp(prefix="htam-triton-")
+            stem = path.stem if path is not None else "kernel"
+            copy = Path(tmpdir) / f"{stem}.py"
+            copy.write_text(model.text, encoding="utf-8")
+            if path is not None:
+                sys_path.append(str(path.resolve().parent))
+            path = copy
+        kwargs = {"path": str(path.resolve()), "kernel": kernel.name, "signature": req["signature"],
+                  "constexprs": req["constexprs"], "num_warps": req["num_warps"],
+                  "num_stages": req["num_stages"], "arch": arch, "sys_path": sys_path}
+        value = _run_compile(kwargs, timeout_s)
+    finally:
+        if tmpdir is not None:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    for name, src in req["sources"].items():
+        if name in value.get("constexprs", {}):
+            value["constexprs"][name]["source"] = src
+    value["cached"] = False
+    cache.put(key, value)
+    return value

@@ -1,0 +1,312 @@
+"""Child side of the Triton static profile: AOT-compile one ``@triton.jit`` kernel, no GPU needed.
+
+This module imports the user's Python file, so it only ever runs in a worker process
+(:func:`htam_core.profile.worker.run_in_worker` target ``htam_core.profile.triton_aot:compile_kernel``)
+or as ``python -m htam_core.profile.triton_aot`` with a JSON request on stdin and the JSON result
+on stdout; never in the caller's process.
+
+Steps (issue 3 part 4):
+
+1. import the file under a unique module name and find the kernel; unwrap ``@triton.autotune``
+   (``Autotuner``) and ``@triton.heuristics`` (``Heuristics``) down to the ``JITFunction``;
+2. resolve every ``tl.constexpr`` parameter, recording where each value came from: the request
+   (launch-site literal or user override), the parameter's default, the first autotune config,
+   a heuristic evaluated on the values known so far, else a documented fallback (a warning);
+   ``num_warps``/``num_stages`` likewise (request, first autotune config, Triton's defaults 4/3);
+3. ``triton.compile(ASTSource(...), target=GPUTarget("cuda", arch, 32))``; pointer parameters get
+   Triton's runtime specialization ``tt.divisibility=16`` (torch allocations are 16-byte aligned);
+4. run Triton's bundled ``ptxas -v`` on the PTX for registers, spills and stack (CUDA 13's own ptxas
+   rejects Triton's newer PTX); shared memory comes from the compiled metadata (``shared``).
+
+Works with Triton 3.6 (the GPU machine) and 3.9: ``get_ptxas`` takes the arch from 3.4 on; the
+older no-argument form is tried when that fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import io
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+#: Constexpr value used when nothing else determines it. Sizes (names containing BLOCK, SIZE,
+#: TILE, or B followed by one letter such as BM/BN/BK) get a typical power-of-two tile, flags 0.
+FALLBACK_SIZE = 1024
+_SIZE_NAME = re.compile(r"(BLOCK|SIZE|TILE|GROUP|^B[A-Z]$|^X?BLOCK)", re.IGNORECASE)
+
+
+def _load_module(path: str) -> Any:
+    p = Path(path).resolve()
+    text = p.read_bytes()
+    name = f"_htam_aot_{p.stem}_{hashlib.sha1(str(p).encode() + text).hexdigest()[:12]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    if str(p.parent) not in sys.path:
+        sys.path.insert(0, str(p.parent))
+    spec = importlib.util.spec_from_file_location(name, p)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {p}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return mod
+
+
+def _unwrap(obj: Any) -> tuple[Any, list[Any], dict[str, Any]]:
+    """(JITFunction, autotune configs, heuristics) of a possibly decorated kernel."""
+    import triton
+
+    configs: list[Any] = []
+    heuristics: dict[str, Any] = {}
+    seen = 0
+    while not isinstance(obj, triton.runtime.jit.JITFunction):
+        seen += 1
+        if seen > 10 or not hasattr(obj, "fn"):
+            raise TypeError(f"{obj!r} is not a @triton.jit kernel")
+        if hasattr(obj, "configs") and not configs:
+            configs = list(obj.configs)
+        if isinstance(getattr(obj, "values", None), dict):
+            heuristics.update(obj.values)
+        obj = obj.fn
+    return obj, configs, heuristics
+
+
+def _fallback(name: str) -> int:
+    return FALLBACK_SIZE if _SIZE_NAME.search(name) else 0
+
+
+def _ptxas_path(arch: int) -> str:
+    from triton.backends.nvidia import compiler as nv
+
+    try:
+        tool = nv.get_ptxas(arch)
+    except TypeError:  # older Triton: get_ptxas() without the arch
+        tool = nv.get_ptxas()
+    return tool.path
+
+
+def _compile_capturing_ptxas_log(triton: Any, src: Any, target: Any, options: Any) -> tuple[Any, str]:
+    """``triton.compile`` with Triton's own ``ptxas -v`` log captured.
+
+    Triton already runs ptxas with ``-v`` while making the cubin and prints that log when
+    ``knobs.nvidia.dump_ptxas_log`` is set; ``knobs.compilation.always_compile`` makes sure the
+    cubin is really built (not read from Triton's cache), so the log describes the exact binary.
+    """
+    from triton import knobs
+
+    saved = []
+    for group, name in ((getattr(knobs, "nvidia", None), "dump_ptxas_log"),
+                        (getattr(knobs, "compilation", None), "always_compile")):
+        if group is not None and hasattr(group, name):
+            saved.append((group, name, getattr(group, name)))
+            setattr(group, name, True)
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            compiled = triton.compile(src, target=target, options=options.__dict__)
+    finally:
+        for group, name, value in saved:
+            setattr(group, name, value)
+    return compiled, buf.getvalue()
+
+
+def _resources_from_cubin(cubin: bytes, ptx: str, ptxas: str, gpu_name: str) -> list[Any]:
+    from htam_core.profile.static_cuda import PtxasEntry, parse_ptxas_verbose
+
+    cuobjdump = str(Path(ptxas).with_name("cuobjdump"))
+    with tempfile.TemporaryDirectory(prefix="htam-cubin-") as tmp:
+        cub = Path(tmp) / "kernel.cubin"
+        cub.write_bytes(cubin)
+        dump = subprocess.run([cuobjdump, "--dump-resource-usage", str(cub)], capture_output=True, text=True,
+                              timeout=60)
+        ptx_file = Path(tmp) / "kernel.ptx"
+        ptx_file.write_text(ptx, encoding="utf-8")
+        rerun = subprocess.run([ptxas, "-v", f"--gpu-name={gpu_name}", str(ptx_file), "-o", str(Path(tmp) / "k.o")],
+                               capture_output=True, text=True, timeout=120)
+    spills = parse_ptxas_verbose(rerun.stdout + rerun.stderr)
+    m = re.search(r"Function (\S+?):\s*\n\s*REG:(\d+) STACK:(\d+) SHARED:(\d+)", dump.stdout)
+    if not m:
+        return spills
+    e = PtxasEntry(mangled=m.group(1), demangled=m.group(1), arch=gpu_name, registers=int(m.group(2)),
+                   stack_bytes=int(m.group(3)), shared_bytes=int(m.group(4)))
+    if spills:
+        e.spill_store_bytes, e.spill_load_bytes = spills[0].spill_store_bytes, spills[0].spill_load_bytes
+    return [e]
+
+
+def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
+                   num_warps: int | None = None, num_stages: int | None = None, arch: int = 90,
+                   pointer_divisibility: bool = True, sys_path: list[str] | None = None) -> dict[str, Any]:
+    """AOT-compile ``kernel`` from the file ``path`` for ``sm_<arch>`` and report its resources.
+
+    Args:
+        path: the Python file that defines the kernel (imported here: run only in a worker).
+        kernel: the kernel's name in that module.
+        signature: Triton type of every non-constexpr parameter (``{"x_ptr": "*fp32", "n": "i32"}``);
+            parameters missing here default to ``"i32"``.
+        constexprs: known constexpr values (launch-site literals, user overrides).
+        num_warps, num_stages: from the launch site, or ``None``.
+        arch: compute capability as an int (80, 86, 89, 90).
+        pointer_divisibility: give pointer parameters ``tt.divisibility=16``.
+        sys_path: directories to put on ``sys.path`` first (the original file's directory when
+            ``path`` is a temporary copy of an unsaved buffer).
+
+    Returns:
+        ``{"registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "shared_bytes",
+        "ptxas_shared_bytes", "num_warps", "num_stages", "constexprs": {name: {"value", "source"}},
+        "signature", "warnings", "triton_version", "ptxas", "ptxas_log", "compile_s", "name"}``.
+
+    Raises:
+        Whatever the import or Triton's compiler raises (the worker reports it as a failure).
+    """
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    from htam_core.profile.static_cuda import parse_ptxas_verbose
+
+    t0 = time.perf_counter()
+    warnings: list[str] = []
+    for d in reversed(sys_path or []):
+        if d not in sys.path:
+            sys.path.insert(0, d)
+    mod = _load_module(path)
+    if not hasattr(mod, kernel):
+        raise AttributeError(f"{path} defines no module-level kernel named {kernel!r}")
+    jit, configs, heuristics = _unwrap(getattr(mod, kernel))
+    params = list(jit.params)
+    known = dict(constexprs or {})
+    resolved: dict[str, dict[str, Any]] = {}
+    for name, value in known.items():
+        resolved[name] = {"value": value, "source": "request"}
+    first_cfg = configs[0] if configs else None
+    for p in params:
+        if not p.is_constexpr or p.name in resolved:
+            continue
+        if p.has_default:
+            resolved[p.name] = {"value": p.default, "source": "default"}
+        elif first_cfg is not None and p.name in first_cfg.kwargs:
+            resolved[p.name] = {"value": first_cfg.kwargs[p.name], "source": "autotune config 0"}
+    for name, fn in heuristics.items():
+        if name in resolved and resolved[name]["source"] == "request":
+            continue
+        try:
+            value = fn({k: v["value"] for k, v in resolved.items()})
+            resolved[name] = {"value": value, "source": "heuristic"}
+        except Exception as exc:  # noqa: BLE001 - a heuristic may need runtime arguments
+            if name not in resolved:
+                resolved[name] = {"value": _fallback(name), "source": "fallback"}
+                warnings.append(f"constexpr {name}: heuristic needs runtime arguments ({type(exc).__name__}: "
+                                f"{exc}); compiled with {name}={resolved[name]['value']} (assumed)")
+    for p in params:
+        if p.is_constexpr and p.name not in resolved:
+            resolved[p.name] = {"value": _fallback(p.name), "source": "fallback"}
+            warnings.append(f"constexpr {p.name}: not a literal at the launch site and no default, autotune "
+                            f"config or heuristic; compiled with {p.name}={resolved[p.name]['value']} (assumed; "
+                            f"pass --constexpr {p.name}=VALUE)")
+    if num_warps is None:
+        num_warps = first_cfg.num_warps if first_cfg is not None and first_cfg.num_warps else 4
+    if num_stages is None:
+        num_stages = first_cfg.num_stages if first_cfg is not None and first_cfg.num_stages else 3
+
+    sig: dict[str, str] = {}
+    attrs: dict[tuple[int, ...], list[list[Any]]] = {}
+    const_values: dict[str, Any] = {}
+    for p in params:
+        if p.is_constexpr or p.name in (constexprs or {}):
+            sig[p.name] = "constexpr"
+            const_values[p.name] = resolved.get(p.name, {"value": None})["value"]
+        else:
+            ty = signature.get(p.name, "i32")
+            sig[p.name] = ty
+            if pointer_divisibility and ty.startswith("*"):
+                attrs[(p.num,)] = [["tt.divisibility", 16]]
+    target = GPUTarget("cuda", int(arch), 32)
+    backend = triton.compiler.make_backend(target)
+    options = backend.parse_options({"num_warps": int(num_warps), "num_stages": int(num_stages)})
+    try:
+        src = triton.compiler.ASTSource(fn=jit, signature=sig, constexprs=const_values, attrs=attrs)
+        compiled, log = _compile_capturing_ptxas_log(triton, src, target, options)
+    except (TypeError, KeyError, AttributeError) as exc:
+        if not attrs:
+            raise
+        warnings.append(f"compiled without pointer alignment hints ({type(exc).__name__}: {exc})")
+        src = triton.compiler.ASTSource(fn=jit, signature=sig, constexprs=const_values)
+        compiled, log = _compile_capturing_ptxas_log(triton, src, target, options)
+    md = compiled.metadata
+    ptx = compiled.asm["ptx"]
+    m = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.MULTILINE)
+    gpu_name = m.group(1) if m else f"sm_{arch}"
+    ptxas = _ptxas_path(int(arch))
+    entries = parse_ptxas_verbose(log)
+    resource_source = "ptxas -v log of Triton's own compile"
+    if not entries:
+        # Triton without TRITON_DUMP_PTXAS_LOG: read the cubin Triton produced with cuobjdump
+        # (registers, stack, shared) and re-run ptxas -v on the PTX for spills.
+        entries = _resources_from_cubin(compiled.asm["cubin"], ptx, ptxas, gpu_name)
+        resource_source = "cuobjdump --dump-resource-usage on Triton's cubin; spills from ptxas -v on the PTX"
+        warnings.append("spill bytes come from a separate ptxas -v run on the PTX (Triton's own log unavailable)")
+    if not entries:
+        raise RuntimeError("no resource usage could be read for the compiled kernel")
+    e = entries[0]
+    return {
+        "name": getattr(md, "name", kernel),
+        "registers": e.registers,
+        "spill_store_bytes": e.spill_store_bytes,
+        "spill_load_bytes": e.spill_load_bytes,
+        "stack_bytes": e.stack_bytes,
+        "shared_bytes": int(getattr(md, "shared", 0) or 0),
+        "ptxas_shared_bytes": e.shared_bytes,
+        "num_warps": int(getattr(md, "num_warps", num_warps)),
+        "num_stages": int(getattr(md, "num_stages", num_stages)),
+        "constexprs": {k: {"value": _jsonable(v["value"]), "source": v["source"]} for k, v in resolved.items()},
+        "signature": {k: v for k, v in sig.items()},
+        "warnings": warnings,
+        "triton_version": triton.__version__,
+        "ptxas": ptxas,
+        "ptxas_target": gpu_name,
+        "resource_source": resource_source,
+        "ptxas_log": log,
+        "compile_s": time.perf_counter() - t0,
+    }
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, bool | int | float | str) or v is None:
+        return v
+    return repr(v)
+
+
+def main() -> int:
+    """``python -m htam_core.profile.triton_aot``: JSON request on stdin -> JSON on stdout.
+
+    The request holds :func:`compile_kernel`'s keyword arguments. The reply is
+    ``{"ok": true, "value": {...}}`` or ``{"ok": false, "error": "Type: message"}``.
+    """
+    req = json.load(sys.stdin)
+    real_stdout = sys.stdout
+    sys.stdout = sys.stderr  # user code may print; keep the channel clean
+    try:
+        value = compile_kernel(**req)
+        reply: dict[str, Any] = {"ok": True, "value": value}
+    except BaseException as exc:  # noqa: BLE001 - reported to the caller
+        reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    sys.stdout = real_stdout
+    json.dump(reply, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

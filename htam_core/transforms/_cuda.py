@@ -1,0 +1,692 @@
+"""CUDA structure the transforms need beyond the source model: the kernel's tree-sitter nodes, its launches,
+integer constants (``#define``, ``constexpr``, ``const int``), and the launch's block/grid dimensions.
+
+A :class:`CudaUnit` is the CUDA text that holds the kernel (a ``.cu`` file, or the content of the
+Python string that holds a ``load_inline`` source) parsed with tree-sitter-cuda. Nodes are in
+fragment offsets; :meth:`CudaUnit.edit` maps them back to file offsets for :class:`TextEdit`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from htam_core.source.model import Kernel, LaunchSite, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms.base import TextEdit
+from htam_core.transforms.validate import cuda_fragments
+
+_INT_RE = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+)[uUlL]*$")
+DIMS = ("x", "y", "z")
+
+
+def int_literal(s: str) -> int | None:
+    """Value of a C integer literal (``256``, ``0x100``, ``256u``), else ``None``."""
+    m = _INT_RE.match(s.strip())
+    return int(m.group(1), 0) if m else None
+
+
+@dataclass
+class Const:
+    """An integer constant as used at some point: its value and how to rewrite it.
+
+    Attributes:
+        value: the integer value.
+        literal: the literal node to rewrite to change the value (the ``256`` in ``#define T 256``,
+            ``const int threads = 256;`` or an inline ``256``), or ``None`` when the value is computed.
+        name: the identifier used, when the value came through a name.
+    """
+
+    value: int
+    literal: Node | None = None
+    name: str | None = None
+    preproc_range: tuple[int, int] | None = None
+
+
+@dataclass
+class Launch:
+    """One launch ``k<<<grid, block, smem, stream>>>(args)`` of the kernel, as tree-sitter nodes."""
+
+    site: LaunchSite
+    call: Node
+    config_args: list[Node]
+    host: Node | None
+
+    @property
+    def grid(self) -> Node:
+        """The grid expression node."""
+        return self.config_args[0]
+
+    @property
+    def block(self) -> Node | None:
+        """The block expression node (``None`` if missing)."""
+        return self.config_args[1] if len(self.config_args) > 1 else None
+
+
+@dataclass
+class Dim:
+    """One dimension of a launch's block or grid: the expression, and its constant when known."""
+
+    expr: Node
+    const: Const | None = None
+
+
+@dataclass
+class CudaUnit:
+    """The parsed CUDA text that contains one kernel."""
+
+    model: SourceModel
+    kernel: Kernel
+    src: bytes
+    base: int
+    root: Node
+    func: Node
+    body: Node
+    launches: list[Launch] = field(default_factory=list)
+
+    # ----------------------------------------------------------------- basics
+    def t(self, node: Node | None) -> str:
+        """Source text of ``node``."""
+        return _ts.text(node, self.src)
+
+    def edit(self, start: int | Node, end: int | None = None, new_text: str = "") -> TextEdit:
+        """A :class:`TextEdit` in file offsets for fragment range ``[start, end)`` (or a node's range)."""
+        if isinstance(start, Node):
+            s, e = start.start_byte, start.end_byte
+        else:
+            s, e = start, start if end is None else end
+        return TextEdit(s + self.base, e + self.base, new_text)
+
+    def replace(self, node: Node, new_text: str) -> TextEdit:
+        """Edit replacing ``node``'s text."""
+        return self.edit(node.start_byte, node.end_byte, new_text)
+
+    def insert(self, pos: int, new_text: str) -> TextEdit:
+        """Edit inserting ``new_text`` at fragment offset ``pos``."""
+        return self.edit(pos, pos, new_text)
+
+    @property
+    def params(self) -> list[Node]:
+        """The kernel's ``parameter_declaration`` nodes, in order."""
+        decl = self.declarator
+        plist = decl.child_by_field_name("parameters")
+        return [c for c in (plist.named_children if plist else []) if c.type == "parameter_declaration"]
+
+    @property
+    def declarator(self) -> Node:
+        """The kernel's ``function_declarator`` node."""
+        n = self.func.child_by_field_name("declarator")
+        while n is not None and n.type != "function_declarator":
+            n = n.child_by_field_name("declarator")
+        assert n is not None
+        return n
+
+    # ----------------------------------------------------------------- constants
+    def resolve(self, node: Node, scope: Node | None = None) -> Const | None:
+        """Evaluate an integer constant expression; identifiers resolve through ``const``/``constexpr``
+        declarations in ``scope`` (a function) before the use, file-level declarations and ``#define``.
+
+        Returns ``None`` when the value is not a compile-time-known integer.
+        """
+        node = _ts.unwrap_parens(node)
+        if node.type == "number_literal":
+            v = int_literal(self.t(node))
+            return Const(v, node) if v is not None else None
+        if node.type in ("identifier", "type_identifier"):
+            return self.resolve_name(self.t(node), scope, before=node.start_byte)
+        if node.type == "cast_expression":
+            inner = node.child_by_field_name("value")
+            c = self.resolve(inner, scope) if inner else None
+            return Const(c.value) if c else None
+        if node.type == "binary_expression":
+            a = self.resolve(node.child_by_field_name("left"), scope)
+            b = self.resolve(node.child_by_field_name("right"), scope)
+            op = self.t(node.child_by_field_name("operator"))
+            if a is None or b is None:
+                return None
+            try:
+                v = {
+                    "+": lambda: a.value + b.value,
+                    "-": lambda: a.value - b.value,
+                    "*": lambda: a.value * b.value,
+                    "/": lambda: a.value // b.value,
+                    "%": lambda: a.value % b.value,
+                    "<<": lambda: a.value << b.value,
+                    ">>": lambda: a.value >> b.value,
+                }[op]()
+            except (KeyError, ZeroDivisionError):
+                return None
+            return Const(v)
+        return None
+
+    def resolve_name(self, name: str, scope: Node | None, before: int | None = None) -> Const | None:
+        """Resolve an identifier to an integer constant (see :meth:`resolve`)."""
+        if scope is not None:
+            decls = self.local_inits(scope, name)
+            if decls:
+                if len(decls) != 1 or self.assigned_in(scope, name):
+                    return None
+                d = decls[0]
+                if before is not None and d.start_byte > before:
+                    return None
+                return self._named(self.resolve(d, None) if d.type != "identifier" else None, name)
+        for decl in self._file_inits(name):
+            return self._named(self.resolve(decl, None), name)
+        for pd in _ts.of_type(self.root, "preproc_def"):
+            if self.t(pd.child_by_field_name("name")) == name:
+                arg = pd.child_by_field_name("value")
+                if arg is None:
+                    return None
+                raw = self.t(arg).strip()
+                stripped = raw.strip("()").strip()
+                v = int_literal(stripped)
+                if v is None:
+                    return None
+                off = arg.start_byte + self.t(arg).index(stripped)
+                c = Const(v, None, name, (off, off + len(stripped.encode())))
+                return c
+        return None
+
+    @staticmethod
+    def _named(c: Const | None, name: str) -> Const | None:
+        if c is None:
+            return None
+        return Const(c.value, c.literal, name, c.preproc_range)
+
+    def local_inits(self, scope: Node, name: str) -> list[Node]:
+        """Initializer expressions of declarations of ``name`` inside ``scope``."""
+        out = []
+        for d in _ts.of_type(scope, "init_declarator"):
+            decl = d.child_by_field_name("declarator")
+            if decl is not None and decl.type == "identifier" and self.t(decl) == name:
+                v = d.child_by_field_name("value")
+                if v is not None:
+                    out.append(v)
+        return out
+
+    def assigned_in(self, scope: Node, name: str) -> bool:
+        """True when ``name`` is assigned, incremented or address-taken in ``scope`` after its declaration."""
+        for a in _ts.of_type(scope, ("assignment_expression", "update_expression")):
+            target = a.child_by_field_name("left") or a.child_by_field_name("argument")
+            if target is not None and target.type == "identifier" and self.t(target) == name:
+                return True
+        for u in _ts.of_type(scope, "pointer_expression"):
+            arg = u.child_by_field_name("argument")
+            if self.t(u).startswith("&") and arg is not None and self.t(arg) == name:
+                return True
+        return False
+
+    def _file_inits(self, name: str) -> list[Node]:
+        out = []
+        for decl in _ts.of_type(self.root, "declaration"):
+            p = decl.parent
+            if p is None or p.type not in ("translation_unit", "declaration_list"):
+                continue
+            for d in decl.named_children:
+                if d.type == "init_declarator":
+                    dn = d.child_by_field_name("declarator")
+                    if dn is not None and dn.type == "identifier" and self.t(dn) == name:
+                        v = d.child_by_field_name("value")
+                        if v is not None:
+                            out.append(v)
+        return out
+
+    def const_edit(self, c: Const, value: int) -> TextEdit | None:
+        """The edit that changes constant ``c`` to ``value`` (``None`` when it cannot be rewritten)."""
+        if c.literal is not None:
+            return self.replace(c.literal, str(value))
+        if c.preproc_range is not None:
+            return self.edit(c.preproc_range[0], c.preproc_range[1], str(value))
+        return None
+
+    # ----------------------------------------------------------------- launch dims
+    def dims_of(self, expr: Node, scope: Node | None) -> list[Node]:
+        """Component expressions of a launch ``grid``/``block`` argument.
+
+        ``256`` -> ``[256]``; ``dim3(16, 16)`` -> ``[16, 16]``; an identifier declared as
+        ``dim3 b(16, 16)``, ``dim3 b = dim3(...)``, ``dim3 b{...}`` or ``int b = expr`` resolves to its
+        declaration's components.
+        """
+        expr = _ts.unwrap_parens(expr)
+        if expr.type == "call_expression" and self.t(expr.child_by_field_name("function")) == "dim3":
+            return list(expr.child_by_field_name("arguments").named_children)
+        if expr.type == "identifier" and scope is not None:
+            name = self.t(expr)
+            if self.assigned_in(scope, name):
+                return [expr]
+            for decl in _ts.of_type(scope, "declaration"):
+                if decl.start_byte > expr.start_byte or self.t(decl.child_by_field_name("type")) != "dim3":
+                    continue
+                for d in decl.children_by_field_name("declarator"):
+                    if d.type != "init_declarator":
+                        continue
+                    dn, v = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+                    if dn is None or self.t(dn) != name or v is None:
+                        continue
+                    if v.type in ("argument_list", "initializer_list"):
+                        return list(v.named_children)
+                    return self.dims_of(v, scope)
+        return [expr]
+
+    def block_dims(self, launch: Launch) -> list[Dim] | None:
+        """The block's dimensions with their constants, or ``None`` when there is no block argument."""
+        if launch.block is None:
+            return None
+        return [Dim(e, self.resolve(e, launch.host)) for e in self.dims_of(launch.block, launch.host)]
+
+    def block_threads(self, launch: Launch) -> int | None:
+        """Threads per block when every dimension is a compile-time constant, else ``None``."""
+        dims = self.block_dims(launch)
+        if not dims or any(d.const is None for d in dims):
+            return None
+        total = 1
+        for d in dims:
+            total *= d.const.value  # type: ignore[union-attr]
+        return total
+
+    # ----------------------------------------------------------------- kernel facts
+    def uses_block_linear_index(self, dim: str) -> bool:
+        """True when the kernel multiplies ``blockIdx.<dim>`` by something (each block owns a slice)."""
+        for b in _ts.of_type(self.body, "binary_expression"):
+            if self.t(b.child_by_field_name("operator")) != "*":
+                continue
+            for side in ("left", "right"):
+                s = b.child_by_field_name(side)
+                if s is not None and self.t(_ts.unwrap_parens(s)).replace(" ", "").endswith(f"blockIdx.{dim}"):
+                    return True
+        return False
+
+    def launch_bounds_node(self) -> Node | None:
+        """The ``__launch_bounds__(...)`` node of the kernel, if any (also inside ERROR recovery)."""
+        for c in self.func.children:
+            if c.type == "launch_bounds" or (c.type == "ERROR" and "__launch_bounds__" in self.t(c)):
+                return c
+        head = self.src[self.func.start_byte : self.declarator.start_byte]
+        if b"__launch_bounds__" in head:
+            return self.func
+        return None
+
+
+_LAUNCH_QUERY = "(call_expression function: (_) @fn (kernel_call_syntax) @cfg) @call"
+
+
+def _callee_name(unit_src: bytes, fn: Node) -> str:
+    if fn.type == "template_function":
+        fn = fn.child_by_field_name("name") or fn
+    name = _ts.text(fn, unit_src)
+    return name.split("::")[-1].strip()
+
+
+def _brace_dim3(src: bytes) -> bytes:
+    """Bytes to parse: ``dim3 g(a, b);`` rewritten as ``dim3 g{a, b};`` (same length).
+
+    tree-sitter reads ``dim3 g(expr, ...)`` as a function declaration (C++'s most vexing parse) and
+    mangles the arguments; with braces they parse as expressions. Offsets are unchanged.
+    """
+    tree = _ts.parse(src, "cuda")
+    buf = bytearray(src)
+    for decl in _ts.of_type(tree.root_node, "declaration"):
+        if _ts.text(decl.child_by_field_name("type"), src) != "dim3":
+            continue
+        for d in decl.children_by_field_name("declarator"):
+            plist = d.child_by_field_name("parameters") if d.type == "function_declarator" else None
+            if plist is not None and src[plist.start_byte : plist.start_byte + 1] == b"(":
+                buf[plist.start_byte] = ord("{")
+                buf[plist.end_byte - 1] = ord("}")
+    return bytes(buf)
+
+
+def load_unit(model: SourceModel, kernel: Kernel) -> CudaUnit | str:
+    """Parse the CUDA text holding ``kernel`` and find its function and launches.
+
+    Returns:
+        The unit, or a reason string when the kernel cannot be located in the tree.
+    """
+    data = model.text.encode("utf-8")
+    base, end = 0, len(data)
+    if model.file_language == "python":
+        for s, e in cuda_fragments(data):
+            if s <= kernel.name_span.start < e:
+                base, end = s, e
+                break
+        else:
+            return f"the CUDA source string holding {kernel.name} was not found"
+    src = data[base:end]
+    tree = _ts.parse(_brace_dim3(src), "cuda")
+    ns, ne = kernel.name_span.start - base, kernel.name_span.end - base
+    func = _ts.smallest_covering(tree.root_node, ns, ne, ("function_definition",))
+    if func is None or func.child_by_field_name("body") is None:
+        return f"the definition of {kernel.name} was not found in the syntax tree"
+    unit = CudaUnit(model, kernel, src, base, tree.root_node, func, func.child_by_field_name("body"))
+    found = _ts.captures("cuda", _LAUNCH_QUERY, tree.root_node)
+    for site in kernel.launch_sites:
+        if site.span is None:
+            continue
+        s, e = site.span.start - base, site.span.end - base
+        matches = [
+            c for c in found.get("call", [])
+            if c.start_byte < e and c.end_byte > s
+            and _callee_name(src, c.child_by_field_name("function")) == kernel.name
+        ]
+        if not matches:
+            continue
+        call = min(matches, key=lambda c: abs(c.start_byte - s))
+        cfg = next(c for c in call.children if c.type == "kernel_call_syntax")
+        host = call.parent
+        while host is not None and host.type not in ("function_definition", "lambda_expression"):
+            host = host.parent
+        unit.launches.append(Launch(site, call, list(cfg.named_children), host))
+    return unit
+
+
+def statement_list(body: Node) -> list[Node]:
+    """Named children of a compound statement, comments excluded."""
+    return [c for c in body.named_children if c.type != "comment"]
+
+
+def references(node: Node, src: bytes, name: str) -> list[Node]:
+    """Identifier nodes under ``node`` spelled ``name``."""
+    return [n for n in _ts.of_type(node, "identifier") if _ts.text(n, src) == name]
+
+
+def strip_casts(node: Node) -> Node:
+    """Strip parentheses, C casts and ``static_cast<T>(...)`` around an expression."""
+    while True:
+        node = _ts.unwrap_parens(node)
+        if node.type == "cast_expression" and node.child_by_field_name("value") is not None:
+            node = node.child_by_field_name("value")
+            continue
+        fn = node.child_by_field_name("function") if node.type == "call_expression" else None
+        if fn is not None and fn.type == "template_function":
+            name = fn.child_by_field_name("name")
+            args = node.child_by_field_name("arguments")
+            if name is not None and name.text == b"static_cast" and args is not None and args.named_child_count == 1:
+                node = args.named_children[0]
+                continue
+        return node
+
+
+def builtin_field(unit: CudaUnit, node: Node) -> str | None:
+    """``"blockIdx.x"`` for a ``blockIdx.x``-like field expression (casts stripped), else ``None``."""
+    node = strip_casts(node)
+    if node.type != "field_expression":
+        return None
+    arg, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
+    if arg is None or fld is None or unit.t(arg) not in ("blockIdx", "blockDim", "threadIdx", "gridDim"):
+        return None
+    return f"{unit.t(arg)}.{unit.t(fld)}"
+
+
+def _binary(unit: CudaUnit, node: Node, op: str) -> tuple[Node, Node] | None:
+    node = strip_casts(node)
+    if node.type != "binary_expression" or unit.t(node.child_by_field_name("operator")) != op:
+        return None
+    return node.child_by_field_name("left"), node.child_by_field_name("right")
+
+
+def global_index_parts(unit: CudaUnit, expr: Node) -> tuple[str, Node] | None:
+    """Match ``blockIdx.d * S + threadIdx.d`` (any operand order, casts allowed).
+
+    Returns ``(d, S)`` where ``S`` is the block-stride expression (``blockDim.d`` or a constant such
+    as ``TILE``), else ``None``.
+    """
+    plus = _binary(unit, expr, "+")
+    if plus is None:
+        return None
+    for mul_side, tid_side in (plus, plus[::-1]):
+        tid = builtin_field(unit, tid_side)
+        mul = _binary(unit, mul_side, "*")
+        if tid is None or not tid.startswith("threadIdx.") or mul is None:
+            continue
+        d = tid[-1]
+        for bi, stride in (mul, mul[::-1]):
+            if builtin_field(unit, bi) == f"blockIdx.{d}":
+                return d, strip_casts(stride)
+    return None
+
+
+def is_global_index(unit: CudaUnit, expr: Node, dim: str = "x") -> bool:
+    """True for ``blockIdx.d * blockDim.d + threadIdx.d`` in any operand order, with optional casts."""
+    parts = global_index_parts(unit, expr)
+    return parts is not None and parts[0] == dim and builtin_field(unit, parts[1]) == f"blockDim.{dim}"
+
+
+def _is_lvalue(node: Node) -> bool:
+    """True when ``node`` is written: assigned, compound-assigned, incremented or address-taken."""
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        node, p = p, p.parent
+    if p is None:
+        return False
+    if p.type == "assignment_expression" and p.child_by_field_name("left") == node:
+        return True
+    if p.type == "update_expression":
+        return True
+    if p.type == "pointer_expression" and p.children and p.children[0].type == "&":
+        return True
+    return False
+
+
+def _const_pointer_decl(decl: Node | None, src: bytes) -> bool:
+    """True for a declaration such as ``const float *xr = ...`` (pointee const)."""
+    if decl is None or decl.type != "declaration":
+        return False
+    quals = [_ts.text(c, src) for c in decl.children if c.type == "type_qualifier"]
+    return "const" in quals
+
+
+def pointer_access(unit: CudaUnit, name: str) -> str:
+    """How the kernel body uses pointer ``name``: ``"read"``, ``"write"``, ``"unused"`` or ``"unknown"``.
+
+    ``"read"`` means every use is provably a load: ``p[i]`` as an rvalue, ``*(p + i)`` as an rvalue,
+    ``__ldg(p + i)``/``__ldg(&p[i])``, or the initializer of a ``const T *`` alias. Anything else
+    (passed to a function, stored in a non-const pointer) is ``"unknown"``.
+    """
+    uses = references(unit.body, unit.src, name)
+    if not uses:
+        return "unused"
+    kind = "read"
+    for u in uses:
+        p = u.parent
+        if p is not None and p.type == "subscript_expression" and p.child_by_field_name("argument") == u:
+            if _is_lvalue(p):
+                if p.parent is not None and p.parent.type == "pointer_expression":
+                    grand = p.parent.parent
+                    if grand is not None and grand.type == "argument_list" and "__ldg" in unit.t(grand.parent):
+                        continue
+                return "write"
+            continue
+        expr = u
+        while p is not None and (
+            p.type == "parenthesized_expression"
+            or (p.type == "binary_expression" and unit.t(p.child_by_field_name("operator")) in ("+", "-"))
+            or p.type == "cast_expression"
+        ):
+            expr, p = p, p.parent
+        if p is None or expr is u and p.type != "init_declarator":
+            return "unknown"
+        if p.type == "pointer_expression" and p.children[0].type == "*":
+            if _is_lvalue(p):
+                return "write"
+            continue
+        if p.type == "argument_list" and unit.t(p.parent.child_by_field_name("function")) == "__ldg":
+            continue
+        if p.type == "init_declarator" and _const_pointer_decl(p.parent, unit.src):
+            continue
+        return "unknown"
+    return kind
+
+
+@dataclass
+class Elementwise:
+    """The ``i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) body`` shape of an elementwise kernel.
+
+    Attributes:
+        decl: the index declaration statement.
+        name: the index variable.
+        type: the index type as written, without ``const`` (``"int"``, ``"int64_t"``).
+        gid: the global-index expression.
+        guard: the ``if`` statement (``if (i < n) S`` or ``if (i >= n) return;``).
+        bound: the bound expression ``n``.
+        form: ``"if"`` (body inside the guard) or ``"return"`` (early exit, body follows).
+        stmts: the guarded statements.
+        consequence: the guarded statement node for ``form == "if"``.
+    """
+
+    decl: Node
+    name: str
+    type: str
+    gid: Node
+    guard: Node
+    bound: Node
+    form: str
+    stmts: list[Node]
+    consequence: Node | None = None
+
+
+def _cond_parts(unit: CudaUnit, cond: Node) -> tuple[str, str, Node] | None:
+    """``(var, op, bound)`` for ``var < bound`` / ``bound > var`` (op normalized to var on the left)."""
+    cond = _ts.unwrap_parens(cond)
+    if cond.type == "condition_clause":
+        inner = cond.child_by_field_name("value")
+        if inner is None:
+            return None
+        cond = _ts.unwrap_parens(inner)
+    if cond.type != "binary_expression":
+        return None
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    op = unit.t(cond.child_by_field_name("operator"))
+    flip = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+    if _ts.unwrap_parens(left).type == "identifier":
+        return unit.t(_ts.unwrap_parens(left)), op, right
+    if _ts.unwrap_parens(right).type == "identifier" and op in flip:
+        return unit.t(_ts.unwrap_parens(right)), flip[op], left
+    return None
+
+
+def _bad_body(unit: CudaUnit, stmts: list[Node], index: str) -> str | None:
+    """Why ``stmts`` cannot become a loop body, or ``None``."""
+    for s in stmts:
+        for n in _ts.walk(s):
+            if n.type == "return_statement":
+                return "the guarded code returns early"
+            if n.type in ("break_statement", "continue_statement"):
+                loop = n.parent
+                while loop is not None and loop not in stmts and loop.type not in (
+                    "for_statement", "while_statement", "do_statement", "switch_statement"
+                ):
+                    loop = loop.parent
+                if loop is None or loop in stmts and loop.type not in (
+                    "for_statement", "while_statement", "do_statement", "switch_statement"
+                ):
+                    return "the guarded code uses break/continue"
+            if n.type == "identifier" and unit.t(n) in ("__syncthreads", "__syncwarp", "blockIdx", "threadIdx"):
+                return f"the guarded code uses {unit.t(n)}"
+            if n.type == "field_expression" and unit.t(n.child_by_field_name("argument")) in (
+                "blockIdx", "threadIdx"
+            ):
+                return f"the guarded code uses {unit.t(n)}"
+            if n.type == "identifier" and unit.t(n) == index and _is_lvalue(n):
+                return f"the guarded code modifies {index}"
+    return None
+
+
+def elementwise(unit: CudaUnit) -> Elementwise | str:
+    """Match the elementwise shape in the kernel body, or say why it does not match."""
+    stmts = statement_list(unit.body)
+    for k, s in enumerate(stmts):
+        if s.type != "declaration":
+            continue
+        inits = [d for d in s.named_children if d.type == "init_declarator"]
+        if len(inits) != 1:
+            continue
+        value = inits[0].child_by_field_name("value")
+        name_node = inits[0].child_by_field_name("declarator")
+        if value is None or name_node is None or name_node.type != "identifier" or not is_global_index(unit, value):
+            continue
+        name = unit.t(name_node)
+        typ = unit.src[s.start_byte : inits[0].start_byte].decode().replace("const ", "").strip()
+        rest = stmts[k + 1 :]
+        j = 0
+        while j < len(rest) and rest[j].type != "if_statement":
+            if references(rest[j], unit.src, name):
+                return f"{name} is used before its bound check"
+            j += 1
+        if j == len(rest):
+            return f"no bound check on {name} follows its declaration"
+        guard = rest[j]
+        parts = _cond_parts(unit, guard.child_by_field_name("condition"))
+        if parts is None or parts[0] != name:
+            return f"the bound check {unit.t(guard.child_by_field_name('condition'))} is not `{name} < n`"
+        _, op, bound = parts
+        cons = guard.child_by_field_name("consequence")
+        if guard.child_by_field_name("alternative") is not None:
+            return "the bound check has an else branch"
+        if op == "<":
+            after = rest[j + 1 :]
+            if after:
+                return "statements follow the guarded block"
+            body = statement_list(cons) if cons.type == "compound_statement" else [cons]
+            why = _bad_body(unit, body, name)
+            if why:
+                return why
+            return Elementwise(s, name, typ, value, guard, bound, "if", body, cons)
+        if op == ">=" and unit.t(cons).replace(" ", "").strip("{}").strip() == "return;":
+            body = rest[j + 1 :]
+            if not body:
+                return "nothing follows the early return"
+            why = _bad_body(unit, body, name)
+            if why:
+                return why
+            return Elementwise(s, name, typ, value, guard, bound, "return", body)
+        return f"the bound check {unit.t(guard.child_by_field_name('condition'))} is not `{name} < n`"
+    return "no `i = blockIdx.x * blockDim.x + threadIdx.x` index declaration"
+
+
+def statement_span(unit: CudaUnit, node: Node) -> tuple[int, int]:
+    """The byte range of a statement including its line's indentation and newline when it is alone on it."""
+    start, end = node.start_byte, node.end_byte
+    ls = _ts.line_start(unit.src, start)
+    if unit.src[ls:start].strip() == b"":
+        nl = unit.src.find(b"\n", end)
+        if nl != -1 and unit.src[end:nl].strip() == b"":
+            return ls, nl + 1
+    return start, end
+
+
+def include_insert_point(unit: CudaUnit) -> int:
+    """Where to put a file-level helper: after the last top-level ``#include``, else at the start."""
+    pos = 0
+    for c in unit.root.children:
+        if c.type == "preproc_include":
+            pos = c.end_byte
+    if pos and unit.src[pos - 1 : pos] != b"\n":
+        nl = unit.src.find(b"\n", pos)
+        pos = nl + 1 if nl != -1 else pos
+    return pos
+
+
+def wrap_grid(unit: CudaUnit, launch: Launch, fmt: str) -> TextEdit | str:
+    """Edit applying ``fmt`` (``"htam_sm_grid({}, 8)"``) to a launch's 1-D block count.
+
+    Handles an inline expression, an inline ``dim3(expr)`` and a ``dim3`` variable (its ``.x``); the
+    edit is always at the launch, so other launches sharing a variable are unaffected.
+    """
+    dims = unit.dims_of(launch.grid, launch.host)
+    if len(dims) != 1:
+        return f"the grid on line {launch.site.line} is not 1-D"
+    g = _ts.unwrap_parens(launch.grid)
+    if g.type == "call_expression" and unit.t(g.child_by_field_name("function")) == "dim3":
+        return unit.replace(dims[0], fmt.format(unit.t(dims[0])))
+    if g.type == "identifier" and dims[0] is not g and not unit.local_inits(launch.host, unit.t(g)):
+        return unit.replace(launch.grid, "dim3(" + fmt.format(f"{unit.t(g)}.x") + ")")
+    if g.type == "identifier" and dims[0] is not g:
+        typ = None
+        for d in _ts.of_type(launch.host, "declaration"):
+            if any(unit.t(x).startswith(unit.t(g)) for x in d.children_by_field_name("declarator")):
+                typ = unit.t(d.child_by_field_name("type"))
+        if typ == "dim3":
+            return unit.replace(launch.grid, "dim3(" + fmt.format(f"{unit.t(g)}.x") + ")")
+    return unit.replace(launch.grid, fmt.format(unit.t(launch.grid)))

@@ -1,0 +1,195 @@
+"""Triton structure the transforms need beyond the source model: the kernel's tree-sitter-python nodes,
+its launches (``kernel[grid](args, **kw)``) with keyword arguments, the grid expression, and local
+assignments in the launching function.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms.base import TextEdit
+
+_BLOCK_NAME = re.compile(r"^(BLOCK\w*|TILE\w*|B[MNK]|BLOCK)$")
+
+
+def is_block_param(name: str) -> bool:
+    """True for tile-size constexpr names: ``BLOCK_SIZE``, ``BLOCK_M``, ``TILE_N``, ``BM``/``BN``/``BK``."""
+    return bool(_BLOCK_NAME.match(name))
+
+
+@dataclass
+class TLaunch:
+    """One launch ``kernel[grid](args, kw=...)``."""
+
+    call: Node
+    grid: Node
+    args: Node
+    kwargs: dict[str, Node]
+    host: Node | None
+    line: int
+
+
+@dataclass
+class TritonUnit:
+    """The kernel's Python tree and its launches (offsets are file offsets)."""
+
+    model: SourceModel
+    kernel: Kernel
+    src: bytes
+    root: Node
+    func: Node
+    body: Node
+    top: Node
+    launches: list[TLaunch] = field(default_factory=list)
+
+    def t(self, node: Node | None) -> str:
+        """Source text of ``node``."""
+        return _ts.text(node, self.src)
+
+    def replace(self, node: Node, new_text: str) -> TextEdit:
+        """Edit replacing ``node``'s text."""
+        return TextEdit(node.start_byte, node.end_byte, new_text)
+
+    def insert(self, pos: int, new_text: str) -> TextEdit:
+        """Edit inserting at byte ``pos``."""
+        return TextEdit(pos, pos, new_text)
+
+    @property
+    def body_indent(self) -> str:
+        """Indentation of the kernel body's statements."""
+        first = self.body.named_children[0] if self.body.named_children else self.body
+        return _ts.indent_of(self.src, first.start_byte)
+
+    def calls(self, node: Node, name: str) -> list[Node]:
+        """``call`` nodes under ``node`` whose function is spelled ``name`` (``"tl.load"``)."""
+        return [c for c in _ts.of_type(node, "call") if self.t(c.child_by_field_name("function")) == name]
+
+    def kwarg(self, call: Node, name: str) -> Node | None:
+        """The ``keyword_argument`` ``name=`` of ``call``, if present."""
+        args = call.child_by_field_name("arguments")
+        for a in args.named_children if args is not None else []:
+            if a.type == "keyword_argument" and self.t(a.child_by_field_name("name")) == name:
+                return a
+        return None
+
+    def assignments(self, scope: Node, name: str) -> list[Node]:
+        """``assignment`` nodes ``name = value`` (plain identifier target) under ``scope``."""
+        out = []
+        for a in _ts.of_type(scope, ("assignment", "augmented_assignment")):
+            left = a.child_by_field_name("left")
+            if left is not None and left.type == "identifier" and self.t(left) == name:
+                out.append(a)
+        return out
+
+    def single_value(self, scope: Node | None, name: str, before: int) -> Node | None:
+        """The right-hand side of the only assignment to ``name`` in ``scope`` (before ``before``)."""
+        if scope is None:
+            return None
+        assigns = self.assignments(scope, name)
+        if len(assigns) != 1 or assigns[0].type != "assignment" or assigns[0].start_byte > before:
+            return None
+        return assigns[0].child_by_field_name("right")
+
+    def grid_expr(self, launch: TLaunch) -> Node:
+        """The grid expression, following ``grid = ...`` and ``def grid(meta): return ...`` in the host."""
+        g = launch.grid
+        if g.type == "identifier" and launch.host is not None:
+            v = self.single_value(launch.host, self.t(g), launch.call.start_byte)
+            if v is not None:
+                return v
+            for fd in _ts.of_type(launch.host, "function_definition"):
+                if self.t(fd.child_by_field_name("name")) == self.t(g):
+                    rets = _ts.of_type(fd, "return_statement")
+                    if len(rets) == 1 and rets[0].named_children:
+                        return rets[0].named_children[0]
+        return g
+
+    def grid_uses_meta(self, launch: TLaunch) -> bool:
+        """True when the grid is a function of the launch meta-parameters (``lambda meta: ...``)."""
+        g = launch.grid
+        if g.type == "lambda":
+            return True
+        if g.type == "identifier" and launch.host is not None:
+            v = self.single_value(launch.host, self.t(g), launch.call.start_byte)
+            if v is not None and v.type == "lambda":
+                return True
+            return any(self.t(fd.child_by_field_name("name")) == self.t(g)
+                       for fd in _ts.of_type(launch.host, "function_definition"))
+        return False
+
+
+def load_unit(model: SourceModel, kernel: Kernel) -> TritonUnit | str:
+    """Parse the file and find the kernel function and its launches, or say why not."""
+    src = model.text.encode("utf-8")
+    tree = _ts.parse(src, "python")
+    func = _ts.smallest_covering(tree.root_node, kernel.name_span.start, kernel.name_span.end, ("function_definition",))
+    if func is None or func.child_by_field_name("body") is None:
+        return f"the definition of {kernel.name} was not found in the syntax tree"
+    top = func.parent if func.parent is not None and func.parent.type == "decorated_definition" else func
+    unit = TritonUnit(model, kernel, src, tree.root_node, func, func.child_by_field_name("body"), top)
+    candidates = [
+        c for c in _ts.of_type(tree.root_node, "call")
+        if c.child_by_field_name("function").type == "subscript"
+        and unit.t(c.child_by_field_name("function").child_by_field_name("value")).split(".")[-1] == kernel.name
+    ]
+    for site in kernel.launch_sites:
+        if site.span is None:
+            continue
+        hits = [c for c in candidates if c.start_byte < site.span.end and c.end_byte > site.span.start]
+        if not hits:
+            continue
+        call = min(hits, key=lambda c: abs(c.start_byte - site.span.start))
+        sub = call.child_by_field_name("function")
+        grid = sub.child_by_field_name("subscript")
+        args = call.child_by_field_name("arguments")
+        kwargs = {
+            unit.t(a.child_by_field_name("name")): a for a in args.named_children if a.type == "keyword_argument"
+        }
+        host = call.parent
+        while host is not None and host.type != "function_definition":
+            host = host.parent
+        unit.launches.append(TLaunch(call, grid, args, kwargs, host, site.line))
+    return unit
+
+
+def python_int(text: str) -> int | None:
+    """Value of a Python integer literal (``1024``, ``1_024``), else ``None``."""
+    try:
+        return int(text.replace("_", ""), 0) if re.fullmatch(r"[0-9_]+|0[xX][0-9a-fA-F_]+", text) else None
+    except ValueError:
+        return None
+
+
+def remove_kwarg(unit: TritonUnit, kw: Node) -> TextEdit:
+    """Edit deleting a keyword argument with its separating comma.
+
+    The comma before it is removed (so several removals never overlap); for the first argument the
+    comma after it.
+    """
+    src = unit.src
+    prev = kw.prev_named_sibling
+    if prev is not None:
+        return TextEdit(prev.end_byte, kw.end_byte, "")
+    end = kw.end_byte
+    j = end
+    while j < len(src) and src[j : j + 1] in (b" ", b"\t", b"\n", b"\r"):
+        j += 1
+    if src[j : j + 1] == b",":
+        end = j + 1
+        while end < len(src) and src[end : end + 1] in (b" ", b"\t", b"\n", b"\r"):
+            end += 1
+    return TextEdit(kw.start_byte, end, "")
+
+
+def add_kwarg(unit: TritonUnit, call: Node, text: str) -> TextEdit:
+    """Edit appending ``text`` (``"num_warps=8"``) as the last argument of ``call``."""
+    args = call.child_by_field_name("arguments")
+    last = args.named_children[-1] if args.named_children else None
+    if last is None:
+        return TextEdit(args.start_byte + 1, args.start_byte + 1, text)
+    return TextEdit(last.end_byte, last.end_byte, f", {text}")

@@ -1,0 +1,159 @@
+"""Core types of the mechanical transforms: text edits, candidates, "not applicable" results, the base class.
+
+A transform is a source-to-source rewrite of one kernel (HTAM's *local strategy* with a mechanical
+implementation, see DESIGN.md section 1). It reads the kernel through the source model
+(:mod:`htam_core.source.model`) and proposes one or more :class:`Candidate` edits, or says why it does
+not apply with a :class:`NotApplicable`. :func:`htam_core.transforms.registry.propose` validates every
+candidate (the file must still parse and the kernel must still exist) before anyone sees it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """Replace the UTF-8 bytes ``[start_byte, end_byte)`` of the file with ``new_text``.
+
+    ``start_byte == end_byte`` inserts; an empty ``new_text`` deletes. Offsets refer to the text the
+    candidate was proposed for (``SourceModel.text``), never to a partly edited text.
+    """
+
+    start_byte: int
+    end_byte: int
+    new_text: str
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form ``{"start_byte", "end_byte", "new_text"}``."""
+        return {"start_byte": self.start_byte, "end_byte": self.end_byte, "new_text": self.new_text}
+
+
+@dataclass
+class Candidate:
+    """One proposed rewrite of a kernel.
+
+    Attributes:
+        transform_id: id of the transform that made it (``"cuda.block_size"``).
+        strategy: the HTAM local strategy it implements (equal to ``transform_id`` by default).
+        description: one human-readable sentence saying what changes and why it stays correct.
+        params: the chosen parameters (``{"block": 512}``), JSON-serializable.
+        edits: non-overlapping edits on the original text.
+        new_text: the whole file after the edits.
+        changes_numerics: results may differ in the last bits (fast-math intrinsics ...).
+    """
+
+    transform_id: str
+    strategy: str
+    description: str
+    params: dict[str, Any]
+    edits: list[TextEdit]
+    new_text: str
+    changes_numerics: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form (without ``new_text``, which can be rebuilt from the edits)."""
+        return {
+            "transform_id": self.transform_id,
+            "strategy": self.strategy,
+            "description": self.description,
+            "params": dict(self.params),
+            "edits": [e.to_json() for e in self.edits],
+            "changes_numerics": self.changes_numerics,
+        }
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """A transform does not apply to a kernel; ``reason`` says specifically why (shown to the user)."""
+
+    reason: str
+    transform_id: str = ""
+    rejected: tuple[str, ...] = field(default_factory=tuple)
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def apply_edits(text: str, edits: Sequence[TextEdit]) -> str:
+    """Apply ``edits`` (byte offsets into the UTF-8 encoding of ``text``) and return the new text.
+
+    Args:
+        text: the original text.
+        edits: edits on ``text``, in any order; they must not overlap (two inserts at one offset are
+            applied in the given order).
+
+    Raises:
+        ValueError: an edit is out of range, reversed, overlaps another, or splits a UTF-8 character.
+    """
+    data = text.encode("utf-8")
+    order = sorted(range(len(edits)), key=lambda i: (edits[i].start_byte, edits[i].end_byte, i))
+    out: list[bytes] = []
+    pos = 0
+    for i in order:
+        e = edits[i]
+        if not 0 <= e.start_byte <= e.end_byte <= len(data):
+            raise ValueError(f"edit [{e.start_byte}, {e.end_byte}) is outside the text (0..{len(data)})")
+        if e.start_byte < pos:
+            raise ValueError(f"edit [{e.start_byte}, {e.end_byte}) overlaps an earlier edit ending at {pos}")
+        out.append(data[pos : e.start_byte])
+        out.append(e.new_text.encode("utf-8"))
+        pos = e.end_byte
+    out.append(data[pos:])
+    try:
+        return b"".join(out).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"an edit splits a UTF-8 character: {exc}") from exc
+
+
+class Transform(ABC):
+    """A mechanical rewrite of one kernel.
+
+    Class attributes:
+        id: the transform id the HTAM knowledge base references (``"triton.block_size"``).
+        strategy: the HTAM local strategy id (defaults to ``id``).
+        languages: kernel languages it handles (``"cuda"``, ``"triton"``, ``"cuda-in-python"``).
+        changes_numerics: its candidates may change results in the last bits.
+        summary: one line for listings and LLM prompts.
+    """
+
+    id: ClassVar[str] = ""
+    strategy: ClassVar[str] = ""
+    languages: ClassVar[tuple[str, ...]] = ()
+    changes_numerics: ClassVar[bool] = False
+    summary: ClassVar[str] = ""
+
+    @abstractmethod
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """Propose candidates for ``kernel`` of ``model``, or say why the transform does not apply.
+
+        Implementations must not raise for kernels they cannot handle: they return
+        :class:`NotApplicable` with a specific reason. ``profile`` is optional context (block size,
+        bottleneck) and may be ``None``.
+        """
+
+    def candidate(
+        self, model: SourceModel, description: str, params: dict[str, Any], edits: list[TextEdit]
+    ) -> Candidate:
+        """Build a :class:`Candidate` of this transform from edits on ``model.text``."""
+        return Candidate(
+            transform_id=self.id,
+            strategy=self.strategy or self.id,
+            description=description,
+            params=params,
+            edits=list(edits),
+            new_text=apply_edits(model.text, edits),
+            changes_numerics=self.changes_numerics,
+        )
+
+    def not_applicable(self, reason: str) -> NotApplicable:
+        """A :class:`NotApplicable` tagged with this transform's id."""
+        return NotApplicable(reason=reason, transform_id=self.id)

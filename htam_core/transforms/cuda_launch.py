@@ -1,0 +1,344 @@
+"""CUDA launch-configuration transforms: threads per block (``cuda.block_size``) and
+``__launch_bounds__`` (``cuda.launch_bounds``).
+
+Block-size retuning keeps the grid consistent: when the grid is a ceil-division over the block size
+(``(n + 255) / 256``, ``(n + B - 1) / B``, ``CEIL_DIV(n, 16)``, ``ceil(n / 256.0)``), written with the same
+literal or named constant, both change together. Named constants (``#define THREADS``,
+``const int threads``, ``constexpr int TILE``) are changed at their definition so every use follows.
+Idea source: CUDA C++ Best Practices Guide, "Thread and Block Heuristics"; Nsight Compute's
+launch-statistics and occupancy rules.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import DIMS, Const, CudaUnit, int_literal, load_unit, references
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.registry import register
+
+CUDA_LANGS = ("cuda", "cuda-in-python")
+BLOCK_1D = (128, 256, 512, 1024)
+BLOCK_2D = ((32, 8), (32, 16), (16, 16), (32, 32), (64, 4), (16, 8))
+SQUARE_2D = ((8, 8), (16, 16), (32, 32))
+
+
+def _num_value(unit: CudaUnit, node: Node) -> int | None:
+    """Integer value of a numeric literal, also ``256.0``/``256.f`` when integral."""
+    s = unit.t(node)
+    v = int_literal(s)
+    if v is not None:
+        return v
+    try:
+        f = float(s.rstrip("fF"))
+    except ValueError:
+        return None
+    return int(f) if f.is_integer() else None
+
+
+def _expand(unit: CudaUnit, expr: Node, scope: Node | None) -> Node:
+    """Follow an identifier to its single local initializer (``int blocks = (n + 255) / 256;``)."""
+    expr = _ts.unwrap_parens(expr)
+    seen = 0
+    while expr.type == "identifier" and scope is not None and seen < 4:
+        inits = unit.local_inits(scope, unit.t(expr))
+        if len(inits) != 1 or unit.assigned_in(scope, unit.t(expr)):
+            break
+        expr = _ts.unwrap_parens(inits[0])
+        seen += 1
+    return expr
+
+
+def _grid_literal_edits(unit: CudaUnit, grid: Node, old: int, new: int) -> list[TextEdit] | None | str:
+    """Edits turning a ceil-division by literal ``old`` into one by ``new``.
+
+    Returns the edits, ``None`` when ``grid`` contains no literal ``old`` (it does not follow the block),
+    or a reason string when the literal is used in a way that is not a ceil-division.
+    """
+    lits = [n for n in _ts.of_type(grid, "number_literal") if _num_value(unit, n) in (old, old - 1)]
+    if not any(_num_value(unit, n) == old for n in lits):
+        return None
+    edits, divisor_seen = [], False
+    for n in lits:
+        v = _num_value(unit, n)
+        p = n.parent
+        while p is not None and p.type == "parenthesized_expression":
+            p = p.parent
+        op = unit.t(p.child_by_field_name("operator")) if p is not None and p.type == "binary_expression" else ""
+        in_call = p is not None and p.type == "argument_list"
+        if v == old and op == "/" and n.start_byte >= p.child_by_field_name("right").start_byte:
+            divisor_seen = True
+        elif v == old and in_call and "div" in unit.t(p.parent.child_by_field_name("function")).lower():
+            divisor_seen = True
+        elif op not in ("+", "-"):
+            return f"the grid uses {unit.t(n)} in {unit.t(p)!r}, not as a ceil-division by the block size"
+        text = unit.t(n)
+        lit_new = new if v == old else new - 1
+        if "." in text:
+            suffix = text[text.index(".") :].lstrip(".0123456789")
+            edits.append(unit.replace(n, f"{lit_new}.0{suffix}"))
+        else:
+            digits = text.rstrip("uUlL")
+            edits.append(unit.replace(n, f"{lit_new}{text[len(digits):]}"))
+    if not divisor_seen:
+        return f"the grid {unit.t(grid)!r} does not divide by the block size {old}"
+    return edits
+
+
+def _config_names(unit: CudaUnit, expr: Node, scope: Node | None, depth: int = 0) -> set[str]:
+    """Identifiers a launch-config expression depends on, following local definitions two levels deep."""
+    names = {unit.t(n) for n in _ts.of_type(expr, ("identifier", "type_identifier"))}
+    if depth < 2 and scope is not None:
+        for name in list(names):
+            for d in unit.dims_of(_ts.unwrap_parens(expr), scope) if expr.type == "identifier" else []:
+                if d is not expr:
+                    names |= _config_names(unit, d, scope, depth + 1)
+            for v in unit.local_inits(scope, name):
+                names |= _config_names(unit, v, scope, depth + 1)
+    return names
+
+
+def shared_with_other_launches(unit: CudaUnit, names: set[str]) -> str | None:
+    """Name the launch of another kernel whose configuration uses one of ``names``, if any."""
+    own = {la.call.start_byte for la in unit.launches}
+    for cfg in _ts.of_type(unit.root, "kernel_call_syntax"):
+        call = cfg.parent
+        if call is None or call.start_byte in own:
+            continue
+        host = call.parent
+        while host is not None and host.type != "function_definition":
+            host = host.parent
+        used: set[str] = set()
+        for arg in cfg.named_children[:2]:
+            used |= _config_names(unit, arg, host)
+        ours = {la.host.start_byte for la in unit.launches if la.host is not None}
+        common = {
+            n for n in used & names
+            if host is None or host.start_byte in ours or not unit.local_inits(host, n)
+        }
+        if common:
+            line = unit.src[: call.start_byte].count(b"\n") + 1
+            return (
+                f"{', '.join(sorted(common))} also configures the launch {unit.t(call.child_by_field_name('function'))} "
+                f"on line {line} of the CUDA source; retune that launch's configuration separately first"
+            )
+    return None
+
+
+def retune_block(unit: CudaUnit, new_dims: tuple[int, ...]) -> list[TextEdit] | str:
+    """Edits that change every launch of the kernel to blocks of ``new_dims`` with a consistent grid.
+
+    Args:
+        unit: the kernel's CUDA unit (with launches).
+        new_dims: threads per block per dimension (``(512,)`` or ``(32, 8)``).
+
+    Returns:
+        The edits (deduplicated), or a reason string when the change cannot be made safely.
+    """
+    if not unit.launches:
+        return f"{unit.kernel.name} has no launch site in this file"
+    edits: dict[tuple[int, int], TextEdit] = {}
+    touched: set[str] = set()
+    total_new = 1
+    for v in new_dims:
+        total_new *= v
+    for launch in unit.launches:
+        dims = unit.block_dims(launch)
+        if dims is None:
+            return f"the launch on line {launch.site.line} has no block argument"
+        if len(dims) != len(new_dims):
+            return f"the launch on line {launch.site.line} has a {len(dims)}-D block"
+        old_total = unit.block_threads(launch)
+        grid_dims = unit.dims_of(launch.grid, launch.host)
+        for d, (dim, new) in enumerate(zip(dims, new_dims, strict=True)):
+            c = dim.const
+            if c is None:
+                return f"block dimension {DIMS[d]} ({unit.t(dim.expr)}) is not a compile-time constant"
+            if c.value == new:
+                continue
+            if c.value <= 1:
+                return f"block dimension {DIMS[d]} is {c.value}; retuning it would change the work mapping"
+            e = unit.const_edit(c, new)
+            if e is None:
+                return f"block dimension {DIMS[d]} ({unit.t(dim.expr)}) is computed; cannot rewrite it"
+            group = [e]
+            if c.name:
+                touched.add(c.name)
+            else:
+                blk = _ts.unwrap_parens(launch.block)
+                if blk.type == "identifier":
+                    touched.add(unit.t(blk))
+            grid = _expand(unit, grid_dims[d], launch.host) if d < len(grid_dims) else None
+            follows = False
+            if grid is not None and c.name and references(grid, unit.src, c.name):
+                follows = True
+                if any(_num_value(unit, n) == c.value for n in _ts.of_type(grid, "number_literal")):
+                    return f"the grid {unit.t(grid)!r} mixes {c.name} and the literal {c.value}"
+            elif grid is not None:
+                ge = _grid_literal_edits(unit, grid, c.value, new)
+                if isinstance(ge, str):
+                    return ge
+                if ge is not None:
+                    follows = True
+                    group.extend(ge)
+                    for g in (launch.grid, grid_dims[d]):
+                        if _ts.unwrap_parens(g).type == "identifier":
+                            touched.add(unit.t(_ts.unwrap_parens(g)))
+            if not follows and unit.uses_block_linear_index(DIMS[d]):
+                g = unit.t(grid) if grid is not None else "1"
+                return (
+                    f"the grid ({g}) does not follow the block size along {DIMS[d]}, and the kernel indexes "
+                    f"with blockIdx.{DIMS[d]}; changing the block would change which elements are covered"
+                )
+            body_lits = [n for n in _ts.of_type(unit.body, "number_literal") if _num_value(unit, n) == c.value]
+            if body_lits and c.value >= 8:
+                return f"the kernel body uses the literal {c.value}, which may assume the block size"
+            for x in group:
+                prev = edits.get((x.start_byte, x.end_byte))
+                if prev is not None and prev.new_text != x.new_text:
+                    return f"{unit.t(dim.expr)} is shared by block dimensions that would need different values"
+                edits[(x.start_byte, x.end_byte)] = x
+        lb = bounds_edit(unit, old_total, total_new)
+        if isinstance(lb, str):
+            return lb
+        if lb is not None:
+            edits[(lb.start_byte, lb.end_byte)] = lb
+    clash = shared_with_other_launches(unit, touched)
+    if clash:
+        return clash
+    return [edits[k] for k in sorted(edits)]
+
+
+def bounds_edit(unit: CudaUnit, old_total: int | None, new_total: int) -> TextEdit | None | str:
+    """Keep an existing ``__launch_bounds__(N)`` valid for a new block size.
+
+    Returns an edit when ``N`` is the literal old block size, ``None`` when nothing needs changing,
+    or a reason when ``N`` is smaller than the new size and cannot be rewritten.
+    """
+    lb = unit.launch_bounds_node()
+    if lb is None:
+        return None
+    if lb.type != "launch_bounds":
+        return "__launch_bounds__ is present but could not be parsed"
+    args = [c for c in lb.named_children if c.type != "comment"]
+    if not args:
+        return None
+    c = unit.resolve(args[0], None)
+    if c is None:
+        # a template parameter (BLOCK) follows the launch's template arguments
+        return None
+    if c.value >= new_total:
+        return None
+    if c.literal is not None and c.value == old_total and c.name is None:
+        return unit.replace(c.literal, str(new_total))
+    return f"__launch_bounds__({unit.t(args[0])}) is smaller than {new_total} threads"
+
+
+@register
+class CudaBlockSize(Transform):
+    """Retune threads per block at the launch site, keeping the grid consistent."""
+
+    id = "cuda.block_size"
+    languages = CUDA_LANGS
+    summary = "retune threads per block at the launch site (grid follows)"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """Candidates for other block sizes: 128..1024 for 1-D blocks, 32x8 .. 32x32 shapes for 2-D ones."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
+        dims = unit.block_dims(unit.launches[0])
+        if dims is None:
+            return self.not_applicable("the launch has no block argument")
+        consts: list[Const | None] = [d.const for d in dims]
+        if any(c is None for c in consts):
+            bad = next(unit.t(d.expr) for d in dims if d.const is None)
+            return self.not_applicable(f"the block size {bad} is not a compile-time constant")
+        current = tuple(c.value for c in consts)  # type: ignore[union-attr]
+        active = [v for v in current if v > 1]
+        if len(active) == 1 and len(current) <= 3:
+            axis = current.index(active[0])
+            options = []
+            for v in BLOCK_1D:
+                shape = list(current)
+                shape[axis] = v
+                options.append(tuple(shape))
+        elif len(current) == 2:
+            shared = consts[0].name is not None and consts[0].name == consts[1].name  # type: ignore[union-attr]
+            options = list(SQUARE_2D if shared else BLOCK_2D)
+        else:
+            return self.not_applicable(f"block shape {current} is not handled (1-D or 2-D blocks only)")
+        out: list[Candidate] = []
+        reasons: list[str] = []
+        for shape in options:
+            if shape == current:
+                continue
+            edits = retune_block(unit, shape)
+            if isinstance(edits, str):
+                reasons.append(edits)
+                continue
+            label = "x".join(map(str, shape))
+            out.append(
+                self.candidate(
+                    model,
+                    f"launch {kernel.name} with {label} threads per block (was {'x'.join(map(str, current))}); "
+                    "the grid is recomputed from the same block size",
+                    {"block": list(shape), "previous_block": list(current)},
+                    edits,
+                )
+            )
+        if not out:
+            return self.not_applicable(reasons[0] if reasons else "no other block size to try")
+        return out
+
+
+@register
+class CudaLaunchBounds(Transform):
+    """Add ``__launch_bounds__(N)`` matching the launch's constant block size."""
+
+    id = "cuda.launch_bounds"
+    languages = CUDA_LANGS
+    summary = "add __launch_bounds__ matching the launch's block size"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate: ``__launch_bounds__(N)`` with N the largest constant block size of the launches.
+
+        Idea source: CUDA C++ Programming Guide, "Launch Bounds" (lets ptxas budget registers for N).
+        """
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        if kernel.attributes.get("launch_bounds") or unit.launch_bounds_node() is not None:
+            return self.not_applicable(f"{kernel.name} already has __launch_bounds__")
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
+        sizes = []
+        for launch in unit.launches:
+            n = unit.block_threads(launch)
+            if n is None:
+                blk = unit.t(launch.block) if launch.block is not None else "none"
+                return self.not_applicable(f"the block size ({blk}) on line {launch.site.line} is not a constant")
+            sizes.append(n)
+        n = max(sizes)
+        if n > 1024:
+            return self.not_applicable(f"block size {n} exceeds 1024 threads")
+        pos = unit.declarator.start_byte
+        edit = unit.insert(pos, f"__launch_bounds__({n}) ")
+        note = "" if len(set(sizes)) == 1 else f" (largest of the launches' sizes {sorted(set(sizes))})"
+        return [
+            self.candidate(
+                model,
+                f"declare __launch_bounds__({n}) on {kernel.name} to match its {n}-thread blocks{note}",
+                {"max_threads": n},
+                [edit],
+            )
+        ]

@@ -1,0 +1,219 @@
+"""CUDA loop transforms: ``#pragma unroll`` on constant-trip loops (``cuda.unroll``) and the grid-stride
+loop with an SM-count-sized grid (``cuda.grid_stride``).
+
+Idea sources: CUDA C++ Programming Guide, "#pragma unroll"; NVIDIA developer blog, "CUDA Pro Tip:
+Write Flexible Kernels with Grid-Stride Loops" (Harris, 2013).
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import (
+    CudaUnit,
+    elementwise,
+    include_insert_point,
+    load_unit,
+    statement_span,
+    wrap_grid,
+)
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.registry import register
+
+FULL_UNROLL_MAX = 64
+
+
+def trip_count(unit: CudaUnit, loop: Node) -> int | None:
+    """Constant trip count of ``for (v = A; v OP B; v STEP)`` with A, B, STEP compile-time integers."""
+    init, cond, upd = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
+    if init is None or cond is None or upd is None:
+        return None
+    var = start = None
+    if init.type == "declaration":
+        ds = [d for d in init.named_children if d.type == "init_declarator"]
+        if len(ds) == 1:
+            var = unit.t(ds[0].child_by_field_name("declarator"))
+            start = unit.resolve(ds[0].child_by_field_name("value"), unit.func)
+    elif init.type == "assignment_expression":
+        var = unit.t(init.child_by_field_name("left"))
+        start = unit.resolve(init.child_by_field_name("right"), unit.func)
+    cond = _ts.unwrap_parens(cond)
+    if var is None or start is None or cond.type != "binary_expression":
+        return None
+    if unit.t(cond.child_by_field_name("left")) != var:
+        return None
+    op = unit.t(cond.child_by_field_name("operator"))
+    bound = unit.resolve(cond.child_by_field_name("right"), unit.func)
+    if bound is None:
+        return None
+    step_op, step = None, None
+    if upd.type == "update_expression":
+        step_op, step = ("+" if "++" in unit.t(upd) else "-"), 1
+        if unit.t(upd.child_by_field_name("argument")) != var:
+            return None
+    elif upd.type == "assignment_expression" and unit.t(upd.child_by_field_name("left")) == var:
+        s = unit.resolve(upd.child_by_field_name("right"), unit.func)
+        step_op, step = unit.t(upd.child_by_field_name("operator"))[:-1], s.value if s else None
+    if step_op not in ("+", "-", "*", "<<", ">>", "/") or not step:
+        return None
+    ops = {"<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__, "!=": int.__ne__}
+    if op not in ops:
+        return None
+    v, n = start.value, 0
+    while ops[op](v, bound.value):
+        n += 1
+        if n > 1 << 16:
+            return None
+        v = {"+": v + step, "-": v - step, "*": v * step, "<<": v << step, ">>": v >> step, "/": v // step}[step_op]
+    return n
+
+
+def _has_unroll_pragma(unit: CudaUnit, loop: Node) -> bool:
+    prev = loop.prev_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_sibling
+    return prev is not None and prev.type == "preproc_call" and "unroll" in unit.t(prev)
+
+
+@register
+class CudaUnroll(Transform):
+    """``#pragma unroll`` before loops with a constant trip count."""
+
+    id = "cuda.unroll"
+    languages = CUDA_LANGS
+    summary = "#pragma unroll on loops with a constant trip count"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate unrolling every eligible loop (full unroll up to 64 trips, else by 4)."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        loops = _ts.of_type(unit.body, "for_statement")
+        if not loops:
+            return self.not_applicable(f"{kernel.name} has no for loop")
+        edits: list[TextEdit] = []
+        done: list[dict[str, int]] = []
+        skipped = []
+        for loop in loops:
+            line = unit.src[: loop.start_byte].count(b"\n") + 1 + _line_offset(unit)
+            if _has_unroll_pragma(unit, loop):
+                skipped.append(f"line {line} already unrolled")
+                continue
+            if loop.parent is None or loop.parent.type != "compound_statement":
+                skipped.append(f"line {line} is not directly inside a block")
+                continue
+            n = trip_count(unit, loop)
+            if n is None:
+                skipped.append(f"line {line} has no constant trip count")
+                continue
+            pragma = "#pragma unroll" if n <= FULL_UNROLL_MAX else "#pragma unroll 4"
+            indent = _ts.indent_of(unit.src, loop.start_byte)
+            if _ts.only_space_before(unit.src, loop.start_byte):
+                edits.append(unit.insert(_ts.line_start(unit.src, loop.start_byte), f"{indent}{pragma}\n"))
+            else:
+                edits.append(unit.insert(loop.start_byte, f"\n{pragma}\n{indent}"))
+            done.append({"line": line, "trip_count": n})
+        if not edits:
+            return self.not_applicable("no loop qualifies: " + "; ".join(skipped))
+        lines = ", ".join(str(d["line"]) for d in done)
+        return [
+            self.candidate(
+                model,
+                f"add #pragma unroll to the constant-trip loop(s) of {kernel.name} on line(s) {lines}",
+                {"loops": done},
+                edits,
+            )
+        ]
+
+
+def _line_offset(unit: CudaUnit) -> int:
+    return model_line(unit.model.text, unit.base) - 1
+
+
+def model_line(text: str, byte: int) -> int:
+    """1-based line of file byte offset ``byte``."""
+    return text.encode("utf-8")[:byte].count(b"\n") + 1
+
+
+SM_HELPER = "htam_sm_grid"
+_HELPER_TEXT = """
+// htam: cap a 1-D grid at per_sm blocks per SM (grid-stride kernels cover any n with any grid)
+static inline unsigned int htam_sm_grid(long long blocks, int per_sm)
+{
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const long long cap = (long long)(sms > 0 ? sms : 1) * per_sm;
+    return (unsigned int)(blocks < cap ? blocks : cap);
+}
+"""
+
+
+def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
+    """Edits turning the elementwise body into a grid-stride loop (shared with other transforms)."""
+    ew = elementwise(unit)
+    if isinstance(ew, str):
+        return ew
+    stride = f"({ew.type})blockDim.x * gridDim.x"
+    header = f"for ({ew.type} {ew.name} = {unit.t(ew.gid)}; {ew.name} < {unit.t(ew.bound)}; {ew.name} += {stride})"
+    ds, de = statement_span(unit, ew.decl)
+    edits = [unit.edit(ds, de, "")]
+    if ew.form == "if":
+        assert ew.consequence is not None
+        cond = ew.guard.child_by_field_name("condition")
+        edits.append(unit.edit(ew.guard.start_byte, cond.end_byte, header))
+    else:
+        indent = _ts.indent_of(unit.src, ew.guard.start_byte)
+        first, last = ew.stmts[0], ew.stmts[-1]
+        inner = unit.src[_ts.line_start(unit.src, first.start_byte) : last.end_byte].decode()
+        inner = "\n".join(("    " + ln) if ln.strip() else ln for ln in inner.split("\n"))
+        edits.append(unit.edit(ew.guard.start_byte, last.end_byte, f"{header} {{\n{inner}\n{indent}}}"))
+    return edits
+
+
+@register
+class CudaGridStride(Transform):
+    """Convert an ``if (i < n)`` elementwise kernel into a grid-stride loop with an SM-sized grid."""
+
+    id = "cuda.grid_stride"
+    languages = CUDA_LANGS
+    summary = "grid-stride loop, grid capped at a multiple of the SM count"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """Candidates with the grid capped at 8 and 32 blocks per SM."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        if kernel.features.has_grid_stride_loop:
+            return self.not_applicable(f"{kernel.name} already has a grid-stride loop")
+        body = grid_stride_body_edits(unit)
+        if isinstance(body, str):
+            return self.not_applicable(body)
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file to size the grid")
+        helper: list[TextEdit] = []
+        if SM_HELPER.encode() not in unit.src:
+            helper.append(unit.insert(include_insert_point(unit), _HELPER_TEXT))
+        out = []
+        for per_sm in (8, 32):
+            launch_edits = [wrap_grid(unit, la, SM_HELPER + "({}, " + str(per_sm) + ")") for la in unit.launches]
+            bad = next((e for e in launch_edits if isinstance(e, str)), None)
+            if bad:
+                return self.not_applicable(bad)
+            out.append(
+                self.candidate(
+                    model,
+                    f"make {kernel.name} a grid-stride loop and cap its grid at {per_sm} blocks per SM",
+                    {"blocks_per_sm": per_sm},
+                    helper + body + launch_edits,
+                )
+            )
+        return out

@@ -1,0 +1,107 @@
+"""``cuda.fast_math``: single-precision math calls to hardware intrinsics (changes numerics).
+
+``expf -> __expf``, ``sinf -> __sinf``, ``tanhf -> __tanhf`` ... and float divisions ``a / b`` (where an
+operand is an ``f``-suffixed literal or a float intrinsic call, so the division is known to be in float)
+to ``__fdividef(a, b)``. Only the kernel body is rewritten (helpers it calls are not followed).
+Idea source: CUDA C++ Programming Guide, "Intrinsic Functions" (maximum ulp errors listed there).
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import CudaUnit, load_unit
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.registry import register
+
+INTRINSICS = {
+    "expf": "__expf",
+    "exp10f": "__exp10f",
+    "logf": "__logf",
+    "log2f": "__log2f",
+    "log10f": "__log10f",
+    "sinf": "__sinf",
+    "cosf": "__cosf",
+    "tanf": "__tanf",
+    "tanhf": "__tanhf",
+    "powf": "__powf",
+}
+_FLOAT_CALLS = set(INTRINSICS) | set(INTRINSICS.values()) | {"sqrtf", "rsqrtf", "fmaxf", "fminf", "fabsf"}
+
+
+def _is_float_expr(unit: CudaUnit, node: Node) -> bool:
+    """True when ``node`` is certainly a float: an ``f`` literal or a float math call (parentheses stripped)."""
+    node = _ts.unwrap_parens(node)
+    if node.type == "number_literal":
+        s = unit.t(node)
+        return s.endswith(("f", "F")) and not s.lower().startswith("0x")
+    if node.type == "call_expression":
+        return unit.t(node.child_by_field_name("function")) in _FLOAT_CALLS
+    if node.type == "binary_expression" and unit.t(node.child_by_field_name("operator")) in "+-*":
+        return _is_float_expr(unit, node.child_by_field_name("left")) or _is_float_expr(
+            unit, node.child_by_field_name("right")
+        )
+    return False
+
+
+@register
+class CudaFastMath(Transform):
+    """Replace float math calls and float divisions with fast intrinsics."""
+
+    id = "cuda.fast_math"
+    languages = CUDA_LANGS
+    changes_numerics = True
+    summary = "fast-math intrinsics (__expf, __fdividef ...); changes numerics"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate with every eligible call and division in the kernel body rewritten."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        edits: list[TextEdit] = []
+        calls: list[str] = []
+        divs = 0
+        for call in _ts.of_type(unit.body, "call_expression"):
+            fn = call.child_by_field_name("function")
+            name = unit.t(fn)
+            if fn is not None and fn.type == "identifier" and name in INTRINSICS:
+                edits.append(unit.replace(fn, INTRINSICS[name]))
+                calls.append(name)
+        for b in _ts.of_type(unit.body, "binary_expression"):
+            if unit.t(b.child_by_field_name("operator")) != "/":
+                continue
+            left, right = b.child_by_field_name("left"), b.child_by_field_name("right")
+            if not (_is_float_expr(unit, left) or _is_float_expr(unit, right)):
+                continue
+            if any(n.type == "binary_expression" and unit.t(n.child_by_field_name("operator")) == "/"
+                   for n in _ts.walk(b) if n is not b):
+                continue  # nested divisions: keep the edit simple and non-overlapping
+            # rewrite "a / b" as "__fdividef(a, b)" with inserts so inner call renames do not overlap
+            edits.append(unit.insert(b.start_byte, "__fdividef("))
+            edits.append(unit.edit(left.end_byte, right.start_byte, ", "))
+            edits.append(unit.insert(b.end_byte, ")"))
+            divs += 1
+        if not edits:
+            return self.not_applicable(
+                f"{kernel.name} has no single-precision math call ({', '.join(sorted(INTRINSICS))}) "
+                "or float division in its body"
+            )
+        parts = []
+        if calls:
+            parts.append(", ".join(f"{c} -> {INTRINSICS[c]}" for c in sorted(set(calls))))
+        if divs:
+            parts.append(f"{divs} float division(s) -> __fdividef")
+        return [
+            self.candidate(
+                model,
+                f"use fast intrinsics in {kernel.name}: {'; '.join(parts)} (less accurate; changes numerics)",
+                {"calls": sorted(set(calls)), "divisions": divs},
+                edits,
+            )
+        ]

@@ -1,0 +1,251 @@
+"""CUDA memory-access transforms: read-only loads through ``__ldg`` (``cuda.ldg``) and ``float4``
+vectorization of elementwise kernels (``cuda.vectorize_float4``).
+
+Idea sources: CUDA C++ Programming Guide, "Read-Only Data Cache Load Function"; NVIDIA developer
+blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitjens, 2013).
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import (
+    CudaUnit,
+    _is_lvalue,
+    elementwise,
+    load_unit,
+    pointer_access,
+    references,
+    statement_list,
+    wrap_grid,
+)
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_qualifiers import pointer_params
+from htam_core.transforms.registry import register
+
+#: Element types ``__ldg`` has overloads for (CUDA 12/13 ``sm_32_intrinsics.h``).
+LDG_TYPES = {
+    "char", "signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int", "unsigned",
+    "long", "unsigned long", "long long", "unsigned long long", "float", "double", "float2", "float4",
+    "double2", "int2", "int4", "uint2", "uint4", "char2", "char4", "short2", "short4", "uchar2", "uchar4",
+    "ushort2", "ushort4", "__half", "__half2", "half", "half2", "__nv_bfloat16", "__nv_bfloat162",
+    "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
+}
+
+
+def element_type(unit: CudaUnit, param: Node) -> str:
+    """The pointee type of a pointer parameter, qualifiers dropped (``"float"``)."""
+    t = param.child_by_field_name("type")
+    return unit.t(t).strip() if t is not None else ""
+
+
+@register
+class CudaLdg(Transform):
+    """Route loads from ``const __restrict__`` pointer parameters through ``__ldg``."""
+
+    id = "cuda.ldg"
+    languages = CUDA_LANGS
+    summary = "read-only loads through __ldg for const __restrict__ params"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate wrapping every indexed load ``p[i]`` of eligible params as ``__ldg(&p[i])``."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        eligible, reasons = [], []
+        for name, p, _decl, has_const, has_restrict in pointer_params(unit):
+            if not (has_const and has_restrict):
+                reasons.append(f"{name} is not const __restrict__ (apply cuda.restrict_const first)")
+                continue
+            etype = element_type(unit, p)  # type: ignore[arg-type]
+            if etype not in LDG_TYPES:
+                reasons.append(f"{name} points to {etype or 'an unknown type'}, which __ldg has no overload for")
+                continue
+            if pointer_access(unit, name) != "read":
+                reasons.append(f"{name} is not provably read-only")
+                continue
+            eligible.append(name)
+        edits: list[TextEdit] = []
+        used = []
+        for name in eligible:
+            for ref in references(unit.body, unit.src, name):
+                sub = ref.parent
+                if sub is None or sub.type != "subscript_expression" or sub.child_by_field_name("argument") != ref:
+                    continue
+                if _is_lvalue(sub):
+                    continue
+                ctx = sub.parent
+                if ctx is not None and ctx.type == "argument_list" and "__ldg" in unit.t(ctx.parent):
+                    continue
+                edits.append(unit.insert(sub.start_byte, "__ldg(&"))
+                edits.append(unit.insert(sub.end_byte, ")"))
+                if name not in used:
+                    used.append(name)
+        if not edits:
+            why = "; ".join(reasons) if reasons else "no indexed loads from const __restrict__ params"
+            return self.not_applicable(f"no load to route through __ldg: {why}")
+        return [
+            self.candidate(
+                model,
+                f"load {', '.join(used)} through the read-only data cache with __ldg in {kernel.name}",
+                {"params": used},
+                edits,
+            )
+        ]
+
+
+def _is_float_ptr(unit: CudaUnit, p: Node) -> bool:
+    return element_type(unit, p) == "float"
+
+
+@register
+class CudaVectorizeFloat4(Transform):
+    """``float4`` main loop with a scalar tail and a 16-byte alignment check for float elementwise kernels."""
+
+    id = "cuda.vectorize_float4"
+    languages = CUDA_LANGS
+    summary = "float4 vectorized elementwise loop with scalar tail and alignment fallback"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate; every launch's 1-D grid is divided by 4 (rounded up)."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        ew = elementwise(unit)
+        if isinstance(ew, str):
+            return self.not_applicable(f"not an elementwise kernel: {ew}")
+        ptrs = pointer_params(unit)
+        used = [(n, p) for n, p, *_ in ptrs if references(unit.body, unit.src, n)]
+        if not used:
+            return self.not_applicable(f"{kernel.name} uses no pointer parameter")
+        for n, p in used:
+            if not _is_float_ptr(unit, p):  # type: ignore[arg-type]
+                return self.not_applicable(f"{n} points to {element_type(unit, p)}, not float")  # type: ignore[arg-type]
+        names = [n for n, _ in used]
+        # every pointer use inside the guarded code must be P[i]; i used nowhere else
+        reads, writes, cond_writes = set(), set(), set()
+        subs: list[tuple[Node, str]] = []
+        top = set(ew.stmts)
+        for s in ew.stmts:
+            for ref in _ts.of_type(s, "identifier"):
+                name = unit.t(ref)
+                if name == ew.name:
+                    sub = ref.parent
+                    while sub is not None and sub.type == "subscript_argument_list":
+                        sub = sub.parent
+                    ok = (
+                        sub is not None and sub.type == "subscript_expression"
+                        and unit.t(sub.child_by_field_name("argument")) in names
+                        and unit.t(sub.child_by_field_name("indices")).strip("[] ") == ew.name
+                    )
+                    if not ok:
+                        return self.not_applicable(f"{ew.name} is used other than as the index of a pointer")
+                    continue
+                if name not in names:
+                    continue
+                sub = ref.parent
+                if sub is None or sub.type != "subscript_expression" or sub.child_by_field_name("argument") != ref:
+                    return self.not_applicable(f"{name} is used other than as {name}[{ew.name}]")
+                subs.append((sub, name))
+                parent = sub.parent
+                if _is_lvalue(sub):
+                    writes.add(name)
+                    stmt = parent.parent if parent is not None else None
+                    compound = parent is not None and unit.t(parent.child_by_field_name("operator")) != "="
+                    if compound or parent.type == "update_expression":
+                        reads.add(name)
+                    if stmt is None or stmt.type != "expression_statement" or not (
+                        stmt in top or (stmt.parent is not None and stmt.parent in top
+                                        and stmt.parent.type == "compound_statement"
+                                        and ew.form == "if")
+                    ):
+                        cond_writes.add(name)
+                else:
+                    reads.add(name)
+        if not writes:
+            return self.not_applicable(f"{kernel.name} stores nothing through its pointers")
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file to resize the grid")
+        body_text = self._body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes)
+        stmts = statement_list(unit.body)
+        first = stmts.index(ew.decl)
+        last_node = ew.guard if ew.form == "if" else ew.stmts[-1]
+        between = [s for s in stmts[first + 1 :] if s.start_byte < ew.guard.start_byte]
+        indent = _ts.indent_of(unit.src, ew.decl.start_byte) or "    "
+        kept = "".join(f"{unit.t(s)}\n{indent}" for s in between)
+        edits = [unit.edit(ew.decl.start_byte, last_node.end_byte, kept + body_text.replace("\n", "\n" + indent))]
+        for la in unit.launches:
+            e = wrap_grid(unit, la, "(({}) + 3) / 4")
+            if isinstance(e, str):
+                return self.not_applicable(e)
+            edits.append(e)
+        return [
+            self.candidate(
+                model,
+                f"vectorize {kernel.name} with float4 loads/stores (scalar tail; falls back to scalar when a "
+                "pointer is not 16-byte aligned); the grid shrinks 4x",
+                {"vector_width": 4, "pointers": names},
+                edits,
+            )
+        ]
+
+    @staticmethod
+    def _body(
+        unit: CudaUnit, ew, subs: list[tuple[Node, str]], reads: list[str], writes: list[str], cond_writes: set[str]
+    ) -> str:
+        # lane code: the guarded statements with P[i] -> htam_P
+        start = ew.consequence.start_byte if ew.form == "if" else ew.stmts[0].start_byte
+        end = ew.consequence.end_byte if ew.form == "if" else ew.stmts[-1].end_byte
+        scalar = unit.src[start:end].decode()
+        lane = bytearray(unit.src[start:end])
+        for sub, name in sorted(subs, key=lambda x: -x[0].start_byte):
+            lane[sub.start_byte - start : sub.end_byte - start] = f"htam_{name}".encode()
+        lane_text = " ".join(ln.strip() for ln in lane.decode().splitlines())
+        if ew.form == "return":
+            lane_text = "{ " + lane_text + " }"
+            scalar = "{\n" + scalar + "\n}"
+        loaded = sorted(set(reads) | cond_writes)
+        ptrs = sorted(set(reads) | set(writes))
+        align = " | ".join(f"reinterpret_cast<unsigned long long>({p})" for p in ptrs)
+        lines = [
+            "{",
+            f"    const long long htam_n = (long long)({unit.t(ew.bound)});",
+            "    const long long htam_stride = (long long)blockDim.x * gridDim.x;",
+            "    const long long htam_gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
+            "    long long htam_tail = 0;",
+            f"    if ((({align}) & 15ull) == 0ull) {{",
+            "        const long long htam_n4 = htam_n / 4;",
+            "        for (long long htam_v = htam_gid; htam_v < htam_n4; htam_v += htam_stride) {",
+        ]
+        for p in ptrs:
+            if p in loaded:
+                const = "const " if p not in writes else ""
+                lines.append(f"            {const}float4 htam_{p}4 = reinterpret_cast<const float4 *>({p})[htam_v];")
+            else:
+                lines.append(f"            float4 htam_{p}4;")
+        for c in "xyzw":
+            decls = " ".join(
+                f"float htam_{p} = htam_{p}4.{c};" if p in loaded else f"float htam_{p};" for p in ptrs
+            )
+            stores = " ".join(f"htam_{p}4.{c} = htam_{p};" for p in writes)
+            lines.append(f"            {{ {decls} {lane_text} {stores} }}")
+        for p in writes:
+            lines.append(f"            reinterpret_cast<float4 *>({p})[htam_v] = htam_{p}4;")
+        lines += [
+            "        }",
+            "        htam_tail = htam_n4 * 4;",
+            "    }",
+            "    for (long long htam_j = htam_tail + htam_gid; htam_j < htam_n; htam_j += htam_stride) {",
+            f"        const {ew.type} {ew.name} = ({ew.type})htam_j;",
+        ]
+        lines += ["        " + ln.strip() if ln.strip() else "" for ln in scalar.splitlines()]
+        lines += ["    }", "}"]
+        return "\n".join(lines)

@@ -1,0 +1,426 @@
+"""Shared-memory tiling transforms: naive matmul -> tiled matmul (``cuda.smem_tiling_matmul``), and naive
+transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``).
+
+Both recognize their pattern structurally with tree-sitter and refuse anything else. Idea sources:
+CUDA C++ Programming Guide, "Shared Memory" (tiled matrix multiplication); NVIDIA developer blog,
+"An Efficient Matrix Transpose in CUDA C/C++" (Harris, 2013), padding against bank conflicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import (
+    CudaUnit,
+    builtin_field,
+    global_index_parts,
+    load_unit,
+    references,
+    statement_list,
+    strip_casts,
+)
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.cuda_launch import CUDA_LANGS, retune_block
+from htam_core.transforms.cuda_memory import element_type
+from htam_core.transforms.registry import register
+
+
+@dataclass
+class IndexVar:
+    """A ``v = blockIdx.d * S + threadIdx.d`` declaration."""
+
+    decl: Node
+    name: str
+    dim: str
+    stride: int | None
+
+
+def index_vars(unit: CudaUnit) -> list[IndexVar]:
+    """Top-level declarations of global thread indices, with their block stride when constant."""
+    out = []
+    for s in statement_list(unit.body):
+        if s.type != "declaration":
+            continue
+        ds = [d for d in s.named_children if d.type == "init_declarator"]
+        if len(ds) != 1 or ds[0].child_by_field_name("value") is None:
+            continue
+        parts = global_index_parts(unit, ds[0].child_by_field_name("value"))
+        if parts is None:
+            continue
+        d, stride = parts
+        c = None
+        if builtin_field(unit, stride) == f"blockDim.{d}":
+            c = None
+        else:
+            k = unit.resolve(stride, unit.func)
+            c = k.value if k else -1
+        out.append(IndexVar(s, unit.t(ds[0].child_by_field_name("declarator")), d, c))
+    return out
+
+
+def _bounds(unit: CudaUnit, cond: Node) -> dict[str, str] | None:
+    """``{var: bound}`` for ``a < A && b < B``."""
+    cond = _ts.unwrap_parens(cond.child_by_field_name("value") if cond.type == "condition_clause" else cond)
+    if cond.type != "binary_expression" or unit.t(cond.child_by_field_name("operator")) != "&&":
+        return None
+    out = {}
+    for side in (cond.child_by_field_name("left"), cond.child_by_field_name("right")):
+        side = _ts.unwrap_parens(side)
+        if side.type != "binary_expression" or unit.t(side.child_by_field_name("operator")) != "<":
+            return None
+        out[unit.t(side.child_by_field_name("left"))] = unit.t(side.child_by_field_name("right"))
+    return out
+
+
+def _affine(unit: CudaUnit, expr: Node, outer: str, inner: str) -> str | None:
+    """For ``outer * LD + inner`` (any operand order) return ``LD``'s text, else ``None``."""
+    e = strip_casts(expr)
+    if e.type != "binary_expression" or unit.t(e.child_by_field_name("operator")) != "+":
+        return None
+    for mul, add in ((e.child_by_field_name("left"), e.child_by_field_name("right")),
+                     (e.child_by_field_name("right"), e.child_by_field_name("left"))):
+        if unit.t(strip_casts(add)) != inner:
+            continue
+        m = strip_casts(mul)
+        if m.type != "binary_expression" or unit.t(m.child_by_field_name("operator")) != "*":
+            continue
+        a, b = unit.t(strip_casts(m.child_by_field_name("left"))), unit.t(strip_casts(m.child_by_field_name("right")))
+        if a == outer:
+            return b
+        if b == outer:
+            return a
+    return None
+
+
+def _subscript(unit: CudaUnit, node: Node) -> tuple[str, Node] | None:
+    node = strip_casts(node)
+    if node.type != "subscript_expression":
+        return None
+    idx = node.child_by_field_name("indices")
+    inner = idx.named_children[0] if idx is not None and idx.named_children else None
+    if inner is None:
+        return None
+    return unit.t(node.child_by_field_name("argument")), inner
+
+
+def _square_block(unit: CudaUnit) -> int | str:
+    sizes = set()
+    for la in unit.launches:
+        dims = unit.block_dims(la)
+        if not dims or len(dims) != 2 or any(d.const is None for d in dims):
+            return f"the launch on line {la.site.line} does not use a constant 2-D block"
+        sizes.add((dims[0].const.value, dims[1].const.value))  # type: ignore[union-attr]
+    if len(sizes) != 1:
+        return "the launches use different block shapes"
+    bx, by = sizes.pop()
+    if bx != by:
+        return f"the block is {bx}x{by}, not square"
+    return bx
+
+
+@register
+class CudaSmemTilingMatmul(Transform):
+    """Shared-memory tiling of ``C[row*N+col] = f(sum_k A[row*K+k] * B[k*N+col])``."""
+
+    id = "cuda.smem_tiling_matmul"
+    languages = CUDA_LANGS
+    summary = "shared-memory tiled matmul (TILE 16 or 32) from the naive pattern"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """Candidates for TILE equal to the current square block, and the other of 16/32 when the launch
+        can be retuned consistently."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        m = self._match(unit)
+        if isinstance(m, str):
+            return self.not_applicable(f"not the naive matmul pattern: {m}")
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
+        cur = _square_block(unit)
+        if isinstance(cur, str):
+            return self.not_applicable(cur)
+        if unit.launch_bounds_node() is not None:
+            return self.not_applicable(f"{kernel.name} has __launch_bounds__; retile by hand")
+        out, reasons = [], []
+        for tile in (16, 32):
+            launch_edits: list[TextEdit] | str = []
+            if tile != cur:
+                launch_edits = retune_block(unit, (tile, tile))
+                if isinstance(launch_edits, str):
+                    reasons.append(launch_edits)
+                    continue
+            for v, s in ((m["row"], m["row_stride"]), (m["col"], m["col_stride"])):
+                if s not in (None, cur):
+                    reasons.append(f"{v.name} uses a block stride of {s}, not the block size {cur}")
+                    break
+            else:
+                body = self._rewrite(unit, m, tile)
+                out.append(
+                    self.candidate(
+                        model,
+                        f"tile {kernel.name} through shared memory with {tile}x{tile} tiles of A and B "
+                        f"(blocks of {tile}x{tile} threads; bounds checks kept)",
+                        {"tile": tile},
+                        [body, *launch_edits],
+                    )
+                )
+        if not out:
+            return self.not_applicable(reasons[0] if reasons else "no tile size fits")
+        return out
+
+    def _match(self, unit: CudaUnit) -> dict | str:
+        ivs = index_vars(unit)
+        stmts = statement_list(unit.body)
+        guard = next((s for s in stmts if s.type == "if_statement"), None)
+        if guard is None or len(ivs) < 2:
+            return "no two global thread indices followed by a bounds check"
+        if guard.child_by_field_name("alternative") is not None or stmts[-1] != guard:
+            return "the bounds check is not the kernel's last statement"
+        bounds = _bounds(unit, guard.child_by_field_name("condition"))
+        cons = guard.child_by_field_name("consequence")
+        if bounds is None or cons.type != "compound_statement":
+            return "the bounds check is not `row < M && col < N { ... }`"
+        body = statement_list(cons)
+        loop = next((s for s in body if s.type == "for_statement"), None)
+        if loop is None:
+            return "no k loop"
+        k_init = loop.child_by_field_name("initializer")
+        kd = [d for d in _ts.of_type(k_init, "init_declarator")] if k_init is not None else []
+        if len(kd) != 1 or unit.t(kd[0].child_by_field_name("value")) != "0":
+            return "the k loop does not start at 0"
+        kname = unit.t(kd[0].child_by_field_name("declarator"))
+        cond = _ts.unwrap_parens(loop.child_by_field_name("condition"))
+        if cond.type != "binary_expression" or unit.t(cond.child_by_field_name("operator")) != "<" or unit.t(
+            cond.child_by_field_name("left")
+        ) != kname:
+            return "the k loop is not `k < K`"
+        kbound = unit.t(cond.child_by_field_name("right"))
+        if unit.t(loop.child_by_field_name("update")).replace(" ", "") not in (f"++{kname}", f"{kname}++", f"{kname}+=1"):
+            return "the k loop does not step by 1"
+        lb = loop.child_by_field_name("body")
+        inner = statement_list(lb) if lb.type == "compound_statement" else [lb]
+        if len(inner) != 1 or inner[0].type != "expression_statement":
+            return "the k loop body is not a single accumulation"
+        asg = inner[0].named_children[0]
+        if asg.type != "assignment_expression" or unit.t(asg.child_by_field_name("operator")) != "+=":
+            return "the k loop body is not `acc += A[...] * B[...]`"
+        acc = unit.t(asg.child_by_field_name("left"))
+        prod = strip_casts(asg.child_by_field_name("right"))
+        if prod.type != "binary_expression" or unit.t(prod.child_by_field_name("operator")) != "*":
+            return "the k loop body is not `acc += A[...] * B[...]`"
+        subs = [_subscript(unit, prod.child_by_field_name(f)) for f in ("left", "right")]
+        if any(s is None for s in subs):
+            return "the product does not read two arrays"
+        names = {v.name: v for v in ivs}
+        found = None
+        for (a_name, a_idx), (b_name, b_idx) in (subs, subs[::-1]):  # type: ignore[misc]
+            for r in names:
+                for c in names:
+                    if r == c:
+                        continue
+                    lda = _affine(unit, a_idx, r, kname)
+                    ldb = _affine(unit, b_idx, kname, c)
+                    if lda is not None and ldb is not None:
+                        found = (a_name, a_idx, b_name, b_idx, names[r], names[c])
+        if found is None:
+            return "the loads are not A[row * K + k] and B[k * N + col]"
+        a_name, a_idx, b_name, b_idx, row, col = found
+        if set(bounds) != {row.name, col.name} or row.dim == col.dim:
+            return "the bounds check does not cover row and col"
+        pre = body[: body.index(loop)]
+        acc_decl = next((s for s in pre if s.type == "declaration" and unit.t(s).split("=")[0].split()[-1] == acc), None)
+        if acc_decl is None or len(pre) != 1:
+            return f"{acc} is not declared just before the k loop"
+        rest = body[body.index(loop) + 1 :]
+        if any(references(s, unit.src, kname) for s in rest):
+            return "the code after the k loop uses k"
+        decl_t = acc_decl.child_by_field_name("type")
+        return {
+            "row": row, "col": col, "guard": guard, "bounds": bounds, "kname": kname, "K": kbound,
+            "A": a_name, "A_idx": a_idx, "B": b_name, "B_idx": b_idx, "acc_decl": acc_decl,
+            "etype": unit.t(decl_t), "rest": rest, "stmts": stmts, "ivs": ivs,
+            "row_stride": row.stride, "col_stride": col.stride,
+        }
+
+    def _rewrite(self, unit: CudaUnit, m: dict, tile: int) -> TextEdit:
+        def sub_k(idx: Node, new: str) -> str:
+            text = bytearray(unit.src[idx.start_byte : idx.end_byte])
+            for n in sorted(references(idx, unit.src, m["kname"]), key=lambda n: -n.start_byte):
+                text[n.start_byte - idx.start_byte : n.end_byte - idx.start_byte] = new.encode()
+            return text.decode()
+
+        row, col, et = m["row"], m["col"], m["etype"]
+        first = min(row.decl.start_byte, col.decl.start_byte)
+        indent = _ts.indent_of(unit.src, first)
+        others = [s for s in m["stmts"] if first <= s.start_byte < m["guard"].start_byte and s not in (row.decl, col.decl)]
+        def decl_prefix(v: IndexVar) -> str:
+            init = next(d for d in v.decl.named_children if d.type == "init_declarator")
+            return unit.src[v.decl.start_byte : init.start_byte].decode()
+
+        M, N = m["bounds"][row.name], m["bounds"][col.name]
+        lines = [
+            f"{decl_prefix(row)}{row.name} = blockIdx.{row.dim} * {tile} + threadIdx.y;",
+            f"{decl_prefix(col)}{col.name} = blockIdx.{col.dim} * {tile} + threadIdx.x;",
+            *[unit.t(s) for s in others],
+            f"__shared__ {et} htam_As[{tile}][{tile}];",
+            f"__shared__ {et} htam_Bs[{tile}][{tile}];",
+            unit.t(m["acc_decl"]),
+            f"for (int htam_k0 = 0; htam_k0 < {m['K']}; htam_k0 += {tile}) {{",
+            "    const int htam_ka = htam_k0 + threadIdx.x;",
+            "    const int htam_kb = htam_k0 + threadIdx.y;",
+            f"    htam_As[threadIdx.y][threadIdx.x] = ({row.name} < {M} && htam_ka < {m['K']}) "
+            f"? {m['A']}[{sub_k(m['A_idx'], 'htam_ka')}] : ({et})0;",
+            f"    htam_Bs[threadIdx.y][threadIdx.x] = (htam_kb < {m['K']} && {col.name} < {N}) "
+            f"? {m['B']}[{sub_k(m['B_idx'], 'htam_kb')}] : ({et})0;",
+            "    __syncthreads();",
+            "#pragma unroll",
+            f"    for (int {m['kname']} = 0; {m['kname']} < {tile}; ++{m['kname']})",
+            f"        {unit.t(m['acc_decl'].child_by_field_name('declarator').child_by_field_name('declarator'))} += "
+            f"htam_As[threadIdx.y][{m['kname']}] * htam_Bs[{m['kname']}][threadIdx.x];",
+            "    __syncthreads();",
+            "}",
+            f"if {unit.t(m['guard'].child_by_field_name('condition'))} {{",
+            *["    " + unit.t(s) for s in m["rest"]],
+            "}",
+        ]
+        text = "\n".join(ln if ln.startswith("#") else indent + ln for ln in lines)
+        return unit.edit(_ts.line_start(unit.src, first), m["guard"].end_byte, text)
+
+
+@register
+class CudaTransposeSmemTile(Transform):
+    """``out[x*rows+y] = in[y*cols+x]`` -> transpose through a padded 32x33 shared tile."""
+
+    id = "cuda.transpose_smem_tile"
+    languages = CUDA_LANGS
+    summary = "transpose through a 32x33 padded shared-memory tile (coalesced, no bank conflicts)"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """Candidates: the tiled kernel with the current 32x32 block, and with 32x8 blocks when the block
+        argument belongs to this launch alone."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        m = self._match(unit)
+        if isinstance(m, str):
+            return self.not_applicable(f"not the naive transpose pattern: {m}")
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
+        for la in unit.launches:
+            dims = unit.block_dims(la)
+            if not dims or len(dims) != 2 or any(d.const is None for d in dims):
+                return self.not_applicable(f"the launch on line {la.site.line} has no constant 2-D block")
+            bx, by = dims[0].const.value, dims[1].const.value  # type: ignore[union-attr]
+            if bx != 32 or 32 % by:
+                return self.not_applicable(f"the block is {bx}x{by}; the tile needs 32 threads in x")
+        for v in (m["x"], m["y"]):
+            if v.stride not in (None, 32):
+                return self.not_applicable(f"{v.name} advances {v.stride} per block, not 32")
+        body = self._rewrite(unit, m)
+        out = [
+            self.candidate(
+                model,
+                f"transpose in {kernel.name} through a 32x33 padded shared tile: coalesced reads and writes",
+                {"tile": 32, "block": [32, by]},
+                [body],
+            )
+        ]
+        if by == 32:
+            launch_edits = self._block_y_edits(unit, 8)
+            if launch_edits:
+                out.append(
+                    self.candidate(
+                        model,
+                        f"transpose in {kernel.name} through a 32x33 padded shared tile, 32x8 threads per block "
+                        "(each thread moves 4 elements)",
+                        {"tile": 32, "block": [32, 8]},
+                        [body, *launch_edits],
+                    )
+                )
+        return out
+
+    def _block_y_edits(self, unit: CudaUnit, by: int) -> list[TextEdit]:
+        edits = []
+        for la in unit.launches:
+            blk = _ts.unwrap_parens(la.block)
+            if blk.type == "identifier":
+                name = unit.t(blk)
+                scope = la.host or unit.root
+                uses = [c for c in _ts.of_type(scope, "kernel_call_syntax") if references(c, unit.src, name)]
+                if len(uses) != 1:
+                    return []
+            dims = unit.dims_of(la.block, la.host)
+            if len(dims) != 2:
+                return []
+            edits.append(unit.replace(dims[1], str(by)))
+        return edits
+
+    def _match(self, unit: CudaUnit) -> dict | str:
+        ivs = {v.dim: v for v in index_vars(unit)}
+        if "x" not in ivs or "y" not in ivs:
+            return "no x and y global thread indices"
+        x, y = ivs["x"], ivs["y"]
+        stmts = statement_list(unit.body)
+        guard = stmts[-1] if stmts else None
+        if guard is None or guard.type != "if_statement" or guard.child_by_field_name("alternative") is not None:
+            return "the kernel does not end in a bounds check"
+        bounds = _bounds(unit, guard.child_by_field_name("condition"))
+        if bounds is None or set(bounds) != {x.name, y.name}:
+            return "the bounds check is not `x < cols && y < rows`"
+        cols, rows = bounds[x.name], bounds[y.name]
+        cons = guard.child_by_field_name("consequence")
+        inner = statement_list(cons) if cons.type == "compound_statement" else [cons]
+        if len(inner) != 1 or inner[0].type != "expression_statement":
+            return "the guarded code is not a single assignment"
+        asg = inner[0].named_children[0]
+        if asg.type != "assignment_expression" or unit.t(asg.child_by_field_name("operator")) != "=":
+            return "the guarded code is not a single assignment"
+        dst, src = _subscript(unit, asg.child_by_field_name("left")), _subscript(unit, asg.child_by_field_name("right"))
+        if dst is None or src is None:
+            return "the assignment is not out[...] = in[...]"
+        if _affine(unit, dst[1], x.name, y.name) != rows or _affine(unit, src[1], y.name, x.name) != cols:
+            return "the indices are not out[x * rows + y] = in[y * cols + x]"
+        in_param = next((p for p in unit.params if unit.t(p).rstrip().endswith(src[0])), None)
+        etype = element_type(unit, in_param) if in_param is not None else ""
+        if not etype:
+            return f"the element type of {src[0]} is unknown"
+        others = [s for s in stmts[:-1] if s not in (x.decl, y.decl)]
+        if any(references(s, unit.src, x.name) or references(s, unit.src, y.name) for s in others):
+            return "other statements use the indices"
+        return {"x": x, "y": y, "rows": rows, "cols": cols, "out": dst[0], "in": src[0], "etype": etype,
+                "guard": guard}
+
+    def _rewrite(self, unit: CudaUnit, m: dict) -> TextEdit:
+        x, y, rows, cols = m["x"], m["y"], m["rows"], m["cols"]
+        first = min(x.decl.start_byte, y.decl.start_byte)
+        indent = _ts.indent_of(unit.src, first)
+        lines = [
+            f"__shared__ {m['etype']} htam_tile[32][33];  // +1 column: no shared-memory bank conflicts",
+            "const int htam_x = blockIdx.x * 32 + threadIdx.x;",
+            "const int htam_y = blockIdx.y * 32 + threadIdx.y;",
+            "for (int htam_j = 0; htam_j < 32; htam_j += blockDim.y)",
+            f"    if (htam_x < {cols} && htam_y + htam_j < {rows})",
+            f"        htam_tile[threadIdx.y + htam_j][threadIdx.x] = {m['in']}[(htam_y + htam_j) * {cols} + htam_x];",
+            "__syncthreads();",
+            "const int htam_tx = blockIdx.y * 32 + threadIdx.x;  // transposed block: column in out",
+            "const int htam_ty = blockIdx.x * 32 + threadIdx.y;",
+            "for (int htam_j = 0; htam_j < 32; htam_j += blockDim.y)",
+            f"    if (htam_tx < {rows} && htam_ty + htam_j < {cols})",
+            f"        {m['out']}[(htam_ty + htam_j) * {rows} + htam_tx] = htam_tile[threadIdx.x][threadIdx.y + htam_j];",
+        ]
+        start = _ts.line_start(unit.src, first)
+        # keep statements between the index declarations and the guard that do not use the indices
+        keep = [s for s in statement_list(unit.body) if first <= s.start_byte < m["guard"].start_byte
+                and s not in (x.decl, y.decl)]
+        text = "\n".join(indent + ln for ln in [*(unit.t(s) for s in keep), *lines])
+        return unit.edit(start, m["guard"].end_byte, text)

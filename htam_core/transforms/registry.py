@@ -1,0 +1,157 @@
+"""Registry of mechanical transforms, and the validated entry point :func:`propose`.
+
+Adding a transform means adding one module with a :class:`~htam_core.transforms.base.Transform`
+subclass decorated with :func:`register` (the python-lsp-server plugin idea, DESIGN.md section 9).
+The HTAM knowledge base refers to transforms by id.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TypeVar
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms.base import Candidate, NotApplicable, Transform, apply_edits
+from htam_core.transforms.validate import check_syntax
+
+_REGISTRY: dict[str, Transform] = {}
+_FAMILIES = (
+    "triton_launch",
+    "triton_autotune",
+    "triton_hints",
+    "triton_ordering",
+    "cuda_launch",
+    "cuda_qualifiers",
+    "cuda_loops",
+    "cuda_memory",
+    "cuda_tiling",
+    "cuda_math",
+)
+_loaded = False
+
+T = TypeVar("T", bound=type[Transform])
+
+
+def register(cls: T) -> T:
+    """Class decorator: instantiate ``cls`` and register it under ``cls.id``.
+
+    Raises:
+        ValueError: ``cls.id`` is empty or already registered by another class.
+    """
+    if not cls.id:
+        raise ValueError(f"{cls.__name__} has no transform id")
+    prev = _REGISTRY.get(cls.id)
+    if prev is not None and type(prev) is not cls:
+        raise ValueError(f"transform id {cls.id!r} is already registered by {type(prev).__name__}")
+    _REGISTRY[cls.id] = cls()
+    return cls
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for mod in _FAMILIES:
+            importlib.import_module(f"htam_core.transforms.{mod}")
+
+
+def get(transform_id: str) -> Transform:
+    """The registered transform ``transform_id``.
+
+    Raises:
+        KeyError: unknown id; the message lists the known ids.
+    """
+    _load()
+    try:
+        return _REGISTRY[transform_id]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY))
+        raise KeyError(f"unknown transform {transform_id!r} (known: {known})") from None
+
+
+def all_transforms() -> list[Transform]:
+    """Every registered transform, sorted by id."""
+    _load()
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def for_language(language: str) -> list[Transform]:
+    """Transforms that handle kernels of ``language`` (``"cuda"``, ``"triton"``, ``"cuda-in-python"``)."""
+    return [t for t in all_transforms() if language in t.languages]
+
+
+def kernel_survives(text: str, file_language: str, path: str | None, name: str) -> bool:
+    """True when re-parsing ``text`` with the source model still finds a kernel called ``name``."""
+    from htam_core.source import parse_text
+
+    model = parse_text(text, file_language, path)
+    return any(k.name == name and not k.incomplete for k in model.kernels)
+
+
+def validate(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
+    """Return ``None`` when ``cand`` is sound, else why it is rejected.
+
+    Checks: ``new_text`` equals the edits applied to ``model.text``; the edited regions gain no
+    tree-sitter ERROR/MISSING nodes; the kernel still exists by name.
+    """
+    try:
+        expected = apply_edits(model.text, cand.edits)
+    except ValueError as exc:
+        return f"invalid edits: {exc}"
+    if expected != cand.new_text:
+        return "new_text does not match the edits"
+    if cand.new_text == model.text:
+        return "the edit changes nothing"
+    problem = check_syntax(model.text, cand.new_text, cand.edits, model.file_language)
+    if problem:
+        return problem
+    if not kernel_survives(cand.new_text, model.file_language, model.path, kernel.name):
+        return f"kernel {kernel.name!r} is no longer found after the edit"
+    return None
+
+
+def propose(
+    transform_id: str, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+) -> list[Candidate] | NotApplicable:
+    """Run one transform on one kernel and return only validated candidates.
+
+    Args:
+        transform_id: a registered id (see :func:`all_transforms`).
+        model: the parsed file (``htam_core.source.parse_text``/``load``).
+        kernel: a kernel of ``model``.
+        profile: optional profile of the kernel.
+
+    Returns:
+        At least one validated :class:`Candidate`, or :class:`NotApplicable` with the reason (and,
+        when candidates were made but all failed validation, the rejection reasons).
+
+    Raises:
+        KeyError: unknown ``transform_id``.
+    """
+    t = get(transform_id)
+    if kernel.language not in t.languages:
+        langs = ", ".join(t.languages)
+        return t.not_applicable(f"{transform_id} handles {langs} kernels; {kernel.name} is {kernel.language}")
+    if kernel.incomplete:
+        return t.not_applicable(f"{kernel.name} is incomplete (it does not parse); finish it first")
+    if model.stale:
+        return t.not_applicable("the file does not parse; the kernel list is from the last good parse")
+    result = t.propose(model, kernel, profile)
+    if isinstance(result, NotApplicable):
+        return result
+    good: list[Candidate] = []
+    rejected: list[str] = []
+    for cand in result:
+        why = validate(model, kernel, cand)
+        if why is None:
+            good.append(cand)
+        else:
+            rejected.append(f"{cand.description}: {why}")
+    if not good:
+        if not rejected:
+            return t.not_applicable("no candidate was produced")
+        return NotApplicable(
+            reason=f"every candidate was rejected ({rejected[0]})", transform_id=t.id, rejected=tuple(rejected)
+        )
+    return good

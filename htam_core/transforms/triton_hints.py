@@ -1,0 +1,180 @@
+"""Triton hint transforms: cache/eviction hints on streaming loads (``triton.cache_hints``) and
+divisibility/contiguity hints on block offsets (``triton.divisibility_hints``).
+
+Only hints that are provably true are emitted: ``tl.multiple_of``/``tl.max_contiguous`` go on offsets
+of the form ``pid * BLOCK + tl.arange(0, BLOCK)``, which start at a multiple of BLOCK and are BLOCK
+contiguous elements. A load is "streaming" (read once) when it is outside any loop and its address
+depends on the program id without ``%`` or ``//`` (each program reads its own slice).
+Idea source: Triton docs, ``tl.load`` (``eviction_policy``, ``cache_modifier``), ``tl.multiple_of``,
+``tl.max_contiguous``.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._triton import TritonUnit, add_kwarg, load_unit
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.registry import register
+from htam_core.transforms.triton_launch import TRITON_LANGS
+
+
+def pid_tainted(unit: TritonUnit) -> set[str]:
+    """Names whose value depends on ``tl.program_id`` through ``+ - *`` and ``tl.arange`` only."""
+    tainted: set[str] = set()
+    for a in _ts.of_type(unit.body, "assignment"):
+        left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
+        if left is None or right is None or left.type != "identifier":
+            continue
+        if _clean_dep(unit, right, tainted):
+            tainted.add(unit.t(left))
+    return tainted
+
+
+def _clean_dep(unit: TritonUnit, node: Node, tainted: set[str]) -> bool:
+    """True when ``node`` depends on the program id and never through ``%`` or ``//``."""
+    has = False
+    for n in _ts.walk(node):
+        if n.type == "binary_operator" and unit.t(n.child_by_field_name("operator")) in ("%", "//"):
+            return False
+        if n.type == "call" and unit.t(n.child_by_field_name("function")) == "tl.program_id":
+            has = True
+        if n.type == "identifier" and unit.t(n) in tainted:
+            has = True
+    return has
+
+
+def _in_loop(node: Node, stop: Node) -> bool:
+    p = node.parent
+    while p is not None and p != stop:
+        if p.type in ("for_statement", "while_statement"):
+            return True
+        p = p.parent
+    return False
+
+
+@register
+class TritonCacheHints(Transform):
+    """``eviction_policy="evict_first"`` or ``cache_modifier=".cg"`` on loads that are read once."""
+
+    id = "triton.cache_hints"
+    languages = TRITON_LANGS
+    summary = "evict_first / .cg cache hints on streaming loads"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """Two candidates: the eviction hint, and the L2-only (``.cg``) cache modifier."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        loads = unit.calls(unit.body, "tl.load")
+        if not loads:
+            return self.not_applicable(f"{kernel.name} has no tl.load")
+        tainted = pid_tainted(unit)
+        streaming: list[Node] = []
+        for ld in loads:
+            if unit.kwarg(ld, "eviction_policy") is not None or unit.kwarg(ld, "cache_modifier") is not None:
+                continue
+            if _in_loop(ld, unit.body):
+                continue
+            args = ld.child_by_field_name("arguments").named_children
+            if args and args[0].type != "keyword_argument" and _clean_dep(unit, args[0], tainted):
+                streaming.append(ld)
+        if not streaming:
+            return self.not_applicable(
+                "no streaming load: every tl.load is in a loop, already hinted, or shared between programs"
+            )
+        out = []
+        for kw, val, why in (
+            ("eviction_policy", '"evict_first"', "evict them from L2 first"),
+            ("cache_modifier", '".cg"', "cache them in L2 only (.cg)"),
+        ):
+            edits: list[TextEdit] = [add_kwarg(unit, ld, f"{kw}={val}") for ld in streaming]
+            out.append(
+                self.candidate(
+                    model,
+                    f"mark {len(streaming)} read-once load(s) of {kernel.name} to {why}",
+                    {kw: val.strip('"'), "loads": [unit.t(ld)[:80] for ld in streaming]},
+                    edits,
+                )
+            )
+        return out
+
+
+@register
+class TritonDivisibilityHints(Transform):
+    """``tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)`` after ``offs = pid * BLOCK + tl.arange(0, BLOCK)``."""
+
+    id = "triton.divisibility_hints"
+    languages = TRITON_LANGS
+    summary = "tl.multiple_of / tl.max_contiguous on block offsets"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate hinting every matching offset assignment."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        if unit.calls(unit.body, "tl.multiple_of") or unit.calls(unit.body, "tl.max_contiguous"):
+            return self.not_applicable(f"{kernel.name} already has divisibility/contiguity hints")
+        tainted = pid_tainted(unit) | {"pid"}
+        edits, names = [], []
+        for a in _ts.of_type(unit.body, "assignment"):
+            m = self._match(unit, a, tainted)
+            if m is None:
+                continue
+            var, block = m
+            indent = _ts.indent_of(unit.src, a.start_byte)
+            stmt_end = a.end_byte
+            edits.append(unit.insert(stmt_end, f"\n{indent}{var} = tl.max_contiguous(tl.multiple_of({var}, {block}), {block})"))
+            names.append(var)
+        if not edits:
+            return self.not_applicable(
+                "no offsets of the form `pid * BLOCK + tl.arange(0, BLOCK)` (the only form whose hints are provable)"
+            )
+        return [
+            self.candidate(
+                model,
+                f"tell the compiler {', '.join(names)} in {kernel.name} start at a multiple of the block and are "
+                "contiguous (tl.multiple_of / tl.max_contiguous)",
+                {"offsets": names},
+                edits,
+            )
+        ]
+
+    @staticmethod
+    def _match(unit: TritonUnit, a: Node, tainted: set[str]) -> tuple[str, str] | None:
+        left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
+        if left is None or left.type != "identifier" or right is None or right.type != "binary_operator":
+            return None
+        if unit.t(right.child_by_field_name("operator")) != "+" or a.parent is None or a.parent.parent != unit.body:
+            return None
+        for base, ar in ((right.child_by_field_name("left"), right.child_by_field_name("right")),
+                         (right.child_by_field_name("right"), right.child_by_field_name("left"))):
+            if ar.type != "call" or unit.t(ar.child_by_field_name("function")) != "tl.arange":
+                continue
+            args = ar.child_by_field_name("arguments").named_children
+            if len(args) != 2 or unit.t(args[0]) != "0":
+                continue
+            block = unit.t(args[1])
+            if block not in unit.kernel.constexpr_params:
+                continue
+            base = _ts.unwrap_parens(base)
+            if base.type == "identifier":
+                rhs = unit.single_value(unit.body, unit.t(base), a.start_byte)
+                base = _ts.unwrap_parens(rhs) if rhs is not None else base
+            if base.type != "binary_operator" or unit.t(base.child_by_field_name("operator")) != "*":
+                continue
+            ops = {unit.t(base.child_by_field_name("left")), unit.t(base.child_by_field_name("right"))}
+            if block not in ops:
+                continue
+            other = (ops - {block}) or {block}
+            o = other.pop()
+            if o in tainted or o.startswith("tl.program_id("):
+                return unit.t(left), block
+        return None

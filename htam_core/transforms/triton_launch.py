@@ -1,0 +1,233 @@
+"""Triton launch transforms: ``BLOCK_*`` constexpr retuning (``triton.block_size``) and
+``num_warps``/``num_stages`` retuning (``triton.warps_stages``) at the launch site.
+
+A block size is only retuned when the kernel masks every ``tl.load``/``tl.store`` (so any power of two
+stays in bounds) and the grid follows the block size (``triton.cdiv(n, BLOCK)`` over the same local
+variable or literal, or ``meta["BLOCK"]``), or the kernel loops over the dimension in steps of the block.
+Idea source: Triton tutorials (vector add, fused softmax): ``BLOCK_SIZE`` and ``num_warps`` choices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._triton import TLaunch, TritonUnit, add_kwarg, is_block_param, load_unit, python_int
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.registry import register
+
+TRITON_LANGS = ("triton",)
+BLOCK_CHOICES = (128, 256, 512, 1024, 2048, 4096)
+WARPS = (1, 2, 4, 8, 16)
+STAGES = (2, 3, 4, 5)
+
+
+def unmasked_accesses(unit: TritonUnit) -> list[str]:
+    """Source of every ``tl.load``/``tl.store`` without ``mask=`` (block pointers aside)."""
+    out = []
+    for name in ("tl.load", "tl.store"):
+        for c in unit.calls(unit.body, name):
+            if unit.kwarg(c, "mask") is None and unit.kwarg(c, "boundary_check") is None:
+                out.append(unit.t(c))
+    return out
+
+
+@dataclass
+class BlockSetting:
+    """Where a block constexpr's launch value comes from and how to change it consistently."""
+
+    param: str
+    value: int
+    literal: Node
+    local: str | None  # the local variable passed as the kwarg, if any
+
+
+def block_setting(unit: TritonUnit, launch: TLaunch, param: str) -> BlockSetting | str:
+    """Resolve ``param=`` at ``launch`` to an integer literal (directly or through one local assignment)."""
+    kw = launch.kwargs.get(param)
+    if kw is None:
+        return f"{param} is not passed at the launch on line {launch.line}"
+    v = kw.child_by_field_name("value")
+    if v.type == "integer":
+        return BlockSetting(param, python_int(unit.t(v)) or 0, v, None)
+    if v.type == "identifier":
+        rhs = unit.single_value(launch.host, unit.t(v), launch.call.start_byte)
+        if rhs is not None and rhs.type == "integer" and python_int(unit.t(rhs)):
+            return BlockSetting(param, python_int(unit.t(rhs)) or 0, rhs, unit.t(v))
+        if rhs is not None:
+            return f"{param} is computed ({unit.t(rhs)}); it is not a tunable constant"
+    return f"{param} is computed ({unit.t(v)}); it is not a tunable constant"
+
+
+def grid_follows(unit: TritonUnit, launch: TLaunch, s: BlockSetting) -> tuple[bool, list[Node]] | str:
+    """Whether the grid follows ``s`` and which literal nodes in the grid must change with it."""
+    if unit.grid_uses_meta(launch):
+        return True, []
+    grid = unit.grid_expr(launch)
+    idents = [n for n in _ts.of_type(grid, "identifier") if unit.t(n) == (s.local or s.param)]
+    if s.local and idents:
+        return True, []
+    lits = [n for n in _ts.of_type(grid, "integer") if python_int(unit.t(n)) == s.value]
+    if s.local is None and lits:
+        for n in lits:
+            call = n.parent.parent if n.parent is not None else None
+            if call is None or call.type != "call" or not unit.t(call.child_by_field_name("function")).endswith("cdiv"):
+                return f"the grid uses {s.value} in {unit.t(n.parent)!r}, not as triton.cdiv(..., {s.value})"
+        return True, lits
+    return False, []
+
+
+def loops_over_block(unit: TritonUnit, param: str) -> bool:
+    """True when the kernel has ``for ... in range(a, b, PARAM)`` (it covers the dimension by looping)."""
+    for c in unit.calls(unit.body, "range") + unit.calls(unit.body, "tl.range"):
+        args = c.child_by_field_name("arguments").named_children
+        if len(args) >= 3 and unit.t(args[2]) == param:
+            return True
+    return False
+
+
+def block_edits(unit: TritonUnit, param: str, new: int) -> list[TextEdit] | str:
+    """Edits setting ``param`` to ``new`` at every launch with the grid kept consistent."""
+    edits: dict[int, TextEdit] = {}
+    for la in unit.launches:
+        s = block_setting(unit, la, param)
+        if isinstance(s, str):
+            return s
+        follows = grid_follows(unit, la, s)
+        if isinstance(follows, str):
+            return follows
+        ok, lits = follows
+        if not ok and not loops_over_block(unit, param):
+            return (
+                f"the grid ({unit.t(la.grid)}) does not follow {param} and the kernel does not loop over it; "
+                "a different block would change the coverage"
+            )
+        for other in unit.kernel.constexpr_params:
+            if other != param and is_block_param(other) and other in la.kwargs:
+                o = block_setting(unit, la, other)
+                if not isinstance(o, str) and o.literal.start_byte == s.literal.start_byte:
+                    return f"{param} and {other} are set from the same value"
+                if lits and not isinstance(o, str) and o.value == s.value and o.local is None:
+                    return f"the grid's literal {s.value} could belong to {param} or {other}"
+        for n in [s.literal, *lits]:
+            edits[n.start_byte] = unit.replace(n, str(new))
+    return [edits[k] for k in sorted(edits)]
+
+
+@register
+class TritonBlockSize(Transform):
+    """Retune ``BLOCK_*`` constexprs at the launch site (powers of two, masked kernels only)."""
+
+    id = "triton.block_size"
+    languages = TRITON_LANGS
+    summary = "retune BLOCK_* constexprs at the launch site"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """Candidates 128..4096 for a single block param; x2 and /2 per param for several."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        params = [p for p in kernel.constexpr_params if is_block_param(p)]
+        if not params:
+            return self.not_applicable(f"{kernel.name} has no BLOCK_* constexpr parameter")
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file")
+        tuned = "autotune" in kernel.attributes
+        if tuned and not any(p in la.kwargs for la in unit.launches for p in params):
+            return self.not_applicable(f"{', '.join(params)} are chosen by @triton.autotune; use triton.autotune")
+        bare = unmasked_accesses(unit)
+        if bare:
+            return self.not_applicable(
+                f"{kernel.name} has unmasked accesses ({bare[0]}); another block size could go out of bounds"
+            )
+        out: list[Candidate] = []
+        reasons: list[str] = []
+        for p in params:
+            s = block_setting(unit, unit.launches[0], p)
+            if isinstance(s, str):
+                reasons.append(s)
+                continue
+            if len(params) == 1:
+                choices = [v for v in BLOCK_CHOICES if v != s.value]
+            else:
+                choices = [v for v in (s.value // 2, s.value * 2) if 16 <= v <= 4096]
+            for v in choices:
+                edits = block_edits(unit, p, v)
+                if isinstance(edits, str):
+                    reasons.append(edits)
+                    break
+                out.append(
+                    self.candidate(
+                        model,
+                        f"launch {kernel.name} with {p}={v} (was {s.value}); the grid follows",
+                        {p: v, "previous": s.value},
+                        edits,
+                    )
+                )
+        if not out:
+            return self.not_applicable(reasons[0] if reasons else "no block size to change")
+        return out
+
+
+def _kw_int(unit: TritonUnit, la: TLaunch, name: str) -> tuple[int | None, Node | None]:
+    kw = la.kwargs.get(name)
+    if kw is None:
+        return None, None
+    v = kw.child_by_field_name("value")
+    return python_int(unit.t(v)), v
+
+
+@register
+class TritonWarpsStages(Transform):
+    """Retune ``num_warps`` and ``num_stages`` at the launch site."""
+
+    id = "triton.warps_stages"
+    languages = TRITON_LANGS
+    summary = "retune num_warps / num_stages at the launch site"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate per other ``num_warps`` value, and per ``num_stages`` value when the kernel loops."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        if "autotune" in kernel.attributes:
+            return self.not_applicable(f"{kernel.name} is autotuned: its configs set num_warps/num_stages")
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file")
+        out: list[Candidate] = []
+        for key, choices, default in (("num_warps", WARPS, 4), ("num_stages", STAGES, 3)):
+            if key == "num_stages" and not (_ts.of_type(unit.body, "for_statement")):
+                continue
+            cur_vals = set()
+            for la in unit.launches:
+                v, node = _kw_int(unit, la, key)
+                if node is not None and v is None:
+                    break
+                cur_vals.add(v if v is not None else default)
+            else:
+                if len(cur_vals) != 1:
+                    continue
+                cur = cur_vals.pop()
+                for v in choices:
+                    if v == cur:
+                        continue
+                    edits = []
+                    for la in unit.launches:
+                        _, node = _kw_int(unit, la, key)
+                        edits.append(unit.replace(node, str(v)) if node is not None else add_kwarg(unit, la.call, f"{key}={v}"))
+                    out.append(
+                        self.candidate(
+                            model, f"launch {kernel.name} with {key}={v} (was {cur})", {key: v, "previous": cur}, edits
+                        )
+                    )
+        if not out:
+            return self.not_applicable(f"{kernel.name}'s launches set num_warps/num_stages from computed values")
+        return out

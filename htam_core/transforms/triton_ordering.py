@@ -1,0 +1,135 @@
+"""``triton.grouped_ordering``: L2-friendly grouped program ordering for 2-D tiled kernels.
+
+Programs are launched in linear order; with the plain row-major mapping, consecutive programs walk one
+row of output tiles and re-read all of B. Grouping ``GROUP_M`` rows of tiles makes consecutive programs
+share A rows and B columns in L2. The mapping is a bijection of the same grid, so the launch is
+unchanged. Idea source: Triton tutorial 03 "Matrix Multiplication" (L2 cache optimizations).
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._triton import TritonUnit, load_unit
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.registry import register
+from htam_core.transforms.triton_launch import TRITON_LANGS
+
+GROUPS = (8, 4)
+
+
+def _top_assignments(unit: TritonUnit) -> list[Node]:
+    out = []
+    for st in unit.body.named_children:
+        if st.type == "expression_statement" and st.named_children and st.named_children[0].type == "assignment":
+            out.append(st.named_children[0])
+    return out
+
+
+def _program_id_axis(unit: TritonUnit, rhs: Node | None) -> int | None:
+    if rhs is None or rhs.type != "call" or unit.t(rhs.child_by_field_name("function")) != "tl.program_id":
+        return None
+    args = rhs.child_by_field_name("arguments").named_children
+    if len(args) != 1:
+        return None
+    a = args[0].child_by_field_name("value") if args[0].type == "keyword_argument" else args[0]
+    return int(unit.t(a)) if unit.t(a) in ("0", "1", "2") else None
+
+
+def _stmt_range(unit: TritonUnit, a: Node) -> tuple[int, int]:
+    st = a.parent
+    start = _ts.line_start(unit.src, st.start_byte)
+    nl = unit.src.find(b"\n", st.end_byte)
+    return start, (nl + 1 if nl != -1 else st.end_byte)
+
+
+@register
+class TritonGroupedOrdering(Transform):
+    """Grouped (swizzled) ``pid_m``/``pid_n`` for 2-D tiled kernels."""
+
+    id = "triton.grouped_ordering"
+    languages = TRITON_LANGS
+    summary = "grouped (L2-friendly) program ordering for 2-D tiled kernels"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """Candidates with GROUP_M = 8 and 4."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        if "group" in unit.t(unit.body).lower():
+            return self.not_applicable(f"{kernel.name} already groups its programs")
+        if not (kernel.features.uses_dot or kernel.features.uses_2d_index):
+            return self.not_applicable(f"{kernel.name} is not a 2-D tiled kernel (no tl.dot, no [:, None] tiles)")
+        assigns = _top_assignments(unit)
+        by_axis: dict[int, Node] = {}
+        for a in assigns:
+            ax = _program_id_axis(unit, a.child_by_field_name("right"))
+            if ax is not None and a.child_by_field_name("left").type == "identifier":
+                by_axis.setdefault(ax, a)
+        indent = unit.body_indent
+        out: list[Candidate] = []
+        if 0 in by_axis and 1 in by_axis:
+            am, an = by_axis[0], by_axis[1]
+            pm, pn = unit.t(am.child_by_field_name("left")), unit.t(an.child_by_field_name("left"))
+            for g in GROUPS:
+                code = [
+                    "# grouped ordering: GROUP_M rows of tiles per group, for L2 reuse (same grid, remapped)",
+                    "htam_pid = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)",
+                    "htam_num_pid_m = tl.num_programs(0)",
+                    "htam_num_pid_n = tl.num_programs(1)",
+                    f"htam_group = {g} * htam_num_pid_n",
+                    f"htam_first_m = (htam_pid // htam_group) * {g}",
+                    f"htam_group_m = tl.minimum(htam_num_pid_m - htam_first_m, {g})",
+                    f"{pm} = htam_first_m + ((htam_pid % htam_group) % htam_group_m)",
+                    f"{pn} = (htam_pid % htam_group) // htam_group_m",
+                ]
+                out.append(self._cand(unit, am, an, code, indent, g, pm, pn))
+            return out
+        # 1-D grid: pid_m = pid // num_pid_n ; pid_n = pid % num_pid_n
+        div = mod = None
+        for a in assigns:
+            r = a.child_by_field_name("right")
+            if r is not None and r.type == "binary_operator":
+                op = unit.t(r.child_by_field_name("operator"))
+                if op == "//" and div is None:
+                    div = a
+                elif op == "%" and mod is None:
+                    mod = a
+        names = {unit.t(a.child_by_field_name("left")) for a in assigns}
+        if div is None or mod is None or "num_pid_m" not in names:
+            return self.not_applicable(
+                "no pid_m/pid_n from tl.program_id(0)/(1), nor pid // num_pid_n with num_pid_m defined"
+            )
+        rd, rm = div.child_by_field_name("right"), mod.child_by_field_name("right")
+        pid, npn = unit.t(rd.child_by_field_name("left")), unit.t(rd.child_by_field_name("right"))
+        if unit.t(rm.child_by_field_name("left")) != pid or unit.t(rm.child_by_field_name("right")) != npn:
+            return self.not_applicable("the pid_m/pid_n split is not pid // n and pid % n over the same n")
+        pm, pn = unit.t(div.child_by_field_name("left")), unit.t(mod.child_by_field_name("left"))
+        for g in GROUPS:
+            code = [
+                "# grouped ordering: GROUP_M rows of tiles per group, for L2 reuse",
+                f"htam_group = {g} * {npn}",
+                f"htam_first_m = ({pid} // htam_group) * {g}",
+                f"htam_group_m = tl.minimum(num_pid_m - htam_first_m, {g})",
+                f"{pm} = htam_first_m + (({pid} % htam_group) % htam_group_m)",
+                f"{pn} = ({pid} % htam_group) // htam_group_m",
+            ]
+            out.append(self._cand(unit, div, mod, code, indent, g, pm, pn))
+        return out
+
+    def _cand(self, unit: TritonUnit, a1: Node, a2: Node, code: list[str], indent: str, g: int, pm: str, pn: str):
+        s1, e1 = _stmt_range(unit, a1)
+        s2, e2 = _stmt_range(unit, a2)
+        text = "".join(f"{indent}{ln}\n" for ln in code)
+        edits = [TextEdit(s1, e1, text), TextEdit(s2, e2, "")] if s2 >= e1 else [TextEdit(s2, e2, ""), TextEdit(s1, e1, text)]
+        return self.candidate(
+            unit.model,
+            f"remap {pm}/{pn} of {unit.kernel.name} to grouped ordering with GROUP_M={g} (same grid, L2 reuse)",
+            {"group_m": g},
+            edits,
+        )

@@ -1,0 +1,82 @@
+"""Checks that a candidate's edit keeps the file well-formed and the kernel present.
+
+A candidate is rejected when, after its edits, tree-sitter reports ERROR or MISSING nodes touching an
+edited region that were not there before, when the file gains syntax errors overall, or when the
+kernel can no longer be found by name. CUDA held in Python strings (``load_inline`` sources) is
+checked with the CUDA grammar inside the string, offsets mapped back to the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from htam_core.transforms import _ts
+from htam_core.transforms.base import TextEdit
+
+
+def cuda_fragments(src: bytes) -> list[tuple[int, int]]:
+    """Byte ranges of Python string contents that hold CUDA code (they contain ``__global__``)."""
+    tree = _ts.parse(src, "python")
+    out = []
+    for s in _ts.of_type(tree.root_node, "string"):
+        content = [c for c in s.children if c.type == "string_content"]
+        if not content:
+            continue
+        start, end = content[0].start_byte, content[-1].end_byte
+        if b"__global__" in src[start:end]:
+            out.append((start, end))
+    return out
+
+
+def syntax_errors(text: str, file_language: str) -> list[tuple[int, int]]:
+    """Byte ranges of tree-sitter ERROR/MISSING nodes in ``text``.
+
+    Args:
+        text: whole file.
+        file_language: ``"cuda"`` or ``"python"``; Python files also have their CUDA strings checked.
+    """
+    src = text.encode("utf-8")
+    if file_language == "cuda":
+        return _ts.error_ranges(_ts.parse(src, "cuda").root_node)
+    out = _ts.error_ranges(_ts.parse(src, "python").root_node)
+    for start, end in cuda_fragments(src):
+        tree = _ts.parse(src[start:end], "cuda")
+        out.extend((start + a, start + b) for a, b in _ts.error_ranges(tree.root_node))
+    return out
+
+
+def edited_regions(edits: Sequence[TextEdit]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The edited byte ranges before and after applying ``edits``: ``(old_ranges, new_ranges)``."""
+    old, new = [], []
+    delta = 0
+    for e in sorted(edits, key=lambda e: (e.start_byte, e.end_byte)):
+        n = len(e.new_text.encode("utf-8"))
+        old.append((e.start_byte, e.end_byte))
+        new.append((e.start_byte + delta, e.start_byte + delta + n))
+        delta += n - (e.end_byte - e.start_byte)
+    return old, new
+
+
+def _touching(errors: list[tuple[int, int]], regions: list[tuple[int, int]]) -> int:
+    return sum(1 for a, b in errors if any(a <= re and b >= rs for rs, re in regions))
+
+
+def check_syntax(old_text: str, new_text: str, edits: Sequence[TextEdit], file_language: str) -> str | None:
+    """Return ``None`` when the edit introduces no syntax error, else a message saying where.
+
+    Args:
+        old_text: the text the edits were made for.
+        new_text: the text after the edits.
+        edits: the edits (offsets into ``old_text``).
+        file_language: ``"cuda"`` or ``"python"``.
+    """
+    before = syntax_errors(old_text, file_language)
+    after = syntax_errors(new_text, file_language)
+    old_regions, new_regions = edited_regions(edits)
+    if _touching(after, new_regions) > _touching(before, old_regions):
+        a, _ = next(r for r in after if any(r[0] <= re and r[1] >= rs for rs, re in new_regions))
+        line = new_text.encode("utf-8")[:a].count(b"\n") + 1
+        return f"the edit leaves a syntax error near line {line}"
+    if len(after) > len(before):
+        return f"the edit adds syntax errors ({len(before)} before, {len(after)} after)"
+    return None

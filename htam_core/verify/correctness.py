@@ -1,0 +1,340 @@
+"""Runtime correctness check of a candidate against its reference, with KernelBench semantics.
+
+Rules (KernelBench, upstream commit 423217d, ``eval.py``; DESIGN.md §7), plus the runtime
+reward-hack guards of issue 9:
+
+* **Seeds.** ``n_seeds`` trials (5), each seeded from a base seed of 42; the reference and the
+  candidate see the same inputs (the reference gets its own copy).
+* **Tolerances.** ``allclose`` with atol = rtol = 1e-4 for fp32 (configurable), 1e-2 for fp16 and
+  bf16, exact for integers and bool (:data:`DEFAULT_TOLERANCES`).
+* **Shapes** must match exactly, and so must the number of outputs.
+* **Poisoned outputs.** Output buffers are filled with NaN (the dtype's maximum for integers)
+  before every run, and on CUDA the caching allocator is pre-filled with NaN blocks of each
+  output's size, so an output left unwritten (or a ``torch.empty`` result never written) fails.
+  *Rationale:* a kernel that writes nothing can pass when stale memory already holds the answer.
+* **NaN/Inf refused.** A non-finite candidate value where the reference is finite fails.
+  *Rationale:* ``allclose`` semantics around NaN are easy to game.
+* **Inputs mutated in place** are detected (inputs compared with a snapshot after the run).
+  *Rationale:* mutating inputs can make later reference runs agree with a wrong result.
+* **Varied magnitude.** The later seeds scale floating inputs (:data:`DEFAULT_SCALES`).
+  *Rationale:* reductions that return constants can pass loose tolerances at one magnitude.
+* **Second input set.** Every further input set the harness gives is checked too (caching
+  results across calls keyed on shapes would fail there).
+
+Torch is imported lazily: this module runs inside worker processes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+#: atol = rtol per dtype (KernelBench: fp32 1e-4, fp16/bf16 1e-2). Integers and bool are exact.
+DEFAULT_TOLERANCES: dict[str, float] = {
+    "float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2,
+}
+N_SEEDS = 5
+BASE_SEED = 42
+#: Scale applied to floating inputs for trial i (i >= len: 1.0). Mild, so valid input ranges hold.
+DEFAULT_SCALES: tuple[float, ...] = (1.0, 1.0, 1.0, 2.0, 0.5)
+
+VerifiedOn = Literal["gpu", "interpreter", "compile-only"]
+Status = Literal["correct", "incorrect", "unverified", "error"]
+
+
+@dataclass
+class CorrectnessResult:
+    """Verdict of a correctness check.
+
+    Attributes:
+        correct: True only when every trial ran and matched (never True when unverified).
+        status: ``"correct"``, ``"incorrect"``, ``"unverified"`` (compile-only: nothing ran) or
+            ``"error"`` (the candidate or reference raised).
+        verified_on: ``"gpu"``, ``"interpreter"`` (Triton on the CPU) or ``"compile-only"``.
+        max_abs_err: largest absolute difference seen over every trial, or ``None`` when nothing ran.
+        messages: what failed or what was checked, one line each.
+        trials: trials that ran (seeds x input sets).
+        refused_by: ids of the runtime rules that refused the candidate (``"unwritten-output"``,
+            ``"non-finite"``, ``"shape"``, ``"mismatch"``, ``"input-mutated"``, ``"output-count"``).
+    """
+
+    correct: bool
+    status: Status
+    verified_on: VerifiedOn
+    max_abs_err: float | None = None
+    messages: list[str] = field(default_factory=list)
+    trials: int = 0
+    refused_by: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"correct", "status", "verified_on", "max_abs_err", "messages", "trials", "refused_by"}``."""
+        return {"correct": self.correct, "status": self.status, "verified_on": self.verified_on,
+                "max_abs_err": self.max_abs_err, "messages": list(self.messages), "trials": self.trials,
+                "refused_by": list(self.refused_by)}
+
+
+def dtype_name(dtype: Any) -> str:
+    """``torch.float32`` -> ``"float32"``."""
+    return str(dtype).replace("torch.", "")
+
+
+def tolerance_for(dtype: Any, atol: float | None = None, rtol: float | None = None,
+                  fp32_tol: float | None = None) -> tuple[float, float]:
+    """``(atol, rtol)`` for an output of ``dtype``.
+
+    Explicit ``atol``/``rtol`` win; else :data:`DEFAULT_TOLERANCES` (``fp32_tol`` overrides the
+    fp32 default); integer and bool outputs are compared exactly.
+    """
+    name = dtype_name(dtype)
+    default = DEFAULT_TOLERANCES.get(name, 0.0)
+    if name == "float32" and fp32_tol is not None:
+        default = fp32_tol
+    return (default if atol is None else float(atol)), (default if rtol is None else float(rtol))
+
+
+def poison_(t: Any) -> Any:
+    """Fill tensor ``t`` in place with NaN (floating) or its dtype's maximum (integers, bool: True)."""
+    import torch
+
+    if t.dtype.is_floating_point or t.dtype.is_complex:
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        t.fill_(torch.iinfo(t.dtype).max)
+    return t
+
+
+def poison_allocator(like: Sequence[Any]) -> None:
+    """On CUDA, allocate NaN-filled blocks the size of each tensor in ``like`` and free them, so that
+    the caching allocator hands poisoned memory to a following ``torch.empty`` of that size.
+    No-op on the CPU (the system allocator gives no such guarantee)."""
+    import torch
+
+    blocks = [poison_(torch.empty_like(t)) for t in like if hasattr(t, "is_cuda") and t.is_cuda]
+    if blocks:
+        torch.cuda.synchronize()
+    del blocks
+
+
+def as_outputs(value: Any) -> list[Any]:
+    """Normalize a return value to a list of outputs (tensor -> ``[t]``, tuple/list -> list)."""
+    if isinstance(value, tuple | list):
+        return list(value)
+    return [value]
+
+
+def snapshot(inputs: Sequence[Any], skip: set[int] | frozenset[int] = frozenset()) -> dict[int, Any]:
+    """Clones of the tensor inputs (indices not in ``skip``), for :func:`mutated_inputs`."""
+    import torch
+
+    return {i: t.detach().clone() for i, t in enumerate(inputs) if i not in skip and isinstance(t, torch.Tensor)}
+
+
+def mutated_inputs(inputs: Sequence[Any], snap: dict[int, Any]) -> list[int]:
+    """Indices of inputs that differ from their snapshot (bitwise values; NaN equals NaN)."""
+    import torch
+
+    out = []
+    for i, before in snap.items():
+        now = inputs[i]
+        if now.shape != before.shape or now.dtype != before.dtype:
+            out.append(i)
+        elif now.dtype.is_floating_point:
+            if not torch.allclose(now, before, rtol=0.0, atol=0.0, equal_nan=True):
+                out.append(i)
+        elif not torch.equal(now, before):
+            out.append(i)
+    return out
+
+
+def compare_outputs(cand: Sequence[Any], ref: Sequence[Any], *, atol: float | None = None,
+                    rtol: float | None = None, fp32_tol: float | None = None,
+                    ) -> tuple[bool, float | None, list[str], list[str]]:
+    """Compare candidate outputs with reference outputs.
+
+    Returns:
+        ``(ok, max_abs_err, messages, rule_ids)``; ``max_abs_err`` over the finite elements.
+    """
+    import torch
+
+    msgs: list[str] = []
+    rules: list[str] = []
+    if len(cand) != len(ref):
+        return False, None, [f"the candidate returned {len(cand)} output(s), the reference {len(ref)}"], ["output-count"]
+    worst: float | None = None
+    ok = True
+    for k, (c, r) in enumerate(zip(cand, ref, strict=True)):
+        if not isinstance(r, torch.Tensor):
+            r = torch.as_tensor(r)
+        if not isinstance(c, torch.Tensor):
+            try:
+                c = torch.as_tensor(c)
+            except (TypeError, ValueError, RuntimeError):
+                ok = False
+                msgs.append(f"output {k}: the candidate returned {type(c).__name__}, not a tensor")
+                rules.append("shape")
+                continue
+        if tuple(c.shape) != tuple(r.shape):
+            ok = False
+            msgs.append(f"output {k}: shape {tuple(c.shape)} but the reference has {tuple(r.shape)}")
+            rules.append("shape")
+            continue
+        c = c.detach().to(device=r.device)
+        a_tol, r_tol = tolerance_for(r.dtype, atol, rtol, fp32_tol)
+        cf = c.to(torch.float64) if (c.dtype.is_floating_point or r.dtype.is_floating_point) else c
+        rf = r.detach().to(torch.float64) if cf.dtype == torch.float64 else r.detach().to(cf.dtype)
+        ref_finite = torch.isfinite(rf) if rf.dtype.is_floating_point else torch.ones_like(rf, dtype=torch.bool)
+        if rf.dtype.is_floating_point and not bool(ref_finite.all()):
+            msgs.append(f"output {k}: the reference itself has {int((~ref_finite).sum())} NaN/Inf values; "
+                        "they must match exactly (choose inputs the operation is defined on)")
+        if cf.dtype.is_floating_point:
+            bad = ref_finite & ~torch.isfinite(cf)
+            n_bad = int(bad.sum())
+            if n_bad:
+                ok = False
+                nan_n = int((bad & torch.isnan(cf)).sum())
+                msgs.append(f"output {k}: {n_bad} of {cf.numel()} values are NaN/Inf where the reference is finite"
+                            + (" (NaN is the poison value: those outputs were probably never written)" if nan_n else ""))
+                rules.append("unwritten-output" if nan_n else "non-finite")
+                continue
+            both = ref_finite
+            diff = (cf - rf).abs()
+            if both.any():
+                err = float(diff[both].max())
+                worst = err if worst is None else max(worst, err)
+            close = torch.isclose(cf, rf, rtol=r_tol, atol=a_tol, equal_nan=True)
+            if not bool(close.all()):
+                ok = False
+                n = int((~close).sum())
+                msgs.append(f"output {k}: {n} of {cf.numel()} values differ beyond atol={a_tol:g} rtol={r_tol:g} "
+                            f"(max abs error {float(diff[both].max()) if both.any() else math.nan:.3g})")
+                rules.append("mismatch")
+        else:
+            eq = cf == rf
+            diff_n = int((~eq).sum())
+            worst = max(worst or 0.0, 0.0 if diff_n == 0 else float((cf.to(torch.float64) - rf.to(torch.float64)).abs().max()))
+            if diff_n:
+                ok = False
+                msgs.append(f"output {k}: {diff_n} of {cf.numel()} integer values differ (exact comparison)")
+                rules.append("mismatch")
+    return ok, worst, msgs, rules
+
+
+@dataclass
+class Trial:
+    """The pieces of one check, supplied by the harness runner.
+
+    Attributes:
+        make_inputs: ``(seed, set_index, scale) -> list`` of arguments (fresh tensors each call).
+        run_reference: ``inputs -> list of outputs``.
+        run_candidate: ``inputs -> list of outputs`` (poisons its own output buffers first).
+        output_indices: indices of inputs that are output buffers (not checked for mutation).
+        input_sets: number of input sets.
+    """
+
+    make_inputs: Callable[[int, int, float], list[Any]]
+    run_reference: Callable[[list[Any]], list[Any]]
+    run_candidate: Callable[[list[Any]], list[Any]]
+    output_indices: set[int] = field(default_factory=set)
+    input_sets: int = 1
+
+
+def trial_seeds(n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED) -> list[int]:
+    """The per-trial seeds: drawn from a generator seeded with ``base_seed`` (KernelBench)."""
+    import torch
+
+    g = torch.Generator().manual_seed(base_seed)
+    return [int(x) for x in torch.randint(0, 10**7, (n_seeds,), generator=g)]
+
+
+def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED,
+                      atol: float | None = None, rtol: float | None = None, fp32_tol: float | None = None,
+                      scales: Sequence[float] = DEFAULT_SCALES, arg_names: Sequence[str] | None = None,
+                      ) -> CorrectnessResult:
+    """Run the candidate and the reference over ``n_seeds`` seeds and every input set; compare.
+
+    The first input set runs ``n_seeds`` trials; every further set runs one trial (KernelBench
+    runs one set; the extra sets catch caching across calls). Exceptions of the candidate or
+    reference are caught and reported (status ``"error"``); CUDA faults are re-raised so that
+    the worker is restarted (the context is unusable).
+
+    Args:
+        trial: the harness's input builder and runners.
+        verified_on: where this runs (``"gpu"`` or ``"interpreter"``).
+        n_seeds, base_seed: KernelBench's 5 and 42 by default.
+        atol, rtol: explicit tolerances (else per dtype); ``fp32_tol`` overrides the fp32 default.
+        scales: per-trial scale of floating inputs (:data:`DEFAULT_SCALES`).
+        arg_names: names of the inputs, for messages.
+
+    Returns:
+        A :class:`CorrectnessResult`.
+    """
+    from htam_core.profile.worker import classify_exception
+
+    seeds = trial_seeds(n_seeds, base_seed)
+    plan = [(s, 0, scales[i] if i < len(scales) else 1.0) for i, s in enumerate(seeds)]
+    plan += [(base_seed + 1000 + k, k, 1.0) for k in range(1, trial.input_sets)]
+    messages: list[str] = []
+    rules: list[str] = []
+    worst: float | None = None
+    ran = 0
+    ok_all = True
+    for seed, set_index, scale in plan:
+        where = f"seed {seed}, input set {set_index}" + (f", scale {scale:g}" if scale != 1.0 else "")
+        try:
+            inputs = trial.make_inputs(seed, set_index, scale)
+            ref_out = trial.run_reference(_clone_all(inputs))
+            snap = snapshot(inputs, trial.output_indices)
+            poison_allocator([r for r in ref_out if hasattr(r, "is_cuda")])
+            cand_out = trial.run_candidate(inputs)
+            _sync()
+        except Exception as exc:  # noqa: BLE001 - the candidate's failure is the verdict
+            kind, _ = classify_exception(exc)
+            if kind == "cuda-fault":
+                raise
+            return CorrectnessResult(False, "error", verified_on, worst,
+                                     messages + [f"{where}: {type(exc).__name__}: {exc}"[:2000]], ran, rules + ["raised"])
+        ran += 1
+        changed = mutated_inputs(inputs, snap)
+        if changed:
+            ok_all = False
+            names = [arg_names[i] if arg_names and i < len(arg_names) else f"#{i}" for i in changed]
+            messages.append(f"{where}: the candidate modified its input(s) {', '.join(names)} in place")
+            rules.append("input-mutated")
+            break
+        ok, err, msgs, rids = compare_outputs(cand_out, ref_out, atol=atol, rtol=rtol, fp32_tol=fp32_tol)
+        if err is not None:
+            worst = err if worst is None else max(worst, err)
+        if not ok:
+            ok_all = False
+            messages.extend(f"{where}: {m}" for m in msgs)
+            rules.extend(r for r in rids if r not in rules)
+            break
+    if ok_all:
+        messages.append(f"matched the reference on {ran} trial(s) ({n_seeds} seeds from base {base_seed}, "
+                        f"{trial.input_sets} input set(s)) on {verified_on}")
+    return CorrectnessResult(ok_all, "correct" if ok_all else "incorrect", verified_on, worst, messages, ran,
+                             sorted(set(rules)))
+
+
+def _clone_all(inputs: Sequence[Any]) -> list[Any]:
+    import torch
+
+    return [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+
+
+def _sync() -> None:
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def unverified(reason: str, *, compiled: bool) -> CorrectnessResult:
+    """The verdict when nothing could run (no GPU for CUDA): never ``correct``."""
+    msg = ("compiled, but not run: no GPU here, so the result is unverified (not correct)" if compiled
+           else "could not be compiled")
+    return CorrectnessResult(False, "unverified" if compiled else "error", "compile-only", None, [f"{msg}: {reason}"])

@@ -1,0 +1,61 @@
+"""``htam profile``: JSON contract, readable output, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from htam_core.cli.main import main
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+KEYS = {"kernel", "mode", "device", "time_ms", "registers", "spill_bytes", "shared_bytes", "theoretical_occupancy",
+        "achieved_occupancy", "sol", "bandwidth_bytes_per_s", "roofline_fraction", "bottleneck", "harness", "warnings"}
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cli-cache"))
+
+
+def test_json_static(capsys):
+    assert main(["profile", str(CORPUS / "reduce_sum_smem.cu"), "--kernel", "block_sum_interleaved", "--static",
+                 "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert KEYS <= set(d)
+    assert d["mode"] == "static" and d["device"] == "sm_90 (static)"
+    for k in ("time_ms", "achieved_occupancy", "sol", "bandwidth_bytes_per_s", "roofline_fraction"):
+        assert d[k] is None
+    assert d["shared_bytes"] == 1024 and d["registers"] > 0 and 0 < d["theoretical_occupancy"] <= 1
+    assert set(d["bottleneck"]) >= {"class", "evidence"}
+
+
+def test_text_and_target(capsys):
+    assert main(["profile", str(CORPUS / "sgemm_naive.cu"), "--kernel", "sgemm_naive", "--static",
+                 "--target", "sm_80"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel sgemm_naive  [static, sm_80 (static)]" in out and "registers" in out and "not measured" in out
+
+
+def test_triton_constexpr_option(capsys):
+    assert main(["profile", str(CORPUS / "vector_add_small_block.py"), "--kernel", "vadd_kernel", "--static",
+                 "--json", "--constexpr", "BLOCK_SIZE=256"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["extra"]["constexprs"]["BLOCK_SIZE"]["value"] == 256
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["profile", "missing.cu", "--kernel", "k", "--static"], "no such file"),
+    (["profile", str(CORPUS / "sgemm_naive.cu"), "--kernel", "nope", "--static"], "no kernel named 'nope'"),
+    (["profile", str(CORPUS / "broken_partial_kernels.cu"), "--kernel", "axpby", "--static"], "does not compile"),
+    (["profile", str(CORPUS / "sgemm_naive.cu"), "--kernel", "sgemm_naive", "--static", "--target", "hopper"],
+     "bad target"),
+    (["profile", str(CORPUS / "vector_add_small_block.py"), "--kernel", "vadd_kernel", "--constexpr", "X"],
+     "NAME=VALUE"),
+])
+def test_errors_are_one_line_exit_2(capsys, argv, needle):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("htam: error: ") and needle in err
+    assert err.count("\n") == 1 and "Traceback" not in err

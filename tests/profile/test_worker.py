@@ -1,0 +1,125 @@
+"""Worker isolation: timeouts, crashes, OOM and faults cost only the worker (issue 3.7, issue 9.1)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from htam_core.profile.worker import WorkerPool, classify_exception, minimal_env, run_in_worker
+
+FIX = str(Path(__file__).resolve().parents[1] / "fixtures" / "workers")
+T = "standins:"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with WorkerPool("test-cpu", sys_path=[FIX], memory_limit_bytes=1 << 30) as p:
+        yield p
+
+
+def test_call_returns_value_and_worker_persists(pool):
+    r1 = pool.run(T + "add", {"a": 1, "b": 2}, timeout_s=30)
+    r2 = pool.run(T + "add", {"a": 3, "b": 4}, timeout_s=30)
+    assert r1.ok and r1.value["sum"] == 3 and r2.value["sum"] == 7
+    assert r1.value["pid"] == r2.value["pid"] == r2.worker_pid  # persistent, not the caller
+    assert r1.value["pid"] != os.getpid()
+
+
+def test_infinite_loop_times_out_then_next_call_works(pool):
+    r = pool.run(T + "loop_forever", {}, timeout_s=1.0)
+    assert not r.ok and r.error.kind == "timeout" and r.restarted
+    assert 1.0 <= r.duration_s < 10
+    ok = pool.run(T + "add", {"a": 1, "b": 1}, timeout_s=30)
+    assert ok.ok and ok.value["sum"] == 2 and ok.worker_pid != r.worker_pid
+
+
+def test_os_exit_is_a_crash(pool):
+    r = pool.run(T + "hard_exit", {"code": 3}, timeout_s=30)
+    assert not r.ok and r.error.kind == "crash" and "status 3" in r.error.message
+    assert pool.run(T + "add", {"a": 0, "b": 0}, timeout_s=30).ok
+
+
+def test_segfault_is_a_crash(pool):
+    r = pool.run(T + "segfault", {}, timeout_s=30)
+    assert not r.ok and r.error.kind == "crash" and "SIGSEGV" in r.error.message
+    assert pool.run(T + "add", {"a": 0, "b": 0}, timeout_s=30).ok
+
+
+def test_memory_error_under_rlimit_is_oom(pool):
+    r = pool.run(T + "allocate", {"n_bytes": 4 << 30}, timeout_s=30)
+    assert not r.ok and r.error.kind == "oom", r.error
+    small = pool.run(T + "allocate", {"n_bytes": 1 << 20}, timeout_s=30)
+    assert small.ok and small.value == 1 << 20
+
+
+def test_exception_is_structured_and_worker_kept(pool):
+    before = pool.pid or pool.run(T + "add", {"a": 0, "b": 0}, timeout_s=30).worker_pid
+    r = pool.run(T + "raise_value_error", {"msg": "nope"}, timeout_s=30)
+    assert not r.ok and r.error.kind == "exception" and r.error.exc_type == "ValueError"
+    assert "nope" in r.error.message and "raise_value_error" in r.error.traceback
+    assert not r.restarted and pool.pid == before
+
+
+def test_cuda_fault_message_restarts_worker(pool):
+    r = pool.run(T + "fake_cuda_fault", {}, timeout_s=30)
+    assert not r.ok and r.error.kind == "cuda-fault" and r.restarted
+    assert pool.run(T + "add", {"a": 0, "b": 0}, timeout_s=30).ok
+
+
+def test_print_does_not_corrupt_protocol(pool):
+    r = pool.run(T + "noisy", {}, timeout_s=30)
+    assert r.ok and r.value == "quiet"
+
+
+def test_unserializable_result_is_an_exception(pool):
+    r = pool.run(T + "unserializable", {}, timeout_s=30)
+    assert not r.ok and r.error.kind == "exception" and "JSON" in r.error.message
+
+
+def test_sys_exit_is_reported(pool):
+    r = pool.run(T + "call_exit", {}, timeout_s=30)
+    assert not r.ok and "sys.exit" in r.error.message
+    assert pool.run(T + "add", {"a": 0, "b": 0}, timeout_s=30).ok
+
+
+def test_clean_environment_and_private_cwd(pool, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("HTAM_MEMORY", "/tmp/mem.sqlite")
+    monkeypatch.setenv("CUDA_HOME", "/usr/local/cuda")
+    env = minimal_env(gpu_index=1, interpret=True, extra={"MY_TOKEN": "x", "FOO": "1"})
+    assert "OPENAI_API_KEY" not in env and "HTAM_MEMORY" not in env and "MY_TOKEN" not in env
+    assert env["CUDA_HOME"] == "/usr/local/cuda" and env["FOO"] == "1"
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["TRITON_INTERPRET"] == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
+    assert minimal_env(gpu_index=1)["CUDA_VISIBLE_DEVICES"] == "5"
+    wenv = pool.run(T + "env", {}, timeout_s=30).value
+    assert not any("KEY" in k or k.startswith("HTAM_MEMORY") for k in wenv)
+    assert pool.run(T + "cwd", {}, timeout_s=30).value == str(pool.cwd)
+
+
+def test_run_in_worker_registry_and_bad_target():
+    r = run_in_worker("no_such_module_xyz:f", {}, timeout_s=30, pool_key="test-registry")
+    assert not r.ok and r.error.kind == "exception" and "no_such_module_xyz" in r.error.message
+    r = run_in_worker("nocolon", {}, timeout_s=30, pool_key="test-registry")
+    assert not r.ok and "module:function" in r.error.message
+
+
+def test_triton_interpreter_kernel_that_loops_forever():
+    pytest.importorskip("triton")
+    with WorkerPool("test-interp", sys_path=[FIX], interpret=True) as p:
+        warm = p.run(T + "triton_add", {}, timeout_s=120)  # imports torch/triton: not part of the limit
+        assert warm.ok, warm.error
+        r = p.run(T + "triton_loop_forever", {}, timeout_s=4)
+        assert not r.ok and r.error.kind == "timeout", r.error
+        ok = p.run(T + "triton_add", {}, timeout_s=120)
+        assert ok.ok, ok.error
+        assert ok.value == pytest.approx(2 * sum(range(100)))
+
+
+def test_classify_exception():
+    assert classify_exception(MemoryError()) == ("oom", True)
+    assert classify_exception(RuntimeError("CUDA error: misaligned address")) == ("cuda-fault", True)
+    assert classify_exception(RuntimeError("CUDA out of memory. Tried to allocate")) == ("oom", False)
+    assert classify_exception(ValueError("x")) == ("exception", False)

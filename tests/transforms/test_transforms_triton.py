@@ -1,0 +1,95 @@
+"""Triton transforms: each applies where it should, refuses with a reason where it should not, and its
+result parses (validated by the registry, re-checked in ``transform_helpers.candidates``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from htam_core.source import parse_text
+
+VADD = "vector_add_small_block.py"
+
+
+def test_block_size_updates_local_feeding_grid(cand):
+    cs = cand("triton.block_size", VADD, "vadd_kernel")
+    assert [c.params["BLOCK_SIZE"] for c in cs] == [128, 256, 512, 1024, 2048, 4096]
+    assert "    BLOCK_SIZE = 1024\n    grid = (triton.cdiv(numel, BLOCK_SIZE),)" in cs[3].new_text
+
+
+def test_block_size_literal_grid_and_meta_grid(cand):
+    cs = cand("triton.block_size", "tri_scale.py", "scale_shift")
+    c = next(c for c in cs if c.params["BLOCK"] == 1024)
+    assert "scale_shift[(triton.cdiv(n, 1024),)](x, y, n, alpha, beta, BLOCK=1024)" in c.new_text
+    cs = cand("triton.block_size", "bias_gelu_fused.py", "bias_gelu_residual_kernel")
+    assert any("BLOCK_SIZE=2048," in c.new_text for c in cs)
+
+
+def test_block_size_several_params_one_at_a_time(cand):
+    cs = cand("triton.block_size", "tri_matmul.py", "matmul_2d")
+    assert all(len([k for k in c.params if k.startswith("BLOCK")]) == 1 for c in cs)
+    assert any(c.params.get("BLOCK_K") == 32 for c in cs)
+
+
+@pytest.mark.parametrize(
+    "file,kernel,needle",
+    [("tri_scale.py", "copy_exact", "unmasked"), ("softmax_rows.py", "row_softmax_kernel", "computed"),
+     ("matmul_autotune.py", "mm_kernel", "autotune"), ("tri_matmul.py", "matmul_1d", "could belong")],
+)
+def test_block_size_refusals(refuse, file, kernel, needle):
+    assert needle in refuse("triton.block_size", file, kernel)
+
+
+def test_warps_stages(cand, refuse):
+    cs = cand("triton.warps_stages", "softmax_rows.py", "row_softmax_kernel")
+    assert {c.params.get("num_warps") for c in cs} == {2, 4, 8, 16}
+    cs = cand("triton.warps_stages", "tri_matmul.py", "matmul_1d")
+    assert any("num_stages=4)" in c.new_text for c in cs)  # added: the kernel loops
+    assert "autotuned" in refuse("triton.warps_stages", "matmul_autotune.py", "mm_kernel")
+
+
+def test_autotune_wraps_and_rewrites_grid(cand):
+    (c,) = cand("triton.autotune", VADD, "vadd_kernel")
+    t = c.new_text
+    assert '@triton.autotune(configs=_HTAM_VADD_KERNEL_CONFIGS, key=["numel"])\n@triton.jit' in t
+    assert 'vadd_kernel[lambda meta: (triton.cdiv(numel, meta["BLOCK_SIZE"]),)](a, b, c, numel)' in t
+    assert c.params["configs"][0] == {"kwargs": {"BLOCK_SIZE": 64}, "num_warps": 4}
+    assert t.startswith('"""') and "import os\n" in t
+    model = parse_text(t, "python")
+    assert model.kernel("vadd_kernel").attributes.get("autotune")
+
+
+def test_autotune_warps_only_when_block_is_computed(cand):
+    (c,) = cand("triton.autotune", "softmax_rows.py", "row_softmax_kernel")
+    assert all(cfg["kwargs"] == {} for cfg in c.params["configs"])
+    assert "BLOCK_SIZE=BLOCK_SIZE," in c.new_text and "num_warps=1" not in c.new_text.split("def softmax")[1]
+
+
+def test_autotune_refusals(refuse):
+    assert "_tile_configs()" in refuse("triton.autotune", "matmul_autotune.py", "mm_kernel")
+    assert "size argument" in refuse("triton.autotune", "tri_scale.py", "copy_exact")
+
+
+def test_grouped_ordering_2d_and_1d(cand, refuse):
+    cs = cand("triton.grouped_ordering", "matmul_autotune.py", "mm_kernel")
+    assert {c.params["group_m"] for c in cs} == {8, 4}
+    assert "pid_m = htam_first_m + ((htam_pid % htam_group) % htam_group_m)" in cs[0].new_text
+    cs = cand("triton.grouped_ordering", "tri_matmul.py", "matmul_1d")
+    assert "htam_group_m = tl.minimum(num_pid_m - htam_first_m, 8)" in cs[0].new_text
+    assert "not a 2-D tiled kernel" in refuse("triton.grouped_ordering", VADD, "vadd_kernel")
+
+
+def test_cache_hints_only_streaming_loads(cand, refuse):
+    cs = cand("triton.cache_hints", "bias_gelu_fused.py", "bias_gelu_residual_kernel")
+    t = cs[0].new_text
+    assert 'tl.load(x_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_first")' in t
+    assert "tl.load(bias_ptr + col, mask=mask, other=0.0)" in t  # bias is shared across rows: no hint
+    assert '.cg"' in cs[1].new_text
+    assert "no streaming load" in refuse("triton.cache_hints", "matmul_autotune.py", "mm_kernel")
+
+
+def test_divisibility_hints(cand, refuse):
+    (c,) = cand("triton.divisibility_hints", "tri_scale.py", "scale_shift")
+    assert "    offsets = tl.max_contiguous(tl.multiple_of(offsets, BLOCK), BLOCK)\n" in c.new_text
+    (c,) = cand("triton.divisibility_hints", "tri_matmul.py", "matmul_2d")
+    assert c.params["offsets"] == ["offs_m", "offs_n"]
+    assert "provable" in refuse("triton.divisibility_hints", "softmax_rows.py", "row_softmax_kernel")

@@ -1,0 +1,47 @@
+"""Shared helpers of the transform tests: fixture paths, running one transform, asserting outcomes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from htam_core.source import SourceModel, load, parse_text
+from htam_core.transforms import registry
+from htam_core.transforms.base import Candidate, NotApplicable
+from htam_core.transforms.validate import syntax_errors
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+OWN = FIXTURES / "transforms"
+CORPUS = FIXTURES / "corpus"
+
+
+def fixture_path(name: str) -> Path:
+    """Path of a fixture file: our own transform inputs first, then the corpus copy."""
+    p = OWN / name
+    return p if p.exists() else CORPUS / name
+
+
+def run(transform_id: str, file: str, kernel: str) -> tuple[SourceModel, list[Candidate] | NotApplicable]:
+    """Load ``file`` and run ``transform_id`` on ``kernel`` through the validating registry."""
+    model = load(str(fixture_path(file)))
+    return model, registry.propose(transform_id, model, model.kernel(kernel))
+
+
+def candidates(transform_id: str, file: str, kernel: str) -> list[Candidate]:
+    """The validated candidates; fails the test when the transform refuses."""
+    model, res = run(transform_id, file, kernel)
+    assert not isinstance(res, NotApplicable), f"{transform_id} refused {kernel}: {res.reason}"
+    for c in res:
+        assert syntax_errors(c.new_text, model.file_language) == syntax_errors(model.text, model.file_language) or (
+            model.errors
+        ), f"{c.description} leaves syntax errors"
+        reparsed = parse_text(c.new_text, model.file_language, model.path)
+        assert kernel in [k.name for k in reparsed.kernels]
+    return res
+
+
+def refusal(transform_id: str, file: str, kernel: str) -> str:
+    """The refusal reason; fails the test when the transform applies."""
+    _, res = run(transform_id, file, kernel)
+    assert isinstance(res, NotApplicable), f"{transform_id} unexpectedly applied to {kernel}"
+    assert res.reason
+    return res.reason
