@@ -109,6 +109,9 @@ class Harness:
         kwargs: spec, kernel launch: extra keyword arguments (Triton constexprs, ``num_warps``).
         inputs: spec: the inputs in order.
         sizes: spec: one dict of size symbols per input set (at least one, possibly empty).
+        interpret_sizes: spec: the input sets used under the Triton interpreter on a CPU (it runs
+            every program instance in Python, so GPU-sized inputs take minutes); ``None`` means the
+            smallest set of ``sizes`` (see :meth:`sizes_for`).
         outputs: spec: names of the inputs the kernel writes; empty means "the launcher's return
             value".
         reference: spec: a torch expression over the input names, or ``"module:function"`` /
@@ -135,6 +138,7 @@ class Harness:
     kwargs: dict[str, Any] = field(default_factory=dict)
     inputs: list[InputSpec] = field(default_factory=list)
     sizes: list[dict[str, int | float]] = field(default_factory=lambda: [{}])
+    interpret_sizes: list[dict[str, int | float]] | None = None
     outputs: list[str] = field(default_factory=list)
     reference: str | None = None
     atol: float | None = None
@@ -144,6 +148,23 @@ class Harness:
     reference_path: str | None = None
     program_args: list[str] = field(default_factory=list)
     version: int = 1
+
+    def sizes_for(self, interpreter: bool) -> list[dict[str, int | float]]:
+        """The input sets to run: all of ``sizes`` on a GPU; under the interpreter ``interpret_sizes``
+        or, when not given, the one set of ``sizes`` with the fewest elements (product of its values)."""
+        sizes = list(self.sizes or [{}])
+        if not interpreter:
+            return sizes
+        if self.interpret_sizes:
+            return list(self.interpret_sizes)
+
+        def volume(s: dict[str, int | float]) -> float:
+            v = 1.0
+            for x in s.values():
+                v *= max(1.0, float(x))
+            return v
+
+        return [min(sizes, key=volume)]
 
     @property
     def input_sets(self) -> int:

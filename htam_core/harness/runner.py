@@ -274,7 +274,7 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
     module = load_module(h.path) if h.path.endswith(".py") else None
     names = [i.name for i in h.inputs]
     out_idx = {names.index(o) for o in h.outputs}
-    sizes_list = list(h.sizes or [{}])
+    sizes_list = h.sizes_for(interpreter=device == "cpu")
 
     def make_inputs(seed: int, set_index: int, scale: float) -> list[Any]:
         return _make_spec_inputs(h, sizes_list[set_index], seed, scale, device)

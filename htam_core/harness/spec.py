@@ -12,6 +12,7 @@ Designed for a kernel developer: short, declarative, versioned. A complete examp
       { name = "b", shape = ["N"], dtype = "float32", init = "randn" },
     ]
     sizes = [{ N = 98432 }, { N = 1048576 }]   # one input set each; symbols usable in any expression
+    interpret_sizes = [{ N = 4096 }]    # optional: sets for the Triton interpreter on a CPU (default: smallest)
     reference = "a + b"                 # torch expression over the inputs, or "module:function"
     atol = 1e-4                         # optional; default per dtype (KernelBench: fp32 1e-4, fp16/bf16 1e-2)
     rtol = 1e-4
@@ -42,7 +43,7 @@ SPEC_VERSION = 1
 
 _KERNEL_KEYS = {
     "version", "file", "launcher", "grid", "block", "shared_bytes", "args", "kwargs", "inputs", "sizes",
-    "outputs", "reference", "atol", "rtol", "bytes", "flops",
+    "outputs", "reference", "atol", "rtol", "bytes", "flops", "interpret_sizes",
 }
 _INPUT_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "scale"}
 _FUNC_REF = re.compile(r"^[\w./-]+(\.py)?:[A-Za-z_][\w.]*$")
@@ -191,10 +192,18 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
         sizes = [sizes]
     if not isinstance(sizes, list) or not sizes or not all(isinstance(s, dict) for s in sizes):
         raise HarnessError(f"{where}: sizes must be a list of tables, e.g. sizes = [{{ N = 4096 }}, {{ N = 1000003 }}]")
-    for s in sizes:
-        for k, v in s.items():
-            if not _IDENT.match(k) or isinstance(v, bool) or not isinstance(v, int | float):
-                raise HarnessError(f"{where}: sizes entries map a symbol to a number, got {k} = {v!r}")
+    interpret_sizes = table.get("interpret_sizes")
+    if isinstance(interpret_sizes, dict):
+        interpret_sizes = [interpret_sizes]
+    if interpret_sizes is not None and (not isinstance(interpret_sizes, list) or not interpret_sizes
+                                        or not all(isinstance(s, dict) for s in interpret_sizes)):
+        raise HarnessError(f"{where}: interpret_sizes must be a list of tables like sizes, e.g. "
+                           "interpret_sizes = [{ N = 4096 }]")
+    for key, sets in (("sizes", sizes), ("interpret_sizes", interpret_sizes or [])):
+        for s in sets:
+            for k, v in s.items():
+                if not _IDENT.match(k) or isinstance(v, bool) or not isinstance(v, int | float):
+                    raise HarnessError(f"{where}: {key} entries map a symbol to a number, got {k} = {v!r}")
     for key in ("atol", "rtol"):
         v = table.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v < 0):
@@ -211,6 +220,7 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
         kind="spec", path=str(file_path), kernel=kernel, language=language,
         source=f"{spec_path} [kernel.{kernel}]", launcher=launcher, grid=None if grid is None else str(grid),
         block=block, shared_bytes=shared, args=list(args), kwargs=dict(kwargs), inputs=inputs, sizes=sizes,
+        interpret_sizes=interpret_sizes,
         outputs=list(outputs), reference=reference, atol=table.get("atol"), rtol=table.get("rtol"),
         bytes_expr=bytes_expr, flops_expr=flops_expr, version=version,
     )

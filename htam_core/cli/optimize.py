@@ -1,0 +1,94 @@
+"""``htam optimize FILE --kernel NAME``: the HTAM evolution loop on one kernel."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+from pathlib import Path
+
+from htam_core.cli.errors import UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``htam optimize``."""
+    from htam_core.generate.config import add_llm_arguments
+    from htam_core.memory import ABLATIONS
+    from htam_core.optimize import POLICIES
+
+    p = sub.add_parser("optimize", help="run the HTAM loop: profile, rank, generate, verify, time, record, repeat",
+                       description="Optimize one kernel with HTAM. Writes report.json, report.md, speedup.png and "
+                                   "best.<ext> to --out. Your file is changed only with --apply.")
+    p.add_argument("file", help="a .cu/.cuh or .py file")
+    p.add_argument("--kernel", required=True, help="the kernel's name (htam kernels FILE lists them)")
+    p.add_argument("--engine", choices=("rules", "llm"), default="rules",
+                   help="rules: built-in mechanical transforms (default, no LLM); llm: an OpenAI-compatible model")
+    p.add_argument("--budget", type=int, default=8, help="candidates to evaluate (default: 8)")
+    p.add_argument("--policy", choices=POLICIES, default="htam", help="step policy (default: htam)")
+    p.add_argument("--ablation", choices=ABLATIONS, help="HTAM ablation switch")
+    p.add_argument("--out", help="output directory (default: htam-out/<file>-<kernel>)")
+    p.add_argument("--memory", help="HTAM memory store (default: $HTAM_MEMORY or the user data dir)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the ranker and the random policy")
+    p.add_argument("--static", action="store_true", help="never use the GPU, even when there is one")
+    p.add_argument("--gpu", type=int, default=0, help="CUDA device index (default: 0)")
+    p.add_argument("--trials", type=int, default=100, help="timed trials per candidate on the GPU (default: 100)")
+    p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute counters for the start kernel")
+    p.add_argument("--no-record", action="store_true", help="do not write outcomes into the memory")
+    p.add_argument("--apply", action="store_true", help="write the best kernel back into FILE")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_llm_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the loop with a terminal progress bar; Ctrl-C stops after the current candidate."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from htam_core.generate.config import LLMConfig
+    from htam_core.optimize import OptimizeError, OptimizeTask, ProgressEvent, run_optimize
+
+    if not os.path.isfile(args.file):
+        raise UsageError(f"no such file: {args.file}")
+    if args.budget < 1:
+        raise UsageError("--budget must be at least 1")
+    llm = None
+    if args.engine == "llm":
+        cfg = LLMConfig.from_args(args)
+        if not cfg.model:
+            raise UsageError("--engine llm needs --llm-model NAME (and --llm-base-url or OPENAI_BASE_URL)")
+        llm = cfg.to_json()
+    task = OptimizeTask(path=args.file, kernel=args.kernel, engine=args.engine, budget=args.budget,
+                        policy=args.policy, ablation=args.ablation, out_dir=args.out, memory_path=args.memory,
+                        seed=args.seed, static=True if args.static else None, gpu_index=args.gpu, llm=llm,
+                        record=not args.no_record, trials=args.trials, use_ncu=not args.no_ncu)
+    console = Console(stderr=True)
+    cancel = threading.Event()
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[best]}"), TimeElapsedColumn(), console=console,
+                  disable=args.json or not console.is_terminal) as bar:
+        tid = bar.add_task("optimize", total=task.budget, best="")
+
+        def on_progress(e: ProgressEvent) -> None:
+            best = f"best {e.best_speedup:.2f}×" if e.best_speedup else ""
+            bar.update(tid, completed=e.step, description=e.message[:60], best=best)
+            if not console.is_terminal and not args.json:
+                console.print(f"[{e.step}/{e.total}] {e.message}")
+
+        try:
+            result = run_optimize(task, on_progress=on_progress, cancel=cancel)
+        except OptimizeError as exc:
+            raise UsageError(str(exc)) from exc
+    if args.apply and result.changed:
+        Path(args.file).write_text(result.best_text, encoding="utf-8")
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+        return 0
+    print(result.summary)
+    if result.cancelled:
+        print("cancelled: kept the best kernel so far")
+    print(f"report: {result.report_md}")
+    print(f"best kernel: {result.best_path}" + (" (written to " + args.file + ")" if args.apply and result.changed
+                                                else ""))
+    return 0

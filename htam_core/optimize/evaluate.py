@@ -1,0 +1,171 @@
+"""Evaluate one candidate kernel file: guards, correctness, time (GPU) or static profile (CPU).
+
+Every compile and run happens in worker processes (:mod:`htam_core.profile.worker`), never here. The
+order follows KernelBench's discipline (DESIGN.md §7): refuse what the static reward-hack guards refuse,
+then check correctness over seeds, and only then let a time count.
+
+* **GPU mode**: :func:`htam_core.profile.gpu.profile_on_gpu` verifies the candidate on the GPU against the
+  harness reference and times it (CUDA events, L2 flushed, median of many trials).
+* **Static mode** (no GPU): the candidate is compiled for the static profile (nvcc / Triton AOT); Triton
+  candidates are checked for correctness under ``TRITON_INTERPRET=1`` in a worker; CUDA candidates are
+  compile-checked only and reported as *unverified*, never as correct.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from htam_core.harness import Harness
+from htam_core.profile.errors import ProfileError
+from htam_core.profile.result import Profile
+from htam_core.source import parse_text
+from htam_core.source.model import SourceModel
+from htam_core.verify.guards import check_source, labels, new_findings, refused_by
+
+
+@dataclass
+class Evaluation:
+    """The verdict on one candidate.
+
+    Attributes:
+        ok: it compiled, loaded and was not refused (it may still be unverifiable).
+        correct: ``True`` verified against the reference, ``False`` wrong or refused, ``None`` not verifiable
+            here (CUDA on a machine without a GPU, or no harness).
+        verified_on: ``"gpu"``, ``"interpreter"`` or ``"compile-only"``.
+        failure: ``"refused"``, ``"incorrect"`` or ``"failed"`` (compile error, fault, timeout), else ``None``.
+        time_ms: median time in ms on the first input set, or ``None``.
+        per_set_ms: median time of every input set, ms.
+        profile: the candidate's profile (GPU or static), or ``None`` when it could not be built.
+        model: the candidate's source model.
+        messages: what the guards, the verifier and the profiler said.
+        labels: labelling guard rules that fired (``tf32``, ``reduced-precision``): such a candidate's time is
+            never counted as a plain speedup.
+    """
+
+    ok: bool
+    correct: bool | None
+    verified_on: str
+    failure: str | None = None
+    time_ms: float | None = None
+    per_set_ms: list[float] = field(default_factory=list)
+    profile: Profile | None = None
+    model: SourceModel | None = None
+    messages: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+
+
+def _file_language(path: Path) -> str:
+    return "cuda" if path.suffix in (".cu", ".cuh") else "python"
+
+
+class Evaluator:
+    """Evaluates candidates of one kernel against one harness.
+
+    Args:
+        path: the original kernel file (its harness lives next to it).
+        kernel_name: the kernel's name.
+        harness: from :func:`htam_core.harness.find_harness`, or ``None`` when there is none.
+        gpu: measure on the GPU (``True``) or evaluate statically (``False``).
+        workdir: candidates are written under it, one folder each.
+        original_text: the start text; guard findings already present there are not held against candidates.
+        gpu_index, trials, target: see :class:`htam_core.optimize.task.OptimizeTask`.
+    """
+
+    def __init__(self, path: str | Path, kernel_name: str, harness: Harness | None, *, gpu: bool, workdir: Path,
+                 original_text: str, gpu_index: int = 0, trials: int = 100, target: str = "sm_90") -> None:
+        self.path = Path(path)
+        self.kernel_name = kernel_name
+        self.harness = harness
+        self.gpu = gpu
+        self.workdir = workdir
+        self.gpu_index = gpu_index
+        self.trials = trials
+        self.target = target
+        self.language = _file_language(self.path)
+        self._original_findings = check_source(original_text, self.language)
+
+    def write(self, text: str, label: str) -> Path:
+        """Write ``text`` as ``<workdir>/<label>/<original file name>`` and return the path."""
+        d = self.workdir / label
+        d.mkdir(parents=True, exist_ok=True)
+        p = d / self.path.name
+        p.write_text(text, encoding="utf-8")
+        return p
+
+    def _harness_for(self, cand_path: Path) -> Harness | None:
+        if self.harness is None:
+            return None
+        return dataclasses.replace(self.harness, path=str(cand_path.resolve()))
+
+    def evaluate(self, text: str, label: str, *, use_ncu: bool = False) -> tuple[Evaluation, Path]:
+        """Evaluate the candidate ``text``; returns the verdict and where the file was written.
+
+        Never raises for a bad candidate: compile errors, faults, hangs and refusals become the verdict.
+        """
+        cand_path = self.write(text, label)
+        model = parse_text(text, self.language, str(cand_path))  # type: ignore[arg-type]
+        try:
+            kernel = model.kernel(self.kernel_name)
+        except KeyError as exc:
+            return Evaluation(False, False, "compile-only", "failed", model=model,
+                              messages=[str(exc.args[0])]), cand_path
+        findings = new_findings(check_source(text, self.language), self._original_findings)
+        refused = refused_by(findings)
+        lab = labels(findings)
+        if refused:
+            msgs = [f"refused by guard {f.rule_id} (line {f.line}): {f.message}" for f in findings
+                    if f.rule_id in refused]
+            return Evaluation(False, False, "compile-only", "refused", model=model, messages=msgs,
+                              labels=lab), cand_path
+        if self.gpu and self.harness is not None:
+            return self._on_gpu(cand_path, model, kernel, use_ncu, lab), cand_path
+        return self._static(cand_path, model, kernel, lab), cand_path
+
+    def _on_gpu(self, cand_path: Path, model: SourceModel, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
+        from htam_core.profile.gpu import profile_on_gpu
+
+        try:
+            p = profile_on_gpu(path=str(cand_path), kernel_name=self.kernel_name,
+                               harness=self._harness_for(cand_path), gpu_index=self.gpu_index, model=model,
+                               kernel=kernel, use_ncu=use_ncu, trials=self.trials, target=self.target)
+        except ProfileError as exc:
+            return Evaluation(False, False, "gpu", "failed", model=model, messages=[str(exc)], labels=lab)
+        corr = p.extra.get("correctness") or {}
+        correct = bool(corr.get("correct")) if corr else None
+        msgs = list(corr.get("messages", [])) if corr else []
+        per_set = [s["median"] for s in (p.extra.get("timing") or {}).get("per_set", [])]
+        if correct is False:
+            return Evaluation(True, False, "gpu", "incorrect", p.time_ms.median if p.time_ms else None, per_set,
+                              p, model, msgs, lab)
+        return Evaluation(True, correct, "gpu", None, p.time_ms.median if p.time_ms else None, per_set, p, model,
+                          msgs, lab)
+
+    def _static(self, cand_path: Path, model: SourceModel, kernel, lab: list[str]) -> Evaluation:
+        from htam_core.profile.api import static_profile
+
+        msgs: list[str] = []
+        try:
+            prof = static_profile(model, kernel, self.target)
+        except ProfileError as exc:
+            return Evaluation(False, False, "compile-only", "failed", model=model, messages=[str(exc)], labels=lab)
+        h = self._harness_for(cand_path)
+        if h is None:
+            msgs.append("not verified: no harness for this kernel (htam.toml / KernelBench reference)")
+            return Evaluation(True, None, "compile-only", None, profile=prof, model=model, messages=msgs, labels=lab)
+        from htam_core.harness.runner import verify_in_worker
+
+        verdict = verify_in_worker(h, interpret=True)
+        msgs.extend(verdict.messages)
+        if verdict.status == "unverified":
+            return Evaluation(True, None, verdict.verified_on, None, profile=prof, model=model, messages=msgs,
+                              labels=lab)
+        if verdict.status == "error":
+            return Evaluation(False, False, verdict.verified_on, "failed", profile=prof, model=model, messages=msgs,
+                              labels=lab)
+        if not verdict.correct:
+            return Evaluation(True, False, verdict.verified_on, "incorrect", profile=prof, model=model,
+                              messages=msgs, labels=lab)
+        return Evaluation(True, True, verdict.verified_on, None, profile=prof, model=model, messages=msgs,
+                          labels=lab)

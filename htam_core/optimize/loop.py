@@ -1,0 +1,341 @@
+"""The HTAM evolution loop (DESIGN.md §1, "One evolution step").
+
+Each step: profile the current kernel (its state) → rank directions, then strategies → generate a candidate
+(mechanical transform or LLM) → verify (guards, correctness over seeds) → time it on the GPU → record the
+outcome into the memory → keep the best correct kernel and continue from it. The budget counts evaluated
+candidates. Cancelling (``cancel`` event or Ctrl-C) keeps the best so far and still writes the report.
+
+Without a GPU the loop runs in *static* mode: it verifies what can be verified (Triton under the
+interpreter, CUDA compile-only), follows the ranking of the static state, records unmeasured outcomes
+(they count as trials, never as speedups) and says plainly that nothing was timed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import random
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from htam_core.generate.errors import GenerationError
+from htam_core.generate.registry import GenerationRequest
+from htam_core.harness import HarnessError, find_harness
+from htam_core.memory import KnowledgeBase, Outcome, Ranker, load_knowledge, open_store, state_from_profile
+from htam_core.optimize.evaluate import Evaluation, Evaluator
+from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
+from htam_core.optimize.report import geomean_ratio as _geomean_ratio
+from htam_core.optimize.report import write_report
+from htam_core.optimize.task import POLICIES, OptimizeResult, OptimizeTask, ProgressEvent, StepRecord
+from htam_core.profile.api import gpu_available
+from htam_core.source import SourceError, load, parse_text
+from htam_core.source.model import Kernel
+
+#: A measured speedup counts as a win above this, and as a loss below its inverse: timing noise on one
+#: GPU is about 1-2% (see bench/results for the repeatability we measured).
+WIN_THRESHOLD = 1.02
+#: Steps of history the memory sees (the prefix h_t).
+PREFIX_LEN = 4
+
+
+class OptimizeError(Exception):
+    """The optimization could not start (missing file, unknown kernel, unusable memory, bad settings)."""
+
+
+def kernel_fingerprint(kernel: Kernel) -> str:
+    """A stable identity of a kernel across edits: language, name and parameter names (16 hex chars)."""
+    key = f"{kernel.language}:{kernel.name}:{','.join(p.name for p in kernel.params)}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _diff(a: str, b: str, name: str) -> str:
+    return "".join(difflib.unified_diff(a.splitlines(True), b.splitlines(True), f"a/{name}", f"b/{name}", n=2))
+
+
+class _Loop:
+    def __init__(self, task: OptimizeTask, on_progress: Callable[[ProgressEvent], None] | None,
+                 cancel: threading.Event | None) -> None:
+        if task.policy not in POLICIES:
+            raise OptimizeError(f"unknown policy {task.policy!r}; expected one of {', '.join(POLICIES)}")
+        if task.engine not in ("rules", "llm"):
+            raise OptimizeError(f"unknown engine {task.engine!r}; expected rules or llm")
+        if task.budget < 1:
+            raise OptimizeError("--budget must be at least 1")
+        self.task = task
+        self.emit = on_progress or (lambda e: None)
+        self.cancel = cancel or threading.Event()
+        self.path = Path(task.path)
+        if not self.path.is_file():
+            raise OptimizeError(f"no such file: {task.path}")
+        try:
+            self.start_text = task.source_text if task.source_text is not None else self.path.read_text("utf-8")
+            lang = "cuda" if self.path.suffix in (".cu", ".cuh") else "python"
+            model = parse_text(self.start_text, lang, str(self.path)) if task.source_text is not None \
+                else load(self.path)
+        except (SourceError, UnicodeDecodeError) as exc:
+            raise OptimizeError(str(exc)) from exc
+        try:
+            self.kernel = model.kernel(task.kernel)
+        except KeyError as exc:
+            raise OptimizeError(str(exc.args[0])) from exc
+        self.out = task.resolved_out_dir()
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.kb: KnowledgeBase = load_knowledge()
+        try:
+            self.store = open_store(task.memory_path)
+        except Exception as exc:  # MemoryStoreError and OS errors: say what and where
+            raise OptimizeError(f"cannot open the HTAM memory: {exc}") from exc
+        ranker_ablation = task.ablation if task.policy == "htam" else None
+        self.ranker = Ranker(self.kb, self.store, seed=task.seed, ablation=ranker_ablation)
+        self.rng = random.Random(task.seed)
+        self.gpu = (task.static is not True) and gpu_available()
+        self.warnings: list[str] = []
+        if task.static is False and not self.gpu:
+            self.warnings.append("no GPU found: running in static mode")
+        try:
+            self.harness = find_harness(self.path, task.kernel, model)
+        except HarnessError as exc:
+            self.harness = None
+            self.warnings.append(f"no harness: candidates cannot be verified or timed. {exc.message}")
+        self.evaluator = Evaluator(self.path, task.kernel, self.harness, gpu=self.gpu, workdir=self.out / "candidates",
+                                   original_text=self.start_text, gpu_index=task.gpu_index, trials=task.trials)
+        self.generator = self._generator()
+        self.fingerprint = kernel_fingerprint(self.kernel)
+        self.steps: list[StepRecord] = []
+        self.tried: set[str] = {_text_hash(self.start_text)}
+        self.dead: set[tuple[str, str]] = set()  # (text hash, strategy) with nothing new to propose
+
+    def _generator(self) -> Any:
+        from htam_core.generate import registry
+
+        if self.task.engine == "llm":
+            from htam_core.generate.config import LLMConfig
+
+            cfg = LLMConfig(**(self.task.llm or {}))
+            return registry.create("llm", config=cfg, log_dir=self.out)
+        return registry.create("rules")
+
+    # -- one candidate ------------------------------------------------------------------------------
+    def _request(self, choice: Choice, text: str, ev: Evaluation, feedback: str | None) -> GenerationRequest:
+        d = self.kb.direction(choice.direction)
+        strategies = [choice.strategy] + ([s.id for s in self.kb.strategies_of(choice.direction)
+                                           if s.id != choice.strategy][:2] if self.task.engine == "llm" else [])
+        strat_dicts = []
+        for sid in strategies:
+            s = self.kb.strategy(sid)
+            strat_dicts.append({"id": s.id, "name": s.title, "guidance": s.guidance, "example_before": s.before,
+                                "example_after": s.after, "risk": s.risk, "transform": s.transform})
+        hints = [choice.evidence] if choice.evidence else []
+        lang = self.kernel.language
+        return GenerationRequest(kernel_text=text, language=lang, kernel_name=self.task.kernel, profile=ev.profile,
+                                 direction={"name": d.name, "description": d.description}, strategies=strat_dicts,
+                                 transition_hints=hints, error_feedback=feedback)
+
+    def _check(self, code: str) -> Any:
+        """Repair check for the LLM engine: the candidate must parse, keep the kernel and pass the guards."""
+        from htam_core.generate.llm import CheckResult
+
+        lang = "cuda" if self.path.suffix in (".cu", ".cuh") else "python"
+        model = parse_text(code, lang)
+        if self.task.kernel not in {k.name for k in model.kernels}:
+            return CheckResult(False, f"the reply must keep the kernel {self.task.kernel!r} (same name)")
+        if model.errors:
+            return CheckResult(False, "the code does not parse: " + "; ".join(model.errors[:5]))
+        return CheckResult(True, "")
+
+    def _choices(self, ev: Evaluation, prefix: list[str]) -> list[Choice]:
+        kernel = self._kernel_of(ev)
+        if self.task.policy == "random":
+            return random_choices(self.kb, self.ranker, kernel, ev.profile, self.rng)
+        if self.task.policy == "exhaustive":
+            return all_choices(self.kb, self.ranker, kernel, ev.profile)
+        state = state_from_profile(ev.profile) if ev.profile else {}
+        return htam_choices(self.ranker, state, prefix, kernel, ev.profile)
+
+    def _kernel_of(self, ev: Evaluation) -> Kernel:
+        if ev.model is not None:
+            try:
+                return ev.model.kernel(self.task.kernel)
+            except KeyError:
+                pass
+        return self.kernel
+
+    def _next_candidate(self, text: str, ev: Evaluation, prefix: list[str]) -> tuple[Choice, Any] | None:
+        """The first choice (in policy order) that yields a candidate not tried yet."""
+        h = _text_hash(text)
+        for choice in self._choices(ev, prefix):
+            if (h, choice.strategy) in self.dead:
+                continue
+            if self.task.engine == "rules" and not choice.transform:
+                continue
+            try:
+                cands = self.generator.propose(self._request(choice, text, ev, None),
+                                               check=self._check if self.task.engine == "llm" else None)
+            except GenerationError as exc:
+                self.warnings.append(f"{choice.strategy}: {exc}")
+                self.dead.add((h, choice.strategy))
+                if self.task.engine == "llm":
+                    raise
+                continue
+            fresh = [c for c in cands if _text_hash(c.code) not in self.tried]
+            if not fresh:
+                self.dead.add((h, choice.strategy))
+                continue
+            if self.task.policy == "random":
+                return choice, self.rng.choice(fresh)
+            return choice, fresh[0]
+        return None
+
+    # -- the loop -----------------------------------------------------------------------------------
+    def _progress(self, step: int, choice: Choice | None, best: float | None, msg: str) -> None:
+        self.emit(ProgressEvent(step, self.task.budget, choice.direction if choice else None,
+                                choice.strategy if choice else None, best, msg))
+
+    def run(self) -> OptimizeResult:
+        task = self.task
+        self._progress(0, None, None, "profiling the starting kernel")
+        start_ev, _ = self.evaluator.evaluate(self.start_text, "00-start", use_ncu=task.use_ncu)
+        if not start_ev.ok:
+            self.warnings.append("the starting kernel failed: " + "; ".join(start_ev.messages[:3]))
+        if start_ev.correct is False:
+            self.warnings.append("the starting kernel does not match its reference: speedups are relative to a "
+                                 "wrong kernel")
+        cur_text, cur_ev = self.start_text, start_ev
+        best_text, best_ev = cur_text, cur_ev
+        prefix: list[str] = []
+        cancelled = False
+        n = 0
+        try:
+            while n < task.budget:
+                if self.cancel.is_set():
+                    cancelled = True
+                    break
+                nxt = self._next_candidate(cur_text, cur_ev, prefix)
+                if nxt is None:
+                    self.warnings.append(f"stopped after {n} candidates: no step left that proposes a new "
+                                         "candidate for this kernel")
+                    break
+                choice, cand = nxt
+                n += 1
+                self.tried.add(_text_hash(cand.code))
+                self._progress(n - 1, choice, self._speedup(start_ev, best_ev),
+                               f"candidate {n}/{task.budget}: {choice.direction} → {choice.strategy}")
+                label = f"{n:02d}-{choice.strategy.replace('.', '_')}"
+                ev, cand_path = self.evaluator.evaluate(cand.code, label)
+                rec = self._judge(n, choice, cand, cur_text, cur_ev, start_ev, ev, cand_path)
+                self.steps.append(rec)
+                self._record(prefix, cur_ev, choice, rec, ev)
+                if rec.accepted:
+                    cur_text, cur_ev = cand.code, ev
+                    prefix = (prefix + [choice.strategy])[-PREFIX_LEN:]
+                    if self._better(ev, best_ev):
+                        best_text, best_ev = cand.code, ev
+                self._progress(n, None, self._speedup(start_ev, best_ev), f"candidate {n}: {rec.status}")
+        except KeyboardInterrupt:
+            cancelled = True
+        except GenerationError as exc:
+            self.warnings.append(f"the LLM engine stopped: {exc}")
+        return write_report(self.task, self.out, self.start_text, start_ev, best_text, best_ev, self.steps,
+                            gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
+                            language=self.kernel.language)
+
+    @staticmethod
+    def _speedup(start: Evaluation, ev: Evaluation) -> float | None:
+        if start.time_ms and ev.time_ms:
+            return _geomean_ratio(start.per_set_ms or [start.time_ms], ev.per_set_ms or [ev.time_ms])
+        return None
+
+    def _better(self, ev: Evaluation, best: Evaluation) -> bool:
+        if self.gpu:
+            if ev.time_ms is None or ev.correct is not True:
+                return False
+            if best.time_ms is None:
+                return True
+            r = _geomean_ratio(best.per_set_ms or [best.time_ms], ev.per_set_ms or [ev.time_ms])
+            return r is not None and r > 1.0
+        return True  # static mode: the accepted chain is the best the static model can say
+
+    def _judge(self, n: int, choice: Choice, cand: Any, parent_text: str, parent: Evaluation, start: Evaluation,
+               ev: Evaluation, cand_path: Path) -> StepRecord:
+        numerics = bool(cand.params.get("changes_numerics"))
+        speedup = None
+        if self.gpu and ev.ok and ev.correct and ev.time_ms and parent.time_ms:
+            speedup = _geomean_ratio(parent.per_set_ms or [parent.time_ms], ev.per_set_ms or [ev.time_ms])
+        if ev.failure in ("refused", "incorrect"):
+            status = "incorrect"
+        elif ev.failure == "failed" or not ev.ok:
+            status = "failed"
+        elif speedup is None:
+            status = "neutral"
+        elif speedup >= WIN_THRESHOLD:
+            status = "win"
+        elif speedup <= 1 / WIN_THRESHOLD:
+            status = "loss"
+        else:
+            status = "neutral"
+        labelled = bool(ev.labels)
+        if self.gpu:
+            accepted = status == "win" and not labelled
+        else:
+            # static: follow the ranking with every candidate verified correct; a compiled but unverifiable
+            # one (CUDA without a GPU, no harness) only when it is a mechanical, numerics-preserving
+            # transform: never unverified LLM code.
+            mechanical = self.task.engine == "rules" and not numerics
+            accepted = status == "neutral" and (ev.correct is True or (ev.correct is None and mechanical))
+        msgs = list(ev.messages)
+        if labelled:
+            msgs.append("labelled " + ", ".join(ev.labels) + ": not counted as a plain speedup")
+        if numerics:
+            msgs.append("changes numerics (fast-math or reduced precision)")
+        return StepRecord(
+            index=n, direction=choice.direction, strategy=choice.strategy,
+            transform=cand.params.get("transform_id") or choice.transform, description=cand.description,
+            params={k: v for k, v in cand.params.items() if k not in ("usage",)},
+            edit=_diff(parent_text, cand.code, self.path.name), status=status, correct=ev.correct,
+            verified_on=ev.verified_on, time_ms=ev.time_ms, speedup=speedup,
+            speedup_vs_start=self._speedup(start, ev) if self.gpu and ev.correct else None, accepted=accepted,
+            evidence=choice.evidence, messages=msgs, candidate_path=str(cand_path), score=choice.score)
+
+    def _record(self, prefix: list[str], parent: Evaluation, choice: Choice, rec: StepRecord,
+                ev: Evaluation) -> None:
+        if not self.task.record:
+            return
+        state = state_from_profile(parent.profile) if parent.profile else {}
+        outcome = Outcome(speedup=rec.speedup if rec.status in ("win", "loss", "neutral") else None,
+                          correct=rec.status not in ("incorrect", "failed"), measured=rec.speedup is not None,
+                          status=rec.status, note=rec.description[:200])
+        device = (ev.profile or parent.profile).device if (ev.profile or parent.profile) else "unknown"
+        try:
+            self.ranker.record(list(prefix), state, choice.strategy, outcome, self.fingerprint, device)
+            self.ranker.refresh()
+        except Exception as exc:  # a memory problem must not lose the optimization
+            self.warnings.append(f"could not record step {rec.index} in the memory: {exc}")
+
+
+def run_optimize(task: OptimizeTask, *, on_progress: Callable[[ProgressEvent], None] | None = None,
+                 cancel: threading.Event | None = None) -> OptimizeResult:
+    """Run the HTAM evolution loop on one kernel.
+
+    Args:
+        task: what to optimize (see :class:`OptimizeTask`).
+        on_progress: called with a :class:`ProgressEvent` before and after every candidate.
+        cancel: set it to stop after the current candidate; the best so far is kept and reported.
+
+    Returns:
+        The :class:`OptimizeResult`; the report files are written under ``task.resolved_out_dir()``.
+        The user's file is never written here (``htam optimize --apply`` does that).
+
+    Raises:
+        OptimizeError: the task cannot start (missing file, unknown kernel, bad settings, unusable memory).
+    """
+    loop = _Loop(task, on_progress, cancel)
+    try:
+        return loop.run()
+    finally:
+        loop.store.close()

@@ -1,0 +1,55 @@
+"""Which steps to try next: HTAM ranking, a random order, or the whole transform space.
+
+A policy turns the current kernel and its state into an ordered list of :class:`Choice` objects; the loop
+walks that list until a generator yields a candidate that was not tried yet. ``htam`` is the method
+(DESIGN.md §1); ``random`` and ``exhaustive`` are the baselines of the benchmark suite (issue 8).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from htam_core.memory import KnowledgeBase, RankedStep, Ranker
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel
+
+
+@dataclass
+class Choice:
+    """One step a policy proposes: a strategy of the knowledge base, with the ranker's view of it."""
+
+    direction: str
+    strategy: str
+    transform: str | None
+    score: float | None
+    evidence: str
+    rationale: str
+    ranked: RankedStep | None = None
+
+
+def _language(kernel: Kernel) -> str:
+    return "triton" if kernel.language == "triton" else "cuda"
+
+
+def htam_choices(ranker: Ranker, state: dict[str, float], prefix: Sequence[str], kernel: Kernel,
+                 profile: Profile | None, top: int = 64) -> list[Choice]:
+    """Every applicable step, in HTAM rank order (direction score, then strategy score)."""
+    ranked = ranker.rank(state, list(prefix), kernel.features, _language(kernel), profile, top=top)
+    return [Choice(r.direction, r.strategy, r.transform, r.score, r.evidence, r.rationale, r) for r in ranked]
+
+
+def random_choices(kb: KnowledgeBase, ranker: Ranker, kernel: Kernel, profile: Profile | None,
+                   rng: random.Random) -> list[Choice]:
+    """The same applicable strategies as HTAM sees, in a uniformly random order."""
+    strategies = list(ranker.applicable(kernel.features, _language(kernel), profile))
+    rng.shuffle(strategies)
+    return [Choice(s.direction, s.id, s.transform, None, "random order (baseline)", "random policy")
+            for s in strategies]
+
+
+def all_choices(kb: KnowledgeBase, ranker: Ranker, kernel: Kernel, profile: Profile | None) -> list[Choice]:
+    """Every applicable strategy, in knowledge-base order (for exhaustive search)."""
+    return [Choice(s.direction, s.id, s.transform, None, "exhaustive search", "exhaustive policy")
+            for s in ranker.applicable(kernel.features, _language(kernel), profile)]

@@ -1,0 +1,176 @@
+"""The optimization task and its result: plain, serializable records.
+
+One optimization of one kernel is a self-contained task (DESIGN.md §3): a :class:`OptimizeTask` goes in,
+an :class:`OptimizeResult` comes out, so that a benchmark can spread tasks over GPUs or hosts with an
+existing engine (Dask, Ray) and no home-made scheduler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Candidate policies: ``htam`` ranks with the memory (optionally ablated), ``random`` draws uniformly over
+#: the same applicable transforms, ``exhaustive`` tries every candidate of the transform space breadth-first.
+POLICIES = ("htam", "random", "exhaustive")
+
+
+@dataclass
+class OptimizeTask:
+    """What to optimize and how.
+
+    Attributes:
+        path: the kernel's file (``.py``, ``.cu``, ``.cuh``).
+        kernel: the kernel's name.
+        engine: ``"rules"`` (mechanical transforms; default) or ``"llm"``.
+        budget: number of candidates to evaluate (each verified, and timed on a GPU).
+        policy: one of :data:`POLICIES`.
+        ablation: HTAM ablation switch (``flat``, ``no-local``, ``no-prefix``, ``no-position``, ``no-update``,
+            ``random``) or ``None``.
+        out_dir: where the report and candidates go; default ``htam-out/<stem>-<kernel>``.
+        memory_path: HTAM memory store; ``None`` = ``HTAM_MEMORY`` or the user data dir.
+        seed: seed of the ranker and the random policy.
+        static: force static mode (``True``), force GPU (``False``) or decide from the machine (``None``).
+        gpu_index: CUDA device index.
+        llm: :meth:`htam_core.generate.config.LLMConfig.to_json` for the LLM engine, or ``None``.
+        source_text: start from this text instead of the file on disk (an unsaved editor buffer).
+        record: write outcomes into the memory store.
+        trials: timed trials per candidate on the GPU.
+        use_ncu: collect Nsight Compute counters for the start kernel and each new best.
+    """
+
+    path: str
+    kernel: str
+    engine: str = "rules"
+    budget: int = 8
+    policy: str = "htam"
+    ablation: str | None = None
+    out_dir: str | None = None
+    memory_path: str | None = None
+    seed: int = 0
+    static: bool | None = None
+    gpu_index: int = 0
+    llm: dict[str, Any] | None = None
+    source_text: str | None = None
+    record: bool = True
+    trials: int = 100
+    use_ncu: bool = True
+
+    def resolved_out_dir(self) -> Path:
+        """The output directory, defaulting to ``htam-out/<file stem>-<kernel>``."""
+        if self.out_dir:
+            return Path(self.out_dir)
+        return Path("htam-out") / f"{Path(self.path).stem}-{self.kernel}"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form; the buffer text is left out."""
+        d = asdict(self)
+        d.pop("source_text", None)
+        return d
+
+
+@dataclass
+class ProgressEvent:
+    """Progress of a running optimization, for a terminal bar or LSP work-done progress.
+
+    Attributes:
+        step: candidates evaluated so far (0 before the first).
+        total: the budget.
+        direction, strategy: what the current step tries, or ``None`` between steps.
+        best_speedup: best measured speedup over the start so far, or ``None`` when nothing was timed.
+        message: one line for a human.
+    """
+
+    step: int
+    total: int
+    direction: str | None
+    strategy: str | None
+    best_speedup: float | None
+    message: str
+
+
+@dataclass
+class StepRecord:
+    """One evaluated candidate.
+
+    Attributes:
+        index: 1-based candidate number.
+        direction, strategy: what was applied (knowledge-base ids); ``transform``: the mechanical transform id.
+        description: what the edit does; ``params``: its parameters.
+        edit: unified diff of the candidate against the kernel it was derived from.
+        status: ``win``, ``loss``, ``neutral``, ``incorrect`` or ``failed`` (the memory's outcome status).
+        correct: ``True`` verified correct, ``False`` refused or wrong, ``None`` not verifiable here.
+        verified_on: ``"gpu"``, ``"interpreter"`` or ``"compile-only"``.
+        time_ms: median time in ms, or ``None`` (not measured).
+        speedup: over the kernel it was derived from (``parent_ms / time_ms``), or ``None``.
+        speedup_vs_start: over the starting kernel, or ``None``.
+        accepted: the loop continued from this candidate.
+        evidence: the memory evidence used to choose this step.
+        messages: verifier, guard and profiler messages.
+        candidate_path: where the candidate's file was written.
+        score: the ranker's score of the step, or ``None`` (random/exhaustive).
+    """
+
+    index: int
+    direction: str
+    strategy: str
+    transform: str | None
+    description: str
+    params: dict[str, Any]
+    edit: str
+    status: str
+    correct: bool | None
+    verified_on: str
+    time_ms: float | None
+    speedup: float | None
+    speedup_vs_start: float | None
+    accepted: bool
+    evidence: str
+    messages: list[str] = field(default_factory=list)
+    candidate_path: str | None = None
+    score: float | None = None
+
+
+@dataclass
+class OptimizeResult:
+    """What an optimization produced.
+
+    Attributes:
+        best_text: the best correct kernel file's text (the start text when nothing beat it).
+        best_speedup: measured speedup of the best over the start, or ``None`` (static mode: nothing timed).
+        measured: candidates were timed on a GPU.
+        steps: every evaluated candidate, in order.
+        report_dir: the output directory; ``report_md``: its ``report.md``.
+        summary: one paragraph for a human.
+        cancelled: stopped early by the user.
+        changed: ``best_text`` differs from the start text.
+        start_ms: median time of the start kernel, or ``None``.
+        best_ms: median time of the best kernel, or ``None``.
+        mode: ``"gpu"`` or ``"static"``.
+        best_path: path of ``best.<ext>``.
+    """
+
+    best_text: str
+    best_speedup: float | None
+    measured: bool
+    steps: list[StepRecord]
+    report_dir: Path
+    report_md: Path
+    summary: str
+    cancelled: bool
+    changed: bool
+    start_ms: float | None = None
+    best_ms: float | None = None
+    mode: str = "static"
+    best_path: Path | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form (the best text left out; it is in ``best.<ext>``)."""
+        return {
+            "best_speedup": self.best_speedup, "measured": self.measured, "mode": self.mode,
+            "start_ms": self.start_ms, "best_ms": self.best_ms, "cancelled": self.cancelled,
+            "changed": self.changed, "summary": self.summary, "report_dir": str(self.report_dir),
+            "report_md": str(self.report_md), "best_path": str(self.best_path) if self.best_path else None,
+            "steps": [asdict(s) for s in self.steps],
+        }
