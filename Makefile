@@ -36,8 +36,9 @@ lint: install-test
 test-python: install-test lint
 	$(BIN)/python -m pytest -q
 
-test-extension:
-	bash vscode-extension/scripts/ci.sh
+# The extension's checks, then its end-to-end test in code-server + headless Chromium against this venv's server.
+test-extension: install-test
+	HTAM_E2E=1 HTAM_E2E_PYTHON=$(abspath $(BIN)/python) bash vscode-extension/scripts/ci.sh
 
 test: test-python test-extension
 
