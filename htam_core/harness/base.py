@@ -25,6 +25,9 @@ KernelLanguage = Literal["triton", "cuda", "cuda-in-python", "python"]
 DTYPES: tuple[str, ...] = (
     "float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
 )
+#: Largest input-set volume (product of the size symbols) run under the Triton interpreter by default:
+#: it executes every program instance in Python, so GPU-sized sets would take minutes.
+INTERPRET_MAX_VOLUME = 1 << 21
 #: ``init`` values of a tensor input. ``"empty"`` marks an output buffer: it is poisoned with NaN
 #: (floats) or the dtype's maximum (ints) before every run, so an unwritten output never passes.
 INITS: tuple[str, ...] = ("randn", "rand", "zeros", "ones", "empty", "arange", "randint")
@@ -151,7 +154,8 @@ class Harness:
 
     def sizes_for(self, interpreter: bool) -> list[dict[str, int | float]]:
         """The input sets to run: all of ``sizes`` on a GPU; under the interpreter ``interpret_sizes``
-        or, when not given, the one set of ``sizes`` with the fewest elements (product of its values)."""
+        or, when not given, the sets of ``sizes`` whose volume (product of their values) is at most
+        :data:`INTERPRET_MAX_VOLUME`, or else the smallest one."""
         sizes = list(self.sizes or [{}])
         if not interpreter:
             return sizes
@@ -164,7 +168,8 @@ class Harness:
                 v *= max(1.0, float(x))
             return v
 
-        return [min(sizes, key=volume)]
+        small = [s for s in sizes if volume(s) <= INTERPRET_MAX_VOLUME]
+        return small or [min(sizes, key=volume)]
 
     @property
     def input_sets(self) -> int:

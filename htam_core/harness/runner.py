@@ -285,7 +285,16 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
         env.update(zip(names, inputs, strict=True))
         return _namespace(env)
 
-    if h.launcher:
+    if h.launcher and module is None:
+        # a .cu file with an extern "C" host launcher: the launch configuration stays in the file
+        if device != "cuda":
+            raise HarnessError("raw CUDA kernels need a GPU to run")
+        from htam_core.harness.cu_launcher import host_launcher
+
+        major, minor = torch.cuda.get_device_capability()
+        bind = host_launcher(h.path, h.launcher, f"sm_{major}{minor}",  # type: ignore[assignment]
+                             [i.dtype if i.is_scalar else None for i in h.inputs])
+    elif h.launcher:
         fn = getattr(module, h.launcher, None)
         if fn is None:
             raise HarnessError(f"{h.source}: {Path(h.path).name} has no function {h.launcher!r}")
@@ -395,7 +404,11 @@ def prepare_kernelbench(h: Harness, device: str) -> Prepared:
 
     def make_inputs(seed: int, set_index: int, scale: float) -> list[Any]:
         torch.manual_seed(seed)
-        return [to_dev(_scale(x, scale)) for x in ref_mod.get_inputs()]
+        # tensors are created on the device itself (seeded the same way for reference and candidate):
+        # level-1 problems have 6-8 GB inputs, which take seconds to draw on the CPU and copy over
+        with torch.device(device):
+            xs = ref_mod.get_inputs()
+        return [to_dev(_scale(x, scale)) for x in xs]
 
     def run_reference(inputs: list[Any]) -> list[Any]:
         with torch.no_grad():

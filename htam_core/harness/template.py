@@ -178,7 +178,7 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
         symbols["N"] = 1 << 20
     sizes = ", ".join(f"{k} = {v}" for k, v in symbols.items())
     lines.append(f"sizes = [{{ {sizes} }}]   # add more tables for more input sets")
-    lines.append("# interpret_sizes = [{ ... }]  # smaller sets for the Triton interpreter on a CPU (default: smallest)")
+    lines.append("# interpret_sizes = [{ ... }]  # sets for the Triton interpreter on a CPU (default: the small ones)")
     lines.append(f"# TODO: a torch expression over {', '.join(ref_names)} giving the expected output(s), e.g. "
                  "\"a + b\"; or \"module:function\"")
     lines.append('reference = ""')
