@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from htam_core.generate.config import LLMConfig
 from htam_core.generate.errors import GenerationError
-from htam_core.generate.llm import CheckResult, LLMGenerator
+from htam_core.generate.llm import CheckResult, GenerationResult, LLMGenerator
 from htam_core.generate.prompt import build_messages
 from htam_core.profile.result import Profile
 
@@ -86,6 +86,8 @@ class LLMCandidateGenerator:
 
     def __init__(self, config: LLMConfig, log_dir: str | Path | None) -> None:
         self.llm = LLMGenerator(config, log_dir)
+        #: the last :class:`GenerationResult` (its ``check`` says why a call returned no candidate), or ``None``
+        self.last_result: GenerationResult | None = None
 
     def propose(self, request: GenerationRequest,
                 check: Callable[[str], CheckResult] | None = None) -> list[Candidate]:
@@ -102,6 +104,7 @@ class LLMCandidateGenerator:
         else:
             res = self.llm.generate_with_repair(msgs, check, language=request.language,
                                                 kernel_name=request.kernel_name)
+        self.last_result = res
         if not res.code:
             return []
         strat = request.strategies[0].get("id") if request.strategies else None

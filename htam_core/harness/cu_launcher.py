@@ -15,6 +15,7 @@ pattern for calling CUDA host code from Python.
 from __future__ import annotations
 
 import ctypes
+import os
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -48,7 +49,7 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
     lib = out_dir / f"{key[:24]}.so"
     if lib.is_file():
         return lib
-    tmp = lib.with_suffix(".so.tmp")
+    tmp = lib.with_name(f"{lib.stem}.{os.getpid()}.tmp.so")  # one per process: pool workers may race
     proc = subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo", f"-arch={arch}",
                            "-std=c++17", f"-I{src.parent}", str(src), "-o", str(tmp)],
                           capture_output=True, text=True, timeout=300)

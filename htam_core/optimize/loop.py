@@ -12,6 +12,7 @@ interpreter, CUDA compile-only), follows the ranking of the static state, record
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import random
@@ -109,7 +110,13 @@ class _Loop:
         self.fingerprint = kernel_fingerprint(self.kernel)
         self.steps: list[StepRecord] = []
         self.tried: set[str] = {_text_hash(self.start_text)}
+        self.kept_strategies: set[str] = set()
         self.dead: set[tuple[str, str]] = set()  # (text hash, strategy) with nothing new to propose
+        # LLM engine: evaluations made by the repair check, reused when the candidate comes back (text hash ->
+        # verdict and file), and the folder label of the step being generated.
+        self._checked: dict[str, tuple[Evaluation, Path]] = {}
+        self._check_label = "candidate"
+        self._check_tries = 0
 
     def _generator(self) -> Any:
         from htam_core.generate import registry
@@ -117,28 +124,52 @@ class _Loop:
         if self.task.engine == "llm":
             from htam_core.generate.config import LLMConfig
 
-            cfg = LLMConfig(**(self.task.llm or {}))
+            try:
+                cfg = LLMConfig(**(self.task.llm or {}))
+            except (TypeError, GenerationError) as exc:  # unknown keys, bad limits
+                raise OptimizeError(f"bad LLM settings {self.task.llm!r}: {exc}") from exc
+            if not cfg.model:
+                raise OptimizeError("the LLM engine needs a model name (--llm-model NAME)")
             return registry.create("llm", config=cfg, log_dir=self.out)
         return registry.create("rules")
 
     # -- one candidate ------------------------------------------------------------------------------
-    def _request(self, choice: Choice, text: str, ev: Evaluation, feedback: str | None) -> GenerationRequest:
+    def _request(self, choice: Choice, text: str, ev: Evaluation, feedback: str | None,
+                 ranked: list[Choice] | None = None, prefix: list[str] | None = None) -> GenerationRequest:
         d = self.kb.direction(choice.direction)
-        strategies = [choice.strategy] + ([s.id for s in self.kb.strategies_of(choice.direction)
-                                           if s.id != choice.strategy][:2] if self.task.engine == "llm" else [])
+        strategies = [choice.strategy]
+        if self.task.engine == "llm":
+            # companions: the next applicable strategies of the same direction, in the policy's order (so never
+            # a strategy of the other language or one whose predicate is false for this kernel)
+            strategies += [c.strategy for c in ranked or [] if c.direction == choice.direction
+                           and c.strategy != choice.strategy][:2]
         strat_dicts = []
         for sid in strategies:
             s = self.kb.strategy(sid)
             strat_dicts.append({"id": s.id, "name": s.title, "guidance": s.guidance, "example_before": s.before,
                                 "example_after": s.after, "risk": s.risk, "transform": s.transform})
-        hints = [choice.evidence] if choice.evidence else []
+        hints = self._hints(choice, prefix or [])
         lang = self.kernel.language
         return GenerationRequest(kernel_text=text, language=lang, kernel_name=self.task.kernel, profile=ev.profile,
                                  direction={"name": d.name, "description": d.description}, strategies=strat_dicts,
                                  transition_hints=hints, error_feedback=feedback)
 
+    def _hints(self, choice: Choice, prefix: list[str]) -> list[str]:
+        """Transition hints for the prompt: the memory's evidence for the step, and the knowledge base's
+        transition priors from the last applied step (strategy and direction level) when there are any."""
+        hints = [choice.evidence] if choice.evidence else []
+        if prefix and self.kb.has_strategy(prefix[-1]):
+            last = self.kb.strategy(prefix[-1])
+            for key in (("strategy", last.id, choice.strategy), ("direction", last.direction, choice.direction)):
+                edge = self.kb.transitions.get(key)
+                if edge and edge.why not in " ".join(hints):
+                    hints.append(f"after {last.title}: {edge.why} ({edge.when})")
+        return hints
+
     def _check(self, code: str) -> Any:
-        """Repair check for the LLM engine: the candidate must parse, keep the kernel and pass the guards."""
+        """Repair check for the LLM engine: the candidate must parse and keep the kernel, then it is
+        evaluated like any candidate (guards, compile, correctness against the harness in a worker); a
+        failure is sent back to the model. The verdict is kept so the loop does not evaluate it twice."""
         from htam_core.generate.llm import CheckResult
 
         lang = "cuda" if self.path.suffix in (".cu", ".cuh") else "python"
@@ -147,6 +178,13 @@ class _Loop:
             return CheckResult(False, f"the reply must keep the kernel {self.task.kernel!r} (same name)")
         if model.errors:
             return CheckResult(False, "the code does not parse: " + "; ".join(model.errors[:5]))
+        self._check_tries += 1
+        ev, path = self.evaluator.evaluate(code, f"{self._check_label}-try{self._check_tries}")
+        self._checked[_text_hash(code)] = (ev, path)
+        if ev.failure:
+            what = {"refused": "refused by the reward-hack guards", "incorrect": "wrong: it does not match the "
+                    "reference", "failed": "failed to compile or run"}[ev.failure]
+            return CheckResult(False, f"the candidate was {what}:\n" + "\n".join(ev.messages[:20]))
         return CheckResult(True, "")
 
     def _choices(self, ev: Evaluation, prefix: list[str]) -> list[Choice]:
@@ -166,23 +204,37 @@ class _Loop:
                 pass
         return self.kernel
 
-    def _next_candidate(self, text: str, ev: Evaluation, prefix: list[str]) -> tuple[Choice, Any] | None:
-        """The first choice (in policy order) that yields a candidate not tried yet."""
+    def _next_candidate(self, text: str, ev: Evaluation, prefix: list[str],
+                        n: int) -> tuple[Choice, Any | None] | None:
+        """The first choice (in policy order) that yields a candidate not tried yet.
+
+        With the LLM engine, a choice whose every round produced no code comes back as ``(choice, None)``: it
+        counts as a failed candidate, so that a model that never answers with code cannot spend requests
+        beyond the budget. Transport errors (timeout, HTTP, garbage body) are raised.
+        """
         h = _text_hash(text)
-        for choice in self._choices(ev, prefix):
+        llm = self.task.engine == "llm"
+        ranked = self._choices(ev, prefix)
+        for choice in ranked:
+            if not self.gpu and choice.strategy in self.kept_strategies:
+                continue  # static mode: unmeasured variants of a step already kept tell nothing new
             if (h, choice.strategy) in self.dead:
                 continue
-            if self.task.engine == "rules" and not choice.transform:
+            if not llm and not choice.transform:
                 continue
+            self._check_label, self._check_tries = f"{n:02d}-{choice.strategy.replace('.', '_')}", 0
             try:
-                cands = self.generator.propose(self._request(choice, text, ev, None),
-                                               check=self._check if self.task.engine == "llm" else None)
+                cands = self.generator.propose(self._request(choice, text, ev, None, ranked, prefix),
+                                               check=self._check if llm else None)
             except GenerationError as exc:
-                self.warnings.append(f"{choice.strategy}: {exc}")
                 self.dead.add((h, choice.strategy))
-                if self.task.engine == "llm":
-                    raise
+                if llm:
+                    raise  # ends the loop with one warning (run)
+                self.warnings.append(f"{choice.strategy}: {exc}")
                 continue
+            if llm and not cands:
+                self.dead.add((h, choice.strategy))
+                return choice, None
             fresh = [c for c in cands if _text_hash(c.code) not in self.tried]
             if not fresh:
                 self.dead.add((h, choice.strategy))
@@ -199,39 +251,61 @@ class _Loop:
 
     def run(self) -> OptimizeResult:
         task = self.task
-        self._progress(0, None, None, "profiling the starting kernel")
-        start_ev, _ = self.evaluator.evaluate(self.start_text, "00-start", use_ncu=task.use_ncu)
-        if not start_ev.ok:
-            self.warnings.append("the starting kernel failed: " + "; ".join(start_ev.messages[:3]))
-        if start_ev.correct is False:
-            self.warnings.append("the starting kernel does not match its reference: speedups are relative to a "
-                                 "wrong kernel")
+        # placeholder until the start is evaluated (Ctrl-C during its profile still writes a report)
+        start_ev = Evaluation(False, None, "none", messages=["stopped before the starting kernel was evaluated"])
         cur_text, cur_ev = self.start_text, start_ev
         best_text, best_ev = cur_text, cur_ev
         prefix: list[str] = []
         cancelled = False
         n = 0
         try:
+            self._progress(0, None, None, "profiling the starting kernel")
+            start_ev, _ = self.evaluator.evaluate(self.start_text, "00-start", use_ncu=task.use_ncu)
+            if not start_ev.ok:
+                self.warnings.append("the starting kernel failed: " + "; ".join(start_ev.messages[:3]))
+            if start_ev.correct is False:
+                self.warnings.append("the starting kernel does not match its reference: speedups are relative to "
+                                     "a wrong kernel")
+            cur_ev = best_ev = start_ev
+            trail: list[tuple[str, Evaluation, list[str]]] = []  # kernels the current one was derived from
             while n < task.budget:
                 if self.cancel.is_set():
                     cancelled = True
                     break
-                nxt = self._next_candidate(cur_text, cur_ev, prefix)
+                if task.engine == "llm":  # a request (and its repair rounds) can take a while
+                    self._progress(n, None, self._speedup(start_ev, best_ev),
+                                   f"asking the LLM for candidate {n + 1}/{task.budget}")
+                nxt = self._next_candidate(cur_text, cur_ev, prefix, n + 1)
+                while nxt is None and trail:
+                    # nothing new from this kernel: go back to the kernel it was derived from and try its
+                    # other steps (the search continues "from the candidate the policy chooses")
+                    cur_text, cur_ev, prefix = trail.pop()
+                    nxt = self._next_candidate(cur_text, cur_ev, prefix, n + 1)
                 if nxt is None:
                     self.warnings.append(f"stopped after {n} candidates: no step left that proposes a new "
-                                         "candidate for this kernel")
+                                         "candidate for this kernel or the kernels it was derived from")
                     break
                 choice, cand = nxt
                 n += 1
+                if cand is None:  # the LLM gave no code in any round: a failed step, recorded as such
+                    rec = self._no_code(n, choice)
+                    self.steps.append(rec)
+                    self._record(prefix, cur_ev, choice, rec, cur_ev)
+                    self._progress(n, None, self._speedup(start_ev, best_ev), f"candidate {n}: {rec.status}")
+                    continue
                 self.tried.add(_text_hash(cand.code))
                 self._progress(n - 1, choice, self._speedup(start_ev, best_ev),
                                f"candidate {n}/{task.budget}: {choice.direction} → {choice.strategy}")
                 label = f"{n:02d}-{choice.strategy.replace('.', '_')}"
-                ev, cand_path = self.evaluator.evaluate(cand.code, label)
+                cached = self._checked.pop(_text_hash(cand.code), None)
+                ev, cand_path = cached if cached else self.evaluator.evaluate(cand.code, label)
+                self._checked.clear()
                 rec = self._judge(n, choice, cand, cur_text, cur_ev, start_ev, ev, cand_path)
                 self.steps.append(rec)
                 self._record(prefix, cur_ev, choice, rec, ev)
                 if rec.accepted:
+                    self.kept_strategies.add(choice.strategy)
+                    trail.append((cur_text, cur_ev, list(prefix)))
                     cur_text, cur_ev = cand.code, ev
                     prefix = (prefix + [choice.strategy])[-PREFIX_LEN:]
                     if self._better(ev, best_ev):
@@ -244,6 +318,17 @@ class _Loop:
         return write_report(self.task, self.out, self.start_text, start_ev, best_text, best_ev, self.steps,
                             gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
                             language=self.kernel.language)
+
+    def _no_code(self, n: int, choice: Choice) -> StepRecord:
+        """The step record of an LLM step whose every round came back without usable code."""
+        res = getattr(self.generator, "last_result", None)
+        why = res.check.error_text if res is not None and res.check is not None else "no code in the reply"
+        rounds = (res.repairs + 1) if res is not None else 1
+        return StepRecord(index=n, direction=choice.direction, strategy=choice.strategy, transform=None,
+                          description=f"LLM reply without usable code after {rounds} round(s)",
+                          params={}, edit="", status="failed", correct=False, verified_on="none", time_ms=None,
+                          speedup=None, speedup_vs_start=None, accepted=False, evidence=choice.evidence,
+                          messages=[f"no candidate: {why}"], candidate_path=None, score=choice.score)
 
     @staticmethod
     def _speedup(start: Evaluation, ev: Evaluation) -> float | None:
@@ -261,8 +346,26 @@ class _Loop:
             return r is not None and r > 1.0
         return True  # static mode: the accepted chain is the best the static model can say
 
+    def _strict(self, start: Evaluation, ev: Evaluation, cand_path: Path) -> Evaluation:
+        """A speedup over the start above 10x on a GPU must survive the stricter second verification
+        (:func:`htam_core.verify.strict.strict_reverify`, issue 9 §2) before it counts; when it fails, the
+        candidate is incorrect (rule ``strict-reverify``)."""
+        from htam_core.verify import strict
+
+        if not (ev.ok and ev.correct and self.harness is not None):
+            return ev
+        if not strict.needs_strict_reverify(self._speedup(start, ev), gpu=self.gpu):
+            return ev
+        h = dataclasses.replace(self.harness, path=str(Path(cand_path).resolve()))
+        res = strict.strict_reverify(h, gpu_index=self.task.gpu_index)
+        if res.correct:
+            return dataclasses.replace(ev, messages=[*ev.messages, f"{strict.STRICT_RULE}: passed ("
+                                                     + "; ".join(res.messages[-1:]) + ")"])
+        return dataclasses.replace(ev, correct=False, failure="incorrect", messages=[*ev.messages, *res.messages])
+
     def _judge(self, n: int, choice: Choice, cand: Any, parent_text: str, parent: Evaluation, start: Evaluation,
                ev: Evaluation, cand_path: Path) -> StepRecord:
+        ev = self._strict(start, ev, cand_path)
         numerics = bool(cand.params.get("changes_numerics"))
         speedup = None
         if self.gpu and ev.ok and ev.correct and ev.time_ms and parent.time_ms:
@@ -295,7 +398,8 @@ class _Loop:
             msgs.append("changes numerics (fast-math or reduced precision)")
         return StepRecord(
             index=n, direction=choice.direction, strategy=choice.strategy,
-            transform=cand.params.get("transform_id") or choice.transform, description=cand.description,
+            transform=cand.params.get("transform_id") or (choice.transform if self.task.engine == "rules" else None),
+            description=cand.description,
             params={k: v for k, v in cand.params.items() if k not in ("usage",)},
             edit=_diff(parent_text, cand.code, self.path.name), status=status, correct=ev.correct,
             verified_on=ev.verified_on, time_ms=ev.time_ms, speedup=speedup,

@@ -36,14 +36,15 @@ def _language(kernel: Kernel) -> str:
 def htam_choices(ranker: Ranker, state: dict[str, float], prefix: Sequence[str], kernel: Kernel,
                  profile: Profile | None, top: int = 64) -> list[Choice]:
     """Every applicable step, in HTAM rank order (direction score, then strategy score)."""
-    ranked = ranker.rank(state, list(prefix), kernel.features, _language(kernel), profile, top=top)
+    ranked = ranker.rank(state, list(prefix), kernel.features, _language(kernel), profile, top=top,
+                         kernel=kernel)
     return [Choice(r.direction, r.strategy, r.transform, r.score, r.evidence, r.rationale, r) for r in ranked]
 
 
 def random_choices(kb: KnowledgeBase, ranker: Ranker, kernel: Kernel, profile: Profile | None,
                    rng: random.Random) -> list[Choice]:
     """The same applicable strategies as HTAM sees, in a uniformly random order."""
-    strategies = list(ranker.applicable(kernel.features, _language(kernel), profile))
+    strategies = list(ranker.applicable(kernel.features, _language(kernel), profile, kernel))
     rng.shuffle(strategies)
     return [Choice(s.direction, s.id, s.transform, None, "random order (baseline)", "random policy")
             for s in strategies]
@@ -52,4 +53,4 @@ def random_choices(kb: KnowledgeBase, ranker: Ranker, kernel: Kernel, profile: P
 def all_choices(kb: KnowledgeBase, ranker: Ranker, kernel: Kernel, profile: Profile | None) -> list[Choice]:
     """Every applicable strategy, in knowledge-base order (for exhaustive search)."""
     return [Choice(s.direction, s.id, s.transform, None, "exhaustive search", "exhaustive policy")
-            for s in ranker.applicable(kernel.features, _language(kernel), profile)]
+            for s in ranker.applicable(kernel.features, _language(kernel), profile, kernel)]

@@ -101,7 +101,7 @@ class StepRecord:
         edit: unified diff of the candidate against the kernel it was derived from.
         status: ``win``, ``loss``, ``neutral``, ``incorrect`` or ``failed`` (the memory's outcome status).
         correct: ``True`` verified correct, ``False`` refused or wrong, ``None`` not verifiable here.
-        verified_on: ``"gpu"``, ``"interpreter"`` or ``"compile-only"``.
+        verified_on: ``"gpu"``, ``"interpreter"``, ``"compile-only"``, or ``"none"`` (the LLM gave no code).
         time_ms: median time in ms, or ``None`` (not measured).
         speedup: over the kernel it was derived from (``parent_ms / time_ms``), or ``None``.
         speedup_vs_start: over the starting kernel, or ``None``.

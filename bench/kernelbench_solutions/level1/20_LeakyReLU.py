@@ -1,0 +1,35 @@
+"""KernelBench level 1, problem 20_LeakyReLU: LeakyReLU, naive Triton start solution.
+
+Written as a user's first version: one element per program instance slot, 128-element blocks, default
+launch settings. The reference (class Model) is the KernelBench problem file, supplied at run time.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def leaky_relu_kernel(x_ptr, y_ptr, negative_slope, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.where(x >= 0, x, x * negative_slope)
+    tl.store(y_ptr + offs, y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, negative_slope: float = 0.01):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        BLOCK_SIZE = 128
+        grid = (triton.cdiv(n, BLOCK_SIZE),)
+        leaky_relu_kernel[grid](x, y, self.negative_slope, n, BLOCK_SIZE=BLOCK_SIZE)
+        return y

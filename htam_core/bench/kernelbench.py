@@ -1,0 +1,347 @@
+"""The KernelBench runner: HTAM on KernelBench problems, scored as KernelBench scores (issue 8, DESIGN.md §7).
+
+Problems come from a JSON Lines file (``level``, ``problem_id``, ``name``, ``code`` per line, as in
+``../shared/data/kernelbench/problems.jsonl``). For each problem, :func:`run_kb_task`:
+
+1. writes the problem's code as ``<stem>_ref.py`` next to a copy of the start solution ``<stem>.py`` in a
+   temporary work folder (the problem code is third-party: it is never written into the results or the repo);
+2. starts from the naive solution in ``--start-solutions/level<N>/<id>_<name>.py`` (engine ``rules``), or asks
+   the LLM for a first ``ModelNew`` when there is none (engine ``llm``);
+3. runs the HTAM loop (:func:`htam_core.optimize.run_optimize`) for ``steps`` candidates;
+4. on a GPU, verifies the best solution and times eager PyTorch, the start solution and the best solution in
+   a worker process with KernelBench's semantics (:mod:`htam_core.bench.kb_eval`).
+
+Scores (:mod:`htam_core.bench.metrics`): Correct, fast_p for p in {0, 0.5, 0.8, 1, 1.5, 2} over all problems
+run, and the geomean speedup over eager over the correct ones. Without a GPU nothing is timed or verified
+at full size, and every score is "not measured".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from htam_core.bench import metrics
+
+
+class KernelBenchError(Exception):
+    """The runner cannot start (malformed problems file, bad settings); the message says what to fix."""
+
+
+@dataclass
+class Problem:
+    """One KernelBench problem (``code`` defines ``Model``, ``get_inputs`` and ``get_init_inputs``)."""
+
+    level: int
+    problem_id: int
+    name: str
+    code: str
+
+
+def load_problems(path: str | Path, levels: list[int] | None = None, ids: list[int] | None = None) -> list[Problem]:
+    """Read ``problems.jsonl``, keeping ``levels`` and ``ids`` (``None`` keeps all), sorted by level and id.
+
+    Raises:
+        KernelBenchError: unreadable file or a line that is not a problem object (the line number is given).
+    """
+    out = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise KernelBenchError(f"cannot read {path}: {exc.strerror}") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            p = Problem(int(d["level"]), int(d["problem_id"]), str(d["name"]), str(d["code"]))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise KernelBenchError(f"{path}:{n} is not a problem (need level, problem_id, name, code): {exc}") \
+                from None
+        if (levels is None or p.level in levels) and (ids is None or p.problem_id in ids):
+            out.append(p)
+    return sorted(out, key=lambda p: (p.level, p.problem_id))
+
+
+def find_start_solution(root: str | Path, level: int, problem_id: int) -> Path | None:
+    """``<root>/level<level>/<problem_id>_*.py``, or ``None``."""
+    d = Path(root) / f"level{level}"
+    hits = sorted(d.glob(f"{problem_id}_*.py")) if d.is_dir() else []
+    return hits[0] if hits else None
+
+
+def reference_code(problem: Problem, overrides: dict[str, Any] | None) -> str:
+    """The problem's code, with module-level size constants reassigned at its end when ``overrides`` is given
+    (smoke tests on a CPU only: ``get_inputs`` reads the globals when it is called)."""
+    if not overrides:
+        return problem.code
+    extra = "\n".join(f"{k} = {v!r}" for k, v in overrides.items())
+    return f"{problem.code.rstrip()}\n\n# size overrides (smoke test, not KernelBench sizes)\n{extra}\n"
+
+
+@dataclass
+class KBTask:
+    """One problem's run: plain data in and out (see :func:`run_kb_task`)."""
+
+    level: int
+    problem_id: int
+    name: str
+    code: str
+    start_path: str | None
+    work_dir: str
+    engine: str = "rules"
+    steps: int = 6
+    memory_path: str | None = None
+    timing_trials: int = 100
+    loop_trials: int = 20
+    static: bool | None = None
+    llm: dict[str, Any] | None = None
+    overrides: dict[str, Any] | None = None
+    deadline: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return asdict(self)
+
+
+def _first_kernel(path: Path) -> str | None:
+    from htam_core.source import load
+
+    try:
+        model = load(path)
+    except Exception:  # noqa: BLE001 - an unparsable start is reported by the caller
+        return None
+    ks = [k for k in model.kernels if k.language in ("triton", "cuda-in-python")]
+    return ks[0].name if ks else None
+
+
+def _llm_first(task: KBTask, ref: Path, dest: Path) -> str:
+    """Ask the LLM for a first ``ModelNew`` (with repair rounds on a parse/shape check); returns its code.
+
+    Raises:
+        GenerationError: the endpoint failed; KernelBenchError: no usable code came back.
+    """
+    from htam_core.generate.config import LLMConfig
+    from htam_core.generate.llm import CheckResult, LLMGenerator
+    from htam_core.generate.prompt import build_messages
+    from htam_core.source import parse_text
+
+    def check(code: str) -> CheckResult:
+        m = parse_text(code, "python")
+        if "class ModelNew" not in code:
+            return CheckResult(False, "the file must define class ModelNew(nn.Module)")
+        if not [k for k in m.kernels if k.language in ("triton", "cuda-in-python")]:
+            return CheckResult(False, "ModelNew must launch a custom Triton (@triton.jit) or CUDA kernel")
+        return CheckResult(True, "")
+
+    gen = LLMGenerator(LLMConfig(**(task.llm or {})), log_dir=dest.parent)
+    msgs = build_messages(ref.read_text(encoding="utf-8"), "triton", None,
+                          {"name": "First kernel", "description": "write a first correct custom kernel"}, [], [],
+                          task=task.code)
+    res = gen.generate_with_repair(msgs, check, language="python")
+    if not res.code or not (res.check and res.check.ok):
+        raise KernelBenchError("the LLM gave no usable first ModelNew: "
+                               + (res.check.error_text if res.check else "no code"))
+    return res.code
+
+
+def _stem(name: str) -> str:
+    return "p_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Run one :class:`KBTask` (given as its JSON dict).
+
+    Returns:
+        ``{"level", "problem_id", "name", "start", "engine", "status": "ok"|"skipped"|"error", "error",
+        "kernel", "mode", "correct", "eager_ms", "new_ms", "start_ms", "speedup", "start_speedup",
+        "loop_best_speedup", "steps", "eager", "new", "start_timing", "messages", "wall_s"}``; times in ms
+        (KernelBench means), ``None`` = not measured.
+    """
+    from htam_core.generate.errors import GenerationError
+    from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
+    from htam_core.profile.api import gpu_available
+
+    t = KBTask(**task)
+    base: dict[str, Any] = {
+        "level": t.level, "problem_id": t.problem_id, "name": t.name, "engine": t.engine,
+        "start": Path(t.start_path).name if t.start_path else None, "status": "ok", "error": None, "kernel": None,
+        "mode": None, "correct": None, "eager_ms": None, "new_ms": None, "start_ms": None, "speedup": None,
+        "start_speedup": None, "loop_best_speedup": None, "steps": [], "messages": [], "wall_s": 0.0}
+    if t.deadline is not None and time.time() >= t.deadline:
+        return {**base, "status": "skipped", "error": "not run: the time budget (--max-minutes) was spent"}
+    t0 = time.time()
+    work = Path(t.work_dir) / f"level{t.level}" / f"{t.problem_id}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
+    stem = _stem(Path(t.start_path).stem if t.start_path else t.name)
+    ref = work / f"{stem}_ref.py"
+    cand = work / f"{stem}.py"
+    ref.write_text(reference_code(Problem(t.level, t.problem_id, t.name, t.code), t.overrides), encoding="utf-8")
+    budget = t.steps
+    try:
+        if t.start_path:
+            shutil.copyfile(t.start_path, cand)
+        elif t.engine == "llm":
+            cand.write_text(_llm_first(t, ref, cand), encoding="utf-8")
+            budget = max(0, t.steps - 1)  # the first generation is one of the steps
+        else:
+            return {**base, "status": "skipped", "error": "no start solution (engine rules)"}
+    except (GenerationError, KernelBenchError) as exc:
+        return {**base, "status": "error", "error": f"first generation failed: {exc}", "wall_s": time.time() - t0}
+    start_copy = work / f"{stem}_start.py"
+    shutil.copyfile(cand, start_copy)
+    kernel = _first_kernel(cand)
+    if kernel is None:
+        return {**base, "status": "error", "error": "the start solution has no Triton or CUDA kernel",
+                "wall_s": time.time() - t0}
+    base["kernel"] = kernel
+    gpu = t.static is not True and gpu_available()
+    if not gpu and not t.overrides:
+        return {**base, "mode": "static", "status": "skipped", "wall_s": time.time() - t0,
+                "error": "no GPU: KernelBench sizes (GBs of input) are not run on the CPU interpreter; pass "
+                         "--size-overrides for a CPU smoke run"}
+    best = cand
+    cancel = threading.Event()
+    timer = None
+    if t.deadline is not None:
+        timer = threading.Timer(max(0.0, t.deadline - time.time()), cancel.set)
+        timer.daemon = True
+        timer.start()
+    try:
+        if budget > 0:
+            res = run_optimize(OptimizeTask(path=str(cand), kernel=kernel, engine=t.engine, budget=budget,
+                                            policy="htam", out_dir=str(work / "htam-out"), memory_path=t.memory_path,
+                                            static=t.static, llm=t.llm, trials=t.loop_trials, use_ncu=False),
+                               cancel=cancel)
+            base.update(mode=res.mode, loop_best_speedup=res.best_speedup,
+                        steps=[{"index": s.index, "strategy": s.strategy, "status": s.status, "correct": s.correct,
+                                "speedup_vs_start": s.speedup_vs_start} for s in res.steps])
+            if res.best_path and res.changed:
+                best = work / f"{stem}_best.py"  # next to the reference, so the pair stays a KernelBench pair
+                shutil.copyfile(res.best_path, best)
+    except OptimizeError as exc:
+        return {**base, "status": "error", "error": str(exc), "wall_s": time.time() - t0}
+    finally:
+        if timer is not None:
+            timer.cancel()
+    base["mode"] = "gpu" if gpu else "static"
+    if gpu:
+        from htam_core.profile.worker import run_in_worker
+
+        r = run_in_worker("htam_core.bench.kb_eval:evaluate_problem",
+                          {"candidate": str(best), "reference": str(ref), "start": str(start_copy),
+                           "trials": t.timing_trials}, timeout_s=900, pool_key="gpu0", interpret=False, gpu_index=0)
+        if not r.ok:
+            err = r.error
+            return {**base, "status": "error", "correct": False,
+                    "error": f"final evaluation failed: {err.kind if err else '?'}: {err.message if err else ''}"[:500],
+                    "wall_s": time.time() - t0}
+        v = r.value
+        eager = (v.get("eager") or {}).get("mean")
+        new = (v.get("new") or {}).get("mean")
+        st = (v.get("start") or {}).get("mean")
+        base.update(correct=bool(v.get("correct")), eager_ms=eager, new_ms=new, start_ms=st,
+                    speedup=(eager / new) if (eager and new) else None,
+                    start_speedup=(eager / st) if (eager and st) else None, messages=v.get("messages", []),
+                    eager=v.get("eager"), new=v.get("new"), start_timing=v.get("start"), device=v.get("device"),
+                    start_correct=v.get("start_correct"))
+    return {**base, "wall_s": time.time() - t0}
+
+
+@dataclass
+class KBConfig:
+    """Settings of one KernelBench run (the CLI's options); see :mod:`htam_core.cli.bench`."""
+
+    problems: str
+    levels: list[int]
+    ids: list[int] | None = None
+    engine: str = "rules"
+    start_solutions: str = "bench/kernelbench_solutions"
+    steps: int = 6
+    timing_trials: int = 100
+    loop_trials: int = 20
+    out_dir: str = "bench/results"
+    memory_path: str | None = None
+    size_overrides: dict[str, dict[str, Any]] | None = None
+    max_minutes: float | None = None
+    static: bool | None = None
+    llm: dict[str, Any] | None = None
+    work_dir: str | None = field(default=None)
+
+
+def score(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Correct, fast_p and geomean (KernelBench's definitions) over problem records with ``correct`` and
+    ``speedup``; ``None`` everywhere when nothing was verified."""
+    pairs = [(r.get("correct"), r.get("speedup")) for r in records]
+    return {"problems": len(records), "correct": metrics.correct_rate(pairs),
+            "fast_p": {f"{p:g}": metrics.fast_p(pairs, p) for p in metrics.FAST_P},
+            "geomean_speedup": metrics.geomean_correct(pairs)}
+
+
+def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
+    """Run every selected problem and score them per level.
+
+    Raises:
+        KernelBenchError: malformed problems file, unknown engine, or no problem selected.
+    """
+    from htam_core.bench.parallel import environment, run_tasks, visible_gpus
+
+    if cfg.engine not in ("rules", "llm"):
+        raise KernelBenchError(f"unknown engine {cfg.engine!r}; expected rules or llm")
+    problems = load_problems(cfg.problems, cfg.levels, cfg.ids)
+    if cfg.ids:
+        found = {p.problem_id for p in problems}
+        missing = [i for i in cfg.ids if i not in found]
+        if missing:
+            log(f"[kernelbench] not in {cfg.problems} for levels {cfg.levels}: ids {missing}")
+    tasks: list[KBTask] = []
+    skipped: list[dict[str, Any]] = []
+    work = Path(cfg.work_dir) if cfg.work_dir else Path(tempfile.mkdtemp(prefix="htam-kb-"))
+    work.mkdir(parents=True, exist_ok=True)
+    memory = cfg.memory_path or str(work / "memory.sqlite3")  # default: a memory for this run only
+    t_start = time.time()
+    deadline = t_start + cfg.max_minutes * 60 if cfg.max_minutes else None
+    for p in problems:
+        start = find_start_solution(cfg.start_solutions, p.level, p.problem_id)
+        if start is None and cfg.engine == "rules":
+            if cfg.ids:
+                skipped.append({"level": p.level, "problem_id": p.problem_id, "name": p.name})
+            continue
+        tasks.append(KBTask(p.level, p.problem_id, p.name, p.code, str(start) if start else None, str(work),
+                            cfg.engine, cfg.steps, memory, cfg.timing_trials, cfg.loop_trials, cfg.static, cfg.llm,
+                            (cfg.size_overrides or {}).get(f"{p.level}/{p.problem_id}"), deadline))
+    if not tasks:
+        raise KernelBenchError(f"no problem to run: none of levels {cfg.levels} has a start solution in "
+                               f"{cfg.start_solutions} (engine rules); add level<N>/<id>_<name>.py files or use "
+                               "--engine llm")
+    gpus = [] if cfg.static else visible_gpus()
+
+    def done(r: dict[str, Any]) -> None:
+        sp = r.get("speedup")
+        log(f"[kernelbench] L{r.get('level')} {r.get('name')}: {r.get('status', 'error')}, correct "
+            f"{r.get('correct')}" + (f", {sp:.3g}x over eager" if isinstance(sp, float) else "")
+            + (f" ({r['error']})" if r.get("error") else ""))
+
+    # one memory store is shared along the run; with several GPUs each problem still records into it
+    # (SQLite serializes the writers)
+    results = run_tasks("htam_core.bench.kernelbench:run_kb_task", [t.to_json() for t in tasks], gpus, done)
+    if not cfg.work_dir:
+        shutil.rmtree(work, ignore_errors=True)
+    levels: dict[str, Any] = {}
+    for lv in sorted({r.get("level") for r in results}):
+        rs = [r for r in results if r.get("level") == lv and r.get("status") != "skipped"]
+        levels[f"level{lv}"] = score(rs)
+    measured = any(r.get("mode") == "gpu" for r in results)
+    env = environment(gpus)
+    return {"problems": results, "summary": levels, "measured": measured, "environment": env,
+            "not_run_without_start": skipped, "sizes_overridden": bool(cfg.size_overrides),
+            "config": {k: v for k, v in asdict(cfg).items() if k not in ("llm", "size_overrides")}
+            | {"gpus": gpus, "llm_model": (cfg.llm or {}).get("model")}, "wall_s": time.time() - t_start}

@@ -1,0 +1,448 @@
+"""The naive-kernel suite: HTAM against baselines and ablations on every kernel of a suite folder (issue 8).
+
+A suite folder holds kernel files and one ``htam.toml`` whose ``[kernel.<name>]`` tables are their harnesses
+(with ``bytes``/``flops``: the fewest DRAM bytes and FLOPs of one call, the roofline bound).
+
+For every kernel and policy, :func:`run_suite_task` runs :func:`htam_core.optimize.run_optimize` with the
+rules engine and a fixed budget. Policies (:data:`POLICY_SPECS`):
+
+* ``htam``: the method, with a memory warmed up on the *other* kernels only (leave one out);
+* ``htam-cold``: HTAM from an empty memory. Its runs are the warm-up pass: each records into a store of its
+  own, exported to JSON; the ``htam`` run of kernel k imports every export except k's;
+* ``random``: uniform random order over the same applicable transforms; ``exhaustive``: every candidate of the
+  transform space in knowledge-base order (with a larger budget), which gives the best reachable here;
+* the ablations of DESIGN.md §1, each with the same leave-one-out memory: ``flat``, ``no-local``,
+  ``no-prefix``, ``no-position``, ``no-update`` and ``random-memory`` (the ranker's ``random`` switch).
+
+Every (kernel, policy) pair is a :class:`SuiteTask`, a plain dict in and out, so tasks can be spread over
+GPUs (:mod:`htam_core.bench.parallel`). Without a GPU everything runs in static mode and reports
+"not measured" for times and speedups.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from htam_core.bench import metrics
+from htam_core.harness.base import Harness, HarnessError
+
+#: Policy name -> (OptimizeTask.policy, OptimizeTask.ablation, uses the leave-one-out memory).
+POLICY_SPECS: dict[str, tuple[str, str | None, bool]] = {
+    "htam": ("htam", None, True),
+    "htam-cold": ("htam", None, False),
+    "random": ("random", None, False),
+    "exhaustive": ("exhaustive", None, False),
+    "flat": ("htam", "flat", True),
+    "no-local": ("htam", "no-local", True),
+    "no-prefix": ("htam", "no-prefix", True),
+    "no-position": ("htam", "no-position", True),
+    "no-update": ("htam", "no-update", True),
+    "random-memory": ("htam", "random", True),
+}
+#: What ``--policies`` means when not given.
+DEFAULT_POLICIES = ("htam", "random", "flat", "exhaustive")
+#: Every ablation switch, for ``--policies all``.
+ALL_POLICIES = tuple(POLICY_SPECS)
+
+
+class SuiteError(Exception):
+    """The suite cannot run (missing folder, no htam.toml, unknown kernel or policy); the message says how to
+    fix it."""
+
+
+@dataclass
+class SuiteKernel:
+    """One kernel of the suite.
+
+    Attributes:
+        name: the kernel's name (the ``[kernel.<name>]`` key).
+        path: absolute path of its file.
+        language: ``"triton"`` or ``"cuda"``.
+        bytes_moved, flops: the roofline bound of one call on the first input set (``None`` when not given).
+        sizes: the first input set's size symbols (the set whose median time is reported).
+    """
+
+    name: str
+    path: str
+    language: str
+    bytes_moved: float | None
+    flops: float | None
+    sizes: dict[str, Any] = field(default_factory=dict)
+
+
+def _eval_bound(expr: str | None, sizes: dict[str, Any]) -> float | None:
+    if not expr:
+        return None
+    from htam_core.harness.runner import cdiv
+
+    ns = {"__builtins__": {"min": min, "max": max, "int": int, "float": float, "abs": abs},
+          "cdiv": cdiv, "math": math, **sizes}
+    try:
+        return float(eval(compile(expr, "bytes/flops", "eval"), ns))  # noqa: S307 - our own suite's table
+    except Exception as exc:  # noqa: BLE001
+        raise SuiteError(f"bytes/flops expression {expr!r} cannot be evaluated with sizes {sizes}: {exc}") from exc
+
+
+def load_suite(suite_dir: str | Path, kernels: list[str] | None = None) -> list[SuiteKernel]:
+    """Read the suite's ``htam.toml`` and validate every table with the harness parser.
+
+    Args:
+        suite_dir: the folder holding ``htam.toml`` and the kernel files.
+        kernels: keep only these names (in this order); ``None`` keeps all, in file order.
+
+    Raises:
+        SuiteError: no folder, no ``htam.toml``, an invalid table, or an unknown kernel name.
+    """
+    from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+
+    d = Path(suite_dir)
+    spec = d / SPEC_FILENAME
+    if not spec.is_file():
+        raise SuiteError(f"no {SPEC_FILENAME} in {d}: a suite folder holds the kernels and one {SPEC_FILENAME} "
+                         "with a [kernel.<name>] harness table per kernel (see bench/suite)")
+    try:
+        tables = load_toml(spec).get("kernel") or {}
+    except HarnessError as exc:
+        raise SuiteError(str(exc)) from exc
+    out: list[SuiteKernel] = []
+    for name, table in tables.items():
+        if not isinstance(table, dict) or "file" not in table:
+            raise SuiteError(f"{spec} [kernel.{name}] needs file = \"<kernel file>\" in a suite")
+        path = (d / table["file"]).resolve()
+        if not path.is_file():
+            raise SuiteError(f"{spec} [kernel.{name}] names {table['file']}, which does not exist")
+        try:
+            h: Harness = parse_kernel_table(table, kernel=name, spec_path=spec, file_path=path)
+        except HarnessError as exc:
+            raise SuiteError(str(exc)) from exc
+        sizes = dict(h.sizes[0]) if h.sizes else {}
+        out.append(SuiteKernel(name, str(path), h.language, _eval_bound(h.bytes_expr, sizes),
+                               _eval_bound(h.flops_expr, sizes), sizes))
+    if kernels:
+        by_name = {k.name: k for k in out}
+        missing = [k for k in kernels if k not in by_name]
+        if missing:
+            raise SuiteError(f"unknown suite kernel(s) {', '.join(missing)}; the suite has: "
+                             f"{', '.join(by_name)}")
+        out = [by_name[k] for k in kernels]
+    if not out:
+        raise SuiteError(f"{spec} defines no [kernel.<name>] table")
+    return out
+
+
+def parse_policies(text: str | None) -> list[str]:
+    """``"htam,random"`` -> the policy names; ``"all"`` -> every policy; ``None`` -> :data:`DEFAULT_POLICIES`.
+
+    Raises:
+        SuiteError: an unknown policy name (the message lists the known ones).
+    """
+    if not text:
+        return list(DEFAULT_POLICIES)
+    if text.strip() == "all":
+        return list(ALL_POLICIES)
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    bad = [p for p in names if p not in POLICY_SPECS]
+    if bad:
+        raise SuiteError(f"unknown policy {', '.join(bad)}; known: {', '.join(POLICY_SPECS)} (or all)")
+    return list(dict.fromkeys(names))
+
+
+@dataclass
+class SuiteTask:
+    """One (kernel, policy) optimization: plain data, JSON in and out.
+
+    Attributes:
+        kernel, path: the kernel and its file.
+        policy_name: a key of :data:`POLICY_SPECS`.
+        budget: candidates to evaluate.
+        out_dir: where run_optimize writes its report and candidates.
+        memory_path: the SQLite store this run uses (created fresh by the orchestrator's layout).
+        memory_imports: memory exports (JSON files) merged into the store before the run.
+        export_to: write the store's export here after the run (the warm-up pass), or ``None``.
+        record: record outcomes into the store during the run.
+        seed, static, trials, use_ncu: see :class:`htam_core.optimize.OptimizeTask`.
+        deadline: epoch seconds after which the task is skipped, or stops after its current candidate.
+    """
+
+    kernel: str
+    path: str
+    policy_name: str
+    budget: int
+    out_dir: str
+    memory_path: str
+    memory_imports: list[str] = field(default_factory=list)
+    export_to: str | None = None
+    record: bool = True
+    seed: int = 0
+    static: bool | None = None
+    trials: int = 100
+    use_ncu: bool = False
+    deadline: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return asdict(self)
+
+
+def _merge_memory(path: str, imports: list[str]) -> int:
+    from htam_core.memory import open_store
+
+    added = 0
+    with open_store(path) as store:
+        for f in imports:
+            added += store.import_json(json.loads(Path(f).read_text(encoding="utf-8"))).added
+    return added
+
+
+def _export_memory(path: str, dest: str) -> None:
+    from htam_core.memory import open_store
+
+    with open_store(path) as store:
+        data = store.export()
+    Path(dest).parent.mkdir(parents=True, exist_ok=True)
+    Path(dest).write_text(json.dumps(data), encoding="utf-8")
+
+
+def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Run one :class:`SuiteTask` (given as its JSON dict) and return its outcome dict.
+
+    Returns:
+        ``{"kernel", "policy", "status": "ok"|"skipped"|"error", "mode", "measured", "start_ms", "best_ms",
+        "best_speedup", "steps": [{"index", "strategy", "transform", "status", "correct", "time_ms",
+        "speedup_vs_start", "accepted"}], "memory_records_imported", "summary", "error", "wall_s"}``.
+        Times are ms; ``None`` means not measured.
+    """
+    from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
+
+    t = SuiteTask(**task)
+    base: dict[str, Any] = {"kernel": t.kernel, "policy": t.policy_name, "status": "ok", "mode": None,
+                            "measured": False, "start_ms": None, "best_ms": None, "best_speedup": None,
+                            "steps": [], "memory_records_imported": 0, "error": None,
+                            "wall_s": 0.0}
+    if t.deadline is not None and time.time() >= t.deadline:
+        return {**base, "status": "skipped", "error": "not run: the time budget (--max-minutes) was spent"}
+    policy, ablation, _ = POLICY_SPECS[t.policy_name]
+    t0 = time.time()
+    cancel = threading.Event()
+    timer = None
+    if t.deadline is not None:
+        timer = threading.Timer(max(0.0, t.deadline - time.time()), cancel.set)
+        timer.daemon = True
+        timer.start()
+    try:
+        Path(t.memory_path).parent.mkdir(parents=True, exist_ok=True)
+        base["memory_records_imported"] = _merge_memory(t.memory_path, t.memory_imports)
+        res = run_optimize(OptimizeTask(
+            path=t.path, kernel=t.kernel, engine="rules", budget=t.budget, policy=policy, ablation=ablation,
+            out_dir=t.out_dir, memory_path=t.memory_path, seed=t.seed, static=t.static, record=t.record,
+            trials=t.trials, use_ncu=t.use_ncu), cancel=cancel)
+        if t.export_to:
+            _export_memory(t.memory_path, t.export_to)
+    except OptimizeError as exc:
+        return {**base, "status": "error", "error": str(exc), "wall_s": time.time() - t0}
+    finally:
+        if timer is not None:
+            timer.cancel()
+    steps = [{"index": s.index, "strategy": s.strategy, "transform": s.transform, "status": s.status,
+              "correct": s.correct, "time_ms": s.time_ms, "speedup_vs_start": s.speedup_vs_start,
+              "accepted": s.accepted} for s in res.steps]
+    return {**base, "mode": res.mode, "measured": res.measured, "start_ms": res.start_ms, "best_ms": res.best_ms,
+            "best_speedup": res.best_speedup, "steps": steps, "cancelled": res.cancelled,
+            "summary": res.summary, "wall_s": time.time() - t0}
+
+
+# -- orchestration ----------------------------------------------------------------------------------------
+@dataclass
+class SuiteConfig:
+    """Settings of one suite run (the CLI's options).
+
+    Attributes:
+        suite_dir: the suite folder; kernels: names to run (``None``: all).
+        policies: policy names (keys of :data:`POLICY_SPECS`).
+        budget: candidates per (kernel, policy); exhaustive_budget: for ``exhaustive``.
+        out_dir: results folder; work_dir: stores, exports and per-run reports (default ``<out>/suite-work``).
+        max_minutes: wall-clock budget; tasks that have not started by then are skipped, running ones stop
+            after their current candidate.
+        static: force static mode (True), or decide from the machine (None).
+        trials: timed trials per candidate; use_ncu: Nsight Compute counters for start kernels and bests.
+        seed: ranker and random-policy seed.
+    """
+
+    suite_dir: str
+    policies: list[str]
+    kernels: list[str] | None = None
+    budget: int = 8
+    exhaustive_budget: int = 24
+    out_dir: str = "bench/results"
+    work_dir: str | None = None
+    max_minutes: float | None = None
+    static: bool | None = None
+    trials: int = 100
+    use_ncu: bool = False
+    seed: int = 0
+
+
+def _task(cfg: SuiteConfig, work: Path, k: SuiteKernel, policy: str, deadline: float | None,
+          exports: dict[str, str]) -> SuiteTask:
+    slug = f"{k.name}-{policy}"
+    budget = cfg.exhaustive_budget if policy == "exhaustive" else cfg.budget
+    _, _, warm = POLICY_SPECS[policy]
+    imports = [p for name, p in sorted(exports.items()) if name != k.name] if warm else []
+    return SuiteTask(kernel=k.name, path=k.path, policy_name=policy, budget=budget,
+                     out_dir=str(work / "runs" / slug), memory_path=str(work / "stores" / f"{slug}.sqlite3"),
+                     memory_imports=imports,
+                     export_to=str(work / "exports" / f"{k.name}.json") if policy == "htam-cold" else None,
+                     record=policy not in ("random", "exhaustive"), seed=cfg.seed, static=cfg.static,
+                     trials=cfg.trials, use_ncu=cfg.use_ncu, deadline=deadline)
+
+
+def _fresh(work: Path, tasks: list[SuiteTask]) -> None:
+    for t in tasks:
+        p = Path(t.memory_path)
+        for q in (p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm")):
+            q.unlink(missing_ok=True)
+
+
+def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
+    """Run the whole suite: the warm-up pass (``htam-cold``), then every (kernel, policy) task.
+
+    Args:
+        cfg: the settings.
+        log: called with one line per finished task.
+
+    Returns:
+        The results document (see :func:`summarize`), also written as JSON by the caller.
+
+    Raises:
+        SuiteError: bad suite folder, kernel or policy names.
+    """
+    from htam_core.bench.parallel import environment, run_tasks, visible_gpus
+
+    kernels = load_suite(cfg.suite_dir, cfg.kernels)
+    for p in cfg.policies:
+        if p not in POLICY_SPECS:
+            raise SuiteError(f"unknown policy {p!r}; known: {', '.join(POLICY_SPECS)}")
+    gpus = [] if cfg.static else visible_gpus()
+    env = environment(gpus)
+    work = Path(cfg.work_dir) if cfg.work_dir else Path(cfg.out_dir) / "suite-work"
+    work.mkdir(parents=True, exist_ok=True)
+    t_start = time.time()
+    deadline = t_start + cfg.max_minutes * 60 if cfg.max_minutes else None
+    needs_warm = any(POLICY_SPECS[p][2] for p in cfg.policies)
+    phase1 = [p for p in cfg.policies if p == "htam-cold"] or (["htam-cold"] if needs_warm else [])
+    results: list[dict[str, Any]] = []
+
+    def done(r: dict[str, Any]) -> None:
+        sp = r.get("best_speedup")
+        log(f"[suite] {r.get('kernel')} / {r.get('policy')}: {r.get('status', 'error')}"
+            + (f", best {sp:.3g}x" if isinstance(sp, float) else ", speedup not measured")
+            + (f" ({r['error']})" if r.get("error") else ""))
+
+    exports: dict[str, str] = {}
+    if phase1:
+        warm = [_task(cfg, work, k, "htam-cold", deadline, {}) for k in kernels]
+        _fresh(work, warm)
+        results += run_tasks("htam_core.bench.suite:run_suite_task", [t.to_json() for t in warm], gpus, done)
+        exports = {t.kernel: t.export_to for t in warm if t.export_to and Path(t.export_to).is_file()}
+    rest = [_task(cfg, work, k, p, deadline, exports) for k in kernels for p in cfg.policies if p != "htam-cold"]
+    _fresh(work, rest)
+    results += run_tasks("htam_core.bench.suite:run_suite_task", [t.to_json() for t in rest], gpus, done)
+    peaks = _peaks() if gpus else None
+    doc = summarize(kernels, cfg.policies if "htam-cold" in cfg.policies or not phase1
+                    else [*cfg.policies, "htam-cold"], results, peaks)
+    doc["environment"] = env
+    doc["config"] = {**asdict(cfg), "gpus": gpus}
+    doc["wall_s"] = time.time() - t_start
+    return doc
+
+
+def _peaks() -> dict[str, Any] | None:
+    """Measured peaks of GPU 0 (cached per device by :mod:`htam_core.profile.peaks`), or ``None``."""
+    from htam_core.profile.peaks import get_peaks
+    from htam_core.profile.worker import run_in_worker
+
+    def call(target: str) -> dict[str, Any]:
+        r = run_in_worker(target, {}, timeout_s=300, pool_key="gpu0", interpret=False, gpu_index=0)
+        if not r.ok:
+            raise RuntimeError(r.error.message if r.error else "worker failed")
+        return r.value
+
+    try:
+        ident = call("htam_core.profile.peaks:device_identity")
+        pk = get_peaks(ident["device"], ident["uuid"], lambda: call("htam_core.profile.peaks:measure_peaks"))
+    except Exception as exc:  # noqa: BLE001 - the table says "not measured" then
+        return {"error": str(exc)}
+    return {"dram_bytes_per_s": pk.dram_bytes_per_s, "fp32_flops_per_s": pk.fp32_flops_per_s,
+            "measured_at": pk.measured_at}
+
+
+def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dict[str, Any]],
+              peaks: dict[str, Any] | None) -> dict[str, Any]:
+    """Per (kernel, policy) rows and per-policy aggregates from task outcomes.
+
+    Rows: ``start_ms``, ``best_ms``, ``speedup`` (best over start, geomean over input sets as the loop
+    measures it), ``roofline_fraction`` of the best (bound / best time, first input set), ``bound``
+    (``"memory"``/``"compute"``), ``trials_to_90`` (against the exhaustive best; ``None`` = not reached or no
+    exhaustive run: ``target_known`` says which), ``curve`` (best speedup so far after each trial).
+    Aggregates per policy: ``geomean_speedup``, ``median_trials_to_90`` (``inf`` when most never reached it),
+    ``median_roofline_memory_bound``, ``memory_bound_at_70pct`` (count and total), ``kernels_measured``.
+    ``repeatability``: per kernel, the largest spread in percent between the start-kernel times of its
+    separate runs (every policy times the same start kernel afresh), and the median over kernels.
+    """
+    by = {(r.get("kernel"), r.get("policy")): r for r in results}
+    dram = (peaks or {}).get("dram_bytes_per_s")
+    fp32 = (peaks or {}).get("fp32_flops_per_s")
+    rows: list[dict[str, Any]] = []
+    for k in kernels:
+        exh = by.get((k.name, "exhaustive"))
+        target = exh.get("best_speedup") if exh and exh.get("measured") else None
+        bound_s = metrics.roofline_time_s(k.bytes_moved, k.flops, dram, fp32)
+        mem_s = (k.bytes_moved / dram) if (k.bytes_moved and dram) else None
+        cmp_s = (k.flops / fp32) if (k.flops and fp32) else None
+        bound = None if bound_s is None else ("memory" if (mem_s or 0) >= (cmp_s or 0) else "compute")
+        for p in policies:
+            r = by.get((k.name, p)) or {"status": "missing"}
+            per_trial = [s.get("speedup_vs_start") for s in r.get("steps", [])]
+            measured = bool(r.get("measured"))
+            rows.append({
+                "kernel": k.name, "language": k.language, "policy": p, "status": r.get("status", "error"),
+                "error": r.get("error"), "mode": r.get("mode"), "measured": measured,
+                "start_ms": r.get("start_ms"), "best_ms": r.get("best_ms"), "speedup": r.get("best_speedup"),
+                "roofline_fraction": metrics.roofline_fraction(r.get("best_ms"), bound_s) if measured else None,
+                "start_roofline_fraction": metrics.roofline_fraction(r.get("start_ms"), bound_s)
+                if measured else None,
+                "bound": bound, "trials": len(r.get("steps", [])),
+                "trials_to_90": metrics.trials_to_fraction(per_trial, target) if measured else None,
+                "target_known": target is not None and measured,
+                "curve": metrics.best_so_far(per_trial) if measured else None,
+                "memory_records_imported": r.get("memory_records_imported", 0),
+            })
+    aggregates: dict[str, Any] = {}
+    for p in policies:
+        rs = [r for r in rows if r["policy"] == p]
+        meas = [r for r in rs if r["measured"]]
+        mem = [r["roofline_fraction"] for r in meas if r["bound"] == "memory" and r["roofline_fraction"] is not None]
+        aggregates[p] = {
+            "kernels": len(rs), "kernels_measured": len(meas),
+            "geomean_speedup": metrics.geomean(r["speedup"] for r in meas),
+            "median_trials_to_90": metrics.median_trials([r["trials_to_90"] for r in meas],
+                                                         [r["target_known"] for r in meas]),
+            "median_roofline_memory_bound": statistics.median(mem) if mem else None,
+            "memory_bound_at_70pct": [sum(1 for f in mem if f >= 0.7), len(mem)] if mem else None,
+        }
+    rep: dict[str, float | None] = {}
+    for k in kernels:
+        starts = [r["start_ms"] for r in rows if r["kernel"] == k.name and r["measured"] and r["start_ms"]]
+        rep[k.name] = metrics.spread_pct(min(starts), max(starts)) if len(starts) >= 2 else None
+    spreads = sorted(v for v in rep.values() if v is not None)
+    return {"kernels": [asdict(k) for k in kernels], "policies": policies, "rows": rows,
+            "aggregates": aggregates, "peaks": peaks, "results": results,
+            "repeatability": {"per_kernel_pct": rep,
+                              "median_pct": statistics.median(spreads) if spreads else None}}

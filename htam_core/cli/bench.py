@@ -1,0 +1,149 @@
+"""``htam bench suite|kernelbench``: the naive-kernel suite and the KernelBench runner (issue 8).
+
+``htam bench suite`` runs HTAM, its baselines and its ablations on every kernel of a suite folder and writes
+``<out>/<date>-<gpu>-suite.json``, ``...-suite.md`` and ``...-suite.png``. ``htam bench kernelbench`` runs
+KernelBench problems from a ``problems.jsonl`` and writes ``<out>/<date>-<gpu>-kernelbench.json`` and ``.md``.
+Without a GPU both run in static mode and say "not measured" wherever a figure would need one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from htam_core.cli.errors import UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``htam bench`` with its two actions."""
+    from htam_core.generate.config import add_llm_arguments
+
+    p = sub.add_parser("bench", help="benchmarks: the naive-kernel suite and the KernelBench runner",
+                       description="Measure HTAM against baselines (suite) and on KernelBench problems.")
+    acts = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    s = acts.add_parser("suite", help="HTAM vs random, flat, ablations and exhaustive search on the suite")
+    s.add_argument("--suite", default="bench/suite", help="suite folder with htam.toml (default: bench/suite)")
+    s.add_argument("--policies", default=None,
+                   help="comma-separated: htam, htam-cold, random, exhaustive, flat, no-local, no-prefix, "
+                        "no-position, no-update, random-memory, or all (default: htam,random,flat,exhaustive)")
+    s.add_argument("--kernels", default=None, help="comma-separated kernel names (default: all)")
+    s.add_argument("--budget", type=int, default=8, help="candidates per kernel and policy (default: 8)")
+    s.add_argument("--exhaustive-budget", type=int, default=24,
+                   help="candidates for the exhaustive policy (default: 24)")
+    s.add_argument("--trials", type=int, default=100, help="timed trials per candidate (default: 100)")
+    s.add_argument("--ncu", action="store_true", help="collect Nsight Compute counters (slower)")
+    s.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget for the whole run")
+    s.add_argument("--out", default="bench/results", help="results folder (default: bench/results)")
+    s.add_argument("--work", default=None, help="folder for stores and run reports (default: <out>/suite-work)")
+    s.add_argument("--static", action="store_true", help="never use the GPU")
+    s.add_argument("--seed", type=int, default=0, help="seed of the ranker and the random policy")
+    s.set_defaults(func=run_suite_cmd)
+    k = acts.add_parser("kernelbench", help="run KernelBench problems: Correct, fast_p, geomean over eager")
+    k.add_argument("--problems", required=True, help="problems.jsonl (KernelBench problems, one JSON per line)")
+    k.add_argument("--levels", default="1", help="comma-separated levels (default: 1)")
+    k.add_argument("--ids", default=None, help="comma-separated problem ids (default: every problem that has a "
+                                               "start solution, or every problem with --engine llm)")
+    k.add_argument("--engine", choices=("rules", "llm"), default="rules",
+                   help="rules: start from --start-solutions and apply mechanical transforms; llm: an "
+                        "OpenAI-compatible model writes and improves ModelNew")
+    k.add_argument("--start-solutions", default="bench/kernelbench_solutions",
+                   help="folder with level<N>/<id>_<name>.py ModelNew files (default: bench/kernelbench_solutions)")
+    k.add_argument("--steps", type=int, default=6, help="HTAM steps per problem (default: 6, as in the paper)")
+    k.add_argument("--trials", type=int, default=100, help="timed trials for eager and final timing (default: 100)")
+    k.add_argument("--loop-trials", type=int, default=20, help="timed trials per candidate inside the loop")
+    k.add_argument("--memory", default=None, help="HTAM memory store (default: a fresh store for this run)")
+    k.add_argument("--size-overrides", default=None,
+                   help="JSON file {\"<level>/<id>\": {\"name\": value}} that shrinks module-level sizes (smoke "
+                        "tests only: the results are then marked as not KernelBench)")
+    k.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget for the whole run")
+    k.add_argument("--out", default="bench/results", help="results folder (default: bench/results)")
+    k.add_argument("--static", action="store_true", help="never use the GPU")
+    add_llm_arguments(k)
+    k.set_defaults(func=run_kernelbench_cmd)
+
+
+def _stamp_paths(out: Path, env: dict, kind: str) -> tuple[Path, Path, Path]:
+    from htam_core.bench.parallel import gpu_slug
+
+    stem = f"{env['date']}-{gpu_slug(env)}-{kind}"
+    return out / f"{stem}.json", out / f"{stem}.md", out / f"{stem}.png"
+
+
+def run_suite_cmd(args: argparse.Namespace) -> int:
+    """Run the suite and write its results; prints the Markdown path."""
+    from htam_core.bench.report import suite_markdown, suite_plot, write_json
+    from htam_core.bench.suite import SuiteConfig, SuiteError, parse_policies, run_suite
+
+    if args.budget < 1 or args.exhaustive_budget < 1:
+        raise UsageError("--budget and --exhaustive-budget must be at least 1")
+    if args.trials < 5:
+        raise UsageError("--trials must be at least 5")
+    try:
+        policies = parse_policies(args.policies)
+        cfg = SuiteConfig(suite_dir=args.suite, policies=policies,
+                          kernels=[k.strip() for k in args.kernels.split(",") if k.strip()] if args.kernels else None,
+                          budget=args.budget, exhaustive_budget=args.exhaustive_budget, out_dir=args.out,
+                          work_dir=args.work, max_minutes=args.max_minutes, static=True if args.static else None,
+                          trials=args.trials, use_ncu=args.ncu, seed=args.seed)
+        doc = run_suite(cfg, log=lambda m: print(m, file=sys.stderr, flush=True))
+    except SuiteError as exc:
+        raise UsageError(str(exc)) from None
+    out = Path(args.out)
+    jp, mp, pp = _stamp_paths(out, doc["environment"], "suite")
+    plot = suite_plot(doc, pp)
+    write_json(doc, jp)
+    mp.write_text(suite_markdown(doc, plot.name if plot else None), encoding="utf-8")
+    print(f"suite results: {mp} ({jp.name}{', ' + plot.name if plot else ', no plot: nothing measured'})")
+    return 0
+
+
+def _ints(text: str | None, what: str) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"{what} must be comma-separated integers, got {text!r}") from None
+
+
+def run_kernelbench_cmd(args: argparse.Namespace) -> int:
+    """Run KernelBench problems and write the results; a missing problems file is a clean skip (exit 0)."""
+    from htam_core.bench.kernelbench import KBConfig, KernelBenchError, run_kernelbench
+    from htam_core.bench.report import kernelbench_markdown, write_json
+    from htam_core.generate.config import LLMConfig
+
+    if not Path(args.problems).is_file():
+        print(f"htam bench kernelbench: {args.problems} does not exist; skipped (get problems.jsonl from "
+              "KernelBench, one JSON object per line with level, problem_id, name, code)")
+        return 0
+    if args.steps < 1:
+        raise UsageError("--steps must be at least 1")
+    levels = _ints(args.levels, "--levels") or [1]
+    overrides = None
+    if args.size_overrides:
+        try:
+            overrides = json.loads(Path(args.size_overrides).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise UsageError(f"cannot read --size-overrides {args.size_overrides}: {exc}") from None
+    llm = None
+    if args.engine == "llm":
+        cfg = LLMConfig.from_args(args)
+        if not cfg.model:
+            raise UsageError("--engine llm needs --llm-model NAME (and --llm-base-url or OPENAI_BASE_URL)")
+        llm = cfg.to_json()
+    kcfg = KBConfig(problems=args.problems, levels=levels, ids=_ints(args.ids, "--ids"), engine=args.engine,
+                    start_solutions=args.start_solutions, steps=args.steps, timing_trials=args.trials,
+                    loop_trials=args.loop_trials, out_dir=args.out, memory_path=args.memory,
+                    size_overrides=overrides, max_minutes=args.max_minutes, static=True if args.static else None,
+                    llm=llm)
+    try:
+        doc = run_kernelbench(kcfg, log=lambda m: print(m, file=sys.stderr, flush=True))
+    except KernelBenchError as exc:
+        raise UsageError(str(exc)) from None
+    jp, mp, _ = _stamp_paths(Path(args.out), doc["environment"], "kernelbench")
+    write_json(doc, jp)
+    mp.write_text(kernelbench_markdown(doc), encoding="utf-8")
+    print(f"kernelbench results: {mp} ({jp.name})")
+    return 0
