@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# One GPU session on a lent machine (or any GPU box): install the carried wheels and this package, then run the
+# stages named in STAGES, each under its own time limit, and pack everything under $OUT.
+#
+#   GPUTESTS_ARGS / GPUTESTS_K  test paths and -k expression of the gputests stage
+#   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks   (default: gputests,demo,bench)
+#   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
+#   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else ../shared/...)
+#   plus every HTAM_BENCH_* / HTAM_KB_* variable of bench/run_gpu_bench.sh.
+#
+# Wheels: pip download them for cp312 into .whl (see the device tool's README) and carry .whl (and .devcarry).
+set -uo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+OUT="${OUT:-/tmp/htam-gpu-out}"
+RUN="$OUT/run"
+mkdir -p "$RUN"
+export PYTHONUNBUFFERED=1
+PY="${PYTHON:-python3}"
+STAGES="${STAGES:-gputests,demo,bench}"
+log() { echo "[gpu_session $(date +%H:%M:%S)] $*"; }
+
+if [ -d .whl ]; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    > "$RUN/pip-wheels.log" 2>&1 || { log "wheel install failed"; tail -5 "$RUN/pip-wheels.log"; }
+  export PYTHONPATH="/tmp/site:$REPO:${PYTHONPATH:-}"
+else
+  export PYTHONPATH="$REPO:${PYTHONPATH:-}"
+fi
+"$PY" -m pip install -q --no-deps --no-build-isolation --no-index -e . > "$RUN/pip-htam.log" 2>&1 \
+  || log "editable install failed (PYTHONPATH still serves the packages)"
+export HTAM_CACHE_DIR=/tmp/htam-cache
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  "$PY" -c "import sys, torch, triton; print('python', sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__)"
+  command -v ncu >/dev/null && ncu --version | tail -1
+  date -u +%Y-%m-%dT%H:%M:%SZ; } > "$RUN/device.txt" 2>&1
+cat "$RUN/device.txt"
+HTAM=("$PY" -m htam_core.cli.main)
+
+stage() {  # stage NAME SECONDS COMMAND...
+  local name="$1" limit="$2"; shift 2
+  log "stage $name (limit ${limit}s)"
+  local t=$SECONDS
+  timeout --signal=INT --kill-after=20 "$limit" "$@" > "$RUN/$name.log" 2>&1
+  local rc=$?
+  log "stage $name: exit $rc in $((SECONDS - t)) s"
+  tail -4 "$RUN/$name.log"
+}
+
+IFS=',' read -ra want <<< "$STAGES"
+for s in "${want[@]}"; do
+  case "$s" in
+    gputests) HTAM_GPU_RESULTS="$RUN/profile_gpu.jsonl" stage gputests "${GPUTESTS_S:-150}" "$PY" -m pytest -q -m gpu \
+                -p no:cacheprovider -k "${GPUTESTS_K:-not nothing}" --junitxml "$RUN/gputests.xml" ${GPUTESTS_ARGS:-tests} ;;
+    demo) stage demo "${DEMO_S:-120}" "${HTAM[@]}" optimize examples/vector_add.py --kernel add_kernel --engine rules \
+            --budget 8 --memory "$RUN/demo-memory.sqlite3" --out "$RUN/demo" --json ;;
+    bench) KB="${KB_PROBLEMS:-}"; [ -z "$KB" ] && { [ -f .devcarry/problems.jsonl ] && KB=.devcarry/problems.jsonl \
+              || KB=../shared/data/kernelbench/problems.jsonl; }
+           HTAM_KB_PROBLEMS="$KB" OUT="$RUN/bench" stage bench "${BENCH_S:-330}" bash bench/run_gpu_bench.sh ;;
+    lsp) stage lsp "${LSP_S:-120}" "$PY" -m pytest -q -m gpu -p no:cacheprovider -s tests/lsp ;;
+    hacks) stage hacks "${HACKS_S:-90}" "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/verify ;;
+    *) log "unknown stage $s" ;;
+  esac
+done
+tar -C "$OUT" -czf "$OUT/results.tar.gz" run && log "packed $OUT/results.tar.gz ($(du -h "$OUT/results.tar.gz" | cut -f1))"
