@@ -77,8 +77,13 @@ def _speedup_plot(path: Path, steps: list[StepRecord], measured: bool) -> None:
 
 def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -> str:
     lines = [f"# HTAM optimize: `{task.kernel}` in `{task.path}`", ""]
-    lines.append(f"- mode: **{result.mode}**" + ("" if result.measured else " — nothing was timed: no GPU, so no "
-                                                    "time or speedup below is measured"))
+    if result.measured:
+        note = ""
+    elif result.mode == "gpu":
+        note = " — the starting kernel could not be timed (see Notes), so no speedup below is measured"
+    else:
+        note = " — nothing was timed: no GPU, so no time or speedup below is measured"
+    lines.append(f"- mode: **{result.mode}**{note}")
     lines.append(f"- engine: {task.engine}, policy: {task.policy}"
                  + (f", ablation: {task.ablation}" if task.ablation else "") + f", budget: {task.budget}")
     if result.measured:
@@ -130,7 +135,10 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                                       [best_ev.time_ms])
     changed = best_text != start_text
     kept = [s for s in steps if s.accepted]
-    if measured:
+    if gpu and not measured:
+        summary = (f"The starting kernel could not be timed on the GPU, so none of the {len(steps)} candidates has "
+                   "a measured speedup; see the notes for why.")
+    elif measured:
         if changed and best_speedup:
             summary = (f"Best correct kernel is {best_speedup:.2f}× faster than the start "
                        f"({start_ev.time_ms:.4f} → {best_ev.time_ms:.4f} ms, median, {start_ev.profile.device if start_ev.profile else 'GPU'}) "

@@ -144,8 +144,8 @@ def minimal_env(
         base: the environment to filter (default ``os.environ``).
 
     Returns:
-        A new dict. It always contains ``PYTHONPATH`` pointing at the directory holding
-        ``htam_core`` so that the worker can import it, ``PYTHONUNBUFFERED=1`` and
+        A new dict. Its ``PYTHONPATH`` starts with the directory holding ``htam_core`` so that the
+        worker can import it, followed by the caller's ``PYTHONPATH``; also ``PYTHONUNBUFFERED=1`` and
         ``PYTHONDONTWRITEBYTECODE=1``.
     """
     src = dict(os.environ if base is None else base)
@@ -173,7 +173,10 @@ def minimal_env(
         if not _is_secret(k):
             env[k] = str(v)
     pkg_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = pkg_root
+    # keep the caller's PYTHONPATH after htam's root: packages installed with `pip --target` (a GPU host
+    # with carried wheels) are only importable through it, and the worker must import what the caller can
+    paths = [pkg_root] + [p for p in src.get("PYTHONPATH", "").split(os.pathsep) if p and p != pkg_root]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env

@@ -123,3 +123,25 @@ def test_classify_exception():
     assert classify_exception(RuntimeError("CUDA error: misaligned address")) == ("cuda-fault", True)
     assert classify_exception(RuntimeError("CUDA out of memory. Tried to allocate")) == ("oom", False)
     assert classify_exception(ValueError("x")) == ("exception", False)
+
+
+def test_worker_imports_what_the_callers_pythonpath_holds(tmp_path, monkeypatch):
+    """Regression: packages installed with ``pip --target DIR`` and reached through PYTHONPATH (the GPU host's
+    carried wheels) were invisible to workers, whose minimal env reset PYTHONPATH to htam's root only."""
+    import os
+
+    from htam_core.profile.worker import WorkerPool, minimal_env
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "only_on_pythonpath.py").write_text("VALUE = 41\n\ndef answer():\n    return VALUE + 1\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    env = minimal_env()
+    assert env["PYTHONPATH"].split(os.pathsep)[1] == str(site)
+    pool = WorkerPool("pythonpath-regression")
+    try:
+        r = pool.run("only_on_pythonpath:answer", {}, timeout_s=60)
+        assert r.ok, r.error
+        assert r.value == 42
+    finally:
+        pool.close()
