@@ -30,7 +30,7 @@ DTYPES: tuple[str, ...] = (
 INTERPRET_MAX_VOLUME = 1 << 21
 #: ``init`` values of a tensor input. ``"empty"`` marks an output buffer: it is poisoned with NaN
 #: (floats) or the dtype's maximum (ints) before every run, so an unwritten output never passes.
-INITS: tuple[str, ...] = ("randn", "rand", "zeros", "ones", "empty", "arange", "randint")
+INITS: tuple[str, ...] = ("randn", "rand", "zeros", "ones", "empty", "arange", "randint", "scratch")
 
 
 class HarnessError(Exception):

@@ -195,7 +195,7 @@ def _make_spec_inputs(h: Harness, sizes: dict[str, Any], seed: int, scale: float
             t = torch.ones(shape, dtype=dtype, **kw)
         elif spec.init == "arange":
             t = torch.arange(math.prod(shape), **kw).reshape(shape).to(dtype)
-        else:  # empty: an output buffer, poisoned
+        else:  # empty (an output buffer) or scratch (workspace): poisoned
             t = poison_(torch.empty(shape, dtype=dtype, **kw))
         ns[spec.name] = t
         out.append(t)
@@ -274,6 +274,8 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
     module = load_module(h.path) if h.path.endswith(".py") else None
     names = [i.name for i in h.inputs]
     out_idx = {names.index(o) for o in h.outputs}
+    # scratch buffers (init = "scratch") are workspace the kernel may overwrite: neither outputs nor inputs
+    scratch_idx = {i for i, spec in enumerate(h.inputs) if spec.init == "scratch"}
     sizes_list = h.sizes_for(interpreter=device == "cpu")
 
     def make_inputs(seed: int, set_index: int, scale: float) -> list[Any]:
@@ -359,7 +361,7 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
 
     def run_reference(inputs: list[Any]) -> list[Any]:
         if ref_fn is not None:
-            return as_outputs(ref_fn(*[x for i, x in enumerate(inputs) if i not in out_idx]))
+            return as_outputs(ref_fn(*[x for i, x in enumerate(inputs) if i not in out_idx | scratch_idx]))
         return as_outputs(_eval(h.reference, env_of(inputs, _set_of(inputs)), "reference"))
 
     def expr_for(expr: str | None) -> Callable[[int, list[Any]], float | None]:
@@ -369,7 +371,7 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
             return float(_eval(expr, env_of(inputs, set_index), "bytes/flops"))
         return f
 
-    trial = Trial(make_inputs_tracked, run_reference, run_candidate, out_idx, len(sizes_list))
+    trial = Trial(make_inputs_tracked, run_reference, run_candidate, out_idx | scratch_idx, len(sizes_list))
     return Prepared(trial, bind, names, sizes_list, expr_for(h.bytes_expr), expr_for(h.flops_expr), device)
 
 

@@ -90,3 +90,10 @@ def test_mangled_entry_from_cubin_strtab():
     assert mangled_entry(blob, "extern_k") == "extern_k"
     with pytest.raises(Exception, match="not an entry"):
         mangled_entry(blob, "other")
+
+
+def test_scratch_buffer_is_neither_output_nor_mutated_input():
+    """Regression (GPU run of the suite's multi-pass reduction): a workspace the launcher writes was refused as
+    'modified its input in place'. ``init = "scratch"`` declares it."""
+    r = v(H / "scratch" / "two_pass_sum.py", "partial_sum_kernel")
+    assert r.correct and r.status == "correct", r.messages
