@@ -20,6 +20,14 @@ reward-hack guards of issue 9:
   *Rationale:* reductions that return constants can pass loose tolerances at one magnitude.
 * **Second input set.** Every further input set the harness gives is checked too (caching
   results across calls keyed on shapes would fail there).
+* **Poisoned allocations.** While the candidate runs, every ``torch.empty``/``empty_like``/
+  ``empty_strided``/``Tensor.new_empty`` it calls returns a NaN-filled tensor (a
+  :class:`torch.overrides.TorchFunctionMode`), on the CPU as on the GPU, so an output it allocates
+  and leaves partly unwritten fails deterministically.
+* **Which check caught it.** A comparison failure after at least one passing trial also names the
+  check that exposed it (:data:`htam_core.verify.runtime_rules.RUNTIME_RULES`): ``"scaled-inputs"``
+  (the first failing trial had scaled inputs), ``"second-input-set"`` (a further input set) or
+  ``"fresh-inputs"`` (a later seed at the same magnitude: results cached or hard-wired).
 
 Torch is imported lazily: this module runs inside worker processes.
 """
@@ -81,17 +89,22 @@ def dtype_name(dtype: Any) -> str:
 
 
 def tolerance_for(dtype: Any, atol: float | None = None, rtol: float | None = None,
-                  fp32_tol: float | None = None) -> tuple[float, float]:
+                  fp32_tol: float | None = None, fp32_cap: float | None = None) -> tuple[float, float]:
     """``(atol, rtol)`` for an output of ``dtype``.
 
     Explicit ``atol``/``rtol`` win; else :data:`DEFAULT_TOLERANCES` (``fp32_tol`` overrides the
-    fp32 default); integer and bool outputs are compared exactly.
+    fp32 default); integer and bool outputs are compared exactly. ``fp32_cap`` (the strict
+    re-verification's 1e-5) bounds both tolerances of a float32 output from above, whatever they
+    came from.
     """
     name = dtype_name(dtype)
     default = DEFAULT_TOLERANCES.get(name, 0.0)
     if name == "float32" and fp32_tol is not None:
         default = fp32_tol
-    return (default if atol is None else float(atol)), (default if rtol is None else float(rtol))
+    a, r = (default if atol is None else float(atol)), (default if rtol is None else float(rtol))
+    if name == "float32" and fp32_cap is not None:
+        a, r = min(a, fp32_cap), min(r, fp32_cap)
+    return a, r
 
 
 def poison_(t: Any) -> Any:
@@ -117,6 +130,31 @@ def poison_allocator(like: Sequence[Any]) -> None:
     if blocks:
         torch.cuda.synchronize()
     del blocks
+
+
+def poisoned_allocations() -> Any:
+    """A context manager under which ``torch.empty``, ``torch.empty_like``, ``torch.empty_strided`` and
+    ``Tensor.new_empty`` return tensors filled by :func:`poison_` (NaN / the integer maximum).
+
+    Used around the candidate's call only (never around timing). *Rationale:* KernelBench candidates
+    allocate their outputs themselves; without this, a partly written ``torch.empty`` output can pass
+    when the allocator hands back memory that already holds the answer (issue 9, "outputs left
+    unwritten"). Works on the CPU (Triton interpreter) and on the GPU alike.
+    """
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    empties = {torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty}
+
+    class _PoisonEmpty(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            if func in empties and isinstance(out, torch.Tensor) and not out.is_meta:
+                with torch.no_grad():
+                    poison_(out)
+            return out
+
+    return _PoisonEmpty()
 
 
 def as_outputs(value: Any) -> list[Any]:
@@ -151,9 +189,9 @@ def mutated_inputs(inputs: Sequence[Any], snap: dict[int, Any]) -> list[int]:
 
 
 def compare_outputs(cand: Sequence[Any], ref: Sequence[Any], *, atol: float | None = None,
-                    rtol: float | None = None, fp32_tol: float | None = None,
+                    rtol: float | None = None, fp32_tol: float | None = None, fp32_cap: float | None = None,
                     ) -> tuple[bool, float | None, list[str], list[str]]:
-    """Compare candidate outputs with reference outputs.
+    """Compare candidate outputs with reference outputs (tolerances: :func:`tolerance_for`).
 
     Returns:
         ``(ok, max_abs_err, messages, rule_ids)``; ``max_abs_err`` over the finite elements.
@@ -183,7 +221,7 @@ def compare_outputs(cand: Sequence[Any], ref: Sequence[Any], *, atol: float | No
             rules.append("shape")
             continue
         c = c.detach().to(device=r.device)
-        a_tol, r_tol = tolerance_for(r.dtype, atol, rtol, fp32_tol)
+        a_tol, r_tol = tolerance_for(r.dtype, atol, rtol, fp32_tol, fp32_cap)
         cf = c.to(torch.float64) if (c.dtype.is_floating_point or r.dtype.is_floating_point) else c
         rf = r.detach().to(torch.float64) if cf.dtype == torch.float64 else r.detach().to(cf.dtype)
         ref_finite = torch.isfinite(rf) if rf.dtype.is_floating_point else torch.ones_like(rf, dtype=torch.bool)
@@ -253,7 +291,7 @@ def trial_seeds(n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED) -> list[int]
 def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED,
                       atol: float | None = None, rtol: float | None = None, fp32_tol: float | None = None,
                       scales: Sequence[float] = DEFAULT_SCALES, arg_names: Sequence[str] | None = None,
-                      ) -> CorrectnessResult:
+                      fp32_cap: float | None = None, poison_allocations: bool = True) -> CorrectnessResult:
     """Run the candidate and the reference over ``n_seeds`` seeds and every input set; compare.
 
     The first input set runs ``n_seeds`` trials; every further set runs one trial (KernelBench
@@ -268,6 +306,8 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
         atol, rtol: explicit tolerances (else per dtype); ``fp32_tol`` overrides the fp32 default.
         scales: per-trial scale of floating inputs (:data:`DEFAULT_SCALES`).
         arg_names: names of the inputs, for messages.
+        fp32_cap: upper bound of both tolerances of float32 outputs (strict re-verification: 1e-5).
+        poison_allocations: run the candidate under :func:`poisoned_allocations`.
 
     Returns:
         A :class:`CorrectnessResult`.
@@ -289,7 +329,11 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
             ref_out = trial.run_reference(_clone_all(inputs))
             snap = snapshot(inputs, trial.output_indices)
             poison_allocator([r for r in ref_out if hasattr(r, "is_cuda")])
-            cand_out = trial.run_candidate(inputs)
+            if poison_allocations:
+                with poisoned_allocations():
+                    cand_out = trial.run_candidate(inputs)
+            else:
+                cand_out = trial.run_candidate(inputs)
             _sync()
         except Exception as exc:  # noqa: BLE001 - the candidate's failure is the verdict
             kind, _ = classify_exception(exc)
@@ -305,19 +349,45 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
             messages.append(f"{where}: the candidate modified its input(s) {', '.join(names)} in place")
             rules.append("input-mutated")
             break
-        ok, err, msgs, rids = compare_outputs(cand_out, ref_out, atol=atol, rtol=rtol, fp32_tol=fp32_tol)
+        ok, err, msgs, rids = compare_outputs(cand_out, ref_out, atol=atol, rtol=rtol, fp32_tol=fp32_tol,
+                                              fp32_cap=fp32_cap)
         if err is not None:
             worst = err if worst is None else max(worst, err)
         if not ok:
             ok_all = False
             messages.extend(f"{where}: {m}" for m in msgs)
             rules.extend(r for r in rids if r not in rules)
+            caught_by = _caught_by(ran - 1, set_index, scale)
+            if caught_by:
+                rules.append(caught_by)
+                messages.append(f"{where}: the earlier trial(s) matched; {_CAUGHT_WHY[caught_by]}")
             break
     if ok_all:
         messages.append(f"matched the reference on {ran} trial(s) ({n_seeds} seeds from base {base_seed}, "
                         f"{trial.input_sets} input set(s)) on {verified_on}")
     return CorrectnessResult(ok_all, "correct" if ok_all else "incorrect", verified_on, worst, messages, ran,
                              sorted(set(rules)))
+
+
+_CAUGHT_WHY = {
+    "scaled-inputs": "it fails once the inputs are scaled: a constant or magnitude-blind result "
+                     "(loose tolerances at one magnitude)",
+    "second-input-set": "it fails on another input set: hard-wired to the first sizes, or results cached "
+                        "across calls",
+    "fresh-inputs": "it fails on fresh inputs of the same magnitude: results cached across calls or "
+                    "hard-wired to the first inputs",
+}
+
+
+def _caught_by(passed_before: int, set_index: int, scale: float) -> str | None:
+    """The runtime rule that exposed a failure after ``passed_before`` passing trials, else ``None``."""
+    if passed_before < 1:
+        return None
+    if set_index > 0:
+        return "second-input-set"
+    if scale != 1.0:
+        return "scaled-inputs"
+    return "fresh-inputs"
 
 
 def _clone_all(inputs: Sequence[Any]) -> list[Any]:

@@ -1,0 +1,254 @@
+"""Check one candidate file with every static guard and the correctness check: the engine of ``htam verify``.
+
+Order (KernelBench's discipline, DESIGN §7, issue 9 §5): the static reward-hack guards read the file first
+(:mod:`htam_core.verify.guards`); only a candidate they do not refuse is run, in a worker process
+(:func:`htam_core.harness.runner.verify_in_worker`): on the GPU when there is one, through the Triton
+interpreter on the CPU, and compile-only for CUDA without a GPU. A compile-only verdict is never
+``correct``: it is *unverified*, which is not the same as wrong.
+
+The verdict's ``refused_by`` mixes static rule ids (:data:`htam_core.verify.guards.RULES`) and runtime rule
+ids (:data:`htam_core.verify.runtime_rules.RUNTIME_RULES`); ``labels`` holds labelling rules (TF32, reduced
+precision): such a candidate may be correct, but its speedup is never a plain fp32 speedup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from htam_core.harness.base import Harness, HarnessError
+from htam_core.verify.correctness import CorrectnessResult, VerifiedOn
+from htam_core.verify.guards import GuardFinding, check_source, labels, refused_by
+
+VerdictStatus = Literal["accepted", "refused", "unverified"]
+
+
+@dataclass
+class Verdict:
+    """The verdict on one candidate.
+
+    Attributes:
+        correct: verified against the reference and refused by no rule (never true for compile-only).
+        status: ``"accepted"`` (exit 0), ``"refused"`` (a rule refused it, exit 1) or ``"unverified"``
+            (nothing could run it here, e.g. CUDA without a GPU: not correct, not wrong; exit 1).
+        verified_on: ``"gpu"``, ``"interpreter"``, ``"compile-only"``, or ``None`` when nothing ran (refused
+            by the static guards before running).
+        refused_by: static and runtime rule ids that refused it, sorted.
+        labels: labelling rule ids (``tf32``, ``reduced-precision``).
+        messages: one line each: what every guard and check found.
+        findings: the static guard findings.
+        correctness: the runtime check's result, or ``None`` when it did not run.
+        harness: where the harness came from (``"htam.toml [kernel.k]"``, ``"--reference ref.py"``), or ``None``.
+    """
+
+    correct: bool
+    status: VerdictStatus
+    verified_on: VerifiedOn | None
+    refused_by: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    findings: list[GuardFinding] = field(default_factory=list)
+    correctness: CorrectnessResult | None = None
+    harness: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        """True when the candidate is correct and no rule refused it."""
+        return self.status == "accepted"
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"correct", "verified_on", "refused_by", "messages", "labels", "status", "findings", "harness",
+        "max_abs_err", "trials"}`` (the last two ``null``/0 when nothing ran)."""
+        c = self.correctness
+        return {"correct": self.correct, "verified_on": self.verified_on, "refused_by": list(self.refused_by),
+                "messages": list(self.messages), "labels": list(self.labels), "status": self.status,
+                "findings": [f.to_json() for f in self.findings], "harness": self.harness,
+                "max_abs_err": c.max_abs_err if c else None, "trials": c.trials if c else 0}
+
+
+def file_language(path: str | Path) -> str:
+    """``"cuda"`` for ``.cu``/``.cuh`` files, ``"python"`` otherwise (the guards' language argument)."""
+    return "cuda" if Path(path).suffix in (".cu", ".cuh") else "python"
+
+
+# -- harness resolution ---------------------------------------------------------------------------------
+def _py_facts(path: Path) -> Any:
+    from htam_core.harness.pysource import read_py_facts
+
+    return read_py_facts(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def _language_of(path: Path) -> str:
+    if path.suffix in (".cu", ".cuh"):
+        return "cuda"
+    facts = _py_facts(path)
+    if facts.triton_kernels:
+        return "triton"
+    if facts.has_cuda_string or facts.uses_load_inline or facts.uses_cupy_raw:
+        return "cuda-in-python"
+    return "python"
+
+
+def _kernelbench_harness(cand: Path, ref: Path, kernel: str | None, source: str) -> Harness:
+    if not ref.is_file():
+        raise HarnessError(f"the reference {ref} does not exist: pass a file with class Model, get_inputs() and "
+                           "get_init_inputs()")
+    facts, rfacts = _py_facts(cand), _py_facts(ref)
+    if cand.suffix != ".py" or not facts.is_kernelbench_candidate:
+        raise HarnessError(f"{cand.name} defines no class ModelNew: --reference is for KernelBench candidates; use "
+                           "--harness htam.toml for a kernel with a [kernel.<name>] table")
+    if rfacts.syntax_error or not rfacts.is_kernelbench_reference:
+        why = rfacts.syntax_error or "it lacks class Model, get_inputs() or get_init_inputs()"
+        raise HarnessError(f"the KernelBench reference {ref.name} cannot be used: {why}")
+    name = kernel or (sorted(facts.triton_kernels)[0] if facts.triton_kernels else "ModelNew")
+    return Harness(kind="kernelbench", path=str(cand), kernel=name, language=_language_of(cand),  # type: ignore[arg-type]
+                   source=source, reference_path=str(ref))
+
+
+def _kernel_names(path: Path) -> list[str]:
+    from htam_core.source import load
+
+    try:
+        return [k.name for k in load(path).kernels]
+    except Exception:  # noqa: BLE001 - a file the source model cannot read has no nameable kernel
+        return []
+
+
+def _pick_kernel(path: Path, kernel: str | None, tables: dict[str, Any] | None) -> str:
+    if kernel:
+        return kernel
+    names = _kernel_names(path)
+    with_table = [n for n in names if tables and n in tables]
+    if len(with_table) == 1:
+        return with_table[0]
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise HarnessError(f"no CUDA or Triton kernel was found in {path.name}; pass --kernel NAME")
+    raise HarnessError(f"{path.name} defines several kernels ({', '.join(names)}); pass --kernel NAME")
+
+
+def resolve_harness(candidate: str | Path, *, harness_path: str | Path | None = None,
+                    reference: str | Path | None = None, kernel: str | None = None) -> Harness:
+    """Find how to run ``candidate`` against its reference.
+
+    Args:
+        candidate: the candidate file (``.py`` or ``.cu``).
+        harness_path: an ``htam.toml`` or a directory holding one; its ``[kernelbench."<candidate name>"]``
+            entry or ``[kernel.<name>]`` table describes the candidate even when the candidate lives
+            elsewhere (its ``file`` key is ignored: the candidate takes that file's place).
+        reference: a KernelBench reference file (``Model``, ``get_inputs``, ``get_init_inputs``) for a
+            ``ModelNew`` candidate.
+        kernel: the kernel's name; default the file's only kernel (or the only one with a table).
+
+    Returns:
+        A :class:`Harness` whose ``path`` is the candidate.
+
+    Raises:
+        HarnessError: the file, reference or table is missing or malformed (the message says what to add).
+    """
+    from htam_core.harness.find import find_harness
+    from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+
+    cand = Path(candidate).resolve()
+    if not cand.is_file():
+        raise HarnessError(f"{candidate} does not exist: pass the path of the candidate .py or .cu file")
+    if reference is not None:
+        return _kernelbench_harness(cand, Path(reference).resolve(), kernel, f"--reference {reference}")
+    if harness_path is None:
+        tables = None
+        spec = cand.parent / SPEC_FILENAME
+        if spec.is_file():
+            tables = (load_toml(spec).get("kernel") or {})
+        if cand.suffix == ".py" and _py_facts(cand).is_kernelbench_candidate:
+            facts = _py_facts(cand)
+            name = kernel or (sorted(facts.triton_kernels)[0] if facts.triton_kernels else "ModelNew")
+        else:
+            name = _pick_kernel(cand, kernel, tables if isinstance(tables, dict) else None)
+        return find_harness(cand, name)
+    hp = Path(harness_path).resolve()
+    spec = hp / SPEC_FILENAME if hp.is_dir() else hp
+    if not spec.is_file():
+        raise HarnessError(f"--harness {harness_path}: no such file; pass an htam.toml or the directory holding one")
+    config = load_toml(spec)
+    kb = (config.get("kernelbench") or {}).get(cand.name)
+    if isinstance(kb, dict) and isinstance(kb.get("reference"), str):
+        return _kernelbench_harness(cand, (spec.parent / kb["reference"]).resolve(), kernel,
+                                    f'{spec} [kernelbench."{cand.name}"]')
+    tables = config.get("kernel") or {}
+    if not isinstance(tables, dict):
+        raise HarnessError(f"{spec}: `kernel` must be a table of tables: [kernel.<name>]")
+    name = _pick_kernel(cand, kernel, tables)
+    table = tables.get(name)
+    if not isinstance(table, dict):
+        raise HarnessError(f"{spec} has no [kernel.{name}] table (tables there: {', '.join(sorted(tables)) or 'none'})"
+                           f" and no [kernelbench.\"{cand.name}\"] entry; add one")
+    table = {k: v for k, v in table.items() if k != "file"}
+    h = parse_kernel_table(table, kernel=name, spec_path=spec, file_path=cand)
+    if cand.suffix == ".py":
+        h.language = _language_of(cand)  # type: ignore[assignment]
+    return h
+
+
+# -- the check ---------------------------------------------------------------------------------------------
+def verify_candidate(candidate: str | Path, harness: Harness | None, *, harness_error: str | None = None,
+                     run_refused: bool = False, baseline_dtype: str | None = "float32", timeout_s: float = 600.0,
+                     interpret: bool | None = None) -> Verdict:
+    """Check ``candidate`` with every static guard, then (in a worker) against its reference.
+
+    Args:
+        candidate: the candidate file.
+        harness: from :func:`resolve_harness`; ``None`` when there is none (then only the guards run and the
+            verdict is refused or unverified).
+        harness_error: why there is no harness (put in the messages).
+        run_refused: also run the correctness check when the static guards refused the candidate, so that
+            every rule it breaks is listed (it still runs only in a worker).
+        baseline_dtype: the reference's dtype; the reduced-precision label only applies against float32.
+        timeout_s: wall-clock limit of the worker call, seconds.
+        interpret: force the Triton interpreter on (CPU) or off (GPU); default: the interpreter unless a GPU is
+            visible.
+
+    Returns:
+        A :class:`Verdict`. Never raises for a bad candidate.
+
+    Raises:
+        OSError: the candidate cannot be read.
+    """
+    path = Path(candidate)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    findings = check_source(text, file_language(path), baseline_dtype=baseline_dtype)
+    static_refused = refused_by(findings)
+    lab = labels(findings)
+    messages = [f"{'refused' if f.severity == 'refuse' else 'labelled'} by guard {f.rule_id} (line {f.line}): "
+                f"{f.message}" for f in findings]
+    source = harness.source if harness is not None else None
+    if harness is None:
+        messages.append(f"no harness: the correctness check did not run. {harness_error or ''}".strip())
+        status: VerdictStatus = "refused" if static_refused else "unverified"
+        return Verdict(False, status, None, static_refused, lab, messages, findings, None, None)
+    if static_refused and (not run_refused or "unparsable-source" in static_refused):
+        messages.append("the correctness check did not run: the static guards refused the candidate "
+                        "(pass --all-checks to run it anyway, in a worker)")
+        return Verdict(False, "refused", None, static_refused, lab, messages, findings, None, source)
+    from htam_core.harness.runner import verify_in_worker
+
+    h = dataclasses.replace(harness, path=str(path.resolve()))
+    corr = verify_in_worker(h, timeout_s=timeout_s, interpret=interpret)
+    messages.extend(corr.messages)
+    runtime_refused = list(corr.refused_by) if corr.status in ("incorrect", "error") else []
+    if corr.status in ("incorrect", "error") and not runtime_refused:
+        runtime_refused = ["mismatch" if corr.status == "incorrect" else "raised"]
+    refused = sorted(set(static_refused) | set(runtime_refused))
+    if refused:
+        status = "refused"
+    elif corr.status == "unverified" or not corr.correct:
+        status = "unverified"
+        messages.append(f"unverified, not wrong: {corr.verified_on} means nothing ran the kernel here, so it is "
+                        "not counted as correct; run `htam verify` on a machine with a GPU")
+    else:
+        status = "accepted"
+    if lab and status == "accepted":
+        messages.append(f"labelled {', '.join(lab)}: correct, but its speedup is not a plain fp32 speedup")
+    return Verdict(status == "accepted", status, corr.verified_on, refused, lab, messages, findings, corr, source)
