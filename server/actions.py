@@ -1,0 +1,251 @@
+"""Code actions on a kernel (kind ``refactor.rewrite.htam``) and their lazy resolution.
+
+* The top N ranked steps (N = ``htam.topN``), titled ``HTAM 1 · Memory access → vectorize loads (float4) ·
+  +35% (7/9)`` (``· prior`` without statistics). The edit is computed in ``codeAction/resolve`` (mechanical
+  transform, or the LLM with work-done progress); each action carries the command ``htam.recordApplied``.
+  A step that cannot be made becomes a ``window/showMessage`` and an action with neither edit nor command.
+* "Create a profiling harness for this kernel" (kind ``refactor.rewrite.htam.harness``) when the harness
+  finder has none: it writes the filled-in template into ``htam.toml`` next to the file. The finder runs in a
+  helper process, started by the first hover or code-action request on the kernel; a list requested before
+  it answers (more than :data:`HARNESS_WAIT_S`) leaves the action out and a later request offers it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+
+from htam_core.session import content_hash
+from htam_server import render
+from htam_server.convert import document_edit, text_edits
+from htam_server.progress import WorkProgress
+
+KIND_STEP = "refactor.rewrite.htam"
+KIND_HARNESS = "refactor.rewrite.htam.harness"
+
+#: How long a code-action list waits for a running harness check before answering without that action (s).
+HARNESS_WAIT_S = 0.02
+
+_harness_cache: dict[tuple[str, str], tuple[tuple, Any]] = {}
+
+
+def _wanted(kind: str, only: list[str] | None) -> bool:
+    return not only or any(kind == o or kind.startswith(o + ".") for o in only)
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _stamp(path: str) -> tuple:
+    d, stem = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
+    return _mtime(path), _mtime(os.path.join(d, "htam.toml")), _mtime(os.path.join(d, f"{stem}_ref.py"))
+
+
+def cached_missing_harness(path: str, kernel_name: str) -> tuple[bool, Any]:
+    """``(known, error)`` from the cache of :func:`missing_harness` (valid while the files are unchanged)."""
+    hit = _harness_cache.get((path, kernel_name))
+    if hit is not None and hit[0] == _stamp(path):
+        return True, hit[1]
+    return False, None
+
+
+@dataclass(frozen=True)
+class MissingHarness:
+    """No harness for a kernel: the finder's message, the snippet to add and the file it belongs in."""
+
+    message: str
+    snippet: str
+    path: str
+
+
+def missing_harness(path: str, kernel_name: str, model: Any) -> MissingHarness | None:
+    """What to add when the kernel has no harness, else ``None``.
+
+    Runs the finder in a helper process (:mod:`htam_server.harness_probe`); call it from a thread. Cached
+    until the file, its ``htam.toml`` or its ``_ref.py`` sibling change on disk. ``model`` is a snapshot of
+    the file's source model (used for the template).
+    """
+    from htam_server.harness_probe import probe_in_process
+
+    known, err = cached_missing_harness(path, kernel_name)
+    if known:
+        return err
+    stamp = _stamp(path)
+    found = probe_in_process(path, kernel_name, model)
+    err = MissingHarness(*found) if found is not None else None
+    _harness_cache[(path, kernel_name)] = (stamp, err)
+    return err
+
+
+_harness_tasks: dict[tuple[str, str], asyncio.Future] = {}
+
+
+def harness_check(od, kernel) -> asyncio.Future | None:
+    """Start (once) the background harness check of one kernel; ``None`` when the answer is cached.
+
+    Called by hover and code actions, so that the check (it reads and parses files) runs off the event
+    loop, one kernel at a time, and the code-action list usually finds it done.
+    """
+    if od.path is None:
+        return None
+    if cached_missing_harness(od.path, kernel.name)[0]:
+        return None
+    key = (od.path, kernel.name)
+    task = _harness_tasks.get(key)
+    if task is None or task.done():
+        task = asyncio.ensure_future(asyncio.to_thread(missing_harness, od.path, kernel.name, od.model))
+        _harness_tasks[key] = task
+        task.add_done_callback(lambda _t: _harness_tasks.pop(key, None))
+    return task
+
+
+def _supports_create(ls) -> bool:
+    ws = ls.client_capabilities.workspace
+    we = ws.workspace_edit if ws is not None else None
+    return bool(we is not None and we.document_changes and we.resource_operations
+                and types.ResourceOperationKind.Create in we.resource_operations)
+
+
+def _supports_resolve(ls) -> bool:
+    td = ls.client_capabilities.text_document
+    ca = td.code_action if td is not None else None
+    rs = ca.resolve_support if ca is not None else None
+    return bool(rs is not None and "edit" in rs.properties)
+
+
+async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    """The actions for the kernel at ``params.range.start``."""
+    od = ls.docs.get(params.text_document.uri)
+    if od is None:
+        return None
+    only = params.context.only if params.context is not None else None
+    if only and not (_wanted(KIND_STEP, only) or _wanted(KIND_HARNESS, only)):
+        return None
+    kernel = od.kernel_at(params.range.start, ls.encoding())
+    if kernel is None:
+        return None
+    await ls.ensure_ready()
+    s = ls.session
+    path = od.path or od.uri
+    view = s.profile_view(path, kernel)
+    out: list[types.CodeAction] = []
+    if _wanted(KIND_STEP, only):
+        steps = s.rank(path, kernel, view.profile, top=ls.settings.top_n)
+        for step in steps:
+            data = {"type": "step", "uri": od.uri, "kernel": kernel.name, "step": step.strategy,
+                    "direction": step.direction, "rank": step.rank, "score": round(step.score, 6),
+                    "evidence": step.evidence, "version": od.version}
+            rec = {"uri": od.uri, "kernel": kernel.name, "step": step.strategy}
+            out.append(types.CodeAction(
+                title=render.action_title(step), kind=KIND_STEP, data=data,
+                command=types.Command(title="HTAM: record applied step", command="htam.recordApplied",
+                                      arguments=[rec])))
+    if _wanted(KIND_HARNESS, only) and od.path is not None:
+        task = harness_check(od, kernel)
+        if task is not None:  # not known yet: wait briefly, else offer it in a later request
+            await asyncio.wait({task}, timeout=HARNESS_WAIT_S)
+        err = cached_missing_harness(od.path, kernel.name)[1]
+        if err is not None and (_supports_create(ls) or os.path.exists(err.path)):
+            out.append(types.CodeAction(
+                title="Create a profiling harness for this kernel", kind=KIND_HARNESS,
+                data={"type": "harness", "uri": od.uri, "kernel": kernel.name, "version": od.version}))
+    if not _supports_resolve(ls):  # older clients: compute edits now, drop what cannot be made
+        resolved = [await resolve(ls, a, quiet=True) for a in out]
+        out = [a for a in resolved if a.edit is not None]
+    return out
+
+
+def _no_edit(ls, action: types.CodeAction, reason: str, quiet: bool) -> types.CodeAction:
+    if not quiet:
+        ls.show(f"HTAM: {reason}", types.MessageType.Warning)
+    action.edit = None
+    action.command = None
+    return action
+
+
+async def resolve(ls, action: types.CodeAction, quiet: bool = False) -> types.CodeAction:
+    """Compute the action's edit (off the event loop). Never returns a broken edit: a step that cannot be
+    made comes back with neither edit nor command, and the reason is shown."""
+    data = action.data if isinstance(action.data, dict) else {}
+    od = ls.docs.get(data.get("uri", ""))
+    if od is None:
+        return _no_edit(ls, action, "the document is no longer open", quiet)
+    kernel = od.kernel_named(str(data.get("kernel", "")))
+    if kernel is None:
+        return _no_edit(ls, action, f"kernel {data.get('kernel')!r} is no longer in the file", quiet)
+    if data.get("type") == "harness":
+        return await _resolve_harness(ls, action, od, kernel, quiet)
+    await ls.ensure_ready()
+    s = ls.session
+    model = od.model
+    version = od.version
+    view = s.profile_view(od.path or od.uri, kernel)
+    progress = None
+    if s.engine == "llm":
+        progress = WorkProgress(ls, f"HTAM: writing “{action.title}” with the LLM")
+        await progress.begin("waiting for the model…")
+    try:
+        res = await asyncio.to_thread(s.resolve, model, kernel, str(data.get("step")), view.profile,
+                                      str(data.get("evidence", "")))
+    finally:
+        if progress is not None:
+            progress.end()
+    if not res.ok:
+        return _no_edit(ls, action, f"cannot make “{action.title}”: {res.reason}", quiet)
+    if od.text != model.text or od.version != version:
+        return _no_edit(ls, action, "the document changed while the edit was computed; ask for the actions "
+                                    "again", quiet)
+    edits = text_edits(od.doc.index, res.edits, ls.encoding())
+    action.edit = document_edit(ls, od.uri, od.version, edits)
+    if action.command is not None and action.command.arguments:
+        rec = dict(action.command.arguments[0])
+        rec.update(beforeHash=content_hash(kernel), description=res.description)
+        action.command.arguments = [rec]
+    return action
+
+
+async def _resolve_harness(ls, action: types.CodeAction, od, kernel, quiet: bool) -> types.CodeAction:
+    err = await asyncio.to_thread(missing_harness, od.path, kernel.name, od.model)
+    if err is None:
+        return _no_edit(ls, action, f"{kernel.name} already has a harness", quiet)
+    from pygls.uris import from_fs_path
+
+    target = err.path
+    uri = from_fs_path(target)
+    snippet = err.snippet
+    changes: list[Any] = []
+    if os.path.exists(target):
+        with open(target, encoding="utf-8") as fh:
+            existing = fh.read()
+        enc = ls.encoding()
+        from htam_core.source.positions import LineIndex
+
+        idx = LineIndex(existing.encode("utf-8"))
+        line, col = idx.to_position(len(existing.encode("utf-8")), enc)
+        prefix = "" if existing.endswith("\n") or not existing else "\n"
+        pos = types.Position(line=line, character=col)
+        edit = types.TextEdit(range=types.Range(start=pos, end=pos), new_text=prefix + "\n" + snippet)
+        if not _supports_create(ls):
+            action.edit = types.WorkspaceEdit(changes={uri: [edit]})
+            return action
+        changes.append(types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None), edits=[edit]))
+    else:
+        pos = types.Position(line=0, character=0)
+        changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(ignore_if_exists=True)))
+        changes.append(types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
+            edits=[types.TextEdit(range=types.Range(start=pos, end=pos), new_text=snippet)]))
+    action.edit = types.WorkspaceEdit(document_changes=changes)
+    if not quiet:
+        ls.show(f"HTAM: the harness template for {kernel.name} goes into {target}: check the guessed shapes, "
+                "write the reference, then profile again", types.MessageType.Info)
+    return action

@@ -1,0 +1,175 @@
+"""Open documents: one :class:`htam_core.source.Document` per open file, fed by incremental ``didChange``.
+
+Selection (issue 6 part 1): ``.cu``/``.cuh`` are CUDA, ``.py`` is Python (by the URI's suffix, else by the
+``languageId``: ``cuda``/``cuda-cpp``/``cpp`` with CUDA content, ``python``). A Python file is served only when
+it holds Triton kernels or CUDA in strings: a cheap substring check (``triton`` or ``__global__`` must occur,
+which every such file contains) answers most other files without a parse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from htam_core.source import Document, Kernel, SourceModel
+
+FileLanguage = Literal["cuda", "python"]
+_SUFFIXES: dict[str, FileLanguage] = {".cu": "cuda", ".cuh": "cuda", ".py": "python"}
+_LANGUAGE_IDS: dict[str, FileLanguage] = {"cuda": "cuda", "cuda-cpp": "cuda", "python": "python"}
+
+
+def language_of(uri: str, language_id: str | None) -> FileLanguage | None:
+    """``"cuda"``/``"python"`` for a served document, else ``None``."""
+    path = uri.split("?", 1)[0].lower()
+    for suffix, lang in _SUFFIXES.items():
+        if path.endswith(suffix):
+            return lang
+    return _LANGUAGE_IDS.get((language_id or "").lower())
+
+
+def is_binary(text: str) -> bool:
+    """True for text that is not source code: it holds a NUL character, or it is over 64 KB and more than 30% of
+    its characters are not ASCII. tree-sitter's error recovery over megabytes of such text takes tens of seconds
+    on the event loop (found by tests/lsp/test_fuzz.py), so these documents are not tracked."""
+    if "\x00" in text:
+        return True
+    n = len(text)
+    return n > (64 << 10) and len(text.encode("ascii", "ignore")) < 0.7 * n
+
+
+@dataclass
+class OpenDocument:
+    """One open file.
+
+    Attributes:
+        uri: the document URI; path: its file-system path (``None`` for untitled documents).
+        version: the client's version number; language: ``"cuda"`` or ``"python"``.
+        doc: the incrementally parsed document.
+    """
+
+    uri: str
+    path: str | None
+    version: int
+    language: FileLanguage
+    doc: Document
+    _maybe_kernels: bool | None = field(default=None, repr=False)
+    _had_kernels: bool | None = field(default=None, repr=False)
+
+    @property
+    def text(self) -> str:
+        """Current text."""
+        return self.doc.text
+
+    @property
+    def model(self) -> SourceModel:
+        """Source model of the current text (rebuilt lazily)."""
+        return self.doc.model
+
+    def built_model(self) -> SourceModel | None:
+        """The model if it is already built for the current text, else ``None`` (never parses).
+
+        ``Document`` rebuilds its model lazily; while typing inside a kernel its fast path answers
+        ``kernel_at`` without building it, and a hover must not force a full rebuild.
+        """
+        return getattr(self.doc, "_model", None)
+
+    @property
+    def stale(self) -> bool:
+        """The current model is the last good parse of a file that no longer parses (never parses)."""
+        m = self.built_model()
+        return bool(m is not None and m.stale)
+
+    def served(self) -> bool:
+        """Whether this file gets answers: every CUDA file; Python only with Triton kernels or CUDA strings.
+
+        For Python, a substring check (``triton`` or ``__global__``) rules most files out without parsing; the
+        kernel count comes from the last built model (the first call builds one).
+        """
+        if self.language == "cuda":
+            return True
+        if self._maybe_kernels is None:
+            text = self.doc.text
+            self._maybe_kernels = "triton" in text or "__global__" in text
+        if not self._maybe_kernels:
+            return False
+        m = self.built_model()
+        if m is None and self._had_kernels is None:
+            m = self.doc.model
+        if m is not None:
+            self._had_kernels = bool(m.kernels)
+        return bool(self._had_kernels)
+
+    def kernel_at(self, position: types.Position, encoding: str) -> Kernel | None:
+        """The kernel at an LSP position (columns in ``encoding`` units), or ``None``."""
+        if not self.served():
+            return None
+        try:
+            return self.doc.kernel_at(position.line, position.character, encoding)
+        except ValueError:
+            return None
+
+    def kernel_named(self, name: str) -> Kernel | None:
+        """The kernel called ``name`` in the current model, or ``None``."""
+        return next((k for k in self.model.kernels if k.name == name), None)
+
+    def on_disk(self) -> bool:
+        """The editor text equals the saved file."""
+        if self.path is None:
+            return False
+        try:
+            with open(self.path, encoding="utf-8", newline="") as fh:
+                return fh.read() == self.doc.text
+        except (OSError, UnicodeDecodeError):
+            return False
+
+
+class Documents:
+    """The open documents by URI."""
+
+    def __init__(self) -> None:
+        self._docs: dict[str, OpenDocument] = {}
+
+    def get(self, uri: str) -> OpenDocument | None:
+        """The open document ``uri``, or ``None`` (not open or not served)."""
+        return self._docs.get(uri)
+
+    def all(self) -> list[OpenDocument]:
+        """Every open served document."""
+        return list(self._docs.values())
+
+    def open(self, item: types.TextDocumentItem) -> OpenDocument | None:
+        """Start tracking a document; ``None`` when its type is not served or it is binary."""
+        lang = language_of(item.uri, item.language_id)
+        if lang is None or is_binary(item.text):
+            self._docs.pop(item.uri, None)
+            return None
+        path = to_fs_path(item.uri) if item.uri.startswith("file:") else None
+        od = OpenDocument(item.uri, path, item.version, lang, Document(item.text, lang, path))
+        self._docs[item.uri] = od
+        return od
+
+    def change(self, params: types.DidChangeTextDocumentParams, encoding: str) -> OpenDocument | None:
+        """Apply each content change in order (ranges in ``encoding`` units) with an incremental re-parse."""
+        od = self._docs.get(params.text_document.uri)
+        if od is None:
+            return None
+        if any(is_binary(ch.text) for ch in params.content_changes):
+            self.close(od.uri)
+            return None
+        for ch in params.content_changes:
+            if isinstance(ch, types.TextDocumentContentChangePartial):
+                r = ch.range
+                od.doc.apply_change(r.start.line, r.start.character, r.end.line, r.end.character, ch.text,
+                                    encoding)
+            else:
+                od.doc.apply_change(None, None, None, None, ch.text, encoding)
+        od.version = params.text_document.version
+        od._maybe_kernels = None
+        return od
+
+    def close(self, uri: str) -> None:
+        """Stop tracking ``uri``."""
+        self._docs.pop(uri, None)

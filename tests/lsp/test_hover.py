@@ -1,0 +1,56 @@
+"""Hover over a kernel: never blocks on a profile, then shows it, with the recommended next step."""
+
+from __future__ import annotations
+
+import time
+
+from lsprotocol import types
+
+from tests.lsp.support import copy_corpus, hover_until, open_file, pos_of, start
+
+
+async def test_hover_starts_background_profile_then_shows_it(client, tmp_path):
+    await start(client, tmp_path)
+    (path,) = copy_corpus(tmp_path, "transpose_naive.cu")
+    text = path.read_text()
+    uri = open_file(client, path)
+    pos = pos_of(text, "transpose_naive(", offset=3)
+    t0 = time.monotonic()
+    first = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=pos))
+    elapsed = time.monotonic() - t0
+    assert first is not None
+    md = first.contents.value
+    assert "`transpose_naive`" in md
+    assert "profiling in the background" in md  # no profile yet: one was started, nothing waited for
+    assert elapsed < 2.0, f"hover took {elapsed:.2f} s"
+    assert "**Recommended next step:**" in md
+    # the range is the kernel's name
+    assert first.range is not None and first.range.start.line == pos.line
+
+    md = await hover_until(client, uri, pos, "| registers |")
+    assert "static: compiled only, no GPU measurement" in md
+    assert "bottleneck | **memory-bound**" in md
+    assert "registers | " in md and "spills 0 B" in md
+    assert "Evidence:" in md and "Why:" in md
+    assert "transpose through a shared tile" in md  # the top-ranked strategy for this kernel
+    assert "time | not measured" in md
+
+    # editing the kernel makes the profile stale (and says so) without re-profiling on every keystroke
+    line = pos.line + 2  # inside the body of transpose_naive
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=line, character=0),
+                              end=types.Position(line=line, character=0)), text="    // tuned\n")]))
+    md = await hover_until(client, uri, pos, "**stale**")
+    assert "| registers |" in md
+
+
+async def test_hover_outside_kernels_is_empty(client, tmp_path):
+    await start(client, tmp_path)
+    (path,) = copy_corpus(tmp_path, "transpose_naive.cu")
+    uri = open_file(client, path)
+    h = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=0)))
+    assert h is None

@@ -1,0 +1,48 @@
+"""Files that are not kernels get empty answers, fast."""
+
+from __future__ import annotations
+
+import time
+
+from lsprotocol import types
+
+from tests.lsp.support import code_actions, copy_corpus, open_file, pos_of, start
+
+
+async def test_python_without_kernels_is_ignored(client, tmp_path):
+    await start(client, tmp_path)
+    path = tmp_path / "util.py"
+    text = "\n".join(f"def f{i}(x):\n    return x * {i}\n" for i in range(1500))
+    path.write_text(text)
+    uri = open_file(client, path)
+    pos = types.Position(line=1, character=8)
+    t0 = time.monotonic()
+    for _ in range(20):
+        h = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=pos))
+        assert h is None
+        assert await code_actions(client, uri, pos) == []
+    per_call = (time.monotonic() - t0) / 40
+    assert per_call < 0.05, f"{per_call * 1000:.1f} ms per request"
+
+
+async def test_other_file_types_are_ignored(client, tmp_path):
+    await start(client, tmp_path)
+    path = tmp_path / "notes.md"
+    path.write_text("__global__ void k() {}\n")
+    uri = open_file(client, path)
+    h = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=17)))
+    assert h is None
+    assert await code_actions(client, uri, types.Position(line=0, character=17)) == []
+
+
+async def test_python_with_triton_kernel_is_served(client, tmp_path):
+    await start(client, tmp_path)
+    (path,) = copy_corpus(tmp_path, "vector_add_small_block.py")
+    text = path.read_text()
+    uri = open_file(client, path)
+    name = text[text.index("@triton.jit"):].split("def ", 1)[1].split("(", 1)[0]
+    h = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=pos_of(text, f"def {name}(", offset=5)))
+    assert h is not None and f"`{name}`" in h.contents.value and "Triton kernel" in h.contents.value

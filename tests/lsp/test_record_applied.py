@@ -1,0 +1,69 @@
+"""Apply a code action -> htam.recordApplied -> the outcome is stored in memory and the ranking changes."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from htam_core.memory import open_store
+from tests.lsp.support import (
+    apply_text_edits,
+    code_actions,
+    copy_corpus,
+    edits_of,
+    hover_until,
+    open_file,
+    pos_of,
+    start,
+    wait_for,
+)
+
+
+async def test_apply_record_updates_ranking(client, tmp_path):
+    memory = await start(client, tmp_path)
+    (path,) = copy_corpus(tmp_path, "transpose_naive.cu")
+    text = path.read_text()
+    uri = open_file(client, path)
+    pos = pos_of(text, "transpose_naive(", offset=2)
+    await hover_until(client, uri, pos, "| registers |")  # a (static) profile before the step
+    before = await code_actions(client, uri, pos)
+    step = next(a for a in before if "const __restrict__" in a.title)
+    scores_before = {a.data["step"]: a.data["score"] for a in before if a.data.get("type") == "step"}
+    resolved = await client.code_action_resolve_async(step)
+    new_text = apply_text_edits(text, edits_of(resolved.edit, uri))
+    assert "__restrict__" in new_text
+
+    # what an editor does: apply the edit (didChange), save it, then run the action's command
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)]))
+    path.write_text(new_text)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=resolved.command.command, arguments=resolved.command.arguments))
+    assert result["step"] == "restrict_pointers"
+
+    rec = await wait_for(lambda: client.recorded, 60, "htam/recorded")
+    outcome = rec[0]["outcome"] if isinstance(rec[0], dict) else rec[0].outcome
+    status = outcome["status"] if isinstance(outcome, dict) else outcome.status
+    measured = outcome["measured"] if isinstance(outcome, dict) else outcome.measured
+    assert status == "neutral" and measured is False  # no GPU here: recorded as an unmeasured trial
+
+    with open_store(memory) as store:
+        recs = list(store.records())
+    assert [r.step for r in recs] == ["restrict_pointers"]
+    assert recs[0].outcome.measured is False and recs[0].prefix == ()
+
+    # the ranking changed: the history now ends with restrict_pointers (which unlocks __ldg), and the tried
+    # strategy carries its (unmeasured) trial in its title
+    after = await code_actions(client, uri, pos)
+    scores_after = {a.data["step"]: a.data["score"] for a in after if a.data.get("type") == "step"}
+    assert scores_after != scores_before
+    tried = [a.title for a in after if a.data.get("step") == "restrict_pointers"]
+    assert not tried or tried[0].endswith("· prior (1 unmeasured)"), tried
+    ldg = [a for a in after if a.data.get("step") == "readonly_cache_loads"]
+    assert ldg, [a.title for a in after]
+    res = await client.code_action_resolve_async(ldg[0])
+    assert res.edit is not None and "__ldg(" in apply_text_edits(new_text, edits_of(res.edit, uri))
+
+    md = await hover_until(client, uri, pos, "**Last steps**")
+    assert "const __restrict__ pointers — neutral" in md
