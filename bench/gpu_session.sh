@@ -57,8 +57,9 @@ for s in "${want[@]}"; do
     bench) KB="${KB_PROBLEMS:-}"; [ -z "$KB" ] && { [ -f .devcarry/problems.jsonl ] && KB=.devcarry/problems.jsonl \
               || KB=../shared/data/kernelbench/problems.jsonl; }
            HTAM_KB_PROBLEMS="$KB" OUT="$RUN/bench" stage bench "${BENCH_S:-330}" bash bench/run_gpu_bench.sh ;;
-    lsp) stage lsp "${LSP_S:-120}" "$PY" -m pytest -q -m gpu -p no:cacheprovider -s tests/lsp ;;
-    hacks) stage hacks "${HACKS_S:-90}" "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/verify ;;
+    lsp) HTAM_LSP_GPU_LOG="$RUN/lsp-gpu.jsonl" stage lsp "${LSP_S:-120}" "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/lsp ;;
+    hacks) stage hacks "${HACKS_S:-90}" "$PY" -m pytest -q -m gpu -p no:cacheprovider --junitxml "$RUN/hacks.xml" \
+             tests/verify tests/profile/test_isolation.py tests/bench/test_cu_launcher.py ;;
     *) log "unknown stage $s" ;;
   esac
 done
