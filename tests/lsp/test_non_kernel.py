@@ -22,8 +22,8 @@ async def test_python_without_kernels_is_ignored(client, tmp_path):
             text_document=types.TextDocumentIdentifier(uri=uri), position=pos))
         assert h is None
         assert await code_actions(client, uri, pos) == []
-    per_call = (time.monotonic() - t0) / 40
-    assert per_call < 0.05, f"{per_call * 1000:.1f} ms per request"
+    # a hang guard, not a performance claim (latency is measured in bench/bench_lsp.py)
+    assert time.monotonic() - t0 < 30, "40 requests on a non-kernel file took over 30 s"
 
 
 async def test_other_file_types_are_ignored(client, tmp_path):
@@ -46,3 +46,19 @@ async def test_python_with_triton_kernel_is_served(client, tmp_path):
     h = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=pos_of(text, f"def {name}(", offset=5)))
     assert h is not None and f"`{name}`" in h.contents.value and "Triton kernel" in h.contents.value
+
+
+async def test_huge_garbage_text_is_not_parsed_and_answers_stay_empty(client, tmp_path):
+    """Regression (fuzz): 3 MB of garbage text without a NUL blocked the event loop for tens of seconds while
+    tree-sitter recovered from errors; documents over MAX_SOURCE_CHARS are not tracked."""
+    await start(client, tmp_path)
+    path = tmp_path / "huge.cu"
+    text = "&S\ufffdM\n" * (3 << 18)
+    path.write_text(text)
+    uri = open_file(client, path)
+    t0 = time.monotonic()
+    h = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=1)))
+    assert h is None
+    assert await code_actions(client, uri, types.Position(line=0, character=1)) == []
+    assert time.monotonic() - t0 < 30, "the server blocked on a huge document"
