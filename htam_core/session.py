@@ -23,7 +23,6 @@ a queued or running stale request for the same kernel (a running compile finishe
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import threading
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htam_core.memory.fingerprint import kernel_fingerprint
 from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms.base import TextEdit
@@ -45,15 +45,6 @@ __all__ = [
 
 #: Relative time change under which an applied step counts as neutral (measurement noise), 2%.
 NEUTRAL_BAND = 0.02
-
-
-def kernel_fingerprint(path: str | None, kernel_name: str) -> str:
-    """A stable id of one kernel in one file (16 hex digits): survives edits of the kernel's body.
-
-    Used as the memory records' ``fingerprint`` and as the key of the history of applied steps.
-    """
-    real = os.path.realpath(path) if path else "<text>"
-    return hashlib.sha256(f"{real}::{kernel_name}".encode()).hexdigest()[:16]
 
 
 def content_hash(kernel: Kernel) -> str:

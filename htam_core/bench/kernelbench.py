@@ -22,13 +22,13 @@ import json
 import re
 import shutil
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from htam_core.bench import metrics
+from htam_core.bench.parallel import cancel_at
 
 
 class KernelBenchError(Exception):
@@ -209,29 +209,21 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
                 "error": "no GPU: KernelBench sizes (GBs of input) are not run on the CPU interpreter; pass "
                          "--size-overrides for a CPU smoke run"}
     best = cand
-    cancel = threading.Event()
-    timer = None
-    if t.deadline is not None:
-        timer = threading.Timer(max(0.0, t.deadline - time.time()), cancel.set)
-        timer.daemon = True
-        timer.start()
-    try:
-        if budget > 0:
-            res = run_optimize(OptimizeTask(path=str(cand), kernel=kernel, engine=t.engine, budget=budget,
-                                            policy="htam", out_dir=str(work / "htam-out"), memory_path=t.memory_path,
-                                            static=t.static, llm=t.llm, trials=t.loop_trials, use_ncu=False),
-                               cancel=cancel)
-            base.update(mode=res.mode, loop_best_speedup=res.best_speedup,
-                        steps=[{"index": s.index, "strategy": s.strategy, "status": s.status, "correct": s.correct,
-                                "speedup_vs_start": s.speedup_vs_start} for s in res.steps])
-            if res.best_path and res.changed:
-                best = work / f"{stem}_best.py"  # next to the reference, so the pair stays a KernelBench pair
-                shutil.copyfile(res.best_path, best)
-    except OptimizeError as exc:
-        return {**base, "status": "error", "error": str(exc), "wall_s": time.time() - t0}
-    finally:
-        if timer is not None:
-            timer.cancel()
+    with cancel_at(t.deadline) as cancel:
+        try:
+            if budget > 0:
+                res = run_optimize(OptimizeTask(path=str(cand), kernel=kernel, engine=t.engine, budget=budget,
+                                                policy="htam", out_dir=str(work / "htam-out"), memory_path=t.memory_path,
+                                                static=t.static, llm=t.llm, trials=t.loop_trials, use_ncu=False),
+                                   cancel=cancel)
+                base.update(mode=res.mode, loop_best_speedup=res.best_speedup,
+                            steps=[{"index": s.index, "strategy": s.strategy, "status": s.status, "correct": s.correct,
+                                    "speedup_vs_start": s.speedup_vs_start} for s in res.steps])
+                if res.best_path and res.changed:
+                    best = work / f"{stem}_best.py"  # next to the reference, so the pair stays a KernelBench pair
+                    shutil.copyfile(res.best_path, best)
+        except OptimizeError as exc:
+            return {**base, "status": "error", "error": str(exc), "wall_s": time.time() - t0}
     base["mode"] = "gpu" if gpu else "static"
     if gpu:
         from htam_core.profile.worker import run_in_worker

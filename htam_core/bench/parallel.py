@@ -17,8 +17,11 @@ import platform
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from typing import Any
 
 TaskFn = Callable[[dict[str, Any]], dict[str, Any]]
@@ -130,3 +133,21 @@ def gpu_slug(env: dict[str, Any]) -> str:
     if not env.get("gpu_count"):
         return "static"
     return re.sub(r"[^a-z0-9]+", "-", str(env["gpu"]).lower()).strip("-") or "gpu"
+
+
+@contextmanager
+def cancel_at(deadline: float | None) -> Iterator[threading.Event]:
+    """An event that is set at ``deadline`` (``time.time()`` seconds; ``None``: never), for
+    :func:`htam_core.optimize.run_optimize`'s ``cancel``: a run past the benchmark's time budget stops after its
+    current candidate and keeps its best so far. The timer is stopped on exit."""
+    cancel = threading.Event()
+    timer = None
+    if deadline is not None:
+        timer = threading.Timer(max(0.0, deadline - time.time()), cancel.set)
+        timer.daemon = True
+        timer.start()
+    try:
+        yield cancel
+    finally:
+        if timer is not None:
+            timer.cancel()

@@ -24,13 +24,13 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from htam_core.bench import metrics
+from htam_core.bench.parallel import cancel_at
 from htam_core.harness.base import Harness, HarnessError
 
 #: Policy name -> (OptimizeTask.policy, OptimizeTask.ablation, uses the leave-one-out memory).
@@ -230,26 +230,18 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
         return {**base, "status": "skipped", "error": "not run: the time budget (--max-minutes) was spent"}
     policy, ablation, _ = POLICY_SPECS[t.policy_name]
     t0 = time.time()
-    cancel = threading.Event()
-    timer = None
-    if t.deadline is not None:
-        timer = threading.Timer(max(0.0, t.deadline - time.time()), cancel.set)
-        timer.daemon = True
-        timer.start()
-    try:
-        Path(t.memory_path).parent.mkdir(parents=True, exist_ok=True)
-        base["memory_records_imported"] = _merge_memory(t.memory_path, t.memory_imports)
-        res = run_optimize(OptimizeTask(
-            path=t.path, kernel=t.kernel, engine="rules", budget=t.budget, policy=policy, ablation=ablation,
-            out_dir=t.out_dir, memory_path=t.memory_path, seed=t.seed, static=t.static, record=t.record,
-            trials=t.trials, use_ncu=t.use_ncu), cancel=cancel)
-        if t.export_to:
-            _export_memory(t.memory_path, t.export_to)
-    except OptimizeError as exc:
-        return {**base, "status": "error", "error": str(exc), "wall_s": time.time() - t0}
-    finally:
-        if timer is not None:
-            timer.cancel()
+    with cancel_at(t.deadline) as cancel:
+        try:
+            Path(t.memory_path).parent.mkdir(parents=True, exist_ok=True)
+            base["memory_records_imported"] = _merge_memory(t.memory_path, t.memory_imports)
+            res = run_optimize(OptimizeTask(
+                path=t.path, kernel=t.kernel, engine="rules", budget=t.budget, policy=policy, ablation=ablation,
+                out_dir=t.out_dir, memory_path=t.memory_path, seed=t.seed, static=t.static, record=t.record,
+                trials=t.trials, use_ncu=t.use_ncu), cancel=cancel)
+            if t.export_to:
+                _export_memory(t.memory_path, t.export_to)
+        except OptimizeError as exc:
+            return {**base, "status": "error", "error": str(exc), "wall_s": time.time() - t0}
     steps = [{"index": s.index, "strategy": s.strategy, "transform": s.transform, "status": s.status,
               "correct": s.correct, "time_ms": s.time_ms, "speedup_vs_start": s.speedup_vs_start,
               "accepted": s.accepted} for s in res.steps]

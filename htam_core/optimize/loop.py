@@ -25,6 +25,7 @@ from htam_core.generate.errors import GenerationError
 from htam_core.generate.registry import GenerationRequest
 from htam_core.harness import HarnessError, find_harness
 from htam_core.memory import KnowledgeBase, Outcome, Ranker, load_knowledge, open_store, state_from_profile
+from htam_core.memory.fingerprint import kernel_fingerprint
 from htam_core.optimize.evaluate import Evaluation, Evaluator
 from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
 from htam_core.optimize.report import geomean_ratio as _geomean_ratio
@@ -43,12 +44,6 @@ PREFIX_LEN = 4
 
 class OptimizeError(Exception):
     """The optimization could not start (missing file, unknown kernel, unusable memory, bad settings)."""
-
-
-def kernel_fingerprint(kernel: Kernel) -> str:
-    """A stable identity of a kernel across edits: language, name and parameter names (16 hex chars)."""
-    key = f"{kernel.language}:{kernel.name}:{','.join(p.name for p in kernel.params)}"
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def _text_hash(text: str) -> str:
@@ -107,7 +102,7 @@ class _Loop:
         self.evaluator = Evaluator(self.path, task.kernel, self.harness, gpu=self.gpu, workdir=self.out / "candidates",
                                    original_text=self.start_text, gpu_index=task.gpu_index, trials=task.trials)
         self.generator = self._generator()
-        self.fingerprint = kernel_fingerprint(self.kernel)
+        self.fingerprint = kernel_fingerprint(self.path, self.kernel.name)
         self.steps: list[StepRecord] = []
         self.tried: set[str] = {_text_hash(self.start_text)}
         self.kept_strategies: set[str] = set()

@@ -17,7 +17,6 @@ from htam_core.memory import STATE_KEYS, open_store, state_from_profile
 from htam_core.optimize import OptimizeTask, ProgressEvent, kernel_fingerprint, run_optimize
 from htam_core.optimize.loop import PREFIX_LEN
 from htam_core.profile.result import Profile
-from htam_core.source import load
 from tests.optimize.report_checks import check_report, copy_example, timing_values
 
 BUDGET = 2
@@ -76,7 +75,7 @@ def test_progress_events(first: SimpleNamespace) -> None:
 
 def test_memory_holds_one_record_per_candidate(first: SimpleNamespace) -> None:
     steps = first.result.steps
-    fp = kernel_fingerprint(load(first.src).kernel("add_kernel"))
+    fp = kernel_fingerprint(first.src, "add_kernel")
     with open_store(first.mem) as st:
         recs = list(st.records())
     assert len(recs) == len(steps)
