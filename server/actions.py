@@ -110,7 +110,9 @@ def harness_check(od, kernel) -> asyncio.Future | None:
 def _supports_create(ls) -> bool:
     ws = ls.client_capabilities.workspace
     we = ws.workspace_edit if ws is not None else None
-    return bool(we is not None and we.document_changes and we.resource_operations
+    # a client that lists the "create" resource operation applies CreateFile inside documentChanges, even when
+    # it does not also set documentChanges itself (Neovim 0.11 advertises resourceOperations only)
+    return bool(we is not None and we.resource_operations
                 and types.ResourceOperationKind.Create in we.resource_operations)
 
 

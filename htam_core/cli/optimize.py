@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=2, default=str))
         return 0
+    for w in result.warnings:
+        console.print(f"[yellow]note:[/yellow] {w}", markup=True, highlight=False, soft_wrap=True)
     print(result.summary)
     if result.cancelled:
         print("cancelled: kept the best kernel so far")

@@ -66,8 +66,8 @@ def load_toml(path: Path) -> dict[str, Any]:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as e:
-        raise HarnessError(f"{path} is not valid TOML: {e}. Fix the syntax (see the example at the top "
-                           "of a template written by `htam profile --write-harness`).", path=str(path)) from e
+        raise HarnessError(f"{path} is not valid TOML: {e}. Fix the syntax (docs/HARNESS.md has a complete "
+                           "example; `htam verify FILE --kernel NAME` prints a filled-in template).", path=str(path)) from e
     except OSError as e:
         raise HarnessError(f"cannot read {path}: {e}", path=str(path)) from e
 

@@ -498,11 +498,17 @@ class Ranker:
         def summary(m: torch.Tensor, where: str = "") -> str:
             n, w, f = int(m.sum()), int(win[m].sum()), int(fail[m].sum())
             sp = [x for x in speedup[m].tolist() if not math.isnan(x)]
-            text = f"paid off {w} of {n} time{'s' if n != 1 else ''}{where}"
-            text += f", median {_fmt_pct(statistics.median(sp) - 1.0)}" if sp else ", no measured speedup"
+            unmeasured = max(0, n - len(sp) - f)  # correct but not timed (no GPU): a trial, not a loss
+            parts = []
+            if sp:
+                parts.append(f"paid off {w} of {len(sp)} time{'s' if len(sp) != 1 else ''}{where}, "
+                             f"median {_fmt_pct(statistics.median(sp) - 1.0)}")
+            if unmeasured:
+                parts.append(f"tried {unmeasured} time{'s' if unmeasured != 1 else ''} without a GPU measurement"
+                             + ("" if sp else where))
             if f:
-                text += f"; failed or incorrect {f} time{'s' if f != 1 else ''}"
-            return text
+                parts.append(f"failed or incorrect {f} time{'s' if f != 1 else ''}" + ("" if sp or unmeasured else where))
+            return "; ".join(parts)
 
         if last is not None:
             edge_mask = mask & (mem.last == mem.s_index[last])

@@ -46,6 +46,13 @@ class OptimizeError(Exception):
     """The optimization could not start (missing file, unknown kernel, unusable memory, bad settings)."""
 
 
+def _brief(message: str, limit: int = 600) -> str:
+    """A worker's message without its Python traceback frames (the user needs the error, not our stack)."""
+    lines = [ln for ln in message.splitlines() if ln.strip() and not ln.startswith(("Traceback", "  File ", "    "))]
+    text = " ".join(lines) or message
+    return text if len(text) <= limit else text[:limit] + " …"
+
+
 def _text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -80,6 +87,9 @@ class _Loop:
             self.kernel = model.kernel(task.kernel)
         except KeyError as exc:
             raise OptimizeError(str(exc.args[0])) from exc
+        if self.kernel.incomplete or model.stale:
+            raise OptimizeError(f"kernel {task.kernel!r} in {self.path.name} is incomplete (the file does not parse "
+                                f"there: {'; '.join(model.errors[:2]) or 'half-typed'}); finish it first")
         self.out = task.resolved_out_dir()
         self.out.mkdir(parents=True, exist_ok=True)
         self.kb: KnowledgeBase = load_knowledge()
@@ -98,7 +108,7 @@ class _Loop:
             self.harness = find_harness(self.path, task.kernel, model)
         except HarnessError as exc:
             self.harness = None
-            self.warnings.append(f"no harness: candidates cannot be verified or timed. {exc.message}")
+            self.warnings.append(f"no harness: candidates cannot be verified or timed. {exc}")
         self.evaluator = Evaluator(self.path, task.kernel, self.harness, gpu=self.gpu, workdir=self.out / "candidates",
                                    original_text=self.start_text, gpu_index=task.gpu_index, trials=task.trials)
         self.generator = self._generator()
@@ -257,8 +267,10 @@ class _Loop:
             self._progress(0, None, None, "profiling the starting kernel")
             start_ev, _ = self.evaluator.evaluate(self.start_text, "00-start", use_ncu=task.use_ncu)
             if not start_ev.ok:
-                self.warnings.append("the starting kernel failed: " + "; ".join(start_ev.messages[:3]))
-            if start_ev.correct is False:
+                self.warnings.insert(0, "the starting kernel failed, so no candidate was tried: "
+                                     + "; ".join(_brief(m) for m in start_ev.messages[:3]))
+                n = task.budget  # nothing to derive candidates from
+            elif start_ev.correct is False:
                 self.warnings.append("the starting kernel does not match its reference: speedups are relative to "
                                      "a wrong kernel")
             cur_ev = best_ev = start_ev

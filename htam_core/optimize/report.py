@@ -87,8 +87,11 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
     lines.append(f"- engine: {task.engine}, policy: {task.policy}"
                  + (f", ablation: {task.ablation}" if task.ablation else "") + f", budget: {task.budget}")
     if result.measured:
-        lines.append(f"- start: {_fmt_ms(result.start_ms)} ms; best: {_fmt_ms(result.best_ms)} ms (median); "
-                     f"speedup: {_fmt_x(result.best_speedup) if result.best_speedup else 'none'}")
+        lines.append(f"- start: {_fmt_ms(result.start_ms)} ms; best: {_fmt_ms(result.best_ms)} ms (median on the first "
+                     f"input set); speedup: {_fmt_x(result.best_speedup) if result.best_speedup else 'none'} "
+                     "(geomean over every input set of the harness)")
+        lines.append("- the table's time is the first input set's median; its speedups are geomeans over all input "
+                     "sets, against the kernel the candidate was derived from and against the start")
     else:
         lines.append("- start time, best time and speedup: not measured")
     if result.cancelled:
@@ -140,8 +143,11 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                    "a measured speedup; see the notes for why.")
     elif measured:
         if changed and best_speedup:
+            nsets = max(1, len(start_ev.per_set_ms))
+            over = f"geomean over {nsets} input sets; first set " if nsets > 1 else ""
             summary = (f"Best correct kernel is {best_speedup:.2f}× faster than the start "
-                       f"({start_ev.time_ms:.4f} → {best_ev.time_ms:.4f} ms, median, {start_ev.profile.device if start_ev.profile else 'GPU'}) "
+                       f"({over}{start_ev.time_ms:.4f} → {best_ev.time_ms:.4f} ms median, "
+                       f"{start_ev.profile.device if start_ev.profile else 'GPU'}) "
                        f"after {len(steps)} candidates; kept steps: "
                        f"{', '.join(s.strategy for s in kept) or 'none'}.")
         else:
@@ -160,10 +166,9 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                             report_dir=out, report_md=report_md, summary=summary, cancelled=cancelled,
                             changed=changed, start_ms=start_ev.time_ms if measured else None,
                             best_ms=best_ev.time_ms if measured else None, mode="gpu" if gpu else "static",
-                            best_path=best_path)
+                            best_path=best_path, warnings=list(warnings))
     data = result.to_json()
     data["task"] = task.to_json()
-    data["warnings"] = list(warnings)
     data["start_profile"] = start_ev.profile.to_json() if start_ev.profile else None
     data["best_profile"] = best_ev.profile.to_json() if best_ev.profile else None
     (out / "report.json").write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")

@@ -149,6 +149,7 @@ class OptimizeResult:
         best_ms: median time of the best kernel, or ``None``.
         mode: ``"gpu"`` or ``"static"``.
         best_path: path of ``best.<ext>``.
+        warnings: what the user should know (no harness and what to add, a failed start, early stop ...).
     """
 
     best_text: str
@@ -164,6 +165,7 @@ class OptimizeResult:
     best_ms: float | None = None
     mode: str = "static"
     best_path: Path | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (the best text left out; it is in ``best.<ext>``)."""
@@ -172,5 +174,5 @@ class OptimizeResult:
             "start_ms": self.start_ms, "best_ms": self.best_ms, "cancelled": self.cancelled,
             "changed": self.changed, "summary": self.summary, "report_dir": str(self.report_dir),
             "report_md": str(self.report_md), "best_path": str(self.best_path) if self.best_path else None,
-            "steps": [asdict(s) for s in self.steps],
+            "warnings": list(self.warnings), "steps": [asdict(s) for s in self.steps],
         }

@@ -17,7 +17,7 @@ LANGUAGE_IDS = {".cu": "cuda", ".cuh": "cuda", ".py": "python"}
 
 
 def capabilities(encoding: str = "utf-16", *, resolve: bool = True, progress: bool = True,
-                 configuration: bool = True) -> types.ClientCapabilities:
+                 configuration: bool = True, document_changes: bool = True) -> types.ClientCapabilities:
     """Client capabilities of a modern editor, offering one position encoding."""
     return types.ClientCapabilities(
         general=types.GeneralClientCapabilities(position_encodings=[encoding]),
@@ -25,7 +25,8 @@ def capabilities(encoding: str = "utf-16", *, resolve: bool = True, progress: bo
         workspace=types.WorkspaceClientCapabilities(
             apply_edit=True, configuration=configuration,
             workspace_edit=types.WorkspaceEditClientCapabilities(
-                document_changes=True, resource_operations=[types.ResourceOperationKind.Create])),
+                document_changes=document_changes or None,
+                resource_operations=[types.ResourceOperationKind.Create])),
         text_document=types.TextDocumentClientCapabilities(
             hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown]),
             code_action=types.CodeActionClientCapabilities(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from lsprotocol import types
 
 from htam_core.source import parse_text
@@ -66,8 +67,10 @@ async def test_ranked_actions_resolve_lazily(client, tmp_path):
     assert msg[0].type == types.MessageType.Warning
 
 
-async def test_harness_action_when_none_exists(client, tmp_path):
-    await start(client, tmp_path)
+@pytest.mark.parametrize("document_changes", [True, False])
+async def test_harness_action_when_none_exists(client, tmp_path, document_changes):
+    # False: Neovim 0.11 lists the "create" resource operation without setting documentChanges (regression)
+    await start(client, tmp_path, document_changes=document_changes)
     path = tmp_path / "scale.cu"
     text = "__global__ void scale(float* x, float a, int n) {\n" \
            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) x[i] = a * x[i];\n}\n"
