@@ -28,7 +28,6 @@ demo: install
 	$(BIN)/htam suggest examples/vector_add.py --kernel add_kernel --memory $(OUT)/memory.sqlite3
 	$(BIN)/htam optimize examples/vector_add.py --kernel add_kernel --engine rules --budget 8 \
 	  --memory $(OUT)/memory.sqlite3 --out $(OUT)/vector_add
-	@echo "report: $(OUT)/vector_add/report.md"
 
 lint: install-test
 	$(BIN)/ruff check .

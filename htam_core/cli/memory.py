@@ -91,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
         _open(str(target)).close()
         print(f"moved {target} to {moved}; created an empty memory store")
         return 0
+    if path and args.action in ("stats", "export") and not Path(path).expanduser().exists():
+        # reading a store that is not there: a mistyped --memory must not silently look like an empty memory
+        raise UsageError(f"no memory store at {path}: check the path (an empty store is created by the first "
+                         "`htam optimize`, `htam memory import` or the editor)")
     store = _open(path)
     with store:
         if args.action == "stats":

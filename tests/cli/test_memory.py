@@ -81,3 +81,14 @@ def test_env_variable_selects_the_store(filled: Path, monkeypatch, capsys: pytes
     monkeypatch.setenv("HTAM_MEMORY", str(filled))
     assert main(["memory", "stats", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["path"] == str(filled)
+
+
+def test_stats_on_a_missing_store_is_an_error_and_creates_nothing(tmp_path, capsys):
+    """Regression (new-user trial): a mistyped --memory made an empty store and its folders, and said 0 records."""
+    from htam_core.cli.main import main
+
+    missing = tmp_path / "no" / "such" / "m.sqlite3"
+    for action in ("stats", "export"):
+        assert main(["memory", action, "--memory", str(missing)]) == 2
+        assert "no memory store at" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()
