@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +28,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (torch.cuda.is_available() is false)")
     for it in gpu_items:
         it.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One compile cache for the whole session (static profiles are cached by source hash)."""
+    return tmp_path_factory.mktemp("htam-cache")
+
+
+@pytest.fixture
+def private_htam_env(cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTAM_CACHE_DIR and HTAM_MEMORY in temp dirs, so that no test can touch the user's cache or memory."""
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(cache_dir))
+    monkeypatch.setenv("HTAM_MEMORY", str(tmp_path / "default-memory.sqlite3"))

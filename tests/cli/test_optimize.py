@@ -25,15 +25,7 @@ def _suite_kernels() -> list[tuple[str, str]]:
     return sorted((t["file"], name) for name, t in spec["kernel"].items() if t["file"].endswith(".py"))
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("htam-cache")
-
-
-@pytest.fixture(autouse=True)
-def _private_env(cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTAM_CACHE_DIR", str(cache_dir))
-    monkeypatch.setenv("HTAM_MEMORY", str(tmp_path / "default-memory.sqlite3"))
+pytestmark = pytest.mark.usefixtures("private_htam_env")
 
 
 def _optimize(file: Path, kernel: str, tmp_path: Path, *extra: str) -> int:

@@ -145,3 +145,16 @@ def edits_of(edit: types.WorkspaceEdit, uri: str) -> list[types.TextEdit]:
             out.extend(e for e in dc.edits if isinstance(e, types.TextEdit))
     out.extend((edit.changes or {}).get(uri, []))
     return out
+
+
+async def apply_save_and_record(client: LanguageClient, uri: str, path: Path, new_text: str,
+                                resolved: types.CodeAction, version: int = 2) -> Any:
+    """What an editor does with a resolved action: apply its edit (didChange), save the file (didSave), then run
+    the action's command (``htam.recordApplied``); returns the command's result."""
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)]))
+    path.write_text(new_text)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    return await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=resolved.command.command, arguments=resolved.command.arguments))

@@ -19,6 +19,7 @@ from lsprotocol import types
 
 from htam_core.memory import open_store
 from tests.lsp.support import (
+    apply_save_and_record,
     apply_text_edits,
     code_actions,
     edits_of,
@@ -64,13 +65,7 @@ async def test_profile_apply_records_a_measured_outcome(client, tmp_path):
     assert new_text != text
     _log("resolved", title=step.title, step=resolved.data.get("step"))
 
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)]))
-    path.write_text(new_text)
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command=resolved.command.command, arguments=resolved.command.arguments))
+    result = await apply_save_and_record(client, uri, path, new_text, resolved)
     _log("record-applied", result=result)
 
     rec = await wait_for(lambda: client.recorded, 240, "htam/recorded")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from lsprotocol import types
-
 from htam_core.memory import open_store
 from tests.lsp.support import (
+    apply_save_and_record,
     apply_text_edits,
     code_actions,
     copy_corpus,
@@ -33,13 +32,7 @@ async def test_apply_record_updates_ranking(client, tmp_path):
     assert "__restrict__" in new_text
 
     # what an editor does: apply the edit (didChange), save it, then run the action's command
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)]))
-    path.write_text(new_text)
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command=resolved.command.command, arguments=resolved.command.arguments))
+    result = await apply_save_and_record(client, uri, path, new_text, resolved)
     assert result["step"] == "restrict_pointers"
 
     rec = await wait_for(lambda: client.recorded, 60, "htam/recorded")

@@ -13,17 +13,9 @@ import pytest
 from tests.optimize.report_checks import copy_example
 
 
-@pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One compile cache for the whole session (static profiles are cached by source hash)."""
-    return tmp_path_factory.mktemp("htam-cache")
-
-
 @pytest.fixture(autouse=True)
-def _private_env(cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """HTAM_CACHE_DIR in tmp; HTAM_MEMORY in tmp so that no test can touch the user's store."""
-    monkeypatch.setenv("HTAM_CACHE_DIR", str(cache_dir))
-    monkeypatch.setenv("HTAM_MEMORY", str(tmp_path / "default-memory.sqlite3"))
+def _private_env(private_htam_env: None) -> None:
+    """Every test here runs with the cache and memory in temp dirs (tests/conftest.py)."""
 
 
 @pytest.fixture
