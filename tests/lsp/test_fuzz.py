@@ -44,9 +44,10 @@ from pygls.lsp.client import LanguageClient  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "corpus"
-RESULTS = ROOT / "bench" / "results" / "fuzz-2026-11-29.json"
+RESULTS = Path(os.environ["HTAM_FUZZ_RESULTS"]) if os.environ.get("HTAM_FUZZ_RESULTS") else None
+# (bench/results/fuzz-2026-11-29.json was written with HTAM_FUZZ_RESULTS set to it)
 REQUEST_TIMEOUT_S = 30.0
-EXAMPLES = int(os.environ.get("HTAM_FUZZ_EXAMPLES", "80"))
+EXAMPLES = int(os.environ.get("HTAM_FUZZ_EXAMPLES", "200"))
 SOURCES = {p.name: p.read_text(encoding="utf-8") for p in sorted(CORPUS.iterdir()) if p.suffix in (".cu", ".py")}
 WEIRD = ["\ud800", "\udfff", "\udc80", "\ufffd", "\x00", "\u200b", "\u2028", "é", "𝔘𝔫𝔦", "\r", "\r\n", "\t", "🙂"]
 COMMANDS = ["htam.profile", "htam.showMemory", "htam.recordApplied", "htam.autoOptimize", "htam.noSuchCommand"]
@@ -362,8 +363,9 @@ def test_fuzz_server_never_crashes_or_hangs(capsys):
              "known_limitation": "megabytes of pathological but NUL-free text (e.g. 3 MB of '&S\\udcd2M\\n') block "
                                  "the server: the tree-sitter parse takes ~34 s on the event loop; huge documents "
                                  "here are repeated source, random bytes, or the weird-character mix (docs/SECURITY.md)"}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(stats, indent=2) + "\n")
+    if RESULTS is not None:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(stats, indent=2) + "\n")
     with capsys.disabled():
         print(f"\nfuzz: {stats['documents']} documents, {stats['requests']} requests "
               f"({stats['answers']} answers, {stats['lsp_errors']} LSP errors, {stats['cancelled']} cancelled), "
@@ -372,4 +374,4 @@ def test_fuzz_server_never_crashes_or_hangs(capsys):
     assert stats["crashes"] == 0, d.problems
     assert stats["hangs"] == 0, d.problems
     assert normal_ok, "the server did not answer a normal hover after the fuzzing"
-    assert stats["documents"] + stats["requests"] >= 1000
+    assert stats["documents"] >= 1000 and stats["requests"] >= 1000, stats
