@@ -29,15 +29,24 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the top-level parser with every available subcommand."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Build the top-level parser.
+
+    Args:
+        only: import just this subcommand's module (the others get empty placeholders), so that
+            ``htam kernels`` or ``htam --version`` does not pay for importing torch; ``None`` imports them all
+            (``htam --help`` lists every command with its help).
+    """
     parser = argparse.ArgumentParser(
         prog="htam",
         description="HTAM kernel assistant: find, profile and optimize CUDA and Triton kernels.",
     )
     parser.add_argument("--version", action="version", version=f"htam {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for modpath in SUBCOMMANDS.values():
+    for name, modpath in SUBCOMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name)
+            continue
         try:
             mod = importlib.import_module(modpath)
         except ModuleNotFoundError as exc:
@@ -50,7 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``htam`` console script. Returns the process exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    first = argv[0] if argv else None
+    if first in SUBCOMMANDS:
+        only: str | None = first
+    elif first == "--version":
+        only = ""
+    else:
+        only = None
+    parser = build_parser(only)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
