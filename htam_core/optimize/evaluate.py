@@ -20,7 +20,7 @@ from pathlib import Path
 from htam_core.harness import Harness
 from htam_core.profile.errors import ProfileError
 from htam_core.profile.result import Profile
-from htam_core.source import parse_text
+from htam_core.source import language_for_path, parse_text
 from htam_core.source.model import SourceModel
 from htam_core.verify.guards import check_source, labels, new_findings, refused_by
 
@@ -56,10 +56,6 @@ class Evaluation:
     labels: list[str] = field(default_factory=list)
 
 
-def _file_language(path: Path) -> str:
-    return "cuda" if path.suffix in (".cu", ".cuh") else "python"
-
-
 class Evaluator:
     """Evaluates candidates of one kernel against one harness.
 
@@ -83,7 +79,7 @@ class Evaluator:
         self.gpu_index = gpu_index
         self.trials = trials
         self.target = target
-        self.language = _file_language(self.path)
+        self.language = language_for_path(self.path)
         self._original_findings = check_source(original_text, self.language)
 
     def write(self, text: str, label: str) -> Path:
@@ -105,7 +101,7 @@ class Evaluator:
         Never raises for a bad candidate: compile errors, faults, hangs and refusals become the verdict.
         """
         cand_path = self.write(text, label)
-        model = parse_text(text, self.language, str(cand_path))  # type: ignore[arg-type]
+        model = parse_text(text, self.language, str(cand_path))
         try:
             kernel = model.kernel(self.kernel_name)
         except KeyError as exc:

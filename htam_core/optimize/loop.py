@@ -32,7 +32,7 @@ from htam_core.optimize.report import geomean_ratio as _geomean_ratio
 from htam_core.optimize.report import write_report
 from htam_core.optimize.task import POLICIES, OptimizeResult, OptimizeTask, ProgressEvent, StepRecord
 from htam_core.profile.api import gpu_available
-from htam_core.source import SourceError, load, parse_text
+from htam_core.source import SourceError, language_for_path, load, parse_text
 from htam_core.source.model import Kernel
 
 #: A measured speedup counts as a win above this, and as a loss below its inverse: timing noise on one
@@ -78,8 +78,8 @@ class _Loop:
             raise OptimizeError(f"no such file: {task.path}")
         try:
             self.start_text = task.source_text if task.source_text is not None else self.path.read_text("utf-8")
-            lang = "cuda" if self.path.suffix in (".cu", ".cuh") else "python"
-            model = parse_text(self.start_text, lang, str(self.path)) if task.source_text is not None \
+            self.file_language = language_for_path(self.path)
+            model = parse_text(self.start_text, self.file_language, str(self.path)) if task.source_text is not None \
                 else load(self.path)
         except (SourceError, UnicodeDecodeError) as exc:
             raise OptimizeError(str(exc)) from exc
@@ -177,8 +177,7 @@ class _Loop:
         failure is sent back to the model. The verdict is kept so the loop does not evaluate it twice."""
         from htam_core.generate.llm import CheckResult
 
-        lang = "cuda" if self.path.suffix in (".cu", ".cuh") else "python"
-        model = parse_text(code, lang)
+        model = parse_text(code, self.file_language)
         if self.task.kernel not in {k.name for k in model.kernels}:
             return CheckResult(False, f"the reply must keep the kernel {self.task.kernel!r} (same name)")
         if model.errors:
