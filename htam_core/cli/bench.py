@@ -112,7 +112,8 @@ def run_kernelbench_cmd(args: argparse.Namespace) -> int:
     """Run KernelBench problems and write the results; a missing problems file is a clean skip (exit 0)."""
     from htam_core.bench.kernelbench import KBConfig, KernelBenchError, run_kernelbench
     from htam_core.bench.report import kernelbench_markdown, write_json
-    from htam_core.generate.config import LLMConfig
+    from htam_core.generate.config import llm_task_config
+    from htam_core.generate.errors import LLMConfigError
 
     if not Path(args.problems).is_file():
         print(f"htam bench kernelbench: {args.problems} does not exist; skipped (get problems.jsonl from "
@@ -127,12 +128,10 @@ def run_kernelbench_cmd(args: argparse.Namespace) -> int:
             overrides = json.loads(Path(args.size_overrides).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise UsageError(f"cannot read --size-overrides {args.size_overrides}: {exc}") from None
-    llm = None
-    if args.engine == "llm":
-        cfg = LLMConfig.from_args(args)
-        if not cfg.model:
-            raise UsageError("--engine llm needs --llm-model NAME (and --llm-base-url or OPENAI_BASE_URL)")
-        llm = cfg.to_json()
+    try:
+        llm = llm_task_config(args)
+    except LLMConfigError as exc:
+        raise UsageError(str(exc)) from None
     kcfg = KBConfig(problems=args.problems, levels=levels, ids=_ints(args.ids, "--ids"), engine=args.engine,
                     start_solutions=args.start_solutions, steps=args.steps, timing_trials=args.trials,
                     loop_trials=args.loop_trials, out_dir=args.out, memory_path=args.memory,

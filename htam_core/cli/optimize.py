@@ -46,19 +46,18 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from htam_core.generate.config import LLMConfig
+    from htam_core.generate.config import llm_task_config
+    from htam_core.generate.errors import LLMConfigError
     from htam_core.optimize import OptimizeError, OptimizeTask, ProgressEvent, run_optimize
 
     if not os.path.isfile(args.file):
         raise UsageError(f"no such file: {args.file}")
     if args.budget < 1:
         raise UsageError("--budget must be at least 1")
-    llm = None
-    if args.engine == "llm":
-        cfg = LLMConfig.from_args(args)
-        if not cfg.model:
-            raise UsageError("--engine llm needs --llm-model NAME (and --llm-base-url or OPENAI_BASE_URL)")
-        llm = cfg.to_json()
+    try:
+        llm = llm_task_config(args)
+    except LLMConfigError as exc:
+        raise UsageError(str(exc)) from None
     task = OptimizeTask(path=args.file, kernel=args.kernel, engine=args.engine, budget=args.budget,
                         policy=args.policy, ablation=args.ablation, out_dir=args.out, memory_path=args.memory,
                         seed=args.seed, static=True if args.static else None, gpu_index=args.gpu, llm=llm,

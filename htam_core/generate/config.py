@@ -118,6 +118,20 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
                    help="repair rounds after a compile error or wrong result (default: 2)")
 
 
+def llm_task_config(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The JSON LLM settings of a CLI task (``OptimizeTask.llm``), or ``None`` unless ``--engine llm``.
+
+    Raises:
+        LLMConfigError: ``--engine llm`` without ``--llm-model``.
+    """
+    if getattr(args, "engine", None) != "llm":
+        return None
+    cfg = LLMConfig.from_args(args)
+    if not cfg.model:
+        raise LLMConfigError("--engine llm needs --llm-model NAME (and --llm-base-url or OPENAI_BASE_URL)")
+    return cfg.to_json()
+
+
 def redact(value: Any, secrets: Iterable[str]) -> Any:
     """Return ``value`` with every occurrence of each non-trivial secret replaced by ``[REDACTED]``.
 

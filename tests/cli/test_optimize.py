@@ -179,3 +179,13 @@ def test_llm_engine_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert data["task"]["llm"]["api_key_env"] == "HTAM_TEST_CLI_LLM_KEY"
     assert "sk-loopback-CLI" not in (tmp_path / "out" / "report.json").read_text()
     assert (tmp_path / "out" / "best.py").read_text() == good and src.read_text() == start
+
+
+def test_bad_llm_settings_are_a_usage_error_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: a bad --llm-* value (LLMConfigError) escaped the CLI as a traceback."""
+    src = copy_example(tmp_path / "src")
+    rc = main(["optimize", str(src), "--kernel", "add_kernel", "--engine", "llm", "--llm-model", "m",
+               "--llm-timeout", "-1", "--out", str(tmp_path / "out")])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "timeout must be positive" in err and "Traceback" not in err
