@@ -49,7 +49,7 @@ def suite_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
              f"{cfg.get('exhaustive_budget')}), {cfg.get('trials')} timed trials per candidate, "
              f"engine rules, seed {cfg.get('seed')}; wall time {doc.get('wall_s', 0):.0f} s",
              "- `htam` and the ablations start from a memory built on the *other* kernels only (leave one out); "
-             "`htam-cold` starts from an empty memory (it is the warm-up pass).", ""]
+             "`htam-cold` starts from an empty memory (it is the warm-up pass).", *_reuse_lines(doc), ""]
     if not any(a["kernels_measured"] for a in agg.values()):
         lines += ["**Nothing was measured: no GPU was used (static mode).** Every time, speedup and roofline "
                   "figure below is \"not measured\"; the runs only show that each kernel and policy runs end to "
@@ -86,6 +86,19 @@ def suite_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
     if plot_name:
         lines += ["", f"![best speedup so far against trials, geomean over kernels, per policy]({plot_name})"]
     return "\n".join(lines) + "\n"
+
+
+def _reuse_lines(doc: dict[str, Any]) -> list[str]:
+    """The header line on the run's measurement cache (:mod:`htam_core.optimize.measure_cache`)."""
+    m = doc.get("measurements") or {}
+    cfg = doc.get("config", {})
+    if not m:
+        return []
+    if cfg.get("reuse_measurements") is False:
+        return ["- Every candidate was measured afresh (`--no-reuse`); every start kernel is timed afresh."]
+    return ["- A candidate whose code is byte-identical to one measured earlier in this run (by any policy) "
+            f"reuses that measurement ({m.get('reused', 0)} of {m.get('candidate_evaluations', 0)} candidate "
+            "evaluations); every start kernel is timed afresh."]
 
 
 def _verdicts(agg: dict[str, Any]) -> list[str]:

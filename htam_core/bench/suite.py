@@ -169,6 +169,8 @@ class SuiteTask:
         record: record outcomes into the store during the run.
         seed, static, trials, use_ncu: see :class:`htam_core.optimize.OptimizeTask`.
         deadline: epoch seconds after which the task is skipped, or stops after its current candidate.
+        measure_cache: the SQLite measurement cache shared by every task of the run (see
+            :attr:`htam_core.optimize.OptimizeTask.measure_cache`), or ``None`` to measure every candidate.
     """
 
     kernel: str
@@ -185,6 +187,7 @@ class SuiteTask:
     trials: int = 100
     use_ncu: bool = False
     deadline: float | None = None
+    measure_cache: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
@@ -216,16 +219,17 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
     Returns:
         ``{"kernel", "policy", "status": "ok"|"skipped"|"error", "mode", "measured", "start_ms", "best_ms",
         "best_speedup", "steps": [{"index", "strategy", "transform", "status", "correct", "time_ms",
-        "speedup_vs_start", "accepted"}], "memory_records_imported", "summary", "error", "wall_s"}``.
-        Times are ms; ``None`` means not measured.
+        "speedup_vs_start", "accepted"}], "memory_records_imported", "measurements_reused", "summary",
+        "error", "wall_s"}``. Times are ms; ``None`` means not measured. ``measurements_reused`` counts
+        candidates whose measurement came from the run's measurement cache.
     """
     from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
 
     t = SuiteTask(**task)
     base: dict[str, Any] = {"kernel": t.kernel, "policy": t.policy_name, "status": "ok", "mode": None,
                             "measured": False, "start_ms": None, "best_ms": None, "best_speedup": None,
-                            "steps": [], "memory_records_imported": 0, "error": None,
-                            "wall_s": 0.0}
+                            "steps": [], "memory_records_imported": 0, "measurements_reused": 0,
+                            "error": None, "wall_s": 0.0}
     if t.deadline is not None and time.time() >= t.deadline:
         return {**base, "status": "skipped", "error": "not run: the time budget (--max-minutes) was spent"}
     policy, ablation, _ = POLICY_SPECS[t.policy_name]
@@ -237,7 +241,7 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
             res = run_optimize(OptimizeTask(
                 path=t.path, kernel=t.kernel, engine="rules", budget=t.budget, policy=policy, ablation=ablation,
                 out_dir=t.out_dir, memory_path=t.memory_path, seed=t.seed, static=t.static, record=t.record,
-                trials=t.trials, use_ncu=t.use_ncu), cancel=cancel)
+                trials=t.trials, use_ncu=t.use_ncu, measure_cache=t.measure_cache), cancel=cancel)
             if t.export_to:
                 _export_memory(t.memory_path, t.export_to)
         except OptimizeError as exc:
@@ -247,6 +251,7 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
               "accepted": s.accepted} for s in res.steps]
     return {**base, "mode": res.mode, "measured": res.measured, "start_ms": res.start_ms, "best_ms": res.best_ms,
             "best_speedup": res.best_speedup, "steps": steps, "cancelled": res.cancelled,
+            "measurements_reused": res.measurements_reused,
             "summary": res.summary, "wall_s": time.time() - t0}
 
 
@@ -265,6 +270,10 @@ class SuiteConfig:
         static: force static mode (True), or decide from the machine (None).
         trials: timed trials per candidate; use_ncu: Nsight Compute counters for start kernels and bests.
         seed: ranker and random-policy seed.
+        reuse_measurements: share one measurement cache (``<work>/measure-cache.sqlite3``, emptied at the
+            start of every run) between all tasks, so that a candidate byte-identical to one measured
+            earlier in this run, by any policy, reuses that measurement; start kernels are always timed
+            afresh.
     """
 
     suite_dir: str
@@ -279,6 +288,11 @@ class SuiteConfig:
     trials: int = 100
     use_ncu: bool = False
     seed: int = 0
+    reuse_measurements: bool = True
+
+
+#: File name of the run's measurement cache under the work folder.
+MEASURE_CACHE_NAME = "measure-cache.sqlite3"
 
 
 def _task(cfg: SuiteConfig, work: Path, k: SuiteKernel, policy: str, deadline: float | None,
@@ -292,7 +306,8 @@ def _task(cfg: SuiteConfig, work: Path, k: SuiteKernel, policy: str, deadline: f
                      memory_imports=imports,
                      export_to=str(work / "exports" / f"{k.name}.json") if policy == "htam-cold" else None,
                      record=policy not in ("random", "exhaustive"), seed=cfg.seed, static=cfg.static,
-                     trials=cfg.trials, use_ncu=cfg.use_ncu, deadline=deadline)
+                     trials=cfg.trials, use_ncu=cfg.use_ncu, deadline=deadline,
+                     measure_cache=str(work / MEASURE_CACHE_NAME) if cfg.reuse_measurements else None)
 
 
 def _fresh(work: Path, tasks: list[SuiteTask]) -> None:
@@ -325,6 +340,9 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     env = environment(gpus)
     work = Path(cfg.work_dir) if cfg.work_dir else Path(cfg.out_dir) / "suite-work"
     work.mkdir(parents=True, exist_ok=True)
+    from htam_core.optimize.measure_cache import remove_cache_files
+
+    remove_cache_files(work / MEASURE_CACHE_NAME)  # a run never reuses an earlier run's numbers
     t_start = time.time()
     deadline = t_start + cfg.max_minutes * 60 if cfg.max_minutes else None
     needs_warm = any(POLICY_SPECS[p][2] for p in cfg.policies)
@@ -387,6 +405,8 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
     ``median_roofline_memory_bound``, ``memory_bound_at_70pct`` (count and total), ``kernels_measured``.
     ``repeatability``: per kernel, the largest spread in percent between the start-kernel times of its
     separate runs (every policy times the same start kernel afresh), and the median over kernels.
+    ``measurements``: ``{"reused", "candidate_evaluations"}``, candidates over every run whose measurement
+    came from the run's measurement cache, and all candidates evaluated.
     """
     by = {(r.get("kernel"), r.get("policy")): r for r in results}
     dram = (peaks or {}).get("dram_bytes_per_s")
@@ -415,6 +435,7 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
                 "target_known": target is not None and measured,
                 "curve": metrics.best_so_far(per_trial) if measured else None,
                 "memory_records_imported": r.get("memory_records_imported", 0),
+                "measurements_reused": r.get("measurements_reused", 0),
             })
     aggregates: dict[str, Any] = {}
     for p in policies:
@@ -436,5 +457,7 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
     spreads = sorted(v for v in rep.values() if v is not None)
     return {"kernels": [asdict(k) for k in kernels], "policies": policies, "rows": rows,
             "aggregates": aggregates, "peaks": peaks, "results": results,
+            "measurements": {"reused": sum(int(r.get("measurements_reused") or 0) for r in results),
+                             "candidate_evaluations": sum(len(r.get("steps") or []) for r in results)},
             "repeatability": {"per_kernel_pct": rep,
                               "median_pct": statistics.median(spreads) if spreads else None}}

@@ -39,6 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--work", default=None, help="folder for stores and run reports (default: <out>/suite-work)")
     s.add_argument("--static", action="store_true", help="never use the GPU")
     s.add_argument("--seed", type=int, default=0, help="seed of the ranker and the random policy")
+    s.add_argument("--no-reuse", action="store_true",
+                   help="measure every candidate, even one byte-identical to a candidate another policy "
+                        "measured earlier in this run (default: reuse that measurement; start kernels are "
+                        "always timed)")
     s.set_defaults(func=run_suite_cmd)
     k = acts.add_parser("kernelbench", help="run KernelBench problems: Correct, fast_p, geomean over eager")
     k.add_argument("--problems", required=True, help="problems.jsonl (KernelBench problems, one JSON per line)")
@@ -86,7 +90,8 @@ def run_suite_cmd(args: argparse.Namespace) -> int:
                           kernels=[k.strip() for k in args.kernels.split(",") if k.strip()] if args.kernels else None,
                           budget=args.budget, exhaustive_budget=args.exhaustive_budget, out_dir=args.out,
                           work_dir=args.work, max_minutes=args.max_minutes, static=True if args.static else None,
-                          trials=args.trials, use_ncu=args.ncu, seed=args.seed)
+                          trials=args.trials, use_ncu=args.ncu, seed=args.seed,
+                          reuse_measurements=not args.no_reuse)
         doc = run_suite(cfg, log=lambda m: print(m, file=sys.stderr, flush=True))
     except SuiteError as exc:
         raise UsageError(str(exc)) from None

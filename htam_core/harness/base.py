@@ -28,8 +28,11 @@ DTYPES: tuple[str, ...] = (
 #: Largest input-set volume (product of the size symbols) run under the Triton interpreter by default:
 #: it executes every program instance in Python, so GPU-sized sets would take minutes.
 INTERPRET_MAX_VOLUME = 1 << 21
-#: ``init`` values of a tensor input. ``"empty"`` marks an output buffer: it is poisoned with NaN
-#: (floats) or the dtype's maximum (ints) before every run, so an unwritten output never passes.
+#: ``init`` values of a tensor input. ``"empty"`` marks a write-only output buffer: it is poisoned with NaN
+#: (floats) or the dtype's maximum (ints) before every run, so an unwritten output never passes. An output
+#: (listed in ``outputs``) with any other init is an in-out buffer the kernel may read (``C`` of
+#: ``C = alpha*A@B + beta*C``, ``out += x``): it is restored to its initial value before every checked run
+#: (see :func:`htam_core.harness.runner.split_outputs`). ``"scratch"`` is workspace: poisoned, not compared.
 INITS: tuple[str, ...] = ("randn", "rand", "zeros", "ones", "empty", "arange", "randint", "scratch")
 
 
@@ -87,7 +90,8 @@ class InputSpec:
 
     @property
     def is_output_buffer(self) -> bool:
-        """True for a buffer the kernel writes (``init = "empty"``)."""
+        """True for a write-only buffer (``init = "empty"``): poisoned before every checked run. An
+        in-out output (listed in ``outputs`` with another init) is not one: it starts from its init."""
         return self.init == "empty"
 
 
@@ -116,9 +120,12 @@ class Harness:
             every program instance in Python, so GPU-sized inputs take minutes); ``None`` means the
             smallest set of ``sizes`` (see :meth:`sizes_for`).
         outputs: spec: names of the inputs the kernel writes; empty means "the launcher's return
-            value".
-        reference: spec: a torch expression over the input names, or ``"module:function"`` /
-            ``"file.py:function"`` called with the non-output inputs.
+            value". One with ``init = "empty"`` is write-only (poisoned before every checked run); one
+            with any other init is in-out (the kernel may read it; restored to its initial value before
+            every checked run).
+        reference: spec: a torch expression over the input names (in-out outputs hold their initial
+            value there), or ``"module:function"`` / ``"file.py:function"`` called with the non-output
+            inputs in order (outputs, in-out ones included, and scratch buffers are left out).
         atol, rtol: tolerances; ``None`` means KernelBench's per-dtype default
             (:data:`htam_core.verify.correctness.DEFAULT_TOLERANCES`).
         bytes_expr, flops_expr: spec: expressions for the DRAM bytes and FLOPs of one call (for

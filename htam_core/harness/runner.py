@@ -33,7 +33,11 @@ from types import ModuleType
 from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
-from htam_core.harness.spec import is_function_reference
+from htam_core.harness.spec import (
+    is_function_reference,
+    reference_reads_write_only_message,
+    write_only_outputs_in_reference,
+)
 from htam_core.verify.correctness import (
     BASE_SEED,
     N_SEEDS,
@@ -143,7 +147,8 @@ class Prepared:
             (no poisoning, no conversion inside the timed call).
         arg_names: input names, for messages.
         size_sets: the size symbols of each input set.
-        bytes_for, flops_for: ``(set_index, inputs) -> float | None`` from the harness's expressions.
+        bytes_for, flops_for: ``(set_index, inputs) -> float | None`` from the harness's expressions
+            (a KernelBench pair: the reference's compulsory bound, :mod:`htam_core.harness.roofline_bound`).
         device: ``"cuda"`` or ``"cpu"``.
     """
 
@@ -166,7 +171,11 @@ def _scale(t: Any, scale: float) -> Any:
 # -- spec harness ---------------------------------------------------------------------------------
 def _make_spec_inputs(h: Harness, sizes: dict[str, Any], seed: int, scale: float, device: str) -> list[Any]:
     """Build one input set. Random tensors come from a generator seeded with ``seed`` on ``device``
-    (on the GPU: generating a 64M-element input there takes microseconds, not a CPU second)."""
+    (on the GPU: generating a 64M-element input there takes microseconds, not a CPU second).
+
+    ``init = "empty"`` and ``"scratch"`` buffers start poisoned (:func:`poison_`); every other init gives
+    the buffer a defined value, which in-out outputs (listed in ``outputs`` with such an init) start from
+    (see :func:`split_outputs`)."""
     import torch
 
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -268,12 +277,29 @@ def _np_scalar(dtype: str, v: Any) -> Any:
 
 
 def prepare_spec(h: Harness, device: str) -> Prepared:
-    """Make a ``spec`` harness runnable on ``device``."""
+    """Make a ``spec`` harness runnable on ``device``.
+
+    Before every checked candidate call (:attr:`Trial.run_candidate`), write-only outputs (``init =
+    "empty"``) are poisoned and in-out outputs (any other ``init``) are restored to the value they were
+    generated with (a clone kept per input set); an expression reference sees those initial values, a
+    ``module:function`` reference is called with the non-output inputs only. Timing (:attr:`Prepared.bind`)
+    neither poisons nor restores: repeated calls on in-out buffers are fine for timing.
+
+    Raises:
+        HarnessError: the reference expression reads a write-only output (it would be NaN), or the
+            launcher / kernel is missing.
+    """
     import torch
 
+    poisoned_ref = write_only_outputs_in_reference(h.inputs, h.outputs, h.reference)
+    if poisoned_ref:
+        raise HarnessError(reference_reads_write_only_message(h.source or Path(h.path).name, poisoned_ref))
     module = load_module(h.path) if h.path.endswith(".py") else None
     names = [i.name for i in h.inputs]
     out_idx = {names.index(o) for o in h.outputs}
+    # write-only outputs (init = "empty") are poisoned before every checked call; in-out outputs (any other
+    # init: the kernel may read them, C in C = alpha*A@B + beta*C) are restored to their initial value
+    poison_idx, inout_idx = split_outputs(h)
     # scratch buffers (init = "scratch") are workspace the kernel may overwrite: neither outputs nor inputs
     scratch_idx = {i for i, spec in enumerate(h.inputs) if spec.init == "scratch"}
     sizes_list = h.sizes_for(interpreter=device == "cpu")
@@ -335,20 +361,28 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
                     func(grid, block, args, shared_mem=h.shared_bytes)
             return launch
 
-    set_of_inputs: dict[int, int] = {}
+    # the most recent input set made: its set index, and clones of its in-out buffers as generated. The
+    # reference gets a copy of the inputs (a different list), so it is looked up as "the latest set".
+    latest: dict[str, Any] = {"set": 0, "initial": {}}
 
     def _set_of(inputs: list[Any]) -> int:
-        return set_of_inputs.get(id(inputs), 0)
+        return int(latest["set"])
 
     def make_inputs_tracked(seed: int, set_index: int, scale: float) -> list[Any]:
         xs = make_inputs(seed, set_index, scale)
-        set_of_inputs.clear()
-        set_of_inputs[id(xs)] = set_index
+        latest.update(set=set_index, initial={i: xs[i].detach().clone() for i in inout_idx})
         return xs
 
+    def restore_inout(inputs: list[Any]) -> None:
+        """Copy the initial values back into the in-out buffers of ``inputs`` (made by the latest
+        :func:`make_inputs_tracked`)."""
+        for i, initial in latest["initial"].items():
+            inputs[i].copy_(initial)
+
     def run_candidate(inputs: list[Any]) -> list[Any]:
-        for i in out_idx:
+        for i in poison_idx:
             poison_(inputs[i])
+        restore_inout(inputs)
         value = bind(inputs)()
         return [inputs[names.index(o)] for o in h.outputs] if h.outputs else as_outputs(value)
 
@@ -360,8 +394,12 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
         ref_fn = getattr(ref_mod, fn_name)
 
     def run_reference(inputs: list[Any]) -> list[Any]:
-        if ref_fn is not None:
+        if ref_fn is not None:  # called with the non-output inputs (outputs, in-out ones included, excluded)
             return as_outputs(ref_fn(*[x for i, x in enumerate(inputs) if i not in out_idx | scratch_idx]))
+        # an expression sees the initial value of in-out buffers, never what a candidate wrote into them
+        inputs = list(inputs)
+        for i, initial in latest["initial"].items():
+            inputs[i] = initial.clone()
         return as_outputs(_eval(h.reference, env_of(inputs, _set_of(inputs)), "reference"))
 
     def expr_for(expr: str | None) -> Callable[[int, list[Any]], float | None]:
@@ -373,6 +411,24 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
 
     trial = Trial(make_inputs_tracked, run_reference, run_candidate, out_idx | scratch_idx, len(sizes_list))
     return Prepared(trial, bind, names, sizes_list, expr_for(h.bytes_expr), expr_for(h.flops_expr), device)
+
+
+def split_outputs(h: Harness) -> tuple[set[int], set[int]]:
+    """``(write_only, in_out)``: indices of the inputs listed in ``h.outputs``, split by their ``init``.
+
+    An output with ``init = "empty"`` (or ``"scratch"``) is write-only: it is poisoned (NaN / the integer
+    maximum) before every checked candidate call, so an unwritten element never passes. An output with any
+    other ``init`` (``zeros``, ``ones``, ``randn``, ...) is an in-out buffer the kernel may read (``C`` in
+    ``C = alpha*A@B + beta*C``, or ``out += x``): it is restored to its initial value before every checked
+    call, and an expression reference sees that initial value.
+    """
+    names = [i.name for i in h.inputs]
+    write_only: set[int] = set()
+    in_out: set[int] = set()
+    for o in h.outputs:
+        i = names.index(o)
+        (write_only if h.inputs[i].init in ("empty", "scratch", None) else in_out).add(i)
+    return write_only, in_out
 
 
 def _dim3(v: Any) -> tuple[int, ...]:
@@ -426,13 +482,31 @@ def prepare_kernelbench(h: Harness, device: str) -> Prepared:
                 return model_new(*inputs)
         return call
 
-    def none(set_index: int, inputs: list[Any]) -> float | None:
-        return None
+    bound: list[tuple[float, float] | None] = []
+
+    def roofline(set_index: int, inputs: list[Any]) -> tuple[float, float] | None:
+        # the problem gives no bytes/FLOPs: the reference's compulsory traffic and counted FLOPs, once
+        if not bound:
+            from htam_core.harness.roofline_bound import compulsory_bound
+
+            try:
+                bound.append(compulsory_bound(model, inputs))
+            except Exception:  # noqa: BLE001 - an unknown bound leaves the roofline "not computed"
+                bound.append(None)
+        return bound[0]
+
+    def bytes_for(set_index: int, inputs: list[Any]) -> float | None:
+        b = roofline(set_index, inputs)
+        return b[0] if b else None
+
+    def flops_for(set_index: int, inputs: list[Any]) -> float | None:
+        b = roofline(set_index, inputs)
+        return b[1] if b and b[1] > 0 else None
 
     probe = make_inputs(BASE_SEED, 0, 1.0)
     names = [f"input{i}" for i in range(len(probe))]
     trial = Trial(make_inputs, run_reference, run_candidate, set(), 1)
-    p = Prepared(trial, bind, names, [{}], none, none, device)
+    p = Prepared(trial, bind, names, [{}], bytes_for, flops_for, device)
     p.reference_call = lambda inputs: (lambda: model(*inputs))  # type: ignore[attr-defined]
     return p
 

@@ -21,7 +21,9 @@ Designed for a kernel developer: short, declarative, versioned. A complete examp
 
 Instead of ``launcher``, a kernel launch: ``grid`` (expression), ``args`` (input names in
 order), ``kwargs`` (Triton constexprs, ``num_warps``) and, for CUDA, ``block`` and
-``shared_bytes``; the written buffers are inputs with ``init = "empty"`` listed in ``outputs``.
+``shared_bytes``; the written buffers are inputs listed in ``outputs``: ``init = "empty"`` for a
+write-only buffer (poisoned before every checked run), any other init (``"zeros"``, ``"randn"``) for an
+in-out buffer the kernel also reads (``C`` of ``C = alpha*A@B + beta*C``; restored before every run).
 Scalars are inputs with a ``value`` (number or expression) and no shape.
 
 A ``.cu`` program with ``main()`` may take arguments: ``[program."file.cu"] args = ["1024"]``.
@@ -30,6 +32,7 @@ A KernelBench file may name its reference: ``[kernelbench."file.py"] reference =
 
 from __future__ import annotations
 
+import ast
 import keyword
 import re
 import tomllib
@@ -54,6 +57,30 @@ def is_function_reference(text: str) -> bool:
     """True when a ``reference`` names a function (``"mod:fn"``, ``"ref.py:fn"``) rather than
     being a torch expression (``"x[:, 0].sum()"`` is an expression)."""
     return bool(_FUNC_REF.match(text.strip()))
+
+
+def write_only_outputs_in_reference(inputs: list[InputSpec], outputs: list[str], reference: str | None) -> list[str]:
+    """Names of write-only outputs (``init = "empty"``) that a reference *expression* reads: they hold the
+    NaN poison there, so the reference would be NaN too (and NaN matches NaN). ``[]`` for a
+    ``module:function`` reference (it never gets outputs) or an expression that does not parse."""
+    if not reference or is_function_reference(reference):
+        return []
+    try:
+        used = {n.id for n in ast.walk(ast.parse(reference.strip(), mode="eval")) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return []
+    init = {i.name: i.init for i in inputs}
+    return [o for o in outputs if o in used and init.get(o) == "empty"]
+
+
+def reference_reads_write_only_message(where: str, names: list[str]) -> str:
+    """The error for :func:`write_only_outputs_in_reference`: what happened and what to do."""
+    listed = ", ".join(names)
+    return (f"{where}: the reference reads {listed}, declared init = \"empty\" (a write-only output: it holds the "
+            f"NaN poison, so the reference would be NaN). If the kernel reads {listed} too (C in C = alpha*A@B + "
+            f"beta*C, out += x), give it init = \"zeros\" (or another init) and keep it in outputs: it is then "
+            "restored before every run and the reference sees its initial value. Otherwise leave it out of the "
+            "reference")
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -177,7 +204,12 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
         raise HarnessError(f"{where}: kwargs must be a table, e.g. kwargs = {{ BLOCK_SIZE = 1024, num_warps = 4 }}")
     outputs = table.get("outputs", [])
     if not isinstance(outputs, list) or any(o not in names for o in outputs):
-        raise HarnessError(f"{where}: outputs must list input names (buffers with init = \"empty\"); got {outputs!r}")
+        raise HarnessError(f"{where}: outputs must list input names (buffers with init = \"empty\", or another "
+                           f"init for a buffer the kernel also reads); got {outputs!r}")
+    scalar_outs = [o for o in outputs if next(i for i in inputs if i.name == o).is_scalar]
+    if scalar_outs:
+        raise HarnessError(f"{where}: outputs {scalar_outs} are scalars; outputs must be tensor buffers (give them "
+                           "a shape)")
     if grid is not None and not outputs:
         raise HarnessError(f"{where}: a kernel launch writes into buffers: add an input with init = \"empty\" "
                            "and list it in outputs = [\"out\"]")
@@ -187,6 +219,9 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
                            f'reference = "{names[0]} + 1") or "module:function"')
     if not is_function_reference(reference):
         _check_expr(f"{where}.reference", reference)
+        poisoned = write_only_outputs_in_reference(inputs, outputs, reference)
+        if poisoned:
+            raise HarnessError(reference_reads_write_only_message(where, poisoned))
     sizes = table.get("sizes", [{}])
     if isinstance(sizes, dict):
         sizes = [sizes]

@@ -141,8 +141,10 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
                 if shape is None:
                     symbols.setdefault("N", 1 << 20)
                     shape = ["N"]
+                note = "  # guessed shape" + ('; init = "zeros" if the kernel also reads it (+=, beta * C)'
+                                              if p.written else "")
                 inputs.append(f"  {{ name = {_toml_str(p.name)}, shape = [{', '.join(_toml_str(d) for d in shape)}], "
-                              f"dtype = {_toml_str(dtype)}, init = {_toml_str(init)} }},  # guessed shape")
+                              f"dtype = {_toml_str(dtype)}, init = {_toml_str(init)} }},{note}")
             else:
                 sym = _size_symbol(p.name, symbols)
                 dtype = _c_dtype(p) if kernel.language != "triton" else "int32"

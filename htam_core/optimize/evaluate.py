@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from htam_core.harness import Harness
 from htam_core.profile.errors import ProfileError
@@ -23,6 +24,12 @@ from htam_core.profile.result import Profile
 from htam_core.source import language_for_path, parse_text
 from htam_core.source.model import SourceModel
 from htam_core.verify.guards import check_source, labels, new_findings, refused_by
+
+if TYPE_CHECKING:
+    from htam_core.optimize.measure_cache import MeasureCache
+
+#: Added to the messages of an evaluation that was taken from the measurement cache.
+REUSED_MESSAGE = "measurement reused: identical code was measured earlier in this suite run"
 
 
 @dataclass
@@ -42,6 +49,8 @@ class Evaluation:
         messages: what the guards, the verifier and the profiler said.
         labels: labelling guard rules that fired (``tf32``, ``reduced-precision``): such a candidate's time is
             never counted as a plain speedup.
+        reused: the verdict and times come from the measurement cache (identical code measured earlier in
+            the same benchmark run), not from a new measurement.
     """
 
     ok: bool
@@ -54,6 +63,29 @@ class Evaluation:
     model: SourceModel | None = None
     messages: list[str] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    reused: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form without the source model (the text re-parses cheaply) and without ``reused``."""
+        return {"ok": self.ok, "correct": self.correct, "verified_on": self.verified_on,
+                "failure": self.failure, "time_ms": self.time_ms, "per_set_ms": list(self.per_set_ms),
+                "profile": self.profile.to_json() if self.profile is not None else None,
+                "messages": list(self.messages), "labels": list(self.labels)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], model: SourceModel | None = None) -> Evaluation:
+        """Inverse of :meth:`to_json`; ``model`` is attached as the source model.
+
+        Raises:
+            KeyError, TypeError, ValueError: ``d`` is not an evaluation's JSON.
+        """
+        prof = d.get("profile")
+        return cls(ok=bool(d["ok"]), correct=d["correct"], verified_on=str(d["verified_on"]),
+                   failure=d["failure"], time_ms=d["time_ms"],
+                   per_set_ms=[float(x) for x in d.get("per_set_ms") or []],
+                   profile=Profile.from_json(prof) if prof is not None else None, model=model,
+                   messages=[str(m) for m in d.get("messages") or []],
+                   labels=[str(x) for x in d.get("labels") or []])
 
 
 class Evaluator:
@@ -67,10 +99,16 @@ class Evaluator:
         workdir: candidates are written under it, one folder each.
         original_text: the start text; guard findings already present there are not held against candidates.
         gpu_index, trials, target: see :class:`htam_core.optimize.task.OptimizeTask`.
+        cache: a :class:`~htam_core.optimize.measure_cache.MeasureCache` shared by the runs of one benchmark,
+            or ``None``. Only GPU measurements go through it (see :meth:`evaluate`).
+
+    Attributes:
+        reused: evaluations answered from the cache so far.
     """
 
     def __init__(self, path: str | Path, kernel_name: str, harness: Harness | None, *, gpu: bool, workdir: Path,
-                 original_text: str, gpu_index: int = 0, trials: int = 100, target: str = "sm_90") -> None:
+                 original_text: str, gpu_index: int = 0, trials: int = 100, target: str = "sm_90",
+                 cache: MeasureCache | None = None) -> None:
         self.path = Path(path)
         self.kernel_name = kernel_name
         self.harness = harness
@@ -81,6 +119,8 @@ class Evaluator:
         self.target = target
         self.language = language_for_path(self.path)
         self._original_findings = check_source(original_text, self.language)
+        self.cache = cache
+        self.reused = 0
 
     def write(self, text: str, label: str) -> Path:
         """Write ``text`` as ``<workdir>/<label>/<original file name>`` and return the path."""
@@ -95,8 +135,16 @@ class Evaluator:
             return None
         return dataclasses.replace(self.harness, path=str(cand_path.resolve()))
 
-    def evaluate(self, text: str, label: str, *, use_ncu: bool = False) -> tuple[Evaluation, Path]:
+    def evaluate(self, text: str, label: str, *, use_ncu: bool = False,
+                 reuse: bool = True) -> tuple[Evaluation, Path]:
         """Evaluate the candidate ``text``; returns the verdict and where the file was written.
+
+        With a measurement cache, on a GPU and without ``use_ncu``: when ``reuse`` is true and byte-identical
+        code was measured earlier with the same harness and trials, the stored verdict and times are returned
+        (``reused=True``, with a fresh source model and :data:`REUSED_MESSAGE`); the file is still written.
+        A new measurement is stored unless it ``failed`` (a timeout, out-of-memory error or crash may be
+        transient). Pass ``reuse=False`` for a kernel that must be timed afresh (the start kernel: the suite's
+        repeatability figure compares start times of separate runs).
 
         Never raises for a bad candidate: compile errors, faults, hangs and refusals become the verdict.
         """
@@ -116,8 +164,28 @@ class Evaluator:
             return Evaluation(False, False, "compile-only", "refused", model=model, messages=msgs,
                               labels=lab), cand_path
         if self.gpu and self.harness is not None:
-            return self._on_gpu(cand_path, model, kernel, use_ncu, lab), cand_path
+            return self._measured(text, cand_path, model, kernel, use_ncu, reuse, lab), cand_path
         return self._static(cand_path, model, kernel, lab), cand_path
+
+    def _measured(self, text: str, cand_path: Path, model: SourceModel, kernel, use_ncu: bool, reuse: bool,
+                  lab: list[str]) -> Evaluation:
+        """A GPU evaluation through the measurement cache (when there is one and ncu is off)."""
+        if self.cache is None or use_ncu:
+            return self._on_gpu(cand_path, model, kernel, use_ncu, lab)
+        from htam_core.optimize.measure_cache import measure_key
+
+        key = measure_key(text, self.kernel_name, self.language, self.harness, self.trials, self.gpu,
+                          self.target)
+        if reuse:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.reused += 1
+                return dataclasses.replace(hit, model=model, labels=lab, reused=True,
+                                           messages=[*hit.messages, REUSED_MESSAGE])
+        ev = self._on_gpu(cand_path, model, kernel, use_ncu, lab)
+        if ev.failure != "failed":
+            self.cache.put(key, self.kernel_name, ev)
+        return ev
 
     def _on_gpu(self, cand_path: Path, model: SourceModel, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
         from htam_core.profile.gpu import profile_on_gpu

@@ -53,6 +53,27 @@ def _brief(message: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + " …"
 
 
+def start_mismatch_warning(messages: list[str], file_name: str, kernel: str) -> str:
+    """The warning when the starting kernel was verified and does not match its reference: no candidate is
+    tried (each would be judged against the same mismatch). Quotes the verifier's first messages and, when
+    they mention NaN (the poison of ``init = "empty"`` outputs), says that an output buffer the kernel also
+    reads needs another init.
+
+    Args:
+        messages: the start's evaluation messages (the verifier's first).
+        file_name, kernel: for the suggested ``htam verify`` command.
+    """
+    said = "; ".join(_brief(m, 300) for m in messages[:3]) or "no message"
+    text = ("the starting kernel does not match its reference, so no candidate was tried (each would be judged "
+            f"against the same mismatch): {said}. Fix the kernel or its harness (inputs, reference, tolerances in "
+            f"htam.toml), check it with `htam verify {file_name} --kernel {kernel}`, then run again")
+    if any("NaN" in m for m in messages[:6]):
+        text += (". NaN is the poison written into outputs declared with init = \"empty\": an output buffer the "
+                 "kernel also reads (C in C = alpha*A*B + beta*C, or out += x) needs init = \"zeros\" (or another "
+                 "init) instead of \"empty\" in htam.toml")
+    return text
+
+
 def _text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -109,8 +130,16 @@ class _Loop:
         except HarnessError as exc:
             self.harness = None
             self.warnings.append(f"no harness: candidates cannot be verified or timed. {exc}")
+        cache = None
+        if task.measure_cache and self.gpu:
+            from htam_core.optimize.measure_cache import MeasureCache
+
+            cache = MeasureCache(task.measure_cache)
+            self.warnings.extend(cache.warnings)
         self.evaluator = Evaluator(self.path, task.kernel, self.harness, gpu=self.gpu, workdir=self.out / "candidates",
-                                   original_text=self.start_text, gpu_index=task.gpu_index, trials=task.trials)
+                                   original_text=self.start_text, gpu_index=task.gpu_index,
+                                   trials=task.trials, cache=cache)
+        self.measurements_reused = 0  # candidates (steps) whose measurement came from the cache
         self.generator = self._generator()
         self.fingerprint = kernel_fingerprint(self.path, self.kernel.name)
         self.steps: list[StepRecord] = []
@@ -264,14 +293,17 @@ class _Loop:
         n = 0
         try:
             self._progress(0, None, None, "profiling the starting kernel")
-            start_ev, _ = self.evaluator.evaluate(self.start_text, "00-start", use_ncu=task.use_ncu)
+            # reuse=False: the start is always timed afresh (the suite's repeatability compares these times)
+            start_ev, _ = self.evaluator.evaluate(self.start_text, "00-start", use_ncu=task.use_ncu,
+                                                  reuse=False)
             if not start_ev.ok:
                 self.warnings.insert(0, "the starting kernel failed, so no candidate was tried: "
                                      + "; ".join(_brief(m) for m in start_ev.messages[:3]))
                 n = task.budget  # nothing to derive candidates from
             elif start_ev.correct is False:
-                self.warnings.append("the starting kernel does not match its reference: speedups are relative to "
-                                     "a wrong kernel")
+                # every candidate would be judged against a broken reference or harness: stop here
+                self.warnings.insert(0, start_mismatch_warning(start_ev.messages, self.path.name, task.kernel))
+                n = task.budget
             cur_ev = best_ev = start_ev
             trail: list[tuple[str, Evaluation, list[str]]] = []  # kernels the current one was derived from
             while n < task.budget:
@@ -305,6 +337,7 @@ class _Loop:
                 label = f"{n:02d}-{choice.strategy.replace('.', '_')}"
                 cached = self._checked.pop(_text_hash(cand.code), None)
                 ev, cand_path = cached if cached else self.evaluator.evaluate(cand.code, label)
+                self.measurements_reused += int(ev.reused)
                 self._checked.clear()
                 rec = self._judge(n, choice, cand, cur_text, cur_ev, start_ev, ev, cand_path)
                 self.steps.append(rec)
@@ -323,7 +356,7 @@ class _Loop:
             self.warnings.append(f"the LLM engine stopped: {exc}")
         return write_report(self.task, self.out, self.start_text, start_ev, best_text, best_ev, self.steps,
                             gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
-                            language=self.kernel.language)
+                            language=self.kernel.language, measurements_reused=self.measurements_reused)
 
     def _no_code(self, n: int, choice: Choice) -> StepRecord:
         """The step record of an LLM step whose every round came back without usable code."""

@@ -94,6 +94,10 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
                      "sets, against the kernel the candidate was derived from and against the start")
     else:
         lines.append("- start time, best time and speedup: not measured")
+    if result.measurements_reused:
+        lines.append(f"- {result.measurements_reused} of {len(result.steps)} candidates reused a "
+                     "measurement: byte-identical code was measured earlier in this benchmark run; the start "
+                     "was timed afresh")
     if result.cancelled:
         lines.append("- cancelled by the user: the best kernel so far is kept")
     lines += ["", result.summary, "", "| # | direction → strategy | edit | correct | time (ms) | speedup | vs start | "
@@ -113,7 +117,7 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
 
 def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evaluation, best_text: str,
                  best_ev: Evaluation, steps: list[StepRecord], *, gpu: bool, cancelled: bool, warnings: list[str],
-                 language: str) -> OptimizeResult:
+                 language: str, measurements_reused: int = 0) -> OptimizeResult:
     """Write the report files under ``out`` and return the :class:`OptimizeResult`.
 
     Args:
@@ -126,6 +130,7 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
         cancelled: the user stopped the run.
         warnings: notes for the report.
         language: the kernel's language (for the summary).
+        measurements_reused: candidates answered from the measurement cache.
     """
     out.mkdir(parents=True, exist_ok=True)
     ext = Path(task.path).suffix or ".txt"
@@ -166,7 +171,8 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                             report_dir=out, report_md=report_md, summary=summary, cancelled=cancelled,
                             changed=changed, start_ms=start_ev.time_ms if measured else None,
                             best_ms=best_ev.time_ms if measured else None, mode="gpu" if gpu else "static",
-                            best_path=best_path, warnings=list(warnings))
+                            best_path=best_path, warnings=list(warnings),
+                            measurements_reused=measurements_reused)
     data = result.to_json()
     data["task"] = task.to_json()
     data["start_profile"] = start_ev.profile.to_json() if start_ev.profile else None

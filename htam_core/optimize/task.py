@@ -38,6 +38,11 @@ class OptimizeTask:
         record: write outcomes into the memory store.
         trials: timed trials per candidate on the GPU.
         use_ncu: collect Nsight Compute counters for the start kernel and each new best.
+        measure_cache: path of a SQLite measurement cache shared by several optimizations of one benchmark run
+            (:class:`htam_core.optimize.measure_cache.MeasureCache`), or ``None`` (default: off). On a GPU, a
+            candidate byte-identical to one measured earlier with the same harness and trials reuses that
+            verdict and those times; the start kernel is always measured afresh, and so is every evaluation
+            with Nsight Compute.
     """
 
     path: str
@@ -56,6 +61,7 @@ class OptimizeTask:
     record: bool = True
     trials: int = 100
     use_ncu: bool = True
+    measure_cache: str | None = None
 
     def resolved_out_dir(self) -> Path:
         """The output directory, defaulting to ``htam-out/<file stem>-<kernel>``."""
@@ -150,6 +156,8 @@ class OptimizeResult:
         mode: ``"gpu"`` or ``"static"``.
         best_path: path of ``best.<ext>``.
         warnings: what the user should know (no harness and what to add, a failed start, early stop ...).
+        measurements_reused: candidates whose verdict and times were taken from the measurement cache
+            (:attr:`OptimizeTask.measure_cache`) instead of being measured again.
     """
 
     best_text: str
@@ -166,6 +174,7 @@ class OptimizeResult:
     mode: str = "static"
     best_path: Path | None = None
     warnings: list[str] = field(default_factory=list)
+    measurements_reused: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (the best text left out; it is in ``best.<ext>``)."""
@@ -174,5 +183,6 @@ class OptimizeResult:
             "start_ms": self.start_ms, "best_ms": self.best_ms, "cancelled": self.cancelled,
             "changed": self.changed, "summary": self.summary, "report_dir": str(self.report_dir),
             "report_md": str(self.report_md), "best_path": str(self.best_path) if self.best_path else None,
-            "warnings": list(self.warnings), "steps": [asdict(s) for s in self.steps],
+            "warnings": list(self.warnings), "measurements_reused": self.measurements_reused,
+            "steps": [asdict(s) for s in self.steps],
         }

@@ -13,6 +13,9 @@ Thresholds and where they come from:
 * :data:`SOL_HIGH_PCT` = 60 %. Nsight Compute's ``SOLBottleneck`` rule (SpeedOfLight section)
   reads compute or memory throughput above 60 % of peak as the unit that limits the kernel and
   "below 60.0% of peak typically indicate latency issues"; the higher of the two names the class.
+* Without ncu, a measured profile whose harness gives its fewest bytes/FLOPs carries a roofline estimate
+  of the SOL percentages (:func:`htam_core.profile.gpu.roofline_sol`, a lower bound of ncu's): the same
+  rule reads it, and the evidence says it is an estimate.
 * :data:`SOL_VERY_HIGH_PCT` = 80 %: the same rule's "the workload is utilizing greater than
   80.0% of the available compute or memory performance"; only reported as evidence.
 * :data:`LOW_OCCUPANCY` = 0.25. Below a quarter of the warp slots an SM has too few warps to hide
@@ -94,6 +97,8 @@ def classify(profile: Profile, features: Any = None, *, target: str | None = Non
         fired.append(("launch-overhead-bound", f"median time {median_us:.2f} us < {LAUNCH_OVERHEAD_US:g} us "
                                                "(launch overhead dominates)"))
     if measured and profile.sol is not None:
+        src = "roofline estimate from the harness bytes/FLOPs, no ncu" if str(
+            profile.extra.get("sol_source", "")).startswith("roofline") else "ncu SpeedOfLight"
         mem = float(profile.sol.get("memory_pct") or 0.0)
         comp = float(profile.sol.get("compute_pct") or 0.0)
         occ = profile.achieved_occupancy if profile.achieved_occupancy is not None else profile.theoretical_occupancy
@@ -103,7 +108,7 @@ def classify(profile: Profile, features: Any = None, *, target: str | None = Non
             cls = "memory-bound" if unit == "memory" else "compute-bound"
             level = "very high" if max(mem, comp) >= SOL_VERY_HIGH_PCT else "high"
             fired.append((cls, f"SOL {unit} {max(mem, comp):.1f}% >= {SOL_HIGH_PCT:g}% of peak ({level}; "
-                               f"compute {comp:.1f}%, memory {mem:.1f}%; ncu SpeedOfLight, SOLBottleneck rule)"))
+                               f"compute {comp:.1f}%, memory {mem:.1f}%; {src}, SOLBottleneck rule)"))
             if profile.spill_bytes:
                 fired.append(("register-spill", f"ptxas: {profile.spill_bytes} bytes spilled per thread"))
             if occ is not None and occ < LOW_OCCUPANCY:
@@ -116,7 +121,8 @@ def classify(profile: Profile, features: Any = None, *, target: str | None = Non
                 fired.append(("occupancy-limited", f"{occ_name} occupancy {occ:.2f} < {LOW_OCCUPANCY} while SOL "
                                                    "is low: too few warps to hide latency"))
             fired.append(("latency-bound", f"SOL compute {comp:.1f}% and memory {mem:.1f}% both < "
-                                           f"{SOL_HIGH_PCT:g}% of peak (ncu SOLBottleneck rule: latency issues)"))
+                                           f"{SOL_HIGH_PCT:g}% of peak ({src}; ncu SOLBottleneck rule: latency "
+                                           "issues)"))
     else:
         static = _static_rules(profile, features, tgt)
         if measured:

@@ -134,6 +134,7 @@ def _load_model(path: str) -> Any:
 def _apply_ncu(p: Profile, s: dict[str, Any]) -> None:
     if s.get("sol_memory_pct") is not None or s.get("sol_compute_pct") is not None:
         p.sol = {"memory_pct": s.get("sol_memory_pct"), "compute_pct": s.get("sol_compute_pct")}
+        p.extra["sol_source"] = "ncu SpeedOfLight section"
     p.achieved_occupancy = s.get("achieved_occupancy")
     if s.get("registers") is not None:
         p.registers = int(s["registers"])
@@ -154,6 +155,38 @@ def _peaks(gpu_index: int, timeout_s: float) -> Any:
     return get_peaks(ident["device"], ident["uuid"],
                      lambda: _raise_for(_call("htam_core.profile.peaks:measure_peaks", {}, gpu_index, timeout_s),
                                         "peak measurement"))
+
+
+#: Where ``Profile.sol`` comes from when ncu did not run (ncu's SpeedOfLight values replace it when it does).
+ROOFLINE_SOL_SOURCE = ("roofline estimate: the harness's fewest bytes and FLOPs per call over the measured time, "
+                       "as a percentage of the measured DRAM and FLOP/s peaks (a lower bound of ncu's SOL)")
+
+
+def roofline_sol(time_s: float, bytes_moved: float | None, flops: float | None, peaks: Any,
+                 dtype: str | None = None) -> dict[str, float] | None:
+    """Speed-of-light percentages estimated from the roofline bound, for a profile taken without ncu.
+
+    ``memory_pct`` = (fewest DRAM bytes / time) / peak DRAM bytes/s x 100 and ``compute_pct`` =
+    (FLOPs / time) / peak FLOP/s (for ``dtype``) x 100. Because the bytes are the *fewest* a correct kernel
+    must move, these are lower bounds of the SOL percentages that Nsight Compute's SpeedOfLight section
+    reports; they feed the same SOLBottleneck rule in :func:`htam_core.profile.classify.classify`, so a
+    memory-bound kernel reaching a quarter of peak bandwidth is read as latency-bound, as ncu would.
+
+    Args:
+        time_s: median time of one call, seconds (> 0).
+        bytes_moved, flops: the harness's roofline bound for one call (``None``/0 when not given).
+        peaks: :class:`htam_core.profile.peaks.Peaks` of the device.
+        dtype: compute dtype (selects the FLOP/s peak).
+
+    Returns:
+        ``{"memory_pct", "compute_pct"}`` (a side without a bound is 0.0), or ``None`` when neither bound is
+        given or the time is not positive.
+    """
+    if time_s <= 0 or not (bytes_moved or flops):
+        return None
+    mem = 100.0 * (bytes_moved or 0.0) / time_s / peaks.dram_bytes_per_s
+    comp = 100.0 * (flops or 0.0) / time_s / peaks.flops_for(dtype)
+    return {"memory_pct": mem, "compute_pct": comp}
 
 
 def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | None = None,
@@ -252,6 +285,8 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
                                                         peaks=pk, dtype=first.get("dtype"))
                 p.extra["peaks"] = {"dram_bytes_per_s": pk.dram_bytes_per_s, "fp32_flops_per_s": pk.fp32_flops_per_s,
                                     "bf16_flops_per_s": pk.bf16_flops_per_s, "measured_at": pk.measured_at}
+                p.sol = roofline_sol(secs, first["bytes"], first["flops"], pk, first.get("dtype"))
+                p.extra["sol_source"] = ROOFLINE_SOL_SOURCE
             except ProfileError as e:
                 p.warnings.append(f"roofline not computed: {e.message}")
         else:

@@ -21,7 +21,9 @@ from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transf
 from htam_core.transforms.registry import register
 
 CUDA_LANGS = ("cuda", "cuda-in-python")
-BLOCK_1D = (128, 256, 512, 1024)
+#: 1-D block sizes in the order they are proposed: 256 and 128 first (CUDA C++ Best Practices Guide, "Thread
+#: and Block Heuristics": "between 128 and 256 threads per block is a good initial range"), then larger ones.
+BLOCK_1D = (256, 128, 512, 1024)
 BLOCK_2D = ((32, 8), (32, 16), (16, 16), (32, 32), (64, 4), (16, 8))
 SQUARE_2D = ((8, 8), (16, 16), (32, 32))
 

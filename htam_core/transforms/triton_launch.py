@@ -21,7 +21,11 @@ from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transf
 from htam_core.transforms.registry import register
 
 TRITON_LANGS = ("triton",)
-BLOCK_CHOICES = (128, 256, 512, 1024, 2048, 4096)
+#: Block sizes a single ``BLOCK_*`` may take, in the order they are proposed: nearest to 1024 first (the
+#: Triton vector-add tutorial's ``BLOCK_SIZE=1024``), larger before smaller at equal distance. The loop tries
+#: a strategy's first new candidate, so the order is the field's default guess, not a measurement.
+BLOCK_CHOICES = (1024, 2048, 512, 4096, 256, 128)
+#: ``num_warps`` values; proposed nearest-first to :func:`preferred_warps`.
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (2, 3, 4, 5)
 
@@ -175,6 +179,28 @@ class TritonBlockSize(Transform):
         return out
 
 
+def preferred_warps(block_elems: int | None) -> int:
+    """The ``num_warps`` the Triton fused-softmax tutorial picks for a tile of ``block_elems`` elements:
+    4 below 2048, 8 below 4096, else 16 (4, Triton's default, when the tile size is unknown)."""
+    if block_elems is None or block_elems < 2048:
+        return 4
+    return 8 if block_elems < 4096 else 16
+
+
+def _warps_order(unit: TritonUnit, kernel: Kernel) -> list[int]:
+    """:data:`WARPS` nearest-first (log2 distance) to the preferred value for the largest ``BLOCK_*`` at the
+    first launch; larger before smaller at equal distance."""
+    elems = None
+    if unit.launches:
+        for p in kernel.constexpr_params:
+            if is_block_param(p):
+                s = block_setting(unit, unit.launches[0], p)
+                if not isinstance(s, str):
+                    elems = max(elems or 0, s.value)
+    want = preferred_warps(elems)
+    return sorted(WARPS, key=lambda w: (abs(w.bit_length() - want.bit_length()), -w))
+
+
 def _kw_int(unit: TritonUnit, la: TLaunch, name: str) -> tuple[int | None, Node | None]:
     kw = la.kwargs.get(name)
     if kw is None:
@@ -203,7 +229,7 @@ class TritonWarpsStages(Transform):
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file")
         out: list[Candidate] = []
-        for key, choices, default in (("num_warps", WARPS, 4), ("num_stages", STAGES, 3)):
+        for key, choices, default in (("num_warps", _warps_order(unit, kernel), 4), ("num_stages", STAGES, 3)):
             if key == "num_stages" and not (_ts.of_type(unit.body, "for_statement")):
                 continue
             cur_vals = set()

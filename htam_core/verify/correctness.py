@@ -8,8 +8,8 @@ reward-hack guards of issue 9:
 * **Tolerances.** ``allclose`` with atol = rtol = 1e-4 for fp32 (configurable), 1e-2 for fp16 and
   bf16, exact for integers and bool (:data:`DEFAULT_TOLERANCES`).
 * **Shapes** must match exactly, and so must the number of outputs.
-* **Poisoned outputs.** Output buffers are filled with NaN (the dtype's maximum for integers)
-  before every run, and on CUDA the caching allocator is pre-filled with NaN blocks of each
+* **Poisoned outputs.** Write-only output buffers are filled with NaN (the dtype's maximum for integers)
+  before every run (in-out buffers, which the kernel also reads, are restored to their initial value instead), and on CUDA the caching allocator is pre-filled with NaN blocks of each
   output's size, so an output left unwritten (or a ``torch.empty`` result never written) fails.
   *Rationale:* a kernel that writes nothing can pass when stale memory already holds the answer.
 * **NaN/Inf refused.** A non-finite candidate value where the reference is finite fails.
@@ -235,7 +235,9 @@ def compare_outputs(cand: Sequence[Any], ref: Sequence[Any], *, atol: float | No
                 ok = False
                 nan_n = int((bad & torch.isnan(cf)).sum())
                 msgs.append(f"output {k}: {n_bad} of {cf.numel()} values are NaN/Inf where the reference is finite"
-                            + (" (NaN is the poison value: those outputs were probably never written)" if nan_n else ""))
+                            + (" (NaN is the poison value: those outputs were probably never written, or read "
+                               "before being written (give such a buffer an init other than \"empty\"))"
+                               if nan_n else ""))
                 rules.append("unwritten-output" if nan_n else "non-finite")
                 continue
             both = ref_finite
@@ -268,8 +270,10 @@ class Trial:
     Attributes:
         make_inputs: ``(seed, set_index, scale) -> list`` of arguments (fresh tensors each call).
         run_reference: ``inputs -> list of outputs``.
-        run_candidate: ``inputs -> list of outputs`` (poisons its own output buffers first).
-        output_indices: indices of inputs that are output buffers (not checked for mutation).
+        run_candidate: ``inputs -> list of outputs`` (poisons its own write-only output buffers and
+            restores its in-out ones to their initial value first).
+        output_indices: indices of inputs that are output buffers, write-only or in-out, and scratch
+            buffers (not checked for mutation).
         input_sets: number of input sets.
     """
 

@@ -90,3 +90,23 @@ def test_state_vector():
     assert all(0.0 <= x <= 1.0 for x in v.values())
     s = state_vector(static())
     assert s["measured"] == 0.0 and s["sol_memory"] == 0.0 and s["class=unknown"] == 1.0
+
+
+def test_roofline_sol_estimate_feeds_the_sol_rule_and_says_so():
+    from htam_core.profile.gpu import ROOFLINE_SOL_SOURCE, roofline_sol
+    from htam_core.profile.peaks import Peaks
+
+    pk = Peaks(device="H200", uuid="0", dram_bytes_per_s=4.0e12, fp32_flops_per_s=50e12, bf16_flops_per_s=700e12,
+               measured_at="2026-11-29")
+    # 0.8 GB in 1 ms = 0.8 TB/s = 20% of a 4 TB/s peak; 1 GFLOP in 1 ms = 1 TFLOP/s = 2% of fp32
+    sol = roofline_sol(1e-3, 0.8e9, 1e9, pk, "float32")
+    assert sol == pytest.approx({"memory_pct": 20.0, "compute_pct": 2.0})
+    assert roofline_sol(1e-3, None, None, pk) is None and roofline_sol(0.0, 1.0, None, pk) is None
+    p = gpu(mem=sol["memory_pct"], comp=sol["compute_pct"])
+    p.extra["sol_source"] = ROOFLINE_SOL_SOURCE
+    b = classify(p)
+    assert b.cls == "latency-bound" and "roofline estimate" in b.evidence[0]
+    p = gpu(mem=90.0, comp=2.0)
+    p.extra["sol_source"] = ROOFLINE_SOL_SOURCE
+    b = classify(p)
+    assert b.cls == "memory-bound" and "roofline estimate" in b.evidence[0] and "ncu SpeedOfLight" not in b.evidence[0]

@@ -12,8 +12,9 @@ VADD = "vector_add_small_block.py"
 
 def test_block_size_updates_local_feeding_grid(cand):
     cs = cand("triton.block_size", VADD, "vadd_kernel")
-    assert [c.params["BLOCK_SIZE"] for c in cs] == [128, 256, 512, 1024, 2048, 4096]
-    assert "    BLOCK_SIZE = 1024\n    grid = (triton.cdiv(numel, BLOCK_SIZE),)" in cs[3].new_text
+    # nearest to the tutorial's 1024 first (the loop takes a strategy's first new candidate)
+    assert [c.params["BLOCK_SIZE"] for c in cs] == [1024, 2048, 512, 4096, 256, 128]
+    assert "    BLOCK_SIZE = 1024\n    grid = (triton.cdiv(numel, BLOCK_SIZE),)" in cs[0].new_text
 
 
 def test_block_size_literal_grid_and_meta_grid(cand):
@@ -93,3 +94,11 @@ def test_divisibility_hints(cand, refuse):
     (c,) = cand("triton.divisibility_hints", "tri_matmul.py", "matmul_2d")
     assert c.params["offsets"] == ["offs_m", "offs_n"]
     assert "provable" in refuse("triton.divisibility_hints", "softmax_rows.py", "row_softmax_kernel")
+
+
+def test_warps_proposed_nearest_to_the_tutorial_choice(cand):
+    from htam_core.transforms.triton_launch import preferred_warps
+
+    assert [preferred_warps(b) for b in (None, 64, 1024, 2048, 4096, 16384)] == [4, 4, 4, 8, 16, 16]
+    cs = cand("triton.warps_stages", VADD, "vadd_kernel")  # BLOCK_SIZE 64: 4 warps preferred, 4 is current
+    assert [c.params["num_warps"] for c in cs if "num_warps" in c.params] == [8, 2, 16, 1]
