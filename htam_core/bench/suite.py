@@ -67,6 +67,8 @@ class SuiteKernel:
         language: ``"triton"`` or ``"cuda"``.
         bytes_moved, flops: the roofline bound of one call on the first input set (``None`` when not given).
         sizes: the first input set's size symbols (the set whose median time is reported).
+        compute_dtype: the dtype whose FLOP/s peak bounds it (``"tf32"`` for a Triton ``tl.dot`` on float32
+            inputs; :func:`htam_core.profile.gpu.compute_dtype`), or ``None`` for the fp32 SIMT peak.
     """
 
     name: str
@@ -75,6 +77,7 @@ class SuiteKernel:
     bytes_moved: float | None
     flops: float | None
     sizes: dict[str, Any] = field(default_factory=dict)
+    compute_dtype: str | None = None
 
 
 def _eval_bound(expr: str | None, sizes: dict[str, Any]) -> float | None:
@@ -88,6 +91,19 @@ def _eval_bound(expr: str | None, sizes: dict[str, Any]) -> float | None:
         return float(eval(compile(expr, "bytes/flops", "eval"), ns))  # noqa: S307 - our own suite's table
     except Exception as exc:  # noqa: BLE001
         raise SuiteError(f"bytes/flops expression {expr!r} cannot be evaluated with sizes {sizes}: {exc}") from exc
+
+
+def _compute_dtype(h: Harness, path: Path, name: str) -> str | None:
+    """The compute dtype of a suite kernel for its FLOP/s bound (see :attr:`SuiteKernel.compute_dtype`)."""
+    from htam_core.profile.gpu import compute_dtype
+    from htam_core.source import load
+
+    floats = [i.dtype for i in h.inputs if not i.is_scalar and str(i.dtype).startswith(("float", "bfloat"))]
+    try:
+        kernel = load(str(path)).kernel(name)
+    except Exception:  # noqa: BLE001 - an unparsable file gets the plain fp32 bound
+        kernel = None
+    return compute_dtype(floats[0] if floats else None, kernel) if floats else None
 
 
 def load_suite(suite_dir: str | Path, kernels: list[str] | None = None) -> list[SuiteKernel]:
@@ -124,7 +140,7 @@ def load_suite(suite_dir: str | Path, kernels: list[str] | None = None) -> list[
             raise SuiteError(str(exc)) from exc
         sizes = dict(h.sizes[0]) if h.sizes else {}
         out.append(SuiteKernel(name, str(path), h.language, _eval_bound(h.bytes_expr, sizes),
-                               _eval_bound(h.flops_expr, sizes), sizes))
+                               _eval_bound(h.flops_expr, sizes), sizes, _compute_dtype(h, path, name)))
     if kernels:
         by_name = {k.name: k for k in out}
         missing = [k for k in kernels if k not in by_name]
@@ -390,6 +406,7 @@ def _peaks() -> dict[str, Any] | None:
     except Exception as exc:  # noqa: BLE001 - the table says "not measured" then
         return {"error": str(exc)}
     return {"dram_bytes_per_s": pk.dram_bytes_per_s, "fp32_flops_per_s": pk.fp32_flops_per_s,
+            "tf32_flops_per_s": pk.tf32_flops_per_s, "bf16_flops_per_s": pk.bf16_flops_per_s,
             "measured_at": pk.measured_at}
 
 
@@ -404,7 +421,9 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
     Aggregates per policy: ``geomean_speedup``, ``median_trials_to_90`` (``inf`` when most never reached it),
     ``median_roofline_memory_bound``, ``memory_bound_at_70pct`` (count and total), ``kernels_measured``.
     ``repeatability``: per kernel, the largest spread in percent between the start-kernel times of its
-    separate runs (every policy times the same start kernel afresh), and the median over kernels.
+    separate runs (every policy times the same start kernel afresh), and the median over kernels
+    (``median_pct``); also the median over pairs of runs of their difference, per kernel, and the median of
+    that over kernels (``median_pair_pct``: two separate runs of the same kernel, the issue's measure).
     ``measurements``: ``{"reused", "candidate_evaluations"}``, candidates over every run whose measurement
     came from the run's measurement cache, and all candidates evaluated.
     """
@@ -415,9 +434,14 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
     for k in kernels:
         exh = by.get((k.name, "exhaustive"))
         target = exh.get("best_speedup") if exh and exh.get("measured") else None
-        bound_s = metrics.roofline_time_s(k.bytes_moved, k.flops, dram, fp32)
+        peak = fp32
+        if k.compute_dtype == "tf32" and (peaks or {}).get("tf32_flops_per_s"):
+            peak = peaks["tf32_flops_per_s"]  # type: ignore[index]
+        elif k.compute_dtype in ("bfloat16", "float16") and (peaks or {}).get("bf16_flops_per_s"):
+            peak = peaks["bf16_flops_per_s"]  # type: ignore[index]
+        bound_s = metrics.roofline_time_s(k.bytes_moved, k.flops, dram, peak)
         mem_s = (k.bytes_moved / dram) if (k.bytes_moved and dram) else None
-        cmp_s = (k.flops / fp32) if (k.flops and fp32) else None
+        cmp_s = (k.flops / peak) if (k.flops and peak) else None
         bound = None if bound_s is None else ("memory" if (mem_s or 0) >= (cmp_s or 0) else "compute")
         for p in policies:
             r = by.get((k.name, p)) or {"status": "missing"}
@@ -451,13 +475,19 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
             "memory_bound_at_70pct": [sum(1 for f in mem if f >= 0.7), len(mem)] if mem else None,
         }
     rep: dict[str, float | None] = {}
+    pair_rep: dict[str, float | None] = {}
     for k in kernels:
         starts = [r["start_ms"] for r in rows if r["kernel"] == k.name and r["measured"] and r["start_ms"]]
         rep[k.name] = metrics.spread_pct(min(starts), max(starts)) if len(starts) >= 2 else None
+        pairs = [metrics.spread_pct(a, b) for i, a in enumerate(starts) for b in starts[i + 1:]]
+        pair_rep[k.name] = statistics.median(pairs) if pairs else None  # type: ignore[type-var]
     spreads = sorted(v for v in rep.values() if v is not None)
+    pair_spreads = sorted(v for v in pair_rep.values() if v is not None)
     return {"kernels": [asdict(k) for k in kernels], "policies": policies, "rows": rows,
             "aggregates": aggregates, "peaks": peaks, "results": results,
             "measurements": {"reused": sum(int(r.get("measurements_reused") or 0) for r in results),
                              "candidate_evaluations": sum(len(r.get("steps") or []) for r in results)},
             "repeatability": {"per_kernel_pct": rep,
-                              "median_pct": statistics.median(spreads) if spreads else None}}
+                              "median_pct": statistics.median(spreads) if spreads else None,
+                              "per_kernel_pair_pct": pair_rep,
+                              "median_pair_pct": statistics.median(pair_spreads) if pair_spreads else None}}

@@ -153,6 +153,8 @@ class _Memory:
         self.win = torch.zeros(0, dtype=torch.bool)
         self.fail = torch.zeros(0, dtype=torch.bool)
         self.fingerprints: list[str] = []
+        self.group = torch.zeros(0, dtype=torch.long)  # (kernel, prefix, step) group of each record
+        self._groups: dict[tuple[str, str, str, str], int] = {}
         self._blocks: dict[bool, tuple[torch.Tensor, torch.Tensor]] = {}
         self._perm: tuple[int, int, torch.Tensor] | None = None
 
@@ -161,7 +163,7 @@ class _Memory:
         if not rows:
             return
         k = PREFIX_LEN
-        pidx, pdir, plen, step, dirs, last, value, speedup, win, fail = ([] for _ in range(10))
+        pidx, pdir, plen, step, dirs, last, value, speedup, win, fail, group = ([] for _ in range(11))
         kb_dir = {s.id: self.d_index[s.direction] for s in self.kb.strategies}
         prefixes = json.loads("[" + ",".join(r[1] for r in rows) + "]")  # one decode call for all rows
         for row, full_prefix in zip(rows, prefixes, strict=True):
@@ -181,6 +183,9 @@ class _Memory:
             win.append(status == "win")
             fail.append(status in ("incorrect", "failed"))
             self.fingerprints.append(fp)
+            # one group per parent kernel: same kernel, history, step and parent state
+            key = (fp, json.dumps(pre), step_id, repr(tuple(row[9:])))
+            group.append(self._groups.setdefault(key, len(self._groups)))
         new_state = unit_rows(torch.tensor([r[9:] for r in rows], dtype=torch.float64).reshape(len(rows), -1))
         new_pidx = torch.tensor(pidx, dtype=torch.long)
         new_pdir = torch.tensor(pdir, dtype=torch.long)
@@ -199,6 +204,7 @@ class _Memory:
         self.speedup = torch.cat([self.speedup, torch.tensor(speedup, dtype=torch.float64)])
         self.win = torch.cat([self.win, torch.tensor(win, dtype=torch.bool)])
         self.fail = torch.cat([self.fail, torch.tensor(fail, dtype=torch.bool)])
+        self.group = torch.cat([self.group, torch.tensor(group, dtype=torch.long)])
         self.n += len(rows)
 
     def _encode(self, pidx: torch.Tensor, pdir: torch.Tensor, plen: torch.Tensor,
@@ -214,14 +220,47 @@ class _Memory:
         return self._blocks[use_pos]
 
     def outcomes(self, seed: int | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(value, speedup, win, fail)``, permuted jointly with ``seed`` when given (``random`` ablation)."""
+        """``(value, speedup, win, fail)``, permuted jointly with ``seed`` when given (``random`` ablation).
+
+        ``value`` is :func:`best_of_groups` of the records' values: one valued record per (kernel, prefix,
+        step, state) group, i.e. per parent kernel and step. ``speedup``, ``win`` and ``fail`` stay per record (evidence counts every trial).
+        """
         if seed is None:
-            return self.value, self.speedup, self.win, self.fail
+            return best_of_groups(self.value, self.group), self.speedup, self.win, self.fail
         if self._perm is None or self._perm[:2] != (seed, self.n):
             gen = torch.Generator().manual_seed(seed)
             self._perm = (seed, self.n, torch.randperm(self.n, generator=gen))
         p = self._perm[2]
-        return self.value[p], self.speedup[p], self.win[p], self.fail[p]
+        return best_of_groups(self.value[p], self.group), self.speedup[p], self.win[p], self.fail[p]
+
+
+def best_of_groups(value: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    """Keep, in each group, only the best valued record's value; the others become NaN.
+
+    A strategy with parameters (block sizes, warp counts, tile shapes) is tried one candidate at a time from
+    the same parent: the loop takes the first new variant, and the later ones are the search *inside* the
+    strategy. Their losses are not evidence against the strategy, and a strategy with many variants would
+    otherwise outweigh one with a single variant. So the memory values a (kernel, prefix, step, state) group
+    -- one parent kernel and one step -- by its best outcome, once; the other records still count as trials for the exploration bonus.
+
+    Args:
+        value: ``[N]`` float64 values (NaN = no value, e.g. not measured).
+        group: ``[N]`` long group ids (``>= 0``).
+
+    Returns:
+        ``[N]`` float64: ``value[r]`` where r is the first record reaching its group's maximum, else NaN.
+    """
+    n = value.numel()
+    if n == 0:
+        return value
+    width = int(group.max()) + 1
+    filled = torch.where(torch.isnan(value), torch.full_like(value, -math.inf), value)
+    gmax = torch.full((width,), -math.inf, dtype=value.dtype).scatter_reduce(0, group, filled, "amax")
+    idx = torch.arange(n)
+    is_max = (filled == gmax[group]) & ~torch.isnan(value)
+    first = torch.full((width,), n, dtype=torch.long).scatter_reduce(
+        0, group, torch.where(is_max, idx, torch.full_like(idx, n)), "amin")
+    return torch.where(idx == first[group], value, torch.full_like(value, math.nan))
 
 
 @dataclass
@@ -232,8 +271,13 @@ class _Attended:
 
 
 def _segment_attention(sims: torch.Tensor, groups: torch.Tensor, value: torch.Tensor, width: int,
-                       tau: float) -> _Attended:
-    """Softmax-weighted value per group: ``sum_r alpha_r v_r`` with alpha a softmax within each group."""
+                       tau: float, evidence: torch.Tensor | None = None) -> _Attended:
+    """Softmax-weighted value per group: ``sum_r alpha_r v_r`` with alpha a softmax within each group.
+
+    ``n_eff`` (the confidence of the shrinkage) sums the similarity of the records that carry a value in
+    ``evidence`` (default ``value``): every measured trial adds confidence, also the variants whose value
+    :func:`best_of_groups` folded into their group's best.
+    """
     valid = groups >= 0
     g = torch.where(valid, groups, torch.full_like(groups, width))
     count = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, valid.to(torch.float64))[:width]
@@ -247,7 +291,8 @@ def _segment_attention(sims: torch.Tensor, groups: torch.Tensor, value: torch.Te
     v = torch.where(valued, value, torch.zeros_like(value))
     z = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, w)[:width]
     num = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, w * v)[:width]
-    mass = torch.where(valued, sims.clamp_min(0.0), torch.zeros_like(sims))
+    counted = valid & ~torch.isnan(evidence if evidence is not None else value)
+    mass = torch.where(counted, sims.clamp_min(0.0), torch.zeros_like(sims))
     n_eff = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, mass)[:width]
     att = torch.where(z > 0, num / z.clamp_min(1e-300), torch.full_like(z, math.nan))
     return _Attended(att, n_eff, count)
@@ -380,10 +425,13 @@ class Ranker:
 
         sims = self._similarities(state, list(prefix)[-PREFIX_LEN:] if use_prefix else [])
         value, speedup, win, fail = self._memory.outcomes(self.seed if ab == "random" else None)
+        raw = self._memory.value  # per-record values (the confidence counts every trial), permuted alike
+        if ab == "random" and self._memory._perm is not None:
+            raw = raw[self._memory._perm[2]]
         mem = self._memory
         n_dirs, n_strats = len(kb.directions), len(kb.strategies)
-        d_att = _segment_attention(sims, mem.dir, value, n_dirs, cfg.tau)
-        s_att = _segment_attention(sims, mem.step, value, n_strats, cfg.tau)
+        d_att = _segment_attention(sims, mem.dir, value, n_dirs, cfg.tau, raw)
+        s_att = _segment_attention(sims, mem.step, value, n_strats, cfg.tau, raw)
         total = float(d_att.count.sum())
 
         # --- directions

@@ -157,6 +157,16 @@ def _peaks(gpu_index: int, timeout_s: float) -> Any:
                                         "peak measurement"))
 
 
+def compute_dtype(dtype: str | None, kernel: Any) -> str | None:
+    """The dtype whose FLOP/s peak bounds ``kernel``: ``"tf32"`` for a Triton kernel that calls ``tl.dot`` on
+    float32 inputs (Triton's default ``input_precision`` for fp32 dots on NVIDIA GPUs is TF32, on tensor
+    cores), else ``dtype`` (the first floating-point input's dtype) unchanged."""
+    if dtype == "float32" and kernel is not None and getattr(kernel, "language", None) == "triton" \
+            and getattr(kernel.features, "uses_dot", False):
+        return "tf32"
+    return dtype
+
+
 #: Where ``Profile.sol`` comes from when ncu did not run (ncu's SpeedOfLight values replace it when it does).
 ROOFLINE_SOL_SOURCE = ("roofline estimate: the harness's fewest bytes and FLOPs per call over the measured time, "
                        "as a percentage of the measured DRAM and FLOP/s peaks (a lower bound of ncu's SOL)")
@@ -281,11 +291,13 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         if first["bytes"] or first["flops"]:
             try:
                 pk = _peaks(gpu_index, timeout_s)
+                dtype = compute_dtype(first.get("dtype"), kernel)
                 p.roofline_fraction = roofline_fraction(secs, bytes_moved=first["bytes"], flops=first["flops"],
-                                                        peaks=pk, dtype=first.get("dtype"))
+                                                        peaks=pk, dtype=dtype)
                 p.extra["peaks"] = {"dram_bytes_per_s": pk.dram_bytes_per_s, "fp32_flops_per_s": pk.fp32_flops_per_s,
-                                    "bf16_flops_per_s": pk.bf16_flops_per_s, "measured_at": pk.measured_at}
-                p.sol = roofline_sol(secs, first["bytes"], first["flops"], pk, first.get("dtype"))
+                                    "tf32_flops_per_s": pk.tf32_flops_per_s, "bf16_flops_per_s": pk.bf16_flops_per_s,
+                                    "measured_at": pk.measured_at, "compute_dtype": dtype}
+                p.sol = roofline_sol(secs, first["bytes"], first["flops"], pk, dtype)
                 p.extra["sol_source"] = ROOFLINE_SOL_SOURCE
             except ProfileError as e:
                 p.warnings.append(f"roofline not computed: {e.message}")

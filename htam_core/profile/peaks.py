@@ -29,6 +29,8 @@ class Peaks:
         uuid: device UUID (or index) used for the cache key.
         dram_bytes_per_s: copy bandwidth (bytes read + written per second).
         fp32_flops_per_s: fp32 matmul, TF32 off.
+        tf32_flops_per_s: fp32 matmul with TF32 tensor cores allowed (``None`` in caches written before it was
+            measured).
         bf16_flops_per_s: bf16 matmul (tensor cores).
         measured_at: ISO date.
     """
@@ -39,10 +41,16 @@ class Peaks:
     fp32_flops_per_s: float
     bf16_flops_per_s: float
     measured_at: str = ""
+    tf32_flops_per_s: float | None = None
 
     def flops_for(self, dtype: str | None) -> float:
-        """Peak FLOP/s for a dtype name (bf16/fp16 -> tensor-core peak, else fp32)."""
-        return self.bf16_flops_per_s if dtype in ("bfloat16", "float16") else self.fp32_flops_per_s
+        """Peak FLOP/s for a compute dtype name: ``bfloat16``/``float16`` -> the bf16 tensor-core peak,
+        ``tf32`` -> the TF32 tensor-core peak (fp32 when it was not measured), anything else -> fp32 (SIMT)."""
+        if dtype in ("bfloat16", "float16"):
+            return self.bf16_flops_per_s
+        if dtype == "tf32" and self.tf32_flops_per_s:
+            return self.tf32_flops_per_s
+        return self.fp32_flops_per_s
 
 
 def roofline_fraction(time_s: float, *, bytes_moved: float | None, flops: float | None, peaks: Peaks,
@@ -105,13 +113,16 @@ def measure_peaks() -> dict[str, Any]:
         b = torch.randn(m, m, device="cuda")
         ms32 = _median_time_ms(lambda: a @ b, reps=5)
         fp32 = 2 * m**3 / (ms32 / 1000.0)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        ms_tf32 = _median_time_ms(lambda: a @ b, reps=10)
+        tf32 = 2 * m**3 / (ms_tf32 / 1000.0)
         a16, b16 = a.bfloat16(), b.bfloat16()
         ms16 = _median_time_ms(lambda: a16 @ b16, reps=10)
         bf16 = 2 * m**3 / (ms16 / 1000.0)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = prev
     uuid = str(getattr(props, "uuid", "") or torch.cuda.current_device())
-    return asdict(Peaks(props.name, uuid, bw, fp32, bf16, datetime.date.today().isoformat()))
+    return asdict(Peaks(props.name, uuid, bw, fp32, bf16, datetime.date.today().isoformat(), tf32))
 
 
 def device_identity() -> dict[str, str]:

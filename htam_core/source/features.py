@@ -239,7 +239,7 @@ def cuda_features(frame: Frame, node: ts.Node, params: list[Param], consts: dict
                 continue
             if base_param(n.child_by_field_name("argument")) is not None:
                 f.loads += 1
-    for call in pick.get("call", []):
+    for call in sorted(pick.get("call", []), key=lambda n: n.start_byte):  # source order, whatever the tree
         callee = call.child_by_field_name("function")
         name = _callee_name(callee) if callee is not None else ""
         short = name.split("::")[-1]
@@ -351,7 +351,7 @@ def triton_features(frame: Frame, fn: ts.Node, params: list[Param]) -> KernelFea
             aliases.setdefault(node_text(name), root)
     names = {p.name: p for p in params}
     f.masks = sum(1 for kw in caps.get("kw", []) if node_text(kw) == "mask")
-    for call in caps.get("call", []):
+    for call in sorted(caps.get("call", []), key=lambda n: n.start_byte):  # source order
         callee = node_text(call.child_by_field_name("function"))
         short = callee.rsplit(".", 1)[-1]
         is_tl = callee.startswith(TL_PREFIXES)

@@ -7,7 +7,7 @@ Public API::
     TextEdit, Candidate, NotApplicable, Transform, apply_edits(text, edits)
 
 One module per strategy family: ``cuda_launch``, ``cuda_qualifiers``, ``cuda_loops``, ``cuda_memory``,
-``cuda_tiling``, ``cuda_math``, ``triton_launch``, ``triton_autotune``, ``triton_hints``,
+``cuda_tiling``, ``cuda_math``, ``cuda_reduction``, ``triton_launch``, ``triton_autotune``, ``triton_hints``,
 ``triton_ordering``.
 """
 

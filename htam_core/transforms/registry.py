@@ -23,10 +23,12 @@ _FAMILIES = (
     "triton_ordering",
     "cuda_launch",
     "cuda_qualifiers",
+    "cuda_warp_row",
     "cuda_loops",
     "cuda_memory",
     "cuda_tiling",
     "cuda_math",
+    "cuda_reduction",
 )
 _loaded = False
 

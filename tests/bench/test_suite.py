@@ -73,6 +73,9 @@ def test_summarize_on_synthetic_outcomes() -> None:
     assert agg["htam"]["median_trials_to_90"] == pytest.approx(1.5)
     assert agg["random"]["median_trials_to_90"] == float("inf")
     assert doc["repeatability"]["per_kernel_pct"]["a"] == pytest.approx(1.0)
+    # pairs of runs of a: (2.0, 2.02) 1%, (2.0, 2.0) 0%, (2.02, 2.0) 1% -> median 1%; b: all 0%
+    assert doc["repeatability"]["per_kernel_pair_pct"] == pytest.approx({"a": 1.0, "b": 0.0})
+    assert doc["repeatability"]["median_pair_pct"] == pytest.approx(0.5)
 
 
 def test_static_suite_run_two_kernels_two_policies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -97,3 +100,21 @@ def test_static_suite_run_two_kernels_two_policies(tmp_path: Path, capsys: pytes
     assert by[("vadd_kernel", "htam")]["memory_records_imported"] == n_axpy
     assert by[("axpy_tiny_block", "htam")]["memory_records_imported"] == n_vadd
     assert by[("vadd_kernel", "random")]["memory_records_imported"] == 0
+
+
+def test_a_triton_dot_on_fp32_is_bounded_by_the_tf32_peak(tmp_path):
+    """mm_kernel (tl.dot on float32) gets the TF32 tensor-core peak, an elementwise kernel the fp32 one."""
+    from pathlib import Path
+
+    from htam_core.bench.suite import load_suite, summarize
+
+    suite = Path(__file__).resolve().parents[2] / "bench" / "suite"
+    ks = {k.name: k for k in load_suite(suite, ["mm_kernel", "vadd_kernel"])}
+    assert ks["mm_kernel"].compute_dtype == "tf32" and ks["vadd_kernel"].compute_dtype == "float32"
+    peaks = {"dram_bytes_per_s": 4e12, "fp32_flops_per_s": 5e13, "tf32_flops_per_s": 4e14}
+    res = [{"kernel": "mm_kernel", "policy": "htam", "status": "ok", "measured": True, "start_ms": 2.0,
+            "best_ms": 1.0, "best_speedup": 2.0, "steps": []}]
+    row = summarize([ks["mm_kernel"]], ["htam"], res, peaks)["rows"][0]
+    flops = 2 * 4096 ** 3
+    assert row["bound"] == "compute"
+    assert abs(row["roofline_fraction"] - (flops / 4e14) / 1e-3) < 1e-9

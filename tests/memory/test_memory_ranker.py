@@ -71,7 +71,8 @@ def test_recorded_wins_after_a_prefix_move_the_step_up(store: Store) -> None:
     assert step.parts["local_transition"] > 0.1 and step.parts["direction_transition"] > 0.1
     assert step.evidence.startswith("after vectorize loads (float4), __launch_bounds__ register limit paid off "
                                     "7 of 9 times, median +60%")
-    assert step.expected_gain is not None and 0.2 < step.expected_gain < 0.6
+    # each (kernel, prefix, step, state) group is valued by its best variant: +60% on all three kernels
+    assert step.expected_gain == pytest.approx(0.6)
     assert (step.wins, step.trials) == (7, 9)
 
 
@@ -206,3 +207,25 @@ def test_incremental_refresh_sees_new_records(store: Store) -> None:
     _fill(store, [], "cuda_block_size", 1.5, 1)
     assert _by_id(_rank(ranker))["cuda_block_size"].trials == 3
     assert ranker.refresh() == 0
+
+
+def test_a_group_is_valued_by_its_best_variant(store: Store) -> None:
+    """Parameter variants tried from the same parent are the search inside a strategy: their losses do not
+    pull the strategy down, while the same losses on another kernel (its own group) do."""
+    import math
+
+    import torch
+
+    from htam_core.memory.ranker import best_of_groups
+
+    v = torch.tensor([0.1, math.nan, 0.5, -0.3, 0.5, math.nan], dtype=torch.float64)
+    g = torch.tensor([0, 0, 0, 1, 1, 2])
+    out = best_of_groups(v, g)
+    assert out[2] == 0.5 and out[4] == 0.5 and all(math.isnan(float(out[i])) for i in (0, 1, 3, 5))
+    for sp in (1.5, 0.7, 0.6, 0.5):  # one kernel: the first block size wins, later variants lose
+        store.record([], STATE, "cuda_block_size", Outcome(sp, True, True, "win" if sp > 1 else "loss"), "k1", "H200")
+    step = _by_id(_rank(Ranker(KB, store)))["cuda_block_size"]
+    assert step.expected_gain == pytest.approx(0.5) and step.trials == 4
+    for sp in (0.6, 0.5):  # two other kernels where it only lost
+        store.record([], STATE, "cuda_block_size", Outcome(sp, True, True, "loss"), f"k{sp}", "H200")
+    assert _by_id(_rank(Ranker(KB, store)))["cuda_block_size"].expected_gain < 0.5

@@ -1,0 +1,550 @@
+"""CUDA reduction transforms: sequential addressing in a shared-memory tree reduction
+(``cuda.sequential_addressing``).
+
+The interleaved tree::
+
+    for (unsigned int s = 1; s < blockDim.x; s *= 2) {
+        if (tid % (2 * s) == 0) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+
+becomes sequential addressing::
+
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+
+The active threads stay contiguous (whole warps retire instead of diverging) and the shared accesses of a
+warp hit consecutive words (no bank conflicts). Both trees leave the combination of all ``blockDim.x``
+inputs in ``sdata[0]``; the other entries differ, so the array may be read only at ``[0]`` after the loop.
+The strided-index form (``int index = 2 * s * tid; if (index < blockDim.x) sdata[index] += ...``)
+is rewritten the same way. The order of the combines changes, so float sums may differ in the last bits.
+
+Idea source: Mark Harris, "Optimizing Parallel Reduction in CUDA" (NVIDIA, 2007), kernels 1-3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import (
+    CudaUnit,
+    _cond_parts,
+    _is_lvalue,
+    builtin_field,
+    load_unit,
+    references,
+    statement_list,
+    statement_span,
+)
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_loops import model_line
+from htam_core.transforms.registry import register
+
+#: Two-argument combines that are associative and commutative (so the tree may pair elements differently).
+COMBINE_FUNCS = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
+_HALVING = ("s >>= 1", "s /= 2", "s = s >> 1", "s = s / 2")
+
+
+@dataclass
+class Tree:
+    """One interleaved shared-memory tree loop that can take sequential addressing.
+
+    Attributes:
+        loop: the ``for_statement``.
+        var: the loop variable (``s``).
+        type: its declared type as written (``"unsigned int"``).
+        bound: the loop bound expression (``blockDim.x`` or a constant such as ``THREADS``).
+        bound_value: the bound's value when it is a compile-time constant, else ``None`` (``blockDim.x``).
+        cond: the guard's condition expression (inside the parentheses of the ``if``).
+        tid: the thread-index variable (``tid``).
+        array: the shared array (``sdata``).
+        combine: ``"+"`` or one of :data:`COMBINE_FUNCS`.
+        combine_stmt: the combine statement.
+        index_decl: the ``int index = 2 * s * tid;`` declaration of the strided form, else ``None``.
+        index: the strided index variable, else ``None``.
+    """
+
+    loop: Node
+    var: str
+    type: str
+    bound: Node
+    bound_value: int | None
+    cond: Node
+    tid: str
+    array: str
+    combine: str
+    combine_stmt: Node
+    index_decl: Node | None = None
+    index: str | None = None
+
+
+def _strip(node: Node) -> Node:
+    return _ts.unwrap_parens(node)
+
+
+def _ident(unit: CudaUnit, node: Node | None, name: str | None = None) -> bool:
+    if node is None:
+        return False
+    node = _strip(node)
+    return node.type == "identifier" and (name is None or unit.t(node) == name)
+
+
+def _binary(unit: CudaUnit, node: Node, ops: tuple[str, ...]) -> tuple[str, Node, Node] | None:
+    node = _strip(node)
+    if node.type != "binary_expression":
+        return None
+    op = unit.t(node.child_by_field_name("operator"))
+    if op not in ops:
+        return None
+    return op, node.child_by_field_name("left"), node.child_by_field_name("right")
+
+
+def _is_int(unit: CudaUnit, node: Node, value: int) -> bool:
+    c = unit.resolve(node, unit.func)
+    return c is not None and c.value == value
+
+
+def _is_two_s(unit: CudaUnit, node: Node, s: str) -> bool:
+    """``2 * s``, ``s * 2``, ``s << 1`` or ``s + s``."""
+    b = _binary(unit, node, ("*", "<<", "+"))
+    if b is None:
+        return False
+    op, left, right = b
+    if op == "*":
+        return (_ident(unit, left, s) and _is_int(unit, right, 2)) or (
+            _ident(unit, right, s) and _is_int(unit, left, 2)
+        )
+    if op == "<<":
+        return _ident(unit, left, s) and _is_int(unit, right, 1)
+    return _ident(unit, left, s) and _ident(unit, right, s)
+
+
+def _multiple_test(unit: CudaUnit, node: Node, s: str) -> str | None:
+    """The tid variable of ``tid % (2*s)`` or ``tid & (2*s - 1)``, else ``None``."""
+    b = _binary(unit, node, ("%", "&"))
+    if b is None:
+        return None
+    op, left, right = b
+    if not _ident(unit, left):
+        return None
+    if op == "%" and _is_two_s(unit, right, s):
+        return unit.t(_strip(left))
+    minus = _binary(unit, right, ("-",)) if op == "&" else None
+    if minus is not None and _is_two_s(unit, minus[1], s) and _is_int(unit, minus[2], 1):
+        return unit.t(_strip(left))
+    return None
+
+
+def _interleaved_guard(unit: CudaUnit, cond: Node, s: str) -> str | None:
+    """The tid variable of ``tid % (2*s) == 0``, ``(tid & (2*s-1)) == 0`` or ``!(tid % (2*s))``, else None.
+
+    ``tid & (2*s-1) == 0`` without parentheses parses as ``tid & ((2*s-1) == 0)`` (C precedence) and does
+    not match.
+    """
+    cond = _strip(cond)
+    if cond.type == "unary_expression" and unit.t(cond.child_by_field_name("operator")) == "!":
+        return _multiple_test(unit, cond.child_by_field_name("argument"), s)
+    b = _binary(unit, cond, ("==",))
+    if b is None:
+        return None
+    _, left, right = b
+    if _is_int(unit, right, 0):
+        return _multiple_test(unit, left, s)
+    if _is_int(unit, left, 0):
+        return _multiple_test(unit, right, s)
+    return None
+
+
+def _strided_index(unit: CudaUnit, value: Node, s: str) -> str | None:
+    """The tid variable of ``2 * s * tid`` (factors in any order and grouping), else ``None``."""
+    factors: list[Node] = []
+    stack = [value]
+    while stack:
+        n = _strip(stack.pop())
+        b = _binary(unit, n, ("*",))
+        if b is None:
+            factors.append(n)
+        else:
+            stack.extend((b[1], b[2]))
+    if len(factors) != 3 or sum(_is_int(unit, f, 2) for f in factors) != 1:
+        return None
+    names = [unit.t(f) for f in factors if f.type == "identifier"]
+    if len(names) != 2 or names.count(s) != 1:
+        return None
+    return next(n for n in names if n != s)
+
+
+def _subscript(unit: CudaUnit, node: Node) -> tuple[str, Node] | None:
+    """``(array, index)`` for ``array[index]``, else ``None``."""
+    node = _strip(node)
+    if node.type != "subscript_expression":
+        return None
+    arg, idx = node.child_by_field_name("argument"), node.child_by_field_name("indices")
+    if arg is None or arg.type != "identifier" or idx is None:
+        return None
+    inner = idx.named_children if idx.type == "subscript_argument_list" else [idx]
+    if len(inner) != 1:
+        return None
+    return unit.t(arg), inner[0]
+
+
+def _is_at(unit: CudaUnit, node: Node, array: str, idx: str) -> bool:
+    sub = _subscript(unit, node)
+    return sub is not None and sub[0] == array and _ident(unit, sub[1], idx)
+
+
+def _is_at_plus_s(unit: CudaUnit, node: Node, array: str, idx: str, s: str) -> bool:
+    sub = _subscript(unit, node)
+    if sub is None or sub[0] != array:
+        return False
+    b = _binary(unit, sub[1], ("+",))
+    if b is None:
+        return False
+    names = sorted(unit.t(_strip(x)) for x in b[1:] if _ident(unit, x))
+    return names == sorted([idx, s])
+
+
+def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str) -> tuple[str, str] | str:
+    """``(array, combine)`` for ``A[idx] += A[idx + s]``, ``A[idx] = A[idx] + A[idx + s]`` or
+    ``A[idx] = f(A[idx], A[idx + s])`` with ``f`` in :data:`COMBINE_FUNCS`; else why not."""
+    text = " ".join(unit.t(stmt).split())
+    expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
+    if expr is None or expr.type != "assignment_expression":
+        return f"the guarded statement `{text}` is not a combine `sdata[{idx}] += sdata[{idx} + {s}]`"
+    left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
+    op = unit.t(expr.child_by_field_name("operator"))
+    sub = _subscript(unit, left)
+    if sub is None or not _ident(unit, sub[1], idx):
+        return f"the guarded statement `{text}` does not write `array[{idx}]`"
+    array = sub[0]
+    if op != "=" and op != "+=":
+        return (
+            f"the combine `{text}` uses {op}, which is not associative and commutative "
+            f"(only +, {', '.join(COMBINE_FUNCS)} can be reordered)"
+        )
+    if op == "+=" and _is_at_plus_s(unit, right, array, idx, s):
+        return array, "+"
+    if op == "=":
+        r = _strip(right)
+        pair: list[Node] = []
+        kind = ""
+        b = _binary(unit, r, ("+", "-", "*", "/"))
+        if b is not None:
+            kind, pair = b[0], [b[1], b[2]]
+        elif r.type == "call_expression" and r.child_by_field_name("arguments") is not None:
+            kind = unit.t(r.child_by_field_name("function"))
+            pair = list(r.child_by_field_name("arguments").named_children)
+        if len(pair) == 2 and any(_is_at(unit, x, array, idx) for x in pair) and any(
+            _is_at_plus_s(unit, x, array, idx, s) for x in pair
+        ):
+            if kind == "+" or kind in COMBINE_FUNCS:
+                return array, kind
+            return (
+                f"the combine `{text}` uses {kind}, which is not associative and commutative "
+                f"(only +, {', '.join(COMBINE_FUNCS)} can be reordered)"
+            )
+    return (
+        f"the guarded statement `{text}` is not `{array}[{idx}] += {array}[{idx} + {s}]` "
+        f"or a {'/'.join(COMBINE_FUNCS)} of the two"
+    )
+
+
+def _is_sync(unit: CudaUnit, stmt: Node) -> bool:
+    return stmt.type == "expression_statement" and unit.t(stmt).replace(" ", "") == "__syncthreads();"
+
+
+def _tid_problem(unit: CudaUnit, tid: str) -> str | None:
+    """Why ``tid`` is not a local initialised to exactly ``threadIdx.x`` and never modified, or ``None``."""
+    inits = unit.local_inits(unit.body, tid)
+    if len(inits) != 1:
+        return f"{tid} is not a local variable initialised once to threadIdx.x"
+    if builtin_field(unit, inits[0]) != "threadIdx.x":
+        return f"{tid} is initialised to `{unit.t(inits[0])}`, not threadIdx.x"
+    if unit.assigned_in(unit.body, tid):
+        return f"{tid} is modified after its declaration"
+    return None
+
+
+def _header(unit: CudaUnit, loop: Node) -> tuple[str, str, Node] | str:
+    """``(var, type, init value)`` of a ``for (T s = A; ...)`` header, else why not."""
+    init = loop.child_by_field_name("initializer")
+    if init is None or init.type != "declaration":
+        return "the loop variable is not declared in the loop header"
+    ds = [d for d in init.named_children if d.type == "init_declarator"]
+    if len(ds) != 1 or not _ident(unit, ds[0].child_by_field_name("declarator")):
+        return "the loop header does not declare one variable"
+    value = ds[0].child_by_field_name("value")
+    if value is None:
+        return "the loop variable has no initial value"
+    typ = unit.src[init.start_byte : ds[0].start_byte].decode().strip()
+    return unit.t(ds[0].child_by_field_name("declarator")), typ, value
+
+
+def _norm(unit: CudaUnit, node: Node | None, var: str) -> str:
+    """Text of ``node`` without spaces, with ``var`` renamed to ``s`` (for comparing simple forms)."""
+    if node is None:
+        return ""
+    src = unit.t(node)
+    base = node.start_byte
+    out, pos = [], 0
+    for ref in references(node, unit.src, var):
+        out.append(src[pos : ref.start_byte - base])
+        out.append("s")
+        pos = ref.end_byte - base
+    out.append(src[pos:])
+    return "".join(out).replace(" ", "")
+
+
+def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
+    """Match an interleaved shared-memory tree loop (see the module docstring), or say why it is not one."""
+    head = _header(unit, loop)
+    if isinstance(head, str):
+        return head
+    s, typ, init = head
+    cond, upd = loop.child_by_field_name("condition"), loop.child_by_field_name("update")
+    cond_s, upd_s = _norm(unit, cond, s), _norm(unit, upd, s)
+    if cond_s in ("s>0", "0<s", "s!=0", "s>=1") and upd_s in {h.replace(" ", "") for h in _HALVING}:
+        return f"the loop already uses sequential addressing ({s} halves down to 1)"
+    if not _is_int(unit, init, 1):
+        return f"the loop variable {s} starts at `{unit.t(init)}`, not at 1 as in an interleaved tree"
+    parts = _cond_parts(unit, cond) if cond is not None else None
+    if parts is None or parts[0] != s or parts[1] != "<":
+        return f"the loop condition `{unit.t(cond)}` is not `{s} < blockDim.x` or `{s} < N`"
+    bound = _strip(parts[2])
+    bound_value = None
+    if builtin_field(unit, bound) != "blockDim.x":
+        c = unit.resolve(bound, unit.func)
+        if c is None:
+            return f"the loop bound `{unit.t(bound)}` is neither blockDim.x nor a compile-time constant"
+        bound_value = c.value
+    if upd_s not in ("s*=2", "s<<=1", "s=s*2", "s=2*s", "s=s<<1", "s+=s", "s=s+s"):
+        return f"the loop update `{unit.t(upd)}` does not double {s}"
+    body = loop.child_by_field_name("body")
+    stmts = statement_list(body) if body is not None and body.type == "compound_statement" else []
+    if len(stmts) not in (2, 3) or not _is_sync(unit, stmts[-1]) or stmts[-2].type != "if_statement":
+        return "the loop body is not exactly a guarded combine followed by __syncthreads();"
+    guard = stmts[-2]
+    if guard.child_by_field_name("alternative") is not None:
+        return "the guard has an else branch"
+    clause = guard.child_by_field_name("condition")
+    gcond = clause.child_by_field_name("value") if clause is not None else None
+    if gcond is None:
+        return "the guard has no plain condition"
+    index_decl = index = None
+    if len(stmts) == 3:
+        index_decl = stmts[0]
+        head2 = _header_decl(unit, index_decl)
+        if head2 is None:
+            return "the loop body is not exactly a guarded combine followed by __syncthreads();"
+        index, value = head2
+        tid = _strided_index(unit, value, s)
+        if tid is None:
+            return f"`{unit.t(index_decl)}` is not the strided index `{index} = 2 * {s} * tid`"
+        gparts = _cond_parts(unit, gcond)
+        if gparts is None or gparts[0] != index or gparts[1] != "<" or _norm(unit, gparts[2], s) != _norm(
+            unit, bound, s
+        ):
+            return f"the guard `{unit.t(gcond)}` is not `{index} < {unit.t(bound)}`"
+        idx = index
+    else:
+        found = _interleaved_guard(unit, gcond, s)
+        if found is None:
+            why = f"the guard `{unit.t(gcond)}` is not `tid % (2 * {s}) == 0`"
+            amp = _binary(unit, gcond, ("&",))
+            if amp is not None and _binary(unit, amp[2], ("==",)) is not None:
+                why += " (`a & b == 0` parses as `a & (b == 0)`; parenthesize `(a & b) == 0`)"
+            return why
+        tid = idx = found
+    cons = guard.child_by_field_name("consequence")
+    inner = statement_list(cons) if cons is not None and cons.type == "compound_statement" else [cons]
+    if len(inner) != 1 or inner[0] is None:
+        return "the guard does not hold exactly one combine statement"
+    comb = _combine(unit, inner[0], idx, s)
+    if isinstance(comb, str):
+        return comb
+    why = _tid_problem(unit, tid)
+    if why:
+        return why
+    array, op = comb
+    why = _read_after(unit, loop, array)
+    if why:
+        return why
+    return Tree(loop, s, typ, bound, bound_value, gcond, tid, array, op, inner[0], index_decl, index)
+
+
+def _header_decl(unit: CudaUnit, decl: Node) -> tuple[str, Node] | None:
+    """``(name, value)`` of a one-variable declaration ``T name = value;``."""
+    if decl.type != "declaration":
+        return None
+    ds = [d for d in decl.named_children if d.type == "init_declarator"]
+    if len(ds) != 1 or not _ident(unit, ds[0].child_by_field_name("declarator")):
+        return None
+    value = ds[0].child_by_field_name("value")
+    return (unit.t(ds[0].child_by_field_name("declarator")), value) if value is not None else None
+
+
+def _read_after(unit: CudaUnit, loop: Node, array: str) -> str | None:
+    """Why ``array`` is used after ``loop`` other than as ``array[0]`` (the two trees differ elsewhere)."""
+    for ref in references(unit.body, unit.src, array):
+        if ref.start_byte < loop.end_byte:
+            continue
+        p = ref.parent
+        sub = _subscript(unit, p) if p is not None else None
+        at_zero = sub is not None and p.child_by_field_name("argument") == ref and _is_int(unit, sub[1], 0)
+        if not at_zero or _is_lvalue(p):
+            return (
+                f"{array} is used after the tree as `{unit.t(p) if p is not None else array}`; sequential "
+                f"addressing leaves other partial values outside {array}[0]"
+            )
+    return None
+
+
+def _launch_problem(unit: CudaUnit, bound_value: int | None) -> tuple[str | None, list[int]]:
+    """Why a launch of the kernel has no compile-time power-of-two 1-D block equal to a constant bound.
+
+    Returns:
+        ``(reason, [])`` on a problem, else ``(None, threads per block of each launch)``.
+    """
+    need = "sequential addressing needs a power-of-two block"
+    if not unit.launches:
+        return f"the block size is unknown (no launch in this file); {need}", []
+    sizes = []
+    for la in unit.launches:
+        line = la.site.line
+        dims = unit.block_dims(la)
+        threads = unit.block_threads(la)
+        if dims is None or threads is None:
+            return f"the block of the launch on line {line} is not a compile-time constant; {need}", []
+        if any(d.const is not None and d.const.value != 1 for d in dims[1:]):
+            return f"the launch on line {line} has a multi-dimensional block", []
+        if threads <= 0 or threads & (threads - 1):
+            why = f"the launch on line {line} uses {threads} threads per block, not a power of two"
+            return f"{why}; {need}", []
+        if bound_value is not None and threads != bound_value:
+            why = f"the tree runs to {bound_value} but the launch on line {line} has {threads} threads/block"
+            return why, []
+        sizes.append(threads)
+    return None, sizes
+
+
+_INT_TYPES = {
+    "int", "unsigned", "unsigned int", "signed", "signed int", "long", "long long", "unsigned long",
+    "unsigned long long", "short", "unsigned short", "char", "unsigned char", "int8_t", "int16_t", "int32_t",
+    "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t",
+}
+
+
+def element_type(unit: CudaUnit, array: str) -> str | None:
+    """The declared element type of array ``array`` (kernel body first, then file level), else ``None``."""
+    for scope in (unit.body, unit.root):
+        for decl in _ts.of_type(scope, "declaration"):
+            for d in decl.children_by_field_name("declarator"):
+                while d is not None and d.type in ("array_declarator", "init_declarator"):
+                    d = d.child_by_field_name("declarator")
+                if d is not None and d.type == "identifier" and unit.t(d) == array:
+                    return " ".join(unit.t(decl.child_by_field_name("type")).split())
+    return None
+
+
+def _bound_text(unit: CudaUnit, bound: Node) -> str:
+    text = unit.t(bound)
+    if bound.type in ("identifier", "number_literal", "field_expression"):
+        return text
+    return f"({text})"
+
+
+@register
+class CudaSequentialAddressing(Transform):
+    """Sequential addressing in a shared-memory tree reduction (``tid % (2*s) == 0`` -> ``tid < s``)."""
+
+    id = "cuda.sequential_addressing"
+    languages = CUDA_LANGS
+    changes_numerics = True
+    summary = "sequential addressing in a shared-memory tree reduction (no divergence, no bank conflicts)"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate rewriting every interleaved tree loop directly in the kernel body.
+
+        Refuses when there is no such loop, the combine is not associative and commutative, ``tid`` is
+        not ``threadIdx.x``, or some launch in the file does not use a compile-time power-of-two block.
+        """
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        loops = [s for s in statement_list(unit.body) if s.type == "for_statement"]
+        if not loops:
+            return self.not_applicable(f"{kernel.name} has no for loop directly in its body")
+        trees: list[Tree] = []
+        skipped = []
+        for loop in loops:
+            m = match_tree(unit, loop)
+            if isinstance(m, str):
+                skipped.append(f"line {model_line(model.text, unit.base + loop.start_byte)}: {m}")
+            else:
+                trees.append(m)
+        if not trees:
+            why = "no interleaved shared-memory tree loop qualifies: " + "; ".join(skipped)
+            return self.not_applicable(why)
+        bounds = {t.bound_value for t in trees if t.bound_value is not None}
+        if len(bounds) > 1:
+            return self.not_applicable(f"the tree loops run to different bounds {sorted(bounds)}")
+        why, sizes = _launch_problem(unit, next(iter(bounds), None))
+        if why:
+            return self.not_applicable(why)
+        edits: list[TextEdit] = []
+        lines = []
+        for t in trees:
+            edits.extend(self._edits(unit, t))
+            lines.append(model_line(model.text, unit.base + t.loop.start_byte))
+        ops = sorted({t.combine for t in trees})
+        sums = any(t.combine == "+" and element_type(unit, t.array) not in _INT_TYPES for t in trees)
+        where = ("line " if len(lines) == 1 else "lines ") + ", ".join(str(x) for x in lines)
+        desc = (
+            f"sequential addressing in the shared-memory tree of {kernel.name} ({where}): the stride halves "
+            f"from the block size and threads {trees[0].tid} < {trees[0].var} combine: active threads stay "
+            "contiguous (no divergence inside warps) and shared accesses are conflict-free"
+        )
+        desc += (
+            "; the float additions happen in a different order, so the sum may differ in the last bits"
+            if sums
+            else f"; {'/'.join(ops)} on these types is exact in any order"
+        )
+        cand = self.candidate(
+            model,
+            desc,
+            {
+                "loops": [
+                    {"line": ln, "bound": t.bound_value if t.bound_value is not None else "blockDim.x",
+                     "combine": t.combine, "form": "strided" if t.index else "interleaved"}
+                    for ln, t in zip(lines, trees, strict=True)
+                ],
+                "block": sorted(set(sizes)),
+            },
+            edits,
+        )
+        cand.changes_numerics = sums
+        return [cand]
+
+    @staticmethod
+    def _edits(unit: CudaUnit, t: Tree) -> list[TextEdit]:
+        init = t.loop.child_by_field_name("initializer")
+        upd = t.loop.child_by_field_name("update")
+        s = t.var
+        header = f"{t.type} {s} = {_bound_text(unit, t.bound)} / 2; {s} > 0; {s} >>= 1"
+        edits = [unit.edit(init.start_byte, upd.end_byte, header), unit.replace(t.cond, f"{t.tid} < {s}")]
+        if t.index_decl is not None and t.index is not None:
+            a, b = statement_span(unit, t.index_decl)
+            edits.append(unit.edit(a, b, ""))
+            for ref in references(t.combine_stmt, unit.src, t.index):
+                edits.append(unit.replace(ref, t.tid))
+        return edits

@@ -1,0 +1,281 @@
+"""CUDA thread-per-row -> warp-per-row (``cuda.warp_per_row``).
+
+A naive row kernel gives each thread a whole row: ``row = blockIdx.x * blockDim.x + threadIdx.x``, a guard
+``row < rows``, then loops ``for (j = 0; j < cols; ++j)`` over the row. Neighbouring threads then read
+addresses ``cols`` elements apart, so every load is uncoalesced. The transform gives each row to a warp:
+
+* ``row`` becomes the global *warp* index and a lane index ``htam_lane = threadIdx.x & 31`` is added;
+* every loop over the row starts at the lane and steps by 32, so the lanes of a warp read consecutive
+  elements (coalesced);
+* a scalar that a loop reduces (``acc += e``; ``m = fmaxf(m, e)`` and the ``fminf``/``max``/``min``/
+  ``fmax``/``fmin`` forms) is all-reduced over the warp after that loop with ``__shfl_xor_sync``, so every
+  lane holds the row's value, as the one thread did before;
+* a statement outside the loops that writes memory (``out[row] = acc;``) runs on lane 0 only;
+* every launch of the kernel gets 32 times as many blocks (the block size must be a multiple of 32, so a
+  warp never straddles two rows' guards).
+
+The kernel must have exactly that shape; anything the rewrite cannot prove safe is refused with a reason
+(another use of the thread index, a loop not over ``0..n`` by 1, a scalar updated in a loop in another way,
+a sum whose starting value is not 0, a nested loop, a memory write inside a loop whose address does not
+depend on the loop variable, ...). Float sums are added in a different order, so results differ in the last
+bits. Idea sources: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"; NVIDIA developer
+blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014) for the warp-shuffle all-reduce.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import (
+    CudaUnit,
+    Elementwise,
+    _is_lvalue,
+    elementwise,
+    load_unit,
+    references,
+    wrap_grid,
+)
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.registry import register
+
+LANE = "htam_lane"
+WARP = 32
+#: Reduction functions accepted in ``x = f(x, e)``; max/min forms do not care about the starting value.
+MINMAX = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+
+
+def _is_zero(text: str) -> bool:
+    t = text.strip().rstrip("fFuUlL")
+    try:
+        return float(t) == 0.0
+    except ValueError:
+        return False
+
+
+def _declared_scalars(unit: CudaUnit, stmts: list[Node]) -> dict[str, Node]:
+    """Scalar locals (plain identifiers, not pointers or arrays) declared by top-level statements -> their
+    init_declarator (or identifier) node."""
+    out: dict[str, Node] = {}
+    for s in stmts:
+        if s.type != "declaration":
+            continue
+        for d in s.named_children:
+            target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if target is not None and target.type == "identifier":
+                out[unit.t(target)] = d
+    return out
+
+
+def _loop_header(unit: CudaUnit, loop: Node) -> tuple[str, Node, Node, Node] | str:
+    """``(var, init value node, bound node, update node)`` of ``for (int j = 0; j < E; ++j)``, or why not."""
+    init, cond, upd = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
+    line = unit.src[: loop.start_byte].count(b"\n") + 1
+    if init is None or cond is None or upd is None:
+        return f"the loop on line {line} is not a counted for loop"
+    var = value = None
+    if init.type == "declaration":
+        ds = [d for d in init.named_children if d.type == "init_declarator"]
+        if len(ds) == 1:
+            var, value = unit.t(ds[0].child_by_field_name("declarator")), ds[0].child_by_field_name("value")
+    if var is None or value is None or not _is_zero(unit.t(value)):
+        return f"the loop on line {line} does not declare its variable starting at 0"
+    cond = _ts.unwrap_parens(cond)
+    if cond.type != "binary_expression" or unit.t(cond.child_by_field_name("left")) != var \
+            or unit.t(cond.child_by_field_name("operator")) != "<":
+        return f"the loop on line {line} is not `{var} < n`"
+    bound = cond.child_by_field_name("right")
+    if references(bound, unit.src, var):
+        return f"the bound of the loop on line {line} depends on {var}"
+    step = unit.t(upd).replace(" ", "")
+    if step not in (f"++{var}", f"{var}++", f"{var}+=1", f"{var}={var}+1"):
+        return f"the loop on line {line} does not step {var} by 1"
+    return var, value, bound, upd
+
+
+def _written_identifier(node: Node) -> Node | None:
+    """The identifier an assignment/update writes when it is a plain variable, else ``None``."""
+    target = node.child_by_field_name("left") if node.type == "assignment_expression" else \
+        node.child_by_field_name("argument")
+    target = _ts.unwrap_parens(target) if target is not None else None
+    return target if target is not None and target.type == "identifier" else None
+
+
+def _writes_memory(node: Node) -> list[Node]:
+    """Assignments/updates under ``node`` whose target is memory (``a[i]``, ``*p``, ``p->f``)."""
+    out = []
+    for n in _ts.walk(node):
+        if n.type not in ("assignment_expression", "update_expression"):
+            continue
+        target = n.child_by_field_name("left") if n.type == "assignment_expression" else n.child_by_field_name("argument")
+        target = _ts.unwrap_parens(target) if target is not None else None
+        if target is not None and target.type in ("subscript_expression", "pointer_expression", "field_expression"):
+            out.append(n)
+    return out
+
+
+def _reduction(unit: CudaUnit, n: Node, name: str) -> str | None:
+    """``"+"`` or the min/max function when ``n`` updates ``name`` as a reduction step, else ``None``."""
+    if n.type != "assignment_expression":
+        return None
+    op, right = unit.t(n.child_by_field_name("operator")), n.child_by_field_name("right")
+    if op == "+=":
+        return None if references(right, unit.src, name) else "+"
+    if op != "=":
+        return None
+    call = _ts.unwrap_parens(right)
+    if call.type != "call_expression" or unit.t(call.child_by_field_name("function")) not in MINMAX:
+        return None
+    args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+    if len(args) != 2:
+        return None
+    mine = [a for a in args if unit.t(_ts.unwrap_parens(a)) == name]
+    other = [a for a in args if a not in mine]
+    if len(mine) != 1 or references(other[0], unit.src, name):
+        return None
+    return unit.t(call.child_by_field_name("function"))
+
+
+def _all_reduce(name: str, op: str, indent: str) -> str:
+    step = (f"{name} += __shfl_xor_sync(0xffffffffu, {name}, htam_o);" if op == "+"
+            else f"{name} = {op}({name}, __shfl_xor_sync(0xffffffffu, {name}, htam_o));")
+    return f"\n{indent}for (int htam_o = {WARP // 2}; htam_o > 0; htam_o >>= 1)\n{indent}    {step}"
+
+
+def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dict[str, object]] | str:
+    """The kernel-body edits of the rewrite and a summary (reduced scalars, loops), or why it is refused."""
+    if LANE in unit.t(unit.body):
+        return f"{unit.kernel.name} already uses {LANE}"
+    stmts = ew.stmts
+    loops = [s for s in stmts if s.type == "for_statement"]
+    if not loops:
+        return f"{unit.kernel.name} has no loop over the row inside its bound check"
+    for s in stmts:
+        if s.type != "for_statement" and _ts.of_type(s, _LOOPS):
+            return "a loop is nested in another statement of the guarded body"
+    scalars = _declared_scalars(unit, stmts)
+    edits: list[TextEdit] = []
+    reduced: list[dict[str, str]] = []
+    for loop in loops:
+        head = _loop_header(unit, loop)
+        if isinstance(head, str):
+            return head
+        var, value, _bound, upd = head
+        body = loop.child_by_field_name("body")
+        line = unit.src[: loop.start_byte].count(b"\n") + 1
+        if body is None or _ts.of_type(body, _LOOPS):
+            return f"the loop on line {line} contains another loop"
+        local = set(_declared_scalars(unit, [c for c in _ts.walk(body) if c.type == "declaration"]))
+        ops: dict[str, str] = {}
+        for n in _ts.walk(body):
+            if n.type not in ("assignment_expression", "update_expression"):
+                continue
+            ident = _written_identifier(n)
+            if ident is None:
+                continue
+            name = unit.t(ident)
+            if name == var:
+                return f"the loop on line {line} modifies {var}"
+            if name in local:
+                continue
+            if name not in scalars:
+                return f"the loop on line {line} writes {name}, which is not a local of the guarded body"
+            op = _reduction(unit, n, name)
+            if op is None or name in ops:
+                return (f"the loop on line {line} updates {name} in a way that is not one sum/max/min reduction "
+                        "step")
+            ops[name] = op
+            others = [r for r in references(body, unit.src, name)
+                      if not (n.start_byte <= r.start_byte < n.end_byte)]
+            if others:
+                return (f"the loop on line {line} reads {name} while it reduces into it; a lane holds only a "
+                        "partial value there")
+        for w in _writes_memory(body):
+            target = w.child_by_field_name("left") if w.type == "assignment_expression" else \
+                w.child_by_field_name("argument")
+            if not references(target, unit.src, var):
+                return f"the loop on line {line} writes {unit.t(target)}, whose address does not depend on {var}"
+        for name, op in ops.items():
+            if op != "+":
+                continue
+            decl = scalars[name]
+            init = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+            if init is None or not _is_zero(unit.t(init)):
+                return f"the sum {name} does not start at 0, so a per-lane partial sum would count it 32 times"
+            between = [r for r in references(unit.body, unit.src, name)
+                       if decl.end_byte <= r.start_byte < loop.start_byte and _is_lvalue(r)]
+            if between:
+                return f"{name} is changed before the loop on line {line} sums into it"
+        edits.append(unit.replace(value, LANE))
+        edits.append(unit.replace(upd, f"{var} += {WARP}"))
+        indent = _ts.indent_of(unit.src, loop.start_byte)
+        if ops:
+            edits.append(unit.insert(loop.end_byte, "".join(_all_reduce(n, o, indent) for n, o in ops.items())))
+            reduced += [{"name": n, "op": o} for n, o in ops.items()]
+    for s in stmts:
+        if s.type == "for_statement":
+            continue
+        atomics = [c for c in _ts.of_type(s, "call_expression")
+                   if unit.t(c.child_by_field_name("function")).startswith("atomic")]
+        if not _writes_memory(s) and not atomics:
+            continue
+        if s.type == "declaration" or any(_written_identifier(n) is not None for n in _ts.walk(s)
+                                          if n.type in ("assignment_expression", "update_expression")):
+            return f"`{unit.t(s)}` both writes memory and sets a variable; lane 0 alone cannot run it"
+        edits.append(unit.replace(s, f"if ({LANE} == 0) {{ {unit.t(s)} }}"))
+    decl_indent = _ts.indent_of(unit.src, ew.decl.start_byte)
+    edits.append(unit.replace(ew.gid, f"({unit.t(ew.gid)}) / {WARP}"))
+    edits.append(unit.insert(ew.decl.start_byte, f"const int {LANE} = threadIdx.x & {WARP - 1};\n{decl_indent}"))
+    return edits, {"reduced": reduced, "loops": len(loops)}
+
+
+@register
+class CudaWarpPerRow(Transform):
+    """Give each row of a thread-per-row kernel to a warp (coalesced loops, shuffle all-reduce)."""
+
+    id = "cuda.warp_per_row"
+    languages = CUDA_LANGS
+    summary = "one warp per row: lanes stride the row, __shfl_xor_sync all-reduce, 32x the blocks"
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate, or the reason the kernel is not a thread-per-row kernel this rewrite can prove."""
+        unit = load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        ew = elementwise(unit)
+        if isinstance(ew, str):
+            return self.not_applicable(f"not a thread-per-row kernel: {ew}")
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must grow 32x")
+        for la in unit.launches:
+            threads = unit.block_threads(la)
+            if threads is None or threads % WARP:
+                return self.not_applicable(f"the block size on line {la.site.line} is not a constant multiple of "
+                                           f"{WARP}")
+            dims = unit.dims_of(la.grid, la.host)
+            if len(dims) != 1:
+                return self.not_applicable(f"the grid on line {la.site.line} is not 1-D")
+        body = warp_row_edits(unit, ew)
+        if isinstance(body, str):
+            return self.not_applicable(body)
+        edits, summary = body
+        grid = [wrap_grid(unit, la, "({}) * " + str(WARP)) for la in unit.launches]
+        bad = next((g for g in grid if isinstance(g, str)), None)
+        if bad:
+            return self.not_applicable(bad)
+        names = ", ".join(r["name"] for r in summary["reduced"]) or "none"  # type: ignore[index,union-attr]
+        return [
+            self.candidate(
+                model,
+                f"give each row of {kernel.name} to a warp: its {summary['loops']} row loop(s) stride by 32 from "
+                f"the lane, warp all-reduce of {names}, {WARP}x the blocks (float sums change order)",
+                {"reduced": summary["reduced"], "launches": len(unit.launches)},
+                edits + grid,  # type: ignore[operator]
+            )
+        ]
