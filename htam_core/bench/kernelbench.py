@@ -30,6 +30,9 @@ from typing import Any
 from htam_core.bench import metrics
 from htam_core.bench.parallel import cancel_at
 
+#: The small sizes shipped for CPU smoke runs of the level-1 start solutions (``--size-overrides``).
+SMALL_SIZES_HINT = "bench/kernelbench_small_sizes.json"
+
 
 class KernelBenchError(Exception):
     """The runner cannot start (malformed problems file, bad settings); the message says what to fix."""
@@ -206,8 +209,9 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
     gpu = t.static is not True and gpu_available()
     if not gpu and not t.overrides:
         return {**base, "mode": "static", "status": "skipped", "wall_s": time.time() - t0,
-                "error": "no GPU: KernelBench sizes (GBs of input) are not run on the CPU interpreter; pass "
-                         "--size-overrides for a CPU smoke run"}
+                "error": f"no GPU: KernelBench sizes (GBs of input) are not run on the CPU interpreter; for a "
+                         f"CPU smoke run pass --size-overrides FILE with small sizes for {t.level}/{t.problem_id} "
+                         f"(e.g. {SMALL_SIZES_HINT})"}
     best = cand
     with cancel_at(t.deadline) as cancel:
         try:
@@ -246,6 +250,36 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
                     eager=v.get("eager"), new=v.get("new"), start_timing=v.get("start"), device=v.get("device"),
                     start_correct=v.get("start_correct"))
     return {**base, "wall_s": time.time() - t0}
+
+
+def _not_among(ids: list[int], levels: list[int], path: str, in_levels: list[Problem]) -> str:
+    """The error for ``--ids`` that name no problem of the selected levels."""
+    have = sorted(p.problem_id for p in in_levels)
+    span = f" (ids {have[0]} to {have[-1]})" if have else ""
+    return (f"no problem to run: the asked ids {ids} are not among the problems of levels {levels} in {path}, "
+            f"which has {len(have)} problems for those levels{span}; check --ids and --levels")
+
+
+def correct_text(correct: bool | None) -> str:
+    """The final verdict in words: ``"correct"``, ``"incorrect"`` or ``"not verified"`` (``None``: no GPU
+    verification ran)."""
+    return "not verified" if correct is None else ("correct" if correct else "incorrect")
+
+
+def progress_line(r: dict[str, Any]) -> str:
+    """One console line for a finished problem record (see :func:`run_kb_task`)."""
+    status = r.get("status", "error")
+    sp = r.get("speedup")
+    text = f"[kernelbench] L{r.get('level')} {r.get('name')}: {status}"
+    if status != "skipped":
+        text += f", {correct_text(r.get('correct'))}"
+        if r.get("mode") == "static" and r.get("correct") is None:
+            verified = sum(1 for s in r.get("steps") or [] if s.get("correct") is True)
+            text += (f" (static mode: nothing timed; {verified} of {len(r.get('steps') or [])} loop candidates "
+                     "verified correct at the smoke sizes)")
+    if isinstance(sp, float):
+        text += f", {sp:.3g}x over eager"
+    return text + (f" ({r['error']})" if r.get("error") else "")
 
 
 @dataclass
@@ -288,12 +322,16 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
 
     if cfg.engine not in ("rules", "llm"):
         raise KernelBenchError(f"unknown engine {cfg.engine!r}; expected rules or llm")
-    problems = load_problems(cfg.problems, cfg.levels, cfg.ids)
+    in_levels = load_problems(cfg.problems, cfg.levels)
+    problems = [p for p in in_levels if not cfg.ids or p.problem_id in cfg.ids]
     if cfg.ids:
         found = {p.problem_id for p in problems}
         missing = [i for i in cfg.ids if i not in found]
+        if not problems:
+            raise KernelBenchError(_not_among(cfg.ids, cfg.levels, cfg.problems, in_levels))
         if missing:
-            log(f"[kernelbench] not in {cfg.problems} for levels {cfg.levels}: ids {missing}")
+            log(f"[kernelbench] ids {missing} are not among the problems of levels {cfg.levels} in "
+                f"{cfg.problems}; running the others")
     tasks: list[KBTask] = []
     skipped: list[dict[str, Any]] = []
     work = Path(cfg.work_dir) if cfg.work_dir else Path(tempfile.mkdtemp(prefix="htam-kb-"))
@@ -311,16 +349,16 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
                             cfg.engine, cfg.steps, memory, cfg.timing_trials, cfg.loop_trials, cfg.static, cfg.llm,
                             (cfg.size_overrides or {}).get(f"{p.level}/{p.problem_id}"), deadline))
     if not tasks:
-        raise KernelBenchError(f"no problem to run: none of levels {cfg.levels} has a start solution in "
-                               f"{cfg.start_solutions} (engine rules); add level<N>/<id>_<name>.py files or use "
-                               "--engine llm")
+        if not in_levels:
+            raise KernelBenchError(f"no problem to run: {cfg.problems} has no problem of levels {cfg.levels}")
+        what = (f"none of the asked ids {cfg.ids} of levels {cfg.levels}" if cfg.ids
+                else f"none of the {len(in_levels)} problems of levels {cfg.levels}")
+        raise KernelBenchError(f"no problem to run: {what} has a start solution in {cfg.start_solutions} "
+                               "(engine rules); add level<N>/<id>_<name>.py files or use --engine llm")
     gpus = [] if cfg.static else visible_gpus()
 
     def done(r: dict[str, Any]) -> None:
-        sp = r.get("speedup")
-        log(f"[kernelbench] L{r.get('level')} {r.get('name')}: {r.get('status', 'error')}, correct "
-            f"{r.get('correct')}" + (f", {sp:.3g}x over eager" if isinstance(sp, float) else "")
-            + (f" ({r['error']})" if r.get("error") else ""))
+        log(progress_line(r))
 
     # one memory store is shared along the run; with several GPUs each problem still records into it
     # (SQLite serializes the writers)

@@ -30,6 +30,32 @@ def _pct(v: float | None) -> str:
     return NM if v is None else f"{100 * v:.1f}%"
 
 
+#: Longest status text in a table cell; longer text is shortened at a word boundary with an ellipsis.
+STATUS_MAX_CHARS = 200
+
+
+def cell_text(text: str, limit: int = STATUS_MAX_CHARS) -> str:
+    """``text`` made safe for one Markdown table cell: pipes escaped, newlines folded, and, when longer than
+    ``limit`` characters, cut at the last word boundary before it with an ellipsis (never mid-word)."""
+    t = " ".join(str(text).split())
+    if len(t) > limit:
+        cut = t[:limit].rsplit(" ", 1)[0] if " " in t[:limit] else t[:limit]
+        t = cut.rstrip(" ,;:") + " …"
+    return t.replace("|", "\\|")
+
+
+def _status(r: dict[str, Any]) -> str:
+    return cell_text(r["status"] + (f": {r['error']}" if r.get("error") else ""))
+
+
+def _per_set(r: dict[str, Any]) -> str:
+    """The per-set column: ``start -> best`` ms for every input set, or "-" with one set or none measured."""
+    a, b = r.get("start_per_set_ms") or [], r.get("best_per_set_ms") or []
+    if len(a) < 2 or len(a) != len(b):
+        return "-"
+    return "; ".join(f"{_x(x, 4)} -> {_x(y, 4)}" for x, y in zip(a, b, strict=True))
+
+
 def environment_lines(env: dict[str, Any]) -> list[str]:
     """Markdown bullet lines for the device and software versions."""
     dev = (f"- Device: {env.get('gpu')} x{env.get('gpu_count')}, driver {env.get('driver') or NM}"
@@ -44,13 +70,20 @@ def suite_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
     env = doc.get("environment", {})
     cfg = doc.get("config", {})
     agg = doc["aggregates"]
+    measured = any(a["kernels_measured"] for a in agg.values())
+    timed = (f"{cfg.get('trials')} timed trials per candidate" if measured
+             else "nothing was timed (static mode)")
     lines = ["## Naive-kernel suite", "", *environment_lines(env),
              f"- Budget: {cfg.get('budget')} candidates per kernel and policy (exhaustive: "
-             f"{cfg.get('exhaustive_budget')}), {cfg.get('trials')} timed trials per candidate, "
-             f"engine rules, seed {cfg.get('seed')}; wall time {doc.get('wall_s', 0):.0f} s",
+             f"{cfg.get('exhaustive_budget')}), {timed}, engine rules, seed {cfg.get('seed')}; wall time "
+             f"{doc.get('wall_s', 0):.0f} s",
              "- `htam` and the ablations start from a memory built on the *other* kernels only (leave one out); "
-             "`htam-cold` starts from an empty memory (it is the warm-up pass).", *_reuse_lines(doc), ""]
-    if not any(a["kernels_measured"] for a in agg.values()):
+             "`htam-cold` starts from an empty memory (it is the warm-up pass).",
+             *([f"- `exhaustive` (knowledge-base order, budget {cfg.get('exhaustive_budget')}): the reference "
+                "for trials-to-90%. It is not the best reachable: another policy can beat it."]
+               if "exhaustive" in doc.get("policies", []) else []),
+             *_reuse_lines(doc, measured), ""]
+    if not measured:
         lines += ["**Nothing was measured: no GPU was used (static mode).** Every time, speedup and roofline "
                   "figure below is \"not measured\"; the runs only show that each kernel and policy runs end to "
                   "end (candidates compiled, Triton verified under the interpreter).", ""]
@@ -74,28 +107,34 @@ def suite_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
     if verdict:
         lines += ["### Against the targets", "", *verdict, ""]
     lines += ["### Per kernel", "",
-              "| kernel | lang | bound | policy | start ms | best ms | speedup | roofline (start -> best) | "
-              "trials to 90% | status |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "speedup: geomean over the input sets; ms: first input set (median); \"all sets ms\" gives every "
+              "set's start -> best median.", "",
+              "| kernel | lang | bound | policy | start ms | best ms | speedup | all sets ms (start -> best) | "
+              "roofline (start -> best) | trials to 90% | status |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["rows"]:
         t90 = r["trials_to_90"]
         t90s = NM if not r["target_known"] else ("not reached" if t90 is None else str(t90))
-        status = r["status"] + (f": {r['error']}" if r.get("error") else "")
         lines.append(f"| {r['kernel']} | {r['language']} | {r['bound'] or NM} | {r['policy']} | "
                      f"{_x(r['start_ms'], 4)} | {_x(r['best_ms'], 4)} | {_x(r['speedup'], 3, 'x')} | "
-                     f"{_pct(r['start_roofline_fraction'])} -> {_pct(r['roofline_fraction'])} | {t90s} | "
-                     f"{status[:120]} |")
+                     f"{_per_set(r)} | {_pct(r['start_roofline_fraction'])} -> {_pct(r['roofline_fraction'])} | "
+                     f"{t90s} | {_status(r)} |")
     if plot_name:
         lines += ["", f"![best speedup so far against trials, geomean over kernels, per policy]({plot_name})"]
     return "\n".join(lines) + "\n"
 
 
-def _reuse_lines(doc: dict[str, Any]) -> list[str]:
-    """The header line on the run's measurement cache (:mod:`htam_core.optimize.measure_cache`)."""
+def _reuse_lines(doc: dict[str, Any], measured: bool = True) -> list[str]:
+    """The header line on the run's measurement cache (:mod:`htam_core.optimize.measure_cache`); in static
+    mode (``measured`` false) it only says that nothing was timed, so nothing was measured or reused."""
     m = doc.get("measurements") or {}
     cfg = doc.get("config", {})
     if not m:
         return []
-    if cfg.get("reuse_measurements") is False:
+    off = cfg.get("reuse_measurements") is False
+    if not measured:
+        return [f"- Measurement reuse {'off (`--no-reuse`)' if off else 'on'}; nothing was timed (static mode), "
+                "so no measurement was taken or reused."]
+    if off:
         return ["- Every candidate was measured afresh (`--no-reuse`); every start kernel is timed afresh."]
     return ["- A candidate whose code is byte-identical to one measured earlier in this run (by any policy) "
             f"reuses that measurement ({m.get('reused', 0)} of {m.get('candidate_evaluations', 0)} candidate "
@@ -159,11 +198,18 @@ def kernelbench_markdown(doc: dict[str, Any]) -> str:
     """KernelBench results as Markdown: Correct, fast_p and geomean per level, then per problem."""
     env = doc.get("environment", {})
     cfg = doc.get("config", {})
-    lines = ["## KernelBench runner", "", *environment_lines(env),
-             f"- Engine {cfg.get('engine')}, {cfg.get('steps')} HTAM steps per problem; eager reference timed "
-             "here with KernelBench's timing (CUDA events, 3 warm-ups, L2 flushed before each trial, "
-             f"{cfg.get('timing_trials')} trials, mean); correctness over 5 trials seeded from 42, "
-             "atol = rtol = 1e-4 (fp32).", ""]
+    steps = cfg.get("steps")
+    head = f"- Engine {cfg.get('engine')}, {steps} HTAM step{'' if steps == 1 else 's'} per problem; "
+    if doc.get("measured"):
+        head += ("eager reference timed here with KernelBench's timing (CUDA events, 3 warm-ups, L2 flushed "
+                 f"before each trial, {cfg.get('timing_trials')} trials, mean); correctness over 5 trials seeded "
+                 "from 42, atol = rtol = 1e-4 (fp32).")
+    else:
+        head += ("static mode: nothing was timed (neither the eager reference nor the solutions) and no final "
+                 "verification ran; " + ("loop candidates were only checked under the Triton interpreter at the "
+                                         "overridden sizes." if doc.get("sizes_overridden") else
+                                         "without --size-overrides no problem runs on the CPU."))
+    lines = ["## KernelBench runner", "", *environment_lines(env), head, ""]
     if doc.get("sizes_overridden"):
         lines += ["**Problem sizes were overridden (smoke test): these are not KernelBench results.**", ""]
     if not doc.get("measured"):
@@ -178,11 +224,10 @@ def kernelbench_markdown(doc: dict[str, Any]) -> str:
               "| level | problem | start | correct | eager ms | ours ms | speedup over eager | start speedup | status |",
               "|---|---|---|---|---|---|---|---|---|"]
     for r in doc["problems"]:
-        corr = NM if r["correct"] is None else ("yes" if r["correct"] else "no")
-        status = r["status"] + (f": {r['error']}" if r.get("error") else "")
+        corr = "not verified" if r["correct"] is None else ("yes" if r["correct"] else "no")
         lines.append(f"| {r['level']} | {r['name']} | {r.get('start') or '-'} | {corr} | {_x(r['eager_ms'], 4)} | "
                      f"{_x(r['new_ms'], 4)} | {_x(r['speedup'], 3, 'x')} | {_x(r.get('start_speedup'), 3, 'x')} | "
-                     f"{status[:120]} |")
+                     f"{_status(r)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -9,8 +9,9 @@ rules engine and a fixed budget. Policies (:data:`POLICY_SPECS`):
 * ``htam``: the method, with a memory warmed up on the *other* kernels only (leave one out);
 * ``htam-cold``: HTAM from an empty memory. Its runs are the warm-up pass: each records into a store of its
   own, exported to JSON; the ``htam`` run of kernel k imports every export except k's;
-* ``random``: uniform random order over the same applicable transforms; ``exhaustive``: every candidate of the
-  transform space in knowledge-base order (with a larger budget), which gives the best reachable here;
+* ``random``: uniform random order over the same applicable transforms; ``exhaustive``: the candidates of the
+  transform space in knowledge-base order, up to a fixed (larger) budget. It is the reference for
+  trials-to-90%, not the best reachable: random or HTAM can beat it;
 * the ablations of DESIGN.md §1, each with the same leave-one-out memory: ``flat``, ``no-local``,
   ``no-prefix``, ``no-position``, ``no-update`` and ``random-memory`` (the ranker's ``random`` switch).
 
@@ -157,13 +158,17 @@ def parse_policies(text: str | None) -> list[str]:
     """``"htam,random"`` -> the policy names; ``"all"`` -> every policy; ``None`` -> :data:`DEFAULT_POLICIES`.
 
     Raises:
-        SuiteError: an unknown policy name (the message lists the known ones).
+        SuiteError: an unknown policy name, or a given but blank list (``" "``, ``","``); the message lists
+            the known ones.
     """
-    if not text:
+    if text is None:
         return list(DEFAULT_POLICIES)
     if text.strip() == "all":
         return list(ALL_POLICIES)
     names = [p.strip() for p in text.split(",") if p.strip()]
+    if not names:
+        raise SuiteError(f"--policies {text!r} names no policy; give a comma-separated list of: "
+                         f"{', '.join(POLICY_SPECS)} (or all)")
     bad = [p for p in names if p not in POLICY_SPECS]
     if bad:
         raise SuiteError(f"unknown policy {', '.join(bad)}; known: {', '.join(POLICY_SPECS)} (or all)")
@@ -229,21 +234,44 @@ def _export_memory(path: str, dest: str) -> None:
     Path(dest).write_text(json.dumps(data), encoding="utf-8")
 
 
+def per_set_medians(report_json: str | Path) -> tuple[list[float] | None, list[float] | None]:
+    """The start's and the best's median time of every input set (ms), read from a run's ``report.json``
+    (``start_profile``/``best_profile`` ``extra.timing.per_set``, written by :mod:`htam_core.profile.gpu`).
+
+    Returns ``(None, None)`` for a file that cannot be read, and ``None`` for a profile without per-set
+    timing (static mode, or a timing method without sets); never raises.
+    """
+    try:
+        data = json.loads(Path(report_json).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, None
+
+    def sets(key: str) -> list[float] | None:
+        timing = ((data.get(key) or {}).get("extra") or {}).get("timing") or {}
+        vals = [s.get("median") for s in timing.get("per_set") or []]
+        return [float(v) for v in vals] if vals and all(isinstance(v, (int, float)) for v in vals) else None
+
+    return sets("start_profile"), sets("best_profile")
+
+
 def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
     """Run one :class:`SuiteTask` (given as its JSON dict) and return its outcome dict.
 
     Returns:
         ``{"kernel", "policy", "status": "ok"|"skipped"|"error", "mode", "measured", "start_ms", "best_ms",
-        "best_speedup", "steps": [{"index", "strategy", "transform", "status", "correct", "time_ms",
-        "speedup_vs_start", "accepted"}], "memory_records_imported", "measurements_reused", "summary",
-        "error", "wall_s"}``. Times are ms; ``None`` means not measured. ``measurements_reused`` counts
-        candidates whose measurement came from the run's measurement cache.
+        "start_per_set_ms", "best_per_set_ms", "best_speedup", "steps": [{"index", "strategy", "transform",
+        "status", "correct", "time_ms", "speedup_vs_start", "accepted"}], "memory_records_imported",
+        "measurements_reused", "summary", "error", "wall_s"}``. Times are ms; ``None`` means not measured.
+        ``start_ms``/``best_ms`` are the first input set's medians; ``*_per_set_ms`` list every input set's
+        median (``None`` when not measured), from which ``best_speedup`` is the geomean ratio.
+        ``measurements_reused`` counts candidates whose measurement came from the run's measurement cache.
     """
     from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
 
     t = SuiteTask(**task)
     base: dict[str, Any] = {"kernel": t.kernel, "policy": t.policy_name, "status": "ok", "mode": None,
-                            "measured": False, "start_ms": None, "best_ms": None, "best_speedup": None,
+                            "measured": False, "start_ms": None, "best_ms": None, "start_per_set_ms": None,
+                            "best_per_set_ms": None, "best_speedup": None,
                             "steps": [], "memory_records_imported": 0, "measurements_reused": 0,
                             "error": None, "wall_s": 0.0}
     if t.deadline is not None and time.time() >= t.deadline:
@@ -265,8 +293,9 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
     steps = [{"index": s.index, "strategy": s.strategy, "transform": s.transform, "status": s.status,
               "correct": s.correct, "time_ms": s.time_ms, "speedup_vs_start": s.speedup_vs_start,
               "accepted": s.accepted} for s in res.steps]
+    start_sets, best_sets = per_set_medians(res.report_dir / "report.json") if res.measured else (None, None)
     return {**base, "mode": res.mode, "measured": res.measured, "start_ms": res.start_ms, "best_ms": res.best_ms,
-            "best_speedup": res.best_speedup, "steps": steps, "cancelled": res.cancelled,
+            "start_per_set_ms": start_sets, "best_per_set_ms": best_sets, "best_speedup": res.best_speedup, "steps": steps, "cancelled": res.cancelled,
             "measurements_reused": res.measurements_reused,
             "summary": res.summary, "wall_s": time.time() - t0}
 
@@ -414,8 +443,8 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
               peaks: dict[str, Any] | None) -> dict[str, Any]:
     """Per (kernel, policy) rows and per-policy aggregates from task outcomes.
 
-    Rows: ``start_ms``, ``best_ms``, ``speedup`` (best over start, geomean over input sets as the loop
-    measures it), ``roofline_fraction`` of the best (bound / best time, first input set), ``bound``
+    Rows: ``start_ms``, ``best_ms`` (first input set), ``start_per_set_ms``, ``best_per_set_ms`` (every
+    input set, or ``None``), ``speedup`` (best over start, geomean over input sets as the loop measures it), ``roofline_fraction`` of the best (bound / best time, first input set), ``bound``
     (``"memory"``/``"compute"``), ``trials_to_90`` (against the exhaustive best; ``None`` = not reached or no
     exhaustive run: ``target_known`` says which), ``curve`` (best speedup so far after each trial).
     Aggregates per policy: ``geomean_speedup``, ``median_trials_to_90`` (``inf`` when most never reached it),
@@ -451,6 +480,7 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
                 "kernel": k.name, "language": k.language, "policy": p, "status": r.get("status", "error"),
                 "error": r.get("error"), "mode": r.get("mode"), "measured": measured,
                 "start_ms": r.get("start_ms"), "best_ms": r.get("best_ms"), "speedup": r.get("best_speedup"),
+                "start_per_set_ms": r.get("start_per_set_ms"), "best_per_set_ms": r.get("best_per_set_ms"),
                 "roofline_fraction": metrics.roofline_fraction(r.get("best_ms"), bound_s) if measured else None,
                 "start_roofline_fraction": metrics.roofline_fraction(r.get("start_ms"), bound_s)
                 if measured else None,

@@ -59,7 +59,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--loop-trials", type=int, default=20, help="timed trials per candidate inside the loop")
     k.add_argument("--memory", default=None, help="HTAM memory store (default: a fresh store for this run)")
     k.add_argument("--size-overrides", default=None,
-                   help="JSON file {\"<level>/<id>\": {\"name\": value}} that shrinks module-level sizes (smoke "
+                   help="JSON file {\"<level>/<id>\": {\"name\": value}} that shrinks module-level sizes, e.g. "
+                        "bench/kernelbench_small_sizes.json (CPU smoke "
                         "tests only: the results are then marked as not KernelBench)")
     k.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget for the whole run")
     k.add_argument("--out", default="bench/results", help="results folder (default: bench/results)")

@@ -39,10 +39,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
-    table = Table(title=f"{args.file}: {len(model.kernels)} kernel(s)")
+    table = Table(title=escape(f"{args.file}: {len(model.kernels)} kernel(s)"))
     for col in ("kernel", "language", "lines", "params", "launch sites"):
         table.add_column(col, overflow="fold")
     for k in model.kernels:
@@ -51,11 +52,12 @@ def run(args: argparse.Namespace) -> int:
             f"line {s.line}: " + ", ".join(f"{key}={val}" for key, val in s.config.items()) for s in k.launch_sites
         ) or "-"
         name = k.name + (" (incomplete)" if k.incomplete else "")
-        table.add_row(name, k.language, f"{k.start_line}-{k.end_line}", params, sites)
+        # source text (array params, grid expressions like kernel[grid]) is never rich markup
+        table.add_row(escape(name), k.language, f"{k.start_line}-{k.end_line}", escape(params), escape(sites))
     console.print(table)
     if model.device_functions:
-        console.print("device functions: " + ", ".join(
-            f"{d.name} ({d.start_line}-{d.end_line})" for d in model.device_functions))
+        console.print(escape("device functions: " + ", ".join(
+            f"{d.name} ({d.start_line}-{d.end_line})" for d in model.device_functions)))
     if model.errors:
-        console.print(f"[yellow]parse problems:[/yellow] {'; '.join(model.errors[:5])}")
+        console.print(f"[yellow]parse problems:[/yellow] {escape('; '.join(model.errors[:5]))}")
     return 0

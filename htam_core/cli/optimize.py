@@ -19,7 +19,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("optimize", help="run the HTAM loop: profile, rank, generate, verify, time, record, repeat",
                        description="Optimize one kernel with HTAM. Writes report.json, report.md, speedup.png and "
-                                   "best.<ext> to --out. Your file is changed only with --apply.")
+                                   "best.<ext> to --out. Your file is changed only with --apply. Exit status: 0 "
+                                   "when the loop ran, 1 when the starting kernel failed or does not match its "
+                                   "reference (no candidate was tried; the notes say why), 2 on a usage error or "
+                                   "an unusable harness.")
     p.add_argument("file", help="a .cu/.cuh or .py file")
     p.add_argument("--kernel", required=True, help="the kernel's name (htam kernels FILE lists them)")
     p.add_argument("--engine", choices=("rules", "llm"), default="rules",
@@ -44,6 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the loop with a terminal progress bar; Ctrl-C stops after the current candidate."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from htam_core.generate.config import llm_task_config
@@ -71,9 +75,10 @@ def run(args: argparse.Namespace) -> int:
 
         def on_progress(e: ProgressEvent) -> None:
             best = f"best {e.best_speedup:.2f}×" if e.best_speedup else ""
-            bar.update(tid, completed=e.step, description=e.message[:60], best=best)
+            # messages carry file names, toml tables ([kernel.k]) and code: never rich markup
+            bar.update(tid, completed=e.step, description=escape(e.message[:60]), best=best)
             if not console.is_terminal and not args.json:
-                console.print(f"[{e.step}/{e.total}] {e.message}")
+                console.print(escape(f"[{e.step}/{e.total}] {e.message}"), highlight=False)
 
         try:
             result = run_optimize(task, on_progress=on_progress, cancel=cancel)
@@ -83,13 +88,15 @@ def run(args: argparse.Namespace) -> int:
         Path(args.file).write_text(result.best_text, encoding="utf-8")
     if args.json:
         print(json.dumps(result.to_json(), indent=2, default=str))
-        return 0
+        return 0 if result.start_ok else 1
     for w in result.warnings:
-        console.print(f"[yellow]note:[/yellow] {w}", markup=True, highlight=False, soft_wrap=True)
+        console.print(f"[yellow]note:[/yellow] {escape(w)}", markup=True, highlight=False, soft_wrap=True)
     print(result.summary)
     if result.cancelled:
         print("cancelled: kept the best kernel so far")
     print(f"report: {result.report_md}")
+    if not result.start_ok:
+        return 1  # nothing was tried: the start kernel failed or is wrong (the notes above say why)
     print(f"best kernel: {result.best_path}" + (" (written to " + args.file + ")" if args.apply and result.changed
                                                 else ""))
     return 0

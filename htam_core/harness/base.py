@@ -47,12 +47,16 @@ class HarnessError(Exception):
         message: what happened and what to do (one paragraph).
         snippet: text the user can paste, or ``None``.
         path: the file the snippet belongs in (``.../htam.toml``), or ``None``.
+        missing: ``True`` when no harness exists at all (a caller may go on unverified), ``False`` when one
+            exists but is wrong (a caller must stop: going on would silently drop the user's harness).
     """
 
-    def __init__(self, message: str, snippet: str | None = None, path: str | None = None) -> None:
+    def __init__(self, message: str, snippet: str | None = None, path: str | None = None,
+                 missing: bool = False) -> None:
         self.message = message
         self.snippet = snippet
         self.path = path
+        self.missing = missing
         full = message
         if snippet:
             full += f"\n\nPaste this into {path or 'htam.toml'}:\n\n{snippet}"

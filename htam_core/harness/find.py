@@ -108,7 +108,7 @@ def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = N
     return HarnessError(
         f"no harness for kernel {kernel!r} in {path.name}: htam does not know how to call it. Add a "
         f"[kernel.{kernel}] table to {path.parent / SPEC_FILENAME} (template below: check the guessed shapes and "
-        f"write the reference){extra}.", snippet=snippet, path=str(path.parent / SPEC_FILENAME))
+        f"write the reference){extra}.", snippet=snippet, path=str(path.parent / SPEC_FILENAME), missing=True)
 
 
 def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel | None = None) -> Harness:

@@ -128,6 +128,9 @@ class _Loop:
         try:
             self.harness = find_harness(self.path, task.kernel, model)
         except HarnessError as exc:
+            if not exc.missing:  # the user's harness exists but is wrong: never go on without it
+                raise OptimizeError(f"the harness of {task.kernel} cannot be used: {exc}\nFix it (check it with "
+                                    f"`htam verify {self.path.name} --kernel {task.kernel}`), then run again.") from exc
             self.harness = None
             self.warnings.append(f"no harness: candidates cannot be verified or timed. {exc}")
         cache = None

@@ -143,7 +143,12 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                                       [best_ev.time_ms])
     changed = best_text != start_text
     kept = [s for s in steps if s.accepted]
-    if gpu and not measured:
+    start_ok = start_ev.ok and start_ev.correct is not False
+    if not start_ok and not steps:
+        what = "does not match its reference" if start_ev.ok else "failed to compile or run"
+        summary = (f"No candidate was tried: the starting kernel {what} (see the notes for why and what to fix). "
+                   "best.* is the unchanged start.")
+    elif gpu and not measured:
         summary = (f"The starting kernel could not be timed on the GPU, so none of the {len(steps)} candidates has "
                    "a measured speedup; see the notes for why.")
     elif measured:
@@ -172,7 +177,7 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                             changed=changed, start_ms=start_ev.time_ms if measured else None,
                             best_ms=best_ev.time_ms if measured else None, mode="gpu" if gpu else "static",
                             best_path=best_path, warnings=list(warnings),
-                            measurements_reused=measurements_reused)
+                            measurements_reused=measurements_reused, start_ok=start_ok)
     data = result.to_json()
     data["task"] = task.to_json()
     data["start_profile"] = start_ev.profile.to_json() if start_ev.profile else None

@@ -158,6 +158,8 @@ class OptimizeResult:
         warnings: what the user should know (no harness and what to add, a failed start, early stop ...).
         measurements_reused: candidates whose verdict and times were taken from the measurement cache
             (:attr:`OptimizeTask.measure_cache`) instead of being measured again.
+        start_ok: the starting kernel ran and was not found wrong (``False``: it failed or does not match its
+            reference, so no candidate was tried; ``htam optimize`` then exits 1).
     """
 
     best_text: str
@@ -175,6 +177,7 @@ class OptimizeResult:
     best_path: Path | None = None
     warnings: list[str] = field(default_factory=list)
     measurements_reused: int = 0
+    start_ok: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (the best text left out; it is in ``best.<ext>``)."""
@@ -184,5 +187,5 @@ class OptimizeResult:
             "changed": self.changed, "summary": self.summary, "report_dir": str(self.report_dir),
             "report_md": str(self.report_md), "best_path": str(self.best_path) if self.best_path else None,
             "warnings": list(self.warnings), "measurements_reused": self.measurements_reused,
-            "steps": [asdict(s) for s in self.steps],
+            "start_ok": self.start_ok, "steps": [asdict(s) for s in self.steps],
         }

@@ -4,14 +4,27 @@ Public API::
 
     propose(transform_id, model, kernel, profile=None) -> list[Candidate] | NotApplicable  # validated
     get(transform_id) / all_transforms() / for_language(lang) / register (class decorator)
-    TextEdit, Candidate, NotApplicable, Transform, apply_edits(text, edits)
+    TextEdit, Candidate, NotApplicable, Transform, UnitTransform, apply_edits(text, edits)
 
-One module per strategy family: ``cuda_launch``, ``cuda_qualifiers``, ``cuda_loops``, ``cuda_memory``,
-``cuda_tiling``, ``cuda_math``, ``cuda_reduction``, ``triton_launch``, ``triton_autotune``, ``triton_hints``,
-``triton_ordering``.
+One module per strategy family: ``cuda_launch``, ``cuda_qualifiers``, ``cuda_warp_row``, ``cuda_loops``,
+``cuda_memory``, ``cuda_tiling``, ``cuda_math``, ``cuda_reduction``, ``triton_launch``, ``triton_autotune``,
+``triton_hints``, ``triton_ordering``.
+
+Writing a transform: subclass ``_cuda.CudaTransform`` or ``_triton.TritonTransform`` (both
+:class:`UnitTransform`), set ``id``, ``languages`` and ``summary``, and implement
+``propose_unit(unit, model, kernel, profile) -> list[Candidate] | NotApplicable``; ``propose`` parses the
+kernel's unit first and refuses with the parser's reason when the kernel cannot be located. Decorate the
+class with ``@register`` and add its module to ``_FAMILIES`` in :mod:`htam_core.transforms.registry`.
 """
 
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform, apply_edits
+from htam_core.transforms.base import (
+    Candidate,
+    NotApplicable,
+    TextEdit,
+    Transform,
+    UnitTransform,
+    apply_edits,
+)
 from htam_core.transforms.registry import all_transforms, for_language, get, propose, register, validate
 
 __all__ = [
@@ -19,6 +32,7 @@ __all__ = [
     "NotApplicable",
     "TextEdit",
     "Transform",
+    "UnitTransform",
     "all_transforms",
     "apply_edits",
     "for_language",

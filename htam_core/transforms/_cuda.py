@@ -15,7 +15,7 @@ from tree_sitter import Node
 
 from htam_core.source.model import Kernel, LaunchSite, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms.base import TextEdit
+from htam_core.transforms.base import TextEdit, UnitTransform
 from htam_core.transforms.validate import cuda_fragments
 
 _INT_RE = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+)[uUlL]*$")
@@ -690,3 +690,12 @@ def wrap_grid(unit: CudaUnit, launch: Launch, fmt: str) -> TextEdit | str:
         if typ == "dim3":
             return unit.replace(launch.grid, "dim3(" + fmt.format(f"{unit.t(g)}.x") + ")")
     return unit.replace(launch.grid, fmt.format(unit.t(launch.grid)))
+
+
+class CudaTransform(UnitTransform[CudaUnit]):
+    """Base of the CUDA transforms: ``propose`` loads the kernel's :class:`CudaUnit` with
+    :func:`load_unit`; subclasses implement ``propose_unit(unit, model, kernel, profile)``."""
+
+    def load_unit(self, model: SourceModel, kernel: Kernel) -> CudaUnit | str:
+        """The kernel's :class:`CudaUnit` (module-level :func:`load_unit`), or why it is not found."""
+        return load_unit(model, kernel)

@@ -12,7 +12,7 @@ from tree_sitter import Node
 
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms.base import TextEdit
+from htam_core.transforms.base import TextEdit, UnitTransform
 
 _BLOCK_NAME = re.compile(r"^(BLOCK\w*|TILE\w*|B[MNK]|BLOCK)$")
 
@@ -193,3 +193,12 @@ def add_kwarg(unit: TritonUnit, call: Node, text: str) -> TextEdit:
     if last is None:
         return TextEdit(args.start_byte + 1, args.start_byte + 1, text)
     return TextEdit(last.end_byte, last.end_byte, f", {text}")
+
+
+class TritonTransform(UnitTransform[TritonUnit]):
+    """Base of the Triton transforms: ``propose`` loads the kernel's :class:`TritonUnit` with
+    :func:`load_unit`; subclasses implement ``propose_unit(unit, model, kernel, profile)``."""
+
+    def load_unit(self, model: SourceModel, kernel: Kernel) -> TritonUnit | str:
+        """The kernel's :class:`TritonUnit` (module-level :func:`load_unit`), or why it is not found."""
+        return load_unit(model, kernel)

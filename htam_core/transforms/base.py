@@ -5,6 +5,14 @@ implementation, see DESIGN.md section 1). It reads the kernel through the source
 (:mod:`htam_core.source.model`) and proposes one or more :class:`Candidate` edits, or says why it does
 not apply with a :class:`NotApplicable`. :func:`htam_core.transforms.registry.propose` validates every
 candidate (the file must still parse and the kernel must still exist) before anyone sees it.
+
+Writing a transform: subclass :class:`htam_core.transforms._cuda.CudaTransform` (CUDA, also CUDA held in a
+Python ``load_inline`` string) or :class:`htam_core.transforms._triton.TritonTransform`, set ``id``,
+``languages`` and ``summary``, implement ``propose_unit(unit, model, kernel, profile)`` and decorate the class
+with :func:`htam_core.transforms.registry.register`. Their ``propose`` (:class:`UnitTransform`) parses the
+kernel's unit first and answers :class:`NotApplicable` when the kernel cannot be located in the tree, so
+``propose_unit`` always gets a parsed unit. A transform that needs no parsed unit subclasses
+:class:`Transform` and implements ``propose`` itself.
 """
 
 from __future__ import annotations
@@ -12,7 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
@@ -157,3 +165,39 @@ class Transform(ABC):
     def not_applicable(self, reason: str) -> NotApplicable:
         """A :class:`NotApplicable` tagged with this transform's id."""
         return NotApplicable(reason=reason, transform_id=self.id)
+
+
+U = TypeVar("U")
+
+
+class UnitTransform(Transform, Generic[U]):
+    """A transform that works on the kernel's parsed unit (template method over :meth:`Transform.propose`).
+
+    :meth:`propose` calls :meth:`load_unit`; a string result (the kernel cannot be located in the tree)
+    becomes :class:`NotApplicable` with that string as reason, otherwise :meth:`propose_unit` does the
+    work. Language bases bind :meth:`load_unit`: ``_cuda.CudaTransform`` (``CudaUnit``) and
+    ``_triton.TritonTransform`` (``TritonUnit``).
+    """
+
+    @abstractmethod
+    def load_unit(self, model: SourceModel, kernel: Kernel) -> U | str:
+        """The parsed unit that holds ``kernel`` of ``model``, or the reason it cannot be located."""
+
+    def propose(
+        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    ) -> list[Candidate] | NotApplicable:
+        """Load the kernel's unit and hand it to :meth:`propose_unit`, or say why it cannot be loaded."""
+        unit = self.load_unit(model, kernel)
+        if isinstance(unit, str):
+            return self.not_applicable(unit)
+        return self.propose_unit(unit, model, kernel, profile)
+
+    @abstractmethod
+    def propose_unit(
+        self, unit: U, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
+        """Propose candidates for ``kernel`` (parsed as ``unit``), or say why the transform does not apply.
+
+        Same contract as :meth:`Transform.propose`: never raise for kernels it cannot handle, return
+        :class:`NotApplicable` with a specific reason instead; ``profile`` may be ``None``.
+        """

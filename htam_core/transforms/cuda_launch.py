@@ -16,8 +16,8 @@ from tree_sitter import Node
 from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._cuda import DIMS, Const, CudaUnit, int_literal, load_unit, references
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms._cuda import DIMS, Const, CudaTransform, CudaUnit, int_literal, references
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
 
 CUDA_LANGS = ("cuda", "cuda-in-python")
@@ -240,20 +240,17 @@ def bounds_edit(unit: CudaUnit, old_total: int | None, new_total: int) -> TextEd
 
 
 @register
-class CudaBlockSize(Transform):
+class CudaBlockSize(CudaTransform):
     """Retune threads per block at the launch site, keeping the grid consistent."""
 
     id = "cuda.block_size"
     languages = CUDA_LANGS
     summary = "retune threads per block at the launch site (grid follows)"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """Candidates for other block sizes: 128..1024 for 1-D blocks, 32x8 .. 32x32 shapes for 2-D ones."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
         dims = unit.block_dims(unit.launches[0])
@@ -302,23 +299,20 @@ class CudaBlockSize(Transform):
 
 
 @register
-class CudaLaunchBounds(Transform):
+class CudaLaunchBounds(CudaTransform):
     """Add ``__launch_bounds__(N)`` matching the launch's constant block size."""
 
     id = "cuda.launch_bounds"
     languages = CUDA_LANGS
     summary = "add __launch_bounds__ matching the launch's block size"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate: ``__launch_bounds__(N)`` with N the largest constant block size of the launches.
 
         Idea source: CUDA C++ Programming Guide, "Launch Bounds" (lets ptxas budget registers for N).
         """
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         if kernel.attributes.get("launch_bounds") or unit.launch_bounds_node() is not None:
             return self.not_applicable(f"{kernel.name} already has __launch_bounds__")
         if not unit.launches:

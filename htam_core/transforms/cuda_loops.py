@@ -13,14 +13,14 @@ from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
+    CudaTransform,
     CudaUnit,
     elementwise,
     include_insert_point,
-    load_unit,
     statement_span,
     wrap_grid,
 )
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
 
@@ -80,20 +80,17 @@ def _has_unroll_pragma(unit: CudaUnit, loop: Node) -> bool:
 
 
 @register
-class CudaUnroll(Transform):
+class CudaUnroll(CudaTransform):
     """``#pragma unroll`` before loops with a constant trip count."""
 
     id = "cuda.unroll"
     languages = CUDA_LANGS
     summary = "#pragma unroll on loops with a constant trip count"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate unrolling every eligible loop (full unroll up to 64 trips, else by 4)."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         loops = _ts.of_type(unit.body, "for_statement")
         if not loops:
             return self.not_applicable(f"{kernel.name} has no for loop")
@@ -178,20 +175,17 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
 
 
 @register
-class CudaGridStride(Transform):
+class CudaGridStride(CudaTransform):
     """Convert an ``if (i < n)`` elementwise kernel into a grid-stride loop with an SM-sized grid."""
 
     id = "cuda.grid_stride"
     languages = CUDA_LANGS
     summary = "grid-stride loop, grid capped at a multiple of the SM count"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """Candidates with the grid capped at 8 and 32 blocks per SM."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         if kernel.features.has_grid_stride_loop:
             return self.not_applicable(f"{kernel.name} already has a grid-stride loop")
         body = grid_stride_body_edits(unit)

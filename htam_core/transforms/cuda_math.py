@@ -13,8 +13,8 @@ from tree_sitter import Node
 from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._cuda import CudaUnit, load_unit
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms._cuda import CudaTransform, CudaUnit
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
 
@@ -49,7 +49,7 @@ def _is_float_expr(unit: CudaUnit, node: Node) -> bool:
 
 
 @register
-class CudaFastMath(Transform):
+class CudaFastMath(CudaTransform):
     """Replace float math calls and float divisions with fast intrinsics."""
 
     id = "cuda.fast_math"
@@ -57,13 +57,10 @@ class CudaFastMath(Transform):
     changes_numerics = True
     summary = "fast-math intrinsics (__expf, __fdividef ...); changes numerics"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate with every eligible call and division in the kernel body rewritten."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         edits: list[TextEdit] = []
         calls: list[str] = []
         divs = 0

@@ -13,16 +13,16 @@ from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
+    CudaTransform,
     CudaUnit,
     _is_lvalue,
     elementwise,
-    load_unit,
     pointer_access,
     references,
     statement_list,
     wrap_grid,
 )
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import pointer_params
 from htam_core.transforms.registry import register
@@ -44,20 +44,17 @@ def element_type(unit: CudaUnit, param: Node) -> str:
 
 
 @register
-class CudaLdg(Transform):
+class CudaLdg(CudaTransform):
     """Route loads from ``const __restrict__`` pointer parameters through ``__ldg``."""
 
     id = "cuda.ldg"
     languages = CUDA_LANGS
     summary = "read-only loads through __ldg for const __restrict__ params"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate wrapping every indexed load ``p[i]`` of eligible params as ``__ldg(&p[i])``."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         eligible, reasons = [], []
         for name, p, _decl, has_const, has_restrict in pointer_params(unit):
             if not (has_const and has_restrict):
@@ -105,20 +102,17 @@ def _is_float_ptr(unit: CudaUnit, p: Node) -> bool:
 
 
 @register
-class CudaVectorizeFloat4(Transform):
+class CudaVectorizeFloat4(CudaTransform):
     """``float4`` main loop with a scalar tail and a 16-byte alignment check for float elementwise kernels."""
 
     id = "cuda.vectorize_float4"
     languages = CUDA_LANGS
     summary = "float4 vectorized elementwise loop with scalar tail and alignment fallback"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate; every launch's 1-D grid is divided by 4 (rounded up)."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         ew = elementwise(unit)
         if isinstance(ew, str):
             return self.not_applicable(f"not an elementwise kernel: {ew}")

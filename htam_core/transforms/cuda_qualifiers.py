@@ -12,8 +12,8 @@ from __future__ import annotations
 from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._cuda import CudaUnit, load_unit, pointer_access
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, pointer_access
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
 
@@ -49,20 +49,17 @@ def has_other_declaration(unit: CudaUnit) -> bool:
 
 
 @register
-class CudaRestrictConst(Transform):
+class CudaRestrictConst(CudaTransform):
     """Add ``const`` and ``__restrict__`` to read-only pointer parameters."""
 
     id = "cuda.restrict_const"
     languages = CUDA_LANGS
     summary = "add const __restrict__ to read-only pointer params"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate qualifying every provably read-only pointer parameter."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         ptrs = pointer_params(unit)
         if not ptrs:
             return self.not_applicable(f"{kernel.name} has no pointer parameters")

@@ -34,16 +34,16 @@ from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
+    CudaTransform,
     CudaUnit,
     _cond_parts,
     _is_lvalue,
     builtin_field,
-    load_unit,
     references,
     statement_list,
     statement_span,
 )
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_loops import model_line
 from htam_core.transforms.registry import register
@@ -462,7 +462,7 @@ def _bound_text(unit: CudaUnit, bound: Node) -> str:
 
 
 @register
-class CudaSequentialAddressing(Transform):
+class CudaSequentialAddressing(CudaTransform):
     """Sequential addressing in a shared-memory tree reduction (``tid % (2*s) == 0`` -> ``tid < s``)."""
 
     id = "cuda.sequential_addressing"
@@ -470,17 +470,14 @@ class CudaSequentialAddressing(Transform):
     changes_numerics = True
     summary = "sequential addressing in a shared-memory tree reduction (no divergence, no bank conflicts)"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate rewriting every interleaved tree loop directly in the kernel body.
 
         Refuses when there is no such loop, the combine is not associative and commutative, ``tid`` is
         not ``threadIdx.x``, or some launch in the file does not use a compile-time power-of-two block.
         """
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         loops = [s for s in statement_list(unit.body) if s.type == "for_statement"]
         if not loops:
             return self.not_applicable(f"{kernel.name} has no for loop directly in its body")

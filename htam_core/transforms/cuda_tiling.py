@@ -16,15 +16,15 @@ from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
+    CudaTransform,
     CudaUnit,
     builtin_field,
     global_index_parts,
-    load_unit,
     references,
     statement_list,
     strip_casts,
 )
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, retune_block
 from htam_core.transforms.cuda_memory import element_type
 from htam_core.transforms.registry import register
@@ -124,21 +124,18 @@ def _square_block(unit: CudaUnit) -> int | str:
 
 
 @register
-class CudaSmemTilingMatmul(Transform):
+class CudaSmemTilingMatmul(CudaTransform):
     """Shared-memory tiling of ``C[row*N+col] = f(sum_k A[row*K+k] * B[k*N+col])``."""
 
     id = "cuda.smem_tiling_matmul"
     languages = CUDA_LANGS
     summary = "shared-memory tiled matmul (TILE 16 or 32) from the naive pattern"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """Candidates for TILE equal to the current square block, and the other of 16/32 when the launch
         can be retuned consistently."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         m = self._match(unit)
         if isinstance(m, str):
             return self.not_applicable(f"not the naive matmul pattern: {m}")
@@ -296,21 +293,18 @@ class CudaSmemTilingMatmul(Transform):
 
 
 @register
-class CudaTransposeSmemTile(Transform):
+class CudaTransposeSmemTile(CudaTransform):
     """``out[x*rows+y] = in[y*cols+x]`` -> transpose through a padded 32x33 shared tile."""
 
     id = "cuda.transpose_smem_tile"
     languages = CUDA_LANGS
     summary = "transpose through a 32x33 padded shared-memory tile (coalesced, no bank conflicts)"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """Candidates: the tiled kernel with the current 32x32 block, and with 32x8 blocks when the block
         argument belongs to this launch alone."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         m = self._match(unit)
         if isinstance(m, str):
             return self.not_applicable(f"not the naive transpose pattern: {m}")

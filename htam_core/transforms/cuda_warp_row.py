@@ -30,15 +30,15 @@ from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
+    CudaTransform,
     CudaUnit,
     Elementwise,
     _is_lvalue,
     elementwise,
-    load_unit,
     references,
     wrap_grid,
 )
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
 
@@ -234,20 +234,17 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
 
 
 @register
-class CudaWarpPerRow(Transform):
+class CudaWarpPerRow(CudaTransform):
     """Give each row of a thread-per-row kernel to a warp (coalesced loops, shuffle all-reduce)."""
 
     id = "cuda.warp_per_row"
     languages = CUDA_LANGS
     summary = "one warp per row: lanes stride the row, __shfl_xor_sync all-reduce, 32x the blocks"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate, or the reason the kernel is not a thread-per-row kernel this rewrite can prove."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         ew = elementwise(unit)
         if isinstance(ew, str):
             return self.not_applicable(f"not a thread-per-row kernel: {ew}")

@@ -12,8 +12,8 @@ from __future__ import annotations
 from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._triton import TritonUnit, is_block_param, load_unit, python_int, remove_kwarg
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms._triton import TritonTransform, TritonUnit, is_block_param, python_int, remove_kwarg
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
 from htam_core.transforms.triton_launch import (
     TRITON_LANGS,
@@ -48,20 +48,17 @@ def _import_os_edit(unit: TritonUnit) -> list[TextEdit]:
 
 
 @register
-class TritonAutotune(Transform):
+class TritonAutotune(TritonTransform):
     """Wrap the kernel in ``@triton.autotune`` (or widen a literal config list)."""
 
     id = "triton.autotune"
     languages = TRITON_LANGS
     summary = "@triton.autotune over block sizes and num_warps keyed on the size arguments"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: TritonUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate: the config grid, the decorator, and the launch rewritten to match."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         if "autotune" in kernel.attributes:
             return self._widen(unit)
         if not unit.launches:

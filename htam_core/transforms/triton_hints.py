@@ -16,8 +16,8 @@ from tree_sitter import Node
 from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._triton import TritonUnit, add_kwarg, load_unit
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms._triton import TritonTransform, TritonUnit, add_kwarg
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
 from htam_core.transforms.triton_launch import TRITON_LANGS
 
@@ -57,20 +57,17 @@ def _in_loop(node: Node, stop: Node) -> bool:
 
 
 @register
-class TritonCacheHints(Transform):
+class TritonCacheHints(TritonTransform):
     """``eviction_policy="evict_first"`` or ``cache_modifier=".cg"`` on loads that are read once."""
 
     id = "triton.cache_hints"
     languages = TRITON_LANGS
     summary = "evict_first / .cg cache hints on streaming loads"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: TritonUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """Two candidates: the eviction hint, and the L2-only (``.cg``) cache modifier."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         loads = unit.calls(unit.body, "tl.load")
         if not loads:
             return self.not_applicable(f"{kernel.name} has no tl.load")
@@ -106,20 +103,17 @@ class TritonCacheHints(Transform):
 
 
 @register
-class TritonDivisibilityHints(Transform):
+class TritonDivisibilityHints(TritonTransform):
     """``tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)`` after ``offs = pid * BLOCK + tl.arange(0, BLOCK)``."""
 
     id = "triton.divisibility_hints"
     languages = TRITON_LANGS
     summary = "tl.multiple_of / tl.max_contiguous on block offsets"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: TritonUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate hinting every matching offset assignment."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         if unit.calls(unit.body, "tl.multiple_of") or unit.calls(unit.body, "tl.max_contiguous"):
             return self.not_applicable(f"{kernel.name} already has divisibility/contiguity hints")
         tainted = pid_tainted(unit) | {"pid"}

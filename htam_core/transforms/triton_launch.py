@@ -16,8 +16,15 @@ from tree_sitter import Node
 from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._triton import TLaunch, TritonUnit, add_kwarg, is_block_param, load_unit, python_int
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms._triton import (
+    TLaunch,
+    TritonTransform,
+    TritonUnit,
+    add_kwarg,
+    is_block_param,
+    python_int,
+)
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
 
 TRITON_LANGS = ("triton",)
@@ -123,20 +130,17 @@ def block_edits(unit: TritonUnit, param: str, new: int) -> list[TextEdit] | str:
 
 
 @register
-class TritonBlockSize(Transform):
+class TritonBlockSize(TritonTransform):
     """Retune ``BLOCK_*`` constexprs at the launch site (powers of two, masked kernels only)."""
 
     id = "triton.block_size"
     languages = TRITON_LANGS
     summary = "retune BLOCK_* constexprs at the launch site"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: TritonUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """Candidates 128..4096 for a single block param; x2 and /2 per param for several."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         params = [p for p in kernel.constexpr_params if is_block_param(p)]
         if not params:
             return self.not_applicable(f"{kernel.name} has no BLOCK_* constexpr parameter")
@@ -210,20 +214,17 @@ def _kw_int(unit: TritonUnit, la: TLaunch, name: str) -> tuple[int | None, Node 
 
 
 @register
-class TritonWarpsStages(Transform):
+class TritonWarpsStages(TritonTransform):
     """Retune ``num_warps`` and ``num_stages`` at the launch site."""
 
     id = "triton.warps_stages"
     languages = TRITON_LANGS
     summary = "retune num_warps / num_stages at the launch site"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: TritonUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate per other ``num_warps`` value, and per ``num_stages`` value when the kernel loops."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         if "autotune" in kernel.attributes:
             return self.not_applicable(f"{kernel.name} is autotuned: its configs set num_warps/num_stages")
         if not unit.launches:

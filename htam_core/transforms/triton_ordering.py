@@ -13,8 +13,8 @@ from tree_sitter import Node
 from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._triton import TritonUnit, load_unit
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform
+from htam_core.transforms._triton import TritonTransform, TritonUnit
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
 from htam_core.transforms.triton_launch import TRITON_LANGS
 
@@ -47,20 +47,17 @@ def _stmt_range(unit: TritonUnit, a: Node) -> tuple[int, int]:
 
 
 @register
-class TritonGroupedOrdering(Transform):
+class TritonGroupedOrdering(TritonTransform):
     """Grouped (swizzled) ``pid_m``/``pid_n`` for 2-D tiled kernels."""
 
     id = "triton.grouped_ordering"
     languages = TRITON_LANGS
     summary = "grouped (L2-friendly) program ordering for 2-D tiled kernels"
 
-    def propose(
-        self, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    def propose_unit(
+        self, unit: TritonUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """Candidates with GROUP_M = 8 and 4."""
-        unit = load_unit(model, kernel)
-        if isinstance(unit, str):
-            return self.not_applicable(unit)
         if "group" in unit.t(unit.body).lower():
             return self.not_applicable(f"{kernel.name} already groups its programs")
         if not (kernel.features.uses_dot or kernel.features.uses_2d_index):

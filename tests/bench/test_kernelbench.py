@@ -16,7 +16,7 @@ from tests.support.openai_server import OpenAIServer, Scripted
 REPO = Path(__file__).resolve().parents[2]
 PROBLEMS = REPO / ".." / "shared" / "data" / "kernelbench" / "problems.jsonl"
 SOLUTIONS = REPO / "bench" / "kernelbench_solutions"
-SMALL = Path(__file__).with_name("kb_small_sizes.json")
+SMALL = REPO / "bench" / "kernelbench_small_sizes.json"  # shipped for users' CPU smoke runs
 needs_problems = pytest.mark.skipif(not PROBLEMS.is_file(), reason="../shared/data/kernelbench is not present")
 
 

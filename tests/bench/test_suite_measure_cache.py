@@ -28,7 +28,8 @@ def test_run_suite_task_passes_the_cache_and_returns_reuses(tmp_path: Path,
         steps = [SimpleNamespace(index=i, strategy="s", transform="t", status="neutral", correct=True,
                                  time_ms=1.0, speedup_vs_start=1.0, accepted=False) for i in (1, 2, 3)]
         return SimpleNamespace(mode="gpu", measured=True, start_ms=1.0, best_ms=1.0, best_speedup=1.0,
-                               steps=steps, cancelled=False, summary="s", measurements_reused=2)
+                               steps=steps, cancelled=False, summary="s", measurements_reused=2,
+                               report_dir=tmp_path / "run")
 
     monkeypatch.setattr("htam_core.optimize.run_optimize", fake_run_optimize)
     cache = str(tmp_path / "work" / suite.MEASURE_CACHE_NAME)
@@ -53,10 +54,16 @@ def test_task_layout_with_and_without_reuse(tmp_path: Path) -> None:
 
 
 def _fake_results(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"kernel": t["kernel"], "policy": t["policy_name"], "status": "ok", "mode": "static",
-             "measured": False, "start_ms": None, "best_ms": None, "best_speedup": None,
-             "steps": [{"speedup_vs_start": None}] * t["budget"], "memory_records_imported": 0,
-             "measurements_reused": 1 if t["measure_cache"] else 0} for t in tasks]
+    """A task with the cache acts as a measured (GPU) run, one without it as a static run."""
+    def one(t: dict[str, Any]) -> dict[str, Any]:
+        gpu = bool(t["measure_cache"])
+        ms = 1.0 if gpu else None
+        return {"kernel": t["kernel"], "policy": t["policy_name"], "status": "ok",
+                "mode": "gpu" if gpu else "static", "measured": gpu, "start_ms": ms, "best_ms": ms,
+                "best_speedup": ms, "steps": [{"speedup_vs_start": ms}] * t["budget"],
+                "memory_records_imported": 0, "measurements_reused": 1 if gpu else 0}
+
+    return [one(t) for t in tasks]
 
 
 @pytest.fixture
@@ -117,4 +124,7 @@ def test_cli_no_reuse(tmp_path: Path, fake_tasks: list[list[dict[str, Any]]]) ->
     doc = json.loads(next(out.glob("*-suite.json")).read_text())
     assert doc["config"]["reuse_measurements"] is False and doc["measurements"]["reused"] == 0
     md = next(out.glob("*-suite.md")).read_text()
-    assert "measured afresh (`--no-reuse`)" in md and "reuses that measurement" not in md
+    assert "reuses that measurement" not in md
+    # static mode: nothing was timed, so the header claims neither fresh measurements nor timed trials
+    assert "measured afresh" not in md and "timed trials per candidate" not in md
+    assert "Measurement reuse off (`--no-reuse`); nothing was timed (static mode)" in md

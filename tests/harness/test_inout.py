@@ -8,7 +8,6 @@ launch); the others verify the Triton fixture in a worker under ``TRITON_INTERPR
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from htam_core.harness.base import Harness, InputSpec
 from htam_core.harness.runner import load_module, prepare_spec, split_outputs, verify_in_worker
 from htam_core.harness.spec import parse_kernel_table
 from htam_core.verify.correctness import check_correctness
+from tests.support.harness_copy import copy_with_harness
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "harness" / "inout"
 
@@ -149,13 +149,7 @@ needs_triton = pytest.mark.skipif(not HAS_TRITON, reason="triton is not installe
 
 def _copy(tmp_path: Path, replace: list[tuple[str, str]] = ()) -> Path:
     """The fixture copied into ``tmp_path`` with ``(old, new)`` replacements applied to its htam.toml."""
-    shutil.copy(FIX / "axpby.py", tmp_path / "axpby.py")
-    toml = (FIX / "htam.toml").read_text()
-    for old, new in replace:
-        assert old in toml, old
-        toml = toml.replace(old, new)
-    (tmp_path / "htam.toml").write_text(toml)
-    return tmp_path / "axpby.py"
+    return copy_with_harness(FIX, "axpby.py", tmp_path, replace)
 
 
 def _verify(path: Path):

@@ -9,7 +9,6 @@ are tried. Static mode (``static=True``), so the tests mean the same with or wit
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from htam_core.cli.main import main
 from htam_core.optimize import OptimizeTask, ProgressEvent, run_optimize
 from htam_core.optimize.loop import start_mismatch_warning
+from tests.support.harness_copy import copy_with_harness
 
 pytest.importorskip("triton")
 
@@ -31,14 +31,8 @@ EMPTY_Y = [('{ name = "y", shape = ["N"], dtype = "float32", init = "randn" }',
 
 
 def _copy(dst: Path, replace: list[tuple[str, str]] = ()) -> Path:
-    dst.mkdir(parents=True, exist_ok=True)
-    shutil.copy(FIX / "axpby.py", dst / "axpby.py")
-    toml = (FIX / "htam.toml").read_text()
-    for old, new in replace:
-        assert old in toml, old
-        toml = toml.replace(old, new)
-    (dst / "htam.toml").write_text(toml)
-    return dst / "axpby.py"
+    """The fixture copied into ``dst`` with ``(old, new)`` replacements applied to its htam.toml."""
+    return copy_with_harness(FIX, "axpby.py", dst, replace)
 
 
 def _run(src: Path, tmp_path: Path, events: list[ProgressEvent] | None = None, budget: int = 2):
@@ -87,8 +81,31 @@ def test_cli_prints_the_warning(tmp_path: Path, capsys: pytest.CaptureFixture[st
                  "--out", str(tmp_path / "out"), "--memory", str(tmp_path / "mem.sqlite3")])
     out = capsys.readouterr()
     text = " ".join((out.out + out.err).split())  # rich wraps long lines on stderr
-    assert code == 0  # like a start that fails to run: the report says why, no candidate was tried
+    assert code == 1  # nothing was tried: the start is wrong (the notes say why)
     assert STOPPED in text and HINT in text
+    assert "No candidate was tried: the starting kernel does not match its reference" in text
+    assert "best kernel:" not in text and "kept chain" not in text
+
+
+def test_cli_notes_keep_bracketed_text(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       private_htam_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: notes went through rich markup, which swallowed "[kernel.axpby_kernel]" from the text."""
+    import htam_core.optimize as opt
+
+    real = opt.run_optimize
+
+    def with_note(task, **kw):
+        res = real(task, **kw)
+        res.warnings.append("see htam.toml [kernel.axpby_kernel] and [bold]this[/bold]")
+        return res
+
+    monkeypatch.setattr(opt, "run_optimize", with_note)
+    src = _copy(tmp_path / "src")
+    main(["optimize", str(src), "--kernel", "axpby_kernel", "--static", "--budget", "1",
+          "--out", str(tmp_path / "out"), "--memory", str(tmp_path / "mem.sqlite3")])
+    out = capsys.readouterr()
+    text = " ".join((out.out + out.err).split())
+    assert "htam.toml [kernel.axpby_kernel] and [bold]this[/bold]" in text
 
 
 def test_warning_without_nan_has_no_init_hint() -> None:
@@ -98,3 +115,16 @@ def test_warning_without_nan_has_no_init_hint() -> None:
     assert "htam verify k.py --kernel k" in w
     nan = start_mismatch_warning(["output 0: 9 of 9 values are NaN/Inf where the reference is finite"], "k.cu", "k")
     assert HINT in nan and "C in C = alpha*A*B + beta*C" in nan
+
+
+def test_a_broken_harness_stops_the_run_instead_of_going_on_unverified(tmp_path: Path) -> None:
+    """Regression: an htam.toml whose reference reads a NaN-poisoned output was treated like *no* harness,
+    and the loop went on with unverified candidates. A harness that exists but is wrong must stop the run."""
+    from htam_core.optimize import OptimizeError
+
+    src = _copy(tmp_path / "src", EMPTY_Y[:1])  # y poisoned, but the reference still reads it
+    with pytest.raises(OptimizeError) as err:
+        _run(src, tmp_path)
+    msg = str(err.value)
+    assert "harness of axpby_kernel cannot be used" in msg and "reference" in msg and "htam verify" in msg
+    assert not (tmp_path / "out" / "candidates").exists()
