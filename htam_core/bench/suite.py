@@ -33,6 +33,7 @@ from typing import Any
 from htam_core.bench import metrics
 from htam_core.bench.parallel import cancel_at
 from htam_core.harness.base import Harness, HarnessError
+from htam_core.profile.peaks import peak_flops_for
 
 #: Policy name -> (OptimizeTask.policy, OptimizeTask.ablation, uses the leave-one-out memory).
 POLICY_SPECS: dict[str, tuple[str, str | None, bool]] = {
@@ -463,11 +464,8 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
     for k in kernels:
         exh = by.get((k.name, "exhaustive"))
         target = exh.get("best_speedup") if exh and exh.get("measured") else None
-        peak = fp32
-        if k.compute_dtype == "tf32" and (peaks or {}).get("tf32_flops_per_s"):
-            peak = peaks["tf32_flops_per_s"]  # type: ignore[index]
-        elif k.compute_dtype in ("bfloat16", "float16") and (peaks or {}).get("bf16_flops_per_s"):
-            peak = peaks["bf16_flops_per_s"]  # type: ignore[index]
+        peak = peak_flops_for(k.compute_dtype, fp32, (peaks or {}).get("bf16_flops_per_s"),
+                              (peaks or {}).get("tf32_flops_per_s"))
         bound_s = metrics.roofline_time_s(k.bytes_moved, k.flops, dram, peak)
         mem_s = (k.bytes_moved / dram) if (k.bytes_moved and dram) else None
         cmp_s = (k.flops / peak) if (k.flops and peak) else None

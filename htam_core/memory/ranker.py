@@ -219,19 +219,23 @@ class _Memory:
             self._blocks[use_pos] = self._encode(self.pidx, self.pdir, self.plen, use_pos)
         return self._blocks[use_pos]
 
-    def outcomes(self, seed: int | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(value, speedup, win, fail)``, permuted jointly with ``seed`` when given (``random`` ablation).
+    def outcomes(self, seed: int | None
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(value, raw, speedup, win, fail)``, permuted jointly with ``seed`` when given (``random``
+        ablation).
 
         ``value`` is :func:`best_of_groups` of the records' values: one valued record per (kernel, prefix,
-        step, state) group, i.e. per parent kernel and step. ``speedup``, ``win`` and ``fail`` stay per record (evidence counts every trial).
+        step, state) group, i.e. per parent kernel and step. ``raw`` (every record's own value), ``speedup``,
+        ``win`` and ``fail`` stay per record (confidence and evidence count every trial).
         """
-        if seed is None:
-            return best_of_groups(self.value, self.group), self.speedup, self.win, self.fail
-        if self._perm is None or self._perm[:2] != (seed, self.n):
-            gen = torch.Generator().manual_seed(seed)
-            self._perm = (seed, self.n, torch.randperm(self.n, generator=gen))
-        p = self._perm[2]
-        return best_of_groups(self.value[p], self.group), self.speedup[p], self.win[p], self.fail[p]
+        raw, speedup, win, fail = self.value, self.speedup, self.win, self.fail
+        if seed is not None:
+            if self._perm is None or self._perm[:2] != (seed, self.n):
+                gen = torch.Generator().manual_seed(seed)
+                self._perm = (seed, self.n, torch.randperm(self.n, generator=gen))
+            p = self._perm[2]
+            raw, speedup, win, fail = raw[p], speedup[p], win[p], fail[p]
+        return best_of_groups(raw, self.group), raw, speedup, win, fail
 
 
 def best_of_groups(value: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
@@ -424,10 +428,7 @@ class Ranker:
         last = known[-1] if known and prefix and prefix[-1] == known[-1] else None
 
         sims = self._similarities(state, list(prefix)[-PREFIX_LEN:] if use_prefix else [])
-        value, speedup, win, fail = self._memory.outcomes(self.seed if ab == "random" else None)
-        raw = self._memory.value  # per-record values (the confidence counts every trial), permuted alike
-        if ab == "random" and self._memory._perm is not None:
-            raw = raw[self._memory._perm[2]]
+        value, raw, speedup, win, fail = self._memory.outcomes(self.seed if ab == "random" else None)
         mem = self._memory
         n_dirs, n_strats = len(kb.directions), len(kb.strategies)
         d_att = _segment_attention(sims, mem.dir, value, n_dirs, cfg.tau, raw)

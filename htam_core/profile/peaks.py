@@ -44,13 +44,21 @@ class Peaks:
     tf32_flops_per_s: float | None = None
 
     def flops_for(self, dtype: str | None) -> float:
-        """Peak FLOP/s for a compute dtype name: ``bfloat16``/``float16`` -> the bf16 tensor-core peak,
-        ``tf32`` -> the TF32 tensor-core peak (fp32 when it was not measured), anything else -> fp32 (SIMT)."""
-        if dtype in ("bfloat16", "float16"):
-            return self.bf16_flops_per_s
-        if dtype == "tf32" and self.tf32_flops_per_s:
-            return self.tf32_flops_per_s
-        return self.fp32_flops_per_s
+        """Peak FLOP/s for a compute dtype name (see :func:`peak_flops_for`)."""
+        peak = peak_flops_for(dtype, self.fp32_flops_per_s, self.bf16_flops_per_s, self.tf32_flops_per_s)
+        return peak if peak is not None else self.fp32_flops_per_s
+
+
+def peak_flops_for(dtype: str | None, fp32: float | None, bf16: float | None = None,
+                   tf32: float | None = None) -> float | None:
+    """The FLOP/s peak that bounds a compute dtype: ``bfloat16``/``float16`` -> the bf16 tensor-core peak,
+    ``tf32`` -> the TF32 tensor-core peak, anything else -> fp32 (SIMT); a peak that was not measured
+    (``None``/0) falls back to fp32. Peaks in FLOP/s, as in :class:`Peaks` or its JSON."""
+    if dtype in ("bfloat16", "float16") and bf16:
+        return bf16
+    if dtype == "tf32" and tf32:
+        return tf32
+    return fp32
 
 
 def roofline_fraction(time_s: float, *, bytes_moved: float | None, flops: float | None, peaks: Peaks,
