@@ -33,13 +33,17 @@ class LLMConfig:
         base_url: endpoint base URL (``http://host:port/v1``); default ``$OPENAI_BASE_URL`` or the OpenAI URL.
         model: model name sent in each request; required before the first call.
         api_key_env: name of the environment variable holding the API key (the key is read at call time).
-        timeout_s: per-request timeout in seconds.
+        timeout_s: total deadline of one request in seconds: connecting, reading the whole reply and the
+            retries of that request together (an endpoint that drips bytes cannot stretch it).
         max_tokens: reply length limit in tokens.
         temperature: sampling temperature.
         max_repairs: how many times a failing candidate's error is sent back for a repair.
         max_retries: retries after a timeout, a connection error, HTTP 429 or HTTP 5xx.
         backoff_s: first retry delay in seconds; doubled per retry, capped at 30 s, and raised to the
-            server's ``Retry-After`` when it sends one (capped at 60 s).
+            server's ``Retry-After`` when it sends one (capped at 60 s), and never past the deadline.
+        max_faults: the optimize loop gives the LLM up after this many consecutive endpoint faults
+            (deadline passed, HTTP errors, refused connection, malformed reply, reply without code).
+        progress_s: seconds between "waiting for <model> at <url>: 12 s of 60 s" progress reports.
     """
 
     base_url: str = ""
@@ -51,6 +55,8 @@ class LLMConfig:
     max_repairs: int = 2
     max_retries: int = 2
     backoff_s: float = 1.0
+    max_faults: int = 2
+    progress_s: float = 5.0
 
     def __post_init__(self) -> None:
         if not self.base_url:
@@ -61,6 +67,10 @@ class LLMConfig:
             raise LLMConfigError(f"LLM max_tokens must be positive, got {self.max_tokens}")
         if self.max_repairs < 0 or self.max_retries < 0:
             raise LLMConfigError("LLM max_repairs and max_retries must be >= 0")
+        if self.max_faults < 1:
+            raise LLMConfigError(f"--llm-max-faults must be at least 1, got {self.max_faults}")
+        if self.progress_s <= 0:
+            raise LLMConfigError(f"LLM progress interval must be positive, got {self.progress_s} s")
 
     def api_key(self) -> str:
         """Read the API key from ``os.environ[self.api_key_env]`` now.
@@ -111,11 +121,15 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--llm-api-key-env", metavar="VAR",
                    help="environment variable that holds the API key (default: OPENAI_API_KEY)")
     g.add_argument("--llm-timeout", dest="llm_timeout_s", type=float, metavar="S",
-                   help="per-request timeout in seconds (default: 120)")
+                   help="total deadline of one LLM request in seconds: connecting, reading the whole reply and "
+                        "its retries together (default: 120)")
     g.add_argument("--llm-max-tokens", type=int, metavar="N", help="reply token limit (default: 4096)")
     g.add_argument("--llm-temperature", type=float, metavar="T", help="sampling temperature (default: 0.2)")
     g.add_argument("--llm-max-repairs", type=int, metavar="N",
                    help="repair rounds after a compile error or wrong result (default: 2)")
+    g.add_argument("--llm-max-faults", type=int, metavar="N",
+                   help="stop asking the LLM after N consecutive endpoint faults (deadline passed, HTTP error, "
+                        "refused connection, malformed reply, reply without code); default: 2")
 
 
 def llm_task_config(args: argparse.Namespace) -> dict[str, Any] | None:

@@ -1,10 +1,17 @@
 """The LLM generator: one OpenAI-compatible chat-completions endpoint, with retries and repair rounds.
 
-Uses the official ``openai`` client (``OpenAI(base_url=..., api_key=..., timeout=..., max_retries=0)``);
-the retries are done here instead of inside the client so that every attempt is logged and counted,
-and the backoff stays bounded (:class:`~htam_core.generate.config.LLMConfig`). Every request and reply
-is appended as one JSON object per line to ``<log_dir>/llm.jsonl``; the API key is read from its
+Uses the official ``openai`` client (``OpenAI(base_url=..., api_key=..., timeout=openai.Timeout(...),
+max_retries=0)``); the retries are done here instead of inside the client so that every attempt is logged
+and counted, and the backoff stays bounded (:class:`~htam_core.generate.config.LLMConfig`). Every request
+and reply is appended as one JSON object per line to ``<log_dir>/llm.jsonl``; the API key is read from its
 environment variable at call time and redacted from everything written or raised.
+
+``--llm-timeout`` is a *total* deadline per request: connecting, reading the whole reply and the retries
+of that request together. The client's own timeouts are per network operation (an endpoint that sends
+one byte every few seconds never trips them), so each attempt runs in a request thread that streams the
+body and stops at the deadline, while the calling thread waits for it with the deadline, reports
+"waiting for <model> at <url>: 12 s of 60 s" every ``progress_s`` seconds, and abandons it when the
+deadline passes or the user cancels (the abandoned thread ends at its next byte or its read timeout).
 
 The repair loop follows the usual generate-check-feedback scheme of LLM kernel generation
 (KernelBench's multi-turn setting; the HTAM paper's "verify" step feeding back into "generate").
@@ -23,10 +30,17 @@ from pathlib import Path
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
+
+try:  # the HTTP library under the openai client: httpx2 for openai 3.x, httpx before
+    import httpx2 as _http
+except ImportError:  # pragma: no cover - depends on the installed openai
+    import httpx as _http  # type: ignore[no-redef]
 
 from htam_core.generate.config import LLMConfig, redact
 from htam_core.generate.errors import (
     GenerationError,
+    LLMCancelledError,
     LLMHTTPError,
     LLMRateLimitError,
     LLMReplyError,
@@ -40,8 +54,12 @@ from htam_core.generate.prompt import repair_message
 LOG_NAME = "llm.jsonl"
 #: Longest raw reply body kept in the log, in characters.
 MAX_LOGGED_BODY = 200_000
+#: Longest wait for the TCP connection of one attempt, in seconds (less when the deadline is nearer).
+CONNECT_TIMEOUT_S = 10.0
 _MAX_BACKOFF_S = 30.0
 _MAX_RETRY_AFTER_S = 60.0
+#: A retry is not started with less than this left before the deadline, in seconds.
+_MIN_ATTEMPT_S = 0.05
 
 
 @dataclass
@@ -108,22 +126,52 @@ def _add_usage(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, 
     return out
 
 
+class _DeadlinePassed(Exception):
+    """Raised inside the request thread when the deadline passes while the reply is still arriving."""
+
+
+@dataclass
+class _Wire:
+    """What one HTTP attempt produced, handed from the request thread to the waiting thread."""
+
+    status: int = 0
+    body: bytes = b""
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    client: openai.OpenAI | None = None
+
+    def abandon(self) -> None:
+        """Close the attempt's connections from the waiting thread, so that a request thread blocked on a
+        slow endpoint fails at its next byte instead of reading on; never raises."""
+        try:
+            if self.client is not None and not self.done.is_set():
+                self.client.close()
+        except Exception:  # noqa: BLE001 - best effort: the thread also stops at its own deadline check
+            pass
+
+
 class LLMGenerator:
     """Generate kernel candidates with an OpenAI-compatible endpoint.
 
     Args:
-        config: endpoint, model, key variable, limits.
+        config: endpoint, model, key variable, limits (``config.timeout_s`` is the total deadline per request).
         log_dir: run directory; requests and replies go to ``<log_dir>/llm.jsonl``. ``None`` disables the log.
         sleep: the function used to wait between retries (tests pass a recorder).
+        on_wait: called with one line ("waiting for <model> at <url>: 12 s of 60 s") every
+            ``config.progress_s`` seconds while a request waits, and before a retry's backoff; ``None``: silent.
+        cancel: when set, a waiting request is abandoned and :class:`LLMCancelledError` is raised.
     """
 
     name = "llm"
 
     def __init__(self, config: LLMConfig, log_dir: str | Path | None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, on_wait: Callable[[str], None] | None = None,
+                 cancel: threading.Event | None = None) -> None:
         self.config = config
         self.log_path = Path(log_dir) / LOG_NAME if log_dir is not None else None
         self._sleep = sleep
+        self.on_wait = on_wait
+        self.cancel = cancel
         self._log_lock = threading.Lock()
 
     # -- logging ------------------------------------------------------------------------------
@@ -142,7 +190,11 @@ class LLMGenerator:
         key = os.environ.get(self.config.api_key_env, "")
         return [key] if key else []
 
-    # -- one chat call with retries -------------------------------------------------------------
+    def _tell(self, line: str) -> None:
+        if self.on_wait is not None:
+            self.on_wait(line)
+
+    # -- one chat call with retries, under one deadline ----------------------------------------
     def _delay(self, retry: int, exc: openai.APIStatusError | None) -> float:
         delay = min(self.config.backoff_s * (2 ** retry), _MAX_BACKOFF_S)
         if exc is not None:
@@ -153,6 +205,53 @@ class LLMGenerator:
                 pass
         return delay
 
+    def _attempt(self, key: str, model: str, messages: list[dict[str, str]], deadline: float,
+                 wire: _Wire) -> None:
+        """Body of the request thread: one HTTP attempt, streaming the reply body until ``deadline``."""
+        cfg = self.config
+        left = max(deadline - time.monotonic(), 0.001)
+        client = wire.client = openai.OpenAI(base_url=cfg.base_url, api_key=key, max_retries=0,
+                                             timeout=openai.Timeout(left, connect=min(left, CONNECT_TIMEOUT_S)))
+        try:
+            with client.chat.completions.with_streaming_response.create(
+                    model=model, messages=messages, max_tokens=cfg.max_tokens,  # type: ignore[arg-type]
+                    temperature=cfg.temperature) as resp:
+                wire.status = resp.status_code
+                chunks: list[bytes] = []
+                for chunk in resp.iter_bytes():
+                    chunks.append(chunk)
+                    if time.monotonic() >= deadline:
+                        raise _DeadlinePassed
+                wire.body = b"".join(chunks)
+        except BaseException as exc:  # handed to the waiting thread, which turns it into one clear error
+            wire.error = exc
+        finally:
+            client.close()
+            wire.done.set()
+
+    def _await(self, wire: _Wire, started: float, deadline: float, model: str) -> None:
+        """Wait for the request thread until ``deadline``, reporting progress every ``progress_s`` seconds.
+
+        Raises:
+            _DeadlinePassed: the deadline passed first (the request thread is abandoned).
+            LLMCancelledError: :attr:`cancel` was set while waiting.
+        """
+        cfg = self.config
+        next_tick = started + cfg.progress_s
+        while True:
+            now = time.monotonic()
+            while next_tick <= now:
+                next_tick += cfg.progress_s
+            if wire.done.wait(max(min(deadline, next_tick) - now, 0.0)):
+                return
+            now = time.monotonic()
+            if self.cancel is not None and self.cancel.is_set():
+                raise LLMCancelledError(f"cancelled while waiting for {model} at {cfg.base_url}")
+            if now >= deadline:
+                raise _DeadlinePassed
+            if now >= next_tick:
+                self._tell(f"waiting for {model} at {cfg.base_url}: {now - started:.0f} s of {cfg.timeout_s:g} s")
+
     def _chat(self, messages: list[dict[str, str]]) -> _Reply:
         cfg = self.config
         model = cfg.require_model()
@@ -161,76 +260,98 @@ class LLMGenerator:
         where = f"{cfg.base_url} (model {model})"
         hint = (f"check --llm-base-url / OPENAI_BASE_URL ({cfg.base_url}), --llm-model ({model}) "
                 f"and the key variable {cfg.api_key_env}")
-        client = openai.OpenAI(base_url=cfg.base_url, api_key=key, timeout=cfg.timeout_s, max_retries=0)
+        started = time.monotonic()
+        deadline = started + cfg.timeout_s
         tries = cfg.max_retries + 1
         last: GenerationError | None = None
-        try:
-            for attempt in range(1, tries + 1):
-                self._log({"event": "request", "attempt": attempt, "base_url": cfg.base_url, "model": model,
-                           "max_tokens": cfg.max_tokens, "temperature": cfg.temperature,
-                           "messages": messages}, secrets)
-                t0 = time.perf_counter()
-                status_exc: openai.APIStatusError | None = None
-                status: int | None = None
+        for attempt in range(1, tries + 1):
+            self._log({"event": "request", "attempt": attempt, "base_url": cfg.base_url, "model": model,
+                       "max_tokens": cfg.max_tokens, "temperature": cfg.temperature,
+                       "messages": messages, "deadline_s": round(deadline - time.monotonic(), 3)}, secrets)
+            wire = _Wire()
+            threading.Thread(target=self._attempt, args=(key, model, messages, deadline, wire),
+                             name=f"htam-llm-request-{attempt}", daemon=True).start()
+            status_exc: openai.APIStatusError | None = None
+            status: int | None = None
+            timed_out = (f"no reply from {where} within {cfg.timeout_s:g} s (--llm-timeout: the total per "
+                         f"request, retries included) after {attempt} attempt(s); check that the server is up "
+                         f"and serves the model, or raise --llm-timeout")
+            try:
                 try:
-                    raw = client.chat.completions.with_raw_response.create(
-                        model=model, messages=messages, max_tokens=cfg.max_tokens,  # type: ignore[arg-type]
-                        temperature=cfg.temperature)
-                except openai.APITimeoutError:
-                    last = LLMTimeoutError(
-                        f"no reply from {where} within {cfg.timeout_s:g} s after {attempt} attempt(s); "
-                        f"check that the server is up and serves the model, or raise --llm-timeout")
-                except openai.APIConnectionError as exc:
-                    last = LLMHTTPError(f"cannot connect to {where}: {exc}; {hint}", None)
-                except openai.APIStatusError as exc:
-                    status_exc, status = exc, exc.status_code
-                    msg = redact(str(exc.message), secrets)
-                    if exc.status_code == 429:
-                        last = LLMRateLimitError(
-                            f"{where} answered HTTP 429 (rate limit or quota) {attempt} time(s): {msg}; "
-                            f"wait and retry, lower the request rate, or check the account's quota")
-                    elif exc.status_code >= 500:
-                        last = LLMHTTPError(f"{where} answered HTTP {exc.status_code} (server error) "
-                                            f"{attempt} time(s): {msg}; the endpoint is failing, retry later",
-                                            exc.status_code)
-                    else:
-                        what = {401: "authentication failed", 403: "permission denied",
-                                404: "not found (the URL should end in /v1, and the model must exist)",
-                                400: "bad request"}.get(exc.status_code, "request refused")
-                        err = LLMHTTPError(f"{where} answered HTTP {exc.status_code}, {what}: {msg}; {hint}",
-                                           exc.status_code)
-                        self._log({"event": "error", "attempt": attempt, "status": exc.status_code,
-                                   "error": str(err), "body": exc.body}, secrets)
-                        raise err from None
+                    self._await(wire, started, deadline, model)
+                except BaseException:  # deadline, cancel, Ctrl-C: the request thread is abandoned
+                    wire.abandon()
+                    raise
+                if wire.error is not None:
+                    raise wire.error
+            except (_DeadlinePassed, openai.APITimeoutError, _http.TimeoutException):
+                last = LLMTimeoutError(timed_out)
+            except openai.APIConnectionError as exc:
+                last = LLMHTTPError(f"cannot connect to {where}: {exc}; {hint}", None)
+            except _http.HTTPError as exc:  # raised while streaming the body (the client wraps only the headers)
+                last = LLMHTTPError(f"the connection to {where} broke while reading the reply "
+                                    f"({type(exc).__name__}: {redact(str(exc), secrets)}); {hint}", None)
+            except openai.APIStatusError as exc:
+                status_exc, status = exc, exc.status_code
+                msg = redact(str(exc.message), secrets)
+                if exc.status_code == 429:
+                    last = LLMRateLimitError(
+                        f"{where} answered HTTP 429 (rate limit or quota) {attempt} time(s): {msg}; "
+                        f"wait and retry, lower the request rate, or check the account's quota")
+                elif exc.status_code >= 500:
+                    last = LLMHTTPError(f"{where} answered HTTP {exc.status_code} (server error) "
+                                        f"{attempt} time(s): {msg}; the endpoint is failing, retry later",
+                                        exc.status_code)
                 else:
-                    elapsed = time.perf_counter() - t0
-                    body_text = raw.text
-                    self._log({"event": "reply", "attempt": attempt, "status": raw.status_code,
-                               "elapsed_s": round(elapsed, 3), "body": body_text[:MAX_LOGGED_BODY]}, secrets)
-                    return self._parse_completion(raw, body_text, attempt, where, secrets)
-                self._log({"event": "error", "attempt": attempt, "status": status, "error": str(last)}, secrets)
-                if attempt < tries:
-                    self._sleep(self._delay(attempt - 1, status_exc))
-            assert last is not None
-            raise last
-        finally:
-            client.close()
+                    what = {401: "authentication failed", 403: "permission denied",
+                            404: "not found (the URL should end in /v1, and the model must exist)",
+                            400: "bad request"}.get(exc.status_code, "request refused")
+                    err = LLMHTTPError(f"{where} answered HTTP {exc.status_code}, {what}: {msg}; {hint}",
+                                       exc.status_code)
+                    self._log({"event": "error", "attempt": attempt, "status": exc.status_code,
+                               "error": str(err), "body": exc.body}, secrets)
+                    raise err from None
+            except openai.OpenAIError as exc:  # anything else the client raises: still the endpoint's fault
+                last = LLMReplyError(f"{where} failed: {type(exc).__name__}: {redact(str(exc), secrets)}; {hint}")
+            else:
+                body_text = wire.body.decode("utf-8", errors="replace")
+                self._log({"event": "reply", "attempt": attempt, "status": wire.status,
+                           "elapsed_s": round(time.monotonic() - started, 3),
+                           "body": body_text[:MAX_LOGGED_BODY]}, secrets)
+                return self._parse_completion(wire.status, body_text, attempt, where, secrets)
+            self._log({"event": "error", "attempt": attempt, "status": status, "error": str(last)}, secrets)
+            left = deadline - time.monotonic()
+            if attempt == tries or isinstance(last, LLMTimeoutError) or left <= _MIN_ATTEMPT_S:
+                break
+            delay = min(self._delay(attempt - 1, status_exc), left - _MIN_ATTEMPT_S)
+            self._tell(f"{model} at {cfg.base_url}: {type(last).__name__.removeprefix('LLM')}, retry "
+                       f"{attempt} of {tries - 1} in {delay:.1f} s ({time.monotonic() - started:.0f} s of "
+                       f"{cfg.timeout_s:g} s)")
+            self._sleep(delay)
+        assert last is not None
+        raise last
 
-    def _parse_completion(self, raw: Any, body_text: str, attempt: int, where: str,
+    def _parse_completion(self, status: int, body_text: str, attempt: int, where: str,
                           secrets: list[str]) -> _Reply:
+        """The content of a chat-completion body (parsed leniently with the client's own model types).
+
+        Raises:
+            LLMReplyError: not JSON, not an object, no choices, or a choice without text content.
+        """
         excerpt = redact(body_text.strip()[:200], secrets)
         try:
-            if not isinstance(json.loads(body_text), dict):
+            data = json.loads(body_text)
+            if not isinstance(data, dict):
                 raise ValueError("the JSON body is not an object")
-            completion = raw.parse()
-        except Exception as exc:  # JSONDecodeError, or the client's validation error on garbage
-            err = LLMReplyError(f"{where} answered HTTP {raw.status_code} with a body that is not a chat "
+            completion = ChatCompletion.construct(**data)
+        except Exception as exc:  # JSONDecodeError, or a body of the wrong shape
+            err = LLMReplyError(f"{where} answered HTTP {status} with a body that is not a chat "
                                 f"completion ({type(exc).__name__}: {exc}); body starts with {excerpt!r}; check "
                                 f"that the URL is an OpenAI-compatible /v1 endpoint")
             self._log({"event": "error", "attempt": attempt, "error": str(err)}, secrets)
             raise err from None
         choices = getattr(completion, "choices", None)
-        if not choices:
+        if not choices or not isinstance(choices, list):
             err = LLMReplyError(f"{where} answered a completion with no choices; body starts with {excerpt!r}; "
                                 f"check that the URL is an OpenAI-compatible /v1 endpoint")
             self._log({"event": "error", "attempt": attempt, "error": str(err)}, secrets)
@@ -246,7 +367,7 @@ class LLMGenerator:
             raise err
         usage_obj = getattr(completion, "usage", None)
         usage = None
-        if usage_obj is not None:
+        if usage_obj is not None and hasattr(usage_obj, "model_dump"):
             usage = {k: v for k, v in usage_obj.model_dump().items() if isinstance(v, int)}
         return _Reply(content, getattr(choices[0], "finish_reason", None), usage, attempt)
 
@@ -262,9 +383,12 @@ class LLMGenerator:
 
         Raises:
             LLMConfigError: no model or no key variable.
-            LLMTimeoutError, LLMRateLimitError, LLMHTTPError: the endpoint failed after the retries.
+            LLMTimeoutError: no complete reply within ``config.timeout_s`` (the total, retries included).
+            LLMRateLimitError, LLMHTTPError: the endpoint failed after the retries.
             LLMReplyError: the body is not a chat completion.
             ParseError: the reply holds no code.
+            LLMCancelledError: :attr:`cancel` was set while waiting.
+            (Every one but the first and the last is an :class:`~htam_core.generate.errors.LLMEndpointError`.)
         """
         reply = self._chat(list(messages))
         conv = [*messages, {"role": "assistant", "content": reply.content}]
@@ -282,8 +406,10 @@ class LLMGenerator:
         """Generate, check, and send failures back for at most ``config.max_repairs`` repair rounds.
 
         A reply with no code counts as a failed round (its parse error is sent back); transport errors
-        (timeout, HTTP, garbage body) end the loop by raising. When every round fails, the result has
-        ``ok == False`` and ``check`` holds the last failure: the caller records it as a failed step.
+        (deadline passed, HTTP, garbage body) end the loop by raising. When every round fails, the result
+        has ``ok == False``: when some round produced code, ``code`` and ``check`` are the last *checked*
+        candidate and its failure (the strategy's failure, even if a later reply had no code); when no
+        round produced code, ``code`` is ``""`` and ``check`` holds the parse error (an endpoint fault).
 
         Args:
             messages: the initial chat messages.
@@ -298,6 +424,7 @@ class LLMGenerator:
         attempts = 0
         code, content, finish, truncated = "", "", None, False
         result = CheckResult(False, "no attempt made")
+        checked: tuple[str, bool, CheckResult] | None = None  # the last round that produced code
         max_repairs = self.config.max_repairs
         for rnd in range(max_repairs + 1):
             reply = self._chat(conv)
@@ -308,19 +435,20 @@ class LLMGenerator:
             try:
                 ex = extract_code(content, language, kernel_name)
             except ParseError as exc:
-                code, truncated = "", False
                 result = CheckResult(False, str(exc))
             else:
-                code, truncated = ex.code, ex.truncated
-                result = check(code)
-                if not result.ok and (truncated or finish == "length"):
+                result = check(ex.code)
+                if not result.ok and (ex.truncated or finish == "length"):
                     result = CheckResult(False, result.error_text + "\n(Your reply was cut off at the token "
                                          "limit: return a shorter, complete file.)")
+                checked = (ex.code, ex.truncated, result)
             self._log({"event": "check", "round": rnd, "ok": result.ok, "error_text": result.error_text},
                       self._secrets())
             if result.ok or rnd == max_repairs:
                 break
             conv.append(repair_message(result.error_text, rnd + 1, max_repairs, language))
+        if checked is not None:
+            code, truncated, result = checked
         repairs = sum(1 for m in conv[len(messages):] if m["role"] == "user")
         sec = self._secrets()
         return GenerationResult(redact(code, sec), redact(content, sec), usage, attempts, repairs, finish, truncated,

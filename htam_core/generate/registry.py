@@ -9,6 +9,7 @@ Kinds:
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,18 +81,29 @@ class Generator(Protocol):
 
 
 class LLMCandidateGenerator:
-    """:class:`Generator` adapter around :class:`LLMGenerator` (one candidate per call)."""
+    """:class:`Generator` adapter around :class:`LLMGenerator` (one candidate per call).
+
+    Args:
+        config, log_dir: as for :class:`LLMGenerator`.
+        on_wait, cancel: passed to :class:`LLMGenerator` (progress lines while a request waits; abandon it).
+    """
 
     name = "llm"
 
-    def __init__(self, config: LLMConfig, log_dir: str | Path | None) -> None:
-        self.llm = LLMGenerator(config, log_dir)
+    def __init__(self, config: LLMConfig, log_dir: str | Path | None,
+                 on_wait: Callable[[str], None] | None = None, cancel: threading.Event | None = None) -> None:
+        self.llm = LLMGenerator(config, log_dir, on_wait=on_wait, cancel=cancel)
         #: the last :class:`GenerationResult` (its ``check`` says why a call returned no candidate), or ``None``
         self.last_result: GenerationResult | None = None
 
     def propose(self, request: GenerationRequest,
                 check: Callable[[str], CheckResult] | None = None) -> list[Candidate]:
         """Build the prompt from ``request``, call the model (repairing with ``check`` when given).
+
+        Returns:
+            One candidate, or ``[]`` when no round's reply held code (an endpoint fault: :attr:`last_result`
+            has the parse error). A candidate whose check failed is returned (``params["check_ok"]`` False):
+            the code was generated, so its failure is the strategy's.
 
         Raises:
             GenerationError: see :meth:`LLMGenerator.generate`.
@@ -190,7 +202,8 @@ def kinds() -> list[str]:
 
 
 def create(kind: str, **kwargs: Any) -> Generator:
-    """Build the generator ``kind``. ``"llm"`` takes ``config: LLMConfig`` and ``log_dir``.
+    """Build the generator ``kind``. ``"llm"`` takes ``config: LLMConfig``, ``log_dir``, and optionally
+    ``on_wait`` and ``cancel`` (see :class:`LLMCandidateGenerator`).
 
     Raises:
         GenerationError: unknown kind (message lists the known ones).
@@ -202,5 +215,6 @@ def create(kind: str, **kwargs: Any) -> Generator:
     return factory(**kwargs)
 
 
-register("llm", lambda config, log_dir=None, **_: LLMCandidateGenerator(config, log_dir))
+register("llm", lambda config, log_dir=None, on_wait=None, cancel=None, **_:
+         LLMCandidateGenerator(config, log_dir, on_wait, cancel))
 register("rules", RulesCandidateGenerator)

@@ -11,6 +11,10 @@ The value of an outcome (our concrete design, used for both the statistics and t
 * ``incorrect``: :data:`PENALTY_INCORRECT` (like a 2x slowdown: a wrong kernel is worse than a slow one);
 * ``failed`` (did not compile or crashed): :data:`PENALTY_FAILED`;
 * correct but not measured: no value (it counts as a trial, not as evidence of speed).
+
+An *endpoint fault* (:data:`ENDPOINT_FAULT`: the LLM endpoint timed out, failed, or replied without code)
+is an outcome of the endpoint, not of the strategy that was asked for: it is never an :class:`Outcome`,
+so it can never enter the records the ranker learns from (:class:`Outcome` refuses the status).
 """
 
 from __future__ import annotations
@@ -20,11 +24,16 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["STATUSES", "PENALTY_INCORRECT", "PENALTY_FAILED", "Outcome", "Record", "Stats", "outcome_value",
+__all__ = ["ENDPOINT_FAULT", "NOT_LEARNED", "STATUSES", "PENALTY_INCORRECT", "PENALTY_FAILED", "Outcome", "Record", "Stats", "outcome_value",
            "value_of"]
 
 #: Outcome statuses.
 STATUSES = ("win", "loss", "neutral", "incorrect", "failed")
+#: Step status of an LLM endpoint fault (deadline passed, HTTP error, refused connection, malformed reply, reply
+#: without code): no candidate was produced, so nothing is known about the strategy.
+ENDPOINT_FAULT = "endpoint_fault"
+#: Step statuses that are never recorded in the memory (the optimize loop skips them; :class:`Outcome` refuses them).
+NOT_LEARNED = (ENDPOINT_FAULT,)
 #: Value of an incorrect result, in log-speedup units (ln 0.5).
 PENALTY_INCORRECT = math.log(0.5)
 #: Value of a failed step (compile error, crash, timeout), in log-speedup units (ln 0.75).
@@ -44,7 +53,8 @@ class Outcome:
         note: free text (why it won or failed).
 
     Raises:
-        ValueError: unknown status, or a speedup that is not a finite positive number.
+        ValueError: unknown status (an :data:`ENDPOINT_FAULT` included), or a speedup that is not a finite
+            positive number.
     """
 
     speedup: float | None
@@ -54,6 +64,9 @@ class Outcome:
     note: str = ""
 
     def __post_init__(self) -> None:
+        if self.status in NOT_LEARNED:
+            raise ValueError(f"{self.status!r} is a fault of the LLM endpoint, not an outcome of the strategy: "
+                             "it is never recorded in the memory")
         if self.status not in STATUSES:
             raise ValueError(f"unknown outcome status {self.status!r}; expected one of {', '.join(STATUSES)}")
         if self.speedup is not None and not (math.isfinite(self.speedup) and self.speedup > 0):

@@ -2,8 +2,14 @@
 
 Each step: profile the current kernel (its state) → rank directions, then strategies → generate a candidate
 (mechanical transform or LLM) → verify (guards, correctness over seeds) → time it on the GPU → record the
-outcome into the memory → keep the best correct kernel and continue from it. The budget counts evaluated
-candidates. Cancelling (``cancel`` event or Ctrl-C) keeps the best so far and still writes the report.
+outcome into the memory → keep the best correct kernel and continue from it. The budget counts steps: evaluated
+candidates and, with the LLM engine, endpoint faults. Cancelling (``cancel`` event or Ctrl-C) keeps the best so far
+and still writes the report.
+
+LLM endpoint faults (no complete reply within ``--llm-timeout``, HTTP errors, a refused connection, a malformed
+reply, a reply without code) become steps of status ``endpoint_fault``: shown in the report, never recorded in the
+memory (they say nothing about the strategy). The loop gives the LLM up after ``--llm-max-faults`` consecutive
+faults, and at once on a fault that would repeat (authentication, wrong URL or model, a refused request).
 
 Without a GPU the loop runs in *static* mode: it verifies what can be verified (Triton under the
 interpreter, CUDA compile-only), follows the ranking of the static state, records unmeasured outcomes
@@ -21,11 +27,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from htam_core.generate.errors import GenerationError
+from htam_core.generate.errors import GenerationError, LLMCancelledError, LLMEndpointError
 from htam_core.generate.registry import GenerationRequest
 from htam_core.harness import HarnessError, find_harness
 from htam_core.memory import KnowledgeBase, Outcome, Ranker, load_knowledge, open_store, state_from_profile
 from htam_core.memory.fingerprint import kernel_fingerprint
+from htam_core.memory.records import ENDPOINT_FAULT, NOT_LEARNED
 from htam_core.optimize.evaluate import Evaluation, Evaluator
 from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
 from htam_core.optimize.report import geomean_ratio as _geomean_ratio
@@ -143,6 +150,7 @@ class _Loop:
                                    original_text=self.start_text, gpu_index=task.gpu_index,
                                    trials=task.trials, cache=cache)
         self.measurements_reused = 0  # candidates (steps) whose measurement came from the cache
+        self.max_faults = 1  # consecutive LLM endpoint faults before the loop stops asking (set from the LLM config)
         self.generator = self._generator()
         self.fingerprint = kernel_fingerprint(self.path, self.kernel.name)
         self.steps: list[StepRecord] = []
@@ -154,6 +162,7 @@ class _Loop:
         self._checked: dict[str, tuple[Evaluation, Path]] = {}
         self._check_label = "candidate"
         self._check_tries = 0
+        self._wait_at: tuple[int, float | None] = (0, None)  # (step, best speedup) for the LLM's waiting lines
 
     def _generator(self) -> Any:
         from htam_core.generate import registry
@@ -167,7 +176,8 @@ class _Loop:
                 raise OptimizeError(f"bad LLM settings {self.task.llm!r}: {exc}") from exc
             if not cfg.model:
                 raise OptimizeError("the LLM engine needs a model name (--llm-model NAME)")
-            return registry.create("llm", config=cfg, log_dir=self.out)
+            self.max_faults = cfg.max_faults
+            return registry.create("llm", config=cfg, log_dir=self.out, on_wait=self._on_wait, cancel=self.cancel)
         return registry.create("rules")
 
     # -- one candidate ------------------------------------------------------------------------------
@@ -240,13 +250,20 @@ class _Loop:
                 pass
         return self.kernel
 
-    def _next_candidate(self, text: str, ev: Evaluation, prefix: list[str],
-                        n: int) -> tuple[Choice, Any | None] | None:
-        """The first choice (in policy order) that yields a candidate not tried yet.
+    def _on_wait(self, line: str) -> None:
+        """Progress while the LLM request waits ("waiting for <model> at <url>: 12 s of 60 s")."""
+        step, best = self._wait_at
+        self.emit(ProgressEvent(step, self.task.budget, None, None, best, line))
 
-        With the LLM engine, a choice whose every round produced no code comes back as ``(choice, None)``: it
-        counts as a failed candidate, so that a model that never answers with code cannot spend requests
-        beyond the budget. Transport errors (timeout, HTTP, garbage body) are raised.
+    def _next_candidate(self, text: str, ev: Evaluation, prefix: list[str],
+                        n: int) -> tuple[Choice, Any | None, LLMEndpointError | None] | None:
+        """The first choice (in policy order) that yields a candidate not tried yet, as ``(choice, candidate,
+        None)``.
+
+        With the LLM engine, an endpoint fault comes back as ``(choice, None, error)``, and a choice whose every
+        round produced no code as ``(choice, None, None)`` (no other strategy is asked this time): both are
+        endpoint-fault steps that spend the budget, so a failing endpoint cannot spend requests beyond it.
+        Configuration errors (no key, no model) are raised.
         """
         h = _text_hash(text)
         llm = self.task.engine == "llm"
@@ -262,6 +279,8 @@ class _Loop:
             try:
                 cands = self.generator.propose(self._request(choice, text, ev, None, ranked, prefix),
                                                check=self._check if llm else None)
+            except LLMEndpointError as exc:
+                return choice, None, exc  # the strategy stays available: the endpoint failed, not the strategy
             except GenerationError as exc:
                 self.dead.add((h, choice.strategy))
                 if llm:
@@ -270,14 +289,14 @@ class _Loop:
                 continue
             if llm and not cands:
                 self.dead.add((h, choice.strategy))
-                return choice, None
+                return choice, None, None
             fresh = [c for c in cands if _text_hash(c.code) not in self.tried]
             if not fresh:
                 self.dead.add((h, choice.strategy))
                 continue
             if self.task.policy == "random":
-                return choice, self.rng.choice(fresh)
-            return choice, fresh[0]
+                return choice, self.rng.choice(fresh), None
+            return choice, fresh[0], None
         return None
 
     # -- the loop -----------------------------------------------------------------------------------
@@ -294,6 +313,8 @@ class _Loop:
         prefix: list[str] = []
         cancelled = False
         n = 0
+        faults: list[StepRecord] = []  # the current run of consecutive endpoint faults
+        gave_up = False
         try:
             self._progress(0, None, None, "profiling the starting kernel")
             # reuse=False: the start is always timed afresh (the suite's repeatability compares these times)
@@ -314,6 +335,7 @@ class _Loop:
                     cancelled = True
                     break
                 if task.engine == "llm":  # a request (and its repair rounds) can take a while
+                    self._wait_at = (n, self._speedup(start_ev, best_ev))
                     self._progress(n, None, self._speedup(start_ev, best_ev),
                                    f"asking the LLM for candidate {n + 1}/{task.budget}")
                 nxt = self._next_candidate(cur_text, cur_ev, prefix, n + 1)
@@ -326,14 +348,20 @@ class _Loop:
                     self.warnings.append(f"stopped after {n} candidates: no step left that proposes a new "
                                          "candidate for this kernel or the kernels it was derived from")
                     break
-                choice, cand = nxt
+                choice, cand, fault = nxt
                 n += 1
-                if cand is None:  # the LLM gave no code in any round: a failed step, recorded as such
-                    rec = self._no_code(n, choice)
+                if cand is None:  # the endpoint gave no candidate: an endpoint fault, never the strategy's failure
+                    rec = self._endpoint_fault(n, choice, fault)
                     self.steps.append(rec)
-                    self._record(prefix, cur_ev, choice, rec, cur_ev)
-                    self._progress(n, None, self._speedup(start_ev, best_ev), f"candidate {n}: {rec.status}")
+                    faults.append(rec)
+                    self._progress(n, None, self._speedup(start_ev, best_ev),
+                                   f"candidate {n}: endpoint fault: {rec.messages[0]}")
+                    if (fault is not None and fault.persistent) or len(faults) >= self.max_faults:
+                        self.warnings.append(self._gave_up(faults, fault))
+                        gave_up = True
+                        break
                     continue
+                faults = []
                 self.tried.add(_text_hash(cand.code))
                 self._progress(n - 1, choice, self._speedup(start_ev, best_ev),
                                f"candidate {n}/{task.budget}: {choice.direction} → {choice.strategy}")
@@ -353,24 +381,48 @@ class _Loop:
                     if self._better(ev, best_ev):
                         best_text, best_ev = cand.code, ev
                 self._progress(n, None, self._speedup(start_ev, best_ev), f"candidate {n}: {rec.status}")
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, LLMCancelledError):
             cancelled = True
         except GenerationError as exc:
             self.warnings.append(f"the LLM engine stopped: {exc}")
+        if not gave_up and any(s.status == ENDPOINT_FAULT for s in self.steps):
+            self.warnings.append(self._fault_note())  # faults that did not stop the run
         return write_report(self.task, self.out, self.start_text, start_ev, best_text, best_ev, self.steps,
                             gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
                             language=self.kernel.language, measurements_reused=self.measurements_reused)
 
-    def _no_code(self, n: int, choice: Choice) -> StepRecord:
-        """The step record of an LLM step whose every round came back without usable code."""
-        res = getattr(self.generator, "last_result", None)
-        why = res.check.error_text if res is not None and res.check is not None else "no code in the reply"
-        rounds = (res.repairs + 1) if res is not None else 1
+    def _endpoint_fault(self, n: int, choice: Choice, fault: LLMEndpointError | None) -> StepRecord:
+        """The step record of an LLM endpoint fault: ``fault`` raised by the request, or (``None``) every round's
+        reply came back without usable code. Its status is :data:`ENDPOINT_FAULT`: never recorded in the memory."""
+        if fault is None:
+            res = getattr(self.generator, "last_result", None)
+            why = res.check.error_text if res is not None and res.check is not None else "no code in the reply"
+            rounds = (res.repairs + 1) if res is not None else 1
+            desc, kind = f"LLM endpoint fault: reply without usable code after {rounds} round(s)", "no_code"
+        else:
+            why, kind = _brief(str(fault)), fault.kind
+            desc = f"LLM endpoint fault ({kind.replace('_', ' ')})"
         return StepRecord(index=n, direction=choice.direction, strategy=choice.strategy, transform=None,
-                          description=f"LLM reply without usable code after {rounds} round(s)",
-                          params={}, edit="", status="failed", correct=False, verified_on="none", time_ms=None,
-                          speedup=None, speedup_vs_start=None, accepted=False, evidence=choice.evidence,
-                          messages=[f"no candidate: {why}"], candidate_path=None, score=choice.score)
+                          description=desc, params={"fault": kind}, edit="", status=ENDPOINT_FAULT, correct=None,
+                          verified_on="none", time_ms=None, speedup=None, speedup_vs_start=None, accepted=False,
+                          evidence=choice.evidence, messages=[f"no candidate: {why}"], candidate_path=None,
+                          score=choice.score)
+
+    def _gave_up(self, faults: list[StepRecord], fault: LLMEndpointError | None) -> str:
+        """The one line that says the loop stopped asking the LLM after endpoint faults."""
+        last = faults[-1].messages[0].removeprefix("no candidate: ")
+        if fault is not None and fault.persistent:
+            return f"the LLM engine stopped: {last}"
+        return (f"the LLM engine stopped after {len(faults)} consecutive endpoint faults (--llm-max-faults "
+                f"{self.max_faults}); the last: {last}. They are kept out of the memory: no strategy is blamed")
+
+    def _fault_note(self) -> str:
+        """The note on endpoint faults that did not stop the run."""
+        steps = [s for s in self.steps if s.status == ENDPOINT_FAULT]
+        last = steps[-1].messages[0].removeprefix("no candidate: ")
+        return (f"{len(steps)} LLM endpoint fault(s) gave no candidate (steps "
+                f"{', '.join(str(s.index) for s in steps)}); they are kept out of the memory, so no strategy is "
+                f"blamed for them. The last: {last}")
 
     @staticmethod
     def _speedup(start: Evaluation, ev: Evaluation) -> float | None:
@@ -450,7 +502,7 @@ class _Loop:
 
     def _record(self, prefix: list[str], parent: Evaluation, choice: Choice, rec: StepRecord,
                 ev: Evaluation) -> None:
-        if not self.task.record:
+        if not self.task.record or rec.status in NOT_LEARNED:
             return
         state = state_from_profile(parent.profile) if parent.profile else {}
         outcome = Outcome(speedup=rec.speedup if rec.status in ("win", "loss", "neutral") else None,

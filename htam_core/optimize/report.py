@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from htam_core.memory.records import ENDPOINT_FAULT
 from htam_core.optimize.task import OptimizeResult, OptimizeTask, StepRecord
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ def _fmt_x(v: float | None) -> str:
 
 
 def _fmt_correct(s: StepRecord) -> str:
+    if s.status == ENDPOINT_FAULT:
+        return "endpoint fault (no candidate)"
     if s.correct is True:
         return f"yes ({s.verified_on})"
     if s.correct is False:
@@ -164,13 +167,18 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
             summary = f"No candidate beat the start ({_fmt_ms(start_ev.time_ms)} ms) in {len(steps)} candidates."
     else:
         verified = sum(1 for s in steps if s.correct is True)
-        unverified = sum(1 for s in steps if s.correct is None and s.status not in ("incorrect", "failed"))
+        unverified = sum(1 for s in steps if s.correct is None and s.status not in ("incorrect", "failed",
+                                                                                     ENDPOINT_FAULT))
         summary = (f"Static mode: {len(steps)} candidates, {verified} verified correct"
                    f"{' under the Triton interpreter' if language == 'triton' else ''}, "
                    f"{unverified} unverified (compiled only, no GPU or no harness), "
                    f"{sum(1 for s in steps if s.status in ('incorrect', 'failed'))} refused or failed; nothing was "
                    f"timed. The kept chain ({', '.join(s.strategy for s in kept) or 'none'}) follows HTAM's ranking "
                    "of the static state; run on a GPU to measure it.")
+    n_faults = sum(1 for s in steps if s.status == ENDPOINT_FAULT)
+    if n_faults:
+        summary += (f" {n_faults} of the {len(steps)} steps were LLM endpoint faults: no candidate, so they are not "
+                    "counted against their strategies and were kept out of the memory.")
     report_md = out / "report.md"
     result = OptimizeResult(best_text=best_text, best_speedup=best_speedup, measured=measured, steps=steps,
                             report_dir=out, report_md=report_md, summary=summary, cancelled=cancelled,

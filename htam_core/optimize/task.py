@@ -105,9 +105,13 @@ class StepRecord:
         direction, strategy: what was applied (knowledge-base ids); ``transform``: the mechanical transform id.
         description: what the edit does; ``params``: its parameters.
         edit: unified diff of the candidate against the kernel it was derived from.
-        status: ``win``, ``loss``, ``neutral``, ``incorrect`` or ``failed`` (the memory's outcome status).
-        correct: ``True`` verified correct, ``False`` refused or wrong, ``None`` not verifiable here.
-        verified_on: ``"gpu"``, ``"interpreter"``, ``"compile-only"``, or ``"none"`` (the LLM gave no code).
+        status: ``win``, ``loss``, ``neutral``, ``incorrect`` or ``failed`` (the memory's outcome status), or
+            ``endpoint_fault`` (:data:`htam_core.memory.records.ENDPOINT_FAULT`): the LLM endpoint gave no
+            candidate (deadline passed, HTTP error, refused connection, malformed reply, reply without code);
+            such a step is never recorded in the memory and says nothing about its strategy.
+        correct: ``True`` verified correct, ``False`` refused or wrong, ``None`` not verifiable here (and for an
+            endpoint fault: there was no candidate).
+        verified_on: ``"gpu"``, ``"interpreter"``, ``"compile-only"``, or ``"none"`` (no candidate).
         time_ms: median time in ms, or ``None`` (not measured).
         speedup: over the kernel it was derived from (``parent_ms / time_ms``), or ``None``.
         speedup_vs_start: over the starting kernel, or ``None``.

@@ -50,6 +50,9 @@ class Scripted:
         delay_s: seconds to wait before answering (capped at :data:`MAX_DELAY_S`); a delay longer than
             the client's timeout simulates a hung endpoint.
         headers: extra response headers (``Retry-After`` ...).
+        drip_s: when positive, send the reply one byte every ``drip_s`` seconds (an endpoint that is alive
+            but never finishes: every single read succeeds, so only a total deadline stops the client).
+        drip_headers: drip the status line and headers too (default: send them at once, drip the body).
     """
 
     status: int = 200
@@ -57,6 +60,8 @@ class Scripted:
     content_type: str = "application/json"
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    drip_s: float = 0.0
+    drip_headers: bool = False
 
     @classmethod
     def content(cls, text: str, *, finish_reason: str = "stop", model: str = "loopback-model",
@@ -100,6 +105,14 @@ class Scripted:
         return cls(status=base.status, body=base.body, content_type=base.content_type,
                    delay_s=seconds, headers=dict(base.headers))
 
+    @classmethod
+    def drip(cls, every_s: float, then: Scripted | None = None, *, headers: bool = False) -> Scripted:
+        """``then`` (default: a reply with no code) sent one byte every ``every_s`` seconds; ``headers``: the
+        status line and headers are dripped too."""
+        base = then or cls.content("dripped reply")
+        return cls(status=base.status, body=base.body, content_type=base.content_type, headers=dict(base.headers),
+                   drip_s=every_s, drip_headers=headers)
+
 
 @dataclass
 class RecordedRequest:
@@ -142,6 +155,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(Scripted.error(404, "only POST /v1/chat/completions is served"))
 
     def _send(self, reply: Scripted) -> None:
+        if reply.drip_s > 0:
+            self._drip(reply)
+            return
         try:
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type)
@@ -153,6 +169,26 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout): nothing to answer
+
+    def _drip(self, reply: Scripted) -> None:
+        head = (f"HTTP/1.1 {reply.status} {self.responses.get(reply.status, ('',))[0]}\r\n"
+                f"Content-Type: {reply.content_type}\r\nContent-Length: {len(reply.body)}\r\n"
+                + "".join(f"{k}: {v}\r\n" for k, v in reply.headers.items()) + "\r\n").encode()
+        slow = head + reply.body if reply.drip_headers else reply.body
+        owner = self.server.owner
+        self.close_connection = True  # one dripped reply per connection: no keep-alive read after it
+        try:
+            if not reply.drip_headers:
+                self.wfile.write(head)
+                self.wfile.flush()
+            for i in range(len(slow)):
+                self.wfile.write(slow[i:i + 1])
+                self.wfile.flush()
+                if owner._stopping.wait(reply.drip_s):
+                    return
+            owner.drips_finished += 1
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            owner.drips_abandoned += 1  # the client hung up: what a total deadline should make it do
 
 
 class _Server(ThreadingHTTPServer):
@@ -170,6 +206,7 @@ class OpenAIServer:
     Attributes:
         base_url: ``http://127.0.0.1:PORT/v1``, to pass to ``OpenAI(base_url=...)``.
         requests: every request received, in order.
+        drips_finished, drips_abandoned: dripped replies sent to the end, and those the client hung up on.
     """
 
     def __init__(self, script: list[Scripted] | None = None) -> None:
@@ -177,6 +214,8 @@ class OpenAIServer:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.requests: list[RecordedRequest] = []
+        self.drips_finished = 0
+        self.drips_abandoned = 0
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self._port: int | None = None
