@@ -43,7 +43,8 @@ class LLMConfig:
             server's ``Retry-After`` when it sends one (capped at 60 s), and never past the deadline.
         max_faults: the optimize loop gives the LLM up after this many consecutive endpoint faults
             (deadline passed, HTTP errors, refused connection, malformed reply, reply without code).
-        progress_s: seconds between "waiting for <model> at <url>: 12 s of 60 s" progress reports.
+        progress_s: seconds between "waiting for <model> at <url>: 12 s of 60 s" progress reports (a quarter
+            of ``timeout_s`` when that is shorter, but at least 1 s).
     """
 
     base_url: str = ""

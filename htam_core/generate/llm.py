@@ -10,7 +10,7 @@ environment variable at call time and redacted from everything written or raised
 of that request together. The client's own timeouts are per network operation (an endpoint that sends
 one byte every few seconds never trips them), so each attempt runs in a request thread that streams the
 body and stops at the deadline, while the calling thread waits for it with the deadline, reports
-"waiting for <model> at <url>: 12 s of 60 s" every ``progress_s`` seconds, and abandons it when the
+"waiting for <model> at <url>: 12 s of 60 s" every few seconds, and abandons it when the
 deadline passes or the user cancels (the abandoned thread ends at its next byte or its read timeout).
 
 The repair loop follows the usual generate-check-feedback scheme of LLM kernel generation
@@ -157,8 +157,9 @@ class LLMGenerator:
         config: endpoint, model, key variable, limits (``config.timeout_s`` is the total deadline per request).
         log_dir: run directory; requests and replies go to ``<log_dir>/llm.jsonl``. ``None`` disables the log.
         sleep: the function used to wait between retries (tests pass a recorder).
-        on_wait: called with one line ("waiting for <model> at <url>: 12 s of 60 s") every
-            ``config.progress_s`` seconds while a request waits, and before a retry's backoff; ``None``: silent.
+        on_wait: called with one line ("waiting for <model> at <url>: 12 s of 60 s") every few seconds
+            (``config.progress_s``, see :meth:`_await`) while a request waits, and before a retry's backoff;
+            ``None``: silent.
         cancel: when set, a waiting request is abandoned and :class:`LLMCancelledError` is raised.
     """
 
@@ -230,18 +231,20 @@ class LLMGenerator:
             wire.done.set()
 
     def _await(self, wire: _Wire, started: float, deadline: float, model: str) -> None:
-        """Wait for the request thread until ``deadline``, reporting progress every ``progress_s`` seconds.
+        """Wait for the request thread until ``deadline``, reporting progress every ``progress_s`` seconds, or
+        every quarter of the deadline when that is shorter (but at least every second).
 
         Raises:
             _DeadlinePassed: the deadline passed first (the request thread is abandoned).
             LLMCancelledError: :attr:`cancel` was set while waiting.
         """
         cfg = self.config
-        next_tick = started + cfg.progress_s
+        every = min(cfg.progress_s, max(1.0, cfg.timeout_s / 4))
+        next_tick = started + every
         while True:
             now = time.monotonic()
             while next_tick <= now:
-                next_tick += cfg.progress_s
+                next_tick += every
             if wire.done.wait(max(min(deadline, next_tick) - now, 0.0)):
                 return
             now = time.monotonic()

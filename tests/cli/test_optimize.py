@@ -189,3 +189,24 @@ def test_bad_llm_settings_are_a_usage_error_not_a_traceback(tmp_path: Path, caps
     assert rc == 2
     err = capsys.readouterr().err
     assert "timeout must be positive" in err and "Traceback" not in err
+
+
+def test_hung_llm_endpoint_prints_waiting_lines_and_one_note(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """--llm-timeout is the total per request: an endpoint dripping one byte a second is cut at 3 s, the
+    wait is printed every second, and the run ends with one note naming the endpoint and the limit."""
+    monkeypatch.setenv("HTAM_TEST_CLI_LLM_KEY", "sk-loopback-CLI-0123456789")
+    src = copy_example(tmp_path / "src")
+    with OpenAIServer([Scripted.drip(1.0, Scripted.content("```python\nx = 1\n```"))]) as srv:
+        rc = _optimize(src, "add_kernel", tmp_path, "--budget", "1", "--engine", "llm", "--llm-base-url",
+                       srv.base_url, "--llm-model", "loopback-model", "--llm-api-key-env", "HTAM_TEST_CLI_LLM_KEY",
+                       "--llm-timeout", "3")
+        assert rc == 0 and len(srv.requests) == 1
+    out = capsys.readouterr()
+    assert f"waiting for loopback-model at {srv.base_url}: 1 s of 3 s" in out.err
+    assert f"waiting for loopback-model at {srv.base_url}: 2 s of 3 s" in out.err
+    notes = [ln for ln in out.err.splitlines() if ln.startswith("note:")]
+    assert len(notes) == 1 and "LLM endpoint fault" in notes[0] and "within 3 s" in notes[0], out.err
+    assert "Traceback" not in out.err
+    (step,) = check_report(tmp_path / "out", src.read_text())["steps"]
+    assert step["status"] == "endpoint_fault"

@@ -29,10 +29,11 @@ def test_from_args_reads_the_cli_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     p = argparse.ArgumentParser()
     add_llm_arguments(p)
     args = p.parse_args(["--llm-base-url", "http://h/v1", "--llm-model", "m", "--llm-api-key-env", "MY_KEY",
-                         "--llm-timeout", "7.5", "--llm-max-tokens", "99", "--llm-max-repairs", "0"])
+                         "--llm-timeout", "7.5", "--llm-max-tokens", "99", "--llm-max-repairs", "0",
+                         "--llm-max-faults", "4"])
     cfg = LLMConfig.from_args(args)
-    assert (cfg.base_url, cfg.model, cfg.api_key_env, cfg.timeout_s, cfg.max_tokens, cfg.max_repairs) == \
-        ("http://h/v1", "m", "MY_KEY", 7.5, 99, 0)
+    assert (cfg.base_url, cfg.model, cfg.api_key_env, cfg.timeout_s, cfg.max_tokens, cfg.max_repairs,
+            cfg.max_faults) == ("http://h/v1", "m", "MY_KEY", 7.5, 99, 0, 4)
     monkeypatch.setenv("MY_KEY", "sk-abcdef")
     assert cfg.api_key() == "sk-abcdef"
     assert "sk-abcdef" not in json.dumps(cfg.to_json())
@@ -47,7 +48,16 @@ def test_key_is_read_at_call_time(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cfg.api_key() == "sk-late-1234"
 
 
-@pytest.mark.parametrize("kw", [{"timeout_s": 0}, {"max_tokens": -1}, {"max_repairs": -1}])
+def test_help_says_the_timeout_is_a_total_deadline() -> None:
+    p = argparse.ArgumentParser()
+    add_llm_arguments(p)
+    text = " ".join(p.format_help().split())
+    assert "total deadline of one LLM request" in text and "its retries together" in text
+    assert "--llm-max-faults N" in text and "consecutive endpoint faults" in text
+
+
+@pytest.mark.parametrize("kw", [{"timeout_s": 0}, {"max_tokens": -1}, {"max_repairs": -1}, {"max_faults": 0},
+                                {"progress_s": 0}])
 def test_bad_values_are_refused(kw: dict) -> None:
     with pytest.raises(LLMConfigError):
         LLMConfig(**kw)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +16,9 @@ import pytest
 from htam_core.generate.config import LLMConfig
 from htam_core.generate.errors import (
     GenerationError,
+    LLMCancelledError,
     LLMConfigError,
+    LLMEndpointError,
     LLMHTTPError,
     LLMRateLimitError,
     LLMReplyError,
@@ -147,6 +150,19 @@ def test_repairs_are_bounded(api_key: str, tmp_path: Path) -> None:
     assert not res.ok and res.repairs == 2 and res.check is not None and "tid" in res.check.error_text
 
 
+def test_checked_candidate_survives_a_later_reply_without_code(api_key: str, tmp_path: Path) -> None:
+    """Generated code that failed its check stays the result (the strategy's failure) even when the repair
+    round's reply has no code: only a call where no round produced code is an endpoint fault."""
+    bad = lambda code: CheckResult(False, "wrong result for n=1000")  # noqa: E731
+    script = [Scripted.content(_fence(WRONG_RESULT)), Scripted.content("I cannot fix it.")]
+    with OpenAIServer(script) as srv:
+        res = LLMGenerator(_cfg(srv, max_repairs=1), tmp_path).generate_with_repair(_messages(), bad,
+                                                                                    language="triton")
+        assert len(srv.requests) == 2
+    assert res.code == WRONG_RESULT and not res.ok and res.check is not None
+    assert res.check.error_text == "wrong result for n=1000" and res.repairs == 1
+
+
 def test_reply_without_code_is_sent_back_as_repair(api_key: str, tmp_path: Path) -> None:
     script = [Scripted.content("I would increase the block size."), Scripted.content(_fence(GOOD))]
     with OpenAIServer(script) as srv:
@@ -191,11 +207,92 @@ def test_timeout_is_bounded_and_clear(api_key: str, tmp_path: Path) -> None:
     assert "no reply from" in msg and "0.5 s" in msg and "--llm-timeout" in msg and srv.base_url in msg
 
 
-def test_timeout_then_success_is_retried(api_key: str, tmp_path: Path) -> None:
-    script = [Scripted.delay(20, Scripted.content("late")), Scripted.content(_fence(GOOD))]
+def _request_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("htam-llm-request")]
+
+
+def _wait_for(cond, limit_s: float = 5.0) -> bool:
+    end = time.monotonic() + limit_s
+    while not cond() and time.monotonic() < end:
+        time.sleep(0.05)
+    return cond()
+
+
+@pytest.mark.parametrize("drip_headers", [False, True], ids=["body", "headers-and-body"])
+def test_dripping_endpoint_is_cut_at_the_total_deadline(api_key: str, tmp_path: Path, drip_headers: bool) -> None:
+    """One byte a second never trips a per-read timeout; the 3 s total deadline still ends the request."""
+    lines: list[str] = []
+    with OpenAIServer([Scripted.drip(1.0, Scripted.content(_fence(GOOD)), headers=drip_headers)]) as srv:
+        gen = LLMGenerator(_cfg(srv, timeout_s=3.0, max_retries=0, progress_s=1.0), tmp_path, on_wait=lines.append)
+        t0 = time.monotonic()
+        with pytest.raises(LLMTimeoutError) as ei:
+            gen.generate(_messages(), language="triton")
+        elapsed = time.monotonic() - t0
+        # the abandoned attempt hangs up: the server sees it, and no request thread is left reading
+        assert _wait_for(lambda: srv.drips_abandoned == 1), "the client kept reading the dripped reply"
+        assert srv.drips_finished == 0
+    assert 2.9 <= elapsed <= 3.0 + 1.0, elapsed
+    assert _wait_for(lambda: not _request_threads()), _request_threads()
+    msg = str(ei.value)
+    assert "\n" not in msg and srv.base_url in msg and "within 3 s" in msg and "--llm-timeout" in msg
+    assert lines[:2] == [f"waiting for loopback-model at {srv.base_url}: 1 s of 3 s",
+                         f"waiting for loopback-model at {srv.base_url}: 2 s of 3 s"], lines
+    assert [r["event"] for r in _log_lines(tmp_path)] == ["request", "error"]
+
+
+def test_deadline_covers_the_retries(api_key: str, tmp_path: Path) -> None:
+    script = [Scripted.error(500), Scripted.error(500), Scripted.drip(1.0)]
     with OpenAIServer(script) as srv:
-        res = LLMGenerator(_cfg(srv, timeout_s=0.5), tmp_path).generate(_messages(), language="triton")
+        t0 = time.monotonic()
+        with pytest.raises(LLMTimeoutError) as ei:
+            LLMGenerator(_cfg(srv, timeout_s=3.0, max_retries=5), tmp_path).generate(_messages())
+        elapsed = time.monotonic() - t0
+        assert len(srv.requests) == 3  # no retry once the deadline has passed
+    assert elapsed <= 3.0 + 1.0, elapsed
+    assert "after 3 attempt(s)" in str(ei.value)
+
+
+def test_late_reply_is_not_retried_past_the_deadline(api_key: str, tmp_path: Path) -> None:
+    with OpenAIServer([Scripted.delay(20, Scripted.content("late")), Scripted.content(_fence(GOOD))]) as srv:
+        with pytest.raises(LLMTimeoutError):
+            LLMGenerator(_cfg(srv, timeout_s=0.5), tmp_path).generate(_messages(), language="triton")
+        assert len(srv.requests) == 1 and srv.remaining == 1
+
+
+def test_backoff_never_sleeps_past_the_deadline(api_key: str, tmp_path: Path) -> None:
+    sleeps: list[float] = []
+    lines: list[str] = []
+    with OpenAIServer([Scripted.error(429, retry_after_s=60), Scripted.content(_fence(GOOD))]) as srv:
+        res = LLMGenerator(_cfg(srv, timeout_s=2.0), tmp_path, sleep=sleeps.append,
+                           on_wait=lines.append).generate(_messages(), language="triton")
     assert res.code == GOOD and res.attempts == 2
+    assert len(sleeps) == 1 and 0 < sleeps[0] < 2.0, sleeps
+    assert len(lines) == 1 and "RateLimitError, retry 1 of 2 in" in lines[0] and srv.base_url in lines[0]
+
+
+def test_cancel_abandons_a_waiting_request(api_key: str, tmp_path: Path) -> None:
+    cancel = threading.Event()
+    with OpenAIServer([Scripted.delay(20, Scripted.content(_fence(GOOD)))]) as srv:
+        timer = threading.Timer(0.5, cancel.set)
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(LLMCancelledError, match="cancelled while waiting for loopback-model"):
+            LLMGenerator(_cfg(srv, timeout_s=10.0, progress_s=0.2), tmp_path, cancel=cancel).generate(_messages())
+        assert time.monotonic() - t0 < 2.0
+        timer.join()
+
+
+def test_endpoint_errors_are_endpoint_faults() -> None:
+    """Every fault of the endpoint is an LLMEndpointError (the loop keeps it out of the memory); only the
+    faults that would repeat the same way are persistent."""
+    for exc in (LLMTimeoutError("t"), LLMRateLimitError("r"), LLMReplyError("g"), ParseError("p"),
+                LLMHTTPError("c", None), LLMHTTPError("s", 503), LLMHTTPError("a", 401)):
+        assert isinstance(exc, LLMEndpointError), exc
+    assert [e.kind for e in (LLMTimeoutError("t"), LLMHTTPError("c", None), ParseError("p"))] == \
+        ["timeout", "connection", "no_code"]
+    assert [LLMHTTPError("x", s).persistent for s in (None, 400, 401, 404, 408, 429, 500)] == \
+        [False, True, True, True, False, False, False]
+    assert not isinstance(LLMConfigError("k"), LLMEndpointError)
 
 
 def test_429_retries_with_bounded_backoff_then_fails(api_key: str, tmp_path: Path) -> None:

@@ -6,14 +6,16 @@ The scripted replies are edits of the bundled example (examples/vector_add.py): 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from htam_core.generate.config import LLMConfig
 from htam_core.memory import load_knowledge, open_store
-from htam_core.optimize import OptimizeResult, OptimizeTask, run_optimize
+from htam_core.optimize import OptimizeResult, OptimizeTask, ProgressEvent, run_optimize
 from tests.optimize.report_checks import check_report
 from tests.support.openai_server import OpenAIServer, Scripted
 
@@ -145,45 +147,143 @@ def test_repairs_exhausted_record_a_failed_step(vadd: Path, tmp_path: Path) -> N
     assert step.correct is False and step.status == "incorrect" and not step.accepted
     assert res.best_text == vadd.read_text() and not res.changed
     check_report(tmp_path / "out", vadd.read_text())
+    # generated code that failed its check is the strategy's failure (unlike an endpoint fault)
+    assert [(r.step, r.outcome.status) for r in _records(tmp_path)] == [(step.strategy, "incorrect")]
 
 
-def test_reply_without_code_is_a_failed_step(vadd: Path, tmp_path: Path) -> None:
-    """A model that never answers with code spends the budget, not requests beyond it."""
+def test_failed_candidate_then_no_code_stays_the_strategys_failure(vadd: Path, tmp_path: Path) -> None:
+    wrong = _good(vadd).replace("x + y, mask=mask", "x - y, mask=mask")
+    with OpenAIServer([_fenced(wrong), Scripted.content("I cannot fix it.")]) as srv:
+        res = _run(vadd, tmp_path, srv)
+        assert len(srv.requests) == 2
+    (step,) = res.steps
+    assert step.status == "incorrect" and "x - y" in step.edit
+    assert [r.outcome.status for r in _records(tmp_path)] == ["incorrect"]
+
+
+def _records(tmp_path: Path) -> list:
+    with open_store(tmp_path / "mem.sqlite3") as st:
+        return list(st.records())
+
+
+def _stop_line(data: dict) -> str:
+    (stopped,) = [w for w in data["warnings"] if w.startswith("the LLM engine stopped")]
+    assert "\n" not in stopped and "Traceback" not in stopped
+    return stopped
+
+
+def test_reply_without_code_is_an_endpoint_fault(vadd: Path, tmp_path: Path) -> None:
+    """A model that never answers with code is an endpoint fault: no strategy is blamed in the memory, the
+    run gives up after --llm-max-faults consecutive faults, and never spends requests beyond the budget."""
     prose = Scripted.content("I would suggest using larger blocks, but I cannot show code.")
     with OpenAIServer([prose, prose, prose, prose]) as srv:
-        res = _run(vadd, tmp_path, srv, budget=2, max_repairs=0)
+        res = _run(vadd, tmp_path, srv, budget=3, max_repairs=0, max_faults=2)
         assert len(srv.requests) == 2
-    assert [s.status for s in res.steps] == ["failed", "failed"]
-    assert all(s.verified_on == "none" and s.correct is False for s in res.steps)
+    assert [s.status for s in res.steps] == ["endpoint_fault", "endpoint_fault"]
+    assert res.steps[0].strategy != res.steps[1].strategy  # a reply without code moves on to the next strategy
+    assert all(s.verified_on == "none" and s.correct is None and s.params == {"fault": "no_code"}
+               for s in res.steps)
     assert "contains no code" in res.steps[0].messages[0]
     data = check_report(tmp_path / "out", vadd.read_text())
     assert data["changed"] is False
-    with open_store(tmp_path / "mem.sqlite3") as st:
-        assert [r.outcome.status for r in st.records()] == ["failed", "failed"]
+    stopped = _stop_line(data)
+    assert "after 2 consecutive endpoint faults (--llm-max-faults 2)" in stopped and "contains no code" in stopped
+    assert len(data["warnings"]) == 1
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert md.count("endpoint fault (no candidate)") == 2 and "2 of the 2 steps were LLM endpoint faults" in md
+    assert _records(tmp_path) == []  # nothing for the ranker to learn from
 
 
-@pytest.mark.parametrize(("reply", "needle"), [
-    (Scripted.raw("<html>502 bad gateway</html>", content_type="text/html"), "not a chat completion"),
-    (Scripted.raw('{"unexpected": true}'), "answered a completion with no choices"),
-    (Scripted.error(500, "model crashed"), "answered HTTP 500 (server error)"),
-    (Scripted.error(429, "slow down"), "answered HTTP 429"),
-    (Scripted.error(401, "bad key"), "HTTP 401, authentication failed"),
-    (Scripted.delay(5.0), "no reply from"),
+@pytest.mark.parametrize(("reply", "needle", "kind"), [
+    (Scripted.raw("<html>502 bad gateway</html>", content_type="text/html"), "not a chat completion",
+     "malformed_reply"),
+    (Scripted.raw('{"unexpected": true}'), "answered a completion with no choices", "malformed_reply"),
+    (Scripted.error(500, "model crashed"), "answered HTTP 500 (server error)", "http"),
+    (Scripted.error(429, "slow down"), "answered HTTP 429", "rate_limit"),
+    (Scripted.delay(5.0), "no reply from", "timeout"),
 ])
-def test_transport_errors_end_cleanly_with_a_message(vadd: Path, tmp_path: Path, reply: Scripted,
-                                                     needle: str) -> None:
+def test_endpoint_faults_are_kept_out_of_the_memory(vadd: Path, tmp_path: Path, reply: Scripted, needle: str,
+                                                     kind: str) -> None:
     start = vadd.read_text()
-    with OpenAIServer([reply]) as srv:
-        res = _run(vadd, tmp_path, srv, budget=2, timeout_s=0.5)
-        assert len(srv.requests) == 1
-    assert res.steps == [] and res.best_text == start and not res.cancelled
+    with OpenAIServer([reply, reply, reply]) as srv:
+        res = _run(vadd, tmp_path, srv, budget=3, timeout_s=1.0, max_faults=2)
+        assert len(srv.requests) == 2  # gave up after 2 consecutive faults, within the budget of 3
+    assert [s.status for s in res.steps] == ["endpoint_fault"] * 2
+    assert all(s.params == {"fault": kind} and needle in s.messages[0] for s in res.steps)
+    assert res.best_text == start and not res.cancelled
     data = check_report(tmp_path / "out", start)
-    stopped = [w for w in data["warnings"] if w.startswith("the LLM engine stopped: ")]
-    assert len(stopped) == 1 and needle in stopped[0], data["warnings"]
+    stopped = _stop_line(data)
+    assert "after 2 consecutive endpoint faults" in stopped and needle in stopped, data["warnings"]
     assert len(data["warnings"]) == 1  # said once
-    assert "\n" not in stopped[0] and "Traceback" not in stopped[0]
-    assert stopped[0] in (tmp_path / "out" / "report.md").read_text()
+    assert stopped in (tmp_path / "out" / "report.md").read_text()
+    assert _records(tmp_path) == []
     _no_secret_written(tmp_path / "out")
+
+
+def test_persistent_fault_stops_at_once(vadd: Path, tmp_path: Path) -> None:
+    """HTTP 401 would repeat the same way: one request, one endpoint-fault step, one line, no memory record."""
+    with OpenAIServer([Scripted.error(401, "bad key")] * 2) as srv:
+        res = _run(vadd, tmp_path, srv, budget=3, max_faults=3)
+        assert len(srv.requests) == 1
+    (step,) = res.steps
+    assert step.status == "endpoint_fault" and step.params == {"fault": "http"}
+    data = check_report(tmp_path / "out", vadd.read_text())
+    stopped = _stop_line(data)
+    assert stopped.startswith("the LLM engine stopped: ") and "HTTP 401, authentication failed" in stopped
+    assert KEY_ENV in stopped and len(data["warnings"]) == 1
+    assert _records(tmp_path) == []
+
+
+def test_connection_refused_is_an_endpoint_fault(vadd: Path, tmp_path: Path) -> None:
+    with OpenAIServer([]) as srv:
+        pass  # stopped: its port now refuses connections
+    res = _run(vadd, tmp_path, srv, budget=2)
+    assert [s.params["fault"] for s in res.steps] == ["connection", "connection"]
+    assert "cannot connect to" in _stop_line(check_report(tmp_path / "out", vadd.read_text()))
+    assert _records(tmp_path) == []
+
+
+def test_hung_endpoint_is_cut_at_the_deadline_with_progress(vadd: Path, tmp_path: Path) -> None:
+    """An endpoint dripping one byte a second: each request ends at the 3 s total deadline with waiting lines
+    on the progress callback (the LSP's work-done progress), and the run stops calling it after 2 faults."""
+    events: list[tuple[float, ProgressEvent]] = []
+    drip = Scripted.drip(1.0, _fenced(_good(vadd)))
+    with OpenAIServer([drip, drip, drip]) as srv:
+        cfg = LLMConfig(base_url=srv.base_url, model="loopback-model", api_key_env=KEY_ENV, timeout_s=3.0,
+                        max_retries=1, max_faults=2)
+        res = run_optimize(OptimizeTask(path=str(vadd), kernel="add_kernel", engine="llm", llm=cfg.to_json(),
+                                        budget=3, static=True, out_dir=str(tmp_path / "out"),
+                                        memory_path=str(tmp_path / "mem.sqlite3")),
+                           on_progress=lambda e: events.append((time.monotonic(), e)))
+        assert len(srv.requests) == 2  # the deadline left no time for a retry; no third request
+    assert [s.status for s in res.steps] == ["endpoint_fault"] * 2
+    assert all(s.params == {"fault": "timeout"} for s in res.steps)
+    waiting = [e.message for _, e in events if e.message.startswith("waiting for ")]
+    assert waiting == [f"waiting for loopback-model at {srv.base_url}: {i} s of 3 s" for i in (1, 2)] * 2, waiting
+    log = [json.loads(line) for line in (tmp_path / "out" / "llm.jsonl").read_text().splitlines()]
+    ts = [dt.datetime.fromisoformat(r["ts"]) for r in log if r["event"] in ("request", "error")]
+    assert [r["event"] for r in log] == ["request", "error"] * 2
+    for t_req, t_err in zip(ts[::2], ts[1::2], strict=True):
+        assert (t_err - t_req).total_seconds() <= 3.0 + 1.0
+    data = check_report(tmp_path / "out", vadd.read_text())
+    stopped = _stop_line(data)
+    assert "after 2 consecutive endpoint faults" in stopped and srv.base_url in stopped and "within 3 s" in stopped
+    assert _records(tmp_path) == []
+
+
+def test_fault_then_candidate_keeps_the_strategy(vadd: Path, tmp_path: Path) -> None:
+    """After an endpoint fault the same strategy is asked again; only the real candidate enters the memory."""
+    good = _good(vadd)
+    with OpenAIServer([Scripted.error(503, "overloaded"), _fenced(good)]) as srv:
+        res = _run(vadd, tmp_path, srv, budget=2)
+        assert len(srv.requests) == 2
+    fault, step = res.steps
+    assert fault.status == "endpoint_fault" and step.status == "neutral" and step.correct is True
+    assert step.strategy == fault.strategy
+    data = check_report(tmp_path / "out", vadd.read_text())
+    (note,) = data["warnings"]
+    assert note.startswith("1 LLM endpoint fault(s) gave no candidate (steps 1)") and "HTTP 503" in note
+    assert [(r.step, r.outcome.status) for r in _records(tmp_path)] == [(step.strategy, "neutral")]
 
 
 def test_http_500_is_retried(vadd: Path, tmp_path: Path) -> None:
