@@ -229,3 +229,19 @@ def test_a_group_is_valued_by_its_best_variant(store: Store) -> None:
     for sp in (0.6, 0.5):  # two other kernels where it only lost
         store.record([], STATE, "cuda_block_size", Outcome(sp, True, True, "loss"), f"k{sp}", "H200")
     assert _by_id(_rank(Ranker(KB, store)))["cuda_block_size"].expected_gain < 0.5
+
+
+def test_endpoint_fault_is_never_an_outcome(store: Store) -> None:
+    """An LLM endpoint fault says nothing about the strategy: it cannot be built as an Outcome, so it can never
+    reach the records the ranker learns from (the optimize loop skips it before recording)."""
+    from htam_core.memory.records import ENDPOINT_FAULT, NOT_LEARNED, Record
+
+    assert ENDPOINT_FAULT in NOT_LEARNED
+    with pytest.raises(ValueError, match="fault of the LLM endpoint"):
+        Outcome(None, False, False, ENDPOINT_FAULT)
+    bad = {"uid": "u", "time": 1.0, "prefix": [], "state": {}, "step": "cuda_block_size", "direction": "launch",
+           "outcome": {"speedup": None, "correct": False, "measured": False, "status": ENDPOINT_FAULT},
+           "fingerprint": "k", "device": "H200"}
+    with pytest.raises(ValueError, match="never recorded in the memory"):
+        Record.from_json(bad)
+    assert store.count() == 0
