@@ -39,8 +39,8 @@ except ImportError:  # pragma: no cover - depends on the installed openai
 
 from htam_core.generate.config import LLMConfig, redact
 from htam_core.generate.errors import (
-    GenerationError,
     LLMCancelledError,
+    LLMEndpointError,
     LLMHTTPError,
     LLMRateLimitError,
     LLMReplyError,
@@ -58,6 +58,8 @@ MAX_LOGGED_BODY = 200_000
 CONNECT_TIMEOUT_S = 10.0
 _MAX_BACKOFF_S = 30.0
 _MAX_RETRY_AFTER_S = 60.0
+#: How often a waiting request looks at the cancel event, in seconds.
+_CANCEL_POLL_S = 0.2
 #: A retry is not started with less than this left before the deadline, in seconds.
 _MIN_ATTEMPT_S = 0.05
 
@@ -245,7 +247,8 @@ class LLMGenerator:
             now = time.monotonic()
             while next_tick <= now:
                 next_tick += every
-            if wire.done.wait(max(min(deadline, next_tick) - now, 0.0)):
+            until = min(deadline, next_tick, now + _CANCEL_POLL_S) if self.cancel is not None else min(deadline, next_tick)
+            if wire.done.wait(max(until - now, 0.0)):
                 return
             now = time.monotonic()
             if self.cancel is not None and self.cancel.is_set():
@@ -266,7 +269,7 @@ class LLMGenerator:
         started = time.monotonic()
         deadline = started + cfg.timeout_s
         tries = cfg.max_retries + 1
-        last: GenerationError | None = None
+        last: LLMEndpointError | None = None
         for attempt in range(1, tries + 1):
             self._log({"event": "request", "attempt": attempt, "base_url": cfg.base_url, "model": model,
                        "max_tokens": cfg.max_tokens, "temperature": cfg.temperature,
@@ -287,6 +290,8 @@ class LLMGenerator:
                     raise
                 if wire.error is not None:
                     raise wire.error
+            except LLMCancelledError:
+                raise
             except (_DeadlinePassed, openai.APITimeoutError, _http.TimeoutException):
                 last = LLMTimeoutError(timed_out)
             except openai.APIConnectionError as exc:
@@ -314,8 +319,9 @@ class LLMGenerator:
                     self._log({"event": "error", "attempt": attempt, "status": exc.status_code,
                                "error": str(err), "body": exc.body}, secrets)
                     raise err from None
-            except openai.OpenAIError as exc:  # anything else the client raises: still the endpoint's fault
-                last = LLMReplyError(f"{where} failed: {type(exc).__name__}: {redact(str(exc), secrets)}; {hint}")
+            except Exception as exc:  # noqa: BLE001 - anything else the request raised: still the endpoint's fault
+                last = LLMHTTPError(f"the request to {where} failed ({type(exc).__name__}: "
+                                    f"{redact(str(exc), secrets)}); {hint}", None)
             else:
                 body_text = wire.body.decode("utf-8", errors="replace")
                 self._log({"event": "reply", "attempt": attempt, "status": wire.status,
@@ -327,10 +333,14 @@ class LLMGenerator:
             if attempt == tries or isinstance(last, LLMTimeoutError) or left <= _MIN_ATTEMPT_S:
                 break
             delay = min(self._delay(attempt - 1, status_exc), left - _MIN_ATTEMPT_S)
-            self._tell(f"{model} at {cfg.base_url}: {type(last).__name__.removeprefix('LLM')}, retry "
-                       f"{attempt} of {tries - 1} in {delay:.1f} s ({time.monotonic() - started:.0f} s of "
-                       f"{cfg.timeout_s:g} s)")
-            self._sleep(delay)
+            what = last.kind.replace("_", " ") + (f" (HTTP {status})" if status else "")
+            self._tell(f"{model} at {cfg.base_url}: {what}, retry {attempt} of {tries - 1} in {delay:.1f} s "
+                       f"({time.monotonic() - started:.0f} s of {cfg.timeout_s:g} s)")
+            if self.cancel is not None and self._sleep is time.sleep:
+                if self.cancel.wait(delay):
+                    raise LLMCancelledError(f"cancelled while waiting to retry {model} at {cfg.base_url}")
+            else:
+                self._sleep(delay)
         assert last is not None
         raise last
 

@@ -267,7 +267,7 @@ def test_backoff_never_sleeps_past_the_deadline(api_key: str, tmp_path: Path) ->
                            on_wait=lines.append).generate(_messages(), language="triton")
     assert res.code == GOOD and res.attempts == 2
     assert len(sleeps) == 1 and 0 < sleeps[0] < 2.0, sleeps
-    assert len(lines) == 1 and "RateLimitError, retry 1 of 2 in" in lines[0] and srv.base_url in lines[0]
+    assert len(lines) == 1 and "rate limit (HTTP 429), retry 1 of 2 in" in lines[0] and srv.base_url in lines[0]
 
 
 def test_cancel_abandons_a_waiting_request(api_key: str, tmp_path: Path) -> None:

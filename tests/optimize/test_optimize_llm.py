@@ -303,3 +303,27 @@ def test_missing_api_key_is_a_clear_message(vadd: Path, tmp_path: Path, monkeypa
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     assert any(KEY_ENV in w and "--llm-api-key-env" in w for w in data["warnings"]), data["warnings"]
     assert res.steps == []
+
+
+def test_cancel_while_waiting_for_the_llm_ends_the_run_at_once(vadd: Path, tmp_path: Path) -> None:
+    """The LSP's cancel (the loop's cancel event) abandons a waiting request instead of sitting out the deadline."""
+    import threading
+
+    cancel = threading.Event()
+    asked: list[float] = []
+
+    def on_progress(e: ProgressEvent) -> None:
+        if e.message.startswith("asking the LLM") and not asked:
+            asked.append(time.monotonic())
+            threading.Timer(0.5, cancel.set).start()
+
+    with OpenAIServer([Scripted.delay(20, _fenced(_good(vadd)))]) as srv:
+        cfg = LLMConfig(base_url=srv.base_url, model="loopback-model", api_key_env=KEY_ENV, timeout_s=30.0)
+        res = run_optimize(OptimizeTask(path=str(vadd), kernel="add_kernel", engine="llm", llm=cfg.to_json(),
+                                        budget=2, static=True, out_dir=str(tmp_path / "out"),
+                                        memory_path=str(tmp_path / "mem.sqlite3")),
+                           on_progress=on_progress, cancel=cancel)
+        assert len(srv.requests) == 1
+    assert asked and time.monotonic() - asked[0] < 5.0  # the deadline was 30 s; writing the report takes ~2 s
+    assert res.cancelled and res.steps == [] and _records(tmp_path) == []
+    check_report(tmp_path / "out", vadd.read_text())
