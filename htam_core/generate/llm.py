@@ -92,6 +92,8 @@ class GenerationResult:
         truncated: the last reply's code fence was never closed.
         check: the last check result (``None`` for :meth:`LLMGenerator.generate`).
         messages: the whole conversation, replies included.
+        fault: the endpoint fault that ended the repair rounds early after a candidate had been checked
+            (``""`` when none): the checked candidate is kept, since its failure is the strategy's.
     """
 
     code: str
@@ -103,6 +105,7 @@ class GenerationResult:
     truncated: bool = False
     check: CheckResult | None = None
     messages: list[dict[str, str]] = field(default_factory=list)
+    fault: str = ""
 
     @property
     def ok(self) -> bool:
@@ -419,7 +422,8 @@ class LLMGenerator:
         """Generate, check, and send failures back for at most ``config.max_repairs`` repair rounds.
 
         A reply with no code counts as a failed round (its parse error is sent back); transport errors
-        (deadline passed, HTTP, garbage body) end the loop by raising. When every round fails, the result
+        (deadline passed, HTTP, garbage body) end the loop by raising, except in a repair round after a
+        candidate was checked: that candidate is returned with ``fault`` set. When every round fails, the result
         has ``ok == False``: when some round produced code, ``code`` and ``check`` are the last *checked*
         candidate and its failure (the strategy's failure, even if a later reply had no code); when no
         round produced code, ``code`` is ``""`` and ``check`` holds the parse error (an endpoint fault).
@@ -439,8 +443,16 @@ class LLMGenerator:
         result = CheckResult(False, "no attempt made")
         checked: tuple[str, bool, CheckResult] | None = None  # the last round that produced code
         max_repairs = self.config.max_repairs
+        fault = ""
         for rnd in range(max_repairs + 1):
-            reply = self._chat(conv)
+            try:
+                reply = self._chat(conv)
+            except LLMEndpointError as exc:
+                if checked is None:
+                    raise
+                fault = str(exc)  # the generated candidate stays the result: its failure is the strategy's
+                conv.pop()  # the repair request that got no answer
+                break
             attempts += reply.attempts
             usage = _add_usage(usage, reply.usage)
             content, finish = reply.content, reply.finish_reason
@@ -465,4 +477,5 @@ class LLMGenerator:
         repairs = sum(1 for m in conv[len(messages):] if m["role"] == "user")
         sec = self._secrets()
         return GenerationResult(redact(code, sec), redact(content, sec), usage, attempts, repairs, finish, truncated,
-                                CheckResult(result.ok, redact(result.error_text, sec)), redact(conv, sec))
+                                CheckResult(result.ok, redact(result.error_text, sec)), redact(conv, sec),
+                                redact(fault, sec))

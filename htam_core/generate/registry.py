@@ -123,7 +123,8 @@ class LLMCandidateGenerator:
         return [Candidate(res.code, f"LLM ({self.llm.config.model}) applying {request.direction.get('name', '?')}",
                           "llm", strat, {"usage": res.usage, "attempts": res.attempts, "repairs": res.repairs,
                                          "check_ok": res.check.ok if res.check else None,
-                                         "check_error": res.check.error_text if res.check else None})]
+                                         "check_error": res.check.error_text if res.check else None,
+                                         **({"repair_fault": res.fault} if res.fault else {})})]
 
 
 class RulesCandidateGenerator:

@@ -163,6 +163,17 @@ def test_checked_candidate_survives_a_later_reply_without_code(api_key: str, tmp
     assert res.check.error_text == "wrong result for n=1000" and res.repairs == 1
 
 
+def test_fault_in_a_repair_round_keeps_the_checked_candidate(api_key: str, tmp_path: Path) -> None:
+    bad = lambda code: CheckResult(False, "wrong result for n=1000")  # noqa: E731
+    script = [Scripted.content(_fence(WRONG_RESULT)), Scripted.error(500, "upstream exploded")]
+    with OpenAIServer(script) as srv:
+        res = LLMGenerator(_cfg(srv, max_repairs=1, max_retries=0), tmp_path).generate_with_repair(
+            _messages(), bad, language="triton")
+        assert len(srv.requests) == 2
+    assert res.code == WRONG_RESULT and not res.ok and res.check is not None
+    assert res.check.error_text == "wrong result for n=1000" and "HTTP 500" in res.fault and res.repairs == 0
+
+
 def test_reply_without_code_is_sent_back_as_repair(api_key: str, tmp_path: Path) -> None:
     script = [Scripted.content("I would increase the block size."), Scripted.content(_fence(GOOD))]
     with OpenAIServer(script) as srv:

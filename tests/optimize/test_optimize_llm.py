@@ -151,6 +151,17 @@ def test_repairs_exhausted_record_a_failed_step(vadd: Path, tmp_path: Path) -> N
     assert [(r.step, r.outcome.status) for r in _records(tmp_path)] == [(step.strategy, "incorrect")]
 
 
+def test_failed_candidate_then_endpoint_fault_stays_the_strategys_failure(vadd: Path, tmp_path: Path) -> None:
+    """The repair request fails at the endpoint: the candidate the model did write is still judged and recorded."""
+    wrong = _good(vadd).replace("x + y, mask=mask", "x - y, mask=mask")
+    with OpenAIServer([_fenced(wrong), Scripted.error(500, "model crashed")]) as srv:
+        res = _run(vadd, tmp_path, srv)
+        assert len(srv.requests) == 2
+    (step,) = res.steps
+    assert step.status == "incorrect" and "x - y" in step.edit and "HTTP 500" in step.params["repair_fault"]
+    assert [r.outcome.status for r in _records(tmp_path)] == ["incorrect"]
+
+
 def test_failed_candidate_then_no_code_stays_the_strategys_failure(vadd: Path, tmp_path: Path) -> None:
     wrong = _good(vadd).replace("x + y, mask=mask", "x - y, mask=mask")
     with OpenAIServer([_fenced(wrong), Scripted.content("I cannot fix it.")]) as srv:
