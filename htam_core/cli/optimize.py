@@ -8,7 +8,7 @@ import os
 import threading
 from pathlib import Path
 
-from htam_core.cli.errors import UsageError
+from htam_core.cli.errors import EXIT_IO, CLIError, UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
                         policy=args.policy, ablation=args.ablation, out_dir=args.out, memory_path=args.memory,
                         seed=args.seed, static=True if args.static else None, gpu_index=args.gpu, llm=llm,
                         record=not args.no_record, trials=args.trials, use_ncu=not args.no_ncu)
+    _check_out_dir(task.resolved_out_dir())
     console = Console(stderr=True)
     cancel = threading.Event()
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -100,3 +101,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"best kernel: {result.best_path}" + (" (written to " + args.file + ")" if args.apply and result.changed
                                                 else ""))
     return 0
+
+
+def _check_out_dir(out: Path) -> None:
+    """Refuse an output folder that cannot be created or written before any work is done (exit 4)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CLIError(f"cannot create the output folder {out} (--out): {exc.strerror or exc}. Pass --out with a "
+                       "folder you can write", EXIT_IO) from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise CLIError(f"the output folder {out} (--out) is not writable. Pass --out with a folder you can write",
+                       EXIT_IO)
