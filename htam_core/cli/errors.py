@@ -150,8 +150,6 @@ def error_boundary(run: Callable[[], int]) -> int:
         The command's exit code, or the code of the error it raised (see :data:`EXIT_CODES`).
         ``SystemExit`` (argparse's own usage errors, ``--help``) passes through unchanged.
     """
-    from htam_core.memory.store import MemoryStoreError
-
     try:
         code = int(run() or 0)
         sys.stdout.flush()  # a closed pipe shows up here at the latest, inside the boundary
@@ -162,28 +160,32 @@ def error_boundary(run: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         _say("interrupted")
         return EXIT_INTERRUPTED
-    except (CLIError, MemoryStoreError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - the boundary: never a raw traceback
+        return _report(exc)
+
+
+def _report(exc: Exception) -> int:
+    """Print the one line for ``exc`` and return its exit code (see :func:`error_boundary`)."""
+    from htam_core.memory.store import MemoryStoreError  # imported only when something failed
+
+    if isinstance(exc, CLIError | MemoryStoreError | OSError):
         if _debug():
             traceback.print_exception(exc)
         store_exc = _store_error_in_chain(exc)
-        if isinstance(exc, CLIError):
-            code = _store_exit_code(store_exc) if store_exc is not None else exc.exit_code
-            _say(f"error: {exc}")
-        elif isinstance(exc, MemoryStoreError):
-            code = _store_exit_code(exc)
-            _say(f"error: {exc}")
-        else:
-            code = EXIT_IO
+        if isinstance(exc, OSError):
             _say(f"error: {_os_error_line(exc)}")
-        return code
-    except Exception as exc:  # noqa: BLE001 - the boundary: never a raw traceback
-        if _debug():
-            traceback.print_exception(exc)
-            where = "printed above"
-        else:
-            saved = _save_traceback(exc)
-            where = f"in {saved}" if saved else "not saved (the temporary folder is not writable)"
-        detail = str(exc).splitlines()[0] if str(exc) else ""
-        _say(f"internal error: {type(exc).__name__}{': ' + detail if detail else ''}. This is a bug in htam; the "
-             f"full traceback is {where} (set {DEBUG_ENV}=1 to print it). Please report it with that file")
-        return EXIT_INTERNAL
+            return EXIT_IO
+        _say(f"error: {exc}")
+        if store_exc is not None:
+            return _store_exit_code(store_exc)
+        return exc.exit_code if isinstance(exc, CLIError) else EXIT_STORE
+    if _debug():
+        traceback.print_exception(exc)
+        where = "printed above"
+    else:
+        saved = _save_traceback(exc)
+        where = f"in {saved}" if saved else "not saved (the temporary folder is not writable)"
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    _say(f"internal error: {type(exc).__name__}{': ' + detail if detail else ''}. This is a bug in htam; the "
+         f"full traceback is {where} (set {DEBUG_ENV}=1 to print it). Please report it with that file")
+    return EXIT_INTERNAL

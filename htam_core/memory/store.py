@@ -166,7 +166,7 @@ def _is_corrupt(exc: sqlite3.Error) -> bool:
 
 def _locked_error(path: Path, waited: float) -> MemoryStoreError:
     return MemoryStoreError(
-        f"the memory store {path} is locked by another writer (waited {waited:.0f} s). Close the other htam "
+        f"the memory store {path} is locked by another writer (waited {waited:g} s). Close the other htam "
         f"process or editor that is writing it, or raise {LOCK_TIMEOUT_ENV} (seconds, default "
         f"{LOCK_TIMEOUT_S:.0f}), then retry", path, "locked")
 
@@ -191,7 +191,7 @@ def _with_lock_retry(path: Path, fn: Any, timeout_s: float | None = None) -> Any
                 raise
             left = total - (_time.monotonic() - start)
             if left <= 0:
-                raise _locked_error(path, _time.monotonic() - start) from None
+                raise _locked_error(path, total) from None
             _time.sleep(min(wait, left))
             wait = min(wait * 2, _BACKOFF_MAX_S)
 
