@@ -104,12 +104,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_out_dir(out: Path) -> None:
-    """Refuse an output folder that cannot be created or written before any work is done (exit 4)."""
+    """Refuse an output folder that cannot be created or written, before any work is done (exit 4).
+
+    Creates nothing: checks ``out`` when it exists, else its nearest existing parent folder (``os.access`` also
+    reports a read-only file system).
+    """
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise CLIError(f"cannot create the output folder {out} (--out): {probe} is a file. Pass --out with a "
+                       "folder you can write", EXIT_IO)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        reason = "Read-only file system" if _read_only_fs(probe) else "Permission denied"
+        raise CLIError(f"cannot create the output folder {out} (--out): {reason}. Pass --out with a folder you "
+                       "can write", EXIT_IO)
+
+
+def _read_only_fs(path: Path) -> bool:
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CLIError(f"cannot create the output folder {out} (--out): {exc.strerror or exc}. Pass --out with a "
-                       "folder you can write", EXIT_IO) from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise CLIError(f"the output folder {out} (--out) is not writable. Pass --out with a folder you can write",
-                       EXIT_IO)
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
