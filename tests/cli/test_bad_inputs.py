@@ -295,6 +295,10 @@ def test_read_only_store_is_read_only_not_corrupt(tmp_path: Path) -> None:
     with _read_only(folder) as (prefix, _):
         stats = _htam("memory", "--memory", str(store), "stats", "--json", prefix=prefix)
         imp = _htam("memory", "--memory", str(store), "import", str(src), prefix=prefix)
+        suggest = _htam("suggest", str(EXAMPLES / "vector_add.py"), "--kernel", "add_kernel", "--static", "--json",
+                        "--memory", str(store), prefix=prefix)
+    assert suggest.returncode == 0 and suggest.stderr.splitlines()[-1] == warning
+    assert json.loads(suggest.stdout) and "Traceback" not in suggest.stderr
     assert stats.returncode == 0 and stats.stderr.splitlines() == [warning]
     assert json.loads(stats.stdout)["records"] == 2
     assert imp.returncode == 3 and imp.stderr.splitlines() == [
@@ -323,41 +327,38 @@ def test_optimize_out_in_a_read_only_folder(tmp_path: Path) -> None:
 BINARY_TOML = b"\xff\xd8\xff\xe0 not toml \x00\x01"
 
 
-def test_binary_htam_toml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    d = _kernel_dir(tmp_path, BINARY_TOML)
-    toml = d / "htam.toml"
+def _verify_and_optimize_refuse(tmp_path: Path, d: Path, line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``verify`` and ``optimize`` of ``d/vector_add.py`` both exit 2 with ``line``; no existing file changes."""
     before = _files(tmp_path)
-    line = (f"{toml} is not a UTF-8 text file (byte 0xff at line 1: a binary file?), so it is not a valid htam.toml. "
-            "Replace it with a text htam.toml (docs/HARNESS.md has a complete example) or remove it")
     kernel = str(d / "vector_add.py")
     assert main(["verify", kernel, "--kernel", "add_kernel"]) == 2
     assert _err_lines(capsys) == [f"htam: error: {line}"]
     assert main(["optimize", kernel, "--kernel", "add_kernel", "--static", "--budget", "1", "--out",
                  str(tmp_path / "out"), "--memory", str(tmp_path / "m.sqlite3")]) == 2
     assert _err_lines(capsys)[0] == f"htam: error: the harness of add_kernel cannot be used: {line}"
-    assert main(["profile", kernel, "--kernel", "add_kernel", "--static"]) == 0  # a static profile needs no harness
-    assert _err_lines(capsys) == []
     after = _files(tmp_path)
-    assert {k: after.get(k) for k in before} == before  # optimize may add its store and report: nothing changed
+    assert {k: after.get(k) for k in before} == before  # optimize may add its store: nothing existing changed
+
+
+def test_binary_htam_toml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _kernel_dir(tmp_path, BINARY_TOML)
+    toml = d / "htam.toml"
+    line = (f"{toml} is not a UTF-8 text file (byte 0xff at line 1: a binary file?), so it is not a valid htam.toml. "
+            "Replace it with a text htam.toml (docs/HARNESS.md has a complete example) or remove it")
+    _verify_and_optimize_refuse(tmp_path, d, line, capsys)
+    assert main(["profile", str(d / "vector_add.py"), "--kernel", "add_kernel", "--static"]) == 0  # needs no harness
+    assert _err_lines(capsys) == []
+    assert (d / "htam.toml").read_bytes() == BINARY_TOML
 
 
 def test_harness_file_outside_the_project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = (EXAMPLES / "htam.toml").read_text().replace('file = "vector_add.py"', 'file = "../../etc/passwd"')
     d = _kernel_dir(tmp_path, text.encode())
-    toml = d / "htam.toml"
     line_no = text.splitlines().index('file = "../../etc/passwd"') + 1
-    before = _files(tmp_path)
-    line = (f"{toml}:{line_no}: [kernel.add_kernel] file = '../../etc/passwd' points outside the folder of htam.toml "
-            f"({d.resolve()}); a harness may only name files in that folder or below it. Copy the file there and "
-            "name it relative to htam.toml")
-    kernel = str(d / "vector_add.py")
-    assert main(["verify", kernel, "--kernel", "add_kernel"]) == 2
-    assert _err_lines(capsys) == [f"htam: error: {line}"]
-    assert main(["optimize", kernel, "--kernel", "add_kernel", "--static", "--budget", "1", "--out",
-                 str(tmp_path / "out"), "--memory", str(tmp_path / "m.sqlite3")]) == 2
-    assert _err_lines(capsys)[0] == f"htam: error: the harness of add_kernel cannot be used: {line}"
-    after = _files(tmp_path)
-    assert {k: after.get(k) for k in before} == before  # optimize may add its store and report: nothing changed
+    line = (f"{d / 'htam.toml'}:{line_no}: [kernel.add_kernel] file = '../../etc/passwd' points outside the folder "
+            f"of htam.toml ({d.resolve()}); a harness may only name files in that folder or below it. Copy the file "
+            "there and name it relative to htam.toml")
+    _verify_and_optimize_refuse(tmp_path, d, line, capsys)
 
 
 # ---- an unexpected exception ------------------------------------------------------------------------
