@@ -42,7 +42,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="htam",
         description="HTAM kernel assistant: find, profile and optimize CUDA and Triton kernels.",
-        epilog=exit_codes_help() + "\n\nHTAM_DEBUG=1 prints the full traceback of an internal error.",
+        epilog=exit_codes_help() + "\n\nHTAM_DEBUG=1 prints the full traceback of an internal error; "
+               "HTAM_MEMORY_LOCK_TIMEOUT=SECONDS sets how long to wait for a memory store locked by another "
+               "writer (default 60).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"htam {__version__}")
