@@ -21,7 +21,7 @@ from pathlib import Path
 from htam_core.cli.errors import UsageError
 from htam_core.memory import Store, default_store_path, open_store
 from htam_core.memory.export_file import ExportFileError, read_export
-from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, move_aside
+from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, check_movable, move_aside
 
 #: At most this many bad records are listed in an import error.
 _MAX_LISTED = 5
@@ -123,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         target = Path(path).expanduser() if path else default_store_path()
         if not target.exists():
             raise UsageError(f"no memory store at {target}")
+        check_movable(target)  # before asking: a folder or another file is refused, never renamed
         if not args.yes and not _confirm(f"move {target} aside and start an empty memory?"):
             return 1
         moved = move_aside(target)

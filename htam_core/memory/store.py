@@ -47,7 +47,7 @@ from htam_core.memory.knowledge import KnowledgeBase, load_knowledge
 from htam_core.memory.records import Outcome, Record, Stats, outcome_value
 
 __all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "EXPORT_FORMAT", "LOCK_TIMEOUT_S", "LOCK_TIMEOUT_ENV", "SQLITE_MAGIC",
-           "MemoryStoreError", "Store", "open_store", "default_store_path", "lock_timeout_s", "move_aside",
+           "MemoryStoreError", "Store", "open_store", "default_store_path", "lock_timeout_s", "check_movable", "move_aside",
            "pending_paths", "START"]
 
 #: Current schema version (``PRAGMA user_version``).
@@ -418,6 +418,19 @@ class _Db:
         self.conn.close()
 
 
+def check_movable(path: Path) -> None:
+    """Raise unless ``path`` is a regular file starting with :data:`SQLITE_MAGIC` (see :func:`move_aside`).
+
+    Raises:
+        MemoryStoreError: (``kind="not-a-store"``) a folder, a missing file, or a file of another format.
+    """
+    if not is_sqlite_file(path):
+        what = "a folder" if path.is_dir() else "missing" if not path.exists() else "not an SQLite file"
+        raise MemoryStoreError(
+            f"refusing to move {path} aside: it is {what}, not an HTAM memory store (it does not start with the "
+            "SQLite header). Check --memory/HTAM_MEMORY; htam only renames SQLite store files", path, "not-a-store")
+
+
 def move_aside(path: Path) -> Path:
     """Rename ``path`` (and its ``-wal``/``-shm`` files) to ``<path>.corrupt-<YYYYmmdd-HHMMSS>``; return it.
 
@@ -425,11 +438,7 @@ def move_aside(path: Path) -> Path:
         MemoryStoreError: (``kind="not-a-store"``) ``path`` is not a regular file starting with
             :data:`SQLITE_MAGIC` (a folder, a text file, a missing file): htam renames only SQLite files.
     """
-    if not is_sqlite_file(path):
-        what = "a folder" if path.is_dir() else "missing" if not path.exists() else "not an SQLite file"
-        raise MemoryStoreError(
-            f"refusing to move {path} aside: it is {what}, not an HTAM memory store (it does not start with the "
-            "SQLite header). Check --memory/HTAM_MEMORY; htam only renames SQLite store files", path, "not-a-store")
+    check_movable(path)
     stamp = _time.strftime("%Y%m%d-%H%M%S")
     target = path.with_name(f"{path.name}.corrupt-{stamp}")
     n = 1
