@@ -8,7 +8,7 @@ import os
 import threading
 from pathlib import Path
 
-from htam_core.cli.errors import UsageError
+from htam_core.cli.errors import EXIT_IO, CLIError, UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
                         policy=args.policy, ablation=args.ablation, out_dir=args.out, memory_path=args.memory,
                         seed=args.seed, static=True if args.static else None, gpu_index=args.gpu, llm=llm,
                         record=not args.no_record, trials=args.trials, use_ncu=not args.no_ncu)
+    _check_out_dir(task.resolved_out_dir())
     console = Console(stderr=True)
     cancel = threading.Event()
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -100,3 +101,28 @@ def run(args: argparse.Namespace) -> int:
     print(f"best kernel: {result.best_path}" + (" (written to " + args.file + ")" if args.apply and result.changed
                                                 else ""))
     return 0
+
+
+def _check_out_dir(out: Path) -> None:
+    """Refuse an output folder that cannot be created or written, before any work is done (exit 4).
+
+    Creates nothing: checks ``out`` when it exists, else its nearest existing parent folder (``os.access`` also
+    reports a read-only file system).
+    """
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise CLIError(f"cannot create the output folder {out} (--out): {probe} is a file. Pass --out with a "
+                       "folder you can write", EXIT_IO)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        reason = "Read-only file system" if _read_only_fs(probe) else "Permission denied"
+        raise CLIError(f"cannot create the output folder {out} (--out): {reason}. Pass --out with a folder you "
+                       "can write", EXIT_IO)
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False

@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     profile, warnings = _profile(args.file, args.kernel, args.static)
     try:
         store = open_store(args.memory, args.workspace_memory, kb=kb)
-    except MemoryStoreError as exc:
-        raise UsageError(str(exc)) from None
+    except MemoryStoreError as exc:  # the boundary maps the cause to its exit code (3, or 75 when locked)
+        raise UsageError(str(exc)) from exc
     with store:
         ranker = Ranker(kb, store, seed=args.seed, ablation=args.ablation)
         steps = ranker.rank(state_from_profile(profile), history, kernel.features, kernel.language, profile,

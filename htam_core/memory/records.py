@@ -127,20 +127,51 @@ class Record:
                 "fingerprint": self.fingerprint, "device": self.device}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Record:
-        """Inverse of :meth:`to_json`. Raises ValueError/KeyError/TypeError on malformed input."""
-        o = d["outcome"]
-        outcome = Outcome(None if o.get("speedup") is None else float(o["speedup"]), bool(o["correct"]),
-                          bool(o["measured"]), str(o["status"]), str(o.get("note", "")))
-        prefix = d["prefix"]
-        if not isinstance(prefix, list) or not all(isinstance(p, str) for p in prefix):
-            raise TypeError("prefix must be a list of strategy ids")
-        state = d["state"]
-        if not isinstance(state, dict):
-            raise TypeError("state must be an object")
-        return cls(tuple(prefix), {str(k): float(v) for k, v in state.items()}, str(d["step"]),
-                   str(d["direction"]), outcome, str(d["fingerprint"]), str(d["device"]), float(d["time"]),
-                   str(d["uid"]))
+    def from_json(cls, d: Any) -> Record:
+        """Inverse of :meth:`to_json`, validating every field.
+
+        Raises:
+            ValueError: a missing field, a field of the wrong type, or a number that is not finite (NaN and
+                infinities are refused: a record must mean something). The message names the field.
+        """
+        if not isinstance(d, dict):
+            raise ValueError(f"a record must be an object, got {type(d).__name__}")
+        o = _field(d, "outcome", dict)
+        speedup = o.get("speedup")
+        if speedup is not None:
+            speedup = _finite("outcome.speedup", speedup)
+        outcome = Outcome(speedup, _field(o, "correct", bool, "outcome."), _field(o, "measured", bool, "outcome."),
+                          _field(o, "status", str, "outcome."), str(o.get("note", "")))
+        prefix = _field(d, "prefix", list)
+        if not all(isinstance(p, str) for p in prefix):
+            raise ValueError("prefix must be a list of strategy ids (strings)")
+        state = {str(k): _finite(f"state.{k}", v) for k, v in _field(d, "state", dict).items()}
+        return cls(tuple(prefix), state, _field(d, "step", str), _field(d, "direction", str), outcome,
+                   _field(d, "fingerprint", str), _field(d, "device", str), _finite("time", d.get("time")),
+                   _field(d, "uid", str))
+
+
+def _field(d: dict[str, Any], name: str, kind: type, where: str = "") -> Any:
+    """``d[name]``, which must exist and be of ``kind``. Raises ValueError naming ``where + name``."""
+    if name not in d:
+        raise ValueError(f"missing field {where}{name}")
+    value = d[name]
+    if not isinstance(value, kind) or kind is not bool and isinstance(value, bool):
+        raise ValueError(f"{where}{name} must be {_KIND_NAMES.get(kind, kind.__name__)}, got {value!r}"[:200])
+    return value
+
+
+_KIND_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "true or false"}
+
+
+def _finite(name: str, value: Any) -> float:
+    """``value`` as a finite float. Raises ValueError naming the field for non-numbers, NaN and infinities."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number, got {value!r}"[:200])
+    if not math.isfinite(value):
+        spelled = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+        raise ValueError(f"{name} is {spelled}: numbers must be finite")
+    return float(value)
 
 
 @dataclass

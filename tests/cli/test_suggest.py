@@ -100,8 +100,8 @@ def test_user_errors(tmp_path: Path, capsys, argv: list[str], message: str) -> N
     assert err.startswith("htam: error:") and message in err and "Traceback" not in err
 
 
-def test_corrupt_memory_is_a_usage_error(tmp_path: Path, capsys) -> None:
+def test_unusable_memory_is_a_store_error(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "m.sqlite3"
     bad.write_bytes(b"x" * 4096)
-    assert main(["suggest", str(CORPUS / "sgemm_naive.cu"), "--kernel", "sgemm_naive", "--memory", str(bad)]) == 2
-    assert "move-aside" in capsys.readouterr().err
+    assert main(["suggest", str(CORPUS / "sgemm_naive.cu"), "--kernel", "sgemm_naive", "--memory", str(bad)]) == 3
+    assert "not an SQLite database" in capsys.readouterr().err
