@@ -6,7 +6,9 @@ that allocate their outputs; from about 3 µs to about 50 ms) and each of three 
 * ``timer``: :func:`htam_core.measure.timer.time_launcher` (median, cold L2 every trial), with its method;
 * ``cupti``: CUPTI's per-call device time under the same flush sequence (the timer's cross-check);
 * ``cupti_hot``: CUPTI's per-call device time of back-to-back calls without a flush (warm L2);
-* ``do_bench_cudagraph``: Triton's graph-replay benchmark (median; warm L2, as Triton runs it).
+* ``do_bench_cudagraph``: Triton's graph-replay benchmark (median; warm L2, as Triton runs it);
+* ``timer_around``: for graph-timed kernels, the same graph timed with the events recorded around the
+  replay instead of inside the graph (shows the graph launch latency the default leaves out).
 
 Reported per kernel: the medians over the runs, the timer against CUPTI (target: within 3 % for every kernel
 of 5 µs or more), and the run-to-run spread of the timer, ``(max - min) / median`` of the three run medians
@@ -120,6 +122,15 @@ def _triton_kernels() -> dict[str, Any]:
             "matmul": matmul_kernel, "cdiv": triton.cdiv, "pow2": triton.next_power_of_2}
 
 
+def _keep(fn: Callable[[], Any], *tensors: Any) -> Callable[[], Any]:
+    """``fn`` holding references to ``tensors``: a host launcher bound to raw device pointers must keep its
+    tensors alive (a graph capture empties torch's allocator cache, which would unmap freed blocks)."""
+    def launch() -> Any:
+        return fn()
+    launch.tensors = tensors  # type: ignore[attr-defined]
+    return launch
+
+
 def kernels(tmp: Path) -> list[dict[str, Any]]:
     """The kernels: ``{"name", "language", "launcher", "allocates", "fn"}`` (``fn`` a no-argument launcher)."""
     import cupy
@@ -207,24 +218,27 @@ def kernels(tmp: Path) -> list[dict[str, Any]]:
             cupy_launch(sgemm, (n // 16, n // 16), (16, 16), (cupy.asarray(A), cupy.asarray(B), cupy.asarray(C),
                                                                np.int32(n))))
 
-    # -- CUDA through a .cu host launcher (<<<...>>> on the legacy default stream) ----------------------
+    # -- torch launchers that allocate their outputs (cuBLAS, torch's own CUDA kernels) ------------------
+    ba, bb = (torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16) for _ in range(2))
+    add("torch matmul 8192^3 bf16 (cuBLAS, allocates)", "cuda", "python", True, lambda: ba @ bb)
+    sx = torch.randn(256, 4099, device=dev)
+    add("torch softmax 256x4099 fp32 (allocates)", "cuda", "python", True, lambda: torch.softmax(sx, -1))
+    # -- CUDA through a .cu host launcher (<<<...>>> on the legacy default stream); last, since a fault there
+    # (a sticky CUDA error) would end every kernel after it --------------------------------------------
     cu = tmp / "timing_host.cu"
     cu.write_text(HOST_SRC, encoding="utf-8")
     major, minor = torch.cuda.get_device_capability()
     n = 1 << 24
     x, y = torch.randn(n, device=dev), torch.randn(n, device=dev)
     bind = host_launcher(cu, "vadd_host", f"sm_{major}{minor}", [None, None, "int32"])
-    add(f"cuda vector add {n} fp32 (.cu host launcher)", "cuda", "cu-host-launcher", False, bind([x, y, n]))
+    add(f"cuda vector add {n} fp32 (.cu host launcher)", "cuda", "cu-host-launcher", False,
+        _keep(bind([x, y, n]), x, y))
     n = 1024
     A, B, C = (torch.randn(n, n, device=dev) for _ in range(3))
     bind = host_launcher(cu, "sgemm_host", f"sm_{major}{minor}", [None, None, None, "int32"])
-    add(f"cuda naive sgemm {n}^3 fp32 (.cu host launcher)", "cuda", "cu-host-launcher", False, bind([A, B, C, n]))
+    add(f"cuda naive sgemm {n}^3 fp32 (.cu host launcher)", "cuda", "cu-host-launcher", False,
+        _keep(bind([A, B, C, n]), A, B, C))
 
-    # -- torch launchers that allocate their outputs (cuBLAS, torch's own CUDA kernels) ------------------
-    ba, bb = (torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16) for _ in range(2))
-    add("torch matmul 8192^3 bf16 (cuBLAS, allocates)", "cuda", "python", True, lambda: ba @ bb)
-    sx = torch.randn(256, 4099, device=dev)
-    add("torch softmax 256x4099 fp32 (allocates)", "cuda", "python", True, lambda: torch.softmax(sx, -1))
     return out
 
 
@@ -252,6 +266,14 @@ def one_run(k: dict[str, Any]) -> dict[str, Any]:
     row = {"timer_ms": t.median_ms, "method": t.method, "method_reason": t.method_reason, "trials": t.trials,
            "trial_spread_iqr": t.spread, "cupti_ms": t.cupti_ms, "cupti_ops": t.cupti_ops,
            "agreement": t.agreement, "refused": t.refused, "warnings": t.warnings}
+    if t.method == "cuda-graph":  # the same graph with the events recorded around the replay, for comparison
+        from htam_core.measure.timer import LauncherTimer
+
+        lt = LauncherTimer(k["fn"], launcher_kind=k["launcher"], use_cupti=False, events_in_graph=False)
+        try:
+            row["timer_around_ms"] = statistics.median(lt.sample(min(t.trials, 50)))
+        finally:
+            lt.close()
     try:
         row["cupti_hot_ms"] = _cupti_hot(k["fn"])
     except Exception as exc:  # noqa: BLE001 - a bench row says what failed and goes on
@@ -275,7 +297,8 @@ def summarize(name: str, meta: dict[str, Any], runs: list[dict[str, Any]]) -> di
     rel = (timer / cupti_ms - 1.0) if timer and cupti_ms else None
     in_scope = cupti_ms is not None and cupti_ms >= MIN_TARGET_MS
     return {"kernel": name, **meta, "timer_ms": timer, "cupti_ms": cupti_ms, "cupti_hot_ms": med("cupti_hot_ms"),
-            "do_bench_cudagraph_ms": med("do_bench_cudagraph_ms"), "timer_vs_cupti": rel,
+            "do_bench_cudagraph_ms": med("do_bench_cudagraph_ms"), "timer_around_ms": med("timer_around_ms"),
+            "timer_vs_cupti": rel,
             "methods": sorted({r["method"] for r in runs}), "run_spread_pct": spread,
             "refused_runs": sum(1 for r in runs if r.get("refused")),
             "target_in_scope": in_scope, "within_target": (abs(rel) <= TARGET_REL) if in_scope and rel is not None
@@ -295,18 +318,19 @@ def markdown(doc: dict[str, Any]) -> str:
              "timer (median, L2 flushed before every trial). `CUPTI`: per-call device time of the launched "
              "kernels under the same flush sequence. `CUPTI warm`: back-to-back calls without a flush. "
              "`do_bench_cudagraph`: Triton's graph replay (warm L2). Spread: (max - min) / median of the three "
-             "run medians.", "",
-             "| kernel | launcher | method | timer (ms) | CUPTI (ms) | timer/CUPTI | CUPTI warm (ms) | "
-             "do_bench_cudagraph (ms) | run spread | within 3% |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "run medians. `around`: the same graph with the events around the replay (not inside it).", "",
+             "| kernel | launcher | method | timer (ms) | CUPTI (ms) | timer/CUPTI | around (ms) | CUPTI warm (ms) | "
+             "do_bench_cudagraph (ms) | run spread | within 3% |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["kernels"]:
         if "error" in r:
-            lines.append(f"| {r['kernel']} | {r.get('launcher', '')} | error: {r['error'][:80]} | | | | | | | |")
+            lines.append(f"| {r['kernel']} | {r.get('launcher', '')} | error: {r['error'][:80]} | | | | | | | | |")
             continue
         rel = r["timer_vs_cupti"]
         ok = {True: "yes", False: "**no**", None: "n/a (< 5 µs)"}[r["within_target"]]
         spread = "—" if r["run_spread_pct"] is None else f"{r['run_spread_pct']:.2f}%"
         lines.append(f"| {r['kernel']} | {r['launcher']} | {', '.join(r['methods'])} | {_f(r['timer_ms'])} | "
-                     f"{_f(r['cupti_ms'])} | {'—' if rel is None else f'{rel:+.1%}'} | {_f(r['cupti_hot_ms'])} | "
+                     f"{_f(r['cupti_ms'])} | {'—' if rel is None else f'{rel:+.1%}'} | {_f(r['timer_around_ms'])} | "
+                     f"{_f(r['cupti_hot_ms'])} | "
                      f"{_f(r['do_bench_cudagraph_ms'])} | "
                      f"{spread} | {ok} |")
     lines += ["", "## Against the targets", "",
@@ -359,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
                     traceback.print_exc()
                     continue
                 runs[k["name"]].append(row)
-                print(f"run {r + 1} {k['name']}: timer {row['timer_ms']:.5g} ms ({row['method']}), CUPTI "
+                print(f"run {r + 1} {k['name']}: timer {row['timer_ms']:.5g} ms ({row['method']}), around "
+                      f"{_f(row.get('timer_around_ms'), 5)}, CUPTI "
                       f"{_f(row['cupti_ms'], 5)}, warm {_f(row['cupti_hot_ms'], 5)}, dbc "
                       f"{_f(row['do_bench_cudagraph_ms'], 5)} [{time.perf_counter() - t0:.1f} s]", flush=True)
         for k in ks:

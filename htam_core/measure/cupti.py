@@ -19,10 +19,13 @@ from typing import Any
 
 from htam_core.measure.stats import LAUNCH_BOUND_MS
 
-__all__ = ["AGREEMENT_TOL", "DeviceOp", "device_ops", "per_call_ms", "Agreement", "check_agreement", "median_or_none"]
+__all__ = ["AGREEMENT_TOL", "ABS_SLACK_MS", "DeviceOp", "device_ops", "per_call_ms", "Agreement", "check_agreement", "median_or_none"]
 
 #: Largest relative difference between the timer and CUPTI that is accepted (10 %).
 AGREEMENT_TOL = 0.10
+#: A difference up to this is accepted whatever its relative size, ms (2 µs): the launch and completion
+#: latency of an event pair around one launch, which CUPTI's kernel records leave out.
+ABS_SLACK_MS = 0.002
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,8 @@ class Agreement:
 def check_agreement(timer_ms: float | None, cupti_ms: float | None, *, tol: float = AGREEMENT_TOL) -> Agreement:
     """Compare a timer's median with CUPTI's per-call device time.
 
-    A kernel whose CUPTI time is under :data:`~htam_core.measure.stats.LAUNCH_BOUND_MS` is not refused (a
+    They disagree when the difference exceeds both ``tol`` (relative) and :data:`ABS_SLACK_MS`. A kernel
+    whose CUPTI time is under :data:`~htam_core.measure.stats.LAUNCH_BOUND_MS` is not refused (a
     launch-bound kernel's event interval always holds the launch latency); the note says so.
 
     Args:
@@ -107,7 +111,7 @@ def check_agreement(timer_ms: float | None, cupti_ms: float | None, *, tol: floa
     if timer_ms is None or cupti_ms is None or cupti_ms <= 0:
         return Agreement(None, None, "not cross-checked: CUPTI gave no per-call device time")
     rel = timer_ms / cupti_ms - 1.0
-    if abs(rel) <= tol:
+    if abs(rel) <= tol or abs(timer_ms - cupti_ms) <= ABS_SLACK_MS:
         return Agreement(True, rel)
     said = f"timer and CUPTI disagree ({timer_ms:.4g} ms vs {cupti_ms:.4g} ms, {rel:+.0%})"
     if cupti_ms < LAUNCH_BOUND_MS:

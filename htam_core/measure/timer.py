@@ -12,11 +12,17 @@ Preparation:
    too). A capture that fails, or a graph that launches fewer device operations than an eager call (CUPTI
    counts both), falls back to the events method (:mod:`htam_core.measure.method` decides and says why).
 
-A sample (one trial) is ``flush L2 (256 MB write, asynchronous); start event; replay or call; end event``.
-No host synchronization happens between trials: while the GPU writes the flush buffer the host is already
-enqueueing the next launch, so the events bracket device work and not the host's Python launcher (a host
-sync after the flush would leave the GPU idle while the launcher runs, and the events would time the host).
-Every trial starts with a cold L2, as a kernel in a pipeline reading fresh data does.
+A sample (one trial) starts with an asynchronous L2 flush (a 256 MB write), so every trial starts with a
+cold L2, as a kernel in a pipeline reading fresh data does. Then:
+
+* ``cuda-graph``: the graph holds the start event, the launcher's work and the end event (events recorded
+  during capture with ``external=True`` become event nodes of the graph), so the interval excludes the
+  graph's own launch latency; each trial replays it and waits for its end event. Where timing events cannot
+  be captured, the events are recorded around the replay instead (``method_reason`` says so);
+* ``events-async-flush``: ``start event; launcher; end event`` with no host synchronization between trials:
+  while the GPU writes the flush buffer the host is already enqueueing the launch, so the events bracket
+  device work and not the host's Python launcher (a host sync after the flush would leave the GPU idle while
+  the launcher runs, and the events would time the host).
 
 Checks:
 
@@ -133,6 +139,8 @@ class LauncherTimer:
             :func:`htam_core.measure.method.may_capture`), or ``None``.
         flush: flush the L2 before every trial.
         use_cupti: count device operations with CUPTI (graph validation, cross-check).
+        events_in_graph: capture the timing events into the graph (``False``: record them around the replay,
+            for comparison).
         min_warmup, warmup_ms: warm-up calls and GPU time.
 
     Raises:
@@ -140,11 +148,15 @@ class LauncherTimer:
     """
 
     def __init__(self, fn: Callable[[], Any], *, method: str = "auto", launcher_kind: str | None = None,
-                 flush: bool = True, use_cupti: bool = True, min_warmup: int = 3, warmup_ms: float = 50.0) -> None:
+                 flush: bool = True, use_cupti: bool = True, min_warmup: int = 3, warmup_ms: float = 50.0,
+                 events_in_graph: bool = True) -> None:
         self.fn = fn
+        self.events_in_graph = events_in_graph
         self.flush = flush
         self.use_cupti = use_cupti
         self.graph: Any = None
+        self.graph_events: tuple[Any, Any] | None = None  # timing events inside the graph
+        self.graph_events_note = "" if events_in_graph else "timing events around the replay (asked for)"
         self.per_call_ms = self._warm_up(min_warmup, warmup_ms)
         self.eager_ops: int | None = None
         self.choice = self._choose(method, launcher_kind)
@@ -166,27 +178,47 @@ class LauncherTimer:
         return max(spent / done, 1e-3)
 
     def _capture(self) -> str | None:
-        """Capture the launcher into ``self.graph``; the error text when it cannot be captured."""
+        """Capture the launcher into ``self.graph`` (with timing events inside it when torch can record
+        them into a graph); the error text when it cannot be captured at all."""
         import torch
 
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
-        g = torch.cuda.CUDAGraph()
         try:
             with torch.cuda.stream(side):
                 self.fn()  # a warm call on the capture stream (the allocator's advice before capture)
             torch.cuda.current_stream().wait_stream(side)
-            with torch.cuda.graph(g, stream=side):
-                self.fn()
-            torch.cuda.synchronize()
-        except Exception as exc:  # noqa: BLE001 - any capture failure means: time eagerly instead
+        except Exception as exc:  # noqa: BLE001 - the eager path re-raises a real fault
+            return _brief_error(exc)
+        err = None
+        for inside in (True, False) if self.events_in_graph else (False,):
             try:
+                events = (torch.cuda.Event(enable_timing=True, external=True),
+                          torch.cuda.Event(enable_timing=True, external=True)) if inside else None
+            except TypeError:  # a torch without external events
+                self.graph_events_note = "timing events around the replay (this torch cannot capture them)"
+                continue
+            g = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.graph(g, stream=side):
+                    if events:
+                        events[0].record()
+                    self.fn()
+                    if events:
+                        events[1].record()
                 torch.cuda.synchronize()
-            except Exception:  # noqa: BLE001, S110 - the eager path re-raises a real fault
-                pass
-            return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
-        self.graph = g
-        return None
+            except Exception as exc:  # noqa: BLE001 - a capture failure: try without events, then eagerly
+                err = _brief_error(exc)
+                try:
+                    torch.cuda.synchronize()
+                except Exception:  # noqa: BLE001, S110 - the eager path re-raises a real fault
+                    pass
+                if inside:
+                    self.graph_events_note = f"timing events around the replay (captured events failed: {err})"
+                continue
+            self.graph, self.graph_events = g, events
+            return None
+        return err
 
     def _choose(self, requested: str, launcher_kind: str | None) -> MethodChoice:
         pre = may_capture(requested, launcher_kind)
@@ -205,6 +237,13 @@ class LauncherTimer:
         return choice
 
     @property
+    def reason(self) -> str:
+        """Why the method was chosen, and where a graph's events are."""
+        if self.choice.method == METHOD_GRAPH:
+            return self.graph_events_note or "timing events inside the graph"
+        return self.choice.reason
+
+    @property
     def method(self) -> str:
         """The method the samples use (``cuda-graph`` or ``events-async-flush``)."""
         return self.choice.method
@@ -214,9 +253,20 @@ class LauncherTimer:
 
     # -- measuring --------------------------------------------------------------------------------
     def sample(self, n: int) -> list[float]:
-        """``n`` trials, ms each: flush, start event, call, end event; one synchronize after the last."""
+        """``n`` trials, ms each (see the module docstring)."""
         import torch
 
+        if self.graph is not None and self.graph_events is not None:
+            start_ev, end_ev = self.graph_events
+            out = []
+            torch.cuda.synchronize()
+            for _ in range(n):
+                if self.flush:
+                    flush_l2()
+                self.graph.replay()
+                end_ev.synchronize()  # the events are re-recorded by the next replay
+                out.append(start_ev.elapsed_time(end_ev))
+            return out
         call = self._call()
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
@@ -272,6 +322,12 @@ class LauncherTimer:
         if self.graph is not None:
             self.graph.reset()
             self.graph = None
+            self.graph_events = None
+
+
+def _brief_error(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"[:300]
 
 
 def _trials_for(per_call_ms: float, trials: int, max_total_s: float, flush: bool) -> int:
@@ -303,7 +359,7 @@ def time_launcher(fn: Callable[[], Any], *, trials: int = 100, method: str = "au
     try:
         n = _trials_for(t.per_call_ms, trials, max_total_s, flush)
         times = t.sample(n)
-        method_used, reason, warns = t.method, t.choice.reason, []
+        method_used, reason, warns = t.method, t.reason, []
         ev, wall = t.guard(min(n, 10))
         ev_med, wall_med = statistics.median(ev), statistics.median(wall)
         if wall_med > ev_med * 1.5 + SIDE_STREAM_SLACK_MS:
