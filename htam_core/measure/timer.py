@@ -50,7 +50,8 @@ from htam_core.measure import cupti
 from htam_core.measure.method import METHOD_GRAPH, METHOD_WALL, MethodChoice, choose_method, may_capture
 from htam_core.measure.stats import launch_bound, relative_iqr
 
-__all__ = ["L2_FLUSH_BYTES", "SIDE_STREAM_SLACK_MS", "Timing", "flush_l2", "LauncherTimer", "time_launcher"]
+__all__ = ["L2_FLUSH_BYTES", "SIDE_STREAM_SLACK_MS", "Timing", "flush_l2", "LauncherTimer", "time_launcher",
+           "restore_rng_after_failed_capture"]
 
 #: Size of the L2-flush buffer, bytes (256 MB: larger than any current L2; H100/H200 have 50-60 MB).
 L2_FLUSH_BYTES = 256 * 1024 * 1024
@@ -213,6 +214,8 @@ class LauncherTimer:
                     torch.cuda.synchronize()
                 except Exception:  # noqa: BLE001, S110 - the eager path re-raises a real fault
                     pass
+                g.reset()
+                restore_rng_after_failed_capture()
                 if inside:
                     self.graph_events_note = f"timing events around the replay (captured events failed: {err})"
                 continue
@@ -323,6 +326,44 @@ class LauncherTimer:
             self.graph.reset()
             self.graph = None
             self.graph_events = None
+
+
+def _rng_usable() -> bool:
+    import torch
+
+    try:
+        torch.empty(1, device="cuda").normal_()  # draws from the default CUDA generator
+        return True
+    except RuntimeError as exc:
+        if "graph capture" in str(exc) or "capture mode" in str(exc):
+            return False
+        raise
+
+
+def restore_rng_after_failed_capture() -> None:
+    """Make torch's default CUDA generator usable again after a graph capture failed.
+
+    ``CUDAGraph.capture_begin`` puts the default generator into capture mode and only a *successful*
+    ``capture_end`` takes it out; after a failed capture every later ``torch.randn`` in the process raises
+    "Offset increment outside graph capture encountered unexpectedly". One small successful capture on a side
+    stream runs the missing epilogue.
+
+    Raises:
+        RuntimeError: the generator is still unusable (the worker must be restarted; the message says so).
+    """
+    import torch
+
+    if _rng_usable():
+        return
+    g, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    scratch = torch.empty(1, device="cuda")
+    with torch.cuda.graph(g, stream=side):
+        scratch.add_(1.0)
+    torch.cuda.synchronize()
+    g.reset()
+    if not _rng_usable():
+        raise RuntimeError("a failed CUDA graph capture left torch's CUDA random generator in capture mode and it "
+                           "could not be restored; restart the worker (the next profile starts a fresh one)")
 
 
 def _brief_error(exc: BaseException) -> str:

@@ -69,6 +69,8 @@ def test_uncapturable_launcher_falls_back_to_events():
     t = time_launcher(launch, trials=30, launcher_kind="python")
     assert t.method in ("events-async-flush", "wall-clock+sync"), t
     assert "could not be captured" in t.method_reason or t.method == "wall-clock+sync", t
+    # regression: the failed capture must not leave torch's default CUDA generator in capture mode
+    torch.randn(16, device="cuda")
 
 
 def test_side_stream_work_is_caught():
