@@ -11,7 +11,7 @@ Steps:
    returned with the harness error as a warning (nothing is measured, nothing guessed);
 2. worker: verify against the reference (KernelBench semantics) and time every input set
    (:mod:`htam_core.measure.timer`: CUDA-graph replay or events with an asynchronous L2 flush, checked
-   against CUPTI; a timer that disagrees with CUPTI by more than 10 % is refused); a ``.cu`` program with ``main()`` is built and its
+   against CUPTI; a timer that disagrees with CUPTI by more than 10 % and 4 µs is refused); a ``.cu`` program with ``main()`` is built and its
    durations come from ncu;
 3. worker: ncu counters when ``ncu`` is on PATH (:mod:`htam_core.profile.ncu`);
 4. measured peaks of the device (:mod:`htam_core.profile.peaks`, cached) -> bandwidth, FLOP/s and
