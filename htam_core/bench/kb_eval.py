@@ -23,7 +23,7 @@ def time_kernelbench(fn: Callable[[], Any], trials: int = TRIALS, warmups: int =
     """Time ``fn`` with KernelBench's semantics; returns ``{"mean", "std", "min", "max", "trials"}`` in ms."""
     import torch
 
-    from htam_core.profile.timing import flush_l2
+    from htam_core.measure.timer import flush_l2
 
     with torch.no_grad():
         for _ in range(warmups):

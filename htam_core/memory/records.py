@@ -7,7 +7,8 @@ when/why/risk note.
 
 The value of an outcome (our concrete design, used for both the statistics and transition attention):
 
-* correct and measured with a speedup ``x > 0``: ``ln(x)``;
+* correct and measured with a speedup ``x > 0``: ``ln(x)``; but a ``neutral`` outcome (a gain inside the
+  measured spread: noise, see :mod:`htam_core.measure.stats`) is ``0.0``: the memory learns no gain from noise;
 * ``incorrect``: :data:`PENALTY_INCORRECT` (like a 2x slowdown: a wrong kernel is worse than a slow one);
 * ``failed`` (did not compile or crashed): :data:`PENALTY_FAILED`;
 * correct but not measured: no value (it counts as a trial, not as evidence of speed).
@@ -51,10 +52,12 @@ class Outcome:
         measured: the speedup was measured on a GPU.
         status: ``"win" | "loss" | "neutral" | "incorrect" | "failed"``.
         note: free text (why it won or failed).
+        spread: the measured relative spread of the speedup (0.02 = 2 %; a gain inside it is ``neutral``, see
+            :mod:`htam_core.measure.stats`), or ``None`` when not measured (and in records older than it).
 
     Raises:
-        ValueError: unknown status (an :data:`ENDPOINT_FAULT` included), or a speedup that is not a finite
-            positive number.
+        ValueError: unknown status (an :data:`ENDPOINT_FAULT` included), a speedup that is not a finite
+            positive number, or a negative spread.
     """
 
     speedup: float | None
@@ -62,6 +65,7 @@ class Outcome:
     measured: bool
     status: str
     note: str = ""
+    spread: float | None = None
 
     def __post_init__(self) -> None:
         if self.status in NOT_LEARNED:
@@ -71,6 +75,8 @@ class Outcome:
             raise ValueError(f"unknown outcome status {self.status!r}; expected one of {', '.join(STATUSES)}")
         if self.speedup is not None and not (math.isfinite(self.speedup) and self.speedup > 0):
             raise ValueError(f"speedup must be a finite positive number or None, got {self.speedup!r}")
+        if self.spread is not None and not (math.isfinite(self.spread) and self.spread >= 0):
+            raise ValueError(f"spread must be a finite non-negative number or None, got {self.spread!r}")
 
     @property
     def is_failure(self) -> bool:
@@ -85,7 +91,7 @@ def value_of(speedup: float | None, correct: bool, measured: bool, status: str) 
     if status == "failed":
         return PENALTY_FAILED
     if measured and speedup is not None and speedup > 0:
-        return math.log(speedup)
+        return 0.0 if status == "neutral" else math.log(speedup)
     return None
 
 
@@ -141,7 +147,8 @@ class Record:
         if speedup is not None:
             speedup = _finite("outcome.speedup", speedup)
         outcome = Outcome(speedup, _field(o, "correct", bool, "outcome."), _field(o, "measured", bool, "outcome."),
-                          _field(o, "status", str, "outcome."), str(o.get("note", "")))
+                          _field(o, "status", str, "outcome."), str(o.get("note", "")),
+                          None if o.get("spread") is None else _finite("outcome.spread", o["spread"]))
         prefix = _field(d, "prefix", list)
         if not all(isinstance(p, str) for p in prefix):
             raise ValueError("prefix must be a list of strategy ids (strings)")

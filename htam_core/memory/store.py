@@ -51,7 +51,7 @@ __all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "EXPORT_FORMAT", "LOCK_TIMEOUT_S"
            "pending_paths", "START"]
 
 #: Current schema version (``PRAGMA user_version``).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: ``PRAGMA application_id`` of HTAM memory files ("HTAM" in ASCII).
 APPLICATION_ID = 0x4854414D
 #: ``format`` field of export files.
@@ -104,6 +104,10 @@ MIGRATIONS: list[str] = [
         note_when TEXT NOT NULL, note_why TEXT NOT NULL, note_risk TEXT NOT NULL,
         PRIMARY KEY (level, src, dst)
     );
+    """,
+    # v2: the measured spread of each outcome's speedup (NULL in records written before it)
+    """
+    ALTER TABLE records ADD COLUMN spread REAL;
     """,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
@@ -483,13 +487,14 @@ def _keep_pending(store_path: Path, rec: Record) -> Path | None:
 
 
 def _row_to_record(row: Sequence[Any]) -> Record:
-    (_id, uid, t, prefix, state, step, direction, speedup, correct, measured, status, note, fp, device) = row
+    (_id, uid, t, prefix, state, step, direction, speedup, correct, measured, status, note, fp, device,
+     spread) = row
     return Record(tuple(json.loads(prefix)), json.loads(state), step, direction,
-                  Outcome(speedup, bool(correct), bool(measured), status, note), fp, device, t, uid)
+                  Outcome(speedup, bool(correct), bool(measured), status, note, spread), fp, device, t, uid)
 
 
 _RECORD_COLS = ("id, uid, time, prefix, state, step, direction, speedup, correct, measured, status, note, "
-                "fingerprint, device")
+                "fingerprint, device, spread")
 
 
 def _stats_from_row(row: Sequence[Any]) -> Stats:
@@ -643,10 +648,10 @@ class Store:
     def _insert(self, conn: sqlite3.Connection, rec: Record) -> None:
         o = rec.outcome
         conn.execute(
-            f"INSERT INTO records ({_RECORD_COLS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO records ({_RECORD_COLS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (rec.uid, rec.time, json.dumps(list(rec.prefix)), json.dumps(rec.state, sort_keys=True), rec.step,
              rec.direction, o.speedup, int(o.correct), int(o.measured), o.status, o.note, rec.fingerprint,
-             rec.device))
+             rec.device, o.spread))
         value = outcome_value(o)
         when = bottleneck_of_state(rec.state)
         last = rec.prefix[-1] if rec.prefix else START

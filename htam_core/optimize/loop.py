@@ -42,9 +42,6 @@ from htam_core.profile.api import gpu_available
 from htam_core.source import SourceError, language_for_path, load, parse_text
 from htam_core.source.model import Kernel
 
-#: A measured speedup counts as a win above this, and as a loss below its inverse: timing noise on one
-#: GPU is about 1-2% (see bench/results for the repeatability we measured).
-WIN_THRESHOLD = 1.02
 #: Steps of history the memory sees (the prefix h_t).
 PREFIX_LEN = 4
 
@@ -387,6 +384,7 @@ class _Loop:
             self.warnings.append(f"the LLM engine stopped: {exc}")
         if not gave_up and any(s.status == ENDPOINT_FAULT for s in self.steps):
             self.warnings.append(self._fault_note())  # faults that did not stop the run
+        self._headline_note(start_ev, best_ev)
         return write_report(self.task, self.out, self.start_text, start_ev, best_text, best_ev, self.steps,
                             gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
                             language=self.kernel.language, measurements_reused=self.measurements_reused)
@@ -461,21 +459,15 @@ class _Loop:
                ev: Evaluation, cand_path: Path) -> StepRecord:
         ev = self._strict(start, ev, cand_path)
         numerics = bool(cand.params.get("changes_numerics"))
-        speedup = None
+        speedup, spread, gain, timing_msgs = None, None, "neutral", []
         if self.gpu and ev.ok and ev.correct and ev.time_ms and parent.time_ms:
-            speedup = _geomean_ratio(parent.per_set_ms or [parent.time_ms], ev.per_set_ms or [ev.time_ms])
+            speedup, spread, gain, timing_msgs = self._gain(parent_text, parent, ev, cand_path)
         if ev.failure in ("refused", "incorrect"):
             status = "incorrect"
         elif ev.failure == "failed" or not ev.ok:
             status = "failed"
-        elif speedup is None:
-            status = "neutral"
-        elif speedup >= WIN_THRESHOLD:
-            status = "win"
-        elif speedup <= 1 / WIN_THRESHOLD:
-            status = "loss"
         else:
-            status = "neutral"
+            status = gain
         labelled = bool(ev.labels)
         if self.gpu:
             accepted = status == "win" and not labelled
@@ -485,7 +477,7 @@ class _Loop:
             # transform: never unverified LLM code.
             mechanical = self.task.engine == "rules" and not numerics
             accepted = status == "neutral" and (ev.correct is True or (ev.correct is None and mechanical))
-        msgs = list(ev.messages)
+        msgs = list(ev.messages) + timing_msgs
         if labelled:
             msgs.append("labelled " + ", ".join(ev.labels) + ": not counted as a plain speedup")
         if numerics:
@@ -498,7 +490,39 @@ class _Loop:
             edit=_diff(parent_text, cand.code, self.path.name), status=status, correct=ev.correct,
             verified_on=ev.verified_on, time_ms=ev.time_ms, speedup=speedup,
             speedup_vs_start=self._speedup(start, ev) if self.gpu and ev.correct else None, accepted=accepted,
-            evidence=choice.evidence, messages=msgs, candidate_path=str(cand_path), score=choice.score)
+            evidence=choice.evidence, messages=msgs, candidate_path=str(cand_path), score=choice.score,
+            spread=spread)
+
+    def _gain(self, parent_text: str, parent: Evaluation, ev: Evaluation,
+              cand_path: Path) -> tuple[float | None, float | None, str, list[str]]:
+        """Speedup, spread, status and messages of a measured candidate: the parent and the candidate timed
+        interleaved in one worker (:meth:`Evaluator.compare`); without that comparison, the two separate
+        timings with the minimum spread, said so."""
+        from htam_core.measure.stats import MIN_SPREAD, SPREAD_RULE, classify_gain
+
+        if SPREAD_RULE not in " ".join(self.warnings):
+            self.warnings.append(f"win rule: {SPREAD_RULE}")
+        comp, why = self.evaluator.compare(parent_text, cand_path)
+        if comp is None:
+            speedup = _geomean_ratio(parent.per_set_ms or [parent.time_ms], ev.per_set_ms or [ev.time_ms])
+            return speedup, None, classify_gain(speedup, None), [
+                f"{why}; speedup from separate timings, judged against the minimum spread {MIN_SPREAD:.0%}"]
+        per_set = ", ".join(f"set {i}: {c.speedup:.3f}x ±{c.spread:.1%}" + (" (launch-bound)" if c.launch_bound
+                                                                         else "") for i, c in enumerate(comp.sets))
+        msgs = [f"interleaved timing: {comp.speedup:.3f}x, spread ±{comp.spread:.1%}, win threshold "
+                f"{comp.threshold:.3f}x -> {comp.status} ({per_set})"]
+        if comp.note:
+            msgs.append(comp.note)
+        return comp.speedup, comp.spread, comp.status, msgs
+
+    def _headline_note(self, start: Evaluation, best: Evaluation) -> None:
+        """Say which input sets the headline geomean leaves out as launch-bound (kernel time < 10 µs)."""
+        from htam_core.measure.stats import headline_geomean
+
+        if self.gpu and best is not start and start.per_set_ms and best.per_set_ms:
+            note = headline_geomean(start.per_set_ms, best.per_set_ms).note
+            if note:
+                self.warnings.append(note)
 
     def _record(self, prefix: list[str], parent: Evaluation, choice: Choice, rec: StepRecord,
                 ev: Evaluation) -> None:
@@ -507,7 +531,8 @@ class _Loop:
         state = state_from_profile(parent.profile) if parent.profile else {}
         outcome = Outcome(speedup=rec.speedup if rec.status in ("win", "loss", "neutral") else None,
                           correct=rec.status not in ("incorrect", "failed"), measured=rec.speedup is not None,
-                          status=rec.status, note=rec.description[:200])
+                          status=rec.status, note=rec.description[:200],
+                          spread=rec.spread if rec.speedup is not None else None)
         device = (ev.profile or parent.profile).device if (ev.profile or parent.profile) else "unknown"
         try:
             self.ranker.record(list(prefix), state, choice.strategy, outcome, self.fingerprint, device)

@@ -7,10 +7,10 @@ written as "not measured", never estimated.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from htam_core.measure.stats import headline_geomean
 from htam_core.memory.records import ENDPOINT_FAULT
 from htam_core.optimize.task import OptimizeResult, OptimizeTask, StepRecord
 
@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 
 
 def geomean_ratio(parent: list[float], child: list[float]) -> float | None:
-    """Geometric mean over input sets of ``parent_ms / child_ms`` (a speedup), or ``None`` without pairs."""
-    pairs = [(p, c) for p, c in zip(parent, child, strict=False) if p and c and p > 0 and c > 0]
-    if not pairs:
-        return None
-    return math.exp(sum(math.log(p / c) for p, c in pairs) / len(pairs))
+    """Geometric mean over input sets of ``parent_ms / child_ms`` (a speedup), or ``None`` without pairs.
+
+    Launch-bound sets (both times under 10 µs) are left out unless every set is launch-bound
+    (:func:`htam_core.measure.stats.headline_geomean`; the loop adds its note to the report)."""
+    return headline_geomean(parent, child).speedup
 
 
 def _fmt_ms(v: float | None) -> str:

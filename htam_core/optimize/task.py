@@ -120,6 +120,8 @@ class StepRecord:
         messages: verifier, guard and profiler messages.
         candidate_path: where the candidate's file was written.
         score: the ranker's score of the step, or ``None`` (random/exhaustive).
+        spread: the measured relative spread of ``speedup`` (its win threshold is ``1 + spread``), or ``None``
+            when the parent and the candidate were not timed interleaved.
     """
 
     index: int
@@ -140,6 +142,7 @@ class StepRecord:
     messages: list[str] = field(default_factory=list)
     candidate_path: str | None = None
     score: float | None = None
+    spread: float | None = None
 
 
 @dataclass
