@@ -1,6 +1,6 @@
 """GPU timing of one callable: CUDA events, warm-up, L2 flush before every trial, median of many trials.
 
-Method (KernelBench's timing and ``triton.testing.do_bench``, DESIGN.md §7):
+Method (KernelBench's timing and ``triton.testing.do_bench``):
 
 * warm-up runs first (compilation, autotuning, caches), until ``warmup_ms`` of GPU time or at
   least ``min_warmup`` calls;

@@ -1,11 +1,11 @@
-"""Static reward-hack guards over candidate source (issue 9 §2, DESIGN §7 and §9).
+"""Static reward-hack guards over candidate source (issue 9 §2; issue 13 for their scope).
 
 A candidate (LLM output, transform output, a KernelBench ``ModelNew`` file) is checked *before* any
 time counts. Each guard is a named :class:`Rule` with its rationale and the source of the idea:
 
 * KernelBench's static checker (``src/kernel_static_checker.py`` upstream): a list of named patterns,
   each with a rationale; its bypass checks come from the Kevin paper (arXiv:2507.11948);
-* KernelBench's list of known hacks, as summarized in DESIGN §7 (zeros on reductions, side streams,
+* KernelBench's list of known reward hacks (zeros on reductions, side streams,
   result caching, TF32 against an fp32 baseline, inputs mutated in place, a persisting L2 window).
 
 Python is analysed with the ``ast`` module (aliases of imports are resolved, so ``import time as t;
@@ -68,7 +68,7 @@ class Rule:
         severity: ``"refuse"`` or ``"label"``.
         title: one line.
         rationale: why this pattern is a reward hack.
-        source: where the idea comes from (KernelBench static checker, DESIGN §7, issue 9).
+        source: where the idea comes from (KernelBench static checker, KernelBench's known hacks, issue 9).
         languages: ``{"python", "cuda"}`` subsets the rule inspects.
     """
 
@@ -81,7 +81,7 @@ class Rule:
 
 
 _KB = "KernelBench static checker (kernel_static_checker.py)"
-_KB_HACKS = "KernelBench known hacks (DESIGN §7)"
+_KB_HACKS = "KernelBench known hacks"
 
 RULES: tuple[Rule, ...] = (
     Rule("unparsable-source", "refuse", "the candidate does not parse",
