@@ -130,7 +130,8 @@ def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
     p.extra.update({
         "constexprs": v.get("constexprs", {}), "num_warps": v["num_warps"], "num_stages": v["num_stages"],
         "signature": v.get("signature", {}), "spill_store_bytes": v["spill_store_bytes"],
-        "spill_load_bytes": v["spill_load_bytes"], "block_size_source": f"num_warps={v['num_warps']} x 32",
+        "spill_load_bytes": v["spill_load_bytes"], "block_size_source": f"num_warps={v['num_warps']} x 32"
+        + (f" ({src})" if (src := (v.get("option_sources") or {}).get("num_warps")) else ""),
         "compile": {"tool": "triton-aot", "triton_version": v.get("triton_version"), "ptxas": v.get("ptxas"),
                     "ptxas_target": v.get("ptxas_target"), "resources_from": v.get("resource_source"),
                     "cached": bool(v.get("cached")),
