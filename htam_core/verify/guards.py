@@ -16,6 +16,10 @@ where the token *is* the structure.
 Severities: ``"refuse"`` means the candidate is rejected; ``"label"`` means it may run but its result
 is labelled (TF32 or reduced precision against an fp32 baseline: never counted as a plain speedup).
 
+Scope: only the kernel and its launcher are judged (:func:`htam_core.source.scope.kernel_scope`): findings in
+``main()``, ``if __name__ == "__main__":`` self-tests, driver functions and code the kernel never reaches are
+dropped, so a stream created by a test program or a bf16 self-test does not refuse or label the kernel.
+
 Static checks are not complete and do not replace the runtime checks (poisoned outputs, several
 seeds, fresh inputs, a second input set, timing all streams): they catch the common forms cheaply.
 """
@@ -979,8 +983,9 @@ def labels(findings: Iterable[GuardFinding]) -> list[str]:
 def new_findings(candidate: Iterable[GuardFinding], original: Iterable[GuardFinding]) -> list[GuardFinding]:
     """Findings of a candidate that its original does not already have.
 
-    A user's own harness may legitimately use a stream or ``__half`` (``main()`` of a ``.cu`` program); a
-    transform or LLM candidate derived from it should be judged on what *it* introduced. Findings are
+    A user's own launcher may legitimately use a stream or ``__half`` (``main()`` and ``__main__`` self-tests
+    are never judged, see :mod:`htam_core.source.scope`); a transform or LLM candidate derived from it should
+    be judged on what *it* introduced. Findings are
     matched by ``(rule_id, message)`` with multiplicity, ignoring lines (edits move code).
     """
     budget: dict[tuple[str, str], int] = {}

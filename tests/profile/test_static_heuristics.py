@@ -22,23 +22,26 @@ def test_a_heuristic_that_needs_runtime_sizes_falls_back_to_tritons_default(tmp_
     assert any("BLOCK_N" in w and "heuristic" in w for w in p.warnings)
 
 
+def _profile_variant(tmp_path: Path, old: str, new: str):
+    """Static profile of the fixture with ``old`` replaced by ``new``."""
+    text = SRC.read_text()
+    assert old in text
+    f = tmp_path / "softmax_variant.py"
+    f.write_text(text.replace(old, new))
+    return profile_kernel(f, "softmax_kernel", static=True, cache=CompileCache(tmp_path / "c"))
+
+
 def test_launch_site_values_feed_the_heuristics(tmp_path: Path) -> None:
-    text = SRC.read_text().replace("softmax_kernel[(n_rows,)](y, x, x.stride(0), n_cols)",
-                                   "softmax_kernel[(n_rows,)](y, x, x.stride(0), 4096)")
-    f = tmp_path / "softmax_wide.py"
-    f.write_text(text)
-    p = profile_kernel(f, "softmax_kernel", static=True, cache=CompileCache(tmp_path / "c"))
+    p = _profile_variant(tmp_path, "softmax_kernel[(n_rows,)](y, x, x.stride(0), n_cols)",
+                         "softmax_kernel[(n_rows,)](y, x, x.stride(0), 4096)")
     assert p.extra["constexprs"]["BLOCK_N"] == {"value": 4096, "source": "heuristic"}
     assert p.extra["num_warps"] == 8 and p.block_size == 256
     assert not any("assumed" in w for w in p.warnings), p.warnings
 
 
 def test_a_heuristic_without_enough_values_says_which_value_was_used(tmp_path: Path) -> None:
-    text = SRC.read_text().replace('"num_warps": lambda args: 4 if args["BLOCK_N"] <= 2048 else 8',
-                                   '"num_warps": lambda args: 4 if args["n_cols"] <= 2048 else 8')
-    f = tmp_path / "softmax_cols.py"
-    f.write_text(text)
-    p = profile_kernel(f, "softmax_kernel", static=True, cache=CompileCache(tmp_path / "c"))
+    p = _profile_variant(tmp_path, '"num_warps": lambda args: 4 if args["BLOCK_N"] <= 2048 else 8',
+                         '"num_warps": lambda args: 4 if args["n_cols"] <= 2048 else 8')
     assert p.extra["num_warps"] == 4 and p.block_size == 128
     w = next(w for w in p.warnings if w.startswith("num_warps"))
     assert "needs runtime arguments" in w and "num_warps=4 (Triton's default)" in w, w
