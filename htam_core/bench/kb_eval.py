@@ -1,6 +1,6 @@
 """Worker target: KernelBench's verdict and timing for one problem (runs in a GPU worker process).
 
-Correctness follows KernelBench (DESIGN.md §7): 5 trials seeded from 42, the same inputs to reference and
+Correctness follows KernelBench's ``src/eval.py``: 5 trials seeded from 42, the same inputs to reference and
 candidate, ``allclose`` with atol = rtol = 1e-4 for fp32 (1e-2 for fp16/bf16), shapes must match; it reuses
 :func:`htam_core.verify.correctness.check_correctness` (which also refuses mutated inputs).
 Timing follows KernelBench's ``cuda_event`` method: 3 warm-up calls, the L2 cache flushed before each trial,

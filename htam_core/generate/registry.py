@@ -1,4 +1,4 @@
-"""Registry of candidate generators (DESIGN §3: one registry per abstraction, built by ``create(kind)``).
+"""Registry of candidate generators (one registry per abstraction, built by ``create(kind)``; ARCHITECTURE.md, "Rules").
 
 Kinds:
     ``"llm"``: :class:`~htam_core.generate.llm.LLMGenerator` behind the common :class:`Generator` API.

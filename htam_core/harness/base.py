@@ -5,7 +5,7 @@ process (:mod:`htam_core.profile.worker`); nothing here imports torch or evaluat
 expressions. Expressions (shapes, grid, reference, bytes, flops) are only *compiled* for syntax
 here and evaluated inside the worker by :mod:`htam_core.harness.runner`.
 
-Kinds (DESIGN.md §4, in order of preference):
+Kinds (in order of preference, as in docs/HARNESS.md):
 
 * ``"kernelbench"``: a file with ``class ModelNew`` and a reference ``class Model`` with
   ``get_inputs()``/``get_init_inputs()`` (KernelBench's format);

@@ -1,6 +1,6 @@
 """Find the harness of a kernel: KernelBench pair, then ``htam.toml`` spec, then ``.cu`` ``main()``.
 
-Order of preference follows DESIGN.md §4. Discovery only reads files (``ast``, tree-sitter,
+Order of preference: KernelBench pair, ``htam.toml`` spec, ``.cu`` program with ``main()`` (docs/HARNESS.md). Discovery only reads files (``ast``, tree-sitter,
 :mod:`tomllib`); no kernel code runs here.
 """
 

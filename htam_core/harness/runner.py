@@ -6,7 +6,7 @@ as JSON to the worker target :func:`verify_harness`.
 
 * Triton runs on the GPU, or on the CPU under ``TRITON_INTERPRET=1`` (verdict ``"interpreter"``).
 * Raw CUDA (``.cu`` with a spec) is compiled with NVRTC through CuPy (``RawModule``), the fast path
-  (about 0.2 s, DESIGN.md §5); a file NVRTC cannot compile (host code, system headers) is
+  (about 0.2 s per compile, measured on the project's machines); a file NVRTC cannot compile (host code, system headers) is
   compiled with ``nvcc -cubin`` and loaded the same way. With no GPU, CUDA is compiled only and
   the verdict is ``"unverified"``, never ``"correct"``.
 * KernelBench files that call ``load_inline`` build into a ``TORCH_EXTENSIONS_DIR`` keyed by the

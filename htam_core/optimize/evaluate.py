@@ -1,7 +1,7 @@
 """Evaluate one candidate kernel file: guards, correctness, time (GPU) or static profile (CPU).
 
 Every compile and run happens in worker processes (:mod:`htam_core.profile.worker`), never here. The
-order follows KernelBench's discipline (DESIGN.md §7): refuse what the static reward-hack guards refuse,
+order follows KernelBench's discipline (its ``src/eval.py``): refuse what the static reward-hack guards refuse,
 then check correctness over seeds, and only then let a time count.
 
 * **GPU mode**: :func:`htam_core.profile.gpu.profile_on_gpu` verifies the candidate on the GPU against the

@@ -1,4 +1,4 @@
-"""The HTAM evolution loop (DESIGN.md §1, "One evolution step").
+"""The HTAM evolution loop.
 
 Each step: profile the current kernel (its state) → rank directions, then strategies → generate a candidate
 (mechanical transform or LLM) → verify (guards, correctness over seeds) → time it on the GPU → record the

@@ -1,6 +1,6 @@
 """The optimization task and its result: plain, serializable records.
 
-One optimization of one kernel is a self-contained task (DESIGN.md §3): a :class:`OptimizeTask` goes in,
+One optimization of one kernel is a self-contained task (ARCHITECTURE.md, "Rules"): a :class:`OptimizeTask` goes in,
 an :class:`OptimizeResult` comes out, so that a benchmark can spread tasks over GPUs or hosts with an
 existing engine (Dask, Ray) and no home-made scheduler.
 """

@@ -23,6 +23,7 @@ from htam_core.source.model import (
     Param,
     SharedDecl,
     SourceModel,
+    WorkSite,
 )
 
 __all__ = [
@@ -42,4 +43,5 @@ __all__ = [
     "language_for_path",
     "load",
     "parse_text",
+    "WorkSite",
 ]

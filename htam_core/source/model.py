@@ -96,6 +96,10 @@ class Loop:
         trip_count: the constant trip count when it can be computed from literals, else ``None``.
         span: bytes of the whole loop statement.
         has_unroll_pragma: a ``#pragma unroll`` precedes it (CUDA).
+        bounds: the header as source text, for trip counts that need launch-site or harness values:
+            ``{"var", "start", "stop", "step"}`` plus ``"op"`` (``<``, ``<=``, ``>``, ``>=``, ``!=``) and
+            ``"step_op"`` (``+=``, ``-=``, ``*=`` ...) in CUDA; Triton ``range(start, stop, step)`` arguments
+            (``op`` ``"<"``, ``step_op`` ``"+="``). Empty when the header is not of that form.
     """
 
     line: int
@@ -103,6 +107,27 @@ class Loop:
     trip_count: int | None = None
     span: ByteSpan | None = None
     has_unroll_pragma: bool = False
+    bounds: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class WorkSite:
+    """One place in a kernel body that moves data or computes, for static traffic and FLOP estimates.
+
+    Attributes:
+        kind: ``"load"``/``"store"`` (a global access; atomics count as both), ``"flop"`` (arithmetic on
+            data: ``+ - * /`` and math calls in expressions whose value is data, not an index), ``"dot"``
+            (``tl.dot``: its FLOPs depend on the tile shapes).
+        byte: file byte of the site (enclosing loops are the ones whose span holds it).
+        amount: FLOPs at the site (``fmaf`` counts 2), or accesses (1).
+        elem_bytes: bytes per element accessed (CUDA: the pointee type; ``None`` when not known, e.g.
+            Triton pointers, whose dtype comes from the caller).
+    """
+
+    kind: str
+    byte: int
+    amount: int = 1
+    elem_bytes: int | None = None
 
 
 @dataclass
@@ -145,12 +170,14 @@ class KernelFeatures:
     uses_ldg: bool = False
     math_calls: list[str] = field(default_factory=list)
     has_grid_stride_loop: bool = False
+    work: list[WorkSite] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form (spans dropped)."""
+        """Plain-JSON form (spans and work sites dropped)."""
         d = asdict(self)
         for loop in d["loops"]:
             loop.pop("span", None)
+        d.pop("work", None)
         return d
 
 

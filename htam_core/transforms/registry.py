@@ -1,7 +1,7 @@
 """Registry of mechanical transforms, and the validated entry point :func:`propose`.
 
 Adding a transform means adding one module with a :class:`~htam_core.transforms.base.Transform`
-subclass decorated with :func:`register` (the python-lsp-server plugin idea, DESIGN.md section 9).
+subclass decorated with :func:`register` (the python-lsp-server plugin idea).
 The HTAM knowledge base refers to transforms by id.
 """
 

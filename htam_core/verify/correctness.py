@@ -1,6 +1,6 @@
 """Runtime correctness check of a candidate against its reference, with KernelBench semantics.
 
-Rules (KernelBench, upstream commit 423217d, ``eval.py``; DESIGN.md §7), plus the runtime
+Rules (KernelBench, upstream commit 423217d, ``eval.py``), plus the runtime
 reward-hack guards of issue 9:
 
 * **Seeds.** ``n_seeds`` trials (5), each seeded from a base seed of 42; the reference and the

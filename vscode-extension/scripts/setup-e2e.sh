@@ -4,7 +4,7 @@
 #   - code-server (native modules built against that Node)
 #   - Debian packages: chromium (driven by playwright-core) and libkrb5-dev (code-server native build)
 # Idempotent: a second run only checks. Prints `export` lines for the e2e driver on stdout's last lines.
-# Recipe: /work/shared/DESIGN.md section 8 (seen working on the CPU machines).
+# Seen working on the project's CPU machines (code-server in headless Chromium, see vscode-extension/README.md).
 set -euo pipefail
 
 NODE_VERSION="${HTAM_E2E_NODE_VERSION:-24.22.3}"
