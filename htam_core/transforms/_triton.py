@@ -202,3 +202,124 @@ class TritonTransform(UnitTransform[TritonUnit]):
     def load_unit(self, model: SourceModel, kernel: Kernel) -> TritonUnit | str:
         """The kernel's :class:`TritonUnit` (module-level :func:`load_unit`), or why it is not found."""
         return load_unit(model, kernel)
+
+
+def reads_of(unit: TritonUnit, scope: Node, name: str) -> list[Node]:
+    """Identifier nodes reading ``name`` under ``scope`` (assignment targets left out)."""
+    targets = {a.child_by_field_name("left").start_byte for a in unit.assignments(scope, name)}
+    return [n for n in _ts.of_type(scope, "identifier") if unit.t(n) == name and n.start_byte not in targets]
+
+
+def orphan_removals(unit: TritonUnit, scope: Node | None, names: list[str], edits: list[TextEdit]) -> list[TextEdit]:
+    """Edits deleting the assignments ``name = <literal or expression>`` in ``scope`` that ``edits`` orphan.
+
+    A name is orphaned when every read of it lies inside a span that ``edits`` replace or delete (so after the
+    edits nothing reads it). Only a name with exactly one assignment, a statement alone on its lines, is
+    removed; the deletion takes its whole lines. Names whose deletion would orphan others (``grid`` reading
+    ``BLOCK``) are followed until nothing changes. Returns the deletions (on the original text).
+    """
+    if scope is None:
+        return []
+    spans = [(e.start_byte, e.end_byte) for e in edits if e.end_byte > e.start_byte]
+    removed: list[TextEdit] = []
+    pending = list(dict.fromkeys(names))
+    while pending:
+        name = pending.pop(0)
+        assigns = unit.assignments(scope, name)
+        if len(assigns) != 1 or assigns[0].type != "assignment":
+            continue
+        stmt = assigns[0].parent
+        if stmt is None or stmt.type != "expression_statement" or not _ts.only_space_before(unit.src, stmt.start_byte):
+            continue
+        end = stmt.end_byte
+        if unit.src[end : end + 1] not in (b"\n", b""):
+            continue  # something follows on the line (a comment, another statement)
+        if any(not any(s <= n.start_byte and n.end_byte <= e for s, e in spans) for n in reads_of(unit, scope, name)):
+            continue
+        start = _ts.line_start(unit.src, stmt.start_byte)
+        if any(s < end + 1 and start < e for s, e in spans):
+            continue  # overlaps an edit
+        removed.append(TextEdit(start, min(end + 1, len(unit.src)), ""))
+        spans.append((start, end + 1))
+        rhs = assigns[0].child_by_field_name("right")
+        pending += [unit.t(n) for n in _ts.of_type(rhs, "identifier")] if rhs is not None else []
+    return removed
+
+
+#: Opens the line a transform adds to a docstring whose text its edit made stale.
+NOTE_MARKER = "Changed by HTAM since this text was written: "
+_COMMENT_NOTE = "(changed by HTAM: "
+
+
+def _mentions(text: str, tokens: list[str]) -> bool:
+    return any(re.search(rf"(?<![\w.]){re.escape(t)}(?![\w])", text) for t in tokens if t)
+
+
+def _docstrings(unit: TritonUnit) -> list[Node]:
+    """The module docstring and the docstrings of the kernel and of the functions that launch it."""
+    blocks = [unit.root, unit.body] + [la.host.child_by_field_name("body") for la in unit.launches
+                                       if la.host is not None]
+    out: list[Node] = []
+    for block in blocks:
+        first = next((c for c in block.named_children if c.type != "comment"), None) if block is not None else None
+        if first is not None and first.type == "expression_statement" and first.named_children \
+                and first.named_children[0].type == "string" and first.named_children[0] not in out:
+            out.append(first.named_children[0])
+    return out
+
+
+def stale_text_notes(unit: TritonUnit, note: str, tokens: list[str], edits: list[TextEdit]) -> list[TextEdit]:
+    """Edits that mark the docstrings and comments an edit made stale, so that no text describes the old setting.
+
+    A docstring (module, kernel, launching function) or a ``#`` comment in the kernel or a launching function
+    that mentions one of ``tokens`` (the old setting: ``"64"``, ``"4 warps"``; the parameter's name alone does
+    not make a text stale) gets ``note`` ("BLOCK_SIZE 64 → 1024"): a docstring on a line starting with
+    :data:`NOTE_MARKER` (merged into that line when an earlier step added one), a comment in a trailing
+    ``(changed by HTAM: ...)``. The prose itself is left as written: it describes the original, and the note
+    says what changed since. Text inside ``edits`` (deleted or rewritten lines) is left alone.
+
+    Args:
+        unit: the kernel's unit; note: what changed, without a final period; tokens: words whose mention makes
+            a text stale; edits: the transform's edits so far (their spans are skipped).
+    """
+    spans = [(e.start_byte, e.end_byte) for e in edits]
+
+    def free(n: Node) -> bool:
+        return not any(s < n.end_byte and n.start_byte < e or s == e == n.start_byte for s, e in spans)
+
+    out: list[TextEdit] = []
+    for doc in _docstrings(unit):
+        text = unit.t(doc)
+        quote = text[-3:]
+        if quote not in ('"""', "'''") or not free(doc) or not _mentions(text, tokens):
+            continue
+        raw = unit.src[doc.start_byte : doc.end_byte]  # byte offsets: the text may hold non-ASCII (→)
+        at = raw.find(NOTE_MARKER.encode())
+        if at >= 0:
+            end = raw.find(b"\n", at)
+            end = len(raw) - 3 if end < 0 else end
+            line = raw[at:end].decode().rstrip().rstrip(".")
+            out.append(TextEdit(doc.start_byte + at, doc.start_byte + end, f"{line}; {note}."))
+            continue
+        indent = _ts.indent_of(unit.src, doc.start_byte)
+        body = text[:-3]
+        tail = len(body) - len(body.rstrip(" \t"))
+        if body[: len(body) - tail].endswith("\n"):  # closing quotes on their own line
+            pos = doc.end_byte - 3 - tail
+            out.append(TextEdit(pos, pos, f"\n{indent}{NOTE_MARKER}{note}.\n"))
+        else:
+            pos = doc.end_byte - 3
+            out.append(TextEdit(pos, pos, f"\n\n{indent}{NOTE_MARKER}{note}.\n{indent}"))
+    scopes = [unit.top] + [la.host for la in unit.launches if la.host is not None]
+    seen: set[int] = set()
+    for scope in scopes:
+        for c in _ts.of_type(scope, "comment"):
+            if c.start_byte in seen or not free(c) or not _mentions(unit.t(c), tokens):
+                continue
+            seen.add(c.start_byte)
+            text = unit.t(c)
+            if text.endswith(")") and _COMMENT_NOTE in text:
+                out.append(TextEdit(c.end_byte - 1, c.end_byte - 1, f"; {note}"))
+            else:
+                out.append(TextEdit(c.end_byte, c.end_byte, f" {_COMMENT_NOTE}{note})"))
+    return out
