@@ -163,8 +163,8 @@ class NotMade:
     Attributes:
         direction, strategy: the knowledge-base ids; ``transform``: its mechanical transform id or ``None``.
         reason: why no candidate was made (the same sentence an editor shows for the step).
-        kernel: which kernel it was ranked for: ``"start"`` or ``"after a → b"`` (the steps the loop went on
-            from).
+        kernel: which kernel it was ranked for: ``"start"``, or ``"after a → b"``: the last (up to four) steps
+            of the chain the loop went on from, the prefix the memory sees.
     """
 
     direction: str

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
+from htam_core.transforms import _notes, _ts
 from htam_core.transforms.base import TextEdit, UnitTransform
 
 _BLOCK_NAME = re.compile(r"^(BLOCK\w*|TILE\w*|B[MNK]|BLOCK)$")
@@ -246,15 +246,6 @@ def orphan_removals(unit: TritonUnit, scope: Node | None, names: list[str], edit
     return removed
 
 
-#: Opens the line a transform adds to a docstring whose text its edit made stale.
-NOTE_MARKER = "Changed by HTAM since this text was written: "
-_COMMENT_NOTE = "(changed by HTAM: "
-
-
-def _mentions(text: str, tokens: list[str]) -> bool:
-    return any(re.search(rf"(?<![\w.]){re.escape(t)}(?![\w])", text) for t in tokens if t)
-
-
 def _docstrings(unit: TritonUnit) -> list[Node]:
     """The module docstring and the docstrings of the kernel and of the functions that launch it."""
     blocks = [unit.root, unit.body] + [la.host.child_by_field_name("body") for la in unit.launches
@@ -269,57 +260,10 @@ def _docstrings(unit: TritonUnit) -> list[Node]:
 
 
 def stale_text_notes(unit: TritonUnit, note: str, tokens: list[str], edits: list[TextEdit]) -> list[TextEdit]:
-    """Edits that mark the docstrings and comments an edit made stale, so that no text describes the old setting.
-
-    A docstring (module, kernel, launching function) or a ``#`` comment in the kernel or a launching function
-    that mentions one of ``tokens`` (the old setting: ``"64"``, ``"4 warps"``; the parameter's name alone does
-    not make a text stale) gets ``note`` ("BLOCK_SIZE 64 → 1024"): a docstring on a line starting with
-    :data:`NOTE_MARKER` (merged into that line when an earlier step added one), a comment in a trailing
-    ``(changed by HTAM: ...)``. The prose itself is left as written: it describes the original, and the note
-    says what changed since. Text inside ``edits`` (deleted or rewritten lines) is left alone.
-
-    Args:
-        unit: the kernel's unit; note: what changed, without a final period; tokens: words whose mention makes
-            a text stale; edits: the transform's edits so far (their spans are skipped).
-    """
-    spans = [(e.start_byte, e.end_byte) for e in edits]
-
-    def free(n: Node) -> bool:
-        return not any(s < n.end_byte and n.start_byte < e or s == e == n.start_byte for s, e in spans)
-
-    out: list[TextEdit] = []
-    for doc in _docstrings(unit):
-        text = unit.t(doc)
-        quote = text[-3:]
-        if quote not in ('"""', "'''") or not free(doc) or not _mentions(text, tokens):
-            continue
-        raw = unit.src[doc.start_byte : doc.end_byte]  # byte offsets: the text may hold non-ASCII (→)
-        at = raw.find(NOTE_MARKER.encode())
-        if at >= 0:
-            end = raw.find(b"\n", at)
-            end = len(raw) - 3 if end < 0 else end
-            line = raw[at:end].decode().rstrip().rstrip(".")
-            out.append(TextEdit(doc.start_byte + at, doc.start_byte + end, f"{line}; {note}."))
-            continue
-        indent = _ts.indent_of(unit.src, doc.start_byte)
-        body = text[:-3]
-        tail = len(body) - len(body.rstrip(" \t"))
-        if body[: len(body) - tail].endswith("\n"):  # closing quotes on their own line
-            pos = doc.end_byte - 3 - tail
-            out.append(TextEdit(pos, pos, f"\n{indent}{NOTE_MARKER}{note}.\n"))
-        else:
-            pos = doc.end_byte - 3
-            out.append(TextEdit(pos, pos, f"\n\n{indent}{NOTE_MARKER}{note}.\n{indent}"))
+    """Edits that note ``note`` in the docstrings (module, kernel, launching functions) and the ``#`` comments of
+    the kernel and its launching functions that mention ``tokens``, the old setting's words
+    (:mod:`htam_core.transforms._notes`); ``edits``: the transform's edits so far (their text is skipped)."""
     scopes = [unit.top] + [la.host for la in unit.launches if la.host is not None]
-    seen: set[int] = set()
-    for scope in scopes:
-        for c in _ts.of_type(scope, "comment"):
-            if c.start_byte in seen or not free(c) or not _mentions(unit.t(c), tokens):
-                continue
-            seen.add(c.start_byte)
-            text = unit.t(c)
-            if text.endswith(")") and _COMMENT_NOTE in text:
-                out.append(TextEdit(c.end_byte - 1, c.end_byte - 1, f"; {note}"))
-            else:
-                out.append(TextEdit(c.end_byte, c.end_byte, f" {_COMMENT_NOTE}{note})"))
-    return out
+    comments = [c for scope in scopes for c in _ts.of_type(scope, "comment")]
+    return (_notes.docstring_notes(unit.src, _docstrings(unit), note, tokens, edits)
+            + _notes.comment_notes(unit.src, 0, comments, note, tokens, edits))

@@ -104,12 +104,13 @@ def loops_over_block(unit: TritonUnit, param: str) -> bool:
 
 def old_value_words(param: str, value: int) -> list[str]:
     """Words whose mention in a docstring or comment describes ``param`` set to ``value`` (the old setting a
-    transform changes): ``"64"`` (a block size of 8 or more), ``"4 warps"``, ``"num_warps=4"``, ``"3 stages"``."""
+    transform changes): ``"64"`` (a block size of 8 or more), ``"4 warps"``, ``"num_warps=4"``, ``"3 stages"``, and
+    ``"→ 4"``, the end of an earlier step's note that set it."""
     if param == "num_warps":
-        return [f"{value} warps", f"num_warps={value}", f"num_warps = {value}"]
+        return [f"{value} warps", f"num_warps={value}", f"num_warps = {value}", f"→ {value}"]
     if param == "num_stages":
-        return [f"{value} stages", f"num_stages={value}", f"num_stages = {value}"]
-    return [str(value)] if value >= 8 else [f"{param}={value}", f"{param} = {value}"]
+        return [f"{value} stages", f"num_stages={value}", f"num_stages = {value}", f"→ {value}"]
+    return ([str(value)] if value >= 8 else [f"{param}={value}", f"{param} = {value}", f"→ {value}"])
 
 
 def block_edits(unit: TritonUnit, param: str, new: int) -> list[TextEdit] | str:
