@@ -144,8 +144,8 @@ def _apply(args: argparse.Namespace, result: OptimizeResult, before: bytes) -> t
         why = refusal or "no candidate was measured faster than the start"
         return False, f"htam: {flag}: not written: no candidate to write ({why}); {keep}"
     if Path(args.file).read_bytes() != before:
-        return False, (f"htam: {flag}: not written: {args.file} changed on disk during the run; {keep} (the best "
-                       f"kernel is in {result.best_path})")
+        return False, (f"htam: {flag}: not written: {args.file} changed on disk during the run, so it was not "
+                       f"overwritten (the best kernel is in {result.best_path})")
     if refusal and args.apply:
         return False, (f"htam: --apply refused: {refusal}; {keep} (the best candidate is in {result.best_path}; "
                        "--apply-unverified writes it anyway)")

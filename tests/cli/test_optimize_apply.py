@@ -150,5 +150,6 @@ def test_apply_refuses_when_the_file_changed_during_the_run(tmp_path: Path, caps
     edited = src.read_bytes()
     assert edited_run == APPLY_REFUSED and edited.endswith(b"# edited by the user meanwhile\n")
     assert _err_lines(capsys.readouterr().err) == [
-        f"htam: --apply: not written: {src} changed on disk during the run; {src} is unchanged (the best kernel "
-        f"is in {tmp_path / 'out' / 'best.py'})"]
+        f"htam: --apply: not written: {src} changed on disk during the run, so it was not overwritten (the best "
+        f"kernel is in {tmp_path / 'out' / 'best.py'})"]
+    assert src.read_bytes() == edited  # the user's edit is kept
