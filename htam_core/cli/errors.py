@@ -28,6 +28,8 @@ EXIT_USAGE = 2
 EXIT_STORE = 3
 #: A file or folder could not be read or written (permissions, read-only file system, disk full).
 EXIT_IO = 4
+#: ``optimize --apply`` refused to write the file: no candidate was verified on a GPU and measured faster.
+EXIT_APPLY_REFUSED = 5
 #: An internal error: a bug in htam (the message names the file with the traceback).
 EXIT_INTERNAL = 70
 #: The memory store stayed locked by another writer for the whole lock timeout; retrying later may work.
@@ -44,6 +46,8 @@ EXIT_CODES: dict[int, str] = {
     EXIT_USAGE: "bad usage or bad input (missing file, unknown kernel, malformed htam.toml or import file)",
     EXIT_STORE: "the memory store is unusable (corrupt, not a store, newer schema, not writable)",
     EXIT_IO: "a file or folder could not be read or written (permissions, read-only file system, disk full)",
+    EXIT_APPLY_REFUSED: "optimize --apply refused to write the file: nothing verified on a GPU and measured faster "
+                        "(the file is unchanged; --apply-unverified writes anyway)",
     EXIT_INTERNAL: "internal error (a bug): the message names the file holding the traceback",
     EXIT_LOCKED: "the memory store stayed locked by another writer for the whole lock timeout: retry later",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",

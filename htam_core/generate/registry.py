@@ -132,8 +132,9 @@ class RulesCandidateGenerator:
 
     For each retrieved strategy that names a ``"transform"`` id (knowledge base field), it calls
     ``htam_core.transforms.registry.propose(transform_id, model, kernel, profile)`` on the parsed file and
-    turns every validated transform candidate into a :class:`Candidate`. Transforms that do not apply are
-    skipped; their reasons are kept in :attr:`skipped` (``[(transform_id, reason)]``) for the report.
+    turns every validated transform candidate into a :class:`Candidate` (through
+    ``registry.resolve_step``, the same path as the editor's code actions). Transforms that do not apply are
+    skipped; their refusal sentences are kept in :attr:`skipped` (``[(transform_id, reason)]``) for the report.
     The transforms package is imported lazily.
     """
 
@@ -173,12 +174,9 @@ class RulesCandidateGenerator:
             tid = s.get("transform")
             if not tid:
                 continue
-            try:
-                result = reg.propose(tid, model, kernel, request.profile)
-            except KeyError as exc:
-                self.skipped.append((tid, str(exc).strip("'\"")))
-                continue
-            if not result:  # NotApplicable is falsy
+            result = reg.resolve_step(s.get("name") or tid, tid, s.get("guidance") or "", model, kernel,
+                                      request.profile, llm_hint="Run with --engine llm")
+            if not result:  # NotApplicable is falsy; its reason is the sentence the editor shows too
                 self.skipped.append((tid, str(getattr(result, "reason", "not applicable"))))
                 continue
             for c in result:

@@ -37,10 +37,11 @@ from htam_core.optimize.evaluate import Evaluation, Evaluator
 from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
 from htam_core.optimize.report import geomean_ratio as _geomean_ratio
 from htam_core.optimize.report import write_report
-from htam_core.optimize.task import POLICIES, OptimizeResult, OptimizeTask, ProgressEvent, StepRecord
+from htam_core.optimize.task import POLICIES, NotMade, OptimizeResult, OptimizeTask, ProgressEvent, StepRecord
 from htam_core.profile.api import gpu_available
 from htam_core.source import SourceError, language_for_path, load, parse_text
 from htam_core.source.model import Kernel
+from htam_core.transforms.registry import no_transform_message
 
 #: Steps of history the memory sees (the prefix h_t).
 PREFIX_LEN = 4
@@ -154,6 +155,8 @@ class _Loop:
         self.tried: set[str] = {_text_hash(self.start_text)}
         self.kept_strategies: set[str] = set()
         self.dead: set[tuple[str, str]] = set()  # (text hash, strategy) with nothing new to propose
+        self.not_made: list[NotMade] = []  # ranked steps passed over, with the refusal reason (for the report)
+        self._not_made_seen: set[tuple[str, str]] = set()
         # LLM engine: evaluations made by the repair check, reused when the candidate comes back (text hash ->
         # verdict and file), and the folder label of the step being generated.
         self._checked: dict[str, tuple[Evaluation, Path]] = {}
@@ -267,10 +270,14 @@ class _Loop:
         ranked = self._choices(ev, prefix)
         for choice in ranked:
             if not self.gpu and choice.strategy in self.kept_strategies:
-                continue  # static mode: unmeasured variants of a step already kept tell nothing new
+                self._not_made(choice, prefix, "static mode: the loop already went on from this step; another "
+                               "unmeasured variant of it would tell nothing new")
+                continue
             if (h, choice.strategy) in self.dead:
                 continue
             if not llm and not choice.transform:
+                s = self.kb.strategy(choice.strategy)
+                self._not_made(choice, prefix, no_transform_message(s.title, s.guidance, "Run with --engine llm"))
                 continue
             self._check_label, self._check_tries = f"{n:02d}-{choice.strategy.replace('.', '_')}", 0
             try:
@@ -287,14 +294,26 @@ class _Loop:
             if llm and not cands:
                 self.dead.add((h, choice.strategy))
                 return choice, None, None
+            for _, why in getattr(self.generator, "skipped", []):
+                self._not_made(choice, prefix, why)
             fresh = [c for c in cands if _text_hash(c.code) not in self.tried]
             if not fresh:
                 self.dead.add((h, choice.strategy))
+                if cands:
+                    self._not_made(choice, prefix, "every candidate it makes was already evaluated in this run")
                 continue
             if self.task.policy == "random":
                 return choice, self.rng.choice(fresh), None
             return choice, fresh[0], None
         return None
+
+    def _not_made(self, choice: Choice, prefix: list[str], reason: str) -> None:
+        """Note that the ranked step ``choice`` was passed over for the kernel reached by ``prefix``, and why."""
+        key = (choice.strategy, reason)
+        if key not in self._not_made_seen:
+            self._not_made_seen.add(key)
+            kernel = "start" if not prefix else "after " + " → ".join(prefix)
+            self.not_made.append(NotMade(choice.direction, choice.strategy, choice.transform, reason, kernel))
 
     # -- the loop -----------------------------------------------------------------------------------
     def _progress(self, step: int, choice: Choice | None, best: float | None, msg: str) -> None:
@@ -387,7 +406,8 @@ class _Loop:
         self._headline_note(start_ev, best_ev)
         return write_report(self.task, self.out, self.start_text, start_ev, best_text, best_ev, self.steps,
                             gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
-                            language=self.kernel.language, measurements_reused=self.measurements_reused)
+                            language=self.kernel.language, measurements_reused=self.measurements_reused,
+                            not_made=self.not_made)
 
     def _endpoint_fault(self, n: int, choice: Choice, fault: LLMEndpointError | None) -> StepRecord:
         """The step record of an LLM endpoint fault: ``fault`` raised by the request, or (``None``) every round's

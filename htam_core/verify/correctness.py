@@ -249,8 +249,11 @@ def compare_outputs(cand: Sequence[Any], ref: Sequence[Any], *, atol: float | No
             if not bool(close.all()):
                 ok = False
                 n = int((~close).sum())
+                nz = both & (rf != 0)
+                rel = float((diff[nz] / rf[nz].abs()).max()) if nz.any() else math.nan
                 msgs.append(f"output {k}: {n} of {cf.numel()} values differ beyond atol={a_tol:g} rtol={r_tol:g} "
-                            f"(max abs error {float(diff[both].max()) if both.any() else math.nan:.3g})")
+                            f"(max abs error {float(diff[both].max()) if both.any() else math.nan:.3g}, "
+                            f"max rel error {rel:.3g})")
                 rules.append("mismatch")
         else:
             eq = cf == rf
