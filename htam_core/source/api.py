@@ -13,7 +13,7 @@ from htam_core.source.errors import SourceError
 from htam_core.source.frames import Frame
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import captures, new_parser
-from htam_core.source.positions import LineIndex
+from htam_core.source.positions import LineIndex, parse_bytes
 from htam_core.source.triton import Q_MAIN as TRITON_MAIN
 from htam_core.source.triton import extract_triton
 
@@ -64,19 +64,20 @@ def parse_text(text: str, file_language: FileLanguage, path: str | None = None) 
     if file_language not in ("cuda", "python"):
         raise SourceError(f"unknown file language {file_language!r}; expected 'cuda' or 'python'")
     data = text.encode("utf-8", errors="surrogatepass")
-    tree = new_parser(file_language).parse(data)
+    tree = new_parser(file_language).parse(parse_bytes(data))
     return build_model(tree, data, text, file_language, path)
 
 
 def build_model(tree: ts.Tree, data: bytes, text: str, file_language: FileLanguage, path: str | None,
                 index: LineIndex | None = None, info: dict | None = None) -> SourceModel:
-    """Model from an already parsed ``tree`` of ``data`` (the UTF-8 bytes of ``text``).
+    """Model from an already parsed ``tree`` of ``data`` (the UTF-8 bytes of ``text``; the tree was
+    parsed from ``positions.parse_bytes(data)``, which has the same offsets).
 
     ``info``, when given, receives file-level context (CUDA ``macros`` and ``ctx_key``) that
     ``Document`` needs to rebuild a single kernel later.
     """
     index = index or LineIndex(data)
-    frame = Frame(src=data, file=index)
+    frame = Frame.of(data, index)
     model = SourceModel(path=path, file_language=file_language, text=text)
     root = tree.root_node
     if file_language == "cuda":
