@@ -29,7 +29,7 @@ from htam_core.source.errors import SourceError
 from htam_core.source.frames import Frame
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import new_parser
-from htam_core.source.positions import LineIndex
+from htam_core.source.positions import LineIndex, parse_bytes
 
 
 def _collapsed(root: ts.Node) -> bool:
@@ -65,7 +65,7 @@ class Document:
         self._delta = 0  # total byte delta of the edits since ``_base``
         self._fast: dict[int, Kernel | None] = {}
         self._set_text(text)
-        self.tree: ts.Tree = self._parser.parse(self._data)
+        self.tree: ts.Tree = self._parser.parse(parse_bytes(self._data))
 
     def _set_text(self, text: str) -> None:
         self._text = text
@@ -94,7 +94,7 @@ class Document:
         """
         if start_line is None or start_col is None or end_line is None or end_col is None:
             self._set_text(new_text)
-            self.tree = self._parser.parse(self._data)
+            self.tree = self._parser.parse(parse_bytes(self._data))
             self._base = None
             return
         idx = self._index
@@ -103,12 +103,19 @@ class Document:
         if old_end < start:
             raise ValueError(f"change range ends ({end_line}:{end_col}) before it starts ({start_line}:{start_col})")
         new_bytes = new_text.encode("utf-8", errors="surrogatepass")
+        if start > 0 and self._data[start - 1 : start] == b"\r":
+            # the parser sees a lone \r as \n; an edit right after one can turn it into (or out of)
+            # half of a \r\n, so the edit starts at the \r
+            start -= 1
+            new_bytes = b"\r" + new_bytes
         data = self._data[:start] + new_bytes + self._data[old_end:]
         start_point = idx.point(start)
         old_end_point = idx.point(old_end)
-        nl = new_bytes.count(b"\n")
+        parsed = parse_bytes(data)
+        seg = parsed[start : start + len(new_bytes)]  # rows as the parser counts them
+        nl = seg.count(b"\n")
         if nl:
-            new_end_point = (start_point[0] + nl, len(new_bytes) - new_bytes.rfind(b"\n") - 1)
+            new_end_point = (start_point[0] + nl, len(seg) - seg.rfind(b"\n") - 1)
         else:
             new_end_point = (start_point[0], start_point[1] + len(new_bytes))
         self.tree.edit(start_byte=start, old_end_byte=old_end, new_end_byte=start + len(new_bytes),
@@ -117,7 +124,7 @@ class Document:
         self._data = data
         self._index = LineIndex(data)
         self._model = None
-        self.tree = self._parser.parse(data, self.tree)
+        self.tree = self._parser.parse(parsed, self.tree)
         d = len(new_bytes) - (old_end - start)
         if self._dirty is None:
             self._dirty = (start, start + len(new_bytes))
@@ -202,7 +209,7 @@ class Document:
         if owner.span.start in self._fast:
             return True, self._fast[owner.span.start]
         node = self.tree.root_node.descendant_for_byte_range(owner.name_span.start, owner.name_span.end)
-        frame = Frame(src=self._data, file=self._index)
+        frame = Frame.of(self._data, self._index)
         kernel: Kernel | None = None
         if self.tree.root_node.has_error and not _errors_confined(self.tree.root_node, node, owner, delta):
             return False, None
