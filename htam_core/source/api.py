@@ -137,6 +137,34 @@ def kernel_at(model: SourceModel, line: int, col: int, encoding: str = "utf-16")
     return kernel_at_byte(model, index.to_byte(line, col, encoding))
 
 
+def without_incomplete(model: SourceModel, kernel: Kernel) -> tuple[SourceModel, Kernel, list[Kernel]]:
+    """The model of ``model.text`` with every half-typed kernel (``incomplete``) other than
+    ``kernel`` blanked out, so that a complete kernel can be compiled while another one of the
+    file is still being typed.
+
+    Blanking turns each byte of those kernels' ranges into a space and keeps every line ending,
+    so byte offsets and line numbers (also in compiler messages) stay those of ``model.text``.
+
+    Returns:
+        ``(model, kernel, blanked)``: the new model, ``kernel`` as found in it (same start byte),
+        and the kernels that were blanked; the inputs themselves (and ``[]``) when nothing is
+        incomplete.
+    """
+    blanked = [k for k in model.kernels if k.incomplete and k.span.start != kernel.span.start]
+    if not blanked or model.stale:
+        return model, kernel, []
+    data = bytearray(model.text.encode("utf-8", errors="surrogatepass"))
+    for k in blanked:
+        for i in range(k.span.start, min(k.span.end, len(data))):
+            if data[i] not in (0x0A, 0x0D):
+                data[i] = 0x20
+    new = parse_text(bytes(data).decode("utf-8", errors="surrogatepass"), model.file_language, model.path)
+    same = next((k for k in new.kernels if k.span.start == kernel.span.start and k.name == kernel.name), None)
+    if same is None:
+        return model, kernel, []
+    return new, same, blanked
+
+
 def is_kernel_file(model: SourceModel) -> bool:
     """Whether the file is worth the assistant's attention: every CUDA file (kernels, helpers or
     launches may live in it); a Python file only when it holds Triton kernels or CUDA strings."""
