@@ -11,8 +11,10 @@ sites of the last full model by the edits' byte/line delta (a kernel body holds 
 and no definition that launch configurations resolve through). Anything else rebuilds the whole
 model. ``tests/source/test_document.py`` checks both paths against a full parse.
 
-When the Python grammar collapses the whole file into an ERROR root (for example an unclosed
-bracket near the top), the document keeps the last good model and marks it ``stale``.
+A tree with errors is modelled kernel by kernel (every definition that the tree does not give
+intact is parsed again from its own region), so a half-typed definition or an unclosed bracket
+near the top hides nothing. Only when kernels of the last good model vanish from a Python file
+(an unclosed string swallowing them) does the document keep that model and mark it ``stale``.
 """
 
 from __future__ import annotations
@@ -153,14 +155,16 @@ class Document:
             self._dirty, self._delta, self._fast = None, 0, {}
             broken = False
             if self.file_language == "python" and root.has_error and self._last_good is not None:
+                # error recovery re-parses every definition on its own, so only kernels that really
+                # vanished (an unclosed string swallowing them) make the last good model worth more
                 lost = {k.name for k in self._last_good.kernels} - {k.name for k in fresh.kernels}
-                broken = _collapsed(root) or bool(lost)
+                broken = bool(lost)
             if broken and self._last_good is not None:
                 self._model = replace(copy.copy(self._last_good), text=self._text, stale=True,
                                       errors=fresh.errors or ["the file does not parse; showing the last good model"])
             else:
                 self._model = fresh
-                if not (self.file_language == "python" and _collapsed(root)):
+                if not (self.file_language == "python" and _collapsed(root) and not fresh.kernels):
                     self._last_good = fresh
         return self._model
 

@@ -137,15 +137,18 @@ def test_half_typed_python_keeps_complete_kernels() -> None:
     assert [s.line for s in ks["last"].launch_sites] == [22]
 
 
-def test_collapsed_python_keeps_last_good_model_stale() -> None:
+def test_collapsed_python_recovers_kernels_in_place() -> None:
+    """An unclosed ``\"\"\"`` at the top (being typed) collapses the tree; the kernels are still
+    found in the current text, one line down, not taken stale from the last good parse."""
     src = textwrap.dedent(SRC).lstrip("\n")
     doc = Document(src, "python")
     good = doc.model
     assert not good.stale and len(good.kernels) == 2
-    doc.apply_change(0, 0, 0, 0, 'x = """\n')  # an unclosed string swallows the rest of the file
-    stale = doc.model
-    assert stale.stale and [k.name for k in stale.kernels] == [k.name for k in good.kernels]
-    assert stale.text.startswith('x = """') and stale.errors
+    doc.apply_change(0, 0, 0, 0, 'x = """\n')
+    now = doc.model
+    assert not now.stale and now.errors and now.text.startswith('x = """')
+    assert [(k.name, k.start_line, k.end_line) for k in now.kernels] == [
+        (k.name, k.start_line + 1, k.end_line + 1) for k in good.kernels]
     assert doc.kernel_at(good.kernels[0].start_line, 4).name == good.kernels[0].name
     doc.apply_change(0, 0, 1, 0, "")
     assert not doc.model.stale and doc.model.kernels == good.kernels
