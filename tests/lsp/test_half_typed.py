@@ -5,6 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from tests.lsp.support import code_actions, open_file, pos_of, start, wait_for
+from tests.support.half_typed import TRITON_COMPLETE
 
 COMPLETE = (
     "__global__ void scale(float* x, float a, int n) {\n"
@@ -77,24 +78,6 @@ def _insert(client, uri: str, version: int, line: int, text: str) -> None:
 
 
 TWO_CUDA = COMPLETE + "\n" + COMPLETE.replace("scale", "shift").replace("a * x[i]", "x[i] + a")
-TWO_TRITON = (
-    "import triton\n"
-    "import triton.language as tl\n"
-    "\n"
-    "\n"
-    "@triton.jit\n"
-    "def first(x_ptr, n, BLOCK: tl.constexpr):\n"
-    "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
-    "    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)\n"
-    "\n"
-    "\n"
-    "@triton.jit\n"
-    "def second(y_ptr, n, BLOCK: tl.constexpr):\n"
-    "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
-    "    tl.store(y_ptr + offs, tl.load(y_ptr + offs, mask=offs < n) + 1, mask=offs < n)\n"
-)
-
-
 async def _complete_kernels_survive(client, tmp_path, fname: str, text: str, names: list[str], line: int,
                                     half: str) -> None:
     """Open ``text``, type ``half`` before 0-based ``line``: every kernel in ``names`` keeps its hover
@@ -137,5 +120,5 @@ async def test_half_typed_triton_def_between_kernels_hides_nothing(client, tmp_p
     import pytest
 
     pytest.importorskip("triton")
-    await _complete_kernels_survive(client, tmp_path, "two.py", TWO_TRITON, ["first", "second"], 9,
+    await _complete_kernels_survive(client, tmp_path, "two.py", TRITON_COMPLETE, ["first", "second"], 9,
                                     "@triton.jit\ndef half(x_ptr,\n")
