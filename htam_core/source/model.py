@@ -195,6 +195,10 @@ class Kernel:
     text: str = ""
     qualified_name: str | None = None
 
+    def answers_to(self, name: str) -> bool:
+        """Whether ``--kernel name`` means this kernel: its name or its ``qualified_name``."""
+        return name in (self.name, self.qualified_name)
+
     @property
     def constexpr_params(self) -> list[str]:
         """Names of the ``tl.constexpr`` parameters (Triton), in order."""
