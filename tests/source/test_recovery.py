@@ -102,6 +102,7 @@ def test_half_typed_definition_never_hides_a_complete_kernel(case) -> None:
         got = by_key[key]
         assert not got.incomplete, f"{name}: {key} reported incomplete"
         assert [p.name for p in got.params] == [p.name for p in k.params], key
+        assert got.text.replace("\r\n", "\n").replace("\r", "\n") == k.text, key
         line, col = index.to_position(got.name_span.start, "utf-16")
         assert kernel_at(model, line, col) is got, key
         line8, col8 = index.to_position(got.name_span.start, "utf-8")
