@@ -299,7 +299,8 @@ def _call_forms(trees: list[_Tree], items: list[_Jit]) -> list[_Jit]:
     """Kernels made by a call: ``alias = triton.jit(fn)`` (also ``jit(fn, **kw)`` and
     ``triton.autotune(...)(triton.jit(fn))``), with ``fn`` a plain ``def`` of the same scope."""
     out: list[_Jit] = []
-    seen = {(it.frame.to_file(it.fn.start_byte)) for it in items}
+    decorated = {it.frame.to_file(it.fn.start_byte) for it in items}
+    seen: set[tuple[int, str | None]] = set()  # one kernel per binding (a def may be bound twice)
     for frame, _root, caps in trees:
         for bind in caps.get("bind", []):
             chain = _jit_chain(bind.child_by_field_name("right"))
@@ -308,12 +309,15 @@ def _call_forms(trees: list[_Tree], items: list[_Jit]) -> list[_Jit]:
                 continue
             decs, target = chain
             fn = _def_in_scope(bind, target)
-            if fn is None or frame.to_file(fn.start_byte) in seen:
+            if fn is None or frame.to_file(fn.start_byte) in decorated:
                 continue
-            seen.add(frame.to_file(fn.start_byte))
             outer = fn.parent if fn.parent is not None and fn.parent.type == "decorated_definition" else fn
             classes = _tree_classes(bind)
             alias = node_text(left)
+            key = (frame.to_file(fn.start_byte), _qualify(classes, alias))
+            if key in seen:
+                continue
+            seen.add(key)
             out.append(_Jit(frame, outer, fn, fn.child_by_field_name("name"), decs, fn.end_byte,
                             qualname=_qualify(classes, alias), alias=alias,
                             binding=" ".join(node_text(bind).split())))
@@ -346,17 +350,24 @@ def _jit_chain(call: ts.Node | None) -> tuple[list[tuple[str, str, ts.Node | Non
 
 
 def _def_in_scope(bind: ts.Node, name: str) -> ts.Node | None:
-    """The ``def name`` of the block holding the assignment ``bind`` (the module or a class body)."""
+    """The ``def name`` that the assignment ``bind`` sees: one of its own block (the module or a
+    class body), else one of the module (a class attribute ``k = triton.jit(_fn)`` over a
+    module-level ``_fn``)."""
     block = bind.parent
     while block is not None and block.type not in ("module", "block"):
         block = block.parent
-    if block is None:
-        return None
-    for fn in captures(G, Q_DEFS, block).get("fn", []):
-        scope = fn.parent.parent if fn.parent is not None and fn.parent.type == "decorated_definition" \
-            else fn.parent
-        if scope is not None and scope.id == block.id and node_text(fn.child_by_field_name("name")) == name:
-            return fn
+    scopes = [block] if block is not None else []
+    root = bind
+    while root.parent is not None:
+        root = root.parent
+    if root.type == "module" and (block is None or block.id != root.id):
+        scopes.append(root)
+    for scope_node in scopes:
+        for fn in captures(G, Q_DEFS, scope_node).get("fn", []):
+            scope = fn.parent.parent if fn.parent is not None and fn.parent.type == "decorated_definition" \
+                else fn.parent
+            if scope is not None and scope.id == scope_node.id and node_text(fn.child_by_field_name("name")) == name:
+                return fn
     return None
 
 
