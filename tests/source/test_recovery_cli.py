@@ -16,7 +16,7 @@ import pytest
 
 from htam_core.cli.main import main
 from htam_core.profile import static_cuda as sc
-from tests.support.half_typed import CUDA, FORMS, TRITON
+from tests.support.half_typed import CLASS_ATTRS, CUDA, FORMS, TRITON
 
 ENDINGS = {"lf": "\n", "crlf": "\r\n", "cr": "\r"}
 
@@ -92,6 +92,17 @@ def test_class_and_call_form_kernels_profile_statically(tmp_path, capsys, kernel
     path = _write(tmp_path, "forms.py", FORMS, "\n")
     p = _static(path, kernel, capsys)
     assert p["mode"] == "static" and p["registers"] and p["registers"] > 0
+
+
+def test_class_attribute_bindings_profile_statically(tmp_path, capsys) -> None:
+    pytest.importorskip("triton")
+    path = _write(tmp_path, "attrs.py", CLASS_ATTRS, "\n")
+    triple = _static(path, "Ops.triple", capsys)
+    tuned = _static(path, "Ops.tuned", capsys)
+    assert triple["registers"] > 0 and tuned["registers"] > 0
+    # the autotuned binding is compiled with its first config (num_warps=2: 64 threads), the plain one with
+    # Triton's default of 4 warps
+    assert (triple["block_size"], tuned["block_size"]) == (128, 64)
 
 
 @pytest.mark.parametrize("eol", list(ENDINGS))

@@ -72,3 +72,17 @@ FORMS = (
     "    Ops.scale[(triton.cdiv(n, 256),)](x, n, BLOCK=256)\n"
 )
 TRITON_COMPLETE = TRITON.replace("@triton.jit\ndef half(x_ptr,\n\n\n", "")
+CLASS_ATTRS = (
+    "import triton\n"
+    "import triton.language as tl\n"
+    "\n"
+    "\n"
+    "def _fn(x_ptr, n, BLOCK: tl.constexpr):\n"
+    "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+    "    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 3, mask=offs < n)\n"
+    "\n"
+    "\n"
+    "class Ops:\n"
+    "    triple = triton.jit(_fn)\n"
+    "    tuned = triton.autotune(configs=[triton.Config({'BLOCK': 128}, num_warps=2)], key=['n'])(triton.jit(_fn))\n"
+)
