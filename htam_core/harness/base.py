@@ -203,3 +203,16 @@ class Harness:
         d["inputs"] = [i if isinstance(i, InputSpec) else InputSpec(**i) for i in d.get("inputs", [])]
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def attribute_path(obj: Any, dotted: str) -> Any:
+    """``obj.a.b`` for ``dotted == "a.b"``: a kernel reached from its module through its qualified
+    name (``"Ops.scale"`` for a ``@triton.jit`` method of ``class Ops``, ``"add_kernel"`` for
+    ``add_kernel = triton.jit(fn)``; see ``Kernel.qualified_name``).
+
+    Raises:
+        AttributeError: some part of the path is missing.
+    """
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj

@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.base import Harness, HarnessError, attribute_path
 from htam_core.harness.spec import (
     is_function_reference,
     reference_reads_write_only_message,
@@ -337,7 +337,10 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
             return lambda: fn(*inputs)
     elif h.language == "triton":
         kind = "triton"
-        kern = getattr(module, h.kernel, None)
+        try:
+            kern = attribute_path(module, h.kernel)  # "Ops.scale" reaches a kernel defined in a class
+        except AttributeError:
+            kern = None
         if kern is None:
             raise HarnessError(f"{h.source}: {Path(h.path).name} has no kernel {h.kernel!r}")
 

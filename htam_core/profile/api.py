@@ -168,6 +168,9 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
         except KeyError as exc:
             raise ProfileError(str(exc.args[0]) if exc.args else str(exc)) from exc
     cache = cache if cache is not None else CompileCache()
+    from htam_core.source import without_incomplete
+
+    model, kernel, blanked = without_incomplete(model, kernel)  # half-typed kernels do not block a compile
     if kernel.language in ("cuda", "cuda-in-python"):
         p = _static_cuda(model, kernel, target, cache)
     elif kernel.language == "triton":
@@ -176,6 +179,9 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
         raise ProfileError(f"kernel {kernel.name}: language {kernel.language!r} cannot be profiled statically")
     if getattr(kernel, "incomplete", False):
         p.warnings.append(f"kernel {kernel.name} is incomplete in the source (still being typed)")
+    if blanked:
+        p.warnings.append("compiled without the half-typed kernel(s) " + ", ".join(
+            f"{k.name} (lines {k.start_line}-{k.end_line})" for k in blanked))
     if getattr(model, "stale", False):
         p.warnings.append("the source did not parse; the kernel comes from the last good parse")
     p.warnings.append("static profile: no GPU measurement (time, SOL, bandwidth and achieved occupancy are null)")

@@ -221,7 +221,8 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
     arch = target_arch(target)
     req = build_request(kernel, constexprs=constexprs, signature=signature, text=model.text)
     cache = cache if cache is not None else CompileCache()
-    key = content_key(kind="triton-aot", text=model.text, path=str(model.path), kernel=kernel.name,
+    qualname = getattr(kernel, "qualified_name", None) or kernel.name  # "Ops.scale": reached from the module
+    key = content_key(kind="triton-aot", text=model.text, path=str(model.path), kernel=qualname,
                       signature=req["signature"], constexprs=req["constexprs"], num_warps=req["num_warps"],
                       num_stages=req["num_stages"], runtime_args=req["runtime_args"], arch=arch,
                       triton=package_version("triton"))
@@ -242,7 +243,7 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
             if path is not None:
                 sys_path.append(str(path.resolve().parent))
             path = copy
-        kwargs = {"path": str(path.resolve()), "kernel": kernel.name, "signature": req["signature"],
+        kwargs = {"path": str(path.resolve()), "kernel": qualname, "signature": req["signature"],
                   "constexprs": req["constexprs"], "num_warps": req["num_warps"],
                   "num_stages": req["num_stages"], "arch": arch, "sys_path": sys_path,
                   "runtime_args": req["runtime_args"]}

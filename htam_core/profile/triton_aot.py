@@ -168,7 +168,7 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
 
     Args:
         path: the Python file that defines the kernel (imported here: run only in a worker).
-        kernel: the kernel's name in that module.
+        kernel: the kernel's qualified name in that module (``"scale"``, ``"Ops.scale"``).
         signature: Triton type of every non-constexpr parameter (``{"x_ptr": "*fp32", "n": "i32"}``);
             parameters missing here default to ``"i32"``.
         constexprs: known constexpr values (launch-site literals, user overrides).
@@ -198,10 +198,14 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
     for d in reversed(sys_path or []):
         if d not in sys.path:
             sys.path.insert(0, d)
+    from htam_core.harness.base import attribute_path
+
     mod = _load_module(path)
-    if not hasattr(mod, kernel):
-        raise AttributeError(f"{path} defines no module-level kernel named {kernel!r}")
-    jit, configs, heuristics = _unwrap(getattr(mod, kernel))
+    try:
+        obj = attribute_path(mod, kernel)  # a qualified name: "Ops.scale", or the alias of triton.jit(fn)
+    except AttributeError:
+        raise AttributeError(f"{path} defines no kernel reachable as {kernel!r} from the module") from None
+    jit, configs, heuristics = _unwrap(obj)
     params = list(jit.params)
     known = dict(constexprs or {})
     resolved: dict[str, dict[str, Any]] = {}

@@ -201,6 +201,10 @@ class Kernel:
             "key": [...]}``), ``heuristics`` (``{name: source}``), ``jit_kwargs``.
         incomplete: the definition is half-typed (error recovery kept it).
         text: the kernel's source text.
+        qualified_name: Triton: the dotted path from the module to the launchable ``JITFunction``
+            (``"Ops.scale"`` for a kernel defined in ``class Ops``, ``"add_kernel"`` for
+            ``add_kernel = triton.jit(_add_kernel)``, else the name); ``None`` when no module
+            attribute reaches it (a kernel defined inside a function) and for CUDA.
     """
 
     name: str
@@ -216,6 +220,11 @@ class Kernel:
     attributes: dict[str, Any] = field(default_factory=dict)
     incomplete: bool = False
     text: str = ""
+    qualified_name: str | None = None
+
+    def answers_to(self, name: str) -> bool:
+        """Whether ``--kernel name`` means this kernel: its name or its ``qualified_name``."""
+        return name in (self.name, self.qualified_name)
 
     @property
     def constexpr_params(self) -> list[str]:
@@ -223,7 +232,9 @@ class Kernel:
         return [p.name for p in self.params if p.is_constexpr]
 
     def to_json(self) -> dict[str, Any]:
-        """The ``htam kernels --json`` object for this kernel."""
+        """The ``htam kernels --json`` object for this kernel (``qualified_name`` only when it is
+        not the name)."""
+        extra = {"qualified_name": self.qualified_name} if self.qualified_name not in (None, self.name) else {}
         return {
             "name": self.name,
             "language": self.language,
@@ -236,6 +247,7 @@ class Kernel:
             "launch_sites": [
                 {"line": s.line, "config": dict(s.resolved_config or s.config)} for s in self.launch_sites
             ],
+            **extra,
         }
 
 
@@ -273,13 +285,17 @@ class SourceModel:
     errors: list[str] = field(default_factory=list)
 
     def kernel(self, name: str) -> Kernel:
-        """Return the kernel called ``name``.
+        """Return the kernel called ``name``, or whose ``qualified_name`` is ``name``
+        (``"Ops.scale"``, or the alias of ``alias = triton.jit(fn)``).
 
         Raises:
             KeyError: no kernel of that name; the message lists the kernels that exist.
         """
         for k in self.kernels:
             if k.name == name:
+                return k
+        for k in self.kernels:
+            if k.qualified_name == name:
                 return k
         names = ", ".join(k.name for k in self.kernels) or "none"
         raise KeyError(f"no kernel named {name!r} in {self.path or '<text>'} (kernels: {names})")
