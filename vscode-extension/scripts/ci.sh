@@ -15,8 +15,13 @@ stage() {
   local name="$1"; shift
   local start=$SECONDS
   echo "::group::$name"
-  "$@"
+  local rc=0
+  "$@" || rc=$?
   echo "::endgroup::"
+  if [ "$rc" -ne 0 ]; then
+    echo "[ci] $name: FAILED (exit $rc) after $((SECONDS - start)) s: $*" >&2
+    exit "$rc"
+  fi
   echo "[ci] $name: ok in $((SECONDS - start)) s"
 }
 
