@@ -163,7 +163,7 @@ class RulesCandidateGenerator:
         self.skipped = []
         file_language = "cuda" if request.language == "cuda" else "python"
         model = source.parse_text(request.kernel_text, file_language)
-        kernels = [k for k in model.kernels if request.kernel_name in (None, k.name)]
+        kernels = [k for k in model.kernels if request.kernel_name is None or k.answers_to(request.kernel_name)]
         if not kernels:
             names = ", ".join(k.name for k in model.kernels) or "none"
             raise GenerationError(f"kernel {request.kernel_name!r} is not in the file (kernels found: {names}); "

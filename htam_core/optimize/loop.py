@@ -220,7 +220,7 @@ class _Loop:
         from htam_core.generate.llm import CheckResult
 
         model = parse_text(code, self.file_language)
-        if self.task.kernel not in {k.name for k in model.kernels}:
+        if not any(k.answers_to(self.task.kernel) for k in model.kernels):
             return CheckResult(False, f"the reply must keep the kernel {self.task.kernel!r} (same name)")
         if model.errors:
             return CheckResult(False, "the code does not parse: " + "; ".join(model.errors[:5]))

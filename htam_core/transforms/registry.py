@@ -88,7 +88,7 @@ def kernel_survives(text: str, file_language: str, path: str | None, name: str) 
     from htam_core.source import parse_text
 
     model = parse_text(text, file_language, path)
-    return any(k.name == name and not k.incomplete for k in model.kernels)
+    return any(k.answers_to(name) and not k.incomplete for k in model.kernels)
 
 
 def validate(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
