@@ -24,8 +24,9 @@ from typing import Any
 from htam_core.generate.errors import GenerationError
 from htam_core.generate.registry import GenerationRequest
 from htam_core.harness import HarnessError, find_harness
-from htam_core.memory import KnowledgeBase, Outcome, Ranker, load_knowledge, open_store, state_from_profile
+from htam_core.memory import KnowledgeBase, Ranker, load_knowledge, open_store, state_from_profile
 from htam_core.memory.fingerprint import kernel_fingerprint
+from htam_core.memory.outcome import outcome_of, status_of
 from htam_core.optimize.evaluate import Evaluation, Evaluator
 from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
 from htam_core.optimize.report import geomean_ratio as _geomean_ratio
@@ -35,9 +36,6 @@ from htam_core.profile.api import gpu_available
 from htam_core.source import SourceError, language_for_path, load, parse_text
 from htam_core.source.model import Kernel
 
-#: A measured speedup counts as a win above this, and as a loss below its inverse: timing noise on one
-#: GPU is about 1-2% (see bench/results for the repeatability we measured).
-WIN_THRESHOLD = 1.02
 #: Steps of history the memory sees (the prefix h_t).
 PREFIX_LEN = 4
 
@@ -412,18 +410,8 @@ class _Loop:
         speedup = None
         if self.gpu and ev.ok and ev.correct and ev.time_ms and parent.time_ms:
             speedup = _geomean_ratio(parent.per_set_ms or [parent.time_ms], ev.per_set_ms or [ev.time_ms])
-        if ev.failure in ("refused", "incorrect"):
-            status = "incorrect"
-        elif ev.failure == "failed" or not ev.ok:
-            status = "failed"
-        elif speedup is None:
-            status = "neutral"
-        elif speedup >= WIN_THRESHOLD:
-            status = "win"
-        elif speedup <= 1 / WIN_THRESHOLD:
-            status = "loss"
-        else:
-            status = "neutral"
+        incorrect = ev.failure in ("refused", "incorrect")
+        status = status_of(speedup, incorrect=incorrect, failed=not incorrect and (ev.failure == "failed" or not ev.ok))
         labelled = bool(ev.labels)
         if self.gpu:
             accepted = status == "win" and not labelled
@@ -453,9 +441,8 @@ class _Loop:
         if not self.task.record:
             return
         state = state_from_profile(parent.profile) if parent.profile else {}
-        outcome = Outcome(speedup=rec.speedup if rec.status in ("win", "loss", "neutral") else None,
-                          correct=rec.status not in ("incorrect", "failed"), measured=rec.speedup is not None,
-                          status=rec.status, note=rec.description[:200])
+        outcome = outcome_of(rec.speedup, failed=rec.status == "failed", incorrect=rec.status == "incorrect",
+                             note=rec.description[:200])
         device = (ev.profile or parent.profile).device if (ev.profile or parent.profile) else "unknown"
         try:
             self.ranker.record(list(prefix), state, choice.strategy, outcome, self.fingerprint, device)
