@@ -28,8 +28,9 @@ from htam_core.editor.profiles import ProfileEntry
 
 __all__ = ["PIN_S", "Analysis", "Rankings"]
 
-#: How long a hover's analysis stays what the code-action list of the same kernel version shows (seconds).
-PIN_S = 10.0
+#: How long a hover's analysis stays what the code-action list of the same kernel version shows, at most (s): the
+#: next hover, or an edit of the kernel, ends the pin sooner. Long enough for a GPU profile to land in between.
+PIN_S = 120.0
 
 #: ``(kernel hash, profile revision, prefix, top, memory revision)``
 Key = tuple[str, int, tuple[str, ...], int, int]
