@@ -131,7 +131,7 @@ async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAct
     only = params.context.only if params.context is not None else None
     if only and not (_wanted(KIND_STEP, only) or _wanted(KIND_HARNESS, only)):
         return None
-    kernel = await ls.kernel_at(od, params.range.start)
+    kernel = (await ls.locate(od, params.range.start)).kernel
     if kernel is None:
         return None
     out: list[types.CodeAction] = []

@@ -49,8 +49,9 @@ def document_edit(ls, uri: str, version: int | None, edits: list[types.TextEdit]
     return types.WorkspaceEdit(changes={uri: edits})
 
 
-def current_name_range(buf: Buffer, kernel: Kernel, encoding: str) -> types.Range:
-    """Range in the *current* text of the name of ``kernel``, a kernel of the buffer's latest parse (its bytes are
-    moved forward over the changes made since, see :meth:`htam_core.editor.Buffer.to_current`)."""
-    span = ByteSpan(buf.to_current(kernel.name_span.start), buf.to_current(kernel.name_span.end))
+def current_name_range(buf: Buffer, kernel: Kernel, encoding: str, since: int | None = None) -> types.Range:
+    """Range in the *current* text of the name of ``kernel``, whose byte spans belong to the buffer's text at
+    change counter ``since`` (default: its latest parse); the bytes are moved forward over the changes made since
+    (:meth:`htam_core.editor.Buffer.to_current`)."""
+    span = ByteSpan(buf.to_current(kernel.name_span.start, since), buf.to_current(kernel.name_span.end, since))
     return span_range(buf.index, span, encoding)

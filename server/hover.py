@@ -17,11 +17,12 @@ from htam_server.convert import current_name_range
 async def hover(ls, params: types.HoverParams) -> types.Hover | None:
     """The hover of the kernel at ``params.position``, or ``None`` outside kernels and in other files."""
     od = ls.docs.get(params.text_document.uri)
-    kernel = await ls.kernel_at(od, params.position) if od is not None else None
+    where = await ls.locate(od, params.position) if od is not None else None
+    kernel = where.kernel if where is not None else None
     if kernel is None:
         return None
     analysis = await ls.analysis(od, kernel, hover=True)
-    s, path, stale = ls.session, od.path or od.uri, od.stale
+    s, path, stale = ls.session, od.path or od.uri, where.stale
     view = render.analysis_view(s.profile_view(path, kernel), analysis, content_hash(kernel))
     if view.entry is None and not view.running and not kernel.incomplete and not stale:
         view.running = ls.profile_in_background(od, kernel)
@@ -29,5 +30,5 @@ async def hover(ls, params: types.HoverParams) -> types.Hover | None:
         actions.harness_check(od, kernel)  # warm the code-action list in the background
     md = render.hover_markdown(kernel, view, analysis.steps[:1] if analysis else [], s.history(path, kernel.name),
                                ready=s.ready, engine=s.engine, stale_model=stale, memory_error=s.memory_error)
-    rng = None if stale else current_name_range(od.buf, kernel, ls.encoding())
+    rng = None if stale else current_name_range(od.buf, kernel, ls.encoding(), where.seq)
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=md), range=rng)

@@ -27,6 +27,7 @@ from pygls.lsp.server import LanguageServer
 
 from htam_core import __version__
 from htam_core.editor import Analysis, ProfileEntry, Session
+from htam_core.editor.buffer import Located
 from htam_core.source import Kernel, SourceModel
 from htam_server import actions, commands, diagnostics, hover
 from htam_server.config import Settings, parse_settings
@@ -207,11 +208,21 @@ class HtamLanguageServer(LanguageServer):
             return od.buf.snapshot.model
         return (await self.run_off_loop(od.buf.sync)).model
 
-    async def kernel_at(self, od: OpenDocument, position: types.Position) -> Kernel | None:
-        """The kernel at ``position`` from the latest parse (the first request on a file waits for its parse)."""
-        if od.buf.snapshot is None and od.served():
+    async def locate(self, od: OpenDocument, position: types.Position) -> Located:
+        """The kernel at ``position`` in the current text: from the latest parse when no edit is pending, else
+        located off the event loop with an incremental re-parse of the pending edits (never a full model on the
+        loop). The first request on a file waits for its first parse."""
+        if not od.served():
+            return Located(None, od.buf.seq)
+        if od.buf.snapshot is None:
             await self.synced_model(od)
-        return od.kernel_at(position, self.encoding())
+        if not od.buf.pending:
+            return Located(od.kernel_at(position, self.encoding()), od.buf.seq, od.stale)
+        try:
+            byte = od.buf.index.to_byte(position.line, position.character, self.encoding())
+        except ValueError:
+            return Located(None, od.buf.seq)
+        return await self.run_off_loop(od.buf.kernel_at_now, byte, od.buf.seq)
 
     async def analysis(self, od: OpenDocument, kernel: Kernel, *, hover: bool) -> Analysis | None:
         """The kernel's current analysis (its ranking and the profile it used), never ranking on the event loop:

@@ -10,7 +10,12 @@ Typing must not re-parse per keystroke on the event loop. So a :class:`Buffer` s
   and one re-parse), build the model and publish it as an immutable :class:`Snapshot`.
 * :meth:`Buffer.kernel_at` (the event loop, per request): map the position in the current text back through the
   changes made since the snapshot and look the kernel up in the snapshot: no parse, microseconds.
-  :meth:`Buffer.to_current` maps a snapshot byte (a kernel's name, for a hover range) forward again.
+* :meth:`Buffer.kernel_at_now` (a thread, for a request that must see the current text): feed the pending window
+  as one incremental change and let the Document rebuild only the kernel under the cursor (its fast path while
+  the edits stay inside one kernel's body: about a millisecond), without building the whole model.
+
+A :class:`Located` kernel carries the change counter of the text its byte spans belong to;
+:meth:`Buffer.to_current` moves such a byte (a kernel's name, for a hover range) forward to the current text.
 
 The :class:`Document` is touched only by :meth:`sync` (one at a time), so the event loop never waits for a parse.
 """
@@ -25,7 +30,10 @@ from htam_core.source.document import Document
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.positions import LineIndex
 
-__all__ = ["Buffer", "Snapshot"]
+__all__ = ["Buffer", "Located", "Snapshot"]
+
+#: Changes kept beyond the snapshot, so that a kernel located a little earlier can still be moved forward.
+_KEEP = 512
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,21 @@ class Snapshot:
     text: str
     index: LineIndex
     model: SourceModel
+
+
+@dataclass(frozen=True)
+class Located:
+    """A kernel found at a position.
+
+    Attributes:
+        kernel: the kernel, or ``None``.
+        seq: the buffer's change counter of the text the kernel's byte spans belong to.
+        stale: that text does not parse and the kernel comes from the last good parse.
+    """
+
+    kernel: Kernel | None
+    seq: int
+    stale: bool = False
 
 
 class Buffer:
@@ -134,23 +157,47 @@ class Buffer:
                 window, full = self._window, self._full
                 self._window, self._full = None, False
             text = data.decode("utf-8", errors="surrogatepass")
-            doc = self._doc
-            if doc is None or full or not _feed(doc, window, data):
-                doc = self._doc = Document(text, self.file_language, self.path)
-            if doc.text != text:  # defensive: never publish a parse of other text
-                doc = self._doc = Document(text, self.file_language, self.path)
+            doc = self._fed(text, data, window, full)
             snap = Snapshot(seq, version, text, doc.index, doc.model)
             with self._lock:
                 self.snapshot = snap
-                self._log = [c for c in self._log if c[0] > seq]
+                keep = len(self._log) - _KEEP
+                self._log = [c for i, c in enumerate(self._log) if c[0] > seq or i >= keep]
             return snap
+
+    def _fed(self, text: str, data: bytes, window: tuple[int, int, int] | None, full: bool) -> Document:
+        doc = self._doc
+        if doc is None or full or not _feed(doc, window, data):
+            doc = self._doc = Document(text, self.file_language, self.path)
+        if len(doc.index.data) != len(data) or doc.index.data != data:  # defensive: never parse other text
+            doc = self._doc = Document(text, self.file_language, self.path)
+        return doc
+
+    def kernel_at_now(self, byte: int, seq: int) -> Located:
+        """The kernel at byte ``byte`` of the text at change counter ``seq`` (the request's), located in the
+        current text with an incremental re-parse and the Document's per-kernel fast path (blocking: call it off
+        the event loop; see the module docstring)."""
+        with self._sync_lock:
+            with self._lock:
+                data, now = self._index.data, self._seq
+                window, full = self._window, self._full
+                self._window, self._full = None, False
+                log = [c for c in self._log if seq < c[0] <= now]
+            byte = _forward(byte, log)
+            doc = self._fed(data.decode("utf-8", errors="surrogatepass"), data, window, full)
+            line, col = doc.index.point(min(byte, len(data)))
+            kernel = doc.kernel_at(line, col, "utf-8")
+            built = getattr(doc, "_model", None)  # set when the fast path did not apply and the model was built
+            return Located(kernel, now, bool(built is not None and built.stale))
 
     # ---- requests (event loop) -----------------------------------------------------------------------
     def to_snapshot(self, byte: int) -> int:
         """Byte ``byte`` of the current text moved back to the snapshot's text (a byte inside changed text goes to
         the start of the change)."""
+        snap = self.snapshot
+        since = snap.seq if snap is not None else 0
         with self._lock:
-            log = list(self._log)
+            log = [c for c in self._log if c[0] > since]
         for _, start, old_end, new_end in reversed(log):
             if byte >= new_end:
                 byte -= new_end - old_end
@@ -158,16 +205,19 @@ class Buffer:
                 byte = start
         return byte
 
-    def to_current(self, byte: int) -> int:
-        """Byte ``byte`` of the snapshot's text moved forward to the current text."""
+    @property
+    def seq(self) -> int:
+        """The change counter of the current text."""
+        return self._seq
+
+    def to_current(self, byte: int, since: int | None = None) -> int:
+        """Byte ``byte`` of the text at change counter ``since`` (default: the snapshot's) moved forward to the
+        current text."""
+        snap = self.snapshot
+        since = since if since is not None else (snap.seq if snap is not None else 0)
         with self._lock:
-            log = list(self._log)
-        for _, start, old_end, new_end in log:
-            if byte >= old_end:
-                byte += new_end - old_end
-            elif byte > start:
-                byte = start
-        return byte
+            log = [c for c in self._log if c[0] > since]
+        return _forward(byte, log)
 
     def kernel_at(self, line: int, col: int, encoding: str = "utf-16") -> Kernel | None:
         """The kernel of the snapshot at the LSP position ``(line, col)`` of the *current* text, or ``None``
@@ -188,6 +238,16 @@ class Buffer:
         row = snap.index.line_of(byte) + 1
         inside = [k for k in model.kernels if k.start_line <= row <= k.end_line]
         return min(inside, key=lambda k: k.end_line - k.start_line, default=None)
+
+
+def _forward(byte: int, log: list[tuple[int, int, int, int]]) -> int:
+    """``byte`` moved forward over the changes of ``log``, oldest first."""
+    for _, start, old_end, new_end in log:
+        if byte >= old_end:
+            byte += new_end - old_end
+        elif byte > start:
+            byte = start
+    return byte
 
 
 def _widen(window: tuple[int, int, int] | None, start: int, old_end: int, new_end: int) -> tuple[int, int, int]:
