@@ -65,6 +65,7 @@ class HtamLanguageServer(LanguageServer):
         self._again: set[str] = set()
         #: parses and rankings: one thread, so that a burst's work is done once and in order
         self.analysis_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="htam-analysis")
+        self._off_loop = 0  # tasks queued or running on the analysis thread
         self.loop: asyncio.AbstractEventLoop | None = None
         self.session.profiles.subscribe(self._profile_published)
 
@@ -200,7 +201,11 @@ class HtamLanguageServer(LanguageServer):
 
     async def run_off_loop(self, fn, *args) -> Any:
         """``fn(*args)`` on the analysis thread (parses and rankings, in order)."""
-        return await asyncio.get_running_loop().run_in_executor(self.analysis_pool, fn, *args)
+        self._off_loop += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.analysis_pool, fn, *args)
+        finally:
+            self._off_loop -= 1
 
     async def synced_model(self, od: OpenDocument) -> SourceModel:
         """The model of the document's current text (parsed off the event loop when edits are pending)."""
@@ -209,15 +214,17 @@ class HtamLanguageServer(LanguageServer):
         return (await self.run_off_loop(od.buf.sync)).model
 
     async def locate(self, od: OpenDocument, position: types.Position) -> Located:
-        """The kernel at ``position`` in the current text: from the latest parse when no edit is pending, else
-        located off the event loop with an incremental re-parse of the pending edits (never a full model on the
-        loop). The first request on a file waits for its first parse."""
+        """The kernel at ``position``: from the latest parse (the position moved back over the pending edits) when
+        no edit is pending or the analysis thread is busy (a burst of typing: the latest completed parse answers at
+        once), else located in the current text off the event loop with an incremental re-parse of the pending
+        edits (never a full model on the loop). The first request on a file waits for its first parse."""
         if not od.served():
             return Located(None, od.buf.seq)
         if od.buf.snapshot is None:
             await self.synced_model(od)
-        if not od.buf.pending:
-            return Located(od.kernel_at(position, self.encoding()), od.buf.seq, od.stale)
+        snap = od.buf.snapshot
+        if not od.buf.pending or self._off_loop:
+            return Located(od.kernel_at(position, self.encoding()), snap.seq, od.stale)
         try:
             byte = od.buf.index.to_byte(position.line, position.character, self.encoding())
         except ValueError:
@@ -227,13 +234,13 @@ class HtamLanguageServer(LanguageServer):
     async def analysis(self, od: OpenDocument, kernel: Kernel, *, hover: bool) -> Analysis | None:
         """The kernel's current analysis (its ranking and the profile it used), never ranking on the event loop:
         the latest completed one, refreshed in the background when it is not fresh; the first request of a
-        kernel waits for its ranking in the analysis thread."""
+        kernel waits for its ranking (in a thread of its own, not queued behind a parse)."""
         await self.ensure_ready()
         od.note_interest(kernel.name)
         path, top = od.path or od.uri, self.settings.top_n
         a, fresh = self.session.analysis(path, kernel, top, hover=hover)
-        if a is None:
-            await self.run_off_loop(self.session.analyze, path, kernel, top)
+        if a is None:  # the first request of this kernel: rank now, not queued behind a parse
+            await asyncio.to_thread(self.session.analyze, path, kernel, top)
             a, _ = self.session.analysis(path, kernel, top, hover=hover)
         elif not fresh and od.uri not in self._timers and od.uri not in self._running:
             self.schedule_analysis(od.uri, delay=0.0)
