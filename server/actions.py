@@ -101,7 +101,10 @@ def harness_check(od, kernel) -> asyncio.Future | None:
     key = (od.path, kernel.name)
     task = _harness_tasks.get(key)
     if task is None or task.done():
-        task = asyncio.ensure_future(asyncio.to_thread(missing_harness, od.path, kernel.name, od.snapshot_model))
+        # the saved file is parsed in the helper process; the model travels only for unsaved text (pickling a
+        # 3,000-line model holds the GIL for a long time and stalls the event loop)
+        model = None if od.on_disk() else od.snapshot_model
+        task = asyncio.ensure_future(asyncio.to_thread(missing_harness, od.path, kernel.name, model))
         _harness_tasks[key] = task
         task.add_done_callback(lambda _t: _harness_tasks.pop(key, None))
     return task

@@ -45,7 +45,7 @@ COMMANDS = ("htam.profile", "htam.autoOptimize", "htam.showMemory", "htam.record
 #: Quiet time after the last edit before the file is re-parsed and its kernels re-ranked (s).
 DEBOUNCE_S = 0.15
 #: Longest a burst of edits postpones that work (s): under continuous typing it runs at least this often.
-MAX_WAIT_S = 0.5
+MAX_WAIT_S = 1.0
 
 
 class HtamLanguageServer(LanguageServer):
@@ -243,7 +243,7 @@ class HtamLanguageServer(LanguageServer):
             await asyncio.to_thread(self.session.analyze, path, kernel, top)
             a, _ = self.session.analysis(path, kernel, top, hover=hover)
         elif not fresh and od.uri not in self._timers and od.uri not in self._running:
-            self.schedule_analysis(od.uri, delay=0.0)
+            self.schedule_analysis(od.uri)  # debounced like an edit: a burst of requests is one pass
         return a
 
     # ---- cancellation ------------------------------------------------------------------------------
