@@ -234,7 +234,7 @@ class Program:
                 body = child.child_by_field_name("body")
                 if body is not None:
                     self._collect(body, f"{prefix}{node_text(nm)}::" if nm is not None else prefix)
-            elif t in ("template_declaration", "linkage_specification", "declaration_list",
+            elif t in ("template_declaration", "linkage_specification", "declaration_list", "ERROR",
                        "preproc_ifdef", "preproc_if", "preproc_else"):
                 if t == "preproc_if" and _false_if(child):
                     continue
@@ -294,6 +294,11 @@ class Program:
         if t == "cast_expression":
             v = self.ev(node.child_by_field_name("value"), scope)
             return _cast(node_text(node.child_by_field_name("type")), v)
+        if t == "field_expression":  # threads.x of a dim3
+            obj = self.ev(node.child_by_field_name("argument"), scope)
+            member = node_text(node.child_by_field_name("field"))
+            if isinstance(obj, Dim3) and member in ("x", "y", "z"):
+                return getattr(obj, member)
         if t == "sizeof_expression":
             return self.sizeof(node, scope)
         if t == "pointer_expression":
