@@ -64,8 +64,9 @@ def prepare_with_oracle(h: Harness, device: str,
                         prepare_one: Callable[[Harness, str], Prepared] | None = None) -> Prepared:
     """Prepare ``h`` (its :attr:`Harness.path` is the candidate) with the starting kernel as its reference.
 
-    A CUDA direct launch reads the candidate's own launch configuration from its ``main()`` when it still
-    parses (a transform that retunes the block size changes what runs); the start keeps the one inferred.
+    An inferred CUDA direct launch reads the candidate's own launch configuration from its ``main()`` when it
+    still parses (a transform that retunes the block size changes what runs); the start keeps the one inferred.
+    A ``grid`` written in ``htam.toml`` is the user's and is kept.
 
     Args:
         h: a harness with ``oracle_path`` set and no ``reference``.
@@ -88,7 +89,7 @@ def prepare_with_oracle(h: Harness, device: str,
 
 def _relaunched(h: Harness) -> Harness:
     """``h`` with the grid, block and shared bytes the candidate's ``main()`` launches with (CUDA direct launch)."""
-    if h.language != "cuda" or h.grid is None or Path(h.path).resolve() == Path(h.oracle_path or "").resolve():
+    if h.kind != "inferred" or h.language != "cuda" or h.grid is None or Path(h.path).resolve() == Path(h.oracle_path or "").resolve():
         return h
     from htam_core.harness.infer_cuda import infer_cuda_harness
 

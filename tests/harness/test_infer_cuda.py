@@ -206,3 +206,44 @@ def test_wrong_candidate_refused_on_gpu(tmp_path, name, kernel, old, new):
     wrong.write_text(text.replace(old, new))
     bad = _verify_gpu(dataclasses.replace(h, path=str(wrong)))
     assert not bad["correct"] and bad["status"] == "incorrect", bad["messages"]
+
+
+@pytest.mark.parametrize(("name", "kernel"), [("cu_saxpy_define.cu", "saxpy"),
+                                              ("cu_relu_template_launcher.cu", "relu_kernel")])
+def test_saved_table_round_trips_through_the_spec(tmp_path, name, kernel):
+    """The inferred harness saved to htam.toml parses back to the same harness (no reference: the oracle)."""
+    import tomllib
+
+    from htam_core.harness.infer_cuda import harness_table
+
+    src = tmp_path / name
+    shutil.copy(ZC / name, src)
+    inferred = infer_cuda_harness(src, kernel)
+    (tmp_path / "htam.toml").write_text(harness_table(inferred))
+    tomllib.loads(harness_table(inferred))
+    h = find_harness(src, kernel)
+    assert h.kind == "spec" and h.uses_oracle and h.oracle_path == str(src.resolve())
+    assert [(i.name, i.dtype, i.shape, i.init, i.value) for i in h.inputs] == \
+        [(i.name, i.dtype, i.shape, i.init, i.value) for i in inferred.inputs]
+    assert (h.launcher, h.grid, h.block, h.args, h.outputs, h.sizes) == \
+        (inferred.launcher, inferred.grid, inferred.block, inferred.args, inferred.outputs, inferred.sizes)
+
+
+def test_candidate_launch_configuration_is_read_from_its_main(tmp_path):
+    """An inferred direct launch follows the candidate's retuned block size; the start keeps its own."""
+    import dataclasses
+
+    from htam_core.harness.oracle import _relaunched
+
+    start = tmp_path / "start" / "cu_scale_argv.cu"
+    start.parent.mkdir()
+    shutil.copy(ZC / "cu_scale_argv.cu", start)
+    h = infer_cuda_harness(start, "scale")
+    cand = tmp_path / "cand" / "cu_scale_argv.cu"
+    cand.parent.mkdir()
+    cand.write_text(start.read_text().replace("int threads = 128;", "int threads = 512;"))
+    moved = _relaunched(dataclasses.replace(h, path=str(cand)))
+    assert (moved.grid, moved.block) == ("(2048, 1, 1)", "(512, 1, 1)")
+    assert (_relaunched(h).grid, _relaunched(h).block) == ("(8192, 1, 1)", "(128, 1, 1)")
+    spec_like = dataclasses.replace(h, kind="spec", path=str(cand))
+    assert _relaunched(spec_like).block == "(128, 1, 1)"  # a grid from htam.toml is kept
