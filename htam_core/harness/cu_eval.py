@@ -527,7 +527,7 @@ class Program:
                 nbytes = int(self.ev(args[1], scope))
                 buf.numel = nbytes // SIZEOF.get(base_type(elem), 4)
             except Unknown as e:
-                buf.why = f"{fname} size `{node_text(args[1])}` {e.reason}"
+                buf.why = f"{fname} size `{node_text(args[1])}`: {e.reason}"
             scope.set(var, Ptr(buf))
             return
         if fname.startswith("cudaMemcpy") and len(args) >= 4:

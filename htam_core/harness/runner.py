@@ -596,7 +596,7 @@ def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: i
         if device is not None:
             return CorrectnessResult(False, "unverified", "gpu", None, [
                 "a .cu program with main() has no reference: it was not checked. Add a "
-                f"[kernel.{h.kernel}] table to htam.toml to verify the kernel"]).to_json()
+                f"[kernel.{h.kernel}] table to htam.toml to verify the kernel", *h.notes]).to_json()
         res = compile_check(h, arch)
         if h.uses_oracle:
             res.messages.insert(0, "not verified: no GPU (the starting kernel is the oracle, and it runs only on a "

@@ -109,7 +109,7 @@ def test_messages_name_what_is_missing(tmp_path):
     with pytest.raises(HarnessError) as ei:
         infer_cuda_harness(src, "k")
     msg = ei.value.message
-    assert "cannot size `d_out` (line 7)" in msg and "cudaMalloc size `bytes`" in msg
+    assert "cannot size `d_out` (line 7)" in msg and "cudaMalloc size `bytes`: `atoi(argv[1])`" in msg
     assert "atoi(argv[1])` (line 4) depends on a command-line argument with no default" in msg
     src.write_text("__global__ void k(float* y) { y[0] = 1; }\nvoid helper(float* y) { k<<<1, 1>>>(y); }\n"
                    "int main() { return 0; }\n")
@@ -247,3 +247,22 @@ def test_candidate_launch_configuration_is_read_from_its_main(tmp_path):
     assert (_relaunched(h).grid, _relaunched(h).block) == ("(8192, 1, 1)", "(128, 1, 1)")
     spec_like = dataclasses.replace(h, kind="spec", path=str(cand))
     assert _relaunched(spec_like).block == "(128, 1, 1)"  # a grid from htam.toml is kept
+
+
+@pytest.mark.parametrize(("path", "kernel"), [(FIX / "corpus" / "sgemm_naive.cu", "sgemm_naive"),
+                                              (ZC / "cu_relu_template_launcher.cu", "relu_kernel")])
+def test_cpp_host_launcher_binds_through_the_shim(tmp_path, monkeypatch, path, kernel):
+    """A C++ launcher (mangled, namespaced, default stream argument) is bound through the extern "C" shim.
+
+    Building and loading the shared library needs nvcc but no GPU; nothing is launched here."""
+    from htam_core.harness.cu_launcher import host_launcher
+    from htam_core.harness.cu_main import find_nvcc
+
+    if find_nvcc() is None:
+        pytest.skip("nvcc not found")
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    h = infer_cuda_harness(path, kernel)
+    assert h.launcher is not None
+    bind = host_launcher(path, h.launcher, "sm_90", [i.dtype if i.is_scalar else None for i in h.inputs])
+    assert callable(bind)
+    assert list((tmp_path / "cache").rglob("shim-*.cu")), "the C++ name was not called through a shim"
