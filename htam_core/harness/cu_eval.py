@@ -23,6 +23,7 @@ from typing import Any
 import tree_sitter as ts
 
 from htam_core.source.parsing import new_parser, node_text
+from htam_core.source.resolve import literal_value
 
 #: ``sizeof`` of the C/CUDA types a kernel argument usually has, bytes.
 SIZEOF: dict[str, int] = {
@@ -662,8 +663,10 @@ class Program:
 
 
 def _false_if(node: ts.Node) -> bool:
+    """``#if 0`` / ``#if false`` (dead code, as the source layer reads it)."""
     cond = node.child_by_field_name("condition")
-    return cond is not None and node_text(cond).strip() == "0"
+    text = node_text(cond).strip() if cond is not None else ""
+    return literal_value(text) == 0 or text == "false"
 
 
 def _number(text: str) -> int | float:
@@ -758,10 +761,3 @@ def param_names(fn: ts.Node) -> list[str]:
         out.append(node_text(n) if n is not None else "")
     return out
 
-
-def enclosing_function(node: ts.Node) -> ts.Node | None:
-    """The ``function_definition`` around ``node``."""
-    cur = node.parent
-    while cur is not None and cur.type != "function_definition":
-        cur = cur.parent
-    return cur

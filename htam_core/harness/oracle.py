@@ -101,7 +101,3 @@ def _relaunched(h: Harness) -> Harness:
         return h
     return dataclasses.replace(h, grid=again.grid, block=again.block, shared_bytes=again.shared_bytes)
 
-
-def describe(h: Harness) -> str:
-    """One line: where the harness came from and what a pass means."""
-    return f"{h.source}; checked against {ORACLE_AGAINST}" if h.uses_oracle else h.source
