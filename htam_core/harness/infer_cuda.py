@@ -43,11 +43,11 @@ from htam_core.harness.cu_eval import (
     Unknown,
     Unreached,
     base_type,
-    enclosing_function,
     line_of,
     param_declarations,
     param_names,
 )
+from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import node_text
 
