@@ -400,6 +400,10 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
             return _build(found, kernel, p)
         except HarnessError as e:
             errors.append(e.message)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,
+                RecursionError) as e:  # host code shaped in a way the evaluator does not follow
+            errors.append(f"{p.name}:{site.line}: the launch of {kernel.name} could not be read "
+                          f"({type(e).__name__}: {e}); add a [kernel.{kernel.name}] table to htam.toml")
     if not errors:
         raise HarnessError(f"{p.name}: {kernel.name} is never launched with <<<...>>> in this file, so main() says "
                            "nothing about its inputs; add a [kernel] table to htam.toml", missing=True)

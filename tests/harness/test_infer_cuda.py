@@ -266,3 +266,40 @@ def test_cpp_host_launcher_binds_through_the_shim(tmp_path, monkeypatch, path, k
     bind = host_launcher(path, h.launcher, "sm_90", [i.dtype if i.is_scalar else None for i in h.inputs])
     assert callable(bind)
     assert list((tmp_path / "cache").rglob("shim-*.cu")), "the C++ name was not called through a shim"
+
+
+@pytest.mark.parametrize(("path", "kernel"), [(ZC / "cu_saxpy_define.cu", "saxpy"),
+                                              (ZC / "cu_matadd_2d.cu", "mat_add"),
+                                              (FIX / "corpus" / "reduce_sum_smem.cu", "block_sum_interleaved")])
+def test_direct_launch_kernel_is_an_entry_of_the_compiled_program(tmp_path, path, kernel):
+    """A direct launch compiles the whole program (host code and all) to a cubin and finds the kernel's
+    mangled entry there, as the GPU runner does; needs nvcc, not a GPU."""
+    import subprocess
+
+    from htam_core.harness.cu_main import find_nvcc
+    from htam_core.harness.runner import mangled_entry
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    h = infer_cuda_harness(path, kernel)
+    assert h.grid is not None and h.launcher is None
+    out = tmp_path / "k.cubin"
+    proc = subprocess.run([nvcc, "-cubin", "-arch=sm_90", "-O3", str(path), "-o", str(out)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert mangled_entry(out.read_bytes(), h.kernel).startswith(("_Z", kernel))
+
+
+def test_every_fixture_file_gives_a_harness_or_one_clear_error():
+    """No .cu file of the test fixtures makes inference raise anything but a HarnessError with a message."""
+    files = sorted(FIX.rglob("*.cu"))
+    assert len(files) >= 20
+    for f in files:
+        text = f.read_text(errors="replace")
+        model = load(f)
+        for k in model.kernels:
+            try:
+                infer_cuda_harness(f, k.name, model, text)
+            except HarnessError as e:
+                assert e.message.strip() and "\n" not in e.message.strip(), (f, k.name, e.message)
