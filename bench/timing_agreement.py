@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import statistics
 import sys
@@ -485,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
                            "command": "python3 bench/timing_agreement.py " + shlex.join(argv or sys.argv[1:]),
                            "torch": torch.__version__, "triton": triton.__version__, "kernels": []}
     with tempfile.TemporaryDirectory(prefix="htam-ta-") as tmp:
+        # the .cu host launchers are built into htam's cache; without HTAM_CACHE_DIR the cache root needs
+        # platformdirs, which a bare GPU machine may lack (it stopped the 2026-12-01 v2 run)
+        os.environ.setdefault("HTAM_CACHE_DIR", str(Path(tmp) / "cache"))
         try:
             doc["probe"] = probe()
         except Exception as exc:  # noqa: BLE001 - the kernels still run
