@@ -3,12 +3,19 @@
 For each kernel (Triton, CUDA through CuPy RawKernel and through a ``.cu`` host launcher, and torch launchers
 that allocate their outputs; from about 3 µs to about 50 ms) and each of three runs in one process:
 
-* ``timer``: :func:`htam_core.measure.timer.time_launcher` (median, cold L2 every trial), with its method;
+* ``timer``: :func:`htam_core.measure.timer.time_launcher` (median, cold L2 every trial), with its method,
+  minus the calibrated event overhead of its method (:mod:`htam_core.measure.calibrate`);
+* ``raw``: the same median before the subtraction (``timer + overhead``);
 * ``cupti``: CUPTI's per-call device time under the same flush sequence (the timer's cross-check);
 * ``cupti_hot``: CUPTI's per-call device time of back-to-back calls without a flush (warm L2);
 * ``do_bench_cudagraph``: Triton's graph-replay benchmark (median; warm L2, as Triton runs it);
 * ``timer_around``: for graph-timed kernels, the same graph timed with the events recorded around the
-  replay instead of inside the graph (shows the graph launch latency the default leaves out).
+  replay instead of inside the graph (shows the graph launch latency the default leaves out);
+* ``under profiler`` (first run only): the raw event median of the same timer while ``torch.profiler`` records
+  CUPTI activity, against the raw median without it (does attaching the profiler change the kernel?).
+
+Before the kernels, a probe records both methods' calibrations and the interval of an empty event pair inside a
+graph (no kernel between the events), to show where the overhead sits.
 
 Reported per kernel: the medians over the runs, the timer against CUPTI (target: within 3 % for every kernel
 of 5 µs or more), and the run-to-run spread of the timer, ``(max - min) / median`` of the three run medians
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import statistics
 import sys
@@ -258,20 +266,68 @@ def _cupti_hot(fn: Callable[[], Any]) -> float | None:
     return statistics.median(per) if per else None
 
 
-def one_run(k: dict[str, Any]) -> dict[str, Any]:
-    """One run of one kernel: timer (with its CUPTI cross-check), CUPTI warm, do_bench_cudagraph."""
-    from htam_core.measure.timer import time_launcher
+def probe() -> dict[str, Any]:
+    """Both methods' event calibrations, and an empty event pair inside a graph (ms)."""
+    import torch
 
-    t = time_launcher(k["fn"], trials=100, launcher_kind=k["launcher"], max_total_s=2.0)
-    row = {"timer_ms": t.median_ms, "method": t.method, "method_reason": t.method_reason, "trials": t.trials,
+    from htam_core.measure import calibrate
+    from htam_core.measure.timer import flush_l2
+
+    out: dict[str, Any] = {"null_numel": calibrate.null_numel()}
+    for method in ("cuda-graph", "events-async-flush"):
+        for suffix, numel in (("", None), (" one-block", 1)):
+            c = calibrate.calibrate(method, numel=numel)
+            out[method + suffix] = {"overhead_ms": c.overhead_ms, "null_event_ms": c.event_ms,
+                                    "null_cupti_ms": c.kernel_ms, "note": c.note, "described": calibrate.describe(c)}
+    s, e = torch.cuda.Event(enable_timing=True, external=True), torch.cuda.Event(enable_timing=True, external=True)
+    g, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.graph(g, stream=side):
+        s.record()
+        e.record()
+    torch.cuda.synchronize()
+    xs = []
+    for _ in range(200):
+        flush_l2()
+        g.replay()
+        e.synchronize()
+        xs.append(s.elapsed_time(e))
+    g.reset()
+    out["empty_pair_in_graph_ms"] = statistics.median(xs)
+    return out
+
+
+def _under_profiler(lt: Any, n: int) -> tuple[float, float]:
+    """Raw event medians of ``lt`` without and with ``torch.profiler`` recording CUDA activity."""
+    from torch.profiler import ProfilerActivity, profile
+
+    plain = statistics.median(lt.sample(n, raw=True))
+    with profile(activities=[ProfilerActivity.CUDA]):
+        prof = statistics.median(lt.sample(n, raw=True))
+    return plain, prof
+
+
+def one_run(k: dict[str, Any], first: bool = False) -> dict[str, Any]:
+    """One run of one kernel: timer (with its CUPTI cross-check), CUPTI warm, do_bench_cudagraph; in the
+    ``first`` run also the raw timer with and without the profiler attached."""
+    from htam_core.measure.timer import LauncherTimer, time_launcher
+
+    t = time_launcher(k["fn"], trials=100, launcher_kind=k["launcher"], max_total_s=1.5)
+    row = {"timer_ms": t.median_ms, "timer_raw_ms": t.median_ms + t.event_overhead_ms,
+           "event_overhead_ms": t.event_overhead_ms, "event_overhead": t.event_overhead,
+           "method": t.method, "method_reason": t.method_reason, "trials": t.trials,
            "trial_spread_iqr": t.spread, "cupti_ms": t.cupti_ms, "cupti_ops": t.cupti_ops,
            "agreement": t.agreement, "refused": t.refused, "warnings": t.warnings}
+    if first:
+        lt = LauncherTimer(k["fn"], launcher_kind=k["launcher"], use_cupti=False)
+        try:
+            row["raw_plain_ms"], row["raw_under_profiler_ms"] = _under_profiler(lt, max(5, min(t.trials, 30)))
+        finally:
+            lt.close()
     if t.method == "cuda-graph":  # the same graph with the events recorded around the replay, for comparison
-        from htam_core.measure.timer import LauncherTimer
-
         lt = LauncherTimer(k["fn"], launcher_kind=k["launcher"], use_cupti=False, events_in_graph=False)
         try:
-            row["timer_around_ms"] = statistics.median(lt.sample(min(t.trials, 50)))
+            row["timer_around_ms"] = statistics.median(lt.sample(min(t.trials, 50), raw=True))
         finally:
             lt.close()
     try:
@@ -292,13 +348,16 @@ def summarize(name: str, meta: dict[str, Any], runs: list[dict[str, Any]]) -> di
         return statistics.median(xs) if xs else None
 
     timer, cupti_ms = med("timer_ms"), med("cupti_ms")
+    raw = med("timer_raw_ms")
     ts = [r["timer_ms"] for r in runs if r.get("timer_ms")]
     spread = (max(ts) - min(ts)) / statistics.median(ts) * 100.0 if len(ts) > 1 else None
     rel = (timer / cupti_ms - 1.0) if timer and cupti_ms else None
     in_scope = cupti_ms is not None and cupti_ms >= MIN_TARGET_MS
     return {"kernel": name, **meta, "timer_ms": timer, "cupti_ms": cupti_ms, "cupti_hot_ms": med("cupti_hot_ms"),
             "do_bench_cudagraph_ms": med("do_bench_cudagraph_ms"), "timer_around_ms": med("timer_around_ms"),
-            "timer_vs_cupti": rel,
+            "timer_vs_cupti": rel, "timer_raw_ms": raw, "event_overhead_ms": med("event_overhead_ms"),
+            "raw_vs_cupti": (raw / cupti_ms - 1.0) if raw and cupti_ms else None,
+            "raw_plain_ms": med("raw_plain_ms"), "raw_under_profiler_ms": med("raw_under_profiler_ms"),
             "methods": sorted({r["method"] for r in runs}), "run_spread_pct": spread,
             "refused_runs": sum(1 for r in runs if r.get("refused")),
             "target_in_scope": in_scope, "within_target": (abs(rel) <= TARGET_REL) if in_scope and rel is not None
@@ -313,23 +372,32 @@ def markdown(doc: dict[str, Any]) -> str:
     """The results table and the verdict against the targets."""
     s = doc["summary"]
     lines = [f"# Timer agreement on {doc['device']} ({doc['date']})", "",
-             f"Command: `{doc['command']}`", "",
+             f"Command: `{doc['command']}`", "", f"Runs finished: {doc.get('runs_done', '?')}", "",
              f"torch {doc['torch']}, triton {doc['triton']}. Three runs per kernel in one process. `timer`: htam's "
              "timer (median, L2 flushed before every trial). `CUPTI`: per-call device time of the launched "
              "kernels under the same flush sequence. `CUPTI warm`: back-to-back calls without a flush. "
              "`do_bench_cudagraph`: Triton's graph replay (warm L2). Spread: (max - min) / median of the three "
-             "run medians. `around`: the same graph with the events around the replay (not inside it).", "",
-             "| kernel | launcher | method | timer (ms) | CUPTI (ms) | timer/CUPTI | around (ms) | CUPTI warm (ms) | "
-             "do_bench_cudagraph (ms) | run spread | within 3% |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "run medians. `around`: the same graph with the events around the replay (not inside it). `raw`: "
+             "the timer before the event overhead was subtracted; `overhead`: what was subtracted (µs). "
+             "`prof`: raw events while torch.profiler records, over raw events without it, minus 1 (run 1).", "",
+             _probe_line(doc.get("probe")), "",
+             "| kernel | launcher | method | timer (ms) | CUPTI (ms) | timer/CUPTI | raw (ms) | raw/CUPTI | "
+             "overhead (µs) | prof | around (ms) | CUPTI warm (ms) | do_bench_cudagraph (ms) | run spread | "
+             "within 3% |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["kernels"]:
         if "error" in r:
-            lines.append(f"| {r['kernel']} | {r.get('launcher', '')} | error: {r['error'][:80]} | | | | | | | | |")
+            lines.append(f"| {r['kernel']} | {r.get('launcher', '')} | error: {r['error'][:80]} |" + " |" * 12)
             continue
         rel = r["timer_vs_cupti"]
         ok = {True: "yes", False: "**no**", None: "n/a (< 5 µs)"}[r["within_target"]]
         spread = "—" if r["run_spread_pct"] is None else f"{r['run_spread_pct']:.2f}%"
+        raw_rel, ov = r.get("raw_vs_cupti"), r.get("event_overhead_ms")
+        pp, pr = r.get("raw_plain_ms"), r.get("raw_under_profiler_ms")
+        prof = f"{pr / pp - 1:+.1%}" if pp and pr else "—"
         lines.append(f"| {r['kernel']} | {r['launcher']} | {', '.join(r['methods'])} | {_f(r['timer_ms'])} | "
-                     f"{_f(r['cupti_ms'])} | {'—' if rel is None else f'{rel:+.1%}'} | {_f(r['timer_around_ms'])} | "
+                     f"{_f(r['cupti_ms'])} | {'—' if rel is None else f'{rel:+.1%}'} | {_f(r.get('timer_raw_ms'))} | "
+                     f"{'—' if raw_rel is None else f'{raw_rel:+.1%}'} | {_f(None if ov is None else ov * 1000, 3)} | "
+                     f"{prof} | {_f(r['timer_around_ms'])} | "
                      f"{_f(r['cupti_hot_ms'])} | "
                      f"{_f(r['do_bench_cudagraph_ms'])} | "
                      f"{spread} | {ok} |")
@@ -341,8 +409,58 @@ def markdown(doc: dict[str, Any]) -> str:
               f"worst {_f(s['worst_rel_pct'], 3)}% ({s['worst_kernel']})",
               f"- median run-to-run spread: {_f(s['median_run_spread_pct'], 3)}% "
               f"({'target met' if s['spread_target_met'] else 'target missed'}: <= {TARGET_SPREAD_PCT}%)",
-              f"- refused runs (timer and CUPTI disagree by more than 10%): {s['refused_runs']}", ""]
+              f"- refused runs (timer and CUPTI disagree by more than 10%): {s['refused_runs']}",
+              f"- without the subtraction (raw events): {s['raw_within_target']} of {s['in_scope']} within 3%", ""]
     return "\n".join(lines)
+
+
+def _probe_line(p: dict[str, Any] | None) -> str:
+    if not p:
+        return "Probe: not run."
+    if "error" in p:
+        return f"Probe failed: {p['error']}"
+    g, e = p["cuda-graph"], p["events-async-flush"]
+    g1, e1 = p["cuda-graph one-block"], p["events-async-flush one-block"]
+    return (f"Calibration (null kernel: a fill of {p['null_numel']} floats, one wave over every SM, in the same "
+            f"structure as the trials): cuda-graph {g['described']}; events-async-flush {e['described']}. "
+            f"With a one-block null kernel instead (not used): cuda-graph {g1['overhead_ms'] * 1000:.2f} µs, "
+            f"events-async-flush {e1['overhead_ms'] * 1000:.2f} µs. An empty event pair inside a graph (no kernel "
+            f"between the events) reads {p['empty_pair_in_graph_ms'] * 1000:.2f} µs.")
+
+
+def write(doc: dict[str, Any], ks: list[dict[str, Any]], runs: dict[str, list[dict[str, Any]]],
+          errors: dict[str, str], out: Path) -> str:
+    """Summarize the runs so far into ``doc`` and write JSON and markdown into ``out``; returns the markdown
+    (called after every round, so a run stopped at a time limit still leaves its table)."""
+    doc["kernels"] = []
+    doc["runs_done"] = min((len(runs[k["name"]]) for k in ks if k["name"] not in errors), default=0)
+    for k in ks:
+        meta = {"language": k["language"], "launcher": k["launcher"], "allocates": k["allocates"]}
+        if k["name"] in errors:
+            doc["kernels"].append({"kernel": k["name"], **meta, "error": errors[k["name"]],
+                                   "runs": runs[k["name"]]})
+        elif runs[k["name"]]:
+            doc["kernels"].append(summarize(k["name"], meta, runs[k["name"]]))
+    ok = [r for r in doc["kernels"] if "error" not in r]
+    scope = [r for r in ok if r["target_in_scope"] and r["timer_vs_cupti"] is not None]
+    worst = max(scope, key=lambda r: abs(r["timer_vs_cupti"]), default=None)
+    spreads = [r["run_spread_pct"] for r in ok if r["run_spread_pct"] is not None]
+    med_spread = statistics.median(spreads) if spreads else None
+    doc["summary"] = {
+        "kernels": len(doc["kernels"]), "errors": len(doc["kernels"]) - len(ok), "in_scope": len(scope),
+        "within_target": sum(1 for r in scope if r["within_target"]),
+        "agreement_target_met": bool(scope) and all(r["within_target"] for r in scope),
+        "worst_rel_pct": abs(worst["timer_vs_cupti"]) * 100 if worst else None,
+        "worst_kernel": worst["kernel"] if worst else None,
+        "median_run_spread_pct": med_spread,
+        "spread_target_met": med_spread is not None and med_spread <= TARGET_SPREAD_PCT,
+        "refused_runs": sum(r["refused_runs"] for r in ok),
+        "raw_within_target": sum(1 for r in scope if r.get("raw_vs_cupti") is not None
+                                 and abs(r["raw_vs_cupti"]) <= TARGET_REL)}
+    (out / "timing_agreement.json").write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
+    md = markdown(doc)
+    (out / "timing_agreement.md").write_text(md, encoding="utf-8")
+    return md
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -368,8 +486,18 @@ def main(argv: list[str] | None = None) -> int:
                            "command": "python3 bench/timing_agreement.py " + shlex.join(argv or sys.argv[1:]),
                            "torch": torch.__version__, "triton": triton.__version__, "kernels": []}
     with tempfile.TemporaryDirectory(prefix="htam-ta-") as tmp:
+        # the .cu host launchers are built into htam's cache; without HTAM_CACHE_DIR the cache root needs
+        # platformdirs, which a bare GPU machine may lack (it stopped the 2026-12-01 v2 run)
+        os.environ.setdefault("HTAM_CACHE_DIR", str(Path(tmp) / "cache"))
+        try:
+            doc["probe"] = probe()
+        except Exception as exc:  # noqa: BLE001 - the kernels still run
+            doc["probe"] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
+            traceback.print_exc()
+        print("probe:", json.dumps(doc["probe"], default=str), flush=True)
         ks = kernels(Path(tmp))
         runs: dict[str, list[dict[str, Any]]] = {k["name"]: [] for k in ks}
+        md = "timing_agreement: no run finished"
         errors: dict[str, str] = {}
         for r in range(args.runs):
             for k in ks:
@@ -377,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 t0 = time.perf_counter()
                 try:
-                    row = one_run(k)
+                    row = one_run(k, first=r == 0)
                 except Exception as exc:  # noqa: BLE001 - one failing kernel must not lose the others
                     errors[k["name"]] = f"{type(exc).__name__}: {exc}"[:400]
                     traceback.print_exc()
@@ -387,30 +515,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{_f(row.get('timer_around_ms'), 5)}, CUPTI "
                       f"{_f(row['cupti_ms'], 5)}, warm {_f(row['cupti_hot_ms'], 5)}, dbc "
                       f"{_f(row['do_bench_cudagraph_ms'], 5)} [{time.perf_counter() - t0:.1f} s]", flush=True)
-        for k in ks:
-            meta = {"language": k["language"], "launcher": k["launcher"], "allocates": k["allocates"]}
-            if k["name"] in errors:
-                doc["kernels"].append({"kernel": k["name"], **meta, "error": errors[k["name"]],
-                                       "runs": runs[k["name"]]})
-            else:
-                doc["kernels"].append(summarize(k["name"], meta, runs[k["name"]]))
-    ok = [r for r in doc["kernels"] if "error" not in r]
-    scope = [r for r in ok if r["target_in_scope"] and r["timer_vs_cupti"] is not None]
-    worst = max(scope, key=lambda r: abs(r["timer_vs_cupti"]), default=None)
-    spreads = [r["run_spread_pct"] for r in ok if r["run_spread_pct"] is not None]
-    med_spread = statistics.median(spreads) if spreads else None
-    doc["summary"] = {
-        "kernels": len(doc["kernels"]), "errors": len(doc["kernels"]) - len(ok), "in_scope": len(scope),
-        "within_target": sum(1 for r in scope if r["within_target"]),
-        "agreement_target_met": bool(scope) and all(r["within_target"] for r in scope),
-        "worst_rel_pct": abs(worst["timer_vs_cupti"]) * 100 if worst else None,
-        "worst_kernel": worst["kernel"] if worst else None,
-        "median_run_spread_pct": med_spread,
-        "spread_target_met": med_spread is not None and med_spread <= TARGET_SPREAD_PCT,
-        "refused_runs": sum(r["refused_runs"] for r in ok)}
-    (out / "timing_agreement.json").write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
-    md = markdown(doc)
-    (out / "timing_agreement.md").write_text(md, encoding="utf-8")
+            md = write(doc, ks, runs, errors, out)
     print(md)
     return 0
 

@@ -6,6 +6,9 @@ each launcher once (:class:`htam_core.measure.timer.LauncherTimer`), and then al
 ``A B B A A B ...`` (the order flips every round, so a slow drift biases neither side). Every round gives the
 ratio of the two medians; :func:`comparison_from_rounds` (pure) turns the rounds into per-set speedups, the
 headline geomean without launch-bound sets, and its spread by the rule of :mod:`htam_core.measure.stats`.
+Both sides' samples are device times with the calibrated event overhead subtracted
+(:meth:`htam_core.measure.timer.LauncherTimer.sample`), so the ratio of two short kernels is not pulled toward 1
+by a constant that neither kernel owns.
 """
 
 from __future__ import annotations

@@ -112,3 +112,28 @@ def test_same_kernel_against_itself_is_neutral():
     tb.close()
     c = comparison_from_rounds([ra], [rb])
     assert c.status == "neutral" and abs(c.speedup - 1) < c.spread + 0.01, c
+
+
+def test_event_overhead_is_calibrated_and_subtracted_for_a_short_kernel():
+    # a ~5 us kernel: raw events read ~2.6 us above CUPTI on an H200; after the subtraction within 1.2 us
+    import statistics
+
+    import torch
+
+    from htam_core.measure.timer import LauncherTimer, time_launcher
+
+    add = _vadd()
+    x, y = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
+    out = torch.empty_like(x)
+    t = time_launcher(lambda: add(x, y, out), trials=100, launcher_kind="triton")
+    assert t.method == "cuda-graph" and t.cupti_ms is not None, t
+    assert 0.0005 < t.event_overhead_ms < 0.010, t
+    assert t.event_overhead.startswith("event overhead") and "subtracted" in t.event_overhead, t
+    assert abs(t.median_ms - t.cupti_ms) < 0.0012, t
+    lt = LauncherTimer(lambda: add(x, y, out), launcher_kind="triton", use_cupti=False)
+    try:
+        raw = statistics.median(lt.sample(30, raw=True))
+        sub = statistics.median(lt.sample(30))
+    finally:
+        lt.close()
+    assert raw > sub, (raw, sub)
