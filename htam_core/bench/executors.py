@@ -291,8 +291,8 @@ def run_tasks(fn_path: str, tasks: Iterable[Keyed], opts: ExecutorOptions, *, lo
             on_done(result, text)
 
     EXECUTORS[opts.name](fn_path, todo, done, opts)
-    return [results.get(k) or {"status": "error", "error": "the executor returned no result for this task"}
-            for k in keys]
+    lost = {"status": "error", "error": "the executor returned no result for this task"}
+    return [results[k] if k in results else lost for k in keys]
 
 
 def is_final(result: dict[str, Any]) -> bool:

@@ -110,3 +110,19 @@ def test_a_task_that_kills_its_worker_is_retried_then_recorded_failed(cluster: A
     assert results[0]["status"] == "failed"
     assert f"died {ALLOWED_FAILURES + 1} times" in results[0]["error"]
     assert [r["status"] for r in results[1:]] == ["ok"] * 3
+
+
+def test_one_pinned_worker_per_gpu_and_tasks_hold_one_gpu(tmp_path: Path) -> None:
+    """The GPU layout on the CPU: two workers for GPU ids 0 and 1 (nothing uses a GPU here), each pinned with
+    CUDA_VISIBLE_DEVICES and declaring {"GPU": 1}; tasks then ask for one GPU each."""
+    c = start_local_cluster(ExecutorOptions("dask", gpus=("0", "1")))
+    try:
+        with distributed.Client(c) as client:
+            pinned = client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
+            resources = {w["resources"].get("GPU") for w in client.scheduler_info()["workers"].values()}
+        assert sorted(pinned.values()) == ["0", "1"] and resources == {1}
+        out = run_tasks("builtins:dict", [(f"t{i}", {"i": i}) for i in range(6)],
+                        ExecutorOptions("dask", scheduler=c.scheduler_address))
+        assert [r["i"] for r in out] == list(range(6))
+    finally:
+        c.close()

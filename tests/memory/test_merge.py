@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from htam_core.cli.main import main
-from htam_core.memory import Outcome, Ranker, Record, RankerConfig, load_knowledge, open_store
+from htam_core.memory import Outcome, Ranker, RankerConfig, Record, load_knowledge, open_store
 from htam_core.memory.merge import merge_files
 from htam_core.memory.store import MIGRATIONS, SCHEMA_VERSION, read_records
 
