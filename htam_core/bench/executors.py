@@ -33,13 +33,14 @@ import importlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 __all__ = ["ALLOWED_FAILURES", "EXECUTORS", "ExecutorError", "ExecutorOptions", "Progress", "ResultLog",
-           "is_final", "run_tasks", "task_key"]
+           "is_final", "run_tasks", "shared_cluster", "start_local_cluster", "task_key"]
 
 #: How many times a task whose worker died is rescheduled before it is recorded as failed.
 ALLOWED_FAILURES = 2
@@ -247,6 +248,22 @@ def run_on_dask(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: Executo
     finally:
         if cluster is not None:
             cluster.close()
+
+
+@contextmanager
+def shared_cluster(opts: ExecutorOptions) -> Iterator[ExecutorOptions]:
+    """Options whose tasks all go to one cluster for the whole block: when ``opts`` would start a
+    ``LocalCluster`` per :func:`run_tasks` call (``dask`` without a scheduler, or ``local`` with several GPUs),
+    start it once here, yield options that join it, and close it at the end; otherwise yield ``opts``."""
+    local_cluster = opts.name == "dask" and not opts.scheduler or opts.name == "local" and len(opts.gpus) > 1
+    if not local_cluster:
+        yield opts
+        return
+    cluster = start_local_cluster(opts)
+    try:
+        yield replace(opts, name="dask", scheduler=cluster.scheduler_address)
+    finally:
+        cluster.close()
 
 
 #: Executor name -> function (``--executor``).

@@ -263,11 +263,10 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
 def _seed_store(path: str, seed: str) -> None:
     """Replace the task's own store ``path`` by one holding the records of the store ``seed`` (if it exists)."""
     from htam_core.memory import open_store
-    from htam_core.memory.store import read_records
+    from htam_core.memory.store import read_records, remove_store_files
 
     p = Path(path)
-    for q in (p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm")):
-        q.unlink(missing_ok=True)
+    remove_store_files(p)
     p.parent.mkdir(parents=True, exist_ok=True)
     with open_store(p) as store:
         if Path(seed).is_file():
@@ -412,7 +411,7 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
     if concurrent:
         from htam_core.memory.merge import merge_files
 
-        stores = sorted((state / "stores").glob("*.sqlite3"))
+        stores = [Path(t.memory_path) for t in tasks if t.memory_path and Path(t.memory_path).is_file()]
         rep = merge_files(stores, memory) if stores else None
         pooled = {"path": memory, "stores": len(stores), "added": rep.added if rep else 0,
                   "conflicts": len(rep.conflicts) if rep else 0}

@@ -39,14 +39,13 @@ def run_probe_task(task: dict[str, Any]) -> dict[str, Any]:
         os._exit(70)
     from htam_core.memory import Outcome, Ranker, Record, load_knowledge, open_store, state_from_profile
     from htam_core.memory.fingerprint import kernel_fingerprint
+    from htam_core.memory.store import remove_store_files
     from htam_core.profile.api import profile_kernel
     from htam_core.source import load
 
     t0 = time.time()
     store_path = Path(task["memory_path"])
-    for q in (store_path, store_path.with_name(store_path.name + "-wal"),
-              store_path.with_name(store_path.name + "-shm")):
-        q.unlink(missing_ok=True)
+    remove_store_files(store_path)
     try:
         kernel = load(task["path"]).kernel(task["kernel"])
         profile = profile_kernel(task["path"], task["kernel"], static=True)

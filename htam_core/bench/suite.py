@@ -282,6 +282,9 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
     t0 = time.time()
     with cancel_at(t.deadline) as cancel:
         try:
+            from htam_core.memory.store import remove_store_files
+
+            remove_store_files(t.memory_path)  # afresh, also when a task whose worker died is run again
             Path(t.memory_path).parent.mkdir(parents=True, exist_ok=True)
             base["memory_records_imported"] = _merge_memory(t.memory_path, t.memory_imports)
             res = run_optimize(OptimizeTask(
@@ -368,13 +371,6 @@ def _task(cfg: SuiteConfig, work: Path, k: SuiteKernel, policy: str, deadline: f
                      measure_cache=str(work / MEASURE_CACHE_NAME) if cfg.reuse_measurements else None)
 
 
-def _fresh(work: Path, tasks: list[SuiteTask]) -> None:
-    for t in tasks:
-        p = Path(t.memory_path)
-        for q in (p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm")):
-            q.unlink(missing_ok=True)
-
-
 def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     """Run the whole suite: the warm-up pass (``htam-cold``), then every (kernel, policy) task.
 
@@ -388,7 +384,7 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     Raises:
         SuiteError: bad suite folder, kernel or policy names.
     """
-    from htam_core.bench.executors import ExecutorOptions, ResultLog, run_tasks, task_key
+    from htam_core.bench.executors import ExecutorOptions, ResultLog, run_tasks, shared_cluster, task_key
     from htam_core.bench.parallel import environment, visible_gpus
 
     kernels = load_suite(cfg.suite_dir, cfg.kernels)
@@ -412,6 +408,7 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     needs_warm = any(POLICY_SPECS[p][2] for p in cfg.policies)
     phase1 = [p for p in cfg.policies if p == "htam-cold"] or (["htam-cold"] if needs_warm else [])
     results: list[dict[str, Any]] = []
+    stores: list[str] = []
 
     def done(r: dict[str, Any], progress: str) -> None:
         sp = r.get("best_speedup")
@@ -419,37 +416,38 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
             + (f", best {sp:.3g}x" if isinstance(sp, float) else ", speedup not measured")
             + (f" ({r['error']})" if r.get("error") else "") + f" [{progress}]")
 
-    def run(batch: list[SuiteTask]) -> list[dict[str, Any]]:
+    def run(batch: list[SuiteTask], joined: ExecutorOptions) -> list[dict[str, Any]]:
         keyed = [(task_key(f"{t.kernel}/{t.policy_name}", t.to_json()), t) for t in batch]
-        _fresh(work, [t for k, t in keyed if k not in log_file.done])
-        out = run_tasks("htam_core.bench.suite:run_suite_task", [(k, t.to_json()) for k, t in keyed], opts,
+        out = run_tasks("htam_core.bench.suite:run_suite_task", [(k, t.to_json()) for k, t in keyed], joined,
                         log=log_file, on_done=done)
+        stores.extend(t.memory_path for (_, t), r in zip(keyed, out, strict=True) if r.get("status") == "ok")
         return [{"kernel": t.kernel, "policy": t.policy_name, **r} for (_, t), r in zip(keyed, out, strict=True)]
 
     exports: dict[str, str] = {}
-    if phase1:
-        warm = [_task(cfg, work, k, "htam-cold", deadline, {}) for k in kernels]
-        results += run(warm)
-        exports = {t.kernel: t.export_to for t in warm if t.export_to and Path(t.export_to).is_file()}
-    rest = [_task(cfg, work, k, p, deadline, exports) for k in kernels for p in cfg.policies if p != "htam-cold"]
-    results += run(rest)
+    with shared_cluster(opts) as joined:  # one cluster for both passes
+        if phase1:
+            warm = [_task(cfg, work, k, "htam-cold", deadline, {}) for k in kernels]
+            results += run(warm, joined)
+            exports = {t.kernel: t.export_to for t in warm if t.export_to and Path(t.export_to).is_file()}
+        rest = [_task(cfg, work, k, p, deadline, exports) for k in kernels for p in cfg.policies
+                if p != "htam-cold"]
+        results += run(rest, joined)
     peaks = _peaks() if gpus else None
     doc = summarize(kernels, cfg.policies if "htam-cold" in cfg.policies or not phase1
                     else [*cfg.policies, "htam-cold"], results, peaks)
     doc["environment"] = env
     doc["config"] = {**asdict(cfg), "gpus": gpus}
-    doc["memory"] = _pool_memory(work)
+    doc["memory"] = _pool_memory(work, [Path(p) for p in stores if Path(p).is_file()])
     doc["wall_s"] = time.time() - t_start
     return doc
 
 
-def _pool_memory(work: Path) -> dict[str, Any]:
-    """Merge every task's store (``<work>/stores/*.sqlite3``) into ``<work>/memory.sqlite3``, the run's pooled
-    memory: each task wrote only its own store, and only this process writes the pooled one."""
+def _pool_memory(work: Path, stores: list[Path]) -> dict[str, Any]:
+    """Merge the stores of this run's tasks into ``<work>/memory.sqlite3``, the run's pooled memory: each task
+    wrote only its own store, and only this process writes the pooled one."""
     from htam_core.memory.merge import merge_files
     from htam_core.memory.store import MemoryStoreError
 
-    stores = sorted((work / "stores").glob("*.sqlite3"))
     target = work / POOLED_MEMORY_NAME
     try:
         rep = merge_files(stores, target) if stores else None

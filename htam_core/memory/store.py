@@ -47,7 +47,7 @@ from htam_core.memory.features import bottleneck_of_state
 from htam_core.memory.knowledge import KnowledgeBase, load_knowledge
 from htam_core.memory.records import Outcome, Record, Stats, outcome_value
 
-__all__ = ["TAG_ENV", "gpu_model", "SCHEMA_VERSION", "APPLICATION_ID", "EXPORT_FORMAT", "LOCK_TIMEOUT_S", "LOCK_TIMEOUT_ENV", "SQLITE_MAGIC",
+__all__ = ["TAG_ENV", "gpu_model", "remove_store_files", "SCHEMA_VERSION", "APPLICATION_ID", "EXPORT_FORMAT", "LOCK_TIMEOUT_S", "LOCK_TIMEOUT_ENV", "SQLITE_MAGIC",
            "MemoryStoreError", "MergeCounts", "Store", "read_records", "open_store", "default_store_path", "lock_timeout_s", "check_movable", "move_aside",
            "pending_paths", "START"]
 
@@ -429,6 +429,13 @@ class _Db:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def remove_store_files(path: str | Path) -> None:
+    """Delete a store file with its ``-wal`` and ``-shm`` files (a task that starts its own store afresh)."""
+    p = Path(path)
+    for q in (p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm")):
+        q.unlink(missing_ok=True)
 
 
 def gpu_model(device: str) -> str | None:
