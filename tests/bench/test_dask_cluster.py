@@ -11,11 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import distributed
 import pytest
 
-distributed = pytest.importorskip("distributed")
-
-from htam_core.bench.executors import (  # noqa: E402 - after the importorskip
+from htam_core.bench.executors import (
     ALLOWED_FAILURES,
     ExecutorOptions,
     ResultLog,
@@ -23,8 +22,8 @@ from htam_core.bench.executors import (  # noqa: E402 - after the importorskip
     start_local_cluster,
     task_key,
 )
-from htam_core.memory import open_store  # noqa: E402
-from htam_core.memory.merge import merge_files  # noqa: E402
+from htam_core.memory import open_store
+from htam_core.memory.merge import merge_files
 
 REPO = Path(__file__).resolve().parents[2]
 #: Triton kernels of the suite the probe ranks, cycled over the tasks (a CUDA kernel's static profile runs the
