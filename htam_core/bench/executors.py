@@ -195,7 +195,7 @@ def start_local_cluster(opts: ExecutorOptions) -> Any:
         for g in opts.gpus:  # one pinned worker per GPU: inside it the GPU is index 0
             spec = {"cls": distributed.Nanny,
                     "options": {"nthreads": 1, "resources": {"GPU": 1}, "env": {"CUDA_VISIBLE_DEVICES": g},
-                                "host": "127.0.0.1", "dashboard_address": None}}
+                                "host": "127.0.0.1", "dashboard": False}}
             cluster.worker_spec[f"gpu{g}"] = spec
         cluster.scale(len(opts.gpus))
         cluster.sync(cluster._correct_state)
