@@ -91,7 +91,12 @@ def reference_code(problem: Problem, overrides: dict[str, Any] | None) -> str:
 
 @dataclass
 class KBTask:
-    """One problem's run: plain data in and out (see :func:`run_kb_task`)."""
+    """One problem's run: plain data in and out (see :func:`run_kb_task`).
+
+    ``memory_path`` is the store the loop records into. With a concurrent executor each task has a store of its
+    own, replaced at the start and seeded with the records of ``memory_seed`` (the run memory as it was when
+    the run started, read without modifying it); the run merges them at the end.
+    """
 
     level: int
     problem_id: int
@@ -108,6 +113,7 @@ class KBTask:
     llm: dict[str, Any] | None = None
     overrides: dict[str, Any] | None = None
     deadline: float | None = None
+    memory_seed: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
@@ -213,6 +219,8 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
                          f"CPU smoke run pass --size-overrides FILE with small sizes for {t.level}/{t.problem_id} "
                          f"(e.g. {SMALL_SIZES_HINT})"}
     best = cand
+    if t.memory_seed and t.memory_path:
+        _seed_store(t.memory_path, t.memory_seed)
     with cancel_at(t.deadline) as cancel:
         try:
             if budget > 0:
@@ -252,6 +260,19 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
     return {**base, "wall_s": time.time() - t0}
 
 
+def _seed_store(path: str, seed: str) -> None:
+    """Replace the task's own store ``path`` by one holding the records of the store ``seed`` (if it exists)."""
+    from htam_core.memory import open_store
+    from htam_core.memory.store import read_records, remove_store_files
+
+    p = Path(path)
+    remove_store_files(p)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open_store(p) as store:
+        if Path(seed).is_file():
+            store.merge_records(read_records(seed))
+
+
 def _not_among(ids: list[int], levels: list[int], path: str, in_levels: list[Problem]) -> str:
     """The error for ``--ids`` that name no problem of the selected levels."""
     have = sorted(p.problem_id for p in in_levels)
@@ -284,7 +305,12 @@ def progress_line(r: dict[str, Any]) -> str:
 
 @dataclass
 class KBConfig:
-    """Settings of one KernelBench run (the CLI's options); see :mod:`htam_core.cli.bench`."""
+    """Settings of one KernelBench run (the CLI's options); see :mod:`htam_core.cli.bench`.
+
+    ``executor``, ``scheduler``, ``workers``: how tasks run (:class:`htam_core.bench.executors.ExecutorOptions`).
+    Results stream to ``<out>/kernelbench-work/results.jsonl`` (no problem code in it) and a rerun resumes from
+    it unless ``fresh``.
+    """
 
     problems: str
     levels: list[int]
@@ -301,6 +327,10 @@ class KBConfig:
     static: bool | None = None
     llm: dict[str, Any] | None = None
     work_dir: str | None = field(default=None)
+    executor: str = "local"
+    scheduler: str | None = None
+    workers: int = 2
+    fresh: bool = False
 
 
 def score(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -318,7 +348,8 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
     Raises:
         KernelBenchError: malformed problems file, unknown engine, or no problem selected.
     """
-    from htam_core.bench.parallel import environment, run_tasks, visible_gpus
+    from htam_core.bench.executors import ExecutorOptions, ResultLog, run_tasks, task_key
+    from htam_core.bench.parallel import environment, visible_gpus
 
     if cfg.engine not in ("rules", "llm"):
         raise KernelBenchError(f"unknown engine {cfg.engine!r}; expected rules or llm")
@@ -356,13 +387,34 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
         raise KernelBenchError(f"no problem to run: {what} has a start solution in {cfg.start_solutions} "
                                "(engine rules); add level<N>/<id>_<name>.py files or use --engine llm")
     gpus = [] if cfg.static else visible_gpus()
+    opts = ExecutorOptions(cfg.executor, tuple(gpus), cfg.scheduler, cfg.workers)
+    state = Path(cfg.out_dir) / "kernelbench-work"
+    if cfg.fresh:
+        (state / "results.jsonl").unlink(missing_ok=True)
+    # one process, one task at a time: the run memory is shared along the run (what one problem teaches is
+    # used on the next); concurrent tasks each record into a store of their own, merged at the end
+    concurrent = cfg.executor != "local" or len(gpus) > 1
+    if concurrent:
+        for t in tasks:
+            t.memory_seed, t.memory_path = memory, str(state / "stores" / f"L{t.level}-{t.problem_id}.sqlite3")
 
-    def done(r: dict[str, Any]) -> None:
-        log(progress_line(r))
+    def done(r: dict[str, Any], progress: str) -> None:
+        log(f"{progress_line(r)} [{progress}]")
 
-    # one memory store is shared along the run; with several GPUs each problem still records into it
-    # (SQLite serializes the writers)
-    results = run_tasks("htam_core.bench.kernelbench:run_kb_task", [t.to_json() for t in tasks], gpus, done)
+    keyed = [(task_key(f"L{t.level}/{t.problem_id}", {**t.to_json(), "work_dir": None, "memory_path": None,
+                                                               "memory_seed": None}), t) for t in tasks]
+    out = run_tasks("htam_core.bench.kernelbench:run_kb_task", [(k, t.to_json()) for k, t in keyed], opts,
+                    log=ResultLog(state / "results.jsonl"), on_done=done)
+    results = [{"level": t.level, "problem_id": t.problem_id, "name": t.name, **r}
+               for (_, t), r in zip(keyed, out, strict=True)]
+    pooled = None
+    if concurrent:
+        from htam_core.memory.merge import merge_files
+
+        stores = [Path(t.memory_path) for t in tasks if t.memory_path and Path(t.memory_path).is_file()]
+        rep = merge_files(stores, memory) if stores else None
+        pooled = {"path": memory, "stores": len(stores), "added": rep.added if rep else 0,
+                  "conflicts": len(rep.conflicts) if rep else 0}
     if not cfg.work_dir:
         shutil.rmtree(work, ignore_errors=True)
     levels: dict[str, Any] = {}
@@ -372,6 +424,6 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
     measured = any(r.get("mode") == "gpu" for r in results)
     env = environment(gpus)
     return {"problems": results, "summary": levels, "measured": measured, "environment": env,
-            "not_run_without_start": skipped, "sizes_overridden": bool(cfg.size_overrides),
+            "not_run_without_start": skipped, "sizes_overridden": bool(cfg.size_overrides), "memory": pooled,
             "config": {k: v for k, v in asdict(cfg).items() if k not in ("llm", "size_overrides")}
             | {"gpus": gpus, "llm_model": (cfg.llm or {}).get("model")}, "wall_s": time.time() - t_start}

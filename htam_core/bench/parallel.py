@@ -1,17 +1,12 @@
-"""Spread self-contained benchmark tasks over the GPUs of one host, and describe the machine.
+"""Describe the machine a benchmark runs on: visible GPUs, device and software versions, and the time budget.
 
-One task = one JSON-serializable dict in, one dict out (ARCHITECTURE.md, "Rules"). With one GPU or none, tasks run in
-this process, one after the other. With several visible GPUs, a :class:`concurrent.futures.ProcessPoolExecutor`
-runs one worker process per GPU, each pinned with ``CUDA_VISIBLE_DEVICES`` (so inside it the GPU is index 0).
-Nothing beyond that: a later version can hand the same tasks to Dask or Ray unchanged.
+The tasks themselves run through an executor (:mod:`htam_core.bench.executors`: in this process, or on Dask).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 import importlib.metadata
-import multiprocessing
 import os
 import platform
 import re
@@ -19,12 +14,9 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-
-TaskFn = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def visible_gpus() -> list[str]:
@@ -43,59 +35,6 @@ def visible_gpus() -> list[str]:
     except (OSError, subprocess.SubprocessError):
         return []
     return [str(i) for i, ln in enumerate(ln for ln in out.splitlines() if ln.startswith("GPU "))]
-
-
-def _pin(queue: Any) -> None:  # pragma: no cover - runs in pool workers
-    os.environ["CUDA_VISIBLE_DEVICES"] = queue.get()
-
-
-def _call(fn_path: str, task: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - runs in pool workers
-    mod, _, name = fn_path.rpartition(":")
-    return getattr(importlib.import_module(mod), name)(task)
-
-
-def run_tasks(fn_path: str, tasks: Iterable[dict[str, Any]], gpus: list[str],
-              on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Run ``fn(task)`` for every task; results in task order.
-
-    Args:
-        fn_path: ``"module:function"`` of a module-level function taking and returning a JSON-shaped dict.
-        tasks: the task dicts.
-        gpus: GPU ids (from :func:`visible_gpus`); with two or more, one pinned worker process per GPU.
-        on_done: called with each result as it arrives (progress output).
-
-    Returns:
-        One result per task, in the order of ``tasks``. A worker that raised gives
-        ``{"error": "<type>: <message>"}`` for its task instead of stopping the run.
-    """
-    tasks = list(tasks)
-    results: list[dict[str, Any] | None] = [None] * len(tasks)
-    if len(gpus) <= 1:
-        for i, t in enumerate(tasks):
-            try:
-                results[i] = _call(fn_path, t)
-            except Exception as exc:  # noqa: BLE001 - one broken task must not lose the others
-                results[i] = {"error": f"{type(exc).__name__}: {exc}"}
-            if on_done:
-                on_done(results[i])  # type: ignore[arg-type]
-        return results  # type: ignore[return-value]
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Manager() as manager:
-        queue = manager.Queue()
-        for g in gpus:
-            queue.put(g)
-        with ProcessPoolExecutor(max_workers=len(gpus), mp_context=ctx, initializer=_pin,
-                                 initargs=(queue,)) as pool:
-            futs = {pool.submit(_call, fn_path, t): i for i, t in enumerate(tasks)}
-            for fut in as_completed(futs):
-                i = futs[fut]
-                try:
-                    results[i] = fut.result()
-                except Exception as exc:  # noqa: BLE001
-                    results[i] = {"error": f"{type(exc).__name__}: {exc}"}
-                if on_done:
-                    on_done(results[i])  # type: ignore[arg-type]
-    return results  # type: ignore[return-value]
 
 
 def _version(dist: str) -> str | None:

@@ -15,8 +15,9 @@ rules engine and a fixed budget. Policies (:data:`POLICY_SPECS`):
 * the ablations of docs/MEMORY.md (**Ablations**), each with the same leave-one-out memory: ``flat``, ``no-local``,
   ``no-prefix``, ``no-position``, ``no-update`` and ``random-memory`` (the ranker's ``random`` switch).
 
-Every (kernel, policy) pair is a :class:`SuiteTask`, a plain dict in and out, so tasks can be spread over
-GPUs (:mod:`htam_core.bench.parallel`). Without a GPU everything runs in static mode and reports
+Every (kernel, policy) pair is a :class:`SuiteTask`, a plain dict in and out, run by an executor
+(:mod:`htam_core.bench.executors`: in this process, or on a Dask cluster), streamed to ``<work>/results.jsonl``
+and resumed from it; every task records into its own store, merged at the end into ``<work>/memory.sqlite3``. Without a GPU everything runs in static mode and reports
 "not measured" for times and speedups.
 """
 
@@ -281,6 +282,9 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
     t0 = time.time()
     with cancel_at(t.deadline) as cancel:
         try:
+            from htam_core.memory.store import remove_store_files
+
+            remove_store_files(t.memory_path)  # afresh, also when a task whose worker died is run again
             Path(t.memory_path).parent.mkdir(parents=True, exist_ok=True)
             base["memory_records_imported"] = _merge_memory(t.memory_path, t.memory_imports)
             res = run_optimize(OptimizeTask(
@@ -320,6 +324,9 @@ class SuiteConfig:
             start of every run) between all tasks, so that a candidate byte-identical to one measured
             earlier in this run, by any policy, reuses that measurement; start kernels are always timed
             afresh.
+        executor, scheduler, workers: how tasks run (:class:`htam_core.bench.executors.ExecutorOptions`).
+        fresh: forget the results of an earlier run in the same work folder (default: resume, skipping every
+            task whose key is in ``<work>/results.jsonl``).
     """
 
     suite_dir: str
@@ -335,10 +342,18 @@ class SuiteConfig:
     use_ncu: bool = False
     seed: int = 0
     reuse_measurements: bool = True
+    executor: str = "local"
+    scheduler: str | None = None
+    workers: int = 2
+    fresh: bool = False
 
 
 #: File name of the run's measurement cache under the work folder.
 MEASURE_CACHE_NAME = "measure-cache.sqlite3"
+#: File name of the streamed results (one JSON line per finished task) under the work folder.
+RESULTS_NAME = "results.jsonl"
+#: File name of the run's pooled memory (every task's store merged at the end) under the work folder.
+POOLED_MEMORY_NAME = "memory.sqlite3"
 
 
 def _task(cfg: SuiteConfig, work: Path, k: SuiteKernel, policy: str, deadline: float | None,
@@ -356,13 +371,6 @@ def _task(cfg: SuiteConfig, work: Path, k: SuiteKernel, policy: str, deadline: f
                      measure_cache=str(work / MEASURE_CACHE_NAME) if cfg.reuse_measurements else None)
 
 
-def _fresh(work: Path, tasks: list[SuiteTask]) -> None:
-    for t in tasks:
-        p = Path(t.memory_path)
-        for q in (p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm")):
-            q.unlink(missing_ok=True)
-
-
 def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     """Run the whole suite: the warm-up pass (``htam-cold``), then every (kernel, policy) task.
 
@@ -376,7 +384,8 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     Raises:
         SuiteError: bad suite folder, kernel or policy names.
     """
-    from htam_core.bench.parallel import environment, run_tasks, visible_gpus
+    from htam_core.bench.executors import ExecutorOptions, ResultLog, run_tasks, shared_cluster, task_key
+    from htam_core.bench.parallel import environment, visible_gpus
 
     kernels = load_suite(cfg.suite_dir, cfg.kernels)
     for p in cfg.policies:
@@ -388,35 +397,64 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     from htam_core.optimize.measure_cache import remove_cache_files
 
-    remove_cache_files(work / MEASURE_CACHE_NAME)  # a run never reuses an earlier run's numbers
+    if cfg.fresh:
+        (work / RESULTS_NAME).unlink(missing_ok=True)
+    log_file = ResultLog(work / RESULTS_NAME)
+    if not log_file.done:
+        remove_cache_files(work / MEASURE_CACHE_NAME)  # a fresh run never reuses an earlier run's numbers
+    opts = ExecutorOptions(cfg.executor, tuple(gpus), cfg.scheduler, cfg.workers)
     t_start = time.time()
     deadline = t_start + cfg.max_minutes * 60 if cfg.max_minutes else None
     needs_warm = any(POLICY_SPECS[p][2] for p in cfg.policies)
     phase1 = [p for p in cfg.policies if p == "htam-cold"] or (["htam-cold"] if needs_warm else [])
     results: list[dict[str, Any]] = []
+    stores: list[str] = []
 
-    def done(r: dict[str, Any]) -> None:
+    def done(r: dict[str, Any], progress: str) -> None:
         sp = r.get("best_speedup")
         log(f"[suite] {r.get('kernel')} / {r.get('policy')}: {r.get('status', 'error')}"
             + (f", best {sp:.3g}x" if isinstance(sp, float) else ", speedup not measured")
-            + (f" ({r['error']})" if r.get("error") else ""))
+            + (f" ({r['error']})" if r.get("error") else "") + f" [{progress}]")
+
+    def run(batch: list[SuiteTask], joined: ExecutorOptions) -> list[dict[str, Any]]:
+        keyed = [(task_key(f"{t.kernel}/{t.policy_name}", t.to_json()), t) for t in batch]
+        out = run_tasks("htam_core.bench.suite:run_suite_task", [(k, t.to_json()) for k, t in keyed], joined,
+                        log=log_file, on_done=done)
+        stores.extend(t.memory_path for (_, t), r in zip(keyed, out, strict=True) if r.get("status") == "ok")
+        return [{"kernel": t.kernel, "policy": t.policy_name, **r} for (_, t), r in zip(keyed, out, strict=True)]
 
     exports: dict[str, str] = {}
-    if phase1:
-        warm = [_task(cfg, work, k, "htam-cold", deadline, {}) for k in kernels]
-        _fresh(work, warm)
-        results += run_tasks("htam_core.bench.suite:run_suite_task", [t.to_json() for t in warm], gpus, done)
-        exports = {t.kernel: t.export_to for t in warm if t.export_to and Path(t.export_to).is_file()}
-    rest = [_task(cfg, work, k, p, deadline, exports) for k in kernels for p in cfg.policies if p != "htam-cold"]
-    _fresh(work, rest)
-    results += run_tasks("htam_core.bench.suite:run_suite_task", [t.to_json() for t in rest], gpus, done)
+    with shared_cluster(opts) as joined:  # one cluster for both passes
+        if phase1:
+            warm = [_task(cfg, work, k, "htam-cold", deadline, {}) for k in kernels]
+            results += run(warm, joined)
+            exports = {t.kernel: t.export_to for t in warm if t.export_to and Path(t.export_to).is_file()}
+        rest = [_task(cfg, work, k, p, deadline, exports) for k in kernels for p in cfg.policies
+                if p != "htam-cold"]
+        results += run(rest, joined)
     peaks = _peaks() if gpus else None
     doc = summarize(kernels, cfg.policies if "htam-cold" in cfg.policies or not phase1
                     else [*cfg.policies, "htam-cold"], results, peaks)
     doc["environment"] = env
     doc["config"] = {**asdict(cfg), "gpus": gpus}
+    doc["memory"] = _pool_memory(work, [Path(p) for p in stores if Path(p).is_file()])
     doc["wall_s"] = time.time() - t_start
     return doc
+
+
+def _pool_memory(work: Path, stores: list[Path]) -> dict[str, Any]:
+    """Merge the stores of this run's tasks into ``<work>/memory.sqlite3``, the run's pooled memory: each task
+    wrote only its own store, and only this process writes the pooled one."""
+    from htam_core.memory.merge import merge_files
+    from htam_core.memory.store import MemoryStoreError
+
+    target = work / POOLED_MEMORY_NAME
+    try:
+        rep = merge_files(stores, target) if stores else None
+    except MemoryStoreError as exc:
+        return {"path": str(target), "error": str(exc)}
+    return {"path": str(target), "stores": len(stores), "added": rep.added if rep else 0,
+            "conflicts": len(rep.conflicts) if rep else 0}
 
 
 def _peaks() -> dict[str, Any] | None:

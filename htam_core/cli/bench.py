@@ -43,6 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="measure every candidate, even one byte-identical to a candidate another policy "
                         "measured earlier in this run (default: reuse that measurement; start kernels are "
                         "always timed)")
+    _add_executor_arguments(s)
     s.set_defaults(func=run_suite_cmd)
     k = acts.add_parser("kernelbench", help="run KernelBench problems: Correct, fast_p, geomean over eager")
     k.add_argument("--problems", required=True, help="problems.jsonl (KernelBench problems, one JSON per line)")
@@ -66,7 +67,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--out", default="bench/results", help="results folder (default: bench/results)")
     k.add_argument("--static", action="store_true", help="never use the GPU")
     add_llm_arguments(k)
+    _add_executor_arguments(k)
     k.set_defaults(func=run_kernelbench_cmd)
+
+
+def _add_executor_arguments(p: argparse.ArgumentParser) -> None:
+    """``--executor local|dask``, ``--scheduler ADDRESS``, ``--workers N`` and ``--fresh`` (docs/BENCH.md)."""
+    from htam_core.bench.executors import EXECUTORS
+
+    p.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
+                   help="local: in this process (several visible GPUs: one Dask worker per GPU on this host); "
+                        "dask: Dask distributed, a LocalCluster with the visible GPUs or --scheduler's cluster")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="join the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); needs --executor dask")
+    p.add_argument("--workers", type=int, default=2,
+                   help="CPU worker processes of a LocalCluster on a machine without a GPU (default: 2)")
+    p.add_argument("--fresh", action="store_true",
+                   help="start over: forget the finished tasks of an earlier run in the same output folder "
+                        "(default: resume, skipping them)")
+
+
+def _executor_settings(args: argparse.Namespace) -> dict:
+    """The executor settings of the parsed options. Raises UsageError for inconsistent ones."""
+    if args.scheduler and args.executor != "dask":
+        raise UsageError("--scheduler needs --executor dask")
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    return {"executor": args.executor, "scheduler": args.scheduler, "workers": args.workers, "fresh": args.fresh}
 
 
 def _stamp_paths(out: Path, env: dict, kind: str) -> tuple[Path, Path, Path]:
@@ -78,6 +105,7 @@ def _stamp_paths(out: Path, env: dict, kind: str) -> tuple[Path, Path, Path]:
 
 def run_suite_cmd(args: argparse.Namespace) -> int:
     """Run the suite and write its results; prints the Markdown path."""
+    from htam_core.bench.executors import ExecutorError
     from htam_core.bench.report import suite_markdown, suite_plot, write_json
     from htam_core.bench.suite import SuiteConfig, SuiteError, parse_policies, run_suite
 
@@ -92,9 +120,9 @@ def run_suite_cmd(args: argparse.Namespace) -> int:
                           budget=args.budget, exhaustive_budget=args.exhaustive_budget, out_dir=args.out,
                           work_dir=args.work, max_minutes=args.max_minutes, static=True if args.static else None,
                           trials=args.trials, use_ncu=args.ncu, seed=args.seed,
-                          reuse_measurements=not args.no_reuse)
+                          reuse_measurements=not args.no_reuse, **_executor_settings(args))
         doc = run_suite(cfg, log=lambda m: print(m, file=sys.stderr, flush=True))
-    except SuiteError as exc:
+    except (SuiteError, ExecutorError) as exc:
         raise UsageError(str(exc)) from None
     out = Path(args.out)
     jp, mp, pp = _stamp_paths(out, doc["environment"], "suite")
@@ -116,6 +144,7 @@ def _ints(text: str | None, what: str) -> list[int] | None:
 
 def run_kernelbench_cmd(args: argparse.Namespace) -> int:
     """Run KernelBench problems and write the results; a missing problems file is a clean skip (exit 0)."""
+    from htam_core.bench.executors import ExecutorError
     from htam_core.bench.kernelbench import KBConfig, KernelBenchError, run_kernelbench
     from htam_core.bench.report import kernelbench_markdown, write_json
     from htam_core.generate.config import llm_task_config
@@ -142,10 +171,10 @@ def run_kernelbench_cmd(args: argparse.Namespace) -> int:
                     start_solutions=args.start_solutions, steps=args.steps, timing_trials=args.trials,
                     loop_trials=args.loop_trials, out_dir=args.out, memory_path=args.memory,
                     size_overrides=overrides, max_minutes=args.max_minutes, static=True if args.static else None,
-                    llm=llm)
+                    llm=llm, **_executor_settings(args))
     try:
         doc = run_kernelbench(kcfg, log=lambda m: print(m, file=sys.stderr, flush=True))
-    except KernelBenchError as exc:
+    except (KernelBenchError, ExecutorError) as exc:
         raise UsageError(str(exc)) from None
     jp, mp, _ = _stamp_paths(Path(args.out), doc["environment"], "kernelbench")
     write_json(doc, jp)

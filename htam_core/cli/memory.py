@@ -1,10 +1,13 @@
-"""``htam memory stats|export [FILE]|import FILE|reset [--yes] [--move-aside]``: manage the HTAM memory store.
+"""``htam memory stats|export [FILE]|import FILE|merge A B ... --into TEAM|reset [--yes] [--move-aside]``: manage
+the HTAM memory store.
 
 Every action takes ``--memory PATH`` (default ``$HTAM_MEMORY`` or the platformdirs user data dir).
 Export writes JSON (to FILE or stdout) that round-trips exactly through import; import merges records by
 uid, so statistics add up and importing twice changes nothing. Import validates every record first (required
 fields, types, finite numbers, UTF-8 JSON): when any is invalid it imports nothing and lists the bad records'
 line numbers, unless ``--skip-invalid`` is given (then it imports the valid ones and lists the skipped lines).
+Merge pools stores or exports into one store by record uid (:mod:`htam_core.memory.merge`): idempotent and
+commutative; conflicting duplicates (same uid, other content) are listed and not applied.
 ``reset --move-aside`` renames a corrupt SQLite store out of the way and creates an empty store; it refuses a
 folder or any file that does not start with the SQLite header. A store path whose folder does not exist is
 refused (a mistyped ``--memory``), and reading commands (``stats``, ``export``) never create a store.
@@ -43,11 +46,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     i.add_argument("--skip-invalid", action="store_true",
                    help="import the valid records and list the invalid ones (default: import nothing if any "
                         "record is invalid)")
+    m = sub.add_parser("merge", help="merge stores or exports into one store (a team's pooled memory)")
+    m.add_argument("sources", nargs="+", help="store files (.sqlite3) or exports (.json) to merge; never modified")
+    m.add_argument("--into", required=True, metavar="TEAM", help="the store that receives the records (created "
+                                                                  "when missing, in an existing folder)")
     r = sub.add_parser("reset", help="delete every record and statistic")
     r.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     r.add_argument("--move-aside", action="store_true",
                    help="rename the file to <name>.corrupt-<time> instead (for a corrupt store) and start empty")
-    for q in (s, e, i, r):
+    for q in (s, e, i, m, r):
         q.add_argument("--memory", default=argparse.SUPPRESS, metavar="PATH", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
@@ -81,6 +88,26 @@ def _import(path: str | None, file: str, skip_invalid: bool) -> int:
     if n_bad:
         print(f"htam: warning: skipped {n_bad} invalid record(s) of {file}: {_listed(export.errors)}",
               file=sys.stderr)
+    return 0
+
+
+def _merge(sources: list[str], into: str) -> int:
+    """Merge every source into ``into``; print the counts and every conflict (same uid, other content)."""
+    from htam_core.memory.merge import merge_files
+
+    try:
+        report = merge_files(sources, into)
+    except ExportFileError as exc:
+        raise UsageError(str(exc)) from None
+    total = sum(report.per_source.values())
+    print(f"merged {len(sources)} source(s), {total} records, into {into}: {report.added} added, "
+          f"{report.same} already present")
+    if report.conflicts:
+        shown = "; ".join(f"{uid} in {src}" for src, uid in report.conflicts[:_MAX_LISTED])
+        more = len(report.conflicts) - _MAX_LISTED
+        print(f"htam: warning: {len(report.conflicts)} conflicting record(s) (same uid, other content) were not "
+              f"merged; the record already in {into} (or the earliest) was kept: {shown}"
+              + (f"; and {more} more" if more > 0 else ""), file=sys.stderr)
     return 0
 
 
@@ -136,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
                          "`htam optimize`, `htam memory import` or the editor)")
     if args.action == "import":
         return _import(path, args.file, args.skip_invalid)
+    if args.action == "merge":
+        return _merge(args.sources, args.into)
     store = _open(path)
     with store:
         if args.action == "stats":

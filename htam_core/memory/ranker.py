@@ -79,6 +79,9 @@ class RankerConfig:
         breadth: how many top directions contribute strategies.
         local_prior_scale: scale of a strategy's 0..1 base prior.
         secondary_weight: weight of secondary bottleneck classes in the direction prior.
+        same_gpu_weight: attention weight of records measured on the GPU model being ranked for, relative to
+            the others (1.0: no preference). It multiplies such a record's softmax weight in transition
+            attention (it adds ``tau * ln(w)`` to its logit) and nothing else: counts and confidence are kept.
     """
 
     tau: float = 0.1
@@ -88,6 +91,11 @@ class RankerConfig:
     breadth: int = 2
     local_prior_scale: float = 0.25
     secondary_weight: float = 0.5
+    same_gpu_weight: float = 1.5
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.same_gpu_weight) and self.same_gpu_weight > 0):
+            raise ValueError(f"same_gpu_weight must be a positive number, got {self.same_gpu_weight!r}")
 
 
 @dataclass
@@ -153,6 +161,7 @@ class _Memory:
         self.win = torch.zeros(0, dtype=torch.bool)
         self.fail = torch.zeros(0, dtype=torch.bool)
         self.fingerprints: list[str] = []
+        self.gpus: list[str | None] = []
         self.group = torch.zeros(0, dtype=torch.long)  # (kernel, prefix, step) group of each record
         self._groups: dict[tuple[str, str, str, str], int] = {}
         self._blocks: dict[bool, tuple[torch.Tensor, torch.Tensor]] = {}
@@ -167,7 +176,7 @@ class _Memory:
         kb_dir = {s.id: self.d_index[s.direction] for s in self.kb.strategies}
         prefixes = json.loads("[" + ",".join(r[1] for r in rows) + "]")  # one decode call for all rows
         for row, full_prefix in zip(rows, prefixes, strict=True):
-            _uid, _pj, step_id, direction, sp, correct, measured, status, fp = row[:9]
+            _uid, _pj, step_id, direction, sp, correct, measured, status, fp, gpu = row[:10]
             pre = full_prefix[-k:]
             ids = [self.s_index.get(p, -1) for p in pre]
             dids = [kb_dir.get(p, -1) for p in pre]
@@ -183,10 +192,11 @@ class _Memory:
             win.append(status == "win")
             fail.append(status in ("incorrect", "failed"))
             self.fingerprints.append(fp)
+            self.gpus.append(gpu)
             # one group per parent kernel: same kernel, history, step and parent state
-            key = (fp, json.dumps(pre), step_id, repr(tuple(row[9:])))
+            key = (fp, json.dumps(pre), step_id, repr(tuple(row[10:])))
             group.append(self._groups.setdefault(key, len(self._groups)))
-        new_state = unit_rows(torch.tensor([r[9:] for r in rows], dtype=torch.float64).reshape(len(rows), -1))
+        new_state = unit_rows(torch.tensor([r[10:] for r in rows], dtype=torch.float64).reshape(len(rows), -1))
         new_pidx = torch.tensor(pidx, dtype=torch.long)
         new_pdir = torch.tensor(pdir, dtype=torch.long)
         new_plen = torch.tensor(plen, dtype=torch.long)
@@ -275,8 +285,12 @@ class _Attended:
 
 
 def _segment_attention(sims: torch.Tensor, groups: torch.Tensor, value: torch.Tensor, width: int,
-                       tau: float, evidence: torch.Tensor | None = None) -> _Attended:
+                       tau: float, evidence: torch.Tensor | None = None,
+                       log_weight: torch.Tensor | None = None) -> _Attended:
     """Softmax-weighted value per group: ``sum_r alpha_r v_r`` with alpha a softmax within each group.
+
+    ``log_weight`` (per record, or ``None``) is added to the logits ``sims / tau``: a record's softmax weight is
+    multiplied by ``exp(log_weight)`` (the same-GPU weight).
 
     ``n_eff`` (the confidence of the shrinkage) sums the similarity of the records that carry a value in
     ``evidence`` (default ``value``): every measured trial adds confidence, also the variants whose value
@@ -289,7 +303,7 @@ def _segment_attention(sims: torch.Tensor, groups: torch.Tensor, value: torch.Te
     if sims.numel() == 0 or not bool(valued.any()):
         nan = torch.full((width,), math.nan, dtype=torch.float64)
         return _Attended(nan, torch.zeros(width, dtype=torch.float64), count)
-    logits = sims / tau
+    logits = sims / tau if log_weight is None else sims / tau + log_weight
     top = logits[valued].max()
     w = torch.where(valued, torch.exp(logits - top), torch.zeros_like(logits))
     v = torch.where(valued, value, torch.zeros_like(value))
@@ -331,6 +345,8 @@ class Ranker:
         seed: seed of the ``random`` ablation's permutation.
         ablation: one of :data:`ABLATIONS` or ``None``.
         config: constants.
+        gpu: the GPU model being ranked for (records of it weigh ``config.same_gpu_weight``); ``None`` takes it
+            from the profile passed to :meth:`rank` when that was measured on a GPU.
 
     Raises:
         ValueError: unknown ablation.
@@ -341,6 +357,7 @@ class Ranker:
     seed: int = 0
     ablation: str | None = None
     config: RankerConfig = field(default_factory=RankerConfig)
+    gpu: str | None = None
 
     def __post_init__(self) -> None:
         if self.ablation is not None and self.ablation not in ABLATIONS:
@@ -431,8 +448,9 @@ class Ranker:
         value, raw, speedup, win, fail = self._memory.outcomes(self.seed if ab == "random" else None)
         mem = self._memory
         n_dirs, n_strats = len(kb.directions), len(kb.strategies)
-        d_att = _segment_attention(sims, mem.dir, value, n_dirs, cfg.tau, raw)
-        s_att = _segment_attention(sims, mem.step, value, n_strats, cfg.tau, raw)
+        lw = self._gpu_log_weight(profile)
+        d_att = _segment_attention(sims, mem.dir, value, n_dirs, cfg.tau, raw, lw)
+        s_att = _segment_attention(sims, mem.step, value, n_strats, cfg.tau, raw, lw)
         total = float(d_att.count.sum())
 
         # --- directions
@@ -511,6 +529,18 @@ class Ranker:
         return out
 
     # ---- helpers -------------------------------------------------------------------------------
+    def _gpu_log_weight(self, profile: Profile | None) -> torch.Tensor | None:
+        """``ln(same_gpu_weight)`` for records of the GPU model ranked for, 0 for the others; ``None`` when
+        there is no GPU model (static) or the weight is 1."""
+        from htam_core.memory.store import gpu_model
+
+        gpu = self.gpu or (gpu_model(profile.device) if profile is not None else None)
+        w = self.config.same_gpu_weight
+        if gpu is None or w == 1.0 or self._memory.n == 0:
+            return None
+        same = torch.tensor([g == gpu for g in self._memory.gpus], dtype=torch.bool)
+        return torch.where(same, math.log(w), 0.0).to(torch.float64)
+
     def _similarities(self, state: Mapping[str, float], prefix: list[str]) -> torch.Tensor:
         """``q . k_r`` for every record: weighted cosine similarities of the state and prefix blocks."""
         mem = self._memory

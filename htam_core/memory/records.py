@@ -114,6 +114,10 @@ class Record:
         device: the device name, or the static target.
         time: seconds since the epoch.
         uid: globally unique id (import deduplicates on it).
+        host: the machine that recorded it (``platform.node()``), or ``None`` (records older than schema 3).
+        gpu: the GPU model it was measured on (``"NVIDIA H200"``), or ``None`` in static mode and in older records;
+            the ranker can weight records of the GPU model it ranks for higher (``RankerConfig.same_gpu_weight``).
+        tag: a user tag (``$HTAM_MEMORY_TAG``, e.g. who ran it), or ``None``.
     """
 
     prefix: tuple[str, ...]
@@ -125,12 +129,16 @@ class Record:
     device: str
     time: float
     uid: str = field(default_factory=lambda: uuid.uuid4().hex)
+    host: str | None = None
+    gpu: str | None = None
+    tag: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form used by export/import."""
         return {"uid": self.uid, "time": self.time, "prefix": list(self.prefix), "state": dict(self.state),
                 "step": self.step, "direction": self.direction, "outcome": asdict(self.outcome),
-                "fingerprint": self.fingerprint, "device": self.device}
+                "fingerprint": self.fingerprint, "device": self.device, "host": self.host, "gpu": self.gpu,
+                "tag": self.tag}
 
     @classmethod
     def from_json(cls, d: Any) -> Record:
@@ -155,7 +163,15 @@ class Record:
         state = {str(k): _finite(f"state.{k}", v) for k, v in _field(d, "state", dict).items()}
         return cls(tuple(prefix), state, _field(d, "step", str), _field(d, "direction", str), outcome,
                    _field(d, "fingerprint", str), _field(d, "device", str), _finite("time", d.get("time")),
-                   _field(d, "uid", str))
+                   _field(d, "uid", str), *(_optional(d, k) for k in ("host", "gpu", "tag")))
+
+
+def _optional(d: dict[str, Any], name: str) -> str | None:
+    """``d[name]`` when present and not null (then it must be a string), else ``None`` (older exports)."""
+    value = d.get(name)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{name} must be a string or null, got {value!r}"[:200])
+    return value
 
 
 def _field(d: dict[str, Any], name: str, kind: type, where: str = "") -> Any:

@@ -34,6 +34,7 @@ import hashlib
 import json
 import math
 import os
+import platform
 import sqlite3
 import time as _time
 from collections.abc import Iterator, Sequence
@@ -46,12 +47,14 @@ from htam_core.memory.features import bottleneck_of_state
 from htam_core.memory.knowledge import KnowledgeBase, load_knowledge
 from htam_core.memory.records import Outcome, Record, Stats, outcome_value
 
-__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "EXPORT_FORMAT", "LOCK_TIMEOUT_S", "LOCK_TIMEOUT_ENV", "SQLITE_MAGIC",
-           "MemoryStoreError", "Store", "open_store", "default_store_path", "lock_timeout_s", "check_movable", "move_aside",
+__all__ = ["TAG_ENV", "gpu_model", "remove_store_files", "SCHEMA_VERSION", "APPLICATION_ID", "EXPORT_FORMAT", "LOCK_TIMEOUT_S", "LOCK_TIMEOUT_ENV", "SQLITE_MAGIC",
+           "MemoryStoreError", "MergeCounts", "Store", "read_records", "open_store", "default_store_path", "lock_timeout_s", "check_movable", "move_aside",
            "pending_paths", "START"]
 
 #: Current schema version (``PRAGMA user_version``).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: Environment variable whose value is stored as each new record's user tag (e.g. who ran it).
+TAG_ENV = "HTAM_MEMORY_TAG"
 #: ``PRAGMA application_id`` of HTAM memory files ("HTAM" in ASCII).
 APPLICATION_ID = 0x4854414D
 #: ``format`` field of export files.
@@ -108,6 +111,12 @@ MIGRATIONS: list[str] = [
     # v2: the measured spread of each outcome's speedup (NULL in records written before it)
     """
     ALTER TABLE records ADD COLUMN spread REAL;
+    """,
+    # v3: where each record came from: host, GPU model and user tag (NULL in records written before it)
+    """
+    ALTER TABLE records ADD COLUMN host TEXT;
+    ALTER TABLE records ADD COLUMN gpu TEXT;
+    ALTER TABLE records ADD COLUMN tag TEXT;
     """,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
@@ -422,6 +431,19 @@ class _Db:
         self.conn.close()
 
 
+def remove_store_files(path: str | Path) -> None:
+    """Delete a store file with its ``-wal`` and ``-shm`` files (a task that starts its own store afresh)."""
+    p = Path(path)
+    for q in (p, p.with_name(p.name + "-wal"), p.with_name(p.name + "-shm")):
+        q.unlink(missing_ok=True)
+
+
+def gpu_model(device: str) -> str | None:
+    """The GPU model of a record's ``device``: the device name itself, or ``None`` for a static target
+    (``"sm_90 (static)"``) or an empty name."""
+    return None if not device or device.endswith("(static)") else device
+
+
 def check_movable(path: Path) -> None:
     """Raise unless ``path`` is a regular file starting with :data:`SQLITE_MAGIC` (see :func:`move_aside`).
 
@@ -488,17 +510,60 @@ def _keep_pending(store_path: Path, rec: Record) -> Path | None:
 
 def _row_to_record(row: Sequence[Any]) -> Record:
     (_id, uid, t, prefix, state, step, direction, speedup, correct, measured, status, note, fp, device,
-     spread) = row
+     spread, host, gpu, tag) = row
     return Record(tuple(json.loads(prefix)), json.loads(state), step, direction,
-                  Outcome(speedup, bool(correct), bool(measured), status, note, spread), fp, device, t, uid)
+                  Outcome(speedup, bool(correct), bool(measured), status, note, spread), fp, device, t, uid,
+                  host, gpu, tag)
 
 
 _RECORD_COLS = ("id, uid, time, prefix, state, step, direction, speedup, correct, measured, status, note, "
-                "fingerprint, device, spread")
+                "fingerprint, device, spread, host, gpu, tag")
 
 
 def _stats_from_row(row: Sequence[Any]) -> Stats:
     return Stats(*row)
+
+
+@dataclass
+class MergeCounts:
+    """What :meth:`Store.merge_records` did: records added, already present with the same content, and the uids
+    present with other content (conflicts; the stored record was kept)."""
+
+    added: int = 0
+    same: int = 0
+    conflicts: list[str] = field(default_factory=list)
+
+
+def read_records(path: str | Path) -> list[Record]:
+    """Every record of the memory store ``path``, read without modifying the file (read-only, any schema from 1
+    to :data:`SCHEMA_VERSION`: columns an older schema lacks read as ``None``).
+
+    Raises:
+        MemoryStoreError: no such file, not an SQLite file, not an HTAM store, a newer schema, or unreadable.
+    """
+    p = Path(path)
+    if not is_sqlite_file(p):
+        raise MemoryStoreError(f"{p} is not a memory store file (missing, or not an SQLite database); check the "
+                               "path", p, "not-a-store")
+    try:
+        conn = _connect(p, "ro")
+    except sqlite3.Error as exc:
+        raise _io_error(p, "read", exc) from None
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id != APPLICATION_ID:
+            raise MemoryStoreError(f"{p} is an SQLite database but not an HTAM memory store", p, "foreign")
+        if version > SCHEMA_VERSION:
+            raise MemoryStoreError(f"{p} has schema version {version}, newer than this htam supports "
+                                   f"({SCHEMA_VERSION}); upgrade htam", p, "newer")
+        have = {r[1] for r in conn.execute("PRAGMA table_info(records)")}
+        cols = ", ".join(c if c in have else f"NULL AS {c}" for c in _RECORD_COLS.split(", "))
+        return [_row_to_record(r) for r in conn.execute(f"SELECT {cols} FROM records ORDER BY id")]
+    except sqlite3.Error as exc:
+        raise _corrupt(p, str(exc)) if _is_corrupt(exc) else _io_error(p, "read", exc) from None
+    finally:
+        conn.close()
 
 
 @dataclass
@@ -585,7 +650,8 @@ class Store:
         if bad:
             raise ValueError(f"not finite: {', '.join(bad)}; state values and time must be finite numbers")
         rec = Record(tuple(prefix), values, step, self.kb.strategy(step).direction, outcome, str(fingerprint),
-                     str(device), t)
+                     str(device), t, host=platform.node() or None, gpu=gpu_model(str(device)),
+                     tag=os.environ.get(TAG_ENV) or None)
         try:
             with self.dbs[0].write(timeout_s=0.0 if self._lock_gave_up else None) as conn:
                 self._insert(conn, rec)
@@ -648,10 +714,15 @@ class Store:
     def _insert(self, conn: sqlite3.Connection, rec: Record) -> None:
         o = rec.outcome
         conn.execute(
-            f"INSERT INTO records ({_RECORD_COLS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO records ({_RECORD_COLS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (rec.uid, rec.time, json.dumps(list(rec.prefix)), json.dumps(rec.state, sort_keys=True), rec.step,
              rec.direction, o.speedup, int(o.correct), int(o.measured), o.status, o.note, rec.fingerprint,
-             rec.device, o.spread))
+             rec.device, o.spread, rec.host, rec.gpu, rec.tag))
+        self._update_stats(conn, rec)
+
+    def _update_stats(self, conn: sqlite3.Connection, rec: Record) -> None:
+        """Add one record to the node and edge statistics of both levels (inside the caller's transaction)."""
+        o = rec.outcome
         value = outcome_value(o)
         when = bottleneck_of_state(rec.state)
         last = rec.prefix[-1] if rec.prefix else START
@@ -668,6 +739,37 @@ class Store:
             conn.execute(f"INSERT OR REPLACE INTO {table} ({keys}, {_STATS_COLS}) VALUES ({marks})",
                          (*key, stats.count, stats.wins, stats.failures, stats.n_values, stats.mean, stats.m2,
                           stats.last_seen, stats.note_when, stats.note_why, stats.note_risk))
+
+    def merge_records(self, recs: Sequence[Record]) -> MergeCounts:
+        """Merge records into the write file idempotently and in one transaction, keyed by uid.
+
+        A record whose uid is absent is added; one whose uid is present with the same content (every field,
+        provenance included) is counted as ``same``; one whose uid is present with other content is a
+        conflict: the stored record is kept and the uid listed. The node and edge statistics are then rebuilt
+        from every record in (time, uid) order, so the result depends only on the set of records: merging
+        twice changes nothing, and merging A then B equals merging B then A.
+
+        Raises:
+            MemoryStoreError: not writable or locked past the timeout; nothing is written then.
+        """
+        counts = MergeCounts()
+        with self.dbs[0].write() as conn:
+            for rec in sorted(recs, key=lambda r: (r.time, r.uid)):
+                row = conn.execute(f"SELECT {_RECORD_COLS} FROM records WHERE uid = ?", (rec.uid,)).fetchone()
+                if row is None:
+                    self._insert(conn, rec)
+                    counts.added += 1
+                elif _row_to_record(row).to_json() == rec.to_json():
+                    counts.same += 1
+                else:
+                    counts.conflicts.append(rec.uid)
+            if counts.added:
+                for table in ("nodes", "edges"):
+                    conn.execute(f"DELETE FROM {table}")
+                rows = conn.execute(f"SELECT {_RECORD_COLS} FROM records ORDER BY time, uid").fetchall()
+                for r in rows:
+                    self._update_stats(conn, _row_to_record(r))
+        return counts
 
     def reset(self) -> int:
         """Delete every record and statistic of the write file. Returns the number of records deleted.
@@ -718,7 +820,7 @@ class Store:
                            ) -> tuple[list[tuple[Any, ...]], tuple[int, ...]]:
         """Fast read path for the ranker: records above ``after`` as raw tuples, deduplicated by uid.
 
-        Each tuple is ``(uid, prefix_json, step, direction, speedup, correct, measured, status, fingerprint,
+        Each tuple is ``(uid, prefix_json, step, direction, speedup, correct, measured, status, fingerprint, gpu,
         *state)`` with the state unpacked in ``state_keys`` order by SQLite's ``json_extract`` (missing keys
         are 0.0), which avoids decoding every state in Python.
 
@@ -728,7 +830,8 @@ class Store:
         after = tuple(after) if after is not None else (0,) * len(self.dbs)
         state_cols = "".join(
             ", coalesce(json_extract(state, '$.\"{}\"'), 0.0)".format(k.replace('"', "")) for k in state_keys)
-        sql = (f"SELECT id, uid, prefix, step, direction, speedup, correct, measured, status, fingerprint{state_cols}"
+        sql = ("SELECT id, uid, prefix, step, direction, speedup, correct, measured, status, fingerprint, gpu"
+               f"{state_cols}"
                " FROM records WHERE id > ? ORDER BY id")
         out: list[tuple[Any, ...]] = []
         marks: list[int] = []

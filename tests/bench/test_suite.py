@@ -100,6 +100,24 @@ def test_static_suite_run_two_kernels_two_policies(tmp_path: Path, capsys: pytes
     assert by[("vadd_kernel", "htam")]["memory_records_imported"] == n_axpy
     assert by[("axpy_tiny_block", "htam")]["memory_records_imported"] == n_vadd
     assert by[("vadd_kernel", "random")]["memory_records_imported"] == 0
+    # streamed results, the pooled memory, and a rerun that resumes every task
+    log = (out / "suite-work" / "results.jsonl").read_text().splitlines()
+    assert len(log) == 6
+    pooled = doc["memory"]
+    assert pooled["stores"] == 6 and pooled["conflicts"] == 0
+    from htam_core.memory.store import read_records
+
+    uids = {r.uid for r in read_records(pooled["path"])}
+    warm = {r["uid"] for k in ("vadd_kernel", "axpy_tiny_block")
+            for r in json.loads((work / f"{k}.json").read_text())["records"]}
+    assert warm <= uids and pooled["added"] == len(uids)
+    capsys.readouterr()
+    assert main(["bench", "suite", "--suite", str(SUITE), "--kernels", "vadd_kernel,axpy_tiny_block",
+                 "--policies", "htam,random", "--budget", "2", "--static", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "6/6 done" not in err and len((out / "suite-work" / "results.jsonl").read_text().splitlines()) == 6
+    again = json.loads(next(out.glob("*-static-suite.json")).read_text())
+    assert again["results"] == doc["results"]
 
 
 def test_a_triton_dot_on_fp32_is_bounded_by_the_tf32_peak(tmp_path):

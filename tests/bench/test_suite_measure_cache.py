@@ -71,7 +71,9 @@ def fake_tasks(monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
     """run_tasks replaced: records each batch of task dicts and whether the cache file existed then."""
     batches: list[list[dict[str, Any]]] = []
 
-    def run_tasks(fn: str, tasks: list[dict[str, Any]], gpus: list[str], on_done: Any = None) -> list[dict]:
+    def run_tasks(fn: str, keyed: list[tuple[str, dict[str, Any]]], opts: Any, log: Any = None,
+                  on_done: Any = None) -> list[dict]:
+        tasks = [t for _, t in keyed]
         if not batches:  # the first batch of a run starts with an empty cache
             for t in tasks:
                 if t["measure_cache"]:
@@ -84,9 +86,10 @@ def fake_tasks(monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
                 break
         return _fake_results(tasks)
 
+    import htam_core.bench.executors as executors
     import htam_core.bench.parallel as parallel
 
-    monkeypatch.setattr(parallel, "run_tasks", run_tasks)
+    monkeypatch.setattr(executors, "run_tasks", run_tasks)
     monkeypatch.setattr(parallel, "visible_gpus", lambda: [])
     return batches
 

@@ -1,0 +1,318 @@
+"""Run keyed benchmark tasks through an executor: in this process, or on a Dask cluster (issue 18).
+
+One task = one key and one JSON-serializable dict in, one dict out (ARCHITECTURE.md, "Rules"); the function is
+named ``"module:function"`` so that a worker on another host imports it itself. Executors come from
+:data:`EXECUTORS`:
+
+* ``local``: with one visible GPU or none, the tasks run in this process, one after the other (a task that
+  raises gives ``{"error": ...}`` and the run goes on). With several visible GPUs it starts the same Dask
+  ``LocalCluster`` as ``dask`` does, one worker process per GPU.
+* ``dask``: Dask distributed. Without ``scheduler`` it starts a ``distributed.LocalCluster`` on this host: one
+  worker process per visible GPU, each pinned with ``CUDA_VISIBLE_DEVICES`` and declaring ``resources={"GPU":
+  1}``, so a task (submitted with ``resources={"GPU": 1}``) holds one GPU; on a machine without a GPU,
+  ``workers`` CPU worker processes (static-mode tasks need no GPU). With ``scheduler`` (``tcp://host:8786``)
+  it joins an existing cluster (docs/BENCH.md says how to start one).
+
+Failures: a task whose worker process died (a kernel that brought its process down) is rescheduled by Dask's
+scheduler on another worker; after :data:`ALLOWED_FAILURES` retries (the scheduler's
+``distributed.scheduler.allowed-failures``, set for a ``LocalCluster``; an external scheduler must be started
+with it, see docs/BENCH.md) the task is recorded as failed with the reason. An exception raised by the task
+itself is recorded at once (the same code would raise again).
+
+Streaming and resume (:class:`ResultLog`): every result is appended to ``results.jsonl`` in the output folder
+as soon as it arrives (``as_completed``), with its key; a rerun with the same folder skips the keys already
+there (results skipped or cut short by the time budget are not kept, so a rerun runs them). A lost worker never
+loses finished results: they are on the client's disk already. Progress lines give
+counts and an ETA (:class:`Progress`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["ALLOWED_FAILURES", "EXECUTORS", "ExecutorError", "ExecutorOptions", "Progress", "ResultLog",
+           "is_final", "run_tasks", "shared_cluster", "start_local_cluster", "task_key"]
+
+#: How many times a task whose worker died is rescheduled before it is recorded as failed.
+ALLOWED_FAILURES = 2
+#: Fields of a task dict that never take part in its key (a rerun with a new time budget resumes).
+_VOLATILE = ("deadline",)
+
+Keyed = tuple[str, dict[str, Any]]
+OnDone = Callable[[str, dict[str, Any]], None]
+
+
+class ExecutorError(Exception):
+    """The executor cannot run (unknown name, Dask not installed, no scheduler at the address); the message
+    says what to do."""
+
+
+def task_key(label: str, task: dict[str, Any]) -> str:
+    """A stable key for a task: ``label`` plus the first 12 hex digits of the SHA-256 of its JSON (sorted keys,
+    without :data:`_VOLATILE` fields), so a rerun with other settings does not resume from stale results."""
+    body = json.dumps({k: v for k, v in task.items() if k not in _VOLATILE}, sort_keys=True, default=str)
+    return f"{label}#{hashlib.sha256(body.encode()).hexdigest()[:12]}"
+
+
+def call_task(fn_path: str, task: dict[str, Any]) -> dict[str, Any]:
+    """Import ``module:function`` and call it on ``task`` (runs in the executor's process or a Dask worker)."""
+    mod, _, name = fn_path.rpartition(":")
+    return getattr(importlib.import_module(mod), name)(task)
+
+
+class ResultLog:
+    """The results of one run folder, one JSON line ``{"key", "result"}`` per finished task.
+
+    Args:
+        path: the ``.jsonl`` file (created with its folder on the first result); ``None`` keeps nothing on disk.
+
+    Attributes:
+        done: key -> result of every task finished in an earlier run (read at construction; a torn last line,
+            from a run killed while writing, is ignored).
+    """
+
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = Path(path) if path else None
+        self.done: dict[str, dict[str, Any]] = {}
+        if self.path and self.path.is_file():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(line)
+                    self.done[str(row["key"])] = dict(row["result"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+
+    def append(self, key: str, result: dict[str, Any]) -> None:
+        """Write one finished result (flushed and fsynced: a crash of the client keeps it)."""
+        self.done[key] = result
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"key": key, "result": result}, default=str) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+class Progress:
+    """Counts and an ETA for a run of ``total`` tasks of which ``resumed`` were finished before.
+
+    The ETA is the mean wall time per task finished in this run times the tasks left (tasks run concurrently, so
+    this is the observed throughput, not a per-task time).
+    """
+
+    def __init__(self, total: int, resumed: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total, self.resumed, self.finished, self.failed = total, resumed, 0, 0
+        self._clock = clock
+        self._t0 = clock()
+
+    def update(self, result: dict[str, Any]) -> str:
+        """Count one result; return the progress text ``"12/300 done (3 resumed, 1 failed), ETA 4m05s"``."""
+        self.finished += 1
+        self.failed += result.get("status") in ("error", "failed")
+        done = self.resumed + self.finished
+        left = self.total - done
+        rate = (self._clock() - self._t0) / self.finished
+        eta = left * rate
+        text = f"{done}/{self.total} done"
+        extra = [f"{self.resumed} resumed"] if self.resumed else []
+        extra += [f"{self.failed} failed"] if self.failed else []
+        text += f" ({', '.join(extra)})" if extra else ""
+        return text + (f", ETA {int(eta // 60)}m{int(eta % 60):02d}s" if left else "")
+
+
+@dataclass
+class ExecutorOptions:
+    """How to run tasks (the CLI's ``--executor``, ``--scheduler``, ``--workers``).
+
+    Attributes:
+        name: a key of :data:`EXECUTORS`.
+        gpus: visible GPU ids (:func:`htam_core.bench.parallel.visible_gpus`); one worker per GPU.
+        scheduler: address of an existing Dask scheduler, or ``None`` to start a ``LocalCluster``.
+        workers: CPU worker processes of a ``LocalCluster`` on a machine without a GPU.
+    """
+
+    name: str = "local"
+    gpus: tuple[str, ...] = ()
+    scheduler: str | None = None
+    workers: int = 2
+
+
+class Executor(Protocol):
+    """Runs keyed tasks and calls ``on_done(key, result)`` for each as it finishes (any order)."""
+
+    def __call__(self, fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: ExecutorOptions) -> None: ...
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+
+
+def run_in_process(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: ExecutorOptions) -> None:
+    """The ``local`` executor: one task after the other in this process (several GPUs: :func:`run_on_dask`)."""
+    if len(opts.gpus) > 1:
+        run_on_dask(fn_path, tasks, on_done, opts)
+        return
+    for key, task in tasks:
+        try:
+            result = call_task(fn_path, task)
+        except Exception as exc:  # noqa: BLE001 - one broken task must not lose the others
+            result = _error(exc)
+        on_done(key, result)
+
+
+def _dask() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise ExecutorError("--executor dask needs Dask distributed: pip install 'dask[distributed]'") from None
+    return distributed
+
+
+def start_local_cluster(opts: ExecutorOptions) -> Any:
+    """A ``distributed.LocalCluster``: one single-threaded worker process per GPU, pinned with
+    ``CUDA_VISIBLE_DEVICES`` and declaring ``{"GPU": 1}``; without GPUs, ``opts.workers`` CPU workers. The
+    scheduler (in this process) reschedules a task of a dead worker at most :data:`ALLOWED_FAILURES` times.
+    Ports are chosen by the OS and bound to localhost; the dashboard is off."""
+    distributed = _dask()
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+        common = {"scheduler_port": 0, "host": "127.0.0.1", "dashboard_address": None, "processes": True,
+                  "threads_per_worker": 1}
+        if not opts.gpus:
+            return distributed.LocalCluster(n_workers=max(1, opts.workers), **common)
+        cluster = distributed.LocalCluster(n_workers=0, **common)
+        for g in opts.gpus:  # one pinned worker per GPU: inside it the GPU is index 0
+            spec = {"cls": distributed.Nanny,
+                    "options": {"nthreads": 1, "resources": {"GPU": 1}, "env": {"CUDA_VISIBLE_DEVICES": g},
+                                "host": "127.0.0.1", "dashboard": False}}
+            cluster.worker_spec[f"gpu{g}"] = spec
+        cluster.scale(len(opts.gpus))
+        cluster.sync(cluster._correct_state)
+        return cluster
+
+
+def _failure(exc: BaseException) -> dict[str, Any]:
+    name = type(exc).__name__
+    if name == "KilledWorker":
+        return {"status": "failed", "error": f"the task's worker process died {ALLOWED_FAILURES + 1} times (a "
+                                             "kernel that brings its process down?); not retried again"}
+    return _error(exc)
+
+
+def run_on_dask(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: ExecutorOptions) -> None:
+    """The ``dask`` executor: submit every task, hand each result to ``on_done`` as it completes.
+
+    Tasks ask for ``{"GPU": 1}`` when the cluster's workers declare GPUs (with ``opts.gpus``, or when every
+    worker of an external cluster has the resource), so one task holds one GPU.
+
+    Raises:
+        ExecutorError: Dask is not installed, or the scheduler cannot be reached (the message has the address).
+    """
+    distributed = _dask()
+    if not tasks:
+        return
+    cluster = None
+    try:
+        if opts.scheduler:
+            try:
+                client = distributed.Client(opts.scheduler, timeout="30s")
+            except OSError as exc:
+                raise ExecutorError(f"cannot reach the Dask scheduler at {opts.scheduler} ({exc}); start it with "
+                                    "`dask scheduler` (docs/BENCH.md) or drop --scheduler") from None
+        else:
+            cluster = start_local_cluster(opts)
+            client = distributed.Client(cluster)
+        with client:
+            infos = client.scheduler_info().get("workers", {}).values()
+            gpu = bool(opts.gpus) or (bool(infos) and all("GPU" in (w.get("resources") or {}) for w in infos))
+            futs = {client.submit(call_task, fn_path, task, key=f"htam-{key}", pure=False,
+                                  resources={"GPU": 1} if gpu else None): key for key, task in tasks}
+            for fut in distributed.as_completed(futs):
+                try:
+                    result = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a failed task is recorded, the run goes on
+                    result = _failure(exc)
+                on_done(futs[fut], result)
+                fut.release()
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+@contextmanager
+def shared_cluster(opts: ExecutorOptions) -> Iterator[ExecutorOptions]:
+    """Options whose tasks all go to one cluster for the whole block: when ``opts`` would start a
+    ``LocalCluster`` per :func:`run_tasks` call (``dask`` without a scheduler, or ``local`` with several GPUs),
+    start it once here, yield options that join it, and close it at the end; otherwise yield ``opts``."""
+    local_cluster = opts.name == "dask" and not opts.scheduler or opts.name == "local" and len(opts.gpus) > 1
+    if not local_cluster:
+        yield opts
+        return
+    cluster = start_local_cluster(opts)
+    try:
+        yield replace(opts, name="dask", scheduler=cluster.scheduler_address)
+    finally:
+        cluster.close()
+
+
+#: Executor name -> function (``--executor``).
+EXECUTORS: dict[str, Executor] = {"local": run_in_process, "dask": run_on_dask}
+
+
+def run_tasks(fn_path: str, tasks: Iterable[Keyed], opts: ExecutorOptions, *, log: ResultLog | None = None,
+              on_done: Callable[[dict[str, Any], str], None] | None = None) -> list[dict[str, Any]]:
+    """Run every task not finished yet in ``log``; results in task order (resumed ones included).
+
+    Args:
+        fn_path: ``"module:function"`` taking and returning a JSON-shaped dict.
+        tasks: ``(key, task)`` pairs; keys are unique (:func:`task_key`).
+        opts: which executor, and its settings.
+        log: where results stream to and resume from (``None``: nothing on disk, nothing resumed).
+        on_done: called with each new result and the progress text as it arrives.
+
+    Returns:
+        One result per task, in the order of ``tasks``. A task that raised or whose worker died too often gives
+        ``{"status": "error"|"failed", "error": "<reason>"}`` instead of stopping the run.
+
+    Raises:
+        ExecutorError: unknown executor or duplicate keys, or the executor cannot start.
+    """
+    tasks = list(tasks)
+    if opts.name not in EXECUTORS:
+        raise ExecutorError(f"unknown executor {opts.name!r}; known: {', '.join(EXECUTORS)}")
+    keys = [k for k, _ in tasks]
+    if len(set(keys)) != len(keys):
+        raise ExecutorError("two tasks have the same key; every task needs its own")
+    log = log or ResultLog(None)
+    results = {k: log.done[k] for k in keys if k in log.done}
+    todo = [(k, t) for k, t in tasks if k not in results]
+    progress = Progress(len(tasks), resumed=len(results))
+
+    def done(key: str, result: dict[str, Any]) -> None:
+        results[key] = result
+        if is_final(result):
+            log.append(key, result)
+        text = progress.update(result)
+        if on_done:
+            on_done(result, text)
+
+    EXECUTORS[opts.name](fn_path, todo, done, opts)
+    lost = {"status": "error", "error": "the executor returned no result for this task"}
+    return [results[k] if k in results else lost for k in keys]
+
+
+def is_final(result: dict[str, Any]) -> bool:
+    """Whether a result is kept for resuming: not one skipped or cut short by the time budget
+    (``status == "skipped"`` or ``cancelled``), which a rerun runs again."""
+    return result.get("status") != "skipped" and not result.get("cancelled")

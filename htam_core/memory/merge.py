@@ -1,0 +1,91 @@
+"""Pool the memories of a team: merge stores (and exports) into one store, idempotently, keyed by record uid.
+
+``htam memory merge A.sqlite3 B.sqlite3 ... --into TEAM.sqlite3`` and the suite's end-of-run merge of its
+per-task stores both call :func:`merge_files`. Sources are read without being modified (any schema version;
+:func:`htam_core.memory.store.read_records`), or are JSON exports (``htam memory export``). Every record is
+keyed by its uid: a new uid is added, a uid already present with the same content is skipped, and a uid present
+with other content is a conflict, reported and not applied (the target's record is kept). The statistics are
+rebuilt from the records (:meth:`htam_core.memory.store.Store.merge_records`), so merging is idempotent and
+commutative: the result depends only on the set of records. Like TVM meta_schedule's JSON tuning databases,
+records are the unit of exchange and statistics are derived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from htam_core.memory.knowledge import KnowledgeBase
+from htam_core.memory.records import Record
+from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, is_sqlite_file, open_store, read_records
+
+__all__ = ["MergeReport", "merge_files", "read_source"]
+
+
+@dataclass
+class MergeReport:
+    """What a merge did.
+
+    Attributes:
+        into: the target store.
+        added: records new to the target; same: records already there with the same content.
+        conflicts: ``(source, uid)`` of every record whose uid the target holds with other content.
+        per_source: source -> number of records it holds.
+    """
+
+    into: str
+    added: int = 0
+    same: int = 0
+    conflicts: list[tuple[str, str]] = field(default_factory=list)
+    per_source: dict[str, int] = field(default_factory=dict)
+
+
+def read_source(path: str | Path) -> list[Record]:
+    """The records of a store file or of a JSON export.
+
+    Raises:
+        MemoryStoreError: an unusable store file; ExportFileError: an unusable export (the message says why).
+    """
+    from htam_core.memory.export_file import ExportFileError, read_export
+
+    p = Path(path)
+    if is_sqlite_file(p) or not p.is_file():
+        return read_records(p)
+    export = read_export(p, export_format=EXPORT_FORMAT, schema=SCHEMA_VERSION)
+    if export.errors:
+        line, msg = export.errors[0]
+        raise ExportFileError(f"{p}: {len(export.errors)} invalid record(s), e.g. line {line}: {msg}; nothing "
+                              "was merged")
+    return [r for _, r in export.records]
+
+
+def merge_files(sources: list[str | Path], into: str | Path, kb: KnowledgeBase | None = None) -> MergeReport:
+    """Merge every source into the store ``into`` (created when missing, in an existing folder), in one
+    transaction. Sources are read completely first, so an unreadable one merges nothing.
+
+    Conflicts between two sources (same uid, other content) are reported as well: the first source in
+    (time, uid) order wins, which does not depend on the order the sources are given in.
+
+    Raises:
+        MemoryStoreError, ExportFileError: a source or the target cannot be used; nothing is written then.
+    """
+    report = MergeReport(str(into))
+    recs: dict[str, tuple[str, Record]] = {}
+    clashes: list[tuple[str, Record]] = []
+    for src in sources:
+        got = read_source(src)
+        report.per_source[str(src)] = len(got)
+        for r in got:
+            seen = recs.get(r.uid)
+            if seen is None:
+                recs[r.uid] = (str(src), r)
+            elif seen[1].to_json() != r.to_json():
+                keep, drop = sorted([seen, (str(src), r)], key=lambda sr: (sr[1].time, sr[0], repr(sr[1].to_json())))
+                recs[r.uid] = keep
+                clashes.append(drop)
+    with open_store(into, kb=kb) as store:
+        counts = store.merge_records([r for _, r in recs.values()])
+    by_uid = {uid: src for uid, (src, _) in recs.items()}
+    report.added, report.same = counts.added, counts.same
+    report.conflicts = sorted([(by_uid[u], u) for u in counts.conflicts] + [(s, r.uid) for s, r in clashes])
+    return report

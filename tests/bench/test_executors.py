@@ -1,0 +1,76 @@
+"""The executor layer without a cluster: keys, streaming and resume, progress, the registry, the CLI's options."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from htam_core.bench.executors import (
+    EXECUTORS,
+    ExecutorError,
+    ExecutorOptions,
+    Progress,
+    ResultLog,
+    run_tasks,
+    task_key,
+)
+from htam_core.cli.main import main
+
+COPY = "builtins:dict"  # a module-level function that takes and returns a dict: the task itself
+
+
+def test_keys_are_stable_and_ignore_the_deadline() -> None:
+    a = task_key("k/p", {"budget": 8, "deadline": 1.0})
+    assert a == task_key("k/p", {"deadline": 2.0, "budget": 8}) and a.startswith("k/p#")
+    assert a != task_key("k/p", {"budget": 4, "deadline": 1.0})
+
+
+def test_results_stream_and_a_rerun_resumes_by_key(tmp_path: Path) -> None:
+    log_path = tmp_path / "results.jsonl"
+    tasks = [(f"t{i}", {"i": i}) for i in range(4)]
+    seen: list[str] = []
+    out = run_tasks(COPY, tasks, ExecutorOptions("local"), log=ResultLog(log_path),
+                    on_done=lambda r, p: seen.append(p))
+    assert out == [{"i": i} for i in range(4)] and seen[-1] == "4/4 done" and seen[0].startswith("1/4 done, ETA")
+    with open(log_path, "a") as fh:
+        fh.write('{"key": "t9", "res')  # a torn last line from a killed run is ignored
+    calls: list[dict] = []
+    more = [*tasks, ("t4", {"i": 4})]
+    again = run_tasks("builtins:dict", more, ExecutorOptions("local"), log=ResultLog(log_path),
+                      on_done=lambda r, p: calls.append(r))
+    assert again == [{"i": i} for i in range(5)] and calls == [{"i": 4}]  # only the new task ran
+
+
+def test_skipped_and_cancelled_results_are_not_kept_for_resume(tmp_path: Path) -> None:
+    log = ResultLog(tmp_path / "r.jsonl")
+    tasks = [("a", {"status": "skipped"}), ("b", {"status": "ok", "cancelled": True}), ("c", {"status": "ok"})]
+    run_tasks(COPY, tasks, ExecutorOptions("local"), log=log)
+    keys = [json.loads(x)["key"] for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert keys == ["c"]
+
+
+def test_a_task_that_raises_is_an_error_result_and_the_run_goes_on() -> None:
+    out = run_tasks("json:loads", [("bad", {"x": 1}), ("ok", "{}")], ExecutorOptions("local"))  # type: ignore[list-item]
+    assert out[0]["status"] == "error" and "TypeError" in out[0]["error"] and out[1] == {}
+
+
+def test_registry_and_bad_options() -> None:
+    assert set(EXECUTORS) == {"local", "dask"}
+    with pytest.raises(ExecutorError, match="unknown executor"):
+        run_tasks(COPY, [], ExecutorOptions("ray"))
+    with pytest.raises(ExecutorError, match="same key"):
+        run_tasks(COPY, [("a", {}), ("a", {})], ExecutorOptions("local"))
+
+
+def test_progress_counts_resumed_and_failed() -> None:
+    t = iter([0.0, 10.0, 20.0])
+    p = Progress(5, resumed=1, clock=lambda: next(t))
+    assert p.update({"status": "ok"}) == "2/5 done (1 resumed), ETA 0m30s"
+    assert p.update({"status": "failed"}) == "3/5 done (1 resumed, 1 failed), ETA 0m20s"
+
+
+def test_cli_refuses_scheduler_without_dask(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "suite", "--static", "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    assert "--scheduler needs --executor dask" in capsys.readouterr().err

@@ -1,0 +1,149 @@
+"""Pooled memory: merge is idempotent and commutative (property test), conflicts are reported, provenance is
+kept, schema-2 stores stay readable, and the ranker weighs records of the same GPU model higher (issue 18)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from htam_core.cli.main import main
+from htam_core.memory import Outcome, Ranker, RankerConfig, Record, load_knowledge, open_store
+from htam_core.memory.merge import merge_files
+from htam_core.memory.store import MIGRATIONS, SCHEMA_VERSION, read_records
+
+KB = load_knowledge()
+STEPS = [s.id for s in KB.strategies[:4]]
+
+
+def _rec(i: int, step: int, speedup: float, gpu: str | None = None, fp: str = "fp", note: str = "") -> Record:
+    s = KB.strategy(STEPS[step])
+    return Record((), {"dram_util": 0.5}, s.id, s.direction, Outcome(speedup, True, True, "win", note), fp,
+                  gpu or "sm_90 (static)", 100.0 + i, f"uid-{i}", host="h", gpu=gpu, tag="t")
+
+
+def _store(path: Path, recs: list[Record]) -> Path:
+    with open_store(path, kb=KB) as s:
+        s.import_records(recs)
+    return path
+
+
+def _export(path: Path) -> dict:
+    with open_store(path, kb=KB) as s:
+        return s.export()
+
+
+records = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 3), st.sampled_from([0.8, 1.0, 1.5, 2.0])),
+                   max_size=12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=records, b=records)
+def test_merge_is_idempotent_and_commutative(tmp_path_factory: pytest.TempPathFactory, a: list, b: list) -> None:
+    d = tmp_path_factory.mktemp("m")
+    # the same uid always means the same record here (no conflicts): the uid decides the content
+    ra = {i: _rec(i, i % 4, 1.0 + i / 10) for i, _, _ in a}
+    rb = {i: _rec(i, i % 4, 1.0 + i / 10) for i, _, _ in b}
+    pa, pb = _store(d / "a.sqlite3", list(ra.values())), _store(d / "b.sqlite3", list(rb.values()))
+    merge_files([pa, pb], d / "ab.sqlite3")
+    merge_files([pb], d / "ba.sqlite3")
+    merge_files([pa], d / "ba.sqlite3")
+    once = _export(d / "ab.sqlite3")
+    again = merge_files([pa, pb], d / "ab.sqlite3")
+    assert again.added == 0 and again.conflicts == []
+    assert _export(d / "ab.sqlite3") == once
+    other = _export(d / "ba.sqlite3")
+    key = lambda r: r["uid"]  # noqa: E731 - storage order follows the merge order; the content does not
+    assert sorted(once["records"], key=key) == sorted(other["records"], key=key)
+    assert once["nodes"] == other["nodes"] and once["edges"] == other["edges"]
+    assert len(once["records"]) == len(set(ra) | set(rb))
+
+
+def test_conflicting_duplicates_are_reported_and_not_applied(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    a = _store(tmp_path / "a.sqlite3", [_rec(1, 0, 1.5), _rec(2, 1, 1.2)])
+    b = _store(tmp_path / "b.sqlite3", [_rec(1, 0, 1.5, note="edited"), _rec(3, 2, 1.1)])
+    team = tmp_path / "team.sqlite3"
+    assert main(["memory", "merge", str(a), str(b), "--into", str(team)]) == 0
+    out, err = capsys.readouterr()
+    assert "3 added" in out and "1 conflicting record(s)" in err and "uid-1" in err
+    recs = {r.uid: r for r in read_records(team)}
+    assert set(recs) == {"uid-1", "uid-2", "uid-3"} and recs["uid-1"].outcome.note == ""
+    assert (recs["uid-2"].host, recs["uid-2"].tag) == ("h", "t")  # provenance travels
+    assert main(["memory", "merge", str(a), str(b), "--into", str(team)]) == 0
+    assert "0 added" in capsys.readouterr().out
+
+
+def test_exports_merge_too_and_bad_sources_merge_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = _store(tmp_path / "a.sqlite3", [_rec(1, 0, 1.5)])
+    exp = tmp_path / "a.json"
+    exp.write_text(json.dumps(_export(a)))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    team = tmp_path / "team.sqlite3"
+    assert main(["memory", "merge", str(bad), str(exp), "--into", str(team)]) == 2
+    assert "not valid JSON" in capsys.readouterr().err and not team.exists()
+    assert main(["memory", "merge", str(exp), "--into", str(team)]) == 0
+    assert [r.uid for r in read_records(team)] == ["uid-1"]
+
+
+def test_a_schema_2_store_is_read_unchanged_and_migrated_on_open(tmp_path: Path) -> None:
+    p = tmp_path / "old.sqlite3"
+    conn = sqlite3.connect(p)
+    conn.executescript(MIGRATIONS[0] + MIGRATIONS[1])
+    conn.execute("PRAGMA application_id = 1213481293")
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("INSERT INTO records (uid, time, prefix, state, step, direction, speedup, correct, measured, "
+                 "status, note, fingerprint, device, spread) VALUES ('old', 1.0, '[]', '{}', ?, ?, 1.3, 1, 1, "
+                 "'win', '', 'fp', 'NVIDIA H200', 0.01)", (STEPS[0], KB.strategy(STEPS[0]).direction))
+    conn.commit()
+    conn.close()
+    (old,) = read_records(p)
+    assert (old.uid, old.host, old.gpu, old.tag, old.outcome.spread) == ("old", None, None, None, 0.01)
+    assert sqlite3.connect(p).execute("PRAGMA user_version").fetchone()[0] == 2  # reading never migrates
+    with open_store(p, kb=KB) as s:
+        assert [r.uid for r in s.records()] == ["old"]
+    assert sqlite3.connect(p).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+
+
+def test_record_keeps_host_gpu_and_tag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTAM_MEMORY_TAG", "alice")
+    with open_store(tmp_path / "s.sqlite3", kb=KB) as s:
+        g = s.record([], {"dram_util": 0.5}, STEPS[0], Outcome(1.2, True, True, "win"), "fp", "NVIDIA H200")
+        st_ = s.record([], {"dram_util": 0.5}, STEPS[0], Outcome(None, True, False, "neutral"), "fp",
+                       "sm_90 (static)")
+    assert (g.gpu, g.tag, bool(g.host)) == ("NVIDIA H200", "alice", True)
+    assert st_.gpu is None
+    assert [r.gpu for r in read_records(tmp_path / "s.sqlite3")] == ["NVIDIA H200", None]
+
+
+def test_ranker_weighs_records_of_the_same_gpu_model_higher(tmp_path: Path) -> None:
+    from htam_core.source import load
+
+    kernel = load("examples/vector_add.py").kernel("add_kernel")
+    lang = kernel.language
+    applicable = [s.strategy for s in Ranker(KB, None).rank({"dram_util": 0.5}, [], kernel.features, lang, None,
+                                                      top=50, kernel=kernel)]
+    step = applicable[0]
+    s = KB.strategy(step)
+
+    def rec(i: int, speedup: float, gpu: str) -> Record:
+        return Record((), {"dram_util": 0.5}, step, s.direction, Outcome(speedup, True, True, "win"), f"fp{i}",
+                      gpu, 100.0 + i, f"u{i}", gpu=gpu)
+
+    path = _store(tmp_path / "m.sqlite3", [rec(0, 2.0, "NVIDIA H200"), rec(1, 1.1, "NVIDIA A100")])
+
+    def gain(gpu: str | None, w: float) -> float:
+        with open_store(path, kb=KB) as store:
+            r = Ranker(KB, store, gpu=gpu, config=RankerConfig(same_gpu_weight=w))
+            steps = r.rank({"dram_util": 0.5}, [], kernel.features, lang, None, top=50, kernel=kernel)
+        return next(x.expected_gain for x in steps if x.strategy == step)
+
+    assert gain("NVIDIA H200", 1.5) > gain(None, 1.5) > gain("NVIDIA A100", 1.5)
+    assert gain("NVIDIA H200", 1.0) == pytest.approx(gain(None, 1.0))
+    with pytest.raises(ValueError, match="same_gpu_weight"):
+        RankerConfig(same_gpu_weight=0.0)
