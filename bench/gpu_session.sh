@@ -3,7 +3,8 @@
 # stages named in STAGES, each under its own time limit, and pack everything under $OUT.
 #
 #   GPUTESTS_ARGS / GPUTESTS_K  test paths and -k expression of the gputests stage
-#   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks   (default: gputests,demo,bench)
+#   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks, timing (bench/timing_agreement.py),
+#             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py)   (default: gputests,demo,bench)
 #   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
 #   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else bench/data_paths.py's)
 #   plus every HTAM_BENCH_* / HTAM_KB_* variable of bench/run_gpu_bench.sh.
@@ -60,6 +61,9 @@ for s in "${want[@]}"; do
     lsp) HTAM_LSP_GPU_LOG="$RUN/lsp-gpu.jsonl" stage lsp "${LSP_S:-120}" "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/lsp ;;
     hacks) stage hacks "${HACKS_S:-90}" "$PY" -m pytest -q -m gpu -p no:cacheprovider --junitxml "$RUN/hacks.xml" \
              tests/verify tests/profile/test_isolation.py tests/bench/test_cu_launcher.py ;;
+    timing) stage timing "${TIMING_S:-240}" "$PY" bench/timing_agreement.py --out "$RUN/timing" ;;
+    zeroconf) stage zeroconf "${ZEROCONF_S:-150}" "$PY" bench/bench_zeroconf.py --out "$RUN/zeroconf" ;;
+    lspgpu) stage lspgpu "${LSPGPU_S:-120}" "$PY" bench/bench_lsp_gpu.py --out "$RUN/lspgpu" ;;
     *) log "unknown stage $s" ;;
   esac
 done
