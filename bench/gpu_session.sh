@@ -59,7 +59,7 @@ for s in "${want[@]}"; do
            HTAM_KB_PROBLEMS="$KB" OUT="$RUN/bench" stage bench "${BENCH_S:-330}" bash bench/run_gpu_bench.sh ;;
     lsp) HTAM_LSP_GPU_LOG="$RUN/lsp-gpu.jsonl" stage lsp "${LSP_S:-120}" "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/lsp ;;
     hacks) stage hacks "${HACKS_S:-90}" "$PY" -m pytest -q -m gpu -p no:cacheprovider --junitxml "$RUN/hacks.xml" \
-             tests/verify tests/profile/test_isolation.py tests/bench/test_cu_launcher.py ;;
+             tests/verify tests/runtime/test_isolation.py tests/bench/test_cu_launcher.py ;;
     *) log "unknown stage $s" ;;
   esac
 done

@@ -5,7 +5,7 @@ This module never imports pygls or lsprotocol. It keeps
 * a **profile cache** per kernel, keyed by ``(file path, kernel name)`` and tagged with the content hash of
   the kernel it was made from (:func:`content_hash`: the kernel's text plus its launch configurations), so
   that a lookup with the current text says whether the profile is **stale**; whether it is **static**
-  comes from :attr:`htam_core.profile.result.Profile.mode`;
+  comes from :attr:`htam_core.types.profile.Profile.mode`;
 * the **history** of applied steps per kernel fingerprint (:func:`kernel_fingerprint`: the file path and the
   kernel name, so that the identity survives the edits it records), seeded from the memory store's records;
 * the HTAM **ranker** over the memory store (:class:`htam_core.memory.Ranker`), with rankings cached until
@@ -16,7 +16,7 @@ This module never imports pygls or lsprotocol. It keeps
   transition in memory (measured on a GPU; unmeasured when only a static profile exists).
 
 Profiles run on one background thread (one GPU at a time); every compile or run of kernel code happens in the
-profiler's worker processes (:mod:`htam_core.profile.worker`). A new profile request for a kernel cancels
+profiler's worker processes (:mod:`htam_core.runtime.worker`). A new profile request for a kernel cancels
 a queued or running stale request for the same kernel (a running compile finishes, its result is dropped).
 """
 
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.memory.fingerprint import kernel_fingerprint
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms.base import TextEdit
+from htam_core.types.profile import Profile
 
 __all__ = [
     "AppliedStep", "ProfileEntry", "ProfileView", "Resolution", "Session", "content_hash", "kernel_fingerprint",
@@ -537,7 +537,7 @@ class Session:
         from htam_core.generate.config import LLMConfig
         from htam_core.generate.errors import GenerationError
         from htam_core.generate.registry import GenerationRequest, create
-        from htam_core.profile.cache import cache_root
+        from htam_core.runtime.cache import cache_root
         from htam_core.source import parse_text
 
         config = self.llm if self.llm is not None else LLMConfig()

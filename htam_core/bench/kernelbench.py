@@ -230,7 +230,7 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
             return {**base, "status": "error", "error": str(exc), "wall_s": time.time() - t0}
     base["mode"] = "gpu" if gpu else "static"
     if gpu:
-        from htam_core.profile.worker import run_in_worker
+        from htam_core.runtime.worker import run_in_worker
 
         r = run_in_worker("htam_core.bench.kb_eval:evaluate_problem",
                           {"candidate": str(best), "reference": str(ref), "start": str(start_copy),

@@ -33,7 +33,7 @@ from typing import Any
 from htam_core.bench import metrics
 from htam_core.bench.parallel import cancel_at
 from htam_core.harness.base import Harness, HarnessError
-from htam_core.profile.peaks import peak_flops_for
+from htam_core.measure.peaks import peak_flops_for
 
 #: Policy name -> (OptimizeTask.policy, OptimizeTask.ablation, uses the leave-one-out memory).
 POLICY_SPECS: dict[str, tuple[str, str | None, bool]] = {
@@ -70,7 +70,7 @@ class SuiteKernel:
         bytes_moved, flops: the roofline bound of one call on the first input set (``None`` when not given).
         sizes: the first input set's size symbols (the set whose median time is reported).
         compute_dtype: the dtype whose FLOP/s peak bounds it (``"tf32"`` for a Triton ``tl.dot`` on float32
-            inputs; :func:`htam_core.profile.gpu.compute_dtype`), or ``None`` for the fp32 SIMT peak.
+            inputs; :func:`htam_core.measure.gpu.compute_dtype`), or ``None`` for the fp32 SIMT peak.
     """
 
     name: str
@@ -97,7 +97,7 @@ def _eval_bound(expr: str | None, sizes: dict[str, Any]) -> float | None:
 
 def _compute_dtype(h: Harness, path: Path, name: str) -> str | None:
     """The compute dtype of a suite kernel for its FLOP/s bound (see :attr:`SuiteKernel.compute_dtype`)."""
-    from htam_core.profile.gpu import compute_dtype
+    from htam_core.measure.gpu import compute_dtype
     from htam_core.source import load
 
     floats = [i.dtype for i in h.inputs if not i.is_scalar and str(i.dtype).startswith(("float", "bfloat"))]
@@ -237,7 +237,7 @@ def _export_memory(path: str, dest: str) -> None:
 
 def per_set_medians(report_json: str | Path) -> tuple[list[float] | None, list[float] | None]:
     """The start's and the best's median time of every input set (ms), read from a run's ``report.json``
-    (``start_profile``/``best_profile`` ``extra.timing.per_set``, written by :mod:`htam_core.profile.gpu`).
+    (``start_profile``/``best_profile`` ``extra.timing.per_set``, written by :mod:`htam_core.measure.gpu`).
 
     Returns ``(None, None)`` for a file that cannot be read, and ``None`` for a profile without per-set
     timing (static mode, or a timing method without sets); never raises.
@@ -420,9 +420,9 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
 
 
 def _peaks() -> dict[str, Any] | None:
-    """Measured peaks of GPU 0 (cached per device by :mod:`htam_core.profile.peaks`), or ``None``."""
-    from htam_core.profile.peaks import get_peaks
-    from htam_core.profile.worker import run_in_worker
+    """Measured peaks of GPU 0 (cached per device by :mod:`htam_core.measure.peaks`), or ``None``."""
+    from htam_core.measure.peaks import get_peaks
+    from htam_core.runtime.worker import run_in_worker
 
     def call(target: str) -> dict[str, Any]:
         r = run_in_worker(target, {}, timeout_s=300, pool_key="gpu0", interpret=False, gpu_index=0)
@@ -431,8 +431,8 @@ def _peaks() -> dict[str, Any] | None:
         return r.value
 
     try:
-        ident = call("htam_core.profile.peaks:device_identity")
-        pk = get_peaks(ident["device"], ident["uuid"], lambda: call("htam_core.profile.peaks:measure_peaks"))
+        ident = call("htam_core.measure.peaks:device_identity")
+        pk = get_peaks(ident["device"], ident["uuid"], lambda: call("htam_core.measure.peaks:measure_peaks"))
     except Exception as exc:  # noqa: BLE001 - the table says "not measured" then
         return {"error": str(exc)}
     return {"dram_bytes_per_s": pk.dram_bytes_per_s, "fp32_flops_per_s": pk.fp32_flops_per_s,

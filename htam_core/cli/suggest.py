@@ -26,7 +26,7 @@ from htam_core.memory import (
     open_store,
     state_from_profile,
 )
-from htam_core.profile.result import Bottleneck, Profile
+from htam_core.types.profile import Bottleneck, Profile
 
 if TYPE_CHECKING:
     from htam_core.memory import KnowledgeBase, RankedStep

@@ -19,7 +19,7 @@ from htam_core.generate.config import LLMConfig
 from htam_core.generate.errors import GenerationError
 from htam_core.generate.llm import CheckResult, GenerationResult, LLMGenerator
 from htam_core.generate.prompt import build_messages
-from htam_core.profile.result import Profile
+from htam_core.types.profile import Profile
 
 
 @dataclass

@@ -37,7 +37,7 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
         HarnessError: nvcc is missing or the file does not compile (nvcc's errors are in the message).
     """
     from htam_core.harness.cu_main import find_nvcc
-    from htam_core.profile.cache import cache_root, content_key
+    from htam_core.runtime.cache import cache_root, content_key
 
     nvcc = find_nvcc()
     if nvcc is None:

@@ -54,7 +54,7 @@ def build_program(path: str | os.PathLike, *, arch: str = "sm_90", out_dir: str 
     Raises:
         HarnessError: nvcc is missing or the build failed (the message holds nvcc's errors).
     """
-    from htam_core.profile.cache import cache_root, content_key, file_fingerprint
+    from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
 
     nvcc = find_nvcc()
     if nvcc is None:

@@ -1,6 +1,6 @@
 """Run a harness: build seeded inputs, launch the kernel, compare with the reference.
 
-This module runs **inside a worker process** (:mod:`htam_core.profile.worker`): it imports and
+This module runs **inside a worker process** (:mod:`htam_core.runtime.worker`): it imports and
 executes the user's kernel file. Callers use :func:`verify_in_worker`, which ships the harness
 as JSON to the worker target :func:`verify_harness`.
 
@@ -82,7 +82,7 @@ def load_module(path: str | os.PathLike) -> ModuleType:
         sys.path.insert(0, str(p.parent))
     text = p.read_text(encoding="utf-8", errors="replace")
     if "load_inline" in text:
-        from htam_core.profile.cache import cache_root
+        from htam_core.runtime.cache import cache_root
 
         ext_dir = cache_root() / "torch_extensions" / digest[:16]
         ext_dir.mkdir(parents=True, exist_ok=True)
@@ -599,7 +599,7 @@ def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: i
     except HarnessError as e:
         return CorrectnessResult(False, "error", mode, None, [str(e)], refused_by=["harness"]).to_json()
     except Exception as e:  # noqa: BLE001 - an import/compile error of the candidate is its verdict
-        from htam_core.profile.worker import classify_exception
+        from htam_core.runtime.worker import classify_exception
 
         if classify_exception(e)[0] == "cuda-fault":
             raise
@@ -629,7 +629,7 @@ def verify_in_worker(harness: Harness, *, timeout_s: float = 300.0, pool_key: st
         A :class:`CorrectnessResult`; a worker failure (timeout, crash, CUDA fault) becomes status
         ``"error"`` with the worker's message.
     """
-    from htam_core.profile.worker import run_in_worker
+    from htam_core.runtime.worker import run_in_worker
 
     if interpret is None:
         interpret = not _has_gpu()

@@ -1,6 +1,6 @@
 """The state vector s_t and the key/query encoding phi(s, h) of transition attention.
 
-The state is a small dict of named floats built from a :class:`~htam_core.profile.result.Profile`
+The state is a small dict of named floats built from a :class:`~htam_core.types.profile.Profile`
 (the method's definition: "phi is a normalized feature vector: the bottleneck class, SOL percentages,
 occupancy, resources, and the recent steps one-hot with position-aware weights"). It is stored with every
 record as JSON, so its keys are part of the store format: :data:`STATE_KEYS`.
@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from htam_core.profile.result import BOTTLENECK_CLASSES, Profile
+from htam_core.types.profile import BOTTLENECK_CLASSES, Profile
 
 __all__ = ["STATE_KEYS", "PREFIX_LEN", "GAMMA", "W_STATE", "W_PREFIX_STRATEGY", "W_PREFIX_DIRECTION",
            "state_from_profile", "bottleneck_of_state", "state_tensor", "position_weights", "prefix_block",

@@ -3,7 +3,7 @@
 ``profile_kernel(path, name)`` loads the source model, then
 
 * **GPU** (a GPU is present and ``static`` is not ``True``): calls
-  ``htam_core.profile.gpu.profile_on_gpu(...)`` when that module exists; otherwise falls back to
+  ``htam_core.measure.gpu.profile_on_gpu(...)`` when that module exists; otherwise falls back to
   the static profile with a warning;
 * **static**: :func:`static_profile` compiles the kernel for ``target`` (nvcc for CUDA, Triton's
   AOT compiler for Triton), reads registers, spills, stack and shared memory, computes the
@@ -20,11 +20,11 @@ import shutil
 import warnings as _warnings
 from typing import Any
 
-from htam_core.profile.cache import CompileCache
 from htam_core.profile.classify import classify
-from htam_core.profile.errors import ProfileError
 from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
-from htam_core.profile.result import Profile
+from htam_core.runtime.cache import CompileCache
+from htam_core.types.errors import ProfileError
+from htam_core.types.profile import Profile
 
 
 def gpu_available() -> bool:
@@ -243,11 +243,11 @@ def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bo
     fallback_note = None
     if static is not True:
         if gpu_available():
-            if importlib.util.find_spec("htam_core.profile.gpu") is not None:
-                gpu = importlib.import_module("htam_core.profile.gpu")
+            if importlib.util.find_spec("htam_core.measure.gpu") is not None:
+                gpu = importlib.import_module("htam_core.measure.gpu")
                 return gpu.profile_on_gpu(path=str(path), kernel_name=kernel_name, gpu_index=gpu_index, model=model,
                                           kernel=kernel, target=target)
-            fallback_note = "GPU profiling is not available in this build (htam_core.profile.gpu missing); static profile"
+            fallback_note = "GPU profiling is not available in this build (htam_core.measure.gpu missing); static profile"
         elif static is False:
             fallback_note = "no GPU found (nvidia-smi/torch.cuda); static profile instead"
     p = static_profile(model, kernel, target, constexprs=constexprs, cache=cache)

@@ -26,8 +26,8 @@ from typing import Any
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser
 
-from htam_core.profile.cache import CompileCache, content_key, package_version
-from htam_core.profile.errors import ProfileError
+from htam_core.runtime.cache import CompileCache, content_key, package_version
+from htam_core.types.errors import ProfileError
 
 #: Scalar parameter names read as ``fp32`` (epsilons, scales, learning rates ...).
 FLOAT_SCALAR_NAMES = frozenset({"eps", "epsilon", "alpha", "beta", "gamma", "scale", "sm_scale", "temperature",
@@ -172,7 +172,7 @@ def target_arch(target: str) -> int:
 
 def _run_compile(kwargs: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     try:
-        from htam_core.profile.worker import run_in_worker
+        from htam_core.runtime.worker import run_in_worker
     except ImportError:  # pragma: no cover - the worker module ships with the package
         run_in_worker = None
     if run_in_worker is not None:

@@ -1,7 +1,7 @@
 """Child side of the Triton static profile: AOT-compile one ``@triton.jit`` kernel, no GPU needed.
 
 This module imports the user's Python file, so it only ever runs in a worker process
-(:func:`htam_core.profile.worker.run_in_worker` target ``htam_core.profile.triton_aot:compile_kernel``)
+(:func:`htam_core.runtime.worker.run_in_worker` target ``htam_core.profile.triton_aot:compile_kernel``)
 or as ``python -m htam_core.profile.triton_aot`` with a JSON request on stdin and the JSON result
 on stdout; never in the caller's process.
 

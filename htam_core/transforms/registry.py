@@ -10,10 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import TypeVar
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms.base import Candidate, NotApplicable, Transform, apply_edits
 from htam_core.transforms.validate import check_syntax
+from htam_core.types.profile import Profile
 
 _REGISTRY: dict[str, Transform] = {}
 _FAMILIES = (

@@ -319,7 +319,7 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
     Returns:
         A :class:`CorrectnessResult`.
     """
-    from htam_core.profile.worker import classify_exception
+    from htam_core.runtime.worker import classify_exception
 
     seeds = trial_seeds(n_seeds, base_seed)
     plan = [(s, 0, scales[i] if i < len(scales) else 1.0) for i, s in enumerate(seeds)]

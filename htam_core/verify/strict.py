@@ -78,7 +78,7 @@ def strict_reverify(harness: Harness, *, gpu_index: int = 0, interpret: bool = F
         A :class:`CorrectnessResult`; when it is not correct, ``refused_by`` contains ``"strict-reverify"``
         and ``messages`` say what failed. A worker failure (timeout, fault) counts as a failure.
     """
-    from htam_core.profile.worker import run_in_worker
+    from htam_core.runtime.worker import run_in_worker
 
     key = "verify-interpret" if interpret else f"gpu{gpu_index}"
     r = run_in_worker("htam_core.verify.strict:strict_verify_harness",

@@ -8,8 +8,8 @@ import pytest
 
 from htam_core.memory import ABLATIONS, Outcome, Ranker, load_knowledge, open_store, state_from_profile
 from htam_core.memory.store import Store
-from htam_core.profile.result import Bottleneck, Profile
 from htam_core.source.model import KernelFeatures, Loop
+from htam_core.types.profile import Bottleneck, Profile
 
 KB = load_knowledge()
 PROFILE = Profile("k", bottleneck=Bottleneck("memory-bound"))

@@ -284,11 +284,11 @@ def run_ncu(cmd: list[str], kernel: str, *, launch_count: int = 5, launch_skip: 
 def ncu_harness_target(harness: dict[str, Any], calls: int = 3, launch_count: int = 3,
                        timeout_s: float = 300.0) -> dict[str, Any]:
     """Worker target: profile a harness's kernel under ncu by running this module as a child program
-    (``python -m htam_core.profile.ncu --run-harness FILE``) that launches it ``calls`` times."""
+    (``python -m htam_core.measure.ncu --run-harness FILE``) that launches it ``calls`` times."""
     with tempfile.TemporaryDirectory(prefix="htam-ncu-h-") as tmp:
         hj = Path(tmp) / "harness.json"
         hj.write_text(json.dumps(harness))
-        cmd = [sys.executable, "-m", "htam_core.profile.ncu", "--run-harness", str(hj), str(calls)]
+        cmd = [sys.executable, "-m", "htam_core.measure.ncu", "--run-harness", str(hj), str(calls)]
         env = dict(os.environ)
         env.pop("TRITON_INTERPRET", None)
         return run_ncu(cmd, harness["kernel"], launch_count=launch_count, launch_skip=1, timeout_s=timeout_s, env=env)

@@ -3,7 +3,7 @@
 :func:`profile_on_gpu` is what :func:`htam_core.profile.api.profile_kernel` calls when a GPU is
 present. Everything that touches kernel code runs in the persistent worker of that GPU
 (``pool_key="gpu<i>"``), so a faulting or hanging kernel costs only the worker: the caller gets a
-:class:`~htam_core.profile.errors.ProfileError` naming the failure, and the next profile starts a
+:class:`~htam_core.types.errors.ProfileError` naming the failure, and the next profile starts a
 fresh worker.
 
 Steps:
@@ -13,8 +13,8 @@ Steps:
    (:mod:`htam_core.measure.timer`: CUDA-graph replay or events with an asynchronous L2 flush, checked
    against CUPTI; a timer that disagrees with CUPTI by more than 10 % and 4 µs is refused); a ``.cu`` program with ``main()`` is built and its
    durations come from ncu;
-3. worker: ncu counters when ``ncu`` is on PATH (:mod:`htam_core.profile.ncu`);
-4. measured peaks of the device (:mod:`htam_core.profile.peaks`, cached) -> bandwidth, FLOP/s and
+3. worker: ncu counters when ``ncu`` is on PATH (:mod:`htam_core.measure.ncu`);
+4. measured peaks of the device (:mod:`htam_core.measure.peaks`, cached) -> bandwidth, FLOP/s and
    roofline fraction from the harness's ``bytes``/``flops``;
 5. static resources (registers, spills, shared memory) from the static profiler when available,
    then the bottleneck class (:func:`htam_core.profile.classify.classify`).
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
-from htam_core.profile.errors import ProfileError
-from htam_core.profile.result import Profile, TimeStats
-from htam_core.profile.worker import WorkerResult, run_in_worker
+from htam_core.runtime.worker import WorkerResult, run_in_worker
+from htam_core.types.errors import ProfileError
+from htam_core.types.profile import Profile, TimeStats
 
 
 def pool_config(gpu_index: int) -> dict[str, Any]:
@@ -106,11 +106,11 @@ def _main_dtype(inputs: list[Any]) -> str | None:
 def measure_program(path: str, kernel: str, args: list[str], launch_count: int = 10,
                     timeout_s: float = 300.0) -> dict[str, Any]:
     """Worker target: build the ``.cu`` program with nvcc (cached) and run it under ncu filtered to
-    ``kernel``. Returns :func:`htam_core.profile.ncu.run_ncu`'s summary plus ``device``."""
+    ``kernel``. Returns :func:`htam_core.measure.ncu.run_ncu`'s summary plus ``device``."""
     import torch
 
     from htam_core.harness.cu_main import build_program
-    from htam_core.profile.ncu import run_ncu
+    from htam_core.measure.ncu import run_ncu
 
     major, minor = torch.cuda.get_device_capability()
     exe = build_program(path, arch=f"sm_{major}{minor}")
@@ -158,11 +158,11 @@ def _apply_ncu(p: Profile, s: dict[str, Any]) -> None:
 
 
 def _peaks(gpu_index: int, timeout_s: float) -> Any:
-    from htam_core.profile.peaks import get_peaks
+    from htam_core.measure.peaks import get_peaks
 
-    ident = _raise_for(_call("htam_core.profile.peaks:device_identity", {}, gpu_index, 120), "device query")
+    ident = _raise_for(_call("htam_core.measure.peaks:device_identity", {}, gpu_index, 120), "device query")
     return get_peaks(ident["device"], ident["uuid"],
-                     lambda: _raise_for(_call("htam_core.profile.peaks:measure_peaks", {}, gpu_index, timeout_s),
+                     lambda: _raise_for(_call("htam_core.measure.peaks:measure_peaks", {}, gpu_index, timeout_s),
                                         "peak measurement"))
 
 
@@ -194,7 +194,7 @@ def roofline_sol(time_s: float, bytes_moved: float | None, flops: float | None, 
     Args:
         time_s: median time of one call, seconds (> 0).
         bytes_moved, flops: the harness's roofline bound for one call (``None``/0 when not given).
-        peaks: :class:`htam_core.profile.peaks.Peaks` of the device.
+        peaks: :class:`htam_core.measure.peaks.Peaks` of the device.
         dtype: compute dtype (selects the FLOP/s peak).
 
     Returns:
@@ -234,9 +234,9 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
             names which); the worker is restarted, so the next profile works.
     """
     from htam_core.harness.find import find_harness
+    from htam_core.measure.ncu import find_ncu
+    from htam_core.measure.peaks import roofline_fraction
     from htam_core.profile.classify import classify
-    from htam_core.profile.ncu import find_ncu
-    from htam_core.profile.peaks import roofline_fraction
 
     if path is None:
         raise ProfileError("profile_on_gpu needs the kernel's file path")
@@ -266,7 +266,7 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         p.extra["static"] = {"device": static.device, **{k: v for k, v in static.extra.items() if k != "ncu"}}
     have_ncu = use_ncu and find_ncu() is not None
     if harness.kind == "cu-main":
-        s = _raise_for(_call("htam_core.profile.gpu:measure_program",
+        s = _raise_for(_call("htam_core.measure.gpu:measure_program",
                              {"path": harness.path, "kernel": name, "args": harness.program_args}, gpu_index,
                              timeout_s), f"running {Path(path).name} under ncu")
         p.device = s.pop("device", "GPU")
@@ -276,7 +276,7 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         p.warnings.append("a .cu program with main() is not checked for correctness (no reference)")
         _apply_ncu(p, s)
     else:
-        m = _raise_for(_call("htam_core.profile.gpu:measure_harness", {"harness": harness.to_json(),
+        m = _raise_for(_call("htam_core.measure.gpu:measure_harness", {"harness": harness.to_json(),
                                                                        "trials": trials}, gpu_index, timeout_s),
                        f"timing {name}")
         p.device = m["device"]
@@ -317,7 +317,7 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         elif not refused:
             p.warnings.append("bandwidth and roofline not computed: the harness gives no bytes/flops expressions")
         if have_ncu:
-            r = _call("htam_core.profile.ncu:ncu_harness_target", {"harness": harness.to_json()}, gpu_index, timeout_s)
+            r = _call("htam_core.measure.ncu:ncu_harness_target", {"harness": harness.to_json()}, gpu_index, timeout_s)
             if r.ok:
                 _apply_ncu(p, r.value)
             else:

@@ -143,7 +143,7 @@ def device_identity() -> dict[str, str]:
 
 def peaks_path(device: str, uuid: str) -> Path:
     """Cache file of a device's peaks."""
-    from htam_core.profile.cache import cache_root
+    from htam_core.runtime.cache import cache_root
 
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{device}-{uuid}")[:120]
     return cache_root() / "peaks" / f"{safe}.json"
