@@ -33,7 +33,12 @@ from typing import Any
 from htam_core.bench import metrics
 from htam_core.bench.parallel import cancel_at
 from htam_core.harness.base import Harness, HarnessError
-from htam_core.measure.peaks import peak_flops_for
+from htam_core.harness.runner import cdiv
+from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+from htam_core.measure.gpu import compute_dtype
+from htam_core.measure.peaks import get_peaks, peak_flops_for
+from htam_core.runtime.worker import run_in_worker
+from htam_core.source import load
 
 #: Policy name -> (OptimizeTask.policy, OptimizeTask.ablation, uses the leave-one-out memory).
 POLICY_SPECS: dict[str, tuple[str, str | None, bool]] = {
@@ -85,8 +90,6 @@ class SuiteKernel:
 def _eval_bound(expr: str | None, sizes: dict[str, Any]) -> float | None:
     if not expr:
         return None
-    from htam_core.harness.runner import cdiv
-
     ns = {"__builtins__": {"min": min, "max": max, "int": int, "float": float, "abs": abs},
           "cdiv": cdiv, "math": math, **sizes}
     try:
@@ -97,9 +100,6 @@ def _eval_bound(expr: str | None, sizes: dict[str, Any]) -> float | None:
 
 def _compute_dtype(h: Harness, path: Path, name: str) -> str | None:
     """The compute dtype of a suite kernel for its FLOP/s bound (see :attr:`SuiteKernel.compute_dtype`)."""
-    from htam_core.measure.gpu import compute_dtype
-    from htam_core.source import load
-
     floats = [i.dtype for i in h.inputs if not i.is_scalar and str(i.dtype).startswith(("float", "bfloat"))]
     try:
         kernel = load(str(path)).kernel(name)
@@ -118,8 +118,6 @@ def load_suite(suite_dir: str | Path, kernels: list[str] | None = None) -> list[
     Raises:
         SuiteError: no folder, no ``htam.toml``, an invalid table, or an unknown kernel name.
     """
-    from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
-
     d = Path(suite_dir)
     spec = d / SPEC_FILENAME
     if not spec.is_file():
@@ -217,6 +215,7 @@ class SuiteTask:
 
 
 def _merge_memory(path: str, imports: list[str]) -> int:
+    # lazily: importing this module loads no torch (start-up speed)
     from htam_core.memory import open_store
 
     added = 0
@@ -227,6 +226,7 @@ def _merge_memory(path: str, imports: list[str]) -> int:
 
 
 def _export_memory(path: str, dest: str) -> None:
+    # lazily: importing this module loads no torch (start-up speed)
     from htam_core.memory import open_store
 
     with open_store(path) as store:
@@ -267,6 +267,7 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
         median (``None`` when not measured), from which ``best_speedup`` is the geomean ratio.
         ``measurements_reused`` counts candidates whose measurement came from the run's measurement cache.
     """
+    # imported per call: tests replace run_optimize, and importing this module loads no torch
     from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
 
     t = SuiteTask(**task)
@@ -376,6 +377,7 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     Raises:
         SuiteError: bad suite folder, kernel or policy names.
     """
+    # imported per call: tests replace run_tasks and visible_gpus
     from htam_core.bench.parallel import environment, run_tasks, visible_gpus
 
     kernels = load_suite(cfg.suite_dir, cfg.kernels)
@@ -386,6 +388,7 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     env = environment(gpus)
     work = Path(cfg.work_dir) if cfg.work_dir else Path(cfg.out_dir) / "suite-work"
     work.mkdir(parents=True, exist_ok=True)
+    # lazily: importing this module loads no torch (start-up speed)
     from htam_core.optimize.measure_cache import remove_cache_files
 
     remove_cache_files(work / MEASURE_CACHE_NAME)  # a run never reuses an earlier run's numbers
@@ -421,9 +424,6 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
 
 def _peaks() -> dict[str, Any] | None:
     """Measured peaks of GPU 0 (cached per device by :mod:`htam_core.measure.peaks`), or ``None``."""
-    from htam_core.measure.peaks import get_peaks
-    from htam_core.runtime.worker import run_in_worker
-
     def call(target: str) -> dict[str, Any]:
         r = run_in_worker(target, {}, timeout_s=300, pool_key="gpu0", interpret=False, gpu_index=0)
         if not r.ok:

@@ -35,6 +35,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htam_core.harness.base import Harness
+from htam_core.harness.runner import prepare
+from htam_core.harness.trial import BASE_SEED
+
 SECTIONS: tuple[str, ...] = ("SpeedOfLight", "Occupancy", "MemoryWorkloadAnalysis", "LaunchStats", "SourceCounters")
 
 _TIME_UNITS = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3, "ns": 1e-6, "us": 1e-3, "ms": 1.0}
@@ -296,10 +300,6 @@ def ncu_harness_target(harness: dict[str, Any], calls: int = 3, launch_count: in
 
 def _run_harness_main(path: str, calls: int) -> None:  # pragma: no cover - runs under ncu on a GPU
     import torch
-
-    from htam_core.harness.base import Harness
-    from htam_core.harness.runner import prepare
-    from htam_core.verify.correctness import BASE_SEED
 
     h = Harness.from_json(json.loads(Path(path).read_text()))
     p = prepare(h, "cuda")

@@ -43,7 +43,7 @@ def test_missing_extern_c_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.M
                                          ("transpose_naive", "transpose_naive.cu"),
                                          ("block_sum_interleaved", "reduce_sum_smem.cu")])
 def test_suite_cuda_kernels_are_correct_on_the_gpu(kernel: str, file: str) -> None:
-    from htam_core.harness.runner import verify_in_worker
+    from htam_core.verify.run import verify_in_worker
 
     h = find_harness(SUITE / file, kernel)
     v = verify_in_worker(h, interpret=False)

@@ -39,7 +39,7 @@ def test_block_size_win_and_self_comparison_neutral():
 
 
 def test_profile_shows_cupti_next_to_the_timer():
-    from htam_core.measure.gpu import profile_on_gpu
+    from htam_core.profile.api import profile_on_gpu
 
     p = profile_on_gpu(G / "vadd.py", "vadd_kernel", use_ncu=False)
     t = p.extra["timing"]

@@ -1,6 +1,6 @@
 """GPU profiles on a real device (marked gpu: skipped without CUDA).
 
-Run on the H200: ``pytest -m gpu tests/measure/test_gpu.py -s``. When ``HTAM_GPU_RESULTS`` names a
+Run on the H200: ``pytest -m gpu tests/profile/test_gpu.py -s``. When ``HTAM_GPU_RESULTS`` names a
 file, every measured profile is appended to it as a JSON line (for bench/results/).
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from htam_core.harness import find_harness
-from htam_core.measure.gpu import profile_on_gpu
 from htam_core.measure.ncu import find_ncu
 from htam_core.measure.stats import spread_pct
+from htam_core.profile.api import profile_on_gpu
 from htam_core.types.errors import ProfileError
 
 pytestmark = pytest.mark.gpu
