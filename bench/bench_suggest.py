@@ -38,8 +38,8 @@ import torch
 
 from htam_core.memory import Outcome, Ranker, load_knowledge, open_store, state_from_profile
 from htam_core.memory.outcome import status_of
-from htam_core.profile.result import BOTTLENECK_CLASSES, Bottleneck, Profile
 from htam_core.source.model import KernelFeatures, Loop
+from htam_core.types.profile import BOTTLENECK_CLASSES, Bottleneck, Profile
 
 KERNELS = [
     ("cuda", KernelFeatures(loads=2, stores=1), "memory-bound"),

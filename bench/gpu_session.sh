@@ -60,7 +60,7 @@ for s in "${want[@]}"; do
            HTAM_KB_PROBLEMS="$KB" OUT="$RUN/bench" stage bench "${BENCH_S:-330}" bash bench/run_gpu_bench.sh ;;
     lsp) HTAM_LSP_GPU_LOG="$RUN/lsp-gpu.jsonl" stage lsp "${LSP_S:-120}" "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/lsp ;;
     hacks) stage hacks "${HACKS_S:-90}" "$PY" -m pytest -q -m gpu -p no:cacheprovider --junitxml "$RUN/hacks.xml" \
-             tests/verify tests/profile/test_isolation.py tests/bench/test_cu_launcher.py ;;
+             tests/verify tests/runtime/test_isolation.py tests/bench/test_cu_launcher.py ;;
     timing) stage timing "${TIMING_S:-240}" "$PY" bench/timing_agreement.py --out "$RUN/timing" ;;
     zeroconf) stage zeroconf "${ZEROCONF_S:-150}" "$PY" bench/bench_zeroconf.py --out "$RUN/zeroconf" ;;
     lspgpu) stage lspgpu "${LSPGPU_S:-120}" "$PY" bench/bench_lsp_gpu.py --out "$RUN/lspgpu" ;;

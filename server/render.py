@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 from htam_core.editor import Analysis, AppliedStep, ProfileView
-from htam_core.profile.result import Profile
 from htam_core.source import Kernel
+from htam_core.types.profile import Profile
 
 #: Theoretical occupancy under which a diagnostic is shown (fraction of the maximum warps per SM).
 LOW_OCCUPANCY = 0.5

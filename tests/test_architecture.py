@@ -1,11 +1,21 @@
-"""The layering rules of ARCHITECTURE.md: ``htam_core`` never imports the LSP (pygls, lsprotocol)."""
+"""The layering rules of ARCHITECTURE.md: ``htam_core`` never imports the LSP (pygls, lsprotocol), its packages
+import each other only downward along the declared layers, and no two of them form an import cycle.
+
+The package graph comes from ``grimp`` (every import statement, at module level or inside a function); imports
+it cannot see (``importlib`` with a literal module name, worker target strings) are checked with ``ast``.
+"""
 
 from __future__ import annotations
 
 import ast
+import functools
+import graphlib
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import grimp
 
 import htam_core
 
@@ -45,3 +55,123 @@ def test_importing_every_core_module_loads_no_lsp_package():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "", f"LSP packages loaded by htam_core: {out.stdout.strip()}"
+
+
+# -- layering of htam_core's packages ------------------------------------------------------------------------
+#: The declared order of ARCHITECTURE.md ("Layers"), highest first. A package may import only packages in
+#: layers below its own; packages that share a layer are independent (neither imports the other).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("cli",),
+    ("editor", "session"),  # the editor's engine side (session.py is being replaced by the editor package)
+    ("bench",),
+    ("optimize",),
+    ("generate", "memory"),
+    ("transforms",),
+    ("profile",),
+    ("measure",),
+    ("verify",),
+    ("harness",),
+    ("runtime",),
+    ("source",),
+    ("types",),
+)
+_LAYER_OF = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
+#: A string naming a worker target (``"htam_core.measure.gpu:measure_harness"``): an import in another process.
+_TARGET_RE = re.compile(r"^htam_core\.(\w+)(?:\.\w+)*:\w+(?:\.\w+)*$")
+#: Calls whose string argument names a module to import.
+_DYNAMIC_IMPORTS = ("import_module", "find_spec", "__import__", "spec_from_file_location")
+
+
+@functools.cache
+def _graph() -> grimp.ImportGraph:
+    """The import graph of ``htam_core`` (every import, at module level or in a function, TYPE_CHECKING too)."""
+    return grimp.build_graph("htam_core", cache_dir=None)
+
+
+def _package(module: str) -> str:
+    return module.split(".")[1]
+
+
+def _where(importer: str, imported: str) -> str:
+    details = _graph().get_import_details(importer=importer, imported=imported)
+    return ", ".join(f"{d['importer']}:{d['line_number']}" for d in details) or importer
+
+
+def test_every_core_package_is_in_a_declared_layer():
+    children = {m.split(".")[1] for m in _graph().find_children("htam_core")}
+    missing = sorted(children - set(_LAYER_OF))
+    assert not missing, f"htam_core packages with no layer in LAYERS (and ARCHITECTURE.md): {missing}"
+
+
+def test_no_package_imports_upward_against_the_declared_layers():
+    illegal = _graph().find_illegal_dependencies_for_layers(layers=[set(layer) for layer in LAYERS],
+                                                           containers={"htam_core"})
+    lines = []
+    for dep in sorted(illegal, key=lambda d: (d.importer, d.imported)):
+        for route in dep.routes:
+            for head in sorted(route.heads):
+                for tail in sorted(route.tails):
+                    middle = " -> ".join(route.middle)
+                    lines.append(f"{dep.importer} imports {dep.imported}: {head} -> "
+                                 f"{middle + ' -> ' if middle else ''}{tail} ({_where(head, route.middle[0] if route.middle else tail)})")
+    assert not lines, "imports against the declared layers (ARCHITECTURE.md, Layers):\n" + "\n".join(lines)
+
+
+def test_no_import_cycle_between_core_packages():
+    g = _graph()
+    packages = sorted(m for m in g.find_children("htam_core"))
+    deps = {p: {q for q in packages if q != p and g.direct_import_exists(importer=p, imported=q, as_packages=True)}
+            for p in packages}
+    try:
+        tuple(graphlib.TopologicalSorter(deps).static_order())
+    except graphlib.CycleError as exc:
+        cycle = exc.args[1]
+        hops = [f"{a} -> {b} ({_first_import(a, b)})" for a, b in zip(cycle[1:], cycle, strict=False)]
+        raise AssertionError("import cycle between htam_core packages:\n" + "\n".join(hops)) from None
+
+
+def _first_import(importer_pkg: str, imported_pkg: str) -> str:
+    """One ``module:line`` where a module of ``importer_pkg`` imports a module of ``imported_pkg``."""
+    g = _graph()
+    for m in sorted(g.find_descendants(importer_pkg) | {importer_pkg}):
+        for t in sorted(g.find_modules_directly_imported_by(m)):
+            if t == imported_pkg or t.startswith(imported_pkg + "."):
+                return _where(m, t)
+    return "?"
+
+
+def _hidden_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of the ``htam_core`` modules ``path`` imports without an import statement: a string
+    argument of ``importlib.import_module``/``find_spec``/``__import__``, or a worker target string."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            continue
+        m = _TARGET_RE.match(node.value)
+        if m:
+            out.append((node.lineno, node.value.split(":")[0]))
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) and node.args[0].value.startswith("htam_core."):
+            fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if fn in _DYNAMIC_IMPORTS:
+                out.append((node.lineno, node.args[0].value))
+    return out
+
+
+def test_no_dynamic_import_or_worker_target_reaches_up_or_into_a_sibling():
+    """``importlib`` and worker targets are imports the graph above cannot see: hold them to the same order.
+    A dynamic import across packages (a fallback that dodges a cycle) is refused outright."""
+    bad = []
+    for path in sorted(CORE.rglob("*.py")):
+        rel = path.relative_to(CORE.parent)
+        own = rel.parts[1].removesuffix(".py") if len(rel.parts) > 1 else None
+        if own is None or own == "__init__":
+            continue
+        for line, mod in _hidden_imports(path):
+            target = _package(mod) if mod.count(".") else None
+            if target is None or target == own:
+                continue
+            if _LAYER_OF.get(target, -1) <= _LAYER_OF.get(own, len(LAYERS)):
+                bad.append(f"{rel}:{line} reaches {mod} (layer of {target!r} is not below {own!r})")
+    assert not bad, "imports hidden in strings, against the declared layers:\n" + "\n".join(bad)

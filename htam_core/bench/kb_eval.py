@@ -14,6 +14,12 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from htam_core.harness.base import Harness
+from htam_core.harness.runner import prepare_kernelbench
+from htam_core.harness.trial import BASE_SEED
+from htam_core.measure.timer import flush_l2
+from htam_core.verify.correctness import check_correctness
+
 #: KernelBench's timing constants (upstream ``src/timing.py`` at 423217d).
 WARMUPS = 3
 TRIALS = 100
@@ -22,8 +28,6 @@ TRIALS = 100
 def time_kernelbench(fn: Callable[[], Any], trials: int = TRIALS, warmups: int = WARMUPS) -> dict[str, Any]:
     """Time ``fn`` with KernelBench's semantics; returns ``{"mean", "std", "min", "max", "trials"}`` in ms."""
     import torch
-
-    from htam_core.measure.timer import flush_l2
 
     with torch.no_grad():
         for _ in range(warmups):
@@ -54,10 +58,6 @@ def evaluate_problem(candidate: str, reference: str, start: str | None = None, t
         timed when it is incorrect, as in KernelBench).
     """
     import torch
-
-    from htam_core.harness.base import Harness
-    from htam_core.harness.runner import prepare_kernelbench
-    from htam_core.verify.correctness import BASE_SEED, check_correctness
 
     def prep(path: str) -> Any:
         return prepare_kernelbench(Harness(kind="kernelbench", path=path, kernel="ModelNew", language="python",

@@ -28,7 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.bench import metrics
-from htam_core.bench.parallel import cancel_at
+from htam_core.bench.parallel import cancel_at, environment, visible_gpus
+from htam_core.generate.config import LLMConfig
+from htam_core.generate.errors import GenerationError
+from htam_core.generate.llm import CheckResult, LLMGenerator
+from htam_core.generate.prompt import build_messages
+from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
+from htam_core.profile.api import gpu_available
+from htam_core.runtime.worker import run_in_worker
+from htam_core.source import load, parse_text
 
 #: The small sizes shipped for CPU smoke runs of the level-1 start solutions (``--size-overrides``).
 SMALL_SIZES_HINT = "bench/kernelbench_small_sizes.json"
@@ -121,8 +129,6 @@ class KBTask:
 
 
 def _first_kernel(path: Path) -> str | None:
-    from htam_core.source import load
-
     try:
         model = load(path)
     except Exception:  # noqa: BLE001 - an unparsable start is reported by the caller
@@ -137,11 +143,6 @@ def _llm_first(task: KBTask, ref: Path, dest: Path) -> str:
     Raises:
         GenerationError: the endpoint failed; KernelBenchError: no usable code came back.
     """
-    from htam_core.generate.config import LLMConfig
-    from htam_core.generate.llm import CheckResult, LLMGenerator
-    from htam_core.generate.prompt import build_messages
-    from htam_core.source import parse_text
-
     def check(code: str) -> CheckResult:
         m = parse_text(code, "python")
         if "class ModelNew" not in code:
@@ -174,10 +175,6 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
         "loop_best_speedup", "steps", "eager", "new", "start_timing", "messages", "wall_s"}``; times in ms
         (KernelBench means), ``None`` = not measured.
     """
-    from htam_core.generate.errors import GenerationError
-    from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
-    from htam_core.profile.api import gpu_available
-
     t = KBTask(**task)
     base: dict[str, Any] = {
         "level": t.level, "problem_id": t.problem_id, "name": t.name, "engine": t.engine,
@@ -238,8 +235,6 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
             return {**base, "status": "error", "error": str(exc), "wall_s": time.time() - t0}
     base["mode"] = "gpu" if gpu else "static"
     if gpu:
-        from htam_core.profile.worker import run_in_worker
-
         r = run_in_worker("htam_core.bench.kb_eval:evaluate_problem",
                           {"candidate": str(best), "reference": str(ref), "start": str(start_copy),
                            "trials": t.timing_trials}, timeout_s=900, pool_key="gpu0", interpret=False, gpu_index=0)
@@ -349,7 +344,6 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
         KernelBenchError: malformed problems file, unknown engine, or no problem selected.
     """
     from htam_core.bench.executors import ExecutorOptions, ResultLog, run_tasks, task_key
-    from htam_core.bench.parallel import environment, visible_gpus
 
     if cfg.engine not in ("rules", "llm"):
         raise KernelBenchError(f"unknown engine {cfg.engine!r}; expected rules or llm")

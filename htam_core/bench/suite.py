@@ -34,7 +34,12 @@ from typing import Any
 from htam_core.bench import metrics
 from htam_core.bench.parallel import cancel_at
 from htam_core.harness.base import Harness, HarnessError
-from htam_core.profile.peaks import peak_flops_for
+from htam_core.harness.runner import cdiv
+from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+from htam_core.measure.gpu import compute_dtype
+from htam_core.measure.peaks import get_peaks, peak_flops_for
+from htam_core.runtime.worker import run_in_worker
+from htam_core.source import load
 
 #: Policy name -> (OptimizeTask.policy, OptimizeTask.ablation, uses the leave-one-out memory).
 POLICY_SPECS: dict[str, tuple[str, str | None, bool]] = {
@@ -71,7 +76,7 @@ class SuiteKernel:
         bytes_moved, flops: the roofline bound of one call on the first input set (``None`` when not given).
         sizes: the first input set's size symbols (the set whose median time is reported).
         compute_dtype: the dtype whose FLOP/s peak bounds it (``"tf32"`` for a Triton ``tl.dot`` on float32
-            inputs; :func:`htam_core.profile.gpu.compute_dtype`), or ``None`` for the fp32 SIMT peak.
+            inputs; :func:`htam_core.measure.gpu.compute_dtype`), or ``None`` for the fp32 SIMT peak.
     """
 
     name: str
@@ -86,8 +91,6 @@ class SuiteKernel:
 def _eval_bound(expr: str | None, sizes: dict[str, Any]) -> float | None:
     if not expr:
         return None
-    from htam_core.harness.runner import cdiv
-
     ns = {"__builtins__": {"min": min, "max": max, "int": int, "float": float, "abs": abs},
           "cdiv": cdiv, "math": math, **sizes}
     try:
@@ -98,9 +101,6 @@ def _eval_bound(expr: str | None, sizes: dict[str, Any]) -> float | None:
 
 def _compute_dtype(h: Harness, path: Path, name: str) -> str | None:
     """The compute dtype of a suite kernel for its FLOP/s bound (see :attr:`SuiteKernel.compute_dtype`)."""
-    from htam_core.profile.gpu import compute_dtype
-    from htam_core.source import load
-
     floats = [i.dtype for i in h.inputs if not i.is_scalar and str(i.dtype).startswith(("float", "bfloat"))]
     try:
         kernel = load(str(path)).kernel(name)
@@ -119,8 +119,6 @@ def load_suite(suite_dir: str | Path, kernels: list[str] | None = None) -> list[
     Raises:
         SuiteError: no folder, no ``htam.toml``, an invalid table, or an unknown kernel name.
     """
-    from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
-
     d = Path(suite_dir)
     spec = d / SPEC_FILENAME
     if not spec.is_file():
@@ -218,6 +216,7 @@ class SuiteTask:
 
 
 def _merge_memory(path: str, imports: list[str]) -> int:
+    # lazily: importing this module loads no torch (start-up speed)
     from htam_core.memory import open_store
 
     added = 0
@@ -228,6 +227,7 @@ def _merge_memory(path: str, imports: list[str]) -> int:
 
 
 def _export_memory(path: str, dest: str) -> None:
+    # lazily: importing this module loads no torch (start-up speed)
     from htam_core.memory import open_store
 
     with open_store(path) as store:
@@ -238,7 +238,7 @@ def _export_memory(path: str, dest: str) -> None:
 
 def per_set_medians(report_json: str | Path) -> tuple[list[float] | None, list[float] | None]:
     """The start's and the best's median time of every input set (ms), read from a run's ``report.json``
-    (``start_profile``/``best_profile`` ``extra.timing.per_set``, written by :mod:`htam_core.profile.gpu`).
+    (``start_profile``/``best_profile`` ``extra.timing.per_set``, written by :mod:`htam_core.measure.gpu`).
 
     Returns ``(None, None)`` for a file that cannot be read, and ``None`` for a profile without per-set
     timing (static mode, or a timing method without sets); never raises.
@@ -268,6 +268,7 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
         median (``None`` when not measured), from which ``best_speedup`` is the geomean ratio.
         ``measurements_reused`` counts candidates whose measurement came from the run's measurement cache.
     """
+    # imported per call: tests replace run_optimize, and importing this module loads no torch
     from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
 
     t = SuiteTask(**task)
@@ -384,6 +385,7 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     Raises:
         SuiteError: bad suite folder, kernel or policy names.
     """
+    # imported per call: tests replace run_tasks and visible_gpus
     from htam_core.bench.executors import ExecutorOptions, ResultLog, run_tasks, shared_cluster, task_key
     from htam_core.bench.parallel import environment, visible_gpus
 
@@ -395,6 +397,7 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     env = environment(gpus)
     work = Path(cfg.work_dir) if cfg.work_dir else Path(cfg.out_dir) / "suite-work"
     work.mkdir(parents=True, exist_ok=True)
+    # lazily: importing this module loads no torch (start-up speed)
     from htam_core.optimize.measure_cache import remove_cache_files
 
     if cfg.fresh:
@@ -458,10 +461,7 @@ def _pool_memory(work: Path, stores: list[Path]) -> dict[str, Any]:
 
 
 def _peaks() -> dict[str, Any] | None:
-    """Measured peaks of GPU 0 (cached per device by :mod:`htam_core.profile.peaks`), or ``None``."""
-    from htam_core.profile.peaks import get_peaks
-    from htam_core.profile.worker import run_in_worker
-
+    """Measured peaks of GPU 0 (cached per device by :mod:`htam_core.measure.peaks`), or ``None``."""
     def call(target: str) -> dict[str, Any]:
         r = run_in_worker(target, {}, timeout_s=300, pool_key="gpu0", interpret=False, gpu_index=0)
         if not r.ok:
@@ -469,8 +469,8 @@ def _peaks() -> dict[str, Any] | None:
         return r.value
 
     try:
-        ident = call("htam_core.profile.peaks:device_identity")
-        pk = get_peaks(ident["device"], ident["uuid"], lambda: call("htam_core.profile.peaks:measure_peaks"))
+        ident = call("htam_core.measure.peaks:device_identity")
+        pk = get_peaks(ident["device"], ident["uuid"], lambda: call("htam_core.measure.peaks:measure_peaks"))
     except Exception as exc:  # noqa: BLE001 - the table says "not measured" then
         return {"error": str(exc)}
     return {"dram_bytes_per_s": pk.dram_bytes_per_s, "fp32_flops_per_s": pk.fp32_flops_per_s,

@@ -2,7 +2,7 @@
 
 On a machine with a GPU the kernel is measured (when the GPU profiler is available); otherwise,
 or with ``--static``, it is compiled for ``--target`` and profiled statically, and every measured
-field is ``null``. ``--json`` prints :meth:`htam_core.profile.result.Profile.to_json`; otherwise a
+field is ``null``. ``--json`` prints :meth:`htam_core.types.profile.Profile.to_json`; otherwise a
 readable summary. A missing file, an unknown kernel or a kernel that does not compile is a
 one-line error with exit code 2.
 """
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     import warnings
 
     from htam_core.profile.api import profile_kernel
-    from htam_core.profile.errors import ProfileError
+    from htam_core.types.errors import ProfileError
 
     constexprs = _parse_constexprs(args.constexpr)
     try:

@@ -26,7 +26,7 @@ from htam_core.memory import (
     open_store,
     state_from_profile,
 )
-from htam_core.profile.result import Bottleneck, Profile
+from htam_core.types.profile import Bottleneck, Profile
 
 if TYPE_CHECKING:
     from htam_core.memory import KnowledgeBase, RankedStep
@@ -55,11 +55,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _profile(path: str, name: str, static: bool) -> tuple[Profile, list[str]]:
     """Profile the kernel; on any profiler failure return a static ``unknown`` profile and a warning."""
-    try:
-        from htam_core.profile.api import profile_kernel
-    except ImportError as exc:
-        return Profile(kernel=name, bottleneck=Bottleneck("unknown")), [f"profiler unavailable ({exc}); "
-                                                                       "ranking from the source only"]
+    from htam_core.profile.api import profile_kernel  # lazily: start-up speed (see htam_core.cli)
+
     try:
         return profile_kernel(path, name, static=True if static else None), []
     except Exception as exc:  # the profiler's failure must not stop the ranking

@@ -11,8 +11,8 @@ import math
 import threading
 from typing import Any
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel
+from htam_core.types.profile import Profile
 
 __all__ = ["EditorMemory"]
 

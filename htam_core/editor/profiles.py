@@ -27,8 +27,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel
+from htam_core.types.profile import Profile
 
 __all__ = ["ProfileCache", "ProfileEntry", "ProfileView", "content_hash"]
 

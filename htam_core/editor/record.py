@@ -17,8 +17,8 @@ from htam_core.editor.memory import EditorMemory
 from htam_core.editor.profiles import ProfileCache, ProfileEntry
 from htam_core.memory.fingerprint import kernel_fingerprint
 from htam_core.memory.outcome import outcome_of
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel
+from htam_core.types.profile import Profile
 
 __all__ = ["Recorder", "outcome_from_profiles"]
 

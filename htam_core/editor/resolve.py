@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms.base import TextEdit
+from htam_core.types.profile import Profile
 
 __all__ = ["Resolution", "minimal_edit", "resolve_step"]
 
@@ -116,7 +116,7 @@ def resolve_step(model: SourceModel, kernel: Kernel, strat: Any, direction: Any,
         return Resolution(False, reason=no_transform_message(strat.title, strat.guidance, 'Set htam.engine to "llm"'))
     try:
         if engine == "llm":
-            from htam_core.profile.cache import cache_root
+            from htam_core.runtime.cache import cache_root
 
             gen = create("llm", config=llm if llm is not None else LLMConfig(), log_dir=cache_root() / "llm")
         else:

@@ -22,8 +22,8 @@ from htam_core.editor.ranking import Analysis, Rankings
 from htam_core.editor.record import Recorder
 from htam_core.editor.resolve import Resolution, resolve_step
 from htam_core.memory.fingerprint import kernel_fingerprint
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
+from htam_core.types.profile import Profile
 
 __all__ = ["Session"]
 

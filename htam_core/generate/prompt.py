@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from htam_core.generate.templates import render
-from htam_core.profile.result import Profile
+from htam_core.types.profile import Profile
 
 #: Display name and fence tag per source language (``htam_core.source.model.Language`` plus "python").
 LANGUAGES: dict[str, tuple[str, str]] = {

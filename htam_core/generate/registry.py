@@ -2,13 +2,12 @@
 
 Kinds:
     ``"llm"``: :class:`~htam_core.generate.llm.LLMGenerator` behind the common :class:`Generator` API.
-    ``"rules"``: the built-in engine of mechanical transforms (``htam_core.transforms.registry``),
-    imported lazily so that this module works before, and without, the transforms package.
+    ``"rules"``: the built-in engine of mechanical transforms (``htam_core.transforms.registry``, one layer
+    below ``generate``).
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,9 @@ from htam_core.generate.config import LLMConfig
 from htam_core.generate.errors import GenerationError
 from htam_core.generate.llm import CheckResult, GenerationResult, LLMGenerator
 from htam_core.generate.prompt import build_messages
-from htam_core.profile.result import Profile
+from htam_core.source import parse_text
+from htam_core.transforms.registry import resolve_step
+from htam_core.types.profile import Profile
 
 
 @dataclass
@@ -138,7 +139,6 @@ class RulesCandidateGenerator:
     turns every validated transform candidate into a :class:`Candidate` (through
     ``registry.resolve_step``, the same path as the editor's code actions). Transforms that do not apply are
     skipped; their refusal sentences are kept in :attr:`skipped` (``[(transform_id, reason)]``) for the report.
-    The transforms package is imported lazily.
     """
 
     name = "rules"
@@ -146,28 +146,18 @@ class RulesCandidateGenerator:
     def __init__(self, **_: Any) -> None:
         self.skipped: list[tuple[str, str]] = []
 
-    @staticmethod
-    def _import(module: str) -> Any:
-        try:
-            return importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            raise GenerationError(f"the rules engine is not available: {module} is missing from this "
-                                  f"installation; use --engine llm or reinstall htam") from exc
-
     def propose(self, request: GenerationRequest,
                 check: Callable[[str], CheckResult] | None = None) -> list[Candidate]:
         """One candidate per validated edit of each strategy's transform (``check`` is not used).
 
         Raises:
-            GenerationError: the transforms registry is missing, or the kernel is not in the file.
+            GenerationError: the kernel is not in the file.
         """
-        reg = self._import("htam_core.transforms.registry")
-        source = self._import("htam_core.source")
         self.skipped = []
         file_language = "cuda" if request.language == "cuda" else "python"
         model = request.model
         if model is None or model.text != request.kernel_text:
-            model = source.parse_text(request.kernel_text, file_language)
+            model = parse_text(request.kernel_text, file_language)
         kernels = [k for k in model.kernels if request.kernel_name is None or k.answers_to(request.kernel_name)]
         if not kernels:
             names = ", ".join(k.name for k in model.kernels) or "none"
@@ -179,7 +169,7 @@ class RulesCandidateGenerator:
             tid = s.get("transform")
             if not tid:
                 continue
-            result = reg.resolve_step(s.get("name") or tid, tid, s.get("guidance") or "", model, kernel,
+            result = resolve_step(s.get("name") or tid, tid, s.get("guidance") or "", model, kernel,
                                       request.profile, llm_hint="Run with --engine llm")
             if not result:  # NotApplicable is falsy; its reason is the sentence the editor shows too
                 self.skipped.append((tid, str(getattr(result, "reason", "not applicable"))))

@@ -1,7 +1,7 @@
 """What a harness is: how to call one kernel, with which inputs, and what is correct.
 
 A :class:`Harness` is plain data (JSON-serializable) so that it can be handed to a worker
-process (:mod:`htam_core.profile.worker`); nothing here imports torch or evaluates user
+process (:mod:`htam_core.runtime.worker`); nothing here imports torch or evaluates user
 expressions. Expressions (shapes, grid, reference, bytes, flops) are only *compiled* for syntax
 here and evaluated inside the worker by :mod:`htam_core.harness.runner`.
 
@@ -201,7 +201,7 @@ class Harness:
         return max(1, len(self.sizes))
 
     def label(self) -> str:
-        """Short name for :attr:`htam_core.profile.result.Profile.harness`: ``"htam.toml"``,
+        """Short name for :attr:`htam_core.types.profile.Profile.harness`: ``"htam.toml"``,
         ``"kernelbench"`` or ``"cu-main"``."""
         return "htam.toml" if self.kind == "spec" else self.kind
 

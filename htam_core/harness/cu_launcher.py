@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import HarnessError
+from htam_core.harness.cu_main import find_nvcc
+from htam_core.runtime.cache import cache_root, content_key
 
 _CTYPES: dict[str, Any] = {
     "float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int, "int64": ctypes.c_longlong,
@@ -82,7 +84,7 @@ def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None]) -
 
 def write_shim(path: str | Path, launcher: str, dtypes: Sequence[str | None]) -> Path:
     """Write :func:`shim_source` under ``<htam cache>/cu_shims/`` (named by its content) and return the path."""
-    from htam_core.profile.cache import cache_root
+    from htam_core.runtime.cache import cache_root
 
     text = shim_source(path, launcher, dtypes)
     out = cache_root() / "cu_shims"
@@ -99,9 +101,6 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
     Raises:
         HarnessError: nvcc is missing or the file does not compile (nvcc's errors are in the message).
     """
-    from htam_core.harness.cu_main import find_nvcc
-    from htam_core.profile.cache import cache_root, content_key
-
     nvcc = find_nvcc()
     if nvcc is None:
         raise HarnessError("a .cu host launcher needs nvcc to build a shared library, and nvcc was not found")

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 from htam_core.harness.base import HarnessError
+from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
 from htam_core.source.parsing import captures, new_parser, node_text
 
 _MAIN_QUERY = """
@@ -54,8 +55,6 @@ def build_program(path: str | os.PathLike, *, arch: str = "sm_90", out_dir: str 
     Raises:
         HarnessError: nvcc is missing or the build failed (the message holds nvcc's errors).
     """
-    from htam_core.profile.cache import cache_root, content_key, file_fingerprint
-
     nvcc = find_nvcc()
     if nvcc is None:
         raise HarnessError("nvcc was not found: install the CUDA toolkit or set CUDA_HOME, then profile again")

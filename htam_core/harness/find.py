@@ -8,7 +8,6 @@ whole under ncu when inference fails (docs/HARNESS.md). Discovery only reads fil
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,8 @@ from htam_core.harness.cu_main import has_main
 from htam_core.harness.infer_cuda import infer_cuda_harness
 from htam_core.harness.pysource import read_py_facts
 from htam_core.harness.spec import SPEC_FILENAME, inside_spec_folder, key_line, load_toml, parse_kernel_table
+from htam_core.harness.template import write_template
+from htam_core.source import load
 from htam_core.source.model import SourceModel
 
 
@@ -79,24 +80,15 @@ def _require_reference(ref: Path, text: str) -> None:
 
 
 def _load_model(path: Path) -> SourceModel | None:
-    """The source model of ``path`` from htam_core.source, when that package offers a loader."""
-    for mod_name, fn_name in (("htam_core.source", "load"), ("htam_core.source", "load_file"),
-                              ("htam_core.source.api", "load")):
-        try:
-            fn = getattr(importlib.import_module(mod_name), fn_name)
-        except (ImportError, AttributeError):
-            continue
-        try:
-            return fn(str(path))
-        except Exception:  # noqa: BLE001 - the snippet is a convenience; a parse failure falls back
-            return None
-    return None
+    """The source model of ``path``, or ``None`` when the file cannot be parsed (the template then falls back)."""
+    try:
+        return load(str(path))
+    except Exception:  # noqa: BLE001 - the snippet is a convenience; a parse failure falls back
+        return None
 
 
 def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = None) -> HarnessError:
     """The error for a kernel with no harness, with a filled-in ``htam.toml`` table to paste."""
-    from htam_core.harness.template import write_template
-
     model = model or _load_model(path)
     snippet = None
     if model is not None:

@@ -12,7 +12,7 @@ A KernelBench problem gives no byte or FLOP counts, so its harness derives them 
   reduction operators count zero, which is right for a roofline: their bound is the traffic.
 
 These feed the same roofline fraction and SOL estimate as an ``htam.toml`` harness's ``bytes``/``flops``
-expressions (:func:`htam_core.profile.gpu.roofline_sol`).
+expressions (:func:`htam_core.measure.gpu.roofline_sol`).
 """
 
 from __future__ import annotations

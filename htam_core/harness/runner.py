@@ -1,8 +1,9 @@
 """Run a harness: build seeded inputs, launch the kernel, compare with the reference.
 
-This module runs **inside a worker process** (:mod:`htam_core.profile.worker`): it imports and
-executes the user's kernel file. Callers use :func:`verify_in_worker`, which ships the harness
-as JSON to the worker target :func:`verify_harness`.
+This module runs **inside a worker process** (:mod:`htam_core.runtime.worker`): it imports and
+executes the user's kernel file. :func:`prepare` turns a harness into a :class:`~htam_core.harness.trial.Trial`
+(inputs, reference, candidate) and a launcher; the verifier (:mod:`htam_core.verify.run`) and the timer
+(:mod:`htam_core.measure`) run it in their worker targets.
 
 * Triton runs on the GPU, or on the CPU under ``TRITON_INTERPRET=1`` (verdict ``"interpreter"``).
 * Raw CUDA (``.cu`` with a spec) is compiled with NVRTC through CuPy (``RawModule``), the fast path
@@ -15,7 +16,6 @@ as JSON to the worker target :func:`verify_harness`.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib
 import importlib.util
@@ -24,7 +24,6 @@ import os
 import re
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,21 +32,16 @@ from types import ModuleType
 from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError, attribute_path
+from htam_core.harness.cu_launcher import host_launcher
+from htam_core.harness.cu_main import find_nvcc
+from htam_core.harness.roofline_bound import compulsory_bound
 from htam_core.harness.spec import (
     is_function_reference,
     reference_reads_write_only_message,
     write_only_outputs_in_reference,
 )
-from htam_core.verify.correctness import (
-    BASE_SEED,
-    N_SEEDS,
-    CorrectnessResult,
-    Trial,
-    as_outputs,
-    check_correctness,
-    poison_,
-    unverified,
-)
+from htam_core.harness.trial import BASE_SEED, Trial, as_outputs, poison_
+from htam_core.runtime.cache import cache_root
 
 _MODULES: dict[str, ModuleType] = {}
 _CUDA_FUNCS: dict[tuple[str, str, str], Any] = {}
@@ -82,8 +76,6 @@ def load_module(path: str | os.PathLike) -> ModuleType:
         sys.path.insert(0, str(p.parent))
     text = p.read_text(encoding="utf-8", errors="replace")
     if "load_inline" in text:
-        from htam_core.profile.cache import cache_root
-
         ext_dir = cache_root() / "torch_extensions" / digest[:16]
         ext_dir.mkdir(parents=True, exist_ok=True)
         os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
@@ -256,8 +248,6 @@ def mangled_entry(cubin: bytes, kernel: str) -> str:
 def _cubin_function(path: str, kernel: str, arch: str) -> Any:
     import cupy
 
-    from htam_core.harness.cu_main import find_nvcc
-
     nvcc = find_nvcc()
     if nvcc is None:
         raise HarnessError("NVRTC could not compile the file and nvcc was not found to try again")
@@ -321,8 +311,6 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
         # a .cu file with an extern "C" host launcher: the launch configuration stays in the file
         if device != "cuda":
             raise HarnessError("raw CUDA kernels need a GPU to run")
-        from htam_core.harness.cu_launcher import host_launcher
-
         kind = "cu-host-launcher"
         major, minor = torch.cuda.get_device_capability()
         bind = host_launcher(h.path, h.launcher, f"sm_{major}{minor}",  # type: ignore[assignment]
@@ -499,8 +487,6 @@ def prepare_kernelbench(h: Harness, device: str) -> Prepared:
     def roofline(set_index: int, inputs: list[Any]) -> tuple[float, float] | None:
         # the problem gives no bytes/FLOPs: the reference's compulsory traffic and counted FLOPs, once
         if not bound:
-            from htam_core.harness.roofline_bound import compulsory_bound
-
             try:
                 bound.append(compulsory_bound(model, inputs))
             except Exception:  # noqa: BLE001 - an unknown bound leaves the roofline "not computed"
@@ -539,126 +525,3 @@ def prepare(h: Harness, device: str) -> Prepared:
         return prepare_kernelbench(h, device)
     raise HarnessError(f"{Path(h.path).name}: a .cu program with main() is run as a whole under ncu; it has no "
                        f"reference to check against. Add a [kernel.{h.kernel}] table to htam.toml to verify it")
-
-
-# -- compile-only -----------------------------------------------------------------------------------
-def cuda_strings(text: str) -> list[str]:
-    """String constants of a Python file that hold CUDA (contain ``__global__``)."""
-    return [n.value for n in ast.walk(ast.parse(text))
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and "__global__" in n.value]
-
-
-def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> CorrectnessResult:
-    """Compile the CUDA of ``h`` with ``nvcc -cubin`` (no GPU needed) and return an ``unverified``
-    verdict when it compiles, an ``error`` with nvcc's messages when it does not."""
-    from htam_core.harness.cu_main import find_nvcc
-
-    nvcc = find_nvcc()
-    if nvcc is None:
-        return CorrectnessResult(False, "unverified", "compile-only", None,
-                                 ["no GPU and no nvcc: the CUDA code was neither run nor compiled"])
-    text = Path(h.path).read_text(encoding="utf-8", errors="replace")
-    sources = [text] if h.path.endswith((".cu", ".cuh")) else cuda_strings(text)
-    if not sources:
-        return CorrectnessResult(False, "unverified", "compile-only", None,
-                                 ["no GPU, and no CUDA source was found to compile"])
-    includes: list[str] = [f"-I{Path(h.path).parent}"]
-    if any("torch/extension.h" in s for s in sources):
-        from torch.utils.cpp_extension import include_paths
-
-        includes += [f"-I{p}" for p in include_paths()] + [f"-I{sysconfig.get_paths()['include']}"]
-    with tempfile.TemporaryDirectory(prefix="htam-cc-") as tmp:
-        for k, src in enumerate(sources):
-            cu = Path(tmp) / f"src{k}.cu"
-            cu.write_text(src, encoding="utf-8")
-            proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *includes, str(cu), "-o",
-                                   str(Path(tmp) / f"src{k}.cubin")], capture_output=True, text=True,
-                                  timeout=timeout_s)
-            if proc.returncode != 0:
-                errs = [ln for ln in proc.stderr.splitlines() if "error" in ln][:20] or proc.stderr.splitlines()[-20:]
-                return CorrectnessResult(False, "error", "compile-only", None,
-                                         ["nvcc could not compile the CUDA code:", *errs], refused_by=["compile"])
-    return unverified(f"nvcc -cubin -arch={arch} succeeded for {len(sources)} source(s)", compiled=True)
-
-
-# -- worker targets ---------------------------------------------------------------------------------
-def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED,
-                   fp32_tol: float | None = None, arch: str = "sm_90") -> dict[str, Any]:
-    """Worker target: check the harness's kernel against its reference.
-
-    Returns:
-        :meth:`CorrectnessResult.to_json`: ``{"correct", "status", "verified_on", "max_abs_err",
-        "messages", "trials", "refused_by"}``.
-    """
-    h = Harness.from_json(harness)
-    device, mode = device_and_mode(h)
-    if device is None or h.kind == "cu-main":
-        if device is not None:
-            return CorrectnessResult(False, "unverified", "gpu", None, [
-                "a .cu program with main() has no reference: it was not checked. Add a "
-                f"[kernel.{h.kernel}] table to htam.toml to verify the kernel", *h.notes]).to_json()
-        res = compile_check(h, arch)
-        if h.uses_oracle:
-            res.messages.insert(0, "not verified: no GPU (the starting kernel is the oracle, and it runs only on a "
-                                   "GPU)")
-        return res.to_json()
-    try:
-        prepared = prepare(h, device)
-    except HarnessError as e:
-        return CorrectnessResult(False, "error", mode, None, [str(e)], refused_by=["harness"]).to_json()
-    except Exception as e:  # noqa: BLE001 - an import/compile error of the candidate is its verdict
-        from htam_core.profile.worker import classify_exception
-
-        if classify_exception(e)[0] == "cuda-fault":
-            raise
-        return CorrectnessResult(False, "error", mode, None,
-                                 [f"could not load the kernel: {type(e).__name__}: {e}"[:3000]],
-                                 refused_by=["load"]).to_json()
-    res = check_correctness(prepared.trial, verified_on=mode, n_seeds=n_seeds, base_seed=base_seed, atol=h.atol,
-                            rtol=h.rtol, fp32_tol=fp32_tol, arg_names=prepared.arg_names)
-    return res.to_json()
-
-
-def verify_in_worker(harness: Harness, *, timeout_s: float = 300.0, pool_key: str | None = None,
-                     interpret: bool | None = None, **kwargs: Any) -> CorrectnessResult:
-    """Run :func:`verify_harness` in a persistent worker and return the verdict.
-
-    Args:
-        harness: from :func:`htam_core.harness.find_harness`.
-        timeout_s: wall-clock limit, seconds.
-        pool_key: the worker to use; default ``"verify-interpret"`` on the CPU (Triton interpreter
-            on) or ``"gpu0"`` when ``interpret`` is False.
-        interpret: force ``TRITON_INTERPRET=1`` on (True) or off (False); default: on unless torch
-            in *this* process sees a GPU (checked without initializing CUDA via ``nvidia-smi``-free
-            ``torch.cuda.is_available``).
-        kwargs: ``n_seeds``, ``base_seed``, ``fp32_tol``, ``arch``.
-
-    Returns:
-        A :class:`CorrectnessResult`; a worker failure (timeout, crash, CUDA fault) becomes status
-        ``"error"`` with the worker's message.
-    """
-    from htam_core.profile.worker import run_in_worker
-
-    if interpret is None:
-        interpret = not _has_gpu()
-    key = pool_key or ("verify-interpret" if interpret else "gpu0")
-    r = run_in_worker("htam_core.harness.runner:verify_harness", {"harness": harness.to_json(), **kwargs},
-                      timeout_s=timeout_s, pool_key=key, interpret=interpret,
-                      gpu_index=None if interpret else 0)
-    if r.ok:
-        v = r.value
-        return CorrectnessResult(v["correct"], v["status"], v["verified_on"], v["max_abs_err"], v["messages"],
-                                 v.get("trials", 0), v.get("refused_by", []))
-    err = r.error
-    assert err is not None
-    mode = "interpreter" if interpret else "gpu"
-    return CorrectnessResult(False, "error", mode, None, [f"{err.kind}: {err.message}"], refused_by=[err.kind])
-
-
-def _has_gpu() -> bool:
-    try:
-        import torch
-
-        return bool(torch.cuda.is_available())
-    except Exception:  # noqa: BLE001
-        return False

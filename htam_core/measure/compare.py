@@ -18,6 +18,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from htam_core.harness.base import Harness
+from htam_core.harness.runner import prepare
+from htam_core.harness.trial import BASE_SEED
 from htam_core.measure.stats import (
     SPREAD_RULE,
     classify_gain,
@@ -26,6 +29,7 @@ from htam_core.measure.stats import (
     launch_bound,
     ratio_spread,
 )
+from htam_core.measure.timer import LauncherTimer
 
 __all__ = ["SetComparison", "Comparison", "comparison_from_rounds", "compare_harnesses"]
 
@@ -139,11 +143,6 @@ def compare_harnesses(parent: dict[str, Any], candidate: dict[str, Any], rounds:
         HarnessError: a harness cannot be prepared. RuntimeError: a kernel faulted.
     """
     import torch
-
-    from htam_core.harness.base import Harness
-    from htam_core.harness.runner import prepare
-    from htam_core.measure.timer import LauncherTimer
-    from htam_core.verify.correctness import BASE_SEED
 
     pa, pb = prepare(Harness.from_json(parent), "cuda"), prepare(Harness.from_json(candidate), "cuda")
     n_sets = min(pa.trial.input_sets, pb.trial.input_sets)

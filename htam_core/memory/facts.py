@@ -5,7 +5,7 @@ Facts come from three sources, each optional except the features:
 * the kernel's syntactic :class:`~htam_core.source.model.KernelFeatures` and its language;
 * the :class:`~htam_core.source.model.Kernel` itself when the caller has it (parameters, launch sites,
   attributes) - these facts are ``None`` (unknown) without it;
-* the :class:`~htam_core.profile.result.Profile` - measured metrics are ``None`` unless measured.
+* the :class:`~htam_core.types.profile.Profile` - measured metrics are ``None`` unless measured.
 
 Derived facts (``matmul_like``, ``has_reuse``, ``transpose_like``) are heuristics over syntax, our own
 design; each is documented in :data:`FACTS` and in docs/MEMORY.md.
@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, KernelFeatures
+from htam_core.types.profile import Profile
 
 __all__ = ["FACTS", "compute_facts", "normalize_language"]
 

@@ -1,6 +1,6 @@
 """The state vector s_t and the key/query encoding phi(s, h) of transition attention.
 
-The state is a small dict of named floats built from a :class:`~htam_core.profile.result.Profile`
+The state is a small dict of named floats built from a :class:`~htam_core.types.profile.Profile`
 (the method's definition: "phi is a normalized feature vector: the bottleneck class, SOL percentages,
 occupancy, resources, and the recent steps one-hot with position-aware weights"). It is stored with every
 record as JSON, so its keys are part of the store format: :data:`STATE_KEYS`.
@@ -23,17 +23,15 @@ from typing import Any
 
 import torch
 
-from htam_core.profile.result import BOTTLENECK_CLASSES, Profile
+from htam_core.profile.classify import state_vector
+from htam_core.types.profile import BOTTLENECK_CLASSES, Profile
 
 __all__ = ["STATE_KEYS", "PREFIX_LEN", "GAMMA", "W_STATE", "W_PREFIX_STRATEGY", "W_PREFIX_DIRECTION",
            "state_from_profile", "bottleneck_of_state", "state_tensor", "position_weights", "prefix_block",
            "unit_rows"]
 
-#: Shared memory per SM on Hopper (228 KiB), the scale of the ``shared`` entry.
-SHARED_SCALE_BYTES = 228 * 1024
-#: Keys of the state vector, in encoding order. They are the keys of
-#: ``htam_core.profile.classify.state_vector`` (the profiler owns the state); :func:`state_from_profile`
-#: builds the same vector itself when that function is missing or returns other keys.
+#: Keys of the state vector, in encoding order: the keys of :func:`htam_core.profile.classify.state_vector`
+#: (the profiler owns the state; a test checks that the two agree).
 STATE_KEYS: tuple[str, ...] = tuple(f"class={c}" for c in BOTTLENECK_CLASSES) + (
     "measured", "sol_memory", "sol_compute", "theoretical_occupancy", "achieved_occupancy", "registers",
     "spill", "shared")
@@ -53,43 +51,19 @@ def _clip01(x: float | None) -> float:
     return min(max(float(x), 0.0), 1.0)
 
 
-def _own_state(profile: Profile) -> dict[str, float]:
-    b = profile.bottleneck
-    state = {f"class={c}": 1.0 if b.cls == c else (0.5 if c in b.secondary else 0.0) for c in BOTTLENECK_CLASSES}
-    sol = profile.sol or {}
-    state.update({
-        "measured": 1.0 if profile.mode == "gpu" else 0.0,
-        "sol_memory": _clip01(None if sol.get("memory_pct") is None else sol["memory_pct"] / 100.0),
-        "sol_compute": _clip01(None if sol.get("compute_pct") is None else sol["compute_pct"] / 100.0),
-        "theoretical_occupancy": _clip01(profile.theoretical_occupancy),
-        "achieved_occupancy": _clip01(profile.achieved_occupancy),
-        "registers": _clip01(None if profile.registers is None else profile.registers / 255.0),
-        "spill": 1.0 if (profile.spill_bytes or 0) > 0 else 0.0,
-        "shared": _clip01(None if profile.shared_bytes is None else profile.shared_bytes / SHARED_SCALE_BYTES),
-    })
-    return state
-
-
 def state_from_profile(profile: Profile | None) -> dict[str, float]:
     """The state vector s_t of a profile, as ``{key: float in [0, 1]}`` with keys :data:`STATE_KEYS`.
 
     One-hot bottleneck class (secondary classes 0.5), measured flag, speed-of-light percentages / 100,
     theoretical and achieved occupancy, registers / 255, spills > 0, static shared bytes / 228 KiB;
-    unmeasured values encode as 0. Uses ``htam_core.profile.classify.state_vector`` when it exists and
-    returns these keys (the profiler owns the classification), else builds the same vector here.
+    unmeasured values encode as 0. The vector is :func:`htam_core.profile.classify.state_vector` (the
+    profiler owns the classification), each entry clipped to [0, 1] (NaN and inf encode as 0).
     ``None`` gives the state of an unknown kernel (``class=unknown`` = 1).
     """
     if profile is None:
         return {k: (1.0 if k == "class=unknown" else 0.0) for k in STATE_KEYS}
-    try:
-        from htam_core.profile import classify
-
-        vec = classify.state_vector(profile)
-        if isinstance(vec, Mapping) and all(k in vec for k in STATE_KEYS):
-            return {k: _clip01(vec[k]) for k in STATE_KEYS}
-    except (ImportError, AttributeError, TypeError, ValueError):
-        pass
-    return _own_state(profile)
+    vec = state_vector(profile)
+    return {k: _clip01(vec[k]) for k in STATE_KEYS}
 
 
 def bottleneck_of_state(state: Mapping[str, Any]) -> str:

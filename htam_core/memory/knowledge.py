@@ -17,7 +17,7 @@ from typing import Any
 
 from htam_core.memory.facts import FACTS
 from htam_core.memory.predicates import Predicate, PredicateError, parse_predicate
-from htam_core.profile.result import BOTTLENECK_CLASSES
+from htam_core.types.profile import BOTTLENECK_CLASSES
 
 __all__ = ["Signal", "Direction", "Strategy", "TransitionPrior", "KnowledgeBase", "KnowledgeError",
            "load_knowledge"]

@@ -59,8 +59,8 @@ from htam_core.memory.features import (
 from htam_core.memory.knowledge import KnowledgeBase, Strategy
 from htam_core.memory.records import Outcome, Record, value_of
 from htam_core.memory.store import Store
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, KernelFeatures
+from htam_core.types.profile import Profile
 
 __all__ = ["ABLATIONS", "RankerConfig", "RankedStep", "Ranker"]
 

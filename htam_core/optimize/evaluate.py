@@ -1,10 +1,10 @@
 """Evaluate one candidate kernel file: guards, correctness, time (GPU) or static profile (CPU).
 
-Every compile and run happens in worker processes (:mod:`htam_core.profile.worker`), never here. The
+Every compile and run happens in worker processes (:mod:`htam_core.runtime.worker`), never here. The
 order follows KernelBench's discipline (its ``src/eval.py``): refuse what the static reward-hack guards refuse,
 then check correctness over seeds, and only then let a time count.
 
-* **GPU mode**: :func:`htam_core.profile.gpu.profile_on_gpu` verifies the candidate on the GPU against the
+* **GPU mode**: :func:`htam_core.profile.api.profile_on_gpu` verifies the candidate on the GPU against the
   harness reference and times it (:mod:`htam_core.measure.timer`: CUDA-graph replay or events with an
   asynchronous L2 flush, checked against CUPTI). :meth:`Evaluator.compare` then times the parent and the
   candidate interleaved in one worker (:mod:`htam_core.measure.compare`) for the speedup and its spread.
@@ -23,11 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 from htam_core.harness import Harness
 from htam_core.measure.compare import Comparison
-from htam_core.profile.errors import ProfileError
-from htam_core.profile.result import Profile
+from htam_core.measure.gpu import pool_config
+from htam_core.profile.api import profile_on_gpu, static_profile
+from htam_core.runtime.worker import run_in_worker
 from htam_core.source import language_for_path, parse_text
 from htam_core.source.model import SourceModel
+from htam_core.types.errors import ProfileError
+from htam_core.types.profile import Profile
 from htam_core.verify.guards import check_source, labels, new_findings, refused_by
+from htam_core.verify.run import verify_in_worker
 
 if TYPE_CHECKING:
     from htam_core.optimize.measure_cache import MeasureCache
@@ -176,10 +180,8 @@ class Evaluator:
         """A GPU evaluation through the measurement cache (when there is one and ncu is off)."""
         if self.cache is None or use_ncu:
             return self._on_gpu(cand_path, model, kernel, use_ncu, lab)
-        from htam_core.optimize.measure_cache import measure_key
-
-        key = measure_key(text, self.kernel_name, self.language, self.harness, self.trials, self.gpu,
-                          self.target)
+        key = self.cache.key(text, self.kernel_name, self.language, self.harness, self.trials, self.gpu,
+                             self.target)
         if reuse:
             hit = self.cache.get(key)
             if hit is not None:
@@ -192,8 +194,6 @@ class Evaluator:
         return ev
 
     def _on_gpu(self, cand_path: Path, model: SourceModel, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
-        from htam_core.profile.gpu import profile_on_gpu
-
         try:
             p = profile_on_gpu(path=str(cand_path), kernel_name=self.kernel_name,
                                harness=self._harness_for(cand_path), gpu_index=self.gpu_index, model=model,
@@ -220,9 +220,6 @@ class Evaluator:
         """
         if not (self.gpu and self.harness is not None):
             return None, "no GPU harness: nothing to compare"
-        from htam_core.profile.gpu import pool_config
-        from htam_core.profile.worker import run_in_worker
-
         parent_path = self.write(parent_text, f"_parent-{hashlib.sha256(parent_text.encode()).hexdigest()[:12]}")
         args = {"parent": self._harness_for(parent_path).to_json(),  # type: ignore[union-attr]
                 "candidate": self._harness_for(cand_path).to_json()}  # type: ignore[union-attr]
@@ -237,8 +234,6 @@ class Evaluator:
             return None, f"interleaved comparison gave a malformed result: {exc}"
 
     def _static(self, cand_path: Path, model: SourceModel, kernel, lab: list[str]) -> Evaluation:
-        from htam_core.profile.api import static_profile
-
         msgs: list[str] = []
         try:
             prof = static_profile(model, kernel, self.target)
@@ -248,8 +243,6 @@ class Evaluator:
         if h is None:
             msgs.append("not verified: no harness for this kernel (htam.toml / KernelBench reference)")
             return Evaluation(True, None, "compile-only", None, profile=prof, model=model, messages=msgs, labels=lab)
-        from htam_core.harness.runner import verify_in_worker
-
         verdict = verify_in_worker(h, interpret=True)
         msgs.extend(verdict.messages)
         if verdict.status == "unverified":

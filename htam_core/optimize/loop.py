@@ -27,14 +27,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from htam_core.generate import registry
+from htam_core.generate.config import LLMConfig
 from htam_core.generate.errors import GenerationError, LLMCancelledError, LLMEndpointError
+from htam_core.generate.llm import CheckResult
 from htam_core.generate.registry import GenerationRequest
 from htam_core.harness import HarnessError, find_harness
+from htam_core.measure.stats import MIN_SPREAD, SPREAD_RULE, classify_gain, headline_geomean
 from htam_core.memory import KnowledgeBase, Ranker, load_knowledge, open_store, state_from_profile
 from htam_core.memory.fingerprint import kernel_fingerprint
 from htam_core.memory.outcome import outcome_of, status_of
 from htam_core.memory.records import ENDPOINT_FAULT, NOT_LEARNED
 from htam_core.optimize.evaluate import Evaluation, Evaluator
+from htam_core.optimize.measure_cache import MeasureCache
 from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
 from htam_core.optimize.report import geomean_ratio as _geomean_ratio
 from htam_core.optimize.report import write_report
@@ -43,6 +48,7 @@ from htam_core.profile.api import gpu_available
 from htam_core.source import SourceError, language_for_path, load, parse_text
 from htam_core.source.model import Kernel
 from htam_core.transforms.registry import no_transform_message
+from htam_core.verify import strict
 
 #: Steps of history the memory sees (the prefix h_t).
 PREFIX_LEN = 4
@@ -141,8 +147,6 @@ class _Loop:
             self.warnings.append(f"no harness: candidates cannot be verified or timed. {exc}")
         cache = None
         if task.measure_cache and self.gpu:
-            from htam_core.optimize.measure_cache import MeasureCache
-
             cache = MeasureCache(task.measure_cache)
             self.warnings.extend(cache.warnings)
         self.evaluator = Evaluator(self.path, task.kernel, self.harness, gpu=self.gpu, workdir=self.out / "candidates",
@@ -166,11 +170,7 @@ class _Loop:
         self._wait_at: tuple[int, float | None] = (0, None)  # (step, best speedup) for the LLM's waiting lines
 
     def _generator(self) -> Any:
-        from htam_core.generate import registry
-
         if self.task.engine == "llm":
-            from htam_core.generate.config import LLMConfig
-
             try:
                 cfg = LLMConfig(**(self.task.llm or {}))
             except (TypeError, GenerationError) as exc:  # unknown keys, bad limits
@@ -218,8 +218,6 @@ class _Loop:
         """Repair check for the LLM engine: the candidate must parse and keep the kernel, then it is
         evaluated like any candidate (guards, compile, correctness against the harness in a worker); a
         failure is sent back to the model. The verdict is kept so the loop does not evaluate it twice."""
-        from htam_core.generate.llm import CheckResult
-
         model = parse_text(code, self.file_language)
         if not any(k.answers_to(self.task.kernel) for k in model.kernels):
             return CheckResult(False, f"the reply must keep the kernel {self.task.kernel!r} (same name)")
@@ -463,8 +461,6 @@ class _Loop:
         """A speedup over the start above 10x on a GPU must survive the stricter second verification
         (:func:`htam_core.verify.strict.strict_reverify`, issue 9 §2) before it counts; when it fails, the
         candidate is incorrect (rule ``strict-reverify``)."""
-        from htam_core.verify import strict
-
         if not (ev.ok and ev.correct and self.harness is not None):
             return ev
         if not strict.needs_strict_reverify(self._speedup(start, ev), gpu=self.gpu):
@@ -516,8 +512,6 @@ class _Loop:
         """Speedup, spread, status and messages of a measured candidate: the parent and the candidate timed
         interleaved in one worker (:meth:`Evaluator.compare`); without that comparison, the two separate
         timings with the minimum spread, said so."""
-        from htam_core.measure.stats import MIN_SPREAD, SPREAD_RULE, classify_gain
-
         if SPREAD_RULE not in " ".join(self.warnings):
             self.warnings.append(f"win rule: {SPREAD_RULE}")
         comp, why = self.evaluator.compare(parent_text, cand_path)
@@ -535,8 +529,6 @@ class _Loop:
 
     def _headline_note(self, start: Evaluation, best: Evaluation) -> None:
         """Say which input sets the headline geomean leaves out as launch-bound (kernel time < 10 µs)."""
-        from htam_core.measure.stats import headline_geomean
-
         if self.gpu and best is not start and start.per_set_ms and best.per_set_ms:
             note = headline_geomean(start.per_set_ms, best.per_set_ms).note
             if note:

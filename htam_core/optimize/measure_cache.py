@@ -124,6 +124,13 @@ class MeasureCache:
             self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
         return dest
 
+    @staticmethod
+    def key(text: str, kernel: str, language: str, harness: Harness | None, trials: int, gpu: bool,
+            target: str = "sm_90") -> str:
+        """The key of one measurement in this cache: :func:`measure_key` (the evaluator asks the cache it
+        holds, so ``evaluate`` needs no import of this module, which imports ``evaluate``)."""
+        return measure_key(text, kernel, language, harness, trials, gpu, target)
+
     def get(self, key: str) -> Evaluation | None:
         """The stored evaluation for ``key`` (its ``model`` is ``None``: the caller parses the text), or
         ``None`` on a miss, an unreadable row or an unusable file."""

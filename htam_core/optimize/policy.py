@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from htam_core.memory import KnowledgeBase, RankedStep, Ranker
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel
+from htam_core.types.profile import Profile
 
 
 @dataclass

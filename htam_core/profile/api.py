@@ -2,9 +2,9 @@
 
 ``profile_kernel(path, name)`` loads the source model, then
 
-* **GPU** (a GPU is present and ``static`` is not ``True``): calls
-  ``htam_core.profile.gpu.profile_on_gpu(...)`` when that module exists; otherwise falls back to
-  the static profile with a warning;
+* **GPU** (a GPU is present and ``static`` is not ``True``): :func:`profile_on_gpu` takes the static
+  profile below (registers, spills, shared memory, occupancy), has :func:`htam_core.measure.gpu.measure_on_gpu`
+  verify, time and count the kernel in the GPU's worker, and classifies the bottleneck;
 * **static**: :func:`static_profile` compiles the kernel for ``target`` (nvcc for CUDA, Triton's
   AOT compiler for Triton), reads registers, spills, stack and shared memory, computes the
   theoretical occupancy for the launch's block size and classifies the bottleneck. Every measured
@@ -13,18 +13,23 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import shutil
 import warnings as _warnings
 from typing import Any
 
-from htam_core.profile.cache import CompileCache
+from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.find import find_harness
+from htam_core.measure.gpu import measure_on_gpu
+from htam_core.profile import static_cuda as sc
 from htam_core.profile.classify import classify
-from htam_core.profile.errors import ProfileError
 from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
-from htam_core.profile.result import Profile
+from htam_core.profile.static_roofline import estimate_work, harness_sizes
+from htam_core.profile.static_triton import compile_triton_kernel
+from htam_core.runtime.cache import CompileCache
+from htam_core.source import SourceError, load, without_incomplete
+from htam_core.types.errors import ProfileError
+from htam_core.types.profile import Profile
 
 
 def gpu_available() -> bool:
@@ -59,8 +64,6 @@ def _occupancy(p: Profile, target: str, dynamic_shared: int = 0) -> None:
 
 
 def _static_cuda(model: Any, kernel: Any, target: str, cache: CompileCache) -> Profile:
-    from htam_core.profile import static_cuda as sc
-
     target = sc.normalize_target(target)
     if kernel.language == "cuda-in-python":
         source = kernel.attributes.get("cuda_source")
@@ -115,10 +118,7 @@ def _static_cuda(model: Any, kernel: Any, target: str, cache: CompileCache) -> P
 
 def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
                    constexprs: dict[str, Any] | None) -> Profile:
-    from htam_core.profile.static_cuda import normalize_target
-    from htam_core.profile.static_triton import compile_triton_kernel
-
-    target = normalize_target(target)
+    target = sc.normalize_target(target)
     v = compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache)
     p = Profile(kernel=kernel.name, mode="static", device=f"{target} (static)")
     p.registers = int(v["registers"])
@@ -168,8 +168,6 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
         except KeyError as exc:
             raise ProfileError(str(exc.args[0]) if exc.args else str(exc)) from exc
     cache = cache if cache is not None else CompileCache()
-    from htam_core.source import without_incomplete
-
     model, kernel, blanked = without_incomplete(model, kernel)  # half-typed kernels do not block a compile
     if kernel.language in ("cuda", "cuda-in-python"):
         p = _static_cuda(model, kernel, target, cache)
@@ -192,8 +190,6 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
 
 def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any] | None) -> None:
     """Attach the static roofline estimate (``extra["static_roofline"]``) the classifier reads."""
-    from htam_core.profile.static_roofline import estimate_work, harness_sizes
-
     if getattr(kernel, "features", None) is None:
         return
     try:
@@ -205,6 +201,75 @@ def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any] | None)
         return
     if est is not None:
         p.extra["static_roofline"] = est
+
+
+def _static_or_none(model: Any, kernel: Any, target: str) -> Profile | None:
+    if model is None or kernel is None:
+        return None
+    try:
+        return static_profile(model, kernel, target)
+    except Exception:  # noqa: BLE001 - static data is a complement; its failure leaves fields None
+        return None
+
+
+def _load_or_none(path: str) -> Any:
+    try:
+        return load(path)
+    except Exception:  # noqa: BLE001 - without a model the GPU profile still measures; fields stay None
+        return None
+
+
+def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | None = None,
+                   harness: Harness | None = None, gpu_index: int = 0, *, model: Any = None, kernel: Any = None,
+                   use_ncu: bool = True, trials: int = 100, timeout_s: float = 600.0, target: str = "sm_90") -> Profile:
+    """Profile one kernel on GPU ``gpu_index``: static resources, then measurement, then the bottleneck class.
+
+    Args:
+        path: the kernel's file.
+        kernel_name: the kernel's name (or give ``kernel``, a source-model Kernel).
+        harness: how to run it; found with :func:`htam_core.harness.find_harness` when ``None``.
+        gpu_index: which GPU (its persistent worker is ``"gpu<i>"``).
+        model, kernel: the source model and kernel, for static resources and classification (loaded from
+            ``path`` when not given).
+        use_ncu: collect ncu counters when ``ncu`` is on PATH.
+        trials: timed trials per input set.
+        timeout_s: limit for each worker call, seconds.
+        target: static target for registers/spills.
+
+    Returns:
+        A ``mode="gpu"`` profile (:func:`htam_core.measure.gpu.measure_on_gpu`) with its bottleneck class
+        (:func:`htam_core.profile.classify.classify`). Without a harness: the static profile with the harness
+        error in ``warnings`` (nothing is measured, nothing guessed).
+
+    Raises:
+        ProfileError: no path or kernel name; or the kernel faulted, hung, ran out of memory or crashed the
+            worker (the message names which); the worker is restarted, so the next profile works.
+    """
+    if path is None:
+        raise ProfileError("profile_on_gpu needs the kernel's file path")
+    path = str(path)
+    name = kernel_name or (kernel.name if kernel is not None else None)
+    if name is None:
+        raise ProfileError("profile_on_gpu needs a kernel name")
+    if model is None:
+        model = _load_or_none(path)
+    if kernel is None and model is not None:
+        try:
+            kernel = model.kernel(name)
+        except KeyError:
+            kernel = None
+    static = _static_or_none(model, kernel, target)
+    if harness is None:
+        try:
+            harness = find_harness(path, name, model)
+        except HarnessError as e:
+            p = static or Profile(kernel=name)
+            p.warnings.insert(0, f"not measured on the GPU: {e}")
+            return p
+    p = measure_on_gpu(path, name, harness, gpu_index, kernel=kernel, static=static, use_ncu=use_ncu,
+                       trials=trials, timeout_s=timeout_s)
+    p.bottleneck = classify(p, kernel.features if kernel is not None else None, target=target)
+    return p
 
 
 def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bool | None = None,
@@ -228,8 +293,6 @@ def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bo
     Raises:
         ProfileError: missing file, unsupported file, unknown kernel, compile failure.
     """
-    from htam_core.source import SourceError, load
-
     if not os.path.isfile(path):
         raise ProfileError(f"no such file: {path}")
     try:
@@ -243,12 +306,9 @@ def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bo
     fallback_note = None
     if static is not True:
         if gpu_available():
-            if importlib.util.find_spec("htam_core.profile.gpu") is not None:
-                gpu = importlib.import_module("htam_core.profile.gpu")
-                return gpu.profile_on_gpu(path=str(path), kernel_name=kernel_name, gpu_index=gpu_index, model=model,
-                                          kernel=kernel, target=target)
-            fallback_note = "GPU profiling is not available in this build (htam_core.profile.gpu missing); static profile"
-        elif static is False:
+            return profile_on_gpu(path=str(path), kernel_name=kernel_name, gpu_index=gpu_index, model=model,
+                                  kernel=kernel, target=target)
+        if static is False:
             fallback_note = "no GPU found (nvidia-smi/torch.cuda); static profile instead"
     p = static_profile(model, kernel, target, constexprs=constexprs, cache=cache)
     if fallback_note:

@@ -1,6 +1,6 @@
 """Bottleneck classification: the HTAM *state* of a kernel (issue 3 part 6).
 
-A profile maps to one primary class of :data:`htam_core.profile.result.BOTTLENECK_CLASSES` plus
+A profile maps to one primary class of :data:`htam_core.types.profile.BOTTLENECK_CLASSES` plus
 secondary classes, each with evidence naming its metric or ncu rule. Measured counters win; with
 no GPU only the static rules apply, and a kernel they cannot place is ``"unknown"`` with the
 evidence ``"static: no counters"``. Nothing is guessed: every class names the numbers behind it.
@@ -14,7 +14,7 @@ Thresholds and where they come from:
   reads compute or memory throughput above 60 % of peak as the unit that limits the kernel and
   "below 60.0% of peak typically indicate latency issues"; the higher of the two names the class.
 * Without ncu, a measured profile whose harness gives its fewest bytes/FLOPs carries a roofline estimate
-  of the SOL percentages (:func:`htam_core.profile.gpu.roofline_sol`, a lower bound of ncu's): the same
+  of the SOL percentages (:func:`htam_core.measure.gpu.roofline_sol`, a lower bound of ncu's): the same
   rule reads it, and the evidence says it is an estimate.
 * :data:`SOL_VERY_HIGH_PCT` = 80 %: the same rule's "the workload is utilizing greater than
   80.0% of the available compute or memory performance"; only reported as evidence.
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from htam_core.profile.result import BOTTLENECK_CLASSES, Bottleneck, Profile
+from htam_core.types.profile import BOTTLENECK_CLASSES, Bottleneck, Profile
 
 #: Median kernel time below which launch overhead dominates, microseconds.
 LAUNCH_OVERHEAD_US = 5.0

@@ -13,7 +13,7 @@ torch/pybind includes and the host functions are blanked out (line numbers kept)
 code, and so ptxas's report, is unchanged while the compile takes a fraction of a second instead
 of ~45 s of torch headers. When that reduced unit does not compile (the kernel needs a torch
 header), the full unit is compiled with torch's include paths. Results are cached by content
-hash (:mod:`htam_core.profile.cache`).
+hash (:mod:`htam_core.runtime.cache`).
 
 The block size for occupancy comes from the launch site's block expression when it evaluates to
 a constant (``dim3(16, 16)``, ``256``, ``THREADS`` from ``#define THREADS 256``, ``kBlock`` from
@@ -36,8 +36,8 @@ from importlib import util as importlib_util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from htam_core.profile.cache import CompileCache, content_key, file_fingerprint
-from htam_core.profile.errors import ProfileError
+from htam_core.runtime.cache import CompileCache, content_key, file_fingerprint
+from htam_core.types.errors import ProfileError
 
 if TYPE_CHECKING:
     from tree_sitter import Node

@@ -29,6 +29,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from htam_core.harness.base import HarnessError
+from htam_core.harness.find import find_harness
+from htam_core.profile.static_cuda import eval_const_expr
+from htam_core.profile.static_triton import python_constants
 from htam_core.source.features import trip_count
 
 __all__ = ["estimate_work", "harness_sizes"]
@@ -48,9 +52,6 @@ def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict
     """
     if not path:
         return {}
-    from htam_core.harness.base import HarnessError
-    from htam_core.harness.find import find_harness
-
     try:
         h = find_harness(path, kernel_name, model)
     except (HarnessError, OSError, ValueError, KeyError):
@@ -139,8 +140,6 @@ class _Env:
             self.values[name], self.sources[name] = value, source
 
     def _triton_site(self, site: Any, sizes: Mapping[str, Any]) -> None:
-        from htam_core.profile.static_triton import python_constants
-
         names = python_constants(self.model.text, site.span.start if site and site.span else None) if site else {}
         args = list(site.args) if site else []
         for i, p in enumerate(self.kernel.params):
@@ -153,8 +152,6 @@ class _Env:
             self._set(p.name, sizes.get(p.name), "harness sizes")
 
     def _cuda_site(self, site: Any, sizes: Mapping[str, Any]) -> None:
-        from htam_core.profile.static_cuda import eval_const_expr
-
         args = list(site.args) if site else []
         at = (site.span.start - self.offset) if site and site.span else None
         for i, p in enumerate(self.kernel.params):
@@ -169,8 +166,6 @@ class _Env:
         """Value of a loop-header expression and the names that were missing."""
         if self.kernel.language == "triton":
             return _py_value(expr, self.values)
-        from htam_core.profile.static_cuda import eval_const_expr
-
         src = self.cuda_source or ""
         known = {n: v for n, v in self.values.items() if isinstance(v, int)}
         text = _IDENT.sub(lambda m: str(known[m.group(0)]) if m.group(0) in known else m.group(0), expr)

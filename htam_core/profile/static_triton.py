@@ -26,8 +26,9 @@ from typing import Any
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser
 
-from htam_core.profile.cache import CompileCache, content_key, package_version
-from htam_core.profile.errors import ProfileError
+from htam_core.runtime.cache import CompileCache, content_key, package_version
+from htam_core.runtime.worker import run_in_worker
+from htam_core.types.errors import ProfileError
 
 #: Scalar parameter names read as ``fp32`` (epsilons, scales, learning rates ...).
 FLOAT_SCALAR_NAMES = frozenset({"eps", "epsilon", "alpha", "beta", "gamma", "scale", "sm_scale", "temperature",
@@ -171,34 +172,15 @@ def target_arch(target: str) -> int:
 
 
 def _run_compile(kwargs: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    try:
-        from htam_core.profile.worker import run_in_worker
-    except ImportError:  # pragma: no cover - the worker module ships with the package
-        run_in_worker = None
-    if run_in_worker is not None:
-        res = run_in_worker("htam_core.profile.triton_aot:compile_kernel", kwargs, timeout_s=timeout_s,
-                            pool_key="triton-aot", interpret=False)
-        if res.ok:
-            return dict(res.value)
-        err = res.error
-        kind = getattr(err, "kind", "error")
-        msg = getattr(err, "message", str(err))
-        raise ProfileError(f"Triton could not compile {kwargs['kernel']} ({kind}): {msg}",
-                           _tail_lines(getattr(err, "traceback", None)))
-    import json
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "htam_core.profile.triton_aot"], input=json.dumps(kwargs),
-                          capture_output=True, text=True, timeout=timeout_s)
-    try:
-        reply = json.loads(proc.stdout)
-    except ValueError as exc:
-        raise ProfileError(f"Triton AOT compile of {kwargs['kernel']} crashed",
-                           _tail_lines(proc.stderr)) from exc
-    if not reply.get("ok"):
-        raise ProfileError(f"Triton could not compile {kwargs['kernel']}: {reply.get('error')}")
-    return dict(reply["value"])
+    res = run_in_worker("htam_core.profile.triton_aot:compile_kernel", kwargs, timeout_s=timeout_s,
+                        pool_key="triton-aot", interpret=False)
+    if res.ok:
+        return dict(res.value)
+    err = res.error
+    kind = getattr(err, "kind", "error")
+    msg = getattr(err, "message", str(err))
+    raise ProfileError(f"Triton could not compile {kwargs['kernel']} ({kind}): {msg}",
+                       _tail_lines(getattr(err, "traceback", None)))
 
 
 def _tail_lines(text: str | None, n: int = 15) -> list[str]:

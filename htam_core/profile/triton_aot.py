@@ -1,7 +1,7 @@
 """Child side of the Triton static profile: AOT-compile one ``@triton.jit`` kernel, no GPU needed.
 
 This module imports the user's Python file, so it only ever runs in a worker process
-(:func:`htam_core.profile.worker.run_in_worker` target ``htam_core.profile.triton_aot:compile_kernel``)
+(:func:`htam_core.runtime.worker.run_in_worker` target ``htam_core.profile.triton_aot:compile_kernel``)
 or as ``python -m htam_core.profile.triton_aot`` with a JSON request on stdin and the JSON result
 on stdout; never in the caller's process.
 
@@ -37,6 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from htam_core.harness.base import attribute_path
+from htam_core.profile.static_cuda import PtxasEntry, parse_ptxas_verbose
 
 #: Constexpr value used when nothing else determines it. Sizes (names containing BLOCK, SIZE,
 #: TILE, or B followed by one letter such as BM/BN/BK) get a typical power-of-two tile, flags 0.
@@ -137,8 +140,6 @@ def _compile_capturing_ptxas_log(triton: Any, src: Any, target: Any, options: An
 
 
 def _resources_from_cubin(cubin: bytes, ptx: str, ptxas: str, gpu_name: str) -> list[Any]:
-    from htam_core.profile.static_cuda import PtxasEntry, parse_ptxas_verbose
-
     cuobjdump = str(Path(ptxas).with_name("cuobjdump"))
     with tempfile.TemporaryDirectory(prefix="htam-cubin-") as tmp:
         cub = Path(tmp) / "kernel.cubin"
@@ -191,15 +192,11 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
     import triton
     from triton.backends.compiler import GPUTarget
 
-    from htam_core.profile.static_cuda import parse_ptxas_verbose
-
     t0 = time.perf_counter()
     warnings: list[str] = []
     for d in reversed(sys_path or []):
         if d not in sys.path:
             sys.path.insert(0, d)
-    from htam_core.harness.base import attribute_path
-
     mod = _load_module(path)
     try:
         obj = attribute_path(mod, kernel)  # a qualified name: "Ops.scale", or the alias of triton.jit(fn)

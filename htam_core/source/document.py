@@ -29,7 +29,7 @@ from htam_core.source import triton as triton_mod
 from htam_core.source.api import FileLanguage, build_model, kernel_at_byte
 from htam_core.source.errors import SourceError
 from htam_core.source.frames import Frame
-from htam_core.source.model import Kernel, SourceModel
+from htam_core.source.model import ByteSpan, Kernel, SourceModel
 from htam_core.source.parsing import new_parser
 from htam_core.source.positions import LineIndex, parse_bytes
 
@@ -271,8 +271,6 @@ def _shift_site(site, window_start: int, delta: int, index: LineIndex):
     """Launch site of the last full model moved to the current text (it lies outside the edits)."""
     if site.span is None or site.span.start < window_start:
         return replace(site)
-    from htam_core.source.model import ByteSpan
-
     span = ByteSpan(site.span.start + delta, site.span.end + delta)
     return replace(site, span=span, line=index.line_of(span.start) + 1,
                    config_spans={k: ByteSpan(v.start + delta, v.end + delta) for k, v in site.config_spans.items()})

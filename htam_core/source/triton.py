@@ -19,7 +19,7 @@ from htam_core.source import features as feat
 from htam_core.source import pyregions as pyr
 from htam_core.source.frames import Frame
 from htam_core.source.model import DeviceFunction, Kernel, LaunchSite, Param
-from htam_core.source.parsing import captures, node_text
+from htam_core.source.parsing import captures, new_parser, node_text
 from htam_core.source.resolve import PythonResolver
 
 G = "python"
@@ -233,8 +233,6 @@ def _reparse(frame: Frame, anchors: list[pyr.Anchor], i: int, classes: list[str]
              trees: list[_Tree], bare: list[Kernel] | None = None) -> _Jit | None:
     """Parse the region of the ``def`` at anchor ``i`` on its own; its jit item, if it is one (a
     bare jit header goes to ``bare``)."""
-    from htam_core.source.parsing import new_parser
-
     start, end = pyr.region(anchors, i, len(frame.src))
     prefix = b"if 1:\n" if anchors[i].col > 0 else b""
     sub = frame.sub(start, end, prefix)

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
+from htam_core.types.profile import Profile
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -27,6 +26,7 @@ from htam_core.transforms._cuda import (
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
 
 CUDA_LANGS = ("cuda", "cuda-in-python")
 #: 1-D block sizes in the order they are proposed: 256 and 128 first (CUDA C++ Best Practices Guide, "Thread

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
 
 INTRINSICS = {
     "expf": "__expf",

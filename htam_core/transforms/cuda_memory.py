@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -26,6 +25,7 @@ from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import pointer_params
 from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
 
 #: Element types ``__ldg`` has overloads for (CUDA 12/13 ``sm_32_intrinsics.h``).
 LDG_TYPES = {

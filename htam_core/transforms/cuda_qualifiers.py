@@ -9,13 +9,13 @@ pointers"; CUDA C++ Programming Guide, "__restrict__".
 
 from __future__ import annotations
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, pointer_access
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
 
 
 def pointer_params(unit: CudaUnit) -> list[tuple[str, object, object, bool, bool]]:

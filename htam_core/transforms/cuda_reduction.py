@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -47,6 +46,7 @@ from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_loops import model_line
 from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
 
 #: Two-argument combines that are associative and commutative (so the tree may pair elements differently).
 COMBINE_FUNCS = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")

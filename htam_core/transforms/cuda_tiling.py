@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -28,6 +27,7 @@ from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, retune_block
 from htam_core.transforms.cuda_memory import element_type
 from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
 
 
 @dataclass

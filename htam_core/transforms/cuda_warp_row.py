@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -41,6 +40,7 @@ from htam_core.transforms._cuda import (
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
 
 LANE = "htam_lane"
 WARP = 32

@@ -10,10 +10,11 @@ from __future__ import annotations
 import importlib
 from typing import TypeVar
 
-from htam_core.profile.result import Profile
+from htam_core.source import parse_text
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms.base import Candidate, NotApplicable, Transform, apply_edits
 from htam_core.transforms.validate import check_syntax
+from htam_core.types.profile import Profile
 
 _REGISTRY: dict[str, Transform] = {}
 _FAMILIES = (
@@ -85,8 +86,6 @@ def for_language(language: str) -> list[Transform]:
 
 def kernel_survives(text: str, file_language: str, path: str | None, name: str) -> bool:
     """True when re-parsing ``text`` with the source model still finds a kernel called ``name``."""
-    from htam_core.source import parse_text
-
     model = parse_text(text, file_language, path)
     return any(k.answers_to(name) and not k.incomplete for k in model.kernels)
 

@@ -12,7 +12,6 @@ under ``TRITON_INTERPRET=1`` the generated list keeps only its first config, the
 
 from __future__ import annotations
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
@@ -35,6 +34,7 @@ from htam_core.transforms.triton_launch import (
     old_value_words,
     unmasked_accesses,
 )
+from htam_core.types.profile import Profile
 
 BLOCK_GRID = (128, 256, 512, 1024, 2048, 4096)
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
@@ -27,6 +26,7 @@ from htam_core.transforms._triton import (
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
 
 TRITON_LANGS = ("triton",)
 #: Block sizes a single ``BLOCK_*`` may take, in the order they are proposed: nearest to 1024 first (the

@@ -2,7 +2,7 @@
 
 Order (KernelBench's discipline, issue 9 §5): the static reward-hack guards read the file first
 (:mod:`htam_core.verify.guards`); only a candidate they do not refuse is run, in a worker process
-(:func:`htam_core.harness.runner.verify_in_worker`): on the GPU when there is one, through the Triton
+(:func:`htam_core.verify.run.verify_in_worker`): on the GPU when there is one, through the Triton
 interpreter on the CPU, and compile-only for CUDA without a GPU. A compile-only verdict is never
 ``correct``: it is *unverified*, which is not the same as wrong.
 
@@ -19,8 +19,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.find import find_harness
+from htam_core.harness.pysource import read_py_facts
+from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+from htam_core.source import load
 from htam_core.verify.correctness import CorrectnessResult, VerifiedOn
 from htam_core.verify.guards import GuardFinding, check_source, labels, refused_by
+from htam_core.verify.run import verify_in_worker
 
 VerdictStatus = Literal["accepted", "refused", "unverified"]
 
@@ -75,8 +80,6 @@ def file_language(path: str | Path) -> str:
 
 # -- harness resolution ---------------------------------------------------------------------------------
 def _py_facts(path: Path) -> Any:
-    from htam_core.harness.pysource import read_py_facts
-
     return read_py_facts(path.read_text(encoding="utf-8", errors="replace"))
 
 
@@ -108,8 +111,6 @@ def _kernelbench_harness(cand: Path, ref: Path, kernel: str | None, source: str)
 
 
 def _kernel_names(path: Path) -> list[str]:
-    from htam_core.source import load
-
     try:
         return [k.name for k in load(path).kernels]
     except Exception:  # noqa: BLE001 - a file the source model cannot read has no nameable kernel
@@ -149,9 +150,6 @@ def resolve_harness(candidate: str | Path, *, harness_path: str | Path | None = 
     Raises:
         HarnessError: the file, reference or table is missing or malformed (the message says what to add).
     """
-    from htam_core.harness.find import find_harness
-    from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
-
     cand = Path(candidate).resolve()
     if not cand.is_file():
         raise HarnessError(f"{candidate} does not exist: pass the path of the candidate .py or .cu file")
@@ -236,8 +234,6 @@ def verify_candidate(candidate: str | Path, harness: Harness | None, *, harness_
         messages.append("the correctness check did not run: the static guards refused the candidate "
                         "(pass --all-checks to run it anyway, in a worker)")
         return Verdict(False, "refused", None, static_refused, lab, messages, findings, None, source)
-    from htam_core.harness.runner import verify_in_worker
-
     h = dataclasses.replace(harness, path=str(path.resolve()))
     corr = verify_in_worker(h, timeout_s=timeout_s, interpret=interpret)
     messages.extend(corr.messages)

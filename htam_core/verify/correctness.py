@@ -35,16 +35,18 @@ Torch is imported lazily: this module runs inside worker processes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from htam_core.harness.trial import BASE_SEED, Trial, poison_
+from htam_core.runtime.worker import classify_exception
 
 #: atol = rtol per dtype (KernelBench: fp32 1e-4, fp16/bf16 1e-2). Integers and bool are exact.
 DEFAULT_TOLERANCES: dict[str, float] = {
     "float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2,
 }
 N_SEEDS = 5
-BASE_SEED = 42
 #: Scale applied to floating inputs for trial i (i >= len: 1.0). Mild, so valid input ranges hold.
 DEFAULT_SCALES: tuple[float, ...] = (1.0, 1.0, 1.0, 2.0, 0.5)
 
@@ -107,19 +109,6 @@ def tolerance_for(dtype: Any, atol: float | None = None, rtol: float | None = No
     return a, r
 
 
-def poison_(t: Any) -> Any:
-    """Fill tensor ``t`` in place with NaN (floating) or its dtype's maximum (integers, bool: True)."""
-    import torch
-
-    if t.dtype.is_floating_point or t.dtype.is_complex:
-        t.fill_(float("nan"))
-    elif t.dtype == torch.bool:
-        t.fill_(True)
-    else:
-        t.fill_(torch.iinfo(t.dtype).max)
-    return t
-
-
 def poison_allocator(like: Sequence[Any]) -> None:
     """On CUDA, allocate NaN-filled blocks the size of each tensor in ``like`` and free them, so that
     the caching allocator hands poisoned memory to a following ``torch.empty`` of that size.
@@ -155,13 +144,6 @@ def poisoned_allocations() -> Any:
             return out
 
     return _PoisonEmpty()
-
-
-def as_outputs(value: Any) -> list[Any]:
-    """Normalize a return value to a list of outputs (tensor -> ``[t]``, tuple/list -> list)."""
-    if isinstance(value, tuple | list):
-        return list(value)
-    return [value]
 
 
 def snapshot(inputs: Sequence[Any], skip: set[int] | frozenset[int] = frozenset()) -> dict[int, Any]:
@@ -266,27 +248,6 @@ def compare_outputs(cand: Sequence[Any], ref: Sequence[Any], *, atol: float | No
     return ok, worst, msgs, rules
 
 
-@dataclass
-class Trial:
-    """The pieces of one check, supplied by the harness runner.
-
-    Attributes:
-        make_inputs: ``(seed, set_index, scale) -> list`` of arguments (fresh tensors each call).
-        run_reference: ``inputs -> list of outputs``.
-        run_candidate: ``inputs -> list of outputs`` (poisons its own write-only output buffers and
-            restores its in-out ones to their initial value first).
-        output_indices: indices of inputs that are output buffers, write-only or in-out, and scratch
-            buffers (not checked for mutation).
-        input_sets: number of input sets.
-    """
-
-    make_inputs: Callable[[int, int, float], list[Any]]
-    run_reference: Callable[[list[Any]], list[Any]]
-    run_candidate: Callable[[list[Any]], list[Any]]
-    output_indices: set[int] = field(default_factory=set)
-    input_sets: int = 1
-
-
 def trial_seeds(n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED) -> list[int]:
     """The per-trial seeds: drawn from a generator seeded with ``base_seed`` (KernelBench)."""
     import torch
@@ -319,8 +280,6 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
     Returns:
         A :class:`CorrectnessResult`.
     """
-    from htam_core.profile.worker import classify_exception
-
     seeds = trial_seeds(n_seeds, base_seed)
     plan = [(s, 0, scales[i] if i < len(scales) else 1.0) for i, s in enumerate(seeds)]
     plan += [(base_seed + 1000 + k, k, 1.0) for k in range(1, trial.input_sets)]

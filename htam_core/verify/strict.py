@@ -18,7 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
-from htam_core.verify.correctness import CorrectnessResult
+from htam_core.harness.runner import device_and_mode, prepare
+from htam_core.runtime.worker import run_in_worker
+from htam_core.verify.correctness import CorrectnessResult, check_correctness
 
 #: Speedup over the starting kernel above which the strict re-verification runs.
 STRICT_SPEEDUP = 10.0
@@ -44,9 +46,6 @@ def strict_verify_harness(harness: dict[str, Any], n_seeds: int = STRICT_SEEDS, 
     Returns:
         :meth:`CorrectnessResult.to_json`.
     """
-    from htam_core.harness.runner import device_and_mode, prepare
-    from htam_core.verify.correctness import check_correctness
-
     h = Harness.from_json(harness)
     device, mode = device_and_mode(h)
     if device is None or h.kind == "cu-main":
@@ -78,8 +77,6 @@ def strict_reverify(harness: Harness, *, gpu_index: int = 0, interpret: bool = F
         A :class:`CorrectnessResult`; when it is not correct, ``refused_by`` contains ``"strict-reverify"``
         and ``messages`` say what failed. A worker failure (timeout, fault) counts as a failure.
     """
-    from htam_core.profile.worker import run_in_worker
-
     key = "verify-interpret" if interpret else f"gpu{gpu_index}"
     r = run_in_worker("htam_core.verify.strict:strict_verify_harness",
                       {"harness": harness.to_json(), "n_seeds": n_seeds, "base_seed": base_seed, "fp32_cap": fp32_tol},

@@ -45,7 +45,7 @@ def test_cpp_launcher_binds_through_a_shim_and_a_missing_one_is_a_clear_error(
                                          ("transpose_naive", "transpose_naive.cu"),
                                          ("block_sum_interleaved", "reduce_sum_smem.cu")])
 def test_suite_cuda_kernels_are_correct_on_the_gpu(kernel: str, file: str) -> None:
-    from htam_core.harness.runner import verify_in_worker
+    from htam_core.verify.run import verify_in_worker
 
     h = find_harness(SUITE / file, kernel)
     v = verify_in_worker(h, interpret=False)

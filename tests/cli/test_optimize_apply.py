@@ -15,7 +15,7 @@ import pytest
 from htam_core.cli.main import main
 from htam_core.cli.optimize import APPLY_REFUSED
 from htam_core.optimize.evaluate import Evaluation, Evaluator
-from htam_core.profile.result import Profile, TimeStats
+from htam_core.types.profile import Profile, TimeStats
 from tests.optimize.report_checks import check_report, copy_example
 
 pytestmark = pytest.mark.usefixtures("private_htam_env")

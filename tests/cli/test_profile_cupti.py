@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from htam_core.cli.profile import format_profile
-from htam_core.profile.result import Profile, TimeStats
+from htam_core.types.profile import Profile, TimeStats
 
 
 def test_cupti_line_next_to_the_timer():

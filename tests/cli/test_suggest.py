@@ -10,7 +10,7 @@ import pytest
 import htam_core.profile.api as profile_api
 from htam_core.cli.main import main
 from htam_core.memory import Outcome, open_store
-from htam_core.profile.result import Bottleneck, Profile
+from htam_core.types.profile import Bottleneck, Profile
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 FIELDS = {"rank", "direction", "strategy", "score", "parts", "expected_gain", "evidence", "rationale", "transform",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from htam_core.editor.record import outcome_from_profiles
-from htam_core.profile.result import Bottleneck, Profile, TimeStats
+from htam_core.types.profile import Bottleneck, Profile, TimeStats
 
 
 def _p(ms: float | None, mode: str = "gpu", **extra) -> Profile:

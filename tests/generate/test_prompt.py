@@ -6,7 +6,7 @@ from pathlib import Path
 
 import htam_core.generate as gen_pkg
 from htam_core.generate.prompt import build_messages, profile_summary, repair_message
-from htam_core.profile.result import Bottleneck, Profile, TimeStats
+from htam_core.types.profile import Bottleneck, Profile, TimeStats
 
 KERNEL = "__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
 DIRECTION = {"name": "Memory Access", "description": "Make global loads coalesced and wide."}

@@ -136,7 +136,7 @@ def test_find_prefers_spec_then_inference(tmp_path):
 
 
 def test_no_gpu_says_not_verified(tmp_path):
-    from htam_core.harness.runner import verify_harness
+    from htam_core.verify.run import verify_harness
 
     h = infer_cuda_harness(ZC / "cu_scale_argv.cu", "scale")
     res = verify_harness(h.to_json())
@@ -159,7 +159,7 @@ def launch(x, out):
 ])
 def test_oracle_rule_on_cpu(tmp_path, candidate, correct):
     """The oracle plumbing with a Python launcher (runs on the CPU): candidate vs the starting kernel."""
-    from htam_core.harness.runner import verify_harness
+    from htam_core.verify.run import verify_harness
 
     start = tmp_path / "start.py"
     start.write_text(_START)
@@ -175,7 +175,7 @@ def test_oracle_rule_on_cpu(tmp_path, candidate, correct):
 
 
 def _verify_gpu(h: Harness) -> dict:
-    from htam_core.harness.runner import verify_harness
+    from htam_core.verify.run import verify_harness
 
     return verify_harness(h.to_json())
 

@@ -15,9 +15,10 @@ import torch
 
 from htam_core.harness import HarnessError, find_harness
 from htam_core.harness.base import Harness, InputSpec
-from htam_core.harness.runner import load_module, prepare_spec, split_outputs, verify_in_worker
+from htam_core.harness.runner import load_module, prepare_spec, split_outputs
 from htam_core.harness.spec import parse_kernel_table
 from htam_core.verify.correctness import check_correctness
+from htam_core.verify.run import verify_in_worker
 from tests.support.harness_copy import copy_with_harness
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "harness" / "inout"

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from htam_core.harness import find_harness
-from htam_core.harness.runner import mangled_entry, verify_in_worker
+from htam_core.harness.runner import mangled_entry
+from htam_core.verify.run import verify_in_worker
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 H = FIX / "harness"

@@ -12,8 +12,8 @@ G = Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 
 
 def _compare(parent, candidate):
-    from htam_core.profile.gpu import pool_config
-    from htam_core.profile.worker import run_in_worker
+    from htam_core.measure.gpu import pool_config
+    from htam_core.runtime.worker import run_in_worker
 
     r = run_in_worker("htam_core.measure.compare:compare_harnesses",
                       {"parent": parent.to_json(), "candidate": candidate.to_json()}, timeout_s=600,
@@ -39,7 +39,7 @@ def test_block_size_win_and_self_comparison_neutral():
 
 
 def test_profile_shows_cupti_next_to_the_timer():
-    from htam_core.profile.gpu import profile_on_gpu
+    from htam_core.profile.api import profile_on_gpu
 
     p = profile_on_gpu(G / "vadd.py", "vadd_kernel", use_ncu=False)
     t = p.extra["timing"]

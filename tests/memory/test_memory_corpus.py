@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from htam_core.memory import Ranker, load_knowledge, state_from_profile
-from htam_core.profile.result import Bottleneck, Profile
+from htam_core.types.profile import Bottleneck, Profile
 
 source = pytest.importorskip("htam_core.source")
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"

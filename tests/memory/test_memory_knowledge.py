@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from htam_core.memory.knowledge import KnowledgeError, load_knowledge, parse_knowledge
-from htam_core.profile.result import BOTTLENECK_CLASSES
+from htam_core.types.profile import BOTTLENECK_CLASSES
 
 
 def test_shipped_kb_shape() -> None:

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from htam_core.memory import ABLATIONS, Outcome, Ranker, load_knowledge, open_store, state_from_profile
+from htam_core.memory.features import STATE_KEYS
 from htam_core.memory.store import Store
-from htam_core.profile.result import Bottleneck, Profile
+from htam_core.profile.classify import state_vector
 from htam_core.source.model import KernelFeatures, Loop
+from htam_core.types.profile import Bottleneck, Profile
 
 KB = load_knowledge()
 PROFILE = Profile("k", bottleneck=Bottleneck("memory-bound"))
@@ -245,3 +247,13 @@ def test_endpoint_fault_is_never_an_outcome(store: Store) -> None:
     with pytest.raises(ValueError, match="never recorded in the memory"):
         Record.from_json(bad)
     assert store.count() == 0
+
+
+def test_state_keys_are_the_classifiers_and_entries_are_clipped() -> None:
+    p = Profile("k", mode="gpu", sol={"memory_pct": 250.0, "compute_pct": float("nan")}, registers=300,
+                achieved_occupancy=-0.5, bottleneck=Bottleneck("memory-bound", secondary=["latency-bound"]))
+    assert tuple(state_vector(p)) == STATE_KEYS
+    s = state_from_profile(p)
+    assert s["sol_memory"] == 1.0 and s["sol_compute"] == 0.0 and s["registers"] == 1.0
+    assert s["achieved_occupancy"] == 0.0 and s["measured"] == 1.0
+    assert s["class=memory-bound"] == 1.0 and s["class=latency-bound"] == 0.5 and s["class=unknown"] == 0.0

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from htam_core.memory import Ranker, load_knowledge, state_from_profile
-from htam_core.profile.result import Bottleneck, Profile
 from htam_core.source import parse_text
+from htam_core.types.profile import Bottleneck, Profile
 
 HONEST = Path(__file__).resolve().parents[1] / "fixtures" / "honest"
 KB = load_knowledge()

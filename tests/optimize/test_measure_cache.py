@@ -19,7 +19,7 @@ from htam_core.harness import Harness, find_harness
 from htam_core.optimize import OptimizeTask, run_optimize
 from htam_core.optimize.evaluate import REUSED_MESSAGE, Evaluation, Evaluator
 from htam_core.optimize.measure_cache import MeasureCache, measure_key, remove_cache_files
-from htam_core.profile.result import Bottleneck, Profile, TimeStats
+from htam_core.types.profile import Bottleneck, Profile, TimeStats
 from tests.optimize.report_checks import copy_example
 
 

@@ -16,7 +16,7 @@ import pytest
 from htam_core.memory import STATE_KEYS, open_store, state_from_profile
 from htam_core.optimize import OptimizeTask, ProgressEvent, kernel_fingerprint, run_optimize
 from htam_core.optimize.loop import PREFIX_LEN
-from htam_core.profile.result import Profile
+from htam_core.types.profile import Profile
 from tests.optimize.report_checks import check_report, copy_example, timing_values
 
 BUDGET = 2

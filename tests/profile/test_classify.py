@@ -11,8 +11,8 @@ from htam_core.profile.classify import (
     classify,
     state_vector,
 )
-from htam_core.profile.result import BOTTLENECK_CLASSES, Bottleneck, Profile, TimeStats
 from htam_core.source.model import KernelFeatures, Loop
+from htam_core.types.profile import BOTTLENECK_CLASSES, Bottleneck, Profile, TimeStats
 
 
 def gpu(median_ms=1.0, mem=None, comp=None, **kw) -> Profile:
@@ -93,8 +93,8 @@ def test_state_vector():
 
 
 def test_roofline_sol_estimate_feeds_the_sol_rule_and_says_so():
-    from htam_core.profile.gpu import ROOFLINE_SOL_SOURCE, roofline_sol
-    from htam_core.profile.peaks import Peaks
+    from htam_core.measure.gpu import ROOFLINE_SOL_SOURCE, roofline_sol
+    from htam_core.measure.peaks import Peaks
 
     pk = Peaks(device="H200", uuid="0", dram_bytes_per_s=4.0e12, fp32_flops_per_s=50e12, bf16_flops_per_s=700e12,
                measured_at="2026-11-29")

@@ -12,9 +12,9 @@ import pytest
 
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.api import profile_kernel, static_profile
-from htam_core.profile.cache import CompileCache
-from htam_core.profile.errors import ProfileError
+from htam_core.runtime.cache import CompileCache
 from htam_core.source import load, parse_text
+from htam_core.types.errors import ProfileError
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from htam_core.profile.api import profile_kernel
-from htam_core.profile.cache import CompileCache
+from htam_core.runtime.cache import CompileCache
 
 pytest.importorskip("triton")
 

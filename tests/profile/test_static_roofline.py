@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from htam_core.profile.classify import RIDGE_FLOP_PER_BYTE, classify
-from htam_core.profile.result import Profile
 from htam_core.profile.static_roofline import estimate_work, harness_sizes
 from htam_core.source import load, parse_text
+from htam_core.types.profile import Profile
 
 HONEST = Path(__file__).resolve().parents[1] / "fixtures" / "honest"
 SUITE = Path(__file__).resolve().parents[2] / "bench" / "suite"
@@ -98,8 +98,8 @@ def test_triton_matmul_takes_k_from_the_harness_and_the_tiles_from_the_constexpr
 
 def test_end_to_end_static_profiles_of_loop_kernels_are_classified(tmp_path: Path) -> None:
     from htam_core.profile.api import profile_kernel
-    from htam_core.profile.cache import CompileCache
     from htam_core.profile.static_cuda import find_nvcc
+    from htam_core.runtime.cache import CompileCache
 
     cache = CompileCache(tmp_path / "c")
     if find_nvcc() is not None:

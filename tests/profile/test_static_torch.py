@@ -13,7 +13,7 @@ import pytest
 
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.api import profile_kernel
-from htam_core.profile.cache import CompileCache
+from htam_core.runtime.cache import CompileCache
 from htam_core.source import load
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"

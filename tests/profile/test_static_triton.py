@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from htam_core.profile.api import profile_kernel
-from htam_core.profile.cache import CompileCache
-from htam_core.profile.errors import ProfileError
 from htam_core.profile.static_triton import build_request, python_constants
+from htam_core.runtime.cache import CompileCache
 from htam_core.source import load, parse_text
+from htam_core.types.errors import ProfileError
 
 triton = pytest.importorskip("triton")
 

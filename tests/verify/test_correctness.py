@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from htam_core.harness.trial import Trial  # noqa: E402
 from htam_core.verify.correctness import (  # noqa: E402
-    Trial,
     check_correctness,
     compare_outputs,
     tolerance_for,

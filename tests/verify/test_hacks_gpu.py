@@ -57,7 +57,7 @@ def test_static_refusal_stops_before_running_on_gpu(path: Path):
 
 
 def test_side_stream_is_caught_by_the_timer():
-    from htam_core.profile.worker import WorkerPool
+    from htam_core.runtime.worker import WorkerPool
 
     with WorkerPool("gpu-hacks", sys_path=[str(RUNTIME)], gpu_index=0, interpret=False) as pool:
         hack = pool.run("gpu_targets:time_first_set",

@@ -242,7 +242,7 @@ class WorkerPool:
         self._log_fh = open(self._log_path, "ab")  # noqa: SIM115 - kept open for the child's life
         self._log_start = self._log_path.stat().st_size
         self._proc = subprocess.Popen(
-            [sys.executable, "-u", "-m", "htam_core.profile.worker", "--child", json.dumps(config)],
+            [sys.executable, "-u", "-m", "htam_core.runtime.worker", "--child", json.dumps(config)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log_fh, cwd=str(self.cwd),
             env=self.env, start_new_session=True, close_fds=True,
         )

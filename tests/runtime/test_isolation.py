@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from htam_core.profile.worker import WorkerPool, run_in_worker, shutdown_all
+from htam_core.runtime.worker import WorkerPool, run_in_worker, shutdown_all
 
 FIX = str(Path(__file__).resolve().parents[1] / "fixtures" / "workers")
 T = "isolation_targets:"

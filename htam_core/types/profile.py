@@ -65,7 +65,7 @@ class Profile:
         theoretical_occupancy: active warps / max warps per SM, 0..1, for the launch's block size.
         achieved_occupancy: measured (ncu ``sm__warps_active``), 0..1, or ``None``.
         sol: ``{"memory_pct", "compute_pct"}`` speed-of-light percentages, or ``None``: ncu's when it ran,
-            else the roofline estimate of :func:`htam_core.profile.gpu.roofline_sol` (``extra["sol_source"]``
+            else the roofline estimate of :func:`htam_core.measure.gpu.roofline_sol` (``extra["sol_source"]``
             says which).
         bandwidth_bytes_per_s: achieved DRAM bandwidth in bytes/s, or ``None``.
         flops_per_s: achieved FLOP/s, or ``None``.

@@ -1,35 +1,39 @@
-"""Profile one kernel on the GPU: verify, time, read ncu counters, place it on the roofline.
+"""Measure one kernel on the GPU: verify, time, read ncu counters, place it on the roofline.
 
-:func:`profile_on_gpu` is what :func:`htam_core.profile.api.profile_kernel` calls when a GPU is
-present. Everything that touches kernel code runs in the persistent worker of that GPU
-(``pool_key="gpu<i>"``), so a faulting or hanging kernel costs only the worker: the caller gets a
-:class:`~htam_core.profile.errors.ProfileError` naming the failure, and the next profile starts a
-fresh worker.
+:func:`measure_on_gpu` fills the measured fields of a ``mode="gpu"`` :class:`~htam_core.types.profile.Profile`;
+:func:`htam_core.profile.api.profile_on_gpu` (one layer up) adds the static resources and the bottleneck class.
+Everything that touches kernel code runs in the persistent worker of that GPU (``pool_key="gpu<i>"``), so a
+faulting or hanging kernel costs only the worker: the caller gets a
+:class:`~htam_core.types.errors.ProfileError` naming the failure, and the next profile starts a fresh worker.
 
-Steps:
-1. find the harness (:func:`htam_core.harness.find_harness`); with none, the static profile is
-   returned with the harness error as a warning (nothing is measured, nothing guessed);
-2. worker: verify against the reference (KernelBench semantics) and time every input set
+Steps of :func:`measure_on_gpu`:
+1. worker: verify against the reference (KernelBench semantics) and time every input set
    (:mod:`htam_core.measure.timer`: CUDA-graph replay or events with an asynchronous L2 flush, checked
-   against CUPTI; a timer that disagrees with CUPTI by more than 10 % and 4 µs is refused); a ``.cu`` program with ``main()`` is built and its
-   durations come from ncu;
-3. worker: ncu counters when ``ncu`` is on PATH (:mod:`htam_core.profile.ncu`);
-4. measured peaks of the device (:mod:`htam_core.profile.peaks`, cached) -> bandwidth, FLOP/s and
-   roofline fraction from the harness's ``bytes``/``flops``;
-5. static resources (registers, spills, shared memory) from the static profiler when available,
-   then the bottleneck class (:func:`htam_core.profile.classify.classify`).
+   against CUPTI; a timer that disagrees with CUPTI by more than 10 % and 4 µs is refused); a ``.cu`` program
+   with ``main()`` is built and its durations come from ncu;
+2. worker: ncu counters when ``ncu`` is on PATH (:mod:`htam_core.measure.ncu`);
+3. measured peaks of the device (:mod:`htam_core.measure.peaks`, cached) -> bandwidth, FLOP/s and
+   roofline fraction from the harness's ``bytes``/``flops``.
+
+Torch is imported lazily, inside the worker targets, for start-up speed: the caller's process never needs it.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError
-from htam_core.profile.errors import ProfileError
-from htam_core.profile.result import Profile, TimeStats
-from htam_core.profile.worker import WorkerResult, run_in_worker
+from htam_core.harness.base import Harness
+from htam_core.harness.cu_main import build_program
+from htam_core.harness.runner import prepare
+from htam_core.harness.trial import BASE_SEED
+from htam_core.measure.ncu import find_ncu, run_ncu
+from htam_core.measure.peaks import get_peaks, roofline_fraction
+from htam_core.measure.timer import time_launcher
+from htam_core.runtime.worker import WorkerResult, run_in_worker
+from htam_core.types.errors import ProfileError
+from htam_core.types.profile import Profile, TimeStats
+from htam_core.verify.correctness import check_correctness
 
 
 def pool_config(gpu_index: int) -> dict[str, Any]:
@@ -65,10 +69,6 @@ def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = T
         times in ms (see :class:`htam_core.measure.timer.Timing`).
     """
     import torch
-
-    from htam_core.harness.runner import prepare
-    from htam_core.measure.timer import time_launcher
-    from htam_core.verify.correctness import BASE_SEED, check_correctness
 
     h = Harness.from_json(harness)
     p = prepare(h, "cuda")
@@ -106,11 +106,8 @@ def _main_dtype(inputs: list[Any]) -> str | None:
 def measure_program(path: str, kernel: str, args: list[str], launch_count: int = 10,
                     timeout_s: float = 300.0) -> dict[str, Any]:
     """Worker target: build the ``.cu`` program with nvcc (cached) and run it under ncu filtered to
-    ``kernel``. Returns :func:`htam_core.profile.ncu.run_ncu`'s summary plus ``device``."""
+    ``kernel``. Returns :func:`htam_core.measure.ncu.run_ncu`'s summary plus ``device``."""
     import torch
-
-    from htam_core.harness.cu_main import build_program
-    from htam_core.profile.ncu import run_ncu
 
     major, minor = torch.cuda.get_device_capability()
     exe = build_program(path, arch=f"sm_{major}{minor}")
@@ -120,26 +117,6 @@ def measure_program(path: str, kernel: str, args: list[str], launch_count: int =
 
 
 # -- caller side ------------------------------------------------------------------------------------
-def _static(model: Any, kernel: Any, target: str) -> Profile | None:
-    if model is None or kernel is None:
-        return None
-    try:
-        from htam_core.profile.api import static_profile
-
-        return static_profile(model, kernel, target)
-    except Exception:  # noqa: BLE001 - static data is a complement; its failure leaves fields None
-        return None
-
-
-def _load_model(path: str) -> Any:
-    try:
-        from htam_core.source import load
-
-        return load(path)
-    except Exception:  # noqa: BLE001
-        return None
-
-
 def _apply_ncu(p: Profile, s: dict[str, Any]) -> None:
     if s.get("sol_memory_pct") is not None or s.get("sol_compute_pct") is not None:
         p.sol = {"memory_pct": s.get("sol_memory_pct"), "compute_pct": s.get("sol_compute_pct")}
@@ -158,11 +135,9 @@ def _apply_ncu(p: Profile, s: dict[str, Any]) -> None:
 
 
 def _peaks(gpu_index: int, timeout_s: float) -> Any:
-    from htam_core.profile.peaks import get_peaks
-
-    ident = _raise_for(_call("htam_core.profile.peaks:device_identity", {}, gpu_index, 120), "device query")
+    ident = _raise_for(_call("htam_core.measure.peaks:device_identity", {}, gpu_index, 120), "device query")
     return get_peaks(ident["device"], ident["uuid"],
-                     lambda: _raise_for(_call("htam_core.profile.peaks:measure_peaks", {}, gpu_index, timeout_s),
+                     lambda: _raise_for(_call("htam_core.measure.peaks:measure_peaks", {}, gpu_index, timeout_s),
                                         "peak measurement"))
 
 
@@ -194,7 +169,7 @@ def roofline_sol(time_s: float, bytes_moved: float | None, flops: float | None, 
     Args:
         time_s: median time of one call, seconds (> 0).
         bytes_moved, flops: the harness's roofline bound for one call (``None``/0 when not given).
-        peaks: :class:`htam_core.profile.peaks.Peaks` of the device.
+        peaks: :class:`htam_core.measure.peaks.Peaks` of the device.
         dtype: compute dtype (selects the FLOP/s peak).
 
     Returns:
@@ -208,57 +183,32 @@ def roofline_sol(time_s: float, bytes_moved: float | None, flops: float | None, 
     return {"memory_pct": mem, "compute_pct": comp}
 
 
-def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | None = None,
-                   harness: Harness | None = None, gpu_index: int = 0, *, model: Any = None, kernel: Any = None,
-                   use_ncu: bool = True, trials: int = 100, timeout_s: float = 600.0, target: str = "sm_90") -> Profile:
-    """Measure one kernel on GPU ``gpu_index`` and return a ``mode="gpu"`` :class:`Profile`.
+def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *, kernel: Any = None,
+                   static: Profile | None = None, use_ncu: bool = True, trials: int = 100,
+                   timeout_s: float = 600.0) -> Profile:
+    """Measure one kernel on GPU ``gpu_index`` and return a ``mode="gpu"`` :class:`Profile` without a bottleneck.
 
     Args:
         path: the kernel's file.
-        kernel_name: the kernel's name (or give ``kernel``, a source-model Kernel).
-        harness: how to run it; found with :func:`htam_core.harness.find_harness` when ``None``.
+        name: the kernel's name.
+        harness: how to run it (:func:`htam_core.harness.find_harness`).
         gpu_index: which GPU (its persistent worker is ``"gpu<i>"``).
-        model, kernel: the source model and kernel, for static resources and classification.
+        kernel: the source-model Kernel, when known (a Triton ``tl.dot`` on fp32 is bounded by the TF32 peak).
+        static: the static profile, when one was made: its registers, spills, shared memory, occupancy, block
+            size and stack are copied first (ncu's values, when it runs, take precedence where it measures them).
         use_ncu: collect ncu counters when ``ncu`` is on PATH.
         trials: timed trials per input set.
         timeout_s: limit for each worker call, seconds.
-        target: static target for registers/spills when the static profiler is available.
 
     Returns:
-        The profile. Without a harness: the static profile with the harness error in ``warnings``.
-        A kernel that fails verification is still timed; ``warnings`` says it is incorrect and
-        ``extra["correctness"]`` holds the verdict.
+        The measured profile, ``bottleneck`` left ``unknown`` (the classifier, one layer up, sets it). A kernel
+        that fails verification is still timed; ``warnings`` says it is incorrect and ``extra["correctness"]``
+        holds the verdict.
 
     Raises:
-        ProfileError: the kernel faulted, hung, ran out of memory or crashed the worker (the message
-            names which); the worker is restarted, so the next profile works.
+        ProfileError: the kernel faulted, hung, ran out of memory or crashed the worker (the message names
+            which); the worker is restarted, so the next profile works.
     """
-    from htam_core.harness.find import find_harness
-    from htam_core.profile.classify import classify
-    from htam_core.profile.ncu import find_ncu
-    from htam_core.profile.peaks import roofline_fraction
-
-    if path is None:
-        raise ProfileError("profile_on_gpu needs the kernel's file path")
-    path = str(path)
-    name = kernel_name or (kernel.name if kernel is not None else None)
-    if name is None:
-        raise ProfileError("profile_on_gpu needs a kernel name")
-    if model is None:
-        model = _load_model(path)
-    if kernel is None and model is not None:
-        try:
-            kernel = model.kernel(name)
-        except KeyError:
-            kernel = None
-    static = _static(model, kernel, target)
-    if harness is None:
-        try:
-            harness = find_harness(path, name, model)
-        except HarnessError as e:
-            p = static or Profile(kernel=name)
-            p.warnings.insert(0, f"not measured on the GPU: {e}")
-            return p
     p = Profile(kernel=name, mode="gpu", harness=harness.label())
     if static is not None:
         for f in ("registers", "spill_bytes", "shared_bytes", "theoretical_occupancy", "block_size", "stack_bytes"):
@@ -266,7 +216,7 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         p.extra["static"] = {"device": static.device, **{k: v for k, v in static.extra.items() if k != "ncu"}}
     have_ncu = use_ncu and find_ncu() is not None
     if harness.kind == "cu-main":
-        s = _raise_for(_call("htam_core.profile.gpu:measure_program",
+        s = _raise_for(_call("htam_core.measure.gpu:measure_program",
                              {"path": harness.path, "kernel": name, "args": harness.program_args}, gpu_index,
                              timeout_s), f"running {Path(path).name} under ncu")
         p.device = s.pop("device", "GPU")
@@ -277,7 +227,7 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         p.warnings.extend(harness.notes)  # why no harness was inferred from main()
         _apply_ncu(p, s)
     else:
-        m = _raise_for(_call("htam_core.profile.gpu:measure_harness", {"harness": harness.to_json(),
+        m = _raise_for(_call("htam_core.measure.gpu:measure_harness", {"harness": harness.to_json(),
                                                                        "trials": trials}, gpu_index, timeout_s),
                        f"timing {name}")
         p.device = m["device"]
@@ -318,7 +268,7 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         elif not refused:
             p.warnings.append("bandwidth and roofline not computed: the harness gives no bytes/flops expressions")
         if have_ncu:
-            r = _call("htam_core.profile.ncu:ncu_harness_target", {"harness": harness.to_json()}, gpu_index, timeout_s)
+            r = _call("htam_core.measure.ncu:ncu_harness_target", {"harness": harness.to_json()}, gpu_index, timeout_s)
             if r.ok:
                 _apply_ncu(p, r.value)
             else:
@@ -327,9 +277,4 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         p.warnings.append("ncu not found on PATH: no counters (sol, achieved occupancy) were collected")
     elif not use_ncu:
         p.extra["ncu"] = None  # not requested: sol and achieved occupancy stay unmeasured
-    features = kernel.features if kernel is not None else None
-    try:
-        p.bottleneck = classify(p, features, target=target)
-    except TypeError:
-        p.bottleneck = classify(p, features)
     return p

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from htam_core.runtime.cache import cache_root
+
 
 @dataclass
 class Peaks:
@@ -143,8 +145,6 @@ def device_identity() -> dict[str, str]:
 
 def peaks_path(device: str, uuid: str) -> Path:
     """Cache file of a device's peaks."""
-    from htam_core.profile.cache import cache_root
-
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{device}-{uuid}")[:120]
     return cache_root() / "peaks" / f"{safe}.json"
 

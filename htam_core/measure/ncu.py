@@ -35,6 +35,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htam_core.harness.base import Harness
+from htam_core.harness.runner import prepare
+from htam_core.harness.trial import BASE_SEED
+
 SECTIONS: tuple[str, ...] = ("SpeedOfLight", "Occupancy", "MemoryWorkloadAnalysis", "LaunchStats", "SourceCounters")
 
 _TIME_UNITS = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3, "ns": 1e-6, "us": 1e-3, "ms": 1.0}
@@ -284,11 +288,11 @@ def run_ncu(cmd: list[str], kernel: str, *, launch_count: int = 5, launch_skip: 
 def ncu_harness_target(harness: dict[str, Any], calls: int = 3, launch_count: int = 3,
                        timeout_s: float = 300.0) -> dict[str, Any]:
     """Worker target: profile a harness's kernel under ncu by running this module as a child program
-    (``python -m htam_core.profile.ncu --run-harness FILE``) that launches it ``calls`` times."""
+    (``python -m htam_core.measure.ncu --run-harness FILE``) that launches it ``calls`` times."""
     with tempfile.TemporaryDirectory(prefix="htam-ncu-h-") as tmp:
         hj = Path(tmp) / "harness.json"
         hj.write_text(json.dumps(harness))
-        cmd = [sys.executable, "-m", "htam_core.profile.ncu", "--run-harness", str(hj), str(calls)]
+        cmd = [sys.executable, "-m", "htam_core.measure.ncu", "--run-harness", str(hj), str(calls)]
         env = dict(os.environ)
         env.pop("TRITON_INTERPRET", None)
         return run_ncu(cmd, harness["kernel"], launch_count=launch_count, launch_skip=1, timeout_s=timeout_s, env=env)
@@ -296,10 +300,6 @@ def ncu_harness_target(harness: dict[str, Any], calls: int = 3, launch_count: in
 
 def _run_harness_main(path: str, calls: int) -> None:  # pragma: no cover - runs under ncu on a GPU
     import torch
-
-    from htam_core.harness.base import Harness
-    from htam_core.harness.runner import prepare
-    from htam_core.verify.correctness import BASE_SEED
 
     h = Harness.from_json(json.loads(Path(path).read_text()))
     p = prepare(h, "cuda")

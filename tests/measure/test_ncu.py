@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from htam_core.profile.ncu import kernel_filter, ncu_command, parse_ncu_csv, summarize
+from htam_core.measure.ncu import kernel_filter, ncu_command, parse_ncu_csv, summarize
 
 SAMPLE = (Path(__file__).resolve().parents[1] / "fixtures" / "ncu" / "vadd_details.csv").read_text()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from htam_core.profile.worker import WorkerPool, classify_exception, minimal_env, run_in_worker
+from htam_core.runtime.worker import WorkerPool, classify_exception, minimal_env, run_in_worker
 
 FIX = str(Path(__file__).resolve().parents[1] / "fixtures" / "workers")
 T = "standins:"
@@ -130,7 +130,7 @@ def test_worker_imports_what_the_callers_pythonpath_holds(tmp_path, monkeypatch)
     carried wheels) were invisible to workers, whose minimal env reset PYTHONPATH to htam's root only."""
     import os
 
-    from htam_core.profile.worker import WorkerPool, minimal_env
+    from htam_core.runtime.worker import WorkerPool, minimal_env
 
     site = tmp_path / "site"
     site.mkdir()

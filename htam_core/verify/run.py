@@ -1,0 +1,141 @@
+"""Verify a harness in a worker: the worker target, its caller, and the compile-only verdict.
+
+:func:`verify_in_worker` ships the harness as JSON to the worker target :func:`verify_harness`, which
+prepares it (:func:`htam_core.harness.runner.prepare`) and runs :func:`htam_core.verify.correctness.check_correctness`
+on it with KernelBench semantics. With no device that can run the kernel (raw CUDA on a machine without a
+GPU), :func:`compile_check` compiles it with ``nvcc -cubin`` and the verdict is ``"unverified"``, never
+``"correct"``.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.cu_main import find_nvcc
+from htam_core.harness.runner import device_and_mode, prepare
+from htam_core.harness.trial import BASE_SEED
+from htam_core.runtime.worker import classify_exception, run_in_worker
+from htam_core.verify.correctness import N_SEEDS, CorrectnessResult, check_correctness, unverified
+
+
+# -- compile-only -----------------------------------------------------------------------------------
+def cuda_strings(text: str) -> list[str]:
+    """String constants of a Python file that hold CUDA (contain ``__global__``)."""
+    return [n.value for n in ast.walk(ast.parse(text))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and "__global__" in n.value]
+
+
+def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> CorrectnessResult:
+    """Compile the CUDA of ``h`` with ``nvcc -cubin`` (no GPU needed) and return an ``unverified``
+    verdict when it compiles, an ``error`` with nvcc's messages when it does not."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return CorrectnessResult(False, "unverified", "compile-only", None,
+                                 ["no GPU and no nvcc: the CUDA code was neither run nor compiled"])
+    text = Path(h.path).read_text(encoding="utf-8", errors="replace")
+    sources = [text] if h.path.endswith((".cu", ".cuh")) else cuda_strings(text)
+    if not sources:
+        return CorrectnessResult(False, "unverified", "compile-only", None,
+                                 ["no GPU, and no CUDA source was found to compile"])
+    includes: list[str] = [f"-I{Path(h.path).parent}"]
+    if any("torch/extension.h" in s for s in sources):
+        from torch.utils.cpp_extension import include_paths
+
+        includes += [f"-I{p}" for p in include_paths()] + [f"-I{sysconfig.get_paths()['include']}"]
+    with tempfile.TemporaryDirectory(prefix="htam-cc-") as tmp:
+        for k, src in enumerate(sources):
+            cu = Path(tmp) / f"src{k}.cu"
+            cu.write_text(src, encoding="utf-8")
+            proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *includes, str(cu), "-o",
+                                   str(Path(tmp) / f"src{k}.cubin")], capture_output=True, text=True,
+                                  timeout=timeout_s)
+            if proc.returncode != 0:
+                errs = [ln for ln in proc.stderr.splitlines() if "error" in ln][:20] or proc.stderr.splitlines()[-20:]
+                return CorrectnessResult(False, "error", "compile-only", None,
+                                         ["nvcc could not compile the CUDA code:", *errs], refused_by=["compile"])
+    return unverified(f"nvcc -cubin -arch={arch} succeeded for {len(sources)} source(s)", compiled=True)
+
+
+# -- worker targets ---------------------------------------------------------------------------------
+def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED,
+                   fp32_tol: float | None = None, arch: str = "sm_90") -> dict[str, Any]:
+    """Worker target: check the harness's kernel against its reference.
+
+    Returns:
+        :meth:`CorrectnessResult.to_json`: ``{"correct", "status", "verified_on", "max_abs_err",
+        "messages", "trials", "refused_by"}``.
+    """
+    h = Harness.from_json(harness)
+    device, mode = device_and_mode(h)
+    if device is None or h.kind == "cu-main":
+        if device is not None:
+            return CorrectnessResult(False, "unverified", "gpu", None, [
+                "a .cu program with main() has no reference: it was not checked. Add a "
+                f"[kernel.{h.kernel}] table to htam.toml to verify the kernel", *h.notes]).to_json()
+        res = compile_check(h, arch)
+        if h.uses_oracle:
+            res.messages.insert(0, "not verified: no GPU (the starting kernel is the oracle, and it runs only on a "
+                                   "GPU)")
+        return res.to_json()
+    try:
+        prepared = prepare(h, device)
+    except HarnessError as e:
+        return CorrectnessResult(False, "error", mode, None, [str(e)], refused_by=["harness"]).to_json()
+    except Exception as e:  # noqa: BLE001 - an import/compile error of the candidate is its verdict
+        if classify_exception(e)[0] == "cuda-fault":
+            raise
+        return CorrectnessResult(False, "error", mode, None,
+                                 [f"could not load the kernel: {type(e).__name__}: {e}"[:3000]],
+                                 refused_by=["load"]).to_json()
+    res = check_correctness(prepared.trial, verified_on=mode, n_seeds=n_seeds, base_seed=base_seed, atol=h.atol,
+                            rtol=h.rtol, fp32_tol=fp32_tol, arg_names=prepared.arg_names)
+    return res.to_json()
+
+
+def verify_in_worker(harness: Harness, *, timeout_s: float = 300.0, pool_key: str | None = None,
+                     interpret: bool | None = None, **kwargs: Any) -> CorrectnessResult:
+    """Run :func:`verify_harness` in a persistent worker and return the verdict.
+
+    Args:
+        harness: from :func:`htam_core.harness.find_harness`.
+        timeout_s: wall-clock limit, seconds.
+        pool_key: the worker to use; default ``"verify-interpret"`` on the CPU (Triton interpreter
+            on) or ``"gpu0"`` when ``interpret`` is False.
+        interpret: force ``TRITON_INTERPRET=1`` on (True) or off (False); default: on unless torch
+            in *this* process sees a GPU (checked without initializing CUDA via ``nvidia-smi``-free
+            ``torch.cuda.is_available``).
+        kwargs: ``n_seeds``, ``base_seed``, ``fp32_tol``, ``arch``.
+
+    Returns:
+        A :class:`CorrectnessResult`; a worker failure (timeout, crash, CUDA fault) becomes status
+        ``"error"`` with the worker's message.
+    """
+    if interpret is None:
+        interpret = not _has_gpu()
+    key = pool_key or ("verify-interpret" if interpret else "gpu0")
+    r = run_in_worker("htam_core.verify.run:verify_harness", {"harness": harness.to_json(), **kwargs},
+                      timeout_s=timeout_s, pool_key=key, interpret=interpret,
+                      gpu_index=None if interpret else 0)
+    if r.ok:
+        v = r.value
+        return CorrectnessResult(v["correct"], v["status"], v["verified_on"], v["max_abs_err"], v["messages"],
+                                 v.get("trials", 0), v.get("refused_by", []))
+    err = r.error
+    assert err is not None
+    mode = "interpreter" if interpret else "gpu"
+    return CorrectnessResult(False, "error", mode, None, [f"{err.kind}: {err.message}"], refused_by=[err.kind])
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001
+        return False
