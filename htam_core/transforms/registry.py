@@ -27,6 +27,7 @@ _FAMILIES = (
     "cuda_loops",
     "cuda_memory",
     "cuda_tiling",
+    "cuda_register_tiling",
     "cuda_math",
     "cuda_reduction",
 )
