@@ -1,0 +1,59 @@
+"""Loop headers and trip counts: the one trip counter of the project.
+
+:func:`count_iterations` runs the header ``for (v = start; v CMP bound; v UPDATE= step)`` on integers
+(so ``s >>= 1`` reduction trees and ``i *= 2`` count right); :func:`symbolic_trip_count` gives the
+closed form ``ceil((bound - start) / step)`` (``<``), ``floor((bound - start) / step) + 1`` (``<=``) and
+their mirror images for decreasing loops, as sympy expressions over runtime names (assuming the
+loop runs at least once: a symbolic count is not clamped at 0).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+        ">=": lambda a, b: a >= b, "!=": lambda a, b: a != b}
+_UPD = {"+": lambda a, s: a + s, "-": lambda a, s: a - s, "*": lambda a, s: a * s,
+        "<<": lambda a, s: a << s, ">>": lambda a, s: a >> s, "/": lambda a, s: int(a / s) if s else a}
+FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!=", "==": "=="}
+
+
+def count_iterations(start: int, cmp: str, bound: int, update: str, step: int, limit: int = 1 << 20) -> int | None:
+    """Iterations of ``for (v = start; v cmp bound; v update= step)``; ``None`` when an operator is unknown,
+    the loop does not progress, or it runs more than ``limit`` times."""
+    c, u = _CMP.get(cmp), _UPD.get(update)
+    if c is None or u is None or not all(isinstance(x, int) for x in (start, bound, step)):
+        return None
+    n, v = 0, start
+    while c(v, bound):
+        n += 1
+        nv = u(v, step)
+        if nv == v or n > limit:
+            return None
+        v = nv
+    return n
+
+
+def symbolic_trip_count(start: sympy.Expr | None, cmp: str | None, bound: sympy.Expr | None,
+                        update: str | None, step: sympy.Expr | None) -> sympy.Expr | None:
+    """Trip count as a sympy expression (see module docstring); integer when everything is constant."""
+    if start is None or bound is None or step is None or cmp is None or update is None:
+        return None
+    if all(isinstance(x, sympy.Integer) for x in (start, bound, step)):
+        n = count_iterations(int(start), cmp, int(bound), update, int(step))
+        return sympy.Integer(n) if n is not None else None
+    if step == 0:
+        return None
+    if update == "+" and cmp == "<":
+        return sympy.ceiling((bound - start) / step)
+    if update == "+" and cmp == "<=":
+        return sympy.floor((bound - start) / step) + 1
+    if update == "+" and cmp == "!=":
+        return (bound - start) / step
+    if update == "-" and cmp == ">":
+        return sympy.ceiling((start - bound) / step)
+    if update == "-" and cmp == ">=":
+        return sympy.floor((start - bound) / step) + 1
+    if update in (">>", "/") and cmp == ">" and bound == 0 and step in (1, 2):
+        return sympy.floor(sympy.log(start, 2)) + 1
+    return None
