@@ -28,6 +28,7 @@ _FAMILIES = (
     "cuda_memory",
     "cuda_tiling",
     "cuda_register_tiling",
+    "cuda_softmax",
     "cuda_math",
     "cuda_reduction",
 )
