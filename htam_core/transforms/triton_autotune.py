@@ -10,9 +10,10 @@ under ``TRITON_INTERPRET=1`` the generated list keeps only its first config, the
 from __future__ import annotations
 
 from htam_core.profile.result import Profile
+from htam_core.source.analysis.constants import python_int
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._triton import TritonTransform, TritonUnit, is_block_param, python_int, remove_kwarg
+from htam_core.transforms._triton import TritonTransform, TritonUnit, is_block_param, remove_kwarg
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
 from htam_core.transforms.triton_launch import (

@@ -322,7 +322,20 @@ class TritonDot:
 
 @dataclass(frozen=True)
 class TritonFacts:
-    """The Triton-only facts of a kernel (``None`` for CUDA kernels)."""
+    """The Triton-only facts of a kernel (``None`` for CUDA kernels).
+
+    Attributes:
+        axes: ``tl.program_id`` and ``tl.arange`` variables.
+        reductions: ``tl.sum``/``max``/... calls with their axis.
+        memops: loads, stores and atomics with their pointer parameter and mask.
+        dots: ``tl.dot`` calls with operand dtypes where derivable.
+        tile_loops: ids of loops that step over tiles (the step is an arange length, or the loop variable
+            is combined with an arange in the body).
+        math_calls: other ``tl.*`` calls, first use order (``exp``, ``sqrt``, ``maximum``).
+        autotuned: the kernel is under ``@triton.autotune``.
+        grouped_program_ids: program ids are already swizzled: ``tl.swizzle2d``, or a ``tl.minimum``/``min``
+            over values derived from a program id (the grouped-ordering recipe of the Triton matmul tutorial).
+    """
 
     axes: tuple[TritonAxis, ...] = ()
     reductions: tuple[TritonReduction, ...] = ()
@@ -331,6 +344,7 @@ class TritonFacts:
     tile_loops: tuple[int, ...] = ()
     math_calls: tuple[str, ...] = ()
     autotuned: bool = False
+    grouped_program_ids: bool = False
 
     def program_axes(self) -> tuple[int, ...]:
         """The ``tl.program_id`` axes used, sorted."""
@@ -398,6 +412,10 @@ class KernelFacts:
     def loop(self, line: int) -> LoopFact | None:
         """The loop whose header is on ``line``."""
         return next((lp for lp in self.loops if lp.line == line), None)
+
+    def loop_at(self, start_byte: int) -> LoopFact | None:
+        """The loop whose statement starts at file byte ``start_byte`` (a transform's loop node + unit base)."""
+        return next((lp for lp in self.loops if lp.span[0] == start_byte), None)
 
     def children(self, loop: LoopFact) -> tuple[LoopFact, ...]:
         """Loops directly nested in ``loop``."""
