@@ -141,7 +141,8 @@ class LoopFact:
         parent: id of the enclosing loop, or ``None``.
         accumulators: variables reduced across iterations.
         has_unroll_pragma: a ``#pragma unroll`` precedes it.
-        strides_threads: the step depends on ``blockDim``/``gridDim`` (block- or grid-stride loop).
+        strides_threads: the step depends on ``blockDim``/``gridDim``, or is the constant block size of the
+            first launch while the start depends on ``threadIdx`` (a block- or grid-stride loop).
         grid_stride: the step involves ``gridDim`` (grid-stride loop).
     """
 
@@ -438,10 +439,11 @@ class KernelFacts:
         return None
 
     def is_row_loop(self, loop: LoopFact) -> bool:
-        """True when ``loop`` walks a row owned by one thread: inside it some global access has stride 1 in
-        the loop variable and a ``threadIdx`` stride that is neither 0 nor 1 (each thread a different row).
+        """True when ``loop`` walks a row owned by one thread: its trip count is a runtime value (not an
+        items-per-thread loop) and inside it some global access has stride 1 in the loop variable and a
+        ``threadIdx`` stride that is neither 0 nor 1 (each thread a different row).
         """
-        if loop.var is None:
+        if loop.var is None or loop.trip_value is not None:
             return False
         for a in self.accesses_in(loop):
             if a.space != "global" or a.stride(loop.var) != 1:
