@@ -5,7 +5,7 @@
 #   GPUTESTS_ARGS / GPUTESTS_K  test paths and -k expression of the gputests stage
 #   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks   (default: gputests,demo,bench)
 #   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
-#   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else ../shared/...)
+#   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else bench/data_paths.py's)
 #   plus every HTAM_BENCH_* / HTAM_KB_* variable of bench/run_gpu_bench.sh.
 #
 # Wheels: pip download them for cp312 into .whl (see the device tool's README) and carry .whl (and .devcarry).
@@ -55,7 +55,7 @@ for s in "${want[@]}"; do
     demo) stage demo "${DEMO_S:-120}" "${HTAM[@]}" optimize examples/vector_add.py --kernel add_kernel --engine rules \
             --budget 8 --memory "$RUN/demo-memory.sqlite3" --out "$RUN/demo" --json ;;
     bench) KB="${KB_PROBLEMS:-}"; [ -z "$KB" ] && { [ -f .devcarry/problems.jsonl ] && KB=.devcarry/problems.jsonl \
-              || KB=../shared/data/kernelbench/problems.jsonl; }
+              || KB="$("$PY" bench/data_paths.py kernelbench)"; }
            HTAM_KB_PROBLEMS="$KB" OUT="$RUN/bench" stage bench "${BENCH_S:-330}" bash bench/run_gpu_bench.sh ;;
     lsp) HTAM_LSP_GPU_LOG="$RUN/lsp-gpu.jsonl" stage lsp "${LSP_S:-120}" "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/lsp ;;
     hacks) stage hacks "${HACKS_S:-90}" "$PY" -m pytest -q -m gpu -p no:cacheprovider --junitxml "$RUN/hacks.xml" \

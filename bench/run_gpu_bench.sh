@@ -12,7 +12,7 @@
 #   HTAM_BENCH_BUDGET             candidates per kernel and policy                        (8)
 #   HTAM_BENCH_EXHAUSTIVE_BUDGET  candidates of the exhaustive policy                     (16)
 #   HTAM_BENCH_TRIALS             timed trials per candidate in the suite                 (30)
-#   HTAM_KB_PROBLEMS              problems.jsonl                                          (../shared/data/kernelbench/problems.jsonl)
+#   HTAM_KB_PROBLEMS              problems.jsonl                                          (python bench/data_paths.py kernelbench)
 #   HTAM_KB_LEVELS / HTAM_KB_IDS  levels and problem ids (empty ids: every start solution) (1 / )
 #   HTAM_KB_STEPS                 HTAM steps per problem                                  (3)
 #   HTAM_KB_TRIALS                KernelBench timing trials for eager and final           (100)
@@ -51,7 +51,7 @@ fi
 
 if [ "${HTAM_BENCH_SKIP_KB:-0}" != "1" ]; then
   left_min=$("$PY" -c "import time; print(max(0.5, round(($budget_s - (int(time.time()) - $t0)) / 60 - 0.2, 2)))")
-  problems="${HTAM_KB_PROBLEMS:-$REPO/../shared/data/kernelbench/problems.jsonl}"
+  problems="${HTAM_KB_PROBLEMS:-$("$PY" "$REPO/bench/data_paths.py" kernelbench)}"
   args=(bench kernelbench --problems "$problems" --levels "${HTAM_KB_LEVELS:-1}" --steps "${HTAM_KB_STEPS:-3}"
         --trials "${HTAM_KB_TRIALS:-100}" --engine "${HTAM_KB_ENGINE:-rules}"
         --start-solutions "$REPO/bench/kernelbench_solutions" --out "$OUT" --max-minutes "$left_min")

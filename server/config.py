@@ -1,6 +1,6 @@
 """Server settings: one validated model, fed by ``initializationOptions`` and ``workspace/configuration``.
 
-Following jedi-language-server's habit (DESIGN.md §9), every setting has a default; an invalid
+Following jedi-language-server's habit, every setting has a default; an invalid
 value is reported back to the user and replaced by its default, never fatal.
 """
 

@@ -1,6 +1,6 @@
 """Worker target: KernelBench's verdict and timing for one problem (runs in a GPU worker process).
 
-Correctness follows KernelBench (DESIGN.md §7): 5 trials seeded from 42, the same inputs to reference and
+Correctness follows KernelBench's ``src/eval.py``: 5 trials seeded from 42, the same inputs to reference and
 candidate, ``allclose`` with atol = rtol = 1e-4 for fp32 (1e-2 for fp16/bf16), shapes must match; it reuses
 :func:`htam_core.verify.correctness.check_correctness` (which also refuses mutated inputs).
 Timing follows KernelBench's ``cuda_event`` method: 3 warm-up calls, the L2 cache flushed before each trial,
@@ -23,7 +23,7 @@ def time_kernelbench(fn: Callable[[], Any], trials: int = TRIALS, warmups: int =
     """Time ``fn`` with KernelBench's semantics; returns ``{"mean", "std", "min", "max", "trials"}`` in ms."""
     import torch
 
-    from htam_core.profile.timing import flush_l2
+    from htam_core.measure.timer import flush_l2
 
     with torch.no_grad():
         for _ in range(warmups):

@@ -1,7 +1,7 @@
-"""The KernelBench runner: HTAM on KernelBench problems, scored as KernelBench scores (issue 8, DESIGN.md §7).
+"""The KernelBench runner: HTAM on KernelBench problems, scored as KernelBench scores (issue 8; KernelBench's ``src/eval.py`` and its fast_p metric).
 
-Problems come from a JSON Lines file (``level``, ``problem_id``, ``name``, ``code`` per line, as in
-``../shared/data/kernelbench/problems.jsonl``). For each problem, :func:`run_kb_task`:
+Problems come from a JSON Lines file (``level``, ``problem_id``, ``name``, ``code`` per line; the
+benchmark scripts' default location is in ``bench/data_paths.py``). For each problem, :func:`run_kb_task`:
 
 1. writes the problem's code as ``<stem>_ref.py`` next to a copy of the start solution ``<stem>.py`` in a
    temporary work folder (the problem code is third-party: it is never written into the results or the repo);

@@ -1,6 +1,6 @@
 """Spread self-contained benchmark tasks over the GPUs of one host, and describe the machine.
 
-One task = one JSON-serializable dict in, one dict out (DESIGN.md §3). With one GPU or none, tasks run in
+One task = one JSON-serializable dict in, one dict out (ARCHITECTURE.md, "Rules"). With one GPU or none, tasks run in
 this process, one after the other. With several visible GPUs, a :class:`concurrent.futures.ProcessPoolExecutor`
 runs one worker process per GPU, each pinned with ``CUDA_VISIBLE_DEVICES`` (so inside it the GPU is index 0).
 Nothing beyond that: a later version can hand the same tasks to Dask or Ray unchanged.

@@ -12,7 +12,7 @@ rules engine and a fixed budget. Policies (:data:`POLICY_SPECS`):
 * ``random``: uniform random order over the same applicable transforms; ``exhaustive``: the candidates of the
   transform space in knowledge-base order, up to a fixed (larger) budget. It is the reference for
   trials-to-90%, not the best reachable: random or HTAM can beat it;
-* the ablations of DESIGN.md §1, each with the same leave-one-out memory: ``flat``, ``no-local``,
+* the ablations of docs/MEMORY.md (**Ablations**), each with the same leave-one-out memory: ``flat``, ``no-local``,
   ``no-prefix``, ``no-position``, ``no-update`` and ``random-memory`` (the ranker's ``random`` switch).
 
 Every (kernel, policy) pair is a :class:`SuiteTask`, a plain dict in and out, so tasks can be spread over

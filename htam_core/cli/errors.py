@@ -1,5 +1,195 @@
-"""Errors of the command line."""
+"""Errors and exit codes of the command line, and the one error boundary every command runs inside.
+
+Every ``htam`` command runs inside :func:`error_boundary`: a known error becomes one line on stderr,
+``htam: error: <what happened>. <what to do>``, and a documented exit code (:data:`EXIT_CODES`); an unexpected
+exception becomes one line too, naming the file that holds its full traceback (``HTAM_DEBUG=1`` prints it);
+a closed stdout (``htam suggest ... | head -1``) is handled as the Python documentation recommends for
+``BrokenPipeError`` (stdout is pointed at ``os.devnull`` so the interpreter's final flush is silent) and exits
+with :data:`EXIT_BROKEN_PIPE`, the shell's 128 + SIGPIPE. The exit codes follow the BSD ``sysexits.h``
+convention where one fits (70 internal error, 75 temporary failure).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+
+#: Success.
+EXIT_OK = 0
+#: The command ran but found a problem (a candidate refused, a kernel that is wrong, a reset declined).
+EXIT_PROBLEM = 1
+#: Bad usage or bad input (missing file, unknown kernel, malformed htam.toml or import file).
+EXIT_USAGE = 2
+#: The memory store cannot be used as it is: corrupt, not a store, newer schema, or not writable.
+EXIT_STORE = 3
+#: A file or folder could not be read or written (permissions, read-only file system, disk full).
+EXIT_IO = 4
+#: ``optimize --apply`` refused to write the file: no candidate was verified on a GPU and measured faster.
+EXIT_APPLY_REFUSED = 5
+#: An internal error: a bug in htam (the message names the file with the traceback).
+EXIT_INTERNAL = 70
+#: The memory store stayed locked by another writer for the whole lock timeout; retrying later may work.
+EXIT_LOCKED = 75
+#: Interrupted (Ctrl-C).
+EXIT_INTERRUPTED = 130
+#: stdout was closed before htam finished writing (``htam suggest ... | head -1``): 128 + SIGPIPE.
+EXIT_BROKEN_PIPE = 141
+
+#: Exit code -> meaning, as printed by ``htam --help``.
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "success",
+    EXIT_PROBLEM: "ran, but found a problem (candidate refused or unverified, wrong start kernel, declined)",
+    EXIT_USAGE: "bad usage or bad input (missing file, unknown kernel, malformed htam.toml or import file)",
+    EXIT_STORE: "the memory store is unusable (corrupt, not a store, newer schema, not writable)",
+    EXIT_IO: "a file or folder could not be read or written (permissions, read-only file system, disk full)",
+    EXIT_APPLY_REFUSED: "optimize --apply refused to write the file: nothing verified on a GPU and measured faster "
+                        "(the file is unchanged; --apply-unverified writes anyway)",
+    EXIT_INTERNAL: "internal error (a bug): the message names the file holding the traceback",
+    EXIT_LOCKED: "the memory store stayed locked by another writer for the whole lock timeout: retry later",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+    EXIT_BROKEN_PIPE: "stdout was closed early (e.g. piped into head)",
+}
+
+#: Environment variable that makes the boundary print full tracebacks.
+DEBUG_ENV = "HTAM_DEBUG"
 
 
-class UsageError(Exception):
-    """Bad input from the user; printed as ``htam: error: ...`` with exit code 2."""
+class CLIError(Exception):
+    """A known failure of a command: printed as ``htam: error: <message>`` with :attr:`exit_code`.
+
+    Args:
+        message: what happened and what to do, as one sentence or two.
+        exit_code: one of :data:`EXIT_CODES`.
+    """
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(CLIError):
+    """Bad input from the user; printed as ``htam: error: ...`` with exit code 2 (:data:`EXIT_USAGE`)."""
+
+    exit_code = EXIT_USAGE
+
+
+def exit_codes_help() -> str:
+    """The exit-code table as text for ``htam --help`` (an argparse epilog)."""
+    return "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())
+
+
+def _debug() -> bool:
+    return os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
+
+
+def _store_error_in_chain(exc: BaseException) -> BaseException | None:
+    """The :class:`~htam_core.memory.store.MemoryStoreError` that ``exc`` is, or was explicitly raised from."""
+    from htam_core.memory.store import MemoryStoreError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, MemoryStoreError):
+            return seen
+        seen = seen.__cause__
+    return None
+
+
+def _store_exit_code(store_exc: BaseException) -> int:
+    return EXIT_LOCKED if getattr(store_exc, "kind", "") == "locked" else EXIT_STORE
+
+
+def _os_error_line(exc: OSError) -> str:
+    what = exc.strerror or str(exc) or type(exc).__name__
+    if exc.filename is not None:
+        target = f"{exc.filename} -> {exc.filename2}" if exc.filename2 is not None else str(exc.filename)
+        return (f"cannot use {target}: {what}. Check that the path exists and that you may read and write it, "
+                "or choose another location")
+    return f"{what}. Check the paths given and their permissions"
+
+
+def _save_traceback(exc: BaseException) -> str | None:
+    """Write ``exc``'s traceback to a file in the temporary folder; return its path (``None`` if impossible)."""
+    text = "".join(traceback.format_exception(exc))
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"htam-crash-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(f"htam {' '.join(sys.argv[1:])}\n{text}")
+        return name
+    except OSError:
+        return None
+
+
+def _say(line: str) -> None:
+    """Print one line on stderr; a closed stderr is not an error worth a traceback."""
+    try:
+        print(f"htam: {line}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at ``os.devnull`` so the interpreter's final flush cannot raise again (Python docs,
+    "Note on SIGPIPE" in the :mod:`signal` module)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def error_boundary(run: Callable[[], int]) -> int:
+    """Run one command; turn every exception into one line on stderr and a documented exit code.
+
+    Args:
+        run: the command, returning its exit code.
+
+    Returns:
+        The command's exit code, or the code of the error it raised (see :data:`EXIT_CODES`).
+        ``SystemExit`` (argparse's own usage errors, ``--help``) passes through unchanged.
+    """
+    try:
+        code = int(run() or 0)
+        sys.stdout.flush()  # a closed pipe shows up here at the latest, inside the boundary
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the boundary: never a raw traceback
+        return _report(exc)
+
+
+def _report(exc: Exception) -> int:
+    """Print the one line for ``exc`` and return its exit code (see :func:`error_boundary`)."""
+    from htam_core.memory.store import MemoryStoreError  # imported only when something failed
+
+    if isinstance(exc, CLIError | MemoryStoreError | OSError):
+        if _debug():
+            traceback.print_exception(exc)
+        store_exc = _store_error_in_chain(exc)
+        if isinstance(exc, OSError):
+            _say(f"error: {_os_error_line(exc)}")
+            return EXIT_IO
+        _say(f"error: {exc}")
+        if store_exc is not None:
+            return _store_exit_code(store_exc)
+        return exc.exit_code if isinstance(exc, CLIError) else EXIT_STORE
+    if _debug():
+        traceback.print_exception(exc)
+        where = "printed above"
+    else:
+        saved = _save_traceback(exc)
+        where = f"in {saved}" if saved else "not saved (the temporary folder is not writable)"
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    _say(f"internal error: {type(exc).__name__}{': ' + detail if detail else ''}. This is a bug in htam; the "
+         f"full traceback is {where} (set {DEBUG_ENV}=1 to print it). Please report it with that file")
+    return EXIT_INTERNAL

@@ -3,8 +3,10 @@
 Each subcommand lives in its own module under ``htam_core.cli`` and registers itself in
 :data:`SUBCOMMANDS` (``name -> module path``). A module exposes ``add_parser(subparsers)`` which
 adds its parser and sets ``func`` to a callable ``(args) -> int`` returning the exit code.
-Exit codes: 0 success, 1 the operation ran but found a problem (e.g. candidate refused),
-2 bad usage or bad input (missing file, unknown kernel, unsupported file type).
+Every command runs inside :func:`htam_core.cli.errors.error_boundary`: an error is one line on stderr
+(``htam: error: <what happened>. <what to do>``) and a documented exit code (``htam --help`` lists them,
+see :data:`htam_core.cli.errors.EXIT_CODES`); an unexpected exception names the file holding its traceback
+(``HTAM_DEBUG=1`` prints it instead).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import importlib
 import sys
 
 from htam_core import __version__
-from htam_core.cli.errors import UsageError
+from htam_core.cli.errors import EXIT_USAGE, UsageError, error_boundary, exit_codes_help
 
 #: Subcommand name -> module that implements it. Modules that do not exist yet are skipped.
 SUBCOMMANDS: dict[str, str] = {
@@ -40,6 +42,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="htam",
         description="HTAM kernel assistant: find, profile and optimize CUDA and Triton kernels.",
+        epilog=exit_codes_help() + "\n\nHTAM_DEBUG=1 prints the full traceback of an internal error; "
+               "HTAM_MEMORY_LOCK_TIMEOUT=SECONDS sets how long to wait for a memory store locked by another "
+               "writer (default 60).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"htam {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -58,8 +64,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``htam`` console script. Returns the process exit code."""
+    """Entry point of the ``htam`` console script. Returns the process exit code (see ``htam --help``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    return error_boundary(lambda: _dispatch(argv))
+
+
+def _dispatch(argv: list[str]) -> int:
     first = argv[0] if argv else None
     if first in SUBCOMMANDS:
         only: str | None = first
@@ -71,15 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
-    try:
-        return int(args.func(args) or 0)
-    except UsageError as exc:
-        print(f"htam: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("htam: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_USAGE
+    return int(args.func(args) or 0)
 
 
 __all__ = ["SUBCOMMANDS", "UsageError", "build_parser", "main"]

@@ -2,8 +2,12 @@
 
 Every action takes ``--memory PATH`` (default ``$HTAM_MEMORY`` or the platformdirs user data dir).
 Export writes JSON (to FILE or stdout) that round-trips exactly through import; import merges records by
-uid, so statistics add up and importing twice changes nothing. ``reset --move-aside`` renames a corrupt
-file out of the way and creates an empty store.
+uid, so statistics add up and importing twice changes nothing. Import validates every record first (required
+fields, types, finite numbers, UTF-8 JSON): when any is invalid it imports nothing and lists the bad records'
+line numbers, unless ``--skip-invalid`` is given (then it imports the valid ones and lists the skipped lines).
+``reset --move-aside`` renames a corrupt SQLite store out of the way and creates an empty store; it refuses a
+folder or any file that does not start with the SQLite header. A store path whose folder does not exist is
+refused (a mistyped ``--memory``), and reading commands (``stats``, ``export``) never create a store.
 """
 
 from __future__ import annotations
@@ -14,9 +18,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from htam_core.cli.main import UsageError
-from htam_core.memory import MemoryStoreError, Store, default_store_path, open_store
-from htam_core.memory.store import SCHEMA_VERSION, move_aside
+from htam_core.cli.errors import UsageError
+from htam_core.memory import Store, default_store_path, open_store
+from htam_core.memory.export_file import ExportFileError, read_export
+from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, check_movable, move_aside
+
+#: At most this many bad records are listed in an import error.
+_MAX_LISTED = 5
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -32,6 +40,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("file", nargs="?", default=None, help="output file (default: stdout)")
     i = sub.add_parser("import", help="merge a JSON export into the store")
     i.add_argument("file", help="a file written by `htam memory export`")
+    i.add_argument("--skip-invalid", action="store_true",
+                   help="import the valid records and list the invalid ones (default: import nothing if any "
+                        "record is invalid)")
     r = sub.add_parser("reset", help="delete every record and statistic")
     r.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     r.add_argument("--move-aside", action="store_true",
@@ -42,10 +53,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _open(path: str | None) -> Store:
+    """Open the store; a :class:`MemoryStoreError` goes to the CLI error boundary (exit 3, or 75 when locked)."""
+    store = open_store(path)
+    for w in store.warnings:
+        print(f"htam: warning: {w}", file=sys.stderr)
+    return store
+
+
+def _listed(errors: list[tuple[int, str]]) -> str:
+    shown = "; ".join(f"line {line}: {msg}" for line, msg in errors[:_MAX_LISTED])
+    return shown + (f"; and {len(errors) - _MAX_LISTED} more" if len(errors) > _MAX_LISTED else "")
+
+
+def _import(path: str | None, file: str, skip_invalid: bool) -> int:
+    """Validate ``file`` completely, then open the store and add its records in one transaction."""
     try:
-        return open_store(path)
-    except MemoryStoreError as exc:
+        export = read_export(file, export_format=EXPORT_FORMAT, schema=SCHEMA_VERSION)
+    except ExportFileError as exc:
         raise UsageError(str(exc)) from None
+    n_bad, n_ok = len(export.errors), len(export.records)
+    if n_bad and not skip_invalid:
+        raise UsageError(f"{file}: {n_bad} invalid record(s), nothing was imported ({_listed(export.errors)}). "
+                         f"Fix them, or pass --skip-invalid to import the {n_ok} valid record(s)")
+    with _open(path) as store:
+        result = store.import_records([rec for _, rec in export.records])
+        print(f"imported {result.added} records ({result.skipped} already present) into {store.path}")
+    if n_bad:
+        print(f"htam: warning: skipped {n_bad} invalid record(s) of {file}: {_listed(export.errors)}",
+              file=sys.stderr)
+    return 0
 
 
 def _stats(store: Store, as_json: bool) -> int:
@@ -78,13 +114,16 @@ def run(args: argparse.Namespace) -> int:
     """Run one memory action. Returns 0, or 1 when a reset is declined.
 
     Raises:
-        UsageError: unusable store, unreadable or invalid import file, reset without confirmation.
+        UsageError: unreadable or invalid import file, reset without confirmation, nothing to read.
+        MemoryStoreError: the store is unusable (corrupt, locked, not writable, not a store, ...); reset
+            ``--move-aside`` of something that is not an SQLite file.
     """
     path = args.memory
     if args.action == "reset" and args.move_aside:
         target = Path(path).expanduser() if path else default_store_path()
         if not target.exists():
             raise UsageError(f"no memory store at {target}")
+        check_movable(target)  # before asking: a folder or another file is refused, never renamed
         if not args.yes and not _confirm(f"move {target} aside and start an empty memory?"):
             return 1
         moved = move_aside(target)
@@ -95,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         # reading a store that is not there: a mistyped --memory must not silently look like an empty memory
         raise UsageError(f"no memory store at {path}: check the path (an empty store is created by the first "
                          "`htam optimize`, `htam memory import` or the editor)")
+    if args.action == "import":
+        return _import(path, args.file, args.skip_invalid)
     store = _open(path)
     with store:
         if args.action == "stats":
@@ -109,20 +150,6 @@ def run(args: argparse.Namespace) -> int:
                 print(f"exported {store.count()} records to {args.file}", file=sys.stderr)
             else:
                 sys.stdout.write(text)
-            return 0
-        if args.action == "import":
-            try:
-                data = json.loads(Path(args.file).read_text(encoding="utf-8"))
-            except OSError as exc:
-                raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"{args.file} is not JSON ({exc}); expected a file from `htam memory export`") \
-                    from None
-            try:
-                result = store.import_json(data)
-            except ValueError as exc:
-                raise UsageError(f"{args.file}: {exc}") from None
-            print(f"imported {result.added} records ({result.skipped} already present) into {store.path}")
             return 0
         if args.action == "reset":
             if not args.yes and not _confirm(f"delete every record in {store.path}?"):

@@ -5,10 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from htam_core.cli.errors import UsageError
+from htam_core.cli.errors import EXIT_APPLY_REFUSED, EXIT_IO, CLIError, UsageError
+
+if TYPE_CHECKING:
+    from htam_core.optimize import OptimizeResult
+
+#: Exit status when ``--apply`` refuses to write the file (nothing verified and measured to write).
+APPLY_REFUSED = EXIT_APPLY_REFUSED
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -18,11 +26,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from htam_core.optimize import POLICIES
 
     p = sub.add_parser("optimize", help="run the HTAM loop: profile, rank, generate, verify, time, record, repeat",
-                       description="Optimize one kernel with HTAM. Writes report.json, report.md, speedup.png and "
-                                   "best.<ext> to --out. Your file is changed only with --apply. Exit status: 0 "
-                                   "when the loop ran, 1 when the starting kernel failed or does not match its "
-                                   "reference (no candidate was tried; the notes say why), 2 on a usage error or "
-                                   "an unusable harness.")
+                       description="Optimize one kernel with HTAM. Writes report.json, report.md, best.<ext> and, "
+                                   "when candidates were timed on a GPU, speedup.png to --out. Your file is changed "
+                                   "only with --apply, and only by a kernel verified correct on the GPU with a "
+                                   "measured speedup (--apply-unverified writes the best candidate anyway, saying "
+                                   "so). Exit status: 0 when the loop ran (and, with --apply, the file was "
+                                   "written), 1 when the starting kernel failed or does not match its reference "
+                                   "(no candidate was tried; the notes say why), 2 on a usage error or an "
+                                   f"unusable harness, {APPLY_REFUSED} when --apply refused to write the file "
+                                   "(one line says why; the file is unchanged).")
     p.add_argument("file", help="a .cu/.cuh or .py file")
     p.add_argument("--kernel", required=True, help="the kernel's name (htam kernels FILE lists them)")
     p.add_argument("--engine", choices=("rules", "llm"), default="rules",
@@ -38,7 +50,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=int, default=100, help="timed trials per candidate on the GPU (default: 100)")
     p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute counters for the start kernel")
     p.add_argument("--no-record", action="store_true", help="do not write outcomes into the memory")
-    p.add_argument("--apply", action="store_true", help="write the best kernel back into FILE")
+    apply = p.add_mutually_exclusive_group()
+    apply.add_argument("--apply", action="store_true",
+                       help="write the best kernel into FILE when it was verified correct on the GPU and measured "
+                            f"faster than the start; otherwise refuse (exit {APPLY_REFUSED}) and leave FILE as it is")
+    apply.add_argument("--apply-unverified", action="store_true",
+                       help="write the best candidate into FILE even when it is not verified or not measured "
+                            "(static mode); the output says so")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_llm_arguments(p)
     p.set_defaults(func=run)
@@ -66,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
                         policy=args.policy, ablation=args.ablation, out_dir=args.out, memory_path=args.memory,
                         seed=args.seed, static=True if args.static else None, gpu_index=args.gpu, llm=llm,
                         record=not args.no_record, trials=args.trials, use_ncu=not args.no_ncu)
+    _check_out_dir(task.resolved_out_dir())
+    before = Path(args.file).read_bytes()
     console = Console(stderr=True)
     cancel = threading.Event()
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -84,19 +104,77 @@ def run(args: argparse.Namespace) -> int:
             result = run_optimize(task, on_progress=on_progress, cancel=cancel)
         except OptimizeError as exc:
             raise UsageError(str(exc)) from exc
-    if args.apply and result.changed:
-        Path(args.file).write_text(result.best_text, encoding="utf-8")
+    applied, apply_line = _apply(args, result, before)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2, default=str))
-        return 0 if result.start_ok else 1
-    for w in result.warnings:
-        console.print(f"[yellow]note:[/yellow] {escape(w)}", markup=True, highlight=False, soft_wrap=True)
-    print(result.summary)
-    if result.cancelled:
-        print("cancelled: kept the best kernel so far")
-    print(f"report: {result.report_md}")
+        print(json.dumps({**result.to_json(), "applied": applied}, indent=2, default=str))
+    else:
+        for w in result.warnings:
+            console.print(f"[yellow]note:[/yellow] {escape(w)}", markup=True, highlight=False, soft_wrap=True)
+        print(result.summary)
+        if result.not_made:
+            print(f"{len(result.not_made)} ranked step(s) were not made; report.md says why for each")
+        if result.cancelled:
+            print("cancelled: the best kernel so far is in the report folder")
+        print(f"report: {result.report_md}")
+        if result.start_ok:
+            print(f"best kernel: {result.best_path}")
+    if apply_line:
+        print(apply_line, file=sys.stdout if applied else sys.stderr)
     if not result.start_ok:
         return 1  # nothing was tried: the start kernel failed or is wrong (the notes above say why)
-    print(f"best kernel: {result.best_path}" + (" (written to " + args.file + ")" if args.apply and result.changed
-                                                else ""))
+    if (args.apply or args.apply_unverified) and not applied:
+        return APPLY_REFUSED
     return 0
+
+
+def _check_out_dir(out: Path) -> None:
+    """Refuse an output folder that cannot be created or written, before any work is done (exit 4).
+
+    Creates nothing: checks ``out`` when it exists, else its nearest existing parent folder (``os.access`` also
+    reports a read-only file system).
+    """
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise CLIError(f"cannot create the output folder {out} (--out): {probe} is a file. Pass --out with a "
+                       "folder you can write", EXIT_IO)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        reason = "Read-only file system" if _read_only_fs(probe) else "Permission denied"
+        raise CLIError(f"cannot create the output folder {out} (--out): {reason}. Pass --out with a folder you "
+                       "can write", EXIT_IO)
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+def _apply(args: argparse.Namespace, result: OptimizeResult, before: bytes) -> tuple[bool, str | None]:
+    """Write the best kernel into the user's file when ``--apply`` allows it; ``(written, one line)``.
+
+    ``--apply`` writes only a kernel verified correct on the GPU with a measured speedup
+    (:meth:`OptimizeResult.apply_refusal`); ``--apply-unverified`` writes the best candidate even without
+    that, and says so. Neither writes when nothing changed, or when the file changed on disk during the run.
+    """
+    if not (args.apply or args.apply_unverified):
+        return False, None
+    flag = "--apply" if args.apply else "--apply-unverified"
+    keep = f"{args.file} is unchanged"
+    if not result.start_ok:
+        return False, f"htam: {flag}: not written: the starting kernel failed or does not match its reference; {keep}"
+    refusal = result.apply_refusal()
+    if not result.changed:
+        why = refusal or "no candidate was measured faster than the start"
+        return False, f"htam: {flag}: not written: no candidate to write ({why}); {keep}"
+    if Path(args.file).read_bytes() != before:
+        return False, (f"htam: {flag}: not written: {args.file} changed on disk during the run, so it was not "
+                       f"overwritten (the best kernel is in {result.best_path})")
+    if refusal and args.apply:
+        return False, (f"htam: --apply refused: {refusal}; {keep} (the best candidate is in {result.best_path}; "
+                       "--apply-unverified writes it anyway)")
+    Path(args.file).write_text(result.best_text, encoding="utf-8")
+    if refusal:
+        return True, f"htam: --apply-unverified: wrote the best candidate into {args.file} UNVERIFIED: {refusal}"
+    return True, (f"htam: --apply: wrote the best kernel into {args.file} (verified on the GPU, "
+                  f"{result.best_speedup:.2f}× faster than the start)")

@@ -61,6 +61,12 @@ def format_profile(p: Any) -> str:
                      f"max {p.time_ms.max:.4f} ms")
     else:
         lines.append("  time          not measured")
+    timing = p.extra.get("timing") or {}
+    if timing.get("cupti_ms") is not None:
+        ag = timing.get("agreement")
+        lines.append(f"  CUPTI         {timing['cupti_ms']:.4f} ms device time per call"
+                     + (f" (timer {ag:+.1%})" if ag is not None else "")
+                     + f", timed by {timing.get('method', '?')}")
     lines.append(f"  registers     {_fmt(p.registers)} per thread")
     lines.append(f"  spills        {_fmt(p.spill_bytes, ' bytes')}")
     lines.append(f"  stack         {_fmt(p.stack_bytes, ' bytes')}")

@@ -3,9 +3,11 @@
 Loads the file (:func:`htam_core.source.load`), profiles the kernel
 (:func:`htam_core.profile.api.profile_kernel`; static when there is no GPU; when profiling fails the
 bottleneck is ``unknown`` and a warning says why), ranks with :class:`htam_core.memory.Ranker` over the
-memory store and prints the steps. ``--json`` prints the list of
-``{"rank", "direction", "strategy", "score", "parts", "expected_gain", "evidence", "rationale",
-"transform", "risk", ...}`` objects.
+memory store and prints the steps. Each step is tried with the rules engine
+(:func:`htam_core.transforms.registry.resolve_step`, the editor's code-action path): a step that cannot be
+made says why. ``--json`` prints the list of ``{"rank", "direction", "strategy", "score", "parts",
+"expected_gain", "evidence", "rationale", "transform", "risk", ..., "makes_edit", "refusal"}`` objects
+(``makes_edit``: the rules engine makes a validated edit for it; ``refusal``: why not, else ``null``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from htam_core.cli.main import UsageError
 from htam_core.memory import (
@@ -24,6 +27,10 @@ from htam_core.memory import (
     state_from_profile,
 )
 from htam_core.profile.result import Bottleneck, Profile
+
+if TYPE_CHECKING:
+    from htam_core.memory import KnowledgeBase, RankedStep
+    from htam_core.source.model import Kernel, SourceModel
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -89,15 +96,17 @@ def run(args: argparse.Namespace) -> int:
     profile, warnings = _profile(args.file, args.kernel, args.static)
     try:
         store = open_store(args.memory, args.workspace_memory, kb=kb)
-    except MemoryStoreError as exc:
-        raise UsageError(str(exc)) from None
+    except MemoryStoreError as exc:  # the boundary maps the cause to its exit code (3, or 75 when locked)
+        raise UsageError(str(exc)) from exc
     with store:
         ranker = Ranker(kb, store, seed=args.seed, ablation=args.ablation)
         steps = ranker.rank(state_from_profile(profile), history, kernel.features, kernel.language, profile,
                             top=args.top, kernel=kernel)
     warnings = list(profile.warnings) + warnings + store.warnings
+    refusals = [_refusal(kb, s, model, kernel, profile) for s in steps]
     if args.json:
-        json.dump([s.to_json() for s in steps], sys.stdout, indent=2)
+        json.dump([{**s.to_json(), "makes_edit": r is None, "refusal": r} for s, r in zip(steps, refusals, strict=True)],
+                  sys.stdout, indent=2)
         sys.stdout.write("\n")
         for w in warnings:
             print(f"htam: warning: {w}", file=sys.stderr)
@@ -110,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  history: {' -> '.join(history)}")
     if not steps:
         print("no applicable strategy in the knowledge base")
-    for s in steps:
+    for s, refusal in zip(steps, refusals, strict=True):
         gain = "n/a" if s.expected_gain is None else f"{s.expected_gain * 100:+.0f}%"
         print(f"{s.rank}. [{s.direction_name}] {s.title} ({s.strategy})  score {s.score:.3f}  "
               f"(prior {s.parts['prior']:.3f}, transition {s.parts['transition']:+.3f}, "
@@ -121,4 +130,17 @@ def run(args: argparse.Namespace) -> int:
         if s.risk:
             extra.append(f"risk: {s.risk}")
         print("   " + "; ".join(extra))
+        if refusal:
+            print(f"   not made by the rules engine: {refusal}")
     return 0
+
+
+def _refusal(kb: KnowledgeBase, step: RankedStep, model: SourceModel, kernel: Kernel,
+             profile: Profile) -> str | None:
+    """Why the rules engine cannot make ``step`` for ``kernel`` (the editor's sentence), or ``None`` when it can."""
+    from htam_core.transforms.registry import resolve_step
+
+    strat = kb.strategy(step.strategy)
+    result = resolve_step(strat.title, strat.transform, strat.guidance, model, kernel, profile,
+                          llm_hint="Run `htam optimize --engine llm`")
+    return None if result else result.reason

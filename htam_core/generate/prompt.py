@@ -1,4 +1,4 @@
-"""Build the chat messages for the LLM generator from HTAM memory (DESIGN §1, step 3 "Generate").
+"""Build the chat messages for the LLM generator from HTAM memory (step 3 of an evolution step, "Generate").
 
 The prompt carries what the HTAM paper gives its LLM: the kernel (or the KernelBench problem), the
 profile summary, the chosen global direction, the retrieved local strategies with their guidance and

@@ -1,4 +1,4 @@
-"""Registry of candidate generators (DESIGN §3: one registry per abstraction, built by ``create(kind)``).
+"""Registry of candidate generators (one registry per abstraction, built by ``create(kind)``; ARCHITECTURE.md, "Rules").
 
 Kinds:
     ``"llm"``: :class:`~htam_core.generate.llm.LLMGenerator` behind the common :class:`Generator` API.
@@ -132,8 +132,9 @@ class RulesCandidateGenerator:
 
     For each retrieved strategy that names a ``"transform"`` id (knowledge base field), it calls
     ``htam_core.transforms.registry.propose(transform_id, model, kernel, profile)`` on the parsed file and
-    turns every validated transform candidate into a :class:`Candidate`. Transforms that do not apply are
-    skipped; their reasons are kept in :attr:`skipped` (``[(transform_id, reason)]``) for the report.
+    turns every validated transform candidate into a :class:`Candidate` (through
+    ``registry.resolve_step``, the same path as the editor's code actions). Transforms that do not apply are
+    skipped; their refusal sentences are kept in :attr:`skipped` (``[(transform_id, reason)]``) for the report.
     The transforms package is imported lazily.
     """
 
@@ -162,7 +163,7 @@ class RulesCandidateGenerator:
         self.skipped = []
         file_language = "cuda" if request.language == "cuda" else "python"
         model = source.parse_text(request.kernel_text, file_language)
-        kernels = [k for k in model.kernels if request.kernel_name in (None, k.name)]
+        kernels = [k for k in model.kernels if request.kernel_name is None or k.answers_to(request.kernel_name)]
         if not kernels:
             names = ", ".join(k.name for k in model.kernels) or "none"
             raise GenerationError(f"kernel {request.kernel_name!r} is not in the file (kernels found: {names}); "
@@ -173,12 +174,9 @@ class RulesCandidateGenerator:
             tid = s.get("transform")
             if not tid:
                 continue
-            try:
-                result = reg.propose(tid, model, kernel, request.profile)
-            except KeyError as exc:
-                self.skipped.append((tid, str(exc).strip("'\"")))
-                continue
-            if not result:  # NotApplicable is falsy
+            result = reg.resolve_step(s.get("name") or tid, tid, s.get("guidance") or "", model, kernel,
+                                      request.profile, llm_hint="Run with --engine llm")
+            if not result:  # NotApplicable is falsy; its reason is the sentence the editor shows too
                 self.skipped.append((tid, str(getattr(result, "reason", "not applicable"))))
                 continue
             for c in result:

@@ -5,7 +5,7 @@ process (:mod:`htam_core.profile.worker`); nothing here imports torch or evaluat
 expressions. Expressions (shapes, grid, reference, bytes, flops) are only *compiled* for syntax
 here and evaluated inside the worker by :mod:`htam_core.harness.runner`.
 
-Kinds (DESIGN.md §4, in order of preference):
+Kinds (in order of preference, as in docs/HARNESS.md):
 
 * ``"kernelbench"``: a file with ``class ModelNew`` and a reference ``class Model`` with
   ``get_inputs()``/``get_init_inputs()`` (KernelBench's format);
@@ -203,3 +203,16 @@ class Harness:
         d["inputs"] = [i if isinstance(i, InputSpec) else InputSpec(**i) for i in d.get("inputs", [])]
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def attribute_path(obj: Any, dotted: str) -> Any:
+    """``obj.a.b`` for ``dotted == "a.b"``: a kernel reached from its module through its qualified
+    name (``"Ops.scale"`` for a ``@triton.jit`` method of ``class Ops``, ``"add_kernel"`` for
+    ``add_kernel = triton.jit(fn)``; see ``Kernel.qualified_name``).
+
+    Raises:
+        AttributeError: some part of the path is missing.
+    """
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj

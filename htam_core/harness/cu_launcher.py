@@ -92,6 +92,12 @@ def host_launcher(path: str | Path, launcher: str, arch: str, dtypes: Sequence[s
     def bind(inputs: Sequence[Any]) -> Callable[[], None]:
         args = [ctypes.c_void_p(x.data_ptr()) if t is ctypes.c_void_p else t(x) for x, t in zip(inputs, argtypes,
                                                                                                   strict=True)]
-        return lambda: fn(*args)
+        keep = list(inputs)  # the tensors must outlive the raw pointers in args (a graph capture empties
+        # torch's allocator cache, so a freed tensor's memory would be unmapped under the launcher)
+
+        def launch() -> None:
+            fn(*args)
+        launch.inputs = keep  # type: ignore[attr-defined]
+        return launch
 
     return bind

@@ -1,6 +1,6 @@
 """Find the harness of a kernel: KernelBench pair, then ``htam.toml`` spec, then ``.cu`` ``main()``.
 
-Order of preference follows DESIGN.md §4. Discovery only reads files (``ast``, tree-sitter,
+Order of preference: KernelBench pair, ``htam.toml`` spec, ``.cu`` program with ``main()`` (docs/HARNESS.md). Discovery only reads files (``ast``, tree-sitter,
 :mod:`tomllib`); no kernel code runs here.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.cu_main import has_main
 from htam_core.harness.pysource import read_py_facts
-from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+from htam_core.harness.spec import SPEC_FILENAME, inside_spec_folder, key_line, load_toml, parse_kernel_table
 from htam_core.source.model import SourceModel
 
 
@@ -40,7 +40,8 @@ def _kernelbench(path: Path, text: str, config: dict[str, Any] | None, spec: Pat
         if not isinstance(ref_name, str):
             raise HarnessError(f'{spec} [kernelbench."{path.name}"] needs reference = "<file with Model, '
                                'get_inputs, get_init_inputs>"')
-        ref = (path.parent / ref_name).resolve()
+        ref = inside_spec_folder(spec, ("kernelbench", path.name), "reference", ref_name) if spec else \
+            (path.parent / ref_name).resolve()
         if not ref.is_file():
             raise HarnessError(f'{spec} [kernelbench."{path.name}"] names reference {ref_name!r}, but {ref} '
                                "does not exist; fix the path (relative to htam.toml)")
@@ -150,8 +151,15 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
             if not isinstance(table, dict):
                 raise HarnessError(f"{spec_path}: [kernel.{kernel_name}] must be a table")
             fname = table.get("file")
-            if fname is not None and (p.parent / str(fname)).resolve() != p:
-                table = None  # describes a kernel of the same name in another file
+            if fname is not None:
+                target = inside_spec_folder(spec_path, ("kernel", kernel_name), "file", fname)
+                if not target.is_file():
+                    line = key_line(spec_path, ("kernel", kernel_name), "file")
+                    raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: [kernel.{kernel_name}] file = "
+                                       f"{fname!r} names {target}, which does not exist; fix the file name "
+                                       "(relative to htam.toml) or remove the key", path=str(spec_path))
+                if target != p:
+                    table = None  # describes a kernel of the same name in another file
             if table is not None:
                 h = parse_kernel_table(table, kernel=kernel_name, spec_path=spec_path, file_path=p)
                 if p.suffix == ".py":

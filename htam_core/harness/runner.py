@@ -6,7 +6,7 @@ as JSON to the worker target :func:`verify_harness`.
 
 * Triton runs on the GPU, or on the CPU under ``TRITON_INTERPRET=1`` (verdict ``"interpreter"``).
 * Raw CUDA (``.cu`` with a spec) is compiled with NVRTC through CuPy (``RawModule``), the fast path
-  (about 0.2 s, DESIGN.md §5); a file NVRTC cannot compile (host code, system headers) is
+  (about 0.2 s per compile, measured on the project's machines); a file NVRTC cannot compile (host code, system headers) is
   compiled with ``nvcc -cubin`` and loaded the same way. With no GPU, CUDA is compiled only and
   the verdict is ``"unverified"``, never ``"correct"``.
 * KernelBench files that call ``load_inline`` build into a ``TORCH_EXTENSIONS_DIR`` keyed by the
@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.base import Harness, HarnessError, attribute_path
 from htam_core.harness.spec import (
     is_function_reference,
     reference_reads_write_only_message,
@@ -150,6 +150,9 @@ class Prepared:
         bytes_for, flops_for: ``(set_index, inputs) -> float | None`` from the harness's expressions
             (a KernelBench pair: the reference's compulsory bound, :mod:`htam_core.harness.roofline_bound`).
         device: ``"cuda"`` or ``"cpu"``.
+        launcher_kind: how :attr:`bind`'s launcher launches, for the timer's method choice
+            (:func:`htam_core.measure.method.may_capture`): ``"triton"``, ``"cupy"``, ``"python"`` or
+            ``"cu-host-launcher"`` (``<<<...>>>`` on the legacy default stream).
     """
 
     trial: Trial
@@ -160,6 +163,7 @@ class Prepared:
     flops_for: Callable[[int, list[Any]], float | None]
     device: str
     notes: list[str] = field(default_factory=list)
+    launcher_kind: str | None = None
 
 
 def _scale(t: Any, scale: float) -> Any:
@@ -319,10 +323,12 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
             raise HarnessError("raw CUDA kernels need a GPU to run")
         from htam_core.harness.cu_launcher import host_launcher
 
+        kind = "cu-host-launcher"
         major, minor = torch.cuda.get_device_capability()
         bind = host_launcher(h.path, h.launcher, f"sm_{major}{minor}",  # type: ignore[assignment]
                              [i.dtype if i.is_scalar else None for i in h.inputs])
     elif h.launcher:
+        kind = "python"
         fn = getattr(module, h.launcher, None)
         if fn is None:
             raise HarnessError(f"{h.source}: {Path(h.path).name} has no function {h.launcher!r}")
@@ -330,7 +336,11 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
         def bind(inputs: list[Any]) -> Callable[[], Any]:
             return lambda: fn(*inputs)
     elif h.language == "triton":
-        kern = getattr(module, h.kernel, None)
+        kind = "triton"
+        try:
+            kern = attribute_path(module, h.kernel)  # "Ops.scale" reaches a kernel defined in a class
+        except AttributeError:
+            kern = None
         if kern is None:
             raise HarnessError(f"{h.source}: {Path(h.path).name} has no kernel {h.kernel!r}")
 
@@ -342,6 +352,7 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
     else:
         if device != "cuda":
             raise HarnessError("raw CUDA kernels need a GPU to run")
+        kind = "cupy"
         major, minor = torch.cuda.get_device_capability()
         func = _cuda_function(h.path, h.kernel, f"sm_{major}{minor}")
         dtypes = {i.name: i.dtype for i in h.inputs}
@@ -354,10 +365,10 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
             block = _dim3(_eval(h.block, ns, "block"))
             args = tuple(cupy.asarray(ns[a]) if isinstance(ns[a], torch.Tensor) else _np_scalar(dtypes[a], ns[a])
                          for a in h.args)
-            stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
 
             def launch() -> None:
-                with stream:
+                # torch's current stream at call time (a graph capture's side stream while capturing)
+                with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
                     func(grid, block, args, shared_mem=h.shared_bytes)
             return launch
 
@@ -410,7 +421,8 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
         return f
 
     trial = Trial(make_inputs_tracked, run_reference, run_candidate, out_idx | scratch_idx, len(sizes_list))
-    return Prepared(trial, bind, names, sizes_list, expr_for(h.bytes_expr), expr_for(h.flops_expr), device)
+    return Prepared(trial, bind, names, sizes_list, expr_for(h.bytes_expr), expr_for(h.flops_expr), device,
+                    launcher_kind=kind)
 
 
 def split_outputs(h: Harness) -> tuple[set[int], set[int]]:
@@ -506,7 +518,7 @@ def prepare_kernelbench(h: Harness, device: str) -> Prepared:
     probe = make_inputs(BASE_SEED, 0, 1.0)
     names = [f"input{i}" for i in range(len(probe))]
     trial = Trial(make_inputs, run_reference, run_candidate, set(), 1)
-    p = Prepared(trial, bind, names, [{}], bytes_for, flops_for, device)
+    p = Prepared(trial, bind, names, [{}], bytes_for, flops_for, device, launcher_kind="python")
     p.reference_call = lambda inputs: (lambda: model(*inputs))  # type: ignore[attr-defined]
     return p
 

@@ -87,16 +87,77 @@ def load_toml(path: Path) -> dict[str, Any]:
     """Read ``path`` with :mod:`tomllib`.
 
     Raises:
-        HarnessError: the file is not valid TOML (the message names the line tomllib reports).
+        HarnessError: the file is not UTF-8 text (a binary file), not valid TOML (the message names the line
+            tomllib reports), or cannot be read.
     """
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
+    except UnicodeDecodeError as e:
+        line = path.read_bytes().count(b"\n", 0, e.start) + 1
+        raise HarnessError(f"{path} is not a UTF-8 text file (byte 0x{e.object[e.start]:02x} at line {line}: a binary "
+                           "file?), so it is not a valid htam.toml. Replace it with a text htam.toml (docs/HARNESS.md "
+                           "has a complete example) or remove it", path=str(path)) from None
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"{path} is not valid TOML: {e}. Fix the syntax (docs/HARNESS.md has a complete "
                            "example; `htam verify FILE --kernel NAME` prints a filled-in template).", path=str(path)) from e
     except OSError as e:
         raise HarnessError(f"cannot read {path}: {e}", path=str(path)) from e
+
+
+def key_line(spec_path: Path, table: tuple[str, ...], key: str) -> int | None:
+    """The 1-based line of ``key = ...`` inside the table ``[table[0].table[1]...]`` of ``spec_path``.
+
+    A text scan (:mod:`tomllib` keeps no positions): headers are compared without spaces and quotes, so
+    ``[kernel.vadd]`` and ``[kernel."vadd"]`` both match; a dotted key ``kernel.vadd.file = ...`` at the top
+    level matches too. ``None`` when the file cannot be read or the key is not found there.
+    """
+    try:
+        lines = spec_path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    want = ".".join(table)
+    current = ""
+    key_re = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
+    dotted_re = re.compile(r"^\s*([^=\[]+?)\s*=")
+    for n, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            current = stripped.strip("[]").split("#")[0].replace('"', "").replace("'", "").replace(" ", "")
+            current = current.rstrip("]")
+            continue
+        if current == want and key_re.match(line):
+            return n
+        m = dotted_re.match(line)
+        if m and current == "" and m.group(1).replace('"', "").replace(" ", "") == f"{want}.{key}":
+            return n
+    return None
+
+
+def inside_spec_folder(spec_path: Path, table: tuple[str, ...], key: str, value: Any) -> Path:
+    """Resolve the path ``value`` of ``key`` (relative to the folder of ``htam.toml``) and check it stays there.
+
+    A harness names files of its own project; a path that leaves the folder of ``htam.toml`` (``../../etc/passwd``,
+    an absolute path elsewhere) is refused rather than silently ignored or read.
+
+    Returns:
+        The resolved path (it need not exist).
+
+    Raises:
+        HarnessError: ``value`` is not a string, or resolves outside the folder; the message names the key, the
+            file and the line.
+    """
+    line = key_line(spec_path, table, key)
+    where = f"{spec_path}{f':{line}' if line else ''}: [{'.'.join(table)}] {key}"
+    if not isinstance(value, str) or not value.strip():
+        raise HarnessError(f"{where} must be a file name (a string), got {value!r}", path=str(spec_path))
+    folder = spec_path.parent.resolve()
+    target = (folder / value).resolve()
+    if not target.is_relative_to(folder):
+        raise HarnessError(f"{where} = {value!r} points outside the folder of htam.toml ({folder}); a harness may "
+                           "only name files in that folder or below it. Copy the file there and name it relative "
+                           "to htam.toml", path=str(spec_path))
+    return target
 
 
 def _check_expr(where: str, text: Any, *, mode: str = "eval") -> str:
@@ -217,6 +278,8 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
     if not isinstance(reference, str) or not reference.strip():
         raise HarnessError(f"{where} needs a reference: a torch expression over {names} (e.g. "
                            f'reference = "{names[0]} + 1") or "module:function"')
+    if is_function_reference(reference) and reference.split(":")[0].endswith(".py"):
+        inside_spec_folder(spec_path, ("kernel", kernel), "reference", reference.split(":")[0])
     if not is_function_reference(reference):
         _check_expr(f"{where}.reference", reference)
         poisoned = write_only_outputs_in_reference(inputs, outputs, reference)

@@ -9,7 +9,7 @@ Public API::
         -> list[RankedStep]
     state_from_profile(profile) -> dict[str, float]
 
-See docs/MEMORY.md for the method, the formulas and the choices made where DESIGN.md leaves them open.
+See docs/MEMORY.md for the method, the formulas and the choices made where the HTAM paper leaves them open.
 """
 
 from htam_core.memory.features import STATE_KEYS, state_from_profile

@@ -1,7 +1,7 @@
 """The state vector s_t and the key/query encoding phi(s, h) of transition attention.
 
 The state is a small dict of named floats built from a :class:`~htam_core.profile.result.Profile`
-(DESIGN.md section 1: "phi is a normalized feature vector: the bottleneck class, SOL percentages,
+(the method's definition: "phi is a normalized feature vector: the bottleneck class, SOL percentages,
 occupancy, resources, and the recent steps one-hot with position-aware weights"). It is stored with every
 record as JSON, so its keys are part of the store format: :data:`STATE_KEYS`.
 

@@ -1,4 +1,4 @@
-"""The identity of a kernel in the memory's records (the ``fingerprint`` of DESIGN.md's record tuple)."""
+"""The identity of a kernel in the memory's records (the ``fingerprint`` of a record tuple, docs/MEMORY.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The transition-attended ranker: one HTAM step choice (DESIGN.md section 1, steps 1 and 2).
+"""The transition-attended ranker: one HTAM step choice (steps 1 and 2 of an evolution step; formulas in docs/MEMORY.md).
 
 **Direction score** (global level) for direction d, bottleneck b, history prefix h (last step ``a``):
 

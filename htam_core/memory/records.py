@@ -7,7 +7,8 @@ when/why/risk note.
 
 The value of an outcome (our concrete design, used for both the statistics and transition attention):
 
-* correct and measured with a speedup ``x > 0``: ``ln(x)``;
+* correct and measured with a speedup ``x > 0``: ``ln(x)``; but a ``neutral`` outcome (a gain inside the
+  measured spread: noise, see :mod:`htam_core.measure.stats`) is ``0.0``: the memory learns no gain from noise;
 * ``incorrect``: :data:`PENALTY_INCORRECT` (like a 2x slowdown: a wrong kernel is worse than a slow one);
 * ``failed`` (did not compile or crashed): :data:`PENALTY_FAILED`;
 * correct but not measured: no value (it counts as a trial, not as evidence of speed).
@@ -51,10 +52,12 @@ class Outcome:
         measured: the speedup was measured on a GPU.
         status: ``"win" | "loss" | "neutral" | "incorrect" | "failed"``.
         note: free text (why it won or failed).
+        spread: the measured relative spread of the speedup (0.02 = 2 %; a gain inside it is ``neutral``, see
+            :mod:`htam_core.measure.stats`), or ``None`` when not measured (and in records older than it).
 
     Raises:
-        ValueError: unknown status (an :data:`ENDPOINT_FAULT` included), or a speedup that is not a finite
-            positive number.
+        ValueError: unknown status (an :data:`ENDPOINT_FAULT` included), a speedup that is not a finite
+            positive number, or a negative spread.
     """
 
     speedup: float | None
@@ -62,6 +65,7 @@ class Outcome:
     measured: bool
     status: str
     note: str = ""
+    spread: float | None = None
 
     def __post_init__(self) -> None:
         if self.status in NOT_LEARNED:
@@ -71,6 +75,8 @@ class Outcome:
             raise ValueError(f"unknown outcome status {self.status!r}; expected one of {', '.join(STATUSES)}")
         if self.speedup is not None and not (math.isfinite(self.speedup) and self.speedup > 0):
             raise ValueError(f"speedup must be a finite positive number or None, got {self.speedup!r}")
+        if self.spread is not None and not (math.isfinite(self.spread) and self.spread >= 0):
+            raise ValueError(f"spread must be a finite non-negative number or None, got {self.spread!r}")
 
     @property
     def is_failure(self) -> bool:
@@ -85,7 +91,7 @@ def value_of(speedup: float | None, correct: bool, measured: bool, status: str) 
     if status == "failed":
         return PENALTY_FAILED
     if measured and speedup is not None and speedup > 0:
-        return math.log(speedup)
+        return 0.0 if status == "neutral" else math.log(speedup)
     return None
 
 
@@ -127,20 +133,52 @@ class Record:
                 "fingerprint": self.fingerprint, "device": self.device}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Record:
-        """Inverse of :meth:`to_json`. Raises ValueError/KeyError/TypeError on malformed input."""
-        o = d["outcome"]
-        outcome = Outcome(None if o.get("speedup") is None else float(o["speedup"]), bool(o["correct"]),
-                          bool(o["measured"]), str(o["status"]), str(o.get("note", "")))
-        prefix = d["prefix"]
-        if not isinstance(prefix, list) or not all(isinstance(p, str) for p in prefix):
-            raise TypeError("prefix must be a list of strategy ids")
-        state = d["state"]
-        if not isinstance(state, dict):
-            raise TypeError("state must be an object")
-        return cls(tuple(prefix), {str(k): float(v) for k, v in state.items()}, str(d["step"]),
-                   str(d["direction"]), outcome, str(d["fingerprint"]), str(d["device"]), float(d["time"]),
-                   str(d["uid"]))
+    def from_json(cls, d: Any) -> Record:
+        """Inverse of :meth:`to_json`, validating every field.
+
+        Raises:
+            ValueError: a missing field, a field of the wrong type, or a number that is not finite (NaN and
+                infinities are refused: a record must mean something). The message names the field.
+        """
+        if not isinstance(d, dict):
+            raise ValueError(f"a record must be an object, got {type(d).__name__}")
+        o = _field(d, "outcome", dict)
+        speedup = o.get("speedup")
+        if speedup is not None:
+            speedup = _finite("outcome.speedup", speedup)
+        outcome = Outcome(speedup, _field(o, "correct", bool, "outcome."), _field(o, "measured", bool, "outcome."),
+                          _field(o, "status", str, "outcome."), str(o.get("note", "")),
+                          None if o.get("spread") is None else _finite("outcome.spread", o["spread"]))
+        prefix = _field(d, "prefix", list)
+        if not all(isinstance(p, str) for p in prefix):
+            raise ValueError("prefix must be a list of strategy ids (strings)")
+        state = {str(k): _finite(f"state.{k}", v) for k, v in _field(d, "state", dict).items()}
+        return cls(tuple(prefix), state, _field(d, "step", str), _field(d, "direction", str), outcome,
+                   _field(d, "fingerprint", str), _field(d, "device", str), _finite("time", d.get("time")),
+                   _field(d, "uid", str))
+
+
+def _field(d: dict[str, Any], name: str, kind: type, where: str = "") -> Any:
+    """``d[name]``, which must exist and be of ``kind``. Raises ValueError naming ``where + name``."""
+    if name not in d:
+        raise ValueError(f"missing field {where}{name}")
+    value = d[name]
+    if not isinstance(value, kind) or kind is not bool and isinstance(value, bool):
+        raise ValueError(f"{where}{name} must be {_KIND_NAMES.get(kind, kind.__name__)}, got {value!r}"[:200])
+    return value
+
+
+_KIND_NAMES = {dict: "an object", list: "a list", str: "a string", bool: "true or false"}
+
+
+def _finite(name: str, value: Any) -> float:
+    """``value`` as a finite float. Raises ValueError naming the field for non-numbers, NaN and infinities."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number, got {value!r}"[:200])
+    if not math.isfinite(value):
+        spelled = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+        raise ValueError(f"{name} is {spelled}: numbers must be finite")
+    return float(value)
 
 
 @dataclass

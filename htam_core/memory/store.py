@@ -4,11 +4,24 @@
   uncommitted transaction and never corrupts the file; see the SQLite WAL documentation).
 * Versioned schema: ``PRAGMA user_version`` holds the schema version and ``PRAGMA application_id`` marks
   the file as ours; :data:`MIGRATIONS` upgrades older files in one transaction.
-* Every write is one ``BEGIN IMMEDIATE`` transaction with a 30 s busy timeout, so two processes (two
-  editor servers) writing the same store serialize and lose nothing.
-* A file that is not an HTAM memory, is corrupt, or was written by a newer schema raises
-  :class:`MemoryStoreError` and is never modified; ``on_corrupt="move-aside"`` renames a corrupt file to
-  ``<name>.corrupt-<time>`` and starts an empty one.
+* Every write is one ``BEGIN IMMEDIATE`` transaction, so two processes (two editor servers) writing the same
+  store serialize and lose nothing. A store locked by another writer is retried with exponential backoff
+  (25 ms doubling to 1 s between attempts) for up to :data:`LOCK_TIMEOUT_S` seconds in total
+  (``$HTAM_MEMORY_LOCK_TIMEOUT`` overrides it), then :class:`MemoryStoreError` with ``kind="locked"``.
+* The failure modes are told apart (:attr:`MemoryStoreError.kind`): ``"corrupt"`` (not an SQLite file, or the
+  integrity check fails), ``"foreign"`` (an SQLite database of something else), ``"newer"`` (a newer schema),
+  ``"locked"`` (another writer), ``"readonly"`` (permissions or a read-only file system), ``"not-a-store"``
+  (a folder, or a path whose folder does not exist), ``"io"`` (anything else the OS reports). Such files are
+  never modified. ``on_corrupt="move-aside"`` renames a corrupt SQLite file to ``<name>.corrupt-<time>`` and
+  starts an empty one; :func:`move_aside` refuses anything that does not start with the SQLite header.
+* A store that cannot be written (read-only folder or file) is opened read-only: reads work,
+  :attr:`Store.read_only` is set and a warning says so.
+* A record that cannot be written (locked past the timeout, or read-only) is never dropped: it is appended to
+  a pending file (:func:`pending_paths`) and :class:`MemoryStoreError` says where; the next time the store is
+  opened for writing, or a later record succeeds, the pending records are added (deduplicated by uid).
+* An explicit store path must lie in an existing folder (a mistyped ``--memory`` is refused, not silently
+  created); a new store file is announced in :attr:`Store.warnings`. Only the default location and a
+  workspace's ``.htam`` folder are created.
 * An optional workspace store overlays the user store: reads merge both, writes go to the workspace.
 
 Records are (prefix, state, step, outcome, fingerprint, device, time); see
@@ -17,7 +30,9 @@ Records are (prefix, state, step, outcome, fingerprint, device, time); see
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import sqlite3
 import time as _time
@@ -31,19 +46,26 @@ from htam_core.memory.features import bottleneck_of_state
 from htam_core.memory.knowledge import KnowledgeBase, load_knowledge
 from htam_core.memory.records import Outcome, Record, Stats, outcome_value
 
-__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "EXPORT_FORMAT", "MemoryStoreError", "Store", "open_store",
-           "default_store_path", "START"]
+__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "EXPORT_FORMAT", "LOCK_TIMEOUT_S", "LOCK_TIMEOUT_ENV", "SQLITE_MAGIC",
+           "MemoryStoreError", "Store", "open_store", "default_store_path", "lock_timeout_s", "check_movable", "move_aside",
+           "pending_paths", "START"]
 
 #: Current schema version (``PRAGMA user_version``).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: ``PRAGMA application_id`` of HTAM memory files ("HTAM" in ASCII).
 APPLICATION_ID = 0x4854414D
 #: ``format`` field of export files.
 EXPORT_FORMAT = "htam-memory"
 #: Source node of edges from an empty prefix.
 START = "<start>"
-#: Busy timeout for concurrent writers, in seconds.
-BUSY_TIMEOUT_S = 30.0
+#: Default total wait for a store locked by another writer, in seconds.
+LOCK_TIMEOUT_S = 60.0
+#: Environment variable overriding :data:`LOCK_TIMEOUT_S` (seconds, a non-negative number).
+LOCK_TIMEOUT_ENV = "HTAM_MEMORY_LOCK_TIMEOUT"
+#: The first 16 bytes of every SQLite 3 database file (the SQLite file format, section 1.3).
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: First and largest wait between two attempts on a locked store, in seconds (doubling in between).
+_BACKOFF_FIRST_S, _BACKOFF_MAX_S = 0.025, 1.0
 
 _STATS_COLS = "count, wins, failures, n_values, mean, m2, last_seen, note_when, note_why, note_risk"
 
@@ -83,6 +105,10 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (level, src, dst)
     );
     """,
+    # v2: the measured spread of each outcome's speedup (NULL in records written before it)
+    """
+    ALTER TABLE records ADD COLUMN spread REAL;
+    """,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -92,13 +118,86 @@ class MemoryStoreError(Exception):
 
     Attributes:
         path: the file concerned.
-        kind: ``"corrupt"``, ``"newer"``, ``"foreign"`` or ``"io"``.
+        kind: ``"corrupt"``, ``"foreign"``, ``"newer"``, ``"locked"``, ``"readonly"``, ``"not-a-store"``,
+            ``"config"`` (a bad ``$HTAM_MEMORY_LOCK_TIMEOUT``) or ``"io"``.
+        pending: the pending file a record that could not be written was kept in, or ``None``.
     """
 
-    def __init__(self, message: str, path: str | Path, kind: str) -> None:
+    def __init__(self, message: str, path: str | Path, kind: str, pending: Path | None = None) -> None:
         super().__init__(message)
         self.path = str(path)
         self.kind = kind
+        self.pending = pending
+
+
+def lock_timeout_s() -> float:
+    """The total wait for a locked store: ``$HTAM_MEMORY_LOCK_TIMEOUT`` seconds, else :data:`LOCK_TIMEOUT_S`.
+
+    Raises:
+        MemoryStoreError: (``kind="config"``) the variable is not a non-negative number.
+    """
+    raw = os.environ.get(LOCK_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return LOCK_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value >= 0):
+        raise MemoryStoreError(f"{LOCK_TIMEOUT_ENV}={raw!r} is not a number of seconds; set it to e.g. 60 or unset "
+                               "it", raw, "config")
+    return value
+
+
+def _errname(exc: sqlite3.Error) -> str:
+    """The SQLite primary result code name of ``exc`` (``SQLITE_BUSY`` ...), or ``""``."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return "_".join(name.split("_")[:2])
+
+
+def _is_locked(exc: sqlite3.Error) -> bool:
+    return _errname(exc) in ("SQLITE_BUSY", "SQLITE_LOCKED") or "database is locked" in str(exc)
+
+
+def _is_readonly(exc: sqlite3.Error) -> bool:
+    return _errname(exc) in ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    return _errname(exc) in ("SQLITE_NOTADB", "SQLITE_CORRUPT") or not _errname(exc) and isinstance(
+        exc, sqlite3.DatabaseError) and ("not a database" in str(exc) or "malformed" in str(exc))
+
+
+def _locked_error(path: Path, waited: float) -> MemoryStoreError:
+    return MemoryStoreError(
+        f"the memory store {path} is locked by another writer (waited {waited:g} s). Close the other htam "
+        f"process or editor that is writing it, or raise {LOCK_TIMEOUT_ENV} (seconds, default "
+        f"{LOCK_TIMEOUT_S:.0f}), then retry", path, "locked")
+
+
+def _with_lock_retry(path: Path, fn: Any, timeout_s: float | None = None) -> Any:
+    """Call ``fn()``; while SQLite reports the store busy or locked, retry with exponential backoff.
+
+    Waits 25 ms, 50 ms, ... up to 1 s between attempts, for at most ``timeout_s`` seconds in total
+    (default :func:`lock_timeout_s`).
+
+    Raises:
+        MemoryStoreError: (``kind="locked"``) still locked when the time is up.
+    """
+    total = lock_timeout_s() if timeout_s is None else timeout_s
+    start = _time.monotonic()
+    wait = _BACKOFF_FIRST_S
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if not _is_locked(exc):
+                raise
+            left = total - (_time.monotonic() - start)
+            if left <= 0:
+                raise _locked_error(path, total) from None
+            _time.sleep(min(wait, left))
+            wait = min(wait * 2, _BACKOFF_MAX_S)
 
 
 def default_store_path() -> Path:
@@ -111,75 +210,166 @@ def default_store_path() -> Path:
     return Path(platformdirs.user_data_dir("htam", appauthor=False)) / "memory.sqlite3"
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+def _connect(path: Path, mode: Literal["rw", "ro", "immutable"] = "rw") -> sqlite3.Connection:
+    """Open ``path``: read-write (created if missing), read-only, or read-only and immutable (for a WAL file in
+    a read-only folder, where SQLite cannot create the ``-shm`` file; see "immutable" in SQLite's URI docs).
+    SQLite's own busy wait is kept short (100 ms): :func:`_with_lock_retry` does the backoff."""
+    if mode == "rw":
+        target, uri = str(path), False
+    else:
+        target, uri = path.resolve().as_uri() + ("?mode=ro" if mode == "ro" else "?mode=ro&immutable=1"), True
+    conn = sqlite3.connect(target, timeout=0.1, isolation_level=None, check_same_thread=False, uri=uri)
+    conn.execute("PRAGMA busy_timeout = 100")
     return conn
 
 
+def is_sqlite_file(path: Path) -> bool:
+    """True when ``path`` is a regular file that starts with :data:`SQLITE_MAGIC`."""
+    try:
+        with open(path, "rb") as fh:
+            return path.is_file() and fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _writable(path: Path) -> bool:
+    """Whether SQLite can write ``path`` in WAL mode: the file (when it exists) and its folder (``-wal``,
+    ``-shm``) must be writable. ``os.access`` also reports a read-only file system."""
+    folder_ok = os.access(path.parent, os.W_OK | os.X_OK)
+    return folder_ok and (not path.exists() or os.access(path, os.W_OK))
+
+
 def _corrupt(path: Path, detail: str) -> MemoryStoreError:
+    if not is_sqlite_file(path):
+        return MemoryStoreError(
+            f"{path} is not an SQLite database ({detail}), so it is not an HTAM memory store; it was left "
+            "untouched. Point --memory/HTAM_MEMORY at the store file (or a new file), or move this file away "
+            "yourself if it really is a damaged store", path, "corrupt")
     return MemoryStoreError(
-        f"the memory store {path} is corrupt or not a database ({detail}). It was left untouched. "
+        f"the memory store {path} is corrupt ({detail}). It was left untouched. "
         f"Move it aside with `htam memory reset --move-aside --memory {path}` (it is renamed to "
-        f"{path.name}.corrupt-<time> and an empty store is created), or point --memory/HTAM_MEMORY elsewhere.",
+        f"{path.name}.corrupt-<time> and an empty store is created), or point --memory/HTAM_MEMORY elsewhere",
         path, "corrupt")
 
 
-class _Db:
-    """One SQLite memory file, opened, checked and migrated."""
+def _io_error(path: Path, what: str, exc: BaseException) -> MemoryStoreError:
+    detail = getattr(exc, "strerror", None) or str(exc)
+    if isinstance(exc, sqlite3.Error) and _is_readonly(exc) or isinstance(exc, PermissionError) or \
+            getattr(exc, "errno", None) == 30:  # EROFS
+        return MemoryStoreError(
+            f"cannot {what} the memory store {path}: it is not writable ({detail}). Fix the permissions of the "
+            "file and its folder, or point --memory/HTAM_MEMORY at a writable file", path, "readonly")
+    return MemoryStoreError(f"cannot {what} the memory store {path}: {detail}. Check the disk and the path",
+                            path, "io")
 
-    def __init__(self, path: Path, on_corrupt: str) -> None:
+
+class _Db:
+    """One SQLite memory file, opened, checked and migrated; read-only when it cannot be written.
+
+    Args:
+        path: the file.
+        on_corrupt: ``"error"`` or ``"move-aside"`` (see :func:`open_store`).
+        make_parents: create a missing folder (the default location, a workspace's ``.htam``); otherwise a
+            missing folder is refused as a mistyped path.
+
+    Attributes:
+        read_only: the file is opened read-only (permissions or a read-only file system); writes raise.
+        created: the file did not exist and was created (empty) now.
+        moved_aside: where a corrupt file was moved, or ``None``.
+    """
+
+    def __init__(self, path: Path, on_corrupt: str, make_parents: bool = True) -> None:
         self.path = path
         self.moved_aside: Path | None = None
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise MemoryStoreError(f"cannot create the folder of the memory store {path}: {exc.strerror}",
-                                   path, "io") from None
+        self.read_only = False
+        if path.is_dir():
+            raise MemoryStoreError(
+                f"{path} is a folder, not a memory store file; it was left untouched. Pass the path of a store "
+                f"file, e.g. --memory {path / 'memory.sqlite3'}", path, "not-a-store")
+        if not path.parent.is_dir():
+            if not make_parents:
+                raise MemoryStoreError(
+                    f"no memory store at {path}: its folder {path.parent} does not exist (a mistyped --memory or "
+                    "HTAM_MEMORY?). Check the path, or create the folder first to start a new store there",
+                    path, "not-a-store")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise _io_error(path, "create the folder of", exc) from None
+        self.created = not path.exists()
         try:
             self.conn = self._open_checked()
         except MemoryStoreError as exc:
             if exc.kind != "corrupt" or on_corrupt != "move-aside":
                 raise
             self.moved_aside = move_aside(path)
+            self.created = True
             self.conn = self._open_checked()
 
     def _open_checked(self) -> sqlite3.Connection:
         path = self.path
-        try:
-            conn = _connect(path)
-        except sqlite3.Error as exc:
-            raise MemoryStoreError(f"cannot open the memory store {path}: {exc}", path, "io") from None
+        if path.exists() and path.stat().st_size > 0 and not is_sqlite_file(path):
+            raise _corrupt(path, "it does not start with the SQLite header")
+        if _writable(path):
+            try:
+                return _with_lock_retry(path, lambda: self._setup(_connect(path)))
+            except sqlite3.Error as exc:
+                if not (_is_readonly(exc) and path.exists()):
+                    raise self._classify(exc) from None
+        elif not path.exists():
+            raise _io_error(path, "create", PermissionError(13, "its folder is not writable"))
+        self.read_only = True
+        for mode in ("ro", "immutable"):  # immutable: a WAL file in a read-only folder (no -shm can be made)
+            try:
+                return _with_lock_retry(path, lambda m=mode: self._setup(_connect(path, m), read_only=True))
+            except sqlite3.Error as exc:
+                if mode == "immutable" or not _is_readonly(exc):
+                    raise self._classify(exc) from None
+        raise AssertionError("unreachable")
+
+    def _classify(self, exc: sqlite3.Error) -> MemoryStoreError:
+        if _is_locked(exc):
+            return _locked_error(self.path, 0.0)
+        if _is_corrupt(exc):
+            return _corrupt(self.path, str(exc))
+        return _io_error(self.path, "use", exc)
+
+    def _setup(self, conn: sqlite3.Connection, read_only: bool = False) -> sqlite3.Connection:
+        """Check the identity, schema and integrity of an open file; switch it to WAL and migrate it."""
+        path = self.path
         try:
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
             if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables > 0):
-                conn.close()
                 raise MemoryStoreError(
                     f"{path} is an SQLite database but not an HTAM memory store; it was left untouched. "
-                    "Point --memory/HTAM_MEMORY at another file.", path, "foreign")
+                    "Point --memory/HTAM_MEMORY at another file", path, "foreign")
             if version > SCHEMA_VERSION:
-                conn.close()
                 raise MemoryStoreError(
                     f"the memory store {path} has schema version {version}, newer than this htam supports "
                     f"({SCHEMA_VERSION}); it was left untouched. Upgrade htam, or point --memory/HTAM_MEMORY "
-                    "at another file.", path, "newer")
+                    "at another file", path, "newer")
             if tables > 0:
                 check = conn.execute("PRAGMA quick_check").fetchall()
                 if check != [("ok",)]:
-                    conn.close()
                     raise _corrupt(path, "integrity check: " + "; ".join(str(r[0]) for r in check[:3]))
+            if read_only:
+                if version < SCHEMA_VERSION:
+                    raise MemoryStoreError(
+                        f"the memory store {path} is empty or of an older schema and not writable, so it cannot be "
+                        "set up. Fix the permissions of the file and its folder, or point --memory/HTAM_MEMORY at "
+                        "a writable file", path, "readonly")
+                return conn
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
-                conn.close()
                 raise MemoryStoreError(f"cannot switch {path} to WAL mode (got {mode}); use a local file "
                                        "system for the memory store", path, "io")
             conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate(conn)
-        except sqlite3.DatabaseError as exc:
+        except BaseException:
             conn.close()
-            raise _corrupt(path, str(exc)) from None
+            raise
         return conn
 
     @staticmethod
@@ -202,22 +392,57 @@ class _Db:
             raise
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction; commits on success, rolls back on any exception."""
-        self.conn.execute("BEGIN IMMEDIATE")
+    def write(self, timeout_s: float | None = None) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction; commits on success, rolls back on any exception.
+
+        Args:
+            timeout_s: total wait for a lock held by another writer (default :func:`lock_timeout_s`).
+
+        Raises:
+            MemoryStoreError: ``kind="readonly"`` (opened read-only, or the OS refused the write),
+                ``"locked"`` (still locked after the timeout), ``"corrupt"`` or ``"io"``; nothing is written.
+        """
+        if self.read_only:
+            raise _io_error(self.path, "write", PermissionError(13, "it was opened read-only"))
+        try:
+            _with_lock_retry(self.path, lambda: self.conn.execute("BEGIN IMMEDIATE"), timeout_s)
+        except sqlite3.Error as exc:
+            raise self._classify(exc) from None
         try:
             yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
+            self.conn.execute("COMMIT")
+        except BaseException as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error) and not isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError):
+                raise self._classify(exc) from None
             raise
-        self.conn.execute("COMMIT")
 
     def close(self) -> None:
         self.conn.close()
 
 
+def check_movable(path: Path) -> None:
+    """Raise unless ``path`` is a regular file starting with :data:`SQLITE_MAGIC` (see :func:`move_aside`).
+
+    Raises:
+        MemoryStoreError: (``kind="not-a-store"``) a folder, a missing file, or a file of another format.
+    """
+    if not is_sqlite_file(path):
+        what = "a folder" if path.is_dir() else "missing" if not path.exists() else "not an SQLite file"
+        raise MemoryStoreError(
+            f"refusing to move {path} aside: it is {what}, not an HTAM memory store (it does not start with the "
+            "SQLite header). Check --memory/HTAM_MEMORY; htam only renames SQLite store files", path, "not-a-store")
+
+
 def move_aside(path: Path) -> Path:
-    """Rename ``path`` (and its ``-wal``/``-shm`` files) to ``<path>.corrupt-<YYYYmmdd-HHMMSS>``; return it."""
+    """Rename ``path`` (and its ``-wal``/``-shm`` files) to ``<path>.corrupt-<YYYYmmdd-HHMMSS>``; return it.
+
+    Raises:
+        MemoryStoreError: (``kind="not-a-store"``) ``path`` is not a regular file starting with
+            :data:`SQLITE_MAGIC` (a folder, a text file, a missing file): htam renames only SQLite files.
+    """
+    check_movable(path)
     stamp = _time.strftime("%Y%m%d-%H%M%S")
     target = path.with_name(f"{path.name}.corrupt-{stamp}")
     n = 1
@@ -232,14 +457,44 @@ def move_aside(path: Path) -> Path:
     return target
 
 
+def pending_paths(store_path: Path) -> list[Path]:
+    """Where records that could not be written to ``store_path`` are kept, in order of preference.
+
+    ``<store>.pending.jsonl`` next to the store, then (for a read-only folder)
+    ``<platformdirs user state dir>/htam/pending/<store name>-<hash of its path>.pending.jsonl``.
+    Each line is one :meth:`Record.to_json` object.
+    """
+    import platformdirs
+
+    digest = hashlib.sha1(str(store_path.resolve()).encode()).hexdigest()[:12]
+    state = Path(platformdirs.user_state_dir("htam", appauthor=False)) / "pending"
+    return [store_path.with_name(store_path.name + ".pending.jsonl"),
+            state / f"{store_path.name}-{digest}.pending.jsonl"]
+
+
+def _keep_pending(store_path: Path, rec: Record) -> Path | None:
+    """Append ``rec`` to the first writable pending file of ``store_path``; ``None`` when none is writable."""
+    line = json.dumps(rec.to_json(), sort_keys=True) + "\n"
+    for target in pending_paths(store_path):
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "a", encoding="utf-8") as fh:
+                fh.write(line)
+            return target
+        except OSError:
+            continue
+    return None
+
+
 def _row_to_record(row: Sequence[Any]) -> Record:
-    (_id, uid, t, prefix, state, step, direction, speedup, correct, measured, status, note, fp, device) = row
+    (_id, uid, t, prefix, state, step, direction, speedup, correct, measured, status, note, fp, device,
+     spread) = row
     return Record(tuple(json.loads(prefix)), json.loads(state), step, direction,
-                  Outcome(speedup, bool(correct), bool(measured), status, note), fp, device, t, uid)
+                  Outcome(speedup, bool(correct), bool(measured), status, note, spread), fp, device, t, uid)
 
 
 _RECORD_COLS = ("id, uid, time, prefix, state, step, direction, speedup, correct, measured, status, note, "
-                "fingerprint, device")
+                "fingerprint, device, spread")
 
 
 def _stats_from_row(row: Sequence[Any]) -> Stats:
@@ -268,6 +523,7 @@ class Store:
     dbs: list[_Db]
     kb: KnowledgeBase
     warnings: list[str] = field(default_factory=list)
+    _lock_gave_up: bool = field(default=False, repr=False)
 
     # ---- paths and lifecycle -------------------------------------------------------------------
     @property
@@ -279,6 +535,11 @@ class Store:
     def paths(self) -> list[Path]:
         """Every file, the write target first."""
         return [db.path for db in self.dbs]
+
+    @property
+    def read_only(self) -> bool:
+        """The write file was opened read-only: reads work, writes raise (records go to a pending file)."""
+        return self.dbs[0].read_only
 
     def close(self) -> None:
         """Close every connection."""
@@ -308,22 +569,78 @@ class Store:
             the stored :class:`Record`.
 
         Raises:
-            ValueError: unknown step, or malformed prefix/state.
-            MemoryStoreError: the file cannot be written.
+            ValueError: unknown step, malformed prefix/state, or a state value or time that is not finite.
+            MemoryStoreError: the file cannot be written now (``kind`` says why: ``"locked"`` after the lock
+                timeout, ``"readonly"``, ...). The record is not lost: it is kept in a pending file
+                (:attr:`MemoryStoreError.pending`, named in the message) and added on the next writable open.
+                After one lock timeout, later records of this store try once without waiting (and are kept).
         """
         if not self.kb.has_strategy(step):
             raise ValueError(f"unknown step {step!r}: not a strategy of the knowledge base (see `htam suggest`)")
         if not all(isinstance(p, str) for p in prefix):
             raise ValueError("prefix must be a list of strategy ids")
-        rec = Record(tuple(prefix), {str(k): float(v) for k, v in state.items()}, step,
-                     self.kb.strategy(step).direction, outcome, str(fingerprint), str(device),
-                     _time.time() if time is None else float(time))
+        values = {str(k): float(v) for k, v in state.items()}
+        t = _time.time() if time is None else float(time)
+        bad = [k for k, v in values.items() if not math.isfinite(v)] + ([] if math.isfinite(t) else ["time"])
+        if bad:
+            raise ValueError(f"not finite: {', '.join(bad)}; state values and time must be finite numbers")
+        rec = Record(tuple(prefix), values, step, self.kb.strategy(step).direction, outcome, str(fingerprint),
+                     str(device), t)
         try:
-            with self.dbs[0].write() as conn:
+            with self.dbs[0].write(timeout_s=0.0 if self._lock_gave_up else None) as conn:
                 self._insert(conn, rec)
-        except sqlite3.DatabaseError as exc:
-            raise MemoryStoreError(f"cannot write the memory store {self.path}: {exc}", self.path, "io") from None
+        except MemoryStoreError as exc:
+            self._lock_gave_up = self._lock_gave_up or exc.kind == "locked"
+            kept = _keep_pending(self.path, rec)
+            where = (f"The record was kept in {kept} and is added to the store the next time htam opens it for "
+                     "writing" if kept else "The record could not be kept anywhere either (no writable pending "
+                     f"file: {', '.join(map(str, pending_paths(self.path)))}); it is lost")
+            raise MemoryStoreError(f"{exc}. {where}", self.path, exc.kind, kept) from None
+        self._lock_gave_up = False
+        self.flush_pending()
         return rec
+
+    def flush_pending(self) -> int:
+        """Add the records kept in the pending files of the write file (see :func:`pending_paths`), skipping
+        uids already present, in one transaction; remove the files. Returns the number of records added.
+
+        A pending file that cannot be read, or a store that cannot be written now, is left for next time and
+        noted in :attr:`warnings`; malformed lines are left in the file.
+        """
+        if self.read_only:
+            return 0
+        added = 0
+        for f in pending_paths(self.path):
+            if not f.is_file():
+                continue
+            try:
+                lines = f.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                self.warnings.append(f"cannot read the pending records in {f}: {exc}; they were not added")
+                continue
+            recs, bad = [], []
+            for line in lines:
+                try:
+                    recs.append(Record.from_json(json.loads(line)))
+                except (ValueError, KeyError, TypeError):
+                    bad.append(line)
+            try:
+                result = self.import_records(recs, timeout_s=0.0)
+            except MemoryStoreError as exc:
+                self.warnings.append(f"{len(recs)} pending record(s) in {f} are not added yet: {exc}")
+                continue
+            added += result.added
+            try:
+                if bad:
+                    f.write_text("\n".join(bad) + "\n", encoding="utf-8")
+                    self.warnings.append(f"{len(bad)} malformed line(s) left in {f}")
+                else:
+                    f.unlink()
+            except OSError:
+                pass  # added already; importing again skips them by uid
+            if result.added:
+                self.warnings.append(f"added {result.added} pending record(s) from {f} to {self.path}")
+        return added
 
     def _direction_of(self, strategy_id: str) -> str:
         return self.kb.strategy(strategy_id).direction if self.kb.has_strategy(strategy_id) else "?"
@@ -331,10 +648,10 @@ class Store:
     def _insert(self, conn: sqlite3.Connection, rec: Record) -> None:
         o = rec.outcome
         conn.execute(
-            f"INSERT INTO records ({_RECORD_COLS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO records ({_RECORD_COLS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (rec.uid, rec.time, json.dumps(list(rec.prefix)), json.dumps(rec.state, sort_keys=True), rec.step,
              rec.direction, o.speedup, int(o.correct), int(o.measured), o.status, o.note, rec.fingerprint,
-             rec.device))
+             rec.device, o.spread))
         value = outcome_value(o)
         when = bottleneck_of_state(rec.state)
         last = rec.prefix[-1] if rec.prefix else START
@@ -353,7 +670,11 @@ class Store:
                           stats.last_seen, stats.note_when, stats.note_why, stats.note_risk))
 
     def reset(self) -> int:
-        """Delete every record and statistic of the write file. Returns the number of records deleted."""
+        """Delete every record and statistic of the write file. Returns the number of records deleted.
+
+        Raises:
+            MemoryStoreError: not writable, locked past the timeout; nothing is deleted then.
+        """
         with self.dbs[0].write() as conn:
             n = conn.execute("SELECT count(*) FROM records").fetchone()[0]
             for table in ("records", "nodes", "edges"):
@@ -484,8 +805,20 @@ class Store:
                 recs.append(Record.from_json(r))
             except (KeyError, TypeError, ValueError) as exc:
                 raise ValueError(f"record {i} of the export is malformed: {exc}") from None
+        return self.import_records(recs)
+
+    def import_records(self, recs: Sequence[Record], *, timeout_s: float | None = None) -> ImportResult:
+        """Add records to the write file in one transaction, skipping uids already present.
+
+        Args:
+            recs: validated records (:meth:`Record.from_json` checks them).
+            timeout_s: total wait for a lock (default :func:`lock_timeout_s`).
+
+        Raises:
+            MemoryStoreError: not writable or locked past the timeout; nothing is written then.
+        """
         result = ImportResult()
-        with self.dbs[0].write() as conn:
+        with self.dbs[0].write(timeout_s) as conn:
             for rec in recs:
                 if conn.execute("SELECT 1 FROM records WHERE uid = ?", (rec.uid,)).fetchone():
                     result.skipped += 1
@@ -502,7 +835,7 @@ def open_store(
     on_corrupt: Literal["error", "move-aside"] = "error",
     kb: KnowledgeBase | None = None,
 ) -> Store:
-    """Open (creating if needed) the memory store.
+    """Open (creating the file if needed, which :attr:`Store.warnings` says) the memory store.
 
     Args:
         path: the user store file; default :func:`default_store_path` (``$HTAM_MEMORY`` or the platformdirs
@@ -514,30 +847,42 @@ def open_store(
         kb: knowledge base (default :func:`~htam_core.memory.knowledge.load_knowledge`).
 
     Raises:
-        MemoryStoreError: corrupt (with ``on_corrupt="error"``), newer schema, not an HTAM store, or
-            not writable. Such files are never modified.
+        MemoryStoreError: corrupt (with ``on_corrupt="error"``), newer schema, not an HTAM store, a folder,
+            an explicit path whose folder does not exist (``path`` or ``$HTAM_MEMORY``: a mistyped path is
+            refused rather than silently created; the default location's folder is created), locked past the
+            timeout while being set up, or not writable and not yet set up. Such files are never modified.
+            A healthy store that is not writable opens read-only (:attr:`Store.read_only`, with a warning).
     """
     if on_corrupt not in ("error", "move-aside"):
         raise ValueError("on_corrupt must be 'error' or 'move-aside'")
+    explicit = path is not None or bool(os.environ.get("HTAM_MEMORY"))
     user = Path(path).expanduser() if path is not None else default_store_path()
-    files: list[Path] = []
+    files: list[tuple[Path, bool]] = []  # (file, may create its folder)
     if workspace is not None:
         ws = Path(workspace).expanduser()
-        files.append(ws / ".htam" / "memory.sqlite3" if ws.is_dir() else ws)
-    files.append(user)
+        files.append((ws / ".htam" / "memory.sqlite3", True) if ws.is_dir() else (ws, False))
+    files.append((user, not explicit))
     dbs: list[_Db] = []
     warnings: list[str] = []
     try:
-        for f in files:
+        for f, make_parents in files:
             if any(f.resolve() == d.path.resolve() for d in dbs):
                 continue
-            db = _Db(f, on_corrupt)
+            db = _Db(f, on_corrupt, make_parents)
             if db.moved_aside is not None:
                 warnings.append(f"the memory store {f} was corrupt; it was moved to {db.moved_aside} and an "
                                 "empty store was created")
+            elif db.created:
+                warnings.append(f"created a new, empty memory store at {f}")
+            if db.read_only:
+                warnings.append(f"the memory store {f} is not writable (permissions or a read-only file system): "
+                                "it was opened read-only, so reads work but new records are kept in a pending "
+                                "file until it is writable again")
             dbs.append(db)
     except BaseException:
         for d in dbs:
             d.close()
         raise
-    return Store(dbs, kb or load_knowledge(), warnings)
+    store = Store(dbs, kb or load_knowledge(), warnings)
+    store.flush_pending()
+    return store

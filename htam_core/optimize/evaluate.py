@@ -1,11 +1,13 @@
 """Evaluate one candidate kernel file: guards, correctness, time (GPU) or static profile (CPU).
 
 Every compile and run happens in worker processes (:mod:`htam_core.profile.worker`), never here. The
-order follows KernelBench's discipline (DESIGN.md §7): refuse what the static reward-hack guards refuse,
+order follows KernelBench's discipline (its ``src/eval.py``): refuse what the static reward-hack guards refuse,
 then check correctness over seeds, and only then let a time count.
 
 * **GPU mode**: :func:`htam_core.profile.gpu.profile_on_gpu` verifies the candidate on the GPU against the
-  harness reference and times it (CUDA events, L2 flushed, median of many trials).
+  harness reference and times it (:mod:`htam_core.measure.timer`: CUDA-graph replay or events with an
+  asynchronous L2 flush, checked against CUPTI). :meth:`Evaluator.compare` then times the parent and the
+  candidate interleaved in one worker (:mod:`htam_core.measure.compare`) for the speedup and its spread.
 * **Static mode** (no GPU): the candidate is compiled for the static profile (nvcc / Triton AOT); Triton
   candidates are checked for correctness under ``TRITON_INTERPRET=1`` in a worker; CUDA candidates are
   compile-checked only and reported as *unverified*, never as correct.
@@ -14,11 +16,13 @@ then check correctness over seeds, and only then let a time count.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from htam_core.harness import Harness
+from htam_core.measure.compare import Comparison
 from htam_core.profile.errors import ProfileError
 from htam_core.profile.result import Profile
 from htam_core.source import language_for_path, parse_text
@@ -199,12 +203,38 @@ class Evaluator:
         corr = p.extra.get("correctness") or {}
         correct = bool(corr.get("correct")) if corr else None
         msgs = list(corr.get("messages", [])) if corr else []
-        per_set = [s["median"] for s in (p.extra.get("timing") or {}).get("per_set", [])]
+        timing = p.extra.get("timing") or {}
+        per_set = [] if timing.get("refused") else [s["median"] for s in timing.get("per_set", [])]
         if correct is False:
             return Evaluation(True, False, "gpu", "incorrect", p.time_ms.median if p.time_ms else None, per_set,
                               p, model, msgs, lab)
         return Evaluation(True, correct, "gpu", None, p.time_ms.median if p.time_ms else None, per_set, p, model,
                           msgs, lab)
+
+    def compare(self, parent_text: str, cand_path: Path) -> tuple[Comparison | None, str]:
+        """Time the parent ``parent_text`` and the candidate at ``cand_path`` interleaved in the GPU worker.
+
+        Returns:
+            ``(comparison, "")``, or ``(None, why)`` when there is no GPU harness or the worker failed (a fault,
+            a timeout): the caller then has no spread and says so.
+        """
+        if not (self.gpu and self.harness is not None):
+            return None, "no GPU harness: nothing to compare"
+        from htam_core.profile.gpu import pool_config
+        from htam_core.profile.worker import run_in_worker
+
+        parent_path = self.write(parent_text, f"_parent-{hashlib.sha256(parent_text.encode()).hexdigest()[:12]}")
+        args = {"parent": self._harness_for(parent_path).to_json(),  # type: ignore[union-attr]
+                "candidate": self._harness_for(cand_path).to_json()}  # type: ignore[union-attr]
+        r = run_in_worker("htam_core.measure.compare:compare_harnesses", args, timeout_s=900.0,
+                          pool_key=f"gpu{self.gpu_index}", **pool_config(self.gpu_index))
+        if not r.ok:
+            err = r.error
+            return None, f"interleaved comparison failed: {err.kind}: {err.message}" if err else "comparison failed"
+        try:
+            return Comparison.from_json(r.value), ""
+        except (KeyError, TypeError, ValueError) as exc:
+            return None, f"interleaved comparison gave a malformed result: {exc}"
 
     def _static(self, cand_path: Path, model: SourceModel, kernel, lab: list[str]) -> Evaluation:
         from htam_core.profile.api import static_profile

@@ -1,4 +1,4 @@
-"""The HTAM evolution loop (DESIGN.md §1, "One evolution step").
+"""The HTAM evolution loop.
 
 Each step: profile the current kernel (its state) → rank directions, then strategies → generate a candidate
 (mechanical transform or LLM) → verify (guards, correctness over seeds) → time it on the GPU → record the
@@ -37,14 +37,12 @@ from htam_core.optimize.evaluate import Evaluation, Evaluator
 from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
 from htam_core.optimize.report import geomean_ratio as _geomean_ratio
 from htam_core.optimize.report import write_report
-from htam_core.optimize.task import POLICIES, OptimizeResult, OptimizeTask, ProgressEvent, StepRecord
+from htam_core.optimize.task import POLICIES, NotMade, OptimizeResult, OptimizeTask, ProgressEvent, StepRecord
 from htam_core.profile.api import gpu_available
 from htam_core.source import SourceError, language_for_path, load, parse_text
 from htam_core.source.model import Kernel
+from htam_core.transforms.registry import no_transform_message
 
-#: A measured speedup counts as a win above this, and as a loss below its inverse: timing noise on one
-#: GPU is about 1-2% (see bench/results for the repeatability we measured).
-WIN_THRESHOLD = 1.02
 #: Steps of history the memory sees (the prefix h_t).
 PREFIX_LEN = 4
 
@@ -157,6 +155,8 @@ class _Loop:
         self.tried: set[str] = {_text_hash(self.start_text)}
         self.kept_strategies: set[str] = set()
         self.dead: set[tuple[str, str]] = set()  # (text hash, strategy) with nothing new to propose
+        self.not_made: list[NotMade] = []  # ranked steps passed over, with the refusal reason (for the report)
+        self._not_made_seen: set[tuple[str, str]] = set()
         # LLM engine: evaluations made by the repair check, reused when the candidate comes back (text hash ->
         # verdict and file), and the folder label of the step being generated.
         self._checked: dict[str, tuple[Evaluation, Path]] = {}
@@ -220,7 +220,7 @@ class _Loop:
         from htam_core.generate.llm import CheckResult
 
         model = parse_text(code, self.file_language)
-        if self.task.kernel not in {k.name for k in model.kernels}:
+        if not any(k.answers_to(self.task.kernel) for k in model.kernels):
             return CheckResult(False, f"the reply must keep the kernel {self.task.kernel!r} (same name)")
         if model.errors:
             return CheckResult(False, "the code does not parse: " + "; ".join(model.errors[:5]))
@@ -270,10 +270,14 @@ class _Loop:
         ranked = self._choices(ev, prefix)
         for choice in ranked:
             if not self.gpu and choice.strategy in self.kept_strategies:
-                continue  # static mode: unmeasured variants of a step already kept tell nothing new
+                self._not_made(choice, prefix, "static mode: the loop already went on from this step; another "
+                               "unmeasured variant of it would tell nothing new")
+                continue
             if (h, choice.strategy) in self.dead:
                 continue
             if not llm and not choice.transform:
+                s = self.kb.strategy(choice.strategy)
+                self._not_made(choice, prefix, no_transform_message(s.title, s.guidance, "Run with --engine llm"))
                 continue
             self._check_label, self._check_tries = f"{n:02d}-{choice.strategy.replace('.', '_')}", 0
             try:
@@ -290,14 +294,26 @@ class _Loop:
             if llm and not cands:
                 self.dead.add((h, choice.strategy))
                 return choice, None, None
+            for _, why in getattr(self.generator, "skipped", []):
+                self._not_made(choice, prefix, why)
             fresh = [c for c in cands if _text_hash(c.code) not in self.tried]
             if not fresh:
                 self.dead.add((h, choice.strategy))
+                if cands:
+                    self._not_made(choice, prefix, "every candidate it makes was already evaluated in this run")
                 continue
             if self.task.policy == "random":
                 return choice, self.rng.choice(fresh), None
             return choice, fresh[0], None
         return None
+
+    def _not_made(self, choice: Choice, prefix: list[str], reason: str) -> None:
+        """Note that the ranked step ``choice`` was passed over for the kernel reached by ``prefix``, and why."""
+        key = (choice.strategy, reason)
+        if key not in self._not_made_seen:
+            self._not_made_seen.add(key)
+            kernel = "start" if not prefix else "after " + " → ".join(prefix)
+            self.not_made.append(NotMade(choice.direction, choice.strategy, choice.transform, reason, kernel))
 
     # -- the loop -----------------------------------------------------------------------------------
     def _progress(self, step: int, choice: Choice | None, best: float | None, msg: str) -> None:
@@ -387,9 +403,11 @@ class _Loop:
             self.warnings.append(f"the LLM engine stopped: {exc}")
         if not gave_up and any(s.status == ENDPOINT_FAULT for s in self.steps):
             self.warnings.append(self._fault_note())  # faults that did not stop the run
+        self._headline_note(start_ev, best_ev)
         return write_report(self.task, self.out, self.start_text, start_ev, best_text, best_ev, self.steps,
                             gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
-                            language=self.kernel.language, measurements_reused=self.measurements_reused)
+                            language=self.kernel.language, measurements_reused=self.measurements_reused,
+                            not_made=self.not_made)
 
     def _endpoint_fault(self, n: int, choice: Choice, fault: LLMEndpointError | None) -> StepRecord:
         """The step record of an LLM endpoint fault: ``fault`` raised by the request, or (``None``) every round's
@@ -461,21 +479,15 @@ class _Loop:
                ev: Evaluation, cand_path: Path) -> StepRecord:
         ev = self._strict(start, ev, cand_path)
         numerics = bool(cand.params.get("changes_numerics"))
-        speedup = None
+        speedup, spread, gain, timing_msgs = None, None, "neutral", []
         if self.gpu and ev.ok and ev.correct and ev.time_ms and parent.time_ms:
-            speedup = _geomean_ratio(parent.per_set_ms or [parent.time_ms], ev.per_set_ms or [ev.time_ms])
+            speedup, spread, gain, timing_msgs = self._gain(parent_text, parent, ev, cand_path)
         if ev.failure in ("refused", "incorrect"):
             status = "incorrect"
         elif ev.failure == "failed" or not ev.ok:
             status = "failed"
-        elif speedup is None:
-            status = "neutral"
-        elif speedup >= WIN_THRESHOLD:
-            status = "win"
-        elif speedup <= 1 / WIN_THRESHOLD:
-            status = "loss"
         else:
-            status = "neutral"
+            status = gain
         labelled = bool(ev.labels)
         if self.gpu:
             accepted = status == "win" and not labelled
@@ -485,7 +497,7 @@ class _Loop:
             # transform: never unverified LLM code.
             mechanical = self.task.engine == "rules" and not numerics
             accepted = status == "neutral" and (ev.correct is True or (ev.correct is None and mechanical))
-        msgs = list(ev.messages)
+        msgs = list(ev.messages) + timing_msgs
         if labelled:
             msgs.append("labelled " + ", ".join(ev.labels) + ": not counted as a plain speedup")
         if numerics:
@@ -498,7 +510,39 @@ class _Loop:
             edit=_diff(parent_text, cand.code, self.path.name), status=status, correct=ev.correct,
             verified_on=ev.verified_on, time_ms=ev.time_ms, speedup=speedup,
             speedup_vs_start=self._speedup(start, ev) if self.gpu and ev.correct else None, accepted=accepted,
-            evidence=choice.evidence, messages=msgs, candidate_path=str(cand_path), score=choice.score)
+            evidence=choice.evidence, messages=msgs, candidate_path=str(cand_path), score=choice.score,
+            spread=spread)
+
+    def _gain(self, parent_text: str, parent: Evaluation, ev: Evaluation,
+              cand_path: Path) -> tuple[float | None, float | None, str, list[str]]:
+        """Speedup, spread, status and messages of a measured candidate: the parent and the candidate timed
+        interleaved in one worker (:meth:`Evaluator.compare`); without that comparison, the two separate
+        timings with the minimum spread, said so."""
+        from htam_core.measure.stats import MIN_SPREAD, SPREAD_RULE, classify_gain
+
+        if SPREAD_RULE not in " ".join(self.warnings):
+            self.warnings.append(f"win rule: {SPREAD_RULE}")
+        comp, why = self.evaluator.compare(parent_text, cand_path)
+        if comp is None:
+            speedup = _geomean_ratio(parent.per_set_ms or [parent.time_ms], ev.per_set_ms or [ev.time_ms])
+            return speedup, None, classify_gain(speedup, None), [
+                f"{why}; speedup from separate timings, judged against the minimum spread {MIN_SPREAD:.0%}"]
+        per_set = ", ".join(f"set {i}: {c.speedup:.3f}x ±{c.spread:.1%}" + (" (launch-bound)" if c.launch_bound
+                                                                         else "") for i, c in enumerate(comp.sets))
+        msgs = [f"interleaved timing: {comp.speedup:.3f}x, spread ±{comp.spread:.1%}, win threshold "
+                f"{comp.threshold:.3f}x -> {comp.status} ({per_set})"]
+        if comp.note:
+            msgs.append(comp.note)
+        return comp.speedup, comp.spread, comp.status, msgs
+
+    def _headline_note(self, start: Evaluation, best: Evaluation) -> None:
+        """Say which input sets the headline geomean leaves out as launch-bound (kernel time < 10 µs)."""
+        from htam_core.measure.stats import headline_geomean
+
+        if self.gpu and best is not start and start.per_set_ms and best.per_set_ms:
+            note = headline_geomean(start.per_set_ms, best.per_set_ms).note
+            if note:
+                self.warnings.append(note)
 
     def _record(self, prefix: list[str], parent: Evaluation, choice: Choice, rec: StepRecord,
                 ev: Evaluation) -> None:
@@ -507,7 +551,8 @@ class _Loop:
         state = state_from_profile(parent.profile) if parent.profile else {}
         outcome = Outcome(speedup=rec.speedup if rec.status in ("win", "loss", "neutral") else None,
                           correct=rec.status not in ("incorrect", "failed"), measured=rec.speedup is not None,
-                          status=rec.status, note=rec.description[:200])
+                          status=rec.status, note=rec.description[:200],
+                          spread=rec.spread if rec.speedup is not None else None)
         device = (ev.profile or parent.profile).device if (ev.profile or parent.profile) else "unknown"
         try:
             self.ranker.record(list(prefix), state, choice.strategy, outcome, self.fingerprint, device)

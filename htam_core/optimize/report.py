@@ -1,29 +1,32 @@
 """The optimization report: ``report.json``, ``report.md``, ``speedup.png`` and ``best.<ext>``.
 
 Every number comes from the evaluation records; a time or speedup that was not measured on a GPU is
-written as "not measured", never estimated.
+written as "not measured", never estimated, and a step without a measured speedup is "not measured", never
+"kept". ``speedup.png`` exists only when something was timed. Every incorrect or failed candidate carries
+its reason, and every ranked step the loop passed over carries the transform's refusal message.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from htam_core.measure.stats import headline_geomean
 from htam_core.memory.records import ENDPOINT_FAULT
-from htam_core.optimize.task import OptimizeResult, OptimizeTask, StepRecord
+from htam_core.optimize.task import NotMade, OptimizeResult, OptimizeTask, StepRecord
 
 if TYPE_CHECKING:
     from htam_core.optimize.evaluate import Evaluation
 
 
 def geomean_ratio(parent: list[float], child: list[float]) -> float | None:
-    """Geometric mean over input sets of ``parent_ms / child_ms`` (a speedup), or ``None`` without pairs."""
-    pairs = [(p, c) for p, c in zip(parent, child, strict=False) if p and c and p > 0 and c > 0]
-    if not pairs:
-        return None
-    return math.exp(sum(math.log(p / c) for p, c in pairs) / len(pairs))
+    """Geometric mean over input sets of ``parent_ms / child_ms`` (a speedup), or ``None`` without pairs.
+
+    Launch-bound sets (both times under 10 µs) are left out unless every set is launch-bound
+    (:func:`htam_core.measure.stats.headline_geomean`; the loop adds its note to the report)."""
+    return headline_geomean(parent, child).speedup
 
 
 def _fmt_ms(v: float | None) -> str:
@@ -44,7 +47,27 @@ def _fmt_correct(s: StepRecord) -> str:
     return f"unverified ({s.verified_on})"
 
 
-def _speedup_plot(path: Path, steps: list[StepRecord], measured: bool) -> None:
+def failure_reason(status: str, messages: list[str]) -> str | None:
+    """One line saying why a candidate is ``incorrect`` or ``failed``, from its evaluation messages.
+
+    Picks the verifier's mismatch line (``seed S, input set K: output I: ... max abs error ..., max rel error
+    ...``), else a guard's refusal, else the first error line of a compile or runtime failure (Python traceback
+    frames dropped). Returns ``None`` for other statuses.
+    """
+    if status not in ("incorrect", "failed"):
+        return None
+    lines = [ln.strip() for m in messages for ln in str(m).splitlines()
+             if ln.strip() and not ln.startswith(("Traceback", "  File ", "    "))]
+    for pick in (lambda ln: ln.startswith("seed ") and "output" in ln, lambda ln: ln.startswith("refused by guard"),
+                 lambda ln: ln.startswith("seed "), lambda ln: "error" in ln.lower(), lambda ln: True):
+        hit = next((ln for ln in lines if pick(ln)), None)
+        if hit is not None:
+            return hit if len(hit) <= 300 else hit[:300] + " …"
+    return "no message from the verifier"
+
+
+def _speedup_plot(path: Path, steps: list[StepRecord]) -> None:
+    """Plot measured speedups over the start per candidate, the best-so-far line, and untimed candidates."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -52,26 +75,24 @@ def _speedup_plot(path: Path, steps: list[StepRecord], measured: bool) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
     xs = [s.index for s in steps]
-    if measured:
-        ys = [s.speedup_vs_start if s.speedup_vs_start is not None else float("nan") for s in steps]
-        best: list[float] = []
-        cur = 1.0
-        for s in steps:
-            if s.accepted and s.speedup_vs_start is not None:
-                cur = max(cur, s.speedup_vs_start)
-            best.append(cur)
-        ax.plot(xs, ys, "o", label="candidate (vs start)")
-        ax.step([0, *xs], [1.0, *best], where="post", label="best so far")
-        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-        ax.set_ylabel("speedup over start (×)")
-        ax.legend(loc="best", fontsize=8)
-    else:
-        colors = {"neutral": "tab:blue", "incorrect": "tab:red", "failed": "tab:orange"}
-        ax.scatter(xs, [1.0] * len(xs), c=[colors.get(s.status, "tab:grey") for s in steps])
-        ax.text(0.5, 0.7, "static mode: nothing was timed (no GPU)", ha="center", transform=ax.transAxes)
-        ax.set_yticks([])
+    ys = [s.speedup_vs_start if s.speedup_vs_start is not None else float("nan") for s in steps]
+    best: list[float] = []
+    cur = 1.0
+    for s in steps:
+        if s.accepted and s.speedup_vs_start is not None:
+            cur = max(cur, s.speedup_vs_start)
+        best.append(cur)
+    ax.plot(xs, ys, "o", label="candidate (vs start)")
+    ax.step([0, *xs], [1.0, *best], where="post", label="best so far")
+    untimed = [s.index for s in steps if s.speedup_vs_start is None]
+    if untimed:  # incorrect, failed or untimed candidates: on the x axis, no speedup
+        ax.plot(untimed, [0.02] * len(untimed), "x", color="tab:red", transform=ax.get_xaxis_transform(),
+                label="incorrect, failed or not timed")
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_ylabel("speedup over start (×)")
+    ax.legend(loc="best", fontsize=8)
     ax.set_xlabel("candidate")
-    ax.set_title("HTAM optimize: speedup per step")
+    ax.set_title("HTAM optimize: measured speedup per candidate")
     ax.set_xlim(-0.5, max(xs, default=0) + 0.5)
     fig.tight_layout()
     fig.savefig(path)
@@ -104,24 +125,38 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
     if result.cancelled:
         lines.append("- cancelled by the user: the best kernel so far is kept")
     lines += ["", result.summary, "", "| # | direction → strategy | edit | correct | time (ms) | speedup | vs start | "
-              "kept | evidence |", "|---|---|---|---|---|---|---|---|---|"]
+              "kept | evidence | why (incorrect or failed) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for s in result.steps:
-        desc = s.description.replace("|", "\\|").replace("\n", " ")
-        ev = (s.evidence or "").replace("|", "\\|").replace("\n", " ")
+        desc, ev, why = (_cell(t) for t in (s.description, s.evidence, s.reason or "—"))
         lines.append(f"| {s.index} | {s.direction} → {s.strategy} | {desc} | {_fmt_correct(s)} | {_fmt_ms(s.time_ms)} "
-                     f"| {_fmt_x(s.speedup)} | {_fmt_x(s.speedup_vs_start)} | {'yes' if s.accepted else 'no'} "
-                     f"| {ev} |")
+                     f"| {_fmt_x(s.speedup)} | {_fmt_x(s.speedup_vs_start)} | {s.kept()} | {ev} | {why} |")
+    if result.not_made:
+        lines += ["", "## Steps not made", "", "Ranked steps the loop passed over, and why no candidate was made:", ""]
+        lines += [f"- {m.direction} → {m.strategy} ({'for the start kernel' if m.kernel == 'start' else m.kernel}): "
+                  f"{m.reason}" for m in result.not_made]
     if warnings:
         lines += ["", "## Notes", ""] + [f"- {w}" for w in warnings]
-    lines += ["", "Files: `report.json` (every step with its edit), `speedup.png`, "
+    plot = "`speedup.png`" if result.plot else f"no `speedup.png` ({result.plot_note})"
+    lines += ["", f"Files: `report.json` (every step with its edit), {plot}, "
               f"`{result.best_path.name if result.best_path else 'best'}`, `candidates/`.", ""]
     return "\n".join(lines)
 
 
+def _cell(text: str) -> str:
+    """``text`` as one markdown table cell (pipes escaped, newlines folded)."""
+    return (text or "").replace("|", "\\|").replace("\n", " ")
+
+
 def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evaluation, best_text: str,
                  best_ev: Evaluation, steps: list[StepRecord], *, gpu: bool, cancelled: bool, warnings: list[str],
-                 language: str, measurements_reused: int = 0) -> OptimizeResult:
+                 language: str, measurements_reused: int = 0,
+                 not_made: list[NotMade] | None = None) -> OptimizeResult:
     """Write the report files under ``out`` and return the :class:`OptimizeResult`.
+
+    ``speedup.png`` is written only when the candidates were timed (a GPU run whose start was timed); without
+    a measurement there is nothing to plot, so it is not written (an old one in ``out`` is removed) and the
+    report says why (``OptimizeResult.plot_note``). An ``incorrect`` or ``failed`` step without a
+    ``reason`` gets one from :func:`failure_reason`.
 
     Args:
         task: the task.
@@ -134,8 +169,11 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
         warnings: notes for the report.
         language: the kernel's language (for the summary).
         measurements_reused: candidates answered from the measurement cache.
+        not_made: ranked steps the loop passed over, with their refusal reasons.
     """
     out.mkdir(parents=True, exist_ok=True)
+    steps = [s if s.reason or s.status not in ("incorrect", "failed")
+             else dataclasses.replace(s, reason=failure_reason(s.status, s.messages)) for s in steps]
     ext = Path(task.path).suffix or ".txt"
     best_path = out / f"best{ext}"
     best_path.write_text(best_text, encoding="utf-8")
@@ -153,7 +191,7 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                    "best.* is the unchanged start.")
     elif gpu and not measured:
         summary = (f"The starting kernel could not be timed on the GPU, so none of the {len(steps)} candidates has "
-                   "a measured speedup; see the notes for why.")
+                   "a measured speedup and none is kept; see the notes for why.")
     elif measured:
         if changed and best_speedup:
             nsets = max(1, len(start_ev.per_set_ms))
@@ -169,12 +207,22 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
         verified = sum(1 for s in steps if s.correct is True)
         unverified = sum(1 for s in steps if s.correct is None and s.status not in ("incorrect", "failed",
                                                                                      ENDPOINT_FAULT))
+        chain = " → ".join(s.strategy for s in kept)
         summary = (f"Static mode: {len(steps)} candidates, {verified} verified correct"
                    f"{' under the Triton interpreter' if language == 'triton' else ''}, "
                    f"{unverified} unverified (compiled only, no GPU or no harness), "
                    f"{sum(1 for s in steps if s.status in ('incorrect', 'failed'))} refused or failed; nothing was "
-                   f"timed. The kept chain ({', '.join(s.strategy for s in kept) or 'none'}) follows HTAM's ranking "
-                   "of the static state; run on a GPU to measure it.")
+                   "timed, so every step is not measured and none is kept. "
+                   + (f"The loop followed HTAM's ranking of the static state through {chain} (not measured); "
+                      f"best{ext} is the end of that chain, not a measured improvement. " if chain else "")
+                   + "Run on a GPU to measure it.")
+    plot_path: Path | None = out / "speedup.png"
+    plot_note = None
+    if not measured:
+        plot_note = ("not written: nothing was timed (static mode: no GPU), so there is no speedup to plot" if not gpu
+                     else "not written: the starting kernel could not be timed, so there is no speedup to plot")
+        plot_path.unlink(missing_ok=True)  # an old plot in this folder would show another run's numbers
+        plot_path = None
     n_faults = sum(1 for s in steps if s.status == ENDPOINT_FAULT)
     if n_faults:
         summary += (f" {n_faults} of the {len(steps)} steps were LLM endpoint faults: no candidate, so they are not "
@@ -185,12 +233,15 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                             changed=changed, start_ms=start_ev.time_ms if measured else None,
                             best_ms=best_ev.time_ms if measured else None, mode="gpu" if gpu else "static",
                             best_path=best_path, warnings=list(warnings),
-                            measurements_reused=measurements_reused, start_ok=start_ok)
+                            measurements_reused=measurements_reused, start_ok=start_ok,
+                            best_correct=best_ev.correct, best_verified_on=best_ev.verified_on,
+                            not_made=list(not_made or []), plot=plot_path, plot_note=plot_note)
     data = result.to_json()
     data["task"] = task.to_json()
     data["start_profile"] = start_ev.profile.to_json() if start_ev.profile else None
     data["best_profile"] = best_ev.profile.to_json() if best_ev.profile else None
     (out / "report.json").write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     report_md.write_text(_markdown(task, result, warnings), encoding="utf-8")
-    _speedup_plot(out / "speedup.png", steps, measured)
+    if plot_path is not None:
+        _speedup_plot(plot_path, steps)
     return result

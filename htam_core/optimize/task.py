@@ -1,6 +1,6 @@
 """The optimization task and its result: plain, serializable records.
 
-One optimization of one kernel is a self-contained task (DESIGN.md §3): a :class:`OptimizeTask` goes in,
+One optimization of one kernel is a self-contained task (ARCHITECTURE.md, "Rules"): a :class:`OptimizeTask` goes in,
 an :class:`OptimizeResult` comes out, so that a benchmark can spread tasks over GPUs or hosts with an
 existing engine (Dask, Ray) and no home-made scheduler.
 """
@@ -115,11 +115,16 @@ class StepRecord:
         time_ms: median time in ms, or ``None`` (not measured).
         speedup: over the kernel it was derived from (``parent_ms / time_ms``), or ``None``.
         speedup_vs_start: over the starting kernel, or ``None``.
-        accepted: the loop continued from this candidate.
+        accepted: the loop continued from this candidate (on a GPU only after a measured win; without a GPU
+            the loop follows unmeasured candidates, which are never *kept*: see :meth:`kept`).
         evidence: the memory evidence used to choose this step.
         messages: verifier, guard and profiler messages.
         candidate_path: where the candidate's file was written.
         score: the ranker's score of the step, or ``None`` (random/exhaustive).
+        spread: the measured relative spread of ``speedup`` (its win threshold is ``1 + spread``), or ``None``
+            when the parent and the candidate were not timed interleaved.
+        reason: why an ``incorrect`` or ``failed`` candidate is so, in one line (which output, seed and input
+            set, max abs/rel error; or the guard, compile or runtime error line), else ``None``.
     """
 
     index: int
@@ -140,6 +145,40 @@ class StepRecord:
     messages: list[str] = field(default_factory=list)
     candidate_path: str | None = None
     score: float | None = None
+    spread: float | None = None
+    reason: str | None = None
+
+    def kept(self) -> str:
+        """``"yes"`` (a measured win the loop kept), ``"no"``, or ``"not measured"``: a candidate without a
+        measured speedup (static mode, or an untimed start) is never called kept, even when the loop went
+        on from it."""
+        if self.status in ("incorrect", "failed"):
+            return "no"
+        if self.speedup is None:
+            return "not measured"
+        return "yes" if self.accepted else "no"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form: every field plus ``kept`` (:meth:`kept`)."""
+        return {**asdict(self), "kept": self.kept()}
+
+
+@dataclass
+class NotMade:
+    """A step the policy ranked that the loop did not make, and why (the transform's refusal message).
+
+    Attributes:
+        direction, strategy: the knowledge-base ids; ``transform``: its mechanical transform id or ``None``.
+        reason: why no candidate was made (the same sentence an editor shows for the step).
+        kernel: which kernel it was ranked for: ``"start"``, or ``"after a → b"``: the last (up to four) steps
+            of the chain the loop went on from, the prefix the memory sees.
+    """
+
+    direction: str
+    strategy: str
+    transform: str | None
+    reason: str
+    kernel: str
 
 
 @dataclass
@@ -164,6 +203,10 @@ class OptimizeResult:
             (:attr:`OptimizeTask.measure_cache`) instead of being measured again.
         start_ok: the starting kernel ran and was not found wrong (``False``: it failed or does not match its
             reference, so no candidate was tried; ``htam optimize`` then exits 1).
+        best_correct, best_verified_on: the best kernel's verdict (``Evaluation.correct``/``verified_on``).
+        not_made: ranked steps the loop passed over without a candidate, with the refusal reason of each.
+        plot: ``speedup.png`` when it was written, else ``None`` (``plot_note`` says why).
+        plot_note: why there is no plot, or what the plot cannot show.
     """
 
     best_text: str
@@ -182,6 +225,30 @@ class OptimizeResult:
     warnings: list[str] = field(default_factory=list)
     measurements_reused: int = 0
     start_ok: bool = True
+    best_correct: bool | None = None
+    best_verified_on: str | None = None
+    not_made: list[NotMade] = field(default_factory=list)
+    plot: Path | None = None
+    plot_note: str | None = None
+
+    def apply_refusal(self) -> str | None:
+        """Why the best kernel must not be written into the user's file, or ``None`` when it may.
+
+        It may only when it differs from the start, was verified correct on the GPU against the harness, and
+        has a measured speedup over the start (``htam optimize --apply``; ``--apply-unverified`` overrides).
+        """
+        if not self.start_ok:
+            return "the starting kernel failed or does not match its reference, so no candidate was tried"
+        if self.mode != "gpu":
+            return ("nothing was measured (static mode: no GPU), so no candidate is verified on the GPU and timed; "
+                    "run on a GPU to measure it")
+        if not self.measured:
+            return "the starting kernel could not be timed on the GPU, so no candidate has a measured speedup"
+        if not self.changed or not self.best_speedup or self.best_speedup <= 1.0:
+            return "no candidate was measured faster than the start"
+        if self.best_correct is not True or self.best_verified_on != "gpu":
+            return f"the best candidate was not verified correct on the GPU ({self.best_verified_on or 'not run'})"
+        return None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (the best text left out; it is in ``best.<ext>``)."""
@@ -191,5 +258,8 @@ class OptimizeResult:
             "changed": self.changed, "summary": self.summary, "report_dir": str(self.report_dir),
             "report_md": str(self.report_md), "best_path": str(self.best_path) if self.best_path else None,
             "warnings": list(self.warnings), "measurements_reused": self.measurements_reused,
-            "start_ok": self.start_ok, "steps": [asdict(s) for s in self.steps],
+            "start_ok": self.start_ok, "best_correct": self.best_correct,
+            "best_verified_on": self.best_verified_on, "apply_refusal": self.apply_refusal(),
+            "plot": str(self.plot) if self.plot else None, "plot_note": self.plot_note,
+            "not_made": [asdict(m) for m in self.not_made], "steps": [s.to_json() for s in self.steps],
         }

@@ -130,7 +130,8 @@ def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
     p.extra.update({
         "constexprs": v.get("constexprs", {}), "num_warps": v["num_warps"], "num_stages": v["num_stages"],
         "signature": v.get("signature", {}), "spill_store_bytes": v["spill_store_bytes"],
-        "spill_load_bytes": v["spill_load_bytes"], "block_size_source": f"num_warps={v['num_warps']} x 32",
+        "spill_load_bytes": v["spill_load_bytes"], "block_size_source": f"num_warps={v['num_warps']} x 32"
+        + (f" ({src})" if (src := (v.get("option_sources") or {}).get("num_warps")) else ""),
         "compile": {"tool": "triton-aot", "triton_version": v.get("triton_version"), "ptxas": v.get("ptxas"),
                     "ptxas_target": v.get("ptxas_target"), "resources_from": v.get("resource_source"),
                     "cached": bool(v.get("cached")),
@@ -141,7 +142,7 @@ def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
 
 
 def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs: dict[str, Any] | None = None,
-                   cache: CompileCache | None = None) -> Profile:
+                   cache: CompileCache | None = None, sizes: dict[str, Any] | None = None) -> Profile:
     """Static profile of ``kernel`` (a :class:`htam_core.source.model.Kernel` of ``model``).
 
     Args:
@@ -150,10 +151,13 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
         target: compute capability (``"sm_80"``, ``"sm_86"``, ``"sm_89"``, ``"sm_90"``).
         constexprs: Triton constexpr overrides (``{"BLOCK_SIZE": 1024}``).
         cache: compile cache; default :class:`CompileCache` under ``$HTAM_CACHE_DIR``.
+        sizes: harness size symbols for loop trip counts (``{"N": 4096}``); default: the first size set
+            of the kernel's ``htam.toml`` harness, when there is one.
 
     Returns:
         A ``mode="static"`` :class:`Profile`: registers, spills, stack and shared bytes, block size,
-        theoretical occupancy and the bottleneck; measured fields ``None``.
+        theoretical occupancy, the static roofline estimate (``extra["static_roofline"]``) and the
+        bottleneck; measured fields ``None``.
 
     Raises:
         ProfileError: unknown kernel, unsupported language, compile failure, missing tool.
@@ -164,6 +168,9 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
         except KeyError as exc:
             raise ProfileError(str(exc.args[0]) if exc.args else str(exc)) from exc
     cache = cache if cache is not None else CompileCache()
+    from htam_core.source import without_incomplete
+
+    model, kernel, blanked = without_incomplete(model, kernel)  # half-typed kernels do not block a compile
     if kernel.language in ("cuda", "cuda-in-python"):
         p = _static_cuda(model, kernel, target, cache)
     elif kernel.language == "triton":
@@ -172,11 +179,32 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
         raise ProfileError(f"kernel {kernel.name}: language {kernel.language!r} cannot be profiled statically")
     if getattr(kernel, "incomplete", False):
         p.warnings.append(f"kernel {kernel.name} is incomplete in the source (still being typed)")
+    if blanked:
+        p.warnings.append("compiled without the half-typed kernel(s) " + ", ".join(
+            f"{k.name} (lines {k.start_line}-{k.end_line})" for k in blanked))
     if getattr(model, "stale", False):
         p.warnings.append("the source did not parse; the kernel comes from the last good parse")
     p.warnings.append("static profile: no GPU measurement (time, SOL, bandwidth and achieved occupancy are null)")
+    _roofline(p, model, kernel, sizes)
     p.bottleneck = classify(p, getattr(kernel, "features", None), target=p.device.split()[0])
     return p
+
+
+def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any] | None) -> None:
+    """Attach the static roofline estimate (``extra["static_roofline"]``) the classifier reads."""
+    from htam_core.profile.static_roofline import estimate_work, harness_sizes
+
+    if getattr(kernel, "features", None) is None:
+        return
+    try:
+        if sizes is None:
+            sizes = harness_sizes(getattr(model, "path", None), kernel.name, model)
+        est = estimate_work(model, kernel, constexprs=p.extra.get("constexprs") or {}, sizes=sizes)
+    except (ValueError, TypeError, ArithmeticError, RecursionError, AttributeError) as exc:
+        p.warnings.append(f"static roofline estimate not made ({type(exc).__name__}: {exc})")
+        return
+    if est is not None:
+        p.extra["static_roofline"] = est
 
 
 def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bool | None = None,

@@ -23,11 +23,15 @@ Thresholds and where they come from:
   Practices Guide, "Occupancy"). Achieved occupancy is used when measured, else theoretical.
 * spills: any spill store or load (ptxas) is local-memory traffic the kernel did not ask for:
   ``register-spill``.
-* static roofline estimate: a kernel with no loop, no dot product and no atomics touches each
-  element it loads a constant number of times, so its arithmetic intensity is O(1) FLOP/byte,
-  far below the ridge point of every supported target (:data:`RIDGE_FLOP_PER_BYTE`, peak fp32
-  FLOP/s over peak DRAM bytes/s from NVIDIA's datasheets). It is classed ``memory-bound`` with
-  evidence marked as a static estimate.
+* static roofline estimate: the static profile carries ``extra["static_roofline"]``
+  (:func:`htam_core.profile.static_roofline.estimate_work`: FLOPs and issued bytes per thread or program,
+  loops weighted by their trip counts from constants, constexprs, launch sites and harness sizes). When its
+  arithmetic-intensity range lies below the ridge point of the target (:data:`RIDGE_FLOP_PER_BYTE`, peak
+  fp32 FLOP/s over peak DRAM bytes/s from NVIDIA's datasheets) the kernel is ``memory-bound``, above it
+  ``compute-bound``, each with evidence marked as a static estimate; a range across the ridge leaves the
+  class ``unknown`` with evidence naming the unknown quantity (a loop's trip count, the dot tile sizes).
+  Without the estimate (features only), a kernel with no loop, no dot product and no atomics touches each
+  element it loads a constant number of times: O(1) FLOP/byte, classed ``memory-bound``.
 """
 
 from __future__ import annotations
@@ -62,7 +66,10 @@ def _static_rules(p: Profile, features: Any, target: str) -> list[tuple[str, str
         found.append(("occupancy-limited", f"static: theoretical occupancy {p.theoretical_occupancy:.2f} < "
                                            f"{LOW_OCCUPANCY} (limited by {lim or 'unknown'}; block "
                                            f"{p.block_size}, {p.registers} registers, {p.shared_bytes} B shared)"))
-    if features is not None:
+    est = p.extra.get("static_roofline") if isinstance(p.extra, dict) else None
+    if est:
+        found.extend(_roofline_estimate(est, target, bool(getattr(features, "uses_dot", False))))
+    elif features is not None:
         loops = list(getattr(features, "loops", []) or [])
         dot = bool(getattr(features, "uses_dot", False))
         atomics = list(getattr(features, "atomics", []) or [])
@@ -73,6 +80,43 @@ def _static_rules(p: Profile, features: Any, target: str) -> list[tuple[str, str
                                           f"O(1) FLOP/byte, far below the {target} fp32 ridge point "
                                           f"~{ridge:g} FLOP/byte"))
     return found
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def _roofline_estimate(est: dict[str, Any], target: str, dot: bool) -> list[tuple[str, str]]:
+    """Rules over :func:`htam_core.profile.static_roofline.estimate_work`'s result.
+
+    A class is given when the whole intensity range lies on one side of the ridge; otherwise a note
+    (class ``""``) names the unknown quantities the class depends on.
+    """
+    ridge = RIDGE_FLOP_PER_BYTE.get(target.rstrip("af"), RIDGE_FLOP_PER_BYTE["sm_90"])
+    unknown = list(est.get("unknown") or [])
+    rng = est.get("intensity_range")
+    unit = est.get("unit", "per thread")
+    tc = "; fp32 SIMT ridge: tensor cores raise it several times" if dot else ""
+    if not rng:
+        return [("", f"static estimate (roofline) not made: {'; '.join(unknown) or 'no work sites'}")]
+    lo, hi = float(rng[0]), (float(rng[1]) if rng[1] is not None else float("inf"))
+    if est.get("intensity") is not None:
+        what = (f"{_fmt(est['flops'])} FLOP / {_fmt(est['bytes'])} B issued {unit} = "
+                f"{_fmt(est['intensity'])} FLOP/byte")
+    else:
+        what = f"{_fmt(lo)} to {'unbounded' if hi == float('inf') else _fmt(hi)} FLOP/byte {unit} for any " \
+               f"value of the unknown ({'; '.join(unknown)})"
+    loops = [f"line {lp['line']}: {lp['trip_count']} ({lp['source']})" for lp in est.get("loops", [])
+             if lp.get("trip_count") is not None]
+    trips = f"; trip counts {', '.join(loops)}" if loops else ""
+    if hi < ridge:
+        return [("memory-bound", f"static estimate (roofline): {what}, below the {target} fp32 ridge point "
+                                 f"~{ridge:g} FLOP/byte{trips}{tc}")]
+    if lo >= ridge:
+        return [("compute-bound", f"static estimate (roofline): {what}, at or above the {target} fp32 ridge "
+                                  f"point ~{ridge:g} FLOP/byte{trips}{tc}")]
+    return [("", f"static estimate (roofline): {what}; the {target} ridge point ~{ridge:g} FLOP/byte lies "
+                 f"inside, so the class depends on {'; '.join(unknown) or 'the unknown quantities'}{tc}")]
 
 
 def classify(profile: Profile, features: Any = None, *, target: str | None = None) -> Bottleneck:
@@ -90,6 +134,7 @@ def classify(profile: Profile, features: Any = None, *, target: str | None = Non
     """
     tgt = target or (profile.device.split()[0] if profile.mode == "static" else "sm_90")
     fired: list[tuple[str, str]] = []
+    notes: list[str] = []
     measured = profile.mode == "gpu"
     median_us = profile.time_ms.median * 1000.0 if profile.time_ms is not None else None
 
@@ -127,7 +172,8 @@ def classify(profile: Profile, features: Any = None, *, target: str | None = Non
         static = _static_rules(profile, features, tgt)
         if measured:
             static = [(c, e + " (no ncu counters)") for c, e in static]
-        fired.extend(static)
+        notes = [e for c, e in static if not c]
+        fired.extend((c, e) for c, e in static if c)
 
     rule_evidence = []
     for r in profile.ncu_rules or []:
@@ -139,12 +185,12 @@ def classify(profile: Profile, features: Any = None, *, target: str | None = Non
         ev = ["static: no counters"] if not measured else ["no SOL counters and no static rule fired"]
         if profile.registers is None and not measured:
             ev.append("static: the kernel was not compiled")
-        return Bottleneck("unknown", ev + rule_evidence, [])
+        return Bottleneck("unknown", ev + notes + rule_evidence, [])
     classes: list[str] = []
     for c, _ in fired:
         if c not in classes:
             classes.append(c)
-    return Bottleneck(classes[0], [e for _, e in fired] + rule_evidence, classes[1:])
+    return Bottleneck(classes[0], [e for _, e in fired] + notes + rule_evidence, classes[1:])
 
 
 def state_vector(profile: Profile) -> dict[str, float]:

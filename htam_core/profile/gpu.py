@@ -10,7 +10,8 @@ Steps:
 1. find the harness (:func:`htam_core.harness.find_harness`); with none, the static profile is
    returned with the harness error as a warning (nothing is measured, nothing guessed);
 2. worker: verify against the reference (KernelBench semantics) and time every input set
-   (:mod:`htam_core.profile.timing`); a ``.cu`` program with ``main()`` is built and its
+   (:mod:`htam_core.measure.timer`: CUDA-graph replay or events with an asynchronous L2 flush, checked
+   against CUPTI; a timer that disagrees with CUPTI by more than 10 % and 4 µs is refused); a ``.cu`` program with ``main()`` is built and its
    durations come from ncu;
 3. worker: ncu counters when ``ncu`` is on PATH (:mod:`htam_core.profile.ncu`);
 4. measured peaks of the device (:mod:`htam_core.profile.peaks`, cached) -> bandwidth, FLOP/s and
@@ -61,12 +62,12 @@ def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = T
 
     Returns:
         ``{"device", "correctness", "sets": [{"set", "sizes", "time", "bytes", "flops"}]}`` with
-        times in ms (see :class:`htam_core.profile.timing.Timing`).
+        times in ms (see :class:`htam_core.measure.timer.Timing`).
     """
     import torch
 
     from htam_core.harness.runner import prepare
-    from htam_core.profile.timing import time_gpu
+    from htam_core.measure.timer import time_launcher
     from htam_core.verify.correctness import BASE_SEED, check_correctness
 
     h = Harness.from_json(harness)
@@ -78,13 +79,21 @@ def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = T
     sets = []
     for s in range(p.trial.input_sets):
         inputs = p.trial.make_inputs(BASE_SEED, s, 1.0)
-        t = time_gpu(p.bind(inputs), trials=trials)
+        t = time_launcher(p.bind(inputs), trials=trials, launcher_kind=p.launcher_kind)
         sets.append({"set": s, "sizes": p.size_sets[s] if s < len(p.size_sets) else {}, "time": t.to_json(),
                      "bytes": p.bytes_for(s, inputs), "flops": p.flops_for(s, inputs),
                      "dtype": _main_dtype(inputs)})
         del inputs
     torch.cuda.synchronize()
     return {"device": torch.cuda.get_device_name(), "correctness": correctness, "sets": sets}
+
+
+def _set_json(s: dict[str, Any]) -> dict[str, Any]:
+    """One input set of ``extra["timing"]["per_set"]``: the timer's statistics next to CUPTI's device time."""
+    t = s["time"]
+    return {"sizes": s["sizes"], "min": t["min"], "median": t["median"], "max": t["max"], "bytes": s["bytes"],
+            "flops": s["flops"], "method": t["method"], "spread": t.get("spread"), "cupti_ms": t.get("cupti_ms"),
+            "agreement": t.get("agreement"), "refused": t.get("refused"), "launch_bound": t.get("launch_bound")}
 
 
 def _main_dtype(inputs: list[Any]) -> str | None:
@@ -273,22 +282,26 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         p.device = m["device"]
         first = m["sets"][0]
         t = first["time"]
-        p.time_ms = TimeStats(t["min"], t["median"], t["max"])
-        p.extra["timing"] = {"method": t["method"], "trials": t["trials"], "l2_flush": True,
-                             "per_set": [{"sizes": s["sizes"], "min": s["time"]["min"], "median": s["time"]["median"],
-                                          "max": s["time"]["max"], "bytes": s["bytes"], "flops": s["flops"]}
-                                         for s in m["sets"]]}
+        refused = [s["time"]["refused"] for s in m["sets"] if s["time"].get("refused")]
+        p.time_ms = None if refused else TimeStats(t["min"], t["median"], t["max"])
+        p.extra["timing"] = {"method": t["method"], "method_reason": t.get("method_reason", ""),
+                             "trials": t["trials"], "l2_flush": t.get("l2_flush", True),
+                             "cupti_ms": t.get("cupti_ms"), "agreement": t.get("agreement"),
+                             "refused": refused[0] if refused else None,
+                             "per_set": [_set_json(s) for s in m["sets"]]}
         p.warnings.extend(t.get("warnings", []))
+        p.warnings[:0] = refused
         corr = m.get("correctness")
         p.extra["correctness"] = corr
         if corr is not None and not corr["correct"]:
             p.warnings.insert(0, "the kernel does not match its reference: " + "; ".join(corr["messages"][:3]))
         secs = t["median"] / 1000.0
-        if first["bytes"]:
+        # a refused time is not a measurement: no bandwidth, FLOP/s or roofline from it
+        if not refused and first["bytes"]:
             p.bandwidth_bytes_per_s = first["bytes"] / secs
-        if first["flops"]:
+        if not refused and first["flops"]:
             p.flops_per_s = first["flops"] / secs
-        if first["bytes"] or first["flops"]:
+        if not refused and (first["bytes"] or first["flops"]):
             try:
                 pk = _peaks(gpu_index, timeout_s)
                 dtype = compute_dtype(first.get("dtype"), kernel)
@@ -301,7 +314,7 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
                 p.extra["sol_source"] = ROOFLINE_SOL_SOURCE
             except ProfileError as e:
                 p.warnings.append(f"roofline not computed: {e.message}")
-        else:
+        elif not refused:
             p.warnings.append("bandwidth and roofline not computed: the harness gives no bytes/flops expressions")
         if have_ncu:
             r = _call("htam_core.profile.ncu:ncu_harness_target", {"harness": harness.to_json()}, gpu_index, timeout_s)

@@ -51,8 +51,9 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
             literal in the launching function (``BLOCK_SIZE = 64``) resolves to that literal.
 
     Returns:
-        ``{"signature", "constexprs", "num_warps", "num_stages", "sources"}`` where ``sources``
-        says where each value came from.
+        ``{"signature", "constexprs", "num_warps", "num_stages", "sources", "runtime_args"}`` where
+        ``sources`` says where each value came from and ``runtime_args`` holds the literal values of the
+        other scalar arguments at the launch site (for heuristics that read them).
     """
     site = kernel.launch_sites[0] if getattr(kernel, "launch_sites", None) else None
     config = dict(site.config) if site is not None else {}
@@ -70,7 +71,12 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
             v = names.get(expr.strip())
         return v
 
+    runtime: dict[str, Any] = {}
     for i, p in enumerate(kernel.params):
+        if not p.is_constexpr and not p.is_pointer:
+            v = value_of(config.get(p.name, args[i] if i < len(args) else None))
+            if v is not None:
+                runtime[p.name] = v
         if p.is_constexpr:
             expr = config.get(p.name)
             if expr is None and i < len(args):
@@ -93,7 +99,7 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
     for k, v in (signature or {}).items():
         sig[k] = v
     out: dict[str, Any] = {"signature": sig, "constexprs": consts, "num_warps": None, "num_stages": None,
-                           "sources": sources}
+                           "sources": sources, "runtime_args": runtime}
     for opt in ("num_warps", "num_stages"):
         v = value_of(config.get(opt))
         if isinstance(v, int) and not isinstance(v, bool):
@@ -164,9 +170,11 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
     arch = target_arch(target)
     req = build_request(kernel, constexprs=constexprs, signature=signature, text=model.text)
     cache = cache if cache is not None else CompileCache()
-    key = content_key(kind="triton-aot", text=model.text, path=str(model.path), kernel=kernel.name,
+    qualname = getattr(kernel, "qualified_name", None) or kernel.name  # "Ops.scale": reached from the module
+    key = content_key(kind="triton-aot", text=model.text, path=str(model.path), kernel=qualname,
                       signature=req["signature"], constexprs=req["constexprs"], num_warps=req["num_warps"],
-                      num_stages=req["num_stages"], arch=arch, triton=package_version("triton"))
+                      num_stages=req["num_stages"], runtime_args=req["runtime_args"], arch=arch,
+                      triton=package_version("triton"))
     hit = cache.get(key)
     if hit is not None:
         hit["cached"] = True
@@ -184,9 +192,10 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
             if path is not None:
                 sys_path.append(str(path.resolve().parent))
             path = copy
-        kwargs = {"path": str(path.resolve()), "kernel": kernel.name, "signature": req["signature"],
+        kwargs = {"path": str(path.resolve()), "kernel": qualname, "signature": req["signature"],
                   "constexprs": req["constexprs"], "num_warps": req["num_warps"],
-                  "num_stages": req["num_stages"], "arch": arch, "sys_path": sys_path}
+                  "num_stages": req["num_stages"], "arch": arch, "sys_path": sys_path,
+                  "runtime_args": req["runtime_args"]}
         value = _run_compile(kwargs, timeout_s)
     finally:
         if tmpdir is not None:

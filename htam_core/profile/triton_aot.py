@@ -11,8 +11,9 @@ Steps (issue 3 part 4):
    (``Autotuner``) and ``@triton.heuristics`` (``Heuristics``) down to the ``JITFunction``;
 2. resolve every ``tl.constexpr`` parameter, recording where each value came from: the request
    (launch-site literal or user override), the parameter's default, the first autotune config,
-   a heuristic evaluated on the values known so far, else a documented fallback (a warning);
-   ``num_warps``/``num_stages`` likewise (request, first autotune config, Triton's defaults 4/3);
+   a heuristic evaluated on the values known so far (constexprs, launch-site literals of the other
+   arguments), else a documented fallback (a warning); ``num_warps``/``num_stages`` likewise (a heuristic
+   that sets them, the request, the first autotune config, Triton's defaults 4/3), never a made-up 0;
 3. ``triton.compile(ASTSource(...), target=GPUTarget("cuda", arch, 32))``; pointer parameters get
    Triton's runtime specialization ``tt.divisibility=16`` (torch allocations are 16-byte aligned);
 4. run Triton's bundled ``ptxas -v`` on the PTX for registers, spills and stack (CUDA 13's own ptxas
@@ -88,6 +89,18 @@ def _fallback(name: str) -> int:
     return FALLBACK_SIZE if _SIZE_NAME.search(name) else 0
 
 
+#: Launch options a ``@triton.heuristics`` may set besides constexprs; they are compile options, not arguments.
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+#: Triton's defaults for the options when nothing sets them.
+_OPTION_DEFAULTS = {"num_warps": 4, "num_stages": 3}
+
+
+def _option_default(name: str, first_cfg: Any) -> int | None:
+    """An option's value from the first autotune config, else Triton's default."""
+    v = getattr(first_cfg, name, None) if first_cfg is not None else None
+    return v if v else _OPTION_DEFAULTS.get(name)
+
+
 def _ptxas_path(arch: int) -> str:
     from triton.backends.nvidia import compiler as nv
 
@@ -149,12 +162,13 @@ def _resources_from_cubin(cubin: bytes, ptx: str, ptxas: str, gpu_name: str) -> 
 
 def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
                    num_warps: int | None = None, num_stages: int | None = None, arch: int = 90,
-                   pointer_divisibility: bool = True, sys_path: list[str] | None = None) -> dict[str, Any]:
+                   pointer_divisibility: bool = True, sys_path: list[str] | None = None,
+                   runtime_args: dict[str, Any] | None = None) -> dict[str, Any]:
     """AOT-compile ``kernel`` from the file ``path`` for ``sm_<arch>`` and report its resources.
 
     Args:
         path: the Python file that defines the kernel (imported here: run only in a worker).
-        kernel: the kernel's name in that module.
+        kernel: the kernel's qualified name in that module (``"scale"``, ``"Ops.scale"``).
         signature: Triton type of every non-constexpr parameter (``{"x_ptr": "*fp32", "n": "i32"}``);
             parameters missing here default to ``"i32"``.
         constexprs: known constexpr values (launch-site literals, user overrides).
@@ -163,6 +177,8 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
         pointer_divisibility: give pointer parameters ``tt.divisibility=16``.
         sys_path: directories to put on ``sys.path`` first (the original file's directory when
             ``path`` is a temporary copy of an unsaved buffer).
+        runtime_args: values of non-constexpr arguments known from the launch site (``{"n_cols": 4096}``),
+            for heuristics that read them.
 
     Returns:
         ``{"registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "shared_bytes",
@@ -182,10 +198,14 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
     for d in reversed(sys_path or []):
         if d not in sys.path:
             sys.path.insert(0, d)
+    from htam_core.harness.base import attribute_path
+
     mod = _load_module(path)
-    if not hasattr(mod, kernel):
-        raise AttributeError(f"{path} defines no module-level kernel named {kernel!r}")
-    jit, configs, heuristics = _unwrap(getattr(mod, kernel))
+    try:
+        obj = attribute_path(mod, kernel)  # a qualified name: "Ops.scale", or the alias of triton.jit(fn)
+    except AttributeError:
+        raise AttributeError(f"{path} defines no kernel reachable as {kernel!r} from the module") from None
+    jit, configs, heuristics = _unwrap(obj)
     params = list(jit.params)
     known = dict(constexprs or {})
     resolved: dict[str, dict[str, Any]] = {}
@@ -199,27 +219,50 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
             resolved[p.name] = {"value": p.default, "source": "default"}
         elif first_cfg is not None and p.name in first_cfg.kwargs:
             resolved[p.name] = {"value": first_cfg.kwargs[p.name], "source": "autotune config 0"}
+    runtime = dict(runtime_args or {})
+    options: dict[str, Any] = {"num_warps": num_warps, "num_stages": num_stages}
+    option_sources: dict[str, str] = {k: "request" for k, v in options.items() if v is not None}
     for name, fn in heuristics.items():
         if name in resolved and resolved[name]["source"] == "request":
             continue
+        # Triton's Heuristics calls each function with every argument by name plus the launch keywords,
+        # and later heuristics see the values of earlier ones
+        known = {**runtime, **{k: v for k, v in options.items() if v is not None},
+                 **{k: v["value"] for k, v in resolved.items()}}
         try:
-            value = fn({k: v["value"] for k, v in resolved.items()})
-            resolved[name] = {"value": value, "source": "heuristic"}
+            value = fn(known)
         except Exception as exc:  # noqa: BLE001 - a heuristic may need runtime arguments
-            if name not in resolved:
+            why = f"{type(exc).__name__}: {exc}"
+            if name in LAUNCH_OPTIONS:
+                if name in options and options[name] is None:
+                    options[name] = _option_default(name, first_cfg)
+                    option_sources[name] = "autotune config 0" if first_cfg is not None and getattr(
+                        first_cfg, name, None) else "Triton's default"
+                warnings.append(f"{name} is set by @triton.heuristics, which needs runtime arguments ({why}); "
+                                f"compiled with {name}={options.get(name)} ({option_sources.get(name, 'request')}); "
+                                f"the run may use another value")
+            elif name not in resolved:
                 resolved[name] = {"value": _fallback(name), "source": "fallback"}
-                warnings.append(f"constexpr {name}: heuristic needs runtime arguments ({type(exc).__name__}: "
-                                f"{exc}); compiled with {name}={resolved[name]['value']} (assumed)")
+                warnings.append(f"constexpr {name}: heuristic needs runtime arguments ({why}); "
+                                f"compiled with {name}={resolved[name]['value']} (assumed)")
+            continue
+        if name in LAUNCH_OPTIONS:
+            options[name] = value
+            option_sources[name] = "heuristic"
+        else:
+            resolved[name] = {"value": value, "source": "heuristic"}
     for p in params:
         if p.is_constexpr and p.name not in resolved:
             resolved[p.name] = {"value": _fallback(p.name), "source": "fallback"}
             warnings.append(f"constexpr {p.name}: not a literal at the launch site and no default, autotune "
                             f"config or heuristic; compiled with {p.name}={resolved[p.name]['value']} (assumed; "
                             f"pass --constexpr {p.name}=VALUE)")
-    if num_warps is None:
-        num_warps = first_cfg.num_warps if first_cfg is not None and first_cfg.num_warps else 4
-    if num_stages is None:
-        num_stages = first_cfg.num_stages if first_cfg is not None and first_cfg.num_stages else 3
+    for opt in ("num_warps", "num_stages"):
+        if options[opt] is None:
+            options[opt] = _option_default(opt, first_cfg)
+            option_sources[opt] = "autotune config 0" if first_cfg is not None and getattr(
+                first_cfg, opt, None) else "Triton's default"
+    num_warps, num_stages = int(options["num_warps"]), int(options["num_stages"])
 
     sig: dict[str, str] = {}
     attrs: dict[tuple[int, ...], list[list[Any]]] = {}
@@ -235,7 +278,8 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
                 attrs[(p.num,)] = [["tt.divisibility", 16]]
     target = GPUTarget("cuda", int(arch), 32)
     backend = triton.compiler.make_backend(target)
-    options = backend.parse_options({"num_warps": int(num_warps), "num_stages": int(num_stages)})
+    extra_opts = {k: options[k] for k in ("num_ctas", "maxnreg") if options.get(k) is not None}
+    options = backend.parse_options({"num_warps": num_warps, "num_stages": num_stages, **extra_opts})
     try:
         src = triton.compiler.ASTSource(fn=jit, signature=sig, constexprs=const_values, attrs=attrs)
         compiled, log = _compile_capturing_ptxas_log(triton, src, target, options)
@@ -271,6 +315,7 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
         "ptxas_shared_bytes": e.shared_bytes,
         "num_warps": int(getattr(md, "num_warps", num_warps)),
         "num_stages": int(getattr(md, "num_stages", num_stages)),
+        "option_sources": option_sources,
         "constexprs": {k: {"value": _jsonable(v["value"]), "source": v["source"]} for k, v in resolved.items()},
         "signature": {k: v for k, v in sig.items()},
         "warnings": warnings,

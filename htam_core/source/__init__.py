@@ -7,10 +7,18 @@ Public API::
     Document(text, file_language, path=None)      # apply_change / model / kernel_at
     kernel_at(model, line, col, encoding="utf-16") -> Kernel | None
     is_kernel_file(model) -> bool
+    without_incomplete(model, kernel) -> (model, kernel, blanked)   # compile past half-typed kernels
     SourceError                                    # bad input (subclass of ValueError)
 """
 
-from htam_core.source.api import is_kernel_file, kernel_at, language_for_path, load, parse_text
+from htam_core.source.api import (
+    is_kernel_file,
+    kernel_at,
+    language_for_path,
+    load,
+    parse_text,
+    without_incomplete,
+)
 from htam_core.source.document import Document
 from htam_core.source.errors import SourceError
 from htam_core.source.model import (
@@ -23,6 +31,7 @@ from htam_core.source.model import (
     Param,
     SharedDecl,
     SourceModel,
+    WorkSite,
 )
 
 __all__ = [
@@ -42,4 +51,6 @@ __all__ = [
     "language_for_path",
     "load",
     "parse_text",
+    "WorkSite",
+    "without_incomplete",
 ]

@@ -13,7 +13,7 @@ from htam_core.source.errors import SourceError
 from htam_core.source.frames import Frame
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import captures, new_parser
-from htam_core.source.positions import LineIndex
+from htam_core.source.positions import LineIndex, parse_bytes
 from htam_core.source.triton import Q_MAIN as TRITON_MAIN
 from htam_core.source.triton import extract_triton
 
@@ -64,19 +64,20 @@ def parse_text(text: str, file_language: FileLanguage, path: str | None = None) 
     if file_language not in ("cuda", "python"):
         raise SourceError(f"unknown file language {file_language!r}; expected 'cuda' or 'python'")
     data = text.encode("utf-8", errors="surrogatepass")
-    tree = new_parser(file_language).parse(data)
+    tree = new_parser(file_language).parse(parse_bytes(data))
     return build_model(tree, data, text, file_language, path)
 
 
 def build_model(tree: ts.Tree, data: bytes, text: str, file_language: FileLanguage, path: str | None,
                 index: LineIndex | None = None, info: dict | None = None) -> SourceModel:
-    """Model from an already parsed ``tree`` of ``data`` (the UTF-8 bytes of ``text``).
+    """Model from an already parsed ``tree`` of ``data`` (the UTF-8 bytes of ``text``; the tree was
+    parsed from ``positions.parse_bytes(data)``, which has the same offsets).
 
     ``info``, when given, receives file-level context (CUDA ``macros`` and ``ctx_key``) that
     ``Document`` needs to rebuild a single kernel later.
     """
     index = index or LineIndex(data)
-    frame = Frame(src=data, file=index)
+    frame = Frame.of(data, index)
     model = SourceModel(path=path, file_language=file_language, text=text)
     root = tree.root_node
     if file_language == "cuda":
@@ -134,6 +135,34 @@ def kernel_at(model: SourceModel, line: int, col: int, encoding: str = "utf-16")
     """
     index = LineIndex(model.text.encode("utf-8", errors="surrogatepass"))
     return kernel_at_byte(model, index.to_byte(line, col, encoding))
+
+
+def without_incomplete(model: SourceModel, kernel: Kernel) -> tuple[SourceModel, Kernel, list[Kernel]]:
+    """The model of ``model.text`` with every half-typed kernel (``incomplete``) other than
+    ``kernel`` blanked out, so that a complete kernel can be compiled while another one of the
+    file is still being typed.
+
+    Blanking turns each byte of those kernels' ranges into a space and keeps every line ending,
+    so byte offsets and line numbers (also in compiler messages) stay those of ``model.text``.
+
+    Returns:
+        ``(model, kernel, blanked)``: the new model, ``kernel`` as found in it (same start byte),
+        and the kernels that were blanked; the inputs themselves (and ``[]``) when nothing is
+        incomplete.
+    """
+    blanked = [k for k in model.kernels if k.incomplete and k.span.start != kernel.span.start]
+    if not blanked or model.stale:
+        return model, kernel, []
+    data = bytearray(model.text.encode("utf-8", errors="surrogatepass"))
+    for k in blanked:
+        for i in range(k.span.start, min(k.span.end, len(data))):
+            if data[i] not in (0x0A, 0x0D):
+                data[i] = 0x20
+    new = parse_text(bytes(data).decode("utf-8", errors="surrogatepass"), model.file_language, model.path)
+    same = next((k for k in new.kernels if k.span.start == kernel.span.start and k.name == kernel.name), None)
+    if same is None:
+        return model, kernel, []
+    return new, same, blanked
 
 
 def is_kernel_file(model: SourceModel) -> bool:

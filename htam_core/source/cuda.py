@@ -7,11 +7,13 @@ Error recovery (tree-sitter-cuda 0.21.2):
   nodes inside an otherwise intact ``function_definition``: the kernel is taken as is.
 * ``__cluster_dims__(...)`` splits the definition into an erroneous ``declaration`` holding
   ``__global__`` followed by a type-less ``function_definition``: the two are joined.
-* A half-typed kernel becomes an ERROR node that can swallow the kernels after it. Its header
-  (``__global__ void name(params)``) is still there: it is reported with ``incomplete=True``,
-  ending at the last non-blank line before the next ``__global__``. A ``__global__`` that only
-  survives as an identifier inside the garbage starts a *tail frame*: the text from its line to
-  the end of the broken top-level node is parsed again on its own and mapped back.
+* Kernel by kernel: when the file's tree has errors, every ``__global__`` whose definition is not
+  intact in it (an ERROR or MISSING node inside, another ``__global__`` inside, or the keyword
+  only surviving as an identifier in garbage) gets its *region* parsed again on its own: from
+  its definition's start (``template <...>`` lines above included) to the definition start of
+  the next ``__global__``. A half-typed definition can thus swallow nothing but the code up to
+  the next kernel; it is reported with ``incomplete=True`` when its name can be read, and every
+  complete kernel comes out of its own parse with its exact range.
 * Code inside ``#if 0`` is skipped; comments are never looked at (they are comment nodes).
 """
 
@@ -45,7 +47,6 @@ Q_MACRO_USES = "(function_definition type: (type_identifier) @t) @fn"
 
 _HEADER_TYPES = {"primitive_type", "type_identifier", "launch_bounds", "ERROR", "storage_class_specifier",
                  "type_qualifier", "sized_type_specifier", "attribute_specifier"}
-_MAX_TAIL_DEPTH = 8
 
 
 @dataclass
@@ -73,7 +74,7 @@ def extract_cuda(frame: Frame, root: ts.Node, language: str = "cuda", depth: int
     Launch sites are returned unattached; :func:`attach_launches` gives them to kernels.
     """
     out = CudaResult()
-    masked = _mask_attributes(frame, root) if frame.display is None and root.has_error else None
+    masked = _mask_attributes(frame, root) if root.has_error else None
     if masked is not None:
         frame, root = masked
     caps = captures(G, Q_MAIN, root)
@@ -106,49 +107,99 @@ def extract_cuda(frame: Frame, root: ts.Node, language: str = "cuda", depth: int
     ctx_key = "\n".join(f"{k}={v}" for k, v in sorted(macros.items()))
     out.macros, out.ctx_key = macros, ctx_key
 
-    consumed_until = -1
+    recovering = root.has_error and depth == 0
+    regions: list[tuple[int, int]] = []  # local byte ranges parsed again on their own
     for idx, a in enumerate(anchors):
-        if a.start_byte < consumed_until:
-            continue
         nxt = anchors[idx + 1] if idx + 1 < len(anchors) else None
         kind, container, definition = _classify(a)
-        if kind == "decl":
+        if recovering and not _sound(kind, container, definition, nxt):
+            regions.append(_recover_region(frame, anchors, idx, language, macros, out))
             continue
         if kind in ("def", "split"):
             k = _kernel_from_definition(frame, a, container, definition, nxt, language, macros, ctx_key)
             if k is not None:
                 out.kernels.append(k)
-            continue
-        if kind == "broken":
+        elif kind == "broken":
             k = _kernel_from_broken(frame, a, container, definition, nxt, language, macros)
             if k is not None:
                 out.kernels.append(k)
-            continue
-        # garbage: re-parse the tail of the broken top-level node on its own
-        if depth >= _MAX_TAIL_DEPTH:
-            continue
-        top = a
-        while top.parent is not None and top.parent.parent is not None:
-            top = top.parent
-        start = frame.src.rfind(b"\n", 0, a.start_byte) + 1
-        end = top.end_byte
-        sub = frame.sub(start, end)
-        sub_tree = parse_cuda_bytes(sub.src)
-        res = extract_cuda(sub, sub_tree.root_node, language, depth + 1, macros)
-        out.kernels.extend(res.kernels)
-        out.device_functions.extend(res.device_functions)
-        out.launches.extend(res.launches)
-        consumed_until = end
 
-    out.device_functions.extend(_device_functions(frame, caps.get("d", []), extra_device, is_dead))
+    def in_region(node: ts.Node) -> bool:
+        return any(s <= node.start_byte < e for s, e in regions)
+
+    out.device_functions.extend(_device_functions(frame, caps.get("d", []), extra_device,
+                                                  lambda n: is_dead(n) or in_region(n)))
+    late: list[LaunchSite] = []
     for call in caps.get("call", []):
         if not is_dead(call):
             site = _cached_launch(frame, call, resolver, ctx_key)
             if site is not None:
-                out.launches.append(site)
+                # launches parsed inside garbage come after those of the re-parsed regions
+                (late if recovering and _in_error(call) else out.launches).append(site)
+    out.launches.extend(late)
     if root.has_error and depth == 0:
         out.errors.extend(_error_lines(frame, root))
     return out
+
+
+def _sound(kind: str, container: ts.Node | None, definition: ts.Node | None, nxt: ts.Node | None) -> bool:
+    """Whether the whole-file tree gives the anchor's definition intact: a function definition (or a
+    forward declaration) without any error node inside that holds no later ``__global__``."""
+    if kind == "decl":
+        return container is not None and not container.has_error
+    if kind not in ("def", "split") or definition is None or definition.has_error:
+        return False
+    return nxt is None or nxt.start_byte >= definition.end_byte
+
+
+def _in_error(node: ts.Node) -> bool:
+    cur = node.parent
+    while cur is not None:
+        if cur.is_error or (cur.type == "function_definition" and cur.has_error):
+            return True
+        cur = cur.parent
+    return False
+
+
+def _region_start(src: bytes, anchor: int, floor: int) -> int:
+    """Where the definition of the ``__global__`` at byte ``anchor`` starts for a re-parse: its line
+    start, moved back over ``template <...>`` header lines just above it, never before ``floor``
+    (the previous anchor)."""
+    start = src.rfind(b"\n", 0, anchor) + 1
+    while start > 0:
+        prev = src.rfind(b"\n", 0, start - 1) + 1
+        line = src[prev : start - 1].strip()
+        if not (line.startswith(b"template") and line[8:].lstrip().startswith(b"<")):
+            break
+        start = prev
+    return start if start > floor else anchor
+
+
+def _recover_region(frame: Frame, anchors: list[ts.Node], idx: int, language: str, macros: dict[str, str],
+                    out: CudaResult) -> tuple[int, int]:
+    """Parse the region of anchor ``idx`` on its own, add what it holds to ``out`` and return the
+    region's local byte range.
+
+    The region runs from the anchor's definition start to the definition start of the next
+    anchor (or the end of the buffer), so a half-typed definition can swallow nothing but the
+    code that follows it up to the next kernel: each kernel is recovered from its own parse.
+    """
+    src = frame.src
+    prev_end = anchors[idx - 1].end_byte if idx > 0 else 0
+    start = _region_start(src, anchors[idx].start_byte, prev_end)
+    end = len(src)
+    if idx + 1 < len(anchors):
+        end = _region_start(src, anchors[idx + 1].start_byte, anchors[idx].end_byte)
+    sub = frame.sub(start, end)
+    res = extract_cuda(sub, parse_cuda_bytes(sub.src).root_node, language, 1, macros)
+    ns = _namespace(anchors[idx])
+    for k in res.kernels[:1]:
+        if ns and "namespace" not in k.attributes:
+            k.attributes = {**k.attributes, "namespace": ns}
+        out.kernels.append(k)
+    out.device_functions.extend(res.device_functions)
+    out.launches.extend(res.launches)
+    return start, end
 
 
 Q_ATTRS = """
@@ -183,7 +234,7 @@ def _mask_attributes(frame: Frame, root: ts.Node) -> tuple[Frame, ts.Node] | Non
                 src[i] = 0x20
     masked = bytes(src)
     new = Frame(src=masked, file=frame.file, parent=frame.parent, base=frame.base, segments=frame.segments,
-                display=frame.src)
+                display=frame.display if frame.display is not None else frame.src)
     return new, parse_cuda_bytes(masked).root_node
 
 
@@ -213,7 +264,8 @@ def _classify(a: ts.Node) -> tuple[str, ts.Node | None, ts.Node | None]:
 
     kinds: ``def`` (inside a function_definition), ``split`` (``__cluster_dims__`` split),
     ``decl`` (forward declaration: skipped), ``broken`` (header inside an ERROR node; the
-    third item is its function_declarator), ``garbage`` (no usable header).
+    third item is its function_declarator, or the name identifier when the parameter list is
+    still open), ``garbage`` (no usable header).
     """
     p = a.parent
     if p is None:
@@ -234,6 +286,9 @@ def _classify(a: ts.Node) -> tuple[str, ts.Node | None, ts.Node | None]:
             sib = sib.next_sibling
         if sib is not None and sib.type == "function_declarator":
             return "broken", p, sib
+        after = sib.next_sibling if sib is not None else None
+        if sib is not None and sib.type == "identifier" and after is not None and after.type == "(":
+            return "broken", p, sib  # ``__global__ void name(`` with the parameter list still open
     return "garbage", p, None
 
 
@@ -378,7 +433,7 @@ def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, d
     if ns:
         attrs["namespace"] = ns
     params_node = declarator.child_by_field_name("parameters")
-    params = _params(frame, params_node, macros)
+    params = _params(frame, params_node.named_children if params_node is not None else [], macros)
     body_span = frame.span(body) if body is not None else frame.span_of(end, end)
     kernel = Kernel(
         name=node_text(name_node),
@@ -393,7 +448,7 @@ def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, d
         incomplete=incomplete,
         text=frame.text(start, end),
     )
-    if body is not None:
+    if body is not None and body.start_byte < end:
         kernel.features = feat.cuda_features(frame, body, params, macros, (body.start_byte, min(body.end_byte, end)))
     if key is not None:
         kcache.put_kernel(key, kernel)
@@ -402,7 +457,7 @@ def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, d
 
 def _kernel_from_broken(frame: Frame, anchor: ts.Node, container: ts.Node, declarator: ts.Node,
                         nxt: ts.Node | None, language: str, macros: dict[str, str]) -> Kernel | None:
-    name_node = _declarator_name(declarator)
+    name_node = declarator if declarator.type == "identifier" else _declarator_name(declarator)
     if name_node is None:
         return None
     start = anchor.start_byte
@@ -428,7 +483,16 @@ def _kernel_from_broken(frame: Frame, anchor: ts.Node, container: ts.Node, decla
     ns = _namespace(container)
     if ns:
         attrs["namespace"] = ns
-    params = _params(frame, declarator.child_by_field_name("parameters"), macros)
+    if declarator.type == "identifier":  # a bare header: the parameters are the ERROR's own children
+        plist = []
+        sib = declarator.next_sibling
+        while sib is not None and sib.type not in ("{", ")", "compound_statement"):
+            plist.append(sib)
+            sib = sib.next_sibling
+    else:
+        pnode = declarator.child_by_field_name("parameters")
+        plist = pnode.named_children if pnode is not None else []
+    params = _params(frame, plist, macros)
     bs = body_start if body_start is not None else end
     kernel = Kernel(
         name=node_text(name_node),
@@ -443,7 +507,8 @@ def _kernel_from_broken(frame: Frame, anchor: ts.Node, container: ts.Node, decla
         incomplete=True,
         text=frame.text(start, end),
     )
-    kernel.features = feat.cuda_features(frame, container, params, macros, (bs, end))
+    if bs < end:
+        kernel.features = feat.cuda_features(frame, container, params, macros, (bs, end))
     return kernel
 
 
@@ -451,11 +516,8 @@ def _kernel_from_broken(frame: Frame, anchor: ts.Node, container: ts.Node, decla
 # parameters
 
 
-def _params(frame: Frame, plist: ts.Node | None, macros: dict[str, str]) -> list[Param]:
-    if plist is None:
-        return []
+def _params(frame: Frame, children: list[ts.Node], macros: dict[str, str]) -> list[Param]:
     out: list[Param] = []
-    children = plist.named_children
     i = 0
     while i < len(children):
         c = children[i]

@@ -11,8 +11,10 @@ sites of the last full model by the edits' byte/line delta (a kernel body holds 
 and no definition that launch configurations resolve through). Anything else rebuilds the whole
 model. ``tests/source/test_document.py`` checks both paths against a full parse.
 
-When the Python grammar collapses the whole file into an ERROR root (for example an unclosed
-bracket near the top), the document keeps the last good model and marks it ``stale``.
+A tree with errors is modelled kernel by kernel (every definition that the tree does not give
+intact is parsed again from its own region), so a half-typed definition or an unclosed bracket
+near the top hides nothing. Only when kernels of the last good model vanish from a Python file
+(an unclosed string swallowing them) does the document keep that model and mark it ``stale``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from htam_core.source.errors import SourceError
 from htam_core.source.frames import Frame
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import new_parser
-from htam_core.source.positions import LineIndex
+from htam_core.source.positions import LineIndex, parse_bytes
 
 
 def _collapsed(root: ts.Node) -> bool:
@@ -65,7 +67,7 @@ class Document:
         self._delta = 0  # total byte delta of the edits since ``_base``
         self._fast: dict[int, Kernel | None] = {}
         self._set_text(text)
-        self.tree: ts.Tree = self._parser.parse(self._data)
+        self.tree: ts.Tree = self._parser.parse(parse_bytes(self._data))
 
     def _set_text(self, text: str) -> None:
         self._text = text
@@ -94,7 +96,7 @@ class Document:
         """
         if start_line is None or start_col is None or end_line is None or end_col is None:
             self._set_text(new_text)
-            self.tree = self._parser.parse(self._data)
+            self.tree = self._parser.parse(parse_bytes(self._data))
             self._base = None
             return
         idx = self._index
@@ -103,12 +105,19 @@ class Document:
         if old_end < start:
             raise ValueError(f"change range ends ({end_line}:{end_col}) before it starts ({start_line}:{start_col})")
         new_bytes = new_text.encode("utf-8", errors="surrogatepass")
+        if start > 0 and self._data[start - 1 : start] == b"\r":
+            # the parser sees a lone \r as \n; an edit right after one can turn it into (or out of)
+            # half of a \r\n, so the edit starts at the \r
+            start -= 1
+            new_bytes = b"\r" + new_bytes
         data = self._data[:start] + new_bytes + self._data[old_end:]
         start_point = idx.point(start)
         old_end_point = idx.point(old_end)
-        nl = new_bytes.count(b"\n")
+        parsed = parse_bytes(data)
+        seg = parsed[start : start + len(new_bytes)]  # rows as the parser counts them
+        nl = seg.count(b"\n")
         if nl:
-            new_end_point = (start_point[0] + nl, len(new_bytes) - new_bytes.rfind(b"\n") - 1)
+            new_end_point = (start_point[0] + nl, len(seg) - seg.rfind(b"\n") - 1)
         else:
             new_end_point = (start_point[0], start_point[1] + len(new_bytes))
         self.tree.edit(start_byte=start, old_end_byte=old_end, new_end_byte=start + len(new_bytes),
@@ -117,7 +126,7 @@ class Document:
         self._data = data
         self._index = LineIndex(data)
         self._model = None
-        self.tree = self._parser.parse(data, self.tree)
+        self.tree = self._parser.parse(parsed, self.tree)
         d = len(new_bytes) - (old_end - start)
         if self._dirty is None:
             self._dirty = (start, start + len(new_bytes))
@@ -146,14 +155,16 @@ class Document:
             self._dirty, self._delta, self._fast = None, 0, {}
             broken = False
             if self.file_language == "python" and root.has_error and self._last_good is not None:
+                # error recovery re-parses every definition on its own, so only kernels that really
+                # vanished (an unclosed string swallowing them) make the last good model worth more
                 lost = {k.name for k in self._last_good.kernels} - {k.name for k in fresh.kernels}
-                broken = _collapsed(root) or bool(lost)
+                broken = bool(lost)
             if broken and self._last_good is not None:
                 self._model = replace(copy.copy(self._last_good), text=self._text, stale=True,
                                       errors=fresh.errors or ["the file does not parse; showing the last good model"])
             else:
                 self._model = fresh
-                if not (self.file_language == "python" and _collapsed(root)):
+                if not (self.file_language == "python" and _collapsed(root) and not fresh.kernels):
                     self._last_good = fresh
         return self._model
 
@@ -202,7 +213,7 @@ class Document:
         if owner.span.start in self._fast:
             return True, self._fast[owner.span.start]
         node = self.tree.root_node.descendant_for_byte_range(owner.name_span.start, owner.name_span.end)
-        frame = Frame(src=self._data, file=self._index)
+        frame = Frame.of(self._data, self._index)
         kernel: Kernel | None = None
         if self.tree.root_node.has_error and not _errors_confined(self.tree.root_node, node, owner, delta):
             return False, None

@@ -84,8 +84,8 @@ def extract_embedded(root: ts.Node, data: bytes, index: LineIndex,
         if decoded is None:
             continue
         content, segments, offset = decoded
-        frame = Frame(src=content, file=index, segments=segments)
-        tree = parse_cuda_bytes(content)
+        frame = Frame.of(content, index, segments)
+        tree = parse_cuda_bytes(frame.src)
         res = extract_cuda(frame, tree.root_node, language="cuda-in-python")
         attach_launches(res.kernels, res.launches)
         var = None

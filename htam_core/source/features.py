@@ -15,7 +15,7 @@ import tree_sitter as ts
 
 from htam_core.source.analysis.loops import count_iterations
 from htam_core.source.frames import Frame
-from htam_core.source.model import KernelFeatures, Loop, Param, SharedDecl
+from htam_core.source.model import KernelFeatures, Loop, Param, SharedDecl, WorkSite
 from htam_core.source.parsing import captures, node_text
 from htam_core.source.resolve import const_eval, literal_value
 
@@ -190,6 +190,11 @@ def cuda_features(frame: Frame, node: ts.Node, params: list[Param], consts: dict
         name = _resolve_alias(_root_identifier(expr), aliases)
         return name if name in pointer_params else None
 
+    pointee = {p.name: _pointee_bytes(p.type) for p in params if p.is_pointer}
+
+    def site(kind: str, node: ts.Node, param: str | None) -> None:
+        f.work.append(WorkSite(kind, frame.to_file(node.start_byte), 1, pointee.get(param) if param else None))
+
     written: set[str] = set()
     store_nodes: set[int] = set()
     for key in ("lhs", "upd"):
@@ -209,21 +214,25 @@ def cuda_features(frame: Frame, node: ts.Node, params: list[Param], consts: dict
                 if p is not None:
                     written.add(p)
                     f.stores += 1
+                    site("store", target, p)
                     store_nodes.add(target.start_byte)
                     parent = lhs.parent
                     if parent is not None and parent.type == "assignment_expression" and \
                             node_text(parent.child_by_field_name("operator")) != "=":
                         f.loads += 1
+                        site("load", target, p)
                     elif key == "upd":
                         f.loads += 1
+                        site("load", target, p)
     for key in ("sub", "ptr"):
         for n in pick.get(key, []):
             if n.start_byte in store_nodes:
                 continue
             if key == "ptr" and not node_text(n).lstrip().startswith("*"):
                 continue
-            if base_param(n.child_by_field_name("argument")) is not None:
+            if (p := base_param(n.child_by_field_name("argument"))) is not None:
                 f.loads += 1
+                site("load", n, p)
     for call in sorted(pick.get("call", []), key=lambda n: n.start_byte):  # source order, whatever the tree
         callee = call.child_by_field_name("function")
         name = _callee_name(callee) if callee is not None else ""
@@ -238,9 +247,14 @@ def cuda_features(frame: Frame, node: ts.Node, params: list[Param], consts: dict
             p = base_param(first)
             if p is not None:
                 written.add(p)
+                site("load", call, p)
+                site("store", call, p)
+                f.work.append(WorkSite("flop", frame.to_file(call.start_byte), 1))
         elif short in ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"):
             f.uses_ldg = True
             f.loads += 1
+            first = args.named_children[0] if args is not None and args.named_children else None
+            site("load", call, base_param(first))
         if short in CUDA_MATH and short not in f.math_calls:
             f.math_calls.append(short)
         if short in CUDA_REDUCTIONS and short not in f.reductions:
@@ -254,7 +268,8 @@ def cuda_features(frame: Frame, node: ts.Node, params: list[Param], consts: dict
                 node_text(prev).replace(" ", "").startswith("#pragmaunroll")
             trip = _c_trip_count(loop, consts) if kind == "for" else None
             f.loops.append(Loop(line=frame.line(loop.start_byte), kind=kind, trip_count=trip,
-                                span=frame.span(loop), has_unroll_pragma=pragma))
+                                span=frame.span(loop), has_unroll_pragma=pragma,
+                                bounds=_c_bounds(loop) if kind == "for" else {}))
             if kind == "for":
                 upd = loop.child_by_field_name("update")
                 ut = node_text(upd)
@@ -272,7 +287,107 @@ def cuda_features(frame: Frame, node: ts.Node, params: list[Param], consts: dict
             f.vector_types.append(t)
     for p in params:
         p.written = p.name in written
+    _cuda_flops(frame, pick, params, f)
+    f.work.sort(key=lambda w: w.byte)
     return f
+
+
+#: Floating-point scalar and vector types: values of these types are data, not indices.
+FLOAT_TYPES = {"float", "double", "half", "__half", "__nv_bfloat16", "nv_bfloat16", "half2", "__half2",
+               "__nv_bfloat162", "nv_bfloat162", "float2", "float3", "float4", "double2"}
+_FMA_CALLS = {"fmaf", "fma", "__fmaf_rn", "__hfma", "__hfma2"}
+
+
+def _pointee_bytes(type_text: str | None) -> int | None:
+    words = [w for w in (type_text or "").replace("*", " ").split()
+             if w not in ("const", "__restrict__", "__restrict", "restrict", "volatile")]
+    return TYPE_BYTES.get(" ".join(words))
+
+
+def _data_ops(expr: ts.Node | None) -> int:
+    """Arithmetic operations in ``expr`` on values (index expressions inside ``[]`` are skipped)."""
+    count = 0
+    stack = [expr] if expr is not None else []
+    while stack:
+        n = stack.pop()
+        if n.type == "subscript_expression":
+            arg = n.child_by_field_name("argument")
+            stack.extend([arg] if arg is not None else [])
+            continue
+        if n.type == "binary_expression" and node_text(n.child_by_field_name("operator")) in ("+", "-", "*", "/"):
+            count += 1
+        elif n.type == "call_expression":
+            name = _callee_name(n.child_by_field_name("function")).split("::")[-1]
+            count += 2 if name in _FMA_CALLS else (1 if name in CUDA_MATH else 0)
+        stack.extend(n.named_children)
+    return count
+
+
+def _cuda_flops(frame: Frame, pick: dict[str, list[ts.Node]], params: list[Param], f: KernelFeatures) -> None:
+    """FLOP sites: arithmetic in declarations of floating variables and in assignments to floating
+    variables or through floating pointers (a heuristic over syntax: index arithmetic is integer)."""
+    floats = {p.name for p in params if not p.is_pointer and (p.type or "").split()[-1:] and
+              (p.type or "").replace("const", "").split()[-1] in FLOAT_TYPES}
+    float_ptrs = {p.name for p in params if p.is_pointer and _pointee_bytes(p.type) is not None and
+                  any(w in FLOAT_TYPES for w in (p.type or "").replace("*", " ").split())}
+    for decl in pick.get("decl", []):
+        ty = " ".join(node_text(decl.child_by_field_name("type")).split())
+        if ty not in FLOAT_TYPES:
+            continue
+        for d in decl.children_by_field_name("declarator"):
+            name = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            while name is not None and name.type in ("pointer_declarator", "array_declarator",
+                                                      "reference_declarator"):
+                name = name.child_by_field_name("declarator")
+            if name is not None:
+                floats.add(node_text(name))
+            if d.type == "init_declarator" and (n := _data_ops(d.child_by_field_name("value"))):
+                f.work.append(WorkSite("flop", frame.to_file(d.start_byte), n))
+    for a in pick.get("assign", []):
+        lhs = a.child_by_field_name("left")
+        root = _root_identifier(lhs)
+        if root not in floats and root not in float_ptrs:
+            continue
+        n = _data_ops(a.child_by_field_name("right"))
+        if node_text(a.child_by_field_name("operator")) in ("+=", "-=", "*=", "/="):
+            n += 1
+        if n:
+            f.work.append(WorkSite("flop", frame.to_file(a.start_byte), n))
+
+
+def _c_bounds(loop: ts.Node) -> dict[str, str]:
+    """``{"var", "start", "op", "stop", "step_op", "step"}`` of ``for (v = a; v OP b; v STEP= c)``, else ``{}``."""
+    init, cond, upd = (loop.child_by_field_name(k) for k in ("initializer", "condition", "update"))
+    if init is None or cond is None or upd is None or cond.type != "binary_expression":
+        return {}
+    var = start = None
+    if init.type == "declaration":
+        d = init.child_by_field_name("declarator")
+        if d is not None and d.type == "init_declarator":
+            var, start = node_text(d.child_by_field_name("declarator")), d.child_by_field_name("value")
+    elif init.type == "assignment_expression":
+        var, start = node_text(init.child_by_field_name("left")), init.child_by_field_name("right")
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    op = node_text(cond.child_by_field_name("operator"))
+    if var is None or start is None or node_text(left) != var:
+        return {}
+    if upd.type == "update_expression":
+        step_op, step = ("+=" if "++" in node_text(upd) else "-="), "1"
+    elif upd.type == "assignment_expression" and node_text(upd.child_by_field_name("left")) == var:
+        step_op, step = node_text(upd.child_by_field_name("operator")), node_text(upd.child_by_field_name("right"))
+    else:
+        return {}
+    return {"var": var, "start": node_text(start), "op": op, "stop": node_text(right), "step_op": step_op,
+            "step": step}
+
+
+def trip_count(start: float, op: str, stop: float, step_op: str, step: float) -> int | None:
+    """Iterations of ``for (v = start; v OP stop; v STEP_OP step)`` (simulated, see
+    :func:`htam_core.source.analysis.loops.count_iterations`), or ``None`` (also for non-integers)."""
+    vals = [int(v) if isinstance(v, float) and v.is_integer() else v for v in (start, stop, step)]
+    if not all(isinstance(v, int) for v in vals):
+        return None
+    return count_iterations(vals[0], op, vals[1], step_op.rstrip("="), vals[2])
 
 
 def _shared(d: ts.Node, decl: ts.Node, quals: set[str], consts: dict[str, str]) -> SharedDecl:
@@ -349,16 +464,22 @@ def triton_features(frame: Frame, fn: ts.Node, params: list[Param]) -> KernelFea
                 names[base].is_pointer = True
                 if short != "load":
                     names[base].written = True
+            at = frame.to_file(call.start_byte)
             if short == "load":
                 f.loads += 1
+                f.work.append(WorkSite("load", at))
             elif short == "store":
                 f.stores += 1
-            elif short not in f.atomics:
-                f.atomics.append(short)
+                f.work.append(WorkSite("store", at))
+            else:
+                f.work += [WorkSite("load", at), WorkSite("store", at), WorkSite("flop", at)]
+                if short not in f.atomics:
+                    f.atomics.append(short)
         if not is_tl:
             continue
         if short == "dot" or short == "dot_scaled":
             f.uses_dot = True
+            f.work.append(WorkSite("dot", frame.to_file(call.start_byte)))
         elif short in TL_REDUCTIONS and short not in f.reductions:
             f.reductions.append(short)
         elif short in TL_MATH and short not in f.math_calls:
@@ -373,12 +494,20 @@ def triton_features(frame: Frame, fn: ts.Node, params: list[Param]) -> KernelFea
     for loop in caps.get("for", []):
         it = loop.child_by_field_name("right")
         kind, trip = "for", None
+        bounds: dict[str, str] = {}
         if it.type == "call":
             callee = node_text(it.child_by_field_name("function"))
             short = callee.rsplit(".", 1)[-1]
             if short in ("range", "static_range"):
                 kind = short
                 a = it.child_by_field_name("arguments")
+                pos = [node_text(x) for x in (a.named_children if a is not None else [])
+                       if x.type not in ("keyword_argument", "comment")]
+                if 1 <= len(pos) <= 3:
+                    start, stop, step = (["0", *pos, "1"] if len(pos) == 1 else [*pos, "1"] if len(pos) == 2
+                                         else pos)[:3]
+                    bounds = {"var": node_text(loop.child_by_field_name("left")), "start": start, "op": "<",
+                              "stop": stop, "step_op": "+=", "step": step}
                 vals = [literal_value(node_text(x)) for x in (a.named_children if a is not None else [])
                         if x.type != "keyword_argument"]
                 if vals and all(isinstance(v, int) for v in vals) and len(vals) <= 3:
@@ -386,8 +515,82 @@ def triton_features(frame: Frame, fn: ts.Node, params: list[Param]) -> KernelFea
                         trip = len(range(*vals))  # type: ignore[arg-type]
                     except ValueError:
                         trip = None
-        f.loops.append(Loop(line=frame.line(loop.start_byte), kind=kind, trip_count=trip, span=frame.span(loop)))
+        f.loops.append(Loop(line=frame.line(loop.start_byte), kind=kind, trip_count=trip, span=frame.span(loop),
+                            bounds=bounds))
     for loop in caps.get("while", []):
         f.loops.append(Loop(line=frame.line(loop.start_byte), kind="while", span=frame.span(loop)))
     f.loops.sort(key=lambda lp: lp.line)
+    _triton_flops(frame, body, f)
+    f.work.sort(key=lambda w: w.byte)
     return f
+
+
+_TL_DATA_SOURCES = {"load", "dot", "zeros", "full", "zeros_like", "full_like"}
+
+
+def _tl_short(call: ts.Node) -> str | None:
+    callee = node_text(call.child_by_field_name("function"))
+    return callee.rsplit(".", 1)[-1] if callee.startswith(TL_PREFIXES) else None
+
+
+def _py_ops(expr: ts.Node | None, tainted: set[str]) -> tuple[int, bool]:
+    """(arithmetic operations on values, whether ``expr`` reads data) of a Triton expression.
+
+    Pointer and mask arguments of ``tl.load`` and subscripts (``x[:, None]``) are not counted."""
+    ops, data = 0, False
+    stack = [expr] if expr is not None else []
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier" and node_text(n) in tainted:
+            data = True
+        elif n.type == "binary_operator" and node_text(n.child_by_field_name("operator")) in ("+", "-", "*", "/"):
+            ops += 1
+        elif n.type == "call":
+            short = _tl_short(n)
+            if short in _TL_DATA_SOURCES:
+                data = True
+            if short == "load":
+                continue
+            if short in TL_MATH or short in TL_REDUCTIONS:
+                ops += 1
+        elif n.type == "subscript":
+            v = n.child_by_field_name("value")
+            stack.extend([v] if v is not None else [])
+            continue
+        stack.extend(n.named_children)
+    return ops, data
+
+
+def _triton_flops(frame: Frame, body: ts.Node, f: KernelFeatures) -> None:
+    """FLOP sites of a Triton kernel: arithmetic in statements whose value derives from loaded data (a
+    name assigned from ``tl.load``/``tl.dot``/``tl.zeros`` or from such a name), and in stored values.
+    Counts are per element of a block (a block op on ``BLOCK`` elements counts as one per element)."""
+    tainted: set[str] = set()
+    stack = [body]
+    nodes: list[ts.Node] = []
+    while stack:
+        n = stack.pop()
+        if n.type in ("assignment", "augmented_assignment") or (n.type == "call" and _tl_short(n) == "store"):
+            nodes.append(n)
+        if n.type not in ("function_definition", "lambda"):
+            stack.extend(n.named_children)
+    for n in sorted(nodes, key=lambda x: x.start_byte):
+        if n.type == "call":
+            args = n.child_by_field_name("arguments")
+            pos = [a for a in (args.named_children if args is not None else []) if a.type != "keyword_argument"]
+            kw = {node_text(a.child_by_field_name("name")): a.child_by_field_name("value")
+                  for a in (args.named_children if args is not None else []) if a.type == "keyword_argument"}
+            value = pos[1] if len(pos) > 1 else kw.get("value")
+            ops, _ = _py_ops(value, tainted)
+        else:
+            left = n.child_by_field_name("left")
+            ops, data = _py_ops(n.child_by_field_name("right"), tainted)
+            names = {node_text(x) for x in ([left] if left is not None else []) if x.type == "identifier"}
+            if n.type == "augmented_assignment":
+                data = data or bool(names & tainted)
+                ops += 1 if data and node_text(n.child_by_field_name("operator")) in ("+=", "-=", "*=", "/=") else 0
+            if not data:
+                continue
+            tainted |= names
+        if ops:
+            f.work.append(WorkSite("flop", frame.to_file(n.start_byte), ops))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import tree_sitter as ts
 
 from htam_core.source.model import ByteSpan
-from htam_core.source.positions import LineIndex
+from htam_core.source.positions import LineIndex, parse_bytes
 
 
 @dataclass
@@ -28,8 +28,9 @@ class Frame:
         parent: the frame this one is a slice of, or ``None``.
         base: byte offset of ``src[0]`` inside the parent (or inside the file when there is
             no parent and no ``segments``).
-        display: the original bytes when ``src`` is a masked copy of the same length (see
-            ``cuda._mask_attributes``); texts are taken from it.
+        display: the original bytes when ``src`` is a copy of the same length made for the
+            parser (lone ``\\r`` line endings as ``\\n``, see ``positions.parse_bytes``; blanked
+            attributes, see ``cuda._mask_attributes``); texts are taken from it.
         segments: for decoded strings, sorted ``(local_start, file_start, local_len, file_len)``
             runs; bytes inside a run of equal lengths map one to one, a run of unequal
             lengths (an escape sequence) maps its inner bytes to the run's file start.
@@ -70,9 +71,23 @@ class Frame:
             f = f.parent
         return True
 
-    def sub(self, start: int, end: int) -> Frame:
-        """A frame for ``src[start:end]`` that maps back through this one."""
-        return Frame(src=self.src[start:end], file=self.file, parent=self, base=start)
+    @classmethod
+    def of(cls, data: bytes, file: LineIndex, segments: list[tuple[int, int, int, int]] | None = None) -> Frame:
+        """The frame of the bytes ``data`` as read (a file, or a decoded string with ``segments``):
+        the parser gets :func:`~htam_core.source.positions.parse_bytes` of it, texts come from ``data``."""
+        src = parse_bytes(data)
+        return cls(src=src, file=file, segments=segments, display=data if src is not data else None)
+
+    def sub(self, start: int, end: int, prefix: bytes = b"") -> Frame:
+        """A frame for ``prefix + src[start:end]`` that maps back through this one.
+
+        ``prefix`` is synthetic text put before the slice so that it parses on its own (``if 1:``
+        before an indented Python block); its bytes map to the slice's start and no node of interest
+        lies in it.
+        """
+        display = None if self.display is None else prefix + self.display[start:end]
+        return Frame(src=prefix + self.src[start:end], file=self.file, parent=self, base=start - len(prefix),
+                     display=display)
 
     def span(self, node: ts.Node) -> ByteSpan:
         """File byte span of ``node``."""

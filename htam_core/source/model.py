@@ -96,6 +96,10 @@ class Loop:
         trip_count: the constant trip count when it can be computed from literals, else ``None``.
         span: bytes of the whole loop statement.
         has_unroll_pragma: a ``#pragma unroll`` precedes it (CUDA).
+        bounds: the header as source text, for trip counts that need launch-site or harness values:
+            ``{"var", "start", "stop", "step"}`` plus ``"op"`` (``<``, ``<=``, ``>``, ``>=``, ``!=``) and
+            ``"step_op"`` (``+=``, ``-=``, ``*=`` ...) in CUDA; Triton ``range(start, stop, step)`` arguments
+            (``op`` ``"<"``, ``step_op`` ``"+="``). Empty when the header is not of that form.
     """
 
     line: int
@@ -103,6 +107,27 @@ class Loop:
     trip_count: int | None = None
     span: ByteSpan | None = None
     has_unroll_pragma: bool = False
+    bounds: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class WorkSite:
+    """One place in a kernel body that moves data or computes, for static traffic and FLOP estimates.
+
+    Attributes:
+        kind: ``"load"``/``"store"`` (a global access; atomics count as both), ``"flop"`` (arithmetic on
+            data: ``+ - * /`` and math calls in expressions whose value is data, not an index), ``"dot"``
+            (``tl.dot``: its FLOPs depend on the tile shapes).
+        byte: file byte of the site (enclosing loops are the ones whose span holds it).
+        amount: FLOPs at the site (``fmaf`` counts 2), or accesses (1).
+        elem_bytes: bytes per element accessed (CUDA: the pointee type; ``None`` when not known, e.g.
+            Triton pointers, whose dtype comes from the caller).
+    """
+
+    kind: str
+    byte: int
+    amount: int = 1
+    elem_bytes: int | None = None
 
 
 @dataclass
@@ -145,12 +170,14 @@ class KernelFeatures:
     uses_ldg: bool = False
     math_calls: list[str] = field(default_factory=list)
     has_grid_stride_loop: bool = False
+    work: list[WorkSite] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form (spans dropped)."""
+        """Plain-JSON form (spans and work sites dropped)."""
         d = asdict(self)
         for loop in d["loops"]:
             loop.pop("span", None)
+        d.pop("work", None)
         return d
 
 
@@ -174,6 +201,10 @@ class Kernel:
             "key": [...]}``), ``heuristics`` (``{name: source}``), ``jit_kwargs``.
         incomplete: the definition is half-typed (error recovery kept it).
         text: the kernel's source text.
+        qualified_name: Triton: the dotted path from the module to the launchable ``JITFunction``
+            (``"Ops.scale"`` for a kernel defined in ``class Ops``, ``"add_kernel"`` for
+            ``add_kernel = triton.jit(_add_kernel)``, else the name); ``None`` when no module
+            attribute reaches it (a kernel defined inside a function) and for CUDA.
     """
 
     name: str
@@ -189,6 +220,11 @@ class Kernel:
     attributes: dict[str, Any] = field(default_factory=dict)
     incomplete: bool = False
     text: str = ""
+    qualified_name: str | None = None
+
+    def answers_to(self, name: str) -> bool:
+        """Whether ``--kernel name`` means this kernel: its name or its ``qualified_name``."""
+        return name in (self.name, self.qualified_name)
 
     @property
     def constexpr_params(self) -> list[str]:
@@ -196,7 +232,9 @@ class Kernel:
         return [p.name for p in self.params if p.is_constexpr]
 
     def to_json(self) -> dict[str, Any]:
-        """The ``htam kernels --json`` object for this kernel."""
+        """The ``htam kernels --json`` object for this kernel (``qualified_name`` only when it is
+        not the name)."""
+        extra = {"qualified_name": self.qualified_name} if self.qualified_name not in (None, self.name) else {}
         return {
             "name": self.name,
             "language": self.language,
@@ -209,6 +247,7 @@ class Kernel:
             "launch_sites": [
                 {"line": s.line, "config": dict(s.resolved_config or s.config)} for s in self.launch_sites
             ],
+            **extra,
         }
 
 
@@ -246,13 +285,17 @@ class SourceModel:
     errors: list[str] = field(default_factory=list)
 
     def kernel(self, name: str) -> Kernel:
-        """Return the kernel called ``name``.
+        """Return the kernel called ``name``, or whose ``qualified_name`` is ``name``
+        (``"Ops.scale"``, or the alias of ``alias = triton.jit(fn)``).
 
         Raises:
             KeyError: no kernel of that name; the message lists the kernels that exist.
         """
         for k in self.kernels:
             if k.name == name:
+                return k
+        for k in self.kernels:
+            if k.qualified_name == name:
                 return k
         names = ", ".join(k.name for k in self.kernels) or "none"
         raise KeyError(f"no kernel named {name!r} in {self.path or '<text>'} (kernels: {names})")

@@ -8,6 +8,7 @@ converts between them for one text.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from typing import Literal
 
@@ -68,8 +69,27 @@ def utf16_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def parse_bytes(data: bytes) -> bytes:
+    """``data`` with every lone ``\\r`` (a classic-Mac line ending) replaced by ``\\n``.
+
+    The grammars only end lines at ``\\n``: tree-sitter-python reads a CR-only file as one long
+    line, and a ``#define`` in CUDA would run to the end of the file. The copy has the same
+    length, so every byte offset of a tree parsed from it is an offset of ``data``, and its rows
+    (tree-sitter counts ``\\n``) are the rows of :class:`LineIndex` (which counts all three line
+    endings). Texts are still taken from ``data``. Returns ``data`` itself when it has no ``\\r``.
+    """
+    if b"\r" not in data:
+        return data
+    return _LONE_CR.sub(b"\n", data)
+
+
 class LineIndex:
     """Line starts of a UTF-8 byte string, for O(log n) byte <-> (line, column) conversion.
+
+    A line ends at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (the three LSP line endings), in any mix.
 
     Args:
         data: the whole file as UTF-8 bytes.
@@ -79,8 +99,9 @@ class LineIndex:
 
     def __init__(self, data: bytes) -> None:
         self.data = data
+        scan = parse_bytes(data)
         starts = [0]
-        find = data.find
+        find = scan.find
         i = find(b"\n")
         while i >= 0:
             starts.append(i + 1)
@@ -97,12 +118,14 @@ class LineIndex:
         return bisect_right(self.starts, byte) - 1
 
     def line_bytes(self, line: int) -> bytes:
-        """Bytes of 0-based ``line`` without its line terminator (``\\n`` or ``\\r\\n``)."""
+        """Bytes of 0-based ``line`` without its line terminator (``\\n``, ``\\r\\n`` or ``\\r``)."""
         if line < 0 or line >= len(self.starts):
             return b""
         start = self.starts[line]
-        end = self.starts[line + 1] - 1 if line + 1 < len(self.starts) else len(self.data)
+        end = self.starts[line + 1] if line + 1 < len(self.starts) else len(self.data)
         chunk = self.data[start:end]
+        if chunk.endswith(b"\n"):
+            chunk = chunk[:-1]
         return chunk[:-1] if chunk.endswith(b"\r") else chunk
 
     def point(self, byte: int) -> tuple[int, int]:

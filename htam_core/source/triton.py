@@ -16,6 +16,7 @@ import tree_sitter as ts
 
 from htam_core.source import cache as kcache
 from htam_core.source import features as feat
+from htam_core.source import pyregions as pyr
 from htam_core.source.frames import Frame
 from htam_core.source.model import DeviceFunction, Kernel, LaunchSite, Param
 from htam_core.source.parsing import captures, node_text
@@ -27,6 +28,7 @@ Q_MAIN = """
 (decorated_definition definition: (function_definition name: (identifier))) @def
 (call function: (subscript value: (_) @k) @sub arguments: (argument_list) @args) @call
 (string) @string
+(assignment left: (_) right: (call)) @bind
 """
 Q_CALLS = "(call function: (identifier) @f)"
 
@@ -145,15 +147,16 @@ def _params(frame: Frame, params_node: ts.Node | None) -> list[Param]:
     return out
 
 
-Q_TOP_TOKENS = """
-("def") @t
-("@") @t
-"""
-_MAX_TAIL_DEPTH = 8
-
 
 @dataclass
 class _Jit:
+    """One jit definition found in some frame: the nodes, its decorators and its qualified name.
+
+    ``decs`` are ``(name, kind, call arguments, node)`` of each decorator, outermost first; for the
+    call form (``alias = triton.jit(fn)``) they come from the calls around ``fn``, and ``alias`` is
+    the name the result is bound to (what launches use).
+    """
+
     frame: Frame
     definition: ts.Node
     fn: ts.Node
@@ -161,42 +164,211 @@ class _Jit:
     decs: list[tuple[str, str, ts.Node | None, ts.Node]]
     end: int
     cut: bool = False
+    qualname: str | None = None
+    alias: str | None = None
+    binding: str | None = None
+
+    @property
+    def launch_name(self) -> str:
+        """The name launches use: the alias of the call form, else the function's name."""
+        return (self.alias or node_text(self.name)).rsplit(".", 1)[-1]
 
 
-def _collect(frame: Frame, root: ts.Node, depth: int, jit: list[_Jit],
-             trees: list[tuple[Frame, ts.Node, dict[str, list[ts.Node]]]],
-             caps: dict[str, list[ts.Node]] | None = None) -> None:
-    """Jit definitions of ``root``; a broken definition that swallowed later top-level code is cut
-    at the first ``def``/``@`` indented no deeper than its own ``def``, and that tail is parsed
-    again on its own (recursively)."""
+_Tree = tuple[Frame, ts.Node, dict[str, list[ts.Node]]]
+
+
+def _tree_classes(node: ts.Node) -> list[str] | None:
+    """Enclosing class names of ``node`` from the tree, outermost first; ``None`` inside a function."""
+    names: list[str] = []
+    cur = node.parent
+    while cur is not None:
+        if cur.type == "function_definition":
+            return None
+        if cur.type == "class_definition":
+            names.insert(0, node_text(cur.child_by_field_name("name")))
+        cur = cur.parent
+    return names
+
+
+def _qualify(classes: list[str] | None, name: str) -> str | None:
+    return None if classes is None else ".".join([*classes, name])
+
+
+def _collect(frame: Frame, root: ts.Node, caps: dict[str, list[ts.Node]] | None = None,
+             bare: list[Kernel] | None = None) -> tuple[list[_Jit], list[_Tree]]:
+    """Jit definitions of the file tree ``root`` and every tree they were read from; half-typed
+    jit headers that do not parse as a definition at all go to ``bare`` as incomplete kernels.
+
+    A clean tree is read as is. A tree with errors is read definition by definition (see
+    :mod:`htam_core.source.pyregions`): a definition the tree gives intact is taken from it, any
+    other is parsed again from its own region (an indented one behind ``if 1:``, so that it parses
+    at its own column) and mapped back.
+    """
+    caps = caps if caps is not None else captures(G, Q_MAIN, root)
+    trees: list[_Tree] = [(frame, root, caps)]
+    if not root.has_error:
+        items = [it for d in caps.get("def", []) if (it := jit_item(frame, d)) is not None]
+        return items + _call_forms(trees, items), trees
+    src = frame.src
+    anchors = pyr.anchors(src, caps.get("string", []))
+    items: list[_Jit] = []
+    for i, a in enumerate(anchors):
+        if a.kind != "def":
+            continue
+        classes = pyr.enclosing_classes(src, anchors, i)
+        fn = root.descendant_for_byte_range(a.byte, a.byte + 3)
+        fn = fn.parent if fn is not None else None
+        outer = fn.parent if fn is not None and fn.parent is not None and fn.parent.type == "decorated_definition" \
+            else fn
+        if fn is not None and fn.type == "function_definition" and pyr.intact(src, outer, anchors, i):
+            it = jit_item(frame, outer, classes) if outer.type == "decorated_definition" else None
+        else:
+            it = _reparse(frame, anchors, i, classes, trees, bare)
+        if it is not None:
+            items.append(it)
+    return items + _call_forms(trees, items), trees
+
+
+def _reparse(frame: Frame, anchors: list[pyr.Anchor], i: int, classes: list[str] | None,
+             trees: list[_Tree], bare: list[Kernel] | None = None) -> _Jit | None:
+    """Parse the region of the ``def`` at anchor ``i`` on its own; its jit item, if it is one (a
+    bare jit header goes to ``bare``)."""
     from htam_core.source.parsing import new_parser
 
-    caps = caps if caps is not None else captures(G, Q_MAIN, root)
-    trees.append((frame, root, caps))
-    for definition in caps.get("def", []):
-        item = jit_item(frame, definition)
-        if item is None:
-            continue
-        fn = item.fn
-        jit.append(item)
-        if not fn.has_error or depth >= _MAX_TAIL_DEPTH:
-            continue
-        col = definition.start_point[1]
-        body = fn.child_by_field_name("body")
-        colon = next((c for c in fn.children if c.type == ":"), None)
-        after = colon.end_byte if colon is not None else (body.start_byte if body is not None else fn.end_byte)
-        tokens = captures(G, Q_TOP_TOKENS, fn, (after, fn.end_byte)).get("t", [])
-        cut = min((t.start_byte for t in tokens if t.start_byte >= after and t.start_point[1] <= col
-                   and t.start_point[0] > definition.start_point[0]), default=None)
-        if cut is None:
-            continue
-        line_start = frame.src.rfind(b"\n", 0, cut) + 1
-        end = line_start
-        while end > after and frame.src[end - 1 : end] in (b" ", b"\t", b"\n", b"\r"):
-            end -= 1
-        item.end, item.cut = end, True
-        sub = frame.sub(line_start, fn.end_byte)
-        _collect(sub, new_parser(G).parse(sub.src).root_node, depth + 1, jit, trees)
+    start, end = pyr.region(anchors, i, len(frame.src))
+    prefix = b"if 1:\n" if anchors[i].col > 0 else b""
+    sub = frame.sub(start, end, prefix)
+    root = new_parser(G).parse(sub.src).root_node
+    caps = captures(G, Q_MAIN, root)
+    trees.append((sub, root, caps))
+    local = anchors[i].byte - start + len(prefix)
+    tok = root.descendant_for_byte_range(local, local + 3)
+    fn = tok.parent if tok is not None else None
+    if fn is None or fn.type != "function_definition" or fn.start_byte != local:
+        if tok is not None and fn is not None and fn.type == "ERROR" and bare is not None:
+            k = _bare_kernel(sub, fn, tok, classes)
+            if k is not None:
+                bare.append(k)
+        return None
+    outer = fn.parent if fn.parent is not None and fn.parent.type == "decorated_definition" else fn
+    if outer.type != "decorated_definition":
+        return None
+    item = jit_item(sub, outer, classes)
+    if item is not None:
+        # a definition cut short by the end of its region ends at its last non-blank byte
+        end_local = min(item.end, len(sub.src))
+        while end_local > fn.start_byte and sub.src[end_local - 1 : end_local] in (b" ", b"\t", b"\n", b"\r"):
+            end_local -= 1
+        item.end = end_local
+    return item
+
+
+Q_DEFS = "(function_definition name: (identifier) @name) @fn"
+
+
+def _bare_kernel(frame: Frame, err: ts.Node, def_tok: ts.Node, classes: list[str] | None) -> Kernel | None:
+    """An incomplete kernel from a jit header left in an ERROR node (``@triton.jit`` then
+    ``def name(params`` with the parenthesis still open), or None when it is not one."""
+    kids = err.children
+    pos = next((j for j, c in enumerate(kids) if c.id == def_tok.id), None)
+    if pos is None or pos + 1 >= len(kids) or kids[pos + 1].type != "identifier":
+        return None
+    decs = [c for c in kids[:pos] if c.type == "decorator"]
+    if not any(_kind(_decorator_name(d)[0]) == "jit" for d in decs):
+        return None
+    name_node = kids[pos + 1]
+    params: list[Param] = []
+    for c in kids[pos + 2 :]:
+        pname = c if c.type == "identifier" else c.child_by_field_name("name") if c.type in (
+            "typed_parameter", "typed_default_parameter", "default_parameter") else None
+        if pname is not None and pname.type == "identifier":
+            params.append(Param(name=node_text(pname), is_pointer=node_text(pname).endswith("_ptr"),
+                                span=frame.span(c)))
+    start = decs[0].start_byte if decs else def_tok.start_byte
+    end = err.end_byte
+    while end > start and frame.src[end - 1 : end] in (b" ", b"\t", b"\n", b"\r"):
+        end -= 1
+    return Kernel(name=node_text(name_node), language="triton", start_line=frame.line(start),
+                  end_line=frame.end_line(end), span=frame.span_of(start, end), name_span=frame.span(name_node),
+                  body_span=frame.span_of(end, end), params=params,
+                  attributes={"decorators": [" ".join(node_text(d).split()) for d in decs]}, incomplete=True,
+                  text=frame.text(start, end), qualified_name=_qualify(classes, node_text(name_node)))
+
+
+def _call_forms(trees: list[_Tree], items: list[_Jit]) -> list[_Jit]:
+    """Kernels made by a call: ``alias = triton.jit(fn)`` (also ``jit(fn, **kw)`` and
+    ``triton.autotune(...)(triton.jit(fn))``), with ``fn`` a plain ``def`` of the same scope."""
+    out: list[_Jit] = []
+    decorated = {it.frame.to_file(it.fn.start_byte) for it in items}
+    seen: set[tuple[int, str | None]] = set()  # one kernel per binding (a def may be bound twice)
+    for frame, _root, caps in trees:
+        for bind in caps.get("bind", []):
+            chain = _jit_chain(bind.child_by_field_name("right"))
+            left = bind.child_by_field_name("left")
+            if chain is None or left is None or left.type != "identifier":
+                continue
+            decs, target = chain
+            fn = _def_in_scope(bind, target)
+            if fn is None or frame.to_file(fn.start_byte) in decorated:
+                continue
+            outer = fn.parent if fn.parent is not None and fn.parent.type == "decorated_definition" else fn
+            classes = _tree_classes(bind)
+            alias = node_text(left)
+            key = (frame.to_file(fn.start_byte), _qualify(classes, alias))
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(_Jit(frame, outer, fn, fn.child_by_field_name("name"), decs, fn.end_byte,
+                            qualname=_qualify(classes, alias), alias=alias,
+                            binding=" ".join(node_text(bind).split())))
+    return out
+
+
+def _jit_chain(call: ts.Node | None) -> tuple[list[tuple[str, str, ts.Node | None, ts.Node]], str] | None:
+    """``(decorators outermost first, function name)`` of ``triton.jit(fn)``-style calls, else None."""
+    decs: list[tuple[str, str, ts.Node | None, ts.Node]] = []
+    cur = call
+    while cur is not None and cur.type == "call":
+        func, args = cur.child_by_field_name("function"), cur.child_by_field_name("arguments")
+        if func is None or args is None:
+            return None
+        if func.type == "call":  # triton.autotune(configs=..., key=...)(inner)
+            kname = node_text(func.child_by_field_name("function"))
+            if _kind(kname) not in ("autotune", "heuristics"):
+                return None
+            decs.append((kname, _kind(kname) or "", func.child_by_field_name("arguments"), func))
+        else:
+            kname = node_text(func)
+            if _kind(kname) is None:
+                return None
+            decs.append((kname, _kind(kname) or "", args, cur))
+        first = next((a for a in args.named_children if a.type not in ("keyword_argument", "comment")), None)
+        if first is not None and first.type == "identifier":
+            return (decs, node_text(first)) if any(k == "jit" for _, k, _, _ in decs) else None
+        cur = first
+    return None
+
+
+def _def_in_scope(bind: ts.Node, name: str) -> ts.Node | None:
+    """The ``def name`` that the assignment ``bind`` sees: one of its own block (the module or a
+    class body), else one of the module (a class attribute ``k = triton.jit(_fn)`` over a
+    module-level ``_fn``)."""
+    block = bind.parent
+    while block is not None and block.type not in ("module", "block"):
+        block = block.parent
+    scopes = [block] if block is not None else []
+    root = bind
+    while root.parent is not None:
+        root = root.parent
+    if root.type == "module" and (block is None or block.id != root.id):
+        scopes.append(root)
+    for scope_node in scopes:
+        for fn in captures(G, Q_DEFS, scope_node).get("fn", []):
+            scope = fn.parent.parent if fn.parent is not None and fn.parent.type == "decorated_definition" \
+                else fn.parent
+            if scope is not None and scope.id == scope_node.id and node_text(fn.child_by_field_name("name")) == name:
+                return fn
+    return None
 
 
 def extract_triton(frame: Frame, root: ts.Node, resolver: PythonResolver | None = None,
@@ -206,11 +378,9 @@ def extract_triton(frame: Frame, root: ts.Node, resolver: PythonResolver | None 
     ``caps`` are the captures of :data:`Q_MAIN` on ``root`` when the caller already has them.
     """
     resolver = resolver or PythonResolver(root)
-    items: list[_Jit] = []
-    trees: list[tuple[Frame, ts.Node, dict[str, list[ts.Node]]]] = []
-    _collect(frame, root, 0, items, trees, caps)
-    jit = [(it.definition, it.fn, it.name, it.decs) for it in items]
-    names = {node_text(n) for _, _, n, _ in jit}
+    bare: list[Kernel] = []
+    items, trees = _collect(frame, root, caps, bare)
+    names = {it.launch_name for it in items}
     launches: dict[str, list[LaunchSite]] = {}
     seen: set[int] = set()
     for tframe, troot, tcaps in trees:
@@ -221,27 +391,34 @@ def extract_triton(frame: Frame, root: ts.Node, resolver: PythonResolver | None 
                 seen.add(site.span.start)
                 launches.setdefault(site.kernel_name, []).append(site)
     called_from_jit: set[str] = set()
-    for _, fn, name, _ in jit:
-        body = fn.child_by_field_name("body")
+    for it in items:
+        body = it.fn.child_by_field_name("body")
         if body is None:
             continue
         for f in captures(G, Q_CALLS, body).get("f", []):
-            if node_text(f) != node_text(name):
+            if node_text(f) != node_text(it.name):
                 called_from_jit.add(node_text(f))
     out = TritonResult()
-    for it in items:
-        frame, definition, name = it.frame, it.definition, node_text(it.name)
+    for it in sorted(items, key=lambda j: j.frame.to_file(j.definition.start_byte)):
+        frame, definition, name = it.frame, it.definition, it.launch_name
         start, end = definition.start_byte, it.end
         if name not in launches and name in called_from_jit:
-            out.device_functions.append(DeviceFunction(name=name, start_line=frame.line(start),
+            out.device_functions.append(DeviceFunction(name=node_text(it.name), start_line=frame.line(start),
                                                        end_line=frame.end_line(end), span=frame.span_of(start, end)))
             continue
         out.kernels.append(build_kernel(it, sorted(launches.get(name, []), key=lambda s: s.line)))
+    for k in bare:
+        k.launch_sites = sorted(launches.get(k.name, []), key=lambda s: s.line)
+    out.kernels.extend(bare)
     return out
 
 
-def jit_item(frame: Frame, definition: ts.Node) -> _Jit | None:
-    """The jit description of a ``decorated_definition`` node, or None when it is not ``@triton.jit``."""
+def jit_item(frame: Frame, definition: ts.Node, classes: list[str] | None | bool = False) -> _Jit | None:
+    """The jit description of a ``decorated_definition`` node, or None when it is not ``@triton.jit``.
+
+    ``classes`` are the enclosing class names (``None``: inside a function); by default they are
+    read from the tree.
+    """
     fn = definition.child_by_field_name("definition")
     if fn is None or fn.type != "function_definition" or fn.child_by_field_name("name") is None:
         return None
@@ -252,7 +429,11 @@ def jit_item(frame: Frame, definition: ts.Node) -> _Jit | None:
             decs.append((dname, _kind(dname) or "", dargs, d))
     if not any(k == "jit" for _, k, _, _ in decs):
         return None
-    return _Jit(frame, definition, fn, fn.child_by_field_name("name"), decs, fn.end_byte)
+    name = fn.child_by_field_name("name")
+    if classes is False:
+        classes = _tree_classes(definition)
+    return _Jit(frame, definition, fn, name, decs, fn.end_byte,
+                qualname=_qualify(classes if isinstance(classes, list) else None, node_text(name)))
 
 
 def build_kernel(it: _Jit, launch_sites: list[LaunchSite]) -> Kernel:
@@ -262,13 +443,15 @@ def build_kernel(it: _Jit, launch_sites: list[LaunchSite]) -> Kernel:
     start, end = definition.start_byte, it.end
     key = None
     if frame.linear:
-        key = ("triton", frame.src[start:end], it.cut)
+        key = ("triton", frame.src[start:end], it.cut, it.qualname, it.binding, it.end < fn.end_byte)
         hit = kcache.get_kernel(key, frame.to_file(start), frame.line(start))
         if hit is not None:
             hit.launch_sites = launch_sites
             return hit
     params = _params(frame, fn.child_by_field_name("parameters"))
     attrs: dict[str, Any] = {"decorators": [" ".join(node_text(d).split()) for _, _, _, d in decs]}
+    if it.binding is not None:
+        attrs["jit_binding"] = it.binding
     for _dname, kind, dargs, _ in decs:
         if kind == "autotune":
             attrs["autotune"] = _autotune(dargs)
@@ -291,8 +474,9 @@ def build_kernel(it: _Jit, launch_sites: list[LaunchSite]) -> Kernel:
         body_span=frame.span(body) if body is not None else frame.span_of(end, end),
         params=params,
         attributes=attrs,
-        incomplete=fn.has_error,
+        incomplete=fn.has_error or it.end < fn.end_byte,
         text=frame.text(start, end),
+        qualified_name=it.qualname,
     )
     kernel.features = feat.triton_features(frame, fn, params)
     if key is not None:

@@ -21,7 +21,7 @@ from htam_core.source.analysis.launch import dims_of
 from htam_core.source.analysis.syntax import strip_casts
 from htam_core.source.analysis.unit import cuda_source
 from htam_core.source.model import Kernel, LaunchSite, SourceModel
-from htam_core.transforms import _ts
+from htam_core.transforms import _notes, _ts
 from htam_core.transforms.base import TextEdit, UnitTransform
 
 __all__ = ["DIMS", "Const", "CudaUnit", "int_literal", "strip_casts"]
@@ -499,3 +499,10 @@ class CudaTransform(UnitTransform[CudaUnit]):
     def load_unit(self, model: SourceModel, kernel: Kernel) -> CudaUnit | str:
         """The kernel's :class:`CudaUnit` (module-level :func:`load_unit`), or why it is not found."""
         return load_unit(model, kernel)
+
+
+def stale_comment_notes(unit: CudaUnit, note: str, words: list[str], edits: list[TextEdit]) -> list[TextEdit]:
+    """Edits that note ``note`` ("threads per block 32 → 256") in every comment of the kernel's CUDA text that
+    states the old setting (one of ``words``), so that no comment describes code the edit changed
+    (:mod:`htam_core.transforms._notes`); ``edits``: the transform's edits so far (their text is skipped)."""
+    return _notes.comment_notes(unit.src, unit.base, _ts.of_type(unit.root, "comment"), note, words, edits)

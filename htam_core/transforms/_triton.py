@@ -14,7 +14,7 @@ from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis.triton import launch_calls
 from htam_core.source.analysis.unit import python_source
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
+from htam_core.transforms import _notes, _ts
 from htam_core.transforms.base import TextEdit, UnitTransform
 
 _BLOCK_NAME = re.compile(r"^(BLOCK\w*|TILE\w*|B[MNK]|BLOCK)$")
@@ -187,3 +187,68 @@ class TritonTransform(UnitTransform[TritonUnit]):
     def load_unit(self, model: SourceModel, kernel: Kernel) -> TritonUnit | str:
         """The kernel's :class:`TritonUnit` (module-level :func:`load_unit`), or why it is not found."""
         return load_unit(model, kernel)
+
+
+def reads_of(unit: TritonUnit, scope: Node, name: str) -> list[Node]:
+    """Identifier nodes reading ``name`` under ``scope`` (assignment targets left out)."""
+    targets = {a.child_by_field_name("left").start_byte for a in unit.assignments(scope, name)}
+    return [n for n in _ts.of_type(scope, "identifier") if unit.t(n) == name and n.start_byte not in targets]
+
+
+def orphan_removals(unit: TritonUnit, scope: Node | None, names: list[str], edits: list[TextEdit]) -> list[TextEdit]:
+    """Edits deleting the assignments ``name = <literal or expression>`` in ``scope`` that ``edits`` orphan.
+
+    A name is orphaned when every read of it lies inside a span that ``edits`` replace or delete (so after the
+    edits nothing reads it). Only a name with exactly one assignment, a statement alone on its lines, is
+    removed; the deletion takes its whole lines. Names whose deletion would orphan others (``grid`` reading
+    ``BLOCK``) are followed until nothing changes. Returns the deletions (on the original text).
+    """
+    if scope is None:
+        return []
+    spans = [(e.start_byte, e.end_byte) for e in edits if e.end_byte > e.start_byte]
+    removed: list[TextEdit] = []
+    pending = list(dict.fromkeys(names))
+    while pending:
+        name = pending.pop(0)
+        assigns = unit.assignments(scope, name)
+        if len(assigns) != 1 or assigns[0].type != "assignment":
+            continue
+        stmt = assigns[0].parent
+        if stmt is None or stmt.type != "expression_statement" or not _ts.only_space_before(unit.src, stmt.start_byte):
+            continue
+        end = stmt.end_byte
+        if unit.src[end : end + 1] not in (b"\n", b""):
+            continue  # something follows on the line (a comment, another statement)
+        if any(not any(s <= n.start_byte and n.end_byte <= e for s, e in spans) for n in reads_of(unit, scope, name)):
+            continue
+        start = _ts.line_start(unit.src, stmt.start_byte)
+        if any(s < end + 1 and start < e for s, e in spans):
+            continue  # overlaps an edit
+        removed.append(TextEdit(start, min(end + 1, len(unit.src)), ""))
+        spans.append((start, end + 1))
+        rhs = assigns[0].child_by_field_name("right")
+        pending += [unit.t(n) for n in _ts.of_type(rhs, "identifier")] if rhs is not None else []
+    return removed
+
+
+def _docstrings(unit: TritonUnit) -> list[Node]:
+    """The module docstring and the docstrings of the kernel and of the functions that launch it."""
+    blocks = [unit.root, unit.body] + [la.host.child_by_field_name("body") for la in unit.launches
+                                       if la.host is not None]
+    out: list[Node] = []
+    for block in blocks:
+        first = next((c for c in block.named_children if c.type != "comment"), None) if block is not None else None
+        if first is not None and first.type == "expression_statement" and first.named_children \
+                and first.named_children[0].type == "string" and first.named_children[0] not in out:
+            out.append(first.named_children[0])
+    return out
+
+
+def stale_text_notes(unit: TritonUnit, note: str, tokens: list[str], edits: list[TextEdit]) -> list[TextEdit]:
+    """Edits that note ``note`` in the docstrings (module, kernel, launching functions) and the ``#`` comments of
+    the kernel and its launching functions that mention ``tokens``, the old setting's words
+    (:mod:`htam_core.transforms._notes`); ``edits``: the transform's edits so far (their text is skipped)."""
+    scopes = [unit.top] + [la.host for la in unit.launches if la.host is not None]
+    comments = [c for scope in scopes for c in _ts.of_type(scope, "comment")]
+    return (_notes.docstring_notes(unit.src, _docstrings(unit), note, tokens, edits)
+            + _notes.comment_notes(unit.src, 0, comments, note, tokens, edits))

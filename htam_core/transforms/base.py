@@ -1,7 +1,7 @@
 """Core types of the mechanical transforms: text edits, candidates, "not applicable" results, the base class.
 
 A transform is a source-to-source rewrite of one kernel (HTAM's *local strategy* with a mechanical
-implementation, see DESIGN.md section 1). It reads the kernel through the source model
+implementation, see docs/MEMORY.md). It reads the kernel through the source model
 (:mod:`htam_core.source.model`) and proposes one or more :class:`Candidate` edits, or says why it does
 not apply with a :class:`NotApplicable`. :func:`htam_core.transforms.registry.propose` validates every
 candidate (the file must still parse and the kernel must still exist) before anyone sees it.

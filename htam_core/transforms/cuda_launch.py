@@ -16,7 +16,15 @@ from tree_sitter import Node
 from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._cuda import DIMS, Const, CudaTransform, CudaUnit, int_literal, references
+from htam_core.transforms._cuda import (
+    DIMS,
+    Const,
+    CudaTransform,
+    CudaUnit,
+    int_literal,
+    references,
+    stale_comment_notes,
+)
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
 
@@ -128,6 +136,19 @@ def shared_with_other_launches(unit: CudaUnit, names: set[str]) -> str | None:
                 f"on line {line} of the CUDA source; retune that launch's configuration separately first"
             )
     return None
+
+
+def block_words(dims: tuple[int, ...]) -> list[str]:
+    """Words whose mention in a comment states a block of ``dims`` threads: ``"32-thread"``, ``"32 threads"``
+    for 1-D blocks; ``"16 x 16"``, ``"16x16"`` for 2-D ones; and ``"→ 32"``, the end of an earlier step's note."""
+    active = [d for d in dims if d > 1]
+    if len(active) == 1:
+        v = active[0]
+        return [f"{v}-thread", f"{v} threads", f"blocks of {v}", f"block of {v}", f"→ {v}"]
+    if len(dims) >= 2:
+        a, b = dims[0], dims[1]
+        return [f"{a} x {b}", f"{a}x{b}", f"{a} × {b}", f"{a}×{b}", f"→ {a}x{b}"]
+    return []
 
 
 def retune_block(unit: CudaUnit, new_dims: tuple[int, ...]) -> list[TextEdit] | str:
@@ -284,6 +305,8 @@ class CudaBlockSize(CudaTransform):
                 reasons.append(edits)
                 continue
             label = "x".join(map(str, shape))
+            edits += stale_comment_notes(unit, f"threads per block {'x'.join(map(str, current))} → {label}",
+                                         block_words(current), edits)
             out.append(
                 self.candidate(
                     model,

@@ -1,7 +1,7 @@
 """Registry of mechanical transforms, and the validated entry point :func:`propose`.
 
 Adding a transform means adding one module with a :class:`~htam_core.transforms.base.Transform`
-subclass decorated with :func:`register` (the python-lsp-server plugin idea, DESIGN.md section 9).
+subclass decorated with :func:`register` (the python-lsp-server plugin idea).
 The HTAM knowledge base refers to transforms by id.
 """
 
@@ -88,7 +88,7 @@ def kernel_survives(text: str, file_language: str, path: str | None, name: str) 
     from htam_core.source import parse_text
 
     model = parse_text(text, file_language, path)
-    return any(k.name == name and not k.incomplete for k in model.kernels)
+    return any(k.answers_to(name) and not k.incomplete for k in model.kernels)
 
 
 def validate(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
@@ -157,3 +157,46 @@ def propose(
             reason=f"every candidate was rejected ({rejected[0]})", transform_id=t.id, rejected=tuple(rejected)
         )
     return good
+
+
+def no_transform_message(title: str, guidance: str, llm_hint: str) -> str:
+    """Why the rules engine cannot make the step ``title``: it has no mechanical transform.
+
+    Args:
+        title: the strategy's title (knowledge base).
+        guidance: the strategy's guidance; its first sentence tells how to apply it by hand.
+        llm_hint: how to get the LLM engine where this message is shown (``'Set htam.engine to "llm"'`` in an
+            editor, ``"Run with --engine llm"`` on the command line), without a trailing period.
+    """
+    by_hand = " ".join(guidance.split()).split(". ")[0].strip() if guidance else ""
+    return (f"“{title}” has no mechanical transform, so the rules engine cannot write it. {llm_hint} to have a "
+            "model write it" + (f", or apply it by hand: {by_hand}" if by_hand else ", or apply it by hand"))
+
+
+def resolve_step(title: str, transform_id: str | None, guidance: str, model: SourceModel, kernel: Kernel,
+                 profile: Profile | None, *, llm_hint: str) -> list[Candidate] | NotApplicable:
+    """A ranked step made with the rules engine: its transform's validated candidates, or why it cannot be.
+
+    This is the one place that turns a knowledge-base strategy into mechanical candidates or a refusal the
+    user reads (the editor's code action, ``htam suggest`` and the optimize loop's report all show this
+    sentence). The refusal's ``reason`` is a whole sentence: :func:`no_transform_message`, an unknown id, or
+    "“title” does not apply to KERNEL: <the transform's reason>" (:func:`propose`).
+
+    Args:
+        title, transform_id, guidance: the strategy's title, mechanical transform id (``None``: none) and
+            guidance.
+        model, kernel, profile: as for :func:`propose`.
+        llm_hint: see :func:`no_transform_message`.
+
+    Never raises for a step that cannot be made.
+    """
+    if not transform_id:
+        return NotApplicable(reason=no_transform_message(title, guidance, llm_hint))
+    try:
+        result = propose(transform_id, model, kernel, profile)
+    except KeyError as exc:
+        return NotApplicable(reason=str(exc.args[0]), transform_id=transform_id)
+    if isinstance(result, NotApplicable):
+        return NotApplicable(reason=f"“{title}” does not apply to {kernel.name}: {result.reason}",
+                             transform_id=result.transform_id or transform_id, rejected=result.rejected)
+    return result

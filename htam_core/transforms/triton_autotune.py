@@ -2,7 +2,10 @@
 arguments, or widen an existing literal config list.
 
 The tuned keyword arguments are removed from the launch and a grid that used the block size becomes
-``lambda meta: ...`` over ``meta["BLOCK"]``. Triton's interpreter cannot benchmark configs (no GPU), so
+``lambda meta: ...`` over ``meta["BLOCK"]`` (a ``grid = ...`` variable read only by the launch is rewritten in
+place); the local constants the launch no longer reads (``BLOCK_SIZE = 64``) are removed, so no dead code is
+left, and docstrings or comments that describe the old setting get a note of the change
+(:func:`htam_core.transforms._triton.stale_text_notes`). Triton's interpreter cannot benchmark configs (no GPU), so
 under ``TRITON_INTERPRET=1`` the generated list keeps only its first config, the original setting
 (the same idiom as the corpus's ``matmul_autotune.py``). Idea source: Triton docs, ``triton.autotune``.
 """
@@ -13,7 +16,15 @@ from htam_core.profile.result import Profile
 from htam_core.source.analysis.constants import python_int
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._triton import TritonTransform, TritonUnit, is_block_param, remove_kwarg
+from htam_core.transforms._triton import (
+    TritonTransform,
+    TritonUnit,
+    is_block_param,
+    orphan_removals,
+    reads_of,
+    remove_kwarg,
+    stale_text_notes,
+)
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
 from htam_core.transforms.triton_launch import (
@@ -21,6 +32,7 @@ from htam_core.transforms.triton_launch import (
     block_setting,
     grid_follows,
     loops_over_block,
+    old_value_words,
     unmasked_accesses,
 )
 
@@ -139,6 +151,7 @@ class TritonAutotune(TritonTransform):
         for p in list(tuned) + ["num_warps", "num_stages"]:
             if p in la0.kwargs:
                 edits.append(remove_kwarg(unit, la0.kwargs[p]))
+        locals_: list[str] = []
         if tuned and not unit.grid_uses_meta(la0):
             grid = unit.grid_expr(la0)
             text = bytearray(unit.src[grid.start_byte : grid.end_byte])
@@ -146,12 +159,29 @@ class TritonAutotune(TritonTransform):
             for p in tuned:
                 s = block_setting(unit, la0, p)
                 assert not isinstance(s, str)
+                locals_ += [s.local] if s.local else []
                 nodes = [n for n in _ts.of_type(grid, "identifier") if s.local and unit.t(n) == s.local]
                 repl += [(n, p) for n in nodes + grid_lits[p]]
             for n, p in sorted(repl, key=lambda x: -x[0].start_byte):
                 text[n.start_byte - grid.start_byte : n.end_byte - grid.start_byte] = f'meta["{p}"]'.encode()
-            edits.append(unit.replace(la0.grid, f"lambda meta: {text.decode()}"))
+            lam = f"lambda meta: {text.decode()}"
+            var = unit.t(la0.grid) if la0.grid.type == "identifier" and grid is not la0.grid else None
+            if var and la0.host is not None and len(reads_of(unit, la0.host, var)) == 1:
+                edits.append(unit.replace(grid, lam))  # grid = lambda meta: ...; the launch keeps kernel[grid]
+            else:
+                edits.append(unit.replace(la0.grid, lam))
+        else:
+            for p in tuned:
+                s = block_setting(unit, la0, p)
+                locals_ += [s.local] if not isinstance(s, str) and s.local else []
+        # the tuned locals (BLOCK_SIZE = 64) and a grid variable only they fed are now dead: remove them
+        edits += orphan_removals(unit, la0.host, locals_ + ([unit.t(la0.grid)] if la0.grid.type == "identifier"
+                                                            else []), edits)
         tuned_txt = ", ".join(tuned) or "num_warps"
+        was = ", ".join([f"{p}={v}" for p, v in tuned.items()] + [f"num_warps={warps}"])
+        words = [w for p, v in tuned.items() for w in old_value_words(p, v)] + old_value_words("num_warps", warps)
+        knobs = ", ".join([*tuned, "num_warps"])
+        edits += stale_text_notes(unit, f"{knobs} chosen by @triton.autotune (was {was})", words, edits)
         return [
             self.candidate(
                 model,

@@ -23,6 +23,7 @@ from htam_core.transforms._triton import (
     TritonUnit,
     add_kwarg,
     is_block_param,
+    stale_text_notes,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
@@ -101,6 +102,17 @@ def loops_over_block(unit: TritonUnit, param: str) -> bool:
     return False
 
 
+def old_value_words(param: str, value: int) -> list[str]:
+    """Words whose mention in a docstring or comment describes ``param`` set to ``value`` (the old setting a
+    transform changes): ``"64"`` (a block size of 8 or more), ``"4 warps"``, ``"num_warps=4"``, ``"3 stages"``, and
+    ``"→ 4"``, the end of an earlier step's note that set it."""
+    if param == "num_warps":
+        return [f"{value} warps", f"num_warps={value}", f"num_warps = {value}", f"→ {value}"]
+    if param == "num_stages":
+        return [f"{value} stages", f"num_stages={value}", f"num_stages = {value}", f"→ {value}"]
+    return ([str(value)] if value >= 8 else [f"{param}={value}", f"{param} = {value}", f"→ {value}"])
+
+
 def block_edits(unit: TritonUnit, param: str, new: int) -> list[TextEdit] | str:
     """Edits setting ``param`` to ``new`` at every launch with the grid kept consistent."""
     edits: dict[int, TextEdit] = {}
@@ -170,6 +182,7 @@ class TritonBlockSize(TritonTransform):
                 if isinstance(edits, str):
                     reasons.append(edits)
                     break
+                edits += stale_text_notes(unit, f"{p} {s.value} → {v}", old_value_words(p, s.value), edits)
                 out.append(
                     self.candidate(
                         model,
@@ -250,6 +263,7 @@ class TritonWarpsStages(TritonTransform):
                     for la in unit.launches:
                         _, node = _kw_int(unit, la, key)
                         edits.append(unit.replace(node, str(v)) if node is not None else add_kwarg(unit, la.call, f"{key}={v}"))
+                    edits += stale_text_notes(unit, f"{key} {cur} → {v}", old_value_words(key, cur), edits)
                     out.append(
                         self.candidate(
                             model, f"launch {kernel.name} with {key}={v} (was {cur})", {key: v, "previous": cur}, edits

@@ -1,6 +1,6 @@
 """Runtime correctness check of a candidate against its reference, with KernelBench semantics.
 
-Rules (KernelBench, upstream commit 423217d, ``eval.py``; DESIGN.md §7), plus the runtime
+Rules (KernelBench, upstream commit 423217d, ``eval.py``), plus the runtime
 reward-hack guards of issue 9:
 
 * **Seeds.** ``n_seeds`` trials (5), each seeded from a base seed of 42; the reference and the
@@ -249,8 +249,11 @@ def compare_outputs(cand: Sequence[Any], ref: Sequence[Any], *, atol: float | No
             if not bool(close.all()):
                 ok = False
                 n = int((~close).sum())
+                nz = both & (rf != 0)
+                rel = float((diff[nz] / rf[nz].abs()).max()) if nz.any() else math.nan
                 msgs.append(f"output {k}: {n} of {cf.numel()} values differ beyond atol={a_tol:g} rtol={r_tol:g} "
-                            f"(max abs error {float(diff[both].max()) if both.any() else math.nan:.3g})")
+                            f"(max abs error {float(diff[both].max()) if both.any() else math.nan:.3g}, "
+                            f"max rel error {rel:.3g})")
                 rules.append("mismatch")
         else:
             eq = cf == rf

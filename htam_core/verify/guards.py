@@ -1,11 +1,11 @@
-"""Static reward-hack guards over candidate source (issue 9 §2, DESIGN §7 and §9).
+"""Static reward-hack guards over candidate source (issue 9 §2; issue 13 for their scope).
 
 A candidate (LLM output, transform output, a KernelBench ``ModelNew`` file) is checked *before* any
 time counts. Each guard is a named :class:`Rule` with its rationale and the source of the idea:
 
 * KernelBench's static checker (``src/kernel_static_checker.py`` upstream): a list of named patterns,
   each with a rationale; its bypass checks come from the Kevin paper (arXiv:2507.11948);
-* KernelBench's list of known hacks, as summarized in DESIGN §7 (zeros on reductions, side streams,
+* KernelBench's list of known reward hacks (zeros on reductions, side streams,
   result caching, TF32 against an fp32 baseline, inputs mutated in place, a persisting L2 window).
 
 Python is analysed with the ``ast`` module (aliases of imports are resolved, so ``import time as t;
@@ -15,6 +15,10 @@ where the token *is* the structure.
 
 Severities: ``"refuse"`` means the candidate is rejected; ``"label"`` means it may run but its result
 is labelled (TF32 or reduced precision against an fp32 baseline: never counted as a plain speedup).
+
+Scope: only the kernel and its launcher are judged (:func:`htam_core.source.scope.kernel_scope`): findings in
+``main()``, ``if __name__ == "__main__":`` self-tests, driver functions and code the kernel never reaches are
+dropped, so a stream created by a test program or a bf16 self-test does not refuse or label the kernel.
 
 Static checks are not complete and do not replace the runtime checks (poisoned outputs, several
 seeds, fresh inputs, a second input set, timing all streams): they catch the common forms cheaply.
@@ -27,6 +31,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from htam_core.source.scope import kernel_scope
 
 Severity = Literal["refuse", "label"]
 
@@ -65,7 +71,7 @@ class Rule:
         severity: ``"refuse"`` or ``"label"``.
         title: one line.
         rationale: why this pattern is a reward hack.
-        source: where the idea comes from (KernelBench static checker, DESIGN §7, issue 9).
+        source: where the idea comes from (KernelBench static checker, KernelBench's known hacks, issue 9).
         languages: ``{"python", "cuda"}`` subsets the rule inspects.
     """
 
@@ -78,7 +84,7 @@ class Rule:
 
 
 _KB = "KernelBench static checker (kernel_static_checker.py)"
-_KB_HACKS = "KernelBench known hacks (DESIGN §7)"
+_KB_HACKS = "KernelBench known hacks"
 
 RULES: tuple[Rule, ...] = (
     Rule("unparsable-source", "refuse", "the candidate does not parse",
@@ -155,6 +161,14 @@ _EXT_BUILDERS = ("load_inline", "load", "RawKernel", "RawModule", "ElementwiseKe
 _REDUCED_DTYPES = ("float16", "half", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
                    "float8_e5m2fnuz", "fp8e4nv", "fp8e5")
 _REDUCED_METHODS = ("half", "bfloat16")
+#: dtype spellings (triton.language, torch, strings) -> one name, for the operands of ``tl.dot``.
+_DTYPE_ALIASES = {"float32": "float32", "fp32": "float32", "float": "float32", "float16": "float16",
+                  "half": "float16", "fp16": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16",
+                  "float64": "float64", "double": "float64", "fp64": "float64",
+                  **{n: "fp8" for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                                        "fp8e4nv", "fp8e5", "float8e4nv", "float8e5")},
+                  "int8": "int8", "uint8": "uint8"}
+_CAST_METHODS = {"half": "float16", "bfloat16": "bfloat16", "float": "float32", "double": "float64"}
 _AUTOCAST = ("torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast")
 _VIEW_METHODS = ("view", "view_as", "reshape", "flatten", "squeeze", "unsqueeze", "transpose", "permute", "t",
                  "expand", "expand_as", "narrow", "select", "as_strided", "detach", "contiguous", "unflatten",
@@ -174,8 +188,10 @@ def _under(qual: str | None, roots: Iterable[str]) -> bool:
 class _PyAnalysis:
     """One pass over a Python candidate; appends findings via ``emit``."""
 
-    def __init__(self, tree: ast.Module, emit: Callable[[str, str, int], None], baseline_dtype: str | None) -> None:
+    def __init__(self, tree: ast.Module, emit: Callable[[str, str, int], None], baseline_dtype: str | None,
+                 covers: Callable[[int], bool] = lambda line: True) -> None:
         self.tree = tree
+        self.covers = covers  # line -> in the kernel, its launcher or module-level code
         self.emit = emit
         self.baseline_fp32 = baseline_dtype in ("float32", "fp32", "torch.float32")
         self.aliases: dict[str, str] = {}
@@ -194,6 +210,7 @@ class _PyAnalysis:
         self.classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
         self.module_names = self._module_level_names()
         self.noop_forwards: set[int] = set()  # reported by bypass-pass; no-custom-kernel stays silent
+        self._launch_dtypes: dict[str, dict[str, str | None]] | None = None
 
     # -- helpers ------------------------------------------------------------------------------
     def qual(self, node: ast.AST) -> str | None:
@@ -558,20 +575,187 @@ class _PyAnalysis:
                 arg = n.args[0] if n.args else None
                 if not (isinstance(arg, ast.Constant) and arg.value == "highest"):
                     self.emit("tf32", f"lowers fp32 matmul precision ({ast.unparse(n)})", n.lineno)
-            elif q in ("triton.language.dot", "triton.language.core.dot") or \
-                    (q.endswith(".dot") and q.split(".")[0] in ("tl", "triton")):
+            elif self._is_tl_dot(q):
                 kws = {k.arg: k.value for k in n.keywords}
                 prec = kws.get("input_precision")
                 allow = kws.get("allow_tf32")
                 if isinstance(prec, ast.Constant):
                     if isinstance(prec.value, str) and "tf32" in prec.value:
                         self.emit("tf32", f"tl.dot with input_precision={prec.value!r}", n.lineno)
-                elif isinstance(allow, ast.Constant):
-                    if allow.value is True:
-                        self.emit("tf32", "tl.dot with allow_tf32=True", n.lineno)
+                    continue
+                if isinstance(allow, ast.Constant) and allow.value is False:
+                    continue
+                why = self._dot_fp32_operands(n)
+                if why is None:
+                    continue
+                if isinstance(allow, ast.Constant) and allow.value is True:
+                    self.emit("tf32", f"tl.dot with allow_tf32=True on {why}", n.lineno)
                 else:
-                    self.emit("tf32", "tl.dot without input_precision='ieee': Triton uses TF32 for fp32 operands "
-                              "by default", n.lineno)
+                    self.emit("tf32", f"tl.dot on {why} without input_precision='ieee': Triton uses TF32 for "
+                              "fp32 operands by default", n.lineno)
+
+    @staticmethod
+    def _is_tl_dot(q: str) -> bool:
+        return q in ("triton.language.dot", "triton.language.core.dot") or (
+            q.endswith(".dot") and q.split(".")[0] in ("tl", "triton"))
+
+    # -- operand dtypes of tl.dot (kernel data flow, then the launcher's arguments) ------------------
+    def _dtype_name(self, node: ast.AST | None) -> str | None:
+        """``tl.float16``/``torch.half``/``"fp16"`` -> ``"float16"`` (``float32``, ``bfloat16``, ``fp8``...)."""
+        if node is None:
+            return None
+        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else \
+            (self.qual(node) or "").rsplit(".", 1)[-1]
+        return _DTYPE_ALIASES.get(text)
+
+    def _dot_fp32_operands(self, call: ast.Call) -> str | None:
+        """Why the operands of ``call`` count as fp32 (``"fp32 operands"``), or ``None`` when they do not.
+
+        An operand's dtype comes from the kernel's own data flow (``.to(tl.float16)``, ``tl.zeros(dtype=)``,
+        ``tl.load`` of a pointer parameter) and, for a pointer parameter, from the launcher's argument
+        (``x.half()``, ``torch.empty(..., dtype=torch.float16)``, ``assert x.dtype == torch.float16``).
+        Unknown operands count as fp32 only against an fp32 baseline (then Triton would use TF32).
+        """
+        fn = next((k for k in self.jit_kernels().values()
+                   if k.lineno <= call.lineno <= (k.end_lineno or k.lineno)), None)
+        ops = call.args[:2]
+        if fn is None or len(ops) < 2:
+            return "operands of unknown dtype" if self.baseline_fp32 else None
+        env = self._assignments(fn)
+        params = self._launch_param_dtypes().get(fn.name, {})
+        dts = [self._kernel_dtype(op, env, params, 0) for op in ops]
+        if "float32" in dts:
+            return "fp32 operands"
+        if all(d is not None for d in dts):
+            return None
+        return "operands of unknown dtype (fp32 baseline)" if self.baseline_fp32 else None
+
+    @staticmethod
+    def _assignments(fn: ast.AST) -> dict[str, list[ast.AST]]:
+        env: dict[str, list[ast.AST]] = {}
+        for st in ast.walk(fn):
+            if isinstance(st, ast.Assign):
+                for t in st.targets:
+                    if isinstance(t, ast.Name):
+                        env.setdefault(t.id, []).append(st.value)
+            elif isinstance(st, ast.AugAssign | ast.AnnAssign) and isinstance(st.target, ast.Name) \
+                    and st.value is not None:
+                env.setdefault(st.target.id, []).append(st.value)
+        return env
+
+    def _kernel_dtype(self, e: ast.AST, env: dict[str, list[ast.AST]], params: dict[str, str | None],
+                      depth: int) -> str | None:
+        """Static dtype of a Triton expression, or ``None`` when unknown."""
+        if depth > 12:
+            return None
+        if isinstance(e, ast.Name):
+            if e.id in params:
+                return params[e.id]
+            found = {self._kernel_dtype(v, env, params, depth + 1) for v in env.get(e.id, [])}
+            return found.pop() if len(found) == 1 else ("float32" if "float32" in found else None)
+        if isinstance(e, ast.Subscript):
+            return self._kernel_dtype(e.value, env, params, depth + 1)
+        if isinstance(e, ast.BinOp):
+            a = self._kernel_dtype(e.left, env, params, depth + 1)
+            b = self._kernel_dtype(e.right, env, params, depth + 1)
+            return "float32" if "float32" in (a, b) else (a if a == b else None)
+        if not isinstance(e, ast.Call):
+            return None
+        kws = {k.arg: k.value for k in e.keywords}
+        if isinstance(e.func, ast.Attribute) and e.func.attr == "to":
+            target = e.args[0] if e.args else kws.get("dtype")
+            if isinstance(target, ast.Attribute) and target.attr == "element_ty":  # x.to(p.dtype.element_ty)
+                root = self._root(target)
+                return params.get(root.id) if isinstance(root, ast.Name) else None
+            return self._dtype_name(target)
+        q = (self.qual(e.func) or "").rsplit(".", 1)[-1]
+        if q in ("zeros", "full", "zeros_like", "full_like", "empty"):
+            return self._dtype_name(kws.get("dtype"))
+        if q == "load" and e.args:
+            base = self._pointer_base(e.args[0], env, params)
+            return params.get(base) if base is not None else None
+        if q in ("trans", "permute", "reshape", "view", "broadcast_to", "where") and e.args:
+            return self._kernel_dtype(e.args[-1 if q == "where" else 0], env, params, depth + 1)
+        return None
+
+    def _pointer_base(self, e: ast.AST, env: dict[str, list[ast.AST]], params: dict[str, str | None]) -> str | None:
+        """The pointer parameter an address expression (``a_ptr + offs``, a name bound to one) starts from."""
+        seen: set[str] = set()
+        while True:
+            e = self._root(e)
+            if isinstance(e, ast.BinOp):
+                e = e.left
+            elif isinstance(e, ast.Name) and e.id not in params and e.id in env and e.id not in seen:
+                seen.add(e.id)
+                e = env[e.id][0]
+            else:
+                return e.id if isinstance(e, ast.Name) else None
+
+    def _launch_param_dtypes(self) -> dict[str, dict[str, str | None]]:
+        """Kernel name -> {pointer parameter -> dtype of the launcher's argument, or ``None``}."""
+        if self._launch_dtypes is not None:
+            return self._launch_dtypes
+        jit = self.jit_kernels()
+        out: dict[str, dict[str, str | None]] = {}
+        for fn in self.functions.values():
+            if fn.name in jit or not self.covers(fn.lineno):
+                continue
+            env = self._assignments(fn)
+            asserted = self._asserted_dtypes(fn)
+            for c in (x for x in ast.walk(fn) if isinstance(x, ast.Call)):
+                if not (isinstance(c.func, ast.Subscript) and isinstance(c.func.value, ast.Name)
+                        and c.func.value.id in jit):
+                    continue
+                kernel = jit[c.func.value.id]
+                names = [p.arg for p in kernel.args.args]
+                slot = out.setdefault(kernel.name, {})
+                for name, arg in zip(names, c.args, strict=False):
+                    dt = self._host_dtype(arg, env, asserted, 0)
+                    if name in slot and slot[name] != dt:
+                        dt = None  # launched with different dtypes: unknown
+                    slot[name] = dt
+        self._launch_dtypes = out
+        return out
+
+    def _asserted_dtypes(self, fn: ast.AST) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for a in (x for x in ast.walk(fn) if isinstance(x, ast.Assert)):
+            for cmp in (x for x in ast.walk(a.test) if isinstance(x, ast.Compare)):
+                parts = [cmp.left, *cmp.comparators]
+                dts = {d for p in parts if (d := self._dtype_name(p))}
+                if len(dts) == 1 and all(isinstance(o, ast.Eq) for o in cmp.ops):
+                    for p in parts:
+                        if isinstance(p, ast.Attribute) and p.attr == "dtype" and isinstance(p.value, ast.Name):
+                            out[p.value.id] = next(iter(dts))
+        return out
+
+    def _host_dtype(self, e: ast.AST, env: dict[str, list[ast.AST]], asserted: dict[str, str],
+                    depth: int) -> str | None:
+        """Static dtype of a torch tensor expression in a launcher, or ``None`` when unknown."""
+        if depth > 12:
+            return None
+        if isinstance(e, ast.Name):
+            if e.id in asserted:
+                return asserted[e.id]
+            found = {self._host_dtype(v, env, asserted, depth + 1) for v in env.get(e.id, [])}
+            return found.pop() if len(found) == 1 else None
+        if not isinstance(e, ast.Call):
+            return None
+        kws = {k.arg: k.value for k in e.keywords}
+        if "dtype" in kws:
+            return self._dtype_name(kws["dtype"])
+        if isinstance(e.func, ast.Attribute):
+            m = e.func.attr
+            if m in _CAST_METHODS:
+                return _CAST_METHODS[m]
+            if m == "to" and e.args and (d := self._dtype_name(e.args[0])):
+                return d
+            if m in _VIEW_METHODS or m in ("clone", "to", "cuda"):
+                return self._host_dtype(e.func.value, env, asserted, depth + 1)
+        q = self.qual(e.func) or ""
+        if q.startswith("torch.") and q.endswith("_like") and e.args:
+            return self._host_dtype(e.args[0], env, asserted, depth + 1)
+        return None
 
     def rule_reduced_precision(self) -> None:
         for n in ast.walk(self.tree):
@@ -630,8 +814,19 @@ def _last_segment(text: str) -> str:
 
 
 def _check_cuda(text: str, emit: Callable[[str, str, int], None], line0: int, baseline_fp32: bool) -> None:
-    """Run the CUDA rules over ``text``; ``line0`` is the file line of the text's first line."""
+    """Run the CUDA rules over ``text``; ``line0`` is the file line of the text's first line.
+
+    Only the kernels, their launchers and file-scope code are judged (:func:`htam_core.source.scope.kernel_scope`):
+    a ``main()`` that creates a stream or checks results in ``__half`` is not the candidate.
+    """
     from htam_core.source.analysis.syntax import parse
+
+    scope = kernel_scope(text, "cuda")
+    outer_emit = emit
+
+    def emit(rule_id: str, message: str, line: int) -> None:
+        if scope.covers(line - line0 + 1):
+            outer_emit(rule_id, message, line)
 
     root = parse(text.encode("utf-8"), "cuda").root_node
 
@@ -739,6 +934,13 @@ def check_source(text: str, language: str, *, baseline_dtype: str | None = "floa
     if language in CUDA_LANGUAGES:
         _check_cuda(text, emit, 1, fp32)
     else:
+        scope = kernel_scope(text, "python")
+        file_emit = emit
+
+        def emit(rule_id: str, message: str, line: int) -> None:  # only the kernel and its launcher
+            if rule_id == "unparsable-source" or scope.covers(line):
+                file_emit(rule_id, message, line)
+
         try:
             tree = ast.parse(text)
         except SyntaxError as exc:
@@ -746,7 +948,7 @@ def check_source(text: str, language: str, *, baseline_dtype: str | None = "floa
         except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
             emit("unparsable-source", f"Python source cannot be parsed: {type(exc).__name__}: {exc}", 1)
         else:
-            _PyAnalysis(tree, emit, baseline_dtype).run()
+            _PyAnalysis(tree, emit, baseline_dtype, scope.covers).run()
             for src, line0 in _embedded_cuda(tree):
                 _check_cuda(src, emit, line0, fp32)
     return sorted(found.values(), key=lambda f: (f.line, f.rule_id, f.message))
@@ -765,8 +967,9 @@ def labels(findings: Iterable[GuardFinding]) -> list[str]:
 def new_findings(candidate: Iterable[GuardFinding], original: Iterable[GuardFinding]) -> list[GuardFinding]:
     """Findings of a candidate that its original does not already have.
 
-    A user's own harness may legitimately use a stream or ``__half`` (``main()`` of a ``.cu`` program); a
-    transform or LLM candidate derived from it should be judged on what *it* introduced. Findings are
+    A user's own launcher may legitimately use a stream or ``__half`` (``main()`` and ``__main__`` self-tests
+    are never judged, see :mod:`htam_core.source.scope`); a transform or LLM candidate derived from it should
+    be judged on what *it* introduced. Findings are
     matched by ``(rule_id, message)`` with multiplicity, ignoring lines (edits move code).
     """
     budget: dict[tuple[str, str], int] = {}

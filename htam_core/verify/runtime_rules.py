@@ -3,7 +3,7 @@
 The static guards (:mod:`htam_core.verify.guards`) read the candidate; these rules are what running it
 against the reference (:mod:`htam_core.verify.correctness`, in a worker) can refuse. Both kinds of id share
 one namespace in a verdict's ``refused_by``. Sources: KernelBench's evaluation (``eval.py``, upstream commit
-423217d) and its list of known hacks (DESIGN §7); issue 9 §2 for the checks KernelBench does not make.
+423217d) and its list of known hacks; issue 9 §2 for the checks KernelBench does not make.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class RuntimeRule:
 
 
 _KB = "KernelBench eval.py"
-_HACKS = "KernelBench known hacks (DESIGN §7)"
+_HACKS = "KernelBench known hacks"
 
 RUNTIME_RULES: tuple[RuntimeRule, ...] = (
     RuntimeRule("mismatch", "outputs differ from the reference beyond the tolerance",
@@ -60,7 +60,7 @@ RUNTIME_RULES: tuple[RuntimeRule, ...] = (
     RuntimeRule("raised", "the candidate raised", "A candidate that does not run is not correct.", _KB),
     RuntimeRule("load", "the candidate could not be imported or built", "Nothing ran.", _KB),
     RuntimeRule("harness", "the harness cannot run the candidate",
-                "The harness names a launcher, kernel or input the candidate lacks.", "DESIGN §4"),
+                "The harness names a launcher, kernel or input the candidate lacks.", "docs/HARNESS.md"),
     RuntimeRule("compile", "the CUDA code does not compile", "Nothing can run.", _KB),
     RuntimeRule("strict-reverify", "failed the stricter second verification of a >10x speedup",
                 "A speedup above 10x is more often a hack than a win: before it is reported the candidate is "

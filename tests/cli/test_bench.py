@@ -1,7 +1,7 @@
 """``htam bench``: the messages a CPU-only user sees (no GPU, unknown ids, blank policies).
 
 The problems file is synthetic (a small elementwise ``Model``), so these tests do not need
-``../shared/data/kernelbench``; the start solutions are the shipped ones.
+the KernelBench problems file; the start solutions are the shipped ones.
 """
 
 from __future__ import annotations

@@ -67,14 +67,30 @@ def test_reset_needs_yes(filled: Path, capsys: pytest.CaptureFixture[str], monke
 
 def test_corrupt_store_says_what_to_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "m.sqlite3"
-    path.write_bytes(b"garbage" * 500)
-    assert main(["memory", "--memory", str(path), "stats"]) == 2
+    with open_store(path) as st:
+        for i in range(300):
+            st.record([], STATE, "vectorize_loads", Outcome(1.4, True, True, "win"), f"k{i}", "H200")
+        st.dbs[0].conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(path.read_bytes())
+    data[2 * 4096:6 * 4096] = b"\xa5" * (4 * 4096)  # damaged b-tree pages, intact SQLite header
+    path.write_bytes(bytes(data))
+    assert main(["memory", "--memory", str(path), "stats"]) == 3
     err = capsys.readouterr().err
     assert "corrupt" in err and "reset --move-aside" in err
-    assert path.read_bytes() == b"garbage" * 500
+    assert path.read_bytes() == bytes(data)
     assert main(["memory", "--memory", str(path), "reset", "--move-aside", "--yes"]) == 0
     assert main(["memory", "--memory", str(path), "stats"]) == 0
     assert any(".corrupt-" in p.name for p in tmp_path.iterdir())
+
+
+def test_garbage_file_is_not_a_store_and_is_never_moved(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "m.sqlite3"
+    path.write_bytes(b"garbage" * 500)
+    assert main(["memory", "--memory", str(path), "stats"]) == 3
+    assert "is not an SQLite database" in capsys.readouterr().err
+    assert main(["memory", "--memory", str(path), "reset", "--move-aside", "--yes"]) == 3
+    assert "refusing to move" in capsys.readouterr().err
+    assert path.read_bytes() == b"garbage" * 500 and [p.name for p in tmp_path.iterdir()] == ["m.sqlite3"]
 
 
 def test_env_variable_selects_the_store(filled: Path, monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,5 @@
-"""``htam optimize``: the Triton suite kernels, a CUDA kernel without a GPU, --apply, errors, the LLM flags.
+"""``htam optimize``: the Triton suite kernels, a CUDA kernel without a GPU, errors, the LLM flags
+(``--apply``: test_optimize_apply.py).
 
 Every run uses ``--static`` (so the tests mean the same with or without a GPU), a private memory store
 (``--memory``) and ``HTAM_CACHE_DIR`` in tmp, on copies of the bundled files.
@@ -74,17 +75,6 @@ def test_default_budget_on_the_example(tmp_path: Path, capsys: pytest.CaptureFix
         assert any(w.startswith("stopped after") for w in data["warnings"])
     assert all(s["correct"] is True for s in data["steps"] if s["accepted"])
     assert src.read_bytes() == start
-
-
-def test_apply_writes_best(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    src = copy_example(tmp_path / "src")
-    start = src.read_text()
-    assert _optimize(src, "add_kernel", tmp_path, "--budget", "1", "--apply") == 0
-    data = check_report(tmp_path / "out", start)
-    best = (tmp_path / "out" / "best.py").read_text()
-    assert data["changed"] is True and best != start
-    assert src.read_text() == best
-    assert f"(written to {src})" in capsys.readouterr().out
 
 
 def test_json_output_and_default_out_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -100,8 +100,43 @@ def test_user_errors(tmp_path: Path, capsys, argv: list[str], message: str) -> N
     assert err.startswith("htam: error:") and message in err and "Traceback" not in err
 
 
-def test_corrupt_memory_is_a_usage_error(tmp_path: Path, capsys) -> None:
+def test_unusable_memory_is_a_store_error(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "m.sqlite3"
     bad.write_bytes(b"x" * 4096)
-    assert main(["suggest", str(CORPUS / "sgemm_naive.cu"), "--kernel", "sgemm_naive", "--memory", str(bad)]) == 2
-    assert "move-aside" in capsys.readouterr().err
+    assert main(["suggest", str(CORPUS / "sgemm_naive.cu"), "--kernel", "sgemm_naive", "--memory", str(bad)]) == 3
+    assert "not an SQLite database" in capsys.readouterr().err
+
+
+def test_every_step_says_whether_the_rules_engine_makes_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``refusal`` is the editor's sentence (registry.resolve_step): LLM-only steps and transforms that refuse."""
+    from htam_core.memory import load_knowledge
+    from htam_core.source import load
+    from htam_core.transforms import registry
+
+    path = CORPUS / "sgemm_naive.cu"
+    steps = _json(capsys, str(path), "--kernel", "sgemm_naive", "--json", "--top", "12",
+                  "--memory", str(tmp_path / "m.sqlite3"))
+    kb, model = load_knowledge(), load(str(path))
+    kernel = model.kernel("sgemm_naive")
+    kinds = set()
+    for s in steps:
+        strat = kb.strategy(s["strategy"])
+        if s["makes_edit"]:
+            assert s["refusal"] is None
+            assert registry.propose(strat.transform, model, kernel, None), s["strategy"]
+            kinds.add("made")
+        elif strat.transform is None:
+            assert s["refusal"] == registry.no_transform_message(strat.title, strat.guidance,
+                                                                 "Run `htam optimize --engine llm`")
+            kinds.add("no transform")
+        else:
+            reason = registry.propose(strat.transform, model, kernel, None).reason
+            assert s["refusal"] == f"“{strat.title}” does not apply to sgemm_naive: {reason}"
+            kinds.add("refused")
+    assert kinds == {"made", "no transform", "refused"}, kinds
+    assert main(["suggest", str(path), "--kernel", "sgemm_naive", "--top", "12", "--memory",
+                 str(tmp_path / "m.sqlite3")]) == 0
+    text = capsys.readouterr().out
+    for s in steps:
+        if s["refusal"]:
+            assert f"   not made by the rules engine: {s['refusal']}" in text

@@ -1,4 +1,4 @@
--- Headless Neovim driving the HTAM language server (DESIGN.md section 8).
+-- Headless Neovim driving the HTAM language server (docs/LSP.md).
 -- Environment: HTAM_FILE (file to open), HTAM_OUT (JSON result), HTAM_PYTHON (interpreter),
 -- HTAM_MEMORY_PATH (memory store), HTAM_PICK (substring of the code-action title to apply).
 local out = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from tests.lsp.support import code_actions, open_file, pos_of, start, wait_for
+from tests.support.half_typed import TRITON_COMPLETE
 
 COMPLETE = (
     "__global__ void scale(float* x, float a, int n) {\n"
@@ -47,7 +48,9 @@ async def test_half_typed_kernel(client, tmp_path):
     assert h is not None and "incomplete" not in h.contents.value
 
 
-async def test_python_syntax_error_keeps_last_good_model(client, tmp_path):
+async def test_python_syntax_error_keeps_the_kernel_in_place(client, tmp_path):
+    """An unclosed bracket at the top collapses the Python tree; the kernel is recovered from the
+    current text (one line down) and keeps its hover, never an error."""
     await start(client, tmp_path)
     from tests.lsp.support import copy_corpus
 
@@ -59,18 +62,63 @@ async def test_python_syntax_error_keeps_last_good_model(client, tmp_path):
     assert (await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=pos))) is not None
     # an unclosed bracket at the top of the file
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
-            text="x = foo(\n")]))
+    _insert(client, uri, 2, 0, "x = foo(\n")
     shifted = types.Position(line=pos.line + 1, character=pos.character)
     h = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=shifted))
-    # either the kernel (from the last good parse, said so) or nothing; never an error
-    if h is not None:
-        assert "does not parse" in h.contents.value or "incomplete" in h.contents.value
-    acts = await code_actions(client, uri, shifted)
-    for a in [a for a in acts if a.kind == "refactor.rewrite.htam"][:2]:
-        res = await client.code_action_resolve_async(a)
-        assert res.edit is None
+    assert h is not None and f"`{name}`" in h.contents.value and "incomplete" not in h.contents.value
+
+
+def _insert(client, uri: str, version: int, line: int, text: str) -> None:
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=line, character=0),
+                              end=types.Position(line=line, character=0)), text=text)]))
+
+
+TWO_CUDA = COMPLETE + "\n" + COMPLETE.replace("scale", "shift").replace("a * x[i]", "x[i] + a")
+async def _complete_kernels_survive(client, tmp_path, fname: str, text: str, names: list[str], line: int,
+                                    half: str) -> None:
+    """Open ``text``, type ``half`` before 0-based ``line``: every kernel in ``names`` keeps its hover
+    (not incomplete) and its code actions, and ``htam.profile`` answers with a profile for each."""
+    await start(client, tmp_path)
+    path = tmp_path / fname
+    path.write_text(text)
+    uri = open_file(client, path)
+    _insert(client, uri, 2, line, half)
+    new_text = "\n".join(text.split("\n")[:line]) + "\n" + half + "\n".join(text.split("\n")[line:])
+    for name in names:
+        pos = pos_of(new_text, f" {name}(", offset=1)
+        h = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=pos))
+        assert h is not None and f"`{name}`" in h.contents.value, name
+        assert "incomplete" not in h.contents.value and "does not parse" not in h.contents.value, name
+        acts = await code_actions(client, uri, pos)
+        assert [a for a in acts if a.kind == "refactor.rewrite.htam"], f"no code actions on {name}"
+    res = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="htam.profile", arguments=[{"uri": uri}]))
+    assert isinstance(res, dict) and "profiles" in res, res
+    got = {p["kernel"]: p for p in res["profiles"]}
+    for name in names:
+        assert name in got, (name, res)
+        assert got[name]["mode"] == "static" and got[name]["error"] is None, got[name]
+
+
+async def test_half_typed_cuda_between_kernels_hides_nothing(client, tmp_path):
+    from htam_core.profile.static_cuda import find_nvcc
+
+    if find_nvcc() is None:
+        import pytest
+
+        pytest.skip("needs nvcc")
+    await _complete_kernels_survive(client, tmp_path, "two.cu", TWO_CUDA, ["scale", "shift"], 5,
+                                    "__global__ void half(float* y,\n")
+
+
+async def test_half_typed_triton_def_between_kernels_hides_nothing(client, tmp_path):
+    import pytest
+
+    pytest.importorskip("triton")
+    await _complete_kernels_survive(client, tmp_path, "two.py", TRITON_COMPLETE, ["first", "second"], 9,
+                                    "@triton.jit\ndef half(x_ptr,\n")

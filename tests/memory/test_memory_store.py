@@ -105,32 +105,49 @@ def test_workspace_overlays_user_store(tmp_path: Path) -> None:
         assert only_user.count() == 1  # writes went to the workspace
 
 
-def test_corrupt_file_is_never_overwritten(tmp_path: Path) -> None:
+def test_non_sqlite_file_is_never_overwritten_nor_moved(tmp_path: Path) -> None:
     path = tmp_path / "m.sqlite3"
     junk = b"this is not a database" * 100
     path.write_bytes(junk)
-    with pytest.raises(MemoryStoreError, match="corrupt") as info:
+    with pytest.raises(MemoryStoreError, match="not an SQLite database") as info:
         open_store(path)
-    assert info.value.kind == "corrupt" and "--move-aside" in str(info.value)
-    assert path.read_bytes() == junk
-    st = open_store(path, on_corrupt="move-aside")
-    assert st.count() == 0 and st.warnings
-    st.close()
-    moved = [p for p in tmp_path.iterdir() if ".corrupt-" in p.name and not p.name.endswith(("-wal", "-shm"))]
-    assert len(moved) == 1 and moved[0].read_bytes() == junk
+    assert info.value.kind == "corrupt"
+    with pytest.raises(MemoryStoreError, match="refusing to move") as info:
+        open_store(path, on_corrupt="move-aside")  # only SQLite files are ever renamed
+    assert info.value.kind == "not-a-store"
+    assert path.read_bytes() == junk and sorted(p.name for p in tmp_path.iterdir()) == ["m.sqlite3"]
 
 
-def test_damaged_pages_are_detected(tmp_path: Path) -> None:
-    path = tmp_path / "m.sqlite3"
+def _damage(path: Path) -> bytes:
+    """Write 300 records, then scribble over b-tree pages (keeping the SQLite header); return the bytes."""
     with open_store(path) as st:
         for i in range(300):
             st.record([], STATE, "vectorize_loads", WIN, f"k{i}", "H200")
         st.dbs[0].conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = bytearray(path.read_bytes())
-    page = 4096
-    for off in range(2 * page, min(len(data), 6 * page)):
-        data[off] = 0xA5  # scribble over b-tree pages, keep the header
+    for off in range(2 * 4096, min(len(data), 6 * 4096)):
+        data[off] = 0xA5
     path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def test_corrupt_sqlite_file_is_moved_aside_on_request(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    damaged = _damage(path)
+    with pytest.raises(MemoryStoreError, match="corrupt") as info:
+        open_store(path)
+    assert info.value.kind == "corrupt" and "--move-aside" in str(info.value)
+    assert path.read_bytes() == damaged
+    st = open_store(path, on_corrupt="move-aside")
+    assert st.count() == 0 and st.warnings
+    st.close()
+    moved = [p for p in tmp_path.iterdir() if ".corrupt-" in p.name and not p.name.endswith(("-wal", "-shm"))]
+    assert len(moved) == 1 and moved[0].read_bytes() == damaged
+
+
+def test_damaged_pages_are_detected(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    _damage(path)
     with pytest.raises(MemoryStoreError) as info:
         open_store(path)
     assert info.value.kind == "corrupt"

@@ -56,17 +56,23 @@ def timing_values(obj: Any, path: str = "") -> list[tuple[str, Any]]:
 
 
 def check_report(out: Path, start_text: str, ext: str = ".py") -> dict[str, Any]:
-    """Assert that report.json, report.md, speedup.png and best<ext> exist and agree; return report.json.
+    """Assert that report.json, report.md, best<ext> and (when something was timed) speedup.png exist and agree;
+    return report.json.
 
-    Agreement: one report.md row per report.json step (same index, direction → strategy, kept flag), steps
+    Agreement: one report.md row per report.json step (same index, direction → strategy, kept: ``yes`` only for
+    a measured step, ``not measured`` for every unmeasured one that is not incorrect or failed), steps
     numbered 1..n, every evaluated candidate's file exists, and best<ext> is the last accepted candidate's
     text (the start text when none was accepted), with ``changed`` saying whether it differs from the start.
     """
-    for name in ("report.json", "report.md", "speedup.png", f"best{ext}"):
+    for name in ("report.json", "report.md", f"best{ext}"):
         assert (out / name).is_file(), f"{name} missing in {out}"
-    assert (out / "speedup.png").read_bytes()[:8] == _PNG_MAGIC
     data = json.loads((out / "report.json").read_text("utf-8"))
     md = (out / "report.md").read_text("utf-8")
+    if data["measured"]:
+        assert (out / "speedup.png").read_bytes()[:8] == _PNG_MAGIC and data["plot"] and data["plot_note"] is None
+    else:  # nothing timed: no plot, and the report says why
+        assert not (out / "speedup.png").exists() and data["plot"] is None
+        assert data["plot_note"].startswith("not written: ") and f"no `speedup.png` ({data['plot_note']})" in md
     steps = data["steps"]
     assert [s["index"] for s in steps] == list(range(1, len(steps) + 1))
     rows = md_rows(md)
@@ -74,7 +80,13 @@ def check_report(out: Path, start_text: str, ext: str = ".py") -> dict[str, Any]
     for row, s in zip(rows, steps, strict=True):
         assert row[0] == str(s["index"])
         assert row[1] == f"{s['direction']} → {s['strategy']}"
-        assert row[7] == ("yes" if s["accepted"] else "no")
+        assert row[7] == s["kept"]
+        if s["speedup"] is None:
+            assert s["kept"] == ("no" if s["status"] in ("incorrect", "failed") else "not measured"), s
+        else:
+            assert s["kept"] == ("yes" if s["accepted"] else "no"), s
+        if s["status"] in ("incorrect", "failed"):
+            assert s["reason"] and row[9] == s["reason"].replace("|", "\\|"), s
         if s["candidate_path"]:
             assert Path(s["candidate_path"]).is_file()
     best = (out / f"best{ext}").read_text("utf-8")

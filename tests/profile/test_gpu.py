@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from htam_core.harness import find_harness
+from htam_core.measure.stats import spread_pct
 from htam_core.profile.errors import ProfileError
 from htam_core.profile.gpu import profile_on_gpu
 from htam_core.profile.ncu import find_ncu
-from htam_core.profile.timing import spread_pct
 
 pytestmark = pytest.mark.gpu
 FIX = Path(__file__).resolve().parents[1] / "fixtures"

@@ -88,13 +88,19 @@ def test_edits_shift_launch_sites_and_lines() -> None:
     assert doc.model.kernels[0].launch_sites[0].line == 72
 
 
-def test_error_root_collapse_keeps_last_good_model() -> None:
+def test_error_root_collapse_recovers_the_kernels_in_place() -> None:
+    """An unclosed bracket at the top collapses the tree into errors; the kernel is still found in
+    the current text (one line further down), not taken from the last good parse."""
     text = (CORPUS / "vector_add_small_block.py").read_text()
     doc = Document(text, "python")
-    assert [k.name for k in doc.model.kernels] == ["vadd_kernel"]
+    (before,) = doc.model.kernels
     doc.apply_change(0, 0, 0, 0, "lambda: (\n")
     assert doc.tree.root_node.named_children[0].type == "ERROR"
-    assert doc.model.stale and [k.name for k in doc.model.kernels] == ["vadd_kernel"]
+    model = doc.model
+    assert not model.stale and model.errors
+    (after,) = model.kernels
+    assert (after.name, after.start_line, after.end_line) == (before.name, before.start_line + 1, before.end_line + 1)
+    assert not after.incomplete and doc.kernel_at(after.start_line, 4) == after
 
 
 def test_bad_input() -> None:

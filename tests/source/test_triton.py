@@ -137,15 +137,55 @@ def test_half_typed_python_keeps_complete_kernels() -> None:
     assert [s.line for s in ks["last"].launch_sites] == [22]
 
 
-def test_collapsed_python_keeps_last_good_model_stale() -> None:
+def test_collapsed_python_recovers_kernels_in_place() -> None:
+    """An unclosed ``\"\"\"`` at the top (being typed) collapses the tree; the kernels are still
+    found in the current text, one line down, not taken stale from the last good parse."""
     src = textwrap.dedent(SRC).lstrip("\n")
     doc = Document(src, "python")
     good = doc.model
     assert not good.stale and len(good.kernels) == 2
-    doc.apply_change(0, 0, 0, 0, 'x = """\n')  # an unclosed string swallows the rest of the file
-    stale = doc.model
-    assert stale.stale and [k.name for k in stale.kernels] == [k.name for k in good.kernels]
-    assert stale.text.startswith('x = """') and stale.errors
+    doc.apply_change(0, 0, 0, 0, 'x = """\n')
+    now = doc.model
+    assert not now.stale and now.errors and now.text.startswith('x = """')
+    assert [(k.name, k.start_line, k.end_line) for k in now.kernels] == [
+        (k.name, k.start_line + 1, k.end_line + 1) for k in good.kernels]
     assert doc.kernel_at(good.kernels[0].start_line, 4).name == good.kernels[0].name
     doc.apply_change(0, 0, 1, 0, "")
     assert not doc.model.stale and doc.model.kernels == good.kernels
+
+
+def test_jit_call_forms_in_a_class_body() -> None:
+    """``triton.jit(fn)`` bound as class attributes over a module-level ``def``: one kernel per
+    binding, each with its qualified name, the autotune of a call chain, and its own launches."""
+    src = textwrap.dedent('''
+        import triton
+        import triton.language as tl
+
+
+        def _fn(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 3, mask=offs < n)
+
+
+        class Ops:
+            triple = triton.jit(_fn, do_not_specialize=["n"])
+            tuned = triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4)], key=["n"])(triton.jit(_fn))
+
+
+        def run(x):
+            Ops.triple[(1,)](x, x.numel(), BLOCK=128)
+        ''').lstrip("\n")
+    m = parse_text(src, "python")
+    ks = {k.qualified_name: k for k in m.kernels}
+    assert sorted(ks) == ["Ops.triple", "Ops.tuned"]
+    for k in ks.values():
+        assert (k.name, k.start_line, k.end_line, k.incomplete) == ("_fn", 5, 7, False)
+        assert [p.name for p in k.params] == ["x_ptr", "n", "BLOCK"] and k.constexpr_params == ["BLOCK"]
+    assert [s.line for s in ks["Ops.triple"].launch_sites] == [16] and ks["Ops.tuned"].launch_sites == []
+    assert ks["Ops.triple"].attributes["jit_kwargs"] == {"do_not_specialize": '["n"]'}
+    assert ks["Ops.tuned"].attributes["autotune"]["key"] == ["n"]
+    assert ks["Ops.tuned"].attributes["autotune"]["configs"][0]["kwargs"] == {"BLOCK": "128"}
+    assert m.kernel("Ops.tuned") is ks["Ops.tuned"] and m.kernel("_fn").answers_to("_fn")
+    # a plain call of a function is no kernel; neither is a jit call over a name with no def in scope
+    plain = parse_text("def f(x):\n    return x\n\n\ny = g(f)\nz = triton.jit(missing)\n", "python")
+    assert plain.kernels == []

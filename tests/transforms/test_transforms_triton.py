@@ -52,7 +52,9 @@ def test_autotune_wraps_and_rewrites_grid(cand):
     (c,) = cand("triton.autotune", VADD, "vadd_kernel")
     t = c.new_text
     assert '@triton.autotune(configs=_HTAM_VADD_KERNEL_CONFIGS, key=["numel"])\n@triton.jit' in t
-    assert 'vadd_kernel[lambda meta: (triton.cdiv(numel, meta["BLOCK_SIZE"]),)](a, b, c, numel)' in t
+    # the grid variable only the launch read becomes the lambda; BLOCK_SIZE = 64 (now unread) is removed
+    assert '    grid = lambda meta: (triton.cdiv(numel, meta["BLOCK_SIZE"]),)\n    vadd_kernel[grid](a, b, c, numel)\n' in t
+    assert "BLOCK_SIZE = 64" not in t
     assert c.params["configs"][0] == {"kwargs": {"BLOCK_SIZE": 64}, "num_warps": 4}
     assert t.startswith('"""') and "import os\n" in t
     model = parse_text(t, "python")

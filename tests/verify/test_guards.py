@@ -235,9 +235,10 @@ def test_precision_rules_respect_the_baseline_dtype() -> None:
 def test_new_findings_ignore_what_the_original_already_had() -> None:
     original = (CORPUS / "bias_gelu_templates.cu").read_text()
     before = check_source(original, "cuda")
-    assert "side-stream" in refused_by(before)  # the user's own main() uses a stream
-    after = check_source(original.replace("int main(", "void unused_helper() { static torch::Tensor t; }\n"
-                                          "int main(", 1), "cuda")
+    assert refused_by(before) == []  # the user's own main() creates a stream: main() is not judged
+    assert labels(before) == ["reduced-precision"]  # the launchers are instantiated for __half
+    after = check_source(original.replace("    constexpr int kItems = 4;\n",
+                                          "    constexpr int kItems = 4;\n    static torch::Tensor t;\n", 1), "cuda")
     added = new_findings(after, before)
     assert [f.rule_id for f in added] == ["result-cache"]
 

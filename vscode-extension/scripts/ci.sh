@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "ci.sh: Node.js >= 20 and npm are needed for the extension's checks (not found on PATH)" >&2
+  exit 2
+fi
 node_major="$(node -p 'process.versions.node.split(".")[0]')"
 if [ "$node_major" -lt 20 ]; then
   echo "ci.sh: Node >= 20 is needed (found $(node --version))" >&2
@@ -15,8 +19,13 @@ stage() {
   local name="$1"; shift
   local start=$SECONDS
   echo "::group::$name"
-  "$@"
+  local rc=0
+  "$@" || rc=$?
   echo "::endgroup::"
+  if [ "$rc" -ne 0 ]; then
+    echo "[ci] $name: FAILED (exit $rc) after $((SECONDS - start)) s: $*" >&2
+    exit "$rc"
+  fi
   echo "[ci] $name: ok in $((SECONDS - start)) s"
 }
 

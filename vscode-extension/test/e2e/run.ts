@@ -1,6 +1,6 @@
 /**
  * End-to-end test of the HTAM extension in a real VS Code: code-server in headless Chromium, driven by
- * playwright-core (recipe: DESIGN.md section 8). Run through `npm run e2e` (scripts/e2e.sh), which installs
+ * playwright-core. Run through `npm run e2e` (scripts/e2e.sh), which installs
  * Node 24, code-server and Chromium first and builds the .vsix.
  *
  * Steps (each recorded in artifacts/summary.json; the first failure stops the run with exit code 1):

@@ -1,0 +1,428 @@
+"""The timer: device time of one launcher, by CUDA-graph replay or events with an asynchronous L2 flush.
+
+:class:`LauncherTimer` prepares a no-argument launcher once and then takes samples; :func:`time_launcher`
+is the one-call form that returns a :class:`Timing`.
+
+Preparation:
+
+1. warm-up calls (compilation, autotuning, caches), each synchronized, until ``warmup_ms`` of GPU time
+   or ``min_warmup`` calls;
+2. the launcher is captured into a CUDA graph on a side stream (``torch.cuda.graph``: allocations inside the
+   launcher come from the graph's private memory pool, so launchers that allocate their outputs capture
+   too). A capture that fails, or a graph that launches fewer device operations than an eager call (CUPTI
+   counts both), falls back to the events method (:mod:`htam_core.measure.method` decides and says why).
+
+A sample (one trial) starts with an asynchronous L2 flush (a 256 MB write), so every trial starts with a
+cold L2, as a kernel in a pipeline reading fresh data does. Then:
+
+* ``cuda-graph``: the graph holds the start event, the launcher's work and the end event (events recorded
+  during capture with ``external=True`` become event nodes of the graph), so the interval excludes the
+  graph's own launch latency; each trial replays it and waits for its end event. Where timing events cannot
+  be captured, the events are recorded around the replay instead (``method_reason`` says so);
+* ``events-async-flush``: ``start event; launcher; end event`` with no host synchronization between trials:
+  while the GPU writes the flush buffer the host is already enqueueing the launch, so the events bracket
+  device work and not the host's Python launcher (a host sync after the flush would leave the GPU idle while
+  the launcher runs, and the events would time the host).
+
+Checks:
+
+* **Side streams** (:meth:`LauncherTimer.guard`): a few synchronized trials compare the host wall clock of
+  ``call + device-wide sync`` with the events around the call; when the wall clock exceeds the events by
+  more than 50 % plus :data:`SIDE_STREAM_SLACK_MS`, work escaped the timed stream, and the wall-clock times
+  are reported instead (method ``wall-clock+sync``), with a warning.
+* **CUPTI** (:meth:`LauncherTimer.cupti_ms`): the per-call sum of the device operations' durations, under the
+  same flush sequence; :func:`htam_core.measure.cupti.check_agreement` refuses a timer that disagrees by
+  more than 10 % and more than 4 µs (:data:`htam_core.measure.cupti.ABS_SLACK_MS`).
+
+Idea sources: ``triton.testing.do_bench`` (asynchronous flush, per-trial events) and
+``triton.testing.do_bench_cudagraph`` (graph replay). Runs inside a worker process with torch and CUDA.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from htam_core.measure import cupti
+from htam_core.measure.method import METHOD_GRAPH, METHOD_WALL, MethodChoice, choose_method, may_capture
+from htam_core.measure.stats import launch_bound, relative_iqr
+
+__all__ = ["L2_FLUSH_BYTES", "SIDE_STREAM_SLACK_MS", "Timing", "flush_l2", "LauncherTimer", "time_launcher",
+           "restore_rng_after_failed_capture"]
+
+#: Size of the L2-flush buffer, bytes (256 MB: larger than any current L2; H100/H200 have 50-60 MB).
+L2_FLUSH_BYTES = 256 * 1024 * 1024
+#: Extra host time allowed over the event time before side-stream work is suspected, ms.
+SIDE_STREAM_SLACK_MS = 0.05
+#: Calls of the CUPTI cross-check pass.
+CUPTI_CALLS = 5
+
+_FLUSH: dict[int, Any] = {}
+_FLUSH_OPS: dict[int, int] = {}
+
+
+def flush_l2() -> None:
+    """Write a 256 MB buffer on the current device (evicts the whole L2); asynchronous."""
+    import torch
+
+    dev = torch.cuda.current_device()
+    buf = _FLUSH.get(dev)
+    if buf is None:
+        buf = _FLUSH[dev] = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    buf.zero_()
+
+
+def _flush_ops() -> int:
+    """Device operations one :func:`flush_l2` launches (counted once per device by CUPTI)."""
+    import torch
+
+    dev = torch.cuda.current_device()
+    if dev not in _FLUSH_OPS:
+        flush_l2()
+        _FLUSH_OPS[dev] = len(cupti.device_ops([flush_l2]))
+    return _FLUSH_OPS[dev]
+
+
+@dataclass
+class Timing:
+    """Result of :func:`time_launcher`, milliseconds.
+
+    Attributes:
+        min_ms, median_ms, max_ms: over the trials.
+        trials: timed trials; times_ms: every trial's time.
+        method: ``cuda-graph``, ``events-async-flush`` or ``wall-clock+sync``; method_reason: why.
+        spread: relative IQR of the trials (a fraction).
+        cupti_ms: CUPTI's per-call device time (median), or ``None`` (not cross-checked).
+        cupti_ops: device operations per call that CUPTI saw, or ``None``.
+        agreement: ``timer / cupti - 1``, or ``None``.
+        refused: the refusal message when timer and CUPTI disagree (more than 10 % and 4 µs; the time is then not a
+            measurement), else ``None``.
+        launch_bound: CUPTI's (else the timer's) time is under 10 µs.
+        l2_flush: every trial started with a cold L2.
+        warnings: anything the caller should report.
+    """
+
+    min_ms: float
+    median_ms: float
+    max_ms: float
+    trials: int
+    times_ms: list[float] = field(default_factory=list)
+    method: str = METHOD_GRAPH
+    method_reason: str = ""
+    spread: float = 0.0
+    cupti_ms: float | None = None
+    cupti_ops: int | None = None
+    agreement: float | None = None
+    refused: str | None = None
+    launch_bound: bool = False
+    l2_flush: bool = True
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form (``times_ms`` included; the keys ``min``/``median``/``max`` for the statistics)."""
+        return {"min": self.min_ms, "median": self.median_ms, "max": self.max_ms, "trials": self.trials,
+                "times_ms": self.times_ms, "method": self.method, "method_reason": self.method_reason,
+                "spread": self.spread, "cupti_ms": self.cupti_ms, "cupti_ops": self.cupti_ops,
+                "agreement": self.agreement, "refused": self.refused, "launch_bound": self.launch_bound,
+                "l2_flush": self.l2_flush, "warnings": list(self.warnings)}
+
+
+class LauncherTimer:
+    """Times one no-argument launcher; prepare once, then take samples (interleaving two timers is fine).
+
+    Args:
+        fn: launches the work to time; its inputs are bound already.
+        method: ``"auto"`` (a graph when possible), ``"cuda-graph"`` or ``"events-async-flush"``.
+        launcher_kind: ``"triton"``, ``"cupy"``, ``"python"`` or ``"cu-host-launcher"`` (see
+            :func:`htam_core.measure.method.may_capture`), or ``None``.
+        flush: flush the L2 before every trial.
+        use_cupti: count device operations with CUPTI (graph validation, cross-check).
+        events_in_graph: capture the timing events into the graph (``False``: record them around the replay,
+            for comparison).
+        min_warmup, warmup_ms: warm-up calls and GPU time.
+
+    Raises:
+        RuntimeError: from ``fn`` or CUDA (a faulting kernel); the worker reports it.
+    """
+
+    def __init__(self, fn: Callable[[], Any], *, method: str = "auto", launcher_kind: str | None = None,
+                 flush: bool = True, use_cupti: bool = True, min_warmup: int = 3, warmup_ms: float = 50.0,
+                 events_in_graph: bool = True) -> None:
+        self.fn = fn
+        self.events_in_graph = events_in_graph
+        self.flush = flush
+        self.use_cupti = use_cupti
+        self.graph: Any = None
+        self.graph_events: tuple[Any, Any] | None = None  # timing events inside the graph
+        self.graph_events_note = "" if events_in_graph else "timing events around the replay (asked for)"
+        self.per_call_ms = self._warm_up(min_warmup, warmup_ms)
+        self.eager_ops: int | None = None
+        self.choice = self._choose(method, launcher_kind)
+
+    # -- preparation ------------------------------------------------------------------------------
+    def _warm_up(self, min_warmup: int, warmup_ms: float) -> float:
+        import torch
+
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        done, spent = 0, 0.0
+        while (done < min_warmup or spent < warmup_ms) and done < 1000:
+            start.record()
+            self.fn()
+            end.record()
+            torch.cuda.synchronize()
+            spent += start.elapsed_time(end)
+            done += 1
+        return max(spent / done, 1e-3)
+
+    def _capture(self) -> str | None:
+        """Capture the launcher into ``self.graph`` (with timing events inside it when torch can record
+        them into a graph); the error text when it cannot be captured at all."""
+        import torch
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        try:
+            with torch.cuda.stream(side):
+                self.fn()  # a warm call on the capture stream (the allocator's advice before capture)
+            torch.cuda.current_stream().wait_stream(side)
+        except Exception as exc:  # noqa: BLE001 - the eager path re-raises a real fault
+            return _brief_error(exc)
+        err = None
+        for inside in (True, False) if self.events_in_graph else (False,):
+            try:
+                events = (torch.cuda.Event(enable_timing=True, external=True),
+                          torch.cuda.Event(enable_timing=True, external=True)) if inside else None
+            except TypeError:  # a torch without external events
+                self.graph_events_note = "timing events around the replay (this torch cannot capture them)"
+                continue
+            g = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.graph(g, stream=side):
+                    if events:
+                        events[0].record()
+                    self.fn()
+                    if events:
+                        events[1].record()
+                torch.cuda.synchronize()
+            except Exception as exc:  # noqa: BLE001 - a capture failure: try without events, then eagerly
+                err = _brief_error(exc)
+                try:
+                    torch.cuda.synchronize()
+                except Exception:  # noqa: BLE001, S110 - the eager path re-raises a real fault
+                    pass
+                try:
+                    g.reset()
+                except Exception:  # noqa: BLE001, S110 - nothing was captured to release
+                    pass
+                restore_rng_after_failed_capture()
+                if inside:
+                    self.graph_events_note = f"timing events around the replay (captured events failed: {err})"
+                continue
+            self.graph, self.graph_events = g, events
+            return None
+        return err
+
+    def _choose(self, requested: str, launcher_kind: str | None) -> MethodChoice:
+        pre = may_capture(requested, launcher_kind)
+        if self.use_cupti:
+            self.eager_ops = len(cupti.device_ops([self.fn]))
+        if pre is not None:
+            return pre
+        err = self._capture()
+        graph_ops = None
+        if err is None and self.use_cupti:
+            graph_ops = len(cupti.device_ops([self.graph.replay]))
+        choice = choose_method(requested, launcher_kind, capture_error=err, eager_kernels=self.eager_ops,
+                               graph_kernels=graph_ops)
+        if choice.method != METHOD_GRAPH:
+            self.close()
+        return choice
+
+    @property
+    def reason(self) -> str:
+        """Why the method was chosen, and where a graph's events are."""
+        if self.choice.method == METHOD_GRAPH:
+            return self.graph_events_note or "timing events inside the graph"
+        return self.choice.reason
+
+    @property
+    def method(self) -> str:
+        """The method the samples use (``cuda-graph`` or ``events-async-flush``)."""
+        return self.choice.method
+
+    def _call(self) -> Callable[[], Any]:
+        return self.graph.replay if self.graph is not None else self.fn
+
+    # -- measuring --------------------------------------------------------------------------------
+    def sample(self, n: int) -> list[float]:
+        """``n`` trials, ms each (see the module docstring)."""
+        import torch
+
+        if self.graph is not None and self.graph_events is not None:
+            start_ev, end_ev = self.graph_events
+            out = []
+            torch.cuda.synchronize()
+            for _ in range(n):
+                if self.flush:
+                    flush_l2()
+                self.graph.replay()
+                end_ev.synchronize()  # the events are re-recorded by the next replay
+                out.append(start_ev.elapsed_time(end_ev))
+            return out
+        call = self._call()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        torch.cuda.synchronize()
+        for s, e in zip(starts, ends, strict=True):
+            if self.flush:
+                flush_l2()
+            s.record()
+            call()
+            e.record()
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+
+    def guard(self, n: int = 10) -> tuple[list[float], list[float]]:
+        """Side-stream guard: ``n`` synchronized eager calls; returns (event ms, wall-clock ms) per call."""
+        import torch
+
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ev, wall = [], []
+        for _ in range(n):
+            if self.flush:
+                flush_l2()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            start.record()
+            self.fn()
+            end.record()
+            torch.cuda.synchronize()  # all streams: side-stream work finishes before the wall clock stops
+            wall.append((time.perf_counter() - t0) * 1000.0)
+            ev.append(start.elapsed_time(end))
+        return ev, wall
+
+    def cupti_ms(self, calls: int = CUPTI_CALLS) -> tuple[float | None, int | None]:
+        """CUPTI's per-call device time (median ms) and operations per call, under the trials' flush
+        sequence; ``(None, None)`` when CUPTI is off or the operations do not split into calls."""
+        if not self.use_cupti:
+            return None, None
+        nf = _flush_ops() if self.flush else 0
+        call = self._call()
+        seq: list[Callable[[], Any]] = []
+        for _ in range(calls):
+            if self.flush:
+                seq.append(flush_l2)
+            seq.append(call)
+        ops = cupti.device_ops(seq)
+        per = cupti.per_call_ms(ops, calls, nf)
+        if per is None:
+            return None, None
+        return statistics.median(per), len(ops) // calls - nf
+
+    def close(self) -> None:
+        """Release the captured graph (and its private memory pool)."""
+        if self.graph is not None:
+            self.graph.reset()
+            self.graph = None
+            self.graph_events = None
+
+
+def _rng_usable() -> bool:
+    import torch
+
+    try:
+        torch.empty(1, device="cuda").normal_()  # draws from the default CUDA generator
+        return True
+    except RuntimeError as exc:
+        if "graph capture" in str(exc) or "capture mode" in str(exc):
+            return False
+        raise
+
+
+def restore_rng_after_failed_capture() -> None:
+    """Make torch's default CUDA generator usable again after a graph capture failed.
+
+    ``CUDAGraph.capture_begin`` puts the default generator into capture mode and only a *successful*
+    ``capture_end`` takes it out; after a failed capture every later ``torch.randn`` in the process raises
+    "Offset increment outside graph capture encountered unexpectedly". One small successful capture on a side
+    stream runs the missing epilogue.
+
+    Raises:
+        RuntimeError: the generator is still unusable (the worker must be restarted; the message says so).
+    """
+    import torch
+
+    if _rng_usable():
+        return
+    g, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    scratch = torch.empty(1, device="cuda")
+    with torch.cuda.graph(g, stream=side):
+        scratch.add_(1.0)
+    torch.cuda.synchronize()
+    g.reset()
+    if not _rng_usable():
+        raise RuntimeError("a failed CUDA graph capture left torch's CUDA random generator in capture mode and it "
+                           "could not be restored; restart the worker (the next profile starts a fresh one)")
+
+
+def _brief_error(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"[:300]
+
+
+def _trials_for(per_call_ms: float, trials: int, max_total_s: float, flush: bool) -> int:
+    cost = per_call_ms + (0.1 if flush else 0.0) + 0.02  # flush ~0.06-0.1 ms on a 4-5 TB/s device
+    return max(5, min(trials, int(max_total_s * 1000 / cost)))
+
+
+def time_launcher(fn: Callable[[], Any], *, trials: int = 100, method: str = "auto",
+                  launcher_kind: str | None = None, flush: bool = True, cross_check: bool = True,
+                  min_warmup: int = 3, warmup_ms: float = 50.0, max_total_s: float = 10.0) -> Timing:
+    """Time ``fn`` (a no-argument launcher) on the GPU: see the module docstring.
+
+    Args:
+        fn: launches the work to time; its inputs are bound already.
+        trials: timed trials (fewer when ``max_total_s`` would be exceeded, at least 5).
+        method, launcher_kind, flush: see :class:`LauncherTimer`.
+        cross_check: run the CUPTI pass and refuse a timer that disagrees with it by more than 10 % and 4 µs.
+        min_warmup, warmup_ms: warm-up.
+        max_total_s: time budget of the trials, seconds.
+
+    Returns:
+        A :class:`Timing` (ms). When the side-stream guard fires, its wall-clock samples are the times.
+
+    Raises:
+        RuntimeError: from ``fn`` or CUDA (a faulting kernel).
+    """
+    t = LauncherTimer(fn, method=method, launcher_kind=launcher_kind, flush=flush, use_cupti=cross_check,
+                      min_warmup=min_warmup, warmup_ms=warmup_ms)
+    try:
+        n = _trials_for(t.per_call_ms, trials, max_total_s, flush)
+        times = t.sample(n)
+        method_used, reason, warns = t.method, t.reason, []
+        ev, wall = t.guard(min(n, 10))
+        ev_med, wall_med = statistics.median(ev), statistics.median(wall)
+        if wall_med > ev_med * 1.5 + SIDE_STREAM_SLACK_MS:
+            times, method_used = wall, METHOD_WALL
+            reason = "side-stream guard"
+            warns.append(f"GPU work outside the timed stream: events say {ev_med:.4g} ms but the device was busy "
+                         f"{wall_med:.4g} ms per call (side stream?); reporting wall-clock time with device sync")
+        c_ms, c_ops = t.cupti_ms() if cross_check else (None, None)
+    finally:
+        t.close()
+    med = statistics.median(times)
+    timing = Timing(min(times), med, max(times), len(times), [round(x, 6) for x in times], method_used, reason,
+                    relative_iqr(times) if med > 0 else 0.0, c_ms, c_ops, l2_flush=flush, warnings=warns)
+    if cross_check:
+        ag = cupti.check_agreement(med, c_ms)
+        timing.agreement = ag.relative
+        if ag.ok is False:
+            timing.refused = ag.message
+        elif ag.message:
+            timing.warnings.append(ag.message)
+    timing.launch_bound = launch_bound(c_ms if c_ms is not None else med)
+    return timing

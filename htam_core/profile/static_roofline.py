@@ -1,0 +1,294 @@
+"""Static roofline estimate of one kernel: FLOPs, bytes and arithmetic intensity from the source.
+
+Without a GPU there are no counters, but the source says how much a thread (CUDA) or a program (Triton)
+moves and computes: the work sites of :class:`htam_core.source.model.KernelFeatures` (global loads and
+stores, arithmetic on data, ``tl.dot``) weighted by the trip counts of the loops around them. Trip counts
+come, in order, from the loop header's literals and macros (the source layer), ``tl.constexpr`` values (as
+the static compile resolved them), launch-site arguments that are compile-time constants (``const int
+N = 4096;`` in ``main()``, ``n_cols = 4096`` before a Triton launch), and the first size set of the
+kernel's ``htam.toml`` harness (a size symbol with a parameter's name).
+
+Bytes are the bytes the threads *issue* (each load and store counted where it executes; caches are not
+modelled), so the arithmetic intensity is the L1-level intensity, a lower bound of the DRAM-level one.
+Element sizes: the CUDA pointee type; Triton pointers count 4 bytes (fp32, the static compile's own
+assumption for pointer parameters). A ``tl.dot`` on BLOCK_M x BLOCK_K and BLOCK_K x BLOCK_N tiles counts
+``2 * BLOCK_M * BLOCK_N * BLOCK_K`` FLOPs and its loads the two tiles; with a dot, Triton per-element
+counts are scaled to the BLOCK_M x BLOCK_N output tile.
+
+When a trip count is unknown the intensity is a range: every loop runs at least once, so the intensity
+lies between its value with the unknown loops run once and the intensity of the work inside each unknown
+loop (a mediant of those ratios). The estimate names each unknown quantity. This model is our own; the
+roofline itself is Williams, Waterman and Patterson, "Roofline" (CACM 2009).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from htam_core.source.features import trip_count
+
+__all__ = ["estimate_work", "harness_sizes"]
+
+#: Bytes per element of a Triton pointer (the static compile's ``*fp32`` assumption).
+TRITON_ELEM_BYTES = 4
+#: Bytes per element when a CUDA pointee type is not a known scalar or vector type.
+DEFAULT_ELEM_BYTES = 4
+_TILE_NAME = re.compile(r"^(?:BLOCK|TILE|B)_?(?:SIZE_)?([MNK])$", re.IGNORECASE)
+_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict[str, int | float]:
+    """The first size set of the kernel's ``htam.toml`` harness, or ``{}`` when there is none.
+
+    Only reads files (:func:`htam_core.harness.find_harness`); a missing or broken harness gives ``{}``.
+    """
+    if not path:
+        return {}
+    from htam_core.harness.base import HarnessError
+    from htam_core.harness.find import find_harness
+
+    try:
+        h = find_harness(path, kernel_name, model)
+    except (HarnessError, OSError, ValueError, KeyError):
+        return {}
+    if h.kind != "spec" or not h.sizes:
+        return {}
+    return {k: v for k, v in (h.sizes[0] or {}).items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def _py_value(expr: str, env: Mapping[str, Any]) -> tuple[float | None, list[str]]:
+    """Value of a Python size expression (``tl.cdiv(K, BLOCK_K)``, ``n // 2``) and the names it lacked."""
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError):
+        return None, []
+    missing: list[str] = []
+
+    def ev(n: ast.AST) -> float | None:
+        if isinstance(n, ast.Constant) and isinstance(n.value, int | float) and not isinstance(n.value, bool):
+            return n.value
+        if isinstance(n, ast.Name):
+            v = env.get(n.id)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                return v
+            missing.append(n.id)
+            return None
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            v = ev(n.operand)
+            return -v if v is not None else None
+        if isinstance(n, ast.BinOp):
+            a, b = ev(n.left), ev(n.right)
+            if a is None or b is None:
+                return None
+            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                   ast.FloorDiv: lambda: a // b if b else None, ast.Div: lambda: a / b if b else None,
+                   ast.Mod: lambda: a % b if b else None}
+            f = ops.get(type(n.op))
+            return f() if f else None
+        if isinstance(n, ast.Call) and len(n.args) == 2:
+            name = ast.unparse(n.func).rsplit(".", 1)[-1]
+            a, b = ev(n.args[0]), ev(n.args[1])
+            if a is None or b is None:
+                return None
+            if name == "cdiv" and b:
+                return math.ceil(a / b)
+            if name in ("min", "minimum"):
+                return min(a, b)
+            if name in ("max", "maximum"):
+                return max(a, b)
+        if isinstance(n, ast.Call) and len(n.args) == 1 and ast.unparse(n.func).endswith("next_power_of_2"):
+            a = ev(n.args[0])
+            return 1 << max(0, math.ceil(math.log2(a))) if a is not None and a > 0 else None
+        if isinstance(n, ast.Attribute | ast.Subscript | ast.Call):
+            missing.append(ast.unparse(n))
+        return None
+
+    return ev(tree.body), missing
+
+
+class _Env:
+    """Values of the names a kernel's loop headers use."""
+
+    def __init__(self, model: Any, kernel: Any, constexprs: Mapping[str, Any], sizes: Mapping[str, Any]) -> None:
+        self.model, self.kernel = model, kernel
+        self.values: dict[str, Any] = {}
+        self.sources: dict[str, str] = {}
+        self.cuda_source: str | None = None
+        self.offset = 0
+        for name, v in constexprs.items():
+            val = v.get("value") if isinstance(v, dict) else v
+            if isinstance(val, int | float) and not isinstance(val, bool):
+                self.values[name] = val
+                self.sources[name] = "constexpr"
+        site = kernel.launch_sites[0] if kernel.launch_sites else None
+        if kernel.language == "triton":
+            self._triton_site(site, sizes)
+        else:
+            self.cuda_source = kernel.attributes.get("cuda_source") if kernel.language == "cuda-in-python" \
+                else model.text
+            self.offset = int(kernel.attributes.get("cuda_source_offset") or 0) \
+                if kernel.language == "cuda-in-python" else 0
+            self._cuda_site(site, sizes)
+
+    def _set(self, name: str, value: Any, source: str) -> None:
+        if name not in self.values and isinstance(value, int | float) and not isinstance(value, bool):
+            self.values[name], self.sources[name] = value, source
+
+    def _triton_site(self, site: Any, sizes: Mapping[str, Any]) -> None:
+        from htam_core.profile.static_triton import python_constants
+
+        names = python_constants(self.model.text, site.span.start if site and site.span else None) if site else {}
+        args = list(site.args) if site else []
+        for i, p in enumerate(self.kernel.params):
+            expr = (site.config.get(p.name) if site else None) or (args[i] if i < len(args) else None)
+            if expr is not None:
+                v, _ = _py_value(expr, names)
+                self._set(p.name, v, f"launch site line {site.line}")
+                v, _ = _py_value(expr, {**sizes, **names})
+                self._set(p.name, v, "harness sizes")
+            self._set(p.name, sizes.get(p.name), "harness sizes")
+
+    def _cuda_site(self, site: Any, sizes: Mapping[str, Any]) -> None:
+        from htam_core.profile.static_cuda import eval_const_expr
+
+        args = list(site.args) if site else []
+        at = (site.span.start - self.offset) if site and site.span else None
+        for i, p in enumerate(self.kernel.params):
+            if i < len(args) and self.cuda_source is not None and not p.is_pointer:
+                expr = args[i]
+                v = eval_const_expr(self.cuda_source, expr, at) if at is not None and at >= 0 else None
+                self._set(p.name, v, f"launch site line {site.line}")
+                self._set(p.name, sizes.get(expr.strip()), "harness sizes")
+            self._set(p.name, sizes.get(p.name), "harness sizes")
+
+    def value(self, expr: str, at_file_byte: int | None) -> tuple[float | None, list[str]]:
+        """Value of a loop-header expression and the names that were missing."""
+        if self.kernel.language == "triton":
+            return _py_value(expr, self.values)
+        from htam_core.profile.static_cuda import eval_const_expr
+
+        src = self.cuda_source or ""
+        known = {n: v for n, v in self.values.items() if isinstance(v, int)}
+        text = _IDENT.sub(lambda m: str(known[m.group(0)]) if m.group(0) in known else m.group(0), expr)
+        at = at_file_byte - self.offset if at_file_byte is not None else None
+        v = eval_const_expr(src, text, at if at is not None and 0 <= at < len(src.encode()) else None)
+        if v is not None:
+            return v, []
+        return None, [n for n in _IDENT.findall(text) if n not in ("sizeof", "int", "float", "unsigned")]
+
+
+def _loop_trips(kernel: Any, env: _Env) -> tuple[list[dict[str, Any]], list[str]]:
+    loops, unknown = [], []
+    for lp in kernel.features.loops:
+        info: dict[str, Any] = {"line": lp.line, "trip_count": lp.trip_count, "source": "constant"}
+        if lp.trip_count is None:
+            b = lp.bounds
+            info["source"] = None
+            if b:
+                at = lp.span.start if lp.span is not None else None
+                vals, missing = [], []
+                for key in ("start", "stop", "step"):
+                    v, m = env.value(b[key], at)
+                    vals.append(v)
+                    missing += m
+                if all(v is not None for v in vals):
+                    info["trip_count"] = trip_count(vals[0], b["op"], vals[1], b["step_op"], vals[2])
+                    srcs = sorted({env.sources.get(n, "constant") for n in _IDENT.findall(
+                        " ".join(b[k] for k in ("start", "stop", "step"))) if n in env.values})
+                    info["source"] = ", ".join(srcs) or "constant"
+                if info["trip_count"] is None:
+                    names = ", ".join(dict.fromkeys(missing)) or "its bounds"
+                    what = "a runtime argument" if missing else "not a counted loop"
+                    unknown.append(f"trip count of the loop at line {lp.line} ({names}: {what} with no "
+                                   f"constant launch-site or harness value)")
+            else:
+                unknown.append(f"trip count of the {lp.kind} loop at line {lp.line} (not a counted loop)")
+        loops.append(info)
+    return loops, unknown
+
+
+def estimate_work(model: Any, kernel: Any, *, constexprs: Mapping[str, Any] | None = None,
+                  sizes: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """FLOPs, issued bytes and arithmetic intensity of one thread (CUDA) or program (Triton).
+
+    Args:
+        model: the :class:`~htam_core.source.model.SourceModel`.
+        kernel: one of its kernels.
+        constexprs: Triton constexpr values (``{name: value}`` or the static profile's
+            ``{name: {"value", "source"}}``).
+        sizes: harness size symbols (``{"N": 4096}``); a scalar parameter of the same name takes the value.
+
+    Returns:
+        ``None`` when the kernel has no global access (nothing to estimate); else ``{"unit", "flops",
+        "bytes", "intensity", "intensity_range", "loops", "unknown", "assumptions"}``: ``flops``/``bytes``/
+        ``intensity`` are ``None`` when some trip count is unknown, ``intensity_range`` is ``[low, high]``
+        (FLOP/byte; ``high`` is ``None`` when unbounded), ``unknown`` lists each unknown quantity in words.
+    """
+    f = kernel.features
+    if not any(w.kind in ("load", "store") for w in f.work):
+        return None
+    env = _Env(model, kernel, constexprs or {}, sizes or {})
+    loops, unknown = _loop_trips(kernel, env)
+    assumptions: list[str] = ["bytes issued by the threads; caches not modelled (an L1-level intensity)"]
+    triton = kernel.language == "triton"
+    unit = "per program" if triton else "per thread"
+    tile = 1.0
+    dot_tiles: tuple[float, float, float] | None = None
+    if any(w.kind == "dot" for w in f.work):
+        if not triton:
+            unknown.append("tensor-core mma fragments (not modelled)")
+        else:
+            found = {m.group(1).upper(): env.values[n] for n in env.values
+                     if (m := _TILE_NAME.match(n)) and env.sources.get(n) == "constexpr"}
+            if all(k in found for k in "MNK"):
+                dot_tiles = (found["M"], found["N"], found["K"])
+                tile = dot_tiles[0] * dot_tiles[1]
+                assumptions.append(f"tl.dot tiles {dot_tiles[0]:g}x{dot_tiles[2]:g} @ {dot_tiles[2]:g}x"
+                                   f"{dot_tiles[1]:g} (BLOCK_M/N/K constexprs)")
+            else:
+                unknown.append("tile sizes of tl.dot (no BLOCK_M, BLOCK_N and BLOCK_K constexpr values)")
+    if triton:
+        assumptions.append(f"Triton pointers count {TRITON_ELEM_BYTES} bytes per element (fp32, as compiled)")
+    if unknown and any(u.startswith(("tensor", "tile")) for u in unknown):
+        return {"unit": unit, "flops": None, "bytes": None, "intensity": None, "intensity_range": None,
+                "loops": loops, "unknown": unknown, "assumptions": assumptions}
+    spans = [(lp.span, info) for lp, info in zip(f.loops, loops, strict=True) if lp.span is not None]
+    groups: dict[tuple[int, ...], list[float]] = {}  # unknown loops -> [flops, bytes] at the known weights
+    dot_groups = {tuple(i for i, (sp, _) in enumerate(spans) if sp.start <= w.byte < sp.end)
+                  for w in f.work if w.kind == "dot"}
+    for w in f.work:
+        inside = tuple(i for i, (sp, _) in enumerate(spans) if sp.start <= w.byte < sp.end)
+        weight = 1.0
+        for i in inside:
+            t = spans[i][1]["trip_count"]
+            weight *= t if t is not None else 1.0
+        key = tuple(i for i in inside if spans[i][1]["trip_count"] is None)
+        acc = groups.setdefault(key, [0.0, 0.0])
+        elem = w.elem_bytes or (TRITON_ELEM_BYTES if triton else DEFAULT_ELEM_BYTES)
+        if w.kind == "dot" and dot_tiles is not None:
+            m, n, k = dot_tiles
+            acc[0] += weight * 2 * m * n * k
+        elif w.kind == "flop":
+            acc[0] += weight * w.amount * tile
+        elif w.kind in ("load", "store"):
+            if dot_tiles is not None and inside in dot_groups and w.kind == "load":
+                m, n, k = dot_tiles
+                acc[1] += weight * elem * (m * k + k * n) / 2  # the two operand tiles, one per load
+            else:
+                acc[1] += weight * elem * tile
+    base = [sum(v[0] for v in groups.values()), sum(v[1] for v in groups.values())]  # unknown loops run once
+    ratios = [base[0] / base[1] if base[1] else math.inf]
+    for key, (fl, by) in groups.items():
+        if key and (fl or by):
+            ratios.append(fl / by if by else math.inf)
+    exact = not any(key for key in groups if any(groups[key]))
+    out: dict[str, Any] = {"unit": unit, "loops": loops, "unknown": unknown, "assumptions": assumptions,
+                           "flops": base[0] if exact else None, "bytes": base[1] if exact else None}
+    out["intensity"] = ratios[0] if exact and math.isfinite(ratios[0]) else None
+    hi = max(ratios)
+    out["intensity_range"] = [min(ratios), hi if math.isfinite(hi) else None]  # None: unbounded (JSON-safe)
+    return out

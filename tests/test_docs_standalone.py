@@ -1,0 +1,56 @@
+"""The project's text stands alone: no tracked file cites the workshop's design notes or its shared folder.
+
+The project must install, pass its tests and be understood without anything outside the repository, so
+no doc, docstring, comment or script names that design file or the sibling shared checkout. One exception:
+benchmark data inputs that are third-party and never shipped. Their default location lives in
+``bench/*.py`` (``bench/data_paths.py``), and a test may name it only when it skips without it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+# spelled in pieces so that this file does not match itself
+_DESIGN = re.compile(r"\bDESIGN" + r"(\.md\b|\s*§|\s+section\b)")
+_SHARED = re.compile(r"\.\./" + r"shared\b|/work/" + r"shared\b|[\"']shared[\"']\s*/\s*[\"']data[\"']")
+_TEXT_SUFFIXES = {".py", ".md", ".toml", ".ts", ".js", ".json", ".sh", ".lua", ".cu", ".cuh", ".txt", ".cfg",
+                  ".yml", ".yaml", ".ini", ".jsonl", ".csv", ""}
+
+
+def _tracked_text_files() -> list[Path]:
+    try:
+        out = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout: the tracked files are unknown")
+    files = [REPO / p for p in out.decode().split("\0") if p]
+    return [p for p in files if p.is_file() and p.suffix in _TEXT_SUFFIXES and p.stat().st_size < 2_000_000]
+
+
+def _allowed_shared(path: Path, text: str) -> bool:
+    rel = path.relative_to(REPO).as_posix()
+    if re.fullmatch(r"bench/[^/]+\.py", rel):
+        return True  # bench scripts may read third-party data inputs from the sibling checkout
+    return rel.startswith("tests/") and ("skipif" in text or "pytest.skip" in text)
+
+
+def test_no_tracked_text_file_cites_the_design_notes_or_the_shared_folder() -> None:
+    me = Path(__file__).resolve()
+    bad: list[str] = []
+    for p in _tracked_text_files():
+        if p.resolve() == me:
+            continue
+        text = p.read_text(encoding="utf-8", errors="replace")
+        for i, line in enumerate(text.splitlines(), 1):
+            if _DESIGN.search(line) or (_SHARED.search(line) and not _allowed_shared(p, text)):
+                bad.append(f"{p.relative_to(REPO)}:{i}: {line.strip()[:100]}")
+    assert not bad, "state the content inline or in docs/*.md instead:\n" + "\n".join(bad)
+
+
+def test_the_patterns_catch_what_they_must() -> None:
+    assert _DESIGN.search("see " + "DESIGN.md §7") and _DESIGN.search("DESIGN" + " §4")
+    assert _SHARED.search("read " + "../shared/data/x.jsonl") and not _DESIGN.search("design of the cache")
