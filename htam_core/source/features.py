@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
+from htam_core.source.analysis.loops import count_iterations
 from htam_core.source.frames import Frame
 from htam_core.source.model import KernelFeatures, Loop, Param, SharedDecl, WorkSite
 from htam_core.source.parsing import captures, node_text
@@ -102,24 +103,6 @@ def _resolve_alias(name: str | None, aliases: dict[str, str]) -> str | None:
     return name
 
 
-def _simulate(start: float, op: str, bound: float, step_op: str, step: float, limit: int = 1_000_000) -> int | None:
-    cmp = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-           ">=": lambda a, b: a >= b, "!=": lambda a, b: a != b}.get(op)
-    upd = {"+=": lambda a: a + step, "-=": lambda a: a - step, "*=": lambda a: a * step,
-           "/=": lambda a: a // step if step else a, "<<=": lambda a: int(a) << int(step),
-           ">>=": lambda a: int(a) >> int(step)}.get(step_op)
-    if cmp is None or upd is None:
-        return None
-    count, v = 0, start
-    while cmp(v, bound):
-        count += 1
-        nv = upd(v)
-        if nv == v or count > limit:
-            return None
-        v = nv
-    return count
-
-
 def _val(node: ts.Node | None, consts: dict[str, str]) -> int | float | None:
     return const_eval(node, consts)
 
@@ -163,7 +146,9 @@ def _c_trip_count(loop: ts.Node, consts: dict[str, str]) -> int | None:
         step = sv
     else:
         return None
-    return _simulate(start, op, bound, step_op, step)
+    if not all(isinstance(x, int) for x in (start, bound, step)):
+        return None
+    return count_iterations(int(start), op, int(bound), step_op.rstrip("="), int(step))
 
 
 def _in_range(n: ts.Node, rng: tuple[int, int]) -> bool:
@@ -397,8 +382,12 @@ def _c_bounds(loop: ts.Node) -> dict[str, str]:
 
 
 def trip_count(start: float, op: str, stop: float, step_op: str, step: float) -> int | None:
-    """Iterations of ``for (v = start; v OP stop; v STEP_OP step)`` (simulated, at most 10^6), or ``None``."""
-    return _simulate(start, op, stop, step_op, step)
+    """Iterations of ``for (v = start; v OP stop; v STEP_OP step)`` (simulated, see
+    :func:`htam_core.source.analysis.loops.count_iterations`), or ``None`` (also for non-integers)."""
+    vals = [int(v) if isinstance(v, float) and v.is_integer() else v for v in (start, stop, step)]
+    if not all(isinstance(v, int) for v in vals):
+        return None
+    return count_iterations(vals[0], op, vals[1], step_op.rstrip("="), vals[2])
 
 
 def _shared(d: ts.Node, decl: ts.Node, quals: set[str], consts: dict[str, str]) -> SharedDecl:

@@ -50,7 +50,7 @@ def test_win_only_beyond_the_spread():
     assert classify_gain(1.05, 0.08) == "neutral"  # a 5% gain inside an 8% spread is noise
     assert classify_gain(0.90, 0.02) == "loss"
     assert classify_gain(0.97, 0.05) == "neutral"
-    assert classify_gain(1.005, None) == "neutral"  # the 1% floor applies without a spread
+    assert classify_gain(1.015, None) == "neutral"  # the 2% floor applies without a spread
     assert classify_gain(None, 0.01) == "neutral"
 
 

@@ -47,4 +47,4 @@ def test_without_a_comparison_separate_timings_and_the_floor_are_used():
     (speedup, spread, status, msgs), _ = _gain(None, "interleaved comparison failed: timeout: slow",
                                                parent_ms=(1.0,), cand_ms=(0.995,))
     assert spread is None and status == "neutral" and abs(speedup - 1 / 0.995) < 1e-9
-    assert "failed" in msgs[0] and "minimum spread 1%" in msgs[0]
+    assert "failed" in msgs[0] and "minimum spread 2%" in msgs[0]

@@ -394,6 +394,11 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
     tids = _thread_indices(src, aff)
     launches = tuple(_launch(src, lc, b) for lc, b in zip(launch_list, per_launch, strict=True))
     consts = _constants(src, env)
+    threads = launches[0].block[0].value if launches and launches[0].block else None
+    loops = tuple(
+        replace(lp, strides_threads=True) if not lp.strides_threads and threads and lp.step == threads
+        and lp.start is not None and any(s.name.startswith("threadIdx.") for s in lp.start.free_symbols) else lp
+        for lp in loops)
     return KernelFacts(kernel.name, kernel.language, consts, loops, accesses, pointers, tids, launches, None,
                        tuple(errors))
 

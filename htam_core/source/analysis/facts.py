@@ -141,7 +141,8 @@ class LoopFact:
         parent: id of the enclosing loop, or ``None``.
         accumulators: variables reduced across iterations.
         has_unroll_pragma: a ``#pragma unroll`` precedes it.
-        strides_threads: the step depends on ``blockDim``/``gridDim`` (block- or grid-stride loop).
+        strides_threads: the step depends on ``blockDim``/``gridDim``, or is the constant block size of the
+            first launch while the start depends on ``threadIdx`` (a block- or grid-stride loop).
         grid_stride: the step involves ``gridDim`` (grid-stride loop).
     """
 
@@ -322,7 +323,20 @@ class TritonDot:
 
 @dataclass(frozen=True)
 class TritonFacts:
-    """The Triton-only facts of a kernel (``None`` for CUDA kernels)."""
+    """The Triton-only facts of a kernel (``None`` for CUDA kernels).
+
+    Attributes:
+        axes: ``tl.program_id`` and ``tl.arange`` variables.
+        reductions: ``tl.sum``/``max``/... calls with their axis.
+        memops: loads, stores and atomics with their pointer parameter and mask.
+        dots: ``tl.dot`` calls with operand dtypes where derivable.
+        tile_loops: ids of loops that step over tiles (the step is an arange length, or the loop variable
+            is combined with an arange in the body).
+        math_calls: other ``tl.*`` calls, first use order (``exp``, ``sqrt``, ``maximum``).
+        autotuned: the kernel is under ``@triton.autotune``.
+        grouped_program_ids: program ids are already swizzled: ``tl.swizzle2d``, or a ``tl.minimum``/``min``
+            over values derived from a program id (the grouped-ordering recipe of the Triton matmul tutorial).
+    """
 
     axes: tuple[TritonAxis, ...] = ()
     reductions: tuple[TritonReduction, ...] = ()
@@ -331,6 +345,7 @@ class TritonFacts:
     tile_loops: tuple[int, ...] = ()
     math_calls: tuple[str, ...] = ()
     autotuned: bool = False
+    grouped_program_ids: bool = False
 
     def program_axes(self) -> tuple[int, ...]:
         """The ``tl.program_id`` axes used, sorted."""
@@ -399,6 +414,10 @@ class KernelFacts:
         """The loop whose header is on ``line``."""
         return next((lp for lp in self.loops if lp.line == line), None)
 
+    def loop_at(self, start_byte: int) -> LoopFact | None:
+        """The loop whose statement starts at file byte ``start_byte`` (a transform's loop node + unit base)."""
+        return next((lp for lp in self.loops if lp.span[0] == start_byte), None)
+
     def children(self, loop: LoopFact) -> tuple[LoopFact, ...]:
         """Loops directly nested in ``loop``."""
         return tuple(lp for lp in self.loops if lp.parent == loop.id)
@@ -420,10 +439,11 @@ class KernelFacts:
         return None
 
     def is_row_loop(self, loop: LoopFact) -> bool:
-        """True when ``loop`` walks a row owned by one thread: inside it some global access has stride 1 in
-        the loop variable and a ``threadIdx`` stride that is neither 0 nor 1 (each thread a different row).
+        """True when ``loop`` walks a row owned by one thread: its trip count is a runtime value (not an
+        items-per-thread loop) and inside it some global access has stride 1 in the loop variable and a
+        ``threadIdx`` stride that is neither 0 nor 1 (each thread a different row).
         """
-        if loop.var is None:
+        if loop.var is None or loop.trip_value is not None:
             return False
         for a in self.accesses_in(loop):
             if a.space != "global" or a.stride(loop.var) != 1:

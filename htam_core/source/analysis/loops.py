@@ -3,7 +3,7 @@
 :func:`count_iterations` runs the header ``for (v = start; v CMP bound; v UPDATE= step)`` on integers
 (so ``s >>= 1`` reduction trees and ``i *= 2`` count right); :func:`symbolic_trip_count` gives the
 closed form ``ceil((bound - start) / step)`` (``<``), ``floor((bound - start) / step) + 1`` (``<=``) and
-their mirror images for decreasing loops, as sympy expressions over runtime names (assuming the
+their mirror images for decreasing loops, ``ceil(log_s(bound / start))`` for ``v *= s``, as sympy expressions over runtime names (assuming the
 loop runs at least once: a symbolic count is not clamped at 0).
 """
 
@@ -56,4 +56,8 @@ def symbolic_trip_count(start: sympy.Expr | None, cmp: str | None, bound: sympy.
         return sympy.floor((start - bound) / step) + 1
     if update in (">>", "/") and cmp == ">" and bound == 0 and step in (1, 2):
         return sympy.floor(sympy.log(start, 2)) + 1
+    if update in ("*", "<<") and cmp == "<" and step.is_Integer and int(step) > 0:
+        base = 2 ** int(step) if update == "<<" else int(step)
+        if base > 1:
+            return sympy.ceiling(sympy.log(bound / start, base))
     return None

@@ -125,8 +125,8 @@ def _root_name(node: Node | None, src: bytes) -> str | None:
     return None
 
 
-def _launch_sites(psrc: PythonSource, kernel: Kernel) -> list[tuple[Node, Any]]:
-    """(call node, LaunchSite) pairs of the kernel's ``k[grid](...)`` launches."""
+def launch_calls(psrc: PythonSource, kernel: Kernel) -> list[tuple[Node, Any]]:
+    """``(call node, LaunchSite)`` of each of the kernel's ``k[grid](...)`` launches (the one Triton launch finder)."""
     out = []
     calls = [c for c in of_type(psrc.root, "call") if c.child_by_field_name("function") is not None
              and c.child_by_field_name("function").type == "subscript"]
@@ -174,7 +174,7 @@ def _bindings_at(psrc: PythonSource, kernel: Kernel, call: Node) -> dict[str, in
 def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
     """The :class:`KernelFacts` of Triton ``kernel`` located in ``psrc``."""
     src = psrc.src
-    sites = _launch_sites(psrc, kernel)
+    sites = launch_calls(psrc, kernel)
     per_launch = [_bindings_at(psrc, kernel, c) for c, _ in sites]
     bindings: dict[str, Any] = {k: v for k, v in python_constants(src, None, psrc.root).items()
                                 if isinstance(v, int) and not isinstance(v, bool)}
@@ -218,7 +218,7 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
     consts = tuple(sorted((k, v) for k, v in bindings.items() if k in {p.name for p in kernel.params}
                           or k in {text(i, src) for i in of_type(psrc.body, "identifier")}))
     tf = TritonFacts(axes, reductions, memops, dots, tuple(tile_loops), math_calls,
-                     autotuned="autotune" in kernel.attributes)
+                     autotuned="autotune" in kernel.attributes, grouped_program_ids=_grouped(psrc, axes, assigns))
     return KernelFacts(kernel.name, kernel.language, consts, tuple(lp for lp, _ in loops), (), tuple(pointers),
                        (), launches, tf)
 
@@ -248,6 +248,33 @@ def _axes(psrc: PythonSource, aff: PyAffine, assigns: dict[str, list[Node]]) -> 
                     out.append(TritonAxis(name, "arange", axis, ndim, size, psrc.line(a)))
     out.sort(key=lambda x: x.line)
     return tuple(out)
+
+
+def _grouped(psrc: PythonSource, axes: tuple[TritonAxis, ...], assigns: dict[str, list[Node]]) -> bool:
+    """Whether program ids are already swizzled (see :attr:`TritonFacts.grouped_program_ids`)."""
+    src = psrc.src
+    derived = {a.name for a in axes if a.kind == "program_id"}
+    changed = True
+    while changed:
+        changed = False
+        for name, nodes in assigns.items():
+            if name in derived:
+                continue
+            for a in nodes:
+                ids = {text(i, src) for i in of_type(a.child_by_field_name("right"), "identifier")}
+                if ids & derived:
+                    derived.add(name)
+                    changed = True
+                    break
+    for c in of_type(psrc.body, "call"):
+        callee = text(c.child_by_field_name("function"), src)
+        short = _short(callee)
+        if short == "swizzle2d" and _is_tl(callee):
+            return True
+        if (short == "minimum" and _is_tl(callee)) or callee == "min":
+            if {text(i, src) for i in of_type(c.child_by_field_name("arguments"), "identifier")} & derived:
+                return True
+    return False
 
 
 def _broadcast_axis(psrc: PythonSource, name: str) -> tuple[int, int]:
