@@ -492,6 +492,24 @@ def wrap_grid(unit: CudaUnit, launch: Launch, fmt: str) -> TextEdit | str:
     return unit.replace(launch.grid, fmt.format(unit.t(launch.grid)))
 
 
+def launch_dims_edit(unit: CudaUnit, launch: Launch, expr: Node, new_dims: list[str]) -> TextEdit:
+    """Edit giving a launch's grid or block argument the components ``new_dims``.
+
+    A ``dim3`` variable read only by this launch gets its initializer rewritten (so it stays read); anything else
+    is replaced at the launch by ``dim3(...)``.
+    """
+    g = _ts.unwrap_parens(expr)
+    comps = unit.dims_of(expr, launch.host)
+    inner = ", ".join(new_dims)
+    if g.type == "identifier" and comps and comps[0] is not g and launch.host is not None:
+        lst = comps[0].parent
+        uses = references(launch.host, unit.src, unit.t(g))
+        if lst is not None and lst.type in ("argument_list", "initializer_list") and len(uses) == 2:
+            open_, close = unit.src[lst.start_byte : lst.start_byte + 1].decode(), unit.src[lst.end_byte - 1 : lst.end_byte].decode()
+            return unit.replace(lst, f"{open_}{inner}{close}")
+    return unit.replace(expr, f"dim3({inner})")
+
+
 class CudaTransform(UnitTransform[CudaUnit]):
     """Base of the CUDA transforms: ``propose`` loads the kernel's :class:`CudaUnit` with
     :func:`load_unit`; subclasses implement ``propose_unit(unit, model, kernel, profile)``."""

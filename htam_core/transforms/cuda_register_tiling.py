@@ -24,14 +24,12 @@ from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
-    Launch,
+    launch_dims_edit,
     references,
     stale_comment_notes,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, block_words
-from htam_core.transforms.cuda_memory import element_type
-from htam_core.transforms.cuda_qualifiers import pointer_params
 from htam_core.transforms.cuda_tiling import IndexVar, match_naive_matmul
 from htam_core.transforms.registry import register
 
@@ -85,24 +83,6 @@ def _param_index(unit: CudaUnit, name: str) -> int | None:
     return None
 
 
-def _dim_list_edit(unit: CudaUnit, launch: Launch, expr: Node, new_dims: list[str]) -> TextEdit:
-    """Edit giving a launch's grid or block argument the components ``new_dims``.
-
-    A ``dim3`` variable read only by this launch gets its initializer rewritten (so it stays read); anything else
-    is replaced at the launch by ``dim3(...)``.
-    """
-    g = _ts.unwrap_parens(expr)
-    comps = unit.dims_of(expr, launch.host)
-    inner = ", ".join(new_dims)
-    if g.type == "identifier" and comps and comps[0] is not g and launch.host is not None:
-        lst = comps[0].parent
-        uses = references(launch.host, unit.src, unit.t(g))
-        if lst is not None and lst.type in ("argument_list", "initializer_list") and len(uses) == 2:
-            open_, close = unit.src[lst.start_byte : lst.start_byte + 1].decode(), unit.src[lst.end_byte - 1 : lst.end_byte].decode()
-            return unit.replace(lst, f"{open_}{inner}{close}")
-    return unit.replace(expr, f"dim3({inner})")
-
-
 @register
 class CudaRegisterTileMatmul(CudaTransform):
     """Naive matmul -> shared tiles + a TM x TN register tile per thread, ``float4`` shared-fragment loads."""
@@ -136,8 +116,8 @@ class CudaRegisterTileMatmul(CudaTransform):
                 grid = ["1", "1"]
                 grid["xy".index(m["row"].dim)] = f"(({mh}) + {cfg.bm - 1}) / {cfg.bm}"
                 grid["xy".index(m["col"].dim)] = f"(({nh}) + {cfg.bn - 1}) / {cfg.bn}"
-                edits.append(_dim_list_edit(unit, la, la.grid, grid))
-                edits.append(_dim_list_edit(unit, la, la.block, [str(cfg.threads)]))  # type: ignore[arg-type]
+                edits.append(launch_dims_edit(unit, la, la.grid, grid))
+                edits.append(launch_dims_edit(unit, la, la.block, [str(cfg.threads)]))  # type: ignore[arg-type]
             if old:
                 edits += stale_comment_notes(
                     unit, f"threads per block {'x'.join(map(str, old))} → {cfg.threads} "
@@ -212,11 +192,10 @@ class CudaRegisterTileMatmul(CudaTransform):
 
     def _operand_types(self, unit: CudaUnit, m: dict) -> tuple[str, str, bool] | str:
         """``(A's element type, B's element type, float4 fragments possible)``."""
-        params = {name: p for name, p, *_ in pointer_params(unit)}
         types = []
         for op in (m["A"], m["B"]):
-            p = params.get(op)
-            t = element_type(unit, p) if p is not None else ""  # type: ignore[arg-type]
+            p = unit.facts.pointer(op)
+            t = (p.element_type or "").replace("const", "").strip() if p is not None else ""
             if not t:
                 return f"{op} is not a pointer parameter of known element type"
             types.append(t)

@@ -29,6 +29,7 @@ _FAMILIES = (
     "cuda_tiling",
     "cuda_register_tiling",
     "cuda_softmax",
+    "cuda_coalesce",
     "cuda_math",
     "cuda_reduction",
 )

@@ -27,6 +27,15 @@ static htam_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __global__
 #define __device__
 #define __restrict__
+// the launch k<<<dim3(gx, gy), dim3(bx, by)>>>(...) as loops, one thread at a time
+#define HTAM_LAUNCH(gx, gy, bx, by, CALL) do { \
+    gridDim.x = (gx); gridDim.y = (gy); blockDim.x = (bx); blockDim.y = (by); \
+    for (unsigned htam_by = 0; htam_by < gridDim.y; ++htam_by) \
+    for (unsigned htam_bx = 0; htam_bx < gridDim.x; ++htam_bx) \
+    for (unsigned htam_ty = 0; htam_ty < blockDim.y; ++htam_ty) \
+    for (unsigned htam_tx = 0; htam_tx < blockDim.x; ++htam_tx) { \
+        blockIdx.x = htam_bx; blockIdx.y = htam_by; threadIdx.x = htam_tx; threadIdx.y = htam_ty; CALL; } \
+} while (0)
 """
 
 _COOPERATIVE = ("__syncthreads", "__shared__", "__shfl", "atomic")
@@ -57,11 +66,6 @@ def run_rows(text: str, kernel: str, rows: int, cols: int, block: int, tmp: Path
         ValueError: the kernel uses thread cooperation, so it cannot run one thread at a time.
         AssertionError: the shim does not compile (the compiler's message is in it).
     """
-    model = parse_text(text, "cuda")
-    k = model.kernel(kernel)
-    src = text.encode()[k.span.start : k.span.end].decode()
-    if any(word in src for word in _COOPERATIVE):
-        raise ValueError(f"{kernel} uses thread cooperation; it cannot run one thread at a time")
     main = f"""
 int main() {{
     const int rows = {rows}, cols = {cols};
@@ -70,18 +74,27 @@ int main() {{
         for (int c = 0; c < cols; ++c)
             x[(size_t)r * cols + c] = c < {neg_inf_cols} ? -INFINITY
                 : 6.0f * std::sin(0.37f * (float)(r * 31 + c)) + 0.05f * (float)((r + 3 * c) % 11);
-    blockDim.x = {block};
-    gridDim.x = (rows + {block} - 1) / {block};
-    for (unsigned b = 0; b < gridDim.x; ++b)
-        for (unsigned t = 0; t < blockDim.x; ++t) {{
-            blockIdx.x = b;
-            threadIdx.x = t;
-            {kernel}(x.data(), y.data(), rows, cols{extra_args});
-        }}
+    HTAM_LAUNCH((rows + {block} - 1) / {block}, 1, {block}, 1, {kernel}(x.data(), y.data(), rows, cols{extra_args}));
     for (float v : y) std::printf("%.9g\\n", v);
     return 0;
 }}
 """
+    return run_main(text, kernel, main, tmp)
+
+
+def run_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
+    """Compile ``kernel``'s definition from ``text`` with ``main`` (C++ that launches it with ``HTAM_LAUNCH(gx,
+    gy, bx, by, call)`` and prints numbers) and return the printed numbers.
+
+    Raises:
+        ValueError: the kernel uses thread cooperation, so it cannot run one thread at a time.
+        AssertionError: the program does not compile (the compiler's message is in it).
+    """
+    model = parse_text(text, "cuda")
+    k = model.kernel(kernel)
+    src = text.encode()[k.span.start : k.span.end].decode()
+    if any(word in src for word in _COOPERATIVE):
+        raise ValueError(f"{kernel} uses thread cooperation; it cannot run one thread at a time")
     cxx = compiler()
     assert cxx is not None, "no host C++ compiler"
     (tmp / "emu.cpp").write_text(SHIM + src + main)
