@@ -30,6 +30,7 @@ _FAMILIES = (
     "cuda_register_tiling",
     "cuda_softmax",
     "cuda_coalesce",
+    "cuda_warp_reduce",
     "cuda_math",
     "cuda_reduction",
 )
