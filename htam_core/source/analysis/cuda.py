@@ -26,6 +26,7 @@ from htam_core.source.analysis.facts import (
     LoopFact,
     PointerFacts,
     ThreadIndex,
+    combine,
     stride_of,
     sym,
 )
@@ -86,21 +87,7 @@ class Affine:
             c = self.expr(node.child_by_field_name("right"), depth + 1)
             if a is None or c is None:
                 return None
-            if op == "+":
-                return a + c
-            if op == "-":
-                return a - c
-            if op == "*":
-                return a * c
-            if op == "/":
-                if a.is_Integer and c.is_Integer and c != 0:
-                    return sympy.Integer(int(int(a) / int(c)))
-                return sympy.Function("div")(a, c)
-            if op == "%":
-                return sympy.Function("mod")(a, c)
-            if op == "<<" and c.is_Integer:
-                return a * 2 ** int(c)
-            return sympy.Function(f"op{len(op)}_{ord(op[0])}")(a, c)
+            return combine(op, a, c)
         if t == "unary_expression":
             op = self.env.t(node.child_by_field_name("operator"))
             a = self.expr(node.child_by_field_name("argument"), depth + 1)
