@@ -375,12 +375,14 @@ def _standin_include_dir() -> str:
 
 
 @lru_cache(maxsize=16)
-def _parse(text: str) -> tuple[bytes, Node]:
+def _parse(text: str, dim3_braces: bool = False) -> tuple[bytes, Node]:
+    """Parse CUDA ``text``; ``dim3_braces`` reads ``dim3 g(a, b)`` as a construction (for constants, see
+    :func:`htam_core.source.analysis.syntax.parse_cuda`), else the plain tree (for blanking host code)."""
     # imported lazily: the ptxas parser above is also used in Triton AOT workers, which need no tree-sitter
-    from htam_core.source.analysis.syntax import parse_cuda
+    from htam_core.source.analysis.syntax import parse, parse_cuda
 
     data = text.encode("utf-8")
-    return data, parse_cuda(data).root_node
+    return data, (parse_cuda(data) if dim3_braces else parse(data, "cuda")).root_node
 
 
 def _is_device_function(fn: Node) -> bool:
@@ -456,7 +458,7 @@ def eval_const_expr(source: str, expr: str, at_byte: int | None = None) -> int |
     """
     from htam_core.source.analysis.constants import ConstEnv
 
-    data, root = _parse(source)
+    data, root = _parse(source, dim3_braces=True)
     v = ConstEnv(data, root).value_of_text(expr, at_byte)
     return v if isinstance(v, int) else None
 
@@ -466,7 +468,7 @@ def _site_value(source: str, kernel: Any, site: Any, offset: int, key: str) -> i
     from htam_core.source.analysis.constants import ConstEnv
     from htam_core.source.analysis.launch import dims_of, launch_calls
 
-    data, root = _parse(source)
+    data, root = _parse(source, dim3_braces=True)
     env = ConstEnv(data, root)
     at = site.span.start - offset if site.span is not None else None
     if at is not None and not 0 <= at < len(data):

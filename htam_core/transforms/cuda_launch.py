@@ -14,6 +14,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from htam_core.profile.result import Profile
+from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -114,15 +115,12 @@ def _config_names(unit: CudaUnit, expr: Node, scope: Node | None, depth: int = 0
 def shared_with_other_launches(unit: CudaUnit, names: set[str]) -> str | None:
     """Name the launch of another kernel whose configuration uses one of ``names``, if any."""
     own = {la.call.start_byte for la in unit.launches}
-    for cfg in _ts.of_type(unit.root, "kernel_call_syntax"):
-        call = cfg.parent
-        if call is None or call.start_byte in own:
+    for lc in launch_calls(unit.root, unit.src):
+        call, host = lc.call, lc.host
+        if call.start_byte in own:
             continue
-        host = call.parent
-        while host is not None and host.type != "function_definition":
-            host = host.parent
         used: set[str] = set()
-        for arg in cfg.named_children[:2]:
+        for arg in lc.config[:2]:
             used |= _config_names(unit, arg, host)
         ours = {la.host.start_byte for la in unit.launches if la.host is not None}
         common = {

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from htam_core.profile.result import Profile
+from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -365,7 +366,8 @@ class CudaTransposeSmemTile(CudaTransform):
             if blk.type == "identifier":
                 name = unit.t(blk)
                 scope = la.host or unit.root
-                uses = [c for c in _ts.of_type(scope, "kernel_call_syntax") if references(c, unit.src, name)]
+                uses = [lc for lc in launch_calls(scope, unit.src)
+                        if any(references(a, unit.src, name) for a in lc.config)]
                 if len(uses) != 1:
                     return []
             dims = unit.dims_of(la.block, la.host)

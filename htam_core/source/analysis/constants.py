@@ -143,6 +143,11 @@ def evaluate(node: Node | None, lookup: Lookup, depth: int = 0) -> Value | None:
             inner = fn.child_by_field_name("name")
             if node_text(inner) == "static_cast" and len(vals) == 1:
                 return vals[0]
+        if name == "dim3" and vals and None not in vals:  # threads in a dim3(x, y, z)
+            out: Value = 1
+            for v in vals:
+                out *= v  # type: ignore[operator]
+            return out
         if name in _MINMAX and len(vals) == 2 and None not in vals:
             return _MINMAX[name](vals)  # type: ignore[type-var]
         return None
@@ -286,27 +291,38 @@ class ConstEnv:
             n = n.parent
         return n
 
-    def _name(self, name: str, scope: Node | None, before: int | None, seen: frozenset[str]) -> Value | None:
-        if name in seen:
-            return None
-        seen = seen | {name}
+    def definition(self, name: str, scope: Node | None, before: int | None = None) -> tuple[str, Node | None]:
+        """Where ``name`` gets its value at a use at byte ``before`` in ``scope``: ``("binding", None)``,
+        ``("local", init)``, ``("file", init)``, ``("define", value)``, or ``("none", None)`` (also when a
+        local is declared more than once, reassigned, or declared after the use)."""
         if name in self.bindings:
-            return self.bindings[name]
+            return "binding", None
         if scope is not None:
             decls = self.local_inits(scope, name)
             if decls:
                 if len(decls) != 1 or self.assigned_in(scope, name):
-                    return None
-                d = decls[0]
-                if before is not None and d.start_byte > before:
-                    return None
-                return self._init_value(d, scope, seen)
-        for v in self.file_inits(name)[:1]:
-            return self._init_value(v, None, seen)
+                    return "none", None
+                if before is not None and decls[0].start_byte > before:
+                    return "none", None
+                return "local", decls[0]
+        inits = self.file_inits(name)
+        if inits:
+            return "file", inits[0]
         d = self.define(name)
-        if d is not None:
-            return evaluate_text(self.t(d), self.lookup(None, seen))
-        return None
+        return ("define", d) if d is not None else ("none", None)
+
+    def _name(self, name: str, scope: Node | None, before: int | None, seen: frozenset[str]) -> Value | None:
+        if name in seen:
+            return None
+        seen = seen | {name}
+        where, node = self.definition(name, scope, before)
+        if where == "binding":
+            return self.bindings[name]
+        if node is None:
+            return None
+        if where == "define":
+            return evaluate_text(self.t(node), self.lookup(None, seen))
+        return self._init_value(node, scope if where == "local" else None, seen)
 
     def _init_value(self, v: Node, scope: Node | None, seen: frozenset[str]) -> Value | None:
         if v.type in ("initializer_list", "argument_list"):  # dim3 b{16, 16}: threads per block
@@ -335,29 +351,19 @@ class ConstEnv:
 
     def const_name(self, name: str, scope: Node | None, before: int | None = None) -> Const | None:
         """Resolve identifier ``name`` to an integer :class:`Const` (see :meth:`const`)."""
-        if name in self.bindings:
+        where, node = self.definition(name, scope, before)
+        if where == "binding":
             return Const(self.bindings[name], None, name)
-        if scope is not None:
-            decls = self.local_inits(scope, name)
-            if decls:
-                if len(decls) != 1 or self.assigned_in(scope, name):
-                    return None
-                d = decls[0]
-                if before is not None and d.start_byte > before:
-                    return None
-                inner = self.const(d, scope) if d.type != "identifier" else None
-                return Const(inner.value, inner.literal, name, inner.preproc_range) if inner else None
-        for decl in self.file_inits(name)[:1]:
-            inner = self.const(decl, None)
-            return Const(inner.value, inner.literal, name, inner.preproc_range) if inner else None
-        arg = self.define(name)
-        if arg is None:
+        if node is None:
             return None
-        raw = self.t(arg).strip()
+        if where != "define":
+            inner = self.const(node, scope if where == "local" else None) if node.type != "identifier" else None
+            return Const(inner.value, inner.literal, name, inner.preproc_range) if inner else None
+        raw = self.t(node).strip()
         stripped = raw.strip("()").strip()
         v = int_literal(stripped)
         if v is not None:
-            off = arg.start_byte + self.t(arg).index(stripped)
+            off = node.start_byte + self.t(node).index(stripped)
             return Const(v, None, name, (off, off + len(stripped.encode())))
         computed = evaluate_text(raw, self.lookup(None, frozenset({name})))
         return Const(computed, None, name) if isinstance(computed, int) else None

@@ -26,11 +26,12 @@ from htam_core.source.analysis.facts import (
     LoopFact,
     PointerFacts,
     ThreadIndex,
+    combine,
     stride_of,
     sym,
 )
 from htam_core.source.analysis.launch import dims_of, template_bindings
-from htam_core.source.analysis.loops import FLIP, symbolic_trip_count
+from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
 from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens, walk
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
@@ -86,21 +87,7 @@ class Affine:
             c = self.expr(node.child_by_field_name("right"), depth + 1)
             if a is None or c is None:
                 return None
-            if op == "+":
-                return a + c
-            if op == "-":
-                return a - c
-            if op == "*":
-                return a * c
-            if op == "/":
-                if a.is_Integer and c.is_Integer and c != 0:
-                    return sympy.Integer(int(int(a) / int(c)))
-                return sympy.Function("div")(a, c)
-            if op == "%":
-                return sympy.Function("mod")(a, c)
-            if op == "<<" and c.is_Integer:
-                return a * 2 ** int(c)
-            return sympy.Function(f"op{len(op)}_{ord(op[0])}")(a, c)
+            return combine(op, a, c)
         if t == "unary_expression":
             op = self.env.t(node.child_by_field_name("operator"))
             a = self.expr(node.child_by_field_name("argument"), depth + 1)
@@ -135,45 +122,8 @@ class Affine:
 
 
 def _loop_header(src: CudaSource, aff: Affine, loop: Node) -> dict:
-    """``var``, ``start``, ``cmp``, ``bound``, ``update``, ``step`` of a ``for`` header (missing keys: unreadable)."""
-    env = src.env
-    out: dict = {}
-    if loop.type != "for_statement":
-        return out
-    init, cond, upd = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
-    var = None
-    if init is not None and init.type == "declaration":
-        ds = [d for d in init.named_children if d.type == "init_declarator"]
-        if len(ds) == 1:
-            var = env.t(ds[0].child_by_field_name("declarator"))
-            out["start"] = aff.expr(ds[0].child_by_field_name("value"))
-    elif init is not None and init.type == "assignment_expression":
-        var = env.t(init.child_by_field_name("left"))
-        out["start"] = aff.expr(init.child_by_field_name("right"))
-    if var is None:
-        return out
-    out["var"] = var
-    cond = unwrap_parens(cond) if cond is not None else None
-    if cond is not None and cond.type == "binary_expression":
-        left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-        op = env.t(cond.child_by_field_name("operator"))
-        if env.t(strip_casts(left)) == var:
-            out["cmp"], out["bound"] = op, aff.expr(right)
-        elif env.t(strip_casts(right)) == var:
-            out["cmp"], out["bound"] = FLIP.get(op, op), aff.expr(left)
-    if upd is not None and upd.type == "update_expression" and env.t(upd.child_by_field_name("argument")) == var:
-        out["update"], out["step"] = ("+" if "++" in env.t(upd) else "-"), sympy.Integer(1)
-    elif upd is not None and upd.type == "assignment_expression" and env.t(upd.child_by_field_name("left")) == var:
-        op = env.t(upd.child_by_field_name("operator"))
-        right = upd.child_by_field_name("right")
-        if op == "=":  # i = i + s
-            r = strip_casts(right) if right is not None else None
-            if r is not None and r.type == "binary_expression" and env.t(r.child_by_field_name("left")) == var:
-                out["update"] = env.t(r.child_by_field_name("operator"))
-                out["step"] = aff.expr(r.child_by_field_name("right"))
-        else:
-            out["update"], out["step"] = op[:-1], aff.expr(right)
-    return out
+    """The header of a ``for`` loop with sympy parts (see :func:`~htam_core.source.analysis.loops.c_for_header`)."""
+    return c_for_header(loop, src.env.t, aff.expr)
 
 
 def _decl_of(src: CudaSource, name: str, before: int) -> tuple[str | None, Node | None, Node | None]:

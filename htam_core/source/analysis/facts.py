@@ -51,6 +51,27 @@ def stride_of(expr: sympy.Expr | None, name: str) -> sympy.Expr | None:
     return sympy.sympify(coeff)
 
 
+def combine(op: str, a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    """``a op b`` for the index algebra: ``+ - *`` exactly; integer division (C ``/`` truncates, Python ``//``
+    floors) folded when both sides are integers, else an opaque ``div``; ``%`` and the rest opaque."""
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op in ("/", "//"):
+        if a.is_Integer and b.is_Integer and b != 0:
+            q = int(a) // int(b) if op == "//" else int(int(a) / int(b))
+            return sympy.Integer(q)
+        return sympy.Function("div")(a, b)
+    if op == "<<" and b.is_Integer:
+        return a * 2 ** int(b)
+    if op == "%":
+        return sympy.Function("mod")(a, b)
+    return sympy.Function(f"op_{'_'.join(str(ord(c)) for c in op)}")(a, b)
+
+
 @dataclass(frozen=True)
 class Access:
     """One access ``p[i]`` / ``*(p + i)`` to memory.

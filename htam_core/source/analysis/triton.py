@@ -29,6 +29,7 @@ from htam_core.source.analysis.facts import (
     TritonFacts,
     TritonMemOp,
     TritonReduction,
+    combine,
     sym,
 )
 from htam_core.source.analysis.loops import symbolic_trip_count
@@ -72,15 +73,7 @@ class PyAffine:
             op = text(node.child_by_field_name("operator"), self.src)
             if a is None or b is None:
                 return None
-            if op == "+":
-                return a + b
-            if op == "-":
-                return a - b
-            if op == "*":
-                return a * b
-            if op == "//" and a.is_Integer and b.is_Integer and b != 0:
-                return sympy.Integer(int(a) // int(b))
-            return sympy.Function("div" if op == "//" else "op")(a, b)
+            return combine(op, a, b)
         if t == "unary_operator":
             a = self.expr(node.named_children[-1], depth + 1) if node.named_children else None
             return -a if a is not None and tx.startswith("-") else a
