@@ -269,7 +269,8 @@ class CudaBlockSize(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """Candidates for other block sizes: 128..1024 for 1-D blocks, 32x8 .. 32x32 shapes for 2-D ones."""
+        """Candidates for other block sizes: 128..1024 for 1-D blocks, 32x8 .. 32x32 shapes for 2-D ones, and for
+        3-D blocks the same x-y shapes with the z component kept."""
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
         dims = unit.block_dims(unit.launches[0])
@@ -288,11 +289,16 @@ class CudaBlockSize(CudaTransform):
                 shape = list(current)
                 shape[axis] = v
                 options.append(tuple(shape))
-        elif len(current) == 2:
+        elif len(current) in (2, 3):
+            # x and y retuned over the 2-D shapes; a z component is kept (threads per block stay <= 1024)
             shared = consts[0].name is not None and consts[0].name == consts[1].name  # type: ignore[union-attr]
-            options = list(SQUARE_2D if shared else BLOCK_2D)
+            z = current[2:]
+            options = [(*xy, *z) for xy in (SQUARE_2D if shared else BLOCK_2D)
+                       if xy[0] * xy[1] * (z[0] if z else 1) <= 1024]
+            if not options:
+                return self.not_applicable(f"no 2-D shape keeps block {current} within 1024 threads")
         else:
-            return self.not_applicable(f"block shape {current} is not handled (1-D or 2-D blocks only)")
+            return self.not_applicable(f"block shape {current} is not handled")
         out: list[Candidate] = []
         reasons: list[str] = []
         for shape in options:
