@@ -34,7 +34,7 @@ from tree_sitter import Node
 from htam_core.profile.result import Profile
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, _cond_parts, builtin_field, statement_list
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, _cond_parts, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_loops import model_line
@@ -50,6 +50,7 @@ from htam_core.transforms.cuda_reduction import (
     _tid_problem,
     element_type,
     match_tree,
+    tree_bound,
 )
 from htam_core.transforms.registry import register
 
@@ -73,12 +74,9 @@ def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, i
                                                                        .strip() == "1"):
         return f"{s} does not start at half the block (`blockDim.x / 2` or `N / 2`)"
     bound = _ts.unwrap_parens(half.child_by_field_name("left"))
-    value = None
-    if builtin_field(unit, bound) != "blockDim.x":
-        c = unit.resolve(bound, unit.func)
-        if c is None:
-            return f"the tree starts at `{unit.t(init)}`, which is neither blockDim.x / 2 nor a constant"
-        value = c.value
+    known, value = tree_bound(unit, bound)
+    if not known:
+        return f"the tree starts at `{unit.t(init)}`, which is neither blockDim.x / 2 nor a constant"
     body = loop.child_by_field_name("body")
     stmts = statement_list(body) if body is not None and body.type == "compound_statement" else []
     if len(stmts) != 2 or stmts[0].type != "if_statement" or not _is_sync(unit, stmts[1]):
