@@ -18,7 +18,7 @@ from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis.constants import Const, ConstEnv, int_literal
 from htam_core.source.analysis.facts import DIMS
 from htam_core.source.analysis.launch import dims_of
-from htam_core.source.analysis.syntax import strip_casts
+from htam_core.source.analysis.syntax import exact_node, strip_casts
 from htam_core.source.analysis.unit import cuda_source
 from htam_core.source.model import Kernel, LaunchSite, SourceModel
 from htam_core.transforms import _notes, _ts
@@ -77,6 +77,17 @@ class CudaUnit:
     def file_byte(self, node: Node) -> int:
         """File offset of ``node``'s start (facts' spans are file offsets)."""
         return node.start_byte + self.base
+
+    def node_at(self, span: tuple[int, int], types: tuple[str, ...] = ()) -> Node | None:
+        """The node whose file bytes are exactly ``span`` (a fact's ``span``), optionally of one of ``types``
+        (``("for_statement",)``); ``None`` when the span is not one node of this unit. This is how a transform
+        turns a fact (a row loop, an accumulator update, an access) into a node to edit."""
+        s, e = span[0] - self.base, span[1] - self.base
+        return exact_node(self.root, s, e, types) if 0 <= s <= e <= len(self.src) else None
+
+    def replace_span(self, span: tuple[int, int], new_text: str) -> TextEdit:
+        """Edit replacing the file bytes ``span`` (a fact's span) with ``new_text``."""
+        return TextEdit(span[0], span[1], new_text)
 
     # ----------------------------------------------------------------- basics
     def t(self, node: Node | None) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from htam_core.source.analysis import KernelFacts, analyze
+from htam_core.source.analysis.syntax import exact_node
 from htam_core.source.analysis.triton import launch_calls
 from htam_core.source.analysis.unit import python_source
 from htam_core.source.model import Kernel, SourceModel
@@ -58,6 +59,10 @@ class TritonUnit:
     def t(self, node: Node | None) -> str:
         """Source text of ``node``."""
         return _ts.text(node, self.src)
+
+    def node_at(self, span: tuple[int, int], types: tuple[str, ...] = ()) -> Node | None:
+        """The node whose bytes are exactly ``span`` (a fact's ``span``), optionally of one of ``types``."""
+        return exact_node(self.root, span[0], span[1], types)
 
     def replace(self, node: Node, new_text: str) -> TextEdit:
         """Edit replacing ``node``'s text."""

@@ -15,7 +15,7 @@ from tree_sitter import Node, Tree
 from htam_core.source.parsing import GrammarName, captures, language, matches, new_parser, node_text, query
 
 __all__ = [
-    "GrammarName", "brace_dim3", "captures", "language", "matches", "node_text", "of_type", "parse",
+    "GrammarName", "brace_dim3", "captures", "exact_node", "language", "matches", "node_text", "of_type", "parse",
     "parse_cuda", "query", "smallest_covering", "strip_casts", "text", "unwrap_parens", "walk",
 ]
 
@@ -53,6 +53,19 @@ def smallest_covering(root: Node, start: int, end: int, types: Iterable[str]) ->
     n: Node | None = root.descendant_for_byte_range(start, max(start, end - 1))
     while n is not None:
         if n.type in wanted and n.start_byte <= start and n.end_byte >= end:
+            return n
+        n = n.parent
+    return None
+
+
+def exact_node(root: Node, start: int, end: int, types: Iterable[str] = ()) -> Node | None:
+    """The node spanning exactly bytes ``[start, end)`` (the outermost one of ``types`` when given), or ``None``."""
+    wanted = set(types)
+    n: Node | None = root.descendant_for_byte_range(start, max(start, end - 1))
+    while n is not None and (n.start_byte > start or n.end_byte < end):
+        n = n.parent
+    while n is not None and n.start_byte == start and n.end_byte == end:
+        if not wanted or n.type in wanted:
             return n
         n = n.parent
     return None

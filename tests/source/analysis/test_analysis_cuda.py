@@ -188,3 +188,21 @@ __global__ void k(float* p, int n) { helper(p); p[threadIdx.x] = 0.f; }
 void run(float* p) { k<<<1, 32>>>(p, 1); }
 """
     assert facts_of_text(text, "k").pointer("p").mode == "unknown"
+
+
+def test_facts_lead_to_nodes_to_edit():
+    from conftest import CORPUS
+
+    from htam_core.source.api import load
+    from htam_core.transforms._cuda import load_unit
+
+    model = load(CORPUS / "softmax_row_per_thread.cu")
+    unit = load_unit(model, model.kernel("softmax_row_per_thread"))
+    f = unit.facts
+    loop = unit.node_at(f.row_loops()[1].span, ("for_statement",))
+    assert loop is not None and unit.t(loop).startswith("for (int j = 0; j < cols; ++j)")
+    acc = f.accumulator("denom")
+    assert unit.t(unit.node_at(acc.span)) == "denom += expf(xr[j] - m);"
+    assert unit.t(unit.node_at(acc.decl_span)) == "float denom = 0.0f;"
+    tid = f.thread_index("x")
+    assert unit.t(unit.node_at(tid.span)) == "int row = blockIdx.x * blockDim.x + threadIdx.x;"
