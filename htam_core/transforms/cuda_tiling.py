@@ -1,4 +1,5 @@
-"""Shared-memory tiling transforms: naive matmul -> tiled matmul (``cuda.smem_tiling_matmul``), and naive
+"""Shared-memory tiling transforms: naive matmul (``B[k * N + col]``, or ``B[col * K + k]`` for a transposed B)
+-> tiled matmul (``cuda.smem_tiling_matmul``), and naive
 transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``).
 
 Both recognize their pattern structurally with tree-sitter and refuse anything else. Idea sources:

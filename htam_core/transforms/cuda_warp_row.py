@@ -10,6 +10,9 @@ addresses ``cols`` elements apart, so every load is uncoalesced. The transform g
 * a scalar that a loop reduces (``acc += e``; ``m = fmaxf(m, e)`` and the ``fminf``/``max``/``min``/
   ``fmax``/``fmin`` forms) is all-reduced over the warp after that loop with ``__shfl_xor_sync``, so every
   lane holds the row's value, as the one thread did before;
+* a running max written ``if (x > m) m = x;`` is all-reduced with the same comparison, and a loop that is
+  the merged max/sum pass of ``cuda.online_softmax`` (:func:`htam_core.transforms.cuda_softmax.online_pair`)
+  gets an all-reduce of the ``(max, sum)`` pairs, so the two steps compose in either order;
 * a statement outside the loops that writes memory (``out[row] = acc;``) runs on lane 0 only;
 * every launch of the kernel gets 32 times as many blocks (the block size must be a multiple of 32, so a
   warp never straddles two rows' guards).
