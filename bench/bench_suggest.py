@@ -37,6 +37,7 @@ from pathlib import Path
 import torch
 
 from htam_core.memory import Outcome, Ranker, load_knowledge, open_store, state_from_profile
+from htam_core.memory.outcome import status_of
 from htam_core.profile.result import BOTTLENECK_CLASSES, Bottleneck, Profile
 from htam_core.source.model import KernelFeatures, Loop
 
@@ -77,7 +78,7 @@ def synthetic_export(n: int, seed: int) -> dict:
             outcome = {"speedup": None, "correct": False, "measured": True, "status": "incorrect", "note": ""}
         else:
             sp = math.exp(rng.gauss(0.05, 0.25))
-            status = "win" if sp > 1.02 else "loss" if sp < 0.98 else "neutral"
+            status = status_of(sp)
             outcome = {"speedup": sp, "correct": True, "measured": True, "status": status, "note": ""}
         records.append({"uid": uuid.UUID(int=rng.getrandbits(128)).hex, "time": t0 + i, "prefix": prefix,
                         "state": state_from_profile(_profile(rng)), "step": step,

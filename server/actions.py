@@ -19,7 +19,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from htam_core.session import content_hash
+from htam_core.editor import content_hash
 from htam_server import render
 from htam_server.convert import document_edit, text_edits
 from htam_server.progress import WorkProgress
@@ -101,7 +101,10 @@ def harness_check(od, kernel) -> asyncio.Future | None:
     key = (od.path, kernel.name)
     task = _harness_tasks.get(key)
     if task is None or task.done():
-        task = asyncio.ensure_future(asyncio.to_thread(missing_harness, od.path, kernel.name, od.model))
+        # the saved file is parsed in the helper process; the model travels only for unsaved text (pickling a
+        # 3,000-line model holds the GIL for a long time and stalls the event loop)
+        model = None if od.on_disk() else od.snapshot_model
+        task = asyncio.ensure_future(asyncio.to_thread(missing_harness, od.path, kernel.name, model))
         _harness_tasks[key] = task
         task.add_done_callback(lambda _t: _harness_tasks.pop(key, None))
     return task
@@ -131,20 +134,17 @@ async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAct
     only = params.context.only if params.context is not None else None
     if only and not (_wanted(KIND_STEP, only) or _wanted(KIND_HARNESS, only)):
         return None
-    kernel = od.kernel_at(params.range.start, ls.encoding())
+    kernel = (await ls.locate(od, params.range.start)).kernel
     if kernel is None:
         return None
-    await ls.ensure_ready()
-    s = ls.session
-    path = od.path or od.uri
-    view = s.profile_view(path, kernel)
     out: list[types.CodeAction] = []
     if _wanted(KIND_STEP, only):
-        steps = s.rank(path, kernel, view.profile, top=ls.settings.top_n)
-        for step in steps:
+        a = await ls.analysis(od, kernel, hover=False)  # the ranking the hover reads too
+        for step in a.steps if a is not None else []:
             data = {"type": "step", "uri": od.uri, "kernel": kernel.name, "step": step.strategy,
                     "direction": step.direction, "rank": step.rank, "score": round(step.score, 6),
-                    "evidence": step.evidence, "version": od.version}
+                    "evidence": step.evidence, "version": od.version, "kernelHash": a.kernel_hash,
+                    "profileRevision": a.key[1]}
             rec = {"uri": od.uri, "kernel": kernel.name, "step": step.strategy}
             out.append(types.CodeAction(
                 title=render.action_title(step), kind=KIND_STEP, data=data,
@@ -180,15 +180,15 @@ async def resolve(ls, action: types.CodeAction, quiet: bool = False) -> types.Co
     od = ls.docs.get(data.get("uri", ""))
     if od is None:
         return _no_edit(ls, action, "the document is no longer open", quiet)
-    kernel = od.kernel_named(str(data.get("kernel", "")))
+    version = od.version
+    model = await ls.synced_model(od)
+    kernel = od.kernel_named(str(data.get("kernel", "")), model)
     if kernel is None:
         return _no_edit(ls, action, f"kernel {data.get('kernel')!r} is no longer in the file", quiet)
     if data.get("type") == "harness":
         return await _resolve_harness(ls, action, od, kernel, quiet)
     await ls.ensure_ready()
     s = ls.session
-    model = od.model
-    version = od.version
     view = s.profile_view(od.path or od.uri, kernel)
     progress = None
     if s.engine == "llm":
@@ -205,7 +205,7 @@ async def resolve(ls, action: types.CodeAction, quiet: bool = False) -> types.Co
     if od.text != model.text or od.version != version:
         return _no_edit(ls, action, "the document changed while the edit was computed; ask for the actions "
                                     "again", quiet)
-    edits = text_edits(od.doc.index, res.edits, ls.encoding())
+    edits = text_edits(od.buf.index, res.edits, ls.encoding())
     action.edit = document_edit(ls, od.uri, od.version, edits)
     if action.command is not None and action.command.arguments:
         rec = dict(action.command.arguments[0])
@@ -215,7 +215,7 @@ async def resolve(ls, action: types.CodeAction, quiet: bool = False) -> types.Co
 
 
 async def _resolve_harness(ls, action: types.CodeAction, od, kernel, quiet: bool) -> types.CodeAction:
-    err = await asyncio.to_thread(missing_harness, od.path, kernel.name, od.model)
+    err = await asyncio.to_thread(missing_harness, od.path, kernel.name, await ls.synced_model(od))
     if err is None:
         return _no_edit(ls, action, f"{kernel.name} already has a harness", quiet)
     from pygls.uris import from_fs_path

@@ -15,7 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from htam_core.session import minimal_edit
+from htam_core.editor import minimal_edit
 from htam_server.convert import document_edit, text_edits
 from htam_server.progress import WorkProgress
 
@@ -35,11 +35,11 @@ def _arg(args: tuple) -> dict[str, Any]:
     return a
 
 
-def _target(ls, a: dict[str, Any], single: bool) -> tuple[Any, list[Any]]:
+async def _target(ls, a: dict[str, Any], single: bool) -> tuple[Any, list[Any]]:
     od = ls.docs.get(a["uri"])
     if od is None or not od.served():
         raise CommandError(f"{a['uri']} is not an open CUDA or Triton file")
-    kernels = [k for k in od.model.kernels]
+    kernels = list((await ls.synced_model(od)).kernels)
     if isinstance(a.get("kernel"), str):
         kernels = [k for k in kernels if k.name == a["kernel"]]
         if not kernels:
@@ -73,7 +73,7 @@ async def profile(ls, args: tuple) -> dict[str, Any]:
     """Profile the kernel(s) now (GPU when present, else static), with progress; refreshes hover and
     diagnostics. Returns ``{"profiles": [{"kernel", "mode", "device", "timeMs", "bottleneck", "error"}]}``."""
     try:
-        od, kernels = _target(ls, _arg(args), single=False)
+        od, kernels = await _target(ls, _arg(args), single=False)
         if od.path is None:
             raise CommandError("save the file first: profiles run on files on disk")
     except CommandError as exc:
@@ -113,7 +113,7 @@ async def record_applied(ls, args: tuple) -> dict[str, Any]:
     """
     try:
         a = _arg(args)
-        od, kernels = _target(ls, {"uri": a["uri"], "kernel": a.get("kernel")}, single=True)
+        od, kernels = await _target(ls, {"uri": a["uri"], "kernel": a.get("kernel")}, single=True)
         step = a.get("step")
         if not isinstance(step, str):
             raise CommandError("htam.recordApplied needs \"step\" (a strategy id)")
@@ -163,7 +163,7 @@ async def auto_optimize(ls, args: tuple) -> dict[str, Any]:
     """
     try:
         a = _arg(args)
-        od, kernels = _target(ls, a, single=True)
+        od, kernels = await _target(ls, a, single=True)
         if od.path is None:
             raise CommandError("save the file first: auto-optimize works on files on disk")
         budget = a.get("budget", ls.settings.budget)
@@ -230,6 +230,11 @@ async def auto_optimize(ls, args: tuple) -> dict[str, Any]:
                 f"applied. Best so far {best}. Report: {report}", types.MessageType.Info)
         return out
     progress.end(f"best {best}")
+    refusal = result.apply_refusal() if result.changed else None
+    if refusal:  # only a kernel verified on the GPU and measured faster is offered as an edit
+        ls.show(f"HTAM: auto-optimize of {kernel.name}: the best candidate was not applied: {refusal}. Your file "
+                f"is unchanged; the candidate is in {result.best_path}. Report: {report}", types.MessageType.Info)
+        return out
     if result.changed and result.best_text and result.best_text != text0:
         if od.text != text0 or od.version != version0:
             ls.show(f"HTAM: {kernel.name} changed during auto-optimize; the best candidate was not applied. "

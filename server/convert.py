@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from htam_core.editor.buffer import Buffer
 from htam_core.source import ByteSpan, Kernel
 from htam_core.source.positions import LineIndex
 from htam_core.transforms.base import TextEdit
@@ -46,3 +47,11 @@ def document_edit(ls, uri: str, version: int | None, edits: list[types.TextEdit]
         ident = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
         return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=ident, edits=edits)])
     return types.WorkspaceEdit(changes={uri: edits})
+
+
+def current_name_range(buf: Buffer, kernel: Kernel, encoding: str, since: int | None = None) -> types.Range:
+    """Range in the *current* text of the name of ``kernel``, whose byte spans belong to the buffer's text at
+    change counter ``since`` (default: its latest parse); the bytes are moved forward over the changes made since
+    (:meth:`htam_core.editor.Buffer.to_current`)."""
+    span = ByteSpan(buf.to_current(kernel.name_span.start, since), buf.to_current(kernel.name_span.end, since))
+    return span_range(buf.index, span, encoding)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from htam_server import render
-from htam_server.convert import name_range
+from htam_server.convert import current_name_range
 
 _SEVERITY = {"warning": types.DiagnosticSeverity.Warning, "information": types.DiagnosticSeverity.Information}
 
@@ -15,8 +15,8 @@ def collect(ls, od) -> list[types.Diagnostic]:
     """Diagnostics of every kernel of ``od`` that has a profile (stale ones say so)."""
     if od.path is None or not od.served():
         return []
-    model = od.model
-    if model.stale:
+    model = od.snapshot_model  # the latest parse (diagnostics are published after each one)
+    if model is None or model.stale:
         return []
     enc = ls.encoding()
     out: list[types.Diagnostic] = []
@@ -25,7 +25,7 @@ def collect(ls, od) -> list[types.Diagnostic]:
         e = view.entry
         if e is None:
             continue
-        rng = name_range(od.doc.index, k, enc)
+        rng = current_name_range(od.buf, k, enc)
         suffix = " (stale profile: the kernel changed since)" if view.stale else ""
         if e.profile is None:
             out.append(types.Diagnostic(range=rng, message=f"HTAM: profiling {k.name} failed: {e.error}{suffix}",

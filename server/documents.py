@@ -1,4 +1,4 @@
-"""Open documents: one :class:`htam_core.source.Document` per open file, fed by incremental ``didChange``.
+"""Open documents: one :class:`htam_core.editor.Buffer` per open file, fed by incremental ``didChange``.
 
 Selection (issue 6 part 1): ``.cu``/``.cuh`` are CUDA, ``.py`` is Python (by the URI's suffix, else by the
 ``languageId``: ``cuda``/``cuda-cpp``/``cpp`` with CUDA content, ``python``). A Python file is served only when
@@ -14,7 +14,8 @@ from typing import Literal
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from htam_core.source import Document, Kernel, SourceModel
+from htam_core.editor.buffer import Buffer
+from htam_core.source import Kernel, SourceModel
 
 FileLanguage = Literal["cuda", "python"]
 _SUFFIXES: dict[str, FileLanguage] = {".cu": "cuda", ".cuh": "cuda", ".py": "python"}
@@ -55,73 +56,79 @@ class OpenDocument:
     Attributes:
         uri: the document URI; path: its file-system path (``None`` for untitled documents).
         version: the client's version number; language: ``"cuda"`` or ``"python"``.
-        doc: the incrementally parsed document.
+        buf: the text and its latest parse (:class:`htam_core.editor.Buffer`: changes are cheap, parsing
+            happens off the event loop in :meth:`Buffer.sync`).
+        interest: kernels asked about recently (hover, code actions), most recent last: the analysis after a
+            burst of edits re-ranks these.
     """
 
     uri: str
     path: str | None
     version: int
     language: FileLanguage
-    doc: Document
+    buf: Buffer
+    interest: dict[str, None] = field(default_factory=dict)
     _maybe_kernels: bool | None = field(default=None, repr=False)
-    _had_kernels: bool | None = field(default=None, repr=False)
 
     @property
     def text(self) -> str:
         """Current text."""
-        return self.doc.text
+        return self.buf.text
 
     @property
     def model(self) -> SourceModel:
-        """Source model of the current text (rebuilt lazily)."""
-        return self.doc.model
+        """Source model of the current text (parses when changes are pending: off the event loop only; on it,
+        use :attr:`snapshot_model`)."""
+        return self.buf.sync().model
 
-    def built_model(self) -> SourceModel | None:
-        """The model if it is already built for the current text, else ``None`` (never parses).
-
-        ``Document`` rebuilds its model lazily; while typing inside a kernel its fast path answers
-        ``kernel_at`` without building it, and a hover must not force a full rebuild.
-        """
-        return getattr(self.doc, "_model", None)
+    @property
+    def snapshot_model(self) -> SourceModel | None:
+        """The model of the latest parse (maybe a few edits old), or ``None`` before the first; never parses."""
+        snap = self.buf.snapshot
+        return snap.model if snap is not None else None
 
     @property
     def stale(self) -> bool:
-        """The current model is the last good parse of a file that no longer parses (never parses)."""
-        m = self.built_model()
+        """The latest parse is the last good parse of a file that no longer parses (never parses)."""
+        m = self.snapshot_model
         return bool(m is not None and m.stale)
 
     def served(self) -> bool:
         """Whether this file gets answers: every CUDA file; Python only with Triton kernels or CUDA strings.
 
         For Python, a substring check (``triton`` or ``__global__``) rules most files out without parsing; the
-        kernel count comes from the last built model (the first call builds one).
+        kernel count comes from the latest parse (a file not parsed yet counts as served).
         """
         if self.language == "cuda":
             return True
         if self._maybe_kernels is None:
-            text = self.doc.text
+            text = self.buf.text
             self._maybe_kernels = "triton" in text or "__global__" in text
         if not self._maybe_kernels:
             return False
-        m = self.built_model()
-        if m is None and self._had_kernels is None:
-            m = self.doc.model
-        if m is not None:
-            self._had_kernels = bool(m.kernels)
-        return bool(self._had_kernels)
+        m = self.snapshot_model
+        return m is None or bool(m.kernels)
+
+    def note_interest(self, kernel_name: str) -> None:
+        """Remember that ``kernel_name`` was asked about (the last four are kept)."""
+        self.interest.pop(kernel_name, None)
+        self.interest[kernel_name] = None
+        while len(self.interest) > 4:
+            self.interest.pop(next(iter(self.interest)))
 
     def kernel_at(self, position: types.Position, encoding: str) -> Kernel | None:
-        """The kernel at an LSP position (columns in ``encoding`` units), or ``None``."""
+        """The kernel at an LSP position (columns in ``encoding`` units) in the latest parse, or ``None``."""
         if not self.served():
             return None
         try:
-            return self.doc.kernel_at(position.line, position.character, encoding)
+            return self.buf.kernel_at(position.line, position.character, encoding)
         except ValueError:
             return None
 
-    def kernel_named(self, name: str) -> Kernel | None:
-        """The kernel called ``name`` in the current model, or ``None``."""
-        return next((k for k in self.model.kernels if k.name == name), None)
+    def kernel_named(self, name: str, model: SourceModel | None = None) -> Kernel | None:
+        """The kernel called ``name`` in ``model`` (default: the latest parse), or ``None``."""
+        model = model if model is not None else self.snapshot_model
+        return next((k for k in model.kernels if k.name == name), None) if model is not None else None
 
     def on_disk(self) -> bool:
         """The editor text equals the saved file."""
@@ -129,7 +136,7 @@ class OpenDocument:
             return False
         try:
             with open(self.path, encoding="utf-8", newline="") as fh:
-                return fh.read() == self.doc.text
+                return fh.read() == self.buf.text
         except (OSError, UnicodeDecodeError):
             return False
 
@@ -155,12 +162,13 @@ class Documents:
             self._docs.pop(item.uri, None)
             return None
         path = to_fs_path(item.uri) if item.uri.startswith("file:") else None
-        od = OpenDocument(item.uri, path, item.version, lang, Document(item.text, lang, path))
+        od = OpenDocument(item.uri, path, item.version, lang, Buffer(item.text, lang, path, item.version))
         self._docs[item.uri] = od
         return od
 
     def change(self, params: types.DidChangeTextDocumentParams, encoding: str) -> OpenDocument | None:
-        """Apply each content change in order (ranges in ``encoding`` units) with an incremental re-parse."""
+        """Apply each content change in order (ranges in ``encoding`` units) to the buffer: cheap, no parse (the
+        server parses after the burst, off the event loop)."""
         od = self._docs.get(params.text_document.uri)
         if od is None:
             return None
@@ -170,10 +178,10 @@ class Documents:
         for ch in params.content_changes:
             if isinstance(ch, types.TextDocumentContentChangePartial):
                 r = ch.range
-                od.doc.apply_change(r.start.line, r.start.character, r.end.line, r.end.character, ch.text,
-                                    encoding)
+                od.buf.apply_change(r.start.line, r.start.character, r.end.line, r.end.character, ch.text,
+                                    encoding, params.text_document.version)
             else:
-                od.doc.apply_change(None, None, None, None, ch.text, encoding)
+                od.buf.apply_change(None, None, None, None, ch.text, encoding, params.text_document.version)
         od.version = params.text_document.version
         od._maybe_kernels = None
         return od

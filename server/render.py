@@ -9,8 +9,8 @@ import math
 import time
 from typing import Any
 
+from htam_core.editor import Analysis, AppliedStep, ProfileView
 from htam_core.profile.result import Profile
-from htam_core.session import AppliedStep, ProfileView
 from htam_core.source import Kernel
 
 #: Theoretical occupancy under which a diagnostic is shown (fraction of the maximum warps per SM).
@@ -42,6 +42,16 @@ def _ago(t: float) -> str:
     if dt < 5400:
         return f"{dt / 60:.0f} min ago"
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+
+
+def analysis_view(live: ProfileView, analysis: Analysis | None, kernel_hash: str) -> ProfileView:
+    """The profile to show beside ``analysis``'s ranking: the entry the ranking used (so that the profile and the
+    recommendation shown together belong together), ``running`` from ``live`` and ``stale`` against the current
+    kernel version ``kernel_hash``. Without an analysis, ``live`` itself."""
+    if analysis is None:
+        return live
+    entry = analysis.entry
+    return ProfileView(entry, entry is not None and entry.content_hash != kernel_hash, live.running)
 
 
 def profile_lines(view: ProfileView) -> list[str]:

@@ -3,7 +3,7 @@
 Handlers convert LSP types and delegate: document sync to :mod:`htam_server.documents`, hover to
 :mod:`htam_server.hover`, code actions to :mod:`htam_server.actions`, commands to
 :mod:`htam_server.commands`, diagnostics to :mod:`htam_server.diagnostics`; the engine state lives in
-:class:`htam_core.session.Session`. Start it with ``htam serve`` (stdio) or ``htam serve --tcp HOST:PORT``.
+:class:`htam_core.editor.Session`. Start it with ``htam serve`` (stdio) or ``htam serve --tcp HOST:PORT``.
 
 Custom notifications sent to the client:
 
@@ -17,19 +17,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
 
 from htam_core import __version__
-from htam_core.session import ProfileEntry, Session
+from htam_core.editor import Analysis, ProfileEntry, Session
+from htam_core.editor.buffer import Located
+from htam_core.source import Kernel, SourceModel
 from htam_server import actions, commands, diagnostics, hover
 from htam_server.config import Settings, parse_settings
 from htam_server.convert import encoding_of
 from htam_server.documents import Documents, OpenDocument
+from htam_server.protocol import HtamProtocol
 
 log = logging.getLogger("htam_server")
 
@@ -38,29 +42,10 @@ KIND_STEP = "refactor.rewrite.htam"
 #: Code-action kind of "Create a profiling harness for this kernel".
 KIND_HARNESS = "refactor.rewrite.htam.harness"
 COMMANDS = ("htam.profile", "htam.autoOptimize", "htam.showMemory", "htam.recordApplied")
-
-
-class HtamProtocol(LanguageServerProtocol):
-    """pygls' protocol, plus a hook so that ``$/cancelRequest`` reaches long-running commands (pygls only
-    cancels the request's future, which does not stop work running in a thread)."""
-
-    def _handle_cancel_notification(self, msg_id: Any) -> None:
-        hook = getattr(self._server, "on_cancel_request", None)
-        if hook is not None:
-            hook(msg_id)
-        super()._handle_cancel_notification(msg_id)
-
-    def structure_message(self, data: Any) -> Any:
-        """pygls drops a request whose params do not match the LSP schema (a negative line, say) without a
-        reply, so the client waits forever; answer it with the JSON-RPC error instead (issue 9 §3)."""
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as exc:
-            if isinstance(data, dict) and "id" in data and isinstance(data.get("method"), str):
-                self._send_response(data["id"], error=types.ResponseError(
-                    code=exc.code, message=f"{exc.message}: the params of {data['method']} do not match the LSP "
-                                           "specification"))
-            raise
+#: Quiet time after the last edit before the file is re-parsed and its kernels re-ranked (s).
+DEBOUNCE_S = 0.15
+#: Longest a burst of edits postpones that work (s): under continuous typing it runs at least this often.
+MAX_WAIT_S = 1.0
 
 
 class HtamLanguageServer(LanguageServer):
@@ -74,8 +59,15 @@ class HtamLanguageServer(LanguageServer):
         self.session = Session()
         self._ready: asyncio.Future | None = None
         self._cancel_hooks: dict[Any, Any] = {}
-        self._diag_timers: dict[str, asyncio.TimerHandle] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._first_change: dict[str, float] = {}
+        self._running: dict[str, asyncio.Future] = {}
+        self._again: set[str] = set()
+        #: parses and rankings: one thread, so that a burst's work is done once and in order
+        self.analysis_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="htam-analysis")
+        self._off_loop = 0  # tasks queued or running on the analysis thread
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.session.profiles.subscribe(self._profile_published)
 
     # ---- lifecycle ---------------------------------------------------------------------------------
     def apply_settings(self, raw: Any, source: str) -> list[str]:
@@ -138,34 +130,121 @@ class HtamLanguageServer(LanguageServer):
     # ---- background profiles -----------------------------------------------------------------------
     def profile_in_background(self, od: OpenDocument, kernel, *, force: bool = False,
                               on_done=None) -> bool:
-        """Queue a profile of ``kernel`` (stale work for it is cancelled); diagnostics and status are
-        refreshed when it finishes. Returns whether one was queued."""
+        """Queue a profile of ``kernel`` (stale work for it is cancelled); the kernel's analysis, the diagnostics
+        and the status are refreshed when it finishes. Returns whether one was queued."""
         if od.path is None:
             return False
-        uri = od.uri
-
-        def done(entry: ProfileEntry) -> None:
-            self.threadsafe(self._profile_finished, uri, entry)
-            if on_done is not None:
-                on_done(entry)
-
-        started = self.session.start_profile(od.path, kernel, od.text, od.language, force=force, on_done=done)
+        started = self.session.start_profile(od.path, kernel, od.text, od.language, force=force, on_done=on_done)
         if started:
             self.send_status()
         return started
 
-    def _profile_finished(self, uri: str, entry: ProfileEntry) -> None:
-        diagnostics.publish(self, uri)
-        self.send_status()
+    def _profile_published(self, entry: ProfileEntry) -> None:
+        """A profile entry was published (any stage, any thread): re-rank and re-publish its documents."""
+        def refresh() -> None:
+            for od in self.docs.all():
+                if od.path == entry.path:
+                    od.note_interest(entry.kernel)
+                    self.schedule_analysis(od.uri, delay=0.0)
+            self.send_status()
 
-    def schedule_diagnostics(self, uri: str, delay: float = 0.4) -> None:
-        """Re-publish diagnostics after the edits settle (kernel lines move while typing)."""
+        self.threadsafe(refresh)
+
+    # ---- analysis after edits ------------------------------------------------------------------------
+    def schedule_analysis(self, uri: str, delay: float = DEBOUNCE_S) -> None:
+        """Re-parse the document and re-rank the kernels asked about once the edits settle (``delay`` after the
+        last one, at most :data:`MAX_WAIT_S` after the first of a burst), off the event loop; then publish its
+        diagnostics."""
         if self.loop is None:
             return
-        old = self._diag_timers.pop(uri, None)
+        now = time.monotonic()
+        first = self._first_change.setdefault(uri, now)
+        delay = max(0.0, min(delay, first + MAX_WAIT_S - now))
+        old = self._timers.pop(uri, None)
         if old is not None:
             old.cancel()
-        self._diag_timers[uri] = self.loop.call_later(delay, diagnostics.publish, self, uri)
+        self._timers[uri] = self.loop.call_later(delay, self._start_analysis, uri)
+
+    def _start_analysis(self, uri: str) -> None:
+        self._timers.pop(uri, None)
+        self._first_change.pop(uri, None)
+        if uri in self._running:  # one at a time per document: run again when it ends
+            self._again.add(uri)
+            return
+        od = self.docs.get(uri)
+        if od is None:
+            return
+        fut = asyncio.ensure_future(self._analyze(od))
+        self._running[uri] = fut
+
+        def done(_f: asyncio.Future) -> None:
+            self._running.pop(uri, None)
+            if uri in self._again:
+                self._again.discard(uri)
+                self._start_analysis(uri)
+
+        fut.add_done_callback(done)
+
+    async def _analyze(self, od: OpenDocument) -> None:
+        await self.run_off_loop(self._analyze_blocking, od)
+        if self.docs.get(od.uri) is od:
+            diagnostics.publish(self, od.uri)
+
+    def _analyze_blocking(self, od: OpenDocument) -> None:
+        model = od.buf.sync().model
+        if not self.session.ready:
+            return
+        for name in list(od.interest):
+            k = od.kernel_named(name, model)
+            if k is not None:
+                self.session.analyze(od.path or od.uri, k, self.settings.top_n)
+
+    async def run_off_loop(self, fn, *args) -> Any:
+        """``fn(*args)`` on the analysis thread (parses and rankings, in order)."""
+        self._off_loop += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.analysis_pool, fn, *args)
+        finally:
+            self._off_loop -= 1
+
+    async def synced_model(self, od: OpenDocument) -> SourceModel:
+        """The model of the document's current text (parsed off the event loop when edits are pending)."""
+        if not od.buf.pending and od.buf.snapshot is not None:
+            return od.buf.snapshot.model
+        return (await self.run_off_loop(od.buf.sync)).model
+
+    async def locate(self, od: OpenDocument, position: types.Position) -> Located:
+        """The kernel at ``position``: from the latest parse (the position moved back over the pending edits) when
+        no edit is pending or the analysis thread is busy (a burst of typing: the latest completed parse answers at
+        once), else located in the current text off the event loop with an incremental re-parse of the pending
+        edits (never a full model on the loop). The first request on a file waits for its first parse."""
+        if not od.served():
+            return Located(None, od.buf.seq)
+        if od.buf.snapshot is None:
+            await self.synced_model(od)
+        snap = od.buf.snapshot
+        if not od.buf.pending or self._off_loop:
+            return Located(od.kernel_at(position, self.encoding()), snap.seq, od.stale)
+        try:
+            byte = od.buf.index.to_byte(position.line, position.character, self.encoding())
+        except ValueError:
+            return Located(None, od.buf.seq)
+        return await self.run_off_loop(od.buf.kernel_at_now, byte, od.buf.seq)
+
+    async def analysis(self, od: OpenDocument, kernel: Kernel, *, hover: bool) -> Analysis | None:
+        """The kernel's current analysis (its ranking and the profile it used), never ranking on the event loop:
+        the latest completed one, refreshed in the background when it is not fresh; the first request of a
+        kernel waits for its ranking (in a thread of its own, not queued behind a parse)."""
+        await self.ensure_ready()
+        od.note_interest(kernel.name)
+        path, top = od.path or od.uri, self.settings.top_n
+        a, fresh = self.session.analysis(path, kernel, top, hover=hover)
+        if a is None:  # the first request of this kernel: rank now, not queued behind a parse
+            await asyncio.to_thread(self.session.analyze, path, kernel, top)
+            a, _ = self.session.analysis(path, kernel, top, hover=hover)
+        elif not fresh and od.uri not in self._timers and od.uri not in self._running:
+            self.schedule_analysis(od.uri)  # debounced like an edit: a burst of requests is one pass
+        return a
 
     # ---- cancellation ------------------------------------------------------------------------------
     def on_cancel_request(self, msg_id: Any) -> None:
@@ -224,23 +303,24 @@ def create_server() -> HtamLanguageServer:
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: HtamLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.docs.open(params.text_document)
+        od = ls.docs.open(params.text_document)
+        if od is not None:
+            ls.schedule_analysis(od.uri, delay=0.0)  # the first parse, off the event loop
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: HtamLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
         od = ls.docs.change(params, ls.encoding())
         if od is not None:
-            ls.schedule_diagnostics(od.uri)
+            ls.schedule_analysis(od.uri)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: HtamLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+    async def did_save(ls: HtamLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
         od = ls.docs.get(params.text_document.uri)
         if od is None or od.path is None:
             return
         ls.session.saved(od.path)
         if od.served():
-            model = od.model
-            for k in model.kernels:  # refresh profiles that went stale
+            for k in (await ls.synced_model(od)).kernels:  # refresh profiles that went stale
                 view = ls.session.profile_view(od.path, k)
                 if view.entry is not None and view.stale and not view.running:
                     ls.profile_in_background(od, k)
@@ -283,6 +363,7 @@ def create_server() -> HtamLanguageServer:
         from htam_server import harness_probe
 
         ls.session.close()
+        ls.analysis_pool.shutdown(wait=False, cancel_futures=True)
         harness_probe.shutdown()
 
     return ls
@@ -301,10 +382,16 @@ def main(argv: list[str] | None = None) -> int:
 def serve(tcp: str | None = None) -> int:
     """Start the server (blocks until the client disconnects). ``tcp`` is ``HOST:PORT`` or ``None`` (stdio).
 
+    Returns:
+        the exit code: 0 after ``shutdown`` then ``exit``, 1 for ``exit`` (or a lost client) without ``shutdown``.
+
     Raises:
         ValueError: ``tcp`` is not ``HOST:PORT`` with a port number.
     """
     logging.basicConfig(level=logging.WARNING, format="htam-server %(levelname)s %(message)s")
+    # the analysis thread parses and ranks while requests wait on the event loop: hand the GIL over every 1 ms
+    # (default 5 ms) so that a request is not held behind a parse
+    sys.setswitchinterval(0.001)
     ls = create_server()
     if tcp:
         host, _, port = tcp.rpartition(":")
@@ -313,4 +400,6 @@ def serve(tcp: str | None = None) -> int:
         ls.start_tcp(host, int(port))
     else:
         ls.start_io()
-    return 0
+    proto = ls.protocol
+    code = getattr(proto, "exit_code", None)
+    return code if code is not None else (0 if proto._shutdown else 1)

@@ -37,6 +37,8 @@ class GenerationRequest:
         transition_hints: transition-edge sentences.
         task: KernelBench problem source or free-form instruction.
         error_feedback: the previous failure, if any.
+        model: the parsed :class:`htam_core.source.SourceModel` of ``kernel_text`` when the caller already has
+            one (the editor does); the rules generator then does not parse the file again.
     """
 
     kernel_text: str
@@ -48,6 +50,7 @@ class GenerationRequest:
     transition_hints: Sequence[str] = ()
     task: str | None = None
     error_feedback: str | None = None
+    model: Any = None
 
 
 @dataclass
@@ -162,7 +165,9 @@ class RulesCandidateGenerator:
         source = self._import("htam_core.source")
         self.skipped = []
         file_language = "cuda" if request.language == "cuda" else "python"
-        model = source.parse_text(request.kernel_text, file_language)
+        model = request.model
+        if model is None or model.text != request.kernel_text:
+            model = source.parse_text(request.kernel_text, file_language)
         kernels = [k for k in model.kernels if request.kernel_name is None or k.answers_to(request.kernel_name)]
         if not kernels:
             names = ", ".join(k.name for k in model.kernels) or "none"

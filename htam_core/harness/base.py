@@ -10,6 +10,8 @@ Kinds (in order of preference, as in docs/HARNESS.md):
 * ``"kernelbench"``: a file with ``class ModelNew`` and a reference ``class Model`` with
   ``get_inputs()``/``get_init_inputs()`` (KernelBench's format);
 * ``"spec"``: a ``[kernel.<name>]`` table of a ``htam.toml`` (see :mod:`htam_core.harness.spec`);
+* ``"inferred"``: inferred from the file itself (a ``.cu`` program's ``main()``:
+  :mod:`htam_core.harness.infer_cuda`); a spec-like harness whose reference is the starting kernel;
 * ``"cu-main"``: a ``.cu`` program with ``main()``, built with nvcc and run under ncu.
 """
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-HarnessKind = Literal["kernelbench", "spec", "cu-main"]
+HarnessKind = Literal["kernelbench", "spec", "inferred", "cu-main"]
 KernelLanguage = Literal["triton", "cuda", "cuda-in-python", "python"]
 
 #: dtypes a harness spec may name (torch attribute names).
@@ -137,6 +139,10 @@ class Harness:
         reference_path: kernelbench: the file holding ``Model``/``get_inputs``/``get_init_inputs``.
         program_args: cu-main: command-line arguments for the program.
         version: the spec format version (1).
+        oracle_path: the starting kernel's file when the harness has no reference: the reference is then the
+            starting kernel run with the same inputs, seeds and guards (the *oracle rule*,
+            :mod:`htam_core.harness.oracle`). ``dataclasses.replace(h, path=candidate)`` keeps it.
+        notes: what inference found or assumed, one line each (shown with :attr:`source`).
     """
 
     kind: HarnessKind
@@ -162,6 +168,13 @@ class Harness:
     reference_path: str | None = None
     program_args: list[str] = field(default_factory=list)
     version: int = 1
+    oracle_path: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def uses_oracle(self) -> bool:
+        """True when candidates are checked against the starting kernel (no reference was given)."""
+        return not self.reference and self.oracle_path is not None and self.kind in ("spec", "inferred")
 
     def sizes_for(self, interpreter: bool) -> list[dict[str, int | float]]:
         """The input sets to run: all of ``sizes`` on a GPU; under the interpreter ``interpret_sizes``

@@ -15,7 +15,9 @@ pattern for calling CUDA host code from Python.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
+import re
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +29,68 @@ _CTYPES: dict[str, Any] = {
     "float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int, "int64": ctypes.c_longlong,
     "int16": ctypes.c_short, "int8": ctypes.c_byte, "uint8": ctypes.c_ubyte, "bool": ctypes.c_bool,
 }
-_LIBS: dict[tuple[str, str], Any] = {}
+_LIBS: dict[str, Any] = {}
+#: The exported name of a generated shim (:func:`write_shim`).
+SHIM_NAME = "htam_shim_launch"
+_C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long", "int16": "short",
+            "int8": "signed char", "uint8": "unsigned char", "bool": "bool", "float16": "float", "bfloat16": "float"}
+
+
+def _symbol(lib_path: Path, name: str) -> Any:
+    lib = _LIBS.get(str(lib_path))
+    if lib is None:
+        lib = _LIBS[str(lib_path)] = ctypes.CDLL(str(lib_path))
+    return getattr(lib, name, None)
+
+
+def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None]) -> str:
+    """The C++ of an ``extern "C"`` shim that calls the C++ host function ``launcher`` of ``path``.
+
+    The shim includes the ``.cu`` file and calls ``launcher`` (``run_sgemm``, ``mlp::launch<float>``) by name,
+    so C++ resolves overloads, namespaces, template arguments and default arguments. Pointers arrive as
+    ``void*`` and convert to whatever pointer type the parameter has; a ``cudaStream_t`` parameter gets the
+    default stream; trailing parameters beyond the inputs keep their defaults.
+
+    Raises:
+        HarnessError: no definition of ``launcher`` in the file.
+    """
+    from htam_core.harness.cu_eval import Program, param_declarations
+
+    src = Path(path).resolve()
+    text = src.read_text(encoding="utf-8", errors="replace")
+    short = re.sub(r"<.*>$", "", launcher).split("::")[-1].strip()
+    defs = Program(text).functions.get(short)
+    if not defs:
+        raise HarnessError(f"{src.name} defines no host function {short!r} (the launcher {launcher!r})")
+    params, args, k = [], [], 0
+    for decl in param_declarations(defs[0]):
+        ptext = decl.text.decode("utf-8", "replace") if decl.text else ""
+        if "cudaStream_t" in ptext:
+            args.append("(cudaStream_t)0")
+            continue
+        if k >= len(dtypes):
+            break
+        d = dtypes[k]
+        params.append(f"void* a{k}" if d is None else f"{_C_TYPES.get(d, 'float')} a{k}")
+        args.append(f"HtamAnyPtr{{a{k}}}" if d is None else f"a{k}")
+        k += 1
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return (f"// htam shim for {launcher} of {src.name} (source {digest})\n#include \"{src}\"\n"
+            "struct HtamAnyPtr { void* p; template <class T> operator T*() const { return static_cast<T*>(p); } };\n"
+            f"extern \"C\" void {SHIM_NAME}({', '.join(params)}) {{ {launcher}({', '.join(args)}); }}\n")
+
+
+def write_shim(path: str | Path, launcher: str, dtypes: Sequence[str | None]) -> Path:
+    """Write :func:`shim_source` under ``<htam cache>/cu_shims/`` (named by its content) and return the path."""
+    from htam_core.profile.cache import cache_root
+
+    text = shim_source(path, launcher, dtypes)
+    out = cache_root() / "cu_shims"
+    out.mkdir(parents=True, exist_ok=True)
+    shim = out / f"shim-{hashlib.sha256(text.encode()).hexdigest()[:20]}.cu"
+    if not shim.is_file():
+        shim.write_text(text, encoding="utf-8")
+    return shim
 
 
 def build_shared_library(path: str | Path, arch: str) -> Path:
@@ -61,11 +124,15 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
 
 def host_launcher(path: str | Path, launcher: str, arch: str, dtypes: Sequence[str | None]
                   ) -> Callable[[Sequence[Any]], Callable[[], None]]:
-    """A binder for the ``extern "C"`` function ``launcher`` of the ``.cu`` file ``path``.
+    """A binder for the host function ``launcher`` of the ``.cu`` file ``path``.
+
+    An ``extern "C"`` function is called directly; a C++ one (a mangled name, ``ns::f``, ``f<float>``) is called
+    through a generated ``extern "C"`` shim that includes the file (:func:`shim_source`): the C++ compiler then
+    resolves the name, rather than htam guessing a mangled symbol.
 
     Args:
         path: the ``.cu`` file.
-        launcher: name of an ``extern "C"`` host function taking the harness inputs in order.
+        launcher: name of a host function taking the harness inputs in order.
         arch: ``sm_90`` etc.
         dtypes: per input, the spec dtype of a scalar, or ``None`` for a tensor (passed as ``void*``).
 
@@ -73,18 +140,17 @@ def host_launcher(path: str | Path, launcher: str, arch: str, dtypes: Sequence[s
         ``bind(inputs) -> launch()``: arguments are converted once, ``launch`` only calls the function.
 
     Raises:
-        HarnessError: build failure, or no exported function of that name (``extern "C"`` missing).
+        HarnessError: build failure (of the file or of the shim), or no host function of that name.
     """
-    lib_path = build_shared_library(path, arch)
-    key = (str(lib_path), launcher)
-    lib = _LIBS.get(key)
-    if lib is None:
-        lib = _LIBS[key] = ctypes.CDLL(str(lib_path))
-    try:
-        fn = getattr(lib, launcher)
-    except AttributeError:
-        raise HarnessError(f"{Path(path).name} exports no function {launcher!r}: declare the host launcher "
-                           f'`extern "C" void {launcher}(...)` so its name is not mangled') from None
+    fn = None
+    if re.fullmatch(r"[A-Za-z_]\w*", launcher):
+        fn = _symbol(build_shared_library(path, arch), launcher)
+    if fn is None:  # a C++ name (mangled, in a namespace, a template): call it through an extern "C" shim
+        shim = write_shim(path, launcher, dtypes)
+        fn = _symbol(build_shared_library(shim, arch), SHIM_NAME)
+        if fn is None:
+            raise HarnessError(f"{Path(path).name}: the extern \"C\" shim for {launcher!r} built but exports no "
+                               f"{SHIM_NAME}")
     argtypes = [ctypes.c_void_p if d is None else _CTYPES.get(d, ctypes.c_float) for d in dtypes]
     fn.argtypes = argtypes
     fn.restype = None

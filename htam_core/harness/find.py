@@ -1,6 +1,8 @@
 """Find the harness of a kernel: KernelBench pair, then ``htam.toml`` spec, then ``.cu`` ``main()``.
 
-Order of preference: KernelBench pair, ``htam.toml`` spec, ``.cu`` program with ``main()`` (docs/HARNESS.md). Discovery only reads files (``ast``, tree-sitter,
+Order of preference: KernelBench pair, ``htam.toml`` spec, a harness inferred from a ``.cu`` program's
+``main()`` (:mod:`htam_core.harness.infer_cuda`; the starting kernel is the oracle), the ``.cu`` program run
+whole under ncu when inference fails (docs/HARNESS.md). Discovery only reads files (``ast``, tree-sitter,
 :mod:`tomllib`); no kernel code runs here.
 """
 
@@ -13,6 +15,7 @@ from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.cu_main import has_main
+from htam_core.harness.infer_cuda import infer_cuda_harness
 from htam_core.harness.pysource import read_py_facts
 from htam_core.harness.spec import SPEC_FILENAME, inside_spec_folder, key_line, load_toml, parse_kernel_table
 from htam_core.source.model import SourceModel
@@ -117,8 +120,10 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
 
     Order: a KernelBench pair (``ModelNew`` + reference in the same file, a sibling
     ``<stem>_ref.py``, or ``[kernelbench."<file>"] reference = ...`` in ``htam.toml``); a
-    ``[kernel.<name>]`` table of ``htam.toml`` next to the file; a ``.cu`` program with ``main()``
-    (optionally ``[program."<file>"] args = [...]``).
+    ``[kernel.<name>]`` table of ``htam.toml`` next to the file; for a ``.cu`` program with ``main()``,
+    the harness inferred from its launch (kind ``"inferred"``, checked against the starting kernel), or,
+    when that fails or ``[program."<file>"] args = [...]`` is given, the program run whole (kind
+    ``"cu-main"``, its :attr:`Harness.notes` say why).
 
     Args:
         path: the kernel's file (``.py``, ``.cu``, ``.cuh``).
@@ -180,6 +185,13 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
         args = prog.get("args", []) if isinstance(prog, dict) else []
         if not isinstance(args, list):
             raise HarnessError(f'{spec_path} [program."{p.name}"]: args must be a list of strings')
+        if not args:  # main() as run without arguments: its launch, buffers and sizes (infer_cuda)
+            try:
+                return infer_cuda_harness(p, kernel_name, model, text)
+            except HarnessError as e:
+                why = [f"no harness inferred from main(): {e.message}"]
+        else:
+            why = ["program arguments are given: the program is run as a whole"]
         return Harness(kind="cu-main", path=str(p), kernel=kernel_name, language="cuda",
-                       source=f"main() in {p.name}", program_args=[str(a) for a in args])
+                       source=f"main() in {p.name}", program_args=[str(a) for a in args], notes=why)
     raise missing_harness_error(p, kernel_name, model)

@@ -529,7 +529,11 @@ def prepare(h: Harness, device: str) -> Prepared:
     Raises:
         HarnessError: the harness cannot be run (a ``.cu`` program with ``main()`` has no callable).
     """
-    if h.kind == "spec":
+    if h.kind in ("spec", "inferred"):
+        if h.uses_oracle:  # no reference: the starting kernel is the oracle
+            from htam_core.harness.oracle import prepare_with_oracle
+
+            return prepare_with_oracle(h, device)
         return prepare_spec(h, device)
     if h.kind == "kernelbench":
         return prepare_kernelbench(h, device)
@@ -592,8 +596,12 @@ def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: i
         if device is not None:
             return CorrectnessResult(False, "unverified", "gpu", None, [
                 "a .cu program with main() has no reference: it was not checked. Add a "
-                f"[kernel.{h.kernel}] table to htam.toml to verify the kernel"]).to_json()
-        return compile_check(h, arch).to_json()
+                f"[kernel.{h.kernel}] table to htam.toml to verify the kernel", *h.notes]).to_json()
+        res = compile_check(h, arch)
+        if h.uses_oracle:
+            res.messages.insert(0, "not verified: no GPU (the starting kernel is the oracle, and it runs only on a "
+                                   "GPU)")
+        return res.to_json()
     try:
         prepared = prepare(h, device)
     except HarnessError as e:

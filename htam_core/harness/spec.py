@@ -51,6 +51,7 @@ _KERNEL_KEYS = {
 _INPUT_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "scale"}
 _FUNC_REF = re.compile(r"^[\w./-]+(\.py)?:[A-Za-z_][\w.]*$")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
+_CXX_NAME = re.compile(r"^(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*(?:<[\w\s,:*]+>)?$")
 
 
 def is_function_reference(text: str) -> bool:
@@ -245,7 +246,10 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
     if launcher is not None and grid is not None:
         raise HarnessError(f"{where} gives both launcher and grid: keep one (launcher calls a Python function, "
                            "grid/args launch the kernel directly)")
-    if launcher is not None and (not isinstance(launcher, str) or not _IDENT.match(launcher)):
+    cuda_file = file_path.suffix in (".cu", ".cuh")
+    # a .cu launcher may be a C++ name (ns::launch, launch<float>): it is called through an extern "C" shim
+    if launcher is not None and (not isinstance(launcher, str)
+                                 or not (_CXX_NAME if cuda_file else _IDENT).match(launcher)):
         raise HarnessError(f"{where}: launcher must be the name of a function in {file_path.name}, got {launcher!r}")
     args = table.get("args", [])
     if grid is not None:
@@ -275,12 +279,16 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
         raise HarnessError(f"{where}: a kernel launch writes into buffers: add an input with init = \"empty\" "
                            "and list it in outputs = [\"out\"]")
     reference = table.get("reference")
-    if not isinstance(reference, str) or not reference.strip():
+    if reference is None and cuda_file:
+        pass  # the oracle rule: candidates are checked against the starting kernel (this file)
+    elif not isinstance(reference, str) or not reference.strip():
         raise HarnessError(f"{where} needs a reference: a torch expression over {names} (e.g. "
                            f'reference = "{names[0]} + 1") or "module:function"')
-    if is_function_reference(reference) and reference.split(":")[0].endswith(".py"):
+    if reference is None:
+        pass
+    elif is_function_reference(reference) and reference.split(":")[0].endswith(".py"):
         inside_spec_folder(spec_path, ("kernel", kernel), "reference", reference.split(":")[0])
-    if not is_function_reference(reference):
+    if reference is not None and not is_function_reference(reference):
         _check_expr(f"{where}.reference", reference)
         poisoned = write_only_outputs_in_reference(inputs, outputs, reference)
         if poisoned:
@@ -321,4 +329,5 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
         interpret_sizes=interpret_sizes,
         outputs=list(outputs), reference=reference, atol=table.get("atol"), rtol=table.get("rtol"),
         bytes_expr=bytes_expr, flops_expr=flops_expr, version=version,
+        oracle_path=str(file_path) if reference is None else None,
     )

@@ -30,8 +30,9 @@ from typing import Any
 from htam_core.generate.errors import GenerationError, LLMCancelledError, LLMEndpointError
 from htam_core.generate.registry import GenerationRequest
 from htam_core.harness import HarnessError, find_harness
-from htam_core.memory import KnowledgeBase, Outcome, Ranker, load_knowledge, open_store, state_from_profile
+from htam_core.memory import KnowledgeBase, Ranker, load_knowledge, open_store, state_from_profile
 from htam_core.memory.fingerprint import kernel_fingerprint
+from htam_core.memory.outcome import outcome_of, status_of
 from htam_core.memory.records import ENDPOINT_FAULT, NOT_LEARNED
 from htam_core.optimize.evaluate import Evaluation, Evaluator
 from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
@@ -479,15 +480,12 @@ class _Loop:
                ev: Evaluation, cand_path: Path) -> StepRecord:
         ev = self._strict(start, ev, cand_path)
         numerics = bool(cand.params.get("changes_numerics"))
-        speedup, spread, gain, timing_msgs = None, None, "neutral", []
+        speedup, spread, timing_msgs = None, None, []
         if self.gpu and ev.ok and ev.correct and ev.time_ms and parent.time_ms:
-            speedup, spread, gain, timing_msgs = self._gain(parent_text, parent, ev, cand_path)
-        if ev.failure in ("refused", "incorrect"):
-            status = "incorrect"
-        elif ev.failure == "failed" or not ev.ok:
-            status = "failed"
-        else:
-            status = gain
+            speedup, spread, _, timing_msgs = self._gain(parent_text, parent, ev, cand_path)
+        incorrect = ev.failure in ("refused", "incorrect")
+        status = status_of(speedup, spread=spread, incorrect=incorrect,
+                           failed=not incorrect and (ev.failure == "failed" or not ev.ok))
         labelled = bool(ev.labels)
         if self.gpu:
             accepted = status == "win" and not labelled
@@ -549,10 +547,8 @@ class _Loop:
         if not self.task.record or rec.status in NOT_LEARNED:
             return
         state = state_from_profile(parent.profile) if parent.profile else {}
-        outcome = Outcome(speedup=rec.speedup if rec.status in ("win", "loss", "neutral") else None,
-                          correct=rec.status not in ("incorrect", "failed"), measured=rec.speedup is not None,
-                          status=rec.status, note=rec.description[:200],
-                          spread=rec.spread if rec.speedup is not None else None)
+        outcome = outcome_of(rec.speedup, spread=rec.spread, failed=rec.status == "failed",
+                             incorrect=rec.status == "incorrect", note=rec.description[:200])
         device = (ev.profile or parent.profile).device if (ev.profile or parent.profile) else "unknown"
         try:
             self.ranker.record(list(prefix), state, choice.strategy, outcome, self.fingerprint, device)

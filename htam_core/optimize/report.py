@@ -29,6 +29,24 @@ def geomean_ratio(parent: list[float], child: list[float]) -> float | None:
     return headline_geomean(parent, child).speedup
 
 
+def _per_set_line(start_ms: list[float], best_ms: list[float]) -> str:
+    """``"geomean over sets 0, 2 of 3; set 0: 0.16 → 0.05 ms (3.11×), set 1: ... (launch-bound, left out)"``:
+    the speedup of every input set and which ones the headline geomean counts
+    (:func:`htam_core.measure.stats.headline_geomean`)."""
+    h = headline_geomean(start_ms, best_ms)
+    sets = []
+    for i, (p, c) in enumerate(zip(start_ms, best_ms, strict=False)):
+        if not (p and c):
+            sets.append(f"set {i}: not measured")
+            continue
+        tag = ", launch-bound, left out" if i in h.launch_bound and i not in h.counted else ""
+        sets.append(f"set {i}: {p:.4f} → {c:.4f} ms ({p / c:.2f}×{tag})")
+    if len(start_ms) == 1:
+        return sets[0].removeprefix("set 0: ") + " median"
+    counted = ", ".join(str(i) for i in h.counted)
+    return f"geomean over set(s) {counted} of {len(start_ms)}; medians " + ", ".join(sets)
+
+
 def _fmt_ms(v: float | None) -> str:
     return "not measured" if v is None else f"{v:.4f}"
 
@@ -113,7 +131,8 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
     if result.measured:
         lines.append(f"- start: {_fmt_ms(result.start_ms)} ms; best: {_fmt_ms(result.best_ms)} ms (median on the first "
                      f"input set); speedup: {_fmt_x(result.best_speedup) if result.best_speedup else 'none'} "
-                     "(geomean over every input set of the harness)")
+                     "(geomean over the input sets that are not launch-bound; every set's speedup is in the "
+                     "summary below)")
         lines.append("- the table's time is the first input set's median; its speedups are geomeans over all input "
                      "sets, against the kernel the candidate was derived from and against the start")
     else:
@@ -194,11 +213,9 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                    "a measured speedup and none is kept; see the notes for why.")
     elif measured:
         if changed and best_speedup:
-            nsets = max(1, len(start_ev.per_set_ms))
-            over = f"geomean over {nsets} input sets; first set " if nsets > 1 else ""
             summary = (f"Best correct kernel is {best_speedup:.2f}× faster than the start "
-                       f"({over}{start_ev.time_ms:.4f} → {best_ev.time_ms:.4f} ms median, "
-                       f"{start_ev.profile.device if start_ev.profile else 'GPU'}) "
+                       f"({_per_set_line(start_ev.per_set_ms or [start_ev.time_ms], best_ev.per_set_ms or [best_ev.time_ms])}"
+                       f"; {start_ev.profile.device if start_ev.profile else 'GPU'}) "
                        f"after {len(steps)} candidates; kept steps: "
                        f"{', '.join(s.strategy for s in kept) or 'none'}.")
         else:

@@ -274,6 +274,7 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         p.time_ms = TimeStats(**st) if st else None
         p.extra["timing"] = {"method": "ncu gpu__time_duration", "launches": s.get("launches")}
         p.warnings.append("a .cu program with main() is not checked for correctness (no reference)")
+        p.warnings.extend(harness.notes)  # why no harness was inferred from main()
         _apply_ncu(p, s)
     else:
         m = _raise_for(_call("htam_core.profile.gpu:measure_harness", {"harness": harness.to_json(),

@@ -39,7 +39,7 @@ _TILE_NAME = re.compile(r"^(?:BLOCK|TILE|B)_?(?:SIZE_)?([MNK])$", re.IGNORECASE)
 
 
 def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict[str, int | float]:
-    """The first size set of the kernel's ``htam.toml`` harness, or ``{}`` when there is none.
+    """The first size set of the kernel's ``htam.toml`` or inferred harness, or ``{}`` when there is none.
 
     Only reads files (:func:`htam_core.harness.find_harness`); a missing or broken harness gives ``{}``.
     """
@@ -52,7 +52,7 @@ def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict
         h = find_harness(path, kernel_name, model)
     except (HarnessError, OSError, ValueError, KeyError):
         return {}
-    if h.kind != "spec" or not h.sizes:
+    if h.kind not in ("spec", "inferred") or not h.sizes:
         return {}
     return {k: v for k, v in (h.sizes[0] or {}).items() if isinstance(v, int | float) and not isinstance(v, bool)}
 

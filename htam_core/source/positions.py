@@ -150,3 +150,27 @@ class LineIndex:
         byte = max(0, min(byte, len(self.data)))
         line = self.line_of(byte)
         return line, byte_col_to_units(self.line_bytes(line), byte - self.starts[line], encoding)
+
+    def edited(self, start: int, old_end: int, new_bytes: bytes) -> LineIndex:
+        """The index of this text with bytes ``[start, old_end)`` replaced by ``new_bytes``, without scanning
+        the whole new text (one keystroke in a 3,000-line file: the line starts after the edit are shifted).
+
+        Raises:
+            ValueError: ``0 <= start <= old_end <= len(data)`` does not hold.
+        """
+        if not 0 <= start <= old_end <= len(self.data):
+            raise ValueError(f"edit [{start}, {old_end}) is outside the text (0..{len(self.data)})")
+        data = self.data[:start] + new_bytes + self.data[old_end:]
+        starts = self.starts
+        lo = bisect_right(starts, start)  # line starts up to the edit's first byte stay
+        hi = bisect_right(starts, old_end)  # line starts after the replaced bytes move by delta
+        delta = len(new_bytes) - (old_end - start)
+        inserted = []
+        i = new_bytes.find(b"\n")
+        while i >= 0:
+            inserted.append(start + i + 1)
+            i = new_bytes.find(b"\n", i + 1)
+        out = LineIndex.__new__(LineIndex)
+        out.data = data
+        out.starts = starts[:lo] + inserted + [s + delta for s in starts[hi:]]
+        return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from htam_core.profile.result import Profile
+from htam_core.source.analysis.constants import literal_value
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
@@ -22,7 +23,6 @@ from htam_core.transforms._cuda import (
     Const,
     CudaTransform,
     CudaUnit,
-    int_literal,
     references,
     stale_comment_notes,
 )
@@ -39,15 +39,8 @@ SQUARE_2D = ((8, 8), (16, 16), (32, 32))
 
 def _num_value(unit: CudaUnit, node: Node) -> int | None:
     """Integer value of a numeric literal, also ``256.0``/``256.f`` when integral."""
-    s = unit.t(node)
-    v = int_literal(s)
-    if v is not None:
-        return v
-    try:
-        f = float(s.rstrip("fF"))
-    except ValueError:
-        return None
-    return int(f) if f.is_integer() else None
+    v = literal_value(unit.t(node))
+    return int(v) if v is not None and float(v).is_integer() else None
 
 
 def _expand(unit: CudaUnit, expr: Node, scope: Node | None) -> Node:

@@ -34,10 +34,9 @@ def trip_count(unit: CudaUnit, loop: Node) -> int | None:
 
 
 def _has_unroll_pragma(unit: CudaUnit, loop: Node) -> bool:
-    prev = loop.prev_sibling
-    while prev is not None and prev.type == "comment":
-        prev = prev.prev_sibling
-    return prev is not None and prev.type == "preproc_call" and "unroll" in unit.t(prev)
+    """``#pragma unroll`` precedes ``loop`` (:attr:`LoopFact.has_unroll_pragma`)."""
+    fact = unit.facts.loop_at(unit.file_byte(loop))
+    return fact is not None and fact.has_unroll_pragma
 
 
 @register

@@ -224,6 +224,10 @@ def verify_candidate(candidate: str | Path, harness: Harness | None, *, harness_
     messages = [f"{'refused' if f.severity == 'refuse' else 'labelled'} by guard {f.rule_id} (line {f.line}): "
                 f"{f.message}" for f in findings]
     source = harness.source if harness is not None else None
+    if harness is not None and harness.kind == "inferred" and harness.language == "cuda":
+        from htam_core.harness.infer_cuda import inferred_summary
+
+        messages.append("inferred harness: " + "; ".join(s.strip() for s in inferred_summary(harness)[1:]))
     if harness is None:
         messages.append(f"no harness: the correctness check did not run. {harness_error or ''}".strip())
         status: VerdictStatus = "refused" if static_refused else "unverified"

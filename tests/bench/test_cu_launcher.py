@@ -26,12 +26,14 @@ def test_suite_launcher_builds_and_exports_its_function(tmp_path: Path, monkeypa
 
 
 @needs_nvcc
-def test_missing_extern_c_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cpp_launcher_binds_through_a_shim_and_a_missing_one_is_a_clear_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path))
     cu = tmp_path / "k.cu"
     cu.write_text("__global__ void k(float* x) { x[0] = 1.f; }\nvoid launch_k(float* x) { k<<<1, 1>>>(x); }\n")
-    with pytest.raises(HarnessError, match='extern "C"'):
-        host_launcher(cu, "launch_k", "sm_90", [None])
+    assert callable(host_launcher(cu, "launch_k", "sm_90", [None]))  # no extern "C": called through the shim
+    with pytest.raises(HarnessError, match="defines no host function 'launch_q'"):
+        host_launcher(cu, "launch_q", "sm_90", [None])
     bad = tmp_path / "bad.cu"
     bad.write_text("extern \"C\" void f() { nope; }\n")
     with pytest.raises(HarnessError, match="could not build"):

@@ -55,7 +55,17 @@ def test_cu_program_with_main():
     assert has_main((FIX / "corpus" / "sgemm_naive.cu").read_text())
     assert not has_main("__global__ void k(float* x) { x[0] = 1; }\n")
     h = find_harness(FIX / "corpus" / "sgemm_naive.cu", "sgemm_naive")
-    assert h.kind == "cu-main" and h.language == "cuda"
+    assert h.kind == "inferred" and h.language == "cuda" and h.uses_oracle  # read from main()
+
+
+def test_cu_program_whose_sizes_need_argv_runs_whole(tmp_path):
+    src = tmp_path / "argv_only.cu"
+    src.write_text("#include <cstdlib>\n__global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) "
+                   "y[i] = 1.0f; }\nint main(int argc, char** argv) {\n  int n = atoi(argv[1]);\n  float* d;\n"
+                   "  cudaMalloc(&d, n * sizeof(float));\n  k<<<1, 256>>>(d, n);\n  return 0;\n}\n")
+    h = find_harness(src, "k")
+    assert h.kind == "cu-main"
+    assert "cannot size `d` (line 6)" in h.notes[0] and "command-line argument with no default" in h.notes[0]
 
 
 def test_missing_harness_has_paste_ready_snippet(tmp_path):

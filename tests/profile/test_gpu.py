@@ -76,7 +76,8 @@ def test_cu_program_with_main_under_ncu():
     if find_ncu() is None:
         pytest.skip("ncu not on PATH")
     p = prof(G / "vadd_main.cu", "vadd_main_kernel", "vadd_main_cu", use_ncu=True)
-    assert p.harness == "cu-main" and p.extra["ncu"]["launches"] >= 1 and p.sol is not None
+    # main() is read for the launch (an inferred harness, checked against the starting kernel)
+    assert p.harness == "inferred" and p.extra["correctness"]["correct"] and p.sol is not None
 
 
 def test_kernelbench_triton_pair():

@@ -59,7 +59,12 @@ def analyze(model: SourceModel, kernel: Kernel) -> KernelFacts:
     if hit is not None:
         _facts.move_to_end(key)
         return hit
-    facts = _build(model, kernel)
+    try:
+        facts = _build(model, kernel)
+    except (RecursionError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:  # odd code: one line
+        facts = KernelFacts(kernel.name, kernel.language,
+                            errors=(f"{kernel.name}: the analysis stopped ({type(exc).__name__}: {exc}); "
+                                    "facts left empty",))
     _facts[key] = facts
     if len(_facts) > _MAX:
         _facts.popitem(last=False)

@@ -1,0 +1,28 @@
+"""The engine side of the editor (no LSP types): what the language server's handlers delegate to.
+
+One module per job:
+
+* :mod:`~htam_core.editor.buffer`: an open file's text, changed cheaply per keystroke, parsed off the event loop
+  into snapshots;
+* :mod:`~htam_core.editor.profiles`: the profile cache per kernel version, background profiling, listeners for
+  later profile stages;
+* :mod:`~htam_core.editor.history`: the steps applied to each kernel;
+* :mod:`~htam_core.editor.ranking`: one HTAM ranking per kernel version and profile, read by hover and code actions;
+* :mod:`~htam_core.editor.resolve`: a ranked step into an edit, through the generator registry;
+* :mod:`~htam_core.editor.record`: an applied step's outcome into the memory (the shared outcome rule);
+* :mod:`~htam_core.editor.memory`: the memory store and ranker behind one lock, and its summary;
+* :mod:`~htam_core.editor.session`: :class:`Session`, the parts wired together.
+"""
+
+from htam_core.editor.buffer import Buffer, Snapshot
+from htam_core.editor.history import AppliedStep, History
+from htam_core.editor.profiles import ProfileCache, ProfileEntry, ProfileView, content_hash
+from htam_core.editor.ranking import Analysis, Rankings
+from htam_core.editor.record import outcome_from_profiles
+from htam_core.editor.resolve import Resolution, minimal_edit
+from htam_core.editor.session import Session
+
+__all__ = [
+    "Analysis", "AppliedStep", "Buffer", "History", "ProfileCache", "ProfileEntry", "ProfileView", "Rankings",
+    "Resolution", "Session", "Snapshot", "content_hash", "minimal_edit", "outcome_from_profiles",
+]

@@ -1,0 +1,75 @@
+"""History of the steps applied to each kernel in the editor, seeded from the memory store.
+
+A kernel's identity is its :func:`htam_core.memory.fingerprint.kernel_fingerprint` (file path and kernel name),
+so that it survives the edits it records. The history is the ranker's prefix (the steps applied so far) and the
+hover's "Last steps".
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from htam_core.memory.fingerprint import kernel_fingerprint
+
+__all__ = ["AppliedStep", "History"]
+
+
+@dataclass
+class AppliedStep:
+    """One step applied to a kernel, with its outcome once known.
+
+    Attributes:
+        step, direction, title: strategy id, direction id, display title.
+        time: epoch seconds when it was applied.
+        outcome: the recorded :class:`htam_core.memory.Outcome`, or ``None`` while pending.
+        pending: why the outcome is not known yet (``"profiling"``, ``"waiting for save"``), or ``None``.
+    """
+
+    step: str
+    direction: str
+    title: str
+    time: float
+    outcome: Any = None
+    pending: str | None = None
+
+
+class History:
+    """Applied steps per kernel fingerprint, oldest first. Thread safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._steps: dict[str, list[AppliedStep]] = {}
+        #: increases whenever a step is added (part of the ranking key)
+        self.revision = 0
+
+    def seed(self, records: Iterable[Any], title_of: Any) -> None:
+        """Replace the history with the memory store's ``records`` (``Record`` objects); ``title_of(step id)``
+        gives the display title."""
+        steps: dict[str, list[AppliedStep]] = {}
+        for r in records:
+            steps.setdefault(r.fingerprint, []).append(AppliedStep(r.step, r.direction, title_of(r.step), r.time,
+                                                                   r.outcome))
+        with self._lock:
+            self._steps = steps
+            self.revision += 1
+
+    def of(self, path: str, kernel_name: str) -> list[AppliedStep]:
+        """Applied steps of the kernel, oldest first (a copy)."""
+        with self._lock:
+            return list(self._steps.get(kernel_fingerprint(path, kernel_name), []))
+
+    def prefix(self, path: str, kernel_name: str) -> tuple[str, ...]:
+        """The strategy ids applied to the kernel, oldest first (the ranker's prefix)."""
+        return tuple(s.step for s in self.of(path, kernel_name))
+
+    def add(self, path: str, kernel_name: str, step: AppliedStep) -> list[str]:
+        """Append ``step``; returns the prefix before it."""
+        with self._lock:
+            steps = self._steps.setdefault(kernel_fingerprint(path, kernel_name), [])
+            before = [s.step for s in steps]
+            steps.append(step)
+            self.revision += 1
+        return before

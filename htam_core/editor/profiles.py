@@ -1,0 +1,268 @@
+"""The editor's profile cache: the last profile of each kernel, background profiling, and listeners.
+
+Entries are keyed by ``(file path, kernel name)`` and tagged with the :func:`content_hash` of the kernel they
+were made from (its text plus its launch configurations), so that a lookup with the current kernel says whether
+the profile is **stale**. Each published entry gets a new :attr:`ProfileEntry.revision` (process-wide, increasing):
+the rankings (:mod:`htam_core.editor.ranking`) are keyed by it, never by object identity.
+
+Stages: :meth:`ProfileCache.publish` is the one way an entry enters the cache, and every listener registered with
+:meth:`ProfileCache.subscribe` hears about it. The background profile of :meth:`ProfileCache.start` publishes
+through it with ``stage="profile"``; a later, slower stage (a GPU timing run after a quick static profile, say)
+publishes a newer entry for the same kernel with its own ``stage`` name, and whoever shows the profile (the
+hover, the diagnostics) is told to refresh.
+
+Profiles run on one background thread (one GPU at a time); every compile or run of kernel code happens in the
+profiler's worker processes (:mod:`htam_core.profile`). A new profile request for a kernel cancels a queued or
+running stale request for the same kernel (a running compile finishes, its result is dropped).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel
+
+__all__ = ["ProfileCache", "ProfileEntry", "ProfileView", "content_hash"]
+
+_revisions = itertools.count(1)
+
+
+def content_hash(kernel: Kernel) -> str:
+    """Hash (16 hex digits) of what a profile of ``kernel`` depends on in its file: its text and the
+    configurations of its launch sites. Editing another kernel does not change it (the kernel's *version*)."""
+    h = hashlib.sha256(kernel.text.encode("utf-8", errors="surrogatepass"))
+    for s in kernel.launch_sites:
+        h.update(repr(sorted((s.resolved_config or s.config).items())).encode())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class ProfileEntry:
+    """The last profile (or profile failure) of one kernel.
+
+    Attributes:
+        path, kernel: file and kernel name.
+        content_hash: :func:`content_hash` of the kernel that was profiled.
+        profile: the profile, or ``None`` when it failed.
+        error: why profiling failed (one line), or ``None``.
+        details: the tool's diagnostic lines for a failure.
+        finished: epoch seconds when it finished.
+        source: ``"disk"`` (the saved file) or ``"buffer"`` (unsaved editor text, static only).
+        stage: which stage made it (``"profile"`` for the background profile).
+        revision: set by :meth:`ProfileCache.publish`; increases with every published entry.
+    """
+
+    path: str
+    kernel: str
+    content_hash: str
+    profile: Profile | None = None
+    error: str | None = None
+    details: list[str] = field(default_factory=list)
+    finished: float = 0.0
+    source: str = "disk"
+    stage: str = "profile"
+    revision: int = 0
+
+
+@dataclass
+class ProfileView:
+    """What is known about a kernel's profile right now.
+
+    Attributes:
+        entry: the last finished profile (or failure), or ``None``.
+        stale: the kernel changed since ``entry`` was made.
+        running: a profile of the kernel is queued or running.
+    """
+
+    entry: ProfileEntry | None
+    stale: bool
+    running: bool
+
+    @property
+    def profile(self) -> Profile | None:
+        """The profile, or ``None``."""
+        return self.entry.profile if self.entry is not None else None
+
+    @property
+    def static(self) -> bool:
+        """The known profile is static (no GPU measurement)."""
+        p = self.profile
+        return p is not None and p.mode != "gpu"
+
+    @property
+    def revision(self) -> int:
+        """The entry's revision (0 without an entry)."""
+        return self.entry.revision if self.entry is not None else 0
+
+
+@dataclass
+class _Job:
+    key: tuple[str, str]
+    content_hash: str
+    cancel: threading.Event = field(default_factory=threading.Event)
+    future: Future | None = None
+    waiters: list[Callable[[ProfileEntry], None]] = field(default_factory=list)
+
+
+#: ``profile_now(path, kernel name, editor text, file language) -> (Profile, source)``; raises on failure.
+ProfileFn = Callable[[str, str, str, str], tuple[Profile, str]]
+
+
+class ProfileCache:
+    """Profiles per kernel, made on one background thread.
+
+    Args:
+        profile_now: the function that profiles (see :data:`ProfileFn`); it runs on the profile thread.
+
+    Thread safety: every method may be called from any thread.
+    """
+
+    def __init__(self, profile_now: ProfileFn) -> None:
+        self._profile_now = profile_now
+        self._lock = threading.RLock()
+        self._entries: dict[tuple[str, str], ProfileEntry] = {}
+        self._jobs: dict[tuple[str, str], _Job] = {}
+        self._listeners: list[Callable[[ProfileEntry], None]] = []
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="htam-profile")
+        #: one line about the last finished profile (``"name: 0.12 ms (H200)"``), for the status bar
+        self.last: str | None = None
+
+    @property
+    def busy(self) -> bool:
+        """A profile is queued or running."""
+        with self._lock:
+            return bool(self._jobs)
+
+    def subscribe(self, listener: Callable[[ProfileEntry], None]) -> None:
+        """Call ``listener(entry)`` (on the publishing thread) after every :meth:`publish`."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def entry(self, path: str, kernel_name: str) -> ProfileEntry | None:
+        """The last published entry of the kernel, or ``None``."""
+        with self._lock:
+            return self._entries.get((path, kernel_name))
+
+    def view(self, path: str, kernel: Kernel) -> ProfileView:
+        """What is known about ``kernel``'s profile (never waits)."""
+        key = (path, kernel.name)
+        with self._lock:
+            entry = self._entries.get(key)
+            running = key in self._jobs
+        stale = entry is not None and entry.content_hash != content_hash(kernel)
+        return ProfileView(entry, stale, running)
+
+    def publish(self, entry: ProfileEntry) -> ProfileEntry:
+        """Store ``entry`` as the kernel's latest profile (any stage), give it a new revision and tell the
+        listeners. Returns the entry."""
+        with self._lock:
+            entry.revision = next(_revisions)
+            self._entries[(entry.path, entry.kernel)] = entry
+            listeners = list(self._listeners)
+        p = entry.profile
+        t = (f"{p.time_ms.median:.3g} ms" if p.time_ms else "static") if p is not None else None
+        self.last = f"{entry.kernel}: {t} ({p.device})" if p is not None else f"{entry.kernel}: failed"
+        for listener in listeners:
+            listener(entry)
+        return entry
+
+    def start(self, path: str, kernel: Kernel, text: str, file_language: str, *, force: bool = False,
+              on_done: Callable[[ProfileEntry], None] | None = None,
+              after: Callable[[ProfileEntry], None] | None = None) -> bool:
+        """Queue a background profile of ``kernel`` from the editor text ``text``.
+
+        Nothing is queued when a profile of this exact content exists or is running (unless ``force``).
+        A queued or running profile of other content of the same kernel is cancelled (its result dropped).
+
+        Args:
+            path: the file's path on disk; text: the editor's text of the whole file; file_language:
+                ``"cuda"`` or ``"python"``.
+            on_done: called on the profile thread with the new entry; when this job is superseded by a newer
+                one, with the newer job's entry instead.
+            after: called before ``on_done`` with the entry, even when the job was superseded (used to
+                record an applied step's outcome).
+
+        Returns:
+            whether a profile was queued.
+        """
+        key = (path, kernel.name)
+        chash = content_hash(kernel)
+        with self._lock:
+            old = self._jobs.get(key)
+            if old is not None and old.content_hash == chash and not force and after is None:
+                if on_done is not None:
+                    old.waiters.append(on_done)
+                return False
+            entry = self._entries.get(key)
+            if old is None and entry is not None and entry.content_hash == chash and not force and after is None:
+                return False
+            job = _Job(key, chash)
+            if old is not None:  # stale work: dropped; whoever waited for it gets this newer profile
+                old.cancel.set()
+                job.waiters.extend(old.waiters)
+                old.waiters.clear()
+            if on_done is not None:
+                job.waiters.append(on_done)
+            self._jobs[key] = job
+        job.future = self._executor.submit(self._run, job, path, kernel.name, text, file_language, after)
+        return True
+
+    def _run(self, job: _Job, path: str, name: str, text: str, file_language: str,
+             after: Callable[[ProfileEntry], None] | None) -> None:
+        try:
+            if job.cancel.is_set() and after is None:
+                return
+            entry = ProfileEntry(path, name, job.content_hash)
+            try:
+                entry.profile, entry.source = self._profile_now(path, name, text, file_language)
+            except Exception as exc:  # ProfileError, SourceError, a worker failure: shown, never raised
+                lines = str(exc).splitlines()
+                entry.error = (lines[0] if lines else type(exc).__name__)[:500]
+                entry.details = list(getattr(exc, "details", []) or lines[1:])[:30]
+            entry.finished = time.time()
+            if after is not None:
+                after(entry)
+            if job.cancel.is_set():
+                return
+            self.publish(entry)
+            with self._lock:
+                waiters, job.waiters = list(job.waiters), []
+            for w in waiters:
+                w(entry)
+        finally:
+            with self._lock:
+                if self._jobs.get(job.key) is job:
+                    del self._jobs[job.key]
+
+    def blocking(self, path: str, kernel: Kernel, text: str, file_language: str,
+                 timeout: float | None = None) -> ProfileEntry | None:
+        """Queue a forced profile and wait for it (for callers off the event loop); ``None`` on timeout."""
+        done: Future = Future()
+        self.start(path, kernel, text, file_language, force=True, on_done=done.set_result)
+        try:
+            return done.result(timeout)
+        except Exception:  # noqa: BLE001 - timeout or cancelled: the caller says "not finished"
+            return None
+
+    def close(self) -> None:
+        """Cancel queued profiles and stop the profile thread."""
+        with self._lock:
+            for job in self._jobs.values():
+                job.cancel.set()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def read_disk(path: str) -> str | None:
+    """The saved file's text, or ``None`` when it cannot be read as UTF-8."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -1,0 +1,243 @@
+"""The engine state behind one language-server session: the parts of :mod:`htam_core.editor`, wired together.
+
+This module never imports pygls or lsprotocol. :class:`Session` holds the settings (engine, LLM endpoint, GPU,
+static mode), the memory (:class:`~htam_core.editor.memory.EditorMemory`), the history of applied steps
+(:class:`~htam_core.editor.history.History`), the profile cache (:class:`~htam_core.editor.profiles.ProfileCache`),
+the rankings (:class:`~htam_core.editor.ranking.Rankings`) and the recorder
+(:class:`~htam_core.editor.record.Recorder`), and answers the server's questions through them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from htam_core.editor.history import AppliedStep, History
+from htam_core.editor.memory import EditorMemory
+from htam_core.editor.profiles import ProfileCache, ProfileEntry, ProfileView, content_hash, read_disk
+from htam_core.editor.ranking import Analysis, Rankings
+from htam_core.editor.record import Recorder
+from htam_core.editor.resolve import Resolution, resolve_step
+from htam_core.memory.fingerprint import kernel_fingerprint
+from htam_core.profile.result import Profile
+from htam_core.source.model import Kernel, SourceModel
+
+__all__ = ["Session"]
+
+
+def _gpu_name(index: int) -> str | None:
+    """Name of GPU ``index`` from ``nvidia-smi`` (no CUDA context in this process), or ``None``."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader", "-i", str(index)],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    name = out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 and out.stdout.strip() else ""
+    return name or None
+
+
+class Session:
+    """The engine state behind one language-server session.
+
+    Args:
+        memory_path: the memory store file (``None``: ``$HTAM_MEMORY`` or the user data dir).
+        engine: ``"rules"`` or ``"llm"``.
+        llm: :class:`htam_core.generate.config.LLMConfig` for the LLM engine, or ``None``.
+        gpu_index: GPU used for profiling.
+        static: profile statically even when a GPU is present.
+        target: compute capability of static profiles (``"sm_90"``).
+
+    Thread safety: every public method may be called from any thread. Methods that say "blocking" must run
+    off the event loop.
+    """
+
+    def __init__(self, *, memory_path: str | None = None, engine: str = "rules", llm: Any = None,
+                 gpu_index: int = 0, static: bool = False, target: str = "sm_90") -> None:
+        self.memory_path = memory_path
+        self.engine = engine
+        self.llm = llm
+        self.gpu_index = gpu_index
+        self.static = static
+        self.target = target
+        self.gpu: str | None = None
+        self.memory = EditorMemory()
+        self.history_log = History()
+        self.profiles = ProfileCache(self._profile_now)
+        self.rankings = Rankings(self.memory.rank)
+        self.recorder = Recorder(self.profiles, self.history_log, self.memory, lambda: self.gpu is not None,
+                                 lambda: f"{self.target} (static)")
+        self._ready = threading.Event()
+
+    # ---- lifecycle --------------------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        """:meth:`warm_up` has finished (the knowledge base, memory and ranker are loaded)."""
+        return self._ready.is_set()
+
+    @property
+    def memory_error(self) -> str | None:
+        """Why the memory store is unavailable or could not be written, or ``None``."""
+        return self.memory.error
+
+    @property
+    def last_profile(self) -> str | None:
+        """One line about the last finished profile, or ``None``."""
+        return self.profiles.last
+
+    @property
+    def busy(self) -> bool:
+        """A profile is queued or running."""
+        return self.profiles.busy
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until :meth:`warm_up` has finished; returns whether it did within ``timeout`` seconds."""
+        return self._ready.wait(timeout)
+
+    def warm_up(self) -> None:
+        """Load the knowledge base, open the memory store, build the ranker (imports torch: seconds when cold),
+        seed the histories from the stored records and look for the GPU (blocking).
+
+        A store that cannot be opened leaves the ranker on the priors only and sets :attr:`memory_error`.
+        """
+        try:
+            self._open_memory()
+            self.gpu = None if self.static else _gpu_name(self.gpu_index)
+        finally:
+            self._ready.set()
+
+    def _open_memory(self) -> None:
+        records = self.memory.open(self.memory_path)
+        self.history_log.seed(records, self.memory.title)
+        self.rankings.clear()
+
+    def configure(self, *, memory_path: str | None = None, engine: str | None = None, llm: Any = None,
+                  gpu_index: int | None = None, static: bool | None = None) -> None:
+        """Apply new settings; a new memory path reopens the store (blocking)."""
+        reopen = memory_path != self.memory_path
+        self.memory_path = memory_path
+        if engine is not None:
+            self.engine = engine
+        if llm is not None:
+            self.llm = llm
+        if gpu_index is not None and gpu_index != self.gpu_index:
+            self.gpu_index = gpu_index
+            self.gpu = None if self.static else _gpu_name(gpu_index)
+        if static is not None and static != self.static:
+            self.static = static
+            self.gpu = None if static else _gpu_name(self.gpu_index)
+        if reopen and self.ready:
+            self._open_memory()
+
+    def close(self) -> None:
+        """Cancel queued profiles, stop the profile thread and close the store."""
+        self.profiles.close()
+        self.memory.close()
+
+    # ---- profiles -----------------------------------------------------------------------------------
+    def profile_view(self, path: str, kernel: Kernel) -> ProfileView:
+        """What is known about ``kernel``'s profile (never waits)."""
+        return self.profiles.view(path, kernel)
+
+    def start_profile(self, path: str, kernel: Kernel, text: str, file_language: str, *, force: bool = False,
+                      on_done: Callable[[ProfileEntry], None] | None = None) -> bool:
+        """Queue a background profile (see :meth:`ProfileCache.start`)."""
+        return self.profiles.start(path, kernel, text, file_language, force=force, on_done=on_done)
+
+    def profile_blocking(self, path: str, kernel: Kernel, text: str, file_language: str,
+                         timeout: float | None = None) -> ProfileEntry | None:
+        """Queue a forced profile and wait for it (blocking)."""
+        return self.profiles.blocking(path, kernel, text, file_language, timeout)
+
+    def _profile_now(self, path: str, name: str, text: str, file_language: str) -> tuple[Profile, str]:
+        """Profile the kernel: the saved file when ``text`` equals it (GPU when present), else the editor text
+        statically. Raises ProfileError (or SourceError) on failure. Runs on the profile thread."""
+        from htam_core.profile.api import profile_kernel, static_profile
+        from htam_core.source import parse_text
+
+        if read_disk(path) == text:
+            return profile_kernel(path, name, static=True if self.static else None, target=self.target,
+                                  gpu_index=self.gpu_index), "disk"
+        model = parse_text(text, file_language, path)  # type: ignore[arg-type]
+        p = static_profile(model, name, self.target)
+        if self.gpu is not None:
+            p.warnings.insert(0, "the file has unsaved changes: static profile of the editor text; save the file "
+                                 "to measure it on the GPU")
+        return p, "buffer"
+
+    # ---- history and ranking ------------------------------------------------------------------------
+    def history(self, path: str, kernel_name: str) -> list[AppliedStep]:
+        """Applied steps of the kernel, oldest first (a copy)."""
+        return self.history_log.of(path, kernel_name)
+
+    def _key_parts(self, path: str, kernel: Kernel) -> tuple[str, str, ProfileEntry | None, tuple[str, ...]]:
+        fp = kernel_fingerprint(path, kernel.name)
+        return fp, content_hash(kernel), self.profiles.entry(path, kernel.name), self.history_log.prefix(
+            path, kernel.name)
+
+    def analysis(self, path: str, kernel: Kernel, top: int, *, hover: bool) -> tuple[Analysis | None, bool]:
+        """The kernel's current analysis and whether it is fresh (never computes; see
+        :meth:`Rankings.read`). ``None`` before :meth:`warm_up` or before the first :meth:`analyze`."""
+        if not self.ready:
+            return None, True
+        fp, chash, entry, prefix = self._key_parts(path, kernel)
+        return self.rankings.read(fp, Rankings.key(chash, entry, prefix, top, self.memory.revision), hover=hover)
+
+    def analyze(self, path: str, kernel: Kernel, top: int) -> Analysis | None:
+        """Rank ``kernel`` with its latest profile, history and memory (blocking; cached per key) and make it
+        the kernel's analysis. ``None`` before :meth:`warm_up`."""
+        if not self.ready:
+            return None
+        fp, chash, entry, prefix = self._key_parts(path, kernel)
+        return self.rankings.compute(fp, kernel, chash, entry, prefix, top, self.memory.revision)
+
+    def rank(self, path: str, kernel: Kernel, top: int = 5) -> list[Any]:
+        """The steps of :meth:`analyze` (blocking)."""
+        a = self.analyze(path, kernel, top)
+        return a.steps if a is not None else []
+
+    def strategy(self, step_id: str) -> Any:
+        """The knowledge base's strategy ``step_id``.
+
+        Raises:
+            KeyError: unknown id.
+        """
+        return self.memory.strategy(step_id)
+
+    # ---- resolution and recording -------------------------------------------------------------------
+    def resolve(self, model: SourceModel, kernel: Kernel, step_id: str, profile: Profile | None,
+                evidence: str = "") -> Resolution:
+        """Turn the ranked step ``step_id`` into an edit of ``model`` (blocking; see
+        :func:`htam_core.editor.resolve.resolve_step`). Never raises for a step that cannot be made."""
+        try:
+            strat = self.strategy(step_id)
+        except KeyError as exc:
+            return Resolution(False, reason=str(exc.args[0]))
+        return resolve_step(model, kernel, strat, self.memory.kb.direction(strat.direction), profile,
+                            engine=self.engine, llm=self.llm, evidence=evidence)
+
+    def record_applied(self, path: str, kernel: Kernel, step_id: str, text: str, file_language: str, *,
+                       before_hash: str | None = None, saved: bool = True,
+                       on_done: Callable[[AppliedStep, ProfileEntry | None], None] | None = None) -> AppliedStep:
+        """See :meth:`htam_core.editor.record.Recorder.record_applied`.
+
+        Raises:
+            KeyError: unknown strategy id.
+        """
+        return self.recorder.record_applied(path, kernel, step_id, text, file_language, before_hash=before_hash,
+                                            saved=saved, on_done=on_done)
+
+    def saved(self, path: str) -> int:
+        """The file was saved: start the re-profiles that waited for it. Returns how many started."""
+        return self.recorder.saved(path)
+
+    def memory_markdown(self, top: int = 10) -> str:
+        """The HTG summary of ``htam.showMemory`` (blocking)."""
+        if not self.ready:
+            return "HTAM memory is still loading."
+        return self.memory.markdown(top)

@@ -1,0 +1,763 @@
+"""Evaluate the host code of a ``.cu`` program as ``main()`` runs it with no arguments.
+
+A small abstract interpreter over the tree-sitter CUDA tree, just enough to read a kernel launch the way
+people write it: integer and floating constants (``#define N (1 << 20)``, ``const int``, ``constexpr``,
+function-like macros such as ``CEIL_DIV(a, b)``, namespace constants), ``sizeof`` of the basic types,
+casts, ``std::min``/``max``, ``dim3`` values, ``argc``/``argv`` (the program is taken as run without
+arguments: ``argc == 1``, so ``int n = argc > 1 ? atoi(argv[1]) : 1 << 20`` gives ``1 << 20`` and
+``if (argc == 4) M = atoi(argv[1]);`` keeps ``M``'s default), and the buffers: ``cudaMalloc`` /
+``cudaMallocManaged`` sizes, ``malloc``/``new T[n]``/``std::vector<T> v(n)`` host buffers, and which device
+buffers get data from the host (``cudaMemcpy``) or are cleared (``cudaMemset``) before the launch.
+
+Values a statement cannot give (a loop that changes a variable, ``argv[1]`` with no default, a call to an
+unknown function) are :class:`Unknown` with a reason that names the line, so the caller's message says
+exactly what is missing. Nothing here runs user code: it only reads the tree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import tree_sitter as ts
+
+from htam_core.source.parsing import new_parser, node_text
+from htam_core.source.resolve import literal_value
+
+#: ``sizeof`` of the C/CUDA types a kernel argument usually has, bytes.
+SIZEOF: dict[str, int] = {
+    "char": 1, "signed char": 1, "unsigned char": 1, "int8_t": 1, "uint8_t": 1, "bool": 1,
+    "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2, "half": 2, "__half": 2, "__nv_bfloat16": 2,
+    "int": 4, "unsigned": 4, "unsigned int": 4, "int32_t": 4, "uint32_t": 4, "float": 4,
+    "long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8, "int64_t": 8, "uint64_t": 8,
+    "size_t": 8, "double": 8, "float2": 8, "int2": 8, "float4": 16, "int4": 16, "double2": 16,
+}
+#: harness dtype of an element type (vector types count their scalar: a ``float4*`` buffer is float32).
+DTYPE_OF: dict[str, str] = {
+    "float": "float32", "float2": "float32", "float4": "float32", "double": "float64", "double2": "float64",
+    "half": "float16", "__half": "float16", "__nv_bfloat16": "bfloat16", "int": "int32", "int2": "int32",
+    "int4": "int32", "int32_t": "int32", "unsigned": "int32", "unsigned int": "int32", "uint32_t": "int32",
+    "long": "int64", "long long": "int64", "int64_t": "int64", "size_t": "int64", "unsigned long": "int64",
+    "unsigned long long": "int64", "uint64_t": "int64", "short": "int16", "int16_t": "int16",
+    "char": "int8", "signed char": "int8", "int8_t": "int8", "unsigned char": "uint8", "uint8_t": "uint8",
+    "bool": "bool",
+}
+_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct|static|constexpr|"
+                         r"register|extern|inline|std::)\b\s*")
+
+
+def base_type(type_text: str) -> str:
+    """``"const float *__restrict__"`` -> ``"float"``: the element type without qualifiers and ``*``."""
+    t = _QUALIFIERS.sub("", type_text.replace("std::", "")).replace("*", " ").replace("&", " ")
+    return " ".join(t.split())
+
+
+class Unknown(Exception):  # noqa: N818 - a value, raised while evaluating
+    """A value the host code does not determine; ``reason`` says why, with the line."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Unreached(Exception):  # noqa: N818 - control flow of the evaluator
+    """The launch is under a condition that is false for this call (try the next call site)."""
+
+
+@dataclass
+class Buffer:
+    """A buffer of the program.
+
+    Attributes:
+        var: the variable it was allocated into (``d_out``).
+        elem: element type as written (``float``).
+        line: 1-based line of the allocation.
+        numel: elements, or ``None`` when the size is unknown (then :attr:`why` says why).
+        device: allocated with ``cudaMalloc``/``cudaMallocManaged`` (host buffers are ``False``).
+        filled: ``"host"`` (a ``cudaMemcpy`` from the host before the launch), ``"memset"`` (cleared with
+            ``cudaMemset(.., 0, ..)``) or ``None`` (never written before the launch).
+    """
+
+    var: str
+    elem: str
+    line: int
+    numel: int | None = None
+    why: str | None = None
+    device: bool = True
+    filled: str | None = None
+
+
+@dataclass(frozen=True)
+class Ptr:
+    """A pointer value: the start of a :class:`Buffer` (``offset`` elements in)."""
+
+    buffer: Buffer
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Dim3:
+    """A ``dim3`` value."""
+
+    x: int
+    y: int = 1
+    z: int = 1
+
+    def as_tuple(self) -> tuple[int, int, int]:
+        """``(x, y, z)``."""
+        return (self.x, self.y, self.z)
+
+
+@dataclass
+class PtrVar:
+    """A declared pointer variable not yet pointing at a buffer (``float *d_a;``)."""
+
+    elem: str
+    line: int
+
+
+@dataclass
+class Scope:
+    """Variables of one function as evaluated so far (``Unknown`` values hold their reason)."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    parent: Scope | None = None
+
+    def get(self, name: str) -> Any:
+        """The value of ``name`` here or in an enclosing scope; ``KeyError`` when undeclared."""
+        s: Scope | None = self
+        while s is not None:
+            if name in s.values:
+                return s.values[name]
+            s = s.parent
+        raise KeyError(name)
+
+    def set(self, name: str, value: Any) -> None:
+        """Assign ``name`` where it is declared (here when it is not)."""
+        s: Scope | None = self
+        while s is not None:
+            if name in s.values:
+                s.values[name] = value
+                return
+            s = s.parent
+        self.values[name] = value
+
+
+def line_of(node: ts.Node) -> int:
+    """1-based line of a node."""
+    return node.start_point[0] + 1
+
+
+def parse_expression(text: str) -> ts.Node:
+    """The tree of the C expression ``text`` (wrapped in a declaration and parsed alone)."""
+    src = f"auto __htam_v = ({text});".encode()
+    root = new_parser("cuda").parse(src).root_node
+    for n in _walk(root):
+        if n.type == "init_declarator":
+            v = n.child_by_field_name("value")
+            if v is not None:
+                return v
+    raise Unknown(f"`{text}` is not an expression")
+
+
+def _walk(node: ts.Node) -> list[ts.Node]:
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(reversed(n.children))
+    return out
+
+
+def _c_div(a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            raise Unknown("division by zero")
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    return a / b
+
+
+_BINOPS: dict[str, Any] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": _c_div,
+    "%": lambda a, b: a % b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b),
+    "<=": lambda a, b: int(a <= b), ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b), "&&": lambda a, b: int(bool(a) and bool(b)),
+    "||": lambda a, b: int(bool(a) or bool(b)),
+}
+_MATH = {"min": min, "max": max, "fmin": min, "fmax": max, "fminf": min, "fmaxf": max, "abs": abs}
+_ARGV_PARSERS = {"atoi", "atol", "atoll", "atof", "strtol", "strtoul", "strtoll", "strtof", "strtod", "stoi",
+                 "stol", "stoul", "stoll", "stof", "stod"}
+
+
+@dataclass
+class Macro:
+    """A ``#define``: object-like (``params is None``) or function-like."""
+
+    name: str
+    value: str
+    params: list[str] | None
+    line: int
+
+
+class Program:
+    """The host side of one ``.cu`` file: macros, global constants and functions, ready to evaluate.
+
+    Args:
+        text: the file's source.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tree = new_parser("cuda").parse(text.encode("utf-8"))
+        self.macros: dict[str, Macro] = {}
+        self.functions: dict[str, list[ts.Node]] = {}
+        self.globals = Scope()
+        self._collect(self.tree.root_node, prefix="")
+
+    # -- collection --------------------------------------------------------------------------------
+    def _collect(self, node: ts.Node, prefix: str) -> None:
+        for child in node.named_children:
+            t = child.type
+            if t in ("preproc_def", "preproc_function_def"):
+                name = child.child_by_field_name("name")
+                value = child.child_by_field_name("value")
+                params = child.child_by_field_name("parameters")
+                if name is not None:
+                    self.macros[node_text(name)] = Macro(
+                        node_text(name), node_text(value).strip() if value is not None else "",
+                        [node_text(p) for p in params.named_children] if params is not None else None,
+                        line_of(child))
+            elif t == "namespace_definition":
+                nm = child.child_by_field_name("name")
+                body = child.child_by_field_name("body")
+                if body is not None:
+                    self._collect(body, f"{prefix}{node_text(nm)}::" if nm is not None else prefix)
+            elif t in ("template_declaration", "linkage_specification", "declaration_list", "ERROR",
+                       "preproc_ifdef", "preproc_if", "preproc_else"):
+                if t == "preproc_if" and _false_if(child):
+                    continue
+                self._collect(child if t != "linkage_specification" else (child.child_by_field_name("body")
+                                                                          or child), prefix)
+            elif t == "function_definition":
+                name = function_name(child)
+                if name:
+                    self.functions.setdefault(name, []).append(child)
+            elif t == "declaration":
+                self.exec_declaration(child, self.globals)
+                if prefix:  # namespace constants answer to mlp::kBlock as well as kBlock
+                    for k in _declared_names(child):
+                        if k in self.globals.values:
+                            self.globals.values[prefix + k] = self.globals.values[k]
+
+    # -- expressions -------------------------------------------------------------------------------
+    def ev(self, node: ts.Node, scope: Scope) -> Any:
+        """Value of the expression ``node`` in ``scope``: an int, float, :class:`Dim3` or :class:`Ptr`.
+
+        Raises:
+            Unknown: the value depends on something the host code does not determine (the reason names it).
+        """
+        t = node.type
+        text = node_text(node)
+        if t == "number_literal":
+            return _number(text)
+        if t in ("true", "false"):
+            return int(t == "true")
+        if t == "char_literal":
+            return ord(text.strip("'")[:1] or "\0")
+        if t == "parenthesized_expression":
+            return self.ev(node.named_children[-1], scope)
+        if t in ("identifier", "qualified_identifier"):
+            return self.lookup(text, node, scope)
+        if t == "binary_expression":
+            op = node_text(node.child_by_field_name("operator"))
+            a = self.ev(node.child_by_field_name("left"), scope)
+            if op == "&&" and not a:
+                return 0
+            if op == "||" and a:
+                return 1
+            b = self.ev(node.child_by_field_name("right"), scope)
+            if isinstance(a, Ptr) or isinstance(b, Ptr):
+                raise Unknown(f"`{text}` (line {line_of(node)}) is pointer arithmetic: pass the start of a buffer")
+            fn = _BINOPS.get(op)
+            if fn is None:
+                raise Unknown(f"operator {op} in `{text}` (line {line_of(node)})")
+            return fn(a, b)
+        if t == "unary_expression":
+            op = node_text(node.child_by_field_name("operator"))
+            v = self.ev(node.child_by_field_name("argument"), scope)
+            return {"-": lambda x: -x, "+": lambda x: x, "!": lambda x: int(not x), "~": lambda x: ~x}[op](v)
+        if t == "conditional_expression":
+            c = self.ev(node.child_by_field_name("condition"), scope)
+            return self.ev(node.child_by_field_name("consequence" if c else "alternative"), scope)
+        if t == "cast_expression":
+            v = self.ev(node.child_by_field_name("value"), scope)
+            return _cast(node_text(node.child_by_field_name("type")), v)
+        if t == "field_expression":  # threads.x of a dim3
+            obj = self.ev(node.child_by_field_name("argument"), scope)
+            member = node_text(node.child_by_field_name("field"))
+            if isinstance(obj, Dim3) and member in ("x", "y", "z"):
+                return getattr(obj, member)
+        if t == "sizeof_expression":
+            return self.sizeof(node, scope)
+        if t == "pointer_expression":
+            raise Unknown(f"`{text}` (line {line_of(node)}) takes an address")
+        if t == "call_expression":
+            return self.call(node, scope)
+        if t == "subscript_expression":
+            arg = node.child_by_field_name("argument")
+            if arg is not None and node_text(arg) == "argv":
+                raise Unknown(f"`{text}` (line {line_of(node)}) is a command-line argument with no default")
+        if t == "initializer_list":
+            vals = [self.ev(c, scope) for c in node.named_children]
+            return Dim3(*[int(v) for v in vals[:3]])
+        raise Unknown(f"`{text}` (line {line_of(node)}) is not a constant expression htam can read")
+
+    def lookup(self, name: str, node: ts.Node, scope: Scope) -> Any:
+        """Value of a variable, constant or object-like macro ``name``."""
+        if name == "argc":
+            return 1
+        for key in (name, name.split("::")[-1]):
+            try:
+                v = scope.get(key)
+            except KeyError:
+                try:
+                    v = self.globals.get(key)
+                except KeyError:
+                    continue
+            if isinstance(v, Unknown):
+                raise Unknown(v.reason)
+            if isinstance(v, PtrVar):
+                raise Unknown(f"`{key}` (line {line_of(node)}) is a pointer never allocated before the launch")
+            return v
+        macro = self.macros.get(name.split("::")[-1])
+        if macro is not None and macro.params is None and macro.value:
+            return self.ev(parse_expression(macro.value), self.globals)
+        raise Unknown(f"`{name}` (line {line_of(node)}) is not defined before the launch")
+
+    def sizeof(self, node: ts.Node, scope: Scope) -> int:
+        """``sizeof(T)`` / ``sizeof x`` in bytes."""
+        ty = node.child_by_field_name("type")
+        if ty is not None:
+            t = base_type(node_text(ty))
+            if "*" in node_text(ty):
+                return 8
+        else:
+            val = node.child_by_field_name("value")
+            name = node_text(val).strip("() ") if val is not None else ""
+            if name.startswith("*"):
+                try:
+                    v = scope.get(name.lstrip("* "))
+                except KeyError:
+                    v = None
+                if isinstance(v, Ptr):
+                    return SIZEOF.get(base_type(v.buffer.elem), 4)
+                if isinstance(v, PtrVar):
+                    return SIZEOF.get(base_type(v.elem), 4)
+            t = base_type(name)
+        if t in SIZEOF:
+            return SIZEOF[t]
+        raise Unknown(f"sizeof({t}) (line {line_of(node)}) is not a type htam knows the size of")
+
+    def call(self, node: ts.Node, scope: Scope) -> Any:
+        """A call in an expression: ``dim3(...)``, ``min``/``max``, casts, macros, ``v.size()``, argv parsers."""
+        fn = node.child_by_field_name("function")
+        args = [a for a in (node.child_by_field_name("arguments").named_children
+                            if node.child_by_field_name("arguments") is not None else []) if a.type != "comment"]
+        fname = node_text(fn) if fn is not None else ""
+        short = re.sub(r"<.*>$", "", fname).split("::")[-1]
+        if fn is not None and fn.type == "field_expression":
+            obj = node_text(fn.child_by_field_name("argument"))
+            member = node_text(fn.child_by_field_name("field"))
+            try:
+                v = scope.get(obj)
+            except KeyError:
+                v = None
+            if isinstance(v, Ptr) and member == "size" and v.buffer.numel is not None:
+                return v.buffer.numel
+            if isinstance(v, Ptr) and member == "data":
+                return v
+            raise Unknown(f"`{node_text(node)}` (line {line_of(node)}) calls a method htam cannot evaluate")
+        if short in _ARGV_PARSERS:
+            raise Unknown(f"`{node_text(node)}` (line {line_of(node)}) depends on a command-line argument with "
+                          "no default")
+        if short in ("static_cast", "reinterpret_cast", "const_cast") and args:
+            return self.ev(args[0], scope)
+        if short == "dim3":
+            vals = [int(self.ev(a, scope)) for a in args]
+            return Dim3(*vals) if vals else Dim3(1)
+        if short in _MATH and args:
+            return _MATH[short](*[self.ev(a, scope) for a in args])
+        if short in ("ceil", "floor", "ceilf", "floorf") and args:
+            import math
+
+            return int(getattr(math, short.rstrip("f"))(self.ev(args[0], scope)))
+        if short in SIZEOF or short in ("int", "float", "double", "long", "unsigned", "size_t"):
+            return _cast(short, self.ev(args[0], scope)) if args else 0
+        macro = self.macros.get(short)
+        if macro is not None and macro.params is not None:
+            inner = Scope(parent=scope)
+            for p, a in zip(macro.params, args, strict=False):
+                inner.values[p] = self.ev(a, scope)
+            return self.ev(parse_expression(macro.value), inner)
+        if short in self.functions:
+            ret = self._constexpr_return(self.functions[short][0], args, scope)
+            if ret is not None:
+                return ret
+        raise Unknown(f"`{node_text(node)}` (line {line_of(node)}) calls {short}, which htam does not evaluate")
+
+    def _constexpr_return(self, fn: ts.Node, args: list[ts.Node], scope: Scope) -> Any:
+        """A helper ``int f(int a, int b) { return expr; }`` evaluated with its arguments, else ``None``."""
+        body = fn.child_by_field_name("body")
+        stmts = [s for s in (body.named_children if body is not None else []) if s.type != "comment"]
+        if len(stmts) != 1 or stmts[0].type != "return_statement" or not stmts[0].named_children:
+            return None
+        inner = Scope(parent=self.globals)
+        for p, a in zip(param_names(fn), args, strict=False):
+            inner.values[p] = self.ev(a, scope)
+        return self.ev(stmts[0].named_children[0], inner)
+
+    # -- statements --------------------------------------------------------------------------------
+    def exec_declaration(self, decl: ts.Node, scope: Scope) -> None:
+        """Declare the variables of ``decl`` in ``scope`` with their values (``Unknown`` when not readable)."""
+        ty = decl.child_by_field_name("type")
+        type_text = node_text(ty) if ty is not None else ""
+        for d in decl.children_by_field_name("declarator"):
+            name_node, ptr, value = _declarator_parts(d)
+            if name_node is None:
+                continue
+            name = node_text(name_node)
+            elem = base_type(type_text)
+            vector = re.match(r"^(?:std::)?vector\s*<\s*(.+?)\s*>$", " ".join(type_text.split()))
+            try:
+                if vector is not None:
+                    scope.values[name] = self._vector(name, vector.group(1), d, value, scope)
+                elif d.type == "function_declarator":
+                    if decl.parent is None or decl.parent.type == "translation_unit" or elem != "dim3":
+                        continue  # a declaration of a function
+                    params = d.child_by_field_name("parameters")  # dim3 block(16, 16): the most vexing parse
+                    vals = [self.ev(parse_expression(node_text(q)), scope)
+                            for q in (params.named_children if params is not None else [])]
+                    scope.values[name] = Dim3(*[int(v) for v in vals]) if vals else Dim3(1)
+                elif ptr:
+                    scope.values[name] = self._pointer_init(name, elem, d, value, scope)
+                elif value is None:
+                    scope.values[name] = (Dim3(1) if elem == "dim3" else
+                                          Unknown(f"`{name}` (line {line_of(d)}) has no value before the launch"))
+                elif value.type == "argument_list":  # dim3 grid(a, b) or T x(v)
+                    vals = [self.ev(a, scope) for a in value.named_children]
+                    scope.values[name] = Dim3(*[int(v) for v in vals]) if elem == "dim3" else vals[0]
+                else:
+                    v = self.ev(value, scope)
+                    scope.values[name] = v if elem in ("dim3", "auto") or not isinstance(v, int | float) \
+                        else _cast(elem, v)
+            except Unknown as e:
+                scope.values[name] = e
+
+    def _vector(self, name: str, elem: str, d: ts.Node, value: ts.Node | None, scope: Scope) -> Any:
+        if d.type == "function_declarator":  # std::vector<float> h(n): C++'s most vexing parse
+            params = d.child_by_field_name("parameters")
+            exprs = [parse_expression(node_text(p)) for p in params.named_children] if params is not None else []
+        elif value is not None and value.type in ("argument_list", "initializer_list"):
+            exprs = list(value.named_children)
+        else:
+            exprs = []
+        buf = Buffer(name, elem, line_of(d), device=False)
+        if not exprs:
+            buf.why = f"std::vector `{name}` (line {line_of(d)}) has no size where it is declared"
+        else:
+            try:
+                buf.numel = int(self.ev(exprs[0], scope))
+            except Unknown as e:
+                buf.why = e.reason
+        return Ptr(buf)
+
+    def _pointer_init(self, name: str, elem: str, d: ts.Node, value: ts.Node | None, scope: Scope) -> Any:
+        if value is None:
+            return PtrVar(elem, line_of(d))
+        inner = value
+        while inner.type == "cast_expression":
+            inner = inner.child_by_field_name("value")
+        if inner.type == "new_expression":
+            nd = inner.child_by_field_name("declarator")
+            length = nd.child_by_field_name("length") if nd is not None else None
+            buf = Buffer(name, elem, line_of(d), device=False)
+            try:
+                buf.numel = int(self.ev(length, scope)) if length is not None else 1
+            except Unknown as e:
+                buf.why = e.reason
+            return Ptr(buf)
+        if inner.type == "call_expression" and node_text(inner.child_by_field_name("function")) in (
+                "malloc", "calloc", "std::malloc"):
+            buf = Buffer(name, elem, line_of(d), device=False)
+            args = inner.child_by_field_name("arguments").named_children
+            try:
+                total = 1
+                for a in args:
+                    total *= int(self.ev(a, scope))
+                buf.numel = total // SIZEOF.get(elem, 4)
+            except Unknown as e:
+                buf.why = e.reason
+            return Ptr(buf)
+        return self.ev(value, scope)
+
+    def exec_call_statement(self, call: ts.Node, scope: Scope) -> None:
+        """The CUDA runtime calls that shape buffers: ``cudaMalloc``, ``cudaMemcpy``, ``cudaMemset``
+        (also wrapped in an error-check macro such as ``CUDA_CHECK(cudaMalloc(&d, bytes))``)."""
+        fname = node_text(call.child_by_field_name("function") or call)
+        args_node = call.child_by_field_name("arguments")
+        args = [a for a in (args_node.named_children if args_node is not None else []) if a.type != "comment"]
+        if fname not in ("cudaMalloc", "cudaMallocManaged", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemset",
+                         "cudaMemsetAsync"):
+            for a in args:  # CHECK(cudaMalloc(...)) and similar wrappers
+                if a.type == "call_expression":
+                    self.exec_call_statement(a, scope)
+            return
+        if fname.startswith("cudaMalloc") and len(args) >= 2:
+            target = node_text(args[0])
+            var = re.sub(r"^\(.*?\)\s*", "", target).lstrip("&").strip("() ")
+            try:
+                decl = scope.get(var)
+            except KeyError:
+                decl = None
+            elem = decl.elem if isinstance(decl, PtrVar) else (decl.buffer.elem if isinstance(decl, Ptr) else "float")
+            buf = Buffer(var, elem, line_of(call), device=True)
+            try:
+                nbytes = int(self.ev(args[1], scope))
+                buf.numel = nbytes // SIZEOF.get(base_type(elem), 4)
+            except Unknown as e:
+                buf.why = f"{fname} size `{node_text(args[1])}`: {e.reason}"
+            scope.set(var, Ptr(buf))
+            return
+        if fname.startswith("cudaMemcpy") and len(args) >= 4:
+            kind = node_text(args[3])
+            try:
+                dst = self.ev(args[0], scope)
+            except Unknown:
+                return
+            if isinstance(dst, Ptr) and dst.buffer.device and kind in ("cudaMemcpyHostToDevice", "cudaMemcpyDefault"):
+                dst.buffer.filled = "host"
+            return
+        if fname.startswith("cudaMemset") and len(args) >= 3:
+            try:
+                dst = self.ev(args[0], scope)
+                value = self.ev(args[1], scope)
+            except Unknown:
+                return
+            if isinstance(dst, Ptr):
+                dst.buffer.filled = "memset" if value == 0 else "host"
+
+    def exec_assignment(self, node: ts.Node, scope: Scope) -> None:
+        """``x = expr`` / ``x += expr`` on a variable (subscripts and fields are ignored)."""
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        op = node_text(node.child_by_field_name("operator")) if node.child_by_field_name("operator") else "="
+        if left is None or right is None or left.type != "identifier":
+            return
+        name = node_text(left)
+        try:
+            v = self.ev(right, scope)
+            if op != "=":
+                v = _BINOPS[op[:-1]](self.ev(left, scope), v)
+        except (Unknown, KeyError) as e:
+            v = e if isinstance(e, Unknown) else Unknown(f"`{node_text(node)}` (line {line_of(node)})")
+        scope.set(name, v)
+
+    def run_until(self, body: ts.Node, scope: Scope, stop: int) -> None:
+        """Run the statements of ``body`` that come before byte ``stop`` (a launch or a call), entering the
+        statements that contain it (loops once, ``if`` branches as their condition says).
+
+        Raises:
+            Unreached: ``stop`` lies under a condition that is false here.
+        """
+        for stmt in body.named_children:
+            if stmt.start_byte >= stop:
+                return
+            contains = stmt.end_byte > stop
+            self.exec_statement(stmt, scope, stop if contains else None)
+            if contains:
+                return
+
+    def exec_statement(self, stmt: ts.Node, scope: Scope, stop: int | None) -> None:
+        """One statement; ``stop`` is set when the launch lies inside it."""
+        t = stmt.type
+        if t == "declaration":
+            self.exec_declaration(stmt, scope)
+        elif t == "expression_statement":
+            for e in stmt.named_children:
+                self.exec_expression(e, scope)
+        elif t == "compound_statement":
+            if stop is not None:
+                self.run_until(stmt, scope, stop)
+            else:
+                for s in stmt.named_children:
+                    self.exec_statement(s, scope, None)
+        elif t == "if_statement":
+            self._exec_if(stmt, scope, stop)
+        elif t in ("for_statement", "while_statement", "do_statement", "for_range_loop"):
+            self._exec_loop(stmt, scope, stop)
+
+    def exec_expression(self, e: ts.Node, scope: Scope) -> None:
+        """An expression statement: an assignment or a runtime call (others do nothing here)."""
+        if e.type == "assignment_expression":
+            self.exec_assignment(e, scope)
+        elif e.type == "call_expression":
+            self.exec_call_statement(e, scope)
+        elif e.type == "comma_expression":
+            for c in e.named_children:
+                self.exec_expression(c, scope)
+
+    def _exec_if(self, stmt: ts.Node, scope: Scope, stop: int | None) -> None:
+        cond = stmt.child_by_field_name("condition")
+        cons = stmt.child_by_field_name("consequence")
+        alt = stmt.child_by_field_name("alternative")
+        if alt is not None and alt.type == "else_clause":
+            alt = alt.named_children[-1] if alt.named_children else None
+        try:
+            c: bool | None = bool(self.ev(cond.named_children[-1] if cond is not None and cond.named_children
+                                          else cond, scope))
+        except Unknown:
+            c = None
+        branches = [b for b in (cons, alt) if b is not None]
+        if stop is not None:
+            inside = cons if cons is not None and cons.start_byte <= stop < cons.end_byte else alt
+            if c is not None and (inside is cons) != c:
+                raise Unreached(f"line {line_of(stmt)}")
+            if inside is not None:
+                self.exec_statement(inside, scope, stop)
+            return
+        if c is None:
+            why = f"is assigned under `if {node_text(cond)}` (line {line_of(stmt)}), which htam cannot decide"
+            for b in branches:
+                for name in _assigned_names(b):
+                    scope.set(name, Unknown(f"`{name}` {why}"))
+            return
+        chosen = cons if c else alt
+        if chosen is not None:
+            self.exec_statement(chosen, scope, None)
+
+    def _exec_loop(self, stmt: ts.Node, scope: Scope, stop: int | None) -> None:
+        # the launch's own loop runs its first iteration in the enclosing scope, so the launch sees its locals
+        inner = scope if stop is not None else Scope(parent=scope)
+        init = stmt.child_by_field_name("initializer")
+        if init is not None:
+            if init.type == "declaration":
+                self.exec_declaration(init, inner)
+            else:
+                self.exec_expression(init, inner)
+        body = stmt.child_by_field_name("body")
+        if stop is not None:
+            if body is not None:
+                self.exec_statement(body, inner, stop)
+            return
+        for name in _assigned_names(body or stmt):
+            if name not in inner.values:
+                scope.set(name, Unknown(f"`{name}` changes in the loop at line {line_of(stmt)}"))
+        if body is not None:  # allocations and copies inside a loop happen too (once is enough)
+            for n in _walk(body):
+                if n.type == "call_expression" and node_text(n.child_by_field_name("function") or n).startswith(
+                        ("cudaMemcpy", "cudaMemset")):
+                    self.exec_call_statement(n, inner)
+
+
+def _false_if(node: ts.Node) -> bool:
+    """``#if 0`` / ``#if false`` (dead code, as the source layer reads it)."""
+    cond = node.child_by_field_name("condition")
+    text = node_text(cond).strip() if cond is not None else ""
+    return literal_value(text) == 0 or text == "false"
+
+
+def _number(text: str) -> int | float:
+    t = text.replace("'", "").rstrip("uUlL")
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+", t):
+        return int(t, 16)
+    if re.fullmatch(r"0[bB][01]+", t):
+        return int(t, 2)
+    if re.fullmatch(r"\d+", t):
+        return int(t, 8) if len(t) > 1 and t.startswith("0") else int(t)
+    return float(t.rstrip("fF"))
+
+
+def _cast(type_text: str, v: Any) -> Any:
+    t = base_type(type_text)
+    if isinstance(v, Ptr | Dim3):
+        return v
+    if t in ("float", "double", "half", "__half"):
+        return float(v)
+    if t in DTYPE_OF or t in ("int", "unsigned", "size_t", "long"):
+        return int(v)
+    return v
+
+
+def _declarator_parts(d: ts.Node) -> tuple[ts.Node | None, bool, ts.Node | None]:
+    """``(name node, is pointer, value node)`` of one declarator."""
+    value = None
+    if d.type == "init_declarator":
+        value = d.child_by_field_name("value")
+        d = d.child_by_field_name("declarator")
+    ptr = False
+    while d is not None and d.type in ("pointer_declarator", "reference_declarator", "array_declarator",
+                                       "function_declarator"):
+        if d.type == "pointer_declarator":
+            ptr = True
+        if d.type == "function_declarator":
+            return d.child_by_field_name("declarator"), ptr, value
+        d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
+    return (d if d is not None and d.type == "identifier" else None), ptr, value
+
+
+def _declared_names(decl: ts.Node) -> list[str]:
+    out = []
+    for d in decl.children_by_field_name("declarator"):
+        n, _, _ = _declarator_parts(d)
+        if n is not None:
+            out.append(node_text(n))
+    return out
+
+
+def _assigned_names(node: ts.Node) -> set[str]:
+    names: set[str] = set()
+    for n in _walk(node):
+        if n.type == "assignment_expression":
+            left = n.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                names.add(node_text(left))
+        elif n.type == "update_expression":
+            arg = n.child_by_field_name("argument")
+            if arg is not None and arg.type == "identifier":
+                names.add(node_text(arg))
+    return names
+
+
+def function_name(fn: ts.Node) -> str | None:
+    """The unqualified name of a ``function_definition`` (``None`` for an operator or a lambda)."""
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
+        d = d.child_by_field_name("declarator")
+    if d is None or d.type != "function_declarator":
+        return None
+    name = d.child_by_field_name("declarator")
+    return node_text(name).split("::")[-1] if name is not None else None
+
+
+def param_declarations(fn: ts.Node) -> list[ts.Node]:
+    """The ``parameter_declaration`` nodes of a ``function_definition``."""
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
+        d = d.child_by_field_name("declarator")
+    params = d.child_by_field_name("parameters") if d is not None else None
+    return [p for p in (params.named_children if params is not None else [])
+            if p.type in ("parameter_declaration", "optional_parameter_declaration")]
+
+
+def param_names(fn: ts.Node) -> list[str]:
+    """Parameter names of a ``function_definition`` in order (``""`` for an unnamed one)."""
+    out = []
+    for p in param_declarations(fn):
+        d = p.child_by_field_name("declarator")
+        n, _, _ = _declarator_parts(d) if d is not None else (None, False, None)
+        out.append(node_text(n) if n is not None else "")
+    return out
+

@@ -1,0 +1,461 @@
+"""Infer a harness from a ``.cu`` program's ``main()``: the launch it makes, on the buffers it allocates.
+
+The developer's file already says how the kernel is called: ``main()`` (or a host function it calls)
+allocates buffers with ``cudaMalloc``, copies data in, and launches ``k<<<grid, block>>>(args)``. This module
+reads that with :class:`htam_core.harness.cu_eval.Program` (the program as run with no arguments) and builds
+a harness of kind ``"inferred"``:
+
+* **direct launch** (``grid``/``block``/``args``) when the launch is in ``main()`` or in a host function that
+  also allocates, copies or loops (a timing helper): the grid and block are the values they have at the launch;
+* **host launcher** (``launcher = "run_sgemm"``) when ``main()`` calls a plain host function that only launches
+  (``void f(device pointers, sizes[, stream])``): the launch configuration then stays in the code that the
+  transforms edit. C++ names (no ``extern "C"``, namespaces, templates) are called through a generated shim
+  (:mod:`htam_core.harness.cu_launcher`).
+
+Buffers get random inputs (float: normal; integer: uniform in ``[0, smallest buffer length)`` so they are
+valid indices); a buffer the kernel writes (the source model's write set, :attr:`Param.written`) is an output:
+in-out when ``main()`` filled it before the launch (``cudaMemcpy`` from the host: random data;
+``cudaMemset(.., 0, ..)``: zeros), write-only (poisoned) otherwise. There is no reference: the **starting
+kernel is the oracle** (:attr:`Harness.oracle_path`, :mod:`htam_core.harness.oracle`).
+
+Every failure is a :class:`HarnessError` that names what is missing with file and line, e.g. "cannot size
+`d_out` (line 42): cudaMalloc size `bytes` depends on a command-line argument with no default".
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tree_sitter as ts
+
+from htam_core.harness.base import Harness, HarnessError, InputSpec
+from htam_core.harness.cu_eval import (
+    DTYPE_OF,
+    Buffer,
+    Dim3,
+    Program,
+    Ptr,
+    Scope,
+    Unknown,
+    Unreached,
+    base_type,
+    line_of,
+    param_declarations,
+    param_names,
+)
+from htam_core.source.analysis.launch import launch_calls
+from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.source.parsing import node_text
+
+_HOST_EFFECTS = re.compile(r"\b(cudaMalloc\w*|cudaMemcpy\w*|cudaFree|cudaEvent\w*|malloc|free|new|delete|"
+                           r"cudaDeviceSynchronize|cudaStreamSynchronize|printf)\b")
+_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+
+
+@dataclass
+class _Arg:
+    """One value passed to the kernel or launcher."""
+
+    name: str
+    type_text: str
+    pointer: bool
+    value: Any = None
+    error: str | None = None
+
+
+@dataclass
+class _Found:
+    """What one launch site gave."""
+
+    args: list[_Arg]
+    written: set[str]
+    grid: Dim3 | None = None
+    block: Dim3 | None = None
+    smem: int = 0
+    launcher: str | None = None
+    line: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _py_name(name: str, taken: set[str]) -> str:
+    n = re.sub(r"\W", "_", name) or "arg"
+    if keyword.iskeyword(n) or n in ("torch", "math", "cdiv", "triton", "F"):
+        n += "_"
+    base, k = n, 2
+    while n in taken:
+        n, k = f"{base}{k}", k + 1
+    taken.add(n)
+    return n
+
+
+def _launch_call(prog: Program, line: int, kernel: str) -> ts.Node | None:
+    """The ``call_expression`` with ``<<<...>>>`` of ``kernel`` starting on ``line`` (the one launch query)."""
+    root = prog.tree.root_node
+    for lc in launch_calls(root, root.text or b"", kernel):
+        if line_of(lc.call) == line:
+            return lc.call
+    return None
+
+
+def _calls_of(body: ts.Node, name: str) -> list[ts.Node]:
+    out: list[ts.Node] = []
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n.type == "call_expression":
+            fn = n.child_by_field_name("function")
+            if fn is not None and re.sub(r"<.*", "", node_text(fn)).split("::")[-1].strip() == name:
+                out.append(n)
+        stack.extend(n.children)
+    return sorted(out, key=lambda n: n.start_byte)
+
+
+def _args(call: ts.Node) -> list[ts.Node]:
+    a = call.child_by_field_name("arguments")
+    return [c for c in (a.named_children if a is not None else []) if c.type != "comment"]
+
+
+def _value(prog: Program, node: ts.Node, scope: Scope) -> tuple[Any, str | None]:
+    try:
+        return prog.ev(node, scope), None
+    except Unknown as e:
+        return None, e.reason
+
+
+def _dim(v: Any) -> Dim3:
+    if isinstance(v, Dim3):
+        return v
+    if isinstance(v, int | float):
+        return Dim3(int(v))
+    raise Unknown(f"{v!r} is not a launch dimension")
+
+
+def _kernel_params(kernel: Kernel) -> list[tuple[str, str, bool]]:
+    return [(p.name, p.type or "", p.is_pointer) for p in kernel.params]
+
+
+def _at_launch(prog: Program, launch: ts.Node, kernel: Kernel, scope: Scope, path: Path) -> _Found:
+    """Evaluate the launch's configuration and arguments in ``scope`` (the scope at the launch)."""
+    cfg = next(c for c in launch.children if c.type == "kernel_call_syntax")
+    exprs = [c for c in cfg.named_children if c.type != "comment"]
+    where = f"{path.name}:{line_of(launch)}"
+    found = _Found(args=[], written={p.name for p in kernel.params if p.written}, line=line_of(launch))
+    try:
+        found.grid = _dim(prog.ev(exprs[0], scope))
+        found.block = _dim(prog.ev(exprs[1], scope))
+        found.smem = int(prog.ev(exprs[2], scope)) if len(exprs) > 2 else 0
+    except (Unknown, IndexError) as e:
+        why = e.reason if isinstance(e, Unknown) else "the launch has fewer than two configuration values"
+        raise HarnessError(f"{where}: cannot read the launch configuration of {kernel.name}: {why}") from None
+    if len(exprs) > 3:
+        found.notes.append(f"the launch's stream `{node_text(exprs[3])}` is replaced by htam's stream")
+    args = _args(launch)
+    params = _kernel_params(kernel)
+    if len(args) != len(params):
+        raise HarnessError(f"{where}: {kernel.name} takes {len(params)} arguments but the launch passes {len(args)}")
+    for (name, ty, ptr), a in zip(params, args, strict=True):
+        v, err = _value(prog, a, scope)
+        found.args.append(_Arg(name, ty, ptr, v, None if err is None else f"argument `{node_text(a)}`: {err}"))
+    return found
+
+
+def _launcher_ok(fn: ts.Node, launch: ts.Node, kernel: Kernel, prog: Program) -> list[str] | None:
+    """The launcher's parameter names when host function ``fn`` is a plain launcher (it only launches:
+    no allocation, copy, timing or loop around the launch, and passes its own parameters straight to the
+    kernel's written pointers), else ``None``."""
+    ret = fn.child_by_field_name("type")
+    if ret is None or node_text(ret) != "void":
+        return None
+    body = fn.child_by_field_name("body")
+    if body is None or _HOST_EFFECTS.search(node_text(body)):
+        return None
+    cur = launch.parent
+    while cur is not None and cur != body:
+        if cur.type in _LOOPS or cur.type == "if_statement":
+            return None
+        cur = cur.parent
+    names = param_names(fn)
+    if any(not n for n in names):
+        return None
+    args = _args(launch)
+    for p, a in zip(kernel.params, args, strict=False):
+        if p.is_pointer and node_text(a) not in names:
+            return None
+    return names
+
+
+def _bind_call(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope) -> Scope:
+    inner = Scope(parent=prog.globals)
+    decls = param_declarations(fn)
+    args = _args(call)
+    for name, decl, i in zip(param_names(fn), decls, range(len(decls)), strict=True):
+        if i < len(args):
+            v, err = _value(prog, args[i], outer)
+            inner.values[name] = v if err is None else Unknown(err)
+        else:
+            default = decl.child_by_field_name("default_value")
+            v, err = _value(prog, default, inner) if default is not None else (None, "has no value")
+            inner.values[name] = v if err is None else Unknown(f"parameter `{name}` {err}")
+    return inner
+
+
+def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kernel, main: ts.Node,
+                       path: Path) -> _Found:
+    fname = node_text(fn.child_by_field_name("declarator").child_by_field_name("declarator")).split("::")[-1]
+    main_body = main.child_by_field_name("body")
+    calls = _calls_of(main_body, fname) if main_body is not None else []
+    if not calls:
+        raise HarnessError(f"{path.name}:{line_of(launch)}: {kernel.name} is launched in `{fname}`, which main() "
+                           "does not call directly; call it from main() or add a [kernel] table to htam.toml")
+    last: Exception | None = None
+    for call in calls:
+        outer = Scope(parent=prog.globals)
+        try:
+            prog.run_until(main_body, outer, call.start_byte)
+        except Unreached:
+            continue
+        names = _launcher_ok(fn, launch, kernel, prog)
+        if names is not None:
+            return _as_launcher(prog, fn, call, outer, kernel, launch, names)
+        inner = _bind_call(prog, fn, call, outer)
+        try:
+            prog.run_until(fn.child_by_field_name("body"), inner, launch.start_byte)
+        except Unreached as e:
+            last = e
+            continue
+        found = _at_launch(prog, launch, kernel, inner, path)
+        found.notes.append(f"launch in `{fname}` (line {line_of(launch)}), called from main() at line "
+                           f"{line_of(call)}")
+        return found
+    raise HarnessError(f"{path.name}:{line_of(launch)}: no call of `{fname}` in main() reaches the launch of "
+                       f"{kernel.name} ({last or 'every call takes another branch'})")
+
+
+def _as_launcher(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope, kernel: Kernel, launch: ts.Node,
+                 names: list[str]) -> _Found:
+    decls = param_declarations(fn)
+    args = _args(call)
+    launch_args = [node_text(a) for a in _args(launch)]
+    written = {launch_args[i] for i, p in enumerate(kernel.params) if p.written and i < len(launch_args)}
+    found = _Found(args=[], written=written, line=line_of(launch),
+                   launcher=" ".join(node_text(call.child_by_field_name("function")).split()))
+    for i, (name, decl) in enumerate(zip(names, decls, strict=True)):
+        ty = node_text(decl.child_by_field_name("type") or decl)
+        if "cudaStream_t" in ty:
+            continue  # the shim passes the default stream
+        if i >= len(args):
+            break  # a defaulted parameter: the launcher's default is used
+        ptr = "*" in node_text(decl)
+        v, err = _value(prog, args[i], outer)
+        found.args.append(_Arg(name, node_text(decl).rsplit(name, 1)[0] if ptr else ty, ptr, v,
+                               None if err is None else f"argument `{node_text(args[i])}`: {err}"))
+    found.notes.append(f"host launcher `{found.launcher}` (line {line_of(fn)}), called from main() at line "
+                       f"{line_of(call)}")
+    return found
+
+
+def _elem_dtype(buf: Buffer, type_text: str) -> str | None:
+    return DTYPE_OF.get(base_type(buf.elem)) or DTYPE_OF.get(base_type(type_text))
+
+
+def _build(found: _Found, kernel: Kernel, path: Path) -> Harness:
+    """Turn the evaluated arguments into a harness (inputs, outputs, sizes)."""
+    where = path.name
+    taken: set[str] = set()
+    inputs: list[InputSpec] = []
+    outputs: list[str] = []
+    sizes: dict[str, int | float] = {}
+    seen: dict[int, str] = {}
+    buffers = [a.value.buffer for a in found.args if isinstance(a.value, Ptr) and a.value.buffer.numel]
+    int_high = max(1, min((b.numel for b in buffers if b.numel), default=1))
+    for a in found.args:
+        if a.error is not None:
+            raise HarnessError(f"{where}:{found.line}: cannot infer {kernel.name}'s `{a.name}`: {a.error}")
+        name = _py_name(a.name, taken)
+        if a.pointer:
+            if not isinstance(a.value, Ptr):
+                raise HarnessError(f"{where}:{found.line}: `{a.name}` of {kernel.name} is a pointer, but the launch "
+                                   f"passes {a.value!r}")
+            buf = a.value.buffer
+            if buf.numel is None:
+                raise HarnessError(f"{where}: cannot size `{buf.var}` (line {buf.line}): {buf.why}")
+            if not buf.device:
+                raise HarnessError(f"{where}:{found.line}: `{a.name}` of {kernel.name} gets `{buf.var}`, host memory "
+                                   f"(line {buf.line}); the kernel needs a cudaMalloc'd buffer")
+            if a.value.offset:
+                raise HarnessError(f"{where}:{found.line}: `{a.name}` points inside `{buf.var}`; pass the start of a "
+                                   "buffer")
+            if id(buf) in seen:
+                raise HarnessError(f"{where}:{found.line}: `{seen[id(buf)]}` and `{a.name}` of {kernel.name} are the "
+                                   f"same buffer `{buf.var}`; a harness gives every argument its own buffer")
+            seen[id(buf)] = a.name
+            dtype = _elem_dtype(buf, a.type_text)
+            if dtype is None:
+                raise HarnessError(f"{where}: `{buf.var}` (line {buf.line}) holds `{buf.elem}`, an element type htam "
+                                   "cannot fill; add a [kernel] table to htam.toml")
+            written = a.name in found.written
+            if written:
+                init = {"host": "randn", "memset": "zeros"}.get(buf.filled or "", "empty")
+                if init == "randn" and not dtype.startswith(("float", "bfloat")):
+                    init = "randint"
+                outputs.append(name)
+            else:
+                init = "randn" if dtype.startswith(("float", "bfloat")) else "randint"
+            spec = InputSpec(name=name, dtype=dtype, shape=[buf.numel], init=init)
+            if init == "randint":
+                spec.low, spec.high = 0, int_high
+            inputs.append(spec)
+        else:
+            if not isinstance(a.value, int | float):
+                raise HarnessError(f"{where}:{found.line}: `{a.name}` of {kernel.name} gets {a.value!r}, not a number")
+            bt = base_type(a.type_text)
+            dtype = DTYPE_OF.get(bt) or ("float32" if isinstance(a.value, float) else "int32")
+            if dtype.startswith("float"):
+                inputs.append(InputSpec(name=name, dtype=dtype, shape=None, init=None, value=float(a.value)))
+            else:
+                sizes[name] = int(a.value)  # size symbols: the static profile reads trip counts from them
+                inputs.append(InputSpec(name=name, dtype=dtype, shape=None, init=None, value=name))
+    if not outputs:
+        raise HarnessError(f"{where}:{found.line}: {kernel.name} writes through none of its pointer arguments, so "
+                           "there is no output to compare")
+    h = Harness(kind="inferred", path=str(path), kernel=kernel.name, language="cuda",
+                source=f"inferred from main() of {path.name} (launch at line {found.line})",
+                inputs=inputs, sizes=[sizes], outputs=outputs, oracle_path=str(path), notes=list(found.notes))
+    if found.launcher is not None:
+        h.launcher = found.launcher
+    else:
+        assert found.grid is not None and found.block is not None
+        h.grid = repr(found.grid.as_tuple())
+        h.block = repr(found.block.as_tuple())
+        h.shared_bytes = found.smem
+        h.args = [i.name for i in inputs]
+        if kernel.attributes.get("template_params"):
+            h.notes.append("templated kernel: the instantiation compiled for main() is the one launched")
+    return h
+
+
+def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | None = None,
+                       text: str | None = None) -> Harness:
+    """Infer the harness of ``kernel_name`` from the ``main()`` of the ``.cu`` file ``path``.
+
+    Args:
+        path: the ``.cu`` file.
+        kernel_name: the kernel.
+        model: the file's source model (parsed here when ``None``).
+        text: the file's text (read when ``None``).
+
+    Returns:
+        A harness of kind ``"inferred"``, language ``"cuda"``, with no reference and
+        :attr:`Harness.oracle_path` = ``path``: candidates are checked against the starting kernel.
+
+    Raises:
+        HarnessError: no ``main()``, the kernel is not launched from it, or some size, argument or type
+            cannot be read; the message names what is missing with the file and line (``missing=True``:
+            callers may fall back to an unchecked run).
+    """
+    from htam_core.source.api import parse_text
+
+    p = Path(path)
+    text = text if text is not None else p.read_text(encoding="utf-8", errors="replace")
+    model = model or parse_text(text, "cuda", str(p))
+    try:
+        kernel = model.kernel(kernel_name)
+    except KeyError as e:
+        raise HarnessError(f"{p.name}: no kernel {kernel_name!r} ({e.args[0] if e.args else ''})", missing=True) \
+            from None
+    prog = Program(text)
+    mains = prog.functions.get("main")
+    if not mains:
+        raise HarnessError(f"{p.name} has no main(), so there is no launch to read", missing=True)
+    main = mains[0]
+    errors: list[str] = []
+    for site in kernel.launch_sites or []:
+        launch = _launch_call(prog, site.line, kernel.name)
+        if launch is None:
+            continue
+        fn = enclosing_function(launch)
+        try:
+            if fn is None:
+                raise HarnessError(f"{p.name}:{site.line}: the launch is outside any function")
+            if fn == main:
+                scope = Scope(parent=prog.globals)
+                try:
+                    prog.run_until(main.child_by_field_name("body"), scope, launch.start_byte)
+                except Unreached as e:
+                    raise HarnessError(f"{p.name}:{site.line}: main() does not reach this launch ({e})") from None
+                found = _at_launch(prog, launch, kernel, scope, p)
+            else:
+                found = _via_host_function(prog, fn, launch, kernel, main, p)
+            return _build(found, kernel, p)
+        except HarnessError as e:
+            errors.append(e.message)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,
+                RecursionError) as e:  # host code shaped in a way the evaluator does not follow
+            errors.append(f"{p.name}:{site.line}: the launch of {kernel.name} could not be read "
+                          f"({type(e).__name__}: {e}); add a [kernel.{kernel.name}] table to htam.toml")
+    if not errors:
+        raise HarnessError(f"{p.name}: {kernel.name} is never launched with <<<...>>> in this file, so main() says "
+                           "nothing about its inputs; add a [kernel] table to htam.toml", missing=True)
+    raise HarnessError(errors[0] if len(errors) == 1 else "; ".join(errors), missing=True)
+
+
+def inferred_summary(h: Harness) -> list[str]:
+    """Lines that show an inferred CUDA harness (``htam verify``, the hover): launch, inputs, outputs."""
+    lines = [h.source]
+    if h.launcher:
+        lines.append(f"launcher: {h.launcher}")
+    else:
+        lines.append(f"grid {h.grid}, block {h.block}" + (f", {h.shared_bytes} B shared" if h.shared_bytes else ""))
+    for i in h.inputs:
+        role = "output" if i.name in h.outputs else "input"
+        what = f"{i.dtype}[{', '.join(str(d) for d in i.shape)}] {i.init}" if i.shape is not None else \
+            f"{i.dtype} = {h.sizes[0].get(i.name, i.value) if h.sizes else i.value}"
+        lines.append(f"  {i.name}: {what} ({role})")
+    lines.extend(h.notes)
+    lines.append("oracle: the starting kernel")
+    return lines
+
+
+def _toml_value(v: Any) -> str:
+    import json
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    return json.dumps(str(v))  # a JSON string is a TOML basic string
+
+
+def harness_table(h: Harness) -> str:
+    """The inferred harness as a ``[kernel.<name>]`` table of ``htam.toml``, fully filled in, for the user to
+    adjust (the code action "Save the inferred harness to htam.toml"). With no ``reference`` key, candidates
+    stay checked against the starting kernel; add ``reference = "..."`` to check against a torch expression."""
+    lines = [f"# inferred from main() of {Path(h.path).name}; no reference: candidates are checked against the "
+             "starting kernel", f"[kernel.{h.kernel}]", "version = 1", f"file = {_toml_value(Path(h.path).name)}"]
+    if h.launcher:
+        lines.append(f"launcher = {_toml_value(h.launcher)}")
+    else:
+        lines += [f"grid = {_toml_value(h.grid)}", f"block = {_toml_value(h.block)}",
+                  f"args = [{', '.join(_toml_value(a) for a in h.args)}]"]
+        if h.shared_bytes:
+            lines.append(f"shared_bytes = {h.shared_bytes}")
+    lines.append("inputs = [")
+    for i in h.inputs:
+        parts = [f"name = {_toml_value(i.name)}", f"dtype = {_toml_value(i.dtype)}"]
+        if i.is_scalar:
+            parts.append(f"value = {_toml_value(i.value)}")
+        else:
+            parts += [f"shape = [{', '.join(_toml_value(d) for d in i.shape or [])}]", f"init = {_toml_value(i.init)}"]
+            if i.init == "randint":
+                parts += [f"low = {_toml_value(i.low)}", f"high = {_toml_value(i.high)}"]
+        lines.append("  { " + ", ".join(parts) + " },")
+    lines.append("]")
+    lines.append(f"outputs = [{', '.join(_toml_value(o) for o in h.outputs)}]")
+    sizes = h.sizes[0] if h.sizes else {}
+    lines.append("sizes = [{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in sizes.items()) + " }]")
+    return "\n".join(lines) + "\n"
