@@ -47,6 +47,7 @@ from htam_core.harness.cu_eval import (
     param_declarations,
     param_names,
 )
+from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import node_text
@@ -93,18 +94,11 @@ def _py_name(name: str, taken: set[str]) -> str:
 
 
 def _launch_call(prog: Program, line: int, kernel: str) -> ts.Node | None:
-    """The ``call_expression`` with ``<<<...>>>`` of ``kernel`` starting on ``line``."""
-    stack = [prog.tree.root_node]
-    while stack:
-        n = stack.pop()
-        if n.start_point[0] + 1 > line or n.end_point[0] + 1 < line:
-            continue
-        if n.type == "call_expression" and any(c.type == "kernel_call_syntax" for c in n.children) \
-                and line_of(n) == line:
-            fn = n.child_by_field_name("function")
-            if fn is not None and re.sub(r"<.*", "", node_text(fn)).split("::")[-1].strip() == kernel:
-                return n
-        stack.extend(n.children)
+    """The ``call_expression`` with ``<<<...>>>`` of ``kernel`` starting on ``line`` (the one launch query)."""
+    root = prog.tree.root_node
+    for lc in launch_calls(root, root.text or b"", kernel):
+        if line_of(lc.call) == line:
+            return lc.call
     return None
 
 

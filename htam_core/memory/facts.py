@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from htam_core.source.analysis.constants import evaluate_text
 from htam_core.source.model import Kernel, KernelFeatures
 from htam_core.types.profile import Profile
 
@@ -54,8 +55,9 @@ FACTS: dict[str, str] = {
     "that is not matmul_like and not only an unrolled items-per-thread loop, and that uses shared memory, "
     "math calls or 1D indices (a per-thread or per-block reduction)",
     "has_reuse": "matmul_like, shared memory already in use, or a looped reduction reading >= 2 values",
-    "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the kernel name mentions "
-    "'transpos' (unknown when the name is not known)",
+    "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
+    "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
+    "reverse; unknown without the kernel)",
     # kernel-level (None without a Kernel)
     "kernel_name": "the kernel's name",
     "pointer_params": "number of pointer parameters",
@@ -97,20 +99,32 @@ def normalize_language(language: str) -> str:
 
 
 def _literal_int(text: str | None) -> int | None:
-    """The integer value of a literal like ``256`` or ``dim3(16, 16)`` (product), else ``None``."""
+    """Threads of a constant block expression like ``256``, ``16 * 16`` or ``dim3(16, 16)`` (product), else
+    ``None`` (names are not looked up: the launch site's resolved config has them substituted already)."""
     if not text:
         return None
-    t = text.strip()
-    if t.isdigit():
-        return int(t)
-    m = re.fullmatch(r"dim3\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?\)", t)
-    if m:
-        product = 1
-        for g in m.groups():
-            if g:
-                product *= int(g)
-        return product
-    return None
+    v = evaluate_text(text, lambda _node: None)
+    return v if isinstance(v, int) and v > 0 else None
+
+
+def _swaps_fast_dimension(kernel: Kernel) -> bool | None:
+    """Whether the kernel's one global read and one global write are contiguous along different thread dimensions
+    (``out[x * rows + y] = in[y * cols + x]``), from the affine index facts; ``None`` when not analyzable."""
+    from htam_core.source.analysis import analyze
+    from htam_core.source.api import parse_text
+
+    model = parse_text(kernel.text, "cuda")
+    mine = [k for k in model.kernels if k.name == kernel.name]
+    if not mine:
+        return None
+    f = analyze(model, mine[0])
+    reads = [a for a in f.global_accesses() if a.kind == "read"]
+    writes = [a for a in f.global_accesses() if a.kind == "write"]
+    if len(reads) != 1 or len(writes) != 1:
+        return None
+    r, w = reads[0], writes[0]
+    fast = {a: next((d for d in ("x", "y") if a.stride(f"threadIdx.{d}") == 1), None) for a in (r, w)}
+    return fast[r] is not None and fast[w] is not None and fast[r] != fast[w]
 
 
 def _kernel_facts(kernel: Kernel | None, language: str) -> dict[str, Any]:
@@ -228,13 +242,12 @@ def compute_facts(
     facts.update(_kernel_facts(kernel, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)
                             and not has_loop)
-    name = facts["kernel_name"]
     if not structural_transpose:
         facts["transpose_like"] = False
-    elif name is None:
+    elif kernel is None:
         facts["transpose_like"] = None
     else:
-        facts["transpose_like"] = "transpos" in name.lower()
+        facts["transpose_like"] = _swaps_fast_dimension(kernel)
     facts.update(_profile_facts(profile))
     missing = set(FACTS) - set(facts)
     assert not missing, f"facts not computed: {missing}"

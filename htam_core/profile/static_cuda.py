@@ -46,20 +46,6 @@ if TYPE_CHECKING:
 NVCC_TIMEOUT_S = 180.0
 
 
-@lru_cache(maxsize=1)
-def _cuda_parser_language() -> Any:
-    # imported lazily: the ptxas parser below is also used in Triton AOT workers, which need no tree-sitter
-    import tree_sitter_cuda
-    from tree_sitter import Language
-
-    return Language(tree_sitter_cuda.language())
-
-
-def _parser() -> Any:
-    from tree_sitter import Parser
-
-    return Parser(_cuda_parser_language())
-
 # -- ptxas -v --------------------------------------------------------------------------------------
 _RE_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
 _RE_PROPS = re.compile(r"Function properties for (\S+)")
@@ -388,9 +374,15 @@ def _standin_include_dir() -> str:
     return str(d)
 
 
-def _parse(text: str) -> tuple[bytes, Node]:
+@lru_cache(maxsize=16)
+def _parse(text: str, dim3_braces: bool = False) -> tuple[bytes, Node]:
+    """Parse CUDA ``text``; ``dim3_braces`` reads ``dim3 g(a, b)`` as a construction (for constants, see
+    :func:`htam_core.source.analysis.syntax.parse_cuda`), else the plain tree (for blanking host code)."""
+    # imported lazily: the ptxas parser above is also used in Triton AOT workers, which need no tree-sitter
+    from htam_core.source.analysis.syntax import parse, parse_cuda
+
     data = text.encode("utf-8")
-    return data, _parser().parse(data).root_node
+    return data, (parse_cuda(data) if dim3_braces else parse(data, "cuda")).root_node
 
 
 def _is_device_function(fn: Node) -> bool:
@@ -457,182 +449,49 @@ def strip_host_code(source: str) -> str:
 
 
 # -- constant expressions (block size, dynamic shared memory) ---------------------------------------
-_SIZEOF = {"char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "short": 2, "unsigned short": 2,
-           "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4, "unsigned": 4, "unsigned int": 4,
-           "float": 4, "int32_t": 4, "uint32_t": 4, "long": 8, "long long": 8, "unsigned long": 8,
-           "size_t": 8, "int64_t": 8, "uint64_t": 8, "double": 8, "float2": 8, "float4": 16, "int4": 16,
-           "double2": 16, "half2": 4, "__half2": 4}
-
-
-class _ConstEnv:
-    """Integer constants visible at one point of a CUDA unit: object-like ``#define``s anywhere,
-    declarations at file/namespace scope, and declarations in the enclosing function before the
-    point (the last one before it wins)."""
-
-    def __init__(self, data: bytes, root: Node, at_byte: int | None) -> None:
-        self.data = data
-        self.defines: dict[str, Node] = {}
-        self.decls: dict[str, Node] = {}
-        self._collect(root, at_byte)
-
-    def text(self, n: Node) -> str:
-        return self.data[n.start_byte:n.end_byte].decode("utf-8", "replace")
-
-    def _collect(self, node: Node, at_byte: int | None) -> None:
-        for c in node.children:
-            if c.type == "preproc_def":
-                name, value = c.child_by_field_name("name"), c.child_by_field_name("value")
-                if name is not None and value is not None:
-                    self.defines[self.text(name)] = value
-            elif c.type == "declaration":
-                self._add_decl(c)
-            elif c.type in ("namespace_definition", "declaration_list", "linkage_specification",
-                            "preproc_if", "preproc_ifdef", "preproc_else"):
-                self._collect(c, at_byte)
-            elif c.type in ("function_definition", "template_declaration") and at_byte is not None \
-                    and c.start_byte <= at_byte < c.end_byte:
-                self._collect_body(c, at_byte)
-
-    def _collect_body(self, node: Node, at_byte: int) -> None:
-        for c in node.children:
-            if c.start_byte >= at_byte:
-                break
-            if c.type == "declaration":
-                self._add_decl(c)
-            elif c.end_byte > at_byte:  # only blocks that contain the point are in scope
-                self._collect_body(c, at_byte)
-
-    def _add_decl(self, decl: Node) -> None:
-        for d in decl.children_by_field_name("declarator"):
-            if d.type == "function_declarator":
-                # ``dim3 block(kBlock);`` parses as a function declaration (the "most vexing parse");
-                # when every "parameter" is a bare name, read it as a constructor call.
-                name, params = d.child_by_field_name("declarator"), d.child_by_field_name("parameters")
-                if name is not None and name.type == "identifier" and params is not None and all(
-                        p.type == "parameter_declaration" and p.child_by_field_name("declarator") is None
-                        for p in params.named_children):
-                    self.decls[self.text(name)] = params
-            elif d.type == "init_declarator":
-                name, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
-                if name is not None and name.type == "identifier" and value is not None:
-                    self.decls[self.text(name)] = value
-
-    def eval(self, node: Node, depth: int = 0) -> int | None:  # noqa: C901 - one case per node type
-        """Value of an integer constant expression, or ``None`` when it is not constant here."""
-        if depth > 30:
-            return None
-        t = node.type
-        if t == "number_literal":
-            s = self.text(node).lower().rstrip("ul")
-            try:
-                return int(s, 0)
-            except ValueError:
-                return None
-        if t in ("parenthesized_expression", "preproc_arg", "expression_statement"):
-            inner = [c for c in node.named_children if c.type != "comment"]
-            if t == "preproc_arg":
-                return self.eval_text(self.text(node), depth + 1)
-            return self.eval(inner[0], depth + 1) if len(inner) == 1 else None
-        if t == "identifier":
-            name = self.text(node)
-            if name in self.decls:
-                return self.eval(self.decls[name], depth + 1)
-            if name in self.defines:
-                return self.eval(self.defines[name], depth + 1)
-            return None
-        if t == "binary_expression":
-            a = self.eval(node.child_by_field_name("left"), depth + 1)
-            b = self.eval(node.child_by_field_name("right"), depth + 1)
-            op = node.child_by_field_name("operator")
-            if a is None or b is None or op is None:
-                return None
-            o = self.text(op)
-            try:
-                return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-                        "/": lambda: int(a / b), "%": lambda: a % b, "<<": lambda: a << b,
-                        ">>": lambda: a >> b}[o]()
-            except (KeyError, ZeroDivisionError):
-                return None
-        if t == "unary_expression":
-            v = self.eval(node.child_by_field_name("argument"), depth + 1)
-            op = node.child_by_field_name("operator")
-            return -v if v is not None and op is not None and self.text(op) == "-" else (
-                v if op is not None and self.text(op) == "+" else None)
-        if t == "sizeof_expression":
-            ty = node.child_by_field_name("type")
-            return _SIZEOF.get(" ".join(self.text(ty).split())) if ty is not None else None
-        if t in ("cast_expression",):
-            v = node.child_by_field_name("value")
-            return self.eval(v, depth + 1) if v is not None else None
-        if t in ("call_expression",):
-            fn = node.child_by_field_name("function")
-            args = node.child_by_field_name("arguments")
-            if fn is not None and self.text(fn) == "dim3" and args is not None:
-                return self._product(args.named_children, depth)
-            return None
-        if t in ("argument_list", "initializer_list"):  # dim3 block(16, 16) / dim3 block{16, 16}
-            return self._product(node.named_children, depth)
-        if t == "parameter_list":  # dim3 block(kBlock), see _add_decl
-            types = [c.child_by_field_name("type") for c in node.named_children]
-            return self._product([ty for ty in types if ty is not None], depth) if all(types) else None
-        if t == "type_identifier":
-            return self.eval_text(self.text(node), depth + 1)
-        return None
-
-    def _product(self, items: list[Node], depth: int) -> int | None:
-        vals = [self.eval(c, depth + 1) for c in items if c.type != "comment"]
-        if not vals or any(v is None for v in vals):
-            return None
-        out = 1
-        for v in vals:
-            out *= v  # type: ignore[operator]
-        return out
-
-    def eval_text(self, expr: str, depth: int = 0) -> int | None:
-        """Evaluate an expression given as text, with this environment's constants."""
-        data = f"int __htam_v = ({expr});".encode()
-        root = _parser().parse(data).root_node
-        sub = _ConstEnv.__new__(_ConstEnv)
-        sub.data, sub.defines, sub.decls = data, {}, {}
-        decl = root.named_children[0] if root.named_children else None
-        if decl is None or decl.type != "declaration" or root.has_error:
-            return None
-        init = next((d for d in decl.children_by_field_name("declarator") if d.type == "init_declarator"), None)
-        value = init.child_by_field_name("value") if init is not None else None
-        if value is None:
-            return None
-        # evaluate the parsed expression, looking names up in self
-        return _Bridge(sub, self).eval(value, depth)
-
-
-class _Bridge(_ConstEnv):
-    """Evaluates a node of a small parsed expression, resolving identifiers in another environment."""
-
-    def __init__(self, local: _ConstEnv, outer: _ConstEnv) -> None:
-        self.data, self.defines, self.decls = local.data, {}, {}
-        self.outer = outer
-
-    def eval(self, node: Node, depth: int = 0) -> int | None:
-        if node.type == "identifier":
-            name = self.text(node)
-            if name in self.outer.decls:
-                return self.outer.eval(self.outer.decls[name], depth + 1)
-            if name in self.outer.defines:
-                return self.outer.eval(self.outer.defines[name], depth + 1)
-            return None
-        return super().eval(node, depth)
-
-
 def eval_const_expr(source: str, expr: str, at_byte: int | None = None) -> int | None:
     """Evaluate the C/C++ integer expression ``expr`` as seen at byte ``at_byte`` of ``source``.
 
-    Handles literals, ``+ - * / % << >>``, parentheses, casts, ``sizeof(<basic type>)``,
-    ``dim3(x, y, z)`` (product), object-like ``#define``s, and initialized declarations at file or
-    namespace scope or earlier in the enclosing function (``const int``, ``constexpr``,
-    ``dim3 block(16, 16)``). Returns ``None`` when any part is not a compile-time constant here.
+    The evaluator is :class:`htam_core.source.analysis.constants.ConstEnv` (``#define``s, file and
+    namespace constants, declarations in the enclosing function, ``sizeof``, ``dim3`` products).
+    Returns ``None`` when any part is not a compile-time integer here.
     """
-    data, root = _parse(source)
-    return _ConstEnv(data, root, at_byte).eval_text(expr)
+    from htam_core.source.analysis.constants import ConstEnv
+
+    data, root = _parse(source, dim3_braces=True)
+    v = ConstEnv(data, root).value_of_text(expr, at_byte)
+    return v if isinstance(v, int) else None
+
+
+def _site_value(source: str, kernel: Any, site: Any, offset: int, key: str) -> int | None:
+    """Value of launch-config ``key`` (``"block"``: threads per block, ``"smem"``) at ``site``, or ``None``."""
+    from htam_core.source.analysis.constants import ConstEnv
+    from htam_core.source.analysis.launch import dims_of, launch_calls
+
+    data, root = _parse(source, dim3_braces=True)
+    env = ConstEnv(data, root)
+    at = site.span.start - offset if site.span is not None else None
+    if at is not None and not 0 <= at < len(data):
+        at = None
+    pos = {"block": 1, "smem": 2}[key]
+    for lc in launch_calls(root, data, getattr(kernel, "name", None)):
+        if at is None or not lc.call.start_byte <= at < lc.call.end_byte:
+            continue
+        if len(lc.config) <= pos:
+            return 0 if key == "smem" else None
+        if key == "smem":
+            c = env.const(lc.config[pos], lc.host)
+            return c.value if c is not None else None
+        total = 1
+        for d in dims_of(env, lc.config[pos], lc.host):
+            c = env.const(d, lc.host)
+            if c is None:
+                return None
+            total *= c.value
+        return total
+    expr = (site.config or {}).get(key) or ("0" if key == "smem" else None)
+    v = env.value_of_text(expr, at) if expr else None
+    return v if isinstance(v, int) else None
 
 
 def resolve_block_size(source: str, kernel: Any, offset: int = 0) -> tuple[int | None, str, list[str]]:
@@ -646,19 +505,16 @@ def resolve_block_size(source: str, kernel: Any, offset: int = 0) -> tuple[int |
 
     Returns:
         ``(block_size or None, where it came from, warnings)``. Sources, in order: the first launch
-        site whose block expression is constant, then ``__launch_bounds__``'s first argument.
+        site whose block is constant (``dim3`` components followed through variables), then
+        ``__launch_bounds__``'s first argument.
     """
-    data, root = _parse(source)
     warnings: list[str] = []
     seen: list[tuple[int, str]] = []
     for site in getattr(kernel, "launch_sites", []) or []:
         expr = (site.config or {}).get("block")
         if not expr:
             continue
-        at = site.span.start - offset if site.span is not None else None
-        if at is not None and not 0 <= at < len(data):
-            at = None
-        val = _ConstEnv(data, root, at).eval_text(expr)
+        val = _site_value(source, kernel, site, offset, "block")
         if val is not None and val > 0:
             seen.append((val, f"launch site line {site.line}: block {expr} = {val}"))
     if seen:
@@ -670,7 +526,7 @@ def resolve_block_size(source: str, kernel: Any, offset: int = 0) -> tuple[int |
     if lb:
         first = _first_arg(str(lb))
         at = kernel.span.start - offset if getattr(kernel, "span", None) is not None else None
-        val = _ConstEnv(data, root, at).eval_text(first) if first else None
+        val = eval_const_expr(source, first, at) if first else None
         if val:
             return val, f"__launch_bounds__({first}) = {val}", warnings
     warnings.append("block size unknown: no launch site with a constant block expression and no constant "
@@ -698,13 +554,8 @@ def _first_arg(launch_bounds: str) -> str:
 def resolve_dynamic_smem(source: str, kernel: Any, offset: int = 0) -> int | None:
     """Dynamic shared memory bytes of the first launch site whose ``smem`` expression is constant
     (``0`` when omitted), or ``None``."""
-    data, root = _parse(source)
     for site in getattr(kernel, "launch_sites", []) or []:
-        expr = (site.config or {}).get("smem", "0") or "0"
-        at = site.span.start - offset if site.span is not None else None
-        if at is not None and not 0 <= at < len(data):
-            at = None
-        val = _ConstEnv(data, root, at).eval_text(expr)
+        val = _site_value(source, kernel, site, offset, "smem")
         if val is not None:
             return val
     return None

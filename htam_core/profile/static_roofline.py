@@ -33,7 +33,6 @@ from htam_core.harness.base import HarnessError
 from htam_core.harness.find import find_harness
 from htam_core.profile.static_cuda import eval_const_expr
 from htam_core.profile.static_triton import python_constants
-from htam_core.source.features import trip_count
 
 __all__ = ["estimate_work", "harness_sizes"]
 
@@ -42,7 +41,6 @@ TRITON_ELEM_BYTES = 4
 #: Bytes per element when a CUDA pointee type is not a known scalar or vector type.
 DEFAULT_ELEM_BYTES = 4
 _TILE_NAME = re.compile(r"^(?:BLOCK|TILE|B)_?(?:SIZE_)?([MNK])$", re.IGNORECASE)
-_IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
 def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict[str, int | float]:
@@ -162,44 +160,34 @@ class _Env:
                 self._set(p.name, sizes.get(expr.strip()), "harness sizes")
             self._set(p.name, sizes.get(p.name), "harness sizes")
 
-    def value(self, expr: str, at_file_byte: int | None) -> tuple[float | None, list[str]]:
-        """Value of a loop-header expression and the names that were missing."""
-        if self.kernel.language == "triton":
-            return _py_value(expr, self.values)
-        src = self.cuda_source or ""
-        known = {n: v for n, v in self.values.items() if isinstance(v, int)}
-        text = _IDENT.sub(lambda m: str(known[m.group(0)]) if m.group(0) in known else m.group(0), expr)
-        at = at_file_byte - self.offset if at_file_byte is not None else None
-        v = eval_const_expr(src, text, at if at is not None and 0 <= at < len(src.encode()) else None)
-        if v is not None:
-            return v, []
-        return None, [n for n in _IDENT.findall(text) if n not in ("sizeof", "int", "float", "unsigned")]
 
+def _loop_trips(model: Any, kernel: Any, env: _Env) -> tuple[list[dict[str, Any]], list[str]]:
+    """Trip count of each loop: the symbolic count of the kernel's facts (``ceil((N - 0) / BLOCK)``) with the
+    launch-site, constexpr and harness values substituted."""
+    import sympy
 
-def _loop_trips(kernel: Any, env: _Env) -> tuple[list[dict[str, Any]], list[str]]:
+    from htam_core.source.analysis import analyze, sym
+
+    by_line = {lp.line: lp for lp in analyze(model, kernel).loops}
     loops, unknown = [], []
     for lp in kernel.features.loops:
         info: dict[str, Any] = {"line": lp.line, "trip_count": lp.trip_count, "source": "constant"}
+        fact = by_line.get(lp.line)
         if lp.trip_count is None:
-            b = lp.bounds
             info["source"] = None
-            if b:
-                at = lp.span.start if lp.span is not None else None
-                vals, missing = [], []
-                for key in ("start", "stop", "step"):
-                    v, m = env.value(b[key], at)
-                    vals.append(v)
-                    missing += m
-                if all(v is not None for v in vals):
-                    info["trip_count"] = trip_count(vals[0], b["op"], vals[1], b["step_op"], vals[2])
-                    srcs = sorted({env.sources.get(n, "constant") for n in _IDENT.findall(
-                        " ".join(b[k] for k in ("start", "stop", "step"))) if n in env.values})
-                    info["source"] = ", ".join(srcs) or "constant"
-                if info["trip_count"] is None:
-                    names = ", ".join(dict.fromkeys(missing)) or "its bounds"
-                    what = "a runtime argument" if missing else "not a counted loop"
-                    unknown.append(f"trip count of the loop at line {lp.line} ({names}: {what} with no "
-                                   f"constant launch-site or harness value)")
+            if fact is not None and fact.trip_count is not None:
+                names = sorted(s.name for s in fact.trip_count.free_symbols)
+                missing = [n for n in names if n not in env.values]
+                value = fact.trip_count.subs({sym(n): env.values[n] for n in names if n in env.values})
+                if not missing and value.is_number and value.is_finite:
+                    info["trip_count"] = max(0, int(sympy.ceiling(value)))
+                    info["source"] = ", ".join(sorted({env.sources.get(n, "constant") for n in names})) or "constant"
+                else:
+                    unknown.append(f"trip count of the loop at line {lp.line} ({', '.join(missing) or 'its bounds'}: "
+                                   "a runtime argument with no constant launch-site or harness value)")
+            elif fact is not None and fact.bound is not None:
+                unknown.append(f"trip count of the loop at line {lp.line} (its bounds: not a counted loop with no "
+                               "constant launch-site or harness value)")
             else:
                 unknown.append(f"trip count of the {lp.kind} loop at line {lp.line} (not a counted loop)")
         loops.append(info)
@@ -227,7 +215,7 @@ def estimate_work(model: Any, kernel: Any, *, constexprs: Mapping[str, Any] | No
     if not any(w.kind in ("load", "store") for w in f.work):
         return None
     env = _Env(model, kernel, constexprs or {}, sizes or {})
-    loops, unknown = _loop_trips(kernel, env)
+    loops, unknown = _loop_trips(model, kernel, env)
     assumptions: list[str] = ["bytes issued by the threads; caches not modelled (an L1-level intensity)"]
     triton = kernel.language == "triton"
     unit = "per program" if triton else "per thread"

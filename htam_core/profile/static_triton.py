@@ -16,79 +16,28 @@ Signature rules (documented assumptions, recorded in the profile's ``extra["sign
 
 from __future__ import annotations
 
-import ast
 import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import tree_sitter_python
-from tree_sitter import Language, Node, Parser
-
 from htam_core.runtime.cache import CompileCache, content_key, package_version
 from htam_core.runtime.worker import run_in_worker
+from htam_core.source.analysis.constants import python_constants
+from htam_core.source.analysis.constants import python_literal as _literal
 from htam_core.types.errors import ProfileError
 
 #: Scalar parameter names read as ``fp32`` (epsilons, scales, learning rates ...).
 FLOAT_SCALAR_NAMES = frozenset({"eps", "epsilon", "alpha", "beta", "gamma", "scale", "sm_scale", "temperature",
                                 "lr", "momentum", "weight_decay", "p", "dropout_p", "negative_slope", "theta"})
 
-_PY_LANG = Language(tree_sitter_python.language())
-
 #: Wall-clock limit of one AOT compile in the worker, seconds (cold worker: import torch + triton).
 AOT_TIMEOUT_S = 180.0
 
 
-def _literal(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        v = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    return v if isinstance(v, bool | int | float) else None
-
-
 def _is_float_literal(text: str | None) -> bool:
     return isinstance(_literal(text), float)
-
-
-def python_constants(text: str, at_byte: int | None) -> dict[str, Any]:
-    """Names bound to a literal (``BLOCK_SIZE = 64``) visible at byte ``at_byte`` of Python ``text``.
-
-    Module-level assignments, then assignments earlier in the enclosing function(s) (the last
-    one before ``at_byte`` wins). Right-hand sides are read with :func:`ast.literal_eval` (never
-    executed); anything else is left out. Parsed with tree-sitter-python.
-    """
-    data = text.encode("utf-8")
-    root = Parser(_PY_LANG).parse(data).root_node
-    out: dict[str, Any] = {}
-
-    def grab(block: Node, stop: int | None) -> None:
-        for st in block.named_children:
-            if stop is not None and st.start_byte >= stop:
-                break
-            node = st.named_children[0] if st.type == "expression_statement" and st.named_children else st
-            if node.type == "assignment":
-                left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-                if left is not None and left.type == "identifier" and right is not None:
-                    v = _literal(data[right.start_byte:right.end_byte].decode("utf-8", "replace"))
-                    name = data[left.start_byte:left.end_byte].decode()
-                    if v is not None:
-                        out[name] = v
-                    else:
-                        out.pop(name, None)
-            elif stop is not None and st.start_byte <= stop < st.end_byte:
-                body = st.child_by_field_name("body") or st.child_by_field_name("consequence")
-                if st.type in ("function_definition", "decorated_definition"):
-                    fn = st if st.type == "function_definition" else st.child_by_field_name("definition")
-                    body = fn.child_by_field_name("body") if fn is not None else None
-                if body is not None:
-                    grab(body, stop)
-
-    grab(root, at_byte if at_byte is not None else None)
-    return out
 
 
 def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,

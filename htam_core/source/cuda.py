@@ -25,6 +25,7 @@ import tree_sitter as ts
 
 from htam_core.source import cache as kcache
 from htam_core.source import features as feat
+from htam_core.source.analysis.launch import LAUNCH_QUERY
 from htam_core.source.frames import Frame
 from htam_core.source.model import ByteSpan, DeviceFunction, Kernel, LaunchSite, Param
 from htam_core.source.parsing import captures, new_parser, node_text
@@ -33,12 +34,12 @@ from htam_core.source.resolve import CudaResolver, literal_value
 G = "cuda"
 #: One pass over the whole tree collects everything the file-level model needs (each whole-tree
 #: query pass costs about 4 ms on a 3,000-line file, so they are merged).
-Q_MAIN = """
+Q_MAIN = f"""
 ("__global__") @g
 ("__device__") @d
 (preproc_def name: (identifier) value: (preproc_arg)) @macro
 (preproc_if condition: (_)) @if
-(call_expression function: (_) @fn (kernel_call_syntax) @cfg arguments: (argument_list) @args) @call
+{LAUNCH_QUERY}
 """
 #: Only run when the tree has errors: ``__global__`` surviving as a plain identifier in garbage.
 Q_GARBAGE = '((identifier) @i (#eq? @i "__global__"))'

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
+from htam_core.source.analysis.loops import c_for_header, count_iterations
 from htam_core.source.frames import Frame
 from htam_core.source.model import KernelFeatures, Loop, Param, SharedDecl, WorkSite
 from htam_core.source.parsing import captures, node_text
@@ -102,68 +103,13 @@ def _resolve_alias(name: str | None, aliases: dict[str, str]) -> str | None:
     return name
 
 
-def _simulate(start: float, op: str, bound: float, step_op: str, step: float, limit: int = 1_000_000) -> int | None:
-    cmp = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-           ">=": lambda a, b: a >= b, "!=": lambda a, b: a != b}.get(op)
-    upd = {"+=": lambda a: a + step, "-=": lambda a: a - step, "*=": lambda a: a * step,
-           "/=": lambda a: a // step if step else a, "<<=": lambda a: int(a) << int(step),
-           ">>=": lambda a: int(a) >> int(step)}.get(step_op)
-    if cmp is None or upd is None:
-        return None
-    count, v = 0, start
-    while cmp(v, bound):
-        count += 1
-        nv = upd(v)
-        if nv == v or count > limit:
-            return None
-        v = nv
-    return count
-
-
-def _val(node: ts.Node | None, consts: dict[str, str]) -> int | float | None:
-    return const_eval(node, consts)
-
-
 def _c_trip_count(loop: ts.Node, consts: dict[str, str]) -> int | None:
-    init = loop.child_by_field_name("initializer")
-    cond = loop.child_by_field_name("condition")
-    upd = loop.child_by_field_name("update")
-    if init is None or cond is None or upd is None:
+    """Constant trip count of a ``for`` loop whose header uses literals and ``consts`` (macro values)."""
+    h = c_for_header(loop, node_text, lambda n: const_eval(n, consts))
+    parts = [h.get(k) for k in ("start", "bound", "step")]
+    if any(v is None or int(v) != v for v in parts) or h.get("cmp") is None or h.get("update") is None:
         return None
-    var = start = None
-    if init.type == "declaration":
-        d = init.child_by_field_name("declarator")
-        if d is not None and d.type == "init_declarator":
-            var = node_text(d.child_by_field_name("declarator"))
-            start = _val(d.child_by_field_name("value"), consts)
-    elif init.type == "assignment_expression":
-        var = node_text(init.child_by_field_name("left"))
-        start = _val(init.child_by_field_name("right"), consts)
-    if var is None or start is None or cond.type != "binary_expression":
-        return None
-    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-    op = node_text(cond.child_by_field_name("operator"))
-    if node_text(left) == var:
-        bound = _val(right, consts)
-    elif node_text(right) == var:
-        bound = _val(left, consts)
-        op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
-    else:
-        return None
-    if bound is None:
-        return None
-    if upd.type == "update_expression":
-        step_op = "+=" if "++" in node_text(upd) else "-="
-        step: float = 1
-    elif upd.type == "assignment_expression" and node_text(upd.child_by_field_name("left")) == var:
-        step_op = node_text(upd.child_by_field_name("operator"))
-        sv = _val(upd.child_by_field_name("right"), consts)
-        if sv is None:
-            return None
-        step = sv
-    else:
-        return None
-    return _simulate(start, op, bound, step_op, step)
+    return count_iterations(int(parts[0]), h["cmp"], int(parts[1]), h["update"], int(parts[2]))
 
 
 def _in_range(n: ts.Node, rng: tuple[int, int]) -> bool:
@@ -283,8 +229,7 @@ def cuda_features(frame: Frame, node: ts.Node, params: list[Param], consts: dict
                 node_text(prev).replace(" ", "").startswith("#pragmaunroll")
             trip = _c_trip_count(loop, consts) if kind == "for" else None
             f.loops.append(Loop(line=frame.line(loop.start_byte), kind=kind, trip_count=trip,
-                                span=frame.span(loop), has_unroll_pragma=pragma,
-                                bounds=_c_bounds(loop) if kind == "for" else {}))
+                                span=frame.span(loop), has_unroll_pragma=pragma))
             if kind == "for":
                 upd = loop.child_by_field_name("update")
                 ut = node_text(upd)
@@ -368,37 +313,6 @@ def _cuda_flops(frame: Frame, pick: dict[str, list[ts.Node]], params: list[Param
             n += 1
         if n:
             f.work.append(WorkSite("flop", frame.to_file(a.start_byte), n))
-
-
-def _c_bounds(loop: ts.Node) -> dict[str, str]:
-    """``{"var", "start", "op", "stop", "step_op", "step"}`` of ``for (v = a; v OP b; v STEP= c)``, else ``{}``."""
-    init, cond, upd = (loop.child_by_field_name(k) for k in ("initializer", "condition", "update"))
-    if init is None or cond is None or upd is None or cond.type != "binary_expression":
-        return {}
-    var = start = None
-    if init.type == "declaration":
-        d = init.child_by_field_name("declarator")
-        if d is not None and d.type == "init_declarator":
-            var, start = node_text(d.child_by_field_name("declarator")), d.child_by_field_name("value")
-    elif init.type == "assignment_expression":
-        var, start = node_text(init.child_by_field_name("left")), init.child_by_field_name("right")
-    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-    op = node_text(cond.child_by_field_name("operator"))
-    if var is None or start is None or node_text(left) != var:
-        return {}
-    if upd.type == "update_expression":
-        step_op, step = ("+=" if "++" in node_text(upd) else "-="), "1"
-    elif upd.type == "assignment_expression" and node_text(upd.child_by_field_name("left")) == var:
-        step_op, step = node_text(upd.child_by_field_name("operator")), node_text(upd.child_by_field_name("right"))
-    else:
-        return {}
-    return {"var": var, "start": node_text(start), "op": op, "stop": node_text(right), "step_op": step_op,
-            "step": step}
-
-
-def trip_count(start: float, op: str, stop: float, step_op: str, step: float) -> int | None:
-    """Iterations of ``for (v = start; v OP stop; v STEP_OP step)`` (simulated, at most 10^6), or ``None``."""
-    return _simulate(start, op, stop, step_op, step)
 
 
 def _shared(d: ts.Node, decl: ts.Node, quals: set[str], consts: dict[str, str]) -> SharedDecl:
@@ -505,29 +419,18 @@ def triton_features(frame: Frame, fn: ts.Node, params: list[Param]) -> KernelFea
     for loop in caps.get("for", []):
         it = loop.child_by_field_name("right")
         kind, trip = "for", None
-        bounds: dict[str, str] = {}
         if it.type == "call":
             callee = node_text(it.child_by_field_name("function"))
             short = callee.rsplit(".", 1)[-1]
             if short in ("range", "static_range"):
                 kind = short
                 a = it.child_by_field_name("arguments")
-                pos = [node_text(x) for x in (a.named_children if a is not None else [])
-                       if x.type not in ("keyword_argument", "comment")]
-                if 1 <= len(pos) <= 3:
-                    start, stop, step = (["0", *pos, "1"] if len(pos) == 1 else [*pos, "1"] if len(pos) == 2
-                                         else pos)[:3]
-                    bounds = {"var": node_text(loop.child_by_field_name("left")), "start": start, "op": "<",
-                              "stop": stop, "step_op": "+=", "step": step}
                 vals = [literal_value(node_text(x)) for x in (a.named_children if a is not None else [])
                         if x.type != "keyword_argument"]
                 if vals and all(isinstance(v, int) for v in vals) and len(vals) <= 3:
-                    try:
-                        trip = len(range(*vals))  # type: ignore[arg-type]
-                    except ValueError:
-                        trip = None
-        f.loops.append(Loop(line=frame.line(loop.start_byte), kind=kind, trip_count=trip, span=frame.span(loop),
-                            bounds=bounds))
+                    start, stop, step = ([0, *vals, 1] if len(vals) == 1 else [*vals, 1])[:3]
+                    trip = count_iterations(start, "<" if step > 0 else ">", stop, "+", step) if step else None
+        f.loops.append(Loop(line=frame.line(loop.start_byte), kind=kind, trip_count=trip, span=frame.span(loop)))
     for loop in caps.get("while", []):
         f.loops.append(Loop(line=frame.line(loop.start_byte), kind="while", span=frame.span(loop)))
     f.loops.sort(key=lambda lp: lp.line)

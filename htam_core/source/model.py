@@ -96,10 +96,6 @@ class Loop:
         trip_count: the constant trip count when it can be computed from literals, else ``None``.
         span: bytes of the whole loop statement.
         has_unroll_pragma: a ``#pragma unroll`` precedes it (CUDA).
-        bounds: the header as source text, for trip counts that need launch-site or harness values:
-            ``{"var", "start", "stop", "step"}`` plus ``"op"`` (``<``, ``<=``, ``>``, ``>=``, ``!=``) and
-            ``"step_op"`` (``+=``, ``-=``, ``*=`` ...) in CUDA; Triton ``range(start, stop, step)`` arguments
-            (``op`` ``"<"``, ``step_op`` ``"+="``). Empty when the header is not of that form.
     """
 
     line: int
@@ -107,7 +103,6 @@ class Loop:
     trip_count: int | None = None
     span: ByteSpan | None = None
     has_unroll_pragma: bool = False
-    bounds: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -13,64 +13,15 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
+from htam_core.source.analysis.constants import dict_lookup, evaluate, literal_value
 from htam_core.source.frames import Frame
 from htam_core.source.parsing import captures, node_text
 
-_INT_SUFFIXES = "uUlL"
 
-
-def literal_value(text: str) -> int | float | None:
-    """Value of a C or Python numeric literal (``256``, ``0x100``, ``4u``, ``(32)``, ``1.5f``), else None."""
-    t = text.strip()
-    while t.startswith("(") and t.endswith(")"):
-        t = t[1:-1].strip()
-    t = t.replace("_", "") if t[:1].isdigit() else t
-    if not t or not (t[0].isdigit() or (t[0] in "+-" and t[1:2].isdigit())):
-        return None
-    try:
-        return int(t.rstrip(_INT_SUFFIXES), 0)
-    except ValueError:
-        pass
-    try:
-        return float(t.rstrip("fF"))
-    except ValueError:
-        return None
-
-
-_BINOPS = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "/": lambda a, b: (int(a / b) if isinstance(a, int) and isinstance(b, int) else a / b) if b else None,
-    "%": lambda a, b: a % b if b else None, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
-}
-
-
-def const_eval(node: ts.Node | None, consts: dict[str, str], depth: int = 0) -> int | float | None:
-    """Value of a C integer/float constant expression tree (literals, ``+ - * / % << >>``,
-    parentheses, names in ``consts``), or None when any part is not constant."""
-    if node is None or depth > 32:
-        return None
-    t = node.type
-    if t == "number_literal":
-        return literal_value(node_text(node))
-    if t in ("identifier", "type_identifier"):
-        value = consts.get(node_text(node))
-        return literal_value(value) if value is not None else None
-    if t == "parenthesized_expression" and node.named_child_count == 1:
-        return const_eval(node.named_children[0], consts, depth + 1)
-    if t == "binary_expression":
-        op = node_text(node.child_by_field_name("operator"))
-        a = const_eval(node.child_by_field_name("left"), consts, depth + 1)
-        b = const_eval(node.child_by_field_name("right"), consts, depth + 1)
-        if a is None or b is None or op not in _BINOPS:
-            return None
-        try:
-            return _BINOPS[op](a, b)
-        except (TypeError, ValueError, OverflowError):
-            return None
-    if t == "unary_expression" and node_text(node.child_by_field_name("operator")) == "-":
-        v = const_eval(node.child_by_field_name("argument"), consts, depth + 1)
-        return -v if v is not None else None
-    return None
+def const_eval(node: ts.Node | None, consts: dict[str, str]) -> int | float | None:
+    """Value of a C constant expression with names looked up in ``consts`` (name -> value text); the
+    evaluator is :func:`htam_core.source.analysis.constants.evaluate`."""
+    return evaluate(node, dict_lookup(consts))
 
 
 Q_C_DECL = """

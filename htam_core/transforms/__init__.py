@@ -7,8 +7,9 @@ Public API::
     TextEdit, Candidate, NotApplicable, Transform, UnitTransform, apply_edits(text, edits)
 
 One module per strategy family: ``cuda_launch``, ``cuda_qualifiers``, ``cuda_warp_row``, ``cuda_loops``,
-``cuda_memory``, ``cuda_tiling``, ``cuda_math``, ``cuda_reduction``, ``triton_launch``, ``triton_autotune``,
-``triton_hints``, ``triton_ordering``.
+``cuda_memory``, ``cuda_tiling``, ``cuda_register_tiling`` (TMxTN register tiles), ``cuda_softmax`` (online
+softmax), ``cuda_coalesce`` (x/y remap), ``cuda_warp_reduce`` (warp-shuffle finish), ``cuda_math``,
+``cuda_reduction``, ``triton_launch``, ``triton_autotune``, ``triton_hints``, ``triton_ordering``.
 
 Writing a transform: subclass ``_cuda.CudaTransform`` or ``_triton.TritonTransform`` (both
 :class:`UnitTransform`), set ``id``, ``languages`` and ``summary``, and implement

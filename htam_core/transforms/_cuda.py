@@ -1,48 +1,30 @@
-"""CUDA structure the transforms need beyond the source model: the kernel's tree-sitter nodes, its launches,
-integer constants (``#define``, ``constexpr``, ``const int``), and the launch's block/grid dimensions.
+"""CUDA nodes and edits for the transforms, on top of the analysis layer.
 
 A :class:`CudaUnit` is the CUDA text that holds the kernel (a ``.cu`` file, or the content of the
-Python string that holds a ``load_inline`` source) parsed with tree-sitter-cuda. Nodes are in
-fragment offsets; :meth:`CudaUnit.edit` maps them back to file offsets for :class:`TextEdit`.
+Python string that holds a ``load_inline`` source), as located by
+:func:`htam_core.source.analysis.unit.cuda_source`. Facts (constants, loops, accesses, launches) come
+from :mod:`htam_core.source.analysis` (:attr:`CudaUnit.facts`, :attr:`CudaUnit.env`); this module adds
+the node-level views transforms edit through. Nodes are in fragment offsets; :meth:`CudaUnit.edit`
+maps them back to file offsets for :class:`TextEdit`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from htam_core.source.analysis import KernelFacts, analyze
+from htam_core.source.analysis.constants import Const, ConstEnv, int_literal
+from htam_core.source.analysis.facts import DIMS
+from htam_core.source.analysis.launch import dims_of
+from htam_core.source.analysis.syntax import exact_node, strip_casts
+from htam_core.source.analysis.unit import cuda_source
 from htam_core.source.model import Kernel, LaunchSite, SourceModel
 from htam_core.transforms import _notes, _ts
 from htam_core.transforms.base import TextEdit, UnitTransform
-from htam_core.transforms.validate import cuda_fragments
 
-_INT_RE = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+)[uUlL]*$")
-DIMS = ("x", "y", "z")
-
-
-def int_literal(s: str) -> int | None:
-    """Value of a C integer literal (``256``, ``0x100``, ``256u``), else ``None``."""
-    m = _INT_RE.match(s.strip())
-    return int(m.group(1), 0) if m else None
-
-
-@dataclass
-class Const:
-    """An integer constant as used at some point: its value and how to rewrite it.
-
-    Attributes:
-        value: the integer value.
-        literal: the literal node to rewrite to change the value (the ``256`` in ``#define T 256``,
-            ``const int threads = 256;`` or an inline ``256``), or ``None`` when the value is computed.
-        name: the identifier used, when the value came through a name.
-    """
-
-    value: int
-    literal: Node | None = None
-    name: str | None = None
-    preproc_range: tuple[int, int] | None = None
+__all__ = ["DIMS", "Const", "CudaUnit", "int_literal", "strip_casts"]
 
 
 @dataclass
@@ -84,7 +66,28 @@ class CudaUnit:
     root: Node
     func: Node
     body: Node
+    env: ConstEnv
     launches: list[Launch] = field(default_factory=list)
+
+    @property
+    def facts(self) -> KernelFacts:
+        """The kernel's facts (:func:`htam_core.source.analysis.analyze`, cached per kernel version)."""
+        return analyze(self.model, self.kernel)
+
+    def file_byte(self, node: Node) -> int:
+        """File offset of ``node``'s start (facts' spans are file offsets)."""
+        return node.start_byte + self.base
+
+    def node_at(self, span: tuple[int, int], types: tuple[str, ...] = ()) -> Node | None:
+        """The node whose file bytes are exactly ``span`` (a fact's ``span``), optionally of one of ``types``
+        (``("for_statement",)``); ``None`` when the span is not one node of this unit. This is how a transform
+        turns a fact (a row loop, an accumulator update, an access) into a node to edit."""
+        s, e = span[0] - self.base, span[1] - self.base
+        return exact_node(self.root, s, e, types) if 0 <= s <= e <= len(self.src) else None
+
+    def replace_span(self, span: tuple[int, int], new_text: str) -> TextEdit:
+        """Edit replacing the file bytes ``span`` (a fact's span) with ``new_text``."""
+        return TextEdit(span[0], span[1], new_text)
 
     # ----------------------------------------------------------------- basics
     def t(self, node: Node | None) -> str:
@@ -125,113 +128,17 @@ class CudaUnit:
 
     # ----------------------------------------------------------------- constants
     def resolve(self, node: Node, scope: Node | None = None) -> Const | None:
-        """Evaluate an integer constant expression; identifiers resolve through ``const``/``constexpr``
-        declarations in ``scope`` (a function) before the use, file-level declarations and ``#define``.
-
-        Returns ``None`` when the value is not a compile-time-known integer.
-        """
-        node = _ts.unwrap_parens(node)
-        if node.type == "number_literal":
-            v = int_literal(self.t(node))
-            return Const(v, node) if v is not None else None
-        if node.type in ("identifier", "type_identifier"):
-            return self.resolve_name(self.t(node), scope, before=node.start_byte)
-        if node.type == "cast_expression":
-            inner = node.child_by_field_name("value")
-            c = self.resolve(inner, scope) if inner else None
-            return Const(c.value) if c else None
-        if node.type == "binary_expression":
-            a = self.resolve(node.child_by_field_name("left"), scope)
-            b = self.resolve(node.child_by_field_name("right"), scope)
-            op = self.t(node.child_by_field_name("operator"))
-            if a is None or b is None:
-                return None
-            try:
-                v = {
-                    "+": lambda: a.value + b.value,
-                    "-": lambda: a.value - b.value,
-                    "*": lambda: a.value * b.value,
-                    "/": lambda: a.value // b.value,
-                    "%": lambda: a.value % b.value,
-                    "<<": lambda: a.value << b.value,
-                    ">>": lambda: a.value >> b.value,
-                }[op]()
-            except (KeyError, ZeroDivisionError):
-                return None
-            return Const(v)
-        return None
-
-    def resolve_name(self, name: str, scope: Node | None, before: int | None = None) -> Const | None:
-        """Resolve an identifier to an integer constant (see :meth:`resolve`)."""
-        if scope is not None:
-            decls = self.local_inits(scope, name)
-            if decls:
-                if len(decls) != 1 or self.assigned_in(scope, name):
-                    return None
-                d = decls[0]
-                if before is not None and d.start_byte > before:
-                    return None
-                return self._named(self.resolve(d, None) if d.type != "identifier" else None, name)
-        for decl in self._file_inits(name):
-            return self._named(self.resolve(decl, None), name)
-        for pd in _ts.of_type(self.root, "preproc_def"):
-            if self.t(pd.child_by_field_name("name")) == name:
-                arg = pd.child_by_field_name("value")
-                if arg is None:
-                    return None
-                raw = self.t(arg).strip()
-                stripped = raw.strip("()").strip()
-                v = int_literal(stripped)
-                if v is None:
-                    return None
-                off = arg.start_byte + self.t(arg).index(stripped)
-                c = Const(v, None, name, (off, off + len(stripped.encode())))
-                return c
-        return None
-
-    @staticmethod
-    def _named(c: Const | None, name: str) -> Const | None:
-        if c is None:
-            return None
-        return Const(c.value, c.literal, name, c.preproc_range)
+        """The integer constant ``node`` evaluates to in ``scope`` (a function), with how to rewrite it, or
+        ``None``; see :meth:`htam_core.source.analysis.constants.ConstEnv.const`."""
+        return self.env.const(node, scope)
 
     def local_inits(self, scope: Node, name: str) -> list[Node]:
         """Initializer expressions of declarations of ``name`` inside ``scope``."""
-        out = []
-        for d in _ts.of_type(scope, "init_declarator"):
-            decl = d.child_by_field_name("declarator")
-            if decl is not None and decl.type == "identifier" and self.t(decl) == name:
-                v = d.child_by_field_name("value")
-                if v is not None:
-                    out.append(v)
-        return out
+        return self.env.local_inits(scope, name)
 
     def assigned_in(self, scope: Node, name: str) -> bool:
-        """True when ``name`` is assigned, incremented or address-taken in ``scope`` after its declaration."""
-        for a in _ts.of_type(scope, ("assignment_expression", "update_expression")):
-            target = a.child_by_field_name("left") or a.child_by_field_name("argument")
-            if target is not None and target.type == "identifier" and self.t(target) == name:
-                return True
-        for u in _ts.of_type(scope, "pointer_expression"):
-            arg = u.child_by_field_name("argument")
-            if self.t(u).startswith("&") and arg is not None and self.t(arg) == name:
-                return True
-        return False
-
-    def _file_inits(self, name: str) -> list[Node]:
-        out = []
-        for decl in _ts.of_type(self.root, "declaration"):
-            p = decl.parent
-            if p is None or p.type not in ("translation_unit", "declaration_list"):
-                continue
-            for d in decl.named_children:
-                if d.type == "init_declarator":
-                    dn = d.child_by_field_name("declarator")
-                    if dn is not None and dn.type == "identifier" and self.t(dn) == name:
-                        v = d.child_by_field_name("value")
-                        if v is not None:
-                            out.append(v)
-        return out
+        """True when ``name`` is assigned, incremented or address-taken in ``scope``."""
+        return self.env.assigned_in(scope, name)
 
     def const_edit(self, c: Const, value: int) -> TextEdit | None:
         """The edit that changes constant ``c`` to ``value`` (``None`` when it cannot be rewritten)."""
@@ -243,32 +150,8 @@ class CudaUnit:
 
     # ----------------------------------------------------------------- launch dims
     def dims_of(self, expr: Node, scope: Node | None) -> list[Node]:
-        """Component expressions of a launch ``grid``/``block`` argument.
-
-        ``256`` -> ``[256]``; ``dim3(16, 16)`` -> ``[16, 16]``; an identifier declared as
-        ``dim3 b(16, 16)``, ``dim3 b = dim3(...)``, ``dim3 b{...}`` or ``int b = expr`` resolves to its
-        declaration's components.
-        """
-        expr = _ts.unwrap_parens(expr)
-        if expr.type == "call_expression" and self.t(expr.child_by_field_name("function")) == "dim3":
-            return list(expr.child_by_field_name("arguments").named_children)
-        if expr.type == "identifier" and scope is not None:
-            name = self.t(expr)
-            if self.assigned_in(scope, name):
-                return [expr]
-            for decl in _ts.of_type(scope, "declaration"):
-                if decl.start_byte > expr.start_byte or self.t(decl.child_by_field_name("type")) != "dim3":
-                    continue
-                for d in decl.children_by_field_name("declarator"):
-                    if d.type != "init_declarator":
-                        continue
-                    dn, v = d.child_by_field_name("declarator"), d.child_by_field_name("value")
-                    if dn is None or self.t(dn) != name or v is None:
-                        continue
-                    if v.type in ("argument_list", "initializer_list"):
-                        return list(v.named_children)
-                    return self.dims_of(v, scope)
-        return [expr]
+        """Component expressions of a launch ``grid``/``block`` argument (:func:`~htam_core.source.analysis.launch.dims_of`)."""
+        return dims_of(self.env, expr, scope)
 
     def block_dims(self, launch: Launch) -> list[Dim] | None:
         """The block's dimensions with their constants, or ``None`` when there is no block argument."""
@@ -309,75 +192,20 @@ class CudaUnit:
         return None
 
 
-_LAUNCH_QUERY = "(call_expression function: (_) @fn (kernel_call_syntax) @cfg) @call"
-
-
-def _callee_name(unit_src: bytes, fn: Node) -> str:
-    if fn.type == "template_function":
-        fn = fn.child_by_field_name("name") or fn
-    name = _ts.text(fn, unit_src)
-    return name.split("::")[-1].strip()
-
-
-def _brace_dim3(src: bytes) -> bytes:
-    """Bytes to parse: ``dim3 g(a, b);`` rewritten as ``dim3 g{a, b};`` (same length).
-
-    tree-sitter reads ``dim3 g(expr, ...)`` as a function declaration (C++'s most vexing parse) and
-    mangles the arguments; with braces they parse as expressions. Offsets are unchanged.
-    """
-    tree = _ts.parse(src, "cuda")
-    buf = bytearray(src)
-    for decl in _ts.of_type(tree.root_node, "declaration"):
-        if _ts.text(decl.child_by_field_name("type"), src) != "dim3":
-            continue
-        for d in decl.children_by_field_name("declarator"):
-            plist = d.child_by_field_name("parameters") if d.type == "function_declarator" else None
-            if plist is not None and src[plist.start_byte : plist.start_byte + 1] == b"(":
-                buf[plist.start_byte] = ord("{")
-                buf[plist.end_byte - 1] = ord("}")
-    return bytes(buf)
-
-
 def load_unit(model: SourceModel, kernel: Kernel) -> CudaUnit | str:
-    """Parse the CUDA text holding ``kernel`` and find its function and launches.
-
-    Returns:
-        The unit, or a reason string when the kernel cannot be located in the tree.
-    """
-    data = model.text.encode("utf-8")
-    base, end = 0, len(data)
-    if model.file_language == "python":
-        for s, e in cuda_fragments(data):
-            if s <= kernel.name_span.start < e:
-                base, end = s, e
-                break
-        else:
-            return f"the CUDA source string holding {kernel.name} was not found"
-    src = data[base:end]
-    tree = _ts.parse(_brace_dim3(src), "cuda")
-    ns, ne = kernel.name_span.start - base, kernel.name_span.end - base
-    func = _ts.smallest_covering(tree.root_node, ns, ne, ("function_definition",))
-    if func is None or func.child_by_field_name("body") is None:
-        return f"the definition of {kernel.name} was not found in the syntax tree"
-    unit = CudaUnit(model, kernel, src, base, tree.root_node, func, func.child_by_field_name("body"))
-    found = _ts.captures("cuda", _LAUNCH_QUERY, tree.root_node)
+    """The kernel's :class:`CudaUnit` (function, body and launches from the analysis layer), or why not found."""
+    src = cuda_source(model, kernel)
+    if isinstance(src, str):
+        return src
+    unit = CudaUnit(model, kernel, src.src, src.base, src.root, src.func, src.body, src.env)
     for site in kernel.launch_sites:
         if site.span is None:
             continue
-        s, e = site.span.start - base, site.span.end - base
-        matches = [
-            c for c in found.get("call", [])
-            if c.start_byte < e and c.end_byte > s
-            and _callee_name(src, c.child_by_field_name("function")) == kernel.name
-        ]
-        if not matches:
-            continue
-        call = min(matches, key=lambda c: abs(c.start_byte - s))
-        cfg = next(c for c in call.children if c.type == "kernel_call_syntax")
-        host = call.parent
-        while host is not None and host.type not in ("function_definition", "lambda_expression"):
-            host = host.parent
-        unit.launches.append(Launch(site, call, list(cfg.named_children), host))
+        s, e = site.span.start - src.base, site.span.end - src.base
+        hits = [lc for lc in src.launches if lc.call.start_byte < e and lc.call.end_byte > s]
+        if hits:
+            lc = min(hits, key=lambda c: abs(c.call.start_byte - s))
+            unit.launches.append(Launch(site, lc.call, list(lc.config), lc.host))
     return unit
 
 
@@ -389,23 +217,6 @@ def statement_list(body: Node) -> list[Node]:
 def references(node: Node, src: bytes, name: str) -> list[Node]:
     """Identifier nodes under ``node`` spelled ``name``."""
     return [n for n in _ts.of_type(node, "identifier") if _ts.text(n, src) == name]
-
-
-def strip_casts(node: Node) -> Node:
-    """Strip parentheses, C casts and ``static_cast<T>(...)`` around an expression."""
-    while True:
-        node = _ts.unwrap_parens(node)
-        if node.type == "cast_expression" and node.child_by_field_name("value") is not None:
-            node = node.child_by_field_name("value")
-            continue
-        fn = node.child_by_field_name("function") if node.type == "call_expression" else None
-        if fn is not None and fn.type == "template_function":
-            name = fn.child_by_field_name("name")
-            args = node.child_by_field_name("arguments")
-            if name is not None and name.text == b"static_cast" and args is not None and args.named_child_count == 1:
-                node = args.named_children[0]
-                continue
-        return node
 
 
 def builtin_field(unit: CudaUnit, node: Node) -> str | None:
@@ -690,6 +501,24 @@ def wrap_grid(unit: CudaUnit, launch: Launch, fmt: str) -> TextEdit | str:
         if typ == "dim3":
             return unit.replace(launch.grid, "dim3(" + fmt.format(f"{unit.t(g)}.x") + ")")
     return unit.replace(launch.grid, fmt.format(unit.t(launch.grid)))
+
+
+def launch_dims_edit(unit: CudaUnit, launch: Launch, expr: Node, new_dims: list[str]) -> TextEdit:
+    """Edit giving a launch's grid or block argument the components ``new_dims``.
+
+    A ``dim3`` variable read only by this launch gets its initializer rewritten (so it stays read); anything else
+    is replaced at the launch by ``dim3(...)``.
+    """
+    g = _ts.unwrap_parens(expr)
+    comps = unit.dims_of(expr, launch.host)
+    inner = ", ".join(new_dims)
+    if g.type == "identifier" and comps and comps[0] is not g and launch.host is not None:
+        lst = comps[0].parent
+        uses = references(launch.host, unit.src, unit.t(g))
+        if lst is not None and lst.type in ("argument_list", "initializer_list") and len(uses) == 2:
+            open_, close = unit.src[lst.start_byte : lst.start_byte + 1].decode(), unit.src[lst.end_byte - 1 : lst.end_byte].decode()
+            return unit.replace(lst, f"{open_}{inner}{close}")
+    return unit.replace(expr, f"dim3({inner})")
 
 
 class CudaTransform(UnitTransform[CudaUnit]):

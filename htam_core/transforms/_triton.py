@@ -1,6 +1,6 @@
-"""Triton structure the transforms need beyond the source model: the kernel's tree-sitter-python nodes,
-its launches (``kernel[grid](args, **kw)``) with keyword arguments, the grid expression, and local
-assignments in the launching function.
+"""Triton nodes and edits for the transforms, on top of the analysis layer: the kernel's tree-sitter-python
+nodes and launches (``kernel[grid](args, **kw)``, located by :mod:`htam_core.source.analysis`), the grid
+expression, and local assignments in the launching function. Facts: :attr:`TritonUnit.facts`.
 """
 
 from __future__ import annotations
@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from htam_core.source.analysis import KernelFacts, analyze
+from htam_core.source.analysis.syntax import exact_node
+from htam_core.source.analysis.triton import launch_calls
+from htam_core.source.analysis.unit import python_source
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _notes, _ts
 from htam_core.transforms.base import TextEdit, UnitTransform
@@ -47,9 +51,18 @@ class TritonUnit:
     top: Node
     launches: list[TLaunch] = field(default_factory=list)
 
+    @property
+    def facts(self) -> KernelFacts:
+        """The kernel's facts (:func:`htam_core.source.analysis.analyze`, cached per kernel version)."""
+        return analyze(self.model, self.kernel)
+
     def t(self, node: Node | None) -> str:
         """Source text of ``node``."""
         return _ts.text(node, self.src)
+
+    def node_at(self, span: tuple[int, int], types: tuple[str, ...] = ()) -> Node | None:
+        """The node whose bytes are exactly ``span`` (a fact's ``span``), optionally of one of ``types``."""
+        return exact_node(self.root, span[0], span[1], types)
 
     def replace(self, node: Node, new_text: str) -> TextEdit:
         """Edit replacing ``node``'s text."""
@@ -124,28 +137,13 @@ class TritonUnit:
 
 
 def load_unit(model: SourceModel, kernel: Kernel) -> TritonUnit | str:
-    """Parse the file and find the kernel function and its launches, or say why not."""
-    src = model.text.encode("utf-8")
-    tree = _ts.parse(src, "python")
-    func = _ts.smallest_covering(tree.root_node, kernel.name_span.start, kernel.name_span.end, ("function_definition",))
-    if func is None or func.child_by_field_name("body") is None:
-        return f"the definition of {kernel.name} was not found in the syntax tree"
-    top = func.parent if func.parent is not None and func.parent.type == "decorated_definition" else func
-    unit = TritonUnit(model, kernel, src, tree.root_node, func, func.child_by_field_name("body"), top)
-    candidates = [
-        c for c in _ts.of_type(tree.root_node, "call")
-        if c.child_by_field_name("function").type == "subscript"
-        and unit.t(c.child_by_field_name("function").child_by_field_name("value")).split(".")[-1] == kernel.name
-    ]
-    for site in kernel.launch_sites:
-        if site.span is None:
-            continue
-        hits = [c for c in candidates if c.start_byte < site.span.end and c.end_byte > site.span.start]
-        if not hits:
-            continue
-        call = min(hits, key=lambda c: abs(c.start_byte - site.span.start))
-        sub = call.child_by_field_name("function")
-        grid = sub.child_by_field_name("subscript")
+    """The kernel's :class:`TritonUnit` (function and launches from the analysis layer), or why not found."""
+    psrc = python_source(model, kernel)
+    if isinstance(psrc, str):
+        return psrc
+    unit = TritonUnit(model, kernel, psrc.src, psrc.root, psrc.func, psrc.body, psrc.top)
+    for call, site in launch_calls(psrc, kernel):
+        grid = call.child_by_field_name("function").child_by_field_name("subscript")
         args = call.child_by_field_name("arguments")
         kwargs = {
             unit.t(a.child_by_field_name("name")): a for a in args.named_children if a.type == "keyword_argument"
@@ -155,14 +153,6 @@ def load_unit(model: SourceModel, kernel: Kernel) -> TritonUnit | str:
             host = host.parent
         unit.launches.append(TLaunch(call, grid, args, kwargs, host, site.line))
     return unit
-
-
-def python_int(text: str) -> int | None:
-    """Value of a Python integer literal (``1024``, ``1_024``), else ``None``."""
-    try:
-        return int(text.replace("_", ""), 0) if re.fullmatch(r"[0-9_]+|0[xX][0-9a-fA-F_]+", text) else None
-    except ValueError:
-        return None
 
 
 def remove_kwarg(unit: TritonUnit, kw: Node) -> TextEdit:

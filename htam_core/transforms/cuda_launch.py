@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.constants import literal_value
+from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -20,7 +22,6 @@ from htam_core.transforms._cuda import (
     Const,
     CudaTransform,
     CudaUnit,
-    int_literal,
     references,
     stale_comment_notes,
 )
@@ -38,15 +39,8 @@ SQUARE_2D = ((8, 8), (16, 16), (32, 32))
 
 def _num_value(unit: CudaUnit, node: Node) -> int | None:
     """Integer value of a numeric literal, also ``256.0``/``256.f`` when integral."""
-    s = unit.t(node)
-    v = int_literal(s)
-    if v is not None:
-        return v
-    try:
-        f = float(s.rstrip("fF"))
-    except ValueError:
-        return None
-    return int(f) if f.is_integer() else None
+    v = literal_value(unit.t(node))
+    return int(v) if v is not None and float(v).is_integer() else None
 
 
 def _expand(unit: CudaUnit, expr: Node, scope: Node | None) -> Node:
@@ -114,15 +108,12 @@ def _config_names(unit: CudaUnit, expr: Node, scope: Node | None, depth: int = 0
 def shared_with_other_launches(unit: CudaUnit, names: set[str]) -> str | None:
     """Name the launch of another kernel whose configuration uses one of ``names``, if any."""
     own = {la.call.start_byte for la in unit.launches}
-    for cfg in _ts.of_type(unit.root, "kernel_call_syntax"):
-        call = cfg.parent
-        if call is None or call.start_byte in own:
+    for lc in launch_calls(unit.root, unit.src):
+        call, host = lc.call, lc.host
+        if call.start_byte in own:
             continue
-        host = call.parent
-        while host is not None and host.type != "function_definition":
-            host = host.parent
         used: set[str] = set()
-        for arg in cfg.named_children[:2]:
+        for arg in lc.config[:2]:
             used |= _config_names(unit, arg, host)
         ours = {la.host.start_byte for la in unit.launches if la.host is not None}
         common = {
@@ -271,7 +262,8 @@ class CudaBlockSize(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """Candidates for other block sizes: 128..1024 for 1-D blocks, 32x8 .. 32x32 shapes for 2-D ones."""
+        """Candidates for other block sizes: 128..1024 for 1-D blocks, 32x8 .. 32x32 shapes for 2-D ones, and for
+        3-D blocks the same x-y shapes with the z component kept."""
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
         dims = unit.block_dims(unit.launches[0])
@@ -290,11 +282,16 @@ class CudaBlockSize(CudaTransform):
                 shape = list(current)
                 shape[axis] = v
                 options.append(tuple(shape))
-        elif len(current) == 2:
+        elif len(current) in (2, 3):
+            # x and y retuned over the 2-D shapes; a z component is kept (threads per block stay <= 1024)
             shared = consts[0].name is not None and consts[0].name == consts[1].name  # type: ignore[union-attr]
-            options = list(SQUARE_2D if shared else BLOCK_2D)
+            z = current[2:]
+            options = [(*xy, *z) for xy in (SQUARE_2D if shared else BLOCK_2D)
+                       if xy[0] * xy[1] * (z[0] if z else 1) <= 1024]
+            if not options:
+                return self.not_applicable(f"no 2-D shape keeps block {current} within 1024 threads")
         else:
-            return self.not_applicable(f"block shape {current} is not handled (1-D or 2-D blocks only)")
+            return self.not_applicable(f"block shape {current} is not handled")
         out: list[Candidate] = []
         reasons: list[str] = []
         for shape in options:

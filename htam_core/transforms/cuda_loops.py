@@ -28,55 +28,15 @@ FULL_UNROLL_MAX = 64
 
 
 def trip_count(unit: CudaUnit, loop: Node) -> int | None:
-    """Constant trip count of ``for (v = A; v OP B; v STEP)`` with A, B, STEP compile-time integers."""
-    init, cond, upd = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
-    if init is None or cond is None or upd is None:
-        return None
-    var = start = None
-    if init.type == "declaration":
-        ds = [d for d in init.named_children if d.type == "init_declarator"]
-        if len(ds) == 1:
-            var = unit.t(ds[0].child_by_field_name("declarator"))
-            start = unit.resolve(ds[0].child_by_field_name("value"), unit.func)
-    elif init.type == "assignment_expression":
-        var = unit.t(init.child_by_field_name("left"))
-        start = unit.resolve(init.child_by_field_name("right"), unit.func)
-    cond = _ts.unwrap_parens(cond)
-    if var is None or start is None or cond.type != "binary_expression":
-        return None
-    if unit.t(cond.child_by_field_name("left")) != var:
-        return None
-    op = unit.t(cond.child_by_field_name("operator"))
-    bound = unit.resolve(cond.child_by_field_name("right"), unit.func)
-    if bound is None:
-        return None
-    step_op, step = None, None
-    if upd.type == "update_expression":
-        step_op, step = ("+" if "++" in unit.t(upd) else "-"), 1
-        if unit.t(upd.child_by_field_name("argument")) != var:
-            return None
-    elif upd.type == "assignment_expression" and unit.t(upd.child_by_field_name("left")) == var:
-        s = unit.resolve(upd.child_by_field_name("right"), unit.func)
-        step_op, step = unit.t(upd.child_by_field_name("operator"))[:-1], s.value if s else None
-    if step_op not in ("+", "-", "*", "<<", ">>", "/") or not step:
-        return None
-    ops = {"<": int.__lt__, "<=": int.__le__, ">": int.__gt__, ">=": int.__ge__, "!=": int.__ne__}
-    if op not in ops:
-        return None
-    v, n = start.value, 0
-    while ops[op](v, bound.value):
-        n += 1
-        if n > 1 << 16:
-            return None
-        v = {"+": v + step, "-": v - step, "*": v * step, "<<": v << step, ">>": v >> step, "/": v // step}[step_op]
-    return n
+    """Constant trip count of ``loop`` from the kernel's facts (:attr:`LoopFact.trip_value`), else ``None``."""
+    fact = unit.facts.loop_at(unit.file_byte(loop))
+    return fact.trip_value if fact is not None else None
 
 
 def _has_unroll_pragma(unit: CudaUnit, loop: Node) -> bool:
-    prev = loop.prev_sibling
-    while prev is not None and prev.type == "comment":
-        prev = prev.prev_sibling
-    return prev is not None and prev.type == "preproc_call" and "unroll" in unit.t(prev)
+    """``#pragma unroll`` precedes ``loop`` (:attr:`LoopFact.has_unroll_pragma`)."""
+    fact = unit.facts.loop_at(unit.file_byte(loop))
+    return fact is not None and fact.has_unroll_pragma
 
 
 @register

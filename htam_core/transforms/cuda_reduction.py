@@ -303,6 +303,15 @@ def _norm(unit: CudaUnit, node: Node | None, var: str) -> str:
     return "".join(out).replace(" ", "")
 
 
+def tree_bound(unit: CudaUnit, bound: Node) -> tuple[bool, int | None]:
+    """``(known, value)`` of a tree's extent: ``(True, None)`` for ``blockDim.x``, ``(True, v)`` for a compile-time
+    constant ``v``, ``(False, None)`` otherwise."""
+    if builtin_field(unit, bound) == "blockDim.x":
+        return True, None
+    c = unit.resolve(bound, unit.func)
+    return (c is not None), (c.value if c is not None else None)
+
+
 def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
     """Match an interleaved shared-memory tree loop (see the module docstring), or say why it is not one."""
     head = _header(unit, loop)
@@ -319,12 +328,9 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
     if parts is None or parts[0] != s or parts[1] != "<":
         return f"the loop condition `{unit.t(cond)}` is not `{s} < blockDim.x` or `{s} < N`"
     bound = _strip(parts[2])
-    bound_value = None
-    if builtin_field(unit, bound) != "blockDim.x":
-        c = unit.resolve(bound, unit.func)
-        if c is None:
-            return f"the loop bound `{unit.t(bound)}` is neither blockDim.x nor a compile-time constant"
-        bound_value = c.value
+    known, bound_value = tree_bound(unit, bound)
+    if not known:
+        return f"the loop bound `{unit.t(bound)}` is neither blockDim.x nor a compile-time constant"
     if upd_s not in ("s*=2", "s<<=1", "s=s*2", "s=2*s", "s=s<<1", "s+=s", "s=s+s"):
         return f"the loop update `{unit.t(upd)}` does not double {s}"
     body = loop.child_by_field_name("body")

@@ -1,4 +1,5 @@
-"""Shared-memory tiling transforms: naive matmul -> tiled matmul (``cuda.smem_tiling_matmul``), and naive
+"""Shared-memory tiling transforms: naive matmul (``B[k * N + col]``, or ``B[col * K + k]`` for a transposed B)
+-> tiled matmul (``cuda.smem_tiling_matmul``), and naive
 transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``).
 
 Both recognize their pattern structurally with tree-sitter and refuse anything else. Idea sources:
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -123,6 +125,95 @@ def _square_block(unit: CudaUnit) -> int | str:
     return bx
 
 
+def match_naive_matmul(unit: CudaUnit) -> dict | str:
+    """Match the naive matmul ``if (row < M && col < N) { acc = init; for (k = 0; k < K; ++k) acc += A[row*K+k] *
+    B[k*N+col]; rest }`` at the end of the kernel body, or say why it does not match.
+
+    Returns a dict with the index variables ``row``/``col`` (:class:`IndexVar`), the ``guard`` statement, the
+    ``bounds`` (``{var: bound text}``), the k loop variable ``kname`` and bound ``K``, the operand names and index
+    nodes ``A``/``A_idx``/``B``/``B_idx``, the accumulator declaration ``acc_decl`` and its type ``etype``, the
+    statements after the k loop ``rest``, the body statements ``stmts``, the index declarations ``ivs`` and the
+    ``layout``: ``"NN"`` for ``B[k * N + col]``, ``"NT"`` for ``B[col * K + k]`` (B stored transposed).
+    Shared by the shared-memory and the register tiling transforms.
+    """
+    ivs = index_vars(unit)
+    stmts = statement_list(unit.body)
+    guard = next((s for s in stmts if s.type == "if_statement"), None)
+    if guard is None or len(ivs) < 2:
+        return "no two global thread indices followed by a bounds check"
+    if guard.child_by_field_name("alternative") is not None or stmts[-1] != guard:
+        return "the bounds check is not the kernel's last statement"
+    bounds = _bounds(unit, guard.child_by_field_name("condition"))
+    cons = guard.child_by_field_name("consequence")
+    if bounds is None or cons.type != "compound_statement":
+        return "the bounds check is not `row < M && col < N { ... }`"
+    body = statement_list(cons)
+    loop = next((s for s in body if s.type == "for_statement"), None)
+    if loop is None:
+        return "no k loop"
+    k_init = loop.child_by_field_name("initializer")
+    kd = [d for d in _ts.of_type(k_init, "init_declarator")] if k_init is not None else []
+    if len(kd) != 1 or unit.t(kd[0].child_by_field_name("value")) != "0":
+        return "the k loop does not start at 0"
+    kname = unit.t(kd[0].child_by_field_name("declarator"))
+    cond = _ts.unwrap_parens(loop.child_by_field_name("condition"))
+    if cond.type != "binary_expression" or unit.t(cond.child_by_field_name("operator")) != "<" or unit.t(
+        cond.child_by_field_name("left")
+    ) != kname:
+        return "the k loop is not `k < K`"
+    kbound = unit.t(cond.child_by_field_name("right"))
+    if unit.t(loop.child_by_field_name("update")).replace(" ", "") not in (f"++{kname}", f"{kname}++", f"{kname}+=1"):
+        return "the k loop does not step by 1"
+    lb = loop.child_by_field_name("body")
+    inner = statement_list(lb) if lb.type == "compound_statement" else [lb]
+    if len(inner) != 1 or inner[0].type != "expression_statement":
+        return "the k loop body is not a single accumulation"
+    asg = inner[0].named_children[0]
+    if asg.type != "assignment_expression" or unit.t(asg.child_by_field_name("operator")) != "+=":
+        return "the k loop body is not `acc += A[...] * B[...]`"
+    acc = unit.t(asg.child_by_field_name("left"))
+    prod = strip_casts(asg.child_by_field_name("right"))
+    if prod.type != "binary_expression" or unit.t(prod.child_by_field_name("operator")) != "*":
+        return "the k loop body is not `acc += A[...] * B[...]`"
+    subs = [_subscript(unit, prod.child_by_field_name(f)) for f in ("left", "right")]
+    if any(s is None for s in subs):
+        return "the product does not read two arrays"
+    names = {v.name: v for v in ivs}
+    found = None
+    for (a_name, a_idx), (b_name, b_idx) in (subs, subs[::-1]):  # type: ignore[misc]
+        for r in names:
+            for c in names:
+                if r == c:
+                    continue
+                lda = _affine(unit, a_idx, r, kname)
+                ldb = _affine(unit, b_idx, kname, c)
+                ldb_t = _affine(unit, b_idx, c, kname)
+                if lda is not None and (ldb is not None or ldb_t is not None):
+                    layout = "NN" if ldb is not None else "NT"
+                    # the first match in the product's written order, NN before NT (NT A*B^T is symmetric)
+                    if found is None or (found[-1] == "NT" and layout == "NN"):
+                        found = (a_name, a_idx, b_name, b_idx, names[r], names[c], layout)
+    if found is None:
+        return "the loads are not A[row * K + k] and B[k * N + col] (or B[col * K + k])"
+    a_name, a_idx, b_name, b_idx, row, col, layout = found
+    if set(bounds) != {row.name, col.name} or row.dim == col.dim:
+        return "the bounds check does not cover row and col"
+    pre = body[: body.index(loop)]
+    acc_decl = next((s for s in pre if s.type == "declaration" and unit.t(s).split("=")[0].split()[-1] == acc), None)
+    if acc_decl is None or len(pre) != 1:
+        return f"{acc} is not declared just before the k loop"
+    rest = body[body.index(loop) + 1 :]
+    if any(references(s, unit.src, kname) for s in rest):
+        return "the code after the k loop uses k"
+    decl_t = acc_decl.child_by_field_name("type")
+    return {
+        "row": row, "col": col, "guard": guard, "bounds": bounds, "kname": kname, "K": kbound,
+        "A": a_name, "A_idx": a_idx, "B": b_name, "B_idx": b_idx, "acc_decl": acc_decl,
+        "etype": unit.t(decl_t), "rest": rest, "stmts": stmts, "ivs": ivs,
+        "row_stride": row.stride, "col_stride": col.stride, "layout": layout,
+    }
+
+
 @register
 class CudaSmemTilingMatmul(CudaTransform):
     """Shared-memory tiling of ``C[row*N+col] = f(sum_k A[row*K+k] * B[k*N+col])``."""
@@ -136,7 +227,7 @@ class CudaSmemTilingMatmul(CudaTransform):
     ) -> list[Candidate] | NotApplicable:
         """Candidates for TILE equal to the current square block, and the other of 16/32 when the launch
         can be retuned consistently."""
-        m = self._match(unit)
+        m = match_naive_matmul(unit)
         if isinstance(m, str):
             return self.not_applicable(f"not the naive matmul pattern: {m}")
         if not unit.launches:
@@ -172,80 +263,6 @@ class CudaSmemTilingMatmul(CudaTransform):
         if not out:
             return self.not_applicable(reasons[0] if reasons else "no tile size fits")
         return out
-
-    def _match(self, unit: CudaUnit) -> dict | str:
-        ivs = index_vars(unit)
-        stmts = statement_list(unit.body)
-        guard = next((s for s in stmts if s.type == "if_statement"), None)
-        if guard is None or len(ivs) < 2:
-            return "no two global thread indices followed by a bounds check"
-        if guard.child_by_field_name("alternative") is not None or stmts[-1] != guard:
-            return "the bounds check is not the kernel's last statement"
-        bounds = _bounds(unit, guard.child_by_field_name("condition"))
-        cons = guard.child_by_field_name("consequence")
-        if bounds is None or cons.type != "compound_statement":
-            return "the bounds check is not `row < M && col < N { ... }`"
-        body = statement_list(cons)
-        loop = next((s for s in body if s.type == "for_statement"), None)
-        if loop is None:
-            return "no k loop"
-        k_init = loop.child_by_field_name("initializer")
-        kd = [d for d in _ts.of_type(k_init, "init_declarator")] if k_init is not None else []
-        if len(kd) != 1 or unit.t(kd[0].child_by_field_name("value")) != "0":
-            return "the k loop does not start at 0"
-        kname = unit.t(kd[0].child_by_field_name("declarator"))
-        cond = _ts.unwrap_parens(loop.child_by_field_name("condition"))
-        if cond.type != "binary_expression" or unit.t(cond.child_by_field_name("operator")) != "<" or unit.t(
-            cond.child_by_field_name("left")
-        ) != kname:
-            return "the k loop is not `k < K`"
-        kbound = unit.t(cond.child_by_field_name("right"))
-        if unit.t(loop.child_by_field_name("update")).replace(" ", "") not in (f"++{kname}", f"{kname}++", f"{kname}+=1"):
-            return "the k loop does not step by 1"
-        lb = loop.child_by_field_name("body")
-        inner = statement_list(lb) if lb.type == "compound_statement" else [lb]
-        if len(inner) != 1 or inner[0].type != "expression_statement":
-            return "the k loop body is not a single accumulation"
-        asg = inner[0].named_children[0]
-        if asg.type != "assignment_expression" or unit.t(asg.child_by_field_name("operator")) != "+=":
-            return "the k loop body is not `acc += A[...] * B[...]`"
-        acc = unit.t(asg.child_by_field_name("left"))
-        prod = strip_casts(asg.child_by_field_name("right"))
-        if prod.type != "binary_expression" or unit.t(prod.child_by_field_name("operator")) != "*":
-            return "the k loop body is not `acc += A[...] * B[...]`"
-        subs = [_subscript(unit, prod.child_by_field_name(f)) for f in ("left", "right")]
-        if any(s is None for s in subs):
-            return "the product does not read two arrays"
-        names = {v.name: v for v in ivs}
-        found = None
-        for (a_name, a_idx), (b_name, b_idx) in (subs, subs[::-1]):  # type: ignore[misc]
-            for r in names:
-                for c in names:
-                    if r == c:
-                        continue
-                    lda = _affine(unit, a_idx, r, kname)
-                    ldb = _affine(unit, b_idx, kname, c)
-                    if lda is not None and ldb is not None:
-                        found = (a_name, a_idx, b_name, b_idx, names[r], names[c])
-        if found is None:
-            return "the loads are not A[row * K + k] and B[k * N + col]"
-        a_name, a_idx, b_name, b_idx, row, col = found
-        if set(bounds) != {row.name, col.name} or row.dim == col.dim:
-            return "the bounds check does not cover row and col"
-        pre = body[: body.index(loop)]
-        acc_decl = next((s for s in pre if s.type == "declaration" and unit.t(s).split("=")[0].split()[-1] == acc), None)
-        if acc_decl is None or len(pre) != 1:
-            return f"{acc} is not declared just before the k loop"
-        rest = body[body.index(loop) + 1 :]
-        if any(references(s, unit.src, kname) for s in rest):
-            return "the code after the k loop uses k"
-        decl_t = acc_decl.child_by_field_name("type")
-        return {
-            "row": row, "col": col, "guard": guard, "bounds": bounds, "kname": kname, "K": kbound,
-            "A": a_name, "A_idx": a_idx, "B": b_name, "B_idx": b_idx, "acc_decl": acc_decl,
-            "etype": unit.t(decl_t), "rest": rest, "stmts": stmts, "ivs": ivs,
-            "row_stride": row.stride, "col_stride": col.stride,
-        }
 
     def _rewrite(self, unit: CudaUnit, m: dict, tile: int) -> TextEdit:
         def sub_k(idx: Node, new: str) -> str:
@@ -350,7 +367,8 @@ class CudaTransposeSmemTile(CudaTransform):
             if blk.type == "identifier":
                 name = unit.t(blk)
                 scope = la.host or unit.root
-                uses = [c for c in _ts.of_type(scope, "kernel_call_syntax") if references(c, unit.src, name)]
+                uses = [lc for lc in launch_calls(scope, unit.src)
+                        if any(references(a, unit.src, name) for a in lc.config)]
                 if len(uses) != 1:
                     return []
             dims = unit.dims_of(la.block, la.host)

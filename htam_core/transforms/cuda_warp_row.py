@@ -10,6 +10,9 @@ addresses ``cols`` elements apart, so every load is uncoalesced. The transform g
 * a scalar that a loop reduces (``acc += e``; ``m = fmaxf(m, e)`` and the ``fminf``/``max``/``min``/
   ``fmax``/``fmin`` forms) is all-reduced over the warp after that loop with ``__shfl_xor_sync``, so every
   lane holds the row's value, as the one thread did before;
+* a running max written ``if (x > m) m = x;`` is all-reduced with the same comparison, and a loop that is
+  the merged max/sum pass of ``cuda.online_softmax`` (:func:`htam_core.transforms.cuda_softmax.online_pair`)
+  gets an all-reduce of the ``(max, sum)`` pairs, so the two steps compose in either order;
 * a statement outside the loops that writes memory (``out[row] = acc;``) runs on lane 0 only;
 * every launch of the kernel gets 32 times as many blocks (the block size must be a multiple of 32, so a
   warp never straddles two rows' guards).
@@ -39,6 +42,7 @@ from htam_core.transforms._cuda import (
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_softmax import OnlinePair, max_step, online_pair, pair_all_reduce
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -47,6 +51,8 @@ WARP = 32
 #: Reduction functions accepted in ``x = f(x, e)``; max/min forms do not care about the starting value.
 MINMAX = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
 _LOOPS = ("for_statement", "while_statement", "do_statement")
+#: The reduction "op" of a running max written ``if (x > m) m = x;`` (all-reduced with the same comparison).
+IF_MAX = "if >"
 
 
 def _is_zero(text: str) -> bool:
@@ -140,10 +146,45 @@ def _reduction(unit: CudaUnit, n: Node, name: str) -> str | None:
     return unit.t(call.child_by_field_name("function"))
 
 
+def _guarded_max(unit: CudaUnit, n: Node, name: str) -> Node | None:
+    """The ``if (E > m) m = E;`` statement around assignment ``n`` to ``name`` (a running max), else ``None``."""
+    p = n.parent.parent if n.parent is not None else None
+    if p is not None and p.type == "compound_statement":
+        p = p.parent
+    if p is None or p.type != "if_statement":
+        return None
+    ms = max_step(unit, p)
+    return p if ms is not None and ms.name == name else None
+
+
 def _all_reduce(name: str, op: str, indent: str) -> str:
-    step = (f"{name} += __shfl_xor_sync(0xffffffffu, {name}, htam_o);" if op == "+"
-            else f"{name} = {op}({name}, __shfl_xor_sync(0xffffffffu, {name}, htam_o));")
+    if op == IF_MAX:  # the same comparison as the loop's `if (x > m) m = x;`
+        step = (f"{{ const auto htam_v = __shfl_xor_sync(0xffffffffu, {name}, htam_o); "
+                f"if (htam_v > {name}) {name} = htam_v; }}")
+    elif op == "+":
+        step = f"{name} += __shfl_xor_sync(0xffffffffu, {name}, htam_o);"
+    else:
+        step = f"{name} = {op}({name}, __shfl_xor_sync(0xffffffffu, {name}, htam_o));"
     return f"\n{indent}for (int htam_o = {WARP // 2}; htam_o > 0; htam_o >>= 1)\n{indent}    {step}"
+
+
+def _scalar_type(unit: CudaUnit, decl: Node) -> str:
+    """The declared type of the scalar whose init_declarator (or identifier) is ``decl``."""
+    stmt = decl.parent
+    while stmt is not None and stmt.type != "declaration":
+        stmt = stmt.parent
+    return unit.t(stmt.child_by_field_name("type")) if stmt is not None else "float"
+
+
+def _online_pair_check(unit: CudaUnit, scalars: dict[str, Node], pair: OnlinePair, line: int) -> str | None:
+    """Why the merged online max/sum loop on ``line`` cannot be split over lanes, or ``None``."""
+    for name in (pair.m, pair.s):
+        if name not in scalars:
+            return f"the loop on line {line} reduces {name}, which is not a local of the guarded body"
+    init = scalars[pair.s].child_by_field_name("value") if scalars[pair.s].type == "init_declarator" else None
+    if init is None or not _is_zero(unit.t(init)):
+        return f"the sum {pair.s} does not start at 0, so a per-lane partial sum would count it 32 times"
+    return None
 
 
 def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dict[str, object]] | str:
@@ -170,6 +211,19 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
         if body is None or _ts.of_type(body, _LOOPS):
             return f"the loop on line {line} contains another loop"
         local = set(_declared_scalars(unit, [c for c in _ts.walk(body) if c.type == "declaration"]))
+        pair = online_pair(unit, body)
+        if pair is not None:
+            why = _online_pair_check(unit, scalars, pair, line)
+            if why:
+                return why
+            edits.append(unit.replace(value, LANE))
+            edits.append(unit.replace(upd, f"{var} += {WARP}"))
+            indent = _ts.indent_of(unit.src, loop.start_byte)
+            m_type, s_type = (_scalar_type(unit, scalars[n]) for n in (pair.m, pair.s))
+            edits.append(unit.insert(loop.end_byte, "\n" + pair_all_reduce(
+                pair.m, pair.s, m_type, s_type, pair.fn, pair.exp, "0xffffffffu", indent)))
+            reduced.append({"name": f"{pair.m}, {pair.s}", "op": "online max/sum"})
+            continue
         ops: dict[str, str] = {}
         for n in _ts.walk(body):
             if n.type not in ("assignment_expression", "update_expression"):
@@ -184,13 +238,16 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
                 continue
             if name not in scalars:
                 return f"the loop on line {line} writes {name}, which is not a local of the guarded body"
-            op = _reduction(unit, n, name)
+            op, step = _reduction(unit, n, name), n
+            guarded = _guarded_max(unit, n, name)
+            if op is None and guarded is not None:
+                op, step = IF_MAX, guarded
             if op is None or name in ops:
                 return (f"the loop on line {line} updates {name} in a way that is not one sum/max/min reduction "
                         "step")
             ops[name] = op
             others = [r for r in references(body, unit.src, name)
-                      if not (n.start_byte <= r.start_byte < n.end_byte)]
+                      if not (step.start_byte <= r.start_byte < step.end_byte)]
             if others:
                 return (f"the loop on line {line} reads {name} while it reduces into it; a lane holds only a "
                         "partial value there")
@@ -266,7 +323,7 @@ class CudaWarpPerRow(CudaTransform):
         bad = next((g for g in grid if isinstance(g, str)), None)
         if bad:
             return self.not_applicable(bad)
-        names = ", ".join(r["name"] for r in summary["reduced"]) or "none"  # type: ignore[index,union-attr]
+        names = ", ".join(str(r["name"]) for r in summary["reduced"]) or "none"  # type: ignore[index,union-attr]
         return [
             self.candidate(
                 model,

@@ -28,6 +28,10 @@ _FAMILIES = (
     "cuda_loops",
     "cuda_memory",
     "cuda_tiling",
+    "cuda_register_tiling",
+    "cuda_softmax",
+    "cuda_coalesce",
+    "cuda_warp_reduce",
     "cuda_math",
     "cuda_reduction",
 )

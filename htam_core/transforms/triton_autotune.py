@@ -12,6 +12,7 @@ under ``TRITON_INTERPRET=1`` the generated list keeps only its first config, the
 
 from __future__ import annotations
 
+from htam_core.source.analysis.constants import python_int
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
@@ -19,7 +20,6 @@ from htam_core.transforms._triton import (
     TritonUnit,
     is_block_param,
     orphan_removals,
-    python_int,
     reads_of,
     remove_kwarg,
     stale_text_notes,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.constants import python_int
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
@@ -21,7 +22,6 @@ from htam_core.transforms._triton import (
     TritonUnit,
     add_kwarg,
     is_block_param,
-    python_int,
     stale_text_notes,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit

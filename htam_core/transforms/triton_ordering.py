@@ -58,7 +58,7 @@ class TritonGroupedOrdering(TritonTransform):
         self, unit: TritonUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """Candidates with GROUP_M = 8 and 4."""
-        if "group" in unit.t(unit.body).lower():
+        if unit.facts.triton is not None and unit.facts.triton.grouped_program_ids:
             return self.not_applicable(f"{kernel.name} already groups its programs")
         if not (kernel.features.uses_dot or kernel.features.uses_2d_index):
             return self.not_applicable(f"{kernel.name} is not a 2-D tiled kernel (no tl.dot, no [:, None] tiles)")

@@ -10,22 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from htam_core.source.analysis.unit import cuda_fragments
 from htam_core.transforms import _ts
 from htam_core.transforms.base import TextEdit
-
-
-def cuda_fragments(src: bytes) -> list[tuple[int, int]]:
-    """Byte ranges of Python string contents that hold CUDA code (they contain ``__global__``)."""
-    tree = _ts.parse(src, "python")
-    out = []
-    for s in _ts.of_type(tree.root_node, "string"):
-        content = [c for c in s.children if c.type == "string_content"]
-        if not content:
-            continue
-        start, end = content[0].start_byte, content[-1].end_byte
-        if b"__global__" in src[start:end]:
-            out.append((start, end))
-    return out
 
 
 def syntax_errors(text: str, file_language: str) -> list[tuple[int, int]]:

@@ -30,7 +30,6 @@ import ast
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, Literal
 
 from htam_core.source.scope import kernel_scope
@@ -779,7 +778,6 @@ class _PyAnalysis:
 
 _CUDA_QUERIES = {
     "calls": "(call_expression function: (_) @fn) @call",
-    "launch": "(call_expression function: (_) @fn (kernel_call_syntax) @cfg) @call",
     "ids": "[(identifier) (field_identifier) (type_identifier) (namespace_identifier)] @id",
     "qualified": "(qualified_identifier) @q",
     "static": "(declaration (storage_class_specifier) @sc type: (_) @ty) @decl",
@@ -804,25 +802,11 @@ _CUDA_REDUCED_CALL_PREFIXES = ("__float2half", "__float2bfloat16", "__floats2hal
 _CUDA_THREADS = frozenset({"std::thread", "std::jthread", "std::async"})
 
 
-@cache
-def _cuda_lang() -> Any:
-    import tree_sitter as ts
-    import tree_sitter_cuda as tscuda
-
-    return ts.Language(tscuda.language())
-
-
-@cache
-def _cuda_query(name: str) -> Any:
-    import tree_sitter as ts
-
-    return ts.Query(_cuda_lang(), _CUDA_QUERIES[name])
-
-
 def _captures(name: str, root: Any) -> dict[str, list[Any]]:
-    import tree_sitter as ts
+    from htam_core.source.analysis.launch import LAUNCH_QUERY
+    from htam_core.source.analysis.syntax import captures
 
-    return ts.QueryCursor(_cuda_query(name)).captures(root)
+    return captures("cuda", LAUNCH_QUERY if name == "launch" else _CUDA_QUERIES[name], root)
 
 
 def _last_segment(text: str) -> str:
@@ -835,7 +819,7 @@ def _check_cuda(text: str, emit: Callable[[str, str, int], None], line0: int, ba
     Only the kernels, their launchers and file-scope code are judged (:func:`htam_core.source.scope.kernel_scope`):
     a ``main()`` that creates a stream or checks results in ``__half`` is not the candidate.
     """
-    import tree_sitter as ts
+    from htam_core.source.analysis.syntax import parse
 
     scope = kernel_scope(text, "cuda")
     outer_emit = emit
@@ -844,7 +828,7 @@ def _check_cuda(text: str, emit: Callable[[str, str, int], None], line0: int, ba
         if scope.covers(line - line0 + 1):
             outer_emit(rule_id, message, line)
 
-    root = ts.Parser(_cuda_lang()).parse(text.encode("utf-8")).root_node
+    root = parse(text.encode("utf-8"), "cuda").root_node
 
     def line(node: Any) -> int:
         return line0 + node.start_point[0]

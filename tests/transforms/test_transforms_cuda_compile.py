@@ -22,7 +22,7 @@ pytestmark = [
 FILES = [
     "elementwise_variants.cu", "matmul_variants.cu", "transpose_variants.cu",
     "sgemm_naive.cu", "transpose_naive.cu", "reduce_sum_smem.cu", "softmax_row_per_thread.cu",
-    "bias_gelu_templates.cu", "rowwise_variants.cu",
+    "bias_gelu_templates.cu", "rowwise_variants.cu", "matmul_register_variants.cu", "softmax_variants.cu",
 ]
 
 
@@ -36,7 +36,8 @@ def _cases() -> list:
                 if isinstance(res, NotApplicable):
                     continue
                 # the first candidate; also the last where candidates differ in structure, not only numbers
-                wide = t.id in ("cuda.smem_tiling_matmul", "cuda.transpose_smem_tile", "cuda.block_size")
+                wide = t.id in ("cuda.smem_tiling_matmul", "cuda.transpose_smem_tile", "cuda.block_size",
+                               "cuda.register_tile_matmul")
                 picks = {0, len(res) - 1} if wide else {0}
                 for i in sorted(picks):
                     out.append(pytest.param(f, k.name, t.id, i, id=f"{f}:{k.name}:{t.id}:{i}"))

@@ -1,0 +1,89 @@
+"""One layer of facts about a kernel, derived once and shared by every transform and the static profiler.
+
+Entry point: :func:`analyze` (``analyze(model, kernel) -> KernelFacts``), cached per kernel text and
+position. The facts (:mod:`~htam_core.source.analysis.facts`) are immutable dataclasses: constants
+resolved in scope, every memory access with its index as an affine (sympy) function of the thread,
+block and loop indices and its strides, loops with bounds, steps, trip counts and accumulators,
+per-pointer read and write sets, the thread-index variables, the launch configuration (1-3-D
+``dim3`` through variables) and, for Triton, program-id/arange axes, tile loops, reductions,
+masked loads/stores and ``tl.dot`` operand dtypes.
+
+Modules: ``syntax`` (the grammar and query cache, node helpers), ``constants`` (the one constant
+evaluator), ``loops`` (the one trip counter), ``launch`` (the one launch query), ``unit`` (locating a
+kernel in its parsed text), ``cuda``/``triton`` (the builders), ``facts`` (the dataclasses).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from htam_core.source.analysis.facts import (
+    BUILTINS,
+    DIMS,
+    Access,
+    Accumulator,
+    Dim,
+    KernelFacts,
+    LaunchFacts,
+    LoopFact,
+    PointerFacts,
+    ThreadIndex,
+    TritonAxis,
+    TritonDot,
+    TritonFacts,
+    TritonMemOp,
+    TritonReduction,
+    stride_of,
+    sym,
+)
+from htam_core.source.model import Kernel, SourceModel
+
+__all__ = [
+    "BUILTINS", "DIMS", "Access", "Accumulator", "Dim", "KernelFacts", "LaunchFacts", "LoopFact", "PointerFacts",
+    "ThreadIndex", "TritonAxis", "TritonDot", "TritonFacts", "TritonMemOp", "TritonReduction", "analyze",
+    "stride_of", "sym",
+]
+
+_MAX = 256
+_facts: OrderedDict[tuple, KernelFacts] = OrderedDict()
+
+
+def analyze(model: SourceModel, kernel: Kernel) -> KernelFacts:
+    """The facts of ``kernel`` (one of ``model.kernels``), computed once per file text and kernel position.
+
+    Never raises for odd code: what cannot be analyzed is left out and said in ``KernelFacts.errors``
+    (a kernel that cannot be located at all gives empty facts with one error line).
+    """
+    key = (model.text, kernel.name, kernel.name_span.start, kernel.language)
+    hit = _facts.get(key)
+    if hit is not None:
+        _facts.move_to_end(key)
+        return hit
+    try:
+        facts = _build(model, kernel)
+    except (RecursionError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:  # odd code: one line
+        facts = KernelFacts(kernel.name, kernel.language,
+                            errors=(f"{kernel.name}: the analysis stopped ({type(exc).__name__}: {exc}); "
+                                    "facts left empty",))
+    _facts[key] = facts
+    if len(_facts) > _MAX:
+        _facts.popitem(last=False)
+    return facts
+
+
+def _build(model: SourceModel, kernel: Kernel) -> KernelFacts:
+    if kernel.language == "triton":
+        from htam_core.source.analysis.triton import triton_facts
+        from htam_core.source.analysis.unit import python_source
+
+        psrc = python_source(model, kernel)
+        if isinstance(psrc, str):
+            return KernelFacts(kernel.name, kernel.language, errors=(psrc,))
+        return triton_facts(psrc, kernel)
+    from htam_core.source.analysis.cuda import cuda_facts
+    from htam_core.source.analysis.unit import cuda_source
+
+    src = cuda_source(model, kernel)
+    if isinstance(src, str):
+        return KernelFacts(kernel.name, kernel.language, errors=(src,))
+    return cuda_facts(src, kernel)

@@ -1,0 +1,427 @@
+"""Compile-time constants, resolved in scope: the one constant evaluator of the project.
+
+:func:`evaluate` computes the value of a C/C++ constant expression tree (literals, ``+ - * / % << >>``,
+unary ``-``/``+``, parentheses, C casts, ``static_cast``, ``sizeof(<basic type>)``, the ternary
+operator and ``min``/``max``) and asks a *lookup* for names. :class:`ConstEnv` is the lookup of one
+CUDA unit: names resolve through, in order,
+
+1. bindings given by the caller (template arguments at the launch site, ``template <int B>`` -> ``B=256``);
+2. declarations in the enclosing function (``const int``, ``constexpr``, or any ``int x = ...`` that
+   has exactly one definition before the use and is never reassigned or address-taken);
+3. declarations at file or namespace scope;
+4. object-like ``#define``s (their value parsed as an expression).
+
+A name of a ``dim3`` variable evaluates to the product of its components (threads per block).
+:func:`python_constants` does the same job for Python (module constants and assignments in the
+enclosing function, read with :func:`ast.literal_eval`, never executed).
+The scoping rules are those of C++ ([basic.scope]) restricted to what is knowable without
+preprocessing the includes.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tree_sitter import Node
+
+from htam_core.source.analysis.syntax import node_text, of_type, parse, unwrap_parens
+
+Value = int | float
+#: identifier node -> its value, or ``None`` when it is not a compile-time constant
+Lookup = Callable[[Node], "Value | None"]
+
+_INT_SUFFIXES = "uUlL"
+SIZEOF = {"char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "short": 2, "unsigned short": 2,
+          "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4, "unsigned": 4, "unsigned int": 4,
+          "float": 4, "int32_t": 4, "uint32_t": 4, "long": 8, "long long": 8, "unsigned long": 8,
+          "size_t": 8, "int64_t": 8, "uint64_t": 8, "double": 8, "float2": 8, "float4": 16, "int4": 16,
+          "double2": 16, "half2": 4, "__half2": 4}
+
+
+def literal_value(text: str) -> Value | None:
+    """Value of a C or Python numeric literal (``256``, ``0x100``, ``4u``, ``(32)``, ``1_024``, ``1.5f``), else None."""
+    t = text.strip()
+    while t.startswith("(") and t.endswith(")"):
+        t = t[1:-1].strip()
+    t = t.replace("_", "").replace("'", "") if t[:1].isdigit() else t
+    if not t or not (t[0].isdigit() or (t[0] in "+-" and t[1:2].isdigit())):
+        return None
+    try:
+        return int(t.rstrip(_INT_SUFFIXES), 0)
+    except ValueError:
+        pass
+    if t[:2].lower() == "0x":
+        return None
+    try:
+        return float(t.rstrip("fFlL"))
+    except ValueError:
+        return None
+
+
+def int_literal(text: str) -> int | None:
+    """Value of an integer literal (``256``, ``0x100``, ``256u``, ``1_024``), else ``None`` (also for floats)."""
+    v = literal_value(text)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _cdiv(a: Value, b: Value) -> Value | None:
+    if not b:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q  # C truncates toward zero
+    return a / b
+
+
+_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": _cdiv,
+    "%": lambda a, b: (a - _cdiv(a, b) * b) if isinstance(a, int) and isinstance(b, int) and b else None,
+    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b, "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b),
+    "<=": lambda a, b: int(a <= b), ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b), "&&": lambda a, b: int(bool(a) and bool(b)),
+    "||": lambda a, b: int(bool(a) or bool(b)),
+}
+_MINMAX = {"min": min, "max": max, "std::min": min, "std::max": max, "fminf": min, "fmaxf": max}
+
+
+def evaluate(node: Node | None, lookup: Lookup, depth: int = 0) -> Value | None:  # noqa: C901 - one case per node
+    """Value of the C/C++ constant expression ``node`` (see module docstring), or ``None`` when any part is
+    not constant. ``lookup`` resolves identifiers (``type_identifier`` too: template arguments)."""
+    if node is None or depth > 40:
+        return None
+    t = node.type
+    if t == "number_literal":
+        return literal_value(node_text(node))
+    if t in ("identifier", "type_identifier"):
+        return lookup(node)
+    if t in ("parenthesized_expression", "expression_statement"):
+        inner = [c for c in node.named_children if c.type != "comment"]
+        return evaluate(inner[0], lookup, depth + 1) if len(inner) == 1 else None
+    if t == "binary_expression":
+        op = node_text(node.child_by_field_name("operator"))
+        a = evaluate(node.child_by_field_name("left"), lookup, depth + 1)
+        if a is None or op not in _BINOPS:
+            return None
+        b = evaluate(node.child_by_field_name("right"), lookup, depth + 1)
+        if b is None:
+            return None
+        try:
+            return _BINOPS[op](a, b)
+        except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+            return None
+    if t == "unary_expression":
+        op = node_text(node.child_by_field_name("operator"))
+        v = evaluate(node.child_by_field_name("argument"), lookup, depth + 1)
+        if v is None:
+            return None
+        return {"-": lambda: -v, "+": lambda: v, "!": lambda: int(not v),
+                "~": lambda: ~v if isinstance(v, int) else None}.get(op, lambda: None)()
+    if t == "conditional_expression":
+        c = evaluate(node.child_by_field_name("condition"), lookup, depth + 1)
+        if c is None:
+            return None
+        return evaluate(node.child_by_field_name("consequence" if c else "alternative"), lookup, depth + 1)
+    if t == "sizeof_expression":
+        ty = node.child_by_field_name("type")
+        return SIZEOF.get(" ".join(node_text(ty).split())) if ty is not None else None
+    if t == "cast_expression":
+        v = evaluate(node.child_by_field_name("value"), lookup, depth + 1)
+        ty = " ".join(node_text(node.child_by_field_name("type")).split())
+        if v is not None and ty in ("int", "unsigned", "unsigned int", "size_t", "int64_t", "long", "long long"):
+            return int(v)
+        return float(v) if v is not None and ty in ("float", "double") else v
+    if t == "call_expression":
+        fn = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        name = node_text(fn)
+        vals = [evaluate(a, lookup, depth + 1) for a in (args.named_children if args is not None else [])]
+        if fn is not None and fn.type == "template_function":
+            inner = fn.child_by_field_name("name")
+            if node_text(inner) == "static_cast" and len(vals) == 1:
+                return vals[0]
+        if name == "dim3" and vals and None not in vals:  # threads in a dim3(x, y, z)
+            out: Value = 1
+            for v in vals:
+                out *= v  # type: ignore[operator]
+            return out
+        if name in _MINMAX and len(vals) == 2 and None not in vals:
+            return _MINMAX[name](vals)  # type: ignore[type-var]
+        return None
+    if t == "preproc_arg":
+        return evaluate_text(node_text(node), lookup, depth + 1)
+    return None
+
+
+def evaluate_text(expr: str, lookup: Lookup, depth: int = 0) -> Value | None:
+    """:func:`evaluate` for an expression given as text (a ``#define`` value, a launch-bounds argument)."""
+    tree = parse(f"int __htam_v = ({expr});".encode(), "cuda")
+    root = tree.root_node
+    if root.has_error or not root.named_children or root.named_children[0].type != "declaration":
+        return None
+    init = next((d for d in root.named_children[0].children_by_field_name("declarator")
+                 if d.type == "init_declarator"), None)
+    return evaluate(init.child_by_field_name("value") if init is not None else None, lookup, depth)
+
+
+def dict_lookup(consts: Mapping[str, str | Value]) -> Lookup:
+    """A lookup over a fixed ``name -> value`` (or value text) table."""
+    def look(n: Node) -> Value | None:
+        v = consts.get(node_text(n))
+        return literal_value(v) if isinstance(v, str) else v
+    return look
+
+
+@dataclass(frozen=True)
+class Const:
+    """An integer constant as used at some point: its value and how to rewrite it.
+
+    Attributes:
+        value: the integer value.
+        literal: the literal node to rewrite to change the value (the ``256`` in ``const int threads = 256;``
+            or an inline ``256``), or ``None`` when the value is computed or comes from a ``#define``.
+        name: the identifier used, when the value came through a name.
+        preproc_range: for a ``#define N 256``, the byte range of ``256`` in the unit.
+    """
+
+    value: int
+    literal: Node | None = None
+    name: str | None = None
+    preproc_range: tuple[int, int] | None = None
+
+
+class ConstEnv:
+    """Constants of one parsed CUDA unit (see module docstring).
+
+    Args:
+        src: the unit's bytes (the text that was parsed).
+        root: the tree's root node.
+        bindings: extra names with values (template arguments at a launch site), looked up first.
+    """
+
+    def __init__(self, src: bytes, root: Node, bindings: Mapping[str, int] | None = None) -> None:
+        self.src = src
+        self.root = root
+        self.bindings = dict(bindings or {})
+        self._defines: dict[str, Node] | None = None
+        self._file: dict[str, list[Node]] | None = None
+
+    def t(self, node: Node | None) -> str:
+        """Source text of ``node``."""
+        if node is None:
+            return ""
+        return self.src[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
+
+    # --------------------------------------------------------------- declarations
+    def local_inits(self, scope: Node, name: str) -> list[Node]:
+        """Initializer expressions of declarations of ``name`` inside ``scope`` (``dim3 b{..}``: the list)."""
+        out = []
+        for d in of_type(scope, "init_declarator"):
+            decl = d.child_by_field_name("declarator")
+            if decl is not None and decl.type == "identifier" and self.t(decl) == name:
+                v = d.child_by_field_name("value")
+                if v is not None:
+                    out.append(v)
+        return out
+
+    def assigned_in(self, scope: Node, name: str) -> bool:
+        """True when ``name`` is assigned, incremented or address-taken in ``scope``."""
+        for a in of_type(scope, ("assignment_expression", "update_expression")):
+            target = a.child_by_field_name("left") or a.child_by_field_name("argument")
+            if target is not None and target.type == "identifier" and self.t(target) == name:
+                return True
+        for u in of_type(scope, "pointer_expression"):
+            arg = u.child_by_field_name("argument")
+            if self.t(u).startswith("&") and arg is not None and self.t(arg) == name:
+                return True
+        return False
+
+    def file_inits(self, name: str) -> list[Node]:
+        """Initializers of ``name`` declared at file or namespace scope."""
+        if self._file is None:
+            self._file = {}
+            for decl in of_type(self.root, "declaration"):
+                p = decl.parent
+                if p is None or p.type not in ("translation_unit", "declaration_list", "preproc_if",
+                                               "preproc_ifdef", "preproc_else", "linkage_specification"):
+                    continue
+                for d in decl.named_children:
+                    if d.type == "init_declarator":
+                        dn, v = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+                        if dn is not None and dn.type == "identifier" and v is not None:
+                            self._file.setdefault(self.t(dn), []).append(v)
+        return self._file.get(name, [])
+
+    def define(self, name: str) -> Node | None:
+        """The value node of the object-like ``#define name value``, if any."""
+        if self._defines is None:
+            self._defines = {}
+            for pd in of_type(self.root, "preproc_def"):
+                n, v = pd.child_by_field_name("name"), pd.child_by_field_name("value")
+                if n is not None and v is not None:
+                    self._defines.setdefault(self.t(n), v)
+        return self._defines.get(name)
+
+    # --------------------------------------------------------------- evaluation
+    def lookup(self, scope: Node | None, seen: frozenset[str] = frozenset()) -> Lookup:
+        """The identifier lookup used by :func:`evaluate` inside ``scope`` (a function or block, or None)."""
+        def look(n: Node) -> Value | None:
+            return self._name(node_text(n), scope, n.start_byte, seen)
+        return look
+
+    def value(self, node: Node | None, scope: Node | None = None) -> Value | None:
+        """Value (int or float) of ``node`` in ``scope``, or ``None``."""
+        return evaluate(node, self.lookup(scope))
+
+    def value_of_text(self, expr: str, at_byte: int | None = None) -> Value | None:
+        """Value of expression text ``expr`` as seen at byte ``at_byte`` (in the enclosing function)."""
+        scope = self.function_at(at_byte) if at_byte is not None else None
+
+        def look(n: Node) -> Value | None:
+            return self._name(node_text(n), scope, at_byte, frozenset())
+        return evaluate_text(expr, look)
+
+    def function_at(self, at_byte: int) -> Node | None:
+        """The innermost function definition containing byte ``at_byte``."""
+        n: Node | None = self.root.descendant_for_byte_range(at_byte, at_byte)
+        while n is not None and n.type != "function_definition":
+            n = n.parent
+        return n
+
+    def definition(self, name: str, scope: Node | None, before: int | None = None) -> tuple[str, Node | None]:
+        """Where ``name`` gets its value at a use at byte ``before`` in ``scope``: ``("binding", None)``,
+        ``("local", init)``, ``("file", init)``, ``("define", value)``, or ``("none", None)`` (also when a
+        local is declared more than once, reassigned, or declared after the use)."""
+        if name in self.bindings:
+            return "binding", None
+        if scope is not None:
+            decls = self.local_inits(scope, name)
+            if decls:
+                if len(decls) != 1 or self.assigned_in(scope, name):
+                    return "none", None
+                if before is not None and decls[0].start_byte > before:
+                    return "none", None
+                return "local", decls[0]
+        inits = self.file_inits(name)
+        if inits:
+            return "file", inits[0]
+        d = self.define(name)
+        return ("define", d) if d is not None else ("none", None)
+
+    def _name(self, name: str, scope: Node | None, before: int | None, seen: frozenset[str]) -> Value | None:
+        if name in seen:
+            return None
+        seen = seen | {name}
+        where, node = self.definition(name, scope, before)
+        if where == "binding":
+            return self.bindings[name]
+        if node is None:
+            return None
+        if where == "define":
+            return evaluate_text(self.t(node), self.lookup(None, seen))
+        return self._init_value(node, scope if where == "local" else None, seen)
+
+    def _init_value(self, v: Node, scope: Node | None, seen: frozenset[str]) -> Value | None:
+        if v.type in ("initializer_list", "argument_list"):  # dim3 b{16, 16}: threads per block
+            vals = [evaluate(c, self.lookup(scope, seen)) for c in v.named_children if c.type != "comment"]
+            if not vals or any(x is None for x in vals):
+                return None
+            out = 1
+            for x in vals:
+                out *= x  # type: ignore[operator]
+            return out
+        return evaluate(v, self.lookup(scope, seen))
+
+    def const(self, node: Node | None, scope: Node | None = None) -> Const | None:
+        """The integer constant ``node`` evaluates to in ``scope``, with how to rewrite it; ``None`` when it is
+        not a compile-time integer."""
+        if node is None:
+            return None
+        node = unwrap_parens(node)
+        if node.type == "number_literal":
+            v = int_literal(self.t(node))
+            return Const(v, node) if v is not None else None
+        if node.type in ("identifier", "type_identifier"):
+            return self.const_name(self.t(node), scope, before=node.start_byte)
+        v = self.value(node, scope)
+        return Const(v) if isinstance(v, int) else None
+
+    def const_name(self, name: str, scope: Node | None, before: int | None = None) -> Const | None:
+        """Resolve identifier ``name`` to an integer :class:`Const` (see :meth:`const`)."""
+        where, node = self.definition(name, scope, before)
+        if where == "binding":
+            return Const(self.bindings[name], None, name)
+        if node is None:
+            return None
+        if where != "define":
+            inner = self.const(node, scope if where == "local" else None) if node.type != "identifier" else None
+            return Const(inner.value, inner.literal, name, inner.preproc_range) if inner else None
+        raw = self.t(node).strip()
+        stripped = raw.strip("()").strip()
+        v = int_literal(stripped)
+        if v is not None:
+            off = node.start_byte + self.t(node).index(stripped)
+            return Const(v, None, name, (off, off + len(stripped.encode())))
+        computed = evaluate_text(raw, self.lookup(None, frozenset({name})))
+        return Const(computed, None, name) if isinstance(computed, int) else None
+
+
+# ----------------------------------------------------------------------------------------- Python
+
+
+def python_literal(text: str | None) -> bool | int | float | None:
+    """Value of a Python literal number or bool (read with :func:`ast.literal_eval`, never executed)."""
+    if text is None:
+        return None
+    try:
+        v = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return v if isinstance(v, bool | int | float) else None
+
+
+def python_int(text: str) -> int | None:
+    """Value of a Python integer literal (``1024``, ``1_024``, ``0x400``), else ``None``."""
+    v = python_literal(text)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def python_constants(text: str | bytes, at_byte: int | None, root: Node | None = None) -> dict[str, Any]:
+    """Names bound to a literal (``BLOCK_SIZE = 64``) visible at byte ``at_byte`` of Python ``text``.
+
+    Module-level assignments, then assignments earlier in the enclosing function(s) (the last
+    one before ``at_byte`` wins; an assignment of a non-literal removes the name). ``root`` is the
+    already parsed tree, when there is one.
+    """
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    if root is None:
+        root = parse(data, "python").root_node
+    out: dict[str, Any] = {}
+
+    def grab(block: Node, stop: int | None) -> None:
+        for st in block.named_children:
+            if stop is not None and st.start_byte >= stop:
+                break
+            node = st.named_children[0] if st.type == "expression_statement" and st.named_children else st
+            if node.type == "assignment":
+                left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+                if left is not None and left.type == "identifier" and right is not None:
+                    v = python_literal(data[right.start_byte:right.end_byte].decode("utf-8", "replace"))
+                    name = data[left.start_byte:left.end_byte].decode()
+                    if v is not None:
+                        out[name] = v
+                    else:
+                        out.pop(name, None)
+            elif stop is not None and st.start_byte <= stop < st.end_byte:
+                body = st.child_by_field_name("body") or st.child_by_field_name("consequence")
+                if st.type in ("function_definition", "decorated_definition"):
+                    fn = st if st.type == "function_definition" else st.child_by_field_name("definition")
+                    body = fn.child_by_field_name("body") if fn is not None else None
+                if body is not None:
+                    grab(body, stop)
+
+    grab(root, at_byte)
+    return out

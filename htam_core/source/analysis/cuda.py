@@ -1,0 +1,580 @@
+"""CUDA kernel facts: affine indices, loops, accumulators, read/write sets, thread indices, launches.
+
+:class:`Affine` turns a C expression into a sympy expression: ``threadIdx.x``-style builtins become the
+symbols of :data:`~htam_core.source.analysis.facts.BUILTINS`, compile-time constants their values, local
+variables with one definition that is never reassigned their definition (``int row = blockIdx.y *
+blockDim.y + threadIdx.y`` is followed), loop variables and parameters symbols; integer division,
+``%``, calls and loads become opaque (non-affine) terms. :func:`cuda_facts` builds the
+:class:`~htam_core.source.analysis.facts.KernelFacts` of one kernel from its :class:`CudaSource`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import sympy
+from tree_sitter import Node
+
+from htam_core.source.analysis.constants import ConstEnv, literal_value
+from htam_core.source.analysis.facts import (
+    DIMS,
+    Access,
+    Accumulator,
+    Dim,
+    KernelFacts,
+    LaunchFacts,
+    LoopFact,
+    PointerFacts,
+    ThreadIndex,
+    combine,
+    stride_of,
+    sym,
+)
+from htam_core.source.analysis.launch import dims_of, template_bindings
+from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
+from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens, walk
+from htam_core.source.analysis.unit import CudaSource
+from htam_core.source.model import Kernel
+
+_BUILTIN_OBJS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+LOOP_TYPES = ("for_statement", "while_statement", "do_statement")
+_MAX_FNS = {"fmaxf": "max", "fmax": "max", "max": "max", "std::max": "max", "__hmax": "max",
+            "fminf": "min", "fmin": "min", "min": "min", "std::min": "min", "__hmin": "min"}
+
+
+class Affine:
+    """C expression -> sympy expression inside one kernel (see module docstring).
+
+    Args:
+        env: the unit's constants (with the kernel's template bindings).
+        func: the kernel's ``function_definition`` (the scope of locals).
+        loop_vars: names of loop induction variables (kept as symbols).
+    """
+
+    def __init__(self, env: ConstEnv, func: Node, loop_vars: set[str]) -> None:
+        self.env = env
+        self.func = func
+        self.loop_vars = loop_vars
+        self._memo: dict[tuple[str, int], sympy.Expr] = {}
+
+    def builtin(self, node: Node) -> str | None:
+        """``"blockIdx.x"`` for a ``blockIdx.x`` field expression (casts stripped), else ``None``."""
+        node = strip_casts(node)
+        if node.type != "field_expression":
+            return None
+        arg, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
+        if arg is None or fld is None or self.env.t(arg) not in _BUILTIN_OBJS:
+            return None
+        return f"{self.env.t(arg)}.{self.env.t(fld)}"
+
+    def expr(self, node: Node | None, depth: int = 0) -> sympy.Expr | None:  # noqa: C901 - one case per node
+        """The sympy form of ``node``, or ``None`` for something that is not an expression."""
+        if node is None or depth > 30:
+            return None
+        node = strip_casts(node)
+        t = node.type
+        if t == "number_literal":
+            v = literal_value(self.env.t(node))
+            return None if v is None else (sympy.Integer(v) if isinstance(v, int) else sympy.Float(v))
+        b = self.builtin(node)
+        if b is not None:
+            return sym(b)
+        if t in ("identifier", "type_identifier"):
+            return self._name(node, depth)
+        if t == "binary_expression":
+            op = self.env.t(node.child_by_field_name("operator"))
+            a = self.expr(node.child_by_field_name("left"), depth + 1)
+            c = self.expr(node.child_by_field_name("right"), depth + 1)
+            if a is None or c is None:
+                return None
+            return combine(op, a, c)
+        if t == "unary_expression":
+            op = self.env.t(node.child_by_field_name("operator"))
+            a = self.expr(node.child_by_field_name("argument"), depth + 1)
+            if a is None:
+                return None
+            return -a if op == "-" else (a if op == "+" else sympy.Function("unary")(a))
+        if t == "subscript_expression":
+            return sympy.Symbol(f"load({' '.join(self.env.t(node).split())})")
+        if t == "call_expression":
+            return sympy.Symbol(f"call({' '.join(self.env.t(node).split())})")
+        return sympy.Symbol(f"expr({' '.join(self.env.t(node).split())})")
+
+    def _name(self, node: Node, depth: int) -> sympy.Expr:
+        name = self.env.t(node)
+        if name in self.loop_vars:
+            return sym(name)
+        key = (name, node.start_byte)
+        if key in self._memo:
+            return self._memo[key]
+        out: sympy.Expr = sym(name)
+        c = self.env.const_name(name, self.func, before=node.start_byte)
+        if c is not None:
+            out = sympy.Integer(c.value)
+        else:
+            inits = self.env.local_inits(self.func, name)
+            if len(inits) == 1 and inits[0].start_byte < node.start_byte and not self.env.assigned_in(self.func, name):
+                inner = self.expr(inits[0], depth + 1)
+                if inner is not None:
+                    out = inner
+        self._memo[key] = out
+        return out
+
+
+def _loop_header(src: CudaSource, aff: Affine, loop: Node) -> dict:
+    """The header of a ``for`` loop with sympy parts (see :func:`~htam_core.source.analysis.loops.c_for_header`)."""
+    return c_for_header(loop, src.env.t, aff.expr)
+
+
+def _decl_of(src: CudaSource, name: str, before: int) -> tuple[str | None, Node | None, Node | None]:
+    """(type, declaration node, initializer) of the last declaration of ``name`` in the kernel before ``before``."""
+    found: tuple[str | None, Node | None, Node | None] = (None, None, None)
+    for decl in of_type(src.body, "declaration"):
+        if decl.start_byte >= before:
+            break
+        for d in decl.children_by_field_name("declarator"):
+            dn = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if dn is not None and dn.type == "identifier" and src.env.t(dn) == name:
+                init = d.child_by_field_name("value") if d.type == "init_declarator" else None
+                found = (" ".join(src.env.t(decl.child_by_field_name("type")).split()), decl, init)
+    return found
+
+
+def _accumulators(src: CudaSource, loop: Node, inner_loops: list[Node]) -> tuple[Accumulator, ...]:
+    env = src.env
+    out: list[Accumulator] = []
+    seen: set[str] = set()
+    for a in of_type(loop, ("assignment_expression",)):
+        owner = a.parent
+        while owner is not None and owner.type not in LOOP_TYPES:
+            owner = owner.parent
+        if owner != loop:  # attributed to the innermost loop
+            continue
+        left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
+        if left is None or right is None or left.type != "identifier":
+            continue
+        name, op = env.t(left), env.t(a.child_by_field_name("operator"))
+        kind = {"+=": "sum", "-=": "sum", "*=": "prod"}.get(op)
+        r = strip_casts(right)
+        if op == "=" and r.type == "binary_expression":
+            rl, rr = r.child_by_field_name("left"), r.child_by_field_name("right")
+            rop = env.t(r.child_by_field_name("operator"))
+            if rop in ("+", "*") and name in (env.t(strip_casts(rl)), env.t(strip_casts(rr))):
+                kind = "sum" if rop == "+" else "prod"
+            elif rop == "-" and env.t(strip_casts(rl)) == name:
+                kind = "sum"
+        elif op == "=" and r.type == "call_expression":
+            fn = env.t(r.child_by_field_name("function"))
+            args = r.child_by_field_name("arguments")
+            if fn in _MAX_FNS and args is not None and name in [env.t(strip_casts(x)) for x in args.named_children]:
+                kind = _MAX_FNS[fn]
+        if kind is None or name in seen:
+            continue
+        typ, decl, init = _decl_of(src, name, loop.start_byte)
+        if decl is None and name not in [env.t(p) for p in of_type(src.func.child_by_field_name("declarator"),
+                                                                       "identifier")]:
+            continue
+        if decl is not None and decl.start_byte >= loop.start_byte:
+            continue
+        loop_header = loop.child_by_field_name("initializer")
+        if loop_header is not None and name in [env.t(n) for n in of_type(loop_header, "identifier")][:1]:
+            continue
+        is_int = typ is not None and typ.split()[-1] in ("int", "unsigned", "size_t", "int64_t", "long")
+        if is_int and not any(n.type in ("subscript_expression", "call_expression") for n in walk(right)):
+            continue  # an index moving by a stride, not a reduction
+        seen.add(name)
+        out.append(Accumulator(name, kind, typ, src.line(a), src.span(a.parent if a.parent is not None and
+                                                                     a.parent.type == "expression_statement"
+                                                                     else a),
+                               src.span(decl) if decl is not None else None,
+                               env.t(init) if init is not None else None))
+    return tuple(out)
+
+
+def _has_unroll_pragma(src: CudaSource, loop: Node) -> bool:
+    prev = loop.prev_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_sibling
+    return prev is not None and prev.type == "preproc_call" and "unroll" in src.env.t(prev)
+
+
+def _pointer_decls(src: CudaSource, aff: Affine, params: dict[str, str | None],
+                   shared: dict[str, Node]) -> dict[str, tuple[str, sympy.Expr, bool]]:
+    """Local pointers that alias a parameter: ``name -> (param, element offset, vector)``."""
+    aliases: dict[str, tuple[str, sympy.Expr, bool]] = {}
+    for decl in of_type(src.body, "declaration"):
+        for d in decl.children_by_field_name("declarator"):
+            if d.type != "init_declarator":
+                continue
+            dn, v = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+            if dn is None or v is None or dn.type != "pointer_declarator":
+                continue
+            inner = dn.child_by_field_name("declarator")
+            if inner is None or inner.type != "identifier":
+                continue
+            base = _base_of(src, aff, v, params, shared, aliases)
+            if base is not None:
+                aliases[src.env.t(inner)] = base
+    return aliases
+
+
+def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | None], shared: dict[str, Node],
+             aliases: dict[str, tuple[str, sympy.Expr, bool]]) -> tuple[str, sympy.Expr, bool] | None:
+    """``(pointer, element offset, vector)`` of a pointer expression: ``p``, ``p + e``, ``&p[e]``, casts."""
+    env = src.env
+    vector = False
+    n = node
+    for _ in range(8):
+        n = unwrap_parens(n)
+        if n.type == "cast_expression":
+            vector = vector or any(w in env.t(n.child_by_field_name("type")) for w in ("2", "3", "4"))
+            n = n.child_by_field_name("value")  # type: ignore[assignment]
+            continue
+        fn = n.child_by_field_name("function") if n.type == "call_expression" else None
+        if fn is not None and fn.type == "template_function" and env.t(fn.child_by_field_name("name")) in (
+                "reinterpret_cast", "static_cast", "const_cast"):
+            vector = vector or any(w in env.t(fn.child_by_field_name("arguments")) for w in ("2", "4"))
+            args = n.child_by_field_name("arguments")
+            if args is None or args.named_child_count != 1:
+                return None
+            n = args.named_children[0]
+            continue
+        break
+    if n.type == "identifier":
+        name = env.t(n)
+        if name in aliases:
+            p, off, vec = aliases[name]
+            return p, off, vec or vector
+        if name in params or name in shared:
+            return name, sympy.Integer(0), vector
+        return None
+    if n.type == "binary_expression" and env.t(n.child_by_field_name("operator")) in ("+", "-"):
+        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+        for ptr, off, sign in ((left, right, 1), (right, left, 1)):
+            if env.t(n.child_by_field_name("operator")) == "-" and ptr is right:
+                continue
+            b = _base_of(src, aff, ptr, params, shared, aliases) if ptr is not None else None
+            if b is not None:
+                e = aff.expr(off)
+                if e is None:
+                    return None
+                sign = -1 if env.t(n.child_by_field_name("operator")) == "-" else 1
+                return b[0], b[1] + sign * e, b[2] or vector
+        return None
+    if n.type == "pointer_expression" and env.t(n).startswith("&"):
+        arg = n.child_by_field_name("argument")
+        if arg is not None and arg.type == "subscript_expression":
+            b = _base_of(src, aff, arg.child_by_field_name("argument"), params, shared, aliases)
+            idx = _subscript_index(arg)
+            e = aff.expr(idx) if idx is not None else None
+            if b is not None and e is not None:
+                return b[0], b[1] + e, b[2] or vector
+    return None
+
+
+def _subscript_index(node: Node) -> Node | None:
+    idx = node.child_by_field_name("index") or node.child_by_field_name("indices")
+    if idx is not None and idx.type == "subscript_argument_list":
+        kids = [c for c in idx.named_children if c.type != "comment"]
+        return kids[0] if len(kids) == 1 else None
+    return idx
+
+
+def _kind(node: Node, env: ConstEnv) -> str:
+    """``"write"``, ``"readwrite"`` or ``"read"`` for an access expression ``node``."""
+    cur, p = node, node.parent
+    while p is not None and p.type in ("parenthesized_expression", "field_expression"):
+        cur, p = p, p.parent
+    if p is None:
+        return "read"
+    if p.type == "assignment_expression" and p.child_by_field_name("left") == cur:
+        return "write" if env.t(p.child_by_field_name("operator")) == "=" else "readwrite"
+    if p.type == "update_expression":
+        return "readwrite"
+    if p.type == "pointer_expression" and env.t(p).startswith("&"):
+        g = p.parent
+        while g is not None and g.type in ("parenthesized_expression", "argument_list"):
+            g = g.parent
+        fn = env.t(g.child_by_field_name("function")) if g is not None and g.type == "call_expression" else ""
+        if fn.startswith("atomic"):
+            return "readwrite"
+        return "read" if fn.startswith("__ld") else "escape"
+    return "read"
+
+
+def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
+    """The :class:`KernelFacts` of CUDA ``kernel`` located in ``src``."""
+    errors: list[str] = []
+    launch_list = list(src.launches)
+    tparams = list(kernel.attributes.get("template_params") or [])
+    first_bindings: dict[str, int] = {}
+    per_launch: list[dict[str, int]] = []
+    for lc in launch_list:
+        b = template_bindings(src.env, lc.fn, tparams, lc.host) if tparams else {}
+        per_launch.append(b)
+    if per_launch:
+        first_bindings = per_launch[0]
+    env = ConstEnv(src.src, src.root, first_bindings)
+    loop_nodes = [n for n in walk(src.body) if n.type in LOOP_TYPES]
+    loop_vars: set[str] = set()
+    for ln in loop_nodes:
+        init = ln.child_by_field_name("initializer") if ln.type == "for_statement" else None
+        if init is not None and init.type == "declaration":
+            loop_vars |= {env.t(d.child_by_field_name("declarator")) for d in init.named_children
+                          if d.type == "init_declarator"}
+        elif init is not None and init.type == "assignment_expression":
+            loop_vars.add(env.t(init.child_by_field_name("left")))
+    # variables updated by a stride inside a while/for body (``i += blockDim.x * gridDim.x``) vary too
+    for a in of_type(src.body, ("assignment_expression", "update_expression")):
+        target = a.child_by_field_name("left") or a.child_by_field_name("argument")
+        if target is not None and target.type == "identifier":
+            owner = a.parent
+            while owner is not None and owner.type not in LOOP_TYPES:
+                owner = owner.parent
+            if owner is not None:
+                loop_vars.add(env.t(target))
+    aff = Affine(env, src.func, loop_vars)
+    src = replace(src, env=env)  # the builders below read constants (with the template bindings) through src.env
+    loops = _loops(src, aff, loop_nodes)
+    params = {p.name: p.type for p in kernel.params if p.is_pointer}
+    shared = _shared_arrays(src)
+    aliases = _pointer_decls(src, aff, params, shared)
+    accesses, escapes = _accesses(src, aff, loop_nodes, params, shared, aliases)
+    pointers = _pointer_facts(src, kernel, accesses, escapes, aliases)
+    tids = _thread_indices(src, aff)
+    launches = tuple(_launch(src, lc, b) for lc, b in zip(launch_list, per_launch, strict=True))
+    consts = _constants(src, env)
+    threads = launches[0].block[0].value if launches and launches[0].block else None
+    loops = tuple(
+        replace(lp, strides_threads=True) if not lp.strides_threads and threads and lp.step == threads
+        and lp.start is not None and any(s.name.startswith("threadIdx.") for s in lp.start.free_symbols) else lp
+        for lp in loops)
+    return KernelFacts(kernel.name, kernel.language, consts, loops, accesses, pointers, tids, launches, None,
+                       tuple(errors))
+
+
+def _loops(src: CudaSource, aff: Affine, loop_nodes: list[Node]) -> tuple[LoopFact, ...]:
+    out: list[LoopFact] = []
+    index = {n.start_byte: k for k, n in enumerate(loop_nodes)}
+    for k, ln in enumerate(loop_nodes):
+        parent, depth = None, 0
+        p = ln.parent
+        while p is not None and p != src.body:
+            if p.type in LOOP_TYPES and p.start_byte in index:
+                if parent is None:
+                    parent = index[p.start_byte]
+                depth += 1
+            p = p.parent
+        h = _loop_header(src, aff, ln)
+        trip = symbolic_trip_count(h.get("start"), h.get("cmp"), h.get("bound"), h.get("update"), h.get("step"))
+        step = h.get("step")
+        names = {s.name for s in step.free_symbols} if step is not None else set()
+        if ln.type != "for_statement":  # while loops: a variable stepped by blockDim/gridDim in the body
+            for a in of_type(ln, "assignment_expression"):
+                if src.env.t(a.child_by_field_name("operator")) == "+=":
+                    e = aff.expr(a.child_by_field_name("right"))
+                    names |= {s.name for s in e.free_symbols} if e is not None else set()
+        kind = {"for_statement": "for", "while_statement": "while", "do_statement": "do"}[ln.type]
+        out.append(LoopFact(
+            id=k, line=src.line(ln), span=src.span(ln), kind=kind, var=h.get("var"), start=h.get("start"),
+            bound=h.get("bound"), step=step, cmp=h.get("cmp"), update=h.get("update"), trip_count=trip,
+            trip_value=int(trip) if trip is not None and trip.is_Integer else None, depth=depth, parent=parent,
+            accumulators=_accumulators(src, ln, loop_nodes), has_unroll_pragma=_has_unroll_pragma(src, ln),
+            strides_threads=any(n.startswith(("blockDim.", "gridDim.")) for n in names),
+            grid_stride=any(n.startswith("gridDim.") for n in names),
+        ))
+    return tuple(out)
+
+
+def _shared_arrays(src: CudaSource) -> dict[str, Node]:
+    out: dict[str, Node] = {}
+    for decl in of_type(src.body, "declaration"):
+        quals = {src.env.t(c) for c in decl.children if c.type in ("type_qualifier", "storage_class_specifier")}
+        if "__shared__" not in quals:
+            continue
+        for d in decl.children_by_field_name("declarator"):
+            cur = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            while cur is not None and cur.type == "array_declarator":
+                cur = cur.child_by_field_name("declarator")
+            if cur is not None and cur.type == "identifier":
+                out[src.env.t(cur)] = d
+    return out
+
+
+def _shared_dims(src: CudaSource, decl: Node) -> list[sympy.Expr]:
+    dims: list[sympy.Expr] = []
+    cur: Node | None = decl
+    while cur is not None and cur.type == "array_declarator":
+        size = cur.child_by_field_name("size")
+        v = src.env.value(size, None) if size is not None else None
+        dims.insert(0, sympy.Integer(v) if isinstance(v, int) else sym(src.env.t(size) or "?"))
+        cur = cur.child_by_field_name("declarator")
+    return dims
+
+
+def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict[str, str | None],
+              shared: dict[str, Node], aliases: dict[str, tuple[str, sympy.Expr, bool]]
+              ) -> tuple[tuple[Access, ...], set[str]]:
+    env = src.env
+    index = {n.start_byte: k for k, n in enumerate(loop_nodes)}
+    out: list[Access] = []
+    escapes: set[str] = set()
+    for n in walk(src.body):
+        subs: list[Node] = []
+        if n.type == "subscript_expression":
+            if n.parent is not None and n.parent.type == "subscript_expression" and \
+                    n.parent.child_by_field_name("argument") == n:
+                continue  # the inner part of a[i][j]
+            cur = n
+            while cur.type == "subscript_expression":
+                subs.insert(0, cur)
+                cur = cur.child_by_field_name("argument")  # type: ignore[assignment]
+            base = _base_of(src, aff, cur, params, shared, aliases)
+            if base is None:
+                continue
+            idx_nodes = [_subscript_index(s) for s in subs]
+            parts = [aff.expr(i) if i is not None else None for i in idx_nodes]
+            index_expr: sympy.Expr | None = None
+            if None not in parts:
+                if len(parts) == 1:
+                    index_expr = parts[0]
+                elif base[0] in shared:
+                    dims = _shared_dims(src, shared[base[0]])
+                    if len(dims) == len(parts):
+                        index_expr = sympy.Integer(0)
+                        for p, d in zip(parts, dims, strict=True):
+                            index_expr = index_expr * d + p  # type: ignore[operator]
+            if index_expr is not None:
+                index_expr = base[1] + index_expr
+            index_text = " ][ ".join(env.t(i) for i in idx_nodes if i is not None)
+            node = n
+        elif n.type == "pointer_expression" and env.t(n).startswith("*"):
+            arg = n.child_by_field_name("argument")
+            base = _base_of(src, aff, arg, params, shared, aliases) if arg is not None else None
+            if base is None:
+                continue
+            index_expr, index_text, node = base[1], env.t(arg), n
+        else:
+            continue
+        kind = _kind(node, env)
+        if kind == "escape":
+            escapes.add(base[0])
+            continue
+        loops = []
+        p = node.parent
+        while p is not None and p != src.body:
+            if p.start_byte in index and p.type in LOOP_TYPES:
+                loops.insert(0, index[p.start_byte])
+            p = p.parent
+        out.append(Access(base[0], "shared" if base[0] in shared else "global", kind,  # type: ignore[arg-type]
+                          index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
+                          tuple(loops), base[2]))
+    return tuple(out), escapes
+
+
+def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...], escapes: set[str],
+                   aliases: dict[str, tuple[str, sympy.Expr, bool]]) -> tuple[PointerFacts, ...]:
+    env = src.env
+    out = []
+    alias_of = {a: v[0] for a, v in aliases.items()}
+    for p in kernel.params:
+        if not p.is_pointer:
+            continue
+        reads = tuple(a for a in accesses if a.pointer == p.name and a.kind in ("read", "readwrite"))
+        writes = tuple(a for a in accesses if a.pointer == p.name and a.kind in ("write", "readwrite"))
+        names = {p.name} | {a for a, q in alias_of.items() if q == p.name}
+        uses = [n for n in of_type(src.body, "identifier") if env.t(n) in names and n.parent is not None
+                and n.parent.type not in ("pointer_declarator", "init_declarator", "declaration")
+                or (n.parent is not None and n.parent.type == "init_declarator"
+                    and n.parent.child_by_field_name("value") == n)]
+        covered = 0
+        for u in uses:
+            q = u.parent
+            while q is not None and q.type in ("parenthesized_expression", "cast_expression", "binary_expression",
+                                               "argument_list", "template_function", "call_expression") and \
+                    not (q.type == "call_expression" and not env.t(q.child_by_field_name("function")).endswith(
+                        "_cast")):
+                q = q.parent
+            if q is not None and q.type in ("subscript_expression", "pointer_expression", "init_declarator"):
+                covered += 1
+            elif q is not None and q.type == "call_expression" and env.t(q.child_by_field_name("function")).startswith(
+                    ("__ld", "atomic")):
+                covered += 1
+        mode = "unused" if not uses else ("readwrite" if reads and writes else "write" if writes else "read")
+        if p.name in escapes or covered < len(uses):
+            mode = "unknown"
+        elem = (p.type or "").replace("*", " ").replace("__restrict__", " ").replace("const", " ").split()
+        out.append(PointerFacts(p.name, mode, reads, writes, " ".join(elem) or None))  # type: ignore[arg-type]
+    return tuple(out)
+
+
+def _thread_indices(src: CudaSource, aff: Affine) -> tuple[ThreadIndex, ...]:
+    env = src.env
+    out = []
+    for decl in of_type(src.body, "declaration"):
+        for d in decl.children_by_field_name("declarator"):
+            if d.type != "init_declarator":
+                continue
+            dn, v = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+            if dn is None or dn.type != "identifier" or v is None:
+                continue
+            e = aff.expr(v)
+            if e is None:
+                continue
+            names = {s.name for s in e.free_symbols}
+            tdims = tuple(dd for dd in DIMS if f"threadIdx.{dd}" in names)
+            if not tdims and not any(n.startswith("blockIdx.") for n in names):
+                continue
+            is_global = False
+            if len(tdims) == 1:
+                dd = tdims[0]
+                bs = stride_of(e, f"blockIdx.{dd}")
+                is_global = stride_of(e, f"threadIdx.{dd}") == 1 and bs is not None and bs != 0 and not any(
+                    n.startswith(("threadIdx.", "blockIdx.")) and not n.endswith(dd) for n in names)
+            typ = " ".join(env.t(decl.child_by_field_name("type")).split())
+            out.append(ThreadIndex(env.t(dn), e, tdims, is_global, typ, src.span(decl), src.line(decl)))
+    return tuple(out)
+
+
+def _dims(src: CudaSource, expr: Node | None, host: Node | None) -> tuple[Dim, ...]:
+    if expr is None:
+        return ()
+    out = []
+    for e in dims_of(src.env, expr, host):
+        c = src.env.const(e, host)
+        out.append(Dim(" ".join(src.env.t(e).split()), c.value if c is not None else None, src.span(e)))
+    return tuple(out)
+
+
+def _launch(src: CudaSource, lc, bindings: dict[str, int]) -> LaunchFacts:  # noqa: ANN001 - LaunchCall
+    cfg = lc.config
+    smem: int | None = 0
+    if len(cfg) > 2:
+        c = src.env.const(cfg[2], lc.host)
+        smem = c.value if c is not None else None
+    targs: tuple[str, ...] = ()
+    if lc.fn.type == "template_function":
+        args = lc.fn.child_by_field_name("arguments")
+        targs = tuple(" ".join(src.env.t(a).split()) for a in (args.named_children if args is not None else []))
+    host = None
+    if lc.host is not None and lc.host.type == "function_definition":
+        decl = lc.host.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        name = decl.child_by_field_name("declarator") if decl is not None else None
+        host = src.env.t(name) or None
+    return LaunchFacts(src.line(lc.call), src.span(lc.call), host, _dims(src, cfg[0] if cfg else None, lc.host),
+                       _dims(src, cfg[1] if len(cfg) > 1 else None, lc.host), smem, targs,
+                       tuple(sorted(bindings.items())))
+
+
+def _constants(src: CudaSource, env: ConstEnv) -> tuple[tuple[str, int], ...]:
+    out: dict[str, int] = {}
+    for n in of_type(src.func, ("identifier", "type_identifier")):
+        name = env.t(n)
+        if name in out or name in _BUILTIN_OBJS:
+            continue
+        c = env.const_name(name, src.func, before=n.start_byte)
+        if c is not None:
+            out[name] = c.value
+    return tuple(sorted(out.items()))

@@ -1,0 +1,492 @@
+"""The facts about one kernel, as immutable dataclasses (what :func:`htam_core.source.analysis.analyze` returns).
+
+Conventions: ``line`` is 1-based; ``span`` is a half-open byte range ``(start, end)`` in the *file*
+(also for CUDA held in a Python string). Index expressions, bounds and trip counts are
+:mod:`sympy` expressions over integer symbols: ``threadIdx.x`` ... ``gridDim.z`` (see
+:data:`BUILTINS`), loop variables, parameters and other runtime names (symbols spelled as in the
+source). An index is *affine* in a symbol when it is a polynomial of degree at most 1 in it; its
+*stride* is then the coefficient (``sympy.diff``), else ``None``. Access strides are in elements of
+the pointee type, as in the source. The idea of reading coalescing off the stride of
+``threadIdx.x`` is the CUDA C++ Best Practices Guide's ("Coalesced Access to Global Memory").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import sympy
+
+DIMS = ("x", "y", "z")
+BUILTINS = tuple(f"{b}.{d}" for b in ("threadIdx", "blockIdx", "blockDim", "gridDim") for d in DIMS)
+Span = tuple[int, int]
+AccessKind = Literal["read", "write", "readwrite"]
+
+
+def sym(name: str) -> sympy.Symbol:
+    """The integer symbol for ``name`` (``"threadIdx.x"``, a loop variable, a parameter)."""
+    return sympy.Symbol(name, integer=True)
+
+
+def stride_of(expr: sympy.Expr | None, name: str) -> sympy.Expr | None:
+    """Coefficient of symbol ``name`` in ``expr`` when ``expr`` is affine in it, else ``None``.
+
+    ``0`` means the expression does not depend on ``name``. Opaque parts (``i / 2``, ``idx[i]``,
+    calls) that contain the symbol make it non-affine.
+    """
+    if expr is None:
+        return None
+    s = sym(name)
+    if s not in expr.free_symbols:
+        return sympy.Integer(0)
+    try:
+        poly = sympy.Poly(sympy.expand(expr), s)
+    except sympy.PolynomialError:
+        return None
+    if poly.degree() > 1:
+        return None
+    coeff = poly.coeff_monomial(s)
+    if s in sympy.sympify(coeff).free_symbols:
+        return None
+    return sympy.sympify(coeff)
+
+
+def combine(op: str, a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    """``a op b`` for the index algebra: ``+ - *`` exactly; integer division (C ``/`` truncates, Python ``//``
+    floors) folded when both sides are integers, else an opaque ``div``; ``%`` and the rest opaque."""
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op in ("/", "//"):
+        if a.is_Integer and b.is_Integer and b != 0:
+            q = int(a) // int(b) if op == "//" else int(int(a) / int(b))
+            return sympy.Integer(q)
+        return sympy.Function("div")(a, b)
+    if op == "<<" and b.is_Integer:
+        return a * 2 ** int(b)
+    if op == "%":
+        return sympy.Function("mod")(a, b)
+    return sympy.Function(f"op_{'_'.join(str(ord(c)) for c in op)}")(a, b)
+
+
+@dataclass(frozen=True)
+class Access:
+    """One access ``p[i]`` / ``*(p + i)`` to memory.
+
+    Attributes:
+        pointer: the parameter (global memory) or ``__shared__`` array accessed (aliases followed:
+            ``xr[j]`` with ``const float *xr = x + row * cols`` is an access to ``x``).
+        space: ``"global"`` (through a pointer parameter) or ``"shared"``.
+        kind: ``"read"``, ``"write"`` or ``"readwrite"`` (``p[i] += v``).
+        index: the element index from the base pointer, as a sympy expression (``None`` when unreadable).
+        index_text: the index as written at the access (``"row * K + k"``).
+        line: 1-based line.
+        span: file bytes of the access expression.
+        loops: ids of the enclosing loops, outermost first.
+        vector: the access goes through a ``reinterpret_cast``/vector type (``float4``), strides not in elements.
+    """
+
+    pointer: str
+    space: Literal["global", "shared"]
+    kind: AccessKind
+    index: sympy.Expr | None
+    index_text: str
+    line: int
+    span: Span
+    loops: tuple[int, ...] = ()
+    vector: bool = False
+
+    def stride(self, name: str) -> sympy.Expr | None:
+        """Stride of the index in symbol ``name`` (``"threadIdx.x"``, a loop variable); see :func:`stride_of`."""
+        return stride_of(self.index, name)
+
+    def pattern(self, dim: str = "x") -> Literal["contiguous", "broadcast", "strided", "unknown"]:
+        """How consecutive threads along ``dim`` address memory: stride 1 ``"contiguous"`` (coalesced),
+        0 ``"broadcast"`` (one address per warp), any other stride ``"strided"``, or ``"unknown"``."""
+        s = self.stride(f"threadIdx.{dim}")
+        if s is None or self.vector:
+            return "unknown"
+        if s == 0:
+            return "broadcast"
+        return "contiguous" if s == 1 else "strided"
+
+    def coalesced(self, dim: str = "x") -> bool | None:
+        """Whether consecutive ``threadIdx.<dim>`` touch consecutive (or the same) elements; ``None`` when unknown."""
+        p = self.pattern(dim)
+        return None if p == "unknown" else p != "strided"
+
+
+@dataclass(frozen=True)
+class Accumulator:
+    """A variable updated across the iterations of a loop.
+
+    Attributes:
+        name: the variable.
+        op: ``"sum"`` (``+=``/``-=``/``a = a + e``), ``"prod"``, ``"max"``/``"min"`` (``a = fmaxf(a, e)``).
+        type: its declared type (``"float"``, ``"double"``), or ``None`` when not declared in the kernel.
+        line: 1-based line of the update.
+        span: file bytes of the update statement.
+        decl_span: file bytes of the declaration (``float acc = 0.0f;``), or ``None``.
+        init_text: the initializer as written (``"0.0f"``, ``"-FLT_MAX"``), or ``None``.
+    """
+
+    name: str
+    op: Literal["sum", "prod", "max", "min"]
+    type: str | None
+    line: int
+    span: Span
+    decl_span: Span | None = None
+    init_text: str | None = None
+
+
+@dataclass(frozen=True)
+class LoopFact:
+    """One loop of a kernel.
+
+    Attributes:
+        id: index in :attr:`KernelFacts.loops` (source order).
+        line: 1-based line of the header.
+        span: file bytes of the whole loop statement.
+        kind: ``"for"``, ``"while"``, ``"do"`` (CUDA) or ``"range"``/``"static_range"`` (Triton).
+        var: the induction variable, when there is one.
+        start, bound, step: sympy expressions (``None`` when unreadable); ``bound`` is exclusive for
+            ``<`` and inclusive for ``<=`` (see ``cmp``); ``step`` is the increment for ``+=``/``++``.
+        cmp: the condition operator with the variable on the left (``"<"``), or ``None``.
+        update: ``"+"``, ``"-"``, ``"*"``, ``"<<"``, ``">>"``, ``"/"`` (the update's operator), or ``None``.
+        trip_count: iterations as a sympy expression (symbolic when bounds are runtime values), or ``None``.
+        trip_value: the trip count when it is a compile-time integer, else ``None``.
+        depth: 0 for an outermost loop.
+        parent: id of the enclosing loop, or ``None``.
+        accumulators: variables reduced across iterations.
+        has_unroll_pragma: a ``#pragma unroll`` precedes it.
+        strides_threads: the step depends on ``blockDim``/``gridDim``, or is the constant block size of the
+            first launch while the start depends on ``threadIdx`` (a block- or grid-stride loop).
+        grid_stride: the step involves ``gridDim`` (grid-stride loop).
+    """
+
+    id: int
+    line: int
+    span: Span
+    kind: str
+    var: str | None = None
+    start: sympy.Expr | None = None
+    bound: sympy.Expr | None = None
+    step: sympy.Expr | None = None
+    cmp: str | None = None
+    update: str | None = None
+    trip_count: sympy.Expr | None = None
+    trip_value: int | None = None
+    depth: int = 0
+    parent: int | None = None
+    accumulators: tuple[Accumulator, ...] = ()
+    has_unroll_pragma: bool = False
+    strides_threads: bool = False
+    grid_stride: bool = False
+
+
+@dataclass(frozen=True)
+class ThreadIndex:
+    """A local variable computed from the thread/block indices (``int row = blockIdx.y*blockDim.y+threadIdx.y``).
+
+    Attributes:
+        name: the variable.
+        expr: its value as a sympy expression over :data:`BUILTINS` (and constants).
+        dims: the ``threadIdx`` dimensions it depends on (``("y",)``).
+        is_global: ``blockIdx.d * S + threadIdx.d`` shape (a global index along one dimension).
+        type: declared type (``"int"``).
+        span: file bytes of the declaration statement.
+        line: 1-based line.
+    """
+
+    name: str
+    expr: sympy.Expr
+    dims: tuple[str, ...]
+    is_global: bool
+    type: str
+    span: Span
+    line: int
+
+
+@dataclass(frozen=True)
+class PointerFacts:
+    """How a pointer parameter is used.
+
+    Attributes:
+        name: the parameter.
+        mode: ``"read"``, ``"write"``, ``"readwrite"``, ``"unused"``; ``"unknown"`` when it escapes
+            (passed to a function, stored) so that not every use is a visible load or store.
+        reads, writes: the accesses (a ``readwrite`` access is in both).
+        element_type: the pointee type as written (``"float"``), or ``None``.
+    """
+
+    name: str
+    mode: Literal["read", "write", "readwrite", "unused", "unknown"]
+    reads: tuple[Access, ...] = ()
+    writes: tuple[Access, ...] = ()
+    element_type: str | None = None
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One component of a launch's grid or block: the expression, its value when constant, its bytes."""
+
+    text: str
+    value: int | None
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class LaunchFacts:
+    """One launch of the kernel, ``k<<<grid, block, smem, stream>>>(args)`` or ``k[grid](args, **kw)``.
+
+    Attributes:
+        line: 1-based line of the launch.
+        span: file bytes of the launch expression.
+        host: the launching function's name (``None`` at module level).
+        grid, block: components (1 to 3) followed through ``dim3`` variables; empty for Triton's block.
+            A Triton grid lambda/tuple gives its components.
+        smem: dynamic shared memory bytes when constant (``0`` when omitted), else ``None``; CUDA only.
+        template_args: the template arguments at the site (``("float", "256")``); CUDA only.
+        bindings: kernel template parameters (CUDA) or ``tl.constexpr`` parameters (Triton) bound to
+            integer values at this site.
+        kwargs: Triton keyword arguments as source text (``{"BLOCK_SIZE": "1024", "num_warps": "4"}``).
+    """
+
+    line: int
+    span: Span | None
+    host: str | None
+    grid: tuple[Dim, ...]
+    block: tuple[Dim, ...]
+    smem: int | None = None
+    template_args: tuple[str, ...] = ()
+    bindings: tuple[tuple[str, int], ...] = ()
+    kwargs: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def threads(self) -> int | None:
+        """Threads per block when every block component is constant, else ``None``."""
+        if not self.block or any(d.value is None for d in self.block):
+            return None
+        out = 1
+        for d in self.block:
+            out *= d.value  # type: ignore[operator]
+        return out
+
+    @property
+    def block_shape(self) -> tuple[int, int, int] | None:
+        """``(x, y, z)`` threads when constant (missing components are 1), else ``None``."""
+        if not self.block or any(d.value is None for d in self.block):
+            return None
+        vals = [d.value for d in self.block] + [1, 1, 1]
+        return (vals[0], vals[1], vals[2])  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class TritonAxis:
+    """A ``tl.program_id(axis)`` or ``tl.arange(start, end)`` variable.
+
+    Attributes:
+        name: the variable (``pid``, ``cols``).
+        kind: ``"program_id"`` or ``"arange"``.
+        axis: program axis, or for an arange the tensor axis it is broadcast along (``x[None, :]`` -> 1,
+            ``x[:, None]`` -> 0, 1-D use -> 0).
+        ndim: rank of the tensors it indexes (1 or 2).
+        size: the arange's length (``end - start``) as a sympy expression; ``None`` for program ids.
+        line: 1-based line.
+    """
+
+    name: str
+    kind: Literal["program_id", "arange"]
+    axis: int
+    ndim: int = 1
+    size: sympy.Expr | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class TritonReduction:
+    """``tl.sum(x, axis=1)`` and friends: the function, its axis (``None``: all), the target variable."""
+
+    fn: str
+    axis: int | None
+    target: str | None
+    line: int
+    span: Span
+
+
+@dataclass(frozen=True)
+class TritonMemOp:
+    """A ``tl.load``/``tl.store``/``tl.atomic_*``: its pointer parameter, whether it is masked, its line."""
+
+    op: str
+    pointer: str | None
+    masked: bool
+    has_other: bool
+    line: int
+    span: Span
+
+
+@dataclass(frozen=True)
+class TritonDot:
+    """A ``tl.dot(a, b)``: operand dtypes where derivable (``.to(tl.float16)``, a cast load), else ``None``."""
+
+    a: str
+    b: str
+    a_dtype: str | None
+    b_dtype: str | None
+    line: int
+    span: Span
+    input_precision: str | None = None
+
+
+@dataclass(frozen=True)
+class TritonFacts:
+    """The Triton-only facts of a kernel (``None`` for CUDA kernels).
+
+    Attributes:
+        axes: ``tl.program_id`` and ``tl.arange`` variables.
+        reductions: ``tl.sum``/``max``/... calls with their axis.
+        memops: loads, stores and atomics with their pointer parameter and mask.
+        dots: ``tl.dot`` calls with operand dtypes where derivable.
+        tile_loops: ids of loops that step over tiles (the step is an arange length, or the loop variable
+            is combined with an arange in the body).
+        math_calls: other ``tl.*`` calls, first use order (``exp``, ``sqrt``, ``maximum``).
+        autotuned: the kernel is under ``@triton.autotune``.
+        grouped_program_ids: program ids are already swizzled: ``tl.swizzle2d``, or a ``tl.minimum``/``min``
+            over values derived from a program id (the grouped-ordering recipe of the Triton matmul tutorial).
+    """
+
+    axes: tuple[TritonAxis, ...] = ()
+    reductions: tuple[TritonReduction, ...] = ()
+    memops: tuple[TritonMemOp, ...] = ()
+    dots: tuple[TritonDot, ...] = ()
+    tile_loops: tuple[int, ...] = ()
+    math_calls: tuple[str, ...] = ()
+    autotuned: bool = False
+    grouped_program_ids: bool = False
+
+    def program_axes(self) -> tuple[int, ...]:
+        """The ``tl.program_id`` axes used, sorted."""
+        return tuple(sorted({a.axis for a in self.axes if a.kind == "program_id"}))
+
+    def aranges(self) -> tuple[TritonAxis, ...]:
+        """The ``tl.arange`` variables."""
+        return tuple(a for a in self.axes if a.kind == "arange")
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """Everything the transforms and the static profiler know about one kernel, derived once.
+
+    Attributes:
+        kernel: the kernel's name.
+        language: ``"cuda"``, ``"cuda-in-python"`` or ``"triton"``.
+        constants: integer names visible in the kernel body with their values (``#define``,
+            ``constexpr``, template arguments at the first launch site, Triton constexpr arguments
+            bound at the first launch site, module constants).
+        loops: every loop, in source order.
+        accesses: every memory access, in source order.
+        pointers: per pointer parameter, its read and write sets.
+        thread_indices: local variables computed from the thread/block indices.
+        launches: the kernel's launches in this file.
+        triton: Triton facts (``None`` for CUDA).
+        errors: what could not be analyzed (one line each); the facts present are still valid.
+    """
+
+    kernel: str
+    language: str
+    constants: tuple[tuple[str, int], ...] = ()
+    loops: tuple[LoopFact, ...] = ()
+    accesses: tuple[Access, ...] = ()
+    pointers: tuple[PointerFacts, ...] = ()
+    thread_indices: tuple[ThreadIndex, ...] = ()
+    launches: tuple[LaunchFacts, ...] = ()
+    triton: TritonFacts | None = None
+    errors: tuple[str, ...] = field(default_factory=tuple)
+
+    # ------------------------------------------------------------------ queries for transforms
+    def constant(self, name: str) -> int | None:
+        """Value of the constant ``name`` in the kernel body, or ``None``."""
+        return dict(self.constants).get(name)
+
+    def pointer(self, name: str) -> PointerFacts | None:
+        """The facts of pointer parameter ``name``."""
+        return next((p for p in self.pointers if p.name == name), None)
+
+    def global_accesses(self) -> tuple[Access, ...]:
+        """The accesses through pointer parameters."""
+        return tuple(a for a in self.accesses if a.space == "global")
+
+    def uncoalesced(self, dim: str = "x") -> tuple[Access, ...]:
+        """Global accesses whose ``threadIdx.<dim>`` stride is known and neither 0 nor 1."""
+        return tuple(a for a in self.global_accesses() if a.coalesced(dim) is False)
+
+    def thread_index(self, dim: str = "x", global_only: bool = True) -> ThreadIndex | None:
+        """The first local variable that is the global index along ``dim`` (``i = blockIdx.x*blockDim.x+threadIdx.x``)."""
+        for t in self.thread_indices:
+            if t.dims == (dim,) and (t.is_global or not global_only):
+                return t
+        return None
+
+    def loop(self, line: int) -> LoopFact | None:
+        """The loop whose header is on ``line``."""
+        return next((lp for lp in self.loops if lp.line == line), None)
+
+    def loop_at(self, start_byte: int) -> LoopFact | None:
+        """The loop whose statement starts at file byte ``start_byte`` (a transform's loop node + unit base)."""
+        return next((lp for lp in self.loops if lp.span[0] == start_byte), None)
+
+    def children(self, loop: LoopFact) -> tuple[LoopFact, ...]:
+        """Loops directly nested in ``loop``."""
+        return tuple(lp for lp in self.loops if lp.parent == loop.id)
+
+    def accesses_in(self, loop: LoopFact) -> tuple[Access, ...]:
+        """Accesses inside ``loop`` (nested loops included)."""
+        return tuple(a for a in self.accesses if loop.id in a.loops)
+
+    def reduction_loops(self) -> tuple[LoopFact, ...]:
+        """Loops with at least one accumulator."""
+        return tuple(lp for lp in self.loops if lp.accumulators)
+
+    def accumulator(self, name: str | None = None) -> Accumulator | None:
+        """The accumulator called ``name`` (any loop), or the first one when ``name`` is ``None``."""
+        for lp in self.loops:
+            for a in lp.accumulators:
+                if name is None or a.name == name:
+                    return a
+        return None
+
+    def is_row_loop(self, loop: LoopFact) -> bool:
+        """True when ``loop`` walks a row owned by one thread: its trip count is a runtime value (not an
+        items-per-thread loop) and inside it some global access has stride 1 in the loop variable and a
+        ``threadIdx`` stride that is neither 0 nor 1 (each thread a different row).
+        """
+        if loop.var is None or loop.trip_value is not None:
+            return False
+        for a in self.accesses_in(loop):
+            if a.space != "global" or a.stride(loop.var) != 1:
+                continue
+            for d in DIMS:
+                s = a.stride(f"threadIdx.{d}")
+                if s is not None and s != 0 and s != 1:
+                    return True
+        return False
+
+    def row_loops(self) -> tuple[LoopFact, ...]:
+        """Loops for which :meth:`is_row_loop` holds."""
+        return tuple(lp for lp in self.loops if self.is_row_loop(lp))
+
+    def reduction_dim(self, loop: LoopFact) -> str | None:
+        """For a reduction loop, the dimension it reduces: ``"row"`` when its variable has stride 1 in the
+        accesses it reads (contiguous, the last dimension), ``"column"`` when a larger stride, else ``None``."""
+        if loop.var is None or not loop.accumulators:
+            return None
+        strides = {a.stride(loop.var) for a in self.accesses_in(loop) if a.kind != "write" and a.space == "global"}
+        strides.discard(None)
+        strides.discard(sympy.Integer(0))
+        if not strides:
+            return None
+        return "row" if strides == {sympy.Integer(1)} else ("column" if sympy.Integer(1) not in strides else "both")

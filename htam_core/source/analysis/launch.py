@@ -1,0 +1,114 @@
+"""The launch query: where a kernel is launched, and its grid and block followed through variables.
+
+``LAUNCH_QUERY`` is the one tree-sitter query for ``k<<<grid, block, smem, stream>>>(args)``; the
+source model, the transforms and the guards use it. :func:`dims_of` follows a ``grid``/``block``
+argument to its components: ``256`` -> ``[256]``, ``dim3(16, 16)`` -> ``[16, 16]``, and a variable
+declared ``dim3 b(16, 16)`` / ``dim3 b = dim3(...)`` / ``dim3 b{...}`` / ``int b = expr`` (in the
+launching function) to its declaration's components.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from htam_core.source.analysis.constants import ConstEnv
+from htam_core.source.analysis.syntax import captures, of_type, text, unwrap_parens
+
+#: ``k<<<cfg>>>(args)``: captures ``call``, ``fn`` (the callee), ``cfg`` (the ``<<<...>>>``) and ``args``.
+LAUNCH_QUERY = "(call_expression function: (_) @fn (kernel_call_syntax) @cfg arguments: (argument_list) @args) @call"
+
+
+def callee_name(fn: Node, src: bytes) -> str:
+    """Unqualified name of a launched function node (``ns::k<T, 4>`` -> ``k``)."""
+    if fn.type == "template_function":
+        fn = fn.child_by_field_name("name") or fn
+    return text(fn, src).split("::")[-1].strip()
+
+
+@dataclass(frozen=True)
+class LaunchCall:
+    """One ``<<<>>>`` call in a tree: the call, the callee node, the config arguments and the host function."""
+
+    call: Node
+    fn: Node
+    config: tuple[Node, ...]
+    host: Node | None
+
+
+def host_of(node: Node) -> Node | None:
+    """The function (or lambda) that contains ``node``."""
+    host = node.parent
+    while host is not None and host.type not in ("function_definition", "lambda_expression"):
+        host = host.parent
+    return host
+
+
+def launch_calls(root: Node, src: bytes, kernel_name: str | None = None) -> list[LaunchCall]:
+    """Every ``<<<>>>`` launch under ``root`` (of ``kernel_name`` only, when given), in source order."""
+    out = []
+    for call in captures("cuda", LAUNCH_QUERY, root).get("call", []):
+        fn = call.child_by_field_name("function")
+        if fn is None or (kernel_name is not None and callee_name(fn, src) != kernel_name):
+            continue
+        cfg = next(c for c in call.children if c.type == "kernel_call_syntax")
+        out.append(LaunchCall(call, fn, tuple(cfg.named_children), host_of(call)))
+    out.sort(key=lambda c: c.call.start_byte)
+    return out
+
+
+def dims_of(env: ConstEnv, expr: Node, scope: Node | None) -> list[Node]:
+    """Component expressions of a launch ``grid``/``block`` argument (see module docstring)."""
+    expr = unwrap_parens(expr)
+    if expr.type == "call_expression" and env.t(expr.child_by_field_name("function")) == "dim3":
+        args = expr.child_by_field_name("arguments")
+        return list(args.named_children) if args is not None else [expr]
+    if expr.type in ("initializer_list", "argument_list"):
+        return list(expr.named_children)
+    if expr.type == "identifier" and scope is not None:
+        name = env.t(expr)
+        if env.assigned_in(scope, name):
+            return [expr]
+        for decl in of_type(scope, "declaration"):
+            if decl.start_byte > expr.start_byte or env.t(decl.child_by_field_name("type")) != "dim3":
+                continue
+            for d in decl.children_by_field_name("declarator"):
+                if d.type != "init_declarator":
+                    continue
+                dn, v = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+                if dn is None or env.t(dn) != name or v is None:
+                    continue
+                if v.type in ("argument_list", "initializer_list"):
+                    return list(v.named_children)
+                return dims_of(env, v, scope)
+    return [expr]
+
+
+def template_bindings(env: ConstEnv, fn: Node, params: list[str], scope: Node | None) -> dict[str, int]:
+    """Kernel template parameters bound to integers by the callee ``k<float, 256>`` of a launch.
+
+    ``params`` are the kernel's template parameter declarations as written (``"typename T"``,
+    ``"int BLOCK"``, ``"int N = 4"``); defaults apply when the site omits an argument.
+    """
+    args = fn.child_by_field_name("arguments") if fn.type == "template_function" else None
+    values = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+    out: dict[str, int] = {}
+    for k, p in enumerate(params):
+        head, _, default = p.partition("=")
+        words = head.replace("...", " ").split()
+        if len(words) < 2 or words[0] in ("typename", "class"):
+            continue
+        name = words[-1]
+        if k < len(values):
+            node = values[k]
+            if node.type == "type_descriptor" and node.named_child_count == 1:
+                node = node.named_children[0]
+            c = env.const(node, scope)
+            if c is not None:
+                out[name] = c.value
+        elif default.strip():
+            v = env.value_of_text(default.strip())
+            if isinstance(v, int):
+                out[name] = v
+    return out

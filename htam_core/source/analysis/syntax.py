@@ -1,0 +1,119 @@
+"""The one grammar and query cache of the analysis layer, and the node helpers every fact builder uses.
+
+Grammars and compiled queries come from :mod:`htam_core.source.parsing` (compiled once per process).
+This module adds what the fact builders and the transforms share on top of it: parsing a buffer,
+walking nodes, stripping parentheses and casts, and the CUDA ``dim3 g(a, b)`` parse fix. All offsets
+are byte offsets into UTF-8 text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from tree_sitter import Node, Tree
+
+from htam_core.source.parsing import GrammarName, captures, language, matches, new_parser, node_text, query
+
+__all__ = [
+    "GrammarName", "brace_dim3", "captures", "exact_node", "language", "matches", "node_text", "of_type", "parse",
+    "parse_cuda", "query", "smallest_covering", "strip_casts", "text", "unwrap_parens", "walk",
+]
+
+
+def parse(src: bytes, grammar: GrammarName) -> Tree:
+    """Parse UTF-8 ``src`` with ``grammar`` (a fresh parser each call: parsers are not thread-safe)."""
+    return new_parser(grammar).parse(src)
+
+
+def text(node: Node | None, src: bytes) -> str:
+    """Source text of ``node`` in buffer ``src`` (``""`` for ``None``)."""
+    if node is None:
+        return ""
+    return src[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Pre-order walk over ``node`` and all its descendants (named and anonymous)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
+def of_type(node: Node, types: str | Iterable[str]) -> list[Node]:
+    """Descendants of ``node`` (itself included) whose type is in ``types``, in source order."""
+    wanted = {types} if isinstance(types, str) else set(types)
+    return [n for n in walk(node) if n.type in wanted]
+
+
+def smallest_covering(root: Node, start: int, end: int, types: Iterable[str]) -> Node | None:
+    """The smallest node of one of ``types`` that covers the byte range ``[start, end)``, or ``None``."""
+    wanted = set(types)
+    n: Node | None = root.descendant_for_byte_range(start, max(start, end - 1))
+    while n is not None:
+        if n.type in wanted and n.start_byte <= start and n.end_byte >= end:
+            return n
+        n = n.parent
+    return None
+
+
+def exact_node(root: Node, start: int, end: int, types: Iterable[str] = ()) -> Node | None:
+    """The node spanning exactly bytes ``[start, end)`` (the outermost one of ``types`` when given), or ``None``."""
+    wanted = set(types)
+    n: Node | None = root.descendant_for_byte_range(start, max(start, end - 1))
+    while n is not None and (n.start_byte > start or n.end_byte < end):
+        n = n.parent
+    while n is not None and n.start_byte == start and n.end_byte == end:
+        if not wanted or n.type in wanted:
+            return n
+        n = n.parent
+    return None
+
+
+def unwrap_parens(node: Node) -> Node:
+    """Strip ``parenthesized_expression`` wrappers."""
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
+
+
+def strip_casts(node: Node) -> Node:
+    """Strip parentheses, C casts and ``static_cast<T>(...)`` around a CUDA expression."""
+    while True:
+        node = unwrap_parens(node)
+        if node.type == "cast_expression" and node.child_by_field_name("value") is not None:
+            node = node.child_by_field_name("value")  # type: ignore[assignment]
+            continue
+        fn = node.child_by_field_name("function") if node.type == "call_expression" else None
+        if fn is not None and fn.type == "template_function":
+            name = fn.child_by_field_name("name")
+            args = node.child_by_field_name("arguments")
+            if name is not None and name.text == b"static_cast" and args is not None and args.named_child_count == 1:
+                node = args.named_children[0]
+                continue
+        return node
+
+
+def brace_dim3(src: bytes) -> bytes:
+    """Bytes to parse: ``dim3 g(a, b);`` rewritten as ``dim3 g{a, b};`` (same length).
+
+    tree-sitter reads ``dim3 g(expr, ...)`` as a function declaration (C++'s most vexing parse) and
+    mangles the arguments; with braces they parse as expressions. Offsets are unchanged.
+    """
+    tree = parse(src, "cuda")
+    buf = bytearray(src)
+    for decl in of_type(tree.root_node, "declaration"):
+        if text(decl.child_by_field_name("type"), src) != "dim3":
+            continue
+        for d in decl.children_by_field_name("declarator"):
+            plist = d.child_by_field_name("parameters") if d.type == "function_declarator" else None
+            if plist is not None and src[plist.start_byte : plist.start_byte + 1] == b"(":
+                buf[plist.start_byte] = ord("{")
+                buf[plist.end_byte - 1] = ord("}")
+    return bytes(buf)
+
+
+def parse_cuda(src: bytes) -> Tree:
+    """Parse CUDA ``src`` with ``dim3 g(...)`` declarations read as constructions (see :func:`brace_dim3`)."""
+    return parse(brace_dim3(src), "cuda")

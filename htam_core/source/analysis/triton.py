@@ -1,0 +1,462 @@
+"""Triton kernel facts: program-id and arange axes, loops (column tiles), reductions, masked loads and
+stores, ``tl.dot`` operand dtypes, accumulators, and the launches with their ``tl.constexpr`` bindings.
+
+Python expressions are turned into sympy the same way as CUDA ones (:class:`PyAffine`): integer
+literals and bound constants become numbers, other names symbols, ``//``, ``%`` and calls opaque.
+Constants come from the kernel's ``tl.constexpr`` arguments at the first launch site (keyword or
+positional, through :func:`~htam_core.source.analysis.constants.python_constants` at the site), their
+defaults, and module-level constants. Vocabulary: ``triton.language``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import sympy
+from tree_sitter import Node
+
+from htam_core.source.analysis.constants import python_constants, python_int, python_literal
+from htam_core.source.analysis.facts import (
+    Accumulator,
+    Dim,
+    KernelFacts,
+    LaunchFacts,
+    LoopFact,
+    PointerFacts,
+    TritonAxis,
+    TritonDot,
+    TritonFacts,
+    TritonMemOp,
+    TritonReduction,
+    combine,
+    sym,
+)
+from htam_core.source.analysis.loops import symbolic_trip_count
+from htam_core.source.analysis.syntax import of_type, text, walk
+from htam_core.source.analysis.unit import PythonSource
+from htam_core.source.model import Kernel
+
+TL_PREFIXES = ("tl.", "triton.language.")
+TL_REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "cumsum", "cumprod"}
+_TL_MAX = {"maximum": "max", "minimum": "min", "max": "max", "min": "min"}
+_TL_CALLEE = re.compile(r"(tl|triton\.language)(\.\w+)+")
+_FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5", "tf32", "int8")
+
+
+class PyAffine:
+    """Python expression -> sympy, with ``bindings`` for constant names and ``defs`` for single local definitions."""
+
+    def __init__(self, src: bytes, bindings: dict[str, Any], defs: dict[str, Node]) -> None:
+        self.src = src
+        self.bindings = bindings
+        self.defs = defs
+
+    def expr(self, node: Node | None, depth: int = 0) -> sympy.Expr | None:
+        """The sympy form of ``node`` (``None`` when ``node`` is ``None``)."""
+        if node is None or depth > 30:
+            return None
+        t = node.type
+        tx = text(node, self.src)
+        if t == "integer":
+            v = python_int(tx)
+            return sympy.Integer(v) if v is not None else None
+        if t == "parenthesized_expression" and node.named_child_count == 1:
+            return self.expr(node.named_children[0], depth + 1)
+        if t == "identifier":
+            if tx in self.bindings and isinstance(self.bindings[tx], int):
+                return sympy.Integer(self.bindings[tx])
+            return sym(tx)
+        if t == "binary_operator":
+            a = self.expr(node.child_by_field_name("left"), depth + 1)
+            b = self.expr(node.child_by_field_name("right"), depth + 1)
+            op = text(node.child_by_field_name("operator"), self.src)
+            if a is None or b is None:
+                return None
+            return combine(op, a, b)
+        if t == "unary_operator":
+            a = self.expr(node.named_children[-1], depth + 1) if node.named_children else None
+            return -a if a is not None and tx.startswith("-") else a
+        if t == "call":
+            fn = text(node.child_by_field_name("function"), self.src)
+            args = [a for a in node.child_by_field_name("arguments").named_children if a.type != "keyword_argument"]
+            vals = [self.expr(a, depth + 1) for a in args]
+            if fn.rsplit(".", 1)[-1] == "cdiv" and len(vals) == 2 and None not in vals:
+                return sympy.ceiling(vals[0] / vals[1])  # type: ignore[operator]
+        return sympy.Symbol(f"expr({' '.join(tx.split())})")
+
+
+def _short(callee: str) -> str:
+    return callee.rsplit(".", 1)[-1]
+
+
+def _is_tl(callee: str) -> bool:
+    """True for ``tl.sum``, ``tl.math.exp``, ``triton.language.dot`` (not ``tl.load(p).to``)."""
+    return _TL_CALLEE.fullmatch(callee) is not None
+
+
+def _kw(call: Node, name: str, src: bytes) -> Node | None:
+    args = call.child_by_field_name("arguments")
+    for a in args.named_children if args is not None else []:
+        if a.type == "keyword_argument" and text(a.child_by_field_name("name"), src) == name:
+            return a.child_by_field_name("value")
+    return None
+
+
+def _positional(call: Node) -> list[Node]:
+    args = call.child_by_field_name("arguments")
+    return [a for a in (args.named_children if args is not None else []) if a.type not in ("keyword_argument", "comment")]
+
+
+def _root_name(node: Node | None, src: bytes) -> str | None:
+    """First identifier of a pointer expression (``in_ptr + r * s + cols`` -> ``in_ptr``)."""
+    for n in walk(node) if node is not None else []:
+        if n.type == "identifier":
+            return text(n, src)
+        if n.type == "call":
+            return None
+    return None
+
+
+def launch_calls(psrc: PythonSource, kernel: Kernel) -> list[tuple[Node, Any]]:
+    """``(call node, LaunchSite)`` of each of the kernel's ``k[grid](...)`` launches (the one Triton launch finder)."""
+    out = []
+    calls = [c for c in of_type(psrc.root, "call") if c.child_by_field_name("function") is not None
+             and c.child_by_field_name("function").type == "subscript"]
+    for site in kernel.launch_sites:
+        if site.span is None:
+            continue
+        hits = [c for c in calls if c.start_byte < site.span.end and c.end_byte > site.span.start
+                and text(c.child_by_field_name("function").child_by_field_name("value"), psrc.src).split(".")[-1]
+                == kernel.name]
+        if hits:
+            out.append((min(hits, key=lambda c: abs(c.start_byte - site.span.start)), site))
+    return out
+
+
+def _bindings_at(psrc: PythonSource, kernel: Kernel, call: Node) -> dict[str, int]:
+    """``tl.constexpr`` parameters bound to integers at launch ``call``."""
+    names = python_constants(psrc.src, call.start_byte, psrc.root)
+    out: dict[str, int] = {}
+    params = [p.name for p in kernel.params]
+    args = call.child_by_field_name("arguments")
+    pos = [a for a in (args.named_children if args is not None else []) if a.type not in ("keyword_argument", "comment")]
+
+    def value(node: Node) -> int | None:
+        t = text(node, psrc.src).strip()
+        v = python_int(t)
+        if v is None and t.isidentifier():
+            w = names.get(t)
+            v = w if isinstance(w, int) and not isinstance(w, bool) else None
+        return v
+
+    for k, a in enumerate(pos):
+        if k < len(params) and kernel.params[k].is_constexpr:
+            v = value(a)
+            if v is not None:
+                out[params[k]] = v
+    for a in args.named_children if args is not None else []:
+        if a.type == "keyword_argument":
+            name = text(a.child_by_field_name("name"), psrc.src)
+            v = value(a.child_by_field_name("value"))
+            if v is not None and name in params:
+                out[name] = v
+    return out
+
+
+def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
+    """The :class:`KernelFacts` of Triton ``kernel`` located in ``psrc``."""
+    src = psrc.src
+    sites = launch_calls(psrc, kernel)
+    per_launch = [_bindings_at(psrc, kernel, c) for c, _ in sites]
+    bindings: dict[str, Any] = {k: v for k, v in python_constants(src, None, psrc.root).items()
+                                if isinstance(v, int) and not isinstance(v, bool)}
+    for p in kernel.params:
+        d = python_int(p.default) if p.default else None
+        if d is not None:
+            bindings[p.name] = d
+        else:
+            bindings.pop(p.name, None)
+    if per_launch:
+        bindings.update(per_launch[0])
+    assigns: dict[str, list[Node]] = {}
+    for a in of_type(psrc.body, "assignment"):
+        left = a.child_by_field_name("left")
+        if left is not None and left.type == "identifier":
+            assigns.setdefault(text(left, src), []).append(a)
+    aff = PyAffine(src, bindings, {})
+    axes = _axes(psrc, aff, assigns)
+    loops = _loops(psrc, aff)
+    reductions, memops, dots, math_calls = _calls(psrc, kernel, assigns)
+    arange_sizes = {a.size for a in axes if a.kind == "arange" and a.size is not None}
+    arange_vars = {a.name for a in axes if a.kind == "arange"}
+    tile_loops = []
+    for lp, node in loops:
+        body = node.child_by_field_name("body")
+        uses_tile = lp.var is not None and body is not None and any(
+            lp.var in {text(i, src) for i in of_type(a, "identifier")}
+            and any(text(i, src) in arange_vars or text(i, src) == "arange" for i in of_type(a, "identifier"))
+            for a in of_type(body, "assignment"))
+        if lp.step is not None and (lp.step in arange_sizes or uses_tile) and lp.step != 1:
+            tile_loops.append(lp.id)
+    pointers = []
+    for p in kernel.params:
+        reads = any(m.pointer == p.name and m.op == "load" for m in memops)
+        writes = any(m.pointer == p.name and m.op != "load" for m in memops)
+        if not (reads or writes or p.is_pointer):
+            continue
+        mode = "readwrite" if reads and writes else "write" if writes else "read" if reads else "unused"
+        pointers.append(PointerFacts(p.name, mode))  # type: ignore[arg-type]
+    launches = tuple(_launch(psrc, c, site, b) for (c, site), b in zip(sites, per_launch, strict=True))
+    consts = tuple(sorted((k, v) for k, v in bindings.items() if k in {p.name for p in kernel.params}
+                          or k in {text(i, src) for i in of_type(psrc.body, "identifier")}))
+    tf = TritonFacts(axes, reductions, memops, dots, tuple(tile_loops), math_calls,
+                     autotuned="autotune" in kernel.attributes, grouped_program_ids=_grouped(psrc, axes, assigns))
+    return KernelFacts(kernel.name, kernel.language, consts, tuple(lp for lp, _ in loops), (), tuple(pointers),
+                       (), launches, tf)
+
+
+def _axes(psrc: PythonSource, aff: PyAffine, assigns: dict[str, list[Node]]) -> tuple[TritonAxis, ...]:
+    src = psrc.src
+    out = []
+    for name, nodes in assigns.items():
+        for a in nodes:
+            right = a.child_by_field_name("right")
+            calls = [c for c in of_type(right, "call")] if right is not None else []
+            for c in calls:
+                callee = text(c.child_by_field_name("function"), src)
+                if not _is_tl(callee):
+                    continue
+                pos = _positional(c)
+                if _short(callee) == "program_id":
+                    ax = pos[0] if pos else _kw(c, "axis", src)
+                    v = python_int(text(ax, src)) if ax is not None else None
+                    out.append(TritonAxis(name, "program_id", v if v is not None else 0, 1, None, psrc.line(a)))
+                elif _short(callee) == "arange" and len(pos) == 2:
+                    size = None
+                    lo, hi = aff.expr(pos[0]), aff.expr(pos[1])
+                    if lo is not None and hi is not None:
+                        size = hi - lo
+                    axis, ndim = _broadcast_axis(psrc, name)
+                    out.append(TritonAxis(name, "arange", axis, ndim, size, psrc.line(a)))
+    out.sort(key=lambda x: x.line)
+    return tuple(out)
+
+
+def _grouped(psrc: PythonSource, axes: tuple[TritonAxis, ...], assigns: dict[str, list[Node]]) -> bool:
+    """Whether program ids are already swizzled (see :attr:`TritonFacts.grouped_program_ids`)."""
+    src = psrc.src
+    derived = {a.name for a in axes if a.kind == "program_id"}
+    changed = True
+    while changed:
+        changed = False
+        for name, nodes in assigns.items():
+            if name in derived:
+                continue
+            for a in nodes:
+                ids = {text(i, src) for i in of_type(a.child_by_field_name("right"), "identifier")}
+                if ids & derived:
+                    derived.add(name)
+                    changed = True
+                    break
+    for c in of_type(psrc.body, "call"):
+        callee = text(c.child_by_field_name("function"), src)
+        short = _short(callee)
+        if short == "swizzle2d" and _is_tl(callee):
+            return True
+        if (short == "minimum" and _is_tl(callee)) or callee == "min":
+            if {text(i, src) for i in of_type(c.child_by_field_name("arguments"), "identifier")} & derived:
+                return True
+    return False
+
+
+def _broadcast_axis(psrc: PythonSource, name: str) -> tuple[int, int]:
+    """Axis and rank a 1-D arange variable is used along: ``v[None, :]`` -> (1, 2), ``v[:, None]`` -> (0, 2)."""
+    src = psrc.src
+    for s in of_type(psrc.body, "subscript"):
+        if text(s.child_by_field_name("value"), src) != name:
+            continue
+        subs = [c for c in s.children_by_field_name("subscript")]
+        kinds = [("none" if text(c, src) == "None" else "slice" if c.type == "slice" else "other") for c in subs]
+        if len(kinds) == 2 and "none" in kinds and "slice" in kinds:
+            return kinds.index("slice"), 2
+    return 0, 1
+
+
+def _loops(psrc: PythonSource, aff: PyAffine) -> list[tuple[LoopFact, Node]]:
+    src = psrc.src
+    nodes = [n for n in walk(psrc.body) if n.type in ("for_statement", "while_statement")]
+    index = {n.start_byte: k for k, n in enumerate(nodes)}
+    out = []
+    for k, n in enumerate(nodes):
+        parent, depth = None, 0
+        p = n.parent
+        while p is not None and p != psrc.body:
+            if p.start_byte in index and p.type in ("for_statement", "while_statement"):
+                parent = index[p.start_byte] if parent is None else parent
+                depth += 1
+            p = p.parent
+        kind, var, start, bound, step = "while", None, None, None, None
+        if n.type == "for_statement":
+            kind = "for"
+            left, it = n.child_by_field_name("left"), n.child_by_field_name("right")
+            var = text(left, src) if left is not None and left.type == "identifier" else None
+            if it is not None and it.type == "call":
+                short = _short(text(it.child_by_field_name("function"), src))
+                if short in ("range", "static_range"):
+                    kind = short
+                    pos = _positional(it)
+                    vals = [aff.expr(x) for x in pos]
+                    if len(vals) == 1:
+                        start, bound, step = sympy.Integer(0), vals[0], sympy.Integer(1)
+                    elif len(vals) in (2, 3):
+                        start, bound = vals[0], vals[1]
+                        step = vals[2] if len(vals) == 3 else sympy.Integer(1)
+        trip = symbolic_trip_count(start, "<", bound, "+", step) if kind in ("range", "static_range") else None
+        out.append((LoopFact(
+            id=k, line=psrc.line(n), span=psrc.span(n), kind=kind, var=var, start=start, bound=bound, step=step,
+            cmp="<" if bound is not None else None, update="+" if step is not None else None, trip_count=trip,
+            trip_value=int(trip) if trip is not None and trip.is_Integer else None, depth=depth, parent=parent,
+            accumulators=_accumulators(psrc, n, nodes)), n))
+    return out
+
+
+def _dtype_of_init(node: Node | None, src: bytes) -> str | None:
+    if node is None:
+        return None
+    for w in _FLOAT_DTYPES:
+        if f"tl.{w}" in text(node, src):
+            return w
+    return None
+
+
+def _accumulators(psrc: PythonSource, loop: Node, loops: list[Node]) -> tuple[Accumulator, ...]:
+    src = psrc.src
+    out = []
+    seen: set[str] = set()
+    body = loop.child_by_field_name("body")
+    for a in of_type(body, ("assignment", "augmented_assignment")) if body is not None else []:
+        owner = a.parent
+        while owner is not None and owner.type not in ("for_statement", "while_statement"):
+            owner = owner.parent
+        if owner != loop:
+            continue
+        left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
+        if left is None or right is None or left.type != "identifier":
+            continue
+        name = text(left, src)
+        kind = None
+        if a.type == "augmented_assignment":
+            kind = {"+=": "sum", "-=": "sum", "*=": "prod"}.get(text(a.child_by_field_name("operator"), src))
+        elif right.type == "binary_operator":
+            op = text(right.child_by_field_name("operator"), src)
+            sides = {text(right.child_by_field_name("left"), src), text(right.child_by_field_name("right"), src)}
+            if op in ("+", "*") and name in sides:
+                kind = "sum" if op == "+" else "prod"
+        elif right.type == "call":
+            callee = text(right.child_by_field_name("function"), src)
+            if _is_tl(callee) and _short(callee) in _TL_MAX and name in [text(x, src) for x in _positional(right)]:
+                kind = _TL_MAX[_short(callee)]
+        if kind is None or name in seen:
+            continue
+        init = None
+        for b in of_type(psrc.body, "assignment"):
+            if b.start_byte >= loop.start_byte:
+                break
+            if text(b.child_by_field_name("left"), src) == name:
+                init = b
+        if init is None:
+            continue
+        value = init.child_by_field_name("right")
+        init_text = text(value, src)
+        if not of_type(right, "call") and "tl.zeros" not in init_text and "tl.full" not in init_text \
+                and not isinstance(python_literal(init_text), float):
+            continue  # a pointer or index moving by a stride, not a reduction
+        seen.add(name)
+        out.append(Accumulator(name, kind, _dtype_of_init(value, src), psrc.line(a), psrc.span(a),  # type: ignore[arg-type]
+                               psrc.span(init), text(value, src) if value is not None else None))
+    return tuple(out)
+
+
+def _calls(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
+           ) -> tuple[tuple[TritonReduction, ...], tuple[TritonMemOp, ...], tuple[TritonDot, ...], tuple[str, ...]]:
+    src = psrc.src
+    reds, mem, dots, maths = [], [], [], []
+    params = {p.name for p in kernel.params}
+    aliases: dict[str, str] = {}
+    for name, nodes in assigns.items():
+        if len(nodes) == 1:
+            r = _root_name(nodes[0].child_by_field_name("right"), src)
+            if r is not None and r != name:
+                aliases[name] = r
+
+    def base(n: Node | None) -> str | None:
+        r = _root_name(n, src)
+        for _ in range(8):
+            if r in params or r not in aliases:
+                break
+            r = aliases[r]
+        return r if r in params else None
+
+    def dtype(n: Node) -> str | None:
+        tx = text(n, src)
+        for _ in range(4):
+            for w in _FLOAT_DTYPES:
+                if tx.endswith(f".to(tl.{w})") or f"dtype=tl.{w}" in tx:
+                    return w
+            if n.type == "identifier" and text(n, src) in assigns and len(assigns[text(n, src)]) >= 1:
+                n = assigns[text(n, src)][-1].child_by_field_name("right")  # type: ignore[assignment]
+                tx = text(n, src)
+                continue
+            break
+        return None
+
+    for c in of_type(psrc.body, "call"):
+        callee = text(c.child_by_field_name("function"), src)
+        if not _is_tl(callee):
+            continue
+        short = _short(callee)
+        pos = _positional(c)
+        if short in TL_REDUCTIONS:
+            ax = _kw(c, "axis", src) or (pos[1] if len(pos) > 1 else None)
+            target = None
+            p = c.parent
+            while p is not None and p.type not in ("assignment", "augmented_assignment", "block"):
+                p = p.parent
+            if p is not None and p.type != "block":
+                target = text(p.child_by_field_name("left"), src)
+            reds.append(TritonReduction(short, python_int(text(ax, src)) if ax is not None else None, target,
+                                        psrc.line(c), psrc.span(c)))
+        elif short in ("load", "store") or short.startswith("atomic_"):
+            mem.append(TritonMemOp(short, base(pos[0] if pos else None), _kw(c, "mask", src) is not None,
+                                   _kw(c, "other", src) is not None, psrc.line(c), psrc.span(c)))
+        elif short == "dot" and len(pos) >= 2:
+            ip = _kw(c, "input_precision", src)
+            dots.append(TritonDot(text(pos[0], src), text(pos[1], src), dtype(pos[0]), dtype(pos[1]), psrc.line(c),
+                                  psrc.span(c), text(ip, src).strip("\"'") if ip is not None else None))
+        elif short not in maths and short not in ("program_id", "arange", "zeros", "full", "where", "num_programs"):
+            maths.append(short)
+    return tuple(reds), tuple(mem), tuple(dots), tuple(maths)
+
+
+def _launch(psrc: PythonSource, call: Node, site: Any, bindings: dict[str, int]) -> LaunchFacts:
+    src = psrc.src
+    grid = call.child_by_field_name("function").child_by_field_name("subscript")
+    dims: list[Dim] = []
+    g = grid
+    if g is not None and g.type == "identifier":
+        resolved = (site.resolved_config or {}).get("grid")
+        dims = [Dim(resolved or text(g, src), None, psrc.span(g))]
+    elif g is not None and g.type in ("tuple", "expression_list", "parenthesized_expression"):
+        for e in g.named_children:
+            v = python_int(text(e, src))
+            dims.append(Dim(" ".join(text(e, src).split()), v, psrc.span(e)))
+    elif g is not None:
+        dims = [Dim(" ".join(text(g, src).split()), python_int(text(g, src)), psrc.span(g))]
+    host = call.parent
+    while host is not None and host.type != "function_definition":
+        host = host.parent
+    kwargs = tuple((k, v) for k, v in (site.config or {}).items() if k != "grid")
+    return LaunchFacts(site.line, psrc.span(call),
+                       text(host.child_by_field_name("name"), src) if host is not None else None,
+                       tuple(dims), (), None, (), tuple(sorted(bindings.items())), kwargs)

@@ -1,0 +1,162 @@
+"""Locate a kernel in its parsed CUDA or Python text (cached per kernel text and position).
+
+A CUDA kernel lives in a ``.cu`` file or in a Python string (``load_inline`` sources); :func:`cuda_source`
+parses the CUDA text that holds it (with :func:`~htam_core.source.analysis.syntax.parse_cuda`) and finds
+its function and launches. Nodes are in *unit* offsets; ``base`` maps them to file offsets.
+:func:`python_source` does the same for Triton kernels (unit offsets are file offsets).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from tree_sitter import Node
+
+from htam_core.source.analysis.constants import ConstEnv
+from htam_core.source.analysis.launch import LaunchCall, launch_calls
+from htam_core.source.analysis.syntax import of_type, parse, parse_cuda, smallest_covering
+from htam_core.source.model import Kernel, SourceModel
+
+_CACHE_MAX = 64
+_cache: OrderedDict[Any, Any] = OrderedDict()
+
+
+def _cached(key: Any, build: Any) -> Any:
+    hit = _cache.get(key)
+    if hit is not None:
+        _cache.move_to_end(key)
+        return hit
+    value = build()
+    _cache[key] = value
+    if len(_cache) > _CACHE_MAX:
+        _cache.popitem(last=False)
+    return value
+
+
+def clear_cache() -> None:
+    """Forget every parsed unit (tests)."""
+    _cache.clear()
+
+
+def cuda_fragments(src: bytes) -> list[tuple[int, int]]:
+    """Byte ranges of Python string contents that hold CUDA code (they contain ``__global__``)."""
+    tree = parse(src, "python")
+    out = []
+    for s in of_type(tree.root_node, "string"):
+        content = [c for c in s.children if c.type == "string_content"]
+        if not content:
+            continue
+        start, end = content[0].start_byte, content[-1].end_byte
+        if b"__global__" in src[start:end]:
+            out.append((start, end))
+    return out
+
+
+class Lines:
+    """1-based line of a file byte offset (bisect over newline offsets)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._nl = [i for i, b in enumerate(data) if b == 10]
+
+    def line(self, byte: int) -> int:
+        """1-based line holding file byte ``byte``."""
+        return bisect.bisect_left(self._nl, byte) + 1
+
+
+@dataclass(frozen=True)
+class CudaSource:
+    """The parsed CUDA text that holds one kernel.
+
+    Attributes:
+        src: the unit's bytes (original text; the tree was parsed with ``dim3`` parentheses as braces).
+        base: file offset of ``src[0]``.
+        root, func, body: the tree's root, the kernel's ``function_definition`` and its body.
+        env: the unit's constants (no template bindings).
+        launches: ``<<<>>>`` launches of the kernel in this unit, in source order.
+        lines: line numbers of the whole file.
+    """
+
+    src: bytes
+    base: int
+    root: Node
+    func: Node
+    body: Node
+    env: ConstEnv
+    launches: tuple[LaunchCall, ...]
+    lines: Lines
+
+    def span(self, node: Node) -> tuple[int, int]:
+        """File bytes of ``node``."""
+        return node.start_byte + self.base, node.end_byte + self.base
+
+    def line(self, node: Node) -> int:
+        """1-based file line of ``node``'s start."""
+        return self.lines.line(node.start_byte + self.base)
+
+
+def cuda_source(model: SourceModel, kernel: Kernel) -> CudaSource | str:
+    """The :class:`CudaSource` of ``kernel``, or a one-line reason when it cannot be located."""
+    key = ("cuda", model.text, kernel.name, kernel.name_span.start)
+    return _cached(key, lambda: _load_cuda(model, kernel))
+
+
+def _load_cuda(model: SourceModel, kernel: Kernel) -> CudaSource | str:
+    data = model.text.encode("utf-8")
+    base, end = 0, len(data)
+    if model.file_language == "python":
+        for s, e in cuda_fragments(data):
+            if s <= kernel.name_span.start < e:
+                base, end = s, e
+                break
+        else:
+            return f"the CUDA source string holding {kernel.name} was not found"
+    src = data[base:end]
+    tree = parse_cuda(src)
+    ns, ne = kernel.name_span.start - base, kernel.name_span.end - base
+    func = smallest_covering(tree.root_node, ns, ne, ("function_definition",))
+    body = func.child_by_field_name("body") if func is not None else None
+    if func is None or body is None:
+        return f"the definition of {kernel.name} was not found in the syntax tree"
+    env = ConstEnv(src, tree.root_node)
+    launches = tuple(launch_calls(tree.root_node, src, kernel.name))
+    return CudaSource(src, base, tree.root_node, func, body, env, launches, Lines(data))
+
+
+@dataclass(frozen=True)
+class PythonSource:
+    """The parsed Python file that holds one Triton kernel (offsets are file offsets)."""
+
+    src: bytes
+    root: Node
+    func: Node
+    body: Node
+    top: Node
+    lines: Lines
+
+    def span(self, node: Node) -> tuple[int, int]:
+        """File bytes of ``node``."""
+        return node.start_byte, node.end_byte
+
+    def line(self, node: Node) -> int:
+        """1-based line of ``node``'s start."""
+        return node.start_point[0] + 1
+
+
+def python_source(model: SourceModel, kernel: Kernel) -> PythonSource | str:
+    """The :class:`PythonSource` of Triton ``kernel``, or a one-line reason when it cannot be located."""
+    key = ("python", model.text, kernel.name, kernel.name_span.start)
+    return _cached(key, lambda: _load_python(model, kernel))
+
+
+def _load_python(model: SourceModel, kernel: Kernel) -> PythonSource | str:
+    src = model.text.encode("utf-8")
+    tree = parse(src, "python")
+    func = smallest_covering(tree.root_node, kernel.name_span.start, kernel.name_span.end, ("function_definition",))
+    body = func.child_by_field_name("body") if func is not None else None
+    if func is None or body is None:
+        return f"the definition of {kernel.name} was not found in the syntax tree"
+    top = func.parent if func.parent is not None and func.parent.type == "decorated_definition" else func
+    return PythonSource(src, tree.root_node, func, body, top, Lines(src))

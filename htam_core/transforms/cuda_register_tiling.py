@@ -1,0 +1,312 @@
+"""2-D register tiling of a naive matmul (``cuda.register_tile_matmul``): each thread computes a TM x TN block of
+outputs from BK x BM and BK x BN shared tiles, reading its fragments of the shared tiles with ``float4`` loads.
+
+The kernel is recognized with :func:`htam_core.transforms.cuda_tiling.match_naive_matmul` (the same pattern as
+``cuda.smem_tiling_matmul``), the body is rewritten, and every launch of the kernel gets 1-D blocks of
+``(BM/TM) * (BN/TN)`` threads and a grid of ``ceil(M/BM) x ceil(N/BN)`` blocks, sized from the launch's own
+arguments. Out-of-range tile elements are zero-filled, so each output accumulates exactly the products of the
+original loop in the same k order (bitwise the same sums); the statements after the k loop (the epilogue, e.g.
+``C = alpha * acc + beta * C``) run unchanged per output under the original bounds check.
+
+Idea source: S. Boehm, "How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance" (2022), kernels 5-6
+(2-D blocktiling, vectorized shared-memory access); CUTLASS's thread-level GEMM (register outer products).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import (
+    CudaTransform,
+    CudaUnit,
+    launch_dims_edit,
+    references,
+    stale_comment_notes,
+)
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
+from htam_core.transforms.cuda_launch import CUDA_LANGS, block_words
+from htam_core.transforms.cuda_tiling import IndexVar, match_naive_matmul
+from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
+
+_BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+
+
+@dataclass(frozen=True)
+class RegisterTile:
+    """One register-tiling configuration: block tile BM x BN, k step BK, TM x TN outputs per thread."""
+
+    bm: int
+    bn: int
+    bk: int
+    tm: int
+    tn: int
+
+    @property
+    def threads(self) -> int:
+        """Threads per block: one per TM x TN output block of the BM x BN tile."""
+        return (self.bm // self.tm) * (self.bn // self.tn)
+
+
+#: 128x128 tiles with 8x8 outputs per thread for large matrices, 64x64 with 4x4 for smaller ones; both 256 threads.
+CONFIGS = (RegisterTile(128, 128, 8, 8, 8), RegisterTile(64, 64, 8, 4, 4))
+
+
+def substitute(unit: CudaUnit, node: Node, mapping: dict[str, str]) -> str:
+    """``node``'s text with every identifier in ``mapping`` replaced by ``(replacement)``."""
+    text = bytearray(unit.src[node.start_byte : node.end_byte])
+    hits = [n for n in _ts.of_type(node, "identifier") if unit.t(n) in mapping]
+    for n in sorted(hits, key=lambda n: -n.start_byte):
+        text[n.start_byte - node.start_byte : n.end_byte - node.start_byte] = f"({mapping[unit.t(n)]})".encode()
+    return text.decode()
+
+
+def _uses_builtin(unit: CudaUnit, nodes: list[Node]) -> str | None:
+    for s in nodes:
+        for n in _ts.of_type(s, "identifier"):
+            if unit.t(n) in _BUILTINS:
+                return unit.t(n)
+    return None
+
+
+def _param_index(unit: CudaUnit, name: str) -> int | None:
+    for i, p in enumerate(unit.params):
+        d = p.child_by_field_name("declarator")
+        while d is not None and d.type != "identifier":
+            d = d.child_by_field_name("declarator")
+        if d is not None and unit.t(d) == name:
+            return i
+    return None
+
+
+@register
+class CudaRegisterTileMatmul(CudaTransform):
+    """Naive matmul -> shared tiles + a TM x TN register tile per thread, ``float4`` shared-fragment loads."""
+
+    id = "cuda.register_tile_matmul"
+    languages = CUDA_LANGS
+    summary = "2-D register tiling (TMxTN outputs per thread) with shared tiles and float4 fragment loads"
+
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate per configuration of :data:`CONFIGS` (128x128/8x8 and 64x64/4x4, 256 threads each)."""
+        m = match_naive_matmul(unit)
+        if isinstance(m, str):
+            return self.not_applicable(f"not the naive matmul pattern: {m}")
+        why = self._check(unit, kernel, m)
+        if why:
+            return self.not_applicable(why)
+        launch_sizes = self._launch_sizes(unit, m)
+        if isinstance(launch_sizes, str):
+            return self.not_applicable(launch_sizes)
+        types = self._operand_types(unit, m)
+        if isinstance(types, str):
+            return self.not_applicable(types)
+        old_block = unit.block_dims(unit.launches[0]) or []
+        old = tuple(d.const.value for d in old_block if d.const is not None)
+        out = []
+        for cfg in CONFIGS:
+            edits = [self._rewrite(unit, m, cfg, types)]
+            for la, (mh, nh) in zip(unit.launches, launch_sizes, strict=True):
+                grid = ["1", "1"]
+                grid["xy".index(m["row"].dim)] = f"(({mh}) + {cfg.bm - 1}) / {cfg.bm}"
+                grid["xy".index(m["col"].dim)] = f"(({nh}) + {cfg.bn - 1}) / {cfg.bn}"
+                edits.append(launch_dims_edit(unit, la, la.grid, grid))
+                edits.append(launch_dims_edit(unit, la, la.block, [str(cfg.threads)]))  # type: ignore[arg-type]
+            if old:
+                edits += stale_comment_notes(
+                    unit, f"threads per block {'x'.join(map(str, old))} → {cfg.threads} "
+                    f"({cfg.tm}x{cfg.tn} outputs each)", block_words(old), edits)
+            vec = "float4 loads of the shared fragments" if types[2] else "scalar shared-fragment loads"
+            out.append(self.candidate(
+                model,
+                f"register-tile {kernel.name}: {cfg.bm}x{cfg.bn} output tiles per block of {cfg.threads} threads, "
+                f"{cfg.tm}x{cfg.tn} outputs per thread from {cfg.bk}-deep shared tiles, {vec} (same k order, "
+                "bounds checks kept)",
+                {"bm": cfg.bm, "bn": cfg.bn, "bk": cfg.bk, "tm": cfg.tm, "tn": cfg.tn, "block": [cfg.threads],
+                 "float4": types[2], "layout": m["layout"]},
+                edits,
+            ))
+        return out
+
+    def _check(self, unit: CudaUnit, kernel: Kernel, m: dict) -> str | None:
+        """Why the matched kernel cannot be rewritten, or ``None``."""
+        row, col = m["row"], m["col"]
+        if {row.dim, col.dim} != {"x", "y"}:
+            return f"the output indices use blockIdx.{row.dim} and blockIdx.{col.dim}, not x and y"
+        if not unit.launches:
+            return f"{kernel.name} has no launch site in this file; the grid cannot be resized"
+        for la in unit.launches:
+            dims = unit.block_dims(la) or []
+            for v in (row, col):
+                d = "xyz".index(v.dim)
+                block = dims[d].const.value if d < len(dims) and dims[d].const is not None else None
+                if v.stride is not None and v.stride != block:
+                    return (f"{v.name} advances {v.stride} per block but the block on line {la.site.line} has "
+                            f"{block if block is not None else 'an unknown number of'} threads in {v.dim}")
+        if unit.launch_bounds_node() is not None:
+            return f"{kernel.name} has __launch_bounds__; the block becomes 256 threads, retile by hand"
+        others = [s for s in m["stmts"] if s is not m["guard"] and s not in (row.decl, col.decl)]
+        uses = _uses_builtin(unit, [*others, *m["rest"]])
+        if uses:
+            return f"code outside the index declarations uses {uses}, which changes meaning with 1-D blocks"
+        if any(references(s, unit.src, row.name) or references(s, unit.src, col.name) for s in others):
+            return f"statements other than the bounds check use {row.name} or {col.name}"
+        init = m["acc_decl"].child_by_field_name("declarator")
+        value = init.child_by_field_name("value") if init is not None and init.type == "init_declarator" else None
+        if value is None:
+            return "the accumulator has no initializer"
+        if references(value, unit.src, row.name) or references(value, unit.src, col.name):
+            return "the accumulator's initial value depends on the output index"
+        return None
+
+    def _launch_sizes(self, unit: CudaUnit, m: dict) -> list[tuple[str, str]] | str:
+        """Per launch, the host expressions passed as the row bound M and column bound N."""
+        idx = {}
+        for v in (m["row"], m["col"]):
+            bound = m["bounds"][v.name]
+            i = _param_index(unit, bound)
+            if i is None:
+                return f"the bound {bound} of {v.name} is not a kernel parameter; the grid cannot be sized from it"
+            idx[v.name] = i
+        out = []
+        for la in unit.launches:
+            if la.block is None:
+                return f"the launch on line {la.site.line} has no block argument"
+            if len(unit.dims_of(la.grid, la.host)) > 2:
+                return f"the launch on line {la.site.line} has a 3-D grid (batched); it is not handled"
+            args = la.site.args
+            if max(idx.values()) >= len(args):
+                return f"the launch on line {la.site.line} passes fewer arguments than {unit.kernel.name} takes"
+            sizes = [args[idx[m["row"].name]].strip(), args[idx[m["col"].name]].strip()]
+            if any(tok in s for s in sizes for tok in ("(", "=", "++", "--")):
+                return (f"the size arguments {', '.join(sizes)} on line {la.site.line} call or assign; the grid "
+                        "would evaluate them twice")
+            out.append((sizes[0], sizes[1]))
+        return out
+
+    def _operand_types(self, unit: CudaUnit, m: dict) -> tuple[str, str, bool] | str:
+        """``(A's element type, B's element type, float4 fragments possible)``."""
+        types = []
+        for op in (m["A"], m["B"]):
+            p = unit.facts.pointer(op)
+            t = (p.element_type or "").replace("const", "").strip() if p is not None else ""
+            if not t:
+                return f"{op} is not a pointer parameter of known element type"
+            types.append(t)
+        return types[0], types[1], types[0] == types[1] == "float"
+
+    def _rewrite(self, unit: CudaUnit, m: dict, cfg: RegisterTile, types: tuple[str, str, bool]) -> TextEdit:
+        """The edit replacing the index declarations through the bounds check with the register-tiled body."""
+        row, col = m["row"], m["col"]
+        ta, tb, vec = types
+        M, N, K, k = m["bounds"][row.name], m["bounds"][col.name], m["K"], m["kname"]
+        rd, cd = row.dim, col.dim
+        a_load = substitute(unit, m["A_idx"], {row.name: "htam_r0 + htam_m", k: "htam_k0 + htam_kk"})
+        b_load = substitute(unit, m["B_idx"], {k: "htam_k0 + htam_kk", col.name: "htam_c0 + htam_n"})
+        init = m["acc_decl"].child_by_field_name("declarator")
+        acc = unit.t(init.child_by_field_name("declarator"))
+        acc_init = unit.t(init.child_by_field_name("value"))
+        et = m["etype"]
+        first = min(row.decl.start_byte, col.decl.start_byte)
+        indent = _ts.indent_of(unit.src, first)
+        others = [s for s in m["stmts"] if first <= s.start_byte < m["guard"].start_byte
+                  and s not in (row.decl, col.decl)]
+
+        def prefix(v: IndexVar) -> str:
+            d = next(x for x in v.decl.named_children if x.type == "init_declarator")
+            return unit.src[v.decl.start_byte : d.start_byte].decode()
+
+        if vec:
+            frag = [
+                "#pragma unroll",
+                f"        for (int htam_v = 0; htam_v < {cfg.tm}; htam_v += 4) {{",
+                "            const float4 htam_q = *reinterpret_cast<const float4 *>("
+                f"&htam_As[htam_kk][htam_tr * {cfg.tm} + htam_v]);",
+                "            htam_a[htam_v] = htam_q.x; htam_a[htam_v + 1] = htam_q.y;",
+                "            htam_a[htam_v + 2] = htam_q.z; htam_a[htam_v + 3] = htam_q.w;",
+                "        }",
+                "#pragma unroll",
+                f"        for (int htam_v = 0; htam_v < {cfg.tn}; htam_v += 4) {{",
+                "            const float4 htam_q = *reinterpret_cast<const float4 *>("
+                f"&htam_Bs[htam_kk][htam_tc * {cfg.tn} + htam_v]);",
+                "            htam_b[htam_v] = htam_q.x; htam_b[htam_v + 1] = htam_q.y;",
+                "            htam_b[htam_v + 2] = htam_q.z; htam_b[htam_v + 3] = htam_q.w;",
+                "        }",
+            ]
+        else:
+            frag = [
+                "#pragma unroll",
+                f"        for (int htam_v = 0; htam_v < {cfg.tm}; ++htam_v) "
+                f"htam_a[htam_v] = htam_As[htam_kk][htam_tr * {cfg.tm} + htam_v];",
+                "#pragma unroll",
+                f"        for (int htam_v = 0; htam_v < {cfg.tn}; ++htam_v) "
+                f"htam_b[htam_v] = htam_Bs[htam_kk][htam_tc * {cfg.tn} + htam_v];",
+            ]
+        lines = [
+            f"// register tile: {cfg.bm}x{cfg.bn} outputs per block of {cfg.threads} threads, "
+            f"{cfg.tm}x{cfg.tn} per thread",
+            "const int htam_tid = threadIdx.x;",
+            f"const int htam_tr = htam_tid / {cfg.bn // cfg.tn};",
+            f"const int htam_tc = htam_tid % {cfg.bn // cfg.tn};",
+            f"const int htam_r0 = blockIdx.{rd} * {cfg.bm};",
+            f"const int htam_c0 = blockIdx.{cd} * {cfg.bn};",
+            *[unit.t(s) for s in others],
+            f"__shared__ alignas(16) {ta} htam_As[{cfg.bk}][{cfg.bm}];  // A tile stored k-major",
+            f"__shared__ alignas(16) {tb} htam_Bs[{cfg.bk}][{cfg.bn}];",
+            f"{et} htam_acc[{cfg.tm}][{cfg.tn}];",
+            "#pragma unroll",
+            f"for (int htam_i = 0; htam_i < {cfg.tm}; ++htam_i) {{",
+            "#pragma unroll",
+            f"    for (int htam_j = 0; htam_j < {cfg.tn}; ++htam_j) htam_acc[htam_i][htam_j] = {acc_init};",
+            "}",
+            f"for (int htam_k0 = 0; htam_k0 < {K}; htam_k0 += {cfg.bk}) {{",
+            f"    for (int htam_l = htam_tid; htam_l < {cfg.bm * cfg.bk}; htam_l += {cfg.threads}) {{",
+            f"        const int htam_m = htam_l / {cfg.bk}, htam_kk = htam_l % {cfg.bk};",
+            f"        htam_As[htam_kk][htam_m] = (htam_r0 + htam_m < {M} && htam_k0 + htam_kk < {K}) "
+            f"? {m['A']}[{a_load}] : ({ta})0;",
+            "    }",
+            f"    for (int htam_l = htam_tid; htam_l < {cfg.bk * cfg.bn}; htam_l += {cfg.threads}) {{",
+            # NN: consecutive threads read consecutive columns of a B row; NT: consecutive k of a B row
+            f"        const int htam_kk = htam_l / {cfg.bn}, htam_n = htam_l % {cfg.bn};" if m["layout"] == "NN" else
+            f"        const int htam_n = htam_l / {cfg.bk}, htam_kk = htam_l % {cfg.bk};",
+            f"        htam_Bs[htam_kk][htam_n] = (htam_k0 + htam_kk < {K} && htam_c0 + htam_n < {N}) "
+            f"? {m['B']}[{b_load}] : ({tb})0;",
+            "    }",
+            "    __syncthreads();",
+            "#pragma unroll",
+            f"    for (int htam_kk = 0; htam_kk < {cfg.bk}; ++htam_kk) {{",
+            f"        {ta} htam_a[{cfg.tm}];",
+            f"        {tb} htam_b[{cfg.tn}];",
+            *frag,
+            "#pragma unroll",
+            f"        for (int htam_i = 0; htam_i < {cfg.tm}; ++htam_i) {{",
+            "#pragma unroll",
+            f"            for (int htam_j = 0; htam_j < {cfg.tn}; ++htam_j)",
+            "                htam_acc[htam_i][htam_j] += htam_a[htam_i] * htam_b[htam_j];",
+            "        }",
+            "    }",
+            "    __syncthreads();",
+            "}",
+            "#pragma unroll",
+            f"for (int htam_i = 0; htam_i < {cfg.tm}; ++htam_i) {{",
+            "#pragma unroll",
+            f"    for (int htam_j = 0; htam_j < {cfg.tn}; ++htam_j) {{",
+            f"        {prefix(row)}{row.name} = htam_r0 + htam_tr * {cfg.tm} + htam_i;",
+            f"        {prefix(col)}{col.name} = htam_c0 + htam_tc * {cfg.tn} + htam_j;",
+            f"        if {unit.t(m['guard'].child_by_field_name('condition'))} {{",
+            f"            {et} {acc} = htam_acc[htam_i][htam_j];",
+            *["            " + unit.t(s) for s in m["rest"]],
+            "        }",
+            "    }",
+            "}",
+        ]
+        text = "\n".join(ln if ln.startswith("#") else indent + ln for ln in lines)
+        return unit.edit(_ts.line_start(unit.src, first), m["guard"].end_byte, text)
+
+

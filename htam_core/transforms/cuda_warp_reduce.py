@@ -1,0 +1,178 @@
+"""Warp-shuffle finish of a shared-memory tree reduction (``cuda.warp_shuffle_finish``).
+
+The sequential-addressing tree::
+
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+
+stops at ``s > 32`` and the last six steps run in the first warp, in registers::
+
+    if (tid < 32) {
+        float htam_v = sdata[tid] + sdata[tid + 32];
+        for (int htam_o = 16; htam_o > 0; htam_o >>= 1)
+            htam_v += __shfl_down_sync(0xffffffffu, htam_v, htam_o);
+        if (tid == 0) sdata[0] = htam_v;
+    }
+    __syncthreads();
+
+Lane ``t`` combines with lane ``t + o`` exactly as thread ``t`` combined with ``sdata[t + s]`` for ``s = o``, so
+``sdata[0]`` gets the same value in the same combine order (bitwise the same sums), with five barriers and ten
+shared-memory round trips fewer. An interleaved tree (``tid % (2 * s) == 0``) is given sequential addressing in
+the same edit (as ``cuda.sequential_addressing`` does; then the float sums change order). The block must be a
+compile-time power of two of at least 64 threads, and the tree must run over the whole block.
+
+Idea source: Mark Harris, "Optimizing Parallel Reduction in CUDA" (NVIDIA, 2007), kernel 5 (unrolling the last
+warp); NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014), warp shuffles.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, _cond_parts, statement_list
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
+from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_loops import model_line
+from htam_core.transforms.cuda_reduction import (
+    _HALVING,
+    CudaSequentialAddressing,
+    _combine,
+    _header,
+    _is_sync,
+    _launch_problem,
+    _norm,
+    _read_after,
+    _tid_problem,
+    element_type,
+    match_tree,
+    tree_bound,
+)
+from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
+
+WARP = 32
+
+
+def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, int | None] | str:
+    """``(s, tid, array, combine, bound node, bound value)`` of a sequential-addressing tree loop, or why not."""
+    head = _header(unit, loop)
+    if isinstance(head, str):
+        return head
+    s, _typ, init = head
+    cond, upd = loop.child_by_field_name("condition"), loop.child_by_field_name("update")
+    if _norm(unit, cond, s) not in ("s>0", "0<s", "s!=0", "s>=1") or _norm(unit, upd, s) not in {
+            h.replace(" ", "") for h in _HALVING}:
+        return f"the loop is not a sequential-addressing tree (`{s} > 0`, {s} halving)"
+    half = _ts.unwrap_parens(init)
+    if half.type != "binary_expression" or unit.t(half.child_by_field_name("operator")) not in ("/", ">>") or \
+            unit.t(half.child_by_field_name("right")).strip() not in ("2", "1") or (
+            unit.t(half.child_by_field_name("operator")) == ">>") != (unit.t(half.child_by_field_name("right"))
+                                                                       .strip() == "1"):
+        return f"{s} does not start at half the block (`blockDim.x / 2` or `N / 2`)"
+    bound = _ts.unwrap_parens(half.child_by_field_name("left"))
+    known, value = tree_bound(unit, bound)
+    if not known:
+        return f"the tree starts at `{unit.t(init)}`, which is neither blockDim.x / 2 nor a constant"
+    body = loop.child_by_field_name("body")
+    stmts = statement_list(body) if body is not None and body.type == "compound_statement" else []
+    if len(stmts) != 2 or stmts[0].type != "if_statement" or not _is_sync(unit, stmts[1]):
+        return "the loop body is not exactly a guarded combine followed by __syncthreads();"
+    guard = stmts[0]
+    gcond = guard.child_by_field_name("condition").child_by_field_name("value")
+    parts = _cond_parts(unit, gcond) if gcond is not None else None
+    if parts is None or parts[1] != "<" or unit.t(parts[2]) != s or guard.child_by_field_name("alternative"):
+        return f"the guard is not `tid < {s}`"
+    tid = parts[0]
+    cons = guard.child_by_field_name("consequence")
+    inner = statement_list(cons) if cons.type == "compound_statement" else [cons]
+    if len(inner) != 1:
+        return "the guard does not hold exactly one combine statement"
+    comb = _combine(unit, inner[0], tid, s)
+    if isinstance(comb, str):
+        return comb
+    why = _tid_problem(unit, tid) or _read_after(unit, loop, comb[0])
+    if why:
+        return why
+    return s, tid, comb[0], comb[1], bound, value
+
+
+def _finish(tid: str, array: str, combine: str, etype: str, indent: str) -> str:
+    def comb(a: str, b: str) -> str:
+        return f"{a} + {b}" if combine == "+" else f"{combine}({a}, {b})"
+
+    step = ("htam_v += __shfl_down_sync(0xffffffffu, htam_v, htam_o);" if combine == "+" else
+            f"htam_v = {comb('htam_v', '__shfl_down_sync(0xffffffffu, htam_v, htam_o)')};")
+    lines = [
+        f"if ({tid} < {WARP}) {{  // the last warp finishes in registers: the same pairs, no barriers",
+        f"    {etype} htam_v = {comb(f'{array}[{tid}]', f'{array}[{tid} + {WARP}]')};",
+        f"    for (int htam_o = {WARP // 2}; htam_o > 0; htam_o >>= 1)",
+        f"        {step}",
+        f"    if ({tid} == 0) {array}[0] = htam_v;",
+        "}",
+        "__syncthreads();",
+    ]
+    return "".join("\n" + indent + ln for ln in lines)
+
+
+@register
+class CudaWarpShuffleFinish(CudaTransform):
+    """Finish a shared-memory tree reduction with warp shuffles once 64 partial values are left."""
+
+    id = "cuda.warp_shuffle_finish"
+    languages = CUDA_LANGS
+    summary = "warp-shuffle finish of a shared-memory tree reduction (the last 6 steps without barriers)"
+
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate for the first tree loop directly in the kernel body (sequential or interleaved)."""
+        loops = [s for s in statement_list(unit.body) if s.type == "for_statement"]
+        if not loops:
+            return self.not_applicable(f"{kernel.name} has no for loop directly in its body")
+        reasons = []
+        for loop in loops:
+            line = model_line(model.text, unit.base + loop.start_byte)
+            seq = _sequential(unit, loop)
+            if not isinstance(seq, str):
+                s, tid, array, combine, _bound, value = seq
+                edits = [unit.replace(loop.child_by_field_name("condition"), f"{s} > {WARP}")]
+                form = "sequential"
+            else:
+                tree = match_tree(unit, loop)
+                if isinstance(tree, str):
+                    not_seq = seq.startswith("the loop is not a sequential-addressing tree")
+                    reasons.append(f"line {line}: {tree if not_seq else seq}")
+                    continue
+                s, tid, array, combine, value = tree.var, tree.tid, tree.array, tree.combine, tree.bound_value
+                edits = CudaSequentialAddressing._edits(unit, tree)
+                head = edits[0]
+                edits[0] = TextEdit(head.start_byte, head.end_byte, head.new_text.replace(f"{s} > 0", f"{s} > {WARP}"))
+                form = "interleaved"
+            why, sizes = _launch_problem(unit, value)
+            if why:
+                return self.not_applicable(why.replace("sequential addressing needs", "the warp finish needs"))
+            if min(sizes) < 2 * WARP:
+                return self.not_applicable(f"the launch uses {min(sizes)} threads per block; the warp finish needs "
+                                           f"at least {2 * WARP} (the tree's last 64 values)")
+            etype = element_type(unit, array)
+            if etype is None:
+                return self.not_applicable(f"the element type of {array} is unknown")
+            edits.append(unit.insert(loop.end_byte, _finish(tid, array, combine, etype, _ts.indent_of(
+                unit.src, loop.start_byte))))
+            exact = form == "sequential" or combine != "+" or etype in ("int", "unsigned int", "unsigned")
+            cand = self.candidate(
+                model,
+                f"finish the shared-memory tree of {kernel.name} (line {line}) in the first warp with "
+                f"__shfl_down_sync once {2 * WARP} values are left: 5 barriers fewer"
+                + ("" if form == "sequential" else "; the interleaved tree also gets sequential addressing")
+                + ("" if exact else " (float sums change order)"),
+                {"line": line, "form": form, "combine": combine, "block": sorted(set(sizes))},
+                edits,
+            )
+            cand.changes_numerics = not exact
+            return [cand]
+        return self.not_applicable("no shared-memory tree loop qualifies: " + "; ".join(reasons))

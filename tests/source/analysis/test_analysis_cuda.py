@@ -1,0 +1,208 @@
+"""Affine indices and strides, loop facts, read/write sets and launch dims of every CUDA corpus kernel,
+against expectations written by reading each kernel."""
+
+from __future__ import annotations
+
+import sympy
+from conftest import facts_of, facts_of_text
+
+from htam_core.source.analysis import sym
+
+tx, ty = sym("threadIdx.x"), sym("threadIdx.y")
+bx, by = sym("blockIdx.x"), sym("blockIdx.y")
+bdx, bdy = sym("blockDim.x"), sym("blockDim.y")
+M, N, K = sym("M"), sym("N"), sym("K")
+
+
+def _acc(f, pointer, kind):
+    return [a for a in f.accesses if a.pointer == pointer and a.kind == kind]
+
+
+def test_sgemm_naive():
+    f = facts_of("sgemm_naive.cu", "sgemm_naive")
+    row, col, k = bdx * bx + tx, bdy * by + ty, sym("k")
+    (loop,) = f.loops
+    assert (loop.var, loop.start, loop.cmp, loop.bound, loop.step, loop.trip_count) == ("k", 0, "<", K, 1, K)
+    assert [(a.name, a.op, a.type) for a in loop.accumulators] == [("acc", "sum", "float")]
+    (a,) = _acc(f, "A", "read")
+    (b,) = _acc(f, "B", "read")
+    assert sympy.expand(a.index - (row * K + k)) == 0 and sympy.expand(b.index - (k * N + col)) == 0
+    # x runs over rows: A is read with stride K along threadIdx.x (uncoalesced), B is a broadcast along x
+    assert a.stride("threadIdx.x") == K and a.pattern() == "strided" and a.coalesced() is False
+    assert b.pattern("x") == "broadcast" and b.pattern("y") == "contiguous"
+    assert a.stride("k") == 1 and b.stride("k") == N
+    assert f.reduction_dim(loop) == "both"
+    assert {x.pointer for x in f.uncoalesced("x")} == {"A", "C"}
+    assert [(p.name, p.mode) for p in f.pointers] == [("A", "read"), ("B", "read"), ("C", "readwrite")]
+    assert f.thread_index("x").name == "row" and f.thread_index("y").name == "col"
+    (la,) = f.launches
+    assert [(d.text, d.value) for d in la.grid] == [("CEIL_DIV(M, 16)", None), ("CEIL_DIV(N, 16)", None)]
+    assert la.block_shape == (16, 16, 1) and la.threads == 256 and la.smem == 0 and la.host == "run_sgemm_naive"
+
+
+def test_copy_and_transpose():
+    cp = facts_of("transpose_naive.cu", "copy_rowmajor")
+    tr = facts_of("transpose_naive.cu", "transpose_naive")
+    cols, rows = sym("cols"), sym("rows")
+    x, y = 32 * bx + tx, 32 * by + ty
+    assert cp.loops == () and tr.loops == ()
+    assert cp.constant("TILE") == 32
+    for f in (cp, tr):
+        (r,) = _acc(f, "in", "read")
+        assert sympy.expand(r.index - (y * cols + x)) == 0 and r.coalesced("x") is True
+    (w,) = _acc(tr, "out", "write")
+    assert sympy.expand(w.index - (x * rows + y)) == 0 and w.stride("threadIdx.x") == rows and not w.coalesced()
+    assert _acc(cp, "out", "write")[0].coalesced() is True
+    assert [a.pointer for a in tr.uncoalesced()] == ["out"] and cp.uncoalesced() == ()
+    for f in (cp, tr):
+        la = f.launches[0]
+        assert la.block_shape == (32, 32, 1) and la.host == "time_kernel"
+        assert [d.text for d in la.grid] == ["(cols + TILE - 1) / TILE", "(rows + TILE - 1) / TILE"]
+
+
+def test_softmax_row_per_thread():
+    f = facts_of("softmax_row_per_thread.cu", "softmax_row_per_thread")
+    cols, j = sym("cols"), sym("j")
+    row = bdx * bx + tx
+    assert [lp.line for lp in f.loops] == [25, 29, 33]
+    assert all(lp.var == "j" and lp.trip_count == cols and lp.depth == 0 for lp in f.loops)
+    assert [[(a.name, a.op, a.type) for a in lp.accumulators] for lp in f.loops] == [
+        [("m", "max", "float")], [("denom", "sum", "float")], []]
+    assert f.loops[0].accumulators[0].init_text == "-FLT_MAX"
+    # one thread per row: every loop walks its thread's row (stride 1 in j, stride cols in threadIdx.x)
+    assert f.row_loops() == f.loops
+    assert [f.reduction_dim(lp) for lp in f.loops] == ["row", "row", None]
+    for a in f.global_accesses():  # through the aliases xr = x + row * cols, yr = y + row * cols
+        assert sympy.expand(a.index - (row * cols + j)) == 0 and a.stride("threadIdx.x") == cols
+    assert [(p.name, p.mode) for p in f.pointers] == [("x", "read"), ("y", "write")]
+    (la,) = f.launches
+    assert [(d.text, d.value) for d in la.block] == [("threads", 128)] and la.grid[0].value is None
+
+
+def test_block_sum_interleaved():
+    f = facts_of("reduce_sum_smem.cu", "block_sum_interleaved")
+    (loop,) = f.loops
+    assert (loop.var, loop.start, loop.update, loop.step) == ("s", 1, "*", 2)
+    assert loop.trip_count == sympy.ceiling(sympy.log(bdx, 2)) and loop.trip_value is None
+    assert loop.accumulators == ()
+    shared = [a for a in f.accesses if a.space == "shared"]
+    assert {(a.kind, str(a.index)) for a in shared} == {
+        ("write", "threadIdx.x"), ("readwrite", "threadIdx.x"), ("read", "s + threadIdx.x"), ("read", "0")}
+    (r,) = _acc(f, "in", "read")
+    assert sympy.expand(r.index - (bdx * bx + tx)) == 0 and r.coalesced() is True
+    (w,) = _acc(f, "partial", "write")
+    assert w.index == bx and w.pattern() == "broadcast"
+    assert [(p.name, p.mode) for p in f.pointers] == [("in", "read"), ("partial", "write")]
+    (la,) = f.launches
+    assert la.threads == 256 and la.grid[0].text == "blocks" and la.host == "reduce_sum"
+
+
+def test_bias_gelu_templates():
+    fwd = facts_of("bias_gelu_templates.cu", "bias_gelu_fwd")
+    # template arguments bound at the launch site bias_gelu_fwd<T, kBlock, kItems>
+    assert fwd.constant("BLOCK") == 128 and fwd.constant("ITEMS") == 4
+    (loop,) = fwd.loops
+    assert loop.trip_value == 4 and loop.has_unroll_pragma and not fwd.is_row_loop(loop)
+    cols, i = sym("cols"), sym("i")
+    (xr,) = _acc(fwd, "x", "read")
+    assert sympy.expand(xr.index - (by * cols + (bx * 128 + tx) * 4 + i)) == 0
+    assert xr.stride("threadIdx.x") == 4 and xr.pattern() == "strided"
+    (la,) = fwd.launches
+    assert la.template_args == ("T", "kBlock", "kItems") and dict(la.bindings) == {"BLOCK": 128, "ITEMS": 4}
+    assert [d.text for d in la.grid] == ["DIV_UP(cols, kBlock * kItems)", "rows"] and la.block_shape == (128, 1, 1)
+
+    grad = facts_of("bias_gelu_templates.cu", "bias_grad_colsum")
+    walk, tree = grad.loops
+    rows = sym("rows")
+    assert (walk.var, walk.start, walk.bound, walk.step) == ("r", tx, rows, 256)
+    assert walk.strides_threads  # steps by the block size of the launch
+    assert [(a.name, a.op, a.type) for a in walk.accumulators] == [("acc", "sum", "float")]
+    assert grad.reduction_dim(walk) == "column"  # dy[r * cols + c]: the reduction walks down a column
+    assert (tree.start, tree.cmp, tree.update, tree.trip_value, tree.has_unroll_pragma) == (128, ">", ">>", 8, True)
+    assert {a.space for a in grad.accesses if a.pointer == "partial"} == {"shared"}
+    (la,) = grad.launches
+    assert la.smem == 1024 and la.threads == 256 and [d.text for d in la.grid] == ["cols"]
+
+
+def test_broken_partial_kernels():
+    f = facts_of("broken_partial_kernels.cu", "scale_inplace")
+    (a,) = f.accesses
+    assert a.kind == "readwrite" and a.coalesced() is True
+    assert f.pointer("data").mode == "readwrite"
+    (la,) = f.launches
+    assert la.threads == 256 and la.grid[0].value == 1536 and la.host == "main"
+    for name in ("row_l2_normalize", "axpby"):  # half-typed: facts or one clear line, never an exception
+        g = facts_of("broken_partial_kernels.cu", name)
+        assert g.errors or g.accesses
+
+
+def test_kernelbench_cuda_in_python():
+    sw = facts_of("kb_swish.py", "swish_fwd_kernel")
+    assert sw.language == "cuda-in-python" and sw.loops == ()
+    assert all(a.coalesced() for a in sw.accesses) and len(sw.accesses) == 2
+    assert sw.launches[0].threads == 256 and sw.launches[0].host == "swish_forward"
+    rs = facts_of("kb_rowsum.py", "sum_over_dim_kernel")
+    (loop,) = rs.loops
+    R, inner = sym("R"), sym("inner")
+    assert loop.trip_count == R and [a.name for a in loop.accumulators] == ["acc"]
+    (r,) = _acc(rs, "in", "read")
+    assert r.stride("r") == inner and rs.reduction_dim(loop) == "column"
+    assert r.pattern() == "unknown"  # idx / inner and idx % inner are not affine in threadIdx.x
+    assert rs.launches[0].threads == 256
+
+
+def test_batched_3d_launch_and_locals():
+    text = """
+#define TILE 8
+constexpr int DEPTH = 4;
+__global__ void bmm(const float* A, float* C, int N) {
+    int b = blockIdx.z;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int k = 0; k < N; k += TILE)
+        C[(b * N + row) * N + col] += A[b * N * N + row * N + k];
+}
+void run(const float* A, float* C, int N, int B) {
+    dim3 block(TILE, TILE, DEPTH / 2);
+    dim3 grid = dim3(N / TILE, N / TILE, B);
+    bmm<<<grid, block>>>(A, C, N);
+}
+"""
+    f = facts_of_text(text, "bmm")
+    (la,) = f.launches
+    assert la.block_shape == (8, 8, 2) and la.threads == 128
+    assert [d.text for d in la.grid] == ["N / TILE", "N / TILE", "B"]
+    (loop,) = f.loops
+    assert loop.step == 8 and loop.trip_count == sympy.ceiling(N / 8)
+    (c,) = _acc(f, "C", "readwrite")
+    assert c.stride("blockIdx.z") == N * N and c.coalesced("x") and c.stride("k") == 0
+    (a,) = _acc(f, "A", "read")
+    assert a.pattern("x") == "broadcast" and a.stride("threadIdx.y") == N
+    assert f.pointer("C").mode == "readwrite" and f.pointer("A").mode == "read"
+
+
+def test_escaping_pointer_is_unknown():
+    text = """
+__device__ void helper(float* p);
+__global__ void k(float* p, int n) { helper(p); p[threadIdx.x] = 0.f; }
+void run(float* p) { k<<<1, 32>>>(p, 1); }
+"""
+    assert facts_of_text(text, "k").pointer("p").mode == "unknown"
+
+
+def test_facts_lead_to_nodes_to_edit():
+    from conftest import CORPUS
+
+    from htam_core.source.api import load
+    from htam_core.transforms._cuda import load_unit
+
+    model = load(CORPUS / "softmax_row_per_thread.cu")
+    unit = load_unit(model, model.kernel("softmax_row_per_thread"))
+    f = unit.facts
+    loop = unit.node_at(f.row_loops()[1].span, ("for_statement",))
+    assert loop is not None and unit.t(loop).startswith("for (int j = 0; j < cols; ++j)")
+    acc = f.accumulator("denom")
+    assert unit.t(unit.node_at(acc.span)) == "denom += expf(xr[j] - m);"
+    assert unit.t(unit.node_at(acc.decl_span)) == "float denom = 0.0f;"
+    tid = f.thread_index("x")
+    assert unit.t(unit.node_at(tid.span)) == "int row = blockIdx.x * blockDim.x + threadIdx.x;"

@@ -1,0 +1,105 @@
+"""Run a 1-D CUDA kernel that needs no cooperation between threads on the CPU, to compare a transform's output
+with its input numerically on a machine without a GPU.
+
+The kernel's own definition (from the source model) is compiled with the host C++ compiler behind a small shim:
+``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` are globals, ``__global__``/``__restrict__`` vanish, and the
+launch becomes a loop over blocks and threads. Only kernels without ``__syncthreads``, shared memory, warp
+shuffles or atomics can be run this way (:func:`run_rows` refuses the others), which is the thread-per-row form
+of the row kernels. Used by the transform tests only.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from htam_core.source import parse_text
+
+SHIM = """#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+struct htam_dim3 { unsigned x = 1, y = 1, z = 1; };
+static htam_dim3 threadIdx, blockIdx, blockDim, gridDim;
+#define __global__
+#define __device__
+#define __restrict__
+// the launch k<<<dim3(gx, gy), dim3(bx, by)>>>(...) as loops, one thread at a time
+#define HTAM_LAUNCH(gx, gy, bx, by, CALL) do { \
+    gridDim.x = (gx); gridDim.y = (gy); blockDim.x = (bx); blockDim.y = (by); \
+    for (unsigned htam_by = 0; htam_by < gridDim.y; ++htam_by) \
+    for (unsigned htam_bx = 0; htam_bx < gridDim.x; ++htam_bx) \
+    for (unsigned htam_ty = 0; htam_ty < blockDim.y; ++htam_ty) \
+    for (unsigned htam_tx = 0; htam_tx < blockDim.x; ++htam_tx) { \
+        blockIdx.x = htam_bx; blockIdx.y = htam_by; threadIdx.x = htam_tx; threadIdx.y = htam_ty; CALL; } \
+} while (0)
+"""
+
+_COOPERATIVE = ("__syncthreads", "__shared__", "__shfl", "atomic")
+
+
+def compiler() -> str | None:
+    """The host C++ compiler (``g++``/``c++``/``clang++``), or ``None``."""
+    return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+
+
+def run_rows(text: str, kernel: str, rows: int, cols: int, block: int, tmp: Path, *, neg_inf_cols: int = 0,
+             extra_args: str = "") -> list[float]:
+    """Launch ``kernel(in, out, rows, cols[, extra])`` of CUDA source ``text`` on the CPU over a 1-D grid.
+
+    Args:
+        text: the CUDA file text; only the kernel's definition is compiled.
+        kernel: its name; its parameters must be ``(const float *in, float *out, int rows, int cols, ...)``.
+        rows, cols: the matrix shape; the input is a fixed deterministic pattern.
+        block: threads per block (the grid is ``ceil(rows / block)`` blocks).
+        tmp: a scratch folder.
+        neg_inf_cols: the first ``neg_inf_cols`` entries of every row are ``-inf`` (masked entries).
+        extra_args: further launch arguments as C text (``", 0.5f"``).
+
+    Returns:
+        ``out`` after the launch, row-major.
+
+    Raises:
+        ValueError: the kernel uses thread cooperation, so it cannot run one thread at a time.
+        AssertionError: the shim does not compile (the compiler's message is in it).
+    """
+    main = f"""
+int main() {{
+    const int rows = {rows}, cols = {cols};
+    std::vector<float> x((size_t)rows * cols), y((size_t)rows * cols, 0.0f);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c)
+            x[(size_t)r * cols + c] = c < {neg_inf_cols} ? -INFINITY
+                : 6.0f * std::sin(0.37f * (float)(r * 31 + c)) + 0.05f * (float)((r + 3 * c) % 11);
+    HTAM_LAUNCH((rows + {block} - 1) / {block}, 1, {block}, 1, {kernel}(x.data(), y.data(), rows, cols{extra_args}));
+    for (float v : y) std::printf("%.9g\\n", v);
+    return 0;
+}}
+"""
+    return run_main(text, kernel, main, tmp)
+
+
+def run_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
+    """Compile ``kernel``'s definition from ``text`` with ``main`` (C++ that launches it with ``HTAM_LAUNCH(gx,
+    gy, bx, by, call)`` and prints numbers) and return the printed numbers.
+
+    Raises:
+        ValueError: the kernel uses thread cooperation, so it cannot run one thread at a time.
+        AssertionError: the program does not compile (the compiler's message is in it).
+    """
+    model = parse_text(text, "cuda")
+    k = model.kernel(kernel)
+    src = text.encode()[k.span.start : k.span.end].decode()
+    if any(word in src for word in _COOPERATIVE):
+        raise ValueError(f"{kernel} uses thread cooperation; it cannot run one thread at a time")
+    cxx = compiler()
+    assert cxx is not None, "no host C++ compiler"
+    (tmp / "emu.cpp").write_text(SHIM + src + main)
+    p = subprocess.run([cxx, "-O1", "-std=c++17", "-o", str(tmp / "emu"), str(tmp / "emu.cpp")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = subprocess.run([str(tmp / "emu")], capture_output=True, text=True, timeout=60, check=True).stdout
+    return [float(v) for v in out.split()]

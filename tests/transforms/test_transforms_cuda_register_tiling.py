@@ -1,0 +1,109 @@
+"""``cuda.register_tile_matmul``: a naive matmul becomes shared tiles plus a TM x TN register tile per thread.
+
+Where it applies (the corpus and suite ``sgemm_naive``, ``matmul_rowy``, an NT linear layer, a double GEMM) the
+tests check the structure that carries the semantics: the original epilogue under the original bounds check per
+output, the operands' index expressions with only row and k substituted, zero-filled edge tiles, and launches
+resized from the launch's own size arguments. That every candidate compiles is checked with nvcc in
+test_transforms_cuda_compile.py (same fixtures). Where it refuses, the reason is asserted.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from htam_core.source import load
+from htam_core.transforms import registry
+from htam_core.transforms.base import NotApplicable
+
+TID = "cuda.register_tile_matmul"
+VARIANTS = "matmul_register_variants.cu"
+SUITE = Path(__file__).resolve().parents[2] / "bench" / "suite" / "sgemm_naive.cu"
+
+
+def test_sgemm_naive_gets_both_register_tiles(cand):
+    cs = cand(TID, "sgemm_naive.cu", "sgemm_naive")
+    assert [(c.params["bm"], c.params["tm"]) for c in cs] == [(128, 8), (64, 4)]
+    big = cs[0].new_text
+    assert "float htam_acc[8][8];" in big and "__shared__ alignas(16) float htam_As[8][128];" in big
+    assert big.count("reinterpret_cast<const float4 *>") == 2  # A and B fragments, vectorized
+    # row is on x in this kernel: the grid's x covers M in 128-row tiles, y covers N
+    assert "dim3 block(256);" in big and "dim3 grid(((M) + 127) / 128, ((N) + 127) / 128);" in big
+    # the operands keep their index expressions with only row and k substituted, zero-filled at the edges
+    assert "A[(htam_r0 + htam_m) * K + (htam_k0 + htam_kk)] : (float)0" in big
+    assert "B[(htam_k0 + htam_kk) * N + (htam_c0 + htam_n)] : (float)0" in big
+    # the epilogue runs per output, unchanged, under the original bounds check
+    assert re.search(r"if \(row < M && col < N\) \{\s*float acc = htam_acc\[htam_i\]\[htam_j\];\s*"
+                     r"C\[row \* N \+ col\] = alpha \* acc \+ beta \* C\[row \* N \+ col\];", big)
+    assert "threadIdx.y" not in big[big.index("__global__"):big.index("// Host")]
+
+
+def test_the_suite_kernel_and_its_comment_note(cand):
+    model = load(str(SUITE))
+    res = registry.propose(TID, model, model.kernel("sgemm_naive"))
+    assert not isinstance(res, NotApplicable), res
+    assert "threads per block 16x16 → 256 (8x8 outputs each)" in res[0].new_text
+
+
+def test_rowy_layout_maps_rows_to_y(cand):
+    (big, _small) = cand(TID, "matmul_variants.cu", "matmul_rowy")
+    text = big.new_text
+    assert "const int htam_r0 = blockIdx.y * 128;" in text and "const int htam_c0 = blockIdx.x * 128;" in text
+    assert "dim3 threads(256);" in text and "dim3 blocks(((n) + 127) / 128, ((m) + 127) / 128);" in text
+    assert "sum += " not in text.split("__global__ void matadd")[0].split("register tile")[1]
+
+
+def test_nt_layout_reads_b_rows_along_k(cand):
+    cs = cand(TID, VARIANTS, "linear_nt")
+    assert cs[0].params["layout"] == "NT"
+    text = cs[0].new_text
+    assert "const int htam_n = htam_l / 8, htam_kk = htam_l % 8;" in text  # consecutive threads: consecutive k
+    assert "w[(htam_c0 + htam_n) * I + (htam_k0 + htam_kk)]" in text
+    assert "out[r * O + o] = s + bias[o];" in text
+
+
+def test_double_gemm_uses_scalar_fragments(cand):
+    cs = cand(TID, VARIANTS, "dgemm_naive")
+    assert not cs[0].params["float4"] and "float4" not in cs[0].new_text.split("__global__ void dgemm_naive")[1][:4000]
+    assert "double htam_acc[8][8];" in cs[0].new_text
+    assert "dim3(((O) + 127) / 128, ((R) + 127) / 128), dim3(256)" in cs[0].new_text
+
+
+@pytest.mark.parametrize(("file", "kernel", "needle"), [
+    ("matmul_variants.cu", "matadd", "not the naive matmul pattern"),
+    (VARIANTS, "mm_bounded", "has __launch_bounds__"),
+    (VARIANTS, "mm_sized", "the size arguments next_size(R), O on line"),
+    ("transpose_naive.cu", "transpose_naive", "not the naive matmul pattern"),
+    ("softmax_row_per_thread.cu", "softmax_row_per_thread", "not the naive matmul pattern"),
+])
+def test_refusals(refuse, file, kernel, needle):
+    assert needle in refuse(TID, file, kernel)
+
+
+def test_a_bound_that_is_not_a_parameter_is_refused(tmp_path):
+    src = (Path(__file__).resolve().parents[1] / "fixtures" / "transforms" / "matmul_variants.cu").read_text()
+    src = src.replace("if (i < m && j < n) {\n        float sum", "if (i < m && j < 2 * n) {\n        float sum")
+    path = tmp_path / "mm.cu"
+    path.write_text(src)
+    model = load(str(path))
+    res = registry.propose(TID, model, model.kernel("matmul_rowy"))
+    assert isinstance(res, NotApplicable)
+    assert "not the naive matmul pattern" in res.reason or "is not a kernel parameter" in res.reason
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_the_suite_candidates_compile_without_spills(tmp_path):
+    """Both configurations build for sm_90 with ptxas reporting no register spills."""
+    model = load(str(SUITE))
+    for i, c in enumerate(registry.propose(TID, model, model.kernel("sgemm_naive"))):  # type: ignore[arg-type]
+        src = tmp_path / f"c{i}.cu"
+        src.write_text(c.new_text)
+        p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / f"c{i}.o"), "-Xptxas", "-v"],
+                           capture_output=True, text=True, timeout=180)
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert "0 bytes spill stores" in p.stderr
