@@ -23,6 +23,7 @@ install-test: install
 	$(BIN)/python -m pip install -q -e '.[test]'
 
 demo: install
+	mkdir -p $(OUT)
 	$(BIN)/htam kernels examples/vector_add.py
 	$(BIN)/htam profile examples/vector_add.py --kernel add_kernel
 	$(BIN)/htam suggest examples/vector_add.py --kernel add_kernel --memory $(OUT)/memory.sqlite3

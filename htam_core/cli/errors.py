@@ -156,7 +156,8 @@ def error_boundary(run: Callable[[], int]) -> int:
     """
     try:
         code = int(run() or 0)
-        sys.stdout.flush()  # a closed pipe shows up here at the latest, inside the boundary
+        if not sys.stdout.closed:  # `htam serve` closes stdout when the client ends the session
+            sys.stdout.flush()  # a closed pipe shows up here at the latest, inside the boundary
         return code
     except BrokenPipeError:
         _silence_stdout()

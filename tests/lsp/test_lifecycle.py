@@ -13,12 +13,16 @@ from tests.lsp.conftest import SERVER_ENV
 
 
 class _Rpc:
-    """A framed JSON-RPC connection to ``python -m htam_server``."""
+    """A framed JSON-RPC connection to ``python -m htam_server``, or to ``htam serve`` (the CLI, through its
+    error boundary: what editors start) when ``cli`` is true."""
 
-    def __init__(self, tmp_path) -> None:
+    def __init__(self, tmp_path, cli: bool = False) -> None:
         env = {**SERVER_ENV, "HTAM_MEMORY": str(tmp_path / "memory.sqlite3")}
-        self.proc = subprocess.Popen([sys.executable, "-m", "htam_server"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=os.getcwd())
+        cmd = ["-m", "htam_core.cli.main", "serve"] if cli else ["-m", "htam_server"]
+        self.stderr_path = tmp_path / "server-stderr.txt"
+        self._stderr = self.stderr_path.open("wb")
+        self.proc = subprocess.Popen([sys.executable, *cmd], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._stderr, env=env, cwd=os.getcwd())
         self.replies: dict[int, dict] = {}
         self.cv = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
@@ -97,3 +101,23 @@ def test_exit_without_shutdown_exits_1(tmp_path):
     finally:
         if rpc.proc.poll() is None:
             rpc.proc.kill()
+
+
+def test_htam_serve_exit_codes_through_the_cli(tmp_path):
+    """Regression: ``htam serve`` returned 70 (internal error: a flush of the closed stdout) after a clean
+    shutdown/exit, and left a crash file; the CLI must pass the server's 0 and 1 through."""
+    for shutdown, want in ((True, 0), (False, 1)):
+        rpc = _Rpc(tmp_path, cli=True)
+        try:
+            rpc.send("initialize", INIT, 1)
+            rpc.reply(1)
+            rpc.send("initialized", {})
+            if shutdown:
+                rpc.send("shutdown", None, 2)
+                rpc.reply(2)
+            rpc.send("exit")
+            assert rpc.proc.wait(30) == want
+            assert "internal error" not in rpc.stderr_path.read_text(errors="replace")
+        finally:
+            if rpc.proc.poll() is None:
+                rpc.proc.kill()
