@@ -140,6 +140,18 @@ def _load_model(path: str) -> Any:
         return None
 
 
+def _model_and_kernel(path: str, name: str, model: Any, kernel: Any) -> tuple[Any, Any]:
+    """The source model (loaded from ``path`` when ``None``) and the kernel ``name`` in it (``None`` when absent)."""
+    if model is None:
+        model = _load_model(path)
+    if kernel is None and model is not None:
+        try:
+            kernel = model.kernel(name)
+        except KeyError:
+            kernel = None
+    return model, kernel
+
+
 def _apply_ncu(p: Profile, s: dict[str, Any]) -> None:
     if s.get("sol_memory_pct") is not None or s.get("sol_compute_pct") is not None:
         p.sol = {"memory_pct": s.get("sol_memory_pct"), "compute_pct": s.get("sol_compute_pct")}
@@ -244,13 +256,7 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
     name = kernel_name or (kernel.name if kernel is not None else None)
     if name is None:
         raise ProfileError("profile_on_gpu needs a kernel name")
-    if model is None:
-        model = _load_model(path)
-    if kernel is None and model is not None:
-        try:
-            kernel = model.kernel(name)
-        except KeyError:
-            kernel = None
+    model, kernel = _model_and_kernel(path, name, model, kernel)
     static = _static(model, kernel, target)
     if harness is None:
         try:
@@ -365,13 +371,7 @@ def add_ncu_counters(p: Profile, path: str, kernel_name: str, gpu_index: int = 0
     from htam_core.harness.find import find_harness
     from htam_core.profile.classify import classify
 
-    if model is None:
-        model = _load_model(path)
-    if kernel is None and model is not None:
-        try:
-            kernel = model.kernel(kernel_name)
-        except KeyError:
-            kernel = None
+    model, kernel = _model_and_kernel(path, kernel_name, model, kernel)
     try:
         harness = find_harness(path, kernel_name, model)
     except HarnessError as e:
