@@ -196,12 +196,15 @@ class ProfileCache:
         stale = entry is not None and entry.content_hash != content_hash(kernel)
         return ProfileView(entry, stale, running)
 
-    def publish(self, entry: ProfileEntry) -> ProfileEntry:
+    def publish(self, entry: ProfileEntry, *, _last_of: _Job | None = None) -> ProfileEntry:
         """Store ``entry`` as the kernel's latest profile (any stage), give it a new revision and tell the
-        listeners. Returns the entry."""
+        listeners. Returns the entry. (``_last_of``: the job whose last stage this is; it ends in the same step,
+        so listeners see the kernel as no longer profiling.)"""
         with self._lock:
             entry.revision = next(_revisions)
             self._entries[(entry.path, entry.kernel)] = entry
+            if _last_of is not None:
+                self._finish(_last_of)
             listeners = list(self._listeners)
         p = entry.profile
         t = (f"{p.time_ms.median:.3g} ms" if p.time_ms else "static") if p is not None else None
@@ -324,7 +327,7 @@ class ProfileCache:
             if not more and after is not None:
                 after(entry)
             if not cancelled:
-                self.publish(entry)
+                self.publish(entry, _last_of=None if more else job)
                 with self._lock:
                     firsts, job.first_waiters = list(job.first_waiters), []
                 for w in firsts:

@@ -86,6 +86,18 @@ def test_first_stage_is_published_at_once_and_the_second_updates_it():
     cache.close()
 
 
+def test_listeners_see_the_kernel_still_profiling_until_its_last_stage():
+    fn = _TwoStages()
+    fn.release.set()
+    cache = ProfileCache(stages=fn)
+    busy: list[tuple[str, bool]] = []
+    cache.subscribe(lambda e: busy.append((e.stage, cache.busy)))  # the status bar reads ``busy`` here
+    cache.start("/f.cu", _kernel(), SRC.format(c=2), "cuda")
+    _wait(lambda: len(busy) == 2)
+    assert busy == [("timer", True), ("counters", False)]
+    cache.close()
+
+
 def test_a_changed_kernel_cancels_the_running_profile_and_its_later_stage():
     fn = _TwoStages()
     cache = ProfileCache(stages=fn)
