@@ -29,7 +29,7 @@ from htam_core import __version__
 from htam_core.editor import Analysis, ProfileEntry, Session
 from htam_core.editor.buffer import Located
 from htam_core.source import Kernel, SourceModel
-from htam_server import actions, commands, diagnostics, hover
+from htam_server import actions, commands, diagnostics, hover, stdio
 from htam_server.config import Settings, parse_settings
 from htam_server.convert import encoding_of
 from htam_server.documents import Documents, OpenDocument
@@ -414,7 +414,7 @@ def serve(tcp: str | None = None) -> int:
             raise ValueError(f"--tcp must be HOST:PORT (for example 127.0.0.1:2087), got {tcp!r}")
         ls.start_tcp(host, int(port))
     else:
-        ls.start_io()
+        stdio.start_stdio(ls)  # stdin read on the event loop, no thread hop per message
     proto = ls.protocol
     code = getattr(proto, "exit_code", None)
     return code if code is not None else (0 if proto._shutdown else 1)
