@@ -173,6 +173,7 @@ class Session:
           configuration; no compile), then ``compiled`` (ptxas / Triton AOT registers, spills, occupancy).
         """
         from htam_core.profile.api import source_profile, static_profile
+        from htam_core.profile.static_roofline import harness_sizes
         from htam_core.source import load, parse_text
 
         on_disk = read_disk(path) == text
@@ -194,11 +195,12 @@ class Session:
         note = ("the file has unsaved changes: static profile of the editor text; save the file to measure it "
                 "on the GPU") if self.gpu is not None and not self.static and not on_disk else None
         src = "disk" if on_disk else "buffer"
-        p = source_profile(model, name, self.target)
+        sizes = harness_sizes(path, name, model)  # found once for both stages (it reads and parses files)
+        p = source_profile(model, name, self.target, sizes=sizes)
         if note:
             p.warnings.insert(0, note)
         yield Stage("source", p, src, pending="compile (registers, spills, occupancy)")
-        p = static_profile(model, name, self.target)
+        p = static_profile(model, name, self.target, sizes=sizes)
         if note:
             p.warnings.insert(0, note)
         yield Stage("compiled", p, src)
