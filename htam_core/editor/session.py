@@ -178,18 +178,29 @@ class Session:
 
         on_disk = read_disk(path) == text
         if on_disk and self.gpu is not None and not self.static:
-            from htam_core.profile import gpu
+            from htam_core.harness.base import HarnessError
+            from htam_core.harness.find import find_harness
+            from htam_core.profile import ncu_stage
+            from htam_core.profile.gpu import profile_on_gpu
 
             model = load(path)
-            p = gpu.profile_on_gpu(path, name, gpu_index=self.gpu_index, model=model, use_ncu=False,
-                                   target=self.target)
-            if not gpu.counters_follow(p):
+            try:
+                kernel = model.kernel(name)
+            except KeyError:
+                kernel = None
+            try:
+                harness = find_harness(path, name, model)
+            except HarnessError:
+                harness = None  # profile_on_gpu finds it again and says why it is missing
+            p = profile_on_gpu(path, name, harness, self.gpu_index, model=model, kernel=kernel, use_ncu=False,
+                               target=self.target)
+            if harness is None or not ncu_stage.counters_follow(p, harness):
                 yield Stage("timer", p, "disk")
                 return
-            p.warnings.append("ncu counters follow in the background")
+            p.warnings.append(ncu_stage.FOLLOW_NOTE)
             yield Stage("timer", p, "disk", pending="Nsight Compute counters")
-            yield Stage("counters", gpu.add_ncu_counters(p, path, name, self.gpu_index, model=model,
-                                                         target=self.target), "disk")
+            yield Stage("counters", ncu_stage.add_ncu_counters(p, harness, self.gpu_index, kernel=kernel,
+                                                               target=self.target), "disk")
             return
         model = parse_text(text, file_language, path)  # type: ignore[arg-type]
         note = ("the file has unsaved changes: static profile of the editor text; save the file to measure it "

@@ -140,18 +140,6 @@ def _load_model(path: str) -> Any:
         return None
 
 
-def _model_and_kernel(path: str, name: str, model: Any, kernel: Any) -> tuple[Any, Any]:
-    """The source model (loaded from ``path`` when ``None``) and the kernel ``name`` in it (``None`` when absent)."""
-    if model is None:
-        model = _load_model(path)
-    if kernel is None and model is not None:
-        try:
-            kernel = model.kernel(name)
-        except KeyError:
-            kernel = None
-    return model, kernel
-
-
 def _apply_ncu(p: Profile, s: dict[str, Any]) -> None:
     if s.get("sol_memory_pct") is not None or s.get("sol_compute_pct") is not None:
         p.sol = {"memory_pct": s.get("sol_memory_pct"), "compute_pct": s.get("sol_compute_pct")}
@@ -256,7 +244,13 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
     name = kernel_name or (kernel.name if kernel is not None else None)
     if name is None:
         raise ProfileError("profile_on_gpu needs a kernel name")
-    model, kernel = _model_and_kernel(path, name, model, kernel)
+    if model is None:
+        model = _load_model(path)
+    if kernel is None and model is not None:
+        try:
+            kernel = model.kernel(name)
+        except KeyError:
+            kernel = None
     static = _static(model, kernel, target)
     if harness is None:
         try:
@@ -323,61 +317,18 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         elif not refused:
             p.warnings.append("bandwidth and roofline not computed: the harness gives no bytes/flops expressions")
         if have_ncu:
-            _harness_ncu(p, harness, gpu_index, timeout_s)
+            r = _call("htam_core.profile.ncu:ncu_harness_target", {"harness": harness.to_json()}, gpu_index, timeout_s)
+            if r.ok:
+                _apply_ncu(p, r.value)
+            else:
+                p.warnings.append(f"ncu counters not collected: {r.error.message if r.error else 'unknown'}")
     if use_ncu and not have_ncu:
         p.warnings.append("ncu not found on PATH: no counters (sol, achieved occupancy) were collected")
     elif not use_ncu:
         p.extra["ncu"] = None  # not requested: sol and achieved occupancy stay unmeasured
-    p.extra["harness_kind"] = harness.kind
-    p.bottleneck = classify(p, kernel.features if kernel is not None else None, target=target)
-    return p
-
-
-def _harness_ncu(p: Profile, harness: Harness, gpu_index: int, timeout_s: float) -> None:
-    r = _call("htam_core.profile.ncu:ncu_harness_target", {"harness": harness.to_json()}, gpu_index, timeout_s)
-    if r.ok:
-        _apply_ncu(p, r.value)
-    else:
-        p.warnings.append(f"ncu counters not collected: {r.error.message if r.error else 'unknown'}")
-
-
-def counters_follow(p: Profile) -> bool:
-    """Whether :func:`add_ncu_counters` can add to ``p``: a GPU profile timed through a harness (a ``.cu``
-    program is already timed by ncu) without counters, with ``ncu`` on PATH."""
-    from htam_core.profile.ncu import find_ncu
-
-    return (p.mode == "gpu" and p.extra.get("harness_kind") not in (None, "cu-main") and not p.extra.get("ncu")
-            and find_ncu() is not None)
-
-
-def add_ncu_counters(p: Profile, path: str, kernel_name: str, gpu_index: int = 0, *, model: Any = None,
-                     kernel: Any = None, timeout_s: float = 600.0, target: str = "sm_90") -> Profile:
-    """The second stage of a two-stage GPU profile: a copy of ``p`` (made by ``profile_on_gpu(...,
-    use_ncu=False)``) with the Nsight Compute counters (SOL, achieved occupancy, rules) and the bottleneck
-    re-classified from them. The time stays the timer's.
-
-    Args:
-        p: the first-stage profile; path, kernel_name: the kernel; gpu_index: the GPU; model, kernel: source
-            model and kernel (loaded from ``path`` when ``None``); timeout_s: limit of the ncu run, seconds.
-
-    Returns:
-        The new profile (``p`` is not changed). An ncu failure is a warning of the new profile.
-
-    Raises:
-        ProfileError: the harness is no longer found.
-    """
-    import copy
-
-    from htam_core.harness.find import find_harness
-    from htam_core.profile.classify import classify
-
-    model, kernel = _model_and_kernel(path, kernel_name, model, kernel)
+    features = kernel.features if kernel is not None else None
     try:
-        harness = find_harness(path, kernel_name, model)
-    except HarnessError as e:
-        raise ProfileError(f"ncu counters not collected: {e}") from e
-    q = copy.deepcopy(p)
-    q.warnings = [w for w in q.warnings if not w.startswith("ncu counters follow")]
-    _harness_ncu(q, harness, gpu_index, timeout_s)
-    q.bottleneck = classify(q, kernel.features if kernel is not None else None, target=target)
-    return q
+        p.bottleneck = classify(p, features, target=target)
+    except TypeError:
+        p.bottleneck = classify(p, features)
+    return p
