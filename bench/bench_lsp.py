@@ -363,10 +363,16 @@ async def run(repeats: int, n_records: int, profiled: int, lines: int, seed: int
 
     conv.register_structure_hook(Union[types.Command, types.CodeAction], command_or_action)  # noqa: UP007
 
+    idle = asyncio.Event()
+
     @client.feature("htam/status")
     def _status(params) -> None:
-        if getattr(params, "server", None) == "ready" or (isinstance(params, dict) and params.get("server") == "ready"):
+        state = params.get("server") if isinstance(params, dict) else getattr(params, "server", None)
+        if state == "ready":
             ready.set()
+            idle.set()
+        else:
+            idle.clear()
 
     @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
     def _create(params) -> None:
@@ -395,6 +401,8 @@ async def run(repeats: int, n_records: int, profiled: int, lines: int, seed: int
         for name in chosen:
             await client.workspace_execute_command_async(types.ExecuteCommandParams(
                 command="htam.profile", arguments=[{"uri": uri, "kernel": name}]))
+        await asyncio.sleep(0.2)
+        await asyncio.wait_for(idle.wait(), 600)  # htam.profile answers with stage 1: let the later stages land
         profile_s = time.perf_counter() - t
         ident = types.TextDocumentIdentifier(uri=uri)
 

@@ -66,12 +66,15 @@ def _entry_json(e) -> dict[str, Any]:
     p = e.profile
     return {"kernel": e.kernel, "mode": p.mode if p else None, "device": p.device if p else None,
             "timeMs": p.time_ms.median if p and p.time_ms else None,
-            "bottleneck": p.bottleneck.cls if p else None, "error": e.error}
+            "bottleneck": p.bottleneck.cls if p else None, "error": e.error, "stage": e.stage,
+            "pending": e.pending}
 
 
 async def profile(ls, args: tuple) -> dict[str, Any]:
     """Profile the kernel(s) now (GPU when present, else static), with progress; refreshes hover and
-    diagnostics. Returns ``{"profiles": [{"kernel", "mode", "device", "timeMs", "bottleneck", "error"}]}``."""
+    diagnostics. Answers with each kernel's first stage; the later stages (``pending``) follow in the background
+    and refresh the hover and diagnostics again. Returns ``{"profiles": [{"kernel", "mode", "device", "timeMs",
+    "bottleneck", "error", "stage", "pending"}]}``."""
     try:
         od, kernels = await _target(ls, _arg(args), single=False)
         if od.path is None:
@@ -91,7 +94,7 @@ async def profile(ls, args: tuple) -> dict[str, Any]:
             def done(entry, fut=fut) -> None:
                 loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(entry))
 
-            ls.profile_in_background(od, k, force=True, on_done=done)
+            ls.profile_in_background(od, k, force=True, on_first=done)
             out.append(_entry_json(await fut))
     finally:
         progress.end()

@@ -65,7 +65,9 @@ def profile_lines(view: ProfileView) -> list[str]:
         out += [f"    {d}" for d in e.details[:5]]
         return out
     p: Profile = e.profile
-    tags = ["static: compiled only, no GPU measurement" if p.mode != "gpu" else f"measured on {p.device}"]
+    tags = [_kind_tag(p)]
+    if e.pending:
+        tags.append(f"{e.pending} follow" + ("…" if view.running and not view.stale else " on the next profile"))
     if view.stale:
         tags.append("**stale**: the kernel changed since" + (", re-profiling…" if view.running else
                                                              "; save or run “HTAM: Profile kernel”"))
@@ -73,9 +75,12 @@ def profile_lines(view: ProfileView) -> list[str]:
         tags.append("re-profiling…")
     out = [f"**Profile** ({'; '.join(tags)}; {_ago(e.finished)})", "", "| | |", "|---|---|"]
     if p.time_ms is not None:
-        out.append(f"| time | {p.time_ms.median:.4g} ms median (min {p.time_ms.min:.4g}, max {p.time_ms.max:.4g}) |")
+        out.append(f"| time | {p.time_ms.median:.4g} ms median (min {p.time_ms.min:.4g}, max {p.time_ms.max:.4g})"
+                   + timing_text(p) + " |")
     else:
-        out.append("| time | not measured |")
+        out.append("| time | not measured" + timing_text(p) + " |")
+    if p.harness:
+        out.append(f"| harness | {p.harness} |")
     roof = []
     if p.roofline_fraction is not None:
         roof.append(f"{p.roofline_fraction * 100:.0f}% of attainable")
@@ -99,9 +104,35 @@ def profile_lines(view: ProfileView) -> list[str]:
                + (f", shared {p.shared_bytes} B" if p.shared_bytes else "") + " |")
     if p.bottleneck.evidence:
         out += ["", "Evidence: " + "; ".join(p.bottleneck.evidence[:4])]
-    warns = [w for w in p.warnings if not w.startswith("static profile:")]
+    warns = [w for w in p.warnings if not w.startswith(("static profile:", "source-only profile:",
+                                                       "ncu counters follow"))]
     if warns:
         out += ["", "Notes: " + "; ".join(warns[:3])]
+    return out
+
+
+def _kind_tag(p: Profile) -> str:
+    """What kind of profile ``p`` is, honestly: measured, compiled only, or source only."""
+    if p.mode == "gpu":
+        return f"measured on {p.device}"
+    if p.extra.get("stage") == "source":
+        return "static: from the source only, not compiled yet"
+    return "static: compiled only, no GPU measurement"
+
+
+def timing_text(p: Profile) -> str:
+    """`` · <timer method> · CUPTI <ms> (<agreement>)`` for a measured profile, ``""`` without timing."""
+    t = p.extra.get("timing") if isinstance(p.extra, dict) else None
+    if not isinstance(t, dict) or not t.get("method"):
+        return ""
+    out = f" · timer: {t['method']}"
+    c, a = t.get("cupti_ms"), t.get("agreement")
+    if c is not None:
+        out += f" · CUPTI {c:.4g} ms" + (f" ({a * 100:+.1f}%)" if a is not None else "")
+    elif "cupti_ms" in t:
+        out += " · CUPTI not cross-checked"
+    if t.get("refused"):
+        out += f" · refused: {t['refused']}"
     return out
 
 

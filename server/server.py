@@ -29,7 +29,7 @@ from htam_core import __version__
 from htam_core.editor import Analysis, ProfileEntry, Session
 from htam_core.editor.buffer import Located
 from htam_core.source import Kernel, SourceModel
-from htam_server import actions, commands, diagnostics, hover
+from htam_server import actions, commands, diagnostics, hover, stdio
 from htam_server.config import Settings, parse_settings
 from htam_server.convert import encoding_of
 from htam_server.documents import Documents, OpenDocument
@@ -46,6 +46,8 @@ COMMANDS = ("htam.profile", "htam.autoOptimize", "htam.showMemory", "htam.record
 DEBOUNCE_S = 0.15
 #: Longest a burst of edits postpones that work (s): under continuous typing it runs at least this often.
 MAX_WAIT_S = 1.0
+#: Quiet time after a save before its re-profiles start (s): a newer save within it replaces them.
+SAVE_DEBOUNCE_S = 0.3
 
 
 class HtamLanguageServer(LanguageServer):
@@ -129,15 +131,29 @@ class HtamLanguageServer(LanguageServer):
 
     # ---- background profiles -----------------------------------------------------------------------
     def profile_in_background(self, od: OpenDocument, kernel, *, force: bool = False,
-                              on_done=None) -> bool:
+                              on_done=None, on_first=None, delay: float = 0.0) -> bool:
         """Queue a profile of ``kernel`` (stale work for it is cancelled); the kernel's analysis, the diagnostics
-        and the status are refreshed when it finishes. Returns whether one was queued."""
+        and the status are refreshed after each stage. ``on_first``/``on_done``: called with the first/last
+        stage's entry; ``delay``: debounce (seconds). Returns whether one was queued."""
         if od.path is None:
             return False
-        started = self.session.start_profile(od.path, kernel, od.text, od.language, force=force, on_done=on_done)
+        started = self.session.start_profile(od.path, kernel, od.text, od.language, force=force, on_done=on_done,
+                                             on_first=on_first, delay=delay)
         if started:
             self.send_status()
         return started
+
+    def reprofile_saved(self, od: OpenDocument, kernels: list[Kernel]) -> int:
+        """The file was saved: re-profile, debounced by :data:`SAVE_DEBOUNCE_S`, each kernel whose profile is
+        stale or was made from unsaved text (with a GPU the saved file is measured). A queued or running profile
+        of an older version is cancelled. Returns how many were queued."""
+        n = 0
+        for k in kernels:
+            e = self.session.profile_view(od.path, k)
+            if e.entry is not None and (e.stale or e.entry.source == "buffer"):
+                force = e.entry.source == "buffer" and self.session.gpu is not None and not e.stale
+                n += self.profile_in_background(od, k, force=force, delay=SAVE_DEBOUNCE_S)
+        return n
 
     def _profile_published(self, entry: ProfileEntry) -> None:
         """A profile entry was published (any stage, any thread): re-rank and re-publish its documents."""
@@ -192,6 +208,8 @@ class HtamLanguageServer(LanguageServer):
 
     def _analyze_blocking(self, od: OpenDocument) -> None:
         model = od.buf.sync().model
+        if od.path is not None:  # profiles of kernel versions the edits replaced are cancelled
+            self.session.kernels_changed(od.path, model.kernels)
         if not self.session.ready:
             return
         for name in list(od.interest):
@@ -320,10 +338,7 @@ def create_server() -> HtamLanguageServer:
             return
         ls.session.saved(od.path)
         if od.served():
-            for k in (await ls.synced_model(od)).kernels:  # refresh profiles that went stale
-                view = ls.session.profile_view(od.path, k)
-                if view.entry is not None and view.stale and not view.running:
-                    ls.profile_in_background(od, k)
+            ls.reprofile_saved(od, (await ls.synced_model(od)).kernels)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: HtamLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -399,7 +414,7 @@ def serve(tcp: str | None = None) -> int:
             raise ValueError(f"--tcp must be HOST:PORT (for example 127.0.0.1:2087), got {tcp!r}")
         ls.start_tcp(host, int(port))
     else:
-        ls.start_io()
+        stdio.start_stdio(ls)  # stdin read on the event loop, no thread hop per message
     proto = ls.protocol
     code = getattr(proto, "exit_code", None)
     return code if code is not None else (0 if proto._shutdown else 1)

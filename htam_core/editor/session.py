@@ -12,12 +12,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from htam_core.editor.history import AppliedStep, History
 from htam_core.editor.memory import EditorMemory
-from htam_core.editor.profiles import ProfileCache, ProfileEntry, ProfileView, content_hash, read_disk
+from htam_core.editor.profiles import ProfileCache, ProfileEntry, ProfileView, Stage, content_hash, read_disk
 from htam_core.editor.ranking import Analysis, Rankings
 from htam_core.editor.record import Recorder
 from htam_core.editor.resolve import Resolution, resolve_step
@@ -68,7 +68,7 @@ class Session:
         self.gpu: str | None = None
         self.memory = EditorMemory()
         self.history_log = History()
-        self.profiles = ProfileCache(self._profile_now)
+        self.profiles = ProfileCache(stages=self._stages)
         self.rankings = Rankings(self.memory.rank)
         self.recorder = Recorder(self.profiles, self.history_log, self.memory, lambda: self.gpu is not None,
                                  lambda: f"{self.target} (static)")
@@ -145,30 +145,76 @@ class Session:
         return self.profiles.view(path, kernel)
 
     def start_profile(self, path: str, kernel: Kernel, text: str, file_language: str, *, force: bool = False,
-                      on_done: Callable[[ProfileEntry], None] | None = None) -> bool:
+                      on_done: Callable[[ProfileEntry], None] | None = None, delay: float = 0.0,
+                      on_first: Callable[[ProfileEntry], None] | None = None) -> bool:
         """Queue a background profile (see :meth:`ProfileCache.start`)."""
-        return self.profiles.start(path, kernel, text, file_language, force=force, on_done=on_done)
+        return self.profiles.start(path, kernel, text, file_language, force=force, on_done=on_done, delay=delay,
+                                   on_first=on_first)
+
+    def kernels_changed(self, path: str, kernels: list[Kernel]) -> int:
+        """The file's kernels after an edit: cancel the profiles of kernel versions that are gone (see
+        :meth:`ProfileCache.cancel_changed`). Returns how many were cancelled."""
+        return self.profiles.cancel_changed(path, kernels)
 
     def profile_blocking(self, path: str, kernel: Kernel, text: str, file_language: str,
                          timeout: float | None = None) -> ProfileEntry | None:
-        """Queue a forced profile and wait for it (blocking)."""
+        """Queue a forced profile and wait for all its stages (blocking)."""
         return self.profiles.blocking(path, kernel, text, file_language, timeout)
 
-    def _profile_now(self, path: str, name: str, text: str, file_language: str) -> tuple[Profile, str]:
-        """Profile the kernel: the saved file when ``text`` equals it (GPU when present), else the editor text
-        statically. Raises ProfileError (or SourceError) on failure. Runs on the profile thread."""
-        from htam_core.profile.api import profile_kernel, static_profile
-        from htam_core.source import parse_text
+    def _stages(self, path: str, name: str, text: str, file_language: str,
+                cancelled: Callable[[], bool]) -> Iterator[Stage]:
+        """The two stages of a kernel's profile (runs on the profile thread; a stage raises ProfileError or
+        SourceError on failure).
 
-        if read_disk(path) == text:
-            return profile_kernel(path, name, static=True if self.static else None, target=self.target,
-                                  gpu_index=self.gpu_index), "disk"
+        * The saved file, with a GPU: ``timer`` (compile, the measure timer with its CUPTI cross-check, static
+          resources; no Nsight Compute), then ``counters`` (Nsight Compute SOL, achieved occupancy, rules) when
+          ncu can add them.
+        * Otherwise (no GPU, static mode or unsaved text): ``source`` (facts, static roofline, launch
+          configuration; no compile), then ``compiled`` (ptxas / Triton AOT registers, spills, occupancy).
+        """
+        from htam_core.profile.api import source_profile, static_profile
+        from htam_core.profile.static_roofline import harness_sizes
+        from htam_core.source import load, parse_text
+
+        on_disk = read_disk(path) == text
+        if on_disk and self.gpu is not None and not self.static:
+            from htam_core.harness.base import HarnessError
+            from htam_core.harness.find import find_harness
+            from htam_core.profile import ncu_stage
+            from htam_core.profile.gpu import profile_on_gpu
+
+            model = load(path)
+            try:
+                kernel = model.kernel(name)
+            except KeyError:
+                kernel = None
+            try:
+                harness = find_harness(path, name, model)
+            except HarnessError:
+                harness = None  # profile_on_gpu finds it again and says why it is missing
+            p = profile_on_gpu(path, name, harness, self.gpu_index, model=model, kernel=kernel, use_ncu=False,
+                               target=self.target)
+            if harness is None or not ncu_stage.counters_follow(p, harness):
+                yield Stage("timer", p, "disk")
+                return
+            p.warnings.append(ncu_stage.FOLLOW_NOTE)
+            yield Stage("timer", p, "disk", pending="Nsight Compute counters")
+            yield Stage("counters", ncu_stage.add_ncu_counters(p, harness, self.gpu_index, kernel=kernel,
+                                                               target=self.target), "disk")
+            return
         model = parse_text(text, file_language, path)  # type: ignore[arg-type]
-        p = static_profile(model, name, self.target)
-        if self.gpu is not None:
-            p.warnings.insert(0, "the file has unsaved changes: static profile of the editor text; save the file "
-                                 "to measure it on the GPU")
-        return p, "buffer"
+        note = ("the file has unsaved changes: static profile of the editor text; save the file to measure it "
+                "on the GPU") if self.gpu is not None and not self.static and not on_disk else None
+        src = "disk" if on_disk else "buffer"
+        sizes = harness_sizes(path, name, model)  # found once for both stages (it reads and parses files)
+        p = source_profile(model, name, self.target, sizes=sizes)
+        if note:
+            p.warnings.insert(0, note)
+        yield Stage("source", p, src, pending="compile (registers, spills, occupancy)")
+        p = static_profile(model, name, self.target, sizes=sizes)
+        if note:
+            p.warnings.insert(0, note)
+        yield Stage("compiled", p, src)
 
     # ---- history and ranking ------------------------------------------------------------------------
     def history(self, path: str, kernel_name: str) -> list[AppliedStep]:

@@ -188,6 +188,65 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
     return p
 
 
+def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dict[str, Any] | None = None) -> Profile:
+    """Source-only static profile of ``kernel``: what the source says, with no compile (milliseconds).
+
+    The editor's first profile stage on a machine without a GPU: the kernel's facts (its feature model), the
+    static roofline estimate (:mod:`htam_core.profile.static_roofline`), the launch configuration (threads per
+    block of a CUDA launch; ``num_warps`` of a Triton launch site, Triton's default 4 when it gives none) and
+    the bottleneck those allow. Registers, spills, shared memory and occupancy need the compiler and stay
+    ``None``; :func:`static_profile` (the next stage) fills them in.
+
+    Args:
+        model, kernel, target, sizes: as for :func:`static_profile`.
+
+    Returns:
+        A ``mode="static"`` :class:`Profile` with ``device="<target> (source only)"`` and
+        ``extra["stage"] = "source"``.
+
+    Raises:
+        ProfileError: unknown kernel or a language that cannot be profiled.
+    """
+    if isinstance(kernel, str):
+        try:
+            kernel = model.kernel(kernel)
+        except KeyError as exc:
+            raise ProfileError(str(exc.args[0]) if exc.args else str(exc)) from exc
+    from htam_core.profile.static_cuda import normalize_target
+
+    target = normalize_target(target)
+    p = Profile(kernel=kernel.name, mode="static", device=f"{target} (source only)")
+    p.extra["stage"] = "source"
+    if kernel.language in ("cuda", "cuda-in-python"):
+        from htam_core.profile.static_cuda import resolve_block_size
+
+        if kernel.language == "cuda-in-python":
+            source = kernel.attributes.get("cuda_source") or ""
+            offset = int(kernel.attributes.get("cuda_source_offset") or 0)
+        else:
+            source, offset = model.text, 0
+        block, why, warns = resolve_block_size(source, kernel, offset)
+        p.block_size = block
+        p.extra["block_size_source"] = why
+        p.warnings.extend(warns)
+    elif kernel.language == "triton":
+        from htam_core.profile.static_triton import build_request
+
+        req = build_request(kernel, text=model.text)
+        warps = req["num_warps"]
+        p.block_size = int(warps or 4) * 32
+        p.extra.update({"constexprs": req["constexprs"], "num_warps": warps, "num_stages": req["num_stages"],
+                        "block_size_source": f"num_warps={warps} x 32 (launch site)" if warps else
+                        "num_warps=4 x 32 (Triton's default; the launch site gives none)"})
+    else:
+        raise ProfileError(f"kernel {kernel.name}: language {kernel.language!r} cannot be profiled statically")
+    p.warnings.append("source-only profile: not compiled yet (registers, spills, shared memory and occupancy follow "
+                      "from the compile)")
+    _roofline(p, model, kernel, sizes)
+    p.bottleneck = classify(p, getattr(kernel, "features", None), target=target)
+    return p
+
+
 def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any] | None) -> None:
     """Attach the static roofline estimate (``extra["static_roofline"]``) the classifier reads."""
     if getattr(kernel, "features", None) is None:

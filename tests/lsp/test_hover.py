@@ -28,8 +28,9 @@ async def test_hover_starts_background_profile_then_shows_it(client, tmp_path):
     # the range is the kernel's name
     assert first.range is not None and first.range.start.line == pos.line
 
-    md = await hover_until(client, uri, pos, "| registers |")
-    assert "static: compiled only, no GPU measurement" in md
+    # stage 1 (source only, no compile) then stage 2 (the compile's registers, spills, occupancy)
+    md = await hover_until(client, uri, pos, "static: compiled only, no GPU measurement")
+    assert "follow" not in md.split("\n\n")[1]
     assert "bottleneck | **memory-bound**" in md
     assert "registers | " in md and "spills 0 B" in md
     assert "Evidence:" in md and "Why:" in md

@@ -23,7 +23,7 @@ async def test_apply_record_updates_ranking(client, tmp_path):
     text = path.read_text()
     uri = open_file(client, path)
     pos = pos_of(text, "transpose_naive(", offset=2)
-    await hover_until(client, uri, pos, "| registers |")  # a (static) profile before the step
+    await hover_until(client, uri, pos, "static: compiled only")  # a (compiled static) profile before the step
     before = await code_actions(client, uri, pos)
     step = next(a for a in before if "const __restrict__" in a.title)
     scores_before = {a.data["step"]: a.data["score"] for a in before if a.data.get("type") == "step"}
