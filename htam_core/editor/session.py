@@ -181,7 +181,7 @@ class Session:
             from htam_core.harness.base import HarnessError
             from htam_core.harness.find import find_harness
             from htam_core.profile import ncu_stage
-            from htam_core.profile.gpu import profile_on_gpu
+            from htam_core.profile.api import profile_on_gpu
 
             model = load(path)
             try:

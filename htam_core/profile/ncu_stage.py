@@ -13,9 +13,9 @@ import copy
 from typing import Any
 
 from htam_core.harness.base import Harness
-from htam_core.profile.gpu import _apply_ncu, _call
-from htam_core.profile.ncu import find_ncu
-from htam_core.profile.result import Profile
+from htam_core.measure.gpu import _apply_ncu, _call
+from htam_core.measure.ncu import find_ncu
+from htam_core.types.profile import Profile
 
 __all__ = ["counters_follow", "add_ncu_counters", "FOLLOW_NOTE"]
 
@@ -47,7 +47,7 @@ def add_ncu_counters(p: Profile, harness: Harness, gpu_index: int = 0, *, kernel
 
     q = copy.deepcopy(p)
     q.warnings = [w for w in q.warnings if w != FOLLOW_NOTE]
-    r = _call("htam_core.profile.ncu:ncu_harness_target", {"harness": harness.to_json()}, gpu_index, timeout_s)
+    r = _call("htam_core.measure.ncu:ncu_harness_target", {"harness": harness.to_json()}, gpu_index, timeout_s)
     if r.ok:
         _apply_ncu(q, r.value)
     else:

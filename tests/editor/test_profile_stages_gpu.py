@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from htam_core.editor import Session
-from htam_core.profile.ncu import find_ncu
+from htam_core.measure.ncu import find_ncu
 from htam_core.source import load
 
 pytestmark = pytest.mark.gpu

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from htam_core.profile.api import source_profile
-from htam_core.profile.errors import ProfileError
 from htam_core.source import parse_text
+from htam_core.types.errors import ProfileError
 
 CUDA = """
 __global__ void scale(const float* x, float* y, int n) {
