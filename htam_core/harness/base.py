@@ -10,15 +10,19 @@ Kinds (in order of preference, as in docs/HARNESS.md):
 * ``"kernelbench"``: a file with ``class ModelNew`` and a reference ``class Model`` with
   ``get_inputs()``/``get_init_inputs()`` (KernelBench's format);
 * ``"spec"``: a ``[kernel.<name>]`` table of a ``htam.toml`` (see :mod:`htam_core.harness.spec`);
+* ``"inferred"``: inferred from the file itself (its ``__main__`` block or a pytest test, recorded in a
+  subprocess: :mod:`htam_core.harness.infer_py`); a spec-like harness whose reference may be the starting
+  kernel (the *oracle*, :attr:`Harness.oracle_path`);
 * ``"cu-main"``: a ``.cu`` program with ``main()``, built with nvcc and run under ncu.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-HarnessKind = Literal["kernelbench", "spec", "cu-main"]
+HarnessKind = Literal["kernelbench", "spec", "inferred", "cu-main"]
 KernelLanguage = Literal["triton", "cuda", "cuda-in-python", "python"]
 
 #: dtypes a harness spec may name (torch attribute names).
@@ -137,6 +141,15 @@ class Harness:
         reference_path: kernelbench: the file holding ``Model``/``get_inputs``/``get_init_inputs``.
         program_args: cu-main: command-line arguments for the program.
         version: the spec format version (1).
+        origin_path: the ORIGINAL kernel file (absolute) when :attr:`path` is a copy (an optimize candidate
+            folder, ``htam verify`` of a candidate elsewhere): its folder is put on ``sys.path`` and a
+            ``"file.py:function"`` reference resolves there, so sibling modules import from every candidate.
+            ``None`` means ``path`` is the original.
+        oracle_path: the starting kernel's file when the harness has no reference: the reference is then the
+            starting kernel run with the same launcher, inputs, seeds and guards (the *oracle rule*).
+        ref_globals: a Python file whose module-level names a reference *expression* may use (a torch
+            expression found in a test file calls that file's helpers), or ``None``.
+        notes: what inference found or assumed, one line each (shown with :attr:`source`).
     """
 
     kind: HarnessKind
@@ -162,6 +175,38 @@ class Harness:
     reference_path: str | None = None
     program_args: list[str] = field(default_factory=list)
     version: int = 1
+    origin_path: str | None = None
+    oracle_path: str | None = None
+    ref_globals: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # the original file is the one found first; dataclasses.replace(h, path=candidate) keeps it
+        if self.origin_path is None and self.path:
+            self.origin_path = self.path
+
+    @property
+    def uses_oracle(self) -> bool:
+        """True when candidates are checked against the starting kernel (no reference was given)."""
+        return not self.reference and self.oracle_path is not None and self.kind in ("spec", "inferred")
+
+    @property
+    def checked_against(self) -> str:
+        """What a passing check means, for reports and hovers: ``"the starting kernel"`` under the oracle
+        rule, ``"the reference"`` otherwise."""
+        return "the starting kernel" if self.uses_oracle else "the reference"
+
+    def origin_dir(self) -> Path:
+        """The folder of the original kernel file: sibling modules and relative references live there."""
+        return Path(self.origin_path or self.path).resolve().parent
+
+    def description(self) -> str:
+        """One line for a hover or a report: where the harness came from and what a pass means, e.g.
+        ``"inferred from __main__ of f.py, 3 calls recorded; oracle: the starting kernel"``."""
+        text = self.source or self.label()
+        if self.uses_oracle and "oracle" not in text:
+            text += "; oracle: the starting kernel"
+        return text
 
     def sizes_for(self, interpreter: bool) -> list[dict[str, int | float]]:
         """The input sets to run: all of ``sizes`` on a GPU; under the interpreter ``interpret_sizes``
@@ -216,3 +261,28 @@ def attribute_path(obj: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def exception_text(exc: BaseException) -> str:
+    """``"Type: message"`` for an exception, never with an empty message.
+
+    An exception without a message (a bare ``assert x.shape[-1] == w.shape[0]`` in the user's launcher gives
+    ``AssertionError()``) is described by where it was raised: the innermost frame's file, line and source
+    line, e.g. ``"AssertionError at rms.py:23: assert x.shape[-1] == w.shape[0] (an assert failed: the
+    inputs do not satisfy a check of the code; look at the shapes and dtypes the harness gives)"``.
+    """
+    import linecache
+    import traceback
+
+    msg = str(exc).strip()
+    name = type(exc).__name__
+    if msg:
+        return f"{name}: {msg}"
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    if not frames:
+        return f"{name} (raised without a message)"
+    last = frames[-1]
+    line = (last.line or linecache.getline(last.filename, last.lineno or 0)).strip()
+    hint = (" (an assert failed: the inputs do not satisfy a check of the code; look at the shapes, dtypes and "
+            "values the harness gives)" if isinstance(exc, AssertionError) else " (raised without a message)")
+    return f"{name} at {Path(last.filename).name}:{last.lineno}: {line or '<source not available>'}{hint}"

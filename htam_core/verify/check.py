@@ -185,8 +185,10 @@ def resolve_harness(candidate: str | Path, *, harness_path: str | Path | None = 
     if not isinstance(table, dict):
         raise HarnessError(f"{spec} has no [kernel.{name}] table (tables there: {', '.join(sorted(tables)) or 'none'})"
                            f" and no [kernelbench.\"{cand.name}\"] entry; add one")
+    original = spec.parent / str(table.get("file") or cand.name)
     table = {k: v for k, v in table.items() if k != "file"}
     h = parse_kernel_table(table, kernel=name, spec_path=spec, file_path=cand)
+    h.origin_path = str(original.resolve())  # references and sibling modules resolve next to htam.toml
     if cand.suffix == ".py":
         h.language = _language_of(cand)  # type: ignore[assignment]
     return h
