@@ -41,3 +41,7 @@ def private_htam_env(cache_dir: Path, tmp_path: Path, monkeypatch: pytest.Monkey
     """HTAM_CACHE_DIR and HTAM_MEMORY in temp dirs, so that no test can touch the user's cache or memory."""
     monkeypatch.setenv("HTAM_CACHE_DIR", str(cache_dir))
     monkeypatch.setenv("HTAM_MEMORY", str(tmp_path / "default-memory.sqlite3"))
+
+#: Test files of the corpus under tests/fixtures/ (the zero-config files' own pytest tests) are data, run by the
+#: harness inference in a child process; the project's own test run does not collect them.
+collect_ignore_glob = ["fixtures/*/test_*.py"]

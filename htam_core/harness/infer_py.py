@@ -325,6 +325,18 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
             notes.append(f"the call at line {c['line']} does not fit the shapes of the others: left out")
             continue
         sets.append((c, dict(vals)))
+    if sets:  # symbols equal in every recorded set are one symbol (K of a and K2 of b in a matmul)
+        merged: dict[str, str] = {}
+        order = list(dict.fromkeys(s for spec in dims.values() for s in spec if isinstance(s, str)))
+        for i, s1 in enumerate(order):
+            for s0 in order[:i]:
+                if s0 not in merged and all(sv[s0] == sv[s1] for _, sv in sets):
+                    merged[s1] = s0
+                    break
+        dims = {n: [merged.get(s, s) if isinstance(s, str) else s for s in spec] for n, spec in dims.items()}
+        for _, sv in sets:
+            for s in merged:
+                sv.pop(s, None)
     shape_syms = {s for spec in dims.values() for s in spec if isinstance(s, str)}
     inputs: list[InputSpec] = []
     for n in names:

@@ -83,6 +83,15 @@ class _Recorder:
         sys.stdout.flush()
         os._exit(0)
 
+    def user_file(self, filename: str) -> bool:
+        """A file of the user's project (the kernel's folder or below, or the test's), not a library's."""
+        try:
+            f = Path(filename).resolve()
+        except (OSError, ValueError):
+            return False
+        test = Path(self.req.get("test") or self.path).resolve().parent
+        return "site-packages" not in f.parts and (f.is_relative_to(self.path.parent) or f.is_relative_to(test))
+
     # -- source ---------------------------------------------------------------------------------------
     def tree(self, filename: str) -> ast.Module | None:
         if filename not in self._trees:
@@ -162,6 +171,18 @@ def _rewrite(expr: ast.expr, scope: ast.AST, line: int, mapping: dict[str, str],
     locals replaced by the expression last assigned to them (depth 4); module names are kept (``needs``)."""
 
     class T(ast.NodeTransformer):
+        def visit_Attribute(self, n: ast.Attribute) -> ast.AST:
+            if ast.unparse(n) in mapping:  # args.a passed as the launcher's parameter a
+                return ast.copy_location(ast.Name(mapping[ast.unparse(n)], ast.Load()), n)
+            # args.scale of an argparse namespace (a local object holding a number) becomes the number
+            if isinstance(n.value, ast.Name) and n.value.id not in mapping and n.value.id not in _KNOWN:
+                obj = f_locals.get(n.value.id, f_globals.get(n.value.id))
+                v = getattr(obj, n.attr, None) if obj is not None and not hasattr(obj, "__file__") else None
+                if isinstance(v, bool | int | float):
+                    return ast.copy_location(ast.Constant(v), n)
+            self.generic_visit(n)
+            return n
+
         def visit_Name(self, n: ast.Name) -> ast.AST:
             import types
 
@@ -287,7 +308,9 @@ def _patch_asserts(rec: _Recorder) -> None:
             a = args[0] if args else kw.get("actual", kw.get("input", kw.get("a")))
             b = args[1] if len(args) > 1 else kw.get("expected", kw.get("other", kw.get("desired", kw.get("b"))))
             try:
-                _pair_assert(rec, attr, a, b, kw, sys._getframe(1))
+                frame = sys._getframe(1)
+                if rec.user_file(frame.f_code.co_filename):
+                    _pair_assert(rec, attr, a, b, kw, frame)
             except Exception as e:  # noqa: BLE001 - recording must never change the program's outcome
                 rec.notes.append(f"an {attr} call could not be read: {type(e).__name__}: {e}")
             return orig(*args, **kw)
@@ -399,11 +422,11 @@ def _wrap_factory(rec: _Recorder) -> Any:
             if site:
                 names = list(sig.parameters)
                 for i, a in enumerate(site[0].args):
-                    if isinstance(a, ast.Name) and i < len(names):
-                        mapping[a.id] = names[i]
+                    if isinstance(a, ast.Name | ast.Attribute) and i < len(names):
+                        mapping[ast.unparse(a)] = names[i]
                 for kw in site[0].keywords:
-                    if kw.arg and isinstance(kw.value, ast.Name):
-                        mapping[kw.value.id] = kw.arg
+                    if kw.arg and isinstance(kw.value, ast.Name | ast.Attribute):
+                        mapping[ast.unparse(kw.value)] = kw.arg
             numel = sum(v.numel() for v in bound.arguments.values() if isinstance(v, torch.Tensor))
             call: dict[str, Any] = {"params": params, "file": frame.f_code.co_filename, "line": frame.f_lineno,
                                     "ran": False, "numel": numel}
@@ -511,7 +534,9 @@ def run(req: dict[str, Any]) -> None:
 
             test = Path(req["test"]).resolve()
             sys.path.insert(0, str(test.parent))
-            pytest.main([str(test), "-q", "-x", "-p", "no:cacheprovider", "--no-header"])
+            # conftest files between the kernel's folder and the test load; none above it (a project's own)
+            pytest.main([str(test), "-q", "-x", "-p", "no:cacheprovider", "--no-header",
+                         f"--confcutdir={rec.path.parent}", f"--rootdir={rec.path.parent}"])
             tmod = next((m for m in list(sys.modules.values())
                          if getattr(m, "__file__", None) and Path(m.__file__).resolve() == test), None)
             if tmod is not None:
