@@ -45,3 +45,11 @@ def private_htam_env(cache_dir: Path, tmp_path: Path, monkeypatch: pytest.Monkey
 #: Test files of the corpus under tests/fixtures/ (the zero-config files' own pytest tests) are data, run by the
 #: harness inference in a child process; the project's own test run does not collect them.
 collect_ignore_glob = ["fixtures/*/test_*.py"]
+
+
+@pytest.fixture(autouse=True)
+def _no_harness_inference_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Harness inference (running a file's ``__main__`` block in a child process) is off in tests that do not
+    ask for it: many corpus files have a ``__main__`` block, and those tests check the other discovery steps.
+    Tests of the inference set ``HTAM_INFER=1`` themselves."""
+    monkeypatch.setenv("HTAM_INFER", "0")

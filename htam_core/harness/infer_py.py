@@ -236,6 +236,14 @@ def _scaled(values: dict[str, int], shape_syms: set[str], call: dict[str, Any]) 
     return out if out != values else None
 
 
+def _round_up(v: float) -> float:
+    """``v`` rounded up to two significant digits (0.9987 -> 1.0, 14.2 -> 15.0): a readable ``rand`` bound."""
+    if v <= 0:
+        return 1.0
+    k = 1 - math.floor(math.log10(v))
+    return math.ceil(v * 10**k) / 10**k
+
+
 def _fmt(v: float | int) -> str:
     return repr(v)
 
@@ -349,11 +357,11 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
             lo = min((c["params"][n].get("min", 0.0) for c, _ in sets), default=0.0)
             hi = max((c["params"][n].get("max", 1.0) for c, _ in sets), default=1.0)
             if dtype == "bool":
-                inputs.append(InputSpec(n, "int8" if False else dtype, dims[n], "randint", low=0, high=2))
+                inputs.append(InputSpec(n, dtype, dims[n], "randint", low=0, high=2))
             elif dtype.startswith(("int", "uint")):
                 inputs.append(InputSpec(n, dtype, dims[n], "randint", low=int(lo), high=int(hi) + 1))
             elif lo >= 0 and hi > lo:
-                inputs.append(InputSpec(n, dtype, dims[n], "rand", low=0, high=float(hi)))
+                inputs.append(InputSpec(n, dtype, dims[n], "rand", low=0, high=_round_up(float(hi))))
             else:
                 inputs.append(InputSpec(n, dtype, dims[n], "randn"))
             if not all(c["params"][n].get("contiguous", True) for c, _ in sets):
@@ -589,3 +597,44 @@ def render_toml(h: Harness) -> str:
     if h.rtol is not None:
         lines.append(f"rtol = {_fmt(h.rtol)}")
     return "\n".join(lines) + "\n"
+
+
+def save_to_spec(h: Harness) -> Path:
+    """Append the inferred harness ``h`` (:func:`render_toml`) to the ``htam.toml`` beside its kernel file.
+
+    The engine side of the editor's code action *Save the inferred harness to htam.toml* and of
+    ``htam harness infer FILE --write``. The new file text is parsed (:mod:`tomllib` and the spec checks)
+    before anything is written, so a failure leaves the user's ``htam.toml`` as it was.
+
+    Returns:
+        The path of ``htam.toml``.
+
+    Raises:
+        HarnessError: ``htam.toml`` already has a ``[kernel.<name>]`` table for this kernel (edit it instead),
+            cannot be read or written, or the rendered table does not parse (a bug: the message says so).
+    """
+    import tomllib
+
+    from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+
+    original = Path(h.origin_path or h.path)
+    spec = original.parent / SPEC_FILENAME
+    old = ""
+    if spec.is_file():
+        existing = load_toml(spec)
+        if h.kernel in (existing.get("kernel") or {}):
+            raise HarnessError(f"{spec} already has a [kernel.{h.kernel}] table; edit it there (htam did not change "
+                               "the file)", path=str(spec))
+        old = spec.read_text(encoding="utf-8")
+    text = old + ("\n" if old and not old.endswith("\n\n") else "") + render_toml(h)
+    try:
+        table = tomllib.loads(text)["kernel"][h.kernel]
+        parse_kernel_table(table, kernel=h.kernel, spec_path=spec, file_path=original)
+    except (tomllib.TOMLDecodeError, KeyError, HarnessError) as e:
+        raise HarnessError(f"the inferred harness of {h.kernel} did not render to a valid htam.toml table ({e}); "
+                           "nothing was written", path=str(spec)) from e
+    try:
+        spec.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise HarnessError(f"cannot write {spec}: {e.strerror or e}", path=str(spec)) from e
+    return spec

@@ -32,6 +32,8 @@ from htam_core.verify.guards import check_source, labels, new_findings, refused_
 if TYPE_CHECKING:
     from htam_core.optimize.measure_cache import MeasureCache
 
+#: The candidate folder of the starting kernel; under the oracle rule every candidate is checked against it.
+START_LABEL = "00-start"
 #: Added to the messages of an evaluation that was taken from the measurement cache.
 REUSED_MESSAGE = "measurement reused: identical code was measured earlier in this suite run"
 
@@ -153,6 +155,9 @@ class Evaluator:
         Never raises for a bad candidate: compile errors, faults, hangs and refusals become the verdict.
         """
         cand_path = self.write(text, label)
+        if label == START_LABEL and self.harness is not None and self.harness.uses_oracle:
+            # the oracle is the start as evaluated (an editor's unsaved text), not whatever is on disk later
+            self.harness = dataclasses.replace(self.harness, oracle_path=str(cand_path.resolve()))
         model = parse_text(text, self.language, str(cand_path))
         try:
             kernel = model.kernel(self.kernel_name)
@@ -246,7 +251,8 @@ class Evaluator:
             return Evaluation(False, False, "compile-only", "failed", model=model, messages=[str(exc)], labels=lab)
         h = self._harness_for(cand_path)
         if h is None:
-            msgs.append("not verified: no harness for this kernel (htam.toml / KernelBench reference)")
+            msgs.append("not verified: no harness for this kernel (htam.toml, KernelBench reference, or one inferred "
+                        "from the file's __main__ block or tests)")
             return Evaluation(True, None, "compile-only", None, profile=prof, model=model, messages=msgs, labels=lab)
         from htam_core.harness.runner import verify_in_worker
 
