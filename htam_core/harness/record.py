@@ -341,6 +341,30 @@ def _patch_asserts(rec: _Recorder) -> None:
         pass
 
 
+def cpu_triton_driver() -> None:
+    """Under the Triton interpreter without a GPU, make ``triton.runtime.driver.active`` answer
+    ``get_active_torch_device()`` with the CPU (the tutorials' ``DEVICE = ...`` at module level), instead of
+    raising "0 active drivers". Does nothing when a driver works or Triton is missing."""
+    try:
+        import torch
+        import triton
+
+        drv = triton.runtime.driver
+        try:
+            drv.active.get_active_torch_device  # noqa: B018 - probing whether the driver works here
+        except Exception:  # noqa: BLE001 - no GPU driver: the interpreter's device is the CPU
+
+            class _Cpu:
+                def get_active_torch_device(self) -> Any:
+                    return torch.device("cpu")
+
+                def __getattr__(self, item: str) -> Any:
+                    raise AttributeError(item)
+            drv.set_active(_Cpu())  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - no Triton, or a driver API this stub does not fit: leave it
+        pass
+
+
 def _map_devices(rec: _Recorder) -> Any:
     """A TorchFunctionMode that sends ``cuda`` devices to the CPU (recording without a GPU)."""
     import torch
@@ -369,23 +393,7 @@ def _map_devices(rec: _Recorder) -> Any:
             return func(*args, **kwargs)
 
     torch.cuda.synchronize = lambda *a, **k: None  # type: ignore[assignment]
-    try:
-        import triton
-
-        drv = triton.runtime.driver
-        try:
-            drv.active.get_active_torch_device  # noqa: B018 - probing whether the driver works here
-        except Exception:  # noqa: BLE001 - no GPU driver: the interpreter's device is the CPU
-
-            class _Cpu:
-                def get_active_torch_device(self) -> Any:
-                    return torch.device("cpu")
-
-                def __getattr__(self, item: str) -> Any:
-                    raise AttributeError(item)
-            drv.set_active(_Cpu())  # type: ignore[arg-type]
-    except Exception:  # noqa: BLE001
-        pass
+    cpu_triton_driver()
     return CpuMode()
 
 

@@ -96,6 +96,10 @@ def load_module(path: str | os.PathLike, origin_dir: str | os.PathLike | None = 
         ext_dir = cache_root() / "torch_extensions" / digest[:16]
         ext_dir.mkdir(parents=True, exist_ok=True)
         os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from htam_core.harness.record import cpu_triton_driver
+
+        cpu_triton_driver()  # a module-level DEVICE = triton.runtime.driver.active.get_active_torch_device()
     name = f"htam_user_{re.sub(r'[^A-Za-z0-9_]', '_', p.stem)}_{digest[:10]}"
     spec = importlib.util.spec_from_file_location(name, p)
     if spec is None or spec.loader is None:
