@@ -260,6 +260,9 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
             p.warnings.insert(0, f"not measured on the GPU: {e}")
             return p
     p = Profile(kernel=name, mode="gpu", harness=harness.label())
+    # for the hover and the report: where the harness came from, and what a passing check means
+    p.extra["harness_source"] = harness.description()
+    p.extra["checked_against"] = harness.checked_against
     if static is not None:
         for f in ("registers", "spill_bytes", "shared_bytes", "theoretical_occupancy", "block_size", "stack_bytes"):
             setattr(p, f, getattr(static, f))

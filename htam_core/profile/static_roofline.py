@@ -42,7 +42,8 @@ _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
 def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict[str, int | float]:
-    """The first size set of the kernel's ``htam.toml`` harness, or ``{}`` when there is none.
+    """The first size set of the kernel's ``htam.toml`` harness (or of the harness inferred from the file), or
+    ``{}`` when there is none.
 
     Only reads files (:func:`htam_core.harness.find_harness`); a missing or broken harness gives ``{}``.
     """
@@ -55,7 +56,7 @@ def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict
         h = find_harness(path, kernel_name, model)
     except (HarnessError, OSError, ValueError, KeyError):
         return {}
-    if h.kind != "spec" or not h.sizes:
+    if h.kind not in ("spec", "inferred") or not h.sizes:
         return {}
     return {k: v for k, v in (h.sizes[0] or {}).items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
