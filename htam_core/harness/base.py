@@ -286,3 +286,31 @@ def exception_text(exc: BaseException) -> str:
     hint = (" (an assert failed: the inputs do not satisfy a check of the code; look at the shapes, dtypes and "
             "values the harness gives)" if isinstance(exc, AssertionError) else " (raised without a message)")
     return f"{name} at {Path(last.filename).name}:{last.lineno}: {line or '<source not available>'}{hint}"
+
+
+#: A file in a folder of candidate folders (``htam-out/.../candidates/.htam-origin``) naming the folder of the
+#: ORIGINAL kernel file: every loader of a candidate puts that folder on ``sys.path`` (:func:`origin_dirs`).
+ORIGIN_MARKER = ".htam-origin"
+
+
+def mark_origin(candidates_dir: Path, original: Path) -> None:
+    """Record in ``candidates_dir`` that its candidates derive from ``original`` (see :data:`ORIGIN_MARKER`)."""
+    candidates_dir.mkdir(parents=True, exist_ok=True)
+    (candidates_dir / ORIGIN_MARKER).write_text(str(original.resolve().parent), encoding="utf-8")
+
+
+def origin_dirs(path: str | Path) -> list[Path]:
+    """Folders to import from for the file ``path``: its own, and the original file's folder when ``path`` is a
+    candidate (``<candidates>/<label>/<file>`` with ``<candidates>/.htam-origin``). Sibling modules of the
+    original (``import helpers``, ``refs.py``) then import from every candidate, in every worker."""
+    p = Path(path).resolve()
+    out = [p.parent]
+    marker = p.parent.parent / ORIGIN_MARKER
+    try:
+        if marker.is_file():
+            d = Path(marker.read_text(encoding="utf-8").strip())
+            if d.is_dir() and d not in out:
+                out.append(d)
+    except OSError:
+        pass
+    return out

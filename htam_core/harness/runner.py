@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError, attribute_path, exception_text
+from htam_core.harness.base import Harness, HarnessError, attribute_path, exception_text, origin_dirs
 from htam_core.harness.spec import (
     is_function_reference,
     reference_reads_write_only_message,
@@ -86,7 +86,7 @@ def load_module(path: str | os.PathLike, origin_dir: str | os.PathLike | None = 
     key = f"{p}:{digest}"
     if key in _MODULES:
         return _MODULES[key]
-    for d in (origin_dir, p.parent):
+    for d in (origin_dir, *origin_dirs(p)):
         if d is not None and str(Path(d).resolve()) not in sys.path:
             sys.path.insert(0, str(Path(d).resolve()))
     text = p.read_text(encoding="utf-8", errors="replace")

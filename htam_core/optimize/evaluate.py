@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from htam_core.harness import Harness
+from htam_core.harness.base import mark_origin
 from htam_core.measure.compare import Comparison
 from htam_core.profile.errors import ProfileError
 from htam_core.profile.result import Profile
@@ -127,6 +128,7 @@ class Evaluator:
         self._original_findings = check_source(original_text, self.language)
         self.cache = cache
         self.reused = 0
+        mark_origin(workdir, self.path)  # candidates import the original's sibling modules (harness.base)
 
     def write(self, text: str, label: str) -> Path:
         """Write ``text`` as ``<workdir>/<label>/<original file name>`` and return the path."""
