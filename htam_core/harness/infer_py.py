@@ -466,7 +466,12 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
         notes.append(f"the program then failed: {err}")
     source = f"inferred from {where} of {path.name}, {len(calls)} call{'s' if len(calls) != 1 else ''} recorded; " \
              f"{ref_note}"
-    h = Harness(kind="inferred", path=str(path), kernel=kernel, language="triton", source=source, launcher=wrapper,
+    from htam_core.harness.pysource import read_py_facts
+
+    facts = read_py_facts(path.read_text(encoding="utf-8", errors="replace"))
+    language = "triton" if kernel.split(".")[-1] in facts.triton_kernels or facts.triton_kernels else (
+        "cuda-in-python" if facts.has_cuda_string or facts.uses_load_inline or facts.uses_cupy_raw else "python")
+    h = Harness(kind="inferred", path=str(path), kernel=kernel, language=language, source=source, launcher=wrapper,
                 inputs=inputs, sizes=timed, interpret_sizes=interp, outputs=outputs, reference=reference,
                 atol=atol, rtol=rtol, oracle_path=None if reference else str(path), ref_globals=ref_globals,
                 notes=notes)

@@ -91,12 +91,19 @@ def test_a_bare_assert_of_the_launcher_gets_a_message(tmp_path: Path) -> None:
     assert "AssertionError: " not in text.replace("AssertionError: assert", "")
 
 
-def test_exception_text_is_never_empty() -> None:
+def test_exception_text_is_never_empty(tmp_path: Path) -> None:
+    import importlib.util
+
+    (tmp_path / "bad.py").write_text("def f(x):\n    assert x == 2\n")  # a bare assert: no message
+    spec = importlib.util.spec_from_file_location("bad_mod", tmp_path / "bad.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
     try:
-        assert 1 == 2  # noqa: PLR0133
+        mod.f(1)
     except AssertionError as e:
+        assert str(e) == ""
         text = exception_text(e)
-    assert text.startswith("AssertionError at test_sibling_and_messages.py:") and "assert 1 == 2" in text
+    assert text.startswith("AssertionError at bad.py:2: assert x == 2"), text
     assert exception_text(ValueError()) == "ValueError (raised without a message)"
     assert exception_text(KeyError("x")) == "KeyError: 'x'"
 
