@@ -45,7 +45,8 @@ def test_corpus_profiled_verified_optimized_without_htam_toml(tmp_path: Path, mo
         except HarnessError as exc:
             assert exc.missing and exc.message.strip(), name
             assert "no harness could be inferred" in exc.message or "launches" in exc.message, exc.message
-            rows.append((name, profiled, "-", "-", exc.message.split(".")[1].strip()[:90]))
+            why = exc.message.split("no harness could be inferred from ", 1)[-1].split(" Add a [kernel.")[0]
+            rows.append((name, profiled, "-", "-", f"not inferred: {why}"[:120]))
             continue
         v = verify_candidate(path, resolve_harness(path, kernel=kernel), timeout_s=300)
         res = run_optimize(OptimizeTask(path=str(path), kernel=kernel, budget=1, out_dir=str(work / "out"), static=True,
