@@ -219,6 +219,8 @@ def resolve_harness(candidate: str | Path, *, harness_path: str | Path | None = 
     table = {k: v for k, v in table.items() if k != "file"}
     h = parse_kernel_table(table, kernel=name, spec_path=spec, file_path=cand)
     h.origin_path = str(original.resolve())  # references and sibling modules resolve next to htam.toml
+    if h.uses_oracle:  # oracle = true: the table's own file is the starting kernel, not the candidate
+        h.oracle_path = str(original.resolve())
     if cand.suffix == ".py":
         h.language = _language_of(cand)  # type: ignore[assignment]
     return h

@@ -175,3 +175,20 @@ def test_spec_oracle_key(tmp_path: Path, extra: str, ok: bool) -> None:
     else:
         with pytest.raises(HarnessError, match="oracle must be true or false"):
             parse_kernel_table(table, kernel="k", spec_path=tmp_path / "htam.toml", file_path=tmp_path / "k.py")
+
+
+def test_oracle_table_checks_a_candidate_elsewhere_against_the_tables_file(tmp_path: Path) -> None:
+    """`oracle = true` in htam.toml: `htam verify CAND --harness htam.toml` compares CAND with the table's own
+    file (the starting kernel), never with CAND itself."""
+    from htam_core.verify.check import resolve_harness
+
+    path = _project(tmp_path)
+    spec = tmp_path / "htam.toml"
+    spec.write_text(spec.read_text().replace('reference = "refs.py:scale_ref"', "oracle = true"))
+    cand = tmp_path / "elsewhere" / "k.py"
+    cand.parent.mkdir()
+    cand.write_text(path.read_text().replace("2.0 * tl.load", "2.5 * tl.load"))
+    h = resolve_harness(cand, harness_path=spec)
+    assert h.uses_oracle and Path(h.oracle_path) == path.resolve()
+    res = verify_in_worker(h, timeout_s=300)
+    assert res.status == "incorrect" and "mismatch" in res.refused_by, res.messages
