@@ -128,12 +128,13 @@ class Evaluator:
         self._original_findings = check_source(original_text, self.language)
         self.cache = cache
         self.reused = 0
-        mark_origin(workdir, self.path)  # candidates import the original's sibling modules (harness.base)
 
     def write(self, text: str, label: str) -> Path:
-        """Write ``text`` as ``<workdir>/<label>/<original file name>`` and return the path."""
+        """Write ``text`` as ``<workdir>/<label>/<original file name>`` and return the path; ``<workdir>/.htam-origin``
+        names the original file's folder, so the candidate imports its sibling modules."""
         d = self.workdir / label
         d.mkdir(parents=True, exist_ok=True)
+        mark_origin(self.workdir, self.path)  # candidates import the original's sibling modules (harness.base)
         p = d / self.path.name
         p.write_text(text, encoding="utf-8")
         return p
