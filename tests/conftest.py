@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,10 @@ def private_htam_env(cache_dir: Path, tmp_path: Path, monkeypatch: pytest.Monkey
 #: Test files of the corpus under tests/fixtures/ (the zero-config files' own pytest tests) are data, run by the
 #: harness inference in a child process; the project's own test run does not collect them.
 collect_ignore_glob = ["fixtures/*/test_*.py"]
+
+
+# processes started by session-scoped fixtures (the LSP server) inherit it too
+os.environ.setdefault("HTAM_INFER", "0")
 
 
 @pytest.fixture(autouse=True)
