@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,19 @@ def private_htam_env(cache_dir: Path, tmp_path: Path, monkeypatch: pytest.Monkey
     """HTAM_CACHE_DIR and HTAM_MEMORY in temp dirs, so that no test can touch the user's cache or memory."""
     monkeypatch.setenv("HTAM_CACHE_DIR", str(cache_dir))
     monkeypatch.setenv("HTAM_MEMORY", str(tmp_path / "default-memory.sqlite3"))
+
+#: Test files of the corpus under tests/fixtures/ (the zero-config files' own pytest tests) are data, run by the
+#: harness inference in a child process; the project's own test run does not collect them.
+collect_ignore_glob = ["fixtures/*/test_*.py"]
+
+
+# processes started by session-scoped fixtures (the LSP server) inherit it too
+os.environ.setdefault("HTAM_INFER", "0")
+
+
+@pytest.fixture(autouse=True)
+def _no_harness_inference_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Harness inference (running a file's ``__main__`` block in a child process) is off in tests that do not
+    ask for it: many corpus files have a ``__main__`` block, and those tests check the other discovery steps.
+    Tests of the inference set ``HTAM_INFER=1`` themselves."""
+    monkeypatch.setenv("HTAM_INFER", "0")

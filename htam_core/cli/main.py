@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "suggest": "htam_core.cli.suggest",
     "optimize": "htam_core.cli.optimize",
     "verify": "htam_core.cli.verify",
+    "harness": "htam_core.cli.harness",
     "memory": "htam_core.cli.memory",
     "bench": "htam_core.cli.bench",
     "serve": "htam_core.cli.serve",

@@ -1,4 +1,6 @@
-"""``htam verify CANDIDATE [--harness PATH | --reference REF] [--kernel NAME] [--json]``: check one candidate.
+"""``htam verify CANDIDATE [--harness PATH | --reference REF | --against START] [--kernel NAME] [--json]``.
+
+Checks one candidate.
 
 Every static reward-hack guard reads the file, then the correctness check runs it against its reference in
 a worker process: on the GPU when there is one, through the Triton interpreter on the CPU, compile-only for
@@ -30,6 +32,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--harness", metavar="PATH", help="an htam.toml (or its directory) describing the candidate")
     src.add_argument("--reference", metavar="REF", help="KernelBench reference file (Model, get_inputs, get_init_inputs)")
+    src.add_argument("--against", metavar="START_FILE",
+                     help="check against the outputs of the starting kernel in START_FILE (same inputs, seeds and "
+                          "guards: the oracle rule), with START_FILE's harness")
     p.add_argument("--kernel", metavar="NAME", help="the kernel's name (default: the file's only kernel)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.add_argument("--all-checks", action="store_true",
@@ -76,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--timeout must be positive")
     harness, harness_error = None, None
     try:
-        harness = resolve_harness(cand, harness_path=args.harness, reference=args.reference, kernel=args.kernel)
+        harness = resolve_harness(cand, harness_path=args.harness, reference=args.reference, kernel=args.kernel,
+                                  against=args.against)
     except HarnessError as exc:
         harness_error = str(exc)
     try:

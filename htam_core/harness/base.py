@@ -10,14 +10,17 @@ Kinds (in order of preference, as in docs/HARNESS.md):
 * ``"kernelbench"``: a file with ``class ModelNew`` and a reference ``class Model`` with
   ``get_inputs()``/``get_init_inputs()`` (KernelBench's format);
 * ``"spec"``: a ``[kernel.<name>]`` table of a ``htam.toml`` (see :mod:`htam_core.harness.spec`);
-* ``"inferred"``: inferred from the file itself (a ``.cu`` program's ``main()``:
-  :mod:`htam_core.harness.infer_cuda`); a spec-like harness whose reference is the starting kernel;
+* ``"inferred"``: inferred from the file itself (a Python file's ``__main__`` block or a pytest test, recorded
+  in a subprocess: :mod:`htam_core.harness.infer_py`; a ``.cu`` program's ``main()``:
+  :mod:`htam_core.harness.infer_cuda`); a spec-like harness whose reference may be the starting kernel (the
+  *oracle*, :attr:`Harness.oracle_path`);
 * ``"cu-main"``: a ``.cu`` program with ``main()``, built with nvcc and run under ncu.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 HarnessKind = Literal["kernelbench", "spec", "inferred", "cu-main"]
@@ -139,9 +142,15 @@ class Harness:
         reference_path: kernelbench: the file holding ``Model``/``get_inputs``/``get_init_inputs``.
         program_args: cu-main: command-line arguments for the program.
         version: the spec format version (1).
+        origin_path: the ORIGINAL kernel file (absolute) when :attr:`path` is a copy (an optimize candidate
+            folder, ``htam verify`` of a candidate elsewhere): its folder is put on ``sys.path`` and a
+            ``"file.py:function"`` reference resolves there, so sibling modules import from every candidate.
+            ``None`` means ``path`` is the original.
         oracle_path: the starting kernel's file when the harness has no reference: the reference is then the
-            starting kernel run with the same inputs, seeds and guards (the *oracle rule*,
-            :mod:`htam_core.harness.oracle`). ``dataclasses.replace(h, path=candidate)`` keeps it.
+            starting kernel run with the same launcher, inputs, seeds and guards (the *oracle rule*,
+            :func:`htam_core.harness.runner.prepare_spec`). ``dataclasses.replace(h, path=candidate)`` keeps it.
+        ref_globals: a Python file whose module-level names a reference *expression* may use (a torch
+            expression found in a test file calls that file's helpers), or ``None``.
         notes: what inference found or assumed, one line each (shown with :attr:`source`).
     """
 
@@ -168,13 +177,38 @@ class Harness:
     reference_path: str | None = None
     program_args: list[str] = field(default_factory=list)
     version: int = 1
+    origin_path: str | None = None
     oracle_path: str | None = None
+    ref_globals: str | None = None
     notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # the original file is the one found first; dataclasses.replace(h, path=candidate) keeps it
+        if self.origin_path is None and self.path:
+            self.origin_path = self.path
 
     @property
     def uses_oracle(self) -> bool:
         """True when candidates are checked against the starting kernel (no reference was given)."""
         return not self.reference and self.oracle_path is not None and self.kind in ("spec", "inferred")
+
+    @property
+    def checked_against(self) -> str:
+        """What a passing check means, for reports and hovers: ``"the starting kernel"`` under the oracle
+        rule, ``"the reference"`` otherwise."""
+        return "the starting kernel" if self.uses_oracle else "the reference"
+
+    def origin_dir(self) -> Path:
+        """The folder of the original kernel file: sibling modules and relative references live there."""
+        return Path(self.origin_path or self.path).resolve().parent
+
+    def description(self) -> str:
+        """One line for a hover or a report: where the harness came from and what a pass means, e.g.
+        ``"inferred from __main__ of f.py, 3 calls recorded; oracle: the starting kernel"``."""
+        text = self.source or self.label()
+        if self.uses_oracle and "oracle" not in text:
+            text += "; oracle: the starting kernel"
+        return text
 
     def sizes_for(self, interpreter: bool) -> list[dict[str, int | float]]:
         """The input sets to run: all of ``sizes`` on a GPU; under the interpreter ``interpret_sizes``
@@ -229,3 +263,31 @@ def attribute_path(obj: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+#: A file in a folder of candidate folders (``htam-out/.../candidates/.htam-origin``) naming the folder of the
+#: ORIGINAL kernel file: every loader of a candidate puts that folder on ``sys.path`` (:func:`origin_dirs`).
+ORIGIN_MARKER = ".htam-origin"
+
+
+def mark_origin(candidates_dir: Path, original: Path) -> None:
+    """Record in ``candidates_dir`` that its candidates derive from ``original`` (see :data:`ORIGIN_MARKER`)."""
+    candidates_dir.mkdir(parents=True, exist_ok=True)
+    (candidates_dir / ORIGIN_MARKER).write_text(str(original.resolve().parent), encoding="utf-8")
+
+
+def origin_dirs(path: str | Path) -> list[Path]:
+    """Folders to import from for the file ``path``: its own, and the original file's folder when ``path`` is a
+    candidate (``<candidates>/<label>/<file>`` with ``<candidates>/.htam-origin``). Sibling modules of the
+    original (``import helpers``, ``refs.py``) then import from every candidate, in every worker."""
+    p = Path(path).resolve()
+    out = [p.parent]
+    marker = p.parent.parent / ORIGIN_MARKER
+    try:
+        if marker.is_file():
+            d = Path(marker.read_text(encoding="utf-8").strip())
+            if d.is_dir() and d not in out:
+                out.append(d)
+    except OSError:
+        pass
+    return out

@@ -1,9 +1,11 @@
-"""Find the harness of a kernel: KernelBench pair, then ``htam.toml`` spec, then ``.cu`` ``main()``.
+"""Find the harness of a kernel: KernelBench pair, ``htam.toml`` spec, inferred from the file, ``.cu`` ``main()``.
 
-Order of preference: KernelBench pair, ``htam.toml`` spec, a harness inferred from a ``.cu`` program's
-``main()`` (:mod:`htam_core.harness.infer_cuda`; the starting kernel is the oracle), the ``.cu`` program run
-whole under ncu when inference fails (docs/HARNESS.md). Discovery only reads files (``ast``, tree-sitter,
-:mod:`tomllib`); no kernel code runs here.
+Order of preference (docs/HARNESS.md): KernelBench pair, ``htam.toml`` spec, a harness inferred from the
+Python file's own ``__main__`` block or tests (:mod:`htam_core.harness.infer_py`: the file's code runs in a
+child process, never here), a harness inferred from a ``.cu`` program's ``main()``
+(:mod:`htam_core.harness.infer_cuda`; the starting kernel is the oracle), the ``.cu`` program run whole under
+ncu when that inference fails, then the template message. The other steps only read files (``ast``,
+tree-sitter, :mod:`tomllib`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.cu_main import has_main
 from htam_core.harness.infer_cuda import infer_cuda_harness
+from htam_core.harness.infer_py import infer_harness
 from htam_core.harness.pysource import read_py_facts
 from htam_core.harness.spec import SPEC_FILENAME, inside_spec_folder, key_line, load_toml, parse_kernel_table
 from htam_core.harness.template import write_template
@@ -87,8 +90,10 @@ def _load_model(path: Path) -> SourceModel | None:
         return None
 
 
-def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = None) -> HarnessError:
-    """The error for a kernel with no harness, with a filled-in ``htam.toml`` table to paste."""
+def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = None,
+                          inferred_why: str | None = None) -> HarnessError:
+    """The error for a kernel with no harness, with a filled-in ``htam.toml`` table to paste; ``inferred_why``
+    says why none could be inferred from the file (:mod:`htam_core.harness.infer_py`)."""
     model = model or _load_model(path)
     snippet = None
     if model is not None:
@@ -101,8 +106,9 @@ def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = N
                    "launches the kernel>\"\ninputs = [\n  { name = \"x\", shape = [\"N\"], dtype = \"float32\", "
                    "init = \"randn\" },\n]\nsizes = [{ N = 1048576 }]\nreference = \"<torch expression over x>\"\n")
     extra = " or give the program a main() that launches it" if path.suffix in (".cu", ".cuh") else ""
+    why = f" {inferred_why.rstrip('.')}." if inferred_why else ""
     return HarnessError(
-        f"no harness for kernel {kernel!r} in {path.name}: htam does not know how to call it. Add a "
+        f"no harness for kernel {kernel!r} in {path.name}: htam does not know how to call it.{why} Add a "
         f"[kernel.{kernel}] table to {path.parent / SPEC_FILENAME} (template below: check the guessed shapes and "
         f"write the reference){extra}.", snippet=snippet, path=str(path.parent / SPEC_FILENAME), missing=True)
 
@@ -112,10 +118,11 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
 
     Order: a KernelBench pair (``ModelNew`` + reference in the same file, a sibling
     ``<stem>_ref.py``, or ``[kernelbench."<file>"] reference = ...`` in ``htam.toml``); a
-    ``[kernel.<name>]`` table of ``htam.toml`` next to the file; for a ``.cu`` program with ``main()``,
-    the harness inferred from its launch (kind ``"inferred"``, checked against the starting kernel), or,
-    when that fails or ``[program."<file>"] args = [...]`` is given, the program run whole (kind
-    ``"cu-main"``, its :attr:`Harness.notes` say why).
+    ``[kernel.<name>]`` table of ``htam.toml`` next to the file; a harness inferred from a ``.py`` file's
+    ``__main__`` block or tests (:func:`htam_core.harness.infer_py.infer_harness`, off with ``HTAM_INFER=0``);
+    for a ``.cu`` program with ``main()``, the harness inferred from its launch (kind ``"inferred"``, checked
+    against the starting kernel), or, when that fails or ``[program."<file>"] args = [...]`` is given, the
+    program run whole (kind ``"cu-main"``, its :attr:`Harness.notes` say why).
 
     Args:
         path: the kernel's file (``.py``, ``.cu``, ``.cuh``).
@@ -172,6 +179,13 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
                         raise HarnessError(f"{h.source}: a grid launch needs {kernel_name!r} to be a @triton.jit "
                                            f"function of {p.name}; use launcher = \"<function>\" instead")
                 return h
+    if p.suffix == ".py" and not read_py_facts(text).syntax_error:
+        try:
+            inferred = infer_harness(p, kernel_name, model)
+        except HarnessError as exc:
+            raise missing_harness_error(p, kernel_name, model, inferred_why=exc.message) from None
+        if inferred is not None:
+            return inferred
     if p.suffix in (".cu", ".cuh") and has_main(text):
         prog = ((config or {}).get("program") or {}).get(p.name) or {}
         args = prog.get("args", []) if isinstance(prog, dict) else []

@@ -16,7 +16,7 @@ Buffers get random inputs (float: normal; integer: uniform in ``[0, smallest buf
 valid indices); a buffer the kernel writes (the source model's write set, :attr:`Param.written`) is an output:
 in-out when ``main()`` filled it before the launch (``cudaMemcpy`` from the host: random data;
 ``cudaMemset(.., 0, ..)``: zeros), write-only (poisoned) otherwise. There is no reference: the **starting
-kernel is the oracle** (:attr:`Harness.oracle_path`, :mod:`htam_core.harness.oracle`).
+kernel is the oracle** (:attr:`Harness.oracle_path`, :func:`htam_core.harness.runner.prepare_spec`).
 
 Every failure is a :class:`HarnessError` that names what is missing with file and line, e.g. "cannot size
 `d_out` (line 42): cudaMalloc size `bytes` depends on a command-line argument with no default".

@@ -16,6 +16,7 @@ executes the user's kernel file. :func:`prepare` turns a harness into a :class:`
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.util
@@ -31,9 +32,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError, attribute_path
+from htam_core.harness.base import Harness, HarnessError, attribute_path, origin_dirs
 from htam_core.harness.cu_launcher import host_launcher
 from htam_core.harness.cu_main import find_nvcc
+from htam_core.harness.infer_cuda import infer_cuda_harness
 from htam_core.harness.roofline_bound import compulsory_bound
 from htam_core.harness.spec import (
     is_function_reference,
@@ -42,6 +44,7 @@ from htam_core.harness.spec import (
 )
 from htam_core.harness.trial import BASE_SEED, Trial, as_outputs, poison_
 from htam_core.runtime.cache import cache_root
+from htam_core.types.errors import exception_text
 
 _MODULES: dict[str, ModuleType] = {}
 _CUDA_FUNCS: dict[tuple[str, str, str], Any] = {}
@@ -61,24 +64,37 @@ def source_hash(path: str | os.PathLike) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def load_module(path: str | os.PathLike) -> ModuleType:
+def load_module(path: str | os.PathLike, origin_dir: str | os.PathLike | None = None) -> ModuleType:
     """Import the user's file ``path`` (cached by content hash within this worker).
 
-    The file's directory is put on ``sys.path`` so that siblings import. KernelBench files that
-    call ``load_inline`` get ``TORCH_EXTENSIONS_DIR=<htam cache>/torch_extensions/<hash>``.
+    The file's directory is put on ``sys.path`` so that siblings import, and so is ``origin_dir``, the
+    folder of the original kernel file when ``path`` is a copy of it (an optimize candidate folder holds
+    only the kernel file: its ``import refs`` finds ``refs.py`` next to the original). KernelBench files
+    that call ``load_inline`` get ``TORCH_EXTENSIONS_DIR=<htam cache>/torch_extensions/<hash>``.
+
+    Raises:
+        HarnessError: ``path`` does not exist or cannot be imported as a module.
     """
     p = Path(path).resolve()
+    if not p.is_file():
+        raise HarnessError(f"{p} does not exist (looked for it next to the kernel file {Path(origin_dir or p.parent)}); "
+                           "put the module there or fix the name")
     digest = source_hash(p)
     key = f"{p}:{digest}"
     if key in _MODULES:
         return _MODULES[key]
-    if str(p.parent) not in sys.path:
-        sys.path.insert(0, str(p.parent))
+    for d in (origin_dir, *origin_dirs(p)):
+        if d is not None and str(Path(d).resolve()) not in sys.path:
+            sys.path.insert(0, str(Path(d).resolve()))
     text = p.read_text(encoding="utf-8", errors="replace")
     if "load_inline" in text:
         ext_dir = cache_root() / "torch_extensions" / digest[:16]
         ext_dir.mkdir(parents=True, exist_ok=True)
         os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from htam_core.harness.record import cpu_triton_driver
+
+        cpu_triton_driver()  # a module-level DEVICE = triton.runtime.driver.active.get_active_torch_device()
     name = f"htam_user_{re.sub(r'[^A-Za-z0-9_]', '_', p.stem)}_{digest[:10]}"
     spec = importlib.util.spec_from_file_location(name, p)
     if spec is None or spec.loader is None:
@@ -88,6 +104,38 @@ def load_module(path: str | os.PathLike) -> ModuleType:
     spec.loader.exec_module(module)
     _MODULES[key] = module
     return module
+
+
+def function_reference(reference: str, origin_dir: Path, where: str = "") -> Callable[..., Any]:
+    """The function named by a ``"module:function"`` or ``"file.py:function"`` reference.
+
+    A ``file.py`` resolves relative to ``origin_dir``, the folder of the ORIGINAL kernel file (never the
+    candidate's folder, which holds only the kernel file), and a module name imports with that folder on
+    ``sys.path``.
+
+    Raises:
+        HarnessError: the module or the function is missing (the message names both and the folder).
+    """
+    mod_name, _, fn_name = reference.rpartition(":")
+    label = where or "reference"
+    if mod_name.endswith(".py"):
+        target = (origin_dir / mod_name).resolve()
+        if not target.is_file():
+            raise HarnessError(f"{label}: reference = {reference!r} names {target}, which does not exist; the file "
+                               f"is looked for next to the kernel file, in {origin_dir}")
+        ref_mod = load_module(target, origin_dir)
+    else:
+        if str(origin_dir) not in sys.path:
+            sys.path.insert(0, str(origin_dir))
+        try:
+            ref_mod = importlib.import_module(mod_name)
+        except ImportError as e:
+            raise HarnessError(f"{label}: reference = {reference!r}: module {mod_name!r} cannot be imported "
+                               f"({exception_text(e)}); put it next to the kernel file, in {origin_dir}") from e
+    try:
+        return attribute_path(ref_mod, fn_name)
+    except AttributeError:
+        raise HarnessError(f"{label}: reference = {reference!r}: {mod_name} has no function {fn_name!r}") from None
 
 
 def _namespace(extra: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +159,7 @@ def _eval(expr: Any, ns: dict[str, Any], where: str) -> Any:
     try:
         return eval(compile(expr, where, "eval"), ns)  # noqa: S307 - harness expressions run in the worker
     except Exception as e:  # noqa: BLE001
-        raise HarnessError(f"{where} = {expr!r} could not be evaluated: {type(e).__name__}: {e}") from e
+        raise HarnessError(f"{where} = {expr!r} could not be evaluated: {exception_text(e)}") from e
 
 
 def device_and_mode(h: Harness) -> tuple[str | None, str]:
@@ -288,7 +336,8 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
     poisoned_ref = write_only_outputs_in_reference(h.inputs, h.outputs, h.reference)
     if poisoned_ref:
         raise HarnessError(reference_reads_write_only_message(h.source or Path(h.path).name, poisoned_ref))
-    module = load_module(h.path) if h.path.endswith(".py") else None
+    origin = h.origin_dir()
+    module = load_module(h.path, origin) if h.path.endswith(".py") else None
     names = [i.name for i in h.inputs]
     out_idx = {names.index(o) for o in h.outputs}
     # write-only outputs (init = "empty") are poisoned before every checked call; in-out outputs (any other
@@ -307,58 +356,70 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
         env.update(zip(names, inputs, strict=True))
         return _namespace(env)
 
-    if h.launcher and module is None:
-        # a .cu file with an extern "C" host launcher: the launch configuration stays in the file
+    def make_bind(target: str, mod: ModuleType | None,
+                  launch_h: Harness) -> tuple[str, Callable[[list[Any]], Callable[[], Any]]]:
+        """How to launch the kernel of file ``target`` (the candidate, or the oracle: the starting kernel);
+        ``launch_h`` gives the direct launch's grid, block and shared bytes."""
+        if h.launcher and mod is None:
+            # a .cu file with an extern "C" host launcher: the launch configuration stays in the file
+            if device != "cuda":
+                raise HarnessError("raw CUDA kernels need a GPU to run")
+            major, minor = torch.cuda.get_device_capability()
+            return "cu-host-launcher", host_launcher(target, h.launcher, f"sm_{major}{minor}",  # type: ignore[return-value]
+                                                     [i.dtype if i.is_scalar else None for i in h.inputs])
+        if h.launcher:
+            fn = getattr(mod, h.launcher, None)
+            if fn is None:
+                raise HarnessError(f"{h.source}: {Path(target).name} has no function {h.launcher!r}")
+            return "python", lambda inputs: (lambda: fn(*inputs))
+        if h.language == "triton":
+            try:
+                kern = attribute_path(mod, h.kernel)  # "Ops.scale" reaches a kernel defined in a class
+            except AttributeError:
+                kern = None
+            if kern is None:
+                raise HarnessError(f"{h.source}: {Path(target).name} has no kernel {h.kernel!r}")
+
+            def bind_triton(inputs: list[Any]) -> Callable[[], Any]:
+                ns = env_of(inputs, _set_of(inputs))
+                grid = _eval(h.grid, ns, "grid")
+                args = [ns[a] for a in h.args]
+                return lambda: kern[grid](*args, **h.kwargs)
+            return "triton", bind_triton
         if device != "cuda":
             raise HarnessError("raw CUDA kernels need a GPU to run")
-        kind = "cu-host-launcher"
         major, minor = torch.cuda.get_device_capability()
-        bind = host_launcher(h.path, h.launcher, f"sm_{major}{minor}",  # type: ignore[assignment]
-                             [i.dtype if i.is_scalar else None for i in h.inputs])
-    elif h.launcher:
-        kind = "python"
-        fn = getattr(module, h.launcher, None)
-        if fn is None:
-            raise HarnessError(f"{h.source}: {Path(h.path).name} has no function {h.launcher!r}")
-
-        def bind(inputs: list[Any]) -> Callable[[], Any]:
-            return lambda: fn(*inputs)
-    elif h.language == "triton":
-        kind = "triton"
-        try:
-            kern = attribute_path(module, h.kernel)  # "Ops.scale" reaches a kernel defined in a class
-        except AttributeError:
-            kern = None
-        if kern is None:
-            raise HarnessError(f"{h.source}: {Path(h.path).name} has no kernel {h.kernel!r}")
-
-        def bind(inputs: list[Any]) -> Callable[[], Any]:
-            ns = env_of(inputs, _set_of(inputs))
-            grid = _eval(h.grid, ns, "grid")
-            args = [ns[a] for a in h.args]
-            return lambda: kern[grid](*args, **h.kwargs)
-    else:
-        if device != "cuda":
-            raise HarnessError("raw CUDA kernels need a GPU to run")
-        kind = "cupy"
-        major, minor = torch.cuda.get_device_capability()
-        func = _cuda_function(h.path, h.kernel, f"sm_{major}{minor}")
+        func = _cuda_function(target, h.kernel, f"sm_{major}{minor}")
         dtypes = {i.name: i.dtype for i in h.inputs}
 
-        def bind(inputs: list[Any]) -> Callable[[], Any]:
+        def bind_cupy(inputs: list[Any]) -> Callable[[], Any]:
             import cupy
 
             ns = env_of(inputs, _set_of(inputs))
-            grid = _dim3(_eval(h.grid, ns, "grid"))
-            block = _dim3(_eval(h.block, ns, "block"))
+            grid = _dim3(_eval(launch_h.grid, ns, "grid"))
+            block = _dim3(_eval(launch_h.block, ns, "block"))
             args = tuple(cupy.asarray(ns[a]) if isinstance(ns[a], torch.Tensor) else _np_scalar(dtypes[a], ns[a])
                          for a in h.args)
 
             def launch() -> None:
                 # torch's current stream at call time (a graph capture's side stream while capturing)
                 with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                    func(grid, block, args, shared_mem=h.shared_bytes)
+                    func(grid, block, args, shared_mem=launch_h.shared_bytes)
             return launch
+        return "cupy", bind_cupy
+
+    # the candidate launches with its own main()'s configuration (a retuned block size changes what runs);
+    # the oracle (the starting kernel) keeps the one inferred
+    kind, bind = make_bind(h.path, module, relaunched(h))
+    oracle_bind = None
+    notes: list[str] = []
+    if h.uses_oracle and h.oracle_path:
+        if not Path(h.oracle_path).is_file():
+            raise HarnessError(f"the starting kernel {h.oracle_path} (the oracle of {h.kernel}) does not exist; "
+                               "give a reference or verify with --against START_FILE")
+        oracle_mod = load_module(h.oracle_path, origin) if h.oracle_path.endswith(".py") else None
+        oracle_bind = make_bind(h.oracle_path, oracle_mod, h)[1]
+        notes.append(f"reference: the starting kernel ({Path(h.oracle_path).name})")
 
     # the most recent input set made: its set index, and clones of its in-out buffers as generated. The
     # reference gets a copy of the inputs (a different list), so it is looked up as "the latest set".
@@ -378,28 +439,40 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
         for i, initial in latest["initial"].items():
             inputs[i].copy_(initial)
 
-    def run_candidate(inputs: list[Any]) -> list[Any]:
+    def run_with(launch: Callable[[list[Any]], Callable[[], Any]], inputs: list[Any]) -> list[Any]:
         for i in poison_idx:
             poison_(inputs[i])
         restore_inout(inputs)
-        value = bind(inputs)()
+        value = launch(inputs)()
         return [inputs[names.index(o)] for o in h.outputs] if h.outputs else as_outputs(value)
+
+    def run_candidate(inputs: list[Any]) -> list[Any]:
+        return run_with(bind, inputs)
 
     ref_fn = None
     if h.reference and is_function_reference(h.reference):
-        mod_name, _, fn_name = h.reference.rpartition(":")
-        ref_mod = (load_module(Path(h.path).parent / mod_name) if mod_name.endswith(".py")
-                   else importlib.import_module(mod_name))
-        ref_fn = getattr(ref_mod, fn_name)
+        ref_fn = function_reference(h.reference, origin, h.source)
+    ref_globals: dict[str, Any] = {}
+    if h.ref_globals and h.reference and not ref_fn:
+        ref_globals = {k: v for k, v in vars(load_module(h.ref_globals, origin)).items() if not k.startswith("__")}
 
     def run_reference(inputs: list[Any]) -> list[Any]:
+        if oracle_bind is not None:  # the oracle rule: the starting kernel, same inputs, poisoned the same way
+            return run_with(oracle_bind, inputs)
         if ref_fn is not None:  # called with the non-output inputs (outputs, in-out ones included, excluded)
             return as_outputs(ref_fn(*[x for i, x in enumerate(inputs) if i not in out_idx | scratch_idx]))
         # an expression sees the initial value of in-out buffers, never what a candidate wrote into them
         inputs = list(inputs)
         for i, initial in latest["initial"].items():
             inputs[i] = initial.clone()
-        return as_outputs(_eval(h.reference, env_of(inputs, _set_of(inputs)), "reference"))
+        if not h.reference:
+            raise HarnessError(f"{h.source or Path(h.path).name}: no reference and no starting kernel to compare "
+                               "with: give reference = \"<torch expression>\" or check against the start file "
+                               "(htam verify CANDIDATE --against START_FILE)")
+        ns = env_of(inputs, _set_of(inputs))
+        for k, v in ref_globals.items():
+            ns.setdefault(k, v)
+        return as_outputs(_eval(h.reference, ns, "reference"))
 
     def expr_for(expr: str | None) -> Callable[[int, list[Any]], float | None]:
         def f(set_index: int, inputs: list[Any]) -> float | None:
@@ -410,7 +483,28 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
 
     trial = Trial(make_inputs_tracked, run_reference, run_candidate, out_idx | scratch_idx, len(sizes_list))
     return Prepared(trial, bind, names, sizes_list, expr_for(h.bytes_expr), expr_for(h.flops_expr), device,
-                    launcher_kind=kind)
+                    notes=notes, launcher_kind=kind)
+
+
+def relaunched(h: Harness) -> Harness:
+    """``h`` with the grid, block and shared bytes the candidate's ``main()`` launches with.
+
+    Only for an inferred CUDA direct launch whose candidate (:attr:`Harness.path`) is not the starting kernel:
+    its ``main()`` is read again (:func:`htam_core.harness.infer_cuda.infer_cuda_harness`) and, when it still
+    parses to the same inputs, its launch configuration replaces the inferred one. Any other harness (a
+    ``grid`` written in ``htam.toml`` is the user's) comes back unchanged. Never raises: a ``main()`` that no
+    longer parses keeps the inferred configuration.
+    """
+    if (h.kind != "inferred" or h.language != "cuda" or h.grid is None
+            or Path(h.path).resolve() == Path(h.oracle_path or "").resolve()):
+        return h
+    try:
+        again = infer_cuda_harness(h.path, h.kernel)
+    except (HarnessError, OSError):
+        return h
+    if again.grid is None or [i.name for i in again.inputs] != [i.name for i in h.inputs]:
+        return h
+    return dataclasses.replace(h, grid=again.grid, block=again.block, shared_bytes=again.shared_bytes)
 
 
 def split_outputs(h: Harness) -> tuple[set[int], set[int]]:
@@ -509,19 +603,26 @@ def prepare_kernelbench(h: Harness, device: str) -> Prepared:
     return p
 
 
+#: How each harness kind is made runnable (the registry of kinds that run in a worker). An inferred harness is
+#: a spec harness whose values came from a recorded run of the file (:mod:`htam_core.harness.infer_py`).
+PREPARERS: dict[str, Callable[[Harness, str], Prepared]] = {
+    "spec": prepare_spec, "inferred": prepare_spec, "kernelbench": prepare_kernelbench,
+}
+
+
+def register_kind(kind: str, prepare_fn: Callable[[Harness, str], Prepared]) -> None:
+    """Add a harness kind to :data:`PREPARERS` (another discovery step builds harnesses of that kind)."""
+    PREPARERS[kind] = prepare_fn
+
+
 def prepare(h: Harness, device: str) -> Prepared:
     """Make ``h`` runnable on ``device`` (``"cuda"`` or ``"cpu"``).
 
     Raises:
         HarnessError: the harness cannot be run (a ``.cu`` program with ``main()`` has no callable).
     """
-    if h.kind in ("spec", "inferred"):
-        if h.uses_oracle:  # no reference: the starting kernel is the oracle
-            from htam_core.harness.oracle import prepare_with_oracle
-
-            return prepare_with_oracle(h, device)
-        return prepare_spec(h, device)
-    if h.kind == "kernelbench":
-        return prepare_kernelbench(h, device)
+    prep = PREPARERS.get(h.kind)
+    if prep is not None:
+        return prep(h, device)
     raise HarnessError(f"{Path(h.path).name}: a .cu program with main() is run as a whole under ncu; it has no "
                        f"reference to check against. Add a [kernel.{h.kernel}] table to htam.toml to verify it")

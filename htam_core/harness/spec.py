@@ -14,6 +14,7 @@ Designed for a kernel developer: short, declarative, versioned. A complete examp
     sizes = [{ N = 98432 }, { N = 1048576 }]   # one input set each; symbols usable in any expression
     interpret_sizes = [{ N = 4096 }]    # optional: sets for the Triton interpreter on a CPU (default: smallest)
     reference = "a + b"                 # torch expression over the inputs, or "module:function"
+                                        # (or oracle = true: check against the starting kernel)
     atol = 1e-4                         # optional; default per dtype (KernelBench: fp32 1e-4, fp16/bf16 1e-2)
     rtol = 1e-4
     bytes = "3 * N * 4"                 # optional: DRAM bytes per call, for bandwidth and roofline
@@ -46,7 +47,7 @@ SPEC_VERSION = 1
 
 _KERNEL_KEYS = {
     "version", "file", "launcher", "grid", "block", "shared_bytes", "args", "kwargs", "inputs", "sizes",
-    "outputs", "reference", "atol", "rtol", "bytes", "flops", "interpret_sizes",
+    "outputs", "reference", "atol", "rtol", "bytes", "flops", "interpret_sizes", "oracle",
 }
 _INPUT_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "scale"}
 _FUNC_REF = re.compile(r"^[\w./-]+(\.py)?:[A-Za-z_][\w.]*$")
@@ -279,16 +280,23 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
         raise HarnessError(f"{where}: a kernel launch writes into buffers: add an input with init = \"empty\" "
                            "and list it in outputs = [\"out\"]")
     reference = table.get("reference")
+    oracle = table.get("oracle", False)
+    if not isinstance(oracle, bool):
+        raise HarnessError(f"{where}: oracle must be true or false (true: check candidates against the starting "
+                           f"kernel instead of a reference), got {oracle!r}")
+    if oracle and reference:
+        raise HarnessError(f"{where} gives both reference and oracle = true: keep one (a reference wins; remove "
+                           "oracle)")
     if reference is None and cuda_file:
-        pass  # the oracle rule: candidates are checked against the starting kernel (this file)
+        oracle = True  # a CUDA table without a reference: candidates are checked against the starting kernel
+    if oracle:
+        reference = None
     elif not isinstance(reference, str) or not reference.strip():
         raise HarnessError(f"{where} needs a reference: a torch expression over {names} (e.g. "
-                           f'reference = "{names[0]} + 1") or "module:function"')
-    if reference is None:
-        pass
-    elif is_function_reference(reference) and reference.split(":")[0].endswith(".py"):
+                           f'reference = "{names[0]} + 1"), "module:function", or oracle = true')
+    if reference and is_function_reference(reference) and reference.split(":")[0].endswith(".py"):
         inside_spec_folder(spec_path, ("kernel", kernel), "reference", reference.split(":")[0])
-    if reference is not None and not is_function_reference(reference):
+    if reference and not is_function_reference(reference):
         _check_expr(f"{where}.reference", reference)
         poisoned = write_only_outputs_in_reference(inputs, outputs, reference)
         if poisoned:
@@ -329,5 +337,5 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
         interpret_sizes=interpret_sizes,
         outputs=list(outputs), reference=reference, atol=table.get("atol"), rtol=table.get("rtol"),
         bytes_expr=bytes_expr, flops_expr=flops_expr, version=version,
-        oracle_path=str(file_path) if reference is None else None,
+        oracle_path=str(file_path) if oracle else None,
     )

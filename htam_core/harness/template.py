@@ -50,8 +50,14 @@ def _size_symbol(name: str, symbols: dict[str, int]) -> str | None:
     return None
 
 
-def _wrapper_function(model: SourceModel, kernel: Kernel) -> tuple[str, list[str]] | None:
+def wrapper_function(model: SourceModel, kernel: Kernel) -> tuple[str, list[str]] | None:
     """The top-level Python function that launches ``kernel`` (name, parameter names), if any."""
+    found = _wrapper_def(model, kernel)
+    return (found.name, [a.arg for a in found.args.args]) if found is not None else None
+
+
+def _wrapper_def(model: SourceModel, kernel: Kernel) -> ast.FunctionDef | None:
+    """The ``def`` of the top-level function holding a launch site of ``kernel``, if any."""
     if model.file_language != "python" or not kernel.launch_sites:
         return None
     try:
@@ -63,8 +69,47 @@ def _wrapper_function(model: SourceModel, kernel: Kernel) -> tuple[str, list[str
         if isinstance(node, ast.FunctionDef) and node.name != kernel.name:
             end = node.end_lineno or node.lineno
             if any(node.lineno <= ln <= end for ln in lines):
-                return node.name, [a.arg for a in node.args.args]
+                return node
     return None
+
+
+def _wrapper_inputs(fn: ast.FunctionDef, kernel: Kernel, symbols: dict[str, int]) -> list[str]:
+    """``inputs`` lines for the launcher's parameters: annotations and defaults decide.
+
+    ``float``/``int``/``bool`` annotations and number defaults make scalars (the default is the value; an
+    ``int`` size-like name becomes a size symbol); every other parameter is a tensor, 2-D (``["M", "N"]``)
+    when the kernel takes ``stride`` parameters (row-major matrices), else 1-D (``["N"]``).
+    """
+    args = fn.args.args
+    defaults: list[ast.expr | None] = [None] * (len(args) - len(fn.args.defaults)) + list(fn.args.defaults)
+    two_d = any("stride" in p.name for p in kernel.params)
+    out: list[str] = []
+    for a, default in zip(args, defaults, strict=True):
+        ann = ast.unparse(a.annotation) if a.annotation is not None else ""
+        dval = default.value if isinstance(default, ast.Constant) else None
+        number = isinstance(dval, int | float) and not isinstance(dval, bool)
+        size_like = not ann and default is None and _size_symbol(a.arg, {}) is not None
+        if size_like:
+            ann = "int"
+        if ann in ("float", "int", "bool") or number or isinstance(dval, bool):
+            kind = ann or ("bool" if isinstance(dval, bool) else "float" if isinstance(dval, float) else "int")
+            sym = _size_symbol(a.arg, symbols) if kind == "int" and dval is None else None
+            value = _toml_str(sym) if sym else (str(dval).lower() if isinstance(dval, bool) else
+                                                repr(dval) if dval is not None else "1.0" if kind == "float" else "1")
+            dtype = {"float": "float32", "int": "int32", "bool": "bool"}[kind]
+            note = "" if dval is not None or sym else "  # guessed value"
+            out.append(f"  {{ name = {_toml_str(a.arg)}, dtype = {_toml_str(dtype)}, value = {value} }},{note}")
+            continue
+        if two_d:
+            symbols.setdefault("M", 1024)
+            symbols.setdefault("N", 1024)
+            shape = '["M", "N"]'
+        else:
+            symbols.setdefault("N", 1 << 20)
+            shape = '["N"]'
+        out.append(f"  {{ name = {_toml_str(a.arg)}, shape = {shape}, dtype = \"float32\", init = \"randn\" }},"
+                   "  # guessed shape")
+    return out
 
 
 def _literal_block(expr: str | None) -> list[int] | None:
@@ -98,19 +143,12 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
     symbols: dict[str, int] = {}
     inputs: list[str] = []
     outputs: list[str] = []
-    wrapper = _wrapper_function(model, kernel)
+    wrapper = _wrapper_def(model, kernel)
     if wrapper is not None:
-        name, params = wrapper
-        symbols["N"] = 1 << 20
+        name, params = wrapper.name, [a.arg for a in wrapper.args.args]
         lines.append(f"launcher = {_toml_str(name)}   # called as {name}({', '.join(params)}); its return value is "
                      "the output")
-        for p in params:
-            sym = _size_symbol(p, symbols)
-            if sym is not None:
-                inputs.append(f"  {{ name = {_toml_str(p)}, dtype = \"int32\", value = {_toml_str(sym)} }},")
-            else:
-                inputs.append(f"  {{ name = {_toml_str(p)}, shape = [\"N\"], dtype = \"float32\", init = \"randn\" }},"
-                              "  # guessed shape")
+        inputs = _wrapper_inputs(wrapper, kernel, symbols)
         ref_names = [p for p in params]
     else:
         args: list[str] = []

@@ -210,6 +210,9 @@ def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *
             which); the worker is restarted, so the next profile works.
     """
     p = Profile(kernel=name, mode="gpu", harness=harness.label())
+    # for the hover and the report: where the harness came from, and what a passing check means
+    p.extra["harness_source"] = harness.description()
+    p.extra["checked_against"] = harness.checked_against
     if static is not None:
         for f in ("registers", "spill_bytes", "shared_bytes", "theoretical_occupancy", "block_size", "stack_bytes"):
             setattr(p, f, getattr(static, f))

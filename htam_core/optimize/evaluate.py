@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from htam_core.harness import Harness
+from htam_core.harness.base import mark_origin
 from htam_core.measure.compare import Comparison
 from htam_core.measure.gpu import pool_config
 from htam_core.profile.api import profile_on_gpu, static_profile
@@ -36,6 +37,8 @@ from htam_core.verify.run import verify_in_worker
 if TYPE_CHECKING:
     from htam_core.optimize.measure_cache import MeasureCache
 
+#: The candidate folder of the starting kernel; under the oracle rule every candidate is checked against it.
+START_LABEL = "00-start"
 #: Added to the messages of an evaluation that was taken from the measurement cache.
 REUSED_MESSAGE = "measurement reused: identical code was measured earlier in this suite run"
 
@@ -131,9 +134,11 @@ class Evaluator:
         self.reused = 0
 
     def write(self, text: str, label: str) -> Path:
-        """Write ``text`` as ``<workdir>/<label>/<original file name>`` and return the path."""
+        """Write ``text`` as ``<workdir>/<label>/<original file name>`` and return the path; ``<workdir>/.htam-origin``
+        names the original file's folder, so the candidate imports its sibling modules."""
         d = self.workdir / label
         d.mkdir(parents=True, exist_ok=True)
+        mark_origin(self.workdir, self.path)  # candidates import the original's sibling modules (harness.base)
         p = d / self.path.name
         p.write_text(text, encoding="utf-8")
         return p
@@ -157,6 +162,9 @@ class Evaluator:
         Never raises for a bad candidate: compile errors, faults, hangs and refusals become the verdict.
         """
         cand_path = self.write(text, label)
+        if label == START_LABEL and self.harness is not None and self.harness.uses_oracle:
+            # the oracle is the start as evaluated (an editor's unsaved text), not whatever is on disk later
+            self.harness = dataclasses.replace(self.harness, oracle_path=str(cand_path.resolve()))
         model = parse_text(text, self.language, str(cand_path))
         try:
             kernel = model.kernel(self.kernel_name)
@@ -241,7 +249,8 @@ class Evaluator:
             return Evaluation(False, False, "compile-only", "failed", model=model, messages=[str(exc)], labels=lab)
         h = self._harness_for(cand_path)
         if h is None:
-            msgs.append("not verified: no harness for this kernel (htam.toml / KernelBench reference)")
+            msgs.append("not verified: no harness for this kernel (htam.toml, KernelBench reference, or one inferred "
+                        "from the file's __main__ block or tests)")
             return Evaluation(True, None, "compile-only", None, profile=prof, model=model, messages=msgs, labels=lab)
         verdict = verify_in_worker(h, interpret=True)
         msgs.extend(verdict.messages)

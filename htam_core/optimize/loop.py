@@ -38,7 +38,7 @@ from htam_core.memory import KnowledgeBase, Ranker, load_knowledge, open_store, 
 from htam_core.memory.fingerprint import kernel_fingerprint
 from htam_core.memory.outcome import outcome_of, status_of
 from htam_core.memory.records import ENDPOINT_FAULT, NOT_LEARNED
-from htam_core.optimize.evaluate import Evaluation, Evaluator
+from htam_core.optimize.evaluate import START_LABEL, Evaluation, Evaluator
 from htam_core.optimize.measure_cache import MeasureCache
 from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
 from htam_core.optimize.report import geomean_ratio as _geomean_ratio
@@ -145,6 +145,11 @@ class _Loop:
                                     f"`htam verify {self.path.name} --kernel {task.kernel}`), then run again.") from exc
             self.harness = None
             self.warnings.append(f"no harness: candidates cannot be verified or timed. {exc}")
+        if self.harness is not None and self.harness.kind == "inferred" or \
+                self.harness is not None and self.harness.uses_oracle:
+            # where the harness came from, and what "correct" means (matches the starting kernel, or the reference)
+            self.warnings.append(f"harness: {self.harness.description()}; a correct candidate matches "
+                                 f"{self.harness.checked_against}" + "".join(f"; {n}" for n in self.harness.notes))
         cache = None
         if task.measure_cache and self.gpu:
             cache = MeasureCache(task.measure_cache)
@@ -333,7 +338,7 @@ class _Loop:
         try:
             self._progress(0, None, None, "profiling the starting kernel")
             # reuse=False: the start is always timed afresh (the suite's repeatability compares these times)
-            start_ev, _ = self.evaluator.evaluate(self.start_text, "00-start", use_ncu=task.use_ncu,
+            start_ev, _ = self.evaluator.evaluate(self.start_text, START_LABEL, use_ncu=task.use_ncu,
                                                   reuse=False)
             if not start_ev.ok:
                 self.warnings.insert(0, "the starting kernel failed, so no candidate was tried: "

@@ -44,7 +44,8 @@ _TILE_NAME = re.compile(r"^(?:BLOCK|TILE|B)_?(?:SIZE_)?([MNK])$", re.IGNORECASE)
 
 
 def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict[str, int | float]:
-    """The first size set of the kernel's ``htam.toml`` or inferred harness, or ``{}`` when there is none.
+    """The first size set of the kernel's ``htam.toml`` harness (or of the harness inferred from the file: its
+    ``__main__`` block or tests, or a ``.cu`` program's ``main()``), or ``{}`` when there is none.
 
     Only reads files (:func:`htam_core.harness.find_harness`); a missing or broken harness gives ``{}``.
     """

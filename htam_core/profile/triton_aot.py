@@ -53,8 +53,13 @@ def _load_module(path: str) -> Any:
     name = f"_htam_aot_{p.stem}_{hashlib.sha1(str(p).encode() + text).hexdigest()[:12]}"
     if name in sys.modules:
         return sys.modules[name]
-    if str(p.parent) not in sys.path:
-        sys.path.insert(0, str(p.parent))
+    from htam_core.harness.base import origin_dirs
+    from htam_core.harness.record import cpu_triton_driver
+
+    for d in origin_dirs(p):  # a candidate's sibling modules live next to the original file
+        if str(d) not in sys.path:
+            sys.path.insert(0, str(d))
+    cpu_triton_driver()  # a module-level DEVICE = triton.runtime.driver.active... without a GPU
     spec = importlib.util.spec_from_file_location(name, p)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {p}")

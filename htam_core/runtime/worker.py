@@ -583,7 +583,9 @@ def _child_main(config_json: str) -> None:  # pragma: no cover - runs in the chi
                 raise
             kind, restart = classify_exception(exc)
             tb = traceback.format_exc()
-            message = f"{type(exc).__name__}: {exc}"
+            from htam_core.types.errors import exception_text
+
+            message = exception_text(exc)
             if isinstance(exc, SystemExit):
                 message = f"target code called sys.exit({exc.code!r})"
                 restart = True

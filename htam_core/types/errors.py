@@ -1,4 +1,4 @@
-"""Errors of the profiler that the user can act on.
+"""Errors of the profiler that the user can act on, and the one-line text of any exception.
 
 A :class:`ProfileError` carries a one-line message (what happened and what to do) plus the
 compiler's own diagnostic lines, so that the CLI can print one line and the LSP can show the
@@ -6,6 +6,8 @@ details as diagnostics.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 
 class ProfileError(Exception):
@@ -26,3 +28,28 @@ class ProfileError(Exception):
         if not self.details:
             return self.message
         return self.message + "\n" + "\n".join(self.details)
+
+
+def exception_text(exc: BaseException) -> str:
+    """``"Type: message"`` for an exception, never with an empty message.
+
+    An exception without a message (a bare ``assert x.shape[-1] == w.shape[0]`` in the user's launcher gives
+    ``AssertionError()``) is described by where it was raised: the innermost frame's file, line and source
+    line, e.g. ``"AssertionError at rms.py:23: assert x.shape[-1] == w.shape[0] (an assert failed: the
+    inputs do not satisfy a check of the code; look at the shapes and dtypes the harness gives)"``.
+    """
+    import linecache
+    import traceback
+
+    msg = str(exc).strip()
+    name = type(exc).__name__
+    if msg:
+        return f"{name}: {msg}"
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    if not frames:
+        return f"{name} (raised without a message)"
+    last = frames[-1]
+    line = (last.line or linecache.getline(last.filename, last.lineno or 0)).strip()
+    hint = (" (an assert failed: the inputs do not satisfy a check of the code; look at the shapes, dtypes and "
+            "values the harness gives)" if isinstance(exc, AssertionError) else " (raised without a message)")
+    return f"{name} at {Path(last.filename).name}:{last.lineno}: {line or '<source not available>'}{hint}"

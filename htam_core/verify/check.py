@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.find import find_harness
+from htam_core.harness.infer_cuda import inferred_summary
 from htam_core.harness.pysource import read_py_facts
 from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
 from htam_core.source import load
@@ -131,8 +132,33 @@ def _pick_kernel(path: Path, kernel: str | None, tables: dict[str, Any] | None) 
     raise HarnessError(f"{path.name} defines several kernels ({', '.join(names)}); pass --kernel NAME")
 
 
+def against_start(candidate: Path, start: str | Path, kernel: str | None = None) -> Harness:
+    """The harness that checks ``candidate`` against the starting kernel ``start`` (the oracle rule).
+
+    The harness is the one of ``start`` (its ``htam.toml`` table, or inferred from its ``__main__`` block or
+    tests); its reference is replaced by the starting kernel itself: both files' launchers run on the same
+    inputs, seeds and guards, and the candidate must match ``start``'s outputs.
+
+    Raises:
+        HarnessError: ``start`` is missing, or its harness is a KernelBench pair or a ``main()`` program (those
+            have their own reference: use ``--reference`` / the pair).
+    """
+    sp = Path(start).resolve()
+    if not sp.is_file():
+        raise HarnessError(f"--against {start}: no such file; pass the starting kernel's file")
+    name = _pick_kernel(sp, kernel, None)
+    h = find_harness(sp, name)
+    if h.kind not in ("spec", "inferred"):
+        raise HarnessError(f"--against {sp.name}: its harness is a {h.kind} harness, which has its own reference; "
+                           "--against needs a launcher or kernel-launch harness (htam.toml, or inferred from the file)")
+    return dataclasses.replace(h, path=str(candidate), reference=None, oracle_path=str(sp), origin_path=str(sp),
+                               source=f"{h.source.split('; reference')[0].split('; oracle')[0]}; "
+                                      f"oracle: the starting kernel {sp.name} (--against)")
+
+
 def resolve_harness(candidate: str | Path, *, harness_path: str | Path | None = None,
-                    reference: str | Path | None = None, kernel: str | None = None) -> Harness:
+                    reference: str | Path | None = None, kernel: str | None = None,
+                    against: str | Path | None = None) -> Harness:
     """Find how to run ``candidate`` against its reference.
 
     Args:
@@ -143,6 +169,7 @@ def resolve_harness(candidate: str | Path, *, harness_path: str | Path | None = 
         reference: a KernelBench reference file (``Model``, ``get_inputs``, ``get_init_inputs``) for a
             ``ModelNew`` candidate.
         kernel: the kernel's name; default the file's only kernel (or the only one with a table).
+        against: the starting kernel's file: check the candidate against its outputs (:func:`against_start`).
 
     Returns:
         A :class:`Harness` whose ``path`` is the candidate.
@@ -155,6 +182,8 @@ def resolve_harness(candidate: str | Path, *, harness_path: str | Path | None = 
         raise HarnessError(f"{candidate} does not exist: pass the path of the candidate .py or .cu file")
     if reference is not None:
         return _kernelbench_harness(cand, Path(reference).resolve(), kernel, f"--reference {reference}")
+    if against is not None:
+        return against_start(cand, against, kernel)
     if harness_path is None:
         tables = None
         spec = cand.parent / SPEC_FILENAME
@@ -183,8 +212,12 @@ def resolve_harness(candidate: str | Path, *, harness_path: str | Path | None = 
     if not isinstance(table, dict):
         raise HarnessError(f"{spec} has no [kernel.{name}] table (tables there: {', '.join(sorted(tables)) or 'none'})"
                            f" and no [kernelbench.\"{cand.name}\"] entry; add one")
+    original = spec.parent / str(table.get("file") or cand.name)
     table = {k: v for k, v in table.items() if k != "file"}
     h = parse_kernel_table(table, kernel=name, spec_path=spec, file_path=cand)
+    h.origin_path = str(original.resolve())  # references and sibling modules resolve next to htam.toml
+    if h.uses_oracle:  # oracle = true: the table's own file is the starting kernel, not the candidate
+        h.oracle_path = str(original.resolve())
     if cand.suffix == ".py":
         h.language = _language_of(cand)  # type: ignore[assignment]
     return h
@@ -221,10 +254,8 @@ def verify_candidate(candidate: str | Path, harness: Harness | None, *, harness_
     lab = labels(findings)
     messages = [f"{'refused' if f.severity == 'refuse' else 'labelled'} by guard {f.rule_id} (line {f.line}): "
                 f"{f.message}" for f in findings]
-    source = harness.source if harness is not None else None
+    source = harness.description() if harness is not None else None
     if harness is not None and harness.kind == "inferred" and harness.language == "cuda":
-        from htam_core.harness.infer_cuda import inferred_summary
-
         messages.append("inferred harness: " + "; ".join(s.strip() for s in inferred_summary(harness)[1:]))
     if harness is None:
         messages.append(f"no harness: the correctness check did not run. {harness_error or ''}".strip())

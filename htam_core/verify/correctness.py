@@ -259,7 +259,8 @@ def trial_seeds(n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED) -> list[int]
 def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED,
                       atol: float | None = None, rtol: float | None = None, fp32_tol: float | None = None,
                       scales: Sequence[float] = DEFAULT_SCALES, arg_names: Sequence[str] | None = None,
-                      fp32_cap: float | None = None, poison_allocations: bool = True) -> CorrectnessResult:
+                      fp32_cap: float | None = None, poison_allocations: bool = True,
+                      against: str = "the reference") -> CorrectnessResult:
     """Run the candidate and the reference over ``n_seeds`` seeds and every input set; compare.
 
     The first input set runs ``n_seeds`` trials; every further set runs one trial (KernelBench
@@ -276,6 +277,8 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
         arg_names: names of the inputs, for messages.
         fp32_cap: upper bound of both tolerances of float32 outputs (strict re-verification: 1e-5).
         poison_allocations: run the candidate under :func:`poisoned_allocations`.
+        against: what the reference is, for the messages: ``"the reference"``, or ``"the starting kernel"``
+            under the oracle rule (no reference given: the kernel the candidate was derived from).
 
     Returns:
         A :class:`CorrectnessResult`.
@@ -305,8 +308,10 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
             kind, _ = classify_exception(exc)
             if kind == "cuda-fault":
                 raise
+            from htam_core.types.errors import exception_text
+
             return CorrectnessResult(False, "error", verified_on, worst,
-                                     messages + [f"{where}: {type(exc).__name__}: {exc}"[:2000]], ran, rules + ["raised"])
+                                     messages + [f"{where}: {exception_text(exc)}"[:2000]], ran, rules + ["raised"])
         ran += 1
         changed = mutated_inputs(inputs, snap)
         if changed:
@@ -329,7 +334,7 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
                 messages.append(f"{where}: the earlier trial(s) matched; {_CAUGHT_WHY[caught_by]}")
             break
     if ok_all:
-        messages.append(f"matched the reference on {ran} trial(s) ({n_seeds} seeds from base {base_seed}, "
+        messages.append(f"matched {against} on {ran} trial(s) ({n_seeds} seeds from base {base_seed}, "
                         f"{trial.input_sets} input set(s)) on {verified_on}")
     return CorrectnessResult(ok_all, "correct" if ok_all else "incorrect", verified_on, worst, messages, ran,
                              sorted(set(rules)))

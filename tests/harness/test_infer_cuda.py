@@ -233,7 +233,7 @@ def test_candidate_launch_configuration_is_read_from_its_main(tmp_path):
     """An inferred direct launch follows the candidate's retuned block size; the start keeps its own."""
     import dataclasses
 
-    from htam_core.harness.oracle import _relaunched
+    from htam_core.harness.runner import relaunched
 
     start = tmp_path / "start" / "cu_scale_argv.cu"
     start.parent.mkdir()
@@ -242,11 +242,11 @@ def test_candidate_launch_configuration_is_read_from_its_main(tmp_path):
     cand = tmp_path / "cand" / "cu_scale_argv.cu"
     cand.parent.mkdir()
     cand.write_text(start.read_text().replace("int threads = 128;", "int threads = 512;"))
-    moved = _relaunched(dataclasses.replace(h, path=str(cand)))
+    moved = relaunched(dataclasses.replace(h, path=str(cand)))
     assert (moved.grid, moved.block) == ("(2048, 1, 1)", "(512, 1, 1)")
-    assert (_relaunched(h).grid, _relaunched(h).block) == ("(8192, 1, 1)", "(128, 1, 1)")
+    assert (relaunched(h).grid, relaunched(h).block) == ("(8192, 1, 1)", "(128, 1, 1)")
     spec_like = dataclasses.replace(h, kind="spec", path=str(cand))
-    assert _relaunched(spec_like).block == "(128, 1, 1)"  # a grid from htam.toml is kept
+    assert relaunched(spec_like).block == "(128, 1, 1)"  # a grid from htam.toml is kept
 
 
 @pytest.mark.parametrize(("path", "kernel"), [(FIX / "corpus" / "sgemm_naive.cu", "sgemm_naive"),

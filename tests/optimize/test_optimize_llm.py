@@ -71,7 +71,7 @@ def test_good_reply_becomes_a_verified_candidate(vadd: Path, tmp_path: Path) -> 
     out = tmp_path / "out"
     check_report(out, start)
     # the verdict of the repair check is reused: the candidate is evaluated once
-    assert sorted(p.name for p in (out / "candidates").iterdir()) == ["00-start", f"01-{step.strategy}-try1"]
+    assert sorted(p.name for p in (out / "candidates").iterdir() if p.is_dir()) == ["00-start", f"01-{step.strategy}-try1"]
 
     # the request carries the chosen direction, the retrieved strategies and the transition hints
     kb = load_knowledge()

@@ -1,0 +1,80 @@
+"""``htam harness infer FILE [--kernel NAME] [--write] [--json]``: show or save the harness inferred from a file.
+
+Runs the file's ``__main__`` block (or a pytest test beside it) in a child process, records the calls of the
+kernel's launcher and prints the harness htam infers from them as a filled-in ``htam.toml`` table
+(:func:`htam_core.harness.infer_py.render_toml`), with where it came from. ``--write`` appends it to the
+``htam.toml`` beside the file (never over an existing table of the same kernel).
+
+Exit codes: 0 inferred (and written with ``--write``); 1 nothing could be inferred (the message names what is
+missing); 2 usage error (missing file, several kernels without ``--kernel``, a table already there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from htam_core.cli.errors import UsageError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``harness`` subcommand (``harness infer``)."""
+    p = subparsers.add_parser("harness", help="show or save the harness inferred from a kernel's file",
+                              description="Harness tools. `htam harness infer FILE` runs the file's __main__ block "
+                                          "or a test beside it in a child process and prints the inferred harness "
+                                          "as an htam.toml table.")
+    sub = p.add_subparsers(dest="harness_cmd", required=True)
+    inf = sub.add_parser("infer", help="infer the harness of a kernel from its file and print it as htam.toml",
+                         description="Infer how to call a kernel from its file's __main__ block or tests; print the "
+                                     "htam.toml table (exit 1 when nothing could be inferred).")
+    inf.add_argument("file", help="the kernel's .py file")
+    inf.add_argument("--kernel", metavar="NAME", help="the kernel (default: the file's only kernel)")
+    inf.add_argument("--write", action="store_true", help="append the table to the htam.toml beside the file")
+    inf.add_argument("--json", action="store_true", help="print the harness and the recording as JSON")
+    inf.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Infer, print (and with ``--write`` save) the harness. Returns 0, or 1 when none could be inferred.
+
+    Raises:
+        UsageError: the file is missing or not Python, the kernel is ambiguous or unknown, or ``htam.toml``
+            already has a table for it.
+    """
+    from pathlib import Path
+
+    from htam_core.harness.base import HarnessError
+    from htam_core.harness.infer_py import infer, render_toml, save_to_spec
+    from htam_core.source import SourceError, load
+
+    path = Path(args.file)
+    if not path.is_file() or path.suffix != ".py":
+        raise UsageError(f"{args.file}: pass an existing .py file holding a Triton kernel")
+    try:
+        model = load(str(path))
+    except SourceError as exc:
+        raise UsageError(str(exc)) from None
+    names = [k.name for k in model.kernels]
+    name = args.kernel or (names[0] if len(names) == 1 else None)
+    if name is None:
+        raise UsageError(f"{path.name} defines {len(names)} kernels ({', '.join(names) or 'none'}); pass --kernel NAME")
+    if name not in names:
+        raise UsageError(f"{path.name} has no kernel {name!r}; kernels there: {', '.join(names) or 'none'}")
+    inf = infer(path, name, model)
+    if args.json:
+        json.dump({"harness": inf.harness.to_json() if inf.harness else None, "reason": inf.reason,
+                   "recording": inf.recording}, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    if inf.harness is None:
+        print(f"no harness could be inferred for {name} from {path.name}: {inf.reason}", file=sys.stderr)
+        return 1
+    if not args.json:
+        print(render_toml(inf.harness), end="")
+    if args.write:
+        try:
+            spec = save_to_spec(inf.harness)
+        except HarnessError as exc:
+            raise UsageError(exc.message) from None
+        print(f"wrote [kernel.{name}] to {spec}", file=sys.stderr)
+    return 0

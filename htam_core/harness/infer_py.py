@@ -1,0 +1,645 @@
+"""Infer a harness for a Python/Triton kernel from the file itself: its ``__main__`` block or a pytest test.
+
+Discovery step 3 of :func:`htam_core.harness.find_harness` (after a KernelBench pair and ``htam.toml``):
+
+1. **The launcher** is the top-level function holding a launch site of the kernel (``kernel[grid](...)``,
+   from the source model).
+2. **Recording.** The file's ``__main__`` block runs in a child process (:mod:`htam_core.harness.record`,
+   with a timeout; ``TRITON_INTERPRET=1`` and ``cuda`` mapped to the CPU without a GPU); when it records no
+   call, a pytest test beside the file (``test_<stem>.py``, ``test_*.py``, ``tests/test_*.py`` naming the
+   file or the launcher) runs instead. Each launcher call records argument shapes, dtypes, strides,
+   devices and scalar values.
+3. **Inputs and sizes.** Tensor dimensions become size symbols (named after the launcher's own
+   ``M, N = x.shape`` where it has them); the largest recorded call is the timed input set, scaled up to a
+   GPU-sized problem (rank and ratios kept, reported as scaled) when it is small; the smallest recorded calls
+   are the interpreter sets.
+4. **Reference**, in order: an ``assert_close``/``allclose`` of the launcher's output against an expression
+   (rewritten over the launcher's parameters and checked on the recorded inputs); a function named
+   ``*_ref``, ``ref_*``, ``*_reference``, ``torch_*``, ``naive_*`` whose result matched; otherwise the
+   **oracle rule**: candidates are checked against the starting kernel (same inputs, seeds and guards).
+
+Recordings are cached by the content of the file and its tests (``<htam cache>/inferred/``), so profile,
+verify, optimize and the editor share one run. ``HTAM_INFER=0`` turns inference off.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from htam_core.harness.base import DTYPES, Harness, HarnessError, InputSpec
+
+#: Version of the recording format; part of the cache key.
+RECORD_VERSION = 1
+#: Largest tensor of the timed set, elements, after scaling a small recorded call up (16 Mi elements).
+GPU_TARGET_NUMEL = 1 << 24
+#: A recorded call whose largest tensor holds fewer elements than this is scaled up for the GPU.
+SCALE_BELOW_NUMEL = 1 << 22
+_LETTERS = ("M", "N", "K", "L", "P", "Q", "R", "S", "T", "U", "V", "W")
+
+
+@dataclass
+class Inference:
+    """What inference found for one kernel: a harness, or why there is none.
+
+    Attributes:
+        harness: the inferred harness, or ``None``.
+        reason: why none was inferred (names what is missing), ``""`` when one was.
+        recording: the child's raw result (calls, asserts, named references), for tests and ``--json``.
+    """
+
+    harness: Harness | None
+    reason: str = ""
+    recording: dict[str, Any] = field(default_factory=dict)
+
+
+def launcher_of(path: Path, kernel: str, model: Any = None) -> tuple[str, list[str]] | None:
+    """``(name, parameter names)`` of the top-level function that launches ``kernel``, or ``None``."""
+    from htam_core.harness.template import wrapper_function
+
+    if model is None:
+        try:
+            from htam_core.source import load
+
+            model = load(str(path))
+        except Exception:  # noqa: BLE001 - a file the source layer cannot read has no launcher
+            return None
+    try:
+        k = model.kernel(kernel)
+    except KeyError:
+        return None
+    return wrapper_function(model, k)
+
+
+def has_main_block(text: str) -> bool:
+    """The file has an ``if __name__ == "__main__":`` block."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test):
+            return True
+    return False
+
+
+def nearby_tests(path: Path, wrapper: str) -> list[Path]:
+    """Pytest files near ``path`` that name its module or its launcher: ``test_<stem>.py`` and
+    ``test_*.py`` beside it, ``tests/test_*.py`` beside it or one folder up."""
+    seen: list[Path] = []
+    for pattern_dir, pattern in ((path.parent, f"test_{path.stem}.py"), (path.parent, "test_*.py"),
+                                 (path.parent / "tests", "test_*.py"), (path.parent.parent / "tests", "test_*.py")):
+        if not pattern_dir.is_dir():
+            continue
+        for t in sorted(pattern_dir.glob(pattern)):
+            if t in seen or t.resolve() == path.resolve():
+                continue
+            try:
+                text = t.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if path.stem in text or wrapper in text:
+                seen.append(t)
+    return seen[:3]
+
+
+def _has_gpu() -> bool:
+    return shutil.which("nvidia-smi") is not None or os.environ.get("HTAM_INFER_GPU") == "1"
+
+
+def _cache_file(path: Path, wrapper: str, tests: list[Path]) -> Path | None:
+    try:
+        from htam_core.runtime.cache import cache_root
+
+        h = hashlib.sha256(f"v{RECORD_VERSION}:{wrapper}:{path.resolve()}".encode())
+        for f in [path, *tests]:
+            h.update(f.read_bytes())
+        return cache_root() / "inferred" / f"{h.hexdigest()[:32]}.json"
+    except Exception:  # noqa: BLE001 - no cache: record again
+        return None
+
+
+def record(path: Path, wrapper: str, mode: str = "main", test: Path | None = None, *,
+           timeout_s: float | None = None, budget_s: float = 20.0) -> dict[str, Any]:
+    """Run the recording child (:mod:`htam_core.harness.record`) and return its result.
+
+    Args:
+        path: the kernel file.
+        wrapper: the launcher's name.
+        mode: ``"main"`` (run the ``__main__`` block) or ``"pytest"`` (run ``test``).
+        test: the pytest file for ``mode == "pytest"``.
+        timeout_s: hard wall-clock limit of the child (default ``$HTAM_INFER_TIMEOUT`` or 120 s); the calls
+            recorded before it are kept.
+        budget_s: soft limit: the child stops at the first launcher call after it.
+
+    Returns:
+        ``{"calls", "asserts", "named_refs", "notes", "device_mapped", "error", "stopped", "signature"}``;
+        ``error`` says why the program failed (it may still have recorded calls).
+    """
+    timeout = timeout_s or float(os.environ.get("HTAM_INFER_TIMEOUT", "120"))
+    with tempfile.TemporaryDirectory(prefix="htam-record-") as tmp:
+        req = Path(tmp) / "request.json"
+        res = Path(tmp) / "result.json"
+        req.write_text(json.dumps({"path": str(path), "wrapper": wrapper, "mode": mode, "test": str(test or ""),
+                                   "result": str(res), "budget_s": budget_s}), encoding="utf-8")
+        env = dict(os.environ)
+        if not _has_gpu():
+            env["TRITON_INTERPRET"] = "1"
+        env.setdefault("MPLBACKEND", "Agg")
+        try:
+            proc = subprocess.run([sys.executable, "-m", "htam_core.harness.record", str(req)], cwd=str(path.parent),
+                                  env=env, capture_output=True, text=True, timeout=timeout)
+            tail = (proc.stderr or "").strip().splitlines()[-3:]
+        except subprocess.TimeoutExpired:
+            tail = [f"the run was stopped after {timeout:g} s (HTAM_INFER_TIMEOUT)"]
+        if not res.is_file():
+            return {"calls": [], "asserts": [], "named_refs": [], "notes": [], "error":
+                    "the recording process failed: " + (" ".join(tail) or "no output"), "stopped": None,
+                    "signature": [], "device_mapped": False}
+        out = json.loads(res.read_text(encoding="utf-8"))
+        if not out.get("error") and tail and any("Error" in t for t in tail) and not out.get("calls"):
+            out["error"] = " ".join(tail)[-300:]
+        return out
+
+
+# -- building the harness ----------------------------------------------------------------------------------
+def _shape_names(text: str, wrapper: str) -> dict[tuple[str, int], str]:
+    """``{(param, dim): name}`` from the launcher's ``M, N = x.shape`` and ``n = x.shape[0]``."""
+    out: dict[tuple[str, int], str] = {}
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return out
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == wrapper), None)
+    if fn is None:
+        return out
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        t, v = node.targets[0], node.value
+        if isinstance(t, ast.Tuple) and isinstance(v, ast.Attribute) and v.attr == "shape" \
+                and isinstance(v.value, ast.Name):
+            for d, e in enumerate(t.elts):
+                if isinstance(e, ast.Name) and e.id != "_":
+                    out.setdefault((v.value.id, d), e.id)
+        elif isinstance(t, ast.Name) and isinstance(v, ast.Subscript) and isinstance(v.value, ast.Attribute) \
+                and v.value.attr == "shape" and isinstance(v.value.value, ast.Name) \
+                and isinstance(v.slice, ast.Constant) and isinstance(v.slice.value, int) and v.slice.value >= 0:
+            out.setdefault((v.value.value.id, v.slice.value), t.id)
+    return out
+
+
+def _signature_key(call: dict[str, Any], names: list[str]) -> tuple:
+    key = []
+    for n in names:
+        d = call["params"].get(n)
+        key.append(((d or {}).get("kind"), (d or {}).get("dtype"), len((d or {}).get("shape") or []),
+                    (d or {}).get("type")))
+    return tuple(key)
+
+
+def _tensor_numel(call: dict[str, Any]) -> int:
+    return int(call.get("numel") or 0)
+
+
+def _max_tensor(call: dict[str, Any]) -> tuple[int, int]:
+    best = (0, 1)
+    for d in call["params"].values():
+        if d.get("kind") == "tensor":
+            n = math.prod(d["shape"]) if d["shape"] else 1
+            best = max(best, (n, max(1, len(d["shape"]))))
+    return best
+
+
+def _scaled(values: dict[str, int], shape_syms: set[str], call: dict[str, Any]) -> dict[str, int] | None:
+    numel, rank = _max_tensor(call)
+    if numel >= SCALE_BELOW_NUMEL or numel == 0:
+        return None
+    f = (GPU_TARGET_NUMEL / numel) ** (1.0 / rank)
+    out = dict(values)
+    for s in shape_syms:
+        v = int(values[s])
+        if v <= 1:
+            continue
+        q = 1 << min((v & -v).bit_length() - 1, 4)
+        out[s] = max(v, int(round(v * f / q)) * q)
+    return out if out != values else None
+
+
+def _round_up(v: float) -> float:
+    """``v`` rounded up to two significant digits (0.9987 -> 1.0, 14.2 -> 15.0): a readable ``rand`` bound."""
+    if v <= 0:
+        return 1.0
+    k = 1 - math.floor(math.log10(v))
+    return math.ceil(v * 10**k) / 10**k
+
+
+def _fmt(v: float | int) -> str:
+    return repr(v)
+
+
+def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str) -> Inference:
+    """Turn a recording into an inferred :class:`Harness` (see the module docstring), or say what is missing."""
+    sig = rec.get("signature") or []
+    calls = [c for c in rec.get("calls") or []]
+    err = rec.get("error")
+    if not calls:
+        why = f" (it failed: {err})" if err else ""
+        return Inference(None, f"{where} ran but called {wrapper}() 0 times{why}", rec)
+    positional = [p for p in sig if p["kind"] in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")]
+    passed = [i for i, p in enumerate(positional) if any(p["name"] in c["params"] for c in calls)]
+    kw_only = sorted({n for c in calls for n in c["params"] if n not in {p["name"] for p in positional}})
+    if kw_only:
+        return Inference(None, f"{wrapper}() was called with keyword-only or variadic arguments "
+                               f"({', '.join(kw_only)}), which a harness cannot pass in order", rec)
+    params = positional[:max(passed) + 1] if passed else []
+    names = [p["name"] for p in params]
+    # every call gets a value for every parameter: the default where it was not passed
+    for c in calls:
+        for p in params:
+            if p["name"] not in c["params"]:
+                if p["default"] is None:
+                    return Inference(None, f"{wrapper}() parameter {p['name']!r} has no recorded value", rec)
+                c["params"][p["name"]] = p["default"]
+    for p in params:
+        bad = [c["params"][p["name"]] for c in calls if c["params"][p["name"]].get("kind") in ("other", "none")]
+        if bad:
+            b = bad[0]
+            what = "None" if b["kind"] == "none" else f"a {b['type']} ({b.get('repr')})"
+            return Inference(None, f"{wrapper}() parameter {p['name']!r} was passed {what}; an inferred harness "
+                                   "passes tensors and numbers only: write an htam.toml for this kernel", rec)
+    notes: list[str] = []
+    # calls of the timed call's kinds/dtypes/ranks only
+    largest = max(calls, key=_tensor_numel)
+    key = _signature_key(largest, names)
+    kept = [c for c in calls if _signature_key(c, names) == key]
+    if len(kept) < len(calls):
+        notes.append(f"{len(calls) - len(kept)} recorded call(s) with other dtypes or ranks were left out")
+    # size symbols from the call with the most distinct dimensions
+    structure = max(kept, key=lambda c: (len({v for d in c["params"].values() if d.get("kind") == "tensor"
+                                              for v in d["shape"]}), _tensor_numel(c)))
+    src_names = _shape_names(path.read_text(encoding="utf-8", errors="replace"), wrapper)
+    sym_of_value: dict[int, str] = {}
+    dims: dict[str, list[int | str]] = {}
+    used: set[str] = set(names)
+    letters = iter(x for x in _LETTERS if x not in used)
+    for n in names:
+        d = structure["params"][n]
+        if d["kind"] != "tensor":
+            continue
+        spec: list[int | str] = []
+        for i, v in enumerate(d["shape"]):
+            if v == 1:
+                spec.append(1)
+                continue
+            nm = src_names.get((n, i))
+            if nm and nm not in names and (nm not in used or sym_of_value.get(v) == nm):
+                sym_of_value.setdefault(v, nm)
+                used.add(nm)
+                spec.append(nm)
+                continue
+            if v not in sym_of_value:
+                sym_of_value[v] = next(letters, f"D{len(sym_of_value)}")
+                used.add(sym_of_value[v])
+            spec.append(sym_of_value[v])
+        dims[n] = spec
+
+    def values_of(c: dict[str, Any]) -> dict[str, int] | None:
+        vals: dict[str, int] = {}
+        for n, spec in dims.items():
+            shape = c["params"][n]["shape"]
+            for s, v in zip(spec, shape, strict=True):
+                if isinstance(s, int):
+                    if v != s:
+                        return None
+                elif vals.setdefault(s, v) != v:
+                    return None
+        return vals
+
+    sets: list[tuple[dict[str, Any], dict[str, int | float]]] = []
+    for c in kept:
+        vals = values_of(c)
+        if vals is None:
+            notes.append(f"the call at line {c['line']} does not fit the shapes of the others: left out")
+            continue
+        sets.append((c, dict(vals)))
+    if sets:  # symbols equal in every recorded set are one symbol (K of a and K2 of b in a matmul)
+        merged: dict[str, str] = {}
+        order = list(dict.fromkeys(s for spec in dims.values() for s in spec if isinstance(s, str)))
+        for i, s1 in enumerate(order):
+            for s0 in order[:i]:
+                if s0 not in merged and all(sv[s0] == sv[s1] for _, sv in sets):
+                    merged[s1] = s0
+                    break
+        dims = {n: [merged.get(s, s) if isinstance(s, str) else s for s in spec] for n, spec in dims.items()}
+        for _, sv in sets:
+            for s in merged:
+                sv.pop(s, None)
+    shape_syms = {s for spec in dims.values() for s in spec if isinstance(s, str)}
+    inputs: list[InputSpec] = []
+    for n in names:
+        d = structure["params"][n]
+        if d["kind"] == "tensor":
+            dtype = d["dtype"]
+            if dtype not in DTYPES:
+                return Inference(None, f"{wrapper}() parameter {n!r} is a {dtype} tensor; an inferred harness "
+                                       f"supports {', '.join(DTYPES)}", rec)
+            lo = min((c["params"][n].get("min", 0.0) for c, _ in sets), default=0.0)
+            hi = max((c["params"][n].get("max", 1.0) for c, _ in sets), default=1.0)
+            if dtype == "bool":
+                inputs.append(InputSpec(n, dtype, dims[n], "randint", low=0, high=2))
+            elif dtype.startswith(("int", "uint")):
+                inputs.append(InputSpec(n, dtype, dims[n], "randint", low=int(lo), high=int(hi) + 1))
+            elif lo >= 0 and hi > lo:
+                inputs.append(InputSpec(n, dtype, dims[n], "rand", low=0, high=_round_up(float(hi))))
+            else:
+                inputs.append(InputSpec(n, dtype, dims[n], "randn"))
+            if not all(c["params"][n].get("contiguous", True) for c, _ in sets):
+                notes.append(f"{n} was not contiguous in a recorded call (strides {d['stride']}); the harness "
+                             "gives contiguous tensors")
+            continue
+        typ = d["type"]
+        dtype = {"bool": "bool", "int": "int32", "float": "float32"}[typ]
+        vals = [c["params"][n]["value"] for c, _ in sets]
+        sym = next((s for s in shape_syms if all(v == sv.get(s) for v, (_, sv) in zip(vals, sets, strict=True))),
+                   None) if typ == "int" else None
+        if sym is not None and len(set(vals)) > 1 or (sym is not None and vals and vals[0] > 1):
+            inputs.append(InputSpec(n, dtype, None, None, value=sym))
+        elif len(set(vals)) <= 1:
+            inputs.append(InputSpec(n, dtype, None, None, value=vals[0] if vals else d["value"]))
+        else:
+            for (_, sv), v in zip(sets, vals, strict=True):
+                sv[n] = v
+            inputs.append(InputSpec(n, dtype, None, None, value=n))
+    if not sets:
+        return Inference(None, f"the recorded calls of {wrapper}() do not share one shape pattern", rec)
+    # outputs: the return value, or the tensor arguments written in place
+    ran = [c for c, _ in sets if c.get("ran")]
+    if not ran:
+        return Inference(None, f"{wrapper}() was recorded but never ran to the end (the calls were too large to "
+                               "run here); add a smaller call to the __main__ block", rec)
+    outputs: list[str] = []
+    if all(c.get("returns_none") for c in ran):
+        outputs = [n for n in names if any(n in c.get("mutated", []) for c in ran)]
+        if not outputs:
+            return Inference(None, f"{wrapper}() returns nothing and wrote none of its tensor arguments", rec)
+        for i in inputs:
+            if i.name in outputs:
+                zero = all(c["params"][i.name].get("all_zero") for c in ran)
+                i.init = "zeros" if zero else "empty"
+    # sizes: the timed set (largest, scaled up when small), the interpreter sets (smallest)
+    by_size = sorted(sets, key=lambda cs: _tensor_numel(cs[0]))
+    uniq: list[tuple[dict[str, Any], dict[str, int | float]]] = []
+    for c, sv in by_size:
+        if sv not in [u[1] for u in uniq]:
+            uniq.append((c, sv))
+    big_c, big = uniq[-1]
+    timed = [big]
+    scaled = _scaled({k: int(v) for k, v in big.items()}, shape_syms, big_c)
+    if scaled is not None:
+        timed = [scaled, big]
+        shown = {s: f"{big[s]}->{scaled[s]}" for s in sorted(shape_syms) if big[s] != scaled[s]}
+        notes.append("timed set scaled up to a GPU-sized problem (rank and ratios kept): "
+                     + ", ".join(f"{k} {v}" for k, v in shown.items()))
+    ran_sets = [sv for c, sv in uniq if c.get("ran")]
+    interp = ran_sets[:2]
+    # reference
+    reference: str | None = None
+    ref_globals: str | None = None
+    ref_note = "oracle: the starting kernel"
+    atol = rtol = None
+    n_out = max((len(c.get("returns") or []) for c in ran), default=1) if not outputs else len(outputs)
+    by_call: dict[int, dict[int, dict[str, Any]]] = {}
+    rec_calls = rec.get("calls") or []
+    for a in rec.get("asserts") or []:
+        if a.get("expression") and 0 <= a["call"] < len(rec_calls) and rec_calls[a["call"]] in [c for c, _ in sets]:
+            by_call.setdefault(a["call"], {}).setdefault(a["output"], a)
+    full = next((v for v in by_call.values() if len(v) >= n_out), None)
+    if full:
+        parts = [full[j] for j in range(n_out)]
+        reference = parts[0]["expression"] if n_out == 1 else "(" + ", ".join(p["expression"] for p in parts) + ")"
+        needs = sorted({g for p in parts for g in p.get("needs_globals") or []})
+        if needs:
+            ref_globals = parts[0]["file"]
+        lines = ", ".join(str(p["line"]) for p in parts)
+        rel = Path(parts[0]["file"]).name
+        ref_note = f"reference: torch expression at line {lines} of {rel} ({parts[0]['assert']})"
+        tol = [p.get("atol") for p in parts if isinstance(p.get("atol"), int | float)]
+        atol = max(tol) if tol else None
+        tol = [p.get("rtol") for p in parts if isinstance(p.get("rtol"), int | float)]
+        rtol = max(tol) if tol else None
+    else:
+        partial = next(iter(by_call.values()), None)
+        if partial:
+            notes.append(f"the assert at line {next(iter(partial.values()))['line']} checks {len(partial)} of "
+                         f"{n_out} outputs: the starting kernel is the oracle for all of them")
+        for a in rec.get("asserts") or []:
+            if not a.get("expression") and a.get("why"):
+                notes.append(f"assert at line {a['line']} not used as the reference: {a['why']}")
+        named = next((r for r in rec.get("named_refs") or [] if r.get("ok")), None)
+        if named:
+            try:
+                rel = os.path.relpath(named["file"], path.parent)
+            except ValueError:
+                rel = Path(named["file"]).name
+            reference = f"{Path(rel).as_posix()}:{named['name']}"
+            ref_note = f"reference: {named['name']}() in {Path(named['file']).name} (found by name; it matched the " \
+                       "recorded output)"
+        for r in rec.get("named_refs") or []:
+            if not r.get("ok"):
+                notes.append(f"{r['name']}() not used as the reference: {r['why']}")
+    if rec.get("device_mapped"):
+        notes.append('device="cuda" in the file was mapped to the CPU for recording (no GPU here)')
+    if rec.get("stopped"):
+        notes.append(f"recording stopped: {rec['stopped']}")
+    if err:
+        notes.append(f"the program then failed: {err}")
+    source = f"inferred from {where} of {path.name}, {len(calls)} call{'s' if len(calls) != 1 else ''} recorded; " \
+             f"{ref_note}"
+    from htam_core.harness.pysource import read_py_facts
+
+    facts = read_py_facts(path.read_text(encoding="utf-8", errors="replace"))
+    language = "triton" if kernel.split(".")[-1] in facts.triton_kernels or facts.triton_kernels else (
+        "cuda-in-python" if facts.has_cuda_string or facts.uses_load_inline or facts.uses_cupy_raw else "python")
+    h = Harness(kind="inferred", path=str(path), kernel=kernel, language=language, source=source, launcher=wrapper,
+                inputs=inputs, sizes=timed, interpret_sizes=interp, outputs=outputs, reference=reference,
+                atol=atol, rtol=rtol, oracle_path=None if reference else str(path), ref_globals=ref_globals,
+                notes=notes)
+    return Inference(h, "", rec)
+
+
+def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache: bool = True) -> Inference:
+    """Infer a harness for ``kernel`` of the Python file ``path`` (see the module docstring).
+
+    Runs the file's own code in a child process (never in the caller). Never raises for a bad file: the
+    :attr:`Inference.reason` names what is missing (no launcher function, no ``__main__`` block or test
+    that calls it, an argument a harness cannot pass).
+    """
+    p = Path(path).resolve()
+    text = p.read_text(encoding="utf-8", errors="replace")
+    found = launcher_of(p, kernel, model)
+    if found is None:
+        return Inference(None, f"no function of {p.name} launches {kernel} (kernel[grid](...) inside a top-level "
+                               "function); put the launch in a function that takes the tensors")
+    wrapper = found[0]
+    tests = nearby_tests(p, wrapper)
+    sources: list[tuple[str, Path | None, str]] = []
+    if has_main_block(text):
+        sources.append(("main", None, "__main__"))
+    for t in tests:
+        try:
+            rel = t.relative_to(p.parent).as_posix()
+        except ValueError:
+            rel = t.name
+        sources.append(("pytest", t, f"pytest {rel}"))
+    if not sources:
+        return Inference(None, f"{p.name} has no __main__ block and no test_*.py beside it that calls "
+                               f"{wrapper}(): nothing shows how {wrapper}() is called")
+    cache = _cache_file(p, wrapper, tests) if use_cache else None
+    if cache is not None and cache.is_file():
+        try:
+            stored = json.loads(cache.read_text(encoding="utf-8"))
+            return build(p, kernel, wrapper, stored["recording"], stored["where"])
+        except (OSError, ValueError, KeyError):
+            pass
+    reasons: list[str] = []
+    for mode, test, where in sources:
+        rec = record(p, wrapper, mode, test)
+        inf = build(p, kernel, wrapper, rec, where)
+        if inf.harness is not None:
+            if cache is not None:
+                try:
+                    cache.parent.mkdir(parents=True, exist_ok=True)
+                    cache.write_text(json.dumps({"recording": rec, "where": where}), encoding="utf-8")
+                except OSError:
+                    pass
+            return inf
+        reasons.append(inf.reason)
+    return Inference(None, "; ".join(reasons))
+
+
+def infer_harness(path: str | os.PathLike, kernel: str, model: Any = None) -> Harness | None:
+    """The discovery step of :func:`htam_core.harness.find_harness`: the inferred harness, or ``None`` when
+    inference is off (``HTAM_INFER=0``) or the file is not Python.
+
+    Raises:
+        HarnessError: (``missing=True``) nothing could be inferred; the message names what is missing.
+    """
+    p = Path(path)
+    if p.suffix != ".py" or os.environ.get("HTAM_INFER") == "0":
+        return None
+    inf = infer(p, kernel, model)
+    if inf.harness is None:
+        raise HarnessError(f"no harness could be inferred from {p.name}: {inf.reason}", missing=True)
+    return inf.harness
+
+
+# -- htam.toml ---------------------------------------------------------------------------------------------
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return _fmt(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"no TOML form for {type(v).__name__}")
+
+
+def render_toml(h: Harness) -> str:
+    """The inferred harness ``h`` as a fully filled-in ``[kernel.<name>]`` table of ``htam.toml``.
+
+    Every key is written (launcher, inputs with shapes, dtypes and inits, sizes, interpret_sizes, outputs,
+    reference, tolerances), with comments saying where each came from, so the user can adjust it. Under the
+    oracle rule the table says ``oracle = true`` (candidates are checked against the starting kernel) and the
+    reference line is a comment to fill in.
+
+    Raises:
+        HarnessError: ``h`` is not a launcher harness (a KernelBench pair or a ``main()`` program).
+    """
+    if not h.launcher or h.kind not in ("inferred", "spec"):
+        raise HarnessError(f"{h.source or h.kernel}: only a launcher harness can be written to htam.toml "
+                           f"(this one is {h.kind!r})")
+    lines = [f"# {h.description()}"]
+    lines += [f"# note: {n}" for n in h.notes]
+    lines += [f"[kernel.{h.kernel}]", "version = 1", f"file = {json.dumps(Path(h.origin_path or h.path).name)}",
+              f"launcher = {json.dumps(h.launcher)}", "inputs = ["]
+    for i in h.inputs:
+        d: dict[str, Any] = {"name": i.name}
+        if i.is_scalar:
+            d.update(dtype=i.dtype, value=i.value)
+        else:
+            d.update(shape=i.shape, dtype=i.dtype, init=i.init)
+            if i.init in ("rand", "randint"):
+                d.update(low=i.low, high=i.high)
+        lines.append(f"  {_toml_value(d)},")
+    lines.append("]")
+    if h.outputs:
+        lines.append(f"outputs = {_toml_value(h.outputs)}")
+    lines.append(f"sizes = {_toml_value(h.sizes)}   # the first set is timed")
+    if h.interpret_sizes:
+        lines.append(f"interpret_sizes = {_toml_value(h.interpret_sizes)}   # for the Triton interpreter on a CPU")
+    if h.reference:
+        lines.append(f"reference = {json.dumps(h.reference)}")
+    else:
+        lines.append("oracle = true   # no reference was found: candidates are checked against the starting kernel")
+        lines.append('# reference = "<torch expression over the inputs>"   # a reference wins: write one, drop oracle')
+    if h.atol is not None:
+        lines.append(f"atol = {_fmt(h.atol)}")
+    if h.rtol is not None:
+        lines.append(f"rtol = {_fmt(h.rtol)}")
+    return "\n".join(lines) + "\n"
+
+
+def save_to_spec(h: Harness) -> Path:
+    """Append the inferred harness ``h`` (:func:`render_toml`) to the ``htam.toml`` beside its kernel file.
+
+    The engine side of the editor's code action *Save the inferred harness to htam.toml* and of
+    ``htam harness infer FILE --write``. The new file text is parsed (:mod:`tomllib` and the spec checks)
+    before anything is written, so a failure leaves the user's ``htam.toml`` as it was.
+
+    Returns:
+        The path of ``htam.toml``.
+
+    Raises:
+        HarnessError: ``htam.toml`` already has a ``[kernel.<name>]`` table for this kernel (edit it instead),
+            cannot be read or written, or the rendered table does not parse (a bug: the message says so).
+    """
+    import tomllib
+
+    from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+
+    original = Path(h.origin_path or h.path)
+    spec = original.parent / SPEC_FILENAME
+    old = ""
+    if spec.is_file():
+        existing = load_toml(spec)
+        if h.kernel in (existing.get("kernel") or {}):
+            raise HarnessError(f"{spec} already has a [kernel.{h.kernel}] table; edit it there (htam did not change "
+                               "the file)", path=str(spec))
+        old = spec.read_text(encoding="utf-8")
+    text = old + ("\n" if old and not old.endswith("\n\n") else "") + render_toml(h)
+    try:
+        table = tomllib.loads(text)["kernel"][h.kernel]
+        parse_kernel_table(table, kernel=h.kernel, spec_path=spec, file_path=original)
+    except (tomllib.TOMLDecodeError, KeyError, HarnessError) as e:
+        raise HarnessError(f"the inferred harness of {h.kernel} did not render to a valid htam.toml table ({e}); "
+                           "nothing was written", path=str(spec)) from e
+    try:
+        spec.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise HarnessError(f"cannot write {spec}: {e.strerror or e}", path=str(spec)) from e
+    return spec

@@ -1,0 +1,44 @@
+"""`htam harness infer FILE [--write]`: prints the inferred harness as htam.toml, writes it once, exits 1 with the
+reason when nothing can be inferred, 2 on bad usage."""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from htam_core.cli.main import main
+
+ZC = Path(__file__).resolve().parents[1] / "fixtures" / "zeroconf"
+
+
+@pytest.fixture(autouse=True)
+def _infer_on(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HTAM_INFER", "1")
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_infer_prints_and_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copy(ZC / "print_only.py", tmp_path / "print_only.py")
+    assert main(["harness", "infer", str(tmp_path / "print_only.py"), "--write"]) == 0
+    out = capsys.readouterr()
+    table = tomllib.loads(out.out)["kernel"]["square_kernel"]
+    assert table["launcher"] == "square" and table["oracle"] is True
+    assert "wrote [kernel.square_kernel]" in out.err
+    assert tomllib.loads((tmp_path / "htam.toml").read_text())["kernel"]["square_kernel"] == table
+    assert main(["harness", "infer", str(tmp_path / "print_only.py"), "--write"]) == 2  # a table is there now
+    assert "already has a [kernel.square_kernel] table" in capsys.readouterr().err
+
+
+def test_nothing_inferred_exits_1_with_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["harness", "infer", str(ZC / "direct_launch.py")]) == 1
+    err = capsys.readouterr().err
+    assert "no function of direct_launch.py launches neg_kernel" in err
+
+
+def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["harness", "infer", str(tmp_path / "nope.py")]) == 2
+    assert main(["harness", "infer", str(ZC / "gelu.py"), "--kernel", "nope"]) == 2
+    assert "has no kernel 'nope'" in capsys.readouterr().err
