@@ -400,7 +400,7 @@ class _Loop:
                     prefix = (prefix + [choice.strategy])[-PREFIX_LEN:]
                     if self._better(ev, best_ev):
                         best_text, best_ev = cand.code, ev
-                self._progress(n, None, self._speedup(start_ev, best_ev), f"candidate {n}: {rec.status}")
+                self._progress(n, None, self._speedup(start_ev, best_ev), f"candidate {n}: {_progress_status(rec)}")
         except (KeyboardInterrupt, LLMCancelledError):
             cancelled = True
         except GenerationError as exc:
@@ -575,3 +575,11 @@ def run_optimize(task: OptimizeTask, *, on_progress: Callable[[ProgressEvent], N
         return loop.run()
     finally:
         loop.store.close()
+
+
+def _progress_status(rec: StepRecord) -> str:
+    """A step's word in the progress line: its status, or "not measured" for a neutral step with no measured
+    speedup (static mode), which would otherwise read as "measured, no change"."""
+    if rec.status == "neutral" and rec.speedup is None:
+        return "not measured" + (" (verified correct)" if rec.correct else "")
+    return rec.status
