@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from htam_core.cli.errors import UsageError
 
@@ -79,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{cand.name}: htam verify checks .py, .cu and .cuh files")
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
+    _check_kernel_name(cand, args.kernel)
     harness, harness_error = None, None
     try:
         harness = resolve_harness(cand, harness_path=args.harness, reference=args.reference, kernel=args.kernel,
@@ -99,3 +101,23 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_verdict(out))
     return 0 if verdict.accepted else 1
+
+
+def _check_kernel_name(cand: Path, kernel: str | None) -> None:
+    """Refuse a ``--kernel`` that names no kernel of the file, with the same line as ``profile``/``suggest``
+    (before, an unknown kernel read as a missing harness). ``ModelNew`` (a KernelBench candidate) is a name too.
+
+    Raises:
+        UsageError: the file parses, holds kernels, and none answers to ``kernel``.
+    """
+    from htam_core.source import load
+
+    if kernel is None or kernel == "ModelNew":
+        return
+    try:
+        model = load(str(cand))
+    except Exception:  # noqa: BLE001 - a file that does not parse is judged by the verifier, which says why
+        return
+    if model.kernels and not any(k.answers_to(kernel) for k in model.kernels):
+        names = ", ".join(k.name for k in model.kernels)
+        raise UsageError(f"no kernel named {kernel!r} in {cand.name} (kernels: {names})")

@@ -258,7 +258,7 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
             resolved[p.name] = {"value": _fallback(p.name), "source": "fallback"}
             warnings.append(f"constexpr {p.name}: not a literal at the launch site and no default, autotune "
                             f"config or heuristic; compiled with {p.name}={resolved[p.name]['value']} (assumed; "
-                            f"pass --constexpr {p.name}=VALUE)")
+                            f"`htam profile --constexpr {p.name}=VALUE` sets it, or pass it as a literal at the launch site)")
     for opt in ("num_warps", "num_stages"):
         if options[opt] is None:
             options[opt] = _option_default(opt, first_cfg)

@@ -72,6 +72,25 @@ def utf16_length(text: str) -> int:
 _LONE_CR = re.compile(rb"\r(?!\n)")
 
 
+_BARE_LF = re.compile(r"(?<!\r)\n")
+
+
+def line_ending(text: str) -> str:
+    """The file's line ending: ``"\r\n"``, ``"\r"`` (classic Mac) or ``"\n"`` (the default, and the answer
+    for a file with none), by count of each."""
+    crlf = text.count("\r\n")
+    cr = text.count("\r") - crlf
+    lf = text.count("\n") - crlf
+    best = max((lf, "\n"), (crlf, "\r\n"), (cr, "\r"))
+    return best[1] if best[0] else "\n"
+
+
+def with_line_ending(inserted: str, ending: str) -> str:
+    """``inserted`` (text a transform or a model wrote with ``\n`` line ends) with every bare ``\n`` written as
+    ``ending`` (:func:`line_ending` of the file it goes into), so an edit never mixes line-ending styles."""
+    return inserted if ending == "\n" else _BARE_LF.sub(ending, inserted)
+
+
 def parse_bytes(data: bytes) -> bytes:
     """``data`` with every lone ``\\r`` (a classic-Mac line ending) replaced by ``\\n``.
 

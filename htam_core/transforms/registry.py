@@ -7,11 +7,13 @@ The HTAM knowledge base refers to transforms by id.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from typing import TypeVar
 
 from htam_core.source import parse_text
 from htam_core.source.model import Kernel, SourceModel
+from htam_core.source.positions import line_ending, with_line_ending
 from htam_core.transforms.base import Candidate, NotApplicable, Transform, apply_edits
 from htam_core.transforms.validate import check_syntax
 from htam_core.types.profile import Profile
@@ -147,7 +149,11 @@ def propose(
         return result
     good: list[Candidate] = []
     rejected: list[str] = []
+    ending = line_ending(model.text)
     for cand in result:
+        if ending != "\n":  # transforms write "\n": keep the file's own line endings (CRLF, classic-Mac CR)
+            cand.edits = [dataclasses.replace(e, new_text=with_line_ending(e.new_text, ending)) for e in cand.edits]
+            cand.new_text = apply_edits(model.text, cand.edits)
         why = validate(model, kernel, cand)
         if why is None:
             good.append(cand)

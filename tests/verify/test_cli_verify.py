@@ -89,3 +89,15 @@ def test_no_harness_but_statically_refused_is_exit_1(capsys, tmp_path):
     code, v = _run(capsys, str(hack), "--json")
     assert code == 1 and v["refused_by"] == ["timing-monkeypatch"] and v["verified_on"] is None
     assert any("no harness" in m for m in v["messages"])
+
+
+def test_unknown_kernel_is_named_not_a_missing_harness(tmp_path: Path, capsys) -> None:
+    """Regression (new-user trial): ``verify --kernel nope`` said "no harness for kernel 'nope'" with a template,
+    where profile/suggest say the kernel does not exist."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "corpus" / "sgemm_naive.cu"
+    cand = tmp_path / "sgemm_naive.cu"
+    shutil.copy(src, cand)
+    assert main(["verify", str(cand), "--kernel", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "no kernel named 'nope' in sgemm_naive.cu (kernels: sgemm_naive)" in err
+    assert "no harness" not in err and "Traceback" not in err

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from tree_sitter import Node, Tree
 
 from htam_core.source.parsing import GrammarName, captures, language, matches, new_parser, node_text, query
+from htam_core.source.positions import parse_bytes
 
 __all__ = [
     "GrammarName", "brace_dim3", "captures", "exact_node", "language", "matches", "node_text", "of_type", "parse",
@@ -21,8 +22,11 @@ __all__ = [
 
 
 def parse(src: bytes, grammar: GrammarName) -> Tree:
-    """Parse UTF-8 ``src`` with ``grammar`` (a fresh parser each call: parsers are not thread-safe)."""
-    return new_parser(grammar).parse(src)
+    """Parse UTF-8 ``src`` with ``grammar`` (a fresh parser each call: parsers are not thread-safe).
+
+    Lone ``\r`` line endings are parsed as ``\n`` (:func:`htam_core.source.positions.parse_bytes`: same
+    length, so offsets hold); texts are read from ``src`` itself, so an edit keeps the file's line endings."""
+    return new_parser(grammar).parse(parse_bytes(src))
 
 
 def text(node: Node | None, src: bytes) -> str:
