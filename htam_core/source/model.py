@@ -228,8 +228,10 @@ class Kernel:
 
     def to_json(self) -> dict[str, Any]:
         """The ``htam kernels --json`` object for this kernel (``qualified_name`` only when it is
-        not the name)."""
-        extra = {"qualified_name": self.qualified_name} if self.qualified_name not in (None, self.name) else {}
+        not the name; ``incomplete: true`` only for a half-typed definition)."""
+        extra: dict[str, Any] = {"qualified_name": self.qualified_name} if self.qualified_name not in (None, self.name) else {}
+        if self.incomplete:  # a half-typed definition: listed, but not profiled or transformed until it parses
+            extra["incomplete"] = True
         return {
             "name": self.name,
             "language": self.language,

@@ -122,3 +122,16 @@ def test_complete_cuda_kernel_of_a_half_typed_file_profiles(tmp_path, capsys, eo
         p = _static(path, kernel, capsys)
         assert p["kernel"] == kernel and p["mode"] == "static" and p["registers"] > 0
         assert any("half-typed kernel(s) half (lines 6-6)" in w for w in p["warnings"])
+
+
+def test_kernels_json_marks_the_half_typed_kernel(capsys):
+    """Regression (new-user trial): the text listing said "(incomplete)" but ``--json`` dropped it."""
+    import json
+
+    from htam_core.cli.main import main
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "corpus" / "broken_partial_kernels.cu"
+    assert main(["kernels", str(path), "--json"]) == 0
+    by_name = {k["name"]: k for k in json.loads(capsys.readouterr().out)}
+    assert by_name["row_l2_normalize"].get("incomplete") is True
+    assert "incomplete" not in by_name["scale_inplace"] and "incomplete" not in by_name["axpby"]
