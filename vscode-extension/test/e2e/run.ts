@@ -556,7 +556,9 @@ async function main(): Promise<void> {
     await toast.waitFor({ state: "visible", timeout: 30000 });
     await shot("08-auto-optimize-progress");
     let shotDone = false;
-    const changed = await until("auto-optimize to finish and change the Triton file on disk", optimizeTimeout, async () => {
+    // Without a GPU nothing is verified on a GPU and measured, so the server must NOT apply the best candidate:
+    // it says so in its final message and the file stays as it was. With a GPU, a measured win is one edit.
+    const outcome = await until("auto-optimize to finish (its final message, or an edit on disk)", optimizeTimeout, async () => {
       const texts = await p.locator(".notifications-toasts .notification-toast").allInnerTexts().catch(() => []);
       for (const t of texts.map((s) => s.replace(/\s+/g, " ").trim())) {
         if (/auto-optimizing/i.test(t) && !summary.progressSeen.includes(t)) {
@@ -577,11 +579,24 @@ async function main(): Promise<void> {
         throw new Abort(`error notification: ${errors.join(" | ").replace(/\s+/g, " ")}`);
       }
       const now = fs.readFileSync(tritonPath, "utf8");
-      return now !== tritonOriginal ? now : undefined;
+      if (now !== tritonOriginal) {
+        return { changed: now, message: "" };
+      }
+      const done = texts.map((s) => s.replace(/\s+/g, " ").trim()).find((t) => /auto-optimize of .*(not applied|applied as one edit|no better candidate)/i.test(t));
+      return done ? { changed: "", message: done } : undefined;
     }, 700);
     await sleep(1500);
     await shot("09-auto-optimize-done");
-    fs.writeFileSync(path.join(ARTIFACTS, "vector_add_small_block.after-optimize.py"), changed);
+    if (outcome.changed) {
+      fs.writeFileSync(path.join(ARTIFACTS, "vector_add_small_block.after-optimize.py"), outcome.changed);
+      if (!/applied as one edit/i.test((await p.locator(".notifications-toasts .notification-toast").allInnerTexts()).join(" "))) {
+        throw new Error("the file changed on disk without the server saying a measured candidate was applied");
+      }
+    } else if (/not applied/i.test(outcome.message)) {
+      if (fs.readFileSync(tritonPath, "utf8") !== tritonOriginal) {
+        throw new Error("the file changed although nothing was applied");
+      }
+    }
     if (summary.progressSeen.length === 0) {
       throw new Error("no progress notification text was seen");
     }
