@@ -4,9 +4,9 @@ against expectations written by reading each kernel."""
 from __future__ import annotations
 
 import sympy
-from conftest import facts_of, facts_of_text
 
 from htam_core.source.analysis import sym
+from tests.source.analysis.conftest import CORPUS, facts_of, facts_of_text
 
 tx, ty = sym("threadIdx.x"), sym("threadIdx.y")
 bx, by = sym("blockIdx.x"), sym("blockIdx.y")
@@ -191,7 +191,6 @@ void run(float* p) { k<<<1, 32>>>(p, 1); }
 
 
 def test_facts_lead_to_nodes_to_edit():
-    from conftest import CORPUS
 
     from htam_core.source.api import load
     from htam_core.transforms._cuda import load_unit

@@ -4,9 +4,9 @@ corpus kernel, against expectations written by reading each kernel."""
 from __future__ import annotations
 
 import sympy
-from conftest import facts_of, facts_of_text
 
 from htam_core.source.analysis import sym
+from tests.source.analysis.conftest import facts_of, facts_of_text
 
 
 def _axes(f):
