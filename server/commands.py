@@ -174,11 +174,11 @@ async def auto_optimize(ls, args: tuple) -> dict[str, Any]:
             raise CommandError(f"budget must be an integer from 1 to 64, got {budget!r}")
     except CommandError as exc:
         return _fail(ls, exc)
-    try:
-        from htam_core.optimize import OptimizeTask, run_optimize
-    except ImportError as exc:
-        return _fail(ls, CommandError(f"auto-optimize is not available in this installation "
-                                      f"(htam_core.optimize.run_optimize is missing: {exc})"))
+    from htam_core.optimize import (  # deferred: the optimize stack is heavy to import
+        OptimizeTask,
+        run_optimize,
+    )
+
     await ls.ensure_ready()
     kernel = kernels[0]
     key = (od.uri, kernel.name)

@@ -171,10 +171,8 @@ def run_in_process(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: Exec
 
 
 def _dask() -> Any:
-    try:
-        import distributed
-    except ImportError:
-        raise ExecutorError("--executor dask needs Dask distributed: pip install 'dask[distributed]'") from None
+    import distributed  # deferred: Dask is heavy to import and only this executor needs it
+
     return distributed
 
 
@@ -217,7 +215,7 @@ def run_on_dask(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: Executo
     worker of an external cluster has the resource), so one task holds one GPU.
 
     Raises:
-        ExecutorError: Dask is not installed, or the scheduler cannot be reached (the message has the address).
+        ExecutorError: the scheduler cannot be reached (the message has the address).
     """
     distributed = _dask()
     if not tasks:

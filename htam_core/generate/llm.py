@@ -29,13 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx2 as _http  # the HTTP library under the openai 3.x client
 import openai
 from openai.types.chat import ChatCompletion
-
-try:  # the HTTP library under the openai client: httpx2 for openai 3.x, httpx before
-    import httpx2 as _http
-except ImportError:  # pragma: no cover - depends on the installed openai
-    import httpx as _http  # type: ignore[no-redef]
 
 from htam_core.generate.config import LLMConfig, redact
 from htam_core.generate.errors import (

@@ -321,24 +321,17 @@ def _patch_asserts(rec: _Recorder) -> None:
     wrap(torch.testing, "assert_close")
     wrap(torch.testing, "assert_allclose")
     wrap(torch, "allclose")
-    try:
-        import numpy.testing
+    import numpy.testing
+    import triton.testing
 
-        wrap(numpy.testing, "assert_allclose")
-        wrap(numpy.testing, "assert_array_almost_equal")
-    except ImportError:
-        pass
-    try:
-        import triton.testing
+    wrap(numpy.testing, "assert_allclose")
+    wrap(numpy.testing, "assert_array_almost_equal")
+    wrap(triton.testing, "assert_close")
 
-        wrap(triton.testing, "assert_close")
-
-        def once(fn: Any, *a: Any, **kw: Any) -> float:
-            fn()
-            return 0.0
-        triton.testing.do_bench = once
-    except ImportError:
-        pass
+    def once(fn: Any, *a: Any, **kw: Any) -> float:
+        fn()
+        return 0.0
+    triton.testing.do_bench = once
 
 
 def cpu_triton_driver() -> None:

@@ -143,12 +143,9 @@ def _namespace(extra: dict[str, Any]) -> dict[str, Any]:
     import torch.nn.functional as F  # noqa: N812 - the conventional name in reference expressions
 
     ns: dict[str, Any] = {"__builtins__": _SAFE_BUILTINS, "torch": torch, "F": F, "math": math, "cdiv": cdiv}
-    try:
-        import triton
+    import triton
 
-        ns["triton"] = triton
-    except ImportError:
-        pass
+    ns["triton"] = triton
     ns.update(extra)
     return ns
 

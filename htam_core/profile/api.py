@@ -39,10 +39,8 @@ def gpu_available() -> bool:
     """
     if shutil.which("nvidia-smi") is None:
         return False
-    try:
-        import torch
-    except ImportError:
-        return False
+    import torch
+
     try:
         return bool(torch.cuda.is_available())
     except Exception:  # noqa: BLE001 - a broken driver means no GPU
