@@ -4,7 +4,8 @@
 #
 #   GPUTESTS_ARGS / GPUTESTS_K  test paths and -k expression of the gputests stage
 #   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks, timing (bench/timing_agreement.py),
-#             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py)   (default: gputests,demo,bench)
+#             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py),
+#             executors (the suite subset under --executor local and dask, compared)   (default: gputests,demo,bench)
 #   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
 #   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else bench/data_paths.py's)
 #   plus every HTAM_BENCH_* / HTAM_KB_* variable of bench/run_gpu_bench.sh.
@@ -64,6 +65,16 @@ for s in "${want[@]}"; do
     timing) stage timing "${TIMING_S:-240}" "$PY" bench/timing_agreement.py --out "$RUN/timing" ;;
     zeroconf) stage zeroconf "${ZEROCONF_S:-150}" "$PY" bench/bench_zeroconf.py --out "$RUN/zeroconf" ;;
     lspgpu) stage lspgpu "${LSPGPU_S:-120}" "$PY" bench/bench_lsp_gpu.py --out "$RUN/lspgpu" ;;
+    executors) EXK="${EXEC_KERNELS:-vadd_kernel,transpose_naive,sgemm_naive,block_sum_interleaved,row_sum_serial,layernorm_thread_per_row}"
+               for ex in local dask; do
+                 stage "exec-$ex" "${EXEC_S:-150}" "${HTAM[@]}" bench suite --suite bench/suite --policies htam \
+                   --kernels "$EXK" --budget "${EXEC_BUDGET:-3}" --trials 20 --executor "$ex" --fresh \
+                   --out "$RUN/exec-$ex" --work "$RUN/exec-$ex/work"
+               done
+               "$PY" bench/compare_executors.py "$RUN"/exec-local/*-suite.json "$RUN"/exec-dask/*-suite.json \
+                 --out "$RUN/executors" --header "Device: $(head -1 "$RUN/device.txt")" \
+                 --header "Date: $(date -u +%Y-%m-%d)" --header "Command: STAGES=executors bash bench/gpu_session.sh" \
+                 > "$RUN/executors.log" 2>&1; tail -3 "$RUN/executors.log" ;;
     *) log "unknown stage $s" ;;
   esac
 done
