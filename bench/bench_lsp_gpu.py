@@ -201,28 +201,30 @@ async def _start(workdir: Path, static: bool, log: Path, init_s: float) -> tuple
         client.initialized(types.InitializedParams())
         await _bounded(ready.wait(), "ready", init_s)
     except Phase:
-        await _stop(client, pid, [])
+        await _stop(client, pid, [], graceful=False)  # it does not answer: no shutdown request to wait for
         raise
     return client, pid
 
 
-async def _stop(client: LanguageClient, pid: int, workers: list[int]) -> dict[str, Any]:
-    """Shut the server down (bounded), then kill it and every process it started that is still alive.
+async def _stop(client: LanguageClient, pid: int, workers: list[int], graceful: bool = True) -> dict[str, Any]:
+    """Shut the server down (bounded; skipped when not ``graceful``), then kill it and every process it started
+    that is still alive.
 
     Returns:
         ``{"shutdown": "clean"|"timeout"|"error: ...", "killed": [pids left alive and killed]}``.
     """
     workers = sorted(set(workers) | set(_descendants(pid)))
-    how = "clean"
+    how = "clean" if graceful else "killed (not answering)"
     try:
-        await asyncio.wait_for(client.shutdown_async(None), 10)
-        client.exit(None)
+        if graceful:
+            await asyncio.wait_for(client.shutdown_async(None), 10)
+            client.exit(None)
     except TimeoutError:
         how = "timeout"
     except Exception as exc:  # noqa: BLE001 - a dead server: kill what is left
         how = f"error: {type(exc).__name__}"
     proc = client._server
-    if proc is not None:
+    if proc is not None and graceful:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 10)
     if any(_alive(p) for p in [pid, *workers]):
