@@ -25,8 +25,10 @@ timeout row (and the tail of that server's stderr log, kept under ``server-logs/
 each repeat the server is shut down (bounded), and the server and every process it started (its workers run in
 their own sessions, so they outlive a killed server: an earlier version of this script could leave a worker
 holding the GPU between repeats) are killed if still alive. Each repeat's row is appended to ``rows.jsonl``
-as it finishes and a progress line per phase is printed (flushed). ``--max-seconds`` (140 s) is the total
-budget: no repeat starts after it, and the summary of what was measured is written; the exit code is 0.
+as it finishes and a progress line per phase is printed (flushed). ``--max-seconds`` (120 s) is the total
+budget: no phase runs past it, no repeat starts after it, and the summary of what was measured is
+written; the exit code is 0. The last server's shutdown adds at most about 25 s (bounded waits), so the
+defaults end within 150 s.
 
 Run: ``python bench/bench_lsp_gpu.py --out bench/results/lsp-first-profile-<machine>-<date> [--repeats 3]``
 (the GPU part runs when ``nvidia-smi`` finds a GPU; ``--cpu`` forces the CPU part). Writes ``result.json``,
@@ -264,20 +266,25 @@ def _tail(path: Path, n: int = 8) -> list[str]:
 
 
 async def one_repeat(file: str, kernel: str, lang: str, gpu: bool, poll_s: float, timeout_s: float,
-                     init_s: float, log_dir: Path, tag: str, say: Any) -> dict:
+                     init_s: float, log_dir: Path, tag: str, say: Any, deadline: float = float("inf")) -> dict:
     """One fresh server: didOpen -> first and final profile; on a GPU also a warm ``htam.profile``.
 
     Every phase is bounded (``initialize``/``ready`` by ``init_s``, the others by ``timeout_s``); a phase that
-    does not finish ends the repeat with ``"timeout": PHASE`` in the row instead of hanging. The server and
-    every process it started are stopped (killed when they do not exit) before this returns.
+    does not finish ends the repeat with ``"timeout": PHASE`` in the row instead of hanging; no phase runs past
+    ``deadline`` (a ``time.perf_counter()`` value). The server and every process it started are stopped
+    (killed when they do not exit) before this returns.
     """
+
+    def lim(cap: float) -> float:
+        return max(0.1, min(cap, deadline - time.perf_counter()))
+
     out: dict[str, Any] = {"kernel": f"{file}:{kernel}", "repeat": tag, "timeout": None, "error": None}
     log = log_dir / f"server-{tag}.log"
     t_rep = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="htam-bench-fp-") as tmp:
         try:
             say(f"{tag}: starting the server")
-            client, pid = await _start(Path(tmp), not gpu, log, init_s)
+            client, pid = await _start(Path(tmp), not gpu, log, lim(init_s))
         except Phase as exc:
             out.update(timeout=exc.phase, error=str(exc), server_log_tail=_tail(log))
             return out
@@ -293,14 +300,15 @@ async def one_repeat(file: str, kernel: str, lang: str, gpu: bool, poll_s: float
             say(f"{tag}: ready after {out['start_s']:.1f} s; didOpen")
             client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
                 uri=uri, language_id=lang, version=1, text=text)))
-            first, md1 = await _poll(client, ident, pos, gpu, t0, poll_s, timeout_s, {"first", "final", "static",
-                                                                                      "failed"})
+            first, md1 = await _poll(client, ident, pos, gpu, t0, poll_s, lim(timeout_s),
+                                     {"first", "final", "static", "failed"})
             out.update(first_profile_s=first, first_hover_head=_head(md1))
             say(f"{tag}: first profile {'timeout' if first is None else f'{first:.2f} s'}")
             if first is None:
                 out["timeout"] = "first_profile"
                 return out
-            final, md2 = await _poll(client, ident, pos, gpu, t0, poll_s, timeout_s, {"final", "static", "failed"})
+            final, md2 = await _poll(client, ident, pos, gpu, t0, poll_s, time.perf_counter() - t0 + lim(timeout_s),
+                                     {"final", "static", "failed"})
             out.update(final_stage_s=final, final_hover_head=_head(md2))
             say(f"{tag}: final stage {'timeout' if final is None else f'{final:.2f} s'}")
             if final is None:
@@ -310,11 +318,13 @@ async def one_repeat(file: str, kernel: str, lang: str, gpu: bool, poll_s: float
                 workers = _descendants(pid)
                 t1 = time.perf_counter()
                 res = await _bounded(client.workspace_execute_command_async(types.ExecuteCommandParams(
-                    command="htam.profile", arguments=[{"uri": uri, "kernel": kernel}])), "warm_profile", timeout_s)
+                    command="htam.profile", arguments=[{"uri": uri, "kernel": kernel}])), "warm_profile",
+                    lim(timeout_s))
                 out["warm_profile_s"] = time.perf_counter() - t1
                 out["warm_profile_reply"] = res.get("profiles") if isinstance(res, dict) else str(res)
                 say(f"{tag}: warm htam.profile {out['warm_profile_s']:.2f} s")
-                out["warm_final_s"], _ = await _poll(client, ident, pos, gpu, t1, poll_s, timeout_s,
+                out["warm_final_s"], _ = await _poll(client, ident, pos, gpu, t1, poll_s,
+                                                     time.perf_counter() - t1 + lim(timeout_s),
                                                      {"final", "static", "failed"})
                 if out["warm_final_s"] is None:
                     out["timeout"] = "warm_final"
@@ -421,9 +431,8 @@ async def run(repeats: int, cpu: bool, poll_s: float, timeout_s: float, init_s: 
                 stopped = f"stopped by --max-seconds {max_s:g} before repeat {i + 1} of {file}"
                 break
             tag = f"{Path(file).stem}-{i + 1}"
-            budget = left()
-            row = await one_repeat(file, kernel, lang, gpu is not None, poll_s, min(timeout_s, budget),
-                                   min(init_s, budget), log_dir, tag, say)
+            row = await one_repeat(file, kernel, lang, gpu is not None, poll_s, timeout_s, init_s, log_dir, tag,
+                                   say, deadline=t_start + max_s)
             rows.append(row)
             with rows_path.open("a") as f:
                 f.write(json.dumps(row) + "\n")
@@ -449,7 +458,7 @@ def main() -> int:
     ap.add_argument("--poll-ms", type=float, default=20.0)
     ap.add_argument("--timeout-s", type=float, default=45.0, help="limit of each phase after the server is ready")
     ap.add_argument("--init-timeout-s", type=float, default=60.0, help="limit of initialize and of ready")
-    ap.add_argument("--max-seconds", type=float, default=140.0,
+    ap.add_argument("--max-seconds", type=float, default=120.0,
                     help="total budget: no repeat starts after it, and the summary of what was measured is written")
     a = ap.parse_args()
     out = Path(a.out)
