@@ -436,6 +436,9 @@ class _Loop:
         best_path = self.evaluator.write(best_text, "_best-retime")
         try:
             comp, why = self.evaluator.compare(self.start_text, best_path, fresh=True)
+        except KeyboardInterrupt:
+            return not_measured("cancelled during the re-timing, so the speedup is not confirmed", self.steps,
+                                reported)
         except Exception as exc:  # noqa: BLE001 - the worker could not start: the speedup stays unconfirmed
             comp, why = None, f"the fresh worker could not start: {_brief(str(exc))}"
         rep = judge_reproduction(reported, comp, why, self.steps)
