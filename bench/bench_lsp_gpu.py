@@ -25,10 +25,10 @@ timeout row (and the tail of that server's stderr log, kept under ``server-logs/
 each repeat the server is shut down (bounded), and the server and every process it started (its workers run in
 their own sessions, so they outlive a killed server: an earlier version of this script could leave a worker
 holding the GPU between repeats) are killed if still alive. Each repeat's row is appended to ``rows.jsonl``
-as it finishes and a progress line per phase is printed (flushed). ``--max-seconds`` (120 s) is the total
+as it finishes and a progress line per phase is printed (flushed). ``--max-seconds`` (100 s) is the total
 budget: no phase runs past it, no repeat starts after it, and the summary of what was measured is
 written; the exit code is 0. The last server's shutdown adds at most about 25 s (bounded waits), so the
-defaults end within 150 s.
+defaults end within about 125 s (the stage limit of bench/gpu_session.sh is 120 s by default: give it LSPGPU_S=150).
 
 Run: ``python bench/bench_lsp_gpu.py --out bench/results/lsp-first-profile-<machine>-<date> [--repeats 3]``
 (the GPU part runs when ``nvidia-smi`` finds a GPU; ``--cpu`` forces the CPU part). Writes ``result.json``,
@@ -458,7 +458,7 @@ def main() -> int:
     ap.add_argument("--poll-ms", type=float, default=20.0)
     ap.add_argument("--timeout-s", type=float, default=45.0, help="limit of each phase after the server is ready")
     ap.add_argument("--init-timeout-s", type=float, default=60.0, help="limit of initialize and of ready")
-    ap.add_argument("--max-seconds", type=float, default=120.0,
+    ap.add_argument("--max-seconds", type=float, default=100.0,
                     help="total budget: no repeat starts after it, and the summary of what was measured is written")
     a = ap.parse_args()
     out = Path(a.out)
