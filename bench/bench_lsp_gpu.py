@@ -463,7 +463,15 @@ def main() -> int:
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    res = asyncio.run(run(a.repeats, a.cpu, a.poll_ms / 1000.0, a.timeout_s, a.init_timeout_s, a.max_seconds, out))
+    try:
+        res = asyncio.run(run(a.repeats, a.cpu, a.poll_ms / 1000.0, a.timeout_s, a.init_timeout_s, a.max_seconds,
+                              out))
+    except KeyboardInterrupt:  # a stage limit's SIGINT: kill what this run started, keep the rows written so far
+        killed = _kill_tree(_descendants(os.getpid()))
+        rows = [json.loads(ln) for ln in (out / "rows.jsonl").read_text().splitlines() if ln.strip()] \
+            if (out / "rows.jsonl").is_file() else []
+        res = summarize(rows, None if a.cpu else gpu_name(), a.repeats)
+        res["stopped"] = f"interrupted (SIGINT) after {len(rows)} rows; killed {len(killed)} leftover process(es)"
     res.update({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 "machine": f"{platform.node()} ({platform.machine()}, {os.cpu_count()} CPUs, "
                            f"load {os.getloadavg()[0]:.1f})",

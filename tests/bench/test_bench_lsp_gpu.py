@@ -40,3 +40,37 @@ def test_the_budget_stops_before_a_repeat_and_writes_the_summary(tmp_path: Path)
     assert res["stopped"].startswith("stopped by --max-seconds 1") and res["kernels"] == {}
     assert (tmp_path / "rows.jsonl").read_text() == "" and "Cut short" in (tmp_path / "result.md").read_text()
     assert os.path.isdir(tmp_path / "server-logs")
+
+
+def _ours(tmp_path: Path) -> list[int]:
+    """Live servers of the run in ``tmp_path`` (a server's argv holds its log path under server-logs/)."""
+    out = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            if str(tmp_path / "server-logs").encode() in (d / "cmdline").read_bytes() and \
+                    (d / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                out.append(int(d.name))
+        except OSError:
+            continue
+    return out
+
+
+def test_sigint_writes_the_summary_and_leaves_no_server(tmp_path: Path) -> None:
+    """A stage limit sends SIGINT: the script kills the servers it started and writes what it has."""
+    import signal
+    import time
+
+    p = subprocess.Popen([sys.executable, str(SCRIPT), "--cpu", "--out", str(tmp_path), "--repeats", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    while not _ours(tmp_path) and time.time() - t0 < 60:  # until the server runs
+        time.sleep(0.1)
+    assert _ours(tmp_path), "the server did not start"
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err[-2000:]
+    res = json.loads((tmp_path / "result.json").read_text())
+    assert res["stopped"].startswith("interrupted (SIGINT)")
+    time.sleep(0.5)
+    assert _ours(tmp_path) == []
