@@ -22,6 +22,21 @@ of 5 µs or more), and the run-to-run spread of the timer, ``(max - min) / media
 (target: median over kernels <= 1 %). Writes ``timing_agreement.json`` and ``timing_agreement.md`` (device,
 date, command) into ``--out``. Without a GPU it says so and exits 0.
 
+Diagnostic (``--diagnose auto``, before the runs): the kernels that missed the target on the H200 (a CuPy saxpy
+at 1M and 64M elements and a ``.cu`` vector add, all the same in-place CUDA kernel, the timer 4-7 % below
+CUPTI) and two controls (the same kernel out of place, a Triton vector add), timed every way: graph replay with
+the flush outside and inside the graph and without a flush, eager events, ``do_bench``,
+``do_bench_cudagraph``, CUPTI back to back, CUPTI with a host sync per call, CUPTI warm, and the timer's own
+trials while the profiler records with CUPTI's time of those trials (see :func:`diagnose_one`). In the v2
+table the ``prof`` column of exactly those kernels was +5 to +6 %: attaching the profiler slows the kernel
+itself, and the timer's events under the profiler, minus the overhead, match CUPTI within 1 % (64M saxpy
+0.2505 vs 0.2517 ms, ``.cu`` vector add 0.0656 vs 0.0652 ms), while the timer without the profiler matches
+``do_bench_cudagraph`` (0.2357 vs 0.2361 ms). So CUPTI there times a kernel slowed by the profiler; the
+``same trials`` column compares like with like. The diagnostic settles it in one GPU run.
+
+Budget: ``--max-seconds`` (200): no kernel run starts that would end past it; the table is written after every
+kernel, so a stopped run keeps what it measured.
+
 Usage: ``PYTHONPATH=. python3 bench/timing_agreement.py --out bench/results/timing-agreement``
 """
 
@@ -54,6 +69,11 @@ CUDA_SRC = r"""
 extern "C" __global__ void saxpy(const float* __restrict__ x, float* __restrict__ y, float a, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * x[i] + y[i];
+}
+extern "C" __global__ void saxpy_out(const float* __restrict__ x, const float* __restrict__ y,
+                                     float* __restrict__ z, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) z[i] = a * x[i] + y[i];
 }
 extern "C" __global__ void transpose_naive(const float* __restrict__ in, float* __restrict__ out, int n) {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -216,6 +236,11 @@ def kernels(tmp: Path) -> list[dict[str, Any]]:
         add(f"cuda saxpy {n} fp32 (cupy)", "cuda", "cupy", False,
             cupy_launch(saxpy, (cdiv(n, 256),), (256,), (cupy.asarray(x), cupy.asarray(y), np.float32(0.5),
                                                          np.int32(n))))
+    n = 1 << 26  # diagnostic only (DIAGNOSTIC_ONLY): the same kernel out of place, a control for the in-place one
+    x, y, z = torch.randn(n, device=dev), torch.randn(n, device=dev), torch.empty(n, device=dev)
+    add(f"cuda saxpy out-of-place {n} fp32 (cupy)", "cuda", "cupy", False,
+        cupy_launch(mod.get_function("saxpy_out"), (cdiv(n, 256),), (256,),
+                    (cupy.asarray(x), cupy.asarray(y), cupy.asarray(z), np.float32(0.5), np.int32(n))))
     n = 8192
     t_in, t_out = torch.randn(n, n, device=dev), torch.empty(n, n, device=dev)
     add(f"cuda naive transpose {n}x{n} fp32 (cupy)", "cuda", "cupy", False,
@@ -297,14 +322,19 @@ def probe() -> dict[str, Any]:
     return out
 
 
-def _under_profiler(lt: Any, n: int) -> tuple[float, float]:
-    """Raw event medians of ``lt`` without and with ``torch.profiler`` recording CUDA activity."""
-    from torch.profiler import ProfilerActivity, profile
+def _under_profiler(lt: Any, n: int) -> tuple[float, float, float | None]:
+    """Raw event medians of ``lt`` without and with ``torch.profiler`` recording CUDA activity, and CUPTI's median
+    per-trial device time of the *same* trials recorded with the profiler (``None`` when they do not split into
+    trials): the like-for-like comparison, since attaching the profiler can itself slow a kernel down."""
+    from htam_core.measure import cupti
+    from htam_core.measure.timer import _flush_ops
 
     plain = statistics.median(lt.sample(n, raw=True))
-    with profile(activities=[ProfilerActivity.CUDA]):
-        prof = statistics.median(lt.sample(n, raw=True))
-    return plain, prof
+    nf = _flush_ops() if lt.flush else 0
+    box: list[float] = []
+    ops = cupti.device_ops([lambda: box.extend(lt.sample(n, raw=True))])
+    per = cupti.per_call_ms(ops, n, nf)
+    return plain, statistics.median(box), (statistics.median(per) if per else None)
 
 
 def one_run(k: dict[str, Any], first: bool = False) -> dict[str, Any]:
@@ -321,7 +351,8 @@ def one_run(k: dict[str, Any], first: bool = False) -> dict[str, Any]:
     if first:
         lt = LauncherTimer(k["fn"], launcher_kind=k["launcher"], use_cupti=False)
         try:
-            row["raw_plain_ms"], row["raw_under_profiler_ms"] = _under_profiler(lt, max(5, min(t.trials, 30)))
+            row["raw_plain_ms"], row["raw_under_profiler_ms"], row["cupti_same_trials_ms"] = _under_profiler(
+                lt, max(5, min(t.trials, 30)))
         finally:
             lt.close()
     if t.method == "cuda-graph":  # the same graph with the events recorded around the replay, for comparison
@@ -358,10 +389,174 @@ def summarize(name: str, meta: dict[str, Any], runs: list[dict[str, Any]]) -> di
             "timer_vs_cupti": rel, "timer_raw_ms": raw, "event_overhead_ms": med("event_overhead_ms"),
             "raw_vs_cupti": (raw / cupti_ms - 1.0) if raw and cupti_ms else None,
             "raw_plain_ms": med("raw_plain_ms"), "raw_under_profiler_ms": med("raw_under_profiler_ms"),
+            "cupti_same_trials_ms": med("cupti_same_trials_ms"),
+            "same_trials_vs_cupti": _same_rel(med("raw_under_profiler_ms"), med("event_overhead_ms"),
+                                              med("cupti_same_trials_ms")),
             "methods": sorted({r["method"] for r in runs}), "run_spread_pct": spread,
             "refused_runs": sum(1 for r in runs if r.get("refused")),
             "target_in_scope": in_scope, "within_target": (abs(rel) <= TARGET_REL) if in_scope and rel is not None
             else None, "runs": runs}
+
+
+def _same_rel(raw_prof: float | None, overhead: float | None, cupti_same: float | None) -> float | None:
+    """The timer (events minus the overhead) against CUPTI on the same trials, both with the profiler attached."""
+    if raw_prof is None or cupti_same is None or cupti_same <= 0:
+        return None
+    return (raw_prof - (overhead or 0.0)) / cupti_same - 1.0
+
+
+def _pm(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.1%}"
+
+
+# -- the diagnostic of the kernels that missed the target -------------------------------------------------
+#: Kernels that missed the 3 % target on the H200 (2026-12-01 v2: the timer read 4-7 % below CUPTI), with two
+#: controls: the same CUDA kernel out of place, and a Triton vector add of the same size.
+DIAGNOSE = ("cuda saxpy 1048576 fp32 (cupy)", "cuda saxpy 67108864 fp32 (cupy)",
+            "cuda vector add 16777216 fp32 (.cu host launcher)", "cuda saxpy out-of-place 67108864 fp32 (cupy)",
+            "triton vector add 67108864 fp32")
+#: Kernels measured only by the diagnostic, not in the agreement table.
+DIAGNOSTIC_ONLY = ("cuda saxpy out-of-place 67108864 fp32 (cupy)",)
+
+
+def _graph_events(fn: Callable[[], Any], flush_inside: bool) -> Callable[[int], list[float]]:
+    """A graph of ``[flush_l2], start event, fn, end event`` (the flush captured *inside* the graph when
+    ``flush_inside``, else none: warm L2); returns ``sample(n)``, the raw event interval (ms) of ``n`` replays."""
+    import torch
+
+    from htam_core.measure.timer import flush_l2
+
+    flush_l2()  # the buffer exists before the capture
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True, external=True), torch.cuda.Event(enable_timing=True, external=True)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=side):
+        if flush_inside:
+            flush_l2()
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+
+    def sample(n: int) -> list[float]:
+        out = []
+        for _ in range(n):
+            g.replay()
+            e.synchronize()
+            out.append(s.elapsed_time(e))
+        return out
+
+    sample.graph = g  # type: ignore[attr-defined]  # kept alive with the sampler
+    return sample
+
+
+def diagnose_one(k: dict[str, Any], n: int = 50) -> dict[str, Any]:
+    """Every way of timing one kernel, raw (no overhead subtracted), medians in ms:
+
+    ``graph_flush_outside`` (the timer's structure: an eager flush, then the replay of a graph with the events
+    inside), ``graph_flush_inside`` (the flush captured in the graph), ``graph_no_flush`` (warm L2),
+    ``events_async_flush`` (eager, no graph), ``do_bench`` (Triton's, eager, its own flush),
+    ``do_bench_cudagraph``; CUPTI: ``cupti_flush`` (flush and call back to back), ``cupti_flush_synced`` (a host
+    sync after every call, as the timer's trials), ``cupti_hot`` (no flush); ``events_under_profiler`` and
+    ``cupti_same_trials`` (the timer's trials while the profiler records, and CUPTI's time of those trials).
+    A method that does not apply (a launcher a graph cannot capture) or fails is an ``<name>_error`` entry.
+    """
+    import torch
+    import triton.testing
+
+    from htam_core.measure import cupti
+    from htam_core.measure.timer import LauncherTimer, _flush_ops, flush_l2
+
+    fn, out = k["fn"], {"kernel": k["name"], "launcher": k["launcher"], "trials": n}
+
+    def put(name: str, f: Callable[[], float | None]) -> None:
+        try:
+            out[name] = f()
+        except Exception as exc:  # noqa: BLE001 - one method failing is a finding, not the end
+            out[name], out[name + "_error"] = None, f"{type(exc).__name__}: {exc}"[:200]
+
+    med = statistics.median
+    nf = _flush_ops()
+    capturable = k["launcher"] != "cu-host-launcher"  # <<<>>> on the legacy stream: not captured
+    lt = LauncherTimer(fn, launcher_kind=k["launcher"], use_cupti=False, subtract_overhead=False)
+    try:
+        out["timer_method"] = lt.method
+        put("graph_flush_outside" if lt.method == "cuda-graph" else "events_async_flush",
+            lambda: med(lt.sample(n, raw=True)))
+        box: list[float] = []
+
+        def same() -> float | None:
+            per = cupti.per_call_ms(cupti.device_ops([lambda: box.extend(lt.sample(n, raw=True))]), n, nf)
+            return med(per) if per else None
+        put("cupti_same_trials", same)
+        out["events_under_profiler"] = med(box) if box else None
+    finally:
+        lt.close()
+    if capturable:
+        for name, inside in (("graph_flush_inside", True), ("graph_no_flush", False)):
+            put(name, lambda inside=inside: med(_graph_events(fn, inside)(n)))
+    if "events_async_flush" not in out:
+        le = LauncherTimer(fn, method="events-async-flush", launcher_kind=k["launcher"], use_cupti=False,
+                           subtract_overhead=False)
+        try:
+            put("events_async_flush", lambda: med(le.sample(n, raw=True)))
+        finally:
+            le.close()
+    put("do_bench", lambda: float(triton.testing.do_bench(fn, warmup=5, rep=30, return_mode="median")))
+    if capturable:
+        put("do_bench_cudagraph", lambda: _do_bench_cudagraph(fn))
+
+    def cupti_seq(flush: bool, synced: bool) -> float | None:
+        seq: list[Callable[[], Any]] = []
+        for _ in range(n):
+            if flush:
+                seq.append(flush_l2)
+            seq.append(fn)
+            if synced:
+                seq.append(torch.cuda.synchronize)
+        per = cupti.per_call_ms(cupti.device_ops(seq), n, nf if flush else 0)
+        return med(per) if per else None
+    put("cupti_flush", lambda: cupti_seq(True, False))
+    put("cupti_flush_synced", lambda: cupti_seq(True, True))
+    put("cupti_hot", lambda: cupti_seq(False, False))
+    return out
+
+
+DIAG_COLUMNS = ("graph_flush_outside", "graph_flush_inside", "graph_no_flush", "events_async_flush", "do_bench",
+                "do_bench_cudagraph", "cupti_flush", "cupti_flush_synced", "cupti_hot", "events_under_profiler",
+                "cupti_same_trials")
+
+
+def diagnostic_markdown(diag: list[dict[str, Any]] | None) -> list[str]:
+    """The diagnostic table (raw medians in µs) and how to read it."""
+    if not diag:
+        return []
+    lines = ["## Diagnostic of the kernels that missed the target", "",
+             "Raw medians in µs (no event overhead subtracted). graph flush outside: the timer's structure; "
+             "graph flush inside: the L2 flush captured in the graph; graph no flush: warm L2; events async "
+             "flush: eager launches; do_bench: Triton's (eager, own flush); CUPTI flush / flush synced / hot: "
+             "device time back to back after a flush, with a host sync after each call (as the timer's trials), "
+             "without a flush; events under profiler / CUPTI same trials: the timer's trials while the profiler "
+             "records, and CUPTI's time of those same trials. Reading: if graph flush inside ≈ graph flush "
+             "outside, the flush's place is not the cause; if events under profiler ≈ CUPTI same trials + the "
+             "overhead while both exceed graph flush outside, the kernel itself runs slower with the profiler "
+             "attached, so CUPTI measures a slowed kernel, not a faster timer.", "",
+             "| kernel | " + " | ".join(c.replace("_", " ") for c in DIAG_COLUMNS) + " |",
+             "|---|" + "---|" * len(DIAG_COLUMNS)]
+    for d in diag:
+        if "error" in d:
+            lines.append(f"| {d['kernel']} | error: {d['error'][:100]} |" + " |" * (len(DIAG_COLUMNS) - 1))
+            continue
+        cells = [("n/a" if d.get(c + "_error") is None and c not in d else
+                  "err" if d.get(c) is None else f"{d[c] * 1000:.2f}") for c in DIAG_COLUMNS]
+        lines.append(f"| {d['kernel']} | " + " | ".join(cells) + " |")
+    errs = [f"{d['kernel']}: {c}: {d[c + '_error']}" for d in diag for c in DIAG_COLUMNS if d.get(c + "_error")]
+    lines += [""] + [f"- {e}" for e in errs] + ([""] if errs else [])
+    return lines
 
 
 def _f(x: float | None, nd: int = 4) -> str:
@@ -379,14 +574,17 @@ def markdown(doc: dict[str, Any]) -> str:
              "`do_bench_cudagraph`: Triton's graph replay (warm L2). Spread: (max - min) / median of the three "
              "run medians. `around`: the same graph with the events around the replay (not inside it). `raw`: "
              "the timer before the event overhead was subtracted; `overhead`: what was subtracted (µs). "
-             "`prof`: raw events while torch.profiler records, over raw events without it, minus 1 (run 1).", "",
+             "`prof`: raw events while torch.profiler records, over raw events without it, minus 1 (run 1). "
+             "`same trials`: the timer's events (minus the overhead) against CUPTI's device time of the same "
+             "trials, both while the profiler records (run 1): like for like, since attaching the profiler can "
+             "slow a kernel itself.", "",
              _probe_line(doc.get("probe")), "",
              "| kernel | launcher | method | timer (ms) | CUPTI (ms) | timer/CUPTI | raw (ms) | raw/CUPTI | "
-             "overhead (µs) | prof | around (ms) | CUPTI warm (ms) | do_bench_cudagraph (ms) | run spread | "
-             "within 3% |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "overhead (µs) | prof | same trials | around (ms) | CUPTI warm (ms) | do_bench_cudagraph (ms) | "
+             "run spread | within 3% |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["kernels"]:
         if "error" in r:
-            lines.append(f"| {r['kernel']} | {r.get('launcher', '')} | error: {r['error'][:80]} |" + " |" * 12)
+            lines.append(f"| {r['kernel']} | {r.get('launcher', '')} | error: {r['error'][:80]} |" + " |" * 13)
             continue
         rel = r["timer_vs_cupti"]
         ok = {True: "yes", False: "**no**", None: "n/a (< 5 µs)"}[r["within_target"]]
@@ -397,7 +595,7 @@ def markdown(doc: dict[str, Any]) -> str:
         lines.append(f"| {r['kernel']} | {r['launcher']} | {', '.join(r['methods'])} | {_f(r['timer_ms'])} | "
                      f"{_f(r['cupti_ms'])} | {'—' if rel is None else f'{rel:+.1%}'} | {_f(r.get('timer_raw_ms'))} | "
                      f"{'—' if raw_rel is None else f'{raw_rel:+.1%}'} | {_f(None if ov is None else ov * 1000, 3)} | "
-                     f"{prof} | {_f(r['timer_around_ms'])} | "
+                     f"{prof} | {_pm(r.get('same_trials_vs_cupti'))} | {_f(r['timer_around_ms'])} | "
                      f"{_f(r['cupti_hot_ms'])} | "
                      f"{_f(r['do_bench_cudagraph_ms'])} | "
                      f"{spread} | {ok} |")
@@ -410,7 +608,12 @@ def markdown(doc: dict[str, Any]) -> str:
               f"- median run-to-run spread: {_f(s['median_run_spread_pct'], 3)}% "
               f"({'target met' if s['spread_target_met'] else 'target missed'}: <= {TARGET_SPREAD_PCT}%)",
               f"- refused runs (timer and CUPTI disagree by more than 10%): {s['refused_runs']}",
-              f"- without the subtraction (raw events): {s['raw_within_target']} of {s['in_scope']} within 3%", ""]
+              f"- without the subtraction (raw events): {s['raw_within_target']} of {s['in_scope']} within 3%",
+              f"- same trials (timer and CUPTI on the same trials, profiler attached): "
+              f"{s.get('same_within_target', '—')} of {s.get('same_in_scope', '—')} within 3%", ""]
+    if doc.get("stopped"):
+        lines += [f"**Cut short:** {doc['stopped']}", ""]
+    lines += diagnostic_markdown(doc.get("diagnostic"))
     return "\n".join(lines)
 
 
@@ -456,7 +659,10 @@ def write(doc: dict[str, Any], ks: list[dict[str, Any]], runs: dict[str, list[di
         "spread_target_met": med_spread is not None and med_spread <= TARGET_SPREAD_PCT,
         "refused_runs": sum(r["refused_runs"] for r in ok),
         "raw_within_target": sum(1 for r in scope if r.get("raw_vs_cupti") is not None
-                                 and abs(r["raw_vs_cupti"]) <= TARGET_REL)}
+                                 and abs(r["raw_vs_cupti"]) <= TARGET_REL),
+        "same_in_scope": sum(1 for r in scope if r.get("same_trials_vs_cupti") is not None),
+        "same_within_target": sum(1 for r in scope if r.get("same_trials_vs_cupti") is not None
+                                  and abs(r["same_trials_vs_cupti"]) <= TARGET_REL)}
     (out / "timing_agreement.json").write_text(json.dumps(doc, indent=1, default=str), encoding="utf-8")
     md = markdown(doc)
     (out / "timing_agreement.md").write_text(md, encoding="utf-8")
@@ -468,6 +674,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="output folder for timing_agreement.json and .md")
     ap.add_argument("--runs", type=int, default=3, help="runs per kernel (default 3)")
+    ap.add_argument("--max-seconds", type=float, default=200.0,
+                    help="total budget: no kernel run starts after it; what was measured is written (default 200)")
+    ap.add_argument("--diagnose", choices=("auto", "off", "only"), default="auto",
+                    help="the diagnostic of the kernels that missed the target: before the runs (auto), not at "
+                         "all (off), or nothing else (only)")
     args = ap.parse_args(argv)
     try:
         import torch
@@ -479,6 +690,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import triton
 
+    t_start = time.perf_counter()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     doc: dict[str, Any] = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d %H:%M UTC",
@@ -495,14 +707,36 @@ def main(argv: list[str] | None = None) -> int:
             doc["probe"] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
             traceback.print_exc()
         print("probe:", json.dumps(doc["probe"], default=str), flush=True)
-        ks = kernels(Path(tmp))
+        all_ks = kernels(Path(tmp))
+        print(f"kernels ready [{time.perf_counter() - t_start:.0f} s]", flush=True)
+        if args.diagnose != "off":
+            doc["diagnostic"] = []
+            for k in (k for k in all_ks if k["name"] in DIAGNOSE):
+                if time.perf_counter() - t_start > args.max_seconds / 2:  # the runs keep at least half
+                    doc["diagnostic"].append({"kernel": k["name"], "error": "not run: half of --max-seconds spent"})
+                    continue
+                t0 = time.perf_counter()
+                try:
+                    d = diagnose_one(k)
+                except Exception as exc:  # noqa: BLE001 - the table says what failed
+                    d = {"kernel": k["name"], "error": f"{type(exc).__name__}: {exc}"[:300]}
+                doc["diagnostic"].append(d)
+                print(f"diagnostic {k['name']}: " + ", ".join(f"{c} {d[c] * 1000:.2f} µs" for c in DIAG_COLUMNS
+                                                             if d.get(c)) + f" [{time.perf_counter() - t0:.1f} s]",
+                      flush=True)
+        ks = [k for k in all_ks if k["name"] not in DIAGNOSTIC_ONLY]
         runs: dict[str, list[dict[str, Any]]] = {k["name"]: [] for k in ks}
-        md = "timing_agreement: no run finished"
+        md = write(doc, ks, runs, {}, out)
         errors: dict[str, str] = {}
-        for r in range(args.runs):
+        last_dt = 0.0  # the last kernel run's seconds: no run starts that would end past the budget
+        for r in range(args.runs if args.diagnose != "only" else 0):
             for k in ks:
                 if k["name"] in errors:
                     continue
+                if time.perf_counter() - t_start + last_dt > args.max_seconds:
+                    doc["stopped"] = (f"--max-seconds {args.max_seconds:g} spent during run {r + 1}: "
+                                      "the kernels not yet run have fewer runs")
+                    break
                 t0 = time.perf_counter()
                 try:
                     row = one_run(k, first=r == 0)
@@ -511,11 +745,16 @@ def main(argv: list[str] | None = None) -> int:
                     traceback.print_exc()
                     continue
                 runs[k["name"]].append(row)
+                last_dt = time.perf_counter() - t0
+                write(doc, ks, runs, errors, out)  # after every kernel: a stopped run keeps its table
                 print(f"run {r + 1} {k['name']}: timer {row['timer_ms']:.5g} ms ({row['method']}), around "
                       f"{_f(row.get('timer_around_ms'), 5)}, CUPTI "
                       f"{_f(row['cupti_ms'], 5)}, warm {_f(row['cupti_hot_ms'], 5)}, dbc "
                       f"{_f(row['do_bench_cudagraph_ms'], 5)} [{time.perf_counter() - t0:.1f} s]", flush=True)
             md = write(doc, ks, runs, errors, out)
+            if doc.get("stopped"):
+                print(doc["stopped"], flush=True)
+                break
     print(md)
     return 0
 

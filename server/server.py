@@ -375,11 +375,13 @@ def create_server() -> HtamLanguageServer:
 
     @ls.feature(types.SHUTDOWN)
     def shutdown(ls: HtamLanguageServer, *args: Any) -> None:
+        from htam_core.runtime.worker import kill_all
         from htam_server import harness_probe
 
         ls.session.close()
         ls.analysis_pool.shutdown(wait=False, cancel_futures=True)
         harness_probe.shutdown()
+        kill_all()  # a profile blocked in a worker call (ncu) must not keep the server and the GPU after exit
 
     return ls
 

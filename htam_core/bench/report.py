@@ -103,6 +103,13 @@ def suite_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
               f"same kernel differ by {_x(rep.get('median_pair_pct'), 3, '%')} (median over kernels of the median "
               f"over pairs of runs; target <= {TARGETS['repeatability_pct']}%); the largest spread among all runs "
               f"of a kernel is {_x(rep.get('median_pct'), 3, '%')} (median over kernels).", ""]
+    nfw = doc.get("no_fake_wins") or {}
+    if nfw:
+        lines += [f"**{nfw['line']}**: a kernel counts when, in every measured run, the best's speedup was "
+                  "reproduced within 5% and above its spread by a re-timing in a fresh process (or no speedup "
+                  "was claimed), and every kept step's gain exceeded its measured spread. A speedup that was not "
+                  "reproduced counts as 1.0x in the speedup column (the search's figure is in the JSON's "
+                  "`search_speedup`).", ""]
     verdict = _verdicts(agg)
     if verdict:
         lines += ["### Against the targets", "", *verdict, ""]
@@ -110,17 +117,33 @@ def suite_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
               "speedup: geomean over the input sets; ms: first input set (median); \"all sets ms\" gives every "
               "set's start -> best median.", "",
               "| kernel | lang | bound | policy | start ms | best ms | speedup | all sets ms (start -> best) | "
-              "roofline (start -> best) | trials to 90% | status |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "roofline (start -> best) | trials to 90% | fresh re-time | kept > spread | status |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["rows"]:
         t90 = r["trials_to_90"]
         t90s = NM if not r["target_known"] else ("not reached" if t90 is None else str(t90))
         lines.append(f"| {r['kernel']} | {r['language']} | {r['bound'] or NM} | {r['policy']} | "
                      f"{_x(r['start_ms'], 4)} | {_x(r['best_ms'], 4)} | {_x(r['speedup'], 3, 'x')} | "
                      f"{_per_set(r)} | {_pct(r['start_roofline_fraction'])} -> {_pct(r['roofline_fraction'])} | "
-                     f"{t90s} | {_status(r)} |")
+                     f"{t90s} | {_fresh(r)} | {_kept(r)} | {_status(r)} |")
     if plot_name:
         lines += ["", f"![best speedup so far against trials, geomean over kernels, per policy]({plot_name})"]
     return "\n".join(lines) + "\n"
+
+
+def _fresh(r: dict[str, Any]) -> str:
+    """The fresh re-time cell: ``reproduced (1.97x, ratio 0.985)``, ``not reproduced (...)`` or not measured."""
+    status = r.get("reproduction") or NM
+    if r.get("fresh_speedup") is None:
+        return status
+    ratio = f", ratio {r['fresh_ratio']:.3f}" if r.get("fresh_ratio") is not None else ""
+    return f"{status} ({r['fresh_speedup']:.3f}x{ratio})"
+
+
+def _kept(r: dict[str, Any]) -> str:
+    """The kept-steps cell: ``yes``, ``no`` or not measured."""
+    k = r.get("kept_beyond_spread")
+    return NM if k is None else ("yes" if k else "no")
 
 
 def _reuse_lines(doc: dict[str, Any], measured: bool = True) -> list[str]:

@@ -262,11 +262,13 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
     Returns:
         ``{"kernel", "policy", "status": "ok"|"skipped"|"error", "mode", "measured", "start_ms", "best_ms",
         "start_per_set_ms", "best_per_set_ms", "best_speedup", "steps": [{"index", "strategy", "transform",
-        "status", "correct", "time_ms", "speedup_vs_start", "accepted"}], "memory_records_imported",
-        "measurements_reused", "summary", "error", "wall_s"}``. Times are ms; ``None`` means not measured.
+        "status", "correct", "time_ms", "speedup", "spread", "speedup_vs_start", "accepted"}],
+        "reproduction", "memory_records_imported", "measurements_reused", "summary", "error", "wall_s"}``. Times are ms; ``None`` means not measured.
         ``start_ms``/``best_ms`` are the first input set's medians; ``*_per_set_ms`` list every input set's
         median (``None`` when not measured), from which ``best_speedup`` is the geomean ratio.
         ``measurements_reused`` counts candidates whose measurement came from the run's measurement cache.
+        ``reproduction`` is the fresh-process re-timing of the best
+        (:meth:`htam_core.optimize.reproduce.Reproduction.to_json`), or ``None``.
     """
     # imported per call: tests replace run_optimize, and importing this module loads no torch
     from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
@@ -274,7 +276,7 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
     t = SuiteTask(**task)
     base: dict[str, Any] = {"kernel": t.kernel, "policy": t.policy_name, "status": "ok", "mode": None,
                             "measured": False, "start_ms": None, "best_ms": None, "start_per_set_ms": None,
-                            "best_per_set_ms": None, "best_speedup": None,
+                            "best_per_set_ms": None, "best_speedup": None, "reproduction": None,
                             "steps": [], "memory_records_imported": 0, "measurements_reused": 0,
                             "error": None, "wall_s": 0.0}
     if t.deadline is not None and time.time() >= t.deadline:
@@ -297,12 +299,13 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
         except OptimizeError as exc:
             return {**base, "status": "error", "error": str(exc), "wall_s": time.time() - t0}
     steps = [{"index": s.index, "strategy": s.strategy, "transform": s.transform, "status": s.status,
-              "correct": s.correct, "time_ms": s.time_ms, "speedup_vs_start": s.speedup_vs_start,
-              "accepted": s.accepted} for s in res.steps]
+              "correct": s.correct, "time_ms": s.time_ms, "speedup": s.speedup, "spread": s.spread,
+              "speedup_vs_start": s.speedup_vs_start, "accepted": s.accepted} for s in res.steps]
     start_sets, best_sets = per_set_medians(res.report_dir / "report.json") if res.measured else (None, None)
     return {**base, "mode": res.mode, "measured": res.measured, "start_ms": res.start_ms, "best_ms": res.best_ms,
             "start_per_set_ms": start_sets, "best_per_set_ms": best_sets, "best_speedup": res.best_speedup, "steps": steps, "cancelled": res.cancelled,
             "measurements_reused": res.measurements_reused,
+            "reproduction": res.reproduction.to_json() if res.reproduction else None,
             "summary": res.summary, "wall_s": time.time() - t0}
 
 
@@ -512,10 +515,13 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
             r = by.get((k.name, p)) or {"status": "missing"}
             per_trial = [s.get("speedup_vs_start") for s in r.get("steps", [])]
             measured = bool(r.get("measured"))
+            fake = no_fake_win(r)
             rows.append({
                 "kernel": k.name, "language": k.language, "policy": p, "status": r.get("status", "error"),
                 "error": r.get("error"), "mode": r.get("mode"), "measured": measured,
-                "start_ms": r.get("start_ms"), "best_ms": r.get("best_ms"), "speedup": r.get("best_speedup"),
+                "start_ms": r.get("start_ms"), "best_ms": r.get("best_ms"),
+                "speedup": 1.0 if measured and fake["counted"] is False else r.get("best_speedup"),
+                "search_speedup": r.get("best_speedup"), **fake,
                 "start_per_set_ms": r.get("start_per_set_ms"), "best_per_set_ms": r.get("best_per_set_ms"),
                 "roofline_fraction": metrics.roofline_fraction(r.get("best_ms"), bound_s) if measured else None,
                 "start_roofline_fraction": metrics.roofline_fraction(r.get("start_ms"), bound_s)
@@ -539,6 +545,7 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
                                                          [r["target_known"] for r in meas]),
             "median_roofline_memory_bound": statistics.median(mem) if mem else None,
             "memory_bound_at_70pct": [sum(1 for f in mem if f >= 0.7), len(mem)] if mem else None,
+            "no_fake_wins": [sum(1 for r in meas if r["no_fake_win"]), len(meas)],
         }
     rep: dict[str, float | None] = {}
     pair_rep: dict[str, float | None] = {}
@@ -551,9 +558,53 @@ def summarize(kernels: list[SuiteKernel], policies: list[str], results: list[dic
     pair_spreads = sorted(v for v in pair_rep.values() if v is not None)
     return {"kernels": [asdict(k) for k in kernels], "policies": policies, "rows": rows,
             "aggregates": aggregates, "peaks": peaks, "results": results,
+            "no_fake_wins": no_fake_wins(rows),
             "measurements": {"reused": sum(int(r.get("measurements_reused") or 0) for r in results),
                              "candidate_evaluations": sum(len(r.get("steps") or []) for r in results)},
             "repeatability": {"per_kernel_pct": rep,
                               "median_pct": statistics.median(spreads) if spreads else None,
                               "per_kernel_pair_pct": pair_rep,
                               "median_pair_pct": statistics.median(pair_spreads) if pair_spreads else None}}
+
+
+def no_fake_win(r: dict[str, Any]) -> dict[str, Any]:
+    """The no-fake-wins check of one run's outcome ``r`` (:func:`run_suite_task`'s dict).
+
+    Returns:
+        ``{"reproduction", "fresh_speedup", "fresh_ratio", "kept_beyond_spread", "no_fake_win", "counted"}``:
+        the fresh-process re-timing's status (``"not measured"`` without a GPU or a re-timing), its speedup and
+        its ratio to the reported one; whether every kept step's gain exceeded its measured spread;
+        ``no_fake_win``: no claimed win is left unconfirmed (no speedup above 1 was reported, or it was
+        reproduced) and no kept step lies inside its spread (``None`` when the run was not measured);
+        ``counted``: ``False`` when the reported speedup was not reproduced, so the row counts the start (1.0x)
+        instead.
+    """
+    rep = r.get("reproduction") or {}
+    measured = bool(r.get("measured"))
+    status = rep.get("status") or "not measured"
+    claimed = isinstance(r.get("best_speedup"), float | int) and r["best_speedup"] > 1.0
+    kept = rep.get("kept_beyond_spread")
+    if not measured:
+        ok = None
+    else:
+        ok = (not claimed or status == "reproduced") and kept is not False
+    return {"reproduction": status, "fresh_speedup": rep.get("fresh"), "fresh_ratio": rep.get("ratio"),
+            "kept_beyond_spread": kept, "no_fake_win": ok,
+            "counted": False if claimed and status == "not reproduced" else None}
+
+
+def no_fake_wins(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The suite's aggregate: a kernel is clean when every measured run of it passes :func:`no_fake_win`.
+
+    Returns:
+        ``{"clean", "kernels", "line"}``; ``line`` is ``"no fake wins: X of Y kernels"``, or says
+        ``"not measured (static mode)"`` when no run was measured.
+    """
+    by: dict[str, list[bool]] = {}
+    for r in rows:
+        if r.get("measured") and r.get("no_fake_win") is not None:
+            by.setdefault(r["kernel"], []).append(bool(r["no_fake_win"]))
+    if not by:
+        return {"clean": None, "kernels": 0, "line": "no fake wins: not measured (static mode: nothing was timed)"}
+    clean = sum(1 for v in by.values() if all(v))
+    return {"clean": clean, "kernels": len(by), "line": f"no fake wins: {clean} of {len(by)} kernels"}

@@ -26,7 +26,7 @@ from htam_core.harness.base import mark_origin
 from htam_core.measure.compare import Comparison
 from htam_core.measure.gpu import pool_config
 from htam_core.profile.api import profile_on_gpu, static_profile
-from htam_core.runtime.worker import run_in_worker
+from htam_core.runtime.worker import WorkerPool, run_in_worker
 from htam_core.source import language_for_path, parse_text
 from htam_core.source.model import SourceModel
 from htam_core.types.errors import ProfileError
@@ -219,8 +219,13 @@ class Evaluator:
         return Evaluation(True, correct, "gpu", None, p.time_ms.median if p.time_ms else None, per_set, p, model,
                           msgs, lab)
 
-    def compare(self, parent_text: str, cand_path: Path) -> tuple[Comparison | None, str]:
+    def compare(self, parent_text: str, cand_path: Path, *, fresh: bool = False) -> tuple[Comparison | None, str]:
         """Time the parent ``parent_text`` and the candidate at ``cand_path`` interleaved in the GPU worker.
+
+        Args:
+            fresh: run in a new worker process, started for this call and stopped after it, instead of the
+                persistent GPU worker that timed the search (the re-timing of the best kernel,
+                :mod:`htam_core.optimize.reproduce`).
 
         Returns:
             ``(comparison, "")``, or ``(None, why)`` when there is no GPU harness or the worker failed (a fault,
@@ -231,8 +236,13 @@ class Evaluator:
         parent_path = self.write(parent_text, f"_parent-{hashlib.sha256(parent_text.encode()).hexdigest()[:12]}")
         args = {"parent": self._harness_for(parent_path).to_json(),  # type: ignore[union-attr]
                 "candidate": self._harness_for(cand_path).to_json()}  # type: ignore[union-attr]
-        r = run_in_worker("htam_core.measure.compare:compare_harnesses", args, timeout_s=900.0,
-                          pool_key=f"gpu{self.gpu_index}", **pool_config(self.gpu_index))
+        target = "htam_core.measure.compare:compare_harnesses"
+        if fresh:
+            with WorkerPool(f"gpu{self.gpu_index}-fresh", **pool_config(self.gpu_index)) as pool:
+                r = pool.run(target, args, timeout_s=900.0)
+        else:
+            r = run_in_worker(target, args, timeout_s=900.0, pool_key=f"gpu{self.gpu_index}",
+                              **pool_config(self.gpu_index))
         if not r.ok:
             err = r.error
             return None, f"interleaved comparison failed: {err.kind}: {err.message}" if err else "comparison failed"

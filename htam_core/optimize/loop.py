@@ -43,6 +43,7 @@ from htam_core.optimize.measure_cache import MeasureCache
 from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
 from htam_core.optimize.report import geomean_ratio as _geomean_ratio
 from htam_core.optimize.report import write_report
+from htam_core.optimize.reproduce import Reproduction, judge_reproduction, not_measured
 from htam_core.optimize.task import POLICIES, NotMade, OptimizeResult, OptimizeTask, ProgressEvent, StepRecord
 from htam_core.profile.api import gpu_available
 from htam_core.source import SourceError, language_for_path, load, parse_text
@@ -173,6 +174,9 @@ class _Loop:
         self._check_label = "candidate"
         self._check_tries = 0
         self._wait_at: tuple[int, float | None] = (0, None)  # (step, best speedup) for the LLM's waiting lines
+        # measured wins wait for the fresh-process re-timing of the best before the memory learns them:
+        # (prefix, state, strategy, step record, device)
+        self._pending_wins: list[tuple[list[str], dict, str, StepRecord, str]] = []
 
     def _generator(self) -> Any:
         if self.task.engine == "llm":
@@ -331,6 +335,8 @@ class _Loop:
         cur_text, cur_ev = self.start_text, start_ev
         best_text, best_ev = cur_text, cur_ev
         prefix: list[str] = []
+        chain: list[int] = []  # indices of the kept steps that led to the current kernel
+        best_chain: list[int] = []
         cancelled = False
         n = 0
         faults: list[StepRecord] = []  # the current run of consecutive endpoint faults
@@ -349,7 +355,7 @@ class _Loop:
                 self.warnings.insert(0, start_mismatch_warning(start_ev.messages, self.path.name, task.kernel))
                 n = task.budget
             cur_ev = best_ev = start_ev
-            trail: list[tuple[str, Evaluation, list[str]]] = []  # kernels the current one was derived from
+            trail: list[tuple[str, Evaluation, list[str], list[int]]] = []  # kernels the current one came from
             while n < task.budget:
                 if self.cancel.is_set():
                     cancelled = True
@@ -362,7 +368,7 @@ class _Loop:
                 while nxt is None and trail:
                     # nothing new from this kernel: go back to the kernel it was derived from and try its
                     # other steps (the search continues "from the candidate the policy chooses")
-                    cur_text, cur_ev, prefix = trail.pop()
+                    cur_text, cur_ev, prefix, chain = trail.pop()
                     nxt = self._next_candidate(cur_text, cur_ev, prefix, n + 1)
                 if nxt is None:
                     self.warnings.append(f"stopped after {n} candidates: no step left that proposes a new "
@@ -395,11 +401,11 @@ class _Loop:
                 self._record(prefix, cur_ev, choice, rec, ev)
                 if rec.accepted:
                     self.kept_strategies.add(choice.strategy)
-                    trail.append((cur_text, cur_ev, list(prefix)))
-                    cur_text, cur_ev = cand.code, ev
+                    trail.append((cur_text, cur_ev, list(prefix), list(chain)))
+                    cur_text, cur_ev, chain = cand.code, ev, [*chain, n]
                     prefix = (prefix + [choice.strategy])[-PREFIX_LEN:]
                     if self._better(ev, best_ev):
-                        best_text, best_ev = cand.code, ev
+                        best_text, best_ev, best_chain = cand.code, ev, list(chain)
                 self._progress(n, None, self._speedup(start_ev, best_ev), f"candidate {n}: {_progress_status(rec)}")
         except (KeyboardInterrupt, LLMCancelledError):
             cancelled = True
@@ -408,10 +414,54 @@ class _Loop:
         if not gave_up and any(s.status == ENDPOINT_FAULT for s in self.steps):
             self.warnings.append(self._fault_note())  # faults that did not stop the run
         self._headline_note(start_ev, best_ev)
+        reproduction = self._reproduce(start_ev, best_ev, best_text, cancelled)
+        self._flush_wins(reproduction, set(best_chain))
         return write_report(self.task, self.out, self.start_text, start_ev, best_text, best_ev, self.steps,
                             gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
                             language=self.kernel.language, measurements_reused=self.measurements_reused,
-                            not_made=self.not_made)
+                            not_made=self.not_made, reproduction=reproduction)
+
+    def _reproduce(self, start: Evaluation, best: Evaluation, best_text: str, cancelled: bool) -> Reproduction:
+        """Re-time the start and the best kernel interleaved in a fresh worker process and judge whether the
+        reported speedup is reproduced (:mod:`htam_core.optimize.reproduce`)."""
+        reported = self._speedup(start, best)
+        if not self.gpu:
+            return not_measured("static mode: no GPU, nothing was timed", self.steps)
+        if best is start or best_text == self.start_text or not reported:
+            return not_measured("no candidate beat the start, so there is no speedup to re-time", self.steps)
+        if cancelled:
+            return not_measured("cancelled before the re-timing, so the speedup is not confirmed", self.steps,
+                                reported)
+        self._progress(len(self.steps), None, reported, "re-timing the start and the best kernel in a fresh process")
+        best_path = self.evaluator.write(best_text, "_best-retime")
+        try:
+            comp, why = self.evaluator.compare(self.start_text, best_path, fresh=True)
+        except KeyboardInterrupt:
+            return not_measured("cancelled during the re-timing, so the speedup is not confirmed", self.steps,
+                                reported)
+        except Exception as exc:  # noqa: BLE001 - the worker could not start: the speedup stays unconfirmed
+            comp, why = None, f"the fresh worker could not start: {_brief(str(exc))}"
+        rep = judge_reproduction(reported, comp, why, self.steps)
+        if not rep.reproduced:
+            self.warnings.insert(0, f"the best kernel's speedup was not reproduced: {rep.line()}; it is not "
+                                 "reported as a win, --apply does not write it, and the memory records its steps "
+                                 "as neutral")
+        return rep
+
+    def _flush_wins(self, rep: Reproduction, best_chain: set[int]) -> None:
+        """Record the measured wins held back during the search. The steps that led to the best are recorded as
+        wins only when the fresh re-timing reproduced the best's speedup; otherwise as neutral, with the
+        spread and the reason. Kept steps off the best's chain keep their interleaved verdict."""
+        pending, self._pending_wins = self._pending_wins, []
+        for prefix, state, strategy, rec, device in pending:
+            demote = rec.index in best_chain and not rep.reproduced
+            if demote:
+                outcome = dataclasses.replace(
+                    outcome_of(rec.speedup, spread=rec.spread, note=rec.description[:200]), status="neutral",
+                    note=f"{rec.description[:150]}; {rep.status} in a fresh process"[:300])
+            else:
+                outcome = outcome_of(rec.speedup, spread=rec.spread, note=rec.description[:200])
+            self._store(prefix, state, strategy, outcome, device, rec.index)
 
     def _endpoint_fault(self, n: int, choice: Choice, fault: LLMEndpointError | None) -> StepRecord:
         """The step record of an LLM endpoint fault: ``fault`` raised by the request, or (``None``) every round's
@@ -544,14 +594,21 @@ class _Loop:
         if not self.task.record or rec.status in NOT_LEARNED:
             return
         state = state_from_profile(parent.profile) if parent.profile else {}
+        device = (ev.profile or parent.profile).device if (ev.profile or parent.profile) else "unknown"
+        if self.gpu and rec.status == "win":  # learned after the fresh re-timing of the best (_flush_wins)
+            self._pending_wins.append((list(prefix), state, choice.strategy, rec, device))
+            return
         outcome = outcome_of(rec.speedup, spread=rec.spread, failed=rec.status == "failed",
                              incorrect=rec.status == "incorrect", note=rec.description[:200])
-        device = (ev.profile or parent.profile).device if (ev.profile or parent.profile) else "unknown"
+        self._store(prefix, state, choice.strategy, outcome, device, rec.index)
+
+    def _store(self, prefix: list[str], state: dict, strategy: str, outcome: Any, device: str, index: int) -> None:
+        """Write one outcome into the memory (a failure becomes a warning, never the loss of the run)."""
         try:
-            self.ranker.record(list(prefix), state, choice.strategy, outcome, self.fingerprint, device)
+            self.ranker.record(list(prefix), state, strategy, outcome, self.fingerprint, device)
             self.ranker.refresh()
         except Exception as exc:  # a memory problem must not lose the optimization
-            self.warnings.append(f"could not record step {rec.index} in the memory: {exc}")
+            self.warnings.append(f"could not record step {index} in the memory: {exc}")
 
 
 def run_optimize(task: OptimizeTask, *, on_progress: Callable[[ProgressEvent], None] | None = None,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from htam_core.measure.stats import headline_geomean
 from htam_core.memory.records import ENDPOINT_FAULT
+from htam_core.optimize.reproduce import Reproduction
 from htam_core.optimize.task import NotMade, OptimizeResult, OptimizeTask, StepRecord
 
 if TYPE_CHECKING:
@@ -137,6 +138,13 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
                      "sets, against the kernel the candidate was derived from and against the start")
     else:
         lines.append("- start time, best time and speedup: not measured")
+    if result.reproduction is not None:
+        r = result.reproduction
+        kept = ("not measured" if r.kept_beyond_spread is None else
+                "yes" if r.kept_beyond_spread else "no: a kept step's spread was not measured or its gain is inside "
+                "it (each step's spread is in report.json)")
+        lines.append(f"- {r.line()}")
+        lines.append(f"- every kept step's gain exceeds its measured spread: {kept} ({r.kept_steps} kept)")
     if result.measurements_reused:
         lines.append(f"- {result.measurements_reused} of {len(result.steps)} candidates reused a "
                      "measurement: byte-identical code was measured earlier in this benchmark run; the start "
@@ -169,7 +177,7 @@ def _cell(text: str) -> str:
 def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evaluation, best_text: str,
                  best_ev: Evaluation, steps: list[StepRecord], *, gpu: bool, cancelled: bool, warnings: list[str],
                  language: str, measurements_reused: int = 0,
-                 not_made: list[NotMade] | None = None) -> OptimizeResult:
+                 not_made: list[NotMade] | None = None, reproduction: Reproduction | None = None) -> OptimizeResult:
     """Write the report files under ``out`` and return the :class:`OptimizeResult`.
 
     ``speedup.png`` is written only when the candidates were timed (a GPU run whose start was timed); without
@@ -189,6 +197,8 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
         language: the kernel's language (for the summary).
         measurements_reused: candidates answered from the measurement cache.
         not_made: ranked steps the loop passed over, with their refusal reasons.
+        reproduction: the fresh-process re-timing of the best (:mod:`htam_core.optimize.reproduce`); a best
+            that was not reproduced is not reported as a win.
     """
     out.mkdir(parents=True, exist_ok=True)
     steps = [s if s.reason or s.status not in ("incorrect", "failed")
@@ -212,7 +222,12 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
         summary = (f"The starting kernel could not be timed on the GPU, so none of the {len(steps)} candidates has "
                    "a measured speedup and none is kept; see the notes for why.")
     elif measured:
-        if changed and best_speedup:
+        if changed and best_speedup and reproduction is not None and reproduction.status == "not reproduced":
+            summary = (f"No confirmed win: the best candidate measured {best_speedup:.2f}× faster than the start "
+                       f"during the search, but the fresh-process re-timing did not reproduce it "
+                       f"({reproduction.line().removeprefix('fresh-process re-timing: ')}); it is not reported as a "
+                       f"win and --apply does not write it. best{ext} is that candidate, for inspection.")
+        elif changed and best_speedup:
             summary = (f"Best correct kernel is {best_speedup:.2f}× faster than the start "
                        f"({_per_set_line(start_ev.per_set_ms or [start_ev.time_ms], best_ev.per_set_ms or [best_ev.time_ms])}"
                        f"; {start_ev.profile.device if start_ev.profile else 'GPU'}) "
@@ -252,7 +267,8 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                             best_path=best_path, warnings=list(warnings),
                             measurements_reused=measurements_reused, start_ok=start_ok,
                             best_correct=best_ev.correct, best_verified_on=best_ev.verified_on,
-                            not_made=list(not_made or []), plot=plot_path, plot_note=plot_note)
+                            not_made=list(not_made or []), plot=plot_path, plot_note=plot_note,
+                            reproduction=reproduction)
     data = result.to_json()
     data["task"] = task.to_json()
     data["start_profile"] = start_ev.profile.to_json() if start_ev.profile else None

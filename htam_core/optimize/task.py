@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htam_core.optimize.reproduce import Reproduction
+
 #: Candidate policies: ``htam`` ranks with the memory (optionally ablated), ``random`` draws uniformly over
 #: the same applicable transforms, ``exhaustive`` tries every candidate of the transform space breadth-first.
 POLICIES = ("htam", "random", "exhaustive")
@@ -207,6 +209,8 @@ class OptimizeResult:
         not_made: ranked steps the loop passed over without a candidate, with the refusal reason of each.
         plot: ``speedup.png`` when it was written, else ``None`` (``plot_note`` says why).
         plot_note: why there is no plot, or what the plot cannot show.
+        reproduction: the fresh-process re-timing of the best kernel
+            (:class:`htam_core.optimize.reproduce.Reproduction`), or ``None`` when the loop did not judge it.
     """
 
     best_text: str
@@ -230,6 +234,7 @@ class OptimizeResult:
     not_made: list[NotMade] = field(default_factory=list)
     plot: Path | None = None
     plot_note: str | None = None
+    reproduction: Reproduction | None = None
 
     def apply_refusal(self) -> str | None:
         """Why the best kernel must not be written into the user's file, or ``None`` when it may.
@@ -248,7 +253,15 @@ class OptimizeResult:
             return "no candidate was measured faster than the start"
         if self.best_correct is not True or self.best_verified_on != "gpu":
             return f"the best candidate was not verified correct on the GPU ({self.best_verified_on or 'not run'})"
+        if self.reproduction is not None and not self.reproduction.reproduced:
+            return f"the best candidate's speedup was not confirmed: {self.reproduction.line()}"
         return None
+
+    @property
+    def confirmed_win(self) -> bool:
+        """The best is measured faster than the start and, when re-timed, the re-timing reproduced it."""
+        return bool(self.measured and self.changed and self.best_speedup and self.best_speedup > 1.0
+                    and (self.reproduction is None or self.reproduction.reproduced))
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (the best text left out; it is in ``best.<ext>``)."""
@@ -262,4 +275,5 @@ class OptimizeResult:
             "best_verified_on": self.best_verified_on, "apply_refusal": self.apply_refusal(),
             "plot": str(self.plot) if self.plot else None, "plot_note": self.plot_note,
             "not_made": [asdict(m) for m in self.not_made], "steps": [s.to_json() for s in self.steps],
+            "reproduction": self.reproduction.to_json() if self.reproduction else None,
         }

@@ -272,6 +272,16 @@ class WorkerPool:
                 self._log_fh.close()
             self._log_fh = None
 
+    def kill_now(self) -> None:
+        """Kill the worker's process group at once, without waiting for a call in progress (:meth:`close` and
+        :meth:`restart` wait for it): the running call then returns a ``crash`` error, and the next call starts
+        a fresh worker. For a process that is shutting down while a long call (Nsight Compute, a comparison)
+        holds the pool; the lock is not taken, so it is safe from any thread."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
     def restart(self) -> None:
         """Kill the worker now; the next call starts a fresh one."""
         with self._lock:
@@ -462,6 +472,19 @@ def shutdown_all() -> None:
     for p in pools:
         with contextlib.suppress(Exception):
             p.close()
+
+
+def kill_all() -> None:
+    """Kill every persistent worker at once (:meth:`WorkerPool.kill_now`), also those in the middle of a call.
+
+    A language server calls it on ``shutdown``: a profile thread blocked in a long worker call would otherwise
+    keep the server alive after ``exit`` (threads are joined before :func:`shutdown_all` runs at exit), and
+    the worker, in its own session, would keep the GPU after the server is gone.
+    """
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+    for p in pools:
+        p.kill_now()
 
 
 atexit.register(shutdown_all)

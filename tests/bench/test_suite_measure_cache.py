@@ -26,10 +26,11 @@ def test_run_suite_task_passes_the_cache_and_returns_reuses(tmp_path: Path,
     def fake_run_optimize(task: Any, cancel: Any = None) -> SimpleNamespace:
         seen.append(task)
         steps = [SimpleNamespace(index=i, strategy="s", transform="t", status="neutral", correct=True,
-                                 time_ms=1.0, speedup_vs_start=1.0, accepted=False) for i in (1, 2, 3)]
+                                 time_ms=1.0, speedup=1.0, spread=0.02, speedup_vs_start=1.0, accepted=False)
+                 for i in (1, 2, 3)]
         return SimpleNamespace(mode="gpu", measured=True, start_ms=1.0, best_ms=1.0, best_speedup=1.0,
                                steps=steps, cancelled=False, summary="s", measurements_reused=2,
-                               report_dir=tmp_path / "run")
+                               report_dir=tmp_path / "run", reproduction=None)
 
     monkeypatch.setattr("htam_core.optimize.run_optimize", fake_run_optimize)
     cache = str(tmp_path / "work" / suite.MEASURE_CACHE_NAME)

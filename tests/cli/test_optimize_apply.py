@@ -101,7 +101,16 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
         prof = Profile(kernel="add_kernel", mode="gpu", device="fake GPU", time_ms=TimeStats(ms, ms, ms))
         return Evaluation(True, True, "gpu", None, ms, [ms], prof, model, ["matched the reference (fake)"], lab)
 
+    def compare(self, parent_text: str, cand_path: Path, *, fresh: bool = False):
+        """The interleaved comparison (in the search and the fresh re-timing) of the same fake times."""
+        from htam_core.measure.compare import comparison_from_rounds
+
+        def ms(text: str) -> float:
+            return next((v for k, v in ms_for.items() if k in text), 1.0)
+        return comparison_from_rounds([[ms(parent_text)] * 8], [[ms(Path(cand_path).read_text())] * 8]), ""
+
     monkeypatch.setattr(Evaluator, "_on_gpu", on_gpu)
+    monkeypatch.setattr(Evaluator, "compare", compare)
     return ms_for
 
 

@@ -145,3 +145,29 @@ def test_worker_imports_what_the_callers_pythonpath_holds(tmp_path, monkeypatch)
         assert r.value == 42
     finally:
         pool.close()
+
+
+def test_kill_all_ends_a_call_in_progress_at_once():
+    """Regression (bench_lsp_gpu hung at shutdown): a call blocked in a worker is ended by kill_all, not
+    waited for, so a server shutting down does not outlive its client, and the worker does not outlive it."""
+    import threading
+    import time
+
+    from htam_core.runtime.worker import get_pool, kill_all
+
+    p = get_pool("test-kill-all", sys_path=[FIX])
+    assert p.run(T + "add", {"a": 1, "b": 1}, timeout_s=60).ok
+    pid = p.pid
+    out = {}
+    th = threading.Thread(target=lambda: out.setdefault("r", p.run(T + "loop_forever", {}, timeout_s=120)))
+    th.start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    kill_all()
+    th.join(30)
+    assert not th.is_alive() and time.monotonic() - t0 < 15
+    assert not out["r"].ok and out["r"].error.kind == "crash"
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert p.run(T + "add", {"a": 2, "b": 2}, timeout_s=60).value["sum"] == 4  # the next call starts afresh
+    p.close()
