@@ -24,6 +24,7 @@ _FAMILIES = (
     "triton_autotune",
     "triton_hints",
     "triton_ordering",
+    "triton_rows",
     "cuda_launch",
     "cuda_qualifiers",
     "cuda_warp_row",

@@ -258,25 +258,26 @@ def _axes(psrc: PythonSource, aff: PyAffine, assigns: dict[str, list[Node]]) -> 
     return tuple(out)
 
 
-def derived_names(psrc: PythonSource, roots: list[str], assigns: dict[str, list[Node]]) -> list[str]:
-    """``roots`` and every name assigned (anywhere in the kernel) from an expression that reads one of them,
-    transitively, roots first then discovery order (the one dependence closure over assignments)."""
+def derived_names(psrc: PythonSource, roots: list[str], assigns: dict[str, list[Node]] | None = None) -> list[str]:
+    """``roots`` and every name assigned (anywhere in the kernel, ``=`` or ``+=``-style) from an expression that
+    reads one of them, transitively, roots first then discovery order (the one dependence closure over
+    assignments; ``assigns`` is accepted for callers that hold the plain-assignment index, and not needed)."""
     src = psrc.src
     out = list(dict.fromkeys(roots))
     derived = set(out)
+    stmts = [(text(a.child_by_field_name("left"), src), a.child_by_field_name("right"))
+             for a in of_type(psrc.body, ("assignment", "augmented_assignment"))
+             if a.child_by_field_name("left") is not None and a.child_by_field_name("left").type == "identifier"]
     changed = True
     while changed:
         changed = False
-        for name, nodes in assigns.items():
-            if name in derived:
+        for name, right in stmts:
+            if name in derived or right is None:
                 continue
-            for a in nodes:
-                ids = {text(i, src) for i in of_type(a.child_by_field_name("right"), "identifier")}
-                if ids & derived:
-                    derived.add(name)
-                    out.append(name)
-                    changed = True
-                    break
+            if {text(i, src) for i in of_type(right, "identifier")} & derived:
+                derived.add(name)
+                out.append(name)
+                changed = True
     return out
 
 
