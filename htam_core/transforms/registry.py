@@ -25,6 +25,7 @@ _FAMILIES = (
     "triton_hints",
     "triton_ordering",
     "triton_rows",
+    "triton_single_pass",
     "cuda_launch",
     "cuda_qualifiers",
     "cuda_warp_row",
