@@ -228,12 +228,13 @@ class TritonAutotune(TritonTransform):
                 repl += [(n, p) for n in nodes + grid_lits[p]]
             for n, p in sorted(repl, key=lambda x: -x[0].start_byte):
                 text[n.start_byte - grid.start_byte : n.end_byte - grid.start_byte] = f'meta["{p}"]'.encode()
-            lam = f"lambda meta: {text.decode()}"
-            var = unit.t(la0.grid) if la0.grid.type == "identifier" and grid is not la0.grid else None
-            if var and la0.host is not None and len(reads_of(unit, la0.host, var)) == 1:
-                edits.append(unit.replace(grid, lam))  # grid = lambda meta: ...; the launch keeps kernel[grid]
-            else:
-                edits.append(unit.replace(la0.grid, lam))
+            if repl:  # a grid that does not read the block (the kernel loops over it) stays as written
+                lam = f"lambda meta: {text.decode()}"
+                var = unit.t(la0.grid) if la0.grid.type == "identifier" and grid is not la0.grid else None
+                if var and la0.host is not None and len(reads_of(unit, la0.host, var)) == 1:
+                    edits.append(unit.replace(grid, lam))  # grid = lambda meta: ...; the launch keeps kernel[grid]
+                else:
+                    edits.append(unit.replace(la0.grid, lam))
         else:
             for p in tuned:
                 s = block_setting(unit, la0, p)

@@ -409,6 +409,7 @@ class TritonFacts:
             control flow).
         loops: every ``for`` loop at the name level (:class:`TritonLoop`), in loop-id order.
         tensor_shapes: ``tl.zeros``/``tl.full`` shape arguments as written (``[BLOCK_N]``).
+        arange_dependents: names derived (through assignments) from a ``tl.arange`` variable, those first.
     """
 
     axes: tuple[TritonAxis, ...] = ()
@@ -425,6 +426,7 @@ class TritonFacts:
     control_names: tuple[str, ...] = ()
     loops: tuple[TritonLoop, ...] = ()
     tensor_shapes: tuple[str, ...] = ()
+    arange_dependents: tuple[str, ...] = ()
 
     def program_axes(self) -> tuple[int, ...]:
         """The ``tl.program_id`` axes used, sorted."""

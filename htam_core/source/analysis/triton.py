@@ -220,6 +220,7 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
                                           if _is_tl(text(c.child_by_field_name("function"), src))
                                           and _short(text(c.child_by_field_name("function"), src)) == "program_id"),
                      row_dependents=tuple(derived_names(psrc, pid0, assigns)) if pid0 else (),
+                     arange_dependents=tuple(derived_names(psrc, [a.name for a in axes if a.kind == "arange"])),
                      control_names=_control_names(psrc), loops=tuple(_loop_names(psrc, n, lp.id) for lp, n in loops
                                                                      if n.type == "for_statement"),
                      tensor_shapes=tuple(text(_positional(c)[0], src) for c in of_type(psrc.body, "call")
