@@ -253,30 +253,52 @@ class _Fuse(TritonTransform):
         return edits
 
     def copy_statements(self, unit: TritonUnit, tp: TwoPass, skip: set[int]) -> list[str] | str:
-        """The second loop's statements (except the start bytes in ``skip``) that the first loop does not already
-        compute identically; or why one of them cannot move."""
+        """The second loop's statements (except the start bytes in ``skip``) to append to the first loop's body,
+        or why one of them cannot move.
+
+        A statement the first loop already computes is dropped (the same text) or becomes an alias of the first
+        loop's value (``x = tl.load(P)`` where the first loop has ``a = tl.load(P)`` becomes ``x = a``: one read of
+        the row instead of two), provided the first loop assigns that value and every name it reads once, and no
+        statement copied before it rewrites a name it reads."""
         a_body = tp.a_node.child_by_field_name("body")
-        a_texts = {" ".join(unit.t(c).split()) for c in a_body.named_children if c.type == "expression_statement"}
-        out = []
+        a_rhs: dict[str, tuple[str, Node]] = {}
+        for c in a_body.named_children:
+            if c.type == "expression_statement" and c.named_children and c.named_children[0].type == "assignment":
+                a = c.named_children[0]
+                if a.child_by_field_name("left").type == "identifier":
+                    a_rhs.setdefault(" ".join(unit.t(a.child_by_field_name("right")).split()),
+                                     (unit.t(a.child_by_field_name("left")), c))
+        out: list[str] = []
+        copied_writes: set[str] = set()
         for st in self.b_statements(unit, tp):
             if st.start_byte in skip:
                 continue
             if tp.stat in _ids(unit, st):
                 line = unit.src.count(b"\n", 0, st.start_byte) + 1
                 return f"the statement on line {line} also reads {tp.stat}"
-            txt = " ".join(unit.t(st).split())
-            if st.type == "expression_statement" and txt in a_texts and self._single_write(unit, tp, st):
-                continue  # the first loop already computes exactly this
+            a = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
+            if a is not None and a.type == "assignment" and a.child_by_field_name("left").type == "identifier":
+                target = unit.t(a.child_by_field_name("left"))
+                rhs = a.child_by_field_name("right")
+                hit = a_rhs.get(" ".join(unit.t(rhs).split()))
+                if hit is not None and not _ids(unit, rhs) & copied_writes and self._single_write(unit, tp, hit[1]):
+                    if hit[0] != target:
+                        out.append(f"{target} = {hit[0]}")
+                        copied_writes.add(target)
+                    continue
             out.append(unit.t(st))
+            copied_writes |= {unit.t(i) for n in _ts.of_type(st, ("assignment", "augmented_assignment"))
+                              for i in [n.child_by_field_name("left")] if i is not None}
         return out
 
     @staticmethod
     def _single_write(unit: TritonUnit, tp: TwoPass, st: Node) -> bool:
+        """True when the first loop assigns ``st``'s target and every name its right side reads at most once."""
         a = st.named_children[0] if st.named_children else None
         if a is None or a.type != "assignment":
             return False
         name = unit.t(a.child_by_field_name("left"))
-        return tp.ta.writes.count(name) == 1 and len(unit.assignments(tp.a_node, name)) == 1 \
+        return len(unit.assignments(tp.a_node, name)) == 1 \
             and not _ids(unit, a.child_by_field_name("right")) & {w for w in tp.ta.writes
                                                                   if len(unit.assignments(tp.a_node, w)) > 1}
 

@@ -84,6 +84,7 @@ def test_single_pass_moments(cand):
     t = c.new_text.split("def layer_norm_two_pass")[1].split("def layer_norm(")[0]
     assert t.count("for off in range") == 2  # mean+variance in one loop, then normalize
     assert "htam_dp = tl.where(cols < N, (-1.0), 0.0)" in t
+    assert "        x = a\n" in t and t.count("tl.load(X + cols") == 2  # the second read of the row became an alias
     assert "_var = _var + tl.maximum(htam_q0 + 2.0 * mean * htam_q1 + mean * mean * htam_q2, 0.0)" in t
     (c,) = cand("triton.single_pass_moments", ROWS, "row_variance")
     assert "htam_q0 += tl.sum(tl.where(idx < n_cols, (htam_p0 * htam_p0), 0.0), axis=0)" in c.new_text
