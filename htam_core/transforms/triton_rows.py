@@ -44,6 +44,8 @@ def _row_axes(kernel: Kernel, tf: TritonFacts) -> tuple[TritonAxis, list[TritonA
     pids = [a for a in tf.axes if a.kind == "program_id"]
     if len(pids) != 1 or pids[0].axis != 0 or tf.program_id_calls != 1:
         return f"{kernel.name} is not indexed by one row id (it needs exactly one `r = tl.program_id(0)`)"
+    if any(a.name == pids[0].name for a in tf.aranges()):
+        return f"{kernel.name} already gives each program several rows ({pids[0].name} holds a tl.arange of rows)"
     cols = tf.aranges()
     if not cols:
         return f"{kernel.name} has no tl.arange over the row's columns"

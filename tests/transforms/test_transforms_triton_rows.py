@@ -18,7 +18,7 @@ import pytest
 from transform_helpers import fixture_path
 from triton_equivalence import Case, run_cases
 
-from htam_core.source import load
+from htam_core.source import load, parse_text
 from htam_core.transforms import registry
 
 ROWS = "tri_rows.py"
@@ -42,6 +42,9 @@ def test_multi_row_rewrites_row_ids_masks_and_launch(cand):
 
 def test_multi_row_computed_block_picks_rows_at_the_launch(cand):
     (c, _) = cand("triton.multi_row", "softmax_rows.py", "row_softmax_kernel")
+    again = parse_text(c.new_text, "python")
+    res = registry.propose("triton.multi_row", again, again.kernel("row_softmax_kernel"))
+    assert not res and "already gives each program several rows" in res.reason
     assert c.params["rows"] is None
     assert "htam_rows = max(1, min(64, 2048 // (BLOCK_SIZE)))" in c.new_text
     assert "row_softmax_kernel[(triton.cdiv(n_rows, htam_rows),)]" in c.new_text
