@@ -9,7 +9,9 @@ Public API::
 One module per strategy family: ``cuda_launch``, ``cuda_qualifiers``, ``cuda_warp_row``, ``cuda_loops``,
 ``cuda_memory``, ``cuda_tiling``, ``cuda_register_tiling`` (TMxTN register tiles), ``cuda_softmax`` (online
 softmax), ``cuda_coalesce`` (x/y remap), ``cuda_warp_reduce`` (warp-shuffle finish), ``cuda_math``,
-``cuda_reduction``, ``triton_launch``, ``triton_autotune``, ``triton_hints``, ``triton_ordering``.
+``cuda_reduction``, ``triton_launch``, ``triton_autotune`` (with an ``early_config_prune``), ``triton_hints``,
+``triton_ordering``, ``triton_rows`` (several rows per program), ``triton_single_pass`` (online softmax and
+single-pass mean/variance for two-pass row kernels).
 
 Writing a transform: subclass ``_cuda.CudaTransform`` or ``_triton.TritonTransform`` (both
 :class:`UnitTransform`), set ``id``, ``languages`` and ``summary``, and implement

@@ -24,6 +24,8 @@ _FAMILIES = (
     "triton_autotune",
     "triton_hints",
     "triton_ordering",
+    "triton_rows",
+    "triton_single_pass",
     "cuda_launch",
     "cuda_qualifiers",
     "cuda_warp_row",

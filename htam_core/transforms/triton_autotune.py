@@ -1,16 +1,25 @@
-"""``triton.autotune``: wrap a kernel in ``@triton.autotune`` with a config grid keyed on its size
-arguments, or widen an existing literal config list.
+"""``triton.autotune``: wrap a kernel in ``@triton.autotune`` with a small config grid keyed on its size
+arguments and an ``early_config_prune`` that drops the configs the kernel's facts make pointless.
 
 The tuned keyword arguments are removed from the launch and a grid that used the block size becomes
 ``lambda meta: ...`` over ``meta["BLOCK"]`` (a ``grid = ...`` variable read only by the launch is rewritten in
 place); the local constants the launch no longer reads (``BLOCK_SIZE = 64``) are removed, so no dead code is
 left, and docstrings or comments that describe the old setting get a note of the change
-(:func:`htam_core.transforms._triton.stale_text_notes`). Triton's interpreter cannot benchmark configs (no GPU), so
-under ``TRITON_INTERPRET=1`` the generated list keeps only its first config, the original setting
-(the same idiom as the corpus's ``matmul_autotune.py``). Idea source: Triton docs, ``triton.autotune``.
+(:func:`htam_core.transforms._triton.stale_text_notes`).
+
+The prune function (``prune_configs_by={"early_config_prune": ...}``) reads the analysis layer's mask bounds
+(:attr:`~htam_core.source.analysis.TritonFacts.bounds`: ``cols < n_cols`` with ``cols`` from
+``tl.arange(0, BLOCK)``) and drops, per call, a config whose ``BLOCK`` exceeds the next power of two of its
+bound (lanes that are always masked off) or whose ``num_warps * 32`` exceeds the tile's elements (idle
+threads); it never returns an empty list. Triton's interpreter cannot benchmark configs (no GPU), so under
+``TRITON_INTERPRET=1`` it keeps the first surviving config, the original setting when it survives. A kernel
+already under ``@triton.autotune`` is refused: its config list is the user's. Idea source: Triton docs,
+``triton.autotune`` (``prune_configs_by``).
 """
 
 from __future__ import annotations
+
+import textwrap
 
 from htam_core.source.analysis.constants import python_int
 from htam_core.source.model import Kernel, SourceModel
@@ -51,13 +60,70 @@ def size_keys(unit: TritonUnit) -> list[str]:
     return keys or [p for p in plain if not p.startswith("stride")]
 
 
-def _import_os_edit(unit: TritonUnit) -> list[TextEdit]:
-    for imp in _ts.of_type(unit.root, "import_statement"):
-        if any(unit.t(n) == "os" for n in imp.named_children):
-            return []
+def prune_bounds(unit: TritonUnit) -> list[tuple[str, str]]:
+    """``(BLOCK param, size param)`` pairs from the analysis layer's mask bounds: the tile of ``BLOCK`` covers a
+    dimension of ``size`` elements (``cols < n_cols`` with ``cols = off + tl.arange(0, BLOCK_N)``)."""
+    facts = unit.facts.triton
+    blocks = {p for p in unit.kernel.constexpr_params if is_block_param(p)}
+    sizes = {p.name for p in unit.kernel.params if not p.is_constexpr and not p.is_pointer}
+    out: list[tuple[str, str]] = []
+    for b in facts.bounds if facts is not None else ():
+        if b.block in blocks and b.bound in sizes and (b.block, b.bound) not in out:
+            out.append((b.block, b.bound))
+    return out
+
+
+def prune_function(unit: TritonUnit, name: str) -> list[str]:
+    """Source lines of the ``early_config_prune`` function ``name`` for the kernel (see the module docstring).
+
+    It reads every ``BLOCK_*`` constexpr from the config, else from the launch arguments (a block passed at
+    the launch, such as ``BLOCK_SIZE=triton.next_power_of_2(n)``), and the size arguments of
+    :func:`prune_bounds` from the launch arguments.
+    """
+    blocks = tuple(p for p in unit.kernel.constexpr_params if is_block_param(p))
+    bounds = tuple(prune_bounds(unit))
+    why = []
+    if bounds:
+        why.append(" or ".join(f"{b} above the next power of two of {n}" for b, n in bounds)
+                   + " (lanes that are always masked off)")
+    if blocks:
+        why.append("more warps than 32-element groups in the tile")
+    doc = ("Drop the configs this kernel's facts make pointless: " + ", or ".join(why) + "." if why
+           else "Keep every config (no block size to compare with).")
+    doc_lines = textwrap.wrap(doc + " Under TRITON_INTERPRET=1 keep the first survivor (no GPU to benchmark on).",
+                              100, initial_indent='    """', subsequent_indent="    ")
+    return [
+        f"def {name}(configs, named_args, **kwargs):",
+        *doc_lines[:-1], doc_lines[-1] + '"""',
+        "    args = {**named_args, **kwargs}",
+        "    kept = []",
+        "    for cfg in configs:",
+        f"        blocks = {{k: cfg.kwargs.get(k, args.get(k)) for k in {blocks!r}}}",
+        "        if any(isinstance(blocks[b], int) and isinstance(args.get(n), int)",
+        f"               and blocks[b] > max(16, triton.next_power_of_2(args[n])) for b, n in {bounds!r}):",
+        "            continue",
+        "        if blocks and all(isinstance(v, int) for v in blocks.values()) \\",
+        "                and cfg.num_warps * 32 > math.prod(blocks.values()):",
+        "            continue",
+        "        kept.append(cfg)",
+        "    if not kept:  # every config is too large for this call: keep the smallest tile",
+        "        kept = [min(configs, key=lambda c: (math.prod(v for v in c.kwargs.values() if isinstance(v, int)),",
+        "                                            c.num_warps))]",
+        '    if os.environ.get("TRITON_INTERPRET") == "1":',
+        "        return kept[:1]",
+        "    return kept",
+    ]
+
+
+def _import_edits(unit: TritonUnit, modules: tuple[str, ...] = ("math", "os")) -> list[TextEdit]:
+    """Edits adding ``import m`` for each of ``modules`` the file does not import yet (before its first import)."""
+    have = {unit.t(n) for imp in _ts.of_type(unit.root, "import_statement") for n in imp.named_children}
+    missing = [m for m in modules if m not in have]
+    if not missing:
+        return []
     first = next((c for c in unit.root.named_children if c.type in ("import_statement", "import_from_statement")), None)
     pos = first.start_byte if first is not None else 0
-    return [unit.insert(pos, "import os\n")]
+    return [unit.insert(pos, "".join(f"import {m}\n" for m in missing))]
 
 
 @register
@@ -72,8 +138,11 @@ class TritonAutotune(TritonTransform):
         self, unit: TritonUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate: the config grid, the decorator, and the launch rewritten to match."""
-        if "autotune" in kernel.attributes:
-            return self._widen(unit)
+        if unit.facts.triton is not None and unit.facts.triton.autotuned:
+            at = kernel.attributes.get("autotune") or {}
+            src = f" (configs={at['configs_expr']})" if isinstance(at, dict) and at.get("configs_expr") else ""
+            return self.not_applicable(f"{kernel.name} is already under @triton.autotune{src}; edit its config list "
+                                       "instead")
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file")
         keys = size_keys(unit)
@@ -129,24 +198,19 @@ class TritonAutotune(TritonTransform):
                 seen.add(key)
                 uniq.append((kw, w))
         name = f"_HTAM_{kernel.name.upper()}_CONFIGS"
+        prune = f"_htam_prune_{kernel.name}"
         stage_txt = f", num_stages={stages}" if stages is not None else ""
         lines = [f"{name} = ["]
         for kw, w in uniq:
             d = "{" + ", ".join(f'"{k}": {v}' for k, v in kw.items()) + "}"
             lines.append(f"    triton.Config({d}, num_warps={w}{stage_txt}),")
-        lines += [
-            "]",
-            'if os.environ.get("TRITON_INTERPRET") == "1":',
-            "    # the interpreter has no GPU to benchmark configs on: keep the original setting",
-            f"    {name} = {name}[:1]",
-            "",
-            "",
-            f'@triton.autotune(configs={name}, key=[{", ".join(repr(k).replace(chr(39), chr(34)) for k in keys)}])',
-            "",
-        ]
+        lines += ["]", "", "", *prune_function(unit, prune), "", ""]
+        key_txt = ", ".join(repr(k).replace(chr(39), chr(34)) for k in keys)
+        lines.append(f'@triton.autotune(configs={name}, key=[{key_txt}],\n'
+                     f'                 prune_configs_by={{"early_config_prune": {prune}}})')
         top_start = _ts.line_start(unit.src, unit.top.start_byte)
-        edits = _import_os_edit(unit)
-        edits.append(unit.insert(top_start, "\n".join(lines[:-2]) + "\n" + lines[-2] + "\n"))
+        edits = _import_edits(unit)
+        edits.append(unit.insert(top_start, "\n".join(lines) + "\n"))
         # launch: drop the tuned kwargs, make the grid read meta[...]
         for p in list(tuned) + ["num_warps", "num_stages"]:
             if p in la0.kwargs:
@@ -164,12 +228,13 @@ class TritonAutotune(TritonTransform):
                 repl += [(n, p) for n in nodes + grid_lits[p]]
             for n, p in sorted(repl, key=lambda x: -x[0].start_byte):
                 text[n.start_byte - grid.start_byte : n.end_byte - grid.start_byte] = f'meta["{p}"]'.encode()
-            lam = f"lambda meta: {text.decode()}"
-            var = unit.t(la0.grid) if la0.grid.type == "identifier" and grid is not la0.grid else None
-            if var and la0.host is not None and len(reads_of(unit, la0.host, var)) == 1:
-                edits.append(unit.replace(grid, lam))  # grid = lambda meta: ...; the launch keeps kernel[grid]
-            else:
-                edits.append(unit.replace(la0.grid, lam))
+            if repl:  # a grid that does not read the block (the kernel loops over it) stays as written
+                lam = f"lambda meta: {text.decode()}"
+                var = unit.t(la0.grid) if la0.grid.type == "identifier" and grid is not la0.grid else None
+                if var and la0.host is not None and len(reads_of(unit, la0.host, var)) == 1:
+                    edits.append(unit.replace(grid, lam))  # grid = lambda meta: ...; the launch keeps kernel[grid]
+                else:
+                    edits.append(unit.replace(la0.grid, lam))
         else:
             for p in tuned:
                 s = block_setting(unit, la0, p)
@@ -188,55 +253,5 @@ class TritonAutotune(TritonTransform):
                 f"autotune {kernel.name} over {tuned_txt} ({len(uniq)} configs) keyed on {', '.join(keys)}",
                 {"configs": [{"kwargs": kw, "num_warps": w} for kw, w in uniq], "key": keys},
                 edits,
-            )
-        ]
-
-    def _widen(self, unit: TritonUnit) -> list[Candidate] | NotApplicable:
-        """Add configs to an existing literal ``configs=[...]`` list (double/halve each block, more warps)."""
-        at = unit.kernel.attributes.get("autotune") or {}
-        deco = next((d for d in _ts.of_type(unit.top, "decorator") if "autotune" in unit.t(d)), None)
-        if deco is None:
-            return self.not_applicable("the @triton.autotune decorator was not found")
-        call = next(iter(_ts.of_type(deco, "call")), None)
-        kw = unit.kwarg(call, "configs") if call is not None else None
-        lst = kw.child_by_field_name("value") if kw is not None else None
-        if lst is None or lst.type != "list":
-            expr = at.get("configs_expr") or (unit.t(lst) if lst is not None else "?")
-            return self.not_applicable(
-                f"the autotune configs come from {expr}; only a literal configs=[...] list can be widened"
-            )
-        existing = [c for c in lst.named_children if c.type == "call"]
-        if not existing:
-            return self.not_applicable("the autotune config list is empty")
-        new_cfgs: list[str] = []
-        texts = {unit.t(c).replace(" ", "") for c in existing}
-        for c in existing:
-            args = c.child_by_field_name("arguments").named_children
-            if not args or args[0].type != "dictionary":
-                continue
-            pairs = [(unit.t(p.child_by_field_name("key")), unit.t(p.child_by_field_name("value")))
-                     for p in args[0].named_children if p.type == "pair"]
-            rest = [unit.t(a) for a in args[1:]]
-            for factor in (2,):
-                d = ", ".join(
-                    f"{k}: {int(v) * factor}" if python_int(v) and is_block_param(k.strip("\"'")) else f"{k}: {v}"
-                    for k, v in pairs
-                )
-                cand = f"triton.Config({{{d}}}{''.join(', ' + r for r in rest)})"
-                if cand.replace(" ", "") not in texts:
-                    texts.add(cand.replace(" ", ""))
-                    new_cfgs.append(cand)
-        if not new_cfgs:
-            return self.not_applicable("no wider config to add")
-        last = existing[-1]
-        indent = _ts.indent_of(unit.src, last.start_byte)
-        sep = ",\n" + indent if _ts.only_space_before(unit.src, last.start_byte) else ", "
-        edit = unit.insert(last.end_byte, sep + sep.join(new_cfgs))
-        return [
-            self.candidate(
-                unit.model,
-                f"widen {unit.kernel.name}'s autotune grid with {len(new_cfgs)} config(s) of doubled block sizes",
-                {"added": new_cfgs},
-                [edit],
             )
         ]

@@ -39,11 +39,20 @@ STAGES = (2, 3, 4, 5)
 
 
 def unmasked_accesses(unit: TritonUnit) -> list[str]:
-    """Source of every ``tl.load``/``tl.store`` without ``mask=`` (block pointers aside)."""
+    """Source of every ``tl.load``/``tl.store`` without ``mask=`` (block pointers aside) whose address depends on
+    a tile (a ``tl.arange`` or a name the analysis layer derives from one); a per-program scalar access such as
+    ``tl.store(out_ptr + row, total)`` stays in bounds whatever the block size."""
+    tf = unit.facts.triton
+    tiled = set(tf.arange_dependents) if tf is not None else set()
     out = []
     for name in ("tl.load", "tl.store"):
         for c in unit.calls(unit.body, name):
-            if unit.kwarg(c, "mask") is None and unit.kwarg(c, "boundary_check") is None:
+            if unit.kwarg(c, "mask") is not None or unit.kwarg(c, "boundary_check") is not None:
+                continue
+            args = [a for a in c.child_by_field_name("arguments").named_children if a.type != "keyword_argument"]
+            addr = args[0] if args else c
+            if unit.calls(addr, "tl.arange") or {unit.t(i) for i in _ts.of_type(addr, "identifier")} & tiled \
+                    or addr.type not in ("binary_operator", "identifier"):
                 out.append(unit.t(c))
     return out
 

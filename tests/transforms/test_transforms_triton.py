@@ -51,7 +51,10 @@ def test_warps_stages(cand, refuse):
 def test_autotune_wraps_and_rewrites_grid(cand):
     (c,) = cand("triton.autotune", VADD, "vadd_kernel")
     t = c.new_text
-    assert '@triton.autotune(configs=_HTAM_VADD_KERNEL_CONFIGS, key=["numel"])\n@triton.jit' in t
+    assert ('@triton.autotune(configs=_HTAM_VADD_KERNEL_CONFIGS, key=["numel"],\n'
+            '                 prune_configs_by={"early_config_prune": _htam_prune_vadd_kernel})\n@triton.jit') in t
+    # the prune function compares BLOCK_SIZE with numel, the bound its mask uses (idx < numel)
+    assert "for b, n in (('BLOCK_SIZE', 'numel'),)" in t
     # the grid variable only the launch read becomes the lambda; BLOCK_SIZE = 64 (now unread) is removed
     assert '    grid = lambda meta: (triton.cdiv(numel, meta["BLOCK_SIZE"]),)\n    vadd_kernel[grid](a, b, c, numel)\n' in t
     assert "BLOCK_SIZE = 64" not in t
@@ -68,7 +71,8 @@ def test_autotune_warps_only_when_block_is_computed(cand):
 
 
 def test_autotune_refusals(refuse):
-    assert "_tile_configs()" in refuse("triton.autotune", "matmul_autotune.py", "mm_kernel")
+    why = refuse("triton.autotune", "matmul_autotune.py", "mm_kernel")
+    assert "already under @triton.autotune" in why and "_tile_configs()" in why
     assert "size argument" in refuse("triton.autotune", "tri_scale.py", "copy_exact")
 
 

@@ -29,8 +29,10 @@ from htam_core.source.analysis.facts import (
     PointerFacts,
     ThreadIndex,
     TritonAxis,
+    TritonBound,
     TritonDot,
     TritonFacts,
+    TritonLoop,
     TritonMemOp,
     TritonReduction,
     stride_of,
@@ -40,7 +42,8 @@ from htam_core.source.model import Kernel, SourceModel
 
 __all__ = [
     "BUILTINS", "DIMS", "Access", "Accumulator", "Dim", "KernelFacts", "LaunchFacts", "LoopFact", "PointerFacts",
-    "ThreadIndex", "TritonAxis", "TritonDot", "TritonFacts", "TritonMemOp", "TritonReduction", "analyze",
+    "ThreadIndex", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
+    "TritonReduction", "analyze",
     "stride_of", "sym",
 ]
 

@@ -296,6 +296,9 @@ class TritonAxis:
         ndim: rank of the tensors it indexes (1 or 2).
         size: the arange's length (``end - start``) as a sympy expression; ``None`` for program ids.
         line: 1-based line.
+        end_text: the arange's ``end`` argument as written (``BLOCK_SIZE``); ``None`` for program ids.
+        span: the assignment's bytes (``cols = tl.arange(0, BLOCK)``).
+        call_span: the ``tl.program_id(...)``/``tl.arange(...)`` call's bytes.
     """
 
     name: str
@@ -304,6 +307,47 @@ class TritonAxis:
     ndim: int = 1
     size: sympy.Expr | None = None
     line: int = 0
+    end_text: str | None = None
+    span: Span | None = None
+    call_span: Span | None = None
+
+
+@dataclass(frozen=True)
+class TritonBound:
+    """A comparison ``offs < n`` whose left side is derived from a ``tl.arange`` variable: the tile covers
+    the dimension of size ``bound`` (a mask of a row or of a flat range).
+
+    Attributes:
+        arange: the arange variable the left side derives from (``cols``).
+        block: that arange's ``end`` as written (``BLOCK_SIZE``).
+        bound: the right side, a plain name (``n_cols``).
+        line: 1-based line of the comparison.
+    """
+
+    arange: str
+    block: str
+    bound: str
+    line: int
+
+
+@dataclass(frozen=True)
+class TritonLoop:
+    """A Triton ``for`` loop's body at the name level (what loop fusion needs).
+
+    Attributes:
+        loop: the :class:`LoopFact` id.
+        header: the ``range(...)`` arguments with the loop variable, whitespace-normalized
+            (``off in range(0, N, BLOCK_N)``).
+        reads: names read in the body (assignment targets left out), first-use order.
+        writes: names assigned in the body (plain and augmented assignments), first-assignment order.
+        statements: the body's top-level statement spans, in order.
+    """
+
+    loop: int
+    header: str
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    statements: tuple[Span, ...]
 
 
 @dataclass(frozen=True)
@@ -357,6 +401,15 @@ class TritonFacts:
         autotuned: the kernel is under ``@triton.autotune``.
         grouped_program_ids: program ids are already swizzled: ``tl.swizzle2d``, or a ``tl.minimum``/``min``
             over values derived from a program id (the grouped-ordering recipe of the Triton matmul tutorial).
+        bounds: mask comparisons of arange-derived offsets against a size name (:class:`TritonBound`).
+        program_id_calls: number of ``tl.program_id`` calls in the body (inline uses included).
+        row_dependents: names derived (through assignments) from the ``tl.program_id(0)`` variable, that
+            variable first: the row index and what is computed from it.
+        control_names: names read by ``if``/``while`` conditions and ``range(...)`` arguments (scalar
+            control flow).
+        loops: every ``for`` loop at the name level (:class:`TritonLoop`), in loop-id order.
+        tensor_shapes: ``tl.zeros``/``tl.full`` shape arguments as written (``[BLOCK_N]``).
+        arange_dependents: names derived (through assignments) from a ``tl.arange`` variable, those first.
     """
 
     axes: tuple[TritonAxis, ...] = ()
@@ -367,6 +420,13 @@ class TritonFacts:
     math_calls: tuple[str, ...] = ()
     autotuned: bool = False
     grouped_program_ids: bool = False
+    bounds: tuple[TritonBound, ...] = ()
+    program_id_calls: int = 0
+    row_dependents: tuple[str, ...] = ()
+    control_names: tuple[str, ...] = ()
+    loops: tuple[TritonLoop, ...] = ()
+    tensor_shapes: tuple[str, ...] = ()
+    arange_dependents: tuple[str, ...] = ()
 
     def program_axes(self) -> tuple[int, ...]:
         """The ``tl.program_id`` axes used, sorted."""

@@ -25,8 +25,10 @@ from htam_core.source.analysis.facts import (
     LoopFact,
     PointerFacts,
     TritonAxis,
+    TritonBound,
     TritonDot,
     TritonFacts,
+    TritonLoop,
     TritonMemOp,
     TritonReduction,
     combine,
@@ -210,8 +212,20 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
     launches = tuple(_launch(psrc, c, site, b) for (c, site), b in zip(sites, per_launch, strict=True))
     consts = tuple(sorted((k, v) for k, v in bindings.items() if k in {p.name for p in kernel.params}
                           or k in {text(i, src) for i in of_type(psrc.body, "identifier")}))
+    pid0 = [a.name for a in axes if a.kind == "program_id" and a.axis == 0]
     tf = TritonFacts(axes, reductions, memops, dots, tuple(tile_loops), math_calls,
-                     autotuned="autotune" in kernel.attributes, grouped_program_ids=_grouped(psrc, axes, assigns))
+                     autotuned="autotune" in kernel.attributes, grouped_program_ids=_grouped(psrc, axes, assigns),
+                     bounds=_bounds(psrc, axes, assigns),
+                     program_id_calls=sum(1 for c in of_type(psrc.body, "call")
+                                          if _is_tl(text(c.child_by_field_name("function"), src))
+                                          and _short(text(c.child_by_field_name("function"), src)) == "program_id"),
+                     row_dependents=tuple(derived_names(psrc, pid0, assigns)) if pid0 else (),
+                     arange_dependents=tuple(derived_names(psrc, [a.name for a in axes if a.kind == "arange"])),
+                     control_names=_control_names(psrc), loops=tuple(_loop_names(psrc, n, lp.id) for lp, n in loops
+                                                                     if n.type == "for_statement"),
+                     tensor_shapes=tuple(text(_positional(c)[0], src) for c in of_type(psrc.body, "call")
+                                         if _short(text(c.child_by_field_name("function"), src)) in ("zeros", "full")
+                                         and _is_tl(text(c.child_by_field_name("function"), src)) and _positional(c)))
     return KernelFacts(kernel.name, kernel.language, consts, tuple(lp for lp, _ in loops), (), tuple(pointers),
                        (), launches, tf)
 
@@ -231,34 +245,116 @@ def _axes(psrc: PythonSource, aff: PyAffine, assigns: dict[str, list[Node]]) -> 
                 if _short(callee) == "program_id":
                     ax = pos[0] if pos else _kw(c, "axis", src)
                     v = python_int(text(ax, src)) if ax is not None else None
-                    out.append(TritonAxis(name, "program_id", v if v is not None else 0, 1, None, psrc.line(a)))
+                    out.append(TritonAxis(name, "program_id", v if v is not None else 0, 1, None, psrc.line(a),
+                                          None, psrc.span(a), psrc.span(c)))
                 elif _short(callee) == "arange" and len(pos) == 2:
                     size = None
                     lo, hi = aff.expr(pos[0]), aff.expr(pos[1])
                     if lo is not None and hi is not None:
                         size = hi - lo
                     axis, ndim = _broadcast_axis(psrc, name)
-                    out.append(TritonAxis(name, "arange", axis, ndim, size, psrc.line(a)))
+                    out.append(TritonAxis(name, "arange", axis, ndim, size, psrc.line(a), " ".join(text(pos[1], src).split()),
+                                          psrc.span(a), psrc.span(c)))
     out.sort(key=lambda x: x.line)
     return tuple(out)
+
+
+def derived_names(psrc: PythonSource, roots: list[str], assigns: dict[str, list[Node]] | None = None) -> list[str]:
+    """``roots`` and every name assigned (anywhere in the kernel, ``=`` or ``+=``-style) from an expression that
+    reads one of them, transitively, roots first then discovery order (the one dependence closure over
+    assignments; ``assigns`` is accepted for callers that hold the plain-assignment index, and not needed)."""
+    src = psrc.src
+    out = list(dict.fromkeys(roots))
+    derived = set(out)
+    stmts = [(text(a.child_by_field_name("left"), src), a.child_by_field_name("right"))
+             for a in of_type(psrc.body, ("assignment", "augmented_assignment"))
+             if a.child_by_field_name("left") is not None and a.child_by_field_name("left").type == "identifier"]
+    changed = True
+    while changed:
+        changed = False
+        for name, right in stmts:
+            if name in derived or right is None:
+                continue
+            if {text(i, src) for i in of_type(right, "identifier")} & derived:
+                derived.add(name)
+                out.append(name)
+                changed = True
+    return out
+
+
+def _bounds(psrc: PythonSource, axes: tuple[TritonAxis, ...], assigns: dict[str, list[Node]]) -> tuple[TritonBound, ...]:
+    """Comparisons ``offs < n`` (or ``n > offs``) with ``offs`` derived from an arange and ``n`` a plain name."""
+    src = psrc.src
+    out: list[TritonBound] = []
+    for ax in axes:
+        if ax.kind != "arange" or ax.end_text is None:
+            continue
+        dep = set(derived_names(psrc, [ax.name], assigns))
+        for c in of_type(psrc.body, "comparison_operator"):
+            kids = c.named_children
+            ops = [text(x, src) for x in c.children if not x.is_named]
+            if len(kids) != 2 or len(ops) != 1 or ops[0] not in ("<", ">"):
+                continue
+            lo, hi = (kids[0], kids[1]) if ops[0] == "<" else (kids[1], kids[0])
+            if hi.type == "identifier" and {text(i, src) for i in of_type(lo, "identifier")} & dep \
+                    and text(hi, src) not in dep:
+                b = TritonBound(ax.name, ax.end_text, text(hi, src), psrc.line(c))
+                if b not in out:
+                    out.append(b)
+    return tuple(out)
+
+
+def _control_names(psrc: PythonSource) -> tuple[str, ...]:
+    """Names read by ``if``/``elif``/``while`` conditions and by ``range(...)`` loop headers."""
+    src = psrc.src
+    out: list[str] = []
+    for n in walk(psrc.body):
+        cond = None
+        if n.type in ("if_statement", "elif_clause", "while_statement"):
+            cond = n.child_by_field_name("condition")
+        elif n.type == "for_statement":
+            cond = n.child_by_field_name("right")
+        elif n.type == "conditional_expression" and len(n.named_children) == 3:
+            cond = n.named_children[1]
+        for i in of_type(cond, "identifier") if cond is not None else []:
+            if text(i, src) not in out:
+                out.append(text(i, src))
+    return tuple(out)
+
+
+def _loop_names(psrc: PythonSource, loop: Node, loop_id: int) -> TritonLoop:
+    """The name-level view of one ``for`` loop (:class:`TritonLoop`)."""
+    src = psrc.src
+    body = loop.child_by_field_name("body")
+    left, right = loop.child_by_field_name("left"), loop.child_by_field_name("right")
+    header = " ".join(f"{text(left, src)} in {text(right, src)}".split())
+    targets: set[int] = set()
+    writes: list[str] = []
+    for a in of_type(body, ("assignment", "augmented_assignment")) if body is not None else []:
+        lt = a.child_by_field_name("left")
+        for i in ([lt] if lt is not None and lt.type == "identifier" else
+                  of_type(lt, "identifier") if lt is not None and lt.type in ("pattern_list", "tuple_pattern") else []):
+            if a.type == "assignment":
+                targets.add(i.start_byte)
+            if text(i, src) not in writes:
+                writes.append(text(i, src))
+    reads: list[str] = []
+    for i in of_type(body, "identifier") if body is not None else []:
+        if i.start_byte in targets or (i.parent is not None and i.parent.type == "attribute"
+                                       and i.parent.child_by_field_name("attribute") == i):
+            continue
+        if i.parent is not None and i.parent.type == "keyword_argument" and i.parent.child_by_field_name("name") == i:
+            continue
+        if text(i, src) not in reads:
+            reads.append(text(i, src))
+    stmts = tuple(psrc.span(c) for c in (body.named_children if body is not None else []) if c.type != "comment")
+    return TritonLoop(loop_id, header, tuple(reads), tuple(writes), stmts)
 
 
 def _grouped(psrc: PythonSource, axes: tuple[TritonAxis, ...], assigns: dict[str, list[Node]]) -> bool:
     """Whether program ids are already swizzled (see :attr:`TritonFacts.grouped_program_ids`)."""
     src = psrc.src
-    derived = {a.name for a in axes if a.kind == "program_id"}
-    changed = True
-    while changed:
-        changed = False
-        for name, nodes in assigns.items():
-            if name in derived:
-                continue
-            for a in nodes:
-                ids = {text(i, src) for i in of_type(a.child_by_field_name("right"), "identifier")}
-                if ids & derived:
-                    derived.add(name)
-                    changed = True
-                    break
+    derived = set(derived_names(psrc, [a.name for a in axes if a.kind == "program_id"], assigns))
     for c in of_type(psrc.body, "call"):
         callee = text(c.child_by_field_name("function"), src)
         short = _short(callee)

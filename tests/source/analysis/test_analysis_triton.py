@@ -99,3 +99,39 @@ def k(a_ptr, b_ptr, c_ptr, GROUP_M: tl.constexpr):
     (d,) = f.triton.dots
     assert (d.a_dtype, d.b_dtype, d.input_precision) == ("float16", "bfloat16", "ieee")
     assert f.triton.grouped_program_ids
+
+
+def test_row_kernel_facts_bounds_dependents_and_loops():
+    f = facts_of("softmax_rows.py", "row_softmax_kernel").triton
+    assert [(b.arange, b.block, b.bound) for b in f.bounds] == [("cols", "BLOCK_SIZE", "n_cols")]
+    assert f.program_id_calls == 1 and f.row_dependents[:2] == ("r", "vals")
+    assert "cols" not in f.row_dependents and {"cols", "valid"} <= set(f.arange_dependents)
+    assert f.control_names == () and f.loops == () and f.tensor_shapes == ()
+    ax = f.aranges()[0]
+    assert ax.end_text == "BLOCK_SIZE" and ax.call_span is not None and ax.span is not None
+    f = facts_of("layernorm_heuristics.py", "ln_fwd_kernel").triton
+    assert {(b.block, b.bound) for b in f.bounds} == {("BLOCK_N", "N")}
+    assert {"EVEN_N", "N", "BLOCK_N"} <= set(f.control_names)  # if EVEN_N: and the range(...) headers
+    assert f.tensor_shapes == ("[BLOCK_N]", "[BLOCK_N]")
+    p1, p2 = f.loops
+    assert p1.header == p2.header == "off in range(0, N, BLOCK_N)"
+    assert p1.writes == ("cols", "v", "s1", "s2") and "mean" in p2.reads and "mean" not in p1.reads
+    assert len(p1.statements) == 4  # cols, the if/else load, s1 +=, s2 +=
+
+
+def test_row_dependents_follow_augmented_pointer_moves():
+    text = '''
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(X, Y, stride, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    X += row * stride
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=n > offs)
+    tl.store(Y + row, tl.sum(x))
+'''
+    f = facts_of_text(text, "k", "python").triton
+    assert f.row_dependents == ("row", "X", "x")  # X += row * stride makes X a per-row pointer
+    assert [(b.arange, b.bound) for b in f.bounds] == [("offs", "n")]  # n > offs is offs < n
