@@ -1,5 +1,5 @@
-"""Swish (x * sigmoid(beta * x)) on a column slice of an fp32 matrix: rows are strided, one program per row
-chunk. Written with the row loop inside the kernel, the way a port of a CUDA loop often looks."""
+"""Swish (x * sigmoid(beta * x)) on an fp32 matrix whose row stride is passed in, several rows per program,
+written with the row loop inside the kernel, the way a port of a CUDA loop often looks."""
 import torch
 import triton
 import triton.language as tl
@@ -12,12 +12,13 @@ def swish_rows_kernel(x_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, beta,
     cols = tl.arange(0, BLOCK_N)
     for r in range(ROWS_PER_PROG):
         row = pid * ROWS_PER_PROG + r
-        for c0 in range(0, n_cols, BLOCK_N):
-            c = c0 + cols
-            m = (c < n_cols) & (row < n_rows)
-            x = tl.load(x_ptr + row * stride_x + c, mask=m, other=0.0)
-            y = x * tl.sigmoid(beta * x)
-            tl.store(y_ptr + row * stride_y + c, y, mask=m)
+        if row < n_rows:
+            for c0 in range(0, n_cols, BLOCK_N):
+                c = c0 + cols
+                m = c < n_cols
+                x = tl.load(x_ptr + row * stride_x + c, mask=m, other=0.0)
+                y = x * tl.sigmoid(beta * x)
+                tl.store(y_ptr + row * stride_y + c, y, mask=m)
 
 
 def swish(x: torch.Tensor, beta: float = 1.0) -> torch.Tensor:

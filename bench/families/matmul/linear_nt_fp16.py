@@ -1,4 +1,4 @@
-"""y = x @ W^T + b in bf16 (nn.Linear's layout: W is N x K), 2-D grid of output tiles, fp32 accumulation,
+"""y = x @ W^T + b in fp16 (nn.Linear's layout: W is N x K), 2-D grid of output tiles, fp32 accumulation,
 bias added in the epilogue."""
 import torch
 import triton
@@ -23,14 +23,14 @@ def linear_nt_kernel(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_wn, 
         acc += tl.dot(x, w)
     bias = tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)
     acc += bias[None, :]
-    tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], acc.to(tl.bfloat16),
+    tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], acc.to(tl.float16),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     M, K = x.shape
     N = w.shape[0]
-    y = torch.empty((M, N), device=x.device, dtype=torch.bfloat16)
+    y = torch.empty((M, N), device=x.device, dtype=torch.float16)
     grid = (triton.cdiv(M, 32), triton.cdiv(N, 64))
     linear_nt_kernel[grid](x, w, b, y, M, N, K, x.stride(0), w.stride(0), y.stride(0),
                            BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, num_warps=4)
