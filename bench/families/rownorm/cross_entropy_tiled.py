@@ -16,7 +16,7 @@ def cross_entropy_kernel(logits_ptr, targets_ptr, loss_ptr, V, stride, BLOCK_V: 
         new_m = tl.maximum(m, tl.max(x, axis=0))
         s = s * tl.exp(m - new_m) + tl.sum(tl.exp(x - new_m), axis=0)
         m = new_m
-    t = tl.load(targets_ptr + row)
+    t = tl.load(targets_ptr + row).to(tl.int32)
     xt = tl.load(logits_ptr + row * stride + t)
     tl.store(loss_ptr + row, tl.log(s) + m - xt)
 
