@@ -150,7 +150,9 @@ def test_llmc_members_resolve_when_the_folder_is_there() -> None:
         assert kernel.language == "cuda"
 
 
-def test_llmc_members_are_left_out_with_a_reason_when_absent(tmp_path: Path) -> None:
+def test_llmc_members_are_left_out_with_a_reason_when_absent(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(fam.LLMC_ENV, raising=False)
     suite = fam.load_families(llmc_dir=tmp_path / "nope")
     assert suite.external == [] and "absent" in (suite.external_note or "")
 
