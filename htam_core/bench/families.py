@@ -127,6 +127,14 @@ class FamilySuite:
         """The members of one family, in manifest order."""
         return [k for k in self.kernels if k.family == name]
 
+    def suite_kernels(self) -> list[SuiteKernel]:
+        """The members as the suite runner's :class:`SuiteKernel` list, in manifest order."""
+        return [k.kernel for k in self.kernels]
+
+    def family_of(self) -> dict[str, str]:
+        """Kernel name -> family key (for leave-one-out memories and per-family tables)."""
+        return {k.name: k.family for k in self.kernels}
+
 
 def default_manifest() -> Path:
     """``bench/families/manifest.json`` of this checkout (the folder is not installed with the package)."""

@@ -47,6 +47,8 @@ def test_manifest_entries_are_complete() -> None:
         assert set(entry["varies"]) == set(fam.VARIES_KEYS), entry["kernel"]
         assert all(entry["varies"].values()), entry["kernel"]
     assert Counter(k.name for k in SUITE.kernels).most_common(1)[0][1] == 1
+    assert [k.name for k in SUITE.suite_kernels()] == IDS
+    assert set(SUITE.family_of().values()) == set(SUITE.titles)
 
 
 @pytest.mark.parametrize("member", SUITE.kernels, ids=IDS)
