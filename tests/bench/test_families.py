@@ -189,3 +189,20 @@ def test_bad_manifests_are_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(fam.FamiliesError, match="llm.c file x.cu"):
         fam.load_families(_manifest(tmp_path, [entry], {"ew": {"llmc": [{"path": "x.cu", "kernel": "x"}]}}),
                           llmc_dir=tmp_path)
+
+
+@pytest.mark.slow
+def test_verify_all_streams_resumes_and_keeps_its_budget(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("verify_all", REPO / "bench" / "families" / "verify_all.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "v.jsonl"
+    assert mod.main(["--out", str(out), "--kernels", "fma_kernel,axpby_fp16"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["kernel"]: r["verified_on"] for r in rows} == {"fma_kernel": "interpreter", "axpby_fp16": "compile-only"}
+    assert mod.main(["--out", str(out), "--kernels", "fma_kernel,axpby_fp16"]) == 0  # resumed: nothing re-run
+    assert len(out.read_text().splitlines()) == 2
+    assert mod.main(["--out", str(tmp_path / "w.jsonl"), "--max-seconds", "-1"]) == 0  # budget spent at once
+    assert not (tmp_path / "w.jsonl").exists() or not (tmp_path / "w.jsonl").read_text()
