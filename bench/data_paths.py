@@ -17,11 +17,16 @@ KERNELBENCH_PROBLEMS = REPO.parent / "shared" / "data" / "kernelbench" / "proble
 #: Where the corpus of naive kernels is looked for (the copies the tests need live in tests/fixtures/corpus).
 CORPUS = REPO.parent / "shared" / "corpus"
 
-DEFAULTS = {"kernelbench": KERNELBENCH_PROBLEMS, "corpus": CORPUS}
+#: Where the llm.c kernel progressions are looked for (third-party: the family suite reads them from here and
+#: leaves them out when the folder is absent; ``$HTAM_LLMC`` overrides it, see htam_core.bench.families).
+LLMC = CORPUS / "llmc"
+
+DEFAULTS = {"kernelbench": KERNELBENCH_PROBLEMS, "corpus": CORPUS, "llmc": LLMC}
 
 
 def main(argv: list[str]) -> int:
-    """Print the default path of each named input (``kernelbench``, ``corpus``); exit 2 on an unknown name."""
+    """Print the default path of each named input (``kernelbench``, ``corpus``, ``llmc``); exit 2 on an unknown
+    name."""
     for name in argv or ["kernelbench"]:
         if name not in DEFAULTS:
             print(f"unknown data input {name!r}; known: {', '.join(DEFAULTS)}", file=sys.stderr)

@@ -109,6 +109,27 @@ def _compute_dtype(h: Harness, path: Path, name: str) -> str | None:
     return compute_dtype(floats[0] if floats else None, kernel) if floats else None
 
 
+def kernel_from_table(spec: Path, name: str, table: Any) -> SuiteKernel:
+    """One suite kernel from its ``[kernel.<name>]`` table of ``spec`` (an ``htam.toml``), validated with the
+    harness parser; its roofline bound is evaluated on the first input set.
+
+    Raises:
+        SuiteError: the table has no ``file``, names a file that does not exist, or is invalid.
+    """
+    if not isinstance(table, dict) or "file" not in table:
+        raise SuiteError(f"{spec} [kernel.{name}] needs file = \"<kernel file>\" in a suite")
+    path = (spec.parent / table["file"]).resolve()
+    if not path.is_file():
+        raise SuiteError(f"{spec} [kernel.{name}] names {table['file']}, which does not exist")
+    try:
+        h: Harness = parse_kernel_table(table, kernel=name, spec_path=spec, file_path=path)
+    except HarnessError as exc:
+        raise SuiteError(str(exc)) from exc
+    sizes = dict(h.sizes[0]) if h.sizes else {}
+    return SuiteKernel(name, str(path), h.language, _eval_bound(h.bytes_expr, sizes),
+                       _eval_bound(h.flops_expr, sizes), sizes, _compute_dtype(h, path, name))
+
+
 def load_suite(suite_dir: str | Path, kernels: list[str] | None = None) -> list[SuiteKernel]:
     """Read the suite's ``htam.toml`` and validate every table with the harness parser.
 
@@ -128,20 +149,7 @@ def load_suite(suite_dir: str | Path, kernels: list[str] | None = None) -> list[
         tables = load_toml(spec).get("kernel") or {}
     except HarnessError as exc:
         raise SuiteError(str(exc)) from exc
-    out: list[SuiteKernel] = []
-    for name, table in tables.items():
-        if not isinstance(table, dict) or "file" not in table:
-            raise SuiteError(f"{spec} [kernel.{name}] needs file = \"<kernel file>\" in a suite")
-        path = (d / table["file"]).resolve()
-        if not path.is_file():
-            raise SuiteError(f"{spec} [kernel.{name}] names {table['file']}, which does not exist")
-        try:
-            h: Harness = parse_kernel_table(table, kernel=name, spec_path=spec, file_path=path)
-        except HarnessError as exc:
-            raise SuiteError(str(exc)) from exc
-        sizes = dict(h.sizes[0]) if h.sizes else {}
-        out.append(SuiteKernel(name, str(path), h.language, _eval_bound(h.bytes_expr, sizes),
-                               _eval_bound(h.flops_expr, sizes), sizes, _compute_dtype(h, path, name)))
+    out = [kernel_from_table(spec, name, table) for name, table in tables.items()]
     if kernels:
         by_name = {k.name: k for k in out}
         missing = [k for k in kernels if k not in by_name]
