@@ -333,7 +333,7 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
 
 def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bool | None = None,
                    target: str = "sm_90", gpu_index: int = 0, constexprs: dict[str, Any] | None = None,
-                   cache: CompileCache | None = None) -> Profile:
+                   cache: CompileCache | None = None, use_ncu: bool = True) -> Profile:
     """Profile the kernel ``kernel_name`` of the file ``path``.
 
     Args:
@@ -345,6 +345,8 @@ def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bo
         gpu_index: which GPU to measure on.
         constexprs: Triton constexpr overrides for the static compile.
         cache: compile cache.
+        use_ncu: on a GPU, also collect Nsight Compute counters (``False``: the timer only, stage 1 of the
+            two-stage profile; SOL and achieved occupancy stay ``None``).
 
     Returns:
         A :class:`Profile`.
@@ -366,7 +368,7 @@ def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bo
     if static is not True:
         if gpu_available():
             return profile_on_gpu(path=str(path), kernel_name=kernel_name, gpu_index=gpu_index, model=model,
-                                  kernel=kernel, target=target)
+                                  kernel=kernel, target=target, use_ncu=use_ncu)
         if static is False:
             fallback_note = "no GPU found (nvidia-smi/torch.cuda); static profile instead"
     p = static_profile(model, kernel, target, constexprs=constexprs, cache=cache)
