@@ -24,7 +24,7 @@ from htam_core.measure.gpu import measure_on_gpu
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.classify import classify
 from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
-from htam_core.profile.static_roofline import estimate_work, harness_sizes
+from htam_core.profile.static_roofline import estimate_work, harness_sizes_noted
 from htam_core.profile.static_triton import compile_triton_kernel
 from htam_core.runtime.cache import CompileCache
 from htam_core.source import SourceError, load, without_incomplete
@@ -253,7 +253,9 @@ def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any] | None)
         return
     try:
         if sizes is None:
-            sizes = harness_sizes(getattr(model, "path", None), kernel.name, model)
+            sizes, why = harness_sizes_noted(getattr(model, "path", None), kernel.name, model)
+            if why:
+                p.warnings.insert(0, why)
         est = estimate_work(model, kernel, constexprs=p.extra.get("constexprs") or {}, sizes=sizes)
     except (ValueError, TypeError, ArithmeticError, RecursionError, AttributeError) as exc:
         p.warnings.append(f"static roofline estimate not made ({type(exc).__name__}: {exc})")
