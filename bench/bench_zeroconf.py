@@ -18,9 +18,10 @@ Made to end inside a fixed stage limit with whatever it has:
   stderr; ``--resume`` keeps the finished rows of an earlier ``rows.jsonl`` in ``--out`` and runs the rest;
 * the profile is stage 1 of the two-stage profile (the timer; no Nsight Compute counters, ``--no-counters``)
   unless ``--counters`` is given;
-* verifies (which also record each file's ``__main__``/tests once into htam's cache) run first, ``--jobs`` at a
-  time (default 4 with a GPU, 1 without), inside the first 60 % of the budget; profiles then run one at a time
-  so that timings do not overlap.
+* each kernel is verified (which also records its file's ``__main__``/tests once into htam's cache) and then
+  profiled; ``--jobs`` kernels at a time (default 4 with a GPU, so that the corpus fits a 150 s stage; 1
+  without). With more than one job, times were taken while other commands shared the GPU: the table says
+  so, and they are indicative only (``--jobs 1`` for clean times).
 
     python bench/bench_zeroconf.py --out bench/results/zeroconf-<machine>-<date>
 
@@ -37,6 +38,7 @@ import platform
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -119,21 +121,18 @@ def list_kernels(corpus: Path) -> list[dict[str, Any]]:
 class Budget:
     """The run's wall-clock budget: :meth:`timeout` is the per-command limit, cut to what is left."""
 
-    def __init__(self, max_seconds: float, per_command: float, verify_share: float = 0.6) -> None:
-        now = time.monotonic()
-        self.end = now + max_seconds - _RESERVE_S
-        self.verify_end = now + verify_share * (max_seconds - _RESERVE_S)
+    def __init__(self, max_seconds: float, per_command: float) -> None:
+        self.end = time.monotonic() + max_seconds - _RESERVE_S
         self.per_command = per_command
 
-    def timeout(self, verify: bool = False) -> float | None:
-        """Seconds the next command may take, or ``None`` when the budget cannot fit a useful one (< 5 s).
-        Verifies get the first ``verify_share`` of the budget, so that profiles always get the rest."""
-        left = (self.verify_end if verify else self.end) - time.monotonic()
+    def timeout(self) -> float | None:
+        """Seconds the next command may take, or ``None`` when the budget cannot fit a useful one (< 5 s)."""
+        left = self.end - time.monotonic()
         return None if left < 5.0 else min(self.per_command, left)
 
 
 def _verify(corpus: Path, item: dict[str, Any], budget: Budget) -> dict[str, Any]:
-    t = budget.timeout(verify=True)
+    t = budget.timeout()
     if t is None:
         return {"verify_rc": None, "accepted": False, "status": "not run (budget)", "verify_s": 0.0}
     rc, out, err, secs = _htam(["verify", str(corpus / item["file"]), "--kernel", item["kernel"], "--json",
@@ -172,7 +171,7 @@ def _done(row: dict[str, Any]) -> bool:
 
 def run(corpus: Path, out: Path, *, timeout: float, max_seconds: float, jobs: int, counters: bool,
         resume: bool) -> list[dict[str, Any]]:
-    """Verify then profile every complete kernel of ``corpus`` inside ``max_seconds``; one row per kernel,
+    """Verify, then profile, every complete kernel of ``corpus`` inside ``max_seconds``; one row per kernel,
     appended to ``out/rows.jsonl`` as it is done. Returns the rows in corpus order."""
     budget = Budget(max_seconds, timeout)
     out.mkdir(parents=True, exist_ok=True)
@@ -187,7 +186,7 @@ def run(corpus: Path, out: Path, *, timeout: float, max_seconds: float, jobs: in
     todo = [it for it in items if it.get("kernel") and _key(it) not in kept]
     _progress(f"{len(items)} kernels in {len({i['file'] for i in items})} files; {len(kept)} kept from "
               f"{jsonl.name}, {len(todo)} to run; budget {max_seconds:.0f} s, {timeout:.0f} s per command, "
-              f"{jobs} verify job(s)")
+              f"{jobs} kernel(s) at a time")
     with jsonl.open("w", encoding="utf-8") as fh:
         def emit(row: dict[str, Any]) -> None:
             fh.write(json.dumps(row) + "\n")
@@ -198,28 +197,24 @@ def run(corpus: Path, out: Path, *, timeout: float, max_seconds: float, jobs: in
         for it in items:
             if not it.get("kernel") and _key(it) not in kept:
                 emit(it)
-        verified: dict[tuple[str, str | None], dict[str, Any]] = {}
+        lock = threading.Lock()
 
-        def one_verify(it: dict[str, Any]) -> None:
+        def one_kernel(it: dict[str, Any]) -> None:
             v = _verify(corpus, it, budget)
-            verified[_key(it)] = v
-            _progress(f"verify  {it['file']}:{it['kernel']}: {v['status'] or 'exit ' + str(v['verify_rc'])} "
-                      f"({v['verify_s']} s)")
+            p = _profile(corpus, it, budget, counters)
+            with lock:
+                emit({**it, **p, **v})
+            t = f"{p['time_ms']:.4f} ms" if p.get("time_ms") else "no time"
+            _progress(f"{it['file']}:{it['kernel']}: verify {v['status'] or 'exit ' + str(v['verify_rc'])} "
+                      f"({v['verify_s']} s), profile {p['mode'] or p['profile_error']} ({t}, {p['profile_s']} s)")
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            list(pool.map(one_verify, todo))
-        for it in todo:
-            p = _profile(corpus, it, budget, counters)
-            row = {**it, **p, **verified[_key(it)]}
-            emit(row)
-            t = f"{p['time_ms']:.4f} ms" if p.get("time_ms") else "no time"
-            _progress(f"profile {it['file']}:{it['kernel']}: {p['mode'] or p['profile_error']} ({t}, "
-                      f"{p['profile_s']} s)")
+            list(pool.map(one_kernel, todo))
     by_key = {**kept, **{_key(r): r for r in (_json(ln) for ln in jsonl.read_text().splitlines()) if r}}
     return [by_key[_key(it)] for it in items if _key(it) in by_key]
 
 
-def _markdown(rows: list[dict[str, Any]], device: str, cmd: str, counters: bool) -> str:
+def _markdown(rows: list[dict[str, Any]], device: str, cmd: str, counters: bool, jobs: int = 1) -> str:
     kern = [r for r in rows if r.get("kernel")]
     profiled = sum(1 for r in kern if r.get("profile_rc") == 0)
     timed = sum(1 for r in kern if r.get("time_ms"))
@@ -230,7 +225,9 @@ def _markdown(rows: list[dict[str, Any]], device: str, cmd: str, counters: bool)
              f"Device: {device}. Command: `{cmd}`. No file has an htam.toml: every harness is inferred from the file "
              "(its `__main__`/tests, or the CUDA `main()`), or the kernel is its own oracle. Profiles are "
              + ("full (timer and Nsight Compute counters)." if counters else
-                "stage 1 (the timer, no Nsight Compute counters)."), "",
+                "stage 1 (the timer, no Nsight Compute counters).")
+             + (f" {jobs} kernels ran at a time: times were taken while other commands shared the device, so they "
+                "are indicative only (`--jobs 1` for clean times)." if jobs > 1 else ""), "",
              f"**{len(kern)} kernels in {len({r['file'] for r in rows})} files: {profiled} profiled "
              f"({timed} with a measured time), {inferred} with a harness, {accepted} verified (accepted)"
              + (f"; {cut} not reached inside the budget" if cut else "") + ".**", "",
@@ -257,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=40.0, help="seconds per htam command (default 40)")
     ap.add_argument("--max-seconds", type=float, default=135.0,
                     help="budget of the whole run; then the tables are written with what was done (default 135)")
-    ap.add_argument("--jobs", type=int, default=None, help="verifies at a time (default 4 with a GPU, 1 without)")
+    ap.add_argument("--jobs", type=int, default=None, help="kernels at a time (default 4 with a GPU, 1 without)")
     ap.add_argument("--counters", action="store_true", help="full profiles (wait for Nsight Compute's counters)")
     ap.add_argument("--resume", action="store_true", help="keep the finished rows of OUT/rows.jsonl")
     args = ap.parse_args(argv)
@@ -271,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = run(args.corpus, args.out, timeout=args.timeout, max_seconds=args.max_seconds, jobs=jobs,
                counters=args.counters, resume=args.resume)
     (args.out / "zeroconf.json").write_text(json.dumps({"device": device, "command": cmd, "rows": rows}, indent=1))
-    md = _markdown(rows, device, cmd, args.counters)
+    md = _markdown(rows, device, cmd, args.counters, jobs)
     (args.out / "zeroconf.md").write_text(md, encoding="utf-8")
     print(md, flush=True)
     return 0
