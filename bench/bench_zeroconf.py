@@ -1,11 +1,27 @@
 """Zero-config corpus: profile and verify every kernel of every file in a folder with NO htam.toml.
 
-For each ``.py``/``.cu`` file of ``--corpus`` (default ``tests/fixtures/zeroconf``) it lists the kernels
-(``htam kernels --json``) and, for each complete kernel, runs ``htam profile FILE --kernel K --json`` and
-``htam verify FILE --kernel K --json`` in a fresh process each, and records: whether a measured time came back
-(GPU) or a static profile (CPU), where the harness came from, and whether the verifier accepted the kernel (the
-start checked against its inferred reference or against itself as the oracle). Writes ``zeroconf.json`` and
-``zeroconf.md`` (device, date, command) to ``--out``.
+For each ``.py``/``.cu`` file of ``--corpus`` (default ``tests/fixtures/zeroconf``) it lists the kernels (read
+here with the source layer: parsing only, none of the files' code runs in this process) and, for each complete
+kernel, runs ``htam verify FILE --kernel K --json`` and ``htam profile FILE --kernel K --json --no-counters``
+in a fresh process each, and records whether a measured time came back (GPU) or a static profile (CPU), where
+the harness came from, and whether the verifier accepted the kernel (the start checked against its inferred
+reference or against itself as the oracle).
+
+Made to end inside a fixed stage limit with whatever it has:
+
+* every command has its own timeout (``--timeout``, default 40 s); a command past it is killed with its whole
+  process group (workers included) and the row says ``timed out``;
+* ``--max-seconds`` (default 135) is the budget of the whole run: no command starts that could not finish
+  inside it, kernels not reached get a row saying so, and ``zeroconf.md``/``zeroconf.json`` are written with
+  what was measured; the exit code is 0;
+* each kernel's row is appended to ``rows.jsonl`` (flushed) as soon as it is done, with a progress line on
+  stderr; ``--resume`` keeps the finished rows of an earlier ``rows.jsonl`` in ``--out`` and runs the rest;
+* the profile is stage 1 of the two-stage profile (the timer; no Nsight Compute counters, ``--no-counters``)
+  unless ``--counters`` is given;
+* each kernel is verified (which also records its file's ``__main__``/tests once into htam's cache) and then
+  profiled; ``--jobs`` kernels at a time (default 4 with a GPU, so that the corpus fits a 150 s stage; 1
+  without). With more than one job, times were taken while other commands shared the GPU: the table says
+  so, and they are indicative only (``--jobs 1`` for clean times).
 
     python bench/bench_zeroconf.py --out bench/results/zeroconf-<machine>-<date>
 
@@ -17,25 +33,50 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import platform
+import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+#: seconds kept back from ``--max-seconds`` for writing the tables
+_RESERVE_S = 3.0
 
 
-def _htam(*args: str, timeout: float) -> tuple[int, str, str, float]:
-    """Run ``htam ARGS`` in a fresh process; ``(exit code, stdout, stderr, seconds)``."""
+def _progress(msg: str) -> None:
+    print(f"[zeroconf {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _htam(args: list[str], timeout: float) -> tuple[int, str, str, float]:
+    """Run ``htam ARGS`` in a fresh process group; ``(exit code, stdout, stderr, seconds)``.
+
+    Past ``timeout`` the whole group is killed (the CLI's worker processes hold the output pipes open: killing
+    only the CLI would leave ``communicate`` waiting for them) and the code is 124."""
     t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-m", "htam_core.cli.main", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=REPO, start_new_session=True)
     try:
-        p = subprocess.run([sys.executable, "-m", "htam_core.cli.main", *args], capture_output=True, text=True,
-                           timeout=timeout, cwd=REPO)
-        return p.returncode, p.stdout, p.stderr, time.perf_counter() - t0
+        out, err = p.communicate(timeout=max(1.0, timeout))
+        return p.returncode, out, err, time.perf_counter() - t0
     except subprocess.TimeoutExpired:
-        return 124, "", f"timed out after {timeout:.0f} s", time.perf_counter() - t0
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            p.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        return 124, "", f"timed out after {timeout:.0f} s (killed)", time.perf_counter() - t0
 
 
 def _json(text: str) -> Any:
@@ -45,13 +86,13 @@ def _json(text: str) -> Any:
         return None
 
 
-def _device() -> str:
+def _gpu() -> str | None:
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=20).stdout.strip()
-        return out or f"no GPU ({platform.node()})"
+        return out or None
     except (OSError, subprocess.TimeoutExpired):
-        return f"no GPU ({platform.node()})"
+        return None
 
 
 def _last_line(err: str) -> str:
@@ -59,75 +100,177 @@ def _last_line(err: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def run(corpus: Path, timeout: float) -> list[dict[str, Any]]:
-    """Profile and verify every complete kernel in ``corpus``; one row per kernel."""
-    rows: list[dict[str, Any]] = []
-    files = sorted(p for p in corpus.iterdir() if p.suffix in (".py", ".cu") and not p.name.startswith("test_"))
-    for f in files:
-        rc, out, err, _ = _htam("kernels", str(f), "--json", timeout=timeout)
-        kernels = [k for k in (_json(out) or []) if not k.get("incomplete")]
-        if rc != 0 or not kernels:
-            rows.append({"file": f.name, "kernel": None, "error": _last_line(err) or "no kernel found"})
+def list_kernels(corpus: Path) -> list[dict[str, Any]]:
+    """``[{"file", "kernel"}]`` for every complete kernel of the corpus's ``.py``/``.cu`` files (tests left
+    out), or ``{"file", "kernel": None, "error"}`` for a file without one. Parses only."""
+    from htam_core.source import load
+
+    items: list[dict[str, Any]] = []
+    for f in sorted(p for p in corpus.iterdir() if p.suffix in (".py", ".cu") and not p.name.startswith("test_")):
+        try:
+            kernels = [k for k in load(str(f)).kernels if not k.incomplete]
+        except Exception as exc:  # noqa: BLE001 - one bad file is one row, never the end of the run
+            items.append({"file": f.name, "kernel": None, "error": f"{type(exc).__name__}: {exc}"[:300]})
             continue
-        for k in kernels:
-            name = k.get("qualified_name") or k["name"]
-            prc, pout, perr, pt = _htam("profile", str(f), "--kernel", name, "--json", timeout=timeout)
-            prof = _json(pout) or {}
-            vrc, vout, verr, vt = _htam("verify", str(f), "--kernel", name, "--json", timeout=timeout)
-            ver = _json(vout) or {}
-            time_ms = (prof.get("time_ms") or {}).get("median") if isinstance(prof.get("time_ms"), dict) else None
-            rows.append({
-                "file": f.name, "kernel": name, "profile_rc": prc, "mode": prof.get("mode"),
-                "time_ms": time_ms, "profile_s": round(pt, 2), "profile_error": None if prc == 0 else _last_line(perr),
-                "verify_rc": vrc, "accepted": vrc == 0, "verify_s": round(vt, 2),
-                "verified_on": ver.get("verified_on"), "status": ver.get("status"), "harness": ver.get("harness"),
-                "verify_summary": ((ver.get("messages") or [""])[-1] if ver else _last_line(verr))[:300],
-            })
-    return rows
+        if not kernels:
+            items.append({"file": f.name, "kernel": None, "error": "no complete kernel found"})
+        items.extend({"file": f.name, "kernel": k.qualified_name or k.name} for k in kernels)
+    return items
 
 
-def _markdown(rows: list[dict[str, Any]], device: str, cmd: str) -> str:
+class Budget:
+    """The run's wall-clock budget: :meth:`timeout` is the per-command limit, cut to what is left."""
+
+    def __init__(self, max_seconds: float, per_command: float) -> None:
+        self.end = time.monotonic() + max_seconds - _RESERVE_S
+        self.per_command = per_command
+
+    def timeout(self) -> float | None:
+        """Seconds the next command may take, or ``None`` when the budget cannot fit a useful one (< 5 s)."""
+        left = self.end - time.monotonic()
+        return None if left < 5.0 else min(self.per_command, left)
+
+
+def _verify(corpus: Path, item: dict[str, Any], budget: Budget) -> dict[str, Any]:
+    t = budget.timeout()
+    if t is None:
+        return {"verify_rc": None, "accepted": False, "status": "not run (budget)", "verify_s": 0.0}
+    rc, out, err, secs = _htam(["verify", str(corpus / item["file"]), "--kernel", item["kernel"], "--json",
+                                "--timeout", str(int(t))], t)
+    ver = _json(out) or {}
+    summary = (ver.get("messages") or [""])[-1] if ver else _last_line(err)
+    return {"verify_rc": rc, "accepted": rc == 0, "verify_s": round(secs, 2), "verified_on": ver.get("verified_on"),
+            "status": ver.get("status") or ("timed out" if rc == 124 else None), "harness": ver.get("harness"),
+            "verify_summary": (summary or f"exit {rc} with no message")[:300]}
+
+
+def _profile(corpus: Path, item: dict[str, Any], budget: Budget, counters: bool) -> dict[str, Any]:
+    t = budget.timeout()
+    if t is None:
+        return {"profile_rc": None, "mode": None, "time_ms": None, "profile_s": 0.0,
+                "profile_error": "not run (budget)"}
+    args = ["profile", str(corpus / item["file"]), "--kernel", item["kernel"], "--json"]
+    rc, out, err, secs = _htam(args + ([] if counters else ["--no-counters"]), t)
+    prof = _json(out) or {}
+    tm = prof.get("time_ms")
+    return {"profile_rc": rc, "mode": prof.get("mode"), "time_ms": tm.get("median") if isinstance(tm, dict) else None,
+            "profile_s": round(secs, 2),
+            "profile_error": None if rc == 0 else (_last_line(err) or f"exit {rc} with no message")}
+
+
+def _key(row: dict[str, Any]) -> tuple[str, str | None]:
+    return row["file"], row.get("kernel")
+
+
+def _done(row: dict[str, Any]) -> bool:
+    """A row worth keeping on ``--resume``: both commands ran to an answer (not cut by the budget or a timeout)."""
+    if not row.get("kernel"):
+        return True
+    return row.get("profile_rc") not in (None, 124) and row.get("verify_rc") not in (None, 124)
+
+
+def run(corpus: Path, out: Path, *, timeout: float, max_seconds: float, jobs: int, counters: bool,
+        resume: bool) -> list[dict[str, Any]]:
+    """Verify, then profile, every complete kernel of ``corpus`` inside ``max_seconds``; one row per kernel,
+    appended to ``out/rows.jsonl`` as it is done. Returns the rows in corpus order."""
+    budget = Budget(max_seconds, timeout)
+    out.mkdir(parents=True, exist_ok=True)
+    jsonl = out / "rows.jsonl"
+    kept: dict[tuple[str, str | None], dict[str, Any]] = {}
+    if resume and jsonl.is_file():
+        for line in jsonl.read_text(encoding="utf-8").splitlines():
+            row = _json(line)
+            if isinstance(row, dict) and "file" in row and _done(row):
+                kept[_key(row)] = row
+    items = list_kernels(corpus)
+    todo = [it for it in items if it.get("kernel") and _key(it) not in kept]
+    _progress(f"{len(items)} kernels in {len({i['file'] for i in items})} files; {len(kept)} kept from "
+              f"{jsonl.name}, {len(todo)} to run; budget {max_seconds:.0f} s, {timeout:.0f} s per command, "
+              f"{jobs} kernel(s) at a time")
+    with jsonl.open("w", encoding="utf-8") as fh:
+        def emit(row: dict[str, Any]) -> None:
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+
+        for row in kept.values():
+            emit(row)
+        for it in items:
+            if not it.get("kernel") and _key(it) not in kept:
+                emit(it)
+        lock = threading.Lock()
+
+        def one_kernel(it: dict[str, Any]) -> None:
+            v = _verify(corpus, it, budget)
+            p = _profile(corpus, it, budget, counters)
+            with lock:
+                emit({**it, **p, **v})
+            t = f"{p['time_ms']:.4f} ms" if p.get("time_ms") else "no time"
+            _progress(f"{it['file']}:{it['kernel']}: verify {v['status'] or 'exit ' + str(v['verify_rc'])} "
+                      f"({v['verify_s']} s), profile {p['mode'] or p['profile_error']} ({t}, {p['profile_s']} s)")
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            list(pool.map(one_kernel, todo))
+    by_key = {**kept, **{_key(r): r for r in (_json(ln) for ln in jsonl.read_text().splitlines()) if r}}
+    return [by_key[_key(it)] for it in items if _key(it) in by_key]
+
+
+def _markdown(rows: list[dict[str, Any]], device: str, cmd: str, counters: bool, jobs: int = 1) -> str:
     kern = [r for r in rows if r.get("kernel")]
-    profiled = sum(1 for r in kern if r["profile_rc"] == 0)
+    profiled = sum(1 for r in kern if r.get("profile_rc") == 0)
     timed = sum(1 for r in kern if r.get("time_ms"))
-    accepted = sum(1 for r in kern if r["accepted"])
+    accepted = sum(1 for r in kern if r.get("accepted"))
     inferred = sum(1 for r in kern if r.get("harness"))
+    cut = sum(1 for r in kern if "budget" in str(r.get("status")) or "budget" in str(r.get("profile_error")))
     lines = [f"# Zero-config corpus ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)", "",
              f"Device: {device}. Command: `{cmd}`. No file has an htam.toml: every harness is inferred from the file "
-             "(its `__main__`/tests, or the CUDA `main()`), or the kernel is its own oracle.", "",
+             "(its `__main__`/tests, or the CUDA `main()`), or the kernel is its own oracle. Profiles are "
+             + ("full (timer and Nsight Compute counters)." if counters else
+                "stage 1 (the timer, no Nsight Compute counters).")
+             + (f" {jobs} kernels ran at a time: times were taken while other commands shared the device, so they "
+                "are indicative only (`--jobs 1` for clean times)." if jobs > 1 else ""), "",
              f"**{len(kern)} kernels in {len({r['file'] for r in rows})} files: {profiled} profiled "
-             f"({timed} with a measured time), {inferred} with a harness, {accepted} verified (accepted).**", "",
+             f"({timed} with a measured time), {inferred} with a harness, {accepted} verified (accepted)"
+             + (f"; {cut} not reached inside the budget" if cut else "") + ".**", "",
              "| file | kernel | profile | time (ms) | harness | verify | last message |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         if not r.get("kernel"):
-            lines.append(f"| {r['file']} | — | failed | — | — | — | {r['error']} |")
+            lines.append(f"| {r['file']} | — | failed | — | — | — | {r.get('error')} |")
             continue
-        prof = (r.get("mode") or "ok") if r["profile_rc"] == 0 else f"exit {r['profile_rc']}: {r['profile_error']}"
+        prc = r.get("profile_rc")
+        prof = (r.get("mode") or "ok") if prc == 0 else (r.get("profile_error") if prc is None
+                                                          else f"exit {prc}: {r.get('profile_error')}")
         t = f"{r['time_ms']:.4f}" if r.get("time_ms") else "not measured"
-        ver = "accepted" if r["accepted"] else f"{r.get('status') or 'exit'} ({r['verify_rc']})"
-        cells = [r["file"], r["kernel"], prof, t, r.get("harness") or "none", ver, r["verify_summary"]]
-        lines.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
+        ver = "accepted" if r.get("accepted") else f"{r.get('status') or 'exit'} ({r.get('verify_rc')})"
+        cells = [r["file"], r["kernel"], prof, t, r.get("harness") or "none", ver, r.get("verify_summary") or ""]
+        lines.append("| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    """CLI entry point; exit 0 when the table was written."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; exit 0 when the tables were written (also when the budget cut the run short)."""
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=REPO / "tests" / "fixtures" / "zeroconf")
-    ap.add_argument("--out", type=Path, required=True, help="folder for zeroconf.json and zeroconf.md")
-    ap.add_argument("--timeout", type=float, default=180.0, help="seconds per htam command (default 180)")
-    args = ap.parse_args()
+    ap.add_argument("--out", type=Path, required=True, help="folder for rows.jsonl, zeroconf.json and zeroconf.md")
+    ap.add_argument("--timeout", type=float, default=40.0, help="seconds per htam command (default 40)")
+    ap.add_argument("--max-seconds", type=float, default=135.0,
+                    help="budget of the whole run; then the tables are written with what was done (default 135)")
+    ap.add_argument("--jobs", type=int, default=None, help="kernels at a time (default 4 with a GPU, 1 without)")
+    ap.add_argument("--counters", action="store_true", help="full profiles (wait for Nsight Compute's counters)")
+    ap.add_argument("--resume", action="store_true", help="keep the finished rows of OUT/rows.jsonl")
+    args = ap.parse_args(argv)
     if not args.corpus.is_dir():
         print(f"bench_zeroconf: no corpus folder {args.corpus}", file=sys.stderr)
         return 2
-    cmd = "python bench/bench_zeroconf.py " + " ".join(sys.argv[1:])
-    device = _device()
-    rows = run(args.corpus, args.timeout)
-    args.out.mkdir(parents=True, exist_ok=True)
+    cmd = "python bench/bench_zeroconf.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    gpu = _gpu()
+    device = gpu or f"no GPU ({platform.node()})"
+    jobs = args.jobs if args.jobs is not None else (4 if gpu else 1)
+    rows = run(args.corpus, args.out, timeout=args.timeout, max_seconds=args.max_seconds, jobs=jobs,
+               counters=args.counters, resume=args.resume)
     (args.out / "zeroconf.json").write_text(json.dumps({"device": device, "command": cmd, "rows": rows}, indent=1))
-    md = _markdown(rows, device, cmd)
+    md = _markdown(rows, device, cmd, args.counters, jobs)
     (args.out / "zeroconf.md").write_text(md, encoding="utf-8")
-    print(md)
+    print(md, flush=True)
     return 0
 
 

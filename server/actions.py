@@ -5,7 +5,11 @@
   transform, or the LLM with work-done progress); each action carries the command ``htam.recordApplied``.
   A step that cannot be made becomes a ``window/showMessage`` and an action with neither edit nor command.
 * "Create a profiling harness for this kernel" (kind ``refactor.rewrite.htam.harness``) when the harness
-  finder has none: it writes the filled-in template into ``htam.toml`` next to the file. The finder runs in a
+  finder has none: it writes the filled-in template into ``htam.toml`` next to the file.
+* "Save the inferred harness to htam.toml" (same kind) when the harness was inferred (from ``__main__``, a
+  test or ``main()``): it appends the fully filled-in table as a NEW ``[kernel.<name>]`` table, creating
+  ``htam.toml`` when missing. It is not offered when that ``htam.toml`` already has a table of this name or
+  does not parse (:func:`htam_core.harness.status.saveable_table`): an existing section is never rewritten. The finder runs in a
   helper process, started by the first hover or code-action request on the kernel; a list requested before
   it answers (more than :data:`HARNESS_WAIT_S`) leaves the action out and a later request offers it.
 """
@@ -14,18 +18,20 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types
 
 from htam_core.editor import content_hash
+from htam_core.harness.status import HarnessStatus
 from htam_server import render
 from htam_server.convert import document_edit, text_edits
 from htam_server.progress import WorkProgress
 
 KIND_STEP = "refactor.rewrite.htam"
 KIND_HARNESS = "refactor.rewrite.htam.harness"
+TITLE_CREATE = "Create a profiling harness for this kernel"
+TITLE_SAVE = "Save the inferred harness to htam.toml"
 
 #: How long a code-action list waits for a running harness check before answering without that action (s).
 HARNESS_WAIT_S = 0.02
@@ -49,25 +55,16 @@ def _stamp(path: str) -> tuple:
     return _mtime(path), _mtime(os.path.join(d, "htam.toml")), _mtime(os.path.join(d, f"{stem}_ref.py"))
 
 
-def cached_missing_harness(path: str, kernel_name: str) -> tuple[bool, Any]:
-    """``(known, error)`` from the cache of :func:`missing_harness` (valid while the files are unchanged)."""
+def cached_status(path: str, kernel_name: str) -> tuple[bool, HarnessStatus | None]:
+    """``(known, status)`` from the cache of :func:`harness_status` (valid while the files are unchanged)."""
     hit = _harness_cache.get((path, kernel_name))
     if hit is not None and hit[0] == _stamp(path):
         return True, hit[1]
     return False, None
 
 
-@dataclass(frozen=True)
-class MissingHarness:
-    """No harness for a kernel: the finder's message, the snippet to add and the file it belongs in."""
-
-    message: str
-    snippet: str
-    path: str
-
-
-def missing_harness(path: str, kernel_name: str, model: Any) -> MissingHarness | None:
-    """What to add when the kernel has no harness, else ``None``.
+def harness_status(path: str, kernel_name: str, model: Any) -> HarnessStatus | None:
+    """The kernel's :class:`~htam_core.harness.status.HarnessStatus`, or ``None`` when the helper did not answer.
 
     Runs the finder in a helper process (:mod:`htam_server.harness_probe`); call it from a thread. Cached
     until the file, its ``htam.toml`` or its ``_ref.py`` sibling change on disk. ``model`` is a snapshot of
@@ -75,14 +72,14 @@ def missing_harness(path: str, kernel_name: str, model: Any) -> MissingHarness |
     """
     from htam_server.harness_probe import probe_in_process
 
-    known, err = cached_missing_harness(path, kernel_name)
+    known, st = cached_status(path, kernel_name)
     if known:
-        return err
+        return st
     stamp = _stamp(path)
-    found = probe_in_process(path, kernel_name, model)
-    err = MissingHarness(*found) if found is not None else None
-    _harness_cache[(path, kernel_name)] = (stamp, err)
-    return err
+    st = probe_in_process(path, kernel_name, model)
+    if st is not None:
+        _harness_cache[(path, kernel_name)] = (stamp, st)
+    return st
 
 
 _harness_tasks: dict[tuple[str, str], asyncio.Future] = {}
@@ -96,7 +93,7 @@ def harness_check(od, kernel) -> asyncio.Future | None:
     """
     if od.path is None:
         return None
-    if cached_missing_harness(od.path, kernel.name)[0]:
+    if cached_status(od.path, kernel.name)[0]:
         return None
     key = (od.path, kernel.name)
     task = _harness_tasks.get(key)
@@ -104,7 +101,7 @@ def harness_check(od, kernel) -> asyncio.Future | None:
         # the saved file is parsed in the helper process; the model travels only for unsaved text (pickling a
         # 3,000-line model holds the GIL for a long time and stalls the event loop)
         model = None if od.on_disk() else od.snapshot_model
-        task = asyncio.ensure_future(asyncio.to_thread(missing_harness, od.path, kernel.name, model))
+        task = asyncio.ensure_future(asyncio.to_thread(harness_status, od.path, kernel.name, model))
         _harness_tasks[key] = task
         task.add_done_callback(lambda _t: _harness_tasks.pop(key, None))
     return task
@@ -151,18 +148,28 @@ async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAct
                 command=types.Command(title="HTAM: record applied step", command="htam.recordApplied",
                                       arguments=[rec])))
     if _wanted(KIND_HARNESS, only) and od.path is not None:
-        task = harness_check(od, kernel)
-        if task is not None:  # not known yet: wait briefly, else offer it in a later request
-            await asyncio.wait({task}, timeout=HARNESS_WAIT_S)
-        err = cached_missing_harness(od.path, kernel.name)[1]
-        if err is not None and (_supports_create(ls) or os.path.exists(err.path)):
-            out.append(types.CodeAction(
-                title="Create a profiling harness for this kernel", kind=KIND_HARNESS,
-                data={"type": "harness", "uri": od.uri, "kernel": kernel.name, "version": od.version}))
+        out += await _harness_actions(ls, od, kernel)
     if not _supports_resolve(ls):  # older clients: compute edits now, drop what cannot be made
         resolved = [await resolve(ls, a, quiet=True) for a in out]
         out = [a for a in resolved if a.edit is not None]
     return out
+
+
+async def _harness_actions(ls, od, kernel) -> list[types.CodeAction]:
+    """*Create a profiling harness* (no harness: the template) or *Save the inferred harness to htam.toml*
+    (an inferred one that may be saved: :func:`htam_core.harness.status.saveable_table`)."""
+    task = harness_check(od, kernel)
+    if task is not None:  # not known yet: wait briefly, else offer it in a later request
+        await asyncio.wait({task}, timeout=HARNESS_WAIT_S)
+    st = cached_status(od.path, kernel.name)[1]
+    if st is None or not st.spec_path or not (_supports_create(ls) or os.path.exists(st.spec_path)):
+        return []
+    data = {"uri": od.uri, "kernel": kernel.name, "version": od.version}
+    if st.snippet:
+        return [types.CodeAction(title=TITLE_CREATE, kind=KIND_HARNESS, data={"type": "harness", **data})]
+    if st.save_text:
+        return [types.CodeAction(title=TITLE_SAVE, kind=KIND_HARNESS, data={"type": "save-harness", **data})]
+    return []
 
 
 def _no_edit(ls, action: types.CodeAction, reason: str, quiet: bool) -> types.CodeAction:
@@ -185,8 +192,8 @@ async def resolve(ls, action: types.CodeAction, quiet: bool = False) -> types.Co
     kernel = od.kernel_named(str(data.get("kernel", "")), model)
     if kernel is None:
         return _no_edit(ls, action, f"kernel {data.get('kernel')!r} is no longer in the file", quiet)
-    if data.get("type") == "harness":
-        return await _resolve_harness(ls, action, od, kernel, quiet)
+    if data.get("type") in ("harness", "save-harness"):
+        return await _resolve_harness(ls, action, od, kernel, quiet, save=data["type"] == "save-harness")
     await ls.ensure_ready()
     s = ls.session
     view = s.profile_view(od.path or od.uri, kernel)
@@ -214,40 +221,43 @@ async def resolve(ls, action: types.CodeAction, quiet: bool = False) -> types.Co
     return action
 
 
-async def _resolve_harness(ls, action: types.CodeAction, od, kernel, quiet: bool) -> types.CodeAction:
-    err = await asyncio.to_thread(missing_harness, od.path, kernel.name, await ls.synced_model(od))
-    if err is None:
-        return _no_edit(ls, action, f"{kernel.name} already has a harness", quiet)
-    from pygls.uris import from_fs_path
-
-    target = err.path
-    uri = from_fs_path(target)
-    snippet = err.snippet
-    changes: list[Any] = []
-    if os.path.exists(target):
-        with open(target, encoding="utf-8") as fh:
-            existing = fh.read()
-        enc = ls.encoding()
-        from htam_core.source.positions import LineIndex
-
-        idx = LineIndex(existing.encode("utf-8"))
-        line, col = idx.to_position(len(existing.encode("utf-8")), enc)
-        prefix = "" if existing.endswith("\n") or not existing else "\n"
-        pos = types.Position(line=line, character=col)
-        edit = types.TextEdit(range=types.Range(start=pos, end=pos), new_text=prefix + "\n" + snippet)
-        if not _supports_create(ls):
-            action.edit = types.WorkspaceEdit(changes={uri: [edit]})
-            return action
-        changes.append(types.TextDocumentEdit(
-            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None), edits=[edit]))
-    else:
-        pos = types.Position(line=0, character=0)
-        changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(ignore_if_exists=True)))
-        changes.append(types.TextDocumentEdit(
-            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
-            edits=[types.TextEdit(range=types.Range(start=pos, end=pos), new_text=snippet)]))
-    action.edit = types.WorkspaceEdit(document_changes=changes)
+async def _resolve_harness(ls, action: types.CodeAction, od, kernel, quiet: bool, save: bool) -> types.CodeAction:
+    st = await asyncio.to_thread(harness_status, od.path, kernel.name, await ls.synced_model(od))
+    text = (st.save_text if save else st.snippet) if st is not None else None
+    if st is None or not text or not st.spec_path:
+        why = "the harness finder did not answer; try again" if st is None else (
+            f"{kernel.name} already has a harness ({st.line})" if not save else
+            f"the inferred harness of {kernel.name} cannot be saved now ({st.line})")
+        return _no_edit(ls, action, why, quiet)
+    action.edit = _append_edit(ls, st.spec_path, text)
     if not quiet:
-        ls.show(f"HTAM: the harness template for {kernel.name} goes into {target}: check the guessed shapes, "
+        ls.show(f"HTAM: the inferred harness of {kernel.name} goes into {st.spec_path} as a new [kernel.{kernel.name}] "
+                "table: adjust it there; it now wins over inference" if save else
+                f"HTAM: the harness template for {kernel.name} goes into {st.spec_path}: check the guessed shapes, "
                 "write the reference, then profile again", types.MessageType.Info)
     return action
+
+
+def _append_edit(ls, target: str, text: str) -> types.WorkspaceEdit:
+    """A workspace edit that appends ``text`` to ``target`` (created when missing); existing text is kept."""
+    from pygls.uris import from_fs_path
+
+    uri = from_fs_path(target)
+    if not os.path.exists(target):
+        pos = types.Position(line=0, character=0)
+        return types.WorkspaceEdit(document_changes=[
+            types.CreateFile(uri=uri, options=types.CreateFileOptions(ignore_if_exists=True)),
+            types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
+                                   edits=[types.TextEdit(range=types.Range(start=pos, end=pos), new_text=text)])])
+    with open(target, encoding="utf-8", errors="replace") as fh:
+        existing = fh.read()
+    from htam_core.source.positions import LineIndex
+
+    line, col = LineIndex(existing.encode("utf-8")).to_position(len(existing.encode("utf-8")), ls.encoding())
+    prefix = "" if existing.endswith("\n") or not existing else "\n"
+    pos = types.Position(line=line, character=col)
+    edit = types.TextEdit(range=types.Range(start=pos, end=pos), new_text=prefix + "\n" + text)
+    if not _supports_create(ls):
+        return types.WorkspaceEdit(changes={uri: [edit]})
+    return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None), edits=[edit])])

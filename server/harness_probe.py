@@ -1,7 +1,11 @@
-"""Harness discovery in a helper process (``find_harness`` reads and parses files: a few hundred ms of
-GIL-holding work on a 3,000-line file, which would stall the event loop's thread if run in a thread).
+"""Harness discovery in a helper process, never in the server's.
 
-The pool has one process (``spawn``: no copy of the server's state), started on first use.
+``find_harness`` reads and parses files (a few hundred ms of GIL-holding work on a 3,000-line file) and, for a
+Python kernel without an ``htam.toml``, infers the harness by running the file's ``__main__`` block or tests
+(in a child of the helper): untrusted code, which must not run in the server process. The pool has one
+process (``spawn``: no copy of the server's state), started on first use. When the helper cannot answer
+(it broke, or is still busy past the timeout) the answer is ``None`` ("not known yet"), never a run here; a
+broken pool is replaced on the next call.
 """
 
 from __future__ import annotations
@@ -9,31 +13,23 @@ from __future__ import annotations
 import multiprocessing
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
+
+from htam_core.harness.status import HarnessStatus, harness_status
 
 _pool: ProcessPoolExecutor | None = None
 _lock = threading.Lock()
 
 
-def probe(path: str, kernel_name: str, model: Any) -> tuple[str, str, str] | None:
-    """``(message, snippet, htam.toml path)`` when ``kernel_name`` has no harness and the finder offers a
-    snippet, else ``None`` (a harness exists, or it is broken in a way a template cannot fix)."""
-    from htam_core.harness import HarnessError, find_harness
-
-    try:
-        find_harness(path, kernel_name, model)
-    except HarnessError as exc:
-        if exc.snippet and exc.path:
-            return exc.message, exc.snippet, exc.path
-        return None
-    except Exception:  # noqa: BLE001 - a finder bug must not break the code-action list
-        return None
-    return None
+def probe(path: str, kernel_name: str, model: Any) -> HarnessStatus:
+    """The kernel's :class:`~htam_core.harness.status.HarnessStatus` (runs in the helper process)."""
+    return harness_status(path, kernel_name, model)
 
 
-def probe_in_process(path: str, kernel_name: str, model: Any, timeout_s: float = 60.0) -> tuple[str, str, str] | None:
-    """:func:`probe` in the helper process (blocking; call it from a thread). Falls back to this process
-    when the helper cannot start."""
+def probe_in_process(path: str, kernel_name: str, model: Any, timeout_s: float = 180.0) -> HarnessStatus | None:
+    """:func:`probe` in the helper process (blocking; call it from a thread). ``None`` when the helper did not
+    answer within ``timeout_s`` or broke: the caller treats the harness as not known yet."""
     global _pool
     with _lock:
         if _pool is None:
@@ -41,8 +37,13 @@ def probe_in_process(path: str, kernel_name: str, model: Any, timeout_s: float =
         pool = _pool
     try:
         return pool.submit(probe, path, kernel_name, model).result(timeout_s)
-    except Exception:  # noqa: BLE001 - broken pool or timeout: answer here rather than not at all
-        return probe(path, kernel_name, model)
+    except BrokenProcessPool:
+        with _lock:
+            if _pool is pool:
+                _pool = None
+        return None
+    except Exception:  # noqa: BLE001 - timeout, or a model that does not pickle: not known, never run here
+        return None
 
 
 def shutdown() -> None:

@@ -1,7 +1,9 @@
 """``textDocument/hover`` over a kernel: what is known now, never waiting for a profile or a ranking.
 
 The hover reads the kernel's current analysis (:meth:`HtamLanguageServer.analysis`): the same ranking, of the same
-profile, that the code-action list reads. When no profile of the kernel exists, one is queued in the background
+profile, that the code-action list reads, and one line saying where the kernel's harness came from (``htam.toml``,
+inferred from ``__main__``, from a test or from ``main()``, or none: the template), as the helper process found it.
+When no profile of the kernel exists, one is queued in the background
 and the hover says so; the next hover shows it.
 """
 
@@ -28,7 +30,10 @@ async def hover(ls, params: types.HoverParams) -> types.Hover | None:
         view.running = ls.profile_in_background(od, kernel)
     if not stale:
         actions.harness_check(od, kernel)  # warm the code-action list in the background
+    st = actions.cached_status(od.path, kernel.name)[1] if od.path else None
+    harness = st.line if st is not None else (None if od.path else "not checked: the file is not saved")
     md = render.hover_markdown(kernel, view, analysis.steps[:1] if analysis else [], s.history(path, kernel.name),
-                               ready=s.ready, engine=s.engine, stale_model=stale, memory_error=s.memory_error)
+                               ready=s.ready, engine=s.engine, stale_model=stale, memory_error=s.memory_error,
+                               harness=harness)
     rng = None if stale else current_name_range(od.buf, kernel, ls.encoding(), where.seq)
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=md), range=rng)

@@ -147,8 +147,10 @@ def outcome_text(a: AppliedStep) -> str:
 
 
 def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history: list[AppliedStep], *,
-                   ready: bool, engine: str, stale_model: bool = False, memory_error: str | None = None) -> str:
-    """The hover of one kernel: profile, recommended next step, last steps."""
+                   ready: bool, engine: str, stale_model: bool = False, memory_error: str | None = None,
+                   harness: str | None = None) -> str:
+    """The hover of one kernel: where its harness came from (``harness``: one line, or ``None`` while the
+    helper process is still finding it), profile, recommended next step, last steps."""
     kind = _LANG.get(kernel.language, kernel.language)
     head = f"### HTAM · `{kernel.name}` — {kind}, lines {kernel.start_line}–{kernel.end_line}"
     out = [head, ""]
@@ -157,7 +159,7 @@ def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history:
     if stale_model:
         out += ["*The file does not parse: showing the last good parse.*", ""]
     out += profile_lines(view)
-    out += [""]
+    out += ["", f"**Harness:** {harness}" if harness else "**Harness:** checking in the background…", ""]
     if not ready:
         out.append("**Recommended next step:** loading the HTAM memory…")
     elif not steps:

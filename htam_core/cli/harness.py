@@ -1,7 +1,8 @@
-"""``htam harness infer FILE [--kernel NAME] [--write] [--json]``: show or save the harness inferred from a file.
+"""``htam harness infer FILE [--kernel NAME] [--write|--save] [--json]``: show or save an inferred harness.
 
-Runs the file's ``__main__`` block (or a pytest test beside it) in a child process, records the calls of the
-kernel's launcher and prints the harness htam infers from them as a filled-in ``htam.toml`` table
+For a ``.py`` file, runs the file's ``__main__`` block (or a pytest test beside it) in a child process, records
+the calls of the kernel's launcher; for a ``.cu`` program, reads the launch in ``main()``
+(:mod:`htam_core.harness.infer_cuda`). Prints the harness htam infers from them as a filled-in ``htam.toml`` table
 (:func:`htam_core.harness.infer_py.render_toml`), with where it came from. ``--write`` appends it to the
 ``htam.toml`` beside the file (never over an existing table of the same kernel).
 
@@ -28,11 +29,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     inf = sub.add_parser("infer", help="infer the harness of a kernel from its file and print it as htam.toml",
                          description="Infer how to call a kernel from its file's __main__ block or tests; print the "
                                      "htam.toml table (exit 1 when nothing could be inferred).")
-    inf.add_argument("file", help="the kernel's .py file")
+    inf.add_argument("file", help="the kernel's .py file, or a .cu/.cuh program with main()")
     inf.add_argument("--kernel", metavar="NAME", help="the kernel (default: the file's only kernel)")
-    inf.add_argument("--write", action="store_true", help="append the table to the htam.toml beside the file")
+    inf.add_argument("--write", "--save", action="store_true", dest="write",
+                     help="append the table to the htam.toml beside the file (a new table; never over an existing one)")
     inf.add_argument("--json", action="store_true", help="print the harness and the recording as JSON")
     inf.set_defaults(func=run)
+
+
+def _infer_cuda(path, name: str, model):
+    """The CUDA ``main()`` inference as an :class:`~htam_core.harness.infer_py.Inference` (no recording: the
+    launch is read from the source)."""
+    from htam_core.harness.base import HarnessError
+    from htam_core.harness.infer_cuda import infer_cuda_harness
+    from htam_core.harness.infer_py import Inference
+
+    try:
+        return Inference(infer_cuda_harness(path, name, model), "", {})
+    except HarnessError as exc:
+        return Inference(None, exc.message or "main() says nothing about the launch", {})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,8 +64,9 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.source import SourceError, load
 
     path = Path(args.file)
-    if not path.is_file() or path.suffix != ".py":
-        raise UsageError(f"{args.file}: pass an existing .py file holding a Triton kernel")
+    if not path.is_file() or path.suffix not in (".py", ".cu", ".cuh"):
+        raise UsageError(f"{args.file}: pass an existing .py file holding a Triton kernel, or a .cu program with "
+                         "main()")
     try:
         model = load(str(path))
     except SourceError as exc:
@@ -61,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{path.name} defines {len(names)} kernels ({', '.join(names) or 'none'}); pass --kernel NAME")
     if name not in names:
         raise UsageError(f"{path.name} has no kernel {name!r}; kernels there: {', '.join(names) or 'none'}")
-    inf = infer(path, name, model)
+    inf = infer(path, name, model) if path.suffix == ".py" else _infer_cuda(path, name, model)
     if args.json:
         json.dump({"harness": inf.harness.to_json() if inf.harness else None, "reason": inf.reason,
                    "recording": inf.recording}, sys.stdout, indent=2, default=str)

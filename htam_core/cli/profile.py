@@ -1,8 +1,9 @@
-"""``htam profile FILE --kernel NAME [--static] [--json] [--target sm_90]``: profile one kernel.
+"""``htam profile FILE --kernel NAME [--static] [--no-counters] [--json] [--target sm_90]``: profile one kernel.
 
 On a machine with a GPU the kernel is measured (when the GPU profiler is available); otherwise,
 or with ``--static``, it is compiled for ``--target`` and profiled statically, and every measured
-field is ``null``. ``--json`` prints :meth:`htam_core.types.profile.Profile.to_json`; otherwise a
+field is ``null``. ``--no-counters`` times the kernel without waiting for Nsight Compute (stage 1 of the
+two-stage profile). ``--json`` prints :meth:`htam_core.types.profile.Profile.to_json`; otherwise a
 readable summary. A missing file, an unknown kernel or a kernel that does not compile is a
 one-line error with exit code 2.
 """
@@ -31,6 +32,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
                    help="Triton constexpr value for the static compile (repeatable)")
     p.add_argument("--gpu", type=int, default=0, metavar="INDEX", help="GPU index to measure on (default 0)")
+    p.add_argument("--no-counters", action="store_true",
+                   help="on a GPU, time the kernel only (stage 1 of the two-stage profile): do not wait for Nsight "
+                        "Compute's counters (SOL, achieved occupancy stay 'not measured')")
     p.set_defaults(func=run)
 
 
@@ -105,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the fallback note is in p.warnings
             p = profile_kernel(args.file, args.kernel, static=True if args.static else None, target=args.target,
-                               gpu_index=args.gpu, constexprs=constexprs or None)
+                               gpu_index=args.gpu, constexprs=constexprs or None,
+                               use_ncu=not args.no_counters)
     except ProfileError as exc:
         raise UsageError(exc.message.replace("\n", " ")) from None
     if args.json:

@@ -173,7 +173,7 @@ class Session:
           configuration; no compile), then ``compiled`` (ptxas / Triton AOT registers, spills, occupancy).
         """
         from htam_core.profile.api import source_profile, static_profile
-        from htam_core.profile.static_roofline import harness_sizes
+        from htam_core.profile.static_roofline import harness_sizes_noted
         from htam_core.source import load, parse_text
 
         on_disk = read_disk(path) == text
@@ -206,14 +206,13 @@ class Session:
         note = ("the file has unsaved changes: static profile of the editor text; save the file to measure it "
                 "on the GPU") if self.gpu is not None and not self.static and not on_disk else None
         src = "disk" if on_disk else "buffer"
-        sizes = harness_sizes(path, name, model)  # found once for both stages (it reads and parses files)
+        sizes, why = harness_sizes_noted(path, name, model)  # found once for both stages (reads and parses files)
+        notes = [n for n in (note, why) if n]
         p = source_profile(model, name, self.target, sizes=sizes)
-        if note:
-            p.warnings.insert(0, note)
+        p.warnings[:0] = notes
         yield Stage("source", p, src, pending="compile (registers, spills, occupancy)")
         p = static_profile(model, name, self.target, sizes=sizes)
-        if note:
-            p.warnings.insert(0, note)
+        p.warnings[:0] = notes
         yield Stage("compiled", p, src)
 
     # ---- history and ranking ------------------------------------------------------------------------

@@ -149,11 +149,15 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
     if config is not None and spec_path is not None:
         kernels = config.get("kernel") or {}
         if not isinstance(kernels, dict):
-            raise HarnessError(f"{spec_path}: `kernel` must be a table of tables: [kernel.{kernel_name}]")
+            line = key_line(spec_path, (), "kernel")
+            raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: `kernel` must be a table of tables: "
+                               f"[kernel.{kernel_name}]", path=str(spec_path))
         table = kernels.get(kernel_name)
         if table is not None:
             if not isinstance(table, dict):
-                raise HarnessError(f"{spec_path}: [kernel.{kernel_name}] must be a table")
+                line = key_line(spec_path, ("kernel",), kernel_name)
+                raise HarnessError(f"{spec_path}{f':{line}' if line else ''}: [kernel.{kernel_name}] must be a table "
+                                   f"of keys (version, inputs, ...), got {table!r}", path=str(spec_path))
             fname = table.get("file")
             if fname is not None:
                 target = inside_spec_folder(spec_path, ("kernel", kernel_name), "file", fname)

@@ -421,41 +421,11 @@ def inferred_summary(h: Harness) -> list[str]:
     return lines
 
 
-def _toml_value(v: Any) -> str:
-    import json
-
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    return json.dumps(str(v))  # a JSON string is a TOML basic string
-
-
 def harness_table(h: Harness) -> str:
     """The inferred harness as a ``[kernel.<name>]`` table of ``htam.toml``, fully filled in, for the user to
-    adjust (the code action "Save the inferred harness to htam.toml"). With no ``reference`` key, candidates
-    stay checked against the starting kernel; add ``reference = "..."`` to check against a torch expression."""
-    lines = [f"# inferred from main() of {Path(h.path).name}; no reference: candidates are checked against the "
-             "starting kernel", f"[kernel.{h.kernel}]", "version = 1", f"file = {_toml_value(Path(h.path).name)}"]
-    if h.launcher:
-        lines.append(f"launcher = {_toml_value(h.launcher)}")
-    else:
-        lines += [f"grid = {_toml_value(h.grid)}", f"block = {_toml_value(h.block)}",
-                  f"args = [{', '.join(_toml_value(a) for a in h.args)}]"]
-        if h.shared_bytes:
-            lines.append(f"shared_bytes = {h.shared_bytes}")
-    lines.append("inputs = [")
-    for i in h.inputs:
-        parts = [f"name = {_toml_value(i.name)}", f"dtype = {_toml_value(i.dtype)}"]
-        if i.is_scalar:
-            parts.append(f"value = {_toml_value(i.value)}")
-        else:
-            parts += [f"shape = [{', '.join(_toml_value(d) for d in i.shape or [])}]", f"init = {_toml_value(i.init)}"]
-            if i.init == "randint":
-                parts += [f"low = {_toml_value(i.low)}", f"high = {_toml_value(i.high)}"]
-        lines.append("  { " + ", ".join(parts) + " },")
-    lines.append("]")
-    lines.append(f"outputs = [{', '.join(_toml_value(o) for o in h.outputs)}]")
-    sizes = h.sizes[0] if h.sizes else {}
-    lines.append("sizes = [{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in sizes.items()) + " }]")
-    return "\n".join(lines) + "\n"
+    adjust (the code action "Save the inferred harness to htam.toml"): the one writer,
+    :func:`htam_core.harness.infer_py.render_toml` (``oracle = true``: candidates are checked against the
+    starting kernel; write a ``reference`` instead to check against a torch expression)."""
+    from htam_core.harness.infer_py import render_toml
+
+    return render_toml(h)

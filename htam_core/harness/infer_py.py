@@ -562,21 +562,35 @@ def _toml_value(v: Any) -> str:
 def render_toml(h: Harness) -> str:
     """The inferred harness ``h`` as a fully filled-in ``[kernel.<name>]`` table of ``htam.toml``.
 
-    Every key is written (launcher, inputs with shapes, dtypes and inits, sizes, interpret_sizes, outputs,
-    reference, tolerances), with comments saying where each came from, so the user can adjust it. Under the
-    oracle rule the table says ``oracle = true`` (candidates are checked against the starting kernel) and the
-    reference line is a comment to fill in.
+    Every key is written (launcher, or for a direct launch ``grid``/``block``/``args``/``kwargs``/
+    ``shared_bytes``; inputs with shapes, dtypes and inits, sizes, interpret_sizes, outputs, reference,
+    tolerances), with comments saying where each came from, so the user can adjust it. Under the oracle rule
+    the table says ``oracle = true`` (candidates are checked against the starting kernel) and the reference
+    line is a comment to fill in. Covers both Python launchers (:func:`infer`) and CUDA ``main()`` launches
+    (:func:`htam_core.harness.infer_cuda.infer_cuda_harness`).
 
     Raises:
-        HarnessError: ``h`` is not a launcher harness (a KernelBench pair or a ``main()`` program).
+        HarnessError: ``h`` is not a launcher or direct-launch harness (a KernelBench pair, a ``main()``
+            program run whole).
     """
-    if not h.launcher or h.kind not in ("inferred", "spec"):
-        raise HarnessError(f"{h.source or h.kernel}: only a launcher harness can be written to htam.toml "
-                           f"(this one is {h.kind!r})")
+    if not (h.launcher or h.grid) or h.kind not in ("inferred", "spec"):
+        raise HarnessError(f"{h.source or h.kernel}: only a launcher or direct-launch harness can be written to "
+                           f"htam.toml (this one is {h.kind!r})")
     lines = [f"# {h.description()}"]
     lines += [f"# note: {n}" for n in h.notes]
-    lines += [f"[kernel.{h.kernel}]", "version = 1", f"file = {json.dumps(Path(h.origin_path or h.path).name)}",
-              f"launcher = {json.dumps(h.launcher)}", "inputs = ["]
+    lines += [f"[kernel.{h.kernel}]", "version = 1", f"file = {json.dumps(Path(h.origin_path or h.path).name)}"]
+    if h.launcher:
+        lines.append(f"launcher = {json.dumps(h.launcher)}")
+    else:
+        lines.append(f"grid = {json.dumps(h.grid)}")
+        if h.block is not None:
+            lines.append(f"block = {json.dumps(h.block)}")
+        lines.append(f"args = {_toml_value(list(h.args))}")
+        if h.kwargs:
+            lines.append(f"kwargs = {_toml_value(dict(h.kwargs))}")
+        if h.shared_bytes:
+            lines.append(f"shared_bytes = {int(h.shared_bytes)}")
+    lines.append("inputs = [")
     for i in h.inputs:
         d: dict[str, Any] = {"name": i.name}
         if i.is_scalar:
@@ -585,7 +599,7 @@ def render_toml(h: Harness) -> str:
             d.update(shape=i.shape, dtype=i.dtype, init=i.init)
             if i.init in ("rand", "randint"):
                 d.update(low=i.low, high=i.high)
-        lines.append(f"  {_toml_value(d)},")
+        lines.append(f"  {_toml_value({k: v for k, v in d.items() if v is not None})},")
     lines.append("]")
     if h.outputs:
         lines.append(f"outputs = {_toml_value(h.outputs)}")

@@ -136,6 +136,30 @@ def key_line(spec_path: Path, table: tuple[str, ...], key: str) -> int | None:
     return None
 
 
+def table_line(spec_path: Path, table: tuple[str, ...]) -> int | None:
+    """The 1-based line of the header ``[table[0].table[1]...]`` in ``spec_path`` (same matching as
+    :func:`key_line`), or ``None``."""
+    try:
+        lines = spec_path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    want = ".".join(table)
+    for n, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.strip("[]").split("#")[0].replace('"', "").replace(
+                "'", "").replace(" ", "").rstrip("]") == want:
+            return n
+    return None
+
+
+def located(spec_path: Path, table: tuple[str, ...], key: str | None = None) -> str:
+    """``"<htam.toml>:<line> [<table>]"`` for a message: the line of ``key`` in the table, or of the table's
+    header when the key is absent (or not given), so that every spec error names the file, the line and the key
+    (the caller's text names the key)."""
+    line = (key_line(spec_path, table, key) if key else None) or table_line(spec_path, table)
+    return f"{spec_path}{f':{line}' if line else ''} [{'.'.join(table)}]"
+
+
 def inside_spec_folder(spec_path: Path, table: tuple[str, ...], key: str, value: Any) -> Path:
     """Resolve the path ``value`` of ``key`` (relative to the folder of ``htam.toml``) and check it stays there.
 
@@ -220,116 +244,119 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
     Raises:
         HarnessError: a key is missing, unknown or malformed; the message names the key and the fix.
     """
-    where = f"{spec_path} [kernel.{kernel}]"
+    def where_of(key: str | None = None) -> str:
+        return located(spec_path, ("kernel", kernel), key)
+
+    where = where_of()
     unknown = set(table) - _KERNEL_KEYS
     if unknown:
-        raise HarnessError(f"{where} has unknown keys {sorted(unknown)}; allowed: {sorted(_KERNEL_KEYS)}")
+        raise HarnessError(f"{where_of(sorted(unknown)[0])} has unknown keys {sorted(unknown)}; allowed: {sorted(_KERNEL_KEYS)}")
     version = table.get("version")
     if version is None:
         raise HarnessError(f"{where} has no version: add `version = {SPEC_VERSION}` as its first line")
     if version != SPEC_VERSION:
-        raise HarnessError(f"{where} has version = {version!r}, but this htam reads version {SPEC_VERSION}; "
+        raise HarnessError(f"{where_of('version')} has version = {version!r}, but this htam reads version {SPEC_VERSION}; "
                            f"set `version = {SPEC_VERSION}` and check the keys against the template")
     raw_inputs = table.get("inputs")
     if not isinstance(raw_inputs, list) or not raw_inputs:
-        raise HarnessError(f'{where} needs inputs, e.g. inputs = [{{ name = "x", shape = [1024], '
+        raise HarnessError(f'{where_of("inputs")} needs inputs, e.g. inputs = [{{ name = "x", shape = [1024], '
                            'dtype = "float32", init = "randn" }]')
-    inputs = [_parse_input(where, r, i) for i, r in enumerate(raw_inputs)]
+    inputs = [_parse_input(where_of("inputs"), r, i) for i, r in enumerate(raw_inputs)]
     names = [i.name for i in inputs]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
-        raise HarnessError(f"{where}: input names must be unique; repeated: {sorted(dup)}")
+        raise HarnessError(f"{where_of('inputs')}: input names must be unique; repeated: {sorted(dup)}")
     launcher = table.get("launcher")
     grid = table.get("grid")
     if launcher is None and grid is None:
         raise HarnessError(f'{where} needs either launcher = "<python function in {file_path.name}>" or a '
                            'kernel launch: grid = "...", args = [...] (and block = ... for CUDA)')
     if launcher is not None and grid is not None:
-        raise HarnessError(f"{where} gives both launcher and grid: keep one (launcher calls a Python function, "
+        raise HarnessError(f"{where_of('grid')} gives both launcher and grid: keep one (launcher calls a Python function, "
                            "grid/args launch the kernel directly)")
     cuda_file = file_path.suffix in (".cu", ".cuh")
     # a .cu launcher may be a C++ name (ns::launch, launch<float>): it is called through an extern "C" shim
     if launcher is not None and (not isinstance(launcher, str)
                                  or not (_CXX_NAME if cuda_file else _IDENT).match(launcher)):
-        raise HarnessError(f"{where}: launcher must be the name of a function in {file_path.name}, got {launcher!r}")
+        raise HarnessError(f"{where_of('launcher')}: launcher must be the name of a function in {file_path.name}, got {launcher!r}")
     args = table.get("args", [])
     if grid is not None:
-        _check_expr(f"{where}.grid", grid)
+        _check_expr(f"{where_of('grid')}.grid", grid)
         if not isinstance(args, list) or not args:
-            raise HarnessError(f"{where}: a kernel launch needs args = [...], the input names in the kernel's "
+            raise HarnessError(f"{where_of('args')}: a kernel launch needs args = [...], the input names in the kernel's "
                                "parameter order")
         for a in args:
             if a not in names:
-                raise HarnessError(f"{where}: args names {a!r}, which is not an input; inputs: {names}")
+                raise HarnessError(f"{where_of('args')}: args names {a!r}, which is not an input; inputs: {names}")
     block = table.get("block")
     if block is not None:
-        _check_expr(f"{where}.block", str(block))
+        _check_expr(f"{where_of('block')}.block", str(block))
         block = str(block)
     kwargs = table.get("kwargs", {})
     if not isinstance(kwargs, dict):
-        raise HarnessError(f"{where}: kwargs must be a table, e.g. kwargs = {{ BLOCK_SIZE = 1024, num_warps = 4 }}")
+        raise HarnessError(f"{where_of('kwargs')}: kwargs must be a table, e.g. kwargs = {{ BLOCK_SIZE = 1024, num_warps = 4 }}")
     outputs = table.get("outputs", [])
     if not isinstance(outputs, list) or any(o not in names for o in outputs):
-        raise HarnessError(f"{where}: outputs must list input names (buffers with init = \"empty\", or another "
+        raise HarnessError(f"{where_of('outputs')}: outputs must list input names (buffers with init = \"empty\", or another "
                            f"init for a buffer the kernel also reads); got {outputs!r}")
     scalar_outs = [o for o in outputs if next(i for i in inputs if i.name == o).is_scalar]
     if scalar_outs:
-        raise HarnessError(f"{where}: outputs {scalar_outs} are scalars; outputs must be tensor buffers (give them "
+        raise HarnessError(f"{where_of('outputs')}: outputs {scalar_outs} are scalars; outputs must be tensor buffers (give them "
                            "a shape)")
     if grid is not None and not outputs:
-        raise HarnessError(f"{where}: a kernel launch writes into buffers: add an input with init = \"empty\" "
+        raise HarnessError(f"{where_of('outputs')}: a kernel launch writes into buffers: add an input with init = \"empty\" "
                            "and list it in outputs = [\"out\"]")
     reference = table.get("reference")
     oracle = table.get("oracle", False)
     if not isinstance(oracle, bool):
-        raise HarnessError(f"{where}: oracle must be true or false (true: check candidates against the starting "
+        raise HarnessError(f"{where_of('oracle')}: oracle must be true or false (true: check candidates against the starting "
                            f"kernel instead of a reference), got {oracle!r}")
     if oracle and reference:
-        raise HarnessError(f"{where} gives both reference and oracle = true: keep one (a reference wins; remove "
+        raise HarnessError(f"{where_of('oracle')} gives both reference and oracle = true: keep one (a reference wins; remove "
                            "oracle)")
     if reference is None and cuda_file:
         oracle = True  # a CUDA table without a reference: candidates are checked against the starting kernel
     if oracle:
         reference = None
     elif not isinstance(reference, str) or not reference.strip():
-        raise HarnessError(f"{where} needs a reference: a torch expression over {names} (e.g. "
+        raise HarnessError(f"{where_of('reference')} needs a reference: a torch expression over {names} (e.g. "
                            f'reference = "{names[0]} + 1"), "module:function", or oracle = true')
     if reference and is_function_reference(reference) and reference.split(":")[0].endswith(".py"):
         inside_spec_folder(spec_path, ("kernel", kernel), "reference", reference.split(":")[0])
     if reference and not is_function_reference(reference):
-        _check_expr(f"{where}.reference", reference)
+        _check_expr(f"{where_of('reference')}.reference", reference)
         poisoned = write_only_outputs_in_reference(inputs, outputs, reference)
         if poisoned:
-            raise HarnessError(reference_reads_write_only_message(where, poisoned))
+            raise HarnessError(reference_reads_write_only_message(where_of("reference"), poisoned))
     sizes = table.get("sizes", [{}])
     if isinstance(sizes, dict):
         sizes = [sizes]
     if not isinstance(sizes, list) or not sizes or not all(isinstance(s, dict) for s in sizes):
-        raise HarnessError(f"{where}: sizes must be a list of tables, e.g. sizes = [{{ N = 4096 }}, {{ N = 1000003 }}]")
+        raise HarnessError(f"{where_of('sizes')}: sizes must be a list of tables, e.g. sizes = [{{ N = 4096 }}, {{ N = 1000003 }}]")
     interpret_sizes = table.get("interpret_sizes")
     if isinstance(interpret_sizes, dict):
         interpret_sizes = [interpret_sizes]
     if interpret_sizes is not None and (not isinstance(interpret_sizes, list) or not interpret_sizes
                                         or not all(isinstance(s, dict) for s in interpret_sizes)):
-        raise HarnessError(f"{where}: interpret_sizes must be a list of tables like sizes, e.g. "
+        raise HarnessError(f"{where_of('interpret_sizes')}: interpret_sizes must be a list of tables like sizes, e.g. "
                            "interpret_sizes = [{ N = 4096 }]")
     for key, sets in (("sizes", sizes), ("interpret_sizes", interpret_sizes or [])):
         for s in sets:
             for k, v in s.items():
                 if not _IDENT.match(k) or isinstance(v, bool) or not isinstance(v, int | float):
-                    raise HarnessError(f"{where}: {key} entries map a symbol to a number, got {k} = {v!r}")
+                    raise HarnessError(f"{where_of(key)}: {key} entries map a symbol to a number, got {k} = {v!r}")
     for key in ("atol", "rtol"):
         v = table.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v < 0):
-            raise HarnessError(f"{where}: {key} must be a non-negative number, got {v!r}")
-    bytes_expr = _check_expr(f"{where}.bytes", table["bytes"]) if "bytes" in table else None
-    flops_expr = _check_expr(f"{where}.flops", table["flops"]) if "flops" in table else None
+            raise HarnessError(f"{where_of(key)}: {key} must be a non-negative number, got {v!r}")
+    bytes_expr = _check_expr(f"{where_of('bytes')}.bytes", table["bytes"]) if "bytes" in table else None
+    flops_expr = _check_expr(f"{where_of('flops')}.flops", table["flops"]) if "flops" in table else None
     language = "cuda" if file_path.suffix in (".cu", ".cuh") else "triton"
     shared = table.get("shared_bytes", 0)
     if not isinstance(shared, int) or shared < 0:
-        raise HarnessError(f"{where}: shared_bytes must be a non-negative integer (dynamic shared memory in bytes)")
+        raise HarnessError(f"{where_of('shared_bytes')}: shared_bytes must be a non-negative integer (dynamic shared memory in bytes)")
     if language == "cuda" and grid is not None and block is None:
-        raise HarnessError(f"{where}: a CUDA kernel launch needs block = <threads per block>, e.g. block = 256")
+        raise HarnessError(f"{where_of('grid')}: a CUDA kernel launch needs block = <threads per block>, e.g. block = 256")
     return Harness(
         kind="spec", path=str(file_path), kernel=kernel, language=language,
         source=f"{spec_path} [kernel.{kernel}]", launcher=launcher, grid=None if grid is None else str(grid),

@@ -73,24 +73,77 @@ def _wrapper_def(model: SourceModel, kernel: Kernel) -> ast.FunctionDef | None:
     return None
 
 
-def _wrapper_inputs(fn: ast.FunctionDef, kernel: Kernel, symbols: dict[str, int]) -> list[str]:
-    """``inputs`` lines for the launcher's parameters: annotations and defaults decide.
+_FLOAT_NAMES = re.compile(r"^(eps|epsilon|alpha|beta|gamma|scale|sm_scale|momentum|slope|negative_slope|temperature|"
+                          r"dropout|dropout_p|p|lr|theta|sigma|mu|lambd|weight_decay|threshold)$", re.IGNORECASE)
 
-    ``float``/``int``/``bool`` annotations and number defaults make scalars (the default is the value; an
-    ``int`` size-like name becomes a size symbol); every other parameter is a tensor, 2-D (``["M", "N"]``)
-    when the kernel takes ``stride`` parameters (row-major matrices), else 1-D (``["N"]``).
+
+def _plain_annotation(ann: str) -> str:
+    """``Optional[float]``/``float | None``/``typing.Optional[int]`` -> ``float``/``int``; others unchanged."""
+    m = re.fullmatch(r"(?:typing\.)?Optional\[\s*(\w+)\s*\]|(\w+)\s*\|\s*None|None\s*\|\s*(\w+)", ann.strip())
+    return next((g for g in m.groups() if g), ann) if m else ann
+
+
+def _launcher_ranks(fn: ast.FunctionDef) -> dict[str, list[str | None]]:
+    """What the launcher's body says about each parameter's dimensions: ``p.stride(i)``, ``p.shape[i]``,
+    ``p.size(i)`` give at least ``i + 1`` dimensions, ``a, b = p.shape`` gives exactly two and names them.
+    Returns ``{param: [dimension name or None, ...]}`` for the parameters it says something about."""
+    params = {a.arg for a in fn.args.args}
+    dims: dict[str, list[str | None]] = {}
+
+    def need(name: str, rank: int, label: str | None = None, at: int | None = None) -> None:
+        d = dims.setdefault(name, [])
+        d.extend([None] * (rank - len(d)))
+        if label is not None and at is not None and d[at] is None:
+            d[at] = label
+
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple) and \
+                isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and \
+                isinstance(node.value.value, ast.Name) and node.value.value.id in params:
+            for i, t in enumerate(node.targets[0].elts):
+                need(node.value.value.id, len(node.targets[0].elts), t.id if isinstance(t, ast.Name) else None, i)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("stride", "size") \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in params and node.args and \
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, int) and node.args[0].value >= 0:
+            need(node.func.value.id, node.args[0].value + 1)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
+                and isinstance(node.value.value, ast.Name) and node.value.value.id in params and \
+                isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int) and node.slice.value >= 0:
+            need(node.value.value.id, node.slice.value + 1)
+    return dims
+
+
+def _wrapper_inputs(fn: ast.FunctionDef, kernel: Kernel, symbols: dict[str, int]) -> tuple[list[str], list[str]]:
+    """``inputs`` lines for the launcher's parameters, and the parameters left out: annotations and defaults decide.
+
+    ``float``/``int``/``bool`` annotations (also ``Optional[...]`` of them) and number defaults make scalars (the
+    default is the value; an ``int`` size-like name becomes a size symbol). Trailing parameters whose default
+    is not a number (``out=None``, ``activation="gelu"``) are left out: the launcher's default applies. Every
+    other parameter is a tensor whose rank the launcher's body gives (``x.stride(1)``, ``M, N = x.shape``), else
+    2-D (``["M", "N"]``) when the kernel takes ``stride`` parameters and the parameter is the first tensor, 1-D
+    (the last dimension) for the others, or 1-D (``["N"]``) without strides.
     """
     args = fn.args.args
     defaults: list[ast.expr | None] = [None] * (len(args) - len(fn.args.defaults)) + list(fn.args.defaults)
+    keep = len(args)
+    while keep and defaults[keep - 1] is not None and not (
+            isinstance(defaults[keep - 1], ast.Constant) and isinstance(defaults[keep - 1].value, int | float)):
+        keep -= 1
+    left_out = [a.arg for a in args[keep:]]
     two_d = any("stride" in p.name for p in kernel.params)
+    ranks = _launcher_ranks(fn)
+    first_tensor = True
+    shapes: list[list[str]] = []
     out: list[str] = []
-    for a, default in zip(args, defaults, strict=True):
-        ann = ast.unparse(a.annotation) if a.annotation is not None else ""
+    for a, default in zip(args[:keep], defaults[:keep], strict=True):
+        ann = _plain_annotation(ast.unparse(a.annotation)) if a.annotation is not None else ""
         dval = default.value if isinstance(default, ast.Constant) else None
         number = isinstance(dval, int | float) and not isinstance(dval, bool)
         size_like = not ann and default is None and _size_symbol(a.arg, {}) is not None
         if size_like:
             ann = "int"
+        if not ann and default is None and _FLOAT_NAMES.match(a.arg):
+            ann = "float"
         if ann in ("float", "int", "bool") or number or isinstance(dval, bool):
             kind = ann or ("bool" if isinstance(dval, bool) else "float" if isinstance(dval, float) else "int")
             sym = _size_symbol(a.arg, symbols) if kind == "int" and dval is None else None
@@ -100,16 +153,69 @@ def _wrapper_inputs(fn: ast.FunctionDef, kernel: Kernel, symbols: dict[str, int]
             note = "" if dval is not None or sym else "  # guessed value"
             out.append(f"  {{ name = {_toml_str(a.arg)}, dtype = {_toml_str(dtype)}, value = {value} }},{note}")
             continue
-        if two_d:
-            symbols.setdefault("M", 1024)
-            symbols.setdefault("N", 1024)
-            shape = '["M", "N"]'
+        known = ranks.get(a.arg)
+        if known:
+            default_names = ["M", "N"] if len(known) == 2 else ["N"] if len(known) == 1 else \
+                [f"D{i}" for i in range(len(known))]
+            names = [(d.upper() if d and not keyword.iskeyword(d) else None) or default_names[i]
+                     for i, d in enumerate(known)]
+            why = "the launcher reads its shape/strides"
+        elif two_d:
+            last = next((r[-1] for r in shapes if len(r) >= 2), "N")
+            names = ["M", "N"] if first_tensor else [last]
+            why = "guessed shape (the kernel takes strides)" + ("" if first_tensor else
+                                                                 f": a vector over the last dimension {last}")
         else:
-            symbols.setdefault("N", 1 << 20)
-            shape = '["N"]'
+            names = ["N"]
+            why = "guessed shape"
+        first_tensor = False
+        shapes.append(names)
+        for d in names:
+            symbols.setdefault(d, 1 << 20 if names == ["N"] and not two_d else 1024)
+        shape = "[" + ", ".join(_toml_str(d) for d in names) + "]"
         out.append(f"  {{ name = {_toml_str(a.arg)}, shape = {shape}, dtype = \"float32\", init = \"randn\" }},"
-                   "  # guessed shape")
-    return out
+                   f"  # {why}")
+    return out, left_out
+
+
+_STRIDE_ROW = re.compile(r"stride(_?\w*?)(m|row|rows|0|_r|b|batch|h)?$", re.IGNORECASE)
+
+
+def _pointer_strided(kernel: Kernel, pointer: str) -> bool:
+    """Whether ``pointer``'s address in the kernel's text adds a ``stride`` parameter (``X + row * stride +
+    cols``): a row-major matrix rather than a vector. A text scan of ``<pointer> + ...`` up to the next
+    comma or closing parenthesis."""
+    strides = [p.name for p in kernel.params if "stride" in p.name]
+    for m in re.finditer(rf"\b{re.escape(pointer)}\s*\+([^,)]*)", kernel.text):
+        if any(re.search(rf"\b{re.escape(s)}\b", m.group(1)) for s in strides):
+            return True
+    return False
+
+
+def _stride_value(name: str, shapes: dict[str, list[str]]) -> str:
+    """A row-major stride's value: ``stride_am`` of ``a_ptr`` shaped ``["M", "K"]`` is ``"K"``, ``stride_ak``
+    is ``1``; a row stride without a tensor letter (``stride``, ``stride_row``, ``x_stride0``) is the last
+    dimension of the first matrix; a column stride (``stride_col``, ``*_stride1``, ``stride_xn``) is 1."""
+    low = name.lower()
+    for ptr, shape in shapes.items():
+        base = ptr.lower().removesuffix("_ptr").rstrip("_")
+        for i, d in enumerate(shape):
+            if base and low in (f"stride_{base}{d.lower()}", f"{base}_stride_{d.lower()}",
+                                f"stride_{base}_{d.lower()}", f"{base}_stride{i}"):
+                return shape[-1] if i < len(shape) - 1 else "1"
+    if re.search(r"(col|cols|_n|1|_c|_d)$", low) and not re.search(r"(row|rows|_m|0)$", low):
+        return "1"
+    mats = [s for s in shapes.values() if len(s) == 2]
+    return mats[0][-1] if mats else "N"
+
+
+def _number(text: str) -> int | float | None:
+    """The number a launch argument's text spells (``"512"``, ``"1e-6"``, ``"-0.5"``), else ``None``."""
+    try:
+        v = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return v if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
 def _literal_block(expr: str | None) -> list[int] | None:
@@ -148,8 +254,10 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
         name, params = wrapper.name, [a.arg for a in wrapper.args.args]
         lines.append(f"launcher = {_toml_str(name)}   # called as {name}({', '.join(params)}); its return value is "
                      "the output")
-        inputs = _wrapper_inputs(wrapper, kernel, symbols)
-        ref_names = [p for p in params]
+        inputs, left_out = _wrapper_inputs(wrapper, kernel, symbols)
+        if left_out:
+            lines.append(f"# left out (their defaults apply): {', '.join(left_out)}")
+        ref_names = [p for p in params if p not in left_out]
     else:
         args: list[str] = []
         kwargs: list[str] = []
@@ -162,6 +270,11 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
             shapes = iter([["ROWS", "COLS"]] * len(kernel.params))
         else:
             shapes = iter([])
+        strided = any("stride" in p.name for p in kernel.params)
+        site_args = site.args if site else []
+        shapes_of: dict[str, list[str]] = {}
+        pending: list[tuple[int, str, str]] = []  # (index in inputs, stride name, dtype): valued after the shapes
+        positional = [p for p in kernel.params if not p.is_constexpr]
         for p in kernel.params:
             if keyword.iskeyword(p.name):
                 p = Param(**{**p.__dict__, "name": p.name + "_"})
@@ -170,28 +283,59 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
                 kwargs.append(f"{p.name} = {val}")
                 continue
             args.append(p.name)
+            at = next((i for i, q in enumerate(positional) if q.name.rstrip("_") == p.name.rstrip("_")), -1)
+            literal = _number(site_args[at]) if 0 <= at < len(site_args) else None
             if p.is_pointer or p.name.endswith("_ptr"):
                 dtype = _c_dtype(p) if kernel.language != "triton" else "float32"
                 init = "empty" if p.written else "randn"
                 if p.written:
                     outputs.append(p.name)
                 shape = next(shapes, None)
+                why = "guessed shape"
+                if shape is None and strided and _pointer_strided(kernel, p.name):
+                    symbols.setdefault("M", 1024)
+                    symbols.setdefault("N", 1024)
+                    shape, why = ["M", "N"], "guessed shape: its address adds a stride (a row-major matrix)"
                 if shape is None:
-                    symbols.setdefault("N", 1 << 20)
+                    symbols.setdefault("N", 1024 if strided else 1 << 20)
                     shape = ["N"]
-                note = "  # guessed shape" + ('; init = "zeros" if the kernel also reads it (+=, beta * C)'
-                                              if p.written else "")
+                shapes_of[p.name] = shape
+                note = f"  # {why}" + ('; init = "zeros" if the kernel also reads it (+=, beta * C)'
+                                       if p.written else "")
                 inputs.append(f"  {{ name = {_toml_str(p.name)}, shape = [{', '.join(_toml_str(d) for d in shape)}], "
                               f"dtype = {_toml_str(dtype)}, init = {_toml_str(init)} }},{note}")
+            elif "stride" in p.name:
+                pending.append((len(inputs), p.name, _c_dtype(p) if kernel.language != "triton" else "int32"))
+                inputs.append("")
             else:
                 sym = _size_symbol(p.name, symbols)
+                is_float = _FLOAT_NAMES.match(p.name) is not None or isinstance(literal, float) or \
+                    _c_dtype(p) in ("float32", "float64", "float16") and kernel.language != "triton" and \
+                    p.type is not None and not p.is_pointer
+                if sym is not None and isinstance(literal, int) and not is_float:
+                    symbols[sym] = literal  # the launch passes this size
+                if is_float:
+                    dtype = _c_dtype(p) if kernel.language != "triton" and p.type else "float32"
+                    value, note = (repr(float(literal)), "  # from the launch") if literal is not None else \
+                        ("1e-05" if re.match(r"eps", p.name, re.IGNORECASE) else "1.0", "  # guessed value")
+                    inputs.append(f"  {{ name = {_toml_str(p.name)}, dtype = {_toml_str(dtype)}, value = {value} }},"
+                                  f"{note}")
+                    continue
                 dtype = _c_dtype(p) if kernel.language != "triton" else "int32"
-                value = sym if sym is not None else "1"
-                note = "" if sym is not None else "  # guessed value"
+                value = sym if sym is not None else (str(literal) if isinstance(literal, int) else "1")
+                note = "" if sym is not None or isinstance(literal, int) else "  # guessed value"
                 inputs.append(f"  {{ name = {_toml_str(p.name)}, dtype = {_toml_str(dtype)}, "
                               f"value = {_toml_str(value)} }},{note}")
+        for i, name, dtype in pending:
+            inputs[i] = (f"  {{ name = {_toml_str(name)}, dtype = {_toml_str(dtype)}, "
+                         f"value = {_toml_str(_stride_value(name, shapes_of))} }},  # row-major stride (guessed)")
+        grid_lit = re.fullmatch(r"\(\s*(\d+)\s*,?\s*\)", site.config.get("grid", "")) if site else None
+        if grid_lit and kernel.language == "triton" and "M" in symbols:
+            symbols["M"] = int(grid_lit.group(1))  # one program per row, as launched
         first = next(iter(symbols), "N")
-        if kernel.language == "triton":
+        if kernel.language == "triton" and grid_lit and "M" in symbols:
+            lines.append('grid = "(M,)"   # as launched: one program per row')
+        elif kernel.language == "triton":
             block = next((k.split(" = ")[0] for k in kwargs if k.startswith("BLOCK")), None)
             grid = f"(triton.cdiv({first}, {block}),)" if block else f"(triton.cdiv({first}, 1024),)"
             lines.append(f"grid = {_toml_str(grid)}   # guessed: one program per block of {first}")

@@ -24,7 +24,7 @@ from htam_core.measure.gpu import measure_on_gpu
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.classify import classify
 from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
-from htam_core.profile.static_roofline import estimate_work, harness_sizes
+from htam_core.profile.static_roofline import estimate_work, harness_sizes_noted
 from htam_core.profile.static_triton import compile_triton_kernel
 from htam_core.runtime.cache import CompileCache
 from htam_core.source import SourceError, load, without_incomplete
@@ -251,7 +251,9 @@ def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any] | None)
         return
     try:
         if sizes is None:
-            sizes = harness_sizes(getattr(model, "path", None), kernel.name, model)
+            sizes, why = harness_sizes_noted(getattr(model, "path", None), kernel.name, model)
+            if why:
+                p.warnings.insert(0, why)
         est = estimate_work(model, kernel, constexprs=p.extra.get("constexprs") or {}, sizes=sizes)
     except (ValueError, TypeError, ArithmeticError, RecursionError, AttributeError) as exc:
         p.warnings.append(f"static roofline estimate not made ({type(exc).__name__}: {exc})")
@@ -331,7 +333,7 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
 
 def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bool | None = None,
                    target: str = "sm_90", gpu_index: int = 0, constexprs: dict[str, Any] | None = None,
-                   cache: CompileCache | None = None) -> Profile:
+                   cache: CompileCache | None = None, use_ncu: bool = True) -> Profile:
     """Profile the kernel ``kernel_name`` of the file ``path``.
 
     Args:
@@ -343,6 +345,8 @@ def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bo
         gpu_index: which GPU to measure on.
         constexprs: Triton constexpr overrides for the static compile.
         cache: compile cache.
+        use_ncu: on a GPU, also collect Nsight Compute counters (``False``: the timer only, stage 1 of the
+            two-stage profile; SOL and achieved occupancy stay ``None``).
 
     Returns:
         A :class:`Profile`.
@@ -364,7 +368,7 @@ def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bo
     if static is not True:
         if gpu_available():
             return profile_on_gpu(path=str(path), kernel_name=kernel_name, gpu_index=gpu_index, model=model,
-                                  kernel=kernel, target=target)
+                                  kernel=kernel, target=target, use_ncu=use_ncu)
         if static is False:
             fallback_note = "no GPU found (nvidia-smi/torch.cuda); static profile instead"
     p = static_profile(model, kernel, target, constexprs=constexprs, cache=cache)

@@ -34,7 +34,7 @@ from htam_core.harness.find import find_harness
 from htam_core.profile.static_cuda import eval_const_expr
 from htam_core.profile.static_triton import python_constants
 
-__all__ = ["estimate_work", "harness_sizes"]
+__all__ = ["estimate_work", "harness_sizes", "harness_sizes_noted"]
 
 #: Bytes per element of a Triton pointer (the static compile's ``*fp32`` assumption).
 TRITON_ELEM_BYTES = 4
@@ -47,17 +47,32 @@ def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict
     """The first size set of the kernel's ``htam.toml`` harness (or of the harness inferred from the file: its
     ``__main__`` block or tests, or a ``.cu`` program's ``main()``), or ``{}`` when there is none.
 
-    Only reads files (:func:`htam_core.harness.find_harness`); a missing or broken harness gives ``{}``.
+    Only reads files (:func:`htam_core.harness.find_harness`); a missing or broken harness gives ``{}``
+    (:func:`harness_sizes_noted` also says why a broken one was not used).
     """
+    return harness_sizes_noted(path, kernel_name, model)[0]
+
+
+def harness_sizes_noted(path: str | None, kernel_name: str,
+                        model: Any = None) -> tuple[dict[str, int | float], str | None]:
+    """:func:`harness_sizes` and, when a harness exists but is broken (a malformed or binary ``htam.toml``),
+    one line saying it was not used and why (the finder's message: key, file and line); ``None`` otherwise
+    (no harness at all is not a warning: the static profile needs none)."""
     if not path:
-        return {}
+        return {}, None
     try:
         h = find_harness(path, kernel_name, model)
-    except (HarnessError, OSError, ValueError, KeyError):
-        return {}
+    except HarnessError as exc:
+        if exc.missing:
+            return {}, None
+        msg = " ".join(exc.message.split()) or "the harness finder gave no reason"
+        return {}, f"harness not used for the static estimate: {msg}"
+    except (OSError, ValueError, KeyError) as exc:
+        return {}, f"harness not used for the static estimate ({type(exc).__name__}: {exc})"
     if h.kind not in ("spec", "inferred") or not h.sizes:
-        return {}
-    return {k: v for k, v in (h.sizes[0] or {}).items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        return {}, None
+    return {k: v for k, v in (h.sizes[0] or {}).items()
+            if isinstance(v, int | float) and not isinstance(v, bool)}, None
 
 
 def _py_value(expr: str, env: Mapping[str, Any]) -> tuple[float | None, list[str]]:

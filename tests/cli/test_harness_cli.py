@@ -42,3 +42,30 @@ def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["harness", "infer", str(tmp_path / "nope.py")]) == 2
     assert main(["harness", "infer", str(ZC / "gelu.py"), "--kernel", "nope"]) == 2
     assert "has no kernel 'nope'" in capsys.readouterr().err
+
+
+def test_cuda_main_harness_is_saved_with_save_and_parses_back(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A .cu program's main() launch: printed and saved (--save is --write) as a direct-launch table that the
+    spec reads back; the existing htam.toml text is kept (a new table is appended)."""
+    from htam_core.harness.find import find_harness
+
+    src = tmp_path / "cu_matadd_2d.cu"
+    shutil.copy(ZC / "cu_matadd_2d.cu", src)
+    (tmp_path / "htam.toml").write_text('[program."other.cu"]\nargs = ["1"]\n')
+    assert main(["harness", "infer", str(src), "--save"]) == 0
+    table = tomllib.loads(capsys.readouterr().out)["kernel"]["mat_add"]
+    assert table["grid"] and table["block"] and table["args"][:3] == ["A", "B", "C"] and table["oracle"] is True
+    text = (tmp_path / "htam.toml").read_text()
+    assert text.startswith('[program."other.cu"]\nargs = ["1"]\n')
+    h = find_harness(src, "mat_add")
+    assert h.kind == "spec" and h.uses_oracle and h.outputs == ["C"]
+
+
+def test_binary_htam_toml_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copy(ZC / "print_only.py", tmp_path / "print_only.py")
+    (tmp_path / "htam.toml").write_bytes(b"\x00\xff\xfe garbage \x89PNG\r\n")
+    assert main(["harness", "infer", str(tmp_path / "print_only.py"), "--write"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "htam.toml" in err[0] and "Traceback" not in err[0], err
+    assert (tmp_path / "htam.toml").read_bytes() == b"\x00\xff\xfe garbage \x89PNG\r\n"

@@ -59,3 +59,24 @@ def test_errors_are_one_line_exit_2(capsys, argv, needle):
     err = capsys.readouterr().err
     assert err.startswith("htam: error: ") and needle in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_no_counters_asks_for_the_timer_only(monkeypatch, tmp_path, capsys):
+    """`htam profile --no-counters` passes use_ncu=False (stage 1 of the two-stage profile); the default asks
+    for the counters."""
+    import htam_core.profile.api as api
+    from htam_core.cli.main import main as cli_main
+
+    seen: list[bool] = []
+
+    def fake(path, kernel, **kw):
+        seen.append(kw["use_ncu"])
+        raise api.ProfileError("stop here")
+
+    monkeypatch.setattr(api, "profile_kernel", fake)
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n")
+    assert cli_main(["profile", str(src), "--kernel", "k", "--no-counters"]) == 2
+    assert cli_main(["profile", str(src), "--kernel", "k"]) == 2
+    assert seen == [False, True]
+    assert "stop here" in capsys.readouterr().err

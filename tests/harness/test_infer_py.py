@@ -134,8 +134,9 @@ WRONG = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(WRONG))
-def test_a_wrong_candidate_is_refused(name: str, tmp_path: Path) -> None:
+def _plant(name: str, tmp_path: Path, *, gpu: bool) -> None:
+    """Plant WRONG[name] in a candidate folder: refused (a mismatch), while the unchanged start passes, on the
+    CPU (Triton interpreter) or, with ``gpu``, compiled and run on the GPU (``verified_on == "gpu"``)."""
     kind, old, new = WRONG[name]
     h = find_harness(CORPUS / name, KERNELS[name])
     assert h.kind == "inferred", kind
@@ -144,13 +145,28 @@ def test_a_wrong_candidate_is_refused(name: str, tmp_path: Path) -> None:
     text = (CORPUS / name).read_text()
     assert old in text
     cand.write_text(text.replace(old, new))
-    bad = verify_in_worker(dataclasses.replace(h, path=str(cand)), timeout_s=300)
+    opts = {"interpret": False} if gpu else {}
+    bad = verify_in_worker(dataclasses.replace(h, path=str(cand)), timeout_s=300, **opts)
     assert bad.status == "incorrect" and "mismatch" in bad.refused_by, (kind, bad.messages)
     good = cand.with_name("same.py")
     good.write_text(text)
-    ok = verify_in_worker(dataclasses.replace(h, path=str(good)), timeout_s=300)
+    ok = verify_in_worker(dataclasses.replace(h, path=str(good)), timeout_s=300, **opts)
     assert ok.correct, (kind, ok.messages)
     assert any(f"matched {h.checked_against}" in m for m in ok.messages)
+    if gpu:
+        assert bad.verified_on == "gpu" and ok.verified_on == "gpu", (bad.verified_on, ok.verified_on)
+
+
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_a_wrong_candidate_is_refused(name: str, tmp_path: Path) -> None:
+    _plant(name, tmp_path, gpu=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_a_wrong_candidate_is_refused_on_gpu(name: str, tmp_path: Path) -> None:
+    """The same planted candidates, compiled and checked on the GPU (the recording too runs there)."""
+    _plant(name, tmp_path, gpu=True)
 
 
 def test_verify_against_start_file(tmp_path: Path) -> None:

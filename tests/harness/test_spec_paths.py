@@ -71,3 +71,49 @@ def test_binary_toml_is_a_harness_error(tmp_path: Path) -> None:
     f.write_bytes(b"version = 1\n\xff\xfe")
     with pytest.raises(HarnessError, match=r"is not a UTF-8 text file \(byte 0xff at line 2"):
         load_toml(f)
+
+
+# -- every malformed htam.toml: one line naming the file, the line and the key --------------------------------
+_SAXPY = Path(__file__).resolve().parents[1] / "fixtures" / "zeroconf" / "cu_saxpy_define.cu"
+_HEAD = '[kernel.saxpy]\nversion = 1\ngrid = "1"\nblock = "1"\nargs = ["x"]\n'
+_IN = 'inputs = [{ name = "x", shape = ["N"], dtype = "float32" }]\noutputs = ["x"]\n'
+
+
+@pytest.mark.parametrize(("text", "line", "key"), [
+    ('[kernel.saxpy]\nversion = 1\ninputs = "x"\n', 3, "inputs"),
+    (_HEAD + 'inputs = [{ name = "x", shape = ["N"], dtype = "float33" }]\n', 6, "dtype"),
+    (_HEAD + _IN + 'sizes = [{ N = "a" }]\n', 8, "sizes"),
+    (_HEAD + _IN + 'sizes = [{ N = 4 }]\nreference = "x +"\n', 9, "reference"),
+    (_HEAD + _IN + 'sizes = [{ N = 4 }]\natol = "a"\n', 9, "atol"),
+    (_HEAD + _IN + 'sizes = [{ N = 4 }]\noracle = "yes"\n', 9, "oracle"),
+    ('\n[kernel.saxpy]\nversion = 2\n', 3, "version"),
+    ('[kernel.saxpy]\nversion = 1\nfoo = 2\n', 3, "foo"),
+    ('\n\n[kernel.saxpy]\n', 3, "version"),
+    ('kernel = 3\n', 1, "kernel"),
+    ('[kernel]\nsaxpy = 3\n', 2, "kernel.saxpy"),
+    ('[kernel.saxpy\nversion = ', 1, "table declaration"),
+])
+def test_malformed_htam_toml_names_key_file_and_line(tmp_path: Path, text: str, line: int, key: str) -> None:
+    src = tmp_path / "cu_saxpy_define.cu"
+    src.write_text(_SAXPY.read_text())
+    (tmp_path / "htam.toml").write_text(text)
+    with pytest.raises(HarnessError) as ei:
+        find_harness(src, "saxpy")
+    msg = ei.value.message
+    assert msg.strip() and "\n" not in msg, msg
+    assert f"htam.toml:{line}" in msg or f"line {line}" in msg, msg
+    assert key in msg, msg
+
+
+def test_a_binary_htam_toml_is_one_warning_line_in_profile_and_suggest(tmp_path: Path, capsys) -> None:
+    """A binary htam.toml was silently ignored by profile/suggest: now each says so, in one line."""
+    from htam_core.cli.main import main
+
+    src = tmp_path / "cu_saxpy_define.cu"
+    src.write_text(_SAXPY.read_text())
+    (tmp_path / "htam.toml").write_bytes(b"\x00\xff\xfe\x89PNG garbage")
+    for cmd in (["profile", str(src), "--kernel", "saxpy", "--static"], ["suggest", str(src), "--kernel", "saxpy"]):
+        assert main(cmd) == 0
+        out = capsys.readouterr().out
+        hits = [ln for ln in out.splitlines() if "htam.toml is not a UTF-8 text file" in ln]
+        assert len(hits) == 1 and "harness not used" in hits[0], out
