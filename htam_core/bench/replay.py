@@ -5,9 +5,10 @@ Every policy runs the real optimize loop (:func:`htam_core.bench.suite.run_suite
 and nothing runs on a GPU. The loop's choices do not depend on its budget, so one run at the largest budget
 gives the curve at every smaller one (its first ``b`` steps are the run at budget ``b``).
 
-* ``htam-cold`` runs first on every kernel from an empty memory, recording into a store of its own
-  (exported); ``htam`` and the memory ablations of kernel k import every export except k's: the warm memory
-  is leave-one-out, built from the other members of k's family and every other family, never from k.
+* The policies of ``memory_from`` run first on every kernel (``htam-cold`` from an empty memory, ``random``
+  with every seed), each recording into a store of its own (exported); ``htam`` and the memory ablations of
+  kernel k import every export except k's: the warm memory is leave-one-out, built from the replays of the
+  other members of k's family and of every other family, never from k.
 * ``random`` and ``random-memory`` run with ``seeds`` seeds; the figures are the mean over seeds with their
   spread (smallest and largest seed's figure).
 * Ground truth: the table's exhaustive best per kernel (:meth:`Table.best_speedup`); a policy reaches 90 %
@@ -54,6 +55,8 @@ class ReplayConfig:
         table: the measured-space table; work: stores, exports, runs and ``results.jsonl`` (resumed).
         policies: names of :data:`REPLAY_POLICIES`; kernels: kernel ids or names (``None``: every kernel).
         budget: trials per run (the largest budget); seeds: seeds of the seeded policies.
+        memory_from: the policies whose replays of the *other* kernels make the warm memory (``htam-cold``:
+            HTAM's own experience; ``random``: the random explorer's, every seed). They run first.
         fresh: forget the results of an earlier replay in ``work``.
     """
 
@@ -63,6 +66,7 @@ class ReplayConfig:
     kernels: list[str] | None = None
     budget: int = 8
     seeds: int = 3
+    memory_from: list[str] = field(default_factory=lambda: ["htam-cold", "random"])
     fresh: bool = False
 
 
@@ -109,14 +113,15 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
     t0 = time.time()
     table_path = str(Path(cfg.table).resolve())
 
-    def task(k: dict[str, Any], policy: str, seed: int, exports: dict[str, str]) -> SuiteTask:
+    def task(k: dict[str, Any], policy: str, seed: int, exports: list[tuple[str, str]]) -> SuiteTask:
         slug = f"{k['id'].replace('/', '_').replace('::', '-')}-{policy}-s{seed}"
         warm = POLICY_SPECS[policy][2]
+        teaches = policy in cfg.memory_from
         return SuiteTask(kernel=k["name"], path=k["path"], policy_name=policy, budget=cfg.budget,
                          out_dir=str(work / "runs" / slug), memory_path=str(work / "stores" / f"{slug}.sqlite3"),
-                         memory_imports=[p for kid, p in sorted(exports.items()) if kid != k["id"]] if warm else [],
-                         export_to=str(work / "exports" / f"{slug}.json") if policy == "htam-cold" else None,
-                         record=policy != "random", seed=seed, static=None, use_ncu=False,
+                         memory_imports=sorted(p for kid, p in exports if kid != k["id"]) if warm else [],
+                         export_to=str(work / "exports" / f"{slug}.json") if teaches else None,
+                         record=policy != "random" or teaches, seed=seed, static=None, use_ncu=False,
                          replay_table=table_path, replay_kernel=k["id"])
 
     def done(r: dict[str, Any], progress: str) -> None:
@@ -133,17 +138,21 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
 
     seeds = {p: list(range(cfg.seeds)) if p in SEEDED else [0] for p in cfg.policies}
     needs_warm = any(POLICY_SPECS[p][2] for p in cfg.policies)
+    bad = [p for p in cfg.memory_from if p not in ("htam-cold", "random")]
+    if bad:
+        raise ReplayError(f"--memory-from takes htam-cold and/or random, not {', '.join(bad)}")
+    teachers = [p for p in REPLAY_POLICIES if p in cfg.memory_from] if needs_warm else []
+    first = [p for p in REPLAY_POLICIES if p in teachers or p in cfg.policies and p == "htam-cold"]
+    seeds.update({p: seeds.get(p) or (list(range(cfg.seeds)) if p in SEEDED else [0]) for p in first})
     results: list[dict[str, Any]] = []
-    exports: dict[str, str] = {}
-    if "htam-cold" in cfg.policies or needs_warm:
-        cold = [(k, 0, task(k, "htam-cold", 0, {})) for k in kernels]
-        results += run(cold)
-        exports = {k["id"]: t.export_to for k, _, t in cold if t.export_to and Path(t.export_to).is_file()}
-    rest = [(k, s, task(k, p, s, exports)) for p in cfg.policies if p != "htam-cold" for k in kernels
+    phase1 = [(k, s, task(k, p, s, [])) for p in first for k in kernels for s in seeds[p]]
+    results += run(phase1)
+    exports = [(k["id"], t.export_to) for k, _, t in phase1 if t.export_to and Path(t.export_to).is_file()]
+    rest = [(k, s, task(k, p, s, exports)) for p in cfg.policies if p not in first for k in kernels
             for s in seeds[p]]
     results += run(rest)
-    doc = summarize(table, kernels, [p for p in REPLAY_POLICIES if p in cfg.policies or p == "htam-cold"
-                                     and needs_warm], results, cfg.budget)
+    doc = summarize(table, kernels, [p for p in REPLAY_POLICIES if p in cfg.policies or p in first], results,
+                    cfg.budget)
     doc["config"] = asdict(cfg)
     doc["table"] = {"path": cfg.table, "measured": table.measured, "environment": table.header.get("environment"),
                     "config": table.header.get("config")}

@@ -182,7 +182,7 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
     work = Path(cfg.work) if cfg.work else out.with_name(out.name + ".work")
     t0 = time.time()
     deadline = t0 + cfg.max_minutes * 60 if cfg.max_minutes else None
-    counts = {"candidates": 0, "measured": 0}
+    counts = {"candidates": 0, "measured": 0, "in_kernel": 0}
     todo = [k for k in cfg.kernels if k.id not in done]
     with out.open("a", encoding="utf-8") as fh:
         def write(d: dict[str, Any]) -> None:
@@ -204,7 +204,7 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
                 break
             res = _explore(k, cfg, gpu, work, known, write, deadline, counts,
                            lambda msg, i=i, k=k: log(f"[space] {k.id} ({i + 1}/{len(todo)}): {msg}; "
-                                               + _eta(t0, counts["candidates"], i, len(todo), cfg.max_candidates)))
+                                               + _eta(t0, counts, i, len(todo), cfg.max_candidates)))
             if res is None:
                 stopped = "time"
                 break
@@ -214,15 +214,17 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
         log(f"[space] stopped: the time budget (--max-minutes {cfg.max_minutes}) was spent; rerun the same "
             "command to go on")
     return {"kernels_done": len([k for k in cfg.kernels if k.id in done]), "kernels_total": len(cfg.kernels),
-            **counts, "stopped": stopped, "wall_s": time.time() - t0}
+            "candidates": counts["candidates"], "measured": counts["measured"], "stopped": stopped, "wall_s": time.time() - t0}
 
 
-def _eta(t0: float, n: int, i: int, kernels: int, per_kernel: int) -> str:
-    el = time.time() - t0
+def _eta(t0: float, counts: dict[str, int], i: int, kernels: int, per_kernel: int) -> str:
+    """Progress and a rough ETA: the time per candidate so far times the candidates the budget leaves (at most
+    ``per_kernel`` for each kernel not finished; a kernel whose tree is smaller ends sooner)."""
+    el, n = time.time() - t0, counts["candidates"]
     if n == 0:
         return f"{el:.0f} s elapsed"
-    left = max(0, (kernels - i) * per_kernel - n % max(per_kernel, 1))
-    return f"{n} candidates in {el:.0f} s, ETA ~{el / n * left:.0f} s"
+    left = max(0, (kernels - i) * per_kernel - counts["in_kernel"])
+    return f"{n} candidates ({counts['measured']} evaluated) in {el:.0f} s, ETA at most ~{el / n * left:.0f} s"
 
 
 def _explore(k: SpaceKernel, cfg: SpaceConfig, gpu: bool, work: Path, known: dict[tuple[str, str], dict[str, Any]],
@@ -238,6 +240,7 @@ def _explore(k: SpaceKernel, cfg: SpaceConfig, gpu: bool, work: Path, known: dic
     from htam_core.source import parse_text
 
     slug = k.id.replace("/", "_").replace("::", "-")
+    counts["in_kernel"] = 0
     with tempfile.TemporaryDirectory() as tmp:
         try:
             loop = _Loop(OptimizeTask(path=k.path, kernel=k.name, budget=1, policy="exhaustive",
@@ -321,6 +324,7 @@ def _explore(k: SpaceKernel, cfg: SpaceConfig, gpu: bool, work: Path, known: dic
                         seen.add(ck)
                         n += 1
                         counts["candidates"] += 1
+                        counts["in_kernel"] = n
                         child = evaluate(c.code, f"{n:02d}-{choice.strategy.replace('.', '_')}", node,
                                          {"strategy": choice.strategy, "direction": choice.direction,
                                           "transform": c.params.get("transform_id") or choice.transform})
@@ -338,3 +342,56 @@ def _explore(k: SpaceKernel, cfg: SpaceConfig, gpu: bool, work: Path, known: dic
                     "error": None}
         finally:
             loop.store.close()
+
+
+def synthesize_table(src: str | Path, out: str | Path, factor: Callable[[str | None, str], float],
+                     *, note: str = "") -> int:
+    """A synthetic *measured* table from a table's tree: the environment of the memory's tests.
+
+    Every node keeps its tree position, its strategy and its (static) profile, the state the policies rank
+    from; its times are made up: the start takes 1 ms on every input set and a node takes its parent's time
+    divided by ``factor(parent's strategy or None at depth 1, its strategy)``. Every candidate is marked
+    correct (``verified_on = "synthetic"``) and the header says ``synthetic``. Replayed through the same
+    runner, it tests whether a policy learns a speedup structure we define (for instance, a best second step
+    that depends on the first), with no GPU and no noise.
+
+    Args:
+        src: a table file (static or measured); out: the synthetic table to write (overwritten).
+        factor: speedup of a step over its parent, > 0.
+        note: the rule in words, kept in the header.
+
+    Returns:
+        The number of nodes written.
+
+    Raises:
+        SpaceError: ``src`` cannot be read or has no header.
+    """
+    try:
+        header, rows = read_table(src)
+    except TableError as exc:
+        raise SpaceError(str(exc)) from exc
+    if header is None:
+        raise SpaceError(f"{src} has no header line: not a measured-space table")
+    nodes = {(r["kernel"], r["key"]): r for r in rows if r.get("type") == "node"}
+    times: dict[tuple[str, str], float] = {}
+
+    def time_of(r: dict[str, Any]) -> float:
+        k = (r["kernel"], r["key"])
+        if k not in times:
+            parent = nodes.get((r["kernel"], r["parent"])) if r.get("parent") else None
+            times[k] = 1.0 if parent is None else time_of(parent) / factor(parent.get("strategy"), r["strategy"])
+        return times[k]
+
+    n_sets = 2
+    with Path(out).open("w", encoding="utf-8") as fh:
+        fh.write(json.dumps({**header, "measured": True, "synthetic": note or "synthetic speedups"}) + "\n")
+        for r in rows:
+            if r.get("type") != "node":
+                fh.write(json.dumps(r) + "\n")
+                continue
+            t = time_of(r)
+            ev = {**r["evaluation"], "ok": True, "correct": True, "verified_on": "synthetic", "failure": None,
+                  "time_ms": t, "per_set_ms": [t] * n_sets}
+            fh.write(json.dumps({**r, "evaluation": ev, "measured": True, "synthetic": True,
+                                 "speedup_vs_start": None if r.get("parent") is None else 1.0 / t}) + "\n")
+    return len(nodes)
