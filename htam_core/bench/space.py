@@ -24,7 +24,8 @@ being measured): a ``header`` line (settings, environment), then per kernel ``no
 candidate text), ``parent`` (its parent's key; ``None`` for the start), ``depth``, ``strategy``,
 ``direction``, ``transform``, ``evaluation`` (:meth:`Evaluation.to_json`, with the profile the policies rank
 from) and ``speedup_vs_start`` (geomean over the headline input sets, or ``None``). A rerun with the same
-output skips kernels with a ``kernel_done`` line and reuses the nodes already written for the others.
+output skips kernels with a ``kernel_done`` line of at least its depth and candidate budget, and reuses the
+nodes already written for the others (so a cheap first pass over every kernel can be deepened later).
 """
 
 from __future__ import annotations
@@ -176,7 +177,10 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
     if header is not None and bool(header.get("measured")) != gpu:
         raise SpaceError(f"{out} was built {'on a GPU' if header.get('measured') else 'in static mode'}; this "
                          "run would be the other: give another --out")
-    done = {r["kernel"] for r in rows if r.get("type") == "kernel_done"}
+    # a kernel is done when an earlier run explored it at least this deep and this wide; a rerun with a larger
+    # --depth or --max-candidates goes on from its rows (nothing measured twice)
+    done = {r["kernel"] for r in rows if r.get("type") == "kernel_done"
+            and int(r.get("depth", 0)) >= cfg.depth and int(r.get("max_candidates", 0)) >= cfg.max_candidates}
     known: dict[tuple[str, str], dict[str, Any]] = {(r["kernel"], r["key"]): r for r in rows
                                                      if r.get("type") == "node"}
     work = Path(cfg.work) if cfg.work else out.with_name(out.name + ".work")
@@ -208,7 +212,8 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
             if res is None:
                 stopped = "time"
                 break
-            write({"type": "kernel_done", "kernel": k.id, "family": k.family, **res})
+            write({"type": "kernel_done", "kernel": k.id, "family": k.family, "depth": cfg.depth,
+                   "max_candidates": cfg.max_candidates, **res})
             done.add(k.id)
     if stopped:
         log(f"[space] stopped: the time budget (--max-minutes {cfg.max_minutes}) was spent; rerun the same "
@@ -344,20 +349,22 @@ def _explore(k: SpaceKernel, cfg: SpaceConfig, gpu: bool, work: Path, known: dic
             loop.store.close()
 
 
-def synthesize_table(src: str | Path, out: str | Path, factor: Callable[[str | None, str], float],
+def synthesize_table(src: str | Path, out: str | Path, speedup: Callable[[list[str]], float],
                      *, note: str = "") -> int:
     """A synthetic *measured* table from a table's tree: the environment of the memory's tests.
 
     Every node keeps its tree position, its strategy and its (static) profile, the state the policies rank
-    from; its times are made up: the start takes 1 ms on every input set and a node takes its parent's time
-    divided by ``factor(parent's strategy or None at depth 1, its strategy)``. Every candidate is marked
+    from; its times are made up: the start takes 1 ms on every input set and a node ``1 / speedup(path)`` ms,
+    where ``path`` lists the strategies from the start to it. A candidate reached by two paths is one text,
+    one row (transforms that commute give byte-identical kernels), so a rule should depend on the *set* of
+    strategies applied, as a real kernel's time does. Every candidate is marked
     correct (``verified_on = "synthetic"``) and the header says ``synthetic``. Replayed through the same
     runner, it tests whether a policy learns a speedup structure we define (for instance, a best second step
     that depends on the first), with no GPU and no noise.
 
     Args:
         src: a table file (static or measured); out: the synthetic table to write (overwritten).
-        factor: speedup of a step over its parent, > 0.
+        speedup: the speedup over the start of the kernel reached by a path of strategies, > 0.
         note: the rule in words, kept in the header.
 
     Returns:
@@ -373,14 +380,13 @@ def synthesize_table(src: str | Path, out: str | Path, factor: Callable[[str | N
     if header is None:
         raise SpaceError(f"{src} has no header line: not a measured-space table")
     nodes = {(r["kernel"], r["key"]): r for r in rows if r.get("type") == "node"}
-    times: dict[tuple[str, str], float] = {}
+
+    def path_of(r: dict[str, Any]) -> list[str]:
+        parent = nodes.get((r["kernel"], r["parent"])) if r.get("parent") else None
+        return [] if parent is None and not r.get("parent") else [*path_of(parent or {}), r["strategy"]]
 
     def time_of(r: dict[str, Any]) -> float:
-        k = (r["kernel"], r["key"])
-        if k not in times:
-            parent = nodes.get((r["kernel"], r["parent"])) if r.get("parent") else None
-            times[k] = 1.0 if parent is None else time_of(parent) / factor(parent.get("strategy"), r["strategy"])
-        return times[k]
+        return 1.0 if not r.get("parent") else 1.0 / speedup(path_of(r))
 
     n_sets = 2
     with Path(out).open("w", encoding="utf-8") as fh:

@@ -171,6 +171,7 @@ def run_space_cmd(args: argparse.Namespace) -> int:
     try:
         kernels = [k for m in args.manifest or [] for k in load_manifest(m)]
         kernels += [k for d in args.suite or [] for k in kernels_of_suite(d)]
+        kernels = list({k.id: k for k in kernels}.values())  # a kernel named by two sources is explored once
         wanted = _names(args.kernels)
         if wanted:
             kernels = [k for k in kernels if k.name in wanted or k.id in wanted]

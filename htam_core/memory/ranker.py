@@ -85,6 +85,8 @@ class RankerConfig:
         start_token: an empty history is encoded as a "start" position (one-hot in both prefix blocks), so that
             a query at the start attends to the records made at a start, not to every record alike (``False``:
             the empty prefix adds nothing to ``q . k``, the earlier encoding).
+        direction_best: a direction's transition term is at least the largest shrunk local value among its
+            applicable strategies (``False``: the attention average over every record under the direction only).
         same_gpu_weight: attention weight of records measured on the GPU model being ranked for, relative to
             the others (1.0: no preference). It multiplies such a record's softmax weight in transition
             attention (it adds ``tau * ln(w)`` to its logit) and nothing else: counts and confidence are kept.
@@ -99,6 +101,7 @@ class RankerConfig:
     secondary_weight: float = 0.5
     credit: float = 0.9
     start_token: bool = True
+    direction_best: bool = True
     same_gpu_weight: float = 1.5
 
     def __post_init__(self) -> None:
@@ -496,6 +499,18 @@ class Ranker:
         s_att = _segment_attention(sims, mem.step, value, n_strats, cfg.tau, raw, lw)
         total = float(d_att.count.sum())
 
+        applicable = [s for s in kb.strategies if lang in s.languages and s.applies.evaluate(facts) is not False]
+        # a direction is worth its best strategy: the largest shrunk local value among its applicable
+        # strategies with records (a bad sibling must not hide a good one; docs/MEMORY.md, "Changes")
+        best_local: dict[str, float] = {}
+        if cfg.direction_best and ab not in ("flat", "no-local"):
+            for s in applicable:
+                j = mem.s_index[s.id]
+                if not math.isnan(float(s_att.value[j])):
+                    edge = kb.transitions.get(("strategy", last, s.id)) if last else None
+                    v = self._shrunk(s_att, j, edge.gain if edge else 0.0)
+                    best_local[s.direction] = max(best_local.get(s.direction, -math.inf), v)
+
         # --- directions
         dir_terms: dict[str, tuple[float, float, float, str | None]] = {}
         for i, d in enumerate(kb.directions):
@@ -511,10 +526,11 @@ class Ranker:
             if ab != "flat":
                 edge = kb.transitions.get(("direction", kb.strategy(last).direction, d.id)) if last else None
                 trans = self._shrunk(d_att, i, edge.gain if edge else 0.0)
+                if d.id in best_local:
+                    trans = max(trans, best_local[d.id])
                 explore = cfg.c_direction * math.sqrt(math.log1p(total) / (1.0 + float(d_att.count[i])))
             dir_terms[d.id] = (prior, trans, explore, why)
 
-        applicable = [s for s in kb.strategies if lang in s.languages and s.applies.evaluate(facts) is not False]
         by_dir: dict[str, list[Strategy]] = {}
         for s in applicable:
             by_dir.setdefault(s.direction, []).append(s)

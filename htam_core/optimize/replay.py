@@ -119,7 +119,7 @@ class Table:
         self.header = header
         self.measured = bool(header.get("measured"))
         self.rows = {(r["kernel"], r["key"]): r for r in rows if r.get("type") == "node"}
-        self.done = {r["kernel"]: r for r in rows if r.get("type") == "kernel_done"}
+        self.done = {r["kernel"]: r for r in rows if r.get("type") == "kernel_done"}  # the last pass per kernel
 
     def kernel_rows(self, kernel_id: str) -> list[dict[str, Any]]:
         """Every node of one kernel."""

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from htam_core.bench.replay import ReplayConfig, run_replay
 from htam_core.bench.space import SpaceConfig, build_space, kernels_of_suite, load_manifest, synthesize_table
 from htam_core.bench.suite import SuiteTask, run_suite_task
 from htam_core.optimize.replay import NOT_IN_TABLE, Table, read_table, table_comparison
@@ -70,7 +69,7 @@ def test_manifest_errors_are_one_line(tmp_path):
 
 def _synthetic(tmp_path: Path) -> Path:
     syn = tmp_path / "syn.jsonl"
-    synthesize_table(FIXTURE, syn, lambda prev, s: 1.5 if s == "launch_bounds" else 1.0)
+    synthesize_table(FIXTURE, syn, lambda path: 1.5 if "launch_bounds" in path else 1.0)
     return syn
 
 
@@ -104,7 +103,7 @@ def test_replay_reports_a_candidate_missing_from_the_table(tmp_path, at_repo):
     keep = [r for r in rows if r.get("type") != "node" or r["kernel"] != kid or r["depth"] == 0]
     cut.write_text("\n".join(json.dumps(x) for x in [header, *keep]) + "\n")
     syn = tmp_path / "syn.jsonl"
-    synthesize_table(cut, syn, lambda prev, s: 2.0)
+    synthesize_table(cut, syn, lambda path: 2.0)
     r = run_suite_task(_task(tmp_path, syn, kid, 2))
     assert [s["status"] for s in r["steps"]] == [NOT_IN_TABLE, NOT_IN_TABLE]
     assert r["best_speedup"] is None or r["best_speedup"] == pytest.approx(1.0)
