@@ -93,3 +93,22 @@ def test_the_memory_beats_its_absence(replay):
     agg = replay["aggregates"]
     assert agg["htam"]["mean_trials_to_90"] < agg["htam-cold"]["mean_trials_to_90"]
     assert agg["htam"]["mean_trials_to_90"] <= 0.5 * agg["random"]["mean_trials_to_90"]
+
+
+def test_the_environment_separates_the_earlier_method(tmp_path, monkeypatch):
+    """The test can fail: the ranker before the changes of docs/MEMORY.md ("Changes": no transition credit,
+    no start token, a direction worth the average of its records) does not learn the transition here."""
+    import functools
+
+    import htam_core.optimize.loop as loop_mod
+    from htam_core.memory.ranker import Ranker, RankerConfig
+
+    old = RankerConfig(credit=0.0, start_token=False, direction_best=False)
+    monkeypatch.setattr(loop_mod, "Ranker", functools.partial(Ranker, config=old))
+    monkeypatch.chdir(REPO)
+    table = tmp_path / "synthetic.jsonl"
+    synthesize_table(FIXTURE, table, speedup)
+    doc = run_replay(ReplayConfig(table=str(table), work=str(tmp_path / "work"), policies=["htam"], budget=8,
+                                  seeds=3), log=lambda m: None)
+    warm = doc["aggregates"]["htam"]
+    assert warm["mean_trials_to_90"] > 2.0 and warm["geomean_at"]["2"] < 2.6
