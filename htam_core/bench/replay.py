@@ -344,13 +344,7 @@ def replay_plot(doc: dict[str, Any], path: str | Path) -> Path | None:
         if len(seeds) > 1:
             ax.fill_between(xs, [min(c[i] for c in per_seed) for i in xs], [max(c[i] for c in per_seed) for i in xs],
                             color=ln.get_color(), alpha=0.15)
-    ax.set_xlabel("candidates evaluated (trials)")
-    ax.set_ylabel("best speedup so far over the start (geomean)")
-    ax.set_title("Policy replay: speedup against trials")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    from htam_core.bench.report import save_trials_plot
+
+    return save_trials_plot(fig, ax, path, "best speedup so far over the start (geomean)",
+                            "Policy replay: speedup against trials")

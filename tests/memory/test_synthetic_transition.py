@@ -112,3 +112,16 @@ def test_the_environment_separates_the_earlier_method(tmp_path, monkeypatch):
                                   seeds=3), log=lambda m: None)
     warm = doc["aggregates"]["htam"]
     assert warm["mean_trials_to_90"] > 2.0 and warm["geomean_at"]["2"] < 2.6
+
+
+def test_the_report_and_plot_of_a_measured_replay(replay, tmp_path):
+    from htam_core.bench.replay import replay_markdown, replay_plot
+
+    png = replay_plot(replay, tmp_path / "r.png")
+    assert png is not None and png.stat().st_size > 10_000
+    md = replay_markdown(replay, png.name)
+    assert "| warm beats cold at budget 2 |" in md and "| yes |" in md
+    assert all(f"## Family {f}" in md for f in replay["families"])
+    rnd = replay["aggregates"]["random"]
+    assert rnd["seeds"] == 3 and rnd["spread"]["mean_trials_to_90"][0] <= rnd["mean_trials_to_90"]
+    assert {t["target"]: t["met"] for t in replay["targets"]}["warm beats cold at budget 2"] is True
