@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -66,12 +67,15 @@ class SpaceKernel:
     language: str | None = None
 
 
-def load_manifest(path: str | Path) -> list[SpaceKernel]:
+def load_manifest(path: str | Path, llmc_dir: str | Path | None = None) -> list[SpaceKernel]:
     """The kernels of a family manifest.
 
     Args:
         path: a JSON file, either a list or ``{"kernels": [...]}`` of objects with ``file`` (relative to the
-            manifest's folder), ``kernel``, ``family`` and optionally ``lang``.
+            manifest's folder, else to the working directory, or absolute), ``kernel``, ``family`` and
+            optionally ``lang``. A ``{"families": {...}}`` object may list, per family, ``llmc`` entries
+            (``path`` inside the llm.c folder, ``kernel``): they join their family when ``llmc_dir`` is given.
+        llmc_dir: the llm.c corpus folder (read from there, never copied), or ``None`` to leave those out.
 
     Raises:
         SpaceError: unreadable JSON, an entry without ``file``/``kernel``, or a file that does not exist.
@@ -89,20 +93,29 @@ def load_manifest(path: str | Path) -> list[SpaceKernel]:
         if not isinstance(e, dict) or "file" not in e or "kernel" not in e:
             raise SpaceError(f"{p} entry {i}: needs \"file\" and \"kernel\"")
         f = (p.parent / e["file"]).resolve()
+        if not f.is_file() and Path(e["file"]).is_file():  # a path relative to the working directory
+            f = Path(e["file"]).resolve()
         if not f.is_file():
             raise SpaceError(f"{p} entry {i}: {e['file']} does not exist")
         rel = _display_path(f)
         out.append(SpaceKernel(f"{rel}::{e['kernel']}", str(e["kernel"]), rel, str(e.get("family") or "suite"),
                                e.get("lang")))
+    fams = data.get("families") if isinstance(data, dict) else None
+    if llmc_dir is not None and isinstance(fams, dict):
+        for fam, info in fams.items():
+            for e in (info or {}).get("llmc") or []:
+                f = (Path(llmc_dir) / str(e.get("path"))).resolve()
+                if not f.is_file() or "kernel" not in e:
+                    raise SpaceError(f"{p} family {fam}: llm.c entry {e!r} is not in {llmc_dir}")
+                rel = _display_path(f)
+                out.append(SpaceKernel(f"{rel}::{e['kernel']}", str(e["kernel"]), rel, str(fam), "cuda"))
     return out
 
 
 def _display_path(p: Path) -> str:
-    """``p`` relative to the working directory when under it (the table travels between machines)."""
-    try:
-        return str(p.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(p)
+    """``p`` relative to the working directory (with ``..`` when outside it), so that a table built in the
+    repository root on a GPU machine replays in the repository root of another checkout."""
+    return os.path.relpath(p.resolve(), Path.cwd().resolve())
 
 
 def kernels_of_suite(suite_dir: str | Path) -> list[SpaceKernel]:

@@ -50,6 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="family manifest (JSON list of {file, kernel, family, lang}); repeatable")
     sp.add_argument("--suite", action="append", default=None,
                     help="suite folder with htam.toml (its manifest.json gives the families); repeatable")
+    sp.add_argument("--llmc", default=None, metavar="DIR",
+                    help="the llm.c corpus folder: its kernels listed in the manifest join their families")
     sp.add_argument("--out", required=True, help="the table (JSONL; a rerun with the same --out resumes it)")
     sp.add_argument("--depth", type=int, default=2, help="steps from the start (default: 2)")
     sp.add_argument("--max-candidates", type=int, default=10, help="candidates per kernel (default: 10)")
@@ -169,7 +171,7 @@ def run_space_cmd(args: argparse.Namespace) -> int:
     if not args.manifest and not args.suite:
         raise UsageError("give --manifest FILE or --suite DIR (e.g. --suite bench/suite)")
     try:
-        kernels = [k for m in args.manifest or [] for k in load_manifest(m)]
+        kernels = [k for m in args.manifest or [] for k in load_manifest(m, args.llmc)]
         kernels += [k for d in args.suite or [] for k in kernels_of_suite(d)]
         kernels = list({k.id: k for k in kernels}.values())  # a kernel named by two sources is explored once
         wanted = _names(args.kernels)

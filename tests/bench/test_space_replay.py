@@ -133,3 +133,18 @@ def test_cli_replays_from_a_committed_table(tmp_path, at_repo, capsys):
     doc = json.loads((tmp_path / "synthetic_space_static-replay.json").read_text())
     assert {r["seed"] for r in doc["rows"] if r["policy"] == "random"} == {0, 1}
     assert all(r["trials_to_90"] is None for r in doc["rows"])  # nothing measured: nothing claimed
+
+
+def test_family_manifest_with_llmc_entries(tmp_path):
+    (tmp_path / "fam").mkdir()
+    (tmp_path / "fam" / "k.cu").write_text("__global__ void k(float* x) { x[0] = 1.f; }\n")
+    (tmp_path / "llmc").mkdir()
+    (tmp_path / "llmc" / "gelu.cu").write_text("__global__ void gelu1(float* x) { x[0] = 0.f; }\n")
+    (tmp_path / "fam" / "manifest.json").write_text(json.dumps({
+        "families": {"elementwise": {"title": "ew", "llmc": [{"path": "gelu.cu", "kernel": "gelu1"}]}},
+        "kernels": [{"file": "k.cu", "kernel": "k", "family": "elementwise", "lang": "cuda"}]}))
+    ks = load_manifest(tmp_path / "fam" / "manifest.json")
+    assert [k.name for k in ks] == ["k"]  # no llm.c folder given: its kernels are left out
+    ks = load_manifest(tmp_path / "fam" / "manifest.json", tmp_path / "llmc")
+    assert [(k.name, k.family) for k in ks] == [("k", "elementwise"), ("gelu1", "elementwise")]
+    assert all(Path(k.path).resolve().is_file() for k in ks)
