@@ -158,14 +158,19 @@ class TableEvaluator:
     def _row(self, text: str) -> dict[str, Any] | None:
         return self.table.rows.get((self.kernel_id, text_key(text)))
 
-    def evaluate(self, text: str, label: str, *, use_ncu: bool = False,
-                 reuse: bool = True) -> tuple[Evaluation, Path]:
-        """The stored verdict of ``text`` (with a fresh source model), or a :data:`NOT_IN_TABLE` verdict."""
+    def write(self, text: str, label: str) -> Path:
+        """Write ``text`` as ``<workdir>/<label>/<file name>`` (the report links it) and return the path."""
         d = self.workdir / label
         d.mkdir(parents=True, exist_ok=True)
         p = d / self.path.name
         p.write_text(text, encoding="utf-8")
         self._by_path[str(p)] = text
+        return p
+
+    def evaluate(self, text: str, label: str, *, use_ncu: bool = False,
+                 reuse: bool = True) -> tuple[Evaluation, Path]:
+        """The stored verdict of ``text`` (with a fresh source model), or a :data:`NOT_IN_TABLE` verdict."""
+        p = self.write(text, label)
         model = parse_text(text, self.language, str(p))
         row = self._row(text)
         if row is None:
@@ -177,8 +182,10 @@ class TableEvaluator:
         ev.messages = [*ev.messages, f"replayed from {self.table.path.name}"]
         return ev, p
 
-    def compare(self, parent_text: str, cand_path: Path) -> tuple[Comparison | None, str]:
-        """The table's comparison of the parent and the candidate (see the module docstring)."""
+    def compare(self, parent_text: str, cand_path: Path, *, fresh: bool = False) -> tuple[Comparison | None, str]:
+        """The table's comparison of the parent and the candidate (see the module docstring). ``fresh`` (a
+        re-timing in a new process) changes nothing: the table holds one measurement per candidate, so a
+        replay's re-timing of the best is that same comparison and never contradicts it."""
         parent = self._row(parent_text)
         text = self._by_path.get(str(cand_path))
         cand = self._row(text) if text is not None else None
