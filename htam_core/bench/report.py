@@ -205,9 +205,18 @@ def suite_plot(doc: dict[str, Any], path: str | Path) -> Path | None:
         padded = [c + [c[-1]] * (n - len(c)) for c in cs]
         ys = [geomean(col[i] for col in padded) or 1.0 for i in range(n)]
         ax.plot(range(n), ys, marker="o", ms=3, label=f"{p} ({len(cs)} kernels)")
+    return save_trials_plot(fig, ax, path, "best speedup so far over the naive start (geomean)",
+                            "Naive-kernel suite: speedup against trials")
+
+
+def save_trials_plot(fig: Any, ax: Any, path: str | Path, ylabel: str, title: str) -> Path:
+    """Label a speedup-against-trials plot (x: trials), add its grid and legend, write it as a PNG (120 dpi)
+    and close the figure; returns the path."""
+    import matplotlib.pyplot as plt
+
     ax.set_xlabel("candidates evaluated (trials)")
-    ax.set_ylabel("best speedup so far over the naive start (geomean)")
-    ax.set_title("Naive-kernel suite: speedup against trials")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

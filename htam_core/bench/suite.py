@@ -200,6 +200,8 @@ class SuiteTask:
         deadline: epoch seconds after which the task is skipped, or stops after its current candidate.
         measure_cache: the SQLite measurement cache shared by every task of the run (see
             :attr:`htam_core.optimize.OptimizeTask.measure_cache`), or ``None`` to measure every candidate.
+        replay_table, replay_kernel: replay from a measured-space table (see
+            :attr:`htam_core.optimize.OptimizeTask.replay_table`), or ``None`` to measure.
     """
 
     kernel: str
@@ -217,6 +219,8 @@ class SuiteTask:
     use_ncu: bool = False
     deadline: float | None = None
     measure_cache: str | None = None
+    replay_table: str | None = None
+    replay_kernel: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
@@ -301,7 +305,8 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
             res = run_optimize(OptimizeTask(
                 path=t.path, kernel=t.kernel, engine="rules", budget=t.budget, policy=policy, ablation=ablation,
                 out_dir=t.out_dir, memory_path=t.memory_path, seed=t.seed, static=t.static, record=t.record,
-                trials=t.trials, use_ncu=t.use_ncu, measure_cache=t.measure_cache), cancel=cancel)
+                trials=t.trials, use_ncu=t.use_ncu, measure_cache=t.measure_cache, replay_table=t.replay_table,
+                replay_kernel=t.replay_kernel), cancel=cancel)
             if t.export_to:
                 _export_memory(t.memory_path, t.export_to)
         except OptimizeError as exc:

@@ -45,6 +45,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "always timed)")
     _add_executor_arguments(s)
     s.set_defaults(func=run_suite_cmd)
+    sp = acts.add_parser("space", help="measure each kernel's candidate space once into a table (for replay)")
+    sp.add_argument("--manifest", action="append", default=None,
+                    help="family manifest (JSON list of {file, kernel, family, lang}); repeatable")
+    sp.add_argument("--suite", action="append", default=None,
+                    help="suite folder with htam.toml (its manifest.json gives the families); repeatable")
+    sp.add_argument("--llmc", default=None, metavar="DIR",
+                    help="the llm.c corpus folder: its kernels listed in the manifest join their families")
+    sp.add_argument("--out", required=True, help="the table (JSONL; a rerun with the same --out resumes it)")
+    sp.add_argument("--depth", type=int, default=2, help="steps from the start (default: 2)")
+    sp.add_argument("--max-candidates", type=int, default=10, help="candidates per kernel (default: 10)")
+    sp.add_argument("--trials", type=int, default=50, help="timed trials per candidate (default: 50)")
+    sp.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget; stops cleanly, resumable")
+    sp.add_argument("--kernels", default=None, help="comma-separated kernel names or ids (default: all)")
+    sp.add_argument("--static", action="store_true", help="never use the GPU (times not measured)")
+    sp.set_defaults(func=run_space_cmd)
+    rp = acts.add_parser("replay", help="replay every policy from a measured-space table (no GPU needed)")
+    rp.add_argument("--table", required=True, help="the table written by `htam bench space`")
+    rp.add_argument("--policies", default=None, help="comma-separated (default: all replay policies)")
+    rp.add_argument("--kernels", default=None, help="comma-separated kernel names or ids (default: all)")
+    rp.add_argument("--budget", type=int, default=8, help="trials per run, the largest budget (default: 8)")
+    rp.add_argument("--seeds", type=int, default=3, help="seeds of random and random-memory (default: 3)")
+    rp.add_argument("--out", default="bench/results", help="results folder (default: bench/results)")
+    rp.add_argument("--work", default=None, help="stores and runs (default: <out>/replay-work-<table stem>)")
+    rp.add_argument("--fresh", action="store_true", help="forget the finished runs of an earlier replay")
+    rp.set_defaults(func=run_replay_cmd)
     k = acts.add_parser("kernelbench", help="run KernelBench problems: Correct, fast_p, geomean over eager")
     k.add_argument("--problems", required=True, help="problems.jsonl (KernelBench problems, one JSON per line)")
     k.add_argument("--levels", default="1", help="comma-separated levels (default: 1)")
@@ -130,6 +155,70 @@ def run_suite_cmd(args: argparse.Namespace) -> int:
     write_json(doc, jp)
     mp.write_text(suite_markdown(doc, plot.name if plot else None), encoding="utf-8")
     print(f"suite results: {mp} ({jp.name}{', ' + plot.name if plot else ', no plot: nothing measured'})")
+    return 0
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def run_space_cmd(args: argparse.Namespace) -> int:
+    """Build (or resume) a measured-space table; prints where it is."""
+    from htam_core.bench.space import SpaceConfig, SpaceError, build_space, kernels_of_suite, load_manifest
+
+    if args.depth < 1 or args.max_candidates < 1:
+        raise UsageError("--depth and --max-candidates must be at least 1")
+    if not args.manifest and not args.suite:
+        raise UsageError("give --manifest FILE or --suite DIR (e.g. --suite bench/suite)")
+    try:
+        kernels = [k for m in args.manifest or [] for k in load_manifest(m, args.llmc)]
+        kernels += [k for d in args.suite or [] for k in kernels_of_suite(d)]
+        kernels = list({k.id: k for k in kernels}.values())  # a kernel named by two sources is explored once
+        wanted = _names(args.kernels)
+        if wanted:
+            kernels = [k for k in kernels if k.name in wanted or k.id in wanted]
+        if not kernels:
+            raise UsageError("no kernel to explore (check --kernels)")
+        res = build_space(SpaceConfig(kernels=kernels, out=args.out, depth=args.depth,
+                                      max_candidates=args.max_candidates, max_minutes=args.max_minutes,
+                                      static=True if args.static else None, trials=args.trials),
+                          log=lambda m: print(m, file=sys.stderr, flush=True))
+    except SpaceError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"space table: {args.out} ({res['kernels_done']}/{res['kernels_total']} kernels done, "
+          f"{res['measured']} new evaluations{', stopped by --max-minutes: rerun to go on' if res['stopped'] else ''})")
+    return 0
+
+
+def run_replay_cmd(args: argparse.Namespace) -> int:
+    """Replay the policies from a table and write ``<out>/<table stem>-replay.json``, ``.md`` and ``.png``."""
+    from htam_core.bench.executors import ExecutorError
+    from htam_core.bench.replay import (
+        REPLAY_POLICIES,
+        ReplayConfig,
+        ReplayError,
+        replay_markdown,
+        replay_plot,
+        run_replay,
+    )
+    from htam_core.bench.report import write_json
+
+    out = Path(args.out)
+    stem = Path(args.table).name.removesuffix(".jsonl")
+    try:
+        doc = run_replay(ReplayConfig(table=args.table, work=args.work or str(out / f"replay-work-{stem}"),
+                                      policies=_names(args.policies) or list(REPLAY_POLICIES),
+                                      kernels=_names(args.kernels), budget=args.budget, seeds=args.seeds,
+                                      fresh=args.fresh),
+                         log=lambda m: print(m, file=sys.stderr, flush=True))
+    except (ReplayError, ExecutorError) as exc:
+        raise UsageError(str(exc)) from None
+    out.mkdir(parents=True, exist_ok=True)
+    jp, mp, pp = out / f"{stem}-replay.json", out / f"{stem}-replay.md", out / f"{stem}-replay.png"
+    plot = replay_plot(doc, pp)
+    write_json(doc, jp)
+    mp.write_text(replay_markdown(doc, plot.name if plot else None), encoding="utf-8")
+    print(f"replay results: {mp} ({jp.name}{', ' + plot.name if plot else ', no plot: nothing measured'})")
     return 0
 
 

@@ -79,6 +79,14 @@ class RankerConfig:
         breadth: how many top directions contribute strategies.
         local_prior_scale: scale of a strategy's 0..1 base prior.
         secondary_weight: weight of secondary bottleneck classes in the direction prior.
+        credit: transition credit: a record's value is its own log-speedup plus ``credit`` times the best
+            (credited) value recorded from the kernel it led to, when that is positive: a step that opens the
+            way to a large next step earns part of it (0 switches it off; docs/MEMORY.md, "Changes").
+        start_token: an empty history is encoded as a "start" position (one-hot in both prefix blocks), so that
+            a query at the start attends to the records made at a start, not to every record alike (``False``:
+            the empty prefix adds nothing to ``q . k``, the earlier encoding).
+        direction_best: a direction's transition term is at least the largest shrunk local value among its
+            applicable strategies (``False``: the attention average over every record under the direction only).
         same_gpu_weight: attention weight of records measured on the GPU model being ranked for, relative to
             the others (1.0: no preference). It multiplies such a record's softmax weight in transition
             attention (it adds ``tau * ln(w)`` to its logit) and nothing else: counts and confidence are kept.
@@ -91,6 +99,9 @@ class RankerConfig:
     breadth: int = 2
     local_prior_scale: float = 0.25
     secondary_weight: float = 0.5
+    credit: float = 0.9
+    start_token: bool = True
+    direction_best: bool = True
     same_gpu_weight: float = 1.5
 
     def __post_init__(self) -> None:
@@ -163,6 +174,11 @@ class _Memory:
         self.fingerprints: list[str] = []
         self.gpus: list[str | None] = []
         self.group = torch.zeros(0, dtype=torch.long)  # (kernel, prefix, step) group of each record
+        self.credit = 0.0  # set by the ranker (RankerConfig.credit)
+        self.start_token = False  # set by the ranker (RankerConfig.start_token)
+        self._at: list[tuple[str, tuple[str, ...]]] = []  # (kernel, full prefix): where each record was made
+        self._led: list[tuple[str, tuple[str, ...]]] = []  # (kernel, full prefix + step): the kernel it led to
+        self._credited: tuple[int, torch.Tensor] | None = None
         self._groups: dict[tuple[str, str, str, str], int] = {}
         self._blocks: dict[bool, tuple[torch.Tensor, torch.Tensor]] = {}
         self._perm: tuple[int, int, torch.Tensor] | None = None
@@ -193,6 +209,8 @@ class _Memory:
             fail.append(status in ("incorrect", "failed"))
             self.fingerprints.append(fp)
             self.gpus.append(gpu)
+            self._at.append((fp, tuple(full_prefix)))
+            self._led.append((fp, (*full_prefix, step_id)))
             # one group per parent kernel: same kernel, history, step and parent state
             key = (fp, json.dumps(pre), step_id, repr(tuple(row[10:])))
             group.append(self._groups.setdefault(key, len(self._groups)))
@@ -219,9 +237,34 @@ class _Memory:
 
     def _encode(self, pidx: torch.Tensor, pdir: torch.Tensor, plen: torch.Tensor,
                 use_pos: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        sb = unit_rows(prefix_block(pidx, plen, len(self.s_index), use_pos))
-        db = unit_rows(prefix_block(pdir, plen, len(self.d_index), use_pos))
-        return sb, db
+        sb = prefix_block(pidx, plen, len(self.s_index), use_pos)
+        db = prefix_block(pdir, plen, len(self.d_index), use_pos)
+        start = (plen == 0).to(torch.float64).unsqueeze(1) * (1.0 if self.start_token else 0.0)
+        return unit_rows(torch.cat([sb, start], 1)), unit_rows(torch.cat([db, start], 1))
+
+    def credited(self) -> torch.Tensor:
+        """Every record's value with transition credit (:attr:`RankerConfig.credit`): its own value plus
+        ``credit`` times the best credited value of the records made at the kernel it led to (same kernel,
+        history extended by its step), when positive. Records without a value stay NaN. Cached per size."""
+        if self._credited is not None and self._credited[0] == self.n:
+            return self._credited[1]
+        vals = self.value.tolist()
+        if self.credit > 0:
+            order = sorted(range(self.n), key=lambda i: -len(self._at[i][1]))  # deepest first
+            best: dict[tuple[str, tuple[str, ...]], float] = {}
+            for i in order:
+                v = vals[i]
+                if math.isnan(v):
+                    continue
+                nxt = best.get(self._led[i])
+                if nxt is not None and nxt > 0:
+                    v += self.credit * nxt
+                    vals[i] = v
+                at = self._at[i]
+                best[at] = max(best.get(at, -math.inf), v)
+        out = torch.tensor(vals, dtype=torch.float64)
+        self._credited = (self.n, out)
+        return out
 
     def blocks(self, use_pos: bool) -> tuple[torch.Tensor, torch.Tensor]:
         """Unit prefix blocks ``([N, V], [N, D])`` for this position setting (cached)."""
@@ -234,11 +277,12 @@ class _Memory:
         """``(value, raw, speedup, win, fail)``, permuted jointly with ``seed`` when given (``random``
         ablation).
 
+        Values carry transition credit (:meth:`credited`).
         ``value`` is :func:`best_of_groups` of the records' values: one valued record per (kernel, prefix,
         step, state) group, i.e. per parent kernel and step. ``raw`` (every record's own value), ``speedup``,
         ``win`` and ``fail`` stay per record (confidence and evidence count every trial).
         """
-        raw, speedup, win, fail = self.value, self.speedup, self.win, self.fail
+        raw, speedup, win, fail = self.credited(), self.speedup, self.win, self.fail
         if seed is not None:
             if self._perm is None or self._perm[:2] != (seed, self.n):
                 gen = torch.Generator().manual_seed(seed)
@@ -363,6 +407,8 @@ class Ranker:
         if self.ablation is not None and self.ablation not in ABLATIONS:
             raise ValueError(f"unknown ablation {self.ablation!r}; expected one of {', '.join(ABLATIONS)}")
         self._memory = _Memory(self.kb)
+        self._memory.credit = self.config.credit
+        self._memory.start_token = self.config.start_token
         self._mark: tuple[int, ...] | None = None
         self._titles = {s.id: s.title for s in self.kb.strategies}
         self.refresh(force=True)
@@ -444,7 +490,7 @@ class Ranker:
         known = [p for p in prefix if kb.has_strategy(p)] if use_prefix else []
         last = known[-1] if known and prefix and prefix[-1] == known[-1] else None
 
-        sims = self._similarities(state, list(prefix)[-PREFIX_LEN:] if use_prefix else [])
+        sims = self._similarities(state, list(prefix)[-PREFIX_LEN:], use_prefix)
         value, raw, speedup, win, fail = self._memory.outcomes(self.seed if ab == "random" else None)
         mem = self._memory
         n_dirs, n_strats = len(kb.directions), len(kb.strategies)
@@ -452,6 +498,18 @@ class Ranker:
         d_att = _segment_attention(sims, mem.dir, value, n_dirs, cfg.tau, raw, lw)
         s_att = _segment_attention(sims, mem.step, value, n_strats, cfg.tau, raw, lw)
         total = float(d_att.count.sum())
+
+        applicable = [s for s in kb.strategies if lang in s.languages and s.applies.evaluate(facts) is not False]
+        # a direction is worth its best strategy: the largest shrunk local value among its applicable
+        # strategies with records (a bad sibling must not hide a good one; docs/MEMORY.md, "Changes")
+        best_local: dict[str, float] = {}
+        if cfg.direction_best and ab not in ("flat", "no-local"):
+            for s in applicable:
+                j = mem.s_index[s.id]
+                if not math.isnan(float(s_att.value[j])):
+                    edge = kb.transitions.get(("strategy", last, s.id)) if last else None
+                    v = self._shrunk(s_att, j, edge.gain if edge else 0.0)
+                    best_local[s.direction] = max(best_local.get(s.direction, -math.inf), v)
 
         # --- directions
         dir_terms: dict[str, tuple[float, float, float, str | None]] = {}
@@ -468,10 +526,11 @@ class Ranker:
             if ab != "flat":
                 edge = kb.transitions.get(("direction", kb.strategy(last).direction, d.id)) if last else None
                 trans = self._shrunk(d_att, i, edge.gain if edge else 0.0)
+                if d.id in best_local:
+                    trans = max(trans, best_local[d.id])
                 explore = cfg.c_direction * math.sqrt(math.log1p(total) / (1.0 + float(d_att.count[i])))
             dir_terms[d.id] = (prior, trans, explore, why)
 
-        applicable = [s for s in kb.strategies if lang in s.languages and s.applies.evaluate(facts) is not False]
         by_dir: dict[str, list[Strategy]] = {}
         for s in applicable:
             by_dir.setdefault(s.direction, []).append(s)
@@ -541,14 +600,16 @@ class Ranker:
         same = torch.tensor([g == gpu for g in self._memory.gpus], dtype=torch.bool)
         return torch.where(same, math.log(w), 0.0).to(torch.float64)
 
-    def _similarities(self, state: Mapping[str, float], prefix: list[str]) -> torch.Tensor:
-        """``q . k_r`` for every record: weighted cosine similarities of the state and prefix blocks."""
+    def _similarities(self, state: Mapping[str, float], prefix: list[str], use_prefix: bool = True) -> torch.Tensor:
+        """``q . k_r`` for every record: weighted cosine similarities of the state and prefix blocks (the prefix
+        blocks only when ``use_prefix``; an empty prefix is the start position under
+        :attr:`RankerConfig.start_token`)."""
         mem = self._memory
         if mem.n == 0:
             return torch.zeros(0, dtype=torch.float64)
         q_state = unit_rows(state_tensor([state]))[0]
         sims = W_STATE * (mem.state @ q_state)
-        if prefix:
+        if use_prefix and (prefix or self.config.start_token):
             use_pos = self.ablation != "no-position"
             k = len(prefix)
             pidx = torch.tensor([[mem.s_index.get(p, -1) for p in prefix] + [-1] * (PREFIX_LEN - k)])

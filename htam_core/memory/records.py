@@ -25,7 +25,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["ENDPOINT_FAULT", "NOT_LEARNED", "STATUSES", "PENALTY_INCORRECT", "PENALTY_FAILED", "Outcome", "Record", "Stats", "outcome_value",
+__all__ = ["ENDPOINT_FAULT", "NOT_IN_TABLE", "NOT_LEARNED", "STATUSES", "PENALTY_INCORRECT", "PENALTY_FAILED", "Outcome", "Record", "Stats", "outcome_value",
            "value_of"]
 
 #: Outcome statuses.
@@ -33,8 +33,11 @@ STATUSES = ("win", "loss", "neutral", "incorrect", "failed")
 #: Step status of an LLM endpoint fault (deadline passed, HTTP error, refused connection, malformed reply, reply
 #: without code): no candidate was produced, so nothing is known about the strategy.
 ENDPOINT_FAULT = "endpoint_fault"
+#: Step status of a replayed candidate that the measured-space table does not hold (:mod:`htam_core.optimize.replay`):
+#: it was never measured, so nothing is known about the strategy.
+NOT_IN_TABLE = "not_in_table"
 #: Step statuses that are never recorded in the memory (the optimize loop skips them; :class:`Outcome` refuses them).
-NOT_LEARNED = (ENDPOINT_FAULT,)
+NOT_LEARNED = (ENDPOINT_FAULT, NOT_IN_TABLE)
 #: Value of an incorrect result, in log-speedup units (ln 0.5).
 PENALTY_INCORRECT = math.log(0.5)
 #: Value of a failed step (compile error, crash, timeout), in log-speedup units (ln 0.75).

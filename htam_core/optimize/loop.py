@@ -41,6 +41,7 @@ from htam_core.memory.records import ENDPOINT_FAULT, NOT_LEARNED
 from htam_core.optimize.evaluate import START_LABEL, Evaluation, Evaluator
 from htam_core.optimize.measure_cache import MeasureCache
 from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
+from htam_core.optimize.replay import NOT_IN_TABLE, TableError, TableEvaluator, load_table
 from htam_core.optimize.report import geomean_ratio as _geomean_ratio
 from htam_core.optimize.report import write_report
 from htam_core.optimize.reproduce import Reproduction, judge_reproduction, not_measured
@@ -134,7 +135,13 @@ class _Loop:
         ranker_ablation = task.ablation if task.policy == "htam" else None
         self.ranker = Ranker(self.kb, self.store, seed=task.seed, ablation=ranker_ablation)
         self.rng = random.Random(task.seed)
-        self.gpu = (task.static is not True) and gpu_available()
+        table = None
+        if task.replay_table:
+            try:
+                table = load_table(task.replay_table)
+            except TableError as exc:
+                raise OptimizeError(str(exc)) from exc
+        self.gpu = table.measured if table is not None else (task.static is not True) and gpu_available()
         self.warnings: list[str] = []
         if task.static is False and not self.gpu:
             self.warnings.append("no GPU found: running in static mode")
@@ -158,6 +165,9 @@ class _Loop:
         self.evaluator = Evaluator(self.path, task.kernel, self.harness, gpu=self.gpu, workdir=self.out / "candidates",
                                    original_text=self.start_text, gpu_index=task.gpu_index,
                                    trials=task.trials, cache=cache)
+        if table is not None:  # a replay: every measurement is a lookup in the table
+            self.evaluator = TableEvaluator(table, task.replay_kernel or f"{task.path}::{task.kernel}", self.path,
+                                            task.kernel, self.out / "candidates")
         self.measurements_reused = 0  # candidates (steps) whose measurement came from the cache
         self.max_faults = 1  # consecutive LLM endpoint faults before the loop stops asking (set from the LLM config)
         self.generator = self._generator()
@@ -516,8 +526,8 @@ class _Loop:
         """A speedup over the start above 10x on a GPU must survive the stricter second verification
         (:func:`htam_core.verify.strict.strict_reverify`, issue 9 §2) before it counts; when it fails, the
         candidate is incorrect (rule ``strict-reverify``)."""
-        if not (ev.ok and ev.correct and self.harness is not None):
-            return ev
+        if not (ev.ok and ev.correct and self.harness is not None) or self.task.replay_table:
+            return ev  # a replay's table holds the verdict after this check
         if not strict.needs_strict_reverify(self._speedup(start, ev), gpu=self.gpu):
             return ev
         h = dataclasses.replace(self.harness, path=str(Path(cand_path).resolve()))
@@ -535,8 +545,8 @@ class _Loop:
         if self.gpu and ev.ok and ev.correct and ev.time_ms and parent.time_ms:
             speedup, spread, _, timing_msgs = self._gain(parent_text, parent, ev, cand_path)
         incorrect = ev.failure in ("refused", "incorrect")
-        status = status_of(speedup, spread=spread, incorrect=incorrect,
-                           failed=not incorrect and (ev.failure == "failed" or not ev.ok))
+        status = NOT_IN_TABLE if ev.failure == NOT_IN_TABLE else status_of(
+            speedup, spread=spread, incorrect=incorrect, failed=not incorrect and (ev.failure == "failed" or not ev.ok))
         labelled = bool(ev.labels)
         if self.gpu:
             accepted = status == "win" and not labelled

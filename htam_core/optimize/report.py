@@ -250,7 +250,11 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                    + "Run on a GPU to measure it.")
     plot_path: Path | None = out / "speedup.png"
     plot_note = None
-    if not measured:
+    if measured and task.replay_table:
+        plot_note = "not written: a replay from a measured-space table (the benchmark plots the policies)"
+        plot_path.unlink(missing_ok=True)
+        plot_path = None
+    elif not measured:
         plot_note = ("not written: nothing was timed (static mode: no GPU), so there is no speedup to plot" if not gpu
                      else "not written: the starting kernel could not be timed, so there is no speedup to plot")
         plot_path.unlink(missing_ok=True)  # an old plot in this folder would show another run's numbers

@@ -45,6 +45,9 @@ class OptimizeTask:
             candidate byte-identical to one measured earlier with the same harness and trials reuses that
             verdict and those times; the start kernel is always measured afresh, and so is every evaluation
             with Nsight Compute.
+        replay_table: a measured-space table (:mod:`htam_core.optimize.replay`): every evaluation is a lookup in
+            it and nothing runs on a GPU; ``None`` (default) measures for real.
+        replay_kernel: the kernel's id in that table (``<file>::<name>``; default ``<path>::<kernel>``).
     """
 
     path: str
@@ -64,6 +67,8 @@ class OptimizeTask:
     trials: int = 100
     use_ncu: bool = True
     measure_cache: str | None = None
+    replay_table: str | None = None
+    replay_kernel: str | None = None
 
     def resolved_out_dir(self) -> Path:
         """The output directory, defaulting to ``htam-out/<file stem>-<kernel>``."""

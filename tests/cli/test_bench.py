@@ -98,3 +98,19 @@ def test_blank_policies_is_a_usage_error(blank: str, tmp_path: Path, capsys: pyt
 
 def test_no_policies_option_still_means_the_defaults() -> None:
     assert suite.parse_policies(None) == list(suite.DEFAULT_POLICIES)
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["bench", "space", "--out", "t.jsonl"], "give --manifest FILE or --suite DIR"),
+    (["bench", "space", "--suite", "nowhere", "--out", "t.jsonl"], "nowhere"),
+    (["bench", "replay", "--table", "missing.jsonl"], "cannot read the table"),
+    (["bench", "replay", "--table", "t.jsonl", "--policies", "exhaustive"], "unknown policy exhaustive"),
+])
+def test_space_and_replay_bad_input_is_one_line(argv: list[str], said: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.jsonl").write_text('{"type": "header", "measured": false}\n')
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and said in err and "Traceback" not in err

@@ -8,6 +8,7 @@ import pytest
 
 from htam_core.memory import ABLATIONS, Outcome, Ranker, load_knowledge, open_store, state_from_profile
 from htam_core.memory.features import STATE_KEYS
+from htam_core.memory.ranker import RankerConfig
 from htam_core.memory.store import Store
 from htam_core.profile.classify import state_vector
 from htam_core.source.model import KernelFeatures, Loop
@@ -159,7 +160,14 @@ def test_no_prefix_ignores_the_history(store: Store) -> None:
     nop = Ranker(KB, store, ablation="no-prefix")
     with_prefix = [s.to_json() for s in _rank(nop, ["vectorize_loads"])]
     assert with_prefix == [s.to_json() for s in _rank(nop, [])]
-    assert [s.to_json() for s in _rank(base, [])] == with_prefix  # with no history, identical to default
+    # without the start token (the earlier encoding), an empty history adds nothing: identical to no-prefix
+    old = Ranker(KB, store, config=RankerConfig(start_token=False))
+    assert [s.to_json() for s in _rank(old, [])] == with_prefix
+    # with it, a query at the start attends to the records made at a start: cuda_block_size's x0.7 there
+    # weighs more than its x1.7 after vectorize_loads
+    start = _by_id(_rank(base, []))["cuda_block_size"].parts["local_transition"]
+    assert start < _by_id(_rank(nop, []))["cuda_block_size"].parts["local_transition"]
+    assert start < 0
 
 
 def test_no_update_freezes_the_memory(store: Store) -> None:

@@ -1,0 +1,350 @@
+"""Policy replay over a measured-space table: sample efficiency of HTAM against random, flat and its ablations.
+
+Every policy runs the real optimize loop (:func:`htam_core.bench.suite.run_suite_task`, the suite's task) with
+``replay_table`` set, so measuring a candidate is a lookup in the table (:mod:`htam_core.optimize.replay`)
+and nothing runs on a GPU. The loop's choices do not depend on its budget, so one run at the largest budget
+gives the curve at every smaller one (its first ``b`` steps are the run at budget ``b``).
+
+* The policies of ``memory_from`` run first on every kernel (``htam-cold`` from an empty memory, ``random``
+  with every seed), each recording into a store of its own (exported); ``htam`` and the memory ablations of
+  kernel k import every export except k's: the warm memory is leave-one-out, built from the replays of the
+  other members of k's family and of every other family, never from k.
+* ``random`` and ``random-memory`` run with ``seeds`` seeds; the figures are the mean over seeds with their
+  spread (smallest and largest seed's figure).
+* Ground truth: the table's exhaustive best per kernel (:meth:`Table.best_speedup`); a policy reaches 90 %
+  at the first trial whose best-so-far speedup is at least 0.9 times it.
+
+Per policy (and per family): mean and median trials-to-90 % (a kernel that never reaches it within the
+budget counts as ``budget + 1`` in the mean and as infinite in the median, said so), the geomean speedup
+after 1, 2, 4 and 8 trials, and the targets of issue 17. A replay of a static table says "not measured".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from htam_core.bench import metrics
+from htam_core.bench.suite import POLICY_SPECS, SuiteTask
+from htam_core.optimize.replay import NOT_IN_TABLE, Table, TableError, load_table
+
+#: Policies of a replay, in report order (``exhaustive`` is the table itself).
+REPLAY_POLICIES = ("htam", "htam-cold", "flat", "random", "no-local", "no-prefix", "no-position", "no-update",
+                   "random-memory")
+#: Policies whose outcome depends on a seed (run with every seed).
+SEEDED = ("random", "random-memory")
+#: Trial counts reported (the curve at these budgets).
+REPORT_AT = (1, 2, 4, 8)
+
+
+class ReplayError(Exception):
+    """The replay cannot run (no table, unknown policy or kernel); the message says how to fix it."""
+
+
+@dataclass
+class ReplayConfig:
+    """Settings of one replay.
+
+    Attributes:
+        table: the measured-space table; work: stores, exports, runs and ``results.jsonl`` (resumed).
+        policies: names of :data:`REPLAY_POLICIES`; kernels: kernel ids or names (``None``: every kernel).
+        budget: trials per run (the largest budget); seeds: seeds of the seeded policies.
+        memory_from: the policies whose replays of the *other* kernels make the warm memory (``htam-cold``:
+            HTAM's own experience; ``random``: the random explorer's, every seed). They run first.
+        fresh: forget the results of an earlier replay in ``work``.
+    """
+
+    table: str
+    work: str
+    policies: list[str] = field(default_factory=lambda: list(REPLAY_POLICIES))
+    kernels: list[str] | None = None
+    budget: int = 8
+    seeds: int = 3
+    memory_from: list[str] = field(default_factory=lambda: ["htam-cold", "random"])
+    fresh: bool = False
+
+
+def _kernels(table: Table, wanted: list[str] | None) -> list[dict[str, Any]]:
+    starts = [r for r in table.rows.values() if r.get("parent") is None]
+    ks = [{"id": r["kernel"], "name": r.get("name") or r["kernel"].split("::")[-1],
+           "path": r["kernel"].rsplit("::", 1)[0], "family": r.get("family") or "suite"} for r in starts]
+    ks.sort(key=lambda k: (k["family"], k["id"]))
+    if wanted:
+        keep = [k for k in ks if k["id"] in wanted or k["name"] in wanted]
+        missing = [w for w in wanted if not any(w in (k["id"], k["name"]) for k in ks)]
+        if missing:
+            raise ReplayError(f"the table has no kernel {', '.join(missing)}")
+        ks = keep
+    if not ks:
+        raise ReplayError(f"{table.path} holds no kernel (build it with `htam bench space`)")
+    return ks
+
+
+def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Replay every policy on every kernel of the table; returns the results document (:func:`summarize`).
+
+    Raises:
+        ReplayError: unreadable table, unknown policy or kernel.
+    """
+    from htam_core.bench.executors import ExecutorOptions, ResultLog, run_tasks, task_key
+
+    bad = [p for p in cfg.policies if p not in REPLAY_POLICIES]
+    if bad:
+        raise ReplayError(f"unknown policy {', '.join(bad)}; known: {', '.join(REPLAY_POLICIES)}")
+    if cfg.budget < 1 or cfg.seeds < 1:
+        raise ReplayError("--budget and --seeds must be at least 1")
+    try:
+        table = load_table(cfg.table)
+    except TableError as exc:
+        raise ReplayError(str(exc)) from exc
+    kernels = _kernels(table, cfg.kernels)
+    work = Path(cfg.work)
+    work.mkdir(parents=True, exist_ok=True)
+    if cfg.fresh:
+        (work / "results.jsonl").unlink(missing_ok=True)
+    rlog = ResultLog(work / "results.jsonl")
+    opts = ExecutorOptions("local", (), None, 1)
+    t0 = time.time()
+    table_path = str(Path(cfg.table).resolve())
+
+    def task(k: dict[str, Any], policy: str, seed: int, exports: list[tuple[str, str]]) -> SuiteTask:
+        slug = f"{k['id'].replace('/', '_').replace('::', '-')}-{policy}-s{seed}"
+        warm = POLICY_SPECS[policy][2]
+        teaches = policy in cfg.memory_from
+        return SuiteTask(kernel=k["name"], path=k["path"], policy_name=policy, budget=cfg.budget,
+                         out_dir=str(work / "runs" / slug), memory_path=str(work / "stores" / f"{slug}.sqlite3"),
+                         memory_imports=sorted(p for kid, p in exports if kid != k["id"]) if warm else [],
+                         export_to=str(work / "exports" / f"{slug}.json") if teaches else None,
+                         record=policy != "random" or teaches, seed=seed, static=None, use_ncu=False,
+                         replay_table=table_path, replay_kernel=k["id"])
+
+    def done(r: dict[str, Any], progress: str) -> None:
+        sp = r.get("best_speedup")
+        log(f"[replay] {r.get('kernel')} / {r.get('policy')}: {r.get('status')}"
+            + (f", best {sp:.3g}x" if isinstance(sp, float) else ", not measured") + f" [{progress}]")
+
+    def run(batch: list[tuple[dict[str, Any], int, SuiteTask]]) -> list[dict[str, Any]]:
+        keyed = [(task_key(f"{k['id']}/{t.policy_name}/{seed}", t.to_json()), t) for k, seed, t in batch]
+        out = run_tasks("htam_core.bench.suite:run_suite_task", [(key, t.to_json()) for key, t in keyed], opts,
+                        log=rlog, on_done=done)
+        return [{**r, "kernel_id": k["id"], "family": k["family"], "policy": t.policy_name, "seed": seed}
+                for (k, seed, t), r in zip(batch, out, strict=True)]
+
+    seeds = {p: list(range(cfg.seeds)) if p in SEEDED else [0] for p in cfg.policies}
+    needs_warm = any(POLICY_SPECS[p][2] for p in cfg.policies)
+    bad = [p for p in cfg.memory_from if p not in ("htam-cold", "random")]
+    if bad:
+        raise ReplayError(f"--memory-from takes htam-cold and/or random, not {', '.join(bad)}")
+    teachers = [p for p in REPLAY_POLICIES if p in cfg.memory_from] if needs_warm else []
+    first = [p for p in REPLAY_POLICIES if p in teachers or p in cfg.policies and p == "htam-cold"]
+    seeds.update({p: seeds.get(p) or (list(range(cfg.seeds)) if p in SEEDED else [0]) for p in first})
+    results: list[dict[str, Any]] = []
+    phase1 = [(k, s, task(k, p, s, [])) for p in first for k in kernels for s in seeds[p]]
+    results += run(phase1)
+    exports = [(k["id"], t.export_to) for k, _, t in phase1 if t.export_to and Path(t.export_to).is_file()]
+    rest = [(k, s, task(k, p, s, exports)) for p in cfg.policies if p not in first for k in kernels
+            for s in seeds[p]]
+    results += run(rest)
+    doc = summarize(table, kernels, [p for p in REPLAY_POLICIES if p in cfg.policies or p in first], results,
+                    cfg.budget)
+    doc["config"] = asdict(cfg)
+    doc["table"] = {"path": cfg.table, "measured": table.measured, "environment": table.header.get("environment"),
+                    "config": table.header.get("config")}
+    doc["wall_s"] = time.time() - t0
+    return doc
+
+
+def _curve(r: dict[str, Any], budget: int) -> list[float]:
+    """Best speedup so far after each of ``budget`` trials (a run that stopped early keeps its last value)."""
+    c = metrics.best_so_far([s.get("speedup_vs_start") for s in r.get("steps") or []])
+    return (c + [c[-1] if c else 1.0] * budget)[:budget]
+
+
+def _stats(rows: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+    """The figures of one group of rows of one seed (see the module docstring)."""
+    known = [r for r in rows if r["target"] is not None]
+    t90 = [r["trials_to_90"] for r in known]
+    geo = {str(b): metrics.geomean(r["curve"][b - 1] for r in known) for b in REPORT_AT if b <= budget}
+    return {"kernels": len(rows), "kernels_measured": len(known),
+            "mean_trials_to_90": statistics.mean(budget + 1 if t is None else t for t in t90) if t90 else None,
+            "median_trials_to_90": metrics.median_trials(t90) if t90 else None,
+            "reached_90": sum(1 for t in t90 if t is not None), "geomean_at": geo,
+            "not_in_table_steps": sum(r["not_in_table"] for r in rows)}
+
+
+def _over_seeds(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean over seeds of each figure, with ``spread``: ``[min, max]`` over seeds (absent for one seed)."""
+    def agg(vals: list[Any]) -> Any:
+        xs = [v for v in vals if isinstance(v, (int, float)) and math.isfinite(v)]
+        if len(xs) != len(vals) or not xs:
+            return vals[0] if len(set(map(str, vals))) == 1 else None
+        return statistics.mean(xs)
+
+    out: dict[str, Any] = {}
+    for key in per_seed[0]:
+        vals = [s[key] for s in per_seed]
+        if isinstance(vals[0], dict):
+            out[key] = {k: agg([v[k] for v in vals]) for k in vals[0]}
+        else:
+            out[key] = agg(vals)
+    if len(per_seed) > 1:
+        out["seeds"] = len(per_seed)
+        out["spread"] = {"mean_trials_to_90": _minmax([s["mean_trials_to_90"] for s in per_seed]),
+                         **{f"geomean_at_{b}": _minmax([s["geomean_at"].get(b) for s in per_seed])
+                            for b in per_seed[0]["geomean_at"]}}
+    return out
+
+
+def _minmax(vals: list[Any]) -> list[float] | None:
+    xs = [v for v in vals if isinstance(v, (int, float))]
+    return [min(xs), max(xs)] if xs else None
+
+
+def summarize(table: Table, kernels: list[dict[str, Any]], policies: list[str], results: list[dict[str, Any]],
+              budget: int) -> dict[str, Any]:
+    """Rows per (kernel, policy, seed) and aggregates per policy and per (family, policy), with the targets."""
+    fam = {k["id"]: k["family"] for k in kernels}
+    rows = []
+    for r in results:
+        target = table.best_speedup(r["kernel_id"]) if table.measured else None
+        steps = r.get("steps") or []
+        curve = _curve(r, budget) if table.measured else None
+        rows.append({"kernel": r["kernel_id"], "family": fam.get(r["kernel_id"]), "policy": r["policy"],
+                     "seed": r["seed"], "status": r.get("status"), "error": r.get("error"), "target": target,
+                     "curve": curve, "trials": len(steps),
+                     "trials_to_90": metrics.trials_to_fraction([s.get("speedup_vs_start") for s in steps], target)
+                     if target is not None else None,
+                     "not_in_table": sum(1 for s in steps if s.get("status") == NOT_IN_TABLE),
+                     "strategies": [s.get("strategy") for s in steps]})
+    families = sorted({k["family"] for k in kernels})
+
+    def group(pred: Callable[[dict[str, Any]], bool], policy: str) -> dict[str, Any]:
+        rs = [r for r in rows if r["policy"] == policy and pred(r)]
+        seeds = sorted({r["seed"] for r in rs})
+        return _over_seeds([_stats([r for r in rs if r["seed"] == s], budget) for s in seeds]) if rs else {}
+
+    agg = {p: group(lambda r: True, p) for p in policies}
+    per_family = {f: {p: group(lambda r, f=f: r["family"] == f, p) for p in policies} for f in families}
+    return {"measured": table.measured, "budget": budget, "policies": policies, "families": families,
+            "kernels": kernels, "rows": rows, "aggregates": agg, "per_family": per_family,
+            "targets": targets(agg), "results": results}
+
+
+def targets(agg: dict[str, Any]) -> list[dict[str, Any]]:
+    """The targets of issue 17, each ``{"target", "value", "met"}`` (``met`` ``None`` when not measured)."""
+    def g(p: str, key: str, b: str | None = None) -> float | None:
+        a = agg.get(p) or {}
+        v = (a.get("geomean_at") or {}).get(b) if b else a.get(key)
+        return v if isinstance(v, (int, float)) else None
+
+    out = []
+    w, rnd, flat = g("htam", "mean_trials_to_90"), g("random", "mean_trials_to_90"), g("flat", "mean_trials_to_90")
+    for name, lhs, rhs, factor in (("warm mean trials-to-90 <= 0.5x random", w, rnd, 0.5),
+                                   ("warm mean trials-to-90 <= 0.8x flat", w, flat, 0.8)):
+        out.append({"target": name, "value": None if lhs is None or rhs is None else
+                    f"{lhs:.2f} vs {factor}x{rhs:.2f} = {factor * rhs:.2f}",
+                    "ratio": None if lhs is None or not rhs else lhs / rhs,
+                    "met": None if lhs is None or rhs is None else lhs <= factor * rhs})
+    w2, c2 = g("htam", "", "2"), g("htam-cold", "", "2")
+    out.append({"target": "warm beats cold at budget 2", "value": None if w2 is None or c2 is None else
+                f"{w2:.3f}x vs {c2:.3f}x", "met": None if w2 is None or c2 is None else w2 > c2})
+    w4, r8 = g("htam", "", "4"), g("random", "", "8")
+    out.append({"target": "warm geomean at budget 4 >= random at budget 8", "value": None if w4 is None or r8 is None
+                else f"{w4:.3f}x vs {r8:.3f}x", "met": None if w4 is None or r8 is None else w4 >= r8})
+    return out
+
+
+# -- report --------------------------------------------------------------------------------------------------
+def _f(v: Any, fmt: str = ".2f", unit: str = "") -> str:
+    if v is None:
+        return "not measured"
+    if isinstance(v, float) and math.isinf(v):
+        return "never"
+    return f"{v:{fmt}}{unit}"
+
+
+def _line(p: str, a: dict[str, Any], budget: int) -> str:
+    sp = a.get("spread") or {}
+    t = _f(a.get("mean_trials_to_90"))
+    if sp.get("mean_trials_to_90"):
+        t += f" [{sp['mean_trials_to_90'][0]:.2f}–{sp['mean_trials_to_90'][1]:.2f}]"
+    cells = []
+    for b in REPORT_AT:
+        if b > budget:
+            continue
+        c = _f((a.get("geomean_at") or {}).get(str(b)), ".3f", "×")
+        s = sp.get(f"geomean_at_{b}")
+        cells.append(c + (f" [{s[0]:.3f}–{s[1]:.3f}]" if s else ""))
+    return (f"| {p} | {a.get('kernels_measured', 0)}/{a.get('kernels', 0)} | {t} | "
+            f"{_f(a.get('median_trials_to_90'), '.1f')} | " + " | ".join(cells) + f" | {a.get('not_in_table_steps', 0)} |")
+
+
+def replay_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
+    """The replay's results as Markdown: the targets, the per-policy table, the per-family tables."""
+    budget = doc["budget"]
+    tab = doc["table"]
+    env = tab.get("environment") or {}
+    head_cells = " | ".join(f"geomean @{b}" for b in REPORT_AT if b <= budget)
+    hdr = (f"| policy | kernels measured | mean trials-to-90% | median trials-to-90% | {head_cells} | "
+           "steps not in table |\n|" + "---|" * (5 + len([b for b in REPORT_AT if b <= budget])))
+    where = ("measured on " + str(env.get("gpus") or env.get("device") or "a GPU")) if tab["measured"] \
+        else "static: nothing measured"
+    lines = ["# Policy replay over a measured-space table", "",
+             f"- Table: `{tab['path']}` ({where}); "
+             f"built with {json.dumps(tab.get('config') or {})}",
+             f"- {len(doc['kernels'])} kernels in {len(doc['families'])} families; budget {budget}; seeded "
+             f"policies ({', '.join(SEEDED)}) over {doc['config']['seeds']} seeds: mean, [min–max] over seeds.",
+             "- Ground truth: the table's exhaustive best per kernel. A kernel that never reaches 90 % of it counts "
+             f"as {budget + 1} trials in the mean and as never in the median.",
+             "- Warm memory: leave-one-out (the htam-cold records of every other kernel, never the kernel's own).", ""]
+    if not doc["measured"]:
+        lines += ["Static table: no time was measured, so every figure is not measured.", ""]
+    lines += ["## Targets", "", "| target | value | met |", "|---|---|---|"]
+    for t in doc["targets"]:
+        lines.append(f"| {t['target']} | {t['value'] or 'not measured'} | "
+                     f"{'not measured' if t['met'] is None else 'yes' if t['met'] else 'NO'} |")
+    lines += ["", "## Per policy", "", hdr]
+    lines += [_line(p, doc["aggregates"].get(p) or {}, budget) for p in doc["policies"]]
+    if plot_name:
+        lines += ["", f"![speedup vs trials]({plot_name})"]
+    for f in doc["families"]:
+        lines += ["", f"## Family {f}", "", hdr]
+        lines += [_line(p, doc["per_family"][f].get(p) or {}, budget) for p in doc["policies"]]
+    return "\n".join(lines) + "\n"
+
+
+def replay_plot(doc: dict[str, Any], path: str | Path) -> Path | None:
+    """Geomean best-so-far speedup against trials, one line per policy (seeded ones: mean over seeds with a
+    band from the lowest to the highest seed). ``None`` (no file) for a static table."""
+    if not doc["measured"]:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    budget = doc["budget"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    xs = list(range(budget + 1))
+    for p in doc["policies"]:
+        rs = [r for r in doc["rows"] if r["policy"] == p and r["curve"] is not None and r["target"] is not None]
+        seeds = sorted({r["seed"] for r in rs})
+        per_seed = [[metrics.geomean(([1.0, *r["curve"]])[i] for r in rs if r["seed"] == s) or 1.0 for i in xs]
+                    for s in seeds]
+        if not per_seed:
+            continue
+        ys = [statistics.mean(c[i] for c in per_seed) for i in xs]
+        (ln,) = ax.plot(xs, ys, marker="o", ms=3, label=p + (f" ({len(seeds)} seeds)" if len(seeds) > 1 else ""))
+        if len(seeds) > 1:
+            ax.fill_between(xs, [min(c[i] for c in per_seed) for i in xs], [max(c[i] for c in per_seed) for i in xs],
+                            color=ln.get_color(), alpha=0.15)
+    from htam_core.bench.report import save_trials_plot
+
+    return save_trials_plot(fig, ax, path, "best speedup so far over the start (geomean)",
+                            "Policy replay: speedup against trials")

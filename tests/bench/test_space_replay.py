@@ -1,0 +1,150 @@
+"""The measured-space table and the policy replay (issue 17): the table builder in static mode (resume, time
+budget), the replay evaluator (a candidate missing from the table is reported, never guessed), the budget
+claim (a run at budget 2 is the first two steps of the run at budget 8) and the CLI replay from a committed
+table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from htam_core.bench.space import SpaceConfig, build_space, kernels_of_suite, load_manifest, synthesize_table
+from htam_core.bench.suite import SuiteTask, run_suite_task
+from htam_core.optimize.replay import NOT_IN_TABLE, Table, read_table, table_comparison
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).parent / "fixtures" / "synthetic_space_static.jsonl"
+
+
+@pytest.fixture
+def at_repo(monkeypatch):
+    """The table's kernel paths are relative to the repository root."""
+    monkeypatch.chdir(REPO)
+
+
+def _transpose() -> list:
+    return [k for k in kernels_of_suite(REPO / "bench" / "suite") if k.name == "transpose_naive"]
+
+
+def test_build_space_static_streams_and_resumes(tmp_path, at_repo):
+    out = tmp_path / "t.jsonl"
+    lines: list[str] = []
+    res = build_space(SpaceConfig(kernels=_transpose(), out=str(out), depth=1, max_candidates=2, static=True),
+                      log=lines.append)
+    assert res["kernels_done"] == 1 and res["candidates"] == 2 and res["stopped"] is None
+    header, rows = read_table(out)
+    assert header["measured"] is False
+    nodes = [r for r in rows if r["type"] == "node"]
+    assert len(nodes) == 3  # start + 2 candidates
+    assert [n["depth"] for n in nodes] == [0, 1, 1]
+    assert all(n["speedup_vs_start"] is None for n in nodes)  # static: not measured, never guessed
+    assert all(n["evaluation"]["profile"] is not None for n in nodes)  # the policies rank from it
+    assert any("candidate 2/2" in ln and "ETA" in ln for ln in lines)
+    again = build_space(SpaceConfig(kernels=_transpose(), out=str(out), depth=1, max_candidates=2, static=True),
+                        log=lambda m: None)
+    assert again["measured"] == 0 and again["kernels_done"] == 1
+    assert len(out.read_text().splitlines()) == len(rows) + 1  # nothing appended
+
+
+def test_build_space_time_budget_stops_cleanly_and_resume_reuses_rows(tmp_path, at_repo):
+    out = tmp_path / "t.jsonl"
+    res = build_space(SpaceConfig(kernels=_transpose(), out=str(out), depth=1, max_candidates=2, static=True,
+                                  max_minutes=1e-6), log=lambda m: None)
+    assert res["stopped"] == "time" and res["kernels_done"] == 0
+    res2 = build_space(SpaceConfig(kernels=_transpose(), out=str(out), depth=1, max_candidates=1, static=True),
+                       log=lambda m: None)
+    assert res2["kernels_done"] == 1
+
+
+def test_manifest_errors_are_one_line(tmp_path):
+    from htam_core.bench.space import SpaceError
+
+    (tmp_path / "m.json").write_text(json.dumps([{"file": "nope.cu", "kernel": "k", "family": "f"}]))
+    with pytest.raises(SpaceError, match="does not exist"):
+        load_manifest(tmp_path / "m.json")
+    assert {k.family for k in load_manifest(REPO / "bench" / "suite" / "manifest.json")} >= {"matmul", "row-norm"}
+
+
+def _synthetic(tmp_path: Path) -> Path:
+    syn = tmp_path / "syn.jsonl"
+    synthesize_table(FIXTURE, syn, lambda path: 1.5 if "launch_bounds" in path else 1.0)
+    return syn
+
+
+def _task(tmp_path: Path, table: Path, kernel_id: str, budget: int, policy: str = "htam-cold") -> dict:
+    name = kernel_id.split("::")[1]
+    return SuiteTask(kernel=name, path=kernel_id.split("::")[0], policy_name=policy, budget=budget,
+                     out_dir=str(tmp_path / f"run-{budget}"), memory_path=str(tmp_path / f"m-{budget}.sqlite3"),
+                     replay_table=str(table), replay_kernel=kernel_id, use_ncu=False).to_json()
+
+
+def test_replay_budget_prefix_and_missing_candidates(tmp_path, at_repo):
+    syn = _synthetic(tmp_path)
+    kid = next(iter(Table(syn).done))
+    r8 = run_suite_task(_task(tmp_path, syn, kid, 8))
+    r2 = run_suite_task(_task(tmp_path, syn, kid, 2))
+    assert r8["status"] == "ok" and r8["measured"] is True
+    # the loop's choices do not depend on its budget: budget 2 is the first two steps of budget 8
+    assert [(s["strategy"], s["speedup_vs_start"]) for s in r2["steps"]] == \
+        [(s["strategy"], s["speedup_vs_start"]) for s in r8["steps"][:2]]
+    for s in r8["steps"]:
+        if s["status"] == NOT_IN_TABLE:
+            assert s["speedup_vs_start"] is None and s["time_ms"] is None  # reported, never guessed
+    best = Table(syn).best_speedup(kid)
+    assert best is not None and best >= 1.5
+
+
+def test_replay_reports_a_candidate_missing_from_the_table(tmp_path, at_repo):
+    header, rows = read_table(FIXTURE)
+    kid = next(r["kernel"] for r in rows if r.get("type") == "kernel_done")
+    cut = tmp_path / "cut.jsonl"
+    keep = [r for r in rows if r.get("type") != "node" or r["kernel"] != kid or r["depth"] == 0]
+    cut.write_text("\n".join(json.dumps(x) for x in [header, *keep]) + "\n")
+    syn = tmp_path / "syn.jsonl"
+    synthesize_table(cut, syn, lambda path: 2.0)
+    r = run_suite_task(_task(tmp_path, syn, kid, 2))
+    assert [s["status"] for s in r["steps"]] == [NOT_IN_TABLE, NOT_IN_TABLE]
+    assert r["best_speedup"] is None or r["best_speedup"] == pytest.approx(1.0)
+
+
+def test_table_comparison_uses_the_timer_spread():
+    def ev(ms: float, spread: float) -> dict:
+        return {"per_set_ms": [ms, ms], "profile": {"extra": {"timing": {"per_set": [{"spread": spread}] * 2}}}}
+
+    c = table_comparison(ev(1.0, 0.03), ev(0.96, 0.04))
+    assert c.speedup == pytest.approx(1 / 0.96)
+    assert c.spread == pytest.approx(0.05)
+    assert c.status == "neutral"  # 4.2 % inside the 5 % spread
+    assert table_comparison(ev(1.0, 0.0), ev(0.9, 0.0)).status == "win"
+    assert table_comparison({"per_set_ms": []}, ev(1.0, 0.0)) is None
+
+
+def test_cli_replays_from_a_committed_table(tmp_path, at_repo, capsys):
+    from htam_core.cli.main import main
+
+    kids = sorted(Table(FIXTURE).done)[:2]
+    rc = main(["bench", "replay", "--table", str(FIXTURE), "--out", str(tmp_path), "--policies",
+               "htam,htam-cold,random", "--seeds", "2", "--budget", "2", "--kernels", ",".join(kids)])
+    assert rc == 0
+    md = (tmp_path / "synthetic_space_static-replay.md").read_text()
+    assert "Static table" in md and "| htam |" in md and "| random |" in md
+    doc = json.loads((tmp_path / "synthetic_space_static-replay.json").read_text())
+    assert {r["seed"] for r in doc["rows"] if r["policy"] == "random"} == {0, 1}
+    assert all(r["trials_to_90"] is None for r in doc["rows"])  # nothing measured: nothing claimed
+
+
+def test_family_manifest_with_llmc_entries(tmp_path):
+    (tmp_path / "fam").mkdir()
+    (tmp_path / "fam" / "k.cu").write_text("__global__ void k(float* x) { x[0] = 1.f; }\n")
+    (tmp_path / "llmc").mkdir()
+    (tmp_path / "llmc" / "gelu.cu").write_text("__global__ void gelu1(float* x) { x[0] = 0.f; }\n")
+    (tmp_path / "fam" / "manifest.json").write_text(json.dumps({
+        "families": {"elementwise": {"title": "ew", "llmc": [{"path": "gelu.cu", "kernel": "gelu1"}]}},
+        "kernels": [{"file": "k.cu", "kernel": "k", "family": "elementwise", "lang": "cuda"}]}))
+    ks = load_manifest(tmp_path / "fam" / "manifest.json")
+    assert [k.name for k in ks] == ["k"]  # no llm.c folder given: its kernels are left out
+    ks = load_manifest(tmp_path / "fam" / "manifest.json", tmp_path / "llmc")
+    assert [(k.name, k.family) for k in ks] == [("k", "elementwise"), ("gelu1", "elementwise")]
+    assert all(Path(k.path).resolve().is_file() for k in ks)
