@@ -5,7 +5,8 @@
 #   GPUTESTS_ARGS / GPUTESTS_K  test paths and -k expression of the gputests stage
 #   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks, timing (bench/timing_agreement.py),
 #             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py),
-#             executors (the suite subset under --executor local and dask, compared)   (default: gputests,demo,bench)
+#             executors (the suite subset under --executor local and dask, compared),
+#             space (the family suite's measured-space table; resumes .devcarry/space-table.jsonl when carried)   (default: gputests,demo,bench)
 #   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
 #   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else bench/data_paths.py's)
 #   plus every HTAM_BENCH_* / HTAM_KB_* variable of bench/run_gpu_bench.sh.
@@ -75,6 +76,10 @@ for s in "${want[@]}"; do
                  --out "$RUN/executors" --header "Device: $(head -1 "$RUN/device.txt")" \
                  --header "Date: $(date -u +%Y-%m-%d)" --header "Command: STAGES=executors bash bench/gpu_session.sh" \
                  > "$RUN/executors.log" 2>&1; tail -3 "$RUN/executors.log" ;;
+    space) mkdir -p "$RUN/space"; [ -f .devcarry/space-table.jsonl ] && cp .devcarry/space-table.jsonl "$RUN/space/table.jsonl"
+           stage space "${SPACE_S:-450}" "${HTAM[@]}" bench space --manifest bench/families/manifest.json \
+             --llmc "${LLMC_DIR:-.devcarry/llmc}" --out "$RUN/space/table.jsonl" --depth "${SPACE_DEPTH:-2}" \
+             --max-candidates "${SPACE_CANDIDATES:-4}" --trials "${SPACE_TRIALS:-20}" --max-minutes "${SPACE_MINUTES:-7}" ;;
     *) log "unknown stage $s" ;;
   esac
 done
