@@ -16,7 +16,6 @@ from htam_core.transforms._cuda import (
     CudaUnit,
     _is_lvalue,
     elementwise,
-    pointer_access,
     references,
     statement_list,
     wrap_grid,
@@ -64,7 +63,8 @@ class CudaLdg(CudaTransform):
             if etype not in LDG_TYPES:
                 reasons.append(f"{name} points to {etype or 'an unknown type'}, which __ldg has no overload for")
                 continue
-            if pointer_access(unit, name) != "read":
+            facts = unit.facts.pointer(name)
+            if facts is None or facts.mode != "read":
                 reasons.append(f"{name} is not provably read-only")
                 continue
             eligible.append(name)
