@@ -180,11 +180,11 @@ def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str, subs:
     """``((A text, A index, A pointer), (B ...), row, col, layout)`` of the product's two loads, NN before NT,
     or why they are not matmul operands."""
     found = None
-    for r in ivs:
-        for c in ivs:
-            if r is c or r.dim == c.dim or r.name not in bounds or c.name not in bounds:
-                continue
-            for (a_name, a_idx), (b_name, b_idx) in (subs, subs[::-1]):
+    for (a_name, a_idx), (b_name, b_idx) in (subs, subs[::-1]):  # the product's written order first
+        for r in ivs:
+            for c in ivs:
+                if r is c or r.dim == c.dim or r.name not in bounds or c.name not in bounds:
+                    continue
                 ra, rb = _role(unit, a_idx.parent.parent, kname, r, c), _role(unit, b_idx.parent.parent, kname, r, c)
                 if ra is None or rb is None or ra[0] != "A" or rb[0] not in ("NN", "NT"):
                     continue
