@@ -36,6 +36,7 @@ _FAMILIES = (
     "cuda_warp_reduce",
     "cuda_math",
     "cuda_reduction",
+    "cuda_coarsen",
 )
 _loaded = False
 
