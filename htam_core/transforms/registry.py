@@ -37,6 +37,7 @@ _FAMILIES = (
     "cuda_math",
     "cuda_reduction",
     "cuda_coarsen",
+    "cuda_row_registers",
 )
 _loaded = False
 
