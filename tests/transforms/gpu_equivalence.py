@@ -9,11 +9,15 @@ tests only; they skip cleanly without nvcc or a CUDA device.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+#: source hash -> built library, for the session (the libraries stay in their tests' tmp folders)
+_BUILT: dict[str, Path] = {}
 
 
 def have_nvcc() -> bool:
@@ -28,12 +32,17 @@ def call_host(text: str, signature: str, call: str, args: list, tmp: Path, tag: 
     Raises:
         AssertionError: nvcc fails (its message is in the assertion).
     """
-    src = tmp / f"{tag}.cu"
-    src.write_text(text + f'\nextern "C" void htam_entry({signature}) {{ {call}; cudaDeviceSynchronize(); }}\n')
-    lib = tmp / f"{tag}.so"
-    p = subprocess.run(["nvcc", "-O2", "-arch=native", "-shared", "-Xcompiler", "-fPIC", str(src), "-o", str(lib)],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
+    full = text + f'\nextern "C" void htam_entry({signature}) {{ {call}; cudaDeviceSynchronize(); }}\n'
+    key = hashlib.sha256(full.encode()).hexdigest()[:16]
+    lib = _BUILT.get(key)
+    if lib is None:  # one build per distinct source in a session (parametrized cases share the original)
+        src = tmp / f"{tag}-{key}.cu"
+        src.write_text(full)
+        lib = tmp / f"{tag}-{key}.so"
+        p = subprocess.run(["nvcc", "-O2", "-arch=native", "-shared", "-Xcompiler", "-fPIC", str(src), "-o",
+                            str(lib)], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        _BUILT[key] = lib
     fn = ctypes.CDLL(str(lib)).htam_entry
     cargs = []
     for a in args:
