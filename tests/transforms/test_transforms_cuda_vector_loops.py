@@ -94,3 +94,19 @@ def test_equivalence_on_gpu(cols, tmp_path, cand):
     for k in range(1, len(outs)):
         for got, want in zip(outs[k], outs[0], strict=True):
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cols", [300, 301, 3])
+def test_thread_per_row_softmax_same_numbers_on_the_cpu(cols, tmp_path, cand):
+    """The float4 loops, the scalar tail and the misaligned fallback (odd rows when ``cols`` is odd) give the
+    original's outputs, run one thread at a time on the host (:mod:`cpu_emulation`)."""
+    from cpu_emulation import compiler, run_rows
+
+    if compiler() is None:
+        pytest.skip("no host C++ compiler")
+    start = fixture_path("softmax_row_per_thread.cu").read_text()
+    (c,) = cand(TID, "softmax_row_per_thread.cu", "softmax_row_per_thread")
+    before = run_rows(start, "softmax_row_per_thread", 37, cols, 8, tmp_path)
+    after = run_rows(c.new_text, "softmax_row_per_thread", 37, cols, 8, tmp_path)
+    assert len(after) == len(before) == 37 * cols
+    assert max(abs(a - b) for a, b in zip(after, before, strict=True)) < 1e-6
