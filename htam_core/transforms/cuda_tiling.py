@@ -110,7 +110,8 @@ def _subscript(unit: CudaUnit, node: Node) -> tuple[str, Node] | None:
     return unit.t(node.child_by_field_name("argument")), inner
 
 
-def _square_block(unit: CudaUnit) -> int | str:
+def _block_shape(unit: CudaUnit) -> tuple[int, int] | str:
+    """The ``(x, y)`` threads of every launch's constant 2-D block (``z`` must be 1), or why there is none."""
     sizes = set()
     for la in unit.launches:
         dims = unit.block_dims(la)
@@ -121,10 +122,7 @@ def _square_block(unit: CudaUnit) -> int | str:
         sizes.add((dims[0].const.value, dims[1].const.value))  # type: ignore[union-attr]
     if len(sizes) != 1:
         return "the launches use different block shapes"
-    bx, by = sizes.pop()
-    if bx != by:
-        return f"the block is {bx}x{by}, not square"
-    return bx
+    return sizes.pop()
 
 
 def _conjuncts(unit: CudaUnit, cond: Node) -> dict[str, Node]:
@@ -299,14 +297,14 @@ class CudaSmemTilingMatmul(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """Candidates for TILE equal to the current square block, and the other of 16/32 when the launch
-        can be retuned consistently."""
+        """Candidates for TILE 16 and 32: the launch keeps its block when it is TILE x TILE, else (any constant
+        2-D block shape) gets TILE x TILE blocks where it can be retuned consistently with its grid."""
         m = match_naive_matmul(unit)
         if isinstance(m, str):
             return self.not_applicable(f"not the naive matmul pattern: {m}")
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
-        cur = _square_block(unit)
+        cur = _block_shape(unit)
         if isinstance(cur, str):
             return self.not_applicable(cur)
         if unit.launch_bounds_node() is not None:
@@ -314,14 +312,15 @@ class CudaSmemTilingMatmul(CudaTransform):
         out, reasons = [], []
         for tile in (16, 32):
             launch_edits: list[TextEdit] | str = []
-            if tile != cur:
+            if (tile, tile) != cur:  # any block shape: the launch gets TILE x TILE blocks, the grid follows
                 launch_edits = retune_block(unit, (tile, tile))
                 if isinstance(launch_edits, str):
                     reasons.append(launch_edits)
                     continue
             for v, s in ((m["row"], m["row_stride"]), (m["col"], m["col_stride"])):
-                if s not in (None, cur):
-                    reasons.append(f"{v.name} uses a block stride of {s}, not the block size {cur}")
+                size = cur["xy".index(v.dim)] if v.dim in "xy" else None
+                if s not in (None, size):
+                    reasons.append(f"{v.name} uses a block stride of {s}, not the block's {size} threads in {v.dim}")
                     break
             else:
                 body = self._rewrite(unit, m, tile)

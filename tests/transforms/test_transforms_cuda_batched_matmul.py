@@ -74,6 +74,15 @@ def test_register_tiles_on_batched_and_nt(cand):
     assert kread.stride("blockIdx.z") != 0
 
 
+def test_a_rectangular_block_is_retuned_to_the_tile(cand):
+    cs = cand(SMEM, FILE, "mm_rect")
+    assert [c.params["tile"] for c in cs] == [16, 32] and not cs[0].params["batched"]
+    for c, t in zip(cs, (16, 32), strict=True):
+        la = next(la for la in _facts(c.new_text, "mm_rect").launches if la.host == "run_mm_rect")
+        assert la.block_shape == (t, t, 1)
+        assert [d.text for d in la.grid] == [f"(N + {t - 1}) / {t}", f"(M + {t - 1}) / {t}"]  # the grid follows
+
+
 @pytest.mark.parametrize("tid", [SMEM, REG])
 def test_a_load_before_the_k_loop_is_refused(refuse, tid):
     assert "cannot move out of the bounds check" in refuse(tid, FILE, "bmm_bias")
@@ -85,11 +94,12 @@ def test_a_load_before_the_k_loop_is_refused(refuse, tid):
     ("bmm_nn", "run_bmm_nn(A, B, C, batch, M, N, K)"),
     ("bmm_guarded", "run_bmm_guarded(A, B, C, batch, M, N, K)"),
     ("attn_scores", "run_attn_scores(A, B, C, batch, M, K, 0.125f)"),
+    ("mm_rect", "run_mm_rect(A, B, C, batch, M, N, K)"),
 ])
 def test_equivalence_on_gpu(tid, kernel, call, tmp_path, cand):
     torch = torch_cuda()
     sig = "const float *A, const float *B, float *C, int batch, int M, int N, int K"
-    batch, M, N, K = 3, 77, 77 if kernel == "attn_scores" else 45, 53
+    batch, M, N, K = 1 if kernel == "mm_rect" else 3, 77, 77 if kernel == "attn_scores" else 45, 53
     g = torch.Generator(device="cuda").manual_seed(0)
     A = torch.randn(batch, M, K, device="cuda", generator=g)
     B = torch.randn(batch, N if kernel == "attn_scores" else K, K if kernel == "attn_scores" else N,
