@@ -12,18 +12,11 @@ from __future__ import annotations
 
 import pytest
 from gpu_equivalence import call_host, torch_cuda
+from transform_helpers import facts_of_text as _facts
 from transform_helpers import fixture_path
-
-from htam_core.source import parse_text
-from htam_core.source.analysis import analyze
 
 FILE = "matmul_batched_variants.cu"
 SMEM, REG = "cuda.smem_tiling_matmul", "cuda.register_tile_matmul"
-
-
-def _facts(text: str, kernel: str):
-    model = parse_text(text, "cuda")
-    return analyze(model, model.kernel(kernel))
 
 
 def _global_reads(facts, pointer: str):

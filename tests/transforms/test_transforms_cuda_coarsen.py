@@ -10,18 +10,11 @@ from __future__ import annotations
 
 import pytest
 from gpu_equivalence import call_host, torch_cuda
+from transform_helpers import facts_of_text as _facts
 from transform_helpers import fixture_path
-
-from htam_core.source import parse_text
-from htam_core.source.analysis import analyze
 
 TID = "cuda.coarsen_reduction"
 FILE = "coarsen_variants.cu"
-
-
-def _facts(text: str, kernel: str):
-    model = parse_text(text, "cuda")
-    return analyze(model, model.kernel(kernel))
 
 
 def test_partial_sums_grid_stride_and_the_host_block_count(cand):

@@ -11,18 +11,11 @@ from __future__ import annotations
 
 import pytest
 from gpu_equivalence import call_host, torch_cuda
+from transform_helpers import facts_of_text as _facts
 from transform_helpers import fixture_path
-
-from htam_core.source import parse_text
-from htam_core.source.analysis import analyze
 
 TID = "cuda.row_in_registers"
 FILE = "row_register_variants.cu"
-
-
-def _facts(text: str, kernel: str):
-    model = parse_text(text, "cuda")
-    return analyze(model, model.kernel(kernel))
 
 
 def test_softmax_three_passes_one_read(cand):
