@@ -22,17 +22,9 @@ from typing import Any
 
 import tree_sitter as ts
 
+from htam_core.source.analysis.constants import MINMAX, SIZEOF, binary_op, literal_value, unary_op
 from htam_core.source.parsing import new_parser, node_text
-from htam_core.source.resolve import literal_value
 
-#: ``sizeof`` of the C/CUDA types a kernel argument usually has, bytes.
-SIZEOF: dict[str, int] = {
-    "char": 1, "signed char": 1, "unsigned char": 1, "int8_t": 1, "uint8_t": 1, "bool": 1,
-    "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2, "half": 2, "__half": 2, "__nv_bfloat16": 2,
-    "int": 4, "unsigned": 4, "unsigned int": 4, "int32_t": 4, "uint32_t": 4, "float": 4,
-    "long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8, "int64_t": 8, "uint64_t": 8,
-    "size_t": 8, "double": 8, "float2": 8, "int2": 8, "float4": 16, "int4": 16, "double2": 16,
-}
 #: harness dtype of an element type (vector types count their scalar: a ``float4*`` buffer is float32).
 DTYPE_OF: dict[str, str] = {
     "float": "float32", "float2": "float32", "float4": "float32", "double": "float64", "double2": "float64",
@@ -170,24 +162,6 @@ def _walk(node: ts.Node) -> list[ts.Node]:
     return out
 
 
-def _c_div(a: Any, b: Any) -> Any:
-    if isinstance(a, int) and isinstance(b, int):
-        if b == 0:
-            raise Unknown("division by zero")
-        q = abs(a) // abs(b)
-        return q if (a >= 0) == (b >= 0) else -q
-    return a / b
-
-
-_BINOPS: dict[str, Any] = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": _c_div,
-    "%": lambda a, b: a % b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "&": lambda a, b: a & b,
-    "|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b),
-    "<=": lambda a, b: int(a <= b), ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b),
-    "!=": lambda a, b: int(a != b), "&&": lambda a, b: int(bool(a) and bool(b)),
-    "||": lambda a, b: int(bool(a) or bool(b)),
-}
-_MATH = {"min": min, "max": max, "fmin": min, "fmax": max, "fminf": min, "fmaxf": max, "abs": abs}
 _ARGV_PARSERS = {"atoi", "atol", "atoll", "atof", "strtol", "strtoul", "strtoll", "strtof", "strtod", "stoi",
                  "stol", "stoul", "stoll", "stof", "stod"}
 
@@ -262,7 +236,10 @@ class Program:
         t = node.type
         text = node_text(node)
         if t == "number_literal":
-            return _number(text)
+            v = literal_value(text)
+            if v is None:
+                raise Unknown(f"`{text}` (line {line_of(node)}) is not a number htam can read")
+            return v
         if t in ("true", "false"):
             return int(t == "true")
         if t == "char_literal":
@@ -281,14 +258,16 @@ class Program:
             b = self.ev(node.child_by_field_name("right"), scope)
             if isinstance(a, Ptr) or isinstance(b, Ptr):
                 raise Unknown(f"`{text}` (line {line_of(node)}) is pointer arithmetic: pass the start of a buffer")
-            fn = _BINOPS.get(op)
-            if fn is None:
-                raise Unknown(f"operator {op} in `{text}` (line {line_of(node)})")
-            return fn(a, b)
+            v = binary_op(op, a, b)
+            if v is None:
+                raise Unknown(f"operator {op} in `{text}` (line {line_of(node)}) has no constant value")
+            return v
         if t == "unary_expression":
             op = node_text(node.child_by_field_name("operator"))
-            v = self.ev(node.child_by_field_name("argument"), scope)
-            return {"-": lambda x: -x, "+": lambda x: x, "!": lambda x: int(not x), "~": lambda x: ~x}[op](v)
+            v = unary_op(op, self.ev(node.child_by_field_name("argument"), scope))
+            if v is None:
+                raise Unknown(f"operator {op} in `{text}` (line {line_of(node)}) has no constant value")
+            return v
         if t == "conditional_expression":
             c = self.ev(node.child_by_field_name("condition"), scope)
             return self.ev(node.child_by_field_name("consequence" if c else "alternative"), scope)
@@ -388,8 +367,10 @@ class Program:
         if short == "dim3":
             vals = [int(self.ev(a, scope)) for a in args]
             return Dim3(*vals) if vals else Dim3(1)
-        if short in _MATH and args:
-            return _MATH[short](*[self.ev(a, scope) for a in args])
+        if short in MINMAX and args:
+            return MINMAX[short](*[self.ev(a, scope) for a in args])
+        if short == "abs" and len(args) == 1:
+            return abs(self.ev(args[0], scope))
         if short in ("ceil", "floor", "ceilf", "floorf") and args:
             import math
 
@@ -560,7 +541,9 @@ class Program:
         try:
             v = self.ev(right, scope)
             if op != "=":
-                v = _BINOPS[op[:-1]](self.ev(left, scope), v)
+                v = binary_op(op[:-1], self.ev(left, scope), v)
+                if v is None:
+                    raise KeyError(op)
         except (Unknown, KeyError) as e:
             v = e if isinstance(e, Unknown) else Unknown(f"`{node_text(node)}` (line {line_of(node)})")
         scope.set(name, v)
@@ -667,17 +650,6 @@ def _false_if(node: ts.Node) -> bool:
     cond = node.child_by_field_name("condition")
     text = node_text(cond).strip() if cond is not None else ""
     return literal_value(text) == 0 or text == "false"
-
-
-def _number(text: str) -> int | float:
-    t = text.replace("'", "").rstrip("uUlL")
-    if re.fullmatch(r"0[xX][0-9a-fA-F]+", t):
-        return int(t, 16)
-    if re.fullmatch(r"0[bB][01]+", t):
-        return int(t, 2)
-    if re.fullmatch(r"\d+", t):
-        return int(t, 8) if len(t) > 1 and t.startswith("0") else int(t)
-    return float(t.rstrip("fF"))
 
 
 def _cast(type_text: str, v: Any) -> Any:

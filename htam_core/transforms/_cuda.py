@@ -280,56 +280,6 @@ def _is_lvalue(node: Node) -> bool:
     return False
 
 
-def _const_pointer_decl(decl: Node | None, src: bytes) -> bool:
-    """True for a declaration such as ``const float *xr = ...`` (pointee const)."""
-    if decl is None or decl.type != "declaration":
-        return False
-    quals = [_ts.text(c, src) for c in decl.children if c.type == "type_qualifier"]
-    return "const" in quals
-
-
-def pointer_access(unit: CudaUnit, name: str) -> str:
-    """How the kernel body uses pointer ``name``: ``"read"``, ``"write"``, ``"unused"`` or ``"unknown"``.
-
-    ``"read"`` means every use is provably a load: ``p[i]`` as an rvalue, ``*(p + i)`` as an rvalue,
-    ``__ldg(p + i)``/``__ldg(&p[i])``, or the initializer of a ``const T *`` alias. Anything else
-    (passed to a function, stored in a non-const pointer) is ``"unknown"``.
-    """
-    uses = references(unit.body, unit.src, name)
-    if not uses:
-        return "unused"
-    kind = "read"
-    for u in uses:
-        p = u.parent
-        if p is not None and p.type == "subscript_expression" and p.child_by_field_name("argument") == u:
-            if _is_lvalue(p):
-                if p.parent is not None and p.parent.type == "pointer_expression":
-                    grand = p.parent.parent
-                    if grand is not None and grand.type == "argument_list" and "__ldg" in unit.t(grand.parent):
-                        continue
-                return "write"
-            continue
-        expr = u
-        while p is not None and (
-            p.type == "parenthesized_expression"
-            or (p.type == "binary_expression" and unit.t(p.child_by_field_name("operator")) in ("+", "-"))
-            or p.type == "cast_expression"
-        ):
-            expr, p = p, p.parent
-        if p is None or expr is u and p.type != "init_declarator":
-            return "unknown"
-        if p.type == "pointer_expression" and p.children[0].type == "*":
-            if _is_lvalue(p):
-                return "write"
-            continue
-        if p.type == "argument_list" and unit.t(p.parent.child_by_field_name("function")) == "__ldg":
-            continue
-        if p.type == "init_declarator" and _const_pointer_decl(p.parent, unit.src):
-            continue
-        return "unknown"
-    return kind
-
-
 @dataclass
 class Elementwise:
     """The ``i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) body`` shape of an elementwise kernel.

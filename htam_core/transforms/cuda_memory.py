@@ -16,7 +16,6 @@ from htam_core.transforms._cuda import (
     CudaUnit,
     _is_lvalue,
     elementwise,
-    pointer_access,
     references,
     statement_list,
     wrap_grid,
@@ -24,6 +23,7 @@ from htam_core.transforms._cuda import (
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import pointer_params
+from htam_core.transforms.cuda_vector_loops import vectorize_loops
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -64,7 +64,8 @@ class CudaLdg(CudaTransform):
             if etype not in LDG_TYPES:
                 reasons.append(f"{name} points to {etype or 'an unknown type'}, which __ldg has no overload for")
                 continue
-            if pointer_access(unit, name) != "read":
+            facts = unit.facts.pointer(name)
+            if facts is None or facts.mode != "read":
                 reasons.append(f"{name} is not provably read-only")
                 continue
             eligible.append(name)
@@ -112,7 +113,15 @@ class CudaVectorizeFloat4(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """One candidate; every launch's 1-D grid is divided by 4 (rounded up)."""
+        """One candidate: the elementwise form (every launch's 1-D grid is divided by 4, rounded up), else the
+        loop form (strided and row loops, launch unchanged)."""
+        res = self._elementwise(unit, model, kernel)
+        if not isinstance(res, NotApplicable):
+            return res
+        return self._loops(unit, model, kernel, res.reason)
+
+    def _elementwise(self, unit: CudaUnit, model: SourceModel, kernel: Kernel) -> list[Candidate] | NotApplicable:
+        """The ``if (i < n)`` elementwise form."""
         ew = elementwise(unit)
         if isinstance(ew, str):
             return self.not_applicable(f"not an elementwise kernel: {ew}")
@@ -190,6 +199,26 @@ class CudaVectorizeFloat4(CudaTransform):
                 edits,
             )
         ]
+
+    def _loops(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, why_not_elementwise: str
+               ) -> list[Candidate] | NotApplicable:
+        """The loop form (:mod:`htam_core.transforms.cuda_vector_loops`): strided and row loops get a float4 main
+        loop with an alignment check and a scalar tail; the launch is unchanged."""
+        res = vectorize_loops(unit)
+        if isinstance(res, str):
+            return self.not_applicable(f"{why_not_elementwise}; and no float4 loop: {res}")
+        edits, lines = res
+        cand = self.candidate(
+            model,
+            f"vectorize the loop(s) on line(s) {', '.join(map(str, lines))} of {kernel.name} with float4 loads/stores "
+            "(scalar tail; the scalar loop does everything when a base is not 16-byte aligned)",
+            {"vector_width": 4, "loops": lines},
+            edits,
+        )
+        # a sum visits a thread's elements in another order: float results may differ in the last bits
+        cand.changes_numerics = any(a.op == "sum" for lp in unit.facts.loops if lp.line in lines
+                                    for a in lp.accumulators)
+        return [cand]
 
     @staticmethod
     def _body(

@@ -1,7 +1,7 @@
 """``cuda.restrict_const``: add ``const`` and ``__restrict__`` to read-only pointer parameters.
 
 Only parameters that the kernel body provably never writes through get the qualifiers (see
-:func:`htam_core.transforms._cuda.pointer_access`). ``__restrict__`` promises the compiler that the
+:attr:`htam_core.source.analysis.PointerFacts.mode`, ``"read"`` only when every use is a visible load). ``__restrict__`` promises the compiler that the
 pointee is not modified through another pointer during the launch, which lets it keep loads in
 registers and use the read-only data path. Idea source: CUDA C++ Best Practices Guide, "Restricted
 pointers"; CUDA C++ Programming Guide, "__restrict__".
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, pointer_access
+from htam_core.transforms._cuda import CudaTransform, CudaUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
@@ -69,8 +69,9 @@ class CudaRestrictConst(CudaTransform):
         changed: list[str] = []
         notes: dict[str, list[str]] = {"written": [], "unclear": [], "done": []}
         for name, p, decl, has_const, has_restrict in ptrs:
-            access = pointer_access(unit, name)
-            if access == "write":
+            facts = unit.facts.pointer(name)
+            access = facts.mode if facts is not None else "unknown"
+            if access in ("write", "readwrite"):
                 notes["written"].append(name)
                 continue
             if access in ("unknown", "unused"):

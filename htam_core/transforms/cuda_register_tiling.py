@@ -23,6 +23,7 @@ from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
+    Launch,
     launch_dims_edit,
     references,
     stale_comment_notes,
@@ -66,10 +67,15 @@ def substitute(unit: CudaUnit, node: Node, mapping: dict[str, str]) -> str:
 
 
 def _uses_builtin(unit: CudaUnit, nodes: list[Node]) -> str | None:
+    """The first thread/block builtin used in ``nodes`` other than the batch index ``blockIdx.z``/``gridDim.z``
+    (1-D blocks and the resized grid keep z), else ``None``."""
     for s in nodes:
         for n in _ts.of_type(s, "identifier"):
             if unit.t(n) in _BUILTINS:
-                return unit.t(n)
+                p = n.parent
+                whole = unit.t(p).replace(" ", "") if p is not None and p.type == "field_expression" else unit.t(n)
+                if whole not in ("blockIdx.z", "gridDim.z"):
+                    return unit.t(n)
     return None
 
 
@@ -116,6 +122,9 @@ class CudaRegisterTileMatmul(CudaTransform):
                 grid = ["1", "1"]
                 grid["xy".index(m["row"].dim)] = f"(({mh}) + {cfg.bm - 1}) / {cfg.bm}"
                 grid["xy".index(m["col"].dim)] = f"(({nh}) + {cfg.bn - 1}) / {cfg.bn}"
+                z = self._batch(unit, la)
+                if z is not None:
+                    grid.append(z)
                 edits.append(launch_dims_edit(unit, la, la.grid, grid))
                 edits.append(launch_dims_edit(unit, la, la.block, [str(cfg.threads)]))  # type: ignore[arg-type]
             if old:
@@ -129,7 +138,7 @@ class CudaRegisterTileMatmul(CudaTransform):
                 f"{cfg.tm}x{cfg.tn} outputs per thread from {cfg.bk}-deep shared tiles, {vec} (same k order, "
                 "bounds checks kept)",
                 {"bm": cfg.bm, "bn": cfg.bn, "bk": cfg.bk, "tm": cfg.tm, "tn": cfg.tn, "block": [cfg.threads],
-                 "float4": types[2], "layout": m["layout"]},
+                 "float4": types[2], "layout": m["layout"], "batched": m["batched"]},
                 edits,
             ))
         return out
@@ -151,7 +160,7 @@ class CudaRegisterTileMatmul(CudaTransform):
                             f"{block if block is not None else 'an unknown number of'} threads in {v.dim}")
         if unit.launch_bounds_node() is not None:
             return f"{kernel.name} has __launch_bounds__; the block becomes 256 threads, retile by hand"
-        others = [s for s in m["stmts"] if s is not m["guard"] and s not in (row.decl, col.decl)]
+        others = [s for s in m["stmts"] if s is not m["guard"] and s not in (row.decl, col.decl)] + m["pre"]
         uses = _uses_builtin(unit, [*others, *m["rest"]])
         if uses:
             return f"code outside the index declarations uses {uses}, which changes meaning with 1-D blocks"
@@ -178,8 +187,6 @@ class CudaRegisterTileMatmul(CudaTransform):
         for la in unit.launches:
             if la.block is None:
                 return f"the launch on line {la.site.line} has no block argument"
-            if len(unit.dims_of(la.grid, la.host)) > 2:
-                return f"the launch on line {la.site.line} has a 3-D grid (batched); it is not handled"
             args = la.site.args
             if max(idx.values()) >= len(args):
                 return f"the launch on line {la.site.line} passes fewer arguments than {unit.kernel.name} takes"
@@ -190,10 +197,15 @@ class CudaRegisterTileMatmul(CudaTransform):
             out.append((sizes[0], sizes[1]))
         return out
 
+    def _batch(self, unit: CudaUnit, launch: Launch) -> str | None:
+        """The launch grid's z component as written (the batch count, kept), or ``None`` for a 2-D grid."""
+        dims = unit.dims_of(launch.grid, launch.host)
+        return unit.t(dims[2]) if len(dims) > 2 else None
+
     def _operand_types(self, unit: CudaUnit, m: dict) -> tuple[str, str, bool] | str:
         """``(A's element type, B's element type, float4 fragments possible)``."""
         types = []
-        for op in (m["A"], m["B"]):
+        for op in (m["A_ptr"], m["B_ptr"]):
             p = unit.facts.pointer(op)
             t = (p.element_type or "").replace("const", "").strip() if p is not None else ""
             if not t:
@@ -216,7 +228,8 @@ class CudaRegisterTileMatmul(CudaTransform):
         first = min(row.decl.start_byte, col.decl.start_byte)
         indent = _ts.indent_of(unit.src, first)
         others = [s for s in m["stmts"] if first <= s.start_byte < m["guard"].start_byte
-                  and s not in (row.decl, col.decl)]
+                  and s not in (row.decl, col.decl)] + m["pre"]
+        extra = "".join(f" && {c}" for c in m["extra"])
 
         def prefix(v: IndexVar) -> str:
             d = next(x for x in v.decl.named_children if x.type == "init_declarator")
@@ -268,14 +281,14 @@ class CudaRegisterTileMatmul(CudaTransform):
             f"for (int htam_k0 = 0; htam_k0 < {K}; htam_k0 += {cfg.bk}) {{",
             f"    for (int htam_l = htam_tid; htam_l < {cfg.bm * cfg.bk}; htam_l += {cfg.threads}) {{",
             f"        const int htam_m = htam_l / {cfg.bk}, htam_kk = htam_l % {cfg.bk};",
-            f"        htam_As[htam_kk][htam_m] = (htam_r0 + htam_m < {M} && htam_k0 + htam_kk < {K}) "
+            f"        htam_As[htam_kk][htam_m] = (htam_r0 + htam_m < {M} && htam_k0 + htam_kk < {K}{extra}) "
             f"? {m['A']}[{a_load}] : ({ta})0;",
             "    }",
             f"    for (int htam_l = htam_tid; htam_l < {cfg.bk * cfg.bn}; htam_l += {cfg.threads}) {{",
             # NN: consecutive threads read consecutive columns of a B row; NT: consecutive k of a B row
             f"        const int htam_kk = htam_l / {cfg.bn}, htam_n = htam_l % {cfg.bn};" if m["layout"] == "NN" else
             f"        const int htam_n = htam_l / {cfg.bk}, htam_kk = htam_l % {cfg.bk};",
-            f"        htam_Bs[htam_kk][htam_n] = (htam_k0 + htam_kk < {K} && htam_c0 + htam_n < {N}) "
+            f"        htam_Bs[htam_kk][htam_n] = (htam_k0 + htam_kk < {K} && htam_c0 + htam_n < {N}{extra}) "
             f"? {m['B']}[{b_load}] : ({tb})0;",
             "    }",
             "    __syncthreads();",

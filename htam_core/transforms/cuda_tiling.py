@@ -110,19 +110,89 @@ def _subscript(unit: CudaUnit, node: Node) -> tuple[str, Node] | None:
     return unit.t(node.child_by_field_name("argument")), inner
 
 
-def _square_block(unit: CudaUnit) -> int | str:
+def _block_shape(unit: CudaUnit) -> tuple[int, int] | str:
+    """The ``(x, y)`` threads of every launch's constant 2-D block (``z`` must be 1), or why there is none."""
     sizes = set()
     for la in unit.launches:
         dims = unit.block_dims(la)
-        if not dims or len(dims) != 2 or any(d.const is None for d in dims):
+        if not dims or len(dims) not in (2, 3) or any(d.const is None for d in dims):
             return f"the launch on line {la.site.line} does not use a constant 2-D block"
+        if len(dims) == 3 and dims[2].const.value != 1:  # type: ignore[union-attr]
+            return f"the block on line {la.site.line} has {dims[2].const.value} threads in z; the tiles need 1"  # type: ignore[union-attr]
         sizes.add((dims[0].const.value, dims[1].const.value))  # type: ignore[union-attr]
     if len(sizes) != 1:
         return "the launches use different block shapes"
-    bx, by = sizes.pop()
-    if bx != by:
-        return f"the block is {bx}x{by}, not square"
-    return bx
+    return sizes.pop()
+
+
+def _conjuncts(unit: CudaUnit, cond: Node) -> dict[str, Node]:
+    """The terms of ``a < A && b < B && ...``: ``{a: A-node}`` for each ``name < bound`` term, and
+    ``{"htam_condN": term}`` for any other term (kept as written)."""
+    cond = _ts.unwrap_parens(cond.child_by_field_name("value") if cond.type == "condition_clause" else cond)
+    terms: list[Node] = []
+    stack = [cond]
+    while stack:
+        n = _ts.unwrap_parens(stack.pop())
+        if n.type == "binary_expression" and unit.t(n.child_by_field_name("operator")) == "&&":
+            stack += [n.child_by_field_name("right"), n.child_by_field_name("left")]
+        else:
+            terms.append(n)
+    out: dict[str, Node] = {}
+    for i, t in enumerate(terms):
+        left = t.child_by_field_name("left") if t.type == "binary_expression" else None
+        if left is not None and unit.t(t.child_by_field_name("operator")) == "<" and left.type == "identifier":
+            out[unit.t(left)] = t.child_by_field_name("right")
+        else:
+            out[f"htam_cond{i}"] = t
+    return out
+
+
+def _role(unit: CudaUnit, node: Node, kname: str, row: IndexVar, col: IndexVar) -> tuple[str, str] | None:
+    """How the load ``node`` (a subscript) enters a matmul over ``kname``, read off its affine index
+    (:class:`~htam_core.source.analysis.facts.Access` strides): ``("A", ptr)`` for stride 1 in k, 0 in the
+    column thread and nonzero in the row thread (``A[row * K + k]``); ``("NN", ptr)`` for ``B[k * N + col]``
+    (stride 1 in the column thread, 0 in the row); ``("NT", ptr)`` for ``B[col * K + k]``. A batch offset
+    (``b * M * K`` with ``b = blockIdx.z``) is any term free of the thread and k. ``None`` for anything else,
+    also when the index does not name the output variable and k (the rewrite substitutes them)."""
+    span = (unit.file_byte(node), node.end_byte + unit.base)
+    acc = next((a for a in unit.facts.accesses if a.span == span and a.kind == "read"), None)
+    if acc is None:
+        return None
+    sk, sr, sc = (acc.stride(kname), acc.stride(f"threadIdx.{row.dim}"), acc.stride(f"threadIdx.{col.dim}"))
+    others = [acc.stride(f"threadIdx.{d}") for d in "xyz" if d not in (row.dim, col.dim)]
+    if None in (sk, sr, sc) or any(o != 0 for o in others):
+        return None
+    names = {unit.t(n) for n in _ts.of_type(node, "identifier")}
+    if sk == 1 and sc == 0 and sr != 0 and {row.name, kname} <= names:
+        return "A", acc.pointer
+    if sr == 0 and {col.name, kname} <= names:
+        if sc == 1 and sk not in (0, 1):
+            return "NN", acc.pointer
+        if sk == 1 and sc not in (0, 1):
+            return "NT", acc.pointer
+    return None
+
+
+def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str, subs: list[tuple[str, Node]],
+              bounds: dict[str, Node]) -> tuple | str:
+    """``((A text, A index, A pointer), (B ...), row, col, layout)`` of the product's two loads, NN before NT,
+    or why they are not matmul operands."""
+    found = None
+    for (a_name, a_idx), (b_name, b_idx) in (subs, subs[::-1]):  # the product's written order first
+        for r in ivs:
+            for c in ivs:
+                if r is c or r.dim == c.dim or r.name not in bounds or c.name not in bounds:
+                    continue
+                ra, rb = _role(unit, a_idx.parent.parent, kname, r, c), _role(unit, b_idx.parent.parent, kname, r, c)
+                if ra is None or rb is None or ra[0] != "A" or rb[0] not in ("NN", "NT"):
+                    continue
+                cand = ((a_name, a_idx, ra[1]), (b_name, b_idx, rb[1]), r, c, rb[0])
+                if found is None or (found[-1] == "NT" and rb[0] == "NN"):
+                    found = cand
+    if found is None:
+        return ("the loads are not A[row * K + k] and B[k * N + col] (or B[col * K + k]), each with an "
+                "optional batch offset, with row and col bounded by the check")
+    return found
 
 
 def match_naive_matmul(unit: CudaUnit) -> dict | str:
@@ -143,9 +213,9 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
         return "no two global thread indices followed by a bounds check"
     if guard.child_by_field_name("alternative") is not None or stmts[-1] != guard:
         return "the bounds check is not the kernel's last statement"
-    bounds = _bounds(unit, guard.child_by_field_name("condition"))
+    bounds = _conjuncts(unit, guard.child_by_field_name("condition"))
     cons = guard.child_by_field_name("consequence")
-    if bounds is None or cons.type != "compound_statement":
+    if not bounds or cons.type != "compound_statement":
         return "the bounds check is not `row < M && col < N { ... }`"
     body = statement_list(cons)
     loop = next((s for s in body if s.type == "for_statement"), None)
@@ -178,39 +248,41 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     subs = [_subscript(unit, prod.child_by_field_name(f)) for f in ("left", "right")]
     if any(s is None for s in subs):
         return "the product does not read two arrays"
-    names = {v.name: v for v in ivs}
-    found = None
-    for (a_name, a_idx), (b_name, b_idx) in (subs, subs[::-1]):  # type: ignore[misc]
-        for r in names:
-            for c in names:
-                if r == c:
-                    continue
-                lda = _affine(unit, a_idx, r, kname)
-                ldb = _affine(unit, b_idx, kname, c)
-                ldb_t = _affine(unit, b_idx, c, kname)
-                if lda is not None and (ldb is not None or ldb_t is not None):
-                    layout = "NN" if ldb is not None else "NT"
-                    # the first match in the product's written order, NN before NT (NT A*B^T is symmetric)
-                    if found is None or (found[-1] == "NT" and layout == "NN"):
-                        found = (a_name, a_idx, b_name, b_idx, names[r], names[c], layout)
-    if found is None:
-        return "the loads are not A[row * K + k] and B[k * N + col] (or B[col * K + k])"
-    a_name, a_idx, b_name, b_idx, row, col, layout = found
-    if set(bounds) != {row.name, col.name} or row.dim == col.dim:
-        return "the bounds check does not cover row and col"
+    found = _operands(unit, ivs, loop, kname, subs, bounds)  # type: ignore[arg-type]
+    if isinstance(found, str):
+        return found
+    (a_name, a_idx, a_ptr), (b_name, b_idx, b_ptr), row, col, layout = found
+    extra = [c for c in bounds if c not in (row.name, col.name)]
+    for c in extra:
+        if references(bounds[c], unit.src, row.name) or references(bounds[c], unit.src, col.name) or any(
+                (builtin_field(unit, f) or "").startswith("threadIdx.") for f in _ts.of_type(bounds[c],
+                                                                                           "field_expression")):
+            return f"the bounds check `{unit.t(bounds[c])}` depends on the thread; every thread of a tile must load"
     pre = body[: body.index(loop)]
     acc_decl = next((s for s in pre if s.type == "declaration" and unit.t(s).split("=")[0].split()[-1] == acc), None)
-    if acc_decl is None or len(pre) != 1:
-        return f"{acc} is not declared just before the k loop"
+    if acc_decl is None:
+        return f"{acc} is not declared before the k loop"
+    hoisted = [s for s in pre if s is not acc_decl]
+    loads = {a.span for a in unit.facts.accesses}
+    for s in hoisted:
+        if s.type != "declaration" or any(unit.file_byte(s) <= sp[0] < s.end_byte + unit.base for sp in loads):
+            return (f"`{unit.t(s)}` before the k loop is not a declaration without memory accesses; "
+                    "it cannot move out of the bounds check")
     rest = body[body.index(loop) + 1 :]
     if any(references(s, unit.src, kname) for s in rest):
         return "the code after the k loop uses k"
     decl_t = acc_decl.child_by_field_name("type")
     return {
-        "row": row, "col": col, "guard": guard, "bounds": bounds, "kname": kname, "K": kbound,
-        "A": a_name, "A_idx": a_idx, "B": b_name, "B_idx": b_idx, "acc_decl": acc_decl,
+        "row": row, "col": col, "guard": guard, "bounds": {v: unit.t(n) for v, n in bounds.items()},
+        "extra": [unit.t(bounds[c]) if c.startswith("htam_cond") else f"{c} < {unit.t(bounds[c])}" for c in extra],
+        "kname": kname, "K": kbound,
+        "A": a_name, "A_idx": a_idx, "A_ptr": a_ptr, "B": b_name, "B_idx": b_idx, "B_ptr": b_ptr,
+        "acc_decl": acc_decl, "pre": hoisted,
         "etype": unit.t(decl_t), "rest": rest, "stmts": stmts, "ivs": ivs,
         "row_stride": row.stride, "col_stride": col.stride, "layout": layout,
+        # batched: the operands move with blockIdx.z (one matrix per z block)
+        "batched": any(a.stride("blockIdx.z") not in (None, 0) for a in unit.facts.accesses
+                       if a.pointer in (a_ptr, b_ptr)),
     }
 
 
@@ -225,14 +297,14 @@ class CudaSmemTilingMatmul(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """Candidates for TILE equal to the current square block, and the other of 16/32 when the launch
-        can be retuned consistently."""
+        """Candidates for TILE 16 and 32: the launch keeps its block when it is TILE x TILE, else (any constant
+        2-D block shape) gets TILE x TILE blocks where it can be retuned consistently with its grid."""
         m = match_naive_matmul(unit)
         if isinstance(m, str):
             return self.not_applicable(f"not the naive matmul pattern: {m}")
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
-        cur = _square_block(unit)
+        cur = _block_shape(unit)
         if isinstance(cur, str):
             return self.not_applicable(cur)
         if unit.launch_bounds_node() is not None:
@@ -240,14 +312,15 @@ class CudaSmemTilingMatmul(CudaTransform):
         out, reasons = [], []
         for tile in (16, 32):
             launch_edits: list[TextEdit] | str = []
-            if tile != cur:
+            if (tile, tile) != cur:  # any block shape: the launch gets TILE x TILE blocks, the grid follows
                 launch_edits = retune_block(unit, (tile, tile))
                 if isinstance(launch_edits, str):
                     reasons.append(launch_edits)
                     continue
             for v, s in ((m["row"], m["row_stride"]), (m["col"], m["col_stride"])):
-                if s not in (None, cur):
-                    reasons.append(f"{v.name} uses a block stride of {s}, not the block size {cur}")
+                size = cur["xy".index(v.dim)] if v.dim in "xy" else None
+                if s not in (None, size):
+                    reasons.append(f"{v.name} uses a block stride of {s}, not the block's {size} threads in {v.dim}")
                     break
             else:
                 body = self._rewrite(unit, m, tile)
@@ -256,7 +329,7 @@ class CudaSmemTilingMatmul(CudaTransform):
                         model,
                         f"tile {kernel.name} through shared memory with {tile}x{tile} tiles of A and B "
                         f"(blocks of {tile}x{tile} threads; bounds checks kept)",
-                        {"tile": tile},
+                        {"tile": tile, "layout": m["layout"], "batched": m["batched"]},
                         [body, *launch_edits],
                     )
                 )
@@ -265,10 +338,11 @@ class CudaSmemTilingMatmul(CudaTransform):
         return out
 
     def _rewrite(self, unit: CudaUnit, m: dict, tile: int) -> TextEdit:
-        def sub_k(idx: Node, new: str) -> str:
+        def sub(idx: Node, mapping: dict[str, str]) -> str:
             text = bytearray(unit.src[idx.start_byte : idx.end_byte])
-            for n in sorted(references(idx, unit.src, m["kname"]), key=lambda n: -n.start_byte):
-                text[n.start_byte - idx.start_byte : n.end_byte - idx.start_byte] = new.encode()
+            hits = [n for n in _ts.of_type(idx, "identifier") if unit.t(n) in mapping]
+            for n in sorted(hits, key=lambda n: -n.start_byte):
+                text[n.start_byte - idx.start_byte : n.end_byte - idx.start_byte] = mapping[unit.t(n)].encode()
             return text.decode()
 
         row, col, et = m["row"], m["col"], m["etype"]
@@ -279,21 +353,36 @@ class CudaSmemTilingMatmul(CudaTransform):
             init = next(d for d in v.decl.named_children if d.type == "init_declarator")
             return unit.src[v.decl.start_byte : init.start_byte].decode()
 
-        M, N = m["bounds"][row.name], m["bounds"][col.name]
+        M, N, K = m["bounds"][row.name], m["bounds"][col.name], m["K"]
+        extra = "".join(f" && {c}" for c in m["extra"])
+        a_load = f"{m['A']}[{sub(m['A_idx'], {m['kname']: 'htam_ka'})}]"
+        if m["layout"] == "NT":
+            # B[col * K + k]: consecutive threadIdx.x take consecutive k of one B row (coalesced), stored
+            # transposed into a padded tile so that the inner loop still reads htam_Bs[k][threadIdx.x]
+            b_lines = [
+                f"    const int htam_nb = blockIdx.{col.dim} * {tile} + threadIdx.y;",
+                f"    htam_Bs[threadIdx.x][threadIdx.y] = (htam_ka < {K} && htam_nb < {N}{extra}) "
+                f"? {m['B']}[{sub(m['B_idx'], {m['kname']: 'htam_ka', col.name: 'htam_nb'})}] : ({et})0;",
+            ]
+        else:
+            b_lines = [
+                f"    htam_Bs[threadIdx.y][threadIdx.x] = (htam_kb < {K} && {col.name} < {N}{extra}) "
+                f"? {m['B']}[{sub(m['B_idx'], {m['kname']: 'htam_kb'})}] : ({et})0;",
+            ]
+        pad = " + 1" if m["layout"] == "NT" else ""
         lines = [
             f"{decl_prefix(row)}{row.name} = blockIdx.{row.dim} * {tile} + threadIdx.y;",
             f"{decl_prefix(col)}{col.name} = blockIdx.{col.dim} * {tile} + threadIdx.x;",
             *[unit.t(s) for s in others],
+            *[unit.t(s) for s in m["pre"]],
             f"__shared__ {et} htam_As[{tile}][{tile}];",
-            f"__shared__ {et} htam_Bs[{tile}][{tile}];",
+            f"__shared__ {et} htam_Bs[{tile}][{tile}{pad}];",
             unit.t(m["acc_decl"]),
-            f"for (int htam_k0 = 0; htam_k0 < {m['K']}; htam_k0 += {tile}) {{",
+            f"for (int htam_k0 = 0; htam_k0 < {K}; htam_k0 += {tile}) {{",
             "    const int htam_ka = htam_k0 + threadIdx.x;",
-            "    const int htam_kb = htam_k0 + threadIdx.y;",
-            f"    htam_As[threadIdx.y][threadIdx.x] = ({row.name} < {M} && htam_ka < {m['K']}) "
-            f"? {m['A']}[{sub_k(m['A_idx'], 'htam_ka')}] : ({et})0;",
-            f"    htam_Bs[threadIdx.y][threadIdx.x] = (htam_kb < {m['K']} && {col.name} < {N}) "
-            f"? {m['B']}[{sub_k(m['B_idx'], 'htam_kb')}] : ({et})0;",
+            *(["    const int htam_kb = htam_k0 + threadIdx.y;"] if m["layout"] == "NN" else []),
+            f"    htam_As[threadIdx.y][threadIdx.x] = ({row.name} < {M} && htam_ka < {K}{extra}) ? {a_load} : ({et})0;",
+            *b_lines,
             "    __syncthreads();",
             "#pragma unroll",
             f"    for (int {m['kname']} = 0; {m['kname']} < {tile}; ++{m['kname']})",

@@ -38,6 +38,8 @@ _FAMILIES = (
     "cuda_warp_reduce",
     "cuda_math",
     "cuda_reduction",
+    "cuda_coarsen",
+    "cuda_row_registers",
 )
 _loaded = False
 

@@ -43,7 +43,7 @@ def test_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str], fake_
         assert FIELDS <= set(s) and s["rank"] == i
         assert {"prior", "transition", "exploration"} <= set(s["parts"])
         assert s["expected_gain"] is None  # empty memory: nothing measured
-    assert steps[0]["direction"] == "data_reuse" and steps[0]["transform"] == "cuda.smem_tiling_matmul"
+    assert steps[0]["direction"] == "data_reuse" and steps[0]["transform"] == "cuda.register_tile_matmul"
 
 
 def test_history_and_memory_change_the_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

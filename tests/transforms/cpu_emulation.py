@@ -24,6 +24,7 @@ SHIM = """#include <cfloat>
 #include <vector>
 struct htam_dim3 { unsigned x = 1, y = 1, z = 1; };
 static htam_dim3 threadIdx, blockIdx, blockDim, gridDim;
+struct alignas(16) float4 { float x, y, z, w; };  // the CUDA vector type, for float4-vectorized loops
 #define __global__
 #define __device__
 #define __restrict__

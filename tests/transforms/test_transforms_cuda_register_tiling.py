@@ -107,3 +107,14 @@ def test_the_suite_candidates_compile_without_spills(tmp_path):
                            capture_output=True, text=True, timeout=180)
         assert p.returncode == 0, p.stderr[-2000:]
         assert "0 bytes spill stores" in p.stderr
+
+
+def test_register_tile_after_smem_tiling_refuses(cand):
+    """The register tile takes the naive kernel only: after shared-memory tiling it does not compose, which is
+    why the knowledge base ranks it before shared-memory tiling on a naive GEMM."""
+    from htam_core.source import parse_text
+
+    tiled = cand("cuda.smem_tiling_matmul", "sgemm_naive.cu", "sgemm_naive")[0].new_text
+    model = parse_text(tiled, "cuda")
+    res = registry.propose(TID, model, model.kernel("sgemm_naive"))
+    assert isinstance(res, NotApplicable) and "not the naive matmul pattern" in res.reason

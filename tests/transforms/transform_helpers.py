@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from htam_core.source import SourceModel, load, parse_text
+from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.transforms import registry
 from htam_core.transforms.base import Candidate, NotApplicable
 from htam_core.transforms.validate import syntax_errors
@@ -45,3 +46,9 @@ def refusal(transform_id: str, file: str, kernel: str) -> str:
     assert isinstance(res, NotApplicable), f"{transform_id} unexpectedly applied to {kernel}"
     assert res.reason
     return res.reason
+
+
+def facts_of_text(text: str, kernel: str) -> KernelFacts:
+    """The analysis facts of ``kernel`` in CUDA ``text`` (a candidate's ``new_text``)."""
+    model = parse_text(text, "cuda")
+    return analyze(model, model.kernel(kernel))

@@ -34,11 +34,14 @@ Value = int | float
 Lookup = Callable[[Node], "Value | None"]
 
 _INT_SUFFIXES = "uUlL"
-SIZEOF = {"char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "short": 2, "unsigned short": 2,
-          "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4, "unsigned": 4, "unsigned int": 4,
-          "float": 4, "int32_t": 4, "uint32_t": 4, "long": 8, "long long": 8, "unsigned long": 8,
-          "size_t": 8, "int64_t": 8, "uint64_t": 8, "double": 8, "float2": 8, "float4": 16, "int4": 16,
-          "double2": 16, "half2": 4, "__half2": 4}
+#: ``sizeof`` of the C/CUDA basic and vector types, bytes (the one table: the host-code evaluator reads it too).
+SIZEOF: dict[str, int] = {
+    "char": 1, "signed char": 1, "unsigned char": 1, "int8_t": 1, "uint8_t": 1, "bool": 1,
+    "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2, "half": 2, "__half": 2, "__nv_bfloat16": 2,
+    "int": 4, "unsigned": 4, "unsigned int": 4, "int32_t": 4, "uint32_t": 4, "float": 4, "half2": 4, "__half2": 4,
+    "long": 8, "unsigned long": 8, "long long": 8, "unsigned long long": 8, "int64_t": 8, "uint64_t": 8,
+    "size_t": 8, "double": 8, "float2": 8, "int2": 8, "float4": 16, "int4": 16, "double2": 16,
+}
 
 
 def literal_value(text: str) -> Value | None:
@@ -49,8 +52,11 @@ def literal_value(text: str) -> Value | None:
     t = t.replace("_", "").replace("'", "") if t[:1].isdigit() else t
     if not t or not (t[0].isdigit() or (t[0] in "+-" and t[1:2].isdigit())):
         return None
+    digits = t.rstrip(_INT_SUFFIXES)
+    if len(digits) > 1 and digits[0] == "0" and digits.isdigit():  # C octal: 017 == 15
+        return int(digits, 8) if set(digits) <= set("01234567") else None
     try:
-        return int(t.rstrip(_INT_SUFFIXES), 0)
+        return int(digits, 0)
     except ValueError:
         pass
     if t[:2].lower() == "0x":
@@ -67,7 +73,8 @@ def int_literal(text: str) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _cdiv(a: Value, b: Value) -> Value | None:
+def c_div(a: Value, b: Value) -> Value | None:
+    """``a / b`` as C computes it: integers truncate toward zero; ``None`` for a division by zero."""
     if not b:
         return None
     if isinstance(a, int) and isinstance(b, int):
@@ -76,16 +83,50 @@ def _cdiv(a: Value, b: Value) -> Value | None:
     return a / b
 
 
+def _c_mod(a: Value, b: Value) -> Value | None:
+    if not (isinstance(a, int) and isinstance(b, int) and b):
+        return None
+    return a - c_div(a, b) * b  # type: ignore[operator]
+
+
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": _cdiv,
-    "%": lambda a, b: (a - _cdiv(a, b) * b) if isinstance(a, int) and isinstance(b, int) and b else None,
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": c_div, "%": _c_mod,
     "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
     "^": lambda a, b: a ^ b, "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b),
     "<=": lambda a, b: int(a <= b), ">=": lambda a, b: int(a >= b), "==": lambda a, b: int(a == b),
     "!=": lambda a, b: int(a != b), "&&": lambda a, b: int(bool(a) and bool(b)),
     "||": lambda a, b: int(bool(a) or bool(b)),
 }
-_MINMAX = {"min": min, "max": max, "std::min": min, "std::max": max, "fminf": min, "fmaxf": max}
+#: ``min``/``max`` spellings the evaluators fold (two arguments).
+MINMAX: dict[str, Callable[..., Any]] = {"min": min, "max": max, "std::min": min, "std::max": max, "fmin": min,
+                                         "fmax": max, "fminf": min, "fmaxf": max}
+
+
+def binary_op(op: str, a: Value, b: Value) -> Value | None:
+    """``a op b`` with C semantics (``/`` and ``%`` truncate toward zero, comparisons give 0/1), or ``None``
+    when ``op`` is not an arithmetic/logical operator or the result is undefined (division by zero). The one
+    operator table of the project: :func:`evaluate` and the host-code evaluator
+    (:mod:`htam_core.harness.cu_eval`) both apply it."""
+    fn = _BINOPS.get(op)
+    if fn is None:
+        return None
+    try:
+        return fn(a, b)
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+        return None
+
+
+def unary_op(op: str, v: Value) -> Value | None:
+    """``op v`` for ``- + ! ~`` (``~`` on integers only), else ``None``."""
+    if op == "-":
+        return -v
+    if op == "+":
+        return v
+    if op == "!":
+        return int(not v)
+    if op == "~" and isinstance(v, int):
+        return ~v
+    return None
 
 
 def evaluate(node: Node | None, lookup: Lookup, depth: int = 0) -> Value | None:  # noqa: C901 - one case per node
@@ -107,19 +148,11 @@ def evaluate(node: Node | None, lookup: Lookup, depth: int = 0) -> Value | None:
         if a is None or op not in _BINOPS:
             return None
         b = evaluate(node.child_by_field_name("right"), lookup, depth + 1)
-        if b is None:
-            return None
-        try:
-            return _BINOPS[op](a, b)
-        except (TypeError, ValueError, OverflowError, ZeroDivisionError):
-            return None
+        return None if b is None else binary_op(op, a, b)
     if t == "unary_expression":
         op = node_text(node.child_by_field_name("operator"))
         v = evaluate(node.child_by_field_name("argument"), lookup, depth + 1)
-        if v is None:
-            return None
-        return {"-": lambda: -v, "+": lambda: v, "!": lambda: int(not v),
-                "~": lambda: ~v if isinstance(v, int) else None}.get(op, lambda: None)()
+        return None if v is None else unary_op(op, v)
     if t == "conditional_expression":
         c = evaluate(node.child_by_field_name("condition"), lookup, depth + 1)
         if c is None:
@@ -148,8 +181,8 @@ def evaluate(node: Node | None, lookup: Lookup, depth: int = 0) -> Value | None:
             for v in vals:
                 out *= v  # type: ignore[operator]
             return out
-        if name in _MINMAX and len(vals) == 2 and None not in vals:
-            return _MINMAX[name](vals)  # type: ignore[type-var]
+        if name in MINMAX and len(vals) == 2 and None not in vals:
+            return MINMAX[name](vals)  # type: ignore[type-var]
         return None
     if t == "preproc_arg":
         return evaluate_text(node_text(node), lookup, depth + 1)

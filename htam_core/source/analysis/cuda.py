@@ -454,22 +454,43 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             if base is None:
                 continue
             index_expr, index_text, node = base[1], env.t(arg), n
+        elif n.type == "call_expression" and env.t(n.child_by_field_name("function")).startswith("atomic"):
+            # atomicAdd(p, v) / atomicMax(p + i, v): the first argument is read and written (``&p[i]`` is the
+            # subscript branch's)
+            args = n.child_by_field_name("arguments")
+            first = args.named_children[0] if args is not None and args.named_children else None
+            if first is None or unwrap_parens(first).type == "pointer_expression":
+                continue
+            base = _base_of(src, aff, first, params, shared, aliases)
+            if base is None:
+                continue
+            index_expr, index_text, node = base[1], env.t(first), first
+            kind = "readwrite"
+            out.append(Access(base[0], "shared" if base[0] in shared else "global", kind,  # type: ignore[arg-type]
+                              index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
+                              tuple(_enclosing_loops(node, src, index)), base[2]))
+            continue
         else:
             continue
         kind = _kind(node, env)
         if kind == "escape":
             escapes.add(base[0])
             continue
-        loops = []
-        p = node.parent
-        while p is not None and p != src.body:
-            if p.start_byte in index and p.type in LOOP_TYPES:
-                loops.insert(0, index[p.start_byte])
-            p = p.parent
         out.append(Access(base[0], "shared" if base[0] in shared else "global", kind,  # type: ignore[arg-type]
                           index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
-                          tuple(loops), base[2]))
+                          tuple(_enclosing_loops(node, src, index)), base[2]))
     return tuple(out), escapes
+
+
+def _enclosing_loops(node: Node, src: CudaSource, index: dict[int, int]) -> list[int]:
+    """Ids of the loops around ``node``, outermost first (``index``: loop start byte -> id)."""
+    loops: list[int] = []
+    p = node.parent
+    while p is not None and p != src.body:
+        if p.start_byte in index and p.type in LOOP_TYPES:
+            loops.insert(0, index[p.start_byte])
+        p = p.parent
+    return loops
 
 
 def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...], escapes: set[str],

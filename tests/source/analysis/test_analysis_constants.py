@@ -61,3 +61,16 @@ def test_trip_counter():
     assert symbolic_trip_count(sympy.Integer(0), "<", n, "+", sympy.Integer(4)) == sympy.ceiling(n / 4)
     assert symbolic_trip_count(sympy.Integer(0), "<=", n, "+", sympy.Integer(1)) == n + 1
     assert symbolic_trip_count(sympy.Integer(0), "<", sympy.Integer(16), "+", sympy.Integer(4)) == 4
+
+
+def test_c_literals_and_operators_are_the_c_ones() -> None:
+    """Regression: C octal literals were read as decimal floats (``017`` -> 17.0) and the host-code evaluator
+    used Python's floored ``%`` (``-7 % 3 == 2``); both evaluators now share one literal reader and operator table."""
+    from htam_core.harness.cu_eval import Program
+    from htam_core.source.analysis.constants import binary_op
+
+    assert literal_value("017") == 15 and literal_value("0") == 0 and literal_value("0x1F") == 31
+    assert literal_value("0b101") == 5 and literal_value("019") is None
+    assert binary_op("%", -7, 3) == -1 and binary_op("/", -7, 2) == -3 and binary_op("/", 1, 0) is None
+    prog = Program("#define A (-7 % 3)\n#define B 010\nint x = A + B;\n")
+    assert prog.globals.get("x") == 7

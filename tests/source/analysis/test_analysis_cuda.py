@@ -205,3 +205,20 @@ def test_facts_lead_to_nodes_to_edit():
     assert unit.t(unit.node_at(acc.decl_span)) == "float denom = 0.0f;"
     tid = f.thread_index("x")
     assert unit.t(unit.node_at(tid.span)) == "int row = blockIdx.x * blockDim.x + threadIdx.x;"
+
+
+def test_atomics_through_a_pointer_argument_are_read_and_written():
+    """Regression: ``atomicAdd(p, v)`` and ``atomicMax(p + i, v)`` left ``p`` "read" (only ``&p[i]`` counted), so a
+    transform reading the read set would have made the atomic's target const."""
+    f = facts_of_text("""
+__global__ void k(float *a, float *b, float *c, const float *e) {
+    int i = threadIdx.x;
+    atomicAdd(a, e[i]);
+    atomicAdd(&b[i], 1.0f);
+    atomicMax((int *)(c + i), 1);
+}
+""", "k")
+    assert [(p.name, p.mode) for p in f.pointers] == [("a", "readwrite"), ("b", "readwrite"), ("c", "readwrite"),
+                                                       ("e", "read")]
+    (ca,) = _acc(f, "c", "readwrite")
+    assert ca.stride("threadIdx.x") == 1

@@ -1,0 +1,246 @@
+"""Block-per-row with the row kept in registers (``cuda.row_in_registers``), for multi-pass thread-per-row kernels.
+
+A thread-per-row kernel that walks its row several times (a max pass, a sum pass, a write pass; the mean,
+variance and normalize passes of a layer norm) reads the row from memory in every pass, with each thread
+``cols`` elements away from its neighbour. The rewrite gives each row to a block of ``B`` threads:
+
+* ``row`` becomes ``blockIdx.x`` (the bound check is the same for the whole block, so barriers are safe);
+* every row loop ``for (j = 0; j < cols; ++j) body`` becomes ``PER = ceil(COLS / B)`` unrolled steps, step
+  ``e`` handling ``j = threadIdx.x + e * B`` when ``j < cols`` (consecutive threads: consecutive elements);
+* the row read in two or more passes is loaded once, in the first pass that reads it, into ``float
+  htam_row[PER]`` and read from there afterwards (the registers hold the thread's strided slice of the row);
+* each scalar a pass reduces (the loop's accumulators from the analysis facts: sums starting at 0, max, min)
+  is all-reduced over the block after that pass (warp shuffles, then one value per warp in shared memory), so
+  every thread holds the row's value as the one thread did before;
+* memory writes outside the loops run on thread 0; the launch gets one block of ``B`` threads per row.
+
+``COLS`` is a compile-time bound on the row width: the loop bound's value as a constant, or the argument passed
+at every launch. A runtime width with no bound is refused (the register array needs a size). Float sums are
+added in another order. Idea sources: the "one block per row, row in registers" softmax/layernorm kernels of
+Apex and llm.c; NVIDIA blog "Faster Parallel Reductions on Kepler" (Luitjens, 2014) for the block all-reduce.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from htam_core.source.analysis import KernelFacts, LoopFact
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, elementwise, launch_dims_edit, references
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
+from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_register_tiling import _param_index
+from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
+
+#: threads per row (block size) of the candidates
+BLOCK = 256
+#: most register elements per thread
+MAX_PER_THREAD = 32
+_OPS = {"sum": "+", "max": "fmaxf", "min": "fminf"}
+
+
+@dataclass
+class RowLoop:
+    """A pass over the row: its node, fact and the cached subscripts in it."""
+
+    node: Node
+    fact: LoopFact
+    cached: list[Node]
+
+
+def _zero(text: str | None) -> bool:
+    try:
+        return text is not None and float(text.strip().rstrip("fF")) == 0.0
+    except ValueError:
+        return False
+
+
+def _all_reduce(name: str, typ: str, op: str, k: int, indent: str) -> str:
+    comb = (lambda a, b: f"{a} + {b}") if op == "+" else (lambda a, b: f"{op}({a}, {b})")
+    warps = BLOCK // 32
+    lines = [
+        "{",
+        f"    for (int htam_o = 16; htam_o > 0; htam_o >>= 1) {name} = "
+        f"{comb(name, f'__shfl_xor_sync(0xffffffffu, {name}, htam_o)')};",
+        f"    __shared__ {typ} htam_red{k}[{warps}];",
+        f"    if ((threadIdx.x & 31) == 0) htam_red{k}[threadIdx.x >> 5] = {name};",
+        "    __syncthreads();",
+        f"    {name} = htam_red{k}[0];",
+        f"    for (int htam_w = 1; htam_w < {warps}; ++htam_w) {name} = {comb(name, f'htam_red{k}[htam_w]')};",
+        "    __syncthreads();",
+        "}",
+    ]
+    return "\n" + "\n".join(indent + ln for ln in lines)
+
+
+def _is_pass(f: KernelFacts, lp: LoopFact) -> bool:
+    """A pass over the thread's own row: some global access has stride 1 in the loop variable and a
+    ``threadIdx.x`` stride that is neither 0 nor 1 (a constant-width row too, unlike :meth:`KernelFacts.is_row_loop`)."""
+    if lp.var is None:
+        return False
+    return any(a.space == "global" and a.stride(lp.var) == 1 and a.stride("threadIdx.x") not in (None, 0, 1)
+               for a in f.accesses_in(lp))
+
+
+def _row_width(unit: CudaUnit, bound: Node) -> int | str:
+    """A compile-time bound on the row width ``bound``: its constant value, or the same constant at every launch."""
+    c = unit.resolve(bound, unit.func)
+    if c is not None and isinstance(c.value, int):
+        return c.value
+    name = unit.t(bound)
+    i = _param_index(unit, name)
+    vals = set()
+    for la in unit.launches:
+        if i is None or i >= len(la.site.args):
+            vals.add(None)
+            continue
+        v = unit.env.value_of_text(la.site.args[i], la.call.start_byte)
+        vals.add(v if isinstance(v, int) else None)
+    if not vals or None in vals or len(vals) != 1:
+        return (f"the row width {name} is a runtime value with no compile-time bound (a constant, #define, template "
+                "argument or the same constant at every launch); the register cache needs one")
+    return vals.pop()  # type: ignore[return-value]
+
+
+@register
+class CudaRowInRegisters(CudaTransform):
+    """Multi-pass thread-per-row kernel -> one block per row, each thread's slice of the row in registers."""
+
+    id = "cuda.row_in_registers"
+    languages = CUDA_LANGS
+    summary = "one block per row, the row cached in registers across passes, block all-reduce of the statistics"
+
+    def propose_unit(  # noqa: C901 - one refusal per unmet condition
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate with :data:`BLOCK` threads per row."""
+        ew = elementwise(unit)
+        if isinstance(ew, str):
+            return self.not_applicable(f"not a thread-per-row kernel: {ew}")
+        f = unit.facts
+        rows = [lp for lp in f.loops if lp.depth == 0 and _is_pass(f, lp)]
+        if len(rows) < 2:
+            return self.not_applicable(f"{kernel.name} does not walk its row in two or more passes")
+        if len(rows) != len(f.loops):
+            return self.not_applicable("a loop of the kernel is not a pass over the row")
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must change")
+        loops: list[RowLoop] = []
+        bound_node = None
+        for lp in rows:
+            node = unit.node_at(lp.span, ("for_statement",))
+            if node is None or lp.start != 0 or lp.step != 1 or lp.cmp != "<":
+                return self.not_applicable(f"the pass on line {lp.line} is not `for (j = 0; j < cols; ++j)`")
+            cond = _ts.unwrap_parens(node.child_by_field_name("condition"))
+            bn = cond.child_by_field_name("right")
+            if bound_node is not None and unit.t(bn) != unit.t(bound_node):
+                return self.not_applicable("the passes do not share one row width")
+            bound_node = bn
+            loops.append(RowLoop(node, lp, []))
+        width = _row_width(unit, bound_node)  # type: ignore[arg-type]
+        if isinstance(width, str):
+            return self.not_applicable(width)
+        per = -(-width // BLOCK)
+        if per > MAX_PER_THREAD:
+            return self.not_applicable(f"a row of {width} elements needs {per} registers per thread at {BLOCK} threads "
+                                       f"(more than {MAX_PER_THREAD})")
+        # the row read in several passes: the same pointer and index (stride 1 in the pass variable)
+        reads: dict[tuple[str, str], list[tuple[int, Node]]] = {}
+        for k, rl in enumerate(loops):
+            var = rl.fact.var
+            for a in f.accesses_in(rl.fact):
+                if a.space != "global" or a.kind != "read" or a.stride(var) != 1:  # type: ignore[arg-type]
+                    continue
+                sub = unit.node_at(a.span, ("subscript_expression",))
+                if sub is not None:
+                    key = (unit.t(sub.child_by_field_name("argument")), unit.t(sub.child_by_field_name("indices")))
+                    reads.setdefault(key, []).append((k, sub))
+        cached_key = max((key for key, v in reads.items() if len({k for k, _ in v}) >= 2),
+                         key=lambda key: len(reads[key]), default=None)
+        if cached_key is None:
+            return self.not_applicable("no row is read in two passes with the same index; nothing to keep in registers")
+        pointer = next(a.pointer for a in f.accesses if a.space == "global" and unit.node_at(a.span) is not None
+                       and any(unit.node_at(a.span) == s for _, s in reads[cached_key]))
+        pf = f.pointer(pointer)
+        if pf is None or pf.writes or pf.mode == "unknown":
+            return self.not_applicable(f"{pointer} is written or escapes in the kernel; its values cannot be cached")
+        for k, sub in reads[cached_key]:
+            loops[k].cached.append(sub)
+        etype = pf.element_type or "float"
+        # accumulators: sum from 0, max, min; read only at their update inside the pass
+        edits: list[TextEdit] = []
+        reduced: list[str] = []
+        first_load = min(k for k, _ in reads[cached_key])
+        for k, rl in enumerate(loops):
+            body = rl.node.child_by_field_name("body")
+            var = rl.fact.var
+            for acc in rl.fact.accumulators:
+                if acc.op not in _OPS:
+                    return self.not_applicable(f"the pass on line {rl.fact.line} reduces {acc.name} with {acc.op}")
+                if acc.op == "sum" and not _zero(acc.init_text):
+                    return self.not_applicable(f"the sum {acc.name} does not start at 0; per-thread partials would "
+                                               f"count its start {BLOCK} times")
+                upd = acc.span
+                if any(not (upd[0] <= unit.file_byte(r) < upd[1]) for r in references(body, unit.src, acc.name)):
+                    return self.not_applicable(f"the pass on line {rl.fact.line} reads {acc.name} while it reduces "
+                                               "into it; a thread holds only a partial value there")
+            for n in _ts.of_type(body, ("assignment_expression", "update_expression")):
+                t = n.child_by_field_name("left") or n.child_by_field_name("argument")
+                t = _ts.unwrap_parens(t) if t is not None else None
+                if t is not None and t.type == "identifier" and unit.t(t) not in {a.name for a in rl.fact.accumulators}:
+                    declared = any(unit.t(d.child_by_field_name("declarator") or d) == unit.t(t)
+                                   for d in _ts.of_type(body, "init_declarator"))
+                    if not declared:
+                        return self.not_applicable(f"the pass on line {rl.fact.line} writes {unit.t(t)}, which is "
+                                                   "not one of its reductions")
+            text = bytearray(unit.src[body.start_byte : body.end_byte])
+            for sub in sorted(rl.cached, key=lambda s: -s.start_byte):
+                text[sub.start_byte - body.start_byte : sub.end_byte - body.start_byte] = b"htam_row[htam_e]"
+            inner = text.decode()
+            if body.type != "compound_statement":
+                inner = "{ " + inner + " }"
+            if k == first_load:
+                inner = "{ htam_row[htam_e] = " + f"{cached_key[0]}{cached_key[1]}; " + inner + " }"
+            indent = _ts.indent_of(unit.src, rl.node.start_byte)
+            new = (f"#pragma unroll\n{indent}for (int htam_e = 0; htam_e < {per}; ++htam_e) {{\n"
+                   f"{indent}    const int {var} = threadIdx.x + htam_e * {BLOCK};\n"
+                   f"{indent}    if ({var} < {unit.t(bound_node)}) {inner}\n{indent}}}")
+            for i, acc in enumerate(rl.fact.accumulators):
+                new += _all_reduce(acc.name, acc.type or "float", _OPS[acc.op], len(reduced) + i, indent)
+            reduced += [acc.name for acc in rl.fact.accumulators]
+            edits.append(unit.replace(rl.node, new))
+        # writes outside the passes run once per row
+        in_loops = [lp.span for lp in rows]
+        for s in ew.stmts:
+            if any(sp[0] <= unit.file_byte(s) < sp[1] for sp in in_loops) or s.type == "for_statement":
+                continue
+            writes = [a for a in f.accesses if a.space == "global" and a.kind != "read"
+                      and unit.file_byte(s) <= a.span[0] < s.end_byte + unit.base]
+            if writes:
+                if s.type == "declaration":
+                    return self.not_applicable(f"`{unit.t(s)}` both declares a variable and writes memory")
+                edits.append(unit.replace(s, f"if (threadIdx.x == 0) {{ {unit.t(s)} }}"))
+        decl_indent = _ts.indent_of(unit.src, ew.decl.start_byte)
+        edits.append(unit.replace(ew.gid, "blockIdx.x"))
+        edits.append(unit.insert(ew.decl.start_byte, f"{etype} htam_row[{per}];\n{decl_indent}"))
+        rows_i = _param_index(unit, unit.t(ew.bound))
+        for la in unit.launches:
+            if rows_i is None or rows_i >= len(la.site.args) or la.block is None:
+                return self.not_applicable(f"the row count {unit.t(ew.bound)} is not a kernel parameter passed at "
+                                           f"line {la.site.line}")
+            if len(unit.dims_of(la.grid, la.host)) != 1:
+                return self.not_applicable(f"the grid on line {la.site.line} is not 1-D")
+            edits.append(launch_dims_edit(unit, la, la.grid, [la.site.args[rows_i].strip()]))
+            edits.append(launch_dims_edit(unit, la, la.block, [str(BLOCK)]))
+        return [self.candidate(
+            model,
+            f"one block of {BLOCK} threads per row of {kernel.name}: each thread keeps {per} elements of "
+            f"{cached_key[0]} in registers across the {len(loops)} passes, block all-reduce of "
+            f"{', '.join(reduced) or 'nothing'} (float sums change order)",
+            {"block": BLOCK, "per_thread": per, "cached": cached_key[0], "reduced": reduced, "row_width": width},
+            edits,
+        )]
