@@ -16,12 +16,15 @@ REPO = Path(__file__).resolve().parents[1]
 KERNELBENCH_PROBLEMS = REPO.parent / "shared" / "data" / "kernelbench" / "problems.jsonl"
 #: Where the corpus of naive kernels is looked for (the copies the tests need live in tests/fixtures/corpus).
 CORPUS = REPO.parent / "shared" / "corpus"
+#: Where llm.c's ``dev/cuda`` kernel progressions are looked for (third-party; read in place by
+#: ``bench/bench_llmc.py``, never copied).
+LLMC = CORPUS / "llmc"
 
-DEFAULTS = {"kernelbench": KERNELBENCH_PROBLEMS, "corpus": CORPUS}
+DEFAULTS = {"kernelbench": KERNELBENCH_PROBLEMS, "corpus": CORPUS, "llmc": LLMC}
 
 
 def main(argv: list[str]) -> int:
-    """Print the default path of each named input (``kernelbench``, ``corpus``); exit 2 on an unknown name."""
+    """Print the default path of each named input (``kernelbench``, ``corpus``, ``llmc``); exit 2 on an unknown name."""
     for name in argv or ["kernelbench"]:
         if name not in DEFAULTS:
             print(f"unknown data input {name!r}; known: {', '.join(DEFAULTS)}", file=sys.stderr)
