@@ -30,7 +30,7 @@ _BLOCK_LIST = re.compile(r"int\s+block_sizes\s*\[\s*\]\s*=\s*\{[^}]*\}\s*;")
 _KERNEL_NUM = re.compile(r"\bint\s+kernel_num\s*=\s*\d+\s*;")
 _FP_DEFINES = re.compile(r"^[ \t]*#[ \t]*define[ \t]+ENABLE_(BF16|FP16)\b.*$", re.M)
 _COMMON_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"common\.h"[ \t]*$', re.M)
-_CASE = re.compile(r"\bcase\s+(\d+)\s*:\s*([A-Za-z_]\w*)\s*(?:<[^;]*?>)?\s*\(")
+_CASE = re.compile(r"\bcase\s+(\d+)\s*:\s*(?:return\s+)?([A-Za-z_]\w*)\s*(?:<[^;]*?>)?\s*\(")
 
 
 @dataclass
