@@ -29,6 +29,7 @@ import argparse
 import datetime as _dt
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -234,7 +235,8 @@ def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns 0 (also when the llm.c folder is absent: it says so and skips)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--llmc", default=str(DEFAULTS["llmc"]), help="llm.c dev/cuda folder (default: %(default)s)")
+    ap.add_argument("--llmc", default=os.environ.get("HTAM_LLMC") or str(DEFAULTS["llmc"]),
+                    help="llm.c dev/cuda folder (default: $HTAM_LLMC, else %(default)s)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results"), help="results folder")
     ap.add_argument("--work", default=None, help="work folder for the work copies (default: a temporary one)")
     ap.add_argument("--budget", type=int, default=4, help="optimize budget per kernel (GPU)")

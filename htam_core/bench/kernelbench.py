@@ -381,7 +381,9 @@ def held_out_ids(start_solutions: str | Path, level: int) -> set[int]:
         return set()
     try:
         ids = json.loads(p.read_text(encoding="utf-8"))["ids"]
-        return {int(i) for i in ids}
+        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+            raise TypeError(f"ids is {ids!r}, not a list of integers")
+        return set(ids)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise KernelBenchError(f"{p}: expected {{\"ids\": [problem ids]}} ({exc})") from None
 
