@@ -171,3 +171,56 @@ def test_real_llmc_files_get_zero_config_harnesses() -> None:
         built = [llmc.build_harness(e, e.naive, work) for e in entries if e.naive is not None]
     ok = [b for b in built if b.harness is not None]
     assert len(ok) >= 10, [(b.entry, b.reason) for b in built if b.harness is None]
+
+
+def _load_bench():  # noqa: ANN202 - the script module
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_llmc", REPO / "bench" / "bench_llmc.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_gpu_row_assembles_engine_and_expert_times(folder: Path, tmp_path: Path, monkeypatch) -> None:
+    """The GPU path's bookkeeping with the optimizer and the timing worker replaced (no GPU here): the naive
+    start at block 256, the engine's best, the fastest expert over the file's block sizes, engine/expert."""
+    import htam_core.optimize as opt
+    import htam_core.runtime.worker as worker
+    from htam_core.optimize.task import OptimizeResult, StepRecord
+
+    bench = _load_bench()
+    seen: dict = {}
+
+    def fake_optimize(task, cancel=None):  # noqa: ANN001, ANN202
+        seen["task"] = task
+        text = Path(task.path).read_text()
+        seen["text"] = text
+        step = StepRecord(index=1, direction="parallel_mapping", strategy="grid_stride_loop", transform="t",
+                          description="", params={}, edit="", status="win", correct=True, verified_on="gpu",
+                          time_ms=0.5, speedup=2.0, speedup_vs_start=2.0, accepted=True, evidence=[])
+        return OptimizeResult(best_text=text, best_speedup=2.0, measured=True, steps=[step], report_dir=tmp_path,
+                              report_md=tmp_path / "r.md", summary="", cancelled=False, changed=True, start_ms=1.0,
+                              best_ms=0.5, mode="gpu")
+
+    def fake_worker(target, kwargs, **kw):  # noqa: ANN001, ANN202
+        seen["timed"] = kwargs
+        sets = [{"set": i, "sizes": s, "time": {"median": 0.1 * (3 - i)}}
+                for i, s in enumerate(kwargs["harness"]["sizes"])]
+        return worker.WorkerResult(ok=True, value={"device": "fake", "correctness": None, "sets": sets})
+
+    monkeypatch.setattr(opt, "run_optimize", fake_optimize)
+    monkeypatch.setattr(worker, "run_in_worker", fake_worker)
+    (entry,) = llmc.discover(folder)
+    row = bench.gpu_row(entry, tmp_path / "work", budget=2, trials=5, memory=str(tmp_path / "m.sqlite3"),
+                        deadline=None)
+    assert row["error"] is None, row["error"]
+    assert "int block_sizes[] = {256};" in seen["text"] and seen["task"].engine == "rules"
+    assert seen["timed"]["verify"] is False
+    assert [s["block_size"] for s in seen["timed"]["harness"]["sizes"]] == [32, 256, 1024]
+    assert row["naive_ms"] == 1.0 and row["best_ms"] == 0.5 and row["speedup"] == 2.0
+    assert row["expert_ms"] == pytest.approx(0.1) and row["expert"] == "v2 (block 1024)"
+    assert row["engine_over_expert"] == pytest.approx(0.2) and row["made"] == ["grid_stride_loop"]
+    md = bench.markdown([row], "gpu", {"date": "d", "device": "fake", "command": "c", "llmc": "x"})
+    assert "| scale / scale_kernel1 | 1.0000 | 0.5000 | 0.1000 v2 (block 1024) | 0.20 | grid_stride_loop |" in md
+    assert "2.00x over 1 kernels" in md
