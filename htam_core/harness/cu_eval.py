@@ -634,7 +634,11 @@ class Program:
         Raises:
             Unreached: ``stop`` lies under a condition that is false here.
         """
-        for stmt in body.named_children:
+        self._run_statements(body.named_children, scope, stop)
+
+    def _run_statements(self, stmts: list[ts.Node], scope: Scope, stop: int) -> None:
+        """Run ``stmts`` in order up to byte ``stop``, entering the one that contains it (see :meth:`run_until`)."""
+        for stmt in stmts:
             if stmt.start_byte >= stop:
                 return
             contains = stmt.end_byte > stop
@@ -728,15 +732,8 @@ class Program:
                                         f"switch value is {c}")
                 except Unknown:
                     pass
-            for s in case.named_children:
-                if s == value:
-                    continue
-                if s.start_byte >= stop:
-                    return
-                contains = s.end_byte > stop
-                self.exec_statement(s, scope, stop if contains else None)
-                if contains:
-                    return
+            self._run_statements([s for s in case.named_children if s != value], scope, stop)
+            return
 
     def _exec_loop(self, stmt: ts.Node, scope: Scope, stop: int | None) -> None:
         # the launch's own loop runs its first iteration in the enclosing scope, so the launch sees its locals
