@@ -188,7 +188,7 @@ def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str
     lines = [f"# llm.c external kernels: {mode} ({meta['date']})", "",
              f"Device: {meta['device']}. Command: `{meta['command']}`. Source: {meta['llmc']} (read in place; "
              "third-party, MIT). Work copies (fp32 build, common.h inlined, version selected in main()) under a "
-             "temporary folder.", ""]
+             "temporary folder; line numbers in the messages are the work copy's (common.h's lines come first).", ""]
     if mode == "static":
         lines += ["Static mode: nothing timed. For each naive kernel, every rules-engine strategy with a transform "
                   "was tried on the kernel as it is: **makeable** = a validated edit. Structural = not a "
