@@ -138,3 +138,35 @@ def test_static_level2_run_scores_the_held_out_problem_apart(tmp_path: Path) -> 
         assert p["status"] == "ok" and p["mode"] == "static" and p["steps"][0]["correct"] is True
         assert "anchors" not in p  # nothing is timed without a GPU, the anchors included
     assert "def get_inputs" not in json.dumps(doc)
+
+
+def _task(**kw) -> kb.KBTask:  # noqa: ANN003
+    return kb.KBTask(level=2, problem_id=1, name="1_x", code="", start_path=None, work_dir="/tmp", **kw)
+
+
+def test_run_anchor_reports_a_compile_timeout_and_a_spent_budget(monkeypatch) -> None:
+    from htam_core.runtime.worker import WorkerError, WorkerResult
+
+    calls: list[dict] = []
+
+    def timed_out(target, kwargs, **kw):  # noqa: ANN001, ANN202
+        calls.append({"target": target, **kw})
+        return WorkerResult(ok=False, error=WorkerError("timeout", "did not finish"))
+
+    monkeypatch.setattr(kb, "run_in_worker", timed_out)
+    r = kb.run_anchor(_task(compile_timeout_s=30.0), "compile-max-autotune", "c.py", "r.py", 1.0)
+    assert r["error"] == "not measured: compile timed out (limit 30 s)" and r["ms"] is None and r["correct"] is None
+    assert calls[0]["target"] == "htam_core.bench.kb_eval:evaluate_compiled"
+    assert calls[0]["pool_key"] == "gpu0-compile-max-autotune"  # its own worker: a kill leaves the others
+    assert calls[0]["timeout_s"] == pytest.approx(30.0 + kb._ANCHOR_TIMING_S)
+    spent = kb.run_anchor(_task(deadline=time.time() - 1), "compile-default", "c.py", "r.py", 1.0)
+    assert "time budget" in spent["error"] and len(calls) == 1  # not started once the budget is spent
+
+    def measured(target, kwargs, **kw):  # noqa: ANN001, ANN202
+        return WorkerResult(ok=True, value={"status": "ok", "correct": True, "timing": {"mean": 0.25},
+                                            "compile_s": 4.0, "max_abs_err": 0.0, "error": None,
+                                            "eager": {"mean": 0.5}})
+
+    monkeypatch.setattr(kb, "run_in_worker", measured)
+    ok = kb.run_anchor(_task(), "compile-default", "c.py", "r.py", 1.0)
+    assert ok["ms"] == 0.25 and ok["speedup"] == pytest.approx(4.0) and ok["correct"] is True
