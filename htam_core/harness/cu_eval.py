@@ -282,9 +282,9 @@ class Program:
             m = re.fullmatch(r"(!?)\s*defined\s*\(?\s*(\w+)\s*\)?", node_text(cond).strip())
             if m is None:
                 return None
-            value = (m.group(2) in self.macros) != bool(m.group(1))
+            value = self._defined(m.group(2)) != bool(m.group(1))
         elif name is not None:
-            value = (node_text(name) in self.macros) != node_text(node.children[0]).endswith("ifndef")
+            value = self._defined(node_text(name)) != node_text(node.children[0]).endswith("ifndef")
         else:
             return None
         alt = node.child_by_field_name("alternative")
@@ -296,6 +296,10 @@ class Program:
             return alt
         taken = self._taken_branch(alt)
         return alt if taken is None else taken
+
+    def _defined(self, name: str) -> bool:
+        """``defined(name)`` in nvcc's host pass: a macro of the file, or one nvcc predefines there."""
+        return name in self.macros or name in _HOST_PREDEFINED
 
     def resolve(self, elem: str) -> str:
         """An element type through the file's typedefs (``floatX`` -> ``float``); unknown names stay."""
@@ -757,6 +761,11 @@ class Program:
                 if n.type == "call_expression" and node_text(n.child_by_field_name("function") or n).startswith(
                         ("cudaMemcpy", "cudaMemset")):
                     self.exec_call_statement(n, inner)
+
+
+#: Macros nvcc defines in the host compilation pass (``__CUDA_ARCH__`` is the device pass's only).
+_HOST_PREDEFINED = frozenset({"__CUDACC__", "__NVCC__", "__cplusplus", "__CUDACC_VER_MAJOR__",
+                              "__CUDACC_VER_MINOR__", "__CUDACC_VER_BUILD__"})
 
 
 class _OwnLines:

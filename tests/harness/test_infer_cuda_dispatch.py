@@ -102,6 +102,8 @@ def test_typedef_follows_the_defined_branch():
     prog = Program("#define A\n#ifdef A\ntypedef float T;\n#else\ntypedef int T;\n#endif\n"
                    "#ifndef A\ntypedef int U;\n#else\nusing U = T;\n#endif\n")
     assert prog.resolve("T") == "float" and prog.resolve("U") == "float"
+    nvcc = Program("#ifdef __CUDACC__\ntypedef float V;\n#else\ntypedef int V;\n#endif\n")
+    assert nvcc.resolve("V") == "float"  # nvcc's host pass defines __CUDACC__
 
 
 def test_library_flags_follow_local_headers(tmp_path):
