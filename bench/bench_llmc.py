@@ -99,7 +99,8 @@ def static_row(entry: llmc.LlmcEntry, work: Path) -> dict[str, Any]:
     row["harness_reason"] = built.reason
     try:
         row["steps"] = [{"strategy": s.strategy, "direction": s.direction, "structural": s.structural,
-                         "makeable": s.makeable, "refusal": s.refusal} for s in llmc.reach(entry.path, n.kernels[0])]
+                         "makeable": s.makeable, "refusal": s.refusal}
+                        for s in llmc.reach(built.work_file if built.work_file.is_file() else entry.path, n.kernels[0])]
     except HarnessError as e:
         row["harness_reason"] = (row["harness_reason"] or "") + f"; reach: {e.message}"
     return row
@@ -191,7 +192,7 @@ def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str
              "temporary folder; line numbers in the messages are the work copy's (common.h's lines come first).", ""]
     if mode == "static":
         lines += ["Static mode: nothing timed. For each naive kernel, every rules-engine strategy with a transform "
-                  "was tried on the kernel as it is: **makeable** = a validated edit. Structural = not a "
+                  "was tried on the kernel as the engine gets it (the fp32 work copy): **makeable** = a validated edit. Structural = not a "
                   "launch-parameter or hint-only step.", "",
                   "| file | naive kernel | harness (zero-config) | makeable structural | makeable other | refused |",
                   "|---|---|---|---|---|---|"]
