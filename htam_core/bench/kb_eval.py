@@ -82,3 +82,81 @@ def evaluate_problem(candidate: str, reference: str, start: str | None = None, t
     del inputs
     torch.cuda.empty_cache()
     return out
+
+
+#: The torch.compile anchors timed beside HTAM: name -> ``torch.compile`` mode (``None``: Inductor's default).
+COMPILE_ANCHORS: dict[str, str | None] = {"compile-default": None, "compile-max-autotune": "max-autotune"}
+
+
+def compile_anchor(model: Any, inputs: list[Any], mode: str | None, timer: Callable[[Callable[[], Any]], Any],
+                   want: list[Any] | None = None, atol: float = 1e-4, rtol: float = 1e-4) -> dict[str, Any]:
+    """Compile ``model`` with ``torch.compile(mode=mode)`` (Inductor), check it against eager and time it.
+
+    Args:
+        model: the eager ``nn.Module`` (KernelBench's ``Model``) or any callable.
+        inputs: its inputs (tensors on the device it runs on).
+        mode: ``None`` (Inductor's default) or a ``torch.compile`` mode (``"max-autotune"``).
+        timer: times a zero-argument callable; returns a dict with ``"mean"`` in ms
+            (:func:`time_kernelbench` on a GPU; any timer on a CPU).
+        want: the eager outputs (computed here when ``None``).
+        atol, rtol: the correctness tolerance (KernelBench's fp32 rule by default).
+
+    Returns:
+        ``{"mode", "status": "ok"|"incorrect"|"failed", "correct", "compile_s", "max_abs_err", "timing",
+        "error"}``: the first call's wall time is ``compile_s``; an incorrect result is not timed, as a
+        candidate's is not. Never raises for a model that does not compile (``status`` ``failed``).
+    """
+    import time
+
+    import torch
+
+    out: dict[str, Any] = {"mode": mode or "default", "status": "failed", "correct": None, "compile_s": None,
+                           "max_abs_err": None, "timing": None, "error": None}
+    with torch.no_grad():
+        if want is None:
+            want = _outputs(model(*inputs))
+        try:
+            compiled = torch.compile(model, mode=mode)
+            t0 = time.perf_counter()
+            got = _outputs(compiled(*inputs))
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            out["compile_s"] = time.perf_counter() - t0
+        except Exception as exc:  # noqa: BLE001 - Inductor's failures are many; the anchor is "failed"
+            out["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+            return out
+        ok = len(got) == len(want) and all(g.shape == w.shape for g, w in zip(got, want, strict=False))
+        err = max(((g.float() - w.float()).abs().max().item() for g, w in zip(got, want, strict=False)), default=0.0) \
+            if ok else None
+        ok = ok and all(torch.allclose(g.float(), w.float(), atol=atol, rtol=rtol)
+                        for g, w in zip(got, want, strict=False))
+        out.update(correct=ok, max_abs_err=err, status="ok" if ok else "incorrect")
+        if ok:
+            out["timing"] = timer(lambda: compiled(*inputs))
+    return out
+
+
+def _outputs(v: Any) -> list[Any]:
+    return list(v) if isinstance(v, list | tuple) else [v]
+
+
+def evaluate_compiled(candidate: str, reference: str, anchor: str, trials: int = TRIALS,
+                      warmups: int = WARMUPS) -> dict[str, Any]:
+    """Worker target (GPU): the ``anchor`` of :data:`COMPILE_ANCHORS` on the problem ``reference`` (its
+    ``Model`` built and fed exactly as for :func:`evaluate_problem`; ``candidate`` is any ``ModelNew`` file of
+    the pair, needed to build it), timed with KernelBench's timer beside a fresh eager timing.
+
+    Returns:
+        :func:`compile_anchor`'s dict plus ``"anchor"`` and ``"eager"`` (a :func:`time_kernelbench` dict).
+    """
+    import torch
+
+    p = prepare_kernelbench(Harness(kind="kernelbench", path=candidate, kernel="ModelNew", language="python",
+                                    reference_path=reference), "cuda")
+    inputs = p.trial.make_inputs(BASE_SEED, 0, 1.0)
+    model = p.reference_model  # type: ignore[attr-defined]
+    eager = time_kernelbench(p.reference_call(inputs), trials, warmups)  # type: ignore[attr-defined]
+    res = compile_anchor(model, inputs, COMPILE_ANCHORS[anchor], lambda fn: time_kernelbench(fn, trials, warmups))
+    del inputs
+    torch.cuda.empty_cache()
+    return {**res, "anchor": anchor, "eager": eager, "device": torch.cuda.get_device_name()}

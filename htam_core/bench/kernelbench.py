@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.bench import metrics
+from htam_core.bench.kb_eval import COMPILE_ANCHORS
 from htam_core.bench.parallel import cancel_at, environment, visible_gpus
 from htam_core.generate.config import LLMConfig
 from htam_core.generate.errors import GenerationError
@@ -122,6 +123,9 @@ class KBTask:
     overrides: dict[str, Any] | None = None
     deadline: float | None = None
     memory_seed: str | None = None
+    anchors: list[str] = field(default_factory=list)
+    compile_timeout_s: float = 180.0
+    held_out: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
@@ -252,7 +256,42 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
                     start_speedup=(eager / st) if (eager and st) else None, messages=v.get("messages", []),
                     eager=v.get("eager"), new=v.get("new"), start_timing=v.get("start"), device=v.get("device"),
                     start_correct=v.get("start_correct"))
+        base["anchors"] = {a: run_anchor(t, a, str(start_copy), str(ref), eager) for a in t.anchors}
     return {**base, "wall_s": time.time() - t0}
+
+
+#: The time one anchor's timing takes beyond its compile limit (eager and the compiled model, 100 trials each).
+_ANCHOR_TIMING_S = 60.0
+
+
+def run_anchor(t: KBTask, anchor: str, candidate: str, reference: str, eager_ms: float | None) -> dict[str, Any]:
+    """Time the torch.compile ``anchor`` (:data:`htam_core.bench.kb_eval.COMPILE_ANCHORS`) on the task's problem
+    in a worker of its own (a compile that runs past ``t.compile_timeout_s`` is killed there and reported as
+    "not measured: compile timed out", and the problem's other figures stay).
+
+    Returns:
+        ``{"status", "correct", "ms", "speedup" (over the problem's eager time), "compile_s", "max_abs_err",
+        "error"}``; ``ms``/``speedup`` are ``None`` when not measured.
+    """
+    rec: dict[str, Any] = {"status": "not measured", "correct": None, "ms": None, "speedup": None,
+                           "compile_s": None, "max_abs_err": None, "error": None}
+    if t.deadline is not None and time.time() >= t.deadline:
+        return {**rec, "error": "not measured: the time budget (--max-minutes) was spent"}
+    r = run_in_worker("htam_core.bench.kb_eval:evaluate_compiled",
+                      {"candidate": candidate, "reference": reference, "anchor": anchor, "trials": t.timing_trials},
+                      timeout_s=t.compile_timeout_s + _ANCHOR_TIMING_S, pool_key=f"gpu0-{anchor}",
+                      interpret=False, gpu_index=0)
+    if not r.ok:
+        err = r.error
+        if err is not None and err.kind == "timeout":
+            return {**rec, "error": f"not measured: compile timed out (limit {t.compile_timeout_s:g} s)"}
+        return {**rec, "status": "failed",
+                "error": f"{err.kind if err else '?'}: {err.message if err else ''}"[:300]}
+    v = r.value
+    ms = (v.get("timing") or {}).get("mean")
+    return {**rec, "status": v.get("status"), "correct": v.get("correct"), "ms": ms, "compile_s": v.get("compile_s"),
+            "max_abs_err": v.get("max_abs_err"), "error": v.get("error"), "anchor_eager_ms": (v.get("eager") or {}).get("mean"),
+            "speedup": (eager_ms / ms) if (eager_ms and ms) else None}
 
 
 def _seed_store(path: str, seed: str) -> None:
@@ -326,15 +365,50 @@ class KBConfig:
     scheduler: str | None = None
     workers: int = 2
     fresh: bool = False
+    anchors: list[str] = field(default_factory=list)
+    compile_timeout_s: float = 180.0
+
+
+def held_out_ids(start_solutions: str | Path, level: int) -> set[int]:
+    """The problem ids of ``<start_solutions>/level<N>/held_out.json`` (``{"ids": [...]}``): start solutions
+    kept out of any tuning and reported apart; empty when the file is absent.
+
+    Raises:
+        KernelBenchError: the file is not JSON with a list of integer ``ids``.
+    """
+    p = Path(start_solutions) / f"level{level}" / "held_out.json"
+    if not p.is_file():
+        return set()
+    try:
+        ids = json.loads(p.read_text(encoding="utf-8"))["ids"]
+        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+            raise TypeError(f"ids is {ids!r}, not a list of integers")
+        return set(ids)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise KernelBenchError(f"{p}: expected {{\"ids\": [problem ids]}} ({exc})") from None
+
+
+def anchor_score(records: list[dict[str, Any]], anchor: str) -> dict[str, Any]:
+    """fast_1 and geomean over eager of the torch.compile ``anchor`` over problem records (its own correctness
+    decides, as for HTAM's solutions; a compile that was not measured counts as not correct for fast_1 and is
+    left out of the geomean), with how many were measured."""
+    pairs = [((r.get("anchors") or {}).get(anchor, {}).get("correct"),
+              (r.get("anchors") or {}).get(anchor, {}).get("speedup")) for r in records]
+    measured = sum(1 for c, s in pairs if c is not None)
+    return {"measured": measured, "fast_1": metrics.fast_p(pairs, 1.0) if measured else None,
+            "geomean_speedup": metrics.geomean_correct(pairs) if measured else None,
+            "correct": metrics.correct_rate(pairs) if measured else None}
 
 
 def score(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Correct, fast_p and geomean (KernelBench's definitions) over problem records with ``correct`` and
     ``speedup``; ``None`` everywhere when nothing was verified."""
     pairs = [(r.get("correct"), r.get("speedup")) for r in records]
+    anchors = sorted({a for r in records for a in (r.get("anchors") or {})})
     return {"problems": len(records), "correct": metrics.correct_rate(pairs),
             "fast_p": {f"{p:g}": metrics.fast_p(pairs, p) for p in metrics.FAST_P},
-            "geomean_speedup": metrics.geomean_correct(pairs)}
+            "geomean_speedup": metrics.geomean_correct(pairs),
+            "anchors": {a: anchor_score(records, a) for a in anchors}}
 
 
 def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
@@ -364,6 +438,10 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
     memory = cfg.memory_path or str(work / "memory.sqlite3")  # default: a memory for this run only
     t_start = time.time()
     deadline = t_start + cfg.max_minutes * 60 if cfg.max_minutes else None
+    unknown = [a for a in cfg.anchors if a not in COMPILE_ANCHORS]
+    if unknown:
+        raise KernelBenchError(f"unknown anchor(s) {unknown}; known: {', '.join(COMPILE_ANCHORS)}")
+    held = {lv: held_out_ids(cfg.start_solutions, lv) for lv in cfg.levels}
     for p in problems:
         start = find_start_solution(cfg.start_solutions, p.level, p.problem_id)
         if start is None and cfg.engine == "rules":
@@ -372,7 +450,9 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
             continue
         tasks.append(KBTask(p.level, p.problem_id, p.name, p.code, str(start) if start else None, str(work),
                             cfg.engine, cfg.steps, memory, cfg.timing_trials, cfg.loop_trials, cfg.static, cfg.llm,
-                            (cfg.size_overrides or {}).get(f"{p.level}/{p.problem_id}"), deadline))
+                            (cfg.size_overrides or {}).get(f"{p.level}/{p.problem_id}"), deadline,
+                            anchors=list(cfg.anchors), compile_timeout_s=cfg.compile_timeout_s,
+                            held_out=p.problem_id in held.get(p.level, set())))
     if not tasks:
         if not in_levels:
             raise KernelBenchError(f"no problem to run: {cfg.problems} has no problem of levels {cfg.levels}")
@@ -399,7 +479,7 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
                                                                "memory_seed": None}), t) for t in tasks]
     out = run_tasks("htam_core.bench.kernelbench:run_kb_task", [(k, t.to_json()) for k, t in keyed], opts,
                     log=ResultLog(state / "results.jsonl"), on_done=done)
-    results = [{"level": t.level, "problem_id": t.problem_id, "name": t.name, **r}
+    results = [{"level": t.level, "problem_id": t.problem_id, "name": t.name, "held_out": t.held_out, **r}
                for (_, t), r in zip(keyed, out, strict=True)]
     pooled = None
     if concurrent:
@@ -414,7 +494,9 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
     levels: dict[str, Any] = {}
     for lv in sorted({r.get("level") for r in results}):
         rs = [r for r in results if r.get("level") == lv and r.get("status") != "skipped"]
-        levels[f"level{lv}"] = score(rs)
+        levels[f"level{lv}"] = score([r for r in rs if not r.get("held_out")])
+        if any(r.get("held_out") for r in rs):  # kept out of any tuning: reported apart, never pooled
+            levels[f"level{lv}-heldout"] = score([r for r in rs if r.get("held_out")])
     measured = any(r.get("mode") == "gpu" for r in results)
     env = environment(gpus)
     return {"problems": results, "summary": levels, "measured": measured, "environment": env,

@@ -252,15 +252,56 @@ def kernelbench_markdown(doc: dict[str, Any]) -> str:
     for lv, s in sorted(doc["summary"].items()):
         fp = " | ".join(_pct(s["fast_p"].get(f"{p:g}")) for p in FAST_P)
         lines.append(f"| {lv} | {s['problems']} | {_pct(s['correct'])} | {fp} | {_x(s['geomean_speedup'], 3, 'x')} |")
+    anchors = sorted({a for s in doc["summary"].values() for a in s.get("anchors", {})})
+    if anchors:
+        lines += _anchor_lines(doc, anchors)
+    if any(lv.endswith("-heldout") for lv in doc["summary"]):
+        lines += ["", "Rows `levelN-heldout` are start solutions kept out of any tuning (listed in "
+                  "`bench/kernelbench_solutions/levelN/held_out.json`); they are not pooled into `levelN`."]
     lines += ["", "### Per problem", "",
-              "| level | problem | start | correct | eager ms | ours ms | speedup over eager | start speedup | status |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| level | problem | start | correct | eager ms | ours ms | speedup over eager | start speedup | "
+              + "".join(f"{a} |" for a in anchors) + " status |",
+              "|---|---|---|---|---|---|---|---|" + "---|" * len(anchors) + "---|"]
     for r in doc["problems"]:
         corr = "not verified" if r["correct"] is None else ("yes" if r["correct"] else "no")
-        lines.append(f"| {r['level']} | {r['name']} | {r.get('start') or '-'} | {corr} | {_x(r['eager_ms'], 4)} | "
-                     f"{_x(r['new_ms'], 4)} | {_x(r['speedup'], 3, 'x')} | {_x(r.get('start_speedup'), 3, 'x')} | "
-                     f"{_status(r)} |")
+        lv = f"{r['level']}{' (held out)' if r.get('held_out') else ''}"
+        cells = "".join(f" {_anchor_cell((r.get('anchors') or {}).get(a))} |" for a in anchors)
+        lines.append(f"| {lv} | {r['name']} | {r.get('start') or '-'} | {corr} | {_x(r['eager_ms'], 4)} | "
+                     f"{_x(r['new_ms'], 4)} | {_x(r['speedup'], 3, 'x')} | {_x(r.get('start_speedup'), 3, 'x')} |"
+                     f"{cells} {_status(r)} |")
     return "\n".join(lines) + "\n"
+
+
+def _anchor_cell(a: dict[str, Any] | None) -> str:
+    if not a:
+        return "not measured"
+    if a.get("speedup") is not None and a.get("correct"):
+        return f"{a['ms']:.4f} ms, {a['speedup']:.3g}x"
+    if a.get("correct") is False:
+        return f"incorrect (max abs err {a.get('max_abs_err')})"
+    return cell_text(a.get("error") or a.get("status") or "not measured", 60)
+
+
+def _anchor_lines(doc: dict[str, Any], anchors: list[str]) -> list[str]:
+    """HTAM beside torch.compile: fast_1 and geomean over eager for each system, per level."""
+    lines = ["", "### Beside torch.compile (same problems, same timer, same run)", "",
+             "| level | system | measured | Correct | fast_1 | geomean over eager |", "|---|---|---|---|---|---|"]
+    for lv, s in sorted(doc["summary"].items()):
+        n = s["problems"]
+        lines.append(f"| {lv} | eager PyTorch | {n if doc.get('measured') else 0} | - | "
+                     f"{_pct(0.0) if doc.get('measured') else _pct(None)} | "
+                     f"{_x(1.0 if doc.get('measured') else None, 3, 'x')} |")
+        lines.append(f"| {lv} | HTAM | {n} | {_pct(s['correct'])} | {_pct(s['fast_p'].get('1'))} | "
+                     f"{_x(s['geomean_speedup'], 3, 'x')} |")
+        for a in anchors:
+            a_s = s.get("anchors", {}).get(a) or {}
+            lines.append(f"| {lv} | torch.compile {a.removeprefix('compile-')} | {a_s.get('measured', 0)} | "
+                         f"{_pct(a_s.get('correct'))} | {_pct(a_s.get('fast_1'))} | "
+                         f"{_x(a_s.get('geomean_speedup'), 3, 'x')} |")
+    lines += ["", "fast_1 counts a problem when its result is correct and faster than eager; an anchor that "
+              "was not measured (compile timed out, failed) counts as not fast. Anchors are timed with the "
+              "same KernelBench timer, in a worker of their own, over the problem's eager time."]
+    return lines
 
 
 def write_json(doc: dict[str, Any], path: str | Path) -> Path:

@@ -89,6 +89,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "bench/kernelbench_small_sizes.json (CPU smoke "
                         "tests only: the results are then marked as not KernelBench)")
     k.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget for the whole run")
+    k.add_argument("--anchors", default="",
+                   help="torch.compile anchors timed beside HTAM on the same problems with the same timer: "
+                        "comma-separated from compile-default,compile-max-autotune, or all (default: none)")
+    k.add_argument("--compile-timeout", type=float, default=180.0, metavar="S",
+                   help="per-problem limit of one anchor's compile, seconds (default: 180); past it the anchor "
+                        "reads \"not measured: compile timed out\"")
     k.add_argument("--out", default="bench/results", help="results folder (default: bench/results)")
     k.add_argument("--static", action="store_true", help="never use the GPU")
     add_llm_arguments(k)
@@ -256,11 +262,20 @@ def run_kernelbench_cmd(args: argparse.Namespace) -> int:
         llm = llm_task_config(args)
     except LLMConfigError as exc:
         raise UsageError(str(exc)) from None
+    from htam_core.bench.kb_eval import COMPILE_ANCHORS
+
+    anchors = list(COMPILE_ANCHORS) if args.anchors.strip() == "all" else \
+        [a.strip() for a in args.anchors.split(",") if a.strip()]
+    bad = [a for a in anchors if a not in COMPILE_ANCHORS]
+    if bad:
+        raise UsageError(f"unknown --anchors {', '.join(bad)}; known: {', '.join(COMPILE_ANCHORS)}, or all")
+    if args.compile_timeout <= 0:
+        raise UsageError("--compile-timeout must be positive")
     kcfg = KBConfig(problems=args.problems, levels=levels, ids=_ints(args.ids, "--ids"), engine=args.engine,
                     start_solutions=args.start_solutions, steps=args.steps, timing_trials=args.trials,
                     loop_trials=args.loop_trials, out_dir=args.out, memory_path=args.memory,
                     size_overrides=overrides, max_minutes=args.max_minutes, static=True if args.static else None,
-                    llm=llm, **_executor_settings(args))
+                    llm=llm, anchors=anchors, compile_timeout_s=args.compile_timeout, **_executor_settings(args))
     try:
         doc = run_kernelbench(kcfg, log=lambda m: print(m, file=sys.stderr, flush=True))
     except (KernelBenchError, ExecutorError) as exc:

@@ -16,6 +16,7 @@ exactly what is missing. Nothing here runs user code: it only reads the tree.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,6 +163,10 @@ def _walk(node: ts.Node) -> list[ts.Node]:
     return out
 
 
+#: C math functions host code computes sizes with (``(int)sqrtf(n)``, ``powf(2, k)``), beside ``MINMAX``.
+_HOST_MATH: dict[str, Any] = {"abs": abs, "fabs": abs, "fabsf": abs, "pow": math.pow, "powf": math.pow,
+                              "sqrt": math.sqrt, "sqrtf": math.sqrt, "exp": math.exp, "expf": math.exp,
+                              "log": math.log, "logf": math.log}
 _ARGV_PARSERS = {"atoi", "atol", "atoll", "atof", "strtol", "strtoul", "strtoll", "strtof", "strtod", "stoi",
                  "stol", "stoul", "stoll", "stof", "stod"}
 
@@ -185,14 +190,19 @@ class Program:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.tree = new_parser("cuda").parse(text.encode("utf-8"))
+        #: the parsed bytes: node offsets index these (the root node's own ``text`` starts at its first token,
+        #: after any leading blank lines, so it must not be used to slice by offset)
+        self.src = text.encode("utf-8")
+        self.tree = new_parser("cuda").parse(self.src)
         self.macros: dict[str, Macro] = {}
         self.functions: dict[str, list[ts.Node]] = {}
+        #: ``typedef float floatX;`` / ``using floatX = float;``: alias -> element type (the last one read wins)
+        self.typedefs: dict[str, str] = {}
         self.globals = Scope()
         self._collect(self.tree.root_node, prefix="")
 
     # -- collection --------------------------------------------------------------------------------
-    def _collect(self, node: ts.Node, prefix: str) -> None:
+    def _collect(self, node: ts.Node | _OwnLines, prefix: str) -> None:
         for child in node.named_children:
             t = child.type
             if t in ("preproc_def", "preproc_function_def"):
@@ -209,12 +219,23 @@ class Program:
                 body = child.child_by_field_name("body")
                 if body is not None:
                     self._collect(body, f"{prefix}{node_text(nm)}::" if nm is not None else prefix)
+            elif t in ("preproc_if", "preproc_ifdef", "preproc_elif", "preproc_elifdef") and \
+                    (taken := self._taken_branch(child)) is not None:
+                if taken is not False:
+                    self._collect(taken, prefix)
             elif t in ("template_declaration", "linkage_specification", "declaration_list", "ERROR",
-                       "preproc_ifdef", "preproc_if", "preproc_else"):
+                       "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif"):
                 if t == "preproc_if" and _false_if(child):
                     continue
                 self._collect(child if t != "linkage_specification" else (child.child_by_field_name("body")
                                                                           or child), prefix)
+            elif t in ("type_definition", "alias_declaration"):
+                ty = child.child_by_field_name("type")
+                names = child.children_by_field_name("declarator") if t == "type_definition" else \
+                    [child.child_by_field_name("name")]
+                for d in names:
+                    if ty is not None and d is not None and d.type == "type_identifier":
+                        self.typedefs[node_text(d)] = self.resolve(base_type(node_text(ty)))
             elif t == "function_definition":
                 name = function_name(child)
                 if name:
@@ -225,6 +246,44 @@ class Program:
                     for k in _declared_names(child):
                         if k in self.globals.values:
                             self.globals.values[prefix + k] = self.globals.values[k]
+
+    def _taken_branch(self, node: ts.Node) -> ts.Node | _OwnLines | bool | None:
+        """For ``#if defined(X)`` / ``#ifdef X`` / ``#ifndef X`` (and their ``#elif`` chain), decided by the
+        macros defined above: a node whose children are the taken branch (a ``preproc_else``/``elif`` is
+        collected as its own children; :class:`_OwnLines` when the ``#if``'s own lines are taken), ``False`` when no branch is taken, ``None`` when the condition is not a
+        ``defined`` test (then every branch is read, as before)."""
+        cond = node.child_by_field_name("condition")
+        name = node.child_by_field_name("name")
+        if cond is not None:
+            m = re.fullmatch(r"(!?)\s*defined\s*\(?\s*(\w+)\s*\)?", node_text(cond).strip())
+            if m is None:
+                return None
+            value = self._defined(m.group(2)) != bool(m.group(1))
+        elif name is not None:
+            value = self._defined(node_text(name)) != node_text(node.children[0]).endswith("ifndef")
+        else:
+            return None
+        alt = node.child_by_field_name("alternative")
+        if value:
+            return _OwnLines(node, alt)
+        if alt is None:
+            return False
+        if alt.type == "preproc_else":
+            return alt
+        taken = self._taken_branch(alt)
+        return alt if taken is None else taken
+
+    def _defined(self, name: str) -> bool:
+        """``defined(name)`` in nvcc's host pass: a macro of the file, or one nvcc predefines there."""
+        return name in self.macros or name in _HOST_PREDEFINED
+
+    def resolve(self, elem: str) -> str:
+        """An element type through the file's typedefs (``floatX`` -> ``float``); unknown names stay."""
+        seen: set[str] = set()
+        while elem in self.typedefs and elem not in seen:
+            seen.add(elem)
+            elem = self.typedefs[elem]
+        return elem
 
     # -- expressions -------------------------------------------------------------------------------
     def ev(self, node: ts.Node, scope: Scope) -> Any:
@@ -289,6 +348,12 @@ class Program:
             arg = node.child_by_field_name("argument")
             if arg is not None and node_text(arg) == "argv":
                 raise Unknown(f"`{text}` (line {line_of(node)}) is a command-line argument with no default")
+            arr = self.ev(arg, scope) if arg is not None else None
+            idx = node.child_by_field_name("index") or (node.named_children[-1] if node.named_children else None)
+            if isinstance(arr, list) and idx is not None:
+                i = self.ev(idx.named_children[-1] if idx.type == "subscript_argument_list" else idx, scope)
+                if isinstance(i, int) and 0 <= i < len(arr):
+                    return arr[i]
         if t == "initializer_list":
             vals = [self.ev(c, scope) for c in node.named_children]
             return Dim3(*[int(v) for v in vals[:3]])
@@ -320,7 +385,7 @@ class Program:
         """``sizeof(T)`` / ``sizeof x`` in bytes."""
         ty = node.child_by_field_name("type")
         if ty is not None:
-            t = base_type(node_text(ty))
+            t = self.resolve(base_type(node_text(ty)))
             if "*" in node_text(ty):
                 return 8
         else:
@@ -335,7 +400,7 @@ class Program:
                     return SIZEOF.get(base_type(v.buffer.elem), 4)
                 if isinstance(v, PtrVar):
                     return SIZEOF.get(base_type(v.elem), 4)
-            t = base_type(name)
+            t = self.resolve(base_type(name))
         if t in SIZEOF:
             return SIZEOF[t]
         raise Unknown(f"sizeof({t}) (line {line_of(node)}) is not a type htam knows the size of")
@@ -367,8 +432,9 @@ class Program:
         if short == "dim3":
             vals = [int(self.ev(a, scope)) for a in args]
             return Dim3(*vals) if vals else Dim3(1)
-        if short in MINMAX and args:
-            return MINMAX[short](*[self.ev(a, scope) for a in args])
+        fn = MINMAX.get(short) or _HOST_MATH.get(short)
+        if fn is not None and args:
+            return fn(*[self.ev(a, scope) for a in args])
         if short == "abs" and len(args) == 1:
             return abs(self.ev(args[0], scope))
         if short in ("ceil", "floor", "ceilf", "floorf") and args:
@@ -410,7 +476,7 @@ class Program:
             if name_node is None:
                 continue
             name = node_text(name_node)
-            elem = base_type(type_text)
+            elem = self.resolve(base_type(type_text))
             vector = re.match(r"^(?:std::)?vector\s*<\s*(.+?)\s*>$", " ".join(type_text.split()))
             try:
                 if vector is not None:
@@ -427,6 +493,9 @@ class Program:
                 elif value is None:
                     scope.values[name] = (Dim3(1) if elem == "dim3" else
                                           Unknown(f"`{name}` (line {line_of(d)}) has no value before the launch"))
+                elif value.type == "initializer_list" and _is_array(d):  # int sizes[] = {32, 64}
+                    scope.values[name] = [_cast(elem, self.ev(c, scope)) for c in value.named_children
+                                          if c.type != "comment"]
                 elif value.type == "argument_list":  # dim3 grid(a, b) or T x(v)
                     vals = [self.ev(a, scope) for a in value.named_children]
                     scope.values[name] = Dim3(*[int(v) for v in vals]) if elem == "dim3" else vals[0]
@@ -555,7 +624,11 @@ class Program:
         Raises:
             Unreached: ``stop`` lies under a condition that is false here.
         """
-        for stmt in body.named_children:
+        self._run_statements(body.named_children, scope, stop)
+
+    def _run_statements(self, stmts: list[ts.Node], scope: Scope, stop: int) -> None:
+        """Run ``stmts`` in order up to byte ``stop``, entering the one that contains it (see :meth:`run_until`)."""
+        for stmt in stmts:
             if stmt.start_byte >= stop:
                 return
             contains = stmt.end_byte > stop
@@ -581,6 +654,8 @@ class Program:
             self._exec_if(stmt, scope, stop)
         elif t in ("for_statement", "while_statement", "do_statement", "for_range_loop"):
             self._exec_loop(stmt, scope, stop)
+        elif t == "switch_statement" and stop is not None:
+            self._exec_switch(stmt, scope, stop)
 
     def exec_expression(self, e: ts.Node, scope: Scope) -> None:
         """An expression statement: an assignment or a runtime call (others do nothing here)."""
@@ -621,6 +696,35 @@ class Program:
         if chosen is not None:
             self.exec_statement(chosen, scope, None)
 
+    def _exec_switch(self, stmt: ts.Node, scope: Scope, stop: int) -> None:
+        """Enter the ``case`` of a ``switch`` that holds byte ``stop`` (a version dispatch such as
+        ``switch (kernel_num) { case 1: run1(...); ... }``).
+
+        Raises:
+            Unreached: the switch's value is known here and selects another case.
+        """
+        cond = stmt.child_by_field_name("condition")
+        body = stmt.child_by_field_name("body")
+        if body is None:
+            return
+        try:
+            c = self.ev(cond.named_children[-1] if cond is not None and cond.named_children else cond, scope)
+        except Unknown:
+            c = None
+        for case in body.named_children:
+            if case.type != "case_statement" or not case.start_byte <= stop < case.end_byte:
+                continue
+            value = case.child_by_field_name("value")
+            if value is not None and c is not None:
+                try:
+                    if self.ev(value, scope) != c:
+                        raise Unreached(f"line {line_of(case)}: case {node_text(value)} is not taken when the "
+                                        f"switch value is {c}")
+                except Unknown:
+                    pass
+            self._run_statements([s for s in case.named_children if s != value], scope, stop)
+            return
+
     def _exec_loop(self, stmt: ts.Node, scope: Scope, stop: int | None) -> None:
         # the launch's own loop runs its first iteration in the enclosing scope, so the launch sees its locals
         inner = scope if stop is not None else Scope(parent=scope)
@@ -643,6 +747,29 @@ class Program:
                 if n.type == "call_expression" and node_text(n.child_by_field_name("function") or n).startswith(
                         ("cudaMemcpy", "cudaMemset")):
                     self.exec_call_statement(n, inner)
+
+
+#: Macros nvcc defines in the host compilation pass (``__CUDA_ARCH__`` is the device pass's only).
+_HOST_PREDEFINED = frozenset({"__CUDACC__", "__NVCC__", "__cplusplus", "__CUDACC_VER_MAJOR__",
+                              "__CUDACC_VER_MINOR__", "__CUDACC_VER_BUILD__"})
+
+
+class _OwnLines:
+    """The lines of a taken ``#if`` branch: the node's children without its ``#elif``/``#else`` alternative."""
+
+    def __init__(self, node: ts.Node, alternative: ts.Node | None) -> None:
+        self.named_children = [c for c in node.named_children if c != alternative]
+
+
+def _is_array(declarator: ts.Node) -> bool:
+    """The declarator declares an array (``a[]``, ``a[4]``)."""
+    stack = [declarator]
+    while stack:
+        n = stack.pop()
+        if n.type == "array_declarator":
+            return True
+        stack.extend(c for c in n.named_children if c.type.endswith("declarator"))
+    return False
 
 
 def _false_if(node: ts.Node) -> bool:

@@ -95,6 +95,37 @@ def write_shim(path: str | Path, launcher: str, dtypes: Sequence[str | None]) ->
     return shim
 
 
+_LIBRARY_HEADERS = {"cublas_v2.h": "-lcublas", "cublas.h": "-lcublas", "cublasLt.h": "-lcublasLt",
+                    "curand.h": "-lcurand", "cufft.h": "-lcufft"}
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.M)
+
+
+def library_flags(path: str | Path, depth: int = 3) -> list[str]:
+    """The ``-l`` flags a ``.cu`` file needs at link time: one per CUDA library whose header it includes,
+    directly or through the local ``#include "..."`` headers beside it (``depth`` levels), e.g.
+    ``#include <cublas_v2.h>`` in a shared ``common.h`` needs ``-lcublas`` (the file's own build notes
+    say ``nvcc -lcublas -lcublasLt``). A header that cannot be read is skipped."""
+    flags: list[str] = []
+    seen: set[Path] = set()
+    todo = [(Path(path), 0)]
+    while todo:
+        p, d = todo.pop()
+        if p in seen or d > depth:
+            continue
+        seen.add(p)
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for quote, name in _INCLUDE.findall(text):
+            flag = _LIBRARY_HEADERS.get(Path(name).name)
+            if flag and flag not in flags:
+                flags.append(flag)
+            if quote == '"':
+                todo.append(((p.parent / name), d + 1))
+    return flags
+
+
 def build_shared_library(path: str | Path, arch: str) -> Path:
     """Build ``path`` into ``<htam cache>/cu_launchers/<hash>.so`` (cached by content, arch and nvcc).
 
@@ -113,7 +144,7 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
         return lib
     tmp = lib.with_name(f"{lib.stem}.{os.getpid()}.tmp.so")  # one per process: pool workers may race
     proc = subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo", f"-arch={arch}",
-                           "-std=c++17", f"-I{src.parent}", str(src), "-o", str(tmp)],
+                           "-std=c++17", f"-I{src.parent}", str(src), "-o", str(tmp), *library_flags(src)],
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise HarnessError(f"nvcc could not build {src.name} as a shared library:\n{proc.stderr[-3000:]}")

@@ -43,6 +43,7 @@ from htam_core.harness.cu_eval import (
     Unknown,
     Unreached,
     base_type,
+    function_name,
     line_of,
     param_declarations,
     param_names,
@@ -96,7 +97,7 @@ def _py_name(name: str, taken: set[str]) -> str:
 def _launch_call(prog: Program, line: int, kernel: str) -> ts.Node | None:
     """The ``call_expression`` with ``<<<...>>>`` of ``kernel`` starting on ``line`` (the one launch query)."""
     root = prog.tree.root_node
-    for lc in launch_calls(root, root.text or b"", kernel):
+    for lc in launch_calls(root, prog.src, kernel):
         if line_of(lc.call) == line:
             return lc.call
     return None
@@ -204,20 +205,63 @@ def _bind_call(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope) -> Scope
     return inner
 
 
+def _callers(prog: Program, name: str) -> list[tuple[ts.Node, ts.Node]]:
+    """``(host function, call)`` for every call of ``name`` in the body of a host function of the file."""
+    out: list[tuple[ts.Node, ts.Node]] = []
+    for fns in prog.functions.values():
+        for fn in fns:
+            body = fn.child_by_field_name("body")
+            if body is not None and "__global__" not in node_text(fn)[:200]:
+                out += [(fn, c) for c in _calls_of(body, name)]
+    return out
+
+
+def _chains_from_main(prog: Program, fname: str, main: ts.Node, depth: int = 3) -> list[list[tuple[ts.Node, ts.Node]]]:
+    """The call paths ``main() -> f1 -> ... -> fname`` (at most ``depth`` calls), each as its ``(caller, call)``
+    hops from main down: a version dispatch (``run(kernel_num, ...)`` switching to ``run1(...)``) is one hop."""
+    chains: list[list[tuple[ts.Node, ts.Node]]] = []
+    frontier: list[tuple[str, list[tuple[ts.Node, ts.Node]]]] = [(fname, [])]
+    for _ in range(depth):
+        nxt: list[tuple[str, list[tuple[ts.Node, ts.Node]]]] = []
+        for name, tail in frontier:
+            for fn, call in _callers(prog, name):
+                if fn == main:
+                    chains.append([(fn, call), *tail])
+                elif all(fn != f for f, _ in tail):
+                    caller = function_name(fn)
+                    if caller and caller != name:
+                        nxt.append((caller, [(fn, call), *tail]))
+        frontier = nxt
+    return sorted(chains, key=len)
+
+
+def _scope_at(prog: Program, chain: list[tuple[ts.Node, ts.Node]]) -> Scope:
+    """The scope at the last call of ``chain``: main() run up to its call, then each callee bound to its
+    arguments and run up to the next call. Raises :class:`Unreached` when a hop is not taken."""
+    main, call = chain[0]
+    scope = Scope(parent=prog.globals)
+    prog.run_until(main.child_by_field_name("body"), scope, call.start_byte)
+    for (fn, nxt), (_, prev) in zip(chain[1:], chain[:-1], strict=True):
+        scope = _bind_call(prog, fn, prev, scope)
+        prog.run_until(fn.child_by_field_name("body"), scope, nxt.start_byte)
+    return scope
+
+
 def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kernel, main: ts.Node,
                        path: Path) -> _Found:
     fname = node_text(fn.child_by_field_name("declarator").child_by_field_name("declarator")).split("::")[-1]
-    main_body = main.child_by_field_name("body")
-    calls = _calls_of(main_body, fname) if main_body is not None else []
-    if not calls:
+    chains = _chains_from_main(prog, fname, main)
+    if not chains:
         raise HarnessError(f"{path.name}:{line_of(launch)}: {kernel.name} is launched in `{fname}`, which main() "
-                           "does not call directly; call it from main() or add a [kernel] table to htam.toml")
+                           "does not call (directly or through up to two host functions); call it from main() or "
+                           "add a [kernel] table to htam.toml")
     last: Exception | None = None
-    for call in calls:
-        outer = Scope(parent=prog.globals)
+    for chain in chains:
+        call = chain[-1][1]
         try:
-            prog.run_until(main_body, outer, call.start_byte)
-        except Unreached:
+            outer = _scope_at(prog, chain)
+        except Unreached as e:
+            last = e
             continue
         names = _launcher_ok(fn, launch, kernel, prog)
         if names is not None:
@@ -229,10 +273,11 @@ def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kern
             last = e
             continue
         found = _at_launch(prog, launch, kernel, inner, path)
+        via = " -> ".join(function_name(f) or "?" for f, _ in chain[1:])
         found.notes.append(f"launch in `{fname}` (line {line_of(launch)}), called from main() at line "
-                           f"{line_of(call)}")
+                           f"{line_of(chain[0][1])}" + (f" through {via}" if via else ""))
         return found
-    raise HarnessError(f"{path.name}:{line_of(launch)}: no call of `{fname}` in main() reaches the launch of "
+    raise HarnessError(f"{path.name}:{line_of(launch)}: no call of `{fname}` from main() reaches the launch of "
                        f"{kernel.name} ({last or 'every call takes another branch'})")
 
 

@@ -597,6 +597,7 @@ def prepare_kernelbench(h: Harness, device: str) -> Prepared:
     trial = Trial(make_inputs, run_reference, run_candidate, set(), 1)
     p = Prepared(trial, bind, names, [{}], bytes_for, flops_for, device, launcher_kind="python")
     p.reference_call = lambda inputs: (lambda: model(*inputs))  # type: ignore[attr-defined]
+    p.reference_model = model  # type: ignore[attr-defined]  # the eager Model, for the torch.compile anchors
     return p
 
 

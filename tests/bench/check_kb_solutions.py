@@ -29,7 +29,7 @@ def _module(name: str, code: str) -> types.ModuleType:
 def main(problems: str, solutions: str, sizes_path: str) -> int:
     sizes = json.load(open(sizes_path))
     bad = 0
-    for p in load_problems(problems, [1]):
+    for p in load_problems(problems, [1, 2]):
         sol = find_start_solution(solutions, p.level, p.problem_id)
         if sol is None:
             continue

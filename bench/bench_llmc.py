@@ -1,0 +1,310 @@
+"""External kernels: the rules engine on llm.c's naive kernels, beside the llm.c authors' faster versions.
+
+For each file of an llm.c ``dev/cuda`` folder (third-party: read from where it is, never copied into the
+project) this builds work copies in a folder outside the repository (:mod:`htam_core.bench.llmc`), and
+
+* **on a GPU**: runs ``htam optimize --engine rules`` (the engine API, :func:`htam_core.optimize.run_optimize`)
+  from the naive version with a small budget (its harness inferred zero-config from the work copy's
+  ``main()``; the naive kernel is the oracle), then times every expert version with the same timer
+  (:func:`htam_core.measure.gpu.measure_harness`) at each block size of the file's list, keeping the best;
+  the table gives naive ms, engine best ms, expert ms, engine/expert speed and the steps made, and the
+  geomean of engine over naive;
+* **without a GPU** (static mode): lists, for each naive kernel, which rules-engine steps are makeable
+  (a validated edit) and which are refused and why, whether the step is structural, and whether the harness
+  could be inferred. Nothing is timed.
+
+Rows stream to ``<out>/llmc-<mode>-<date>.jsonl`` with a progress line each; a rerun resumes from that file
+(``--fresh`` starts over); ``--max-minutes`` ends the run cleanly with the rows done so far; the table is
+written as ``.md`` and ``.json`` beside it.
+
+Usage::
+
+    python bench/bench_llmc.py --static                      # CPU: the engine's reach
+    python bench/bench_llmc.py --budget 4 --max-minutes 3 --kernels gelu_forward,residual_forward
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.data_paths import DEFAULTS  # noqa: E402
+from htam_core.bench import llmc  # noqa: E402
+from htam_core.harness.base import HarnessError  # noqa: E402
+
+#: The naive start's block size when the file's list has it (llm.c's main() tries 32 first, which no user keeps).
+NAIVE_BLOCK = 256
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _done_rows(path: Path) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a row cut by a kill: run again
+            if r.get("complete"):
+                rows[r["file"]] = r
+    return rows
+
+
+def _naive_block(entry: llmc.LlmcEntry) -> int | None:
+    import re
+
+    text = entry.path.read_text(encoding="utf-8", errors="replace")
+    m = re.search(r"int\s+block_sizes\s*\[\s*\]\s*=\s*\{([^}]*)\}", text)
+    if not m:
+        return None
+    vals = [int(v) for v in re.findall(r"(?<![/*\w])(\d+)(?![\w*])", re.sub(r"/\*.*?\*/", "", m.group(1)))]
+    return NAIVE_BLOCK if NAIVE_BLOCK in vals else None
+
+
+def _block_list(entry: llmc.LlmcEntry) -> list[int]:
+    import re
+
+    text = entry.path.read_text(encoding="utf-8", errors="replace")
+    m = re.search(r"int\s+block_sizes\s*\[\s*\]\s*=\s*\{([^}]*)\}", text)
+    return [int(v) for v in re.findall(r"\d+", re.sub(r"/\*.*?\*/", "", m.group(1)))] if m else []
+
+
+def static_row(entry: llmc.LlmcEntry, work: Path) -> dict[str, Any]:
+    """The engine's reach on the naive kernel of ``entry`` and whether its harness is inferred (no GPU)."""
+    n = entry.naive
+    row: dict[str, Any] = {"file": entry.name, "complete": True, "mode": "static",
+                           "versions": [v.number for v in entry.versions], "naive": None, "harness": None,
+                           "harness_reason": None, "steps": []}
+    if n is None:
+        row["harness_reason"] = "no version found (no `kernel_num` dispatch and no kernel launched by main())"
+        return row
+    row["naive"] = n.kernels[0]
+    built = llmc.build_harness(entry, n, work, block_size=_naive_block(entry))
+    h = built.harness
+    row["harness"] = None if h is None else (f"launcher {h.launcher}" if h.launcher else f"direct {h.grid} x {h.block}")
+    row["harness_reason"] = built.reason
+    try:
+        row["steps"] = [{"strategy": s.strategy, "direction": s.direction, "structural": s.structural,
+                         "makeable": s.makeable, "refusal": s.refusal}
+                        for s in llmc.reach(built.work_file if built.work_file.is_file() else entry.path, n.kernels[0])]
+    except HarnessError as e:
+        row["harness_reason"] = (row["harness_reason"] or "") + f"; reach: {e.message}"
+    return row
+
+
+def _expert_ms(entry: llmc.LlmcEntry, naive_h: Any, work: Path, trials: int) -> list[dict[str, Any]]:
+    from htam_core.runtime.worker import run_in_worker
+
+    out = []
+    blocks = _block_list(entry)
+    for v in entry.experts:
+        b = llmc.build_harness(entry, v, work, like=naive_h)
+        rec: dict[str, Any] = {"version": v.number, "kernel": v.kernels[0], "ms": None, "block_size": None,
+                               "note": b.reason}
+        if b.harness is None:
+            out.append(rec)
+            continue
+        h = b.harness
+        base = dict(h.sizes[0]) if h.sizes else {}
+        if "block_size" in base and blocks:
+            h.sizes = [{**base, "block_size": bs} for bs in blocks]
+        r = run_in_worker("htam_core.measure.gpu:measure_harness", {"harness": h.to_json(), "trials": trials,
+                                                                     "verify": False},
+                          timeout_s=600, pool_key="gpu0", interpret=False, gpu_index=0)
+        if not r.ok:
+            rec["note"] = f"not measured: {r.error.kind if r.error else '?'}: {r.error.message if r.error else ''}"[:300]
+            out.append(rec)
+            continue
+        times = [(s["time"].get("median"), s.get("sizes", {}).get("block_size")) for s in r.value["sets"]
+                 if not s["time"].get("refused")]
+        times = [t for t in times if t[0]]
+        if times:
+            rec["ms"], rec["block_size"] = min(times)
+        out.append(rec)
+    return out
+
+
+def gpu_row(entry: llmc.LlmcEntry, work: Path, budget: int, trials: int, memory: str,
+            deadline: float | None) -> dict[str, Any]:
+    """Optimize the naive version with the rules engine and time the experts (see the module docstring)."""
+    from htam_core.bench.parallel import cancel_at
+    from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
+
+    row = static_row(entry, work)
+    row.update(mode="gpu", naive_ms=None, best_ms=None, expert_ms=None, expert=None, engine_over_expert=None,
+               speedup=None, made=[], candidates=[], experts=[], error=None)
+    n = entry.naive
+    if n is None or row["harness"] is None:
+        row["error"] = f"not measured: {row['harness_reason']}"
+        return row
+    built = llmc.build_harness(entry, n, work, block_size=_naive_block(entry))
+    with cancel_at(deadline) as cancel:
+        try:
+            res = run_optimize(OptimizeTask(path=str(built.work_file), kernel=n.kernels[0], engine="rules",
+                                            budget=budget, out_dir=str(built.work_file.parent / "htam-out"),
+                                            memory_path=memory, trials=trials, use_ncu=False, static=False),
+                               cancel=cancel)
+        except OptimizeError as e:
+            row["error"] = f"optimize: {e}"
+            return row
+    row.update(naive_ms=res.start_ms, best_ms=res.best_ms or res.start_ms,
+               candidates=[{"strategy": s.strategy, "status": s.status, "speedup_vs_start": s.speedup_vs_start,
+                            "reason": s.reason} for s in res.steps],
+               made=[s.strategy for s in res.steps if s.accepted])
+    if not res.start_ok:
+        row["error"] = "the naive start failed: " + "; ".join(res.warnings)[:300]
+        return row
+    row["experts"] = _expert_ms(entry, built.harness, work, trials)
+    timed = [e for e in row["experts"] if e["ms"]]
+    if timed:
+        best = min(timed, key=lambda e: e["ms"])
+        row.update(expert_ms=best["ms"], expert=f"v{best['version']} (block {best['block_size']})")
+        if row["best_ms"]:
+            row["engine_over_expert"] = best["ms"] / row["best_ms"]
+    if row["naive_ms"] and row["best_ms"]:
+        row["speedup"] = row["naive_ms"] / row["best_ms"]
+    return row
+
+
+def _fmt(v: Any, spec: str = ".4f") -> str:
+    return "not measured" if v is None else format(v, spec)
+
+
+def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str:
+    """The table of ``rows`` (static: the reach; gpu: naive/engine/expert)."""
+    lines = [f"# llm.c external kernels: {mode} ({meta['date']})", "",
+             f"Device: {meta['device']}. Command: `{meta['command']}`. Source: {meta['llmc']} (read in place; "
+             "third-party, MIT). Work copies (fp32 build, common.h inlined, version selected in main()) under a "
+             "temporary folder; line numbers in the messages are the work copy's (common.h's lines come first).", ""]
+    if mode == "static":
+        lines += ["Static mode: nothing timed. For each naive kernel, every rules-engine strategy with a transform "
+                  "was tried on the kernel as the engine gets it (the fp32 work copy): **makeable** = a validated edit. Structural = not a "
+                  "launch-parameter or hint-only step.", "",
+                  "| file | naive kernel | harness (zero-config) | makeable structural | makeable other | refused |",
+                  "|---|---|---|---|---|---|"]
+        for r in rows:
+            st = r.get("steps") or []
+            ms = [s["strategy"] for s in st if s["makeable"] and s["structural"]]
+            mo = [s["strategy"] for s in st if s["makeable"] and not s["structural"]]
+            harness = r.get("harness") or f"not inferred: {r.get('harness_reason')}"
+            lines.append(f"| {r['file']} | {r.get('naive') or '-'} | {harness.replace('|', '/')[:160]} | "
+                         f"{', '.join(ms) or '**none**'} | {', '.join(mo) or '-'} | "
+                         f"{sum(1 for s in st if not s['makeable'])} of {len(st)} |")
+        with_struct = sum(1 for r in rows if any(s["makeable"] and s["structural"] for s in r.get("steps") or []))
+        harn = sum(1 for r in rows if r.get("harness"))
+        lines += ["", f"{with_struct} of {len(rows)} naive kernels have at least one makeable structural step; "
+                  f"{harn} of {len(rows)} get a zero-config harness.", "", "## Refusals", ""]
+        for r in rows:
+            for s in r.get("steps") or []:
+                if not s["makeable"]:
+                    lines.append(f"- {r['file']} / {s['strategy']}: {(s['refusal'] or '').splitlines()[0][:240]}")
+        return "\n".join(lines) + "\n"
+    lines += ["| kernel | naive ms | engine best ms | expert ms (version) | engine / expert | steps made |",
+              "|---|---|---|---|---|---|"]
+    sp = []
+    for r in rows:
+        if r.get("speedup"):
+            sp.append(r["speedup"])
+        made = ", ".join(r.get("made") or []) or "-"
+        note = f" ({r['error']})" if r.get("error") else ""
+        lines.append(f"| {r['file']} / {r.get('naive') or '-'} | {_fmt(r.get('naive_ms'))} | {_fmt(r.get('best_ms'))}"
+                     f" | {_fmt(r.get('expert_ms'))} {r.get('expert') or ''} | {_fmt(r.get('engine_over_expert'), '.2f')}"
+                     f" | {made}{note[:200]} |")
+    g = math.exp(sum(math.log(s) for s in sp) / len(sp)) if sp else None
+    lines += ["", f"Geomean speedup of the engine's best over the naive start: {_fmt(g, '.2f')}x over {len(sp)} "
+              f"kernels with both timed (of {len(rows)} rows).", "",
+              "Engine / expert is the expert's time over the engine's (1.0 = as fast as the authors' best version "
+              "at its best block size). Experts are timed by htam's timer on the naive version's buffers; their "
+              "results are not checked by htam (llm.c's main() validates them)."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; returns 0 (also when the llm.c folder is absent: it says so and skips)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llmc", default=os.environ.get("HTAM_LLMC") or str(DEFAULTS["llmc"]),
+                    help="llm.c dev/cuda folder (default: $HTAM_LLMC, else %(default)s)")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results"), help="results folder")
+    ap.add_argument("--work", default=None, help="work folder for the work copies (default: a temporary one)")
+    ap.add_argument("--budget", type=int, default=4, help="optimize budget per kernel (GPU)")
+    ap.add_argument("--trials", type=int, default=30, help="timed trials per measurement (GPU)")
+    ap.add_argument("--max-minutes", type=float, default=None, help="stop cleanly after this many minutes")
+    ap.add_argument("--kernels", default="", help="comma-separated file stems to run (default: all)")
+    ap.add_argument("--static", action="store_true", help="static mode even with a GPU")
+    ap.add_argument("--fresh", action="store_true", help="ignore the rows of an earlier run of the same day")
+    ap.add_argument("--tag", default="", help="suffix of the result files' names")
+    args = ap.parse_args(argv)
+    root = Path(args.llmc)
+    if not root.is_dir():
+        _log(f"[llmc] skipped: no llm.c folder at {root}; pass --llmc PATH (a checkout's dev/cuda)")
+        return 0
+    from htam_core.profile.api import gpu_available
+
+    mode = "static" if args.static or not gpu_available() else "gpu"
+    date = _dt.date.today().isoformat()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"llmc-{mode}-{date}{('-' + args.tag) if args.tag else ''}"
+    stream = stem.with_suffix(".jsonl")
+    if args.fresh:
+        stream.unlink(missing_ok=True)
+    done = _done_rows(stream)
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="htam-llmc-"))
+    memory = str(work / "memory.sqlite3")
+    deadline = time.time() + args.max_minutes * 60 if args.max_minutes else None
+    wanted = {k.strip() for k in args.kernels.split(",") if k.strip()}
+    entries = [e for e in llmc.discover(root) if not wanted or e.name in wanted]
+    device = "CPU (static mode)"
+    if mode == "gpu":
+        import torch
+
+        device = torch.cuda.get_device_name()
+    _log(f"[llmc] {len(entries)} files, mode {mode}, {len(done)} rows already in {stream.name}")
+    rows: list[dict[str, Any]] = []
+    for i, e in enumerate(entries, 1):
+        if e.name in done:
+            rows.append(done[e.name])
+            _log(f"[llmc] {i}/{len(entries)} {e.name}: done earlier")
+            continue
+        if deadline is not None and time.time() >= deadline:
+            _log(f"[llmc] {i}/{len(entries)} {e.name}: not run (--max-minutes spent); rerun to resume")
+            continue
+        t0 = time.time()
+        row = static_row(e, work) if mode == "static" else gpu_row(e, work, args.budget, args.trials, memory,
+                                                                     deadline)
+        row["wall_s"] = round(time.time() - t0, 1)
+        if deadline is not None and time.time() >= deadline and mode == "gpu":
+            row["complete"] = False  # cut by the budget: measured again on a rerun
+        with stream.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+        rows.append(row)
+        made = sum(1 for s in row.get("steps") or [] if s["makeable"] and s["structural"])
+        extra = (f", naive {_fmt(row.get('naive_ms'))} ms -> {_fmt(row.get('best_ms'))} ms, expert "
+                 f"{_fmt(row.get('expert_ms'))} ms" if mode == "gpu" else "")
+        _log(f"[llmc] {i}/{len(entries)} {e.name}: {made} makeable structural steps, harness "
+             f"{row.get('harness') or 'not inferred'}{extra} ({row['wall_s']} s)")
+    meta = {"date": date, "device": device, "llmc": root.name,
+            "command": "python bench/bench_llmc.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+    stem.with_suffix(".md").write_text(markdown(rows, mode, meta), encoding="utf-8")
+    stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "mode": mode, "rows": rows}, indent=1),
+                                         encoding="utf-8")
+    _log(f"[llmc] wrote {stem.with_suffix('.md')} and .json ({len(rows)} of {len(entries)} files)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

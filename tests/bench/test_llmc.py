@@ -1,0 +1,226 @@
+"""External kernels in the llm.c layout (htam_core.bench.llmc, bench/bench_llmc.py): discovery of versions,
+work copies, zero-config harnesses through the version dispatch, the engine's reach, and the static benchmark's
+streamed, resumable output. The folder used here is written by the test in llm.c's layout (a ``common.h``, a
+``kernel_num`` dispatch, a main() that benchmarks); the real llm.c files are read only when present."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from htam_core.bench import llmc
+
+REPO = Path(__file__).resolve().parents[2]
+LLMC = Path(os.environ.get("HTAM_LLMC") or REPO.parent / "shared" / "corpus" / "llmc")
+
+COMMON = r"""
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+template<class T> __host__ __device__ T ceil_div(T a, T b) { return (a + b - 1) / b; }
+#if defined(ENABLE_BF16)
+typedef __nv_bfloat16 floatX;
+#else
+typedef float floatX;
+#endif
+"""
+
+SCALE = r"""
+#define ENABLE_BF16
+#include "common.h"
+
+__global__ void scale_kernel1(floatX* out, const floatX* inp, float s, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) { out[i] = s * inp[i]; }
+}
+
+__global__ void scale_kernel2(floatX* out, const floatX* inp, float s, int N) {
+    int i = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (i + 3 < N) {
+        float4 v = reinterpret_cast<const float4*>(inp)[i / 4];
+        v.x *= s; v.y *= s; v.z *= s; v.w *= s;
+        reinterpret_cast<float4*>(out)[i / 4] = v;
+    }
+}
+
+void scale1(floatX* out, const floatX* inp, float s, int N, const int block_size) {
+    scale_kernel1<<<ceil_div(N, block_size), block_size>>>(out, inp, s, N);
+}
+
+void scale2(floatX* out, const floatX* inp, float s, int N, const int block_size) {
+    scale_kernel2<<<ceil_div(N, block_size * 4), block_size>>>(out, inp, s, N);
+}
+
+void scale(int kernel_num, floatX* out, const floatX* inp, float s, int B, int C, int block_size) {
+    switch (kernel_num) {
+        case 1: scale1(out, inp, s, B * C, block_size); break;
+        case 2: scale2(out, inp, s, B * C, block_size); break;
+    }
+}
+
+int main(int argc, char** argv) {
+    int B = 4;
+    int C = 1024;
+    int kernel_num = 1;
+    if (argc > 1) { kernel_num = atoi(argv[1]); }
+    floatX *d_out, *d_inp;
+    cudaMalloc(&d_out, B * C * sizeof(floatX));
+    cudaMalloc(&d_inp, B * C * sizeof(floatX));
+    int block_sizes[] = {32, 256, 1024};
+    for (int j = 0; j < sizeof(block_sizes) / sizeof(int); j++) {
+        int block_size = block_sizes[j];
+        scale(kernel_num, d_out, d_inp, 2.0f, B, C, block_size);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture()
+def folder(tmp_path: Path) -> Path:
+    d = tmp_path / "llmc"
+    d.mkdir()
+    (d / "common.h").write_text(COMMON, encoding="utf-8")
+    (d / "scale.cu").write_text(SCALE, encoding="utf-8")
+    return d
+
+
+def test_discover_finds_the_versions_of_the_dispatch(folder: Path) -> None:
+    (entry,) = llmc.discover(folder)
+    assert entry.name == "scale" and entry.dispatch == "scale"
+    assert [(v.number, v.launcher, v.kernels) for v in entry.versions] == [
+        (1, "scale1", ["scale_kernel1"]), (2, "scale2", ["scale_kernel2"])]
+    assert entry.naive.number == 1 and [v.number for v in entry.experts] == [2]
+
+
+def test_work_copy_selects_the_version_inlines_common_h_and_builds_fp32(folder: Path) -> None:
+    (entry,) = llmc.discover(folder)
+    text = llmc.work_copy_text(entry, 2, block_size=256)
+    assert "int kernel_num = 2;" in text and "int kernel_num = 1;" not in text
+    assert "typedef float floatX;" in text and '#include "common.h"' not in text
+    assert "#define ENABLE_BF16" not in text
+    assert "int block_sizes[] = {256};" in text
+    assert (folder / "scale.cu").read_text(encoding="utf-8") == SCALE  # the source is never changed
+
+
+def test_build_harness_infers_the_launcher_and_reuses_it_for_an_expert(folder: Path, tmp_path: Path) -> None:
+    (entry,) = llmc.discover(folder)
+    work = tmp_path / "work"
+    naive = llmc.build_harness(entry, entry.naive, work, block_size=256)
+    assert naive.reason is None, naive.reason
+    h = naive.harness
+    assert h.launcher == "scale1" and h.outputs == ["out"] and h.uses_oracle
+    ins = {i.name: i for i in h.inputs}
+    assert ins["inp"].dtype == "float32" and ins["inp"].shape == [4096]  # floatX is float in the fp32 build
+    assert h.sizes == [{"N": 4096, "block_size": 256}]
+    assert naive.work_file.parent.parent.parent == work and naive.work_file.is_file()
+    # the expert writes through reinterpret_cast<float4*>: without `like` its own inference may fail; with the
+    # naive harness it gets the same buffers and its own launcher
+    expert = llmc.build_harness(entry, entry.experts[0], work, like=h)
+    assert expert.harness is not None and expert.harness.launcher == "scale2"
+    assert [i.name for i in expert.harness.inputs] == [i.name for i in h.inputs]
+
+
+def test_reach_lists_makeable_and_refused_steps(folder: Path) -> None:
+    steps = llmc.reach(folder / "scale.cu", "scale_kernel1")
+    by = {s.strategy: s for s in steps}
+    assert "cuda_block_size" in by and not by["cuda_block_size"].structural
+    assert by["smem_tiling"].refusal and not by["smem_tiling"].makeable  # not a matmul
+    assert any(s.makeable and s.structural for s in steps), [(s.strategy, s.refusal) for s in steps]
+    assert all(s.makeable == (s.refusal is None) for s in steps)
+
+
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(REPO / "bench" / "bench_llmc.py"), *args], capture_output=True,
+                          text=True, timeout=600, cwd=str(REPO))
+
+
+def test_static_bench_streams_rows_and_resumes(folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    p = _bench("--static", "--llmc", str(folder), "--out", str(out), "--tag", "t")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "[llmc] 1/1 scale:" in p.stdout
+    (md,) = out.glob("llmc-static-*-t.md")
+    doc = json.loads(md.with_suffix(".json").read_text())
+    (row,) = doc["rows"]
+    assert row["naive"] == "scale_kernel1" and row["harness"] == "launcher scale1"
+    assert any(s["makeable"] for s in row["steps"])
+    assert "| scale | scale_kernel1 | launcher scale1 |" in md.read_text()
+    again = _bench("--static", "--llmc", str(folder), "--out", str(out), "--tag", "t")
+    assert again.returncode == 0 and "scale: done earlier" in again.stdout
+    assert len(md.with_suffix(".jsonl").read_text().splitlines()) == 1  # resumed, not appended again
+
+
+def test_absent_folder_is_a_clean_skip(tmp_path: Path) -> None:
+    p = _bench("--static", "--llmc", str(tmp_path / "none"), "--out", str(tmp_path))
+    assert p.returncode == 0 and "skipped: no llm.c folder" in p.stdout
+    assert not list(tmp_path.glob("llmc-*"))
+
+
+@pytest.mark.skipif(not LLMC.is_dir(), reason="the llm.c folder (shared corpus) is not present")
+def test_real_llmc_files_get_zero_config_harnesses() -> None:
+    entries = llmc.discover(LLMC)
+    assert len(entries) >= 10
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as work:
+        built = [llmc.build_harness(e, e.naive, work) for e in entries if e.naive is not None]
+    ok = [b for b in built if b.harness is not None]
+    assert len(ok) >= 10, [(b.entry, b.reason) for b in built if b.harness is None]
+
+
+def _load_bench():  # noqa: ANN202 - the script module
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_llmc", REPO / "bench" / "bench_llmc.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_gpu_row_assembles_engine_and_expert_times(folder: Path, tmp_path: Path, monkeypatch) -> None:
+    """The GPU path's bookkeeping with the optimizer and the timing worker replaced (no GPU here): the naive
+    start at block 256, the engine's best, the fastest expert over the file's block sizes, engine/expert."""
+    import htam_core.optimize as opt
+    import htam_core.runtime.worker as worker
+    from htam_core.optimize.task import OptimizeResult, StepRecord
+
+    bench = _load_bench()
+    seen: dict = {}
+
+    def fake_optimize(task, cancel=None):  # noqa: ANN001, ANN202
+        seen["task"] = task
+        text = Path(task.path).read_text()
+        seen["text"] = text
+        step = StepRecord(index=1, direction="parallel_mapping", strategy="grid_stride_loop", transform="t",
+                          description="", params={}, edit="", status="win", correct=True, verified_on="gpu",
+                          time_ms=0.5, speedup=2.0, speedup_vs_start=2.0, accepted=True, evidence=[])
+        return OptimizeResult(best_text=text, best_speedup=2.0, measured=True, steps=[step], report_dir=tmp_path,
+                              report_md=tmp_path / "r.md", summary="", cancelled=False, changed=True, start_ms=1.0,
+                              best_ms=0.5, mode="gpu")
+
+    def fake_worker(target, kwargs, **kw):  # noqa: ANN001, ANN202
+        seen["timed"] = kwargs
+        sets = [{"set": i, "sizes": s, "time": {"median": 0.1 * (3 - i)}}
+                for i, s in enumerate(kwargs["harness"]["sizes"])]
+        return worker.WorkerResult(ok=True, value={"device": "fake", "correctness": None, "sets": sets})
+
+    monkeypatch.setattr(opt, "run_optimize", fake_optimize)
+    monkeypatch.setattr(worker, "run_in_worker", fake_worker)
+    (entry,) = llmc.discover(folder)
+    row = bench.gpu_row(entry, tmp_path / "work", budget=2, trials=5, memory=str(tmp_path / "m.sqlite3"),
+                        deadline=None)
+    assert row["error"] is None, row["error"]
+    assert "int block_sizes[] = {256};" in seen["text"] and seen["task"].engine == "rules"
+    assert seen["timed"]["verify"] is False
+    assert [s["block_size"] for s in seen["timed"]["harness"]["sizes"]] == [32, 256, 1024]
+    assert row["naive_ms"] == 1.0 and row["best_ms"] == 0.5 and row["speedup"] == 2.0
+    assert row["expert_ms"] == pytest.approx(0.1) and row["expert"] == "v2 (block 1024)"
+    assert row["engine_over_expert"] == pytest.approx(0.2) and row["made"] == ["grid_stride_loop"]
+    md = bench.markdown([row], "gpu", {"date": "d", "device": "fake", "command": "c", "llmc": "x"})
+    assert "| scale / scale_kernel1 | 1.0000 | 0.5000 | 0.1000 v2 (block 1024) | 0.20 | grid_stride_loop |" in md
+    assert "2.00x over 1 kernels" in md
