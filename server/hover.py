@@ -1,7 +1,8 @@
 """``textDocument/hover`` over a kernel: what is known now, never waiting for a profile or a ranking.
 
 The hover reads the kernel's current analysis (:meth:`HtamLanguageServer.analysis`): the same ranking, of the same
-profile, that the code-action list reads. When no profile of the kernel exists, one is queued in the background
+profile, that the code-action list reads. Its recommendation is the first code action (a step that can be made on
+the kernel as it is); strategies with no mechanical transform follow as advice, with how to apply them. When no profile of the kernel exists, one is queued in the background
 and the hover says so; the next hover shows it.
 """
 
@@ -28,7 +29,8 @@ async def hover(ls, params: types.HoverParams) -> types.Hover | None:
         view.running = ls.profile_in_background(od, kernel)
     if not stale:
         actions.harness_check(od, kernel)  # warm the code-action list in the background
-    md = render.hover_markdown(kernel, view, analysis.steps[:1] if analysis else [], s.history(path, kernel.name),
-                               ready=s.ready, engine=s.engine, stale_model=stale, memory_error=s.memory_error)
+    plan = await ls.plan(od, kernel, analysis)  # the recommendation is the first code action
+    md = render.hover_markdown(kernel, view, plan.actions[:1], s.history(path, kernel.name), ready=s.ready,
+                               engine=s.engine, stale_model=stale, memory_error=s.memory_error, advice=plan.advice)
     rng = None if stale else current_name_range(od.buf, kernel, ls.encoding(), where.seq)
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=md), range=rng)

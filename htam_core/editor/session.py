@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from htam_core.editor.history import AppliedStep, History
+from htam_core.editor.makeable import Makeability, Plan, plan
 from htam_core.editor.memory import EditorMemory
 from htam_core.editor.profiles import ProfileCache, ProfileEntry, ProfileView, Stage, content_hash, read_disk
 from htam_core.editor.ranking import Analysis, Rankings
@@ -25,7 +26,15 @@ from htam_core.memory.fingerprint import kernel_fingerprint
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.types.profile import Profile
 
-__all__ = ["Session"]
+__all__ = ["RANK_DEPTH", "Session"]
+
+#: A kernel is ranked this many times deeper than the code actions it lists (at least 12 steps), so that the
+#: list still holds ``top`` steps after the ones that cannot be made on this kernel are left out.
+RANK_DEPTH = 3
+
+
+def _depth(top: int) -> int:
+    return max(12, top * RANK_DEPTH)
 
 
 def _gpu_name(index: int) -> str | None:
@@ -70,6 +79,7 @@ class Session:
         self.history_log = History()
         self.profiles = ProfileCache(stages=self._stages)
         self.rankings = Rankings(self.memory.rank)
+        self.makeable = Makeability(self.strategy)
         self.recorder = Recorder(self.profiles, self.history_log, self.memory, lambda: self.gpu is not None,
                                  lambda: f"{self.target} (static)")
         self._ready = threading.Event()
@@ -232,20 +242,42 @@ class Session:
         if not self.ready:
             return None, True
         fp, chash, entry, prefix = self._key_parts(path, kernel)
-        return self.rankings.read(fp, Rankings.key(chash, entry, prefix, top, self.memory.revision), hover=hover)
+        return self.rankings.read(fp, Rankings.key(chash, entry, prefix, _depth(top), self.memory.revision),
+                                  hover=hover)
 
-    def analyze(self, path: str, kernel: Kernel, top: int) -> Analysis | None:
+    def analyze(self, path: str, kernel: Kernel, top: int, model: SourceModel | None = None) -> Analysis | None:
         """Rank ``kernel`` with its latest profile, history and memory (blocking; cached per key) and make it
-        the kernel's analysis. ``None`` before :meth:`warm_up`."""
+        the kernel's analysis; ranked :data:`RANK_DEPTH` times deeper than ``top``. With ``model`` (the file
+        ``kernel`` belongs to), the verdicts of the ranked steps are computed too (:meth:`plan` then finds
+        them cached). ``None`` before :meth:`warm_up`."""
         if not self.ready:
             return None
         fp, chash, entry, prefix = self._key_parts(path, kernel)
-        return self.rankings.compute(fp, kernel, chash, entry, prefix, top, self.memory.revision)
+        a = self.rankings.compute(fp, kernel, chash, entry, prefix, _depth(top), self.memory.revision)
+        if model is not None:
+            self.makeable.verdicts(model, kernel, [s.strategy for s in a.steps])
+        return a
 
     def rank(self, path: str, kernel: Kernel, top: int = 5) -> list[Any]:
-        """The steps of :meth:`analyze` (blocking)."""
+        """The first ``top`` steps of :meth:`analyze` (blocking)."""
         a = self.analyze(path, kernel, top)
-        return a.steps if a is not None else []
+        return a.steps[:top] if a is not None else []
+
+    def plan(self, model: SourceModel, kernel: Kernel, analysis: Analysis | None, top: int) -> Plan:
+        """``analysis``'s ranking split into code actions (only steps that can be made on this kernel version,
+        or every step with the LLM engine), advice and skipped steps (blocking the first time a kernel version
+        is seen: the transforms run; see :mod:`htam_core.editor.makeable`)."""
+        if analysis is None:
+            return Plan()
+        verdicts = self.makeable.verdicts(model, kernel, [s.strategy for s in analysis.steps])
+        return plan(analysis.steps, verdicts, top, llm=self.engine == "llm")
+
+    def known_plan(self, kernel: Kernel, analysis: Analysis | None, top: int) -> Plan | None:
+        """:meth:`plan` from cached verdicts only, or ``None`` when a verdict is not known yet (never blocks)."""
+        if analysis is None:
+            return Plan()
+        verdicts = self.makeable.peek(kernel, [s.strategy for s in analysis.steps])
+        return None if verdicts is None else plan(analysis.steps, verdicts, top, llm=self.engine == "llm")
 
     def strategy(self, step_id: str) -> Any:
         """The knowledge base's strategy ``step_id``.

@@ -1,0 +1,168 @@
+"""Which ranked steps can be made on a kernel as it is now: checked once per kernel version, then cached.
+
+A ranked strategy is one of three things for the kernel under the cursor:
+
+* **makeable**: its mechanical transform makes a validated edit of this kernel version
+  (:func:`htam_core.transforms.registry.resolve_step`, the same path a click on the code action takes), so it is
+  offered as a code action;
+* **advice**: it has no mechanical transform, so the rules engine can never write it; it is shown in the hover
+  with how to apply it by hand (and offered as a code action only when the LLM engine is configured);
+* **not applicable**: its transform refuses this kernel (the refusal sentence says why); it is not offered.
+
+:class:`Makeability` keeps the verdicts per ``(kernel version, strategy)``
+(:func:`~htam_core.editor.profiles.content_hash`: the kernel's text and its launch configurations), so that the
+transforms run at most once per kernel version and strategy, off the event loop. :func:`plan` splits one
+ranking into the code actions, the advice and the skipped steps, from those verdicts.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from htam_core.editor.profiles import content_hash
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms.registry import is_structural, resolve_step
+
+__all__ = ["LLM_HINT", "Makeability", "Plan", "Verdict", "plan"]
+
+#: How the editor user gets the LLM engine (the end of the refusal of a strategy with no transform).
+LLM_HINT = 'Set htam.engine to "llm"'
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether the rules engine makes one strategy on one kernel version.
+
+    Attributes:
+        strategy: the knowledge-base strategy id.
+        makeable: the strategy's transform makes at least one validated edit of this kernel version.
+        advice: the strategy has no mechanical transform (only a person or the LLM can write it).
+        structural: the strategy's transform is of kind ``"structural"`` (registry :data:`KINDS`).
+        reason: why it cannot be made (one sentence), ``None`` when makeable.
+        how: for advice, how to apply it by hand (the first sentence of its guidance), else ``""``.
+    """
+
+    strategy: str
+    makeable: bool
+    advice: bool
+    structural: bool
+    reason: str | None = None
+    how: str = ""
+
+
+def _how(guidance: str) -> str:
+    """The first sentence of a strategy's guidance, on one line."""
+    text = " ".join(guidance.split())
+    return text.split(". ")[0].rstrip(".") + "." if text else ""
+
+
+def check(strategy: Any, model: SourceModel, kernel: Kernel) -> Verdict:
+    """The :class:`Verdict` of the knowledge-base :class:`~htam_core.memory.Strategy` ``strategy`` on ``kernel``
+    of ``model`` (blocking: it runs the transform and validates its candidates). Never raises."""
+    if not strategy.transform:
+        reason = resolve_step(strategy.title, None, strategy.guidance, model, kernel, None, llm_hint=LLM_HINT)
+        return Verdict(strategy.id, False, True, False, getattr(reason, "reason", None), _how(strategy.guidance))
+    result = resolve_step(strategy.title, strategy.transform, strategy.guidance, model, kernel, None,
+                          llm_hint=LLM_HINT)
+    ok = isinstance(result, list) and bool(result)
+    return Verdict(strategy.id, ok, False, is_structural(strategy.transform),
+                   None if ok else str(getattr(result, "reason", "the transform made no edit")))
+
+
+class Makeability:
+    """Verdicts per ``(kernel version, strategy id)``, computed once each. Thread safe.
+
+    Args:
+        strategy: ``strategy(step_id) -> Strategy`` (raises ``KeyError`` for an unknown id).
+        size: how many verdicts are kept (least recently used ones are dropped).
+    """
+
+    def __init__(self, strategy: Callable[[str], Any], size: int = 4096) -> None:
+        self._strategy = strategy
+        self._size = size
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[str, str], Verdict] = OrderedDict()
+        self.checks = 0  #: how many verdicts were computed (not read from the cache)
+
+    def peek(self, kernel: Kernel, step_ids: Sequence[str]) -> dict[str, Verdict] | None:
+        """The cached verdicts of ``step_ids`` on ``kernel``, or ``None`` when one is not known yet (never
+        computes)."""
+        h = content_hash(kernel)
+        with self._lock:
+            out = {s: self._cache.get((h, s)) for s in step_ids}
+        return None if any(v is None for v in out.values()) else out  # type: ignore[return-value]
+
+    def verdicts(self, model: SourceModel, kernel: Kernel, step_ids: Sequence[str]) -> dict[str, Verdict]:
+        """The verdict of each of ``step_ids`` on ``kernel`` (one of ``model.kernels``), computing the ones not
+        cached (blocking: call it off the event loop). An unknown strategy id is advice-less and not makeable."""
+        h = content_hash(kernel)
+        out: dict[str, Verdict] = {}
+        for sid in step_ids:
+            with self._lock:
+                v = self._cache.get((h, sid))
+                if v is not None:
+                    self._cache.move_to_end((h, sid))
+            if v is None:
+                try:
+                    v = check(self._strategy(sid), model, kernel)
+                except KeyError as exc:
+                    v = Verdict(sid, False, False, False, str(exc.args[0]))
+                with self._lock:
+                    self.checks += 1
+                    self._cache[(h, sid)] = v
+                    while len(self._cache) > self._size:
+                        self._cache.popitem(last=False)
+            out[sid] = v
+        return out
+
+    def clear(self) -> None:
+        """Forget every verdict (the knowledge base was reloaded)."""
+        with self._lock:
+            self._cache.clear()
+
+
+@dataclass
+class Plan:
+    """One ranking split by what can be made.
+
+    Attributes:
+        actions: ranked steps offered as code actions, best first (at most ``top``).
+        advice: ranked strategies with no mechanical transform, with their verdicts (shown in the hover).
+        skipped: ranked steps whose transform refuses this kernel, with their verdicts (not offered).
+        verdicts: step id -> :class:`Verdict` of every ranked step.
+    """
+
+    actions: list[Any] = field(default_factory=list)
+    advice: list[tuple[Any, Verdict]] = field(default_factory=list)
+    skipped: list[tuple[Any, Verdict]] = field(default_factory=list)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+
+
+def plan(steps: Sequence[Any], verdicts: dict[str, Verdict], top: int, *, llm: bool) -> Plan:
+    """Split the ranked ``steps`` (:class:`~htam_core.memory.RankedStep`, best first) by their ``verdicts``.
+
+    Args:
+        top: how many code actions at most; advice is kept from the first ``top`` ranked steps only.
+        llm: the LLM engine is configured: every ranked step, advice included, is offered as a code action
+            (the model writes it); otherwise only makeable steps are.
+    """
+    out = Plan(verdicts=dict(verdicts))
+    for i, s in enumerate(steps):
+        v = verdicts.get(s.strategy)
+        if v is None:
+            continue
+        if v.advice:
+            if i < top:
+                out.advice.append((s, v))
+            if llm and len(out.actions) < top:
+                out.actions.append(s)
+        elif v.makeable or llm:
+            if len(out.actions) < top:
+                out.actions.append(s)
+        else:
+            out.skipped.append((s, v))
+    return out
