@@ -26,8 +26,9 @@ from typing import Any
 from htam_core.editor.profiles import content_hash
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms.registry import is_structural, resolve_step
+from htam_core.types.text import first_sentence
 
-__all__ = ["LLM_HINT", "Makeability", "Plan", "Verdict", "plan"]
+__all__ = ["LLM_HINT", "Makeability", "Plan", "Verdict", "check", "plan"]
 
 #: How the editor user gets the LLM engine (the end of the refusal of a strategy with no transform).
 LLM_HINT = 'Set htam.engine to "llm"'
@@ -56,18 +57,19 @@ class Verdict:
 
 def _how(guidance: str) -> str:
     """The first sentence of a strategy's guidance, on one line."""
-    text = " ".join(guidance.split())
-    return text.split(". ")[0].rstrip(".") + "." if text else ""
+    return first_sentence(guidance)
 
 
-def check(strategy: Any, model: SourceModel, kernel: Kernel) -> Verdict:
+def check(strategy: Any, model: SourceModel, kernel: Kernel, *, llm_hint: str = LLM_HINT) -> Verdict:
     """The :class:`Verdict` of the knowledge-base :class:`~htam_core.memory.Strategy` ``strategy`` on ``kernel``
-    of ``model`` (blocking: it runs the transform and validates its candidates). Never raises."""
-    if not strategy.transform:
-        reason = resolve_step(strategy.title, None, strategy.guidance, model, kernel, None, llm_hint=LLM_HINT)
-        return Verdict(strategy.id, False, True, False, getattr(reason, "reason", None), _how(strategy.guidance))
+    of ``model`` (blocking: it runs the transform and validates its candidates). Never raises.
+
+    ``llm_hint``: how the reader gets the LLM engine (see :func:`~htam_core.transforms.registry.resolve_step`).
+    """
     result = resolve_step(strategy.title, strategy.transform, strategy.guidance, model, kernel, None,
-                          llm_hint=LLM_HINT)
+                          llm_hint=llm_hint)
+    if not strategy.transform:
+        return Verdict(strategy.id, False, True, False, str(getattr(result, "reason", "")), _how(strategy.guidance))
     ok = isinstance(result, list) and bool(result)
     return Verdict(strategy.id, ok, False, is_structural(strategy.transform),
                    None if ok else str(getattr(result, "reason", "the transform made no edit")))

@@ -61,6 +61,7 @@ from htam_core.memory.records import Outcome, Record, value_of
 from htam_core.memory.store import Store
 from htam_core.source.model import Kernel, KernelFeatures
 from htam_core.types.profile import Profile
+from htam_core.types.text import first_sentence
 
 __all__ = ["ABLATIONS", "RankerConfig", "RankedStep", "Ranker"]
 
@@ -520,7 +521,7 @@ class Ranker:
             evidence = self._evidence(s, last, mask, speedup, win, fail)
             d = kb.direction(s.direction)
             dwhy = dir_terms[s.direction][3] or f"prior for {bottleneck} kernels"
-            swhy = why or " ".join(s.guidance.split(". ")[0].split())  # whole: the JSON contract keeps it uncut
+            swhy = why or first_sentence(s.guidance, stop=False)  # whole: the JSON contract keeps it uncut
             rationale = f"{d.name} ({dwhy}): {s.title} - {swhy}"
             out.append(RankedStep(rank, d.id, s.id, score, parts, gain, wins, trials, evidence, rationale,
                                   s.transform, s.risk, d.name, s.title))

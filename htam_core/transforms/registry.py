@@ -17,6 +17,7 @@ from htam_core.source.positions import line_ending, with_line_ending
 from htam_core.transforms.base import Candidate, NotApplicable, Transform, apply_edits
 from htam_core.transforms.validate import check_syntax
 from htam_core.types.profile import Profile
+from htam_core.types.text import first_sentence
 
 #: What a transform's rewrite changes (:attr:`Transform.kind`). A *structural* step rewrites the thread mapping,
 #: the memory hierarchy or the algorithm (coalescing remap, tiling, vectorized loads, warp per row, shuffle
@@ -202,7 +203,7 @@ def no_transform_message(title: str, guidance: str, llm_hint: str) -> str:
         llm_hint: how to get the LLM engine where this message is shown (``'Set htam.engine to "llm"'`` in an
             editor, ``"Run with --engine llm"`` on the command line), without a trailing period.
     """
-    by_hand = " ".join(guidance.split()).split(". ")[0].strip() if guidance else ""
+    by_hand = first_sentence(guidance, stop=False)
     return (f"“{title}” has no mechanical transform, so the rules engine cannot write it. {llm_hint} to have a "
             "model write it" + (f", or apply it by hand: {by_hand}" if by_hand else ", or apply it by hand"))
 
