@@ -267,13 +267,10 @@ class HtamLanguageServer(LanguageServer):
     async def plan(self, od: OpenDocument, kernel: Kernel, analysis: Analysis | None) -> Plan:
         """``analysis`` split into code actions, advice and skipped steps (:meth:`Session.plan`): from the cached
         verdicts at once, else checked off the event loop (once per kernel version)."""
-        top = self.settings.top_n
-        known = self.session.known_plan(kernel, analysis, top)
-        if known is not None:
-            return known
-        model = await self.synced_model(od)
+        top, model = self.settings.top_n, await self.synced_model(od)
         k = od.kernel_named(kernel.name, model) or kernel
-        return await asyncio.to_thread(self.session.plan, model, k, analysis, top)
+        known = self.session.known_plan(model, k, analysis, top)
+        return known if known is not None else await asyncio.to_thread(self.session.plan, model, k, analysis, top)
 
     # ---- cancellation ------------------------------------------------------------------------------
     def on_cancel_request(self, msg_id: Any) -> None:

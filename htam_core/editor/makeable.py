@@ -9,14 +9,16 @@ A ranked strategy is one of three things for the kernel under the cursor:
   with how to apply it by hand (and offered as a code action only when the LLM engine is configured);
 * **not applicable**: its transform refuses this kernel (the refusal sentence says why); it is not offered.
 
-:class:`Makeability` keeps the verdicts per ``(kernel version, strategy)``
-(:func:`~htam_core.editor.profiles.content_hash`: the kernel's text and its launch configurations), so that the
-transforms run at most once per kernel version and strategy, off the event loop. :func:`plan` splits one
+:class:`Makeability` keeps the verdicts per ``(kernel version, file version, strategy)`` (the kernel's
+:func:`~htam_core.editor.profiles.content_hash` and a hash of the file's text: a transform may read the rest of
+the file, e.g. another launch that shares the block-size macro), so that the transforms run at most once per
+version and strategy, off the event loop. :func:`plan` splits one
 ranking into the code actions, the advice and the skipped steps, from those verdicts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -90,10 +92,16 @@ class Makeability:
         self._cache: OrderedDict[tuple[str, str], Verdict] = OrderedDict()
         self.checks = 0  #: how many verdicts were computed (not read from the cache)
 
-    def peek(self, kernel: Kernel, step_ids: Sequence[str]) -> dict[str, Verdict] | None:
-        """The cached verdicts of ``step_ids`` on ``kernel``, or ``None`` when one is not known yet (never
-        computes)."""
-        h = content_hash(kernel)
+    @staticmethod
+    def version(model: SourceModel, kernel: Kernel) -> str:
+        """The version a verdict belongs to: the kernel's content hash and the file text's hash."""
+        text = hashlib.sha256(model.text.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+        return f"{content_hash(kernel)}:{text}:{kernel.name}"
+
+    def peek(self, model: SourceModel, kernel: Kernel, step_ids: Sequence[str]) -> dict[str, Verdict] | None:
+        """The cached verdicts of ``step_ids`` on ``kernel`` of ``model``, or ``None`` when one is not known yet
+        (never runs a transform)."""
+        h = self.version(model, kernel)
         with self._lock:
             out = {s: self._cache.get((h, s)) for s in step_ids}
         return None if any(v is None for v in out.values()) else out  # type: ignore[return-value]
@@ -101,7 +109,7 @@ class Makeability:
     def verdicts(self, model: SourceModel, kernel: Kernel, step_ids: Sequence[str]) -> dict[str, Verdict]:
         """The verdict of each of ``step_ids`` on ``kernel`` (one of ``model.kernels``), computing the ones not
         cached (blocking: call it off the event loop). An unknown strategy id is advice-less and not makeable."""
-        h = content_hash(kernel)
+        h = self.version(model, kernel)
         out: dict[str, Verdict] = {}
         for sid in step_ids:
             with self._lock:

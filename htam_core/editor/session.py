@@ -272,11 +272,11 @@ class Session:
         verdicts = self.makeable.verdicts(model, kernel, [s.strategy for s in analysis.steps])
         return plan(analysis.steps, verdicts, top, llm=self.engine == "llm")
 
-    def known_plan(self, kernel: Kernel, analysis: Analysis | None, top: int) -> Plan | None:
+    def known_plan(self, model: SourceModel, kernel: Kernel, analysis: Analysis | None, top: int) -> Plan | None:
         """:meth:`plan` from cached verdicts only, or ``None`` when a verdict is not known yet (never blocks)."""
         if analysis is None:
             return Plan()
-        verdicts = self.makeable.peek(kernel, [s.strategy for s in analysis.steps])
+        verdicts = self.makeable.peek(model, kernel, [s.strategy for s in analysis.steps])
         return None if verdicts is None else plan(analysis.steps, verdicts, top, llm=self.engine == "llm")
 
     def strategy(self, step_id: str) -> Any:
