@@ -142,8 +142,8 @@ async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAct
     out: list[types.CodeAction] = []
     if _wanted(KIND_STEP, only):
         a = await ls.analysis(od, kernel, hover=False)  # the ranking the hover reads too
-        for step in (await ls.plan(od, kernel, a)).actions:  # only steps that can be made on this version
-            out.append(_step_action(od, kernel, a, step))
+        for i, step in enumerate((await ls.plan(od, kernel, a)).actions, 1):  # only steps that can be made
+            out.append(_step_action(od, kernel, a, step, i))
     if _wanted(KIND_HARNESS, only) and od.path is not None:
         task = harness_check(od, kernel)
         if task is not None:  # not known yet: wait briefly, else offer it in a later request
@@ -159,13 +159,13 @@ async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAct
     return out
 
 
-def _step_action(od, kernel, a, step) -> types.CodeAction:
+def _step_action(od, kernel, a, step, position: int) -> types.CodeAction:
     data = {"type": "step", "uri": od.uri, "kernel": kernel.name, "step": step.strategy,
             "direction": step.direction, "rank": step.rank, "score": round(step.score, 6),
             "evidence": step.evidence, "version": od.version, "kernelHash": a.kernel_hash,
             "profileRevision": a.key[1]}
     rec = {"uri": od.uri, "kernel": kernel.name, "step": step.strategy}
-    return types.CodeAction(title=render.action_title(step), kind=KIND_STEP, data=data,
+    return types.CodeAction(title=render.action_title(step, position), kind=KIND_STEP, data=data,
                             command=types.Command(title="HTAM: record applied step", command="htam.recordApplied",
                                                   arguments=[rec]))
 

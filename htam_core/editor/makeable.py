@@ -13,7 +13,8 @@ A ranked strategy is one of three things for the kernel under the cursor:
 :func:`~htam_core.editor.profiles.content_hash` and a hash of the file's text: a transform may read the rest of
 the file, e.g. another launch that shares the block-size macro), so that the transforms run at most once per
 version and strategy, off the event loop. :func:`plan` splits one
-ranking into the code actions, the advice and the skipped steps, from those verdicts.
+ranking into the code actions, the advice and the skipped steps, from those verdicts, checking lazily in rank
+order only as far as the list needs.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms.registry import is_structural, resolve_step
 from htam_core.types.text import first_sentence
 
-__all__ = ["LLM_HINT", "Makeability", "Plan", "Verdict", "check", "plan"]
+__all__ = ["LLM_HINT", "Makeability", "Plan", "Verdict", "check", "plan", "warm_up"]
 
 #: How the editor user gets the LLM engine (the end of the refusal of a strategy with no transform).
 LLM_HINT = 'Set htam.engine to "llm"'
@@ -77,6 +78,27 @@ def check(strategy: Any, model: SourceModel, kernel: Kernel, *, llm_hint: str = 
                    None if ok else str(getattr(result, "reason", "the transform made no edit")))
 
 
+_WARM_CUDA = ("__global__ void htam_warm(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
+              "if (i < n) x[i] = 2.0f * x[i]; }\nvoid launch(float* x, int n) { htam_warm<<<(n + 255) / 256, 256>>>"
+              "(x, n); }\n")
+_WARM_TRITON = ("import triton\nimport triton.language as tl\n\n@triton.jit\ndef htam_warm(x_ptr, n, BLOCK: "
+                "tl.constexpr):\n    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n    x = tl.load(x_ptr + offs, "
+                "mask=offs < n)\n    tl.store(x_ptr + offs, x * 2.0, mask=offs < n)\n")
+
+
+def warm_up() -> None:
+    """Load every transform module and the analysis layer (sympy) by checking two tiny kernels (blocking; about
+    as long as the imports), so that the first kernel version an editor checks costs only its own transforms."""
+    from htam_core.source import parse_text
+    from htam_core.transforms.registry import all_transforms, propose
+
+    for text, lang, tid in ((_WARM_CUDA, "cuda", "cuda.restrict_const"), (_WARM_TRITON, "python", "triton.cache_hints")):
+        model = parse_text(text, lang)  # type: ignore[arg-type]
+        if model.kernels:
+            propose(tid, model, model.kernels[0])
+    all_transforms()
+
+
 class Makeability:
     """Verdicts per ``(kernel version, strategy id)``, computed once each. Thread safe.
 
@@ -105,6 +127,21 @@ class Makeability:
         with self._lock:
             out = {s: self._cache.get((h, s)) for s in step_ids}
         return None if any(v is None for v in out.values()) else out  # type: ignore[return-value]
+
+    def cached(self, model: SourceModel, kernel: Kernel) -> Callable[[str], Verdict | None]:
+        """A function giving the cached verdict of one step id on ``kernel`` of ``model``, or ``None`` (never runs a
+        transform)."""
+        h = self.version(model, kernel)
+
+        def get(step_id: str) -> Verdict | None:
+            with self._lock:
+                return self._cache.get((h, step_id))
+        return get
+
+    def computing(self, model: SourceModel, kernel: Kernel) -> Callable[[str], Verdict]:
+        """A function giving the verdict of one step id on ``kernel`` of ``model``, computed when not cached
+        (blocking)."""
+        return lambda step_id: self.verdicts(model, kernel, [step_id])[step_id]
 
     def verdicts(self, model: SourceModel, kernel: Kernel, step_ids: Sequence[str]) -> dict[str, Verdict]:
         """The verdict of each of ``step_ids`` on ``kernel`` (one of ``model.kernels``), computing the ones not
@@ -143,28 +180,39 @@ class Plan:
         actions: ranked steps offered as code actions, best first (at most ``top``).
         advice: ranked strategies with no mechanical transform, with their verdicts (shown in the hover).
         skipped: ranked steps whose transform refuses this kernel, with their verdicts (not offered).
-        verdicts: step id -> :class:`Verdict` of every ranked step.
+        verdicts: step id -> :class:`Verdict` of every ranked step looked at.
+        complete: every verdict the plan needed was known (``False``: a verdict function gave ``None``).
     """
 
     actions: list[Any] = field(default_factory=list)
     advice: list[tuple[Any, Verdict]] = field(default_factory=list)
     skipped: list[tuple[Any, Verdict]] = field(default_factory=list)
     verdicts: dict[str, Verdict] = field(default_factory=dict)
+    complete: bool = True
 
 
-def plan(steps: Sequence[Any], verdicts: dict[str, Verdict], top: int, *, llm: bool) -> Plan:
-    """Split the ranked ``steps`` (:class:`~htam_core.memory.RankedStep`, best first) by their ``verdicts``.
+def plan(steps: Sequence[Any], verdicts: dict[str, Verdict] | Callable[[str], Verdict | None], top: int, *,
+         llm: bool) -> Plan:
+    """Split the ranked ``steps`` (:class:`~htam_core.memory.RankedStep`, best first) by their verdicts.
 
     Args:
+        verdicts: step id -> :class:`Verdict`, or a function giving the verdict of one step id (``None``: not
+            known; the plan stops there). A function is asked lazily, in rank order, only until ``top`` actions
+            are found and the first ``top`` ranks are seen, so that a kernel version runs few transforms.
         top: how many code actions at most; advice is kept from the first ``top`` ranked steps only.
         llm: the LLM engine is configured: every ranked step, advice included, is offered as a code action
             (the model writes it); otherwise only makeable steps are.
     """
-    out = Plan(verdicts=dict(verdicts))
+    verdict_of = verdicts.get if isinstance(verdicts, dict) else verdicts
+    out = Plan()
     for i, s in enumerate(steps):
-        v = verdicts.get(s.strategy)
+        if len(out.actions) >= top and i >= top:
+            break
+        v = verdict_of(s.strategy)
         if v is None:
-            continue
+            out.complete = False
+            break
+        out.verdicts[s.strategy] = v
         if v.advice:
             if i < top:
                 out.advice.append((s, v))

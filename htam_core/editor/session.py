@@ -17,6 +17,7 @@ from typing import Any
 
 from htam_core.editor.history import AppliedStep, History
 from htam_core.editor.makeable import Makeability, Plan, plan
+from htam_core.editor.makeable import warm_up as warm_transforms
 from htam_core.editor.memory import EditorMemory
 from htam_core.editor.profiles import ProfileCache, ProfileEntry, ProfileView, Stage, content_hash, read_disk
 from htam_core.editor.ranking import Analysis, Rankings
@@ -111,13 +112,15 @@ class Session:
 
     def warm_up(self) -> None:
         """Load the knowledge base, open the memory store, build the ranker (imports torch: seconds when cold),
-        seed the histories from the stored records and look for the GPU (blocking).
+        seed the histories from the stored records, look for the GPU and load the transforms and the analysis
+        layer (:func:`htam_core.editor.makeable.warm_up`) (blocking).
 
         A store that cannot be opened leaves the ranker on the priors only and sets :attr:`memory_error`.
         """
         try:
             self._open_memory()
             self.gpu = None if self.static else _gpu_name(self.gpu_index)
+            warm_transforms()  # the first makeable check then costs only its own transforms
         finally:
             self._ready.set()
 
@@ -255,7 +258,7 @@ class Session:
         fp, chash, entry, prefix = self._key_parts(path, kernel)
         a = self.rankings.compute(fp, kernel, chash, entry, prefix, _depth(top), self.memory.revision)
         if model is not None:
-            self.makeable.verdicts(model, kernel, [s.strategy for s in a.steps])
+            plan(a.steps, self.makeable.computing(model, kernel), top, llm=self.engine == "llm")
         return a
 
     def rank(self, path: str, kernel: Kernel, top: int = 5) -> list[Any]:
@@ -269,15 +272,15 @@ class Session:
         is seen: the transforms run; see :mod:`htam_core.editor.makeable`)."""
         if analysis is None:
             return Plan()
-        verdicts = self.makeable.verdicts(model, kernel, [s.strategy for s in analysis.steps])
-        return plan(analysis.steps, verdicts, top, llm=self.engine == "llm")
+        return plan(analysis.steps, self.makeable.computing(model, kernel), top, llm=self.engine == "llm")
 
     def known_plan(self, model: SourceModel, kernel: Kernel, analysis: Analysis | None, top: int) -> Plan | None:
         """:meth:`plan` from cached verdicts only, or ``None`` when a verdict is not known yet (never blocks)."""
         if analysis is None:
             return Plan()
-        verdicts = self.makeable.peek(model, kernel, [s.strategy for s in analysis.steps])
-        return None if verdicts is None else plan(analysis.steps, verdicts, top, llm=self.engine == "llm")
+        llm = self.engine == "llm"
+        known = plan(analysis.steps, self.makeable.cached(model, kernel), top, llm=llm)
+        return known if known.complete else None
 
     def strategy(self, step_id: str) -> Any:
         """The knowledge base's strategy ``step_id``.

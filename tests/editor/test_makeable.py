@@ -105,3 +105,18 @@ def test_transform_kinds_are_declared_and_only_structural_counts() -> None:
 
     with pytest.raises(ValueError, match="kind 'cosmetic'"):
         registry.register(_Bad)
+
+
+def test_plan_checks_lazily_in_rank_order() -> None:
+    steps = [_Step(f"s{i}") for i in range(10)]
+    asked: list[str] = []
+
+    def verdict_of(sid: str) -> Verdict:
+        asked.append(sid)
+        return _v(sid, made=sid != "s1")
+
+    p = plan(steps, verdict_of, 3, llm=False)
+    assert [s.strategy for s in p.actions] == ["s0", "s2", "s3"] and p.complete
+    assert asked == ["s0", "s1", "s2", "s3"]  # nothing after the list is full is checked
+    p = plan(steps, lambda sid: _v(sid, made=True) if sid == "s0" else None, 3, llm=False)
+    assert not p.complete and [s.strategy for s in p.actions] == ["s0"]  # an unknown verdict: not complete
