@@ -8,8 +8,11 @@ is, :mod:`htam_core.editor.makeable`) and each listed action is resolved through
 copied; a folder that does not exist is skipped with one line. Results stream to ``<out>.json`` after each file
 (``--max-seconds`` stops cleanly with the files counted so far) and a Markdown table goes to ``<out>.md``.
 
-    python bench/bench_actions.py tests/fixtures/corpus bench/suite /work/shared/corpus/dev \
-        /work/shared/corpus/llmc --out bench/results/actions-2026-12-01
+    python bench/bench_actions.py tests/fixtures/corpus bench/suite DEV_CORPUS LLMC_CORPUS \
+        --out bench/results/actions-2026-12-01
+
+A folder outside the repository is named in the results by its last two path components (``external
+corpus/llmc``), and every file by its name, so that the committed results hold no machine paths.
 """
 
 from __future__ import annotations
@@ -30,6 +33,20 @@ from htam_core.editor.audit import KernelCount, count_file  # noqa: E402
 from htam_core.editor.session import Session  # noqa: E402
 
 SUFFIXES = (".cu", ".cuh", ".py")
+
+
+def _label(folder: Path) -> str:
+    """``folder`` relative to the repository, or ``external <last two components>`` outside it."""
+    f = folder.resolve()
+    try:
+        return f.relative_to(REPO).as_posix()
+    except ValueError:
+        return "external " + "/".join(f.parts[-2:])
+
+
+def _public(c: KernelCount) -> dict[str, Any]:
+    """The JSON of a count with the file named by its name only."""
+    return {**c.to_json(), "file": Path(c.file).name}
 
 
 def _summary(counts: list[KernelCount]) -> dict[str, Any]:
@@ -94,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.node() or "unknown",
-            "command": "python bench/bench_actions.py " + " ".join(sys.argv[1:] if argv is None else argv),
+            "command": "python bench/bench_actions.py " + " ".join(
+                _label(Path(a)) if Path(a).is_dir() else a for a in (sys.argv[1:] if argv is None else argv)),
             "top": args.top}
     folders: dict[str, dict[str, Any]] = {}
     t0 = time.monotonic()
@@ -102,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         session = Session(memory_path=str(Path(tmp) / "memory.sqlite3"), static=True)  # priors only, no records
         session.warm_up()
         try:
-            for folder in args.folders:
-                d = Path(folder)
+            for arg in args.folders:
+                d, folder = Path(arg), _label(Path(arg))
                 if not d.is_dir():
                     folders[folder] = {"skipped": f"{folder} does not exist"}
                     print(f"skip {folder}: not found", flush=True)
@@ -118,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
                     counts += file_counts
                     for c in file_counts:
                         print(c.line(), flush=True)
-                    folders[folder] = {"summary": _summary(counts), "kernels": [c.to_json() for c in counts]}
+                    folders[folder] = {"summary": _summary(counts), "kernels": [_public(c) for c in counts]}
                     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "folders": folders}, indent=1))
-                folders[folder] = {"summary": _summary(counts), "kernels": [c.to_json() for c in counts]}
+                folders[folder] = {"summary": _summary(counts), "kernels": [_public(c) for c in counts]}
                 print(f"{folder}: {json.dumps(folders[folder]['summary'])}", flush=True)
         finally:
             session.close()

@@ -29,7 +29,7 @@ async def hover(ls, params: types.HoverParams) -> types.Hover | None:
         view.running = ls.profile_in_background(od, kernel)
     if not stale:
         actions.harness_check(od, kernel)  # warm the code-action list in the background
-    plan = await ls.plan(od, kernel, analysis)  # the recommendation is the first code action
+    plan = await ls.plan(od, kernel, analysis, need=1)  # the recommendation is the first code action
     md = render.hover_markdown(kernel, view, plan.actions[:1], s.history(path, kernel.name), ready=s.ready,
                                engine=s.engine, stale_model=stale, memory_error=s.memory_error, advice=plan.advice)
     rng = None if stale else current_name_range(od.buf, kernel, ls.encoding(), where.seq)

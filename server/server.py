@@ -264,13 +264,15 @@ class HtamLanguageServer(LanguageServer):
             self.schedule_analysis(od.uri)  # debounced like an edit: a burst of requests is one pass
         return a
 
-    async def plan(self, od: OpenDocument, kernel: Kernel, analysis: Analysis | None) -> Plan:
-        """``analysis`` split into code actions, advice and skipped steps (:meth:`Session.plan`): from the cached
-        verdicts at once, else checked off the event loop (once per kernel version)."""
-        top, model = self.settings.top_n, await self.synced_model(od)
+    async def plan(self, od: OpenDocument, kernel: Kernel, analysis: Analysis | None,
+                   need: int | None = None) -> Plan:
+        """``analysis`` split into code actions, advice and skipped steps (:meth:`Session.plan`; ``need=1``: only
+        the first action, for the hover): from the cached verdicts at once, else checked off the event loop
+        (once per kernel version)."""
+        s, top, model = self.session, self.settings.top_n, await self.synced_model(od)
         k = od.kernel_named(kernel.name, model) or kernel
-        known = self.session.known_plan(model, k, analysis, top)
-        return known if known is not None else await asyncio.to_thread(self.session.plan, model, k, analysis, top)
+        known = s.known_plan(model, k, analysis, top, need)
+        return known if known is not None else await asyncio.to_thread(s.plan, model, k, analysis, top, need)
 
     # ---- cancellation ------------------------------------------------------------------------------
     def on_cancel_request(self, msg_id: Any) -> None:

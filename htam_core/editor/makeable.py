@@ -192,7 +192,7 @@ class Plan:
 
 
 def plan(steps: Sequence[Any], verdicts: dict[str, Verdict] | Callable[[str], Verdict | None], top: int, *,
-         llm: bool) -> Plan:
+         llm: bool, need: int | None = None) -> Plan:
     """Split the ranked ``steps`` (:class:`~htam_core.memory.RankedStep`, best first) by their verdicts.
 
     Args:
@@ -202,12 +202,18 @@ def plan(steps: Sequence[Any], verdicts: dict[str, Verdict] | Callable[[str], Ve
         top: how many code actions at most; advice is kept from the first ``top`` ranked steps only.
         llm: the LLM engine is configured: every ranked step, advice included, is offered as a code action
             (the model writes it); otherwise only makeable steps are.
+        need: stop checking transforms once this many actions are found (the hover needs only the first: its
+            recommendation is the list's first action whatever ``top`` is); the advice of the first ``top`` ranks
+            is still collected (it runs no transform). ``None``: ``top``.
     """
     verdict_of = verdicts.get if isinstance(verdicts, dict) else verdicts
+    need = top if need is None else min(need, top)
     out = Plan()
     for i, s in enumerate(steps):
-        if len(out.actions) >= top and i >= top:
+        if len(out.actions) >= need and i >= top:
             break
+        if len(out.actions) >= need and getattr(s, "transform", None):
+            continue  # enough actions: only the advice (no transform) of the first ranks is still wanted
         v = verdict_of(s.strategy)
         if v is None:
             out.complete = False

@@ -266,20 +266,23 @@ class Session:
         a = self.analyze(path, kernel, top)
         return a.steps[:top] if a is not None else []
 
-    def plan(self, model: SourceModel, kernel: Kernel, analysis: Analysis | None, top: int) -> Plan:
+    def plan(self, model: SourceModel, kernel: Kernel, analysis: Analysis | None, top: int,
+             need: int | None = None) -> Plan:
         """``analysis``'s ranking split into code actions (only steps that can be made on this kernel version,
         or every step with the LLM engine), advice and skipped steps (blocking the first time a kernel version
-        is seen: the transforms run; see :mod:`htam_core.editor.makeable`)."""
+        is seen: the transforms run; see :mod:`htam_core.editor.makeable`). ``need``: see
+        :func:`~htam_core.editor.makeable.plan`."""
         if analysis is None:
             return Plan()
-        return plan(analysis.steps, self.makeable.computing(model, kernel), top, llm=self.engine == "llm")
+        return plan(analysis.steps, self.makeable.computing(model, kernel), top, llm=self.engine == "llm", need=need)
 
-    def known_plan(self, model: SourceModel, kernel: Kernel, analysis: Analysis | None, top: int) -> Plan | None:
+    def known_plan(self, model: SourceModel, kernel: Kernel, analysis: Analysis | None, top: int,
+                   need: int | None = None) -> Plan | None:
         """:meth:`plan` from cached verdicts only, or ``None`` when a verdict is not known yet (never blocks)."""
         if analysis is None:
             return Plan()
         llm = self.engine == "llm"
-        known = plan(analysis.steps, self.makeable.cached(model, kernel), top, llm=llm)
+        known = plan(analysis.steps, self.makeable.cached(model, kernel), top, llm=llm, need=need)
         return known if known.complete else None
 
     def strategy(self, step_id: str) -> Any:

@@ -120,3 +120,21 @@ def test_plan_checks_lazily_in_rank_order() -> None:
     assert asked == ["s0", "s1", "s2", "s3"]  # nothing after the list is full is checked
     p = plan(steps, lambda sid: _v(sid, made=True) if sid == "s0" else None, 3, llm=False)
     assert not p.complete and [s.strategy for s in p.actions] == ["s0"]  # an unknown verdict: not complete
+
+
+def test_the_hover_checks_only_up_to_its_recommendation() -> None:
+    @dataclass
+    class _T(_Step):
+        transform: str | None = "t"
+
+    steps = [_T("s0"), _T("advice", transform=None), _T("s2"), _T("s3")]
+    asked: list[str] = []
+
+    def verdict_of(sid: str) -> Verdict:
+        asked.append(sid)
+        return _v(sid, advice=sid == "advice", made=sid != "advice")
+
+    p = plan(steps, verdict_of, 3, llm=False, need=1)
+    assert [s.strategy for s in p.actions] == ["s0"] and [s.strategy for s, _ in p.advice] == ["advice"]
+    assert asked == ["s0", "advice"]  # no transform after the first action; the advice costs none
+    assert [s.strategy for s in plan(steps, verdict_of, 3, llm=False).actions] == ["s0", "s2", "s3"]
