@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": platform.node() or "unknown",
             "command": "python bench/bench_actions.py " + " ".join(
-                _label(Path(a)) if Path(a).is_dir() else a for a in (sys.argv[1:] if argv is None else argv)),
+                _label(Path(a)) if not a.startswith("-") and (Path(a).is_absolute() or Path(a).exists()) else a
+                for a in (sys.argv[1:] if argv is None else argv)),
             "top": args.top}
     folders: dict[str, dict[str, Any]] = {}
     t0 = time.monotonic()

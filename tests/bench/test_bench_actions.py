@@ -28,7 +28,8 @@ def test_counts_a_folder_and_skips_a_missing_one(tmp_path: Path, capsys) -> None
     assert _script().main([str(src), str(tmp_path / "absent"), "--out", str(out), "--top", "3"]) == 0
     data = json.loads(out.with_suffix(".json").read_text())
     folders = data["folders"]
-    assert folders["external absent"]["skipped"] and "skip external absent" in capsys.readouterr().out
+    absent = f"external {tmp_path.name}/absent"  # a folder outside the repository: its last two components
+    assert folders[absent]["skipped"] and f"skip {absent}: not found" in capsys.readouterr().out
     counted = folders["external kernels/corpus"]
     assert {k["kernel"] for k in counted["kernels"]} == {"copy_rowmajor", "transpose_naive"}
     assert all(k["file"] == "transpose_naive.cu" for k in counted["kernels"])  # no machine paths

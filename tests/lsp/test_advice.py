@@ -31,13 +31,17 @@ def _titles(acts: list[types.CodeAction]) -> list[str]:
     return [a.title.split(" → ", 1)[1].split(" · ")[0] for a in acts if a.kind == "refactor.rewrite.htam"]
 
 
-async def test_advice_is_in_the_hover_not_in_the_code_actions(client, tmp_path):
-    await start(client, tmp_path, options={"topN": 6})
+async def _open_sgemm(client, tmp_path, **options) -> tuple[str, types.Position, str]:
+    """Start with ``options``, open the naive SGEMM and hover it: ``(uri, position, hover Markdown)``."""
+    await start(client, tmp_path, options={"topN": 6, **options})
     (path,) = copy_corpus(tmp_path, "sgemm_naive.cu")
-    text = path.read_text()
     uri = open_file(client, path)
-    pos = pos_of(text, "sgemm_naive(", offset=2)
-    md = await _hover(client, uri, pos)
+    pos = pos_of(path.read_text(), "sgemm_naive(", offset=2)
+    return uri, pos, await _hover(client, uri, pos)
+
+
+async def test_advice_is_in_the_hover_not_in_the_code_actions(client, tmp_path):
+    uri, pos, md = await _open_sgemm(client, tmp_path)
     advice = _advice_titles(md)
     assert advice, md
     no_transform = {s.title for s in KB.strategies if not s.transform}
@@ -58,12 +62,7 @@ async def test_advice_is_in_the_hover_not_in_the_code_actions(client, tmp_path):
 
 
 async def test_with_the_llm_engine_the_advice_is_a_code_action(client, tmp_path):
-    await start(client, tmp_path, options={"topN": 6, "engine": "llm"})
-    (path,) = copy_corpus(tmp_path, "sgemm_naive.cu")
-    text = path.read_text()
-    uri = open_file(client, path)
-    pos = pos_of(text, "sgemm_naive(", offset=2)
-    md = await _hover(client, uri, pos)
+    uri, pos, md = await _open_sgemm(client, tmp_path, engine="llm")
     advice = _advice_titles(md)
     assert advice and "asks the LLM to write it" in md, md
     titles = _titles(await code_actions(client, uri, pos))
