@@ -68,7 +68,11 @@ def _markdown(folders: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = ["# Makeable code actions", "", f"- date: {meta['date']}", f"- machine: {meta['machine']} (CPU only, no "
              "GPU, no compile: the editor's list before a profile lands)", f"- command: `{meta['command']}`",
              f"- top N: {meta['top']}; a *structural* step is a transform of kind `structural` "
-             "(`htam_core.transforms.registry.KINDS`); a launch-parameter, hint-only or math step is not", ""]
+             "(`htam_core.transforms.registry.KINDS`); a launch-parameter, hint-only or math step is not",
+             "- pattern: from the predicate facts (`htam_core.editor.audit.known_pattern`): matmul_like, transpose_like, "
+             "reduction_like with exp (softmax), reduction_like. `reduction_like` is broad for CUDA (a loop that "
+             "uses shared memory, math calls or 1-D indices), and a file's later kernels are often already the "
+             "fast versions, so \"without a structural step\" lists candidates to read, not only misses", ""]
     for folder, data in folders.items():
         lines += [f"## {folder}", ""]
         if data.get("skipped"):
