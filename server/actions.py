@@ -1,6 +1,8 @@
 """Code actions on a kernel (kind ``refactor.rewrite.htam``) and their lazy resolution.
 
-* The top N ranked steps (N = ``htam.topN``), titled ``HTAM 1 · Memory access → vectorize loads (float4) ·
+* The top N ranked steps that can be made on the kernel as it is now (N = ``htam.topN``; checked once per kernel
+  version, :mod:`htam_core.editor.makeable`; a strategy with no mechanical transform is advice in the hover, and
+  an action only with the LLM engine), titled ``HTAM 1 · Memory access → vectorize loads (float4) ·
   +35% (7/9)`` (``· prior`` without statistics). The edit is computed in ``codeAction/resolve`` (mechanical
   transform, or the LLM with work-done progress); each action carries the command ``htam.recordApplied``.
   A step that cannot be made becomes a ``window/showMessage`` and an action with neither edit nor command.
@@ -137,16 +139,8 @@ async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAct
     out: list[types.CodeAction] = []
     if _wanted(KIND_STEP, only):
         a = await ls.analysis(od, kernel, hover=False)  # the ranking the hover reads too
-        for step in a.steps if a is not None else []:
-            data = {"type": "step", "uri": od.uri, "kernel": kernel.name, "step": step.strategy,
-                    "direction": step.direction, "rank": step.rank, "score": round(step.score, 6),
-                    "evidence": step.evidence, "version": od.version, "kernelHash": a.kernel_hash,
-                    "profileRevision": a.key[1]}
-            rec = {"uri": od.uri, "kernel": kernel.name, "step": step.strategy}
-            out.append(types.CodeAction(
-                title=render.action_title(step), kind=KIND_STEP, data=data,
-                command=types.Command(title="HTAM: record applied step", command="htam.recordApplied",
-                                      arguments=[rec])))
+        for i, step in enumerate((await ls.plan(od, kernel, a)).actions, 1):  # only steps that can be made
+            out.append(_step_action(od, kernel, a, step, i))
     if _wanted(KIND_HARNESS, only) and od.path is not None:
         out += await _harness_actions(ls, od, kernel)
     if not _supports_resolve(ls):  # older clients: compute edits now, drop what cannot be made
@@ -170,6 +164,17 @@ async def _harness_actions(ls, od, kernel) -> list[types.CodeAction]:
     if st.save_text:
         return [types.CodeAction(title=TITLE_SAVE, kind=KIND_HARNESS, data={"type": "save-harness", **data})]
     return []
+
+
+def _step_action(od, kernel, a, step, position: int) -> types.CodeAction:
+    data = {"type": "step", "uri": od.uri, "kernel": kernel.name, "step": step.strategy,
+            "direction": step.direction, "rank": step.rank, "score": round(step.score, 6),
+            "evidence": step.evidence, "version": od.version, "kernelHash": a.kernel_hash,
+            "profileRevision": a.key[1]}
+    rec = {"uri": od.uri, "kernel": kernel.name, "step": step.strategy}
+    return types.CodeAction(title=render.action_title(step, position), kind=KIND_STEP, data=data,
+                            command=types.Command(title="HTAM: record applied step", command="htam.recordApplied",
+                                                  arguments=[rec]))
 
 
 def _no_edit(ls, action: types.CodeAction, reason: str, quiet: bool) -> types.CodeAction:

@@ -3,7 +3,8 @@
 The hover reads the kernel's current analysis (:meth:`HtamLanguageServer.analysis`): the same ranking, of the same
 profile, that the code-action list reads, and one line saying where the kernel's harness came from (``htam.toml``,
 inferred from ``__main__``, from a test or from ``main()``, or none: the template), as the helper process found it.
-When no profile of the kernel exists, one is queued in the background
+Its recommendation is the first code action (a step that can be made on the kernel as it is); strategies with no
+mechanical transform follow as advice, with how to apply them. When no profile of the kernel exists, one is queued in the background
 and the hover says so; the next hover shows it.
 """
 
@@ -32,8 +33,9 @@ async def hover(ls, params: types.HoverParams) -> types.Hover | None:
         actions.harness_check(od, kernel)  # warm the code-action list in the background
     st = actions.cached_status(od.path, kernel.name)[1] if od.path else None
     harness = st.line if st is not None else (None if od.path else "not checked: the file is not saved")
-    md = render.hover_markdown(kernel, view, analysis.steps[:1] if analysis else [], s.history(path, kernel.name),
-                               ready=s.ready, engine=s.engine, stale_model=stale, memory_error=s.memory_error,
+    plan = await ls.plan(od, kernel, analysis, need=1)  # the recommendation is the first code action
+    md = render.hover_markdown(kernel, view, plan.actions[:1], s.history(path, kernel.name), ready=s.ready,
+                               engine=s.engine, stale_model=stale, memory_error=s.memory_error, advice=plan.advice,
                                harness=harness)
     rng = None if stale else current_name_range(od.buf, kernel, ls.encoding(), where.seq)
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=md), range=rng)

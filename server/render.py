@@ -26,9 +26,10 @@ def gain_text(step: Any) -> str:
     return f"{step.expected_gain * 100:+.0f}% ({step.wins}/{step.trials})"
 
 
-def action_title(step: Any) -> str:
-    """``HTAM 1 · Memory access → vectorize loads (float4) · +35% (7/9)``."""
-    return f"HTAM {step.rank} · {step.direction_name} → {step.title} · {gain_text(step)}"
+def action_title(step: Any, position: int | None = None) -> str:
+    """``HTAM 1 · Memory access → vectorize loads (float4) · +35% (7/9)``; the number is ``position`` (the
+    action's place in the list, 1-based: steps that cannot be made are left out of it), else the step's rank."""
+    return f"HTAM {position or step.rank} · {step.direction_name} → {step.title} · {gain_text(step)}"
 
 
 def _pct(x: float | None) -> str:
@@ -146,11 +147,28 @@ def outcome_text(a: AppliedStep) -> str:
     return f"{o.status}" + (f" ({o.note})" if o.note else "")
 
 
+def advice_lines(advice: list[tuple[Any, Any]], engine: str) -> list[str]:
+    """Markdown of the ranked strategies that have no mechanical transform (``(RankedStep, Verdict)`` pairs):
+    each with its direction, how to apply it by hand and, with the LLM engine, that its code action asks the
+    model to write it."""
+    if not advice:
+        return []
+    out = ["", "**Advice** (no mechanical transform" + ("; the code action asks the LLM to write it)" if engine == "llm"
+                                                      else "; apply by hand, or set htam.engine to llm)"), ""]
+    for s, v in advice:
+        out.append(f"- {s.direction_name} → **{s.title}** · expected {gain_text(s)}")
+        if v.how:
+            out.append(f"  - How: {v.how}" + (f" Risk: {s.risk}" if s.risk else ""))
+    return out
+
+
 def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history: list[AppliedStep], *,
                    ready: bool, engine: str, stale_model: bool = False, memory_error: str | None = None,
-                   harness: str | None = None) -> str:
+                   advice: list[tuple[Any, Any]] | None = None, harness: str | None = None) -> str:
     """The hover of one kernel: where its harness came from (``harness``: one line, or ``None`` while the
-    helper process is still finding it), profile, recommended next step, last steps."""
+    helper process is still finding it), profile, recommended next step (``steps[0]``: the first code action),
+    advice (``(RankedStep, Verdict)`` pairs of strategies with no mechanical transform, see
+    :func:`advice_lines`), last steps."""
     kind = _LANG.get(kernel.language, kernel.language)
     head = f"### HTAM · `{kernel.name}` — {kind}, lines {kernel.start_line}–{kernel.end_line}"
     out = [head, ""]
@@ -163,7 +181,8 @@ def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history:
     if not ready:
         out.append("**Recommended next step:** loading the HTAM memory…")
     elif not steps:
-        out.append("**Recommended next step:** no strategy of the knowledge base applies to this kernel.")
+        out.append("**Recommended next step:** no mechanical step of the knowledge base applies to this kernel"
+                   + (" (see the advice below)." if advice else "."))
     else:
         s = steps[0]
         out.append(f"**Recommended next step:** {s.direction_name} → **{s.title}** · expected {gain_text(s)}")
@@ -173,6 +192,8 @@ def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history:
         how = f"mechanical transform `{s.transform}`" if s.transform else (
             "written by the LLM" if engine == "llm" else "no mechanical transform (set htam.engine to llm)")
         out.append(f"- How: {how}" + (f"; risk: {s.risk}" if s.risk else ""))
+    if ready:
+        out += advice_lines(advice or [], engine)
     if memory_error:
         out += ["", f"*Memory unavailable: {memory_error}*"]
     if history:

@@ -26,7 +26,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from htam_core import __version__
-from htam_core.editor import Analysis, ProfileEntry, Session
+from htam_core.editor import Analysis, Plan, ProfileEntry, Session
 from htam_core.editor.buffer import Located
 from htam_core.source import Kernel, SourceModel
 from htam_server import actions, commands, diagnostics, hover, stdio
@@ -215,7 +215,7 @@ class HtamLanguageServer(LanguageServer):
         for name in list(od.interest):
             k = od.kernel_named(name, model)
             if k is not None:
-                self.session.analyze(od.path or od.uri, k, self.settings.top_n)
+                self.session.analyze(od.path or od.uri, k, self.settings.top_n, model)
 
     async def run_off_loop(self, fn, *args) -> Any:
         """``fn(*args)`` on the analysis thread (parses and rankings, in order)."""
@@ -263,6 +263,16 @@ class HtamLanguageServer(LanguageServer):
         elif not fresh and od.uri not in self._timers and od.uri not in self._running:
             self.schedule_analysis(od.uri)  # debounced like an edit: a burst of requests is one pass
         return a
+
+    async def plan(self, od: OpenDocument, kernel: Kernel, analysis: Analysis | None,
+                   need: int | None = None) -> Plan:
+        """``analysis`` split into code actions, advice and skipped steps (:meth:`Session.plan`; ``need=1``: only
+        the first action, for the hover): from the cached verdicts at once, else checked off the event loop
+        (once per kernel version)."""
+        s, top, model = self.session, self.settings.top_n, await self.synced_model(od)
+        k = od.kernel_named(kernel.name, model) or kernel
+        known = s.known_plan(model, k, analysis, top, need)
+        return known if known is not None else await asyncio.to_thread(s.plan, model, k, analysis, top, need)
 
     # ---- cancellation ------------------------------------------------------------------------------
     def on_cancel_request(self, msg_id: Any) -> None:

@@ -6,8 +6,11 @@ bottleneck is ``unknown`` and a warning says why), ranks with :class:`htam_core.
 memory store and prints the steps. Each step is tried with the rules engine
 (:func:`htam_core.transforms.registry.resolve_step`, the editor's code-action path): a step that cannot be
 made says why. ``--json`` prints the list of ``{"rank", "direction", "strategy", "score", "parts",
-"expected_gain", "evidence", "rationale", "transform", "risk", ..., "makes_edit", "refusal"}`` objects
-(``makes_edit``: the rules engine makes a validated edit for it; ``refusal``: why not, else ``null``).
+"expected_gain", "evidence", "rationale", "transform", "risk", ..., "makes_edit", "refusal", "advice",
+"structural"}`` objects (``makes_edit``: the rules engine makes a validated edit for it; ``refusal``: why not,
+else ``null``; ``advice``: it has no mechanical transform; ``structural``: its transform is of kind
+``"structural"``, see :data:`htam_core.transforms.registry.KINDS`). Only strategies whose preconditions hold
+on the kernel's facts (the analysis layer's, e.g. not retuning an autotuned kernel) are ranked.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from htam_core.memory import (
 from htam_core.types.profile import Bottleneck, Profile
 
 if TYPE_CHECKING:
+    from htam_core.editor.makeable import Verdict
     from htam_core.memory import KnowledgeBase, RankedStep
     from htam_core.source.model import Kernel, SourceModel
 
@@ -100,10 +104,10 @@ def run(args: argparse.Namespace) -> int:
         steps = ranker.rank(state_from_profile(profile), history, kernel.features, kernel.language, profile,
                             top=args.top, kernel=kernel)
     warnings = list(profile.warnings) + warnings + store.warnings
-    refusals = [_refusal(kb, s, model, kernel, profile) for s in steps]
+    verdicts = [_verdict(kb, s, model, kernel) for s in steps]
     if args.json:
-        json.dump([{**s.to_json(), "makes_edit": r is None, "refusal": r} for s, r in zip(steps, refusals, strict=True)],
-                  sys.stdout, indent=2)
+        json.dump([{**s.to_json(), "makes_edit": v.makeable, "refusal": v.reason, "advice": v.advice,
+                    "structural": v.structural} for s, v in zip(steps, verdicts, strict=True)], sys.stdout, indent=2)
         sys.stdout.write("\n")
         for w in warnings:
             print(f"htam: warning: {w}", file=sys.stderr)
@@ -116,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  history: {' -> '.join(history)}")
     if not steps:
         print("no applicable strategy in the knowledge base")
-    for s, refusal in zip(steps, refusals, strict=True):
+    for s, v in zip(steps, verdicts, strict=True):
         gain = "n/a" if s.expected_gain is None else f"{s.expected_gain * 100:+.0f}%"
         print(f"{s.rank}. [{s.direction_name}] {s.title} ({s.strategy})  score {s.score:.3f}  "
               f"(prior {s.parts['prior']:.3f}, transition {s.parts['transition']:+.3f}, "
@@ -127,17 +131,17 @@ def run(args: argparse.Namespace) -> int:
         if s.risk:
             extra.append(f"risk: {s.risk}")
         print("   " + "; ".join(extra))
-        if refusal:
-            print(f"   not made by the rules engine: {refusal}")
+        if v.makeable:
+            print("   makeable: the rules engine makes a validated edit"
+                  + (" (structural)" if v.structural else ""))
+        else:
+            print(f"   not made by the rules engine: {v.reason}")
     return 0
 
 
-def _refusal(kb: KnowledgeBase, step: RankedStep, model: SourceModel, kernel: Kernel,
-             profile: Profile) -> str | None:
-    """Why the rules engine cannot make ``step`` for ``kernel`` (the editor's sentence), or ``None`` when it can."""
-    from htam_core.transforms.registry import resolve_step
+def _verdict(kb: KnowledgeBase, step: RankedStep, model: SourceModel, kernel: Kernel) -> Verdict:
+    """Whether the rules engine makes ``step`` for ``kernel``, and why not (the editor's check and sentence,
+    :func:`htam_core.editor.makeable.check`)."""
+    from htam_core.editor.makeable import check
 
-    strat = kb.strategy(step.strategy)
-    result = resolve_step(strat.title, strat.transform, strat.guidance, model, kernel, profile,
-                          llm_hint="Run `htam optimize --engine llm`")
-    return None if result else result.reason
+    return check(kb.strategy(step.strategy), model, kernel, llm_hint="Run `htam optimize --engine llm`")

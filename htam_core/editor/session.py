@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from htam_core.editor.history import AppliedStep, History
+from htam_core.editor.makeable import Makeability, Plan, plan
+from htam_core.editor.makeable import warm_up as warm_transforms
 from htam_core.editor.memory import EditorMemory
 from htam_core.editor.profiles import ProfileCache, ProfileEntry, ProfileView, Stage, content_hash, read_disk
 from htam_core.editor.ranking import Analysis, Rankings
@@ -25,7 +27,15 @@ from htam_core.memory.fingerprint import kernel_fingerprint
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.types.profile import Profile
 
-__all__ = ["Session"]
+__all__ = ["RANK_DEPTH", "Session"]
+
+#: A kernel is ranked this many times deeper than the code actions it lists (at least 12 steps), so that the
+#: list still holds ``top`` steps after the ones that cannot be made on this kernel are left out.
+RANK_DEPTH = 3
+
+
+def _depth(top: int) -> int:
+    return max(12, top * RANK_DEPTH)
 
 
 def _gpu_name(index: int) -> str | None:
@@ -70,6 +80,7 @@ class Session:
         self.history_log = History()
         self.profiles = ProfileCache(stages=self._stages)
         self.rankings = Rankings(self.memory.rank)
+        self.makeable = Makeability(self.strategy)
         self.recorder = Recorder(self.profiles, self.history_log, self.memory, lambda: self.gpu is not None,
                                  lambda: f"{self.target} (static)")
         self._ready = threading.Event()
@@ -101,13 +112,15 @@ class Session:
 
     def warm_up(self) -> None:
         """Load the knowledge base, open the memory store, build the ranker (imports torch: seconds when cold),
-        seed the histories from the stored records and look for the GPU (blocking).
+        seed the histories from the stored records, look for the GPU and load the transforms and the analysis
+        layer (:func:`htam_core.editor.makeable.warm_up`) (blocking).
 
         A store that cannot be opened leaves the ranker on the priors only and sets :attr:`memory_error`.
         """
         try:
             self._open_memory()
             self.gpu = None if self.static else _gpu_name(self.gpu_index)
+            warm_transforms()  # the first makeable check then costs only its own transforms
         finally:
             self._ready.set()
 
@@ -231,20 +244,45 @@ class Session:
         if not self.ready:
             return None, True
         fp, chash, entry, prefix = self._key_parts(path, kernel)
-        return self.rankings.read(fp, Rankings.key(chash, entry, prefix, top, self.memory.revision), hover=hover)
+        return self.rankings.read(fp, Rankings.key(chash, entry, prefix, _depth(top), self.memory.revision),
+                                  hover=hover)
 
-    def analyze(self, path: str, kernel: Kernel, top: int) -> Analysis | None:
+    def analyze(self, path: str, kernel: Kernel, top: int, model: SourceModel | None = None) -> Analysis | None:
         """Rank ``kernel`` with its latest profile, history and memory (blocking; cached per key) and make it
-        the kernel's analysis. ``None`` before :meth:`warm_up`."""
+        the kernel's analysis; ranked :data:`RANK_DEPTH` times deeper than ``top``. With ``model`` (the file
+        ``kernel`` belongs to), the verdicts of the ranked steps are computed too (:meth:`plan` then finds
+        them cached). ``None`` before :meth:`warm_up`."""
         if not self.ready:
             return None
         fp, chash, entry, prefix = self._key_parts(path, kernel)
-        return self.rankings.compute(fp, kernel, chash, entry, prefix, top, self.memory.revision)
+        a = self.rankings.compute(fp, kernel, chash, entry, prefix, _depth(top), self.memory.revision)
+        if model is not None:
+            plan(a.steps, self.makeable.computing(model, kernel), top, llm=self.engine == "llm")
+        return a
 
     def rank(self, path: str, kernel: Kernel, top: int = 5) -> list[Any]:
-        """The steps of :meth:`analyze` (blocking)."""
+        """The first ``top`` steps of :meth:`analyze` (blocking)."""
         a = self.analyze(path, kernel, top)
-        return a.steps if a is not None else []
+        return a.steps[:top] if a is not None else []
+
+    def plan(self, model: SourceModel, kernel: Kernel, analysis: Analysis | None, top: int,
+             need: int | None = None) -> Plan:
+        """``analysis``'s ranking split into code actions (only steps that can be made on this kernel version,
+        or every step with the LLM engine), advice and skipped steps (blocking the first time a kernel version
+        is seen: the transforms run; see :mod:`htam_core.editor.makeable`). ``need``: see
+        :func:`~htam_core.editor.makeable.plan`."""
+        if analysis is None:
+            return Plan()
+        return plan(analysis.steps, self.makeable.computing(model, kernel), top, llm=self.engine == "llm", need=need)
+
+    def known_plan(self, model: SourceModel, kernel: Kernel, analysis: Analysis | None, top: int,
+                   need: int | None = None) -> Plan | None:
+        """:meth:`plan` from cached verdicts only, or ``None`` when a verdict is not known yet (never blocks)."""
+        if analysis is None:
+            return Plan()
+        llm = self.engine == "llm"
+        known = plan(analysis.steps, self.makeable.cached(model, kernel), top, llm=llm, need=need)
+        return known if known.complete else None
 
     def strategy(self, step_id: str) -> Any:
         """The knowledge base's strategy ``step_id``.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis.constants import evaluate_text
 from htam_core.source.model import Kernel, KernelFeatures
 from htam_core.types.profile import Profile
@@ -66,7 +67,13 @@ FACTS: dict[str, str] = {
     "launch_sites": "number of launch sites found in the file",
     "launch_block": "literal threads per block (CUDA) or BLOCK* keyword (Triton) at the first launch site",
     "constexpr_params": "number of tl.constexpr parameters (Triton)",
-    "is_autotuned": "decorated with @triton.autotune",
+    "is_autotuned": "decorated with @triton.autotune (analysis layer: TritonFacts.autotuned)",
+    "uses_exp": "exp or exp2 is called (CUDA expf/__expf/exp/exp2f; Triton tl.exp/tl.exp2; from the analysis "
+    "layer's Triton math calls, else the syntactic math calls)",
+    "dot_fp32_inputs": "some tl.dot operand is float32 (true), every operand has a known dtype and none is "
+    "float32 (false), else unknown (analysis layer: TritonDot dtypes)",
+    "dot_input_dtypes": "the known tl.dot operand dtypes (analysis layer), e.g. ['float16']",
+    "grouped_programs": "program ids are already swizzled/grouped (analysis layer: TritonFacts.grouped_program_ids)",
     # profile state (None when not measured)
     "bottleneck": "bottleneck class of the profile ('unknown' without one)",
     "secondary": "list of secondary bottleneck classes",
@@ -107,17 +114,46 @@ def _literal_int(text: str | None) -> int | None:
     return v if isinstance(v, int) and v > 0 else None
 
 
+def kernel_analysis(kernel: Kernel) -> KernelFacts | None:
+    """The analysis-layer facts of ``kernel`` read from its own text (the kernel and its decorators; launch sites
+    elsewhere in the file are not needed by the predicates), or ``None`` when the text does not give the kernel
+    back. Cached by :func:`htam_core.source.analysis.analyze` per text."""
+    from htam_core.source.api import parse_text
+
+    model = parse_text(kernel.text, "python" if kernel.language == "triton" else "cuda")
+    mine = [k for k in model.kernels if k.name == kernel.name]
+    return analyze(model, mine[0]) if mine else None
+
+
+_EXP = frozenset({"exp", "exp2", "expf", "exp2f", "__expf", "__exp2f", "hexp", "h2exp"})
+
+
+def _analysis_facts(kernel: Kernel | None, features: KernelFeatures, lang: str) -> dict[str, Any]:
+    """The facts read from the analysis layer (:class:`KernelFacts`): autotuning, exp calls, tl.dot operand
+    dtypes and grouped program ids. Without a kernel the Triton ones are unknown."""
+    facts: KernelFacts | None = kernel_analysis(kernel) if kernel is not None else None
+    tf = facts.triton if facts is not None else None
+    maths = tf.math_calls if tf is not None else tuple(features.math_calls)
+    out: dict[str, Any] = {"uses_exp": any(m in _EXP for m in maths), "is_autotuned": False,
+                           "dot_fp32_inputs": False, "dot_input_dtypes": [], "grouped_programs": False}
+    if lang != "triton":
+        return out
+    if tf is None:
+        return {**out, "is_autotuned": None, "dot_fp32_inputs": None, "dot_input_dtypes": None,
+                "grouped_programs": None}
+    dtypes = [d for dot in tf.dots for d in (dot.a_dtype, dot.b_dtype)]
+    known = sorted({d for d in dtypes if d is not None})
+    fp32: bool | None = ("float32" in known) or (None if None in dtypes else False)
+    return {**out, "is_autotuned": tf.autotuned, "dot_fp32_inputs": fp32 if tf.dots else False,
+            "dot_input_dtypes": known, "grouped_programs": tf.grouped_program_ids}
+
+
 def _swaps_fast_dimension(kernel: Kernel) -> bool | None:
     """Whether the kernel's one global read and one global write are contiguous along different thread dimensions
     (``out[x * rows + y] = in[y * cols + x]``), from the affine index facts; ``None`` when not analyzable."""
-    from htam_core.source.analysis import analyze
-    from htam_core.source.api import parse_text
-
-    model = parse_text(kernel.text, "cuda")
-    mine = [k for k in model.kernels if k.name == kernel.name]
-    if not mine:
+    f = kernel_analysis(kernel)
+    if f is None:
         return None
-    f = analyze(model, mine[0])
     reads = [a for a in f.global_accesses() if a.kind == "read"]
     writes = [a for a in f.global_accesses() if a.kind == "write"]
     if len(reads) != 1 or len(writes) != 1:
@@ -130,7 +166,7 @@ def _swaps_fast_dimension(kernel: Kernel) -> bool | None:
 def _kernel_facts(kernel: Kernel | None, language: str) -> dict[str, Any]:
     if kernel is None:
         return {k: None for k in ("kernel_name", "pointer_params", "restrict_missing", "has_launch_bounds",
-                                  "launch_sites", "launch_block", "constexpr_params", "is_autotuned")}
+                                  "launch_sites", "launch_block", "constexpr_params")}
     pointers = [p for p in kernel.params if p.is_pointer]
     launch_block: int | None = None
     if kernel.launch_sites:
@@ -152,7 +188,6 @@ def _kernel_facts(kernel: Kernel | None, language: str) -> dict[str, Any]:
         "launch_sites": len(kernel.launch_sites),
         "launch_block": launch_block,
         "constexpr_params": len(kernel.constexpr_params),
-        "is_autotuned": bool(attrs.get("autotune")) if language == "triton" else False,
     }
 
 
@@ -240,6 +275,7 @@ def compute_facts(
     facts["has_reuse"] = matmul_like or bool(f.shared_memory) or (
         has_loop and facts["reduction_like"] and loads >= 2)
     facts.update(_kernel_facts(kernel, lang))
+    facts.update(_analysis_facts(kernel, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)
                             and not has_loop)
     if not structural_transpose:

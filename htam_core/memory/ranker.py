@@ -61,6 +61,7 @@ from htam_core.memory.records import Outcome, Record, value_of
 from htam_core.memory.store import Store
 from htam_core.source.model import Kernel, KernelFeatures
 from htam_core.types.profile import Profile
+from htam_core.types.text import first_sentence
 
 __all__ = ["ABLATIONS", "RankerConfig", "RankedStep", "Ranker"]
 
@@ -122,7 +123,7 @@ class RankedStep:
             records for this strategy.
         wins, trials: this strategy's recorded wins and trials.
         evidence: where the expectation comes from, in words.
-        rationale: one line for a human.
+        rationale: one line for a human, whole (never cut: ``htam suggest --json`` carries it as is).
         transform: mechanical transform id, or ``None``.
         risk: the strategy's risk note, or ``None``.
     """
@@ -579,9 +580,7 @@ class Ranker:
             evidence = self._evidence(s, last, mask, speedup, win, fail)
             d = kb.direction(s.direction)
             dwhy = dir_terms[s.direction][3] or f"prior for {bottleneck} kernels"
-            swhy = why or s.guidance.split(". ")[0].replace("\n", " ")
-            if len(swhy) > 110:
-                swhy = swhy[:107].rstrip() + "..."
+            swhy = why or first_sentence(s.guidance, stop=False)  # whole: the JSON contract keeps it uncut
             rationale = f"{d.name} ({dwhy}): {s.title} - {swhy}"
             out.append(RankedStep(rank, d.id, s.id, score, parts, gain, wins, trials, evidence, rationale,
                                   s.transform, s.risk, d.name, s.title))

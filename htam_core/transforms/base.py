@@ -129,9 +129,14 @@ class Transform(ABC):
         languages: kernel languages it handles (``"cuda"``, ``"triton"``, ``"cuda-in-python"``).
         changes_numerics: its candidates may change results in the last bits.
         summary: one line for listings and LLM prompts.
+        kind: what the rewrite changes, one of :data:`htam_core.transforms.registry.KINDS`: ``"structural"``
+            (the default: the thread mapping, the memory hierarchy or the algorithm), ``"launch"`` (launch
+            parameters only), ``"hint"`` (qualifiers, pragmas, cache or alignment hints) or ``"math"``
+            (intrinsic substitution). Only ``"structural"`` steps count as structural.
     """
 
     id: ClassVar[str] = ""
+    kind: ClassVar[str] = "structural"
     strategy: ClassVar[str] = ""
     languages: ClassVar[tuple[str, ...]] = ()
     changes_numerics: ClassVar[bool] = False

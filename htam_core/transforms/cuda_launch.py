@@ -256,6 +256,8 @@ class CudaBlockSize(CudaTransform):
     """Retune threads per block at the launch site, keeping the grid consistent."""
 
     id = "cuda.block_size"
+
+    kind = "launch"
     languages = CUDA_LANGS
     summary = "retune threads per block at the launch site (grid follows)"
 
@@ -323,6 +325,8 @@ class CudaLaunchBounds(CudaTransform):
     """Add ``__launch_bounds__(N)`` matching the launch's constant block size."""
 
     id = "cuda.launch_bounds"
+
+    kind = "hint"
     languages = CUDA_LANGS
     summary = "add __launch_bounds__ matching the launch's block size"
 

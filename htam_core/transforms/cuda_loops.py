@@ -44,6 +44,8 @@ class CudaUnroll(CudaTransform):
     """``#pragma unroll`` before loops with a constant trip count."""
 
     id = "cuda.unroll"
+
+    kind = "hint"
     languages = CUDA_LANGS
     summary = "#pragma unroll on loops with a constant trip count"
 

@@ -53,6 +53,8 @@ class CudaFastMath(CudaTransform):
     """Replace float math calls and float divisions with fast intrinsics."""
 
     id = "cuda.fast_math"
+
+    kind = "math"
     languages = CUDA_LANGS
     changes_numerics = True
     summary = "fast-math intrinsics (__expf, __fdividef ...); changes numerics"

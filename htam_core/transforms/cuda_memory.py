@@ -48,6 +48,8 @@ class CudaLdg(CudaTransform):
     """Route loads from ``const __restrict__`` pointer parameters through ``__ldg``."""
 
     id = "cuda.ldg"
+
+    kind = "hint"
     languages = CUDA_LANGS
     summary = "read-only loads through __ldg for const __restrict__ params"
 

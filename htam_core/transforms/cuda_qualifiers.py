@@ -53,6 +53,8 @@ class CudaRestrictConst(CudaTransform):
     """Add ``const`` and ``__restrict__`` to read-only pointer parameters."""
 
     id = "cuda.restrict_const"
+
+    kind = "hint"
     languages = CUDA_LANGS
     summary = "add const __restrict__ to read-only pointer params"
 

@@ -17,6 +17,19 @@ from htam_core.source.positions import line_ending, with_line_ending
 from htam_core.transforms.base import Candidate, NotApplicable, Transform, apply_edits
 from htam_core.transforms.validate import check_syntax
 from htam_core.types.profile import Profile
+from htam_core.types.text import first_sentence
+
+#: What a transform's rewrite changes (:attr:`Transform.kind`). A *structural* step rewrites the thread mapping,
+#: the memory hierarchy or the algorithm (coalescing remap, tiling, vectorized loads, warp per row, shuffle
+#: reductions, online softmax, program-order swizzle); a launch-parameter, hint-only or math-intrinsic step does
+#: not count as structural (the makeable-actions check asks for one structural step per kernel with a known
+#: pattern).
+KINDS: dict[str, str] = {
+    "structural": "rewrites the thread mapping, the memory hierarchy or the algorithm",
+    "launch": "changes launch parameters only (block size, num_warps/num_stages, autotune configs)",
+    "hint": "adds qualifiers, pragmas or cache/alignment hints; the computation is unchanged",
+    "math": "substitutes math intrinsics (fast math)",
+}
 
 _REGISTRY: dict[str, Transform] = {}
 _FAMILIES = (
@@ -50,10 +63,13 @@ def register(cls: T) -> T:
     """Class decorator: instantiate ``cls`` and register it under ``cls.id``.
 
     Raises:
-        ValueError: ``cls.id`` is empty or already registered by another class.
+        ValueError: ``cls.id`` is empty or already registered by another class, or ``cls.kind`` is not one
+            of :data:`KINDS`.
     """
     if not cls.id:
         raise ValueError(f"{cls.__name__} has no transform id")
+    if cls.kind not in KINDS:
+        raise ValueError(f"transform {cls.id!r} has kind {cls.kind!r}; expected one of {', '.join(KINDS)}")
     prev = _REGISTRY.get(cls.id)
     if prev is not None and type(prev) is not cls:
         raise ValueError(f"transform id {cls.id!r} is already registered by {type(prev).__name__}")
@@ -87,6 +103,16 @@ def all_transforms() -> list[Transform]:
     """Every registered transform, sorted by id."""
     _load()
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def is_structural(transform_id: str | None) -> bool:
+    """True when ``transform_id`` names a registered transform of kind ``"structural"`` (see :data:`KINDS`);
+    ``None`` or an unknown id is not structural."""
+    if not transform_id:
+        return False
+    _load()
+    t = _REGISTRY.get(transform_id)
+    return t is not None and t.kind == "structural"
 
 
 def for_language(language: str) -> list[Transform]:
@@ -181,7 +207,7 @@ def no_transform_message(title: str, guidance: str, llm_hint: str) -> str:
         llm_hint: how to get the LLM engine where this message is shown (``'Set htam.engine to "llm"'`` in an
             editor, ``"Run with --engine llm"`` on the command line), without a trailing period.
     """
-    by_hand = " ".join(guidance.split()).split(". ")[0].strip() if guidance else ""
+    by_hand = first_sentence(guidance, stop=False)
     return (f"“{title}” has no mechanical transform, so the rules engine cannot write it. {llm_hint} to have a "
             "model write it" + (f", or apply it by hand: {by_hand}" if by_hand else ", or apply it by hand"))
 

@@ -131,6 +131,8 @@ class TritonAutotune(TritonTransform):
     """Wrap the kernel in ``@triton.autotune`` (or widen a literal config list)."""
 
     id = "triton.autotune"
+
+    kind = "launch"
     languages = TRITON_LANGS
     summary = "@triton.autotune over block sizes and num_warps keyed on the size arguments"
 

@@ -61,6 +61,8 @@ class TritonCacheHints(TritonTransform):
     """``eviction_policy="evict_first"`` or ``cache_modifier=".cg"`` on loads that are read once."""
 
     id = "triton.cache_hints"
+
+    kind = "hint"
     languages = TRITON_LANGS
     summary = "evict_first / .cg cache hints on streaming loads"
 
@@ -107,6 +109,8 @@ class TritonDivisibilityHints(TritonTransform):
     """``tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)`` after ``offs = pid * BLOCK + tl.arange(0, BLOCK)``."""
 
     id = "triton.divisibility_hints"
+
+    kind = "hint"
     languages = TRITON_LANGS
     summary = "tl.multiple_of / tl.max_contiguous on block offsets"
 

@@ -155,6 +155,8 @@ class TritonBlockSize(TritonTransform):
     """Retune ``BLOCK_*`` constexprs at the launch site (powers of two, masked kernels only)."""
 
     id = "triton.block_size"
+
+    kind = "launch"
     languages = TRITON_LANGS
     summary = "retune BLOCK_* constexprs at the launch site"
 
@@ -240,6 +242,8 @@ class TritonWarpsStages(TritonTransform):
     """Retune ``num_warps`` and ``num_stages`` at the launch site."""
 
     id = "triton.warps_stages"
+
+    kind = "launch"
     languages = TRITON_LANGS
     summary = "retune num_warps / num_stages at the launch site"
 

@@ -31,10 +31,11 @@ async def test_workspace_configuration_overrides(client, tmp_path):
                           10, "messages about workspace/configuration")
     assert any("htam.gpuIndex = -1" in m and "using 0" in m for m in msgs), msgs
     assert any("htam.llm.apiKeyEnv = '1BAD'" in m for m in msgs), msgs
-    (path,) = copy_corpus(tmp_path, "transpose_naive.cu")
+    # the naive SGEMM has five makeable steps (only steps that can be made on the kernel are listed)
+    (path,) = copy_corpus(tmp_path, "sgemm_naive.cu")
     text = path.read_text()
     uri = open_file(client, path)
-    pos = pos_of(text, "transpose_naive(")
+    pos = pos_of(text, "sgemm_naive(")
     await wait_for(lambda: True)
     assert len(_steps(await code_actions(client, uri, pos))) == 3  # workspace/configuration wins over init
 

@@ -78,6 +78,9 @@ def _insert(client, uri: str, version: int, line: int, text: str) -> None:
 
 
 TWO_CUDA = COMPLETE + "\n" + COMPLETE.replace("scale", "shift").replace("a * x[i]", "x[i] + a")
+# their launches: code actions are listed only for steps that can be made, and most CUDA steps need a launch site
+TWO_CUDA += ("\nvoid run(float* x, float a, int n) {\n    scale<<<(n + 255) / 256, 256>>>(x, a, n);\n"
+             "    shift<<<(n + 255) / 256, 256>>>(x, a, n);\n}\n")
 async def _complete_kernels_survive(client, tmp_path, fname: str, text: str, names: list[str], line: int,
                                     half: str) -> None:
     """Open ``text``, type ``half`` before 0-based ``line``: every kernel in ``names`` keeps its hover

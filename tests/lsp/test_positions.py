@@ -14,6 +14,8 @@ SOURCE = (
     "    int i = blockIdx.x * blockDim.x + threadIdx.x;  // é\n"
     "    if (i < n) x[i] = a * x[i];\n"
     "}\n"
+    # its launch: code actions are listed only for steps that can be made, and most need a launch site
+    "void run(float* x, float a, int n) { scale<<<(n + 255) / 256, 256>>>(x, a, n); }\n"
 )
 
 

@@ -59,3 +59,17 @@ def test_strategies_whose_summary_speaks_of_exp_do_not_apply_to_an_rmsnorm(text:
     assert exp_only, "no strategy summary mentions exp: the pattern above is stale"
     applicable = {s.id for s in Ranker(KB).applicable(k.features, k.language, None, k)}
     assert applicable and not exp_only & applicable
+
+
+def test_first_sentence_keeps_the_whole_sentence() -> None:
+    """The one rule that cuts "how" out of a guidance: whole first sentence, ellipsis kept, no cut at "e.g."."""
+    from htam_core.types.text import first_sentence
+
+    assert first_sentence("Loop over tiles pid, pid + N, ... This removes\nthe tail.") == \
+        "Loop over tiles pid, pid + N, ..."
+    assert first_sentence("Use float4, e.g. for rows. Then check.") == "Use float4, e.g. for rows."
+    assert first_sentence("Use float4, e.g. for rows. Then check.", stop=False) == "Use float4, e.g. for rows"
+    assert first_sentence("x = a.b ... more", stop=False) == "x = a.b ... more"
+    assert first_sentence("") == ""
+    for s in KB.strategies:  # every rationale the ranker can write holds its guidance's first sentence whole
+        assert len(first_sentence(s.guidance)) > 20, s.id

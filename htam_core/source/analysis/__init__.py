@@ -15,6 +15,7 @@ kernel in its parsed text), ``cuda``/``triton`` (the builders), ``facts`` (the d
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 from htam_core.source.analysis.facts import (
@@ -49,6 +50,7 @@ __all__ = [
 
 _MAX = 256
 _facts: OrderedDict[tuple, KernelFacts] = OrderedDict()
+_lock = threading.Lock()
 
 
 def analyze(model: SourceModel, kernel: Kernel) -> KernelFacts:
@@ -58,19 +60,21 @@ def analyze(model: SourceModel, kernel: Kernel) -> KernelFacts:
     (a kernel that cannot be located at all gives empty facts with one error line).
     """
     key = (model.text, kernel.name, kernel.name_span.start, kernel.language)
-    hit = _facts.get(key)
-    if hit is not None:
-        _facts.move_to_end(key)
-        return hit
+    with _lock:  # the editor's analysis, profile and request threads share this cache
+        hit = _facts.get(key)
+        if hit is not None:
+            _facts.move_to_end(key)
+            return hit
     try:
         facts = _build(model, kernel)
     except (RecursionError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:  # odd code: one line
         facts = KernelFacts(kernel.name, kernel.language,
                             errors=(f"{kernel.name}: the analysis stopped ({type(exc).__name__}: {exc}); "
                                     "facts left empty",))
-    _facts[key] = facts
-    if len(_facts) > _MAX:
-        _facts.popitem(last=False)
+    with _lock:
+        _facts[key] = facts
+        while len(_facts) > _MAX:
+            _facts.popitem(last=False)
     return facts
 
 

@@ -9,6 +9,7 @@ its function and launches. Nodes are in *unit* offsets; ``base`` maps them to fi
 from __future__ import annotations
 
 import bisect
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -22,17 +23,20 @@ from htam_core.source.model import Kernel, SourceModel
 
 _CACHE_MAX = 64
 _cache: OrderedDict[Any, Any] = OrderedDict()
+_lock = threading.Lock()
 
 
 def _cached(key: Any, build: Any) -> Any:
-    hit = _cache.get(key)
-    if hit is not None:
-        _cache.move_to_end(key)
-        return hit
+    with _lock:  # the editor's analysis, profile and request threads share this cache
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
     value = build()
-    _cache[key] = value
-    if len(_cache) > _CACHE_MAX:
-        _cache.popitem(last=False)
+    with _lock:
+        _cache[key] = value
+        while len(_cache) > _CACHE_MAX:
+            _cache.popitem(last=False)
     return value
 
 

@@ -1,0 +1,113 @@
+"""The makeable-actions count: of the code actions the editor lists for a kernel, how many resolve to an edit.
+
+For every kernel of a file, :func:`count_file` ranks the kernel as the editor does before its profile lands (a
+:class:`Session`; no profile: the priors and the source facts decide), lists the code actions (:meth:`Session.plan`: only steps
+that can be made on the kernel as it is) and then resolves every listed action through the click path
+(:meth:`Session.resolve`), counting the ones that give an edit and the *structural* ones among them
+(:func:`htam_core.transforms.registry.is_structural`: a launch-parameter, hint-only or math step does not count).
+The test of the corpus and ``bench/bench_actions.py`` read these counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from htam_core.editor.session import Session
+from htam_core.source.model import Kernel, SourceModel
+
+__all__ = ["KernelCount", "count_file", "count_kernel", "known_pattern"]
+
+
+@dataclass
+class KernelCount:
+    """The counts of one kernel.
+
+    Attributes:
+        file, kernel, language: where it is.
+        pattern: the known pattern the analysis finds (:func:`known_pattern`), or ``None``.
+        listed: code actions listed (step ids, best first).
+        made: listed actions that resolved to an edit.
+        structural: listed actions that resolved and are structural.
+        failed: ``[(step id, reason)]`` of listed actions that did not resolve.
+        advice: strategies shown as advice (no mechanical transform).
+        skipped: ``[(step id, reason)]`` of ranked steps left out because their transform refuses the kernel.
+        error: why the kernel could not be counted (``None``: counted).
+    """
+
+    file: str
+    kernel: str
+    language: str
+    pattern: str | None = None
+    listed: list[str] = field(default_factory=list)
+    made: list[str] = field(default_factory=list)
+    structural: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of the counts."""
+        return asdict(self)
+
+    def line(self) -> str:
+        """One line: ``file:kernel made/listed, structural n, pattern p`` plus the failures."""
+        out = (f"{self.file}:{self.kernel} ({self.language}) made {len(self.made)}/{len(self.listed)}, "
+               f"structural {len(self.structural)}, pattern {self.pattern or '-'}")
+        if self.error:
+            out += f"; error: {self.error}"
+        for sid, why in self.failed:
+            out += f"; FAILED {sid}: {why}"
+        return out
+
+
+def known_pattern(facts: dict[str, Any]) -> str | None:
+    """The known pattern of a kernel from its predicate facts (:func:`htam_core.memory.facts.compute_facts`):
+    ``"matmul"``, ``"transpose"``, ``"softmax"`` (a reduction with exp), ``"reduction"`` or ``None``
+    (elementwise or not recognized). A kernel with a known pattern should get a structural step."""
+    if facts.get("matmul_like"):
+        return "matmul"
+    if facts.get("transpose_like"):
+        return "transpose"
+    if facts.get("reduction_like") and facts.get("uses_exp"):
+        return "softmax"
+    if facts.get("reduction_like"):
+        return "reduction"
+    return None
+
+
+def count_kernel(session: Session, path: str, model: SourceModel, kernel: Kernel, top: int = 5) -> KernelCount:
+    """The :class:`KernelCount` of ``kernel`` of ``model`` (blocking; ``session`` must be warmed up)."""
+    from htam_core.memory.facts import compute_facts
+
+    c = KernelCount(path, kernel.name, kernel.language)
+    if kernel.incomplete:
+        c.error = "incomplete kernel (it does not parse)"
+        return c
+    c.pattern = known_pattern(compute_facts(kernel.features, kernel.language, None, kernel))
+    p = session.plan(model, kernel, session.analyze(path, kernel, top, model), top)
+    c.listed = [s.strategy for s in p.actions]
+    c.advice = [s.strategy for s, _ in p.advice]
+    c.skipped = [(s.strategy, v.reason or "") for s, v in p.skipped]
+    for s in p.actions:
+        res = session.resolve(model, kernel, s.strategy, None)
+        if res.ok:
+            c.made.append(s.strategy)
+            if p.verdicts[s.strategy].structural:
+                c.structural.append(s.strategy)
+        else:
+            c.failed.append((s.strategy, res.reason or "no edit"))
+    return c
+
+
+def count_file(session: Session, path: str, top: int = 5) -> list[KernelCount]:
+    """The counts of every kernel of the file ``path`` (blocking). A file that cannot be read is one count with
+    its error."""
+    from htam_core.source import SourceError, load
+
+    try:
+        model = load(path)
+    except (SourceError, OSError, UnicodeDecodeError) as exc:
+        return [KernelCount(path, "", "", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)]
+    return [count_kernel(session, path, model, k, top) for k in model.kernels]
