@@ -49,9 +49,12 @@ from htam_core.types.errors import exception_text
 _MODULES: dict[str, ModuleType] = {}
 _CUDA_FUNCS: dict[tuple[str, str, str], Any] = {}
 
+#: The builtins of harness expressions: a short list keeps them plain expressions. ``__import__`` must be there:
+#: torch's C++ code imports modules through the calling frame's builtins (``torch.tensor([...])`` in a
+#: reference fails with an internal assert without it). This is not a sandbox; expressions run in the worker.
 _SAFE_BUILTINS = {n: __builtins__[n] if isinstance(__builtins__, dict) else getattr(__builtins__, n)
                   for n in ("abs", "min", "max", "int", "float", "round", "len", "range", "tuple", "list", "sum",
-                            "pow", "divmod", "bool", "slice", "zip", "enumerate", "isinstance")}
+                            "pow", "divmod", "bool", "slice", "zip", "enumerate", "isinstance", "__import__")}
 
 
 def cdiv(a: int, b: int) -> int:

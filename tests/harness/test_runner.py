@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from htam_core.harness import find_harness
 from htam_core.harness.runner import mangled_entry
@@ -98,3 +99,15 @@ def test_scratch_buffer_is_neither_output_nor_mutated_input():
     'modified its input in place'. ``init = "scratch"`` declares it."""
     r = v(H / "scratch" / "two_pass_sum.py", "partial_sum_kernel")
     assert r.correct and r.status == "correct", r.messages
+
+
+def test_reference_expression_may_build_tensors() -> None:
+    """Regression: torch's C++ code imports modules through the caller's builtins, so a reference such as
+    ``conv1d(x, torch.tensor([[[...]]]))`` failed with an internal assert when ``__import__`` was left out of
+    the harness expressions' builtins (seen on the GPU with a stencil reference)."""
+    from htam_core.harness.runner import _eval, _namespace
+
+    ns = _namespace({"x": torch.arange(5.0)})
+    expr = ("torch.nn.functional.conv1d(x.view(1, 1, -1), torch.tensor([[[0.25, 0.5, 0.25]]], device=x.device), "
+            "padding=1).view(-1).tolist()")
+    assert _eval(expr, ns, "htam.toml") == [0.25, 1.0, 2.0, 3.0, 2.75]
