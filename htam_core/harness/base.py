@@ -276,6 +276,13 @@ def mark_origin(candidates_dir: Path, original: Path) -> None:
     (candidates_dir / ORIGIN_MARKER).write_text(str(original.resolve().parent), encoding="utf-8")
 
 
+def include_flags(path: str | Path) -> list[str]:
+    """nvcc/NVRTC ``-I`` flags for the CUDA file ``path``: its own folder and, for a candidate, the original
+    file's folder (:func:`origin_dirs`), so a ``#include "common.h"`` next to the original builds in every
+    candidate."""
+    return [f"-I{d}" for d in origin_dirs(path)]
+
+
 def origin_dirs(path: str | Path) -> list[Path]:
     """Folders to import from for the file ``path``: its own, and the original file's folder when ``path`` is a
     candidate (``<candidates>/<label>/<file>`` with ``<candidates>/.htam-origin``). Sibling modules of the

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from htam_core.harness.base import HarnessError
+from htam_core.harness.base import HarnessError, include_flags
 from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
 from htam_core.source.parsing import captures, new_parser, node_text
 
@@ -59,7 +59,7 @@ def build_program(path: str | os.PathLike, *, arch: str = "sm_90", out_dir: str 
     if nvcc is None:
         raise HarnessError("nvcc was not found: install the CUDA toolkit or set CUDA_HOME, then profile again")
     src = Path(path).resolve()
-    flags = ["-O3", "-lineinfo", f"-arch={arch}", *(extra_flags or [])]
+    flags = ["-O3", "-lineinfo", f"-arch={arch}", *include_flags(src), *(extra_flags or [])]
     key = content_key(kind="cu-main", source=src.read_text(encoding="utf-8", errors="replace"),
                       flags=flags, nvcc=file_fingerprint(nvcc))
     out = Path(out_dir) if out_dir is not None else cache_root() / "programs"

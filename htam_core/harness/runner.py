@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError, attribute_path, origin_dirs
+from htam_core.harness.base import Harness, HarnessError, attribute_path, include_flags, origin_dirs
 from htam_core.harness.cu_launcher import host_launcher
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.infer_cuda import infer_cuda_harness
@@ -265,7 +265,7 @@ def _cuda_function(path: str, kernel: str, device_arch: str) -> Any:
         return _CUDA_FUNCS[key]
     src = Path(path).read_text(encoding="utf-8", errors="replace")
     try:
-        mod = cupy.RawModule(code=src, options=("-std=c++17", "-lineinfo", f"-I{Path(path).parent}"),
+        mod = cupy.RawModule(code=src, options=("-std=c++17", "-lineinfo", *include_flags(path)),
                              name_expressions=[kernel])
         fn = mod.get_function(kernel)
     except Exception:  # noqa: BLE001 - NVRTC rejects host code and system headers: use nvcc

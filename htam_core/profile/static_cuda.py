@@ -36,6 +36,7 @@ from importlib import util as importlib_util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from htam_core.harness.base import origin_dirs
 from htam_core.runtime.cache import CompileCache, content_key, file_fingerprint
 from htam_core.types.errors import ProfileError
 
@@ -293,7 +294,7 @@ def compile_cuda(
         raise ProfileError("nvcc not found: install the CUDA toolkit or put its bin/ directory on PATH "
                            "(or set CUDA_HOME)")
     cache = cache if cache is not None else CompileCache()
-    incs = [str(Path(source_name).resolve().parent)] if source_name else []
+    incs = [str(d) for d in origin_dirs(source_name)] if source_name else []
     incs += list(include_dirs or [])
     flags = [f"-arch={target}", "-cubin", "-Xptxas", "-v", *(extra_flags or [])]
     key = content_key(kind="nvcc", source=source, source_name=source_name, first_line=first_line,

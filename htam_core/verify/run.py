@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.base import Harness, HarnessError, include_flags
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.runner import device_and_mode, prepare
 from htam_core.harness.trial import BASE_SEED
@@ -44,7 +44,7 @@ def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> 
     if not sources:
         return CorrectnessResult(False, "unverified", "compile-only", None,
                                  ["no GPU, and no CUDA source was found to compile"])
-    includes: list[str] = [f"-I{Path(h.path).parent}"]
+    includes: list[str] = include_flags(h.path)
     if any("torch/extension.h" in s for s in sources):
         from torch.utils.cpp_extension import include_paths
 

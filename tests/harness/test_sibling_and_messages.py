@@ -4,6 +4,7 @@ and the template reads annotations, defaults and stride parameters."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import textwrap
 import tomllib
 from pathlib import Path
@@ -193,3 +194,28 @@ def test_oracle_table_checks_a_candidate_elsewhere_against_the_tables_file(tmp_p
     assert h.uses_oracle and Path(h.oracle_path) == path.resolve()
     res = verify_in_worker(h, timeout_s=300)
     assert res.status == "incorrect" and "mismatch" in res.refused_by, res.messages
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_cuda_candidate_includes_the_originals_headers(tmp_path: Path) -> None:
+    """Regression (seen on llm.c files on the GPU): a candidate folder holds only the kernel file, so
+    ``#include "common.h"`` next to the original failed to build in every candidate. Every CUDA build takes
+    ``-I`` from :func:`include_flags`: the candidate's folder and the original's."""
+    from htam_core.harness.base import include_flags, mark_origin
+    from htam_core.profile.static_cuda import compile_cuda
+    from htam_core.types.errors import ProfileError
+
+    orig = tmp_path / "src"
+    orig.mkdir()
+    (orig / "common.h").write_text("#define SCALE 2.0f\n")
+    text = '#include "common.h"\n__global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] *= SCALE; }\n'
+    (orig / "k.cu").write_text(text)
+    cand_dir = tmp_path / "candidates" / "01-x"
+    cand_dir.mkdir(parents=True)
+    (cand_dir / "k.cu").write_text(text)
+    with pytest.raises(ProfileError):  # no origin marker: the header is not found
+        compile_cuda(text, source_name=str(cand_dir / "k.cu"))
+    mark_origin(tmp_path / "candidates", orig / "k.cu")
+    assert f"-I{orig.resolve()}" in include_flags(cand_dir / "k.cu")
+    res = compile_cuda(text, source_name=str(cand_dir / "k.cu"))
+    assert res.entries and f"-I{orig.resolve()}" in res.command
