@@ -1,4 +1,4 @@
-"""Batched C[b] = A[b] @ B[b] in fp32 (tl.dot runs in TF32), one program per (tile, batch). The __main__
+"""Batched C[b] = A[b] @ B[b] in fp32 (tl.dot in IEEE fp32, not TF32), one program per (tile, batch). The __main__
 block checks it against torch.bmm."""
 import torch
 import triton
@@ -22,7 +22,7 @@ def bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.
                     mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)
         b = tl.load(b_base + offs_k[:, None] * N + offs_n[None, :],
                     mask=(offs_k[:, None] < K) & (offs_n[None, :] < N), other=0.0)
-        acc += tl.dot(a, b)
+        acc += tl.dot(a, b, input_precision="ieee")
     tl.store(c_ptr + bid * M * N + offs_m[:, None] * N + offs_n[None, :], acc,
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
