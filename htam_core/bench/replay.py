@@ -302,7 +302,8 @@ def replay_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
              f"policies ({', '.join(SEEDED)}) over {doc['config']['seeds']} seeds: mean, [min–max] over seeds.",
              "- Ground truth: the table's exhaustive best per kernel. A kernel that never reaches 90 % of it counts "
              f"as {budget + 1} trials in the mean and as never in the median.",
-             "- Warm memory: leave-one-out (the htam-cold records of every other kernel, never the kernel's own).", ""]
+             f"- Warm memory: leave-one-out (the records of {', '.join(doc['config'].get('memory_from') or [])} "
+             "on every other kernel, never the kernel's own).", ""]
     if not doc["measured"]:
         lines += ["Static table: no time was measured, so every figure is not measured.", ""]
     lines += ["## Targets", "", "| target | value | met |", "|---|---|---|"]
