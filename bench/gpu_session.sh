@@ -68,7 +68,7 @@ for s in "${want[@]}"; do
     lspgpu) stage lspgpu "${LSPGPU_S:-120}" "$PY" bench/bench_lsp_gpu.py --out "$RUN/lspgpu" ;;
     executors) EXK="${EXEC_KERNELS:-vadd_kernel,transpose_naive,sgemm_naive,block_sum_interleaved,row_sum_serial,layernorm_thread_per_row}"
                for ex in local dask; do
-                 stage "exec-$ex" "${EXEC_S:-150}" "${HTAM[@]}" bench suite --suite bench/suite --policies htam \
+                 stage "exec-$ex" "${EXEC_S:-150}" "${HTAM[@]}" bench suite --suite bench/suite --policies "${EXEC_POLICIES:-htam}" \
                    --kernels "$EXK" --budget "${EXEC_BUDGET:-3}" --trials 20 --executor "$ex" --fresh \
                    --out "$RUN/exec-$ex" --work "$RUN/exec-$ex/work"
                done
