@@ -69,7 +69,7 @@ for s in "${want[@]}"; do
     executors) EXK="${EXEC_KERNELS:-vadd_kernel,transpose_naive,sgemm_naive,block_sum_interleaved,row_sum_serial,layernorm_thread_per_row}"
                for ex in local dask; do
                  stage "exec-$ex" "${EXEC_S:-150}" "${HTAM[@]}" bench suite --suite bench/suite --policies "${EXEC_POLICIES:-htam}" \
-                   --kernels "$EXK" --budget "${EXEC_BUDGET:-3}" --trials 20 --executor "$ex" --fresh \
+                   --kernels "$EXK" --budget "${EXEC_BUDGET:-3}" --trials 20 --executor "$ex" --fresh --max-minutes "${EXEC_MINUTES:-2}" \
                    --out "$RUN/exec-$ex" --work "$RUN/exec-$ex/work"
                done
                "$PY" bench/compare_executors.py "$RUN"/exec-local/*-suite.json "$RUN"/exec-dask/*-suite.json \
