@@ -64,8 +64,8 @@ for s in "${want[@]}"; do
     hacks) stage hacks "${HACKS_S:-90}" "$PY" -m pytest -q -m gpu -p no:cacheprovider --junitxml "$RUN/hacks.xml" \
              tests/verify tests/runtime/test_isolation.py tests/bench/test_cu_launcher.py ;;
     timing) stage timing "${TIMING_S:-240}" "$PY" bench/timing_agreement.py --out "$RUN/timing" ;;
-    zeroconf) stage zeroconf "${ZEROCONF_S:-150}" "$PY" bench/bench_zeroconf.py --out "$RUN/zeroconf" ;;
-    lspgpu) stage lspgpu "${LSPGPU_S:-120}" "$PY" bench/bench_lsp_gpu.py --out "$RUN/lspgpu" ;;
+    zeroconf) stage zeroconf "${ZEROCONF_S:-150}" "$PY" bench/bench_zeroconf.py --out "$RUN/zeroconf" ${ZEROCONF_ARGS:-} ;;
+    lspgpu) stage lspgpu "${LSPGPU_S:-120}" "$PY" bench/bench_lsp_gpu.py --out "$RUN/lspgpu" ${LSPGPU_ARGS:-} ;;
     executors) EXK="${EXEC_KERNELS:-vadd_kernel,transpose_naive,sgemm_naive,block_sum_interleaved,row_sum_serial,layernorm_thread_per_row}"
                for ex in local dask; do
                  stage "exec-$ex" "${EXEC_S:-150}" "${HTAM[@]}" bench suite --suite bench/suite --policies "${EXEC_POLICIES:-htam}" \
