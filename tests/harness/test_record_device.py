@@ -113,3 +113,24 @@ def test_a_failed_inference_is_cached_too(tmp_path: Path) -> None:
     assert not first.cached and second.cached and first.reason == second.reason and "raised ValueError" in first.reason
     f.write_text(f.read_text() + "\n# edited\n")
     assert not infer(f, "k_kernel").cached  # keyed by the file's content
+
+
+def test_the_cubin_of_a_main_program_is_built_once(tmp_path: Path) -> None:
+    """``verify`` then ``profile`` of a CUDA ``main()`` program (NVRTC rejects its host code) share one
+    ``nvcc -cubin`` through the disk cache; an edited file is compiled again."""
+    import shutil
+
+    from htam_core.harness.cu_main import find_nvcc
+    from htam_core.harness.runner import cubin_for, mangled_entry
+
+    if find_nvcc() is None:
+        pytest.skip("needs nvcc")
+    src = tmp_path / "cu_saxpy_define.cu"
+    shutil.copy(CORPUS / "cu_saxpy_define.cu", src)
+    first = cubin_for(str(src), "sm_90")
+    cached = list((tmp_path / "cache" / "cubins").glob("*.cubin"))
+    assert len(cached) == 1 and cached[0].read_bytes() == first and mangled_entry(first, "saxpy")
+    assert cubin_for(str(src), "sm_90") == first
+    src.write_text(src.read_text() + "\n// edited\n")
+    cubin_for(str(src), "sm_90")
+    assert len(list((tmp_path / "cache" / "cubins").glob("*.cubin"))) == 2
