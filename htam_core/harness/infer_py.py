@@ -151,8 +151,9 @@ def record(path: Path, wrapper: str, mode: str = "main", test: Path | None = Non
         budget_s: soft limit: the child stops at the first launcher call after it.
 
     Returns:
-        ``{"calls", "asserts", "named_refs", "notes", "device_mapped", "error", "stopped", "signature"}``;
-        ``error`` says why the program failed (it may still have recorded calls).
+        ``{"calls", "asserts", "named_refs", "notes", "device_mapped", "inputs_moved", "error", "stopped",
+        "stopped_huge", "signature"}``; ``error`` says why the program failed (it may still have recorded
+        calls); a call that raised holds the exception's first line in ``error``.
     """
     timeout = timeout_s or float(os.environ.get("HTAM_INFER_TIMEOUT", "120"))
     with tempfile.TemporaryDirectory(prefix="htam-record-") as tmp:
