@@ -105,7 +105,11 @@ def error_line(err: str) -> str:
     message (its later lines are a template or details), else the first non-empty line; ``""`` for none."""
     lines = [ln.strip() for ln in err.strip().splitlines() if ln.strip()]
     first = next((ln for ln in lines if ln.startswith("htam: error:")), lines[0] if lines else "")
-    return first.removeprefix("htam: error:").strip()[:300]
+    first = first.removeprefix("htam: error:").strip()
+    if len(first) <= 400:
+        return first
+    cut = first.rfind(". ", 0, 400)  # end on a whole sentence, not inside a word
+    return first[:cut + 1] if cut > 100 else first[:399] + "…"
 
 
 def pair_child(result: Path, commands: list[list[str]]) -> None:
@@ -216,7 +220,7 @@ def _verify_row(rc: int, out: str, err: str, secs: float) -> dict[str, Any]:
     return {"verify_rc": rc, "accepted": rc == 0, "verify_s": round(secs, 2), "verified_on": ver.get("verified_on"),
             "status": ver.get("status") or ("timed out" if rc == 124 else None), "harness": ver.get("harness"),
             "harness_cached": inf.get("cached"), "inference_s": inf.get("seconds"),
-            "verify_summary": (summary or f"exit {rc} with no message")[:300]}
+            "verify_summary": (summary or f"exit {rc} with no message")[:400]}
 
 
 def _profile_row(rc: int, out: str, err: str, secs: float) -> dict[str, Any]:

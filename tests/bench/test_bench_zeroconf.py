@@ -74,6 +74,8 @@ def test_the_last_message_is_the_errors_first_line_never_the_template() -> None:
                                     "to call it."
     assert bench.error_line("timed out after 11 s (killed)") == "timed out after 11 s (killed)"
     assert bench.error_line("") == ""
+    long = "htam: error: " + "a b c. " * 80 + "\n# template"
+    assert bench.error_line(long).endswith(".") and len(bench.error_line(long)) <= 400
     row = bench._verify_row(2, "", err, 1.0)
     assert row["verify_summary"].startswith("no harness for kernel") and "flops" not in row["verify_summary"]
 
