@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     inf = infer(path, name, model) if path.suffix == ".py" else _infer_cuda(path, name, model)
     if args.json:
         json.dump({"harness": inf.harness.to_json() if inf.harness else None, "reason": inf.reason,
-                   "recording": inf.recording}, sys.stdout, indent=2, default=str)
+                   "recording": inf.recording,
+                   "inference": {"cached": inf.cached, "seconds": inf.seconds}}, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     if inf.harness is None:
         print(f"no harness could be inferred for {name} from {path.name}: {inf.reason}", file=sys.stderr)

@@ -95,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
     if harness is None and verdict.status != "refused":
         raise UsageError((harness_error or "no harness").replace("\n\n", "\n"))
     out = verdict.to_json()
+    if harness is not None and harness.inference:
+        out["harness_inference"] = dict(harness.inference)  # cached: the recording of an earlier command was reused
     if args.json:
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -152,6 +152,9 @@ class Harness:
         ref_globals: a Python file whose module-level names a reference *expression* may use (a torch
             expression found in a test file calls that file's helpers), or ``None``.
         notes: what inference found or assumed, one line each (shown with :attr:`source`).
+        inference: how an inferred harness was obtained by this process: ``{"cached": bool, "seconds": float,
+            "cache_file": str | None}`` (``cached``: read from the on-disk recording cache, no recording ran);
+            empty for any other harness.
     """
 
     kind: HarnessKind
@@ -181,6 +184,7 @@ class Harness:
     oracle_path: str | None = None
     ref_globals: str | None = None
     notes: list[str] = field(default_factory=list)
+    inference: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # the original file is the one found first; dataclasses.replace(h, path=candidate) keeps it

@@ -18,8 +18,10 @@ Discovery step 3 of :func:`htam_core.harness.find_harness` (after a KernelBench 
    ``*_ref``, ``ref_*``, ``*_reference``, ``torch_*``, ``naive_*`` whose result matched; otherwise the
    **oracle rule**: candidates are checked against the starting kernel (same inputs, seeds and guards).
 
-Recordings are cached by the content of the file and its tests (``<htam cache>/inferred/``), so profile,
-verify, optimize and the editor share one run. ``HTAM_INFER=0`` turns inference off.
+Recordings are cached by the content of the file and its tests and by the machine's kind (GPU or not), under
+``<htam cache>/inferred/`` (``$HTAM_CACHE_DIR``), failed ones too, so profile, verify, optimize and the editor
+share one run: ``htam verify`` then ``htam profile`` in fresh processes record once (the harness's
+``inference`` field, ``{"cached": true, ...}``, and ``htam verify --json``'s ``harness_inference`` say so). ``HTAM_INFER=0`` turns inference off.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +43,7 @@ from typing import Any
 from htam_core.harness.base import DTYPES, Harness, HarnessError, InputSpec
 
 #: Version of the recording format; part of the cache key.
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 #: Largest tensor of the timed set, elements, after scaling a small recorded call up (16 Mi elements).
 GPU_TARGET_NUMEL = 1 << 24
 #: A recorded call whose largest tensor holds fewer elements than this is scaled up for the GPU.
@@ -56,11 +59,15 @@ class Inference:
         harness: the inferred harness, or ``None``.
         reason: why none was inferred (names what is missing), ``""`` when one was.
         recording: the child's raw result (calls, asserts, named references), for tests and ``--json``.
+        cached: the recording was read from the on-disk cache (no child process ran).
+        seconds: wall-clock seconds the inference took (recording, or cache read, and building).
     """
 
     harness: Harness | None
     reason: str = ""
     recording: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False
+    seconds: float | None = None
 
 
 def launcher_of(path: Path, kernel: str, model: Any = None) -> tuple[str, list[str]] | None:
@@ -121,7 +128,8 @@ def _cache_file(path: Path, wrapper: str, tests: list[Path]) -> Path | None:
     try:
         from htam_core.runtime.cache import cache_root
 
-        h = hashlib.sha256(f"v{RECORD_VERSION}:{wrapper}:{path.resolve()}".encode())
+        # the recording depends on the machine's kind: the interpreter on a CPU, GPU launches (inputs moved) on a GPU
+        h = hashlib.sha256(f"v{RECORD_VERSION}:{wrapper}:{path.resolve()}:gpu={_has_gpu()}".encode())
         for f in [path, *tests]:
             h.update(f.read_bytes())
         return cache_root() / "inferred" / f"{h.hexdigest()[:32]}.json"
@@ -143,8 +151,9 @@ def record(path: Path, wrapper: str, mode: str = "main", test: Path | None = Non
         budget_s: soft limit: the child stops at the first launcher call after it.
 
     Returns:
-        ``{"calls", "asserts", "named_refs", "notes", "device_mapped", "error", "stopped", "signature"}``;
-        ``error`` says why the program failed (it may still have recorded calls).
+        ``{"calls", "asserts", "named_refs", "notes", "device_mapped", "inputs_moved", "error", "stopped",
+        "stopped_huge", "signature"}``; ``error`` says why the program failed (it may still have recorded
+        calls); a call that raised holds the exception's first line in ``error``.
     """
     timeout = timeout_s or float(os.environ.get("HTAM_INFER_TIMEOUT", "120"))
     with tempfile.TemporaryDirectory(prefix="htam-record-") as tmp:
@@ -246,6 +255,29 @@ def _round_up(v: float) -> float:
 
 def _fmt(v: float | int) -> str:
     return repr(v)
+
+
+def not_run_reason(wrapper: str, calls: list[dict[str, Any]], rec: dict[str, Any]) -> str:
+    """Why no recorded call of ``wrapper`` ran to the end, for the "no harness" message.
+
+    A call that raised says so with the exception's first line and the call's line (``gelu() raised
+    ValueError: ... at line 31``); "too large" is said only when the recorder's ``huge_numel`` rule stopped
+    the run at a call (recorded, not run); otherwise the recorder's stop reason or the program's error.
+
+    Args:
+        wrapper: the launcher's name.
+        calls: the recorded calls (``error``, ``line``, ``ran``).
+        rec: the whole recording (``stopped``, ``stopped_huge``, ``error``).
+    """
+    raised = next((c for c in calls if c.get("error")), None)
+    if raised is not None:
+        where = f" at line {raised['line']} of {Path(raised['file']).name}" if raised.get("file") else ""
+        return f"{wrapper}() raised {raised['error']}{where}; fix that call in the __main__ block or the test"
+    if rec.get("stopped_huge"):
+        return (f"{wrapper}() was recorded but not run: {rec.get('stopped')} (too large to run here); add a smaller "
+                "call to the __main__ block")
+    why = rec.get("stopped") or rec.get("error") or "the program ended inside the call"
+    return f"{wrapper}() was recorded but never returned ({why})"
 
 
 def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str) -> Inference:
@@ -386,8 +418,7 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
     # outputs: the return value, or the tensor arguments written in place
     ran = [c for c, _ in sets if c.get("ran")]
     if not ran:
-        return Inference(None, f"{wrapper}() was recorded but never ran to the end (the calls were too large to "
-                               "run here); add a smaller call to the __main__ block", rec)
+        return Inference(None, not_run_reason(wrapper, calls, rec), rec)
     outputs: list[str] = []
     if all(c.get("returns_none") for c in ran):
         outputs = [n for n in names if any(n in c.get("mutated", []) for c in ran)]
@@ -466,6 +497,10 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
         notes.append(f"the program then failed: {err}")
     source = f"inferred from {where} of {path.name}, {len(calls)} call{'s' if len(calls) != 1 else ''} recorded; " \
              f"{ref_note}"
+    if rec.get("inputs_moved"):
+        from htam_core.harness.record import MOVED_NOTE
+
+        source += f"; {MOVED_NOTE}"
     from htam_core.harness.pysource import read_py_facts
 
     facts = read_py_facts(path.read_text(encoding="utf-8", errors="replace"))
@@ -505,27 +540,48 @@ def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache:
     if not sources:
         return Inference(None, f"{p.name} has no __main__ block and no test_*.py beside it that calls "
                                f"{wrapper}(): nothing shows how {wrapper}() is called")
+    t0 = time.monotonic()
     cache = _cache_file(p, wrapper, tests) if use_cache else None
     if cache is not None and cache.is_file():
         try:
             stored = json.loads(cache.read_text(encoding="utf-8"))
-            return build(p, kernel, wrapper, stored["recording"], stored["where"])
-        except (OSError, ValueError, KeyError):
+            return _from_attempts(p, kernel, wrapper, stored["attempts"], cached=True, t0=t0, cache=cache)
+        except (OSError, ValueError, KeyError, TypeError):
             pass
-    reasons: list[str] = []
+    attempts: list[dict[str, Any]] = []
     for mode, test, where in sources:
-        rec = record(p, wrapper, mode, test)
-        inf = build(p, kernel, wrapper, rec, where)
+        attempts.append({"recording": record(p, wrapper, mode, test), "where": where})
+        if build(p, kernel, wrapper, json.loads(json.dumps(attempts[-1]["recording"])), where).harness is not None:
+            break
+    if cache is not None:  # a failed inference is kept too: the next command says the same without re-running
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"attempts": attempts}, default=str), encoding="utf-8")
+            os.replace(tmp, cache)
+        except OSError:
+            pass
+    return _from_attempts(p, kernel, wrapper, attempts, cached=False, t0=t0, cache=cache)
+
+
+def _from_attempts(p: Path, kernel: str, wrapper: str, attempts: list[dict[str, Any]], *, cached: bool, t0: float,
+                   cache: Path | None) -> Inference:
+    """The first attempt (recording) that builds a harness, or every attempt's reason joined; with
+    :attr:`Inference.cached` and the seconds it took (``Harness.inference``)."""
+    reasons: list[str] = []
+    inf = Inference(None)
+    for a in attempts:
+        inf = build(p, kernel, wrapper, a["recording"], a["where"])
         if inf.harness is not None:
-            if cache is not None:
-                try:
-                    cache.parent.mkdir(parents=True, exist_ok=True)
-                    cache.write_text(json.dumps({"recording": rec, "where": where}), encoding="utf-8")
-                except OSError:
-                    pass
-            return inf
+            break
         reasons.append(inf.reason)
-    return Inference(None, "; ".join(reasons))
+    inf.cached = cached
+    inf.seconds = round(time.monotonic() - t0, 3)
+    if inf.harness is not None:
+        inf.harness.inference = {"cached": cached, "seconds": inf.seconds, "cache_file": str(cache) if cache else None}
+    else:
+        inf.reason = "; ".join(reasons)
+    return inf
 
 
 def infer_harness(path: str | os.PathLike, kernel: str, model: Any = None) -> Harness | None:

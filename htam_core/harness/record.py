@@ -20,6 +20,13 @@ What it does:
 * Without a GPU (``TRITON_INTERPRET=1``), ``device="cuda"`` in tensor factories, ``.cuda()`` and
   ``.to("cuda")`` are mapped to the CPU (a :class:`torch.overrides.TorchFunctionMode`), and
   ``torch.cuda.synchronize`` becomes a no-op, so the recording works on a CPU machine.
+* The mirror case: on a GPU machine (no interpreter) a file written for the interpreter makes CPU tensors
+  (``torch.randn(3, 4000)`` with no device), which a compiled Triton launch refuses. The launcher call's CPU
+  tensor arguments are then moved to the GPU (:func:`launch_device`), the call runs there, tensors it wrote
+  are copied back and its return value comes back on the CPU, so the rest of the file runs as written; the
+  recording says so (``inputs_moved``) and the harness's origin names it.
+* A launcher call that raises is recorded with the exception's first line (``error``) before the exception
+  goes on to the file, so the inference can say "``f() raised ValueError: ... at line N``".
 * Benchmarks are not run: ``triton.testing.do_bench`` calls its function once and returns 0.0. Recording
   stops (the process exits) at the launcher call after ``max_calls`` calls or ``budget_s`` seconds, and at a
   call whose inputs exceed ``huge_numel`` elements (recorded, not run): what was recorded is written after
@@ -63,6 +70,10 @@ class _Recorder:
         self.named_refs: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self.device_mapped = False
+        self.inputs_moved: str | None = None
+        self.interpret = os.environ.get("TRITON_INTERPRET") == "1"
+        self.cuda_ok: bool | None = None  # torch.cuda.is_available(), asked at the first call
+        self.stopped_huge = False
         self.error: str | None = None
         self.stopped: str | None = None
         self._trees: dict[str, ast.Module] = {}
@@ -71,7 +82,8 @@ class _Recorder:
     # -- output -------------------------------------------------------------------------------------
     def flush(self) -> None:
         data = {"calls": self.calls, "asserts": self.asserts, "named_refs": self.named_refs, "notes": self.notes,
-                "device_mapped": self.device_mapped, "error": self.error, "stopped": self.stopped,
+                "device_mapped": self.device_mapped, "inputs_moved": self.inputs_moved, "error": self.error,
+                "stopped": self.stopped, "stopped_huge": self.stopped_huge,
                 "signature": self.signature}
         tmp = self.out_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, default=str), encoding="utf-8")
@@ -390,6 +402,36 @@ def _map_devices(rec: _Recorder) -> Any:
     return CpuMode()
 
 
+#: What the harness origin and the notes say when :func:`launch_device` moved a call's inputs.
+MOVED_NOTE = "inputs moved to the GPU (the file makes CPU tensors, as for the Triton interpreter)"
+
+
+def launch_device(tensor_devices: list[str], *, interpret: bool, cuda_available: bool) -> str | None:
+    """Where a launcher call's CPU tensors must go before the call, or ``None`` to call it as it is.
+
+    The mirror of the CPU mapping (:func:`_map_devices`): under the interpreter every tensor is on the CPU
+    and that is right; on a GPU machine without the interpreter a compiled Triton launch refuses CPU
+    tensors ("Pointer argument cannot be accessed from Triton (cpu tensor?)"), so a call holding any CPU
+    tensor runs with its CPU tensors moved to ``"cuda"``.
+
+    Args:
+        tensor_devices: ``str(t.device)`` of each tensor argument of the call (``"cpu"``, ``"cuda:0"``...).
+        interpret: the recording runs under the Triton interpreter (``TRITON_INTERPRET=1``).
+        cuda_available: ``torch.cuda.is_available()`` in the recording process.
+
+    Returns:
+        ``"cuda"`` or ``None``.
+    """
+    if interpret or not cuda_available:
+        return None
+    return "cuda" if any(d == "cpu" for d in tensor_devices) else None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:200]}" if text and text[0] else type(e).__name__
+
+
 def _wrap_factory(rec: _Recorder) -> Any:
     import inspect
 
@@ -433,9 +475,37 @@ def _wrap_factory(rec: _Recorder) -> Any:
                                     "ran": False, "numel": numel}
             rec.calls.append(call)
             if numel > rec.huge:
+                rec.stopped_huge = True
                 rec.stop(f"the call at line {frame.f_lineno} has {numel} input elements: recorded, not run")
             clones = {k: (v.detach().clone() if isinstance(v, torch.Tensor) else v) for k, v in bound.arguments.items()}
-            out = fn(*args, **kwargs)
+            if rec.cuda_ok is None:
+                rec.cuda_ok = not rec.interpret and torch.cuda.is_available()
+            target = launch_device([str(v.device) for v in bound.arguments.values() if isinstance(v, torch.Tensor)],
+                                   interpret=rec.interpret, cuda_available=bool(rec.cuda_ok))
+            run_args, run_kwargs, run_bound = args, kwargs, bound
+            if target is not None:
+                def move(v: Any) -> Any:
+                    return v.to(target) if isinstance(v, torch.Tensor) and v.device.type == "cpu" else v
+                run_args = tuple(move(a) for a in args)
+                run_kwargs = {k: move(v) for k, v in kwargs.items()}
+                run_bound = sig.bind(*run_args, **run_kwargs)
+                rec.inputs_moved = call["moved_to"] = target
+            try:
+                out = fn(*run_args, **run_kwargs)
+            except Exception as e:
+                call["error"] = _first_line(e)
+                rec.flush()
+                raise
+            if target is not None:  # the file goes on with CPU tensors, as it was written
+                for k, v in bound.arguments.items():
+                    w = run_bound.arguments[k]
+                    if isinstance(v, torch.Tensor) and w is not v:
+                        v.copy_(w.to(v.device))
+
+                def back(o: Any) -> Any:
+                    return o.cpu() if isinstance(o, torch.Tensor) else o
+                out = (tuple if isinstance(out, tuple) else list)(back(o) for o in out) \
+                    if isinstance(out, tuple | list) else back(out)
             outs = list(out) if isinstance(out, tuple | list) else ([] if out is None else [out])
             call["ran"] = True
             call["returns"] = [_describe(o) for o in outs]

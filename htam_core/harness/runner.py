@@ -293,12 +293,26 @@ def mangled_entry(cubin: bytes, kernel: str) -> str:
     raise HarnessError(f"kernel {kernel!r} is not an entry of the compiled module (entries: {sorted(set(syms))})")
 
 
-def _cubin_function(path: str, kernel: str, arch: str) -> Any:
-    import cupy
+def cubin_for(path: str, arch: str) -> bytes:
+    """``nvcc -cubin`` of the ``.cu`` file ``path`` for ``arch``, cached on disk by content, arch and nvcc
+    (``<htam cache>/cubins/<hash>.cubin``, written atomically), so ``htam verify`` then ``htam profile`` of a
+    ``main()`` program (which NVRTC cannot compile: host code) pay for nvcc once, not in every worker.
+
+    Raises:
+        HarnessError: nvcc is missing or the file does not compile (nvcc's errors are in the message).
+    """
+    from htam_core.runtime.cache import content_key, file_fingerprint
 
     nvcc = find_nvcc()
     if nvcc is None:
         raise HarnessError("NVRTC could not compile the file and nvcc was not found to try again")
+    src = Path(path)
+    key = content_key(kind="cubin", source=src.read_text(encoding="utf-8", errors="replace"), arch=arch,
+                      nvcc=file_fingerprint(nvcc), include=str(src.resolve().parent))
+    out_dir = cache_root() / "cubins"
+    cached = out_dir / f"{key[:32]}.cubin"
+    if cached.is_file():
+        return cached.read_bytes()
     with tempfile.TemporaryDirectory(prefix="htam-cubin-") as tmp:
         out = Path(tmp) / "k.cubin"
         proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", path, "-o", str(out)],
@@ -306,6 +320,23 @@ def _cubin_function(path: str, kernel: str, arch: str) -> Any:
         if proc.returncode != 0:
             raise HarnessError(f"nvcc could not compile {Path(path).name}:\n{proc.stderr[-3000:]}")
         data = out.read_bytes()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp_file = cached.with_name(f"{cached.stem}.{os.getpid()}.tmp")
+        tmp_file.write_bytes(data)
+        os.replace(tmp_file, cached)
+    except OSError:
+        pass  # no cache: compiled again next time
+    return data
+
+
+def _cubin_function(path: str, kernel: str, arch: str) -> Any:
+    import cupy
+
+    data = cubin_for(path, arch)
+    with tempfile.TemporaryDirectory(prefix="htam-cubin-") as tmp:
+        out = Path(tmp) / "k.cubin"
+        out.write_bytes(data)
         mod = cupy.RawModule(path=str(out))
         return mod.get_function(mangled_entry(data, kernel))
 

@@ -39,11 +39,13 @@ _SCHEMA = ("CREATE TABLE IF NOT EXISTS measurements (key TEXT PRIMARY KEY, kerne
 
 
 def harness_fingerprint(harness: Harness | None) -> str:
-    """The harness as canonical JSON without its ``path`` field (``"null"`` for no harness)."""
+    """The harness as canonical JSON without its ``path`` and ``inference`` fields (``"null"`` for no
+    harness): how the harness was obtained (recorded now, or read from the recording cache) is not part of it."""
     if harness is None:
         return "null"
     d = harness.to_json()
     d.pop("path", None)
+    d.pop("inference", None)
     return json.dumps(d, sort_keys=True, default=str)
 
 

@@ -327,6 +327,8 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
             return p
     p = measure_on_gpu(path, name, harness, gpu_index, kernel=kernel, static=static, use_ncu=use_ncu,
                        trials=trials, timeout_s=timeout_s)
+    if harness.inference:  # {"cached": true, ...}: the recording of an earlier command (verify) was reused
+        p.extra["harness_inference"] = dict(harness.inference)
     p.bottleneck = classify(p, kernel.features if kernel is not None else None, target=target)
     return p
 

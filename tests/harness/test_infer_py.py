@@ -18,6 +18,7 @@ import pytest
 from htam_core.harness.base import HarnessError
 from htam_core.harness.find import find_harness
 from htam_core.harness.infer_py import infer, render_toml, save_to_spec
+from htam_core.harness.record import MOVED_NOTE
 from htam_core.harness.spec import parse_kernel_table
 from htam_core.verify.run import verify_in_worker
 
@@ -124,6 +125,10 @@ def test_save_to_spec_writes_once_and_refuses_a_second_table(tmp_path: Path) -> 
     assert spec.read_text() == before
 
 
+#: corpus files whose __main__ makes CPU tensors (no device=): on a GPU their recorded inputs are moved there
+CPU_TENSOR_FILES = {"gelu.py", "print_only.py"}
+
+
 # -- planted wrong candidates: one per input source -------------------------------------------------------
 WRONG = {
     # file: (source kind, text to replace, wrong text)
@@ -155,6 +160,9 @@ def _plant(name: str, tmp_path: Path, *, gpu: bool) -> None:
     assert any(f"matched {h.checked_against}" in m for m in ok.messages)
     if gpu:
         assert bad.verified_on == "gpu" and ok.verified_on == "gpu", (bad.verified_on, ok.verified_on)
+        # gelu.py and print_only.py make CPU tensors (written for the interpreter): recorded on the GPU
+        # with their inputs moved there, and the origin says so
+        assert (MOVED_NOTE in h.source) == (name in CPU_TENSOR_FILES), h.source
 
 
 @pytest.mark.parametrize("name", sorted(WRONG))
