@@ -133,10 +133,9 @@ def kernel_analysis(kernel: Kernel) -> KernelFacts | None:
 _EXP = frozenset({"exp", "exp2", "expf", "exp2f", "__expf", "__exp2f", "hexp", "h2exp"})
 
 
-def _analysis_facts(kernel: Kernel | None, features: KernelFeatures, lang: str) -> dict[str, Any]:
-    """The facts read from the analysis layer (:class:`KernelFacts`): autotuning, exp calls, tl.dot operand
-    dtypes and grouped program ids. Without a kernel the Triton ones are unknown."""
-    facts: KernelFacts | None = kernel_analysis(kernel) if kernel is not None else None
+def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: str) -> dict[str, Any]:
+    """The facts read from the analysis layer (:class:`KernelFacts`, ``None`` without the kernel): autotuning,
+    exp calls, tl.dot operand dtypes and grouped program ids. Without a kernel the Triton ones are unknown."""
     tf = facts.triton if facts is not None else None
     maths = tf.math_calls if tf is not None else tuple(features.math_calls)
     out: dict[str, Any] = {"uses_exp": any(m in _EXP for m in maths), "is_autotuned": False,
@@ -285,7 +284,7 @@ def compute_facts(
     facts["has_reuse"] = True if (matmul_like or f.shared_memory) else (
         None if matmul_like is None else bool(has_loop and reduction_like and loads >= 2))
     facts.update(_kernel_facts(kernel, lang))
-    facts.update(_analysis_facts(kernel, f, lang))
+    facts.update(_analysis_facts(analysis, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)
                             and not has_loop)
     if not structural_transpose:
