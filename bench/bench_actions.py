@@ -75,7 +75,10 @@ def _markdown(folders: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
              "reduction_like with exp (softmax), reduction_like (an accumulation loop, a shared-memory tree, a "
              "warp shuffle / cg::reduce / accumulating atomic, tl.sum ...). A file's later kernels are often "
              "already the fast versions. For each known-pattern kernel without a structural step, every "
-             "structural strategy of its language is listed with its transform's refusal", ""]
+             "structural strategy of its language is listed with its transform's refusal. Not seen by the facts (so "
+             "not labelled): a reduction inside a `__device__` helper the kernel calls (llm.c's softmax "
+             "helpers), accumulation into a local array (`acc[k] += s[k]`) and scatter-adds into global memory "
+             "inside a loop (`dwte[ix * C + c] += ...`)", ""]
     for folder, data in folders.items():
         lines += [f"## {folder}", ""]
         if data.get("skipped"):
