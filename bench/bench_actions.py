@@ -69,10 +69,16 @@ def _markdown(folders: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
              "GPU, no compile: the editor's list before a profile lands)", f"- command: `{meta['command']}`",
              f"- top N: {meta['top']}; a *structural* step is a transform of kind `structural` "
              "(`htam_core.transforms.registry.KINDS`); a launch-parameter, hint-only or math step is not",
-             "- pattern: from the predicate facts (`htam_core.editor.audit.known_pattern`): matmul_like, transpose_like, "
-             "reduction_like with exp (softmax), reduction_like. `reduction_like` is broad for CUDA (a loop that "
-             "uses shared memory, math calls or 1-D indices), and a file's later kernels are often already the "
-             "fast versions, so \"without a structural step\" lists candidates to read, not only misses", ""]
+             "- pattern: from the predicate facts (`htam_core.editor.audit.known_pattern`), which come from the "
+             "analysis layer (`htam_core.source.analysis`): matmul_like (a loop summing products of two pointers "
+             "indexed by the loop variable with different strides or thread dimensions; tl.dot), transpose_like, "
+             "reduction_like with exp (softmax), reduction_like (an accumulation loop, a shared-memory tree, a "
+             "warp shuffle / cg::reduce / accumulating atomic, tl.sum ...). A file's later kernels are often "
+             "already the fast versions. For each known-pattern kernel without a structural step, every "
+             "structural strategy of its language is listed with its transform's refusal. Not seen by the facts (so "
+             "not labelled): a reduction inside a `__device__` helper the kernel calls (llm.c's softmax "
+             "helpers), accumulation into a local array (`acc[k] += s[k]`) and scatter-adds into global memory "
+             "inside a loop (`dwte[ix * C + c] += ...`)", ""]
     for folder, data in folders.items():
         lines += [f"## {folder}", ""]
         if data.get("skipped"):
@@ -100,6 +106,14 @@ def _markdown(folders: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
                          f"{len(c['made'])}/{len(c['listed'])}{fails} | {', '.join(c['structural']) or '-'} | "
                          f"{', '.join(c['advice']) or '-'} | {skipped or '-'} |")
         lines.append("")
+        missing = [c for c in data["kernels"] if not c["error"] and c["pattern"] and not c["structural"]]
+        if missing:
+            lines += ["### Known-pattern kernels without a structural step: what each structural transform says",
+                      ""]
+            for c in missing:
+                lines.append(f"- **{Path(c['file']).name}:{c['kernel']}** ({c['pattern']})")
+                lines += [f"  - {sid}: {why}".replace("\n", " ") for sid, why in c.get("refusals", [])]
+            lines.append("")
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from htam_core.editor.session import Session
 from htam_core.source.model import Kernel, SourceModel
 
-__all__ = ["KernelCount", "count_file", "count_kernel", "known_pattern"]
+__all__ = ["KernelCount", "count_file", "count_kernel", "known_pattern", "structural_refusals"]
 
 
 @dataclass
@@ -32,6 +32,10 @@ class KernelCount:
         failed: ``[(step id, reason)]`` of listed actions that did not resolve.
         advice: strategies shown as advice (no mechanical transform).
         skipped: ``[(step id, reason)]`` of ranked steps left out because their transform refuses the kernel.
+        refusals: for a kernel with a known pattern and no structural step, ``[(step id, reason)]`` of every
+            structural strategy of its language (ranked or not): the transform's refusal, or why a makeable one
+            was not listed (its predicate is false, or it ranked below the top N) - which transform to
+            generalize next.
         error: why the kernel could not be counted (``None``: counted).
     """
 
@@ -45,6 +49,7 @@ class KernelCount:
     failed: list[tuple[str, str]] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    refusals: list[tuple[str, str]] = field(default_factory=list)
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -59,6 +64,8 @@ class KernelCount:
             out += f"; error: {self.error}"
         for sid, why in self.failed:
             out += f"; FAILED {sid}: {why}"
+        for sid, why in self.refusals:
+            out += f"; NO STRUCTURAL {sid}: {why}"
         return out
 
 
@@ -85,7 +92,8 @@ def count_kernel(session: Session, path: str, model: SourceModel, kernel: Kernel
     if kernel.incomplete:
         c.error = "incomplete kernel (it does not parse)"
         return c
-    c.pattern = known_pattern(compute_facts(kernel.features, kernel.language, None, kernel))
+    facts = compute_facts(kernel.features, kernel.language, None, kernel)
+    c.pattern = known_pattern(facts)
     p = session.plan(model, kernel, session.analyze(path, kernel, top, model), top)
     c.listed = [s.strategy for s in p.actions]
     c.advice = [s.strategy for s, _ in p.advice]
@@ -98,7 +106,32 @@ def count_kernel(session: Session, path: str, model: SourceModel, kernel: Kernel
                 c.structural.append(s.strategy)
         else:
             c.failed.append((s.strategy, res.reason or "no edit"))
+    if c.pattern and not c.structural:
+        c.refusals = structural_refusals(session, model, kernel, facts, {s.strategy for s in p.actions})
     return c
+
+
+def structural_refusals(session: Session, model: SourceModel, kernel: Kernel, facts: dict[str, Any],
+                        listed: set[str]) -> list[tuple[str, str]]:
+    """``[(step id, reason)]`` for every knowledge-base strategy of the kernel's language whose transform is
+    structural: the transform's refusal (:func:`htam_core.editor.makeable.check`, cached per kernel version), or,
+    for one that makes an edit, ``"makeable; its predicate is false"`` / ``"makeable; ranked below the top N"``
+    (blocking: it runs those transforms)."""
+    from htam_core.transforms.registry import is_structural
+
+    verdict = session.makeable.computing(model, kernel)
+    out: list[tuple[str, str]] = []
+    for s in session.memory.kb.strategies:
+        if facts["language"] not in s.languages or not is_structural(s.transform) or s.id in listed:
+            continue
+        v = verdict(s.id)
+        if not v.makeable:
+            out.append((s.id, v.reason or "the transform made no edit"))
+        elif s.applies.evaluate(facts) is False:
+            out.append((s.id, f"makeable; its predicate is false ({s.applies.text})"))
+        else:
+            out.append((s.id, "makeable; ranked below the top N"))
+    return out
 
 
 def count_file(session: Session, path: str, top: int = 5) -> list[KernelCount]:

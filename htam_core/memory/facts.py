@@ -7,8 +7,10 @@ Facts come from three sources, each optional except the features:
   attributes) - these facts are ``None`` (unknown) without it;
 * the :class:`~htam_core.types.profile.Profile` - measured metrics are ``None`` unless measured.
 
-Derived facts (``matmul_like``, ``has_reuse``, ``transpose_like``) are heuristics over syntax, our own
-design; each is documented in :data:`FACTS` and in docs/MEMORY.md.
+The pattern facts (``matmul_like``, ``reduction_like``, ``transpose_like``) are read off the analysis layer
+(:class:`~htam_core.source.analysis.KernelFacts`: loop accumulators, affine index strides, read/write sets,
+collective calls), never off the syntax; they are unknown (``None``) without the kernel. ``has_reuse`` combines
+them with the syntactic counts. Each is documented in :data:`FACTS` and in docs/MEMORY.md.
 """
 
 from __future__ import annotations
@@ -50,11 +52,14 @@ FACTS: dict[str, str] = {
     "math_calls": "list of math functions called (expf, tl.exp ...)",
     "uses_math": "math_calls is not empty",
     "has_grid_stride_loop": "a grid-stride loop is present",
-    "matmul_like": "tl.dot, or a loop with >= 2 loads over 2D indices and no reduction or math calls "
-    "(a K loop of multiply-adds: the data-reuse pattern of a naive matmul)",
-    "reduction_like": "has_reduction, or (CUDA, where reductions are not detected syntactically) a loop "
-    "that is not matmul_like and not only an unrolled items-per-thread loop, and that uses shared memory, "
-    "math calls or 1D indices (a per-thread or per-block reduction)",
+    "matmul_like": "tl.dot (Triton), or a loop that sums products of two pointers indexed by the loop variable "
+    "with different strides or different thread/block dimensions (analysis layer: KernelFacts.matmul_loops; "
+    "unknown without the kernel)",
+    "reduction_like": "not matmul_like, and the kernel combines many elements into fewer values: a loop whose "
+    "accumulator reads elements that move with the loop variable and writes none that do, a shared-memory "
+    "tree, a warp shuffle / cg::reduce / accumulating atomic, or tl.sum/tl.max ... (analysis layer: "
+    "KernelFacts.reduction_evidence). An elementwise grid-stride or float4 loop is not one; unknown without the "
+    "kernel",
     "has_reuse": "matmul_like, shared memory already in use, or a looped reduction reading >= 2 values",
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
@@ -128,10 +133,9 @@ def kernel_analysis(kernel: Kernel) -> KernelFacts | None:
 _EXP = frozenset({"exp", "exp2", "expf", "exp2f", "__expf", "__exp2f", "hexp", "h2exp"})
 
 
-def _analysis_facts(kernel: Kernel | None, features: KernelFeatures, lang: str) -> dict[str, Any]:
-    """The facts read from the analysis layer (:class:`KernelFacts`): autotuning, exp calls, tl.dot operand
-    dtypes and grouped program ids. Without a kernel the Triton ones are unknown."""
-    facts: KernelFacts | None = kernel_analysis(kernel) if kernel is not None else None
+def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: str) -> dict[str, Any]:
+    """The facts read from the analysis layer (:class:`KernelFacts`, ``None`` without the kernel): autotuning,
+    exp calls, tl.dot operand dtypes and grouped program ids. Without a kernel the Triton ones are unknown."""
     tf = facts.triton if facts is not None else None
     maths = tf.math_calls if tf is not None else tuple(features.math_calls)
     out: dict[str, Any] = {"uses_exp": any(m in _EXP for m in maths), "is_autotuned": False,
@@ -148,10 +152,18 @@ def _analysis_facts(kernel: Kernel | None, features: KernelFeatures, lang: str) 
             "dot_input_dtypes": known, "grouped_programs": tf.grouped_program_ids}
 
 
-def _swaps_fast_dimension(kernel: Kernel) -> bool | None:
+def _patterns(f: KernelFacts | None) -> tuple[bool | None, bool | None]:
+    """``(matmul_like, reduction_like)`` from the analysis facts (see :data:`FACTS`); ``(None, None)`` when the
+    kernel is not analyzable. A matmul's K loop accumulates too: it is matmul_like, not reduction_like."""
+    if f is None:
+        return None, None
+    matmul = bool(f.triton.dots) if f.triton is not None else bool(f.matmul_loops())
+    return matmul, (not matmul and bool(f.reduction_evidence()))
+
+
+def _swaps_fast_dimension(f: KernelFacts | None) -> bool | None:
     """Whether the kernel's one global read and one global write are contiguous along different thread dimensions
     (``out[x * rows + y] = in[y * cols + x]``), from the affine index facts; ``None`` when not analyzable."""
-    f = kernel_analysis(kernel)
     if f is None:
         return None
     reads = [a for a in f.global_accesses() if a.kind == "read"]
@@ -240,8 +252,8 @@ def compute_facts(
     loads, stores = f.loads, f.stores
     has_loop = loops > 0
     uses_math = bool(f.math_calls)
-    matmul_like = bool(f.uses_dot) or (has_loop and loads >= 2 and f.uses_2d_index and reductions == 0
-                                       and not uses_math and not f.atomics)
+    analysis = kernel_analysis(kernel) if kernel is not None else None
+    matmul_like, reduction_like = _patterns(analysis)
     facts: dict[str, Any] = {
         "language": lang,
         "embedded": language == "cuda-in-python",
@@ -268,14 +280,11 @@ def compute_facts(
         "has_grid_stride_loop": bool(f.has_grid_stride_loop),
         "matmul_like": matmul_like,
     }
-    all_unrolled = facts["all_loops_unrolled"]
-    facts["reduction_like"] = reductions > 0 or (
-        lang == "cuda" and has_loop and not matmul_like and not all_unrolled
-        and (bool(f.shared_memory) or uses_math or not f.uses_2d_index))
-    facts["has_reuse"] = matmul_like or bool(f.shared_memory) or (
-        has_loop and facts["reduction_like"] and loads >= 2)
+    facts["reduction_like"] = reduction_like
+    facts["has_reuse"] = True if (matmul_like or f.shared_memory) else (
+        None if matmul_like is None else bool(has_loop and reduction_like and loads >= 2))
     facts.update(_kernel_facts(kernel, lang))
-    facts.update(_analysis_facts(kernel, f, lang))
+    facts.update(_analysis_facts(analysis, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)
                             and not has_loop)
     if not structural_transpose:
@@ -283,7 +292,7 @@ def compute_facts(
     elif kernel is None:
         facts["transpose_like"] = None
     else:
-        facts["transpose_like"] = _swaps_fast_dimension(kernel)
+        facts["transpose_like"] = _swaps_fast_dimension(analysis)
     facts.update(_profile_facts(profile))
     missing = set(FACTS) - set(facts)
     assert not missing, f"facts not computed: {missing}"

@@ -65,3 +65,17 @@ def test_every_kernel_with_a_known_pattern_gets_a_structural_step(counts) -> Non
     assert not missing, "no structural step:\n" + _table(missing) + "\n\nall kernels:\n" + _table(counts)
     closed = sorted({name(c) for c in patterned if c.structural and name(c) in KNOWN_GAPS})
     assert not closed, f"these kernels now get a structural step: remove them from KNOWN_GAPS: {closed}"
+
+
+def test_a_known_pattern_without_a_structural_step_says_why(counts) -> None:
+    """Each kernel of KNOWN_GAPS carries the refusal of every structural strategy of its language, and only those
+    kernels do (a kernel with a structural step or without a pattern has none)."""
+    from htam_core.memory import load_knowledge
+    from htam_core.transforms.registry import is_structural
+
+    structural = {s.id for s in load_knowledge().strategies if is_structural(s.transform)}
+    gaps = [c for c in counts if c.pattern and not c.structural and not c.error]
+    assert gaps, "no gap to read (KNOWN_GAPS is empty?)"
+    for c in gaps:
+        assert c.refusals and all(sid in structural and why for sid, why in c.refusals), c.line()
+    assert all(not c.refusals for c in counts if c.structural or not c.pattern), _table(counts)

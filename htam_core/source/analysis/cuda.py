@@ -40,6 +40,14 @@ _BUILTIN_OBJS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 LOOP_TYPES = ("for_statement", "while_statement", "do_statement")
 _MAX_FNS = {"fmaxf": "max", "fmax": "max", "max": "max", "std::max": "max", "__hmax": "max",
             "fminf": "min", "fmin": "min", "min": "min", "std::min": "min", "__hmin": "min"}
+#: Calls that combine values of several threads into fewer values (the last ``::`` component is matched):
+#: warp shuffles and ``__reduce_*_sync`` (CUDA C++ Programming Guide, "Warp Shuffle Functions", "Warp Reduce
+#: Functions"), cooperative groups' ``cg::reduce`` and CUB's ``Reduce``/``Sum``, and the accumulating atomics.
+COLLECTIVES = frozenset({
+    "__shfl_down_sync", "__shfl_xor_sync", "__shfl_up_sync", "__shfl_sync", "__reduce_add_sync",
+    "__reduce_min_sync", "__reduce_max_sync", "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync",
+    "reduce", "Reduce", "Sum", "atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicAnd", "atomicOr",
+    "atomicXor", "atomicAdd_block", "atomicAdd_system"})
 
 
 class Affine:
@@ -350,7 +358,17 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
         and lp.start is not None and any(s.name.startswith("threadIdx.") for s in lp.start.free_symbols) else lp
         for lp in loops)
     return KernelFacts(kernel.name, kernel.language, consts, loops, accesses, pointers, tids, launches, None,
-                       tuple(errors))
+                       tuple(errors), _collectives(src))
+
+
+def _collectives(src: CudaSource) -> tuple[tuple[str, int], ...]:
+    """``(call, line)`` of every :data:`COLLECTIVES` call in the body (templates stripped: ``cg::reduce<..>``)."""
+    out: list[tuple[str, int]] = []
+    for call in of_type(src.body, "call_expression"):
+        fn = src.env.t(call.child_by_field_name("function")).split("<", 1)[0].split("::")[-1].strip()
+        if fn in COLLECTIVES:
+            out.append((fn, src.line(call)))
+    return tuple(out)
 
 
 def _loops(src: CudaSource, aff: Affine, loop_nodes: list[Node]) -> tuple[LoopFact, ...]:

@@ -454,6 +454,8 @@ class KernelFacts:
         launches: the kernel's launches in this file.
         triton: Triton facts (``None`` for CUDA).
         errors: what could not be analyzed (one line each); the facts present are still valid.
+        collectives: ``(call, line)`` of the calls that combine values of several threads (CUDA: warp
+            shuffles, ``__reduce_*_sync``, ``cg::reduce``, accumulating atomics; empty for Triton).
     """
 
     kernel: str
@@ -466,6 +468,7 @@ class KernelFacts:
     launches: tuple[LaunchFacts, ...] = ()
     triton: TritonFacts | None = None
     errors: tuple[str, ...] = field(default_factory=tuple)
+    collectives: tuple[tuple[str, int], ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def constant(self, name: str) -> int | None:
@@ -550,3 +553,82 @@ class KernelFacts:
         if not strides:
             return None
         return "row" if strides == {sympy.Integer(1)} else ("column" if sympy.Integer(1) not in strides else "both")
+
+    # ------------------------------------------------------------------ patterns (the predicate facts)
+    def _own_reads(self, loop: LoopFact) -> tuple[Access, ...]:
+        """Reads (global or shared, ``readwrite`` included) whose innermost enclosing loop is ``loop``."""
+        return tuple(a for a in self.accesses if a.loops and a.loops[-1] == loop.id and a.kind != "write")
+
+    @staticmethod
+    def _varies(a: Access, var: str) -> bool:
+        """The access's element changes with ``var`` (a nonzero or non-affine stride)."""
+        s = a.stride(var)
+        return s is None or s != 0
+
+    def matmul_loops(self) -> tuple[LoopFact, ...]:
+        """Loops that accumulate products of two operands along a shared dimension (a matmul's K loop): a
+        ``sum`` accumulator, and two reads of different pointers (global or shared) inside the loop, both
+        indexed by the loop variable and both depending on the thread/block indices, with different strides
+        in the loop variable (``A[row*K + k]`` and ``B[k*N + col]``) or different thread/block dimensions
+        (``inp[bt*C + i]`` and ``w[oc*C + i]``, the NT layout). A dot product with one shared vector
+        (``x[row*N + i] * y[i]``) is not one: ``y`` does not depend on the thread."""
+        out: list[LoopFact] = []
+        for lp in self.loops:
+            if lp.var is None or not any(a.op == "sum" for a in lp.accumulators):
+                continue
+            ops = [a for a in self._own_reads(lp) if a.index is not None and self._varies(a, lp.var)
+                   and _thread_dims(a)]
+            if any(x.pointer != y.pointer and (x.stride(lp.var) != y.stride(lp.var) or _thread_dims(x) !=
+                                               _thread_dims(y)) for i, x in enumerate(ops) for y in ops[i + 1:]):
+                out.append(lp)
+        return tuple(out)
+
+    def accumulation_loops(self) -> tuple[LoopFact, ...]:
+        """Loops that reduce many elements into fewer values: an accumulator, a read inside the loop whose
+        element changes with the loop variable (or any read for a loop without one), and no global write
+        inside the loop that moves with the loop variable (that would be a scan or an elementwise loop).
+        Matmul K loops (:meth:`matmul_loops`) are included; the pattern facts tell them apart."""
+        out: list[LoopFact] = []
+        for lp in self.loops:
+            if not lp.accumulators:
+                continue
+            inside = self.accesses_in(lp)
+            reads = [a for a in inside if a.kind != "write" and (lp.var is None or self._varies(a, lp.var))]
+            moving_writes = [a for a in inside if a.space == "global" and a.kind != "read" and lp.var is not None
+                             and a.index is not None and self._varies(a, lp.var)]
+            if reads and not moving_writes:
+                out.append(lp)
+        return tuple(out)
+
+    def shared_tree_loops(self) -> tuple[LoopFact, ...]:
+        """Shared-memory reduction trees: a loop whose variable halves or doubles (``s >>= 1``, ``s *= 2``)
+        and that reads and writes the same ``__shared__`` array (``sdata[tid] += sdata[tid + s]``)."""
+        out: list[LoopFact] = []
+        for lp in self.loops:
+            if lp.update not in (">>", "/", "*", "<<"):
+                continue
+            shared = [a for a in self.accesses_in(lp) if a.space == "shared"]
+            both = {a.pointer for a in shared if a.kind == "readwrite"} | (
+                {a.pointer for a in shared if a.kind == "read"} & {a.pointer for a in shared if a.kind == "write"})
+            if both:
+                out.append(lp)
+        return tuple(out)
+
+    def reduction_evidence(self) -> tuple[str, ...]:
+        """Why the kernel reduces (one line each, empty when it does not): accumulation loops, shared-memory
+        trees, collective calls (CUDA) and ``tl.sum``/``tl.max`` ... (Triton). An elementwise kernel with a
+        grid-stride or ``float4`` loop has none of these."""
+        out = [f"line {lp.line}: loop accumulates {', '.join(a.name for a in lp.accumulators)}"
+               for lp in self.accumulation_loops()]
+        out += [f"line {lp.line}: shared-memory tree" for lp in self.shared_tree_loops()]
+        out += [f"line {line}: {fn}" for fn, line in self.collectives]
+        if self.triton is not None:
+            out += [f"line {r.line}: tl.{r.fn}" for r in self.triton.reductions]
+        return tuple(out)
+
+
+def _thread_dims(a: Access) -> frozenset[str]:
+    """The ``threadIdx``/``blockIdx`` symbols an access's index depends on."""
+    if a.index is None:
+        return frozenset()
+    return frozenset(s.name for s in a.index.free_symbols if s.name.startswith(("threadIdx.", "blockIdx.")))
