@@ -54,3 +54,21 @@ def test_no_tracked_text_file_cites_the_design_notes_or_the_shared_folder() -> N
 def test_the_patterns_catch_what_they_must() -> None:
     assert _DESIGN.search("see " + "DESIGN.md §7") and _DESIGN.search("DESIGN" + " §4")
     assert _SHARED.search("read " + "../shared/data/x.jsonl") and not _DESIGN.search("design of the cache")
+
+
+# an f-string's field copied into prose: ``{m['probe_s']*1e3:.0f}``, ``{pr['x']}``, or a doubled brace
+_UNRENDERED = re.compile(r"\{[A-Za-z_]\w*\[['\"]|\{\{")
+
+
+def test_docs_hold_no_unrendered_format_fields() -> None:
+    """Regression: docs/BENCH.md showed ``{m['probe_s']*1e3:.0f} ms`` and ``{{json,md}}``, text copied from a
+    script's f-string instead of its figures. Every Markdown doc and bench result is checked, code blocks
+    included (a placeholder there is as wrong)."""
+    bad = []
+    for p in _tracked_text_files():
+        if p.suffix != ".md":
+            continue
+        for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if _UNRENDERED.search(line):
+                bad.append(f"{p.relative_to(REPO)}:{i}: {line.strip()[:100]}")
+    assert not bad, "format fields left in the text:\n" + "\n".join(bad)
