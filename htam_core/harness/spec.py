@@ -102,7 +102,8 @@ def load_toml(path: Path) -> dict[str, Any]:
                            "has a complete example) or remove it", path=str(path)) from None
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"{path} is not valid TOML: {e}. Fix the syntax (docs/HARNESS.md has a complete "
-                           "example; `htam verify FILE --kernel NAME` prints a filled-in template).", path=str(path)) from e
+                           "example; with the file moved aside, `htam harness infer FILE` prints a filled-in table).",
+                           path=str(path)) from e
     except OSError as e:
         raise HarnessError(f"cannot read {path}: {e}", path=str(path)) from e
 
