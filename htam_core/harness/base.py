@@ -208,8 +208,13 @@ class Harness:
 
     def description(self) -> str:
         """One line for a hover or a report: where the harness came from and what a pass means, e.g.
-        ``"inferred from __main__ of f.py, 3 calls recorded; oracle: the starting kernel"``."""
+        ``"inferred from __main__ of f.py, 3 calls recorded; oracle: the starting kernel"``. A ``.cu`` program
+        run whole (kind ``"cu-main"``) says so and why (its first note: why no launch harness was inferred)."""
         text = self.source or self.label()
+        if self.kind == "cu-main":
+            text += " run whole (timed, not checked)"
+            if self.notes:
+                text += f"; {self.notes[0]}"
         if self.uses_oracle and "oracle" not in text:
             text += "; oracle: the starting kernel"
         return text

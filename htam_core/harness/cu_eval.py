@@ -19,11 +19,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import tree_sitter as ts
 
 from htam_core.source.analysis.constants import MINMAX, SIZEOF, binary_op, literal_value, unary_op
+from htam_core.source.analysis.includes import local_headers
 from htam_core.source.parsing import new_parser, node_text
 
 #: harness dtype of an element type (vector types count their scalar: a ``float4*`` buffer is float32).
@@ -186,9 +188,12 @@ class Program:
 
     Args:
         text: the file's source.
+        path: the file; the macros, constants, typedefs and functions of its local ``#include "..."``
+            headers (:func:`htam_core.source.analysis.includes.local_headers`) are read first, as the
+            preprocessor would paste them. ``None``: in-memory text, no headers.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, path: str | Path | None = None) -> None:
         self.text = text
         #: the parsed bytes: node offsets index these (the root node's own ``text`` starts at its first token,
         #: after any leading blank lines, so it must not be used to slice by offset)
@@ -199,6 +204,9 @@ class Program:
         #: ``typedef float floatX;`` / ``using floatX = float;``: alias -> element type (the last one read wins)
         self.typedefs: dict[str, str] = {}
         self.globals = Scope()
+        self.headers = local_headers(self.src, path)
+        for h in self.headers:
+            self._collect(h.root, prefix="")
         self._collect(self.tree.root_node, prefix="")
 
     # -- collection --------------------------------------------------------------------------------

@@ -413,7 +413,7 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
     except KeyError as e:
         raise HarnessError(f"{p.name}: no kernel {kernel_name!r} ({e.args[0] if e.args else ''})", missing=True) \
             from None
-    prog = Program(text)
+    prog = Program(text, p)
     mains = prog.functions.get("main")
     if not mains:
         raise HarnessError(f"{p.name} has no main(), so there is no launch to read", missing=True)

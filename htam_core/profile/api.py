@@ -102,7 +102,7 @@ def _static_cuda(model: Any, kernel: Any, target: str, cache: CompileCache) -> P
         p.warnings.append(f"{len(entries)} instantiations of {kernel.name}: reporting the maximum of each resource")
     p.extra["compile"] = {"tool": "nvcc", "mode": res.mode, "cached": res.cached, "seconds": round(res.seconds, 3),
                           "target": target}
-    block, why, warns = sc.resolve_block_size(source, kernel, offset)
+    block, why, warns = sc.resolve_block_size(source, kernel, offset, model.path)
     p.block_size = block
     p.extra["block_size_source"] = why
     p.warnings.extend(warns)
@@ -223,7 +223,7 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
             offset = int(kernel.attributes.get("cuda_source_offset") or 0)
         else:
             source, offset = model.text, 0
-        block, why, warns = resolve_block_size(source, kernel, offset)
+        block, why, warns = resolve_block_size(source, kernel, offset, model.path)
         p.block_size = block
         p.extra["block_size_source"] = why
         p.warnings.extend(warns)

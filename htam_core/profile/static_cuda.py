@@ -450,27 +450,28 @@ def strip_host_code(source: str) -> str:
 
 
 # -- constant expressions (block size, dynamic shared memory) ---------------------------------------
-def eval_const_expr(source: str, expr: str, at_byte: int | None = None) -> int | None:
+def eval_const_expr(source: str, expr: str, at_byte: int | None = None, path: str | None = None) -> int | None:
     """Evaluate the C/C++ integer expression ``expr`` as seen at byte ``at_byte`` of ``source``.
 
     The evaluator is :class:`htam_core.source.analysis.constants.ConstEnv` (``#define``s, file and
-    namespace constants, declarations in the enclosing function, ``sizeof``, ``dim3`` products).
-    Returns ``None`` when any part is not a compile-time integer here.
+    namespace constants, declarations in the enclosing function, ``sizeof``, ``dim3`` products, and the
+    local ``#include "..."`` headers of the file ``path``). Returns ``None`` when any part is not a
+    compile-time integer here.
     """
     from htam_core.source.analysis.constants import ConstEnv
 
     data, root = _parse(source, dim3_braces=True)
-    v = ConstEnv(data, root).value_of_text(expr, at_byte)
+    v = ConstEnv(data, root, path=path).value_of_text(expr, at_byte)
     return v if isinstance(v, int) else None
 
 
-def _site_value(source: str, kernel: Any, site: Any, offset: int, key: str) -> int | None:
+def _site_value(source: str, kernel: Any, site: Any, offset: int, key: str, path: str | None = None) -> int | None:
     """Value of launch-config ``key`` (``"block"``: threads per block, ``"smem"``) at ``site``, or ``None``."""
     from htam_core.source.analysis.constants import ConstEnv
     from htam_core.source.analysis.launch import dims_of, launch_calls
 
     data, root = _parse(source, dim3_braces=True)
-    env = ConstEnv(data, root)
+    env = ConstEnv(data, root, path=path)
     at = site.span.start - offset if site.span is not None else None
     if at is not None and not 0 <= at < len(data):
         at = None
@@ -495,7 +496,8 @@ def _site_value(source: str, kernel: Any, site: Any, offset: int, key: str) -> i
     return v if isinstance(v, int) else None
 
 
-def resolve_block_size(source: str, kernel: Any, offset: int = 0) -> tuple[int | None, str, list[str]]:
+def resolve_block_size(source: str, kernel: Any, offset: int = 0,
+                       path: str | None = None) -> tuple[int | None, str, list[str]]:
     """Threads per block for the kernel's launch, statically.
 
     Args:
@@ -503,6 +505,7 @@ def resolve_block_size(source: str, kernel: Any, offset: int = 0) -> tuple[int |
         kernel: a :class:`htam_core.source.model.Kernel` (launch sites, ``launch_bounds``).
         offset: byte offset of ``source`` in the model's file (CUDA in a Python string), subtracted
             from launch-site spans.
+        path: the file ``source`` comes from: its local ``#include "..."`` headers are read for constants.
 
     Returns:
         ``(block_size or None, where it came from, warnings)``. Sources, in order: the first launch
@@ -515,7 +518,7 @@ def resolve_block_size(source: str, kernel: Any, offset: int = 0) -> tuple[int |
         expr = (site.config or {}).get("block")
         if not expr:
             continue
-        val = _site_value(source, kernel, site, offset, "block")
+        val = _site_value(source, kernel, site, offset, "block", path)
         if val is not None and val > 0:
             seen.append((val, f"launch site line {site.line}: block {expr} = {val}"))
     if seen:
@@ -527,7 +530,7 @@ def resolve_block_size(source: str, kernel: Any, offset: int = 0) -> tuple[int |
     if lb:
         first = _first_arg(str(lb))
         at = kernel.span.start - offset if getattr(kernel, "span", None) is not None else None
-        val = eval_const_expr(source, first, at) if first else None
+        val = eval_const_expr(source, first, at, path) if first else None
         if val:
             return val, f"__launch_bounds__({first}) = {val}", warnings
     warnings.append("block size unknown: no launch site with a constant block expression and no constant "

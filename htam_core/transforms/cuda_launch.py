@@ -14,7 +14,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from htam_core.source.analysis.constants import literal_value
-from htam_core.source.analysis.launch import launch_calls
+from htam_core.source.analysis.launch import launch_calls, reads_block_dim
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -191,6 +191,10 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...]) -> list[TextEdit] | 
                 follows = True
                 if any(_num_value(unit, n) == c.value for n in _ts.of_type(grid, "number_literal")):
                     return f"the grid {unit.t(grid)!r} mixes {c.name} and the literal {c.value}"
+            elif grid is not None and reads_block_dim(grid, unit.src, launch.block, d):
+                follows = True  # (N + block.x - 1) / block.x: the grid reads the block itself
+                if any(_num_value(unit, n) in {c.value, c.value - 1} - {0, 1} for n in _ts.of_type(grid, "number_literal")):
+                    return f"the grid {unit.t(grid)!r} mixes {unit.t(launch.block)}.{DIMS[d]} and a literal of the block size"
             elif grid is not None:
                 ge = _grid_literal_edits(unit, grid, c.value, new)
                 if isinstance(ge, str):

@@ -303,3 +303,26 @@ def test_every_fixture_file_gives_a_harness_or_one_clear_error():
                 infer_cuda_harness(f, k.name, model, text)
             except HarnessError as e:
                 assert e.message.strip() and "\n" not in e.message.strip(), (f, k.name, e.message)
+
+
+def test_local_header_defines_and_inline_functions_are_read(tmp_path):
+    (tmp_path / "helpers.h").write_text("#pragma once\n#define TILE 16\n"
+                                        "__host__ __device__ inline int ceil_div(int a, int b) "
+                                        "{ return (a + b - 1) / b; }\n")
+    src = tmp_path / "sqmat.cu"
+    src.write_text('#include <cstdio>\n#include "helpers.h"\n'
+                   "__global__ void sq_mat(const float* a, float* b, int rows, int cols) {\n"
+                   "  int r = blockIdx.y * TILE + threadIdx.y, c = blockIdx.x * TILE + threadIdx.x;\n"
+                   "  if (r < rows && c < cols) b[r * cols + c] = a[r * cols + c] * a[r * cols + c];\n}\n"
+                   "int main() {\n  int rows = 1024, cols = 2048;\n  float *a, *b;\n"
+                   "  cudaMalloc(&a, rows * cols * sizeof(float));\n  cudaMalloc(&b, rows * cols * sizeof(float));\n"
+                   "  dim3 block(TILE, TILE);\n  dim3 grid(ceil_div(cols, TILE), ceil_div(rows, TILE));\n"
+                   "  sq_mat<<<grid, block>>>(a, b, rows, cols);\n  return 0;\n}\n")
+    h = infer_cuda_harness(src, "sq_mat")
+    assert "grid (128, 64, 1), block (16, 16, 1)" in inferred_summary(h)
+    (tmp_path / "helpers.h").unlink()  # without the header the launch cannot be read, and the program
+    found = find_harness(src, "sq_mat")  # run whole says why in its one line
+    assert found.kind == "cu-main"
+    line = found.description()
+    assert "run whole (timed, not checked)" in line and "cannot read the launch configuration of sq_mat" in line
+    assert "\n" not in line

@@ -9,13 +9,15 @@ CUDA unit: names resolve through, in order,
 2. declarations in the enclosing function (``const int``, ``constexpr``, or any ``int x = ...`` that
    has exactly one definition before the use and is never reassigned or address-taken);
 3. declarations at file or namespace scope;
-4. object-like ``#define``s (their value parsed as an expression).
+4. object-like ``#define``s (their value parsed as an expression);
+5. the same file-scope declarations and ``#define``s of the local headers the unit includes
+   (``#include "helpers.h"`` next to the file, :func:`htam_core.source.analysis.includes.local_headers`).
 
 A name of a ``dim3`` variable evaluates to the product of its components (threads per block).
 :func:`python_constants` does the same job for Python (module constants and assignments in the
 enclosing function, read with :func:`ast.literal_eval`, never executed).
 The scoping rules are those of C++ ([basic.scope]) restricted to what is knowable without
-preprocessing the includes.
+preprocessing system includes.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.includes import Header, local_headers
 from htam_core.source.analysis.syntax import node_text, of_type, parse, unwrap_parens
 
 Value = int | float
@@ -233,12 +236,19 @@ class ConstEnv:
         src: the unit's bytes (the text that was parsed).
         root: the tree's root node.
         bindings: extra names with values (template arguments at a launch site), looked up first.
+        path: the unit's file, whose local ``#include "..."`` headers are read for names the unit does not
+            define (``None``: in-memory text, no headers).
+        headers: the headers to read instead of those found from ``path`` (already resolved).
     """
 
-    def __init__(self, src: bytes, root: Node, bindings: Mapping[str, int] | None = None) -> None:
+    def __init__(self, src: bytes, root: Node, bindings: Mapping[str, int] | None = None,
+                 path: str | None = None, headers: tuple[Header, ...] | None = None) -> None:
         self.src = src
         self.root = root
         self.bindings = dict(bindings or {})
+        self.path = path
+        self._headers = headers
+        self._header_envs: list[ConstEnv] | None = None
         self._defines: dict[str, Node] | None = None
         self._file: dict[str, list[Node]] | None = None
 
@@ -298,6 +308,23 @@ class ConstEnv:
                     self._defines.setdefault(self.t(n), v)
         return self._defines.get(name)
 
+    def headers(self) -> tuple[Header, ...]:
+        """The local headers this unit reads names from (innermost first)."""
+        if self._headers is None:
+            self._headers = local_headers(self.src, self.path)
+        return self._headers
+
+    def _from_headers(self, name: str, seen: frozenset[str]) -> Value | None:
+        """Value of file-scope ``name`` as the included local headers define it (nearest include first)."""
+        if self._header_envs is None:
+            hs = self.headers()
+            self._header_envs = [ConstEnv(h.src, h.root, headers=hs[:i]) for i, h in enumerate(hs)]
+        for env in reversed(self._header_envs):
+            v = env._name(name, None, None, seen)
+            if v is not None:
+                return v
+        return None
+
     # --------------------------------------------------------------- evaluation
     def lookup(self, scope: Node | None, seen: frozenset[str] = frozenset()) -> Lookup:
         """The identifier lookup used by :func:`evaluate` inside ``scope`` (a function or block, or None)."""
@@ -347,8 +374,10 @@ class ConstEnv:
     def _name(self, name: str, scope: Node | None, before: int | None, seen: frozenset[str]) -> Value | None:
         if name in seen:
             return None
-        seen = seen | {name}
         where, node = self.definition(name, scope, before)
+        if node is None and where == "none":  # the header evaluates it (and guards its own cycles)
+            return self._from_headers(name, seen)
+        seen = seen | {name}
         if where == "binding":
             return self.bindings[name]
         if node is None:
@@ -387,8 +416,9 @@ class ConstEnv:
         where, node = self.definition(name, scope, before)
         if where == "binding":
             return Const(self.bindings[name], None, name)
-        if node is None:
-            return None
+        if node is None:  # from a header: the value, but nothing in this unit to rewrite
+            v = self._from_headers(name, frozenset()) if where == "none" else None
+            return Const(v, None, name) if isinstance(v, int) and not isinstance(v, bool) else None
         if where != "define":
             inner = self.const(node, scope if where == "local" else None) if node.type != "identifier" else None
             return Const(inner.value, inner.literal, name, inner.preproc_range) if inner else None

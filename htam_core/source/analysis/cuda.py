@@ -322,7 +322,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
         per_launch.append(b)
     if per_launch:
         first_bindings = per_launch[0]
-    env = ConstEnv(src.src, src.root, first_bindings)
+    env = ConstEnv(src.src, src.root, first_bindings, headers=src.env.headers())
     loop_nodes = [n for n in walk(src.body) if n.type in LOOP_TYPES]
     loop_vars: set[str] = set()
     for ln in loop_nodes:

@@ -85,6 +85,28 @@ def dims_of(env: ConstEnv, expr: Node, scope: Node | None) -> list[Node]:
     return [expr]
 
 
+#: the components of a ``dim3``, in order
+DIM3_FIELDS = ("x", "y", "z")
+
+
+def reads_block_dim(expr: Node, src: bytes, block: Node, dim: int) -> bool:
+    """True when ``expr`` (a grid component, followed through variables) reads component ``dim`` (0, 1, 2)
+    of the launch's block variable: ``(N + block.x - 1) / block.x`` for ``k<<<grid, block>>>``. Such a grid
+    follows the block size along ``dim`` whatever that size is (the idiom of the CUDA Programming Guide's
+    ``numBlocks(N / threadsPerBlock.x, ...)``). ``block`` is the launch's block argument; only a variable
+    (``dim3 block(256)``, ``dim3 threads{16, 16}``) has components to read, so any other form gives False."""
+    b = unwrap_parens(block)
+    if b.type != "identifier" or not 0 <= dim < len(DIM3_FIELDS):
+        return False
+    name = text(b, src)
+    for f in of_type(expr, "field_expression"):
+        arg, field = f.child_by_field_name("argument"), f.child_by_field_name("field")
+        if arg is not None and field is not None and arg.type == "identifier" and text(arg, src) == name \
+                and text(field, src) == DIM3_FIELDS[dim]:
+            return True
+    return False
+
+
 def template_bindings(env: ConstEnv, fn: Node, params: list[str], scope: Node | None) -> dict[str, int]:
     """Kernel template parameters bound to integers by the callee ``k<float, 256>`` of a launch.
 

@@ -103,7 +103,7 @@ class CudaSource:
 
 def cuda_source(model: SourceModel, kernel: Kernel) -> CudaSource | str:
     """The :class:`CudaSource` of ``kernel``, or a one-line reason when it cannot be located."""
-    key = ("cuda", model.text, kernel.name, kernel.name_span.start)
+    key = ("cuda", model.path, model.text, kernel.name, kernel.name_span.start)
     return _cached(key, lambda: _load_cuda(model, kernel))
 
 
@@ -124,7 +124,7 @@ def _load_cuda(model: SourceModel, kernel: Kernel) -> CudaSource | str:
     body = func.child_by_field_name("body") if func is not None else None
     if func is None or body is None:
         return f"the definition of {kernel.name} was not found in the syntax tree"
-    env = ConstEnv(src, tree.root_node)
+    env = ConstEnv(src, tree.root_node, path=model.path if model.file_language != "python" else None)
     launches = tuple(launch_calls(tree.root_node, src, kernel.name))
     return CudaSource(src, base, tree.root_node, func, body, env, launches, Lines(data))
 
