@@ -91,7 +91,7 @@ def resumed_summary(resumed: int, total: int, folder: str | Path) -> dict[str, A
     tasks were taken from an earlier run's ``results.jsonl`` in ``folder`` rather than run again (the report
     shows it, so that a reused result is never mistaken for a fresh one)."""
     if not resumed:
-        line = f"0 tasks resumed: all {total} ran in this run."
+        line = f"0 tasks resumed: {'the task' if total == 1 else f'all {total} tasks'} ran in this run."
     else:
         line = (f"{resumed} of {total} task{'' if total == 1 else 's'} resumed from an earlier run in this folder "
                 f"({folder}; their kernel files, harnesses and settings are unchanged); `--fresh` runs them again.")
