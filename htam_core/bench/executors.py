@@ -21,7 +21,9 @@ itself is recorded at once (the same code would raise again).
 
 Streaming and resume (:class:`ResultLog`): every result is appended to ``results.jsonl`` in the output folder
 as soon as it arrives (``as_completed``), with its key; a rerun with the same folder skips the keys already
-there (results skipped or cut short by the time budget are not kept, so a rerun runs them). A lost worker never
+there (results skipped or cut short by the time budget are not kept, so a rerun runs them). A key covers
+everything a result depends on (:func:`task_key`: the task's settings and the content of the files it reads),
+so an edited kernel or harness runs again instead of being resumed from a stale result. A lost worker never
 loses finished results: they are on the client's disk already. Progress lines give
 counts and an ETA (:class:`Progress`).
 """
@@ -40,7 +42,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 __all__ = ["ALLOWED_FAILURES", "EXECUTORS", "ExecutorError", "ExecutorOptions", "Progress", "ResultLog",
-           "is_final", "run_tasks", "shared_cluster", "start_local_cluster", "task_key"]
+           "file_digest", "is_final", "resumed_summary", "run_tasks", "shared_cluster", "start_local_cluster",
+           "task_key"]
 
 #: How many times a task whose worker died is rescheduled before it is recorded as failed.
 ALLOWED_FAILURES = 2
@@ -56,11 +59,43 @@ class ExecutorError(Exception):
     says what to do."""
 
 
-def task_key(label: str, task: dict[str, Any]) -> str:
+def file_digest(path: str | Path | None) -> str | None:
+    """The SHA-256 (hex) of a file's bytes; ``None`` for no path or a file that cannot be read."""
+    if not path:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def task_key(label: str, task: dict[str, Any], files: Iterable[str | Path | None] = ()) -> str:
     """A stable key for a task: ``label`` plus the first 12 hex digits of the SHA-256 of its JSON (sorted keys,
-    without :data:`_VOLATILE` fields), so a rerun with other settings does not resume from stale results."""
-    body = json.dumps({k: v for k, v in task.items() if k not in _VOLATILE}, sort_keys=True, default=str)
+    without :data:`_VOLATILE` fields) and of the content of ``files``, so that a rerun with other settings, or
+    after one of those files was edited, does not resume from a stale result.
+
+    Args:
+        label: readable prefix (``"vadd_kernel/htam"``).
+        task: the task's JSON-shaped settings (budget, trials, policy, seed, engine, static, ...).
+        files: every file the result depends on (the kernel file, a reference module, imported memory exports);
+            a path in ``task`` names a file, only its content here says whether it changed. A missing file
+            counts as such (``None``).
+    """
+    body = json.dumps({"task": {k: v for k, v in task.items() if k not in _VOLATILE},
+                       "files": [file_digest(f) for f in files]}, sort_keys=True, default=str)
     return f"{label}#{hashlib.sha256(body.encode()).hexdigest()[:12]}"
+
+
+def resumed_summary(resumed: int, total: int, folder: str | Path) -> dict[str, Any]:
+    """The results document's ``resumed`` entry: ``{"tasks", "total", "line"}``, the line saying how many
+    tasks were taken from an earlier run's ``results.jsonl`` in ``folder`` rather than run again (the report
+    shows it, so that a reused result is never mistaken for a fresh one)."""
+    if not resumed:
+        line = f"0 tasks resumed: {'the task' if total == 1 else f'all {total} tasks'} ran in this run."
+    else:
+        line = (f"{resumed} of {total} task{'' if total == 1 else 's'} resumed from an earlier run in this folder "
+                f"({folder}; their kernel files, harnesses and settings are unchanged); `--fresh` runs them again.")
+    return {"tasks": resumed, "total": total, "line": line}
 
 
 def call_task(fn_path: str, task: dict[str, Any]) -> dict[str, Any]:
@@ -78,11 +113,14 @@ class ResultLog:
     Attributes:
         done: key -> result of every task finished in an earlier run (read at construction; a torn last line,
             from a run killed while writing, is ignored).
+        resumed: how many tasks :func:`run_tasks` took from ``done`` instead of running them (over all its
+            calls with this log).
     """
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path else None
         self.done: dict[str, dict[str, Any]] = {}
+        self.resumed = 0
         if self.path and self.path.is_file():
             for line in self.path.read_text(encoding="utf-8").splitlines():
                 try:
@@ -119,15 +157,18 @@ class Progress:
         """Count one result; return the progress text ``"12/300 done (3 resumed, 1 failed), ETA 4m05s"``."""
         self.finished += 1
         self.failed += result.get("status") in ("error", "failed")
+        return self.text()
+
+    def text(self) -> str:
+        """The progress text so far (no ETA before the first task of this run finished)."""
         done = self.resumed + self.finished
         left = self.total - done
-        rate = (self._clock() - self._t0) / self.finished
-        eta = left * rate
+        eta = left * (self._clock() - self._t0) / self.finished if self.finished else None
         text = f"{done}/{self.total} done"
         extra = [f"{self.resumed} resumed"] if self.resumed else []
         extra += [f"{self.failed} failed"] if self.failed else []
         text += f" ({', '.join(extra)})" if extra else ""
-        return text + (f", ETA {int(eta // 60)}m{int(eta % 60):02d}s" if left else "")
+        return text + (f", ETA {int(eta // 60)}m{int(eta % 60):02d}s" if left and eta is not None else "")
 
 
 @dataclass
@@ -269,7 +310,8 @@ EXECUTORS: dict[str, Executor] = {"local": run_in_process, "dask": run_on_dask}
 
 
 def run_tasks(fn_path: str, tasks: Iterable[Keyed], opts: ExecutorOptions, *, log: ResultLog | None = None,
-              on_done: Callable[[dict[str, Any], str], None] | None = None) -> list[dict[str, Any]]:
+              on_done: Callable[[dict[str, Any], str], None] | None = None,
+              on_resumed: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Run every task not finished yet in ``log``; results in task order (resumed ones included).
 
     Args:
@@ -278,6 +320,8 @@ def run_tasks(fn_path: str, tasks: Iterable[Keyed], opts: ExecutorOptions, *, lo
         opts: which executor, and its settings.
         log: where results stream to and resume from (``None``: nothing on disk, nothing resumed).
         on_done: called with each new result and the progress text as it arrives.
+        on_resumed: called once, before anything runs, with the progress text (``"4/52 done (4 resumed)"``)
+            when some tasks were resumed from ``log`` (so that a run whose every task resumes still says so).
 
     Returns:
         One result per task, in the order of ``tasks``. A task that raised or whose worker died too often gives
@@ -296,6 +340,9 @@ def run_tasks(fn_path: str, tasks: Iterable[Keyed], opts: ExecutorOptions, *, lo
     results = {k: log.done[k] for k in keys if k in log.done}
     todo = [(k, t) for k, t in tasks if k not in results]
     progress = Progress(len(tasks), resumed=len(results))
+    log.resumed += len(results)
+    if results and on_resumed:
+        on_resumed(progress.text())
 
     def done(key: str, result: dict[str, Any]) -> None:
         results[key] = result

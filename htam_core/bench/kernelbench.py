@@ -417,7 +417,7 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
     Raises:
         KernelBenchError: malformed problems file, unknown engine, or no problem selected.
     """
-    from htam_core.bench.executors import ExecutorOptions, ResultLog, run_tasks, task_key
+    from htam_core.bench.executors import ExecutorOptions, ResultLog, resumed_summary, run_tasks, task_key
 
     if cfg.engine not in ("rules", "llm"):
         raise KernelBenchError(f"unknown engine {cfg.engine!r}; expected rules or llm")
@@ -475,10 +475,14 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
     def done(r: dict[str, Any], progress: str) -> None:
         log(f"{progress_line(r)} [{progress}]")
 
+    # the key covers the problem code (in the task), the start solution's content and whether a GPU is used
     keyed = [(task_key(f"L{t.level}/{t.problem_id}", {**t.to_json(), "work_dir": None, "memory_path": None,
-                                                               "memory_seed": None}), t) for t in tasks]
+                                                      "memory_seed": None, "gpu": bool(gpus)}, [t.start_path]), t)
+             for t in tasks]
+    rlog = ResultLog(state / "results.jsonl")
     out = run_tasks("htam_core.bench.kernelbench:run_kb_task", [(k, t.to_json()) for k, t in keyed], opts,
-                    log=ResultLog(state / "results.jsonl"), on_done=done)
+                    log=rlog, on_done=done,
+                    on_resumed=lambda text: log(f"[kernelbench] resumed from {rlog.path} [{text}]"))
     results = [{"level": t.level, "problem_id": t.problem_id, "name": t.name, "held_out": t.held_out, **r}
                for (_, t), r in zip(keyed, out, strict=True)]
     pooled = None
@@ -501,5 +505,6 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
     env = environment(gpus)
     return {"problems": results, "summary": levels, "measured": measured, "environment": env,
             "not_run_without_start": skipped, "sizes_overridden": bool(cfg.size_overrides), "memory": pooled,
+            "resumed": resumed_summary(rlog.resumed, len(results), state),
             "config": {k: v for k, v in asdict(cfg).items() if k not in ("llm", "size_overrides")}
             | {"gpus": gpus, "llm_model": (cfg.llm or {}).get("model")}, "wall_s": time.time() - t_start}

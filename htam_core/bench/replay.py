@@ -92,7 +92,7 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
     Raises:
         ReplayError: unreadable table, unknown policy or kernel.
     """
-    from htam_core.bench.executors import ExecutorOptions, ResultLog, run_tasks, task_key
+    from htam_core.bench.executors import ExecutorOptions, ResultLog, file_digest, run_tasks, task_key
 
     bad = [p for p in cfg.policies if p not in REPLAY_POLICIES]
     if bad:
@@ -112,6 +112,7 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
     opts = ExecutorOptions("local", (), None, 1)
     t0 = time.time()
     table_path = str(Path(cfg.table).resolve())
+    table_digest = file_digest(table_path)
 
     def task(k: dict[str, Any], policy: str, seed: int, exports: list[tuple[str, str]]) -> SuiteTask:
         slug = f"{k['id'].replace('/', '_').replace('::', '-')}-{policy}-s{seed}"
@@ -130,7 +131,9 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
             + (f", best {sp:.3g}x" if isinstance(sp, float) else ", not measured") + f" [{progress}]")
 
     def run(batch: list[tuple[dict[str, Any], int, SuiteTask]]) -> list[dict[str, Any]]:
-        keyed = [(task_key(f"{k['id']}/{t.policy_name}/{seed}", t.to_json()), t) for k, seed, t in batch]
+        # the key covers the table's content (what a replay reads) and the memory exports it imports
+        keyed = [(task_key(f"{k['id']}/{t.policy_name}/{seed}", {**t.to_json(), "table": table_digest},
+                           t.memory_imports), t) for k, seed, t in batch]
         out = run_tasks("htam_core.bench.suite:run_suite_task", [(key, t.to_json()) for key, t in keyed], opts,
                         log=rlog, on_done=done)
         return [{**r, "kernel_id": k["id"], "family": k["family"], "policy": t.policy_name, "seed": seed}

@@ -82,7 +82,7 @@ def suite_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
              *([f"- `exhaustive` (knowledge-base order, budget {cfg.get('exhaustive_budget')}): the reference "
                 "for trials-to-90%. It is not the best reachable: another policy can beat it."]
                if "exhaustive" in doc.get("policies", []) else []),
-             *_reuse_lines(doc, measured), ""]
+             *_reuse_lines(doc, measured), *_resumed_lines(doc), ""]
     if not measured:
         lines += ["**Nothing was measured: no GPU was used (static mode).** Every time, speedup and roofline "
                   "figure below is \"not measured\"; the runs only show that each kernel and policy runs end to "
@@ -164,6 +164,13 @@ def _reuse_lines(doc: dict[str, Any], measured: bool = True) -> list[str]:
             "evaluations); every start kernel is timed afresh."]
 
 
+def _resumed_lines(doc: dict[str, Any]) -> list[str]:
+    """The header line saying how many tasks were resumed from an earlier run's results (the document's
+    ``resumed`` entry, :func:`htam_core.bench.executors.resumed_summary`); none for a document without it."""
+    r = doc.get("resumed")
+    return [f"- {r['line']}"] if r and r.get("line") else []
+
+
 def _verdicts(agg: dict[str, Any]) -> list[str]:
     out = []
     h = agg.get("htam")
@@ -241,7 +248,7 @@ def kernelbench_markdown(doc: dict[str, Any]) -> str:
                  "verification ran; " + ("loop candidates were only checked under the Triton interpreter at the "
                                          "overridden sizes." if doc.get("sizes_overridden") else
                                          "without --size-overrides no problem runs on the CPU."))
-    lines = ["## KernelBench runner", "", *environment_lines(env), head, ""]
+    lines = ["## KernelBench runner", "", *environment_lines(env), head, *_resumed_lines(doc), ""]
     if doc.get("sizes_overridden"):
         lines += ["**Problem sizes were overridden (smoke test): these are not KernelBench results.**", ""]
     if not doc.get("measured"):

@@ -23,6 +23,7 @@ and resumed from it; every task records into its own store, merged at the end in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import statistics
@@ -35,7 +36,7 @@ from htam_core.bench import metrics
 from htam_core.bench.parallel import cancel_at
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.runner import cdiv
-from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+from htam_core.harness.spec import SPEC_FILENAME, is_function_reference, load_toml, parse_kernel_table
 from htam_core.measure.gpu import compute_dtype
 from htam_core.measure.peaks import get_peaks, peak_flops_for
 from htam_core.runtime.worker import run_in_worker
@@ -77,6 +78,10 @@ class SuiteKernel:
         sizes: the first input set's size symbols (the set whose median time is reported).
         compute_dtype: the dtype whose FLOP/s peak bounds it (``"tf32"`` for a Triton ``tl.dot`` on float32
             inputs; :func:`htam_core.measure.gpu.compute_dtype`), or ``None`` for the fp32 SIMT peak.
+        harness_sha256: SHA-256 of its ``[kernel.<name>]`` table (canonical JSON): part of the task keys, so a
+            changed harness runs again instead of resuming.
+        depends: the files its results depend on (the kernel file, a ``reference = "ref.py:fn"`` module), whose
+            content is part of the task keys (:func:`htam_core.bench.executors.task_key`).
     """
 
     name: str
@@ -86,6 +91,8 @@ class SuiteKernel:
     flops: float | None
     sizes: dict[str, Any] = field(default_factory=dict)
     compute_dtype: str | None = None
+    harness_sha256: str | None = None
+    depends: list[str] = field(default_factory=list)
 
 
 def _eval_bound(expr: str | None, sizes: dict[str, Any]) -> float | None:
@@ -126,8 +133,12 @@ def kernel_from_table(spec: Path, name: str, table: Any) -> SuiteKernel:
     except HarnessError as exc:
         raise SuiteError(str(exc)) from exc
     sizes = dict(h.sizes[0]) if h.sizes else {}
+    ref = table.get("reference")
+    ref_file = ref.split(":")[0] if isinstance(ref, str) and is_function_reference(ref) else ""
+    depends = [str(path)] + ([str((spec.parent / ref_file).resolve())] if ref_file.endswith(".py") else [])
+    digest = hashlib.sha256(json.dumps(table, sort_keys=True, default=str).encode()).hexdigest()
     return SuiteKernel(name, str(path), h.language, _eval_bound(h.bytes_expr, sizes),
-                       _eval_bound(h.flops_expr, sizes), sizes, _compute_dtype(h, path, name))
+                       _eval_bound(h.flops_expr, sizes), sizes, _compute_dtype(h, path, name), digest, depends)
 
 
 def load_suite(suite_dir: str | Path, kernels: list[str] | None = None) -> list[SuiteKernel]:
@@ -343,7 +354,9 @@ class SuiteConfig:
             afresh.
         executor, scheduler, workers: how tasks run (:class:`htam_core.bench.executors.ExecutorOptions`).
         fresh: forget the results of an earlier run in the same work folder (default: resume, skipping every
-            task whose key is in ``<work>/results.jsonl``).
+            task whose key is in ``<work>/results.jsonl``; the key covers the task's settings, the kernel
+            file's and reference module's content, its harness table, the memory exports it imports and
+            whether a GPU is used, so an edited kernel or harness runs again).
     """
 
     suite_dir: str
@@ -402,7 +415,14 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
         SuiteError: bad suite folder, kernel or policy names.
     """
     # imported per call: tests replace run_tasks and visible_gpus
-    from htam_core.bench.executors import ExecutorOptions, ResultLog, run_tasks, shared_cluster, task_key
+    from htam_core.bench.executors import (
+        ExecutorOptions,
+        ResultLog,
+        resumed_summary,
+        run_tasks,
+        shared_cluster,
+        task_key,
+    )
     from htam_core.bench.parallel import environment, visible_gpus
 
     kernels = load_suite(cfg.suite_dir, cfg.kernels)
@@ -435,10 +455,18 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
             + (f", best {sp:.3g}x" if isinstance(sp, float) else ", speedup not measured")
             + (f" ({r['error']})" if r.get("error") else "") + f" [{progress}]")
 
+    by_name = {k.name: k for k in kernels}
+
+    def key(t: SuiteTask) -> str:
+        k = by_name[t.kernel]
+        return task_key(f"{t.kernel}/{t.policy_name}", {**t.to_json(), "harness": k.harness_sha256,
+                                                         "gpu": bool(gpus)}, [*k.depends, *t.memory_imports])
+
     def run(batch: list[SuiteTask], joined: ExecutorOptions) -> list[dict[str, Any]]:
-        keyed = [(task_key(f"{t.kernel}/{t.policy_name}", t.to_json()), t) for t in batch]
+        keyed = [(key(t), t) for t in batch]
         out = run_tasks("htam_core.bench.suite:run_suite_task", [(k, t.to_json()) for k, t in keyed], joined,
-                        log=log_file, on_done=done)
+                        log=log_file, on_done=done,
+                        on_resumed=lambda text: log(f"[suite] resumed from {work / RESULTS_NAME} [{text}]"))
         stores.extend(t.memory_path for (_, t), r in zip(keyed, out, strict=True) if r.get("status") == "ok")
         return [{"kernel": t.kernel, "policy": t.policy_name, **r} for (_, t), r in zip(keyed, out, strict=True)]
 
@@ -457,6 +485,7 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     doc["environment"] = env
     doc["config"] = {**asdict(cfg), "gpus": gpus}
     doc["memory"] = _pool_memory(work, [Path(p) for p in stores if Path(p).is_file()])
+    doc["resumed"] = resumed_summary(log_file.resumed, len(results), work)
     doc["wall_s"] = time.time() - t_start
     return doc
 

@@ -13,6 +13,7 @@ from htam_core.bench.executors import (
     ExecutorOptions,
     Progress,
     ResultLog,
+    resumed_summary,
     run_tasks,
     task_key,
 )
@@ -25,6 +26,27 @@ def test_keys_are_stable_and_ignore_the_deadline() -> None:
     a = task_key("k/p", {"budget": 8, "deadline": 1.0})
     assert a == task_key("k/p", {"deadline": 2.0, "budget": 8}) and a.startswith("k/p#")
     assert a != task_key("k/p", {"budget": 4, "deadline": 1.0})
+
+
+def test_keys_cover_the_content_of_the_files_a_task_reads(tmp_path: Path) -> None:
+    """Regression: a key named the kernel's path only, so an edited kernel resumed from its stale result."""
+    f = tmp_path / "k.py"
+    f.write_text("BLOCK_SIZE = 64\n")
+    before = task_key("k/p", {"path": str(f)}, [f])
+    assert before == task_key("k/p", {"path": str(f)}, [f])
+    f.write_text("BLOCK_SIZE = 128\n")
+    assert task_key("k/p", {"path": str(f)}, [f]) != before
+    f.unlink()
+    assert task_key("k/p", {"path": str(f)}, [f]) not in (before, task_key("k/p", {"path": str(f)}))
+
+
+def test_a_rerun_counts_and_announces_what_it_resumed(tmp_path: Path) -> None:
+    tasks = [(f"t{i}", {"i": i}) for i in range(3)]
+    run_tasks(COPY, tasks[:2], ExecutorOptions("local"), log=ResultLog(tmp_path / "r.jsonl"))
+    log, notes = ResultLog(tmp_path / "r.jsonl"), []
+    run_tasks(COPY, tasks, ExecutorOptions("local"), log=log, on_resumed=notes.append)
+    assert log.resumed == 2 and notes == ["2/3 done (2 resumed)"]
+    assert resumed_summary(2, 3, tmp_path)["line"].startswith("2 of 3 tasks resumed from an earlier run")
 
 
 def test_results_stream_and_a_rerun_resumes_by_key(tmp_path: Path) -> None:

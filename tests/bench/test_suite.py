@@ -136,3 +136,65 @@ def test_a_triton_dot_on_fp32_is_bounded_by_the_tf32_peak(tmp_path):
     flops = 2 * 4096 ** 3
     assert row["bound"] == "compute"
     assert abs(row["roofline_fraction"] - (flops / 4e14) / 1e-3) < 1e-9
+
+
+def _one_kernel_suite(folder: Path) -> Path:
+    """A suite folder with only vadd_kernel (a copy: the test edits it)."""
+    import re
+    import shutil
+
+    folder.mkdir()
+    shutil.copy(SUITE / "vector_add_small_block.py", folder)
+    toml = (SUITE / "htam.toml").read_text()
+    table = re.search(r"\[kernel\.vadd_kernel\].*?(?=\n\[)", toml, re.S)
+    assert table is not None
+    (folder / "htam.toml").write_text(table.group(0) + "\n")
+    return folder
+
+
+def test_an_edited_kernel_or_harness_reruns_and_an_unchanged_rerun_says_it_resumed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression (new-user trial): after BLOCK_SIZE = 64 -> 128 a rerun with the same --out silently reused the
+    old result. Now the key covers the kernel file and its harness table, and the report counts resumed tasks.
+    The optimization itself is replaced by a static-mode outcome that counts its calls (the run above covers
+    the real one)."""
+    ran: list[str] = []
+
+    def fake_task(task: dict) -> dict:
+        ran.append(Path(task["path"]).read_text())
+        return {"kernel": task["kernel"], "policy": task["policy_name"], "status": "ok", "mode": "static",
+                "measured": False, "steps": [{"speedup_vs_start": None}]}
+
+    monkeypatch.setattr(suite, "run_suite_task", fake_task)
+    folder = _one_kernel_suite(tmp_path / "suite")
+    out = tmp_path / "out"
+    argv = ["bench", "suite", "--suite", str(folder), "--policies", "random", "--budget", "1", "--static",
+            "--out", str(out)]
+
+    def run() -> tuple[str, dict, str]:
+        capsys.readouterr()
+        assert main(argv) == 0
+        err = capsys.readouterr().err
+        return err, json.loads(next(out.glob("*-static-suite.json")).read_text()), \
+            next(out.glob("*-static-suite.md")).read_text()
+
+    err, doc, md = run()
+    assert doc["resumed"]["tasks"] == 0 and "1/1 done" in err and "resumed" not in err and len(ran) == 1
+    err, doc, md = run()  # unchanged: resumed, and it says so
+    assert len(ran) == 1
+    assert doc["resumed"] == {"tasks": 1, "total": 1, "line": doc["resumed"]["line"]}
+    assert "1/1 done (1 resumed)" in err
+    assert "1 of 1 task resumed from an earlier run in this folder" in md
+    kernel = folder / "vector_add_small_block.py"
+    kernel.write_text(kernel.read_text().replace("BLOCK_SIZE = 64", "BLOCK_SIZE = 128"))
+    err, doc, md = run()  # the kernel file changed: it runs again, on the edited file
+    assert len(ran) == 2 and "BLOCK_SIZE = 128" in ran[-1]
+    assert doc["resumed"]["tasks"] == 0 and "resumed" not in err and "0 tasks resumed" in md
+    spec = folder / "htam.toml"
+    spec.write_text(spec.read_text().replace('reference = "a + b"', 'reference = "b + a"'))
+    err, doc, _ = run()  # the harness table changed: it runs again
+    assert len(ran) == 3 and doc["resumed"]["tasks"] == 0 and "resumed" not in err
+    argv[argv.index("--budget") + 1] = "2"
+    err, doc, _ = run()  # --budget changed: it runs again
+    assert len(ran) == 4 and doc["resumed"]["tasks"] == 0
+    assert len((out / "suite-work" / "results.jsonl").read_text().splitlines()) == 4
