@@ -57,7 +57,8 @@ PREFIX_LEN = 4
 
 
 class OptimizeError(Exception):
-    """The optimization could not start (missing file, unknown kernel, unusable memory, bad settings)."""
+    """The optimization could not start (missing file, unknown kernel, no or unusable harness, unusable memory,
+    bad settings)."""
 
 
 def _brief(message: str, limit: int = 600) -> str:
@@ -151,8 +152,11 @@ class _Loop:
             if not exc.missing:  # the user's harness exists but is wrong: never go on without it
                 raise OptimizeError(f"the harness of {task.kernel} cannot be used: {exc}\nFix it (check it with "
                                     f"`htam verify {self.path.name} --kernel {task.kernel}`), then run again.") from exc
-            self.harness = None
-            self.warnings.append(f"no harness: candidates cannot be verified or timed. {exc}")
+            if table is None:
+                # none at all (only the template guess): candidates could be neither verified nor timed, so
+                # stop with the same message (and template) as `htam verify` rather than write an unverified best
+                raise OptimizeError(str(exc).replace("\n\n", "\n")) from exc
+            self.harness = None  # a replay: the table holds every verdict and time
         if self.harness is not None and self.harness.kind == "inferred" or \
                 self.harness is not None and self.harness.uses_oracle:
             # where the harness came from, and what "correct" means (matches the starting kernel, or the reference)
@@ -635,7 +639,8 @@ def run_optimize(task: OptimizeTask, *, on_progress: Callable[[ProgressEvent], N
         The user's file is never written here (``htam optimize --apply`` does that).
 
     Raises:
-        OptimizeError: the task cannot start (missing file, unknown kernel, bad settings, unusable memory).
+        OptimizeError: the task cannot start (missing file, unknown kernel, no harness (only the template guess)
+            or an unusable one, bad settings, unusable memory).
     """
     loop = _Loop(task, on_progress, cancel)
     try:

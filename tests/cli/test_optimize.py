@@ -133,6 +133,37 @@ def test_usage_errors_exit_2_with_one_line(argv: list[str], needle: str, tmp_pat
     assert "Traceback" not in err
 
 
+NO_HARNESS_KERNEL = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
+"""
+
+
+def test_no_harness_stops_before_any_candidate_like_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression (new-user trial): a Triton file with no ``__main__``, no test and no htam.toml ran the loop,
+    exited 0 and wrote ``best.py`` from unverified candidates, said only in a ``note:``. With no harness (only
+    the template guess) optimize now stops with exit 2 and the same message and template as ``htam verify``."""
+    src = tmp_path / "src" / "nomain.py"
+    src.parent.mkdir()
+    src.write_text(NO_HARNESS_KERNEL)
+    assert main(["verify", str(src), "--kernel", "scale_kernel"]) == 2
+    verify_err = capsys.readouterr().err
+    assert _optimize(src, "scale_kernel", tmp_path, "--budget", "2") == 2
+    cap = capsys.readouterr()
+    assert cap.err == verify_err and cap.out == ""
+    first = cap.err.splitlines()[0]
+    assert first.startswith("htam: error: no harness for kernel 'scale_kernel' in nomain.py"), cap.err
+    assert "[kernel.scale_kernel]" in cap.err and "Traceback" not in cap.err
+    assert not (tmp_path / "out" / "best.py").exists() and not (tmp_path / "out" / "report.json").exists()
+    assert src.read_text() == NO_HARNESS_KERNEL
+
+
 def test_unknown_policy_is_an_argparse_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = copy_example(tmp_path / "src")
     with pytest.raises(SystemExit) as info:
