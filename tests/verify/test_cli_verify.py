@@ -101,3 +101,53 @@ def test_unknown_kernel_is_named_not_a_missing_harness(tmp_path: Path, capsys) -
     err = capsys.readouterr().err
     assert "no kernel named 'nope' in sgemm_naive.cu (kernels: sgemm_naive)" in err
     assert "no harness" not in err and "Traceback" not in err
+
+
+SCALE_WITH_MAIN = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
+
+
+def scale(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+    scale_kernel[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256)
+    return y
+
+
+if __name__ == "__main__":
+    print(scale(torch.randn(4096)).sum())
+'''
+
+
+def test_reference_takes_a_function_or_an_expression_like_htam_toml(capsys, tmp_path, monkeypatch):
+    """Regression (new-user trial): ``verify out/best.py --reference refs.py:fn`` said "pass a file with class
+    Model, get_inputs() and get_init_inputs()" although ``reference = "refs.py:fn"`` works in htam.toml. It now
+    takes ``file.py:function`` (the file from the current folder) and a torch expression, replacing the
+    reference of the candidate's own harness, and that reference decides the verdict."""
+    monkeypatch.setenv("HTAM_INFER", "1")  # the candidate's harness is inferred from its __main__
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "best.py").write_text(SCALE_WITH_MAIN)
+    (tmp_path / "refs.py").write_text("def double(x):\n    return x * 2\n\n\ndef triple(x):\n    return x * 3\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["out/best.py", "--kernel", "scale_kernel", "--json", "--reference"]
+    code, v = _run(capsys, *base, "refs.py:double")
+    assert code == 0 and v["correct"] is True, v
+    assert v["harness"].endswith("recorded; reference from --reference refs.py:double"), v["harness"]
+    code, v = _run(capsys, *base, "refs.py:triple")  # a wrong reference refuses: it is really the one used
+    assert code == 1 and v["refused_by"] == ["mismatch"], v
+    code, v = _run(capsys, *base, "x * 2")
+    assert code == 0 and v["correct"] is True, v
+    for bad, needle in (("nope.py:f", f"{tmp_path / 'nope.py'} does not exist"),
+                        ("x *", "is not a valid Python expression")):
+        code, text = _run(capsys, *base, bad)
+        assert code == 2 and text.startswith("htam: error: --reference ") and needle in text, text
+        assert len(text.strip().splitlines()) == 1 and "Traceback" not in text
