@@ -103,28 +103,7 @@ def test_unknown_kernel_is_named_not_a_missing_harness(tmp_path: Path, capsys) -
     assert "no harness" not in err and "Traceback" not in err
 
 
-SCALE_WITH_MAIN = '''import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
-
-
-def scale(x):
-    y = torch.empty_like(x)
-    n = x.numel()
-    scale_kernel[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256)
-    return y
-
-
-if __name__ == "__main__":
-    print(scale(torch.randn(4096)).sum())
-'''
+ZEROCONF = Path(__file__).resolve().parents[1] / "fixtures" / "zeroconf"
 
 
 def test_reference_takes_a_function_or_an_expression_like_htam_toml(capsys, tmp_path, monkeypatch):
@@ -135,16 +114,16 @@ def test_reference_takes_a_function_or_an_expression_like_htam_toml(capsys, tmp_
     monkeypatch.setenv("HTAM_INFER", "1")  # the candidate's harness is inferred from its __main__
     monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "best.py").write_text(SCALE_WITH_MAIN)
-    (tmp_path / "refs.py").write_text("def double(x):\n    return x * 2\n\n\ndef triple(x):\n    return x * 3\n")
+    shutil.copy(ZEROCONF / "print_only.py", tmp_path / "out" / "best.py")  # a launcher and a __main__ calling it
+    (tmp_path / "refs.py").write_text("def square(x):\n    return x * x\n\n\ndef cube(x):\n    return x * x * x\n")
     monkeypatch.chdir(tmp_path)
-    base = ["out/best.py", "--kernel", "scale_kernel", "--json", "--reference"]
-    code, v = _run(capsys, *base, "refs.py:double")
+    base = ["out/best.py", "--kernel", "square_kernel", "--json", "--reference"]
+    code, v = _run(capsys, *base, "refs.py:square")
     assert code == 0 and v["correct"] is True, v
-    assert v["harness"].endswith("recorded; reference from --reference refs.py:double"), v["harness"]
-    code, v = _run(capsys, *base, "refs.py:triple")  # a wrong reference refuses: it is really the one used
+    assert v["harness"].endswith("recorded; reference from --reference refs.py:square"), v["harness"]
+    code, v = _run(capsys, *base, "refs.py:cube")  # a wrong reference refuses: it is really the one used
     assert code == 1 and v["refused_by"] == ["mismatch"], v
-    code, v = _run(capsys, *base, "x * 2")
+    code, v = _run(capsys, *base, "x * x")
     assert code == 0 and v["correct"] is True, v
     for bad, needle in (("nope.py:f", f"{tmp_path / 'nope.py'} does not exist"),
                         ("x *", "is not a valid Python expression")):
