@@ -127,7 +127,6 @@ class _Loop:
             raise OptimizeError(f"kernel {task.kernel!r} in {self.path.name} is incomplete (the file does not parse "
                                 f"there: {'; '.join(model.errors[:2]) or 'half-typed'}); finish it first")
         self.out = task.resolved_out_dir()
-        self.out.mkdir(parents=True, exist_ok=True)
         self.kb: KnowledgeBase = load_knowledge()
         try:
             self.store = open_store(task.memory_path)
@@ -149,6 +148,8 @@ class _Loop:
         try:
             self.harness = find_harness(self.path, task.kernel, model)
         except HarnessError as exc:
+            if not exc.missing or table is None:
+                self.store.close()  # the run stops here: run_optimize's finally never sees this loop
             if not exc.missing:  # the user's harness exists but is wrong: never go on without it
                 raise OptimizeError(f"the harness of {task.kernel} cannot be used: {exc}\nFix it (check it with "
                                     f"`htam verify {self.path.name} --kernel {task.kernel}`), then run again.") from exc
@@ -162,6 +163,7 @@ class _Loop:
             # where the harness came from, and what "correct" means (matches the starting kernel, or the reference)
             self.warnings.append(f"harness: {self.harness.description()}; a correct candidate matches "
                                  f"{self.harness.checked_against}" + "".join(f"; {n}" for n in self.harness.notes))
+        self.out.mkdir(parents=True, exist_ok=True)  # only once the run can start: a refused one leaves no folder
         cache = None
         if task.measure_cache and self.gpu:
             cache = MeasureCache(task.measure_cache)
