@@ -32,8 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "measured speedup (--apply-unverified writes the best candidate anyway, saying "
                                    "so). Exit status: 0 when the loop ran (and, with --apply, the file was "
                                    "written), 1 when the starting kernel failed or does not match its reference "
-                                   "(no candidate was tried; the notes say why), 2 on a usage error or an "
-                                   f"unusable harness, {APPLY_REFUSED} when --apply refused to write the file "
+                                   "(no candidate was tried; the notes say why), 2 on a usage error or a "
+                                   f"missing or unusable harness (nothing is tried), {APPLY_REFUSED} when --apply refused to write the file "
                                    "(one line says why; the file is unchanged).")
     p.add_argument("file", help="a .cu/.cuh or .py file")
     p.add_argument("--kernel", required=True, help="the kernel's name (htam kernels FILE lists them)")

@@ -32,7 +32,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("candidate", help="the candidate .py or .cu file")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--harness", metavar="PATH", help="an htam.toml (or its directory) describing the candidate")
-    src.add_argument("--reference", metavar="REF", help="KernelBench reference file (Model, get_inputs, get_init_inputs)")
+    src.add_argument("--reference", metavar="REF",
+                     help="the reference, as reference = of an htam.toml table takes it: file.py:function (the file "
+                          "from the current folder), module:function or a torch expression over the inputs (it "
+                          "replaces the reference of the candidate's harness); or, for a KernelBench ModelNew "
+                          "candidate, a file with class Model, get_inputs() and get_init_inputs()")
     src.add_argument("--against", metavar="START_FILE",
                      help="check against the outputs of the starting kernel in START_FILE (same inputs, seeds and "
                           "guards: the oracle rule), with START_FILE's harness")

@@ -615,6 +615,15 @@ def _toml_value(v: Any) -> str:
     raise TypeError(f"no TOML form for {type(v).__name__}")
 
 
+def _comment(text: str, lead: str = "") -> list[str]:
+    """``text`` as TOML comment lines: every line of it starts with ``#`` (a multi-line note, such as an
+    ``AssertionError`` message of the file's ``__main__`` block, would otherwise break the table), the first one
+    after ``lead``, the others indented under it."""
+    parts = str(text).splitlines() or [""]
+    pad = " " * len(lead)
+    return [f"# {lead}{parts[0]}".rstrip()] + [f"# {pad}{p}".rstrip() for p in parts[1:]]
+
+
 def render_toml(h: Harness) -> str:
     """The inferred harness ``h`` as a fully filled-in ``[kernel.<name>]`` table of ``htam.toml``.
 
@@ -632,8 +641,9 @@ def render_toml(h: Harness) -> str:
     if not (h.launcher or h.grid) or h.kind not in ("inferred", "spec"):
         raise HarnessError(f"{h.source or h.kernel}: only a launcher or direct-launch harness can be written to "
                            f"htam.toml (this one is {h.kind!r})")
-    lines = [f"# {h.description()}"]
-    lines += [f"# note: {n}" for n in h.notes]
+    lines = _comment(h.description())
+    for n in h.notes:
+        lines += _comment(n, "note: ")
     lines += [f"[kernel.{h.kernel}]", "version = 1", f"file = {json.dumps(Path(h.origin_path or h.path).name)}"]
     if h.launcher:
         lines.append(f"launcher = {json.dumps(h.launcher)}")

@@ -75,6 +75,30 @@ def write_only_outputs_in_reference(inputs: list[InputSpec], outputs: list[str],
     return [o for o in outputs if o in used and init.get(o) == "empty"]
 
 
+def check_reference(where: str, reference: str, inputs: list[InputSpec], outputs: list[str],
+                    key: str = "reference") -> None:
+    """Check a ``reference`` as ``htam.toml`` takes it: ``"module:function"``/``"file.py:function"`` (only its
+    form here; the function is looked up in the worker by :func:`htam_core.harness.runner.function_reference`)
+    or a torch expression over the input names (compiled for syntax, never run here), which must not read a
+    write-only output. Shared by ``[kernel.<name>] reference`` and ``htam verify --reference``.
+
+    Args:
+        where: where the reference was written, for the message (``"htam.toml:12 [kernel.k]"``, ``"--reference"``).
+        reference: the reference text.
+        inputs: the harness's inputs; outputs: its output names.
+        key: the key named in a syntax error (``"<where>.reference = ..."``); ``""`` names ``where`` alone.
+
+    Raises:
+        HarnessError: the expression does not compile or reads a write-only output.
+    """
+    if is_function_reference(reference):
+        return
+    _check_expr(f"{where}.{key}" if key else where, reference)
+    poisoned = write_only_outputs_in_reference(inputs, outputs, reference)
+    if poisoned:
+        raise HarnessError(reference_reads_write_only_message(where, poisoned))
+
+
 def reference_reads_write_only_message(where: str, names: list[str]) -> str:
     """The error for :func:`write_only_outputs_in_reference`: what happened and what to do."""
     listed = ", ".join(names)
@@ -324,11 +348,8 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
                            f'reference = "{names[0]} + 1"), "module:function", or oracle = true')
     if reference and is_function_reference(reference) and reference.split(":")[0].endswith(".py"):
         inside_spec_folder(spec_path, ("kernel", kernel), "reference", reference.split(":")[0])
-    if reference and not is_function_reference(reference):
-        _check_expr(f"{where_of('reference')}.reference", reference)
-        poisoned = write_only_outputs_in_reference(inputs, outputs, reference)
-        if poisoned:
-            raise HarnessError(reference_reads_write_only_message(where_of("reference"), poisoned))
+    if reference:
+        check_reference(where_of("reference"), reference, inputs, outputs)
     sizes = table.get("sizes", [{}])
     if isinstance(sizes, dict):
         sizes = [sizes]

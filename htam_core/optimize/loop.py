@@ -57,7 +57,8 @@ PREFIX_LEN = 4
 
 
 class OptimizeError(Exception):
-    """The optimization could not start (missing file, unknown kernel, unusable memory, bad settings)."""
+    """The optimization could not start (missing file, unknown kernel, no or unusable harness, unusable memory,
+    bad settings)."""
 
 
 def _brief(message: str, limit: int = 600) -> str:
@@ -126,7 +127,6 @@ class _Loop:
             raise OptimizeError(f"kernel {task.kernel!r} in {self.path.name} is incomplete (the file does not parse "
                                 f"there: {'; '.join(model.errors[:2]) or 'half-typed'}); finish it first")
         self.out = task.resolved_out_dir()
-        self.out.mkdir(parents=True, exist_ok=True)
         self.kb: KnowledgeBase = load_knowledge()
         try:
             self.store = open_store(task.memory_path)
@@ -148,16 +148,22 @@ class _Loop:
         try:
             self.harness = find_harness(self.path, task.kernel, model)
         except HarnessError as exc:
+            if not exc.missing or table is None:
+                self.store.close()  # the run stops here: run_optimize's finally never sees this loop
             if not exc.missing:  # the user's harness exists but is wrong: never go on without it
                 raise OptimizeError(f"the harness of {task.kernel} cannot be used: {exc}\nFix it (check it with "
                                     f"`htam verify {self.path.name} --kernel {task.kernel}`), then run again.") from exc
-            self.harness = None
-            self.warnings.append(f"no harness: candidates cannot be verified or timed. {exc}")
+            if table is None:
+                # none at all (only the template guess): candidates could be neither verified nor timed, so
+                # stop with the same message (and template) as `htam verify` rather than write an unverified best
+                raise OptimizeError(str(exc).replace("\n\n", "\n")) from exc
+            self.harness = None  # a replay: the table holds every verdict and time
         if self.harness is not None and self.harness.kind == "inferred" or \
                 self.harness is not None and self.harness.uses_oracle:
             # where the harness came from, and what "correct" means (matches the starting kernel, or the reference)
             self.warnings.append(f"harness: {self.harness.description()}; a correct candidate matches "
                                  f"{self.harness.checked_against}" + "".join(f"; {n}" for n in self.harness.notes))
+        self.out.mkdir(parents=True, exist_ok=True)  # only once the run can start: a refused one leaves no folder
         cache = None
         if task.measure_cache and self.gpu:
             cache = MeasureCache(task.measure_cache)
@@ -635,7 +641,8 @@ def run_optimize(task: OptimizeTask, *, on_progress: Callable[[ProgressEvent], N
         The user's file is never written here (``htam optimize --apply`` does that).
 
     Raises:
-        OptimizeError: the task cannot start (missing file, unknown kernel, bad settings, unusable memory).
+        OptimizeError: the task cannot start (missing file, unknown kernel, no harness (only the template guess)
+            or an unusable one, bad settings, unusable memory).
     """
     loop = _Loop(task, on_progress, cancel)
     try:

@@ -48,6 +48,26 @@ def _per_set_line(start_ms: list[float], best_ms: list[float]) -> str:
     return f"geomean over set(s) {counted} of {len(start_ms)}; medians " + ", ".join(sets)
 
 
+def _kept_line(r: Reproduction, measured: bool, mode: str) -> str:
+    """The answer of the header's "every kept step's gain exceeds its measured spread" line.
+
+    Consistent with the summary: without timings (static mode) no step is kept as a measured win (the steps
+    the loop followed are the static ranking's chain, said as such), so the answer is "not measured" with that
+    reason, never "(N kept)" next to a summary that says none is kept. ``mode`` is the result's ``"static"`` or
+    ``"gpu"``; ``measured`` whether the start was timed.
+    """
+    if not measured:
+        followed = f"; the loop followed {r.kept_steps} step(s) of the static ranking" if r.kept_steps else ""
+        why = "static mode" if mode == "static" else "nothing was timed"
+        return f"not measured ({why}: no step is kept{followed})"
+    if r.kept_beyond_spread is None:
+        return f"not measured (no step with a measured gain is kept; {r.kept_steps} kept)"
+    if r.kept_beyond_spread:
+        return f"yes ({r.kept_steps} kept)"
+    return (f"no: a kept step's spread was not measured or its gain is inside it (each step's spread is in "
+            f"report.json) ({r.kept_steps} kept)")
+
+
 def _fmt_ms(v: float | None) -> str:
     return "not measured" if v is None else f"{v:.4f}"
 
@@ -140,11 +160,8 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
         lines.append("- start time, best time and speedup: not measured")
     if result.reproduction is not None:
         r = result.reproduction
-        kept = ("not measured" if r.kept_beyond_spread is None else
-                "yes" if r.kept_beyond_spread else "no: a kept step's spread was not measured or its gain is inside "
-                "it (each step's spread is in report.json)")
         lines.append(f"- {r.line()}")
-        lines.append(f"- every kept step's gain exceeds its measured spread: {kept} ({r.kept_steps} kept)")
+        lines.append(f"- every kept step's gain exceeds its measured spread: {_kept_line(r, result.measured, result.mode)}")
     if result.measurements_reused:
         lines.append(f"- {result.measurements_reused} of {len(result.steps)} candidates reused a "
                      "measurement: byte-identical code was measured earlier in this benchmark run; the start "

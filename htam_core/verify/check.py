@@ -22,7 +22,13 @@ from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.find import find_harness
 from htam_core.harness.infer_cuda import inferred_summary
 from htam_core.harness.pysource import read_py_facts
-from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
+from htam_core.harness.spec import (
+    SPEC_FILENAME,
+    check_reference,
+    is_function_reference,
+    load_toml,
+    parse_kernel_table,
+)
 from htam_core.source import load
 from htam_core.verify.correctness import CorrectnessResult, VerifiedOn
 from htam_core.verify.guards import GuardFinding, check_source, labels, refused_by
@@ -111,6 +117,35 @@ def _kernelbench_harness(cand: Path, ref: Path, kernel: str | None, source: str)
                    source=source, reference_path=str(ref))
 
 
+def _with_reference(h: Harness, reference: str) -> Harness:
+    """``h`` (the candidate's own harness) checked against ``reference`` instead: a ``"file.py:function"``
+    (the file relative to the current folder), ``"module:function"`` or torch expression over the inputs, as
+    ``reference =`` of an ``htam.toml`` table takes it (:func:`htam_core.harness.spec.check_reference`).
+
+    Raises:
+        HarnessError: ``h`` has no inputs to call a reference with (a KernelBench pair, a ``main()`` run
+            whole), the file does not exist, or the expression is malformed.
+    """
+    where = f"--reference {reference}"
+    if h.kind not in ("spec", "inferred"):
+        raise HarnessError(f"{where}: the harness of {Path(h.path).name} ({h.source}) does not call the kernel with "
+                           "named inputs, so a function or expression reference cannot be given; pass a KernelBench "
+                           "reference file (class Model, get_inputs(), get_init_inputs()) or use --harness htam.toml")
+    ref = reference.strip()
+    if is_function_reference(ref):
+        mod, _, fn = ref.rpartition(":")
+        if mod.endswith(".py"):  # a path typed on the command line: relative to where the user is
+            target = Path(mod).resolve()
+            if not target.is_file():
+                raise HarnessError(f"{where}: {target} does not exist; pass file.py:function with the file's path "
+                                   "from the current folder")
+            ref = f"{target}:{fn}"
+    check_reference(where, ref, h.inputs, h.outputs, key="")
+    head, sep, _ = (h.source or "").partition(" recorded; ")  # an inferred source ends with its reference note
+    source = f"{head}{sep}reference from {where}" if sep else f"{h.source}; reference from {where}"
+    return dataclasses.replace(h, reference=ref, oracle_path=None, source=source)
+
+
 def _kernel_names(path: Path) -> list[str]:
     try:
         return [k.name for k in load(path).kernels]
@@ -167,7 +202,9 @@ def resolve_harness(candidate: str | Path, *, harness_path: str | Path | None = 
             entry or ``[kernel.<name>]`` table describes the candidate even when the candidate lives
             elsewhere (its ``file`` key is ignored: the candidate takes that file's place).
         reference: a KernelBench reference file (``Model``, ``get_inputs``, ``get_init_inputs``) for a
-            ``ModelNew`` candidate.
+            ``ModelNew`` candidate; or, as ``reference =`` of an ``htam.toml`` table takes it, a
+            ``"file.py:function"`` (the file relative to the current folder), ``"module:function"`` or torch
+            expression over the inputs, which replaces the reference of the candidate's own harness.
         kernel: the kernel's name; default the file's only kernel (or the only one with a table).
         against: the starting kernel's file: check the candidate against its outputs (:func:`against_start`).
 
@@ -181,6 +218,8 @@ def resolve_harness(candidate: str | Path, *, harness_path: str | Path | None = 
     if not cand.is_file():
         raise HarnessError(f"{candidate} does not exist: pass the path of the candidate .py or .cu file")
     if reference is not None:
+        if is_function_reference(str(reference)) or not str(reference).strip().endswith(".py"):
+            return _with_reference(resolve_harness(cand, kernel=kernel), str(reference))
         return _kernelbench_harness(cand, Path(reference).resolve(), kernel, f"--reference {reference}")
     if against is not None:
         return against_start(cand, against, kernel)

@@ -125,6 +125,26 @@ def test_save_to_spec_writes_once_and_refuses_a_second_table(tmp_path: Path) -> 
     assert spec.read_text() == before
 
 
+def test_save_comments_every_line_of_a_multi_line_note(tmp_path: Path) -> None:
+    """Regression (new-user trial): a ``__main__`` whose assert failed with a multi-line message gave a note
+    written as ``# note: ...`` with bare continuation lines, so ``htam harness infer --save`` said the table
+    "did not render to a valid htam.toml table". Every line of every note (and of the description) is a
+    comment now, and the saved table parses."""
+    src = tmp_path / "print_only.py"
+    src.write_text((CORPUS / "print_only.py").read_text()
+                   + '    assert False, "the output is wrong\\nexpected 1.0\\ngot 2.0"\n')
+    h = infer(src, "square_kernel").harness
+    assert any("\n" in n and "got 2.0" in n for n in h.notes), h.notes  # the real recording gives such a note
+    spec = save_to_spec(h)
+    text = spec.read_text()
+    assert tomllib.loads(text)["kernel"]["square_kernel"]["launcher"] == "square"
+    assert "#       got 2.0" in text.splitlines()
+    h2 = dataclasses.replace(h, notes=["a\r\nb", "c\n\nd"], source="line 1\noracle: line 2")
+    lines = render_toml(h2).splitlines()
+    assert lines[:6] == ["# line 1", "# oracle: line 2", "# note: a", "#       b", "# note: c", "#"]
+    assert tomllib.loads(render_toml(h2))["kernel"]["square_kernel"]["version"] == 1
+
+
 #: corpus files whose __main__ makes CPU tensors (no device=): on a GPU their recorded inputs are moved there
 CPU_TENSOR_FILES = {"gelu.py", "print_only.py"}
 

@@ -101,3 +101,32 @@ def test_unknown_kernel_is_named_not_a_missing_harness(tmp_path: Path, capsys) -
     err = capsys.readouterr().err
     assert "no kernel named 'nope' in sgemm_naive.cu (kernels: sgemm_naive)" in err
     assert "no harness" not in err and "Traceback" not in err
+
+
+ZEROCONF = Path(__file__).resolve().parents[1] / "fixtures" / "zeroconf"
+
+
+def test_reference_takes_a_function_or_an_expression_like_htam_toml(capsys, tmp_path, monkeypatch):
+    """Regression (new-user trial): ``verify out/best.py --reference refs.py:fn`` said "pass a file with class
+    Model, get_inputs() and get_init_inputs()" although ``reference = "refs.py:fn"`` works in htam.toml. It now
+    takes ``file.py:function`` (the file from the current folder) and a torch expression, replacing the
+    reference of the candidate's own harness, and that reference decides the verdict."""
+    monkeypatch.setenv("HTAM_INFER", "1")  # the candidate's harness is inferred from its __main__
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "out").mkdir()
+    shutil.copy(ZEROCONF / "print_only.py", tmp_path / "out" / "best.py")  # a launcher and a __main__ calling it
+    (tmp_path / "refs.py").write_text("def square(x):\n    return x * x\n\n\ndef cube(x):\n    return x * x * x\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["out/best.py", "--kernel", "square_kernel", "--json", "--reference"]
+    code, v = _run(capsys, *base, "refs.py:square")
+    assert code == 0 and v["correct"] is True, v
+    assert v["harness"].endswith("recorded; reference from --reference refs.py:square"), v["harness"]
+    code, v = _run(capsys, *base, "refs.py:cube")  # a wrong reference refuses: it is really the one used
+    assert code == 1 and v["refused_by"] == ["mismatch"], v
+    code, v = _run(capsys, *base, "x * x")
+    assert code == 0 and v["correct"] is True, v
+    for bad, needle in (("nope.py:f", f"{tmp_path / 'nope.py'} does not exist"),
+                        ("x *", "is not a valid Python expression")):
+        code, text = _run(capsys, *base, bad)
+        assert code == 2 and text.startswith("htam: error: --reference ") and needle in text, text
+        assert len(text.strip().splitlines()) == 1 and "Traceback" not in text
