@@ -27,7 +27,8 @@ def test_trigger_threshold():
 
 def _loop_stub(tmp_path: Path) -> SimpleNamespace:
     stub = SimpleNamespace(gpu=True, harness=None, path=tmp_path / "k.py",
-                           task=SimpleNamespace(engine="rules", gpu_index=0), _speedup=_Loop._speedup)
+                           task=SimpleNamespace(engine="rules", gpu_index=0, replay_table=None),
+                           _speedup=_Loop._speedup)
     stub._strict = lambda start, ev, p: _Loop._strict(stub, start, ev, p)  # type: ignore[attr-defined]
     # no interleaved comparison here: the speedup comes from the two separate timings (the rule under test is
     # the strict re-verification, not the spread)
