@@ -307,15 +307,16 @@ def cubin_for(path: str, arch: str) -> bytes:
     if nvcc is None:
         raise HarnessError("NVRTC could not compile the file and nvcc was not found to try again")
     src = Path(path)
+    includes = include_flags(src)
     key = content_key(kind="cubin", source=src.read_text(encoding="utf-8", errors="replace"), arch=arch,
-                      nvcc=file_fingerprint(nvcc), include=str(src.resolve().parent))
+                      nvcc=file_fingerprint(nvcc), include=includes)
     out_dir = cache_root() / "cubins"
     cached = out_dir / f"{key[:32]}.cubin"
     if cached.is_file():
         return cached.read_bytes()
     with tempfile.TemporaryDirectory(prefix="htam-cubin-") as tmp:
         out = Path(tmp) / "k.cubin"
-        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", path, "-o", str(out)],
+        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", *includes, path, "-o", str(out)],
                               capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             raise HarnessError(f"nvcc could not compile {Path(path).name}:\n{proc.stderr[-3000:]}")

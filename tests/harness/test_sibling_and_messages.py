@@ -219,3 +219,22 @@ def test_cuda_candidate_includes_the_originals_headers(tmp_path: Path) -> None:
     assert f"-I{orig.resolve()}" in include_flags(cand_dir / "k.cu")
     res = compile_cuda(text, source_name=str(cand_dir / "k.cu"))
     assert res.entries and f"-I{orig.resolve()}" in res.command
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_cubin_fallback_of_a_candidate_includes_the_originals_headers(tmp_path: Path, monkeypatch) -> None:
+    """The nvcc ``-cubin`` fallback (for files NVRTC rejects) takes the same ``include_flags`` as every other
+    CUDA build, so a candidate of a file with a local ``#include`` compiles there too."""
+    from htam_core.harness.base import mark_origin
+    from htam_core.harness.runner import cubin_for
+
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    orig = tmp_path / "src"
+    orig.mkdir()
+    (orig / "common.h").write_text("#define SCALE 2.0f\n")
+    text = '#include "common.h"\n__global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] *= SCALE; }\n'
+    cand = tmp_path / "candidates" / "01-x" / "k.cu"
+    cand.parent.mkdir(parents=True)
+    cand.write_text(text)
+    mark_origin(tmp_path / "candidates", orig / "k.cu")
+    assert cubin_for(str(cand), "sm_90")[:4] == b"\x7fELF"
