@@ -7,10 +7,11 @@ present in both, the script compares:
   noise threshold: ``max(--min-noise-pct, 3 x the larger run-to-run spread the runs themselves measured)``, where the
   spread is the suite's own repeatability figure for that kernel (the start kernel is timed afresh by every policy)
   or, when that is unknown, ``--min-noise-pct`` alone;
+* the published speedup of each run (the best kernel's re-timing in a fresh process), the same way;
 * the steps each run kept (the transform names of the accepted steps). Different kept steps are reported, not
   failed: a step whose gain is near the noise threshold may be kept in one run and not in the other.
 
-A pair "agrees" when both times are within the threshold. Static-mode runs (no times) are compared on the steps
+A pair "agrees" when both times, and both published speedups where both runs have one, are within the threshold. Static-mode runs (no times) are compared on the steps
 only. Output: a Markdown table and a JSON file.
 
     python bench/compare_executors.py LOCAL.json DASK.json --out bench/results/executors-h200-<date>
@@ -31,6 +32,12 @@ def _rows(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 
 def _kept(r: dict[str, Any]) -> list[str]:
     return [s.get("transform") or s.get("strategy") or "?" for s in r.get("steps", []) if s.get("accepted")]
+
+
+def _fresh(r: dict[str, Any]) -> float | None:
+    """The published speedup: the fresh-process re-timing of the best kernel (None when there was none)."""
+    v = (r.get("reproduction") or {}).get("fresh")
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
 
 def _rel_pct(a: float | None, b: float | None) -> float | None:
@@ -64,13 +71,16 @@ def compare(a: dict[str, Any], b: dict[str, Any], min_noise_pct: float = 3.0) ->
         threshold = max(min_noise_pct, 3.0 * max(spreads)) if spreads else min_noise_pct
         d_start = _rel_pct(x.get("start_ms"), y.get("start_ms"))
         d_best = _rel_pct(x.get("best_ms"), y.get("best_ms"))
+        d_fresh = _rel_pct(_fresh(x), _fresh(y))
         measured = d_start is not None and d_best is not None
         pairs.append({"kernel": key[0], "policy": key[1], "measured": measured,
                       "start_ms": [x.get("start_ms"), y.get("start_ms")],
                       "best_ms": [x.get("best_ms"), y.get("best_ms")],
+                      "fresh_speedup": [_fresh(x), _fresh(y)], "fresh_diff_pct": d_fresh,
                       "start_diff_pct": d_start, "best_diff_pct": d_best, "threshold_pct": threshold,
                       "kept": [_kept(x), _kept(y)], "same_steps": _kept(x) == _kept(y),
-                      "agrees": (measured and d_start <= threshold and d_best <= threshold) if measured
+                      "agrees": (d_start <= threshold and d_best <= threshold
+                                 and (d_fresh is None or d_fresh <= threshold)) if measured
                       else _kept(x) == _kept(y)})
     return {"pairs": pairs, "compared": len(pairs), "agree": sum(p["agrees"] for p in pairs),
             "steps_differ": sum(not p["same_steps"] for p in pairs),
@@ -88,12 +98,15 @@ def markdown(res: dict[str, Any], names: tuple[str, str], header: list[str]) -> 
            f"{res['agree']} of {res['compared']} (kernel, policy) pairs agree within the noise threshold; "
            f"kept steps differ in {res['steps_differ']}.", "",
            f"| kernel | policy | start ms ({names[0]} / {names[1]}) | best ms ({names[0]} / {names[1]}) | "
-           "start diff | best diff | threshold | same kept steps | agrees |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           f"start diff | best diff | fresh re-timed speedup ({names[0]} / {names[1]}) | fresh diff | threshold | "
+           "same kept steps | agrees |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in res["pairs"]:
         out.append(f"| {p['kernel']} | {p['policy']} | {_fmt(p['start_ms'][0])} / {_fmt(p['start_ms'][1])} | "
                    f"{_fmt(p['best_ms'][0])} / {_fmt(p['best_ms'][1])} | {_fmt(p['start_diff_pct'], 2, '%')} | "
-                   f"{_fmt(p['best_diff_pct'], 2, '%')} | {p['threshold_pct']:.1f}% | "
+                   f"{_fmt(p['best_diff_pct'], 2, '%')} | "
+                   f"{_fmt(p['fresh_speedup'][0], 3, 'x')} / {_fmt(p['fresh_speedup'][1], 3, 'x')} | "
+                   f"{_fmt(p['fresh_diff_pct'], 2, '%')} | {p['threshold_pct']:.1f}% | "
                    f"{'yes' if p['same_steps'] else 'no: ' + ' / '.join(','.join(k) or '-' for k in p['kept'])} | "
                    f"{'yes' if p['agrees'] else 'no'} |")
     for label, key in (("only in the first run", "only_in_first"), ("only in the second run", "only_in_second")):

@@ -74,7 +74,7 @@ for s in "${want[@]}"; do
                done
                "$PY" bench/compare_executors.py "$RUN"/exec-local/*-suite.json "$RUN"/exec-dask/*-suite.json \
                  --out "$RUN/executors" --header "Device: $(head -1 "$RUN/device.txt")" \
-                 --header "Date: $(date -u +%Y-%m-%d)" --header "Command: STAGES=executors bash bench/gpu_session.sh" \
+                 --header "Date: $(date -u +%Y-%m-%d)" --header "Command: STAGES=executors EXEC_KERNELS=$EXK EXEC_POLICIES=${EXEC_POLICIES:-htam} EXEC_BUDGET=${EXEC_BUDGET:-3} EXEC_MINUTES=${EXEC_MINUTES:-2} bash bench/gpu_session.sh" \
                  > "$RUN/executors.log" 2>&1; tail -3 "$RUN/executors.log" ;;
     space) mkdir -p "$RUN/space"; [ -f .devcarry/space-table.jsonl ] && cp .devcarry/space-table.jsonl "$RUN/space/table.jsonl"
            stage space "${SPACE_S:-450}" "${HTAM[@]}" bench space --manifest bench/families/manifest.json \

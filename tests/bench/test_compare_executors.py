@@ -57,3 +57,14 @@ def test_unreadable_input_is_one_line(tmp_path: Path, capsys: Any) -> None:
     (tmp_path / "bad.json").write_text("{not json")
     assert ce.main([str(tmp_path / "bad.json"), str(tmp_path / "bad.json")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_published_speedups_must_agree_too() -> None:
+    a = _doc([("k", 1.0, 0.5, ["t.a"])])
+    b = _doc([("k", 1.0, 0.5, ["t.a"])])
+    a["results"][0]["reproduction"] = {"fresh": 2.0}
+    b["results"][0]["reproduction"] = {"fresh": 1.5}
+    p = ce.compare(a, b)["pairs"][0]
+    assert p["fresh_diff_pct"] > 30 and not p["agrees"]
+    b["results"][0]["reproduction"] = {"fresh": 2.02}
+    assert ce.compare(a, b)["pairs"][0]["agrees"]
