@@ -16,6 +16,8 @@
 #   HTAM_KB_LEVELS / HTAM_KB_IDS  levels and problem ids (empty ids: every start solution) (1 / )
 #   HTAM_KB_STEPS                 HTAM steps per problem                                  (3)
 #   HTAM_KB_TRIALS                KernelBench timing trials for eager and final           (100)
+#   HTAM_KB_ANCHORS               torch.compile anchors beside HTAM (compile-default,compile-max-autotune, all)  ()
+#   HTAM_KB_COMPILE_TIMEOUT       per-problem limit of one anchor's compile, seconds      (180)
 #   HTAM_KB_ENGINE                rules or llm (llm also needs HTAM_KB_LLM_MODEL, OPENAI_BASE_URL) (rules)
 #   HTAM_BENCH_SKIP_SUITE=1, HTAM_BENCH_SKIP_KB=1 to run one part only
 #   PYTHON                        interpreter                                             (python3)
@@ -56,6 +58,7 @@ if [ "${HTAM_BENCH_SKIP_KB:-0}" != "1" ]; then
         --trials "${HTAM_KB_TRIALS:-100}" --engine "${HTAM_KB_ENGINE:-rules}"
         --start-solutions "$REPO/bench/kernelbench_solutions" --out "$OUT" --max-minutes "$left_min")
   [ -n "${HTAM_KB_IDS:-}" ] && args+=(--ids "$HTAM_KB_IDS")
+  [ -n "${HTAM_KB_ANCHORS:-}" ] && args+=(--anchors "$HTAM_KB_ANCHORS" --compile-timeout "${HTAM_KB_COMPILE_TIMEOUT:-180}")
   [ -n "${HTAM_KB_LLM_MODEL:-}" ] && args+=(--llm-model "$HTAM_KB_LLM_MODEL")
   "${HTAM[@]}" "${args[@]}" || rc=$?
 fi
