@@ -187,6 +187,7 @@ def test_gpu_row_assembles_engine_and_expert_times(folder: Path, tmp_path: Path,
     start at block 256, the engine's best, the fastest expert over the file's block sizes, engine/expert."""
     import htam_core.optimize as opt
     import htam_core.runtime.worker as worker
+    from htam_core.optimize.reproduce import REPRODUCED, Reproduction
     from htam_core.optimize.task import OptimizeResult, StepRecord
 
     bench = _load_bench()
@@ -201,7 +202,8 @@ def test_gpu_row_assembles_engine_and_expert_times(folder: Path, tmp_path: Path,
                           time_ms=0.5, speedup=2.0, speedup_vs_start=2.0, accepted=True, evidence=[])
         return OptimizeResult(best_text=text, best_speedup=2.0, measured=True, steps=[step], report_dir=tmp_path,
                               report_md=tmp_path / "r.md", summary="", cancelled=False, changed=True, start_ms=1.0,
-                              best_ms=0.5, mode="gpu")
+                              best_ms=0.5, mode="gpu",
+                              reproduction=Reproduction(status=REPRODUCED, reported=2.0, fresh=1.98))
 
     def fake_worker(target, kwargs, **kw):  # noqa: ANN001, ANN202
         seen["timed"] = kwargs
@@ -222,5 +224,19 @@ def test_gpu_row_assembles_engine_and_expert_times(folder: Path, tmp_path: Path,
     assert row["expert_ms"] == pytest.approx(0.1) and row["expert"] == "v2 (block 1024)"
     assert row["engine_over_expert"] == pytest.approx(0.2) and row["made"] == ["grid_stride_loop"]
     md = bench.markdown([row], "gpu", {"date": "d", "device": "fake", "command": "c", "llmc": "x"})
-    assert "| scale / scale_kernel1 | 1.0000 | 0.5000 | 0.1000 v2 (block 1024) | 0.20 | grid_stride_loop |" in md
+    assert "| scale / scale_kernel1 | 1.0000 | 0.5000 | reproduced (1.98x) | 0.1000 v2 (block 1024) | 0.20 | " \
+        "grid_stride_loop |" in md
     assert "2.00x over 1 kernels" in md
+
+
+def test_an_unreproduced_speedup_is_published_as_the_start() -> None:
+    """A search win that the fresh-process re-timing did not reproduce counts as 1.0x (the rule of the suite)."""
+    from htam_core.optimize.reproduce import NOT_REPRODUCED, Reproduction
+
+    bench = _load_bench()
+    row = {"naive_ms": 1.0, "best_ms": 0.5}
+    bench._publish(row, Reproduction(status=NOT_REPRODUCED, reported=2.0, fresh=1.1, reason="fresh 1.1x"))
+    assert row["speedup"] == 1.0 and row["best_ms"] == 1.0
+    assert row["search_speedup"] == 2.0 and row["reproduction"]["status"] == NOT_REPRODUCED
+    bench._publish(row := {"naive_ms": 1.0, "best_ms": 0.5}, None)
+    assert row["speedup"] == 1.0, "a win never re-timed is not published"
