@@ -41,8 +41,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from htam_core.harness.base import origin_dirs
+from htam_core.source.analysis.includes import headers_digest
+
 __all__ = ["ALLOWED_FAILURES", "EXECUTORS", "ExecutorError", "ExecutorOptions", "Progress", "ResultLog",
-           "file_digest", "is_final", "resumed_summary", "run_tasks", "shared_cluster", "start_local_cluster",
+           "dependency_digest", "file_digest", "is_final", "resumed_summary", "run_tasks", "shared_cluster", "start_local_cluster",
            "task_key"]
 
 #: How many times a task whose worker died is rescheduled before it is recorded as failed.
@@ -69,6 +72,18 @@ def file_digest(path: str | Path | None) -> str | None:
         return None
 
 
+def dependency_digest(path: str | Path | None) -> list[str | None]:
+    """What a task's result depends on in the file ``path``: the digest of its bytes (:func:`file_digest`)
+    and of the local headers it includes, transitively, from its folder and the original's
+    (:func:`htam_core.source.analysis.includes.headers_digest`): a ``common.h`` edited next to the ``.cu``
+    file changes the key. ``[None]`` for no path or an unreadable file."""
+    own = file_digest(path)
+    if own is None:
+        return [None]
+    p = Path(path)  # type: ignore[arg-type]
+    return [own, headers_digest(p.read_bytes(), p, origin_dirs(p))]
+
+
 def task_key(label: str, task: dict[str, Any], files: Iterable[str | Path | None] = ()) -> str:
     """A stable key for a task: ``label`` plus the first 12 hex digits of the SHA-256 of its JSON (sorted keys,
     without :data:`_VOLATILE` fields) and of the content of ``files``, so that a rerun with other settings, or
@@ -79,10 +94,10 @@ def task_key(label: str, task: dict[str, Any], files: Iterable[str | Path | None
         task: the task's JSON-shaped settings (budget, trials, policy, seed, engine, static, ...).
         files: every file the result depends on (the kernel file, a reference module, imported memory exports);
             a path in ``task`` names a file, only its content here says whether it changed. A missing file
-            counts as such (``None``).
+            counts as such (``None``). The local headers each file includes count too (:func:`dependency_digest`).
     """
     body = json.dumps({"task": {k: v for k, v in task.items() if k not in _VOLATILE},
-                       "files": [file_digest(f) for f in files]}, sort_keys=True, default=str)
+                       "files": [dependency_digest(f) for f in files]}, sort_keys=True, default=str)
     return f"{label}#{hashlib.sha256(body.encode()).hexdigest()[:12]}"
 
 
