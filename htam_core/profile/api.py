@@ -20,11 +20,16 @@ from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.find import find_harness
+from htam_core.harness.launch_values import recorded_constexprs
 from htam_core.measure.gpu import measure_on_gpu
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.classify import classify
 from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
-from htam_core.profile.static_roofline import estimate_work, harness_sizes_noted
+from htam_core.profile.static_roofline import (
+    estimate_work,
+    kernel_harness_noted,
+    sizes_of,
+)
 from htam_core.profile.static_triton import compile_triton_kernel
 from htam_core.runtime.cache import CompileCache
 from htam_core.source import SourceError, load, without_incomplete
@@ -115,9 +120,11 @@ def _static_cuda(model: Any, kernel: Any, target: str, cache: CompileCache) -> P
 
 
 def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
-                   constexprs: dict[str, Any] | None) -> Profile:
+                   constexprs: dict[str, Any] | None, harness: Harness | None) -> Profile:
     target = sc.normalize_target(target)
-    v = compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache)
+    v = compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache,
+                              recorded=recorded_constexprs(harness, model.text, kernel),
+                              recorded_from=_harness_label(harness))
     p = Profile(kernel=kernel.name, mode="static", device=f"{target} (static)")
     p.registers = int(v["registers"])
     p.spill_bytes = int(v["spill_store_bytes"]) + int(v["spill_load_bytes"])
@@ -167,10 +174,11 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
             raise ProfileError(str(exc.args[0]) if exc.args else str(exc)) from exc
     cache = cache if cache is not None else CompileCache()
     model, kernel, blanked = without_incomplete(model, kernel)  # half-typed kernels do not block a compile
+    harness, harness_note = kernel_harness_noted(getattr(model, "path", None), kernel.name, model)
     if kernel.language in ("cuda", "cuda-in-python"):
         p = _static_cuda(model, kernel, target, cache)
     elif kernel.language == "triton":
-        p = _static_triton(model, kernel, target, cache, constexprs)
+        p = _static_triton(model, kernel, target, cache, constexprs, harness)
     else:
         raise ProfileError(f"kernel {kernel.name}: language {kernel.language!r} cannot be profiled statically")
     if getattr(kernel, "incomplete", False):
@@ -181,6 +189,10 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
     if getattr(model, "stale", False):
         p.warnings.append("the source did not parse; the kernel comes from the last good parse")
     p.warnings.append("static profile: no GPU measurement (time, SOL, bandwidth and achieved occupancy are null)")
+    if sizes is None:
+        sizes = sizes_of(harness)
+        if harness_note:
+            p.warnings.insert(0, harness_note)
     _roofline(p, model, kernel, sizes)
     p.bottleneck = classify(p, getattr(kernel, "features", None), target=p.device.split()[0])
     return p
@@ -230,7 +242,13 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
     elif kernel.language == "triton":
         from htam_core.profile.static_triton import build_request
 
-        req = build_request(kernel, text=model.text)
+        harness, note = kernel_harness_noted(getattr(model, "path", None), kernel.name, model)
+        if sizes is None:
+            sizes = sizes_of(harness)
+            if note:
+                p.warnings.insert(0, note)
+        req = build_request(kernel, text=model.text, recorded=recorded_constexprs(harness, model.text, kernel),
+                            recorded_from=_harness_label(harness))
         warps = req["num_warps"]
         p.block_size = int(warps or 4) * 32
         p.extra.update({"constexprs": req["constexprs"], "num_warps": warps, "num_stages": req["num_stages"],
@@ -245,15 +263,16 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
     return p
 
 
-def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any] | None) -> None:
+def _harness_label(h: Harness | None) -> str:
+    """Where a constexpr value read from harness ``h`` came from, for ``extra["constexprs"][name]["source"]``."""
+    return f"harness ({h.source.split(';')[0]})" if h is not None and h.source else "harness"
+
+
+def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any]) -> None:
     """Attach the static roofline estimate (``extra["static_roofline"]``) the classifier reads."""
     if getattr(kernel, "features", None) is None:
         return
     try:
-        if sizes is None:
-            sizes, why = harness_sizes_noted(getattr(model, "path", None), kernel.name, model)
-            if why:
-                p.warnings.insert(0, why)
         est = estimate_work(model, kernel, constexprs=p.extra.get("constexprs") or {}, sizes=sizes)
     except (ValueError, TypeError, ArithmeticError, RecursionError, AttributeError) as exc:
         p.warnings.append(f"static roofline estimate not made ({type(exc).__name__}: {exc})")
