@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         UsageError: missing/unsupported file, unknown kernel, unknown history step, bad --top, or an
             unusable memory store (the message says how to fix it).
     """
+    from htam_core.editor.ranking import unranked_reason  # lazily: start-up speed (see htam_core.cli)
     from htam_core.source import SourceError, load
 
     if args.top < 1:
@@ -88,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
         kernel = model.kernel(args.kernel)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
+    unranked = unranked_reason(kernel)  # the hover and the code actions rank nothing for it either
+    if unranked:
+        raise UsageError(f"{unranked}, then run htam suggest again")
     kb = load_knowledge()
     history = [h.strip() for h in args.history.split(",") if h.strip()]
     unknown = [h for h in history if not kb.has_strategy(h)]
