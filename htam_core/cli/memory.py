@@ -99,9 +99,7 @@ def _merge(sources: list[str], into: str) -> int:
         report = merge_files(sources, into)
     except ExportFileError as exc:
         raise UsageError(str(exc)) from None
-    total = sum(report.per_source.values())
-    print(f"merged {len(sources)} source(s), {total} records, into {into}: {report.added} added, "
-          f"{report.same} already present")
+    print(report.summary())
     if report.conflicts:
         shown = "; ".join(f"{uid} in {src}" for src, uid in report.conflicts[:_MAX_LISTED])
         more = len(report.conflicts) - _MAX_LISTED
