@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 
-from htam_core.cli.errors import UsageError
+from htam_core.cli.errors import UsageError, require_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -51,6 +51,10 @@ def _infer_cuda(path, name: str, model):
         return Inference(None, exc.message or "main() says nothing about the launch", {})
 
 
+#: What ``htam harness infer`` reads, for the missing-file message.
+_INFER_FILE = "kernel file (a .py file holding a Triton kernel, or a .cu program with main())"
+
+
 def run(args: argparse.Namespace) -> int:
     """Infer, print (and with ``--write`` save) the harness. Returns 0, or 1 when none could be inferred.
 
@@ -65,8 +69,9 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.harness.pysource import parse_failure
     from htam_core.source import SourceError, load
 
+    require_path(args.file, _INFER_FILE)
     path = Path(args.file)
-    if not path.is_file() or path.suffix not in (".py", ".cu", ".cuh"):
+    if path.suffix not in (".py", ".cu", ".cuh"):
         raise UsageError(f"{args.file}: pass an existing .py file holding a Triton kernel, or a .cu program with "
                          "main()")
     if path.suffix == ".py":  # a syntax error is the cause, not a missing launcher or __main__ block
