@@ -255,7 +255,7 @@ class Evaluator:
     def _static(self, cand_path: Path, model: SourceModel, kernel, lab: list[str]) -> Evaluation:
         msgs: list[str] = []
         try:
-            prof = static_profile(model, kernel, self.target)
+            prof = static_profile(model, kernel, self.target, harness=self.harness)
         except ProfileError as exc:
             return Evaluation(False, False, "compile-only", "failed", model=model, messages=[str(exc)], labels=lab)
         h = self._harness_for(cand_path)

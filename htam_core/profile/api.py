@@ -119,6 +119,10 @@ def _static_cuda(model: Any, kernel: Any, target: str, cache: CompileCache) -> P
     return p
 
 
+#: Default of ``static_profile(harness=...)``: find the kernel's harness (the caller did not).
+LOOK_UP = object()
+
+
 def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
                    constexprs: dict[str, Any] | None, harness: Harness | None) -> Profile:
     target = sc.normalize_target(target)
@@ -147,7 +151,8 @@ def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
 
 
 def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs: dict[str, Any] | None = None,
-                   cache: CompileCache | None = None, sizes: dict[str, Any] | None = None) -> Profile:
+                   cache: CompileCache | None = None, sizes: dict[str, Any] | None = None,
+                   harness: Harness | None | object = LOOK_UP) -> Profile:
     """Static profile of ``kernel`` (a :class:`htam_core.source.model.Kernel` of ``model``).
 
     Args:
@@ -156,6 +161,9 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
         target: compute capability (``"sm_80"``, ``"sm_86"``, ``"sm_89"``, ``"sm_90"``).
         constexprs: Triton constexpr overrides (``{"BLOCK_SIZE": 1024}``).
         cache: compile cache; default :class:`CompileCache` under ``$HTAM_CACHE_DIR``.
+        harness: the kernel's harness when the caller has it (``None``: it has none), whose recorded launch
+            configuration the Triton compile uses (:func:`htam_core.harness.launch_values.recorded_constexprs`);
+            default :data:`LOOK_UP`: found here (:func:`htam_core.harness.find_harness`).
         sizes: harness size symbols for loop trip counts (``{"N": 4096}``); default: the first size set
             of the kernel's ``htam.toml`` harness, when there is one.
 
@@ -174,7 +182,7 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
             raise ProfileError(str(exc.args[0]) if exc.args else str(exc)) from exc
     cache = cache if cache is not None else CompileCache()
     model, kernel, blanked = without_incomplete(model, kernel)  # half-typed kernels do not block a compile
-    harness, harness_note = kernel_harness_noted(getattr(model, "path", None), kernel.name, model)
+    harness, harness_note = _harness_of(model, kernel, harness)
     if kernel.language in ("cuda", "cuda-in-python"):
         p = _static_cuda(model, kernel, target, cache)
     elif kernel.language == "triton":
@@ -198,7 +206,8 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
     return p
 
 
-def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dict[str, Any] | None = None) -> Profile:
+def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dict[str, Any] | None = None,
+                   harness: Harness | None | object = LOOK_UP) -> Profile:
     """Source-only static profile of ``kernel``: what the source says, with no compile (milliseconds).
 
     The editor's first profile stage on a machine without a GPU: the kernel's facts (its feature model), the
@@ -208,7 +217,7 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
     ``None``; :func:`static_profile` (the next stage) fills them in.
 
     Args:
-        model, kernel, target, sizes: as for :func:`static_profile`.
+        model, kernel, target, sizes, harness: as for :func:`static_profile`.
 
     Returns:
         A ``mode="static"`` :class:`Profile` with ``device="<target> (source only)"`` and
@@ -242,7 +251,7 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
     elif kernel.language == "triton":
         from htam_core.profile.static_triton import build_request
 
-        harness, note = kernel_harness_noted(getattr(model, "path", None), kernel.name, model)
+        harness, note = _harness_of(model, kernel, harness)
         if sizes is None:
             sizes = sizes_of(harness)
             if note:
@@ -261,6 +270,14 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
     _roofline(p, model, kernel, sizes)
     p.bottleneck = classify(p, getattr(kernel, "features", None), target=target)
     return p
+
+
+def _harness_of(model: Any, kernel: Any, given: Harness | None | object) -> tuple[Harness | None, str | None]:
+    """The harness a static profile reads (``given``, or found when it is :data:`LOOK_UP`) and the note saying
+    why a broken one was not used."""
+    if given is LOOK_UP:
+        return kernel_harness_noted(getattr(model, "path", None), kernel.name, model)
+    return (given if isinstance(given, Harness) and given.kind in ("spec", "inferred") else None), None
 
 
 def _harness_label(h: Harness | None) -> str:

@@ -116,3 +116,12 @@ def test_the_static_compile_uses_the_recorded_block(tmp_path: Path, monkeypatch:
     # a user override still wins over the harness
     q = static_profile(load(str(path)), "add_kernel", constexprs={"BLOCK": 128})
     assert q.extra["constexprs"]["BLOCK"] == {"value": 128, "source": "user"}
+
+
+def test_a_caller_that_found_the_harness_passes_it(tmp_path: Path) -> None:
+    """The editor finds the harness once for both stages and passes it; ``harness=None`` means it has none."""
+    path = _project(tmp_path, _DIRECT_SPEC)
+    model = load(str(path))
+    h = find_harness(path, "add_kernel", model)
+    assert source_profile(model, "add_kernel", harness=h).extra["constexprs"] == {"BLOCK": 256}
+    assert source_profile(model, "add_kernel", harness=None).extra["constexprs"] == {}
