@@ -183,6 +183,10 @@ def run_space_cmd(args: argparse.Namespace) -> int:
         raise UsageError("--depth and --max-candidates must be at least 1")
     if not args.manifest and not args.suite:
         raise UsageError("give --manifest FILE or --suite DIR (e.g. --suite bench/suite)")
+    for m in args.manifest or []:
+        require_path(m, "family manifest (--manifest, e.g. bench/families/manifest.json)")
+    for d in args.suite or []:
+        require_path(d, "suite folder (one holding htam.toml; --suite)", folder=True)
     try:
         kernels = [k for m in args.manifest or [] for k in load_manifest(m, args.llmc)]
         kernels += [k for d in args.suite or [] for k in kernels_of_suite(d)]
@@ -216,6 +220,7 @@ def run_replay_cmd(args: argparse.Namespace) -> int:
     )
     from htam_core.bench.report import write_json
 
+    require_path(args.table, "measured-space table (--table, written by htam bench space)")
     out = Path(args.out)
     stem = Path(args.table).name.removesuffix(".jsonl")
     try:

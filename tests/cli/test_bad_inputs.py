@@ -394,6 +394,10 @@ _MISSING_COMMANDS = [
     ["verify", "{p}"],
     ["harness", "infer", "{p}"],
     ["bench", "suite", "--suite", "{p}"],
+    ["bench", "space", "--suite", "{p}", "--out", "t.jsonl"],
+    ["bench", "replay", "--table", "{p}"],
+    ["memory", "import", "{p}", "--memory", "m.sqlite3"],
+    ["memory", "merge", "{p}", "--into", "team.sqlite3"],
 ]
 
 

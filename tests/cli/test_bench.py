@@ -103,7 +103,7 @@ def test_no_policies_option_still_means_the_defaults() -> None:
 @pytest.mark.parametrize("argv, said", [
     (["bench", "space", "--out", "t.jsonl"], "give --manifest FILE or --suite DIR"),
     (["bench", "space", "--suite", "nowhere", "--out", "t.jsonl"], "nowhere"),
-    (["bench", "replay", "--table", "missing.jsonl"], "cannot read the table"),
+    (["bench", "replay", "--table", "missing.jsonl"], "missing.jsonl does not exist"),
     (["bench", "replay", "--table", "t.jsonl", "--policies", "exhaustive"], "unknown policy exhaustive"),
 ])
 def test_space_and_replay_bad_input_is_one_line(argv: list[str], said: str, tmp_path: Path,
