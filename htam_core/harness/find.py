@@ -36,7 +36,7 @@ def _kernelbench(path: Path, text: str, config: dict[str, Any] | None, spec: Pat
                  kernel: str) -> Harness | None:
     facts = read_py_facts(text)
     if facts.syntax_error:
-        raise HarnessError(parse_failure(path.name, text, "profile again") or facts.syntax_error)
+        raise HarnessError(parse_failure(path.name, text) or facts.syntax_error)
     if not facts.is_kernelbench_candidate:
         return None
     language = "triton" if facts.triton_kernels else (
