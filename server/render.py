@@ -9,7 +9,7 @@ import math
 import time
 from typing import Any
 
-from htam_core.editor import Analysis, AppliedStep, ProfileView
+from htam_core.editor import Analysis, AppliedStep, ProfileView, unranked_reason
 from htam_core.source import Kernel
 from htam_core.types.profile import Profile
 
@@ -178,7 +178,10 @@ def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history:
         out += ["*The file does not parse: showing the last good parse.*", ""]
     out += profile_lines(view)
     out += ["", f"**Harness:** {harness}" if harness else "**Harness:** checking in the background…", ""]
-    if not ready:
+    unranked = unranked_reason(kernel)
+    if unranked:
+        out.append(f"**Recommended next step:** none: {unranked}.")
+    elif not ready:
         out.append("**Recommended next step:** loading the HTAM memory…")
     elif not steps:
         out.append("**Recommended next step:** no mechanical step of the knowledge base applies to this kernel"
@@ -192,7 +195,7 @@ def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history:
         how = f"mechanical transform `{s.transform}`" if s.transform else (
             "written by the LLM" if engine == "llm" else "no mechanical transform (set htam.engine to llm)")
         out.append(f"- How: {how}" + (f"; risk: {s.risk}" if s.risk else ""))
-    if ready:
+    if ready and not unranked:
         out += advice_lines(advice or [], engine)
     if memory_error:
         out += ["", f"*Memory unavailable: {memory_error}*"]

@@ -33,18 +33,28 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import logging
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["ALLOWED_FAILURES", "EXECUTORS", "ExecutorError", "ExecutorOptions", "Progress", "ResultLog",
-           "file_digest", "is_final", "resumed_summary", "run_tasks", "shared_cluster", "start_local_cluster",
+from htam_core.harness.base import origin_dirs
+from htam_core.source.analysis.includes import headers_digest
+
+__all__ = ["ALLOWED_FAILURES", "DASK_LOG_LEVEL", "EXECUTORS", "ExecutorError", "ExecutorOptions", "Progress", "ResultLog",
+           "dependency_digest", "file_digest", "is_final", "resumed_summary", "run_tasks", "shared_cluster", "start_local_cluster",
            "task_key"]
 
+#: Lowest level of distributed's log lines shown while a ``LocalCluster`` runs (``silence_logs``). Its WARNINGs are
+#: routine cluster life (a nanny restarting or closing a worker at shutdown, "event loop was unresponsive",
+#: heartbeats missed on a loaded machine) and flooded the progress lines; a dead worker is reported by the run
+#: itself (:func:`_failure`), and distributed's ERRORs still show.
+DASK_LOG_LEVEL = logging.ERROR
 #: How many times a task whose worker died is rescheduled before it is recorded as failed.
 ALLOWED_FAILURES = 2
 #: Fields of a task dict that never take part in its key (a rerun with a new time budget resumes).
@@ -69,6 +79,18 @@ def file_digest(path: str | Path | None) -> str | None:
         return None
 
 
+def dependency_digest(path: str | Path | None) -> list[str | None]:
+    """What a task's result depends on in the file ``path``: the digest of its bytes (:func:`file_digest`)
+    and of the local headers it includes, transitively, from its folder and the original's
+    (:func:`htam_core.source.analysis.includes.headers_digest`): a ``common.h`` edited next to the ``.cu``
+    file changes the key. ``[None]`` for no path or an unreadable file."""
+    own = file_digest(path)
+    if own is None:
+        return [None]
+    p = Path(path)  # type: ignore[arg-type]
+    return [own, headers_digest(p.read_bytes(), p, origin_dirs(p))]
+
+
 def task_key(label: str, task: dict[str, Any], files: Iterable[str | Path | None] = ()) -> str:
     """A stable key for a task: ``label`` plus the first 12 hex digits of the SHA-256 of its JSON (sorted keys,
     without :data:`_VOLATILE` fields) and of the content of ``files``, so that a rerun with other settings, or
@@ -79,10 +101,10 @@ def task_key(label: str, task: dict[str, Any], files: Iterable[str | Path | None
         task: the task's JSON-shaped settings (budget, trials, policy, seed, engine, static, ...).
         files: every file the result depends on (the kernel file, a reference module, imported memory exports);
             a path in ``task`` names a file, only its content here says whether it changed. A missing file
-            counts as such (``None``).
+            counts as such (``None``). The local headers each file includes count too (:func:`dependency_digest`).
     """
     body = json.dumps({"task": {k: v for k, v in task.items() if k not in _VOLATILE},
-                       "files": [file_digest(f) for f in files]}, sort_keys=True, default=str)
+                       "files": [dependency_digest(f) for f in files]}, sort_keys=True, default=str)
     return f"{label}#{hashlib.sha256(body.encode()).hexdigest()[:12]}"
 
 
@@ -221,20 +243,24 @@ def start_local_cluster(opts: ExecutorOptions) -> Any:
     """A ``distributed.LocalCluster``: one single-threaded worker process per GPU, pinned with
     ``CUDA_VISIBLE_DEVICES`` and declaring ``{"GPU": 1}``; without GPUs, ``opts.workers`` CPU workers. The
     scheduler (in this process) reschedules a task of a dead worker at most :data:`ALLOWED_FAILURES` times.
-    Ports are chosen by the OS and bound to localhost; the dashboard is off."""
+    Ports are chosen by the OS and bound to localhost; the dashboard is off. distributed's own log lines show
+    from :data:`DASK_LOG_LEVEL` up (its ``silence_logs``, for the scheduler, the nannies and the workers), so
+    that routine warnings do not flood a run's progress lines; errors still show."""
     distributed = _dask()
     import dask
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}), warnings.catch_warnings():
+        # the dashboard is off; the HTTP server (health, metrics) moving off a busy port 8787 is not news
+        warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
         common = {"scheduler_port": 0, "host": "127.0.0.1", "dashboard_address": None, "processes": True,
-                  "threads_per_worker": 1}
+                  "threads_per_worker": 1, "silence_logs": DASK_LOG_LEVEL}
         if not opts.gpus:
             return distributed.LocalCluster(n_workers=max(1, opts.workers), **common)
         cluster = distributed.LocalCluster(n_workers=0, **common)
         for g in opts.gpus:  # one pinned worker per GPU: inside it the GPU is index 0
             spec = {"cls": distributed.Nanny,
                     "options": {"nthreads": 1, "resources": {"GPU": 1}, "env": {"CUDA_VISIBLE_DEVICES": g},
-                                "host": "127.0.0.1", "dashboard": False}}
+                                "host": "127.0.0.1", "dashboard": False, "silence_logs": DASK_LOG_LEVEL}}
             cluster.worker_spec[f"gpu{g}"] = spec
         cluster.scale(len(opts.gpus))
         cluster.sync(cluster._correct_state)

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam_core.bench import metrics
+from htam_core.bench import DEFAULT_OUT, metrics
 from htam_core.bench.kb_eval import COMPILE_ANCHORS
 from htam_core.bench.parallel import cancel_at, environment, visible_gpus
 from htam_core.generate.config import LLMConfig
@@ -354,7 +354,7 @@ class KBConfig:
     steps: int = 6
     timing_trials: int = 100
     loop_trials: int = 20
-    out_dir: str = "bench/results"
+    out_dir: str = DEFAULT_OUT
     memory_path: str | None = None
     size_overrides: dict[str, dict[str, Any]] | None = None
     max_minutes: float | None = None

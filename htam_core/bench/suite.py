@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam_core.bench import metrics
+from htam_core.bench import DEFAULT_OUT, metrics
 from htam_core.bench.parallel import cancel_at
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.runner import cdiv
@@ -364,7 +364,7 @@ class SuiteConfig:
     kernels: list[str] | None = None
     budget: int = 8
     exhaustive_budget: int = 24
-    out_dir: str = "bench/results"
+    out_dir: str = DEFAULT_OUT
     work_dir: str | None = None
     max_minutes: float | None = None
     static: bool | None = None

@@ -80,6 +80,40 @@ class UsageError(CLIError):
     exit_code = EXIT_USAGE
 
 
+#: What each kind of path a command takes must be, for :func:`require_path`'s message.
+KERNEL_FILE = "kernel file (.cu, .cuh or .py)"
+
+
+def missing_path_message(path: str | os.PathLike[str], what: str = KERNEL_FILE, *, folder: bool = False) -> str | None:
+    """The one message every command gives for a path that does not exist (or is the wrong kind), or ``None``
+    when ``path`` is an existing file (``folder=True``: an existing folder).
+
+    ``"nope.cu does not exist (looked in /home/me/src): pass the path of an existing kernel file (.cu, .cuh or
+    .py)"``; a folder where a file is expected (or the reverse) says so instead.
+
+    Args:
+        path: the path as the user typed it (kept in the message as typed).
+        what: what the command expects there (``"kernel file (.cu, .cuh or .py)"``, ``"suite folder"``).
+        folder: the command expects a folder.
+    """
+    p = os.fspath(path)
+    if (os.path.isdir(p) if folder else os.path.isfile(p)):
+        return None
+    if os.path.exists(p):
+        kind = "a folder" if os.path.isdir(p) else "not a folder"
+        return f"{p} is {kind}: pass the path of an existing {what}"
+    where = "" if os.path.isabs(p) else f" (looked in {os.getcwd()})"
+    return f"{p} does not exist{where}: pass the path of an existing {what}"
+
+
+def require_path(path: str | os.PathLike[str], what: str = KERNEL_FILE, *, folder: bool = False) -> None:
+    """Raise :class:`UsageError` with :func:`missing_path_message` when ``path`` is not an existing file
+    (``folder=True``: folder). Every command checks the paths it is given through this one function."""
+    msg = missing_path_message(path, what, folder=folder)
+    if msg is not None:
+        raise UsageError(msg)
+
+
 def exit_codes_help() -> str:
     """The exit-code table as text for ``htam --help`` (an argparse epilog)."""
     return "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES.items())

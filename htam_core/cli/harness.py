@@ -7,7 +7,8 @@ the calls of the kernel's launcher; for a ``.cu`` program, reads the launch in `
 ``htam.toml`` beside the file (never over an existing table of the same kernel).
 
 Exit codes: 0 inferred (and written with ``--write``); 1 nothing could be inferred (the message names what is
-missing); 2 usage error (missing file, several kernels without ``--kernel``, a table already there).
+missing); 2 usage error (missing file, a ``.py`` file that does not parse, several kernels without ``--kernel``,
+a table already there).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import argparse
 import json
 import sys
 
-from htam_core.cli.errors import UsageError
+from htam_core.cli.errors import UsageError, require_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -50,6 +51,10 @@ def _infer_cuda(path, name: str, model):
         return Inference(None, exc.message or "main() says nothing about the launch", {})
 
 
+#: What ``htam harness infer`` reads, for the missing-file message.
+_INFER_FILE = "kernel file (a .py file holding a Triton kernel, or a .cu program with main())"
+
+
 def run(args: argparse.Namespace) -> int:
     """Infer, print (and with ``--write`` save) the harness. Returns 0, or 1 when none could be inferred.
 
@@ -61,12 +66,19 @@ def run(args: argparse.Namespace) -> int:
 
     from htam_core.harness.base import HarnessError
     from htam_core.harness.infer_py import infer, render_toml, save_to_spec
+    from htam_core.harness.pysource import parse_failure
     from htam_core.source import SourceError, load
 
+    require_path(args.file, _INFER_FILE)
     path = Path(args.file)
-    if not path.is_file() or path.suffix not in (".py", ".cu", ".cuh"):
+    if path.suffix not in (".py", ".cu", ".cuh"):
         raise UsageError(f"{args.file}: pass an existing .py file holding a Triton kernel, or a .cu program with "
                          "main()")
+    if path.suffix == ".py":  # a syntax error is the cause, not a missing launcher or __main__ block
+        broken = parse_failure(path.name, path.read_text(encoding="utf-8", errors="replace"),
+                               f"run `htam harness infer {args.file}` again")
+        if broken is not None:
+            raise UsageError(broken)
     try:
         model = load(str(path))
     except SourceError as exc:

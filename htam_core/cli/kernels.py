@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from htam_core.cli.main import UsageError
+from htam_core.cli.errors import UsageError, require_path
 from htam_core.source import SourceError, load
 
 
@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     Raises:
         UsageError: the file is missing, unreadable or not CUDA/Python.
     """
+    require_path(args.file)
     try:
         model = load(args.file)
     except SourceError as exc:

@@ -21,7 +21,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from htam_core.cli.errors import UsageError
+from htam_core.cli.errors import UsageError, require_path
 from htam_core.memory import Store, default_store_path, open_store
 from htam_core.memory.export_file import ExportFileError, read_export
 from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, check_movable, move_aside
@@ -99,9 +99,7 @@ def _merge(sources: list[str], into: str) -> int:
         report = merge_files(sources, into)
     except ExportFileError as exc:
         raise UsageError(str(exc)) from None
-    total = sum(report.per_source.values())
-    print(f"merged {len(sources)} source(s), {total} records, into {into}: {report.added} added, "
-          f"{report.same} already present")
+    print(report.summary())
     if report.conflicts:
         shown = "; ".join(f"{uid} in {src}" for src, uid in report.conflicts[:_MAX_LISTED])
         more = len(report.conflicts) - _MAX_LISTED
@@ -162,8 +160,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"no memory store at {path}: check the path (an empty store is created by the first "
                          "`htam optimize`, `htam memory import` or the editor)")
     if args.action == "import":
+        require_path(args.file, "export file (.json, from htam memory export)")
         return _import(path, args.file, args.skip_invalid)
     if args.action == "merge":
+        for src in args.sources:  # sources are read, never created: a mistyped one is bad input, not a store error
+            require_path(src, "memory store (.sqlite3) or export (.json)")
         return _merge(args.sources, args.into)
     store = _open(path)
     with store:

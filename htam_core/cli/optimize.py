@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from htam_core.cli.errors import EXIT_APPLY_REFUSED, EXIT_IO, CLIError, UsageError
+from htam_core.cli.errors import EXIT_APPLY_REFUSED, EXIT_IO, CLIError, UsageError, require_path
 
 if TYPE_CHECKING:
     from htam_core.optimize import OptimizeResult
@@ -72,8 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.generate.errors import LLMConfigError
     from htam_core.optimize import OptimizeError, OptimizeTask, ProgressEvent, run_optimize
 
-    if not os.path.isfile(args.file):
-        raise UsageError(f"no such file: {args.file}")
+    require_path(args.file)
     if args.budget < 1:
         raise UsageError("--budget must be at least 1")
     try:

@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from htam_core.cli.main import UsageError
+from htam_core.cli.errors import UsageError, require_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.profile.api import profile_kernel
     from htam_core.types.errors import ProfileError
 
+    require_path(args.file)
     constexprs = _parse_constexprs(args.constexpr)
     try:
         with warnings.catch_warnings():

@@ -20,7 +20,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from htam_core.cli.main import UsageError
+from htam_core.cli.errors import UsageError, require_path
 from htam_core.memory import (
     ABLATIONS,
     MemoryStoreError,
@@ -76,8 +76,10 @@ def run(args: argparse.Namespace) -> int:
         UsageError: missing/unsupported file, unknown kernel, unknown history step, bad --top, or an
             unusable memory store (the message says how to fix it).
     """
+    from htam_core.editor.ranking import unranked_reason  # lazily: start-up speed (see htam_core.cli)
     from htam_core.source import SourceError, load
 
+    require_path(args.file)
     if args.top < 1:
         raise UsageError("--top must be at least 1")
     try:
@@ -88,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
         kernel = model.kernel(args.kernel)
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
+    unranked = unranked_reason(kernel)  # the hover and the code actions rank nothing for it either
+    if unranked:
+        raise UsageError(f"{unranked}, then run htam suggest again")
     kb = load_knowledge()
     history = [h.strip() for h in args.history.split(",") if h.strip()]
     unknown = [h for h in history if not kb.has_strategy(h)]

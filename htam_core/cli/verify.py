@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from htam_core.cli.errors import UsageError
+from htam_core.cli.errors import UsageError, require_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -77,9 +77,8 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.harness.base import HarnessError
     from htam_core.verify.check import resolve_harness, verify_candidate
 
+    require_path(args.candidate, "candidate file (.py, .cu or .cuh)")
     cand = Path(args.candidate)
-    if not cand.is_file():
-        raise UsageError(f"{args.candidate} does not exist: pass the path of the candidate .py or .cu file")
     if cand.suffix not in (".py", ".cu", ".cuh"):
         raise UsageError(f"{cand.name}: htam verify checks .py, .cu and .cuh files")
     if args.timeout <= 0:

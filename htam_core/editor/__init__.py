@@ -20,7 +20,7 @@ from htam_core.editor.buffer import Buffer, Snapshot
 from htam_core.editor.history import AppliedStep, History
 from htam_core.editor.makeable import Makeability, Plan, Verdict
 from htam_core.editor.profiles import ProfileCache, ProfileEntry, ProfileView, content_hash
-from htam_core.editor.ranking import Analysis, Rankings
+from htam_core.editor.ranking import Analysis, Rankings, unranked_reason
 from htam_core.editor.record import outcome_from_profiles
 from htam_core.editor.resolve import Resolution, minimal_edit
 from htam_core.editor.session import Session
@@ -28,4 +28,5 @@ from htam_core.editor.session import Session
 __all__ = [
     "Analysis", "AppliedStep", "Buffer", "History", "Makeability", "Plan", "ProfileCache", "ProfileEntry", "ProfileView", "Rankings",
     "Resolution", "Session", "Snapshot", "Verdict", "content_hash", "minimal_edit", "outcome_from_profiles",
+    "unranked_reason",
 ]

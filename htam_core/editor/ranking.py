@@ -26,11 +26,21 @@ from typing import Any
 
 from htam_core.editor.profiles import ProfileEntry
 
-__all__ = ["PIN_S", "Analysis", "Rankings"]
+__all__ = ["PIN_S", "Analysis", "Rankings", "unranked_reason"]
 
 #: How long a hover's analysis stays what the code-action list of the same kernel version shows, at most (s): the
 #: next hover, or an edit of the kernel, ends the pin sooner. Long enough for a GPU profile to land in between.
 PIN_S = 120.0
+
+def unranked_reason(kernel: Any) -> str | None:
+    """Why ``kernel`` gets no ranking, or ``None`` when it is ranked: a half-typed (incomplete) kernel is not
+    ranked, since its facts (loops, loads, launch) are those of a partial source and would rank steps for a
+    kernel that does not exist yet. One sentence, shared by the hover, the code actions and ``htam suggest``."""
+    if not getattr(kernel, "incomplete", False):
+        return None
+    return (f"{kernel.name} is incomplete (lines {kernel.start_line}-{kernel.end_line} do not parse yet): "
+            "steps are ranked once it parses; finish it first")
+
 
 #: ``(kernel hash, profile revision, prefix, top, memory revision)``
 Key = tuple[str, int, tuple[str, ...], int, int]
@@ -109,7 +119,8 @@ class Rankings:
         with self._lock:
             a = self._by_key.get((fingerprint, key))
         if a is None:
-            steps = self._rank(kernel, entry.profile if entry is not None else None, prefix, top)
+            steps = [] if unranked_reason(kernel) else self._rank(kernel, entry.profile if entry is not None
+                                                                   else None, prefix, top)
             a = Analysis(key, kernel_hash, entry, steps, time.monotonic())
         with self._lock:
             self._by_key[(fingerprint, key)] = a

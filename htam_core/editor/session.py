@@ -186,7 +186,7 @@ class Session:
           configuration; no compile), then ``compiled`` (ptxas / Triton AOT registers, spills, occupancy).
         """
         from htam_core.profile.api import source_profile, static_profile
-        from htam_core.profile.static_roofline import harness_sizes_noted
+        from htam_core.profile.static_roofline import kernel_harness_noted, sizes_of
         from htam_core.source import load, parse_text
 
         on_disk = read_disk(path) == text
@@ -219,12 +219,13 @@ class Session:
         note = ("the file has unsaved changes: static profile of the editor text; save the file to measure it "
                 "on the GPU") if self.gpu is not None and not self.static and not on_disk else None
         src = "disk" if on_disk else "buffer"
-        sizes, why = harness_sizes_noted(path, name, model)  # found once for both stages (reads and parses files)
+        harness, why = kernel_harness_noted(path, name, model)  # found once for both stages (reads files)
+        sizes = sizes_of(harness)
         notes = [n for n in (note, why) if n]
-        p = source_profile(model, name, self.target, sizes=sizes)
+        p = source_profile(model, name, self.target, sizes=sizes, harness=harness)
         p.warnings[:0] = notes
         yield Stage("source", p, src, pending="compile (registers, spills, occupancy)")
-        p = static_profile(model, name, self.target, sizes=sizes)
+        p = static_profile(model, name, self.target, sizes=sizes, harness=harness)
         p.warnings[:0] = notes
         yield Stage("compiled", p, src)
 

@@ -23,9 +23,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import HarnessError, include_flags
+from htam_core.harness.base import HarnessError, include_flags, origin_dirs
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.runtime.cache import cache_root, content_key
+from htam_core.source.analysis.includes import headers_digest
 
 _CTYPES: dict[str, Any] = {
     "float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int, "int64": ctypes.c_longlong,
@@ -136,7 +137,9 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
     if nvcc is None:
         raise HarnessError("a .cu host launcher needs nvcc to build a shared library, and nvcc was not found")
     src = Path(path)
-    key = content_key(source=src.read_text(encoding="utf-8", errors="replace"), arch=arch, nvcc=nvcc)
+    text = src.read_text(encoding="utf-8", errors="replace")
+    key = content_key(source=text, arch=arch, nvcc=nvcc, include=include_flags(src),
+                      headers=headers_digest(text, src, origin_dirs(src)))
     out_dir = cache_root() / "cu_launchers"
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = out_dir / f"{key[:24]}.so"

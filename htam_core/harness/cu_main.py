@@ -12,8 +12,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from htam_core.harness.base import HarnessError, include_flags
+from htam_core.harness.base import HarnessError, include_flags, origin_dirs
 from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
+from htam_core.source.analysis.includes import headers_digest
 from htam_core.source.parsing import captures, new_parser, node_text
 
 _MAIN_QUERY = """
@@ -60,8 +61,9 @@ def build_program(path: str | os.PathLike, *, arch: str = "sm_90", out_dir: str 
         raise HarnessError("nvcc was not found: install the CUDA toolkit or set CUDA_HOME, then profile again")
     src = Path(path).resolve()
     flags = ["-O3", "-lineinfo", f"-arch={arch}", *include_flags(src), *(extra_flags or [])]
-    key = content_key(kind="cu-main", source=src.read_text(encoding="utf-8", errors="replace"),
-                      flags=flags, nvcc=file_fingerprint(nvcc))
+    text = src.read_text(encoding="utf-8", errors="replace")
+    key = content_key(kind="cu-main", source=text, flags=flags, nvcc=file_fingerprint(nvcc),
+                      headers=headers_digest(text, src, origin_dirs(src)))
     out = Path(out_dir) if out_dir is not None else cache_root() / "programs"
     out.mkdir(parents=True, exist_ok=True)
     exe = out / f"{src.stem}-{key[:16]}"

@@ -18,7 +18,7 @@ from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.cu_main import has_main
 from htam_core.harness.infer_cuda import infer_cuda_harness
 from htam_core.harness.infer_py import infer_harness
-from htam_core.harness.pysource import read_py_facts
+from htam_core.harness.pysource import parse_failure, read_py_facts
 from htam_core.harness.spec import SPEC_FILENAME, inside_spec_folder, key_line, load_toml, parse_kernel_table
 from htam_core.harness.template import write_template
 from htam_core.source import load
@@ -36,7 +36,7 @@ def _kernelbench(path: Path, text: str, config: dict[str, Any] | None, spec: Pat
                  kernel: str) -> Harness | None:
     facts = read_py_facts(text)
     if facts.syntax_error:
-        raise HarnessError(f"{path.name} does not parse ({facts.syntax_error}); fix the syntax, then profile again")
+        raise HarnessError(parse_failure(path.name, text) or facts.syntax_error)
     if not facts.is_kernelbench_candidate:
         return None
     language = "triton" if facts.triton_kernels else (

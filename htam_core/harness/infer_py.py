@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import DTYPES, Harness, HarnessError, InputSpec
+from htam_core.harness.pysource import parse_failure, read_py_facts
 
 #: Version of the recording format; part of the cache key.
 RECORD_VERSION = 2
@@ -501,8 +502,6 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
         from htam_core.harness.record import MOVED_NOTE
 
         source += f"; {MOVED_NOTE}"
-    from htam_core.harness.pysource import read_py_facts
-
     facts = read_py_facts(path.read_text(encoding="utf-8", errors="replace"))
     language = "triton" if kernel.split(".")[-1] in facts.triton_kernels or facts.triton_kernels else (
         "cuda-in-python" if facts.has_cuda_string or facts.uses_load_inline or facts.uses_cupy_raw else "python")
@@ -522,6 +521,9 @@ def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache:
     """
     p = Path(path).resolve()
     text = p.read_text(encoding="utf-8", errors="replace")
+    broken = parse_failure(p.name, text, f"run `htam harness infer {p.name}` again")
+    if broken is not None:
+        return Inference(None, broken)
     found = launcher_of(p, kernel, model)
     if found is None:
         return Inference(None, f"no function of {p.name} launches {kernel} (kernel[grid](...) inside a top-level "

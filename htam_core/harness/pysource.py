@@ -55,6 +55,21 @@ def _decorator_name(d: ast.expr) -> str:
     return ".".join(reversed(parts))
 
 
+def parse_failure(name: str, text: str, then: str = "run the command again") -> str | None:
+    """One line saying that the Python file ``name`` (text ``text``) does not parse, where, and what to do
+    (``"k.py does not parse (line 19: '(' was never closed); fix the syntax error at line 19, then <then>"``),
+    or ``None`` when it parses. Every harness path that reads a Python file reports a syntax error with it,
+    so that the cause is never mistaken for a missing launcher or ``__main__`` block."""
+    try:
+        ast.parse(text)
+    except SyntaxError as e:
+        at = f" at line {e.lineno}" if e.lineno else ""
+        return f"{name} does not parse (line {e.lineno}: {e.msg}); fix the syntax error{at}, then {then}"
+    except (ValueError, RecursionError) as e:  # a NUL byte, or nesting too deep for the parser
+        return f"{name} does not parse ({e}); fix the file, then {then}"
+    return None
+
+
 def read_py_facts(text: str) -> PyFacts:
     """Parse ``text`` (a Python file) and collect :class:`PyFacts`; never raises."""
     facts = PyFacts()

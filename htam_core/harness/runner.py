@@ -44,6 +44,7 @@ from htam_core.harness.spec import (
 )
 from htam_core.harness.trial import BASE_SEED, Trial, as_outputs, poison_
 from htam_core.runtime.cache import cache_root
+from htam_core.source.analysis.includes import headers_digest
 from htam_core.types.errors import exception_text
 
 _MODULES: dict[str, ModuleType] = {}
@@ -308,8 +309,9 @@ def cubin_for(path: str, arch: str) -> bytes:
         raise HarnessError("NVRTC could not compile the file and nvcc was not found to try again")
     src = Path(path)
     includes = include_flags(src)
-    key = content_key(kind="cubin", source=src.read_text(encoding="utf-8", errors="replace"), arch=arch,
-                      nvcc=file_fingerprint(nvcc), include=includes)
+    text = src.read_text(encoding="utf-8", errors="replace")
+    key = content_key(kind="cubin", source=text, arch=arch, nvcc=file_fingerprint(nvcc), include=includes,
+                      headers=headers_digest(text, src, origin_dirs(src)))
     out_dir = cache_root() / "cubins"
     cached = out_dir / f"{key[:32]}.cubin"
     if cached.is_file():

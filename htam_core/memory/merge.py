@@ -26,18 +26,47 @@ __all__ = ["MergeReport", "merge_files", "read_source"]
 class MergeReport:
     """What a merge did.
 
+    Every record read falls in exactly one class, so that ``added + identical + len(conflicts) == read``:
+
     Attributes:
         into: the target store.
-        added: records new to the target; same: records already there with the same content.
-        conflicts: ``(source, uid)`` of every record whose uid the target holds with other content.
+        added: records new to the target (*new*).
+        same: records already in the target with the same content; duplicates: records identical to one read
+            from an earlier source (sources that overlap). Both are *identical duplicates* (:attr:`identical`).
+        conflicts: ``(source, uid)`` of every *conflicting duplicate*: a record whose uid the target, or another
+            source, holds with other content (not merged; the kept one is the target's, or the earliest).
         per_source: source -> number of records it holds.
     """
 
     into: str
     added: int = 0
     same: int = 0
+    duplicates: int = 0
     conflicts: list[tuple[str, str]] = field(default_factory=list)
     per_source: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def read(self) -> int:
+        """Records read from every source together."""
+        return sum(self.per_source.values())
+
+    @property
+    def identical(self) -> int:
+        """Identical duplicates: records already in the target or in an earlier source, with the same content."""
+        return self.same + self.duplicates
+
+    def summary(self) -> str:
+        """One line whose counts add up to the records read: ``read 6 records from 2 sources into T: 3 new,
+        2 identical duplicates (1 already in T, 1 in more than one source), 1 conflicting duplicate (not
+        merged)``."""
+        def n(k: int, word: str) -> str:
+            return f"{k} {word}{'' if k == 1 else 's'}"
+
+        srcs = len(self.per_source)
+        return (f"read {n(self.read, 'record')} from {n(srcs, 'source')} into {self.into}: {self.added} new, "
+                f"{n(self.identical, 'identical duplicate')} ({self.same} already in {Path(self.into).name}, "
+                f"{self.duplicates} in more than one source), {n(len(self.conflicts), 'conflicting duplicate')}"
+                + (" (not merged)" if self.conflicts else ""))
 
 
 def read_source(path: str | Path) -> list[Record]:
@@ -79,7 +108,9 @@ def merge_files(sources: list[str | Path], into: str | Path, kb: KnowledgeBase |
             seen = recs.get(r.uid)
             if seen is None:
                 recs[r.uid] = (str(src), r)
-            elif seen[1].to_json() != r.to_json():
+            elif seen[1].to_json() == r.to_json():
+                report.duplicates += 1
+            else:
                 keep, drop = sorted([seen, (str(src), r)], key=lambda sr: (sr[1].time, sr[0], repr(sr[1].to_json())))
                 recs[r.uid] = keep
                 clashes.append(drop)

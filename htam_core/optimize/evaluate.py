@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from htam_core.harness import Harness
-from htam_core.harness.base import mark_origin
+from htam_core.harness.base import mark_origin, origin_dirs
 from htam_core.measure.compare import Comparison
 from htam_core.measure.gpu import pool_config
 from htam_core.profile.api import profile_on_gpu, static_profile
 from htam_core.runtime.worker import WorkerPool, run_in_worker
 from htam_core.source import language_for_path, parse_text
+from htam_core.source.analysis.includes import headers_digest
 from htam_core.source.model import SourceModel
 from htam_core.types.errors import ProfileError
 from htam_core.types.profile import Profile
@@ -189,7 +190,7 @@ class Evaluator:
         if self.cache is None or use_ncu:
             return self._on_gpu(cand_path, model, kernel, use_ncu, lab)
         key = self.cache.key(text, self.kernel_name, self.language, self.harness, self.trials, self.gpu,
-                             self.target)
+                             self.target, headers_digest(text, cand_path, origin_dirs(cand_path)))
         if reuse:
             hit = self.cache.get(key)
             if hit is not None:
@@ -254,7 +255,7 @@ class Evaluator:
     def _static(self, cand_path: Path, model: SourceModel, kernel, lab: list[str]) -> Evaluation:
         msgs: list[str] = []
         try:
-            prof = static_profile(model, kernel, self.target)
+            prof = static_profile(model, kernel, self.target, harness=self.harness)
         except ProfileError as exc:
             return Evaluation(False, False, "compile-only", "failed", model=model, messages=[str(exc)], labels=lab)
         h = self._harness_for(cand_path)

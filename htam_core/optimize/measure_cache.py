@@ -50,7 +50,7 @@ def harness_fingerprint(harness: Harness | None) -> str:
 
 
 def measure_key(text: str, kernel: str, language: str, harness: Harness | None, trials: int, gpu: bool,
-                target: str = "sm_90") -> str:
+                target: str = "sm_90", headers: str = "") -> str:
     """SHA-256 hex key of one measurement.
 
     Args:
@@ -58,9 +58,12 @@ def measure_key(text: str, kernel: str, language: str, harness: Harness | None, 
         kernel: the kernel's name; language: ``"triton"`` or ``"cuda"``.
         harness: the harness the candidate is verified and timed with (its ``path`` is ignored).
         trials: timed trials per candidate; gpu: measured on a GPU; target: the compile target (``sm_90``).
+        headers: the digest of the local headers the candidate includes
+            (:func:`htam_core.source.analysis.includes.headers_digest`; ``""`` for none), so that a header
+            edited next to the kernel measures again.
     """
     parts = [f"htam-measure-v{CACHE_VERSION}", kernel, language, harness_fingerprint(harness),
-             str(int(trials)), "gpu" if gpu else "static", target, text]
+             str(int(trials)), "gpu" if gpu else "static", target, text, headers]
     h = hashlib.sha256()
     for p in parts:
         b = p.encode("utf-8")
@@ -128,10 +131,10 @@ class MeasureCache:
 
     @staticmethod
     def key(text: str, kernel: str, language: str, harness: Harness | None, trials: int, gpu: bool,
-            target: str = "sm_90") -> str:
+            target: str = "sm_90", headers: str = "") -> str:
         """The key of one measurement in this cache: :func:`measure_key` (the evaluator asks the cache it
         holds, so ``evaluate`` needs no import of this module, which imports ``evaluate``)."""
-        return measure_key(text, kernel, language, harness, trials, gpu, target)
+        return measure_key(text, kernel, language, harness, trials, gpu, target, headers)
 
     def get(self, key: str) -> Evaluation | None:
         """The stored evaluation for ``key`` (its ``model`` is ``None``: the caller parses the text), or

@@ -20,11 +20,16 @@ from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.find import find_harness
+from htam_core.harness.launch_values import recorded_constexprs
 from htam_core.measure.gpu import measure_on_gpu
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.classify import classify
 from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
-from htam_core.profile.static_roofline import estimate_work, harness_sizes_noted
+from htam_core.profile.static_roofline import (
+    estimate_work,
+    kernel_harness_noted,
+    sizes_of,
+)
 from htam_core.profile.static_triton import compile_triton_kernel
 from htam_core.runtime.cache import CompileCache
 from htam_core.source import SourceError, load, without_incomplete
@@ -114,10 +119,16 @@ def _static_cuda(model: Any, kernel: Any, target: str, cache: CompileCache) -> P
     return p
 
 
+#: Default of ``static_profile(harness=...)``: find the kernel's harness (the caller did not).
+LOOK_UP = object()
+
+
 def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
-                   constexprs: dict[str, Any] | None) -> Profile:
+                   constexprs: dict[str, Any] | None, harness: Harness | None) -> Profile:
     target = sc.normalize_target(target)
-    v = compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache)
+    v = compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache,
+                              recorded=recorded_constexprs(harness, model.text, kernel),
+                              recorded_from=_harness_label(harness))
     p = Profile(kernel=kernel.name, mode="static", device=f"{target} (static)")
     p.registers = int(v["registers"])
     p.spill_bytes = int(v["spill_store_bytes"]) + int(v["spill_load_bytes"])
@@ -140,7 +151,8 @@ def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
 
 
 def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs: dict[str, Any] | None = None,
-                   cache: CompileCache | None = None, sizes: dict[str, Any] | None = None) -> Profile:
+                   cache: CompileCache | None = None, sizes: dict[str, Any] | None = None,
+                   harness: Harness | None | object = LOOK_UP) -> Profile:
     """Static profile of ``kernel`` (a :class:`htam_core.source.model.Kernel` of ``model``).
 
     Args:
@@ -149,6 +161,9 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
         target: compute capability (``"sm_80"``, ``"sm_86"``, ``"sm_89"``, ``"sm_90"``).
         constexprs: Triton constexpr overrides (``{"BLOCK_SIZE": 1024}``).
         cache: compile cache; default :class:`CompileCache` under ``$HTAM_CACHE_DIR``.
+        harness: the kernel's harness when the caller has it (``None``: it has none), whose recorded launch
+            configuration the Triton compile uses (:func:`htam_core.harness.launch_values.recorded_constexprs`);
+            default :data:`LOOK_UP`: found here (:func:`htam_core.harness.find_harness`).
         sizes: harness size symbols for loop trip counts (``{"N": 4096}``); default: the first size set
             of the kernel's ``htam.toml`` harness, when there is one.
 
@@ -167,10 +182,11 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
             raise ProfileError(str(exc.args[0]) if exc.args else str(exc)) from exc
     cache = cache if cache is not None else CompileCache()
     model, kernel, blanked = without_incomplete(model, kernel)  # half-typed kernels do not block a compile
+    harness, harness_note = _harness_of(model, kernel, harness)
     if kernel.language in ("cuda", "cuda-in-python"):
         p = _static_cuda(model, kernel, target, cache)
     elif kernel.language == "triton":
-        p = _static_triton(model, kernel, target, cache, constexprs)
+        p = _static_triton(model, kernel, target, cache, constexprs, harness)
     else:
         raise ProfileError(f"kernel {kernel.name}: language {kernel.language!r} cannot be profiled statically")
     if getattr(kernel, "incomplete", False):
@@ -181,12 +197,17 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
     if getattr(model, "stale", False):
         p.warnings.append("the source did not parse; the kernel comes from the last good parse")
     p.warnings.append("static profile: no GPU measurement (time, SOL, bandwidth and achieved occupancy are null)")
+    if sizes is None:
+        sizes = sizes_of(harness)
+        if harness_note:
+            p.warnings.insert(0, harness_note)
     _roofline(p, model, kernel, sizes)
     p.bottleneck = classify(p, getattr(kernel, "features", None), target=p.device.split()[0])
     return p
 
 
-def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dict[str, Any] | None = None) -> Profile:
+def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dict[str, Any] | None = None,
+                   harness: Harness | None | object = LOOK_UP) -> Profile:
     """Source-only static profile of ``kernel``: what the source says, with no compile (milliseconds).
 
     The editor's first profile stage on a machine without a GPU: the kernel's facts (its feature model), the
@@ -196,7 +217,7 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
     ``None``; :func:`static_profile` (the next stage) fills them in.
 
     Args:
-        model, kernel, target, sizes: as for :func:`static_profile`.
+        model, kernel, target, sizes, harness: as for :func:`static_profile`.
 
     Returns:
         A ``mode="static"`` :class:`Profile` with ``device="<target> (source only)"`` and
@@ -230,7 +251,13 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
     elif kernel.language == "triton":
         from htam_core.profile.static_triton import build_request
 
-        req = build_request(kernel, text=model.text)
+        harness, note = _harness_of(model, kernel, harness)
+        if sizes is None:
+            sizes = sizes_of(harness)
+            if note:
+                p.warnings.insert(0, note)
+        req = build_request(kernel, text=model.text, recorded=recorded_constexprs(harness, model.text, kernel),
+                            recorded_from=_harness_label(harness))
         warps = req["num_warps"]
         p.block_size = int(warps or 4) * 32
         p.extra.update({"constexprs": req["constexprs"], "num_warps": warps, "num_stages": req["num_stages"],
@@ -245,15 +272,24 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
     return p
 
 
-def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any] | None) -> None:
+def _harness_of(model: Any, kernel: Any, given: Harness | None | object) -> tuple[Harness | None, str | None]:
+    """The harness a static profile reads (``given``, or found when it is :data:`LOOK_UP`) and the note saying
+    why a broken one was not used."""
+    if given is LOOK_UP:
+        return kernel_harness_noted(getattr(model, "path", None), kernel.name, model)
+    return (given if isinstance(given, Harness) and given.kind in ("spec", "inferred") else None), None
+
+
+def _harness_label(h: Harness | None) -> str:
+    """Where a constexpr value read from harness ``h`` came from, for ``extra["constexprs"][name]["source"]``."""
+    return f"harness ({h.source.split(';')[0]})" if h is not None and h.source else "harness"
+
+
+def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any]) -> None:
     """Attach the static roofline estimate (``extra["static_roofline"]``) the classifier reads."""
     if getattr(kernel, "features", None) is None:
         return
     try:
-        if sizes is None:
-            sizes, why = harness_sizes_noted(getattr(model, "path", None), kernel.name, model)
-            if why:
-                p.warnings.insert(0, why)
         est = estimate_work(model, kernel, constexprs=p.extra.get("constexprs") or {}, sizes=sizes)
     except (ValueError, TypeError, ArithmeticError, RecursionError, AttributeError) as exc:
         p.warnings.append(f"static roofline estimate not made ({type(exc).__name__}: {exc})")

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from htam_core.harness.base import origin_dirs
 from htam_core.runtime.cache import CompileCache, content_key, file_fingerprint
+from htam_core.source.analysis.includes import headers_digest
 from htam_core.types.errors import ProfileError
 
 if TYPE_CHECKING:
@@ -298,7 +299,8 @@ def compile_cuda(
     incs += list(include_dirs or [])
     flags = [f"-arch={target}", "-cubin", "-Xptxas", "-v", *(extra_flags or [])]
     key = content_key(kind="nvcc", source=source, source_name=source_name, first_line=first_line,
-                      flags=flags, includes=incs, nvcc=file_fingerprint(nvcc))
+                      flags=flags, includes=incs, nvcc=file_fingerprint(nvcc),
+                      headers=headers_digest(source, source_name, incs))
     hit = cache.get(key)
     if hit is not None:
         return CudaCompileResult.from_json(hit)

@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from htam_core.harness.base import HarnessError
+from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.find import find_harness
 from htam_core.profile.static_cuda import eval_const_expr
 from htam_core.profile.static_triton import python_constants
@@ -53,26 +53,38 @@ def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict
     return harness_sizes_noted(path, kernel_name, model)[0]
 
 
-def harness_sizes_noted(path: str | None, kernel_name: str,
-                        model: Any = None) -> tuple[dict[str, int | float], str | None]:
-    """:func:`harness_sizes` and, when a harness exists but is broken (a malformed or binary ``htam.toml``),
-    one line saying it was not used and why (the finder's message: key, file and line); ``None`` otherwise
-    (no harness at all is not a warning: the static profile needs none)."""
+def kernel_harness_noted(path: str | None, kernel_name: str,
+                         model: Any = None) -> tuple[Harness | None, str | None]:
+    """The kernel's ``spec`` or ``inferred`` harness (``None`` for none, or another kind) and, when a harness
+    exists but is broken (a malformed or binary ``htam.toml``), one line saying it was not used and why (the
+    finder's message: key, file and line); ``None`` otherwise (no harness at all is not a warning: the static
+    profile needs none)."""
     if not path:
-        return {}, None
+        return None, None
     try:
         h = find_harness(path, kernel_name, model)
     except HarnessError as exc:
         if exc.missing:
-            return {}, None
+            return None, None
         msg = " ".join(exc.message.split()) or "the harness finder gave no reason"
-        return {}, f"harness not used for the static estimate: {msg}"
-    except (OSError, ValueError, KeyError) as exc:
-        return {}, f"harness not used for the static estimate ({type(exc).__name__}: {exc})"
-    if h.kind not in ("spec", "inferred") or not h.sizes:
-        return {}, None
-    return {k: v for k, v in (h.sizes[0] or {}).items()
-            if isinstance(v, int | float) and not isinstance(v, bool)}, None
+        return None, f"harness not used for the static estimate: {msg}"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        return None, f"harness not used for the static estimate ({type(exc).__name__}: {exc})"
+    return (h if h.kind in ("spec", "inferred") else None), None
+
+
+def sizes_of(h: Harness | None) -> dict[str, int | float]:
+    """The numeric size symbols of the first input set of harness ``h`` (``{}`` for none)."""
+    if h is None or not h.sizes:
+        return {}
+    return {k: v for k, v in (h.sizes[0] or {}).items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def harness_sizes_noted(path: str | None, kernel_name: str,
+                        model: Any = None) -> tuple[dict[str, int | float], str | None]:
+    """:func:`harness_sizes` and the note of :func:`kernel_harness_noted` (a broken harness, not used)."""
+    h, why = kernel_harness_noted(path, kernel_name, model)
+    return sizes_of(h), why
 
 
 def _py_value(expr: str, env: Mapping[str, Any]) -> tuple[float | None, list[str]]:

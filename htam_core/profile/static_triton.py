@@ -41,12 +41,16 @@ def _is_float_literal(text: str | None) -> bool:
 
 
 def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
-                  signature: dict[str, str] | None = None, text: str | None = None) -> dict[str, Any]:
+                  signature: dict[str, str] | None = None, text: str | None = None,
+                  recorded: dict[str, Any] | None = None, recorded_from: str = "harness") -> dict[str, Any]:
     """The AOT request for ``kernel`` (a :class:`htam_core.source.model.Kernel` of language triton).
 
     Args:
         kernel: the kernel model.
-        constexprs: user overrides of constexpr values (win over the launch site).
+        constexprs: user overrides of constexpr values (win over the harness and the launch site).
+        recorded: the constexpr values the kernel's harness launches it with
+            (:func:`htam_core.harness.launch_values.recorded_constexprs`); they win over the launch site,
+            since the harness's launch is the one that runs. ``recorded_from`` names the harness in ``sources``.
         signature: user overrides of parameter types (``{"x_ptr": "*fp16"}``).
         text: the file's text; when given, a launch-site value that is a plain name bound to a
             literal in the launching function (``BLOCK_SIZE = 64``) resolves to that literal.
@@ -94,6 +98,11 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
             sig[p.name] = "fp32"
         else:
             sig[p.name] = "i32"
+    recorded = dict(recorded or {})
+    options = {opt: recorded.pop(opt) for opt in ("num_warps", "num_stages") if opt in recorded}
+    for k, v in recorded.items():
+        consts[k] = v
+        sources[k] = recorded_from
     for k, v in (constexprs or {}).items():
         consts[k] = v
         sources[k] = "user"
@@ -102,7 +111,7 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
     out: dict[str, Any] = {"signature": sig, "constexprs": consts, "num_warps": None, "num_stages": None,
                            "sources": sources, "runtime_args": runtime}
     for opt in ("num_warps", "num_stages"):
-        v = value_of(config.get(opt))
+        v = options.get(opt, value_of(config.get(opt)))
         if isinstance(v, int) and not isinstance(v, bool):
             out[opt] = v
     return out
@@ -136,9 +145,18 @@ def _tail_lines(text: str | None, n: int = 15) -> list[str]:
     return [ln for ln in (text or "").strip().splitlines()[-n:] if ln.strip()]
 
 
+def _label_sources(value: dict[str, Any], sources: dict[str, str]) -> None:
+    """Name where each requested constexpr value came from in a compile result (also a cached one, whose
+    values may have come from elsewhere in an earlier run)."""
+    for name, src in sources.items():
+        if name in value.get("constexprs", {}):
+            value["constexprs"][name]["source"] = src
+
+
 def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", constexprs: dict[str, Any] | None = None,
                           signature: dict[str, str] | None = None, cache: CompileCache | None = None,
-                          timeout_s: float = AOT_TIMEOUT_S) -> dict[str, Any]:
+                          timeout_s: float = AOT_TIMEOUT_S, recorded: dict[str, Any] | None = None,
+                          recorded_from: str = "harness") -> dict[str, Any]:
     """AOT-compile a Triton kernel of ``model`` and return :func:`triton_aot.compile_kernel`'s result.
 
     The file on disk is used when it holds ``model.text``; otherwise (an unsaved editor buffer) the
@@ -150,7 +168,8 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
             carries Triton's error).
     """
     arch = target_arch(target)
-    req = build_request(kernel, constexprs=constexprs, signature=signature, text=model.text)
+    req = build_request(kernel, constexprs=constexprs, signature=signature, text=model.text, recorded=recorded,
+                        recorded_from=recorded_from)
     cache = cache if cache is not None else CompileCache()
     qualname = getattr(kernel, "qualified_name", None) or kernel.name  # "Ops.scale": reached from the module
     key = content_key(kind="triton-aot", text=model.text, path=str(model.path), kernel=qualname,
@@ -159,6 +178,7 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
                       triton=package_version("triton"))
     hit = cache.get(key)
     if hit is not None:
+        _label_sources(hit, req["sources"])
         hit["cached"] = True
         return hit
     path = Path(model.path) if model.path else None
@@ -182,9 +202,7 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
     finally:
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)
-    for name, src in req["sources"].items():
-        if name in value.get("constexprs", {}):
-            value["constexprs"][name]["source"] = src
+    _label_sources(value, req["sources"])
     value["cached"] = False
     cache.put(key, value)
     return value

@@ -48,7 +48,9 @@ def test_load_problems_filters_and_rejects_bad_lines(tmp_path: Path) -> None:
 
 def test_missing_problems_file_is_a_clean_skip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "kernelbench", "--problems", str(tmp_path / "none.jsonl")]) == 0
-    assert "skipped" in capsys.readouterr().out
+    err = capsys.readouterr().err
+    assert err.startswith(f"htam: warning: {tmp_path / 'none.jsonl'} does not exist: pass the path of an existing ")
+    assert "KernelBench skipped" in err
 
 
 @pytest.mark.parametrize("level", [1, 2])

@@ -384,3 +384,52 @@ def test_internal_error_is_one_line_with_the_traceback_file(tmp_path: Path, monk
     assert "Traceback (most recent call last)" in err and err.splitlines()[-1].startswith(
         "htam: internal error: RuntimeError: something nobody expected. This is a bug in htam; the full traceback "
         "is printed above")
+
+
+_MISSING_COMMANDS = [
+    ["kernels", "{p}"],
+    ["profile", "{p}", "--kernel", "k", "--static"],
+    ["suggest", "{p}", "--kernel", "k", "--static"],
+    ["optimize", "{p}", "--kernel", "k"],
+    ["verify", "{p}"],
+    ["harness", "infer", "{p}"],
+    ["bench", "suite", "--suite", "{p}"],
+    ["bench", "space", "--suite", "{p}", "--out", "t.jsonl"],
+    ["bench", "replay", "--table", "{p}"],
+    ["memory", "import", "{p}", "--memory", "m.sqlite3"],
+    ["memory", "merge", "{p}", "--into", "team.sqlite3"],
+]
+
+
+@pytest.mark.parametrize("argv", _MISSING_COMMANDS, ids=lambda a: " ".join(a[:2]))
+@pytest.mark.parametrize("relative", [False, True], ids=["absolute", "relative"])
+def test_a_path_that_does_not_exist_gets_the_same_message_from_every_command(
+        argv: list[str], relative: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: each command worded a missing path its own way ("no such file: X", "X: no such file",
+    "X does not exist: ...", "pass an existing .py file ..."). One helper now words them all."""
+    monkeypatch.chdir(tmp_path)
+    missing = "nope.cu" if relative else str(tmp_path / "nope.cu")
+    assert main([a.replace("{p}", missing) for a in argv]) == 2
+    out = capsys.readouterr()
+    lines = out.err.strip().splitlines()
+    assert len(lines) == 1, out.err
+    where = f" (looked in {tmp_path})" if relative else ""
+    assert lines[0].startswith(f"htam: error: {missing} does not exist{where}: pass the path of an existing ")
+    assert "Traceback" not in out.err
+
+
+@pytest.mark.parametrize("argv", _MISSING_COMMANDS[:6], ids=lambda a: " ".join(a[:2]))
+def test_a_folder_where_a_file_is_expected_is_named_as_such(argv: list[str], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([a.replace("{p}", str(tmp_path)) for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"htam: error: {tmp_path} is a folder: pass the path of an existing ") and "\n" not in err
+
+
+def test_the_kernelbench_skip_uses_the_same_words(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from htam_core.cli.errors import missing_path_message
+
+    assert main(["bench", "kernelbench", "--problems", str(tmp_path / "p.jsonl")]) == 0  # a clean skip
+    err = capsys.readouterr().err
+    assert missing_path_message(tmp_path / "p.jsonl", "KernelBench problems file") in err

@@ -103,7 +103,7 @@ def test_no_policies_option_still_means_the_defaults() -> None:
 @pytest.mark.parametrize("argv, said", [
     (["bench", "space", "--out", "t.jsonl"], "give --manifest FILE or --suite DIR"),
     (["bench", "space", "--suite", "nowhere", "--out", "t.jsonl"], "nowhere"),
-    (["bench", "replay", "--table", "missing.jsonl"], "cannot read the table"),
+    (["bench", "replay", "--table", "missing.jsonl"], "missing.jsonl does not exist"),
     (["bench", "replay", "--table", "t.jsonl", "--policies", "exhaustive"], "unknown policy exhaustive"),
 ])
 def test_space_and_replay_bad_input_is_one_line(argv: list[str], said: str, tmp_path: Path,
@@ -114,3 +114,24 @@ def test_space_and_replay_bad_input_is_one_line(argv: list[str], said: str, tmp_
     rc = main(argv)
     err = capsys.readouterr().err
     assert rc == 2 and said in err and "Traceback" not in err
+
+
+def test_results_go_to_the_current_directory_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: the default --out was the repository's bench/results, so a user's run wrote into the checkout."""
+    from htam_core.bench import DEFAULT_OUT
+    from htam_core.bench.kernelbench import KBConfig
+    from htam_core.cli.main import build_parser
+
+    for cmd in (["bench", "suite"], ["bench", "kernelbench", "--problems", "p"], ["bench", "replay", "--table", "t"]):
+        assert build_parser().parse_args(cmd).out == DEFAULT_OUT == "htam-bench-out"
+    assert suite.SuiteConfig(suite_dir="s", policies=["htam"]).out_dir == DEFAULT_OUT
+    assert KBConfig(problems="p", levels=[1]).out_dir == DEFAULT_OUT
+    problems = _problems(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "kernelbench", "--problems", str(problems), "--ids", "19", "--steps", "1", "--static",
+                 "--start-solutions", str(SOLUTIONS)]) == 0
+    out = capsys.readouterr()
+    md = next((tmp_path / DEFAULT_OUT).glob("*-kernelbench.md"))
+    assert f"kernelbench results: {md.resolve()}" in out.out
+    assert f"results go to {(tmp_path / DEFAULT_OUT).resolve()}" in out.err

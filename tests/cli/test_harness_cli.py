@@ -69,3 +69,24 @@ def test_binary_htam_toml_is_one_clear_line(tmp_path: Path, capsys: pytest.Captu
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "htam.toml" in err[0] and "Traceback" not in err[0], err
     assert (tmp_path / "htam.toml").read_bytes() == b"\x00\xff\xfe garbage \x89PNG\r\n"
+
+
+def test_a_file_that_does_not_parse_is_named_as_the_cause(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: a syntax error was reported as 'no function launches the kernel'."""
+    text = (ZC / "print_only.py").read_text().splitlines()
+    line = next(i for i, ln in enumerate(text) if "square_kernel[" in ln)
+    text[line] = text[line].rstrip().rstrip(")")  # an unclosed call, as while typing
+    (tmp_path / "broken.py").write_text("\n".join(text) + "\n")
+    assert main(["harness", "infer", str(tmp_path / "broken.py")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("htam: error: broken.py does not parse (line ")
+    assert "fix the syntax error at line" in err[0] and "harness infer" in err[0]
+    assert "launches" not in err[0] and "Traceback" not in err[0]
+
+
+def test_inference_itself_names_the_syntax_error(tmp_path: Path) -> None:
+    from htam_core.harness.infer_py import infer
+
+    (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(x):\n    pass\n\ndef run(x:\n    k[(1,)](x)\n")
+    inf = infer(tmp_path / "k.py", "k")
+    assert inf.harness is None and inf.reason.startswith("k.py does not parse (line ")

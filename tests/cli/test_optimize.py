@@ -125,7 +125,7 @@ def test_cuda_without_gpu_is_unverified_and_untimed(tmp_path: Path, capsys: pyte
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
-    (["optimize", "{tmp}/missing.py", "--kernel", "k"], "no such file"),
+    (["optimize", "{tmp}/missing.py", "--kernel", "k"], "missing.py does not exist"),
     (["optimize", "{src}", "--kernel", "nope"], "vector_add.py (kernels: add_kernel)"),
     (["optimize", "{src}", "--kernel", "add_kernel", "--budget", "0"], "--budget must be at least 1"),
     (["optimize", "{src}", "--kernel", "add_kernel", "--engine", "llm"], "--engine llm needs --llm-model"),

@@ -140,3 +140,20 @@ def test_every_step_says_whether_the_rules_engine_makes_it(tmp_path: Path, capsy
     for s in steps:
         if s["refusal"]:
             assert f"   not made by the rules engine: {s['refusal']}" in text
+
+
+def test_an_incomplete_kernel_is_not_ranked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: a half-typed kernel was ranked as if it were whole. One line says it is incomplete, nothing
+    is ranked (as in the hover), exit 2; the complete kernels of the same file are still ranked."""
+    from tests.support.half_typed import TRITON
+
+    path = tmp_path / "half.py"
+    path.write_text(TRITON)
+    assert main(["suggest", str(path), "--kernel", "half", "--static", "--memory", str(tmp_path / "m.sqlite3")]) == 2
+    out = capsys.readouterr()
+    lines = out.err.strip().splitlines()
+    assert out.out == "" and len(lines) == 1
+    assert lines[0].startswith("htam: error: half is incomplete (lines ") and "finish it first" in lines[0]
+    assert main(["suggest", str(path), "--kernel", "second", "--static", "--memory", str(tmp_path / "m.sqlite3"),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)

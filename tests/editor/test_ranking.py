@@ -70,3 +70,17 @@ def test_keys_use_profile_revisions_not_object_identity():
     a, b = _entry(1), _entry(2)
     assert Rankings.key("h", a, (), 5, 0) != Rankings.key("h", b, (), 5, 0)
     assert Rankings.key("h", None, (), 5, 0)[1] == 0
+
+
+def test_an_incomplete_kernel_is_not_ranked():
+    """A half-typed kernel gets an empty analysis (no code action, no recommendation), like `htam suggest`."""
+    from htam_core.editor.ranking import unranked_reason
+    from htam_core.source import parse_text
+    from tests.support.half_typed import TRITON
+
+    kernels = {k.name: k for k in parse_text(TRITON, "python").kernels}
+    rank = _Ranker()
+    r = Rankings(rank)
+    assert r.compute("fp", kernels["half"], "h1", None, (), 5, 1).steps == [] and rank.calls == []
+    assert unranked_reason(kernels["half"]) and unranked_reason(kernels["second"]) is None
+    assert r.compute("fp2", kernels["second"], "h2", None, (), 5, 1).steps and len(rank.calls) == 1

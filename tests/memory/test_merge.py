@@ -70,12 +70,36 @@ def test_conflicting_duplicates_are_reported_and_not_applied(tmp_path: Path,
     team = tmp_path / "team.sqlite3"
     assert main(["memory", "merge", str(a), str(b), "--into", str(team)]) == 0
     out, err = capsys.readouterr()
-    assert "3 added" in out and "1 conflicting record(s)" in err and "uid-1" in err
+    assert "3 new" in out and "1 conflicting record(s)" in err and "uid-1" in err
     recs = {r.uid: r for r in read_records(team)}
     assert set(recs) == {"uid-1", "uid-2", "uid-3"} and recs["uid-1"].outcome.note == ""
     assert (recs["uid-2"].host, recs["uid-2"].tag) == ("h", "t")  # provenance travels
     assert main(["memory", "merge", str(a), str(b), "--into", str(team)]) == 0
-    assert "0 added" in capsys.readouterr().out
+    assert "0 new" in capsys.readouterr().out
+
+
+def test_the_summary_adds_up_when_sources_overlap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: records shared by A and B were in no count (6 read: 4 added, 0 present, 1 conflict)."""
+    a = _store(tmp_path / "a.sqlite3", [_rec(1, 0, 1.5), _rec(2, 1, 1.2), _rec(4, 1, 1.3)])
+    b = _store(tmp_path / "b.sqlite3", [_rec(1, 0, 1.5), _rec(2, 1, 1.2, note="edited"), _rec(3, 2, 1.1)])
+    team = tmp_path / "team.sqlite3"
+    first = merge_files([a, b], team, kb=KB)
+    assert (first.read, first.added, first.identical, len(first.conflicts)) == (6, 4, 1, 1)
+    assert main(["memory", "merge", str(a), str(b), "--into", str(team)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("read 6 records from 2 sources into ") and ": 0 new, 5 identical duplicates (4 already in "
+    assert "1 in more than one source), 1 conflicting duplicate (not merged)" in out
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=records, b=records, c=records)
+def test_merge_counts_always_add_up(tmp_path_factory: pytest.TempPathFactory, a: list, b: list, c: list) -> None:
+    d = tmp_path_factory.mktemp("sum")
+    stores = [_store(d / f"{n}.sqlite3", [_rec(i, s, x) for i, s, x in recs]) for n, recs in zip("abc", (a, b, c),
+                                                                                                      strict=True)]
+    for _ in range(2):  # into an empty target, then into the same (now full) one
+        rep = merge_files(stores, d / "team.sqlite3", kb=KB)
+        assert rep.added + rep.identical + len(rep.conflicts) == rep.read == sum(len(read_records(s)) for s in stores)
 
 
 def test_exports_merge_too_and_bad_sources_merge_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

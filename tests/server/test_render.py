@@ -63,3 +63,14 @@ def test_profile_facts_and_analysis_view():
     shown = render.analysis_view(live, a, "new")
     assert shown.entry is old and shown.stale and shown.running  # the profile that ranking used
     assert render.analysis_view(live, None, "new") is live
+
+
+def test_an_incomplete_kernel_gets_no_recommendation_nor_advice():
+    """The hover agrees with `htam suggest`: a half-typed kernel is not ranked (regression, new-user trial)."""
+    half = parse_text("__global__ void k(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] = 2 *", "cuda")
+    kernel = half.kernels[0]
+    assert kernel.incomplete
+    md = render.hover_markdown(kernel, ProfileView(None, False, False), [_Step()], [], ready=True, engine="rules",
+                               advice=[(_Step(), _Step())])
+    assert "**Recommended next step:** none: k is incomplete" in md and "steps are ranked once it parses" in md
+    assert "vectorize loads" not in md and "**Advice**" not in md

@@ -12,7 +12,9 @@ evaluator (:class:`htam_core.harness.cu_eval.Program`) read their facts from thi
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -65,35 +67,101 @@ def _read(path: str, mtime_ns: int) -> Header | None:
     return Header(p, data, parse(data, "cuda"))
 
 
-def local_headers(src: bytes | str, path: str | Path | None) -> tuple[Header, ...]:
-    """The local headers ``src`` (the text of file ``path``) includes, innermost first, each once.
+def header_paths(src: bytes | str, path: str | Path | None,
+                 include_dirs: Iterable[str | Path] = ()) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """The local headers ``src`` (the text of file ``path``) includes, transitively, innermost first, each once.
+
+    A quoted ``#include "x.h"`` is looked up in the folder of the file that holds the line, then in each of
+    ``include_dirs`` (the ``-I`` folders), as the C preprocessor does for the quoted form ([cpp.include]);
+    nested includes are followed up to :data:`MAX_DEPTH` levels.
+
+    Args:
+        src: the including unit's text.
+        path: its file path; ``None`` (in-memory text) resolves only through ``include_dirs``.
+        include_dirs: the ``-I`` folders of the build, in order.
+
+    Returns:
+        ``(found, missing)``: the resolved header files, and the names that resolved nowhere (a header that
+        appears later changes what the unit builds to, so a cache key counts these too).
+    """
+    data = src.encode("utf-8") if isinstance(src, str) else src
+    dirs = [Path(d).resolve() for d in include_dirs]
+    found: list[Path] = []
+    missing: list[str] = []
+    seen: set[Path] = set()
+
+    def resolve(name: str, directory: Path | None) -> Path | None:
+        for d in ([directory] if directory is not None else []) + dirs:
+            p = (d / name).resolve()
+            if p.is_file():
+                return p
+        return None
+
+    def visit(text: bytes, directory: Path | None, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            return
+        for name in quoted_includes(text):
+            p = resolve(name, directory)
+            if p is None:
+                if name not in missing:
+                    missing.append(name)
+                continue
+            if p in seen:
+                continue
+            seen.add(p)
+            try:
+                body = p.read_bytes() if p.stat().st_size <= MAX_BYTES else b""
+            except OSError:
+                body = b""
+            visit(body, p.parent, depth + 1)
+            found.append(p)
+
+    visit(data, Path(path).resolve().parent if path is not None else None, 1)
+    return tuple(found), tuple(missing)
+
+
+def headers_digest(src: bytes | str, path: str | Path | None, include_dirs: Iterable[str | Path] = ()) -> str:
+    """SHA-256 (hex) of the content of every local header ``src`` includes (:func:`header_paths`), with each
+    header's path and the names that resolved nowhere: the part of a build's or a task's cache key that a
+    header edited next to the ``.cu`` file changes. A unit without quoted includes gets the digest of nothing
+    (the same for every such unit).
+
+    Args:
+        src: the including unit's text; path: its file (``None`` for in-memory text);
+        include_dirs: the ``-I`` folders of the build.
+    """
+    found, missing = header_paths(src, path, include_dirs)
+    h = hashlib.sha256()
+    for p in found:
+        try:
+            body = p.read_bytes()
+        except OSError:
+            body = b"<unreadable>"
+        for part in (str(p).encode("utf-8", "surrogateescape"), hashlib.sha256(body).digest()):
+            h.update(len(part).to_bytes(8, "little"))  # length-prefixed: no two lists hash alike
+            h.update(part)
+    for name in missing:
+        h.update(b"missing:" + name.encode("utf-8", "surrogateescape") + b"\0")
+    return h.hexdigest()
+
+
+def local_headers(src: bytes | str, path: str | Path | None,
+                  include_dirs: Iterable[str | Path] = ()) -> tuple[Header, ...]:
+    """The local headers ``src`` (the text of file ``path``) includes, innermost first, each once, parsed.
 
     Args:
         src: the including unit's text.
         path: its file path; ``None`` (in-memory text) gives no headers, since nothing is next to it.
+        include_dirs: further ``-I`` folders to look in (:func:`header_paths`).
 
     Returns:
         The headers found and readable (a missing one is skipped: the compiler reports it, not this).
     """
     if path is None:
         return ()
-    data = src.encode("utf-8") if isinstance(src, str) else src
-    out: list[Header] = []
-    seen: set[Path] = set()
-
-    def visit(text: bytes, directory: Path, depth: int) -> None:
-        if depth > MAX_DEPTH:
-            return
-        for name in quoted_includes(text):
-            p = (directory / name).resolve()
-            if p in seen or not p.is_file():
-                continue
-            seen.add(p)
-            h = _read(str(p), p.stat().st_mtime_ns)
-            if h is None:
-                continue
-            visit(h.src, p.parent, depth + 1)
+    out = []
+    for p in header_paths(src, path, include_dirs)[0]:
+        h = _read(str(p), p.stat().st_mtime_ns) if p.is_file() else None
+        if h is not None:
             out.append(h)
-
-    visit(data, Path(path).resolve().parent, 1)
     return tuple(out)
