@@ -358,7 +358,25 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
         and lp.start is not None and any(s.name.startswith("threadIdx.") for s in lp.start.free_symbols) else lp
         for lp in loops)
     return KernelFacts(kernel.name, kernel.language, consts, loops, accesses, pointers, tids, launches, None,
-                       tuple(errors), _collectives(src))
+                       tuple(errors), _collectives(src), _builtin_aliases(src, aff))
+
+
+def _builtin_aliases(src: CudaSource, aff: Affine) -> tuple[tuple[str, str], ...]:
+    """``(name, builtin)`` of each local declared once and never modified whose value is one builtin symbol."""
+    env = src.env
+    out: dict[str, str] = {}
+    for decl in of_type(src.body, "declaration"):
+        for d in decl.children_by_field_name("declarator"):
+            dn = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+            if dn is None or dn.type != "identifier" or env.t(dn) in out or env.t(dn) in aff.loop_vars:
+                continue
+            name = env.t(dn)
+            if len(env.local_inits(src.func, name)) != 1 or env.assigned_in(src.func, name):
+                continue
+            e = aff.expr(d.child_by_field_name("value"))
+            if isinstance(e, sympy.Symbol) and e.name.split(".")[0] in _BUILTIN_OBJS:
+                out[name] = e.name
+    return tuple(out.items())
 
 
 def _collectives(src: CudaSource) -> tuple[tuple[str, int], ...]:
