@@ -222,3 +222,22 @@ __global__ void k(float *a, float *b, float *c, const float *e) {
                                                        ("e", "read")]
     (ca,) = _acc(f, "c", "readwrite")
     assert ca.stride("threadIdx.x") == 1
+
+
+def test_builtin_aliases_are_locals_that_always_hold_one_builtin():
+    f = facts_of_text("""
+__global__ void k(float* out, const float* in, int n) {
+    int tid = threadIdx.x;
+    int nthreads = blockDim.x;
+    unsigned int width = (unsigned int)nthreads;   // a chain through a cast
+    int g = blockIdx.x * blockDim.x + threadIdx.x; // an expression, not one builtin
+    int lim = blockDim.x;
+    if (n < lim) { lim = n; }                      // modified: not an alias
+    int copy = n;                                  // a parameter, not a builtin
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) { out[s] = in[s]; }
+    for (int j = threadIdx.x; j < n; j += blockDim.x) { out[j] += in[g + tid + width + lim + copy]; }
+}
+""", "k")
+    assert f.builtin_aliases == (("tid", "threadIdx.x"), ("nthreads", "blockDim.x"), ("width", "blockDim.x"))
+    assert f.builtin_alias("width") == "blockDim.x" and f.builtin_alias("j") is None
+    assert f.builtin_alias("lim") is None and f.builtin_alias("g") is None and f.builtin_alias("copy") is None
