@@ -127,8 +127,10 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
         pf = f.pointer(a.pointer)
         if sub is None or a.vector or a.stride(var) != 1:
             return f"`{a.pointer}[{a.index_text}]` in the loop on line {fact.line} is not a stride-1 access in {var}"
-        if pf is None or pf.element_type != "float":
-            return f"{a.pointer} points to {pf.element_type if pf else 'an unknown type'}, not float"
+        if pf is None or pf.value_type != "float":
+            shown = "an unknown type" if pf is None else (
+                pf.element_type if pf.element_type == pf.value_type else f"{pf.element_type} ({pf.value_type})")
+            return f"{a.pointer} points to {shown}, not float"
         base = _base(unit, sub, var)
         if base is None:
             return f"the index `{a.index_text}` is not `base + {var}`"

@@ -33,6 +33,7 @@ from htam_core.source.analysis.facts import (
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
 from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens, walk
+from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
 
@@ -561,7 +562,9 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         if p.name in escapes or covered < len(uses):
             mode = "unknown"
         elem = (p.type or "").replace("*", " ").replace("__restrict__", " ").replace("const", " ").split()
-        out.append(PointerFacts(p.name, mode, reads, writes, " ".join(elem) or None))  # type: ignore[arg-type]
+        written = " ".join(elem) or None
+        out.append(PointerFacts(p.name, mode, reads, writes, written,  # type: ignore[arg-type]
+                                resolve_type(env, written) if written else None))
     return tuple(out)
 
 

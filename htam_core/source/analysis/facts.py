@@ -219,7 +219,10 @@ class PointerFacts:
         mode: ``"read"``, ``"write"``, ``"readwrite"``, ``"unused"``; ``"unknown"`` when it escapes
             (passed to a function, stored) so that not every use is a visible load or store.
         reads, writes: the accesses (a ``readwrite`` access is in both).
-        element_type: the pointee type as written (``"float"``), or ``None``.
+        element_type: the pointee type as written (``"float"``, ``"floatX"``), or ``None``.
+        value_type: the pointee type with ``typedef``/``using`` aliases resolved in the build's preprocessor
+            branch (``floatX`` -> ``"float"``; :func:`~htam_core.source.analysis.types.resolve_type`); the
+            written type when it is no alias or the branch cannot be decided.
     """
 
     name: str
@@ -227,6 +230,7 @@ class PointerFacts:
     reads: tuple[Access, ...] = ()
     writes: tuple[Access, ...] = ()
     element_type: str | None = None
+    value_type: str | None = None
 
 
 @dataclass(frozen=True)
