@@ -240,10 +240,7 @@ class CudaVectorizeFloat4(CudaTransform):
         start = ew.consequence.start_byte if ew.form == "if" else ew.stmts[0].start_byte
         end = ew.consequence.end_byte if ew.form == "if" else ew.stmts[-1].end_byte
         scalar = unit.src[start:end].decode()
-        lane = bytearray(unit.src[start:end])
-        for sub, name in sorted(subs, key=lambda x: -x[0].start_byte):
-            lane[sub.start_byte - start : sub.end_byte - start] = f"htam_{name}".encode()
-        lane_text = " ".join(ln.strip() for ln in lane.decode().splitlines())
+        lane_text = _ts.one_line(unit.src, unit.body, start, end, [(sub, f"htam_{name}") for sub, name in subs])
         if ew.form == "return":
             lane_text = "{ " + lane_text + " }"
             scalar = "{\n" + scalar + "\n}"

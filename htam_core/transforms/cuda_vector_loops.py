@@ -154,10 +154,8 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
 
 def _lane(unit: CudaUnit, v: VecLoop, names: dict[int, str]) -> str:
     body = v.node.child_by_field_name("body")
-    text = bytearray(unit.src[body.start_byte : body.end_byte])
-    for sub, _p, _b in sorted(v.subs, key=lambda s: -s[0].start_byte):
-        text[sub.start_byte - body.start_byte : sub.end_byte - body.start_byte] = names[sub.start_byte].encode()
-    out = " ".join(ln.strip() for ln in text.decode().splitlines())
+    out = _ts.one_line(unit.src, body, body.start_byte, body.end_byte,
+                       [(sub, names[sub.start_byte]) for sub, _p, _b in v.subs])
     return out if body.type == "compound_statement" else "{ " + out + " }"
 
 

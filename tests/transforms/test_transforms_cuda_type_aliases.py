@@ -23,10 +23,20 @@ def test_an_alias_of_float_is_vectorized(cand):
     assert "const float4 htam_a4 = reinterpret_cast<const float4 *>(a)[htam_v];" in text
     assert "const float4 htam_b4 = reinterpret_cast<const float4 *>(b)[htam_v];" in text
     assert "reinterpret_cast<float4 *>(out)[htam_v] = htam_out4;" in text
-    assert "out[idx] = (real_t)(alpha * (float)a[idx] + (float)b[idx]);" in text  # the scalar tail is the original
+    assert "out[idx] = (real_t)(alpha * (float)a[idx] + (float)b[idx]);  // scale and add" in text  # the scalar tail
     assert "scale_add<<<((grid) + 3) / 4, block_size>>>(out, a, b, alpha, n);" in text  # the grid shrinks 4x
     f = facts_of_text(text, "scale_add")
     assert f.pointer("b").element_type == "acc_t" and f.pointer("b").value_type == "float"
+
+
+def test_comments_in_the_lane_code_are_dropped_not_joined_into_it(cand):
+    # regression: the lanes are written on one line, where a `//` comment swallowed the rest (a syntax error)
+    (c,) = cand(TID, FILE, "scale_add")
+    lane = next(ln for ln in c.new_text.splitlines() if "htam_out4.x = htam_out;" in ln)
+    assert "//" not in lane and "scale and add" not in lane
+    (lp,) = cand(TID, FILE, "axpy_strided")
+    lane = next(ln for ln in lp.new_text.splitlines() if "4.x;" in ln)
+    assert "//" not in lane and "alpha *" in lane
 
 
 def test_an_alias_of_half_is_refused(refuse):
@@ -55,3 +65,10 @@ def test_equivalence_on_gpu(n, tmp_path, cand):
         outs.append(out)
     assert torch.equal(outs[1], outs[0])
     torch.testing.assert_close(outs[0], 1.5 * a + b)
+    ys = []
+    for i, text in enumerate([fixture_path(FILE).read_text(), cand(TID, FILE, "axpy_strided")[0].new_text]):
+        y = b.clone()
+        call_host(text, "float *y, const float *x, float alpha, int n", "run_axpy(y, x, alpha, n)",
+                  [y, a, 0.5, n], tmp_path, f"ax{i}")
+        ys.append(y)
+    assert torch.equal(ys[1], ys[0])
