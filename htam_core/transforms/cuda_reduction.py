@@ -319,11 +319,15 @@ def _norm(unit: CudaUnit, node: Node | None, var: str) -> str:
 
 def tree_bound(unit: CudaUnit, bound: Node) -> tuple[bool, int | None]:
     """``(known, value)`` of a tree's extent: ``(True, None)`` for ``blockDim.x`` (or a local that always holds it,
-    ``int block_size = blockDim.x;``), ``(True, v)`` for a compile-time constant ``v``, ``(False, None)`` otherwise."""
-    if builtin_field(unit, bound) == "blockDim.x" or (
-            _strip(bound).type == "identifier" and unit.facts.builtin_alias(unit.t(_strip(bound))) == "blockDim.x"):
+    ``int block_size = blockDim.x;``), ``(True, v)`` for a compile-time constant ``v`` (a template parameter bound at
+    the launch, ``BLOCK`` of ``k<T, 256><<<...>>>``, included: the analysis layer's constants), ``(False, None)``
+    otherwise."""
+    name = unit.t(_strip(bound)) if _strip(bound).type == "identifier" else None
+    if builtin_field(unit, bound) == "blockDim.x" or (name and unit.facts.builtin_alias(name) == "blockDim.x"):
         return True, None
     c = unit.resolve(bound, unit.func)
+    if c is None and name is not None and unit.facts.constant(name) is not None:
+        return True, unit.facts.constant(name)
     return (c is not None), (c.value if c is not None else None)
 
 

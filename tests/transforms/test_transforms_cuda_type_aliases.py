@@ -72,3 +72,37 @@ def test_equivalence_on_gpu(n, tmp_path, cand):
                   [y, a, 0.5, n], tmp_path, f"ax{i}")
         ys.append(y)
     assert torch.equal(ys[1], ys[0])
+
+
+# ---------------------------------------------------------------- cooperative-groups lanes
+CG = "cg_rows.cu"
+
+
+def test_a_warp_loop_written_with_cooperative_groups_takes_float4(cand):
+    (c,) = cand(TID, CG, "scale_rows_cg")
+    text = c.new_text
+    assert "for (int htam_v4 = warp.thread_rank(); htam_v4 < htam_n4; htam_v4 += warp.size())" in text
+    assert "float4 htam_q14 = reinterpret_cast<const float4 *>(x + (0))[htam_v4];" in text
+    assert "for (int i = htam_tail + warp.thread_rank(); i < cols; i += warp.size())" in text
+
+
+def test_a_tile_lane_in_a_2d_block_is_refused(refuse):
+    # the linear rank mod 16 is not proven to partition the row in a 2-D block: refused, not guessed
+    assert "the loop on line 27 does not split [0, bound) among its threads" in refuse(TID, CG, "scale_rows_tile16_2d")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("cols", "block"), [(64, 128), (77, 64), (1000, 256), (3, 32)])
+def test_cooperative_groups_equivalence_on_gpu(cols, block, tmp_path, cand):
+    torch = torch_cuda()
+    rows = 301
+    g = torch.Generator(device="cuda").manual_seed(cols)
+    x, scale = torch.randn(rows, cols, device="cuda", generator=g), torch.randn(cols, device="cuda", generator=g)
+    outs = []
+    for i, text in enumerate([fixture_path(CG).read_text(), cand(TID, CG, "scale_rows_cg")[0].new_text]):
+        out = torch.zeros(rows, cols, device="cuda")
+        call_host(text, "float *out, const float *inp, const float *scale, int rows, int cols, int block",
+                  "scale_rows(out, inp, scale, rows, cols, block)", [out, x, scale, rows, cols, block], tmp_path,
+                  f"cg{i}")
+        outs.append(out)
+    assert torch.equal(outs[1], outs[0]) and torch.equal(outs[0], x * scale)

@@ -164,3 +164,27 @@ def test_runtime_block_equivalence_on_gpu(block, tmp_path, cand):
         return  # a tree over a non-power-of-two block drops values: only the equality above is meaningful
     torch.testing.assert_close(s0, m.sum(0) + 0.5, rtol=1e-4, atol=1e-3)
     assert torch.equal(m0, m.max(1).values)
+
+
+def test_a_tree_over_a_template_block_bound_at_the_launch(cand):
+    # BLOCK is a template parameter, 256 at the launch `bias_grad_colsum<T, kBlock>`: the analysis layer binds it
+    (c,) = cand(TID, "bias_gelu_templates.cu", "bias_grad_colsum")
+    assert c.params == {"line": 104, "form": "sequential", "combine": "+", "block": [256]} and not c.changes_numerics
+    assert "for (int s = BLOCK / 2; s > 32; s >>= 1) {" in c.new_text
+    assert "float htam_v = partial[threadIdx.x] + partial[threadIdx.x + 32];" in c.new_text
+
+
+@pytest.mark.gpu
+def test_template_tree_equivalence_on_gpu(tmp_path, cand):
+    torch = torch_cuda()
+    rows, cols = 3001, 67
+    dy = torch.randn(rows, cols, device="cuda", generator=torch.Generator(device="cuda").manual_seed(3))
+    outs = []
+    for i, text in enumerate([fixture_path("bias_gelu_templates.cu").read_text(),
+                              cand(TID, "bias_gelu_templates.cu", "bias_grad_colsum")[0].new_text]):
+        db = torch.zeros(cols, device="cuda")
+        call_host(text, "const float *dy, float *db, int rows, int cols",
+                  "mlp::launch_bias_grad<float>(dy, db, rows, cols, 0)", [dy, db, rows, cols], tmp_path, f"tb{i}")
+        outs.append(db)
+    assert torch.equal(outs[1], outs[0])  # the same pairs in the same order
+    torch.testing.assert_close(outs[0], dy.sum(0), rtol=1e-4, atol=1e-3)
