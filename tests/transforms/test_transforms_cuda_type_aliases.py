@@ -106,3 +106,42 @@ def test_cooperative_groups_equivalence_on_gpu(cols, block, tmp_path, cand):
                   f"cg{i}")
         outs.append(out)
     assert torch.equal(outs[1], outs[0]) and torch.equal(outs[0], x * scale)
+
+
+def test_value_uses_invariant_loads_and_a_pointer_declared_in_the_loop(cand):
+    (c,) = cand(TID, CG, "onehot_grad_rows")
+    t = c.new_text
+    # lane c of float4 index htam_v4 is element 4 * htam_v4 + c
+    for lane in range(4):
+        assert f"float hot = ((int)(htam_v4 * 4 + {lane})) == targets[row] ? 1.0f : 0.0f;" in t
+    assert "(htam_q1 - hot) * dscale[row];" in t  # the invariant load stays scalar
+    # the row pointer declared in the loop is used through its initializer outside it
+    assert "reinterpret_cast<float4 *>((grad + row * cols) + (0))[htam_v4] = htam_q04;" in t
+    assert "float hot = j == targets[row] ? 1.0f : 0.0f;" in t  # the scalar tail is the original body
+
+
+@pytest.mark.parametrize(("kernel", "needle"), [
+    ("moving_pointer_rows", "the pointer of `out[j]` is set inside the loop on line 62 from values that change there"),
+    ("reads_what_it_writes", "`buf[row * cols]` in the loop on line 73 is not a stride-1 access in j"),
+])
+def test_loop_refusals(refuse, kernel, needle):
+    assert needle in refuse(TID, CG, kernel)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cols", [3, 64, 77, 1000])
+def test_onehot_equivalence_on_gpu(cols, tmp_path, cand):
+    torch = torch_cuda()
+    rows = 203
+    g = torch.Generator(device="cuda").manual_seed(cols)
+    prob, dscale = torch.rand(rows, cols, device="cuda", generator=g), torch.rand(rows, device="cuda", generator=g)
+    targets = torch.randint(0, cols, (rows,), device="cuda", generator=g, dtype=torch.int32)
+    outs = []
+    for i, text in enumerate([fixture_path(CG).read_text(), cand(TID, CG, "onehot_grad_rows")[0].new_text]):
+        grad = torch.zeros(rows, cols, device="cuda")
+        call_host(text, "float *grad, const float *prob, const float *dscale, const int *targets, int rows, int cols",
+                  "onehot_grad(grad, prob, dscale, targets, rows, cols)", [grad, prob, dscale, targets, rows, cols],
+                  tmp_path, f"oh{i}")
+        outs.append(grad)
+    hot = torch.nn.functional.one_hot(targets.long(), cols).float()
+    assert torch.equal(outs[1], outs[0]) and torch.equal(outs[0], (prob - hot) * dscale[:, None])
