@@ -125,6 +125,10 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     if not accs:
         return f"the loop on line {fact.line} accesses no global memory"
     body = node.child_by_field_name("body")
+    jumps = _ts.of_type(body, ("break_statement", "continue_statement", "return_statement", "goto_statement"))
+    if jumps:
+        return (f"the loop on line {fact.line} has `{unit.t(jumps[0])}`, which in a float4 step would skip the "
+                "other lanes")
     subs: list[tuple[Node, str, str]] = []
     written_ptrs = {a.pointer for a in accs if a.kind != "read"}
     for a in accs:
