@@ -23,6 +23,13 @@ shared-memory round trips fewer. An interleaved tree (``tid % (2 * s) == 0``) is
 the same edit (as ``cuda.sequential_addressing`` does; then the float sums change order). The block must be a
 compile-time power of two of at least 64 threads, and the tree must run over the whole block.
 
+The tree may be written over a local that holds ``blockDim.x`` (``int block_size = blockDim.x;``, a fact of the
+analysis layer), over a template parameter bound at the launch, with ``threadIdx.x`` itself as the thread
+variable, and with the barrier opening each step (``__syncthreads(); if (tid < s) ...``; the finish then
+synchronizes the last step first). When the block size is known only at run time (a launcher argument) and the
+tree runs over ``blockDim.x``, the edit is guarded by the block-uniform test ``B >= 64 && (B & (B - 1)) == 0``:
+the loop stops at 32 and the warp finishes only where it holds; any other block runs the whole tree as before.
+
 Idea source: Mark Harris, "Optimizing Parallel Reduction in CUDA" (NVIDIA, 2007), kernel 5 (unrolling the last
 warp); NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014), warp shuffles.
 """
