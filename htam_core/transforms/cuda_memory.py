@@ -16,6 +16,7 @@ from htam_core.transforms._cuda import (
     CudaUnit,
     _is_lvalue,
     elementwise,
+    is_global_index,
     references,
     statement_list,
     wrap_grid,
@@ -251,7 +252,8 @@ class CudaVectorizeFloat4(CudaTransform):
             "{",
             f"    const long long htam_n = (long long)({unit.t(ew.bound)});",
             "    const long long htam_stride = (long long)blockDim.x * gridDim.x;",
-            "    const long long htam_gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
+            "    const long long htam_gid = " + ("(long long)blockIdx.x * blockDim.x + threadIdx.x;" if
+                                             is_global_index(unit, ew.gid) else f"(long long)({unit.t(ew.gid)});"),
             "    long long htam_tail = 0;",
             f"    if ((({align}) & 15ull) == 0ull) {{",
             "        const long long htam_n4 = htam_n / 4;",

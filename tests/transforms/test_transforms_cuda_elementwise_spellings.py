@@ -25,6 +25,8 @@ def test_every_spelling_takes_float4_and_a_grid_stride_loop(cand, kernel):
 def test_the_locals_stay_and_the_loop_starts_from_the_index_as_written(cand):
     g = cand("cuda.grid_stride", FILE, "scale_via_locals")[0]
     assert "for (int i = blockIdx.x * bs + tid; i < n; i += (int)blockDim.x * gridDim.x)" in g.new_text
+    (v,) = cand("cuda.vectorize_float4", FILE, "scale_via_locals")
+    assert "const long long htam_gid = (long long)(blockIdx.x * bs + tid);" in v.new_text  # no orphaned locals
 
 
 def test_a_one_line_early_return_keeps_the_kernel_intact(cand):
