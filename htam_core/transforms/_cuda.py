@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import sympy
 from tree_sitter import Node
 
 from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis.constants import Const, ConstEnv, int_literal
-from htam_core.source.analysis.facts import DIMS
+from htam_core.source.analysis.facts import DIMS, sym
 from htam_core.source.analysis.launch import dims_of
 from htam_core.source.analysis.syntax import exact_node, strip_casts
 from htam_core.source.analysis.unit import cuda_source
@@ -354,6 +355,43 @@ def _bad_body(unit: CudaUnit, stmts: list[Node], index: str) -> str | None:
     return None
 
 
+def _is_global_x(unit: CudaUnit, name: str, decl: Node) -> bool:
+    """``name`` (declared by ``decl``) is exactly ``blockIdx.x * blockDim.x + threadIdx.x`` by the analysis
+    layer's thread-index facts, however it is spelled (``blockIdx.x * bs + tid`` with ``int tid = threadIdx.x;``
+    and ``int bs = blockDim.x;``, ``threadIdx.x + blockDim.x * blockIdx.x``)."""
+    tx, bx, bdx = (sym(n) for n in ("threadIdx.x", "blockIdx.x", "blockDim.x"))
+    span = (unit.file_byte(decl), decl.end_byte + unit.base)
+    return any(t.name == name and t.span == span and t.is_global and sympy.expand(t.expr - (bx * bdx + tx)) == 0
+               for t in unit.facts.thread_indices)
+
+
+def _bound_check(unit: CudaUnit, cond: Node, name: str) -> tuple[str, str, Node] | None:
+    """``(name, op, bound)`` of a bound check on ``name`` written either way round (``i < n`` or ``n > i``)."""
+    parts = _cond_parts(unit, cond)
+    if parts is None or parts[0] == name:
+        return parts
+    inner = _ts.unwrap_parens(cond)
+    if inner.type == "condition_clause" and inner.child_by_field_name("value") is not None:
+        inner = _ts.unwrap_parens(inner.child_by_field_name("value"))
+    flip = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+    right = inner.child_by_field_name("right") if inner.type == "binary_expression" else None
+    if right is not None and _ts.unwrap_parens(right).type == "identifier" and unit.t(_ts.unwrap_parens(right)) == \
+            name and parts[1] in flip:
+        return name, flip[parts[1]], inner.child_by_field_name("left")
+    return parts
+
+
+def _thread_locals_used(unit: CudaUnit, stmts: list[Node], decl: Node) -> str | None:
+    """Why ``stmts`` read a thread-dependent local declared before the index declaration ``decl`` (``int tid =
+    threadIdx.x;``): a rewrite that gives a thread several elements would keep its first value."""
+    before = {t.name for t in unit.facts.thread_indices if t.span[0] < unit.file_byte(decl)}
+    for st in stmts:
+        for n in _ts.of_type(st, "identifier"):
+            if unit.t(n) in before:
+                return f"the guarded code uses {unit.t(n)}, which holds a thread index"
+    return None
+
+
 def elementwise(unit: CudaUnit) -> Elementwise | str:
     """Match the elementwise shape in the kernel body, or say why it does not match."""
     stmts = statement_list(unit.body)
@@ -365,7 +403,8 @@ def elementwise(unit: CudaUnit) -> Elementwise | str:
             continue
         value = inits[0].child_by_field_name("value")
         name_node = inits[0].child_by_field_name("declarator")
-        if value is None or name_node is None or name_node.type != "identifier" or not is_global_index(unit, value):
+        if value is None or name_node is None or name_node.type != "identifier" or not (
+                is_global_index(unit, value) or _is_global_x(unit, unit.t(name_node), s)):
             continue
         name = unit.t(name_node)
         typ = unit.src[s.start_byte : inits[0].start_byte].decode().replace("const ", "").strip()
@@ -378,7 +417,7 @@ def elementwise(unit: CudaUnit) -> Elementwise | str:
         if j == len(rest):
             return f"no bound check on {name} follows its declaration"
         guard = rest[j]
-        parts = _cond_parts(unit, guard.child_by_field_name("condition"))
+        parts = _bound_check(unit, guard.child_by_field_name("condition"), name)
         if parts is None or parts[0] != name:
             return f"the bound check {unit.t(guard.child_by_field_name('condition'))} is not `{name} < n`"
         _, op, bound = parts
@@ -390,7 +429,7 @@ def elementwise(unit: CudaUnit) -> Elementwise | str:
             if after:
                 return "statements follow the guarded block"
             body = statement_list(cons) if cons.type == "compound_statement" else [cons]
-            why = _bad_body(unit, body, name)
+            why = _bad_body(unit, body, name) or _thread_locals_used(unit, body, s)
             if why:
                 return why
             return Elementwise(s, name, typ, value, guard, bound, "if", body, cons)
@@ -398,7 +437,7 @@ def elementwise(unit: CudaUnit) -> Elementwise | str:
             body = rest[j + 1 :]
             if not body:
                 return "nothing follows the early return"
-            why = _bad_body(unit, body, name)
+            why = _bad_body(unit, body, name) or _thread_locals_used(unit, body, s)
             if why:
                 return why
             return Elementwise(s, name, typ, value, guard, bound, "return", body)

@@ -47,3 +47,19 @@ def indent_of(src: bytes, pos: int) -> str:
 def only_space_before(src: bytes, pos: int) -> bool:
     """True when ``pos`` is the first non-blank byte of its line."""
     return src[line_start(src, pos) : pos].strip() == b""
+
+
+def one_line(src: bytes, scope: Node, start: int, end: int, renames: list[tuple[Node, str]]) -> str:
+    """The code ``src[start:end]`` on one line, with each ``(node, text)`` of ``renames`` replaced and the
+    comments under ``scope`` in that range removed (a ``//`` comment would swallow the rest of the line).
+
+    Args:
+        src: the unit's bytes; ``start``/``end`` and the nodes are offsets into it.
+        scope: a node holding the range (its comments are the ones removed).
+        renames: nodes inside the range and their replacement text (non-overlapping).
+    """
+    comments = [(c, "") for c in of_type(scope, "comment") if start <= c.start_byte and c.end_byte <= end]
+    out = bytearray(src[start:end])
+    for node, new in sorted(renames + comments, key=lambda x: -x[0].start_byte):
+        out[node.start_byte - start : node.end_byte - start] = new.encode()
+    return " ".join(ln.strip() for ln in out.decode().splitlines() if ln.strip())

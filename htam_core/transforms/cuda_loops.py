@@ -130,7 +130,11 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     else:
         indent = _ts.indent_of(unit.src, ew.guard.start_byte)
         first, last = ew.stmts[0], ew.stmts[-1]
-        inner = unit.src[_ts.line_start(unit.src, first.start_byte) : last.end_byte].decode()
+        # from the first statement's line start when it opens its line, else from the statement itself (a guard
+        # and its body on one line: the line also holds the guard, which the edit replaces)
+        own_line = _ts.only_space_before(unit.src, first.start_byte)
+        start = _ts.line_start(unit.src, first.start_byte) if own_line else first.start_byte
+        inner = ("" if own_line else indent) + unit.src[start : last.end_byte].decode()
         inner = "\n".join(("    " + ln) if ln.strip() else ln for ln in inner.split("\n"))
         edits.append(unit.edit(ew.guard.start_byte, last.end_byte, f"{header} {{\n{inner}\n{indent}}}"))
     return edits

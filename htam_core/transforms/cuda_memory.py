@@ -16,6 +16,7 @@ from htam_core.transforms._cuda import (
     CudaUnit,
     _is_lvalue,
     elementwise,
+    is_global_index,
     references,
     statement_list,
     wrap_grid,
@@ -62,9 +63,10 @@ class CudaLdg(CudaTransform):
             if not (has_const and has_restrict):
                 reasons.append(f"{name} is not const __restrict__ (apply cuda.restrict_const first)")
                 continue
-            etype = element_type(unit, p)  # type: ignore[arg-type]
+            etype = value_type(unit, name, p)  # type: ignore[arg-type]
             if etype not in LDG_TYPES:
-                reasons.append(f"{name} points to {etype or 'an unknown type'}, which __ldg has no overload for")
+                reasons.append(f"{name} points to {_type_words(unit, name, p) or 'an unknown type'}, "  # type: ignore[arg-type]
+                               "which __ldg has no overload for")
                 continue
             facts = unit.facts.pointer(name)
             if facts is None or facts.mode != "read":
@@ -100,8 +102,17 @@ class CudaLdg(CudaTransform):
         ]
 
 
-def _is_float_ptr(unit: CudaUnit, p: Node) -> bool:
-    return element_type(unit, p) == "float"
+def value_type(unit: CudaUnit, name: str, p: Node) -> str:
+    """The pointee type of pointer parameter ``name`` with type aliases resolved (the analysis layer's
+    ``PointerFacts.value_type``: ``floatX`` -> ``float`` under ``typedef float floatX;``), else as written."""
+    pf = unit.facts.pointer(name)
+    return (pf.value_type if pf is not None and pf.value_type else None) or element_type(unit, p)
+
+
+def _type_words(unit: CudaUnit, name: str, p: Node) -> str:
+    """``floatX`` or ``floatX (__nv_bfloat16)``: the written pointee type, with what it resolves to if it differs."""
+    written, resolved = element_type(unit, p), value_type(unit, name, p)
+    return written if written == resolved else f"{written} ({resolved})"
 
 
 @register
@@ -132,8 +143,8 @@ class CudaVectorizeFloat4(CudaTransform):
         if not used:
             return self.not_applicable(f"{kernel.name} uses no pointer parameter")
         for n, p in used:
-            if not _is_float_ptr(unit, p):  # type: ignore[arg-type]
-                return self.not_applicable(f"{n} points to {element_type(unit, p)}, not float")  # type: ignore[arg-type]
+            if value_type(unit, n, p) != "float":  # type: ignore[arg-type]
+                return self.not_applicable(f"{n} points to {_type_words(unit, n, p)}, not float")  # type: ignore[arg-type]
         names = [n for n, _ in used]
         # every pointer use inside the guarded code must be P[i]; i used nowhere else
         reads, writes, cond_writes = set(), set(), set()
@@ -230,10 +241,7 @@ class CudaVectorizeFloat4(CudaTransform):
         start = ew.consequence.start_byte if ew.form == "if" else ew.stmts[0].start_byte
         end = ew.consequence.end_byte if ew.form == "if" else ew.stmts[-1].end_byte
         scalar = unit.src[start:end].decode()
-        lane = bytearray(unit.src[start:end])
-        for sub, name in sorted(subs, key=lambda x: -x[0].start_byte):
-            lane[sub.start_byte - start : sub.end_byte - start] = f"htam_{name}".encode()
-        lane_text = " ".join(ln.strip() for ln in lane.decode().splitlines())
+        lane_text = _ts.one_line(unit.src, unit.body, start, end, [(sub, f"htam_{name}") for sub, name in subs])
         if ew.form == "return":
             lane_text = "{ " + lane_text + " }"
             scalar = "{\n" + scalar + "\n}"
@@ -244,7 +252,8 @@ class CudaVectorizeFloat4(CudaTransform):
             "{",
             f"    const long long htam_n = (long long)({unit.t(ew.bound)});",
             "    const long long htam_stride = (long long)blockDim.x * gridDim.x;",
-            "    const long long htam_gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
+            "    const long long htam_gid = " + ("(long long)blockIdx.x * blockDim.x + threadIdx.x;" if
+                                             is_global_index(unit, ew.gid) else f"(long long)({unit.t(ew.gid)});"),
             "    long long htam_tail = 0;",
             f"    if ((({align}) & 15ull) == 0ull) {{",
             "        const long long htam_n4 = htam_n / 4;",

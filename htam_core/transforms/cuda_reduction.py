@@ -91,10 +91,21 @@ def _strip(node: Node) -> Node:
 
 
 def _ident(unit: CudaUnit, node: Node | None, name: str | None = None) -> bool:
+    """``node`` is an identifier (spelled ``name`` when given), or the builtin ``name`` (``threadIdx.x``)."""
     if node is None:
         return False
     node = _strip(node)
+    if name is not None and "." in name:
+        return builtin_field(unit, node) == name
     return node.type == "identifier" and (name is None or unit.t(node) == name)
+
+
+def _operand(unit: CudaUnit, node: Node) -> str | None:
+    """The name of an identifier operand, or the builtin it is (``threadIdx.x``), else ``None``."""
+    node = _strip(node)
+    if node.type == "identifier":
+        return unit.t(node)
+    return builtin_field(unit, node)
 
 
 def _binary(unit: CudaUnit, node: Node, ops: tuple[str, ...]) -> tuple[str, Node, Node] | None:
@@ -208,7 +219,7 @@ def _is_at_plus_s(unit: CudaUnit, node: Node, array: str, idx: str, s: str) -> b
     b = _binary(unit, sub[1], ("+",))
     if b is None:
         return False
-    names = sorted(unit.t(_strip(x)) for x in b[1:] if _ident(unit, x))
+    names = sorted(n for n in (_operand(unit, x) for x in b[1:]) if n is not None)
     return names == sorted([idx, s])
 
 
@@ -262,7 +273,10 @@ def _is_sync(unit: CudaUnit, stmt: Node) -> bool:
 
 
 def _tid_problem(unit: CudaUnit, tid: str) -> str | None:
-    """Why ``tid`` is not a local initialised to exactly ``threadIdx.x`` and never modified, or ``None``."""
+    """Why ``tid`` is neither ``threadIdx.x`` itself nor a local that always holds it (the analysis layer's
+    :meth:`~htam_core.source.analysis.KernelFacts.builtin_alias`), or ``None``."""
+    if tid == "threadIdx.x" or unit.facts.builtin_alias(tid) == "threadIdx.x":
+        return None
     inits = unit.local_inits(unit.body, tid)
     if len(inits) != 1:
         return f"{tid} is not a local variable initialised once to threadIdx.x"
@@ -304,11 +318,16 @@ def _norm(unit: CudaUnit, node: Node | None, var: str) -> str:
 
 
 def tree_bound(unit: CudaUnit, bound: Node) -> tuple[bool, int | None]:
-    """``(known, value)`` of a tree's extent: ``(True, None)`` for ``blockDim.x``, ``(True, v)`` for a compile-time
-    constant ``v``, ``(False, None)`` otherwise."""
-    if builtin_field(unit, bound) == "blockDim.x":
+    """``(known, value)`` of a tree's extent: ``(True, None)`` for ``blockDim.x`` (or a local that always holds it,
+    ``int block_size = blockDim.x;``), ``(True, v)`` for a compile-time constant ``v`` (a template parameter bound at
+    the launch, ``BLOCK`` of ``k<T, 256><<<...>>>``, included: the analysis layer's constants), ``(False, None)``
+    otherwise."""
+    name = unit.t(_strip(bound)) if _strip(bound).type == "identifier" else None
+    if builtin_field(unit, bound) == "blockDim.x" or (name and unit.facts.builtin_alias(name) == "blockDim.x"):
         return True, None
     c = unit.resolve(bound, unit.func)
+    if c is None and name is not None and unit.facts.constant(name) is not None:
+        return True, unit.facts.constant(name)
     return (c is not None), (c.value if c is not None else None)
 
 
@@ -413,8 +432,13 @@ def _read_after(unit: CudaUnit, loop: Node, array: str) -> str | None:
     return None
 
 
-def _launch_problem(unit: CudaUnit, bound_value: int | None) -> tuple[str | None, list[int]]:
+def _launch_problem(unit: CudaUnit, bound_value: int | None,
+                    runtime_ok: bool = False) -> tuple[str | None, list[int | None]]:
     """Why a launch of the kernel has no compile-time power-of-two 1-D block equal to a constant bound.
+
+    With ``runtime_ok``, a 1-D block whose size is not a compile-time constant (``<<<grid, block_size>>>`` with
+    ``block_size`` a launcher argument) is accepted when the tree runs over ``blockDim.x`` (``bound_value`` is
+    ``None``); its size is ``None`` in the list, and the caller guards its edit at run time.
 
     Returns:
         ``(reason, [])`` on a problem, else ``(None, threads per block of each launch)``.
@@ -422,15 +446,22 @@ def _launch_problem(unit: CudaUnit, bound_value: int | None) -> tuple[str | None
     need = "sequential addressing needs a power-of-two block"
     if not unit.launches:
         return f"the block size is unknown (no launch in this file); {need}", []
-    sizes = []
+    sizes: list[int | None] = []
     for la in unit.launches:
         line = la.site.line
         dims = unit.block_dims(la)
         threads = unit.block_threads(la)
-        if dims is None or threads is None:
-            return f"the block of the launch on line {line} is not a compile-time constant; {need}", []
-        if any(d.const is not None and d.const.value != 1 for d in dims[1:]):
+        if dims and any((d.const is None and runtime_ok) or (d.const is not None and d.const.value != 1)
+                        for d in dims[1:]):
             return f"the launch on line {line} has a multi-dimensional block", []
+        if dims and threads is None and runtime_ok and bound_value is None:
+            sizes.append(None)
+            continue
+        if dims is None or threads is None:
+            if dims and bound_value is not None and runtime_ok:
+                return (f"the tree runs to {bound_value} but the block of the launch on line {line} is not a "
+                        "compile-time constant"), []
+            return f"the block of the launch on line {line} is not a compile-time constant; {need}", []
         if threads <= 0 or threads & (threads - 1):
             why = f"the launch on line {line} uses {threads} threads per block, not a power of two"
             return f"{why}; {need}", []

@@ -19,7 +19,10 @@ The loop's threads keep their start ``S`` and stride ``D``, which partition ``[0
 row from 0 by 1, a block- or grid-stride loop from the thread's index, a warp's lanes by 32); they partition
 ``[0, B/4)`` the same way, and the tail loop from ``htam_tail``. So every element is visited once. When a base is
 not 16-byte aligned the scalar loop does all the work. Loops, strides, bases and the read and write sets come
-from the analysis facts; ``v`` may appear only as those indices.
+from the analysis facts. ``v`` may appear as those indices and as a value (``v == target``: lane ``c`` of float4
+index ``htam_v4`` is element ``4 * htam_v4 + c``); loads the loop does not move (``scale[row]``, stride 0 in ``v``)
+stay scalar, and a pointer declared in the loop from values the loop does not change (``float* y = out + r * n;``)
+is used through its initializer outside it.
 
 Idea source: NVIDIA developer blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access"
 (Luitjens, 2013).
@@ -27,7 +30,7 @@ Idea source: NVIDIA developer blog, "CUDA Pro Tip: Increase Performance with Vec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy
 from tree_sitter import Node
@@ -48,7 +51,8 @@ class VecLoop:
     start: str
     bound: str
     step: str
-    subs: list[tuple[Node, str, str]]  # (subscript node, pointer text as written, base text)
+    subs: list[tuple[Node, str, str]]  # (subscript node, pointer text usable outside the body, base text)
+    uses: list[Node] = field(default_factory=list)  # value uses of the loop variable (not as an index)
 
 
 def _header(unit: CudaUnit, loop: Node, var: str) -> tuple[str, str, str, str] | str:
@@ -121,22 +125,39 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     if not accs:
         return f"the loop on line {fact.line} accesses no global memory"
     body = node.child_by_field_name("body")
+    jumps = _ts.of_type(body, ("break_statement", "continue_statement", "return_statement", "goto_statement"))
+    if jumps:
+        return (f"the loop on line {fact.line} has `{unit.t(jumps[0])}`, which in a float4 step would skip the "
+                "other lanes")
     subs: list[tuple[Node, str, str]] = []
+    written_ptrs = {a.pointer for a in accs if a.kind != "read"}
     for a in accs:
         sub = unit.node_at(a.span, ("subscript_expression",))
         pf = f.pointer(a.pointer)
+        if sub is not None and not a.vector and a.kind == "read" and a.stride(var) == 0 and \
+                a.pointer not in written_ptrs:
+            continue  # a load the loop does not move (`scale[row]`): every lane reads it as before
         if sub is None or a.vector or a.stride(var) != 1:
             return f"`{a.pointer}[{a.index_text}]` in the loop on line {fact.line} is not a stride-1 access in {var}"
-        if pf is None or pf.element_type != "float":
-            return f"{a.pointer} points to {pf.element_type if pf else 'an unknown type'}, not float"
+        if pf is None or pf.value_type != "float":
+            shown = "an unknown type" if pf is None else (
+                pf.element_type if pf.element_type == pf.value_type else f"{pf.element_type} ({pf.value_type})")
+            return f"{a.pointer} points to {shown}, not float"
         base = _base(unit, sub, var)
         if base is None:
             return f"the index `{a.index_text}` is not `base + {var}`"
         if any(unit.assigned_in(body, unit.t(n)) for n in _ts.of_type(sub.child_by_field_name("indices"),
                                                                        "identifier") if unit.t(n) != var):
             return f"the base of `{a.pointer}[{a.index_text}]` changes inside the loop"
-        subs.append((sub, unit.t(sub.child_by_field_name("argument")), base))
+        ptr = _pointer_outside(unit, body, sub.child_by_field_name("argument"), var)
+        if ptr is None:
+            return (f"the pointer of `{a.pointer}[{a.index_text}]` is set inside the loop on line {fact.line} from "
+                    "values that change there")
+        subs.append((sub, ptr, base))
+    if not subs:
+        return f"no float access in the loop on line {fact.line} moves with {var}"
     covered = {s.start_byte for s, _, _ in subs}
+    uses: list[Node] = []
     for n in _ts.of_type(body, "identifier"):
         if unit.t(n) != var:
             continue
@@ -144,18 +165,53 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
         while p is not None and p.type not in ("subscript_expression",) and p != body:
             p = p.parent
         if p is None or p.type != "subscript_expression" or p.start_byte not in covered:
-            return f"{var} is used other than as the index of a float load or store"
+            uses.append(n)  # a value use (`i == target`): lane c of float4 index v is element 4 * v + c
     if unit.assigned_in(body, var):
         return f"the loop body changes {var}"
-    return VecLoop(node, fact, head[0].replace("const", "").strip(), head[1], head[2], head[3], subs)
+    covered_ranges = [(s.start_byte, s.end_byte) for s, _, _ in subs]
+    if any(a <= u.start_byte < b for u in uses for a, b in covered_ranges):
+        return f"{var} is used inside the index of a float load or store other than as `base + {var}`"
+    return VecLoop(node, fact, head[0].replace("const", "").strip(), head[1], head[2], head[3], subs, uses)
 
 
-def _lane(unit: CudaUnit, v: VecLoop, names: dict[int, str]) -> str:
+def _pointer_outside(unit: CudaUnit, body: Node, arg: Node, var: str) -> str | None:
+    """The pointer text to use outside the loop body for a subscript's ``arg``: as written when it is not set in the
+    body, ``(init)`` for a local declared once in the body (``float* row = out + r * n;``) whose initializer reads
+    nothing set in the body (nor ``var``); ``None`` otherwise."""
+    name = unit.t(arg)
+    inits = _declared_in(unit, body, name) if arg.type == "identifier" else []
+    if not inits:
+        return None if unit.assigned_in(body, name) else name
+    if len(inits) != 1 or inits[0] is None or unit.assigned_in(body, name):
+        return None
+    for n in _ts.of_type(inits[0], "identifier"):
+        if unit.t(n) == var or _declared_in(unit, body, unit.t(n)) or unit.assigned_in(body, unit.t(n)):
+            return None
+    return f"({' '.join(unit.t(inits[0]).split())})"
+
+
+def _declared_in(unit: CudaUnit, scope: Node, name: str) -> list[Node | None]:
+    """The initializers (``None`` when uninitialized) of every declaration of ``name`` inside ``scope``, through
+    pointer, reference and array declarators (``float* p = ...``)."""
+    out: list[Node | None] = []
+    for decl in _ts.of_type(scope, "declaration"):
+        for d in decl.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            n = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            while n is not None and n.type in ("pointer_declarator", "reference_declarator", "array_declarator"):
+                n = n.child_by_field_name("declarator")
+            if n is not None and n.type == "identifier" and unit.t(n) == name:
+                out.append(value)
+    return out
+
+
+def _lane(unit: CudaUnit, v: VecLoop, names: dict[int, str], lane: int) -> str:
+    """The loop body as lane ``lane`` (0..3) of a float4 step: accesses renamed, the loop variable's value uses
+    replaced by the lane's element index ``htam_v4 * 4 + lane``."""
     body = v.node.child_by_field_name("body")
-    text = bytearray(unit.src[body.start_byte : body.end_byte])
-    for sub, _p, _b in sorted(v.subs, key=lambda s: -s[0].start_byte):
-        text[sub.start_byte - body.start_byte : sub.end_byte - body.start_byte] = names[sub.start_byte].encode()
-    out = " ".join(ln.strip() for ln in text.decode().splitlines())
+    out = _ts.one_line(unit.src, body, body.start_byte, body.end_byte,
+                       [(sub, names[sub.start_byte]) for sub, _p, _b in v.subs]
+                       + [(u, f"(({v.type})(htam_v4 * 4 + {lane}))") for u in v.uses])
     return out if body.type == "compound_statement" else "{ " + out + " }"
 
 
@@ -181,7 +237,6 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
             loaded.add(key)
     ptr_of = {k: (p, b) for (p, b), k in keys.items()}
     align = " | ".join(f"reinterpret_cast<unsigned long long>({p} + ({b}))" for p, b in ptr_of.values())
-    lane = _lane(unit, v, names)
     t, ind = v.type, _ts.indent_of(unit.src, v.node.start_byte)
     lines = [
         "{",
@@ -195,10 +250,10 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
             lines.append(f"            float4 {k}4 = reinterpret_cast<const float4 *>({p} + ({b}))[htam_v4];")
         else:
             lines.append(f"            float4 {k}4;")
-    for c in "xyzw":
+    for i, c in enumerate("xyzw"):
         decls = " ".join(f"float {k} = {k}4.{c};" if k in loaded else f"float {k};" for k in ptr_of)
         stores = " ".join(f"{k}4.{c} = {k};" for k in ptr_of if k in written)
-        lines.append(f"            {{ {decls} {lane} {stores} }}")
+        lines.append(f"            {{ {decls} {_lane(unit, v, names, i)} {stores} }}")
     for k, (p, b) in ptr_of.items():
         if k in written:
             lines.append(f"            reinterpret_cast<float4 *>({p} + ({b}))[htam_v4] = {k}4;")

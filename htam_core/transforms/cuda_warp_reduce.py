@@ -23,6 +23,13 @@ shared-memory round trips fewer. An interleaved tree (``tid % (2 * s) == 0``) is
 the same edit (as ``cuda.sequential_addressing`` does; then the float sums change order). The block must be a
 compile-time power of two of at least 64 threads, and the tree must run over the whole block.
 
+The tree may be written over a local that holds ``blockDim.x`` (``int block_size = blockDim.x;``, a fact of the
+analysis layer), over a template parameter bound at the launch, with ``threadIdx.x`` itself as the thread
+variable, and with the barrier opening each step (``__syncthreads(); if (tid < s) ...``; the finish then
+synchronizes the last step first). When the block size is known only at run time (a launcher argument) and the
+tree runs over ``blockDim.x``, the edit is guarded by the block-uniform test ``B >= 64 && (B & (B - 1)) == 0``:
+the loop stops at 32 and the warp finishes only where it holds; any other block runs the whole tree as before.
+
 Idea source: Mark Harris, "Optimizing Parallel Reduction in CUDA" (NVIDIA, 2007), kernel 5 (unrolling the last
 warp); NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014), warp shuffles.
 """
@@ -33,7 +40,7 @@ from tree_sitter import Node
 
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, _cond_parts, statement_list
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, _cond_parts, builtin_field, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_loops import model_line
@@ -57,8 +64,27 @@ from htam_core.types.profile import Profile
 WARP = 32
 
 
-def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, int | None] | str:
-    """``(s, tid, array, combine, bound node, bound value)`` of a sequential-addressing tree loop, or why not."""
+def _guard_tid(unit: CudaUnit, guard: Node, s: str) -> str | None:
+    """The thread variable ``tid`` of a guard ``if (tid < s)`` (``tid`` a name or ``threadIdx.x``), else ``None``."""
+    clause = guard.child_by_field_name("condition")
+    gcond = clause.child_by_field_name("value") if clause is not None else None
+    if gcond is None or guard.child_by_field_name("alternative") is not None:
+        return None
+    gcond = _ts.unwrap_parens(gcond)
+    if gcond.type == "binary_expression" and unit.t(gcond.child_by_field_name("operator")) == "<" and \
+            builtin_field(unit, gcond.child_by_field_name("left")) == "threadIdx.x" and \
+            unit.t(_ts.unwrap_parens(gcond.child_by_field_name("right"))) == s:
+        return "threadIdx.x"
+    parts = _cond_parts(unit, gcond)
+    if parts is None or parts[1] != "<" or unit.t(_ts.unwrap_parens(parts[2])) != s:
+        return None
+    return parts[0]
+
+
+def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, int | None, bool] | str:
+    """``(s, tid, array, combine, bound node, bound value, barrier first)`` of a sequential-addressing tree loop,
+    or why not. The body is a guarded combine and ``__syncthreads();``, in either order (``barrier first``: the
+    barrier opens each step, so the last step's writes are not yet synchronized when the loop ends)."""
     head = _header(unit, loop)
     if isinstance(head, str):
         return head
@@ -79,14 +105,13 @@ def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, i
         return f"the tree starts at `{unit.t(init)}`, which is neither blockDim.x / 2 nor a constant"
     body = loop.child_by_field_name("body")
     stmts = statement_list(body) if body is not None and body.type == "compound_statement" else []
-    if len(stmts) != 2 or stmts[0].type != "if_statement" or not _is_sync(unit, stmts[1]):
-        return "the loop body is not exactly a guarded combine followed by __syncthreads();"
-    guard = stmts[0]
-    gcond = guard.child_by_field_name("condition").child_by_field_name("value")
-    parts = _cond_parts(unit, gcond) if gcond is not None else None
-    if parts is None or parts[1] != "<" or unit.t(parts[2]) != s or guard.child_by_field_name("alternative"):
+    first = len(stmts) == 2 and _is_sync(unit, stmts[0]) and stmts[1].type == "if_statement"
+    if not first and (len(stmts) != 2 or stmts[0].type != "if_statement" or not _is_sync(unit, stmts[1])):
+        return "the loop body is not exactly a guarded combine and __syncthreads(); (in either order)"
+    guard = stmts[1] if first else stmts[0]
+    tid = _guard_tid(unit, guard, s)
+    if tid is None:
         return f"the guard is not `tid < {s}`"
-    tid = parts[0]
     cons = guard.child_by_field_name("consequence")
     inner = statement_list(cons) if cons.type == "compound_statement" else [cons]
     if len(inner) != 1:
@@ -97,16 +122,20 @@ def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, i
     why = _tid_problem(unit, tid) or _read_after(unit, loop, comb[0])
     if why:
         return why
-    return s, tid, comb[0], comb[1], bound, value
+    return s, tid, comb[0], comb[1], bound, value, first
 
 
-def _finish(tid: str, array: str, combine: str, etype: str, indent: str) -> str:
+def _finish(tid: str, array: str, combine: str, etype: str, indent: str, barrier_first: bool = False,
+            when: str | None = None) -> str:
+    """The warp finish after the tree loop: ``barrier_first`` synchronizes the last step's writes first; ``when``
+    (a block-uniform condition) wraps it for a block size known only at run time."""
     def comb(a: str, b: str) -> str:
         return f"{a} + {b}" if combine == "+" else f"{combine}({a}, {b})"
 
     step = ("htam_v += __shfl_down_sync(0xffffffffu, htam_v, htam_o);" if combine == "+" else
             f"htam_v = {comb('htam_v', '__shfl_down_sync(0xffffffffu, htam_v, htam_o)')};")
-    lines = [
+    lines = ["__syncthreads();  // the tree's last step wrote without a barrier after it"] if barrier_first else []
+    lines += [
         f"if ({tid} < {WARP}) {{  // the last warp finishes in registers: the same pairs, no barriers",
         f"    {etype} htam_v = {comb(f'{array}[{tid}]', f'{array}[{tid} + {WARP}]')};",
         f"    for (int htam_o = {WARP // 2}; htam_o > 0; htam_o >>= 1)",
@@ -115,7 +144,16 @@ def _finish(tid: str, array: str, combine: str, etype: str, indent: str) -> str:
         "}",
         "__syncthreads();",
     ]
+    if when is not None:
+        lines = [f"if ({when}) {{", *("    " + ln for ln in lines), "}"]
     return "".join("\n" + indent + ln for ln in lines)
+
+
+def _runtime_guard(unit: CudaUnit, bound: Node) -> str:
+    """The block-uniform condition under which the warp finish equals the tree for a run-time block size
+    ``B`` (the tree's extent, ``blockDim.x`` or a local holding it): ``B`` is a power of two of at least 64."""
+    b = unit.t(_ts.unwrap_parens(bound))
+    return f"{b} >= {2 * WARP} && ({b} & ({b} - 1)) == 0"
 
 
 @register
@@ -137,8 +175,10 @@ class CudaWarpShuffleFinish(CudaTransform):
         for loop in loops:
             line = model_line(model.text, unit.base + loop.start_byte)
             seq = _sequential(unit, loop)
+            barrier_first = False
+            bound: Node | None = None
             if not isinstance(seq, str):
-                s, tid, array, combine, _bound, value = seq
+                s, tid, array, combine, bound, value, barrier_first = seq
                 edits = [unit.replace(loop.child_by_field_name("condition"), f"{s} > {WARP}")]
                 form = "sequential"
             else:
@@ -152,25 +192,34 @@ class CudaWarpShuffleFinish(CudaTransform):
                 head = edits[0]
                 edits[0] = TextEdit(head.start_byte, head.end_byte, head.new_text.replace(f"{s} > 0", f"{s} > {WARP}"))
                 form = "interleaved"
-            why, sizes = _launch_problem(unit, value)
+            why, sizes = _launch_problem(unit, value, runtime_ok=form == "sequential")
             if why:
                 return self.not_applicable(why.replace("sequential addressing needs", "the warp finish needs"))
-            if min(sizes) < 2 * WARP:
-                return self.not_applicable(f"the launch uses {min(sizes)} threads per block; the warp finish needs "
+            known = [n for n in sizes if n is not None]
+            if known and min(known) < 2 * WARP:
+                return self.not_applicable(f"the launch uses {min(known)} threads per block; the warp finish needs "
                                            f"at least {2 * WARP} (the tree's last 64 values)")
             etype = element_type(unit, array)
             if etype is None:
                 return self.not_applicable(f"the element type of {array} is unknown")
+            when = None
+            if None in sizes and bound is not None:
+                # the block size is known only at run time: the loop stops at 32 only where the finish runs
+                when = _runtime_guard(unit, bound)
+                cond = loop.child_by_field_name("condition")
+                edits = [unit.replace(cond, f"{unit.t(cond)} && !({when} && {s} <= {WARP})")]
             edits.append(unit.insert(loop.end_byte, _finish(tid, array, combine, etype, _ts.indent_of(
-                unit.src, loop.start_byte))))
+                unit.src, loop.start_byte), barrier_first, when)))
             exact = form == "sequential" or combine != "+" or etype in ("int", "unsigned int", "unsigned")
             cand = self.candidate(
                 model,
                 f"finish the shared-memory tree of {kernel.name} (line {line}) in the first warp with "
                 f"__shfl_down_sync once {2 * WARP} values are left: 5 barriers fewer"
+                + ("" if when is None else f" (when `{when}` holds at run time; other blocks keep the tree)")
                 + ("" if form == "sequential" else "; the interleaved tree also gets sequential addressing")
                 + ("" if exact else " (float sums change order)"),
-                {"line": line, "form": form, "combine": combine, "block": sorted(set(sizes))},
+                {"line": line, "form": form, "combine": combine,
+                 "block": sorted(set(known)) if known else "runtime"},
                 edits,
             )
             cand.changes_numerics = not exact

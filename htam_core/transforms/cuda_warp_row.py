@@ -15,7 +15,8 @@ addresses ``cols`` elements apart, so every load is uncoalesced. The transform g
   gets an all-reduce of the ``(max, sum)`` pairs, so the two steps compose in either order;
 * a statement outside the loops that writes memory (``out[row] = acc;``) runs on lane 0 only;
 * every launch of the kernel gets 32 times as many blocks (the block size must be a multiple of 32, so a
-  warp never straddles two rows' guards).
+  warp never straddles two rows' guards; a block size known only at run time, a launcher argument, is rounded
+  up to a multiple of 32 at the launch when nothing else in the kernel depends on it).
 
 The kernel must have exactly that shape; anything the rewrite cannot prove safe is refused with a reason
 (another use of the thread index, a loop not over ``0..n`` by 1, a scalar updated in a loop in another way,
@@ -35,8 +36,10 @@ from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
     Elementwise,
+    Launch,
     _is_lvalue,
     elementwise,
+    launch_dims_edit,
     references,
     wrap_grid,
 )
@@ -290,6 +293,33 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
     return edits, {"reduced": reduced, "loops": len(loops)}
 
 
+def _round_runtime_block(unit: CudaUnit, ew: Elementwise, la: Launch) -> TextEdit | str:
+    """The edit rounding a launch's run-time 1-D block size up to a multiple of 32, or why it cannot be done.
+
+    A warp must not straddle two rows, so the block must be a multiple of 32 threads. When the block size is a
+    run-time value (a launcher argument), rounding it up keeps every row covered: the grid grows 32x in blocks
+    of at least as many threads, and the row guard drops the extra warps. That is only sound when nothing else
+    in the kernel depends on the block's size: no ``blockDim``/``gridDim`` outside the global index, no shared
+    memory, and no dynamic shared-memory size at the launch.
+    """
+    line = la.site.line
+    dims = unit.block_dims(la)
+    if not dims or len(dims) != 1:
+        return f"the block on line {line} is not a 1-D block of a compile-time multiple of {WARP} threads"
+    if len(la.config_args) > 2:
+        return (f"the block size on line {line} is not a compile-time constant, and the launch sets a shared-memory "
+                "size that may follow it")
+    if any(a.space == "shared" for a in unit.facts.accesses):
+        return f"the block size on line {line} is not a compile-time constant, and the kernel uses shared memory"
+    for f in _ts.of_type(unit.body, "field_expression"):
+        obj = unit.t(f.child_by_field_name("argument"))
+        if obj in ("blockDim", "gridDim") and not (ew.gid.start_byte <= f.start_byte < ew.gid.end_byte):
+            return (f"the block size on line {line} is not a compile-time constant, and the kernel reads "
+                    f"`{unit.t(f)}` outside its global index (rounding the block up would change it)")
+    x = unit.t(dims[0].expr)
+    return launch_dims_edit(unit, la, la.block, [f"(({x}) + {WARP - 1}) / {WARP} * {WARP}"])  # type: ignore[arg-type]
+
+
 @register
 class CudaWarpPerRow(CudaTransform):
     """Give each row of a thread-per-row kernel to a warp (coalesced loops, shuffle all-reduce)."""
@@ -307,11 +337,16 @@ class CudaWarpPerRow(CudaTransform):
             return self.not_applicable(f"not a thread-per-row kernel: {ew}")
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must grow 32x")
+        rounded: list[TextEdit] = []
         for la in unit.launches:
             threads = unit.block_threads(la)
-            if threads is None or threads % WARP:
-                return self.not_applicable(f"the block size on line {la.site.line} is not a constant multiple of "
-                                           f"{WARP}")
+            if threads is None:
+                e = _round_runtime_block(unit, ew, la)
+                if isinstance(e, str):
+                    return self.not_applicable(e)
+                rounded.append(e)
+            elif threads % WARP:
+                return self.not_applicable(f"the block size on line {la.site.line} is not a constant multiple of {WARP}")
             dims = unit.dims_of(la.grid, la.host)
             if len(dims) != 1:
                 return self.not_applicable(f"the grid on line {la.site.line} is not 1-D")
@@ -319,7 +354,7 @@ class CudaWarpPerRow(CudaTransform):
         if isinstance(body, str):
             return self.not_applicable(body)
         edits, summary = body
-        grid = [wrap_grid(unit, la, "({}) * " + str(WARP)) for la in unit.launches]
+        grid = [wrap_grid(unit, la, "({}) * " + str(WARP)) for la in unit.launches] + rounded
         bad = next((g for g in grid if isinstance(g, str)), None)
         if bad:
             return self.not_applicable(bad)
@@ -328,8 +363,9 @@ class CudaWarpPerRow(CudaTransform):
             self.candidate(
                 model,
                 f"give each row of {kernel.name} to a warp: its {summary['loops']} row loop(s) stride by 32 from "
-                f"the lane, warp all-reduce of {names}, {WARP}x the blocks (float sums change order)",
-                {"reduced": summary["reduced"], "launches": len(unit.launches)},
+                f"the lane, warp all-reduce of {names}, {WARP}x the blocks (float sums change order)"
+                + ("; a block size known only at run time is rounded up to a multiple of 32" if rounded else ""),
+                {"reduced": summary["reduced"], "launches": len(unit.launches), "rounded_blocks": len(rounded)},
                 edits + grid,  # type: ignore[operator]
             )
         ]

@@ -21,8 +21,6 @@ FOLDERS = (ROOT / "tests" / "fixtures" / "corpus", ROOT / "bench" / "suite")
 KNOWN_GAPS = {
     "layernorm_heuristics.py:ln_fwd_kernel": "Triton layer norm that is already single-pass, with a column loop: "
                                              "several rows per program refuses column-tile loops",
-    "bias_gelu_templates.cu:bias_grad_colsum": "column-sum over rows (one thread per column, coalesced): no "
-                                               "transform splits the row loop across threads",
 }
 
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import pytest
+from gpu_equivalence import call_host, torch_cuda
+from transform_helpers import fixture_path
 
 F = "rowwise_variants.cu"
 
@@ -52,3 +54,43 @@ def test_refusals(refuse, kernel, needle):
 
 def test_not_a_row_kernel(refuse):
     assert "no loop over the row" in refuse("cuda.warp_per_row", "elementwise_variants.cu", "relu_inplace")
+
+
+# ---------------------------------------------------------------- a block size known only at run time
+RT = "row_runtime_block.cu"
+
+
+def test_a_launcher_block_size_is_rounded_up_to_whole_warps(cand):
+    (c,) = cand("cuda.warp_per_row", RT, "rms_rows")
+    t = c.new_text
+    assert c.params["rounded_blocks"] == 1 and "rounded up to a multiple of 32" in c.description
+    assert "rms_rows<<<(grid_size) * 32, dim3(((block_size) + 31) / 32 * 32)>>>(out, inp, gain, rows, cols);" in t
+    assert "int r = (blockIdx.x * blockDim.x + threadIdx.x) / 32;" in t
+    assert t.count("j += 32") == 2 and "ss += __shfl_xor_sync(0xffffffffu, ss, htam_o);" in t
+
+
+@pytest.mark.parametrize(("kernel", "needle"), [
+    ("rows_reads_blockdim", "reads `blockDim.x` outside its global index (rounding the block up would change it)"),
+    ("rows_with_smem", "the launch sets a shared-memory size that may follow it"),
+])
+def test_runtime_block_refusals(refuse, kernel, needle):
+    assert needle in refuse("cuda.warp_per_row", RT, kernel)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("block", [32, 48, 100, 128, 1024])
+def test_runtime_block_equivalence_on_gpu(block, tmp_path, cand):
+    """Every row is normalized once, whatever block size the caller passes (48 and 100 are rounded up)."""
+    torch = torch_cuda()
+    rows, cols = 1003, 77
+    g = torch.Generator(device="cuda").manual_seed(block)
+    x, gain = torch.randn(rows, cols, device="cuda", generator=g), torch.rand(cols, device="cuda", generator=g)
+    outs = []
+    for i, text in enumerate([fixture_path(RT).read_text(), cand("cuda.warp_per_row", RT, "rms_rows")[0].new_text]):
+        out = torch.full((rows, cols), 7.0, device="cuda")
+        call_host(text, "float *out, const float *inp, const float *gain, int rows, int cols, int block",
+                  "rms(out, inp, gain, rows, cols, block)", [out, x, gain, rows, cols, block], tmp_path, f"rr{i}")
+        outs.append(out)
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-5, atol=1e-5)  # float sums in another order
+    ref = x * torch.rsqrt((x * x).mean(1, keepdim=True) + 1e-5) * gain
+    torch.testing.assert_close(outs[0], ref, rtol=1e-4, atol=1e-4)

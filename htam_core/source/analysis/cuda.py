@@ -33,6 +33,7 @@ from htam_core.source.analysis.facts import (
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
 from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens, walk
+from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
 
@@ -59,11 +60,74 @@ class Affine:
         loop_vars: names of loop induction variables (kept as symbols).
     """
 
-    def __init__(self, env: ConstEnv, func: Node, loop_vars: set[str]) -> None:
+    def __init__(self, env: ConstEnv, func: Node, loop_vars: set[str], one_d: bool = False) -> None:
         self.env = env
         self.func = func
         self.loop_vars = loop_vars
+        self.one_d = one_d
         self._memo: dict[tuple[str, int], sympy.Expr] = {}
+
+    def _group(self, name: str) -> int | None:
+        """The size of the cooperative group local ``name``: ``W`` for a ``thread_block_tile<W>`` (or ``auto`` from
+        ``tiled_partition<W>(...)``), ``0`` for a ``thread_block`` (``this_thread_block()``), else ``None``."""
+        inits = self.env.local_inits(self.func, name)
+        typ = ""
+        if len(inits) == 1 and not self.env.assigned_in(self.func, name):
+            decl = inits[0].parent.parent if inits[0].parent is not None else None
+            if decl is not None and decl.type == "declaration":
+                typ = " ".join(self.env.t(decl.child_by_field_name("type")).split())
+            value = inits[0]
+        else:
+            # tree-sitter reads `cg::thread_block_tile<32> warp = ...;` as `(tile < 32) > (warp = ...)`: accept
+            # that one assignment when its statement starts with the tile type
+            sets = [a for a in of_type(self.func, ("assignment_expression", "update_expression"))
+                    if self.env.t(a.child_by_field_name("left") or a.child_by_field_name("argument")) == name]
+            stmt = sets[0].parent if len(sets) == 1 else None
+            while stmt is not None and stmt.type == "binary_expression":
+                stmt = stmt.parent
+            if inits or stmt is None or stmt.type != "expression_statement" or sets[0].type != "assignment_expression":
+                return None
+            typ = " ".join(self.env.src[stmt.start_byte:sets[0].start_byte].decode(errors="replace").split())
+            if "thread_block_tile<" not in typ:
+                return None
+            value = sets[0].child_by_field_name("right")
+        init = " ".join(self.env.t(value).split())
+        for text, key in ((typ, "thread_block_tile<"), (init, "tiled_partition<")):
+            if key in text:
+                inner = text.split(key, 1)[1].split(">", 1)[0].strip()
+                v = self.env.value_of_text(inner, value.start_byte)
+                return v if isinstance(v, int) and v > 0 else None
+        if typ.split("::")[-1] == "thread_block" or init.split("::")[-1].replace(" ", "") == "this_thread_block()":
+            return 0
+        return None
+
+    def _cg_call(self, node: Node) -> sympy.Expr | None:
+        """The index form of a cooperative-groups query (``warp.thread_rank()``, ``warp.size()``,
+        ``warp.meta_group_rank()``, ``block.thread_rank()`` ...) with no arguments, else ``None``.
+
+        The thread's rank in its block is ``threadIdx.x`` when every launch of the kernel in the unit has a 1-D
+        block, else the linear ``threadIdx.x + threadIdx.y*blockDim.x + threadIdx.z*blockDim.x*blockDim.y``
+        (CUDA C++ Programming Guide, "Cooperative Groups": ``thread_rank``, ``meta_group_rank``).
+        """
+        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        if fn is None or fn.type != "field_expression" or args is None or args.named_children:
+            return None
+        obj, meth = fn.child_by_field_name("argument"), self.env.t(fn.child_by_field_name("field"))
+        if obj is None or obj.type != "identifier":
+            return None
+        w = self._group(self.env.t(obj))
+        if w is None:
+            return None
+        tx, ty, tz = (sym(f"threadIdx.{d}") for d in DIMS)
+        bx, by, bz = (sym(f"blockDim.{d}") for d in DIMS)
+        rank = tx if self.one_d else tx + ty * bx + tz * bx * by
+        threads = bx if self.one_d else bx * by * bz
+        if w == 0:
+            return {"thread_rank": rank, "size": threads, "num_threads": threads}.get(meth)
+        table = {"thread_rank": sympy.Function("mod")(rank, w), "size": sympy.Integer(w),
+                 "num_threads": sympy.Integer(w), "meta_group_rank": sympy.Function("div")(rank, w),
+                 "meta_group_size": sympy.Function("div")(threads + w - 1, w)}
+        return table.get(meth)
 
     def builtin(self, node: Node) -> str | None:
         """``"blockIdx.x"`` for a ``blockIdx.x`` field expression (casts stripped), else ``None``."""
@@ -105,6 +169,9 @@ class Affine:
         if t == "subscript_expression":
             return sympy.Symbol(f"load({' '.join(self.env.t(node).split())})")
         if t == "call_expression":
+            cg = self._cg_call(node)
+            if cg is not None:
+                return cg
             return sympy.Symbol(f"call({' '.join(self.env.t(node).split())})")
         return sympy.Symbol(f"expr({' '.join(self.env.t(node).split())})")
 
@@ -341,8 +408,10 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                 owner = owner.parent
             if owner is not None:
                 loop_vars.add(env.t(target))
-    aff = Affine(env, src.func, loop_vars)
     src = replace(src, env=env)  # the builders below read constants (with the template bindings) through src.env
+    launches = tuple(_launch(src, lc, b) for lc, b in zip(launch_list, per_launch, strict=True))
+    one_d = bool(launches) and all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
+    aff = Affine(env, src.func, loop_vars, one_d)
     loops = _loops(src, aff, loop_nodes)
     params = {p.name: p.type for p in kernel.params if p.is_pointer}
     shared = _shared_arrays(src)
@@ -350,7 +419,6 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
     accesses, escapes = _accesses(src, aff, loop_nodes, params, shared, aliases)
     pointers = _pointer_facts(src, kernel, accesses, escapes, aliases)
     tids = _thread_indices(src, aff)
-    launches = tuple(_launch(src, lc, b) for lc, b in zip(launch_list, per_launch, strict=True))
     consts = _constants(src, env)
     threads = launches[0].block[0].value if launches and launches[0].block else None
     loops = tuple(
@@ -358,7 +426,25 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
         and lp.start is not None and any(s.name.startswith("threadIdx.") for s in lp.start.free_symbols) else lp
         for lp in loops)
     return KernelFacts(kernel.name, kernel.language, consts, loops, accesses, pointers, tids, launches, None,
-                       tuple(errors), _collectives(src))
+                       tuple(errors), _collectives(src), _builtin_aliases(src, aff))
+
+
+def _builtin_aliases(src: CudaSource, aff: Affine) -> tuple[tuple[str, str], ...]:
+    """``(name, builtin)`` of each local declared once and never modified whose value is one builtin symbol."""
+    env = src.env
+    out: dict[str, str] = {}
+    for decl in of_type(src.body, "declaration"):
+        for d in decl.children_by_field_name("declarator"):
+            dn = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+            if dn is None or dn.type != "identifier" or env.t(dn) in out or env.t(dn) in aff.loop_vars:
+                continue
+            name = env.t(dn)
+            if len(env.local_inits(src.func, name)) != 1 or env.assigned_in(src.func, name):
+                continue
+            e = aff.expr(d.child_by_field_name("value"))
+            if isinstance(e, sympy.Symbol) and e.name.split(".")[0] in _BUILTIN_OBJS:
+                out[name] = e.name
+    return tuple(out.items())
 
 
 def _collectives(src: CudaSource) -> tuple[tuple[str, int], ...]:
@@ -543,7 +629,9 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         if p.name in escapes or covered < len(uses):
             mode = "unknown"
         elem = (p.type or "").replace("*", " ").replace("__restrict__", " ").replace("const", " ").split()
-        out.append(PointerFacts(p.name, mode, reads, writes, " ".join(elem) or None))  # type: ignore[arg-type]
+        written = " ".join(elem) or None
+        out.append(PointerFacts(p.name, mode, reads, writes, written,  # type: ignore[arg-type]
+                                resolve_type(env, written) if written else None))
     return tuple(out)
 
 

@@ -219,7 +219,10 @@ class PointerFacts:
         mode: ``"read"``, ``"write"``, ``"readwrite"``, ``"unused"``; ``"unknown"`` when it escapes
             (passed to a function, stored) so that not every use is a visible load or store.
         reads, writes: the accesses (a ``readwrite`` access is in both).
-        element_type: the pointee type as written (``"float"``), or ``None``.
+        element_type: the pointee type as written (``"float"``, ``"floatX"``), or ``None``.
+        value_type: the pointee type with ``typedef``/``using`` aliases resolved in the build's preprocessor
+            branch (``floatX`` -> ``"float"``; :func:`~htam_core.source.analysis.types.resolve_type`); the
+            written type when it is no alias or the branch cannot be decided.
     """
 
     name: str
@@ -227,6 +230,7 @@ class PointerFacts:
     reads: tuple[Access, ...] = ()
     writes: tuple[Access, ...] = ()
     element_type: str | None = None
+    value_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -456,6 +460,9 @@ class KernelFacts:
         errors: what could not be analyzed (one line each); the facts present are still valid.
         collectives: ``(call, line)`` of the calls that combine values of several threads (CUDA: warp
             shuffles, ``__reduce_*_sync``, ``cg::reduce``, accumulating atomics; empty for Triton).
+        builtin_aliases: ``(name, builtin)`` of the kernel's local variables declared once, never modified,
+            whose value is exactly one builtin (``int block_size = blockDim.x;`` gives ``("block_size",
+            "blockDim.x")``, through casts and chains of such locals; CUDA only).
     """
 
     kernel: str
@@ -469,11 +476,16 @@ class KernelFacts:
     triton: TritonFacts | None = None
     errors: tuple[str, ...] = field(default_factory=tuple)
     collectives: tuple[tuple[str, int], ...] = ()
+    builtin_aliases: tuple[tuple[str, str], ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def constant(self, name: str) -> int | None:
         """Value of the constant ``name`` in the kernel body, or ``None``."""
         return dict(self.constants).get(name)
+
+    def builtin_alias(self, name: str) -> str | None:
+        """The builtin (``"blockDim.x"``, ``"threadIdx.x"``) that local ``name`` always holds, else ``None``."""
+        return dict(self.builtin_aliases).get(name)
 
     def pointer(self, name: str) -> PointerFacts | None:
         """The facts of pointer parameter ``name``."""

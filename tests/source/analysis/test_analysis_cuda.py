@@ -222,3 +222,50 @@ __global__ void k(float *a, float *b, float *c, const float *e) {
                                                        ("e", "read")]
     (ca,) = _acc(f, "c", "readwrite")
     assert ca.stride("threadIdx.x") == 1
+
+
+def test_builtin_aliases_are_locals_that_always_hold_one_builtin():
+    f = facts_of_text("""
+__global__ void k(float* out, const float* in, int n) {
+    int tid = threadIdx.x;
+    int nthreads = blockDim.x;
+    unsigned int width = (unsigned int)nthreads;   // a chain through a cast
+    int g = blockIdx.x * blockDim.x + threadIdx.x; // an expression, not one builtin
+    int lim = blockDim.x;
+    if (n < lim) { lim = n; }                      // modified: not an alias
+    int copy = n;                                  // a parameter, not a builtin
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) { out[s] = in[s]; }
+    for (int j = threadIdx.x; j < n; j += blockDim.x) { out[j] += in[g + tid + width + lim + copy]; }
+}
+""", "k")
+    assert f.builtin_aliases == (("tid", "threadIdx.x"), ("nthreads", "blockDim.x"), ("width", "blockDim.x"))
+    assert f.builtin_alias("width") == "blockDim.x" and f.builtin_alias("j") is None
+    assert f.builtin_alias("lim") is None and f.builtin_alias("g") is None and f.builtin_alias("copy") is None
+
+
+def test_cooperative_groups_queries_are_thread_indices():
+    """``warp.thread_rank()`` is the lane, ``warp.size()`` the tile's width, ``meta_group_rank()`` the warp in
+    the block; with a 1-D launch the rank in the block is threadIdx.x, otherwise the linear rank. The tile
+    declaration tree-sitter misreads as `(tile < 32) > (warp = ...)` is still recognized."""
+    text = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void k(float* out, const float* in, int cols) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    int row = blockIdx.x * warp.meta_group_size() + warp.meta_group_rank();
+    for (int i = warp.thread_rank(); i < cols; i += warp.size()) { out[row * cols + i] = in[row * cols + i]; }
+    for (int j = block.thread_rank(); j < cols; j += block.size()) { out[j] += 1.0f; }
+}
+void run(float* out, const float* in, int rows, int cols, int threads) { k<<<rows / 4, threads>>>(out, in, cols); }
+"""
+    mod, div = sympy.Function("mod"), sympy.Function("div")
+    f = facts_of_text(text, "k")
+    lane_loop, block_loop = f.loops
+    assert (lane_loop.start, lane_loop.step, lane_loop.bound) == (mod(tx, 32), 32, sym("cols"))
+    assert (block_loop.start, block_loop.step) == (tx, bdx)
+    assert f.thread_indices[0].name == "row"
+    assert f.thread_indices[0].expr == bx * div(bdx + 31, 32) + div(tx, 32)
+    two_d = facts_of_text(text.replace("<<<rows / 4, threads>>>", "<<<rows / 4, dim3(threads, 2)>>>"), "k")
+    linear = tx + ty * bdx + sym("threadIdx.z") * bdx * bdy
+    assert two_d.loops[0].start == mod(linear, 32) and two_d.loops[1].step == bdx * bdy * sym("blockDim.z")

@@ -1,0 +1,136 @@
+"""Type aliases resolved in the unit: ``typedef float floatX;`` and ``using floatX = float;``, through the
+preprocessor branch the build takes.
+
+Production CUDA often spells its element type through an alias chosen by the preprocessor::
+
+    #if defined(ENABLE_BF16)
+    typedef __nv_bfloat16 floatX;
+    #else
+    typedef float floatX;
+    #endif
+
+:func:`resolve_type` follows such aliases (chains included) to the type they name. A definition inside
+``#if``/``#elif``/``#else``/``#ifdef``/``#ifndef`` counts only when its branch is decided by ``defined(NAME)``
+tests against the unit's own ``#define`` lines (the build the engine compiles, with no ``-D`` flags); any other
+condition leaves the alias unresolved, and the name is returned as written. A ``-D`` flag given at build time
+can pick another branch: candidates are compiled and verified with the harness's own flags, so a wrong choice
+fails verification, never silently passes.
+
+Idea source: ISO C11 6.10.1 (conditional inclusion) and 6.7.8 (type definitions).
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.source.analysis.constants import ConstEnv
+from htam_core.source.analysis.syntax import of_type, unwrap_parens
+
+_BRANCHES = ("preproc_if", "preproc_ifdef", "preproc_elif", "preproc_elifdef", "preproc_else")
+
+
+def _envs(env: ConstEnv) -> list[ConstEnv]:
+    """The unit, then its local headers (nearest include first)."""
+    return [env, *(ConstEnv(h.src, h.root) for h in reversed(env.headers()))]
+
+
+def _is_defined(env: ConstEnv, name: str) -> bool:
+    """``name`` has a ``#define`` (with or without a value) in the unit or its local headers."""
+    for e in _envs(env):
+        for pd in of_type(e.root, ("preproc_def", "preproc_function_def")):
+            if e.t(pd.child_by_field_name("name")) == name:
+                return True
+    return False
+
+
+def _condition(env: ConstEnv, cond: Node | None) -> bool | None:
+    """The value of a ``#if``/``#elif`` condition made of ``defined(X)``, ``!``, ``&&`` and ``||``, else ``None``."""
+    if cond is None:
+        return None
+    cond = unwrap_parens(cond)
+    if cond.type == "preproc_defined":
+        ids = [c for c in cond.named_children if c.type == "identifier"]
+        return _is_defined(env, env.t(ids[0])) if len(ids) == 1 else None
+    if cond.type == "unary_expression" and env.t(cond.child_by_field_name("operator")) == "!":
+        inner = _condition(env, cond.child_by_field_name("argument"))
+        return None if inner is None else not inner
+    if cond.type == "binary_expression" and env.t(cond.child_by_field_name("operator")) in ("&&", "||"):
+        a = _condition(env, cond.child_by_field_name("left"))
+        b = _condition(env, cond.child_by_field_name("right"))
+        if a is None or b is None:
+            return None
+        return (a and b) if env.t(cond.child_by_field_name("operator")) == "&&" else (a or b)
+    return None
+
+
+def _branch_taken(env: ConstEnv, branch: Node) -> bool | None:
+    """Whether the build takes ``branch`` (a ``#if``/``#ifdef``/``#elif``/``#else`` node), else ``None``."""
+    if branch.type == "preproc_ifdef":
+        name = branch.child_by_field_name("name")
+        if name is None:
+            return None
+        defined = _is_defined(env, env.t(name))
+        return defined if env.t(branch.children[0]).strip() == "#ifdef" else not defined
+    own = True if branch.type == "preproc_else" else _condition(env, branch.child_by_field_name("condition"))
+    if own is None:
+        return None
+    # an #elif or #else is taken only when every earlier branch of its chain was not
+    prev = branch.parent
+    while prev is not None and prev.type in ("preproc_if", "preproc_elif", "preproc_ifdef") and \
+            prev.child_by_field_name("alternative") == branch:
+        earlier = _branch_taken(env, prev)
+        if earlier is None:
+            return None
+        if earlier:
+            return False
+        branch, prev = prev, prev.parent
+    return own
+
+
+def is_active(env: ConstEnv, node: Node) -> bool | None:
+    """Whether ``node`` (a file-level definition) is compiled: every enclosing preprocessor branch is taken.
+    ``None`` when some branch cannot be decided."""
+    child, p = node, node.parent
+    while p is not None:
+        if p.type in _BRANCHES and p.child_by_field_name("alternative") != child and \
+                p.child_by_field_name("condition") != child:
+            taken = _branch_taken(env, p)
+            if taken is not True:
+                return taken
+        child, p = p, p.parent
+    return True
+
+
+def _definitions(env: ConstEnv, name: str) -> list[tuple[Node, str]]:
+    """``(definition node, aliased type text)`` of every ``typedef``/``using`` of ``name`` in the unit."""
+    out = []
+    for d in of_type(env.root, ("type_definition", "alias_declaration")):
+        if d.type == "type_definition":
+            decl, typ = d.child_by_field_name("declarator"), d.child_by_field_name("type")
+        else:
+            decl, typ = d.child_by_field_name("name"), d.child_by_field_name("type")
+        if decl is not None and typ is not None and decl.type == "type_identifier" and env.t(decl) == name:
+            out.append((d, " ".join(env.t(typ).split())))
+    return out
+
+
+def resolve_type(env: ConstEnv, name: str, depth: int = 0) -> str:
+    """The type ``name`` stands for after ``typedef``/``using`` aliases in the build's preprocessor branch
+    (``"floatX"`` -> ``"float"``); ``name`` itself when it is no alias or the branch cannot be decided.
+
+    Args:
+        env: the unit's constants (its source, tree and ``#define`` lines).
+        name: a type name as written (``"floatX"``; qualifiers already dropped).
+        depth: recursion depth (chains of aliases; stops at 8).
+    """
+    if depth > 8 or not name.replace("_", "").replace("::", "").isalnum():
+        return name
+    for e in _envs(env):
+        defs = _definitions(e, name)
+        if not defs:
+            continue
+        active = {typ for d, typ in defs if is_active(e, d) is True}
+        if len(active) != 1 or any(is_active(e, d) is None for d, _ in defs):
+            return name
+        return resolve_type(env, active.pop(), depth + 1)
+    return name

@@ -1,0 +1,62 @@
+"""Type aliases resolved through the build's preprocessor branch (``htam_core.source.analysis.types``), against
+hand-written expectations, and the ``value_type`` of pointer facts that reads them."""
+
+from __future__ import annotations
+
+import pytest
+
+from htam_core.source.analysis.constants import ConstEnv
+from htam_core.source.analysis.syntax import parse
+from htam_core.source.analysis.types import resolve_type
+from tests.source.analysis.conftest import facts_of_text
+
+ALIASES = """
+#if defined(ENABLE_BF16)
+typedef __nv_bfloat16 floatX;
+#elif defined(ENABLE_FP16)
+typedef half floatX;
+#else
+typedef float floatX;
+#endif
+#ifndef NO_ACC
+using acc_t = floatX;
+#endif
+#if WIDTH > 3
+typedef double undecided_t;
+#endif
+#if !defined(ENABLE_BF16) && !defined(ENABLE_FP16)
+typedef float narrow_t;
+#else
+typedef int narrow_t;
+#endif
+typedef unsigned int u32;
+"""
+
+
+def _resolve(prefix: str, *names: str) -> list[str]:
+    text = (prefix + ALIASES).encode()
+    env = ConstEnv(text, parse(text, "cuda").root_node)
+    return [resolve_type(env, n) for n in names]
+
+
+@pytest.mark.parametrize(("prefix", "expected"), [
+    ("", ["float", "float", "float", "undecided_t", "unsigned int", "int"]),
+    ("#define ENABLE_BF16\n", ["__nv_bfloat16", "__nv_bfloat16", "int", "undecided_t", "unsigned int", "int"]),
+    ("#define ENABLE_FP16 1\n", ["half", "half", "int", "undecided_t", "unsigned int", "int"]),
+    ("#define NO_ACC\n", ["float", "acc_t", "float", "undecided_t", "unsigned int", "int"]),
+])
+def test_aliases_follow_the_branch_the_build_takes(prefix, expected):
+    # a condition other than defined() tests (WIDTH > 3) is undecided: the name stays as written
+    assert _resolve(prefix, "floatX", "acc_t", "narrow_t", "undecided_t", "u32", "int") == expected
+
+
+def test_pointer_facts_carry_the_written_and_the_resolved_type():
+    f = facts_of_text(ALIASES + """
+__global__ void k(floatX* out, const acc_t* __restrict__ a, const int* idx, const undecided_t* u) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = a[idx[i]] + (float)u[i];
+}
+""", "k")
+    assert [(p.name, p.element_type, p.value_type) for p in f.pointers] == [
+        ("out", "floatX", "float"), ("a", "acc_t", "float"), ("idx", "int", "int"),
+        ("u", "undecided_t", "undecided_t")]
