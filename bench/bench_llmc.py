@@ -106,12 +106,18 @@ def static_row(entry: llmc.LlmcEntry, work: Path) -> dict[str, Any]:
     return row
 
 
-def _expert_ms(entry: llmc.LlmcEntry, naive_h: Any, work: Path, trials: int) -> list[dict[str, Any]]:
+def _expert_ms(entry: llmc.LlmcEntry, naive_h: Any, work: Path, trials: int,
+               deadline: float | None = None) -> list[dict[str, Any]]:
     from htam_core.runtime.worker import run_in_worker
 
     out = []
     blocks = _block_list(entry)
     for v in entry.experts:
+        left = None if deadline is None else deadline - time.time()
+        if left is not None and left < 5:
+            out.append({"version": v.number, "kernel": v.kernels[0], "ms": None, "block_size": None,
+                        "note": "not measured: the time budget (--max-minutes) was spent"})
+            continue
         b = llmc.build_harness(entry, v, work, like=naive_h)
         rec: dict[str, Any] = {"version": v.number, "kernel": v.kernels[0], "ms": None, "block_size": None,
                                "note": b.reason}
@@ -124,7 +130,8 @@ def _expert_ms(entry: llmc.LlmcEntry, naive_h: Any, work: Path, trials: int) -> 
             h.sizes = [{**base, "block_size": bs} for bs in blocks]
         r = run_in_worker("htam_core.measure.gpu:measure_harness", {"harness": h.to_json(), "trials": trials,
                                                                      "verify": False},
-                          timeout_s=600, pool_key="gpu0", interpret=False, gpu_index=0)
+                          timeout_s=600 if left is None else min(600.0, left), pool_key="gpu0", interpret=False,
+                          gpu_index=0)
         if not r.ok:
             rec["note"] = f"not measured: {r.error.kind if r.error else '?'}: {r.error.message if r.error else ''}"[:300]
             out.append(rec)
@@ -169,7 +176,7 @@ def gpu_row(entry: llmc.LlmcEntry, work: Path, budget: int, trials: int, memory:
         row["error"] = "the naive start failed: " + "; ".join(res.warnings)[:300]
         return row
     _publish(row, res.reproduction)
-    row["experts"] = _expert_ms(entry, built.harness, work, trials)
+    row["experts"] = _expert_ms(entry, built.harness, work, trials, deadline)
     timed = [e for e in row["experts"] if e["ms"]]
     if timed:
         best = min(timed, key=lambda e: e["ms"])

@@ -7,7 +7,8 @@
 #             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py),
 #             executors (the suite subset under --executor local and dask, compared),
 #             space (the family suite's measured-space table; resumes .devcarry/space-table.jsonl when carried),
-#             llmc (bench/bench_llmc.py: the rules engine on llm.c's naive kernels beside the experts; LLMC_DIR,
+#             llmc (bench/bench_llmc.py: the rules engine on llm.c's naive kernels beside the experts; resumes
+#             .devcarry/llmc-gpu.jsonl when carried; LLMC_DIR,
 #             LLMC_BUDGET, LLMC_TRIALS, LLMC_MINUTES, LLMC_S, LLMC_ARGS)   (default: gputests,demo,bench)
 #   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
 #   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else bench/data_paths.py's)
@@ -82,7 +83,8 @@ for s in "${want[@]}"; do
            stage space "${SPACE_S:-450}" "${HTAM[@]}" bench space --manifest bench/families/manifest.json \
              --llmc "${LLMC_DIR:-.devcarry/llmc}" --out "$RUN/space/table.jsonl" --depth "${SPACE_DEPTH:-2}" \
              --max-candidates "${SPACE_CANDIDATES:-4}" --trials "${SPACE_TRIALS:-20}" --max-minutes "${SPACE_MINUTES:-7}" ;;
-    llmc) stage llmc "${LLMC_S:-420}" "$PY" bench/bench_llmc.py --llmc "${LLMC_DIR:-.devcarry/llmc}" \
+    llmc) mkdir -p "$RUN/llmc"; [ -f .devcarry/llmc-gpu.jsonl ] && cp .devcarry/llmc-gpu.jsonl "$RUN/llmc/llmc-gpu-$(date -u +%F).jsonl"
+          stage llmc "${LLMC_S:-420}" "$PY" bench/bench_llmc.py --llmc "${LLMC_DIR:-.devcarry/llmc}" \
             --budget "${LLMC_BUDGET:-3}" --trials "${LLMC_TRIALS:-20}" --max-minutes "${LLMC_MINUTES:-6.5}" \
             --out "$RUN/llmc" --work /tmp/llmc-work ${LLMC_ARGS:-} ;;
     *) log "unknown stage $s" ;;
