@@ -26,7 +26,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from htam_core import __version__
-from htam_core.editor import Analysis, Plan, ProfileEntry, Session
+from htam_core.editor import Analysis, Plan, ProfileEntry, Session, content_hash
 from htam_core.editor.buffer import Located
 from htam_core.source import Kernel, SourceModel
 from htam_server import actions, commands, diagnostics, hover, stdio
@@ -252,9 +252,19 @@ class HtamLanguageServer(LanguageServer):
     async def analysis(self, od: OpenDocument, kernel: Kernel, *, hover: bool) -> Analysis | None:
         """The kernel's current analysis (its ranking and the profile it used), never ranking on the event loop:
         the latest completed one, refreshed in the background when it is not fresh; the first request of a
-        kernel waits for its ranking (in a thread of its own, not queued behind a parse)."""
-        await self.ensure_ready()
+        kernel waits for its ranking (in a thread of its own, not queued behind a parse).
+
+        The first request of a kernel version without a profile publishes its source-only stage first
+        (:meth:`source_stage`), so the ranking and the hover have a profile at once. A hover before the memory
+        is loaded does not wait for it: it gets ``None`` (the hover shows the profile and says the ranking is
+        loading)."""
         od.note_interest(kernel.name)
+        if self._ready is None:
+            self.start_warm_up()
+        await self.source_stage(od, kernel)
+        if hover and not self.session.ready:
+            return None
+        await self.ensure_ready()
         path, top = od.path or od.uri, self.settings.top_n
         a, fresh = self.session.analysis(path, kernel, top, hover=hover)
         if a is None:  # the first request of this kernel: rank now, not queued behind a parse
@@ -263,6 +273,17 @@ class HtamLanguageServer(LanguageServer):
         elif not fresh and od.uri not in self._timers and od.uri not in self._running:
             self.schedule_analysis(od.uri)  # debounced like an edit: a burst of requests is one pass
         return a
+
+    async def source_stage(self, od: OpenDocument, kernel: Kernel) -> None:
+        """Publish the kernel's source-only profile stage now (:meth:`Session.source_stage`, in a thread: the
+        analysis layer only, milliseconds) when the kernel has no profile of this version; the compile follows
+        in the background (:meth:`profile_in_background`)."""
+        if od.path is None or self.session.profile_view(od.path, kernel).entry is not None:
+            return
+        model = await self.synced_model(od)
+        k = od.kernel_named(kernel.name, model)
+        if k is not None and content_hash(k) == content_hash(kernel):  # the kernel of this parse, not a newer one
+            await asyncio.to_thread(self.session.source_stage, od.path, k, model)
 
     async def plan(self, od: OpenDocument, kernel: Kernel, analysis: Analysis | None,
                    need: int | None = None) -> Plan:

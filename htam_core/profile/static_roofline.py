@@ -47,21 +47,25 @@ def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict
     """The first size set of the kernel's ``htam.toml`` harness (or of the harness inferred from the file: its
     ``__main__`` block or tests, or a ``.cu`` program's ``main()``), or ``{}`` when there is none.
 
-    Only reads files (:func:`htam_core.harness.find_harness`); a missing or broken harness gives ``{}``
-    (:func:`harness_sizes_noted` also says why a broken one was not used).
+    Reads files and, for a Python file without an ``htam.toml`` table, may infer the harness by running the
+    file's ``__main__`` block or tests in a child process (:func:`htam_core.harness.find_harness`; seconds, once:
+    the recording is cached); a missing or broken harness gives ``{}`` (:func:`harness_sizes_noted` also says
+    why a broken one was not used).
     """
     return harness_sizes_noted(path, kernel_name, model)[0]
 
 
-def harness_sizes_noted(path: str | None, kernel_name: str,
-                        model: Any = None) -> tuple[dict[str, int | float], str | None]:
+def harness_sizes_noted(path: str | None, kernel_name: str, model: Any = None, *,
+                        run_code: bool = True) -> tuple[dict[str, int | float], str | None]:
     """:func:`harness_sizes` and, when a harness exists but is broken (a malformed or binary ``htam.toml``),
     one line saying it was not used and why (the finder's message: key, file and line); ``None`` otherwise
-    (no harness at all is not a warning: the static profile needs none)."""
+    (no harness at all is not a warning: the static profile needs none). ``run_code=False``: only files are
+    read, and a harness that would be inferred by running the file (its recording not cached yet) is none
+    (see :func:`htam_core.harness.find_harness`)."""
     if not path:
         return {}, None
     try:
-        h = find_harness(path, kernel_name, model)
+        h = find_harness(path, kernel_name, model, run_code=run_code)
     except HarnessError as exc:
         if exc.missing:
             return {}, None
