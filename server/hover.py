@@ -29,15 +29,16 @@ async def hover(ls, params: types.HoverParams) -> types.Hover | None:
         return None
     analysis = await ls.analysis(od, kernel, hover=True)  # publishes the source-only stage of a new kernel
     s, path, stale = ls.session, od.path or od.uri, where.stale
+    plan = await ls.plan(od, kernel, analysis, need=1)  # the recommendation is the first code action
     live = s.profile_view(path, kernel)
     view = render.analysis_view(live, analysis, content_hash(kernel))
+    # the background work starts after this hover's own (one GIL): the compile, then the harness check
     if live.unfinished and not kernel.incomplete and not stale:  # no profile, or only its source-only stage
         view.running = ls.profile_in_background(od, kernel)
     if not stale:
         actions.harness_check(od, kernel)  # warm the code-action list in the background
     st = actions.cached_status(od.path, kernel.name)[1] if od.path else None
     harness = st.line if st is not None else (None if od.path else "not checked: the file is not saved")
-    plan = await ls.plan(od, kernel, analysis, need=1)  # the recommendation is the first code action
     md = render.hover_markdown(kernel, view, plan.actions[:1], s.history(path, kernel.name), ready=s.ready,
                                engine=s.engine, stale_model=stale, memory_error=s.memory_error, advice=plan.advice,
                                harness=harness)

@@ -156,12 +156,17 @@ class HtamLanguageServer(LanguageServer):
         return n
 
     def _profile_published(self, entry: ProfileEntry) -> None:
-        """A profile entry was published (any stage, any thread): re-rank and re-publish its documents."""
+        """A profile entry was published (any stage, any thread): re-rank and re-publish its documents. After a
+        source-only stage this is debounced like an edit (:data:`DEBOUNCE_S`): the request that published it ranks
+        it itself, and the refresh (every ranked step's verdict, diagnostics) must not compete with that request
+        for the interpreter."""
+        delay = DEBOUNCE_S if entry.stage == "source" else 0.0
+
         def refresh() -> None:
             for od in self.docs.all():
                 if od.path == entry.path:
                     od.note_interest(entry.kernel)
-                    self.schedule_analysis(od.uri, delay=0.0)
+                    self.schedule_analysis(od.uri, delay=delay)
             self.send_status()
 
         self.threadsafe(refresh)
@@ -261,29 +266,32 @@ class HtamLanguageServer(LanguageServer):
         od.note_interest(kernel.name)
         if self._ready is None:
             self.start_warm_up()
-        await self.source_stage(od, kernel)
+        published = await self.source_stage(od, kernel)
         if hover and not self.session.ready:
             return None
         await self.ensure_ready()
         path, top = od.path or od.uri, self.settings.top_n
         a, fresh = self.session.analysis(path, kernel, top, hover=hover)
-        if a is None:  # the first request of this kernel: rank now, not queued behind a parse
+        # the first request of this kernel, or its source-only stage just landed (a ranking made before it, by the
+        # analysis after the file opened, must not hide it): rank now, not queued behind a parse
+        if a is None or (published and not fresh):
             await asyncio.to_thread(self.session.analyze, path, kernel, top)
             a, _ = self.session.analysis(path, kernel, top, hover=hover)
         elif not fresh and od.uri not in self._timers and od.uri not in self._running:
             self.schedule_analysis(od.uri)  # debounced like an edit: a burst of requests is one pass
         return a
 
-    async def source_stage(self, od: OpenDocument, kernel: Kernel) -> None:
+    async def source_stage(self, od: OpenDocument, kernel: Kernel) -> bool:
         """Publish the kernel's source-only profile stage now (:meth:`Session.source_stage`, in a thread: the
         analysis layer only, milliseconds) when the kernel has no profile of this version; the compile follows
-        in the background (:meth:`profile_in_background`)."""
+        in the background (:meth:`profile_in_background`). Returns whether it was published."""
         if od.path is None or self.session.profile_view(od.path, kernel).entry is not None:
-            return
+            return False
         model = await self.synced_model(od)
         k = od.kernel_named(kernel.name, model)
-        if k is not None and content_hash(k) == content_hash(kernel):  # the kernel of this parse, not a newer one
-            await asyncio.to_thread(self.session.source_stage, od.path, k, model)
+        if k is None or content_hash(k) != content_hash(kernel):  # the kernel of this parse, not a newer one
+            return False
+        return await asyncio.to_thread(self.session.source_stage, od.path, k, model) is not None
 
     async def plan(self, od: OpenDocument, kernel: Kernel, analysis: Analysis | None,
                    need: int | None = None) -> Plan:

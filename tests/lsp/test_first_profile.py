@@ -48,7 +48,8 @@ async def test_first_hover_shows_the_source_stage_while_the_compile_is_held(gate
     uri = open_file(gated, path)
     pos = pos_of(text, "transpose_naive(", offset=3)
     ident = types.TextDocumentIdentifier(uri=uri)
-    md = await hover_until(gated, uri, pos, "**Profile**", timeout=30)  # (the first hover, when it made it)
+    first = await gated.text_document_hover_async(types.HoverParams(text_document=ident, position=pos))
+    md = first.contents.value
     head = next(ln for ln in md.splitlines() if ln.startswith("**Profile"))
     assert "static: from the source only, not compiled yet" in head, md
     assert "compile (registers, spills, occupancy) follow…" in head
