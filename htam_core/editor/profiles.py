@@ -67,6 +67,8 @@ class ProfileEntry:
             otherwise).
         pending: what the later stages still add (``"Nsight Compute counters"``), or ``None`` for the last.
         revision: set by :meth:`ProfileCache.publish`; increases with every published entry.
+        inline: published by :meth:`ProfileCache.publish_first` (a first stage made by a request, outside any job):
+            the job started next runs only the later stages, and answers its ``on_first`` with this entry.
     """
 
     path: str
@@ -80,6 +82,7 @@ class ProfileEntry:
     stage: str = "profile"
     pending: str | None = None
     revision: int = 0
+    inline: bool = False
 
 
 @dataclass
@@ -238,7 +241,7 @@ class ProfileCache:
         """
         chash, key = content_hash(kernel), (path, kernel.name)
         new = ProfileEntry(path, kernel.name, chash, stage.profile, finished=time.time(), source=stage.source,
-                           stage=stage.name, pending=stage.pending)
+                           stage=stage.name, pending=stage.pending, inline=True)
         return self.publish(new, _unless=lambda cur: key in self._jobs or (cur is not None
                                                                             and cur.content_hash == chash))
 
@@ -260,7 +263,8 @@ class ProfileCache:
             after: called before ``on_done`` with that entry, even when the job was superseded (used to
                 record an applied step's outcome).
             on_first: called with the entry of the first stage that is published (or of the failure), as
-                ``on_done`` is (``htam.profile`` answers with it while the later stages run).
+                ``on_done`` is (``htam.profile`` answers with it while the later stages run); at once, on the
+                calling thread, when that stage is the kernel's :attr:`ProfileEntry.inline` entry of this version.
             delay: seconds to wait before queueing (debounce): a newer request for the kernel within it
                 replaces this one.
 
@@ -290,7 +294,8 @@ class ProfileCache:
                 old.first_waiters.clear()
             if on_done is not None:
                 job.waiters.append(on_done)
-            if on_first is not None:
+            first_now = entry is not None and entry.inline and entry.content_hash == chash
+            if on_first is not None and not first_now:
                 job.first_waiters.append(on_first)
             self._jobs[key] = job
             gen = self._stages(path, kernel.name, text, file_language, job.cancel.is_set)
@@ -298,8 +303,10 @@ class ProfileCache:
                 job.timer = threading.Timer(delay, self._submit, (job, gen, after))
                 job.timer.daemon = True
                 job.timer.start()
-                return True
-        self._submit(job, gen, after)
+        if on_first is not None and first_now:  # its first stage is already out: the job adds the later ones
+            on_first(entry)
+        if delay <= 0:
+            self._submit(job, gen, after)
         return True
 
     def _submit(self, job: _Job, gen: Iterator[Stage], after: Callable[[ProfileEntry], None] | None) -> None:

@@ -188,7 +188,9 @@ class Session:
           resources; no Nsight Compute), then ``counters`` (Nsight Compute SOL, achieved occupancy, rules) when
           ncu can add them.
         * Otherwise (no GPU, static mode or unsaved text): ``source`` (facts, static roofline, launch
-          configuration; no compile), then ``compiled`` (ptxas / Triton AOT registers, spills, occupancy).
+          configuration; no compile), then ``compiled`` (ptxas / Triton AOT registers, spills, occupancy). The
+          ``source`` stage is left out when :meth:`source_stage` already published it for this kernel version
+          (:attr:`ProfileEntry.inline`).
         """
         from htam_core.profile.api import static_profile
         from htam_core.profile.static_roofline import harness_sizes_noted
@@ -224,9 +226,8 @@ class Session:
         model = parse_text(text, file_language, path)  # type: ignore[arg-type]
         prev = self.profiles.entry(path, name)
         kernel = next((k for k in model.kernels if k.name == name), None)
-        if (prev is None or prev.stage != "source" or kernel is None
-                or prev.content_hash != content_hash(kernel)):  # not published at once by source_stage
-            yield self._source_stage(path, name, model, on_disk)
+        if prev is None or not prev.inline or kernel is None or prev.content_hash != content_hash(kernel):
+            yield self._source_stage(path, name, model, on_disk)  # not published at once by source_stage
         # the compile's sizes may come from a harness inferred by running the file's __main__ block (in a child)
         sizes, why = harness_sizes_noted(path, name, model)
         p = static_profile(model, name, self.target, sizes=sizes)

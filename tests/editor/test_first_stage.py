@@ -127,5 +127,13 @@ def test_publish_first_never_overrides_a_job_or_a_profile_of_the_same_version():
     assert cache.publish_first("/f.cu", k, _source()) is None  # a profile of this version exists
     k3 = _kernel(3)  # the kernel changed: its first stage is published
     e = cache.publish_first("/f.cu", k3, _source())
-    assert e is not None and cache.view("/f.cu", k3).unfinished
+    assert e is not None and e.inline and cache.view("/f.cu", k3).unfinished
+    # htam.profile's first answer: that published stage, at once; the job adds the compile
+    firsts: list[ProfileEntry] = []
+    gate.clear()
+    assert cache.start("/f.cu", k3, SRC.format(c=3), "cuda", force=True, on_first=firsts.append)
+    assert firsts == [e] and cache.busy
+    gate.set()
+    _wait(lambda: not cache.busy)
+    assert [x.stage for x in got] == ["compiled", "source", "compiled"] and firsts == [e]
     cache.close()
