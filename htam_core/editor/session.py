@@ -64,7 +64,7 @@ class Session:
         target: compute capability of static profiles (``"sm_90"``).
 
     Thread safety: every public method may be called from any thread. Methods that say "blocking" must run
-    off the event loop.
+    off the event loop. Call :meth:`warm_up` first (profiles of a non-static session wait for its GPU lookup).
     """
 
     def __init__(self, *, memory_path: str | None = None, engine: str = "rules", llm: Any = None,
@@ -84,8 +84,11 @@ class Session:
         self.recorder = Recorder(self.profiles, self.history_log, self.memory, lambda: self.gpu is not None,
                                  lambda: f"{self.target} (static)")
         self._ready = threading.Event()
-        #: :attr:`gpu` has been looked up (the first thing :meth:`warm_up` does): which stages a profile has
+        #: :attr:`gpu` has been looked up (the first thing :meth:`warm_up` does; nothing to look up in static mode):
+        #: which stages a profile has. A profile waits for it (30 s at most), the source-only stage 2 s.
         self._mode_known = threading.Event()
+        if static:
+            self._mode_known.set()
 
     # ---- lifecycle --------------------------------------------------------------------------------
     @property
@@ -149,6 +152,7 @@ class Session:
         if static is not None and static != self.static:
             self.static = static
             self.gpu = None if static else _gpu_name(self.gpu_index)
+            self._mode_known.set()
         if reopen and self.ready:
             self._open_memory()
 
