@@ -48,6 +48,10 @@ DEBOUNCE_S = 0.15
 MAX_WAIT_S = 1.0
 #: Quiet time after a save before its re-profiles start (s): a newer save within it replaces them.
 SAVE_DEBOUNCE_S = 0.3
+#: How long the memory's warm-up waits after ``initialized`` (s), and then at most for the source-only stages and
+#: parses under way (1 s more): a file opened together with the server gets its first profile before torch is
+#: imported (that import holds the interpreter lock for long stretches: the first parse took 0.5 s beside it).
+FIRST_LOOK_S = 0.25
 
 
 class HtamLanguageServer(LanguageServer):
@@ -68,6 +72,7 @@ class HtamLanguageServer(LanguageServer):
         #: parses and rankings: one thread, so that a burst's work is done once and in order
         self.analysis_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="htam-analysis")
         self._off_loop = 0  # tasks queued or running on the analysis thread
+        self._first_looks = 0  # source-only stages being made (Session.source_stage)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.session.profiles.subscribe(self._profile_published)
 
@@ -92,11 +97,23 @@ class HtamLanguageServer(LanguageServer):
         return [f"{p} (from {source})" for p in problems]
 
     def start_warm_up(self) -> None:
-        """Load memory and ranker off the event loop; :meth:`ensure_ready` awaits it."""
+        """Look for the GPU, then load memory and ranker, off the event loop (:meth:`_warm_up`);
+        :meth:`ensure_ready` awaits it."""
         self.loop = asyncio.get_running_loop()
         if self._ready is None:
-            self._ready = asyncio.ensure_future(asyncio.to_thread(self.session.warm_up))
+            self._ready = asyncio.ensure_future(self._warm_up())
             self._ready.add_done_callback(lambda _f: self.send_status())
+
+    async def _warm_up(self) -> None:
+        """:meth:`Session.look_up_gpu` at once, then :meth:`Session.warm_up` after :data:`FIRST_LOOK_S` and the
+        source-only stages and parses under way (1 s at most)."""
+        loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self.session.look_up_gpu)
+        await asyncio.sleep(FIRST_LOOK_S)
+        until = loop.time() + 1.0
+        while (self._first_looks or self._off_loop) and loop.time() < until:
+            await asyncio.sleep(0.01)
+        await asyncio.to_thread(self.session.warm_up)
 
     async def ensure_ready(self) -> None:
         """Wait (without blocking the loop) until the memory is loaded."""
@@ -291,7 +308,11 @@ class HtamLanguageServer(LanguageServer):
         k = od.kernel_named(kernel.name, model)
         if k is None or content_hash(k) != content_hash(kernel):  # the kernel of this parse, not a newer one
             return False
-        return await asyncio.to_thread(self.session.source_stage, od.path, k, model) is not None
+        self._first_looks += 1
+        try:
+            return await asyncio.to_thread(self.session.source_stage, od.path, k, model) is not None
+        finally:
+            self._first_looks -= 1
 
     async def plan(self, od: OpenDocument, kernel: Kernel, analysis: Analysis | None,
                    need: int | None = None) -> Plan:

@@ -123,14 +123,21 @@ class Session:
         A store that cannot be opened leaves the ranker on the priors only and sets :attr:`memory_error`.
         """
         try:
-            try:  # first: the source-only stage (Session.source_stage) needs only this, not the memory
-                self.gpu = None if self.static else _gpu_name(self.gpu_index)
-            finally:
-                self._mode_known.set()
+            if not self._mode_known.is_set():
+                self.look_up_gpu()
             self._open_memory()
             warm_transforms()  # the first makeable check then costs only its own transforms
         finally:
             self._ready.set()
+
+    def look_up_gpu(self) -> None:
+        """Look for the GPU (``nvidia-smi``, no CUDA context; nothing in static mode): which stages a profile has.
+        The first step of :meth:`warm_up`, also callable before it: the source-only stage (:meth:`source_stage`)
+        needs only this, not the memory (blocking, under a second)."""
+        try:
+            self.gpu = None if self.static else _gpu_name(self.gpu_index)
+        finally:
+            self._mode_known.set()
 
     def _open_memory(self) -> None:
         records = self.memory.open(self.memory_path)
