@@ -12,6 +12,10 @@ Measured per kernel (median, min, max over ``--repeats``):
   is the source-only static profile (stage 1, no compile); on a GPU the timer's measured time (stage 1).
 * ``final_stage_s``: ``didOpen`` to the hover of the last stage (the compiled static profile without a GPU;
   the Nsight Compute counters with one).
+* ``start_to_first_s``: from launching the server process to that first profile hover (its imports,
+  ``initialize``, the memory's warm-up when it is waited for, and ``first_profile_s``). With ``--open-at-start``
+  the file is opened right after ``initialized`` without waiting for ``ready``, as an editor that starts the
+  server for the file it opens does; ``first_profile_s`` then counts from that ``didOpen``.
 * GPU only, ``warm_profile_s``: ``htam.profile`` on the same server after the first profile finished (warm
   worker, compile cached, kernel unchanged): the command answers with stage 1; ``warm_final_s``: until the
   counters' stage lands.
@@ -168,8 +172,9 @@ async def _bounded(aw: Any, phase: str, limit_s: float) -> Any:
         raise Phase(phase, limit_s) from exc
 
 
-async def _start(workdir: Path, static: bool, log: Path, init_s: float) -> tuple[LanguageClient, int]:
-    """A fresh server on stdio, initialized and ready; returns the client and the server's pid.
+async def _start(workdir: Path, static: bool, log: Path, init_s: float,
+                 wait_ready: bool = True) -> tuple[LanguageClient, int]:
+    """A fresh server on stdio, initialized and (``wait_ready``) ready; returns the client and the server's pid.
 
     Raises:
         Phase: ``initialize`` or ``ready`` did not answer within ``init_s`` seconds (the client is stopped).
@@ -201,7 +206,8 @@ async def _start(workdir: Path, static: bool, log: Path, init_s: float) -> tuple
             initialization_options={"memoryPath": str(workdir / "mem.sqlite3"), "static": static})),
             "initialize", init_s)
         client.initialized(types.InitializedParams())
-        await _bounded(ready.wait(), "ready", init_s)
+        if wait_ready:
+            await _bounded(ready.wait(), "ready", init_s)
     except Phase:
         await _stop(client, pid, [], graceful=False)  # it does not answer: no shutdown request to wait for
         raise
@@ -266,7 +272,8 @@ def _tail(path: Path, n: int = 8) -> list[str]:
 
 
 async def one_repeat(file: str, kernel: str, lang: str, gpu: bool, poll_s: float, timeout_s: float,
-                     init_s: float, log_dir: Path, tag: str, say: Any, deadline: float = float("inf")) -> dict:
+                     init_s: float, log_dir: Path, tag: str, say: Any, deadline: float = float("inf"),
+                     open_at_start: bool = False) -> dict:
     """One fresh server: didOpen -> first and final profile; on a GPU also a warm ``htam.profile``.
 
     Every phase is bounded (``initialize``/``ready`` by ``init_s``, the others by ``timeout_s``); a phase that
@@ -284,7 +291,7 @@ async def one_repeat(file: str, kernel: str, lang: str, gpu: bool, poll_s: float
     with tempfile.TemporaryDirectory(prefix="htam-bench-fp-") as tmp:
         try:
             say(f"{tag}: starting the server")
-            client, pid = await _start(Path(tmp), not gpu, log, lim(init_s))
+            client, pid = await _start(Path(tmp), not gpu, log, lim(init_s), wait_ready=not open_at_start)
         except Phase as exc:
             out.update(timeout=exc.phase, error=str(exc), server_log_tail=_tail(log))
             return out
@@ -297,12 +304,13 @@ async def one_repeat(file: str, kernel: str, lang: str, gpu: bool, poll_s: float
             ident = types.TextDocumentIdentifier(uri=uri)
             pos = _name_position(text, kernel)
             t0 = time.perf_counter()
-            say(f"{tag}: ready after {out['start_s']:.1f} s; didOpen")
+            say(f"{tag}: {'initialized' if open_at_start else 'ready'} after {out['start_s']:.1f} s; didOpen")
             client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
                 uri=uri, language_id=lang, version=1, text=text)))
             first, md1 = await _poll(client, ident, pos, gpu, t0, poll_s, lim(timeout_s),
                                      {"first", "final", "static", "failed"})
-            out.update(first_profile_s=first, first_hover_head=_head(md1))
+            out.update(first_profile_s=first, first_hover_head=_head(md1),
+                       start_to_first_s=None if first is None else round(t0 - t_rep + first, 3))
             say(f"{tag}: first profile {'timeout' if first is None else f'{first:.2f} s'}")
             if first is None:
                 out["timeout"] = "first_profile"
@@ -354,10 +362,11 @@ def _markdown(res: dict) -> str:
     lines = [f"# Editor first-profile latency ({res['date']})", "", f"- machine: {res['machine']}",
              f"- GPU: {res['gpu'] or 'none (CPU part)'}", f"- command: `{res['command']}`",
              f"- repeats: {res['repeats']} (a fresh server, empty memory and compile cache each)",
+             f"- didOpen: {'right after initialized (--open-at-start)' if res.get('open_at_start') else 'after the server said ready'}",
              f"- target: {TARGET_S:g} s (median)", "",
              "| kernel | metric | median s | min s | max s | n | timeouts | target met |", "|---|---|---|---|---|---|---|---|"]
     for k, entry in res["kernels"].items():
-        for metric in ("first_profile_s", "final_stage_s", "warm_profile_s", "warm_final_s"):
+        for metric in ("first_profile_s", "final_stage_s", "start_to_first_s", "warm_profile_s", "warm_final_s"):
             s = entry.get(metric)
             if s is None:
                 continue
@@ -378,7 +387,8 @@ def _markdown(res: dict) -> str:
                          "were killed")
     lines += ["", "first_profile_s: didOpen to the first hover with a profile (CPU: the source-only static stage; "
               "GPU: the timer's stage). final_stage_s: to the last stage (CPU: compiled static, cold compile "
-              "cache; GPU: Nsight Compute counters). warm_profile_s: `htam.profile` reply (stage 1) on a warm "
+              "cache; GPU: Nsight Compute counters). start_to_first_s: server process launch to that first hover. "
+              "warm_profile_s: `htam.profile` reply (stage 1) on a warm "
               "worker with the compile cached; warm_final_s: until its counters' stage lands.", ""]
     return "\n".join(lines)
 
@@ -391,7 +401,8 @@ def summarize(rows: list[dict], gpu: str | None, repeats: int) -> dict[str, Any]
         reps = [r for r in rows if r.get("kernel") == name]
         if not reps:
             continue
-        metrics = ["first_profile_s", "final_stage_s"] + (["warm_profile_s", "warm_final_s"] if gpu else [])
+        metrics = ["first_profile_s", "final_stage_s", "start_to_first_s"] + (
+            ["warm_profile_s", "warm_final_s"] if gpu else [])
         entry: dict[str, Any] = {m: _stats([r.get(m) for r in reps]) for m in metrics}
         entry["first_hover_head"] = next((r["first_hover_head"] for r in reps if r.get("first_hover_head")), "")
         entry["final_hover_head"] = next((r["final_hover_head"] for r in reps if r.get("final_hover_head")), "")
@@ -404,7 +415,7 @@ def summarize(rows: list[dict], gpu: str | None, repeats: int) -> dict[str, Any]
 
 
 async def run(repeats: int, cpu: bool, poll_s: float, timeout_s: float, init_s: float, max_s: float,
-              out: Path) -> dict:
+              out: Path, open_at_start: bool = False) -> dict:
     """All kernels, ``repeats`` fresh servers each, the kernels interleaved (repeat 1 of each, then repeat 2 ...)
     so that a run cut short by ``max_s`` still has every kernel. Each row is appended to ``out/rows.jsonl`` as
     it finishes; a progress line per phase goes to stdout (flushed)."""
@@ -432,7 +443,7 @@ async def run(repeats: int, cpu: bool, poll_s: float, timeout_s: float, init_s: 
                 break
             tag = f"{Path(file).stem}-{i + 1}"
             row = await one_repeat(file, kernel, lang, gpu is not None, poll_s, timeout_s, init_s, log_dir, tag,
-                                   say, deadline=t_start + max_s)
+                                   say, deadline=t_start + max_s, open_at_start=open_at_start)
             rows.append(row)
             with rows_path.open("a") as f:
                 f.write(json.dumps(row) + "\n")
@@ -444,6 +455,7 @@ async def run(repeats: int, cpu: bool, poll_s: float, timeout_s: float, init_s: 
     res = summarize(rows, gpu, repeats)
     res["stopped"] = stopped
     res["max_seconds"] = max_s
+    res["open_at_start"] = open_at_start
     res["wall_s"] = round(time.perf_counter() - t_start, 1)
     return res
 
@@ -460,12 +472,14 @@ def main() -> int:
     ap.add_argument("--init-timeout-s", type=float, default=60.0, help="limit of initialize and of ready")
     ap.add_argument("--max-seconds", type=float, default=100.0,
                     help="total budget: no repeat starts after it, and the summary of what was measured is written")
+    ap.add_argument("--open-at-start", action="store_true",
+                    help="open the file right after initialized, without waiting for the server's ready status")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     try:
         res = asyncio.run(run(a.repeats, a.cpu, a.poll_ms / 1000.0, a.timeout_s, a.init_timeout_s, a.max_seconds,
-                              out))
+                              out, a.open_at_start))
     except KeyboardInterrupt:  # a stage limit's SIGINT: kill what this run started, keep the rows written so far
         killed = _kill_tree(_descendants(os.getpid()))
         rows = [json.loads(ln) for ln in (out / "rows.jsonl").read_text().splitlines() if ln.strip()] \

@@ -4,8 +4,11 @@ The hover reads the kernel's current analysis (:meth:`HtamLanguageServer.analysi
 profile, that the code-action list reads, and one line saying where the kernel's harness came from (``htam.toml``,
 inferred from ``__main__``, from a test or from ``main()``, or none: the template), as the helper process found it.
 Its recommendation is the first code action (a step that can be made on the kernel as it is); strategies with no
-mechanical transform follow as advice, with how to apply them. When no profile of the kernel exists, one is queued in the background
-and the hover says so; the next hover shows it.
+mechanical transform follow as advice, with how to apply them. The first hover of a kernel version without a
+profile shows its source-only stage at once (published in that request from the analysis layer, before the ranking;
+on a GPU machine for a saved file, the measured stage instead is queued) while the compile is queued in the
+background; the next hover shows the later stage. A hover before the HTAM memory is loaded shows the profile without
+waiting for the ranking.
 """
 
 from __future__ import annotations
@@ -24,16 +27,18 @@ async def hover(ls, params: types.HoverParams) -> types.Hover | None:
     kernel = where.kernel if where is not None else None
     if kernel is None:
         return None
-    analysis = await ls.analysis(od, kernel, hover=True)
+    analysis = await ls.analysis(od, kernel, hover=True)  # publishes the source-only stage of a new kernel
     s, path, stale = ls.session, od.path or od.uri, where.stale
-    view = render.analysis_view(s.profile_view(path, kernel), analysis, content_hash(kernel))
-    if view.entry is None and not view.running and not kernel.incomplete and not stale:
+    plan = await ls.plan(od, kernel, analysis, need=1)  # the recommendation is the first code action
+    live = s.profile_view(path, kernel)
+    view = render.analysis_view(live, analysis, content_hash(kernel))
+    # the background work starts after this hover's own (one GIL): the compile, then the harness check
+    if live.unfinished and not kernel.incomplete and not stale:  # no profile, or only its source-only stage
         view.running = ls.profile_in_background(od, kernel)
     if not stale:
         actions.harness_check(od, kernel)  # warm the code-action list in the background
     st = actions.cached_status(od.path, kernel.name)[1] if od.path else None
     harness = st.line if st is not None else (None if od.path else "not checked: the file is not saved")
-    plan = await ls.plan(od, kernel, analysis, need=1)  # the recommendation is the first code action
     md = render.hover_markdown(kernel, view, plan.actions[:1], s.history(path, kernel.name), ready=s.ready,
                                engine=s.engine, stale_model=stale, memory_error=s.memory_error, advice=plan.advice,
                                harness=harness)

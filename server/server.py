@@ -26,7 +26,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from htam_core import __version__
-from htam_core.editor import Analysis, Plan, ProfileEntry, Session
+from htam_core.editor import Analysis, Plan, ProfileEntry, Session, content_hash
 from htam_core.editor.buffer import Located
 from htam_core.source import Kernel, SourceModel
 from htam_server import actions, commands, diagnostics, hover, stdio
@@ -48,6 +48,10 @@ DEBOUNCE_S = 0.15
 MAX_WAIT_S = 1.0
 #: Quiet time after a save before its re-profiles start (s): a newer save within it replaces them.
 SAVE_DEBOUNCE_S = 0.3
+#: How long the memory's warm-up waits after ``initialized`` (s), and then at most for the source-only stages and
+#: parses under way (1 s more): a file opened together with the server gets its first profile before torch is
+#: imported (that import holds the interpreter lock for long stretches: the first parse took 0.5 s beside it).
+FIRST_LOOK_S = 0.25
 
 
 class HtamLanguageServer(LanguageServer):
@@ -68,6 +72,7 @@ class HtamLanguageServer(LanguageServer):
         #: parses and rankings: one thread, so that a burst's work is done once and in order
         self.analysis_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="htam-analysis")
         self._off_loop = 0  # tasks queued or running on the analysis thread
+        self._first_looks = 0  # source-only stages being made (Session.source_stage)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.session.profiles.subscribe(self._profile_published)
 
@@ -92,11 +97,23 @@ class HtamLanguageServer(LanguageServer):
         return [f"{p} (from {source})" for p in problems]
 
     def start_warm_up(self) -> None:
-        """Load memory and ranker off the event loop; :meth:`ensure_ready` awaits it."""
+        """Look for the GPU, then load memory and ranker, off the event loop (:meth:`_warm_up`);
+        :meth:`ensure_ready` awaits it."""
         self.loop = asyncio.get_running_loop()
         if self._ready is None:
-            self._ready = asyncio.ensure_future(asyncio.to_thread(self.session.warm_up))
+            self._ready = asyncio.ensure_future(self._warm_up())
             self._ready.add_done_callback(lambda _f: self.send_status())
+
+    async def _warm_up(self) -> None:
+        """:meth:`Session.look_up_gpu` at once, then :meth:`Session.warm_up` after :data:`FIRST_LOOK_S` and the
+        source-only stages and parses under way (1 s at most)."""
+        loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self.session.look_up_gpu)
+        await asyncio.sleep(FIRST_LOOK_S)
+        until = loop.time() + 1.0
+        while (self._first_looks or self._off_loop) and loop.time() < until:
+            await asyncio.sleep(0.01)
+        await asyncio.to_thread(self.session.warm_up)
 
     async def ensure_ready(self) -> None:
         """Wait (without blocking the loop) until the memory is loaded."""
@@ -156,12 +173,17 @@ class HtamLanguageServer(LanguageServer):
         return n
 
     def _profile_published(self, entry: ProfileEntry) -> None:
-        """A profile entry was published (any stage, any thread): re-rank and re-publish its documents."""
+        """A profile entry was published (any stage, any thread): re-rank and re-publish its documents. After a
+        source-only stage this is debounced like an edit (:data:`DEBOUNCE_S`): the request that published it ranks
+        it itself, and the refresh (every ranked step's verdict, diagnostics) must not compete with that request
+        for the interpreter."""
+        delay = DEBOUNCE_S if entry.stage == "source" else 0.0
+
         def refresh() -> None:
             for od in self.docs.all():
                 if od.path == entry.path:
                     od.note_interest(entry.kernel)
-                    self.schedule_analysis(od.uri, delay=0.0)
+                    self.schedule_analysis(od.uri, delay=delay)
             self.send_status()
 
         self.threadsafe(refresh)
@@ -252,17 +274,45 @@ class HtamLanguageServer(LanguageServer):
     async def analysis(self, od: OpenDocument, kernel: Kernel, *, hover: bool) -> Analysis | None:
         """The kernel's current analysis (its ranking and the profile it used), never ranking on the event loop:
         the latest completed one, refreshed in the background when it is not fresh; the first request of a
-        kernel waits for its ranking (in a thread of its own, not queued behind a parse)."""
-        await self.ensure_ready()
+        kernel waits for its ranking (in a thread of its own, not queued behind a parse).
+
+        The first request of a kernel version without a profile publishes its source-only stage first
+        (:meth:`source_stage`), so the ranking and the hover have a profile at once. A hover before the memory
+        is loaded does not wait for it: it gets ``None`` (the hover shows the profile and says the ranking is
+        loading)."""
         od.note_interest(kernel.name)
+        if self._ready is None:
+            self.start_warm_up()
+        published = await self.source_stage(od, kernel)
+        if hover and not self.session.ready:
+            return None
+        await self.ensure_ready()
         path, top = od.path or od.uri, self.settings.top_n
         a, fresh = self.session.analysis(path, kernel, top, hover=hover)
-        if a is None:  # the first request of this kernel: rank now, not queued behind a parse
+        # the first request of this kernel, or its source-only stage just landed (a ranking made before it, by the
+        # analysis after the file opened, must not hide it): rank now, not queued behind a parse
+        if a is None or (published and not fresh):
             await asyncio.to_thread(self.session.analyze, path, kernel, top)
             a, _ = self.session.analysis(path, kernel, top, hover=hover)
         elif not fresh and od.uri not in self._timers and od.uri not in self._running:
             self.schedule_analysis(od.uri)  # debounced like an edit: a burst of requests is one pass
         return a
+
+    async def source_stage(self, od: OpenDocument, kernel: Kernel) -> bool:
+        """Publish the kernel's source-only profile stage now (:meth:`Session.source_stage`, in a thread: the
+        analysis layer only, milliseconds) when the kernel has no profile of this version; the compile follows
+        in the background (:meth:`profile_in_background`). Returns whether it was published."""
+        if od.path is None or self.session.profile_view(od.path, kernel).entry is not None:
+            return False
+        model = await self.synced_model(od)
+        k = od.kernel_named(kernel.name, model)
+        if k is None or content_hash(k) != content_hash(kernel):  # the kernel of this parse, not a newer one
+            return False
+        self._first_looks += 1
+        try:
+            return await asyncio.to_thread(self.session.source_stage, od.path, k, model) is not None
+        finally:
+            self._first_looks -= 1
 
     async def plan(self, od: OpenDocument, kernel: Kernel, analysis: Analysis | None,
                    need: int | None = None) -> Plan:

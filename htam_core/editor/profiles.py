@@ -67,6 +67,8 @@ class ProfileEntry:
             otherwise).
         pending: what the later stages still add (``"Nsight Compute counters"``), or ``None`` for the last.
         revision: set by :meth:`ProfileCache.publish`; increases with every published entry.
+        inline: published by :meth:`ProfileCache.publish_first` (a first stage made by a request, outside any job):
+            the job started next runs only the later stages, and answers its ``on_first`` with this entry.
     """
 
     path: str
@@ -80,6 +82,7 @@ class ProfileEntry:
     stage: str = "profile"
     pending: str | None = None
     revision: int = 0
+    inline: bool = False
 
 
 @dataclass
@@ -111,6 +114,15 @@ class ProfileView:
     def revision(self) -> int:
         """The entry's revision (0 without an entry)."""
         return self.entry.revision if self.entry is not None else 0
+
+    @property
+    def unfinished(self) -> bool:
+        """Nothing is profiling the kernel, and it has no profile of its current version, or only an earlier
+        stage of one (:attr:`ProfileEntry.pending` set: the source-only stage published at once by the first
+        request, or a job that stopped after its first stage): a profile should be queued."""
+        if self.running:
+            return False
+        return self.entry is None or (not self.stale and self.entry.pending is not None)
 
 
 @dataclass
@@ -196,13 +208,18 @@ class ProfileCache:
         stale = entry is not None and entry.content_hash != content_hash(kernel)
         return ProfileView(entry, stale, running)
 
-    def publish(self, entry: ProfileEntry, *, _last_of: _Job | None = None) -> ProfileEntry:
+    def publish(self, entry: ProfileEntry, *, _last_of: _Job | None = None,
+                _unless: Callable[[ProfileEntry | None], bool] | None = None) -> ProfileEntry | None:
         """Store ``entry`` as the kernel's latest profile (any stage), give it a new revision and tell the
         listeners. Returns the entry. (``_last_of``: the job whose last stage this is; it ends in the same step,
-        so listeners see the kernel as no longer profiling.)"""
+        so listeners see the kernel as no longer profiling. ``_unless(current entry)``: checked in the same
+        step; when true nothing is published and ``None`` is returned.)"""
+        key = (entry.path, entry.kernel)
         with self._lock:
+            if _unless is not None and _unless(self._entries.get(key)):
+                return None
             entry.revision = next(_revisions)
-            self._entries[(entry.path, entry.kernel)] = entry
+            self._entries[key] = entry
             if _last_of is not None:
                 self._finish(_last_of)
             listeners = list(self._listeners)
@@ -213,13 +230,29 @@ class ProfileCache:
             listener(entry)
         return entry
 
+    def publish_first(self, path: str, kernel: Kernel, stage: Stage) -> ProfileEntry | None:
+        """Publish ``stage`` as the first stage of ``kernel``'s profile, made by the caller outside any job (the
+        editor's source-only stage, computed in the request that first asks about the kernel), unless the kernel
+        already has a profile of this version or one is queued or running (a job's own stages win). A later
+        :meth:`start` runs the remaining stages.
+
+        Returns:
+            the published entry, or ``None`` when nothing was published.
+        """
+        chash, key = content_hash(kernel), (path, kernel.name)
+        new = ProfileEntry(path, kernel.name, chash, stage.profile, finished=time.time(), source=stage.source,
+                           stage=stage.name, pending=stage.pending, inline=True)
+        return self.publish(new, _unless=lambda cur: key in self._jobs or (cur is not None
+                                                                            and cur.content_hash == chash))
+
     def start(self, path: str, kernel: Kernel, text: str, file_language: str, *, force: bool = False,
               on_done: Callable[[ProfileEntry], None] | None = None,
               after: Callable[[ProfileEntry], None] | None = None, delay: float = 0.0,
               on_first: Callable[[ProfileEntry], None] | None = None) -> bool:
         """Queue a background profile of ``kernel`` from the editor text ``text``.
 
-        Nothing is queued when a profile of this exact content exists or is running (unless ``force``).
+        Nothing is queued when a profile of this exact content is running or finished its last stage (unless
+        ``force``); an earlier stage alone (:meth:`publish_first`) does not count as finished.
         A queued or running profile of other content of the same kernel is cancelled (its result dropped).
 
         Args:
@@ -230,7 +263,8 @@ class ProfileCache:
             after: called before ``on_done`` with that entry, even when the job was superseded (used to
                 record an applied step's outcome).
             on_first: called with the entry of the first stage that is published (or of the failure), as
-                ``on_done`` is (``htam.profile`` answers with it while the later stages run).
+                ``on_done`` is (``htam.profile`` answers with it while the later stages run); at once, on the
+                calling thread, when that stage is the kernel's :attr:`ProfileEntry.inline` entry of this version.
             delay: seconds to wait before queueing (debounce): a newer request for the kernel within it
                 replaces this one.
 
@@ -248,7 +282,8 @@ class ProfileCache:
                     old.first_waiters.append(on_first)
                 return False
             entry = self._entries.get(key)
-            if old is None and entry is not None and entry.content_hash == chash and not force and after is None:
+            if (old is None and entry is not None and entry.content_hash == chash and entry.pending is None
+                    and not force and after is None):
                 return False
             job = _Job(key, chash)
             if old is not None:  # stale work: dropped; whoever waited for it gets this newer profile
@@ -259,7 +294,8 @@ class ProfileCache:
                 old.first_waiters.clear()
             if on_done is not None:
                 job.waiters.append(on_done)
-            if on_first is not None:
+            first_now = entry is not None and entry.inline and entry.content_hash == chash
+            if on_first is not None and not first_now:
                 job.first_waiters.append(on_first)
             self._jobs[key] = job
             gen = self._stages(path, kernel.name, text, file_language, job.cancel.is_set)
@@ -267,8 +303,10 @@ class ProfileCache:
                 job.timer = threading.Timer(delay, self._submit, (job, gen, after))
                 job.timer.daemon = True
                 job.timer.start()
-                return True
-        self._submit(job, gen, after)
+        if on_first is not None and first_now:  # its first stage is already out: the job adds the later ones
+            on_first(entry)
+        if delay <= 0:
+            self._submit(job, gen, after)
         return True
 
     def _submit(self, job: _Job, gen: Iterator[Stage], after: Callable[[ProfileEntry], None] | None) -> None:

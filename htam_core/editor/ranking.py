@@ -12,7 +12,8 @@ and the caller schedules :meth:`Rankings.compute` in a thread.
 The hover pins what it showed: when a newer analysis of the *same kernel version* arrives (a profile landed)
 within :data:`PIN_S` seconds after a hover showed the current one, it is held back until the next hover, so that
 the code-action list the user opens right after reading a hover starts with the step that hover recommended.
-An analysis of a changed kernel is never held back.
+An analysis of a changed kernel is never held back. An analysis ranked from an older profile entry of the same
+kernel version than the current (or held) one is dropped: it was computed concurrently and came late.
 """
 
 from __future__ import annotations
@@ -134,6 +135,9 @@ class Rankings:
         cur = self._current.get(fingerprint)
         if cur is a:
             return
+        newest = self._held.get(fingerprint) or cur
+        if newest is not None and newest.kernel_hash == a.kernel_hash and a.key[1] < newest.key[1]:
+            return  # ranked from an older profile of this kernel version than one already ranked: it came late
         shown = self._shown.get(fingerprint)
         if (cur is not None and shown is not None and shown[0] is cur and cur.kernel_hash == a.kernel_hash
                 and time.monotonic() - shown[1] < self.pin_s):

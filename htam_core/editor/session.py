@@ -64,7 +64,7 @@ class Session:
         target: compute capability of static profiles (``"sm_90"``).
 
     Thread safety: every public method may be called from any thread. Methods that say "blocking" must run
-    off the event loop.
+    off the event loop. Call :meth:`warm_up` first (profiles of a non-static session wait for its GPU lookup).
     """
 
     def __init__(self, *, memory_path: str | None = None, engine: str = "rules", llm: Any = None,
@@ -84,6 +84,11 @@ class Session:
         self.recorder = Recorder(self.profiles, self.history_log, self.memory, lambda: self.gpu is not None,
                                  lambda: f"{self.target} (static)")
         self._ready = threading.Event()
+        #: :attr:`gpu` has been looked up (the first thing :meth:`warm_up` does; nothing to look up in static mode):
+        #: which stages a profile has. A profile waits for it (30 s at most), the source-only stage 2 s.
+        self._mode_known = threading.Event()
+        if static:
+            self._mode_known.set()
 
     # ---- lifecycle --------------------------------------------------------------------------------
     @property
@@ -118,11 +123,21 @@ class Session:
         A store that cannot be opened leaves the ranker on the priors only and sets :attr:`memory_error`.
         """
         try:
+            if not self._mode_known.is_set():
+                self.look_up_gpu()
             self._open_memory()
-            self.gpu = None if self.static else _gpu_name(self.gpu_index)
             warm_transforms()  # the first makeable check then costs only its own transforms
         finally:
             self._ready.set()
+
+    def look_up_gpu(self) -> None:
+        """Look for the GPU (``nvidia-smi``, no CUDA context; nothing in static mode): which stages a profile has.
+        The first step of :meth:`warm_up`, also callable before it: the source-only stage (:meth:`source_stage`)
+        needs only this, not the memory (blocking, under a second)."""
+        try:
+            self.gpu = None if self.static else _gpu_name(self.gpu_index)
+        finally:
+            self._mode_known.set()
 
     def _open_memory(self) -> None:
         records = self.memory.open(self.memory_path)
@@ -144,6 +159,7 @@ class Session:
         if static is not None and static != self.static:
             self.static = static
             self.gpu = None if static else _gpu_name(self.gpu_index)
+            self._mode_known.set()
         if reopen and self.ready:
             self._open_memory()
 
@@ -183,14 +199,17 @@ class Session:
           resources; no Nsight Compute), then ``counters`` (Nsight Compute SOL, achieved occupancy, rules) when
           ncu can add them.
         * Otherwise (no GPU, static mode or unsaved text): ``source`` (facts, static roofline, launch
-          configuration; no compile), then ``compiled`` (ptxas / Triton AOT registers, spills, occupancy).
+          configuration; no compile), then ``compiled`` (ptxas / Triton AOT registers, spills, occupancy). The
+          ``source`` stage is left out when :meth:`source_stage` already published it for this kernel version
+          (:attr:`ProfileEntry.inline`).
         """
-        from htam_core.profile.api import source_profile, static_profile
+        from htam_core.profile.api import static_profile
         from htam_core.profile.static_roofline import kernel_harness_noted, sizes_of
         from htam_core.source import load, parse_text
 
+        self._mode_known.wait(30)  # a profile queued before warm_up looked for the GPU waits for it
         on_disk = read_disk(path) == text
-        if on_disk and self.gpu is not None and not self.static:
+        if self._measures(on_disk):
             from htam_core.harness.base import HarnessError
             from htam_core.harness.find import find_harness
             from htam_core.profile import ncu_stage
@@ -216,18 +235,65 @@ class Session:
                                                                target=self.target), "disk")
             return
         model = parse_text(text, file_language, path)  # type: ignore[arg-type]
-        note = ("the file has unsaved changes: static profile of the editor text; save the file to measure it "
+        prev = self.profiles.entry(path, name)
+        kernel = next((k for k in model.kernels if k.name == name), None)
+        if prev is None or not prev.inline or kernel is None or prev.content_hash != content_hash(kernel):
+            yield self._source_stage(path, name, model, on_disk)  # not published at once by source_stage
+        # the compile's sizes may come from a harness inferred by running the file's __main__ block (in a child)
+        harness, why = kernel_harness_noted(path, name, model)
+        p = static_profile(model, name, self.target, sizes=sizes_of(harness), harness=harness)
+        p.warnings[:0] = [n for n in (self._unsaved_note(on_disk), why) if n]
+        yield Stage("compiled", p, "disk" if on_disk else "buffer")
+
+    def _measures(self, on_disk: bool) -> bool:
+        """A profile of the saved file is measured on the GPU (else its stages are source, then compiled)."""
+        return on_disk and self.gpu is not None and not self.static
+
+    def _unsaved_note(self, on_disk: bool) -> str | None:
+        return ("the file has unsaved changes: static profile of the editor text; save the file to measure it "
                 "on the GPU") if self.gpu is not None and not self.static and not on_disk else None
-        src = "disk" if on_disk else "buffer"
-        harness, why = kernel_harness_noted(path, name, model)  # found once for both stages (reads files)
-        sizes = sizes_of(harness)
-        notes = [n for n in (note, why) if n]
-        p = source_profile(model, name, self.target, sizes=sizes, harness=harness)
-        p.warnings[:0] = notes
-        yield Stage("source", p, src, pending="compile (registers, spills, occupancy)")
-        p = static_profile(model, name, self.target, sizes=sizes, harness=harness)
-        p.warnings[:0] = notes
-        yield Stage("compiled", p, src)
+
+    def _source_stage(self, path: str, name: str, model: SourceModel, on_disk: bool) -> Stage:
+        """The source-only stage: the analysis layer's facts, the static roofline and the launch configuration,
+        no compile (milliseconds). The harness's sizes come from files only (an ``htam.toml`` table, a
+        KernelBench pair, a cached recording): running the file to infer a harness is left to the compiled
+        stage.
+
+        Raises:
+            ProfileError: unknown kernel or a language that cannot be profiled.
+        """
+        from htam_core.profile.api import source_profile
+        from htam_core.profile.static_roofline import kernel_harness_noted, sizes_of
+
+        harness, why = kernel_harness_noted(path, name, model, run_code=False)  # None: no lookup that runs code
+        p = source_profile(model, name, self.target, sizes=sizes_of(harness), harness=harness)
+        p.warnings[:0] = [n for n in (self._unsaved_note(on_disk), why) if n]
+        return Stage("source", p, "disk" if on_disk else "buffer", pending="compile (registers, spills, occupancy)")
+
+    def source_stage(self, path: str, kernel: Kernel, model: SourceModel) -> ProfileEntry | None:
+        """Publish the source-only stage of ``kernel`` (of ``model``, the parse of the editor text) now, in the
+        calling thread, when its profile would start with that stage (no GPU, static mode or unsaved text) and
+        the kernel has no profile of this version and none is running (blocking, milliseconds: no compile, no
+        worker, no run of the file, no wait for the memory). :meth:`start_profile` then runs only the compile.
+
+        Returns:
+            the published entry; ``None`` when nothing was published (a GPU profile, a profile exists or runs,
+            the GPU was not looked up within 2 s, a file that does not parse, or the stage failed: the
+            background profile then says why).
+        """
+        if not self._mode_known.wait(2.0) or getattr(model, "stale", False) or kernel.incomplete:
+            return None
+        view = self.profiles.view(path, kernel)
+        if view.running or (view.entry is not None and not view.stale):
+            return None
+        on_disk = read_disk(path) == model.text
+        if self._measures(on_disk):
+            return None
+        try:
+            stage = self._source_stage(path, kernel.name, model, on_disk)
+        except Exception:  # noqa: BLE001 - ProfileError, an analysis failure: the background profile reports it
+            return None
+        return self.profiles.publish_first(path, kernel, stage)
 
     # ---- history and ranking ------------------------------------------------------------------------
     def history(self, path: str, kernel_name: str) -> list[AppliedStep]:

@@ -113,7 +113,8 @@ def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = N
         f"write the reference){extra}.", snippet=snippet, path=str(path.parent / SPEC_FILENAME), missing=True)
 
 
-def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel | None = None) -> Harness:
+def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel | None = None, *,
+                 run_code: bool = True) -> Harness:
     """Find how to run ``kernel_name`` of file ``path``.
 
     Order: a KernelBench pair (``ModelNew`` + reference in the same file, a sibling
@@ -128,6 +129,9 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
         path: the kernel's file (``.py``, ``.cu``, ``.cuh``).
         kernel_name: the kernel's name.
         model: the file's source model, used to write the template in the error; optional.
+        run_code: infer by running the file's ``__main__`` block or tests (in a child process, seconds) when no
+            recording of them is cached; ``False`` only reads files (a recording not cached yet then counts as
+            no inferred harness).
 
     Returns:
         The :class:`Harness` (plain data; hand it to :mod:`htam_core.harness.runner` in a worker).
@@ -185,7 +189,7 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
                 return h
     if p.suffix == ".py" and not read_py_facts(text).syntax_error:
         try:
-            inferred = infer_harness(p, kernel_name, model)
+            inferred = infer_harness(p, kernel_name, model, run_code=run_code)
         except HarnessError as exc:
             raise missing_harness_error(p, kernel_name, model, inferred_why=exc.message) from None
         if inferred is not None:

@@ -62,6 +62,8 @@ class Inference:
         recording: the child's raw result (calls, asserts, named references), for tests and ``--json``.
         cached: the recording was read from the on-disk cache (no child process ran).
         seconds: wall-clock seconds the inference took (recording, or cache read, and building).
+        not_run: ``run_code=False`` found no cached recording, so the file's code was not run (nothing is known
+            yet, which is not the same as "nothing can be inferred").
     """
 
     harness: Harness | None
@@ -69,6 +71,7 @@ class Inference:
     recording: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
     seconds: float | None = None
+    not_run: bool = False
 
 
 def launcher_of(path: Path, kernel: str, model: Any = None) -> tuple[str, list[str]] | None:
@@ -512,8 +515,13 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
     return Inference(h, "", rec)
 
 
-def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache: bool = True) -> Inference:
+def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache: bool = True,
+          run_code: bool = True) -> Inference:
     """Infer a harness for ``kernel`` of the Python file ``path`` (see the module docstring).
+
+    ``run_code=False`` answers from a cached recording only: on a cache miss nothing runs and the
+    :attr:`Inference.reason` says that the file was not recorded yet (the editor's source-only profile stage,
+    which must not wait seconds for the file's ``__main__`` block).
 
     Runs the file's own code in a child process (never in the caller). Never raises for a bad file: the
     :attr:`Inference.reason` names what is missing (no launcher function, no ``__main__`` block or test
@@ -550,6 +558,9 @@ def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache:
             return _from_attempts(p, kernel, wrapper, stored["attempts"], cached=True, t0=t0, cache=cache)
         except (OSError, ValueError, KeyError, TypeError):
             pass
+    if not run_code:
+        return Inference(None, f"no recording of {p.name} is cached yet: its {sources[0][2]} was not run",
+                         not_run=True)
     attempts: list[dict[str, Any]] = []
     for mode, test, where in sources:
         attempts.append({"recording": record(p, wrapper, mode, test), "where": where})
@@ -586,9 +597,10 @@ def _from_attempts(p: Path, kernel: str, wrapper: str, attempts: list[dict[str, 
     return inf
 
 
-def infer_harness(path: str | os.PathLike, kernel: str, model: Any = None) -> Harness | None:
+def infer_harness(path: str | os.PathLike, kernel: str, model: Any = None, *, run_code: bool = True) -> Harness | None:
     """The discovery step of :func:`htam_core.harness.find_harness`: the inferred harness, or ``None`` when
-    inference is off (``HTAM_INFER=0``) or the file is not Python.
+    inference is off (``HTAM_INFER=0``), the file is not Python, or ``run_code=False`` and no recording of the
+    file is cached (see :func:`infer`).
 
     Raises:
         HarnessError: (``missing=True``) nothing could be inferred; the message names what is missing.
@@ -596,7 +608,9 @@ def infer_harness(path: str | os.PathLike, kernel: str, model: Any = None) -> Ha
     p = Path(path)
     if p.suffix != ".py" or os.environ.get("HTAM_INFER") == "0":
         return None
-    inf = infer(p, kernel, model)
+    inf = infer(p, kernel, model, run_code=run_code)
+    if inf.not_run:
+        return None
     if inf.harness is None:
         raise HarnessError(f"no harness could be inferred from {p.name}: {inf.reason}", missing=True)
     return inf.harness

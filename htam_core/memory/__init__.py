@@ -10,7 +10,13 @@ Public API::
     state_from_profile(profile) -> dict[str, float]
 
 See docs/MEMORY.md for the method, the formulas and the choices made where the HTAM paper leaves them open.
+
+The ranker's names (:data:`ABLATIONS`, :class:`RankedStep`, :class:`Ranker`, :class:`RankerConfig`) are imported
+on first use: the ranker imports torch (seconds), which importing the package (the language server's start-up,
+its source-only profile) does not need.
 """
+
+from typing import Any
 
 from htam_core.memory.features import STATE_KEYS, state_from_profile
 from htam_core.memory.knowledge import (
@@ -22,7 +28,6 @@ from htam_core.memory.knowledge import (
     load_knowledge,
 )
 from htam_core.memory.predicates import PredicateError, parse_predicate
-from htam_core.memory.ranker import ABLATIONS, RankedStep, Ranker, RankerConfig
 from htam_core.memory.records import Outcome, Record, Stats, outcome_value
 from htam_core.memory.store import MemoryStoreError, Store, default_store_path, open_store
 
@@ -32,3 +37,18 @@ __all__ = [
     "TransitionPrior", "default_store_path", "load_knowledge", "open_store", "outcome_value",
     "parse_predicate", "state_from_profile",
 ]
+
+_RANKER_NAMES = ("ABLATIONS", "RankedStep", "Ranker", "RankerConfig")
+
+
+def __getattr__(name: str) -> Any:
+    """The ranker's names of :data:`__all__` (PEP 562), imported when first asked for.
+
+    Raises:
+        AttributeError: ``name`` is not one of them.
+    """
+    if name in _RANKER_NAMES:
+        from htam_core.memory import ranker  # function-level for start-up speed: it imports torch
+
+        return getattr(ranker, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from htam_core.profile.classify import state_vector
 from htam_core.types.profile import BOTTLENECK_CLASSES, Profile
+
+if TYPE_CHECKING:  # the tensor functions import torch when called: start-up speed of the editor (seconds)
+    import torch
 
 __all__ = ["STATE_KEYS", "PREFIX_LEN", "GAMMA", "W_STATE", "W_PREFIX_STRATEGY", "W_PREFIX_DIRECTION",
            "state_from_profile", "bottleneck_of_state", "state_tensor", "position_weights", "prefix_block",
@@ -78,6 +79,8 @@ def bottleneck_of_state(state: Mapping[str, Any]) -> str:
 
 def state_tensor(states: Sequence[Mapping[str, Any]]) -> torch.Tensor:
     """``[len(states), len(STATE_KEYS)]`` float64 tensor of the states (missing keys are 0)."""
+    import torch  # function-level for start-up speed (see TYPE_CHECKING above)
+
     rows = [[float(s.get(k, 0.0) or 0.0) for k in STATE_KEYS] for s in states]
     return torch.tensor(rows, dtype=torch.float64).reshape(len(rows), len(STATE_KEYS))
 
@@ -102,6 +105,8 @@ def prefix_block(index: torch.Tensor, lengths: torch.Tensor, width: int, use_pos
     Returns:
         ``[N, width]`` float64 tensor (not normalized).
     """
+    import torch  # function-level for start-up speed
+
     n = index.shape[0]
     pos = torch.arange(index.shape[1], dtype=torch.float64).unsqueeze(0).expand(n, -1)
     if use_position:
@@ -117,5 +122,7 @@ def prefix_block(index: torch.Tensor, lengths: torch.Tensor, width: int, use_pos
 
 def unit_rows(x: torch.Tensor) -> torch.Tensor:
     """Each row divided by its L2 norm (zero rows stay zero)."""
+    import torch  # function-level for start-up speed
+
     norm = x.norm(dim=-1, keepdim=True)
     return torch.where(norm > 0, x / norm.clamp_min(1e-12), torch.zeros_like(x))

@@ -47,22 +47,25 @@ def harness_sizes(path: str | None, kernel_name: str, model: Any = None) -> dict
     """The first size set of the kernel's ``htam.toml`` harness (or of the harness inferred from the file: its
     ``__main__`` block or tests, or a ``.cu`` program's ``main()``), or ``{}`` when there is none.
 
-    Only reads files (:func:`htam_core.harness.find_harness`); a missing or broken harness gives ``{}``
-    (:func:`harness_sizes_noted` also says why a broken one was not used).
+    Reads files and, for a Python file without an ``htam.toml`` table, may infer the harness by running the
+    file's ``__main__`` block or tests in a child process (:func:`htam_core.harness.find_harness`; seconds, once:
+    the recording is cached); a missing or broken harness gives ``{}`` (:func:`harness_sizes_noted` also says
+    why a broken one was not used).
     """
     return harness_sizes_noted(path, kernel_name, model)[0]
 
 
-def kernel_harness_noted(path: str | None, kernel_name: str,
-                         model: Any = None) -> tuple[Harness | None, str | None]:
+def kernel_harness_noted(path: str | None, kernel_name: str, model: Any = None, *,
+                         run_code: bool = True) -> tuple[Harness | None, str | None]:
     """The kernel's ``spec`` or ``inferred`` harness (``None`` for none, or another kind) and, when a harness
     exists but is broken (a malformed or binary ``htam.toml``), one line saying it was not used and why (the
     finder's message: key, file and line); ``None`` otherwise (no harness at all is not a warning: the static
-    profile needs none)."""
+    profile needs none). ``run_code=False``: only files are read, and a harness that would be inferred by
+    running the file (its recording not cached yet) is none (see :func:`htam_core.harness.find_harness`)."""
     if not path:
         return None, None
     try:
-        h = find_harness(path, kernel_name, model)
+        h = find_harness(path, kernel_name, model, run_code=run_code)
     except HarnessError as exc:
         if exc.missing:
             return None, None
@@ -80,10 +83,11 @@ def sizes_of(h: Harness | None) -> dict[str, int | float]:
     return {k: v for k, v in (h.sizes[0] or {}).items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
-def harness_sizes_noted(path: str | None, kernel_name: str,
-                        model: Any = None) -> tuple[dict[str, int | float], str | None]:
-    """:func:`harness_sizes` and the note of :func:`kernel_harness_noted` (a broken harness, not used)."""
-    h, why = kernel_harness_noted(path, kernel_name, model)
+def harness_sizes_noted(path: str | None, kernel_name: str, model: Any = None, *,
+                        run_code: bool = True) -> tuple[dict[str, int | float], str | None]:
+    """:func:`harness_sizes` and the note of :func:`kernel_harness_noted` (a broken harness, not used);
+    ``run_code`` as there."""
+    h, why = kernel_harness_noted(path, kernel_name, model, run_code=run_code)
     return sizes_of(h), why
 
 

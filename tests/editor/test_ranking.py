@@ -84,3 +84,15 @@ def test_an_incomplete_kernel_is_not_ranked():
     assert r.compute("fp", kernels["half"], "h1", None, (), 5, 1).steps == [] and rank.calls == []
     assert unranked_reason(kernels["half"]) and unranked_reason(kernels["second"]) is None
     assert r.compute("fp2", kernels["second"], "h2", None, (), 5, 1).steps and len(rank.calls) == 1
+
+
+def test_a_ranking_of_an_older_profile_that_comes_late_never_replaces_a_newer_one():
+    # the editor's first request ranks with the source-only stage it just published, while the analysis after
+    # the file opened was still ranking the same kernel version without a profile: that one ends last
+    r = Rankings(_Ranker())
+    newer = r.compute("fp", "k", "h1", _entry(7), (), 5, 1)
+    late = r.compute("fp", "k", "h1", None, (), 5, 1)
+    assert late is not newer
+    assert r.read("fp", Rankings.key("h1", _entry(7), (), 5, 1), hover=True) == (newer, True)
+    changed = r.compute("fp", "k2", "h2", None, (), 5, 1)  # another kernel version always replaces it
+    assert r.read("fp", Rankings.key("h2", None, (), 5, 1), hover=True) == (changed, True)

@@ -24,6 +24,14 @@ SERVER_ENV = {**os.environ, "HTAM_CACHE_DIR": CACHE_DIR, "PYTHONUNBUFFERED": "1"
                                               server_env=SERVER_ENV))
 async def client(lsp_client: LanguageClient):
     """A started (not yet initialized) client; tests call ``support.start`` to initialize it."""
+    prepare(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+def prepare(lsp_client: LanguageClient) -> None:
+    """Give a client what the tests read: ``applied_edits``, ``statuses``, ``recorded`` and the handlers that
+    fill them (also for fixtures of other server environments)."""
     lsp_client.applied_edits = []
     lsp_client.statuses = []
     lsp_client.recorded = []
@@ -53,6 +61,3 @@ async def client(lsp_client: LanguageClient):
     @lsp_client.feature("htam/recorded")
     def recorded(params) -> None:
         lsp_client.recorded.append(params)
-
-    yield
-    await lsp_client.shutdown_session()
