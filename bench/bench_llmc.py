@@ -248,7 +248,8 @@ def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str
         made = ", ".join(r.get("made") or []) or "-"
         note = f" ({r['error']})" if r.get("error") else ""
         rep = r.get("reproduction") or {}
-        fresh = (f"{rep.get('status')} ({_fmt(rep.get('fresh'), '.2f')}x)" if rep.get("status") else "-")
+        fresh = ("-" if not rep.get("status") else rep["status"] if rep.get("fresh") is None
+                 else f"{rep['status']} ({rep['fresh']:.2f}x)")
         lines.append(f"| {r['file']} / {r.get('naive') or '-'} | {_fmt(r.get('naive_ms'))} | {_fmt(r.get('best_ms'))}"
                      f" | {fresh} | {_fmt(r.get('expert_ms'))} {r.get('expert') or ''} | {_fmt(r.get('engine_over_expert'), '.2f')}"
                      f" | {made}{note[:200]} |")
