@@ -463,8 +463,10 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
     gpus = [] if cfg.static else visible_gpus()
     opts = ExecutorOptions(cfg.executor, tuple(gpus), cfg.scheduler, cfg.workers)
     state = Path(cfg.out_dir) / "kernelbench-work"
-    if cfg.fresh:
+    if cfg.fresh:  # the per-task stores go too; the pooled store is this run's own temporary one unless
+        # --memory named a store of the user's, which is never deleted (its records are the user's)
         (state / "results.jsonl").unlink(missing_ok=True)
+        shutil.rmtree(state / "stores", ignore_errors=True)
     # one process, one task at a time: the run memory is shared along the run (what one problem teaches is
     # used on the next); concurrent tasks each record into a store of their own, merged at the end
     concurrent = cfg.executor != "local" or len(gpus) > 1

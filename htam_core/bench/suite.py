@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -353,7 +354,8 @@ class SuiteConfig:
             earlier in this run, by any policy, reuses that measurement; start kernels are always timed
             afresh.
         executor, scheduler, workers: how tasks run (:class:`htam_core.bench.executors.ExecutorOptions`).
-        fresh: forget the results of an earlier run in the same work folder (default: resume, skipping every
+        fresh: forget an earlier run in the same work folder: its results, its pooled memory
+            (``<work>/memory.sqlite3``) and its per-task stores (default: resume, skipping every
             task whose key is in ``<work>/results.jsonl``; the key covers the task's settings, the kernel
             file's and reference module's content, its harness table, the memory exports it imports and
             whether a GPU is used, so an edited kernel or harness runs again).
@@ -436,8 +438,12 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     # lazily: importing this module loads no torch (start-up speed)
     from htam_core.optimize.measure_cache import remove_cache_files
 
-    if cfg.fresh:
+    if cfg.fresh:  # start over: the results, the run's pooled memory and the per-task stores it pooled
+        from htam_core.memory.store import remove_store_files
+
         (work / RESULTS_NAME).unlink(missing_ok=True)
+        remove_store_files(work / POOLED_MEMORY_NAME)
+        shutil.rmtree(work / "stores", ignore_errors=True)
     log_file = ResultLog(work / RESULTS_NAME)
     if not log_file.done:
         remove_cache_files(work / MEASURE_CACHE_NAME)  # a fresh run never reuses an earlier run's numbers

@@ -118,6 +118,11 @@ def test_static_suite_run_two_kernels_two_policies(tmp_path: Path, capsys: pytes
     assert "6/6 done" not in err and len((out / "suite-work" / "results.jsonl").read_text().splitlines()) == 6
     again = json.loads(next(out.glob("*-static-suite.json")).read_text())
     assert again["results"] == doc["results"]
+    # regression: --fresh deleted the results but merged the new stores on top of the old pooled memory
+    assert main(["bench", "suite", "--suite", str(SUITE), "--kernels", "vadd_kernel,axpy_tiny_block",
+                 "--policies", "htam,random", "--budget", "2", "--static", "--out", str(out), "--fresh"]) == 0
+    fresh = json.loads(next(out.glob("*-static-suite.json")).read_text())["memory"]
+    assert len(read_records(fresh["path"])) == len(uids) == fresh["added"]
 
 
 def test_a_triton_dot_on_fp32_is_bounded_by_the_tf32_peak(tmp_path):
