@@ -308,11 +308,16 @@ def connect(opts: ExecutorOptions) -> Any:
     return client
 
 
-def close_cluster(cluster: Any) -> None:
+def close_cluster(cluster: Any, *, interrupted: bool = False) -> None:
     """Close a ``LocalCluster`` cleanly: each worker process is first asked to exit and given
     :data:`CLOSE_TIMEOUT_S` to do so (``Nanny.close``), then the cluster and its scheduler close. Call it
-    after every client of the cluster is closed."""
+    after every client of the cluster is closed. ``interrupted`` (Ctrl-C): close at once, a worker in the
+    middle of a task is killed after distributed's short grace (its result was not kept anyway)."""
     import asyncio
+
+    if interrupted:
+        cluster.close()
+        return
 
     async def close_workers() -> None:
         await asyncio.gather(*(w.close(timeout=CLOSE_TIMEOUT_S) for w in list(cluster.workers.values())),
@@ -353,6 +358,10 @@ def _dask() -> Any:
     return distributed
 
 
+#: The preload module of the worker processes of a ``LocalCluster`` (they leave Ctrl-C to htam).
+_WORKER_SETUP = "htam_core.bench.dask_worker_setup"
+
+
 def start_local_cluster(opts: ExecutorOptions) -> Any:
     """A ``distributed.LocalCluster``: one single-threaded worker process per GPU, pinned with
     ``CUDA_VISIBLE_DEVICES`` and declaring ``{"GPU": 1}``; without GPUs, ``opts.workers`` CPU workers. The
@@ -367,14 +376,15 @@ def start_local_cluster(opts: ExecutorOptions) -> Any:
         # the dashboard is off; the HTTP server (health, metrics) moving off a busy port 8787 is not news
         warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
         common = {"scheduler_port": 0, "host": "127.0.0.1", "dashboard_address": None, "processes": True,
-                  "threads_per_worker": 1, "silence_logs": DASK_LOG_LEVEL}
+                  "threads_per_worker": 1, "silence_logs": DASK_LOG_LEVEL, "preload": [_WORKER_SETUP]}
         if not opts.gpus:
             return distributed.LocalCluster(n_workers=max(1, opts.workers), **common)
         cluster = distributed.LocalCluster(n_workers=0, **common)
         for g in opts.gpus:  # one pinned worker per GPU: inside it the GPU is index 0
             spec = {"cls": distributed.Nanny,
                     "options": {"nthreads": 1, "resources": {"GPU": 1}, "env": {"CUDA_VISIBLE_DEVICES": g},
-                                "host": "127.0.0.1", "dashboard": False, "silence_logs": DASK_LOG_LEVEL}}
+                                "host": "127.0.0.1", "dashboard": False, "silence_logs": DASK_LOG_LEVEL,
+                                "preload": [_WORKER_SETUP]}}
             cluster.worker_spec[f"gpu{g}"] = spec
         cluster.scale(len(opts.gpus))
         cluster.sync(cluster._correct_state)
@@ -420,6 +430,11 @@ def run_on_dask(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: Executo
                     result = _failure(exc)
                 on_done(futs[fut], result)
                 fut.release()
+    except KeyboardInterrupt:
+        if cluster is not None:
+            close_cluster(cluster, interrupted=True)
+            cluster = None
+        raise
     finally:
         if cluster is not None:
             close_cluster(cluster)
@@ -437,8 +452,13 @@ def shared_cluster(opts: ExecutorOptions) -> Iterator[ExecutorOptions]:
     cluster = start_local_cluster(opts)
     try:
         yield replace(opts, name="dask", scheduler=cluster.scheduler_address)
-    finally:
+    except KeyboardInterrupt:
+        close_cluster(cluster, interrupted=True)
+        raise
+    else:
         close_cluster(cluster)
+    finally:
+        cluster.close()  # after an error: at once (closing twice is a no-op)
 
 
 #: Executor name -> function (``--executor``).
