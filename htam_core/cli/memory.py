@@ -24,7 +24,7 @@ from pathlib import Path
 from htam_core.cli.errors import UsageError, require_path
 from htam_core.memory import Store, default_store_path, open_store
 from htam_core.memory.export_file import ExportFileError, read_export
-from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, check_movable, move_aside
+from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, MemoryStoreError, check_movable, move_aside
 
 #: At most this many bad records are listed in an import error.
 _MAX_LISTED = 5
@@ -99,6 +99,10 @@ def _merge(sources: list[str], into: str) -> int:
         report = merge_files(sources, into)
     except ExportFileError as exc:
         raise UsageError(str(exc)) from None
+    except MemoryStoreError as exc:  # the target's advice names --into, the option that gave its path
+        if Path(exc.path).resolve() == Path(into).expanduser().resolve():
+            raise exc.for_option("--into") from None
+        raise
     print(report.summary())
     if report.conflicts:
         shown = "; ".join(f"{uid} in {src}" for src, uid in report.conflicts[:_MAX_LISTED])

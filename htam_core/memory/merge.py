@@ -80,6 +80,14 @@ def read_source(path: str | Path) -> list[Record]:
     p = Path(path)
     if is_sqlite_file(p) or not p.is_file():
         return read_records(p)
+    what = ("pass a memory store (.sqlite3, as `htam optimize` or the editor writes) or an export (.json, from "
+            "`htam memory export`)")
+    head = p.read_bytes()[:64].lstrip()
+    if not head:
+        raise ExportFileError(f"{p} is empty: it is neither an SQLite memory store nor an export; {what}")
+    if not head.startswith(b"{"):  # an export is one JSON object; a store starts with the SQLite header
+        raise ExportFileError(f"{p} is neither an SQLite memory store (no SQLite header) nor an export (not a "
+                              f"JSON object); {what}")
     export = read_export(p, export_format=EXPORT_FORMAT, schema=SCHEMA_VERSION)
     if export.errors:
         line, msg = export.errors[0]

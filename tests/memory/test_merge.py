@@ -171,3 +171,37 @@ def test_ranker_weighs_records_of_the_same_gpu_model_higher(tmp_path: Path) -> N
     assert gain("NVIDIA H200", 1.0) == pytest.approx(gain(None, 1.0))
     with pytest.raises(ValueError, match="same_gpu_weight"):
         RankerConfig(same_gpu_weight=0.0)
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    (b"\xc4\x01 not a database" * 20, "is neither an SQLite memory store (no SQLite header) nor an export"),
+    (b"", "is empty: it is neither an SQLite memory store nor an export"),
+])
+@pytest.mark.parametrize("name", ["src.sqlite3", "src.json"])
+def test_a_source_that_is_neither_a_store_nor_an_export_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                content: bytes, says: str, name: str) -> None:
+    """Regression: a garbage ``.sqlite3`` was "not UTF-8 text", an empty file "not valid JSON"."""
+    src = tmp_path / name
+    src.write_bytes(content)
+    team = tmp_path / "team.sqlite3"
+    assert main(["memory", "merge", str(src), "--into", str(team)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"htam: error: {src} {says}"), err
+    assert not team.exists() and src.read_bytes() == content
+
+
+def test_a_missing_source_is_the_one_missing_path_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["memory", "merge", str(tmp_path / "nope.sqlite3"), "--into", str(tmp_path / "t.sqlite3")]) == 2
+    assert capsys.readouterr().err == (f"htam: error: {tmp_path / 'nope.sqlite3'} does not exist: pass the path of "
+                                       "an existing memory store (.sqlite3) or export (.json)\n")
+
+
+@pytest.mark.parametrize("target", ["junk.sqlite3", "no/such/t.sqlite3", "folder"])
+def test_errors_about_the_target_name_into(tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str) -> None:
+    """Regression: they said "point --memory/HTAM_MEMORY at ...", options merge does not take."""
+    a = _store(tmp_path / "a.sqlite3", [_rec(1, 0, 1.5)])
+    (tmp_path / "junk.sqlite3").write_bytes(b"junk" * 100)
+    (tmp_path / "folder").mkdir()
+    assert main(["memory", "merge", str(a), "--into", str(tmp_path / target)]) == 3  # the store is unusable
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--into" in err and "--memory" not in err and "HTAM_MEMORY" not in err, err
