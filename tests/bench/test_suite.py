@@ -111,7 +111,10 @@ def test_static_suite_run_two_kernels_two_policies(tmp_path: Path, capsys: pytes
     warm = {r["uid"] for k in ("vadd_kernel", "axpy_tiny_block")
             for r in json.loads((work / f"{k}.json").read_text())["records"]}
     assert warm <= uids and pooled["added"] == len(uids)
-    capsys.readouterr()
+    # each phase counts its own tasks and is named (regression: "[1/2 done]" then "[1/4 done]", unnamed)
+    first = capsys.readouterr().err
+    assert "[warm-up 1/2 done, ETA after the next task]" in first and "[warm-up 2/2 done]" in first
+    assert "[policies 1/4 done, ETA after the next task]" in first and "[policies 4/4 done]" in first
     assert main(["bench", "suite", "--suite", str(SUITE), "--kernels", "vadd_kernel,axpy_tiny_block",
                  "--policies", "htam,random", "--budget", "2", "--static", "--out", str(out)]) == 0
     err = capsys.readouterr().err
