@@ -11,7 +11,10 @@ named ``"module:function"`` so that a worker on another host imports it itself. 
   worker process per visible GPU, each pinned with ``CUDA_VISIBLE_DEVICES`` and declaring ``resources={"GPU":
   1}``, so a task (submitted with ``resources={"GPU": 1}``) holds one GPU; on a machine without a GPU,
   ``workers`` CPU worker processes (static-mode tasks need no GPU). With ``scheduler`` (``tcp://host:8786``)
-  it joins an existing cluster (docs/BENCH.md says how to start one).
+  it joins an existing cluster (docs/BENCH.md says how to start one): :func:`connect` checks the address
+  with distributed's parser, tries :data:`CONNECT_TIMEOUT_S` seconds, and waits ``worker_wait`` seconds for
+  a first worker, saying so. A ``LocalCluster`` is closed by :func:`close_cluster` (workers get
+  :data:`CLOSE_TIMEOUT_S` to exit); its workers leave Ctrl-C to htam.
 
 Failures: a task whose worker process died (a kernel that brought its process down) is rescheduled by Dask's
 scheduler on another worker; after :data:`ALLOWED_FAILURES` retries (the scheduler's
