@@ -11,7 +11,10 @@ named ``"module:function"`` so that a worker on another host imports it itself. 
   worker process per visible GPU, each pinned with ``CUDA_VISIBLE_DEVICES`` and declaring ``resources={"GPU":
   1}``, so a task (submitted with ``resources={"GPU": 1}``) holds one GPU; on a machine without a GPU,
   ``workers`` CPU worker processes (static-mode tasks need no GPU). With ``scheduler`` (``tcp://host:8786``)
-  it joins an existing cluster (docs/BENCH.md says how to start one).
+  it joins an existing cluster (docs/BENCH.md says how to start one): :func:`connect` checks the address
+  with distributed's parser, tries :data:`CONNECT_TIMEOUT_S` seconds, and waits ``worker_wait`` seconds for
+  a first worker, saying so. A ``LocalCluster`` is closed by :func:`close_cluster` (workers get
+  :data:`CLOSE_TIMEOUT_S` to exit); its workers leave Ctrl-C to htam.
 
 Failures: a task whose worker process died (a kernel that brought its process down) is rescheduled by Dask's
 scheduler on another worker; after :data:`ALLOWED_FAILURES` retries (the scheduler's
@@ -35,6 +38,7 @@ import importlib
 import json
 import logging
 import os
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -46,8 +50,8 @@ from typing import Any, Protocol
 from htam_core.harness.base import origin_dirs
 from htam_core.source.analysis.includes import headers_digest
 
-__all__ = ["ALLOWED_FAILURES", "DASK_LOG_LEVEL", "EXECUTORS", "ExecutorError", "ExecutorOptions", "Progress", "ResultLog",
-           "dependency_digest", "file_digest", "is_final", "resumed_summary", "run_tasks", "shared_cluster", "start_local_cluster",
+__all__ = ["ALLOWED_FAILURES", "CLOSE_TIMEOUT_S", "CONNECT_TIMEOUT_S", "DASK_LOG_LEVEL", "EXECUTORS", "ExecutorError", "ExecutorOptions", "Progress", "ResultLog",
+           "check_scheduler_address", "close_cluster", "connect", "dependency_digest", "file_digest", "is_final", "resumed_summary", "run_tasks", "shared_cluster", "start_local_cluster",
            "task_key"]
 
 #: Lowest level of distributed's log lines shown while a ``LocalCluster`` runs (``silence_logs``). Its WARNINGs are
@@ -164,33 +168,55 @@ class ResultLog:
 
 
 class Progress:
-    """Counts and an ETA for a run of ``total`` tasks of which ``resumed`` were finished before.
+    """Counts and an ETA for one phase of a run: ``total`` tasks of which ``resumed`` were finished before.
 
-    The ETA is the mean wall time per task finished in this run times the tasks left (tasks run concurrently, so
-    this is the observed throughput, not a per-task time).
+    The ETA is the wall time between the first and the latest result of this run, divided by the results
+    after the first, times the tasks left: the observed throughput (tasks run concurrently), without the
+    start-up before the first result (starting a cluster, importing torch in each worker), which would
+    inflate every estimate. Until a second result arrives the text says ``ETA after the next task``.
+
+    Args:
+        total: tasks in this phase; resumed: of them, finished in an earlier run.
+        phase: the phase's name, put in front of the counts (``"warm-up 1/4 done"``), or ``None``.
+        clock: seconds (monotonic).
     """
 
-    def __init__(self, total: int, resumed: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, total: int, resumed: int = 0, clock: Callable[[], float] = time.monotonic,
+                 phase: str | None = None) -> None:
         self.total, self.resumed, self.finished, self.failed = total, resumed, 0, 0
+        self.phase = phase
         self._clock = clock
         self._t0 = clock()
+        self._first: float | None = None
+        self._last: float | None = None
 
     def update(self, result: dict[str, Any]) -> str:
         """Count one result; return the progress text ``"12/300 done (3 resumed, 1 failed), ETA 4m05s"``."""
         self.finished += 1
         self.failed += result.get("status") in ("error", "failed")
+        self._last = self._clock()
+        if self._first is None:
+            self._first = self._last
         return self.text()
 
+    def eta_s(self) -> float | None:
+        """Seconds left by the throughput after the first result, or ``None`` before a second result."""
+        if self.finished < 2 or self._first is None or self._last is None:
+            return None
+        return (self.total - self.resumed - self.finished) * (self._last - self._first) / (self.finished - 1)
+
     def text(self) -> str:
-        """The progress text so far (no ETA before the first task of this run finished)."""
+        """The progress text so far."""
         done = self.resumed + self.finished
         left = self.total - done
-        eta = left * (self._clock() - self._t0) / self.finished if self.finished else None
-        text = f"{done}/{self.total} done"
+        text = f"{self.phase + ' ' if self.phase else ''}{done}/{self.total} done"
         extra = [f"{self.resumed} resumed"] if self.resumed else []
         extra += [f"{self.failed} failed"] if self.failed else []
         text += f" ({', '.join(extra)})" if extra else ""
-        return text + (f", ETA {int(eta // 60)}m{int(eta % 60):02d}s" if left and eta is not None else "")
+        eta = self.eta_s()
+        if not left or not self.finished:
+            return text
+        return text + (f", ETA {int(eta // 60)}m{int(eta % 60):02d}s" if eta is not None else ", ETA after the next task")
 
 
 @dataclass
@@ -202,12 +228,108 @@ class ExecutorOptions:
         gpus: visible GPU ids (:func:`htam_core.bench.parallel.visible_gpus`); one worker per GPU.
         scheduler: address of an existing Dask scheduler, or ``None`` to start a ``LocalCluster``.
         workers: CPU worker processes of a ``LocalCluster`` on a machine without a GPU.
+        worker_wait: seconds to wait for a first worker of ``scheduler``'s cluster before giving up.
+        say: where notices go (one line each; default stderr), e.g. "waiting for workers".
     """
 
     name: str = "local"
     gpus: tuple[str, ...] = ()
     scheduler: str | None = None
     workers: int = 2
+    worker_wait: float = 60.0
+    say: Callable[[str], None] | None = None
+
+
+#: Seconds to wait for the scheduler at ``--scheduler`` to answer (a refused connection is retried until then).
+CONNECT_TIMEOUT_S = 10
+#: Seconds a closing ``LocalCluster`` gives each worker process to exit on its own before its nanny kills it
+#: (distributed's default, 4 s, is too short on a loaded machine or for a worker tearing down a CUDA context,
+#: and ends the run with "Worker process still alive after 4.0 seconds, killing").
+CLOSE_TIMEOUT_S = 30.0
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def check_scheduler_address(address: str) -> str:
+    """``address`` if distributed can connect to it, with its parser (``distributed.comm.parse_address``, the
+    scheme's backend, and ``host:port`` for the TCP-like schemes).
+
+    Raises:
+        ExecutorError: the address is not one (``notanaddress``: no port; ``foo://h:1``: unknown scheme).
+    """
+    from distributed.comm import parse_address, parse_host_port
+    from distributed.comm.registry import backends
+
+    hint = "give the scheduler's address as `dask scheduler` prints it, e.g. tcp://10.0.0.5:8786"
+    try:
+        scheme, loc = parse_address(address)
+    except ValueError as exc:
+        raise ExecutorError(f"--scheduler {address!r} is not an address ({exc}); {hint}") from None
+    if scheme not in backends:
+        raise ExecutorError(f"--scheduler {address!r} has the unknown scheme {scheme}:// (known: "
+                            f"{', '.join(sorted(backends))}); {hint}")
+    if scheme in ("tcp", "tls", "ws", "wss"):
+        try:
+            host, _ = parse_host_port(loc)
+        except ValueError as exc:
+            raise ExecutorError(f"--scheduler {address!r} is not an address ({exc}); {hint}") from None
+        if not host:
+            raise ExecutorError(f"--scheduler {address!r} has no host; {hint}")
+    return address
+
+
+def connect(opts: ExecutorOptions) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``opts.scheduler`` that has at least one worker.
+
+    The connection is tried for :data:`CONNECT_TIMEOUT_S`; a scheduler without workers gets one notice line
+    ("waiting for workers") and up to ``opts.worker_wait`` seconds (``Client.wait_for_workers``).
+
+    Raises:
+        ExecutorError: bad address, no scheduler there, or still no worker after ``opts.worker_wait`` s.
+    """
+    distributed = _dask()
+    addr = check_scheduler_address(str(opts.scheduler))
+    try:
+        client = distributed.Client(addr, timeout=f"{CONNECT_TIMEOUT_S}s")
+    except (OSError, TimeoutError):
+        raise ExecutorError(f"cannot reach the Dask scheduler at {addr} (connection refused or timed out after "
+                            f"{CONNECT_TIMEOUT_S} s); start it with `dask scheduler` (docs/BENCH.md), check "
+                            "the address, or drop --scheduler") from None
+    if client.scheduler_info().get("workers"):
+        return client
+    (opts.say or _stderr)(f"connected to {addr}: 0 workers; waiting for workers (start one with "
+                          f"`dask worker {addr} ...`, docs/BENCH.md)")
+    try:
+        client.wait_for_workers(1, timeout=opts.worker_wait)
+    except (TimeoutError, OSError):
+        client.close()
+        raise ExecutorError(f"the Dask scheduler at {addr} still had no worker after {opts.worker_wait:g} s; "
+                            f"start one with `dask worker {addr}` (docs/BENCH.md) or wait longer with "
+                            "--worker-wait SECONDS") from None
+    return client
+
+
+def close_cluster(cluster: Any, *, interrupted: bool = False) -> None:
+    """Close a ``LocalCluster`` cleanly: each worker process is first asked to exit and given
+    :data:`CLOSE_TIMEOUT_S` to do so (``Nanny.close``), then the cluster and its scheduler close. Call it
+    after every client of the cluster is closed. ``interrupted`` (Ctrl-C): close at once, a worker in the
+    middle of a task is killed after distributed's short grace (its result was not kept anyway)."""
+    import asyncio
+
+    if interrupted:
+        cluster.close()
+        return
+
+    async def close_workers() -> None:
+        await asyncio.gather(*(w.close(timeout=CLOSE_TIMEOUT_S) for w in list(cluster.workers.values())),
+                             return_exceptions=True)
+
+    try:
+        cluster.sync(close_workers)
+    finally:
+        cluster.close(timeout=CLOSE_TIMEOUT_S + 10)
 
 
 class Executor(Protocol):
@@ -239,6 +361,10 @@ def _dask() -> Any:
     return distributed
 
 
+#: The preload module of the worker processes of a ``LocalCluster`` (they leave Ctrl-C to htam).
+_WORKER_SETUP = "htam_core.bench.dask_worker_setup"
+
+
 def start_local_cluster(opts: ExecutorOptions) -> Any:
     """A ``distributed.LocalCluster``: one single-threaded worker process per GPU, pinned with
     ``CUDA_VISIBLE_DEVICES`` and declaring ``{"GPU": 1}``; without GPUs, ``opts.workers`` CPU workers. The
@@ -253,14 +379,15 @@ def start_local_cluster(opts: ExecutorOptions) -> Any:
         # the dashboard is off; the HTTP server (health, metrics) moving off a busy port 8787 is not news
         warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
         common = {"scheduler_port": 0, "host": "127.0.0.1", "dashboard_address": None, "processes": True,
-                  "threads_per_worker": 1, "silence_logs": DASK_LOG_LEVEL}
+                  "threads_per_worker": 1, "silence_logs": DASK_LOG_LEVEL, "preload": [_WORKER_SETUP]}
         if not opts.gpus:
             return distributed.LocalCluster(n_workers=max(1, opts.workers), **common)
         cluster = distributed.LocalCluster(n_workers=0, **common)
         for g in opts.gpus:  # one pinned worker per GPU: inside it the GPU is index 0
             spec = {"cls": distributed.Nanny,
                     "options": {"nthreads": 1, "resources": {"GPU": 1}, "env": {"CUDA_VISIBLE_DEVICES": g},
-                                "host": "127.0.0.1", "dashboard": False, "silence_logs": DASK_LOG_LEVEL}}
+                                "host": "127.0.0.1", "dashboard": False, "silence_logs": DASK_LOG_LEVEL,
+                                "preload": [_WORKER_SETUP]}}
             cluster.worker_spec[f"gpu{g}"] = spec
         cluster.scale(len(opts.gpus))
         cluster.sync(cluster._correct_state)
@@ -290,11 +417,7 @@ def run_on_dask(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: Executo
     cluster = None
     try:
         if opts.scheduler:
-            try:
-                client = distributed.Client(opts.scheduler, timeout="30s")
-            except OSError as exc:
-                raise ExecutorError(f"cannot reach the Dask scheduler at {opts.scheduler} ({exc}); start it with "
-                                    "`dask scheduler` (docs/BENCH.md) or drop --scheduler") from None
+            client = connect(opts)
         else:
             cluster = start_local_cluster(opts)
             client = distributed.Client(cluster)
@@ -310,9 +433,14 @@ def run_on_dask(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: Executo
                     result = _failure(exc)
                 on_done(futs[fut], result)
                 fut.release()
+    except KeyboardInterrupt:
+        if cluster is not None:
+            close_cluster(cluster, interrupted=True)
+            cluster = None
+        raise
     finally:
         if cluster is not None:
-            cluster.close()
+            close_cluster(cluster)
 
 
 @contextmanager
@@ -327,8 +455,13 @@ def shared_cluster(opts: ExecutorOptions) -> Iterator[ExecutorOptions]:
     cluster = start_local_cluster(opts)
     try:
         yield replace(opts, name="dask", scheduler=cluster.scheduler_address)
+    except KeyboardInterrupt:
+        close_cluster(cluster, interrupted=True)
+        raise
+    else:
+        close_cluster(cluster)
     finally:
-        cluster.close()
+        cluster.close()  # after an error: at once (closing twice is a no-op)
 
 
 #: Executor name -> function (``--executor``).
@@ -337,7 +470,7 @@ EXECUTORS: dict[str, Executor] = {"local": run_in_process, "dask": run_on_dask}
 
 def run_tasks(fn_path: str, tasks: Iterable[Keyed], opts: ExecutorOptions, *, log: ResultLog | None = None,
               on_done: Callable[[dict[str, Any], str], None] | None = None,
-              on_resumed: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+              on_resumed: Callable[[str], None] | None = None, phase: str | None = None) -> list[dict[str, Any]]:
     """Run every task not finished yet in ``log``; results in task order (resumed ones included).
 
     Args:
@@ -348,6 +481,8 @@ def run_tasks(fn_path: str, tasks: Iterable[Keyed], opts: ExecutorOptions, *, lo
         on_done: called with each new result and the progress text as it arrives.
         on_resumed: called once, before anything runs, with the progress text (``"4/52 done (4 resumed)"``)
             when some tasks were resumed from ``log`` (so that a run whose every task resumes still says so).
+        phase: the name of this call's phase in the progress text (``"warm-up"``): each call counts its own
+            tasks, so a run of several calls names them apart.
 
     Returns:
         One result per task, in the order of ``tasks``. A task that raised or whose worker died too often gives
@@ -365,7 +500,7 @@ def run_tasks(fn_path: str, tasks: Iterable[Keyed], opts: ExecutorOptions, *, lo
     log = log or ResultLog(None)
     results = {k: log.done[k] for k in keys if k in log.done}
     todo = [(k, t) for k, t in tasks if k not in results]
-    progress = Progress(len(tasks), resumed=len(results))
+    progress = Progress(len(tasks), resumed=len(results), phase=phase)
     log.resumed += len(results)
     if results and on_resumed:
         on_resumed(progress.text())

@@ -341,7 +341,7 @@ def progress_line(r: dict[str, Any]) -> str:
 class KBConfig:
     """Settings of one KernelBench run (the CLI's options); see :mod:`htam_core.cli.bench`.
 
-    ``executor``, ``scheduler``, ``workers``: how tasks run (:class:`htam_core.bench.executors.ExecutorOptions`).
+    ``executor``, ``scheduler``, ``workers``, ``worker_wait``: how tasks run (:class:`htam_core.bench.executors.ExecutorOptions`).
     Results stream to ``<out>/kernelbench-work/results.jsonl`` (no problem code in it) and a rerun resumes from
     it unless ``fresh``.
     """
@@ -364,6 +364,7 @@ class KBConfig:
     executor: str = "local"
     scheduler: str | None = None
     workers: int = 2
+    worker_wait: float = 60.0
     fresh: bool = False
     anchors: list[str] = field(default_factory=list)
     compile_timeout_s: float = 180.0
@@ -461,10 +462,12 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
         raise KernelBenchError(f"no problem to run: {what} has a start solution in {cfg.start_solutions} "
                                "(engine rules); add level<N>/<id>_<name>.py files or use --engine llm")
     gpus = [] if cfg.static else visible_gpus()
-    opts = ExecutorOptions(cfg.executor, tuple(gpus), cfg.scheduler, cfg.workers)
+    opts = ExecutorOptions(cfg.executor, tuple(gpus), cfg.scheduler, cfg.workers, cfg.worker_wait, log)
     state = Path(cfg.out_dir) / "kernelbench-work"
-    if cfg.fresh:
+    if cfg.fresh:  # the per-task stores go too; the pooled store is this run's own temporary one unless
+        # --memory named a store of the user's, which is never deleted (its records are the user's)
         (state / "results.jsonl").unlink(missing_ok=True)
+        shutil.rmtree(state / "stores", ignore_errors=True)
     # one process, one task at a time: the run memory is shared along the run (what one problem teaches is
     # used on the next); concurrent tasks each record into a store of their own, merged at the end
     concurrent = cfg.executor != "local" or len(gpus) > 1
@@ -480,9 +483,14 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
                                                       "memory_seed": None, "gpu": bool(gpus)}, [t.start_path]), t)
              for t in tasks]
     rlog = ResultLog(state / "results.jsonl")
-    out = run_tasks("htam_core.bench.kernelbench:run_kb_task", [(k, t.to_json()) for k, t in keyed], opts,
-                    log=rlog, on_done=done,
-                    on_resumed=lambda text: log(f"[kernelbench] resumed from {rlog.path} [{text}]"))
+    try:
+        out = run_tasks("htam_core.bench.kernelbench:run_kb_task", [(k, t.to_json()) for k, t in keyed], opts,
+                        log=rlog, on_done=done,
+                        on_resumed=lambda text: log(f"[kernelbench] resumed from {rlog.path} [{text}]"))
+    except BaseException:  # no scheduler, no worker, Ctrl-C: the run's temporary folder goes all the same
+        if not cfg.work_dir:
+            shutil.rmtree(work, ignore_errors=True)
+        raise
     results = [{"level": t.level, "problem_id": t.problem_id, "name": t.name, "held_out": t.held_out, **r}
                for (_, t), r in zip(keyed, out, strict=True)]
     pooled = None

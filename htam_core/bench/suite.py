@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -352,8 +353,9 @@ class SuiteConfig:
             start of every run) between all tasks, so that a candidate byte-identical to one measured
             earlier in this run, by any policy, reuses that measurement; start kernels are always timed
             afresh.
-        executor, scheduler, workers: how tasks run (:class:`htam_core.bench.executors.ExecutorOptions`).
-        fresh: forget the results of an earlier run in the same work folder (default: resume, skipping every
+        executor, scheduler, workers, worker_wait: how tasks run (:class:`htam_core.bench.executors.ExecutorOptions`).
+        fresh: forget an earlier run in the same work folder: its results, its pooled memory
+            (``<work>/memory.sqlite3``) and its per-task stores (default: resume, skipping every
             task whose key is in ``<work>/results.jsonl``; the key covers the task's settings, the kernel
             file's and reference module's content, its harness table, the memory exports it imports and
             whether a GPU is used, so an edited kernel or harness runs again).
@@ -375,6 +377,7 @@ class SuiteConfig:
     executor: str = "local"
     scheduler: str | None = None
     workers: int = 2
+    worker_wait: float = 60.0
     fresh: bool = False
 
 
@@ -382,6 +385,8 @@ class SuiteConfig:
 MEASURE_CACHE_NAME = "measure-cache.sqlite3"
 #: File name of the streamed results (one JSON line per finished task) under the work folder.
 RESULTS_NAME = "results.jsonl"
+#: Names of the suite's two phases in its progress lines; each counts its own tasks (docs/BENCH.md, "Executors").
+WARM_UP_PHASE, POLICIES_PHASE = "warm-up", "policies"
 #: File name of the run's pooled memory (every task's store merged at the end) under the work folder.
 POOLED_MEMORY_NAME = "memory.sqlite3"
 
@@ -416,6 +421,7 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     """
     # imported per call: tests replace run_tasks and visible_gpus
     from htam_core.bench.executors import (
+        ExecutorError,
         ExecutorOptions,
         ResultLog,
         resumed_summary,
@@ -432,16 +438,21 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     gpus = [] if cfg.static else visible_gpus()
     env = environment(gpus)
     work = Path(cfg.work_dir) if cfg.work_dir else Path(cfg.out_dir) / "suite-work"
+    created = [d for d in (work, *work.parents) if not d.exists()]  # removed again if the executor cannot start
     work.mkdir(parents=True, exist_ok=True)
     # lazily: importing this module loads no torch (start-up speed)
     from htam_core.optimize.measure_cache import remove_cache_files
 
-    if cfg.fresh:
+    if cfg.fresh:  # start over: the results, the run's pooled memory and the per-task stores it pooled
+        from htam_core.memory.store import remove_store_files
+
         (work / RESULTS_NAME).unlink(missing_ok=True)
+        remove_store_files(work / POOLED_MEMORY_NAME)
+        shutil.rmtree(work / "stores", ignore_errors=True)
     log_file = ResultLog(work / RESULTS_NAME)
     if not log_file.done:
         remove_cache_files(work / MEASURE_CACHE_NAME)  # a fresh run never reuses an earlier run's numbers
-    opts = ExecutorOptions(cfg.executor, tuple(gpus), cfg.scheduler, cfg.workers)
+    opts = ExecutorOptions(cfg.executor, tuple(gpus), cfg.scheduler, cfg.workers, cfg.worker_wait, log)
     t_start = time.time()
     deadline = t_start + cfg.max_minutes * 60 if cfg.max_minutes else None
     needs_warm = any(POLICY_SPECS[p][2] for p in cfg.policies)
@@ -462,23 +473,27 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
         return task_key(f"{t.kernel}/{t.policy_name}", {**t.to_json(), "harness": k.harness_sha256,
                                                          "gpu": bool(gpus)}, [*k.depends, *t.memory_imports])
 
-    def run(batch: list[SuiteTask], joined: ExecutorOptions) -> list[dict[str, Any]]:
+    def run(batch: list[SuiteTask], joined: ExecutorOptions, phase: str) -> list[dict[str, Any]]:
         keyed = [(key(t), t) for t in batch]
         out = run_tasks("htam_core.bench.suite:run_suite_task", [(k, t.to_json()) for k, t in keyed], joined,
-                        log=log_file, on_done=done,
+                        log=log_file, on_done=done, phase=phase,
                         on_resumed=lambda text: log(f"[suite] resumed from {work / RESULTS_NAME} [{text}]"))
         stores.extend(t.memory_path for (_, t), r in zip(keyed, out, strict=True) if r.get("status") == "ok")
         return [{"kernel": t.kernel, "policy": t.policy_name, **r} for (_, t), r in zip(keyed, out, strict=True)]
 
     exports: dict[str, str] = {}
-    with shared_cluster(opts) as joined:  # one cluster for both passes
-        if phase1:
-            warm = [_task(cfg, work, k, "htam-cold", deadline, {}) for k in kernels]
-            results += run(warm, joined)
-            exports = {t.kernel: t.export_to for t in warm if t.export_to and Path(t.export_to).is_file()}
-        rest = [_task(cfg, work, k, p, deadline, exports) for k in kernels for p in cfg.policies
-                if p != "htam-cold"]
-        results += run(rest, joined)
+    try:
+        with shared_cluster(opts) as joined:  # one cluster for both passes
+            if phase1:
+                warm = [_task(cfg, work, k, "htam-cold", deadline, {}) for k in kernels]
+                results += run(warm, joined, WARM_UP_PHASE)
+                exports = {t.kernel: t.export_to for t in warm if t.export_to and Path(t.export_to).is_file()}
+            rest = [_task(cfg, work, k, p, deadline, exports) for k in kernels for p in cfg.policies
+                    if p != "htam-cold"]
+            results += run(rest, joined, POLICIES_PHASE)
+    except ExecutorError:
+        _remove_if_empty(created)  # no scheduler, no worker: leave no empty <out>/suite-work behind
+        raise
     peaks = _peaks() if gpus else None
     doc = summarize(kernels, cfg.policies if "htam-cold" in cfg.policies or not phase1
                     else [*cfg.policies, "htam-cold"], results, peaks)
@@ -488,6 +503,15 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     doc["resumed"] = resumed_summary(log_file.resumed, len(results), work)
     doc["wall_s"] = time.time() - t_start
     return doc
+
+
+def _remove_if_empty(created: list[Path]) -> None:
+    """Remove the folders a run created (deepest first) as long as they hold nothing."""
+    for d in created:
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def _pool_memory(work: Path, stores: list[Path]) -> dict[str, Any]:

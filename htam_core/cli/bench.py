@@ -108,7 +108,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_executor_arguments(p: argparse.ArgumentParser) -> None:
-    """``--executor local|dask``, ``--scheduler ADDRESS``, ``--workers N`` and ``--fresh`` (docs/BENCH.md)."""
+    """``--executor local|dask``, ``--scheduler ADDRESS``, ``--workers N``, ``--worker-wait S`` and ``--fresh``
+    (docs/BENCH.md)."""
     from htam_core.bench.executors import EXECUTORS
 
     p.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
@@ -116,8 +117,11 @@ def _add_executor_arguments(p: argparse.ArgumentParser) -> None:
                         "dask: Dask distributed, a LocalCluster with the visible GPUs or --scheduler's cluster")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="join the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786); needs --executor dask")
-    p.add_argument("--workers", type=int, default=2,
-                   help="CPU worker processes of a LocalCluster on a machine without a GPU (default: 2)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="with --executor dask on a machine without a GPU: CPU worker processes of the LocalCluster "
+                        "(default: 2; with GPUs there is one worker per GPU)")
+    p.add_argument("--worker-wait", type=float, default=None, metavar="SECONDS",
+                   help="with --scheduler: how long to wait for a first worker of that cluster (default: 60)")
     p.add_argument("--fresh", action="store_true",
                    help="start over: forget the finished tasks of an earlier run in the same output folder "
                         "(default: resume, skipping them)")
@@ -125,11 +129,28 @@ def _add_executor_arguments(p: argparse.ArgumentParser) -> None:
 
 def _executor_settings(args: argparse.Namespace) -> dict:
     """The executor settings of the parsed options. Raises UsageError for inconsistent ones."""
+    from htam_core.bench.executors import ExecutorError, check_scheduler_address
+
     if args.scheduler and args.executor != "dask":
         raise UsageError("--scheduler needs --executor dask")
-    if args.workers < 1:
+    if args.workers is not None and (args.executor != "dask" or args.scheduler):
+        raise UsageError("--workers sets the size of the LocalCluster that --executor dask starts; the local "
+                         "executor runs tasks in this process (one Dask worker per GPU with several GPUs) and "
+                         "--scheduler's cluster has its own workers: drop --workers or use --executor dask")
+    if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be at least 1")
-    return {"executor": args.executor, "scheduler": args.scheduler, "workers": args.workers, "fresh": args.fresh}
+    if args.worker_wait is not None and not args.scheduler:
+        raise UsageError("--worker-wait is how long to wait for the workers of --scheduler's cluster; give "
+                         "--scheduler ADDRESS or drop --worker-wait")
+    if args.worker_wait is not None and args.worker_wait <= 0:
+        raise UsageError("--worker-wait must be a positive number of seconds")
+    if args.scheduler:
+        try:
+            check_scheduler_address(args.scheduler)
+        except ExecutorError as exc:
+            raise UsageError(str(exc)) from None
+    return {"executor": args.executor, "scheduler": args.scheduler, "workers": args.workers or 2,
+            "worker_wait": 60.0 if args.worker_wait is None else args.worker_wait, "fresh": args.fresh}
 
 
 def _stamp_paths(out: Path, env: dict, kind: str) -> tuple[Path, Path, Path]:

@@ -6,8 +6,9 @@ Export writes JSON (to FILE or stdout) that round-trips exactly through import; 
 uid, so statistics add up and importing twice changes nothing. Import validates every record first (required
 fields, types, finite numbers, UTF-8 JSON): when any is invalid it imports nothing and lists the bad records'
 line numbers, unless ``--skip-invalid`` is given (then it imports the valid ones and lists the skipped lines).
-Merge pools stores or exports into one store by record uid (:mod:`htam_core.memory.merge`): idempotent and
-commutative; conflicting duplicates (same uid, other content) are listed and not applied.
+Merge pools stores or exports into one store by record uid (:mod:`htam_core.memory.merge`): idempotent, the
+sources of one call in any order; conflicting duplicates (same uid, other content) are listed and not applied
+(the stored record wins, so separate calls commute only without conflicts), and the exit code is still 0.
 ``reset --move-aside`` renames a corrupt SQLite store out of the way and creates an empty store; it refuses a
 folder or any file that does not start with the SQLite header. A store path whose folder does not exist is
 refused (a mistyped ``--memory``), and reading commands (``stats``, ``export``) never create a store.
@@ -24,7 +25,7 @@ from pathlib import Path
 from htam_core.cli.errors import UsageError, require_path
 from htam_core.memory import Store, default_store_path, open_store
 from htam_core.memory.export_file import ExportFileError, read_export
-from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, check_movable, move_aside
+from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, MemoryStoreError, check_movable, move_aside
 
 #: At most this many bad records are listed in an import error.
 _MAX_LISTED = 5
@@ -99,6 +100,10 @@ def _merge(sources: list[str], into: str) -> int:
         report = merge_files(sources, into)
     except ExportFileError as exc:
         raise UsageError(str(exc)) from None
+    except MemoryStoreError as exc:  # the target's advice names --into, the option that gave its path
+        if Path(exc.path).resolve() == Path(into).expanduser().resolve():
+            raise exc.for_option("--into") from None
+        raise
     print(report.summary())
     if report.conflicts:
         shown = "; ".join(f"{uid} in {src}" for src, uid in report.conflicts[:_MAX_LISTED])

@@ -5,8 +5,10 @@ per-task stores both call :func:`merge_files`. Sources are read without being mo
 :func:`htam_core.memory.store.read_records`), or are JSON exports (``htam memory export``). Every record is
 keyed by its uid: a new uid is added, a uid already present with the same content is skipped, and a uid present
 with other content is a conflict, reported and not applied (the target's record is kept). The statistics are
-rebuilt from the records (:meth:`htam_core.memory.store.Store.merge_records`), so merging is idempotent and
-commutative: the result depends only on the set of records. Like TVM meta_schedule's JSON tuning databases,
+rebuilt from the records (:meth:`htam_core.memory.store.Store.merge_records`), so merging is idempotent, and
+the sources of one call may come in any order (a conflict between two sources keeps the earlier record in
+(time, source, content) order). Separate calls commute only without conflicts: a later call finds the record
+of an earlier one stored, and the stored record wins (docs/MEMORY.md, "Merge"). Like TVM meta_schedule's JSON tuning databases,
 records are the unit of exchange and statistics are derived.
 """
 
@@ -80,6 +82,14 @@ def read_source(path: str | Path) -> list[Record]:
     p = Path(path)
     if is_sqlite_file(p) or not p.is_file():
         return read_records(p)
+    what = ("pass a memory store (.sqlite3, as `htam optimize` or the editor writes) or an export (.json, from "
+            "`htam memory export`)")
+    head = p.read_bytes()[:64].lstrip()
+    if not head:
+        raise ExportFileError(f"{p} is empty: it is neither an SQLite memory store nor an export; {what}")
+    if not head.startswith(b"{"):  # an export is one JSON object; a store starts with the SQLite header
+        raise ExportFileError(f"{p} is neither an SQLite memory store (no SQLite header) nor an export (not a "
+                              f"JSON object); {what}")
     export = read_export(p, export_format=EXPORT_FORMAT, schema=SCHEMA_VERSION)
     if export.errors:
         line, msg = export.errors[0]

@@ -138,6 +138,16 @@ class MemoryStoreError(Exception):
         self.kind = kind
         self.pending = pending
 
+    def for_option(self, option: str) -> MemoryStoreError:
+        """The same error with its advice naming ``option`` (``"--into"``) instead of ``--memory`` and
+        ``$HTAM_MEMORY``, for a command whose store path comes from another option (``htam memory merge
+        ... --into TEAM``). A suggested ``htam memory reset --move-aside --memory PATH`` command is kept."""
+        keep = "--move-aside --memory"
+        text = str(self).replace(keep, "\0")
+        for name in ("--memory/HTAM_MEMORY", "--memory or HTAM_MEMORY", "--memory"):
+            text = text.replace(name, option)
+        return MemoryStoreError(text.replace("\0", keep), self.path, self.kind, self.pending)
+
 
 def lock_timeout_s() -> float:
     """The total wait for a locked store: ``$HTAM_MEMORY_LOCK_TIMEOUT`` seconds, else :data:`LOCK_TIMEOUT_S`.

@@ -89,8 +89,50 @@ def test_registry_and_bad_options() -> None:
 def test_progress_counts_resumed_and_failed() -> None:
     t = iter([0.0, 10.0, 20.0])
     p = Progress(5, resumed=1, clock=lambda: next(t))
-    assert p.update({"status": "ok"}) == "2/5 done (1 resumed), ETA 0m30s"
+    assert p.update({"status": "ok"}) == "2/5 done (1 resumed), ETA after the next task"
     assert p.update({"status": "failed"}) == "3/5 done (1 resumed, 1 failed), ETA 0m20s"
+
+
+def test_the_eta_leaves_out_the_start_up_and_the_phase_is_named() -> None:
+    """Regression: the first ETA counted the cluster's start-up (60 s before the first result) as task time."""
+    t = iter([0.0, 60.0, 62.0, 64.0])
+    p = Progress(4, clock=lambda: next(t), phase="warm-up")
+    assert p.update({}) == "warm-up 1/4 done, ETA after the next task"
+    assert p.update({}) == "warm-up 2/4 done, ETA 0m04s"  # 2 left x 2 s, not 2 x 31 s
+    assert p.update({}) == "warm-up 3/4 done, ETA 0m02s"
+    assert p.text() == "warm-up 3/4 done, ETA 0m02s"
+
+
+def test_each_run_tasks_call_names_its_phase() -> None:
+    lines: list[str] = []
+    run_tasks(COPY, [("a", {"x": 1})], ExecutorOptions("local"), on_done=lambda r, text: lines.append(text),
+              phase="policies")
+    assert lines == ["policies 1/1 done"]
+
+
+@pytest.mark.parametrize(("address", "says"), [
+    ("notanaddress", "is not an address (missing port number"),
+    ("foo://127.0.0.1:8786", "unknown scheme foo://"),
+    ("tcp://:8786", "has no host"),
+])
+def test_a_bad_scheduler_address_is_one_line_exit_2(address: str, says: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: these were "internal error: ValueError", exit 70."""
+    out = tmp_path / "out"
+    assert main(["bench", "suite", "--static", "--executor", "dask", "--scheduler", address,
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("htam: error: --scheduler") and says in err, err
+    assert "Traceback" not in err and not out.exists()
+
+
+@pytest.mark.parametrize("argv", [["--workers", "3"], ["--executor", "dask", "--scheduler", "tcp://h:1",
+                                                       "--workers", "3"], ["--worker-wait", "5"]])
+def test_options_that_would_be_ignored_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: ``--workers N`` with the local executor was accepted and ignored."""
+    assert main(["bench", "suite", "--static", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("htam: error: --worker"), err
 
 
 def test_cli_refuses_scheduler_without_dask(capsys: pytest.CaptureFixture[str]) -> None:

@@ -111,13 +111,21 @@ def test_static_suite_run_two_kernels_two_policies(tmp_path: Path, capsys: pytes
     warm = {r["uid"] for k in ("vadd_kernel", "axpy_tiny_block")
             for r in json.loads((work / f"{k}.json").read_text())["records"]}
     assert warm <= uids and pooled["added"] == len(uids)
-    capsys.readouterr()
+    # each phase counts its own tasks and is named (regression: "[1/2 done]" then "[1/4 done]", unnamed)
+    first = capsys.readouterr().err
+    assert "[warm-up 1/2 done, ETA after the next task]" in first and "[warm-up 2/2 done]" in first
+    assert "[policies 1/4 done, ETA after the next task]" in first and "[policies 4/4 done]" in first
     assert main(["bench", "suite", "--suite", str(SUITE), "--kernels", "vadd_kernel,axpy_tiny_block",
                  "--policies", "htam,random", "--budget", "2", "--static", "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "6/6 done" not in err and len((out / "suite-work" / "results.jsonl").read_text().splitlines()) == 6
     again = json.loads(next(out.glob("*-static-suite.json")).read_text())
     assert again["results"] == doc["results"]
+    # regression: --fresh deleted the results but merged the new stores on top of the old pooled memory
+    assert main(["bench", "suite", "--suite", str(SUITE), "--kernels", "vadd_kernel,axpy_tiny_block",
+                 "--policies", "htam,random", "--budget", "2", "--static", "--out", str(out), "--fresh"]) == 0
+    fresh = json.loads(next(out.glob("*-static-suite.json")).read_text())["memory"]
+    assert len(read_records(fresh["path"])) == len(uids) == fresh["added"]
 
 
 def test_a_triton_dot_on_fp32_is_bounded_by_the_tf32_peak(tmp_path):

@@ -73,7 +73,7 @@ def fake_tasks(monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
     batches: list[list[dict[str, Any]]] = []
 
     def run_tasks(fn: str, keyed: list[tuple[str, dict[str, Any]]], opts: Any, log: Any = None,
-                  on_done: Any = None, on_resumed: Any = None) -> list[dict]:
+                  on_done: Any = None, on_resumed: Any = None, phase: str | None = None) -> list[dict]:
         tasks = [t for _, t in keyed]
         if not batches:  # the first batch of a run starts with an empty cache
             for t in tasks:

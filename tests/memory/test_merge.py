@@ -1,4 +1,5 @@
-"""Pooled memory: merge is idempotent and commutative (property test), conflicts are reported, provenance is
+"""Pooled memory: merge is idempotent and, without conflicts, order-free across calls (property test); with
+conflicts only the sources of one call are order-free; conflicts are reported, provenance is
 kept, schema-2 stores stay readable, and the ranker weighs records of the same GPU model higher (issue 18)."""
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ records = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 3), st.sampled_f
 
 @settings(max_examples=25, deadline=None)
 @given(a=records, b=records)
-def test_merge_is_idempotent_and_commutative(tmp_path_factory: pytest.TempPathFactory, a: list, b: list) -> None:
+def test_merge_is_idempotent_and_order_free_without_conflicts(tmp_path_factory: pytest.TempPathFactory, a: list,
+                                                              b: list) -> None:
+    """``merge A B`` in one call equals B then A in two calls, when no uid has two contents."""
     d = tmp_path_factory.mktemp("m")
     # the same uid always means the same record here (no conflicts): the uid decides the content
     ra = {i: _rec(i, i % 4, 1.0 + i / 10) for i, _, _ in a}
@@ -171,3 +174,65 @@ def test_ranker_weighs_records_of_the_same_gpu_model_higher(tmp_path: Path) -> N
     assert gain("NVIDIA H200", 1.0) == pytest.approx(gain(None, 1.0))
     with pytest.raises(ValueError, match="same_gpu_weight"):
         RankerConfig(same_gpu_weight=0.0)
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    (b"\xc4\x01 not a database" * 20, "is neither an SQLite memory store (no SQLite header) nor an export"),
+    (b"", "is empty: it is neither an SQLite memory store nor an export"),
+])
+@pytest.mark.parametrize("name", ["src.sqlite3", "src.json"])
+def test_a_source_that_is_neither_a_store_nor_an_export_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                content: bytes, says: str, name: str) -> None:
+    """Regression: a garbage ``.sqlite3`` was "not UTF-8 text", an empty file "not valid JSON"."""
+    src = tmp_path / name
+    src.write_bytes(content)
+    team = tmp_path / "team.sqlite3"
+    assert main(["memory", "merge", str(src), "--into", str(team)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"htam: error: {src} {says}"), err
+    assert not team.exists() and src.read_bytes() == content
+
+
+def test_a_missing_source_is_the_one_missing_path_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["memory", "merge", str(tmp_path / "nope.sqlite3"), "--into", str(tmp_path / "t.sqlite3")]) == 2
+    assert capsys.readouterr().err == (f"htam: error: {tmp_path / 'nope.sqlite3'} does not exist: pass the path of "
+                                       "an existing memory store (.sqlite3) or export (.json)\n")
+
+
+@pytest.mark.parametrize("target", ["junk.sqlite3", "no/such/t.sqlite3", "folder"])
+def test_errors_about_the_target_name_into(tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str) -> None:
+    """Regression: they said "point --memory/HTAM_MEMORY at ...", options merge does not take."""
+    a = _store(tmp_path / "a.sqlite3", [_rec(1, 0, 1.5)])
+    (tmp_path / "junk.sqlite3").write_bytes(b"junk" * 100)
+    (tmp_path / "folder").mkdir()
+    assert main(["memory", "merge", str(a), "--into", str(tmp_path / target)]) == 3  # the store is unusable
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--into" in err and "--memory" not in err and "HTAM_MEMORY" not in err, err
+
+
+def test_with_conflicts_one_call_is_order_free_and_separate_calls_are_not(tmp_path: Path) -> None:
+    """The documented limit of commutativity (docs/MEMORY.md): the stored record wins a conflict."""
+    a = _store(tmp_path / "a.sqlite3", [_rec(1, 0, 1.5, note="from a"), _rec(2, 1, 1.2)])
+    b = _store(tmp_path / "b.sqlite3", [_rec(1, 0, 1.5, note="from b"), _rec(3, 2, 1.1)])
+
+    def notes(path: Path) -> dict[str, str]:
+        return {r.uid: r.outcome.note for r in read_records(path)}
+
+    merge_files([a, b], tmp_path / "ab.sqlite3", kb=KB)
+    merge_files([b, a], tmp_path / "ba.sqlite3", kb=KB)
+    assert notes(tmp_path / "ab.sqlite3") == notes(tmp_path / "ba.sqlite3")
+    for first, second, name in ((a, b, "a-then-b"), (b, a, "b-then-a")):
+        merge_files([first], tmp_path / f"{name}.sqlite3", kb=KB)
+        rep = merge_files([second], tmp_path / f"{name}.sqlite3", kb=KB)
+        assert [uid for _, uid in rep.conflicts] == ["uid-1"]
+    assert notes(tmp_path / "a-then-b.sqlite3")["uid-1"] == "from a"
+    assert notes(tmp_path / "b-then-a.sqlite3")["uid-1"] == "from b"
+
+
+def test_a_merge_with_conflicts_exits_0_with_one_warning_line(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    a = _store(tmp_path / "a.sqlite3", [_rec(1, 0, 1.5)])
+    b = _store(tmp_path / "b.sqlite3", [_rec(1, 0, 1.5, note="edited")])
+    assert main(["memory", "merge", str(a), str(b), "--into", str(tmp_path / "t.sqlite3")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("htam: warning: 1 conflicting record(s)")
