@@ -42,6 +42,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -257,7 +258,8 @@ def check_scheduler_address(address: str) -> str:
     scheme's backend, and ``host:port`` for the TCP-like schemes).
 
     Raises:
-        ExecutorError: the address is not one (``notanaddress``: no port; ``foo://h:1``: unknown scheme).
+        ExecutorError: the address is not one (``notanaddress``: no port; ``foo://h:1``: unknown scheme;
+            ``tcp://h:99999``: no such port).
     """
     from distributed.comm import parse_address, parse_host_port
     from distributed.comm.registry import backends
@@ -272,11 +274,13 @@ def check_scheduler_address(address: str) -> str:
                             f"{', '.join(sorted(backends))}); {hint}")
     if scheme in ("tcp", "tls", "ws", "wss"):
         try:
-            host, _ = parse_host_port(loc)
+            host, port = parse_host_port(loc)
         except ValueError as exc:
             raise ExecutorError(f"--scheduler {address!r} is not an address ({exc}); {hint}") from None
         if not host:
             raise ExecutorError(f"--scheduler {address!r} has no host; {hint}")
+        if not 0 < int(port) < 65536:
+            raise ExecutorError(f"--scheduler {address!r} has the port {port}, outside 1-65535; {hint}")
     return address
 
 
@@ -402,14 +406,31 @@ def _failure(exc: BaseException) -> dict[str, Any]:
     return _error(exc)
 
 
+@contextmanager
+def _quiet_client_logs() -> Iterator[None]:
+    """While results stream in, distributed's client logs nothing below CRITICAL: a lost scheduler connection is
+    reported once, as an :class:`ExecutorError`, not as distributed's traceback."""
+    log = logging.getLogger("distributed.client")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
 def run_on_dask(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: ExecutorOptions) -> None:
     """The ``dask`` executor: submit every task, hand each result to ``on_done`` as it completes.
 
     Tasks ask for ``{"GPU": 1}`` when the cluster's workers declare GPUs (with ``opts.gpus``, or when every
     worker of an external cluster has the resource), so one task holds one GPU.
 
+    A task cancelled by the cluster (the connection to the scheduler was lost) is not handed to ``on_done``: it
+    did not finish, so a rerun runs it again; the finished results were already handed over.
+
     Raises:
-        ExecutorError: the scheduler cannot be reached (the message has the address).
+        ExecutorError: the scheduler cannot be reached (the message has the address), or the connection to it
+            was lost before every task finished (the message says how many did not).
     """
     distributed = _dask()
     if not tasks:
@@ -426,13 +447,24 @@ def run_on_dask(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: Executo
             gpu = bool(opts.gpus) or (bool(infos) and all("GPU" in (w.get("resources") or {}) for w in infos))
             futs = {client.submit(call_task, fn_path, task, key=f"htam-{key}", pure=False,
                                   resources={"GPU": 1} if gpu else None): key for key, task in tasks}
-            for fut in distributed.as_completed(futs):
-                try:
-                    result = fut.result()
-                except Exception as exc:  # noqa: BLE001 - a failed task is recorded, the run goes on
-                    result = _failure(exc)
-                on_done(futs[fut], result)
-                fut.release()
+            unfinished = 0
+            with _quiet_client_logs():
+                for fut in distributed.as_completed(futs):
+                    try:
+                        result = fut.result()
+                    except CancelledError:  # the scheduler connection was lost: the task did not run out
+                        unfinished += 1
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - a failed task is recorded, the run goes on
+                        result = _failure(exc)
+                    on_done(futs[fut], result)
+                    fut.release()
+            if unfinished:
+                raise ExecutorError(
+                    f"lost the connection to the Dask scheduler{' at ' + opts.scheduler if opts.scheduler else ''}"
+                    f": {unfinished} of {len(tasks)} tasks did not finish. The finished ones are kept in "
+                    "results.jsonl; restart the scheduler (and its workers) and run the same command again to "
+                    "resume the rest")
     except KeyboardInterrupt:
         if cluster is not None:
             close_cluster(cluster, interrupted=True)

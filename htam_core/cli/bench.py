@@ -142,7 +142,7 @@ def _executor_settings(args: argparse.Namespace) -> dict:
     if args.worker_wait is not None and not args.scheduler:
         raise UsageError("--worker-wait is how long to wait for the workers of --scheduler's cluster; give "
                          "--scheduler ADDRESS or drop --worker-wait")
-    if args.worker_wait is not None and args.worker_wait <= 0:
+    if args.worker_wait is not None and not (0 < args.worker_wait < float("inf")):  # also nan
         raise UsageError("--worker-wait must be a positive number of seconds")
     if args.scheduler:
         try:

@@ -98,11 +98,24 @@ def read_source(path: str | Path) -> list[Record]:
     return [r for _, r in export.records]
 
 
+def _distinct(sources: list[str | Path]) -> list[str | Path]:
+    """``sources`` without repeats of one file (``A A`` or ``A ./A``: the file is read once), in order."""
+    seen: set[Path] = set()
+    out: list[str | Path] = []
+    for src in sources:
+        real = Path(src).resolve()
+        if real not in seen:
+            seen.add(real)
+            out.append(src)
+    return out
+
+
 def merge_files(sources: list[str | Path], into: str | Path, kb: KnowledgeBase | None = None) -> MergeReport:
     """Merge every source into the store ``into`` (created when missing, in an existing folder), in one
     transaction. Sources are read completely first, so an unreadable one merges nothing.
 
-    Conflicts between two sources (same uid, other content) are reported as well: the first source in
+    A file given twice (``A A``, ``A ./A``) is read once. Conflicts between two sources (same uid, other
+    content) are reported as well: the first source in
     (time, uid) order wins, which does not depend on the order the sources are given in.
 
     Raises:
@@ -111,7 +124,7 @@ def merge_files(sources: list[str | Path], into: str | Path, kb: KnowledgeBase |
     report = MergeReport(str(into))
     recs: dict[str, tuple[str, Record]] = {}
     clashes: list[tuple[str, Record]] = []
-    for src in sources:
+    for src in _distinct(sources):
         got = read_source(src)
         report.per_source[str(src)] = len(got)
         for r in got:

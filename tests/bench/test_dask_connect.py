@@ -52,3 +52,58 @@ def test_a_scheduler_without_workers_says_so_and_gives_up_after_the_wait() -> No
         assert time.monotonic() - t0 < 20
         assert said == [f"connected to {addr}: 0 workers; waiting for workers (start one with "
                         f"`dask worker {addr} ...`, docs/BENCH.md)"]
+
+
+def test_a_lost_scheduler_keeps_the_finished_results_and_leaves_the_rest_to_a_rerun(monkeypatch) -> None:
+    """Regression (new-user trial): a scheduler that died mid-run cancelled the other tasks, which were recorded
+    as finished ``error`` results, so every rerun "resumed" them and never ran them again. Now a cancelled task
+    is not handed over (a rerun runs it) and the run ends with one line saying how many did not finish."""
+    import types
+
+    from distributed.client import FutureCancelledError
+
+    class Fut:
+        def __init__(self, key: str, ok: bool) -> None:
+            self.key, self.ok = key, ok
+
+        def result(self) -> dict:
+            if self.ok:
+                return {"status": "ok"}
+            raise FutureCancelledError(self.key, reason="scheduler-connection-lost")
+
+        def release(self) -> None:
+            pass
+
+    class Client:
+        def __init__(self, cluster: object) -> None:
+            self.n = 0
+
+        def __enter__(self) -> Client:
+            return self
+
+        def __exit__(self, *exc: object) -> bool:
+            return False
+
+        def scheduler_info(self) -> dict:
+            return {"workers": {}}
+
+        def submit(self, fn: object, path: str, task: object, **kw: object) -> Fut:
+            self.n += 1
+            return Fut(str(kw["key"]), self.n == 1)
+
+    monkeypatch.setattr(executors, "_dask", lambda: types.SimpleNamespace(Client=Client, as_completed=list))
+    monkeypatch.setattr(executors, "start_local_cluster", lambda opts: object())
+    monkeypatch.setattr(executors, "close_cluster", lambda cluster, interrupted=False: None)
+    done: list[str] = []
+    with pytest.raises(ExecutorError, match=r"2 of 3 tasks did not finish.*run the same command again"):
+        executors.run_on_dask("m:f", [("a", {}), ("b", {}), ("c", {})], lambda k, r: done.append(k),
+                              ExecutorOptions(name="dask"))
+    assert done == ["a"], "only the finished task is handed over (and so kept for resuming)"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_a_worker_wait_that_is_not_a_positive_finite_number_is_one_line(value: str, capsys) -> None:
+    rc = main(["bench", "suite", "--static", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:8786",
+               "--worker-wait", value, "--out", "unused"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--worker-wait must be a positive number of seconds" in err and "Traceback" not in err

@@ -114,6 +114,7 @@ def test_each_run_tasks_call_names_its_phase() -> None:
     ("notanaddress", "is not an address (missing port number"),
     ("foo://127.0.0.1:8786", "unknown scheme foo://"),
     ("tcp://:8786", "has no host"),
+    ("tcp://127.0.0.1:99999", "has the port 99999, outside 1-65535"),  # was a 14 s wait for a connection
 ])
 def test_a_bad_scheduler_address_is_one_line_exit_2(address: str, says: str, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:

@@ -94,6 +94,14 @@ def test_the_summary_adds_up_when_sources_overlap(tmp_path: Path, capsys: pytest
     assert "1 in more than one source), 1 conflicting duplicate (not merged)" in out
 
 
+def test_a_source_given_twice_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression (new-user trial): `merge A A` read 8 records but counted 8 new and 8 duplicates."""
+    a = _store(tmp_path / "a.sqlite3", [_rec(1, 0, 1.5), _rec(2, 1, 1.2)])
+    monkeypatch.chdir(tmp_path)
+    rep = merge_files([a, a, "./a.sqlite3"], tmp_path / "team.sqlite3", kb=KB)
+    assert (rep.read, rep.added, rep.identical, len(rep.per_source)) == (2, 2, 0, 1)
+
+
 @settings(max_examples=25, deadline=None)
 @given(a=records, b=records, c=records)
 def test_merge_counts_always_add_up(tmp_path_factory: pytest.TempPathFactory, a: list, b: list, c: list) -> None:
