@@ -410,13 +410,15 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 def _quiet_client_logs() -> Iterator[None]:
     """While results stream in, distributed's client logs nothing below CRITICAL: a lost scheduler connection is
     reported once, as an :class:`ExecutorError`, not as distributed's traceback."""
-    log = logging.getLogger("distributed.client")
-    level = log.level
-    log.setLevel(logging.CRITICAL)
+    logs = [logging.getLogger(n) for n in ("distributed.client", "distributed.utils")]
+    levels = [log.level for log in logs]
+    for log in logs:
+        log.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
-        log.setLevel(level)
+        for log, level in zip(logs, levels, strict=True):
+            log.setLevel(level)
 
 
 def run_on_dask(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: ExecutorOptions) -> None:
@@ -436,35 +438,34 @@ def run_on_dask(fn_path: str, tasks: list[Keyed], on_done: OnDone, opts: Executo
     if not tasks:
         return
     cluster = None
+    unfinished = 0
     try:
         if opts.scheduler:
             client = connect(opts)
         else:
             cluster = start_local_cluster(opts)
             client = distributed.Client(cluster)
-        with client:
+        with _quiet_client_logs(), client:
             infos = client.scheduler_info().get("workers", {}).values()
             gpu = bool(opts.gpus) or (bool(infos) and all("GPU" in (w.get("resources") or {}) for w in infos))
             futs = {client.submit(call_task, fn_path, task, key=f"htam-{key}", pure=False,
                                   resources={"GPU": 1} if gpu else None): key for key, task in tasks}
-            unfinished = 0
-            with _quiet_client_logs():
-                for fut in distributed.as_completed(futs):
-                    try:
-                        result = fut.result()
-                    except CancelledError:  # the scheduler connection was lost: the task did not run out
-                        unfinished += 1
-                        continue
-                    except Exception as exc:  # noqa: BLE001 - a failed task is recorded, the run goes on
-                        result = _failure(exc)
-                    on_done(futs[fut], result)
-                    fut.release()
-            if unfinished:
-                raise ExecutorError(
-                    f"lost the connection to the Dask scheduler{' at ' + opts.scheduler if opts.scheduler else ''}"
-                    f": {unfinished} of {len(tasks)} tasks did not finish. The finished ones are kept in "
-                    "results.jsonl; restart the scheduler (and its workers) and run the same command again to "
-                    "resume the rest")
+            for fut in distributed.as_completed(futs):
+                try:
+                    result = fut.result()
+                except CancelledError:  # the scheduler connection was lost: the task did not run out
+                    unfinished += 1
+                    continue
+                except Exception as exc:  # noqa: BLE001 - a failed task is recorded, the run goes on
+                    result = _failure(exc)
+                on_done(futs[fut], result)
+                fut.release()
+        if unfinished:
+            raise ExecutorError(
+                f"lost the connection to the Dask scheduler{' at ' + opts.scheduler if opts.scheduler else ''}"
+                f": {unfinished} of {len(tasks)} tasks did not finish. The finished ones are kept in "
+                "results.jsonl; restart the scheduler (and its workers) and run the same command again to "
+                "resume the rest")
     except KeyboardInterrupt:
         if cluster is not None:
             close_cluster(cluster, interrupted=True)
