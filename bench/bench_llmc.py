@@ -113,16 +113,16 @@ def _expert_ms(entry: llmc.LlmcEntry, naive_h: Any, work: Path, trials: int,
     out = []
     blocks = _block_list(entry)
     for v in entry.experts:
+        rec: dict[str, Any] = {"version": v.number, "kernel": v.kernels[0], "ms": None, "block_size": None,
+                               "note": None}
+        out.append(rec)
         left = None if deadline is None else deadline - time.time()
         if left is not None and left < 5:
-            out.append({"version": v.number, "kernel": v.kernels[0], "ms": None, "block_size": None,
-                        "note": "not measured: the time budget (--max-minutes) was spent"})
+            rec["note"] = "not measured: the time budget (--max-minutes) was spent"
             continue
         b = llmc.build_harness(entry, v, work, like=naive_h)
-        rec: dict[str, Any] = {"version": v.number, "kernel": v.kernels[0], "ms": None, "block_size": None,
-                               "note": b.reason}
+        rec["note"] = b.reason
         if b.harness is None:
-            out.append(rec)
             continue
         h = b.harness
         base = dict(h.sizes[0]) if h.sizes else {}
@@ -134,14 +134,12 @@ def _expert_ms(entry: llmc.LlmcEntry, naive_h: Any, work: Path, trials: int,
                           gpu_index=0)
         if not r.ok:
             rec["note"] = f"not measured: {r.error.kind if r.error else '?'}: {r.error.message if r.error else ''}"[:300]
-            out.append(rec)
             continue
         times = [(s["time"].get("median"), s.get("sizes", {}).get("block_size")) for s in r.value["sets"]
                  if not s["time"].get("refused")]
         times = [t for t in times if t[0]]
         if times:
             rec["ms"], rec["block_size"] = min(times)
-        out.append(rec)
     return out
 
 

@@ -51,9 +51,10 @@ from typing import Any, Protocol
 from htam_core.harness.base import origin_dirs
 from htam_core.source.analysis.includes import headers_digest
 
-__all__ = ["ALLOWED_FAILURES", "CLOSE_TIMEOUT_S", "CONNECT_TIMEOUT_S", "DASK_LOG_LEVEL", "EXECUTORS", "ExecutorError", "ExecutorOptions", "Progress", "ResultLog",
-           "check_scheduler_address", "close_cluster", "connect", "dependency_digest", "file_digest", "is_final", "resumed_summary", "run_tasks", "shared_cluster", "start_local_cluster",
-           "task_key"]
+__all__ = ["ALLOWED_FAILURES", "CLOSE_TIMEOUT_S", "CONNECT_TIMEOUT_S", "DASK_LOG_LEVEL", "EXECUTORS", "ExecutorError",
+           "ExecutorOptions", "Progress", "ResultLog", "check_scheduler_address", "close_cluster", "connect",
+           "dependency_digest", "file_digest", "is_final", "resumed_summary", "run_tasks", "shared_cluster",
+           "start_local_cluster", "task_key"]
 
 #: Lowest level of distributed's log lines shown while a ``LocalCluster`` runs (``silence_logs``). Its WARNINGs are
 #: routine cluster life (a nanny restarting or closing a worker at shutdown, "event loop was unresponsive",
