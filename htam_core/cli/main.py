@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from htam_core import __version__
 from htam_core.cli.errors import EXIT_USAGE, UsageError, error_boundary, exit_codes_help
@@ -32,6 +33,20 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line (``htam: error: htam optimize: argument --budget:
+    invalid int value: 'abc'. Run `htam optimize --help` for the options``, exit 2) instead of argparse's usage
+    block. Subcommand parsers inherit the class (argparse creates them with the parent's type).
+
+    Raises:
+        UsageError: from :meth:`error`, caught by :func:`htam_core.cli.errors.error_boundary`.
+    """
+
+    def error(self, message: str) -> NoReturn:  # noqa: D401 - argparse's hook
+        """Raise :class:`UsageError` with argparse's ``message`` and where the options are listed."""
+        raise UsageError(f"{self.prog}: {message}. Run `{self.prog} --help` for the options")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """Build the top-level parser.
 
@@ -40,7 +55,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             ``htam kernels`` or ``htam --version`` does not pay for importing torch; ``None`` imports them all
             (``htam --help`` lists every command with its help).
     """
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="htam",
         description="HTAM kernel assistant: find, profile and optimize CUDA and Triton kernels.",
         epilog=exit_codes_help() + "\n\nHTAM_DEBUG=1 prints the full traceback of an internal error; "
@@ -86,7 +101,7 @@ def _dispatch(argv: list[str]) -> int:
     return int(args.func(args) or 0)
 
 
-__all__ = ["SUBCOMMANDS", "UsageError", "build_parser", "main"]
+__all__ = ["SUBCOMMANDS", "OneLineParser", "UsageError", "build_parser", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

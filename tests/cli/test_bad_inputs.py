@@ -433,3 +433,18 @@ def test_the_kernelbench_skip_uses_the_same_words(tmp_path: Path, capsys: pytest
     assert main(["bench", "kernelbench", "--problems", str(tmp_path / "p.jsonl")]) == 0  # a clean skip
     err = capsys.readouterr().err
     assert missing_path_message(tmp_path / "p.jsonl", "KernelBench problems file") in err
+
+
+# ---- argparse's own errors are one line too --------------------------------------------------------------
+@pytest.mark.parametrize("argv, names", [
+    (["optimize", "x.py", "--kernel", "k", "--budget", "abc"], ("htam optimize: argument --budget", "'abc'")),
+    (["bench", "suite", "--budget", "x"], ("htam bench suite: argument --budget",)),
+    (["memory", "merge"], ("htam memory merge: the following arguments are required",)),
+    (["no-such-command"], ("invalid choice: 'no-such-command'",)),
+])
+def test_option_errors_are_one_line(argv: list[str], names: tuple[str, ...],
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("htam: error: ") and "usage:" not in err, err
+    assert all(n in err for n in names) and "--help` for the options" in err
