@@ -69,9 +69,12 @@ def test_recorded_wins_after_a_prefix_move_the_step_up(store: Store) -> None:
     _fill(store, prefix, "launch_bounds", 0.95, 2)
     after = _rank(Ranker(KB, store), prefix)
     assert _pos(after, "launch_bounds") < _pos(before, "launch_bounds")
-    assert after[0].strategy == "launch_bounds"
+    # its direction rises with it: the top two are launch_bounds and its sibling without records, which
+    # inherits the direction's value (hierarchical shrinkage, RankerConfig.pool_local)
+    assert {s.strategy for s in after[:2]} == {"launch_bounds", "cuda_block_size"}
     step = _by_id(after)["launch_bounds"]
-    assert step.parts["local_transition"] > 0.1 and step.parts["direction_transition"] > 0.1
+    assert step.parts["local_transition"] > 0.1 and step.parts["direction_transition"] > 0
+    assert _by_id(after)["cuda_block_size"].parts["direction_transition"] > 0.1
     assert step.evidence.startswith("after vectorize loads (float4), __launch_bounds__ register limit paid off "
                                     "7 of 9 times, median +60%")
     # each (kernel, prefix, step, state) group is valued by its best variant: +60% on all three kernels
@@ -86,6 +89,24 @@ def test_losses_move_a_step_down(store: Store) -> None:
     after = _rank(Ranker(KB, store))
     assert _pos(after, top) > 0
     assert _by_id(after)[top].parts["local_transition"] < 0
+
+
+def test_own_evidence_outweighs_the_direction_value(store: Store) -> None:
+    """Hierarchical shrinkage (RankerConfig.pool_local): a strategy with its own records of no gain is judged by
+    them, not lifted by a sibling's wins; a sibling without records inherits the direction's value. Before the
+    change, the direction's term was added in full to every strategy of the direction."""
+    _fill(store, [], "vectorize_loads", 2.0, 9)
+    _fill(store, [], "restrict_pointers", 1.0, 9)
+    pooled = _by_id(_rank(Ranker(KB, store)))
+    added = _by_id(_rank(Ranker(KB, store, config=RankerConfig(pool_local=False))))
+    t_d = added["restrict_pointers"].parts["direction_transition"]
+    assert t_d > 0.3  # memory_access is worth vectorize_loads' wins
+    assert pooled["restrict_pointers"].parts["direction_transition"] < 0.25 * t_d
+    assert pooled["restrict_pointers"].score < added["restrict_pointers"].score - 0.2
+    assert pooled["readonly_cache_loads"].parts["direction_transition"] == pytest.approx(t_d)  # no own records
+    assert pooled["readonly_cache_loads"].score > pooled["restrict_pointers"].score
+    flat = [Ranker(KB, store, ablation="flat", config=RankerConfig(pool_local=p)) for p in (True, False)]
+    assert [s.score for s in _rank(flat[0])] == [s.score for s in _rank(flat[1])]  # flat has no direction value
 
 
 def test_records_in_a_different_state_weigh_less(store: Store) -> None:
@@ -147,8 +168,15 @@ def test_no_local_drops_local_memory_only(store: Store) -> None:
     assert set(nolocal) <= set(base)
     for sid, s in nolocal.items():
         assert s.parts["local_transition"] == 0 and s.parts["local_exploration"] == 0 and s.expected_gain is None
-        for key in ("direction_prior", "direction_transition", "direction_exploration", "local_prior"):
+        for key in ("direction_prior", "direction_exploration", "local_prior"):
             assert s.parts[key] == pytest.approx(base[sid].parts[key])
+        # the direction's value is the same; with local memory, a strategy with its own records takes only the
+        # (1 - lam) share of it (hierarchical shrinkage), one without records all of it
+        share = base[sid].parts["direction_transition"]
+        if base[sid].trials:
+            assert 0 < share < s.parts["direction_transition"]
+        else:
+            assert share == pytest.approx(s.parts["direction_transition"])
     assert base["cuda_block_size"].parts["local_transition"] > 0
 
 
