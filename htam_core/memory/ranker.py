@@ -88,11 +88,12 @@ class RankerConfig:
             the empty prefix adds nothing to ``q . k``, the earlier encoding).
         direction_best: a direction's transition term is at least the largest shrunk local value among its
             applicable strategies (``False``: the attention average over every record under the direction only).
-        pool_local: hierarchical shrinkage: a strategy's local value is shrunk toward its direction's value (plus
-            its own edge prior), ``L_s = lam_s * V_s + (1 - lam_s) * (T_d + g_s)``, and the direction's term enters
-            its score only through that ``(1 - lam_s)`` share: a strategy with its own evidence is judged by it, one
-            without inherits its direction's (``False``: ``T_d`` is added in full to every strategy of the direction
-            and ``L_s`` is shrunk toward ``g_s`` alone; not under ``flat``, which has no direction value).
+        pool_local: a strategy with its own records receives its direction's transition term shrunk toward its
+            own evidence: ``(1 - lam_s) * T_d + lam_s * min(T_d, L_s)``, with the confidence ``lam_s`` of its own
+            ``L_s``. A sibling that its own records show to gain nothing no longer rides on the direction's best
+            strategy; the best strategy itself (``L_s = T_d``) and strategies without records keep ``T_d``
+            (``False``: ``T_d`` is added in full to every strategy of the direction; not under ``flat``, which has
+            no direction value).
         same_gpu_weight: attention weight of records measured on the GPU model being ranked for, relative to
             the others (1.0: no preference). It multiplies such a record's softmax weight in transition
             attention (it adds ``tau * ln(w)`` to its logit) and nothing else: counts and confidence are kept.
@@ -567,9 +568,10 @@ class Ranker:
                 edge = kb.transitions.get(("strategy", last, s.id)) if last else None
                 gain = edge.gain if edge else 0.0
                 if cfg.pool_local and ab != "flat":
-                    # hierarchical shrinkage: own evidence first, the direction's value for what it lacks
+                    # the direction's value, shrunk toward this strategy's own (lower) evidence
                     ltrans = self._shrunk(s_att, j, gain)
-                    dtrans = (1.0 - self._lam(s_att, j)) * dtrans
+                    lam = self._lam(s_att, j)
+                    dtrans = (1.0 - lam) * dtrans + lam * min(dtrans, ltrans)
                 else:
                     ltrans = self._shrunk(s_att, j, gain)
                 n_parent = total if ab == "flat" else float(d_att.count[mem.d_index[s.direction]])

@@ -69,12 +69,9 @@ def test_recorded_wins_after_a_prefix_move_the_step_up(store: Store) -> None:
     _fill(store, prefix, "launch_bounds", 0.95, 2)
     after = _rank(Ranker(KB, store), prefix)
     assert _pos(after, "launch_bounds") < _pos(before, "launch_bounds")
-    # its direction rises with it: the top two are launch_bounds and its sibling without records, which
-    # inherits the direction's value (hierarchical shrinkage, RankerConfig.pool_local)
-    assert {s.strategy for s in after[:2]} == {"launch_bounds", "cuda_block_size"}
+    assert after[0].strategy == "launch_bounds"
     step = _by_id(after)["launch_bounds"]
-    assert step.parts["local_transition"] > 0.1 and step.parts["direction_transition"] > 0
-    assert _by_id(after)["cuda_block_size"].parts["direction_transition"] > 0.1
+    assert step.parts["local_transition"] > 0.1 and step.parts["direction_transition"] > 0.1
     assert step.evidence.startswith("after vectorize loads (float4), __launch_bounds__ register limit paid off "
                                     "7 of 9 times, median +60%")
     # each (kernel, prefix, step, state) group is valued by its best variant: +60% on all three kernels
@@ -170,11 +167,11 @@ def test_no_local_drops_local_memory_only(store: Store) -> None:
         assert s.parts["local_transition"] == 0 and s.parts["local_exploration"] == 0 and s.expected_gain is None
         for key in ("direction_prior", "direction_exploration", "local_prior"):
             assert s.parts[key] == pytest.approx(base[sid].parts[key])
-        # the direction's value is the same; with local memory, a strategy with its own records takes only the
-        # (1 - lam) share of it (hierarchical shrinkage), one without records all of it
+        # the direction's value is the same; with local memory, a strategy with its own records receives it
+        # shrunk toward its own lower evidence (RankerConfig.pool_local), one without records all of it
         share = base[sid].parts["direction_transition"]
         if base[sid].trials:
-            assert 0 < share < s.parts["direction_transition"]
+            assert 0 < share <= s.parts["direction_transition"]
         else:
             assert share == pytest.approx(s.parts["direction_transition"])
     assert base["cuda_block_size"].parts["local_transition"] > 0
