@@ -22,21 +22,23 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = [
-    ("v0 before, memory from htam-cold", {"credit": 0.0, "start_token": False, "direction_best": False},
+    ("v0 before, memory from htam-cold", {"credit": 0.0, "start_token": False, "direction_best": False, "pool_local": False},
      ["htam-cold"]),
-    ("v1 before, memory from htam-cold + random", {"credit": 0.0, "start_token": False, "direction_best": False},
+    ("v1 before, memory from htam-cold + random", {"credit": 0.0, "start_token": False, "direction_best": False, "pool_local": False},
      ["htam-cold", "random"]),
-    ("v2 + start token", {"credit": 0.0, "start_token": True, "direction_best": False}, ["htam-cold", "random"]),
-    ("v3 + transition credit", {"credit": 0.9, "start_token": True, "direction_best": False},
+    ("v2 + start token", {"credit": 0.0, "start_token": True, "direction_best": False, "pool_local": False}, ["htam-cold", "random"]),
+    ("v3 + transition credit", {"credit": 0.9, "start_token": True, "direction_best": False, "pool_local": False},
      ["htam-cold", "random"]),
-    ("v4 + direction = best strategy (now)", {"credit": 0.9, "start_token": True, "direction_best": True},
+    ("v4 + direction = best strategy", {"credit": 0.9, "start_token": True, "direction_best": True, "pool_local": False},
      ["htam-cold", "random"]),
-    ("v5 = v4, memory from htam-cold only", {"credit": 0.9, "start_token": True, "direction_best": True},
+    ("v5 = v4, memory from htam-cold only", {"credit": 0.9, "start_token": True, "direction_best": True, "pool_local": False},
      ["htam-cold"]),
-    ("v6 = v4 without the start token", {"credit": 0.9, "start_token": False, "direction_best": True},
+    ("v6 = v4 without the start token", {"credit": 0.9, "start_token": False, "direction_best": True, "pool_local": False},
      ["htam-cold", "random"]),
-    ("v7 = v4 without transition credit", {"credit": 0.0, "start_token": True, "direction_best": True},
+    ("v7 = v4 without transition credit", {"credit": 0.0, "start_token": True, "direction_best": True, "pool_local": False},
      ["htam-cold", "random"]),
+    ("v8 = v4 + own evidence shrinks the direction term (now)",
+     {"credit": 0.9, "start_token": True, "direction_best": True, "pool_local": True}, ["htam-cold", "random"]),
 ]
 
 
@@ -54,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", default="/tmp/htam-memory-changes", help="scratch folder (emptied per variant)")
     ap.add_argument("--policies", default="htam,htam-cold,flat,no-prefix,random")
+    ap.add_argument("--only", help="comma-separated variant prefixes to run (e.g. v4,v8; default: every variant)")
     args = ap.parse_args(argv)
     import htam_core.memory.ranker as ranker
     from htam_core.bench.replay import ReplayConfig, run_replay
@@ -66,7 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     names = [f.name for f in dataclasses.fields(ranker.RankerConfig)]
     defaults = ranker.RankerConfig.__init__.__defaults__
     try:
+        wanted = [w for w in (args.only or "").split(",") if w]
         for label, consts, teachers in VARIANTS:
+            if wanted and label.split()[0] not in wanted:
+                continue
             d = list(defaults)
             for k, v in consts.items():
                 d[names.index(k)] = v

@@ -239,6 +239,32 @@ def summarize(table: Table, kernels: list[dict[str, Any]], policies: list[str], 
             "targets": targets(agg), "results": results}
 
 
+def group_aggregates(doc: dict[str, Any], families: list[str]) -> dict[str, dict[str, Any]]:
+    """Per policy, the figures of :func:`summarize` over the kernels of several ``families`` together (e.g. the
+    families a change to the method was tuned on, or the held-out ones), from a results document's rows.
+
+    Raises:
+        ReplayError: a family the document does not hold.
+    """
+    missing = [f for f in families if f not in doc["families"]]
+    if missing:
+        raise ReplayError(f"the replay has no family {', '.join(missing)} (it has {', '.join(doc['families'])})")
+    out: dict[str, dict[str, Any]] = {}
+    for p in doc["policies"]:
+        rs = [r for r in doc["rows"] if r["policy"] == p and r["family"] in families]
+        seeds = sorted({r["seed"] for r in rs})
+        out[p] = _over_seeds([_stats([r for r in rs if r["seed"] == s], doc["budget"]) for s in seeds]) if rs else {}
+    return out
+
+
+def policy_table(aggs: dict[str, dict[str, Any]], budget: int) -> list[str]:
+    """The Markdown table of :func:`replay_markdown` (header and one line per policy) for ``{policy: figures}``."""
+    head_cells = " | ".join(f"geomean @{b}" for b in REPORT_AT if b <= budget)
+    return [f"| policy | kernels measured | mean trials-to-90% | median trials-to-90% | {head_cells} | "
+            "steps not in table |", "|" + "---|" * (5 + len([b for b in REPORT_AT if b <= budget])),
+            *(_line(p, a, budget) for p, a in aggs.items())]
+
+
 def targets(agg: dict[str, Any]) -> list[dict[str, Any]]:
     """The targets of issue 17, each ``{"target", "value", "met"}`` (``met`` ``None`` when not measured)."""
     def g(p: str, key: str, b: str | None = None) -> float | None:
@@ -293,9 +319,7 @@ def replay_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
     budget = doc["budget"]
     tab = doc["table"]
     env = tab.get("environment") or {}
-    head_cells = " | ".join(f"geomean @{b}" for b in REPORT_AT if b <= budget)
-    hdr = (f"| policy | kernels measured | mean trials-to-90% | median trials-to-90% | {head_cells} | "
-           "steps not in table |\n|" + "---|" * (5 + len([b for b in REPORT_AT if b <= budget])))
+    hdr = "\n".join(policy_table({}, budget))
     where = ("measured on " + str(env.get("gpus") or env.get("device") or "a GPU")) if tab["measured"] \
         else "static: nothing measured"
     lines = ["# Policy replay over a measured-space table", "",

@@ -88,6 +88,12 @@ class RankerConfig:
             the empty prefix adds nothing to ``q . k``, the earlier encoding).
         direction_best: a direction's transition term is at least the largest shrunk local value among its
             applicable strategies (``False``: the attention average over every record under the direction only).
+        pool_local: a strategy with its own records receives its direction's transition term shrunk toward its
+            own evidence: ``(1 - lam_s) * T_d + lam_s * min(T_d, L_s)``, with the confidence ``lam_s`` of its own
+            ``L_s``. A sibling that its own records show to gain nothing no longer rides on the direction's best
+            strategy; the best strategy itself (``L_s = T_d``) and strategies without records keep ``T_d``
+            (``False``: ``T_d`` is added in full to every strategy of the direction; not under ``flat``, which has
+            no direction value).
         same_gpu_weight: attention weight of records measured on the GPU model being ranked for, relative to
             the others (1.0: no preference). It multiplies such a record's softmax weight in transition
             attention (it adds ``tau * ln(w)`` to its logit) and nothing else: counts and confidence are kept.
@@ -103,6 +109,7 @@ class RankerConfig:
     credit: float = 0.9
     start_token: bool = True
     direction_best: bool = True
+    pool_local: bool = True
     same_gpu_weight: float = 1.5
 
     def __post_init__(self) -> None:
@@ -559,7 +566,14 @@ class Ranker:
             ltrans = lexpl = 0.0
             if ab != "no-local":
                 edge = kb.transitions.get(("strategy", last, s.id)) if last else None
-                ltrans = self._shrunk(s_att, j, edge.gain if edge else 0.0)
+                gain = edge.gain if edge else 0.0
+                if cfg.pool_local and ab != "flat":
+                    # the direction's value, shrunk toward this strategy's own (lower) evidence
+                    ltrans = self._shrunk(s_att, j, gain)
+                    lam = self._lam(s_att, j)
+                    dtrans = (1.0 - lam) * dtrans + lam * min(dtrans, ltrans)
+                else:
+                    ltrans = self._shrunk(s_att, j, gain)
                 n_parent = total if ab == "flat" else float(d_att.count[mem.d_index[s.direction]])
                 lexpl = cfg.c_strategy * math.sqrt(math.log1p(n_parent) / (1.0 + float(s_att.count[j])))
             parts = {"prior": dprior + lprior, "transition": dtrans + ltrans, "exploration": dexpl + lexpl,
@@ -622,12 +636,18 @@ class Ranker:
                 sims = sims + W_PREFIX_DIRECTION * (kd @ qd[0])
         return sims
 
+    def _lam(self, att: _Attended, i: int) -> float:
+        """The shrinkage weight ``n_eff / (n_eff + N0)`` of node ``i`` (0 when it has no valued record)."""
+        if math.isnan(float(att.value[i])):
+            return 0.0
+        n = float(att.n_eff[i])
+        return n / (n + self.config.shrink_n0)
+
     def _shrunk(self, att: _Attended, i: int, prior_gain: float) -> float:
         v = float(att.value[i])
         if math.isnan(v):
             return prior_gain
-        n = float(att.n_eff[i])
-        lam = n / (n + self.config.shrink_n0)
+        lam = self._lam(att, i)
         return lam * v + (1.0 - lam) * prior_gain
 
     def _evidence(self, s: Strategy, last: str | None, mask: torch.Tensor, speedup: torch.Tensor,

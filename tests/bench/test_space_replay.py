@@ -148,3 +148,27 @@ def test_family_manifest_with_llmc_entries(tmp_path):
     ks = load_manifest(tmp_path / "fam" / "manifest.json", tmp_path / "llmc")
     assert [(k.name, k.family) for k in ks] == [("k", "elementwise"), ("gelu1", "elementwise")]
     assert all(Path(k.path).resolve().is_file() for k in ks)
+
+
+def test_group_aggregates_pool_families_and_refuse_an_unknown_one():
+    """Tuned and held-out families are reported together (reporting only): the figures over two families are
+    those of their kernels pooled, per seed, then over seeds."""
+    from htam_core.bench.replay import ReplayError, group_aggregates, policy_table
+
+    def row(kernel: str, family: str, policy: str, seed: int, t90: int | None, final: float) -> dict:
+        return {"kernel": kernel, "family": family, "policy": policy, "seed": seed, "target": 2.0,
+                "trials_to_90": t90, "curve": [final] * 8, "not_in_table": 1}
+
+    rows = [row("a", "f1", "htam", 0, 1, 2.0), row("b", "f2", "htam", 0, None, 1.0), row("c", "f3", "htam", 0, 3, 2.0),
+            row("a", "f1", "random", 0, 2, 2.0), row("b", "f2", "random", 0, 4, 2.0),
+            row("a", "f1", "random", 1, 4, 2.0), row("b", "f2", "random", 1, 6, 2.0)]
+    doc = {"families": ["f1", "f2", "f3"], "policies": ["htam", "random"], "rows": rows, "budget": 8}
+    g = group_aggregates(doc, ["f1", "f2"])
+    assert g["htam"]["kernels"] == 2 and g["htam"]["mean_trials_to_90"] == pytest.approx((1 + 9) / 2)
+    assert g["htam"]["geomean_at"]["8"] == pytest.approx(2.0 ** 0.5)
+    assert g["random"]["mean_trials_to_90"] == pytest.approx((3 + 5) / 2)  # mean over seeds of the seed means
+    assert g["random"]["spread"]["mean_trials_to_90"] == [3, 5]
+    table = policy_table(g, 8)
+    assert table[0].startswith("| policy |") and table[2].startswith("| htam | 2/2 | 5.00 |")
+    with pytest.raises(ReplayError, match="no family f9"):
+        group_aggregates(doc, ["f1", "f9"])

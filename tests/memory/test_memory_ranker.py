@@ -88,6 +88,24 @@ def test_losses_move_a_step_down(store: Store) -> None:
     assert _by_id(after)[top].parts["local_transition"] < 0
 
 
+def test_own_evidence_outweighs_the_direction_value(store: Store) -> None:
+    """Hierarchical shrinkage (RankerConfig.pool_local): a strategy with its own records of no gain is judged by
+    them, not lifted by a sibling's wins; a sibling without records inherits the direction's value. Before the
+    change, the direction's term was added in full to every strategy of the direction."""
+    _fill(store, [], "vectorize_loads", 2.0, 9)
+    _fill(store, [], "restrict_pointers", 1.0, 9)
+    pooled = _by_id(_rank(Ranker(KB, store)))
+    added = _by_id(_rank(Ranker(KB, store, config=RankerConfig(pool_local=False))))
+    t_d = added["restrict_pointers"].parts["direction_transition"]
+    assert t_d > 0.3  # memory_access is worth vectorize_loads' wins
+    assert pooled["restrict_pointers"].parts["direction_transition"] < 0.25 * t_d
+    assert pooled["restrict_pointers"].score < added["restrict_pointers"].score - 0.2
+    assert pooled["readonly_cache_loads"].parts["direction_transition"] == pytest.approx(t_d)  # no own records
+    assert pooled["readonly_cache_loads"].score > pooled["restrict_pointers"].score
+    flat = [Ranker(KB, store, ablation="flat", config=RankerConfig(pool_local=p)) for p in (True, False)]
+    assert [s.score for s in _rank(flat[0])] == [s.score for s in _rank(flat[1])]  # flat has no direction value
+
+
 def test_records_in_a_different_state_weigh_less(store: Store) -> None:
     _fill(store, [], "cuda_block_size", 2.0, 3, state=STATE)
     _fill(store, [], "cuda_block_size", 0.5, 3, state=OTHER)
@@ -147,8 +165,15 @@ def test_no_local_drops_local_memory_only(store: Store) -> None:
     assert set(nolocal) <= set(base)
     for sid, s in nolocal.items():
         assert s.parts["local_transition"] == 0 and s.parts["local_exploration"] == 0 and s.expected_gain is None
-        for key in ("direction_prior", "direction_transition", "direction_exploration", "local_prior"):
+        for key in ("direction_prior", "direction_exploration", "local_prior"):
             assert s.parts[key] == pytest.approx(base[sid].parts[key])
+        # the direction's value is the same; with local memory, a strategy with its own records receives it
+        # shrunk toward its own lower evidence (RankerConfig.pool_local), one without records all of it
+        share = base[sid].parts["direction_transition"]
+        if base[sid].trials:
+            assert 0 < share <= s.parts["direction_transition"]
+        else:
+            assert share == pytest.approx(s.parts["direction_transition"])
     assert base["cuda_block_size"].parts["local_transition"] > 0
 
 
