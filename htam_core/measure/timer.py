@@ -44,7 +44,9 @@ Checks:
   are reported instead (method ``wall-clock+sync``), with a warning.
 * **CUPTI** (:meth:`LauncherTimer.cupti_ms`): the per-call sum of the device operations' durations, under the
   same flush sequence; :func:`htam_core.measure.cupti.check_agreement` refuses a timer that disagrees by
-  more than 10 % and more than 4 µs (:data:`htam_core.measure.cupti.ABS_SLACK_MS`).
+  more than 10 % and more than 1 µs once the event overhead is subtracted
+  (:data:`htam_core.measure.cupti.CALIBRATED_SLACK_MS`; 4 µs, :data:`~htam_core.measure.cupti.ABS_SLACK_MS`, for
+  wall-clock times and an uncalibrated timer).
 
 Idea sources: ``triton.testing.do_bench`` (asynchronous flush, per-trial events) and
 ``triton.testing.do_bench_cudagraph`` (graph replay). Runs inside a worker process with torch and CUDA.
@@ -458,7 +460,8 @@ def time_launcher(fn: Callable[[], Any], *, trials: int = 100, method: str = "au
                     relative_iqr(times) if med > 0 else 0.0, c_ms, c_ops, l2_flush=flush, warnings=warns,
                     event_overhead_ms=overhead, event_overhead=overhead_note)
     if cross_check:
-        ag = cupti.check_agreement(med, c_ms)
+        ag = cupti.check_agreement(med, c_ms, slack_ms=cupti.CALIBRATED_SLACK_MS if overhead > 0
+                                   else cupti.ABS_SLACK_MS)
         timing.agreement = ag.relative
         if ag.ok is False:
             timing.refused = ag.message

@@ -37,6 +37,16 @@ def test_difference_within_the_event_latency_is_accepted():
     assert check_agreement(0.0170, 0.0120).ok is False  # 42% and 5 µs
 
 
+def test_a_calibrated_timer_gets_only_the_calibration_residual():
+    from htam_core.measure.cupti import CALIBRATED_SLACK_MS
+    # 12 µs kernel read as 15 µs: inside the raw event latency, but not once the overhead was subtracted
+    assert check_agreement(0.0150, 0.0120).ok is True
+    a = check_agreement(0.0150, 0.0120, slack_ms=CALIBRATED_SLACK_MS)
+    assert a.ok is False and a.message.startswith("not measured: timer and CUPTI disagree")
+    assert check_agreement(0.0128, 0.0120, slack_ms=CALIBRATED_SLACK_MS).ok is True  # 7 %: within 10 %
+    assert check_agreement(0.0060, 0.0045, slack_ms=CALIBRATED_SLACK_MS).ok is True  # launch-bound: kept
+
+
 def test_launch_bound_disagreement_is_kept_with_a_note():
     a = check_agreement(0.0095, 0.0050)
     assert a.ok is True and "launch-bound" in a.message
