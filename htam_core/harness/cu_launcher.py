@@ -46,36 +46,92 @@ def _symbol(lib_path: Path, name: str) -> Any:
     return getattr(lib, name, None)
 
 
-def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None]) -> str:
+def _host_definition(defs: Sequence[Any], n_inputs: int) -> Any:
+    """The host definition the shim calls among the functions named like the launcher: never a
+    ``__global__`` kernel (llm.c names a kernel and its host launcher alike, ``gelu_backward1``, overloaded
+    by arity), and, among host overloads, the first whose parameters (streams aside, defaulted ones
+    optional) take ``n_inputs`` arguments; the first host one when none fits exactly."""
+    from htam_core.harness.cu_eval import param_declarations
+
+    host = [d for d in defs if "__global__" not in _signature(d)]
+    for d in host:
+        decls = [p for p in param_declarations(d) if "cudaStream_t" not in _text(p)]
+        required = sum(1 for p in decls if p.type != "optional_parameter_declaration")
+        if required <= n_inputs <= len(decls):
+            return d
+    return host[0] if host else None
+
+
+def _text(node: Any) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text else ""
+
+
+def _signature(fn: Any) -> str:
+    """A definition's text up to its body (its specifiers and declarator, with a template header above it)."""
+    body = fn.child_by_field_name("body")
+    head = _text(fn)[: (body.start_byte - fn.start_byte) if body is not None else None]
+    parent = fn.parent
+    return (_text(parent)[: fn.start_byte - parent.start_byte] if parent is not None and
+            parent.type == "template_declaration" else "") + head
+
+
+def _template_params(fn: Any) -> set[str]:
+    """Names of the template parameters of a definition (``template <typename T>`` gives ``{"T"}``)."""
+    parent = fn.parent
+    if parent is None or parent.type != "template_declaration":
+        return set()
+    params = parent.child_by_field_name("parameters")
+    head = _text(params) if params is not None else ""
+    return set(re.findall(r"\b(?:typename|class)\s+(\w+)", head))
+
+
+def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None],
+                pointees: Sequence[str | None] | None = None) -> str:
     """The C++ of an ``extern "C"`` shim that calls the C++ host function ``launcher`` of ``path``.
 
     The shim includes the ``.cu`` file and calls ``launcher`` (``run_sgemm``, ``mlp::launch<float>``) by name,
     so C++ resolves overloads, namespaces, template arguments and default arguments. Pointers arrive as
-    ``void*`` and convert to whatever pointer type the parameter has; a ``cudaStream_t`` parameter gets the
-    default stream; trailing parameters beyond the inputs keep their defaults.
+    ``void*`` and convert to whatever pointer type the parameter has; a pointer parameter whose type names a
+    template parameter of the launcher (``template <class T> void f(const T* x)``) gets a pointer of the
+    input's own element type instead (``pointees``), since C++ deduces ``T`` from the argument, never through
+    a conversion. A ``cudaStream_t`` parameter gets the default stream; trailing parameters beyond the inputs
+    keep their defaults. When a ``__global__`` kernel has the launcher's name (a kernel and its launcher
+    overloaded by arity), the host overload that takes the inputs is the one called.
+
+    Args:
+        path: the ``.cu`` file.
+        launcher: the host function's name as the harness gives it.
+        dtypes: per input, the spec dtype of a scalar, or ``None`` for a tensor.
+        pointees: per input, a tensor's element dtype (``"float32"``), ``None`` for a scalar; ``None``: not
+            known (template deduction through a pointer then fails to compile, as it did before).
 
     Raises:
-        HarnessError: no definition of ``launcher`` in the file.
+        HarnessError: no host definition of ``launcher`` in the file.
     """
     from htam_core.harness.cu_eval import Program, param_declarations
 
     src = Path(path).resolve()
     text = src.read_text(encoding="utf-8", errors="replace")
     short = re.sub(r"<.*>$", "", launcher).split("::")[-1].strip()
-    defs = Program(text).functions.get(short)
-    if not defs:
+    fn = _host_definition(Program(text).functions.get(short) or [], len(dtypes))
+    if fn is None:
         raise HarnessError(f"{src.name} defines no host function {short!r} (the launcher {launcher!r})")
+    tparams = _template_params(fn) if "<" not in launcher else set()
     params, args, k = [], [], 0
-    for decl in param_declarations(defs[0]):
-        ptext = decl.text.decode("utf-8", "replace") if decl.text else ""
+    for decl in param_declarations(fn):
+        ptext = _text(decl)
         if "cudaStream_t" in ptext:
             args.append("(cudaStream_t)0")
             continue
         if k >= len(dtypes):
             break
         d = dtypes[k]
+        elem = pointees[k] if pointees is not None and k < len(pointees) else None
         params.append(f"void* a{k}" if d is None else f"{_C_TYPES.get(d, 'float')} a{k}")
-        args.append(f"HtamAnyPtr{{a{k}}}" if d is None else f"a{k}")
+        typed = d is None and elem in _C_TYPES and elem not in ("float16", "bfloat16") and \
+            bool(tparams & set(re.findall(r"\w+", ptext.split("*")[0])))
+        args.append(f"static_cast<{_C_TYPES[elem]}*>(a{k})" if typed else f"HtamAnyPtr{{a{k}}}" if d is None
+                    else f"a{k}")
         k += 1
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return (f"// htam shim for {launcher} of {src.name} (source {digest})\n#include \"{src}\"\n"
@@ -83,11 +139,12 @@ def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None]) -
             f"extern \"C\" void {SHIM_NAME}({', '.join(params)}) {{ {launcher}({', '.join(args)}); }}\n")
 
 
-def write_shim(path: str | Path, launcher: str, dtypes: Sequence[str | None]) -> Path:
+def write_shim(path: str | Path, launcher: str, dtypes: Sequence[str | None],
+               pointees: Sequence[str | None] | None = None) -> Path:
     """Write :func:`shim_source` under ``<htam cache>/cu_shims/`` (named by its content) and return the path."""
     from htam_core.runtime.cache import cache_root
 
-    text = shim_source(path, launcher, dtypes)
+    text = shim_source(path, launcher, dtypes, pointees)
     out = cache_root() / "cu_shims"
     out.mkdir(parents=True, exist_ok=True)
     shim = out / f"shim-{hashlib.sha256(text.encode()).hexdigest()[:20]}.cu"
@@ -155,8 +212,8 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
     return lib
 
 
-def host_launcher(path: str | Path, launcher: str, arch: str, dtypes: Sequence[str | None]
-                  ) -> Callable[[Sequence[Any]], Callable[[], None]]:
+def host_launcher(path: str | Path, launcher: str, arch: str, dtypes: Sequence[str | None],
+                  pointees: Sequence[str | None] | None = None) -> Callable[[Sequence[Any]], Callable[[], None]]:
     """A binder for the host function ``launcher`` of the ``.cu`` file ``path``.
 
     An ``extern "C"`` function is called directly; a C++ one (a mangled name, ``ns::f``, ``f<float>``) is called
@@ -168,6 +225,8 @@ def host_launcher(path: str | Path, launcher: str, arch: str, dtypes: Sequence[s
         launcher: name of a host function taking the harness inputs in order.
         arch: ``sm_90`` etc.
         dtypes: per input, the spec dtype of a scalar, or ``None`` for a tensor (passed as ``void*``).
+        pointees: per input, a tensor's element dtype (``None`` for a scalar), for a templated launcher's
+            pointer parameters (:func:`shim_source`).
 
     Returns:
         ``bind(inputs) -> launch()``: arguments are converted once, ``launch`` only calls the function.
@@ -179,7 +238,7 @@ def host_launcher(path: str | Path, launcher: str, arch: str, dtypes: Sequence[s
     if re.fullmatch(r"[A-Za-z_]\w*", launcher):
         fn = _symbol(build_shared_library(path, arch), launcher)
     if fn is None:  # a C++ name (mangled, in a namespace, a template): call it through an extern "C" shim
-        shim = write_shim(path, launcher, dtypes)
+        shim = write_shim(path, launcher, dtypes, pointees)
         fn = _symbol(build_shared_library(shim, arch), SHIM_NAME)
         if fn is None:
             raise HarnessError(f"{Path(path).name}: the extern \"C\" shim for {launcher!r} built but exports no "

@@ -400,7 +400,8 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
                 raise HarnessError("raw CUDA kernels need a GPU to run")
             major, minor = torch.cuda.get_device_capability()
             return "cu-host-launcher", host_launcher(target, h.launcher, f"sm_{major}{minor}",  # type: ignore[return-value]
-                                                     [i.dtype if i.is_scalar else None for i in h.inputs])
+                                                     [i.dtype if i.is_scalar else None for i in h.inputs],
+                                                     [None if i.is_scalar else i.dtype for i in h.inputs])
         if h.launcher:
             fn = getattr(mod, h.launcher, None)
             if fn is None:
