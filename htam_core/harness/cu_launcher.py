@@ -46,14 +46,14 @@ def _symbol(lib_path: Path, name: str) -> Any:
     return getattr(lib, name, None)
 
 
-def _host_definition(defs: Sequence[Any], n_inputs: int) -> Any:
+def host_definition(defs: Sequence[Any], n_inputs: int) -> Any:
     """The host definition the shim calls among the functions named like the launcher: never a
     ``__global__`` kernel (llm.c names a kernel and its host launcher alike, ``gelu_backward1``, overloaded
     by arity), and, among host overloads, the first whose parameters (streams aside, defaulted ones
     optional) take ``n_inputs`` arguments; the first host one when none fits exactly."""
     from htam_core.harness.cu_eval import param_declarations
 
-    host = [d for d in defs if "__global__" not in _signature(d)]
+    host = [d for d in defs if "__global__" not in definition_head(d)]
     for d in host:
         decls = [p for p in param_declarations(d) if "cudaStream_t" not in _text(p)]
         required = sum(1 for p in decls if p.type != "optional_parameter_declaration")
@@ -66,7 +66,7 @@ def _text(node: Any) -> str:
     return node.text.decode("utf-8", "replace") if node is not None and node.text else ""
 
 
-def _signature(fn: Any) -> str:
+def definition_head(fn: Any) -> str:
     """A definition's text up to its body (its specifiers and declarator, with a template header above it)."""
     body = fn.child_by_field_name("body")
     head = _text(fn)[: (body.start_byte - fn.start_byte) if body is not None else None]
@@ -75,7 +75,7 @@ def _signature(fn: Any) -> str:
             parent.type == "template_declaration" else "") + head
 
 
-def _template_params(fn: Any) -> set[str]:
+def template_params(fn: Any) -> set[str]:
     """Names of the template parameters of a definition (``template <typename T>`` gives ``{"T"}``)."""
     parent = fn.parent
     if parent is None or parent.type != "template_declaration":
@@ -113,10 +113,10 @@ def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None],
     src = Path(path).resolve()
     text = src.read_text(encoding="utf-8", errors="replace")
     short = re.sub(r"<.*>$", "", launcher).split("::")[-1].strip()
-    fn = _host_definition(Program(text).functions.get(short) or [], len(dtypes))
+    fn = host_definition(Program(text).functions.get(short) or [], len(dtypes))
     if fn is None:
         raise HarnessError(f"{src.name} defines no host function {short!r} (the launcher {launcher!r})")
-    tparams = _template_params(fn) if "<" not in launcher else set()
+    tparams = template_params(fn) if "<" not in launcher else set()
     params, args, k = [], [], 0
     for decl in param_declarations(fn):
         ptext = _text(decl)
@@ -133,6 +133,8 @@ def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None],
         args.append(f"static_cast<{_C_TYPES[elem]}*>(a{k})" if typed else f"HtamAnyPtr{{a{k}}}" if d is None
                     else f"a{k}")
         k += 1
+    for j in range(k, len(dtypes)):  # inputs beyond the launcher's parameters: accepted, not passed
+        params.append(f"void* a{j}" if dtypes[j] is None else f"{_C_TYPES.get(dtypes[j] or '', 'float')} a{j}")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return (f"// htam shim for {launcher} of {src.name} (source {digest})\n#include \"{src}\"\n"
             "struct HtamAnyPtr { void* p; template <class T> operator T*() const { return static_cast<T*>(p); } };\n"

@@ -59,6 +59,8 @@ N_SEEDS = 5
 NOISE_FACTOR = 4.0
 #: The largest absolute tolerance the self-difference rule gives (the fp16/bf16 default: never looser).
 NOISE_CAP = 1e-2
+#: What the verdict's note on a nondeterministic reference says (:func:`nondeterminism_note`).
+NONDETERMINISTIC = "is nondeterministic (two runs on the same inputs differ"
 #: Scale applied to floating inputs for trial i (i >= len: 1.0). Mild, so valid input ranges hold.
 DEFAULT_SCALES: tuple[float, ...] = (1.0, 1.0, 1.0, 2.0, 0.5)
 
@@ -399,7 +401,7 @@ def nondeterminism_note(noise: Sequence[float], against: str = "the reference") 
     """The one line saying that ``against`` is nondeterministic and which tolerances that widened."""
     parts = [f"output {k}: up to {n:.3g}, atol {a:.3g}" for k, (n, a) in enumerate(zip(noise, noise_atol(noise),
                                                                                         strict=True)) if n > 0]
-    return (f"{against} is nondeterministic (two runs on the same inputs differ: {'; '.join(parts)}); those "
+    return (f"{against} {NONDETERMINISTIC}: {'; '.join(parts)}); those "
             f"outputs were compared with atol = min({NOISE_CAP:g}, {NOISE_FACTOR:g} x that difference), the "
             "others strictly")
 
