@@ -85,6 +85,83 @@ def template_params(fn: Any) -> set[str]:
     return set(re.findall(r"\b(?:typename|class)\s+(\w+)", head))
 
 
+#: Callee prefixes of the runtime and library calls main() may set up state with (device, handles).
+_SETUP_PREFIXES = ("cuda", "cublas", "cublasLt", "curand", "cufft")
+
+
+def main_setup_calls(prog: Any) -> list[str]:
+    """The calls of ``main()`` that set up host state before its first launch, as C++ statements to replay.
+
+    A launcher called through a shim never runs ``main()``, so state that ``main()`` sets before launching
+    is missing: llm.c's ``setup_main()`` fills ``cuda_num_SMs`` (a grid of ``cuda_num_SMs`` blocks is then 0)
+    and creates the cuBLAS handle; ``cudaGetDeviceProperties(&deviceProp, 0)`` fills a global. Read from the
+    top of ``main()`` until the first statement that is not a declaration or an expression statement, holds
+    a ``<<<`` launch, or calls a host function of the file with arguments (the launch path). A statement is
+    kept when every call in it is to the CUDA runtime or a CUDA library (``cuda*``, ``cublas*``, ...), a
+    macro of the file (an error-check wrapper) or a host function of the file taking no arguments, and every
+    other identifier is a global of the file, a macro, or a local of ``main()`` declared with an integer
+    literal (inlined: ``int deviceIdx = 0;``).
+    """
+    from htam_core.harness.cu_eval import param_names
+    from htam_core.source.parsing import node_text
+
+    mains = prog.functions.get("main") or []
+    body = mains[0].child_by_field_name("body") if mains else None
+    if body is None:
+        return []
+    literal: dict[str, str] = {}
+    out: list[str] = []
+    for stmt in body.named_children:
+        if stmt.type == "comment":
+            continue
+        if stmt.type == "declaration":
+            for d in stmt.children_by_field_name("declarator"):
+                v, n = d.child_by_field_name("value"), d.child_by_field_name("declarator")
+                if d.type == "init_declarator" and v is not None and v.type == "number_literal" and \
+                        n is not None and n.type == "identifier":
+                    literal[node_text(n)] = node_text(v)
+            continue
+        text = node_text(stmt)
+        if stmt.type != "expression_statement" or "<<<" in text:
+            break
+        ok, launch_path, names = True, False, []
+        for n in _walk_nodes(stmt):
+            if n.type == "call_expression":
+                fn = n.child_by_field_name("function")
+                callee = node_text(fn) if fn is not None else ""
+                args = n.child_by_field_name("arguments")
+                nargs = len([a for a in (args.named_children if args is not None else []) if a.type != "comment"])
+                defs = prog.functions.get(callee) or []
+                if defs and nargs and callee not in prog.macros:
+                    launch_path = True
+                elif not (callee.startswith(_SETUP_PREFIXES) or callee in prog.macros or
+                          (defs and nargs == 0 and not param_names(defs[0]))):
+                    ok = False
+            elif n.type == "identifier" and (n.parent is None or n.parent.type != "call_expression"
+                                             or n.parent.child_by_field_name("function") != n):
+                names.append(n)
+        if launch_path:
+            break
+        for n in names:
+            name = node_text(n)
+            if name not in prog.globals.values and name not in prog.macros and name not in literal:
+                ok = False
+        if ok:
+            for name, value in literal.items():
+                text = re.sub(rf"\b{re.escape(name)}\b", value, text)
+            out.append(text)
+    return out
+
+
+def _walk_nodes(node: Any) -> list[Any]:
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(reversed(n.named_children))
+    return out
+
+
 def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None],
                 pointees: Sequence[str | None] | None = None) -> str:
     """The C++ of an ``extern "C"`` shim that calls the C++ host function ``launcher`` of ``path``.
@@ -96,7 +173,9 @@ def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None],
     input's own element type instead (``pointees``), since C++ deduces ``T`` from the argument, never through
     a conversion. A ``cudaStream_t`` parameter gets the default stream; trailing parameters beyond the inputs
     keep their defaults. When a ``__global__`` kernel has the launcher's name (a kernel and its launcher
-    overloaded by arity), the host overload that takes the inputs is the one called.
+    overloaded by arity), the host overload that takes the inputs is the one called. The state ``main()``
+    sets up before launching (:func:`main_setup_calls`: ``setup_main();``, ``cudaGetDeviceProperties``)
+    is set up once, on the shim's first call, which is never timed alone (timing warms up first).
 
     Args:
         path: the ``.cu`` file.
@@ -113,7 +192,8 @@ def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None],
     src = Path(path).resolve()
     text = src.read_text(encoding="utf-8", errors="replace")
     short = re.sub(r"<.*>$", "", launcher).split("::")[-1].strip()
-    fn = host_definition(Program(text).functions.get(short) or [], len(dtypes))
+    prog = Program(text)
+    fn = host_definition(prog.functions.get(short) or [], len(dtypes))
     if fn is None:
         raise HarnessError(f"{src.name} defines no host function {short!r} (the launcher {launcher!r})")
     tparams = template_params(fn) if "<" not in launcher else set()
@@ -136,9 +216,14 @@ def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None],
     for j in range(k, len(dtypes)):  # inputs beyond the launcher's parameters: accepted, not passed
         params.append(f"void* a{j}" if dtypes[j] is None else f"{_C_TYPES.get(dtypes[j] or '', 'float')} a{j}")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    setup = main_setup_calls(prog)
+    once = ("static bool htam_setup_done = false;\n"
+            f"static void htam_setup() {{ if (htam_setup_done) return; htam_setup_done = true; {' '.join(setup)} }}\n"
+            if setup else "")
     return (f"// htam shim for {launcher} of {src.name} (source {digest})\n#include \"{src}\"\n"
             "struct HtamAnyPtr { void* p; template <class T> operator T*() const { return static_cast<T*>(p); } };\n"
-            f"extern \"C\" void {SHIM_NAME}({', '.join(params)}) {{ {launcher}({', '.join(args)}); }}\n")
+            f"{once}extern \"C\" void {SHIM_NAME}({', '.join(params)}) {{ {'htam_setup(); ' if setup else ''}"
+            f"{launcher}({', '.join(args)}); }}\n")
 
 
 def write_shim(path: str | Path, launcher: str, dtypes: Sequence[str | None],
