@@ -116,7 +116,8 @@ def _host_functions_launching(text: str, kernels: set[str]) -> dict[str, list[st
 
 def discover_file(path: Path) -> LlmcEntry:
     """Read one llm.c file: its dispatch (the host function whose first parameter is ``int kernel_num``),
-    the switch's cases and the kernels each case's launcher launches.
+    the switch's cases and the kernels each case's launcher launches, in the fp32 build the work copies use
+    (``ENABLE_BF16``/``ENABLE_FP16`` not defined).
 
     Raises:
         HarnessError: the file cannot be read or parsed.
@@ -128,6 +129,7 @@ def discover_file(path: Path) -> LlmcEntry:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
         raise HarnessError(f"{path}: cannot read ({e.strerror})") from None
+    text = _FP_DEFINES.sub("", text)  # read as the work copies build it (fp32: a BF16-only branch is dropped)
     model = parse_text(text, "cuda", str(path))
     kernels = {k.name for k in model.kernels}
     launching = _host_functions_launching(text, kernels)
@@ -155,12 +157,15 @@ def discover_file(path: Path) -> LlmcEntry:
 
 
 def _function_text(text: str, name: str) -> str:
-    """The text of host function ``name`` (from its signature to the next top-level ``}``), or ``""``."""
-    m = re.search(rf"^[\w:<>\s\*&]*\b{re.escape(name)}\s*\([^;{{]*\)\s*\{{", text, re.M)
-    if m is None:
-        return ""
-    end = re.search(r"^\}", text[m.end():], re.M)
-    return text[m.start(): m.end() + (end.start() if end else len(text))]
+    """The text of host function ``name`` (its definition as parsed, never a ``__global__`` kernel of the same
+    name), or ``""``."""
+    from htam_core.harness.cu_eval import Program
+    from htam_core.harness.cu_launcher import definition_head
+
+    for fn in Program(text).functions.get(name, []):
+        if "__global__" not in definition_head(fn):
+            return (fn.text or b"").decode("utf-8", "replace")
+    return ""
 
 
 def discover(root: str | Path) -> list[LlmcEntry]:
