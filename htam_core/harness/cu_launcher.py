@@ -102,7 +102,7 @@ def main_setup_calls(prog: Any) -> list[str]:
     other identifier is a global of the file, a macro, or a local of ``main()`` declared with an integer
     literal (inlined: ``int deviceIdx = 0;``).
     """
-    from htam_core.harness.cu_eval import param_names
+    from htam_core.harness.cu_eval import _walk, param_names
     from htam_core.source.parsing import node_text
 
     mains = prog.functions.get("main") or []
@@ -125,7 +125,7 @@ def main_setup_calls(prog: Any) -> list[str]:
         if stmt.type != "expression_statement" or "<<<" in text:
             break
         ok, launch_path, names = True, False, []
-        for n in _walk_nodes(stmt):
+        for n in _walk(stmt):
             if n.type == "call_expression":
                 fn = n.child_by_field_name("function")
                 callee = node_text(fn) if fn is not None else ""
@@ -150,15 +150,6 @@ def main_setup_calls(prog: Any) -> list[str]:
             for name, value in literal.items():
                 text = re.sub(rf"\b{re.escape(name)}\b", value, text)
             out.append(text)
-    return out
-
-
-def _walk_nodes(node: Any) -> list[Any]:
-    out, stack = [], [node]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(reversed(n.named_children))
     return out
 
 
