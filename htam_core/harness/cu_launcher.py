@@ -290,11 +290,26 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
     return lib
 
 
+def _declares_extern_c(path: str | Path) -> bool:
+    """The file or one of its local headers says ``extern "C"``: only then can a plain name be an unmangled
+    symbol of the library (otherwise the shim is the only way in, and building the file alone first would
+    only double the build time)."""
+    from htam_core.source.analysis.includes import local_headers
+
+    try:
+        src = Path(path).read_bytes()
+    except OSError:
+        return True  # let the build say what is wrong
+    pattern = re.compile(rb'extern\s*"C"')
+    return bool(pattern.search(src)) or any(pattern.search(h.src) for h in local_headers(src, Path(path)))
+
+
 def host_launcher(path: str | Path, launcher: str, arch: str, dtypes: Sequence[str | None],
                   pointees: Sequence[str | None] | None = None) -> Callable[[Sequence[Any]], Callable[[], None]]:
     """A binder for the host function ``launcher`` of the ``.cu`` file ``path``.
 
-    An ``extern "C"`` function is called directly; a C++ one (a mangled name, ``ns::f``, ``f<float>``) is called
+    An ``extern "C"`` function is called directly (only looked for when the file or a local header says
+    ``extern "C"``); a C++ one (a mangled name, ``ns::f``, ``f<float>``) is called
     through a generated ``extern "C"`` shim that includes the file (:func:`shim_source`): the C++ compiler then
     resolves the name, rather than htam guessing a mangled symbol.
 
@@ -313,7 +328,7 @@ def host_launcher(path: str | Path, launcher: str, arch: str, dtypes: Sequence[s
         HarnessError: build failure (of the file or of the shim), or no host function of that name.
     """
     fn = None
-    if re.fullmatch(r"[A-Za-z_]\w*", launcher):
+    if re.fullmatch(r"[A-Za-z_]\w*", launcher) and _declares_extern_c(path):
         fn = _symbol(build_shared_library(path, arch), launcher)
     if fn is None:  # a C++ name (mangled, in a namespace, a template): call it through an extern "C" shim
         shim = write_shim(path, launcher, dtypes, pointees)

@@ -293,3 +293,32 @@ def test_an_unreproduced_speedup_is_published_as_the_start() -> None:
     assert row["search_speedup"] == 2.0 and row["reproduction"]["status"] == NOT_REPRODUCED
     bench._publish(row := {"naive_ms": 1.0, "best_ms": 0.5}, None)
     assert row["speedup"] == 1.0, "a win never re-timed is not published"
+
+
+def test_rows_timed_before_experts_were_verified_get_their_experts_checked(folder: Path, tmp_path: Path,
+                                                                           monkeypatch) -> None:
+    """A resumed GPU row from before the rule (expert records without ``verified``) keeps its engine figures;
+    only its experts are verified and timed again, and the unchecked figures are kept aside."""
+    import htam_core.runtime.worker as worker
+
+    bench = _load_bench()
+    old = {"file": "scale", "mode": "gpu", "complete": True, "error": None, "naive_ms": 1.0, "best_ms": 0.5,
+           "speedup": 2.0, "versions": [1, 2], "expert_ms": 0.0008, "expert": "v2 (block None)",
+           "experts": [{"version": 2, "kernel": "scale_kernel2", "ms": 0.0008, "block_size": None, "note": None}]}
+    assert bench.needs_expert_check(old)
+    assert not bench.needs_expert_check({**old, "experts": [{**old["experts"][0], "verified": True}]})
+    assert not bench.needs_expert_check({**old, "error": "the naive start failed"})
+
+    def fake_worker(target, kwargs, **kw):  # noqa: ANN001, ANN202
+        sets = [{"set": i, "sizes": s, "time": {"median": 0.25}} for i, s in enumerate(kwargs["harness"]["sizes"])]
+        return worker.WorkerResult(ok=True, value={"device": "fake", "sets": sets,
+                                                   "correctness": {"correct": True, "messages": ["matched"]}})
+
+    monkeypatch.setattr(worker, "run_in_worker", fake_worker)
+    (entry,) = llmc.discover(folder)
+    row = bench.recheck_experts(old, entry, tmp_path / "work", trials=5, deadline=None)
+    assert row["naive_ms"] == 1.0 and row["best_ms"] == 0.5  # the engine part is kept
+    assert row["expert_ms"] == pytest.approx(0.25) and row["experts"][0]["verified"]
+    assert row["engine_over_expert"] == pytest.approx(0.5) and row["experts_unchecked"][0]["ms"] == 0.0008
+    assert not bench.needs_expert_check(row)
+    assert bench._expert_cell({"versions": [1]}) == "no expert version in the file"
