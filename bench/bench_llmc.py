@@ -264,10 +264,17 @@ def _publish(row: dict[str, Any], rep: Any) -> None:
         row.update(speedup=1.0, best_ms=naive)
 
 
+def _published_expert(r: dict[str, Any]) -> bool:
+    """The row's expert time may be published: it was verified (rows from before the check never are)."""
+    return bool(r.get("expert_ms")) and any(e.get("verified") and e.get("ms") for e in r.get("experts") or [])
+
+
 def _expert_cell(r: dict[str, Any]) -> str:
     """The expert column: the fastest verified expert, else why none is published (one line)."""
-    if r.get("expert_ms"):
+    if _published_expert(r):
         return f"{r['expert_ms']:.4f} {r.get('expert') or ''}"
+    if needs_expert_check(r):
+        return "expert not verified: timed before experts were checked against the naive version (rerun)"
     default = "no expert version in the file" if len(r.get("versions") or []) == 1 else "not measured"
     note = (r.get("expert_note") or default).replace("|", "/").splitlines()[0]
     return note[:160]
@@ -320,7 +327,7 @@ def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str
         fresh = ("-" if not rep.get("status") else rep["status"] if rep.get("fresh") is None
                  else f"{rep['status']} ({rep['fresh']:.2f}x)")
         lines.append(f"| {r['file']} / {r.get('naive') or '-'} | {_fmt(r.get('naive_ms'))} | {_fmt(r.get('best_ms'))}"
-                     f" | {fresh} | {_expert_cell(r)} | {_fmt(r.get('engine_over_expert'), '.2f')}"
+                     f" | {fresh} | {_expert_cell(r)} | {_fmt(r.get('engine_over_expert') if _published_expert(r) else None, '.2f')}"
                      f" | {made}{note[:200]} |")
     g = math.exp(sum(math.log(s) for s in sp) / len(sp)) if sp else None
     lines += ["", f"Geomean speedup of the engine's best over the naive start: {_fmt(g, '.2f')}x over {len(sp)} "
