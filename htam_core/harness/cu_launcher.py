@@ -87,44 +87,46 @@ def template_params(fn: Any) -> set[str]:
 
 #: Callee prefixes of the runtime and library calls main() may set up state with (device, handles).
 _SETUP_PREFIXES = ("cuda", "cublas", "cublasLt", "curand", "cufft")
+#: Runtime calls that move or free buffers: the harness makes its own, so these are never replayed.
+_BUFFER_CALLS = ("cudaMalloc", "cudaMemcpy", "cudaMemset", "cudaFree", "cudaHostAlloc", "cudaMallocHost")
+_CONSTANT_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
 def main_setup_calls(prog: Any) -> list[str]:
-    """The calls of ``main()`` that set up host state before its first launch, as C++ statements to replay.
+    """The statements of ``main()`` that set up host state before its first launch, to replay in a shim.
 
     A launcher called through a shim never runs ``main()``, so state that ``main()`` sets before launching
     is missing: llm.c's ``setup_main()`` fills ``cuda_num_SMs`` (a grid of ``cuda_num_SMs`` blocks is then 0)
-    and creates the cuBLAS handle; ``cudaGetDeviceProperties(&deviceProp, 0)`` fills a global. Read from the
-    top of ``main()`` until the first statement that is not a declaration or an expression statement, holds
-    a ``<<<`` launch, or calls a host function of the file with arguments (the launch path). A statement is
-    kept when every call in it is to the CUDA runtime or a CUDA library (``cuda*``, ``cublas*``, ...), a
-    macro of the file (an error-check wrapper) or a host function of the file taking no arguments, and every
-    other identifier is a global of the file, a macro, or a local of ``main()`` declared with an integer
-    literal (inlined: ``int deviceIdx = 0;``).
+    and creates the cuBLAS handle; ``cudaGetDeviceProperties(&deviceProp, 0)`` fills a global;
+    ``cublas_compute_type = enable_tf32 ? ... : ...`` sets the compute type a cuBLASLt call reads.
+
+    ``main()`` is read from the top until the first statement that is neither a declaration nor an
+    expression statement, holds a ``<<<`` launch, or calls a host function of the file with arguments (the
+    launch path, or the inputs being made). A statement is kept when every call in it is to the CUDA runtime
+    or a CUDA library (``cuda*``, ``cublas*``, ...; one that allocates, copies, sets or frees a buffer only
+    when the buffer is a global of the file, such as a cuBLASLt workspace: the harness makes the inputs), a
+    macro of the file (an error-check wrapper) or a host function of
+    the file taking no arguments, and every identifier is a global of the file, a macro, a constant in upper
+    case (a library enum such as ``CUBLAS_COMPUTE_32F``) or a local declared by a kept statement. Kept
+    declarations are replayed too (they become locals of the setup function).
     """
-    from htam_core.harness.cu_eval import _walk, param_names
+    from htam_core.harness.cu_eval import _declared_names, _walk, param_names
     from htam_core.source.parsing import node_text
 
     mains = prog.functions.get("main") or []
     body = mains[0].child_by_field_name("body") if mains else None
     if body is None:
         return []
-    literal: dict[str, str] = {}
+    local: set[str] = set()
     out: list[str] = []
     for stmt in body.named_children:
         if stmt.type == "comment":
             continue
-        if stmt.type == "declaration":
-            for d in stmt.children_by_field_name("declarator"):
-                v, n = d.child_by_field_name("value"), d.child_by_field_name("declarator")
-                if d.type == "init_declarator" and v is not None and v.type == "number_literal" and \
-                        n is not None and n.type == "identifier":
-                    literal[node_text(n)] = node_text(v)
-            continue
         text = node_text(stmt)
-        if stmt.type != "expression_statement" or "<<<" in text:
+        if stmt.type not in ("declaration", "expression_statement") or "<<<" in text:
             break
-        ok, launch_path, names = True, False, []
+        declared = set(_declared_names(stmt)) if stmt.type == "declaration" else set()
+        ok, launch_path = True, False
         for n in _walk(stmt):
             if n.type == "call_expression":
                 fn = n.child_by_field_name("function")
@@ -132,24 +134,31 @@ def main_setup_calls(prog: Any) -> list[str]:
                 args = n.child_by_field_name("arguments")
                 nargs = len([a for a in (args.named_children if args is not None else []) if a.type != "comment"])
                 defs = prog.functions.get(callee) or []
+                first = args.named_children[0] if args is not None and args.named_children else None
                 if defs and nargs and callee not in prog.macros:
                     launch_path = True
-                elif not (callee.startswith(_SETUP_PREFIXES) or callee in prog.macros or
-                          (defs and nargs == 0 and not param_names(defs[0]))):
+                elif callee.startswith(_BUFFER_CALLS):
+                    # a buffer of the file's own state (a library workspace global) is set up; inputs are not
+                    target = node_text(first).lstrip("&( ").rstrip(") ") if first is not None else ""
+                    ok = ok and target in prog.globals.values
+                elif not (
+                        callee.startswith(_SETUP_PREFIXES) or callee in prog.macros or
+                        (defs and nargs == 0 and not param_names(defs[0]))):
                     ok = False
-            elif n.type == "identifier" and (n.parent is None or n.parent.type != "call_expression"
-                                             or n.parent.child_by_field_name("function") != n):
-                names.append(n)
+            elif n.type == "identifier":
+                parent = n.parent
+                if parent is not None and parent.type == "call_expression" and \
+                        parent.child_by_field_name("function") == n:
+                    continue
+                name = node_text(n)
+                if name not in declared and name not in local and name not in prog.globals.values and \
+                        name not in prog.macros and not _CONSTANT_NAME.fullmatch(name):
+                    ok = False
         if launch_path:
             break
-        for n in names:
-            name = node_text(n)
-            if name not in prog.globals.values and name not in prog.macros and name not in literal:
-                ok = False
         if ok:
-            for name, value in literal.items():
-                text = re.sub(rf"\b{re.escape(name)}\b", value, text)
             out.append(text)
+            local |= declared
     return out
 
 
