@@ -14,7 +14,8 @@ project) this builds work copies in a folder outside the repository (:mod:`htam_
   could be inferred. Nothing is timed.
 
 Rows stream to ``<out>/llmc-<mode>-<date>.jsonl`` with a progress line each; a rerun resumes from that file
-(``--fresh`` starts over); ``--max-minutes`` ends the run cleanly with the rows done so far; the table is
+(``--fresh`` starts over; a GPU row whose experts were timed before experts were verified keeps its engine
+figures and gets only its experts verified and timed again, :func:`needs_expert_check`); ``--max-minutes`` ends the run cleanly with the rows done so far; the table is
 written as ``.md`` and ``.json`` beside it.
 
 Usage::
@@ -42,6 +43,7 @@ sys.path.insert(0, str(REPO))
 from bench.data_paths import DEFAULTS  # noqa: E402
 from htam_core.bench import llmc  # noqa: E402
 from htam_core.harness.base import HarnessError  # noqa: E402
+from htam_core.verify.correctness import NONDETERMINISTIC  # noqa: E402
 
 #: The naive start's block size when the file's list has it (llm.c's main() tries 32 first, which no user keeps).
 NAIVE_BLOCK = 256
@@ -108,36 +110,53 @@ def static_row(entry: llmc.LlmcEntry, work: Path) -> dict[str, Any]:
 
 def _expert_ms(entry: llmc.LlmcEntry, naive_h: Any, work: Path, trials: int,
                deadline: float | None = None) -> list[dict[str, Any]]:
+    """Verify and time every expert version of ``entry`` (GPU worker), each at every block size of the file.
+
+    An expert's time is published (``ms``) only when its outputs match the naive version's on the same
+    inputs, with the verifier's one tolerance rule (strict, or widened from a nondeterministic naive
+    version's self-difference); otherwise ``ms`` is ``None``, ``note`` says ``expert not verified: <why>``
+    and a time taken anyway is kept as ``unverified_ms`` (never published).
+    """
     from htam_core.runtime.worker import run_in_worker
 
     out = []
     blocks = _block_list(entry)
     for v in entry.experts:
-        rec: dict[str, Any] = {"version": v.number, "kernel": v.kernels[0], "ms": None, "block_size": None,
-                               "note": None}
+        rec: dict[str, Any] = {"version": v.number, "kernel": v.kernels[0] if v.kernels else v.launcher,
+                               "ms": None, "block_size": None, "note": None, "verified": False,
+                               "unverified_ms": None}
         out.append(rec)
         left = None if deadline is None else deadline - time.time()
         if left is not None and left < 5:
             rec["note"] = "not measured: the time budget (--max-minutes) was spent"
             continue
         b = llmc.build_harness(entry, v, work, like=naive_h)
-        rec["note"] = b.reason
-        if b.harness is None:
+        if b.harness is None or b.unchecked:
+            rec["note"] = f"expert not verified: {b.unchecked or b.reason}"
             continue
         h = b.harness
         base = dict(h.sizes[0]) if h.sizes else {}
         if "block_size" in base and blocks:
             h.sizes = [{**base, "block_size": bs} for bs in blocks]
         r = run_in_worker("htam_core.measure.gpu:measure_harness", {"harness": h.to_json(), "trials": trials,
-                                                                     "verify": False},
+                                                                     "verify": True},
                           timeout_s=600 if left is None else min(600.0, left), pool_key="gpu0", interpret=False,
                           gpu_index=0)
         if not r.ok:
-            rec["note"] = f"not measured: {r.error.kind if r.error else '?'}: {r.error.message if r.error else ''}"[:300]
+            rec["note"] = (f"expert not verified: {r.error.kind if r.error else '?'}: "
+                           f"{r.error.message if r.error else ''}")[:300]
             continue
         times = [(s["time"].get("median"), s.get("sizes", {}).get("block_size")) for s in r.value["sets"]
                  if not s["time"].get("refused")]
         times = [t for t in times if t[0]]
+        corr = r.value.get("correctness") or {}
+        if not corr.get("correct"):
+            why = [m for m in corr.get("messages") or [] if NONDETERMINISTIC not in m] or ["no verdict"]
+            rec["note"] = f"expert not verified: its outputs do not match the naive version's: {why[0]}"[:300]
+            rec["unverified_ms"] = min(times)[0] if times else None
+            continue
+        rec["verified"] = True
+        rec["note"] = next((m for m in corr.get("messages") or [] if NONDETERMINISTIC in m), None)
         if times:
             rec["ms"], rec["block_size"] = min(times)
     return out
@@ -151,7 +170,8 @@ def gpu_row(entry: llmc.LlmcEntry, work: Path, budget: int, trials: int, memory:
 
     row = static_row(entry, work)
     row.update(mode="gpu", naive_ms=None, best_ms=None, expert_ms=None, expert=None, engine_over_expert=None,
-               speedup=None, made=[], candidates=[], experts=[], error=None)
+               speedup=None, made=[], candidates=[], experts=[], error=None, expert_note=None,
+               naive_nondeterministic=None)
     n = entry.naive
     if n is None or row["harness"] is None:
         row["error"] = f"not measured: {row['harness_reason']}"
@@ -174,14 +194,54 @@ def gpu_row(entry: llmc.LlmcEntry, work: Path, budget: int, trials: int, memory:
         row["error"] = "the naive start failed: " + "; ".join(res.warnings)[:300]
         return row
     _publish(row, res.reproduction)
-    row["experts"] = _expert_ms(entry, built.harness, work, trials, deadline)
+    row["naive_nondeterministic"] = next((w for w in res.warnings if NONDETERMINISTIC in w), None)
+    _fill_experts(row, entry, built.harness, work, trials, deadline)
+    return row
+
+
+def _fill_experts(row: dict[str, Any], entry: llmc.LlmcEntry, naive_h: Any, work: Path, trials: int,
+                  deadline: float | None) -> None:
+    """Verify and time ``entry``'s experts into ``row``: ``experts``, the fastest verified one's ``expert_ms``
+    and ``expert``, ``engine_over_expert`` and ``expert_note``."""
+    row["experts"] = _expert_ms(entry, naive_h, work, trials, deadline)
+    row.update(expert_ms=None, expert=None, engine_over_expert=None)
     timed = [e for e in row["experts"] if e["ms"]]
     if timed:
         best = min(timed, key=lambda e: e["ms"])
         row.update(expert_ms=best["ms"], expert=f"v{best['version']} (block {best['block_size']})")
-        if row["best_ms"]:
+        if row.get("best_ms"):
             row["engine_over_expert"] = best["ms"] / row["best_ms"]
+    row["expert_note"] = expert_note(entry, row["experts"])
+
+
+def needs_expert_check(row: dict[str, Any]) -> bool:
+    """A GPU row of an earlier run whose expert times were taken before experts were verified (its expert
+    records have no ``verified`` key) and whose engine part is done: only its experts are run again."""
+    return (row.get("mode") == "gpu" and not row.get("error") and row.get("naive_ms") is not None
+            and any("verified" not in e for e in row.get("experts") or []))
+
+
+def recheck_experts(row: dict[str, Any], entry: llmc.LlmcEntry, work: Path, trials: int,
+                    deadline: float | None) -> dict[str, Any]:
+    """``row`` with its experts verified and timed again (:func:`_expert_ms`); the engine's figures are kept.
+    The old expert figures stay in ``experts_unchecked`` (never published)."""
+    row = dict(row)
+    built = llmc.build_harness(entry, entry.naive, work, block_size=_naive_block(entry)) if entry.naive else None
+    if built is None or built.harness is None:
+        return row
+    row["experts_unchecked"] = row.get("experts")
+    _fill_experts(row, entry, built.harness, work, trials, deadline)
     return row
+
+
+def expert_note(entry: llmc.LlmcEntry, experts: list[dict[str, Any]]) -> str | None:
+    """What the expert column says when no expert time is published: the file has no expert version, or the
+    first expert's reason (``expert not verified: ...``); ``None`` when one is published."""
+    if any(e.get("ms") for e in experts):
+        return None
+    if not entry.experts:
+        return "no expert version in the file"
+    return next((e["note"] for e in experts if e.get("note")), "not measured")
 
 
 def _publish(row: dict[str, Any], rep: Any) -> None:
@@ -202,6 +262,22 @@ def _publish(row: dict[str, Any], rep: Any) -> None:
     row.update(search_best_ms=best, search_speedup=search, speedup=search)
     if search > 1.0 and (rep is None or rep.status != REPRODUCED):
         row.update(speedup=1.0, best_ms=naive)
+
+
+def _published_expert(r: dict[str, Any]) -> bool:
+    """The row's expert time may be published: it was verified (rows from before the check never are)."""
+    return bool(r.get("expert_ms")) and any(e.get("verified") and e.get("ms") for e in r.get("experts") or [])
+
+
+def _expert_cell(r: dict[str, Any]) -> str:
+    """The expert column: the fastest verified expert, else why none is published (one line)."""
+    if _published_expert(r):
+        return f"{r['expert_ms']:.4f} {r.get('expert') or ''}"
+    if needs_expert_check(r):
+        return "expert not verified: timed before experts were checked against the naive version (rerun)"
+    default = "no expert version in the file" if len(r.get("versions") or []) == 1 else "not measured"
+    note = (r.get("expert_note") or default).replace("|", "/").splitlines()[0]
+    return note[:160]
 
 
 def _fmt(v: Any, spec: str = ".4f") -> str:
@@ -245,11 +321,13 @@ def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str
             sp.append(r["speedup"])
         made = ", ".join(r.get("made") or []) or "-"
         note = f" ({r['error']})" if r.get("error") else ""
+        if r.get("naive_nondeterministic"):
+            note += " (naive start nondeterministic: its noisy outputs are checked with a widened atol, see JSON)"
         rep = r.get("reproduction") or {}
         fresh = ("-" if not rep.get("status") else rep["status"] if rep.get("fresh") is None
                  else f"{rep['status']} ({rep['fresh']:.2f}x)")
         lines.append(f"| {r['file']} / {r.get('naive') or '-'} | {_fmt(r.get('naive_ms'))} | {_fmt(r.get('best_ms'))}"
-                     f" | {fresh} | {_fmt(r.get('expert_ms'))} {r.get('expert') or ''} | {_fmt(r.get('engine_over_expert'), '.2f')}"
+                     f" | {fresh} | {_expert_cell(r)} | {_fmt(r.get('engine_over_expert') if _published_expert(r) else None, '.2f')}"
                      f" | {made}{note[:200]} |")
     g = math.exp(sum(math.log(s) for s in sp) / len(sp)) if sp else None
     lines += ["", f"Geomean speedup of the engine's best over the naive start: {_fmt(g, '.2f')}x over {len(sp)} "
@@ -258,8 +336,11 @@ def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str
               "kernel in a fresh process did not reproduce counts as 1.0x (the search's figure is in the JSON's "
               "`search_speedup`).",
               "Engine / expert is the expert's time over the engine's (1.0 = as fast as the authors' best version "
-              "at its best block size). Experts are timed by htam's timer on the naive version's buffers; their "
-              "results are not checked by htam (llm.c's main() validates them)."]
+              "at its best block size). Experts run through their own host launcher on the naive version's "
+              "buffers, timed by htam's timer; an expert's time is published only when its outputs match the "
+              "naive version's on the same inputs at every block size (the verifier's tolerance: strict, or, when "
+              "the naive version is nondeterministic, atol = min(1e-2, 4 x its self-difference) on its noisy "
+              "outputs); otherwise the column says `expert not verified: <why>`."]
     return "\n".join(lines) + "\n"
 
 
@@ -306,6 +387,19 @@ def main(argv: list[str] | None = None) -> int:
     _log(f"[llmc] {len(entries)} files, mode {mode}, {len(done)} rows already in {stream.name}")
     rows: list[dict[str, Any]] = []
     for i, e in enumerate(entries, 1):
+        if e.name in done and mode == "gpu" and needs_expert_check(done[e.name]) and \
+                (deadline is None or time.time() < deadline):
+            t0 = time.time()
+            row = recheck_experts(done[e.name], e, work, args.trials, deadline)
+            row["experts_wall_s"] = round(time.time() - t0, 1)
+            if all("verified" in x for x in row.get("experts") or []) and \
+                    not any("time budget" in (x.get("note") or "") for x in row.get("experts") or []):
+                with stream.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(row) + "\n")  # the later line of a file wins on resume
+            rows.append(row)
+            _log(f"[llmc] {i}/{len(entries)} {e.name}: engine done earlier; experts verified again: "
+                 f"{_expert_cell(row)} ({row['experts_wall_s']} s)")
+            continue
         if e.name in done:
             rows.append(done[e.name])
             _log(f"[llmc] {i}/{len(entries)} {e.name}: done earlier")

@@ -30,12 +30,15 @@ _BLOCK_LIST = re.compile(r"int\s+block_sizes\s*\[\s*\]\s*=\s*\{[^}]*\}\s*;")
 _KERNEL_NUM = re.compile(r"\bint\s+kernel_num\s*=\s*\d+\s*;")
 _FP_DEFINES = re.compile(r"^[ \t]*#[ \t]*define[ \t]+ENABLE_(BF16|FP16)\b.*$", re.M)
 _COMMON_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"common\.h"[ \t]*$', re.M)
-_CASE = re.compile(r"\bcase\s+(\d+)\s*:\s*(?:return\s+)?([A-Za-z_]\w*)\s*(?:<[^;]*?>)?\s*\(")
+#: ``case N: [#if... lines] [return] launcherN(``: a version of the dispatch (a case may open with a preprocessor
+#: line, ``case 5:\n#ifndef ENABLE_BF16\n    matmul_backward_bias5(...)``)
+_CASE = re.compile(r"\bcase\s+(\d+)\s*:\s*(?:#[^\n]*\n\s*)*(?:return\s+)?([A-Za-z_]\w*)\s*(?:<[^;]*?>)?\s*\(")
 
 
 @dataclass
 class LlmcVersion:
-    """One version of an llm.c operation: its number (``./prog N``), host launcher and the kernels it launches."""
+    """One version of an llm.c operation: its number (``./prog N``), host launcher and the kernels it launches
+    (empty for a version that calls a library only, such as cuBLAS: it can be an expert, never the start)."""
 
     number: int
     launcher: str
@@ -59,9 +62,10 @@ class LlmcEntry:
     @property
     def naive(self) -> LlmcVersion | None:
         """The starting version: version 1 (llm.c's naive port; a version 0 is a library call such as cuBLAS),
-        else the lowest number; ``None`` when no version was found."""
-        ones = [v for v in self.versions if v.number == 1]
-        return ones[0] if ones else (self.versions[0] if self.versions else None)
+        else the lowest number that launches a kernel; ``None`` when no version was found."""
+        own = [v for v in self.versions if v.kernels]
+        ones = [v for v in own if v.number == 1]
+        return ones[0] if ones else (own[0] if own else None)
 
     @property
     def experts(self) -> list[LlmcVersion]:
@@ -72,7 +76,12 @@ class LlmcEntry:
 
 @dataclass
 class BuiltHarness:
-    """A version made runnable: its work copy, the kernel to optimize, and the inferred harness or why not."""
+    """A version made runnable: its work copy, the kernel to optimize, and the inferred harness or why not.
+
+    ``unchecked`` (experts only): why the version's outputs cannot be checked against the naive version's on
+    the same inputs (its launcher takes other parameters); ``None`` when the harness checks them (its
+    oracle is the naive work copy through the naive launcher).
+    """
 
     entry: str
     version: int
@@ -80,6 +89,7 @@ class BuiltHarness:
     work_file: Path
     harness: Harness | None
     reason: str | None = None
+    unchecked: str | None = None
 
 
 def _host_functions_launching(text: str, kernels: set[str]) -> dict[str, list[str]]:
@@ -106,17 +116,20 @@ def _host_functions_launching(text: str, kernels: set[str]) -> dict[str, list[st
 
 def discover_file(path: Path) -> LlmcEntry:
     """Read one llm.c file: its dispatch (the host function whose first parameter is ``int kernel_num``),
-    the switch's cases and the kernels each case's launcher launches.
+    the switch's cases and the kernels each case's launcher launches, in the fp32 build the work copies use
+    (``ENABLE_BF16``/``ENABLE_FP16`` not defined).
 
     Raises:
         HarnessError: the file cannot be read or parsed.
     """
+    from htam_core.harness.cu_eval import Program
     from htam_core.source.api import parse_text
 
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
         raise HarnessError(f"{path}: cannot read ({e.strerror})") from None
+    text = _FP_DEFINES.sub("", text)  # read as the work copies build it (fp32: a BF16-only branch is dropped)
     model = parse_text(text, "cuda", str(path))
     kernels = {k.name for k in model.kernels}
     launching = _host_functions_launching(text, kernels)
@@ -127,6 +140,7 @@ def discover_file(path: Path) -> LlmcEntry:
         if model.kernels:
             entry.versions.append(LlmcVersion(1, "main", [model.kernels[0].name]))
         return entry
+    host_names = set(Program(text).functions)
     body = text[m.end():]
     nxt = re.search(r"^\}", body, re.M)
     body = body[: nxt.start()] if nxt else body
@@ -136,19 +150,22 @@ def discover_file(path: Path) -> LlmcEntry:
         for helper, hk in launching.items():
             if helper != fn and re.search(rf"\b{re.escape(helper)}\s*[<(]", _function_text(text, fn)):
                 ks += [k for k in hk if k not in ks]
-        if ks:
-            entry.versions.append(LlmcVersion(int(num), fn, ks))
+        if ks or fn in host_names:
+            entry.versions.append(LlmcVersion(int(num), fn, ks))  # no kernel: a library version (cuBLAS)
     entry.versions.sort(key=lambda v: v.number)
     return entry
 
 
 def _function_text(text: str, name: str) -> str:
-    """The text of host function ``name`` (from its signature to the next top-level ``}``), or ``""``."""
-    m = re.search(rf"^[\w:<>\s\*&]*\b{re.escape(name)}\s*\([^;{{]*\)\s*\{{", text, re.M)
-    if m is None:
-        return ""
-    end = re.search(r"^\}", text[m.end():], re.M)
-    return text[m.start(): m.end() + (end.start() if end else len(text))]
+    """The text of host function ``name`` (its definition as parsed, never a ``__global__`` kernel of the same
+    name), or ``""``."""
+    from htam_core.harness.cu_eval import Program
+    from htam_core.harness.cu_launcher import definition_head
+
+    for fn in Program(text).functions.get(name, []):
+        if "__global__" not in definition_head(fn):
+            return (fn.text or b"").decode("utf-8", "replace")
+    return ""
 
 
 def discover(root: str | Path) -> list[LlmcEntry]:
@@ -191,12 +208,39 @@ def work_copy_text(entry: LlmcEntry, version: int, block_size: int | None = None
     return text
 
 
-def _launcher_arity(text: str, name: str) -> int | None:
-    """The number of parameters of host function ``name`` in ``text`` (``None``: not found)."""
-    m = re.search(rf"\bvoid\s+{re.escape(name)}\s*\(([^)]*)\)\s*\{{", text)
-    if m is None:
+def launcher_signature(text: str, name: str) -> list[str] | None:
+    """The parameter types of host function ``name`` in ``text`` (element types through the file's typedefs,
+    ``*`` kept, ``const`` dropped; a template parameter of the function is ``?``), never a ``__global__``
+    kernel of the same name; ``None``: not found."""
+    from htam_core.harness.cu_eval import Program, base_type, param_declarations
+    from htam_core.harness.cu_launcher import definition_head, host_definition, template_params
+
+    prog = Program(text)
+    defs = [d for d in prog.functions.get(name, []) if "__global__" not in definition_head(d)]
+    if not defs:
         return None
-    return len([p for p in m.group(1).split(",") if p.strip()])
+    fn = host_definition(defs, len(param_declarations(defs[0])))
+    tparams = template_params(fn)
+    out = []
+    for p in param_declarations(fn):
+        ty = p.child_by_field_name("type")
+        t = ty.text.decode("utf-8", "replace") if ty is not None and ty.text else ""
+        stars = (p.text or b"").decode("utf-8", "replace").count("*")
+        elem = prog.resolve(base_type(t))
+        out.append(("?" if elem in tparams else elem) + "*" * stars)
+    return out
+
+
+def same_buffers(mine: list[str] | None, theirs: list[str] | None) -> bool:
+    """A version's launcher (``mine``) takes the naive launcher's buffers (``theirs``): the same types in
+    order (a template parameter ``?`` matches any element type), possibly without some trailing scalars of
+    the naive one (llm.c's cuBLAS version has no block-size parameter)."""
+    if not mine or not theirs or len(mine) > len(theirs):
+        return False
+    for a, b in zip(mine, theirs, strict=False):
+        if a.count("*") != b.count("*") or (a.rstrip("*") != b.rstrip("*") and "?" not in (a[0], b[0])):
+            return False
+    return all("*" not in t for t in theirs[len(mine):])
 
 
 def build_harness(entry: LlmcEntry, version: LlmcVersion, workdir: str | Path,
@@ -208,11 +252,12 @@ def build_harness(entry: LlmcEntry, version: LlmcVersion, workdir: str | Path,
         version: one of ``entry.versions``.
         workdir: a folder outside the repository (created when missing).
         block_size: force main()'s block size (``None``: the first of the file's list).
-        like: the naive version's inferred harness. When this version's own inference fails (an expert that
-            writes through ``store128`` has no write set the source model reads) and both are host launchers
-            with the same number of parameters, the harness is the naive one with this version's launcher:
-            the same buffers, sizes and outputs (the expert's result is then not checked by htam; llm.c's
-            own main() validates it).
+        like: the naive version's inferred harness (for an expert). When this version's host launcher takes
+            the naive launcher's buffers (:func:`same_buffers`), the harness is the
+            naive one with this version's launcher: the same buffers, sizes and outputs, and its oracle is
+            the naive work copy through the naive launcher (``oracle_launcher``), so a check compares the
+            expert's outputs with the naive version's on the same inputs. Otherwise the version's own harness
+            is inferred and ``unchecked`` says why it cannot be compared.
 
     Returns:
         A :class:`BuiltHarness`; ``harness`` is ``None`` and ``reason`` says why when the inference fails
@@ -221,7 +266,7 @@ def build_harness(entry: LlmcEntry, version: LlmcVersion, workdir: str | Path,
     """
     from htam_core.harness.infer_cuda import infer_cuda_harness
 
-    kernel = version.kernels[0]
+    kernel = version.kernels[0] if version.kernels else version.launcher
     out = Path(workdir) / entry.name / (f"v{version.number}" + (f"-b{block_size}" if block_size else ""))
     work = out / entry.path.name
     try:
@@ -231,20 +276,27 @@ def build_harness(entry: LlmcEntry, version: LlmcVersion, workdir: str | Path,
         return BuiltHarness(entry.name, version.number, kernel, work, None, e.message)
     except OSError as e:
         return BuiltHarness(entry.name, version.number, kernel, work, None, f"cannot write {work}: {e.strerror}")
+    base = like.launcher.split("(")[0].strip() if like is not None and like.launcher else None
+    if like is not None and base and version.launcher != "main":
+        text = work.read_text(encoding="utf-8", errors="replace")
+        mine, theirs = launcher_signature(text, version.launcher), launcher_signature(text, base)
+        if same_buffers(mine, theirs):
+            h = dataclasses.replace(like, path=str(work), kernel=kernel, launcher=version.launcher,
+                                    oracle_path=like.path, oracle_launcher=like.launcher, origin_path=str(work),
+                                    notes=[*like.notes, f"{version.launcher} takes {base}'s parameters: run on "
+                                           f"the naive version's buffers and checked against {base}"])
+            return BuiltHarness(entry.name, version.number, kernel, work, h)
+        why = (f"{version.launcher} takes other parameters than {base} ({', '.join(mine or ['?'])} against "
+               f"{', '.join(theirs or ['?'])}), so its outputs cannot be compared on the same inputs")
+        try:
+            h = infer_cuda_harness(work, kernel)
+        except HarnessError as e:
+            return BuiltHarness(entry.name, version.number, kernel, work, None, f"{e.message}; {why}", why)
+        return BuiltHarness(entry.name, version.number, kernel, work, h, None, why)
     try:
         h = infer_cuda_harness(work, kernel)
     except HarnessError as e:
-        if like is None or not like.launcher:
-            return BuiltHarness(entry.name, version.number, kernel, work, None, e.message)
-        text = work.read_text(encoding="utf-8", errors="replace")
-        base = like.launcher.split("(")[0].strip()
-        if _launcher_arity(text, version.launcher) != _launcher_arity(text, base):
-            return BuiltHarness(entry.name, version.number, kernel, work, None,
-                                f"{e.message}; the naive harness does not fit either ({version.launcher} and "
-                                f"{base} take different parameters)")
-        h = dataclasses.replace(like, path=str(work), kernel=kernel, launcher=version.launcher,
-                                oracle_path=str(work), notes=[*like.notes, f"harness of {like.kernel} reused "
-                                                              f"({e.message})"])
+        return BuiltHarness(entry.name, version.number, kernel, work, None, e.message)
     return BuiltHarness(entry.name, version.number, kernel, work, h)
 
 

@@ -149,6 +149,9 @@ class Harness:
         oracle_path: the starting kernel's file when the harness has no reference: the reference is then the
             starting kernel run with the same launcher, inputs, seeds and guards (the *oracle rule*,
             :func:`htam_core.harness.runner.prepare_spec`). ``dataclasses.replace(h, path=candidate)`` keeps it.
+        oracle_launcher: the oracle's host launcher when it is not :attr:`launcher` (another version of the
+            operation, checked against the naive one on the same inputs: llm.c's ``gelu_forward2`` against
+            ``gelu_forward1``); ``None``: the oracle runs the candidate's launcher.
         ref_globals: a Python file whose module-level names a reference *expression* may use (a torch
             expression found in a test file calls that file's helpers), or ``None``.
         notes: what inference found or assumed, one line each (shown with :attr:`source`).
@@ -182,6 +185,7 @@ class Harness:
     version: int = 1
     origin_path: str | None = None
     oracle_path: str | None = None
+    oracle_launcher: str | None = None
     ref_globals: str | None = None
     notes: list[str] = field(default_factory=list)
     inference: dict[str, Any] = field(default_factory=dict)

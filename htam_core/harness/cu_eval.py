@@ -24,6 +24,7 @@ from typing import Any
 
 import tree_sitter as ts
 
+from htam_core.harness.cu_preproc import blank_untaken
 from htam_core.source.analysis.constants import MINMAX, SIZEOF, binary_op, literal_value, unary_op
 from htam_core.source.analysis.includes import local_headers
 from htam_core.source.parsing import new_parser, node_text
@@ -195,19 +196,33 @@ class Program:
 
     def __init__(self, text: str, path: str | Path | None = None) -> None:
         self.text = text
-        #: the parsed bytes: node offsets index these (the root node's own ``text`` starts at its first token,
-        #: after any leading blank lines, so it must not be used to slice by offset)
-        self.src = text.encode("utf-8")
-        self.tree = new_parser("cuda").parse(self.src)
         self.macros: dict[str, Macro] = {}
         self.functions: dict[str, list[ts.Node]] = {}
         #: ``typedef float floatX;`` / ``using floatX = float;``: alias -> element type (the last one read wins)
         self.typedefs: dict[str, str] = {}
         self.globals = Scope()
-        self.headers = local_headers(self.src, path)
+        self.headers = local_headers(text.encode("utf-8"), path)
         for h in self.headers:
             self._collect(h.root, prefix="")
+        #: the parsed bytes: the file with its decidable ``#if`` groups resolved (same length and lines;
+        #: :func:`htam_core.harness.cu_preproc.blank_untaken`); node offsets index these (the root node's own
+        #: ``text`` starts at its first token, after any leading blank lines, so it must not be used to slice)
+        self.src = blank_untaken(text.encode("utf-8"), self._defined, self._macro_text, self._pp_evaluate)
+        self.tree = new_parser("cuda").parse(self.src)
         self._collect(self.tree.root_node, prefix="")
+
+    def _macro_text(self, name: str) -> str | None:
+        """The replacement text of an object-like macro of the headers read so far (``None``: none)."""
+        m = self.macros.get(name)
+        return m.value if m is not None and m.params is None and m.value else None
+
+    def _pp_evaluate(self, expr: str) -> int | float | None:
+        """The value of an ``#if`` expression with no identifiers left (``None`` when it has none)."""
+        try:
+            v = self.ev(parse_expression(expr), Scope())
+        except Unknown:
+            return None
+        return v if isinstance(v, int | float) else None
 
     # -- collection --------------------------------------------------------------------------------
     def _collect(self, node: ts.Node | _OwnLines, prefix: str) -> None:

@@ -394,13 +394,14 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
                   launch_h: Harness) -> tuple[str, Callable[[list[Any]], Callable[[], Any]]]:
         """How to launch the kernel of file ``target`` (the candidate, or the oracle: the starting kernel);
         ``launch_h`` gives the direct launch's grid, block and shared bytes."""
-        if h.launcher and mod is None:
+        if launch_h.launcher and mod is None:
             # a .cu file with an extern "C" host launcher: the launch configuration stays in the file
             if device != "cuda":
                 raise HarnessError("raw CUDA kernels need a GPU to run")
             major, minor = torch.cuda.get_device_capability()
-            return "cu-host-launcher", host_launcher(target, h.launcher, f"sm_{major}{minor}",  # type: ignore[return-value]
-                                                     [i.dtype if i.is_scalar else None for i in h.inputs])
+            return "cu-host-launcher", host_launcher(target, launch_h.launcher, f"sm_{major}{minor}",  # type: ignore[return-value]
+                                                     [i.dtype if i.is_scalar else None for i in h.inputs],
+                                                     [None if i.is_scalar else i.dtype for i in h.inputs])
         if h.launcher:
             fn = getattr(mod, h.launcher, None)
             if fn is None:
@@ -452,7 +453,8 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
             raise HarnessError(f"the starting kernel {h.oracle_path} (the oracle of {h.kernel}) does not exist; "
                                "give a reference or verify with --against START_FILE")
         oracle_mod = load_module(h.oracle_path, origin) if h.oracle_path.endswith(".py") else None
-        oracle_bind = make_bind(h.oracle_path, oracle_mod, h)[1]
+        oracle_bind = make_bind(h.oracle_path, oracle_mod, dataclasses.replace(h, launcher=h.oracle_launcher)
+                                if h.oracle_launcher else h)[1]
         notes.append(f"reference: the starting kernel ({Path(h.oracle_path).name})")
 
     # the most recent input set made: its set index, and clones of its in-out buffers as generated. The

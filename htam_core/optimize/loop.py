@@ -51,6 +51,7 @@ from htam_core.source import SourceError, language_for_path, load, parse_text
 from htam_core.source.model import Kernel
 from htam_core.transforms.registry import no_transform_message
 from htam_core.verify import strict
+from htam_core.verify.correctness import NONDETERMINISTIC
 
 #: Steps of history the memory sees (the prefix h_t).
 PREFIX_LEN = 4
@@ -370,6 +371,8 @@ class _Loop:
                 # every candidate would be judged against a broken reference or harness: stop here
                 self.warnings.insert(0, start_mismatch_warning(start_ev.messages, self.path.name, task.kernel))
                 n = task.budget
+            # a nondeterministic start (float atomics): say that its noisy outputs are compared more loosely
+            self.warnings.extend(m for m in start_ev.messages if NONDETERMINISTIC in m)
             cur_ev = best_ev = start_ev
             trail: list[tuple[str, Evaluation, list[str], list[int]]] = []  # kernels the current one came from
             while n < task.budget:

@@ -123,6 +123,47 @@ def test_build_harness_infers_the_launcher_and_reuses_it_for_an_expert(folder: P
     expert = llmc.build_harness(entry, entry.experts[0], work, like=h)
     assert expert.harness is not None and expert.harness.launcher == "scale2"
     assert [i.name for i in expert.harness.inputs] == [i.name for i in h.inputs]
+    # its outputs are checked against the naive version: the naive work copy through the naive launcher
+    assert expert.unchecked is None and expert.harness.uses_oracle
+    assert expert.harness.oracle_path == h.path and expert.harness.oracle_launcher == "scale1"
+
+
+def test_an_expert_with_other_buffers_is_not_checked(folder: Path, tmp_path: Path) -> None:
+    """A version whose launcher takes a scratch buffer the naive one does not cannot be compared on the same
+    inputs: ``unchecked`` says why (the bench then publishes no time for it)."""
+    text = SCALE.replace("void scale2(floatX* out, const floatX* inp, float s, int N, const int block_size) {",
+                         "void scale2(floatX* out, float* scratch, const floatX* inp, float s, int N, "
+                         "const int block_size) {").replace("case 2: scale2(out, inp,", "case 2: scale2(out, out, inp,")
+    (folder / "scale.cu").write_text(text, encoding="utf-8")
+    (entry,) = llmc.discover(folder)
+    naive = llmc.build_harness(entry, entry.naive, tmp_path / "w", block_size=256)
+    expert = llmc.build_harness(entry, entry.experts[0], tmp_path / "w", like=naive.harness)
+    assert expert.unchecked and "takes other parameters than scale1" in expert.unchecked
+
+
+def test_signatures_match_through_template_parameters_and_a_missing_block_size() -> None:
+    assert llmc.same_buffers(["?*", "float*", "int"], ["float*", "float*", "int"])
+    assert llmc.same_buffers(["float*", "int"], ["float*", "int", "int"])  # no block-size knob
+    assert not llmc.same_buffers(["float*", "float*", "int"], ["float*", "int", "int"])
+    assert not llmc.same_buffers(["float*"], ["float*", "float*"])  # a buffer left out is not the same
+    text = ("template <typename T> void run2(float* out, const T* x, int n) {}\n"
+            "__global__ void run1(float* out, const float* x, int n) {}\n"
+            "void run1(float* out, const float* x, int n, int block_size) {}\n")
+    assert llmc.launcher_signature(text, "run2") == ["float*", "?*", "int"]
+    assert llmc.launcher_signature(text, "run1") == ["float*", "float*", "int", "int"]  # not the kernel
+
+
+def test_discovery_keeps_library_versions_and_cases_opened_by_a_directive(folder: Path) -> None:
+    text = SCALE.replace("        case 2: scale2(out, inp, s, B * C, block_size); break;",
+                         "        case 2:\n#ifndef ENABLE_BF16\n            scale2(out, inp, s, B * C, block_size);\n"
+                         "#endif\n            break;\n        case 3: scale_lib(out, inp, s, B * C); break;")
+    text = text.replace("void scale(int kernel_num,", "void scale_lib(floatX* out, const floatX* inp, float s, int N) "
+                        "{ /* a library call */ }\n\nvoid scale(int kernel_num,")
+    (folder / "scale.cu").write_text(text, encoding="utf-8")
+    (entry,) = llmc.discover(folder)
+    assert [(v.number, v.launcher, v.kernels) for v in entry.versions] == [
+        (1, "scale1", ["scale_kernel1"]), (2, "scale2", ["scale_kernel2"]), (3, "scale_lib", [])]
+    assert entry.naive.number == 1 and [v.number for v in entry.experts] == [2, 3]
 
 
 def test_reach_lists_makeable_and_refused_steps(folder: Path) -> None:
@@ -209,7 +250,8 @@ def test_gpu_row_assembles_engine_and_expert_times(folder: Path, tmp_path: Path,
         seen["timed"] = kwargs
         sets = [{"set": i, "sizes": s, "time": {"median": 0.1 * (3 - i)}}
                 for i, s in enumerate(kwargs["harness"]["sizes"])]
-        return worker.WorkerResult(ok=True, value={"device": "fake", "correctness": None, "sets": sets})
+        verdict = {"correct": seen.get("expert_correct", True), "messages": ["output 0: 7 of 4096 values differ"]}
+        return worker.WorkerResult(ok=True, value={"device": "fake", "correctness": verdict, "sets": sets})
 
     monkeypatch.setattr(opt, "run_optimize", fake_optimize)
     monkeypatch.setattr(worker, "run_in_worker", fake_worker)
@@ -218,7 +260,8 @@ def test_gpu_row_assembles_engine_and_expert_times(folder: Path, tmp_path: Path,
                         deadline=None)
     assert row["error"] is None, row["error"]
     assert "int block_sizes[] = {256};" in seen["text"] and seen["task"].engine == "rules"
-    assert seen["timed"]["verify"] is False
+    assert seen["timed"]["verify"] is True  # the expert is checked against the naive version
+    assert seen["timed"]["harness"]["oracle_launcher"] == "scale1"
     assert [s["block_size"] for s in seen["timed"]["harness"]["sizes"]] == [32, 256, 1024]
     assert row["naive_ms"] == 1.0 and row["best_ms"] == 0.5 and row["speedup"] == 2.0
     assert row["expert_ms"] == pytest.approx(0.1) and row["expert"] == "v2 (block 1024)"
@@ -227,6 +270,16 @@ def test_gpu_row_assembles_engine_and_expert_times(folder: Path, tmp_path: Path,
     assert "| scale / scale_kernel1 | 1.0000 | 0.5000 | reproduced (1.98x) | 0.1000 v2 (block 1024) | 0.20 | " \
         "grid_stride_loop |" in md
     assert "2.00x over 1 kernels" in md
+    # an expert whose outputs do not match the naive version's publishes no time, and the row says why
+    seen["expert_correct"] = False
+    row = bench.gpu_row(entry, tmp_path / "work2", budget=2, trials=5, memory=str(tmp_path / "m.sqlite3"),
+                        deadline=None)
+    assert row["expert_ms"] is None and row["engine_over_expert"] is None
+    (rec,) = row["experts"]
+    assert rec["unverified_ms"] == pytest.approx(0.1) and not rec["verified"]
+    assert row["expert_note"].startswith("expert not verified: its outputs do not match the naive version's")
+    md = bench.markdown([row], "gpu", {"date": "d", "device": "fake", "command": "c", "llmc": "x"})
+    assert "| reproduced (1.98x) | expert not verified: its outputs do not match" in md
 
 
 def test_an_unreproduced_speedup_is_published_as_the_start() -> None:
@@ -240,3 +293,32 @@ def test_an_unreproduced_speedup_is_published_as_the_start() -> None:
     assert row["search_speedup"] == 2.0 and row["reproduction"]["status"] == NOT_REPRODUCED
     bench._publish(row := {"naive_ms": 1.0, "best_ms": 0.5}, None)
     assert row["speedup"] == 1.0, "a win never re-timed is not published"
+
+
+def test_rows_timed_before_experts_were_verified_get_their_experts_checked(folder: Path, tmp_path: Path,
+                                                                           monkeypatch) -> None:
+    """A resumed GPU row from before the rule (expert records without ``verified``) keeps its engine figures;
+    only its experts are verified and timed again, and the unchecked figures are kept aside."""
+    import htam_core.runtime.worker as worker
+
+    bench = _load_bench()
+    old = {"file": "scale", "mode": "gpu", "complete": True, "error": None, "naive_ms": 1.0, "best_ms": 0.5,
+           "speedup": 2.0, "versions": [1, 2], "expert_ms": 0.0008, "expert": "v2 (block None)",
+           "experts": [{"version": 2, "kernel": "scale_kernel2", "ms": 0.0008, "block_size": None, "note": None}]}
+    assert bench.needs_expert_check(old)
+    assert not bench.needs_expert_check({**old, "experts": [{**old["experts"][0], "verified": True}]})
+    assert not bench.needs_expert_check({**old, "error": "the naive start failed"})
+
+    def fake_worker(target, kwargs, **kw):  # noqa: ANN001, ANN202
+        sets = [{"set": i, "sizes": s, "time": {"median": 0.25}} for i, s in enumerate(kwargs["harness"]["sizes"])]
+        return worker.WorkerResult(ok=True, value={"device": "fake", "sets": sets,
+                                                   "correctness": {"correct": True, "messages": ["matched"]}})
+
+    monkeypatch.setattr(worker, "run_in_worker", fake_worker)
+    (entry,) = llmc.discover(folder)
+    row = bench.recheck_experts(old, entry, tmp_path / "work", trials=5, deadline=None)
+    assert row["naive_ms"] == 1.0 and row["best_ms"] == 0.5  # the engine part is kept
+    assert row["expert_ms"] == pytest.approx(0.25) and row["experts"][0]["verified"]
+    assert row["engine_over_expert"] == pytest.approx(0.5) and row["experts_unchecked"][0]["ms"] == 0.0008
+    assert not bench.needs_expert_check(row)
+    assert bench._expert_cell({"versions": [1]}) == "no expert version in the file"
