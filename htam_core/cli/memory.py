@@ -114,18 +114,28 @@ def _merge(sources: list[str], into: str) -> int:
     return 0
 
 
+def _strategy_line(step: str, trials: int, measured: int, wins: int) -> str:
+    """``"<step> W/M wins"`` over its judged trials (timed, or failed to build or verify), plus how many were not
+    measured: a static record carries no timing, so it is neither a win nor a loss."""
+    unmeasured = trials - measured
+    if not measured:
+        return f"{step} {trials} not measured"
+    return f"{step} {wins}/{measured} wins" + (f" (+{unmeasured} not measured)" if unmeasured else "")
+
+
 def _stats(store: Store, as_json: bool) -> int:
     recs = list(store.records())
     by_dir = Counter(r.direction for r in recs)
     by_step = Counter(r.step for r in recs)
     wins = Counter(r.step for r in recs if r.outcome.status == "win")
+    measured = Counter(r.step for r in recs if r.outcome.measured or r.outcome.is_failure)  # judged: timed, or failed
     fails = sum(1 for r in recs if r.outcome.is_failure)
     info = {"path": str(store.path), "schema": SCHEMA_VERSION, "kb_version": store.kb.version,
             "records": len(recs), "kernels": len({r.fingerprint for r in recs}),
             "devices": sorted({r.device for r in recs}), "failures": fails,
             "last_write": max((r.time for r in recs), default=None),
             "directions": dict(by_dir.most_common()),
-            "strategies": {k: {"trials": n, "wins": wins[k]} for k, n in by_step.most_common()},
+            "strategies": {k: {"trials": n, "measured": measured[k], "wins": wins[k]} for k, n in by_step.most_common()},
             "edges": sum(s.count > 0 for lvl in ("direction", "strategy") for s in store.edge_stats(lvl).values())}
     if as_json:
         json.dump(info, sys.stdout, indent=2)
@@ -136,7 +146,8 @@ def _stats(store: Store, as_json: bool) -> int:
           f"{info['edges']} transition edges")
     if recs:
         print("by direction: " + ", ".join(f"{k} {n}" for k, n in by_dir.most_common()))
-        print("top strategies: " + ", ".join(f"{k} {wins[k]}/{n} wins" for k, n in by_step.most_common(8)))
+        print("top strategies: " + ", ".join(_strategy_line(k, n, measured[k], wins[k])
+                                             for k, n in by_step.most_common(8)))
     return 0
 
 

@@ -57,7 +57,7 @@ def _kept_line(r: Reproduction, measured: bool, mode: str) -> str:
     ``"gpu"``; ``measured`` whether the start was timed.
     """
     if not measured:
-        followed = f"; the loop followed {r.kept_steps} step(s) of the static ranking" if r.kept_steps else ""
+        followed = f"; the loop followed {r.followed_steps} step(s) of the static ranking" if r.followed_steps else ""
         why = "static mode" if mode == "static" else "nothing was timed"
         return f"not measured ({why}: no step is kept{followed})"
     if r.kept_beyond_spread is None:

@@ -49,7 +49,10 @@ class Reproduction:
         fresh_spread: the relative spread of ``fresh`` (its win threshold is ``1 + fresh_spread``).
         ratio: ``fresh / reported`` (1.0 means the same figure), or ``None``.
         tolerance: the largest accepted ``|ratio - 1|``.
-        kept_steps: how many steps were kept (the chain that led to the best and any other kept branch).
+        kept_steps: how many steps were kept with a measured gain (the chain that led to the best and any other
+            kept branch); 0 in static mode, where nothing is measured.
+        followed_steps: how many steps the loop continued from (``StepRecord.accepted``): the kept ones on a
+            GPU, the static ranking's chain without one.
         kept_beyond_spread: every kept step's gain exceeded its measured spread (``None``: no kept step with a
             measured speedup).
         reason: one line saying why, in words.
@@ -64,6 +67,7 @@ class Reproduction:
     kept_steps: int = 0
     kept_beyond_spread: bool | None = None
     reason: str = ""
+    followed_steps: int = 0
 
     @property
     def reproduced(self) -> bool:
@@ -78,7 +82,8 @@ class Reproduction:
     def from_json(cls, d: dict[str, Any]) -> Reproduction:
         """Inverse of :meth:`to_json`. Raises KeyError/TypeError on malformed input."""
         return cls(**{k: d[k] for k in ("status", "reported", "fresh", "fresh_spread", "ratio", "tolerance",
-                                        "kept_steps", "kept_beyond_spread", "reason") if k in d})
+                                        "kept_steps", "kept_beyond_spread", "reason", "followed_steps")
+                      if k in d})
 
     def line(self) -> str:
         """The report line: ``fresh-process re-timing: reproduced (1.48× vs 1.50× reported, ±2.1%)``."""
@@ -90,21 +95,26 @@ class Reproduction:
 
 
 def kept_beyond_spread(steps: Sequence[StepRecord]) -> tuple[int, bool | None]:
-    """``(kept, ok)``: how many steps were kept, and whether every kept step's measured gain is larger than its
-    measured spread (``speedup > 1 + spread``). A kept step without a measured spread (its interleaved
-    comparison failed) fails the check: its gain was never weighed against a measured noise. ``ok`` is
-    ``None`` when no kept step has a measured speedup (static mode)."""
-    kept = [s for s in steps if s.accepted]
-    measured = [s for s in kept if s.speedup is not None]
-    if not measured:
-        return len(kept), None
-    return len(kept), all(s.spread is not None and s.speedup > 1.0 + s.spread for s in measured)
+    """``(kept, ok)``: how many steps were kept with a measured speedup, and whether every one's gain is larger
+    than its measured spread (``speedup > 1 + spread``). A kept step without a measured spread (its interleaved
+    comparison failed) fails the check: its gain was never weighed against a measured noise. A step the loop
+    followed without a measurement (static mode) is not kept: ``(0, None)`` when no step has a measured
+    speedup."""
+    kept = [s for s in steps if s.accepted and s.speedup is not None]
+    if not kept:
+        return 0, None
+    return len(kept), all(s.spread is not None and s.speedup > 1.0 + s.spread for s in kept)
+
+
+def _followed(steps: Sequence[StepRecord]) -> int:
+    return sum(1 for s in steps if s.accepted)
 
 
 def not_measured(reason: str, steps: Sequence[StepRecord] = (), reported: float | None = None) -> Reproduction:
     """A :data:`NOT_MEASURED` verdict with ``reason`` (and the kept-steps check of ``steps``)."""
     kept, ok = kept_beyond_spread(steps)
-    return Reproduction(NOT_MEASURED, reported=reported, kept_steps=kept, kept_beyond_spread=ok, reason=reason)
+    return Reproduction(NOT_MEASURED, reported=reported, kept_steps=kept, kept_beyond_spread=ok, reason=reason,
+                        followed_steps=_followed(steps))
 
 
 def judge_reproduction(reported: float | None, comp: Comparison | None, why: str = "",
@@ -123,7 +133,8 @@ def judge_reproduction(reported: float | None, comp: Comparison | None, why: str
         ``reported``; :data:`NOT_REPRODUCED` otherwise (also when the re-timing failed).
     """
     kept, ok = kept_beyond_spread(steps)
-    base = {"reported": reported, "tolerance": tolerance, "kept_steps": kept, "kept_beyond_spread": ok}
+    base = {"reported": reported, "tolerance": tolerance, "kept_steps": kept, "kept_beyond_spread": ok,
+            "followed_steps": _followed(steps)}
     if comp is None:
         return Reproduction(NOT_REPRODUCED, **base, reason=f"the fresh re-timing gave no figure: {why or 'failed'}")
     ratio = comp.speedup / reported if reported else None

@@ -32,6 +32,19 @@ def test_stats(filled: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert info["records"] == 2 and info["failures"] == 1 and info["strategies"]["cuda_block_size"]["trials"] == 1
 
 
+def test_stats_do_not_count_static_records_as_losses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # regression (new-user trial): static runs' records read "triton_cache_hints 0/1 wins", a measured loss
+    path = tmp_path / "m.sqlite3"
+    with open_store(path) as st:
+        st.record([], STATE, "triton_cache_hints", Outcome(None, True, False, "neutral"), "k1", "none", time=1.0)
+        st.record([], STATE, "vectorize_loads", Outcome(1.4, True, True, "win"), "k1", "H200", time=2.0)
+        st.record([], STATE, "vectorize_loads", Outcome(None, True, False, "neutral"), "k2", "none", time=3.0)
+    assert main(["memory", "--memory", str(path), "stats"]) == 0
+    out = capsys.readouterr().out
+    assert "triton_cache_hints 1 not measured" in out and "0/1" not in out
+    assert "vectorize_loads 1/1 wins (+1 not measured)" in out
+
+
 def test_export_import_round_trip(filled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_file = tmp_path / "mem.json"
     assert main(["memory", "--memory", str(filled), "export", str(out_file)]) == 0

@@ -84,6 +84,9 @@ def test_default_budget_on_the_example(tmp_path: Path, capsys: pytest.CaptureFix
     assert header == ("- every kept step's gain exceeds its measured spread: not measured (static mode: no step is "
                       f"kept; the loop followed {followed} step(s) of the static ranking)"), header
     assert " kept)" not in md
+    # regression (new-user trial): report.json's reproduction said kept_steps 4 beside "none is kept"
+    rep = data["reproduction"]
+    assert rep["kept_steps"] == 0 and rep["followed_steps"] == followed, rep
 
 
 def test_json_output_and_default_out_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str],

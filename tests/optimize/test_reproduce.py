@@ -62,7 +62,7 @@ def test_kept_steps_against_their_spread() -> None:
     assert kept_beyond_spread([_step(1, 1.5, 0.02), _step(2, 1.01, 0.02, accepted=False)]) == (1, True)
     assert kept_beyond_spread([_step(1, 1.5, 0.02), _step(2, 1.01, 0.02)]) == (2, False)  # 1.01 < 1.02
     assert kept_beyond_spread([_step(1, 1.5, None)]) == (1, False)  # no measured spread
-    assert kept_beyond_spread([_step(1, None, None)]) == (1, None)  # static mode
+    assert kept_beyond_spread([_step(1, None, None)]) == (0, None)  # static mode: followed, never kept
 
 
 @pytest.fixture
