@@ -308,7 +308,10 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
         fn = n.child_by_field_name("function") if n.type == "call_expression" else None
         if fn is not None and fn.type == "template_function" and env.t(fn.child_by_field_name("name")) in (
                 "reinterpret_cast", "static_cast", "const_cast"):
-            vector = vector or any(w in env.t(fn.child_by_field_name("arguments")) for w in ("2", "4"))
+            # a reinterpret_cast re-types the elements (float4, a 16-byte struct, int4): indices are no longer
+            # in elements of the pointer
+            vector = vector or env.t(fn.child_by_field_name("name")) == "reinterpret_cast" or any(
+                w in env.t(fn.child_by_field_name("arguments")) for w in ("2", "4"))
             args = n.child_by_field_name("arguments")
             if args is None or args.named_child_count != 1:
                 return None
