@@ -48,6 +48,7 @@ _FAMILIES = (
     "cuda_register_tiling",
     "cuda_softmax",
     "cuda_coalesce",
+    "cuda_flatten",
     "cuda_warp_reduce",
     "cuda_math",
     "cuda_reduction",

@@ -269,3 +269,19 @@ void run(float* out, const float* in, int rows, int cols, int threads) { k<<<row
     two_d = facts_of_text(text.replace("<<<rows / 4, threads>>>", "<<<rows / 4, dim3(threads, 2)>>>"), "k")
     linear = tx + ty * bdx + sym("threadIdx.z") * bdx * bdy
     assert two_d.loops[0].start == mod(linear, 32) and two_d.loops[1].step == bdx * bdy * sym("blockDim.z")
+
+
+def test_row_and_column_split_of_the_flat_index_folds_back():
+    """``(i / T) * T * C + (i % T) * C`` is ``i * C`` (C's truncating division): the row stride along x is
+    known, so a thread-per-row loop over such a split index is a row loop (uncoalesced)."""
+    f = facts_of_text(
+        "__global__ void k(const float *in, float *out, int N, int T, int C) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < N) { int b = i / T; int t = i % T;\n"
+        "        float *o = out + b * T * C + t * C; const float *p = in + t * C;\n"
+        "        for (int c = 0; c < C; c++) o[c] = p[c]; }\n}\n", "k")
+    (w,) = _acc(f, "out", "write")
+    (r,) = _acc(f, "in", "read")
+    assert w.stride("threadIdx.x") == sym("C") and w.stride("c") == 1 and w.pattern() == "strided"
+    assert r.stride("threadIdx.x") is None  # t alone stays a remainder: not affine in threadIdx.x
+    assert [lp.var for lp in f.row_loops()] == ["c"]
