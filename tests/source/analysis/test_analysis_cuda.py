@@ -285,3 +285,33 @@ def test_row_and_column_split_of_the_flat_index_folds_back():
     assert w.stride("threadIdx.x") == sym("C") and w.stride("c") == 1 and w.pattern() == "strided"
     assert r.stride("threadIdx.x") is None  # t alone stays a remainder: not affine in threadIdx.x
     assert [lp.var for lp in f.row_loops()] == ["c"]
+
+
+VEC_HELPERS = """
+struct alignas(16) Pack { float v[4]; };
+template <class T> __device__ Pack load16(const T *address) { return *reinterpret_cast<const Pack *>(address); }
+template <class T> __device__ int4 load_bits(const T *address) { return __ldcs(reinterpret_cast<const int4 *>(address)); }
+template <class T> __device__ void store_bits(T *target, int4 v) { *reinterpret_cast<int4 *>(target) = v; }
+__device__ float twice(const float *p) { return 2.0f * p[0]; }
+
+__global__ void colsum(float *out, const float *x, int rows, int cols) {
+    int c = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    float acc = 0.0f;
+    for (int r = threadIdx.y; r < rows; r += blockDim.y) {
+        int4 b = load_bits(x + r * cols + c);
+        acc += __int_as_float(b.x) + twice(x + r * cols);
+    }
+    store_bits(out + c, make_int4(0, 0, 0, 0));
+}
+"""
+
+
+def test_calls_of_sixteen_byte_helpers_are_vector_accesses():
+    """A device function that reinterprets its pointer as ``int4``/``float4`` is a 16-byte load or store;
+    a cast to another struct (``Pack``) or a plain helper is not one."""
+    f = facts_of_text(VEC_HELPERS, "colsum")
+    x = [a for a in f.accesses if a.pointer == "x"]
+    assert [(a.kind, a.vector, a.index_text) for a in x] == [("read", True, "x + r * cols + c")]
+    assert sympy.expand(x[0].index - (sym("r") * sym("cols") + 4 * (bdx * bx + tx))) == 0
+    (o,) = [a for a in f.accesses if a.pointer == "out"]
+    assert (o.kind, o.vector) == ("write", True)
