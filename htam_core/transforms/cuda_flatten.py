@@ -42,6 +42,7 @@ from htam_core.transforms._cuda import (
     Launch,
     _is_lvalue,
     elementwise,
+    param_names,
     wrap_grid,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -52,17 +53,6 @@ from htam_core.types.profile import Profile
 _COOPERATION = ("__syncthreads", "__syncwarp", "__shfl_sync", "__shfl_xor_sync", "__shfl_down_sync",
                 "__shfl_up_sync", "__ballot_sync", "warpSize", "__shared__")
 _LOOPS = ("for_statement", "while_statement", "do_statement")
-
-
-def _param_names(unit: CudaUnit) -> list[str]:
-    """The kernel's parameter names in order (``""`` for an unnamed one)."""
-    out: list[str] = []
-    for p in unit.params:
-        n = p.child_by_field_name("declarator")
-        while n is not None and n.type != "identifier":
-            n = n.child_by_field_name("declarator")
-        out.append(unit.t(n) if n is not None else "")
-    return out
 
 
 def _declared_names(scope: Node, unit: CudaUnit) -> set[str]:
@@ -139,7 +129,7 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
     bound = cond.child_by_field_name("right") if cond is not None and cond.type == "binary_expression" else None
     if bound is None:
         return f"the loop on line {fact.line} has no readable bound"
-    params = set(_param_names(unit))
+    params = set(param_names(unit))
     local = _declared_names(unit.body, unit)
     for n in _ts.of_type(bound, "identifier"):
         name = unit.t(n)
@@ -168,7 +158,7 @@ class CudaThreadPerElement(CudaTransform):
         ew, node, var, bound = m
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must grow by the row length")
-        params = _param_names(unit)
+        params = param_names(unit)
         grid: list[TextEdit] = []
         for la in unit.launches:
             at = _bound_at(unit, la, bound, params)
