@@ -39,6 +39,7 @@ _FAMILIES = (
     "triton_ordering",
     "triton_rows",
     "triton_single_pass",
+    "triton_row_cache",
     "cuda_launch",
     "cuda_qualifiers",
     "cuda_warp_row",
