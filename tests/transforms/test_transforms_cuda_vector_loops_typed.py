@@ -81,3 +81,32 @@ int main() {{
     after = run_main(c.new_text, "row_sumsq_f64", main, tmp_path)
     assert len(after) == len(before) == rows
     assert max(abs(a - b) for a, b in zip(after, before, strict=True)) < 1e-12
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cols", [1000, 1001, 8, 3])
+def test_bf16_loops_same_numbers_on_gpu(cols, tmp_path, cand):
+    """The bf16 grid-stride sum and the warp-per-row bf16 scale (aligned rows, misaligned rows when ``cols`` is
+    odd, rows shorter than one vector) give the original's outputs."""
+    from gpu_equivalence import call_host, torch_cuda
+
+    torch = torch_cuda()
+    rows = 37
+    g = torch.Generator(device="cuda").manual_seed(cols)
+    xb = torch.randn(rows * cols, device="cuda", generator=g).to(torch.bfloat16)
+    w = torch.randn(cols, device="cuda", generator=g)
+    texts = [fixture_path(FILE).read_text(), cand(TID, FILE, "sumsq_grid_stride")[0].new_text]
+    texts.append(cand(TID, FILE, "warp_row_scale")[0].new_text)
+    outs = []
+    for i, text in enumerate(texts):
+        out, colsum = torch.zeros(1, device="cuda"), torch.zeros(cols, device="cuda")
+        y = torch.zeros(rows * cols, device="cuda", dtype=torch.bfloat16)
+        call_host(text, "float *out, const __nv_bfloat16 *xb, int n, __nv_bfloat16 *y, const float *w, "
+                  "float *colsum, int rows, int cols",
+                  "sumsq_grid_stride<<<264, 256>>>(out, xb, (size_t)n); "
+                  "warp_row_scale<<<(rows + WARPS - 1) / WARPS, 32 * WARPS>>>(y, xb, w, colsum, rows, cols)",
+                  [out, xb, rows * cols, y, w, colsum, rows, cols], tmp_path, f"t{i}")
+        outs.append((out, y.float(), colsum))
+    for k in (1, 2):
+        for got, want in zip(outs[k], outs[0], strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
