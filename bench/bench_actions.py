@@ -60,8 +60,10 @@ def _summary(counts: list[KernelCount]) -> dict[str, Any]:
             "with_actions": sum(1 for c in ok if c.listed),
             "known_pattern": len(patterned),
             "known_pattern_with_structural": sum(1 for c in patterned if c.structural),
+            "pattern_already_fixed": [f"{Path(c.file).name}:{c.kernel} ({c.pattern})"
+                                      for c in patterned if not c.structural and c.fixed],
             "known_pattern_without_structural": [f"{Path(c.file).name}:{c.kernel} ({c.pattern})"
-                                                 for c in patterned if not c.structural]}
+                                                 for c in patterned if not c.structural and not c.fixed]}
 
 
 def _markdown(folders: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
@@ -92,6 +94,8 @@ def _markdown(folders: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
                   "actions",
                   f"- kernels with a known pattern that get a structural step: "
                   f"{s['known_pattern_with_structural']}/{s['known_pattern']}"
+                  + (f"; pattern already fixed (no step left, `htam_core.editor.audit.already_fixed`): "
+                     f"{len(s['pattern_already_fixed'])}" if s["pattern_already_fixed"] else "")
                   + (f"; without: {', '.join(s['known_pattern_without_structural'])}"
                      if s["known_pattern_without_structural"] else ""),
                   "", "| file | kernel | pattern | made / listed | structural | advice (hover) | skipped: why |",
@@ -106,7 +110,14 @@ def _markdown(folders: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
                          f"{len(c['made'])}/{len(c['listed'])}{fails} | {', '.join(c['structural']) or '-'} | "
                          f"{', '.join(c['advice']) or '-'} | {skipped or '-'} |")
         lines.append("")
-        missing = [c for c in data["kernels"] if not c["error"] and c["pattern"] and not c["structural"]]
+        fixed = [c for c in data["kernels"] if not c["error"] and c["pattern"] and not c["structural"]
+                 and c.get("fixed")]
+        if fixed:
+            lines += ["### Pattern already fixed: the fact that shows it", ""]
+            lines += [f"- **{Path(c['file']).name}:{c['kernel']}** ({c['pattern']}): {c['fixed']}" for c in fixed]
+            lines.append("")
+        missing = [c for c in data["kernels"] if not c["error"] and c["pattern"] and not c["structural"]
+                   and not c.get("fixed")]
         if missing:
             lines += ["### Known-pattern kernels without a structural step: what each structural transform says",
                       ""]

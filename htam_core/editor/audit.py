@@ -14,9 +14,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from htam_core.editor.session import Session
+from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.model import Kernel, SourceModel
 
-__all__ = ["KernelCount", "count_file", "count_kernel", "known_pattern", "structural_refusals"]
+__all__ = ["KernelCount", "already_fixed", "count_file", "count_kernel", "known_pattern", "structural_refusals"]
+
+#: Collectives that finish a reduction inside a warp (shuffles, ``cg::reduce``, cub's ``BlockReduce::Sum``).
+WARP_FINISH = frozenset({"__shfl_down_sync", "__shfl_xor_sync", "__shfl_up_sync", "__shfl_sync",
+                         "__reduce_add_sync", "reduce", "Reduce", "Sum"})
 
 
 @dataclass
@@ -32,6 +37,8 @@ class KernelCount:
         failed: ``[(step id, reason)]`` of listed actions that did not resolve.
         advice: strategies shown as advice (no mechanical transform).
         skipped: ``[(step id, reason)]`` of ranked steps left out because their transform refuses the kernel.
+        fixed: for a reduction kernel already in the fixed form of its pattern (:func:`already_fixed`), the
+            facts that show it; ``None`` otherwise.
         refusals: for a kernel with a known pattern and no structural step, ``[(step id, reason)]`` of every
             structural strategy of its language (ranked or not): the transform's refusal, or why a makeable one
             was not listed (its predicate is false, or it ranked below the top N) - which transform to
@@ -50,6 +57,7 @@ class KernelCount:
     advice: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     refusals: list[tuple[str, str]] = field(default_factory=list)
+    fixed: str | None = None
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -84,6 +92,31 @@ def known_pattern(facts: dict[str, Any]) -> str | None:
     return None
 
 
+def already_fixed(facts: KernelFacts) -> str | None:
+    """The facts showing that a reduction kernel is already in the fixed form of its pattern, or ``None``.
+
+    The rule: every global read of an input (a pointer the kernel does not write; the output's own
+    read-modify-write does not count) inside a loop is a 16-byte vector load (``Access.vector``: ``float4``/``int4``
+    casts, or a helper that reinterprets its pointer as one, :func:`htam_core.source.analysis.cuda.
+    vector_helpers`), and the partial sums are finished inside a warp (a shuffle, ``cg::reduce``) or through
+    atomics into shared memory (privatized, one global atomic per block). Such a kernel has nothing left for
+    the vectorize, warp-shuffle or several-elements-per-thread steps; what remains (tuning the split, fusing)
+    is not a mechanical step. Coalescing of the vectors themselves is not checked beyond this.
+    """
+    written = {a.pointer for a in facts.global_accesses() if a.kind != "read"}
+    reads = [a for a in facts.global_accesses() if a.kind == "read" and a.loops and a.pointer not in written]
+    if not reads or not all(a.vector for a in reads):
+        return None
+    warp = [(c, line) for c, line in facts.collectives if c in WARP_FINISH]
+    shared_atomic = [line for c, line in facts.collectives if c.startswith("atomic")
+                     and any(a.space == "shared" and a.kind == "readwrite" and a.line == line for a in facts.accesses)]
+    if not warp and not shared_atomic:
+        return None
+    shown = ", ".join(sorted({f"line {a.line}" for a in reads}, key=lambda s: int(s.split()[1])))
+    finish = (f"{warp[0][0]} on line {warp[0][1]}" if warp else f"shared-memory atomics on line {shared_atomic[0]}")
+    return f"every global read in a loop is a 16-byte vector load ({shown}); the partial sums finish with {finish}"
+
+
 def count_kernel(session: Session, path: str, model: SourceModel, kernel: Kernel, top: int = 5) -> KernelCount:
     """The :class:`KernelCount` of ``kernel`` of ``model`` (blocking; ``session`` must be warmed up)."""
     from htam_core.memory.facts import compute_facts
@@ -106,6 +139,8 @@ def count_kernel(session: Session, path: str, model: SourceModel, kernel: Kernel
                 c.structural.append(s.strategy)
         else:
             c.failed.append((s.strategy, res.reason or "no edit"))
+    if c.pattern == "reduction" and not c.structural and kernel.language != "triton":
+        c.fixed = already_fixed(analyze(model, kernel))
     if c.pattern and not c.structural:
         c.refusals = structural_refusals(session, model, kernel, facts, {s.strategy for s in p.actions})
     return c

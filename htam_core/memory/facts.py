@@ -61,6 +61,9 @@ FACTS: dict[str, str] = {
     "KernelFacts.reduction_evidence). An elementwise grid-stride or float4 loop is not one; unknown without the "
     "kernel",
     "has_reuse": "matmul_like, shared memory already in use, or a looped reduction reading >= 2 values",
+    "uncoalesced_row_loop": "CUDA: a loop walks a row owned by one thread, so a warp's lanes are a row apart: an "
+    "access moves by 1 with the loop variable and by neither 0 nor 1 along threadIdx (analysis layer: "
+    "KernelFacts.row_loops); false for Triton, unknown without the kernel",
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
     "reverse; unknown without the kernel)",
@@ -283,6 +286,8 @@ def compute_facts(
     facts["reduction_like"] = reduction_like
     facts["has_reuse"] = True if (matmul_like or f.shared_memory) else (
         None if matmul_like is None else bool(has_loop and reduction_like and loads >= 2))
+    facts["uncoalesced_row_loop"] = False if lang != "cuda" else (
+        None if analysis is None else bool(analysis.row_loops()))
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)

@@ -210,6 +210,18 @@ def load_unit(model: SourceModel, kernel: Kernel) -> CudaUnit | str:
     return unit
 
 
+def param_names(unit: CudaUnit) -> list[str]:
+    """The kernel's parameter names in order (``""`` for an unnamed one), through pointer/reference/array
+    declarators."""
+    out: list[str] = []
+    for p in unit.params:
+        n = p.child_by_field_name("declarator")
+        while n is not None and n.type != "identifier":
+            n = n.child_by_field_name("declarator")
+        out.append(unit.t(n) if n is not None else "")
+    return out
+
+
 def statement_list(body: Node) -> list[Node]:
     """Named children of a compound statement, comments excluded."""
     return [c for c in body.named_children if c.type != "comment"]

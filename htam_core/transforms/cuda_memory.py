@@ -215,16 +215,19 @@ class CudaVectorizeFloat4(CudaTransform):
 
     def _loops(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, why_not_elementwise: str
                ) -> list[Candidate] | NotApplicable:
-        """The loop form (:mod:`htam_core.transforms.cuda_vector_loops`): strided and row loops get a float4 main
-        loop with an alignment check and a scalar tail; the launch is unchanged."""
+        """The loop form (:mod:`htam_core.transforms.cuda_vector_loops`): strided and row loops get a 16-byte
+        vector main loop (``float4`` for float elements, a 16-byte struct of ``16 / sizeof(T)`` elements for
+        ``__nv_bfloat16``, ``half``, template ``T`` ...) with an alignment check and a scalar tail; the launch is
+        unchanged."""
         res = vectorize_loops(unit)
         if isinstance(res, str):
             return self.not_applicable(f"{why_not_elementwise}; and no float4 loop: {res}")
         edits, lines = res
         cand = self.candidate(
             model,
-            f"vectorize the loop(s) on line(s) {', '.join(map(str, lines))} of {kernel.name} with float4 loads/stores "
-            "(scalar tail; the scalar loop does everything when a base is not 16-byte aligned)",
+            f"vectorize the loop(s) on line(s) {', '.join(map(str, lines))} of {kernel.name} with 16-byte vector "
+            "loads/stores (float4 for float elements, 16 / sizeof(T) elements otherwise; scalar tail; the scalar loop "
+            "does everything when a base is not 16-byte aligned)",
             {"vector_width": 4, "loops": lines},
             edits,
         )

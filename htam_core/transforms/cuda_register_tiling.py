@@ -25,6 +25,7 @@ from htam_core.transforms._cuda import (
     CudaUnit,
     Launch,
     launch_dims_edit,
+    param_names,
     references,
     stale_comment_notes,
 )
@@ -80,13 +81,8 @@ def _uses_builtin(unit: CudaUnit, nodes: list[Node]) -> str | None:
 
 
 def _param_index(unit: CudaUnit, name: str) -> int | None:
-    for i, p in enumerate(unit.params):
-        d = p.child_by_field_name("declarator")
-        while d is not None and d.type != "identifier":
-            d = d.child_by_field_name("declarator")
-        if d is not None and unit.t(d) == name:
-            return i
-    return None
+    names = param_names(unit)
+    return names.index(name) if name in names else None
 
 
 @register

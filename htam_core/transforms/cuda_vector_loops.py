@@ -1,7 +1,7 @@
-"""``float4`` vectorization of strided and row loops, with a scalar tail (the loop half of ``cuda.vectorize_float4``).
+"""16-byte vectorization of strided and row loops, with a scalar tail (the loop half of ``cuda.vectorize_float4``).
 
 A loop ``for (T v = S; v < B; v += D) body`` whose every global access is ``P[base + v]`` (stride 1 in ``v``,
-``base`` fixed during the loop, ``float`` elements) becomes::
+``base`` fixed during the loop) becomes, for ``float`` elements::
 
     {
         T htam_tail = 0;
@@ -14,6 +14,13 @@ A loop ``for (T v = S; v < B; v += D) body`` whose every global access is ``P[ba
         }
         for (T v = htam_tail + S; v < B; v += D) body                       // scalar tail, or everything
     }
+
+Other element types (``__nv_bfloat16``, ``half``, ``double``, a template parameter ``T``) take the generic form:
+``constexpr int htam_V = 16 / sizeof(widest element type)``, one local ``struct alignas(htam_V * sizeof(E))
+{ E v[htam_V]; }`` per pointer (so the copy is one 16-byte, or for narrower types of a mixed loop 8-byte, load or
+store), the main loop over ``[0, B / htam_V)`` and the body once per element in a ``#pragma unroll`` lane loop.
+A pointer whose element address is taken in the loop (``__ldcs(&p[v])``, ``atomicAdd(&p[v], x)``) keeps scalar
+accesses at the lane's element index.
 
 The loop's threads keep their start ``S`` and stride ``D``, which partition ``[0, B)`` among them (a thread's own
 row from 0 by 1, a block- or grid-stride loop from the thread's index, a warp's lanes by 32); they partition
@@ -35,7 +42,7 @@ from dataclasses import dataclass, field
 import sympy
 from tree_sitter import Node
 
-from htam_core.source.analysis import LoopFact, sym
+from htam_core.source.analysis import LoopFact, PointerFacts, sym
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaUnit, _is_lvalue, statement_list, strip_casts
 from htam_core.transforms.base import TextEdit
@@ -53,6 +60,13 @@ class VecLoop:
     step: str
     subs: list[tuple[Node, str, str]]  # (subscript node, pointer text usable outside the body, base text)
     uses: list[Node] = field(default_factory=list)  # value uses of the loop variable (not as an index)
+    types: list[str] = field(default_factory=list)  # element type of each of ``subs`` (``float``, ``T``, ...)
+
+    @property
+    def float4(self) -> bool:
+        """True when every moved access is to ``float`` elements (the ``float4`` form); else the generic 16-byte
+        form (``16 / sizeof`` elements of the widest type per step)."""
+        return all(t == "float" for t in self.types)
 
 
 def _header(unit: CudaUnit, loop: Node, var: str) -> tuple[str, str, str, str] | str:
@@ -130,19 +144,26 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
         return (f"the loop on line {fact.line} has `{unit.t(jumps[0])}`, which in a float4 step would skip the "
                 "other lanes")
     subs: list[tuple[Node, str, str]] = []
+    types: list[str] = []
     written_ptrs = {a.pointer for a in accs if a.kind != "read"}
+    subs_of = {id(a): unit.node_at(a.span, ("subscript_expression",)) for a in accs}
+    # a pointer whose element address is taken (`__ldcs(&p[i])`, `atomicAdd(&p[i], v)`) keeps scalar accesses:
+    # the address must stay in global memory, and a vector copy would miss a write made through it
+    by_address = {a.pointer for a in accs if subs_of[id(a)] is not None and _address_taken(unit, subs_of[id(a)])}
     for a in accs:
-        sub = unit.node_at(a.span, ("subscript_expression",))
+        sub = subs_of[id(a)]
         pf = f.pointer(a.pointer)
+        if a.pointer in by_address and sub is not None and not a.vector:
+            continue  # stays a scalar access; its index reads the lane's element index
         if sub is not None and not a.vector and a.kind == "read" and a.stride(var) == 0 and \
                 a.pointer not in written_ptrs:
             continue  # a load the loop does not move (`scale[row]`): every lane reads it as before
         if sub is None or a.vector or a.stride(var) != 1:
             return f"`{a.pointer}[{a.index_text}]` in the loop on line {fact.line} is not a stride-1 access in {var}"
-        if pf is None or pf.value_type != "float":
-            shown = "an unknown type" if pf is None else (
-                pf.element_type if pf.element_type == pf.value_type else f"{pf.element_type} ({pf.value_type})")
-            return f"{a.pointer} points to {shown}, not float"
+        elem = _element(pf)
+        if elem is None:
+            return f"{a.pointer} has an unknown element type"
+        types.append(elem)
         base = _base(unit, sub, var)
         if base is None:
             return f"the index `{a.index_text}` is not `base + {var}`"
@@ -155,7 +176,7 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
                     "values that change there")
         subs.append((sub, ptr, base))
     if not subs:
-        return f"no float access in the loop on line {fact.line} moves with {var}"
+        return f"no global access in the loop on line {fact.line} moves with {var} (other than through its address)"
     covered = {s.start_byte for s, _, _ in subs}
     uses: list[Node] = []
     for n in _ts.of_type(body, "identifier"):
@@ -171,7 +192,27 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     covered_ranges = [(s.start_byte, s.end_byte) for s, _, _ in subs]
     if any(a <= u.start_byte < b for u in uses for a, b in covered_ranges):
         return f"{var} is used inside the index of a float load or store other than as `base + {var}`"
-    return VecLoop(node, fact, head[0].replace("const", "").strip(), head[1], head[2], head[3], subs, uses)
+    return VecLoop(node, fact, head[0].replace("const", "").strip(), head[1], head[2], head[3], subs, uses, types)
+
+
+def _element(pf: PointerFacts | None) -> str | None:
+    """The element type to vector-load a pointer's elements as: ``float`` when it resolves to ``float`` (the
+    float4 form), else the type as written without qualifiers (``T``, ``floatX``, ``__nv_bfloat16``); ``None``
+    when unknown."""
+    if pf is None or not (pf.value_type or pf.element_type):
+        return None
+    if pf.value_type == "float":
+        return "float"
+    words = [w for w in (pf.element_type or pf.value_type or "").split() if w not in ("const", "volatile")]
+    return " ".join(words) or None
+
+
+def _address_taken(unit: CudaUnit, sub: Node) -> bool:
+    """True when subscript ``sub`` is the operand of ``&`` (``&p[i]``)."""
+    p = sub.parent
+    while p is not None and p.type == "parenthesized_expression":
+        p = p.parent
+    return p is not None and p.type == "pointer_expression" and unit.t(p).startswith("&")
 
 
 def _pointer_outside(unit: CudaUnit, body: Node, arg: Node, var: str) -> str | None:
@@ -205,26 +246,39 @@ def _declared_in(unit: CudaUnit, scope: Node, name: str) -> list[Node | None]:
     return out
 
 
-def _lane(unit: CudaUnit, v: VecLoop, names: dict[int, str], lane: int) -> str:
-    """The loop body as lane ``lane`` (0..3) of a float4 step: accesses renamed, the loop variable's value uses
-    replaced by the lane's element index ``htam_v4 * 4 + lane``."""
+def _lane(unit: CudaUnit, v: VecLoop, names: dict[int, str], lane: str, width: str) -> str:
+    """The loop body as lane ``lane`` (``"0"``..``"3"``, or the lane variable) of a vector step of ``width``
+    elements: accesses renamed, the loop variable's value uses replaced by the lane's element index
+    ``htam_v4 * width + lane``."""
     body = v.node.child_by_field_name("body")
     out = _ts.one_line(unit.src, body, body.start_byte, body.end_byte,
                        [(sub, names[sub.start_byte]) for sub, _p, _b in v.subs]
-                       + [(u, f"(({v.type})(htam_v4 * 4 + {lane}))") for u in v.uses])
+                       + [(u, f"(({v.type})(htam_v4 * {width} + {lane}))") for u in v.uses])
     return out if body.type == "compound_statement" else "{ " + out + " }"
 
 
+def _width(types: list[str]) -> str:
+    """The generic form's elements per step: 16 bytes of the widest element type (``16 / sizeof(T)``)."""
+    widest = f"sizeof({types[0]})"
+    for t in types[1:]:
+        widest = f"(sizeof({t}) > {widest} ? sizeof({t}) : {widest})"
+    return f"16 / {widest}"
+
+
 def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
-    """The edit replacing loop ``v`` with its float4 main loop, alignment check and scalar tail."""
+    """The edit replacing loop ``v`` with its vector main loop, alignment check and scalar tail: ``float4`` when
+    every moved element is a float, else a 16-byte struct per pointer (``htam_V = 16 / sizeof(widest)`` elements,
+    ``alignas`` its size, so that the copy is one 16- or 8-byte load) with the body in an unrolled lane loop."""
     keys: dict[tuple[str, str], str] = {}
     names: dict[int, str] = {}
+    elem: dict[str, str] = {}
     loaded: set[str] = set()
     written: set[str] = set()
     body = v.node.child_by_field_name("body")
     top = set(statement_list(body)) if body.type == "compound_statement" else {body}
-    for sub, ptr, base in v.subs:
+    for (sub, ptr, base), typ in zip(v.subs, v.types, strict=True):
         key = keys.setdefault((ptr, base), f"htam_q{len(keys)}")
+        elem[key] = typ
         names[sub.start_byte] = key
         if _is_lvalue(sub):
             written.add(key)
@@ -238,29 +292,41 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
     ptr_of = {k: (p, b) for (p, b), k in keys.items()}
     align = " | ".join(f"reinterpret_cast<unsigned long long>({p} + ({b}))" for p, b in ptr_of.values())
     t, ind = v.type, _ts.indent_of(unit.src, v.node.start_byte)
-    lines = [
-        "{",
-        f"    {t} htam_tail = 0;",
+    width = "4" if v.float4 else "htam_V"
+    lines = ["{", f"    {t} htam_tail = 0;"]
+    if not v.float4:
+        lines.append(f"    constexpr int htam_V = {_width(sorted(set(v.types)))};")
+        lines += [f"    struct alignas(htam_V * sizeof({elem[k]})) {k}_t {{ {elem[k]} v[htam_V]; }};" for k in ptr_of]
+    lines += [
         f"    if ((({align}) & 15ull) == 0ull) {{",
-        f"        const {t} htam_n4 = ({v.bound}) / 4;",
+        f"        const {t} htam_n4 = ({v.bound}) / {width};",
         f"        for ({t} htam_v4 = {v.start}; htam_v4 < htam_n4; htam_v4 += {v.step}) {{",
     ]
+    vec = {k: "float4" if v.float4 else f"{k}_t" for k in ptr_of}
     for k, (p, b) in ptr_of.items():
         if k in loaded:
-            lines.append(f"            float4 {k}4 = reinterpret_cast<const float4 *>({p} + ({b}))[htam_v4];")
+            lines.append(f"            {vec[k]} {k}4 = reinterpret_cast<const {vec[k]} *>({p} + ({b}))[htam_v4];")
         else:
-            lines.append(f"            float4 {k}4;")
-    for i, c in enumerate("xyzw"):
-        decls = " ".join(f"float {k} = {k}4.{c};" if k in loaded else f"float {k};" for k in ptr_of)
-        stores = " ".join(f"{k}4.{c} = {k};" for k in ptr_of if k in written)
-        lines.append(f"            {{ {decls} {_lane(unit, v, names, i)} {stores} }}")
+            lines.append(f"            {vec[k]} {k}4;")
+    if v.float4:
+        for i, c in enumerate("xyzw"):
+            decls = " ".join(f"float {k} = {k}4.{c};" if k in loaded else f"float {k};" for k in ptr_of)
+            stores = " ".join(f"{k}4.{c} = {k};" for k in ptr_of if k in written)
+            lines.append(f"            {{ {decls} {_lane(unit, v, names, str(i), width)} {stores} }}")
+    else:
+        decls = " ".join(f"{elem[k]} {k} = {k}4.v[htam_l];" if k in loaded else f"{elem[k]} {k};" for k in ptr_of)
+        stores = " ".join(f"{k}4.v[htam_l] = {k};" for k in ptr_of if k in written)
+        lines += ["            #pragma unroll",
+                  "            for (int htam_l = 0; htam_l < htam_V; ++htam_l) {",
+                  f"                {decls} {_lane(unit, v, names, 'htam_l', width)} {stores}",
+                  "            }"]
     for k, (p, b) in ptr_of.items():
         if k in written:
-            lines.append(f"            reinterpret_cast<float4 *>({p} + ({b}))[htam_v4] = {k}4;")
+            lines.append(f"            reinterpret_cast<{vec[k]} *>({p} + ({b}))[htam_v4] = {k}4;")
     var = v.fact.var
     lines += [
         "        }",
-        "        htam_tail = htam_n4 * 4;",
+        f"        htam_tail = htam_n4 * {width};",
         "    }",
         f"    for ({t} {var} = htam_tail + {v.start}; {var} < {v.bound}; {var} += {v.step})",
         "        " + unit.t(body).replace("\n", "\n    "),

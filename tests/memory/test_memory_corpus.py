@@ -100,3 +100,19 @@ def test_profile_signals_shift_the_ranking() -> None:
     assert f["coalesce_thread_mapping"] > p["coalesce_thread_mapping"]
     spilled = _suggest("bias_gelu_templates.cu", "bias_gelu_fwd", "register-spill", top=2, spill_bytes=64)
     assert spilled[0].direction == "launch_configuration"
+
+
+def test_an_uncoalesced_row_loop_ranks_its_remap_first() -> None:
+    """A thread-per-row kernel whose row loop the analysis finds uncoalesced gets the coalescing remap first
+    (before a profile, class unknown): one thread per element when the loop carries nothing, one warp per row
+    when it reduces; a column walk (already coalesced) gets neither remap."""
+    own = CORPUS.parent / "transforms" / "row_flatten_variants.cu"
+    k = source.load(own).kernel("embed_rows")
+    profile = Profile("embed_rows", bottleneck=Bottleneck("unknown"))
+    steps = Ranker(KB, None).rank(state_from_profile(profile), [], k.features, k.language, profile, top=5, kernel=k)
+    assert steps[0].strategy == "thread_per_element" and steps[0].transform == "cuda.thread_per_element"
+    assert _suggest("softmax_row_per_thread.cu", "softmax_row_per_thread", "unknown")[0].strategy == "warp_per_row"
+    col = source.load(own).kernel("col_scale")
+    steps = Ranker(KB, None).rank(state_from_profile(profile), [], col.features, col.language, profile, top=40,
+                                  kernel=col)
+    assert "thread_per_element" not in [s.strategy for s in steps]

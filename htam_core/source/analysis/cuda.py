@@ -308,7 +308,10 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
         fn = n.child_by_field_name("function") if n.type == "call_expression" else None
         if fn is not None and fn.type == "template_function" and env.t(fn.child_by_field_name("name")) in (
                 "reinterpret_cast", "static_cast", "const_cast"):
-            vector = vector or any(w in env.t(fn.child_by_field_name("arguments")) for w in ("2", "4"))
+            # a reinterpret_cast re-types the elements (float4, a 16-byte struct, int4): indices are no longer
+            # in elements of the pointer
+            vector = vector or env.t(fn.child_by_field_name("name")) == "reinterpret_cast" or any(
+                w in env.t(fn.child_by_field_name("arguments")) for w in ("2", "4"))
             args = n.child_by_field_name("arguments")
             if args is None or args.named_child_count != 1:
                 return None
@@ -523,7 +526,20 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
     index = {n.start_byte: k for k, n in enumerate(loop_nodes)}
     out: list[Access] = []
     escapes: set[str] = set()
+    helpers = vector_helpers(src)
     for n in walk(src.body):
+        fname = env.t(n.child_by_field_name("function")).split("<", 1)[0].split("::")[-1].strip() \
+            if n.type == "call_expression" else ""
+        if fname in helpers:
+            # load128(p + off) / store128(p + off, v): a 16-byte vector access of p at element offset off
+            args = n.child_by_field_name("arguments")
+            first = args.named_children[0] if args is not None and args.named_children else None
+            base = _base_of(src, aff, first, params, shared, aliases) if first is not None else None
+            if base is not None:
+                out.append(Access(base[0], "shared" if base[0] in shared else "global",
+                                  helpers[fname], base[1], " ".join(env.t(first).split()),  # type: ignore[arg-type]
+                                  src.line(n), src.span(n), tuple(_enclosing_loops(n, src, index)), True))
+            continue
         subs: list[Node] = []
         if n.type == "subscript_expression":
             if n.parent is not None and n.parent.type == "subscript_expression" and \
@@ -584,6 +600,60 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
                           index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
                           tuple(_enclosing_loops(node, src, index)), base[2]))
     return tuple(out), escapes
+
+
+#: 16-byte vector types a helper may reinterpret its pointer as (a 128-bit load or store).
+VECTOR16 = frozenset({"int4", "uint4", "float4", "double2", "longlong2", "ulonglong2", "char16"})
+
+
+def vector_helpers(src: CudaSource) -> dict[str, str]:
+    """``name -> "read" | "write"`` for the device functions of the unit and its local headers that move 16
+    bytes through their first pointer parameter: the body reinterpret-casts that parameter to a pointer to a
+    16-byte vector type (:data:`VECTOR16`) and reads it (``return T{*reinterpret_cast<const int4*>(p)}``,
+    ``__ldcs(reinterpret_cast<const int4*>(p))``) or assigns through it (``*reinterpret_cast<int4*>(p) = v``,
+    ``__stcs(reinterpret_cast<int4*>(p), v)``). A call ``f(p + off)`` of one is a vector access of ``p``."""
+    out: dict[str, str] = {}
+    units = [(src.src, src.root)] + [(h.src, h.root) for h in src.env.headers()]
+    for text, root in units:
+        def t(n: Node | None, text: bytes = text) -> str:
+            return text[n.start_byte:n.end_byte].decode(errors="replace") if n is not None else ""
+        for fd in of_type(root, "function_definition"):
+            decl = fd.child_by_field_name("declarator")
+            while decl is not None and decl.type != "function_declarator":
+                decl = decl.child_by_field_name("declarator")
+            if decl is None:
+                continue
+            name = t(decl.child_by_field_name("declarator")).split("<", 1)[0].split("::")[-1].strip()
+            plist = decl.child_by_field_name("parameters")
+            first = next((c for c in (plist.named_children if plist else []) if c.type == "parameter_declaration"),
+                         None)
+            pd = first.child_by_field_name("declarator") if first is not None else None
+            if pd is None or pd.type != "pointer_declarator":
+                continue
+            while pd is not None and pd.type != "identifier":
+                pd = pd.child_by_field_name("declarator")
+            pname = t(pd)
+            for cast in of_type(fd.child_by_field_name("body"), "call_expression"):
+                fn = cast.child_by_field_name("function")
+                if fn is None or fn.type != "template_function" or t(fn.child_by_field_name("name")) != \
+                        "reinterpret_cast":
+                    continue
+                targs = t(fn.child_by_field_name("arguments"))
+                args = cast.child_by_field_name("arguments")
+                if not any(w in targs.replace("*", " ").replace("<", " ").replace(">", " ").split()
+                           for w in VECTOR16) or args is None or t(args).strip("() ") != pname:
+                    continue
+                up = cast.parent
+                while up is not None and up.type == "parenthesized_expression":
+                    up = up.parent
+                store = "const" not in targs and (
+                    (up is not None and up.type == "pointer_expression" and up.parent is not None
+                     and up.parent.type == "assignment_expression" and up.parent.child_by_field_name("left") == up)
+                    or (up is not None and up.type == "argument_list" and up.parent is not None
+                        and t(up.parent.child_by_field_name("function")).startswith("__st")))
+                out[name] = "write" if store else "read"
+                break
+    return out
 
 
 def _enclosing_loops(node: Node, src: CudaSource, index: dict[int, int]) -> list[int]:

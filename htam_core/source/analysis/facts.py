@@ -39,6 +39,7 @@ def stride_of(expr: sympy.Expr | None, name: str) -> sympy.Expr | None:
     s = sym(name)
     if s not in expr.free_symbols:
         return sympy.Integer(0)
+    expr = fold_divmod(expr)
     try:
         poly = sympy.Poly(sympy.expand(expr), s)
     except sympy.PolynomialError:
@@ -49,6 +50,25 @@ def stride_of(expr: sympy.Expr | None, name: str) -> sympy.Expr | None:
     if s in sympy.sympify(coeff).free_symbols:
         return None
     return sympy.sympify(coeff)
+
+
+def fold_divmod(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with every ``c * t * div(e, t) + c * mod(e, t)`` folded to ``c * e`` (C's ``(e / t) * t + e % t
+    == e``, true for truncating division of any signs): a row and column split back into the flat index,
+    ``(idx / T) * T * C + (idx % T) * C`` -> ``idx * C``. Terms that do not pair stay as they are."""
+    e = sympy.expand(expr)
+    changed = True
+    while changed and e.is_Add:  # a fold can make the next pair (nested splits: (e / C) / T)
+        changed = False
+        for m in [a for a in e.atoms(sympy.Function) if a.func.__name__ == "mod" and len(a.args) == 2]:
+            inner, t = m.args
+            d = sympy.Function("div")(inner, t)
+            c_mod, c_div = e.coeff(m), e.coeff(d)
+            if c_mod != 0 and sympy.expand(c_div - c_mod * t) == 0:
+                e = sympy.expand(e - c_mod * m - c_div * d + c_mod * inner)
+                changed = True
+                break
+    return e
 
 
 def combine(op: str, a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:

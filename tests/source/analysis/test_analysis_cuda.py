@@ -269,3 +269,49 @@ void run(float* out, const float* in, int rows, int cols, int threads) { k<<<row
     two_d = facts_of_text(text.replace("<<<rows / 4, threads>>>", "<<<rows / 4, dim3(threads, 2)>>>"), "k")
     linear = tx + ty * bdx + sym("threadIdx.z") * bdx * bdy
     assert two_d.loops[0].start == mod(linear, 32) and two_d.loops[1].step == bdx * bdy * sym("blockDim.z")
+
+
+def test_row_and_column_split_of_the_flat_index_folds_back():
+    """``(i / T) * T * C + (i % T) * C`` is ``i * C`` (C's truncating division): the row stride along x is
+    known, so a thread-per-row loop over such a split index is a row loop (uncoalesced)."""
+    f = facts_of_text(
+        "__global__ void k(const float *in, float *out, int N, int T, int C) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < N) { int b = i / T; int t = i % T;\n"
+        "        float *o = out + b * T * C + t * C; const float *p = in + t * C;\n"
+        "        for (int c = 0; c < C; c++) o[c] = p[c]; }\n}\n", "k")
+    (w,) = _acc(f, "out", "write")
+    (r,) = _acc(f, "in", "read")
+    assert w.stride("threadIdx.x") == sym("C") and w.stride("c") == 1 and w.pattern() == "strided"
+    assert r.stride("threadIdx.x") is None  # t alone stays a remainder: not affine in threadIdx.x
+    assert [lp.var for lp in f.row_loops()] == ["c"]
+
+
+VEC_HELPERS = """
+struct alignas(16) Pack { float v[4]; };
+template <class T> __device__ Pack load16(const T *address) { return *reinterpret_cast<const Pack *>(address); }
+template <class T> __device__ int4 load_bits(const T *address) { return __ldcs(reinterpret_cast<const int4 *>(address)); }
+template <class T> __device__ void store_bits(T *target, int4 v) { *reinterpret_cast<int4 *>(target) = v; }
+__device__ float twice(const float *p) { return 2.0f * p[0]; }
+
+__global__ void colsum(float *out, const float *x, int rows, int cols) {
+    int c = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    float acc = 0.0f;
+    for (int r = threadIdx.y; r < rows; r += blockDim.y) {
+        int4 b = load_bits(x + r * cols + c);
+        acc += __int_as_float(b.x) + twice(x + r * cols);
+    }
+    store_bits(out + c, make_int4(0, 0, 0, 0));
+}
+"""
+
+
+def test_calls_of_sixteen_byte_helpers_are_vector_accesses():
+    """A device function that reinterprets its pointer as ``int4``/``float4`` is a 16-byte load or store;
+    a cast to another struct (``Pack``) or a plain helper is not one."""
+    f = facts_of_text(VEC_HELPERS, "colsum")
+    x = [a for a in f.accesses if a.pointer == "x"]
+    assert [(a.kind, a.vector, a.index_text) for a in x] == [("read", True, "x + r * cols + c")]
+    assert sympy.expand(x[0].index - (sym("r") * sym("cols") + 4 * (bdx * bx + tx))) == 0
+    (o,) = [a for a in f.accesses if a.pointer == "out"]
+    assert (o.kind, o.vector) == ("write", True)

@@ -1,0 +1,195 @@
+"""One thread per element instead of one thread per row (``cuda.thread_per_element``): the coalescing remap
+for a thread-per-row kernel whose row loop carries nothing from one element to the next.
+
+A kernel ``i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { pre; for (c = 0; c < C; ++c) body(c) }``
+in which neighbouring threads walk rows ``C`` elements apart (the analysis layer's row loop: an access with
+stride 1 in ``c`` and a ``threadIdx.x`` stride that is neither 0 nor 1) makes every load and store of the loop
+uncoalesced: the 32 lanes of a warp touch 32 different rows. When the loop body is independent per element
+(no accumulator, no scalar carried across iterations, every store moves with ``c``), each element can get its
+own thread::
+
+    const long long htam_e = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // element index
+    if ((C) <= 0) return;
+    int i = (int)(htam_e / (C));                                                  // its row
+    if (i < n) { pre; { const int c = (int)(htam_e % (C)); body(c) } }           // its column
+
+Consecutive lanes now take consecutive ``c`` of one row, so the loop's stride-1 accesses are coalesced along
+x. Every launch's 1-D grid is multiplied by ``C`` (the row length with the launch's arguments substituted for
+the kernel's parameters); the block is unchanged. ``pre`` (index arithmetic, a gathered row id ``ix =
+inp[i]``) runs once per element instead of once per row; its loads hit the cache.
+
+Refused, each with its reason: no thread-per-row shape (``elementwise`` in :mod:`._cuda`), not exactly one
+loop over ``[0, C)`` by 1 as the guarded block's last statement, a nested loop, a loop that accumulates or
+assigns a variable declared outside it, a store inside the loop that does not move with ``c``, a store outside
+the loop (it would run ``C`` times), a row length that is not built from kernel parameters and constants, a
+row loop whose accesses are already coalesced along x, ``__syncthreads``/shared memory/warp-level calls, and
+kernels without a launch in the file (the grid must follow).
+
+Idea source: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory" (map consecutive threads to
+consecutive addresses); the "one thread per output element" mapping of elementwise kernels.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import (
+    CudaTransform,
+    CudaUnit,
+    Elementwise,
+    Launch,
+    _is_lvalue,
+    elementwise,
+    param_names,
+    wrap_grid,
+)
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
+from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
+
+_COOPERATION = ("__syncthreads", "__syncwarp", "__shfl_sync", "__shfl_xor_sync", "__shfl_down_sync",
+                "__shfl_up_sync", "__ballot_sync", "warpSize", "__shared__")
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+
+
+def _declared_names(scope: Node, unit: CudaUnit) -> set[str]:
+    """Names declared by any declaration under ``scope`` (through pointer/array/reference declarators)."""
+    out: set[str] = set()
+    for decl in _ts.of_type(scope, "declaration"):
+        for d in decl.children_by_field_name("declarator"):
+            n = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            while n is not None and n.type != "identifier":
+                n = n.child_by_field_name("declarator")
+            if n is not None:
+                out.add(unit.t(n))
+    return out
+
+
+def _bound_at(unit: CudaUnit, la: Launch, bound: Node, params: list[str]) -> str | None:
+    """The row length ``bound`` as text at launch ``la``: each kernel parameter replaced by the launch's
+    argument; ``None`` when the launch's arguments do not line up with the parameters."""
+    args = la.call.child_by_field_name("arguments")
+    vals = [c for c in (args.named_children if args is not None else []) if c.type != "comment"]
+    if len(vals) != len(params):
+        return None
+    by_name = dict(zip(params, vals, strict=True))
+    renames = [(n, f"({unit.t(by_name[unit.t(n)])})") for n in _ts.of_type(bound, "identifier")
+               if unit.t(n) in by_name]
+    return _ts.one_line(unit.src, bound, bound.start_byte, bound.end_byte, renames)
+
+
+def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
+    """``(shape, loop node, loop variable, row-length node)`` of a flattenable thread-per-row kernel, or why
+    not."""
+    ew = elementwise(unit)
+    if isinstance(ew, str):
+        return f"not a thread-per-row kernel: {ew}"
+    body_text = unit.t(unit.body)
+    for word in _COOPERATION:
+        if word in body_text:
+            return f"{unit.kernel.name} uses {word}; its threads cooperate, so their work cannot be re-dealt"
+    loops = [s for s in ew.stmts if s.type in _LOOPS or _ts.of_type(s, _LOOPS)]
+    if len(loops) != 1 or loops[0].type != "for_statement":
+        return "the guarded code has no single top-level `for` loop over the row"
+    node = loops[0]
+    fact = unit.facts.loop_at(unit.file_byte(node))
+    if fact is None or fact.var is None:
+        return "the row loop is not a `for` over one variable"
+    var = fact.var
+    if fact.start != 0 or fact.step != 1 or fact.cmp != "<" or fact.update != "+":
+        return f"the loop on line {fact.line} does not run {var} over [0, n) by 1"
+    if unit.facts.children(fact):
+        return f"the loop on line {fact.line} has a nested loop"
+    if fact.accumulators:
+        names = ", ".join(a.name for a in fact.accumulators)
+        return f"the loop on line {fact.line} accumulates {names} across the row (a reduction: one warp per row fits)"
+    if ew.stmts[-1] != node:
+        return f"statements follow the row loop on line {fact.line}"
+    if not unit.facts.is_row_loop(fact):
+        return (f"the loop on line {fact.line} is not an uncoalesced row loop: no access moves by 1 with {var} "
+                "and by a row across threads")
+    body = node.child_by_field_name("body")
+    inside = _declared_names(body, unit)
+    for n in _ts.of_type(body, "identifier"):
+        if _is_lvalue(n) and unit.t(n) not in inside:
+            return f"the loop on line {fact.line} assigns {unit.t(n)}, which lives across iterations"
+    jumps = _ts.of_type(body, ("break_statement", "continue_statement", "return_statement", "goto_statement"))
+    if jumps:
+        return f"the loop on line {fact.line} has `{unit.t(jumps[0])}`"
+    for a in unit.facts.global_accesses():
+        in_loop = fact.id in a.loops
+        if a.kind != "read" and not in_loop:
+            return f"`{a.pointer}[{a.index_text}]` is written outside the row loop; it would be written once per element"
+        if a.kind != "read" and a.stride(var) in (0, None):
+            return f"the store `{a.pointer}[{a.index_text}]` does not move with {var}"
+    cond = _ts.unwrap_parens(node.child_by_field_name("condition"))
+    bound = cond.child_by_field_name("right") if cond is not None and cond.type == "binary_expression" else None
+    if bound is None:
+        return f"the loop on line {fact.line} has no readable bound"
+    params = set(param_names(unit))
+    local = _declared_names(unit.body, unit)
+    for n in _ts.of_type(bound, "identifier"):
+        name = unit.t(n)
+        if name in local or (name not in params and unit.resolve(n) is None):
+            return f"the row length `{unit.t(bound)}` uses {name}, which is not a kernel parameter or constant"
+        if name in params and unit.assigned_in(unit.body, name):
+            return f"the row length `{unit.t(bound)}` uses {name}, which the kernel changes"
+    return ew, node, var, bound
+
+
+@register
+class CudaThreadPerElement(CudaTransform):
+    """Give each element of a thread-per-row kernel's row loop its own thread (coalesced along x)."""
+
+    id = "cuda.thread_per_element"
+    languages = CUDA_LANGS
+    summary = "one thread per element instead of per row: the row loop's index comes from the thread, grid x C"
+
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate, or the reason the row loop cannot be dealt out one element per thread."""
+        m = match(unit)
+        if isinstance(m, str):
+            return self.not_applicable(m)
+        ew, node, var, bound = m
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must grow by the row length")
+        params = param_names(unit)
+        grid: list[TextEdit] = []
+        for la in unit.launches:
+            at = _bound_at(unit, la, bound, params)
+            if at is None:
+                return self.not_applicable(f"the launch on line {la.site.line} does not pass every parameter")
+            e = wrap_grid(unit, la, "({}) * (" + at + ")")
+            if isinstance(e, str):
+                return self.not_applicable(e)
+            grid.append(e)
+        ind = _ts.indent_of(unit.src, ew.decl.start_byte) or "    "
+        n = unit.t(bound)
+        head = (f"const long long htam_e = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // one element per thread\n"
+                f"{ind}if (({n}) <= 0) return;\n"
+                f"{ind}{ew.type} {ew.name} = ({ew.type})(htam_e / ({n}));  // its row")
+        init = node.child_by_field_name("initializer")
+        typ = unit.t(init.child_by_field_name("type")).replace("const", "").strip() if init is not None and \
+            init.type == "declaration" else "long long"
+        body = node.child_by_field_name("body")
+        lind = _ts.indent_of(unit.src, node.start_byte)
+        inner = unit.t(body)
+        if body.type != "compound_statement":
+            inner = "{ " + inner + " }"
+        loop = (f"{{\n{lind}    const {typ} {var} = ({typ})(htam_e % ({n}));  // its place in the row\n"
+                f"{lind}    " + inner.replace("\n", "\n    ") + f"\n{lind}}}")
+        edits = [unit.replace(ew.decl, head), unit.replace(node, loop), *grid]
+        return [
+            self.candidate(
+                model,
+                f"give each element of {kernel.name}'s row loop its own thread ({var} from the thread index, "
+                f"coalesced along x); every launch's grid grows by the row length {n}",
+                {"loop_var": var, "row_length": n, "launches": len(unit.launches)},
+                edits,
+            )
+        ]

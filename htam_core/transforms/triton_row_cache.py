@@ -1,0 +1,230 @@
+"""Keep the row in registers between two passes of a Triton row kernel when it fits one tile
+(``triton.row_in_registers``).
+
+A row kernel that walks its row twice with the same ``for off in range(0, N, BLOCK)`` loop (statistics, then
+normalize and store) loads the row from memory twice. When the row fits one tile (``N <= BLOCK``) both loops run
+once, and the second one's loads of what the first one already loaded can be dropped::
+
+    if (N > 0) & (N <= BLOCK):   # the row fits one tile: one load, kept in registers
+        off = 0
+        <first loop's body>
+        <the statements between the loops>
+        <second loop's body without the loads the first body already made>
+    else:
+        <the two loops as they were>
+
+A load is dropped when its whole statement (``v = tl.load(x_row + cols).to(tl.float32)``) is written the same
+in both bodies, under the same branch conditions (a keyword argument given through a local, ``mask=m`` with ``m =
+cols < N``, compares as its value), and its target is assigned nowhere else that can run from that statement in
+the first body up to it in the second; a load under a different mask or ``other`` stays.
+The rows longer than a tile take the original loops unchanged. Facts (the loops, their headers and bodies) come
+from the analysis layer; refusals: fewer than two top-level loops with the same ``range(0, N, BLOCK)`` header,
+a step that is not a ``tl.constexpr`` parameter, no load shared by the two bodies.
+
+Idea source: the "keep the row on chip" fusion of the Triton layer-norm and softmax tutorials (a row that fits
+one block is loaded once); Apex/PyTorch persistent layer-norm kernels.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._triton import TritonTransform, TritonUnit, is_block_param
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
+from htam_core.transforms.registry import register
+from htam_core.transforms.triton_launch import TRITON_LANGS
+from htam_core.types.profile import Profile
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _statements(unit: TritonUnit, node: Node) -> list[tuple[Node, tuple[str, ...]]]:
+    """Every simple statement under block ``node`` with the branch path that guards it (``("if EVEN_N:then",)``,
+    ``("if EVEN_N:else",)``; empty directly in ``node``): two statements with the same path run under the same
+    conditions. Statements under a loop or ``with`` are left out."""
+    out: list[tuple[Node, tuple[str, ...]]] = []
+
+    def walk(block: Node, path: tuple[str, ...]) -> None:
+        for st in block.named_children:
+            if st.type == "expression_statement":
+                out.append((st, path))
+            elif st.type == "if_statement":
+                cond = f"if {_norm(unit.t(st.child_by_field_name('condition')))}"
+                body = st.child_by_field_name("consequence")
+                if body is not None:
+                    walk(body, (*path, f"{cond}:then"))
+                for alt in st.children_by_field_name("alternative"):
+                    inner = next((c for c in alt.named_children if c.type == "block"), None)
+                    tag = "else" if alt.type == "else_clause" else \
+                        f"elif {_norm(unit.t(alt.child_by_field_name('condition')))}"
+                    if inner is not None:
+                        walk(inner, (*path, f"{cond}:{tag}"))
+
+    walk(node, ())
+    return out
+
+
+def _exclusive(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
+    """True when paths ``p`` and ``q`` take different branches of the same ``if`` (never both run)."""
+    for x, y in zip(p, q, strict=False):
+        if x != y:
+            return x.rsplit(":", 1)[0] == y.rsplit(":", 1)[0]
+    return False
+
+
+def _assigned(unit: TritonUnit, st: Node) -> str | None:
+    """The name a statement assigns (plain or augmented), else ``None``."""
+    asg = st.named_children[0] if st.named_children else None
+    if asg is None or asg.type not in ("assignment", "augmented_assignment"):
+        return None
+    left = asg.child_by_field_name("left")
+    return unit.t(left) if left is not None and left.type == "identifier" else None
+
+
+def _target(unit: TritonUnit, st: Node) -> str | None:
+    """``name`` of a statement ``name = tl.load(...)...``; ``None`` for anything else."""
+    asg = st.named_children[0] if st.named_children else None
+    if asg is None or asg.type != "assignment":
+        return None
+    left, right = asg.child_by_field_name("left"), asg.child_by_field_name("right")
+    if left is None or left.type != "identifier" or right is None or "tl.load(" not in unit.t(right):
+        return None
+    return unit.t(left)
+
+
+def _key(unit: TritonUnit, st: Node, path: tuple[str, ...], sts: list[tuple[Node, tuple[str, ...]]]) -> str:
+    """Statement ``st``'s text, whitespace-normalized, with each keyword argument given by a name (``mask=m``)
+    written as that name's value when the same body assigns it once, earlier, on ``st``'s path (``m = cols <
+    N``): the same load spelled through a local mask compares equal."""
+    text = unit.src[st.start_byte:st.end_byte]
+    cuts: list[tuple[int, int, bytes]] = []
+    for kw in _ts.of_type(st, "keyword_argument"):
+        val = kw.child_by_field_name("value")
+        if val is None or val.type != "identifier":
+            continue
+        defs = [x for x, p in sts if _assigned(unit, x) == unit.t(val)]
+        if len(defs) != 1 or defs[0].start_byte > st.start_byte:
+            continue
+        dpath = next(p for x, p in sts if x == defs[0])
+        asg = defs[0].named_children[0]
+        if dpath != path[:len(dpath)] or asg.type != "assignment":
+            continue
+        cuts.append((val.start_byte - st.start_byte, val.end_byte - st.start_byte,
+                     unit.src[asg.child_by_field_name("right").start_byte:asg.child_by_field_name("right").end_byte]))
+    out = bytearray(text)
+    for a, b, new in sorted(cuts, key=lambda c: -c[0]):
+        out[a:b] = new
+    return _norm(out.decode())
+
+
+def _indent(text: str, by: str) -> str:
+    return "\n".join(by + ln if ln.strip() else ln for ln in text.split("\n"))
+
+
+@register
+class TritonRowInRegisters(TritonTransform):
+    """A one-tile fast path that loads the row once for two-pass Triton row kernels."""
+
+    id = "triton.row_in_registers"
+    languages = TRITON_LANGS
+    summary = "rows that fit one tile are loaded once and kept in registers between the two passes"
+
+    def propose_unit(self, unit: TritonUnit, model: SourceModel, kernel: Kernel,
+                     profile: Profile | None) -> list[Candidate] | NotApplicable:
+        """One candidate, or the reason there is no pair of passes whose second re-loads the first's row."""
+        tf = unit.facts.triton
+        if tf is None:
+            return self.not_applicable(f"{kernel.name} has no Triton facts")
+        loops = [lp for lp in unit.facts.loops if lp.kind == "range" and lp.depth == 0]
+        by_id = {t.loop: t for t in tf.loops}
+        whys: list[str] = []
+        for a, b in zip(loops, loops[1:], strict=False):
+            ta, tb = by_id.get(a.id), by_id.get(b.id)
+            if ta is None or tb is None or ta.header != tb.header:
+                whys.append(f"the loops on lines {a.line} and {b.line} walk different ranges")
+                continue
+            an, bn = unit.node_at(a.span, ("for_statement",)), unit.node_at(b.span, ("for_statement",))
+            if an is None or bn is None or an.parent != bn.parent:
+                continue
+            rng = an.child_by_field_name("right")
+            args = [c for c in (rng.child_by_field_name("arguments").named_children
+                                if rng is not None and rng.child_by_field_name("arguments") is not None else [])]
+            if len(args) != 3 or unit.t(args[0]) != "0" or args[1].type != "identifier":
+                whys.append(f"the loop on line {a.line} is not `range(0, N, BLOCK)`")
+                continue
+            n, block = unit.t(args[1]), unit.t(args[2])
+            if block not in kernel.constexpr_params and not is_block_param(block):
+                whys.append(f"the step {block} of the loop on line {a.line} is not a tl.constexpr block size")
+                continue
+            var = unit.t(an.child_by_field_name("left"))
+            abody, bbody = an.child_by_field_name("body"), bn.child_by_field_name("body")
+            a_sts, b_sts = _statements(unit, abody), _statements(unit, bbody)
+            firsts = {(_key(unit, s, d, a_sts), d): (s, d) for s, d in a_sts if _target(unit, s)}
+            between = [x for x in _ts.of_type(unit.body, ("assignment", "augmented_assignment"))
+                       if an.end_byte <= x.start_byte < bn.start_byte]
+            dropped: list[Node] = []
+            for s, d in b_sts:
+                name = _target(unit, s)
+                hit = firsts.get((_key(unit, s, d, b_sts), d)) if name else None
+                if hit is None:
+                    continue
+                first = hit[0]
+                # the name must hold the first body's value until here: no other assignment that can run between
+                # (one in the other branch of the same `if` never runs with these two)
+                later_a = [x for x, p in a_sts if x.start_byte > first.start_byte and _assigned(unit, x) == name
+                           and not _exclusive(p, d)]
+                earlier_b = [x for x, p in b_sts if x.start_byte < s.start_byte and _assigned(unit, x) == name
+                             and not _exclusive(p, d)]
+                mid = [x for x in between if unit.t(x.child_by_field_name("left")) == name]
+                if not (later_a or earlier_b or mid):
+                    dropped.append(s)
+            if not dropped:
+                whys.append(f"the loop on line {b.line} loads nothing the loop on line {a.line} loaded the same way")
+                continue
+            return [self._candidate(unit, model, kernel, an, bn, n, block, var, dropped)]
+        if not whys:
+            return self.not_applicable(f"{kernel.name} has {len(loops)} top-level loop(s) over the row; two passes "
+                                       "over the same column tiles are needed")
+        return self.not_applicable(whys[0])
+
+    def _candidate(self, unit: TritonUnit, model: SourceModel, kernel: Kernel, an: Node, bn: Node, n: str,
+                   block: str, var: str, dropped: list[Node]) -> Candidate:
+        src = unit.src
+        ind = _ts.indent_of(src, an.start_byte)
+        region_start = _ts.line_start(src, an.start_byte)
+        region = src[region_start:bn.end_byte].decode()
+        abody, bbody = an.child_by_field_name("body"), bn.child_by_field_name("body")
+        a_text = src[_ts.line_start(src, abody.start_byte):abody.end_byte].decode()
+        between = src[an.end_byte:_ts.line_start(src, bn.start_byte)].decode()
+        # the second body without the dropped loads (a block left empty gets `pass`)
+        cuts = sorted(((_ts.line_start(src, s.start_byte), s) for s in dropped), key=lambda x: -x[0])
+        bstart = _ts.line_start(src, bbody.start_byte)
+        b_bytes = bytearray(src[bstart:bbody.end_byte])
+        for ls, s in cuts:
+            end = src.find(b"\n", s.end_byte)
+            end = bbody.end_byte if end == -1 or end > bbody.end_byte else end + 1
+            siblings = [c for c in s.parent.named_children if c.type != "comment"] if s.parent is not None else []
+            keep = (_ts.indent_of(src, s.start_byte) + "pass\n").encode() if len(siblings) == 1 else b""
+            b_bytes[ls - bstart:end - bstart] = keep
+        b_text = b_bytes.decode().rstrip("\n")
+        one = "    "
+        lines = [f"if ({n} > 0) & ({n} <= {block}):  # the row fits one tile: loaded once, kept in registers",
+                 f"{ind}{one}{var} = 0",
+                 a_text.rstrip("\n")]
+        if between.strip():
+            lines.append(_indent(between.strip("\n"), one).rstrip())
+        lines += [b_text, f"{ind}else:", _indent(region, one).rstrip()]
+        new = "\n".join(lines)
+        edit = TextEdit(an.start_byte, bn.end_byte, new)
+        names = ", ".join(sorted({_target(unit, s) or "" for s in dropped}))
+        return self.candidate(
+            model,
+            f"when a row of {kernel.name} fits one {block} tile, load it once: the second pass reuses {names} "
+            "from the first (longer rows take the two loops as before)",
+            {"reused": sorted({_target(unit, s) or "" for s in dropped}), "fast_path": f"{n} <= {block}"},
+            [edit],
+        )
