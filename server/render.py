@@ -72,7 +72,7 @@ def profile_lines(view: ProfileView) -> list[str]:
     if view.stale:
         tags.append("**stale**: the kernel changed since" + (", re-profiling…" if view.running else
                                                              "; save or run “HTAM: Profile kernel”"))
-    elif view.running:
+    elif view.running and not e.pending:  # a stage that follows already says what is running
         tags.append("re-profiling…")
     out = [f"**Profile** ({'; '.join(tags)}; {_ago(e.finished)})", "", "| | |", "|---|---|"]
     if p.time_ms is not None:

@@ -250,7 +250,9 @@ def estimate_work(model: Any, kernel: Any, *, constexprs: Mapping[str, Any] | No
     loops, unknown = _loop_trips(model, kernel, env)
     assumptions: list[str] = ["bytes issued by the threads; caches not modelled (an L1-level intensity)"]
     triton = kernel.language == "triton"
-    unit = "per program" if triton else "per thread"
+    # a Triton program's elementwise work is counted per element of its block (one lane, like a CUDA thread);
+    # with tl.dot tiles known, the counts are the whole program's (its M x N outputs and operand tiles)
+    unit = "per element of a program's block" if triton else "per thread"
     tile = 1.0
     dot_tiles: tuple[float, float, float] | None = None
     if any(w.kind == "dot" for w in f.work):
@@ -262,6 +264,7 @@ def estimate_work(model: Any, kernel: Any, *, constexprs: Mapping[str, Any] | No
             if all(k in found for k in "MNK"):
                 dot_tiles = (found["M"], found["N"], found["K"])
                 tile = dot_tiles[0] * dot_tiles[1]
+                unit = "per program"
                 assumptions.append(f"tl.dot tiles {dot_tiles[0]:g}x{dot_tiles[2]:g} @ {dot_tiles[2]:g}x"
                                    f"{dot_tiles[1]:g} (BLOCK_M/N/K constexprs)")
             else:

@@ -179,3 +179,6 @@ def test_source_only_stage_is_labelled_honestly():
     md = "\n".join(render.profile_lines(ProfileView(e, False, True)))
     assert "static: from the source only, not compiled yet" in md
     assert "compile (registers, spills, occupancy) follow…" in md and "registers | unknown" in md
+    # regression (new-user trial): a just-opened file's first hover said "re-profiling…" beside the stage that
+    # follows, although nothing had been profiled before
+    assert "re-profiling" not in md

@@ -73,6 +73,8 @@ def test_triton_rmsnorm_with_loops_gets_a_class() -> None:
     est = estimate_work(m2, m2.kernel("rmsnorm_kernel"), constexprs={"BLOCK_N": 1024})
     assert [lp["trip_count"] for lp in est["loops"]] == [4, 4] and est["intensity"] is not None
     assert est["unknown"] == []
+    # regression (new-user trial): the counts are per element of the block, not per program ("12 B per program")
+    assert est["unit"] == "per element of a program's block"
 
 
 def test_triton_matmul_takes_k_from_the_harness_and_the_tiles_from_the_constexprs() -> None:
@@ -85,6 +87,7 @@ def test_triton_matmul_takes_k_from_the_harness_and_the_tiles_from_the_constexpr
     assert est["loops"] == [{"line": 46, "trip_count": 128, "source": "constexpr, harness sizes"}]
     # the dots, plus the `acc +=` on the 128 x 128 tile in each of the 128 iterations
     assert est["flops"] == 2 * 128 * 128 * 4096 + 128 * 128 * 128 and est["intensity"] == pytest.approx(32.0)
+    assert est["unit"] == "per program"  # with tl.dot tiles the counts are the whole program's
     assert classify(_static(est), k.features).cls == "compute-bound"
     # without sizes the class depends on K, and the evidence says so
     est = estimate_work(model, k, constexprs=tiles, sizes={})
