@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from htam_core.measure.stats import headline_geomean
+from htam_core.measure.stats import LAUNCH_BOUND_MS, SPREAD_RULE, headline_geomean
 from htam_core.memory.records import ENDPOINT_FAULT
 from htam_core.optimize.reproduce import Reproduction
 from htam_core.optimize.task import NotMade, OptimizeResult, OptimizeTask, StepRecord
@@ -158,6 +158,9 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
                      "sets, against the kernel the candidate was derived from and against the start")
     else:
         lines.append("- start time, best time and speedup: not measured")
+        lines.append(f"- on a GPU: every input set is timed and its speedup reported; a set under "
+                     f"{LAUNCH_BOUND_MS * 1000:.0f} µs is launch-bound and left out of the headline geomean; "
+                     f"{SPREAD_RULE}")
     if result.reproduction is not None:
         r = result.reproduction
         lines.append(f"- {r.line()}")

@@ -87,6 +87,8 @@ def test_default_budget_on_the_example(tmp_path: Path, capsys: pytest.CaptureFix
     # regression (new-user trial): report.json's reproduction said kept_steps 4 beside "none is kept"
     rep = data["reproduction"]
     assert rep["kept_steps"] == 0 and rep["followed_steps"] == followed, rep
+    # regression (new-user trial): the static report said nothing of input sets, launch-bound sets or the win rule
+    assert "- on a GPU: every input set is timed" in md and "launch-bound" in md and "1 + spread" in md
 
 
 def test_json_output_and_default_out_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str],
