@@ -118,9 +118,12 @@ def _autotune(args: ts.Node | None) -> dict[str, Any]:
     return out
 
 
-def _params(frame: Frame, params_node: ts.Node | None) -> list[Param]:
+def _params(frame: Frame, params_node: ts.Node | list[ts.Node] | None) -> list[Param]:
+    """The parameters of a ``parameters`` node (or of its named children, given as a list)."""
     out: list[Param] = []
-    for p in params_node.named_children if params_node is not None else []:
+    nodes = params_node if isinstance(params_node, list) else \
+        params_node.named_children if params_node is not None else []
+    for p in nodes:
         name_node: ts.Node | None = None
         type_node = default = None
         if p.type == "identifier":
@@ -275,13 +278,7 @@ def _bare_kernel(frame: Frame, err: ts.Node, def_tok: ts.Node, classes: list[str
     if not any(_kind(_decorator_name(d)[0]) == "jit" for d in decs):
         return None
     name_node = kids[pos + 1]
-    params: list[Param] = []
-    for c in kids[pos + 2 :]:
-        pname = c if c.type == "identifier" else c.child_by_field_name("name") if c.type in (
-            "typed_parameter", "typed_default_parameter", "default_parameter") else None
-        if pname is not None and pname.type == "identifier":
-            params.append(Param(name=node_text(pname), is_pointer=node_text(pname).endswith("_ptr"),
-                                span=frame.span(c)))
+    params = _params(frame, _header_params(kids[pos + 2 :]))
     start = decs[0].start_byte if decs else def_tok.start_byte
     end = err.end_byte
     while end > start and frame.src[end - 1 : end] in (b" ", b"\t", b"\n", b"\r"):
@@ -291,6 +288,24 @@ def _bare_kernel(frame: Frame, err: ts.Node, def_tok: ts.Node, classes: list[str
                   body_span=frame.span_of(end, end), params=params,
                   attributes={"decorators": [" ".join(node_text(d).split()) for d in decs]}, incomplete=True,
                   text=frame.text(start, end), qualified_name=_qualify(classes, node_text(name_node)))
+
+
+def _header_params(after_name: list[ts.Node]) -> list[ts.Node]:
+    """The parameter nodes of a jit header kept in an ERROR node, given the ERROR's children after the name:
+    the named children of its ``parameters`` node when the list closed, else the flat children after ``(``
+    up to ``)`` or ``:``. Nothing after the header counts (the body's identifiers are no parameters)."""
+    if not after_name:
+        return []
+    if after_name[0].type == "parameters":
+        return list(after_name[0].named_children)
+    if after_name[0].type != "(":
+        return []
+    out: list[ts.Node] = []
+    for c in after_name[1:]:
+        if c.type in (")", ":"):
+            break
+        out.append(c)
+    return out
 
 
 def _call_forms(trees: list[_Tree], items: list[_Jit]) -> list[_Jit]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -131,3 +132,28 @@ def test_incremental_insertion_matches_a_fresh_parse(case) -> None:
         assert {k.name for k in parse_text(old, lang).kernels} - {k.name for k in fresh.kernels}
         return
     assert summary(model) == summary(fresh)
+
+
+# an unclosed parenthesis in the body of a definition whose header is complete: the parameters are the
+# header's, never identifiers of the body (regression: `bad_kernel (incomplete)` listed "x, pid")
+_TRITON_HEAD = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef bad_kernel(x_ptr, n, BLOCK: tl.constexpr):\n"
+_CUDA_HEAD = "__global__ void bad_kernel(float* x_ptr, int n, int BLOCK)\n{\n"
+UNCLOSED_BODIES = [
+    ("python", _TRITON_HEAD + "    pid = tl.program_id(0)\n    x = pid((\n"),
+    ("python", _TRITON_HEAD + "    pid = tl.program_id(0)((\n"),
+    ("python", _TRITON_HEAD + "    pid = tl.program_id(0\n    offs = pid * BLOCK + tl.arange(0, BLOCK)\n"),
+    ("python", _TRITON_HEAD + "    pid = tl.program_id(0)\n    offs = pid * BLOCK\n    tl.store(x_ptr + offs, pid)((\n"),
+    ("cuda", _CUDA_HEAD + "    int pid = blockIdx.x;\n    int x = (pid((\n"),
+    ("cuda", _CUDA_HEAD + "    int pid = (blockIdx.x;\n    x_ptr[pid] = n;\n"),
+]
+
+
+@pytest.mark.parametrize(("lang", "text"), UNCLOSED_BODIES)
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_incomplete_definition_keeps_its_header_parameters(lang: str, text: str, eol: str) -> None:
+    model = parse_text(text.replace("\n", eol), lang)
+    k = next(k for k in model.kernels if k.name == "bad_kernel")
+    assert k.incomplete
+    assert [p.name for p in k.params] == ["x_ptr", "n", "BLOCK"]
+    if lang == "python":
+        assert [p.name for p in k.params if p.is_constexpr] == ["BLOCK"]
