@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from htam_core.editor.profiles import ProfileEntry
+from htam_core.source import incomplete_reason
 
 __all__ = ["PIN_S", "Analysis", "Rankings", "unranked_reason"]
 
@@ -37,10 +38,7 @@ def unranked_reason(kernel: Any) -> str | None:
     """Why ``kernel`` gets no ranking, or ``None`` when it is ranked: a half-typed (incomplete) kernel is not
     ranked, since its facts (loops, loads, launch) are those of a partial source and would rank steps for a
     kernel that does not exist yet. One sentence, shared by the hover, the code actions and ``htam suggest``."""
-    if not getattr(kernel, "incomplete", False):
-        return None
-    return (f"{kernel.name} is incomplete (lines {kernel.start_line}-{kernel.end_line} do not parse yet): "
-            "steps are ranked once it parses; finish it first")
+    return incomplete_reason(kernel, "steps are ranked")
 
 
 #: ``(kernel hash, profile revision, prefix, top, memory revision)``

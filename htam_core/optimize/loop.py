@@ -47,7 +47,7 @@ from htam_core.optimize.report import write_report
 from htam_core.optimize.reproduce import Reproduction, judge_reproduction, not_measured
 from htam_core.optimize.task import POLICIES, NotMade, OptimizeResult, OptimizeTask, ProgressEvent, StepRecord
 from htam_core.profile.api import gpu_available
-from htam_core.source import SourceError, language_for_path, load, parse_text
+from htam_core.source import SourceError, incomplete_reason, language_for_path, load, parse_text
 from htam_core.source.model import Kernel
 from htam_core.transforms.registry import no_transform_message
 from htam_core.verify import strict
@@ -124,7 +124,9 @@ class _Loop:
             self.kernel = model.kernel(task.kernel)
         except KeyError as exc:
             raise OptimizeError(str(exc.args[0])) from exc
-        if self.kernel.incomplete or model.stale:
+        if (why := incomplete_reason(self.kernel, "it is optimized")) is not None:
+            raise OptimizeError(why)
+        if model.stale:
             raise OptimizeError(f"kernel {task.kernel!r} in {self.path.name} is incomplete (the file does not parse "
                                 f"there: {'; '.join(model.errors[:2]) or 'half-typed'}); finish it first")
         self.out = task.resolved_out_dir()

@@ -32,7 +32,7 @@ from htam_core.profile.static_roofline import (
 )
 from htam_core.profile.static_triton import compile_triton_kernel
 from htam_core.runtime.cache import CompileCache
-from htam_core.source import SourceError, load, without_incomplete
+from htam_core.source import SourceError, incomplete_reason, load, without_incomplete
 from htam_core.types.errors import ProfileError
 from htam_core.types.profile import Profile
 
@@ -402,6 +402,8 @@ def profile_kernel(path: str | os.PathLike[str], kernel_name: str, *, static: bo
         kernel = model.kernel(kernel_name)
     except KeyError as exc:
         raise ProfileError(str(exc.args[0]) if exc.args else str(exc)) from exc
+    if (why := incomplete_reason(kernel, "it is profiled")) is not None:
+        raise ProfileError(why)  # the line htam suggest / optimize give, not the compiler's SyntaxError
     fallback_note = None
     if static is not True:
         if gpu_available():

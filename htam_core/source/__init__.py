@@ -8,10 +8,12 @@ Public API::
     kernel_at(model, line, col, encoding="utf-16") -> Kernel | None
     is_kernel_file(model) -> bool
     without_incomplete(model, kernel) -> (model, kernel, blanked)   # compile past half-typed kernels
+    incomplete_reason(kernel, waits) -> str | None  # the one line for a half-typed kernel
     SourceError                                    # bad input (subclass of ValueError)
 """
 
 from htam_core.source.api import (
+    incomplete_reason,
     is_kernel_file,
     kernel_at,
     language_for_path,
@@ -46,6 +48,7 @@ __all__ = [
     "SharedDecl",
     "SourceError",
     "SourceModel",
+    "incomplete_reason",
     "is_kernel_file",
     "kernel_at",
     "language_for_path",

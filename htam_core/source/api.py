@@ -137,6 +137,24 @@ def kernel_at(model: SourceModel, line: int, col: int, encoding: str = "utf-16")
     return kernel_at_byte(model, index.to_byte(line, col, encoding))
 
 
+def incomplete_reason(kernel: Kernel, waits: str = "steps are ranked") -> str | None:
+    """Why a command does not act on ``kernel`` yet, or ``None`` when it is complete: one sentence, shared by
+    the hover and code actions, ``htam suggest``, ``htam optimize`` and ``htam profile``, so a half-typed
+    kernel (``incomplete``: error recovery kept it) gets the same line everywhere.
+
+    Args:
+        kernel: a :class:`~htam_core.source.model.Kernel`.
+        waits: what waits for the kernel to parse (``"steps are ranked"``, ``"it is profiled"``).
+
+    Returns:
+        ``"NAME is incomplete (lines A-B do not parse yet): WAITS once it parses; finish it first"`` or ``None``.
+    """
+    if not getattr(kernel, "incomplete", False):
+        return None
+    return (f"{kernel.name} is incomplete (lines {kernel.start_line}-{kernel.end_line} do not parse yet): "
+            f"{waits} once it parses; finish it first")
+
+
 def without_incomplete(model: SourceModel, kernel: Kernel) -> tuple[SourceModel, Kernel, list[Kernel]]:
     """The model of ``model.text`` with every half-typed kernel (``incomplete``) other than
     ``kernel`` blanked out, so that a complete kernel can be compiled while another one of the

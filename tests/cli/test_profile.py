@@ -80,3 +80,29 @@ def test_no_counters_asks_for_the_timer_only(monkeypatch, tmp_path, capsys):
     assert cli_main(["profile", str(src), "--kernel", "k"]) == 2
     assert seen == [False, True]
     assert "stop here" in capsys.readouterr().err
+
+
+_HALF_TRITON = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+                "def half_kernel(x_ptr, n, BLOCK: tl.constexpr):\n    pid = tl.program_id(0\n"
+                "    offs = pid * BLOCK + tl.arange(0, BLOCK)\n    tl.store(x_ptr + offs, 1.0, mask=offs < n)\n")
+_HALF_CUDA = "__global__ void half_kernel(float* x, int n) {\n    int i = (threadIdx.x;\n    x[i] = n;\n"
+
+
+@pytest.mark.parametrize(("name", "text"), [("half.py", _HALF_TRITON), ("half.cu", _HALF_CUDA)])
+def test_incomplete_kernel_gets_the_line_suggest_and_optimize_give(tmp_path, capsys, name, text):
+    """Regression: `htam profile` of a half-typed kernel printed the compiler's "SyntaxError: '(' was never
+    closed" while suggest/optimize said "is incomplete ... finish it first". One shared line, exit 2."""
+    path = tmp_path / name
+    path.write_text(text)
+    mem = ["--memory", str(tmp_path / "m.sqlite3")]
+    lines = {}
+    for cmd, extra in (("profile", ["--static"]), ("suggest", ["--static", *mem]),
+                       ("optimize", ["--out", str(tmp_path / "o"), *mem])):
+        assert main([cmd, str(path), "--kernel", "half_kernel", *extra]) == 2, cmd
+        out = capsys.readouterr()
+        assert out.out == "" and len(out.err.strip().splitlines()) == 1, (cmd, out)
+        lines[cmd] = out.err.strip()
+    for cmd, line in lines.items():
+        assert line.startswith("htam: error: half_kernel is incomplete (lines "), (cmd, line)
+        assert "once it parses; finish it first" in line, (cmd, line)
+        assert "SyntaxError" not in line
