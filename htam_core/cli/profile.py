@@ -3,7 +3,8 @@
 On a machine with a GPU the kernel is measured (when the GPU profiler is available); otherwise,
 or with ``--static``, it is compiled for ``--target`` and profiled statically, and every measured
 field is ``null``. ``--no-counters`` times the kernel without waiting for Nsight Compute (stage 1 of the
-two-stage profile). ``--json`` prints :meth:`htam_core.types.profile.Profile.to_json`; otherwise a
+two-stage profile). When ``--gpu`` or ``--no-counters`` asks for a GPU profile and there is no GPU, one note
+line on stderr says why before the static profile (stdout keeps its format). ``--json`` prints :meth:`htam_core.types.profile.Profile.to_json`; otherwise a
 readable summary. A missing file, an unknown kernel or a kernel that does not compile is a
 one-line error with exit code 2.
 """
@@ -31,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--target", default="sm_90", help="compute capability for the static profile (default sm_90)")
     p.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
                    help="Triton constexpr value for the static compile (repeatable)")
-    p.add_argument("--gpu", type=int, default=0, metavar="INDEX", help="GPU index to measure on (default 0)")
+    p.add_argument("--gpu", type=int, default=None, metavar="INDEX", help="GPU index to measure on (default 0)")
     p.add_argument("--no-counters", action="store_true",
                    help="on a GPU, time the kernel only (stage 1 of the two-stage profile): do not wait for Nsight "
                         "Compute's counters (SOL, achieved occupancy stay 'not measured')")
@@ -101,16 +102,21 @@ def run(args: argparse.Namespace) -> int:
     """
     import warnings
 
-    from htam_core.profile.api import profile_kernel
+    from htam_core.profile.api import no_gpu_reason, profile_kernel
     from htam_core.types.errors import ProfileError
 
     require_path(args.file)
     constexprs = _parse_constexprs(args.constexpr)
+    static = True if args.static else None
+    if not args.static and (why := no_gpu_reason()) is not None:
+        static = True
+        if args.gpu is not None or args.no_counters:  # a GPU profile was asked for: say why it is static
+            print(f"htam: note: no CUDA GPU found ({why}): static profile", file=sys.stderr, flush=True)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the fallback note is in p.warnings
-            p = profile_kernel(args.file, args.kernel, static=True if args.static else None, target=args.target,
-                               gpu_index=args.gpu, constexprs=constexprs or None,
+            p = profile_kernel(args.file, args.kernel, static=static, target=args.target,
+                               gpu_index=0 if args.gpu is None else args.gpu, constexprs=constexprs or None,
                                use_ncu=not args.no_counters)
     except ProfileError as exc:
         raise UsageError(exc.message.replace("\n", " ")) from None

@@ -38,18 +38,26 @@ from htam_core.types.profile import Profile
 
 
 def gpu_available() -> bool:
-    """A usable NVIDIA GPU: ``nvidia-smi`` on PATH and ``torch.cuda.is_available()``.
+    """A usable NVIDIA GPU: ``nvidia-smi`` on PATH and ``torch.cuda.is_available()`` (see :func:`no_gpu_reason`)."""
+    return no_gpu_reason() is None
+
+
+def no_gpu_reason() -> str | None:
+    """Why there is no usable NVIDIA GPU, in a few words (``"nvidia-smi is not on PATH"``,
+    ``"torch is a CPU build"``, ``"torch.cuda.is_available() is False"``), or ``None`` when there is one.
 
     ``nvidia-smi`` is checked first so that machines without a GPU never pay for ``import torch``.
     """
     if shutil.which("nvidia-smi") is None:
-        return False
+        return "nvidia-smi is not on PATH"
     import torch
 
+    if getattr(torch.version, "cuda", None) is None:
+        return f"torch {torch.__version__} is a CPU build"
     try:
-        return bool(torch.cuda.is_available())
-    except Exception:  # noqa: BLE001 - a broken driver means no GPU
-        return False
+        return None if torch.cuda.is_available() else "torch.cuda.is_available() is False"
+    except Exception as exc:  # noqa: BLE001 - a broken driver means no GPU
+        return f"torch.cuda failed: {type(exc).__name__}: {exc}"
 
 
 def _occupancy(p: Profile, target: str, dynamic_shared: int = 0) -> None:

@@ -106,3 +106,24 @@ def test_incomplete_kernel_gets_the_line_suggest_and_optimize_give(tmp_path, cap
         assert line.startswith("htam: error: half_kernel is incomplete (lines "), (cmd, line)
         assert "once it parses; finish it first" in line, (cmd, line)
         assert "SyntaxError" not in line
+
+
+@pytest.mark.parametrize(("extra", "noted"), [(["--gpu", "3"], True), (["--gpu", "0"], True),
+                                              (["--no-counters"], True), ([], False), (["--static"], False)])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_no_gpu_note_when_a_gpu_profile_was_asked_for(monkeypatch, capsys, extra, noted, as_json):
+    """Regression: `htam profile --gpu 3` without a GPU profiled statically without saying why. One note line
+    on stderr (why there is no GPU) when --gpu/--no-counters asked for a GPU profile; stdout keeps its format."""
+    import htam_core.profile.api as api
+
+    monkeypatch.setattr(api, "no_gpu_reason", lambda: "nvidia-smi is not on PATH")
+    argv = ["profile", str(CORPUS / "reduce_sum_smem.cu"), "--kernel", "block_sum_interleaved", *extra]
+    assert main([*argv, *(["--json"] if as_json else [])]) == 0
+    out = capsys.readouterr()
+    note = "htam: note: no CUDA GPU found (nvidia-smi is not on PATH): static profile\n"
+    assert (note in out.err) is noted
+    assert "note" not in out.err.replace(note, "")
+    if as_json:
+        assert json.loads(out.out)["mode"] == "static"
+    else:
+        assert out.out.startswith("kernel block_sum_interleaved  [static, sm_90 (static)]\n")
