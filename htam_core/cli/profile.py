@@ -4,7 +4,8 @@ On a machine with a GPU the kernel is measured (when the GPU profiler is availab
 or with ``--static``, it is compiled for ``--target`` and profiled statically, and every measured
 field is ``null``. ``--no-counters`` times the kernel without waiting for Nsight Compute (stage 1 of the
 two-stage profile). When ``--gpu`` or ``--no-counters`` asks for a GPU profile and there is no GPU, one note
-line on stderr says why before the static profile (stdout keeps its format). ``--json`` prints :meth:`htam_core.types.profile.Profile.to_json`; otherwise a
+line on stderr says why before the static profile (stdout keeps its format). A compile or profile still running
+after 2 s gets one progress line on stderr (:mod:`htam_core.cli.progress`; none with ``--json``). ``--json`` prints :meth:`htam_core.types.profile.Profile.to_json`; otherwise a
 readable summary. A missing file, an unknown kernel or a kernel that does not compile is a
 one-line error with exit code 2.
 """
@@ -17,6 +18,7 @@ import sys
 from typing import Any
 
 from htam_core.cli.errors import UsageError, require_path
+from htam_core.cli.progress import when_slow
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -112,8 +114,11 @@ def run(args: argparse.Namespace) -> int:
         static = True
         if args.gpu is not None or args.no_counters:  # a GPU profile was asked for: say why it is static
             print(f"htam: note: no CUDA GPU found ({why}): static profile", file=sys.stderr, flush=True)
+    step = (f"compiling {args.kernel} for {args.target} (first compile, later ones are cached)..." if static else
+            f"profiling {args.kernel} on GPU {args.gpu or 0} (compile, verify, time"
+            + ("" if args.no_counters else ", Nsight Compute counters") + ")...")
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), when_slow(step, enabled=not args.json):
             warnings.simplefilter("ignore", RuntimeWarning)  # the fallback note is in p.warnings
             p = profile_kernel(args.file, args.kernel, static=static, target=args.target,
                                gpu_index=0 if args.gpu is None else args.gpu, constexprs=constexprs or None,

@@ -127,3 +127,32 @@ def test_no_gpu_note_when_a_gpu_profile_was_asked_for(monkeypatch, capsys, extra
         assert json.loads(out.out)["mode"] == "static"
     else:
         assert out.out.startswith("kernel block_sum_interleaved  [static, sm_90 (static)]\n")
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_slow_profile_prints_one_progress_line_on_stderr(monkeypatch, capsys, as_json):
+    """Regression: a cold first profile ran 22.7 s with no output. A step still running after the threshold
+    gets one progress line on stderr (htam optimize's convention), never with --json; a fast one none."""
+    import time
+
+    import htam_core.cli.progress as progress
+    import htam_core.profile.api as api
+
+    real = api.profile_kernel
+
+    def slow(*a, **kw):
+        time.sleep(0.5)
+        return real(*a, **kw)
+
+    argv = ["profile", str(CORPUS / "reduce_sum_smem.cu"), "--kernel", "block_sum_interleaved", "--static",
+            *(["--json"] if as_json else [])]
+    monkeypatch.setattr(api, "profile_kernel", slow)
+    monkeypatch.setattr(progress, "SLOW_S", 0.05)
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    line = "htam: compiling block_sum_interleaved for sm_90 (first compile, later ones are cached)...\n"
+    assert out.err == ("" if as_json else line)
+    assert "compiling" not in out.out
+    monkeypatch.setattr(progress, "SLOW_S", 30.0)  # a step that ends before the threshold says nothing
+    assert main(argv) == 0
+    assert capsys.readouterr().err == ""
