@@ -8,8 +8,12 @@ constexprs in ``kwargs``. :func:`recorded_constexprs` reads those values from th
 syntax tree (:mod:`ast`), so that the static profile compiles the launch configuration the harness runs,
 not a fallback guess.
 
-Only literals, size symbols and arithmetic over them are evaluated (in this process, no ``eval``): an
-expression that needs more is left to the other sources of a value (the static profile's fallback).
+A launch through a launcher local (``BLOCK = triton.next_power_of_2(n_cols)`` after ``n_rows, n_cols =
+x.shape``) is followed too: the launcher's statements before the launch bind its locals, a tensor input's
+``.shape`` / ``.shape[i]`` / ``.size(i)`` is the harness shape evaluated over the first size set, and
+``triton.next_power_of_2``, ``triton.cdiv``, ``min`` and ``max`` are evaluated. Only literals, size symbols
+and arithmetic over them are evaluated (in this process, no ``eval``): an expression that needs more is left
+to the other sources of a value (the static profile's fallback).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 from htam_core.harness.base import Harness
 
-__all__ = ["LAUNCH_OPTIONS", "recorded_constexprs"]
+__all__ = ["LAUNCH_OPTIONS", "launch_value", "recorded_constexprs"]
 
 #: Launch options a Triton launch passes besides the constexprs (part of its launch configuration).
 LAUNCH_OPTIONS = ("num_warps", "num_stages")
@@ -31,13 +35,51 @@ _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
 
 
+def _shape(node: ast.AST, env: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """The shape of ``x.shape`` / ``x.size()`` for a tensor ``x`` whose shape ``env`` holds (as ``"x.shape"``)."""
+    if isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "size":
+        node = ast.Attribute(value=node.func.value, attr="shape")
+    if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name):
+        v = env.get(f"{node.value.id}.shape")
+        return v if isinstance(v, tuple) else None
+    return None
+
+
+def _dim(shape: tuple[Any, ...] | None, index: Any) -> Any:
+    if shape is None or not isinstance(index, int) or isinstance(index, bool) or not -len(shape) <= index < len(shape):
+        return None
+    return shape[index]
+
+
+def _call(node: ast.Call, env: Mapping[str, Any]) -> Any:
+    """``next_power_of_2(a)``, ``cdiv(a, b)``, ``min``/``max`` and ``x.size(i)`` over ``env``, or ``None``."""
+    name = ast.unparse(node.func).rsplit(".", 1)[-1]
+    if name == "size" and isinstance(node.func, ast.Attribute) and len(node.args) == 1:
+        return _dim(_shape(ast.Attribute(value=node.func.value, attr="shape"), env), _number(node.args[0], env))
+    args = [_number(a, env) for a in node.args]
+    if node.keywords or any(a is None or isinstance(a, bool) for a in args):
+        return None
+    if name == "next_power_of_2" and len(args) == 1 and isinstance(args[0], int) and args[0] >= 0:
+        return 1 if args[0] <= 1 else 1 << (args[0] - 1).bit_length()
+    if name == "cdiv" and len(args) == 2 and args[1]:
+        return -(-args[0] // args[1])
+    if name in ("min", "max") and len(args) >= 2:
+        return (min if name == "min" else max)(args)
+    return None
+
+
 def _number(node: ast.AST, env: Mapping[str, Any]) -> Any:
-    """The value of a literal / name / arithmetic expression over ``env``, or ``None``."""
+    """The value of a literal / name / arithmetic / shape / size-helper expression over ``env``, or ``None``."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float | bool):
         return node.value
     if isinstance(node, ast.Name):
         v = env.get(node.id)
         return v if isinstance(v, int | float | bool) else None
+    if isinstance(node, ast.Subscript):
+        return _dim(_shape(node.value, env), _number(node.slice, env))
+    if isinstance(node, ast.Call):
+        return _call(node, env)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         v = _number(node.operand, env)
         return -v if v is not None else None
@@ -50,6 +92,15 @@ def _number(node: ast.AST, env: Mapping[str, Any]) -> Any:
         except (ArithmeticError, ValueError, OverflowError):
             return None
     return None
+
+
+def launch_value(expr: Any, env: Mapping[str, Any]) -> Any:
+    """A launch value (a number, or a Python expression string over ``env``: literals, names, arithmetic,
+    ``x.shape[i]`` of a tensor whose shape ``env`` holds as ``"x.shape"``, ``triton.next_power_of_2``,
+    ``triton.cdiv``, ``min``, ``max``) as a number, or ``None`` when it needs more. Evaluated on the syntax
+    tree (:mod:`ast`), never with ``eval``; the one evaluator of launch expressions (the static roofline's
+    launch-site values use it too)."""
+    return _value(expr, env)
 
 
 def _value(expr: Any, env: Mapping[str, Any]) -> Any:
@@ -81,6 +132,8 @@ def _launcher_bindings(h: Harness, fn: ast.FunctionDef | ast.AsyncFunctionDef,
             v = _value(spec.value, env) if spec.is_scalar else None
             if spec.is_scalar and v is not None:
                 env[spec.name] = v
+            if not spec.is_scalar:  # a tensor input: its shape over the size set, for the launcher's locals
+                out[f"{p.arg}.shape"] = tuple(_value(d, sizes) for d in spec.shape or ())
         else:
             v = _number(defaults[p.arg], env) if p.arg in defaults else None
         if v is not None:
@@ -91,6 +144,34 @@ def _launcher_bindings(h: Harness, fn: ast.FunctionDef | ast.AsyncFunctionDef,
             if v is not None:
                 out[name] = v
     return out
+
+
+def _bind_locals(fn: ast.FunctionDef | ast.AsyncFunctionDef, before: int, env: dict[str, Any]) -> None:
+    """Bind the launcher's locals assigned by its top-level statements before line ``before`` (``n_rows, n_cols
+    = x.shape``, ``BLOCK = triton.next_power_of_2(n_cols)``) in ``env``; a local whose value is unknown is
+    removed, so that an older binding never stands for it."""
+    def bind(target: ast.AST, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, int | float | bool):
+                env[target.id] = value
+            else:
+                env.pop(target.id, None)
+        elif isinstance(target, ast.Tuple | ast.List):
+            values = value if isinstance(value, tuple) and len(value) == len(target.elts) else (None,) * len(target.elts)
+            for t, v in zip(target.elts, values, strict=True):
+                bind(t, v)
+
+    for st in fn.body:
+        if st.lineno >= before:
+            break
+        if isinstance(st, ast.Assign):
+            v = st.value
+            value = _shape(v, env) or (tuple(_number(e, env) for e in v.elts) if isinstance(v, ast.Tuple)
+                                       else _number(v, env))
+            for target in st.targets:
+                bind(target, value)
+        elif isinstance(st, ast.AnnAssign) and st.value is not None:
+            bind(st.target, _number(st.value, env))
 
 
 def recorded_constexprs(h: Harness | None, text: str | None, kernel: Any) -> dict[str, Any]:
@@ -129,6 +210,7 @@ def recorded_constexprs(h: Harness | None, text: str | None, kernel: Any) -> dic
     if site is None:
         return {}
     bound = _launcher_bindings(h, fn, sizes)
+    _bind_locals(fn, site.line, bound)
     position = {p.name: i for i, p in enumerate(kernel.params)}
     out: dict[str, Any] = {}
     for name in names:

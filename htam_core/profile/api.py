@@ -144,6 +144,10 @@ def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
     p.stack_bytes = int(v["stack_bytes"])
     p.block_size = int(v["num_warps"]) * 32
     p.warnings.extend(v.get("warnings", []))
+    p.warnings.extend(f"constexpr {n}={c['value']}: the value the {c['source']} launches it with "
+                      f"(`htam profile --constexpr {n}=VALUE` sets another)"
+                      for n, c in (v.get("constexprs") or {}).items()
+                      if isinstance(c, dict) and str(c.get("source", "")).startswith("harness"))
     p.extra.update({
         "constexprs": v.get("constexprs", {}), "num_warps": v["num_warps"], "num_stages": v["num_stages"],
         "signature": v.get("signature", {}), "spill_store_bytes": v["spill_store_bytes"],
@@ -289,8 +293,13 @@ def _harness_of(model: Any, kernel: Any, given: Harness | None | object) -> tupl
 
 
 def _harness_label(h: Harness | None) -> str:
-    """Where a constexpr value read from harness ``h`` came from, for ``extra["constexprs"][name]["source"]``."""
-    return f"harness ({h.source.split(';')[0]})" if h is not None and h.source else "harness"
+    """Where a constexpr value read from harness ``h`` came from, for ``extra["constexprs"][name]["source"]``:
+    the harness and the size set its launch values were evaluated over (its first)."""
+    if h is None:
+        return "harness"
+    sizes = ", ".join(f"{k}={v}" for k, v in sizes_of(h).items())
+    parts = [p for p in (h.source.split(";")[0] if h.source else "", f"size set {sizes}" if sizes else "") if p]
+    return f"harness ({'; '.join(parts)})" if parts else "harness"
 
 
 def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any]) -> None:

@@ -23,7 +23,6 @@ roofline itself is Williams, Waterman and Patterson, "Roofline" (CACM 2009).
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from collections.abc import Mapping
@@ -31,6 +30,7 @@ from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.find import find_harness
+from htam_core.harness.launch_values import launch_value
 from htam_core.profile.static_cuda import eval_const_expr
 from htam_core.profile.static_triton import python_constants
 
@@ -91,56 +91,6 @@ def harness_sizes_noted(path: str | None, kernel_name: str, model: Any = None, *
     return sizes_of(h), why
 
 
-def _py_value(expr: str, env: Mapping[str, Any]) -> tuple[float | None, list[str]]:
-    """Value of a Python size expression (``tl.cdiv(K, BLOCK_K)``, ``n // 2``) and the names it lacked."""
-    try:
-        tree = ast.parse(expr.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError):
-        return None, []
-    missing: list[str] = []
-
-    def ev(n: ast.AST) -> float | None:
-        if isinstance(n, ast.Constant) and isinstance(n.value, int | float) and not isinstance(n.value, bool):
-            return n.value
-        if isinstance(n, ast.Name):
-            v = env.get(n.id)
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                return v
-            missing.append(n.id)
-            return None
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
-            v = ev(n.operand)
-            return -v if v is not None else None
-        if isinstance(n, ast.BinOp):
-            a, b = ev(n.left), ev(n.right)
-            if a is None or b is None:
-                return None
-            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                   ast.FloorDiv: lambda: a // b if b else None, ast.Div: lambda: a / b if b else None,
-                   ast.Mod: lambda: a % b if b else None}
-            f = ops.get(type(n.op))
-            return f() if f else None
-        if isinstance(n, ast.Call) and len(n.args) == 2:
-            name = ast.unparse(n.func).rsplit(".", 1)[-1]
-            a, b = ev(n.args[0]), ev(n.args[1])
-            if a is None or b is None:
-                return None
-            if name == "cdiv" and b:
-                return math.ceil(a / b)
-            if name in ("min", "minimum"):
-                return min(a, b)
-            if name in ("max", "maximum"):
-                return max(a, b)
-        if isinstance(n, ast.Call) and len(n.args) == 1 and ast.unparse(n.func).endswith("next_power_of_2"):
-            a = ev(n.args[0])
-            return 1 << max(0, math.ceil(math.log2(a))) if a is not None and a > 0 else None
-        if isinstance(n, ast.Attribute | ast.Subscript | ast.Call):
-            missing.append(ast.unparse(n))
-        return None
-
-    return ev(tree.body), missing
-
-
 class _Env:
     """Values of the names a kernel's loop headers use."""
 
@@ -175,9 +125,9 @@ class _Env:
         for i, p in enumerate(self.kernel.params):
             expr = (site.config.get(p.name) if site else None) or (args[i] if i < len(args) else None)
             if expr is not None:
-                v, _ = _py_value(expr, names)
+                v = launch_value(expr, names)
                 self._set(p.name, v, f"launch site line {site.line}")
-                v, _ = _py_value(expr, {**sizes, **names})
+                v = launch_value(expr, {**sizes, **names})
                 self._set(p.name, v, "harness sizes")
             self._set(p.name, sizes.get(p.name), "harness sizes")
 

@@ -156,3 +156,59 @@ def test_slow_profile_prints_one_progress_line_on_stderr(monkeypatch, capsys, as
     monkeypatch.setattr(progress, "SLOW_S", 30.0)  # a step that ends before the threshold says nothing
     assert main(argv) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_launch_values_come_from_the_harness_inferred_from_main(tmp_path, capsys, monkeypatch):
+    """Regression: `htam profile rmsnorm.py` warned "constexpr BLOCK: not a literal ... compiled with BLOCK=1024
+    (assumed)" although the harness inferred from __main__ gives the shapes the launcher's
+    `BLOCK = triton.next_power_of_2(n_cols)` comes from. The value is the harness's, and the output says so."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("HTAM_INFER", "1")
+    from htam_core.harness.find import find_harness
+    from htam_core.source import load
+
+    path = tmp_path / "rmsnorm.py"
+    path.write_text(_RMSNORM)
+    assert main(["profile", str(path), "--kernel", "rmsnorm_kernel", "--static", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    h = find_harness(path, "rmsnorm_kernel", load(str(path)))
+    cols = h.sizes[0]["n_cols"]
+    block = d["extra"]["constexprs"]["BLOCK"]
+    assert block["value"] == 1 << (cols - 1).bit_length()
+    assert block["source"].startswith("harness (inferred from __main__ of rmsnorm.py") and f"n_cols={cols}" in \
+        block["source"]
+    assert not any("assumed" in w for w in d["warnings"])
+    assert any(w.startswith(f"constexpr BLOCK={block['value']}: the value the harness (inferred from __main__")
+               for w in d["warnings"])
+
+
+_RMSNORM = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=0.0)
+    w = tl.load(w_ptr + offs, mask=mask, other=0.0)
+    y = x * tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps) * w
+    tl.store(y_ptr + row * n_cols + offs, y, mask=mask)
+
+
+def rmsnorm(x, w, eps=1e-6):
+    n_rows, n_cols = x.shape
+    y = torch.empty_like(x)
+    BLOCK = triton.next_power_of_2(n_cols)
+    rmsnorm_kernel[(n_rows,)](x, w, y, n_cols, eps, BLOCK=BLOCK)
+    return y
+
+
+if __name__ == "__main__":
+    for cols in (1000, 4096):
+        x = torch.randn(64, cols)
+        w = torch.randn(cols)
+        print(rmsnorm(x, w).sum())
+'''

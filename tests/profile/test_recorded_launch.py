@@ -125,3 +125,62 @@ def test_a_caller_that_found_the_harness_passes_it(tmp_path: Path) -> None:
     h = find_harness(path, "add_kernel", model)
     assert source_profile(model, "add_kernel", harness=h).extra["constexprs"] == {"BLOCK": 256}
     assert source_profile(model, "add_kernel", harness=None).extra["constexprs"] == {}
+
+
+_LOCAL_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rms_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + tl.program_id(0) * n_cols + offs, mask=offs < n_cols, other=0.0)
+    tl.store(y_ptr + tl.program_id(0) * n_cols + offs, x * tl.rsqrt(tl.sum(x * x, axis=0) / n_cols), mask=offs < n_cols)
+
+
+def rms(x):
+    y = torch.empty_like(x)
+    {cols}
+    BLOCK = {block}
+    rms_kernel[(x.shape[0],)](x, y, n_cols, BLOCK=BLOCK)
+    return y
+'''
+
+_LOCAL_SPEC = '''
+[kernel.rms_kernel]
+version = 1
+file = "k.py"
+launcher = "rms"
+inputs = [{ name = "x", shape = ["R", "C"], dtype = "float32", init = "randn" }]
+sizes = [{ R = 64, C = 1000 }, { R = 64, C = 4096 }]
+reference = "x"
+'''
+
+
+@pytest.mark.parametrize(("cols", "block", "value"), [
+    ("n_rows, n_cols = x.shape", "triton.next_power_of_2(n_cols)", 1024),
+    ("n_cols = x.shape[1]", "triton.next_power_of_2(n_cols)", 1024),
+    ("n_cols = x.size(-1)", "max(16, min(triton.next_power_of_2(n_cols), 512))", 512),
+    ("n_cols = x.shape[1]", "triton.cdiv(n_cols, 8) * 8", 1000),
+])
+def test_a_launcher_local_takes_the_harness_shape(tmp_path: Path, cols: str, block: str, value: int) -> None:
+    """Regression: ``BLOCK = triton.next_power_of_2(n_cols)`` in the launcher was compiled with the fallback
+    ``BLOCK=1024 (assumed)`` although the harness gives the shapes the launcher derives it from."""
+    (tmp_path / "k.py").write_text(_LOCAL_KERNEL.replace("{cols}", cols).replace("{block}", block))
+    (tmp_path / "htam.toml").write_text(textwrap.dedent(_LOCAL_SPEC))
+    model = load(str(tmp_path / "k.py"))
+    h = find_harness(tmp_path / "k.py", "rms_kernel", model)
+    assert recorded_constexprs(h, model.text, model.kernel("rms_kernel")) == {"BLOCK": value}
+    p = source_profile(model, "rms_kernel", harness=h)
+    assert p.extra["constexprs"] == {"BLOCK": value}
+
+
+def test_a_local_reassigned_to_an_unknown_value_is_not_guessed(tmp_path: Path) -> None:
+    (tmp_path / "k.py").write_text(_LOCAL_KERNEL.replace("{cols}", "n_cols = x.shape[1]").replace(
+        "{block}", "256\n    BLOCK = pick(n_cols)"))
+    (tmp_path / "htam.toml").write_text(textwrap.dedent(_LOCAL_SPEC))
+    model = load(str(tmp_path / "k.py"))
+    h = find_harness(tmp_path / "k.py", "rms_kernel", model)
+    assert recorded_constexprs(h, model.text, model.kernel("rms_kernel")) == {}
