@@ -406,7 +406,7 @@ def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, d
     start = outer.start_byte
     end = definition.end_byte
     body = definition.child_by_field_name("body")
-    incomplete = body is None or (body.child_count > 0 and body.children[-1].is_missing)
+    incomplete = body is None or (body.child_count > 0 and body.children[-1].is_missing) or declarator.has_error
     if nxt is not None and definition.start_byte < nxt.start_byte < end:
         end = _bounded_end(frame, start, _line_start(frame, nxt.start_byte))
         incomplete = True

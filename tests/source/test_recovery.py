@@ -157,3 +157,15 @@ def test_incomplete_definition_keeps_its_header_parameters(lang: str, text: str,
     assert [p.name for p in k.params] == ["x_ptr", "n", "BLOCK"]
     if lang == "python":
         assert [p.name for p in k.params if p.is_constexpr] == ["BLOCK"]
+
+
+@pytest.mark.parametrize("text", [
+    "__global__ void bad_kernel(float* x_ptr, int n, int BLOCK\n{\n    x_ptr[threadIdx.x] = n;\n}\n",
+    "__global__ void bad_kernel(float* x_ptr, int n, int BLOCK {\n    x_ptr[threadIdx.x] = n;\n}\n",
+])
+def test_cuda_header_with_an_unclosed_parenthesis_is_incomplete(text: str) -> None:
+    """Regression: tree-sitter closes the parameter list with a MISSING ')' and the definition was reported
+    complete (then profiled, and nvcc's error shown instead of the half-typed line)."""
+    k = parse_text(text, "cuda").kernels[0]
+    assert k.name == "bad_kernel" and k.incomplete
+    assert [p.name for p in k.params] == ["x_ptr", "n", "BLOCK"]
