@@ -68,6 +68,9 @@ FACTS: dict[str, str] = {
     "uncoalesced_row_loop": "CUDA: a loop walks a row owned by one thread, so a warp's lanes are a row apart: an "
     "access moves by 1 with the loop variable and by neither 0 nor 1 along threadIdx (analysis layer: "
     "KernelFacts.row_loops); false for Triton, unknown without the kernel",
+    "column_split_sum": "CUDA: a column sum whose threads split the summed index, lanes on rows: its reads move by "
+    "the row length between consecutive threads (uncoalesced) and the column is one per group of threads "
+    "(analysis layer: KernelFacts.column_split_loops); false for Triton, unknown without the kernel",
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
     "reverse; unknown without the kernel)",
@@ -308,6 +311,8 @@ def compute_facts(
     facts["has_reuse"] = True if (matmul_like or f.shared_memory) else (
         None if matmul_like is None else bool(has_loop and reduction_like and loads >= 2))
     facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
+    facts["column_split_sum"] = False if lang != "cuda" else (
+        None if analysis is None else bool(analysis.column_split_loops()))
     facts["uncoalesced_row_loop"] = False if lang != "cuda" else (
         None if analysis is None else bool(analysis.row_loops()))
     facts.update(_kernel_facts(kernel, lang))

@@ -55,6 +55,7 @@ _FAMILIES = (
     "cuda_reduction",
     "cuda_coarsen",
     "cuda_row_registers",
+    "cuda_lane_columns",
 )
 _loaded = False
 

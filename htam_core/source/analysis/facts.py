@@ -208,6 +208,21 @@ class LoopFact:
 
 
 @dataclass(frozen=True)
+class ColumnSplit:
+    """A column sum whose threads split the summed index (:meth:`KernelFacts.column_split_loops`).
+
+    Attributes:
+        loop: id of the loop in :attr:`KernelFacts.loops`.
+        column: the column the group of threads sums (the read's index less ``stride * var``), sympy.
+        stride: the read's stride in the loop variable (the row length, ``OC``), sympy; neither 0 nor 1.
+    """
+
+    loop: int
+    column: sympy.Expr
+    stride: sympy.Expr
+
+
+@dataclass(frozen=True)
 class ThreadIndex:
     """A local variable computed from the thread/block indices (``int row = blockIdx.y*blockDim.y+threadIdx.y``).
 
@@ -644,6 +659,46 @@ class KernelFacts:
                 {a.pointer for a in shared if a.kind == "read"} & {a.pointer for a in shared if a.kind == "write"})
             if both:
                 out.append(lp)
+        return tuple(out)
+
+    def column_split_loops(self) -> tuple[ColumnSplit, ...]:
+        """Column sums whose threads split the summed index (lanes on rows, uncoalesced): a loop with one
+        ``sum`` accumulator whose start depends on ``threadIdx.x`` (the threads of a group take consecutive
+        loop indices: ``i = threadIdx.x`` by ``blockDim.x``, ``i = warp.thread_rank()`` by ``warp.size()``), whose
+        step is no grid stride, and whose every global read is ``S * i + c``: the stride ``S`` across the loop is
+        the stride across consecutive threads, neither 0 nor 1 (a warp's lanes ``S`` elements apart), and ``c``
+        (the column) is the same for every thread of the group (free of the loop variable and of
+        ``threadIdx.x``, except the group number ``div(threadIdx.x, W)`` beside a start ``mod(threadIdx.x, W)``
+        stepping by ``W``). Swapping the roles (threads on ``c``, a loop over ``i``) makes the reads coalesced."""
+        tx = sym("threadIdx.x")
+        out: list[ColumnSplit] = []
+        for lp in self.loops:
+            if lp.var is None or lp.start is None or lp.step is None or lp.grid_stride or lp.update != "+":
+                continue
+            if tx not in lp.start.free_symbols or len(lp.accumulators) != 1 or lp.accumulators[0].op != "sum":
+                continue
+            group = sympy.Integer(0)
+            mods = [m for m in lp.start.atoms(sympy.Function) if m.func.__name__ == "mod" and m.args[0] == tx]
+            if mods and lp.start == mods[0]:
+                group = sympy.Function("div")(tx, mods[0].args[1])
+            reads = [a for a in self.accesses_in(lp) if a.space == "global" and a.kind != "write"]
+            if not reads or any(a.index is None or a.vector for a in reads):
+                continue
+            cols: set[sympy.Expr] = set()
+            strides: set[sympy.Expr] = set()
+            for a in reads:
+                st = a.stride(lp.var)
+                if st is None:
+                    break
+                col = sympy.expand(a.index - st * sym(lp.var))  # type: ignore[operator]
+                bare = col.subs(group, sym("htam_group")) if group != 0 else col
+                if st == 0 or st == 1 or sym(lp.var) in col.free_symbols or tx in bare.free_symbols:
+                    break
+                cols.add(col)
+                strides.add(st)
+            else:
+                if len(cols) == 1 and len(strides) == 1:
+                    out.append(ColumnSplit(lp.id, next(iter(cols)), next(iter(strides))))
         return tuple(out)
 
     def reduction_evidence(self) -> tuple[str, ...]:
