@@ -667,9 +667,9 @@ class KernelFacts:
         loop indices: ``i = threadIdx.x`` by ``blockDim.x``, ``i = warp.thread_rank()`` by ``warp.size()``), whose
         step is no grid stride, and whose every global read is ``S * i + c``: the stride ``S`` across the loop is
         the stride across consecutive threads, neither 0 nor 1 (a warp's lanes ``S`` elements apart), and ``c``
-        (the column) is the same for every thread of the group (free of the loop variable and of
-        ``threadIdx.x``, except the group number ``div(threadIdx.x, W)`` beside a start ``mod(threadIdx.x, W)``
-        stepping by ``W``). Swapping the roles (threads on ``c``, a loop over ``i``) makes the reads coalesced."""
+        (the column) is the same for every thread of the group (free of the loop variable and of ``threadIdx``,
+        except the group number ``div(t, W)`` beside a start ``mod(t, W)``, ``t`` the thread's rank in the block:
+        a warp's lanes, ``warp.thread_rank()``). Swapping the roles (threads on ``c``, a loop over ``i``) makes the reads coalesced."""
         tx = sym("threadIdx.x")
         out: list[ColumnSplit] = []
         for lp in self.loops:
@@ -678,9 +678,10 @@ class KernelFacts:
             if tx not in lp.start.free_symbols or len(lp.accumulators) != 1 or lp.accumulators[0].op != "sum":
                 continue
             group = sympy.Integer(0)
-            mods = [m for m in lp.start.atoms(sympy.Function) if m.func.__name__ == "mod" and m.args[0] == tx]
-            if mods and lp.start == mods[0]:
-                group = sympy.Function("div")(tx, mods[0].args[1])
+            mods = [m for m in lp.start.atoms(sympy.Function) if m.func.__name__ == "mod" and len(m.args) == 2
+                    and tx in m.args[0].free_symbols]
+            if mods and lp.start == mods[0]:  # a lane of a warp-sized group: the group number may pick the column
+                group = sympy.Function("div")(*mods[0].args)
             reads = [a for a in self.accesses_in(lp) if a.space == "global" and a.kind != "write"]
             if not reads or any(a.index is None or a.vector for a in reads):
                 continue
@@ -692,7 +693,8 @@ class KernelFacts:
                     break
                 col = sympy.expand(a.index - st * sym(lp.var))  # type: ignore[operator]
                 bare = col.subs(group, sym("htam_group")) if group != 0 else col
-                if st == 0 or st == 1 or sym(lp.var) in col.free_symbols or tx in bare.free_symbols:
+                if st == 0 or st == 1 or sym(lp.var) in col.free_symbols or \
+                        any(sym(f"threadIdx.{d}") in bare.free_symbols for d in DIMS):
                     break
                 cols.add(col)
                 strides.add(st)
