@@ -71,6 +71,9 @@ FACTS: dict[str, str] = {
     "column_split_sum": "CUDA: a column sum whose threads split the summed index, lanes on rows: its reads move by "
     "the row length between consecutive threads (uncoalesced) and the column is one per group of threads "
     "(analysis layer: KernelFacts.column_split_loops); false for Triton, unknown without the kernel",
+    "thread_column_sum": "CUDA: a column sum with one thread per column and scalar reads (coalesced, 2-4 bytes "
+    "per lane per row; analysis layer: KernelFacts.thread_column_loops); false for Triton, unknown without the "
+    "kernel",
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
     "reverse; unknown without the kernel)",
@@ -313,6 +316,8 @@ def compute_facts(
     facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
     facts["column_split_sum"] = False if lang != "cuda" else (
         None if analysis is None else bool(analysis.column_split_loops()))
+    facts["thread_column_sum"] = False if lang != "cuda" else (
+        None if analysis is None else bool(analysis.thread_column_loops()))
     facts["uncoalesced_row_loop"] = False if lang != "cuda" else (
         None if analysis is None else bool(analysis.row_loops()))
     facts.update(_kernel_facts(kernel, lang))

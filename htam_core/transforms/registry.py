@@ -56,6 +56,7 @@ _FAMILIES = (
     "cuda_coarsen",
     "cuda_row_registers",
     "cuda_lane_columns",
+    "cuda_vector_columns",
 )
 _loaded = False
 

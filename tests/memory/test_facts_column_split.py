@@ -29,3 +29,14 @@ def test_unknown_without_the_kernel_false_for_triton():
     k = load(str(FIXTURE)).kernel("colsum_warp")
     assert compute_facts(k.features, k.language)["column_split_sum"] is None
     assert _fact("colsum_warp", "triton") is False
+
+
+def test_thread_per_column_with_scalar_reads_is_a_thread_column_sum():
+    def fact(name: str) -> bool | None:
+        k = load(str(FIXTURE)).kernel(name)
+        return compute_facts(k.features, k.language, kernel=k)["thread_column_sum"]
+
+    assert fact("colsum_thread") is True and fact("colsum_thread_scaled") is True
+    assert fact("colsum_warp") is False  # lanes on rows: a column split, not a thread per column
+    strat = next(s for s in load_knowledge().strategies if s.id == "vector_columns")
+    assert strat.transform == "cuda.vector_columns"

@@ -703,6 +703,39 @@ class KernelFacts:
                     out.append(ColumnSplit(lp.id, next(iter(cols)), next(iter(strides))))
         return tuple(out)
 
+    def thread_column_loops(self) -> tuple[ColumnSplit, ...]:
+        """Column sums with one thread per column and scalar reads (coalesced, but 4 or 2 bytes per lane): a loop
+        with one ``sum`` accumulator whose start and step do not depend on ``threadIdx.x`` (each thread walks its
+        own column), and whose every global read is ``S * i + c``: ``S`` (the row length) neither 0 nor 1, ``c``
+        free of the loop variable with stride 1 along ``threadIdx.x``, not through a vector type. Several adjacent
+        columns per thread make each row's read one 16-byte load."""
+        tx = sym("threadIdx.x")
+        out: list[ColumnSplit] = []
+        for lp in self.loops:
+            if lp.var is None or lp.start is None or lp.step is None or lp.update != "+" or lp.depth:
+                continue
+            if tx in lp.start.free_symbols or tx in lp.step.free_symbols or len(lp.accumulators) != 1 or \
+                    lp.accumulators[0].op != "sum":
+                continue
+            reads = [a for a in self.accesses_in(lp) if a.space == "global" and a.kind != "write"]
+            cols: set[sympy.Expr] = set()
+            strides: set[sympy.Expr] = set()
+            for a in reads:
+                st = a.stride(lp.var)
+                if a.index is None or a.vector or st is None:
+                    break
+                if st == 0:
+                    continue  # a value of the column (w[c]), read once per row
+                col = sympy.expand(a.index - st * sym(lp.var))  # type: ignore[operator]
+                if st == 1 or sym(lp.var) in col.free_symbols or stride_of(col, "threadIdx.x") != 1:
+                    break
+                cols.add(col)
+                strides.add(st)
+            else:
+                if len(cols) == 1 and len(strides) == 1:
+                    out.append(ColumnSplit(lp.id, next(iter(cols)), next(iter(strides))))
+        return tuple(out)
+
     def reduction_evidence(self) -> tuple[str, ...]:
         """Why the kernel reduces (one line each, empty when it does not): accumulation loops, shared-memory
         trees, collective calls (CUDA) and ``tl.sum``/``tl.max`` ... (Triton). An elementwise kernel with a
