@@ -364,3 +364,7 @@ void run(float* out, const float* x, int rows, int cols) { warp_col<<<cols / 4, 
     assert (b.stride, b.column) == (sym("cols"), bx)
     for name in ("thread_col", "block_row", "lane_col"):
         assert facts_of_text(text, name).column_split_loops() == (), name
+    (t,) = facts_of_text(text, "thread_col").thread_column_loops()  # coalesced, one thread per column
+    assert (t.stride, t.column) == (sym("cols"), bx * bdx + tx)
+    for name in ("warp_col", "block_col", "block_row", "lane_col"):
+        assert facts_of_text(text, name).thread_column_loops() == (), name
