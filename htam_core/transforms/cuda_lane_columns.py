@@ -188,6 +188,18 @@ def _assignments(unit: CudaUnit, scope: list[Node], name: str) -> list[Node | No
     return out
 
 
+def column_loop(unit: CudaUnit, split: ColumnSplit) -> tuple[LoopFact, Node, list[Node], list[Node]] | str:
+    """The loop of a column split (a fact of the analysis layer), its node, and the body's statements before and
+    after it; or why the loop is not a statement of the kernel's body."""
+    fact = unit.facts.loops[split.loop]
+    loop = unit.node_at(fact.span, ("for_statement",))
+    stmts = statement_list(unit.body)
+    if loop is None or loop not in stmts:
+        return f"the column loop on line {fact.line} is not a statement of {unit.kernel.name}'s body (it is nested)"
+    at = stmts.index(loop)
+    return fact, loop, stmts[:at], stmts[at + 1:]
+
+
 def _plan(unit: CudaUnit) -> _Plan | str:
     f = unit.facts
     splits = f.column_split_loops()
@@ -196,13 +208,10 @@ def _plan(unit: CudaUnit) -> _Plan | str:
         return (f"{name} has no column sum whose threads split the summed index (a loop from a thread index with a "
                 "`sum` accumulator reading `S * i + column`, S neither 0 nor 1: lanes on rows)")
     split = splits[0]
-    fact = f.loops[split.loop]
-    loop = unit.node_at(fact.span, ("for_statement",))
-    stmts = statement_list(unit.body)
-    if loop is None or loop not in stmts:
-        return f"the column loop on line {fact.line} is not a statement of {name}'s body (it is nested)"
-    at = stmts.index(loop)
-    pre, post = stmts[:at], stmts[at + 1:]
+    placed = column_loop(unit, split)
+    if isinstance(placed, str):
+        return placed
+    fact, loop, pre, post = placed
     got = _column_var(unit, split, pre)
     if isinstance(got, str):
         return got

@@ -39,7 +39,7 @@ from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
-from htam_core.transforms.cuda_lane_columns import _declared, _guard, _reindent, _with
+from htam_core.transforms.cuda_lane_columns import _declared, _guard, _reindent, _with, column_loop
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
@@ -89,13 +89,11 @@ class CudaVectorColumns(CudaTransform):
             return (f"{name} has no thread-per-column sum with scalar reads (a loop whose start does not depend on "
                     "threadIdx.x, a `sum` accumulator reading `S * i + c`, c coalesced along threadIdx.x)")
         split = loops[0]
-        fact = f.loops[split.loop]
-        loop = unit.node_at(fact.span, ("for_statement",))
+        placed = column_loop(unit, split)
+        if isinstance(placed, str):
+            return placed
+        fact, loop, pre, post = placed
         stmts = statement_list(unit.body)
-        if loop is None or loop not in stmts:
-            return f"the column loop on line {fact.line} is not a statement of {name}'s body (it is nested)"
-        at = stmts.index(loop)
-        pre, post = stmts[:at], stmts[at + 1:]
         acc = fact.accumulators[0]
         col = next((t.name for t in f.thread_indices if t.is_global and t.expr == split.column), None)
         col_decl = next((st for st in pre if st.type == "declaration" and _declared(unit, st) == [col]), None)

@@ -12,6 +12,7 @@ the pointee type, as in the source. The idea of reading coalescing off the strid
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -682,26 +683,40 @@ class KernelFacts:
                     and tx in m.args[0].free_symbols]
             if mods and lp.start == mods[0]:  # a lane of a warp-sized group: the group number may pick the column
                 group = sympy.Function("div")(*mods[0].args)
-            reads = [a for a in self.accesses_in(lp) if a.space == "global" and a.kind != "write"]
-            if not reads or any(a.index is None or a.vector for a in reads):
-                continue
-            cols: set[sympy.Expr] = set()
-            strides: set[sympy.Expr] = set()
-            for a in reads:
-                st = a.stride(lp.var)
-                if st is None:
-                    break
-                col = sympy.expand(a.index - st * sym(lp.var))  # type: ignore[operator]
+
+            def one_per_group(col: sympy.Expr, group: sympy.Expr = group) -> bool:
                 bare = col.subs(group, sym("htam_group")) if group != 0 else col
-                if st == 0 or st == 1 or sym(lp.var) in col.free_symbols or \
-                        any(sym(f"threadIdx.{d}") in bare.free_symbols for d in DIMS):
-                    break
-                cols.add(col)
-                strides.add(st)
-            else:
-                if len(cols) == 1 and len(strides) == 1:
-                    out.append(ColumnSplit(lp.id, next(iter(cols)), next(iter(strides))))
+                return not any(sym(f"threadIdx.{d}") in bare.free_symbols for d in DIMS)
+
+            found = self._column_read(lp, one_per_group, column_values=False)
+            if found is not None:
+                out.append(found)
         return tuple(out)
+
+    def _column_read(self, lp: LoopFact, column_ok: Callable[[sympy.Expr], bool], column_values: bool
+                     ) -> ColumnSplit | None:
+        """The column split of ``lp`` when every global read inside it is a scalar ``S * var + c`` with one ``S``
+        (neither 0 nor 1) and one ``c`` (free of ``var``, ``column_ok(c)``); reads that do not move with ``var``
+        (``w[c]``) are allowed when ``column_values``. ``None`` otherwise."""
+        var = lp.var or ""
+        cols: set[sympy.Expr] = set()
+        strides: set[sympy.Expr] = set()
+        for a in self.accesses_in(lp):
+            if a.space != "global" or a.kind == "write":
+                continue
+            st = a.stride(var)
+            if a.index is None or a.vector or st is None or (st == 0 and not column_values):
+                return None
+            if st == 0:
+                continue  # a value of the column, read once per row
+            col = sympy.expand(a.index - st * sym(var))
+            if st == 1 or sym(var) in col.free_symbols or not column_ok(col):
+                return None
+            cols.add(col)
+            strides.add(st)
+        if len(cols) != 1 or len(strides) != 1:
+            return None
+        return ColumnSplit(lp.id, next(iter(cols)), next(iter(strides)))
 
     def thread_column_loops(self) -> tuple[ColumnSplit, ...]:
         """Column sums with one thread per column and scalar reads (coalesced, but 4 or 2 bytes per lane): a loop
@@ -717,23 +732,9 @@ class KernelFacts:
             if tx in lp.start.free_symbols or tx in lp.step.free_symbols or len(lp.accumulators) != 1 or \
                     lp.accumulators[0].op != "sum":
                 continue
-            reads = [a for a in self.accesses_in(lp) if a.space == "global" and a.kind != "write"]
-            cols: set[sympy.Expr] = set()
-            strides: set[sympy.Expr] = set()
-            for a in reads:
-                st = a.stride(lp.var)
-                if a.index is None or a.vector or st is None:
-                    break
-                if st == 0:
-                    continue  # a value of the column (w[c]), read once per row
-                col = sympy.expand(a.index - st * sym(lp.var))  # type: ignore[operator]
-                if st == 1 or sym(lp.var) in col.free_symbols or stride_of(col, "threadIdx.x") != 1:
-                    break
-                cols.add(col)
-                strides.add(st)
-            else:
-                if len(cols) == 1 and len(strides) == 1:
-                    out.append(ColumnSplit(lp.id, next(iter(cols)), next(iter(strides))))
+            found = self._column_read(lp, lambda c: stride_of(c, "threadIdx.x") == 1, column_values=True)
+            if found is not None:
+                out.append(found)
         return tuple(out)
 
     def reduction_evidence(self) -> tuple[str, ...]:
