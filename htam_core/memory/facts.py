@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from htam_core.source.analysis import KernelFacts, analyze
+from htam_core.source.analysis import Access, KernelFacts, analyze
 from htam_core.source.analysis.constants import evaluate_text
 from htam_core.source.model import Kernel, KernelFeatures
 from htam_core.types.profile import Profile
@@ -43,6 +43,10 @@ FACTS: dict[str, str] = {
     "atomics": "number of atomic operations",
     "uses_atomics": "atomics >= 1",
     "uses_vector_types": "float4/int4/half2 ... appear",
+    "scalar_contiguous_reads": "CUDA: global reads that are scalar (not through a vector type or a 16-byte load "
+    "helper) and move by 1 along threadIdx.x or along an enclosing loop's variable: the reads a float4/16-byte "
+    "vectorization would widen (analysis layer: Access.vector and affine strides); 0 for Triton, unknown without "
+    "the kernel",
     "uses_dot": "tl.dot is called (Triton)",
     "masks": "number of masked loads/stores (Triton)",
     "reductions": "number of reduction operations (tl.sum/tl.max, warp shuffles ...)",
@@ -64,6 +68,12 @@ FACTS: dict[str, str] = {
     "uncoalesced_row_loop": "CUDA: a loop walks a row owned by one thread, so a warp's lanes are a row apart: an "
     "access moves by 1 with the loop variable and by neither 0 nor 1 along threadIdx (analysis layer: "
     "KernelFacts.row_loops); false for Triton, unknown without the kernel",
+    "column_split_sum": "CUDA: a column sum whose threads split the summed index, lanes on rows: its reads move by "
+    "the row length between consecutive threads (uncoalesced) and the column is one per group of threads "
+    "(analysis layer: KernelFacts.column_split_loops); false for Triton, unknown without the kernel",
+    "thread_column_sum": "CUDA: a column sum with one thread per column and scalar reads (coalesced, 2-4 bytes "
+    "per lane per row; analysis layer: KernelFacts.thread_column_loops); false for Triton, unknown without the "
+    "kernel",
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
     "reverse; unknown without the kernel)",
@@ -162,6 +172,23 @@ def _patterns(f: KernelFacts | None) -> tuple[bool | None, bool | None]:
         return None, None
     matmul = bool(f.triton.dots) if f.triton is not None else bool(f.matmul_loops())
     return matmul, (not matmul and bool(f.reduction_evidence()))
+
+
+def _scalar_contiguous_reads(f: KernelFacts | None) -> int | None:
+    """How many global reads are scalar and contiguous (stride 1 along ``threadIdx.x`` or along the variable of a
+    loop around them), from the affine index facts; ``None`` when not analyzable. A kernel that already moves
+    some data as vectors (a ``__nv_bfloat162`` write-back) can still have such reads; one whose every read is a
+    vector, or strided, has none."""
+    if f is None:
+        return None
+    loop_vars = {lp.id: lp.var for lp in f.loops}
+
+    def contiguous(a: Access) -> bool:
+        if a.stride("threadIdx.x") == 1:
+            return True
+        return any(loop_vars.get(i) and a.stride(loop_vars[i]) == 1 for i in a.loops)  # type: ignore[arg-type]
+
+    return sum(1 for a in f.global_accesses() if a.kind != "write" and not a.vector and contiguous(a))
 
 
 def _swaps_fast_dimension(f: KernelFacts | None) -> bool | None:
@@ -286,6 +313,11 @@ def compute_facts(
     facts["reduction_like"] = reduction_like
     facts["has_reuse"] = True if (matmul_like or f.shared_memory) else (
         None if matmul_like is None else bool(has_loop and reduction_like and loads >= 2))
+    facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
+    facts["column_split_sum"] = False if lang != "cuda" else (
+        None if analysis is None else bool(analysis.column_split_loops()))
+    facts["thread_column_sum"] = False if lang != "cuda" else (
+        None if analysis is None else bool(analysis.thread_column_loops()))
     facts["uncoalesced_row_loop"] = False if lang != "cuda" else (
         None if analysis is None else bool(analysis.row_loops()))
     facts.update(_kernel_facts(kernel, lang))

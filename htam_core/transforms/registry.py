@@ -55,6 +55,8 @@ _FAMILIES = (
     "cuda_reduction",
     "cuda_coarsen",
     "cuda_row_registers",
+    "cuda_lane_columns",
+    "cuda_vector_columns",
 )
 _loaded = False
 

@@ -23,6 +23,7 @@ from htam_core.source.analysis.facts import (
     DIMS,
     Access,
     Accumulator,
+    ColumnSplit,
     Dim,
     KernelFacts,
     LaunchFacts,
@@ -42,7 +43,7 @@ from htam_core.source.analysis.facts import (
 from htam_core.source.model import Kernel, SourceModel
 
 __all__ = [
-    "BUILTINS", "DIMS", "Access", "Accumulator", "Dim", "KernelFacts", "LaunchFacts", "LoopFact", "PointerFacts",
+    "BUILTINS", "DIMS", "Access", "Accumulator", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact", "PointerFacts",
     "ThreadIndex", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
     "TritonReduction", "analyze",
     "stride_of", "sym",

@@ -12,6 +12,7 @@ the pointee type, as in the source. The idea of reading coalescing off the strid
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -205,6 +206,21 @@ class LoopFact:
     has_unroll_pragma: bool = False
     strides_threads: bool = False
     grid_stride: bool = False
+
+
+@dataclass(frozen=True)
+class ColumnSplit:
+    """A column sum whose threads split the summed index (:meth:`KernelFacts.column_split_loops`).
+
+    Attributes:
+        loop: id of the loop in :attr:`KernelFacts.loops`.
+        column: the column the group of threads sums (the read's index less ``stride * var``), sympy.
+        stride: the read's stride in the loop variable (the row length, ``OC``), sympy; neither 0 nor 1.
+    """
+
+    loop: int
+    column: sympy.Expr
+    stride: sympy.Expr
 
 
 @dataclass(frozen=True)
@@ -644,6 +660,81 @@ class KernelFacts:
                 {a.pointer for a in shared if a.kind == "read"} & {a.pointer for a in shared if a.kind == "write"})
             if both:
                 out.append(lp)
+        return tuple(out)
+
+    def column_split_loops(self) -> tuple[ColumnSplit, ...]:
+        """Column sums whose threads split the summed index (lanes on rows, uncoalesced): a loop with one
+        ``sum`` accumulator whose start depends on ``threadIdx.x`` (the threads of a group take consecutive
+        loop indices: ``i = threadIdx.x`` by ``blockDim.x``, ``i = warp.thread_rank()`` by ``warp.size()``), whose
+        step is no grid stride, and whose every global read is ``S * i + c``: the stride ``S`` across the loop is
+        the stride across consecutive threads, neither 0 nor 1 (a warp's lanes ``S`` elements apart), and ``c``
+        (the column) is the same for every thread of the group (free of the loop variable and of ``threadIdx``,
+        except the group number ``div(t, W)`` beside a start ``mod(t, W)``, ``t`` the thread's rank in the block:
+        a warp's lanes, ``warp.thread_rank()``). Swapping the roles (threads on ``c``, a loop over ``i``) makes the reads coalesced."""
+        tx = sym("threadIdx.x")
+        out: list[ColumnSplit] = []
+        for lp in self.loops:
+            if lp.var is None or lp.start is None or lp.step is None or lp.grid_stride or lp.update != "+":
+                continue
+            if tx not in lp.start.free_symbols or len(lp.accumulators) != 1 or lp.accumulators[0].op != "sum":
+                continue
+            group = sympy.Integer(0)
+            mods = [m for m in lp.start.atoms(sympy.Function) if m.func.__name__ == "mod" and len(m.args) == 2
+                    and tx in m.args[0].free_symbols]
+            if mods and lp.start == mods[0]:  # a lane of a warp-sized group: the group number may pick the column
+                group = sympy.Function("div")(*mods[0].args)
+
+            def one_per_group(col: sympy.Expr, group: sympy.Expr = group) -> bool:
+                bare = col.subs(group, sym("htam_group")) if group != 0 else col
+                return not any(sym(f"threadIdx.{d}") in bare.free_symbols for d in DIMS)
+
+            found = self._column_read(lp, one_per_group, column_values=False)
+            if found is not None:
+                out.append(found)
+        return tuple(out)
+
+    def _column_read(self, lp: LoopFact, column_ok: Callable[[sympy.Expr], bool], column_values: bool
+                     ) -> ColumnSplit | None:
+        """The column split of ``lp`` when every global read inside it is a scalar ``S * var + c`` with one ``S``
+        (neither 0 nor 1) and one ``c`` (free of ``var``, ``column_ok(c)``); reads that do not move with ``var``
+        (``w[c]``) are allowed when ``column_values``. ``None`` otherwise."""
+        var = lp.var or ""
+        cols: set[sympy.Expr] = set()
+        strides: set[sympy.Expr] = set()
+        for a in self.accesses_in(lp):
+            if a.space != "global" or a.kind == "write":
+                continue
+            st = a.stride(var)
+            if a.index is None or a.vector or st is None or (st == 0 and not column_values):
+                return None
+            if st == 0:
+                continue  # a value of the column, read once per row
+            col = sympy.expand(a.index - st * sym(var))
+            if st == 1 or sym(var) in col.free_symbols or not column_ok(col):
+                return None
+            cols.add(col)
+            strides.add(st)
+        if len(cols) != 1 or len(strides) != 1:
+            return None
+        return ColumnSplit(lp.id, next(iter(cols)), next(iter(strides)))
+
+    def thread_column_loops(self) -> tuple[ColumnSplit, ...]:
+        """Column sums with one thread per column and scalar reads (coalesced, but 4 or 2 bytes per lane): a loop
+        with one ``sum`` accumulator whose start and step do not depend on ``threadIdx.x`` (each thread walks its
+        own column), and whose every global read is ``S * i + c``: ``S`` (the row length) neither 0 nor 1, ``c``
+        free of the loop variable with stride 1 along ``threadIdx.x``, not through a vector type. Several adjacent
+        columns per thread make each row's read one 16-byte load."""
+        tx = sym("threadIdx.x")
+        out: list[ColumnSplit] = []
+        for lp in self.loops:
+            if lp.var is None or lp.start is None or lp.step is None or lp.update != "+" or lp.depth:
+                continue
+            if tx in lp.start.free_symbols or tx in lp.step.free_symbols or len(lp.accumulators) != 1 or \
+                    lp.accumulators[0].op != "sum":
+                continue
+            found = self._column_read(lp, lambda c: stride_of(c, "threadIdx.x") == 1, column_values=True)
+            if found is not None:
+                out.append(found)
         return tuple(out)
 
     def reduction_evidence(self) -> tuple[str, ...]:

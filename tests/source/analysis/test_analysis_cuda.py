@@ -315,3 +315,56 @@ def test_calls_of_sixteen_byte_helpers_are_vector_accesses():
     assert sympy.expand(x[0].index - (sym("r") * sym("cols") + 4 * (bdx * bx + tx))) == 0
     (o,) = [a for a in f.accesses if a.pointer == "out"]
     assert (o.kind, o.vector) == ("write", True)
+
+
+def test_column_split_loops_are_column_sums_with_lanes_on_rows():
+    """A warp per column (lanes from ``warp.thread_rank()``, the column from the warp number) and a block per
+    column are column splits with the row length as stride, with or without the launch; a thread per column
+    (coalesced) and a row sum (stride 1) are not; a column that moves with the lane is not one column per group."""
+    text = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void warp_col(float* out, const float* x, int rows, int cols) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    int c = blockIdx.x * warp.meta_group_size() + warp.meta_group_rank();
+    float s = 0.0f;
+    for (int r = warp.thread_rank(); r < rows; r += warp.size()) { s += x[r * cols + c]; }
+    out[c] = s;
+}
+__global__ void block_col(float* out, const float* x, int rows, int cols) {
+    float s = 0.0f;
+    for (int r = threadIdx.x; r < rows; r += blockDim.x) { s += x[r * cols + blockIdx.x]; }
+    out[blockIdx.x] = s;
+}
+__global__ void thread_col(float* out, const float* x, int rows, int cols) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.0f;
+    for (int r = 0; r < rows; r++) { s += x[r * cols + c]; }
+    out[c] = s;
+}
+__global__ void block_row(float* out, const float* x, int rows, int cols) {
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) { s += x[blockIdx.x * cols + i]; }
+    out[blockIdx.x] = s;
+}
+__global__ void lane_col(float* out, const float* x, int rows, int cols) {
+    float s = 0.0f;
+    for (int r = threadIdx.x; r < rows; r += blockDim.x) { s += x[r * cols + threadIdx.x]; }
+    out[blockIdx.x] = s;
+}
+void run(float* out, const float* x, int rows, int cols) { warp_col<<<cols / 4, 128>>>(out, x, rows, cols); }
+"""
+    div = sympy.Function("div")
+    (w,) = facts_of_text(text, "warp_col").column_split_loops()
+    assert (w.loop, w.stride, w.column) == (0, sym("cols"), bx * div(bdx + 31, 32) + div(tx, 32))
+    no_launch = text.split("void run")[0]
+    assert len(facts_of_text(no_launch, "warp_col").column_split_loops()) == 1  # the linear rank in the block
+    (b,) = facts_of_text(text, "block_col").column_split_loops()
+    assert (b.stride, b.column) == (sym("cols"), bx)
+    for name in ("thread_col", "block_row", "lane_col"):
+        assert facts_of_text(text, name).column_split_loops() == (), name
+    (t,) = facts_of_text(text, "thread_col").thread_column_loops()  # coalesced, one thread per column
+    assert (t.stride, t.column) == (sym("cols"), bx * bdx + tx)
+    for name in ("warp_col", "block_col", "block_row", "lane_col"):
+        assert facts_of_text(text, name).thread_column_loops() == (), name

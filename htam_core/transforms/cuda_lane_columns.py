@@ -1,0 +1,477 @@
+"""Lanes on columns for a column sum (``cuda.lane_columns``): threads own columns, the rows are split between warps.
+
+A column sum whose threads split the summed index, one warp or one block per column, reads ``dout[i * OC + col]``
+with ``i`` starting at the thread's lane: the 32 lanes of a warp are ``OC`` elements apart, so every load of the
+loop is uncoalesced (one 32-byte sector per element). The analysis layer finds these loops
+(:meth:`~htam_core.source.analysis.facts.KernelFacts.column_split_loops`: the read's stride across the loop is its
+stride across consecutive threads, neither 0 nor 1, and the column is the same for the whole group). The rewrite
+swaps the roles::
+
+    __shared__ float htam_part[32][32];
+    int col = blockIdx.x * 32 + threadIdx.x;           // lanes on 32 consecutive columns
+    <declarations the loop or the write need>
+    float sum = 0.0f;
+    if (col < COLS) {
+        for (int i = threadIdx.y; i < BT; i += blockDim.y) { <the loop body as it was> }   // warps split the rows
+    }
+    htam_part[threadIdx.y][threadIdx.x] = sum;          // the warps' partial sums meet in shared memory
+    __syncthreads();
+    if (threadIdx.y == 0) {
+        for (int htam_r = 1; htam_r < blockDim.y; htam_r++) { sum += htam_part[htam_r][threadIdx.x]; }
+        if (col < COLS) { <the kernel's one write, with its combined total replaced by sum> }
+    }
+
+and every launch becomes ``<<<(COLS + 31) / 32, dim3(32, (B + 31) / 32)>>>`` for its block size ``B`` (the same
+threads per block, rounded up to whole warps). Each column is still summed over the same rows and written once, by
+one thread. The number of columns ``COLS`` is the kernel's own guard (``if (col >= OC) return;``) or, for one block
+per column (``col = blockIdx.x``), the launch's grid, passed to the kernel as a parameter.
+
+Refused, each with its reason: no such loop; the column not held in one local; statements before the loop other
+than declarations and the column guard; a loop nested in another statement; a loop body or bound that reads thread
+indices or thread-dependent locals; not exactly one global write, after the loop, guarded by ``… == 0`` (one
+thread per group); a total combined other than by sums (``cg::reduce`` with ``cg::plus``, ``+=`` of shuffles) or
+read from shared memory; an unknown column count; a launch whose block is not 1-D or whose arguments do not match
+the parameters; no launch in the file (the grid must follow).
+
+Idea source: llm.c ``dev/cuda/matmul_backward_bias.cu`` kernel 4 (one block per 32 columns, warps over rows,
+combined in shared memory) after kernels 2 and 3 (a warp or a block per column); CUDA C++ Best Practices Guide,
+"Coalesced Access to Global Memory".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+from tree_sitter import Node
+
+from htam_core.source.analysis import ColumnSplit, LoopFact, sym
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import (
+    CudaTransform,
+    CudaUnit,
+    Launch,
+    launch_dims_edit,
+    param_names,
+    statement_list,
+)
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
+from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
+
+WIDTH = 32
+_THREAD_WORDS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
+_DROPPABLE = frozenset({"declaration", "namespace_alias_definition", "using_declaration", "alias_declaration",
+                        "type_definition"})
+
+
+@dataclass
+class _Plan:
+    """What the rewrite keeps: the loop, the column variable, the guard bound, the kept declarations, the write."""
+
+    split: ColumnSplit
+    fact: LoopFact
+    loop: Node
+    col: str
+    acc_decl: Node
+    kept: list[Node]
+    bound: Node | None
+    bound_param: str | None
+    write: Node
+    combined: set[str]
+
+
+def _ids(unit: CudaUnit, node: Node) -> list[Node]:
+    return _ts.of_type(node, "identifier")
+
+
+def _declared(unit: CudaUnit, decl: Node) -> list[str]:
+    """Names a declaration statement declares."""
+    out = []
+    for d in decl.children_by_field_name("declarator"):
+        cur: Node | None = d
+        while cur is not None and cur.type != "identifier":
+            cur = cur.child_by_field_name("declarator")
+        if cur is not None:
+            out.append(unit.t(cur))
+    return out
+
+
+def _value(decl: Node) -> Node | None:
+    d = decl.children_by_field_name("declarator")
+    if len(d) != 1 or d[0].type != "init_declarator":
+        return None
+    return d[0].child_by_field_name("value")
+
+
+def _column_var(unit: CudaUnit, split: ColumnSplit, pre: list[Node]) -> tuple[str, Node] | str:
+    """The local declared before the loop that holds the column, and its declaration."""
+    f = unit.facts
+    values = {t.name: t.expr for t in f.thread_indices}
+    values.update({n: sym(b) for n, b in f.builtin_aliases})
+    for st in pre:
+        if st.type == "declaration":
+            names = _declared(unit, st)
+            if len(names) == 1 and names[0] in values and sympy.expand(values[names[0]] - split.column) == 0:
+                return names[0], st
+    return f"the column `{split.column}` the threads share is not held in one local variable declared before the loop"
+
+
+def _guard(unit: CudaUnit, st: Node, col: str) -> Node | None:
+    """``X`` of ``if (col >= X) return;`` / ``if (X <= col) { return; }``, else ``None``."""
+    if st.type != "if_statement" or st.child_by_field_name("alternative") is not None:
+        return None
+    cons = st.child_by_field_name("consequence")
+    body = statement_list(cons) if cons is not None and cons.type == "compound_statement" else [cons]
+    if len(body) != 1 or body[0] is None or body[0].type != "return_statement" or body[0].named_child_count:
+        return None
+    cond = _ts.unwrap_parens(st.child_by_field_name("condition"))
+    if cond.type == "condition_clause":
+        cond = _ts.unwrap_parens(cond.named_children[0])
+    if cond.type != "binary_expression":
+        return None
+    op = unit.t(cond.child_by_field_name("operator"))
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    if op == ">=" and unit.t(left) == col:
+        return right
+    if op == "<=" and unit.t(right) == col:
+        return left
+    return None
+
+
+def _lane_zero_write(unit: CudaUnit, st: Node) -> Node | None:
+    """The one expression statement of ``if (E == 0) { stmt; }`` (one thread of the group writes), else ``None``."""
+    if st.type != "if_statement" or st.child_by_field_name("alternative") is not None:
+        return None
+    cond = _ts.unwrap_parens(st.child_by_field_name("condition"))
+    if cond.type == "condition_clause":
+        cond = _ts.unwrap_parens(cond.named_children[0])
+    if cond.type != "binary_expression" or unit.t(cond.child_by_field_name("operator")) != "==":
+        return None
+    if "0" not in (unit.t(cond.child_by_field_name("left")), unit.t(cond.child_by_field_name("right"))):
+        return None
+    cons = st.child_by_field_name("consequence")
+    body = statement_list(cons) if cons is not None and cons.type == "compound_statement" else [cons]
+    return body[0] if len(body) == 1 and body[0] is not None and body[0].type == "expression_statement" else None
+
+
+def _sum_combine(unit: CudaUnit, value: Node) -> bool:
+    """A value that sums the group's partials: ``cg::reduce(g, v, cg::plus<T>{})`` or a shuffle added with ``+=``."""
+    v = _ts.unwrap_parens(value)
+    if v.type != "call_expression":
+        return False
+    fn = unit.t(v.child_by_field_name("function")).split("<", 1)[0].split("::")[-1]
+    if fn == "reduce":
+        args = v.child_by_field_name("arguments")
+        return args is not None and len(args.named_children) == 3 and "plus" in unit.t(args.named_children[2])
+    return fn.startswith("__shfl") and v.parent is not None and v.parent.type == "assignment_expression" and \
+        unit.t(v.parent.child_by_field_name("operator")) == "+="
+
+
+def _assignments(unit: CudaUnit, scope: list[Node], name: str) -> list[Node | None]:
+    """Values given to ``name`` in ``scope`` (declarations and assignments); ``None`` for an update without one
+    (``name++``, ``&name``)."""
+    out: list[Node | None] = []
+    for st in scope:
+        for d in _ts.of_type(st, "init_declarator"):
+            if unit.t(d.child_by_field_name("declarator")) == name:
+                out.append(d.child_by_field_name("value"))
+        for a in _ts.of_type(st, "assignment_expression"):
+            if unit.t(a.child_by_field_name("left")) == name:
+                out.append(a.child_by_field_name("right"))
+        for u in _ts.of_type(st, ("update_expression", "pointer_expression")):
+            if unit.t(u.child_by_field_name("argument")) == name and (u.type == "update_expression" or
+                                                                       unit.t(u).startswith("&")):
+                out.append(None)
+    return out
+
+
+def column_loop(unit: CudaUnit, split: ColumnSplit) -> tuple[LoopFact, Node, list[Node], list[Node]] | str:
+    """The loop of a column split (a fact of the analysis layer), its node, and the body's statements before and
+    after it; or why the loop is not a statement of the kernel's body."""
+    fact = unit.facts.loops[split.loop]
+    loop = unit.node_at(fact.span, ("for_statement",))
+    stmts = statement_list(unit.body)
+    if loop is None or loop not in stmts:
+        return f"the column loop on line {fact.line} is not a statement of {unit.kernel.name}'s body (it is nested)"
+    at = stmts.index(loop)
+    return fact, loop, stmts[:at], stmts[at + 1:]
+
+
+def _plan(unit: CudaUnit) -> _Plan | str:
+    f = unit.facts
+    splits = f.column_split_loops()
+    name = unit.kernel.name
+    if not splits:
+        return (f"{name} has no column sum whose threads split the summed index (a loop from a thread index with a "
+                "`sum` accumulator reading `S * i + column`, S neither 0 nor 1: lanes on rows)")
+    split = splits[0]
+    placed = column_loop(unit, split)
+    if isinstance(placed, str):
+        return placed
+    fact, loop, pre, post = placed
+    got = _column_var(unit, split, pre)
+    if isinstance(got, str):
+        return got
+    col, col_decl = got
+    acc = fact.accumulators[0]
+    acc_decl = unit.node_at(acc.decl_span, ("declaration",)) if acc.decl_span else None
+    if acc_decl is None or acc_decl not in pre or acc.type is None:
+        return f"the accumulator {acc.name} is not declared with its type before the loop on line {fact.line}"
+    bound: Node | None = None
+    decls: dict[str, Node] = {}
+    opaque: set[str] = set()
+    for st in pre:
+        g = _guard(unit, st, col)
+        if g is not None and bound is None:
+            bound = g
+        elif st.type in _DROPPABLE:
+            for n in _declared(unit, st) if st.type == "declaration" else []:
+                decls[n] = st
+        elif st.type == "expression_statement" and not any(
+                unit.t(c.child_by_field_name("function")).startswith(("atomic", "__syncthreads"))
+                for c in _ts.of_type(st, "call_expression")):
+            # dropped; what it assigns (also `cg::thread_block_tile<32> warp = …`, which parses as an expression)
+            # may not be read by the parts kept
+            opaque.update(unit.t(a.child_by_field_name("left")) for a in _ts.of_type(st, "assignment_expression"))
+        else:
+            return (f"the statement on line {_line(unit, st)} before the column loop is "
+                    f"neither a declaration nor the column guard `if ({col} >= n) return;`")
+    writes = [a for a in f.global_accesses() if a.kind != "read"]
+    spans = {(a.span, a.line) for a in writes}
+    owners = {next((st for st in post if st.start_byte + unit.base <= s[0] and s[1] <= st.end_byte + unit.base),
+                   None) for s, _ in spans}
+    if not writes or len(owners) != 1 or None in owners:
+        return f"{name} does not write global memory from exactly one statement after the column loop"
+    owner = next(iter(owners))
+    write = _lane_zero_write(unit, owner)  # type: ignore[arg-type]
+    if write is None:
+        return (f"the write on line {writes[0].line} is not one statement guarded by `… == 0` (one thread of the "
+                "group writing the column's total)")
+    if any(sympy.expand(a.index - split.column) != 0 for a in writes if a.index is not None) or \
+            any(a.index is None for a in writes):
+        return f"the write on line {writes[0].line} is not at the summed column"
+    if any(a.space == "shared" and write.start_byte + unit.base <= a.span[0] < write.end_byte + unit.base
+           for a in f.accesses):
+        return f"the write on line {writes[0].line} reads the total from shared memory; only a total in a local is kept"
+    params = set(param_names(unit))
+    locals_ = set(decls) | opaque | {col, acc.name, fact.var or ""}
+    if any(a.space == "shared" for a in f.accesses_in(fact)):
+        return f"the column loop on line {fact.line} reads shared memory, which the rewrite does not fill"
+    for st in post:
+        for d in _ts.of_type(st, "declaration"):
+            locals_.update(_declared(unit, d))
+    combined: set[str] = set()
+    in_write = {unit.t(i) for i in _ids(unit, write)} & locals_
+    for n in sorted(in_write - {col} - (set(decls) - {acc.name})):
+        if n == fact.var:
+            return f"the write on line {writes[0].line} reads the loop variable {n}"
+        values = _assignments(unit, post, n)
+        if n != acc.name and not values:
+            return f"`{n}` in the write on line {writes[0].line} is not computed after the column loop"
+        if any(v is None or not _sum_combine(unit, v) for v in values):
+            return (f"`{n}` is computed from the partial sums by something other than a sum of the group "
+                    "(cg::reduce with cg::plus, or += of shuffles)")
+        combined.add(n)
+    if not combined or (combined == {acc.name} and not _assignments(unit, post, acc.name)):
+        return f"the partial sums of {acc.name} are not combined across the group before the write"
+    parts = [loop.child_by_field_name("condition"), loop.child_by_field_name("body")]
+    kept = _kept(unit, decls, {col, acc.name, fact.var or ""} | combined, [*parts, write, bound])
+    if isinstance(kept, str):
+        return kept
+    used = {unit.t(i) for n in parts if n is not None for i in _ids(unit, n)} - {fact.var}
+    for n in sorted(used):
+        if n in _THREAD_WORDS:
+            return f"the column loop on line {fact.line} reads {n}; after the swap the thread indices change meaning"
+        if n in locals_ and n not in {col, acc.name} and n not in _kept_names(unit, kept):
+            return f"the column loop on line {fact.line} reads `{n}`, which depends on the thread's place in its group"
+    bound_param = None
+    if bound is None:
+        if split.column != sym("blockIdx.x"):
+            return (f"{name} has no column guard `if ({col} >= n) return;` and its column is not blockIdx.x (the "
+                    "column count is unknown)")
+        bound_param = _grid_param(unit)
+        if bound_param is None or bound_param.startswith("!"):
+            return bound_param[1:] if bound_param else f"{name} has no launch site in this file; its grid must follow"
+    else:
+        bad = [unit.t(i) for i in _ids(unit, bound) if unit.t(i) not in params and unit.resolve(i) is None]
+        if bad:
+            return f"the column count `{unit.t(bound)}` reads {', '.join(bad)}, which the launch cannot compute"
+    return _Plan(split, fact, loop, col, acc_decl, kept, bound, bound_param, write, combined)
+
+
+def _kept_names(unit: CudaUnit, kept: list[Node]) -> set[str]:
+    return {n for d in kept for n in _declared(unit, d)}
+
+
+def _line(unit: CudaUnit, node: Node) -> int:
+    return unit.src[:node.start_byte].count(b"\n") + 1
+
+
+def _kept(unit: CudaUnit, decls: dict[str, Node], own: set[str], roots: list[Node | None]) -> list[Node] | str:
+    """The declarations before the loop that the loop, the write and the column count need (transitively), in
+    source order; or why one of them cannot stay (it depends on the thread's place in its group)."""
+    f = unit.facts
+    thread_names = {t.name for t in f.thread_indices} | {n for n, _ in f.builtin_aliases}
+    need: list[str] = [unit.t(i) for r in roots if r is not None for i in _ids(unit, r)]
+    keep: dict[int, Node] = {}
+    while need:
+        n = need.pop()
+        d = decls.get(n)
+        if n in own or d is None or d.start_byte in keep:
+            continue
+        words = {unit.t(i) for i in _ids(unit, d)}
+        typ = unit.t(d.child_by_field_name("type"))
+        if words & _THREAD_WORDS or (n in thread_names) or "cg::" in typ or "cooperative_groups" in typ \
+                or "thread_block" in typ:
+            return (f"`{n}` (line {_line(unit, d)}) depends on the thread's place in its "
+                    "group and is read by the column loop or the write")
+        keep[d.start_byte] = d
+        need.extend(words)
+    return [keep[k] for k in sorted(keep)]
+
+
+def _grid_param(unit: CudaUnit) -> str | None:
+    """The parameter that receives every launch's 1-D grid count (one block per column), ``"!reason"`` when a
+    launch does not pass it, ``None`` without launches."""
+    names = param_names(unit)
+    found: set[str] = set()
+    for la in unit.launches:
+        dims = unit.dims_of(la.grid, la.host)
+        args = _args(la)
+        if len(dims) != 1 or args is None or len(args) != len(names):
+            return f"!the launch on line {la.site.line} has no 1-D grid or its arguments do not match the parameters"
+        g = " ".join(unit.t(dims[0]).split())
+        hit = [p for p, a in zip(names, args, strict=True) if " ".join(unit.t(a).split()) == g]
+        if not hit:
+            return (f"!the grid `{g}` on line {la.site.line} (one block per column) is not passed to the kernel, so "
+                    "the kernel cannot check its column count")
+        found.add(hit[0])
+    if len(found) > 1:
+        return "!the launches pass the column count in different parameters"
+    return next(iter(found)) if found else None
+
+
+def _args(la: Launch) -> list[Node] | None:
+    a = la.call.child_by_field_name("arguments")
+    return [c for c in a.named_children if c.type != "comment"] if a is not None else None
+
+
+def _with(unit: CudaUnit, node: Node, renames: list[tuple[Node, str]]) -> str:
+    """``node``'s text with each ``(inner node, text)`` replaced (formatting kept)."""
+    out = bytearray(unit.src[node.start_byte:node.end_byte])
+    for n, new in sorted(renames, key=lambda x: -x[0].start_byte):
+        out[n.start_byte - node.start_byte:n.end_byte - node.start_byte] = new.encode()
+    return out.decode()
+
+
+def _atom(unit: CudaUnit, node: Node) -> str:
+    """``node``'s text, parenthesized unless it is a name or a number."""
+    t = " ".join(unit.t(node).split())
+    return t if node.type in ("identifier", "number_literal") else f"({t})"
+
+
+def _reindent(text: str, extra: str) -> str:
+    lines = text.split("\n")
+    return "\n".join([lines[0]] + [extra + ln if ln.strip() else ln for ln in lines[1:]])
+
+
+def _loop_text(unit: CudaUnit, p: _Plan) -> str | None:
+    """The loop with its start ``threadIdx.y`` and step ``blockDim.y`` (warps split the rows), or ``None``."""
+    init = p.loop.child_by_field_name("initializer")
+    upd = p.loop.child_by_field_name("update")
+    if init is None or upd is None or upd.type != "assignment_expression" or \
+            unit.t(upd.child_by_field_name("operator")) != "+=":
+        return None
+    value = _value(init) if init.type == "declaration" else (
+        init.child_by_field_name("right") if init.type == "assignment_expression" else None)
+    step = upd.child_by_field_name("right")
+    if value is None or step is None:
+        return None
+    return _with(unit, p.loop, [(value, "threadIdx.y"), (step, "blockDim.y")])
+
+
+@register
+class CudaLaneColumns(CudaTransform):
+    """Put the lanes on columns of a column sum whose threads split the rows (the warps split the rows instead)."""
+
+    id = "cuda.lane_columns"
+    languages = CUDA_LANGS
+    summary = ("coalesce a column sum: lanes on 32 consecutive columns, warps split the rows, partial sums combined "
+               "in shared memory; new launch grid and block")
+
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate (the body rewritten and every launch's grid and block), or why not."""
+        p = _plan(unit)
+        if isinstance(p, str):
+            return self.not_applicable(p)
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must follow")
+        loop = _loop_text(unit, p)
+        if loop is None:
+            return self.not_applicable(f"the loop on line {p.fact.line} is not `for (… = start; …; v += step)`")
+        names = param_names(unit)
+        edits: list[TextEdit] = []
+        for la in unit.launches:
+            block = unit.dims_of(la.block, la.host) if la.block is not None else []
+            args = _args(la)
+            if len(block) != 1 or args is None or len(args) != len(names):
+                return self.not_applicable(f"the launch on line {la.site.line} has no 1-D block or its arguments do "
+                                           "not match the parameters")
+            by = dict(zip(names, args, strict=True))
+            if p.bound is not None:
+                cols = _with(unit, p.bound, [(i, _atom(unit, by[unit.t(i)])) for i in _ids(unit, p.bound)
+                                             if unit.t(i) in by])
+            else:
+                cols = unit.t(unit.dims_of(la.grid, la.host)[0])
+            b = unit.t(block[0])
+            edits.append(launch_dims_edit(unit, la, la.grid, [f"(({' '.join(cols.split())}) + {WIDTH - 1}) / {WIDTH}"]))
+            edits.append(launch_dims_edit(unit, la, la.block, [str(WIDTH), f"(({b}) + {WIDTH - 1}) / {WIDTH}"]))
+        edits.append(unit.replace(unit.body, self._body(unit, p, loop)))
+        return [self.candidate(
+            model,
+            f"put the lanes of {kernel.name} on 32 consecutive columns and split the rows between the warps "
+            f"(the reads on line {p.fact.line} become coalesced; stride {p.split.stride} between lanes before); "
+            "the partial sums meet in shared memory and the launches get (columns + 31) / 32 blocks of "
+            "dim3(32, warps)",
+            {"stride_before": str(p.split.stride), "width": WIDTH, "launches": len(unit.launches)},
+            edits,
+        )]
+
+    @staticmethod
+    def _body(unit: CudaUnit, p: _Plan, loop: str) -> str:
+        stmts = statement_list(unit.body)
+        ind = _ts.indent_of(unit.src, stmts[0].start_byte) or "    "
+        step = ind
+        acc = p.fact.accumulators[0]
+        cols = unit.t(p.bound) if p.bound is not None else p.bound_param
+        typ = acc.type
+        write = _with(unit, p.write, [(i, acc.name) for i in _ids(unit, p.write) if unit.t(i) in p.combined])
+        lines = [
+            "{",
+            f"{ind}// lanes on columns (cuda.lane_columns): threadIdx.x owns column {p.col}, the warps "
+            "(threadIdx.y) split the rows",
+            f"{ind}__shared__ {typ} htam_part[{WIDTH}][{WIDTH}];",
+            f"{ind}int {p.col} = blockIdx.x * {WIDTH} + threadIdx.x;",
+            *[f"{ind}{' '.join(unit.t(d).split())}" for d in p.kept],
+            f"{ind}{' '.join(unit.t(p.acc_decl).split())}",
+            f"{ind}if ({p.col} < {cols}) {{",
+            f"{ind}{step}{_reindent(loop, step)}",
+            f"{ind}}}",
+            f"{ind}htam_part[threadIdx.y][threadIdx.x] = {acc.name};",
+            f"{ind}__syncthreads();",
+            f"{ind}if (threadIdx.y == 0) {{",
+            f"{ind}{step}for (int htam_r = 1; htam_r < blockDim.y; htam_r++) {{",
+            f"{ind}{step}{step}{acc.name} += htam_part[htam_r][threadIdx.x];",
+            f"{ind}{step}}}",
+            f"{ind}{step}if ({p.col} < {cols}) {{",
+            f"{ind}{step}{step}{_reindent(write, step + step)}",
+            f"{ind}{step}}}",
+            f"{ind}}}",
+            "}",
+        ]
+        return "\n".join(lines)
