@@ -460,6 +460,11 @@ async def run(repeats: int, cpu: bool, poll_s: float, timeout_s: float, init_s: 
     return res
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGINT handler: raise :class:`KeyboardInterrupt` (see :func:`main`)."""
+    raise KeyboardInterrupt
+
+
 def main() -> int:
     """Parse arguments, run, write ``result.json``, ``result.md`` and ``rows.jsonl`` into ``--out``. Exits 0 also
     when phases timed out or the budget cut the run short (the results say so)."""
@@ -477,6 +482,10 @@ def main() -> int:
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    # asyncio.run turns SIGINT into a cancellation of the main task, which a client still starting up (pygls's
+    # initialize) can swallow: the run then went on as if nothing happened. A handler of our own is left alone by
+    # asyncio and raises KeyboardInterrupt wherever the main thread is.
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         res = asyncio.run(run(a.repeats, a.cpu, a.poll_ms / 1000.0, a.timeout_s, a.init_timeout_s, a.max_seconds,
                               out, a.open_at_start))
