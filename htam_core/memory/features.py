@@ -3,7 +3,7 @@
 The state is a small dict of named floats built from a :class:`~htam_core.types.profile.Profile`
 (the method's definition: "phi is a normalized feature vector: the bottleneck class, SOL percentages,
 occupancy, resources, and the recent steps one-hot with position-aware weights"). It is stored with every
-record as JSON, so its keys are part of the store format: :data:`STATE_KEYS`.
+record as JSON, so its keys are part of the store format: :data:`STATE_KEYS` and (v9) :data:`STRUCT_KEYS`.
 
 phi(s, h) (our concrete design) is the concatenation of three unit-normalized blocks, each scaled so that
 ``q . k`` is a weighted sum of cosine similarities:
