@@ -22,23 +22,27 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = [
-    ("v0 before, memory from htam-cold", {"credit": 0.0, "start_token": False, "direction_best": False, "pool_local": False},
+    ("v0 before, memory from htam-cold", {"credit": 0.0, "start_token": False, "direction_best": False, "pool_local": False, "structure": False},
      ["htam-cold"]),
-    ("v1 before, memory from htam-cold + random", {"credit": 0.0, "start_token": False, "direction_best": False, "pool_local": False},
+    ("v1 before, memory from htam-cold + random", {"credit": 0.0, "start_token": False, "direction_best": False, "pool_local": False, "structure": False},
      ["htam-cold", "random"]),
-    ("v2 + start token", {"credit": 0.0, "start_token": True, "direction_best": False, "pool_local": False}, ["htam-cold", "random"]),
-    ("v3 + transition credit", {"credit": 0.9, "start_token": True, "direction_best": False, "pool_local": False},
+    ("v2 + start token", {"credit": 0.0, "start_token": True, "direction_best": False, "pool_local": False, "structure": False}, ["htam-cold", "random"]),
+    ("v3 + transition credit", {"credit": 0.9, "start_token": True, "direction_best": False, "pool_local": False, "structure": False},
      ["htam-cold", "random"]),
-    ("v4 + direction = best strategy", {"credit": 0.9, "start_token": True, "direction_best": True, "pool_local": False},
+    ("v4 + direction = best strategy", {"credit": 0.9, "start_token": True, "direction_best": True, "pool_local": False, "structure": False},
      ["htam-cold", "random"]),
-    ("v5 = v4, memory from htam-cold only", {"credit": 0.9, "start_token": True, "direction_best": True, "pool_local": False},
+    ("v5 = v4, memory from htam-cold only", {"credit": 0.9, "start_token": True, "direction_best": True, "pool_local": False, "structure": False},
      ["htam-cold"]),
-    ("v6 = v4 without the start token", {"credit": 0.9, "start_token": False, "direction_best": True, "pool_local": False},
+    ("v6 = v4 without the start token", {"credit": 0.9, "start_token": False, "direction_best": True, "pool_local": False, "structure": False},
      ["htam-cold", "random"]),
-    ("v7 = v4 without transition credit", {"credit": 0.0, "start_token": True, "direction_best": True, "pool_local": False},
+    ("v7 = v4 without transition credit", {"credit": 0.0, "start_token": True, "direction_best": True, "pool_local": False, "structure": False},
      ["htam-cold", "random"]),
-    ("v8 = v4 + own evidence shrinks the direction term (now)",
-     {"credit": 0.9, "start_token": True, "direction_best": True, "pool_local": True}, ["htam-cold", "random"]),
+    ("v8 = v4 + own evidence shrinks the direction term",
+     {"credit": 0.9, "start_token": True, "direction_best": True, "pool_local": True, "structure": False},
+     ["htam-cold", "random"]),
+    ("v9 = v8 + the kernel's structure block in the state (now)",
+     {"credit": 0.9, "start_token": True, "direction_best": True, "pool_local": True, "structure": True},
+     ["htam-cold", "random"]),
 ]
 
 

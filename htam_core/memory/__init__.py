@@ -18,7 +18,7 @@ its source-only profile) does not need.
 
 from typing import Any
 
-from htam_core.memory.features import STATE_KEYS, state_from_profile
+from htam_core.memory.features import STATE_KEYS, STRUCT_KEYS, state_from_profile, state_of_kernel
 from htam_core.memory.knowledge import (
     Direction,
     KnowledgeBase,
@@ -35,7 +35,7 @@ __all__ = [
     "ABLATIONS", "STATE_KEYS", "Direction", "KnowledgeBase", "KnowledgeError", "MemoryStoreError", "Outcome",
     "PredicateError", "RankedStep", "Ranker", "RankerConfig", "Record", "Stats", "Store", "Strategy",
     "TransitionPrior", "default_store_path", "load_knowledge", "open_store", "outcome_value",
-    "parse_predicate", "state_from_profile",
+    "parse_predicate", "state_from_profile", "state_of_kernel", "STRUCT_KEYS",
 ]
 
 _RANKER_NAMES = ("ABLATIONS", "RankedStep", "Ranker", "RankerConfig")

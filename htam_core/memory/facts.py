@@ -74,6 +74,10 @@ FACTS: dict[str, str] = {
     "thread_column_sum": "CUDA: a column sum with one thread per column and scalar reads (coalesced, 2-4 bytes "
     "per lane per row; analysis layer: KernelFacts.thread_column_loops); false for Triton, unknown without the "
     "kernel",
+    "stencil_like": "not matmul_like, and the kernel reads one pointer at neighbouring offsets: CUDA, two global "
+    "reads whose indices differ by a constant (x[i - 1], x[i + 1]) or a constant-trip window loop whose read moves "
+    "with the loop variable as with threadIdx.x (x[i + j]); Triton, two tl.load of one pointer in the same loop "
+    "body or both outside loops (analysis layer: affine index facts, memops; unknown without the kernel)",
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
     "reverse; unknown without the kernel)",
@@ -189,6 +193,46 @@ def _scalar_contiguous_reads(f: KernelFacts | None) -> int | None:
         return any(loop_vars.get(i) and a.stride(loop_vars[i]) == 1 for i in a.loops)  # type: ignore[arg-type]
 
     return sum(1 for a in f.global_accesses() if a.kind != "write" and not a.vector and contiguous(a))
+
+
+def _neighbour_loads(f: KernelFacts | None, matmul_like: bool | None) -> bool | None:
+    """Whether the kernel reads one pointer at neighbouring offsets (a stencil; see :data:`FACTS`
+    ``stencil_like``), from the analysis facts; ``None`` when not analyzable.
+
+    CUDA: two global reads of one pointer whose indices differ by a constant (``x[i - 1]``, ``x[i + 1]``), or a
+    window loop: a read inside a loop of constant trip count that moves by the same non-zero stride with the loop
+    variable as with ``threadIdx.x`` (``for (j = -R; j <= R; j++) acc += x[i + j]``). Triton: two ``tl.load`` of
+    one pointer parameter in the same loop body (or both outside loops), so that a two-pass row kernel, which
+    loads a row once per pass, is not one."""
+    if f is None:
+        return None
+    if matmul_like:
+        return False
+    if f.triton is not None:
+        groups: dict[tuple[str, tuple[int, ...]], int] = {}
+        for op in f.triton.memops:
+            if op.op == "load" and op.pointer:
+                inside = tuple(lp.id for lp in f.loops if lp.span[0] <= op.span[0] and op.span[1] <= lp.span[1])
+                groups[(op.pointer, inside)] = groups.get((op.pointer, inside), 0) + 1
+        return any(n >= 2 for n in groups.values())
+    by_pointer: dict[str, list[Any]] = {}
+    for a in f.global_accesses():
+        if a.kind == "write" or a.index is None:
+            continue
+        by_pointer.setdefault(a.pointer, []).append(a.index)
+        for lid in a.loops:
+            lp = f.loops[lid]
+            if lp.var and lp.trip_value is not None:
+                s_loop, s_thread = a.stride(lp.var), a.stride("threadIdx.x")
+                if s_loop is not None and s_loop.is_number and s_loop != 0 and s_loop == s_thread:
+                    return True
+    for indices in by_pointer.values():
+        for i, x in enumerate(indices):
+            for y in indices[i + 1:]:
+                diff = (x - y).expand()
+                if diff.is_number and diff != 0:
+                    return True
+    return False
 
 
 def _swaps_fast_dimension(f: KernelFacts | None) -> bool | None:
@@ -320,6 +364,7 @@ def compute_facts(
         None if analysis is None else bool(analysis.thread_column_loops()))
     facts["uncoalesced_row_loop"] = False if lang != "cuda" else (
         None if analysis is None else bool(analysis.row_loops()))
+    facts["stencil_like"] = _neighbour_loads(analysis, matmul_like)
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)

@@ -48,13 +48,16 @@ from htam_core.memory.facts import compute_facts, normalize_language
 from htam_core.memory.features import (
     PREFIX_LEN,
     STATE_KEYS,
+    STRUCT_KEYS,
     W_PREFIX_DIRECTION,
     W_PREFIX_STRATEGY,
     W_STATE,
     bottleneck_of_state,
+    has_structure,
     prefix_block,
     state_tensor,
     unit_rows,
+    with_structure,
 )
 from htam_core.memory.knowledge import KnowledgeBase, Strategy
 from htam_core.memory.records import Outcome, Record, value_of
@@ -94,6 +97,11 @@ class RankerConfig:
             strategy; the best strategy itself (``L_s = T_d``) and strategies without records keep ``T_d``
             (``False``: ``T_d`` is added in full to every strategy of the direction; not under ``flat``, which has
             no direction value).
+        structure: (v9) the query and records carry the kernel's structure block (:data:`STRUCT_KEYS`, pattern
+            flags from the analysis layer); where both have it, the state part of ``q . k`` is the mean of the
+            state block's and the structure block's cosines, so kernels of one bottleneck class but different
+            structure stop looking alike (``False``: the state block alone, as before v9; records older than v9
+            always compare on it alone).
         same_gpu_weight: attention weight of records measured on the GPU model being ranked for, relative to
             the others (1.0: no preference). It multiplies such a record's softmax weight in transition
             attention (it adds ``tau * ln(w)`` to its logit) and nothing else: counts and confidence are kept.
@@ -110,6 +118,7 @@ class RankerConfig:
     start_token: bool = True
     direction_best: bool = True
     pool_local: bool = True
+    structure: bool = True
     same_gpu_weight: float = 1.5
 
     def __post_init__(self) -> None:
@@ -169,6 +178,8 @@ class _Memory:
         self.d_index = {d.id: i for i, d in enumerate(kb.directions)}
         self.n = 0
         self.state = torch.zeros((0, 0), dtype=torch.float64)
+        self.struct = torch.zeros((0, len(STRUCT_KEYS) - 1), dtype=torch.float64)  # unit, ``struct`` flag left out
+        self.has_struct = torch.zeros(0, dtype=torch.bool)
         self.pidx = torch.zeros((0, PREFIX_LEN), dtype=torch.long)
         self.pdir = torch.zeros((0, PREFIX_LEN), dtype=torch.long)
         self.plen = torch.zeros(0, dtype=torch.long)
@@ -222,7 +233,13 @@ class _Memory:
             # one group per parent kernel: same kernel, history, step and parent state
             key = (fp, json.dumps(pre), step_id, repr(tuple(row[10:])))
             group.append(self._groups.setdefault(key, len(self._groups)))
-        new_state = unit_rows(torch.tensor([r[10:] for r in rows], dtype=torch.float64).reshape(len(rows), -1))
+        ns = len(STATE_KEYS)
+        raw_state = torch.tensor([r[10:] for r in rows], dtype=torch.float64).reshape(len(rows), -1)
+        new_state = unit_rows(raw_state[:, :ns])
+        new_struct = unit_rows(raw_state[:, ns + 1:])
+        new_has = raw_state[:, ns] > 0 if raw_state.shape[1] > ns else torch.zeros(len(rows), dtype=torch.bool)
+        self.struct = torch.cat([self.struct, new_struct.reshape(len(rows), len(STRUCT_KEYS) - 1)])
+        self.has_struct = torch.cat([self.has_struct, new_has])
         new_pidx = torch.tensor(pidx, dtype=torch.long)
         new_pdir = torch.tensor(pdir, dtype=torch.long)
         new_plen = torch.tensor(plen, dtype=torch.long)
@@ -435,7 +452,7 @@ class Ranker:
             return 0
         if self._mark is not None and self.store.high_water() == self._mark:
             return 0
-        rows, self._mark = self.store.ranking_rows_after(self._mark, STATE_KEYS)
+        rows, self._mark = self.store.ranking_rows_after(self._mark, STATE_KEYS + STRUCT_KEYS)
         with _one_thread():
             self._memory.append(rows)
         return len(rows)
@@ -492,6 +509,8 @@ class Ranker:
         cfg, kb, ab = self.config, self.kb, self.ablation
         facts = compute_facts(features, language, profile, kernel)
         lang = facts["language"]
+        if cfg.structure and state:
+            state = with_structure(state, facts)
         bottleneck = profile.bottleneck.cls if profile is not None else bottleneck_of_state(state)
         secondary = list(profile.bottleneck.secondary) if profile is not None else []
         use_prefix = ab != "no-prefix"
@@ -621,7 +640,13 @@ class Ranker:
         if mem.n == 0:
             return torch.zeros(0, dtype=torch.float64)
         q_state = unit_rows(state_tensor([state]))[0]
-        sims = W_STATE * (mem.state @ q_state)
+        cos = mem.state @ q_state
+        if self.config.structure and has_structure(state):
+            # v9: the structure block shares the state weight where the record has one too (older records
+            # compare on the state block alone)
+            q_struct = unit_rows(state_tensor([state], STRUCT_KEYS[1:]))[0]
+            cos = torch.where(mem.has_struct, 0.5 * cos + 0.5 * (mem.struct @ q_struct), cos)
+        sims = W_STATE * cos
         if use_prefix and (prefix or self.config.start_token):
             use_pos = self.ablation != "no-position"
             k = len(prefix)

@@ -34,7 +34,14 @@ from htam_core.generate.llm import CheckResult
 from htam_core.generate.registry import GenerationRequest
 from htam_core.harness import HarnessError, find_harness
 from htam_core.measure.stats import MIN_SPREAD, SPREAD_RULE, classify_gain, headline_geomean
-from htam_core.memory import KnowledgeBase, Ranker, load_knowledge, open_store, state_from_profile
+from htam_core.memory import (
+    KnowledgeBase,
+    Ranker,
+    load_knowledge,
+    open_store,
+    state_from_profile,
+    state_of_kernel,
+)
 from htam_core.memory.fingerprint import kernel_fingerprint
 from htam_core.memory.outcome import outcome_of, status_of
 from htam_core.memory.records import ENDPOINT_FAULT, NOT_LEARNED
@@ -614,7 +621,7 @@ class _Loop:
                 ev: Evaluation) -> None:
         if not self.task.record or rec.status in NOT_LEARNED:
             return
-        state = state_from_profile(parent.profile) if parent.profile else {}
+        state = state_of_kernel(parent.profile, self._kernel_of(parent)) if parent.profile else {}
         device = (ev.profile or parent.profile).device if (ev.profile or parent.profile) else "unknown"
         if self.gpu and rec.status == "win":  # learned after the fresh re-timing of the best (_flush_wins)
             self._pending_wins.append((list(prefix), state, choice.strategy, rec, device))

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from htam_core.memory import STATE_KEYS, open_store, state_from_profile
+from htam_core.memory import STATE_KEYS, STRUCT_KEYS, open_store, state_from_profile
 from htam_core.optimize import OptimizeTask, ProgressEvent, kernel_fingerprint, run_optimize
 from htam_core.optimize.loop import PREFIX_LEN
 from htam_core.types.profile import Profile
@@ -85,11 +85,12 @@ def test_memory_holds_one_record_per_candidate(first: SimpleNamespace) -> None:
         assert rec.step == step.strategy and rec.direction == step.direction
         kept_before = [s.strategy for s in steps[:i] if s.accepted][-PREFIX_LEN:]
         assert list(rec.prefix) == kept_before
-        assert rec.state and set(rec.state) <= set(STATE_KEYS)
+        assert rec.state and set(rec.state) == set(STATE_KEYS) | set(STRUCT_KEYS)  # v9: with the structure block
         assert rec.fingerprint == fp
         assert rec.outcome.status == step.status and rec.outcome.measured is False
         assert rec.outcome.speedup is None
-    assert recs[0].state == start_state  # the state before the first step is the start kernel's
+    # the state before the first step is the start kernel's
+    assert {k: recs[0].state[k] for k in STATE_KEYS} == start_state
 
 
 def test_second_run_sees_the_records_and_no_record_writes_nothing(first: SimpleNamespace, tmp_path: Path) -> None:
