@@ -12,12 +12,13 @@ maps them back to file offsets for :class:`TextEdit`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sympy
 from tree_sitter import Node
 
 from htam_core.source.analysis import KernelFacts, analyze
-from htam_core.source.analysis.constants import Const, ConstEnv, int_literal
+from htam_core.source.analysis.constants import Const, int_literal
 from htam_core.source.analysis.facts import DIMS, sym
 from htam_core.source.analysis.launch import dims_of
 from htam_core.source.analysis.syntax import strip_casts
@@ -36,6 +37,11 @@ class Dim:
 
     expr: Node
     const: Const | None = None
+
+
+def _from_source(name: str, doc: str) -> Any:
+    """A read-only property of :class:`CudaUnit` that reads attribute ``name`` of its :class:`CudaSource`."""
+    return property(lambda self: getattr(self.source, name), doc=f"{doc} (:attr:`CudaSource.{name}`)")
 
 
 @dataclass(frozen=True)
@@ -58,50 +64,15 @@ class CudaUnit:
     source: CudaSource
 
     # ----------------------------------------------------------------- the parsed unit (analysis layer)
-    @property
-    def src(self) -> bytes:
-        """The unit's bytes (:attr:`CudaSource.src`)."""
-        return self.source.src
-
-    @property
-    def base(self) -> int:
-        """File offset of ``src[0]`` (:attr:`CudaSource.base`)."""
-        return self.source.base
-
-    @property
-    def root(self) -> Node:
-        """The tree's root node."""
-        return self.source.root
-
-    @property
-    def func(self) -> Node:
-        """The kernel's ``function_definition`` node."""
-        return self.source.func
-
-    @property
-    def body(self) -> Node:
-        """The kernel's body (``compound_statement``)."""
-        return self.source.body
-
-    @property
-    def env(self) -> ConstEnv:
-        """The unit's constants, without template bindings (:attr:`CudaSource.env`)."""
-        return self.source.env
-
-    @property
-    def launches(self) -> tuple[Launch, ...]:
-        """The kernel's launch sites with their calls (:attr:`CudaSource.sites`)."""
-        return self.source.sites
-
-    @property
-    def params(self) -> list[Node]:
-        """The kernel's ``parameter_declaration`` nodes, in order (:attr:`CudaSource.params`)."""
-        return self.source.params
-
-    @property
-    def declarator(self) -> Node:
-        """The kernel's ``function_declarator`` node (:attr:`CudaSource.declarator`)."""
-        return self.source.declarator
+    src = _from_source("src", "The unit's bytes.")
+    base = _from_source("base", "File offset of ``src[0]``.")
+    root = _from_source("root", "The tree's root node.")
+    func = _from_source("func", "The kernel's ``function_definition`` node.")
+    body = _from_source("body", "The kernel's body (``compound_statement``).")
+    env = _from_source("env", "The unit's constants, without template bindings (a ``ConstEnv``).")
+    launches = _from_source("sites", "The kernel's launch sites with their calls (``tuple[Launch, ...]``).")
+    params = _from_source("params", "The kernel's ``parameter_declaration`` nodes, in order.")
+    declarator = _from_source("declarator", "The kernel's ``function_declarator`` node.")
 
     @property
     def facts(self) -> KernelFacts:
