@@ -27,6 +27,14 @@ def callee_name(fn: Node, src: bytes) -> str:
     return text(fn, src).split("::")[-1].strip()
 
 
+def launch_config(call: Node) -> tuple[Node, ...] | None:
+    """The ``<<<grid, block, smem, stream>>>`` argument nodes of launch ``call`` (comments left out, so that
+    ``k<<<g, /* threads */ 256>>>`` has block ``256``), or ``None`` when ``call`` is not a ``<<<>>>`` launch.
+    The one reader of a launch's configuration: the source model, the facts and the harness use it."""
+    cfg = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
+    return None if cfg is None else tuple(c for c in cfg.named_children if c.type != "comment")
+
+
 @dataclass(frozen=True)
 class LaunchCall:
     """One ``<<<>>>`` call in a tree: the call, the callee node, the config arguments and the host function."""
@@ -52,8 +60,7 @@ def launch_calls(root: Node, src: bytes, kernel_name: str | None = None) -> list
         fn = call.child_by_field_name("function")
         if fn is None or (kernel_name is not None and callee_name(fn, src) != kernel_name):
             continue
-        cfg = next(c for c in call.children if c.type == "kernel_call_syntax")
-        out.append(LaunchCall(call, fn, tuple(cfg.named_children), host_of(call)))
+        out.append(LaunchCall(call, fn, launch_config(call) or (), host_of(call)))
     out.sort(key=lambda c: c.call.start_byte)
     return out
 

@@ -78,3 +78,19 @@ def test_embedded_unit_offsets():
     assert "scale<<<8, block>>>" in apply_edits(text, [unit.replace(unit.launches[0].grid, "8")])
     assert unit.file_byte(decl) == text.encode().index(b"scale(float*")
     assert unit.node_at((unit.file_byte(decl), decl.end_byte + unit.base)) == decl
+
+
+def test_launch_config_leaves_comments_out():
+    """Regression: a comment inside ``<<<...>>>`` was read as the block (and the block as the shared memory)."""
+    from htam_core.source.analysis import analyze
+
+    text = ("__global__ void k(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;"
+            " if (i < n) x[i] = 0.f; }\n"
+            "void run(float* x, int n) { k<<<(n + 255) / 256, /* threads */ 256 /* no smem */>>>(x, n); }\n")
+    model = parse_text(text, "cuda")
+    k = model.kernel("k")
+    (la,) = analyze(model, k).launches
+    assert [d.text for d in la.block] == ["256"] and la.threads == 256 and la.smem == 0
+    src = cuda_source(model, k)
+    assert [src.t(n) for n in src.sites[0].config_args] == ["(n + 255) / 256", "256"]
+    assert k.launch_sites[0].config["block"] == "256"
