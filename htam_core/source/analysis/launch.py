@@ -1,7 +1,8 @@
 """The launch query: where a kernel is launched, and its grid and block followed through variables.
 
 ``LAUNCH_QUERY`` is the one tree-sitter query for ``k<<<grid, block, smem, stream>>>(args)``; the
-source model, the transforms and the guards use it. :func:`dims_of` follows a ``grid``/``block``
+source model, the transforms and the guards use it, and :func:`launch_config` is the one reader of a
+launch's ``<<<...>>>`` arguments. :func:`dims_of` follows a ``grid``/``block``
 argument to its components: ``256`` -> ``[256]``, ``dim3(16, 16)`` -> ``[16, 16]``, and a variable
 declared ``dim3 b(16, 16)`` / ``dim3 b = dim3(...)`` / ``dim3 b{...}`` / ``int b = expr`` (in the
 launching function) to its declaration's components.
