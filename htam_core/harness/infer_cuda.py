@@ -48,7 +48,7 @@ from htam_core.harness.cu_eval import (
     param_declarations,
     param_names,
 )
-from htam_core.source.analysis.launch import launch_calls
+from htam_core.source.analysis.launch import launch_calls, launch_config
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import node_text
@@ -142,8 +142,7 @@ def _kernel_params(kernel: Kernel) -> list[tuple[str, str, bool]]:
 
 def _at_launch(prog: Program, launch: ts.Node, kernel: Kernel, scope: Scope, path: Path) -> _Found:
     """Evaluate the launch's configuration and arguments in ``scope`` (the scope at the launch)."""
-    cfg = next(c for c in launch.children if c.type == "kernel_call_syntax")
-    exprs = [c for c in cfg.named_children if c.type != "comment"]
+    exprs = list(launch_config(launch) or ())
     where = f"{path.name}:{line_of(launch)}"
     found = _Found(args=[], written={p.name for p in kernel.params if p.written}, line=line_of(launch))
     try:

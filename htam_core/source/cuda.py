@@ -25,7 +25,7 @@ import tree_sitter as ts
 
 from htam_core.source import cache as kcache
 from htam_core.source import features as feat
-from htam_core.source.analysis.launch import LAUNCH_QUERY
+from htam_core.source.analysis.launch import LAUNCH_QUERY, launch_config
 from htam_core.source.frames import Frame
 from htam_core.source.model import ByteSpan, DeviceFunction, Kernel, LaunchSite, Param
 from htam_core.source.parsing import captures, new_parser, node_text
@@ -642,14 +642,13 @@ def _cached_launch(frame: Frame, call: ts.Node, resolver: CudaResolver, ctx_key:
 
 def _launch(frame: Frame, call: ts.Node, resolver: CudaResolver) -> LaunchSite | None:
     fn = call.child_by_field_name("function")
-    cfg = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
+    exprs = launch_config(call)
     args = call.child_by_field_name("arguments")
-    if fn is None or cfg is None:
+    if fn is None or exprs is None:
         return None
     name_node = _declarator_name(fn) if fn.type != "identifier" else fn
     if name_node is None:
         return None
-    exprs = [c for c in cfg.named_children if c.type != "comment"]
     keys = ("grid", "block", "smem", "stream")
     config: dict[str, str] = {}
     spans: dict[str, ByteSpan] = {}

@@ -1,8 +1,9 @@
 """CUDA nodes and edits for the transforms, on top of the analysis layer.
 
-A :class:`CudaUnit` is the CUDA text that holds the kernel (a ``.cu`` file, or the content of the
-Python string that holds a ``load_inline`` source), as located by
-:func:`htam_core.source.analysis.unit.cuda_source`. Facts (constants, loops, accesses, launches) come
+A :class:`CudaUnit` is an editing view of the CUDA text that holds the kernel (a ``.cu`` file, or the
+content of the Python string that holds a ``load_inline`` source): the parsed unit is the analysis
+layer's :class:`~htam_core.source.analysis.unit.CudaSource` (:func:`~htam_core.source.analysis.unit.cuda_source`,
+parsed and cached once per kernel version), never re-parsed here. Facts (constants, loops, accesses, launches) come
 from :mod:`htam_core.source.analysis` (:attr:`CudaUnit.facts`, :attr:`CudaUnit.env`); this module adds
 the node-level views transforms edit through. Nodes are in fragment offsets; :meth:`CudaUnit.edit`
 maps them back to file offsets for :class:`TextEdit`.
@@ -10,42 +11,24 @@ maps them back to file offsets for :class:`TextEdit`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import sympy
 from tree_sitter import Node
 
 from htam_core.source.analysis import KernelFacts, analyze
-from htam_core.source.analysis.constants import Const, ConstEnv, int_literal
+from htam_core.source.analysis.constants import Const, int_literal
 from htam_core.source.analysis.facts import DIMS, sym
 from htam_core.source.analysis.launch import dims_of
-from htam_core.source.analysis.syntax import exact_node, strip_casts
-from htam_core.source.analysis.unit import cuda_source
-from htam_core.source.model import Kernel, LaunchSite, SourceModel
+from htam_core.source.analysis.syntax import strip_casts
+from htam_core.source.analysis.unit import CudaSource, cuda_source
+from htam_core.source.analysis.unit import SiteLaunch as Launch
+from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _notes, _ts
 from htam_core.transforms.base import TextEdit, UnitTransform
 
-__all__ = ["DIMS", "Const", "CudaUnit", "int_literal", "strip_casts"]
-
-
-@dataclass
-class Launch:
-    """One launch ``k<<<grid, block, smem, stream>>>(args)`` of the kernel, as tree-sitter nodes."""
-
-    site: LaunchSite
-    call: Node
-    config_args: list[Node]
-    host: Node | None
-
-    @property
-    def grid(self) -> Node:
-        """The grid expression node."""
-        return self.config_args[0]
-
-    @property
-    def block(self) -> Node | None:
-        """The block expression node (``None`` if missing)."""
-        return self.config_args[1] if len(self.config_args) > 1 else None
+__all__ = ["DIMS", "Const", "CudaUnit", "Launch", "int_literal", "strip_casts"]
 
 
 @dataclass
@@ -56,44 +39,63 @@ class Dim:
     const: Const | None = None
 
 
-@dataclass
+def _from_source(name: str, doc: str) -> Any:
+    """A read-only property of :class:`CudaUnit` that reads attribute ``name`` of its :class:`CudaSource`."""
+    return property(lambda self: getattr(self.source, name), doc=f"{doc} (:attr:`CudaSource.{name}`)")
+
+
+@dataclass(frozen=True)
 class CudaUnit:
-    """The parsed CUDA text that contains one kernel."""
+    """An editing view of one kernel's parsed CUDA text.
+
+    The parsed unit itself (bytes, tree, function, body, constants, launches paired with their sites) is
+    the analysis layer's :class:`~htam_core.source.analysis.unit.CudaSource`, built and cached once per
+    kernel version; this view adds only the model and kernel handles and the edit helpers, and re-derives
+    nothing.
+
+    Attributes:
+        model: the file's source model.
+        kernel: the kernel (one of ``model.kernels``).
+        source: the analysis layer's parsed unit of ``kernel``.
+    """
 
     model: SourceModel
     kernel: Kernel
-    src: bytes
-    base: int
-    root: Node
-    func: Node
-    body: Node
-    env: ConstEnv
-    launches: list[Launch] = field(default_factory=list)
+    source: CudaSource
+
+    # ----------------------------------------------------------------- the parsed unit (analysis layer)
+    src = _from_source("src", "The unit's bytes.")
+    base = _from_source("base", "File offset of ``src[0]``.")
+    root = _from_source("root", "The tree's root node.")
+    func = _from_source("func", "The kernel's ``function_definition`` node.")
+    body = _from_source("body", "The kernel's body (``compound_statement``).")
+    env = _from_source("env", "The unit's constants, without template bindings (a ``ConstEnv``).")
+    launches = _from_source("sites", "The kernel's launch sites with their calls (``tuple[Launch, ...]``).")
+    params = _from_source("params", "The kernel's ``parameter_declaration`` nodes, in order.")
+    declarator = _from_source("declarator", "The kernel's ``function_declarator`` node.")
 
     @property
     def facts(self) -> KernelFacts:
         """The kernel's facts (:func:`htam_core.source.analysis.analyze`, cached per kernel version)."""
         return analyze(self.model, self.kernel)
 
+    def t(self, node: Node | None) -> str:
+        """Source text of ``node``."""
+        return self.source.t(node)
+
     def file_byte(self, node: Node) -> int:
         """File offset of ``node``'s start (facts' spans are file offsets)."""
-        return node.start_byte + self.base
+        return self.source.file_byte(node)
 
     def node_at(self, span: tuple[int, int], types: tuple[str, ...] = ()) -> Node | None:
-        """The node whose file bytes are exactly ``span`` (a fact's ``span``), optionally of one of ``types``
-        (``("for_statement",)``); ``None`` when the span is not one node of this unit. This is how a transform
-        turns a fact (a row loop, an accumulator update, an access) into a node to edit."""
-        s, e = span[0] - self.base, span[1] - self.base
-        return exact_node(self.root, s, e, types) if 0 <= s <= e <= len(self.src) else None
+        """The node whose file bytes are exactly ``span`` (:meth:`CudaSource.node_at`): how a transform turns
+        a fact (a row loop, an accumulator update, an access) into a node to edit."""
+        return self.source.node_at(span, types)
 
+    # ----------------------------------------------------------------- edits
     def replace_span(self, span: tuple[int, int], new_text: str) -> TextEdit:
         """Edit replacing the file bytes ``span`` (a fact's span) with ``new_text``."""
         return TextEdit(span[0], span[1], new_text)
-
-    # ----------------------------------------------------------------- basics
-    def t(self, node: Node | None) -> str:
-        """Source text of ``node``."""
-        return _ts.text(node, self.src)
 
     def edit(self, start: int | Node, end: int | None = None, new_text: str = "") -> TextEdit:
         """A :class:`TextEdit` in file offsets for fragment range ``[start, end)`` (or a node's range)."""
@@ -110,22 +112,6 @@ class CudaUnit:
     def insert(self, pos: int, new_text: str) -> TextEdit:
         """Edit inserting ``new_text`` at fragment offset ``pos``."""
         return self.edit(pos, pos, new_text)
-
-    @property
-    def params(self) -> list[Node]:
-        """The kernel's ``parameter_declaration`` nodes, in order."""
-        decl = self.declarator
-        plist = decl.child_by_field_name("parameters")
-        return [c for c in (plist.named_children if plist else []) if c.type == "parameter_declaration"]
-
-    @property
-    def declarator(self) -> Node:
-        """The kernel's ``function_declarator`` node."""
-        n = self.func.child_by_field_name("declarator")
-        while n is not None and n.type != "function_declarator":
-            n = n.child_by_field_name("declarator")
-        assert n is not None
-        return n
 
     # ----------------------------------------------------------------- constants
     def resolve(self, node: Node, scope: Node | None = None) -> Const | None:
@@ -194,20 +180,10 @@ class CudaUnit:
 
 
 def load_unit(model: SourceModel, kernel: Kernel) -> CudaUnit | str:
-    """The kernel's :class:`CudaUnit` (function, body and launches from the analysis layer), or why not found."""
+    """The kernel's :class:`CudaUnit`: a view of the analysis layer's cached :class:`CudaSource`
+    (:func:`~htam_core.source.analysis.unit.cuda_source`), or why the kernel is not found."""
     src = cuda_source(model, kernel)
-    if isinstance(src, str):
-        return src
-    unit = CudaUnit(model, kernel, src.src, src.base, src.root, src.func, src.body, src.env)
-    for site in kernel.launch_sites:
-        if site.span is None:
-            continue
-        s, e = site.span.start - src.base, site.span.end - src.base
-        hits = [lc for lc in src.launches if lc.call.start_byte < e and lc.call.end_byte > s]
-        if hits:
-            lc = min(hits, key=lambda c: abs(c.call.start_byte - s))
-            unit.launches.append(Launch(site, lc.call, list(lc.config), lc.host))
-    return unit
+    return src if isinstance(src, str) else CudaUnit(model, kernel, src)
 
 
 def param_names(unit: CudaUnit) -> list[str]:

@@ -10,7 +10,8 @@ masked loads/stores and ``tl.dot`` operand dtypes.
 
 Modules: ``syntax`` (the grammar and query cache, node helpers), ``constants`` (the one constant
 evaluator), ``loops`` (the one trip counter), ``launch`` (the one launch query), ``unit`` (locating a
-kernel in its parsed text), ``cuda``/``triton`` (the builders), ``facts`` (the dataclasses).
+kernel in its parsed text: the one parsed-unit type, which the transforms edit through a thin view),
+``cuda``/``triton`` (the builders), ``facts`` (the dataclasses).
 """
 
 from __future__ import annotations

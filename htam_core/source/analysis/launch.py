@@ -1,7 +1,8 @@
 """The launch query: where a kernel is launched, and its grid and block followed through variables.
 
 ``LAUNCH_QUERY`` is the one tree-sitter query for ``k<<<grid, block, smem, stream>>>(args)``; the
-source model, the transforms and the guards use it. :func:`dims_of` follows a ``grid``/``block``
+source model, the transforms and the guards use it, and :func:`launch_config` is the one reader of a
+launch's ``<<<...>>>`` arguments. :func:`dims_of` follows a ``grid``/``block``
 argument to its components: ``256`` -> ``[256]``, ``dim3(16, 16)`` -> ``[16, 16]``, and a variable
 declared ``dim3 b(16, 16)`` / ``dim3 b = dim3(...)`` / ``dim3 b{...}`` / ``int b = expr`` (in the
 launching function) to its declaration's components.
@@ -25,6 +26,14 @@ def callee_name(fn: Node, src: bytes) -> str:
     if fn.type == "template_function":
         fn = fn.child_by_field_name("name") or fn
     return text(fn, src).split("::")[-1].strip()
+
+
+def launch_config(call: Node) -> tuple[Node, ...] | None:
+    """The ``<<<grid, block, smem, stream>>>`` argument nodes of launch ``call`` (comments left out, so that
+    ``k<<<g, /* threads */ 256>>>`` has block ``256``), or ``None`` when ``call`` is not a ``<<<>>>`` launch.
+    The one reader of a launch's configuration: the source model, the facts and the harness use it."""
+    cfg = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
+    return None if cfg is None else tuple(c for c in cfg.named_children if c.type != "comment")
 
 
 @dataclass(frozen=True)
@@ -52,8 +61,7 @@ def launch_calls(root: Node, src: bytes, kernel_name: str | None = None) -> list
         fn = call.child_by_field_name("function")
         if fn is None or (kernel_name is not None and callee_name(fn, src) != kernel_name):
             continue
-        cfg = next(c for c in call.children if c.type == "kernel_call_syntax")
-        out.append(LaunchCall(call, fn, tuple(cfg.named_children), host_of(call)))
+        out.append(LaunchCall(call, fn, launch_config(call) or (), host_of(call)))
     out.sort(key=lambda c: c.call.start_byte)
     return out
 

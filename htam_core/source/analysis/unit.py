@@ -2,8 +2,11 @@
 
 A CUDA kernel lives in a ``.cu`` file or in a Python string (``load_inline`` sources); :func:`cuda_source`
 parses the CUDA text that holds it (with :func:`~htam_core.source.analysis.syntax.parse_cuda`) and finds
-its function and launches. Nodes are in *unit* offsets; ``base`` maps them to file offsets.
-:func:`python_source` does the same for Triton kernels (unit offsets are file offsets).
+its function and launches (each launch site of the kernel paired with its ``<<<>>>`` call, once). Nodes
+are in *unit* offsets; ``base`` maps them to file offsets. :class:`CudaSource` is the one parsed-unit
+type: the fact builders read it, and the transforms edit through a thin view on top of it
+(:class:`htam_core.transforms._cuda.CudaUnit`) that never re-parses. :func:`python_source` does the
+same for Triton kernels (unit offsets are file offsets).
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.constants import ConstEnv
 from htam_core.source.analysis.launch import LaunchCall, launch_calls
-from htam_core.source.analysis.syntax import of_type, parse, parse_cuda, smallest_covering
-from htam_core.source.model import Kernel, SourceModel
+from htam_core.source.analysis.syntax import exact_node, of_type, parse, parse_cuda, smallest_covering, text
+from htam_core.source.model import Kernel, LaunchSite, SourceModel
 
 _CACHE_MAX = 64
 _cache: OrderedDict[Any, Any] = OrderedDict()
@@ -71,8 +74,36 @@ class Lines:
 
 
 @dataclass(frozen=True)
+class SiteLaunch:
+    """One launch site of the kernel (:class:`~htam_core.source.model.LaunchSite`, from the source model)
+    paired with its ``k<<<grid, block, smem, stream>>>(args)`` call in the parsed unit.
+
+    Attributes:
+        site: the source model's launch site (line, config text, argument texts, file span).
+        call: the ``call_expression`` node (unit offsets).
+        config_args: the ``<<<...>>>`` argument nodes, in order.
+        host: the function (or lambda) that launches, ``None`` at file scope.
+    """
+
+    site: LaunchSite
+    call: Node
+    config_args: tuple[Node, ...]
+    host: Node | None
+
+    @property
+    def grid(self) -> Node:
+        """The grid expression node."""
+        return self.config_args[0]
+
+    @property
+    def block(self) -> Node | None:
+        """The block expression node (``None`` if missing)."""
+        return self.config_args[1] if len(self.config_args) > 1 else None
+
+
+@dataclass(frozen=True)
 class CudaSource:
-    """The parsed CUDA text that holds one kernel.
+    """The parsed CUDA text that holds one kernel: the one parsed-unit type of the analysis layer.
 
     Attributes:
         src: the unit's bytes (original text; the tree was parsed with ``dim3`` parentheses as braces).
@@ -81,6 +112,8 @@ class CudaSource:
         env: the unit's constants (no template bindings).
         launches: ``<<<>>>`` launches of the kernel in this unit, in source order.
         lines: line numbers of the whole file.
+        sites: the kernel's launch sites that lie in this unit, each with its call (in site order; a site
+            whose call is not in the tree is left out).
     """
 
     src: bytes
@@ -91,6 +124,7 @@ class CudaSource:
     env: ConstEnv
     launches: tuple[LaunchCall, ...]
     lines: Lines
+    sites: tuple[SiteLaunch, ...] = ()
 
     def span(self, node: Node) -> tuple[int, int]:
         """File bytes of ``node``."""
@@ -100,10 +134,40 @@ class CudaSource:
         """1-based file line of ``node``'s start."""
         return self.lines.line(node.start_byte + self.base)
 
+    def file_byte(self, node: Node) -> int:
+        """File offset of ``node``'s start (facts' spans are file offsets)."""
+        return node.start_byte + self.base
+
+    def node_at(self, span: tuple[int, int], types: tuple[str, ...] = ()) -> Node | None:
+        """The node whose file bytes are exactly ``span`` (a fact's ``span``), optionally of one of ``types``
+        (``("for_statement",)``); ``None`` when the span is not one node of this unit."""
+        s, e = span[0] - self.base, span[1] - self.base
+        return exact_node(self.root, s, e, types) if 0 <= s <= e <= len(self.src) else None
+
+    def t(self, node: Node | None) -> str:
+        """Source text of ``node`` (``""`` for ``None``)."""
+        return text(node, self.src)
+
+    @property
+    def declarator(self) -> Node:
+        """The kernel's ``function_declarator`` node."""
+        n = self.func.child_by_field_name("declarator")
+        while n is not None and n.type != "function_declarator":
+            n = n.child_by_field_name("declarator")
+        assert n is not None
+        return n
+
+    @property
+    def params(self) -> list[Node]:
+        """The kernel's ``parameter_declaration`` nodes, in order."""
+        plist = self.declarator.child_by_field_name("parameters")
+        return [c for c in (plist.named_children if plist else []) if c.type == "parameter_declaration"]
+
 
 def cuda_source(model: SourceModel, kernel: Kernel) -> CudaSource | str:
     """The :class:`CudaSource` of ``kernel``, or a one-line reason when it cannot be located."""
-    key = ("cuda", model.path, model.text, kernel.name, kernel.name_span.start)
+    sites = tuple((s.span.start, s.span.end) for s in kernel.launch_sites if s.span is not None)
+    key = ("cuda", model.path, model.text, kernel.name, kernel.name_span.start, sites)
     return _cached(key, lambda: _load_cuda(model, kernel))
 
 
@@ -126,7 +190,23 @@ def _load_cuda(model: SourceModel, kernel: Kernel) -> CudaSource | str:
         return f"the definition of {kernel.name} was not found in the syntax tree"
     env = ConstEnv(src, tree.root_node, path=model.path if model.file_language != "python" else None)
     launches = tuple(launch_calls(tree.root_node, src, kernel.name))
-    return CudaSource(src, base, tree.root_node, func, body, env, launches, Lines(data))
+    return CudaSource(src, base, tree.root_node, func, body, env, launches, Lines(data),
+                      _site_launches(kernel, base, launches))
+
+
+def _site_launches(kernel: Kernel, base: int, launches: tuple[LaunchCall, ...]) -> tuple[SiteLaunch, ...]:
+    """Each of ``kernel``'s launch sites paired with the call of ``launches`` that overlaps its span (the
+    nearest start when several do); sites without a span or a call in this unit are left out."""
+    out: list[SiteLaunch] = []
+    for site in kernel.launch_sites:
+        if site.span is None:
+            continue
+        s, e = site.span.start - base, site.span.end - base
+        hits = [lc for lc in launches if lc.call.start_byte < e and lc.call.end_byte > s]
+        if hits:
+            lc = min(hits, key=lambda c: abs(c.call.start_byte - s))
+            out.append(SiteLaunch(site, lc.call, lc.config, lc.host))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
