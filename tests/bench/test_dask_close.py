@@ -44,12 +44,19 @@ def test_a_worker_slow_to_exit_is_not_killed(tmp_path: Path) -> None:
     assert flag.exists()
 
 
+def _sigint_default() -> None:
+    """A shell without job control starts background jobs with SIGINT ignored, and Python keeps an inherited
+    ignore (nohup'd CI ran this test with Ctrl-C ignored, so the run just finished): give the child a terminal's
+    SIGINT, which Python turns into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_is_one_line_and_keeps_the_finished_results(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "htam_core.cli.main", "bench", "suite", "--executor", "dask",
                              "--static", "--kernels", "vadd_kernel,axpy_tiny_block", "--policies", "htam,random",
                              "--budget", "2", "--out", str(out)], cwd=str(REPO), stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_sigint_default)
     lines = []
     assert proc.stderr is not None
     for line in proc.stderr:  # Ctrl-C in a terminal reaches the whole process group, workers included
