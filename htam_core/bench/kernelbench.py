@@ -503,12 +503,7 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
                   "conflicts": len(rep.conflicts) if rep else 0}
     if not cfg.work_dir:
         shutil.rmtree(work, ignore_errors=True)
-    levels: dict[str, Any] = {}
-    for lv in sorted({r.get("level") for r in results}):
-        rs = [r for r in results if r.get("level") == lv and r.get("status") != "skipped"]
-        levels[f"level{lv}"] = score([r for r in rs if not r.get("held_out")])
-        if any(r.get("held_out") for r in rs):  # kept out of any tuning: reported apart, never pooled
-            levels[f"level{lv}-heldout"] = score([r for r in rs if r.get("held_out")])
+    levels = summarize(results)
     measured = any(r.get("mode") == "gpu" for r in results)
     env = environment(gpus)
     return {"problems": results, "summary": levels, "measured": measured, "environment": env,
@@ -516,3 +511,53 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
             "resumed": resumed_summary(rlog.resumed, len(results), state),
             "config": {k: v for k, v in asdict(cfg).items() if k not in ("llm", "size_overrides")}
             | {"gpus": gpus, "llm_model": (cfg.llm or {}).get("model")}, "wall_s": time.time() - t_start}
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The per-level summary of problem records: ``{"level<N>": score, "level<N>-heldout": score}``, held-out
+    problems (kept out of any tuning) scored apart and never pooled, ``skipped`` records left out."""
+    levels: dict[str, Any] = {}
+    for lv in sorted({r.get("level") for r in results}):
+        rs = [r for r in results if r.get("level") == lv and r.get("status") != "skipped"]
+        levels[f"level{lv}"] = score([r for r in rs if not r.get("held_out")])
+        if any(r.get("held_out") for r in rs):
+            levels[f"level{lv}-heldout"] = score([r for r in rs if r.get("held_out")])
+    return levels
+
+
+def combine_runs(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One result document from runs of the same problems split over several calls (a device call's time
+    budget cut the first one): per (level, problem), the latest run's record that was not ``skipped`` wins, and
+    the summary is recomputed over the combined records.
+
+    Args:
+        docs: result documents of :func:`run_kernelbench` (their JSON), oldest first; the first one's
+            environment and config head the result, and ``combined_from`` lists every run's date and problems.
+
+    Raises:
+        KernelBenchError: no document, a run that was not measured beside one that was, or runs of
+            different engines or step counts (their figures cannot be pooled).
+    """
+    if not docs:
+        raise KernelBenchError("nothing to combine: give at least one KernelBench result JSON")
+    if len({bool(d.get("measured")) for d in docs}) > 1:
+        raise KernelBenchError("cannot combine a measured run with a static one")
+    keys = ("engine", "steps", "timing_trials", "anchors")
+    if len({tuple(str((d.get("config") or {}).get(k)) for k in keys) for d in docs}) > 1:
+        raise KernelBenchError(f"the runs differ in {', '.join(keys)}: their figures cannot be pooled")
+    by: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for d in docs:
+        for r in d.get("problems") or []:
+            k = (r.get("level"), r.get("problem_id"))
+            if k not in by or r.get("status") != "skipped":
+                by[k] = r
+    results = sorted(by.values(), key=lambda r: (r.get("level") or 0, r.get("problem_id") or 0))
+    ran = [{"date": (d.get("environment") or {}).get("date"), "wall_s": d.get("wall_s"),
+            "problems": [r.get("problem_id") for r in d.get("problems") or [] if r.get("status") != "skipped"]}
+           for d in docs]
+    line = (f"combined from {len(docs)} runs (" + "; ".join(
+        f"{x['date']}: problems {', '.join(str(i) for i in x['problems']) or 'none'}" for x in ran)
+        + "): each problem's record is its latest run's")
+    return {**docs[0], "problems": results, "summary": summarize(results), "combined_from": ran,
+            "resumed": {"tasks": 0, "total": len(results), "line": line},
+            "wall_s": sum(float(d.get("wall_s") or 0.0) for d in docs)}
