@@ -189,7 +189,7 @@ def gpu_row(entry: llmc.LlmcEntry, work: Path, budget: int, trials: int, memory:
     row.update(naive_ms=res.start_ms, best_ms=res.best_ms or res.start_ms,
                candidates=[{"strategy": s.strategy, "status": s.status, "speedup_vs_start": s.speedup_vs_start,
                             "reason": s.reason} for s in res.steps],
-               made=[s.strategy for s in res.steps if s.accepted])
+               made=[s.strategy for s in res.steps if s.accepted], warnings=[w[:300] for w in res.warnings[:6]])
     if not res.start_ok:
         row["error"] = "the naive start failed: " + "; ".join(res.warnings)[:300]
         return row
@@ -280,6 +280,16 @@ def _expert_cell(r: dict[str, Any]) -> str:
     return note[:160]
 
 
+def _why_unmeasured(r: dict[str, Any]) -> str:
+    """Why a row that ran has no start time: the optimize loop's first warning (one line), or that the row
+    predates the recorded warnings."""
+    w = r.get("warnings")
+    if w is None:
+        return "the cause was not recorded by this version of the bench (rerun)"
+    return (w[0].replace("|", "/").splitlines()[0][:160] if w else
+            "the optimize loop gave no warning; see its report in the work folder")
+
+
 def _fmt(v: Any, spec: str = ".4f") -> str:
     return "not measured" if v is None else format(v, spec)
 
@@ -321,6 +331,8 @@ def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str
             sp.append(r["speedup"])
         made = ", ".join(r.get("made") or []) or "-"
         note = f" ({r['error']})" if r.get("error") else ""
+        if not note and r.get("naive_ms") is None:
+            note = f" (start time not published: {_why_unmeasured(r)})"
         if r.get("naive_nondeterministic"):
             note += " (naive start nondeterministic: its noisy outputs are checked with a widened atol, see JSON)"
         rep = r.get("reproduction") or {}

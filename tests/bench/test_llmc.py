@@ -322,3 +322,18 @@ def test_rows_timed_before_experts_were_verified_get_their_experts_checked(folde
     assert row["engine_over_expert"] == pytest.approx(0.5) and row["experts_unchecked"][0]["ms"] == 0.0008
     assert not bench.needs_expert_check(row)
     assert bench._expert_cell({"versions": [1]}) == "no expert version in the file"
+
+
+def test_a_row_without_a_start_time_says_why() -> None:
+    """A GPU row that ran but whose start time the loop did not publish names the cause (its first warning),
+    and an older row without recorded warnings says that the cause was not recorded: never a bare blank."""
+    bench = _load_bench()
+    meta = {"date": "d", "device": "fake", "command": "c", "llmc": "x"}
+    row = {"file": "f", "naive": "k1", "naive_ms": None, "best_ms": None, "versions": [1],
+           "warnings": ["the start's time is not published: the timer and CUPTI differ by 14%"]}
+    md = bench.markdown([row], "gpu", meta)
+    assert "(start time not published: the start's time is not published: the timer and CUPTI differ by 14%)" in md
+    del row["warnings"]
+    assert "the cause was not recorded by this version of the bench (rerun)" in bench.markdown([row], "gpu", meta)
+    row.update(naive_ms=1.0, best_ms=1.0)
+    assert "start time not published" not in bench.markdown([row], "gpu", meta)
