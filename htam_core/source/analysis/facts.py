@@ -216,11 +216,15 @@ class ColumnSplit:
         loop: id of the loop in :attr:`KernelFacts.loops`.
         column: the column the group of threads sums (the read's index less ``stride * var``), sympy.
         stride: the read's stride in the loop variable (the row length, ``OC``), sympy; neither 0 nor 1.
+        warp: for a column sum whose warps split the rows (:meth:`KernelFacts.thread_column_loops`, the loop from
+            the warp number by the number of warps, each lane on its own column), the warp width ``W`` of
+            ``mod(threadIdx.x, W)``; ``None`` otherwise.
     """
 
     loop: int
     column: sympy.Expr
     stride: sympy.Expr
+    warp: sympy.Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -719,20 +723,33 @@ class KernelFacts:
         return ColumnSplit(lp.id, next(iter(cols)), next(iter(strides)))
 
     def thread_column_loops(self) -> tuple[ColumnSplit, ...]:
-        """Column sums with one thread per column and scalar reads (coalesced, but 4 or 2 bytes per lane): a loop
-        with one ``sum`` accumulator whose start and step do not depend on ``threadIdx.x`` (each thread walks its
-        own column), and whose every global read is ``S * i + c``: ``S`` (the row length) neither 0 nor 1, ``c``
-        free of the loop variable with stride 1 along ``threadIdx.x``, not through a vector type. Several adjacent
-        columns per thread make each row's read one 16-byte load."""
+        """Column sums with one thread per column and scalar reads (coalesced, but 4 or 2 bytes per lane), in
+        two forms. Both: a loop with one ``sum`` accumulator whose every global read is ``S * i + c``, ``S`` (the
+        row length) neither 0 nor 1, ``c`` free of the loop variable, not through a vector type.
+
+        - each thread walks its own column: the loop's start and step do not depend on ``threadIdx.x``, ``c``
+          has stride 1 along ``threadIdx.x`` (reads of a value of the column, ``w[c]``, are allowed);
+        - the warps split the rows (the lanes-on-columns form, llm.c's ``matmul_backward_bias`` kernel 4): the
+          start is the warp number ``div(threadIdx.x, W)`` and the step the number of warps
+          ``div(blockDim.x, W)``, ``W`` 32 or ``warpSize``; ``c`` is ``base + mod(threadIdx.x, W)`` with ``base``
+          free of ``threadIdx`` (lane ``l`` on column ``base + l``); every read moves with the loop
+          (:attr:`ColumnSplit.warp` is ``W``).
+
+        Several adjacent columns per thread make each row's read one 16-byte load."""
         tx = sym("threadIdx.x")
         out: list[ColumnSplit] = []
         for lp in self.loops:
             if lp.var is None or lp.start is None or lp.step is None or lp.update != "+" or lp.depth:
                 continue
-            if tx in lp.start.free_symbols or tx in lp.step.free_symbols or len(lp.accumulators) != 1 or \
-                    lp.accumulators[0].op != "sum":
+            if len(lp.accumulators) != 1 or lp.accumulators[0].op != "sum":
                 continue
-            found = self._column_read(lp, lambda c: stride_of(c, "threadIdx.x") == 1, column_values=True)
+            if tx not in lp.start.free_symbols and tx not in lp.step.free_symbols:
+                found = self._column_read(lp, lambda c: stride_of(c, "threadIdx.x") == 1, column_values=True)
+            else:
+                width = _warp_rows(lp)
+                found = None if width is None else self._column_read(
+                    lp, lambda c, w=width: _lane_column(c, w), column_values=False)
+                found = None if found is None else ColumnSplit(found.loop, found.column, found.stride, width)
             if found is not None:
                 out.append(found)
         return tuple(out)
@@ -748,6 +765,25 @@ class KernelFacts:
         if self.triton is not None:
             out += [f"line {r.line}: tl.{r.fn}" for r in self.triton.reductions]
         return tuple(out)
+
+
+_WARP_WIDTHS = (sympy.Integer(32), sym("warpSize"))
+
+
+def _warp_rows(lp: LoopFact) -> sympy.Expr | None:
+    """``W`` when ``lp`` starts at the warp number ``div(threadIdx.x, W)`` and steps by the number of warps
+    ``div(blockDim.x, W)`` (``W`` 32 or ``warpSize``: the warps of a block split the loop), else ``None``."""
+    div = sympy.Function("div")
+    for w in _WARP_WIDTHS:
+        if lp.start == div(sym("threadIdx.x"), w) and lp.step == div(sym("blockDim.x"), w):
+            return w
+    return None
+
+
+def _lane_column(col: sympy.Expr, width: sympy.Expr) -> bool:
+    """``col`` is ``base + mod(threadIdx.x, width)`` with ``base`` free of the thread indices (lane on column)."""
+    base = sympy.expand(col - sympy.Function("mod")(sym("threadIdx.x"), width))
+    return not any(s.name.startswith("threadIdx.") for s in base.free_symbols)
 
 
 def _thread_dims(a: Access) -> frozenset[str]:
