@@ -1,16 +1,19 @@
 """``cuda.vector_columns``: a thread-per-column sum with scalar reads gets 16 bytes of adjacent columns per thread
-(one vector load per row when aligned and in range, a scalar path otherwise) and a grid x divided to match.
+(one vector load per row when aligned and in range, a scalar path otherwise) and a grid x divided to match; a
+column sum whose warps split the rows (lanes on columns) gets 16 bytes of adjacent columns per lane and row, the
+lanes' partials put back on their columns by shuffles before the kernel's own combine.
 
-Structure from the result's text and facts, the refusals by reason, and a CPU run (the kernel has no thread
-cooperation, so :mod:`cpu_emulation` runs it one thread at a time) of the original and the rewrite on column
-counts that are and are not multiples of 4 (the unaligned rows take the scalar path). The nvcc compile test
+Structure from the result's text and facts, the refusals by reason, and CPU runs: the thread-per-column kernel
+has no thread cooperation, so :mod:`cpu_emulation` runs it one thread at a time, on column counts that are and are
+not multiples of 4 (the unaligned rows take the scalar path); the warp-rows kernel runs with a host thread per CUDA
+thread (:func:`cpu_emulation.run_block_main`: barriers, shared memory, shuffles), on aligned and unaligned rows. The nvcc compile test
 (``test_transforms_cuda_compile``) builds every candidate of the fixture.
 """
 
 from __future__ import annotations
 
 import pytest
-from cpu_emulation import compiler, run_main
+from cpu_emulation import compiler, run_block_main, run_main
 from transform_helpers import facts_of_text as _facts
 from transform_helpers import fixture_path
 
@@ -68,3 +71,62 @@ def test_same_sums_as_before_on_the_cpu(cand, tmp_path, rows, cols):
     after = run_main(c.new_text, "colsum_thread_scaled", main("((cols + 31) / 32 + 3) / 4"), tmp_path)
     assert after == before  # same rows in the same order per column: bit for bit
     assert len(after) == cols and any(v != 0.5 for v in after)
+
+
+def test_warp_rows_get_vector_rows_per_lane(cand):
+    (c,) = cand(TID, FILE, "colsum_warp_rows")
+    body = c.new_text.split("void colsum_warp_rows", 1)[1].split("void colsum_warp_rows_guard", 1)[0]
+    assert "constexpr int htam_V = 16 / sizeof(float), htam_G = 32 / htam_V;" in body
+    assert "for (int r = (warp) * htam_V + htam_l / htam_G; r < rows; r += (warps) * htam_V)" in body
+    assert "reinterpret_cast<const htam_pack_x *>(&col[r * cols] + htam_off)" in body
+    assert "__shfl_down_sync(0xffffffffu, htam_acc[htam_k], htam_o)" in body
+    assert "if (htam_l % htam_V == htam_k) s += htam_t;" in body
+    assert "part[lane + warp * warpSize] = s;" in body  # the kernel's own combine stays
+    assert "colsum_warp_rows<<<cols / 32, block_size, block_size * sizeof(float)>>>" in c.new_text  # launch stays
+    f = _facts(c.new_text, "colsum_warp_rows")
+    assert any(a.vector and a.pointer == "x" for a in f.accesses)
+    assert not f.thread_column_loops()
+
+
+def test_warp_rows_fact_needs_the_warp_split():
+    f = _facts(fixture_path(FILE).read_text(), "colsum_warp_rows")
+    (split,) = f.thread_column_loops()
+    assert str(split.warp) == "warpSize" and str(split.stride) == "cols"
+    assert not _facts(fixture_path(FILE).read_text(), "colsum_warp").thread_column_loops()  # lanes on rows
+
+
+@pytest.mark.parametrize("kernel,needle", [
+    ("colsum_warp_rows_guard", "may return; every lane of a warp must reach the shuffles"),
+    ("colsum_warp_rows_partials", "other than summing it with the other warps'"),
+])
+def test_warp_rows_refusals(refuse, kernel, needle):
+    assert needle in refuse(TID, FILE, kernel)
+
+
+WARP_MAIN = """
+int main() {
+    const int rows = ROWS, cols = COLS, block = BLOCK;
+    std::vector<float> buf((size_t)rows * cols + 1), out(cols, 0.5f);
+    float *x = buf.data() + SHIFT;  // SHIFT 1: no row is 16-byte aligned, the scalar path
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) x[(size_t)r * cols + c] = (float)((r * 7 + c * 3) % 13) - 6.0f;
+    htam_launch(cols / 32, block, 1, [&] { colsum_warp_rows(out.data(), x, rows, cols); });
+    for (float v : out) std::printf("%.9g\\n", v);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+@pytest.mark.parametrize("rows,cols,block", [(37, 64, 128), (5, 32, 256), (70, 96, 32)])
+@pytest.mark.parametrize("shift", [0, 1])
+def test_warp_rows_same_sums_on_the_cpu(cand, tmp_path, rows, cols, block, shift):
+    """Fewer rows than the block's rows per step, one warp, aligned and unaligned rows: every column's total
+    (small integers, so exact in any order) as before the rewrite and as computed in Python."""
+    (c,) = cand(TID, FILE, "colsum_warp_rows")
+    main = WARP_MAIN.replace("ROWS", str(rows)).replace("COLS", str(cols)).replace("BLOCK", str(block)).replace(
+        "SHIFT", str(shift))
+    before = run_block_main(fixture_path(FILE).read_text(), "colsum_warp_rows", main, tmp_path)
+    after = run_block_main(c.new_text, "colsum_warp_rows", main, tmp_path)
+    want = [0.5 + sum(float((r * 7 + col * 3) % 13) - 6.0 for r in range(rows)) for col in range(cols)]
+    assert after == before == want
