@@ -754,6 +754,35 @@ class KernelFacts:
                 out.append(found)
         return tuple(out)
 
+    def broadcast_reads(self) -> tuple[Access, ...]:
+        """Scalar global reads inside loops that no 16-byte load can widen: the element is the same on every lane
+        of a warp (the index depends on ``threadIdx.x`` only through the warp number ``div(threadIdx.x, W)``, ``W``
+        32 or ``warpSize``, on no other thread index, and so do the start and step of every loop whose variable
+        it reads), and every loop it moves with steps by a block's or a grid's worth (its step reads ``blockDim``
+        or ``gridDim``), so no thread reads two adjacent elements (one value per warp and row, a mean or a
+        scale: llm.c's ``layernorm_backward`` kernel 8 reads ``mean[b * T + t]`` so)."""
+        div = sympy.Function("div")
+        warp = sym("htam_warp")
+
+        def uniform(e: sympy.Expr | None) -> bool:
+            if e is None:
+                return False
+            for w in _WARP_WIDTHS:
+                e = e.subs(div(sym("threadIdx.x"), w), warp)
+            return not any(s.name.startswith("threadIdx.") for s in e.free_symbols)
+
+        out: list[Access] = []
+        for a in self.accesses:
+            if a.space != "global" or a.kind != "read" or a.vector or not a.loops or not uniform(a.index):
+                continue
+            moving = [self.loops[i] for i in a.loops if self.loops[i].var and sym(self.loops[i].var or "")
+                      in a.index.free_symbols]  # type: ignore[union-attr]
+            if moving and all(uniform(lp.start) and uniform(lp.step) and any(
+                    s.name.startswith(("blockDim.", "gridDim.")) for s in lp.step.free_symbols)  # type: ignore[union-attr]
+                    for lp in moving):
+                out.append(a)
+        return tuple(out)
+
     def reduction_evidence(self) -> tuple[str, ...]:
         """Why the kernel reduces (one line each, empty when it does not): accumulation loops, shared-memory
         trees, collective calls (CUDA) and ``tl.sum``/``tl.max`` ... (Triton). An elementwise kernel with a
