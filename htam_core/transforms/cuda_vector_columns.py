@@ -287,10 +287,11 @@ def _warp_rows(unit: CudaUnit, fact: LoopFact, loop: Node, pre: list[Node], post
         return f"the loop on line {fact.line} is not `for (int {var} = warp; …; {var} += warps)`"
     taken = {b for _, n in subs for b in range(n.start_byte, n.end_byte)}
     lanes = {t.name for t in f.thread_indices} | {n for n, _ in f.builtin_aliases} | _THREAD_WORDS
-    for i in _ts.of_type(body, "identifier"):
+    cond = loop.child_by_field_name("condition")
+    for i in _ts.of_type(body, "identifier") + (_ts.of_type(cond, "identifier") if cond is not None else []):
         n = unit.t(i)
         if i.start_byte not in taken and n != var and n in lanes:
-            return f"the loop body reads `{n}` outside its reads; it would change meaning per lane"
+            return f"the loop reads `{n}` outside its reads; it would change meaning per lane"
     why = _sum_combine_after(unit, acc.name, post)
     if why is not None:
         return why

@@ -39,6 +39,8 @@ def test_thread_per_column_gets_vector_rows(cand):
     ("colsum_thread_noguard", "no column guard"),
     ("colsum_thread_t", "is a template parameter"),
     ("colsum_warp", "no thread-per-column sum with scalar reads"),
+    ("colsum_warp_rows_guard", "may return; every lane of a warp must reach the shuffles"),
+    ("colsum_warp_rows_partials", "other than summing it with the other warps'"),
 ])
 def test_refusals_name_the_missing_shape(refuse, kernel, needle):
     assert needle in refuse(TID, FILE, kernel)
@@ -93,14 +95,6 @@ def test_warp_rows_fact_needs_the_warp_split():
     (split,) = f.thread_column_loops()
     assert str(split.warp) == "warpSize" and str(split.stride) == "cols"
     assert not _facts(fixture_path(FILE).read_text(), "colsum_warp").thread_column_loops()  # lanes on rows
-
-
-@pytest.mark.parametrize("kernel,needle", [
-    ("colsum_warp_rows_guard", "may return; every lane of a warp must reach the shuffles"),
-    ("colsum_warp_rows_partials", "other than summing it with the other warps'"),
-])
-def test_warp_rows_refusals(refuse, kernel, needle):
-    assert needle in refuse(TID, FILE, kernel)
 
 
 WARP_MAIN = """
