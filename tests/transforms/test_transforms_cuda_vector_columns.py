@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 from cpu_emulation import compiler, run_block_main, run_main
+from gpu_equivalence import call_host, torch_cuda
 from transform_helpers import facts_of_text as _facts
 from transform_helpers import fixture_path
 
@@ -124,3 +125,26 @@ def test_warp_rows_same_sums_on_the_cpu(cand, tmp_path, rows, cols, block, shift
     after = run_block_main(c.new_text, "colsum_warp_rows", main, tmp_path)
     want = [0.5 + sum(float((r * 7 + col * 3) % 13) - 6.0 for r in range(rows)) for col in range(cols)]
     assert after == before == want
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("block", [32, 128, 1024])
+@pytest.mark.parametrize("shift", [0, 1])
+def test_warp_rows_equivalence_on_gpu(cand, tmp_path, block, shift):
+    """On the GPU: the column sums of random rows (aligned, and one element off so every row takes the scalar
+    path) as before the rewrite and as torch's, up to the float rounding of another summation order."""
+    torch = torch_cuda()
+    rows, cols = 4099, 768
+    g = torch.Generator(device="cuda").manual_seed(block + shift)
+    buf = torch.randn(rows * cols + 1, device="cuda", generator=g)
+    x = buf[shift:shift + rows * cols]
+    (c,) = cand(TID, FILE, "colsum_warp_rows")
+    outs = []
+    for i, text in enumerate((fixture_path(FILE).read_text(), c.new_text)):
+        out = torch.full((cols,), 0.5, device="cuda")
+        call_host(text, "float *out, const float *x, int rows, int cols, int block",
+                  "launch_warp_rows(out, x, rows, cols, block)", [out, x, rows, cols, block], tmp_path, f"wr{i}")
+        outs.append(out)
+    want = 0.5 + x.view(rows, cols).double().sum(0).float()
+    assert torch.allclose(outs[0], want, atol=1e-3) and torch.allclose(outs[1], want, atol=1e-3)
+    assert torch.allclose(outs[1], outs[0], atol=1e-3)
