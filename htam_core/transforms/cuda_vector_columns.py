@@ -20,6 +20,18 @@ x[i * C + c];``) is coalesced, but every lane loads 2 or 4 bytes per row. The an
 and every launch's grid x shrinks by ``htam_V`` (rounded up). Each column is summed over the same rows in the same
 order as before, so the results are the same bit for bit.
 
+The same fact also finds the lanes-on-columns form, whose warps split the rows (``for (r = warp; r < n; r +=
+warps) s += x[r * C + base + lane];`` before a combine of the warps' partials, llm.c kernel 4 and the form
+``cuda.lane_columns`` writes with a warp number). There each lane takes ``htam_V`` adjacent columns of one row
+instead: lane ``l`` loads columns ``base + (l % htam_G) * htam_V ..`` of row ``warp * htam_V + l / htam_G``
+(``htam_G = 32 / htam_V``) with one 16-byte load, so a warp still reads its 32 columns, ``htam_V`` rows at a time,
+and the block every row once. After the loop shuffles add up the lanes on the same columns and give lane ``l`` its
+own column's partial back, so the kernel's combine (shared memory read by a sum loop, or ``atomicAdd``) and the
+launch stay as they are. Another summation order: equal up to float rounding. Refused there: a statement before
+the loop that may return (every lane must reach the shuffles), an accumulator type a shuffle does not move, a loop
+that writes or reads shared memory or reads a lane-dependent value besides its reads, a partial used other than
+in a sum with the other warps'.
+
 Refused, each with its reason: no such loop; the column not ``blockIdx.x * blockDim.x + threadIdx.x`` in one
 local; no column guard ``if (c >= C) return;``; other statements before the loop that depend on the column; a
 loop that is not the last loop or is nested; statements after it that combine threads (shuffles, barriers) or
@@ -33,12 +45,13 @@ Memory Access" (Luitjens, 2013).
 
 from __future__ import annotations
 
+import sympy
 from tree_sitter import Node
 
-from htam_core.source.analysis import LoopFact
+from htam_core.source.analysis import ColumnSplit, LoopFact, sym
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._cuda import CudaTransform, CudaUnit
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_lane_columns import (
     _THREAD_WORDS,
@@ -134,12 +147,12 @@ class CudaVectorColumns(CudaTransform):
             return (f"{name} has no thread-per-column sum with scalar reads (a loop whose start does not depend on "
                     "threadIdx.x, a `sum` accumulator reading `S * i + c`, c coalesced along threadIdx.x)")
         split = loops[0]
+        if split.warp is not None:
+            return _warp_rows(unit, split)
         placed = column_loop(unit, split)
         if isinstance(placed, str):
             return placed
         fact, loop, pre, post = placed
-        if split.warp is not None:
-            return _warp_rows(unit, fact, loop, pre, post)
         acc = fact.accumulators[0]
         col = next((t.name for t in f.thread_indices if t.is_global and t.expr == split.column), None)
         col_decl = next((st for st in pre if st.type == "declaration" and _declared(unit, st) == [col]), None)
@@ -247,7 +260,35 @@ class CudaVectorColumns(CudaTransform):
 _SHUFFLED = frozenset({"float", "double", "int", "unsigned", "unsigned int", "long long", "unsigned long long"})
 
 
-def _warp_rows(unit: CudaUnit, fact: LoopFact, loop: Node, pre: list[Node], post: list[Node]  # noqa: C901
+def _placed(unit: CudaUnit, split: ColumnSplit) -> tuple[Node, Node, str | None, str] | str:
+    """Where the loop of a warp-rows column sum is: ``(loop, statement of the body holding it, column bound or
+    None, column variable or "")``; the statement is the loop itself or a column guard ``if (c < X) { loop }``
+    (the form ``cuda.lane_columns`` writes). The reason otherwise."""
+    fact = unit.facts.loops[split.loop]
+    loop = unit.node_at(fact.span, ("for_statement",))
+    stmts = statement_list(unit.body)
+    if loop is not None and loop in stmts:
+        return loop, loop, None, ""
+    block = loop.parent if loop is not None else None
+    guard = block.parent if block is not None and block.type == "compound_statement" else None
+    if loop is None or guard is None or guard.type != "if_statement" or guard not in stmts or \
+            guard.child_by_field_name("alternative") is not None or statement_list(block) != [loop]:
+        return (f"the column loop on line {fact.line} is neither a statement of {unit.kernel.name}'s body nor the "
+                "only statement of a column guard `if (c < n) { … }` there")
+    cond = _ts.unwrap_parens(guard.child_by_field_name("condition"))
+    if cond.type == "condition_clause":
+        cond = _ts.unwrap_parens(cond.named_children[0])
+    values = {t.name: t.expr for t in unit.facts.thread_indices}
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    op = unit.t(cond.child_by_field_name("operator")) if cond.type == "binary_expression" else ""
+    col, bound = (left, right) if op == "<" else (right, left) if op == ">" else (None, None)
+    if col is None or bound is None or col.type != "identifier" or unit.t(col) not in values or \
+            sympy.expand(values[unit.t(col)] - split.column) != 0:
+        return f"the guard on line {_line(unit, guard)} around the column loop is not `column < n`"
+    return loop, guard, unit.t(bound), unit.t(col)
+
+
+def _warp_rows(unit: CudaUnit, split: ColumnSplit  # noqa: C901
                ) -> tuple[list[TextEdit], int, str, bool] | str:
     """The rewrite of a column sum whose warps split the rows (lane ``l`` on column ``base + l``), or why not.
 
@@ -262,8 +303,23 @@ def _warp_rows(unit: CudaUnit, fact: LoopFact, loop: Node, pre: list[Node], post
     memory read back by a sum loop, or an ``atomicAdd``); the launch stays as it is.
     """
     f = unit.facts
+    fact = f.loops[split.loop]
     acc = fact.accumulators[0]
     var = fact.var or ""
+    placed = _placed(unit, split)
+    if isinstance(placed, str):
+        return placed
+    loop, outer, bound, col = placed
+    stmts = statement_list(unit.body)
+    pre, post = stmts[:stmts.index(outer)], stmts[stmts.index(outer) + 1:]
+    if split.warp == sym("blockDim.x"):
+        if not unit.launches:
+            return f"{unit.kernel.name} has no launch site in this file; its block's x must be 32 (a warp per row)"
+        for la in unit.launches:
+            dims = unit.dims_of(la.block, la.host) if la.block is not None else []
+            if not dims or unit.t(dims[0]).strip() != "32":
+                return (f"the block's x on line {la.site.line} is not 32, so the threadIdx.y rows of the block are "
+                        "not its warps")
     for st in pre:
         if _ts.of_type(st, "return_statement"):
             return (f"the statement on line {_line(unit, st)} before the loop may return; every lane of a warp must "
@@ -292,7 +348,7 @@ def _warp_rows(unit: CudaUnit, fact: LoopFact, loop: Node, pre: list[Node], post
         n = unit.t(i)
         if i.start_byte not in taken and n != var and n in lanes:
             return f"the loop reads `{n}` outside its reads; it would change meaning per lane"
-    why = _sum_combine_after(unit, acc.name, post)
+    why = _sum_combine_after(unit, acc.name, post, fact)
     if why is not None:
         return why
     subs_by = {p: n for p, n in subs}
@@ -310,6 +366,8 @@ def _warp_rows(unit: CudaUnit, fact: LoopFact, loop: Node, pre: list[Node], post
     loads = " ".join(f"htam_pack_{p} htam_{p} = *reinterpret_cast<const htam_pack_{p} *>({a});"
                      for p, a in at.items())
     full = "0xffffffffu"
+    in_range = f" && {col} + htam_off + htam_V <= {bound}" if bound is not None else ""
+    scalar_guard = f"if ({col} + htam_off + htam_k < {bound}) " if bound is not None else ""
     lines = [
         "// 16-byte loads of adjacent columns (cuda.vector_columns): lane l reads columns "
         "(l % htam_G) * htam_V + k of row warp * htam_V + l / htam_G",
@@ -320,12 +378,12 @@ def _warp_rows(unit: CudaUnit, fact: LoopFact, loop: Node, pre: list[Node], post
         f"{ind}{acc.type} htam_acc[htam_V];",
         f"{ind}for (int htam_k = 0; htam_k < htam_V; htam_k++) htam_acc[htam_k] = 0;",
         f"{ind}{header} {{",
-        f"{i2}if ({aligned}) {{",
+        f"{i2}if ({aligned}{in_range}) {{",
         f"{i3}{loads}",
         f"{i3}#pragma unroll",
         f"{i3}for (int htam_k = 0; htam_k < htam_V; htam_k++) {{ {vector} }}",
         f"{i2}}} else {{",
-        f"{i3}for (int htam_k = 0; htam_k < htam_V; htam_k++) {{ {scalar} }}",
+        f"{i3}for (int htam_k = 0; htam_k < htam_V; htam_k++) {scalar_guard}{{ {scalar} }}",
         f"{i2}}}",
         f"{ind}}}",
         f"{ind}// the lanes on the same columns (htam_G apart) add up; lane l takes its own column back",
@@ -339,33 +397,48 @@ def _warp_rows(unit: CudaUnit, fact: LoopFact, loop: Node, pre: list[Node], post
         "}",
     ]
     text = ("\n" + ind).join(lines)
-    return [unit.replace(loop, text)], fact.line, f"(16 / sizeof({elem}))", True
+    return [unit.replace(outer, text)], fact.line, f"(16 / sizeof({elem}))", True
 
 
-def _sum_combine_after(unit: CudaUnit, acc: str, post: list[Node]) -> str | None:
-    """``None`` when the statements after the loop use the partial ``acc`` only to sum it with the other warps'
-    partials, until a statement resets it (``acc = <number>;``): stored to a ``__shared__`` array whose reads after
-    the loop all lie in ``sum`` loops, or the value of an ``atomicAdd``. The reason otherwise."""
+def _sum_combine_after(unit: CudaUnit, acc: str, post: list[Node], fact: LoopFact) -> str | None:  # noqa: C901
+    """``None`` when the statements after the column loop ``fact`` use the warp's partial ``acc`` only to sum it
+    with the other warps' partials: stored to a ``__shared__`` array, the value of an ``atomicAdd``, or added to
+    (``acc += a[…]``) from that array, until it is reset (``acc = <number>;``) or so added to; every read of that
+    array after the loop lies in a ``sum`` loop from 0 or 1 by 1 to the loop's number of warps (its step). The
+    reason otherwise."""
     shared: set[str] = set()
+
+    def array(n: Node) -> str:
+        while n.type == "subscript_expression":
+            n = n.child_by_field_name("argument")
+        return unit.t(n)
+
+    def shared_read(n: Node) -> bool:
+        return any(array(x) in shared for x in _ts.of_type(n, "subscript_expression"))
+
+    done = False
     for st in post:
-        if st.type == "expression_statement" and st.named_child_count == 1:
-            e = st.named_children[0]
-            if e.type == "assignment_expression" and unit.t(e.child_by_field_name("left")) == acc and \
-                    unit.t(e.child_by_field_name("operator")) == "=" and \
-                    e.child_by_field_name("right").type == "number_literal":
-                break
+        if done:
+            break
         for i in _ts.of_type(st, "identifier"):
-            if unit.t(i) != acc:
-                continue
             p = i.parent
-            if p is not None and p.type == "assignment_expression" and p.child_by_field_name("right") == i and \
-                    unit.t(p.child_by_field_name("operator")) == "=" and \
-                    p.child_by_field_name("left").type == "subscript_expression":
-                arr = unit.t(p.child_by_field_name("left").child_by_field_name("argument"))
-                if any(a.space == "shared" and a.pointer == arr for a in unit.facts.accesses):
-                    shared.add(arr)
-                    continue
-            call = p.parent if p is not None and p.type == "argument_list" else None
+            if unit.t(i) != acc or p is None:
+                continue
+            op = unit.t(p.child_by_field_name("operator")) if p.type == "assignment_expression" else ""
+            if op == "=" and p.child_by_field_name("left") == i and \
+                    p.child_by_field_name("right").type == "number_literal":
+                done = True
+                break
+            if op == "=" and p.child_by_field_name("right") == i and \
+                    p.child_by_field_name("left").type == "subscript_expression" and any(
+                        a.space == "shared" and a.pointer == array(p.child_by_field_name("left"))
+                        for a in unit.facts.accesses):
+                shared.add(array(p.child_by_field_name("left")))
+                continue
+            if op == "+=" and p.child_by_field_name("left") == i and shared_read(p.child_by_field_name("right")):
+                done = True
+                break
+            call = p.parent if p.type == "argument_list" else None
             if call is not None and unit.t(call.child_by_field_name("function")) == "atomicAdd" and \
                     p.named_children[-1] == i:
                 continue
@@ -376,7 +449,9 @@ def _sum_combine_after(unit: CudaUnit, acc: str, post: list[Node]) -> str | None
     for a in f.accesses:
         if a.pointer in shared and a.kind == "read" and lo <= a.span[0] < hi:
             inner = f.loops[a.loops[-1]] if a.loops else None
-            if inner is None or not any(x.op == "sum" for x in inner.accumulators):
-                return (f"the shared partials `{a.pointer}` are read on line {a.line} outside a sum loop; only a "
-                        "sum of the warps' partials is allowed after the loop")
+            if inner is None or not any(x.op == "sum" for x in inner.accumulators) or inner.step != 1 or \
+                    inner.start not in (0, 1) or inner.cmp != "<" or inner.bound is None or fact.step is None or \
+                    sympy.expand(inner.bound - fact.step) != 0:
+                return (f"the shared partials `{a.pointer}` are read on line {a.line} outside a sum loop over the "
+                        f"warps (from 0 or 1 to {fact.step}); only a sum of every warp's partial is allowed")
     return None

@@ -148,3 +148,58 @@ def test_warp_rows_equivalence_on_gpu(cand, tmp_path, block, shift):
     want = 0.5 + x.view(rows, cols).double().sum(0).float()
     assert torch.allclose(outs[0], want, atol=1e-3) and torch.allclose(outs[1], want, atol=1e-3)
     assert torch.allclose(outs[1], outs[0], atol=1e-3)
+
+
+def _after_lane_columns(cand) -> str:
+    """``colsum_warp`` after ``cuda.lane_columns`` (lanes on columns, warps on the threadIdx.y rows, guarded)."""
+    (lc,) = cand("cuda.lane_columns", FILE, "colsum_warp")
+    return lc.new_text
+
+
+def _vector_columns(text: str):
+    from htam_core.source import parse_text
+    from htam_core.transforms import registry
+
+    m = parse_text(text, "cuda")
+    return registry.propose(TID, m, m.kernel("colsum_warp"))
+
+
+def test_lane_columns_output_gets_vector_rows(cand):
+    """The form ``cuda.lane_columns`` writes (rows from threadIdx.y, the loop under `if (c < cols)`, block x 32):
+    the guard moves onto each element, the shuffles run on every lane."""
+    (c,) = _vector_columns(_after_lane_columns(cand))
+    body = c.new_text.split("void colsum_warp(", 1)[1].split("void colsum_block(", 1)[0]
+    assert "for (int r = (threadIdx.y) * htam_V + htam_l / htam_G; r < rows; r += (blockDim.y) * htam_V)" in body
+    assert "&& c + htam_off + htam_V <= cols) {" in body
+    assert "if (c + htam_off + htam_k < cols) { htam_acc[htam_k] += (&x[r * cols + c])[htam_off + htam_k]; }" in body
+    assert "if (c < cols) {\n        for" not in body  # the loop left the guard
+    assert not _facts(c.new_text, "colsum_warp").thread_column_loops()
+
+
+def test_lane_columns_output_needs_a_warp_wide_block(cand):
+    text = _after_lane_columns(cand).replace("dim3(32, ((block_size) + 31) / 32)", "dim3(64, ((block_size) + 63) / 64)")
+    got = _vector_columns(text)
+    assert not isinstance(got, list) and "the block's x on line" in got.reason and "is not 32" in got.reason
+
+
+LANES_MAIN = """
+int main() {
+    const int rows = ROWS, cols = COLS, block = BLOCK;
+    std::vector<float> x((size_t)rows * cols), out(cols, 0.0f);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) x[(size_t)r * cols + c] = (float)((r * 7 + c * 3) % 13) - 6.0f;
+    htam_launch(((cols) + 31) / 32, 32, ((block) + 31) / 32, [&] { colsum_warp(out.data(), x.data(), rows, cols); });
+    for (float v : out) std::printf("%.9g\\n", v);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+@pytest.mark.parametrize("rows,cols,block", [(37, 45, 96), (5, 32, 256), (70, 3, 40), (9, 66, 64)])
+def test_lane_columns_output_same_sums_on_the_cpu(cand, tmp_path, rows, cols, block):
+    """Columns not a multiple of 32 or 4 (unaligned rows, the guard per element), fewer rows than warps."""
+    (c,) = _vector_columns(_after_lane_columns(cand))
+    main = LANES_MAIN.replace("ROWS", str(rows)).replace("COLS", str(cols)).replace("BLOCK", str(block))
+    got = run_block_main(c.new_text, "colsum_warp", main, tmp_path)
+    assert got == [sum(float((r * 7 + col * 3) % 13) - 6.0 for r in range(rows)) for col in range(cols)]

@@ -218,7 +218,8 @@ class ColumnSplit:
         stride: the read's stride in the loop variable (the row length, ``OC``), sympy; neither 0 nor 1.
         warp: for a column sum whose warps split the rows (:meth:`KernelFacts.thread_column_loops`, the loop from
             the warp number by the number of warps, each lane on its own column), the warp width ``W`` of
-            ``mod(threadIdx.x, W)``; ``None`` otherwise.
+            ``mod(threadIdx.x, W)``, or ``blockDim.x`` when the warps are the ``threadIdx.y`` rows of the block;
+            ``None`` otherwise.
     """
 
     loop: int
@@ -727,23 +728,24 @@ class KernelFacts:
         two forms. Both: a loop with one ``sum`` accumulator whose every global read is ``S * i + c``, ``S`` (the
         row length) neither 0 nor 1, ``c`` free of the loop variable, not through a vector type.
 
-        - each thread walks its own column: the loop's start and step do not depend on ``threadIdx.x``, ``c``
+        - each thread walks its own column: the loop's start and step do not depend on ``threadIdx``, ``c``
           has stride 1 along ``threadIdx.x`` (reads of a value of the column, ``w[c]``, are allowed);
         - the warps split the rows (the lanes-on-columns form, llm.c's ``matmul_backward_bias`` kernel 4): the
           start is the warp number ``div(threadIdx.x, W)`` and the step the number of warps
-          ``div(blockDim.x, W)``, ``W`` 32 or ``warpSize``; ``c`` is ``base + mod(threadIdx.x, W)`` with ``base``
-          free of ``threadIdx`` (lane ``l`` on column ``base + l``); every read moves with the loop
+          ``div(blockDim.x, W)``, ``W`` 32 or ``warpSize``, and ``c`` is ``base + mod(threadIdx.x, W)``; or the
+          start is ``threadIdx.y`` and the step ``blockDim.y`` (``W`` is ``blockDim.x``: warps when the launch
+          makes it 32, the form ``cuda.lane_columns`` writes) and ``c`` is ``base + threadIdx.x``; ``base`` free of
+          ``threadIdx`` (lane ``l`` on column ``base + l``); every read moves with the loop
           (:attr:`ColumnSplit.warp` is ``W``).
 
         Several adjacent columns per thread make each row's read one 16-byte load."""
-        tx = sym("threadIdx.x")
         out: list[ColumnSplit] = []
         for lp in self.loops:
             if lp.var is None or lp.start is None or lp.step is None or lp.update != "+" or lp.depth:
                 continue
             if len(lp.accumulators) != 1 or lp.accumulators[0].op != "sum":
                 continue
-            if tx not in lp.start.free_symbols and tx not in lp.step.free_symbols:
+            if not any(s.name.startswith("threadIdx.") for s in lp.start.free_symbols | lp.step.free_symbols):
                 found = self._column_read(lp, lambda c: stride_of(c, "threadIdx.x") == 1, column_values=True)
             else:
                 width = _warp_rows(lp)
@@ -800,18 +802,25 @@ _WARP_WIDTHS = (sympy.Integer(32), sym("warpSize"))
 
 
 def _warp_rows(lp: LoopFact) -> sympy.Expr | None:
-    """``W`` when ``lp`` starts at the warp number ``div(threadIdx.x, W)`` and steps by the number of warps
-    ``div(blockDim.x, W)`` (``W`` 32 or ``warpSize``: the warps of a block split the loop), else ``None``."""
+    """The lanes' width when the warps of a block split the loop, else ``None``: ``W`` (32 or ``warpSize``) for a
+    start at the warp number ``div(threadIdx.x, W)`` by the number of warps ``div(blockDim.x, W)``; ``blockDim.x``
+    for a start at ``threadIdx.y`` by ``blockDim.y`` (a warp per ``threadIdx.y`` when ``blockDim.x`` is 32, which
+    only the launch can tell)."""
     div = sympy.Function("div")
     for w in _WARP_WIDTHS:
         if lp.start == div(sym("threadIdx.x"), w) and lp.step == div(sym("blockDim.x"), w):
             return w
+    if lp.start == sym("threadIdx.y") and lp.step == sym("blockDim.y"):
+        return sym("blockDim.x")
     return None
 
 
 def _lane_column(col: sympy.Expr, width: sympy.Expr) -> bool:
-    """``col`` is ``base + mod(threadIdx.x, width)`` with ``base`` free of the thread indices (lane on column)."""
-    base = sympy.expand(col - sympy.Function("mod")(sym("threadIdx.x"), width))
+    """``col`` is ``base + lane`` with ``base`` free of the thread indices (lane on column): the lane
+    ``mod(threadIdx.x, width)``, or ``threadIdx.x`` for the width ``blockDim.x``."""
+    tx = sym("threadIdx.x")
+    lane = tx if width == sym("blockDim.x") else sympy.Function("mod")(tx, width)
+    base = sympy.expand(col - lane)
     return not any(s.name.startswith("threadIdx.") for s in base.free_symbols)
 
 
