@@ -177,3 +177,25 @@ def run_block_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
     assert p.returncode == 0, p.stderr[-3000:]
     out = subprocess.run([str(tmp / "emu")], capture_output=True, text=True, timeout=60, check=True).stdout
     return [float(v) for v in out.split()]
+
+
+_LANES_MAIN = """
+int main() {
+    const int rows = ROWS, cols = COLS, block = BLOCK;
+    std::vector<float> x((size_t)rows * cols), out(cols, 0.0f);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) x[(size_t)r * cols + c] = (float)((r * 7 + c * 3) % 13) - 6.0f;
+    htam_launch(((cols) + 31) / 32, 32, ((block) + 31) / 32, [&] { KERNEL(out.data(), x.data(), rows, cols); });
+    for (float v : out) std::printf("%.9g\\n", v);
+    return 0;
+}
+"""
+
+
+def run_lane_columns(text: str, kernel: str, rows: int, cols: int, block: int, tmp: Path) -> list[float]:
+    """Run a column sum ``kernel(out, x, rows, cols)`` in the launch ``cuda.lane_columns`` writes (``(cols + 31) /
+    32`` blocks of ``dim3(32, (block + 31) / 32)``) on the CPU (:func:`run_block_main`) and return ``out``; ``x``
+    holds small integers (``(r * 7 + c * 3) % 13 - 6``), so every summation order gives the exact sums."""
+    main = _LANES_MAIN.replace("ROWS", str(rows)).replace("COLS", str(cols)).replace("BLOCK", str(block)).replace(
+        "KERNEL", kernel)
+    return run_block_main(text, kernel, main, tmp)

@@ -11,10 +11,9 @@ this emulation does not run.) The nvcc compile test (``test_transforms_cuda_comp
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
-from cpu_emulation import compiler, run_block_main
+from cpu_emulation import compiler, run_lane_columns
 from transform_helpers import facts_of_text as _facts
 
 TID = "cuda.lane_columns"
@@ -56,33 +55,13 @@ def test_refusals_name_the_missing_shape(refuse, kernel, needle):
     assert needle in refuse(TID, FILE, kernel)
 
 
-MAIN = """
-int main() {
-    const int rows = ROWS, cols = COLS, block = BLOCK;
-    std::vector<float> x((size_t)rows * cols), out(cols, 0.0f);
-    for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) x[(size_t)r * cols + c] = (float)((r * 7 + c * 3) % 13) - 6.0f;
-    htam_launch(((cols) + 31) / 32, 32, ((block) + 31) / 32, [&] { KERNEL(out.data(), x.data(), rows, cols); });
-    for (float v : out) std::printf("%.9g\\n", v);
-    return 0;
-}
-"""
-
-
-
-def _run(text: str, kernel: str, rows: int, cols: int, block: int, tmp: Path) -> list[float]:
-    main = MAIN.replace("ROWS", str(rows)).replace("COLS", str(cols)).replace("BLOCK", str(block)).replace(
-        "KERNEL", kernel)
-    return run_block_main(text, kernel, main, tmp)
-
-
 @pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
 @pytest.mark.parametrize("kernel,scale", [("colsum_warp", 1.0), ("colsum_block", 0.5)])
 @pytest.mark.parametrize("rows,cols,block", [(37, 45, 96), (5, 32, 256), (70, 3, 40)])
 def test_rewrite_sums_every_column_once_on_the_cpu(cand, tmp_path, kernel, scale, rows, cols, block):
     """Columns not a multiple of 32, fewer rows than warps, a block size not a multiple of 32."""
     (c,) = cand(TID, FILE, kernel)
-    got = _run(c.new_text, kernel, rows, cols, block, tmp_path)
+    got = run_lane_columns(c.new_text, kernel, rows, cols, block, tmp_path)
     want = [scale * sum(float((r * 7 + col * 3) % 13) - 6.0 for r in range(rows)) for col in range(cols)]
     assert len(got) == cols
     assert all(math.isclose(g, w, abs_tol=1e-4) for g, w in zip(got, want, strict=True)), (got, want)

@@ -13,7 +13,7 @@ thread (:func:`cpu_emulation.run_block_main`: barriers, shared memory, shuffles)
 from __future__ import annotations
 
 import pytest
-from cpu_emulation import compiler, run_block_main, run_main
+from cpu_emulation import compiler, run_block_main, run_lane_columns, run_main
 from gpu_equivalence import call_host, torch_cuda
 from transform_helpers import facts_of_text as _facts
 from transform_helpers import fixture_path
@@ -182,24 +182,10 @@ def test_lane_columns_output_needs_a_warp_wide_block(cand):
     assert not isinstance(got, list) and "the block's x on line" in got.reason and "is not 32" in got.reason
 
 
-LANES_MAIN = """
-int main() {
-    const int rows = ROWS, cols = COLS, block = BLOCK;
-    std::vector<float> x((size_t)rows * cols), out(cols, 0.0f);
-    for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) x[(size_t)r * cols + c] = (float)((r * 7 + c * 3) % 13) - 6.0f;
-    htam_launch(((cols) + 31) / 32, 32, ((block) + 31) / 32, [&] { colsum_warp(out.data(), x.data(), rows, cols); });
-    for (float v : out) std::printf("%.9g\\n", v);
-    return 0;
-}
-"""
-
-
 @pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
 @pytest.mark.parametrize("rows,cols,block", [(37, 45, 96), (5, 32, 256), (70, 3, 40), (9, 66, 64)])
 def test_lane_columns_output_same_sums_on_the_cpu(cand, tmp_path, rows, cols, block):
     """Columns not a multiple of 32 or 4 (unaligned rows, the guard per element), fewer rows than warps."""
     (c,) = _vector_columns(_after_lane_columns(cand))
-    main = LANES_MAIN.replace("ROWS", str(rows)).replace("COLS", str(cols)).replace("BLOCK", str(block))
-    got = run_block_main(c.new_text, "colsum_warp", main, tmp_path)
+    got = run_lane_columns(c.new_text, "colsum_warp", rows, cols, block, tmp_path)
     assert got == [sum(float((r * 7 + col * 3) % 13) - 6.0 for r in range(rows)) for col in range(cols)]
