@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from htam_core.editor.session import Session
-from htam_core.source.analysis import KernelFacts, analyze
+from htam_core.source.analysis import Access, KernelFacts, analyze
 from htam_core.source.model import Kernel, SourceModel
 
 __all__ = ["KernelCount", "already_fixed", "count_file", "count_kernel", "known_pattern", "structural_refusals"]
@@ -98,23 +98,35 @@ def already_fixed(facts: KernelFacts) -> str | None:
     The rule: every global read of an input (a pointer the kernel does not write; the output's own
     read-modify-write does not count) inside a loop is a 16-byte vector load (``Access.vector``: ``float4``/``int4``
     casts, or a helper that reinterprets its pointer as one, :func:`htam_core.source.analysis.cuda.
-    vector_helpers`), and the partial sums are finished inside a warp (a shuffle, ``cg::reduce``) or through
+    vector_helpers`) or a read no 16-byte load can widen (one element per warp and row, never two adjacent ones
+    per thread: :meth:`~htam_core.source.analysis.KernelFacts.broadcast_reads`), at least one of them a vector
+    load, and the partial sums are finished inside a warp (a shuffle, ``cg::reduce``) or through
     atomics into shared memory (privatized, one global atomic per block). Such a kernel has nothing left for
     the vectorize, warp-shuffle or several-elements-per-thread steps; what remains (tuning the split, fusing)
     is not a mechanical step. Coalescing of the vectors themselves is not checked beyond this.
     """
     written = {a.pointer for a in facts.global_accesses() if a.kind != "read"}
     reads = [a for a in facts.global_accesses() if a.kind == "read" and a.loops and a.pointer not in written]
-    if not reads or not all(a.vector for a in reads):
+    broadcast = set(facts.broadcast_reads())
+    if not any(a.vector for a in reads) or not all(a.vector or a in broadcast for a in reads):
         return None
     warp = [(c, line) for c, line in facts.collectives if c in WARP_FINISH]
     shared_atomic = [line for c, line in facts.collectives if c.startswith("atomic")
                      and any(a.space == "shared" and a.kind == "readwrite" and a.line == line for a in facts.accesses)]
     if not warp and not shared_atomic:
         return None
-    shown = ", ".join(sorted({f"line {a.line}" for a in reads}, key=lambda s: int(s.split()[1])))
+
+    def lines(xs: list[Access]) -> str:
+        return ", ".join(sorted({f"line {a.line}" for a in xs}, key=lambda s: int(s.split()[1])))
+
     finish = (f"{warp[0][0]} on line {warp[0][1]}" if warp else f"shared-memory atomics on line {shared_atomic[0]}")
-    return f"every global read in a loop is a 16-byte vector load ({shown}); the partial sums finish with {finish}"
+    scalar = [a for a in reads if not a.vector]
+    if not scalar:
+        return (f"every global read in a loop is a 16-byte vector load ({lines(reads)}); the partial sums finish "
+                f"with {finish}")
+    return (f"every global read in a loop is a 16-byte vector load ({lines([a for a in reads if a.vector])}) or one "
+            f"element per warp and row, never two adjacent ones per thread ({lines(scalar)}); the partial sums "
+            f"finish with {finish}")
 
 
 def count_kernel(session: Session, path: str, model: SourceModel, kernel: Kernel, top: int = 5) -> KernelCount:

@@ -20,6 +20,18 @@ x[i * C + c];``) is coalesced, but every lane loads 2 or 4 bytes per row. The an
 and every launch's grid x shrinks by ``htam_V`` (rounded up). Each column is summed over the same rows in the same
 order as before, so the results are the same bit for bit.
 
+The same fact also finds the lanes-on-columns form, whose warps split the rows (``for (r = warp; r < n; r +=
+warps) s += x[r * C + base + lane];`` before a combine of the warps' partials, llm.c kernel 4 and the form
+``cuda.lane_columns`` writes with a warp number). There each lane takes ``htam_V`` adjacent columns of one row
+instead: lane ``l`` loads columns ``base + (l % htam_G) * htam_V ..`` of row ``warp * htam_V + l / htam_G``
+(``htam_G = 32 / htam_V``) with one 16-byte load, so a warp still reads its 32 columns, ``htam_V`` rows at a time,
+and the block every row once. After the loop shuffles add up the lanes on the same columns and give lane ``l`` its
+own column's partial back, so the kernel's combine (shared memory read by a sum loop, or ``atomicAdd``) and the
+launch stay as they are. Another summation order: equal up to float rounding. Refused there: a statement before
+the loop that may return (every lane must reach the shuffles), an accumulator type a shuffle does not move, a loop
+that writes or reads shared memory or reads a lane-dependent value besides its reads, a partial used other than
+in a sum with the other warps'.
+
 Refused, each with its reason: no such loop; the column not ``blockIdx.x * blockDim.x + threadIdx.x`` in one
 local; no column guard ``if (c >= C) return;``; other statements before the loop that depend on the column; a
 loop that is not the last loop or is nested; statements after it that combine threads (shuffles, barriers) or
@@ -33,13 +45,24 @@ Memory Access" (Luitjens, 2013).
 
 from __future__ import annotations
 
+import sympy
 from tree_sitter import Node
 
+from htam_core.source.analysis import ColumnSplit, LoopFact, sym
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
-from htam_core.transforms.cuda_lane_columns import _declared, _guard, _reindent, _with, column_loop
+from htam_core.transforms.cuda_lane_columns import (
+    _THREAD_WORDS,
+    _declared,
+    _guard,
+    _line,
+    _reindent,
+    _value,
+    _with,
+    column_loop,
+)
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
@@ -53,6 +76,38 @@ def _element(unit: CudaUnit, pointer: str) -> str | None:
         return None
     words = [w for w in (pf.element_type or pf.value_type or "").split() if w not in ("const", "volatile")]
     return " ".join(words) or None
+
+
+def _moving_reads(unit: CudaUnit, fact: LoopFact) -> tuple[str, list[tuple[str, Node]]] | str:
+    """The element type of the global reads that move with the loop ``fact`` and ``[(pointer, subscript node)]``
+    of each, or why they cannot be widened (unknown or different element types, a read that is no subscript)."""
+    moving = [a for a in unit.facts.accesses_in(fact) if a.space == "global" and a.kind != "write"
+              and a.stride(fact.var or "") != 0]
+    types = sorted({_element(unit, a.pointer) or "" for a in moving})
+    if "" in types or len(types) != 1:
+        return "the moving reads have unknown or different element types"
+    subs = []
+    for a in moving:
+        node = unit.node_at(a.span, ("subscript_expression",))
+        if node is None:
+            return f"the read `{a.pointer}[{a.index_text}]` is not a subscript"
+        subs.append((a.pointer, node))
+    return types[0], subs
+
+
+def _per_column(unit: CudaUnit, body: Node, whole: list[tuple[Node, str]], names: dict[str, str]) -> str:
+    """The loop body ``body`` as one line for column ``htam_k``: each ``(node, text)`` of ``whole`` replaced as a
+    whole, the identifiers outside them renamed by ``names``, comments dropped (braces of a compound body too)."""
+    inner = body.type == "compound_statement"
+    text, b0 = unit.t(body)[1:-1] if inner else unit.t(body), body.start_byte + (1 if inner else 0)
+    renames: list[tuple[Node, str]] = [(c, "") for c in _ts.of_type(body, "comment")] + list(whole)
+    taken = {b for n, _ in whole for b in range(n.start_byte, n.end_byte)}
+    renames += [(i, names[unit.t(i)]) for i in _ts.of_type(body, "identifier")
+                if i.start_byte not in taken and unit.t(i) in names]
+    out = bytearray(text.encode())
+    for n, new in sorted(renames, key=lambda x: -x[0].start_byte):
+        out[n.start_byte - b0:n.end_byte - b0] = new.encode()
+    return " ".join(ln.strip() for ln in out.decode().splitlines() if ln.strip())
 
 
 @register
@@ -71,17 +126,20 @@ class CudaVectorColumns(CudaTransform):
         got = self._make(unit, kernel)
         if isinstance(got, str):
             return self.not_applicable(got)
-        edits, line, width = got
-        return [self.candidate(
-            model,
-            f"give each thread of {kernel.name} {width} adjacent columns: the reads of the loop on line {line} "
-            "become one 16-byte load per row (a scalar path for the last columns and unaligned rows), one "
-            "accumulator per column; the launches' grid x shrinks to match",
-            {"width": width, "launches": len(unit.launches)},
-            edits,
-        )]
+        edits, line, width, warp = got
+        if warp:
+            text = (f"give each lane of {kernel.name} {width} adjacent columns of one row: the reads of the loop on "
+                    f"line {line} become one 16-byte load per lane and row (a scalar path for unaligned rows), the "
+                    "warp covering the same 32 columns several rows at a time; shuffles give each lane its column's "
+                    "partial back before the combine; the launch stays")
+        else:
+            text = (f"give each thread of {kernel.name} {width} adjacent columns: the reads of the loop on line {line} "
+                    "become one 16-byte load per row (a scalar path for the last columns and unaligned rows), one "
+                    "accumulator per column; the launches' grid x shrinks to match")
+        return [self.candidate(model, text, {"width": width, "launches": len(unit.launches), "warp_rows": warp},
+                               edits)]
 
-    def _make(self, unit: CudaUnit, kernel: Kernel) -> tuple[list[TextEdit], int, str] | str:  # noqa: C901
+    def _make(self, unit: CudaUnit, kernel: Kernel) -> tuple[list[TextEdit], int, str, bool] | str:  # noqa: C901
         f = unit.facts
         name = kernel.name
         loops = f.thread_column_loops()
@@ -89,11 +147,12 @@ class CudaVectorColumns(CudaTransform):
             return (f"{name} has no thread-per-column sum with scalar reads (a loop whose start does not depend on "
                     "threadIdx.x, a `sum` accumulator reading `S * i + c`, c coalesced along threadIdx.x)")
         split = loops[0]
+        if split.warp is not None:
+            return _warp_rows(unit, split)
         placed = column_loop(unit, split)
         if isinstance(placed, str):
             return placed
         fact, loop, pre, post = placed
-        stmts = statement_list(unit.body)
         acc = fact.accumulators[0]
         col = next((t.name for t in f.thread_indices if t.is_global and t.expr == split.column), None)
         col_decl = next((st for st in pre if st.type == "declaration" and _declared(unit, st) == [col]), None)
@@ -117,12 +176,10 @@ class CudaVectorColumns(CudaTransform):
             if any(w in text for w in _WARP_WORDS) or _ts.of_type(st, ("for_statement", "while_statement")):
                 return (f"the statement `{' '.join(text.split())[:60]}` after the loop combines threads, returns or "
                         "loops; only per-column statements can be repeated per column")
-        moving = [a for a in f.accesses_in(fact) if a.space == "global" and a.kind != "write"
-                  and a.stride(fact.var or "") != 0]
-        types = sorted({_element(unit, a.pointer) or "" for a in moving})
-        if "" in types or len(types) != 1:
-            return "the moving reads have unknown or different element types"
-        elem = types[0]
+        got = _moving_reads(unit, fact)
+        if isinstance(got, str):
+            return got
+        elem, subs = got
         tmpl = unit.func.parent if unit.func.parent is not None and unit.func.parent.type == "template_declaration" \
             else None
         params = tmpl.child_by_field_name("parameters") if tmpl is not None else None
@@ -137,39 +194,16 @@ class CudaVectorColumns(CudaTransform):
             if not dims or not (la.call.start_byte <= dims[0].start_byte < la.call.end_byte):
                 return f"the grid's x on line {la.site.line} is not written at the launch"
             edits.append(unit.replace(dims[0], f"(({unit.t(dims[0])}) + {width} - 1) / {width}"))
-        subs = []
-        for a in moving:
-            node = unit.node_at(a.span, ("subscript_expression",))
-            if node is None:
-                return f"the read `{a.pointer}[{a.index_text}]` is not a subscript"
-            subs.append((a.pointer, node))
         body_node = loop.child_by_field_name("body")
         if body_node is None:
             return f"the loop on line {fact.line} has no body"
-        inner = body_node if body_node.type == "compound_statement" else None
-        body_src = unit.t(body_node)[1:-1] if inner is not None else unit.t(body_node)
-        b0 = body_node.start_byte + (1 if inner is not None else 0)
+        names = {col: f"({col} + htam_k)", acc.name: "htam_acc[htam_k]"}
 
         def rendered(vector: bool) -> str:
-            renames: list[tuple[Node, str]] = [(c, "") for c in _ts.of_type(body_node, "comment")]
-            taken: set[int] = set()
-            if vector:
-                for p, node in subs:
-                    renames.append((node, f"htam_{p}.v[htam_k]"))
-                    taken.update(range(node.start_byte, node.end_byte))
-            for i in _ts.of_type(body_node, "identifier"):
-                if i.start_byte in taken:
-                    continue
-                if unit.t(i) == col:
-                    renames.append((i, f"({col} + htam_k)"))
-                elif unit.t(i) == acc.name:
-                    renames.append((i, "htam_acc[htam_k]"))
-            out = bytearray(body_src.encode())
-            for n, new in sorted(renames, key=lambda x: -x[0].start_byte):
-                out[n.start_byte - b0:n.end_byte - b0] = new.encode()
-            return " ".join(ln.strip() for ln in out.decode().splitlines() if ln.strip())
+            return _per_column(unit, body_node, [(n, f"htam_{p}.v[htam_k]") for p, n in subs] if vector else [],
+                               names)
 
-        ind = _ts.indent_of(unit.src, stmts[0].start_byte) or "    "
+        ind = _ts.indent_of(unit.src, (pre or [loop])[0].start_byte) or "    "
         pointers = sorted({p for p, _ in subs})
         aligned = " && ".join(f"((unsigned long long)&{unit.t(n)} & 15ull) == 0ull"
                               for p, n in {p: n for p, n in subs}.items())
@@ -219,4 +253,205 @@ class CudaVectorColumns(CudaTransform):
                          f"{post_renamed} }}")
         lines.append("}")
         edits.append(unit.replace(unit.body, "\n".join(lines)))
-        return edits, fact.line, width
+        return edits, fact.line, width, False
+
+
+#: Accumulator types a warp shuffle moves as they are.
+_SHUFFLED = frozenset({"float", "double", "int", "unsigned", "unsigned int", "long long", "unsigned long long"})
+
+
+def _placed(unit: CudaUnit, split: ColumnSplit) -> tuple[Node, Node, str | None, str] | str:
+    """Where the loop of a warp-rows column sum is: ``(loop, statement of the body holding it, column bound or
+    None, column variable or "")``; the statement is the loop itself or a column guard ``if (c < X) { loop }``
+    (the form ``cuda.lane_columns`` writes). The reason otherwise."""
+    fact = unit.facts.loops[split.loop]
+    loop = unit.node_at(fact.span, ("for_statement",))
+    stmts = statement_list(unit.body)
+    if loop is not None and loop in stmts:
+        return loop, loop, None, ""
+    block = loop.parent if loop is not None else None
+    guard = block.parent if block is not None and block.type == "compound_statement" else None
+    if loop is None or guard is None or guard.type != "if_statement" or guard not in stmts or \
+            guard.child_by_field_name("alternative") is not None or statement_list(block) != [loop]:
+        return (f"the column loop on line {fact.line} is neither a statement of {unit.kernel.name}'s body nor the "
+                "only statement of a column guard `if (c < n) { … }` there")
+    cond = _ts.unwrap_parens(guard.child_by_field_name("condition"))
+    if cond.type == "condition_clause":
+        cond = _ts.unwrap_parens(cond.named_children[0])
+    values = {t.name: t.expr for t in unit.facts.thread_indices}
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    op = unit.t(cond.child_by_field_name("operator")) if cond.type == "binary_expression" else ""
+    col, bound = (left, right) if op == "<" else (right, left) if op == ">" else (None, None)
+    if col is None or bound is None or col.type != "identifier" or unit.t(col) not in values or \
+            sympy.expand(values[unit.t(col)] - split.column) != 0:
+        return f"the guard on line {_line(unit, guard)} around the column loop is not `column < n`"
+    return loop, guard, unit.t(bound), unit.t(col)
+
+
+def _warp_rows(unit: CudaUnit, split: ColumnSplit  # noqa: C901
+               ) -> tuple[list[TextEdit], int, str, bool] | str:
+    """The rewrite of a column sum whose warps split the rows (lane ``l`` on column ``base + l``), or why not.
+
+    Each lane takes ``htam_V = 16 / sizeof(E)`` adjacent columns of one row: lane ``l`` reads columns
+    ``base + (l % htam_G) * htam_V + k`` (``htam_G = 32 / htam_V`` lanes per row) of row
+    ``warp * htam_V + l / htam_G`` (step: the warps times ``htam_V``), one 16-byte load when aligned (a scalar path
+    otherwise), so a warp still covers the same 32 columns, ``htam_V`` rows at a time, and the block every row
+    once. After the loop the lanes holding the same columns add up (``__shfl_down_sync`` by ``htam_G``, ...) and
+    lane ``l`` takes column ``base + l``'s total back (``__shfl_sync`` from lane ``l / htam_V``), added to the
+    accumulator: the statements after the loop see one partial per lane and column as before, over other rows
+    of the warp. So only a combine that sums the warps' partials is allowed after the loop (a store to shared
+    memory read back by a sum loop, or an ``atomicAdd``); the launch stays as it is.
+    """
+    f = unit.facts
+    fact = f.loops[split.loop]
+    acc = fact.accumulators[0]
+    var = fact.var or ""
+    placed = _placed(unit, split)
+    if isinstance(placed, str):
+        return placed
+    loop, outer, bound, col = placed
+    stmts = statement_list(unit.body)
+    pre, post = stmts[:stmts.index(outer)], stmts[stmts.index(outer) + 1:]
+    if split.warp == sym("blockDim.x"):
+        if not unit.launches:
+            return f"{unit.kernel.name} has no launch site in this file; its block's x must be 32 (a warp per row)"
+        for la in unit.launches:
+            dims = unit.dims_of(la.block, la.host) if la.block is not None else []
+            if not dims or unit.t(dims[0]).strip() != "32":
+                return (f"the block's x on line {la.site.line} is not 32, so the threadIdx.y rows of the block are "
+                        "not its warps")
+    for st in pre:
+        if _ts.of_type(st, "return_statement"):
+            return (f"the statement on line {_line(unit, st)} before the loop may return; every lane of a warp must "
+                    "reach the shuffles after the loop")
+    acc_decl = unit.node_at(acc.decl_span, ("declaration",)) if acc.decl_span else None
+    if acc_decl is None or acc_decl not in pre or acc.type not in _SHUFFLED:
+        return (f"the accumulator {acc.name} is not declared before the loop with a type a warp shuffle moves "
+                f"({', '.join(sorted(_SHUFFLED))})")
+    inside = f.accesses_in(fact)
+    if any(a.kind != "read" or a.space != "global" for a in inside):
+        return f"the loop on line {fact.line} writes memory or reads shared memory; only its global reads widen"
+    got = _moving_reads(unit, fact)
+    if isinstance(got, str):
+        return got
+    elem, subs = got
+    body = loop.child_by_field_name("body")
+    init, upd = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
+    start = _value(init) if init is not None and init.type == "declaration" else None
+    if body is None or start is None or upd is None or upd.type != "assignment_expression" or \
+            unit.t(upd.child_by_field_name("operator")) != "+=":
+        return f"the loop on line {fact.line} is not `for (int {var} = warp; …; {var} += warps)`"
+    taken = {b for _, n in subs for b in range(n.start_byte, n.end_byte)}
+    lanes = {t.name for t in f.thread_indices} | {n for n, _ in f.builtin_aliases} | _THREAD_WORDS
+    cond = loop.child_by_field_name("condition")
+    for i in _ts.of_type(body, "identifier") + (_ts.of_type(cond, "identifier") if cond is not None else []):
+        n = unit.t(i)
+        if i.start_byte not in taken and n != var and n in lanes:
+            return f"the loop reads `{n}` outside its reads; it would change meaning per lane"
+    why = _sum_combine_after(unit, acc.name, post, fact)
+    if why is not None:
+        return why
+    subs_by = {p: n for p, n in subs}
+    at = {p: f"&{unit.t(n)} + htam_off" for p, n in subs_by.items()}
+    ind = _ts.indent_of(unit.src, (pre or [loop])[0].start_byte) or "    "
+    i2, i3 = ind * 2, ind * 3
+    header = " ".join(_with(unit, loop, [(start, f"({unit.t(start)}) * htam_V + htam_l / htam_G"),
+                                         (upd.child_by_field_name("right"),
+                                          f"({unit.t(upd.child_by_field_name('right'))}) * htam_V"),
+                                         (body, "")]).split())
+    vector = _per_column(unit, body, [(n, f"htam_{p}.v[htam_k]") for p, n in subs], {acc.name: "htam_acc[htam_k]"})
+    scalar = _per_column(unit, body, [(n, f"({at[p].replace(' + htam_off', '')})[htam_off + htam_k]")
+                                      for p, n in subs], {acc.name: "htam_acc[htam_k]"})
+    aligned = " && ".join(f"((unsigned long long)({a}) & 15ull) == 0ull" for a in at.values())
+    loads = " ".join(f"htam_pack_{p} htam_{p} = *reinterpret_cast<const htam_pack_{p} *>({a});"
+                     for p, a in at.items())
+    full = "0xffffffffu"
+    in_range = f" && {col} + htam_off + htam_V <= {bound}" if bound is not None else ""
+    scalar_guard = f"if ({col} + htam_off + htam_k < {bound}) " if bound is not None else ""
+    lines = [
+        "// 16-byte loads of adjacent columns (cuda.vector_columns): lane l reads columns "
+        "(l % htam_G) * htam_V + k of row warp * htam_V + l / htam_G",
+        "{",
+        f"{ind}constexpr int htam_V = 16 / sizeof({elem}), htam_G = 32 / htam_V;",
+        *[f"{ind}struct alignas(16) htam_pack_{p} {{ {elem} v[htam_V]; }};" for p in sorted(subs_by)],
+        f"{ind}const int htam_l = threadIdx.x % 32, htam_off = (htam_l % htam_G) * htam_V - htam_l;",
+        f"{ind}{acc.type} htam_acc[htam_V];",
+        f"{ind}for (int htam_k = 0; htam_k < htam_V; htam_k++) htam_acc[htam_k] = 0;",
+        f"{ind}{header} {{",
+        f"{i2}if ({aligned}{in_range}) {{",
+        f"{i3}{loads}",
+        f"{i3}#pragma unroll",
+        f"{i3}for (int htam_k = 0; htam_k < htam_V; htam_k++) {{ {vector} }}",
+        f"{i2}}} else {{",
+        f"{i3}for (int htam_k = 0; htam_k < htam_V; htam_k++) {scalar_guard}{{ {scalar} }}",
+        f"{i2}}}",
+        f"{ind}}}",
+        f"{ind}// the lanes on the same columns (htam_G apart) add up; lane l takes its own column back",
+        f"{ind}for (int htam_o = htam_G; htam_o < 32; htam_o *= 2)",
+        f"{i2}for (int htam_k = 0; htam_k < htam_V; htam_k++) "
+        f"htam_acc[htam_k] += __shfl_down_sync({full}, htam_acc[htam_k], htam_o);",
+        f"{ind}for (int htam_k = 0; htam_k < htam_V; htam_k++) {{",
+        f"{i2}{acc.type} htam_t = __shfl_sync({full}, htam_acc[htam_k], htam_l / htam_V);",
+        f"{i2}if (htam_l % htam_V == htam_k) {acc.name} += htam_t;",
+        f"{ind}}}",
+        "}",
+    ]
+    text = ("\n" + ind).join(lines)
+    return [unit.replace(outer, text)], fact.line, f"(16 / sizeof({elem}))", True
+
+
+def _sum_combine_after(unit: CudaUnit, acc: str, post: list[Node], fact: LoopFact) -> str | None:  # noqa: C901
+    """``None`` when the statements after the column loop ``fact`` use the warp's partial ``acc`` only to sum it
+    with the other warps' partials: stored to a ``__shared__`` array, the value of an ``atomicAdd``, or added to
+    (``acc += a[…]``) from that array, until it is reset (``acc = <number>;``) or so added to; every read of that
+    array after the loop lies in a ``sum`` loop from 0 or 1 by 1 to the loop's number of warps (its step). The
+    reason otherwise."""
+    shared: set[str] = set()
+
+    def array(n: Node) -> str:
+        while n.type == "subscript_expression":
+            n = n.child_by_field_name("argument")
+        return unit.t(n)
+
+    def shared_read(n: Node) -> bool:
+        return any(array(x) in shared for x in _ts.of_type(n, "subscript_expression"))
+
+    done = False
+    for st in post:
+        if done:
+            break
+        for i in _ts.of_type(st, "identifier"):
+            p = i.parent
+            if unit.t(i) != acc or p is None:
+                continue
+            op = unit.t(p.child_by_field_name("operator")) if p.type == "assignment_expression" else ""
+            if op == "=" and p.child_by_field_name("left") == i and \
+                    p.child_by_field_name("right").type == "number_literal":
+                done = True
+                break
+            if op == "=" and p.child_by_field_name("right") == i and \
+                    p.child_by_field_name("left").type == "subscript_expression" and any(
+                        a.space == "shared" and a.pointer == array(p.child_by_field_name("left"))
+                        for a in unit.facts.accesses):
+                shared.add(array(p.child_by_field_name("left")))
+                continue
+            if op == "+=" and p.child_by_field_name("left") == i and shared_read(p.child_by_field_name("right")):
+                done = True
+                break
+            call = p.parent if p.type == "argument_list" else None
+            if call is not None and unit.t(call.child_by_field_name("function")) == "atomicAdd" and \
+                    p.named_children[-1] == i:
+                continue
+            return (f"`{' '.join(unit.t(st).split())[:60]}` uses the warp's partial {acc} other than summing it with "
+                    "the other warps' (a store to shared memory read back by a sum loop, or atomicAdd)")
+    f = unit.facts
+    lo, hi = (post[0].start_byte + unit.base, post[-1].end_byte + unit.base) if post else (0, 0)
+    for a in f.accesses:
+        if a.pointer in shared and a.kind == "read" and lo <= a.span[0] < hi:
+            inner = f.loops[a.loops[-1]] if a.loops else None
+            if inner is None or not any(x.op == "sum" for x in inner.accumulators) or inner.step != 1 or \
+                    inner.start not in (0, 1) or inner.cmp != "<" or inner.bound is None or fact.step is None or \
+                    sympy.expand(inner.bound - fact.step) != 0:
+                return (f"the shared partials `{a.pointer}` are read on line {a.line} outside a sum loop over the "
+                        f"warps (from 0 or 1 to {fact.step}); only a sum of every warp's partial is allowed")
+    return None

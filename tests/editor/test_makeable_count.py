@@ -99,3 +99,38 @@ def test_already_fixed_needs_vector_loads_and_a_warp_finish() -> None:
     assert why is not None and "16-byte vector load (line 4)" in why and "__shfl_down_sync on line 5" in why
     assert fixed(head + scalar + shuffle) is None
     assert fixed(head + vec + tree) is None
+
+
+def test_already_fixed_allows_one_value_per_warp_and_row() -> None:
+    """A scalar read whose element is the same on every lane of a warp and whose loop steps by a grid of warps
+    (a row's mean beside vector loads of the row) leaves nothing for a 16-byte load; the same read one element per
+    lane (``m[row * 32 + lane]``) or along a loop of step 1 still counts as widenable."""
+    from htam_core.editor.audit import already_fixed
+    from htam_core.source import parse_text
+    from htam_core.source.analysis import analyze
+
+    def kernel(mean: str, step: str = "gridDim.x * (blockDim.x / 32)") -> str:
+        return ("__global__ void k(float *out, const float *x, const float *m, int rows, int n) {\n"
+                "    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
+                "    float acc = 0.0f;\n"
+                f"    for (int row = blockIdx.x * (blockDim.x / 32) + warp; row < rows; row += {step}) {{\n"
+                f"        float mu = {mean};\n"
+                "        for (int i = lane; i < n / 4; i += 32) {\n"
+                "            float4 v = reinterpret_cast<const float4 *>(x + row * n)[i];\n"
+                "            acc += v.x + v.y + v.z + v.w - 4.0f * mu; }\n"
+                "    }\n"
+                "    acc += __shfl_down_sync(0xffffffff, acc, 16);\n"
+                "    if (lane == 0) atomicAdd(out, acc);\n}\n")
+
+    def facts(text: str):
+        m = parse_text(text, "cuda")
+        return analyze(m, m.kernel("k"))
+
+    f = facts(kernel("m[row]"))
+    assert [(a.pointer, a.line) for a in f.broadcast_reads()] == [("m", 5)]
+    why = already_fixed(f)
+    assert why is not None and "one element per warp and row, never two adjacent ones per thread (line 5)" in why
+    assert "16-byte vector load (line 7)" in why
+    assert not facts(kernel("m[row * 32 + lane]")).broadcast_reads()
+    assert already_fixed(facts(kernel("m[row * 32 + lane]"))) is None
+    assert already_fixed(facts(kernel("m[row]", "1"))) is None  # step 1: a thread reads adjacent means

@@ -1,5 +1,7 @@
-"""Run a 1-D CUDA kernel that needs no cooperation between threads on the CPU, to compare a transform's output
-with its input numerically on a machine without a GPU.
+"""Run a 1-D CUDA kernel on the CPU, to compare a transform's output with its input numerically on a machine
+without a GPU: one thread at a time (:func:`run_main`, kernels without cooperation), or one block at a time with a
+host thread per CUDA thread (:func:`run_block_main`: ``__syncthreads``, ``__shared__``, ``atomicAdd`` and warp
+shuffles).
 
 The kernel's own definition (from the source model) is compiled with the host C++ compiler behind a small shim:
 ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` are globals, ``__global__``/``__restrict__`` vanish, and the
@@ -10,6 +12,7 @@ of the row kernels. Used by the transform tests only.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -40,6 +43,55 @@ struct alignas(16) float4 { float x, y, z, w; };  // the CUDA vector type, for f
 """
 
 _COOPERATIVE = ("__syncthreads", "__shared__", "__shfl", "atomic")
+
+
+BLOCK_SHIM = """#include <barrier>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+struct htam_dim3 { unsigned x = 1, y = 1, z = 1; };
+static thread_local htam_dim3 threadIdx, blockIdx;
+static thread_local unsigned htam_lane, htam_warp;
+static htam_dim3 blockDim, gridDim;
+static const int warpSize = 32;
+static std::barrier<> *htam_bar;
+static std::vector<std::unique_ptr<std::barrier<>>> htam_warp_bar;
+static double htam_xchg[32][32];
+static std::mutex htam_atomic;
+#define __global__
+#define __device__
+#define __restrict__
+#define __shared__ static
+static void __syncthreads() { htam_bar->arrive_and_wait(); }
+static float atomicAdd(float *p, float v) { std::lock_guard<std::mutex> g(htam_atomic); float o = *p; *p += v; return o; }
+// a warp shuffle: every lane of the warp must call it (as on the GPU with a full mask)
+template <class T> static T __shfl_sync(unsigned, T v, int src) {
+    htam_xchg[htam_warp][htam_lane] = (double)v; htam_warp_bar[htam_warp]->arrive_and_wait();
+    T r = (T)htam_xchg[htam_warp][src & 31]; htam_warp_bar[htam_warp]->arrive_and_wait(); return r;
+}
+template <class T> static T __shfl_down_sync(unsigned m, T v, unsigned d) {
+    return __shfl_sync(m, v, htam_lane + d < 32 ? (int)(htam_lane + d) : (int)htam_lane);
+}
+// one block at a time; each of its threads is a host thread (so __syncthreads is a barrier)
+static void htam_launch(unsigned gx, unsigned bx, unsigned by, const std::function<void()> &k) {
+    gridDim.x = gx; blockDim.x = bx; blockDim.y = by;
+    const unsigned n = bx * by;
+    for (unsigned b = 0; b < gx; ++b) {
+        std::barrier<> bar(n); htam_bar = &bar;
+        htam_warp_bar.clear();
+        for (unsigned w = 0; w * 32 < n; ++w) htam_warp_bar.push_back(std::make_unique<std::barrier<>>(n - w * 32 < 32 ? n - w * 32 : 32));
+        std::vector<std::thread> ts;
+        for (unsigned ty = 0; ty < by; ++ty)
+            for (unsigned tx = 0; tx < bx; ++tx)
+                ts.emplace_back([=, &k] { blockIdx.x = b; threadIdx.x = tx; threadIdx.y = ty;
+                                          htam_lane = (ty * bx + tx) % 32; htam_warp = (ty * bx + tx) / 32; k(); });
+        for (auto &t : ts) t.join();
+    }
+}
+"""
 
 
 def compiler() -> str | None:
@@ -104,3 +156,46 @@ def run_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
     assert p.returncode == 0, p.stderr[-3000:]
     out = subprocess.run([str(tmp / "emu")], capture_output=True, text=True, timeout=60, check=True).stdout
     return [float(v) for v in out.split()]
+
+
+def run_block_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
+    """Compile ``kernel``'s definition from ``text`` behind :data:`BLOCK_SHIM` with ``main`` (C++ that launches it
+    with ``htam_launch(grid_x, block_x, block_y, [&] { kernel(...); })`` and prints numbers) and return the printed
+    numbers. Dynamic shared memory (``extern __shared__ T a[];``) becomes a static array of 8192 elements.
+
+    Raises:
+        AssertionError: no host compiler, or the program does not compile (the compiler's message is in it).
+    """
+    k = parse_text(text, "cuda").kernel(kernel)
+    src = re.sub(r"extern\s+__shared__\s+(\w+)\s+(\w+)\s*\[\s*\]", r"static \1 \2[8192]",
+                 text.encode()[k.span.start:k.span.end].decode())
+    cxx = compiler()
+    assert cxx is not None, "no host C++ compiler"
+    (tmp / "emu.cpp").write_text(BLOCK_SHIM + src + main)
+    p = subprocess.run([cxx, "-O1", "-std=c++20", "-pthread", "-o", str(tmp / "emu"), str(tmp / "emu.cpp")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = subprocess.run([str(tmp / "emu")], capture_output=True, text=True, timeout=60, check=True).stdout
+    return [float(v) for v in out.split()]
+
+
+_LANES_MAIN = """
+int main() {
+    const int rows = ROWS, cols = COLS, block = BLOCK;
+    std::vector<float> x((size_t)rows * cols), out(cols, 0.0f);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) x[(size_t)r * cols + c] = (float)((r * 7 + c * 3) % 13) - 6.0f;
+    htam_launch(((cols) + 31) / 32, 32, ((block) + 31) / 32, [&] { KERNEL(out.data(), x.data(), rows, cols); });
+    for (float v : out) std::printf("%.9g\\n", v);
+    return 0;
+}
+"""
+
+
+def run_lane_columns(text: str, kernel: str, rows: int, cols: int, block: int, tmp: Path) -> list[float]:
+    """Run a column sum ``kernel(out, x, rows, cols)`` in the launch ``cuda.lane_columns`` writes (``(cols + 31) /
+    32`` blocks of ``dim3(32, (block + 31) / 32)``) on the CPU (:func:`run_block_main`) and return ``out``; ``x``
+    holds small integers (``(r * 7 + c * 3) % 13 - 6``), so every summation order gives the exact sums."""
+    main = _LANES_MAIN.replace("ROWS", str(rows)).replace("COLS", str(cols)).replace("BLOCK", str(block)).replace(
+        "KERNEL", kernel)
+    return run_block_main(text, kernel, main, tmp)

@@ -3,22 +3,18 @@
 
 Structure from the analysis facts of the result (the loop's read coalesced along x), the launch text, the
 refusals by reason, and a CPU run of the rewrite: every CUDA thread of a block is a host thread, ``__syncthreads``
-a barrier, ``__shared__`` one array per block, so the rewritten kernel runs as written and is compared with the
-column sums computed in Python. (The originals use warp shuffles or cooperative groups, which this emulation does
-not run.) The nvcc compile test (``test_transforms_cuda_compile``) builds every candidate of the fixture.
+a barrier, ``__shared__`` one array per block (:func:`cpu_emulation.run_block_main`), so the rewritten kernel runs
+as written and is compared with the column sums computed in Python. (The originals use cooperative groups, which
+this emulation does not run.) The nvcc compile test (``test_transforms_cuda_compile``) builds every candidate of the fixture.
 """
 
 from __future__ import annotations
 
 import math
-import subprocess
-from pathlib import Path
 
 import pytest
-from cpu_emulation import compiler
+from cpu_emulation import compiler, run_lane_columns
 from transform_helpers import facts_of_text as _facts
-
-from htam_core.source import parse_text
 
 TID = "cuda.lane_columns"
 FILE = "column_sum_variants.cu"
@@ -59,68 +55,13 @@ def test_refusals_name_the_missing_shape(refuse, kernel, needle):
     assert needle in refuse(TID, FILE, kernel)
 
 
-MAIN = """
-int main() {
-    const int rows = ROWS, cols = COLS, block = BLOCK;
-    std::vector<float> x((size_t)rows * cols), out(cols, 0.0f);
-    for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) x[(size_t)r * cols + c] = (float)((r * 7 + c * 3) % 13) - 6.0f;
-    htam_launch(((cols) + 31) / 32, 32, ((block) + 31) / 32, [&] { KERNEL(out.data(), x.data(), rows, cols); });
-    for (float v : out) std::printf("%.9g\\n", v);
-    return 0;
-}
-"""
-
-SHIM = """#include <barrier>
-#include <cstdio>
-#include <functional>
-#include <mutex>
-#include <thread>
-#include <vector>
-struct htam_dim3 { unsigned x = 1, y = 1, z = 1; };
-static thread_local htam_dim3 threadIdx, blockIdx;
-static htam_dim3 blockDim, gridDim;
-static std::barrier<> *htam_bar;
-static std::mutex htam_atomic;
-#define __global__
-#define __shared__ static
-static void __syncthreads() { htam_bar->arrive_and_wait(); }
-static float atomicAdd(float *p, float v) { std::lock_guard<std::mutex> g(htam_atomic); float o = *p; *p += v; return o; }
-// one block at a time; each of its threads is a host thread (so __syncthreads is a barrier)
-static void htam_launch(unsigned gx, unsigned bx, unsigned by, const std::function<void()> &k) {
-    gridDim.x = gx; blockDim.x = bx; blockDim.y = by;
-    for (unsigned b = 0; b < gx; ++b) {
-        std::barrier<> bar(bx * by); htam_bar = &bar;
-        std::vector<std::thread> ts;
-        for (unsigned ty = 0; ty < by; ++ty)
-            for (unsigned tx = 0; tx < bx; ++tx)
-                ts.emplace_back([=, &k] { blockIdx.x = b; threadIdx.x = tx; threadIdx.y = ty; k(); });
-        for (auto &t : ts) t.join();
-    }
-}
-"""
-
-
-def _run(text: str, kernel: str, rows: int, cols: int, block: int, tmp: Path) -> list[float]:
-    k = parse_text(text, "cuda").kernel(kernel)
-    src = text.encode()[k.span.start:k.span.end].decode()
-    main = MAIN.replace("ROWS", str(rows)).replace("COLS", str(cols)).replace("BLOCK", str(block)).replace(
-        "KERNEL", kernel)
-    (tmp / "emu.cpp").write_text(SHIM + src + main)
-    p = subprocess.run([compiler() or "g++", "-O1", "-std=c++20", "-pthread", "-o", str(tmp / "emu"),
-                        str(tmp / "emu.cpp")], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-3000:]
-    out = subprocess.run([str(tmp / "emu")], capture_output=True, text=True, timeout=60, check=True).stdout
-    return [float(v) for v in out.split()]
-
-
 @pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
 @pytest.mark.parametrize("kernel,scale", [("colsum_warp", 1.0), ("colsum_block", 0.5)])
 @pytest.mark.parametrize("rows,cols,block", [(37, 45, 96), (5, 32, 256), (70, 3, 40)])
 def test_rewrite_sums_every_column_once_on_the_cpu(cand, tmp_path, kernel, scale, rows, cols, block):
     """Columns not a multiple of 32, fewer rows than warps, a block size not a multiple of 32."""
     (c,) = cand(TID, FILE, kernel)
-    got = _run(c.new_text, kernel, rows, cols, block, tmp_path)
+    got = run_lane_columns(c.new_text, kernel, rows, cols, block, tmp_path)
     want = [scale * sum(float((r * 7 + col * 3) % 13) - 6.0 for r in range(rows)) for col in range(cols)]
     assert len(got) == cols
     assert all(math.isclose(g, w, abs_tol=1e-4) for g, w in zip(got, want, strict=True)), (got, want)

@@ -216,11 +216,16 @@ class ColumnSplit:
         loop: id of the loop in :attr:`KernelFacts.loops`.
         column: the column the group of threads sums (the read's index less ``stride * var``), sympy.
         stride: the read's stride in the loop variable (the row length, ``OC``), sympy; neither 0 nor 1.
+        warp: for a column sum whose warps split the rows (:meth:`KernelFacts.thread_column_loops`, the loop from
+            the warp number by the number of warps, each lane on its own column), the warp width ``W`` of
+            ``mod(threadIdx.x, W)``, or ``blockDim.x`` when the warps are the ``threadIdx.y`` rows of the block;
+            ``None`` otherwise.
     """
 
     loop: int
     column: sympy.Expr
     stride: sympy.Expr
+    warp: sympy.Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -719,22 +724,65 @@ class KernelFacts:
         return ColumnSplit(lp.id, next(iter(cols)), next(iter(strides)))
 
     def thread_column_loops(self) -> tuple[ColumnSplit, ...]:
-        """Column sums with one thread per column and scalar reads (coalesced, but 4 or 2 bytes per lane): a loop
-        with one ``sum`` accumulator whose start and step do not depend on ``threadIdx.x`` (each thread walks its
-        own column), and whose every global read is ``S * i + c``: ``S`` (the row length) neither 0 nor 1, ``c``
-        free of the loop variable with stride 1 along ``threadIdx.x``, not through a vector type. Several adjacent
-        columns per thread make each row's read one 16-byte load."""
-        tx = sym("threadIdx.x")
+        """Column sums with one thread per column and scalar reads (coalesced, but 4 or 2 bytes per lane), in
+        two forms. Both: a loop with one ``sum`` accumulator whose every global read is ``S * i + c``, ``S`` (the
+        row length) neither 0 nor 1, ``c`` free of the loop variable, not through a vector type.
+
+        - each thread walks its own column: the loop's start and step do not depend on ``threadIdx``, ``c``
+          has stride 1 along ``threadIdx.x`` (reads of a value of the column, ``w[c]``, are allowed);
+        - the warps split the rows (the lanes-on-columns form, llm.c's ``matmul_backward_bias`` kernel 4): the
+          start is the warp number ``div(threadIdx.x, W)`` and the step the number of warps
+          ``div(blockDim.x, W)``, ``W`` 32 or ``warpSize``, and ``c`` is ``base + mod(threadIdx.x, W)``; or the
+          start is ``threadIdx.y`` and the step ``blockDim.y`` (``W`` is ``blockDim.x``: warps when the launch
+          makes it 32, the form ``cuda.lane_columns`` writes) and ``c`` is ``base + threadIdx.x``; ``base`` free of
+          ``threadIdx`` (lane ``l`` on column ``base + l``); every read moves with the loop
+          (:attr:`ColumnSplit.warp` is ``W``).
+
+        Several adjacent columns per thread make each row's read one 16-byte load."""
         out: list[ColumnSplit] = []
         for lp in self.loops:
             if lp.var is None or lp.start is None or lp.step is None or lp.update != "+" or lp.depth:
                 continue
-            if tx in lp.start.free_symbols or tx in lp.step.free_symbols or len(lp.accumulators) != 1 or \
-                    lp.accumulators[0].op != "sum":
+            if len(lp.accumulators) != 1 or lp.accumulators[0].op != "sum":
                 continue
-            found = self._column_read(lp, lambda c: stride_of(c, "threadIdx.x") == 1, column_values=True)
+            if not any(s.name.startswith("threadIdx.") for s in lp.start.free_symbols | lp.step.free_symbols):
+                found = self._column_read(lp, lambda c: stride_of(c, "threadIdx.x") == 1, column_values=True)
+            else:
+                width = _warp_rows(lp)
+                found = None if width is None else self._column_read(
+                    lp, lambda c, w=width: _lane_column(c, w), column_values=False)
+                found = None if found is None else ColumnSplit(found.loop, found.column, found.stride, width)
             if found is not None:
                 out.append(found)
+        return tuple(out)
+
+    def broadcast_reads(self) -> tuple[Access, ...]:
+        """Scalar global reads inside loops that no 16-byte load can widen: the element is the same on every lane
+        of a warp (the index depends on ``threadIdx.x`` only through the warp number ``div(threadIdx.x, W)``, ``W``
+        32 or ``warpSize``, on no other thread index, and so do the start and step of every loop whose variable
+        it reads), and every loop it moves with steps by a block's or a grid's worth (its step reads ``blockDim``
+        or ``gridDim``), so no thread reads two adjacent elements (one value per warp and row, a mean or a
+        scale: llm.c's ``layernorm_backward`` kernel 8 reads ``mean[b * T + t]`` so)."""
+        div = sympy.Function("div")
+        warp = sym("htam_warp")
+
+        def uniform(e: sympy.Expr | None) -> bool:
+            if e is None:
+                return False
+            for w in _WARP_WIDTHS:
+                e = e.subs(div(sym("threadIdx.x"), w), warp)
+            return not any(s.name.startswith("threadIdx.") for s in e.free_symbols)
+
+        out: list[Access] = []
+        for a in self.accesses:
+            if a.space != "global" or a.kind != "read" or a.vector or not a.loops or not uniform(a.index):
+                continue
+            moving = [self.loops[i] for i in a.loops if self.loops[i].var and sym(self.loops[i].var or "")
+                      in a.index.free_symbols]  # type: ignore[union-attr]
+            if moving and all(uniform(lp.start) and uniform(lp.step) and any(
+                    s.name.startswith(("blockDim.", "gridDim.")) for s in lp.step.free_symbols)  # type: ignore[union-attr]
+                    for lp in moving):
+                out.append(a)
         return tuple(out)
 
     def reduction_evidence(self) -> tuple[str, ...]:
@@ -748,6 +796,32 @@ class KernelFacts:
         if self.triton is not None:
             out += [f"line {r.line}: tl.{r.fn}" for r in self.triton.reductions]
         return tuple(out)
+
+
+_WARP_WIDTHS = (sympy.Integer(32), sym("warpSize"))
+
+
+def _warp_rows(lp: LoopFact) -> sympy.Expr | None:
+    """The lanes' width when the warps of a block split the loop, else ``None``: ``W`` (32 or ``warpSize``) for a
+    start at the warp number ``div(threadIdx.x, W)`` by the number of warps ``div(blockDim.x, W)``; ``blockDim.x``
+    for a start at ``threadIdx.y`` by ``blockDim.y`` (a warp per ``threadIdx.y`` when ``blockDim.x`` is 32, which
+    only the launch can tell)."""
+    div = sympy.Function("div")
+    for w in _WARP_WIDTHS:
+        if lp.start == div(sym("threadIdx.x"), w) and lp.step == div(sym("blockDim.x"), w):
+            return w
+    if lp.start == sym("threadIdx.y") and lp.step == sym("blockDim.y"):
+        return sym("blockDim.x")
+    return None
+
+
+def _lane_column(col: sympy.Expr, width: sympy.Expr) -> bool:
+    """``col`` is ``base + lane`` with ``base`` free of the thread indices (lane on column): the lane
+    ``mod(threadIdx.x, width)``, or ``threadIdx.x`` for the width ``blockDim.x``."""
+    tx = sym("threadIdx.x")
+    lane = tx if width == sym("blockDim.x") else sympy.Function("mod")(tx, width)
+    base = sympy.expand(col - lane)
+    return not any(s.name.startswith("threadIdx.") for s in base.free_symbols)
 
 
 def _thread_dims(a: Access) -> frozenset[str]:
