@@ -276,6 +276,15 @@ class _Memory:
         start = (plen == 0).to(torch.float64).unsqueeze(1) * (1.0 if self.start_token else 0.0)
         return unit_rows(torch.cat([sb, start], 1)), unit_rows(torch.cat([db, start], 1))
 
+    def own_values(self, seed: int | None) -> torch.Tensor:
+        """Every record's own value (no transition credit), permuted with ``seed`` as :meth:`outcomes` permutes
+        (``random`` ablation)."""
+        if seed is None:
+            return self.value
+        self.outcomes(seed)  # makes the permutation of this seed and size
+        assert self._perm is not None
+        return self.value[self._perm[2]]
+
     def credited(self) -> torch.Tensor:
         """Every record's value with transition credit (:attr:`RankerConfig.credit`): its own value plus
         ``credit`` times the best credited value of the records made at the kernel it led to (same kernel,
@@ -537,11 +546,15 @@ class Ranker:
                       profile: Profile | None = None, kernel: Kernel | None = None) -> list[float]:
         """Score the variants one strategy proposes from the current kernel (v10, ``RankerConfig.variants``).
 
-        The score of variant v of strategy s is ``lam_v * A_v + (1 - lam_v) * L_s``: ``A_v`` the transition-attended
+        The score of variant v of strategy s is ``lam_v * A_v + (1 - lam_v) * B_s``: ``A_v`` the transition-attended
         value (same query, similarity and permutation as :meth:`rank`) of the records of s made with variant key v,
-        every trial counted (not only a parent's best, since telling variants apart is the point), shrunk toward
-        the strategy's own shrunk value ``L_s`` by ``lam_v = n_eff_v / (n_eff_v + N0)``. A variant without
-        records scores ``L_s``. Under ``no-local`` (no local memory) or ``variants=False`` every score is 0.
+        shrunk toward the same attention ``B_s`` over every record of s (0 when none) by
+        ``lam_v = n_eff_v / (n_eff_v + N0)``. A variant without records scores ``B_s``. Unlike ``L_s``, both count
+        every trial (not only a parent's best: telling the variants of one parent apart is the point) and read
+        each record's own value, without transition credit: the variants are alternatives from one parent, and
+        what follows one of them (often another variant of the same strategy) is open after the others too; with
+        credit, a losing block size followed by the winning one would be credited with the winner's gain. Under
+        ``no-local`` (no local memory) or ``variants=False`` every score is 0.
 
         Args:
             state, prefix, features, language, profile, kernel: as for :meth:`rank`.
@@ -564,11 +577,13 @@ class Ranker:
         with _one_thread():
             q = self._query(state, prefix, features, language, profile, kernel)
             mem, cfg = self._memory, self.config
+            own = mem.own_values(self.seed if self.ablation == "random" else None)
             j = mem.s_index[strategy]
-            s_att = _segment_attention(q.sims, mem.step, q.value, len(self.kb.strategies), cfg.tau, q.raw, q.lw)
-            edge = self.kb.transitions.get(("strategy", q.last, strategy)) if q.last else None
-            local = self._shrunk(s_att, j, edge.gain if edge else 0.0)
-            v_att = _segment_attention(q.sims, mem.variant, q.raw, max(len(mem.v_index), 1), cfg.tau, q.raw, q.lw)
+            sims = q.sims
+            s_att = _segment_attention(sims, mem.step, own, len(self.kb.strategies), cfg.tau, own, q.lw)
+            local = float(s_att.value[j])
+            local = 0.0 if math.isnan(local) else local
+            v_att = _segment_attention(sims, mem.variant, own, max(len(mem.v_index), 1), cfg.tau, own, q.lw)
             out = []
             for key in variants:
                 vid = mem.v_index.get((strategy, key)) if key is not None else None
