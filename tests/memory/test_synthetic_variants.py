@@ -184,3 +184,13 @@ def test_the_method_before_v10_loses_it(tmp_path, monkeypatch):
     doc = _replay(tmp_path, ["htam"])
     warm = doc["aggregates"]["htam"]
     assert warm["mean_trials_to_90"] > 2.0 and warm["geomean_at"]["1"] < 2.0 ** 0.5
+
+
+def test_the_loop_records_each_candidates_variant(replay):
+    from htam_core.memory.store import read_records
+
+    stores = sorted(Path(replay["config"]["work"]).glob("stores/*-htam-cold-s0.sqlite3"))
+    recs = [r for p in stores for r in read_records(p)]
+    blocks = {r.variant for r in recs if r.step == "cuda_block_size"}
+    assert blocks and all(b is not None and b.startswith('{"block":[') for b in blocks)
+    assert len(blocks) >= 3  # the variants tried are told apart
