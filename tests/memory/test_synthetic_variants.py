@@ -41,6 +41,7 @@ from htam_core.memory.variants import variant_key
 from htam_core.optimize.replay import text_key
 from htam_core.source import language_for_path, parse_text
 from htam_core.transforms import registry
+from tests.memory.ablation_checks import ablation_params, assert_loses
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "bench" / "fixtures" / "synthetic_space_static.jsonl"
@@ -163,13 +164,9 @@ def test_htam_learns_the_variant_of_the_elementwise_kind(replay):
     assert warm["geomean_at"]["1"] >= 2.0 ** 0.5 - 1e-9
 
 
-@pytest.mark.parametrize("ablation", [*LOSE, *(pytest.param(a, marks=pytest.mark.xfail(reason=why, strict=True))
-                                              for a, why in TIE.items())])
+@pytest.mark.parametrize("ablation", ablation_params(LOSE, TIE))
 def test_every_ablation_loses_it(replay, ablation):
-    warm = replay["aggregates"]["htam"]
-    other = replay["aggregates"][ablation]
-    assert other["mean_trials_to_90"] > warm["mean_trials_to_90"], (ablation, other, warm)
-    assert other["geomean_at"]["1"] < warm["geomean_at"]["1"], (ablation, other, warm)
+    assert_loses(replay, ablation, at="1")
 
 
 def test_the_method_before_v10_loses_it(tmp_path, monkeypatch):
