@@ -4,7 +4,8 @@ Replays ``htam``, ``flat`` and ``htam-cold`` (and the warm memory's teachers) th
 :func:`htam_core.bench.replay.run_replay` in this process, with :meth:`htam_core.memory.ranker.Ranker.rank`
 wrapped so that every ranking the loop asks for is kept: the top steps with their score parts (direction
 prior, direction transition, direction exploration, local prior, local transition, local exploration) and
-the evidence text. Then, for every kernel where ``flat`` reaches 90 % of the table's best sooner than
+the evidence text, and (v10) :meth:`~htam_core.memory.ranker.Ranker.rank_variants` wrapped so that every ordering of a
+strategy's variants is kept with its scores. Then, for every kernel where ``flat`` reaches 90 % of the table's best sooner than
 ``htam``, or ``htam`` is no better than ``flat`` while the start is below 90 % of the best, it writes what each
 policy tried first, the table's measured candidates of that kernel (strategy: speedup over the start), and the
 first ranking of ``htam`` and ``flat`` with their parts. Kernels whose start already reaches 90 % (every policy
@@ -65,7 +66,7 @@ def capture(table: str, work: str, policies: list[str]) -> tuple[dict[str, Any],
 
     rankings: dict[tuple[str, str], list] = defaultdict(list)
     current: dict[str, str] = {}
-    orig_task, orig_rank = suite.run_suite_task, Ranker.rank
+    orig_task, orig_rank, orig_variants = suite.run_suite_task, Ranker.rank, Ranker.rank_variants
 
     def task(t: dict[str, Any]) -> dict[str, Any]:
         current.update(kernel=t.get("replay_kernel") or t["kernel"], policy=t["policy_name"], seed=str(t["seed"]))
@@ -80,11 +81,19 @@ def capture(table: str, work: str, policies: list[str]) -> tuple[dict[str, Any],
                           "parts": {p: r.parts[p] for p in PARTS}, "evidence": r.evidence} for r in out[:TOP]]})
         return out
 
-    suite.run_suite_task, Ranker.rank = task, rank
+    def rank_variants(self: Ranker, state: Any, prefix: Any, strategy: str, variants: Any, *a: Any,
+                      **kw: Any) -> list:
+        out = orig_variants(self, state, prefix, strategy, variants, *a, **kw)
+        if current.get("seed") == "0":
+            rankings[(current["kernel"], current["policy"] + ":variants")].append(
+                {"prefix": list(prefix), "strategy": strategy, "variants": list(zip(variants, out, strict=True))})
+        return out
+
+    suite.run_suite_task, Ranker.rank, Ranker.rank_variants = task, rank, rank_variants
     try:
         doc = run_replay(ReplayConfig(table=table, work=work, policies=policies, fresh=True), log=lambda m: None)
     finally:
-        suite.run_suite_task, Ranker.rank = orig_task, orig_rank
+        suite.run_suite_task, Ranker.rank, Ranker.rank_variants = orig_task, orig_rank, orig_variants
     return doc, rankings
 
 
@@ -139,7 +148,8 @@ def report(doc: dict[str, Any], rankings: dict[tuple[str, str], list], cands: di
                  f"- best in table {h['target']:.2f}x (90 %: {0.9 * h['target']:.2f}x); measured candidates: "
                  + ", ".join(f"{s} " + (f"x{v:.2f}" if v else "n/a") for s, v in cands.get(kid, [])),
                  f"- trials to 90 %: htam {_fmt_t(th)}, flat {_fmt_t(tf)}, htam-cold {_fmt_t(c and c['trials_to_90'])}",
-                 f"- htam tried: {', '.join(map(str, h['strategies'][:4]))}",
+                 f"- htam tried: {', '.join(map(str, h['strategies'][:4]))}"
+                 f" (steps not in the table: {h.get('not_in_table', 0)})",
                  f"- flat tried: {', '.join(map(str, f['strategies'][:4]))}",
                  *([f"- htam-cold tried: {', '.join(map(str, c['strategies'][:4]))}"] if c else []), ""]
         for pol in ("htam", "flat"):
@@ -147,6 +157,10 @@ def report(doc: dict[str, Any], rankings: dict[tuple[str, str], list], cands: di
             if rk:
                 body += [f"{pol}'s first ranking ({rk[0]['records']} records in memory):", "",
                          *_ranking_table(rk[0]), ""]
+            for v in rankings.get((kid, f"{pol}:variants"), [])[:2]:  # v10: how the strategy's variants were ordered
+                after = " → ".join(v["prefix"]) or "the start"
+                body += [f"{pol}'s variants of {v['strategy']} at {after} (transform's order, score): "
+                         + ", ".join(f"`{k}` {sc:+.3f}" for k, sc in v["variants"]), ""]
     lines += [f"Kernels measured: {sum(1 for k in kernels if rows.get((k, 'htam')) and rows[(k, 'htam')]['target'])};"
               f" start already at 90 % (0 trials for every policy): {trivially}; htam sooner than flat: {better}; "
               f"tie: {tie}; flat sooner: {worse}. Listed below: {listed}.", "", *body]

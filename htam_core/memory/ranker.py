@@ -102,6 +102,10 @@ class RankerConfig:
             state block's and the structure block's cosines, so kernels of one bottleneck class but different
             structure stop looking alike (``False``: the state block alone, as before v9; records older than v9
             always compare on it alone).
+        variants: (v10) the candidates one strategy proposes from a parent (its variants: block sizes, vector
+            widths, tile shapes) are tried in the order of their own attended value, shrunk toward the strategy's
+            ``L_s`` (:meth:`Ranker.rank_variants`), instead of the transform's order (``False``: the transform's
+            order, as before v10).
         same_gpu_weight: attention weight of records measured on the GPU model being ranked for, relative to
             the others (1.0: no preference). It multiplies such a record's softmax weight in transition
             attention (it adds ``tau * ln(w)`` to its logit) and nothing else: counts and confidence are kept.
@@ -119,6 +123,7 @@ class RankerConfig:
     direction_best: bool = True
     pool_local: bool = True
     structure: bool = True
+    variants: bool = True
     same_gpu_weight: float = 1.5
 
     def __post_init__(self) -> None:
@@ -193,6 +198,8 @@ class _Memory:
         self.fingerprints: list[str] = []
         self.gpus: list[str | None] = []
         self.group = torch.zeros(0, dtype=torch.long)  # (kernel, prefix, step) group of each record
+        self.variant = torch.zeros(0, dtype=torch.long)  # variant id of each record (-1: none recorded)
+        self.v_index: dict[tuple[str, str], int] = {}  # (step, variant key) -> variant id
         self.credit = 0.0  # set by the ranker (RankerConfig.credit)
         self.start_token = False  # set by the ranker (RankerConfig.start_token)
         self._at: list[tuple[str, tuple[str, ...]]] = []  # (kernel, full prefix): where each record was made
@@ -207,11 +214,11 @@ class _Memory:
         if not rows:
             return
         k = PREFIX_LEN
-        pidx, pdir, plen, step, dirs, last, value, speedup, win, fail, group = ([] for _ in range(11))
+        pidx, pdir, plen, step, dirs, last, value, speedup, win, fail, group, variant = ([] for _ in range(12))
         kb_dir = {s.id: self.d_index[s.direction] for s in self.kb.strategies}
         prefixes = json.loads("[" + ",".join(r[1] for r in rows) + "]")  # one decode call for all rows
         for row, full_prefix in zip(rows, prefixes, strict=True):
-            _uid, _pj, step_id, direction, sp, correct, measured, status, fp, gpu = row[:10]
+            _uid, _pj, step_id, direction, sp, correct, measured, status, fp, gpu, vkey = row[:11]
             pre = full_prefix[-k:]
             ids = [self.s_index.get(p, -1) for p in pre]
             dids = [kb_dir.get(p, -1) for p in pre]
@@ -231,10 +238,11 @@ class _Memory:
             self._at.append((fp, tuple(full_prefix)))
             self._led.append((fp, (*full_prefix, step_id)))
             # one group per parent kernel: same kernel, history, step and parent state
-            key = (fp, json.dumps(pre), step_id, repr(tuple(row[10:])))
+            key = (fp, json.dumps(pre), step_id, repr(tuple(row[11:])))
             group.append(self._groups.setdefault(key, len(self._groups)))
+            variant.append(-1 if vkey is None else self.v_index.setdefault((step_id, vkey), len(self.v_index)))
         ns = len(STATE_KEYS)
-        raw_state = torch.tensor([r[10:] for r in rows], dtype=torch.float64).reshape(len(rows), -1)
+        raw_state = torch.tensor([r[11:] for r in rows], dtype=torch.float64).reshape(len(rows), -1)
         new_state = unit_rows(raw_state[:, :ns])
         new_struct = unit_rows(raw_state[:, ns + 1:])
         new_has = raw_state[:, ns] > 0 if raw_state.shape[1] > ns else torch.zeros(len(rows), dtype=torch.bool)
@@ -258,6 +266,7 @@ class _Memory:
         self.win = torch.cat([self.win, torch.tensor(win, dtype=torch.bool)])
         self.fail = torch.cat([self.fail, torch.tensor(fail, dtype=torch.bool)])
         self.group = torch.cat([self.group, torch.tensor(group, dtype=torch.long)])
+        self.variant = torch.cat([self.variant, torch.tensor(variant, dtype=torch.long)])
         self.n += len(rows)
 
     def _encode(self, pidx: torch.Tensor, pdir: torch.Tensor, plen: torch.Tensor,
@@ -266,6 +275,15 @@ class _Memory:
         db = prefix_block(pdir, plen, len(self.d_index), use_pos)
         start = (plen == 0).to(torch.float64).unsqueeze(1) * (1.0 if self.start_token else 0.0)
         return unit_rows(torch.cat([sb, start], 1)), unit_rows(torch.cat([db, start], 1))
+
+    def own_values(self, seed: int | None) -> torch.Tensor:
+        """Every record's own value (no transition credit), permuted with ``seed`` as :meth:`outcomes` permutes
+        (``random`` ablation)."""
+        if seed is None:
+            return self.value
+        self.outcomes(seed)  # makes the permutation of this seed and size
+        assert self._perm is not None
+        return self.value[self._perm[2]]
 
     def credited(self) -> torch.Tensor:
         """Every record's value with transition credit (:attr:`RankerConfig.credit`): its own value plus
@@ -385,6 +403,23 @@ def _segment_attention(sims: torch.Tensor, groups: torch.Tensor, value: torch.Te
     return _Attended(att, n_eff, count)
 
 
+@dataclass
+class _Query:
+    """What one ranking reads: the facts, the state (with its structure block), the last known step of the
+    history, ``q . k`` per record, the outcomes (permuted under ``random``) and the same-GPU log weights."""
+
+    facts: dict[str, Any]
+    state: Mapping[str, float]
+    last: str | None
+    sims: torch.Tensor
+    value: torch.Tensor
+    raw: torch.Tensor
+    speedup: torch.Tensor
+    win: torch.Tensor
+    fail: torch.Tensor
+    lw: torch.Tensor | None
+
+
 @contextmanager
 def _one_thread() -> Iterator[None]:
     """Run torch ops single-threaded: the tensors here are small (<= 1e5 x ~60), and intra-op threads cost
@@ -458,8 +493,10 @@ class Ranker:
         return len(rows)
 
     def record(self, prefix: list[str], state: dict[str, float], step: str, outcome: Outcome, fingerprint: str,
-               device: str) -> Record | None:
+               device: str, variant: str | None = None) -> Record | None:
         """Store a record through this ranker; under ``no-update`` nothing is written and ``None`` returned.
+
+        ``variant`` is the candidate's variant key (:func:`htam_core.memory.variants.variant_key`) or ``None``.
 
         Raises:
             ValueError: no store, unknown step. MemoryStoreError: the store cannot be written.
@@ -468,7 +505,7 @@ class Ranker:
             return None
         if self.store is None:
             raise ValueError("this ranker has no store to record into")
-        return self.store.record(prefix, state, step, outcome, fingerprint, device)
+        return self.store.record(prefix, state, step, outcome, fingerprint, device, variant=variant)
 
     # ---- ranking -------------------------------------------------------------------------------
     def applicable(self, features: KernelFeatures, language: str, profile: Profile | None = None,
@@ -504,24 +541,81 @@ class Ranker:
         with _one_thread():
             return self._rank(state, prefix, features, language, profile, top, kernel)
 
-    def _rank(self, state: Mapping[str, float], prefix: Sequence[str], features: KernelFeatures, language: str,
-              profile: Profile | None, top: int, kernel: Kernel | None) -> list[RankedStep]:
+    def rank_variants(self, state: Mapping[str, float], prefix: Sequence[str], strategy: str,
+                      variants: Sequence[str | None], features: KernelFeatures, language: str,
+                      profile: Profile | None = None, kernel: Kernel | None = None) -> list[float]:
+        """Score the variants one strategy proposes from the current kernel (v10, ``RankerConfig.variants``).
+
+        The score of variant v of strategy s is ``lam_v * A_v + (1 - lam_v) * B_s``: ``A_v`` the transition-attended
+        value (same query, similarity and permutation as :meth:`rank`) of the records of s made with variant key v,
+        shrunk toward the same attention ``B_s`` over every record of s (0 when none) by
+        ``lam_v = n_eff_v / (n_eff_v + N0)``. A variant without records scores ``B_s``. Unlike ``L_s``, both count
+        every trial (not only a parent's best: telling the variants of one parent apart is the point) and read
+        each record's own value, without transition credit: the variants are alternatives from one parent, and
+        what follows one of them (often another variant of the same strategy) is open after the others too; with
+        credit, a losing block size followed by the winning one would be credited with the winner's gain. Under
+        ``no-local`` (no local memory) or ``variants=False`` every score is 0.
+
+        Args:
+            state, prefix, features, language, profile, kernel: as for :meth:`rank`.
+            strategy: the strategy id whose candidates are ranked.
+            variants: the candidates' variant keys (:func:`htam_core.memory.variants.variant_key`), in the
+                transform's order; ``None`` for a candidate without one.
+
+        Returns:
+            one score per variant (log-speedup units); sort by it, stably, to keep the transform's order on ties.
+
+        Raises:
+            ValueError: unknown language or strategy.
+        """
+        normalize_language(language)
+        if not self.kb.has_strategy(strategy):
+            raise ValueError(f"unknown strategy {strategy!r}")
+        if not self.config.variants or self.ablation == "no-local" or not variants:
+            return [0.0] * len(variants)
+        self.refresh()
+        with _one_thread():
+            q = self._query(state, prefix, features, language, profile, kernel)
+            mem, cfg = self._memory, self.config
+            own = mem.own_values(self.seed if self.ablation == "random" else None)
+            j = mem.s_index[strategy]
+            sims = q.sims
+            s_att = _segment_attention(sims, mem.step, own, len(self.kb.strategies), cfg.tau, own, q.lw)
+            local = float(s_att.value[j])
+            local = 0.0 if math.isnan(local) else local
+            v_att = _segment_attention(sims, mem.variant, own, max(len(mem.v_index), 1), cfg.tau, own, q.lw)
+            out = []
+            for key in variants:
+                vid = mem.v_index.get((strategy, key)) if key is not None else None
+                out.append(local if vid is None else self._shrunk(v_att, vid, local))
+            return out
+
+    def _query(self, state: Mapping[str, float], prefix: Sequence[str], features: KernelFeatures, language: str,
+               profile: Profile | None, kernel: Kernel | None) -> _Query:
+        """The query of one ranking: facts, the state with its structure block, the last known step, ``q . k``
+        for every record, the (permuted under ``random``) outcomes and the same-GPU log weights."""
         cfg, kb, ab = self.config, self.kb, self.ablation
         facts = compute_facts(features, language, profile, kernel)
-        lang = facts["language"]
         if cfg.structure and state:
             state = with_structure(state, facts)
-        bottleneck = profile.bottleneck.cls if profile is not None else bottleneck_of_state(state)
-        secondary = list(profile.bottleneck.secondary) if profile is not None else []
         use_prefix = ab != "no-prefix"
         known = [p for p in prefix if kb.has_strategy(p)] if use_prefix else []
         last = known[-1] if known and prefix and prefix[-1] == known[-1] else None
-
         sims = self._similarities(state, list(prefix)[-PREFIX_LEN:], use_prefix)
         value, raw, speedup, win, fail = self._memory.outcomes(self.seed if ab == "random" else None)
+        return _Query(facts, state, last, sims, value, raw, speedup, win, fail, self._gpu_log_weight(profile))
+
+    def _rank(self, state: Mapping[str, float], prefix: Sequence[str], features: KernelFeatures, language: str,
+              profile: Profile | None, top: int, kernel: Kernel | None) -> list[RankedStep]:
+        cfg, kb, ab = self.config, self.kb, self.ablation
+        q = self._query(state, prefix, features, language, profile, kernel)
+        facts, state, last, sims, lw = q.facts, q.state, q.last, q.sims, q.lw
+        value, raw, speedup, win, fail = q.value, q.raw, q.speedup, q.win, q.fail
+        lang = facts["language"]
+        bottleneck = profile.bottleneck.cls if profile is not None else bottleneck_of_state(state)
+        secondary = list(profile.bottleneck.secondary) if profile is not None else []
         mem = self._memory
         n_dirs, n_strats = len(kb.directions), len(kb.strategies)
-        lw = self._gpu_log_weight(profile)
         d_att = _segment_attention(sims, mem.dir, value, n_dirs, cfg.tau, raw, lw)
         s_att = _segment_attention(sims, mem.step, value, n_strats, cfg.tau, raw, lw)
         total = float(d_att.count.sum())

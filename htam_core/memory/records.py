@@ -121,6 +121,9 @@ class Record:
         gpu: the GPU model it was measured on (``"NVIDIA H200"``), or ``None`` in static mode and in older records;
             the ranker can weight records of the GPU model it ranks for higher (``RankerConfig.same_gpu_weight``).
         tag: a user tag (``$HTAM_MEMORY_TAG``, e.g. who ran it), or ``None``.
+        variant: which candidate of the step it was, as :func:`htam_core.memory.variants.variant_key` of the
+            candidate's parameters (``'{"block":[256]}'``), or ``None`` (an LLM candidate, records older than
+            schema 4); the ranker credits variants by it (``RankerConfig.variants``).
     """
 
     prefix: tuple[str, ...]
@@ -135,13 +138,14 @@ class Record:
     host: str | None = None
     gpu: str | None = None
     tag: str | None = None
+    variant: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form used by export/import."""
         return {"uid": self.uid, "time": self.time, "prefix": list(self.prefix), "state": dict(self.state),
                 "step": self.step, "direction": self.direction, "outcome": asdict(self.outcome),
                 "fingerprint": self.fingerprint, "device": self.device, "host": self.host, "gpu": self.gpu,
-                "tag": self.tag}
+                "tag": self.tag, "variant": self.variant}
 
     @classmethod
     def from_json(cls, d: Any) -> Record:
@@ -166,7 +170,7 @@ class Record:
         state = {str(k): _finite(f"state.{k}", v) for k, v in _field(d, "state", dict).items()}
         return cls(tuple(prefix), state, _field(d, "step", str), _field(d, "direction", str), outcome,
                    _field(d, "fingerprint", str), _field(d, "device", str), _finite("time", d.get("time")),
-                   _field(d, "uid", str), *(_optional(d, k) for k in ("host", "gpu", "tag")))
+                   _field(d, "uid", str), *(_optional(d, k) for k in ("host", "gpu", "tag", "variant")))
 
 
 def _optional(d: dict[str, Any], name: str) -> str | None:

@@ -52,7 +52,7 @@ __all__ = ["TAG_ENV", "gpu_model", "remove_store_files", "SCHEMA_VERSION", "APPL
            "pending_paths", "START"]
 
 #: Current schema version (``PRAGMA user_version``).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Environment variable whose value is stored as each new record's user tag (e.g. who ran it).
 TAG_ENV = "HTAM_MEMORY_TAG"
 #: ``PRAGMA application_id`` of HTAM memory files ("HTAM" in ASCII).
@@ -117,6 +117,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE records ADD COLUMN host TEXT;
     ALTER TABLE records ADD COLUMN gpu TEXT;
     ALTER TABLE records ADD COLUMN tag TEXT;
+    """,
+    # v4: which variant of the step (the candidate's parameters, as a variant key; NULL before it)
+    """
+    ALTER TABLE records ADD COLUMN variant TEXT;
     """,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
@@ -301,6 +305,7 @@ class _Db:
         self.path = path
         self.moved_aside: Path | None = None
         self.read_only = False
+        self.columns = _RECORD_COLS  # the record columns to select (older read-only files: NULL for missing ones)
         if path.is_dir():
             raise MemoryStoreError(
                 f"{path} is a folder, not a memory store file; it was left untouched. Pass the path of a store "
@@ -374,11 +379,13 @@ class _Db:
                 if check != [("ok",)]:
                     raise _corrupt(path, "integrity check: " + "; ".join(str(r[0]) for r in check[:3]))
             if read_only:
-                if version < SCHEMA_VERSION:
+                if version < 1 or tables == 0:
                     raise MemoryStoreError(
-                        f"the memory store {path} is empty or of an older schema and not writable, so it cannot be "
-                        "set up. Fix the permissions of the file and its folder, or point --memory/HTAM_MEMORY at "
-                        "a writable file", path, "readonly")
+                        f"the memory store {path} is empty and not writable, so it cannot be set up. Fix the "
+                        "permissions of the file and its folder, or point --memory/HTAM_MEMORY at a writable file",
+                        path, "readonly")
+                # an older schema is read as it is (columns it lacks read as NULL), never migrated
+                self.columns = _columns_of(conn, version)
                 return conn
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -386,6 +393,7 @@ class _Db:
                                        "system for the memory store", path, "io")
             conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate(conn)
+            self.columns = _RECORD_COLS
         except BaseException:
             conn.close()
             raise
@@ -520,14 +528,22 @@ def _keep_pending(store_path: Path, rec: Record) -> Path | None:
 
 def _row_to_record(row: Sequence[Any]) -> Record:
     (_id, uid, t, prefix, state, step, direction, speedup, correct, measured, status, note, fp, device,
-     spread, host, gpu, tag) = row
+     spread, host, gpu, tag, variant) = row
     return Record(tuple(json.loads(prefix)), json.loads(state), step, direction,
                   Outcome(speedup, bool(correct), bool(measured), status, note, spread), fp, device, t, uid,
-                  host, gpu, tag)
+                  host, gpu, tag, variant)
 
 
 _RECORD_COLS = ("id, uid, time, prefix, state, step, direction, speedup, correct, measured, status, note, "
-                "fingerprint, device, spread, host, gpu, tag")
+                "fingerprint, device, spread, host, gpu, tag, variant")
+
+
+def _columns_of(conn: sqlite3.Connection, version: int) -> str:
+    """:data:`_RECORD_COLS` for a file of schema ``version``: the columns it lacks selected as ``NULL``."""
+    if version >= SCHEMA_VERSION:
+        return _RECORD_COLS
+    have = {r[1] for r in conn.execute("PRAGMA table_info(records)")}
+    return ", ".join(c if c in have else f"NULL AS {c}" for c in _RECORD_COLS.split(", "))
 
 
 def _stats_from_row(row: Sequence[Any]) -> Stats:
@@ -567,8 +583,7 @@ def read_records(path: str | Path) -> list[Record]:
         if version > SCHEMA_VERSION:
             raise MemoryStoreError(f"{p} has schema version {version}, newer than this htam supports "
                                    f"({SCHEMA_VERSION}); upgrade htam", p, "newer")
-        have = {r[1] for r in conn.execute("PRAGMA table_info(records)")}
-        cols = ", ".join(c if c in have else f"NULL AS {c}" for c in _RECORD_COLS.split(", "))
+        cols = _columns_of(conn, version)
         return [_row_to_record(r) for r in conn.execute(f"SELECT {cols} FROM records ORDER BY id")]
     except sqlite3.Error as exc:
         raise _corrupt(p, str(exc)) if _is_corrupt(exc) else _io_error(p, "read", exc) from None
@@ -629,7 +644,7 @@ class Store:
 
     # ---- writes --------------------------------------------------------------------------------
     def record(self, prefix: list[str], state: dict[str, float], step: str, outcome: Outcome, fingerprint: str,
-               device: str, *, time: float | None = None) -> Record:
+               device: str, *, time: float | None = None, variant: str | None = None) -> Record:
         """Add one record and update node and edge statistics on both levels, in one transaction.
 
         Args:
@@ -639,6 +654,8 @@ class Store:
             outcome: what happened; ``incorrect``/``failed`` count as failures with a penalty value.
             fingerprint: kernel fingerprint; device: device name.
             time: epoch seconds (default now).
+            variant: which candidate of the step it was (:func:`htam_core.memory.variants.variant_key`), or
+                ``None``.
 
         Returns:
             the stored :class:`Record`.
@@ -661,7 +678,7 @@ class Store:
             raise ValueError(f"not finite: {', '.join(bad)}; state values and time must be finite numbers")
         rec = Record(tuple(prefix), values, step, self.kb.strategy(step).direction, outcome, str(fingerprint),
                      str(device), t, host=platform.node() or None, gpu=gpu_model(str(device)),
-                     tag=os.environ.get(TAG_ENV) or None)
+                     tag=os.environ.get(TAG_ENV) or None, variant=variant)
         try:
             with self.dbs[0].write(timeout_s=0.0 if self._lock_gave_up else None) as conn:
                 self._insert(conn, rec)
@@ -724,10 +741,10 @@ class Store:
     def _insert(self, conn: sqlite3.Connection, rec: Record) -> None:
         o = rec.outcome
         conn.execute(
-            f"INSERT INTO records ({_RECORD_COLS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO records ({_RECORD_COLS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (rec.uid, rec.time, json.dumps(list(rec.prefix)), json.dumps(rec.state, sort_keys=True), rec.step,
              rec.direction, o.speedup, int(o.correct), int(o.measured), o.status, o.note, rec.fingerprint,
-             rec.device, o.spread, rec.host, rec.gpu, rec.tag))
+             rec.device, o.spread, rec.host, rec.gpu, rec.tag, rec.variant))
         self._update_stats(conn, rec)
 
     def _update_stats(self, conn: sqlite3.Connection, rec: Record) -> None:
@@ -817,7 +834,7 @@ class Store:
         seen: set[str] = set()
         for db, lo in zip(self.dbs, after, strict=True):
             hi = lo
-            for row in db.conn.execute(f"SELECT {_RECORD_COLS} FROM records WHERE id > ? ORDER BY id", (lo,)):
+            for row in db.conn.execute(f"SELECT {db.columns} FROM records WHERE id > ? ORDER BY id", (lo,)):
                 hi = row[0]
                 rec = _row_to_record(row)
                 if rec.uid not in seen:
@@ -831,7 +848,7 @@ class Store:
         """Fast read path for the ranker: records above ``after`` as raw tuples, deduplicated by uid.
 
         Each tuple is ``(uid, prefix_json, step, direction, speedup, correct, measured, status, fingerprint, gpu,
-        *state)`` with the state unpacked in ``state_keys`` order by SQLite's ``json_extract`` (missing keys
+        variant, *state)`` (``gpu`` and ``variant`` are ``None`` in records of a schema without them) with the state unpacked in ``state_keys`` order by SQLite's ``json_extract`` (missing keys
         are 0.0), which avoids decoding every state in Python.
 
         Returns:
@@ -840,14 +857,14 @@ class Store:
         after = tuple(after) if after is not None else (0,) * len(self.dbs)
         state_cols = "".join(
             ", coalesce(json_extract(state, '$.\"{}\"'), 0.0)".format(k.replace('"', "")) for k in state_keys)
-        sql = ("SELECT id, uid, prefix, step, direction, speedup, correct, measured, status, fingerprint, gpu"
-               f"{state_cols}"
-               " FROM records WHERE id > ? ORDER BY id")
         out: list[tuple[Any, ...]] = []
         marks: list[int] = []
         seen: set[str] = set()
         for db, lo in zip(self.dbs, after, strict=True):
             hi = lo
+            extra = ", ".join("NULL" if f"NULL AS {c}" in db.columns else c for c in ("gpu", "variant"))
+            sql = ("SELECT id, uid, prefix, step, direction, speedup, correct, measured, status, fingerprint, "
+                   f"{extra}{state_cols} FROM records WHERE id > ? ORDER BY id")
             for row in db.conn.execute(sql, (lo,)):
                 hi = row[0]
                 if row[1] not in seen:

@@ -45,9 +45,10 @@ from htam_core.memory import (
 from htam_core.memory.fingerprint import kernel_fingerprint
 from htam_core.memory.outcome import outcome_of, status_of
 from htam_core.memory.records import ENDPOINT_FAULT, NOT_LEARNED
+from htam_core.memory.variants import variant_key
 from htam_core.optimize.evaluate import START_LABEL, Evaluation, Evaluator
 from htam_core.optimize.measure_cache import MeasureCache
-from htam_core.optimize.policy import Choice, all_choices, htam_choices, random_choices
+from htam_core.optimize.policy import Choice, all_choices, htam_choices, order_variants, random_choices
 from htam_core.optimize.replay import NOT_IN_TABLE, TableError, TableEvaluator, load_table
 from htam_core.optimize.report import geomean_ratio as _geomean_ratio
 from htam_core.optimize.report import write_report
@@ -338,6 +339,10 @@ class _Loop:
                 continue
             if self.task.policy == "random":
                 return choice, self.rng.choice(fresh), None
+            if self.task.policy == "htam" and not llm and len(fresh) > 1:
+                state = state_from_profile(ev.profile) if ev.profile else {}
+                fresh = order_variants(self.ranker, state, prefix, choice.strategy, fresh, self._kernel_of(ev),
+                                       ev.profile)
             return choice, fresh[0], None
         return None
 
@@ -489,7 +494,12 @@ class _Loop:
                     note=f"{rec.description[:150]}; {rep.status} in a fresh process"[:300])
             else:
                 outcome = outcome_of(rec.speedup, spread=rec.spread, note=rec.description[:200])
-            self._store(prefix, state, strategy, outcome, device, rec.index)
+            self._store(prefix, state, strategy, outcome, device, rec.index, self._variant(rec))
+
+    def _variant(self, rec: StepRecord) -> str | None:
+        """The variant key of a step's candidate (rules engine only: an LLM candidate's parameters are its
+        request's bookkeeping, not a variant)."""
+        return variant_key(rec.params) if self.task.engine == "rules" else None
 
     def _endpoint_fault(self, n: int, choice: Choice, fault: LLMEndpointError | None) -> StepRecord:
         """The step record of an LLM endpoint fault: ``fault`` raised by the request, or (``None``) every round's
@@ -628,12 +638,13 @@ class _Loop:
             return
         outcome = outcome_of(rec.speedup, spread=rec.spread, failed=rec.status == "failed",
                              incorrect=rec.status == "incorrect", note=rec.description[:200])
-        self._store(prefix, state, choice.strategy, outcome, device, rec.index)
+        self._store(prefix, state, choice.strategy, outcome, device, rec.index, self._variant(rec))
 
-    def _store(self, prefix: list[str], state: dict, strategy: str, outcome: Any, device: str, index: int) -> None:
+    def _store(self, prefix: list[str], state: dict, strategy: str, outcome: Any, device: str, index: int,
+               variant: str | None = None) -> None:
         """Write one outcome into the memory (a failure becomes a warning, never the loss of the run)."""
         try:
-            self.ranker.record(list(prefix), state, strategy, outcome, self.fingerprint, device)
+            self.ranker.record(list(prefix), state, strategy, outcome, self.fingerprint, device, variant)
             self.ranker.refresh()
         except Exception as exc:  # a memory problem must not lose the optimization
             self.warnings.append(f"could not record step {index} in the memory: {exc}")

@@ -10,10 +10,14 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from htam_core.memory import KnowledgeBase, RankedStep, Ranker
+from htam_core.memory.variants import variant_key
 from htam_core.source.model import Kernel
 from htam_core.types.profile import Profile
+
+C = TypeVar("C")
 
 
 @dataclass
@@ -39,6 +43,22 @@ def htam_choices(ranker: Ranker, state: dict[str, float], prefix: Sequence[str],
     ranked = ranker.rank(state, list(prefix), kernel.features, _language(kernel), profile, top=top,
                          kernel=kernel)
     return [Choice(r.direction, r.strategy, r.transform, r.score, r.evidence, r.rationale, r) for r in ranked]
+
+
+def order_variants(ranker: Ranker, state: dict[str, float], prefix: Sequence[str], strategy: str,
+                   candidates: Sequence[C], kernel: Kernel, profile: Profile | None) -> list[C]:
+    """The candidates (variants) one strategy proposed, best first by the memory's variant scores
+    (:meth:`Ranker.rank_variants`, docs/MEMORY.md v10); ties keep the transform's order, so an empty memory, the
+    ``no-local`` ablation and ``RankerConfig(variants=False)`` give the transform's order unchanged.
+
+    Args:
+        candidates: objects with a ``params`` mapping (the rules generator's candidates), in the transform's order.
+    """
+    keys = [variant_key(getattr(c, "params", None)) for c in candidates]
+    scores = ranker.rank_variants(state, list(prefix), strategy, keys, kernel.features, _language(kernel), profile,
+                                  kernel=kernel)
+    order = sorted(range(len(candidates)), key=lambda i: -scores[i])
+    return [candidates[i] for i in order]
 
 
 def random_choices(kb: KnowledgeBase, ranker: Ranker, kernel: Kernel, profile: Profile | None,

@@ -38,7 +38,7 @@ def test_schema_1_store_is_migrated_and_keeps_its_records(tmp_path: Path) -> Non
         store.record([], {"memory_bound": 1.0}, STEP, Outcome(1.01, True, True, "neutral", "noise", spread=0.02),
                      "fp", "H200")
     conn = sqlite3.connect(str(path))
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     conn.close()
     with open_store(path) as store:
         recs = list(store.records())

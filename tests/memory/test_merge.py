@@ -142,7 +142,7 @@ def test_a_schema_2_store_is_read_unchanged_and_migrated_on_open(tmp_path: Path)
     assert sqlite3.connect(p).execute("PRAGMA user_version").fetchone()[0] == 2  # reading never migrates
     with open_store(p, kb=KB) as s:
         assert [r.uid for r in s.records()] == ["old"]
-    assert sqlite3.connect(p).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert sqlite3.connect(p).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
 
 
 def test_record_keeps_host_gpu_and_tag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

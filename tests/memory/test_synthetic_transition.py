@@ -23,6 +23,7 @@ import pytest
 
 from htam_core.bench.replay import ReplayConfig, run_replay
 from htam_core.bench.space import synthesize_table
+from tests.memory.ablation_checks import ablation_params, assert_loses
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "bench" / "fixtures" / "synthetic_space_static.jsonl"
@@ -79,13 +80,9 @@ def test_htam_learns_the_transition(replay):
     assert warm["geomean_at"]["2"] >= 2.6
 
 
-@pytest.mark.parametrize("ablation", [*LOSE, *(pytest.param(a, marks=pytest.mark.xfail(reason=why, strict=True))
-                                              for a, why in TIE.items())])
+@pytest.mark.parametrize("ablation", ablation_params(LOSE, TIE))
 def test_every_ablation_loses_it(replay, ablation):
-    warm = replay["aggregates"]["htam"]
-    other = replay["aggregates"][ablation]
-    assert other["mean_trials_to_90"] > warm["mean_trials_to_90"], (ablation, other, warm)
-    assert other["geomean_at"]["2"] < warm["geomean_at"]["2"], (ablation, other, warm)
+    assert_loses(replay, ablation, at="2")
 
 
 def test_the_memory_beats_its_absence(replay):
