@@ -477,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     build_note = None
     if mode == "static" and not args.no_build:
         build_note = _setup_static_build(work)
+    build = build_note is not None and not build_note.startswith("Builds: not checked")
     if mode == "gpu":
         import torch
 
@@ -505,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
             _log(f"[llmc] {i}/{len(entries)} {e.name}: not run (--max-minutes spent); rerun to resume")
             continue
         t0 = time.time()
-        row = static_row(e, work, build=not args.no_build, deadline=deadline) if mode == "static" else \
+        row = static_row(e, work, build=build, deadline=deadline) if mode == "static" else \
             gpu_row(e, work, args.budget, args.trials, memory, deadline)
         row["wall_s"] = round(time.time() - t0, 1)
         if deadline is not None and time.time() >= deadline and mode == "gpu":
