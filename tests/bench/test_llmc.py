@@ -238,8 +238,8 @@ def test_real_llmc_files_get_zero_config_harnesses() -> None:
 
     with tempfile.TemporaryDirectory() as work:
         built = [llmc.build_harness(e, e.naive, work) for e in entries if e.naive is not None]
-    ok = [b for b in built if b.harness is not None]
-    assert len(ok) >= 10, [(b.entry, b.reason) for b in built if b.harness is None]
+    # every naive start, trimat_forward's too (its stores are in a device function chosen by a template argument)
+    assert [(b.entry, b.reason) for b in built if b.harness is None] == []
 
 
 def _load_bench():  # noqa: ANN202 - the script module
