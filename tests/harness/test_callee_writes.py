@@ -65,10 +65,10 @@ int main(int argc, char** argv) {
 
 @pytest.fixture()
 def folder(tmp_path: Path) -> Path:
-    d = tmp_path / "llmc"
-    d.mkdir()
-    (d / "rows.cu").write_text(TRI, encoding="utf-8")
-    return d
+    """An llm.c-layout folder holding the one file (no common.h: the file needs none)."""
+    (tmp_path / "llmc").mkdir()
+    (tmp_path / "llmc" / "rows.cu").write_text(TRI, encoding="utf-8")
+    return tmp_path / "llmc"
 
 
 def test_a_pointer_passed_on_to_a_callee_is_an_output(folder: Path) -> None:
