@@ -85,12 +85,19 @@ def _block_list(entry: llmc.LlmcEntry) -> list[int]:
     return [int(v) for v in re.findall(r"\d+", re.sub(r"/\*.*?\*/", "", m.group(1)))] if m else []
 
 
-def static_row(entry: llmc.LlmcEntry, work: Path) -> dict[str, Any]:
-    """The engine's reach on the naive kernel of ``entry`` and whether its harness is inferred (no GPU)."""
+def static_row(entry: llmc.LlmcEntry, work: Path, build: bool = False,
+               deadline: float | None = None) -> dict[str, Any]:
+    """The engine's reach on the naive kernel of ``entry`` and whether its harness is inferred (no GPU).
+
+    With ``build``, also whether each harness compiles with nvcc (no GPU: what the GPU run would build,
+    :func:`htam_core.bench.llmc.build_status`): the naive start's (``naive_build``) and every expert's
+    (``expert_builds``, each checked against the naive version when ``oracle_checked``). Experts not reached
+    before ``deadline`` are recorded as not built and the row is marked incomplete (built on a rerun).
+    """
     n = entry.naive
     row: dict[str, Any] = {"file": entry.name, "complete": True, "mode": "static",
                            "versions": [v.number for v in entry.versions], "naive": None, "harness": None,
-                           "harness_reason": None, "steps": []}
+                           "harness_reason": None, "steps": [], "naive_build": None, "expert_builds": []}
     if n is None:
         row["harness_reason"] = "no version found (no `kernel_num` dispatch and no kernel launched by main())"
         return row
@@ -105,6 +112,19 @@ def static_row(entry: llmc.LlmcEntry, work: Path) -> dict[str, Any]:
                         for s in llmc.reach(built.work_file if built.work_file.is_file() else entry.path, n.kernels[0])]
     except HarnessError as e:
         row["harness_reason"] = (row["harness_reason"] or "") + f"; reach: {e.message}"
+    if build:
+        row["naive_build"] = llmc.build_status(built)
+        for v in entry.experts:
+            rec: dict[str, Any] = {"version": v.number, "launcher": v.launcher}
+            if deadline is not None and time.time() >= deadline:
+                rec.update(ok=None, reason="not built: the time budget (--max-minutes) was spent")
+                row["complete"] = False
+            elif h is None:
+                rec.update(ok=False, reason="not built: the naive start has no harness to run it on")
+            else:
+                b = llmc.build_harness(entry, v, work, like=h)
+                rec.update(llmc.build_status(b), unchecked=b.unchecked)
+            row["expert_builds"].append(rec)
     return row
 
 
@@ -294,6 +314,28 @@ def _fmt(v: Any, spec: str = ".4f") -> str:
     return "not measured" if v is None else format(v, spec)
 
 
+def _naive_build_cell(r: dict[str, Any]) -> str:
+    """``yes`` / ``no: <why>`` / ``not checked`` for a static row's naive build."""
+    b = r.get("naive_build")
+    if not b:
+        return "not checked"
+    return "yes" if b.get("ok") else f"no: {(b.get('reason') or '?').replace('|', '/')[:120]}"
+
+
+def _experts_built_cell(r: dict[str, Any]) -> str:
+    """``2 of 3 (2 checked)``: a static row's experts that build, and how many are checked against the naive
+    version; the versions that do not build are named (their reasons are listed below the table)."""
+    ex = r.get("expert_builds") or []
+    if r.get("naive_build") is None:
+        return "not checked"
+    if not ex:
+        return "no expert version"
+    ok = [x for x in ex if x.get("ok")]
+    bad = [f"v{x['version']}" for x in ex if not x.get("ok")]
+    checked = sum(1 for x in ok if x.get("oracle_checked"))
+    return f"{len(ok)} of {len(ex)} ({checked} checked)" + (f"; not: {', '.join(bad)}" if bad else "")
+
+
 def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str:
     """The table of ``rows`` (static: the reach; gpu: naive/engine/expert)."""
     lines = [f"# llm.c external kernels: {mode} ({meta['date']})", "",
@@ -304,20 +346,39 @@ def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str
         lines += ["Static mode: nothing timed. For each naive kernel, every rules-engine strategy with a transform "
                   "was tried on the kernel as the engine gets it (the fp32 work copy): **makeable** = a validated edit. Structural = not a "
                   "launch-parameter or hint-only step.", "",
-                  "| file | naive kernel | harness (zero-config) | makeable structural | makeable other | refused |",
-                  "|---|---|---|---|---|---|"]
+                  f"{meta.get('build') or 'Builds: not checked (--no-build).'}", "",
+                  "| file | naive kernel | harness (zero-config) | naive start builds | experts built | "
+                  "makeable structural | makeable other | refused |",
+                  "|---|---|---|---|---|---|---|---|"]
         for r in rows:
             st = r.get("steps") or []
             ms = [s["strategy"] for s in st if s["makeable"] and s["structural"]]
             mo = [s["strategy"] for s in st if s["makeable"] and not s["structural"]]
             harness = r.get("harness") or f"not inferred: {r.get('harness_reason')}"
             lines.append(f"| {r['file']} | {r.get('naive') or '-'} | {harness.replace('|', '/')[:160]} | "
+                         f"{_naive_build_cell(r)} | {_experts_built_cell(r)} | "
                          f"{', '.join(ms) or '**none**'} | {', '.join(mo) or '-'} | "
                          f"{sum(1 for s in st if not s['makeable'])} of {len(st)} |")
         with_struct = sum(1 for r in rows if any(s["makeable"] and s["structural"] for s in r.get("steps") or []))
         harn = sum(1 for r in rows if r.get("harness"))
         lines += ["", f"{with_struct} of {len(rows)} naive kernels have at least one makeable structural step; "
-                  f"{harn} of {len(rows)} get a zero-config harness.", "", "## Refusals", ""]
+                  f"{harn} of {len(rows)} get a zero-config harness."]
+        if any(r.get("naive_build") for r in rows):
+            nb = sum(1 for r in rows if (r.get("naive_build") or {}).get("ok"))
+            ex = [x for r in rows for x in r.get("expert_builds") or []]
+            lines.append(f"{nb} of {len(rows)} naive starts build; {sum(1 for x in ex if x.get('ok'))} of {len(ex)} "
+                         f"experts build, {sum(1 for x in ex if x.get('ok') and x.get('oracle_checked'))} of them "
+                         "checked against the naive version (their outputs compared on the naive version's inputs).")
+            fails = [(r["file"], "naive", (r.get("naive_build") or {}).get("reason")) for r in rows
+                     if r.get("naive_build") and not r["naive_build"].get("ok")]
+            fails += [(r["file"], f"v{x['version']}", x.get("reason")) for r in rows
+                      for x in r.get("expert_builds") or [] if not x.get("ok")]
+            fails += [(r["file"], f"v{x['version']}", f"builds, not checked: {x['unchecked']}") for r in rows
+                      for x in r.get("expert_builds") or [] if x.get("ok") and x.get("unchecked")]
+            if fails:
+                lines += ["", "## Builds that failed or are not checked", ""]
+                lines += [f"- {f} / {v}: {(why or '?').replace('|', '/')[:300]}" for f, v, why in fails]
+        lines += ["", "## Refusals", ""]
         for r in rows:
             for s in r.get("steps") or []:
                 if not s["makeable"]:
@@ -356,6 +417,36 @@ def markdown(rows: list[dict[str, Any]], mode: str, meta: dict[str, Any]) -> str
     return "\n".join(lines) + "\n"
 
 
+def _setup_static_build(work: Path) -> str:
+    """Prepare nvcc for the static mode's compile checks and say how they are made (the table's note).
+
+    The builds go to a cache under ``work`` (``HTAM_CACHE_DIR``), never the user's htam cache. When the
+    toolkit has no cuBLAS headers (a CUDA install without the math libraries), a stub of the cuBLAS names is
+    put on nvcc's include and library path (:func:`htam_core.bench.llmc.cublas_stub`, through
+    ``NVCC_APPEND_FLAGS``): the kernels and shims are then compiled for real, the cuBLAS calls only against
+    stub declarations, and the note says so.
+    """
+    from htam_core.harness.build_check import DEFAULT_ARCH
+    from htam_core.harness.cu_main import find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return "Builds: not checked (nvcc not found)."
+    os.environ["HTAM_CACHE_DIR"] = str(work / "htam-cache")
+    import subprocess
+
+    ver = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout.strip().splitlines()
+    release = next((ln for ln in ver if "release" in ln), "nvcc")
+    how = (f"Builds: compile-only with {release} for {DEFAULT_ARCH} (`nvcc -shared` of each "
+           "harness's shim, or `nvcc -cubin` of a direct launch, as the GPU run builds them; nothing run)")
+    if llmc.toolkit_has_header("cublas_v2.h"):
+        return how + "."
+    stub = llmc.cublas_stub(work / "cublas-stub")
+    os.environ["NVCC_APPEND_FLAGS"] = f"{os.environ.get('NVCC_APPEND_FLAGS', '')} -I{stub} -L{stub}".strip()
+    return how + ("; this toolkit has no cuBLAS, so cuBLAS calls were compiled against stub declarations "
+                  "(htam_core.bench.llmc.cublas_stub): the kernels and shims are checked, the cuBLAS calls are not.")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns 0 (also when the llm.c folder is absent: it says so and skips)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -370,6 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--static", action="store_true", help="static mode even with a GPU")
     ap.add_argument("--fresh", action="store_true", help="ignore the rows of an earlier run of the same day")
     ap.add_argument("--tag", default="", help="suffix of the result files' names")
+    ap.add_argument("--no-build", action="store_true",
+                    help="static mode: do not compile the harnesses with nvcc (reach and inference only)")
+    ap.add_argument("--date", default=None, help="the date in the result files' names (default: today)")
     args = ap.parse_args(argv)
     root = Path(args.llmc)
     if not root.is_dir():
@@ -378,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     from htam_core.profile.api import gpu_available
 
     mode = "static" if args.static or not gpu_available() else "gpu"
-    date = _dt.date.today().isoformat()
+    date = args.date or _dt.date.today().isoformat()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"llmc-{mode}-{date}{('-' + args.tag) if args.tag else ''}"
@@ -392,6 +486,10 @@ def main(argv: list[str] | None = None) -> int:
     wanted = {k.strip() for k in args.kernels.split(",") if k.strip()}
     entries = [e for e in llmc.discover(root) if not wanted or e.name in wanted]
     device = "CPU (static mode)"
+    build_note = None
+    if mode == "static" and not args.no_build:
+        build_note = _setup_static_build(work)
+    build = build_note is not None and not build_note.startswith("Builds: not checked")
     if mode == "gpu":
         import torch
 
@@ -420,8 +518,8 @@ def main(argv: list[str] | None = None) -> int:
             _log(f"[llmc] {i}/{len(entries)} {e.name}: not run (--max-minutes spent); rerun to resume")
             continue
         t0 = time.time()
-        row = static_row(e, work) if mode == "static" else gpu_row(e, work, args.budget, args.trials, memory,
-                                                                     deadline)
+        row = static_row(e, work, build=build, deadline=deadline) if mode == "static" else \
+            gpu_row(e, work, args.budget, args.trials, memory, deadline)
         row["wall_s"] = round(time.time() - t0, 1)
         if deadline is not None and time.time() >= deadline and mode == "gpu":
             row["complete"] = False  # cut by the budget: measured again on a rerun
@@ -431,9 +529,11 @@ def main(argv: list[str] | None = None) -> int:
         made = sum(1 for s in row.get("steps") or [] if s["makeable"] and s["structural"])
         extra = (f", naive {_fmt(row.get('naive_ms'))} ms -> {_fmt(row.get('best_ms'))} ms, expert "
                  f"{_fmt(row.get('expert_ms'))} ms" if mode == "gpu" else "")
+        if row.get("naive_build"):
+            extra += f", naive builds: {_naive_build_cell(row)}, experts built: {_experts_built_cell(row)}"
         _log(f"[llmc] {i}/{len(entries)} {e.name}: {made} makeable structural steps, harness "
              f"{row.get('harness') or 'not inferred'}{extra} ({row['wall_s']} s)")
-    meta = {"date": date, "device": device, "llmc": root.name,
+    meta = {"date": date, "device": device, "llmc": root.name, "build": build_note,
             "command": "python bench/bench_llmc.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     stem.with_suffix(".md").write_text(markdown(rows, mode, meta), encoding="utf-8")
     stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "mode": mode, "rows": rows}, indent=1),

@@ -30,15 +30,18 @@ _BLOCK_LIST = re.compile(r"int\s+block_sizes\s*\[\s*\]\s*=\s*\{[^}]*\}\s*;")
 _KERNEL_NUM = re.compile(r"\bint\s+kernel_num\s*=\s*\d+\s*;")
 _FP_DEFINES = re.compile(r"^[ \t]*#[ \t]*define[ \t]+ENABLE_(BF16|FP16)\b.*$", re.M)
 _COMMON_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"common\.h"[ \t]*$', re.M)
-#: ``case N: [#if... lines] [return] launcherN(``: a version of the dispatch (a case may open with a preprocessor
-#: line, ``case 5:\n#ifndef ENABLE_BF16\n    matmul_backward_bias5(...)``)
-_CASE = re.compile(r"\bcase\s+(\d+)\s*:\s*(?:#[^\n]*\n\s*)*(?:return\s+)?([A-Za-z_]\w*)\s*(?:<[^;]*?>)?\s*\(")
+#: ``case N: [#if... lines] [return] launcherN[<args>](``: a version of the dispatch (a case may open with a
+#: preprocessor line, ``case 5:\n#ifndef ENABLE_BF16\n    matmul_backward_bias5(...)``; versions may differ only
+#: by the template arguments of one launcher, ``trimul_launcher<matmul_tri_naive>(...)``)
+_CASE = re.compile(r"\bcase\s+(\d+)\s*:\s*(?:#[^\n]*\n\s*)*(?:return\s+)?([A-Za-z_]\w*)\s*(<[^;]*?>)?\s*\(")
 
 
 @dataclass
 class LlmcVersion:
-    """One version of an llm.c operation: its number (``./prog N``), host launcher and the kernels it launches
-    (empty for a version that calls a library only, such as cuBLAS: it can be an expert, never the start)."""
+    """One version of an llm.c operation: its number (``./prog N``), host launcher as the dispatch calls it
+    (with its template arguments, ``trimul_launcher<matmul_tri_naive>``, when versions differ by them) and
+    the kernels it launches (empty for a version that calls a library only, such as cuBLAS: it can be an
+    expert, never the start)."""
 
     number: int
     launcher: str
@@ -144,14 +147,14 @@ def discover_file(path: Path) -> LlmcEntry:
     body = text[m.end():]
     nxt = re.search(r"^\}", body, re.M)
     body = body[: nxt.start()] if nxt else body
-    for num, fn in _CASE.findall(body):
+    for num, fn, targs in _CASE.findall(body):
         ks = list(launching.get(fn, []))
         # a launcher may call a helper that launches (two hops): follow one more level by name
         for helper, hk in launching.items():
             if helper != fn and re.search(rf"\b{re.escape(helper)}\s*[<(]", _function_text(text, fn)):
                 ks += [k for k in hk if k not in ks]
         if ks or fn in host_names:
-            entry.versions.append(LlmcVersion(int(num), fn, ks))  # no kernel: a library version (cuBLAS)
+            entry.versions.append(LlmcVersion(int(num), fn + re.sub(r"\s*([<>,])\s*", r"\1", " ".join(targs.split())), ks))  # no kernel: a library version (cuBLAS)
     entry.versions.sort(key=lambda v: v.number)
     return entry
 
@@ -211,11 +214,12 @@ def work_copy_text(entry: LlmcEntry, version: int, block_size: int | None = None
 def launcher_signature(text: str, name: str) -> list[str] | None:
     """The parameter types of host function ``name`` in ``text`` (element types through the file's typedefs,
     ``*`` kept, ``const`` dropped; a template parameter of the function is ``?``), never a ``__global__``
-    kernel of the same name; ``None``: not found."""
+    kernel of the same name; ``None``: not found. Template arguments of ``name`` (``f<g>``) are ignored."""
     from htam_core.harness.cu_eval import Program, base_type, param_declarations
     from htam_core.harness.cu_launcher import definition_head, host_definition, template_params
 
     prog = Program(text)
+    name = re.sub(r"<.*>$", "", name.strip()).strip()
     defs = [d for d in prog.functions.get(name, []) if "__global__" not in definition_head(d)]
     if not defs:
         return None
@@ -352,3 +356,118 @@ def reach(path: str | Path, kernel_name: str, text: str | None = None) -> list[S
         r = resolve_step(s.title, s.transform, s.guidance, model, kernel, profile, llm_hint="")
         out.append(StepReach(s.id, s.direction, s.id not in NON_STRUCTURAL, None if r else r.reason))
     return out
+
+
+#: Declarations of the cuBLAS/cuBLASLt names llm.c's host code uses, for a compile-only check on a machine whose
+#: CUDA toolkit has no cuBLAS (:func:`cublas_stub`): every function accepts anything and returns 0. Never for
+#: running: a library version compiled against it does nothing.
+_CUBLAS_STUB = r"""// htam compile-check stub: this toolkit has no cuBLAS; never run code built against it
+#pragma once
+#include <stdint.h>
+#include <library_types.h>
+typedef int cublasStatus_t; typedef void* cublasHandle_t; typedef int cublasComputeType_t; typedef int cublasMath_t;
+typedef int cublasOperation_t;
+enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_COMPUTE_16F,
+       CUBLAS_TF32_TENSOR_OP_MATH, CUBLAS_DEFAULT_MATH, CUBLAS_OP_N, CUBLAS_OP_T, CUBLAS_GEMM_DEFAULT,
+       CUBLAS_GEMM_DEFAULT_TENSOR_OP };
+#define HTAM_STUB(name) template <class... A> static inline int name(A...) { return 0; }
+HTAM_STUB(cublasCreate) HTAM_STUB(cublasSetMathMode) HTAM_STUB(cublasDestroy) HTAM_STUB(cublasSgemm)
+HTAM_STUB(cublasSgemmStridedBatched) HTAM_STUB(cublasGemmEx) HTAM_STUB(cublasGemmStridedBatchedEx)
+HTAM_STUB(cublasSetStream) HTAM_STUB(cublasSetWorkspace)
+"""
+_CUBLASLT_STUB = r"""// htam compile-check stub: this toolkit has no cuBLASLt; never run code built against it
+#pragma once
+#include "cublas_v2.h"
+typedef void* cublasLtHandle_t; typedef void* cublasLtMatmulDesc_t; typedef void* cublasLtMatrixLayout_t;
+typedef void* cublasLtMatmulPreference_t; typedef int cublasLtEpilogue_t;
+typedef struct { int algo; int workspaceSize; int state; float wavesCount; } cublasLtMatmulHeuristicResult_t;
+enum { CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_GELU, CUBLASLT_EPILOGUE_GELU_BIAS,
+       CUBLASLT_MATMUL_DESC_BIAS_POINTER, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_MATMUL_DESC_TRANSA,
+       CUBLASLT_MATMUL_DESC_TRANSB, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES };
+HTAM_STUB(cublasLtCreate) HTAM_STUB(cublasLtDestroy) HTAM_STUB(cublasLtMatmul) HTAM_STUB(cublasLtMatmulAlgoGetHeuristic)
+HTAM_STUB(cublasLtMatmulDescCreate) HTAM_STUB(cublasLtMatmulDescDestroy) HTAM_STUB(cublasLtMatmulDescSetAttribute)
+HTAM_STUB(cublasLtMatmulPreferenceCreate) HTAM_STUB(cublasLtMatmulPreferenceDestroy)
+HTAM_STUB(cublasLtMatmulPreferenceSetAttribute) HTAM_STUB(cublasLtMatrixLayoutCreate)
+HTAM_STUB(cublasLtMatrixLayoutDestroy)
+"""
+
+
+def toolkit_has_header(name: str) -> bool:
+    """nvcc finds ``#include <name>`` (``cublas_v2.h``): a preprocess-only run of a one-line file; ``False``
+    when nvcc is missing."""
+    import subprocess
+    import tempfile
+
+    from htam_core.harness.cu_main import find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return False
+    with tempfile.TemporaryDirectory(prefix="htam-hdr-") as tmp:
+        src = Path(tmp) / "probe.cu"
+        src.write_text(f"#include <{name}>\n", encoding="utf-8")
+        proc = subprocess.run([nvcc, "-E", str(src), "-o", str(Path(tmp) / "probe.ii")], capture_output=True,
+                              text=True, timeout=120)
+    return proc.returncode == 0
+
+
+def cublas_stub(folder: str | Path) -> Path:
+    """Write a compile-check stand-in for cuBLAS under ``folder`` (``cublas_v2.h``, ``cublasLt.h`` and empty
+    ``libcublas.so``/``libcublasLt.so`` to link against) and return it; pass ``-I<it> -L<it>`` to nvcc (the
+    static bench does, through ``NVCC_APPEND_FLAGS``). Only for a machine whose toolkit has no cuBLAS: the
+    kernels and the shims are compiled for real, cuBLAS calls only against these declarations.
+
+    Raises:
+        HarnessError: the folder cannot be written or the empty libraries cannot be linked (no host compiler).
+    """
+    import subprocess
+
+    d = Path(folder)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "cublas_v2.h").write_text(_CUBLAS_STUB, encoding="utf-8")
+        (d / "cublasLt.h").write_text(_CUBLASLT_STUB, encoding="utf-8")
+        (d / "empty.c").write_text("int htam_cublas_stub;\n", encoding="utf-8")
+    except OSError as e:
+        raise HarnessError(f"cannot write the cuBLAS stub under {d}: {e.strerror}") from None
+    for lib in ("libcublas.so", "libcublasLt.so"):
+        try:
+            proc = subprocess.run(["cc", "-shared", "-fPIC", str(d / "empty.c"), "-o", str(d / lib)],
+                                  capture_output=True, text=True, timeout=120)
+        except OSError as e:
+            raise HarnessError(f"cannot link the cuBLAS stub {lib}: no host compiler `cc` ({e.strerror})") from None
+        if proc.returncode != 0:
+            raise HarnessError(f"cannot link the cuBLAS stub {lib}: {proc.stderr[-500:]}")
+    return d
+
+
+def first_error(message: str) -> str:
+    """One line for a build failure's message: which build (``the build of gelu1 failed``) and the first
+    compiler error line (``gelu.cu(12): error: ...``, folders dropped), else the message's first line."""
+    lines = message.splitlines()
+    hit = next((ln for ln in lines if re.search(r"\berror\b", ln) and "could not build" not in ln), None)
+    if hit is None:
+        return " ".join((lines[0] if lines else "").split())
+    head = lines[0].split(": nvcc could not build")[0] if "nvcc could not build" in lines[0] else ""
+    hit = re.sub(r"(?<![\w.])/(?:[^\s/:]+/)+", "", " ".join(hit.split()))
+    return f"{head}: {hit}" if head else hit
+
+
+def build_status(built: BuiltHarness) -> dict[str, object]:
+    """Whether the harness of ``built`` compiles (:func:`htam_core.harness.build_check.check_build`, nvcc,
+    no GPU): ``{"ok", "reason", "built", "oracle_checked", "s"}``; ``ok`` is False with the harness's own
+    reason when there is no harness. Never raises."""
+    import time
+
+    from htam_core.harness.build_check import check_build
+
+    if built.harness is None:
+        return {"ok": False, "reason": f"no harness: {built.reason}", "built": [], "oracle_checked": False, "s": 0.0}
+    t0 = time.time()
+    try:
+        bc = check_build(built.harness)
+    except HarnessError as e:
+        return {"ok": False, "reason": first_error(e.message)[:300], "built": [], "oracle_checked": False,
+                "s": round(time.time() - t0, 1)}
+    return {"ok": True, "reason": None, "built": bc.built, "oracle_checked": bc.oracle_checked and not built.unchecked,
+            "s": round(time.time() - t0, 1)}

@@ -313,6 +313,34 @@ def _declares_extern_c(path: str | Path) -> bool:
     return bool(pattern.search(src)) or any(pattern.search(h.src) for h in local_headers(src, Path(path)))
 
 
+def launcher_library(path: str | Path, launcher: str, arch: str, dtypes: Sequence[str | None],
+                     pointees: Sequence[str | None] | None = None, *, load: bool = True) -> tuple[Path, str]:
+    """Build the shared library through which ``launcher`` of ``path`` is called: ``(library, symbol)``.
+
+    An ``extern "C"`` function is called directly (looked for only when the file or a local header says
+    ``extern "C"``: the file is built and loaded with :mod:`ctypes` to see whether it exports the name); any
+    other name (a C++ function, ``ns::f``, ``f<g>``) is called through the generated shim
+    (:func:`write_shim`, exported as :data:`SHIM_NAME`). ``load=False`` (a compile-only check, no GPU needed)
+    never loads anything: an ``extern "C"`` file is still built, and the shim is built too.
+
+    Raises:
+        HarnessError: nvcc is missing, the file or the shim does not compile, or no host function of that name.
+    """
+    if re.fullmatch(r"[A-Za-z_]\w*", launcher) and _declares_extern_c(path):
+        lib = build_shared_library(path, arch)
+        if load and _symbol(lib, launcher) is not None:
+            return lib, launcher
+    shim = write_shim(path, launcher, dtypes, pointees)
+    return build_shared_library(shim, arch), SHIM_NAME
+
+
+def launcher_types(inputs: Sequence[Any]) -> tuple[list[str | None], list[str | None]]:
+    """``(dtypes, pointees)`` of a harness's inputs (:class:`~htam_core.harness.base.InputSpec`) as
+    :func:`host_launcher` takes them: a scalar's dtype (``None`` for a tensor), a tensor's element dtype
+    (``None`` for a scalar)."""
+    return ([i.dtype if i.is_scalar else None for i in inputs], [None if i.is_scalar else i.dtype for i in inputs])
+
+
 def host_launcher(path: str | Path, launcher: str, arch: str, dtypes: Sequence[str | None],
                   pointees: Sequence[str | None] | None = None) -> Callable[[Sequence[Any]], Callable[[], None]]:
     """A binder for the host function ``launcher`` of the ``.cu`` file ``path``.
@@ -336,15 +364,11 @@ def host_launcher(path: str | Path, launcher: str, arch: str, dtypes: Sequence[s
     Raises:
         HarnessError: build failure (of the file or of the shim), or no host function of that name.
     """
-    fn = None
-    if re.fullmatch(r"[A-Za-z_]\w*", launcher) and _declares_extern_c(path):
-        fn = _symbol(build_shared_library(path, arch), launcher)
-    if fn is None:  # a C++ name (mangled, in a namespace, a template): call it through an extern "C" shim
-        shim = write_shim(path, launcher, dtypes, pointees)
-        fn = _symbol(build_shared_library(shim, arch), SHIM_NAME)
-        if fn is None:
-            raise HarnessError(f"{Path(path).name}: the extern \"C\" shim for {launcher!r} built but exports no "
-                               f"{SHIM_NAME}")
+    lib, name = launcher_library(path, launcher, arch, dtypes, pointees)
+    fn = _symbol(lib, name)
+    if fn is None:
+        raise HarnessError(f"{Path(path).name}: the extern \"C\" shim for {launcher!r} built but exports no "
+                           f"{SHIM_NAME}")
     argtypes = [ctypes.c_void_p if d is None else _CTYPES.get(d, ctypes.c_float) for d in dtypes]
     fn.argtypes = argtypes
     fn.restype = None

@@ -140,11 +140,41 @@ def _kernel_params(kernel: Kernel) -> list[tuple[str, str, bool]]:
     return [(p.name, p.type or "", p.is_pointer) for p in kernel.params]
 
 
-def _at_launch(prog: Program, launch: ts.Node, kernel: Kernel, scope: Scope, path: Path) -> _Found:
-    """Evaluate the launch's configuration and arguments in ``scope`` (the scope at the launch)."""
+def _pointee_const(type_text: str) -> bool:
+    """The declared pointer type points to ``const`` data (``const float*``, ``float const*``; not the
+    pointer itself, ``float* const``)."""
+    head = type_text.rsplit("*", 1)[0] if "*" in type_text else type_text
+    return "const" in re.findall(r"\w+", head)
+
+
+def output_params(model: SourceModel, kernel: Kernel) -> tuple[set[str], str | None]:
+    """The pointer parameters of ``kernel`` that may be written, and a note when some were taken on trust.
+
+    A parameter is written when the kernel stores through it in its own body (:attr:`Param.written`). A
+    pointer whose uses are not all visible loads and stores (the analysis layer's ``"unknown"`` mode: it is
+    passed to a device function, or through a function pointer given as a template argument, as llm.c's
+    ``trimul_global<matmul_tri>`` passes ``out`` to ``matmul_tri(r, ...)``) and whose pointee is not
+    declared ``const`` may be written where htam does not look: it is an output too (comparing a buffer
+    that turns out unwritten is harmless, missing a written one would leave nothing to compare).
+    """
+    from htam_core.source.analysis import analyze
+
+    written = {p.name for p in kernel.params if p.is_pointer and p.written}
+    hidden = sorted(pf.name for pf in analyze(model, kernel).pointers if pf.mode == "unknown" and pf.name not in written and
+                    not _pointee_const(next((p.type or "" for p in kernel.params if p.name == pf.name), "")))
+    if not hidden:
+        return written, None
+    return written | set(hidden), (f"{kernel.name} passes {', '.join(hidden)} on (to a function it calls) and "
+                                   "does not declare the data const: taken as output(s)")
+
+
+def _at_launch(prog: Program, launch: ts.Node, kernel: Kernel, scope: Scope, path: Path,
+               outputs: set[str]) -> _Found:
+    """Evaluate the launch's configuration and arguments in ``scope`` (the scope at the launch); ``outputs``:
+    the kernel's parameters that may be written (:func:`output_params`)."""
     exprs = list(launch_config(launch) or ())
     where = f"{path.name}:{line_of(launch)}"
-    found = _Found(args=[], written={p.name for p in kernel.params if p.written}, line=line_of(launch))
+    found = _Found(args=[], written=set(outputs), line=line_of(launch))
     try:
         found.grid = _dim(prog.ev(exprs[0], scope))
         found.block = _dim(prog.ev(exprs[1], scope))
@@ -247,7 +277,7 @@ def _scope_at(prog: Program, chain: list[tuple[ts.Node, ts.Node]]) -> Scope:
 
 
 def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kernel, main: ts.Node,
-                       path: Path) -> _Found:
+                       path: Path, outputs: set[str]) -> _Found:
     fname = node_text(fn.child_by_field_name("declarator").child_by_field_name("declarator")).split("::")[-1]
     chains = _chains_from_main(prog, fname, main)
     if not chains:
@@ -264,14 +294,14 @@ def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kern
             continue
         names = _launcher_ok(fn, launch, kernel, prog)
         if names is not None:
-            return _as_launcher(prog, fn, call, outer, kernel, launch, names)
+            return _as_launcher(prog, fn, call, outer, kernel, launch, names, outputs)
         inner = _bind_call(prog, fn, call, outer)
         try:
             prog.run_until(fn.child_by_field_name("body"), inner, launch.start_byte)
         except Unreached as e:
             last = e
             continue
-        found = _at_launch(prog, launch, kernel, inner, path)
+        found = _at_launch(prog, launch, kernel, inner, path, outputs)
         via = " -> ".join(function_name(f) or "?" for f, _ in chain[1:])
         found.notes.append(f"launch in `{fname}` (line {line_of(launch)}), called from main() at line "
                            f"{line_of(chain[0][1])}" + (f" through {via}" if via else ""))
@@ -281,11 +311,11 @@ def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kern
 
 
 def _as_launcher(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope, kernel: Kernel, launch: ts.Node,
-                 names: list[str]) -> _Found:
+                 names: list[str], outputs: set[str]) -> _Found:
     decls = param_declarations(fn)
     args = _args(call)
     launch_args = [node_text(a) for a in _args(launch)]
-    written = {launch_args[i] for i, p in enumerate(kernel.params) if p.written and i < len(launch_args)}
+    written = {launch_args[i] for i, p in enumerate(kernel.params) if p.name in outputs and i < len(launch_args)}
     found = _Found(args=[], written=written, line=line_of(launch),
                    launcher=" ".join(node_text(call.child_by_field_name("function")).split()))
     for i, (name, decl) in enumerate(zip(names, decls, strict=True)):
@@ -417,6 +447,7 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
     if not mains:
         raise HarnessError(f"{p.name} has no main(), so there is no launch to read", missing=True)
     main = mains[0]
+    outputs, trusted = output_params(model, kernel)
     errors: list[str] = []
     for site in kernel.launch_sites or []:
         launch = _launch_call(prog, site.line, kernel.name)
@@ -432,9 +463,11 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
                     prog.run_until(main.child_by_field_name("body"), scope, launch.start_byte)
                 except Unreached as e:
                     raise HarnessError(f"{p.name}:{site.line}: main() does not reach this launch ({e})") from None
-                found = _at_launch(prog, launch, kernel, scope, p)
+                found = _at_launch(prog, launch, kernel, scope, p, outputs)
             else:
-                found = _via_host_function(prog, fn, launch, kernel, main, p)
+                found = _via_host_function(prog, fn, launch, kernel, main, p, outputs)
+            if trusted:
+                found.notes.append(trusted)
             return _build(found, kernel, p)
         except HarnessError as e:
             errors.append(e.message)

@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError, attribute_path, include_flags, origin_dirs
-from htam_core.harness.cu_launcher import host_launcher
+from htam_core.harness.cu_launcher import host_launcher, launcher_types
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.infer_cuda import infer_cuda_harness
 from htam_core.harness.roofline_bound import compulsory_bound
@@ -400,8 +400,7 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
                 raise HarnessError("raw CUDA kernels need a GPU to run")
             major, minor = torch.cuda.get_device_capability()
             return "cu-host-launcher", host_launcher(target, launch_h.launcher, f"sm_{major}{minor}",  # type: ignore[return-value]
-                                                     [i.dtype if i.is_scalar else None for i in h.inputs],
-                                                     [None if i.is_scalar else i.dtype for i in h.inputs])
+                                                     *launcher_types(h.inputs))
         if h.launcher:
             fn = getattr(mod, h.launcher, None)
             if fn is None:
