@@ -6,7 +6,9 @@ The kernel is recognized with :func:`htam_core.transforms.cuda_tiling.match_naiv
 ``(BM/TM) * (BN/TN)`` threads and a grid of ``ceil(M/BM) x ceil(N/BN)`` blocks, sized from the launch's own
 arguments. Out-of-range tile elements are zero-filled, so each output accumulates exactly the products of the
 original loop in the same k order (bitwise the same sums); the statements after the k loop (the epilogue, e.g.
-``C = alpha * acc + beta * C``) run unchanged per output under the original bounds check.
+``C = alpha * acc + beta * C``) run unchanged per output under the original bounds check. An accumulator that
+starts from a value of its own output (a bias, ``(bias != NULL) ? bias[o] : 0.0f``) starts from it in every
+register-tile element, read under the bounds check.
 
 Idea source: S. Boehm, "How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance" (2022), kernels 5-6
 (2-D blocktiling, vectorized shared-memory access); CUTLASS's thread-level GEMM (register outer products).

@@ -2,7 +2,11 @@
 -> tiled matmul (``cuda.smem_tiling_matmul``), and naive
 transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``).
 
-Both recognize their pattern structurally with tree-sitter and refuse anything else. Idea sources:
+Both recognize their pattern structurally with tree-sitter and refuse anything else. The matmul's operands come
+from the analysis layer's affine indices, so row pointers (``const float *w = weight + o * C;`` then ``w[i]``,
+spelled out at the parameter in the rewrite), the row on ``threadIdx.x`` and the column on ``threadIdx.y`` (the
+tiles put the column on ``threadIdx.x``), and an accumulator starting from a bias (kept under the bounds check)
+all match. Idea sources:
 CUDA C++ Programming Guide, "Shared Memory" (tiled matrix multiplication); NVIDIA developer blog,
 "An Efficient Matrix Transpose in CUDA C/C++" (Harris, 2013), padding against bank conflicts.
 """
@@ -406,7 +410,9 @@ class CudaSmemTilingMatmul(CudaTransform):
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """Candidates for TILE 16 and 32: the launch keeps its block when it is TILE x TILE, else (any constant
-        2-D block shape) gets TILE x TILE blocks where it can be retuned consistently with its grid."""
+        2-D block shape) gets TILE x TILE blocks where it can be retuned consistently with its grid; a block set at
+        run time (``dim3 block(b, b)``, the index strides ``blockDim``) gets TILE x TILE blocks and a grid sized
+        from the launch's M and N arguments (:func:`launch_sizes`)."""
         m = match_naive_matmul(unit)
         if isinstance(m, str):
             return self.not_applicable(f"not the naive matmul pattern: {m}")

@@ -70,24 +70,17 @@ def test_a_pointer_moved_in_the_loop_is_refused(refuse, tid):
     assert "not a single accumulation" in refuse(tid, FILE, "mm_moving_ptr")
 
 
-def test_a_row_pointer_read_after_the_loop_is_kept(tmp_path):
+def test_a_row_pointer_read_after_the_loop_is_kept(tmp_path, monkeypatch):
     """An alias that the epilogue reads stays declared (shared memory) and keeps the register tile out (it
     depends on the output index, which moves)."""
-    from transform_helpers import refusal
-
-    text = fixture_path(FILE).read_text().replace("out[r * O + o] = val;", "out[r * O + o] = val + wrow[0];")
-    path = tmp_path / FILE
-    path.write_text(text)
     import transform_helpers
 
-    old = transform_helpers.OWN
-    transform_helpers.OWN = tmp_path
-    try:
-        (c, _) = transform_helpers.candidates(SMEM, FILE, "linear_rowptr")
-        assert "const float *wrow = weight + o * C;" in c.new_text
-        assert "use r or o" in refusal(REG, FILE, "linear_rowptr")
-    finally:
-        transform_helpers.OWN = old
+    text = fixture_path(FILE).read_text().replace("out[r * O + o] = val;", "out[r * O + o] = val + wrow[0];")
+    (tmp_path / FILE).write_text(text)
+    monkeypatch.setattr(transform_helpers, "OWN", tmp_path)
+    (c, _) = transform_helpers.candidates(SMEM, FILE, "linear_rowptr")
+    assert "const float *wrow = weight + o * C;" in c.new_text and "const float *irow" not in c.new_text
+    assert "use r or o" in transform_helpers.refusal(REG, FILE, "linear_rowptr")
 
 
 _MAIN = """
