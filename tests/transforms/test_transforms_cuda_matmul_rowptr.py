@@ -66,8 +66,11 @@ def test_an_address_of_row_pointer_in_the_nn_layout(cand):
 
 
 @pytest.mark.parametrize("tid", [SMEM, REG])
-def test_a_pointer_moved_in_the_loop_is_refused(refuse, tid):
+def test_a_moved_pointer_is_refused(refuse, tid):
     assert "not a single accumulation" in refuse(tid, FILE, "mm_moving_ptr")
+    assert "the loads are not A[row * K + k]" in refuse(tid, FILE, "mm_shifted_ptr")
+    f = _facts(fixture_path(FILE).read_text(), "mm_shifted_ptr")
+    assert f.pointer_aliases == () and f.pointer("A").mode == "unknown"
 
 
 def test_a_row_pointer_read_after_the_loop_is_kept(tmp_path, monkeypatch):
