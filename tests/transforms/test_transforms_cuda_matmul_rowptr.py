@@ -19,13 +19,10 @@ import pytest
 from cpu_emulation import compiler, run_block_main
 from transform_helpers import facts_of_text as _facts
 from transform_helpers import fixture_path
+from transform_helpers import global_reads as _global_reads
 
 FILE = "matmul_rowptr_variants.cu"
 SMEM, REG = "cuda.smem_tiling_matmul", "cuda.register_tile_matmul"
-
-
-def _global_reads(facts, pointer: str):
-    return [a for a in facts.accesses if a.pointer == pointer and a.space == "global" and a.kind == "read"]
 
 
 def test_row_pointers_on_the_transposed_mapping_tile_through_shared_memory(cand):
