@@ -133,3 +133,19 @@ def test_rewrites_compile_with_nvcc(tid, cand, tmp_path):
             p = subprocess.run(["nvcc", "-c", "-arch=sm_90", "-std=c++17", "-o", str(src.with_suffix(".o")), str(src)],
                                capture_output=True, text=True, timeout=300)
             assert p.returncode == 0, p.stderr[-2000:]
+
+
+def test_the_coalescing_swap_and_the_tiles_compose(cand):
+    """Swapping x and y first (``cuda.coalesce_remap``: the column on x) leaves a kernel the tiles still take."""
+    from htam_core.source.api import parse_text
+    from htam_core.transforms import registry
+    from htam_core.transforms.base import NotApplicable
+
+    (swap,) = cand("cuda.coalesce_remap", FILE, "linear_rowptr")
+    model = parse_text(swap.new_text, "cuda", str(fixture_path(FILE)))
+    for tid in (SMEM, REG):
+        res = registry.propose(tid, model, model.kernel("linear_rowptr"))
+        assert not isinstance(res, NotApplicable), res.reason
+        assert res[0].params["layout"] == "NT"
+    f = _facts(registry.propose(SMEM, model, model.kernel("linear_rowptr"))[0].new_text, "linear_rowptr")
+    assert all(a.coalesced("x") for a in f.global_accesses() if a.pointer in ("inp", "weight", "out"))
