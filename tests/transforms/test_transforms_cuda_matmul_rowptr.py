@@ -149,3 +149,18 @@ def test_the_coalescing_swap_and_the_tiles_compose(cand):
         assert res[0].params["layout"] == "NT"
     f = _facts(registry.propose(SMEM, model, model.kernel("linear_rowptr"))[0].new_text, "linear_rowptr")
     assert all(a.coalesced("x") for a in f.global_accesses() if a.pointer in ("inp", "weight", "out"))
+
+
+def test_a_run_time_block_needs_sizes_the_grid_can_be_computed_from(tmp_path, monkeypatch):
+    """With the block set at run time the new grid is computed from the launch's M and N: a size argument that
+    calls a function would be evaluated twice, so the shared-memory tiling refuses and says why."""
+    import transform_helpers
+
+    text = fixture_path(FILE).read_text().replace(
+        "linear_rowptr<<<grid, block>>>(out, inp, weight, bias, R, C, O);",
+        "linear_rowptr<<<grid, block>>>(out, inp, weight, bias, rows_of(R), C, O);")
+    (tmp_path / FILE).write_text(text)
+    monkeypatch.setattr(transform_helpers, "OWN", tmp_path)
+    reason = transform_helpers.refusal(SMEM, FILE, "linear_rowptr")
+    assert "does not use a constant 2-D block" in reason
+    assert "rows_of(R), O on line" in reason
