@@ -6,7 +6,9 @@ The kernel is recognized with :func:`htam_core.transforms.cuda_tiling.match_naiv
 ``(BM/TM) * (BN/TN)`` threads and a grid of ``ceil(M/BM) x ceil(N/BN)`` blocks, sized from the launch's own
 arguments. Out-of-range tile elements are zero-filled, so each output accumulates exactly the products of the
 original loop in the same k order (bitwise the same sums); the statements after the k loop (the epilogue, e.g.
-``C = alpha * acc + beta * C``) run unchanged per output under the original bounds check.
+``C = alpha * acc + beta * C``) run unchanged per output under the original bounds check. An accumulator that
+starts from a value of its own output (a bias, ``(bias != NULL) ? bias[o] : 0.0f``) starts from it in every
+register-tile element, read under the bounds check.
 
 Idea source: S. Boehm, "How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance" (2022), kernels 5-6
 (2-D blocktiling, vectorized shared-memory access); CUTLASS's thread-level GEMM (register outer products).
@@ -31,7 +33,7 @@ from htam_core.transforms._cuda import (
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, block_words
-from htam_core.transforms.cuda_tiling import IndexVar, match_naive_matmul
+from htam_core.transforms.cuda_tiling import IndexVar, launch_sizes, match_naive_matmul, operand_index
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -56,15 +58,6 @@ class RegisterTile:
 
 #: 128x128 tiles with 8x8 outputs per thread for large matrices, 64x64 with 4x4 for smaller ones; both 256 threads.
 CONFIGS = (RegisterTile(128, 128, 8, 8, 8), RegisterTile(64, 64, 8, 4, 4))
-
-
-def substitute(unit: CudaUnit, node: Node, mapping: dict[str, str]) -> str:
-    """``node``'s text with every identifier in ``mapping`` replaced by ``(replacement)``."""
-    text = bytearray(unit.src[node.start_byte : node.end_byte])
-    hits = [n for n in _ts.of_type(node, "identifier") if unit.t(n) in mapping]
-    for n in sorted(hits, key=lambda n: -n.start_byte):
-        text[n.start_byte - node.start_byte : n.end_byte - node.start_byte] = f"({mapping[unit.t(n)]})".encode()
-    return text.decode()
 
 
 def _uses_builtin(unit: CudaUnit, nodes: list[Node]) -> str | None:
@@ -103,9 +96,9 @@ class CudaRegisterTileMatmul(CudaTransform):
         why = self._check(unit, kernel, m)
         if why:
             return self.not_applicable(why)
-        launch_sizes = self._launch_sizes(unit, m)
-        if isinstance(launch_sizes, str):
-            return self.not_applicable(launch_sizes)
+        sizes = launch_sizes(unit, m)
+        if isinstance(sizes, str):
+            return self.not_applicable(sizes)
         types = self._operand_types(unit, m)
         if isinstance(types, str):
             return self.not_applicable(types)
@@ -114,7 +107,7 @@ class CudaRegisterTileMatmul(CudaTransform):
         out = []
         for cfg in CONFIGS:
             edits = [self._rewrite(unit, m, cfg, types)]
-            for la, (mh, nh) in zip(unit.launches, launch_sizes, strict=True):
+            for la, (mh, nh) in zip(unit.launches, sizes, strict=True):
                 grid = ["1", "1"]
                 grid["xy".index(m["row"].dim)] = f"(({mh}) + {cfg.bm - 1}) / {cfg.bm}"
                 grid["xy".index(m["col"].dim)] = f"(({nh}) + {cfg.bn - 1}) / {cfg.bn}"
@@ -156,42 +149,18 @@ class CudaRegisterTileMatmul(CudaTransform):
                             f"{block if block is not None else 'an unknown number of'} threads in {v.dim}")
         if unit.launch_bounds_node() is not None:
             return f"{kernel.name} has __launch_bounds__; the block becomes 256 threads, retile by hand"
-        others = [s for s in m["stmts"] if s is not m["guard"] and s not in (row.decl, col.decl)] + m["pre"]
+        others = [s for s in m["stmts"] if s is not m["guard"] and s not in (row.decl, col.decl)
+                  and s not in m["consumed"]] + m["pre"]
         uses = _uses_builtin(unit, [*others, *m["rest"]])
         if uses:
             return f"code outside the index declarations uses {uses}, which changes meaning with 1-D blocks"
         if any(references(s, unit.src, row.name) or references(s, unit.src, col.name) for s in others):
             return f"statements other than the bounds check use {row.name} or {col.name}"
-        init = m["acc_decl"].child_by_field_name("declarator")
-        value = init.child_by_field_name("value") if init is not None and init.type == "init_declarator" else None
-        if value is None:
+        if m["acc_init"] is None:
             return "the accumulator has no initializer"
-        if references(value, unit.src, row.name) or references(value, unit.src, col.name):
-            return "the accumulator's initial value depends on the output index"
+        if _uses_builtin(unit, [m["acc_init"]]):
+            return "the accumulator's initial value reads a thread index directly, which changes with 1-D blocks"
         return None
-
-    def _launch_sizes(self, unit: CudaUnit, m: dict) -> list[tuple[str, str]] | str:
-        """Per launch, the host expressions passed as the row bound M and column bound N."""
-        idx = {}
-        for v in (m["row"], m["col"]):
-            bound = m["bounds"][v.name]
-            i = _param_index(unit, bound)
-            if i is None:
-                return f"the bound {bound} of {v.name} is not a kernel parameter; the grid cannot be sized from it"
-            idx[v.name] = i
-        out = []
-        for la in unit.launches:
-            if la.block is None:
-                return f"the launch on line {la.site.line} has no block argument"
-            args = la.site.args
-            if max(idx.values()) >= len(args):
-                return f"the launch on line {la.site.line} passes fewer arguments than {unit.kernel.name} takes"
-            sizes = [args[idx[m["row"].name]].strip(), args[idx[m["col"].name]].strip()]
-            if any(tok in s for s in sizes for tok in ("(", "=", "++", "--")):
-                return (f"the size arguments {', '.join(sizes)} on line {la.site.line} call or assign; the grid "
-                        "would evaluate them twice")
-            out.append((sizes[0], sizes[1]))
-        return out
 
     def _batch(self, unit: CudaUnit, launch: Launch) -> str | None:
         """The launch grid's z component as written (the batch count, kept), or ``None`` for a 2-D grid."""
@@ -215,21 +184,34 @@ class CudaRegisterTileMatmul(CudaTransform):
         ta, tb, vec = types
         M, N, K, k = m["bounds"][row.name], m["bounds"][col.name], m["K"], m["kname"]
         rd, cd = row.dim, col.dim
-        a_load = substitute(unit, m["A_idx"], {row.name: "htam_r0 + htam_m", k: "htam_k0 + htam_kk"})
-        b_load = substitute(unit, m["B_idx"], {k: "htam_k0 + htam_kk", col.name: "htam_c0 + htam_n"})
-        init = m["acc_decl"].child_by_field_name("declarator")
-        acc = unit.t(init.child_by_field_name("declarator"))
-        acc_init = unit.t(init.child_by_field_name("value"))
+        a_load = operand_index(unit, m["A_parts"], {row.name: "htam_r0 + htam_m", k: "htam_k0 + htam_kk"})
+        b_load = operand_index(unit, m["B_parts"], {k: "htam_k0 + htam_kk", col.name: "htam_c0 + htam_n"})
+        acc, acc_init = m["acc"], unit.t(m["acc_init"])
         et = m["etype"]
         first = min(row.decl.start_byte, col.decl.start_byte)
         indent = _ts.indent_of(unit.src, first)
         others = [s for s in m["stmts"] if first <= s.start_byte < m["guard"].start_byte
-                  and s not in (row.decl, col.decl)] + m["pre"]
-        extra = "".join(f" && {c}" for c in m["extra"])
-
+                  and s not in (row.decl, col.decl) and s not in m["consumed"]] + m["pre"]
         def prefix(v: IndexVar) -> str:
             d = next(x for x in v.decl.named_children if x.type == "init_declarator")
             return unit.src[v.decl.start_byte : d.start_byte].decode()
+
+        cond = unit.t(m["guard"].child_by_field_name("condition"))
+        per_output = m["init_loads"] or any(references(m["acc_init"], unit.src, v.name) for v in (row, col))
+        if per_output:
+            # an initial value of each output's own (a bias: bias[o]): computed at that output's row and
+            # column, and read only where the original read it (under the bounds check)
+            value = f"{cond} ? ({acc_init}) : ({et})0" if m["init_loads"] else acc_init
+            init_lines = [
+                f"    for (int htam_j = 0; htam_j < {cfg.tn}; ++htam_j) {{",
+                f"        {prefix(row)}{row.name} = htam_r0 + htam_tr * {cfg.tm} + htam_i;",
+                f"        {prefix(col)}{col.name} = htam_c0 + htam_tc * {cfg.tn} + htam_j;",
+                f"        htam_acc[htam_i][htam_j] = {value};",
+                "    }",
+            ]
+        else:
+            init_lines = [f"    for (int htam_j = 0; htam_j < {cfg.tn}; ++htam_j) htam_acc[htam_i][htam_j] = {acc_init};"]
+        extra = "".join(f" && {c}" for c in m["extra"])
 
         if vec:
             frag = [
@@ -272,7 +254,7 @@ class CudaRegisterTileMatmul(CudaTransform):
             "#pragma unroll",
             f"for (int htam_i = 0; htam_i < {cfg.tm}; ++htam_i) {{",
             "#pragma unroll",
-            f"    for (int htam_j = 0; htam_j < {cfg.tn}; ++htam_j) htam_acc[htam_i][htam_j] = {acc_init};",
+            *init_lines,
             "}",
             f"for (int htam_k0 = 0; htam_k0 < {K}; htam_k0 += {cfg.bk}) {{",
             f"    for (int htam_l = htam_tid; htam_l < {cfg.bm * cfg.bk}; htam_l += {cfg.threads}) {{",
@@ -308,7 +290,7 @@ class CudaRegisterTileMatmul(CudaTransform):
             f"    for (int htam_j = 0; htam_j < {cfg.tn}; ++htam_j) {{",
             f"        {prefix(row)}{row.name} = htam_r0 + htam_tr * {cfg.tm} + htam_i;",
             f"        {prefix(col)}{col.name} = htam_c0 + htam_tc * {cfg.tn} + htam_j;",
-            f"        if {unit.t(m['guard'].child_by_field_name('condition'))} {{",
+            f"        if {cond} {{",
             f"            {et} {acc} = htam_acc[htam_i][htam_j];",
             *["            " + unit.t(s) for s in m["rest"]],
             "        }",

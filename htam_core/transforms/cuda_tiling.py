@@ -2,7 +2,11 @@
 -> tiled matmul (``cuda.smem_tiling_matmul``), and naive
 transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``).
 
-Both recognize their pattern structurally with tree-sitter and refuse anything else. Idea sources:
+Both recognize their pattern structurally with tree-sitter and refuse anything else. The matmul's operands come
+from the analysis layer's affine indices, so row pointers (``const float *w = weight + o * C;`` then ``w[i]``,
+spelled out at the parameter in the rewrite), the row on ``threadIdx.x`` and the column on ``threadIdx.y`` (the
+tiles put the column on ``threadIdx.x``), and an accumulator starting from a bias (kept under the bounds check)
+all match. Idea sources:
 CUDA C++ Programming Guide, "Shared Memory" (tiled matrix multiplication); NVIDIA developer blog,
 "An Efficient Matrix Transpose in CUDA C/C++" (Harris, 2013), padding against bank conflicts.
 """
@@ -13,6 +17,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.facts import PointerAlias
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
@@ -21,6 +26,8 @@ from htam_core.transforms._cuda import (
     CudaUnit,
     builtin_field,
     global_index_parts,
+    launch_dims_edit,
+    param_names,
     references,
     statement_list,
     strip_casts,
@@ -110,6 +117,79 @@ def _subscript(unit: CudaUnit, node: Node) -> tuple[str, Node] | None:
     return unit.t(node.child_by_field_name("argument")), inner
 
 
+#: An operand's index as written: the added (``+1``) or subtracted (``-1``) expressions, the alias offsets of a
+#: pointer-offset local first (``w = weight + o * C; w[i]`` is ``(o * C) + (i)``), the subscript last.
+Parts = list[tuple[Node, int]]
+
+
+def _node_at(unit: CudaUnit, start: int, end: int) -> Node | None:
+    """The named node covering exactly the file bytes ``start:end``, else ``None``."""
+    n = unit.root.named_descendant_for_byte_range(start - unit.base, end - unit.base)
+    return n if n is not None and unit.file_byte(n) == start and n.end_byte + unit.base == end else None
+
+
+def _operand(unit: CudaUnit, name: str, idx: Node) -> tuple[str, Parts, PointerAlias | None]:
+    """``(pointer to index, index parts, alias)`` of the load ``name[idx]``: a pointer-offset local whose offset
+    depends on the thread (:class:`~htam_core.source.analysis.facts.PointerAlias`, from the analysis layer) is
+    spelled as its parameter at the alias offset plus ``idx``, so that a rewrite can move the row and column;
+    anything else is ``name`` at ``idx``."""
+    alias = unit.facts.pointer_alias(name)
+    if alias is None or alias.vector or not alias.depends_on_thread():
+        return name, [(idx, 1)], None
+    parts = [(_node_at(unit, s, e), sign) for s, e, sign in alias.parts]
+    if any(n is None for n, _ in parts):
+        return name, [(idx, 1)], None
+    return alias.pointer, [*parts, (idx, 1)], alias  # type: ignore[list-item]
+
+
+def substitute(unit: CudaUnit, node: Node, mapping: dict[str, str], paren: bool = True) -> str:
+    """``node``'s text with every identifier in ``mapping`` replaced by its replacement (in parentheses when
+    ``paren``)."""
+    text = bytearray(unit.src[node.start_byte : node.end_byte])
+    hits = [n for n in _ts.of_type(node, "identifier") if unit.t(n) in mapping]
+    for n in sorted(hits, key=lambda n: -n.start_byte):
+        rep = f"({mapping[unit.t(n)]})" if paren else mapping[unit.t(n)]
+        text[n.start_byte - node.start_byte : n.end_byte - node.start_byte] = rep.encode()
+    return text.decode()
+
+
+def operand_index(unit: CudaUnit, parts: Parts, mapping: dict[str, str], paren: bool = True) -> str:
+    """The C index of an operand (:data:`Parts`) with the identifiers of ``mapping`` replaced
+    (:func:`substitute`): the subscript alone as written, or ``(offset) + (subscript)`` through an alias."""
+    texts = [substitute(unit, n, mapping, paren) for n, _ in parts]
+    if len(parts) == 1:
+        return texts[0]
+    out = f"({texts[0]})" if parts[0][1] > 0 else f"-({texts[0]})"
+    for (_, sign), t in zip(parts[1:], texts[1:], strict=True):
+        out += f" {'+' if sign > 0 else '-'} ({t})"
+    return out
+
+
+def launch_sizes(unit: CudaUnit, m: dict) -> list[tuple[str, str]] | str:
+    """Per launch of a matched matmul (:func:`match_naive_matmul`), the host expressions passed as the row bound
+    M and the column bound N (to size a new grid from), or why they cannot be read."""
+    idx = {}
+    names = param_names(unit)
+    for v in (m["row"], m["col"]):
+        bound = m["bounds"][v.name]
+        if bound not in names:
+            return f"the bound {bound} of {v.name} is not a kernel parameter; the grid cannot be sized from it"
+        idx[v.name] = names.index(bound)
+    out = []
+    for la in unit.launches:
+        if la.block is None:
+            return f"the launch on line {la.site.line} has no block argument"
+        args = la.site.args
+        if max(idx.values()) >= len(args):
+            return f"the launch on line {la.site.line} passes fewer arguments than {unit.kernel.name} takes"
+        sizes = [args[idx[m["row"].name]].strip(), args[idx[m["col"].name]].strip()]
+        if any(tok in s for s in sizes for tok in ("(", "=", "++", "--")):
+            return (f"the size arguments {', '.join(sizes)} on line {la.site.line} call or assign; the grid "
+                    "would evaluate them twice")
+        out.append((sizes[0], sizes[1]))
+    return out
+
+
 def _block_shape(unit: CudaUnit) -> tuple[int, int] | str:
     """The ``(x, y)`` threads of every launch's constant 2-D block (``z`` must be 1), or why there is none."""
     sizes = set()
@@ -147,7 +227,8 @@ def _conjuncts(unit: CudaUnit, cond: Node) -> dict[str, Node]:
     return out
 
 
-def _role(unit: CudaUnit, node: Node, kname: str, row: IndexVar, col: IndexVar) -> tuple[str, str] | None:
+def _role(unit: CudaUnit, node: Node, kname: str, row: IndexVar, col: IndexVar, parts: Parts
+          ) -> tuple[str, str] | None:
     """How the load ``node`` (a subscript) enters a matmul over ``kname``, read off its affine index
     (:class:`~htam_core.source.analysis.facts.Access` strides): ``("A", ptr)`` for stride 1 in k, 0 in the
     column thread and nonzero in the row thread (``A[row * K + k]``); ``("NN", ptr)`` for ``B[k * N + col]``
@@ -162,7 +243,7 @@ def _role(unit: CudaUnit, node: Node, kname: str, row: IndexVar, col: IndexVar) 
     others = [acc.stride(f"threadIdx.{d}") for d in "xyz" if d not in (row.dim, col.dim)]
     if None in (sk, sr, sc) or any(o != 0 for o in others):
         return None
-    names = {unit.t(n) for n in _ts.of_type(node, "identifier")}
+    names = {unit.t(n) for p, _ in parts for n in _ts.of_type(p, "identifier")}
     if sk == 1 and sc == 0 and sr != 0 and {row.name, kname} <= names:
         return "A", acc.pointer
     if sr == 0 and {col.name, kname} <= names:
@@ -175,18 +256,20 @@ def _role(unit: CudaUnit, node: Node, kname: str, row: IndexVar, col: IndexVar) 
 
 def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str, subs: list[tuple[str, Node]],
               bounds: dict[str, Node]) -> tuple | str:
-    """``((A text, A index, A pointer), (B ...), row, col, layout)`` of the product's two loads, NN before NT,
-    or why they are not matmul operands."""
+    """``(A operand, B operand, A pointer, B pointer, row, col, layout)`` of the product's two loads (operands
+    as :func:`_operand` gives them), NN before NT, or why they are not matmul operands."""
     found = None
     for (a_name, a_idx), (b_name, b_idx) in (subs, subs[::-1]):  # the product's written order first
+        a_op, b_op = _operand(unit, a_name, a_idx), _operand(unit, b_name, b_idx)
         for r in ivs:
             for c in ivs:
                 if r is c or r.dim == c.dim or r.name not in bounds or c.name not in bounds:
                     continue
-                ra, rb = _role(unit, a_idx.parent.parent, kname, r, c), _role(unit, b_idx.parent.parent, kname, r, c)
+                ra = _role(unit, a_idx.parent.parent, kname, r, c, a_op[1])
+                rb = _role(unit, b_idx.parent.parent, kname, r, c, b_op[1])
                 if ra is None or rb is None or ra[0] != "A" or rb[0] not in ("NN", "NT"):
                     continue
-                cand = ((a_name, a_idx, ra[1]), (b_name, b_idx, rb[1]), r, c, rb[0])
+                cand = (a_op, b_op, ra[1], rb[1], r, c, rb[0])
                 if found is None or (found[-1] == "NT" and rb[0] == "NN"):
                     found = cand
     if found is None:
@@ -195,16 +278,37 @@ def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str, subs:
     return found
 
 
+def _consumed_aliases(unit: CudaUnit, aliases: list[PointerAlias], prod: Node) -> list[Node]:
+    """The declaration statements of ``aliases`` (spelled out in the operands) that nothing else reads: no use of
+    the name outside its own declaration and the product ``prod``; those are dropped from the rewrite."""
+    out = []
+    for al in aliases:
+        stmt = next((d for d in _ts.of_type(unit.body, "declaration") if (unit.file_byte(d), d.end_byte + unit.base)
+                     == al.span), None)
+        if stmt is None or len(stmt.children_by_field_name("declarator")) != 1:
+            continue
+        uses = [n for n in references(unit.body, unit.src, al.name)
+                if not (stmt.start_byte <= n.start_byte < stmt.end_byte or prod.start_byte <= n.start_byte
+                        < prod.end_byte)]
+        if not uses:
+            out.append(stmt)
+    return out
+
+
 def match_naive_matmul(unit: CudaUnit) -> dict | str:
     """Match the naive matmul ``if (row < M && col < N) { acc = init; for (k = 0; k < K; ++k) acc += A[row*K+k] *
     B[k*N+col]; rest }`` at the end of the kernel body, or say why it does not match.
 
     Returns a dict with the index variables ``row``/``col`` (:class:`IndexVar`), the ``guard`` statement, the
     ``bounds`` (``{var: bound text}``), the k loop variable ``kname`` and bound ``K``, the operand names and index
-    nodes ``A``/``A_idx``/``B``/``B_idx``, the accumulator declaration ``acc_decl`` and its type ``etype``, the
-    statements after the k loop ``rest``, the body statements ``stmts``, the index declarations ``ivs`` and the
-    ``layout``: ``"NN"`` for ``B[k * N + col]``, ``"NT"`` for ``B[col * K + k]`` (B stored transposed).
-    Shared by the shared-memory and the register tiling transforms.
+    parts ``A``/``A_parts``/``B``/``B_parts`` (:func:`operand_index` spells them; a load through a pointer-offset
+    local, ``w = weight + o * C; w[i]``, is ``weight`` at ``(o * C) + (i)``), the accumulator declaration
+    ``acc_decl``, its name ``acc``, initializer ``acc_init`` (a node or ``None``) and whether that reads memory
+    (``init_loads``: a bias, ``(bias != NULL) ? bias[o] : 0.0f``; the rewrite must keep it under the bounds
+    check) and its type ``etype``, the statements before the k loop that move out of the check ``pre``, the alias
+    declarations the operands replace ``consumed``, the statements after the k loop ``rest``, the body statements
+    ``stmts``, the index declarations ``ivs`` and the ``layout``: ``"NN"`` for ``B[k * N + col]``, ``"NT"`` for
+    ``B[col * K + k]`` (B stored transposed). Shared by the shared-memory and the register tiling transforms.
     """
     ivs = index_vars(unit)
     stmts = statement_list(unit.body)
@@ -251,7 +355,7 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     found = _operands(unit, ivs, loop, kname, subs, bounds)  # type: ignore[arg-type]
     if isinstance(found, str):
         return found
-    (a_name, a_idx, a_ptr), (b_name, b_idx, b_ptr), row, col, layout = found
+    (a_name, a_parts, a_alias), (b_name, b_parts, b_alias), a_ptr, b_ptr, row, col, layout = found
     extra = [c for c in bounds if c not in (row.name, col.name)]
     for c in extra:
         if references(bounds[c], unit.src, row.name) or references(bounds[c], unit.src, col.name) or any(
@@ -262,8 +366,15 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     acc_decl = next((s for s in pre if s.type == "declaration" and unit.t(s).split("=")[0].split()[-1] == acc), None)
     if acc_decl is None:
         return f"{acc} is not declared before the k loop"
-    hoisted = [s for s in pre if s is not acc_decl]
+    consumed = _consumed_aliases(unit, [al for al in (a_alias, b_alias) if al is not None], prod)
+    hoisted = [s for s in pre if s is not acc_decl and s not in consumed]
     loads = {a.span for a in unit.facts.accesses}
+    init = acc_decl.child_by_field_name("declarator")
+    acc_init = init.child_by_field_name("value") if init is not None and init.type == "init_declarator" else None
+    init_loads = acc_init is not None and any(
+        unit.file_byte(acc_init) <= sp[0] < acc_init.end_byte + unit.base for sp in loads)
+    if init_loads and len([d for d in acc_decl.named_children if d.type == "init_declarator"]) != 1:
+        return f"`{unit.t(acc_decl)}` declares more than the accumulator; its loads cannot be guarded"
     for s in hoisted:
         if s.type != "declaration" or any(unit.file_byte(s) <= sp[0] < s.end_byte + unit.base for sp in loads):
             return (f"`{unit.t(s)}` before the k loop is not a declaration without memory accesses; "
@@ -276,8 +387,9 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
         "row": row, "col": col, "guard": guard, "bounds": {v: unit.t(n) for v, n in bounds.items()},
         "extra": [unit.t(bounds[c]) if c.startswith("htam_cond") else f"{c} < {unit.t(bounds[c])}" for c in extra],
         "kname": kname, "K": kbound,
-        "A": a_name, "A_idx": a_idx, "A_ptr": a_ptr, "B": b_name, "B_idx": b_idx, "B_ptr": b_ptr,
-        "acc_decl": acc_decl, "pre": hoisted,
+        "A": a_name, "A_parts": a_parts, "A_ptr": a_ptr, "B": b_name, "B_parts": b_parts, "B_ptr": b_ptr,
+        "acc_decl": acc_decl, "acc": acc, "acc_init": acc_init, "init_loads": init_loads, "pre": hoisted,
+        "consumed": consumed,
         "etype": unit.t(decl_t), "rest": rest, "stmts": stmts, "ivs": ivs,
         "row_stride": row.stride, "col_stride": col.stride, "layout": layout,
         # batched: the operands move with blockIdx.z (one matrix per z block)
@@ -298,27 +410,41 @@ class CudaSmemTilingMatmul(CudaTransform):
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """Candidates for TILE 16 and 32: the launch keeps its block when it is TILE x TILE, else (any constant
-        2-D block shape) gets TILE x TILE blocks where it can be retuned consistently with its grid."""
+        2-D block shape) gets TILE x TILE blocks where it can be retuned consistently with its grid; a block set at
+        run time (``dim3 block(b, b)``, the index strides ``blockDim``) gets TILE x TILE blocks and a grid sized
+        from the launch's M and N arguments (:func:`launch_sizes`)."""
         m = match_naive_matmul(unit)
         if isinstance(m, str):
             return self.not_applicable(f"not the naive matmul pattern: {m}")
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
         cur = _block_shape(unit)
-        if isinstance(cur, str):
+        if isinstance(cur, str) and any(s is not None for s in (m["row_stride"], m["col_stride"])):
             return self.not_applicable(cur)
         if unit.launch_bounds_node() is not None:
             return self.not_applicable(f"{kernel.name} has __launch_bounds__; retile by hand")
+        sizes = launch_sizes(unit, m) if isinstance(cur, str) else []
+        if isinstance(sizes, str):
+            return self.not_applicable(f"{cur}, and {sizes}")
+        if isinstance(cur, str) and {m["row"].dim, m["col"].dim} != {"x", "y"}:
+            return self.not_applicable(f"{cur}, and the output indices are not on x and y")
         out, reasons = [], []
         for tile in (16, 32):
             launch_edits: list[TextEdit] | str = []
-            if (tile, tile) != cur:  # any block shape: the launch gets TILE x TILE blocks, the grid follows
+            if isinstance(cur, str):
+                # a block set at run time (`dim3 block(b, b)`): every launch gets TILE x TILE blocks and a grid
+                # sized from its own M and N arguments (the batch component kept)
+                launch_edits = self._sized_launch(unit, m, tile, sizes)
+                if isinstance(launch_edits, str):
+                    reasons.append(launch_edits)
+                    continue
+            elif (tile, tile) != cur:  # any block shape: the launch gets TILE x TILE blocks, the grid follows
                 launch_edits = retune_block(unit, (tile, tile))
                 if isinstance(launch_edits, str):
                     reasons.append(launch_edits)
                     continue
             for v, s in ((m["row"], m["row_stride"]), (m["col"], m["col_stride"])):
-                size = cur["xy".index(v.dim)] if v.dim in "xy" else None
+                size = cur["xy".index(v.dim)] if v.dim in "xy" and not isinstance(cur, str) else None
                 if s not in (None, size):
                     reasons.append(f"{v.name} uses a block stride of {s}, not the block's {size} threads in {v.dim}")
                     break
@@ -337,37 +463,58 @@ class CudaSmemTilingMatmul(CudaTransform):
             return self.not_applicable(reasons[0] if reasons else "no tile size fits")
         return out
 
+    def _sized_launch(self, unit: CudaUnit, m: dict, tile: int, sizes: list[tuple[str, str]]
+                      ) -> list[TextEdit] | str:
+        """Edits giving every launch ``dim3(tile, tile)`` blocks and a grid of ``ceil(M / tile) x ceil(N / tile)``
+        (row and column on the block dimensions the kernel reads them from; a z component kept)."""
+        edits: list[TextEdit] = []
+        for la, (mh, nh) in zip(unit.launches, sizes, strict=True):
+            dims = unit.block_dims(la) or []
+            if len(dims) == 3 and (dims[2].const is None or dims[2].const.value != 1):
+                return f"the block on line {la.site.line} has {unit.t(dims[2].expr)} threads in z; the tiles need 1"
+            grid = ["1", "1"]
+            grid["xy".index(m["row"].dim)] = f"(({mh}) + {tile - 1}) / {tile}"
+            grid["xy".index(m["col"].dim)] = f"(({nh}) + {tile - 1}) / {tile}"
+            gdims = unit.dims_of(la.grid, la.host)
+            if len(gdims) > 2:
+                grid.append(unit.t(gdims[2]))
+            edits.append(launch_dims_edit(unit, la, la.grid, grid))
+            edits.append(launch_dims_edit(unit, la, la.block, [str(tile), str(tile)]))  # type: ignore[arg-type]
+        return edits
+
     def _rewrite(self, unit: CudaUnit, m: dict, tile: int) -> TextEdit:
-        def sub(idx: Node, mapping: dict[str, str]) -> str:
-            text = bytearray(unit.src[idx.start_byte : idx.end_byte])
-            hits = [n for n in _ts.of_type(idx, "identifier") if unit.t(n) in mapping]
-            for n in sorted(hits, key=lambda n: -n.start_byte):
-                text[n.start_byte - idx.start_byte : n.end_byte - idx.start_byte] = mapping[unit.t(n)].encode()
-            return text.decode()
+        def sub(parts: Parts, mapping: dict[str, str]) -> str:
+            return operand_index(unit, parts, mapping, paren=False)
 
         row, col, et = m["row"], m["col"], m["etype"]
         first = min(row.decl.start_byte, col.decl.start_byte)
         indent = _ts.indent_of(unit.src, first)
-        others = [s for s in m["stmts"] if first <= s.start_byte < m["guard"].start_byte and s not in (row.decl, col.decl)]
+        others = [s for s in m["stmts"] if first <= s.start_byte < m["guard"].start_byte
+                  and s not in (row.decl, col.decl) and s not in m["consumed"]]
         def decl_prefix(v: IndexVar) -> str:
             init = next(d for d in v.decl.named_children if d.type == "init_declarator")
             return unit.src[v.decl.start_byte : init.start_byte].decode()
 
         M, N, K = m["bounds"][row.name], m["bounds"][col.name], m["K"]
         extra = "".join(f" && {c}" for c in m["extra"])
-        a_load = f"{m['A']}[{sub(m['A_idx'], {m['kname']: 'htam_ka'})}]"
+        acc_decl = unit.t(m["acc_decl"])
+        if m["init_loads"]:  # a bias: read it only where the original did, under the bounds check
+            cond = unit.t(m["guard"].child_by_field_name("condition"))
+            head = unit.src[m["acc_decl"].start_byte : m["acc_init"].start_byte].decode()
+            acc_decl = f"{head}{cond} ? ({unit.t(m['acc_init'])}) : ({et})0;"
+        a_load = f"{m['A']}[{sub(m['A_parts'], {m['kname']: 'htam_ka'})}]"
         if m["layout"] == "NT":
             # B[col * K + k]: consecutive threadIdx.x take consecutive k of one B row (coalesced), stored
             # transposed into a padded tile so that the inner loop still reads htam_Bs[k][threadIdx.x]
             b_lines = [
                 f"    const int htam_nb = blockIdx.{col.dim} * {tile} + threadIdx.y;",
                 f"    htam_Bs[threadIdx.x][threadIdx.y] = (htam_ka < {K} && htam_nb < {N}{extra}) "
-                f"? {m['B']}[{sub(m['B_idx'], {m['kname']: 'htam_ka', col.name: 'htam_nb'})}] : ({et})0;",
+                f"? {m['B']}[{sub(m['B_parts'], {m['kname']: 'htam_ka', col.name: 'htam_nb'})}] : ({et})0;",
             ]
         else:
             b_lines = [
                 f"    htam_Bs[threadIdx.y][threadIdx.x] = (htam_kb < {K} && {col.name} < {N}{extra}) "
-                f"? {m['B']}[{sub(m['B_idx'], {m['kname']: 'htam_kb'})}] : ({et})0;",
+                f"? {m['B']}[{sub(m['B_parts'], {m['kname']: 'htam_kb'})}] : ({et})0;",
             ]
         pad = " + 1" if m["layout"] == "NT" else ""
         lines = [
@@ -377,7 +524,7 @@ class CudaSmemTilingMatmul(CudaTransform):
             *[unit.t(s) for s in m["pre"]],
             f"__shared__ {et} htam_As[{tile}][{tile}];",
             f"__shared__ {et} htam_Bs[{tile}][{tile}{pad}];",
-            unit.t(m["acc_decl"]),
+            acc_decl,
             f"for (int htam_k0 = 0; htam_k0 < {K}; htam_k0 += {tile}) {{",
             "    const int htam_ka = htam_k0 + threadIdx.x;",
             *(["    const int htam_kb = htam_k0 + threadIdx.y;"] if m["layout"] == "NN" else []),

@@ -46,6 +46,7 @@ _COOPERATIVE = ("__syncthreads", "__shared__", "__shfl", "atomic")
 
 
 BLOCK_SHIM = """#include <barrier>
+#include <cstddef>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -75,21 +76,25 @@ template <class T> static T __shfl_sync(unsigned, T v, int src) {
 template <class T> static T __shfl_down_sync(unsigned m, T v, unsigned d) {
     return __shfl_sync(m, v, htam_lane + d < 32 ? (int)(htam_lane + d) : (int)htam_lane);
 }
-// one block at a time; each of its threads is a host thread (so __syncthreads is a barrier)
-static void htam_launch(unsigned gx, unsigned bx, unsigned by, const std::function<void()> &k) {
-    gridDim.x = gx; blockDim.x = bx; blockDim.y = by;
+struct alignas(16) float4 { float x, y, z, w; };  // the CUDA vector type (float4 shared-fragment loads)
+// one block at a time; each of its threads is a host thread (so __syncthreads is a barrier); a 2-D grid
+static void htam_launch2(unsigned gx, unsigned gy, unsigned bx, unsigned by, const std::function<void()> &k) {
+    gridDim.x = gx; gridDim.y = gy; blockDim.x = bx; blockDim.y = by;
     const unsigned n = bx * by;
-    for (unsigned b = 0; b < gx; ++b) {
+    for (unsigned b = 0; b < gx * gy; ++b) {
         std::barrier<> bar(n); htam_bar = &bar;
         htam_warp_bar.clear();
         for (unsigned w = 0; w * 32 < n; ++w) htam_warp_bar.push_back(std::make_unique<std::barrier<>>(n - w * 32 < 32 ? n - w * 32 : 32));
         std::vector<std::thread> ts;
         for (unsigned ty = 0; ty < by; ++ty)
             for (unsigned tx = 0; tx < bx; ++tx)
-                ts.emplace_back([=, &k] { blockIdx.x = b; threadIdx.x = tx; threadIdx.y = ty;
+                ts.emplace_back([=, &k] { blockIdx.x = b % gx; blockIdx.y = b / gx; threadIdx.x = tx; threadIdx.y = ty;
                                           htam_lane = (ty * bx + tx) % 32; htam_warp = (ty * bx + tx) / 32; k(); });
         for (auto &t : ts) t.join();
     }
+}
+static void htam_launch(unsigned gx, unsigned bx, unsigned by, const std::function<void()> &k) {
+    htam_launch2(gx, 1, bx, by, k);
 }
 """
 
@@ -160,8 +165,9 @@ def run_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
 
 def run_block_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
     """Compile ``kernel``'s definition from ``text`` behind :data:`BLOCK_SHIM` with ``main`` (C++ that launches it
-    with ``htam_launch(grid_x, block_x, block_y, [&] { kernel(...); })`` and prints numbers) and return the printed
-    numbers. Dynamic shared memory (``extern __shared__ T a[];``) becomes a static array of 8192 elements.
+    with ``htam_launch(grid_x, block_x, block_y, [&] { kernel(...); })``, or ``htam_launch2(grid_x, grid_y, ...)``
+    for a 2-D grid, and prints numbers) and return the printed numbers. Dynamic shared memory (``extern __shared__ T a[];``) becomes a static array of 8192 elements; an
+    ``alignas`` after ``__shared__`` moves before it.
 
     Raises:
         AssertionError: no host compiler, or the program does not compile (the compiler's message is in it).
@@ -169,6 +175,8 @@ def run_block_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
     k = parse_text(text, "cuda").kernel(kernel)
     src = re.sub(r"extern\s+__shared__\s+(\w+)\s+(\w+)\s*\[\s*\]", r"static \1 \2[8192]",
                  text.encode()[k.span.start:k.span.end].decode())
+    # `__shared__ alignas(16) float t[..]`: host C++ wants the attribute first (`alignas(16) static float`)
+    src = re.sub(r"__shared__\s+(alignas\s*\(\s*\d+\s*\))", r"\1 __shared__", src)
     cxx = compiler()
     assert cxx is not None, "no host C++ compiler"
     (tmp / "emu.cpp").write_text(BLOCK_SHIM + src + main)

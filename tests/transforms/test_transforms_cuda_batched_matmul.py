@@ -14,13 +14,10 @@ import pytest
 from gpu_equivalence import call_host, torch_cuda
 from transform_helpers import facts_of_text as _facts
 from transform_helpers import fixture_path
+from transform_helpers import global_reads as _global_reads
 
 FILE = "matmul_batched_variants.cu"
 SMEM, REG = "cuda.smem_tiling_matmul", "cuda.register_tile_matmul"
-
-
-def _global_reads(facts, pointer: str):
-    return [a for a in facts.accesses if a.pointer == pointer and a.space == "global" and a.kind == "read"]
 
 
 def test_batched_nn_smem_tiles_keep_the_batch_offset_and_z_grid(cand):

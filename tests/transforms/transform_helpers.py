@@ -52,3 +52,8 @@ def facts_of_text(text: str, kernel: str) -> KernelFacts:
     """The analysis facts of ``kernel`` in CUDA ``text`` (a candidate's ``new_text``)."""
     model = parse_text(text, "cuda")
     return analyze(model, model.kernel(kernel))
+
+
+def global_reads(facts: KernelFacts, pointer: str) -> list:
+    """The global-memory reads of ``pointer`` in ``facts`` (analysis-layer accesses), in source order."""
+    return [a for a in facts.accesses if a.pointer == pointer and a.space == "global" and a.kind == "read"]

@@ -29,6 +29,7 @@ from htam_core.source.analysis.facts import (
     KernelFacts,
     LaunchFacts,
     LoopFact,
+    PointerAlias,
     PointerFacts,
     ThreadIndex,
     TritonAxis,
@@ -44,7 +45,8 @@ from htam_core.source.analysis.facts import (
 from htam_core.source.model import Kernel, SourceModel
 
 __all__ = [
-    "BUILTINS", "DIMS", "Access", "Accumulator", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact", "PointerFacts",
+    "BUILTINS", "DIMS", "Access", "Accumulator", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
+    "PointerAlias", "PointerFacts",
     "ThreadIndex", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
     "TritonReduction", "analyze",
     "stride_of", "sym",

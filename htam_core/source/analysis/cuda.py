@@ -24,6 +24,7 @@ from htam_core.source.analysis.facts import (
     KernelFacts,
     LaunchFacts,
     LoopFact,
+    PointerAlias,
     PointerFacts,
     ThreadIndex,
     combine,
@@ -273,10 +274,37 @@ def _has_unroll_pragma(src: CudaSource, loop: Node) -> bool:
     return prev is not None and prev.type == "preproc_call" and "unroll" in src.env.t(prev)
 
 
+#: ``(pointer, element offset, vector, parts)`` of a pointer expression (see :class:`PointerAlias`).
+Base = tuple[str, sympy.Expr, bool, tuple[tuple[int, int, int], ...]]
+
+
+def _declared_names(src: CudaSource) -> dict[str, int]:
+    """How many times each name is declared in the kernel body (locals of any type, loop variables included)."""
+    out: dict[str, int] = {}
+    for decl in of_type(src.body, "declaration"):
+        for d in decl.children_by_field_name("declarator"):
+            cur = d
+            while cur is not None and cur.type != "identifier":
+                cur = cur.child_by_field_name("declarator")
+            if cur is not None:
+                out[src.env.t(cur)] = out.get(src.env.t(cur), 0) + 1
+    return out
+
+
 def _pointer_decls(src: CudaSource, aff: Affine, params: dict[str, str | None],
-                   shared: dict[str, Node]) -> dict[str, tuple[str, sympy.Expr, bool]]:
-    """Local pointers that alias a parameter: ``name -> (param, element offset, vector)``."""
-    aliases: dict[str, tuple[str, sympy.Expr, bool]] = {}
+                   shared: dict[str, Node]) -> tuple[dict[str, Base], tuple[PointerAlias, ...], set[str]]:
+    """Local pointers that alias a parameter (or a shared array) at one fixed offset.
+
+    Returns:
+        ``(name -> base, the aliases as facts, escaped)``: a local declared once as ``T *p = <pointer
+        expression of a parameter>`` and never reassigned, incremented or address-taken is an alias; a local
+        initialized from a parameter that fails those conditions (``p++`` in a loop) makes that parameter
+        ``escaped`` (its accesses through the local are not known, so its read/write set is not either).
+    """
+    aliases: dict[str, Base] = {}
+    facts: list[PointerAlias] = []
+    escaped: set[str] = set()
+    counts = _declared_names(src)
     for decl in of_type(src.body, "declaration"):
         for d in decl.children_by_field_name("declarator"):
             if d.type != "init_declarator":
@@ -288,14 +316,21 @@ def _pointer_decls(src: CudaSource, aff: Affine, params: dict[str, str | None],
             if inner is None or inner.type != "identifier":
                 continue
             base = _base_of(src, aff, v, params, shared, aliases)
-            if base is not None:
-                aliases[src.env.t(inner)] = base
-    return aliases
+            if base is None:
+                continue
+            name = src.env.t(inner)
+            if counts.get(name, 0) != 1 or src.env.assigned_in(src.func, name):
+                escaped.add(base[0])  # moved or re-declared: not one offset
+                continue
+            aliases[name] = base
+            facts.append(PointerAlias(name, base[0], base[1], base[3], base[2], src.span(decl), src.line(decl)))
+    return aliases, tuple(facts), escaped
 
 
 def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | None], shared: dict[str, Node],
-             aliases: dict[str, tuple[str, sympy.Expr, bool]]) -> tuple[str, sympy.Expr, bool] | None:
-    """``(pointer, element offset, vector)`` of a pointer expression: ``p``, ``p + e``, ``&p[e]``, casts."""
+             aliases: dict[str, Base]) -> Base | None:
+    """``(pointer, element offset, vector, parts)`` of a pointer expression: ``p``, ``p + e``, ``&p[e]``, casts,
+    and the aliases of :func:`_pointer_decls` (``parts``: the offset's added expressions as written)."""
     env = src.env
     vector = False
     n = node
@@ -321,23 +356,23 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
     if n.type == "identifier":
         name = env.t(n)
         if name in aliases:
-            p, off, vec = aliases[name]
-            return p, off, vec or vector
+            p, off, vec, parts = aliases[name]
+            return p, off, vec or vector, parts
         if name in params or name in shared:
-            return name, sympy.Integer(0), vector
+            return name, sympy.Integer(0), vector, ()
         return None
     if n.type == "binary_expression" and env.t(n.child_by_field_name("operator")) in ("+", "-"):
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
-        for ptr, off, sign in ((left, right, 1), (right, left, 1)):
+        for ptr, off in ((left, right), (right, left)):
             if env.t(n.child_by_field_name("operator")) == "-" and ptr is right:
                 continue
             b = _base_of(src, aff, ptr, params, shared, aliases) if ptr is not None else None
-            if b is not None:
+            if b is not None and off is not None:
                 e = aff.expr(off)
                 if e is None:
                     return None
                 sign = -1 if env.t(n.child_by_field_name("operator")) == "-" else 1
-                return b[0], b[1] + sign * e, b[2] or vector
+                return b[0], b[1] + sign * e, b[2] or vector, (*b[3], (*src.span(off), sign))
         return None
     if n.type == "pointer_expression" and env.t(n).startswith("&"):
         arg = n.child_by_field_name("argument")
@@ -345,8 +380,8 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
             b = _base_of(src, aff, arg.child_by_field_name("argument"), params, shared, aliases)
             idx = _subscript_index(arg)
             e = aff.expr(idx) if idx is not None else None
-            if b is not None and e is not None:
-                return b[0], b[1] + e, b[2] or vector
+            if b is not None and e is not None and idx is not None:
+                return b[0], b[1] + e, b[2] or vector, (*b[3], (*src.span(idx), 1))
     return None
 
 
@@ -356,6 +391,39 @@ def _subscript_index(node: Node) -> Node | None:
         kids = [c for c in idx.named_children if c.type != "comment"]
         return kids[0] if len(kids) == 1 else None
     return idx
+
+
+def _alias_init(node: Node, env: ConstEnv, aliases: dict[str, Base]) -> bool:
+    """``node`` (``p[e]``) is taken the address of as the whole initializer of an alias (``T *r = &p[e];``)."""
+    up = node.parent
+    while up is not None and up.type in ("parenthesized_expression", "cast_expression", "pointer_expression"):
+        if up.type == "pointer_expression" and not env.t(up).startswith("&"):
+            return False
+        up = up.parent
+    if up is None or up.type != "init_declarator":
+        return False
+    dn = up.child_by_field_name("declarator")
+    inner = dn.child_by_field_name("declarator") if dn is not None and dn.type == "pointer_declarator" else None
+    return inner is not None and env.t(inner) in aliases
+
+
+def _null_test(use: Node, env: ConstEnv) -> bool:
+    """``use`` (a pointer name) is only compared with a null pointer (``p != NULL``, ``p == nullptr``, ``!p``,
+    ``p ? a : b``, ``if (p)``): no memory is touched."""
+    up = use.parent
+    while up is not None and up.type == "parenthesized_expression":
+        up = up.parent
+    if up is None:
+        return False
+    if up.type == "binary_expression" and env.t(up.child_by_field_name("operator")) in ("==", "!="):
+        other = up.child_by_field_name("right") if up.child_by_field_name("left") == use else \
+            up.child_by_field_name("left")
+        return env.t(other).strip() in ("NULL", "nullptr", "0")
+    if up.type == "unary_expression" and env.t(up.child_by_field_name("operator")) == "!":
+        return True
+    if up.type == "conditional_expression" and up.child_by_field_name("condition") is not None:
+        return unwrap_parens(up.child_by_field_name("condition")) == use
+    return up.type == "condition_clause"
 
 
 def _kind(node: Node, env: ConstEnv) -> str:
@@ -418,8 +486,9 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
     loops = _loops(src, aff, loop_nodes)
     params = {p.name: p.type for p in kernel.params if p.is_pointer}
     shared = _shared_arrays(src)
-    aliases = _pointer_decls(src, aff, params, shared)
+    aliases, alias_facts, escaped = _pointer_decls(src, aff, params, shared)
     accesses, escapes = _accesses(src, aff, loop_nodes, params, shared, aliases)
+    escapes |= escaped
     pointers = _pointer_facts(src, kernel, accesses, escapes, aliases)
     tids = _thread_indices(src, aff)
     consts = _constants(src, env)
@@ -429,7 +498,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
         and lp.start is not None and any(s.name.startswith("threadIdx.") for s in lp.start.free_symbols) else lp
         for lp in loops)
     return KernelFacts(kernel.name, kernel.language, consts, loops, accesses, pointers, tids, launches, None,
-                       tuple(errors), _collectives(src), _builtin_aliases(src, aff))
+                       tuple(errors), _collectives(src), _builtin_aliases(src, aff), alias_facts)
 
 
 def _builtin_aliases(src: CudaSource, aff: Affine) -> tuple[tuple[str, str], ...]:
@@ -520,7 +589,7 @@ def _shared_dims(src: CudaSource, decl: Node) -> list[sympy.Expr]:
 
 
 def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict[str, str | None],
-              shared: dict[str, Node], aliases: dict[str, tuple[str, sympy.Expr, bool]]
+              shared: dict[str, Node], aliases: dict[str, Base]
               ) -> tuple[tuple[Access, ...], set[str]]:
     env = src.env
     index = {n.start_byte: k for k, n in enumerate(loop_nodes)}
@@ -593,6 +662,8 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
         else:
             continue
         kind = _kind(node, env)
+        if kind == "escape" and _alias_init(node, env, aliases):
+            continue  # `float *r = &A[row * K];`: the alias's accesses are A's
         if kind == "escape":
             escapes.add(base[0])
             continue
@@ -668,7 +739,7 @@ def _enclosing_loops(node: Node, src: CudaSource, index: dict[int, int]) -> list
 
 
 def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...], escapes: set[str],
-                   aliases: dict[str, tuple[str, sympy.Expr, bool]]) -> tuple[PointerFacts, ...]:
+                   aliases: dict[str, Base]) -> tuple[PointerFacts, ...]:
     env = src.env
     out = []
     alias_of = {a: v[0] for a, v in aliases.items()}
@@ -684,6 +755,9 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
                     and n.parent.child_by_field_name("value") == n)]
         covered = 0
         for u in uses:
+            if _null_test(u, env):
+                covered += 1
+                continue
             q = u.parent
             while q is not None and q.type in ("parenthesized_expression", "cast_expression", "binary_expression",
                                                "argument_list", "template_function", "call_expression") and \

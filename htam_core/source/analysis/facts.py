@@ -275,6 +275,38 @@ class PointerFacts:
 
 
 @dataclass(frozen=True)
+class PointerAlias:
+    """A local pointer declared once at a fixed element offset from a pointer parameter (or a ``__shared__``
+    array) and never reassigned, incremented or address-taken: ``const float *w = weight + o * C;``,
+    ``float *r = &A[row * K];``, chains of such locals (``q = p + j``). An access ``w[e]`` is an access of
+    ``weight`` at ``offset + e`` (the affine index analysis, the read/write sets and the pattern facts see it so).
+
+    Attributes:
+        name: the local pointer.
+        pointer: the parameter (or shared array) it points into.
+        offset: its element offset from ``pointer`` (sympy, as :attr:`Access.index`).
+        parts: the offset as written, outermost alias first: ``(start, end, sign)`` file bytes of each added
+            (``+1``) or subtracted (``-1``) expression of the chain, so that a rewrite can spell the offset.
+        vector: the chain re-types the elements (a cast to ``float4 *``): indices are not in ``pointer``'s
+            elements.
+        span: bytes of the declaration statement.
+        line: its 1-based line.
+    """
+
+    name: str
+    pointer: str
+    offset: sympy.Expr
+    parts: tuple[tuple[int, int, int], ...]
+    vector: bool
+    span: Span
+    line: int
+
+    def depends_on_thread(self) -> bool:
+        """The offset changes with ``threadIdx`` (so every thread points somewhere else)."""
+        return any(s.name.startswith("threadIdx.") for s in self.offset.free_symbols)
+
+
+@dataclass(frozen=True)
 class Dim:
     """One component of a launch's grid or block: the expression, its value when constant, its bytes."""
 
@@ -504,6 +536,8 @@ class KernelFacts:
         builtin_aliases: ``(name, builtin)`` of the kernel's local variables declared once, never modified,
             whose value is exactly one builtin (``int block_size = blockDim.x;`` gives ``("block_size",
             "blockDim.x")``, through casts and chains of such locals; CUDA only).
+        pointer_aliases: the local pointers at a fixed offset into a parameter (:class:`PointerAlias`), in
+            source order; accesses through them are already accesses of the parameter (CUDA only).
     """
 
     kernel: str
@@ -518,6 +552,7 @@ class KernelFacts:
     errors: tuple[str, ...] = field(default_factory=tuple)
     collectives: tuple[tuple[str, int], ...] = ()
     builtin_aliases: tuple[tuple[str, str], ...] = ()
+    pointer_aliases: tuple[PointerAlias, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def constant(self, name: str) -> int | None:
@@ -527,6 +562,10 @@ class KernelFacts:
     def builtin_alias(self, name: str) -> str | None:
         """The builtin (``"blockDim.x"``, ``"threadIdx.x"``) that local ``name`` always holds, else ``None``."""
         return dict(self.builtin_aliases).get(name)
+
+    def pointer_alias(self, name: str) -> PointerAlias | None:
+        """The :class:`PointerAlias` of the local pointer ``name``, or ``None`` when it is none."""
+        return next((a for a in self.pointer_aliases if a.name == name), None)
 
     def pointer(self, name: str) -> PointerFacts | None:
         """The facts of pointer parameter ``name``."""

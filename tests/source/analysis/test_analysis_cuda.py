@@ -368,3 +368,57 @@ void run(float* out, const float* x, int rows, int cols) { warp_col<<<cols / 4, 
     assert (t.stride, t.column) == (sym("cols"), bx * bdx + tx)
     for name in ("warp_col", "block_col", "block_row", "lane_col"):
         assert facts_of_text(text, name).thread_column_loops() == (), name
+
+
+ROWPTR = """
+__global__ void lin(float *out, const float *inp, const float *weight, const float *bias, int R, int C, int O)
+{
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    int o = blockIdx.y * blockDim.y + threadIdx.y;
+    if (r < R && o < O) {
+        float val = (bias != NULL) ? bias[o] : 0.0f;
+        const float *wrow = weight + o * C;
+        const float *irow = &inp[r * C];
+        const float *half = irow + C / 2;         // a chain: inp at r * C + C / 2
+        for (int i = 0; i < C; i++) { val += irow[i] * wrow[i]; }
+        out[r * O + o] = val + half[0];
+    }
+}
+__global__ void moving(const float *A, float *out, int K)
+{
+    const float *a = A + threadIdx.x * K;
+    float s = 0.0f;
+    for (int k = 0; k < K; ++k) { s += *a; a++; }   // incremented: no fixed offset
+    out[threadIdx.x] = s;
+}
+__global__ void taken(const float *A, float *out)
+{
+    const float *a = A + threadIdx.x;
+    const float **pa = &a;                         // address-taken: may be changed through pa
+    out[threadIdx.x] = a[0];
+}
+"""
+
+
+def test_pointer_offset_locals_are_accesses_of_their_parameter():
+    f = facts_of_text(ROWPTR, "lin")
+    r, o, i, C = bdx * bx + tx, bdy * by + ty, sym("i"), sym("C")
+    (w,) = _acc(f, "weight", "read")
+    assert sympy.expand(w.index - (o * C + i)) == 0 and w.stride("i") == 1 and w.stride("threadIdx.y") == C
+    loop_read, half_read = _acc(f, "inp", "read")
+    assert sympy.expand(loop_read.index - (r * C + i)) == 0
+    assert half_read.stride("i") == 0 and half_read.stride("threadIdx.x") == C  # r * C + C / 2
+    assert [(a.name, a.pointer) for a in f.pointer_aliases] == [("wrow", "weight"), ("irow", "inp"), ("half", "inp")]
+    half = f.pointer_alias("half")
+    assert len(half.parts) == 2 and half.depends_on_thread() and not half.vector
+    # the null test of bias touches no memory: bias is read, not unknown
+    assert [(p.name, p.mode) for p in f.pointers] == [("out", "write"), ("inp", "read"), ("weight", "read"),
+                                                      ("bias", "read")]
+    assert [lp.var for lp in f.matmul_loops()] == ["i"]  # the NT product through the two row pointers
+
+
+def test_moved_or_address_taken_pointers_are_not_aliases():
+    for kernel in ("moving", "taken"):
+        f = facts_of_text(ROWPTR, kernel)
+        assert f.pointer_aliases == () and _acc(f, "A", "read") == []
+        assert f.pointer("A").mode == "unknown"  # the accesses through the local are not known
