@@ -44,9 +44,9 @@ def run(table_path: str, exports: str, kernels: list[str], policies: list[str], 
     """
     from htam_core.bench import metrics
     from htam_core.bench.replay import REPLAY_POLICIES, SEEDED, _kernels
-    from htam_core.optimize.replay import load_table
     from htam_core.bench.suite import POLICY_SPECS, SuiteTask, run_suite_task
     from htam_core.memory.ranker import Ranker
+    from htam_core.optimize.replay import load_table
 
     bad = [p for p in policies if p not in REPLAY_POLICIES or p in SEEDED]
     if bad:
