@@ -9,9 +9,9 @@ changes the method (no transition credit, no start token) must change what it fi
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
+from contextlib import chdir
 from pathlib import Path
 
 import pytest
@@ -29,26 +29,18 @@ import memory_subset_replay  # noqa: E402
 @pytest.fixture(scope="module")
 def full(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("subset")
-    old = os.getcwd()
-    os.chdir(ROOT)
-    try:
-        table = tmp / "synthetic.jsonl"
+    table = tmp / "synthetic.jsonl"
+    with chdir(ROOT):
         synthesize_table(FIXTURE, table, speedup, note="subset test")
         doc = run_replay(ReplayConfig(table=str(table), work=str(tmp / "work"), policies=["htam"], budget=8,
                                       seeds=1), log=lambda m: None)
-        yield tmp, table, doc
-    finally:
-        os.chdir(old)
+    return tmp, table, doc
 
 
 def _subset(tmp: Path, table: Path, kernels: list[str], name: str) -> list[dict]:
-    old = os.getcwd()
-    os.chdir(ROOT)
-    try:
+    with chdir(ROOT):
         return memory_subset_replay.run(str(table), str(tmp / "work" / "exports"), kernels, ["htam"],
                                         str(tmp / name), str(tmp / f"{name}.jsonl"), 1e9)
-    finally:
-        os.chdir(old)
 
 
 def test_the_subset_reproduces_the_full_replay(full) -> None:
