@@ -310,6 +310,24 @@ def _why_unmeasured(r: dict[str, Any]) -> str:
             "the optimize loop gave no warning; see its report in the work folder")
 
 
+def command_line(argv: list[str]) -> str:
+    """The command as a reader can rerun it: the llm.c folder given to ``--llmc`` is written ``LLMC_DIR``, since a
+    results file must not record where this machine keeps the third-party corpus."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            out.append("LLMC_DIR")
+            skip = False
+        elif a == "--llmc":
+            out.append(a)
+            skip = True
+        elif a.startswith("--llmc="):
+            out.append("--llmc=LLMC_DIR")
+        else:
+            out.append(a)
+    return "python bench/bench_llmc.py " + " ".join(out)
+
+
 def _fmt(v: Any, spec: str = ".4f") -> str:
     return "not measured" if v is None else format(v, spec)
 
@@ -534,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
         _log(f"[llmc] {i}/{len(entries)} {e.name}: {made} makeable structural steps, harness "
              f"{row.get('harness') or 'not inferred'}{extra} ({row['wall_s']} s)")
     meta = {"date": date, "device": device, "llmc": root.name, "build": build_note,
-            "command": "python bench/bench_llmc.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+            "command": command_line(argv if argv is not None else sys.argv[1:])}
     stem.with_suffix(".md").write_text(markdown(rows, mode, meta), encoding="utf-8")
     stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "mode": mode, "rows": rows}, indent=1),
                                          encoding="utf-8")

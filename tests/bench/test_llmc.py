@@ -365,3 +365,12 @@ def test_a_row_without_a_start_time_says_why() -> None:
     assert "the cause was not recorded by this version of the bench (rerun)" in bench.markdown([row], "gpu", meta)
     row.update(naive_ms=1.0, best_ms=1.0)
     assert "start time not published" not in bench.markdown([row], "gpu", meta)
+
+
+def test_the_recorded_command_names_no_local_corpus_path() -> None:
+    """A results file gives the llm.c folder as LLMC_DIR, never this machine's path to the third-party corpus."""
+    bench = _load_bench()
+    assert bench.command_line(["--static", "--llmc", "/somewhere/corpus/llmc", "--fresh"]) == \
+        "python bench/bench_llmc.py --static --llmc LLMC_DIR --fresh"
+    assert bench.command_line(["--llmc=/x/llmc", "--budget", "3"]) == \
+        "python bench/bench_llmc.py --llmc=LLMC_DIR --budget 3"
