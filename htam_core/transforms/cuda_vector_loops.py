@@ -160,6 +160,9 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
             continue  # a load the loop does not move (`scale[row]`): every lane reads it as before
         if sub is None or a.vector or a.stride(var) != 1:
             return f"`{a.pointer}[{a.index_text}]` in the loop on line {fact.line} is not a stride-1 access in {var}"
+        if fact.id in a.guarded:
+            return (f"`{a.pointer}[{a.index_text}]` on line {a.line} runs under a condition inside the loop on line "
+                    f"{fact.line}: a 16-byte access would also touch the elements the condition skips")
         elem = _element(pf)
         if elem is None:
             return f"{a.pointer} has an unknown element type"

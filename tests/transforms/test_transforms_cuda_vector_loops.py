@@ -65,6 +65,15 @@ def test_scalar_loops_are_refused(refuse):
     assert "is not a stride-1 access in i" in refuse(TID, FILE, "even_sum")
 
 
+@pytest.mark.parametrize("kernel", ["guarded_chunk_sum", "guarded_row_copy"])
+def test_an_access_under_a_condition_inside_the_loop_is_refused(refuse, kernel):
+    """Regression (a new user's trial): ``if (i * 8 + k < lim) s += p[k]`` got an unguarded 16-byte load of ``p``,
+    reading the elements the guard skips, past the end of the buffer. An access that a condition inside the loop
+    decides (if, ?:, &&/||) stays scalar: the loop is refused with the line of the access."""
+    why = refuse(TID, FILE, kernel)
+    assert "runs under a condition inside the loop" in why and "would also touch the elements" in why
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("cols", [1024, 1023, 4, 3, 130])
 def test_equivalence_on_gpu(cols, tmp_path, cand):

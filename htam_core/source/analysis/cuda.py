@@ -607,7 +607,8 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             if base is not None:
                 out.append(Access(base[0], "shared" if base[0] in shared else "global",
                                   helpers[fname], base[1], " ".join(env.t(first).split()),  # type: ignore[arg-type]
-                                  src.line(n), src.span(n), tuple(_enclosing_loops(n, src, index)), True))
+                                  src.line(n), src.span(n), tuple(_enclosing_loops(n, src, index)), True,
+                                  tuple(_guarding_loops(n, src, index))))
             continue
         subs: list[Node] = []
         if n.type == "subscript_expression":
@@ -657,7 +658,8 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             kind = "readwrite"
             out.append(Access(base[0], "shared" if base[0] in shared else "global", kind,  # type: ignore[arg-type]
                               index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
-                              tuple(_enclosing_loops(node, src, index)), base[2]))
+                              tuple(_enclosing_loops(node, src, index)), base[2],
+                              tuple(_guarding_loops(node, src, index))))
             continue
         else:
             continue
@@ -669,7 +671,8 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             continue
         out.append(Access(base[0], "shared" if base[0] in shared else "global", kind,  # type: ignore[arg-type]
                           index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
-                          tuple(_enclosing_loops(node, src, index)), base[2]))
+                          tuple(_enclosing_loops(node, src, index)), base[2],
+                          tuple(_guarding_loops(node, src, index))))
     return tuple(out), escapes
 
 
@@ -736,6 +739,31 @@ def _enclosing_loops(node: Node, src: CudaSource, index: dict[int, int]) -> list
             loops.insert(0, index[p.start_byte])
         p = p.parent
     return loops
+
+
+def _guarding_loops(node: Node, src: CudaSource, index: dict[int, int]) -> list[int]:
+    """Ids of the loops around ``node`` inside whose body a condition decides whether ``node`` runs (the
+    :attr:`Access.guarded` fact), outermost first: on the way up from ``node``, an ``if`` branch, a ``?:``
+    branch or the right operand of ``&&``/``||`` seen below a loop marks that loop (and every loop above it)."""
+    out: list[int] = []
+    conditional = False
+    child, p = node, node.parent
+    while p is not None and p != src.body:
+        if p.type == "if_statement" and child in (p.child_by_field_name("consequence"),
+                                                  p.child_by_field_name("alternative")):
+            conditional = True
+        elif p.type == "else_clause":
+            conditional = True
+        elif p.type == "conditional_expression" and child in (p.child_by_field_name("consequence"),
+                                                              p.child_by_field_name("alternative")):
+            conditional = True
+        elif p.type == "binary_expression" and child == p.child_by_field_name("right") and \
+                src.env.t(p.child_by_field_name("operator")) in ("&&", "||"):
+            conditional = True
+        elif p.start_byte in index and p.type in LOOP_TYPES and conditional:
+            out.insert(0, index[p.start_byte])
+        child, p = p, p.parent
+    return out
 
 
 def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...], escapes: set[str],

@@ -108,6 +108,9 @@ class Access:
         span: file bytes of the access expression.
         loops: ids of the enclosing loops, outermost first.
         vector: the access goes through a ``reinterpret_cast``/vector type (``float4``), strides not in elements.
+        guarded: ids of the enclosing loops inside whose body a condition decides whether the access runs (an
+            ``if`` branch, a ``?:`` branch, the right side of ``&&``/``||``): per element of that loop, some
+            elements are skipped, so a transform that widens the access over that loop's variable would touch them.
     """
 
     pointer: str
@@ -119,6 +122,7 @@ class Access:
     span: Span
     loops: tuple[int, ...] = ()
     vector: bool = False
+    guarded: tuple[int, ...] = ()
 
     def stride(self, name: str) -> sympy.Expr | None:
         """Stride of the index in symbol ``name`` (``"threadIdx.x"``, a loop variable); see :func:`stride_of`."""

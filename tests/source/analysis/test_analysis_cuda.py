@@ -422,3 +422,33 @@ def test_moved_or_address_taken_pointers_are_not_aliases():
         f = facts_of_text(ROWPTR, kernel)
         assert f.pointer_aliases == () and _acc(f, "A", "read") == []
         assert f.pointer("A").mode == "unknown"  # the accesses through the local are not known
+
+
+def test_accesses_under_a_condition_inside_a_loop_are_guarded_by_that_loop():
+    """``Access.guarded``: the loops inside whose body a condition (if branch, else, ?: branch, right side of
+    &&/||) decides whether the access runs; the kernel's top-level bounds check guards no loop."""
+    f = facts_of_text("""
+__global__ void k(const float* x, const float* w, float* y, int n, int lim) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float s = w[i];
+        for (int j = 0; j < 8; j++) {
+            s += x[i * 8 + j];
+            if (j < lim) s += w[j];
+            else s -= y[j];
+            s += (j > 2) ? x[j] : 0.f;
+            if (j < lim && x[j + 1] > 0.f) s += 1.f;
+        }
+        y[i] = s;
+    }
+}
+""", "k")
+    (loop,) = f.loops
+    got = {(a.pointer, a.index_text, a.kind): a.guarded for a in f.accesses}
+    assert got[("w", "i", "read")] == ()  # under the kernel's bounds check, outside any loop
+    assert got[("x", "i * 8 + j", "read")] == ()  # in the loop, unconditional
+    assert got[("w", "j", "read")] == (loop.id,)
+    assert got[("y", "j", "read")] == (loop.id,)  # the else branch
+    assert got[("x", "j", "read")] == (loop.id,)  # a ?: branch
+    assert got[("x", "j + 1", "read")] == (loop.id,)  # the right side of &&
+    assert got[("y", "i", "write")] == ()
