@@ -294,5 +294,9 @@ class SourceModel:
         for k in self.kernels:
             if k.qualified_name == name:
                 return k
-        names = ", ".join(k.name for k in self.kernels) or "none"
-        raise KeyError(f"no kernel named {name!r} in {self.path or '<text>'} (kernels: {names})")
+        names = ", ".join(k.name for k in self.kernels)
+        where = self.path or "<text>"
+        if not names:
+            raise KeyError(f"no kernel named {name!r} in {where}: the file has no kernel (a CUDA `__global__` "
+                           "function or a Triton `@triton.jit` function); open the file that defines it")
+        raise KeyError(f"no kernel named {name!r} in {where} (kernels: {names}); pass one of these names")
