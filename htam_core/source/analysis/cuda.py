@@ -605,10 +605,10 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             first = args.named_children[0] if args is not None and args.named_children else None
             base = _base_of(src, aff, first, params, shared, aliases) if first is not None else None
             if base is not None:
+                loops, guarded = _loops_around(n, src, index)
                 out.append(Access(base[0], "shared" if base[0] in shared else "global",
                                   helpers[fname], base[1], " ".join(env.t(first).split()),  # type: ignore[arg-type]
-                                  src.line(n), src.span(n), tuple(_enclosing_loops(n, src, index)), True,
-                                  tuple(_guarding_loops(n, src, index))))
+                                  src.line(n), src.span(n), loops, True, guarded))
             continue
         subs: list[Node] = []
         if n.type == "subscript_expression":
@@ -656,10 +656,10 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
                 continue
             index_expr, index_text, node = base[1], env.t(first), first
             kind = "readwrite"
+            loops, guarded = _loops_around(node, src, index)
             out.append(Access(base[0], "shared" if base[0] in shared else "global", kind,  # type: ignore[arg-type]
                               index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
-                              tuple(_enclosing_loops(node, src, index)), base[2],
-                              tuple(_guarding_loops(node, src, index))))
+                              loops, base[2], guarded))
             continue
         else:
             continue
@@ -669,10 +669,10 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
         if kind == "escape":
             escapes.add(base[0])
             continue
+        loops, guarded = _loops_around(node, src, index)
         out.append(Access(base[0], "shared" if base[0] in shared else "global", kind,  # type: ignore[arg-type]
                           index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
-                          tuple(_enclosing_loops(node, src, index)), base[2],
-                          tuple(_guarding_loops(node, src, index))))
+                          loops, base[2], guarded))
     return tuple(out), escapes
 
 
@@ -730,40 +730,30 @@ def vector_helpers(src: CudaSource) -> dict[str, str]:
     return out
 
 
-def _enclosing_loops(node: Node, src: CudaSource, index: dict[int, int]) -> list[int]:
-    """Ids of the loops around ``node``, outermost first (``index``: loop start byte -> id)."""
+def _loops_around(node: Node, src: CudaSource, index: dict[int, int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(loops, guarded)`` of ``node`` (``index``: loop start byte -> id), outermost first: the ids of the loops
+    around it (:attr:`Access.loops`), and of those inside whose body a condition decides whether ``node`` runs
+    (:attr:`Access.guarded`): on the way up, an ``if`` branch, an ``else``, a ``?:`` branch or the right operand
+    of ``&&``/``||`` seen below a loop marks that loop and every loop above it."""
     loops: list[int] = []
-    p = node.parent
-    while p is not None and p != src.body:
-        if p.start_byte in index and p.type in LOOP_TYPES:
-            loops.insert(0, index[p.start_byte])
-        p = p.parent
-    return loops
-
-
-def _guarding_loops(node: Node, src: CudaSource, index: dict[int, int]) -> list[int]:
-    """Ids of the loops around ``node`` inside whose body a condition decides whether ``node`` runs (the
-    :attr:`Access.guarded` fact), outermost first: on the way up from ``node``, an ``if`` branch, a ``?:``
-    branch or the right operand of ``&&``/``||`` seen below a loop marks that loop (and every loop above it)."""
-    out: list[int] = []
+    guarded: list[int] = []
     conditional = False
     child, p = node, node.parent
     while p is not None and p != src.body:
-        if p.type == "if_statement" and child in (p.child_by_field_name("consequence"),
-                                                  p.child_by_field_name("alternative")):
+        if p.type in ("if_statement", "conditional_expression") and child in (
+                p.child_by_field_name("consequence"), p.child_by_field_name("alternative")):
             conditional = True
         elif p.type == "else_clause":
-            conditional = True
-        elif p.type == "conditional_expression" and child in (p.child_by_field_name("consequence"),
-                                                              p.child_by_field_name("alternative")):
             conditional = True
         elif p.type == "binary_expression" and child == p.child_by_field_name("right") and \
                 src.env.t(p.child_by_field_name("operator")) in ("&&", "||"):
             conditional = True
-        elif p.start_byte in index and p.type in LOOP_TYPES and conditional:
-            out.insert(0, index[p.start_byte])
+        elif p.start_byte in index and p.type in LOOP_TYPES:
+            loops.insert(0, index[p.start_byte])
+            if conditional:
+                guarded.insert(0, index[p.start_byte])
         child, p = p, p.parent
-    return out
+    return tuple(loops), tuple(guarded)
 
 
 def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...], escapes: set[str],
