@@ -37,7 +37,7 @@ import sympy
 from tree_sitter import Node
 
 from htam_core.source.analysis.callees import DeviceCallee, device_callees
-from htam_core.source.analysis.facts import Access, KernelFacts, LoopFact, sym
+from htam_core.source.analysis.facts import BUILTINS, Access, KernelFacts, LoopFact, sym
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
@@ -288,11 +288,39 @@ def _body_shape(unit: CudaUnit, target: Target, dot: LoopFact, rows: LoopFact, a
                 and cons_stmts[0].named_child_count == 0 and not reads_memory
                 and not _ts.of_type(s.child_by_field_name("condition"), ("call_expression", "assignment_expression",
                                                                          "update_expression"))):
+            why = _index_relation(unit, target.facts, _condition(s))
+            if why:
+                return why
             early.append(s)
             continue
         return (f"line {unit.source.line(s)}: `{unit.t(s).splitlines()[0]}` before the tile loops is neither a "
                 "declaration without memory accesses nor an early `if (...) return;`")
     return tuple(early)
+
+
+def _condition(stmt: Node) -> Node:
+    """An ``if`` statement's condition without its parentheses (``condition_clause`` or a parenthesized one)."""
+    c = stmt.child_by_field_name("condition")
+    if c is not None and c.type == "condition_clause" and c.child_by_field_name("value") is not None:
+        c = c.child_by_field_name("value")
+    return _ts.unwrap_parens(c)  # type: ignore[arg-type]
+
+
+def _index_relation(unit: CudaUnit, facts: KernelFacts, cond: Node) -> str | None:
+    """Why the early return's condition ``cond`` is not a relation between thread and block indices alone (a
+    triangle skip such as ``j0 > i0``), or ``None``. A condition on a size (``i0 >= n``) is a bounds check: the
+    threads it stops would load panel rows past the data, so it is refused."""
+    pure = {t.name for t in facts.thread_indices if all(x.name in BUILTINS for x in t.expr.free_symbols)}
+    for n in _ts.of_type(cond, ("identifier", "field_expression")):
+        if n.type == "field_expression":
+            continue
+        p = n.parent
+        if p is not None and p.type == "field_expression" and unit.t(p).replace(" ", "") in BUILTINS:
+            continue
+        if unit.t(n) not in pure:
+            return (f"the early return `if ({unit.t(cond)}) return;` reads {unit.t(n)}, which is not a thread or block "
+                    "index: a bounds check, and the threads it stops would load panel rows past it")
+    return None
 
 
 def _targets(unit: CudaUnit, model: SourceModel, kernel: Kernel) -> tuple[list[Target], list[str]]:
@@ -423,7 +451,7 @@ class CudaSmemPanelTiling(CudaTransform):
         K = n.bound
         a_at = (f"{n.a.pointer}[{c_expr(n.a_base)} + {c_expr(n.a_row)} * htam_r + htam_s0 + htam_c]")
         b_at = (f"{n.b.pointer}[{c_expr(n.b_base)} + {c_expr(n.b_row)} * htam_r + htam_s0 + htam_c]")
-        skip = " || ".join(f"({unit.t(_ts.unwrap_parens(s.child_by_field_name('condition')))})" for s in n.early)
+        skip = " || ".join(f"({unit.t(_condition(s))})" for s in n.early)
 
         def frag(name: str, panel: str, t: str, tile: int) -> list[str]:
             if vec:

@@ -221,7 +221,8 @@ def _build(model: SourceModel, kernel: Kernel) -> tuple[DeviceCallee, ...]:
             facts = _callee_facts(model, data, fn, callee)
             if facts is None:
                 continue
-            others = sorted({h for h, fns in functions.items() for f in fns if f is not src.func and f is not fn
+            mine = {(src.func.start_byte, src.func.end_byte), (fn.start_byte, fn.end_byte)}
+            others = sorted({h for h, fns in functions.items() for f in fns if (f.start_byte, f.end_byte) not in mine
                              and any(_called_name(c.child_by_field_name("function"), data) == callee for c in of_type(f, "call_expression"))})
             ret = fn.child_by_field_name("type")
             out.append(DeviceCallee(callee, src.span(call), src.span(stmt), top, via, tuple(sorted(bound)),
