@@ -11,6 +11,7 @@ gives exactly the original's outputs, a partial last reduction step included; nv
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -182,3 +183,34 @@ def test_candidates_compile_without_spills(name, kernel, tmp_path):
                             str(tmp_path / "cand.o")], capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         assert " 0 bytes spill stores" in p.stderr, p.stderr[-2000:]
+
+
+LLMC = Path(os.environ.get("HTAM_LLMC") or Path(__file__).resolve().parents[3] / "shared" / "corpus" / "llmc")
+
+
+@pytest.mark.skipif(not (LLMC / "trimat_forward.cu").is_file(), reason="the llm.c folder (shared corpus) is not present")
+def test_llmc_trimat_naive_gets_the_panels_and_compiles(tmp_path):
+    """llm.c's ``trimat_forward.cu`` (read where it is, never copied): the naive helper behind
+    ``trimul_launcher<matmul_tri_naive>`` is staged, the authors' other helpers are left as they are."""
+    from htam_core.bench import llmc
+
+    (entry,) = [e for e in llmc.discover(LLMC) if e.name == "trimat_forward"]
+    text = llmc.work_copy_text(entry, 1)
+    model = parse_text(text, "cuda", str(tmp_path / "trimat_forward.cu"))
+    cs = registry.propose("cuda.smem_tiling_matmul", model, model.kernel("trimul_global"))
+    assert not isinstance(cs, NotApplicable), cs.reason
+    assert {c.params["callee"] for c in cs} == {"matmul_tri_naive"}
+    assert (cs[0].params["bm"], cs[0].params["tm"]) == (128, 8)
+    for name in ("matmul_tri_registers", "matmul_tri3", "matmul_tri4"):
+        d = next(d for d in model.device_functions if d.name == name)
+        assert text[d.span.start:d.span.end] in cs[0].new_text
+    if shutil.which("nvcc") is None:
+        return
+    src = tmp_path / "trimat_forward.cu"
+    src.write_text(cs[0].new_text)
+    stub = llmc.cublas_stub(tmp_path / "stub")
+    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", "-Xptxas", "-v", f"-I{stub}", str(src), "-o",
+                        str(tmp_path / "t.o")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    naive = p.stderr.split("matmul_tri_naive")[-1]
+    assert " 0 bytes spill stores" in naive and "bytes smem" in naive, naive[:1500]
