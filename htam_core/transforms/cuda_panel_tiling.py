@@ -238,14 +238,26 @@ def _match_one(unit: CudaUnit, target: Target, dot: LoopFact) -> PanelNest | str
     why = _body_shape(unit, target, dot, rows, acc.name, acc.span, (a, b))
     if isinstance(why, str):
         return why
-    bound_node = unit.node_at(dot.span, ("for_statement",))
-    cond = bound_node.child_by_field_name("condition") if bound_node is not None else None
-    cond = _ts.unwrap_parens(cond) if cond is not None else None
-    if cond is None or cond.child_by_field_name("right") is None:
-        return f"the dot loop's bound on line {dot.line} is unreadable"
+    written = {p.name for p in f.pointers if p.writes or p.mode in ("write", "readwrite", "unknown")}
+    if {a.pointer, b.pointer} & written:
+        return (f"{', '.join(sorted({a.pointer, b.pointer} & written))} is written in the function too: staged "
+                "panels would not see its stores")
+    between = _between(unit, acc.decl_span, dot.span)
+    if any(unit.t(n) == acc.name for s in between for n in _ts.of_type(s, "identifier")):
+        return f"{acc.name} is changed between its declaration and the dot loop"
     return PanelNest(target, rows, cols, dot, a, b, ra[0], rb[0], ra[2], rb[2], ra[1], rb[1],
                      rows.trip_value, cols.trip_value, acc.name, acc.type, acc.init_text.strip(),  # type: ignore[arg-type]
-                     unit.t(cond.child_by_field_name("right")), types.pop(), why)
+                     c_expr(dot.bound), types.pop(), why)
+
+
+def _between(unit: CudaUnit, first: tuple[int, int], last: tuple[int, int]) -> list[Node]:
+    """The statements of the block holding the statement at file bytes ``last`` that lie after file bytes
+    ``first`` and before ``last``."""
+    node = unit.node_at(last, ("for_statement",))
+    block = node.parent if node is not None else None
+    if block is None:
+        return []
+    return [s for s in block.named_children if first[1] <= unit.file_byte(s) and s.end_byte + unit.base <= last[0]]
 
 
 def _body_shape(unit: CudaUnit, target: Target, dot: LoopFact, rows: LoopFact, acc: str,

@@ -214,3 +214,15 @@ def test_llmc_trimat_naive_gets_the_panels_and_compiles(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     naive = p.stderr.split("matmul_tri_naive")[-1]
     assert " 0 bytes spill stores" in naive and "bytes smem" in naive, naive[:1500]
+
+
+@pytest.mark.parametrize(("old", "new", "needle"), [
+    ("float val = 0.0f;", "float val = 0.0f;\n            val += 1.0f;", "val is changed between its declaration"),
+    ("p[(blockIdx.z * T + i) * T + j] = val * alpha;", "p[(blockIdx.z * T + i) * T + j] = val * alpha;\n"
+     "            ((float *)k)[j] = 0.0f;", "is written in the function too"),
+])
+def test_refusals_that_keep_the_sums_right(old, new, needle):
+    text = (HERE / "nt_tiles.cu").read_text()
+    assert old in text
+    _, r = _propose("nt_tiles.cu", "nt_tiles", text=text.replace(old, new))
+    assert isinstance(r, NotApplicable) and needle in r.reason, getattr(r, "reason", r)
