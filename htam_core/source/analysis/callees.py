@@ -16,8 +16,6 @@ template parameters, up to :data:`MAX_HOPS` host functions.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -25,7 +23,7 @@ from tree_sitter import Node
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.facts import KernelFacts, Span
 from htam_core.source.analysis.syntax import of_type, text, walk
-from htam_core.source.analysis.unit import cuda_source
+from htam_core.source.analysis.unit import _cached, cuda_source
 from htam_core.source.api import parse_text
 from htam_core.source.model import Kernel, SourceModel
 
@@ -155,35 +153,25 @@ def _bindings(root: Node, src: bytes, kernel: Kernel, position: int,
     return out
 
 
-_MAX = 64
-_cache: OrderedDict[tuple, tuple[DeviceCallee, ...]] = OrderedDict()
-_lock = threading.Lock()
-
-
 def device_callees(model: SourceModel, kernel: Kernel) -> tuple[DeviceCallee, ...]:
     """The ``__device__`` functions ``kernel`` calls (by name or through a template parameter bound at its launch
-    sites), one :class:`DeviceCallee` per (call, reachable definition), in call order; cached per file text.
+    sites), one :class:`DeviceCallee` per (call, reachable definition), in call order; cached per file text with
+    the parsed units.
 
     Only ``.cu`` files (``model.file_language == "cuda"``): CUDA held in Python strings gives ``()``. A helper
     defined more than once (overloads) is left out. Never raises for odd code (what cannot be read is left out).
     """
     if model.file_language != "cuda" or kernel.language != "cuda":
         return ()
-    key = (model.text, model.path, kernel.name, kernel.name_span.start)
-    with _lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit
+    return _cached(("callees", model.text, model.path, kernel.name, kernel.name_span.start),
+                   lambda: _build_safely(model, kernel))
+
+
+def _build_safely(model: SourceModel, kernel: Kernel) -> tuple[DeviceCallee, ...]:
     try:
-        found = _build(model, kernel)
-    except (RecursionError, ValueError, TypeError, AttributeError, KeyError):
-        found = ()
-    with _lock:
-        _cache[key] = found
-        while len(_cache) > _MAX:
-            _cache.popitem(last=False)
-    return found
+        return _build(model, kernel)
+    except (RecursionError, ValueError, TypeError, AttributeError, KeyError):  # odd code: no helpers
+        return ()
 
 
 def _build(model: SourceModel, kernel: Kernel) -> tuple[DeviceCallee, ...]:
