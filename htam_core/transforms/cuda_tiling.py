@@ -35,6 +35,7 @@ from htam_core.transforms._cuda import (
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, retune_block
 from htam_core.transforms.cuda_memory import element_type
+from htam_core.transforms.cuda_panel_tiling import CudaSmemPanelTiling
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -412,10 +413,16 @@ class CudaSmemTilingMatmul(CudaTransform):
         """Candidates for TILE 16 and 32: the launch keeps its block when it is TILE x TILE, else (any constant
         2-D block shape) gets TILE x TILE blocks where it can be retuned consistently with its grid; a block set at
         run time (``dim3 block(b, b)``, the index strides ``blockDim``) gets TILE x TILE blocks and a grid sized
-        from the launch's M and N arguments (:func:`launch_sizes`)."""
+        from the launch's M and N arguments (:func:`launch_sizes`). A kernel that is not the naive pattern but already
+        gives each thread a TM x TN tile of an NT dot nest (in its body or in a ``__device__`` helper it calls) gets
+        its operand panels staged instead (:class:`~htam_core.transforms.cuda_panel_tiling.CudaSmemPanelTiling`)."""
         m = match_naive_matmul(unit)
         if isinstance(m, str):
-            return self.not_applicable(f"not the naive matmul pattern: {m}")
+            # an already register-tiled NT nest (each thread a TM x TN tile): its panels are staged instead
+            panels = CudaSmemPanelTiling().propose_unit(unit, model, kernel, profile)
+            if not isinstance(panels, NotApplicable):
+                return panels
+            return self.not_applicable(f"not the naive matmul pattern: {m}; and {panels.reason}")
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
         cur = _block_shape(unit)

@@ -47,6 +47,7 @@ _FAMILIES = (
     "cuda_memory",
     "cuda_tiling",
     "cuda_register_tiling",
+    "cuda_panel_tiling",
     "cuda_softmax",
     "cuda_coalesce",
     "cuda_flatten",

@@ -45,7 +45,8 @@ struct alignas(16) float4 { float x, y, z, w; };  // the CUDA vector type, for f
 _COOPERATIVE = ("__syncthreads", "__shared__", "__shfl", "atomic")
 
 
-BLOCK_SHIM = """#include <barrier>
+BLOCK_SHIM = """#include <atomic>
+#include <barrier>
 #include <cstddef>
 #include <cstdio>
 #include <functional>
@@ -67,6 +68,19 @@ static std::mutex htam_atomic;
 #define __restrict__
 #define __shared__ static
 static void __syncthreads() { htam_bar->arrive_and_wait(); }
+// __syncthreads_or: two slots used in turn; each call clears the slot of the call before it (all threads read it
+// before that call's second barrier), and every block starts with both cleared
+static std::atomic<int> htam_or[2];
+static thread_local unsigned htam_or_gen;
+static int __syncthreads_or(int p) {
+    const unsigned g = htam_or_gen++ & 1u;
+    if (p) htam_or[g].fetch_add(1);
+    htam_bar->arrive_and_wait();
+    const int r = htam_or[g].load() != 0;
+    htam_or[g ^ 1u].store(0);
+    htam_bar->arrive_and_wait();
+    return r;
+}
 static float atomicAdd(float *p, float v) { std::lock_guard<std::mutex> g(htam_atomic); float o = *p; *p += v; return o; }
 // a warp shuffle: every lane of the warp must call it (as on the GPU with a full mask)
 template <class T> static T __shfl_sync(unsigned, T v, int src) {
@@ -77,21 +91,27 @@ template <class T> static T __shfl_down_sync(unsigned m, T v, unsigned d) {
     return __shfl_sync(m, v, htam_lane + d < 32 ? (int)(htam_lane + d) : (int)htam_lane);
 }
 struct alignas(16) float4 { float x, y, z, w; };  // the CUDA vector type (float4 shared-fragment loads)
-// one block at a time; each of its threads is a host thread (so __syncthreads is a barrier); a 2-D grid
-static void htam_launch2(unsigned gx, unsigned gy, unsigned bx, unsigned by, const std::function<void()> &k) {
-    gridDim.x = gx; gridDim.y = gy; blockDim.x = bx; blockDim.y = by;
+// one block at a time; each of its threads is a host thread (so __syncthreads is a barrier); a 3-D grid
+static void htam_launch3(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                         const std::function<void()> &k) {
+    gridDim.x = gx; gridDim.y = gy; gridDim.z = gz; blockDim.x = bx; blockDim.y = by;
     const unsigned n = bx * by;
-    for (unsigned b = 0; b < gx * gy; ++b) {
+    for (unsigned b = 0; b < gx * gy * gz; ++b) {
         std::barrier<> bar(n); htam_bar = &bar;
+        htam_or[0].store(0); htam_or[1].store(0);
         htam_warp_bar.clear();
         for (unsigned w = 0; w * 32 < n; ++w) htam_warp_bar.push_back(std::make_unique<std::barrier<>>(n - w * 32 < 32 ? n - w * 32 : 32));
         std::vector<std::thread> ts;
         for (unsigned ty = 0; ty < by; ++ty)
             for (unsigned tx = 0; tx < bx; ++tx)
-                ts.emplace_back([=, &k] { blockIdx.x = b % gx; blockIdx.y = b / gx; threadIdx.x = tx; threadIdx.y = ty;
+                ts.emplace_back([=, &k] { blockIdx.x = b % gx; blockIdx.y = b / gx % gy; blockIdx.z = b / (gx * gy);
+                                          threadIdx.x = tx; threadIdx.y = ty;
                                           htam_lane = (ty * bx + tx) % 32; htam_warp = (ty * bx + tx) / 32; k(); });
         for (auto &t : ts) t.join();
     }
+}
+static void htam_launch2(unsigned gx, unsigned gy, unsigned bx, unsigned by, const std::function<void()> &k) {
+    htam_launch3(gx, gy, 1, bx, by, k);
 }
 static void htam_launch(unsigned gx, unsigned bx, unsigned by, const std::function<void()> &k) {
     htam_launch2(gx, 1, bx, by, k);
@@ -163,18 +183,23 @@ def run_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
     return [float(v) for v in out.split()]
 
 
-def run_block_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
+def run_block_main(text: str, kernel: str, main: str, tmp: Path, helpers: tuple[str, ...] = ()) -> list[float]:
     """Compile ``kernel``'s definition from ``text`` behind :data:`BLOCK_SHIM` with ``main`` (C++ that launches it
     with ``htam_launch(grid_x, block_x, block_y, [&] { kernel(...); })``, or ``htam_launch2(grid_x, grid_y, ...)``
-    for a 2-D grid, and prints numbers) and return the printed numbers. Dynamic shared memory (``extern __shared__ T a[];``) becomes a static array of 8192 elements; an
+    for a 2-D grid, ``htam_launch3(grid_x, grid_y, grid_z, ...)`` for a 3-D one, and prints numbers) and return the
+    printed numbers; the definitions of the ``__device__`` functions named in ``helpers`` come first. Dynamic shared memory (``extern __shared__ T a[];``) becomes a static array of 8192 elements; an
     ``alignas`` after ``__shared__`` moves before it.
 
     Raises:
         AssertionError: no host compiler, or the program does not compile (the compiler's message is in it).
     """
-    k = parse_text(text, "cuda").kernel(kernel)
+    model = parse_text(text, "cuda")
+    k = model.kernel(kernel)
+    data = text.encode()
+    defs = [data[d.span.start:d.span.end].decode() for h in helpers for d in model.device_functions if d.name == h]
+    assert len(defs) == len(helpers), f"not every helper of {helpers} is defined"
     src = re.sub(r"extern\s+__shared__\s+(\w+)\s+(\w+)\s*\[\s*\]", r"static \1 \2[8192]",
-                 text.encode()[k.span.start:k.span.end].decode())
+                 "\n".join([*defs, data[k.span.start:k.span.end].decode()]))
     # `__shared__ alignas(16) float t[..]`: host C++ wants the attribute first (`alignas(16) static float`)
     src = re.sub(r"__shared__\s+(alignas\s*\(\s*\d+\s*\))", r"\1 __shared__", src)
     cxx = compiler()
