@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     with store:
         ranker = Ranker(kb, store, seed=args.seed, ablation=args.ablation)
         steps = ranker.rank(state_from_profile(profile), history, kernel.features, kernel.language, profile,
-                            top=args.top, kernel=kernel)
+                            top=args.top, kernel=kernel, model=model)
     warnings = list(profile.warnings) + warnings + store.warnings
     verdicts = [_verdict(kb, s, model, kernel) for s in steps]
     if args.json:

@@ -137,7 +137,7 @@ def count_kernel(session: Session, path: str, model: SourceModel, kernel: Kernel
     if kernel.incomplete:
         c.error = "incomplete kernel (it does not parse)"
         return c
-    facts = compute_facts(kernel.features, kernel.language, None, kernel)
+    facts = compute_facts(kernel.features, kernel.language, None, kernel, model)
     c.pattern = known_pattern(facts)
     p = session.plan(model, kernel, session.analyze(path, kernel, top, model), top)
     c.listed = [s.strategy for s in p.actions]

@@ -11,7 +11,7 @@ import math
 import threading
 from typing import Any
 
-from htam_core.source.model import Kernel
+from htam_core.source.model import Kernel, SourceModel
 from htam_core.types.profile import Profile
 
 __all__ = ["EditorMemory"]
@@ -69,13 +69,15 @@ class EditorMemory:
             raise KeyError(f"unknown strategy {step_id!r}")
         return self.kb.strategy(step_id)
 
-    def rank(self, kernel: Kernel, profile: Profile | None, prefix: tuple[str, ...], top: int) -> list[Any]:
-        """:meth:`htam_core.memory.Ranker.rank` for ``kernel`` (blocking: call it off the event loop)."""
+    def rank(self, kernel: Kernel, profile: Profile | None, prefix: tuple[str, ...], top: int,
+             model: SourceModel | None = None) -> list[Any]:
+        """:meth:`htam_core.memory.Ranker.rank` for ``kernel`` of ``model`` (the file, or ``None``; blocking: call
+        it off the event loop)."""
         from htam_core.memory import state_from_profile
 
         with self.lock:
             return self.ranker.rank(state_from_profile(profile), list(prefix), kernel.features, kernel.language,
-                                    profile, top=top, kernel=kernel)
+                                    profile, top=top, kernel=kernel, model=model)
 
     def record(self, prefix: list[str], state: dict[str, float], step: str, outcome: Any, fingerprint: str,
                device: str) -> None:

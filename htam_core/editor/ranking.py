@@ -69,11 +69,13 @@ class Rankings:
     """The analyses of every kernel of an editor session (keyed by kernel fingerprint). Thread safe.
 
     Args:
-        rank: ``rank(kernel, profile, prefix, top) -> list[RankedStep]`` (blocking).
+        rank: ``rank(kernel, profile, prefix, top, model) -> list[RankedStep]`` (blocking; ``model`` the file or
+            ``None``).
         pin_s: see :data:`PIN_S`.
     """
 
-    def __init__(self, rank: Callable[[Any, Any, tuple[str, ...], int], list[Any]], pin_s: float = PIN_S) -> None:
+    def __init__(self, rank: Callable[[Any, Any, tuple[str, ...], int, Any], list[Any]],
+                 pin_s: float = PIN_S) -> None:
         self._rank = rank
         self.pin_s = pin_s
         self._lock = threading.Lock()
@@ -111,15 +113,16 @@ class Rankings:
             return cur, fresh
 
     def compute(self, fingerprint: str, kernel: Any, kernel_hash: str, entry: ProfileEntry | None,
-                prefix: tuple[str, ...], top: int, memory_revision: int) -> Analysis:
+                prefix: tuple[str, ...], top: int, memory_revision: int, model: Any = None) -> Analysis:
         """Rank ``kernel`` (blocking; call it off the event loop) unless that key was ranked before, and make it
-        the kernel's analysis (held back while a hover's pin holds, see the module docstring)."""
+        the kernel's analysis (held back while a hover's pin holds, see the module docstring). ``model``: the
+        file the kernel belongs to, passed to the rank function (the facts of the functions the kernel calls)."""
         key = self.key(kernel_hash, entry, prefix, top, memory_revision)
         with self._lock:
             a = self._by_key.get((fingerprint, key))
         if a is None:
             steps = [] if unranked_reason(kernel) else self._rank(kernel, entry.profile if entry is not None
-                                                                   else None, prefix, top)
+                                                                   else None, prefix, top, model)
             a = Analysis(key, kernel_hash, entry, steps, time.monotonic())
         with self._lock:
             self._by_key[(fingerprint, key)] = a

@@ -322,7 +322,7 @@ class Session:
         if not self.ready:
             return None
         fp, chash, entry, prefix = self._key_parts(path, kernel)
-        a = self.rankings.compute(fp, kernel, chash, entry, prefix, _depth(top), self.memory.revision)
+        a = self.rankings.compute(fp, kernel, chash, entry, prefix, _depth(top), self.memory.revision, model)
         if model is not None:
             plan(a.steps, self.makeable.computing(model, kernel), top, llm=self.engine == "llm")
         return a

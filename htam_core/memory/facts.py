@@ -20,7 +20,7 @@ from typing import Any
 
 from htam_core.source.analysis import Access, KernelFacts, analyze
 from htam_core.source.analysis.constants import evaluate_text
-from htam_core.source.model import Kernel, KernelFeatures
+from htam_core.source.model import Kernel, KernelFeatures, SourceModel
 from htam_core.types.profile import Profile
 
 __all__ = ["FACTS", "compute_facts", "normalize_language"]
@@ -57,8 +57,9 @@ FACTS: dict[str, str] = {
     "uses_math": "math_calls is not empty",
     "has_grid_stride_loop": "a grid-stride loop is present",
     "matmul_like": "tl.dot (Triton), or a loop that sums products of two pointers indexed by the loop variable "
-    "with different strides or different thread/block dimensions (analysis layer: KernelFacts.matmul_loops; "
-    "unknown without the kernel)",
+    "with different strides or different thread/block dimensions, in the kernel or (with the file known) in a "
+    "__device__ function it calls (analysis layer: KernelFacts.matmul_loops, device_callees; unknown without the "
+    "kernel)",
     "reduction_like": "not matmul_like, and the kernel combines many elements into fewer values: a loop whose "
     "accumulator reads elements that move with the loop variable and writes none that do, a shared-memory "
     "tree, a warp shuffle / cg::reduce / accumulating atomic, or tl.sum/tl.max ... (analysis layer: "
@@ -167,6 +168,16 @@ def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
     fp32: bool | None = ("float32" in known) or (None if None in dtypes else False)
     return {**out, "is_autotuned": tf.autotuned, "dot_fp32_inputs": fp32 if tf.dots else False,
             "dot_input_dtypes": known, "grouped_programs": tf.grouped_program_ids}
+
+
+def _callee_matmul(model: SourceModel, kernel: Kernel) -> bool:
+    """Whether a ``__device__`` function ``kernel`` calls (by name or through a template argument bound at its
+    launch sites) holds a matmul loop (:meth:`KernelFacts.matmul_loops`); the kernel is looked up in ``model``
+    by name (the kernel as it is in that file)."""
+    from htam_core.source.analysis.callees import device_callees
+
+    mine = [k for k in model.kernels if k.name == kernel.name and k.language == "cuda"]
+    return bool(mine) and any(c.facts.matmul_loops() for c in device_callees(model, mine[0]))
 
 
 def _patterns(f: KernelFacts | None) -> tuple[bool | None, bool | None]:
@@ -304,6 +315,7 @@ def compute_facts(
     language: str,
     profile: Profile | None = None,
     kernel: Kernel | None = None,
+    model: SourceModel | None = None,
 ) -> dict[str, Any]:
     """All facts of :data:`FACTS` for one kernel.
 
@@ -312,6 +324,9 @@ def compute_facts(
         language: ``"cuda"``, ``"cuda-in-python"`` or ``"triton"``.
         profile: its profile, or ``None`` (profile facts unknown, bottleneck ``"unknown"``).
         kernel: the kernel, or ``None`` (kernel-level facts unknown).
+        model: the file ``kernel`` was read from, or ``None``: with it, a kernel whose dot loop sits in a
+            ``__device__`` function it calls (by name or through a template argument) is ``matmul_like``
+            (:func:`htam_core.source.analysis.callees.device_callees`).
 
     Returns:
         fact name -> value (``None`` for unknown).
@@ -328,6 +343,8 @@ def compute_facts(
     uses_math = bool(f.math_calls)
     analysis = kernel_analysis(kernel) if kernel is not None else None
     matmul_like, reduction_like = _patterns(analysis)
+    if matmul_like is False and kernel is not None and model is not None and _callee_matmul(model, kernel):
+        matmul_like, reduction_like = True, False
     facts: dict[str, Any] = {
         "language": lang,
         "embedded": language == "cuda-in-python",

@@ -31,7 +31,7 @@ from htam_core.types.profile import BOTTLENECK_CLASSES, Profile
 if TYPE_CHECKING:  # the tensor functions import torch when called: start-up speed of the editor (seconds)
     import torch
 
-    from htam_core.source.model import Kernel
+    from htam_core.source.model import Kernel, SourceModel
 
 __all__ = ["STATE_KEYS", "PREFIX_LEN", "GAMMA", "W_STATE", "W_PREFIX_STRATEGY", "W_PREFIX_DIRECTION",
            "STRUCT_KEYS", "state_from_profile", "state_of_kernel", "structure_from_facts", "with_structure", "has_structure",
@@ -98,9 +98,10 @@ def structure_from_facts(facts: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def state_of_kernel(profile: Profile | None, kernel: Kernel) -> dict[str, float]:
+def state_of_kernel(profile: Profile | None, kernel: Kernel, model: SourceModel | None = None) -> dict[str, float]:
     """The state a record stores (v9): :func:`state_from_profile` with the structure block of ``kernel`` (its
-    facts from :func:`htam_core.memory.facts.compute_facts`, the analysis layer).
+    facts from :func:`htam_core.memory.facts.compute_facts`, the analysis layer; ``model``: the file it was read
+    from, for the facts of the ``__device__`` functions it calls).
 
     Raises:
         ValueError: the kernel's language is unknown.
@@ -108,7 +109,7 @@ def state_of_kernel(profile: Profile | None, kernel: Kernel) -> dict[str, float]
     from htam_core.memory.facts import compute_facts  # the analysis layer; imported when a record is made
 
     return with_structure(state_from_profile(profile), compute_facts(kernel.features, kernel.language, profile,
-                                                                     kernel))
+                                                                     kernel, model))
 
 
 def with_structure(state: Mapping[str, float], facts: Mapping[str, Any]) -> dict[str, float]:

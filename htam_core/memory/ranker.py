@@ -62,7 +62,7 @@ from htam_core.memory.features import (
 from htam_core.memory.knowledge import KnowledgeBase, Strategy
 from htam_core.memory.records import Outcome, Record, value_of
 from htam_core.memory.store import Store
-from htam_core.source.model import Kernel, KernelFeatures
+from htam_core.source.model import Kernel, KernelFeatures, SourceModel
 from htam_core.types.profile import Profile
 from htam_core.types.text import first_sentence
 
@@ -509,14 +509,16 @@ class Ranker:
 
     # ---- ranking -------------------------------------------------------------------------------
     def applicable(self, features: KernelFeatures, language: str, profile: Profile | None = None,
-                   kernel: Kernel | None = None) -> list[Strategy]:
-        """The strategies that can apply: right language and a predicate that is not definitely false."""
-        facts = compute_facts(features, language, profile, kernel)
+                   kernel: Kernel | None = None, model: SourceModel | None = None) -> list[Strategy]:
+        """The strategies that can apply: right language and a predicate that is not definitely false
+        (``model``: the file ``kernel`` was read from, for the facts of the ``__device__`` functions it calls)."""
+        facts = compute_facts(features, language, profile, kernel, model)
         lang = facts["language"]
         return [s for s in self.kb.strategies if lang in s.languages and s.applies.evaluate(facts) is not False]
 
     def rank(self, state: Mapping[str, float], prefix: Sequence[str], features: KernelFeatures, language: str,
-             profile: Profile | None = None, top: int = 5, kernel: Kernel | None = None) -> list[RankedStep]:
+             profile: Profile | None = None, top: int = 5, kernel: Kernel | None = None,
+             model: SourceModel | None = None) -> list[RankedStep]:
         """Rank the next steps.
 
         Args:
@@ -527,6 +529,8 @@ class Ranker:
             profile: the profile (bottleneck, signals) or ``None`` (bottleneck from ``state``).
             top: how many steps to return (>= 1).
             kernel: the kernel, when known (parameters and launch sites sharpen applicability).
+            model: the file ``kernel`` was read from, when known: a kernel that does its work in a ``__device__``
+                function it calls gets that function's facts (``matmul_like`` of a helper's dot loop).
 
         Returns:
             at most ``top`` steps, best first; strategies whose predicate is false never appear.
@@ -539,11 +543,12 @@ class Ranker:
         normalize_language(language)
         self.refresh()
         with _one_thread():
-            return self._rank(state, prefix, features, language, profile, top, kernel)
+            return self._rank(state, prefix, features, language, profile, top, kernel, model)
 
     def rank_variants(self, state: Mapping[str, float], prefix: Sequence[str], strategy: str,
                       variants: Sequence[str | None], features: KernelFeatures, language: str,
-                      profile: Profile | None = None, kernel: Kernel | None = None) -> list[float]:
+                      profile: Profile | None = None, kernel: Kernel | None = None,
+                      model: SourceModel | None = None) -> list[float]:
         """Score the variants one strategy proposes from the current kernel (v10, ``RankerConfig.variants``).
 
         The score of variant v of strategy s is ``lam_v * A_v + (1 - lam_v) * B_s``: ``A_v`` the transition-attended
@@ -557,7 +562,7 @@ class Ranker:
         ``no-local`` (no local memory) or ``variants=False`` every score is 0.
 
         Args:
-            state, prefix, features, language, profile, kernel: as for :meth:`rank`.
+            state, prefix, features, language, profile, kernel, model: as for :meth:`rank`.
             strategy: the strategy id whose candidates are ranked.
             variants: the candidates' variant keys (:func:`htam_core.memory.variants.variant_key`), in the
                 transform's order; ``None`` for a candidate without one.
@@ -575,7 +580,7 @@ class Ranker:
             return [0.0] * len(variants)
         self.refresh()
         with _one_thread():
-            q = self._query(state, prefix, features, language, profile, kernel)
+            q = self._query(state, prefix, features, language, profile, kernel, model)
             mem, cfg = self._memory, self.config
             own = mem.own_values(self.seed if self.ablation == "random" else None)
             j = mem.s_index[strategy]
@@ -591,11 +596,11 @@ class Ranker:
             return out
 
     def _query(self, state: Mapping[str, float], prefix: Sequence[str], features: KernelFeatures, language: str,
-               profile: Profile | None, kernel: Kernel | None) -> _Query:
+               profile: Profile | None, kernel: Kernel | None, model: SourceModel | None = None) -> _Query:
         """The query of one ranking: facts, the state with its structure block, the last known step, ``q . k``
         for every record, the (permuted under ``random``) outcomes and the same-GPU log weights."""
         cfg, kb, ab = self.config, self.kb, self.ablation
-        facts = compute_facts(features, language, profile, kernel)
+        facts = compute_facts(features, language, profile, kernel, model)
         if cfg.structure and state:
             state = with_structure(state, facts)
         use_prefix = ab != "no-prefix"
@@ -606,9 +611,10 @@ class Ranker:
         return _Query(facts, state, last, sims, value, raw, speedup, win, fail, self._gpu_log_weight(profile))
 
     def _rank(self, state: Mapping[str, float], prefix: Sequence[str], features: KernelFeatures, language: str,
-              profile: Profile | None, top: int, kernel: Kernel | None) -> list[RankedStep]:
+              profile: Profile | None, top: int, kernel: Kernel | None,
+              model: SourceModel | None = None) -> list[RankedStep]:
         cfg, kb, ab = self.config, self.kb, self.ablation
-        q = self._query(state, prefix, features, language, profile, kernel)
+        q = self._query(state, prefix, features, language, profile, kernel, model)
         facts, state, last, sims, lw = q.facts, q.state, q.last, q.sims, q.lw
         value, raw, speedup, win, fail = q.value, q.raw, q.speedup, q.win, q.fail
         lang = facts["language"]

@@ -271,11 +271,11 @@ class _Loop:
     def _choices(self, ev: Evaluation, prefix: list[str]) -> list[Choice]:
         kernel = self._kernel_of(ev)
         if self.task.policy == "random":
-            return random_choices(self.kb, self.ranker, kernel, ev.profile, self.rng)
+            return random_choices(self.kb, self.ranker, kernel, ev.profile, self.rng, ev.model)
         if self.task.policy == "exhaustive":
-            return all_choices(self.kb, self.ranker, kernel, ev.profile)
+            return all_choices(self.kb, self.ranker, kernel, ev.profile, ev.model)
         state = state_from_profile(ev.profile) if ev.profile else {}
-        return htam_choices(self.ranker, state, prefix, kernel, ev.profile)
+        return htam_choices(self.ranker, state, prefix, kernel, ev.profile, model=ev.model)
 
     def _kernel_of(self, ev: Evaluation) -> Kernel:
         if ev.model is not None:
@@ -342,7 +342,7 @@ class _Loop:
             if self.task.policy == "htam" and not llm and len(fresh) > 1:
                 state = state_from_profile(ev.profile) if ev.profile else {}
                 fresh = order_variants(self.ranker, state, prefix, choice.strategy, fresh, self._kernel_of(ev),
-                                       ev.profile)
+                                       ev.profile, ev.model)
             return choice, fresh[0], None
         return None
 
@@ -631,7 +631,7 @@ class _Loop:
                 ev: Evaluation) -> None:
         if not self.task.record or rec.status in NOT_LEARNED:
             return
-        state = state_of_kernel(parent.profile, self._kernel_of(parent)) if parent.profile else {}
+        state = state_of_kernel(parent.profile, self._kernel_of(parent), parent.model) if parent.profile else {}
         device = (ev.profile or parent.profile).device if (ev.profile or parent.profile) else "unknown"
         if self.gpu and rec.status == "win":  # learned after the fresh re-timing of the best (_flush_wins)
             self._pending_wins.append((list(prefix), state, choice.strategy, rec, device))

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from htam_core.memory import KnowledgeBase, RankedStep, Ranker
 from htam_core.memory.variants import variant_key
-from htam_core.source.model import Kernel
+from htam_core.source.model import Kernel, SourceModel
 from htam_core.types.profile import Profile
 
 C = TypeVar("C")
@@ -38,15 +38,17 @@ def _language(kernel: Kernel) -> str:
 
 
 def htam_choices(ranker: Ranker, state: dict[str, float], prefix: Sequence[str], kernel: Kernel,
-                 profile: Profile | None, top: int = 64) -> list[Choice]:
-    """Every applicable step, in HTAM rank order (direction score, then strategy score)."""
+                 profile: Profile | None, top: int = 64, model: SourceModel | None = None) -> list[Choice]:
+    """Every applicable step, in HTAM rank order (direction score, then strategy score); ``model``: the file the
+    kernel was read from (see :meth:`Ranker.rank`)."""
     ranked = ranker.rank(state, list(prefix), kernel.features, _language(kernel), profile, top=top,
-                         kernel=kernel)
+                         kernel=kernel, model=model)
     return [Choice(r.direction, r.strategy, r.transform, r.score, r.evidence, r.rationale, r) for r in ranked]
 
 
 def order_variants(ranker: Ranker, state: dict[str, float], prefix: Sequence[str], strategy: str,
-                   candidates: Sequence[C], kernel: Kernel, profile: Profile | None) -> list[C]:
+                   candidates: Sequence[C], kernel: Kernel, profile: Profile | None,
+                   model: SourceModel | None = None) -> list[C]:
     """The candidates (variants) one strategy proposed, best first by the memory's variant scores
     (:meth:`Ranker.rank_variants`, docs/MEMORY.md v10); ties keep the transform's order, so an empty memory, the
     ``no-local`` ablation and ``RankerConfig(variants=False)`` give the transform's order unchanged.
@@ -56,21 +58,22 @@ def order_variants(ranker: Ranker, state: dict[str, float], prefix: Sequence[str
     """
     keys = [variant_key(getattr(c, "params", None)) for c in candidates]
     scores = ranker.rank_variants(state, list(prefix), strategy, keys, kernel.features, _language(kernel), profile,
-                                  kernel=kernel)
+                                  kernel=kernel, model=model)
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])
     return [candidates[i] for i in order]
 
 
 def random_choices(kb: KnowledgeBase, ranker: Ranker, kernel: Kernel, profile: Profile | None,
-                   rng: random.Random) -> list[Choice]:
+                   rng: random.Random, model: SourceModel | None = None) -> list[Choice]:
     """The same applicable strategies as HTAM sees, in a uniformly random order."""
-    strategies = list(ranker.applicable(kernel.features, _language(kernel), profile, kernel))
+    strategies = list(ranker.applicable(kernel.features, _language(kernel), profile, kernel, model))
     rng.shuffle(strategies)
     return [Choice(s.direction, s.id, s.transform, None, "random order (baseline)", "random policy")
             for s in strategies]
 
 
-def all_choices(kb: KnowledgeBase, ranker: Ranker, kernel: Kernel, profile: Profile | None) -> list[Choice]:
+def all_choices(kb: KnowledgeBase, ranker: Ranker, kernel: Kernel, profile: Profile | None,
+                model: SourceModel | None = None) -> list[Choice]:
     """Every applicable strategy, in knowledge-base order (for exhaustive search)."""
     return [Choice(s.direction, s.id, s.transform, None, "exhaustive search", "exhaustive policy")
-            for s in ranker.applicable(kernel.features, _language(kernel), profile, kernel)]
+            for s in ranker.applicable(kernel.features, _language(kernel), profile, kernel, model)]

@@ -133,10 +133,14 @@ class Transform(ABC):
             (the default: the thread mapping, the memory hierarchy or the algorithm), ``"launch"`` (launch
             parameters only), ``"hint"`` (qualifiers, pragmas, cache or alignment hints) or ``"math"``
             (intrinsic substitution). Only ``"structural"`` steps count as structural.
+        part_of: the id of the transform that falls back to this one when its own pattern does not match (the
+            strategy of that transform makes both edits), or ``""``: a transform with ``part_of`` needs no
+            strategy of its own in the knowledge base, and is still proposed by id (benchmarks, tests).
     """
 
     id: ClassVar[str] = ""
     kind: ClassVar[str] = "structural"
+    part_of: ClassVar[str] = ""
     strategy: ClassVar[str] = ""
     languages: ClassVar[tuple[str, ...]] = ()
     changes_numerics: ClassVar[bool] = False

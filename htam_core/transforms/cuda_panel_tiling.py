@@ -398,6 +398,7 @@ class CudaSmemPanelTiling(CudaTransform):
     """A register-tiled NT dot nest -> both operands' row panels staged in shared memory."""
 
     id = "cuda.smem_panel_tiling"
+    part_of = "cuda.smem_tiling_matmul"  # its fallback for an already register-tiled nest (strategy smem_tiling)
     languages = CUDA_LANGS
     summary = "stage both operand panels of a register-tiled (TMxTN per thread) NT dot nest in shared memory"
 

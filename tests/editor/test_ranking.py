@@ -11,7 +11,7 @@ class _Ranker:
     def __init__(self) -> None:
         self.calls: list[tuple] = []
 
-    def __call__(self, kernel, profile, prefix, top):
+    def __call__(self, kernel, profile, prefix, top, model=None):
         self.calls.append((kernel, profile, prefix, top))
         return [f"{kernel}-{'profiled' if profile is not None else 'prior'}-{len(self.calls)}"]
 
