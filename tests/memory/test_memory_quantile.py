@@ -7,7 +7,9 @@ import math
 import pytest
 import torch
 
+from htam_core.memory import Outcome, Ranker, load_knowledge, open_store
 from htam_core.memory.ranker import RankerConfig, _segment_attention, _segment_quantile
+from tests.memory.test_memory_ranker import STATE, _by_id, _rank
 
 
 def _t(xs):
@@ -49,3 +51,31 @@ def test_quantile_setting_is_checked():
     with pytest.raises(ValueError, match="quantile"):
         RankerConfig(quantile=1.0)
     assert RankerConfig(quantile=None).quantile is None
+
+
+def _record(store, step: str, speedups: list[float]) -> None:
+    for i, sp in enumerate(speedups):
+        st = "win" if sp > 1.02 else "loss" if sp < 0.98 else "neutral"
+        store.record([], STATE, step, Outcome(sp, True, True, st), f"{step}-kernel{i}", "H200")  # one per kernel
+
+
+@pytest.mark.parametrize("quantile", [0.75, None])
+def test_the_ranker_puts_a_step_that_can_gain_before_a_certain_zero(tmp_path, quantile):
+    """Same similarity everywhere: ``vectorize_loads`` gained x1.5 on two kernels and lost x0.6 on two (mean below
+    zero), ``restrict_pointers`` was x1.00 on four. Under v12 the first has the higher own value; under the mean
+    (the method before v12) the certain zero wins."""
+    store = open_store(tmp_path / "m.sqlite3")
+    try:
+        _record(store, "vectorize_loads", [1.5, 1.5, 0.6, 0.6])
+        _record(store, "restrict_pointers", [1.0, 1.0, 1.0, 1.0])
+        steps = _by_id(_rank(Ranker(load_knowledge(), store, config=RankerConfig(quantile=quantile))))
+        mixed, zero = (steps[s].parts["local_transition"] for s in ("vectorize_loads", "restrict_pointers"))
+        assert zero == pytest.approx(0.0)
+        if quantile is None:
+            assert mixed < zero
+        else:
+            assert mixed > 0.2  # shrunk ln 1.5 (0.405) with four records' confidence
+        assert steps["vectorize_loads"].expected_gain == pytest.approx(math.exp(0.5 * (math.log(1.5) + math.log(0.6)))
+                                                                       - 1.0)  # the shown gain stays the mean
+    finally:
+        store.close()
