@@ -45,8 +45,13 @@ def _set_defaults(overrides: dict[str, Any]) -> None:
     for k, v in overrides.items():
         if k not in names:
             raise SystemExit(f"memory_diagnose_replay: RankerConfig has no field {k!r} (fields: {', '.join(names)})")
-        d[names.index(k)] = type(d[names.index(k)])(v) if not isinstance(d[names.index(k)], bool) \
-            else v in ("1", "true", "True")
+        cur = d[names.index(k)]
+        if v in ("none", "None"):  # an optional field switched off (e.g. quantile=none: the method before v12)
+            d[names.index(k)] = None
+        elif isinstance(cur, bool):
+            d[names.index(k)] = v in ("1", "true", "True")
+        else:
+            d[names.index(k)] = float(v) if cur is None else type(cur)(v)
     ranker.RankerConfig.__init__.__defaults__ = tuple(d)
 
 

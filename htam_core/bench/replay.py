@@ -71,7 +71,7 @@ class ReplayConfig:
 
 
 def _kernels(table: Table, wanted: list[str] | None) -> list[dict[str, Any]]:
-    starts = [r for r in table.rows.values() if r.get("parent") is None]
+    starts = list(table.starts.values())  # one per kernel, also where its file changed and was measured again
     ks = [{"id": r["kernel"], "name": r.get("name") or r["kernel"].split("::")[-1],
            "path": r["kernel"].rsplit("::", 1)[0], "family": r.get("family") or "suite"} for r in starts]
     ks.sort(key=lambda k: (k["family"], k["id"]))

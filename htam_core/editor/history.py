@@ -1,8 +1,9 @@
 """History of the steps applied to each kernel in the editor, seeded from the memory store.
 
-A kernel's identity is its :func:`htam_core.memory.fingerprint.kernel_fingerprint` (file path and kernel name),
-so that it survives the edits it records. The history is the ranker's prefix (the steps applied so far) and the
-hover's "Last steps".
+A kernel's identity is its :func:`htam_core.memory.fingerprint.kernel_fingerprint` (file path relative to the
+project root, and kernel name), so that it survives the edits it records and a move of the project; steps recorded
+under the older absolute-path id of the same file are found too (:func:`fingerprint_aliases`). The history is the
+ranker's prefix (the steps applied so far) and the hover's "Last steps".
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from htam_core.memory.fingerprint import kernel_fingerprint
+from htam_core.memory.fingerprint import fingerprint_aliases, kernel_fingerprint
 
 __all__ = ["AppliedStep", "History"]
 
@@ -57,9 +58,13 @@ class History:
             self.revision += 1
 
     def of(self, path: str, kernel_name: str) -> list[AppliedStep]:
-        """Applied steps of the kernel, oldest first (a copy)."""
+        """Applied steps of the kernel, oldest first (a copy), under any of its ids (:func:`fingerprint_aliases`)."""
         with self._lock:
-            return list(self._steps.get(kernel_fingerprint(path, kernel_name), []))
+            return self._of(path, kernel_name)
+
+    def _of(self, path: str, kernel_name: str) -> list[AppliedStep]:
+        found = [s for fp in fingerprint_aliases(path, kernel_name) for s in self._steps.get(fp, [])]
+        return sorted(found, key=lambda s: s.time)
 
     def prefix(self, path: str, kernel_name: str) -> tuple[str, ...]:
         """The strategy ids applied to the kernel, oldest first (the ranker's prefix)."""
@@ -68,8 +73,7 @@ class History:
     def add(self, path: str, kernel_name: str, step: AppliedStep) -> list[str]:
         """Append ``step``; returns the prefix before it."""
         with self._lock:
-            steps = self._steps.setdefault(kernel_fingerprint(path, kernel_name), [])
-            before = [s.step for s in steps]
-            steps.append(step)
+            before = [s.step for s in self._of(path, kernel_name)]
+            self._steps.setdefault(kernel_fingerprint(path, kernel_name), []).append(step)
             self.revision += 1
         return before

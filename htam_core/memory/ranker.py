@@ -109,6 +109,11 @@ class RankerConfig:
         same_gpu_weight: attention weight of records measured on the GPU model being ranked for, relative to
             the others (1.0: no preference). It multiplies such a record's softmax weight in transition
             attention (it adds ``tau * ln(w)`` to its logit) and nothing else: counts and confidence are kept.
+        quantile: (v12) a strategy's own attended value ``L_s`` is this upper quantile of the attention-weighted
+            distribution of its records' own values (:func:`_segment_quantile`), plus the attended mean of their
+            transition credit, instead of the mean of both, so a step whose similar records reach a gain
+            outranks one measured neutral everywhere (``None``: the attended mean, as before v12). The
+            direction level, the expected gain shown and the variant order keep the mean.
     """
 
     tau: float = 0.1
@@ -125,10 +130,13 @@ class RankerConfig:
     structure: bool = True
     variants: bool = True
     same_gpu_weight: float = 1.5
+    quantile: float | None = 0.75
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.same_gpu_weight) and self.same_gpu_weight > 0):
             raise ValueError(f"same_gpu_weight must be a positive number, got {self.same_gpu_weight!r}")
+        if self.quantile is not None and not (0.0 < self.quantile < 1.0):
+            raise ValueError(f"quantile must be between 0 and 1 (exclusive) or None, got {self.quantile!r}")
 
 
 @dataclass
@@ -403,6 +411,36 @@ def _segment_attention(sims: torch.Tensor, groups: torch.Tensor, value: torch.Te
     return _Attended(att, n_eff, count)
 
 
+def _segment_quantile(sims: torch.Tensor, groups: torch.Tensor, value: torch.Tensor, width: int, tau: float,
+                      q: float, log_weight: torch.Tensor | None = None) -> torch.Tensor:
+    """Per group, the ``q`` quantile of its valued records' values under the attention weights of
+    :func:`_segment_attention` (the same softmax of ``sims / tau + log_weight`` within the group): the smallest
+    value whose weight from below reaches ``q`` of the group's weight. ``[width]`` float64, NaN for a group
+    without a valued record.
+
+    Where the mean of a mixed outcome distribution (a gain on the nearest kernels, losses on others) falls below
+    zero, its upper quantile still shows the gain it can reach, while a step measured neutral on every record
+    stays at exactly 0: ranking by it tries first what can reach the best (a quantile, not mean + k sigma,
+    because it does not reward a spread of losses). The upper-quantile ("optimism in the face of uncertainty")
+    ranking follows the Bayes-UCB rule of Kaufmann, Cappe and Garivier (AISTATS 2012), which ranks arms by a
+    posterior quantile; here the attended outcome distribution stands in for the posterior.
+    """
+    out = torch.full((width,), math.nan, dtype=torch.float64)
+    valued = (groups >= 0) & ~torch.isnan(value)
+    if sims.numel() == 0 or not bool(valued.any()):
+        return out
+    logits = sims / tau if log_weight is None else sims / tau + log_weight
+    for g in torch.unique(groups[valued]).tolist():
+        m = valued & (groups == g)
+        lg, v = logits[m], value[m]
+        w = torch.exp(lg - lg.max())
+        order = torch.argsort(v, stable=True)
+        cum = torch.cumsum(w[order], 0)
+        k = int(torch.searchsorted(cum, q * float(cum[-1]) - 1e-12 * float(cum[-1])))
+        out[g] = v[order][min(k, v.numel() - 1)]
+    return out
+
+
 @dataclass
 class _Query:
     """What one ranking reads: the facts, the state (with its structure block), the last known step of the
@@ -625,6 +663,16 @@ class Ranker:
         d_att = _segment_attention(sims, mem.dir, value, n_dirs, cfg.tau, raw, lw)
         s_att = _segment_attention(sims, mem.step, value, n_strats, cfg.tau, raw, lw)
         total = float(d_att.count.sum())
+        # v12: a strategy's own value, as scored, is an upper quantile of its attended outcomes (the mean stays
+        # the expected gain shown)
+        s_val = s_att
+        if cfg.quantile is not None and ab != "no-local":
+            # the quantile of the step's own outcomes, plus the attended mean of the transition credit (what
+            # the kernel it led to gave next): optimism about what the step does, not about what may follow
+            own = torch.where(torch.isnan(value), value, mem.own_values(self.seed if ab == "random" else None))
+            credit = _segment_attention(sims, mem.step, value - own, n_strats, cfg.tau, raw, lw).value
+            s_val = _Attended(_segment_quantile(sims, mem.step, own, n_strats, cfg.tau, cfg.quantile, lw) + credit,
+                              s_att.n_eff, s_att.count)
 
         applicable = [s for s in kb.strategies if lang in s.languages and s.applies.evaluate(facts) is not False]
         # a direction is worth its best strategy: the largest shrunk local value among its applicable
@@ -633,9 +681,9 @@ class Ranker:
         if cfg.direction_best and ab not in ("flat", "no-local"):
             for s in applicable:
                 j = mem.s_index[s.id]
-                if not math.isnan(float(s_att.value[j])):
+                if not math.isnan(float(s_val.value[j])):
                     edge = kb.transitions.get(("strategy", last, s.id)) if last else None
-                    v = self._shrunk(s_att, j, edge.gain if edge else 0.0)
+                    v = self._shrunk(s_val, j, edge.gain if edge else 0.0)
                     best_local[s.direction] = max(best_local.get(s.direction, -math.inf), v)
 
         # --- directions
@@ -688,11 +736,11 @@ class Ranker:
                 gain = edge.gain if edge else 0.0
                 if cfg.pool_local and ab != "flat":
                     # the direction's value, shrunk toward this strategy's own (lower) evidence
-                    ltrans = self._shrunk(s_att, j, gain)
-                    lam = self._lam(s_att, j)
+                    ltrans = self._shrunk(s_val, j, gain)
+                    lam = self._lam(s_val, j)
                     dtrans = (1.0 - lam) * dtrans + lam * min(dtrans, ltrans)
                 else:
-                    ltrans = self._shrunk(s_att, j, gain)
+                    ltrans = self._shrunk(s_val, j, gain)
                 n_parent = total if ab == "flat" else float(d_att.count[mem.d_index[s.direction]])
                 lexpl = cfg.c_strategy * math.sqrt(math.log1p(n_parent) / (1.0 + float(s_att.count[j])))
             parts = {"prior": dprior + lprior, "transition": dtrans + ltrans, "exploration": dexpl + lexpl,

@@ -120,10 +120,28 @@ class Table:
         self.measured = bool(header.get("measured"))
         self.rows = {(r["kernel"], r["key"]): r for r in rows if r.get("type") == "node"}
         self.done = {r["kernel"]: r for r in rows if r.get("type") == "kernel_done"}  # the last pass per kernel
+        #: the start node of each kernel: the last one written, when the kernel's file changed and was measured
+        #: again (the table keeps both starts, and a replay starts from the file as it is now)
+        self.starts = {r["kernel"]: r for r in rows if r.get("type") == "node" and r.get("parent") is None}
 
     def kernel_rows(self, kernel_id: str) -> list[dict[str, Any]]:
-        """Every node of one kernel."""
-        return [r for (k, _), r in self.rows.items() if k == kernel_id]
+        """Every node of one kernel's tree from its current start (:attr:`starts`), start first."""
+        start = self.starts.get(kernel_id)
+        if start is None:
+            return []
+        children: dict[str, list[dict[str, Any]]] = {}
+        for (k, _), r in self.rows.items():
+            if k == kernel_id and r.get("parent") is not None:
+                children.setdefault(r["parent"], []).append(r)
+        out, todo, seen = [], [start], set()
+        while todo:
+            r = todo.pop(0)
+            if r["key"] in seen:
+                continue
+            seen.add(r["key"])
+            out.append(r)
+            todo.extend(children.get(r["key"], []))
+        return out
 
     def best_speedup(self, kernel_id: str) -> float | None:
         """The exhaustive best: the largest speedup over the start of a correct candidate, or ``None``."""

@@ -73,3 +73,16 @@ def test_config_cli_refuses_an_unknown_field() -> None:
                        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode != 0
     assert "RankerConfig has no field 'no_such_field'" in r.stderr
+
+
+def test_an_optional_field_is_switched_off_and_on_again() -> None:
+    from htam_core.memory.ranker import RankerConfig
+
+    memory_subset_replay._set_defaults({"quantile": "none"})
+    try:
+        assert RankerConfig().quantile is None
+        memory_subset_replay._set_defaults({"quantile": "0.5"})
+        assert RankerConfig().quantile == 0.5
+    finally:
+        memory_subset_replay._set_defaults({"quantile": "0.75"})
+    assert RankerConfig().quantile == 0.75

@@ -172,3 +172,22 @@ def test_group_aggregates_pool_families_and_refuse_an_unknown_one():
     assert table[0].startswith("| policy |") and table[2].startswith("| htam | 2/2 | 5.00 |")
     with pytest.raises(ReplayError, match="no family f9"):
         group_aggregates(doc, ["f1", "f9"])
+
+
+def test_a_kernel_measured_again_after_its_file_changed_replays_once(tmp_path):
+    """The 2026-12-02 H200 table holds two starts of ``bmm_kernel`` (its file changed and was measured again):
+    the replay ran it twice under one key and refused. One kernel, its tree from the last start, its best there."""
+    from htam_core.bench.replay import _kernels
+
+    kid = "k.py::k"
+    lines = [{"type": "header", "version": 1, "measured": True},
+             {"type": "node", "kernel": kid, "family": "f", "key": "old", "parent": None, "speedup_vs_start": None},
+             {"type": "node", "kernel": kid, "family": "f", "key": "oldc", "parent": "old", "speedup_vs_start": 3.0},
+             {"type": "node", "kernel": kid, "family": "f", "key": "new", "parent": None, "speedup_vs_start": None},
+             {"type": "node", "kernel": kid, "family": "f", "key": "newc", "parent": "new", "speedup_vs_start": 1.5}]
+    p = tmp_path / "t.jsonl"
+    p.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    table = Table(p)
+    assert [k["id"] for k in _kernels(table, None)] == [kid]
+    assert [r["key"] for r in table.kernel_rows(kid)] == ["new", "newc"]
+    assert table.best_speedup(kid) == 1.5

@@ -41,10 +41,10 @@ def store(tmp_path: Path):
     st.close()
 
 
-def _fill(store: Store, prefix, step, speedup, n, state=STATE, status=None) -> None:
+def _fill(store: Store, prefix, step, speedup, n, state=STATE, status=None, kernels: int = 3) -> None:
     for i in range(n):
         st = status or ("win" if speedup > 1.02 else "loss" if speedup < 0.98 else "neutral")
-        store.record(list(prefix), state, step, Outcome(speedup, True, True, st), f"fp{i % 3}", "H200")
+        store.record(list(prefix), state, step, Outcome(speedup, True, True, st), f"fp{i % kernels}", "H200")
 
 
 def test_empty_memory_priors_decide(store: Store) -> None:
@@ -114,15 +114,20 @@ def test_records_in_a_different_state_weigh_less(store: Store) -> None:
     assert here.parts["local_transition"] > 0 > there.parts["local_transition"]
 
 
-def test_position_weights_make_the_last_step_count_most(store: Store) -> None:
+@pytest.mark.parametrize("quantile, n_loss", [(None, 3), (0.75, 9)])
+def test_position_weights_make_the_last_step_count_most(store: Store, quantile: float | None, n_loss: int) -> None:
+    """The attention weighs the records made after the same last step most. Under the attended mean (before v12)
+    three kernels each way show it; under v12's upper quartile the wins after the mirrored history still hold a
+    third of the attention mass and read as the quartile in both orders, so the losing context is measured on three
+    times as many kernels here (the wins then hold a seventh of the mass)."""
     a, b, x = "restrict_pointers", "readonly_cache_loads", "cuda_block_size"
-    _fill(store, [a, b], x, 1.8, 4)  # after ... a, b  -> x wins
-    _fill(store, [b, a], x, 0.6, 4)  # after ... b, a  -> x loses
-    ranker = Ranker(KB, store)
+    _fill(store, [a, b], x, 1.8, 3)  # after ... a, b  -> x wins
+    _fill(store, [b, a], x, 0.6, n_loss, kernels=n_loss)  # after ... b, a  -> x loses
+    ranker = Ranker(KB, store, config=RankerConfig(quantile=quantile))
     last_b = _by_id(_rank(ranker, [a, b]))[x].parts["local_transition"]
     last_a = _by_id(_rank(ranker, [b, a]))[x].parts["local_transition"]
     assert last_b > 0 > last_a
-    flat_pos = Ranker(KB, store, ablation="no-position")
+    flat_pos = Ranker(KB, store, ablation="no-position", config=RankerConfig(quantile=quantile))
     assert _by_id(_rank(flat_pos, [a, b]))[x].parts == _by_id(_rank(flat_pos, [b, a]))[x].parts
 
 
