@@ -13,6 +13,7 @@ import keyword
 import re
 from pathlib import Path
 
+from htam_core.harness.template_cuda import launcher_template
 from htam_core.source.model import Kernel, Param, SourceModel
 
 _C_DTYPES = {
@@ -250,7 +251,15 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
     inputs: list[str] = []
     outputs: list[str] = []
     wrapper = _wrapper_def(model, kernel)
-    if wrapper is not None:
+    host = launcher_template(model, kernel) if wrapper is None else None
+    if host is not None:  # a .cu host function launches it: call that, its launch configuration stays as written
+        lines.extend(host.head)
+        inputs, outputs, ref_names = host.inputs, host.outputs, host.ref_names
+        symbols.update(host.sizes)
+        if not outputs:
+            lines.append("# TODO: no store through a launcher parameter was found: name the output(s) below")
+        lines.append(f"outputs = [{', '.join(_toml_str(o) for o in outputs)}]")
+    elif wrapper is not None:
         name, params = wrapper.name, [a.arg for a in wrapper.args.args]
         lines.append(f"launcher = {_toml_str(name)}   # called as {name}({', '.join(params)}); its return value is "
                      "the output")

@@ -1,0 +1,331 @@
+"""The ``htam.toml`` template of a CUDA kernel launched by a host function: ``launcher = "<that function>"``.
+
+A ``.cu`` file without a usable ``main()`` often has a host launcher, ``void run(const float* A, ..., int M,
+int N, int K[, cudaStream_t s])`` that computes the grid and launches the kernel. Calling that function keeps
+the launch configuration in the user's code, so the template proposes it rather than a guessed 1-D
+``grid``/``block``. Its inputs are the launcher's parameters in order (a ``cudaStream_t`` is left out: htam
+passes the default stream). What the template reads, all from the analysis layer
+(:func:`htam_core.source.analysis.analyze`), never re-derived here:
+
+* which host function is a plain launcher: the inference's own test
+  (:func:`htam_core.harness.infer_cuda.plain_host_launcher`);
+* each buffer's shape from the kernel's indices (:attr:`Access.index`, affine over ``threadIdx``/``blockIdx``/
+  loop variables) with the ranges the launch gives them: a global index ``blockIdx.x * blockDim.x +
+  threadIdx.x`` covers the ``E`` of the launcher's ``grid.x = (E + B - 1) / B`` (:attr:`Dim.expr`), a loop
+  variable its bound, and kernel parameters are written in the launcher's terms through the launch's
+  arguments (:attr:`LaunchFacts.arg_exprs`). ``A[row * K + k]`` with ``row`` over ``M`` and ``k`` over ``K``
+  is ``["M", "K"]``;
+* written buffers from the kernel's write sets.
+
+Whatever cannot be read is a marked placeholder (``# TODO``), never a silent guess. The rule of reading a
+row-major shape from the strides of an affine index is the usual one of polyhedral access analysis.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+
+import sympy
+import tree_sitter as ts
+
+from htam_core.harness.cu_eval import DTYPE_OF, Program, base_type, function_name, param_declarations
+from htam_core.harness.infer_cuda import output_params, plain_host_launcher
+from htam_core.source.analysis import DIMS, Access, KernelFacts, LaunchFacts, analyze, stride_of, sym
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.source.parsing import node_text
+
+__all__ = ["LauncherTemplate", "launcher_template"]
+
+_FLOAT_TYPES = ("float32", "float64", "float16", "bfloat16")
+_EPS = re.compile(r"eps", re.IGNORECASE)
+
+
+@dataclass
+class LauncherTemplate:
+    """The launcher part of a template: the header lines (``launcher = ...`` and notes), the ``inputs``
+    lines, the outputs, the size symbols with their values and the names a reference would use."""
+
+    head: list[str]
+    inputs: list[str]
+    outputs: list[str]
+    sizes: dict[str, int] = field(default_factory=dict)
+    ref_names: list[str] = field(default_factory=list)
+
+
+def _toml(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _py(name: str) -> str:
+    """A launcher parameter's name as a harness name (a Python identifier: ``in`` -> ``in_``)."""
+    n = re.sub(r"\W", "_", name) or "arg"
+    return n + "_" if keyword.iskeyword(n) or n in ("torch", "math", "cdiv", "triton", "F") else n
+
+
+def _qualified(fn: ts.Node, name: str) -> str:
+    """``ns::name`` for a function defined inside ``namespace ns { ... }``."""
+    parts = [name]
+    cur = fn.parent
+    while cur is not None:
+        if cur.type == "namespace_definition":
+            n = cur.child_by_field_name("name")
+            if n is not None:
+                parts.insert(0, node_text(n))
+        cur = cur.parent
+    return "::".join(parts)
+
+
+def _template_args(fn: ts.Node) -> tuple[str, bool]:
+    """``("<256, float>", guessed)`` for a template launcher whose parameters need arguments (``("", False)``
+    when it is no template, or every parameter has a default: the plain name calls it)."""
+    parent = fn.parent
+    if parent is None or parent.type != "template_declaration":
+        return "", False
+    params = parent.child_by_field_name("parameters")
+    args: list[str] = []
+    guessed = needed = False
+    for p in params.named_children if params is not None else []:
+        default = p.child_by_field_name("default_value") or p.child_by_field_name("default_type")
+        if default is not None:
+            args.append(node_text(default))
+            continue
+        needed = True
+        guessed = True
+        args.append("float" if p.type.startswith(("type_parameter", "variadic_type")) else "256")
+    return (f"<{', '.join(args)}>" if needed else ""), guessed
+
+
+def _ranges(launch: LaunchFacts, facts: KernelFacts, kmap: dict[str, sympy.Expr]) -> tuple[
+        dict[str, sympy.Expr], dict[str, sympy.Expr], dict[sympy.Symbol, sympy.Expr]]:
+    """``(blockDim, gridDim, extents)`` in the launcher's terms: ``blockDim.x``/``gridDim.x`` by name, and the
+    extent of every index variable: ``g.x`` (a global index along x: the ``E`` of ``grid.x = (E + B - 1) /
+    B``, else grid times block), ``threadIdx.x``, ``blockIdx.x`` and each loop variable (its bound when it
+    counts up from 0 or from a thread index with ``<``/``<=``)."""
+    block: dict[str, sympy.Expr] = {}
+    grid: dict[str, sympy.Expr] = {}
+    ext: dict[sympy.Symbol, sympy.Expr] = {}
+    for i, d in enumerate(DIMS):
+        b = launch.block[i].expr if i < len(launch.block) else sympy.Integer(1)
+        g = launch.grid[i].expr if i < len(launch.grid) else sympy.Integer(1)
+        if b is None or g is None:
+            continue
+        block[d], grid[d] = b, g
+        ext[sym(f"threadIdx.{d}")], ext[sym(f"blockIdx.{d}")] = b, g
+        cover = g * b
+        if isinstance(g, sympy.Function) and g.func.__name__ == "div" and sympy.simplify(g.args[1] - b) == 0:
+            e = sympy.expand(g.args[0] - (b - 1))
+            cover = e if e.as_coeff_Add()[0] == 0 else g.args[0]
+        ext[sym(f"g.{d}")] = cover
+    for lp in facts.loops:
+        if lp.var is None or lp.bound is None or lp.step is None or lp.cmp not in ("<", "<="):
+            continue
+        start_ok = lp.start == 0 or (lp.start is not None and all(
+            s.name.startswith(("threadIdx.", "blockIdx.", "blockDim.")) for s in lp.start.free_symbols))
+        if start_ok:
+            ext[sym(lp.var)] = _host(lp.bound, kmap, block, grid) + (1 if lp.cmp == "<=" else 0)
+    return block, grid, ext
+
+
+def _host(e: sympy.Expr, kmap: dict[str, sympy.Expr], block: dict[str, sympy.Expr],
+          grid: dict[str, sympy.Expr]) -> sympy.Expr:
+    """``e`` (kernel terms) in the launcher's terms: kernel parameters through the launch's arguments,
+    ``blockDim``/``gridDim`` through the launch configuration."""
+    subs: dict[sympy.Symbol, sympy.Expr] = {}
+    for s in e.free_symbols:
+        n = s.name
+        if n in kmap:
+            subs[s] = kmap[n]
+        elif n.startswith("blockDim.") and n[-1] in block:
+            subs[s] = block[n[-1]]
+        elif n.startswith("gridDim.") and n[-1] in grid:
+            subs[s] = grid[n[-1]]
+    return e.xreplace(subs) if subs else e
+
+
+def _shape(acc: Access, launch: LaunchFacts, facts: KernelFacts, kmap: dict[str, sympy.Expr],
+           sizes: set[str]) -> list[sympy.Expr] | None:
+    """The row-major shape that ``acc``'s index walks (launcher terms), or ``None`` when it is not readable:
+    the index is linear in its variables, the unit-stride variable is the last dimension and each next
+    stride is the product of the dimensions after it; otherwise one dimension, the largest index plus one.
+    Every dimension must be an expression over the launcher's integer parameters (``sizes``)."""
+    if acc.index is None:
+        return None
+    block, grid, ext = _ranges(launch, facts, kmap)
+    idx = sympy.expand(_host(acc.index, kmap, block, grid))
+    for d in DIMS:  # blockIdx.d * blockDim.d + threadIdx.d -> g.d, the global index along d
+        t, b = stride_of(idx, f"threadIdx.{d}"), stride_of(idx, f"blockIdx.{d}")
+        if t and b and d in block and sympy.simplify(b - t * block[d]) == 0:
+            idx = sympy.expand(idx - t * sym(f"threadIdx.{d}") - b * sym(f"blockIdx.{d}") + t * sym(f"g.{d}"))
+    terms: list[tuple[sympy.Expr, sympy.Expr]] = []
+    rest = idx
+    for v, r in ext.items():
+        c = stride_of(idx, v.name)
+        if c is None:
+            return None
+        if c != 0:
+            terms.append((c, r))
+            rest = sympy.expand(rest - c * v)
+    if rest.free_symbols - {sym(s) for s in sizes} or rest.atoms(sympy.Function) or \
+            any(r.atoms(sympy.Function) or r.free_symbols - {sym(s) for s in sizes} for _, r in terms):
+        return None
+    dims: list[sympy.Expr] = []
+    left, stride = list(terms), sympy.Integer(1)
+    while left:
+        hit = next((t for t in left if sympy.simplify(t[0] - stride) == 0), None)
+        if hit is None:
+            break
+        left.remove(hit)
+        dims.insert(0, hit[1])
+        stride = stride * hit[1]
+    if left or rest != 0 or not dims:
+        numel = sympy.expand(sum((c * (r - 1) for c, r in terms), sympy.Integer(0)) + rest + 1)
+        return [numel] if numel.free_symbols or numel.is_Integer else None
+    return dims
+
+
+def _pointee_dtype(decl_text: str, tparams: set[str]) -> tuple[str, bool]:
+    """The harness dtype of a pointer parameter's element type, and whether it is guessed (a template type)."""
+    head = decl_text.rsplit("*", 1)[0]
+    bt = base_type(head)
+    words = bt.split()
+    if bt in DTYPE_OF:
+        return DTYPE_OF[bt], False
+    if words and words[0] in DTYPE_OF:
+        return DTYPE_OF[words[0]], False
+    return "float32", True
+
+
+def launcher_template(model: SourceModel, kernel: Kernel) -> LauncherTemplate | None:
+    """The template's launcher part for ``kernel`` when a plain host function of the file launches it (see
+    the module docstring), else ``None`` (the caller then writes a direct ``grid``/``block`` launch).
+
+    Args:
+        model: the ``.cu``/``.cuh`` file's source model (``file_language == "cuda"``).
+        kernel: one of ``model.kernels``.
+
+    Returns:
+        The lines and sizes; every placeholder carries a ``# TODO`` comment saying what to set.
+    """
+    if model.file_language != "cuda" or not kernel.launch_sites:
+        return None
+    facts = analyze(model, kernel)
+    try:
+        prog = Program(model.text, model.path)
+    except (ValueError, RecursionError):
+        return None
+    for launch in facts.launches:
+        if launch.host is None or launch.host == "main":
+            continue
+        found = plain_host_launcher(prog, kernel, launch.line)
+        if found is not None:
+            return _build(model, kernel, facts, launch, *found)
+    return None
+
+
+def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: LaunchFacts, fn: ts.Node,
+           call: ts.Node, names: list[str]) -> LauncherTemplate:
+    """The template of ``kernel`` launched by ``fn`` at ``launch`` (see :func:`launcher_template`)."""
+    del call  # the launch is read through ``launch`` (the analysis layer's facts)
+    name = _qualified(fn, function_name(fn) or "launcher")
+    targs, tguess = _template_args(fn)
+    decls = param_declarations(fn)
+    kmap: dict[str, sympy.Expr] = {}
+    for p, e in zip(kernel.params, launch.arg_exprs, strict=False):
+        if e is not None:
+            kmap[p.name] = e
+    tnames = [t.split("=")[0].split()[-1] for t in kernel.attributes.get("template_params") or [] if t.split()]
+    for t, e in zip(tnames, launch.template_exprs, strict=False):
+        if e is not None:
+            kmap[t] = e
+    written, _hidden = output_params(model, kernel)
+    by_pointer: dict[str, str] = {}  # launcher parameter -> kernel pointer parameter it is passed to
+    for p, e in zip(kernel.params, launch.arg_exprs, strict=False):
+        if p.is_pointer and isinstance(e, sympy.Symbol):
+            by_pointer.setdefault(e.name, p.name)
+    tparams = {n.strip() for n in re.findall(r"\b(?:typename|class)\s+(\w+)", node_text(fn.parent)[:200])} \
+        if fn.parent is not None and fn.parent.type == "template_declaration" else set()
+    params: list[tuple[str, str, bool, ts.Node]] = []  # (name, decl text, pointer, decl)
+    skipped: list[str] = []
+    for n, d in zip(names, decls, strict=True):
+        text = " ".join(node_text(d).split())
+        if "cudaStream_t" in text:
+            skipped.append(n)
+            continue
+        params.append((n, text, "*" in text.split("=")[0], d))
+    int_names = {n for n, text, ptr, _ in params if not ptr and
+                 DTYPE_OF.get(base_type(text.rsplit(n, 1)[0]), "int32").startswith(("int", "uint"))}
+    head = [f"launcher = {_toml(name + targs)}   # the host function that launches {kernel.name} (line "
+            f"{fn.start_point[0] + 1}): called with the inputs in order; its <<<grid, block>>> stays in your code"]
+    if tguess:
+        head.append(f"# TODO: {name} is a template: set its template arguments in `launcher` (guessed above)")
+    if skipped:
+        head.append(f"# {', '.join(skipped)} (cudaStream_t) is left out: htam passes the default stream")
+    shapes: dict[str, tuple[list[str] | None, str]] = {}
+    multi: set[str] = set()
+    for n, _text, ptr, _d in params:
+        if not ptr:
+            continue
+        kp = by_pointer.get(n)
+        pf = next((f for f in facts.pointers if f.name == kp), None)
+        found: list[sympy.Expr] | None = None
+        for acc in (pf.reads + pf.writes) if pf is not None else ():
+            s = _shape(acc, launch, facts, kmap, int_names)
+            if s is not None and (found is None or len(s) > len(found)):
+                found = s
+        if found is None:
+            shapes[n] = (None, f"TODO: placeholder shape: htam could not read the extent of `{n}` from "
+                               f"{kernel.name}'s indexing; set it")
+        else:
+            shapes[n] = ([str(d) for d in found], f"from {kernel.name}'s indexing and the launch in {name}")
+            if len(found) > 1:
+                multi |= {s.name for d in found for s in d.free_symbols}
+    sizes: dict[str, int] = {}
+    default_sizes = {n: node_text(d.child_by_field_name("default_value"))
+                     for n, _t, _p, d in params if d.child_by_field_name("default_value") is not None}
+    inputs: list[str] = []
+    outputs: list[str] = []
+    placeholder_size = next(iter(sorted(int_names)), None)
+    for n, text, ptr, _d in params:
+        hn = _py(n)
+        if ptr:
+            dtype, dguess = _pointee_dtype(text, tparams)
+            shape, why = shapes[n]
+            if shape is None:
+                shape = [_py(placeholder_size)] if placeholder_size else ["1024"]
+                if placeholder_size:
+                    sizes.setdefault(_py(placeholder_size), 1 << 20)
+            else:
+                shape = [re.sub(r"\b(\w+)\b", lambda m: _py(m.group(1)) if m.group(1) in int_names else m.group(1), s)
+                         for s in shape]
+            kp = by_pointer.get(n)
+            out = kp is not None and kp in written
+            mode = next((f.mode for f in facts.pointers if f.name == kp), None)
+            init = ("randn" if mode == "readwrite" else "empty") if out else \
+                ("randn" if dtype in _FLOAT_TYPES else "randint")
+            if out:
+                outputs.append(hn)
+            notes = [why] + (["TODO: element type guessed (a template type)"] if dguess else []) + \
+                (["in-out: the kernel reads it too"] if out and mode == "readwrite" else [])
+            inputs.append(f"  {{ name = {_toml(hn)}, shape = [{', '.join(_toml(s) for s in shape)}], "
+                          f"dtype = {_toml(dtype)}, init = {_toml(init)} }},  # {'; '.join(notes)}")
+            continue
+        dtype = DTYPE_OF.get(base_type(text.rsplit(n, 1)[0]), "int32")
+        default = default_sizes.get(n)
+        if n in int_names:
+            used = any(n in re.findall(r"\w+", " ".join(s[0] or [])) for s in shapes.values())
+            if default is not None and re.fullmatch(r"\d+", default):
+                sizes[hn] = int(default)
+            elif used:
+                sizes.setdefault(hn, 1024 if n in multi else 1 << 20)
+            inputs.append(f"  {{ name = {_toml(hn)}, dtype = {_toml(dtype)}, value = "
+                          f"{_toml(hn) if hn in sizes else '1'} }}," +
+                          ("" if hn in sizes else "  # TODO: guessed value (no buffer's shape uses it)"))
+            continue
+        value = default if default is not None and re.fullmatch(r"[-+.\deE]+f?", default) else None
+        value = value.rstrip("fF") if value else ("1e-05" if _EPS.match(n) else "1.0")
+        inputs.append(f"  {{ name = {_toml(hn)}, dtype = {_toml(dtype)}, value = {float(value)!r} }}," +
+                      ("" if default is not None else "  # TODO: guessed value"))
+    return LauncherTemplate(head, inputs, outputs, sizes,
+                            [_py(n) for n, _t, _p, _d in params if _py(n) not in outputs])
