@@ -263,7 +263,7 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
     if skipped:
         head.append(f"# {', '.join(skipped)} (cudaStream_t) is left out: htam passes the default stream")
     shapes: dict[str, tuple[list[str] | None, str]] = {}
-    multi: set[str] = set()
+    rank_of: dict[str, int] = {}  # size symbol -> the highest rank of a buffer whose shape uses it
     for n, _text, ptr, _d in params:
         if not ptr:
             continue
@@ -279,14 +279,19 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
                                f"{kernel.name}'s indexing; set it")
         else:
             shapes[n] = ([str(d) for d in found], f"from {kernel.name}'s indexing and the launch in {name}")
-            if len(found) > 1:
-                multi |= {s.name for d in found for s in d.free_symbols}
+            for d in found:
+                for s in d.free_symbols:
+                    rank_of[s.name] = max(rank_of.get(s.name, 1), len(found))
     sizes: dict[str, int] = {}
     default_sizes = {n: node_text(d.child_by_field_name("default_value"))
                      for n, _t, _p, d in params if d.child_by_field_name("default_value") is not None}
     inputs: list[str] = []
     outputs: list[str] = []
-    placeholder_size = next(iter(sorted(int_names)), None)
+    used_sizes = [n for n in names if n in rank_of]
+    placeholder_size = min(used_sizes, key=lambda n: rank_of[n]) if used_sizes else \
+        next((n for n in names if n in int_names), None)
+    if placeholder_size is not None and any(v[0] is None for v in shapes.values()):
+        rank_of.setdefault(placeholder_size, 1)  # a placeholder shape uses it
     for n, text, ptr, _d in params:
         hn = _py(n)
         if ptr:
@@ -294,8 +299,6 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
             shape, why = shapes[n]
             if shape is None:
                 shape = [_py(placeholder_size)] if placeholder_size else ["1024"]
-                if placeholder_size:
-                    sizes.setdefault(_py(placeholder_size), 1 << 20)
             else:
                 shape = [re.sub(r"\b(\w+)\b", lambda m: _py(m.group(1)) if m.group(1) in int_names else m.group(1), s)
                          for s in shape]
@@ -307,18 +310,20 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
             if out:
                 outputs.append(hn)
             notes = [why] + (["TODO: element type guessed (a template type)"] if dguess else []) + \
-                (["in-out: the kernel reads it too"] if out and mode == "readwrite" else [])
+                (["in-out: the kernel reads it too"] if out and mode == "readwrite" else []) + \
+                (["TODO: integers in [low, high): set high to the length they index"] if init == "randint" else [])
+            bounds = ", low = 0, high = 100" if init == "randint" else ""
             inputs.append(f"  {{ name = {_toml(hn)}, shape = [{', '.join(_toml(s) for s in shape)}], "
-                          f"dtype = {_toml(dtype)}, init = {_toml(init)} }},  # {'; '.join(notes)}")
+                          f"dtype = {_toml(dtype)}, init = {_toml(init)}{bounds} }},  # {'; '.join(notes)}")
             continue
         dtype = DTYPE_OF.get(base_type(text.rsplit(n, 1)[0]), "int32")
         default = default_sizes.get(n)
         if n in int_names:
-            used = any(n in re.findall(r"\w+", " ".join(s[0] or [])) for s in shapes.values())
+            used = n in rank_of
             if default is not None and re.fullmatch(r"\d+", default):
                 sizes[hn] = int(default)
-            elif used:
-                sizes.setdefault(hn, 1024 if n in multi else 1 << 20)
+            elif used:  # about a million elements per buffer: 1M, 1024 x 1024, 64 x 64 x 64
+                sizes.setdefault(hn, 1 << (20 // rank_of.get(n, 1)))
             inputs.append(f"  {{ name = {_toml(hn)}, dtype = {_toml(dtype)}, value = "
                           f"{_toml(hn) if hn in sizes else '1'} }}," +
                           ("" if hn in sizes else "  # TODO: guessed value (no buffer's shape uses it)"))

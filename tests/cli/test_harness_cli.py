@@ -90,3 +90,15 @@ def test_inference_itself_names_the_syntax_error(tmp_path: Path) -> None:
     (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(x):\n    pass\n\ndef run(x:\n    k[(1,)](x)\n")
     inf = infer(tmp_path / "k.py", "k")
     assert inf.harness is None and inf.reason.startswith("k.py does not parse (line ")
+
+
+def test_a_cu_file_without_main_gets_the_host_launcher_template(capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: a .cu file with a host launcher and no main() got only "no main()"; the template to start
+    from names the launcher (stdout stays empty: nothing was inferred)."""
+    cu = Path(__file__).resolve().parents[1] / "fixtures" / "harness" / "template" / "host_2d.cu"
+    assert main(["harness", "infer", str(cu)]) == 1
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.startswith("no harness could be inferred for matmul_kernel from host_2d.cu: host_2d.cu has no main()")
+    table = tomllib.loads(out.err.split("write the reference):", 1)[1])["kernel"]["matmul_kernel"]
+    assert table["launcher"] == "launch_matmul"
