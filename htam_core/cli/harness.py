@@ -18,6 +18,7 @@ import json
 import sys
 
 from htam_core.cli.errors import UsageError, require_path
+from htam_core.cli.kernel_arg import resolve_kernel
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -85,12 +86,11 @@ def run(args: argparse.Namespace) -> int:
         model = load(str(path))
     except SourceError as exc:
         raise UsageError(str(exc)) from None
-    names = [k.name for k in model.kernels]
-    name = args.kernel or (names[0] if len(names) == 1 else None)
-    if name is None:
-        raise UsageError(f"{path.name} defines {len(names)} kernels ({', '.join(names) or 'none'}); pass --kernel NAME")
-    if name not in names:
-        raise UsageError(f"{path.name} has no kernel {name!r}; kernels there: {', '.join(names) or 'none'}")
+    name = resolve_kernel(args.file, args.kernel)
+    try:
+        name = model.kernel(name).name
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
     inf = infer(path, name, model) if path.suffix == ".py" else _infer_cuda(path, name, model)
     template = write_template(model, model.kernel(name)) if inf.harness is None else None
     if args.json:
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     if inf.harness is None:
         print(f"no harness could be inferred for {name} from {path.name}: {inf.reason}", file=sys.stderr)
         if not args.json:
-            print(f"\nStart from this table in {path.parent / SPEC_FILENAME} (check every TODO, then write the "
+            print(f"\nStart from this table in {path.resolve().parent / SPEC_FILENAME} (check every TODO, then write the "
                   f"reference):\n\n{template}", end="", file=sys.stderr)
         return 1
     if not args.json:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import sympy
 import tree_sitter as ts
+from sympy.printing.str import StrPrinter
 
 from htam_core.harness.cu_eval import DTYPE_OF, Program, base_type, function_name, param_declarations
 from htam_core.harness.infer_cuda import output_params, plain_host_launcher
@@ -167,8 +168,7 @@ def _shape(acc: Access, launch: LaunchFacts, facts: KernelFacts, kmap: dict[str,
         if c != 0:
             terms.append((c, r))
             rest = sympy.expand(rest - c * v)
-    if rest.free_symbols - {sym(s) for s in sizes} or rest.atoms(sympy.Function) or \
-            any(r.atoms(sympy.Function) or r.free_symbols - {sym(s) for s in sizes} for _, r in terms):
+    if _opaque(rest, sizes) or any(_opaque(r, sizes) for _, r in terms):
         return None
     dims: list[sympy.Expr] = []
     left, stride = list(terms), sympy.Integer(1)
@@ -183,6 +183,31 @@ def _shape(acc: Access, launch: LaunchFacts, facts: KernelFacts, kmap: dict[str,
         numel = sympy.expand(sum((c * (r - 1) for c, r in terms), sympy.Integer(0)) + rest + 1)
         return [numel] if numel.free_symbols or numel.is_Integer else None
     return dims
+
+
+def _opaque(e: sympy.Expr, sizes: set[str]) -> bool:
+    """Whether ``e`` is not an expression over the launcher's integer parameters (``sizes``) with ``+ - *``
+    and integer division (``div``): a load, a call, a modulo or another name."""
+    return bool(e.free_symbols - {sym(s) for s in sizes}) or any(
+        f.func.__name__ != "div" for f in e.atoms(sympy.Function))
+
+
+class _PyPrinter(StrPrinter):
+    """Prints a shape expression as Python over the size symbols: ``div(n + 255, 256)`` as ``cdiv(n, 256)``
+    (the harness's ceiling division) or ``((a) // (b))``."""
+
+    def _print_Function(self, expr: sympy.Expr) -> str:  # noqa: N802 - sympy's printer protocol
+        if expr.func.__name__ != "div":
+            return super()._print_Function(expr)
+        a, b = expr.args
+        e = sympy.expand(a - (b - 1))
+        if e.as_coeff_Add()[0] == 0 and e != 0:
+            return f"cdiv({self._print(e)}, {self._print(b)})"
+        return f"(({self._print(a)}) // ({self._print(b)}))"
+
+
+def _py_expr(e: sympy.Expr) -> str:
+    return _PyPrinter().doprint(e)
 
 
 def _pointee_dtype(decl_text: str, tparams: set[str]) -> tuple[str, bool]:
@@ -278,7 +303,7 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
             shapes[n] = (None, f"TODO: placeholder shape: htam could not read the extent of `{n}` from "
                                f"{kernel.name}'s indexing; set it")
         else:
-            shapes[n] = ([str(d) for d in found], f"from {kernel.name}'s indexing and the launch in {name}")
+            shapes[n] = ([_py_expr(d) for d in found], f"from {kernel.name}'s indexing and the launch in {name}")
             for d in found:
                 for s in d.free_symbols:
                     rank_of[s.name] = max(rank_of.get(s.name, 1), len(found))
@@ -332,5 +357,7 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
         value = value.rstrip("fF") if value else ("1e-05" if _EPS.match(n) else "1.0")
         inputs.append(f"  {{ name = {_toml(hn)}, dtype = {_toml(dtype)}, value = {float(value)!r} }}," +
                       ("" if default is not None else "  # TODO: guessed value"))
-    return LauncherTemplate(head, inputs, outputs, sizes,
-                            [_py(n) for n, _t, _p, _d in params if _py(n) not in outputs])
+    inout = {_py(n) for n, _t, ptr, _d in params if ptr and next(
+        (f.mode for f in facts.pointers if f.name == by_pointer.get(n)), None) == "readwrite"}
+    return LauncherTemplate(head, inputs, outputs, sizes,  # a reference sees an in-out buffer's initial value
+                            [_py(n) for n, _t, _p, _d in params if _py(n) not in outputs or _py(n) in inout])

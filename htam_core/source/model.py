@@ -305,6 +305,11 @@ class SourceModel:
                 return k
         names = ", ".join(k.name for k in self.kernels)
         where = self.path or "<text>"
+        helper = next((d for d in self.device_functions if d.name == name), None)
+        if helper is not None:  # a __device__ function or a @triton.jit helper that kernels call
+            raise KeyError(f"{name!r} in {where} is a device function (lines {helper.start_line}-{helper.end_line}), "
+                           f"not a kernel: pass a kernel instead"
+                           + (f" ({names})" if names else ""))
         if not names:
             raise KeyError(f"no kernel named {name!r} in {where}: the file has no kernel (a CUDA `__global__` "
                            "function or a Triton `@triton.jit` function); open the file that defines it")

@@ -49,6 +49,8 @@ def _inputs(table: dict) -> dict[str, list | str | float | int]:
     ("host_batched.cu", "ops::launch_bscale",
      {"x": ["B", "rows", "cols"], "y": ["B", "rows", "cols"], "idx": ["rows"], "eps": 1e-5}, ["y"],
      {"B": 64, "rows": 64, "cols": 64}),
+    # a templated kernel instantiated at the launch: one output per block of the grid (n + 255) / 256
+    ("host_reduce.cu", "block_sum_f32", {"in_": ["n"], "out": ["cdiv(n, 256)"], "n": "n"}, ["out"], {"n": 1 << 20}),
 ])
 def test_host_launcher_template(fname, launcher, expect, outputs, sizes):
     text, table = _table(fname)
@@ -106,3 +108,12 @@ def test_a_launch_in_main_keeps_the_direct_launch(tmp_path):
     model = load(str(tmp_path / "k.cu"))
     table = tomllib.loads(write_template(model, model.kernel("k")))["kernel"]["k"]
     assert "launcher" not in table and table["args"] == ["y", "n"]
+
+
+def test_an_in_out_buffer_is_named_for_the_reference():
+    """The reference sees an in-out buffer's initial value (``beta * C``): the TODO names it."""
+    corpus = Path(__file__).resolve().parents[1] / "fixtures" / "corpus" / "sgemm_naive.cu"
+    model = load(str(corpus))
+    text = write_template(model, model.kernel("sgemm_naive"))
+    todo = next(ln for ln in text.splitlines() if ln.startswith("# TODO: a torch expression over"))
+    assert "dC" in todo and "dA" in todo and "in-out: the kernel reads it too" in text
