@@ -117,3 +117,18 @@ def test_an_in_out_buffer_is_named_for_the_reference():
     text = write_template(model, model.kernel("sgemm_naive"))
     todo = next(ln for ln in text.splitlines() if ln.startswith("# TODO: a torch expression over"))
     assert "dC" in todo and "dA" in todo and "in-out: the kernel reads it too" in text
+
+
+def test_a_main_the_inference_cannot_use_still_gets_the_launcher_template(tmp_path):
+    """main() needs argv[1]: it is run whole (timed, unchecked); the status (the editor's *Create a profiling
+    harness* action) carries the launcher template, and none once htam.toml has the table."""
+    from htam_core.harness.status import harness_status
+
+    shutil.copy(TPL / "host_main_argv.cu", tmp_path / "k.cu")
+    st = harness_status(str(tmp_path / "k.cu"), "scale_kernel")
+    assert st.origin == "main() run whole" and "argv[1]" in st.line
+    table = tomllib.loads(st.snippet)["kernel"]["scale_kernel"]
+    assert table["launcher"] == "run_scale" and st.spec_path == str(tmp_path / "htam.toml")
+    (tmp_path / "htam.toml").write_text(st.snippet.replace('reference = ""', 'reference = "2 * x"'))
+    st = harness_status(str(tmp_path / "k.cu"), "scale_kernel")
+    assert st.origin == "htam.toml" and st.snippet is None
