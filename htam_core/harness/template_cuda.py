@@ -86,16 +86,15 @@ def _template_args(fn: ts.Node) -> tuple[str, bool]:
         return "", False
     params = parent.child_by_field_name("parameters")
     args: list[str] = []
-    guessed = needed = False
+    needed = False
     for p in params.named_children if params is not None else []:
         default = p.child_by_field_name("default_value") or p.child_by_field_name("default_type")
         if default is not None:
             args.append(node_text(default))
             continue
-        needed = True
-        guessed = True
+        needed = True  # no default: a guess (float for a type, 256 for a value)
         args.append("float" if p.type.startswith(("type_parameter", "variadic_type")) else "256")
-    return (f"<{', '.join(args)}>" if needed else ""), guessed
+    return (f"<{', '.join(args)}>" if needed else ""), needed
 
 
 def _ranges(launch: LaunchFacts, facts: KernelFacts, kmap: dict[str, sympy.Expr]) -> tuple[
@@ -210,8 +209,9 @@ def _py_expr(e: sympy.Expr) -> str:
     return _PyPrinter().doprint(e)
 
 
-def _pointee_dtype(decl_text: str, tparams: set[str]) -> tuple[str, bool]:
-    """The harness dtype of a pointer parameter's element type, and whether it is guessed (a template type)."""
+def _pointee_dtype(decl_text: str) -> tuple[str, bool]:
+    """The harness dtype of a pointer parameter's element type, and whether it is guessed (a template type or
+    another type htam cannot fill: float32)."""
     head = decl_text.rsplit("*", 1)[0]
     bt = base_type(head)
     words = bt.split()
@@ -244,15 +244,15 @@ def launcher_template(model: SourceModel, kernel: Kernel) -> LauncherTemplate | 
         if launch.host is None or launch.host == "main":
             continue
         found = plain_host_launcher(prog, kernel, launch.line)
-        if found is not None:
-            return _build(model, kernel, facts, launch, *found)
+        if found is not None:  # (function, launch call, parameter names); the launch is read through its facts
+            return _build(model, kernel, facts, launch, found[0], found[2])
     return None
 
 
 def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: LaunchFacts, fn: ts.Node,
-           call: ts.Node, names: list[str]) -> LauncherTemplate:
-    """The template of ``kernel`` launched by ``fn`` at ``launch`` (see :func:`launcher_template`)."""
-    del call  # the launch is read through ``launch`` (the analysis layer's facts)
+           names: list[str]) -> LauncherTemplate:
+    """The template of ``kernel`` launched by ``fn`` at ``launch`` (see :func:`launcher_template`); ``names``:
+    ``fn``'s parameter names."""
     name = _qualified(fn, function_name(fn) or "launcher")
     targs, tguess = _template_args(fn)
     decls = param_declarations(fn)
@@ -269,8 +269,6 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
     for p, e in zip(kernel.params, launch.arg_exprs, strict=False):
         if p.is_pointer and isinstance(e, sympy.Symbol):
             by_pointer.setdefault(e.name, p.name)
-    tparams = {n.strip() for n in re.findall(r"\b(?:typename|class)\s+(\w+)", node_text(fn.parent)[:200])} \
-        if fn.parent is not None and fn.parent.type == "template_declaration" else set()
     params: list[tuple[str, str, bool, ts.Node]] = []  # (name, decl text, pointer, decl)
     skipped: list[str] = []
     for n, d in zip(names, decls, strict=True):
@@ -320,7 +318,7 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
     for n, text, ptr, _d in params:
         hn = _py(n)
         if ptr:
-            dtype, dguess = _pointee_dtype(text, tparams)
+            dtype, dguess = _pointee_dtype(text)
             shape, why = shapes[n]
             if shape is None:
                 shape = [_py(placeholder_size)] if placeholder_size else ["1024"]
