@@ -37,7 +37,7 @@ from htam_core.source.analysis import DIMS, Access, KernelFacts, LaunchFacts, an
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import node_text
 
-__all__ = ["LauncherTemplate", "launcher_template"]
+__all__ = ["LauncherTemplate", "direct_launch", "launcher_template"]
 
 _FLOAT_TYPES = ("float32", "float64", "float16", "bfloat16")
 _EPS = re.compile(r"eps", re.IGNORECASE)
@@ -359,3 +359,30 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
         (f.mode for f in facts.pointers if f.name == by_pointer.get(n)), None) == "readwrite"}
     return LauncherTemplate(head, inputs, outputs, sizes,  # a reference sees an in-out buffer's initial value
                             [_py(n) for n, _t, _p, _d in params if _py(n) not in outputs or _py(n) in inout])
+
+
+def direct_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str]) -> tuple[list[int], str] | None:
+    """``(block, grid)`` for a direct-launch template (``block = "(32, 8)"``, ``grid = "(cdiv(COLS, 32),
+    cdiv(ROWS, 8))"``) read from the kernel's first launch: its constant block, and its grid with every name
+    of the launching code that the launch passes as an integer kernel parameter written as that parameter's
+    size symbol (``size_of``: kernel parameter -> symbol). ``None`` when the block is not constant or a grid
+    component uses anything else (the caller then guesses and says so)."""
+    if model.file_language != "cuda":
+        return None
+    facts = analyze(model, kernel)
+    if not facts.launches:
+        return None
+    la = facts.launches[0]
+    if not la.block or any(d.value is None for d in la.block) or not la.grid:
+        return None
+    to_sym = {e.name: size_of[p.name] for p, e in zip(kernel.params, la.arg_exprs, strict=False)
+              if isinstance(e, sympy.Symbol) and p.name in size_of}
+    dims = []
+    for d in la.grid:
+        if d.expr is None:
+            return None
+        e = d.expr.xreplace({s: sym(to_sym[s.name]) for s in d.expr.free_symbols if s.name in to_sym})
+        if _opaque(e, set(to_sym.values())):
+            return None
+        dims.append(_py_expr(e))
+    return [int(d.value) for d in la.block], "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
