@@ -7,7 +7,7 @@ the calls of the kernel's launcher; for a ``.cu`` program, reads the launch in `
 ``htam.toml`` beside the file (never over an existing table of the same kernel).
 
 Exit codes: 0 inferred (and written with ``--write``); 1 nothing could be inferred (the message names what is
-missing); 2 usage error (missing file, a ``.py`` file that does not parse, several kernels without ``--kernel``,
+missing, and a filled-in template, :func:`htam_core.harness.template.write_template`, follows it on stderr); 2 usage error (missing file, a ``.py`` file that does not parse, several kernels without ``--kernel``,
 a table already there).
 """
 
@@ -18,6 +18,7 @@ import json
 import sys
 
 from htam_core.cli.errors import UsageError, require_path
+from htam_core.cli.kernel_arg import resolve_kernel
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -67,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.harness.base import HarnessError
     from htam_core.harness.infer_py import infer, render_toml, save_to_spec
     from htam_core.harness.pysource import parse_failure
+    from htam_core.harness.spec import SPEC_FILENAME
+    from htam_core.harness.template import write_template
     from htam_core.source import SourceError, load
 
     require_path(args.file, _INFER_FILE)
@@ -83,20 +86,24 @@ def run(args: argparse.Namespace) -> int:
         model = load(str(path))
     except SourceError as exc:
         raise UsageError(str(exc)) from None
-    names = [k.name for k in model.kernels]
-    name = args.kernel or (names[0] if len(names) == 1 else None)
-    if name is None:
-        raise UsageError(f"{path.name} defines {len(names)} kernels ({', '.join(names) or 'none'}); pass --kernel NAME")
-    if name not in names:
-        raise UsageError(f"{path.name} has no kernel {name!r}; kernels there: {', '.join(names) or 'none'}")
+    name = resolve_kernel(args.file, args.kernel)
+    try:
+        name = model.kernel(name).name
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0])) from None
     inf = infer(path, name, model) if path.suffix == ".py" else _infer_cuda(path, name, model)
+    template = write_template(model, model.kernel(name)) if inf.harness is None else None
     if args.json:
         json.dump({"harness": inf.harness.to_json() if inf.harness else None, "reason": inf.reason,
+                   "template": template,
                    "recording": inf.recording,
                    "inference": {"cached": inf.cached, "seconds": inf.seconds}}, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     if inf.harness is None:
         print(f"no harness could be inferred for {name} from {path.name}: {inf.reason}", file=sys.stderr)
+        if not args.json:
+            print(f"\nStart from this table in {path.resolve().parent / SPEC_FILENAME} (check every TODO, then write the "
+                  f"reference):\n\n{template}", end="", file=sys.stderr)
         return 1
     if not args.json:
         print(render_toml(inf.harness), end="")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from htam_core.cli.errors import UsageError, require_path
@@ -59,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
     if model.device_functions:
         console.print(escape("device functions: " + ", ".join(
             f"{d.name} ({d.start_line}-{d.end_line})" for d in model.device_functions)))
-    if model.errors:
-        console.print(f"[yellow]parse problems:[/yellow] {escape('; '.join(model.errors[:5]))}")
+    if model.errors:  # "LINE:COL: what" (htam_core.source.parse_problems), so editors can jump to file:line:col
+        name = os.path.basename(args.file)
+        more = " (an incomplete kernel is profiled and ranked once it parses: fix the first one)" \
+            if any(k.incomplete for k in model.kernels) else ""
+        console.print(f"[yellow]parse problems:[/yellow] "
+                      f"{escape('; '.join(f'{name}:{e}' for e in model.errors[:5]) + more)}")
     return 0

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from htam_core.cli.errors import EXIT_APPLY_REFUSED, EXIT_IO, CLIError, UsageError, require_path
+from htam_core.cli.kernel_arg import add_kernel_argument, resolve_kernel
 
 if TYPE_CHECKING:
     from htam_core.optimize import OptimizeResult
@@ -36,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    f"missing or unusable harness (nothing is tried), {APPLY_REFUSED} when --apply refused to write the file "
                                    "(one line says why; the file is unchanged).")
     p.add_argument("file", help="a .cu/.cuh or .py file")
-    p.add_argument("--kernel", required=True, help="the kernel's name (htam kernels FILE lists them)")
+    add_kernel_argument(p, "the kernel's name")
     p.add_argument("--engine", choices=("rules", "llm"), default="rules",
                    help="rules: built-in mechanical transforms (default, no LLM); llm: an OpenAI-compatible model")
     p.add_argument("--budget", type=int, default=8, help="candidates to evaluate (default: 8)")
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.optimize import OptimizeError, OptimizeTask, ProgressEvent, run_optimize
 
     require_path(args.file)
+    args.kernel = resolve_kernel(args.file, args.kernel)
     if args.budget < 1:
         raise UsageError("--budget must be at least 1")
     try:

@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from htam_core.cli.errors import UsageError, require_path
+from htam_core.cli.kernel_arg import add_kernel_argument, resolve_kernel
 from htam_core.cli.progress import when_slow
 
 
@@ -28,7 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                           "on a GPU, or registers, spills, shared memory and theoretical "
                                           "occupancy from a compile when there is no GPU (or with --static).")
     p.add_argument("file", help="a .cu, .cuh or .py file")
-    p.add_argument("--kernel", required=True, metavar="NAME", help="the kernel's name (see `htam kernels FILE`)")
+    add_kernel_argument(p, "the kernel's name")
     p.add_argument("--static", action="store_true", help="compile only; do not run on a GPU")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.add_argument("--target", default="sm_90", help="compute capability for the static profile (default sm_90)")
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.types.errors import ProfileError
 
     require_path(args.file)
+    args.kernel = resolve_kernel(args.file, args.kernel)
     constexprs = _parse_constexprs(args.constexpr)
     static = True if args.static else None
     if not args.static and (why := no_gpu_reason()) is not None:

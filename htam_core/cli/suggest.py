@@ -21,6 +21,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from htam_core.cli.errors import UsageError, require_path
+from htam_core.cli.kernel_arg import add_kernel_argument, resolve_kernel
 from htam_core.memory import (
     ABLATIONS,
     MemoryStoreError,
@@ -43,7 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                               description="Profile a kernel and rank the next optimization steps with HTAM "
                                           "(knowledge-base priors plus transition attention over the memory).")
     p.add_argument("file", help="a .cu, .cuh or .py file")
-    p.add_argument("--kernel", required=True, help="kernel name (see `htam kernels FILE`)")
+    add_kernel_argument(p, "the kernel's name")
     p.add_argument("--json", action="store_true", help="print a JSON list of ranked steps")
     p.add_argument("--top", type=int, default=5, help="how many steps to print (default 5)")
     p.add_argument("--ablation", choices=ABLATIONS, default=None, help="switch off one part of HTAM")
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.source import SourceError, load
 
     require_path(args.file)
+    args.kernel = resolve_kernel(args.file, args.kernel)
     if args.top < 1:
         raise UsageError("--top must be at least 1")
     try:

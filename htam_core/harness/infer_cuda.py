@@ -219,6 +219,19 @@ def _launcher_ok(fn: ts.Node, launch: ts.Node, kernel: Kernel, prog: Program) ->
     return names
 
 
+def plain_host_launcher(prog: Program, kernel: Kernel, line: int) -> tuple[ts.Node, ts.Node, list[str]] | None:
+    """The host function that holds ``kernel``'s launch on 1-based ``line`` when it is a plain launcher (the
+    test of the inference, :func:`_launcher_ok`: it only launches, and passes its own parameters to the
+    kernel's pointers) and is not ``main()``: ``(function, launch call, parameter names)``, else ``None``.
+    The harness template proposes such a function as ``launcher``."""
+    launch = _launch_call(prog, line, kernel.name)
+    fn = enclosing_function(launch) if launch is not None else None
+    if fn is None or function_name(fn) == "main":
+        return None
+    names = _launcher_ok(fn, launch, kernel, prog)
+    return (fn, launch, names) if names is not None else None
+
+
 def _bind_call(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope) -> Scope:
     inner = Scope(parent=prog.globals)
     decls = param_declarations(fn)

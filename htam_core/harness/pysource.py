@@ -7,7 +7,9 @@ caller's process, kernel code only ever runs in a worker).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from htam_core.source.parse_problems import ParseProblem, first_problem, problem_message
 
 
 @dataclass
@@ -57,14 +59,18 @@ def _decorator_name(d: ast.expr) -> str:
 
 def parse_failure(name: str, text: str, then: str = "run the command again") -> str | None:
     """One line saying that the Python file ``name`` (text ``text``) does not parse, where, and what to do
-    (``"k.py does not parse (line 19: '(' was never closed); fix the syntax error at line 19, then <then>"``),
-    or ``None`` when it parses. Every harness path that reads a Python file reports a syntax error with it,
-    so that the cause is never mistaken for a missing launcher or ``__main__`` block."""
+    (``"k.py:19:12: syntax error: cannot parse `(x,` (Python: '(' was never closed); fix it there, then
+    <then>"``), or ``None`` when it parses. Every harness path that reads a Python file reports a syntax error
+    with it, so that the cause is never mistaken for a missing launcher or ``__main__`` block. The position is
+    tree-sitter's first ERROR/MISSING node, as everywhere (:mod:`htam_core.source.parse_problems`); Python's
+    own words follow in parentheses."""
     try:
         ast.parse(text)
     except SyntaxError as e:
-        at = f" at line {e.lineno}" if e.lineno else ""
-        return f"{name} does not parse (line {e.lineno}: {e.msg}); fix the syntax error{at}, then {then}"
+        p = first_problem(text, "python")
+        if p is None:  # Python refuses what tree-sitter reads (``return`` outside a function, ...): its position
+            return problem_message(name, ParseProblem(e.lineno or 1, e.offset or 1, 0, e.msg), then)
+        return problem_message(name, replace(p, what=f"{p.what} (Python: {e.msg})"), then)
     except (ValueError, RecursionError) as e:  # a NUL byte, or nesting too deep for the parser
         return f"{name} does not parse ({e}); fix the file, then {then}"
     return None

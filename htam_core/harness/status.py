@@ -34,7 +34,8 @@ class HarnessStatus:
     Attributes:
         origin: where the harness came from (one of the module docstring's words).
         line: one line for the hover, never empty.
-        snippet: the template to add when there is no harness (``origin == "template"``), else ``None``.
+        snippet: the template to add when there is no harness (``origin == "template"``), or when a ``.cu``
+            program's ``main()`` is run whole because its launch could not be inferred; else ``None``.
         save_text: the inferred table to append to ``htam.toml``, or ``None`` when nothing may be saved.
         spec_path: the ``htam.toml`` that ``snippet``/``save_text`` go into.
         message: the finder's full message when there is no harness (or it is broken), else ``""``.
@@ -116,5 +117,29 @@ def harness_status(path: str, kernel: str, model: Any = None) -> HarnessStatus:
     line = h.description()
     if not line.startswith(origin.split(" ")[0]):
         line = f"{origin}: {line}"
+    template = _main_template(h, model)
+    if template is not None:  # main() runs whole, unchecked: a table (a host launcher's, when there is one) helps
+        return HarnessStatus(origin, line, snippet=template[0], spec_path=str(template[1]))
     return HarnessStatus(origin, line, save_text=save[0] if save else None,
                          spec_path=str(save[1]) if save else None)
+
+
+def _main_template(h: Harness, model: Any) -> tuple[str, Path] | None:
+    """``(template, htam.toml path)`` for a ``.cu`` program whose ``main()`` is run whole because its launch
+    could not be inferred (and no program arguments were given), when ``htam.toml`` has no table for the
+    kernel: the template (:func:`htam_core.harness.template.write_template`, ``launcher = "<host
+    function>"`` when one launches the kernel) gives it a checked harness. ``None`` otherwise."""
+    from htam_core.harness.spec import SPEC_FILENAME
+    from htam_core.harness.template import write_template
+    from htam_core.source import SourceError, load
+
+    if h.kind != "cu-main" or h.program_args or not any(n.startswith("no harness inferred") for n in h.notes):
+        return None
+    spec = Path(h.path).parent / SPEC_FILENAME
+    if _spec_has(spec, h.kernel) is not False:
+        return None
+    try:
+        m = model if model is not None else load(h.path)
+        return write_template(m, m.kernel(h.kernel)), spec
+    except (KeyError, OSError, ValueError, SourceError):
+        return None

@@ -13,6 +13,7 @@ import keyword
 import re
 from pathlib import Path
 
+from htam_core.harness.template_cuda import direct_launch, launcher_template
 from htam_core.source.model import Kernel, Param, SourceModel
 
 _C_DTYPES = {
@@ -250,7 +251,15 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
     inputs: list[str] = []
     outputs: list[str] = []
     wrapper = _wrapper_def(model, kernel)
-    if wrapper is not None:
+    host = launcher_template(model, kernel) if wrapper is None else None
+    if host is not None:  # a .cu host function launches it: call that, its launch configuration stays as written
+        lines.extend(host.head)
+        inputs, outputs, ref_names = host.inputs, host.outputs, host.ref_names
+        symbols.update(host.sizes)
+        if not outputs:
+            lines.append("# TODO: no store through a launcher parameter was found: name the output(s) below")
+        lines.append(f"outputs = [{', '.join(_toml_str(o) for o in outputs)}]")
+    elif wrapper is not None:
         name, params = wrapper.name, [a.arg for a in wrapper.args.args]
         lines.append(f"launcher = {_toml_str(name)}   # called as {name}({', '.join(params)}); its return value is "
                      "the output")
@@ -275,6 +284,7 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
         shapes_of: dict[str, list[str]] = {}
         pending: list[tuple[int, str, str]] = []  # (index in inputs, stride name, dtype): valued after the shapes
         positional = [p for p in kernel.params if not p.is_constexpr]
+        size_of: dict[str, str] = {}  # integer kernel parameter -> its size symbol
         for p in kernel.params:
             if keyword.iskeyword(p.name):
                 p = Param(**{**p.__dict__, "name": p.name + "_"})
@@ -323,6 +333,8 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
                     continue
                 dtype = _c_dtype(p) if kernel.language != "triton" else "int32"
                 value = sym if sym is not None else (str(literal) if isinstance(literal, int) else "1")
+                if sym is not None:
+                    size_of[p.name] = sym
                 note = "" if sym is not None or isinstance(literal, int) else "  # guessed value"
                 inputs.append(f"  {{ name = {_toml_str(p.name)}, dtype = {_toml_str(dtype)}, "
                               f"value = {_toml_str(value)} }},{note}")
@@ -340,11 +352,18 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
             grid = f"(triton.cdiv({first}, {block}),)" if block else f"(triton.cdiv({first}, 1024),)"
             lines.append(f"grid = {_toml_str(grid)}   # guessed: one program per block of {first}")
         else:
-            blk = _literal_block(site.config.get("block") if site else None) or [256]
-            bx = blk[0]
-            grid = f"(cdiv({first}, {bx}),)" if len(blk) == 1 else f"(cdiv({first}, {bx}), cdiv({first}, {blk[1]}))"
-            lines.append(f"block = {_toml_str(str(tuple(blk)) if len(blk) > 1 else str(bx))}")
-            lines.append(f"grid = {_toml_str(grid)}   # guessed: one thread per element")
+            launch = direct_launch(model, kernel, size_of)
+            if launch is not None:  # the launch's own block and grid, over the kernel's size parameters
+                blk, grid = launch
+                why = "as launched (its grid written over the size parameters)"
+            else:
+                blk = _literal_block(site.config.get("block") if site else None) or [256]
+                bx = blk[0]
+                grid = f"(cdiv({first}, {bx}),)" if len(blk) == 1 else \
+                    f"(cdiv({first}, {bx}), cdiv({first}, {blk[1]}))"
+                why = "TODO: guessed (one thread per element): set the launch's grid"
+            lines.append(f"block = {_toml_str(str(tuple(blk)) if len(blk) > 1 else str(blk[0]))}")
+            lines.append(f"grid = {_toml_str(grid)}   # {why}")
         lines.append(f"args = [{', '.join(_toml_str(a) for a in args)}]")
         if kwargs:
             lines.append(f"kwargs = {{ {', '.join(kwargs)} }}")

@@ -12,6 +12,7 @@ from htam_core.source.embedded import extract_embedded
 from htam_core.source.errors import SourceError
 from htam_core.source.frames import Frame
 from htam_core.source.model import Kernel, SourceModel
+from htam_core.source.parse_problems import kernel_problem, tree_problems
 from htam_core.source.parsing import captures, new_parser
 from htam_core.source.positions import LineIndex, parse_bytes
 from htam_core.source.triton import Q_MAIN as TRITON_MAIN
@@ -95,24 +96,17 @@ def build_model(tree: ts.Tree, data: bytes, text: str, file_language: FileLangua
         model.kernels = tri.kernels + emb.kernels
         model.device_functions = tri.device_functions + emb.device_functions
         model.errors = emb.errors
-        if root.has_error:
-            model.errors = _python_errors(frame, root) + model.errors
+    if root.has_error:
+        model.problems = tree_problems(root, data)
+        if file_language == "python":
+            model.errors = [str(p) for p in model.problems] + model.errors
+    for k in model.kernels:
+        if k.incomplete:
+            k.parse_problem = kernel_problem(model.problems, data, k.span.start, k.span.end,
+                                             embedded=k.language == "cuda-in-python")
     model.kernels.sort(key=lambda k: k.span.start)
     model.device_functions.sort(key=lambda d: d.span.start)
     return model
-
-
-def _python_errors(frame: Frame, root: ts.Node, limit: int = 20) -> list[str]:
-    out: list[str] = []
-    stack = [root]
-    while stack and len(out) < limit:
-        n = stack.pop()
-        if n.is_error or n.is_missing:
-            out.append(f"line {frame.line(n.start_byte)}: {'missing ' + repr(n.type) if n.is_missing else 'syntax error'}")
-            continue
-        if n.has_error:
-            stack.extend(reversed(n.children))
-    return out
 
 
 def kernel_at_byte(model: SourceModel, byte: int) -> Kernel | None:
@@ -147,12 +141,18 @@ def incomplete_reason(kernel: Kernel, waits: str = "steps are ranked") -> str | 
         waits: what waits for the kernel to parse (``"steps are ranked"``, ``"it is profiled"``).
 
     Returns:
-        ``"NAME is incomplete (lines A-B do not parse yet): WAITS once it parses; finish it first"`` or ``None``.
+        ``"NAME is incomplete (it does not parse at line L, column C: WHAT): WAITS once it parses; finish or
+        fix it there first"`` (the position of :attr:`Kernel.parse_problem`, the first ERROR/MISSING node in
+        it), or ``None``.
     """
     if not getattr(kernel, "incomplete", False):
         return None
-    return (f"{kernel.name} is incomplete (lines {kernel.start_line}-{kernel.end_line} do not parse yet): "
-            f"{waits} once it parses; finish it first")
+    p = getattr(kernel, "parse_problem", None)
+    if p is None:
+        return (f"{kernel.name} is incomplete (lines {kernel.start_line}-{kernel.end_line} do not parse yet): "
+                f"{waits} once it parses; finish it first")
+    return (f"{kernel.name} is incomplete (it does not parse at line {p.line}, column {p.column}: {p.what}): "
+            f"{waits} once it parses; finish or fix it there first")
 
 
 def without_incomplete(model: SourceModel, kernel: Kernel) -> tuple[SourceModel, Kernel, list[Kernel]]:

@@ -28,6 +28,7 @@ from htam_core.source import features as feat
 from htam_core.source.analysis.launch import LAUNCH_QUERY, launch_config
 from htam_core.source.frames import Frame
 from htam_core.source.model import ByteSpan, DeviceFunction, Kernel, LaunchSite, Param
+from htam_core.source.parse_problems import tree_problems
 from htam_core.source.parsing import captures, new_parser, node_text
 from htam_core.source.resolve import CudaResolver, literal_value
 
@@ -688,14 +689,7 @@ def _template_args(fn: ts.Node) -> ts.Node | None:
 
 
 def _error_lines(frame: Frame, root: ts.Node, limit: int = 20) -> list[str]:
-    out: list[str] = []
-    stack = [root]
-    while stack and len(out) < limit:
-        n = stack.pop()
-        if n.is_error or n.is_missing:
-            what = f"missing {n.type!r}" if n.is_missing else "syntax error"
-            out.append(f"line {frame.line(n.start_byte)}: {what}")
-            continue
-        if n.has_error:
-            stack.extend(reversed(n.children))
-    return out
+    """The parse problems under ``root`` as ``"LINE:COL: what"`` lines (the one reader,
+    :func:`~htam_core.source.parse_problems.tree_problems`), in file positions."""
+    end = frame.to_file(len(frame.src))
+    return [str(p) for p in tree_problems(root, frame.file.data, frame.to_file, limit, text_end=end)]

@@ -161,7 +161,8 @@ class Document:
                 broken = bool(lost)
             if broken and self._last_good is not None:
                 self._model = replace(copy.copy(self._last_good), text=self._text, stale=True,
-                                      errors=fresh.errors or ["the file does not parse; showing the last good model"])
+                                      errors=fresh.errors or ["the file does not parse; showing the last good model"],
+                                      problems=fresh.problems)
             else:
                 self._model = fresh
                 if not (self.file_language == "python" and _collapsed(root) and not fresh.kernels):

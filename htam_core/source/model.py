@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from htam_core.source.parse_problems import ParseProblem
+
 Language = Literal["cuda", "triton", "cuda-in-python"]
 
 
@@ -195,6 +197,8 @@ class Kernel:
             ``autotune`` (``{"configs": [{"kwargs": {...}, "num_warps": ..., "num_stages": ...}],
             "key": [...]}``), ``heuristics`` (``{name: source}``), ``jit_kwargs``.
         incomplete: the definition is half-typed (error recovery kept it).
+        parse_problem: for an incomplete kernel, where it first fails to parse
+            (:class:`~htam_core.source.parse_problems.ParseProblem`), else ``None``.
         text: the kernel's source text.
         qualified_name: Triton: the dotted path from the module to the launchable ``JITFunction``
             (``"Ops.scale"`` for a kernel defined in ``class Ops``, ``"add_kernel"`` for
@@ -216,6 +220,7 @@ class Kernel:
     incomplete: bool = False
     text: str = ""
     qualified_name: str | None = None
+    parse_problem: ParseProblem | None = None
 
     def answers_to(self, name: str) -> bool:
         """Whether ``--kernel name`` means this kernel: its name or its ``qualified_name``."""
@@ -270,7 +275,10 @@ class SourceModel:
         device_functions: helpers that are not kernels.
         stale: the current text did not parse well enough and these kernels come from the
             last good parse of this document.
-        errors: human-readable parse problems (``"line 12: syntax error"``).
+        errors: human-readable parse problems (``"12:5: missing `;`"``, from :attr:`problems`, then those
+            of CUDA held in strings).
+        problems: the file's parse problems in document order
+            (:func:`~htam_core.source.parse_problems.tree_problems`).
     """
 
     path: str | None
@@ -280,6 +288,7 @@ class SourceModel:
     device_functions: list[DeviceFunction] = field(default_factory=list)
     stale: bool = False
     errors: list[str] = field(default_factory=list)
+    problems: list[ParseProblem] = field(default_factory=list)
 
     def kernel(self, name: str) -> Kernel:
         """Return the kernel called ``name``, or whose ``qualified_name`` is ``name``
@@ -296,6 +305,11 @@ class SourceModel:
                 return k
         names = ", ".join(k.name for k in self.kernels)
         where = self.path or "<text>"
+        helper = next((d for d in self.device_functions if d.name == name), None)
+        if helper is not None:  # a __device__ function or a @triton.jit helper that kernels call
+            raise KeyError(f"{name!r} in {where} is a device function (lines {helper.start_line}-{helper.end_line}), "
+                           f"not a kernel: pass a kernel instead"
+                           + (f" ({names})" if names else ""))
         if not names:
             raise KeyError(f"no kernel named {name!r} in {where}: the file has no kernel (a CUDA `__global__` "
                            "function or a Triton `@triton.jit` function); open the file that defines it")

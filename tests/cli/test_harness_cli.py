@@ -41,7 +41,7 @@ def test_nothing_inferred_exits_1_with_the_reason(capsys: pytest.CaptureFixture[
 def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["harness", "infer", str(tmp_path / "nope.py")]) == 2
     assert main(["harness", "infer", str(ZC / "gelu.py"), "--kernel", "nope"]) == 2
-    assert "has no kernel 'nope'" in capsys.readouterr().err
+    assert "no kernel named 'nope'" in capsys.readouterr().err  # the one message of every command
 
 
 def test_cuda_main_harness_is_saved_with_save_and_parses_back(tmp_path: Path,
@@ -79,8 +79,8 @@ def test_a_file_that_does_not_parse_is_named_as_the_cause(tmp_path: Path, capsys
     (tmp_path / "broken.py").write_text("\n".join(text) + "\n")
     assert main(["harness", "infer", str(tmp_path / "broken.py")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("htam: error: broken.py does not parse (line ")
-    assert "fix the syntax error at line" in err[0] and "harness infer" in err[0]
+    assert len(err) == 1 and err[0].startswith(f"htam: error: broken.py:{line + 1}:"), err
+    assert ": syntax error: " in err[0] and "fix it there, then" in err[0] and "harness infer" in err[0]
     assert "launches" not in err[0] and "Traceback" not in err[0]
 
 
@@ -89,4 +89,18 @@ def test_inference_itself_names_the_syntax_error(tmp_path: Path) -> None:
 
     (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(x):\n    pass\n\ndef run(x:\n    k[(1,)](x)\n")
     inf = infer(tmp_path / "k.py", "k")
-    assert inf.harness is None and inf.reason.startswith("k.py does not parse (line ")
+    # the `(` of `def run(x:` left open (line 7), where Python says so too; not the end of the file
+    assert inf.harness is None and inf.reason.startswith("k.py:7:8: syntax error: `(` is never closed")
+    assert "Python: '(' was never closed" in inf.reason
+
+
+def test_a_cu_file_without_main_gets_the_host_launcher_template(capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: a .cu file with a host launcher and no main() got only "no main()"; the template to start
+    from names the launcher (stdout stays empty: nothing was inferred)."""
+    cu = Path(__file__).resolve().parents[1] / "fixtures" / "harness" / "template" / "host_2d.cu"
+    assert main(["harness", "infer", str(cu)]) == 1
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.startswith("no harness could be inferred for matmul_kernel from host_2d.cu: host_2d.cu has no main()")
+    table = tomllib.loads(out.err.split("write the reference):", 1)[1])["kernel"]["matmul_kernel"]
+    assert table["launcher"] == "launch_matmul"

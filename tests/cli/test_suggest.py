@@ -153,7 +153,8 @@ def test_an_incomplete_kernel_is_not_ranked(tmp_path: Path, capsys: pytest.Captu
     out = capsys.readouterr()
     lines = out.err.strip().splitlines()
     assert out.out == "" and len(lines) == 1
-    assert lines[0].startswith("htam: error: half is incomplete (lines ") and "finish it first" in lines[0]
+    assert lines[0].startswith("htam: error: half is incomplete (it does not parse at line 12, column 9: `(` is "
+                               "never closed)") and "finish or fix it there first" in lines[0]
     assert main(["suggest", str(path), "--kernel", "second", "--static", "--memory", str(tmp_path / "m.sqlite3"),
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)

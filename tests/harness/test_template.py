@@ -25,12 +25,15 @@ def test_template_is_valid_toml_with_guesses(fname, kernel):
     table = tomllib.loads(text)["kernel"][k.name]
     assert table["version"] == 1 and table["file"] == fname and table["inputs"]
     assert table["reference"] == ""  # the developer writes it
-    if fname.endswith(".cu"):
+    if fname == "transpose_naive.cu":  # launched from main(): a direct launch, with main()'s 2-D block and grid
         assert table["args"] == [p.name + ("_" if p.name == "in" else "") for p in k.params]
+        assert table["block"] == "(32, 32)" and table["grid"] == "(cdiv(COLS, 32), cdiv(ROWS, 32))"  # not 1-D
+    if fname.endswith(".cu"):
         assert table["outputs"]
-    if fname == "sgemm_naive.cu":
+    if fname == "sgemm_naive.cu":  # its host launcher run_sgemm_naive is called with the launcher's parameters
+        assert table["launcher"] == "run_sgemm_naive" and "args" not in table and "grid" not in table
         shapes = {i["name"]: i.get("shape") for i in table["inputs"]}
-        assert shapes["A"] == ["M", "K"] and shapes["C"] == ["M", "N"]
+        assert shapes["dA"] == ["M", "K"] and shapes["dC"] == ["M", "N"]
 
 
 def test_template_round_trip_asks_for_the_reference_only(tmp_path):

@@ -26,6 +26,10 @@ async def test_half_typed_kernel(client, tmp_path):
         text_document=types.TextDocumentIdentifier(uri=uri), position=pos))
     assert h is not None and "`scale`" in h.contents.value
     assert "incomplete" in h.contents.value
+    # one diagnostic where the text breaks (line 3, 0-based 2), not at the kernel's first line
+    diags = await wait_for(lambda: [d for d in client.diagnostics.get(uri, []) if d.code == "does-not-parse"], 10,
+                           "the does-not-parse diagnostic")
+    assert diags[0].range.start.line == 2 and "scale is incomplete (it does not parse at line 3" in diags[0].message
     acts = await code_actions(client, uri, pos)
     steps = [a for a in acts if a.kind == "refactor.rewrite.htam"]
     for a in steps:
@@ -46,6 +50,8 @@ async def test_half_typed_kernel(client, tmp_path):
     h = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=pos))
     assert h is not None and "incomplete" not in h.contents.value
+    await wait_for(lambda: not [d for d in client.diagnostics.get(uri, []) if d.code == "does-not-parse"], 10,
+                   "the does-not-parse diagnostic to go once the kernel parses")
 
 
 async def test_python_syntax_error_keeps_the_kernel_in_place(client, tmp_path):

@@ -10,6 +10,7 @@ blockDim.y + threadIdx.y`` is followed), loop variables and parameters symbols; 
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import sympy
@@ -52,6 +53,10 @@ COLLECTIVES = frozenset({
     "atomicXor", "atomicAdd_block", "atomicAdd_system"})
 
 
+#: Names of ceiling-division helpers (:meth:`Affine._ceil_div`).
+_CEIL_DIV = re.compile(r"^(?:ceil_?div|cdiv|div_?up|div_?ceil|ceildiv|i_?div_?up|round_?up_?div)$", re.IGNORECASE)
+
+
 class Affine:
     """C expression -> sympy expression inside one kernel (see module docstring).
 
@@ -61,11 +66,13 @@ class Affine:
         loop_vars: names of loop induction variables (kept as symbols).
     """
 
-    def __init__(self, env: ConstEnv, func: Node, loop_vars: set[str], one_d: bool = False) -> None:
+    def __init__(self, env: ConstEnv, func: Node, loop_vars: set[str], one_d: bool = False,
+                 ceil_div_calls: bool = False) -> None:
         self.env = env
         self.func = func
         self.loop_vars = loop_vars
         self.one_d = one_d
+        self.ceil_div_calls = ceil_div_calls
         self._memo: dict[tuple[str, int], sympy.Expr] = {}
 
     def _group(self, name: str) -> int | None:
@@ -130,6 +137,17 @@ class Affine:
                  "meta_group_size": sympy.Function("div")(threads + w - 1, w)}
         return table.get(meth)
 
+    def _ceil_div(self, node: Node, depth: int) -> sympy.Expr | None:
+        """``div(a + b - 1, b)`` for a two-argument call of a ceiling-division helper named as such
+        (``CEIL_DIV``, ``ceil_div``, ``cdiv``, ``DIV_UP``, ``iDivUp``, ...: a host grid's usual spelling), else
+        ``None``. Read by name only: the helper's body is not checked."""
+        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        vals = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+        if fn is None or len(vals) != 2 or not _CEIL_DIV.match(self.env.t(fn).split("::")[-1]):
+            return None
+        a, b = self.expr(vals[0], depth + 1), self.expr(vals[1], depth + 1)
+        return None if a is None or b is None else sympy.Function("div")(a + b - 1, b)
+
     def builtin(self, node: Node) -> str | None:
         """``"blockIdx.x"`` for a ``blockIdx.x`` field expression (casts stripped), else ``None``."""
         node = strip_casts(node)
@@ -173,6 +191,9 @@ class Affine:
             cg = self._cg_call(node)
             if cg is not None:
                 return cg
+            cd = self._ceil_div(node, depth) if self.ceil_div_calls else None
+            if cd is not None:
+                return cd
             return sympy.Symbol(f"call({' '.join(self.env.t(node).split())})")
         return sympy.Symbol(f"expr({' '.join(self.env.t(node).split())})")
 
@@ -825,13 +846,14 @@ def _thread_indices(src: CudaSource, aff: Affine) -> tuple[ThreadIndex, ...]:
     return tuple(out)
 
 
-def _dims(src: CudaSource, expr: Node | None, host: Node | None) -> tuple[Dim, ...]:
+def _dims(src: CudaSource, expr: Node | None, host: Node | None, host_aff: Affine | None) -> tuple[Dim, ...]:
     if expr is None:
         return ()
     out = []
     for e in dims_of(src.env, expr, host):
         c = src.env.const(e, host)
-        out.append(Dim(" ".join(src.env.t(e).split()), c.value if c is not None else None, src.span(e)))
+        out.append(Dim(" ".join(src.env.t(e).split()), c.value if c is not None else None, src.span(e),
+                       host_aff.expr(e) if host_aff is not None else None))
     return tuple(out)
 
 
@@ -852,9 +874,18 @@ def _launch(src: CudaSource, lc, bindings: dict[str, int]) -> LaunchFacts:  # no
             decl = decl.child_by_field_name("declarator")
         name = decl.child_by_field_name("declarator") if decl is not None else None
         host = src.env.t(name) or None
-    return LaunchFacts(src.line(lc.call), src.span(lc.call), host, _dims(src, cfg[0] if cfg else None, lc.host),
-                       _dims(src, cfg[1] if len(cfg) > 1 else None, lc.host), smem, targs,
-                       tuple(sorted(bindings.items())))
+    host_aff = Affine(src.env, lc.host, set(), ceil_div_calls=True) if lc.host is not None else None
+    args = lc.call.child_by_field_name("arguments")
+    arg_exprs = tuple(host_aff.expr(a) if host_aff is not None else None
+                      for a in (args.named_children if args is not None else []) if a.type != "comment")
+    tnodes = lc.fn.child_by_field_name("arguments") if lc.fn.type == "template_function" else None
+    texprs = tuple(host_aff.expr(a.named_children[0] if a.type == "type_descriptor" and a.named_child_count == 1
+                                 else a) if host_aff is not None else None
+                   for a in (tnodes.named_children if tnodes is not None else []) if a.type != "comment")
+    return LaunchFacts(src.line(lc.call), src.span(lc.call), host,
+                       _dims(src, cfg[0] if cfg else None, lc.host, host_aff),
+                       _dims(src, cfg[1] if len(cfg) > 1 else None, lc.host, host_aff), smem, targs,
+                       tuple(sorted(bindings.items())), arg_exprs=arg_exprs, template_exprs=texprs)
 
 
 def _constants(src: CudaSource, env: ConstEnv) -> tuple[tuple[str, int], ...]:

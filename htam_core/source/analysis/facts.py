@@ -312,11 +312,15 @@ class PointerAlias:
 
 @dataclass(frozen=True)
 class Dim:
-    """One component of a launch's grid or block: the expression, its value when constant, its bytes."""
+    """One component of a launch's grid or block: the expression, its value when constant, its bytes, and
+    (CUDA) its sympy form over the launching function's names (locals followed to their one initializer,
+    constants folded: ``int blocks = (n + threads - 1) / threads`` with ``threads = 256`` gives
+    ``div(n + 255, 256)``), ``None`` when unreadable."""
 
     text: str
     value: int | None
     span: Span | None = None
+    expr: sympy.Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -334,6 +338,10 @@ class LaunchFacts:
         bindings: kernel template parameters (CUDA) or ``tl.constexpr`` parameters (Triton) bound to
             integer values at this site.
         kwargs: Triton keyword arguments as source text (``{"BLOCK_SIZE": "1024", "num_warps": "4"}``).
+        arg_exprs: (CUDA) the kernel arguments at the site, in order, as sympy over the launching function's
+            names (as :attr:`Dim.expr`; ``None`` for one that is not an integer expression), so a kernel
+            parameter can be written in the host's terms (``M`` of the kernel is ``rows`` of the launcher).
+        template_exprs: (CUDA) the template arguments at the site, the same way.
     """
 
     line: int
@@ -345,6 +353,8 @@ class LaunchFacts:
     template_args: tuple[str, ...] = ()
     bindings: tuple[tuple[str, int], ...] = ()
     kwargs: tuple[tuple[str, str], ...] = ()
+    arg_exprs: tuple[sympy.Expr | None, ...] = ()
+    template_exprs: tuple[sympy.Expr | None, ...] = ()
 
     @property
     def threads(self) -> int | None:

@@ -1,0 +1,388 @@
+"""The ``htam.toml`` template of a CUDA kernel launched by a host function: ``launcher = "<that function>"``.
+
+A ``.cu`` file without a usable ``main()`` often has a host launcher, ``void run(const float* A, ..., int M,
+int N, int K[, cudaStream_t s])`` that computes the grid and launches the kernel. Calling that function keeps
+the launch configuration in the user's code, so the template proposes it rather than a guessed 1-D
+``grid``/``block``. Its inputs are the launcher's parameters in order (a ``cudaStream_t`` is left out: htam
+passes the default stream). What the template reads, all from the analysis layer
+(:func:`htam_core.source.analysis.analyze`), never re-derived here:
+
+* which host function is a plain launcher: the inference's own test
+  (:func:`htam_core.harness.infer_cuda.plain_host_launcher`);
+* each buffer's shape from the kernel's indices (:attr:`Access.index`, affine over ``threadIdx``/``blockIdx``/
+  loop variables) with the ranges the launch gives them: a global index ``blockIdx.x * blockDim.x +
+  threadIdx.x`` covers the ``E`` of the launcher's ``grid.x = (E + B - 1) / B`` (:attr:`Dim.expr`), a loop
+  variable its bound, and kernel parameters are written in the launcher's terms through the launch's
+  arguments (:attr:`LaunchFacts.arg_exprs`). ``A[row * K + k]`` with ``row`` over ``M`` and ``k`` over ``K``
+  is ``["M", "K"]``;
+* written buffers from the kernel's write sets.
+
+Whatever cannot be read is a marked placeholder (``# TODO``), never a silent guess. The rule of reading a
+row-major shape from the strides of an affine index is the usual one of polyhedral access analysis.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+
+import sympy
+import tree_sitter as ts
+from sympy.printing.str import StrPrinter
+
+from htam_core.harness.cu_eval import DTYPE_OF, Program, base_type, function_name, param_declarations
+from htam_core.harness.infer_cuda import output_params, plain_host_launcher
+from htam_core.source.analysis import DIMS, Access, KernelFacts, LaunchFacts, analyze, stride_of, sym
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.source.parsing import node_text
+
+__all__ = ["LauncherTemplate", "direct_launch", "launcher_template"]
+
+_FLOAT_TYPES = ("float32", "float64", "float16", "bfloat16")
+_EPS = re.compile(r"eps", re.IGNORECASE)
+
+
+@dataclass
+class LauncherTemplate:
+    """The launcher part of a template: the header lines (``launcher = ...`` and notes), the ``inputs``
+    lines, the outputs, the size symbols with their values and the names a reference would use."""
+
+    head: list[str]
+    inputs: list[str]
+    outputs: list[str]
+    sizes: dict[str, int] = field(default_factory=dict)
+    ref_names: list[str] = field(default_factory=list)
+
+
+def _toml(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _py(name: str) -> str:
+    """A launcher parameter's name as a harness name (a Python identifier: ``in`` -> ``in_``)."""
+    n = re.sub(r"\W", "_", name) or "arg"
+    return n + "_" if keyword.iskeyword(n) or n in ("torch", "math", "cdiv", "triton", "F") else n
+
+
+def _qualified(fn: ts.Node, name: str) -> str:
+    """``ns::name`` for a function defined inside ``namespace ns { ... }``."""
+    parts = [name]
+    cur = fn.parent
+    while cur is not None:
+        if cur.type == "namespace_definition":
+            n = cur.child_by_field_name("name")
+            if n is not None:
+                parts.insert(0, node_text(n))
+        cur = cur.parent
+    return "::".join(parts)
+
+
+def _template_args(fn: ts.Node) -> tuple[str, bool]:
+    """``("<256, float>", guessed)`` for a template launcher whose parameters need arguments (``("", False)``
+    when it is no template, or every parameter has a default: the plain name calls it)."""
+    parent = fn.parent
+    if parent is None or parent.type != "template_declaration":
+        return "", False
+    params = parent.child_by_field_name("parameters")
+    args: list[str] = []
+    needed = False
+    for p in params.named_children if params is not None else []:
+        default = p.child_by_field_name("default_value") or p.child_by_field_name("default_type")
+        if default is not None:
+            args.append(node_text(default))
+            continue
+        needed = True  # no default: a guess (float for a type, 256 for a value)
+        args.append("float" if p.type.startswith(("type_parameter", "variadic_type")) else "256")
+    return (f"<{', '.join(args)}>" if needed else ""), needed
+
+
+def _ranges(launch: LaunchFacts, facts: KernelFacts, kmap: dict[str, sympy.Expr]) -> tuple[
+        dict[str, sympy.Expr], dict[str, sympy.Expr], dict[sympy.Symbol, sympy.Expr]]:
+    """``(blockDim, gridDim, extents)`` in the launcher's terms: ``blockDim.x``/``gridDim.x`` by name, and the
+    extent of every index variable: ``g.x`` (a global index along x: the ``E`` of ``grid.x = (E + B - 1) /
+    B``, else grid times block), ``threadIdx.x``, ``blockIdx.x`` and each loop variable (its bound when it
+    counts up from 0 or from a thread index with ``<``/``<=``)."""
+    block: dict[str, sympy.Expr] = {}
+    grid: dict[str, sympy.Expr] = {}
+    ext: dict[sympy.Symbol, sympy.Expr] = {}
+    for i, d in enumerate(DIMS):
+        b = launch.block[i].expr if i < len(launch.block) else sympy.Integer(1)
+        g = launch.grid[i].expr if i < len(launch.grid) else sympy.Integer(1)
+        if b is None or g is None:
+            continue
+        block[d], grid[d] = b, g
+        ext[sym(f"threadIdx.{d}")], ext[sym(f"blockIdx.{d}")] = b, g
+        cover = g * b
+        if isinstance(g, sympy.Function) and g.func.__name__ == "div" and sympy.simplify(g.args[1] - b) == 0:
+            e = sympy.expand(g.args[0] - (b - 1))
+            cover = e if e.as_coeff_Add()[0] == 0 else g.args[0]
+        ext[sym(f"g.{d}")] = cover
+    for lp in facts.loops:
+        if lp.var is None or lp.bound is None or lp.step is None or lp.cmp not in ("<", "<="):
+            continue
+        start_ok = lp.start == 0 or (lp.start is not None and all(
+            s.name.startswith(("threadIdx.", "blockIdx.", "blockDim.")) for s in lp.start.free_symbols))
+        if start_ok:
+            ext[sym(lp.var)] = _host(lp.bound, kmap, block, grid) + (1 if lp.cmp == "<=" else 0)
+    return block, grid, ext
+
+
+def _host(e: sympy.Expr, kmap: dict[str, sympy.Expr], block: dict[str, sympy.Expr],
+          grid: dict[str, sympy.Expr]) -> sympy.Expr:
+    """``e`` (kernel terms) in the launcher's terms: kernel parameters through the launch's arguments,
+    ``blockDim``/``gridDim`` through the launch configuration."""
+    subs: dict[sympy.Symbol, sympy.Expr] = {}
+    for s in e.free_symbols:
+        n = s.name
+        if n in kmap:
+            subs[s] = kmap[n]
+        elif n.startswith("blockDim.") and n[-1] in block:
+            subs[s] = block[n[-1]]
+        elif n.startswith("gridDim.") and n[-1] in grid:
+            subs[s] = grid[n[-1]]
+    return e.xreplace(subs) if subs else e
+
+
+def _shape(acc: Access, launch: LaunchFacts, facts: KernelFacts, kmap: dict[str, sympy.Expr],
+           sizes: set[str]) -> list[sympy.Expr] | None:
+    """The row-major shape that ``acc``'s index walks (launcher terms), or ``None`` when it is not readable:
+    the index is linear in its variables, the unit-stride variable is the last dimension and each next
+    stride is the product of the dimensions after it; otherwise one dimension, the largest index plus one.
+    Every dimension must be an expression over the launcher's integer parameters (``sizes``)."""
+    if acc.index is None:
+        return None
+    block, grid, ext = _ranges(launch, facts, kmap)
+    idx = sympy.expand(_host(acc.index, kmap, block, grid))
+    for d in DIMS:  # blockIdx.d * blockDim.d + threadIdx.d -> g.d, the global index along d
+        t, b = stride_of(idx, f"threadIdx.{d}"), stride_of(idx, f"blockIdx.{d}")
+        if t and b and d in block and sympy.simplify(b - t * block[d]) == 0:
+            idx = sympy.expand(idx - t * sym(f"threadIdx.{d}") - b * sym(f"blockIdx.{d}") + t * sym(f"g.{d}"))
+    terms: list[tuple[sympy.Expr, sympy.Expr]] = []
+    rest = idx
+    for v, r in ext.items():
+        c = stride_of(idx, v.name)
+        if c is None:
+            return None
+        if c != 0:
+            terms.append((c, r))
+            rest = sympy.expand(rest - c * v)
+    if _opaque(rest, sizes) or any(_opaque(r, sizes) for _, r in terms):
+        return None
+    dims: list[sympy.Expr] = []
+    left, stride = list(terms), sympy.Integer(1)
+    while left:
+        hit = next((t for t in left if sympy.simplify(t[0] - stride) == 0), None)
+        if hit is None:
+            break
+        left.remove(hit)
+        dims.insert(0, hit[1])
+        stride = stride * hit[1]
+    if left or rest != 0 or not dims:
+        numel = sympy.expand(sum((c * (r - 1) for c, r in terms), sympy.Integer(0)) + rest + 1)
+        return [numel] if numel.free_symbols or numel.is_Integer else None
+    return dims
+
+
+def _opaque(e: sympy.Expr, sizes: set[str]) -> bool:
+    """Whether ``e`` is not an expression over the launcher's integer parameters (``sizes``) with ``+ - *``
+    and integer division (``div``): a load, a call, a modulo or another name."""
+    return bool(e.free_symbols - {sym(s) for s in sizes}) or any(
+        f.func.__name__ != "div" for f in e.atoms(sympy.Function))
+
+
+class _PyPrinter(StrPrinter):
+    """Prints a shape expression as Python over the size symbols: ``div(n + 255, 256)`` as ``cdiv(n, 256)``
+    (the harness's ceiling division) or ``((a) // (b))``."""
+
+    def _print_Function(self, expr: sympy.Expr) -> str:  # noqa: N802 - sympy's printer protocol
+        if expr.func.__name__ != "div":
+            return super()._print_Function(expr)
+        a, b = expr.args
+        e = sympy.expand(a - (b - 1))
+        if e.as_coeff_Add()[0] == 0 and e != 0:
+            return f"cdiv({self._print(e)}, {self._print(b)})"
+        return f"(({self._print(a)}) // ({self._print(b)}))"
+
+
+def _py_expr(e: sympy.Expr) -> str:
+    return _PyPrinter().doprint(e)
+
+
+def _pointee_dtype(decl_text: str) -> tuple[str, bool]:
+    """The harness dtype of a pointer parameter's element type, and whether it is guessed (a template type or
+    another type htam cannot fill: float32)."""
+    head = decl_text.rsplit("*", 1)[0]
+    bt = base_type(head)
+    words = bt.split()
+    if bt in DTYPE_OF:
+        return DTYPE_OF[bt], False
+    if words and words[0] in DTYPE_OF:
+        return DTYPE_OF[words[0]], False
+    return "float32", True
+
+
+def launcher_template(model: SourceModel, kernel: Kernel) -> LauncherTemplate | None:
+    """The template's launcher part for ``kernel`` when a plain host function of the file launches it (see
+    the module docstring), else ``None`` (the caller then writes a direct ``grid``/``block`` launch).
+
+    Args:
+        model: the ``.cu``/``.cuh`` file's source model (``file_language == "cuda"``).
+        kernel: one of ``model.kernels``.
+
+    Returns:
+        The lines and sizes; every placeholder carries a ``# TODO`` comment saying what to set.
+    """
+    if model.file_language != "cuda" or not kernel.launch_sites:
+        return None
+    facts = analyze(model, kernel)
+    try:
+        prog = Program(model.text, model.path)
+    except (ValueError, RecursionError):
+        return None
+    for launch in facts.launches:
+        if launch.host is None or launch.host == "main":
+            continue
+        found = plain_host_launcher(prog, kernel, launch.line)
+        if found is not None:  # (function, launch call, parameter names); the launch is read through its facts
+            return _build(model, kernel, facts, launch, found[0], found[2])
+    return None
+
+
+def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: LaunchFacts, fn: ts.Node,
+           names: list[str]) -> LauncherTemplate:
+    """The template of ``kernel`` launched by ``fn`` at ``launch`` (see :func:`launcher_template`); ``names``:
+    ``fn``'s parameter names."""
+    name = _qualified(fn, function_name(fn) or "launcher")
+    targs, tguess = _template_args(fn)
+    decls = param_declarations(fn)
+    kmap: dict[str, sympy.Expr] = {}
+    for p, e in zip(kernel.params, launch.arg_exprs, strict=False):
+        if e is not None:
+            kmap[p.name] = e
+    tnames = [t.split("=")[0].split()[-1] for t in kernel.attributes.get("template_params") or [] if t.split()]
+    for t, e in zip(tnames, launch.template_exprs, strict=False):
+        if e is not None:
+            kmap[t] = e
+    written, _hidden = output_params(model, kernel)
+    by_pointer: dict[str, str] = {}  # launcher parameter -> kernel pointer parameter it is passed to
+    for p, e in zip(kernel.params, launch.arg_exprs, strict=False):
+        if p.is_pointer and isinstance(e, sympy.Symbol):
+            by_pointer.setdefault(e.name, p.name)
+    params: list[tuple[str, str, bool, ts.Node]] = []  # (name, decl text, pointer, decl)
+    skipped: list[str] = []
+    for n, d in zip(names, decls, strict=True):
+        text = " ".join(node_text(d).split())
+        if "cudaStream_t" in text:
+            skipped.append(n)
+            continue
+        params.append((n, text, "*" in text.split("=")[0], d))
+    int_names = {n for n, text, ptr, _ in params if not ptr and
+                 DTYPE_OF.get(base_type(text.rsplit(n, 1)[0]), "int32").startswith(("int", "uint"))}
+    head = [f"launcher = {_toml(name + targs)}   # the host function that launches {kernel.name} (line "
+            f"{fn.start_point[0] + 1}): called with the inputs in order; its <<<grid, block>>> stays in your code"]
+    if tguess:
+        head.append(f"# TODO: {name} is a template: set its template arguments in `launcher` (guessed above)")
+    if skipped:
+        head.append(f"# {', '.join(skipped)} (cudaStream_t) is left out: htam passes the default stream")
+    shapes: dict[str, tuple[list[str] | None, str]] = {}
+    rank_of: dict[str, int] = {}  # size symbol -> the highest rank of a buffer whose shape uses it
+    for n, _text, ptr, _d in params:
+        if not ptr:
+            continue
+        kp = by_pointer.get(n)
+        pf = next((f for f in facts.pointers if f.name == kp), None)
+        found: list[sympy.Expr] | None = None
+        for acc in (pf.reads + pf.writes) if pf is not None else ():
+            s = _shape(acc, launch, facts, kmap, int_names)
+            if s is not None and (found is None or len(s) > len(found)):
+                found = s
+        if found is None:
+            shapes[n] = (None, f"TODO: placeholder shape: htam could not read the extent of `{n}` from "
+                               f"{kernel.name}'s indexing; set it")
+        else:
+            shapes[n] = ([_py_expr(d) for d in found], f"from {kernel.name}'s indexing and the launch in {name}")
+            for d in found:
+                for s in d.free_symbols:
+                    rank_of[s.name] = max(rank_of.get(s.name, 1), len(found))
+    sizes: dict[str, int] = {}
+    default_sizes = {n: node_text(d.child_by_field_name("default_value"))
+                     for n, _t, _p, d in params if d.child_by_field_name("default_value") is not None}
+    inputs: list[str] = []
+    outputs: list[str] = []
+    used_sizes = [n for n in names if n in rank_of]
+    placeholder_size = min(used_sizes, key=lambda n: rank_of[n]) if used_sizes else \
+        next((n for n in names if n in int_names), None)
+    if placeholder_size is not None and any(v[0] is None for v in shapes.values()):
+        rank_of.setdefault(placeholder_size, 1)  # a placeholder shape uses it
+    for n, text, ptr, _d in params:
+        hn = _py(n)
+        if ptr:
+            dtype, dguess = _pointee_dtype(text)
+            shape, why = shapes[n]
+            if shape is None:
+                shape = [_py(placeholder_size)] if placeholder_size else ["1024"]
+            else:
+                shape = [re.sub(r"\b(\w+)\b", lambda m: _py(m.group(1)) if m.group(1) in int_names else m.group(1), s)
+                         for s in shape]
+            kp = by_pointer.get(n)
+            out = kp is not None and kp in written
+            mode = next((f.mode for f in facts.pointers if f.name == kp), None)
+            init = ("randn" if mode == "readwrite" else "empty") if out else \
+                ("randn" if dtype in _FLOAT_TYPES else "randint")
+            if out:
+                outputs.append(hn)
+            notes = [why] + (["TODO: element type guessed (a template type)"] if dguess else []) + \
+                (["in-out: the kernel reads it too"] if out and mode == "readwrite" else []) + \
+                (["TODO: integers in [low, high): set high to the length they index"] if init == "randint" else [])
+            bounds = ", low = 0, high = 100" if init == "randint" else ""
+            inputs.append(f"  {{ name = {_toml(hn)}, shape = [{', '.join(_toml(s) for s in shape)}], "
+                          f"dtype = {_toml(dtype)}, init = {_toml(init)}{bounds} }},  # {'; '.join(notes)}")
+            continue
+        dtype = DTYPE_OF.get(base_type(text.rsplit(n, 1)[0]), "int32")
+        default = default_sizes.get(n)
+        if n in int_names:
+            used = n in rank_of
+            if default is not None and re.fullmatch(r"\d+", default):
+                sizes[hn] = int(default)
+            elif used:  # about a million elements per buffer: 1M, 1024 x 1024, 64 x 64 x 64
+                sizes.setdefault(hn, 1 << (20 // rank_of.get(n, 1)))
+            inputs.append(f"  {{ name = {_toml(hn)}, dtype = {_toml(dtype)}, value = "
+                          f"{_toml(hn) if hn in sizes else '1'} }}," +
+                          ("" if hn in sizes else "  # TODO: guessed value (no buffer's shape uses it)"))
+            continue
+        value = default if default is not None and re.fullmatch(r"[-+.\deE]+f?", default) else None
+        value = value.rstrip("fF") if value else ("1e-05" if _EPS.match(n) else "1.0")
+        inputs.append(f"  {{ name = {_toml(hn)}, dtype = {_toml(dtype)}, value = {float(value)!r} }}," +
+                      ("" if default is not None else "  # TODO: guessed value"))
+    inout = {_py(n) for n, _t, ptr, _d in params if ptr and next(
+        (f.mode for f in facts.pointers if f.name == by_pointer.get(n)), None) == "readwrite"}
+    return LauncherTemplate(head, inputs, outputs, sizes,  # a reference sees an in-out buffer's initial value
+                            [_py(n) for n, _t, _p, _d in params if _py(n) not in outputs or _py(n) in inout])
+
+
+def direct_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str]) -> tuple[list[int], str] | None:
+    """``(block, grid)`` for a direct-launch template (``block = "(32, 8)"``, ``grid = "(cdiv(COLS, 32),
+    cdiv(ROWS, 8))"``) read from the kernel's first launch: its constant block, and its grid with every name
+    of the launching code that the launch passes as an integer kernel parameter written as that parameter's
+    size symbol (``size_of``: kernel parameter -> symbol). ``None`` when the block is not constant or a grid
+    component uses anything else (the caller then guesses and says so)."""
+    if model.file_language != "cuda":
+        return None
+    facts = analyze(model, kernel)
+    if not facts.launches:
+        return None
+    la = facts.launches[0]
+    if not la.block or any(d.value is None for d in la.block) or not la.grid:
+        return None
+    to_sym = {e.name: size_of[p.name] for p, e in zip(kernel.params, la.arg_exprs, strict=False)
+              if isinstance(e, sympy.Symbol) and p.name in size_of}
+    dims = []
+    for d in la.grid:
+        if d.expr is None:
+            return None
+        e = d.expr.xreplace({s: sym(to_sym[s.name]) for s in d.expr.free_symbols if s.name in to_sym})
+        if _opaque(e, set(to_sym.values())):
+            return None
+        dims.append(_py_expr(e))
+    return [int(d.value) for d in la.block], "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
