@@ -410,7 +410,7 @@ class CudaSmemTilingMatmul(CudaTransform):
                     reasons.append(launch_edits)
                     continue
             elif (tile, tile) != cur:  # any block shape: the launch gets TILE x TILE blocks, the grid follows
-                launch_edits = retune_block(unit, (tile, tile))
+                launch_edits = retune_block(unit, (tile, tile), mapping_rewritten=True)
                 if isinstance(launch_edits, str):
                     reasons.append(launch_edits)
                     continue
