@@ -236,6 +236,17 @@ class CudaOnlineSoftmax(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
+        """The merged pass (:meth:`_propose_two_pass`); a refusal of a kernel that already keeps its max and sum
+        online says so (:meth:`~htam_core.source.analysis.KernelFacts.already_online`)."""
+        res = self._propose_two_pass(unit, model, kernel, profile)
+        online = unit.facts.already_online()
+        if isinstance(res, NotApplicable) and online:
+            return self.not_applicable(f"{kernel.name} is already online: {online}; there is no max pass to merge")
+        return res
+
+    def _propose_two_pass(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
         """One candidate per kernel: the first max loop followed by a matching sum-of-exp loop, merged."""
         why = "no loop of the kernel computes a running max (`m = fmaxf(m, x[j])`)"
         for block in [unit.body, *_ts.of_type(unit.body, "compound_statement")]:

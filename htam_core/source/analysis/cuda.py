@@ -25,6 +25,7 @@ from htam_core.source.analysis.facts import (
     KernelFacts,
     LaunchFacts,
     LoopFact,
+    OnlineStat,
     PointerAlias,
     PointerFacts,
     ThreadIndex,
@@ -34,6 +35,7 @@ from htam_core.source.analysis.facts import (
 )
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
+from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens, walk
 from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.unit import CudaSource
@@ -500,7 +502,9 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
         for lp in loops)
     return KernelFacts(kernel.name, kernel.language, consts, loops, accesses, pointers, tids, launches, None,
                        tuple(errors), _collectives(src), _builtin_aliases(src, aff), alias_facts,
-                       _builtins_read(src, aff), _device_calls(src, tparams))
+                       _builtins_read(src, aff), _device_calls(src, tparams),
+                       tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
+                             for m, s in online_pairs(n, src.src)))
 
 
 def _builtins_read(src: CudaSource, aff: Affine) -> tuple[str, ...]:

@@ -519,6 +519,24 @@ class TritonFacts:
 
 
 @dataclass(frozen=True)
+class OnlineStat:
+    """A loop that keeps a softmax's statistics online (:func:`htam_core.source.analysis.online.online_pairs`):
+    a running max and a sum rescaled to it, ``s = s * exp(m - m_new) + …``, in one pass.
+
+    Attributes:
+        loop: the loop's id (:attr:`LoopFact.id`).
+        max: the running max's name.
+        sum: the rescaled sum's name.
+        line: the loop's 1-based line.
+    """
+
+    loop: int
+    max: str
+    sum: str
+    line: int
+
+
+@dataclass(frozen=True)
 class KernelFacts:
     """Everything the transforms and the static profiler know about one kernel, derived once.
 
@@ -546,6 +564,7 @@ class KernelFacts:
             cooperative-groups queries too), sorted (CUDA only).
         device_calls: functions the body calls whose code may read the thread indices where these facts do not
             look: the kernel's template parameters and functions defined in the same unit (CUDA only).
+        online_stats: the loops that already keep a running max and a sum rescaled to it (:class:`OnlineStat`).
     """
 
     kernel: str
@@ -563,6 +582,7 @@ class KernelFacts:
     pointer_aliases: tuple[PointerAlias, ...] = ()
     builtins_read: tuple[str, ...] = ()
     device_calls: tuple[str, ...] = ()
+    online_stats: tuple[OnlineStat, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def constant(self, name: str) -> int | None:
@@ -605,6 +625,15 @@ class KernelFacts:
             if fixed(a.index) and not any(n in a.index_text for n in named):
                 out.append((f"{a.pointer}[{a.index_text}]", a.line, a.span))
         return tuple(out)
+
+    def already_online(self) -> str | None:
+        """One sentence naming the loop that already keeps a softmax's running max and the sum rescaled to it in
+        one pass (:attr:`online_stats`), or ``None``: such a kernel has no separate max pass left to merge."""
+        if not self.online_stats:
+            return None
+        o = self.online_stats[0]
+        return (f"the loop on line {o.line} already keeps the running max {o.max} and the sum {o.sum} rescaled to it "
+                "in one pass (online softmax)")
 
     def global_accesses(self) -> tuple[Access, ...]:
         """The accesses through pointer parameters."""
