@@ -515,6 +515,9 @@ class CudaSequentialAddressing(CudaTransform):
         Refuses when there is no such loop, the combine is not associative and commutative, ``tid`` is
         not ``threadIdx.x``, or some launch in the file does not use a compile-time power-of-two block.
         """
+        no_tree = unit.facts.no_shared_tree()
+        if no_tree:
+            return self.not_applicable(no_tree)
         loops = [s for s in statement_list(unit.body) if s.type == "for_statement"]
         if not loops:
             return self.not_applicable(f"{kernel.name} has no for loop directly in its body")

@@ -168,6 +168,9 @@ class CudaWarpShuffleFinish(CudaTransform):
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate for the first tree loop directly in the kernel body (sequential or interleaved)."""
+        no_tree = unit.facts.no_shared_tree()
+        if no_tree:
+            return self.not_applicable(no_tree)
         loops = [s for s in statement_list(unit.body) if s.type == "for_statement"]
         if not loops:
             return self.not_applicable(f"{kernel.name} has no for loop directly in its body")

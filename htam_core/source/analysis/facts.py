@@ -770,6 +770,15 @@ class KernelFacts:
                 out.append(lp)
         return tuple(out)
 
+    def no_shared_tree(self) -> str | None:
+        """Why the kernel has no shared-memory reduction tree (:meth:`shared_tree_loops`), one sentence; ``None``
+        when it has one. The precondition of every step that rewrites such a tree (sequential addressing, the
+        warp-shuffle finish)."""
+        if self.shared_tree_loops():
+            return None
+        return (f"{self.kernel} has no shared-memory tree reduction (a loop whose stride halves or doubles and that "
+                "combines elements of one __shared__ array, `sdata[tid] += sdata[tid + s]`)")
+
     def column_split_loops(self) -> tuple[ColumnSplit, ...]:
         """Column sums whose threads split the summed index (lanes on rows, uncoalesced): a loop with one
         ``sum`` accumulator whose start depends on ``threadIdx.x`` (the threads of a group take consecutive
