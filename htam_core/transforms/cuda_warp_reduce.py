@@ -167,10 +167,18 @@ class CudaWarpShuffleFinish(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """One candidate for the first tree loop directly in the kernel body (sequential or interleaved)."""
+        """The rewrite of :meth:`_propose_tree`; a refusal of a kernel with no shared-memory tree at all starts with
+        that fact (:meth:`~htam_core.source.analysis.KernelFacts.no_shared_tree`), the tree step's precondition."""
+        res = self._propose_tree(unit, model, kernel, profile)
         no_tree = unit.facts.no_shared_tree()
-        if no_tree:
-            return self.not_applicable(no_tree)
+        if isinstance(res, NotApplicable) and no_tree:
+            return self.not_applicable(f"{no_tree}; {res.reason}")
+        return res
+
+    def _propose_tree(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate for the first tree loop directly in the kernel body (sequential or interleaved)."""
         loops = [s for s in statement_list(unit.body) if s.type == "for_statement"]
         if not loops:
             return self.not_applicable(f"{kernel.name} has no for loop directly in its body")
