@@ -109,12 +109,13 @@ def already_fixed(facts: KernelFacts) -> str | None:
     the vectorize, warp-shuffle or several-elements-per-thread steps; what remains (tuning the split, fusing)
     is not a mechanical step. Coalescing of the vectors themselves is not checked beyond this.
     """
-    online = facts.already_online()
-    if online and (facts.triton is not None or any(c in WARP_FINISH for c, _ in facts.collectives)):
+    if facts.online_stats and (facts.triton is not None or any(c in WARP_FINISH for c, _ in facts.collectives)):
         # a softmax in the online form whose row reductions already run across lanes: nothing is left for the
         # online-softmax, warp-per-row or multi-row steps but tuning
         finish = "in the Triton program's tile reductions" if facts.triton is not None else "inside a warp"
-        return f"{online}, and its row reductions finish {finish}"
+        o = facts.online_stats[0]
+        return (f"the loop on line {o.line} keeps the running max {o.max} and the sum {o.sum} rescaled to it in one "
+                f"pass (online softmax), and its row reductions finish {finish}")
     written = {a.pointer for a in facts.global_accesses() if a.kind != "read"}
     reads = [a for a in facts.global_accesses() if a.kind == "read" and a.loops and a.pointer not in written]
     broadcast = set(facts.broadcast_reads())

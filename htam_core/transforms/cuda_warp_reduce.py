@@ -164,18 +164,13 @@ class CudaWarpShuffleFinish(CudaTransform):
     languages = CUDA_LANGS
     summary = "warp-shuffle finish of a shared-memory tree reduction (the last 6 steps without barriers)"
 
-    def propose_unit(
-        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
-    ) -> list[Candidate] | NotApplicable:
-        """The rewrite of :meth:`_propose_tree`; a refusal of a kernel with no shared-memory tree at all starts with
-        that fact (:meth:`~htam_core.source.analysis.KernelFacts.no_shared_tree`), the tree step's precondition."""
-        res = self._propose_tree(unit, model, kernel, profile)
+    def refusal_fact(self, unit: CudaUnit, kernel: Kernel, reason: str) -> str | None:
+        """A kernel with no shared-memory tree at all is refused by that fact first, the step's precondition
+        (:meth:`~htam_core.source.analysis.KernelFacts.no_shared_tree`), with the transform's own reason after."""
         no_tree = unit.facts.no_shared_tree()
-        if isinstance(res, NotApplicable) and no_tree:
-            return self.not_applicable(f"{no_tree}; {res.reason}")
-        return res
+        return f"{no_tree}; {reason}" if no_tree else None
 
-    def _propose_tree(
+    def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate for the first tree loop directly in the kernel body (sequential or interleaved)."""

@@ -387,17 +387,12 @@ class TritonOnlineSoftmax(_Fuse):
     first_ops = ("max",)
     new_names = ("htam_m_prev",)
 
-    def propose_unit(self, unit: TritonUnit, model: SourceModel, kernel: Kernel,
-                     profile: Profile | None) -> list[Candidate] | NotApplicable:
-        """The merged pass (:meth:`_propose_two_pass`); a refusal of a kernel that already keeps its max and sum
-        online says so (:meth:`~htam_core.source.analysis.KernelFacts.already_online`)."""
-        res = self._propose_two_pass(unit, model, kernel, profile)
-        online = unit.facts.already_online()
-        if isinstance(res, NotApplicable) and online:
-            return self.not_applicable(f"{kernel.name} is already online: {online}; there is no max pass to merge")
-        return res
+    def refusal_fact(self, unit: TritonUnit, kernel: Kernel, reason: str) -> str | None:
+        """A kernel that already keeps its max and sum online is refused as such
+        (:meth:`~htam_core.source.analysis.KernelFacts.already_online`), not by the missing max pass."""
+        return unit.facts.already_online()
 
-    def _propose_two_pass(self, unit: TritonUnit, model: SourceModel, kernel: Kernel,
+    def propose_unit(self, unit: TritonUnit, model: SourceModel, kernel: Kernel,
                      profile: Profile | None) -> list[Candidate] | NotApplicable:
         """One candidate: the fused loop with the online rescaling."""
         tp = self.common(unit)

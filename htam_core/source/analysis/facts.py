@@ -632,8 +632,8 @@ class KernelFacts:
         if not self.online_stats:
             return None
         o = self.online_stats[0]
-        return (f"the loop on line {o.line} already keeps the running max {o.max} and the sum {o.sum} rescaled to it "
-                "in one pass (online softmax)")
+        return (f"{self.kernel} is already online: the loop on line {o.line} keeps the running max {o.max} and the sum "
+                f"{o.sum} rescaled to it in one pass; there is no separate max pass to merge")
 
     def global_accesses(self) -> tuple[Access, ...]:
         """The accesses through pointer parameters."""
