@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from htam_core.source.analysis.facts import PointerAlias
-from htam_core.source.analysis.guards import describe_form, first_bounds_guard
+from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
@@ -277,15 +277,12 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     """
     ivs = index_vars(unit)
     stmts = statement_list(unit.body)
-    found_guard = first_bounds_guard(stmts, unit.src)
-    if found_guard is None or len(ivs) < 2:
+    g = closing_bounds_guard(stmts, unit.src)
+    if len(ivs) < 2 or g == "no bounds check":
         return "no two global thread indices followed by a bounds check"
-    g = found_guard[1]
     if isinstance(g, str):
         return g
     guard = g.stmt
-    if g.form == "if" and stmts[-1] != guard:
-        return f"{describe_form(g, unit.src)} is not the kernel's last statement"
     bounds: dict[str, Node] = {**g.bounds(), **{f"htam_cond{i}": t.node for i, t in enumerate(g.terms)
                                                  if t.var is None}}
     if not g.bounds():
@@ -590,15 +587,10 @@ class CudaTransposeSmemTile(CudaTransform):
             return "no x and y global thread indices"
         x, y = ivs["x"], ivs["y"]
         stmts = statement_list(unit.body)
-        found = first_bounds_guard(stmts, unit.src)
-        if found is None:
-            return "the kernel has no bounds check"
-        g = found[1]
+        g = closing_bounds_guard(stmts, unit.src)
         if isinstance(g, str):
-            return g
+            return f"the kernel has {g}" if g == "no bounds check" else g
         guard = g.stmt
-        if g.form == "if" and stmts[-1] != guard:
-            return f"{describe_form(g, unit.src)} is not the kernel's last statement"
         bounds = {v: unit.t(n) for v, n in g.bounds().items()}
         if g.others() or set(bounds) != {x.name, y.name}:
             return f"{describe_form(g, unit.src)} is not `x < cols && y < rows` (nor its early return)"

@@ -23,7 +23,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.syntax import text, unwrap_parens
 
-__all__ = ["BoundsGuard", "GuardTerm", "bounds_guard", "describe_form", "first_bounds_guard"]
+__all__ = ["BoundsGuard", "GuardTerm", "bounds_guard", "closing_bounds_guard", "describe_form", "first_bounds_guard"]
 
 _NEGATE = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
@@ -209,6 +209,21 @@ def first_bounds_guard(stmts: Sequence[Node], src: bytes) -> tuple[int, BoundsGu
         if s.type == "if_statement":
             return i, bounds_guard(s, stmts[i + 1:], src)
     return None
+
+
+def closing_bounds_guard(stmts: Sequence[Node], src: bytes) -> BoundsGuard | str:
+    """The bounds check that guards the rest of a kernel body ``stmts``: its first ``if`` statement read by
+    :func:`bounds_guard`, which must be the last statement in the guarded-body form (an early return guards
+    everything after it); else why not (no ``if``, not a bounds check, statements after the guarded body)."""
+    found = first_bounds_guard(stmts, src)
+    if found is None:
+        return "no bounds check"
+    g = found[1]
+    if isinstance(g, str):
+        return g
+    if g.form == "if" and stmts[-1] != g.stmt:
+        return f"{describe_form(g, src)} is not the kernel's last statement"
+    return g
 
 
 def describe_form(guard: BoundsGuard, src: bytes) -> str:
