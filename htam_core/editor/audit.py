@@ -37,7 +37,7 @@ class KernelCount:
         failed: ``[(step id, reason)]`` of listed actions that did not resolve.
         advice: strategies shown as advice (no mechanical transform).
         skipped: ``[(step id, reason)]`` of ranked steps left out because their transform refuses the kernel.
-        fixed: for a reduction kernel already in the fixed form of its pattern (:func:`already_fixed`), the
+        fixed: for a reduction or softmax kernel already in the fixed form of its pattern (:func:`already_fixed`), the
             facts that show it; ``None`` otherwise.
         refusals: for a kernel with a known pattern and no structural step, ``[(step id, reason)]`` of every
             structural strategy of its language (ranked or not): the transform's refusal, or why a makeable one
@@ -95,6 +95,10 @@ def known_pattern(facts: dict[str, Any]) -> str | None:
 def already_fixed(facts: KernelFacts) -> str | None:
     """The facts showing that a reduction kernel is already in the fixed form of its pattern, or ``None``.
 
+    A softmax is in its fixed form when a loop already keeps the running max and the rescaled sum online
+    (:meth:`~htam_core.source.analysis.KernelFacts.already_online`) and its row reductions run across lanes (a
+    Triton program, or a CUDA warp finish); a thread-per-row online softmax is not (warp per row is left).
+
     The rule: every global read of an input (a pointer the kernel does not write; the output's own
     read-modify-write does not count) inside a loop is a 16-byte vector load (``Access.vector``: ``float4``/``int4``
     casts, or a helper that reinterprets its pointer as one, :func:`htam_core.source.analysis.cuda.
@@ -105,6 +109,13 @@ def already_fixed(facts: KernelFacts) -> str | None:
     the vectorize, warp-shuffle or several-elements-per-thread steps; what remains (tuning the split, fusing)
     is not a mechanical step. Coalescing of the vectors themselves is not checked beyond this.
     """
+    if facts.online_stats and (facts.triton is not None or any(c in WARP_FINISH for c, _ in facts.collectives)):
+        # a softmax in the online form whose row reductions already run across lanes: nothing is left for the
+        # online-softmax, warp-per-row or multi-row steps but tuning
+        finish = "in the Triton program's tile reductions" if facts.triton is not None else "inside a warp"
+        o = facts.online_stats[0]
+        return (f"the loop on line {o.line} keeps the running max {o.max} and the sum {o.sum} rescaled to it in one "
+                f"pass (online softmax), and its row reductions finish {finish}")
     written = {a.pointer for a in facts.global_accesses() if a.kind != "read"}
     reads = [a for a in facts.global_accesses() if a.kind == "read" and a.loops and a.pointer not in written]
     broadcast = set(facts.broadcast_reads())
@@ -151,7 +162,7 @@ def count_kernel(session: Session, path: str, model: SourceModel, kernel: Kernel
                 c.structural.append(s.strategy)
         else:
             c.failed.append((s.strategy, res.reason or "no edit"))
-    if c.pattern == "reduction" and not c.structural and kernel.language != "triton":
+    if c.pattern in ("reduction", "softmax") and not c.structural:
         c.fixed = already_fixed(analyze(model, kernel))
     if c.pattern and not c.structural:
         c.refusals = structural_refusals(session, model, kernel, facts, {s.strategy for s in p.actions})

@@ -20,6 +20,7 @@ from tree_sitter import Node
 from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis.constants import Const, int_literal
 from htam_core.source.analysis.facts import DIMS, sym
+from htam_core.source.analysis.guards import bounds_guard, describe_form
 from htam_core.source.analysis.launch import dims_of
 from htam_core.source.analysis.syntax import strip_casts
 from htam_core.source.analysis.unit import CudaSource, cuda_source
@@ -353,22 +354,6 @@ def _is_global_x(unit: CudaUnit, name: str, decl: Node) -> bool:
                for t in unit.facts.thread_indices)
 
 
-def _bound_check(unit: CudaUnit, cond: Node, name: str) -> tuple[str, str, Node] | None:
-    """``(name, op, bound)`` of a bound check on ``name`` written either way round (``i < n`` or ``n > i``)."""
-    parts = _cond_parts(unit, cond)
-    if parts is None or parts[0] == name:
-        return parts
-    inner = _ts.unwrap_parens(cond)
-    if inner.type == "condition_clause" and inner.child_by_field_name("value") is not None:
-        inner = _ts.unwrap_parens(inner.child_by_field_name("value"))
-    flip = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
-    right = inner.child_by_field_name("right") if inner.type == "binary_expression" else None
-    if right is not None and _ts.unwrap_parens(right).type == "identifier" and unit.t(_ts.unwrap_parens(right)) == \
-            name and parts[1] in flip:
-        return name, flip[parts[1]], inner.child_by_field_name("left")
-    return parts
-
-
 def _thread_locals_used(unit: CudaUnit, stmts: list[Node], decl: Node) -> str | None:
     """Why ``stmts`` read a thread-dependent local declared before the index declaration ``decl`` (``int tid =
     threadIdx.x;``): a rewrite that gives a thread several elements would keep its first value."""
@@ -404,32 +389,22 @@ def elementwise(unit: CudaUnit) -> Elementwise | str:
             j += 1
         if j == len(rest):
             return f"no bound check on {name} follows its declaration"
-        guard = rest[j]
-        parts = _bound_check(unit, guard.child_by_field_name("condition"), name)
-        if parts is None or parts[0] != name:
-            return f"the bound check {unit.t(guard.child_by_field_name('condition'))} is not `{name} < n`"
-        _, op, bound = parts
-        cons = guard.child_by_field_name("consequence")
-        if guard.child_by_field_name("alternative") is not None:
-            return "the bound check has an else branch"
-        if op == "<":
-            after = rest[j + 1 :]
-            if after:
-                return "statements follow the guarded block"
-            body = statement_list(cons) if cons.type == "compound_statement" else [cons]
-            why = _bad_body(unit, body, name) or _thread_locals_used(unit, body, s)
-            if why:
-                return why
-            return Elementwise(s, name, typ, value, guard, bound, "if", body, cons)
-        if op == ">=" and unit.t(cons).replace(" ", "").strip("{}").strip() == "return;":
-            body = rest[j + 1 :]
-            if not body:
-                return "nothing follows the early return"
-            why = _bad_body(unit, body, name) or _thread_locals_used(unit, body, s)
-            if why:
-                return why
-            return Elementwise(s, name, typ, value, guard, bound, "return", body)
-        return f"the bound check {unit.t(guard.child_by_field_name('condition'))} is not `{name} < n`"
+        g = bounds_guard(rest[j], rest[j + 1 :], unit.src)
+        cond_text = unit.t(rest[j].child_by_field_name("condition"))
+        if isinstance(g, str):
+            return g if "else" in g or "nothing" in g else f"the bound check {cond_text}: {g}"
+        bound = g.single(name)
+        if bound is None:
+            return (f"the bound check is {describe_form(g, unit.src)}, not `if ({name} < n) {{ … }}` "
+                    f"(nor its early return `if ({name} >= n) return;`)")
+        if g.form == "if" and rest[j + 1 :]:
+            return "statements follow the guarded block"
+        body = list(g.body)
+        why = _bad_body(unit, body, name) or _thread_locals_used(unit, body, s)
+        if why:
+            return why
+        cons = g.stmt.child_by_field_name("consequence") if g.form == "if" else None
+        return Elementwise(s, name, typ, value, g.stmt, bound, g.form, body, cons)
     return "no `i = blockIdx.x * blockDim.x + threadIdx.x` index declaration"
 
 

@@ -184,7 +184,7 @@ class UnitTransform(Transform, Generic[U]):
 
     :meth:`propose` calls :meth:`load_unit`; a string result (the kernel cannot be located in the tree)
     becomes :class:`NotApplicable` with that string as reason, otherwise :meth:`propose_unit` does the
-    work. Language bases bind :meth:`load_unit`: ``_cuda.CudaTransform`` (``CudaUnit``) and
+    work, and a refusal may be restated by :meth:`refusal_fact`. Language bases bind :meth:`load_unit`: ``_cuda.CudaTransform`` (``CudaUnit``) and
     ``_triton.TritonTransform`` (``TritonUnit``).
     """
 
@@ -199,7 +199,18 @@ class UnitTransform(Transform, Generic[U]):
         unit = self.load_unit(model, kernel)
         if isinstance(unit, str):
             return self.not_applicable(unit)
-        return self.propose_unit(unit, model, kernel, profile)
+        res = self.propose_unit(unit, model, kernel, profile)
+        if isinstance(res, NotApplicable):
+            why = self.refusal_fact(unit, kernel, res.reason)
+            if why:
+                return self.not_applicable(why)
+        return res
+
+    def refusal_fact(self, unit: U, kernel: Kernel, reason: str) -> str | None:
+        """The refusal to give instead of ``reason`` (what :meth:`propose_unit` said) when a fact of the kernel
+        explains it better (the kernel is already in the form the step makes, or lacks what the step needs), else
+        ``None`` (the default: ``reason`` stands)."""
+        return None
 
     @abstractmethod
     def propose_unit(

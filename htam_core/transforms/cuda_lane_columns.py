@@ -46,6 +46,7 @@ import sympy
 from tree_sitter import Node
 
 from htam_core.source.analysis import ColumnSplit, LoopFact, sym
+from htam_core.source.analysis.guards import bounds_guard
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -120,25 +121,12 @@ def _column_var(unit: CudaUnit, split: ColumnSplit, pre: list[Node]) -> tuple[st
 
 
 def _guard(unit: CudaUnit, st: Node, col: str) -> Node | None:
-    """``X`` of ``if (col >= X) return;`` / ``if (X <= col) { return; }``, else ``None``."""
-    if st.type != "if_statement" or st.child_by_field_name("alternative") is not None:
+    """``X`` of the column guard ``if (col >= X) return;`` in any spelling the analysis layer reads as the early
+    return of ``col < X`` (``if (X <= col) { return; }``, ``if (!(col < X)) return;``), else ``None``."""
+    if st.type != "if_statement":
         return None
-    cons = st.child_by_field_name("consequence")
-    body = statement_list(cons) if cons is not None and cons.type == "compound_statement" else [cons]
-    if len(body) != 1 or body[0] is None or body[0].type != "return_statement" or body[0].named_child_count:
-        return None
-    cond = _ts.unwrap_parens(st.child_by_field_name("condition"))
-    if cond.type == "condition_clause":
-        cond = _ts.unwrap_parens(cond.named_children[0])
-    if cond.type != "binary_expression":
-        return None
-    op = unit.t(cond.child_by_field_name("operator"))
-    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-    if op == ">=" and unit.t(left) == col:
-        return right
-    if op == "<=" and unit.t(right) == col:
-        return left
-    return None
+    g = bounds_guard(st, None, unit.src)
+    return g.single(col) if not isinstance(g, str) and g.form == "return" else None
 
 
 def _lane_zero_write(unit: CudaUnit, st: Node) -> Node | None:

@@ -11,6 +11,8 @@ launch-statistics and occupancy rules.
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from htam_core.source.analysis.constants import literal_value
@@ -142,12 +144,41 @@ def block_words(dims: tuple[int, ...]) -> list[str]:
     return []
 
 
-def retune_block(unit: CudaUnit, new_dims: tuple[int, ...]) -> list[TextEdit] | str:
+def block_mapping_hazard(unit: CudaUnit, dim: str, const: Const) -> str | None:
+    """Why the kernel's thread mapping along ``dim`` does not scale with ``blockDim.<dim>``, so that launching it
+    with another block extent (now ``const``) would change which elements its threads cover; ``None`` when it
+    scales (its indices read ``blockDim``, or the block-size constant they use is the one the retune edits).
+
+    From the analysis layer's facts: an index that multiplies ``blockIdx.<dim>`` by a fixed tile
+    (:meth:`~htam_core.source.analysis.KernelFacts.fixed_block_extents`: ``i_base = 128 * blockIdx.x + 8 *
+    threadIdx.x`` for 16 threads), or a body that never reads ``threadIdx.<dim>`` while it calls a function that
+    may (:attr:`~htam_core.source.analysis.KernelFacts.device_calls`: the mapping is out of sight).
+    """
+    f = unit.facts
+    for what, line, span in f.fixed_block_extents(dim, const.value):
+        written = unit.src[span[0] - unit.base : span[1] - unit.base].decode(errors="replace")
+        if const.name and re.search(rf"\b{re.escape(const.name)}\b", written):
+            continue  # `blockIdx.x * BS + threadIdx.x` with the launch's BS: the definition is what changes
+        return (f"the index `{' '.join(written.split()) or what}` on line {line} hard-codes the block's "
+                f"{const.value} threads along {dim} (blockIdx.{dim} times a constant, not blockDim.{dim}); another "
+                "block shape would change which elements each thread covers (retile the index by hand first)")
+    if f"threadIdx.{dim}" not in f.builtins_read and f.device_calls:
+        return (f"{unit.kernel.name} does not read threadIdx.{dim} itself: its thread mapping is in "
+                f"{', '.join(f.device_calls)}, which this check cannot see, so another block shape along {dim} "
+                "cannot be shown to cover the same elements")
+    return None
+
+
+def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten: bool = False
+                 ) -> list[TextEdit] | str:
     """Edits that change every launch of the kernel to blocks of ``new_dims`` with a consistent grid.
 
     Args:
         unit: the kernel's CUDA unit (with launches).
         new_dims: threads per block per dimension (``(512,)`` or ``(32, 8)``).
+        mapping_rewritten: the caller rewrites the kernel's thread indices for the new block itself (a tiling),
+            so :func:`block_mapping_hazard` does not apply; otherwise a mapping that does not scale with
+            ``blockDim`` is refused.
 
     Returns:
         The edits (deduplicated), or a reason string when the change cannot be made safely.
@@ -178,6 +209,9 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...]) -> list[TextEdit] | 
             e = unit.const_edit(c, new)
             if e is None:
                 return f"block dimension {DIMS[d]} ({unit.t(dim.expr)}) is computed; cannot rewrite it"
+            why = None if mapping_rewritten else block_mapping_hazard(unit, DIMS[d], c)
+            if why:
+                return why
             group = [e]
             if c.name:
                 touched.add(c.name)

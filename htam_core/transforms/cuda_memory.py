@@ -58,19 +58,25 @@ class CudaLdg(CudaTransform):
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate wrapping every indexed load ``p[i]`` of eligible params as ``__ldg(&p[i])``."""
-        eligible, reasons = [], []
+        eligible, reasons, outputs = [], [], []
         for name, p, _decl, has_const, has_restrict in pointer_params(unit):
+            facts = unit.facts.pointer(name)
+            if facts is not None and facts.mode in ("write", "readwrite"):
+                outputs.append(name)  # an output is never a candidate: it cannot be const nor read through __ldg
+                continue
+            if facts is not None and facts.mode == "unused":
+                continue
+            if facts is None or facts.mode != "read":
+                reasons.append(f"{name} is not provably read-only")
+                continue
             if not (has_const and has_restrict):
-                reasons.append(f"{name} is not const __restrict__ (apply cuda.restrict_const first)")
+                reasons.append(f"the read-only input {name} is not const __restrict__ (apply cuda.restrict_const "
+                               "first)")
                 continue
             etype = value_type(unit, name, p)  # type: ignore[arg-type]
             if etype not in LDG_TYPES:
                 reasons.append(f"{name} points to {_type_words(unit, name, p) or 'an unknown type'}, "  # type: ignore[arg-type]
                                "which __ldg has no overload for")
-                continue
-            facts = unit.facts.pointer(name)
-            if facts is None or facts.mode != "read":
-                reasons.append(f"{name} is not provably read-only")
                 continue
             eligible.append(name)
         edits: list[TextEdit] = []
@@ -90,7 +96,9 @@ class CudaLdg(CudaTransform):
                 if name not in used:
                     used.append(name)
         if not edits:
-            why = "; ".join(reasons) if reasons else "no indexed loads from const __restrict__ params"
+            why = "; ".join(reasons) if reasons else (
+                f"every pointer parameter is written ({', '.join(outputs)}); none is a read-only input"
+                if outputs and not eligible else "no indexed loads from const __restrict__ params")
             return self.not_applicable(f"no load to route through __ldg: {why}")
         return [
             self.candidate(

@@ -507,6 +507,12 @@ class CudaSequentialAddressing(CudaTransform):
     changes_numerics = True
     summary = "sequential addressing in a shared-memory tree reduction (no divergence, no bank conflicts)"
 
+    def refusal_fact(self, unit: CudaUnit, kernel: Kernel, reason: str) -> str | None:
+        """A kernel with no shared-memory tree at all is refused by that fact first, the step's precondition
+        (:meth:`~htam_core.source.analysis.KernelFacts.no_shared_tree`), with the transform's own reason after."""
+        no_tree = unit.facts.no_shared_tree()
+        return f"{no_tree}; {reason}" if no_tree else None
+
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:

@@ -149,7 +149,7 @@ class CudaRegisterTileMatmul(CudaTransform):
                             f"{block if block is not None else 'an unknown number of'} threads in {v.dim}")
         if unit.launch_bounds_node() is not None:
             return f"{kernel.name} has __launch_bounds__; the block becomes 256 threads, retile by hand"
-        others = [s for s in m["stmts"] if s is not m["guard"] and s not in (row.decl, col.decl)
+        others = [s for s in m["stmts"] if s.start_byte < m["guard"].start_byte and s not in (row.decl, col.decl)
                   and s not in m["consumed"]] + m["pre"]
         uses = _uses_builtin(unit, [*others, *m["rest"]])
         if uses:
@@ -196,7 +196,7 @@ class CudaRegisterTileMatmul(CudaTransform):
             d = next(x for x in v.decl.named_children if x.type == "init_declarator")
             return unit.src[v.decl.start_byte : d.start_byte].decode()
 
-        cond = unit.t(m["guard"].child_by_field_name("condition"))
+        cond = m["cond"]
         per_output = m["init_loads"] or any(references(m["acc_init"], unit.src, v.name) for v in (row, col))
         if per_output:
             # an initial value of each output's own (a bias: bias[o]): computed at that output's row and
@@ -298,6 +298,6 @@ class CudaRegisterTileMatmul(CudaTransform):
             "}",
         ]
         text = "\n".join(ln if ln.startswith("#") else indent + ln for ln in lines)
-        return unit.edit(_ts.line_start(unit.src, first), m["guard"].end_byte, text)
+        return unit.edit(_ts.line_start(unit.src, first), m["end"], text)
 
 

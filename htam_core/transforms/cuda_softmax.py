@@ -233,6 +233,11 @@ class CudaOnlineSoftmax(CudaTransform):
     changes_numerics = True
     summary = "online softmax: one pass computes the row max and the rescaled sum of exponentials"
 
+    def refusal_fact(self, unit: CudaUnit, kernel: Kernel, reason: str) -> str | None:
+        """A kernel that already keeps its max and sum online is refused as such
+        (:meth:`~htam_core.source.analysis.KernelFacts.already_online`), not by the missing max pass."""
+        return unit.facts.already_online()
+
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from htam_core.source.analysis.facts import PointerAlias
+from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
@@ -70,20 +71,6 @@ def index_vars(unit: CudaUnit) -> list[IndexVar]:
             k = unit.resolve(stride, unit.func)
             c = k.value if k else -1
         out.append(IndexVar(s, unit.t(ds[0].child_by_field_name("declarator")), d, c))
-    return out
-
-
-def _bounds(unit: CudaUnit, cond: Node) -> dict[str, str] | None:
-    """``{var: bound}`` for ``a < A && b < B``."""
-    cond = _ts.unwrap_parens(cond.child_by_field_name("value") if cond.type == "condition_clause" else cond)
-    if cond.type != "binary_expression" or unit.t(cond.child_by_field_name("operator")) != "&&":
-        return None
-    out = {}
-    for side in (cond.child_by_field_name("left"), cond.child_by_field_name("right")):
-        side = _ts.unwrap_parens(side)
-        if side.type != "binary_expression" or unit.t(side.child_by_field_name("operator")) != "<":
-            return None
-        out[unit.t(side.child_by_field_name("left"))] = unit.t(side.child_by_field_name("right"))
     return out
 
 
@@ -206,28 +193,6 @@ def _block_shape(unit: CudaUnit) -> tuple[int, int] | str:
     return sizes.pop()
 
 
-def _conjuncts(unit: CudaUnit, cond: Node) -> dict[str, Node]:
-    """The terms of ``a < A && b < B && ...``: ``{a: A-node}`` for each ``name < bound`` term, and
-    ``{"htam_condN": term}`` for any other term (kept as written)."""
-    cond = _ts.unwrap_parens(cond.child_by_field_name("value") if cond.type == "condition_clause" else cond)
-    terms: list[Node] = []
-    stack = [cond]
-    while stack:
-        n = _ts.unwrap_parens(stack.pop())
-        if n.type == "binary_expression" and unit.t(n.child_by_field_name("operator")) == "&&":
-            stack += [n.child_by_field_name("right"), n.child_by_field_name("left")]
-        else:
-            terms.append(n)
-    out: dict[str, Node] = {}
-    for i, t in enumerate(terms):
-        left = t.child_by_field_name("left") if t.type == "binary_expression" else None
-        if left is not None and unit.t(t.child_by_field_name("operator")) == "<" and left.type == "identifier":
-            out[unit.t(left)] = t.child_by_field_name("right")
-        else:
-            out[f"htam_cond{i}"] = t
-    return out
-
-
 def _role(unit: CudaUnit, node: Node, kname: str, row: IndexVar, col: IndexVar, parts: Parts
           ) -> tuple[str, str] | None:
     """How the load ``node`` (a subscript) enters a matmul over ``kname``, read off its affine index
@@ -313,16 +278,17 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     """
     ivs = index_vars(unit)
     stmts = statement_list(unit.body)
-    guard = next((s for s in stmts if s.type == "if_statement"), None)
-    if guard is None or len(ivs) < 2:
+    g = closing_bounds_guard(stmts, unit.src)
+    if len(ivs) < 2 or g == "no bounds check":
         return "no two global thread indices followed by a bounds check"
-    if guard.child_by_field_name("alternative") is not None or stmts[-1] != guard:
-        return "the bounds check is not the kernel's last statement"
-    bounds = _conjuncts(unit, guard.child_by_field_name("condition"))
-    cons = guard.child_by_field_name("consequence")
-    if not bounds or cons.type != "compound_statement":
-        return "the bounds check is not `row < M && col < N { ... }`"
-    body = statement_list(cons)
+    if isinstance(g, str):
+        return g
+    guard = g.stmt
+    bounds: dict[str, Node] = {**g.bounds(), **{f"htam_cond{i}": t.node for i, t in enumerate(g.terms)
+                                                 if t.var is None}}
+    if not g.bounds():
+        return f"{describe_form(g, unit.src)} is not `row < M && col < N` (nor `if (row >= M || col >= N) return;`)"
+    body = list(g.body)
     loop = next((s for s in body if s.type == "for_statement"), None)
     if loop is None:
         return "no k loop"
@@ -386,7 +352,9 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     decl_t = acc_decl.child_by_field_name("type")
     return {
         "row": row, "col": col, "guard": guard, "bounds": {v: unit.t(n) for v, n in bounds.items()},
-        "extra": [unit.t(bounds[c]) if c.startswith("htam_cond") else f"{c} < {unit.t(bounds[c])}" for c in extra],
+        "cond": g.condition, "end": g.end_byte, "form": g.form,
+        "extra": [next(t.text for t in g.terms if t.node == bounds[c]) if c.startswith("htam_cond")
+                  else f"{c} < {unit.t(bounds[c])}" for c in extra],
         "kname": kname, "K": kbound,
         "A": a_name, "A_parts": a_parts, "A_ptr": a_ptr, "B": b_name, "B_parts": b_parts, "B_ptr": b_ptr,
         "acc_decl": acc_decl, "acc": acc, "acc_init": acc_init, "init_loads": init_loads, "pre": hoisted,
@@ -446,7 +414,7 @@ class CudaSmemTilingMatmul(CudaTransform):
                     reasons.append(launch_edits)
                     continue
             elif (tile, tile) != cur:  # any block shape: the launch gets TILE x TILE blocks, the grid follows
-                launch_edits = retune_block(unit, (tile, tile))
+                launch_edits = retune_block(unit, (tile, tile), mapping_rewritten=True)
                 if isinstance(launch_edits, str):
                     reasons.append(launch_edits)
                     continue
@@ -506,7 +474,7 @@ class CudaSmemTilingMatmul(CudaTransform):
         extra = "".join(f" && {c}" for c in m["extra"])
         acc_decl = unit.t(m["acc_decl"])
         if m["init_loads"]:  # a bias: read it only where the original did, under the bounds check
-            cond = unit.t(m["guard"].child_by_field_name("condition"))
+            cond = m["cond"]
             head = unit.src[m["acc_decl"].start_byte : m["acc_init"].start_byte].decode()
             acc_decl = f"{head}{cond} ? ({unit.t(m['acc_init'])}) : ({et})0;"
         a_load = f"{m['A']}[{sub(m['A_parts'], {m['kname']: 'htam_ka'})}]"
@@ -544,12 +512,12 @@ class CudaSmemTilingMatmul(CudaTransform):
             f"htam_As[threadIdx.y][{m['kname']}] * htam_Bs[{m['kname']}][threadIdx.x];",
             "    __syncthreads();",
             "}",
-            f"if {unit.t(m['guard'].child_by_field_name('condition'))} {{",
+            f"if {m['cond']} {{",
             *["    " + unit.t(s) for s in m["rest"]],
             "}",
         ]
         text = "\n".join(ln if ln.startswith("#") else indent + ln for ln in lines)
-        return unit.edit(_ts.line_start(unit.src, first), m["guard"].end_byte, text)
+        return unit.edit(_ts.line_start(unit.src, first), m["end"], text)
 
 
 @register
@@ -626,15 +594,15 @@ class CudaTransposeSmemTile(CudaTransform):
             return "no x and y global thread indices"
         x, y = ivs["x"], ivs["y"]
         stmts = statement_list(unit.body)
-        guard = stmts[-1] if stmts else None
-        if guard is None or guard.type != "if_statement" or guard.child_by_field_name("alternative") is not None:
-            return "the kernel does not end in a bounds check"
-        bounds = _bounds(unit, guard.child_by_field_name("condition"))
-        if bounds is None or set(bounds) != {x.name, y.name}:
-            return "the bounds check is not `x < cols && y < rows`"
+        g = closing_bounds_guard(stmts, unit.src)
+        if isinstance(g, str):
+            return f"the kernel has {g}" if g == "no bounds check" else g
+        guard = g.stmt
+        bounds = {v: unit.t(n) for v, n in g.bounds().items()}
+        if g.others() or set(bounds) != {x.name, y.name}:
+            return f"{describe_form(g, unit.src)} is not `x < cols && y < rows` (nor its early return)"
         cols, rows = bounds[x.name], bounds[y.name]
-        cons = guard.child_by_field_name("consequence")
-        inner = statement_list(cons) if cons.type == "compound_statement" else [cons]
+        inner = list(g.body)
         if len(inner) != 1 or inner[0].type != "expression_statement":
             return "the guarded code is not a single assignment"
         asg = inner[0].named_children[0]
@@ -649,11 +617,11 @@ class CudaTransposeSmemTile(CudaTransform):
         etype = element_type(unit, in_param) if in_param is not None else ""
         if not etype:
             return f"the element type of {src[0]} is unknown"
-        others = [s for s in stmts[:-1] if s not in (x.decl, y.decl)]
+        others = [s for s in stmts[: stmts.index(guard)] if s not in (x.decl, y.decl)]
         if any(references(s, unit.src, x.name) or references(s, unit.src, y.name) for s in others):
             return "other statements use the indices"
         return {"x": x, "y": y, "rows": rows, "cols": cols, "out": dst[0], "in": src[0], "etype": etype,
-                "guard": guard}
+                "guard": guard, "end": g.end_byte}
 
     def _rewrite(self, unit: CudaUnit, m: dict) -> TextEdit:
         x, y, rows, cols = m["x"], m["y"], m["rows"], m["cols"]
@@ -678,4 +646,4 @@ class CudaTransposeSmemTile(CudaTransform):
         keep = [s for s in statement_list(unit.body) if first <= s.start_byte < m["guard"].start_byte
                 and s not in (x.decl, y.decl)]
         text = "\n".join(indent + ln for ln in [*(unit.t(s) for s in keep), *lines])
-        return unit.edit(start, m["guard"].end_byte, text)
+        return unit.edit(start, m["end"], text)

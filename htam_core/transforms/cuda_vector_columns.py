@@ -49,6 +49,7 @@ import sympy
 from tree_sitter import Node
 
 from htam_core.source.analysis import ColumnSplit, LoopFact, sym
+from htam_core.source.analysis.guards import bounds_guard
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
@@ -275,17 +276,13 @@ def _placed(unit: CudaUnit, split: ColumnSplit) -> tuple[Node, Node, str | None,
             guard.child_by_field_name("alternative") is not None or statement_list(block) != [loop]:
         return (f"the column loop on line {fact.line} is neither a statement of {unit.kernel.name}'s body nor the "
                 "only statement of a column guard `if (c < n) { … }` there")
-    cond = _ts.unwrap_parens(guard.child_by_field_name("condition"))
-    if cond.type == "condition_clause":
-        cond = _ts.unwrap_parens(cond.named_children[0])
+    g = bounds_guard(guard, None, unit.src)
     values = {t.name: t.expr for t in unit.facts.thread_indices}
-    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-    op = unit.t(cond.child_by_field_name("operator")) if cond.type == "binary_expression" else ""
-    col, bound = (left, right) if op == "<" else (right, left) if op == ">" else (None, None)
-    if col is None or bound is None or col.type != "identifier" or unit.t(col) not in values or \
-            sympy.expand(values[unit.t(col)] - split.column) != 0:
+    terms = g.bounds() if not isinstance(g, str) and g.form == "if" and not g.others() else {}
+    col, bound = next(iter(terms.items())) if len(terms) == 1 else (None, None)
+    if col is None or bound is None or col not in values or sympy.expand(values[col] - split.column) != 0:
         return f"the guard on line {_line(unit, guard)} around the column loop is not `column < n`"
-    return loop, guard, unit.t(bound), unit.t(col)
+    return loop, guard, unit.t(bound), col
 
 
 def _warp_rows(unit: CudaUnit, split: ColumnSplit  # noqa: C901

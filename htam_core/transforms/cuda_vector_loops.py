@@ -20,7 +20,10 @@ Other element types (``__nv_bfloat16``, ``half``, ``double``, a template paramet
 { E v[htam_V]; }`` per pointer (so the copy is one 16-byte, or for narrower types of a mixed loop 8-byte, load or
 store), the main loop over ``[0, B / htam_V)`` and the body once per element in a ``#pragma unroll`` lane loop.
 A pointer whose element address is taken in the loop (``__ldcs(&p[v])``, ``atomicAdd(&p[v], x)``) keeps scalar
-accesses at the lane's element index.
+accesses at the lane's element index, and a read among them is still judged by its stride like the plain load (a
+read that moves by neither 0 nor 1 with the loop refuses it). ``__ldg(&p[i])`` (:data:`LOAD_INTRINSICS`) is a
+load of ``p[i]``: judged like the plain load (so ``__ldg(&B[k * N + col])`` refuses a loop over ``k`` exactly as
+``B[k * N + col]`` does), and widened to ``__ldg`` of a ``float4`` (the plain 16-byte load in the generic form).
 
 The loop's threads keep their start ``S`` and stride ``D``, which partition ``[0, B)`` among them (a thread's own
 row from 0 by 1, a block- or grid-stride loop from the thread's index, a warp's lanes by 32); they partition
@@ -61,6 +64,8 @@ class VecLoop:
     subs: list[tuple[Node, str, str]]  # (subscript node, pointer text usable outside the body, base text)
     uses: list[Node] = field(default_factory=list)  # value uses of the loop variable (not as an index)
     types: list[str] = field(default_factory=list)  # element type of each of ``subs`` (``float``, ``T``, ...)
+    #: subscript start byte -> (call node, intrinsic) of a load written through its address (``__ldg(&p[i])``)
+    wrapped: dict[int, tuple[Node, str]] = field(default_factory=dict)
 
     @property
     def float4(self) -> bool:
@@ -149,11 +154,18 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     subs_of = {id(a): unit.node_at(a.span, ("subscript_expression",)) for a in accs}
     # a pointer whose element address is taken (`__ldcs(&p[i])`, `atomicAdd(&p[i], v)`) keeps scalar accesses:
     # the address must stay in global memory, and a vector copy would miss a write made through it
-    by_address = {a.pointer for a in accs if subs_of[id(a)] is not None and _address_taken(unit, subs_of[id(a)])}
+    # a read-only load intrinsic (`__ldg(&p[i])`) is a load of p[i]: judged, and widened, like the plain load
+    wrapped = {id(a): w for a in accs if a.kind == "read" and a.pointer not in written_ptrs
+               and subs_of[id(a)] is not None and (w := load_wrapper(unit, subs_of[id(a)])) is not None}
+    by_address = {a.pointer for a in accs if subs_of[id(a)] is not None and id(a) not in wrapped
+                  and _address_taken(unit, subs_of[id(a)])}
     for a in accs:
         sub = subs_of[id(a)]
         pf = f.pointer(a.pointer)
         if a.pointer in by_address and sub is not None and not a.vector:
+            if a.kind == "read" and a.stride(var) not in (0, 1):
+                # judged like the plain load: `__ldcs(&B[k * N + col])` does not make a stride-N read contiguous
+                return f"`{a.pointer}[{a.index_text}]` in the loop on line {fact.line} is not a stride-1 access in {var}"
             continue  # stays a scalar access; its index reads the lane's element index
         if sub is not None and not a.vector and a.kind == "read" and a.stride(var) == 0 and \
                 a.pointer not in written_ptrs:
@@ -195,7 +207,10 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     covered_ranges = [(s.start_byte, s.end_byte) for s, _, _ in subs]
     if any(a <= u.start_byte < b for u in uses for a, b in covered_ranges):
         return f"{var} is used inside the index of a float load or store other than as `base + {var}`"
-    return VecLoop(node, fact, head[0].replace("const", "").strip(), head[1], head[2], head[3], subs, uses, types)
+    kept = {s.start_byte for s, _, _ in subs}
+    wraps = {subs_of[i].start_byte: w for i, w in wrapped.items() if subs_of[i].start_byte in kept}  # type: ignore[union-attr]
+    return VecLoop(node, fact, head[0].replace("const", "").strip(), head[1], head[2], head[3], subs, uses, types,
+                   wraps)
 
 
 def _element(pf: PointerFacts | None) -> str | None:
@@ -208,6 +223,28 @@ def _element(pf: PointerFacts | None) -> str | None:
         return "float"
     words = [w for w in (pf.element_type or pf.value_type or "").split() if w not in ("const", "volatile")]
     return " ".join(words) or None
+
+
+#: Load intrinsics that are plain loads of their element (``T __ldg(const T *)``: the read-only data cache, which a
+#: 16-byte load of a ``const __restrict__`` pointer takes too), each with a ``float4`` overload. The cache-policy
+#: loads (``__ldcs`` ...) are not: a vector copy would drop their policy, so they stay scalar.
+LOAD_INTRINSICS = ("__ldg",)
+
+
+def load_wrapper(unit: CudaUnit, sub: Node) -> tuple[Node, str] | None:
+    """``(call, intrinsic)`` when subscript ``sub`` is loaded as ``__ldg(&p[i])`` (any of
+    :data:`LOAD_INTRINSICS`, the address its only argument), else ``None``."""
+    p = sub.parent
+    while p is not None and p.type == "parenthesized_expression":
+        p = p.parent
+    if p is None or p.type != "pointer_expression" or not unit.t(p).startswith("&"):
+        return None
+    args = p.parent
+    call = args.parent if args is not None and args.type == "argument_list" else None
+    if call is None or call.type != "call_expression" or len(args.named_children) != 1:
+        return None
+    fn = unit.t(call.child_by_field_name("function")).strip()
+    return (call, fn) if fn in LOAD_INTRINSICS else None
 
 
 def _address_taken(unit: CudaUnit, sub: Node) -> bool:
@@ -255,7 +292,8 @@ def _lane(unit: CudaUnit, v: VecLoop, names: dict[int, str], lane: str, width: s
     ``htam_v4 * width + lane``."""
     body = v.node.child_by_field_name("body")
     out = _ts.one_line(unit.src, body, body.start_byte, body.end_byte,
-                       [(sub, names[sub.start_byte]) for sub, _p, _b in v.subs]
+                       [(v.wrapped[sub.start_byte][0] if sub.start_byte in v.wrapped else sub, names[sub.start_byte])
+                        for sub, _p, _b in v.subs]
                        + [(u, f"(({v.type})(htam_v4 * {width} + {lane}))") for u in v.uses])
     return out if body.type == "compound_statement" else "{ " + out + " }"
 
@@ -283,7 +321,7 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
         key = keys.setdefault((ptr, base), f"htam_q{len(keys)}")
         elem[key] = typ
         names[sub.start_byte] = key
-        if _is_lvalue(sub):
+        if sub.start_byte not in v.wrapped and _is_lvalue(sub):  # `__ldg(&p[i])` takes an address only to load
             written.add(key)
             asg = sub.parent
             plain = (asg is not None and asg.type == "assignment_expression"
@@ -306,8 +344,14 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
         f"        for ({t} htam_v4 = {v.start}; htam_v4 < htam_n4; htam_v4 += {v.step}) {{",
     ]
     vec = {k: "float4" if v.float4 else f"{k}_t" for k in ptr_of}
+    intrinsic: dict[str, set[str]] = {}
+    for sub, _p, _b in v.subs:
+        intrinsic.setdefault(names[sub.start_byte], set()).add(v.wrapped.get(sub.start_byte, (None, ""))[1])
     for k, (p, b) in ptr_of.items():
-        if k in loaded:
+        fn = next(iter(intrinsic[k])) if len(intrinsic[k]) == 1 else ""
+        if k in loaded and fn and v.float4:  # `__ldg(&p[i])` widens to the intrinsic's float4 overload
+            lines.append(f"            {vec[k]} {k}4 = {fn}(reinterpret_cast<const {vec[k]} *>({p} + ({b})) + htam_v4);")
+        elif k in loaded:
             lines.append(f"            {vec[k]} {k}4 = reinterpret_cast<const {vec[k]} *>({p} + ({b}))[htam_v4];")
         else:
             lines.append(f"            {vec[k]} {k}4;")

@@ -164,6 +164,12 @@ class CudaWarpShuffleFinish(CudaTransform):
     languages = CUDA_LANGS
     summary = "warp-shuffle finish of a shared-memory tree reduction (the last 6 steps without barriers)"
 
+    def refusal_fact(self, unit: CudaUnit, kernel: Kernel, reason: str) -> str | None:
+        """A kernel with no shared-memory tree at all is refused by that fact first, the step's precondition
+        (:meth:`~htam_core.source.analysis.KernelFacts.no_shared_tree`), with the transform's own reason after."""
+        no_tree = unit.facts.no_shared_tree()
+        return f"{no_tree}; {reason}" if no_tree else None
+
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:

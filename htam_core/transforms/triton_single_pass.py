@@ -387,6 +387,11 @@ class TritonOnlineSoftmax(_Fuse):
     first_ops = ("max",)
     new_names = ("htam_m_prev",)
 
+    def refusal_fact(self, unit: TritonUnit, kernel: Kernel, reason: str) -> str | None:
+        """A kernel that already keeps its max and sum online is refused as such
+        (:meth:`~htam_core.source.analysis.KernelFacts.already_online`), not by the missing max pass."""
+        return unit.facts.already_online()
+
     def propose_unit(self, unit: TritonUnit, model: SourceModel, kernel: Kernel,
                      profile: Profile | None) -> list[Candidate] | NotApplicable:
         """One candidate: the fused loop with the online rescaling."""

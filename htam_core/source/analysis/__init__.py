@@ -11,7 +11,8 @@ masked loads/stores and ``tl.dot`` operand dtypes.
 Modules: ``syntax`` (the grammar and query cache, node helpers), ``constants`` (the one constant
 evaluator), ``loops`` (the one trip counter), ``launch`` (the one launch query), ``unit`` (locating a
 kernel in its parsed text: the one parsed-unit type, which the transforms edit through a thin view),
-``cuda``/``triton`` (the builders), ``facts`` (the dataclasses).
+``cuda``/``triton`` (the builders), ``facts`` (the dataclasses), ``guards`` (the one bounds-check reader: the
+guarded body and its early-return forms), ``online`` (loops that already keep a softmax's max and sum online).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from htam_core.source.analysis.facts import (
     KernelFacts,
     LaunchFacts,
     LoopFact,
+    OnlineStat,
     PointerAlias,
     PointerFacts,
     ThreadIndex,
@@ -46,7 +48,7 @@ from htam_core.source.model import Kernel, SourceModel
 
 __all__ = [
     "BUILTINS", "DIMS", "Access", "Accumulator", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
-    "PointerAlias", "PointerFacts",
+    "OnlineStat", "PointerAlias", "PointerFacts",
     "ThreadIndex", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
     "TritonReduction", "analyze",
     "stride_of", "sym",

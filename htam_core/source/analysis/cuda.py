@@ -18,6 +18,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.constants import ConstEnv, literal_value
 from htam_core.source.analysis.facts import (
+    BUILTINS,
     DIMS,
     Access,
     Accumulator,
@@ -25,6 +26,7 @@ from htam_core.source.analysis.facts import (
     KernelFacts,
     LaunchFacts,
     LoopFact,
+    OnlineStat,
     PointerAlias,
     PointerFacts,
     ThreadIndex,
@@ -34,6 +36,7 @@ from htam_core.source.analysis.facts import (
 )
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
+from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens, walk
 from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.unit import CudaSource
@@ -519,7 +522,43 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
         and lp.start is not None and any(s.name.startswith("threadIdx.") for s in lp.start.free_symbols) else lp
         for lp in loops)
     return KernelFacts(kernel.name, kernel.language, consts, loops, accesses, pointers, tids, launches, None,
-                       tuple(errors), _collectives(src), _builtin_aliases(src, aff), alias_facts)
+                       tuple(errors), _collectives(src), _builtin_aliases(src, aff), alias_facts,
+                       _builtins_read(src, aff), _device_calls(src, tparams),
+                       tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
+                             for m, s in online_pairs(n, src.src)))
+
+
+def _builtins_read(src: CudaSource, aff: Affine) -> tuple[str, ...]:
+    """The builtins (``"threadIdx.x"``, ``"blockIdx.y"`` ...) the kernel's own body reads, directly or through a
+    cooperative-groups query (``warp.thread_rank()``), sorted."""
+    out: set[str] = set()
+    for n in walk(src.body):
+        if n.type == "field_expression":
+            b = aff.builtin(n)
+            if b is not None:
+                out.add(b)
+        elif n.type == "call_expression":
+            e = aff._cg_call(n)
+            if e is not None:
+                out |= {s.name for s in e.free_symbols if s.name in BUILTINS}
+    return tuple(sorted(out))
+
+
+def _device_calls(src: CudaSource, tparams: list[str]) -> tuple[str, ...]:
+    """The functions the kernel's body calls whose code can read the thread indices out of the analysis's sight:
+    a template parameter of the kernel (``matmul_tri(...)`` with ``template<fn_ptr matmul_tri>``) or a function
+    defined in the same translation unit, in call order (each once)."""
+    defined = {src.env.t(d.child_by_field_name("declarator")).split("(")[0].split("<")[0].split("::")[-1].strip()
+               for f in of_type(src.root, "function_definition")
+               for d in [f.child_by_field_name("declarator")] if d is not None}
+    defined.discard(src.env.t(src.func.child_by_field_name("declarator")).split("(")[0].strip())
+    templ = {p.split()[-1].lstrip("*&") for p in tparams if p.split()}
+    out: list[str] = []
+    for call in of_type(src.body, "call_expression"):
+        fn = src.env.t(call.child_by_field_name("function")).split("<", 1)[0].split("::")[-1].strip()
+        if (fn in templ or fn in defined) and fn not in out:
+            out.append(fn)
+    return tuple(out)
 
 
 def _builtin_aliases(src: CudaSource, aff: Affine) -> tuple[tuple[str, str], ...]:

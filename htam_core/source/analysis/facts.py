@@ -529,6 +529,24 @@ class TritonFacts:
 
 
 @dataclass(frozen=True)
+class OnlineStat:
+    """A loop that keeps a softmax's statistics online (:func:`htam_core.source.analysis.online.online_pairs`):
+    a running max and a sum rescaled to it, ``s = s * exp(m - m_new) + …``, in one pass.
+
+    Attributes:
+        loop: the loop's id (:attr:`LoopFact.id`).
+        max: the running max's name.
+        sum: the rescaled sum's name.
+        line: the loop's 1-based line.
+    """
+
+    loop: int
+    max: str
+    sum: str
+    line: int
+
+
+@dataclass(frozen=True)
 class KernelFacts:
     """Everything the transforms and the static profiler know about one kernel, derived once.
 
@@ -552,6 +570,11 @@ class KernelFacts:
             "blockDim.x")``, through casts and chains of such locals; CUDA only).
         pointer_aliases: the local pointers at a fixed offset into a parameter (:class:`PointerAlias`), in
             source order; accesses through them are already accesses of the parameter (CUDA only).
+        builtins_read: the builtins the kernel's own body reads (``"threadIdx.x"``, ``"blockIdx.y"``; through
+            cooperative-groups queries too), sorted (CUDA only).
+        device_calls: functions the body calls whose code may read the thread indices where these facts do not
+            look: the kernel's template parameters and functions defined in the same unit (CUDA only).
+        online_stats: the loops that already keep a running max and a sum rescaled to it (:class:`OnlineStat`).
     """
 
     kernel: str
@@ -567,6 +590,9 @@ class KernelFacts:
     collectives: tuple[tuple[str, int], ...] = ()
     builtin_aliases: tuple[tuple[str, str], ...] = ()
     pointer_aliases: tuple[PointerAlias, ...] = ()
+    builtins_read: tuple[str, ...] = ()
+    device_calls: tuple[str, ...] = ()
+    online_stats: tuple[OnlineStat, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def constant(self, name: str) -> int | None:
@@ -584,6 +610,40 @@ class KernelFacts:
     def pointer(self, name: str) -> PointerFacts | None:
         """The facts of pointer parameter ``name``."""
         return next((p for p in self.pointers if p.name == name), None)
+
+    def fixed_block_extents(self, dim: str, extent: int) -> tuple[tuple[str, int, Span], ...]:
+        """Indices that hard-code the block's extent along ``dim`` instead of reading ``blockDim.<dim>``: a thread
+        index variable or a global access whose stride in ``blockIdx.<dim>`` is a number equal to its stride in
+        ``threadIdx.<dim>`` times ``extent`` (the launch's current threads along ``dim``), e.g. ``i_base = 128 *
+        blockIdx.x + 8 * threadIdx.x`` for 16 threads, or ``blockIdx.x * 256 + threadIdx.x`` for 256. Each block
+        then owns a fixed tile, so another block shape leaves elements uncovered or covers them twice.
+
+        Returns ``(what, line, span)``: ``what`` names the index (``"i_base = 128*blockIdx.x + 8*threadIdx.x"`` or
+        ``"out[i]"``); an access whose index goes through a thread index variable already named is left out.
+        """
+        b, t = f"blockIdx.{dim}", f"threadIdx.{dim}"
+
+        def fixed(e: sympy.Expr | None) -> bool:
+            sb, st = stride_of(e, b), stride_of(e, t)
+            return (sb is not None and st is not None and sb.is_number and st.is_number and st != 0
+                    and sb == st * extent)
+
+        out: list[tuple[str, int, Span]] = [(f"{ti.name} = {ti.expr}", ti.line, ti.span)
+                                            for ti in self.thread_indices if fixed(ti.expr)]
+        named = {w.split(" = ")[0] for w, _, _ in out}
+        for a in self.global_accesses():
+            if fixed(a.index) and not any(n in a.index_text for n in named):
+                out.append((f"{a.pointer}[{a.index_text}]", a.line, a.span))
+        return tuple(out)
+
+    def already_online(self) -> str | None:
+        """One sentence naming the loop that already keeps a softmax's running max and the sum rescaled to it in
+        one pass (:attr:`online_stats`), or ``None``: such a kernel has no separate max pass left to merge."""
+        if not self.online_stats:
+            return None
+        o = self.online_stats[0]
+        return (f"{self.kernel} is already online: the loop on line {o.line} keeps the running max {o.max} and the sum "
+                f"{o.sum} rescaled to it in one pass; there is no separate max pass to merge")
 
     def global_accesses(self) -> tuple[Access, ...]:
         """The accesses through pointer parameters."""
@@ -719,6 +779,15 @@ class KernelFacts:
             if both:
                 out.append(lp)
         return tuple(out)
+
+    def no_shared_tree(self) -> str | None:
+        """Why the kernel has no shared-memory reduction tree (:meth:`shared_tree_loops`), one sentence; ``None``
+        when it has one. The precondition of every step that rewrites such a tree (sequential addressing, the
+        warp-shuffle finish)."""
+        if self.shared_tree_loops():
+            return None
+        return (f"{self.kernel} has no shared-memory tree reduction (a loop whose stride halves or doubles and that "
+                "combines elements of one __shared__ array, `sdata[tid] += sdata[tid + s]`)")
 
     def column_split_loops(self) -> tuple[ColumnSplit, ...]:
         """Column sums whose threads split the summed index (lanes on rows, uncoalesced): a loop with one

@@ -23,6 +23,7 @@ from htam_core.source.analysis.facts import (
     KernelFacts,
     LaunchFacts,
     LoopFact,
+    OnlineStat,
     PointerFacts,
     TritonAxis,
     TritonBound,
@@ -35,6 +36,7 @@ from htam_core.source.analysis.facts import (
     sym,
 )
 from htam_core.source.analysis.loops import symbolic_trip_count
+from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.syntax import of_type, text, walk
 from htam_core.source.analysis.unit import PythonSource
 from htam_core.source.model import Kernel
@@ -226,8 +228,9 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
                      tensor_shapes=tuple(text(_positional(c)[0], src) for c in of_type(psrc.body, "call")
                                          if _short(text(c.child_by_field_name("function"), src)) in ("zeros", "full")
                                          and _is_tl(text(c.child_by_field_name("function"), src)) and _positional(c)))
+    online = tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in loops for m, s in online_pairs(n, src))
     return KernelFacts(kernel.name, kernel.language, consts, tuple(lp for lp, _ in loops), (), tuple(pointers),
-                       (), launches, tf)
+                       (), launches, tf, online_stats=online)
 
 
 def _axes(psrc: PythonSource, aff: PyAffine, assigns: dict[str, list[Node]]) -> tuple[TritonAxis, ...]:

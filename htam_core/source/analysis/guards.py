@@ -1,0 +1,235 @@
+"""The one reader of a kernel's bounds checks: ``if (row < M && col < N) { body }`` and its early-return forms
+``if (row >= M || col >= N) return;`` / ``if (!(row < M && col < N)) return;`` followed by the body.
+
+Every transform that looks for "a bounds check" (grid-stride loops, thread per element, warp per row, the
+matmul tilings, the transpose tile, the column kernels) reads it here, so that both forms are accepted wherever
+one is, and a refusal can name the form it saw (:attr:`BoundsGuard.form`).
+
+A guard is read as a conjunction of *positive* terms (the condition under which the body runs): for the
+guarded-body form the ``&&`` terms of the condition; for the early-return form the negation of the condition,
+pushed through ``||`` and ``!`` by De Morgan (``row >= M`` becomes ``row < M``, ``!(a && b)`` becomes ``a``,
+``b``). A term ``var < bound`` (either way round: ``bound > var``) names its variable and bound; any other term
+is kept by its positive text. The idea is the usual normalization of a guard to a conjunction of half-open
+bounds (as in polyhedral loop-bound analysis), restricted to what a transform can reuse verbatim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from tree_sitter import Node
+
+from htam_core.source.analysis.syntax import text, unwrap_parens
+
+__all__ = ["BoundsGuard", "GuardTerm", "bounds_guard", "closing_bounds_guard", "describe_form", "first_bounds_guard"]
+
+_NEGATE = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
+
+
+@dataclass(frozen=True)
+class GuardTerm:
+    """One positive term of a bounds check.
+
+    Attributes:
+        node: the term as written in the source (for the early-return form, the term that is negated).
+        text: the positive term's text (``"row < M"`` for a written ``row >= M``).
+        var: the variable of a ``var < bound`` term (either way round), else ``None``.
+        bound: the bound expression node of that term, else ``None``.
+    """
+
+    node: Node
+    text: str
+    var: str | None = None
+    bound: Node | None = None
+
+
+@dataclass(frozen=True)
+class BoundsGuard:
+    """A bounds check at statement level.
+
+    Attributes:
+        stmt: the ``if`` statement.
+        form: ``"if"`` (the body is the consequence) or ``"return"`` (an early exit; the body follows it).
+        terms: the positive terms, in source order.
+        body: the guarded statements (the consequence's statements, or the statements after the early return).
+        condition: the positive condition in parentheses: the condition as written for ``"if"``,
+            ``"(row < M && col < N)"`` built from the terms for ``"return"``.
+        end_byte: where the guarded code ends (the ``if`` statement's end, or the last following statement's).
+    """
+
+    stmt: Node
+    form: Literal["if", "return"]
+    terms: tuple[GuardTerm, ...]
+    body: tuple[Node, ...]
+    condition: str
+    end_byte: int
+
+    def bounds(self) -> dict[str, Node]:
+        """``{var: bound node}`` of the ``var < bound`` terms."""
+        return {t.var: t.bound for t in self.terms if t.var is not None and t.bound is not None}
+
+    def others(self) -> tuple[GuardTerm, ...]:
+        """The terms that are not ``var < bound``."""
+        return tuple(t for t in self.terms if t.var is None)
+
+    def single(self, var: str) -> Node | None:
+        """The bound ``n`` when the guard is exactly ``var < n`` (in either form), else ``None``."""
+        if len(self.terms) == 1 and self.terms[0].var == var:
+            return self.terms[0].bound
+        return None
+
+
+def _statements(node: Node | None) -> list[Node]:
+    """The statements of a consequence: a compound statement's named children (comments excluded), else itself."""
+    if node is None:
+        return []
+    if node.type == "compound_statement":
+        return [c for c in node.named_children if c.type != "comment"]
+    return [node]
+
+
+def _condition(stmt: Node) -> Node | None:
+    """The expression inside ``if (...)``'s parentheses (``condition_clause`` unwrapped)."""
+    cond = stmt.child_by_field_name("condition")
+    if cond is None:
+        return None
+    if cond.type == "condition_clause":
+        value = cond.child_by_field_name("value")
+        if value is None:
+            return None
+        cond = value
+    return unwrap_parens(cond)
+
+
+def _split(node: Node, op: str, src: bytes) -> list[Node]:
+    """The operands of a chain of binary ``op`` (``a && b && c``), parentheses stripped, in source order."""
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = unwrap_parens(stack.pop())
+        if n.type == "binary_expression" and text(n.child_by_field_name("operator"), src) == op:
+            stack += [n.child_by_field_name("right"), n.child_by_field_name("left")]
+        else:
+            out.append(n)
+    return out
+
+
+def _is_not(node: Node, src: bytes) -> Node | None:
+    """The operand of ``!X``, else ``None``."""
+    if node.type == "unary_expression" and text(node.child_by_field_name("operator"), src) == "!":
+        arg = node.child_by_field_name("argument")
+        return unwrap_parens(arg) if arg is not None else None
+    return None
+
+
+def _term(node: Node, src: bytes, negate: bool) -> GuardTerm:
+    """The positive :class:`GuardTerm` of comparison ``node`` (``negate``: the node is the exit condition)."""
+    n = unwrap_parens(node)
+    if n.type == "binary_expression":
+        op = text(n.child_by_field_name("operator"), src)
+        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+        if op in _NEGATE and left is not None and right is not None:
+            pos = _NEGATE[op] if negate else op
+            for var, bnd, o in ((left, right, pos), (right, left, _FLIP[pos])):
+                if o == "<" and unwrap_parens(var).type == "identifier":
+                    return GuardTerm(node, f"{text(unwrap_parens(var), src)} < {text(bnd, src)}",
+                                     text(unwrap_parens(var), src), bnd)
+            return GuardTerm(node, f"{text(left, src)} {pos} {text(right, src)}")
+    return GuardTerm(node, f"!({text(n, src)})" if negate else text(n, src))
+
+
+def _positive_terms(cond: Node, src: bytes, exit_: bool) -> list[GuardTerm]:
+    """The positive terms of ``cond``: its ``&&`` terms, or (``exit_``) the De Morgan negation of its ``||``
+    terms; ``!X`` flips the sense of ``X``."""
+    inner = _is_not(cond, src)
+    if inner is not None:
+        return _positive_terms(inner, src, not exit_)
+    if not exit_:
+        out: list[GuardTerm] = []
+        for t in _split(cond, "&&", src):
+            sub = _is_not(t, src)
+            out += _positive_terms(t, src, False) if sub is not None else [_term(t, src, False)]
+        return out
+    out = []
+    for t in _split(cond, "||", src):
+        sub = _is_not(t, src)
+        out += _positive_terms(sub, src, False) if sub is not None else [_term(t, src, True)]
+    return out
+
+
+def _is_bare_return(node: Node | None) -> bool:
+    """``return;`` or ``{ return; }``."""
+    body = _statements(node)
+    return len(body) == 1 and body[0].type == "return_statement" and not body[0].named_child_count
+
+
+def bounds_guard(stmt: Node, following: Sequence[Node] | None, src: bytes) -> BoundsGuard | str:
+    """Read the ``if`` statement ``stmt`` (``following``: the statements after it in its block) as a bounds
+    check, or say why it is not one.
+
+    Args:
+        stmt: a tree-sitter ``if_statement`` node of a C/CUDA tree.
+        following: the statements after ``stmt`` in the same block (the body of an early-return guard);
+            ``None``: not wanted (a caller that reads only the condition; the body is then empty).
+        src: the UTF-8 buffer the nodes index (byte offsets).
+
+    Returns:
+        the :class:`BoundsGuard`, or one sentence: not an ``if``, an ``else`` branch, an early exit that does
+        more than ``return;``, or an early return with nothing after it.
+    """
+    if stmt.type != "if_statement":
+        return "it is not an `if` statement"
+    if stmt.child_by_field_name("alternative") is not None:
+        return "the bounds check has an else branch"
+    cond = _condition(stmt)
+    if cond is None:
+        return "the bounds check has no plain condition"
+    cons = stmt.child_by_field_name("consequence")
+    if _is_bare_return(cons):
+        if following is not None and not following:
+            return "nothing follows the early return"
+        terms = _positive_terms(cond, src, True)
+        rest = tuple(following or ())
+        return BoundsGuard(stmt, "return", tuple(terms), rest, "(" + " && ".join(t.text for t in terms) + ")",
+                           rest[-1].end_byte if rest else stmt.end_byte)
+    if any(n.type == "return_statement" for n in _statements(cons)):
+        return "the bounds check's branch returns after other statements"
+    terms = _positive_terms(cond, src, False)
+    return BoundsGuard(stmt, "if", tuple(terms), tuple(_statements(cons)),
+                       text(stmt.child_by_field_name("condition"), src), stmt.end_byte)
+
+
+def first_bounds_guard(stmts: Sequence[Node], src: bytes) -> tuple[int, BoundsGuard | str] | None:
+    """The index in ``stmts`` of the first ``if`` statement and its reading by :func:`bounds_guard`, or ``None``
+    when no statement of ``stmts`` is an ``if``."""
+    for i, s in enumerate(stmts):
+        if s.type == "if_statement":
+            return i, bounds_guard(s, stmts[i + 1:], src)
+    return None
+
+
+def closing_bounds_guard(stmts: Sequence[Node], src: bytes) -> BoundsGuard | str:
+    """The bounds check that guards the rest of a kernel body ``stmts``: its first ``if`` statement read by
+    :func:`bounds_guard`, which must be the last statement in the guarded-body form (an early return guards
+    everything after it); else why not (no ``if``, not a bounds check, statements after the guarded body)."""
+    found = first_bounds_guard(stmts, src)
+    if found is None:
+        return "no bounds check"
+    g = found[1]
+    if isinstance(g, str):
+        return g
+    if g.form == "if" and stmts[-1] != g.stmt:
+        return f"{describe_form(g, src)} is not the kernel's last statement"
+    return g
+
+
+def describe_form(guard: BoundsGuard, src: bytes) -> str:
+    """How a refusal names the guard's form (``src``: the buffer its nodes index): ``"the guarded body `if (row <
+    M && col < N) { … }`"`` or ``"the early return `if (row >= M || col >= N) return;`"`` (as written)."""
+    cond = text(guard.stmt.child_by_field_name("condition"), src)
+    if guard.form == "return":
+        return f"the early return `if {cond} return;`"
+    return f"the guarded body `if {cond} {{ … }}`"
