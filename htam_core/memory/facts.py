@@ -39,6 +39,9 @@ FACTS: dict[str, str] = {
     "all_loops_unrolled": "every loop carries #pragma unroll (false when there is no loop)",
     "shared_arrays": "number of __shared__ declarations",
     "uses_shared": "shared_arrays >= 1",
+    "shared_tree": "a shared-memory reduction tree: a loop whose stride halves or doubles and that combines elements "
+    "of one __shared__ array, sdata[tid] += sdata[tid + s] (analysis layer: KernelFacts.shared_tree_loops; "
+    "unknown without the kernel)",
     "syncthreads": "number of __syncthreads() calls",
     "atomics": "number of atomic operations",
     "uses_atomics": "atomics >= 1",
@@ -356,6 +359,7 @@ def compute_facts(
         "all_loops_unrolled": has_loop and all(lp.has_unroll_pragma for lp in f.loops),
         "shared_arrays": len(f.shared_memory),
         "uses_shared": bool(f.shared_memory),
+        "shared_tree": None if analysis is None else bool(analysis.shared_tree_loops()),
         "syncthreads": f.syncthreads,
         "atomics": len(f.atomics),
         "uses_atomics": bool(f.atomics),

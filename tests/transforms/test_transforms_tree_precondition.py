@@ -51,3 +51,27 @@ def test_the_tree_steps_refuse_a_kernel_without_a_tree_by_the_fact(tid):
 @pytest.mark.parametrize("tid", TREE_STEPS)
 def test_an_interleaved_tree_is_still_made(cand, tid):
     assert cand(tid, "reduce_sum_smem.cu", "block_sum_interleaved")
+
+
+NO_TREE_REDUCTION = """
+__global__ void row_sum_staged(const float *x, float *out, int n) {
+    __shared__ float row[256];
+    int t = threadIdx.x;
+    row[t] = x[blockIdx.x * n + t];
+    __syncthreads();
+    if (t == 0) {
+        float s = 0.0f;
+        for (int i = 0; i < 256; ++i) s += row[i];
+        out[blockIdx.x] = s;
+    }
+}
+"""
+
+
+def test_a_reduction_with_shared_memory_but_no_tree_is_not_ranked_for_sequential_addressing():
+    """A reduction that stages in shared memory and sums serially has every old precondition (reduction_like,
+    shared memory, a barrier, a loop) but no tree: the knowledge base's ``shared_tree`` fact keeps it out."""
+    k = parse_text(NO_TREE_REDUCTION, "cuda").kernel("row_sum_staged")
+    f = compute_facts(k.features, k.language, kernel=k)
+    assert f["reduction_like"] and f["uses_shared"] and f["syncthreads"] >= 1 and f["has_loop"]
+    assert f["shared_tree"] is False and _applies(k) is False
