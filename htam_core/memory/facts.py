@@ -42,6 +42,8 @@ FACTS: dict[str, str] = {
     "shared_tree": "a shared-memory reduction tree: a loop whose stride halves or doubles and that combines elements "
     "of one __shared__ array, sdata[tid] += sdata[tid + s] (analysis layer: KernelFacts.shared_tree_loops; "
     "unknown without the kernel)",
+    "interleaved_tree": "a shared_tree whose stride doubles (s *= 2: interleaved addressing; a halving stride is "
+    "sequential addressing already; analysis layer: KernelFacts.interleaved_tree_loops)",
     "syncthreads": "number of __syncthreads() calls",
     "atomics": "number of atomic operations",
     "uses_atomics": "atomics >= 1",
@@ -360,6 +362,7 @@ def compute_facts(
         "shared_arrays": len(f.shared_memory),
         "uses_shared": bool(f.shared_memory),
         "shared_tree": None if analysis is None else bool(analysis.shared_tree_loops()),
+        "interleaved_tree": None if analysis is None else bool(analysis.interleaved_tree_loops()),
         "syncthreads": f.syncthreads,
         "atomics": len(f.atomics),
         "uses_atomics": bool(f.atomics),

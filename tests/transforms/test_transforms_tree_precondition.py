@@ -75,3 +75,29 @@ def test_a_reduction_with_shared_memory_but_no_tree_is_not_ranked_for_sequential
     f = compute_facts(k.features, k.language, kernel=k)
     assert f["reduction_like"] and f["uses_shared"] and f["syncthreads"] >= 1 and f["has_loop"]
     assert f["shared_tree"] is False and _applies(k) is False
+
+
+SEQUENTIAL_TREE = """
+__global__ void block_sum_sequential(const float *x, float *out, int n) {
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + tid;
+    s[tid] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (tid < stride) s[tid] += s[tid + stride];
+        __syncthreads();
+    }
+    if (tid == 0) atomicAdd(out, s[0]);
+}
+"""
+
+
+def test_a_tree_that_already_halves_is_not_ranked_for_sequential_addressing():
+    """A new user saw sequential addressing ranked on a tree that already uses it (its transform then refused):
+    only an interleaved tree (a doubling stride) meets the precondition."""
+    k = parse_text(SEQUENTIAL_TREE, "cuda").kernel("block_sum_sequential")
+    f = compute_facts(k.features, k.language, kernel=k)
+    assert f["shared_tree"] is True and f["interleaved_tree"] is False and _applies(k) is False
+    tree = load(str(fixture_path("reduce_sum_smem.cu"))).kernel("block_sum_interleaved")
+    assert compute_facts(tree.features, tree.language, kernel=tree)["interleaved_tree"] is True

@@ -780,6 +780,12 @@ class KernelFacts:
                 out.append(lp)
         return tuple(out)
 
+    def interleaved_tree_loops(self) -> tuple[LoopFact, ...]:
+        """The :meth:`shared_tree_loops` whose stride doubles (``s *= 2``, ``s <<= 1``): interleaved addressing, the
+        first kernel of Harris's "Optimizing Parallel Reduction in CUDA"; a tree whose stride halves already uses
+        sequential addressing."""
+        return tuple(lp for lp in self.shared_tree_loops() if lp.update in ("*", "<<"))
+
     def no_shared_tree(self) -> str | None:
         """Why the kernel has no shared-memory reduction tree (:meth:`shared_tree_loops`), one sentence; ``None``
         when it has one. The precondition of every step that rewrites such a tree (sequential addressing, the
