@@ -55,10 +55,13 @@ def analysis_view(live: ProfileView, analysis: Analysis | None, kernel_hash: str
     return ProfileView(entry, entry is not None and entry.content_hash != kernel_hash, live.running)
 
 
-def profile_lines(view: ProfileView) -> list[str]:
-    """Markdown lines of the profile section (what is known; never waits)."""
+def profile_lines(view: ProfileView, incomplete: bool = False) -> list[str]:
+    """Markdown lines of the profile section (what is known; never waits). ``incomplete``: the kernel does not
+    parse yet, so no profile is offered until it does."""
     e = view.entry
     if e is None:
+        if incomplete:
+            return ["**Profile:** none yet — it can run once the kernel parses"]
         return ["**Profile:** none yet — " + ("profiling in the background…" if view.running
                                                  else "run “HTAM: Profile kernel” (the file must be saved)")]
     if e.profile is None:
@@ -176,7 +179,7 @@ def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history:
         out += ["*The kernel is incomplete (still being typed): edits and profiles wait until it parses.*", ""]
     if stale_model:
         out += ["*The file does not parse: showing the last good parse.*", ""]
-    out += profile_lines(view)
+    out += profile_lines(view, kernel.incomplete)
     out += ["", f"**Harness:** {harness}" if harness else "**Harness:** checking in the background…", ""]
     unranked = unranked_reason(kernel)
     if unranked:

@@ -74,3 +74,5 @@ def test_an_incomplete_kernel_gets_no_recommendation_nor_advice():
                                advice=[(_Step(), _Step())])
     assert "**Recommended next step:** none: k is incomplete" in md and "steps are ranked once it parses" in md
     assert "vectorize loads" not in md and "**Advice**" not in md
+    # and it does not ask for a profile it will not run (the hover said both, a new user's trial)
+    assert "it can run once the kernel parses" in md and "Profile kernel" not in md
