@@ -61,13 +61,14 @@ class CudaLdg(CudaTransform):
         eligible, reasons, outputs = [], [], []
         for name, p, _decl, has_const, has_restrict in pointer_params(unit):
             facts = unit.facts.pointer(name)
-            if facts is not None and facts.mode in ("write", "readwrite"):
+            if facts is not None and (facts.mode in ("write", "readwrite") or facts.writes):
                 outputs.append(name)  # an output is never a candidate: it cannot be const nor read through __ldg
                 continue
             if facts is not None and facts.mode == "unused":
                 continue
             if facts is None or facts.mode != "read":
-                reasons.append(f"{name} is not provably read-only")
+                reasons.append(f"{name} is not provably read-only: it escapes (passed to a function, cast or "
+                               "stored), so not every use is a visible load")
                 continue
             if not (has_const and has_restrict):
                 reasons.append(f"the read-only input {name} is not const __restrict__ (apply cuda.restrict_const "

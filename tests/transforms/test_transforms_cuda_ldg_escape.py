@@ -1,0 +1,33 @@
+"""``cuda.ldg`` on a kernel whose pointers escape through casts (the form ``vectorize_loads`` writes): an output with
+a visible store is never named in the refusal, and an input that escapes is refused with the reason (a new user's
+trial: "out is not provably read-only; in is not provably read-only" after the tool's own float4 edit)."""
+
+from __future__ import annotations
+
+import re
+
+from htam_core.source.api import parse_text
+from htam_core.transforms import registry
+from htam_core.transforms.base import NotApplicable
+
+VECTORIZED = """
+__global__ void axpb(float *out, const float *in, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int n4 = n / 4;
+    if (i < n4) {
+        float4 v = reinterpret_cast<const float4 *>(in)[i];
+        v.x = 2.0f * v.x + 1.0f; v.y = 2.0f * v.y + 1.0f; v.z = 2.0f * v.z + 1.0f; v.w = 2.0f * v.w + 1.0f;
+        reinterpret_cast<float4 *>(out)[i] = v;
+    }
+    int j = 4 * n4 + i;
+    if (i < n - 4 * n4) out[j] = 2.0f * in[j] + 1.0f;
+}
+"""
+
+
+def test_an_escaping_input_is_refused_with_the_reason_and_the_output_is_not_named():
+    model = parse_text(VECTORIZED, "cuda")
+    res = registry.propose("cuda.ldg", model, model.kernel("axpb"))
+    assert isinstance(res, NotApplicable)
+    assert not re.search(r"\bout\b", res.reason)  # the output is written: never a candidate, never named
+    assert "in is not provably read-only: it escapes" in res.reason
