@@ -81,15 +81,15 @@ class CudaCoalesceRemap(CudaTransform):
         if helpers:
             return self.not_applicable(f"{kernel.name} calls {', '.join(helpers)}, which reads the thread indices "
                                        "itself; swap its dimensions by hand")
-        if not unit.launches:
-            return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must be swapped too")
         before, after = _strided(unit, "x"), _strided(unit, "y")
-        if not before:
+        if not before:  # whether the swap would help comes first: without a launch site it is still true
             return self.not_applicable(f"no global access of {kernel.name} is strided along threadIdx.x")
         if len(after) >= len(before):
             return self.not_applicable(
                 f"swapping x and y does not make more accesses coalesced ({len(before)} strided along x now: "
                 f"{', '.join(before[:3])}; {len(after)} would be after the swap)")
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must be swapped too")
         edits: list[TextEdit] = [unit.replace(n.child_by_field_name("field"), _SWAP[unit.t(n.child_by_field_name(
             "field"))]) for n in fields]
         for la in unit.launches:

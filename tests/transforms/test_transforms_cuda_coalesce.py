@@ -75,3 +75,24 @@ void run(const float *a, float *o, int n) { k<<<dim3(n / 16, n / 16), dim3(16, 1
     model = load(str(path))
     res = registry.propose(TID, model, model.kernel("k"))
     assert "uses __shfl_xor_sync; swapping x and y changes which threads share a warp" in res.reason
+
+
+def test_an_already_coalesced_kernel_without_a_launch_site_is_refused_as_coalesced():
+    """The reason that decides comes first: a matmul whose threadIdx.x already maps to the column has nothing to
+    gain from the swap, with or without a launch site in the file (a new user read "no launch site" for it)."""
+    from htam_core.source.api import parse_text
+    from htam_core.transforms import registry
+    from htam_core.transforms.base import NotApplicable
+
+    src = """__global__ void mm(const float *A, const float *B, float *C, int M, int N, int K) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= M || col >= N) return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc;
+}
+"""
+    model = parse_text(src, "cuda")
+    res = registry.propose(TID, model, model.kernel("mm"))
+    assert isinstance(res, NotApplicable) and "no global access of mm is strided along threadIdx.x" in res.reason
