@@ -30,9 +30,10 @@ from htam_core.transforms import _ts, registry
 from htam_core.transforms.base import Candidate, NotApplicable
 
 REPO = Path(__file__).resolve().parents[2]
-_DIRS = [REPO / "tests" / "fixtures" / "corpus", REPO / "tests" / "fixtures" / "transforms", REPO / "bench" / "suite",
-         REPO / "examples"]
-#: The corpus copies, our own transform fixtures, the naive-kernel suite and the bundled example (the chain
+_DIRS = [REPO / "tests" / "fixtures" / "corpus", REPO / "tests" / "fixtures" / "transforms",
+         REPO / "tests" / "fixtures" / "panel", REPO / "bench" / "suite", REPO / "examples"]
+#: The corpus copies, our own transform fixtures (the operand-panel ones in their own folder), the naive-kernel
+#: suite and the bundled example (the chain
 #: block_size → warps_stages → autotune on it is checked too); half-typed files are the parser's business.
 INPUTS = sorted(p for d in _DIRS for p in d.iterdir() if p.suffix in (".py", ".cu") and not p.name.startswith("broken_"))
 
