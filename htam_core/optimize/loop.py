@@ -290,10 +290,10 @@ class _Loop:
         step, best = self._wait_at
         self.emit(ProgressEvent(step, self.task.budget, None, None, best, line))
 
-    def _next_candidate(self, text: str, ev: Evaluation, prefix: list[str],
-                        n: int) -> tuple[Choice, Any | None, LLMEndpointError | None] | None:
+    def _next_candidate(self, text: str, ev: Evaluation, prefix: list[str], n: int,
+                        at: int | None = None) -> tuple[Choice, Any | None, LLMEndpointError | None] | None:
         """The first choice (in policy order) that yields a candidate not tried yet, as ``(choice, candidate,
-        None)``.
+        None)``. ``text`` is the start (``at`` ``None``) or candidate ``at``; refusals name it (:class:`NotMade`).
 
         With the LLM engine, an endpoint fault comes back as ``(choice, None, error)``, and a choice whose every
         round produced no code as ``(choice, None, None)`` (no other strategy is asked this time): both are
@@ -305,14 +305,14 @@ class _Loop:
         ranked = self._choices(ev, prefix)
         for choice in ranked:
             if not self.gpu and choice.strategy in self.kept_strategies:
-                self._not_made(choice, prefix, "static mode: the loop already went on from this step; another "
+                self._not_made(choice, prefix, at, "static mode: the loop already went on from this step; another "
                                "unmeasured variant of it would tell nothing new")
                 continue
             if (h, choice.strategy) in self.dead:
                 continue
             if not llm and not choice.transform:
                 s = self.kb.strategy(choice.strategy)
-                self._not_made(choice, prefix, no_transform_message(s.title, s.guidance, "Run with --engine llm"))
+                self._not_made(choice, prefix, at, no_transform_message(s.title, s.guidance, "Run with --engine llm"))
                 continue
             self._check_label, self._check_tries = f"{n:02d}-{choice.strategy.replace('.', '_')}", 0
             try:
@@ -330,12 +330,12 @@ class _Loop:
                 self.dead.add((h, choice.strategy))
                 return choice, None, None
             for _, why in getattr(self.generator, "skipped", []):
-                self._not_made(choice, prefix, why)
+                self._not_made(choice, prefix, at, why)
             fresh = [c for c in cands if _text_hash(c.code) not in self.tried]
             if not fresh:
                 self.dead.add((h, choice.strategy))
                 if cands:
-                    self._not_made(choice, prefix, "every candidate it makes was already evaluated in this run")
+                    self._not_made(choice, prefix, at, "every candidate it makes was already evaluated in this run")
                 continue
             if self.task.policy == "random":
                 return choice, self.rng.choice(fresh), None
@@ -346,13 +346,14 @@ class _Loop:
             return choice, fresh[0], None
         return None
 
-    def _not_made(self, choice: Choice, prefix: list[str], reason: str) -> None:
-        """Note that the ranked step ``choice`` was passed over for the kernel reached by ``prefix``, and why."""
+    def _not_made(self, choice: Choice, prefix: list[str], at: int | None, reason: str) -> None:
+        """Note that the ranked step ``choice`` was passed over for the kernel reached by ``prefix`` (candidate
+        ``at``, or the start when ``None``: the reason's line numbers are that file's), and why."""
         key = (choice.strategy, reason)
         if key not in self._not_made_seen:
             self._not_made_seen.add(key)
             kernel = "start" if not prefix else "after " + " → ".join(prefix)
-            self.not_made.append(NotMade(choice.direction, choice.strategy, choice.transform, reason, kernel))
+            self.not_made.append(NotMade(choice.direction, choice.strategy, choice.transform, reason, kernel, at))
 
     # -- the loop -----------------------------------------------------------------------------------
     def _progress(self, step: int, choice: Choice | None, best: float | None, msg: str) -> None:
@@ -397,12 +398,12 @@ class _Loop:
                     self._wait_at = (n, self._speedup(start_ev, best_ev))
                     self._progress(n, None, self._speedup(start_ev, best_ev),
                                    f"asking the LLM for candidate {n + 1}/{task.budget}")
-                nxt = self._next_candidate(cur_text, cur_ev, prefix, n + 1)
+                nxt = self._next_candidate(cur_text, cur_ev, prefix, n + 1, chain[-1] if chain else None)
                 while nxt is None and trail:
                     # nothing new from this kernel: go back to the kernel it was derived from and try its
                     # other steps (the search continues "from the candidate the policy chooses")
                     cur_text, cur_ev, prefix, chain = trail.pop()
-                    nxt = self._next_candidate(cur_text, cur_ev, prefix, n + 1)
+                    nxt = self._next_candidate(cur_text, cur_ev, prefix, n + 1, chain[-1] if chain else None)
                 if nxt is None:
                     self.warnings.append(f"stopped after {n} candidates: no step left that proposes a new "
                                          "candidate for this kernel or the kernels it was derived from")
@@ -410,7 +411,8 @@ class _Loop:
                 choice, cand, fault = nxt
                 n += 1
                 if cand is None:  # the endpoint gave no candidate: an endpoint fault, never the strategy's failure
-                    rec = self._endpoint_fault(n, choice, fault)
+                    rec = dataclasses.replace(self._endpoint_fault(n, choice, fault), parent=chain[-1] if chain
+                                              else "start")
                     self.steps.append(rec)
                     faults.append(rec)
                     self._progress(n, None, self._speedup(start_ev, best_ev),
@@ -429,7 +431,8 @@ class _Loop:
                 ev, cand_path = cached if cached else self.evaluator.evaluate(cand.code, label)
                 self.measurements_reused += int(ev.reused)
                 self._checked.clear()
-                rec = self._judge(n, choice, cand, cur_text, cur_ev, start_ev, ev, cand_path)
+                rec = dataclasses.replace(self._judge(n, choice, cand, cur_text, cur_ev, start_ev, ev, cand_path),
+                                          parent=chain[-1] if chain else "start")
                 self.steps.append(rec)
                 self._record(prefix, cur_ev, choice, rec, ev)
                 if rec.accepted:
@@ -452,7 +455,8 @@ class _Loop:
         return write_report(self.task, self.out, self.start_text, start_ev, best_text, best_ev, self.steps,
                             gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
                             language=self.kernel.language, measurements_reused=self.measurements_reused,
-                            not_made=self.not_made, reproduction=reproduction)
+                            not_made=self.not_made, reproduction=reproduction,
+                            best_step=best_chain[-1] if best_chain else None)
 
     def _reproduce(self, start: Evaluation, best: Evaluation, best_text: str, cancelled: bool) -> Reproduction:
         """Re-time the start and the best kernel interleaved in a fresh worker process and judge whether the

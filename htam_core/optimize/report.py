@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from htam_core.measure.stats import LAUNCH_BOUND_MS, SPREAD_RULE, headline_geomean
 from htam_core.memory.records import ENDPOINT_FAULT
 from htam_core.optimize.reproduce import Reproduction
-from htam_core.optimize.task import NotMade, OptimizeResult, OptimizeTask, StepRecord
+from htam_core.optimize.task import NotMade, OptimizeResult, OptimizeTask, StepRecord, lineage
 
 if TYPE_CHECKING:
     from htam_core.optimize.evaluate import Evaluation
@@ -66,6 +66,28 @@ def _kept_line(r: Reproduction, measured: bool, mode: str) -> str:
         return f"yes ({r.kept_steps} kept)"
     return (f"no: a kept step's spread was not measured or its gain is inside it (each step's spread is in "
             f"report.json) ({r.kept_steps} kept)")
+
+
+def _lineage_text(path: list[StepRecord], kept: list[StepRecord], ext: str) -> str:
+    """``"best.cu is candidate 4, made from the start by restrict_pointers (candidate 4)"`` and, when other
+    accepted steps are not on that path, ``"; also followed, not in best.cu: ..."``.
+
+    ``path`` is the best's :func:`htam_core.optimize.task.lineage`; ``kept`` every accepted step."""
+    if not path:
+        return f"best{ext} is the start"
+    steps = " → ".join(f"{s.strategy} (candidate {s.index})" for s in path)
+    text = f"best{ext} is candidate {path[-1].index}, made from the start by {steps}"
+    on_path = {s.index for s in path}
+    off = [s for s in kept if s.index not in on_path]
+    if off:
+        text += (f"; also followed, not in best{ext}: "
+                 + ", ".join(f"{s.strategy} (candidate {s.index}, made from "
+                             f"{'the start' if s.parent == 'start' else f'candidate {s.parent}'})" for s in off))
+    return text
+
+
+def _fmt_parent(s: StepRecord) -> str:
+    return "start" if s.parent == "start" else str(s.parent)
 
 
 def _fmt_ms(v: float | None) -> str:
@@ -172,21 +194,28 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
     if result.cancelled:
         lines.append("- cancelled by the user: the best kernel so far is kept")
     lines += ["", result.summary, "", "| # | direction → strategy | edit | correct | time (ms) | speedup | vs start | "
-              "kept | evidence | why (incorrect or failed) |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "kept | evidence | why (incorrect or failed) | made from |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in result.steps:
         desc, ev, why = (_cell(t) for t in (s.description, s.evidence, s.reason or "—"))
         lines.append(f"| {s.index} | {s.direction} → {s.strategy} | {desc} | {_fmt_correct(s)} | {_fmt_ms(s.time_ms)} "
-                     f"| {_fmt_x(s.speedup)} | {_fmt_x(s.speedup_vs_start)} | {s.kept()} | {ev} | {why} |")
+                     f"| {_fmt_x(s.speedup)} | {_fmt_x(s.speedup_vs_start)} | {s.kept()} | {ev} | {why} | {_fmt_parent(s)} |")
     if result.not_made:
         lines += ["", "## Steps not made", "", "Ranked steps the loop passed over, and why no candidate was made:", ""]
         lines += [f"- {m.direction} → {m.strategy} ({'for the start kernel' if m.kernel == 'start' else m.kernel}): "
-                  f"{m.reason}" for m in result.not_made]
+                  f"{_where(m)}{m.reason}" for m in result.not_made]
     if warnings:
         lines += ["", "## Notes", ""] + [f"- {w}" for w in warnings]
     plot = "`speedup.png`" if result.plot else f"no `speedup.png` ({result.plot_note})"
     lines += ["", f"Files: `report.json` (every step with its edit), {plot}, "
               f"`{result.best_path.name if result.best_path else 'best'}`, `candidates/`.", ""]
     return "\n".join(lines)
+
+
+def _where(m: NotMade) -> str:
+    """``"in candidate 02 (candidates/02-*): "`` for a refusal made on a candidate, so its line numbers can be
+    found; ``""`` for one made on the start (the user's file)."""
+    return "" if m.candidate is None else f"in candidate {m.candidate:02d} (`candidates/{m.candidate:02d}-*/`): "
 
 
 def _cell(text: str) -> str:
@@ -197,7 +226,8 @@ def _cell(text: str) -> str:
 def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evaluation, best_text: str,
                  best_ev: Evaluation, steps: list[StepRecord], *, gpu: bool, cancelled: bool, warnings: list[str],
                  language: str, measurements_reused: int = 0,
-                 not_made: list[NotMade] | None = None, reproduction: Reproduction | None = None) -> OptimizeResult:
+                 not_made: list[NotMade] | None = None, reproduction: Reproduction | None = None,
+                 best_step: int | None = None) -> OptimizeResult:
     """Write the report files under ``out`` and return the :class:`OptimizeResult`.
 
     ``speedup.png`` is written only when the candidates were timed (a GPU run whose start was timed); without
@@ -219,6 +249,11 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
         not_made: ranked steps the loop passed over, with their refusal reasons.
         reproduction: the fresh-process re-timing of the best (:mod:`htam_core.optimize.reproduce`); a best
             that was not reproduced is not reported as a win.
+        best_step: the index of the step ``best_text`` is, or ``None`` (the start); the summary names its
+            lineage (its parents back to the start) and the accepted steps off it.
+
+    Raises:
+        ValueError: ``best_step`` or a parent is not among ``steps`` (:func:`htam_core.optimize.task.lineage`).
     """
     out.mkdir(parents=True, exist_ok=True)
     steps = [s if s.reason or s.status not in ("incorrect", "failed")
@@ -233,6 +268,7 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                                       [best_ev.time_ms])
     changed = best_text != start_text
     kept = [s for s in steps if s.accepted]
+    path = lineage(steps, best_step)
     start_ok = start_ev.ok and start_ev.correct is not False
     if not start_ok and not steps:
         what = "does not match its reference" if start_ev.ok else "failed to compile or run"
@@ -251,22 +287,20 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
             summary = (f"Best correct kernel is {best_speedup:.2f}× faster than the start "
                        f"({_per_set_line(start_ev.per_set_ms or [start_ev.time_ms], best_ev.per_set_ms or [best_ev.time_ms])}"
                        f"; {start_ev.profile.device if start_ev.profile else 'GPU'}) "
-                       f"after {len(steps)} candidates; kept steps: "
-                       f"{', '.join(s.strategy for s in kept) or 'none'}.")
+                       f"after {len(steps)} candidates; {_lineage_text(path, kept, ext)}.")
         else:
             summary = f"No candidate beat the start ({_fmt_ms(start_ev.time_ms)} ms) in {len(steps)} candidates."
     else:
         verified = sum(1 for s in steps if s.correct is True)
         unverified = sum(1 for s in steps if s.correct is None and s.status not in ("incorrect", "failed",
                                                                                      ENDPOINT_FAULT))
-        chain = " → ".join(s.strategy for s in kept)
         summary = (f"Static mode: {len(steps)} candidates, {verified} verified correct"
                    f"{' under the Triton interpreter' if language == 'triton' else ''}, "
                    f"{unverified} unverified (compiled only, no GPU or no harness), "
                    f"{sum(1 for s in steps if s.status in ('incorrect', 'failed'))} refused or failed; nothing was "
                    "timed, so every step is not measured and none is kept. "
-                   + (f"The loop followed HTAM's ranking of the static state through {chain} (not measured); "
-                      f"best{ext} is the end of that chain, not a measured improvement. " if chain else "")
+                   + (f"The loop followed HTAM's ranking of the static state (not measured): "
+                      f"{_lineage_text(path, kept, ext)}; not a measured improvement. " if kept else "")
                    + "Run on a GPU to measure it.")
     plot_path: Path | None = out / "speedup.png"
     plot_note = None
@@ -292,7 +326,8 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                             measurements_reused=measurements_reused, start_ok=start_ok,
                             best_correct=best_ev.correct, best_verified_on=best_ev.verified_on,
                             not_made=list(not_made or []), plot=plot_path, plot_note=plot_note,
-                            reproduction=reproduction)
+                            reproduction=reproduction, best_step=best_step,
+                            best_lineage=[s.index for s in path])
     data = result.to_json()
     data["task"] = task.to_json()
     data["start_profile"] = start_ev.profile.to_json() if start_ev.profile else None

@@ -132,6 +132,9 @@ class StepRecord:
             when the parent and the candidate were not timed interleaved.
         reason: why an ``incorrect`` or ``failed`` candidate is so, in one line (which output, seed and input
             set, max abs/rel error; or the guard, compile or runtime error line), else ``None``.
+        parent: what the candidate was made from: ``"start"`` (the user's kernel) or the ``index`` of an
+            earlier candidate; following parents from the best back to ``"start"`` gives the best's lineage
+            (:func:`lineage`).
     """
 
     index: int
@@ -154,6 +157,7 @@ class StepRecord:
     score: float | None = None
     spread: float | None = None
     reason: str | None = None
+    parent: int | str = "start"
 
     def kept(self) -> str:
         """``"yes"`` (a measured win the loop kept), ``"no"``, or ``"not measured"``: a candidate without a
@@ -179,6 +183,8 @@ class NotMade:
         reason: why no candidate was made (the same sentence an editor shows for the step).
         kernel: which kernel it was ranked for: ``"start"``, or ``"after a → b"``: the last (up to four) steps
             of the chain the loop went on from, the prefix the memory sees.
+        candidate: the index of the candidate the refusal was computed on (its line numbers are that
+            candidate's, ``candidates/NN-*``), or ``None`` for the start (the user's own file).
     """
 
     direction: str
@@ -186,6 +192,27 @@ class NotMade:
     transform: str | None
     reason: str
     kernel: str
+    candidate: int | None = None
+
+
+def lineage(steps: list[StepRecord], best: int | None) -> list[StepRecord]:
+    """The steps that made candidate ``best``, from the first one applied to the start to ``best`` itself.
+
+    Follows :attr:`StepRecord.parent` from ``best`` back to ``"start"``; ``best`` ``None`` (the best is the
+    start) gives ``[]``.
+
+    Raises:
+        ValueError: a parent is not among ``steps``, or the parents form a cycle (a loop bug).
+    """
+    by_index = {s.index: s for s in steps}
+    path: list[StepRecord] = []
+    at: int | str | None = best
+    while at is not None and at != "start":
+        if at not in by_index or len(path) > len(steps):
+            raise ValueError(f"candidate {at!r} is not a step of this run (or the parents form a cycle)")
+        path.append(by_index[at])  # type: ignore[index]
+        at = by_index[at].parent  # type: ignore[index]
+    return path[::-1]
 
 
 @dataclass
@@ -216,6 +243,9 @@ class OptimizeResult:
         plot_note: why there is no plot, or what the plot cannot show.
         reproduction: the fresh-process re-timing of the best kernel
             (:class:`htam_core.optimize.reproduce.Reproduction`), or ``None`` when the loop did not judge it.
+        best_step: the index of the candidate ``best.<ext>`` is, or ``None`` when it is the start.
+        best_lineage: the indices of the steps that made the best, from the start to ``best_step``
+            (:func:`lineage`); ``[]`` when the best is the start.
     """
 
     best_text: str
@@ -240,6 +270,8 @@ class OptimizeResult:
     plot: Path | None = None
     plot_note: str | None = None
     reproduction: Reproduction | None = None
+    best_step: int | None = None
+    best_lineage: list[int] = field(default_factory=list)
 
     def apply_refusal(self) -> str | None:
         """Why the best kernel must not be written into the user's file, or ``None`` when it may.
@@ -281,4 +313,5 @@ class OptimizeResult:
             "plot": str(self.plot) if self.plot else None, "plot_note": self.plot_note,
             "not_made": [asdict(m) for m in self.not_made], "steps": [s.to_json() for s in self.steps],
             "reproduction": self.reproduction.to_json() if self.reproduction else None,
+            "best_step": self.best_step, "best_lineage": list(self.best_lineage),
         }

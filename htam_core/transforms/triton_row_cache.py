@@ -142,7 +142,7 @@ class TritonRowInRegisters(TritonTransform):
         loops = [lp for lp in unit.facts.loops if lp.kind == "range" and lp.depth == 0]
         by_id = {t.loop: t for t in tf.loops}
         whys: list[str] = []
-        for a, b in zip(loops, loops[1:], strict=False):
+        for i, (a, b) in enumerate(zip(loops, loops[1:], strict=False)):
             ta, tb = by_id.get(a.id), by_id.get(b.id)
             if ta is None or tb is None or ta.header != tb.header:
                 whys.append(f"the loops on lines {a.line} and {b.line} walk different ranges")
@@ -185,14 +185,16 @@ class TritonRowInRegisters(TritonTransform):
             if not dropped:
                 whys.append(f"the loop on line {b.line} loads nothing the loop on line {a.line} loaded the same way")
                 continue
-            return [self._candidate(unit, model, kernel, an, bn, n, block, var, dropped)]
+            return [self._candidate(unit, model, kernel, an, bn, n, block, var, dropped, i, [lp.line for lp in loops])]
         if not whys:
             return self.not_applicable(f"{kernel.name} has {len(loops)} top-level loop(s) over the row; two passes "
                                        "over the same column tiles are needed")
         return self.not_applicable(whys[0])
 
     def _candidate(self, unit: TritonUnit, model: SourceModel, kernel: Kernel, an: Node, bn: Node, n: str,
-                   block: str, var: str, dropped: list[Node]) -> Candidate:
+                   block: str, var: str, dropped: list[Node], first: int, lines_of: list[int]) -> Candidate:
+        """The candidate for passes ``first`` and ``first + 1`` (0-based) of the top-level loops on ``lines_of``;
+        its comment and description say which passes share the load and which still load their own."""
         src = unit.src
         ind = _ts.indent_of(src, an.start_byte)
         region_start = _ts.line_start(src, an.start_byte)
@@ -212,7 +214,15 @@ class TritonRowInRegisters(TritonTransform):
             b_bytes[ls - bstart:end - bstart] = keep
         b_text = b_bytes.decode().rstrip("\n")
         one = "    "
-        lines = [f"if ({n} > 0) & ({n} <= {block}):  # the row fits one tile: loaded once, kept in registers",
+        names = ", ".join(sorted({_target(unit, s) or "" for s in dropped}))
+        total = len(lines_of)
+        pa, pb = first + 1, first + 2
+        of = f" (of {total})" if total > 2 else ""
+        others = [k + 1 for k in range(total) if k not in (first, first + 1)]
+        own = (f"; pass{'es' if len(others) > 1 else ''} {', '.join(map(str, others))} still load"
+               f"{'' if len(others) > 1 else 's'} {'their' if len(others) > 1 else 'its'} own") if others else ""
+        lines = [f"if ({n} > 0) & ({n} <= {block}):  # the row fits one tile: pass {pb}{of} reuses {names} "
+                 f"loaded by pass {pa}{own}",
                  f"{ind}{one}{var} = 0",
                  a_text.rstrip("\n")]
         if between.strip():
@@ -220,11 +230,15 @@ class TritonRowInRegisters(TritonTransform):
         lines += [b_text, f"{ind}else:", _indent(region, one).rstrip()]
         new = "\n".join(lines)
         edit = TextEdit(an.start_byte, bn.end_byte, new)
-        names = ", ".join(sorted({_target(unit, s) or "" for s in dropped}))
+        own_lines = [lines_of[k - 1] for k in others]
+        told = (f"; the other pass{'es' if len(others) > 1 else ''} over the row (line"
+                f"{'s' if len(others) > 1 else ''} {', '.join(map(str, own_lines))}) still load"
+                f"{'' if len(others) > 1 else 's'} {'their' if len(others) > 1 else 'its'} own") if others else ""
         return self.candidate(
             model,
-            f"when a row of {kernel.name} fits one {block} tile, load it once: the second pass reuses {names} "
-            "from the first (longer rows take the two loops as before)",
+            f"when a row of {kernel.name} fits one {block} tile, the pass on line {lines_of[first + 1]} reuses "
+            f"{names} loaded by the pass on line {lines_of[first]} instead of loading it again{told} "
+            "(longer rows take the loops as before)",
             {"reused": sorted({_target(unit, s) or "" for s in dropped}), "fast_path": f"{n} <= {block}"},
             [edit],
         )

@@ -41,6 +41,11 @@ def md_rows(md: str) -> list[list[str]]:
             if _ROW.match(line)]
 
 
+def row_of(rows: list[list[str]], index: int) -> list[str]:
+    """The report.md table row of step ``index``."""
+    return next(r for r in rows if r[0] == str(index))
+
+
 def timing_values(obj: Any, path: str = "") -> list[tuple[str, Any]]:
     """Every ``(json path, value)`` under a :data:`TIMING_KEYS` key whose value is not null."""
     found: list[tuple[str, Any]] = []
@@ -89,7 +94,18 @@ def check_report(out: Path, start_text: str, ext: str = ".py") -> dict[str, Any]
             assert s["reason"] and row[9] == s["reason"].replace("|", "\\|"), s
         if s["candidate_path"]:
             assert Path(s["candidate_path"]).is_file()
+    by_index = {s["index"]: s for s in steps}
+    for s in steps:  # every step names what it was made from: the start or an earlier accepted candidate
+        assert s["parent"] == "start" or (s["parent"] < s["index"] and by_index[s["parent"]]["accepted"]), s
+        assert row_of(rows, s["index"])[10] == str(s["parent"])
+    walk, at = [], data["best_step"]
+    while at not in (None, "start"):  # the best's lineage is its parents back to the start
+        walk.append(at)
+        at = by_index[at]["parent"]
+    assert data["best_lineage"] == walk[::-1]
     best = (out / f"best{ext}").read_text("utf-8")
+    if data["best_step"] is not None:
+        assert best == Path(by_index[data["best_step"]]["candidate_path"]).read_text("utf-8")
     accepted = [s for s in steps if s["accepted"]]
     expected = Path(accepted[-1]["candidate_path"]).read_text("utf-8") if accepted else start_text
     assert best == expected

@@ -31,6 +31,17 @@ def test_three_pass_softmax_fuses_the_first_pair_only(cand):
     (c,) = cand(TID, ROWS, "softmax_three_pass")
     assert c.params == {"reused": ["x"], "fast_path": "n_cols <= BLOCK"}
     assert c.new_text.count("for c0 in range(0, n_cols, BLOCK):") == 3  # two in the slow path, the third pass
+    # the comment and the description say which passes share the load, and that the third still loads its own
+    assert ("# the row fits one tile: pass 2 (of 3) reuses x loaded by pass 1; pass 3 still loads its own"
+            in c.new_text) and "loaded once, kept in registers" not in c.new_text
+    assert ("the pass on line 127 reuses x loaded by the pass on line 121 instead of loading it again; the other "
+            "pass over the row (line 132) still loads its own") in c.description
+
+
+def test_two_pass_comment_names_both_passes(cand):
+    (c,) = cand(TID, LN, "ln_fwd_kernel")
+    assert "# the row fits one tile: pass 2 reuses v loaded by pass 1\n" in c.new_text
+    assert "the pass on line 45 reuses v loaded by the pass on line 30 instead of loading it again (" in c.description
 
 
 @pytest.mark.parametrize("kernel,needle", [
