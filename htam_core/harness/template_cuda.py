@@ -420,6 +420,8 @@ def guessed_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str],
       and a grid covering each dimension's global index up to its bound in the bounds check (``row = blockIdx.y *
       blockDim.y + threadIdx.y; col = ...x...; if (row >= M || col >= N) return;`` gives ``(cdiv(N, 16),
       cdiv(M, 16))``); a bound that is no size parameter is a TODO in the grid.
+    - An index whose ``blockIdx.x`` stride is a number that cannot be read as a block (``i = 100*blockIdx.x +
+      3*threadIdx.x``, or a fixed extent in a 2-D kernel) gets a TODO saying the index implies a fixed block.
 
     ``size_of``: integer kernel parameter -> its size symbol.
     """
@@ -434,10 +436,14 @@ def guessed_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str],
         b = bounds.get(var or "")
         return size_of.get(b, b) if b is not None else None
 
+    unread: list[str] = []  # indices whose block stride is a number that the template cannot turn into a block
     for ti in facts.thread_indices:
         if ti.dims != ("x",):
             continue
         sb, st = stride_of(ti.expr, "blockIdx.x"), stride_of(ti.expr, "threadIdx.x")
+        if sb is not None and sb.is_number and sb != 0 and (st is None or not st.is_Integer or st <= 0
+                                                            or not sb.is_Integer or sb % st):
+            unread.append(f"{ti.name} = {ti.expr}")
         if sb is None or st is None or not (sb.is_Integer and st.is_Integer) or st <= 0 or sb % st:
             continue
         threads = int(sb // st)
@@ -445,14 +451,17 @@ def guessed_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str],
             bound = size(ti.name)
             dims = 1 + max((("x", "y", "z").index(d) for t in facts.thread_indices for d in t.dims), default=0)
             if dims > 1:
-                return None  # a fixed extent in a multi-dimensional kernel: the caller's TODO stands
+                unread.append(f"{ti.name} = {ti.expr}")
+                break
             return ([threads], f"(cdiv({bound if bound and bound in size_of.values() else first}, {int(sb)}),)",
                     f"each block owns {int(sb)} elements ({ti.name} = {ti.expr} hard-codes the block's extent): "
                     f"{threads} threads of stride {int(st)}")
     used = {d for t in facts.thread_indices for d in t.dims}
     n = 3 if "z" in used else 2 if "y" in used else 1
+    fixed_todo = f"TODO: the index {unread[0]} implies a fixed block: set block and grid to match it; " \
+        if unread else ""
     if n == 1:
-        return None
+        return ([256], f"(cdiv({first}, 256),)", fixed_todo + "guessed (one thread per element)") if unread else None
     block = GUESS_BLOCK[n]
     grid: list[str] = []
     todo = False
@@ -462,6 +471,6 @@ def guessed_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str],
         if bound is None or bound not in size_of.values():
             bound, todo = first, True
         grid.append(f"cdiv({bound}, {block[i]})")
-    why = ("TODO: guessed " if todo else "guessed: ") + \
+    why = fixed_todo + ("TODO: guessed " if todo else "guessed: ") + \
         f"a {n}-D block, each dimension's global index covered up to its bound in the bounds check"
     return block, "(" + ", ".join(grid) + ")", why

@@ -80,3 +80,10 @@ def test_a_store_in_a_device_helper_names_the_output() -> None:
 def test_a_const_pointer_is_never_the_guessed_output() -> None:
     t = _table(NO_STORE, "k")
     assert t["outputs"] == ["out"]
+
+
+def test_an_unreadable_fixed_extent_is_a_todo() -> None:
+    src = FIXED.replace("64 * blockIdx.x + 4 * threadIdx.x", "66 * blockIdx.x + 4 * threadIdx.x")
+    model = parse_text(src, "cuda", "k.cu")
+    text = write_template(model, model.kernel("scale4"))
+    assert "TODO: the index i = 66*blockIdx.x + 4*threadIdx.x implies a fixed block" in text
