@@ -7,7 +7,7 @@ the calls of the kernel's launcher; for a ``.cu`` program, reads the launch in `
 ``htam.toml`` beside the file (never over an existing table of the same kernel).
 
 Exit codes: 0 inferred (and written with ``--write``); 1 nothing could be inferred (the message names what is
-missing, and a filled-in template, :func:`htam_core.harness.template.write_template`, follows it on stderr); 2 usage error (missing file, a ``.py`` file that does not parse, several kernels without ``--kernel``,
+missing, and a filled-in template, :func:`htam_core.harness.template.write_template`, follows it on stderr); 2 usage error (missing file, a ``.py`` file that does not parse, a half-typed kernel, several kernels without ``--kernel``,
 a table already there).
 """
 
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.harness.pysource import parse_failure
     from htam_core.harness.spec import SPEC_FILENAME
     from htam_core.harness.template import write_template
-    from htam_core.source import SourceError, load
+    from htam_core.source import SourceError, incomplete_reason, load
 
     require_path(args.file, _INFER_FILE)
     path = Path(args.file)
@@ -91,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
         name = model.kernel(name).name
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
+    if (why := incomplete_reason(model.kernel(name), "its harness is inferred")) is not None:
+        raise UsageError(f"{why}, then run `htam harness infer {args.file}` again")
     inf = infer(path, name, model) if path.suffix == ".py" else _infer_cuda(path, name, model)
     template = write_template(model, model.kernel(name)) if inf.harness is None else None
     if args.json:

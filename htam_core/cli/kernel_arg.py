@@ -12,7 +12,7 @@ from pathlib import Path
 
 from htam_core.cli.errors import UsageError
 
-__all__ = ["add_kernel_argument", "resolve_kernel"]
+__all__ = ["add_kernel_argument", "no_kernel_message", "resolve_kernel"]
 
 
 def add_kernel_argument(p: argparse.ArgumentParser, help_text: str = "the kernel's name") -> None:
@@ -40,6 +40,12 @@ def resolve_kernel(file: str, given: str | None) -> str:
         return names[0]
     name = Path(file).name
     if not names:
-        raise UsageError(f"{name} defines no kernel (a CUDA `__global__` function or a Triton `@triton.jit` "
-                         "function); open the file that defines it")
+        raise UsageError(no_kernel_message(name))
     raise UsageError(f"{name} defines {len(names)} kernels ({', '.join(names)}); pass --kernel NAME")
+
+
+def no_kernel_message(name: str) -> str:
+    """The one line for a file ``name`` (as the user knows it) that defines no kernel, shared by ``htam kernels``
+    and every command that resolves a kernel: what a kernel is here and what to do."""
+    return (f"{name} defines no kernel (a CUDA `__global__` function or a Triton `@triton.jit` function); "
+            "open the file that defines it")

@@ -40,6 +40,11 @@ def run(args: argparse.Namespace) -> int:
         json.dump([k.to_json() for k in model.kernels], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
+    if not model.kernels:  # the same line as profile/suggest, not an empty table
+        from htam_core.cli.kernel_arg import no_kernel_message
+
+        print(no_kernel_message(os.path.basename(args.file)))
+        return 0
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

@@ -150,7 +150,9 @@ def _pointee_const(type_text: str) -> bool:
 def output_params(model: SourceModel, kernel: Kernel) -> tuple[set[str], str | None]:
     """The pointer parameters of ``kernel`` that may be written, and a note when some were taken on trust.
 
-    A parameter is written when the kernel stores through it in its own body (:attr:`Param.written`). A
+    A parameter is written when the kernel stores through it in its own body (:attr:`Param.written`) or a
+    ``__device__`` helper it calls stores through the argument it receives
+    (:func:`~htam_core.source.analysis.callee_writes.callee_writes`). A
     pointer whose uses are not all visible loads and stores (the analysis layer's ``"unknown"`` mode: it is
     passed to a device function, or through a function pointer given as a template argument, as llm.c's
     ``trimul_global<matmul_tri>`` passes ``out`` to ``matmul_tri(r, ...)``) and whose pointee is not
@@ -158,8 +160,9 @@ def output_params(model: SourceModel, kernel: Kernel) -> tuple[set[str], str | N
     that turns out unwritten is harmless, missing a written one would leave nothing to compare).
     """
     from htam_core.source.analysis import analyze
+    from htam_core.source.analysis.callee_writes import callee_writes
 
-    written = {p.name for p in kernel.params if p.is_pointer and p.written}
+    written = {p.name for p in kernel.params if p.is_pointer and p.written} | set(callee_writes(model, kernel))
     hidden = sorted(pf.name for pf in analyze(model, kernel).pointers if pf.mode == "unknown" and pf.name not in written and
                     not _pointee_const(next((p.type or "" for p in kernel.params if p.name == pf.name), "")))
     if not hidden:

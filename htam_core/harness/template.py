@@ -13,7 +13,8 @@ import keyword
 import re
 from pathlib import Path
 
-from htam_core.harness.template_cuda import direct_launch, launcher_template
+from htam_core.harness.infer_cuda import _pointee_const, output_params
+from htam_core.harness.template_cuda import direct_launch, guessed_launch, launcher_template
 from htam_core.source.model import Kernel, Param, SourceModel
 
 _C_DTYPES = {
@@ -285,7 +286,15 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
         pending: list[tuple[int, str, str]] = []  # (index in inputs, stride name, dtype): valued after the shapes
         positional = [p for p in kernel.params if not p.is_constexpr]
         size_of: dict[str, str] = {}  # integer kernel parameter -> its size symbol
+        # stores in the body, or in a __device__ helper it calls (the analysis layer's callee facts)
+        stored = output_params(model, kernel)[0] if kernel.language == "cuda" else \
+            {q.name for q in kernel.params if q.written}
+        const_data = set()  # tensors declared `const T*`: never the output
         for p in kernel.params:
+            if p.is_pointer and _pointee_const(p.type or ""):
+                const_data.add(p.name + "_" if keyword.iskeyword(p.name) else p.name)
+            if p.name in stored and not p.written:
+                p = Param(**{**p.__dict__, "written": True})
             if keyword.iskeyword(p.name):
                 p = Param(**{**p.__dict__, "name": p.name + "_"})
             if p.is_constexpr:
@@ -356,6 +365,8 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
             if launch is not None:  # the launch's own block and grid, over the kernel's size parameters
                 blk, grid = launch
                 why = "as launched (its grid written over the size parameters)"
+            elif (guess := guessed_launch(model, kernel, size_of, first)) is not None:
+                blk, grid, why = guess  # the indices' dimensions and hard-coded extents, no launch site
             else:
                 blk = _literal_block(site.config.get("block") if site else None) or [256]
                 bx = blk[0]
@@ -368,8 +379,11 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
         if kwargs:
             lines.append(f"kwargs = {{ {', '.join(kwargs)} }}")
         if not outputs:
-            outputs = [a for a in args if any(f'name = "{a}", shape' in i for i in inputs)][-1:]
-            lines.append("# no store was found: the last tensor argument is assumed to be the output")
+            outputs = [a for a in args if a not in const_data and
+                       any(f'name = "{a}", shape' in i for i in inputs)][-1:]
+            lines.append("# no store was found: the last tensor argument not declared const is assumed to be the "
+                         "output" if outputs else "# TODO: no store was found and every tensor is const: name the "
+                         "output(s) below")
             inputs = [i.replace('init = "randn"', 'init = "empty"') if f'name = "{outputs[0]}"' in i else i
                       for i in inputs] if outputs else inputs
         lines.append(f"outputs = [{', '.join(_toml_str(o) for o in outputs)}]")

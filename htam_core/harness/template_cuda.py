@@ -37,7 +37,7 @@ from htam_core.source.analysis import DIMS, Access, KernelFacts, LaunchFacts, an
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import node_text
 
-__all__ = ["LauncherTemplate", "direct_launch", "launcher_template"]
+__all__ = ["GUESS_BLOCK", "LauncherTemplate", "direct_launch", "guessed_launch", "launcher_template"]
 
 _FLOAT_TYPES = ("float32", "float64", "float16", "bfloat16")
 _EPS = re.compile(r"eps", re.IGNORECASE)
@@ -386,3 +386,91 @@ def direct_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str]) -
             return None
         dims.append(_py_expr(e))
     return [int(d.value) for d in la.block], "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+#: The block a template proposes for a kernel that indexes 2 or 3 thread dimensions and has no launch site.
+GUESS_BLOCK = {2: [16, 16, 1], 3: [8, 8, 4]}
+
+
+def _guard_bounds(model: SourceModel, kernel: Kernel) -> dict[str, str]:
+    """``{index variable: bound as written}`` of the kernel's first bounds check (``if (row >= M || col >= N)
+    return;`` gives ``{"row": "M", "col": "N"}``; :func:`~htam_core.source.analysis.guards.first_bounds_guard`)."""
+    from htam_core.source.analysis.guards import first_bounds_guard
+    from htam_core.source.analysis.unit import cuda_source
+
+    unit = cuda_source(model, kernel)
+    if isinstance(unit, str):
+        return {}
+    found = first_bounds_guard([c for c in unit.body.named_children if c.type != "comment"], unit.src)
+    if found is None or isinstance(found[1], str):
+        return {}
+    return {v: unit.t(b) for v, b in found[1].bounds().items()}
+
+
+def guessed_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str],
+                   first: str) -> tuple[list[int], str, str] | None:
+    """``(block, grid, why)`` for a CUDA kernel without a launch site whose indices say more than "one thread per
+    element of ``first``", else ``None`` (the caller's 1-D guess stands).
+
+    - An index that hard-codes its block's extent along x (``i = 64*blockIdx.x + 4*threadIdx.x``: the analysis
+      layer's :meth:`~htam_core.source.analysis.KernelFacts.fixed_block_extents`) gets ``extent / stride``
+      threads (16) and ``cdiv(BOUND, extent)`` blocks (``cdiv(N, 64)``), ``BOUND`` the bound its bounds check
+      gives that index (else ``first``).
+    - A kernel whose thread indices use ``threadIdx.y`` (``.z``) gets a 2-D (3-D) block (:data:`GUESS_BLOCK`)
+      and a grid covering each dimension's global index up to its bound in the bounds check (``row = blockIdx.y *
+      blockDim.y + threadIdx.y; col = ...x...; if (row >= M || col >= N) return;`` gives ``(cdiv(N, 16),
+      cdiv(M, 16))``); a bound that is no size parameter is a TODO in the grid.
+    - An index whose ``blockIdx.x`` stride is a number that cannot be read as a block (``i = 100*blockIdx.x +
+      3*threadIdx.x``, or a fixed extent in a 2-D kernel) gets a TODO saying the index implies a fixed block.
+
+    ``size_of``: integer kernel parameter -> its size symbol.
+    """
+    if model.file_language != "cuda" or kernel.language != "cuda" or kernel.launch_sites:
+        return None
+    facts = analyze(model, kernel)
+    if facts.launches:
+        return None
+    bounds = _guard_bounds(model, kernel)
+
+    def size(var: str | None) -> str | None:
+        b = bounds.get(var or "")
+        return size_of.get(b, b) if b is not None else None
+
+    unread: list[str] = []  # indices whose block stride is a number that the template cannot turn into a block
+    for ti in facts.thread_indices:
+        if ti.dims != ("x",):
+            continue
+        sb, st = stride_of(ti.expr, "blockIdx.x"), stride_of(ti.expr, "threadIdx.x")
+        if sb is not None and sb.is_number and sb != 0 and (st is None or not st.is_Integer or st <= 0
+                                                            or not sb.is_Integer or sb % st):
+            unread.append(f"{ti.name} = {ti.expr}")
+        if sb is None or st is None or not (sb.is_Integer and st.is_Integer) or st <= 0 or sb % st:
+            continue
+        threads = int(sb // st)
+        if threads > 1 and facts.fixed_block_extents("x", threads):
+            bound = size(ti.name)
+            dims = 1 + max((("x", "y", "z").index(d) for t in facts.thread_indices for d in t.dims), default=0)
+            if dims > 1:
+                unread.append(f"{ti.name} = {ti.expr}")
+                break
+            return ([threads], f"(cdiv({bound if bound and bound in size_of.values() else first}, {int(sb)}),)",
+                    f"each block owns {int(sb)} elements ({ti.name} = {ti.expr} hard-codes the block's extent): "
+                    f"{threads} threads of stride {int(st)}")
+    used = {d for t in facts.thread_indices for d in t.dims}
+    n = 3 if "z" in used else 2 if "y" in used else 1
+    fixed_todo = f"TODO: the index {unread[0]} implies a fixed block: set block and grid to match it; " \
+        if unread else ""
+    if n == 1:
+        return ([256], f"(cdiv({first}, 256),)", fixed_todo + "guessed (one thread per element)") if unread else None
+    block = GUESS_BLOCK[n]
+    grid: list[str] = []
+    todo = False
+    for i, d in enumerate(("x", "y", "z")[:n]):
+        ti = facts.thread_index(d)
+        bound = size(ti.name if ti is not None else None)
+        if bound is None or bound not in size_of.values():
+            bound, todo = first, True
+        grid.append(f"cdiv({bound}, {block[i]})")
+    why = fixed_todo + ("TODO: guessed " if todo else "guessed: ") + \
+        f"a {n}-D block, each dimension's global index covered up to its bound in the bounds check"
+    return block, "(" + ", ".join(grid) + ")", why

@@ -50,7 +50,8 @@ def load(path: str | os.PathLike[str]) -> SourceModel:
     except IsADirectoryError:
         raise SourceError(f"{path}: is a directory, not a source file") from None
     except UnicodeDecodeError as exc:
-        raise SourceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise SourceError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                          "save it as UTF-8 text, or pass a CUDA/Triton source file") from None
     except OSError as exc:
         raise SourceError(f"{path}: cannot read ({exc.strerror})") from None
     return parse_text(text, lang, str(path))
