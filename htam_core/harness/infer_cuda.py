@@ -140,13 +140,6 @@ def _kernel_params(kernel: Kernel) -> list[tuple[str, str, bool]]:
     return [(p.name, p.type or "", p.is_pointer) for p in kernel.params]
 
 
-def _pointee_const(type_text: str) -> bool:
-    """The declared pointer type points to ``const`` data (``const float*``, ``float const*``; not the
-    pointer itself, ``float* const``)."""
-    head = type_text.rsplit("*", 1)[0] if "*" in type_text else type_text
-    return "const" in re.findall(r"\w+", head)
-
-
 def output_params(model: SourceModel, kernel: Kernel) -> tuple[set[str], str | None]:
     """The pointer parameters of ``kernel`` that may be written, and a note when some were taken on trust.
 
@@ -163,8 +156,9 @@ def output_params(model: SourceModel, kernel: Kernel) -> tuple[set[str], str | N
     from htam_core.source.analysis.callee_writes import callee_writes
 
     written = {p.name for p in kernel.params if p.is_pointer and p.written} | set(callee_writes(model, kernel))
-    hidden = sorted(pf.name for pf in analyze(model, kernel).pointers if pf.mode == "unknown" and pf.name not in written and
-                    not _pointee_const(next((p.type or "" for p in kernel.params if p.name == pf.name), "")))
+    const = {p.name for p in kernel.params if p.is_pointer and p.is_const}  # the parser's fact: `const T*`
+    hidden = sorted(pf.name for pf in analyze(model, kernel).pointers
+                    if pf.mode == "unknown" and pf.name not in written and pf.name not in const)
     if not hidden:
         return written, None
     return written | set(hidden), (f"{kernel.name} passes {', '.join(hidden)} on (to a function it calls) and "

@@ -13,7 +13,7 @@ import keyword
 import re
 from pathlib import Path
 
-from htam_core.harness.infer_cuda import _pointee_const, output_params
+from htam_core.harness.infer_cuda import output_params
 from htam_core.harness.template_cuda import direct_launch, guessed_launch, launcher_template
 from htam_core.source.model import Kernel, Param, SourceModel
 
@@ -291,7 +291,7 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
             {q.name for q in kernel.params if q.written}
         const_data = set()  # tensors declared `const T*`: never the output
         for p in kernel.params:
-            if p.is_pointer and _pointee_const(p.type or ""):
+            if p.is_pointer and p.is_const:
                 const_data.add(p.name + "_" if keyword.iskeyword(p.name) else p.name)
             if p.name in stored and not p.written:
                 p = Param(**{**p.__dict__, "written": True})
