@@ -7,7 +7,8 @@
 #             probe (bench/profiler_slowdown_probe.py: does torch.profiler slow a kernel down),
 #             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py),
 #             executors (the suite subset under --executor local and dask, compared),
-#             space (the family suite's measured-space table; resumes .devcarry/space-table.jsonl when carried),
+#             space (the family suite's measured-space table; resumes .devcarry/space-table.jsonl when carried;
+#             SPACE_FILL=<fill list from htam bench misses> measures those candidates instead of exploring),
 #             llmc (bench/bench_llmc.py: the rules engine on llm.c's naive kernels beside the experts; resumes
 #             .devcarry/llmc-gpu.jsonl when carried; LLMC_DIR,
 #             LLMC_BUDGET, LLMC_TRIALS, LLMC_MINUTES, LLMC_S, LLMC_ARGS)   (default: gputests,demo,bench)
@@ -84,7 +85,8 @@ for s in "${want[@]}"; do
     space) mkdir -p "$RUN/space"; [ -f .devcarry/space-table.jsonl ] && cp .devcarry/space-table.jsonl "$RUN/space/table.jsonl"
            stage space "${SPACE_S:-450}" "${HTAM[@]}" bench space --manifest bench/families/manifest.json \
              --llmc "${LLMC_DIR:-.devcarry/llmc}" --out "$RUN/space/table.jsonl" --depth "${SPACE_DEPTH:-2}" \
-             --max-candidates "${SPACE_CANDIDATES:-4}" --trials "${SPACE_TRIALS:-20}" --max-minutes "${SPACE_MINUTES:-7}" ;;
+             --max-candidates "${SPACE_CANDIDATES:-4}" --trials "${SPACE_TRIALS:-20}" --max-minutes "${SPACE_MINUTES:-7}" \
+             ${SPACE_FILL:+--fill "$SPACE_FILL"} ;;
     llmc) mkdir -p "$RUN/llmc"; [ -f .devcarry/llmc-gpu.jsonl ] && cp .devcarry/llmc-gpu.jsonl "$RUN/llmc/llmc-gpu-$(date -u +%F).jsonl"
           stage llmc "${LLMC_S:-420}" "$PY" bench/bench_llmc.py --llmc "${LLMC_DIR:-.devcarry/llmc}" \
             --budget "${LLMC_BUDGET:-3}" --trials "${LLMC_TRIALS:-20}" --max-minutes "${LLMC_MINUTES:-6.5}" \

@@ -26,6 +26,10 @@ candidate text), ``parent`` (its parent's key; ``None`` for the start), ``depth`
 from) and ``speedup_vs_start`` (geomean over the headline input sets, or ``None``). A rerun with the same
 output skips kernels with a ``kernel_done`` line of at least its depth and candidate budget, and reuses the
 nodes already written for the others (so a cheap first pass over every kernel can be deepened later).
+
+**Fill.** ``--fill LIST`` measures, instead of exploring, the candidates a replay asked for and the table did
+not hold (:mod:`htam_core.bench.table_fill`), each as a child of its parent node, with the same evaluator:
+the table grows where the policies went, and a second replay follows them further.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htam_core.bench.table_fill import FillError, Miss, read_misses
 from htam_core.optimize.replay import TableError, read_table, table_comparison, text_key
 
 #: Version of the table's line format.
@@ -148,6 +153,9 @@ class SpaceConfig:
         static: never use the GPU (``True``) or decide from the machine (``None``).
         trials: timed trials per candidate; work: candidate folders and the measurement cache
             (default ``<out>.work``).
+        fill: a fill list (:mod:`htam_core.bench.table_fill`, from ``htam bench misses``): measure exactly
+            those candidates, as children of their parents, instead of exploring (``depth`` and
+            ``max_candidates`` are then unused).
     """
 
     kernels: list[SpaceKernel]
@@ -158,6 +166,7 @@ class SpaceConfig:
     static: bool | None = None
     trials: int = 50
     work: str | None = None
+    fill: str | None = None
 
 
 @dataclass
@@ -215,6 +224,9 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
         log(f"[space] {len(cfg.kernels)} kernel(s), {len(cfg.kernels) - len(todo)} already done; "
             f"{'measuring on the GPU' if gpu else 'static mode: times not measured'}")
         stopped = None
+        if cfg.fill is not None:
+            stopped = _fill_all(cfg, gpu, work, known, write, deadline, counts, log)
+            todo = []
         for i, k in enumerate(todo):
             if deadline is not None and time.time() >= deadline:
                 stopped = "time"
@@ -235,6 +247,42 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
             "candidates": counts["candidates"], "measured": counts["measured"], "stopped": stopped, "wall_s": time.time() - t0}
 
 
+def _fill_all(cfg: SpaceConfig, gpu: bool, work: Path, known: dict[tuple[str, str], dict[str, Any]],
+              write: Callable[[dict[str, Any]], None], deadline: float | None, counts: dict[str, int],
+              log: Callable[[str], None]) -> str | None:
+    """Measure a fill list in three passes over the kernels: the misses of the deterministic headline policies
+    (HTAM warm and cold, flat memory), then random's, then the ablations' (so a time cut leaves the ablations'
+    misses, not the targets'); ``"time"`` when the deadline cut it."""
+    from htam_core.bench.table_fill import HEADLINE_POLICIES
+
+    def tier(m: Miss) -> int:
+        asked = set(m.asked_by)
+        return 0 if asked & (set(HEADLINE_POLICIES) - {"random"}) else 1 if "random" in asked else 2
+
+    try:
+        misses = read_misses(cfg.fill or "")
+    except FillError as exc:
+        raise SpaceError(str(exc)) from exc
+    ids = {k.id: k for k in cfg.kernels}
+    unknown = sorted({m.kernel for m in misses} - set(ids))
+    if unknown:
+        log(f"[space] fill: {len(unknown)} kernel(s) of the list are not in the manifest, passed over: "
+            + ", ".join(unknown[:5]))
+    todo = [m for m in misses if m.kernel in ids and (m.kernel, m.key) not in known]
+    log(f"[space] fill: {len(todo)} candidate(s) to measure of {len(misses)} in {cfg.fill}")
+    t0 = time.time()
+    for level in (0, 1, 2):
+        part = [m for m in todo if tier(m) == level]
+        for kid in dict.fromkeys(m.kernel for m in part):
+            mine = [m for m in part if m.kernel == kid]
+            ok = _fill(ids[kid], mine, cfg, gpu, work, known, write, deadline, counts,
+                       lambda msg, kid=kid: log(f"[space] {kid}: {msg}; {counts['candidates']} of {len(todo)} "
+                                                f"in {time.time() - t0:.0f} s"))
+            if not ok:
+                return "time"
+    return None
+
+
 def _eta(t0: float, counts: dict[str, int], i: int, kernels: int, per_kernel: int) -> str:
     """Progress and a rough ETA: the time per candidate so far times the candidates the budget leaves (at most
     ``per_kernel`` for each kernel not finished; a kernel whose tree is smaller ends sooner)."""
@@ -245,59 +293,83 @@ def _eta(t0: float, counts: dict[str, int], i: int, kernels: int, per_kernel: in
     return f"{n} candidates ({counts['measured']} evaluated) in {el:.0f} s, ETA at most ~{el / n * left:.0f} s"
 
 
+class _KernelRun:
+    """One kernel's measuring context: the loop's evaluator (with the measurement cache on a GPU), its start
+    node, and :meth:`evaluate`, which measures a candidate once and writes its node line."""
+
+    def __init__(self, k: SpaceKernel, cfg: SpaceConfig, gpu: bool, work: Path, tmp: str,
+                 known: dict[tuple[str, str], dict[str, Any]], write: Callable[[dict[str, Any]], None],
+                 counts: dict[str, int]) -> None:
+        from htam_core.optimize import OptimizeTask
+        from htam_core.optimize.evaluate import START_LABEL, Evaluation
+        from htam_core.optimize.loop import _Loop
+        from htam_core.optimize.measure_cache import MeasureCache
+
+        slug = k.id.replace("/", "_").replace("::", "-")
+        self.k, self.gpu, self.known, self.write, self.counts = k, gpu, known, write, counts
+        self.loop = _Loop(OptimizeTask(path=k.path, kernel=k.name, budget=1, policy="exhaustive",
+                                       out_dir=str(work / "runs" / slug), memory_path=str(Path(tmp) / "m.sqlite3"),
+                                       static=True if not gpu else None, trials=cfg.trials, use_ncu=False,
+                                       record=False), None, None)
+        try:
+            if gpu:
+                self.loop.evaluator.cache = MeasureCache(work / "measure-cache.sqlite3")
+            self.start_row: dict[str, Any] = {}
+            self.start = self.evaluate(self.loop.start_text, START_LABEL, None,
+                                       {"strategy": None, "direction": None, "transform": None})
+            self.start_row.update(self.start.row)
+            self.start_ev = Evaluation.from_json(self.start.row["evaluation"])
+        except BaseException:
+            self.close()
+            raise
+
+    def evaluate(self, text: str, label: str, parent: _Node | None, meta: dict[str, Any]) -> _Node:
+        """The node of ``text`` (a child of ``parent``, made by the step ``meta``): read from the table when it
+        is there, else measured now and written."""
+        from htam_core.measure.stats import headline_geomean
+
+        key = text_key(text)
+        row = self.known.get((self.k.id, key))
+        if row is None:
+            ev, path = self.loop.evaluator.evaluate(text, label, reuse=True)
+            if parent is not None:
+                ev = self.loop._strict(self.start_ev, ev, path)  # noqa: SLF001 - the loop's own >10x re-verify
+            sp, status = None, None
+            if parent is not None and ev.correct and ev.per_set_ms:
+                sp = headline_geomean(self.start_row["evaluation"].get("per_set_ms") or [], ev.per_set_ms).speedup
+                comp = table_comparison(parent.row["evaluation"], ev.to_json())
+                status = comp.status if comp is not None else None
+            row = {"type": "node", "kernel": self.k.id, "family": self.k.family, "name": self.k.name, "key": key,
+                   "parent": parent.key if parent else None, "depth": parent.depth + 1 if parent else 0,
+                   **meta, "evaluation": ev.to_json(), "speedup_vs_start": sp, "status": status,
+                   "measured": self.gpu}
+            self.write(row)
+            self.known[(self.k.id, key)] = row
+            self.counts["measured"] += 1
+        return _Node(key, text, row["depth"], row, (parent.prefix + [meta["strategy"]]) if parent else [])
+
+    def close(self) -> None:
+        self.loop.store.close()
+
+
 def _explore(k: SpaceKernel, cfg: SpaceConfig, gpu: bool, work: Path, known: dict[tuple[str, str], dict[str, Any]],
              write: Callable[[dict[str, Any]], None], deadline: float | None, counts: dict[str, int],
              log: Callable[[str], None]) -> dict[str, Any] | None:
     """Explore one kernel; ``None`` when the deadline cut it (its rows so far are kept for the resume)."""
     from htam_core.generate.errors import GenerationError
-    from htam_core.measure.stats import headline_geomean
-    from htam_core.optimize import OptimizeError, OptimizeTask
-    from htam_core.optimize.evaluate import START_LABEL, Evaluation
-    from htam_core.optimize.loop import _Loop
-    from htam_core.optimize.measure_cache import MeasureCache
+    from htam_core.optimize import OptimizeError
+    from htam_core.optimize.evaluate import Evaluation
     from htam_core.source import parse_text
 
-    slug = k.id.replace("/", "_").replace("::", "-")
     counts["in_kernel"] = 0
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            loop = _Loop(OptimizeTask(path=k.path, kernel=k.name, budget=1, policy="exhaustive",
-                                      out_dir=str(work / "runs" / slug), memory_path=str(Path(tmp) / "m.sqlite3"),
-                                      static=True if not gpu else None, trials=cfg.trials, use_ncu=False,
-                                      record=False), None, None)
+            run = _KernelRun(k, cfg, gpu, work, tmp, known, write, counts)
         except OptimizeError as exc:
             log(f"skipped: {exc}")
             return {"nodes": 0, "complete": False, "error": str(exc), "best_speedup": None}
         try:
-            if gpu:
-                loop.evaluator.cache = MeasureCache(work / "measure-cache.sqlite3")
-
-            def evaluate(text: str, label: str, parent: _Node | None, meta: dict[str, Any]) -> _Node:
-                key = text_key(text)
-                row = known.get((k.id, key))
-                if row is None:
-                    ev, path = loop.evaluator.evaluate(text, label, reuse=True)
-                    if parent is not None:
-                        ev = loop._strict(start_ev, ev, path)  # noqa: SLF001 - the loop's own >10x re-verify
-                    sp, status = None, None
-                    if parent is not None and ev.correct and ev.per_set_ms:
-                        sp = headline_geomean(start_row["evaluation"].get("per_set_ms") or [], ev.per_set_ms).speedup
-                        comp = table_comparison(parent.row["evaluation"], ev.to_json())
-                        status = comp.status if comp is not None else None
-                    row = {"type": "node", "kernel": k.id, "family": k.family, "name": k.name, "key": key,
-                           "parent": parent.key if parent else None, "depth": parent.depth + 1 if parent else 0,
-                           **meta, "evaluation": ev.to_json(), "speedup_vs_start": sp, "status": status,
-                           "measured": gpu}
-                    write(row)
-                    known[(k.id, key)] = row
-                    counts["measured"] += 1
-                return _Node(key, text, row["depth"], row, (parent.prefix + [meta["strategy"]]) if parent else [])
-
-            start_row: dict[str, Any] = {}
-            start = evaluate(loop.start_text, START_LABEL, None, {"strategy": None, "direction": None,
-                                                                   "transform": None})
-            start_row.update(start.row)
-            start_ev = Evaluation.from_json(start.row["evaluation"])
+            loop, start = run.loop, run.start
             seen = {start.key}
             frontier: list[tuple[tuple[float, int], int, _Node]] = []
             order = 0
@@ -343,14 +415,11 @@ def _explore(k: SpaceKernel, cfg: SpaceConfig, gpu: bool, work: Path, known: dic
                         n += 1
                         counts["candidates"] += 1
                         counts["in_kernel"] = n
-                        child = evaluate(c.code, f"{n:02d}-{choice.strategy.replace('.', '_')}", node,
-                                         {"strategy": choice.strategy, "direction": choice.direction,
-                                          "transform": c.params.get("transform_id") or choice.transform})
-                        cev = child.row["evaluation"]
-                        sp = child.row.get("speedup_vs_start")
+                        child = run.evaluate(c.code, f"{n:02d}-{choice.strategy.replace('.', '_')}", node,
+                                             {"strategy": choice.strategy, "direction": choice.direction,
+                                              "transform": c.params.get("transform_id") or choice.transform})
                         log(f"candidate {n}/{cfg.max_candidates} (depth {child.depth}) {choice.strategy}: "
-                            + ("incorrect" if cev.get("correct") is False else
-                               f"{sp:.3g}x" if isinstance(sp, float) else "not measured"))
+                            + _verdict(child))
                         push(child)
                 if n >= cfg.max_candidates and frontier:
                     complete = False
@@ -359,7 +428,45 @@ def _explore(k: SpaceKernel, cfg: SpaceConfig, gpu: bool, work: Path, known: dic
             return {"nodes": n + 1, "complete": complete and not frontier, "best_speedup": best or None,
                     "error": None}
         finally:
-            loop.store.close()
+            run.close()
+
+
+def _verdict(node: _Node) -> str:
+    """``incorrect``, the speedup over the start, or ``not measured`` (a progress line's end)."""
+    sp = node.row.get("speedup_vs_start")
+    return ("incorrect" if node.row["evaluation"].get("correct") is False else
+            f"{sp:.3g}x" if isinstance(sp, float) else "not measured")
+
+
+def _fill(k: SpaceKernel, misses: list[Miss], cfg: SpaceConfig, gpu: bool, work: Path,
+          known: dict[tuple[str, str], dict[str, Any]], write: Callable[[dict[str, Any]], None],
+          deadline: float | None, counts: dict[str, int], log: Callable[[str], None]) -> bool:
+    """Measure one kernel's misses (fill order) as children of their parents; ``False`` when the deadline cut
+    it. A miss whose parent is not in the table, or that is there already, is passed over."""
+    from htam_core.optimize import OptimizeError
+
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            run = _KernelRun(k, cfg, gpu, work, tmp, known, write, counts)
+        except OptimizeError as exc:
+            log(f"skipped: {exc}")
+            return True
+        try:
+            for i, m in enumerate(misses, 1):
+                prow = known.get((k.id, m.parent))
+                if prow is None or (k.id, m.key) in known:
+                    continue
+                if deadline is not None and time.time() >= deadline:
+                    return False
+                counts["candidates"] += 1
+                parent = _Node(m.parent, "", int(prow.get("depth", 0)), prow, [])
+                child = run.evaluate(m.text, f"fill-{i:03d}-{(m.strategy or 'step').replace('.', '_')}", parent,
+                                     {"strategy": m.strategy, "direction": m.direction, "transform": m.transform,
+                                      "filled_for": m.asked_by})
+                log(f"fill {i}/{len(misses)} (depth {child.depth}) {m.strategy}: {_verdict(child)}")
+            return True
+        finally:
+            run.close()
 
 
 def synthesize_table(src: str | Path, out: str | Path, speedup: Callable[[list[str]], float],

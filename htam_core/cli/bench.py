@@ -64,7 +64,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget; stops cleanly, resumable")
     sp.add_argument("--kernels", default=None, help="comma-separated kernel names or ids (default: all)")
     sp.add_argument("--static", action="store_true", help="never use the GPU (times not measured)")
+    sp.add_argument("--fill", default=None, metavar="LIST",
+                    help="measure the candidates of a fill list (from `htam bench misses`) instead of exploring")
     sp.set_defaults(func=run_space_cmd)
+    ms = acts.add_parser("misses", help="list the candidates a replay asked for that its table does not hold "
+                                        "(a fill list for `htam bench space --fill`)")
+    ms.add_argument("--table", required=True, help="the table the replay read")
+    ms.add_argument("--work", required=True, help="the replay's --work folder")
+    ms.add_argument("--out", required=True, help="the fill list to write (JSONL)")
+    ms.set_defaults(func=run_misses_cmd)
     rp = acts.add_parser("replay", help="replay every policy from a measured-space table (no GPU needed)")
     rp.add_argument("--table", required=True, help="the table written by `htam bench space`")
     rp.add_argument("--policies", default=None, help="comma-separated (default: all replay policies)")
@@ -204,6 +212,8 @@ def run_space_cmd(args: argparse.Namespace) -> int:
         raise UsageError("--depth and --max-candidates must be at least 1")
     if not args.manifest and not args.suite:
         raise UsageError("give --manifest FILE or --suite DIR (e.g. --suite bench/suite)")
+    if args.fill:
+        require_path(args.fill, "fill list (--fill, written by htam bench misses)")
     for m in args.manifest or []:
         require_path(m, "family manifest (--manifest, e.g. bench/families/manifest.json)")
     for d in args.suite or []:
@@ -219,12 +229,33 @@ def run_space_cmd(args: argparse.Namespace) -> int:
             raise UsageError("no kernel to explore (check --kernels)")
         res = build_space(SpaceConfig(kernels=kernels, out=args.out, depth=args.depth,
                                       max_candidates=args.max_candidates, max_minutes=args.max_minutes,
-                                      static=True if args.static else None, trials=args.trials),
+                                      static=True if args.static else None, trials=args.trials,
+                                      fill=args.fill),
                           log=lambda m: print(m, file=sys.stderr, flush=True))
     except SpaceError as exc:
         raise UsageError(str(exc)) from None
     print(f"space table: {args.out} ({res['kernels_done']}/{res['kernels_total']} kernels done, "
           f"{res['measured']} new evaluations{', stopped by --max-minutes: rerun to go on' if res['stopped'] else ''})")
+    return 0
+
+
+def run_misses_cmd(args: argparse.Namespace) -> int:
+    """Write the fill list of a replay: what its policies asked for that the table does not hold."""
+    from collections import Counter
+
+    from htam_core.bench.table_fill import FillError, collect_misses, write_misses
+    from htam_core.optimize.replay import TableError, load_table
+
+    require_path(args.table, "measured-space table (--table, written by htam bench space)")
+    require_path(args.work, "replay work folder (--work of htam bench replay)", folder=True)
+    try:
+        misses = collect_misses(args.work, load_table(args.table))
+    except (FillError, TableError) as exc:
+        raise UsageError(str(exc)) from None
+    out = write_misses(args.out, misses)
+    by = Counter(p for m in misses for p in m.asked_by)
+    print(f"fill list: {out} ({len(misses)} candidates over {len({m.kernel for m in misses})} kernels; asked by "
+          + (", ".join(f"{p} {n}" for p, n in by.most_common()) or "no policy") + ")")
     return 0
 
 

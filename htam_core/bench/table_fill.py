@@ -1,0 +1,183 @@
+"""Completing a measured-space table where the policies went (issue 17).
+
+A table built best-first under a candidate budget (:mod:`htam_core.bench.space`) holds the children of the
+fastest wins only. A policy whose first win is another one (a second block size, the other grid-stride
+variant) then finds none of its next candidates in the table: the replay reports them as
+:data:`~htam_core.memory.records.NOT_IN_TABLE`, and every such step spends a trial that a live run would have
+measured. The replay then measures the table's coverage as much as the policy.
+
+This module closes that gap from the replays themselves, the way an active benchmark is completed: it reads
+the runs of a replay, lists every candidate a policy asked for that the table did not hold (a *miss*: the
+candidate's exact text, the table node it was derived from, the step), and writes them as a *fill list*.
+``htam bench space --fill LIST`` then measures exactly those candidates on the GPU, as children of their
+parents, with the same evaluator as every other node. A second replay over the filled table follows the
+same policies further, and any new misses can be filled the same way, until the policies' paths are measured.
+
+Misses are ordered by who asked: the headline policies (HTAM warm and cold, flat memory, random) before the
+ablations, then by how many runs asked, then the shallower first, so a fill cut by its time budget has
+measured what the targets read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from htam_core.memory.records import NOT_IN_TABLE
+from htam_core.optimize.replay import Table, text_key
+
+__all__ = ["HEADLINE_POLICIES", "FillError", "Miss", "collect_misses", "read_misses", "write_misses"]
+
+#: Policies whose misses are filled first: the ones the issue's targets compare.
+HEADLINE_POLICIES = ("htam", "htam-cold", "flat", "random")
+
+
+class FillError(Exception):
+    """A fill list cannot be made or read (no replay runs, unreadable file); the message says what to do."""
+
+
+@dataclass
+class Miss:
+    """One candidate a replay asked for and the table did not hold.
+
+    Attributes:
+        kernel: the table's kernel id; parent: the table key of the node it was derived from; key: its own key
+            (SHA-256 of ``text``); text: the candidate's full file text; depth: its parent's depth + 1.
+        strategy, direction, transform: the step that made it.
+        asked_by: the policies (replay names) whose runs asked for it; runs: how many runs asked.
+    """
+
+    kernel: str
+    parent: str
+    key: str
+    text: str
+    depth: int
+    strategy: str | None
+    direction: str | None
+    transform: str | None
+    asked_by: list[str] = field(default_factory=list)
+    runs: int = 0
+
+    def priority(self) -> tuple[int, int, int]:
+        """Sort key, smallest first: asked by a headline policy, by more runs, shallower."""
+        return (0 if any(p in HEADLINE_POLICIES for p in self.asked_by) else 1, -self.runs, self.depth)
+
+
+def _policy_of(slug: str, policies: tuple[str, ...]) -> str | None:
+    """The policy of a replay run folder ``<kernel slug>-<policy>-s<seed>`` (the longest name that fits)."""
+    base = re.sub(r"-s\d+$", "", slug)
+    fits = [p for p in policies if base.endswith("-" + p)]
+    return max(fits, key=len) if fits else None
+
+
+def collect_misses(work: str | Path, table: Table) -> list[Miss]:
+    """Every candidate the replay runs under ``work`` asked for that ``table`` does not hold, deduplicated.
+
+    Args:
+        work: a replay's work folder (``htam bench replay --work``): its ``runs/*/report.json`` and the
+            candidate files beside them are read.
+        table: the table the replay read; a miss whose parent is not one of its nodes is left out (a live
+            run would not have reached it either).
+
+    Returns:
+        The misses in fill order (:meth:`Miss.priority`).
+
+    Raises:
+        FillError: ``work`` holds no replay runs.
+    """
+    from htam_core.bench.replay import REPLAY_POLICIES
+
+    reports = sorted(Path(work).glob("runs/*/report.json"))
+    if not reports:
+        raise FillError(f"{work} holds no replay runs (runs/*/report.json): give the --work folder of a "
+                        "finished `htam bench replay`")
+    found: dict[tuple[str, str], Miss] = {}
+    for rp in reports:
+        try:
+            rep = json.loads(rp.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # a run torn by a crash: the replay reruns it
+        task = rep.get("task") or {}
+        kid = task.get("replay_kernel")
+        policy = _policy_of(rp.parent.name, REPLAY_POLICIES)
+        steps = rep.get("steps") or []
+        if not kid or policy is None:
+            continue
+        texts = {s.get("index"): _text(rp.parent, s.get("candidate_path")) for s in steps}
+        start = _start_text(rp.parent, task)
+        for s in steps:
+            if s.get("status") != NOT_IN_TABLE:
+                continue
+            text = texts.get(s.get("index"))
+            parent_text = start if s.get("parent", "start") == "start" else texts.get(s.get("parent"))
+            if text is None or parent_text is None:
+                continue
+            prow = table.rows.get((kid, text_key(parent_text)))
+            key = text_key(text)
+            if prow is None or (kid, key) in table.rows:
+                continue
+            m = found.setdefault((kid, key), Miss(kid, prow["key"], key, text, int(prow.get("depth", 0)) + 1,
+                                                  s.get("strategy"), s.get("direction"), s.get("transform")))
+            if policy not in m.asked_by:
+                m.asked_by.append(policy)
+            m.runs += 1
+    return sorted(found.values(), key=Miss.priority)
+
+
+def _text(run_dir: Path, path: str | None) -> str | None:
+    """A run's candidate file: at its recorded path, else at the same place under ``run_dir`` (a moved work
+    folder), or ``None``."""
+    if not path:
+        return None
+    p = Path(path)
+    tail = p.parts[-3:] if "candidates" in p.parts else ()
+    for q in (p, run_dir.joinpath(*tail) if tail else None):
+        if q is not None and q.is_file():
+            return q.read_text(encoding="utf-8")
+    return None
+
+
+def _start_text(run_dir: Path, task: dict[str, Any]) -> str | None:
+    """The text the run started from: its ``candidates/00-start`` copy, else the kernel's file."""
+    name = Path(str(task.get("path", ""))).name
+    for q in (run_dir / "candidates" / "00-start" / name, Path(str(task.get("path", "")))):
+        if name and q.is_file():
+            return q.read_text(encoding="utf-8")
+    return None
+
+
+def write_misses(path: str | Path, misses: list[Miss]) -> Path:
+    """Write the fill list (JSONL, one :class:`Miss` per line) and return its path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("".join(json.dumps(asdict(m)) + "\n" for m in misses), encoding="utf-8")
+    return p
+
+
+def read_misses(path: str | Path) -> list[Miss]:
+    """The fill list at ``path``, in fill order.
+
+    Raises:
+        FillError: the file cannot be read, or a line is not a miss (it names the line).
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise FillError(f"cannot read the fill list {path}: {exc}") from exc
+    out = []
+    for i, ln in enumerate(lines, 1):
+        if not ln.strip():
+            continue
+        try:
+            d = json.loads(ln)
+            m = Miss(**d)
+        except (ValueError, TypeError) as exc:
+            raise FillError(f"{path}:{i}: not a fill-list line ({exc}); make the list with "
+                            "`htam bench misses`") from None
+        if text_key(m.text) != m.key:
+            raise FillError(f"{path}:{i}: the text does not match its key (the file was edited)")
+        out.append(m)
+    return sorted(out, key=Miss.priority)

@@ -1,0 +1,109 @@
+"""Completing a measured-space table where the policies went (issue 17): a replay's misses become a fill list,
+``build_space(fill=...)`` measures exactly those candidates as children of their parents, and the next replay
+finds them. Static mode (no GPU): the same code path as on a GPU, with times "not measured"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from htam_core.bench.replay import ReplayConfig, run_replay
+from htam_core.bench.space import SpaceConfig, build_space, kernels_of_suite
+from htam_core.bench.table_fill import FillError, Miss, _policy_of, collect_misses, read_misses, write_misses
+from htam_core.optimize.replay import NOT_IN_TABLE, Table, load_table, text_key
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def at_repo(monkeypatch):
+    """The table's kernel paths are relative to the repository root."""
+    monkeypatch.chdir(REPO)
+
+
+def _kernels() -> list:
+    return [k for k in kernels_of_suite(REPO / "bench" / "suite") if k.name == "transpose_naive"]
+
+
+def _replay(table: Path, work: Path) -> dict:
+    return run_replay(ReplayConfig(table=str(table), work=str(work), policies=["htam-cold"], budget=3, seeds=1,
+                                   fresh=True), log=lambda m: None)
+
+
+def _misses_of(doc: dict) -> int:
+    return sum(1 for r in doc["results"] for s in r["steps"] if s["status"] == NOT_IN_TABLE)
+
+
+
+def test_a_replays_misses_are_filled_and_found_by_the_next_replay(tmp_path, at_repo):
+    table = tmp_path / "t.jsonl"
+    build_space(SpaceConfig(kernels=_kernels(), out=str(table), depth=1, max_candidates=1, static=True),
+                log=lambda m: None)
+    doc = _replay(table, tmp_path / "w1")
+    assert _misses_of(doc) > 0  # one candidate per kernel: the policy asks for more than the table holds
+
+    t = load_table(table)
+    misses = collect_misses(tmp_path / "w1", t)
+    assert misses and all(m.asked_by == ["htam-cold"] and m.runs >= 1 for m in misses)
+    for m in misses:
+        assert m.key == text_key(m.text) and (m.kernel, m.key) not in t.rows
+        assert (m.kernel, m.parent) in t.rows and m.depth == t.rows[(m.kernel, m.parent)]["depth"] + 1
+    fill = write_misses(tmp_path / "fill.jsonl", misses)
+
+    lines: list[str] = []
+    res = build_space(SpaceConfig(kernels=_kernels(), out=str(table), static=True, fill=str(fill)), log=lines.append)
+    assert res["measured"] == len(misses) and res["stopped"] is None
+    grown = Table(table)
+    for m in misses:
+        row = grown.rows[(m.kernel, m.key)]
+        assert row["parent"] == m.parent and row["depth"] == m.depth and row["strategy"] == m.strategy
+        assert row["filled_for"] == ["htam-cold"]
+        assert row in grown.kernel_rows(m.kernel)  # reachable from the start: the replay's ground truth sees it
+    assert any(ln.startswith("[space] fill:") for ln in lines)
+
+    after = _replay(table, tmp_path / "w2")
+    first, again_first = doc["results"][0]["steps"][0], after["results"][0]["steps"][0]
+    assert first["status"] == NOT_IN_TABLE and again_first["strategy"] == first["strategy"]
+    assert again_first["status"] != NOT_IN_TABLE  # the same first step is read from the table now
+    # the candidates asked for the first time are all found now: any miss left is a new step further on
+    again = {m.key for m in collect_misses(tmp_path / "w2", Table(table))}
+    assert not again & {m.key for m in misses}
+
+    # a second fill of the same list measures nothing
+    res2 = build_space(SpaceConfig(kernels=_kernels(), out=str(table), static=True, fill=str(fill)),
+                       log=lambda m: None)
+    assert res2["measured"] == 0
+
+
+def test_fill_list_errors_are_one_line(tmp_path):
+    with pytest.raises(FillError, match="holds no replay runs"):
+        collect_misses(tmp_path, None)  # type: ignore[arg-type]
+    m = Miss("a.cu::k", "p" * 64, text_key("x"), "x", 1, "s", "d", "t", ["htam"], 1)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**m.__dict__, "text": "edited"}) + "\n")
+    with pytest.raises(FillError, match="does not match its key"):
+        read_misses(bad)
+    bad.write_text("{\"kernel\": 1}\n")
+    with pytest.raises(FillError, match=r"bad.jsonl:1: not a fill-list line"):
+        read_misses(bad)
+
+
+def test_fill_order_puts_the_headline_policies_first(tmp_path):
+    abl = Miss("a.cu::k", "p", text_key("a"), "a", 1, "s", None, None, ["no-local"], 5)
+    deep = Miss("a.cu::k", "p", text_key("b"), "b", 2, "s", None, None, ["flat"], 1)
+    shallow = Miss("a.cu::k", "p", text_key("c"), "c", 1, "s", None, None, ["random"], 1)
+    many = Miss("a.cu::k", "p", text_key("d"), "d", 2, "s", None, None, ["htam", "flat"], 3)
+    p = write_misses(tmp_path / "f.jsonl", [abl, deep, shallow, many])
+    assert [m.text for m in read_misses(p)] == ["d", "c", "b", "a"]
+
+
+@pytest.mark.parametrize(("slug", "policy"), [
+    ("bench_x.cu-k-htam-s0", "htam"), ("bench_x.cu-k-htam-cold-s0", "htam-cold"),
+    ("bench_x.cu-k-random-memory-s2", "random-memory"), ("bench_x.cu-k-no-local-s0", "no-local"),
+    ("bench_x.cu-k-random-s1", "random"), ("bench_x.cu-k-flat-s0", "flat"), ("odd", None)])
+def test_run_folders_name_their_policy(slug, policy):
+    from htam_core.bench.replay import REPLAY_POLICIES
+
+    assert _policy_of(slug, REPLAY_POLICIES) == policy
