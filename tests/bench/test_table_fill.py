@@ -107,3 +107,13 @@ def test_run_folders_name_their_policy(slug, policy):
     from htam_core.bench.replay import REPLAY_POLICIES
 
     assert _policy_of(slug, REPLAY_POLICIES) == policy
+
+
+def test_cli_misses_on_a_folder_without_runs_is_one_line(tmp_path, at_repo, capsys):
+    from htam_core.cli.main import main
+
+    fixture = Path(__file__).parent / "fixtures" / "synthetic_space_static.jsonl"
+    rc = main(["bench", "misses", "--table", str(fixture), "--work", str(tmp_path), "--out", str(tmp_path / "f")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc != 0 and len(err) == 1 and "holds no replay runs" in err[0]
+    assert not (tmp_path / "f").exists()
