@@ -43,7 +43,7 @@ def run(table_path: str, exports: str, kernels: list[str], policies: list[str], 
     first ranking (top 5 with score parts). Raises ``SystemExit`` on an unknown kernel or policy.
     """
     from htam_core.bench import metrics
-    from htam_core.bench.replay import REPLAY_POLICIES, SEEDED, _kernels
+    from htam_core.bench.replay import REPLAY_POLICIES, SEEDED, _kernels, run_folder
     from htam_core.bench.suite import POLICY_SPECS, SuiteTask, run_suite_task
     from htam_core.memory.ranker import Ranker
     from htam_core.optimize.replay import load_table
@@ -78,7 +78,7 @@ def run(table_path: str, exports: str, kernels: list[str], policies: list[str], 
                         print(f"[subset] stopped: --max-seconds {max_seconds:g} spent", flush=True)
                         return rows
                     captured.clear()
-                    slug = f"{_slug(k['id'])}-{p}-s0"
+                    slug = run_folder(k["id"], p, 0)
                     own = _slug(k["id"]) + "-"
                     t = SuiteTask(kernel=k["name"], path=k["path"], policy_name=p, budget=budget,
                                   out_dir=f"{work}/runs/{slug}", memory_path=f"{work}/stores/{slug}.sqlite3",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -41,6 +42,18 @@ REPLAY_POLICIES = ("htam", "htam-cold", "flat", "random", "no-local", "no-prefix
 SEEDED = ("random", "random-memory")
 #: Trial counts reported (the curve at these budgets).
 REPORT_AT = (1, 2, 4, 8)
+
+
+def run_folder(kernel_id: str, policy: str, seed: int) -> str:
+    """The name of one replay run's folder, store and export: ``<kernel id, path-safe>-<policy>-s<seed>``."""
+    return f"{kernel_id.replace('/', '_').replace('::', '-')}-{policy}-s{seed}"
+
+
+def policy_of_run_folder(name: str) -> str | None:
+    """The policy of a :func:`run_folder` name (the longest replay policy that fits), or ``None``."""
+    base = re.sub(r"-s\d+$", "", name)
+    fits = [p for p in REPLAY_POLICIES if base.endswith("-" + p)]
+    return max(fits, key=len) if fits else None
 
 
 class ReplayError(Exception):
@@ -115,7 +128,7 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
     table_digest = file_digest(table_path)
 
     def task(k: dict[str, Any], policy: str, seed: int, exports: list[tuple[str, str]]) -> SuiteTask:
-        slug = f"{k['id'].replace('/', '_').replace('::', '-')}-{policy}-s{seed}"
+        slug = run_folder(k["id"], policy, seed)
         warm = POLICY_SPECS[policy][2]
         teaches = policy in cfg.memory_from
         return SuiteTask(kernel=k["name"], path=k["path"], policy_name=policy, budget=cfg.budget,

@@ -253,12 +253,6 @@ def _fill_all(cfg: SpaceConfig, gpu: bool, work: Path, known: dict[tuple[str, st
     """Measure a fill list in three passes over the kernels: the misses of the deterministic headline policies
     (HTAM warm and cold, flat memory), then random's, then the ablations' (so a time cut leaves the ablations'
     misses, not the targets'); ``"time"`` when the deadline cut it."""
-    from htam_core.bench.table_fill import HEADLINE_POLICIES
-
-    def tier(m: Miss) -> int:
-        asked = set(m.asked_by)
-        return 0 if asked & (set(HEADLINE_POLICIES) - {"random"}) else 1 if "random" in asked else 2
-
     try:
         misses = read_misses(cfg.fill or "")
     except FillError as exc:
@@ -272,7 +266,7 @@ def _fill_all(cfg: SpaceConfig, gpu: bool, work: Path, known: dict[tuple[str, st
     log(f"[space] fill: {len(todo)} candidate(s) to measure of {len(misses)} in {cfg.fill}")
     t0 = time.time()
     for level in (0, 1, 2):
-        part = [m for m in todo if tier(m) == level]
+        part = [m for m in todo if m.tier() == level]
         for kid in dict.fromkeys(m.kernel for m in part):
             mine = [m for m in part if m.kernel == kid]
             ok = _fill(ids[kid], mine, cfg, gpu, work, known, write, deadline, counts,

@@ -21,7 +21,6 @@ measured what the targets read.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,16 +60,15 @@ class Miss:
     asked_by: list[str] = field(default_factory=list)
     runs: int = 0
 
+    def tier(self) -> int:
+        """Fill pass: 0 when a deterministic headline policy (HTAM warm or cold, flat memory) asked, 1 when
+        random did, 2 for the ablations alone."""
+        asked = set(self.asked_by)
+        return 0 if asked & (set(HEADLINE_POLICIES) - {"random"}) else 1 if "random" in asked else 2
+
     def priority(self) -> tuple[int, int, int]:
         """Sort key, smallest first: asked by a headline policy, by more runs, shallower."""
-        return (0 if any(p in HEADLINE_POLICIES for p in self.asked_by) else 1, -self.runs, self.depth)
-
-
-def _policy_of(slug: str, policies: tuple[str, ...]) -> str | None:
-    """The policy of a replay run folder ``<kernel slug>-<policy>-s<seed>`` (the longest name that fits)."""
-    base = re.sub(r"-s\d+$", "", slug)
-    fits = [p for p in policies if base.endswith("-" + p)]
-    return max(fits, key=len) if fits else None
+        return (0 if self.tier() < 2 else 1, -self.runs, self.depth)
 
 
 def collect_misses(work: str | Path, table: Table) -> list[Miss]:
@@ -88,7 +86,7 @@ def collect_misses(work: str | Path, table: Table) -> list[Miss]:
     Raises:
         FillError: ``work`` holds no replay runs.
     """
-    from htam_core.bench.replay import REPLAY_POLICIES
+    from htam_core.bench.replay import policy_of_run_folder
 
     reports = sorted(Path(work).glob("runs/*/report.json"))
     if not reports:
@@ -102,17 +100,17 @@ def collect_misses(work: str | Path, table: Table) -> list[Miss]:
             continue  # a run torn by a crash: the replay reruns it
         task = rep.get("task") or {}
         kid = task.get("replay_kernel")
-        policy = _policy_of(rp.parent.name, REPLAY_POLICIES)
+        policy = policy_of_run_folder(rp.parent.name)
         steps = rep.get("steps") or []
         if not kid or policy is None:
             continue
-        texts = {s.get("index"): _text(rp.parent, s.get("candidate_path")) for s in steps}
-        start = _start_text(rp.parent, task)
+        paths = {s.get("index"): s.get("candidate_path") for s in steps}
         for s in steps:
             if s.get("status") != NOT_IN_TABLE:
                 continue
-            text = texts.get(s.get("index"))
-            parent_text = start if s.get("parent", "start") == "start" else texts.get(s.get("parent"))
+            text = _text(rp.parent, s.get("candidate_path"))
+            parent = s.get("parent", "start")
+            parent_text = _start_text(rp.parent, task) if parent == "start" else _text(rp.parent, paths.get(parent))
             if text is None or parent_text is None:
                 continue
             prow = table.rows.get((kid, text_key(parent_text)))

@@ -11,7 +11,7 @@ import pytest
 
 from htam_core.bench.replay import ReplayConfig, run_replay
 from htam_core.bench.space import SpaceConfig, build_space, kernels_of_suite
-from htam_core.bench.table_fill import FillError, Miss, _policy_of, collect_misses, read_misses, write_misses
+from htam_core.bench.table_fill import FillError, Miss, collect_misses, read_misses, write_misses
 from htam_core.optimize.replay import NOT_IN_TABLE, Table, load_table, text_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,9 +104,11 @@ def test_fill_order_puts_the_headline_policies_first(tmp_path):
     ("bench_x.cu-k-random-memory-s2", "random-memory"), ("bench_x.cu-k-no-local-s0", "no-local"),
     ("bench_x.cu-k-random-s1", "random"), ("bench_x.cu-k-flat-s0", "flat"), ("odd", None)])
 def test_run_folders_name_their_policy(slug, policy):
-    from htam_core.bench.replay import REPLAY_POLICIES
+    from htam_core.bench.replay import policy_of_run_folder, run_folder
 
-    assert _policy_of(slug, REPLAY_POLICIES) == policy
+    assert policy_of_run_folder(slug) == policy
+    if policy is not None:
+        assert policy_of_run_folder(run_folder("bench/x.cu::k", policy, 3)) == policy
 
 
 def test_cli_misses_on_a_folder_without_runs_is_one_line(tmp_path, at_repo, capsys):
