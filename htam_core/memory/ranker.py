@@ -114,6 +114,12 @@ class RankerConfig:
             transition credit, instead of the mean of both, so a step whose similar records reach a gain
             outranks one measured neutral everywhere (``None``: the attended mean, as before v12). The
             direction level, the expected gain shown and the variant order keep the mean.
+        own_parent: (v13) when the ranking is given the kernel's fingerprint, the records of *this* kernel made
+            at *this* node (same fingerprint, same full history) are the kernel's own evidence for each step: a
+            strategy's local value is pooled with them, ``(n_own * mean_own + shrink_n0 * L_s) / (n_own +
+            shrink_n0)``, so the variants already tried here without a win lower what one more variant of the
+            same step is expected to give (``False``: the kernel's own records count only as similar records,
+            as before v13).
     """
 
     tau: float = 0.1
@@ -131,6 +137,7 @@ class RankerConfig:
     variants: bool = True
     same_gpu_weight: float = 1.5
     quantile: float | None = 0.75
+    own_parent: bool = True
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.same_gpu_weight) and self.same_gpu_weight > 0):
@@ -211,6 +218,8 @@ class _Memory:
         self.credit = 0.0  # set by the ranker (RankerConfig.credit)
         self.start_token = False  # set by the ranker (RankerConfig.start_token)
         self._at: list[tuple[str, tuple[str, ...]]] = []  # (kernel, full prefix): where each record was made
+        self.at_index: dict[tuple[str, tuple[str, ...]], list[int]] = {}  # (kernel, full prefix) -> record rows
+        self.fp_index: dict[str, list[int]] = {}  # kernel -> record rows
         self._led: list[tuple[str, tuple[str, ...]]] = []  # (kernel, full prefix + step): the kernel it led to
         self._credited: tuple[int, torch.Tensor] | None = None
         self._groups: dict[tuple[str, str, str, str], int] = {}
@@ -244,6 +253,8 @@ class _Memory:
             self.fingerprints.append(fp)
             self.gpus.append(gpu)
             self._at.append((fp, tuple(full_prefix)))
+            self.at_index.setdefault(self._at[-1], []).append(self.n + len(step) - 1)
+            self.fp_index.setdefault(fp, []).append(self.n + len(step) - 1)
             self._led.append((fp, (*full_prefix, step_id)))
             # one group per parent kernel: same kernel, history, step and parent state
             key = (fp, json.dumps(pre), step_id, repr(tuple(row[11:])))
@@ -556,7 +567,7 @@ class Ranker:
 
     def rank(self, state: Mapping[str, float], prefix: Sequence[str], features: KernelFeatures, language: str,
              profile: Profile | None = None, top: int = 5, kernel: Kernel | None = None,
-             model: SourceModel | None = None) -> list[RankedStep]:
+             model: SourceModel | None = None, fingerprint: str | None = None) -> list[RankedStep]:
         """Rank the next steps.
 
         Args:
@@ -569,6 +580,9 @@ class Ranker:
             kernel: the kernel, when known (parameters and launch sites sharpen applicability).
             model: the file ``kernel`` was read from, when known: a kernel that does its work in a ``__device__``
                 function it calls gets that function's facts (``matmul_like`` of a helper's dot loop).
+            fingerprint: the kernel's memory id (:func:`~htam_core.memory.fingerprint.kernel_fingerprint`), when
+                known: its own records made after ``prefix`` are pooled into each step's value
+                (:attr:`RankerConfig.own_parent`, v13).
 
         Returns:
             at most ``top`` steps, best first; strategies whose predicate is false never appear.
@@ -581,7 +595,7 @@ class Ranker:
         normalize_language(language)
         self.refresh()
         with _one_thread():
-            return self._rank(state, prefix, features, language, profile, top, kernel, model)
+            return self._rank(state, prefix, features, language, profile, top, kernel, model, fingerprint)
 
     def rank_variants(self, state: Mapping[str, float], prefix: Sequence[str], strategy: str,
                       variants: Sequence[str | None], features: KernelFeatures, language: str,
@@ -650,7 +664,7 @@ class Ranker:
 
     def _rank(self, state: Mapping[str, float], prefix: Sequence[str], features: KernelFeatures, language: str,
               profile: Profile | None, top: int, kernel: Kernel | None,
-              model: SourceModel | None = None) -> list[RankedStep]:
+              model: SourceModel | None = None, fingerprint: str | None = None) -> list[RankedStep]:
         cfg, kb, ab = self.config, self.kb, self.ablation
         q = self._query(state, prefix, features, language, profile, kernel, model)
         facts, state, last, sims, lw = q.facts, q.state, q.last, q.sims, q.lw
@@ -675,6 +689,17 @@ class Ranker:
                               s_att.n_eff, s_att.count)
 
         applicable = [s for s in kb.strategies if lang in s.languages and s.applies.evaluate(facts) is not False]
+        own = self._own_evidence(fingerprint, prefix) if cfg.own_parent and ab != "no-local" else {}
+
+        def local(j: int, gain: float) -> float:
+            # the step's shrunk value, pooled with this kernel's own outcomes of it at this node (v13)
+            v = self._shrunk(s_val, j, gain)
+            if j in own:
+                n, mean = own[j]
+                n -= 1
+                v = (n * mean + cfg.shrink_n0 * v) / (n + cfg.shrink_n0)
+            return v
+
         # a direction is worth its best strategy: the largest shrunk local value among its applicable
         # strategies with records (a bad sibling must not hide a good one; docs/MEMORY.md, "Changes")
         best_local: dict[str, float] = {}
@@ -683,7 +708,7 @@ class Ranker:
                 j = mem.s_index[s.id]
                 if not math.isnan(float(s_val.value[j])):
                     edge = kb.transitions.get(("strategy", last, s.id)) if last else None
-                    v = self._shrunk(s_val, j, edge.gain if edge else 0.0)
+                    v = local(j, edge.gain if edge else 0.0)
                     best_local[s.direction] = max(best_local.get(s.direction, -math.inf), v)
 
         # --- directions
@@ -736,11 +761,11 @@ class Ranker:
                 gain = edge.gain if edge else 0.0
                 if cfg.pool_local and ab != "flat":
                     # the direction's value, shrunk toward this strategy's own (lower) evidence
-                    ltrans = self._shrunk(s_val, j, gain)
+                    ltrans = local(j, gain)
                     lam = self._lam(s_val, j)
                     dtrans = (1.0 - lam) * dtrans + lam * min(dtrans, ltrans)
                 else:
-                    ltrans = self._shrunk(s_val, j, gain)
+                    ltrans = local(j, gain)
                 n_parent = total if ab == "flat" else float(d_att.count[mem.d_index[s.direction]])
                 lexpl = cfg.c_strategy * math.sqrt(math.log1p(n_parent) / (1.0 + float(s_att.count[j])))
             parts = {"prior": dprior + lprior, "transition": dtrans + ltrans, "exploration": dexpl + lexpl,
@@ -768,6 +793,27 @@ class Ranker:
         return out
 
     # ---- helpers -------------------------------------------------------------------------------
+    def _own_evidence(self, fingerprint: str | None, prefix: Sequence[str]) -> dict[int, tuple[int, float]]:
+        """Per strategy index, ``(n, mean)`` of this kernel's own valued records made at this node: the same
+        fingerprint and the same full history (under ``no-prefix``, which ignores the history, every record of
+        the kernel). Each record counts with its own value (no transition credit, no best-of-group fold: the
+        variants already tried here are what the next one is judged against), permuted under ``random``.
+        Empty without a fingerprint or own records."""
+        mem = self._memory
+        if fingerprint is None or mem.n == 0:
+            return {}
+        rows = (mem.fp_index.get(fingerprint, []) if self.ablation == "no-prefix"
+                else mem.at_index.get((fingerprint, tuple(prefix)), []))
+        if not rows:
+            return {}
+        vals = mem.own_values(self.seed if self.ablation == "random" else None)
+        acc: dict[int, list[float]] = {}
+        for i in rows:
+            v, j = float(vals[i]), int(mem.step[i])
+            if j >= 0 and not math.isnan(v):
+                acc.setdefault(j, []).append(v)
+        return {j: (len(vs), sum(vs) / len(vs)) for j, vs in acc.items()}
+
     def _gpu_log_weight(self, profile: Profile | None) -> torch.Tensor | None:
         """``ln(same_gpu_weight)`` for records of the GPU model ranked for, 0 for the others; ``None`` when
         there is no GPU model (static) or the weight is 1."""

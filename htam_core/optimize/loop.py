@@ -275,7 +275,8 @@ class _Loop:
         if self.task.policy == "exhaustive":
             return all_choices(self.kb, self.ranker, kernel, ev.profile, ev.model)
         state = state_from_profile(ev.profile) if ev.profile else {}
-        return htam_choices(self.ranker, state, prefix, kernel, ev.profile, model=ev.model)
+        return htam_choices(self.ranker, state, prefix, kernel, ev.profile, model=ev.model,
+                            fingerprint=self.fingerprint)
 
     def _kernel_of(self, ev: Evaluation) -> Kernel:
         if ev.model is not None:

@@ -38,11 +38,13 @@ def _language(kernel: Kernel) -> str:
 
 
 def htam_choices(ranker: Ranker, state: dict[str, float], prefix: Sequence[str], kernel: Kernel,
-                 profile: Profile | None, top: int = 64, model: SourceModel | None = None) -> list[Choice]:
+                 profile: Profile | None, top: int = 64, model: SourceModel | None = None,
+                 fingerprint: str | None = None) -> list[Choice]:
     """Every applicable step, in HTAM rank order (direction score, then strategy score); ``model``: the file the
-    kernel was read from (see :meth:`Ranker.rank`)."""
+    kernel was read from, ``fingerprint``: the kernel's memory id, so its own records at this node count as its
+    own evidence (see :meth:`Ranker.rank`)."""
     ranked = ranker.rank(state, list(prefix), kernel.features, _language(kernel), profile, top=top,
-                         kernel=kernel, model=model)
+                         kernel=kernel, model=model, fingerprint=fingerprint)
     return [Choice(r.direction, r.strategy, r.transform, r.score, r.evidence, r.rationale, r) for r in ranked]
 
 
