@@ -68,6 +68,8 @@ def load_problems(path: str | Path, levels: list[int] | None = None, ids: list[i
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise KernelBenchError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise KernelBenchError(f"{path} is not a problems file: it is not UTF-8 text") from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -190,15 +190,25 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
     from htam_core.profile.api import gpu_available
 
     out = Path(cfg.out)
+    if cfg.fill is not None and not out.is_file():
+        raise SpaceError(f"--fill adds to an existing table and {out} does not exist: give the table the fill "
+                         "list was made against as --out")
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         header, rows = read_table(out) if out.is_file() else (None, [])
     except TableError as exc:
         raise SpaceError(str(exc)) from exc
+    if cfg.fill is not None and header is None:
+        raise SpaceError(f"{out} is not a table of `htam bench space` (no header line): give the table the fill "
+                         "list was made against as --out")
     gpu = cfg.static is not True and gpu_available()
     if header is not None and bool(header.get("measured")) != gpu:
-        raise SpaceError(f"{out} was built {'on a GPU' if header.get('measured') else 'in static mode'}; this "
-                         "run would be the other: give another --out")
+        if header.get("measured"):
+            raise SpaceError(f"{out} holds GPU measurements and this run is static ("
+                             f"{'--static' if cfg.static else 'no GPU here'}): extend or fill it on a GPU machine, "
+                             "or give another --out")
+        raise SpaceError(f"{out} is a static table and this run measures on the GPU: give another --out (or "
+                         "--static to extend it statically)")
     # a kernel is done when an earlier run explored it at least this deep and this wide; a rerun with a larger
     # --depth or --max-candidates goes on from its rows (nothing measured twice)
     done = {r["kernel"] for r in rows if r.get("type") == "kernel_done"
@@ -260,9 +270,20 @@ def _fill_all(cfg: SpaceConfig, gpu: bool, work: Path, known: dict[tuple[str, st
     ids = {k.id: k for k in cfg.kernels}
     unknown = sorted({m.kernel for m in misses} - set(ids))
     if unknown:
-        log(f"[space] fill: {len(unknown)} kernel(s) of the list are not in the manifest, passed over: "
-            + ", ".join(unknown[:5]))
-    todo = [m for m in misses if m.kernel in ids and (m.kernel, m.key) not in known]
+        log(f"[space] fill: {len(unknown)} kernel(s) of the list are not among this run's kernels (--manifest, "
+            "--suite, --kernels), passed over: " + ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else ""))
+    orphans = [m for m in misses if m.kernel in ids and (m.kernel, m.parent) not in known]
+    if misses and len(orphans) == len([m for m in misses if m.kernel in ids]) and orphans:
+        raise SpaceError(f"none of the {len(orphans)} candidates of {cfg.fill} derives from a node of "
+                         f"{cfg.out}: the list was made against another table (make it with `htam bench misses "
+                         f"--table {cfg.out}`)")
+    if orphans:
+        log(f"[space] fill: {len(orphans)} candidate(s) derive from a node this table does not hold, passed over "
+            "(was the list made against another table?)")
+    lost = {(m.kernel, m.key) for m in orphans}
+    todo = [m for m in misses if m.kernel in ids and (m.kernel, m.key) not in known and (m.kernel, m.key) not in lost]
+    if not misses:
+        log(f"[space] fill: {cfg.fill} lists nothing to measure (the replay found every step in the table)")
     log(f"[space] fill: {len(todo)} candidate(s) to measure of {len(misses)} in {cfg.fill}")
     t0 = time.time()
     for level in (0, 1, 2):

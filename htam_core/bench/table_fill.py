@@ -21,7 +21,7 @@ measured what the targets read.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ def collect_misses(work: str | Path, table: Table) -> list[Miss]:
         The misses in fill order (:meth:`Miss.priority`).
 
     Raises:
-        FillError: ``work`` holds no replay runs.
+        FillError: ``work`` holds no replay runs, or its runs replayed another table (another header line).
     """
     from htam_core.bench.replay import policy_of_run_folder
 
@@ -93,12 +93,19 @@ def collect_misses(work: str | Path, table: Table) -> list[Miss]:
         raise FillError(f"{work} holds no replay runs (runs/*/report.json): give the --work folder of a "
                         "finished `htam bench replay`")
     found: dict[tuple[str, str], Miss] = {}
+    checked: set[str] = set()
     for rp in reports:
         try:
             rep = json.loads(rp.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue  # a run torn by a crash: the replay reruns it
         task = rep.get("task") or {}
+        other = task.get("replay_table")
+        if isinstance(other, str) and other not in checked:
+            checked.add(other)
+            if _other_table(other, table):
+                raise FillError(f"the runs under {work} replayed {other}, another table than {table.path}: give "
+                                "the --table the replay read, or replay this table first")
         kid = task.get("replay_kernel")
         policy = policy_of_run_folder(rp.parent.name)
         steps = rep.get("steps") or []
@@ -125,6 +132,21 @@ def collect_misses(work: str | Path, table: Table) -> list[Miss]:
     return sorted(found.values(), key=Miss.priority)
 
 
+def _other_table(path: str, table: Table) -> bool:
+    """Whether the table file a replay read (``path``, as its runs recorded it) is another table than ``table``:
+    another file whose header line differs. A copy, or the same table grown by a fill since (both keep the
+    header), is the same table; a file that is gone cannot be checked and counts as the same."""
+    p = Path(path)
+    try:
+        if p.resolve() == table.path.resolve():
+            return False
+        with p.open(encoding="utf-8") as fh:
+            head = json.loads(fh.readline())
+    except (OSError, ValueError):
+        return False
+    return isinstance(head, dict) and head.get("type") == "header" and head != table.header
+
+
 def _text(run_dir: Path, path: str | None) -> str | None:
     """A run's candidate file: at its recorded path, else at the same place under ``run_dir`` (a moved work
     folder), or ``None``."""
@@ -147,6 +169,26 @@ def _start_text(run_dir: Path, task: dict[str, Any]) -> str | None:
     return None
 
 
+_STR_FIELDS = ("kernel", "parent", "key", "text")
+
+
+def _miss(d: Any) -> Miss | None:
+    """``d`` as a :class:`Miss`, or ``None`` when it is not one (not an object, a missing or unknown field, a
+    field of the wrong type)."""
+    names = {f.name for f in fields(Miss)}
+    if not isinstance(d, dict) or not set(d) <= names or not {*_STR_FIELDS, "depth"} <= set(d):
+        return None
+    if not all(isinstance(d[k], str) for k in _STR_FIELDS) or not isinstance(d["depth"], int):
+        return None
+    if not all(d.get(k) is None or isinstance(d.get(k), str) for k in ("strategy", "direction", "transform")):
+        return None
+    asked = d.get("asked_by", [])
+    if not isinstance(asked, list) or not all(isinstance(a, str) for a in asked) or not isinstance(
+            d.get("runs", 0), int):
+        return None
+    return Miss(**{"strategy": None, "direction": None, "transform": None, **d})
+
+
 def write_misses(path: str | Path, misses: list[Miss]) -> Path:
     """Write the fill list (JSONL, one :class:`Miss` per line) and return its path."""
     p = Path(path)
@@ -165,16 +207,21 @@ def read_misses(path: str | Path) -> list[Miss]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise FillError(f"cannot read the fill list {path}: {exc}") from exc
+    except UnicodeDecodeError:
+        raise FillError(f"{path} is not a fill list: it is not UTF-8 text (make the list with "
+                        "`htam bench misses`)") from None
     out = []
     for i, ln in enumerate(lines, 1):
         if not ln.strip():
             continue
         try:
             d = json.loads(ln)
-            m = Miss(**d)
-        except (ValueError, TypeError) as exc:
-            raise FillError(f"{path}:{i}: not a fill-list line ({exc}); make the list with "
-                            "`htam bench misses`") from None
+        except ValueError:
+            d = None
+        m = _miss(d)
+        if m is None:
+            raise FillError(f"{path}:{i}: not a fill-list line (one JSON object per candidate, with its kernel, "
+                            "parent, key, text and step); make the list with `htam bench misses`") from None
         if text_key(m.text) != m.key:
             raise FillError(f"{path}:{i}: the text does not match its key (the file was edited)")
         out.append(m)

@@ -271,6 +271,8 @@ def _load_cached(path: str | None) -> KnowledgeBase:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise KnowledgeError(f"cannot read knowledge base {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise KnowledgeError(f"{path} is not a knowledge base: it is not UTF-8 text") from None
         where = path
     try:
         data = tomllib.loads(text)

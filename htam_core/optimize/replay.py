@@ -54,6 +54,9 @@ def read_table(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, 
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise TableError(f"cannot read the table {path}: {exc}") from exc
+    except UnicodeDecodeError:
+        raise TableError(f"{path} is not a table: it is not UTF-8 text (give the JSONL file of "
+                         "`htam bench space`)") from None
     header, rows = None, []
     for ln in lines:
         try:

@@ -181,3 +181,10 @@ def test_llm_engine_with_the_loopback_server(tmp_path: Path, monkeypatch: pytest
     assert p["status"] == "ok" and p["kernel"] == "affine_kernel" and p["start"] is None
     assert len(p["steps"]) == 1 and p["steps"][0]["correct"] is True
     assert "sk-loopback-bench" not in json.dumps(doc)
+
+
+def test_a_binary_problems_file_is_one_clear_error(tmp_path):
+    blob = tmp_path / "problems.jsonl"
+    blob.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(kb.KernelBenchError, match="not UTF-8 text"):
+        kb.load_problems(blob)

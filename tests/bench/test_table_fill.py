@@ -119,3 +119,87 @@ def test_cli_misses_on_a_folder_without_runs_is_one_line(tmp_path, at_repo, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert rc != 0 and len(err) == 1 and "holds no replay runs" in err[0]
     assert not (tmp_path / "f").exists()
+
+
+# --- bad inputs a user gives (found by a new-user trial, 2026-12-02): one line each, nothing measured
+
+def _static_table(tmp_path: Path) -> Path:
+    table = tmp_path / "t.jsonl"
+    build_space(SpaceConfig(kernels=_kernels(), out=str(table), depth=1, max_candidates=1, static=True),
+                log=lambda m: None)
+    return table
+
+
+@pytest.mark.parametrize("line", [
+    "[1, 2]", "{\"foo\": 1}", json.dumps({"kernel": "a", "parent": "p", "key": "k", "text": 3, "depth": 1}),
+    json.dumps({"kernel": "a", "parent": "p", "key": "k", "text": "x", "depth": 1, "extra": 1}),
+    json.dumps({"kernel": "a", "parent": "p", "key": "k", "text": "x", "depth": 1, "asked_by": "htam"})])
+def test_a_malformed_fill_line_names_the_line_not_python(tmp_path, line):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(line + "\n")
+    with pytest.raises(FillError) as exc:
+        read_misses(bad)
+    msg = str(exc.value)
+    assert "bad.jsonl:1: not a fill-list line" in msg and "__init__" not in msg and "mapping" not in msg
+
+
+def test_binary_files_are_one_line(tmp_path, at_repo, capsys):
+    from htam_core.cli.main import main
+
+    blob = tmp_path / "bin.jsonl"
+    blob.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(FillError, match="not UTF-8 text"):
+        read_misses(blob)
+    rc = main(["bench", "misses", "--table", str(blob), "--work", str(tmp_path), "--out", str(tmp_path / "f")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "not UTF-8 text" in err[0]
+
+
+def test_fill_into_a_missing_table_is_refused(tmp_path, at_repo):
+    from htam_core.bench.space import SpaceError
+
+    fill = write_misses(tmp_path / "f.jsonl", [])
+    with pytest.raises(SpaceError, match="does not exist"):
+        build_space(SpaceConfig(kernels=_kernels(), out=str(tmp_path / "typo.jsonl"), static=True, fill=str(fill)),
+                    log=lambda m: None)
+    assert not (tmp_path / "typo.jsonl").exists()
+
+
+def test_a_fill_list_of_another_table_is_refused(tmp_path, at_repo):
+    from htam_core.bench.space import SpaceError
+
+    table = _static_table(tmp_path)
+    kid = load_table(table).starts[_kernels()[0].id]["kernel"]
+    foreign = Miss(kid, "f" * 64, text_key("y"), "y", 1, "s", None, None, ["htam"], 1)
+    fill = write_misses(tmp_path / "f.jsonl", [foreign])
+    before = table.read_text()
+    with pytest.raises(SpaceError, match="made against another table"):
+        build_space(SpaceConfig(kernels=_kernels(), out=str(table), static=True, fill=str(fill)), log=lambda m: None)
+    assert table.read_text() == before
+
+
+def test_misses_refuses_the_runs_of_another_table(tmp_path, at_repo):
+    table = _static_table(tmp_path)
+    _replay(table, tmp_path / "w")
+    other = tmp_path / "other.jsonl"
+    lines = table.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["environment"] = {**head.get("environment", {}), "date": "1999-01-01"}  # another run's header
+    other.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    with pytest.raises(FillError, match="another table"):
+        collect_misses(tmp_path / "w", load_table(other))
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text(table.read_text())  # a copy (same header) is the same table
+    assert collect_misses(tmp_path / "w", load_table(copy)) == collect_misses(tmp_path / "w", load_table(table))
+
+
+def test_a_gpu_table_on_a_static_run_says_so(tmp_path, at_repo):
+    from htam_core.bench.space import SpaceError
+
+    table = _static_table(tmp_path)
+    lines = table.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["measured"] = True
+    table.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    with pytest.raises(SpaceError, match="holds GPU measurements and this run is static"):
+        build_space(SpaceConfig(kernels=_kernels(), out=str(table), static=True), log=lambda m: None)

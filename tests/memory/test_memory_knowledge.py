@@ -74,3 +74,10 @@ def test_invalid_kb_is_refused_with_the_entry(mutate, message: str) -> None:
     mutate(data)
     with pytest.raises(KnowledgeError, match=message):
         parse_knowledge(data)
+
+
+def test_a_binary_knowledge_file_is_one_clear_error(tmp_path):
+    blob = tmp_path / "kb.toml"
+    blob.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(KnowledgeError, match="not UTF-8 text"):
+        load_knowledge(blob)
