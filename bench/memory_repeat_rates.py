@@ -3,7 +3,8 @@
 A strategy with parameters proposes several variants from one parent (block sizes, warp counts, tile shapes), and
 the loop tries them one at a time. This reads every run of a replay's ``--work`` folder (``runs/*/report.json``)
 and counts, per policy, the trials that were the 1st, 2nd and 3rd-or-later try of the same strategy from the same
-parent, and how many of each were wins (the loop's win rule: a gain beyond the measured spread). It is the
+parent, and how many of each were wins (the loop's win rule: a gain beyond the measured spread); a step the table
+did not hold (``not_in_table``, never measured) is left out. It is the
 measured basis of the ranker's v13 rule (docs/MEMORY.md, "v13"): if later tries of a step from one node win less
 often than first tries, the kernel's own failed tries there are evidence about the next one.
 
@@ -30,6 +31,7 @@ def repeat_rates(work: str | Path) -> dict[str, dict[str, dict[str, float | int]
         SystemExit: ``work`` holds no replay runs.
     """
     from htam_core.bench.replay import policy_of_run_folder
+    from htam_core.memory.records import NOT_IN_TABLE
 
     reports = sorted(Path(work).glob("runs/*/report.json"))
     if not reports:
@@ -45,6 +47,8 @@ def repeat_rates(work: str | Path) -> dict[str, dict[str, dict[str, float | int]
             continue
         tried: Counter[tuple[Any, Any]] = Counter()
         for s in steps:
+            if s.get("status") == NOT_IN_TABLE:
+                continue  # never measured: neither a try that won nor one that did not
             k = (s.get("strategy"), s.get("parent"))
             tried[k] += 1
             nth = "1" if tried[k] == 1 else "2" if tried[k] == 2 else "3+"

@@ -48,16 +48,20 @@ def main() -> int:
     args = ap.parse_args()
     table = per_kernel(args.replay)
     pols = args.policies.split(",")
-    chosen = [k for k in args.kernels.split(",") if k]
+    chosen = list(dict.fromkeys(k for k in args.kernels.split(",") if k))
     unknown = [k for k in chosen if k not in table]
     if unknown:
         raise SystemExit(f"memory_split_kernels: not a measured kernel of the replay: {', '.join(unknown)}")
+    if not chosen:
+        raise SystemExit("memory_split_kernels: name at least one kernel")
     print("| kernel | " + " | ".join(pols) + " |")
     print("|---|" + "---|" * len(pols))
     for k in sorted(table):
         print(f"| {k} | " + " | ".join(f"{table[k].get(p, float('nan')):.2f}" for p in pols) + " |")
     rest = [k for k in table if k not in chosen]
     for name, ks in ((f"the {len(chosen)} named", chosen), (f"the other {len(rest)}", rest)):
+        if not ks:
+            continue
         means = [sum(table[k].get(p, float("nan")) for k in ks) / len(ks) for p in pols]
         print(f"| **mean over {name}** | " + " | ".join(f"{m:.2f}" for m in means) + " |")
     return 0
