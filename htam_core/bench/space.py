@@ -231,8 +231,11 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
             write({"type": "header", "version": TABLE_VERSION, "measured": gpu,
                    "config": {k: v for k, v in asdict(cfg).items() if k != "kernels"},
                    "environment": environment(visible_gpus() if gpu else [])})
-        log(f"[space] {len(cfg.kernels)} kernel(s), {len(cfg.kernels) - len(todo)} already done; "
-            f"{'measuring on the GPU' if gpu else 'static mode: times not measured'}")
+        mode = 'measuring on the GPU' if gpu else 'static mode: times not measured'
+        if cfg.fill is not None:
+            log(f"[space] filling {out} from {cfg.fill}; {mode}")
+        else:
+            log(f"[space] {len(cfg.kernels)} kernel(s), {len(cfg.kernels) - len(todo)} already done; {mode}")
         stopped = None
         if cfg.fill is not None:
             stopped = _fill_all(cfg, gpu, work, known, write, deadline, counts, log)

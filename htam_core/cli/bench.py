@@ -234,8 +234,12 @@ def run_space_cmd(args: argparse.Namespace) -> int:
                           log=lambda m: print(m, file=sys.stderr, flush=True))
     except SpaceError as exc:
         raise UsageError(str(exc)) from None
-    print(f"space table: {args.out} ({res['kernels_done']}/{res['kernels_total']} kernels done, "
-          f"{res['measured']} new evaluations{', stopped by --max-minutes: rerun to go on' if res['stopped'] else ''})")
+    more = ", stopped by --max-minutes: rerun to go on" if res["stopped"] else ""
+    if args.fill:
+        print(f"space table: {args.out} ({res['measured']} new evaluations from the fill list {args.fill}{more})")
+    else:
+        print(f"space table: {args.out} ({res['kernels_done']}/{res['kernels_total']} kernels done, "
+              f"{res['measured']} new evaluations{more})")
     return 0
 
 

@@ -203,3 +203,19 @@ def test_a_gpu_table_on_a_static_run_says_so(tmp_path, at_repo):
     table.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
     with pytest.raises(SpaceError, match="holds GPU measurements and this run is static"):
         build_space(SpaceConfig(kernels=_kernels(), out=str(table), static=True), log=lambda m: None)
+
+
+def test_the_fill_cli_counts_what_it_filled_not_the_manifest(tmp_path, at_repo, capsys):
+    from htam_core.cli.main import main
+
+    table = _static_table(tmp_path)
+    _replay(table, tmp_path / "w")
+    fill = write_misses(tmp_path / "f.jsonl", collect_misses(tmp_path / "w", load_table(table)))
+    n = len(read_misses(fill))
+    assert n > 0
+    rc = main(["bench", "space", "--suite", str(REPO / "bench" / "suite"), "--kernels", "transpose_naive",
+               "--static", "--out", str(table), "--fill", str(fill)])
+    cap = capsys.readouterr()
+    assert rc == 0
+    assert f"({n} new evaluations from the fill list {fill})" in cap.out and "kernels done" not in cap.out
+    assert f"[space] filling {table} from {fill}; static mode" in cap.err and "already done" not in cap.err
