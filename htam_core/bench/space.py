@@ -275,16 +275,16 @@ def _fill_all(cfg: SpaceConfig, gpu: bool, work: Path, known: dict[tuple[str, st
     if unknown:
         log(f"[space] fill: {len(unknown)} kernel(s) of the list are not among this run's kernels (--manifest, "
             "--suite, --kernels), passed over: " + ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else ""))
-    orphans = [m for m in misses if m.kernel in ids and (m.kernel, m.parent) not in known]
-    if misses and len(orphans) == len([m for m in misses if m.kernel in ids]) and orphans:
+    mine = [m for m in misses if m.kernel in ids]
+    orphans = [m for m in mine if (m.kernel, m.parent) not in known]
+    if orphans and len(orphans) == len(mine):
         raise SpaceError(f"none of the {len(orphans)} candidates of {cfg.fill} derives from a node of "
                          f"{cfg.out}: the list was made against another table (make it with `htam bench misses "
                          f"--table {cfg.out}`)")
     if orphans:
         log(f"[space] fill: {len(orphans)} candidate(s) derive from a node this table does not hold, passed over "
             "(was the list made against another table?)")
-    lost = {(m.kernel, m.key) for m in orphans}
-    todo = [m for m in misses if m.kernel in ids and (m.kernel, m.key) not in known and (m.kernel, m.key) not in lost]
+    todo = [m for m in mine if (m.kernel, m.key) not in known and (m.kernel, m.parent) in known]
     if not misses:
         log(f"[space] fill: {cfg.fill} lists nothing to measure (the replay found every step in the table)")
     log(f"[space] fill: {len(todo)} candidate(s) to measure of {len(misses)} in {cfg.fill}")

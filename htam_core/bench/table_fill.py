@@ -221,7 +221,7 @@ def read_misses(path: str | Path) -> list[Miss]:
         m = _miss(d)
         if m is None:
             raise FillError(f"{path}:{i}: not a fill-list line (one JSON object per candidate, with its kernel, "
-                            "parent, key, text and step); make the list with `htam bench misses`") from None
+                            "parent, key, text and step); make the list with `htam bench misses`")
         if text_key(m.text) != m.key:
             raise FillError(f"{path}:{i}: the text does not match its key (the file was edited)")
         out.append(m)
