@@ -16,7 +16,7 @@
 #   HTAM_KB_LEVELS / HTAM_KB_IDS  levels and problem ids (empty ids: every start solution) (1 / )
 #   HTAM_KB_STEPS                 HTAM steps per problem                                  (3)
 #   HTAM_KB_TRIALS                KernelBench timing trials for eager and final           (100)
-#   HTAM_KB_ANCHORS               torch.compile anchors beside HTAM (compile-default,compile-max-autotune, all)  ()
+#   HTAM_KB_ANCHORS               torch.compile anchors beside HTAM (compile-default,compile-max-autotune[,-no-cudagraphs], all)  ()
 #   HTAM_KB_COMPILE_TIMEOUT       per-problem limit of one anchor's compile, seconds      (180)
 #   HTAM_KB_ENGINE                rules or llm (llm also needs HTAM_KB_LLM_MODEL, OPENAI_BASE_URL) (rules)
 #   HTAM_BENCH_SKIP_SUITE=1, HTAM_BENCH_SKIP_KB=1 to run one part only

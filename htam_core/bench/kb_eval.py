@@ -85,7 +85,10 @@ def evaluate_problem(candidate: str, reference: str, start: str | None = None, t
 
 
 #: The torch.compile anchors timed beside HTAM: name -> ``torch.compile`` mode (``None``: Inductor's default).
-COMPILE_ANCHORS: dict[str, str | None] = {"compile-default": None, "compile-max-autotune": "max-autotune"}
+#: ``max-autotune`` also captures CUDA graphs; ``max-autotune-no-cudagraphs`` autotunes the same way without them,
+#: which tells the autotuned kernels' effect apart from the graphs' per-call work.
+COMPILE_ANCHORS: dict[str, str | None] = {"compile-default": None, "compile-max-autotune": "max-autotune",
+                                          "compile-max-autotune-no-cudagraphs": "max-autotune-no-cudagraphs"}
 
 
 def compile_anchor(model: Any, inputs: list[Any], mode: str | None, timer: Callable[[Callable[[], Any]], Any],
@@ -156,7 +159,32 @@ def evaluate_compiled(candidate: str, reference: str, anchor: str, trials: int =
     inputs = p.trial.make_inputs(BASE_SEED, 0, 1.0)
     model = p.reference_model  # type: ignore[attr-defined]
     eager = time_kernelbench(p.reference_call(inputs), trials, warmups)  # type: ignore[attr-defined]
-    res = compile_anchor(model, inputs, COMPILE_ANCHORS[anchor], lambda fn: time_kernelbench(fn, trials, warmups))
-    del inputs
-    torch.cuda.empty_cache()
+    try:
+        res = compile_anchor(model, inputs, COMPILE_ANCHORS[anchor], lambda fn: time_kernelbench(fn, trials, warmups))
+    finally:
+        del inputs, model, p
+        reset_compiled_state()
     return {**res, "anchor": anchor, "eager": eager, "device": torch.cuda.get_device_name()}
+
+
+def reset_compiled_state() -> None:
+    """Drop what ``torch.compile`` keeps after a call: Dynamo's compiled frames and the CUDA-graph trees'
+    memory pools (``max-autotune`` records graphs whose static buffers hold a copy of every input), then
+    give the memory back (:func:`htam_core.runtime.worker.release_memory`).
+
+    The anchor's worker stays alive between problems; without this its pools held 6-19 GiB each while the
+    next problem's evaluation ran out of memory (H200, KernelBench level 1, 2026-12-02). Never raises.
+    """
+    import contextlib
+
+    import torch
+
+    from htam_core.runtime.worker import release_memory
+
+    with contextlib.suppress(Exception):
+        torch._dynamo.reset()
+    with contextlib.suppress(Exception):
+        from torch._inductor import cudagraph_trees
+
+        cudagraph_trees.reset_cudagraph_trees()
+    release_memory()

@@ -36,7 +36,7 @@ from htam_core.generate.llm import CheckResult, LLMGenerator
 from htam_core.generate.prompt import build_messages
 from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
 from htam_core.profile.api import gpu_available
-from htam_core.runtime.worker import run_in_worker
+from htam_core.runtime.worker import WorkerResult, close_pool, run_in_worker
 from htam_core.source import load, parse_text
 
 #: The small sizes shipped for CPU smoke runs of the level-1 start solutions (``--size-overrides``).
@@ -241,9 +241,7 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
             return {**base, "status": "error", "error": str(exc), "wall_s": time.time() - t0}
     base["mode"] = "gpu" if gpu else "static"
     if gpu:
-        r = run_in_worker("htam_core.bench.kb_eval:evaluate_problem",
-                          {"candidate": str(best), "reference": str(ref), "start": str(start_copy),
-                           "trials": t.timing_trials}, timeout_s=900, pool_key="gpu0", interpret=False, gpu_index=0)
+        r, base["retried_after_oom"] = _final_evaluation(t, str(best), str(ref), str(start_copy))
         if not r.ok:
             err = r.error
             return {**base, "status": "error", "correct": False,
@@ -260,6 +258,28 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
                     start_correct=v.get("start_correct"))
         base["anchors"] = {a: run_anchor(t, a, str(start_copy), str(ref), eager) for a in t.anchors}
     return {**base, "wall_s": time.time() - t0}
+
+
+def _final_evaluation(t: KBTask, candidate: str, reference: str, start: str) -> tuple[WorkerResult, bool]:
+    """Verify and time the problem's best candidate, its start and eager (:func:`kb_eval.evaluate_problem`) in
+    the GPU's worker. On a CUDA out-of-memory error the GPU's workers (the evaluation's and each anchor's) are
+    stopped, which frees every byte they held, and the evaluation runs once more in a fresh worker: KernelBench's
+    inputs are GiBs, and a problem that fits alone must not fail for what earlier problems left behind.
+
+    Returns:
+        the worker's result and whether it is the retry's.
+    """
+    def run() -> WorkerResult:
+        return run_in_worker("htam_core.bench.kb_eval:evaluate_problem",
+                             {"candidate": candidate, "reference": reference, "start": start,
+                              "trials": t.timing_trials}, timeout_s=900, pool_key="gpu0", interpret=False, gpu_index=0)
+
+    r = run()
+    if r.ok or r.error is None or r.error.kind != "oom":
+        return r, False
+    for key in ["gpu0", *(f"gpu0-{a}" for a in t.anchors)]:
+        close_pool(key)
+    return run(), True
 
 
 #: The time one anchor's timing takes beyond its compile limit (eager and the compiled model, 100 trials each).

@@ -104,7 +104,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget for the whole run")
     k.add_argument("--anchors", default="",
                    help="torch.compile anchors timed beside HTAM on the same problems with the same timer: "
-                        "comma-separated from compile-default,compile-max-autotune, or all (default: none)")
+                        "comma-separated from compile-default,compile-max-autotune,compile-max-autotune-no-cudagraphs, "
+                        "or all (default: none)")
     k.add_argument("--compile-timeout", type=float, default=180.0, metavar="S",
                    help="per-problem limit of one anchor's compile, seconds (default: 180); past it the anchor "
                         "reads \"not measured: compile timed out\"")

@@ -474,6 +474,22 @@ def shutdown_all() -> None:
             p.close()
 
 
+def close_pool(key: str) -> bool:
+    """Stop the persistent worker ``key`` (if it exists), so that its process and all it holds (a CUDA
+    context, cached GPU memory) are gone; the next call with that key starts a fresh one.
+
+    Returns:
+        whether a pool of that key existed.
+    """
+    with _POOLS_LOCK:
+        pool = _POOLS.pop(key, None)
+    if pool is None:
+        return False
+    with contextlib.suppress(Exception):
+        pool.close()
+    return True
+
+
 def kill_all() -> None:
     """Kill every persistent worker at once (:meth:`WorkerPool.kill_now`), also those in the middle of a call.
 
@@ -536,6 +552,25 @@ def _cuda_context_poisoned() -> str | None:
         except Exception as e:  # noqa: BLE001
             return f"{type(e).__name__}: {e}"
     return None
+
+
+def release_memory() -> None:
+    """Give back what the last call left on the GPU: when CUDA is initialised in this process, collect reference
+    cycles, then return the CUDA caching allocator's unused blocks to the driver.
+
+    A persistent worker runs many calls; without this, tensors held by cycles (closures over a harness's
+    inputs) live until Python's next full collection, and the allocator keeps their blocks reserved, so a
+    later call, or another worker on the same GPU, runs out of memory on inputs that fit alone (KernelBench's
+    6 GiB elementwise inputs did, 2026-12-02). Never raises. The idea is PyTorch's own advice for a
+    long-lived process (``torch.cuda.empty_cache``, "Memory management" in the CUDA semantics notes).
+    """
+    import gc
+
+    torch = sys.modules.get("torch")
+    with contextlib.suppress(Exception):
+        if torch is not None and torch.cuda.is_initialized():  # a CPU worker pays nothing
+            gc.collect()
+            torch.cuda.empty_cache()
 
 
 def classify_exception(exc: BaseException) -> tuple[ErrorKind, bool]:
@@ -623,6 +658,7 @@ def _child_main(config_json: str) -> None:  # pragma: no cover - runs in the chi
             if restart:
                 return
             del exc
+        release_memory()
 
 
 if __name__ == "__main__" and len(sys.argv) >= 3 and sys.argv[1] == "--child":

@@ -170,3 +170,31 @@ def test_run_anchor_reports_a_compile_timeout_and_a_spent_budget(monkeypatch) ->
     monkeypatch.setattr(kb, "run_in_worker", measured)
     ok = kb.run_anchor(_task(), "compile-default", "c.py", "r.py", 1.0)
     assert ok["ms"] == 0.25 and ok["speedup"] == pytest.approx(4.0) and ok["correct"] is True
+
+
+def test_final_evaluation_retries_once_in_fresh_workers_after_a_cuda_oom(monkeypatch) -> None:
+    """Regression (H200, 2026-12-02): KernelBench's 6 GiB elementwise inputs ran out of GPU memory after an earlier
+    problem's workers kept theirs; the evaluation now stops the GPU's workers and runs once more."""
+    from htam_core.runtime.worker import WorkerError, WorkerResult
+
+    results = [WorkerResult(ok=False, error=WorkerError("oom", "CUDA out of memory")),
+               WorkerResult(ok=True, value={"correct": True})]
+    closed: list[str] = []
+    monkeypatch.setattr(kb, "run_in_worker", lambda *a, **k: results.pop(0))
+    monkeypatch.setattr(kb, "close_pool", lambda key: closed.append(key) or True)
+    r, retried = kb._final_evaluation(_task(anchors=["compile-default", "compile-max-autotune"]), "c.py", "r.py", "s.py")
+    assert r.ok and retried and not results
+    assert closed == ["gpu0", "gpu0-compile-default", "gpu0-compile-max-autotune"]
+
+    other = [WorkerResult(ok=False, error=WorkerError("cuda-fault", "illegal address"))]
+    monkeypatch.setattr(kb, "run_in_worker", lambda *a, **k: other.pop(0))
+    r, retried = kb._final_evaluation(_task(), "c.py", "r.py", "s.py")
+    assert not r.ok and not retried and closed == ["gpu0", "gpu0-compile-default", "gpu0-compile-max-autotune"]
+
+
+def test_the_no_cudagraphs_anchor_is_max_autotune_without_graphs() -> None:
+    assert COMPILE_ANCHORS["compile-max-autotune-no-cudagraphs"] == "max-autotune-no-cudagraphs"
+    from torch._inductor import list_mode_options  # the mode's name and options are Inductor's own
+
+    assert not list_mode_options("max-autotune-no-cudagraphs").get("triton.cudagraphs", False)
+    assert list_mode_options("max-autotune").get("triton.cudagraphs") is True

@@ -171,3 +171,51 @@ def test_kill_all_ends_a_call_in_progress_at_once():
         os.kill(pid, 0)
     assert p.run(T + "add", {"a": 2, "b": 2}, timeout_s=60).value["sum"] == 4  # the next call starts afresh
     p.close()
+
+
+def test_release_memory_collects_cycles_and_empties_the_cuda_cache_only_when_cuda_is_up(monkeypatch) -> None:
+    """After every call a worker gives back what the call left on the GPU (regression: KernelBench's GiB inputs
+    held by reference cycles and the caching allocator ran the next problem out of memory, H200 2026-12-02)."""
+    import gc
+    import sys
+    import types
+    import weakref
+
+    from htam_core.runtime.worker import release_memory
+
+    emptied: list[bool] = []
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: up[0],
+                                                            empty_cache=lambda: emptied.append(True)))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+
+    class Node:
+        pass
+
+    def cycle() -> weakref.ref:
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        return weakref.ref(a)
+
+    gc.disable()
+    try:
+        up = [False]
+        ref = cycle()
+        release_memory()  # CUDA not initialised: a CPU worker pays nothing
+        assert ref() is not None and emptied == []
+        up[0] = True
+        release_memory()
+        assert ref() is None and emptied == [True]
+    finally:
+        gc.enable()
+
+
+def test_close_pool_stops_the_worker_and_the_next_call_starts_a_fresh_one() -> None:
+    from htam_core.runtime.worker import close_pool, run_in_worker
+
+    first = run_in_worker("os:getpid", {}, timeout_s=30, pool_key="test-close-pool")
+    assert first.ok
+    assert close_pool("test-close-pool") is True
+    assert close_pool("test-close-pool") is False  # gone
+    second = run_in_worker("os:getpid", {}, timeout_s=30, pool_key="test-close-pool")
+    assert second.ok and second.value != first.value
+    close_pool("test-close-pool")
