@@ -52,7 +52,11 @@ def run(table_path: str, exports: str, kernels: list[str], policies: list[str], 
     if bad:
         raise SystemExit(f"memory_subset_replay: not an unseeded replay policy: {', '.join(bad)}")
     table = load_table(table_path)
-    ks = _kernels(table, kernels)
+    from htam_core.bench.families import llmc_folder
+
+    ks, gone = _kernels(table, kernels, llmc_folder(None))
+    if gone:
+        print(f"memory_subset_replay: left out, their files are not here: {', '.join(gone)}", file=sys.stderr)
     files = sorted(str(p) for p in Path(exports).glob("*.json"))
     if not files:
         raise SystemExit(f"memory_subset_replay: no exports in {exports} (run a full `htam bench replay` first)")

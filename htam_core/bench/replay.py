@@ -81,12 +81,28 @@ class ReplayConfig:
     seeds: int = 3
     memory_from: list[str] = field(default_factory=lambda: ["htam-cold", "random"])
     fresh: bool = False
+    llmc: str | None = None
 
 
-def _kernels(table: Table, wanted: list[str] | None) -> list[dict[str, Any]]:
+def _source(path: str, llmc: Path | None) -> str | None:
+    """Where the kernel file of a table row is: its recorded path (relative to the current folder) when it
+    exists, else a file of the same name in the llm.c folder ``llmc`` (the table records where the build read
+    llm.c's third-party files, which need not be where they are now); ``None`` when neither exists."""
+    if Path(path).is_file():
+        return path
+    if llmc is not None and (llmc / Path(path).name).is_file():
+        return str(llmc / Path(path).name)
+    return None
+
+
+def _kernels(table: Table, wanted: list[str] | None, llmc: Path | None = None
+             ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The table's kernels to replay (``wanted``: ids or names, all when ``None``) and the ids of those whose
+    file is missing (left out). The id stays the table's; ``path`` is where the file was found."""
     starts = list(table.starts.values())  # one per kernel, also where its file changed and was measured again
     ks = [{"id": r["kernel"], "name": r.get("name") or r["kernel"].split("::")[-1],
-           "path": r["kernel"].rsplit("::", 1)[0], "family": r.get("family") or "suite"} for r in starts]
+           "path": _source(r["kernel"].rsplit("::", 1)[0], llmc), "family": r.get("family") or "suite"}
+          for r in starts]
     ks.sort(key=lambda k: (k["family"], k["id"]))
     if wanted:
         keep = [k for k in ks if k["id"] in wanted or k["name"] in wanted]
@@ -96,7 +112,13 @@ def _kernels(table: Table, wanted: list[str] | None) -> list[dict[str, Any]]:
         ks = keep
     if not ks:
         raise ReplayError(f"{table.path} holds no kernel (build it with `htam bench space`)")
-    return ks
+    missing_files = [k["id"] for k in ks if k["path"] is None]
+    ks = [k for k in ks if k["path"] is not None]
+    if not ks:
+        raise ReplayError(f"none of the table's kernel files is here (e.g. {missing_files[0].rsplit('::', 1)[0]}): "
+                          "run from the folder the table was built in (paths are relative to it), and give "
+                          "llm.c's folder with --llmc DIR")
+    return ks, missing_files
 
 
 def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -116,7 +138,13 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
         table = load_table(cfg.table)
     except TableError as exc:
         raise ReplayError(str(exc)) from exc
-    kernels = _kernels(table, cfg.kernels)
+    from htam_core.bench.families import llmc_folder
+
+    kernels, missing_files = _kernels(table, cfg.kernels, llmc_folder(cfg.llmc))
+    if missing_files:
+        log(f"[replay] {len(missing_files)} kernel(s) left out, their files are not here: "
+            f"{', '.join(missing_files[:3])}{', ...' if len(missing_files) > 3 else ''} (for llm.c's kernels, "
+            "give its folder with --llmc DIR or $HTAM_LLMC)")
     work = Path(cfg.work)
     work.mkdir(parents=True, exist_ok=True)
     if cfg.fresh:
@@ -140,8 +168,10 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
 
     def done(r: dict[str, Any], progress: str) -> None:
         sp = r.get("best_speedup")
+        why = str(r.get("error") or "").strip().splitlines()
         log(f"[replay] {r.get('kernel')} / {r.get('policy')}: {r.get('status')}"
-            + (f", best {sp:.3g}x" if isinstance(sp, float) else ", not measured") + f" [{progress}]")
+            + (f", best {sp:.3g}x" if isinstance(sp, float) else ", not measured")
+            + (f" ({why[0][:160]})" if why and r.get("status") != "ok" else "") + f" [{progress}]")
 
     def run(batch: list[tuple[dict[str, Any], int, SuiteTask]]) -> list[dict[str, Any]]:
         # the key covers the table's content (what a replay reads) and the memory exports it imports
@@ -170,6 +200,7 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
     doc = summarize(table, kernels, [p for p in REPLAY_POLICIES if p in cfg.policies or p in first], results,
                     cfg.budget)
     doc["config"] = asdict(cfg)
+    doc["kernels_left_out"] = missing_files
     doc["table"] = {"path": cfg.table, "measured": table.measured, "environment": table.header.get("environment"),
                     "config": table.header.get("config")}
     doc["wall_s"] = time.time() - t0
@@ -339,7 +370,9 @@ def replay_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
              f"- Table: `{tab['path']}` ({where}); "
              f"built with {json.dumps(tab.get('config') or {})}",
              f"- {len(doc['kernels'])} kernels in {len(doc['families'])} families; budget {budget}; seeded "
-             f"policies ({', '.join(SEEDED)}) over {doc['config']['seeds']} seeds: mean, [min–max] over seeds.",
+             f"policies ({', '.join(SEEDED)}) over {doc['config']['seeds']} seeds: mean, [min–max] over seeds."
+             + (f" Left out, their files were not found: {len(doc['kernels_left_out'])} "
+                f"({', '.join(doc['kernels_left_out'])})." if doc.get("kernels_left_out") else ""),
              "- Ground truth: the table's exhaustive best per kernel. A kernel that never reaches 90 % of it counts "
              f"as {budget + 1} trials in the mean and as never in the median.",
              f"- Warm memory: leave-one-out (the records of {', '.join(doc['config'].get('memory_from') or [])} "

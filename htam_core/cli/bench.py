@@ -82,6 +82,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--out", default=DEFAULT_OUT, help=_OUT_HELP)
     rp.add_argument("--work", default=None, help="stores and runs (default: <out>/replay-work-<table stem>)")
     rp.add_argument("--fresh", action="store_true", help="forget the finished runs of an earlier replay")
+    rp.add_argument("--llmc", default=None, metavar="DIR",
+                    help="llm.c's kernel folder: table kernels whose file is not at its recorded path are read "
+                         "from a file of the same name there ($HTAM_LLMC overrides it); kernels found nowhere "
+                         "are left out, and the report lists them")
     rp.set_defaults(func=run_replay_cmd)
     k = acts.add_parser("kernelbench", help="run KernelBench problems: Correct, fast_p, geomean over eager")
     k.add_argument("--problems", required=True, help="problems.jsonl (KernelBench problems, one JSON per line)")
@@ -284,7 +288,7 @@ def run_replay_cmd(args: argparse.Namespace) -> int:
         doc = run_replay(ReplayConfig(table=args.table, work=args.work or str(out / f"replay-work-{stem}"),
                                       policies=_names(args.policies) or list(REPLAY_POLICIES),
                                       kernels=_names(args.kernels), budget=args.budget, seeds=args.seeds,
-                                      fresh=args.fresh),
+                                      fresh=args.fresh, llmc=args.llmc),
                          log=lambda m: print(m, file=sys.stderr, flush=True))
     except (ReplayError, ExecutorError) as exc:
         raise UsageError(str(exc)) from None

@@ -6,6 +6,7 @@ table."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -174,7 +175,7 @@ def test_group_aggregates_pool_families_and_refuse_an_unknown_one():
         group_aggregates(doc, ["f1", "f9"])
 
 
-def test_a_kernel_measured_again_after_its_file_changed_replays_once(tmp_path):
+def test_a_kernel_measured_again_after_its_file_changed_replays_once(tmp_path, monkeypatch):
     """The 2026-12-02 H200 table holds two starts of ``bmm_kernel`` (its file changed and was measured again):
     the replay ran it twice under one key and refused. One kernel, its tree from the last start, its best there."""
     from htam_core.bench.replay import _kernels
@@ -188,6 +189,54 @@ def test_a_kernel_measured_again_after_its_file_changed_replays_once(tmp_path):
     p = tmp_path / "t.jsonl"
     p.write_text("".join(json.dumps(d) + "\n" for d in lines))
     table = Table(p)
-    assert [k["id"] for k in _kernels(table, None)] == [kid]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.py").write_text("# the kernel's file\n")
+    kernels, left_out = _kernels(table, None)
+    assert [k["id"] for k in kernels] == [kid] and left_out == []
     assert [r["key"] for r in table.kernel_rows(kid)] == ["new", "newc"]
     assert table.best_speedup(kid) == 1.5
+
+
+def _moved_table(tmp_path: Path, moved: list[str]) -> Path:
+    """The fixture with the files of ``moved`` (kernel ids) recorded under a folder that is not there, as a
+    table built from a carried llm.c copy records them."""
+    out = tmp_path / "moved.jsonl"
+    lines = []
+    for line in FIXTURE.read_text().splitlines():
+        for kid in moved:
+            path = kid.rsplit("::", 1)[0]
+            line = line.replace(f'"{kid}"', f'"{".gone/llmc/" + Path(path).name}::{kid.rsplit("::", 1)[1]}"')
+        lines.append(line)
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_replay_reads_moved_llmc_files_from_llmc_and_leaves_out_what_it_cannot_find(tmp_path, at_repo, capsys,
+                                                                                 monkeypatch):
+    from htam_core.cli.main import main
+
+    monkeypatch.delenv("HTAM_LLMC", raising=False)
+    a, b = sorted(Table(FIXTURE).done)[:2]
+    table = _moved_table(tmp_path, [a])
+    llmc = tmp_path / "llmc"
+    llmc.mkdir()
+    shutil.copy(a.rsplit("::", 1)[0], llmc)
+    args = ["bench", "replay", "--table", str(table), "--policies", "htam-cold", "--budget", "1",
+            "--kernels", f"{a.rsplit('::', 1)[1]},{b.rsplit('::', 1)[1]}"]
+
+    assert main([*args, "--out", str(tmp_path / "found"), "--llmc", str(llmc)]) == 0
+    doc = json.loads((tmp_path / "found" / "moved-replay.json").read_text())
+    assert {r["status"] for r in doc["rows"]} == {"ok"} and len(doc["rows"]) == 2
+    assert doc["kernels_left_out"] == []
+
+    assert main([*args, "--out", str(tmp_path / "lost"), "--fresh"]) == 0
+    err = capsys.readouterr().err
+    assert "1 kernel(s) left out, their files are not here: .gone/llmc/" in err and "--llmc DIR" in err
+    doc = json.loads((tmp_path / "lost" / "moved-replay.json").read_text())
+    assert [r["kernel"] for r in doc["rows"]] == [b] and doc["kernels_left_out"][0].startswith(".gone/llmc/")
+    assert "Left out, their files were not found: 1" in (tmp_path / "lost" / "moved-replay.md").read_text()
+
+    only = _moved_table(tmp_path, [a, b])
+    rc = main(["bench", "replay", "--table", str(only), "--policies", "htam-cold", "--budget", "1",
+               "--kernels", f"{a.rsplit('::', 1)[1]},{b.rsplit('::', 1)[1]}", "--out", str(tmp_path / "none")])
+    assert rc == 2 and "none of the table's kernel files is here" in capsys.readouterr().err
