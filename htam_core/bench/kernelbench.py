@@ -18,6 +18,7 @@ at full size, and every score is "not measured".
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -39,8 +40,36 @@ from htam_core.profile.api import gpu_available
 from htam_core.runtime.worker import WorkerResult, close_pool, run_in_worker
 from htam_core.source import load, parse_text
 
-#: The small sizes shipped for CPU smoke runs of the level-1 start solutions (``--size-overrides``).
+#: The small sizes shipped for CPU smoke runs of the start solutions of levels 1 and 2 (``--size-overrides``).
 SMALL_SIZES_HINT = "bench/kernelbench_small_sizes.json"
+
+
+
+def _default_problems() -> Path:
+    """Where the KernelBench problems file is read from when ``--problems`` is not given.
+
+    The location of the third-party data (never in the repository) is written in one place, the checkout's
+    ``bench/data_paths.py`` (``python bench/data_paths.py kernelbench`` prints it); this reads that script's
+    constant. Outside a checkout (an installed package without ``bench/``) the default is ``problems.jsonl``
+    in the working folder. Raises nothing: a broken script falls back to that same name.
+    """
+    script = Path(__file__).resolve().parents[2] / "bench" / "data_paths.py"
+    try:
+        spec = importlib.util.spec_from_file_location("htam_bench_data_paths", script)
+        if spec is None or spec.loader is None or not script.is_file():
+            return Path("problems.jsonl")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return Path(mod.KERNELBENCH_PROBLEMS)
+    except Exception:  # noqa: BLE001 - any failure of the optional script means "no default location"
+        return Path("problems.jsonl")
+
+
+#: Where the KernelBench problems file is read from when ``--problems`` is not given (see ``_default_problems``).
+DEFAULT_PROBLEMS = _default_problems()
+
+#: Why a torch.compile anchor reads "not measured" on a run without a GPU (kept short: it is a report cell).
+ANCHORS_NEED_GPU = "not measured: no GPU (anchors are timed on a GPU)"
 
 
 class KernelBenchError(Exception):
@@ -57,30 +86,87 @@ class Problem:
     code: str
 
 
+#: The fields of one line of a problems file, in the order the messages name them.
+PROBLEM_FIELDS = ("level", "problem_id", "name", "code")
+
+#: What a problems file line must be, for the message about a line that is not one.
+_NEEDS = "needs a JSON object with level and problem_id (integers), name and code (strings)"
+
+
+def _json_kind(v: Any) -> str:
+    """What a JSON value is, in words (``"an array"``, ``"null"``), for a message about a bad line."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string"}.get(type(v), "a number")
+
+
+def _problem_from_line(line: str) -> Problem | str:
+    """The problem one line of a problems file holds, or why it holds none (in words: no Python error text)."""
+    try:
+        d = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"the line is not JSON (column {exc.colno})"
+    if not isinstance(d, dict):
+        return f"the line is {_json_kind(d)}, not an object"
+    missing = [k for k in PROBLEM_FIELDS if k not in d]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    wrong = []
+    ints: dict[str, int] = {}
+    for k in ("level", "problem_id"):
+        v = d[k]
+        if isinstance(v, int) and not isinstance(v, bool):
+            ints[k] = v
+        elif isinstance(v, str) and v.strip().isdigit():
+            ints[k] = int(v)
+        else:
+            wrong.append(f"{k} is {_json_kind(v)}, not an integer")
+    wrong += [f"{k} is {_json_kind(d[k])}, not a string" for k in ("name", "code") if not isinstance(d[k], str)]
+    if wrong:
+        return "; ".join(wrong)
+    return Problem(ints["level"], ints["problem_id"], d["name"], d["code"])
+
+
 def load_problems(path: str | Path, levels: list[int] | None = None, ids: list[int] | None = None) -> list[Problem]:
     """Read ``problems.jsonl``, keeping ``levels`` and ``ids`` (``None`` keeps all), sorted by level and id.
 
+    Args:
+        path: the JSON Lines file: one object per line with ``level``, ``problem_id`` (integers), ``name`` and
+            ``code`` (strings); blank lines are ignored.
+        levels: the levels to keep (``None``: all).
+        ids: the problem ids to keep (``None``: all).
+
     Raises:
-        KernelBenchError: unreadable file or a line that is not a problem object (the line number is given).
+        KernelBenchError: unreadable file, or lines that are not problems: one line of text,
+            ``FILE:LINE: not a KernelBench problem (needs ...): <why>``, naming the first bad line and how many
+            others there are (never Python's own error text).
     """
     out = []
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except OSError as exc:
-        raise KernelBenchError(f"cannot read {path}: {exc.strerror}") from None
+        raise KernelBenchError(f"cannot read {path}: {exc.strerror or 'not readable'}") from None
     except UnicodeDecodeError:
         raise KernelBenchError(f"{path} is not a problems file: it is not UTF-8 text") from None
+    bad: list[tuple[int, str]] = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            d = json.loads(line)
-            p = Problem(int(d["level"]), int(d["problem_id"]), str(d["name"]), str(d["code"]))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise KernelBenchError(f"{path}:{n} is not a problem (need level, problem_id, name, code): {exc}") \
-                from None
-        if (levels is None or p.level in levels) and (ids is None or p.problem_id in ids):
+        p = _problem_from_line(line)
+        if isinstance(p, str):
+            bad.append((n, p))
+        elif (levels is None or p.level in levels) and (ids is None or p.problem_id in ids):
             out.append(p)
+    if bad:
+        n, why = bad[0]
+        text = f"{path}:{n}: not a KernelBench problem ({_NEEDS}): {why}"
+        if len(bad) > 1:
+            more = [str(m) for m, _ in bad[1:6]]
+            text += (f"; {len(bad) - 1} more bad line{'s' if len(bad) > 2 else ''} "
+                     f"({', '.join(more)}{', ...' if len(bad) > 6 else ''})")
+        raise KernelBenchError(text)
     return sorted(out, key=lambda p: (p.level, p.problem_id))
 
 
@@ -187,7 +273,11 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
         "start": Path(t.start_path).name if t.start_path else None, "status": "ok", "error": None, "kernel": None,
         "mode": None, "correct": None, "eager_ms": None, "new_ms": None, "start_ms": None, "speedup": None,
         "start_speedup": None, "loop_best_speedup": None, "steps": [], "messages": [], "wall_s": 0.0}
+    if t.anchors:  # every record says why an anchor it asked for has no figure (replaced when one is timed)
+        base["anchors"] = anchors_not_measured(t.anchors, "not measured: the problem's final evaluation did not run")
     if t.deadline is not None and time.time() >= t.deadline:
+        if t.anchors:
+            base["anchors"] = anchors_not_measured(t.anchors, "not measured: the time budget was spent")
         return {**base, "status": "skipped", "error": "not run: the time budget (--max-minutes) was spent"}
     t0 = time.time()
     work = Path(t.work_dir) / f"level{t.level}" / f"{t.problem_id}"
@@ -216,6 +306,8 @@ def run_kb_task(task: dict[str, Any]) -> dict[str, Any]:
                 "wall_s": time.time() - t0}
     base["kernel"] = kernel
     gpu = t.static is not True and gpu_available()
+    if not gpu and t.anchors:
+        base["anchors"] = anchors_not_measured(t.anchors, ANCHORS_NEED_GPU)
     if not gpu and not t.overrides:
         return {**base, "mode": "static", "status": "skipped", "wall_s": time.time() - t0,
                 "error": f"no GPU: KernelBench sizes (GBs of input) are not run on the CPU interpreter; for a "
@@ -286,6 +378,23 @@ def _final_evaluation(t: KBTask, candidate: str, reference: str, start: str) -> 
 _ANCHOR_TIMING_S = 60.0
 
 
+def _unmeasured_anchor(error: str | None) -> dict[str, Any]:
+    """An anchor's record with no figure (the shape :func:`run_anchor` returns), ``error`` saying why."""
+    return {"status": "not measured", "correct": None, "ms": None, "speedup": None, "compile_s": None,
+            "max_abs_err": None, "error": error}
+
+
+def anchors_not_measured(anchors: list[str], why: str) -> dict[str, dict[str, Any]]:
+    """A "not measured" record for each of ``anchors`` (the shape :func:`run_anchor` returns), with ``why``
+    (``"not measured: ..."``, short enough for a report cell) as its error.
+
+    Args:
+        anchors: names of :data:`htam_core.bench.kb_eval.COMPILE_ANCHORS`.
+        why: the reason no anchor was timed, e.g. :data:`ANCHORS_NEED_GPU`.
+    """
+    return {a: _unmeasured_anchor(why) for a in anchors}
+
+
 def run_anchor(t: KBTask, anchor: str, candidate: str, reference: str, eager_ms: float | None) -> dict[str, Any]:
     """Time the torch.compile ``anchor`` (:data:`htam_core.bench.kb_eval.COMPILE_ANCHORS`) on the task's problem
     in a worker of its own (a compile that runs past ``t.compile_timeout_s`` is killed there and reported as
@@ -295,8 +404,7 @@ def run_anchor(t: KBTask, anchor: str, candidate: str, reference: str, eager_ms:
         ``{"status", "correct", "ms", "speedup" (over the problem's eager time), "compile_s", "max_abs_err",
         "error"}``; ``ms``/``speedup`` are ``None`` when not measured.
     """
-    rec: dict[str, Any] = {"status": "not measured", "correct": None, "ms": None, "speedup": None,
-                           "compile_s": None, "max_abs_err": None, "error": None}
+    rec = _unmeasured_anchor(None)
     if t.deadline is not None and time.time() >= t.deadline:
         return {**rec, "error": "not measured: the time budget (--max-minutes) was spent"}
     r = run_in_worker("htam_core.bench.kb_eval:evaluate_compiled",
@@ -335,6 +443,23 @@ def _not_among(ids: list[int], levels: list[int], path: str, in_levels: list[Pro
     span = f" (ids {have[0]} to {have[-1]})" if have else ""
     return (f"no problem to run: the asked ids {ids} are not among the problems of levels {levels} in {path}, "
             f"which has {len(have)} problems for those levels{span}; check --ids and --levels")
+
+
+def left_out_line(skipped: list[dict[str, Any]], start_solutions: str | Path) -> str:
+    """The console line for asked problems left out because they have no start solution (engine rules).
+
+    Args:
+        skipped: ``{"level", "problem_id", "name"}`` of each problem left out.
+        start_solutions: the ``--start-solutions`` folder that was searched.
+    """
+    by: dict[int, list[int]] = {}
+    for r in skipped:
+        by.setdefault(int(r["level"]), []).append(int(r["problem_id"]))
+    n = sum(len(v) for v in by.values())
+    what = " and ".join(f"{', '.join(str(i) for i in sorted(v))} of level {lv}" for lv, v in sorted(by.items()))
+    folder = Path(start_solutions) / (f"level{next(iter(by))}" if len(by) == 1 else "level<N>")
+    return (f"[kernelbench] left out {'id' if n == 1 else 'ids'} {what}: no starting solution under {folder} "
+            "(a <id>_<name>.py file; engine rules needs one); add one or run them with --engine llm")
 
 
 def correct_text(correct: bool | None) -> str:
@@ -392,6 +517,31 @@ class KBConfig:
     compile_timeout_s: float = 180.0
 
 
+def parse_anchors(text: str | None) -> list[str]:
+    """The torch.compile anchors ``--anchors`` names: comma-separated names of
+    :data:`htam_core.bench.kb_eval.COMPILE_ANCHORS` (in the order given, repeats dropped) or ``all``.
+
+    Args:
+        text: the option's value; ``None`` (not given) names no anchor.
+
+    Raises:
+        KernelBenchError: a value given but naming nothing (``""``, ``" "``, ``",,"``) or an unknown name; the
+            message lists the known anchors.
+    """
+    known = f"known: {', '.join(COMPILE_ANCHORS)}, or all"
+    if text is None:
+        return []
+    if text.strip() == "all":
+        return list(COMPILE_ANCHORS)
+    names = [a.strip() for a in text.split(",") if a.strip()]
+    if not names:
+        raise KernelBenchError(f"--anchors {text!r} names no anchor; give a comma-separated list ({known})")
+    bad = [a for a in names if a not in COMPILE_ANCHORS]
+    if bad:
+        raise KernelBenchError(f"unknown --anchors {', '.join(bad)}; {known}")
+    return list(dict.fromkeys(names))
+
+
 def held_out_ids(start_solutions: str | Path, level: int) -> set[int]:
     """The problem ids of ``<start_solutions>/level<N>/held_out.json`` (``{"ids": [...]}``): start solutions
     kept out of any tuning and reported apart; empty when the file is absent.
@@ -423,11 +573,17 @@ def anchor_score(records: list[dict[str, Any]], anchor: str) -> dict[str, Any]:
             "correct": metrics.correct_rate(pairs) if measured else None}
 
 
-def score(records: list[dict[str, Any]]) -> dict[str, Any]:
+def score(records: list[dict[str, Any]], anchors: list[str] | None = None) -> dict[str, Any]:
     """Correct, fast_p and geomean (KernelBench's definitions) over problem records with ``correct`` and
-    ``speedup``; ``None`` everywhere when nothing was verified."""
+    ``speedup``; ``None`` everywhere when nothing was verified.
+
+    Args:
+        records: problem records (:func:`run_kb_task`).
+        anchors: torch.compile anchors the run asked for: each is scored (as "not measured", 0 measured, when
+            no record has it) beside those the records hold.
+    """
     pairs = [(r.get("correct"), r.get("speedup")) for r in records]
-    anchors = sorted({a for r in records for a in (r.get("anchors") or {})})
+    anchors = sorted({a for r in records for a in (r.get("anchors") or {})} | set(anchors or []))
     return {"problems": len(records), "correct": metrics.correct_rate(pairs),
             "fast_p": {f"{p:g}": metrics.fast_p(pairs, p) for p in metrics.FAST_P},
             "geomean_speedup": metrics.geomean_correct(pairs),
@@ -437,13 +593,29 @@ def score(records: list[dict[str, Any]]) -> dict[str, Any]:
 def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
     """Run every selected problem and score them per level.
 
+    Asked ids (``cfg.ids``) without a start solution (engine rules) are left out with one ``log`` line naming
+    them; asked torch.compile anchors on a run without a GPU get one ``log`` line saying they were not timed, and
+    their records and summary say "not measured".
+
+    Args:
+        cfg: the run's settings.
+        log: called with each console line.
+
+    Returns:
+        The result document: ``problems`` (records of :func:`run_kb_task`), ``summary`` (:func:`summarize`),
+        ``measured``, ``environment``, ``not_run_without_start``, ``config`` and more.
+
     Raises:
-        KernelBenchError: malformed problems file, unknown engine, or no problem selected.
+        KernelBenchError: malformed problems file, unknown engine or anchor, or no problem selected.
     """
     from htam_core.bench.executors import ExecutorOptions, ResultLog, resumed_summary, run_tasks, task_key
 
     if cfg.engine not in ("rules", "llm"):
         raise KernelBenchError(f"unknown engine {cfg.engine!r}; expected rules or llm")
+    unknown = [a for a in cfg.anchors if a not in COMPILE_ANCHORS]
+    if unknown:
+        raise KernelBenchError(f"unknown anchor(s) {', '.join(repr(a) for a in unknown)}; known: "
+                               f"{', '.join(COMPILE_ANCHORS)}")
     in_levels = load_problems(cfg.problems, cfg.levels)
     problems = [p for p in in_levels if not cfg.ids or p.problem_id in cfg.ids]
     if cfg.ids:
@@ -454,16 +626,8 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
         if missing:
             log(f"[kernelbench] ids {missing} are not among the problems of levels {cfg.levels} in "
                 f"{cfg.problems}; running the others")
-    tasks: list[KBTask] = []
+    chosen: list[tuple[Problem, Path | None]] = []
     skipped: list[dict[str, Any]] = []
-    work = Path(cfg.work_dir) if cfg.work_dir else Path(tempfile.mkdtemp(prefix="htam-kb-"))
-    work.mkdir(parents=True, exist_ok=True)
-    memory = cfg.memory_path or str(work / "memory.sqlite3")  # default: a memory for this run only
-    t_start = time.time()
-    deadline = t_start + cfg.max_minutes * 60 if cfg.max_minutes else None
-    unknown = [a for a in cfg.anchors if a not in COMPILE_ANCHORS]
-    if unknown:
-        raise KernelBenchError(f"unknown anchor(s) {unknown}; known: {', '.join(COMPILE_ANCHORS)}")
     held = {lv: held_out_ids(cfg.start_solutions, lv) for lv in cfg.levels}
     for p in problems:
         start = find_start_solution(cfg.start_solutions, p.level, p.problem_id)
@@ -471,19 +635,36 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
             if cfg.ids:
                 skipped.append({"level": p.level, "problem_id": p.problem_id, "name": p.name})
             continue
-        tasks.append(KBTask(p.level, p.problem_id, p.name, p.code, str(start) if start else None, str(work),
-                            cfg.engine, cfg.steps, memory, cfg.timing_trials, cfg.loop_trials, cfg.static, cfg.llm,
-                            (cfg.size_overrides or {}).get(f"{p.level}/{p.problem_id}"), deadline,
-                            anchors=list(cfg.anchors), compile_timeout_s=cfg.compile_timeout_s,
-                            held_out=p.problem_id in held.get(p.level, set())))
-    if not tasks:
+        chosen.append((p, start))
+    if not chosen:
         if not in_levels:
             raise KernelBenchError(f"no problem to run: {cfg.problems} has no problem of levels {cfg.levels}")
         what = (f"none of the asked ids {cfg.ids} of levels {cfg.levels}" if cfg.ids
                 else f"none of the {len(in_levels)} problems of levels {cfg.levels}")
         raise KernelBenchError(f"no problem to run: {what} has a start solution in {cfg.start_solutions} "
                                "(engine rules); add level<N>/<id>_<name>.py files or use --engine llm")
+    if skipped:
+        log(left_out_line(skipped, cfg.start_solutions))
+    # the work folder only once the input is known good: a refused run leaves no temporary folder behind
+    work = Path(cfg.work_dir) if cfg.work_dir else Path(tempfile.mkdtemp(prefix="htam-kb-"))
+    work.mkdir(parents=True, exist_ok=True)
+    memory = cfg.memory_path or str(work / "memory.sqlite3")  # default: a memory for this run only
+    t_start = time.time()
+    deadline = t_start + cfg.max_minutes * 60 if cfg.max_minutes else None
+    tasks = [KBTask(p.level, p.problem_id, p.name, p.code, str(start) if start else None, str(work), cfg.engine,
+                    cfg.steps, memory, cfg.timing_trials, cfg.loop_trials, cfg.static, cfg.llm,
+                    (cfg.size_overrides or {}).get(f"{p.level}/{p.problem_id}"), deadline,
+                    anchors=list(cfg.anchors), compile_timeout_s=cfg.compile_timeout_s,
+                    held_out=p.problem_id in held.get(p.level, set()))
+             for p, start in chosen]
     gpus = [] if cfg.static else visible_gpus()
+    # said up front when it is certain (--static, or no GPU here and no remote cluster), else after the run
+    anchors_said = bool(cfg.anchors) and (cfg.static is True or (not gpus and not cfg.scheduler))
+    if anchors_said:
+        log(f"[kernelbench] torch.compile anchors {', '.join(cfg.anchors)} need a GPU and are not timed "
+            f"({'--static' if cfg.static else 'no GPU visible'}): the report and the JSON say \"not measured\" "
+            "for them")
+    log(f"[kernelbench] results go to {Path(cfg.out_dir).resolve()}")
     opts = ExecutorOptions(cfg.executor, tuple(gpus), cfg.scheduler, cfg.workers, cfg.worker_wait, log)
     state = Path(cfg.out_dir) / "kernelbench-work"
     if cfg.fresh:  # the per-task stores go too; the pooled store is this run's own temporary one unless
@@ -525,8 +706,11 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
                   "conflicts": len(rep.conflicts) if rep else 0}
     if not cfg.work_dir:
         shutil.rmtree(work, ignore_errors=True)
-    levels = summarize(results)
+    levels = summarize(results, cfg.anchors)
     measured = any(r.get("mode") == "gpu" for r in results)
+    if cfg.anchors and not anchors_said and not measured:
+        log(f"[kernelbench] torch.compile anchors {', '.join(cfg.anchors)} need a GPU and were not timed: no "
+            "problem ran on a GPU; the report and the JSON say \"not measured\" for them")
     env = environment(gpus)
     return {"problems": results, "summary": levels, "measured": measured, "environment": env,
             "not_run_without_start": skipped, "sizes_overridden": bool(cfg.size_overrides), "memory": pooled,
@@ -535,15 +719,21 @@ def run_kernelbench(cfg: KBConfig, *, log: Any = print) -> dict[str, Any]:
             | {"gpus": gpus, "llm_model": (cfg.llm or {}).get("model")}, "wall_s": time.time() - t_start}
 
 
-def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(results: list[dict[str, Any]], anchors: list[str] | None = None) -> dict[str, Any]:
     """The per-level summary of problem records: ``{"level<N>": score, "level<N>-heldout": score}``, held-out
-    problems (kept out of any tuning) scored apart and never pooled, ``skipped`` records left out."""
+    problems (kept out of any tuning) scored apart and never pooled, ``skipped`` records left out.
+
+    Args:
+        results: problem records (:func:`run_kb_task`).
+        anchors: the torch.compile anchors the run asked for, scored in every level even when none was timed
+            (so a report without a GPU says "not measured" for them instead of leaving them out).
+    """
     levels: dict[str, Any] = {}
     for lv in sorted({r.get("level") for r in results}):
         rs = [r for r in results if r.get("level") == lv and r.get("status") != "skipped"]
-        levels[f"level{lv}"] = score([r for r in rs if not r.get("held_out")])
+        levels[f"level{lv}"] = score([r for r in rs if not r.get("held_out")], anchors)
         if any(r.get("held_out") for r in rs):
-            levels[f"level{lv}-heldout"] = score([r for r in rs if r.get("held_out")])
+            levels[f"level{lv}-heldout"] = score([r for r in rs if r.get("held_out")], anchors)
     return levels
 
 
@@ -580,6 +770,7 @@ def combine_runs(docs: list[dict[str, Any]]) -> dict[str, Any]:
     line = (f"combined from {len(docs)} runs (" + "; ".join(
         f"{x['date']}: problems {', '.join(str(i) for i in x['problems']) or 'none'}" for x in ran)
         + "): each problem's record is its latest run's")
-    return {**docs[0], "problems": results, "summary": summarize(results), "combined_from": ran,
+    asked = (docs[0].get("config") or {}).get("anchors") or []
+    return {**docs[0], "problems": results, "summary": summarize(results, list(asked)), "combined_from": ran,
             "resumed": {"tasks": 0, "total": len(results), "line": line},
             "wall_s": sum(float(d.get("wall_s") or 0.0) for d in docs)}

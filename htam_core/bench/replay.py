@@ -15,13 +15,13 @@ gives the curve at every smaller one (its first ``b`` steps are the run at budge
   at the first trial whose best-so-far speedup is at least 0.9 times it.
 
 Per policy (and per family): mean and median trials-to-90 % (a kernel that never reaches it within the
-budget counts as ``budget + 1`` in the mean and as infinite in the median, said so), the geomean speedup
-after 1, 2, 4 and 8 trials, and the targets of issue 17. A replay of a static table says "not measured".
+budget counts as ``budget + 1`` in both; the report writes a figure such a kernel entered as a lower bound,
+``≥ x``, and ``budget + 1`` itself as "never (within budget N)"), the geomean speedup after 1, 2, 4 and 8
+trials, and the targets of issue 17. A replay of a static table says "not measured".
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics
@@ -33,7 +33,7 @@ from typing import Any
 
 from htam_core.bench import metrics
 from htam_core.bench.suite import POLICY_SPECS, SuiteTask
-from htam_core.optimize.replay import NOT_IN_TABLE, Table, TableError, load_table
+from htam_core.optimize.replay import NOT_IN_TABLE, Table, TableError, load_table, skipped_note
 
 #: Policies of a replay, in report order (``exhaustive`` is the table itself).
 REPLAY_POLICIES = ("htam", "htam-cold", "flat", "random", "no-local", "no-prefix", "no-position", "no-update",
@@ -138,6 +138,8 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
         table = load_table(cfg.table)
     except TableError as exc:
         raise ReplayError(str(exc)) from exc
+    if note := skipped_note(cfg.table, table.skipped):
+        log(note)
     from htam_core.bench.families import llmc_folder
 
     kernels, missing_files = _kernels(table, cfg.kernels, llmc_folder(cfg.llmc))
@@ -202,7 +204,7 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
     doc["config"] = asdict(cfg)
     doc["kernels_left_out"] = missing_files
     doc["table"] = {"path": cfg.table, "measured": table.measured, "environment": table.header.get("environment"),
-                    "config": table.header.get("config")}
+                    "config": table.header.get("config"), "lines_skipped": table.skipped}
     doc["wall_s"] = time.time() - t0
     return doc
 
@@ -214,15 +216,26 @@ def _curve(r: dict[str, Any], budget: int) -> list[float]:
 
 
 def _stats(rows: list[dict[str, Any]], budget: int) -> dict[str, Any]:
-    """The figures of one group of rows of one seed (see the module docstring)."""
+    """The figures of one group of rows of one seed (see the module docstring).
+
+    A kernel that never reaches 90 % within ``budget`` trials counts as ``budget + 1`` trials in the mean and
+    in the median alike (a censored value: all that is known is "more than the budget"), so the two figures
+    read the same way; ``median_censored`` says whether such a kernel is one the median is made of (the median
+    is then a lower bound; over seeds, :func:`_over_seeds` makes it the share of seeds where it is);
+    ``steps`` is every trial of the rows (``None`` when a row does not say), the base of ``not_in_table_steps``.
+    """
     known = [r for r in rows if r["target"] is not None]
-    t90 = [r["trials_to_90"] for r in known]
+    t90 = [budget + 1 if r["trials_to_90"] is None else r["trials_to_90"] for r in known]
     geo = {str(b): metrics.geomean(r["curve"][b - 1] for r in known) for b in REPORT_AT if b <= budget}
+    steps = [r.get("trials") for r in rows]
+    mid = sorted(t90)[(len(t90) - 1) // 2:len(t90) // 2 + 1]  # the one or two values the median is made of
     return {"kernels": len(rows), "kernels_measured": len(known),
-            "mean_trials_to_90": statistics.mean(budget + 1 if t is None else t for t in t90) if t90 else None,
-            "median_trials_to_90": metrics.median_trials(t90) if t90 else None,
-            "reached_90": sum(1 for t in t90 if t is not None), "geomean_at": geo,
-            "not_in_table_steps": sum(r["not_in_table"] for r in rows)}
+            "mean_trials_to_90": statistics.mean(t90) if t90 else None,
+            "median_trials_to_90": statistics.median(t90) if t90 else None,
+            "median_censored": any(t > budget for t in mid) if t90 else None,
+            "reached_90": sum(1 for t in t90 if t <= budget), "geomean_at": geo,
+            "not_in_table_steps": sum(r["not_in_table"] for r in rows),
+            "steps": sum(steps) if all(isinstance(n, int) for n in steps) else None}
 
 
 def _over_seeds(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
@@ -243,6 +256,7 @@ def _over_seeds(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
     if len(per_seed) > 1:
         out["seeds"] = len(per_seed)
         out["spread"] = {"mean_trials_to_90": _minmax([s["mean_trials_to_90"] for s in per_seed]),
+                         "median_trials_to_90": _minmax([s["median_trials_to_90"] for s in per_seed]),
                          **{f"geomean_at_{b}": _minmax([s["geomean_at"].get(b) for s in per_seed])
                             for b in per_seed[0]["geomean_at"]}}
     return out
@@ -342,41 +356,163 @@ def _f(v: Any, fmt: str = ".2f", unit: str = "") -> str:
     return f"{v:{fmt}}{unit}"
 
 
+def _trials(v: Any, budget: int, lower_bound: bool, fmt: str) -> str:
+    """A trials-to-90 % figure: "not measured" when missing, "never (within budget N)" when it is the censored
+    value ``budget + 1`` itself (no kernel, or for a median most kernels, reached 90 % in ``budget`` trials),
+    ``≥ x`` when a censored kernel entered it (the true figure is at least ``x``), else ``x``."""
+    if not isinstance(v, (int, float)):
+        return "not measured"
+    if v >= budget + 1:
+        return f"never (within budget {budget})"
+    return f"{'≥ ' if lower_bound else ''}{v:{fmt}}"
+
+
+def _spread_end(v: float, budget: int, fmt: str) -> str:
+    return "never" if v >= budget + 1 else f"{v:{fmt}}"
+
+
+def _count(v: Any) -> str:
+    """A count, or a mean of counts over seeds: a whole number as such, else two decimals."""
+    if not isinstance(v, (int, float)):
+        return "not measured"
+    return str(round(v)) if float(v).is_integer() else f"{v:.2f}"
+
+
 def _line(p: str, a: dict[str, Any], budget: int) -> str:
+    """One row of :func:`policy_table`: policy ``p``'s figures ``a`` (from :func:`summarize`) at ``budget``."""
     sp = a.get("spread") or {}
-    t = _f(a.get("mean_trials_to_90"))
-    if sp.get("mean_trials_to_90"):
-        t += f" [{sp['mean_trials_to_90'][0]:.2f}–{sp['mean_trials_to_90'][1]:.2f}]"
-    cells = []
+    # a censored kernel (never reached 90 %) entered the mean when fewer kernels reached it than were measured,
+    # and the median when it is one of the median's middle values in some seed (documents written before
+    # ``median_censored`` existed: when a seed's median is above the budget, as finite trials are at most it)
+    mean_low = (a.get("reached_90") or 0) < (a.get("kernels_measured") or 0)
+    med = a.get("median_trials_to_90")
+    med_low = a.get("median_censored")
+    if med_low is None:
+        med_low = max([*(sp.get("median_trials_to_90") or []), *([med] if isinstance(med, (int, float)) else [])],
+                      default=0) > budget
+    cells = [_trials(a.get("mean_trials_to_90"), budget, mean_low, ".2f"), _trials(med, budget, bool(med_low), ".1f")]
+    for i, (key, fmt) in enumerate((("mean_trials_to_90", ".2f"), ("median_trials_to_90", ".1f"))):
+        if sp.get(key):
+            cells[i] += f" [{_spread_end(sp[key][0], budget, fmt)}–{_spread_end(sp[key][1], budget, fmt)}]"
     for b in REPORT_AT:
         if b > budget:
             continue
         c = _f((a.get("geomean_at") or {}).get(str(b)), ".3f", "×")
         s = sp.get(f"geomean_at_{b}")
         cells.append(c + (f" [{s[0]:.3f}–{s[1]:.3f}]" if s else ""))
-    return (f"| {p} | {a.get('kernels_measured', 0)}/{a.get('kernels', 0)} | {t} | "
-            f"{_f(a.get('median_trials_to_90'), '.1f')} | " + " | ".join(cells) + f" | {a.get('not_in_table_steps', 0)} |")
+    nit, steps = a.get("not_in_table_steps", 0), a.get("steps")
+    cells.append(_count(nit) + (f" ({100 * nit / steps:.1f}%)" if isinstance(nit, (int, float))
+                                and isinstance(steps, (int, float)) and steps > 0 else ""))
+    return f"| {p} | {a.get('kernels_measured', 0)}/{a.get('kernels', 0)} | " + " | ".join(cells) + " |"
+
+
+def _rel(path: str | None) -> str:
+    """``path`` relative to the current folder or to the repository when it lies under one of them (the
+    table's kernel paths are relative to the folder it was built in), else as given."""
+    if not path:
+        return str(path)
+    p = Path(path)
+    if p.is_absolute():
+        for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
+            try:
+                return str(p.resolve().relative_to(base.resolve()))
+            except ValueError:
+                continue
+    return str(p)
+
+
+def _build_settings(config: dict[str, Any] | None) -> str:
+    """The table build's settings (the header's ``config``, from :class:`htam_core.bench.space.SpaceConfig`)
+    in words: ``key = value`` for those not at their default, paths relative where possible. ``out`` (where
+    the build wrote the table, often a path on the machine that built it) is left out: the report names the
+    table it read."""
+    import dataclasses
+
+    from htam_core.bench.space import SpaceConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(SpaceConfig) if f.default is not dataclasses.MISSING}
+
+    def word(k: str, v: Any) -> str:
+        if isinstance(v, bool):
+            v = "yes" if v else "no"
+        elif v is None:
+            v = "none"
+        elif k in ("work", "fill"):
+            v = _rel(str(v))
+        return f"{k} = {v}"
+
+    shown = {k: v for k, v in (config or {}).items() if k not in ("out", "kernels")}
+    if not shown:
+        return "build settings not recorded"
+    changed = [word(k, v) for k, v in shown.items() if k not in defaults or v != defaults[k]]
+    if not changed:
+        return "built with `htam bench space`'s default settings (" + ", ".join(
+            word(k, v) for k, v in shown.items() if v is not None) + ")"
+    return "built with " + ", ".join(changed) + " (other settings at their defaults)"
+
+
+def _warm_memory_line(doc: dict[str, Any]) -> str:
+    """The header line on the warm memory, saying what :func:`run_replay` did: the policies of ``memory_from``
+    replay the *replayed* kernels (those chosen with ``--kernels`` whose files were found, else every kernel of
+    the table found here), and each warm policy on kernel k imports their records of the other replayed
+    kernels, never k's own."""
+    cfg = doc.get("config") or {}
+    warm = [p for p in doc["policies"] if POLICY_SPECS.get(p, ("", None, False))[2]]
+    if not warm:
+        return "- Warm memory: none of the replayed policies starts from one."
+    teachers = [p for p in REPLAY_POLICIES if p in (cfg.get("memory_from") or [])]
+    n = len(doc["kernels"])
+    line = (f"- Warm memory ({', '.join(warm)}): leave-one-out over the {n} replayed kernel{'s' * (n != 1)}: "
+            f"on each kernel, the records of {', '.join(teachers) or 'no policy'}"
+            f"{' (every seed)' if 'random' in teachers else ''} on the other {n - 1} replayed "
+            f"kernel{'s' * (n != 2)}, never the kernel's own.")
+    if cfg.get("kernels"):
+        line += (" Only the kernels chosen with --kernels were replayed, so the memory was built from them "
+                 "alone; the table's other kernels taught nothing.")
+    if doc.get("kernels_left_out"):
+        line += " The kernels left out (files not found) taught nothing."
+    if n == 1:
+        line += f" With one kernel replayed that memory was empty: {', '.join(warm)} started as cold as htam-cold."
+    return line
 
 
 def replay_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
-    """The replay's results as Markdown: the targets, the per-policy table, the per-family tables."""
+    """The replay's results as Markdown: the header (table, build settings, ground truth, warm memory), the
+    targets, the per-policy table, the per-family tables.
+
+    Args:
+        doc: the results document of :func:`run_replay` (``config``, ``table``, ``kernels_left_out`` set).
+        plot_name: the plot's file name beside the Markdown, or ``None`` for no plot.
+
+    Raises:
+        KeyError: ``doc`` is not a results document of :func:`run_replay`.
+    """
     budget = doc["budget"]
     tab = doc["table"]
     env = tab.get("environment") or {}
     hdr = "\n".join(policy_table({}, budget))
-    where = ("measured on " + str(env.get("gpus") or env.get("device") or "a GPU")) if tab["measured"] \
-        else "static: nothing measured"
+    if not tab["measured"]:
+        where = "static: nothing measured"
+    elif tab.get("synthetic") or not env.get("gpu_count"):
+        where = "synthetic times: its header records no GPU"
+    else:
+        count, date = env["gpu_count"], env.get("date")
+        where = (f"measured on {env.get('gpu') or 'a GPU'}{f' x{count}' if count > 1 else ''}"
+                 f"{f', {date}' if date else ''}")
     lines = ["# Policy replay over a measured-space table", "",
-             f"- Table: `{tab['path']}` ({where}); "
-             f"built with {json.dumps(tab.get('config') or {})}",
+             f"- Table: `{_rel(tab['path'])}` ({where}); {_build_settings(tab.get('config'))}.",
              f"- {len(doc['kernels'])} kernels in {len(doc['families'])} families; budget {budget}; seeded "
              f"policies ({', '.join(SEEDED)}) over {doc['config']['seeds']} seeds: mean, [min–max] over seeds."
              + (f" Left out, their files were not found: {len(doc['kernels_left_out'])} "
                 f"({', '.join(doc['kernels_left_out'])})." if doc.get("kernels_left_out") else ""),
-             "- Ground truth: the table's exhaustive best per kernel. A kernel that never reaches 90 % of it counts "
-             f"as {budget + 1} trials in the mean and as never in the median.",
-             f"- Warm memory: leave-one-out (the records of {', '.join(doc['config'].get('memory_from') or [])} "
-             "on every other kernel, never the kernel's own).", ""]
+             "- Ground truth: the table's exhaustive best per kernel. A kernel that never reaches 90 % of it "
+             f"within the budget counts as {budget + 1} trials (more than the budget) in the mean and in the "
+             f"median alike: a figure such a kernel entered is a lower bound, written ≥ x; \"never (within "
+             f"budget {budget})\" is a figure of {budget + 1} (no kernel reached 90 %, or for the median most "
+             "did not).",
+             _warm_memory_line(doc),
+             "- Steps not in table: candidates a policy asked for that the table does not hold (they count as "
+             "not measured), with their share of all the policy's steps.", ""]
     if not doc["measured"]:
         lines += ["Static table: no time was measured, so every figure is not measured.", ""]
     lines += ["## Targets", "", "| target | value | met |", "|---|---|---|"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -311,8 +313,28 @@ def _anchor_lines(doc: dict[str, Any], anchors: list[str]) -> list[str]:
     return lines
 
 
-def write_json(doc: dict[str, Any], path: str | Path) -> Path:
-    """Write ``doc`` as indented JSON (infinities as the string "inf")."""
+def overwrite_line(path: str | Path) -> str | None:
+    """The console line saying that writing the report ``path`` (a results JSON) replaces an earlier one:
+    ``overwrote <path>`` (with the Markdown of the same name beside it when there is one, which the bench
+    commands rewrite right after the JSON), or ``None`` when nothing is there yet."""
+    p = Path(path)
+    if not p.exists():
+        return None
+    md = p.with_suffix(".md")
+    return f"overwrote {p}" + (f" and {md.name}" if md.exists() else "")
+
+
+def write_json(doc: dict[str, Any], path: str | Path, *, log: Callable[[str], None] | None = None) -> Path:
+    """Write ``doc`` as indented JSON (infinities as the string "inf"), creating its folder.
+
+    Args:
+        doc: the results document; path: the file to write (replaced when it exists).
+        log: where the one line of :func:`overwrite_line` goes when an earlier report is replaced (default:
+            standard error).
+
+    Raises:
+        OSError: the file or its folder cannot be written.
+    """
     def fix(v: Any) -> Any:
         if isinstance(v, float) and not math.isfinite(v):
             return "inf" if v > 0 else "-inf"
@@ -324,5 +346,8 @@ def write_json(doc: dict[str, Any], path: str | Path) -> Path:
 
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
+    note = overwrite_line(p)
     p.write_text(json.dumps(fix(doc), indent=1, default=str) + "\n", encoding="utf-8")
+    if note:
+        (log or (lambda m: print(m, file=sys.stderr, flush=True)))(note)
     return p

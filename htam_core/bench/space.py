@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.bench.table_fill import FillError, Miss, read_misses
-from htam_core.optimize.replay import TableError, read_table, table_comparison, text_key
+from htam_core.optimize.replay import TableError, read_table, skipped_note, table_comparison, text_key
 
 #: Version of the table's line format.
 TABLE_VERSION = 1
@@ -195,9 +195,11 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
                          "list was made against as --out")
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        header, rows = read_table(out) if out.is_file() else (None, [])
+        header, rows, skipped = read_table(out) if out.is_file() else (None, [], [])
     except TableError as exc:
         raise SpaceError(str(exc)) from exc
+    if note := skipped_note(out, skipped):
+        log(note)
     if cfg.fill is not None and header is None:
         raise SpaceError(f"{out} is not a table of `htam bench space` (no header line): give the table the fill "
                          "list was made against as --out")
@@ -221,6 +223,9 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
     counts = {"candidates": 0, "measured": 0, "in_kernel": 0}
     todo = [k for k in cfg.kernels if k.id not in done]
     with out.open("a", encoding="utf-8") as fh:
+        if fh.tell() and not out.read_bytes().endswith(b"\n"):
+            fh.write("\n")  # a line torn by a crash stays one line of its own: the next line is not glued to it
+
         def write(d: dict[str, Any]) -> None:
             fh.write(json.dumps(d, allow_nan=True) + "\n")
             fh.flush()
@@ -512,9 +517,12 @@ def synthesize_table(src: str | Path, out: str | Path, speedup: Callable[[list[s
         SpaceError: ``src`` cannot be read or has no header.
     """
     try:
-        header, rows = read_table(src)
+        header, rows, skipped = read_table(src)
     except TableError as exc:
         raise SpaceError(str(exc)) from exc
+    if skipped:
+        raise SpaceError(f"{src}: line {skipped[0]} is not a table line (torn by a crash or edited): repair or "
+                         "remove it before synthesizing from the table")
     if header is None:
         raise SpaceError(f"{src} has no header line: not a measured-space table")
     nodes = {(r["kernel"], r["key"]): r for r in rows if r.get("type") == "node"}

@@ -84,7 +84,8 @@ def collect_misses(work: str | Path, table: Table) -> list[Miss]:
         The misses in fill order (:meth:`Miss.priority`).
 
     Raises:
-        FillError: ``work`` holds no replay runs, or its runs replayed another table (another header line).
+        FillError: ``work`` holds no replay runs, or its runs replayed another table (another header line, or
+            a run whose start is not a node of ``table``).
     """
     from htam_core.bench.replay import policy_of_run_folder
 
@@ -94,6 +95,7 @@ def collect_misses(work: str | Path, table: Table) -> list[Miss]:
                         "finished `htam bench replay`")
     found: dict[tuple[str, str], Miss] = {}
     checked: set[str] = set()
+    foreign: list[str] = []
     for rp in reports:
         try:
             rep = json.loads(rp.read_text(encoding="utf-8"))
@@ -111,13 +113,17 @@ def collect_misses(work: str | Path, table: Table) -> list[Miss]:
         steps = rep.get("steps") or []
         if not kid or policy is None:
             continue
+        start = _start_text(rp.parent, task)
+        if start is not None and (kid, text_key(start)) not in table.rows:
+            foreign.append(f"{kid} ({rp.parent.name})")
+            continue
         paths = {s.get("index"): s.get("candidate_path") for s in steps}
         for s in steps:
             if s.get("status") != NOT_IN_TABLE:
                 continue
             text = _text(rp.parent, s.get("candidate_path"))
             parent = s.get("parent", "start")
-            parent_text = _start_text(rp.parent, task) if parent == "start" else _text(rp.parent, paths.get(parent))
+            parent_text = start if parent == "start" else _text(rp.parent, paths.get(parent))
             if text is None or parent_text is None:
                 continue
             prow = table.rows.get((kid, text_key(parent_text)))
@@ -129,6 +135,10 @@ def collect_misses(work: str | Path, table: Table) -> list[Miss]:
             if policy not in m.asked_by:
                 m.asked_by.append(policy)
             m.runs += 1
+    if foreign:
+        raise FillError(f"{len(foreign)} run(s) under {work} started from a kernel that is not a node of "
+                        f"{table.path} (first: {foreign[0]}): they replayed another table, or the kernel's file "
+                        "changed since; give the --table the replay read, or replay this table first")
     return sorted(found.values(), key=Miss.priority)
 
 
@@ -189,11 +199,33 @@ def _miss(d: Any) -> Miss | None:
     return Miss(**{"strategy": None, "direction": None, "transform": None, **d})
 
 
-def write_misses(path: str | Path, misses: list[Miss]) -> Path:
-    """Write the fill list (JSONL, one :class:`Miss` per line) and return its path."""
+def write_misses(path: str | Path, misses: list[Miss], *, table: str | Path | None = None) -> Path:
+    """Write the fill list (JSONL, one :class:`Miss` per line) and return its path.
+
+    Args:
+        path: where to write; an existing fill list there is replaced (atomically), anything else is refused.
+        misses: the list (:func:`collect_misses`).
+        table: the table the list was made from, which ``path`` must not be.
+
+    Raises:
+        FillError: ``path`` is ``table``, a folder, or an existing file that is not a fill list (left as it is).
+    """
     p = Path(path)
+    if table is not None and p.exists() and p.resolve() == Path(table).resolve():
+        raise FillError(f"--out {p} is the table itself: writing the fill list there would replace the table; "
+                        "give the list another path")
+    if p.is_dir():
+        raise FillError(f"--out {p} is a folder: give the fill list a file path (e.g. {p / 'fill.jsonl'})")
+    if p.exists():
+        try:
+            read_misses(p)
+        except FillError:
+            raise FillError(f"--out {p} exists and is not a fill list, and was left as it is: give another path "
+                            "or remove the file") from None
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text("".join(json.dumps(asdict(m)) + "\n" for m in misses), encoding="utf-8")
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text("".join(json.dumps(asdict(m)) + "\n" for m in misses), encoding="utf-8")
+    tmp.replace(p)
     return p
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from htam_core.bench import DEFAULT_OUT
-from htam_core.cli.errors import UsageError, missing_path_message, require_path
+from htam_core.cli.errors import UsageError, require_path
 
 _OUT_HELP = (f"results folder (default: ./{DEFAULT_OUT} in the current directory; pass --out bench/results to add "
              "the run to the repository's committed results)")
@@ -88,7 +88,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          "are left out, and the report lists them")
     rp.set_defaults(func=run_replay_cmd)
     k = acts.add_parser("kernelbench", help="run KernelBench problems: Correct, fast_p, geomean over eager")
-    k.add_argument("--problems", required=True, help="problems.jsonl (KernelBench problems, one JSON per line)")
+    k.add_argument("--problems", default=None,
+                   help="problems.jsonl (KernelBench problems, one JSON object per line with level, problem_id, "
+                        "name, code); default: the KernelBench data beside the checkout "
+                        "(python bench/data_paths.py kernelbench), and the run is skipped (exit 0) when that "
+                        "default is absent; a file named here that does not exist is an error (exit 2)")
     k.add_argument("--levels", default="1", help="comma-separated levels (default: 1)")
     k.add_argument("--ids", default=None, help="comma-separated problem ids (default: every problem that has a "
                                                "start solution, or every problem with --engine llm)")
@@ -106,10 +110,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "bench/kernelbench_small_sizes.json (CPU smoke "
                         "tests only: the results are then marked as not KernelBench)")
     k.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget for the whole run")
-    k.add_argument("--anchors", default="",
-                   help="torch.compile anchors timed beside HTAM on the same problems with the same timer: "
-                        "comma-separated from compile-default,compile-max-autotune,compile-max-autotune-no-cudagraphs, "
-                        "or all (default: none)")
+    k.add_argument("--anchors", default=None,
+                   help="torch.compile anchors timed beside HTAM on the same problems with the same timer (GPU "
+                        "only: without one they read \"not measured\"): comma-separated from compile-default,"
+                        "compile-max-autotune,compile-max-autotune-no-cudagraphs, or all (default: none)")
     k.add_argument("--compile-timeout", type=float, default=180.0, metavar="S",
                    help="per-problem limit of one anchor's compile, seconds (default: 180); past it the anchor "
                         "reads \"not measured: compile timed out\"")
@@ -253,15 +257,21 @@ def run_misses_cmd(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from htam_core.bench.table_fill import FillError, collect_misses, write_misses
-    from htam_core.optimize.replay import TableError, load_table
+    from htam_core.optimize.replay import TableError, load_table, skipped_note
 
     require_path(args.table, "measured-space table (--table, written by htam bench space)")
     require_path(args.work, "replay work folder (--work of htam bench replay)", folder=True)
     try:
-        misses = collect_misses(args.work, load_table(args.table))
+        table = load_table(args.table)
+        misses = collect_misses(args.work, table)
     except (FillError, TableError) as exc:
         raise UsageError(str(exc)) from None
-    out = write_misses(args.out, misses)
+    if note := skipped_note(args.table, table.skipped):
+        print(note, file=sys.stderr)
+    try:
+        out = write_misses(args.out, misses, table=args.table)
+    except FillError as exc:
+        raise UsageError(str(exc)) from None
     by = Counter(p for m in misses for p in m.asked_by)
     print(f"fill list: {out} ({len(misses)} candidates over {len({m.kernel for m in misses})} kernels; asked by "
           + (", ".join(f"{p} {n}" for p, n in by.most_common()) or "no policy") + ")")
@@ -310,19 +320,32 @@ def _ints(text: str | None, what: str) -> list[int] | None:
         raise UsageError(f"{what} must be comma-separated integers, got {text!r}") from None
 
 
+def _is_default_problems(path: str, default: Path) -> bool:
+    """Whether ``path`` names the default problems file (the same file, however it is spelled)."""
+    try:
+        return Path(path).resolve() == default.resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
 def run_kernelbench_cmd(args: argparse.Namespace) -> int:
-    """Run KernelBench problems and write the results; a missing problems file is a clean skip (exit 0)."""
+    """Run KernelBench problems and write the results.
+
+    A ``--problems`` file that does not exist is a usage error (exit 2). The default problems file (no
+    ``--problems``, or ``--problems`` naming that same path, as ``bench/run_gpu_bench.sh`` does) being absent
+    is a clean skip with one warning line (exit 0): the third-party data is not on every machine.
+
+    Raises:
+        UsageError: bad options, a named problems file that does not exist, a malformed problems file, or no
+            problem to run.
+    """
+    from htam_core.bench import kernelbench as kbm
     from htam_core.bench.executors import ExecutorError
-    from htam_core.bench.kernelbench import KBConfig, KernelBenchError, run_kernelbench
+    from htam_core.bench.kernelbench import KBConfig, KernelBenchError, parse_anchors, run_kernelbench
     from htam_core.bench.report import kernelbench_markdown, write_json
     from htam_core.generate.config import llm_task_config
     from htam_core.generate.errors import LLMConfigError
 
-    missing = missing_path_message(args.problems, "KernelBench problems file")
-    if missing is not None:  # a clean skip (exit 0): bench/run_gpu_bench.sh runs on machines without the data
-        print(f"htam: warning: {missing}; KernelBench skipped (get problems.jsonl from KernelBench: one JSON "
-              "object per line with level, problem_id, name, code)", file=sys.stderr)
-        return 0
     if args.steps < 1:
         raise UsageError("--steps must be at least 1")
     levels = _ints(args.levels, "--levels") or [1]
@@ -336,22 +359,29 @@ def run_kernelbench_cmd(args: argparse.Namespace) -> int:
         llm = llm_task_config(args)
     except LLMConfigError as exc:
         raise UsageError(str(exc)) from None
-    from htam_core.bench.kb_eval import COMPILE_ANCHORS
-
-    anchors = list(COMPILE_ANCHORS) if args.anchors.strip() == "all" else \
-        [a.strip() for a in args.anchors.split(",") if a.strip()]
-    bad = [a for a in anchors if a not in COMPILE_ANCHORS]
-    if bad:
-        raise UsageError(f"unknown --anchors {', '.join(bad)}; known: {', '.join(COMPILE_ANCHORS)}, or all")
+    try:
+        anchors = parse_anchors(args.anchors)
+    except KernelBenchError as exc:
+        raise UsageError(str(exc)) from None
     if args.compile_timeout <= 0:
         raise UsageError("--compile-timeout must be positive")
-    kcfg = KBConfig(problems=args.problems, levels=levels, ids=_ints(args.ids, "--ids"), engine=args.engine,
+    executor = _executor_settings(args)
+    default = kbm.DEFAULT_PROBLEMS
+    problems = args.problems if args.problems is not None else str(default)
+    if not Path(problems).exists() and _is_default_problems(problems, default):
+        # a clean skip (exit 0): bench/run_gpu_bench.sh runs on machines without the third-party data
+        print(f"htam: warning: KernelBench skipped: no problems file at the default location {default} (the "
+              "KernelBench data is not on this machine); pass --problems PATH to a problems.jsonl (one JSON "
+              "object per line with level, problem_id, name, code)", file=sys.stderr)
+        return 0
+    require_path(problems, "KernelBench problems file (problems.jsonl: one JSON object per line with level, "
+                           "problem_id, name, code; --problems)")
+    kcfg = KBConfig(problems=problems, levels=levels, ids=_ints(args.ids, "--ids"), engine=args.engine,
                     start_solutions=args.start_solutions, steps=args.steps, timing_trials=args.trials,
                     loop_trials=args.loop_trials, out_dir=args.out, memory_path=args.memory,
                     size_overrides=overrides, max_minutes=args.max_minutes, static=True if args.static else None,
-                    llm=llm, anchors=anchors, compile_timeout_s=args.compile_timeout, **_executor_settings(args))
-    try:
-        print(f"[kernelbench] results go to {Path(args.out).resolve()}", file=sys.stderr, flush=True)
+                    llm=llm, anchors=anchors, compile_timeout_s=args.compile_timeout, **executor)
+    try:  # run_kernelbench says where the results go once the input is known good
         doc = run_kernelbench(kcfg, log=lambda m: print(m, file=sys.stderr, flush=True))
     except (KernelBenchError, ExecutorError) as exc:
         raise UsageError(str(exc)) from None

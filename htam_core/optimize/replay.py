@@ -21,7 +21,7 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from htam_core.measure.compare import Comparison, SetComparison
 from htam_core.measure.stats import classify_gain, headline_geomean, launch_bound
@@ -29,8 +29,8 @@ from htam_core.memory.records import NOT_IN_TABLE
 from htam_core.optimize.evaluate import Evaluation
 from htam_core.source import language_for_path, parse_text
 
-__all__ = ["NOT_IN_TABLE", "Table", "TableError", "TableEvaluator", "load_table", "read_table", "table_comparison",
-           "text_key"]
+__all__ = ["NOT_IN_TABLE", "Table", "TableError", "TableEvaluator", "TableFile", "load_table", "read_table",
+           "skipped_note", "table_comparison", "text_key"]
 
 _TABLES: dict[tuple[str, float], Table] = {}
 
@@ -44,11 +44,40 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def read_table(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """The header and every other line of a table file (a torn last line is skipped).
+class TableFile(NamedTuple):
+    """The lines of a table file, parsed (:func:`read_table`).
+
+    Attributes:
+        header: the first header line, or ``None``.
+        rows: every other table line (nodes, ``kernel_done`` marks), in file order.
+        skipped: the 1-based numbers of the lines that are not table lines (not JSON, not an object, or a node
+            or mark without its kernel id and key): a line torn by a crash, or an edit.
+    """
+
+    header: dict[str, Any] | None
+    rows: list[dict[str, Any]]
+    skipped: list[int]
+
+
+def _table_line(d: Any) -> bool:
+    """Whether a parsed line is a table line: an object, and a node or ``kernel_done`` mark carries its kernel
+    id (and a node its text key) as strings."""
+    if not isinstance(d, dict):
+        return False
+    kind = d.get("type")
+    if kind == "node":
+        return isinstance(d.get("kernel"), str) and isinstance(d.get("key"), str)
+    if kind == "kernel_done":
+        return isinstance(d.get("kernel"), str)
+    return kind == "header"
+
+
+def read_table(path: str | Path) -> TableFile:
+    """The header and every other line of a table file; a line that is not a table line is skipped and its
+    number kept in :attr:`TableFile.skipped`, for the caller to name (:func:`skipped_note`).
 
     Raises:
-        TableError: the file cannot be read.
+        TableError: the file cannot be read, or is not text.
     """
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -57,19 +86,32 @@ def read_table(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, 
     except UnicodeDecodeError:
         raise TableError(f"{path} is not a table: it is not UTF-8 text (give the JSONL file of "
                          "`htam bench space`)") from None
-    header, rows = None, []
-    for ln in lines:
+    header, rows, skipped = None, [], []
+    for i, ln in enumerate(lines, 1):
+        if not ln.strip():
+            continue
         try:
             d = json.loads(ln)
         except ValueError:
-            continue  # a line torn by a crash
-        if not isinstance(d, dict):
-            continue
-        if d.get("type") == "header":
+            d = None
+        if not _table_line(d):
+            skipped.append(i)
+        elif d.get("type") == "header":
             header = header or d
         else:
             rows.append(d)
-    return header, rows
+    return TableFile(header, rows, skipped)
+
+
+def skipped_note(path: str | Path, skipped: list[int]) -> str | None:
+    """One line naming the lines of table ``path`` that :func:`read_table` skipped, or ``None`` when none was."""
+    if not skipped:
+        return None
+    shown = ", ".join(str(i) for i in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+    return (f"warning: {path}: {len(skipped)} line(s) are not table lines and were skipped (line {shown}): torn "
+            "by a crash or edited; the candidates on them count as not in the table (a kernel without its "
+            "kernel_done line is measured again by `htam bench space` on the same --out; a finished kernel's, by "
+            "`htam bench misses` and `htam bench space --fill`)")
 
 
 def _set_spreads(ev: dict[str, Any]) -> list[float | None]:
@@ -115,7 +157,7 @@ class Table:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        header, rows = read_table(self.path)
+        header, rows, self.skipped = read_table(self.path)
         if header is None:
             raise TableError(f"{self.path} has no header line: it is not a measured-space table "
                              "(build one with `htam bench space`)")

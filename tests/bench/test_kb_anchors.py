@@ -136,7 +136,10 @@ def test_static_level2_run_scores_the_held_out_problem_apart(tmp_path: Path) -> 
     assert doc["summary"]["level2"]["problems"] == 1 and doc["summary"]["level2-heldout"]["problems"] == 1
     for p in doc["problems"]:
         assert p["status"] == "ok" and p["mode"] == "static" and p["steps"][0]["correct"] is True
-        assert "anchors" not in p  # nothing is timed without a GPU, the anchors included
+        # nothing is timed without a GPU, the anchors included, and each record says so
+        assert set(p["anchors"]) == set(COMPILE_ANCHORS)
+        assert all(a["error"] == kb.ANCHORS_NEED_GPU and a["ms"] is None for a in p["anchors"].values())
+    assert doc["summary"]["level2"]["anchors"]["compile-default"]["measured"] == 0
     assert "def get_inputs" not in json.dumps(doc)
 
 
@@ -198,3 +201,102 @@ def test_the_no_cudagraphs_anchor_is_max_autotune_without_graphs() -> None:
 
     assert not list_mode_options("max-autotune-no-cudagraphs").get("triton.cudagraphs", False)
     assert list_mode_options("max-autotune").get("triton.cudagraphs") is True
+
+
+_TINY = """import torch
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.randn(8)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _tiny_run(tmp_path: Path) -> tuple[Path, Path]:
+    problems = tmp_path / "problems.jsonl"
+    problems.write_text(json.dumps({"level": 1, "problem_id": 19, "name": "19_ReLU", "code": _TINY}) + "\n")
+    starts = tmp_path / "starts" / "level1"
+    starts.mkdir(parents=True)
+    shutil.copyfile(SOLUTIONS / "level1" / "19_ReLU.py", starts / "19_ReLU.py")
+    return problems, starts.parent
+
+
+@pytest.mark.parametrize("visible", [[], ["0"]])
+def test_anchors_without_a_gpu_say_so_in_one_line_and_read_not_measured(
+        visible: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: `--anchors all` on a machine without a GPU was dropped silently (no line, no record).
+    ``visible == ["0"]``: nvidia-smi lists a GPU that torch cannot use, so the line comes after the run."""
+    from htam_core.cli.main import main
+
+    monkeypatch.setattr(kb, "visible_gpus", lambda: list(visible))
+    monkeypatch.setattr(kb, "gpu_available", lambda: False)
+    monkeypatch.setattr(kb, "environment", lambda gpus: {"date": "2026-01-01", "gpu": "none (static mode)",
+                                                         "gpu_count": 0})
+    problems, starts = _tiny_run(tmp_path)
+    out = tmp_path / "o"
+    rc = main(["bench", "kernelbench", "--problems", str(problems), "--ids", "19", "--steps", "1",
+               "--anchors", "all", "--start-solutions", str(starts), "--out", str(out)])
+    assert rc == 0
+    said = [ln for ln in capsys.readouterr().err.splitlines() if "torch.compile anchors" in ln]
+    assert len(said) == 1 and "need a GPU" in said[0] and "not timed" in said[0], said
+    assert all(a in said[0] for a in COMPILE_ANCHORS)
+    doc = json.loads(next(out.glob("*-kernelbench.json")).read_text())
+    rec = doc["problems"][0]["anchors"]
+    assert set(rec) == set(COMPILE_ANCHORS)
+    assert all(a["status"] == "not measured" and a["error"] == kb.ANCHORS_NEED_GPU for a in rec.values())
+    summary = doc["summary"]["level1"]["anchors"]
+    assert set(summary) == set(COMPILE_ANCHORS) and all(a["measured"] == 0 for a in summary.values())
+    md = next(out.glob("*-kernelbench.md")).read_text()
+    for a in COMPILE_ANCHORS:
+        assert f"| level1 | torch.compile {a.removeprefix('compile-')} | 0 | not measured | not measured |" in md
+    assert kb.ANCHORS_NEED_GPU in md
+
+
+def test_anchors_with_a_static_run_are_said_up_front(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from htam_core.cli.main import main
+
+    problems, starts = _tiny_run(tmp_path)
+    rc = main(["bench", "kernelbench", "--problems", str(problems), "--static", "--anchors", "compile-default",
+               "--start-solutions", str(starts), "--out", str(tmp_path / "o")])
+    assert rc == 0
+    err = capsys.readouterr().err.splitlines()
+    said = [i for i, ln in enumerate(err) if "torch.compile anchors" in ln]
+    assert len(said) == 1 and "(--static)" in err[said[0]]
+    assert said[0] < next(i for i, ln in enumerate(err) if "19_ReLU" in ln)  # before the problems run
+
+
+@pytest.mark.parametrize("given", ["", " ", ",,", " , "])
+def test_anchors_naming_nothing_are_refused_with_the_known_ones(given: str, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from htam_core.cli.main import main
+
+    problems, starts = _tiny_run(tmp_path)
+    rc = main(["bench", "kernelbench", "--problems", str(problems), "--static", "--anchors", given,
+               "--start-solutions", str(starts), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and err.startswith("htam: error: --anchors ")
+    assert "names no anchor" in err and all(a in err for a in COMPILE_ANCHORS) and "or all" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_parse_anchors() -> None:
+    assert kb.parse_anchors(None) == []
+    assert kb.parse_anchors(" all ") == list(COMPILE_ANCHORS)
+    assert kb.parse_anchors("compile-max-autotune, compile-default,compile-max-autotune,") == [
+        "compile-max-autotune", "compile-default"]
+    with pytest.raises(kb.KernelBenchError, match="unknown --anchors compile-fast; known: compile-default"):
+        kb.parse_anchors("compile-default,compile-fast")
+
+
+def test_the_summary_scores_asked_anchors_that_no_record_holds() -> None:
+    recs = [{"level": 1, "problem_id": 1, "status": "ok", "correct": None, "speedup": None}]
+    s = kb.summarize(recs, ["compile-default"])["level1"]
+    assert s["anchors"] == {"compile-default": {"measured": 0, "fast_1": None, "geomean_speedup": None,
+                                                "correct": None}}
+    assert kb.summarize(recs)["level1"]["anchors"] == {}

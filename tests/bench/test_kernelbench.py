@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -46,11 +47,122 @@ def test_load_problems_filters_and_rejects_bad_lines(tmp_path: Path) -> None:
         kb.load_problems(p)
 
 
-def test_missing_problems_file_is_a_clean_skip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "kernelbench", "--problems", str(tmp_path / "none.jsonl")]) == 0
+_PYTHON_TEXT = ("list indices", "'problem_id'", "KeyError", "TypeError", "Expecting value", "Traceback",
+                "not subscriptable", "invalid literal")
+
+
+@pytest.mark.parametrize("line, why", [
+    ('[1, 2]', "the line is an array, not an object"),
+    ('{"level": 1}', "missing problem_id, name, code"),
+    ('{"level": 1, "problem_id": 2, "name": "x"', "the line is not JSON (column 42)"),
+    ('{"level": true, "problem_id": "x", "name": 3, "code": null}',
+     "level is true, not an integer; problem_id is a string, not an integer; name is a number, not a string; "
+     "code is null, not a string"),
+    ('"just a string"', "the line is a string, not an object"),
+])
+def test_a_malformed_problem_line_is_named_without_python_text(line: str, why: str, tmp_path: Path) -> None:
+    p = tmp_path / "p.jsonl"
+    p.write_text(json.dumps({"level": 1, "problem_id": 1, "name": "1_ok", "code": "c"}) + "\n\n" + line + "\n")
+    with pytest.raises(kb.KernelBenchError) as exc:
+        kb.load_problems(p)
+    msg = str(exc.value)
+    assert msg.startswith(f"{p}:3: not a KernelBench problem (needs a JSON object with level and problem_id "
+                          "(integers), name and code (strings)): ")
+    assert msg.endswith(why) and "\n" not in msg
+    assert not any(t in msg for t in _PYTHON_TEXT), msg
+
+
+def test_several_bad_lines_are_one_line_naming_the_first_and_counting_the_rest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "p.jsonl"
+    p.write_text("[1, 2]\n" + '{"level": 1}\n' * 8)
+    assert main(["bench", "kernelbench", "--problems", str(p), "--static", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"htam: warning: {tmp_path / 'none.jsonl'} does not exist: pass the path of an existing ")
-    assert "KernelBench skipped" in err
+    assert err.count("\n") == 1 and err.startswith(f"htam: error: {p}:1: not a KernelBench problem (")
+    assert "the line is an array, not an object; 8 more bad lines (2, 3, 4, 5, 6, ...)" in err
+    assert not any(t in err for t in _PYTHON_TEXT), err
+    assert not (tmp_path / "o").exists()  # a refused run writes nothing
+
+
+def test_a_named_problems_file_that_does_not_exist_is_an_error(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "kernelbench", "--problems", str(tmp_path / "none.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"htam: error: {tmp_path / 'none.jsonl'} does not exist: pass the path of an existing "
+                          "KernelBench problems file")
+    assert err.count("\n") == 1 and "skipped" not in err
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_the_default_problems_file_absent_is_a_clean_skip(named: bool, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """No --problems (or --problems naming the default path, as bench/run_gpu_bench.sh does) on a machine
+    without the third-party data: one warning line and exit 0."""
+    default = tmp_path / "shared" / "data" / "kernelbench" / "problems.jsonl"
+    monkeypatch.setattr(kb, "DEFAULT_PROBLEMS", default)
+    monkeypatch.chdir(tmp_path)
+    argv = ["bench", "kernelbench", "--static", "--out", str(tmp_path / "o")]
+    if named:  # spelled another way than the default, still the same file
+        argv += ["--problems", "shared/data/../data/kernelbench/problems.jsonl"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"htam: warning: KernelBench skipped: no problems file at the default location {default} ")
+    assert "pass --problems PATH" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_default_problems_path_is_the_one_of_bench_data_paths() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("data_paths", REPO / "bench" / "data_paths.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert kb.DEFAULT_PROBLEMS == mod.KERNELBENCH_PROBLEMS
+
+
+def _one_start(tmp_path: Path) -> tuple[Path, Path]:
+    """A tiny problems file (ids 19, 4 and 6 of level 1, 7 of level 2) and a start-solutions folder with 19 only."""
+    problems = tmp_path / "problems.jsonl"
+    rows = [{"level": 1, "problem_id": i, "name": f"{i}_P", "code": _PROBLEM} for i in (19, 4, 6)]
+    rows.append({"level": 2, "problem_id": 7, "name": "7_Q", "code": _PROBLEM})
+    problems.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    starts = tmp_path / "starts"
+    (starts / "level1").mkdir(parents=True)
+    shutil.copyfile(SOLUTIONS / "level1" / "19_ReLU.py", starts / "level1" / "19_ReLU.py")
+    return problems, starts
+
+
+def test_asked_ids_without_a_start_solution_are_named_on_the_console(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    problems, starts = _one_start(tmp_path)
+    out = tmp_path / "o"
+    rc = main(["bench", "kernelbench", "--problems", str(problems), "--levels", "1,2", "--ids", "19,4,6,7",
+               "--static", "--start-solutions", str(starts), "--out", str(out)])
+    assert rc == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "left out" in ln]
+    assert lines == [f"[kernelbench] left out ids 4, 6 of level 1 and 7 of level 2: no starting solution under "
+                     f"{starts / 'level<N>'} (a <id>_<name>.py file; engine rules needs one); add one or run them "
+                     "with --engine llm"]
+    doc = json.loads(next(out.glob("*-kernelbench.json")).read_text())
+    assert [p["problem_id"] for p in doc["problems"]] == [19]
+    assert {(r["level"], r["problem_id"]) for r in doc["not_run_without_start"]} == {(1, 4), (1, 6), (2, 7)}
+    assert kb.left_out_line([{"level": 1, "problem_id": 4, "name": "4_P"}], starts) == (
+        f"[kernelbench] left out id 4 of level 1: no starting solution under {starts / 'level1'} (a "
+        "<id>_<name>.py file; engine rules needs one); add one or run them with --engine llm")
+
+
+def test_a_refused_run_leaves_no_temporary_work_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    problems, starts = _one_start(tmp_path)
+    monkeypatch.setattr(kb.tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    with pytest.raises(kb.KernelBenchError, match="none of the asked ids"):
+        kb.run_kernelbench(kb.KBConfig(problems=str(problems), levels=[1], ids=[4], start_solutions=str(starts),
+                                       out_dir=str(tmp_path / "o"), static=True), log=lambda m: None)
+    assert not list((tmp_path / "tmp").iterdir())
 
 
 @pytest.mark.parametrize("level", [1, 2])
@@ -188,3 +300,16 @@ def test_a_binary_problems_file_is_one_clear_error(tmp_path):
     blob.write_bytes(bytes(range(256)) * 4)
     with pytest.raises(kb.KernelBenchError, match="not UTF-8 text"):
         kb.load_problems(blob)
+
+
+def test_docs_count_the_shipped_small_sizes_as_the_file_holds_them() -> None:
+    """Regression: docs/BENCH.md said the small-sizes file had the 17 level-1 start solutions; it has 33."""
+    sizes = json.loads(SMALL.read_text())
+    per = {lv: sum(1 for k in sizes if k.startswith(f"{lv}/")) for lv in (1, 2)}
+    assert sum(per.values()) == len(sizes)
+    for lv in (1, 2):  # one entry per start solution, no more
+        ids = {f"{lv}/{f.name.split('_', 1)[0]}" for f in (SOLUTIONS / f"level{lv}").glob("*.py")}
+        assert ids == {k for k in sizes if k.startswith(f"{lv}/")}, lv
+    doc = " ".join((REPO / "docs" / "BENCH.md").read_text().split())
+    assert f"has them for all {len(sizes)} start solutions ({per[1]} of level 1, {per[2]} of level 2)" in doc
+    assert "for the 17 level-1 start solutions" not in doc

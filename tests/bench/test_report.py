@@ -117,3 +117,17 @@ def test_per_set_medians_from_report_json(tmp_path: Path) -> None:
     rep.write_text(json.dumps({"start_profile": {"extra": {}}, "best_profile": None}))
     assert suite.per_set_medians(rep) == (None, None)
     assert suite.per_set_medians(tmp_path / "missing.json") == (None, None)
+
+
+def test_write_json_says_when_it_overwrites_an_earlier_report(tmp_path: Path) -> None:
+    from htam_core.bench.report import overwrite_line, write_json
+
+    jp = tmp_path / "sub" / "r-replay.json"
+    said: list[str] = []
+    write_json({"a": float("inf")}, jp, log=said.append)
+    assert said == [] and json.loads(jp.read_text()) == {"a": "inf"} and overwrite_line(tmp_path / "x.json") is None
+    write_json({"a": 1}, jp, log=said.append)
+    assert said == [f"overwrote {jp}"]  # no Markdown beside it yet
+    jp.with_suffix(".md").write_text("# earlier\n")
+    write_json({"a": 2}, jp, log=said.append)
+    assert said[-1] == f"overwrote {jp} and r-replay.md" and json.loads(jp.read_text()) == {"a": 2}

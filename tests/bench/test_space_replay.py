@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def test_build_space_static_streams_and_resumes(tmp_path, at_repo):
     res = build_space(SpaceConfig(kernels=_transpose(), out=str(out), depth=1, max_candidates=2, static=True),
                       log=lines.append)
     assert res["kernels_done"] == 1 and res["candidates"] == 2 and res["stopped"] is None
-    header, rows = read_table(out)
+    header, rows, _ = read_table(out)
     assert header["measured"] is False
     nodes = [r for r in rows if r["type"] == "node"]
     assert len(nodes) == 3  # start + 2 candidates
@@ -98,7 +99,7 @@ def test_replay_budget_prefix_and_missing_candidates(tmp_path, at_repo):
 
 
 def test_replay_reports_a_candidate_missing_from_the_table(tmp_path, at_repo):
-    header, rows = read_table(FIXTURE)
+    header, rows, skipped = read_table(FIXTURE)
     kid = next(r["kernel"] for r in rows if r.get("type") == "kernel_done")
     cut = tmp_path / "cut.jsonl"
     keep = [r for r in rows if r.get("type") != "node" or r["kernel"] != kid or r["depth"] == 0]
@@ -170,7 +171,8 @@ def test_group_aggregates_pool_families_and_refuse_an_unknown_one():
     assert g["random"]["mean_trials_to_90"] == pytest.approx((3 + 5) / 2)  # mean over seeds of the seed means
     assert g["random"]["spread"]["mean_trials_to_90"] == [3, 5]
     table = policy_table(g, 8)
-    assert table[0].startswith("| policy |") and table[2].startswith("| htam | 2/2 | 5.00 |")
+    # kernel b never reaches 90 %: the mean and median it entered (as budget + 1 = 9) are lower bounds
+    assert table[0].startswith("| policy |") and table[2].startswith("| htam | 2/2 | ≥ 5.00 | ≥ 5.0 |")
     with pytest.raises(ReplayError, match="no family f9"):
         group_aggregates(doc, ["f1", "f9"])
 
@@ -240,3 +242,138 @@ def test_replay_reads_moved_llmc_files_from_llmc_and_leaves_out_what_it_cannot_f
     rc = main(["bench", "replay", "--table", str(only), "--policies", "htam-cold", "--budget", "1",
                "--kernels", f"{a.rsplit('::', 1)[1]},{b.rsplit('::', 1)[1]}", "--out", str(tmp_path / "none")])
     assert rc == 2 and "none of the table's kernel files is here" in capsys.readouterr().err
+
+
+# -- the replay report's wording (new-user trial) --------------------------------------------------------------
+_BUILD = {"out": "/root/out/run/space/table.jsonl", "depth": 2, "max_candidates": 3, "max_minutes": 8.4,
+          "static": None, "trials": 20, "work": None}
+
+
+def _report_doc(tmp_path: Path, *, kernels_opt: list[str] | None = None, n_kernels: int = 2,
+                random_reaches: frozenset = frozenset({(0, 0)})) -> dict:
+    """A results document as :func:`run_replay` makes it, from a hand-made measured table (best 2x on every
+    kernel) and made-up runs at budget 2: ``htam`` reaches 90 % at trial 1 on every kernel, ``htam-cold``
+    never; ``random`` (3 seeds) at trial 1 on the (seed, kernel index) pairs of ``random_reaches``, never
+    otherwise, and asks for one candidate the table lacks in seed 0."""
+    from htam_core.bench.replay import ReplayConfig, summarize
+
+    ids = [f"k{i}.py::k{i}" for i in range(n_kernels)]
+    lines = [{"type": "header", "version": 1, "measured": True, "config": _BUILD,
+              "environment": {"date": "2026-12-01", "gpu": "NVIDIA H200", "gpu_count": 1}}]
+    for kid in ids:
+        lines += [{"type": "node", "kernel": kid, "family": "f", "key": "s", "parent": None, "speedup_vs_start": None},
+                  {"type": "node", "kernel": kid, "family": "f", "key": "c", "parent": "s", "speedup_vs_start": 2.0}]
+    table_path = tmp_path / "t.jsonl"
+    table_path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    table = Table(table_path)
+    kernels = [{"id": kid, "name": kid.split("::")[1], "path": kid.split("::")[0], "family": "f"} for kid in ids]
+
+    def res(kid: str, policy: str, seed: int, sps: list, missing: int = 0) -> dict:
+        steps = [{"speedup_vs_start": s, "status": NOT_IN_TABLE if i < missing else "ok"} for i, s in enumerate(sps)]
+        return {"kernel_id": kid, "policy": policy, "seed": seed, "status": "ok", "steps": steps}
+
+    results = [res(kid, "htam", 0, [2.0, 2.0]) for kid in ids]
+    results += [res(kid, "htam-cold", 0, [1.0, 1.0]) for kid in ids]
+    for seed in range(3):
+        results += [res(kid, "random", seed, [2.0 if (seed, i) in random_reaches else 1.0, 1.0],
+                        missing=int(seed == 0 and i == 0)) for i, kid in enumerate(ids)]
+    doc = summarize(table, kernels, ["htam", "htam-cold", "random"], results, 2)
+    doc["config"] = asdict(ReplayConfig(table=str(table_path), work=str(tmp_path / "w"), kernels=kernels_opt,
+                                        budget=2, seeds=3))
+    doc["kernels_left_out"] = []
+    doc["table"] = {"path": str(table_path), "measured": True, "environment": table.header.get("environment"),
+                    "config": table.header.get("config")}
+    return doc
+
+
+def _row(md: str, policy: str) -> list[str]:
+    """The cells of ``policy``'s line in the report's first (all kernels) per-policy table."""
+    line = next(ln for ln in md.split("## Per policy")[1].splitlines() if ln.startswith(f"| {policy} |"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_replay_report_formats_steps_not_in_table(tmp_path):
+    from htam_core.bench.replay import replay_markdown
+
+    md = replay_markdown(_report_doc(tmp_path))
+    assert "0.3333" not in md
+    # random: 1 missing step in seed 0, none in seeds 1 and 2 (mean 1/3) out of 4 steps per seed
+    assert _row(md, "random")[-1] == "0.33 (8.3%)"
+    assert _row(md, "htam")[-1] == "0 (0.0%)"
+
+
+def test_replay_report_says_never_within_the_budget_and_lower_bounds(tmp_path):
+    """A policy that never reaches 90 % is "never (within budget N)", not "not measured", in the mean and the
+    median alike; a figure a never-reaching kernel entered is marked as a lower bound."""
+    from htam_core.bench.replay import replay_markdown
+
+    doc = _report_doc(tmp_path)
+    md = replay_markdown(doc)
+    cold = _row(md, "htam-cold")
+    assert cold[2] == cold[3] == "never (within budget 2)"
+    rnd = _row(md, "random")
+    # seed 0: kernel a at trial 1, kernel b never (counts as 3): mean 2, median 2; seeds 1, 2: never (3)
+    assert rnd[2] == "≥ 2.67 [2.00–never]" and rnd[3] == "≥ 2.7 [2.0–never]"
+    assert "not measured" not in rnd[3]
+    assert _row(md, "htam")[2:4] == ["1.00", "1.0"]
+    assert "counts as 3 trials (more than the budget) in the mean and in the median alike" in md
+    assert doc["aggregates"]["random"]["median_trials_to_90"] == pytest.approx(8 / 3)
+    # seed 0 reaches 90 % on both kernels (median 1), seeds 1 and 2 on neither: the median over seeds mixes a
+    # finite median with never-reached ones, which was "not measured"
+    mixed = _row(replay_markdown(_report_doc(tmp_path, random_reaches=frozenset({(0, 0), (0, 1)}))), "random")
+    assert mixed[2] == "≥ 2.33 [1.00–never]" and mixed[3] == "≥ 2.3 [1.0–never]"
+
+
+def test_replay_report_header_words_the_build_settings_and_relative_paths(tmp_path, monkeypatch):
+    from htam_core.bench.replay import replay_markdown
+
+    doc = _report_doc(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    head = replay_markdown(doc).split("## Targets")[0]
+    assert "{" not in head and "/root/out" not in head and str(tmp_path) not in head
+    assert ("- Table: `t.jsonl` (measured on NVIDIA H200, 2026-12-01); built with max_candidates = 3, "
+            "max_minutes = 8.4, trials = 20 (other settings at their defaults).") in head
+    doc["table"]["config"] = {"out": "x.jsonl", "depth": 2, "max_candidates": 10, "max_minutes": None,
+                              "static": None, "trials": 50, "work": None}
+    assert "built with `htam bench space`'s default settings (depth = 2, max_candidates = 10, trials = 50)" \
+        in replay_markdown(doc)
+
+
+def test_replay_report_says_the_warm_memory_comes_from_the_replayed_kernels_only(tmp_path):
+    from htam_core.bench.replay import replay_markdown
+
+    every = replay_markdown(_report_doc(tmp_path))
+    assert ("leave-one-out over the 2 replayed kernels: on each kernel, the records of htam-cold, random "
+            "(every seed) on the other 1 replayed kernel, never the kernel's own.") in every
+    assert "--kernels" not in every
+    chosen = replay_markdown(_report_doc(tmp_path, kernels_opt=["k0", "k1"]))
+    assert "Only the kernels chosen with --kernels were replayed, so the memory was built from them alone" in chosen
+    one = replay_markdown(_report_doc(tmp_path, kernels_opt=["k0"], n_kernels=1))
+    assert "With one kernel replayed that memory was empty: htam started as cold as htam-cold." in one
+
+
+def test_cli_replay_says_when_it_overwrites_an_earlier_report(tmp_path, at_repo, capsys):
+    from htam_core.cli.main import main
+
+    kid = sorted(Table(FIXTURE).done)[0]
+    args = ["bench", "replay", "--table", str(FIXTURE), "--out", str(tmp_path), "--policies", "htam-cold",
+            "--budget", "1", "--kernels", kid]
+    assert main(args) == 0
+    assert "overwrote" not in capsys.readouterr().err
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert f"overwrote {tmp_path / 'synthetic_space_static-replay.json'} and synthetic_space_static-replay.md" in err
+    md = (tmp_path / "synthetic_space_static-replay.md").read_text()
+    assert "Only the kernels chosen with --kernels were replayed" not in md  # htam-cold alone: no warm memory
+    assert "- Warm memory: none of the replayed policies starts from one." in md
+
+
+def test_synthesize_refuses_a_table_with_a_line_that_is_not_a_table_line(tmp_path):
+    from htam_core.bench.space import SpaceError
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(FIXTURE.read_text() + "{\"type\": \"node\", \"kern")  # torn by a crash
+    n = len(FIXTURE.read_text().splitlines()) + 1
+    with pytest.raises(SpaceError, match=f"bad.jsonl: line {n} is not a table line"):
+        synthesize_table(bad, tmp_path / "syn.jsonl", lambda path: 2.0)
+    assert not (tmp_path / "syn.jsonl").exists()

@@ -219,3 +219,71 @@ def test_the_fill_cli_counts_what_it_filled_not_the_manifest(tmp_path, at_repo, 
     assert rc == 0
     assert f"({n} new evaluations from the fill list {fill})" in cap.out and "kernels done" not in cap.out
     assert f"[space] filling {table} from {fill}; static mode" in cap.err and "already done" not in cap.err
+
+
+# --- found by the second new-user trial (2026-12-02): a torn or edited table line, --out on the table, runs of
+# another kernel set
+
+def test_a_torn_or_edited_table_line_is_named_and_a_resume_does_not_glue_to_it(tmp_path, at_repo):
+    from htam_core.optimize.replay import read_table, skipped_note
+
+    table = tmp_path / "t.jsonl"
+    build_space(SpaceConfig(kernels=_kernels(), out=str(table), depth=1, max_candidates=2, static=True),
+                log=lambda m: None)
+    lines = table.read_text().splitlines()
+    header, rows, skipped = read_table(table)
+    assert skipped == [] and skipped_note(table, skipped) is None
+    kept = [ln for ln in lines if json.loads(ln)["type"] != "kernel_done"]  # the kernel is not finished yet
+    kept[1] = json.dumps({**json.loads(kept[1]), "key": 7})  # an edit: a node whose key is not a string
+    table.write_text("\n".join(kept) + "\n" + kept[-1][: len(kept[-1]) // 2])  # a crash tears the last line
+    _, rows2, skipped2 = read_table(table)
+    assert skipped2 == [2, len(kept) + 1]
+    note = skipped_note(table, skipped2)
+    assert note is not None and "line 2, " + str(len(kept) + 1) in note and "\n" not in note
+
+    logged: list[str] = []
+    build_space(SpaceConfig(kernels=_kernels(), out=str(table), depth=1, max_candidates=2, static=True),
+                log=logged.append)
+    assert any(ln.startswith("warning: ") and "2 line(s)" in ln for ln in logged)
+    after = table.read_text().splitlines()
+    assert after[len(kept)] == kept[-1][: len(kept[-1]) // 2]  # the torn line stays a line of its own
+    _, rows3, skipped3 = read_table(table)
+    assert skipped3 == [2, len(kept) + 1]  # nothing new is unreadable
+    assert any(r["type"] == "kernel_done" for r in rows3)  # the unfinished kernel was measured again
+
+    doc = run_replay(ReplayConfig(table=str(table), work=str(tmp_path / "w"), policies=["htam-cold"], budget=2,
+                                  seeds=1, fresh=True), log=logged.append)
+    assert doc["table"]["lines_skipped"] == skipped3
+    assert sum(ln.startswith("warning: ") for ln in logged) == 2
+
+
+def test_misses_out_refuses_the_table_and_other_files(tmp_path, at_repo, capsys):
+    from htam_core.cli.main import main
+
+    table = _static_table(tmp_path)
+    _replay(table, tmp_path / "w")
+    before = table.read_text()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    for out, words in [(table, "is the table itself"), (notes, "exists and is not a fill list"),
+                       (tmp_path, "is a folder")]:
+        rc = main(["bench", "misses", "--table", str(table), "--work", str(tmp_path / "w"), "--out", str(out)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and words in err[0], (out, err)
+    assert table.read_text() == before and notes.read_text() == "my notes\n"
+    fill = tmp_path / "fill.jsonl"
+    for _ in range(2):  # a fill list is replaced by the next one
+        rc = main(["bench", "misses", "--table", str(table), "--work", str(tmp_path / "w"), "--out", str(fill)])
+        assert rc == 0 and read_misses(fill)
+    capsys.readouterr()
+
+
+def test_misses_refuses_runs_whose_start_is_not_in_the_table(tmp_path, at_repo):
+    table = _static_table(tmp_path)
+    _replay(table, tmp_path / "w")
+    kid = _kernels()[0].id
+    lines = table.read_text().splitlines()
+    other = tmp_path / "other.jsonl"  # the same header line, without this kernel: another kernel set
+    other.write_text("\n".join(ln for ln in lines if json.loads(ln).get("kernel") != kid) + "\n")
+    with pytest.raises(FillError, match=r"1 run\(s\) under .* not a node of .*other.jsonl \(first: " + kid):
+        collect_misses(tmp_path / "w", load_table(other))

@@ -430,9 +430,11 @@ def test_a_folder_where_a_file_is_expected_is_named_as_such(argv: list[str], tmp
 def test_the_kernelbench_skip_uses_the_same_words(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from htam_core.cli.errors import missing_path_message
 
-    assert main(["bench", "kernelbench", "--problems", str(tmp_path / "p.jsonl")]) == 0  # a clean skip
-    err = capsys.readouterr().err
-    assert missing_path_message(tmp_path / "p.jsonl", "KernelBench problems file") in err
+    # A --problems file the user named and that is not there is a usage error, worded as every other missing path.
+    assert main(["bench", "kernelbench", "--problems", str(tmp_path / "p.jsonl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert err.startswith(f"htam: error: {missing_path_message(tmp_path / 'p.jsonl', 'KernelBench problems file')}")
 
 
 # ---- argparse's own errors are one line too --------------------------------------------------------------
