@@ -82,6 +82,8 @@ def format_profile(p: Any) -> str:
     lines.append(f"  block size    {_fmt(p.block_size)}")
     occ = "unknown" if p.theoretical_occupancy is None else f"{p.theoretical_occupancy:.2f}"
     lim = (p.extra.get("occupancy") or {}).get("limiter")
+    if (p.extra.get("launch") or {}).get("fits") is False:
+        occ, lim = "none (the launch cannot run; see the bottleneck)", None
     lines.append(f"  occupancy     theoretical {occ}" + (f" (limited by {lim})" if lim else "")
                  + f", achieved {_fmt(p.achieved_occupancy)}")
     if p.sol is not None:

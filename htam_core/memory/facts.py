@@ -54,6 +54,8 @@ FACTS: dict[str, str] = {
     "the kernel",
     "uses_dot": "tl.dot is called (Triton)",
     "masks": "number of masked loads/stores (Triton)",
+    "masked_tile_loop": "Triton: a loop over tiles of a dimension (the K loop of a matmul) holds a masked "
+    "tl.load/tl.store (analysis layer: KernelFacts.masked_tile_loops); false for CUDA, unknown without the kernel",
     "reductions": "number of reduction operations (tl.sum/tl.max, warp shuffles ...)",
     "has_reduction": "reductions >= 1",
     "uses_2d_index": "indices of the form row * stride + col",
@@ -158,16 +160,18 @@ _EXP = frozenset({"exp", "exp2", "expf", "exp2f", "__expf", "__exp2f", "hexp", "
 
 def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: str) -> dict[str, Any]:
     """The facts read from the analysis layer (:class:`KernelFacts`, ``None`` without the kernel): autotuning,
-    exp calls, tl.dot operand dtypes and grouped program ids. Without a kernel the Triton ones are unknown."""
+    exp calls, tl.dot operand dtypes, grouped program ids and masked tile loops. Without a kernel the Triton ones are unknown."""
     tf = facts.triton if facts is not None else None
     maths = tf.math_calls if tf is not None else tuple(features.math_calls)
     out: dict[str, Any] = {"uses_exp": any(m in _EXP for m in maths), "is_autotuned": False,
                            "dot_fp32_inputs": False, "dot_input_dtypes": [], "grouped_programs": False}
+    out["masked_tile_loop"] = False
     if lang != "triton":
         return out
-    if tf is None:
+    if tf is None or facts is None:
         return {**out, "is_autotuned": None, "dot_fp32_inputs": None, "dot_input_dtypes": None,
-                "grouped_programs": None}
+                "grouped_programs": None, "masked_tile_loop": None}
+    out["masked_tile_loop"] = bool(facts.masked_tile_loops())
     dtypes = [d for dot in tf.dots for d in (dot.a_dtype, dot.b_dtype)]
     known = sorted({d for d in dtypes if d is not None})
     fp32: bool | None = ("float32" in known) or (None if None in dtypes else False)

@@ -307,7 +307,7 @@ class _Loop:
         for choice in ranked:
             if not self.gpu and choice.strategy in self.kept_strategies:
                 self._not_made(choice, prefix, at, "static mode: the loop already went on from this step; another "
-                               "unmeasured variant of it would tell nothing new")
+                               "unmeasured variant of it would tell nothing new", refused=False)
                 continue
             if (h, choice.strategy) in self.dead:
                 continue
@@ -336,7 +336,8 @@ class _Loop:
             if not fresh:
                 self.dead.add((h, choice.strategy))
                 if cands:
-                    self._not_made(choice, prefix, at, "every candidate it makes was already evaluated in this run")
+                    self._not_made(choice, prefix, at, "every candidate it makes was already evaluated in this run",
+                                   refused=False)
                 continue
             if self.task.policy == "random":
                 return choice, self.rng.choice(fresh), None
@@ -347,14 +348,17 @@ class _Loop:
             return choice, fresh[0], None
         return None
 
-    def _not_made(self, choice: Choice, prefix: list[str], at: int | None, reason: str) -> None:
+    def _not_made(self, choice: Choice, prefix: list[str], at: int | None, reason: str, *,
+                  refused: bool = True) -> None:
         """Note that the ranked step ``choice`` was passed over for the kernel reached by ``prefix`` (candidate
-        ``at``, or the start when ``None``: the reason's line numbers are that file's), and why."""
+        ``at``, or the start when ``None``: the reason's line numbers are that file's), and why; ``refused``
+        ``False``: the loop chose not to repeat a step it made (:attr:`NotMade.refused`)."""
         key = (choice.strategy, reason)
         if key not in self._not_made_seen:
             self._not_made_seen.add(key)
             kernel = "start" if not prefix else "after " + " → ".join(prefix)
-            self.not_made.append(NotMade(choice.direction, choice.strategy, choice.transform, reason, kernel, at))
+            self.not_made.append(NotMade(choice.direction, choice.strategy, choice.transform, reason, kernel, at,
+                                         refused))
 
     # -- the loop -----------------------------------------------------------------------------------
     def _progress(self, step: int, choice: Choice | None, best: float | None, msg: str) -> None:

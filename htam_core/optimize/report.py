@@ -212,6 +212,27 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
     return "\n".join(lines)
 
 
+def steps_not_made(not_made: list[NotMade], steps: list[StepRecord]) -> list[NotMade]:
+    """The passed-over steps of ``not_made`` that are steps not made: refusals, and passes of strategies that
+    made no candidate anywhere in the run.
+
+    When the loop passes over a step it already made in this run (static mode: "the loop already went on from
+    this step"; "every candidate it makes was already evaluated"; :attr:`NotMade.refused` ``False``), the step
+    was made: listing it under "Steps not made" would say the opposite of the table above it. A refusal
+    (the transform cannot make it on that kernel) stays, since it says why that kernel has no such candidate.
+    An LLM endpoint fault made no candidate, so it does not count as made.
+
+    Args:
+        not_made: the loop's passed-over steps, in the order it met them.
+        steps: every evaluated step of the run.
+
+    Returns:
+        ``not_made`` without the non-refusal passes of strategies that made a candidate, order kept.
+    """
+    made = {s.strategy for s in steps if s.status != ENDPOINT_FAULT}
+    return [m for m in not_made if m.refused or m.strategy not in made]
+
+
 def _where(m: NotMade) -> str:
     """``"in candidate 02 (candidates/02-*): "`` for a refusal made on a candidate, so its line numbers can be
     found; ``""`` for one made on the start (the user's file)."""
@@ -325,7 +346,7 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                             best_path=best_path, warnings=list(warnings),
                             measurements_reused=measurements_reused, start_ok=start_ok,
                             best_correct=best_ev.correct, best_verified_on=best_ev.verified_on,
-                            not_made=list(not_made or []), plot=plot_path, plot_note=plot_note,
+                            not_made=steps_not_made(not_made or [], steps), plot=plot_path, plot_note=plot_note,
                             reproduction=reproduction, best_step=best_step,
                             best_lineage=[s.index for s in path])
     data = result.to_json()

@@ -185,6 +185,9 @@ class NotMade:
             of the chain the loop went on from, the prefix the memory sees.
         candidate: the index of the candidate the refusal was computed on (its line numbers are that
             candidate's, ``candidates/NN-*``), or ``None`` for the start (the user's own file).
+        refused: ``True`` when the step could not be made on that kernel (a transform's refusal, no
+            transform); ``False`` when the loop chose not to repeat a step it had already made in this run
+            (static mode went on from it, every candidate already evaluated): such a pass is no step not made.
     """
 
     direction: str
@@ -193,6 +196,7 @@ class NotMade:
     reason: str
     kernel: str
     candidate: int | None = None
+    refused: bool = True
 
 
 def lineage(steps: list[StepRecord], best: int | None) -> list[StepRecord]:

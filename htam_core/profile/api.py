@@ -60,8 +60,13 @@ def no_gpu_reason() -> str | None:
         return f"torch.cuda failed: {type(exc).__name__}: {exc}"
 
 
-def _occupancy(p: Profile, target: str, dynamic_shared: int = 0) -> None:
+def _occupancy(p: Profile, target: str, dynamic_shared: int = 0, launch_reasons: list[str] | None = None) -> None:
+    """Theoretical occupancy of ``p``'s launch, or, when the launch cannot fit one block on an SM, no occupancy
+    and the reasons (``launch_reasons``: those the caller found, such as a block over ``__launch_bounds__``)
+    through :func:`_cannot_launch`."""
+    reasons = list(launch_reasons or [])
     if p.registers is None or p.block_size is None:
+        _cannot_launch(p, target, reasons)
         return
     try:
         arch_limits(target)
@@ -70,8 +75,45 @@ def _occupancy(p: Profile, target: str, dynamic_shared: int = 0) -> None:
         return
     occ = theoretical_occupancy(p.registers, p.block_size, p.shared_bytes or 0,
                                 dynamic_shared_bytes=dynamic_shared, target=target)
-    p.theoretical_occupancy = round(occ.occupancy, 4)
     p.extra["occupancy"] = occ.to_json()
+    reasons = occ.cannot_launch + reasons
+    if reasons:
+        _cannot_launch(p, target, reasons)
+        return
+    p.theoretical_occupancy = round(occ.occupancy, 4)
+
+
+def _threads_over(source: str, kernel: Any, offset: int, path: Any, block: int | None, target: str, *,
+                  compiled: bool = False) -> list[str]:
+    """Why a CUDA launch of ``block`` threads per block cannot run, read from the source: more threads than the
+    kernel's ``__launch_bounds__`` (:func:`htam_core.profile.static_cuda.resolve_launch_bounds`), and, before a
+    compile (``compiled=False``; the compiled profile's occupancy checks it with the registers), more than the
+    target allows per block. Empty when it fits or ``block`` is unknown."""
+    if block is None:
+        return []
+    out = []
+    if not compiled:
+        try:
+            most = arch_limits(target).max_threads_per_block
+        except ValueError:
+            most = None
+        if most is not None and block > most:
+            out.append(f"{block} threads per block > {most}, the most a block can have on {target}")
+    bound = sc.resolve_launch_bounds(source, kernel, offset, path)
+    if bound is not None and block > bound:
+        out.append(f"a block of {block} threads > __launch_bounds__({bound}), the most the kernel was compiled for")
+    return out
+
+
+def _cannot_launch(p: Profile, target: str, reasons: list[str]) -> None:
+    """Mark ``p`` as a launch that cannot run on ``target``: ``extra["launch"] = {"fits": False, "reasons"}``, the
+    first warning says so, and the theoretical occupancy stays ``None`` (a launch that never runs has none; the
+    classifier reads ``extra["launch"]`` first, :func:`htam_core.profile.classify.classify`)."""
+    if not reasons:
+        return
+    p.theoretical_occupancy = None
+    p.extra["launch"] = {"fits": False, "reasons": list(reasons), "target": target}
+    p.warnings.insert(0, f"cannot launch on {target}: {'; '.join(reasons)}")
 
 
 def _static_cuda(model: Any, kernel: Any, target: str, cache: CompileCache) -> Profile:
@@ -123,7 +165,7 @@ def _static_cuda(model: Any, kernel: Any, target: str, cache: CompileCache) -> P
     if dyn is None and kernel.launch_sites:
         p.warnings.append("dynamic shared memory of the launch is not a constant; occupancy counts static only")
     p.extra["dynamic_shared_bytes"] = dyn
-    _occupancy(p, target, dyn or 0)
+    _occupancy(p, target, dyn or 0, _threads_over(source, kernel, offset, model.path, block, target, compiled=True))
     return p
 
 
@@ -260,6 +302,7 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
         p.block_size = block
         p.extra["block_size_source"] = why
         p.warnings.extend(warns)
+        _occupancy(p, target, 0, _threads_over(source, kernel, offset, model.path, block, target))
     elif kernel.language == "triton":
         from htam_core.profile.static_triton import build_request
 

@@ -5,6 +5,10 @@ secondary classes, each with evidence naming its metric or ncu rule. Measured co
 no GPU only the static rules apply, and a kernel they cannot place is ``"unknown"`` with the
 evidence ``"static: no counters"``. Nothing is guessed: every class names the numbers behind it.
 
+A launch that cannot run at all (``extra["launch"]["fits"] is False``: more threads, registers or shared
+memory per block than the target allows, or more threads than the kernel's ``__launch_bounds__``) is
+``cannot-launch``, alone: its spills and its zero occupancy describe no run, so no other rule is read.
+
 Thresholds and where they come from:
 
 * :data:`LAUNCH_OVERHEAD_US` = 5 us. A kernel launch costs a few microseconds of CPU/driver time
@@ -133,6 +137,14 @@ def classify(profile: Profile, features: Any = None, *, target: str | None = Non
         first) and the secondary classes.
     """
     tgt = target or (profile.device.split()[0] if profile.mode == "static" else "sm_90")
+    launch = profile.extra.get("launch") if isinstance(profile.extra, dict) else None
+    if isinstance(launch, dict) and launch.get("fits") is False and launch.get("reasons"):
+        # a launch that cannot run says so first and alone: its spills and zero occupancy describe no run
+        ev = [f"cannot launch on {launch.get('target') or tgt}: {r}" for r in launch["reasons"]]
+        if profile.spill_bytes:
+            ev.append(f"ptxas also reports {profile.spill_bytes} bytes of spill stores+loads per thread "
+                      f"({profile.registers} registers); they matter once the launch fits")
+        return Bottleneck("cannot-launch", ev, [])
     fired: list[tuple[str, str]] = []
     notes: list[str] = []
     measured = profile.mode == "gpu"

@@ -21,7 +21,7 @@ Capability" table (compute capability 8.0, 8.6, 8.9, 9.0), and the constants of
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -97,6 +97,11 @@ class Occupancy:
         regs_per_block: registers allocated per block (after granularity).
         smem_per_block: shared memory allocated per block in bytes (reserved + granularity).
         arch: the target (``"sm_90"``).
+        cannot_launch: why the block cannot launch at all, one reason per broken limit (threads per block,
+            registers per thread or per block, shared memory per block against the opt-in maximum); empty when
+            it fits. A launch with a reason fails (``cudaErrorInvalidValue`` / ``too many resources requested``,
+            Triton's ``OutOfResources``): its occupancy is not a property of the kernel but of a launch that
+            never runs.
     """
 
     occupancy: float
@@ -108,6 +113,7 @@ class Occupancy:
     regs_per_block: int
     smem_per_block: int
     arch: str
+    cannot_launch: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form."""
@@ -178,6 +184,7 @@ def theoretical_occupancy(registers: int, block_size: int, shared_bytes: int = 0
         blocks_smem = lim.smem_per_sm // smem
     blocks_hw = lim.max_blocks_per_sm
 
+    reasons = launch_limit_reasons(registers, block_size, shared_bytes + dynamic_shared_bytes, lim, regs_assumed)
     limits = {"warps": blocks_warps, "registers": blocks_regs, "shared": blocks_smem, "blocks": blocks_hw}
     active = min(limits.values())
     tied = [k for k in LIMITER_ORDER if limits[k] == active]
@@ -192,4 +199,40 @@ def theoretical_occupancy(registers: int, block_size: int, shared_bytes: int = 0
         regs_per_block=regs_per_block,
         smem_per_block=smem,
         arch=lim.name,
+        cannot_launch=reasons,
     )
+
+
+def launch_limit_reasons(registers: int, block_size: int, shared_bytes: int, lim: ArchLimits,
+                         regs_per_block: int | None = None) -> list[str]:
+    """Why one block of a launch cannot be resident at all on ``lim``'s SM, one sentence per broken limit.
+
+    Args:
+        registers: registers per thread.
+        block_size: threads per block.
+        shared_bytes: static plus dynamic shared memory per block, bytes.
+        lim: the target's limits (:func:`arch_limits`).
+        regs_per_block: registers the block is allocated (warp granularity, warps rounded up to the
+            sub-partitions, as ``cudaOccMaxBlocksPerSMRegsLimit`` counts them); default computed here.
+
+    Returns:
+        The reasons, empty when the block fits. The limits are the CUDA C++ Programming Guide's
+        "Technical Specifications per Compute Capability" (threads per block, registers per thread and per
+        block, shared memory per block with opt-in).
+    """
+    out: list[str] = []
+    if block_size > lim.max_threads_per_block:
+        out.append(f"{block_size} threads per block > {lim.max_threads_per_block}, the most a block can have on "
+                   f"{lim.name}")
+    if registers > lim.max_regs_per_thread:
+        out.append(f"{registers} registers per thread > {lim.max_regs_per_thread} on {lim.name}")
+    if regs_per_block is None:
+        warps = -(-block_size // 32)
+        regs_per_block = _round_up(registers * 32, lim.reg_alloc_unit) * _round_up(warps, lim.sub_partitions)
+    if registers <= lim.max_regs_per_thread and regs_per_block > lim.regs_per_block:
+        out.append(f"{registers} registers per thread x {block_size} threads = {regs_per_block} registers per "
+                   f"block (allocated per warp) > {lim.regs_per_block} on {lim.name}")
+    if shared_bytes > lim.smem_per_block_optin:
+        out.append(f"{shared_bytes:,} B of shared memory per block > {lim.smem_per_block_optin:,} B "
+                   f"({lim.smem_per_block_optin // 1024} KB), the most a block can opt in to on {lim.name}")
+    return out

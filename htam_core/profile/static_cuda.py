@@ -529,15 +529,29 @@ def resolve_block_size(source: str, kernel: Any, offset: int = 0,
             warnings.append(f"launch sites use different block sizes {values}; occupancy uses {seen[0][0]}")
         return seen[0][0], seen[0][1], warnings
     lb = (getattr(kernel, "attributes", None) or {}).get("launch_bounds")
-    if lb:
-        first = _first_arg(str(lb))
-        at = kernel.span.start - offset if getattr(kernel, "span", None) is not None else None
-        val = eval_const_expr(source, first, at, path) if first else None
-        if val:
-            return val, f"__launch_bounds__({first}) = {val}", warnings
+    val = resolve_launch_bounds(source, kernel, offset, path)
+    if val:
+        return val, f"__launch_bounds__({_first_arg(str(lb))}) = {val}", warnings
     warnings.append("block size unknown: no launch site with a constant block expression and no constant "
                     "__launch_bounds__; theoretical occupancy not computed")
     return None, "unknown", warnings
+
+
+def resolve_launch_bounds(source: str, kernel: Any, offset: int = 0, path: str | None = None) -> int | None:
+    """The most threads per block a kernel was compiled for: ``__launch_bounds__``'s first argument evaluated
+    as a constant (``__launch_bounds__(THREADS, 2)`` with ``#define THREADS 256`` -> 256), else ``None``.
+
+    A launch with more threads per block fails (CUDA C++ Programming Guide, "Launch Bounds": "the kernel will
+    fail to launch if it is launched with more threads per block than maxThreadsPerBlock"). Arguments as for
+    :func:`resolve_block_size`.
+    """
+    lb = (getattr(kernel, "attributes", None) or {}).get("launch_bounds")
+    if not lb:
+        return None
+    first = _first_arg(str(lb))
+    at = kernel.span.start - offset if getattr(kernel, "span", None) is not None else None
+    val = eval_const_expr(source, first, at, path) if first else None
+    return val if isinstance(val, int) and val > 0 else None
 
 
 def _first_arg(launch_bounds: str) -> str:

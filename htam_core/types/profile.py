@@ -10,7 +10,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 #: Bottleneck classes, in the order the classifier reports them. See ``classify.py`` for thresholds.
+#: ``cannot-launch``: the launch needs more threads, registers or shared memory per block than the target
+#: allows (or than its ``__launch_bounds__``), so it never runs; the profile's ``extra["launch"]`` says why.
 BOTTLENECK_CLASSES: tuple[str, ...] = (
+    "cannot-launch",
     "memory-bound",
     "compute-bound",
     "latency-bound",

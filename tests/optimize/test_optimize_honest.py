@@ -63,6 +63,20 @@ def test_steps_not_made_carry_the_refusal_sentence(vadd: Path, tmp_path: Path) -
         assert f"- {m.direction} → {m.strategy} (" in md and m.reason in md
 
 
+def test_steps_not_made_leave_out_the_steps_that_were_made(vadd: Path, tmp_path: Path) -> None:
+    # the demo (`htam optimize examples/vector_add.py --engine rules --budget 8`, no GPU) made triton_cache_hints
+    # ... triton_autotune, then listed each of them again under "Steps not made" ("the loop already went on")
+    res = _static(vadd, tmp_path, 8)
+    made = {s.strategy for s in res.steps}
+    assert made and all(m.refused for m in res.not_made if m.strategy in made), res.not_made
+    section = (tmp_path / "out" / "report.md").read_text().split("## Steps not made", 1)[-1].split("## ", 1)[0]
+    assert "already went on" not in section and "already evaluated" not in section, section
+    for strategy in made:  # this run refuses none of the steps it made: none is listed
+        assert f"→ {strategy} (" not in section, section
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert not made & {d["strategy"] for d in data["not_made"]}
+
+
 def test_an_incorrect_candidate_says_which_output_seed_and_error(vadd: Path, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-loopback")

@@ -111,8 +111,10 @@ def test_matches_cuda_occupancy_header(tmp_path: Path):
     assert len(rows) > 1000
     mismatches = []
     for err, a, r, b, s, blocks in rows:
-        ours = theoretical_occupancy(r, b, s, target=archs[a].name).active_blocks_per_sm
+        occ = theoretical_occupancy(r, b, s, target=archs[a].name)
+        ours = occ.active_blocks_per_sm
         expected = blocks if err == 0 else 0
-        if ours != expected:
-            mismatches.append((archs[a].name, r, b, s, expected, ours))
+        # a block that cannot be resident at all is a launch that cannot run, and says why
+        if ours != expected or bool(occ.cannot_launch) != (expected == 0):
+            mismatches.append((archs[a].name, r, b, s, expected, ours, occ.cannot_launch))
     assert not mismatches, mismatches[:10]

@@ -731,6 +731,18 @@ class KernelFacts:
         s = a.stride(var)
         return s is None or s != 0
 
+    def masked_tile_loops(self) -> tuple[LoopFact, ...]:
+        """Triton tile loops (:attr:`TritonFacts.tile_loops`: a loop over a dimension in steps of a tile, the K
+        loop of a matmul) whose body holds a masked ``tl.load``/``tl.store``: the masks a divisibility flag
+        (``EVEN_K``) can take out of every iteration. Empty for CUDA kernels and for kernels with no such loop
+        (an elementwise kernel's one masked load per program is no loop's)."""
+        tf = self.triton
+        if tf is None:
+            return ()
+        masked = [m.span for m in tf.memops if m.masked]
+        return tuple(lp for lp in self.loops if lp.id in tf.tile_loops
+                     and any(lp.span[0] <= sp[0] and sp[1] <= lp.span[1] for sp in masked))
+
     def matmul_loops(self) -> tuple[LoopFact, ...]:
         """Loops that accumulate products of two operands along a shared dimension (a matmul's K loop): a
         ``sum`` accumulator, and two reads of different pointers (global or shared) inside the loop, both

@@ -67,7 +67,21 @@ def launch_calls(root: Node, src: bytes, kernel_name: str | None = None) -> list
 
 
 def dims_of(env: ConstEnv, expr: Node, scope: Node | None) -> list[Node]:
-    """Component expressions of a launch ``grid``/``block`` argument (see module docstring)."""
+    """Component expressions of a launch ``grid``/``block`` argument (see module docstring), without trailing
+    components that are the constant 1: ``dim3(8, 8, 1)`` is a 2-D block, ``dim3(256, 1, 1)`` a 1-D one, as
+    ``dim3``'s omitted components default to 1 (CUDA C++ Programming Guide, "dim3"). A leading or middle 1 stays
+    (it places the others). The one reader of launch dimensions: every caller counts the same dimensions."""
+    comps = _components(env, expr, scope)
+    while len(comps) > 1:
+        c = env.const(comps[-1], scope)
+        if c is None or c.value != 1:
+            break
+        comps.pop()
+    return comps
+
+
+def _components(env: ConstEnv, expr: Node, scope: Node | None) -> list[Node]:
+    """Every component expression of a launch ``grid``/``block`` argument, as written."""
     expr = unwrap_parens(expr)
     if expr.type == "call_expression" and env.t(expr.child_by_field_name("function")) == "dim3":
         args = expr.child_by_field_name("arguments")
@@ -89,7 +103,7 @@ def dims_of(env: ConstEnv, expr: Node, scope: Node | None) -> list[Node]:
                     continue
                 if v.type in ("argument_list", "initializer_list"):
                     return list(v.named_children)
-                return dims_of(env, v, scope)
+                return _components(env, v, scope)
     return [expr]
 
 
