@@ -1,6 +1,7 @@
 # HTAM kernel assistant: the two commands of the README.
 #   make demo  -> install, then run the main job on the bundled example
 #   make test  -> install with test extras, then run every test (Python, then the VS Code extension)
+#   make test-fast -> the quick tier while you work: lint and the fast Python tests, a few minutes on 2 cores
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
@@ -8,7 +9,7 @@ BIN     = $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 OUT    ?= htam-out
 
-.PHONY: install install-test demo test test-python test-extension lint clean
+.PHONY: install install-test demo test test-fast test-python test-extension lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +34,14 @@ demo: install
 lint: install-test
 	$(BIN)/ruff check .
 
+# The full Python suite, spread over the machine's cores (pytest-xdist; PYTEST_WORKERS=0 runs it in one process).
+PYTEST_WORKERS ?= auto
 test-python: install-test lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
+
+# The quick tier: no editor, no GPU, no nvcc compile loops (marker slow), cross products sampled (HTAM_TEST_TIER).
+test-fast: install-test lint
+	HTAM_TEST_TIER=fast $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow and not editor and not gpu"
 
 # The extension's checks, then its end-to-end test in code-server + headless Chromium against this venv's server.
 test-extension: install-test
