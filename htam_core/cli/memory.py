@@ -68,8 +68,9 @@ def _open(path: str | None) -> Store:
     return store
 
 
-def _listed(errors: list[tuple[int, str]]) -> str:
-    shown = "; ".join(f"line {line}: {msg}" for line, msg in errors[:_MAX_LISTED])
+def _listed(file: str, errors: list[tuple[int, str]]) -> str:
+    """The first invalid records as ``FILE:LINE: what`` (the form editors and terminals jump to)."""
+    shown = "; ".join(f"{file}:{line}: {msg}" for line, msg in errors[:_MAX_LISTED])
     return shown + (f"; and {len(errors) - _MAX_LISTED} more" if len(errors) > _MAX_LISTED else "")
 
 
@@ -81,13 +82,13 @@ def _import(path: str | None, file: str, skip_invalid: bool) -> int:
         raise UsageError(str(exc)) from None
     n_bad, n_ok = len(export.errors), len(export.records)
     if n_bad and not skip_invalid:
-        raise UsageError(f"{file}: {n_bad} invalid record(s), nothing was imported ({_listed(export.errors)}). "
+        raise UsageError(f"{file}: {n_bad} invalid record(s), nothing was imported ({_listed(file, export.errors)}). "
                          f"Fix them, or pass --skip-invalid to import the {n_ok} valid record(s)")
     with _open(path) as store:
         result = store.import_records([rec for _, rec in export.records])
         print(f"imported {result.added} records ({result.skipped} already present) into {store.path}")
     if n_bad:
-        print(f"htam: warning: skipped {n_bad} invalid record(s) of {file}: {_listed(export.errors)}",
+        print(f"htam: warning: skipped {n_bad} invalid record(s) of {file}: {_listed(file, export.errors)}",
               file=sys.stderr)
     return 0
 
