@@ -137,8 +137,13 @@ def merge_files(sources: list[str | Path], into: str | Path, kb: KnowledgeBase |
                 keep, drop = sorted([seen, (str(src), r)], key=lambda sr: (sr[1].time, sr[0], repr(sr[1].to_json())))
                 recs[r.uid] = keep
                 clashes.append(drop)
-    with open_store(into, kb=kb) as store:
+    store = open_store(into, kb=kb)
+    try:
         counts = store.merge_records([r for _, r in recs.values()])
+    except BaseException:
+        store.discard_if_new()  # a failed merge never leaves behind an empty store it created
+        raise
+    store.close()
     by_uid = {uid: src for uid, (src, _) in recs.items()}
     report.added, report.same = counts.added, counts.same
     report.conflicts = sorted([(by_uid[u], u) for u in counts.conflicts] + [(s, r.uid) for s, r in clashes])

@@ -248,9 +248,11 @@ def _connect(path: Path, mode: Literal["rw", "ro", "immutable"] = "rw") -> sqlit
 
 def is_sqlite_file(path: Path) -> bool:
     """True when ``path`` is a regular file that starts with :data:`SQLITE_MAGIC`."""
+    if not path.is_file():  # checked first: opening a named pipe for reading would block
+        return False
     try:
         with open(path, "rb") as fh:
-            return path.is_file() and fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+            return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return False
 
@@ -282,6 +284,9 @@ def _io_error(path: Path, what: str, exc: BaseException) -> MemoryStoreError:
         return MemoryStoreError(
             f"cannot {what} the memory store {path}: it is not writable ({detail}). Fix the permissions of the "
             "file and its folder, or point --memory/HTAM_MEMORY at a writable file", path, "readonly")
+    if isinstance(exc, sqlite3.Error) and _errname(exc) == "SQLITE_FULL" or getattr(exc, "errno", None) == 28:
+        return MemoryStoreError(f"cannot {what} the memory store {path}: the disk is full ({detail}). Free some "
+                                "space on it, or point --memory/HTAM_MEMORY at a store on another disk", path, "io")
     return MemoryStoreError(f"cannot {what} the memory store {path}: {detail}. Check the disk and the path",
                             path, "io")
 
@@ -310,6 +315,10 @@ class _Db:
             raise MemoryStoreError(
                 f"{path} is a folder, not a memory store file; it was left untouched. Pass the path of a store "
                 f"file, e.g. --memory {path / 'memory.sqlite3'}", path, "not-a-store")
+        if path.exists() and not path.is_file():  # a named pipe or a device: SQLite would block or fail on it
+            raise MemoryStoreError(
+                f"{path} is not a regular file (a named pipe, socket or device), so it is not a memory store; it "
+                "was left untouched. Point --memory/HTAM_MEMORY at a store file", path, "not-a-store")
         if not path.parent.is_dir():
             if not make_parents:
                 raise MemoryStoreError(
@@ -324,6 +333,8 @@ class _Db:
         try:
             self.conn = self._open_checked()
         except MemoryStoreError as exc:
+            if self.created:
+                _remove_if_empty(path)
             if exc.kind != "corrupt" or on_corrupt != "move-aside":
                 raise
             self.moved_aside = move_aside(path)
@@ -447,6 +458,31 @@ class _Db:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _remove_if_empty(path: Path) -> None:
+    """Delete a store file that a failed open created and left empty, with its side files.
+
+    Empty: 0 bytes, or an SQLite header and no table (the state after ``PRAGMA journal_mode = WAL`` on a new
+    file), with no write-ahead log content. A file holding anything else is kept: another process may have
+    set it up meanwhile.
+    """
+    wal = path.with_name(path.name + "-wal")
+    try:
+        if wal.exists() and wal.stat().st_size > 0:
+            return
+        if path.stat().st_size > 0:
+            if not is_sqlite_file(path):
+                return
+            conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+            try:
+                if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    return
+            finally:
+                conn.close()
+        remove_store_files(path)
+    except (OSError, sqlite3.Error):
+        pass
 
 
 def remove_store_files(path: str | Path) -> None:
@@ -651,6 +687,22 @@ class Store:
         """Close every connection."""
         for db in self.dbs:
             db.close()
+
+    def discard_if_new(self) -> bool:
+        """Close the store; delete its write file when this open created it and it still holds no record.
+
+        A command whose write failed (a full disk during an import) calls it, so that a failure never leaves an
+        empty store file that was not there before. Returns whether the file was deleted.
+        """
+        db = self.dbs[0]
+        try:
+            empty = db.created and db.conn.execute("SELECT count(*) FROM records").fetchone()[0] == 0
+        except sqlite3.Error:
+            empty = False
+        self.close()
+        if empty:
+            remove_store_files(db.path)
+        return empty
 
     def __enter__(self) -> Store:
         return self
