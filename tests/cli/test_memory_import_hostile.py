@@ -143,3 +143,22 @@ def test_store_import_json_checks_the_names_too(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="record 0 of the export is malformed: step 'nope' is not a strategy"):
             st.import_json(data)
         assert st.count() == 0
+
+
+def test_merge_checks_store_and_export_sources_like_an_import(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A teammate's store is a file from elsewhere too: a 10 MB step written into it directly is refused."""
+    src = _store(tmp_path / "theirs.sqlite3")
+    conn = sqlite3.connect(src)
+    conn.execute("UPDATE records SET step = ?", ("S" * 10_000_000,))
+    conn.commit()
+    conn.close()
+    team = tmp_path / "team.sqlite3"
+    assert main(["memory", "merge", str(src), "--into", str(team)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"htam: error: {src}: record 1 (uid ") and "step is 10,000,000 characters long" in err
+    assert err.count("\n") == 1 and len(err) < 1000 and not team.exists()
+    bad = _export(tmp_path / "hostile.json", _record_text(direction="nowhere"))
+    assert main(["memory", "merge", str(bad), "--into", str(team)]) == 2
+    err = capsys.readouterr().err
+    assert f"e.g. {bad}:3: direction 'nowhere' is not a direction" in err and not team.exists()
