@@ -12,6 +12,7 @@ convention where one fits (70 internal error, 75 temporary failure).
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -26,7 +27,8 @@ EXIT_PROBLEM = 1
 EXIT_USAGE = 2
 #: The memory store cannot be used as it is: corrupt, not a store, newer schema, or not writable.
 EXIT_STORE = 3
-#: A file or folder could not be read or written (permissions, read-only file system, disk full).
+#: A file or folder could not be read or written (permissions, read-only file system, disk full); a memory
+#: store the OS fails to write (a full disk) counts here too.
 EXIT_IO = 4
 #: ``optimize --apply`` refused to write the file: no candidate was verified on a GPU and measured faster.
 EXIT_APPLY_REFUSED = 5
@@ -45,7 +47,8 @@ EXIT_CODES: dict[int, str] = {
     EXIT_PROBLEM: "ran, but found a problem (candidate refused or unverified, wrong start kernel, declined)",
     EXIT_USAGE: "bad usage or bad input (missing file, unknown kernel, malformed htam.toml or import file)",
     EXIT_STORE: "the memory store is unusable (corrupt, not a store, newer schema, not writable)",
-    EXIT_IO: "a file or folder could not be read or written (permissions, read-only file system, disk full)",
+    EXIT_IO: "a file or folder could not be read or written (permissions, read-only file system, disk full, "
+             "the memory store's disk included)",
     EXIT_APPLY_REFUSED: "optimize --apply refused to write the file: nothing verified on a GPU and measured faster "
                         "(the file is unchanged; --apply-unverified writes anyway)",
     EXIT_INTERNAL: "internal error (a bug): the message names the file holding the traceback",
@@ -84,12 +87,25 @@ class UsageError(CLIError):
 KERNEL_FILE = "kernel file (.cu, .cuh or .py)"
 
 
+def _kind_of(p: str) -> str:
+    """What an existing path that is not a regular file or folder is, in words (from ``os.stat``, which never
+    opens it: opening a FIFO for reading would block)."""
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        return "not a regular file"
+    kinds = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((f"{name}, not a regular file" for test, name in kinds if test(mode)), "not a regular file")
+
+
 def missing_path_message(path: str | os.PathLike[str], what: str = KERNEL_FILE, *, folder: bool = False) -> str | None:
     """The one message every command gives for a path that does not exist (or is the wrong kind), or ``None``
-    when ``path`` is an existing file (``folder=True``: an existing folder).
+    when ``path`` is an existing regular file (``folder=True``: an existing folder).
 
     ``"nope.cu does not exist (looked in /home/me/src): pass the path of an existing kernel file (.cu, .cuh or
-    .py)"``; a folder where a file is expected (or the reverse) says so instead.
+    .py)"``; a folder where a file is expected says so, a file where a folder is expected says so, and a named
+    pipe, socket or device says what it is. The path is only ``stat``-ed, never opened.
 
     Args:
         path: the path as the user typed it (kept in the message as typed).
@@ -100,18 +116,45 @@ def missing_path_message(path: str | os.PathLike[str], what: str = KERNEL_FILE, 
     if (os.path.isdir(p) if folder else os.path.isfile(p)):
         return None
     if os.path.exists(p):
-        kind = "a folder" if os.path.isdir(p) else "not a folder"
+        if folder:
+            kind = "a file, not a folder" if os.path.isfile(p) else _kind_of(p).replace("regular file", "folder")
+        else:
+            kind = "a folder" if os.path.isdir(p) else _kind_of(p)
         return f"{p} is {kind}: pass the path of an existing {what}"
     where = "" if os.path.isabs(p) else f" (looked in {os.getcwd()})"
     return f"{p} does not exist{where}: pass the path of an existing {what}"
 
 
 def require_path(path: str | os.PathLike[str], what: str = KERNEL_FILE, *, folder: bool = False) -> None:
-    """Raise :class:`UsageError` with :func:`missing_path_message` when ``path`` is not an existing file
+    """Raise :class:`UsageError` with :func:`missing_path_message` when ``path`` is not an existing regular file
     (``folder=True``: folder). Every command checks the paths it is given through this one function."""
     msg = missing_path_message(path, what, folder=folder)
     if msg is not None:
         raise UsageError(msg)
+
+
+def require_source(path: str | os.PathLike[str], what: str = KERNEL_FILE) -> None:
+    """The one check of every command that reads a kernel source file: :func:`require_path`, then the file must
+    be readable UTF-8 text (what nvcc and Python read by default).
+
+    A binary or latin-1 file gets one line that says which byte could not be read, on which line, instead of a
+    later "no kernel was found" (``htam verify`` said that and offered an htam.toml template).
+
+    Raises:
+        UsageError: missing, not a regular file, or not UTF-8 text.
+        OSError: the file exists but cannot be read (the boundary reports it with exit 4).
+    """
+    require_path(path, what)
+    p = os.fspath(path)
+    with open(p, "rb") as fh:
+        raw = fh.read()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"{p} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at line {line}: a binary file, or "
+                         "text in another encoding such as latin-1), so htam cannot read it; save it as UTF-8 "
+                         f"and pass it again, or pass another {what}") from None
 
 
 def exit_codes_help() -> str:
@@ -136,7 +179,10 @@ def _store_error_in_chain(exc: BaseException) -> BaseException | None:
 
 
 def _store_exit_code(store_exc: BaseException) -> int:
-    return EXIT_LOCKED if getattr(store_exc, "kind", "") == "locked" else EXIT_STORE
+    """75 for a store locked by another writer, 4 for what the OS failed to do with it (``kind="io"``: a full
+    disk among others), 3 for a store that is unusable as it is."""
+    kind = getattr(store_exc, "kind", "")
+    return EXIT_LOCKED if kind == "locked" else EXIT_IO if kind == "io" else EXIT_STORE
 
 
 def _os_error_line(exc: OSError) -> str:

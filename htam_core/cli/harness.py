@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 
-from htam_core.cli.errors import UsageError, require_path
+from htam_core.cli.errors import UsageError, require_source
 from htam_core.cli.kernel_arg import resolve_kernel
 
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.harness.template import write_template
     from htam_core.source import SourceError, incomplete_reason, load
 
-    require_path(args.file, _INFER_FILE)
+    require_source(args.file, _INFER_FILE)
     path = Path(args.file)
     if path.suffix not in (".py", ".cu", ".cuh"):
         raise UsageError(f"{args.file}: pass an existing .py file holding a Triton kernel, or a .cu program with "

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from htam_core.cli.errors import UsageError, require_path
+from htam_core.cli.errors import UsageError, require_source
 from htam_core.source import SourceError, load
 
 
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     Raises:
         UsageError: the file is missing, unreadable or not CUDA/Python.
     """
-    require_path(args.file)
+    require_source(args.file)
     try:
         model = load(args.file)
     except SourceError as exc:

@@ -17,12 +17,15 @@ refused (a mistyped ``--memory``), and reading commands (``stats``, ``export``) 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
-from htam_core.cli.errors import UsageError, require_path
+from htam_core.cli.errors import EXIT_IO, CLIError, UsageError, require_path
 from htam_core.memory import Store, default_store_path, open_store
 from htam_core.memory.export_file import ExportFileError, read_export
 from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, MemoryStoreError, check_movable, move_aside
@@ -60,16 +63,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _open(path: str | None) -> Store:
-    """Open the store; a :class:`MemoryStoreError` goes to the CLI error boundary (exit 3, or 75 when locked)."""
-    store = open_store(path)
-    for w in store.warnings:
+def _warn(warnings: list[str]) -> None:
+    """Print each warning of a store as one ``htam: warning:`` line on stderr."""
+    for w in warnings:
         print(f"htam: warning: {w}", file=sys.stderr)
+
+
+def _open(path: str | None) -> Store:
+    """Open the store and print its warnings; a :class:`MemoryStoreError` goes to the CLI error boundary (exit 3,
+    4 when the OS failed to write it, 75 when locked)."""
+    store = open_store(path)
+    _warn(store.warnings)
     return store
 
 
-def _listed(errors: list[tuple[int, str]]) -> str:
-    shown = "; ".join(f"line {line}: {msg}" for line, msg in errors[:_MAX_LISTED])
+def _listed(file: str, errors: list[tuple[int, str]]) -> str:
+    """The first invalid records as ``FILE:LINE: what`` (the form editors and terminals jump to)."""
+    shown = "; ".join(f"{file}:{line}: {msg}" for line, msg in errors[:_MAX_LISTED])
     return shown + (f"; and {len(errors) - _MAX_LISTED} more" if len(errors) > _MAX_LISTED else "")
 
 
@@ -81,13 +91,20 @@ def _import(path: str | None, file: str, skip_invalid: bool) -> int:
         raise UsageError(str(exc)) from None
     n_bad, n_ok = len(export.errors), len(export.records)
     if n_bad and not skip_invalid:
-        raise UsageError(f"{file}: {n_bad} invalid record(s), nothing was imported ({_listed(export.errors)}). "
+        raise UsageError(f"{file}: {n_bad} invalid record(s), nothing was imported ({_listed(file, export.errors)}). "
                          f"Fix them, or pass --skip-invalid to import the {n_ok} valid record(s)")
-    with _open(path) as store:
+    store = open_store(path)  # its warnings are printed after the import: "created a new store" may be undone
+    try:
         result = store.import_records([rec for _, rec in export.records])
-        print(f"imported {result.added} records ({result.skipped} already present) into {store.path}")
+    except BaseException:
+        if not store.discard_if_new():  # a failed import never leaves behind an empty store it created
+            _warn(store.warnings)
+        raise
+    store.close()
+    _warn(store.warnings)
+    print(f"imported {result.added} records ({result.skipped} already present) into {store.path}")
     if n_bad:
-        print(f"htam: warning: skipped {n_bad} invalid record(s) of {file}: {_listed(export.errors)}",
+        print(f"htam: warning: skipped {n_bad} invalid record(s) of {file}: {_listed(file, export.errors)}",
               file=sys.stderr)
     return 0
 
@@ -189,10 +206,7 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "export":
             text = json.dumps(store.export(), indent=1, sort_keys=True) + "\n"
             if args.file:
-                try:
-                    Path(args.file).write_text(text, encoding="utf-8")
-                except OSError as exc:
-                    raise UsageError(f"cannot write {args.file}: {exc.strerror}") from None
+                _write_export(args.file, text)
                 print(f"exported {store.count()} records to {args.file}", file=sys.stderr)
             else:
                 sys.stdout.write(text)
@@ -204,6 +218,41 @@ def run(args: argparse.Namespace) -> int:
             print(f"deleted {n} records from {store.path}")
             return 0
     raise UsageError(f"unknown memory action {args.action!r}")
+
+
+def _write_export(file: str, text: str) -> None:
+    """Write an export to ``file`` whole or not at all.
+
+    A regular file (or a new one) is written to a temporary file in the same folder, flushed to disk and renamed
+    over ``file`` (``os.replace`` is atomic on POSIX), so a full disk leaves the old file, or none, never a
+    truncated one. A pipe or a device (``/dev/stdout``) is written directly: it cannot be renamed over.
+
+    Raises:
+        CLIError: (exit 4) the write failed; the message names ``file`` and the reason.
+    """
+    target = Path(file)
+    data = text.encode("utf-8")
+    regular = not target.exists() or target.is_file()
+    try:
+        if not regular:
+            with open(target, "wb") as fh:
+                fh.write(data)
+            return
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fh.fileno(), view):]
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        full = " (the disk is full: free some space or choose another disk)" if exc.errno == errno.ENOSPC else ""
+        kept = "; the file was left as it was" if regular else ""
+        raise CLIError(f"cannot write the export to {file}: {exc.strerror or exc}{full}{kept}", EXIT_IO) from None
 
 
 def _confirm(question: str) -> bool:

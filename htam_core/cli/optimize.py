@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from htam_core.cli.errors import EXIT_APPLY_REFUSED, EXIT_IO, CLIError, UsageError, require_path
+from htam_core.cli.errors import EXIT_APPLY_REFUSED, EXIT_IO, CLIError, UsageError, require_source
 from htam_core.cli.kernel_arg import add_kernel_argument, resolve_kernel
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.generate.errors import LLMConfigError
     from htam_core.optimize import OptimizeError, OptimizeTask, ProgressEvent, run_optimize
 
-    require_path(args.file)
+    require_source(args.file)
     args.kernel = resolve_kernel(args.file, args.kernel)
     if args.budget < 1:
         raise UsageError("--budget must be at least 1")

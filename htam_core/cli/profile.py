@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from htam_core.cli.errors import UsageError, require_path
+from htam_core.cli.errors import UsageError, require_source
 from htam_core.cli.kernel_arg import add_kernel_argument, resolve_kernel
 from htam_core.cli.progress import when_slow
 
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.profile.api import no_gpu_reason, profile_kernel
     from htam_core.types.errors import ProfileError
 
-    require_path(args.file)
+    require_source(args.file)
     args.kernel = resolve_kernel(args.file, args.kernel)
     constexprs = _parse_constexprs(args.constexpr)
     static = True if args.static else None

@@ -20,7 +20,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from htam_core.cli.errors import UsageError, require_path
+from htam_core.cli.errors import UsageError, require_source
 from htam_core.cli.kernel_arg import add_kernel_argument, resolve_kernel
 from htam_core.memory import (
     ABLATIONS,
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.editor.ranking import unranked_reason  # lazily: start-up speed (see htam_core.cli)
     from htam_core.source import SourceError, load
 
-    require_path(args.file)
+    require_source(args.file)
     args.kernel = resolve_kernel(args.file, args.kernel)
     if args.top < 1:
         raise UsageError("--top must be at least 1")

@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from htam_core.cli.errors import UsageError, require_path
+from htam_core.cli.errors import UsageError, require_source
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.harness.base import HarnessError
     from htam_core.verify.check import resolve_harness, verify_candidate
 
-    require_path(args.candidate, "candidate file (.py, .cu or .cuh)")
+    require_source(args.candidate, "candidate file (.py, .cu or .cuh)")
     cand = Path(args.candidate)
     if cand.suffix not in (".py", ".cu", ".cuh"):
         raise UsageError(f"{cand.name}: htam verify checks .py, .cu and .cuh files")

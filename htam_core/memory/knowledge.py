@@ -156,6 +156,10 @@ class KnowledgeBase:
         """Whether ``strategy_id`` names a strategy of this knowledge base."""
         return strategy_id in self._strat
 
+    def has_direction(self, direction_id: str) -> bool:
+        """Whether ``direction_id`` names a direction of this knowledge base."""
+        return direction_id in self._dir
+
     def strategies_of(self, direction_id: str) -> list[Strategy]:
         """The strategies under ``direction_id``, in file order."""
         return [s for s in self.strategies if s.direction == direction_id]

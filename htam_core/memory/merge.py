@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from htam_core.memory.knowledge import KnowledgeBase
+from htam_core.memory.knowledge import KnowledgeBase, load_knowledge
 from htam_core.memory.records import Record
 from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, is_sqlite_file, open_store, read_records
 
@@ -71,17 +71,39 @@ class MergeReport:
                 + (" (not merged)" if self.conflicts else ""))
 
 
-def read_source(path: str | Path) -> list[Record]:
-    """The records of a store file or of a JSON export.
+def _checked_store_records(p: Path, kb: KnowledgeBase | None) -> list[Record]:
+    """The records of the store ``p``, each validated as an imported record is (sizes, UTF-8 text, names of the
+    knowledge base): a store is a file from elsewhere too, and is checked like an export.
 
     Raises:
-        MemoryStoreError: an unusable store file; ExportFileError: an unusable export (the message says why).
+        ExportFileError: the first invalid record, named by its position and uid; nothing is merged then.
+    """
+    from htam_core.memory.export_file import ExportFileError
+
+    kb = kb or load_knowledge()
+    recs = read_records(p)
+    for i, rec in enumerate(recs, 1):
+        try:
+            Record.from_json(rec.to_json()).check_names(kb)
+        except ValueError as exc:
+            raise ExportFileError(f"{p}: record {i} (uid {rec.uid[:40]!r}) cannot be merged: {exc}; nothing was "
+                                  "merged") from None
+    return recs
+
+
+def read_source(path: str | Path, kb: KnowledgeBase | None = None) -> list[Record]:
+    """The records of a store file or of a JSON export, validated (:meth:`Record.from_json` and
+    :meth:`Record.check_names` against ``kb``, default :func:`load_knowledge`).
+
+    Raises:
+        MemoryStoreError: an unusable store file; ExportFileError: an unusable export, or an invalid record in
+            either (the message says why and which).
     """
     from htam_core.memory.export_file import ExportFileError, read_export
 
     p = Path(path)
     if is_sqlite_file(p) or not p.is_file():
-        return read_records(p)
+        return _checked_store_records(p, kb)
     what = ("pass a memory store (.sqlite3, as `htam optimize` or the editor writes) or an export (.json, from "
             "`htam memory export`)")
     head = p.read_bytes()[:64].lstrip()
@@ -90,10 +112,10 @@ def read_source(path: str | Path) -> list[Record]:
     if not head.startswith(b"{"):  # an export is one JSON object; a store starts with the SQLite header
         raise ExportFileError(f"{p} is neither an SQLite memory store (no SQLite header) nor an export (not a "
                               f"JSON object); {what}")
-    export = read_export(p, export_format=EXPORT_FORMAT, schema=SCHEMA_VERSION)
+    export = read_export(p, export_format=EXPORT_FORMAT, schema=SCHEMA_VERSION, kb=kb)
     if export.errors:
         line, msg = export.errors[0]
-        raise ExportFileError(f"{p}: {len(export.errors)} invalid record(s), e.g. line {line}: {msg}; nothing "
+        raise ExportFileError(f"{p}: {len(export.errors)} invalid record(s), e.g. {p}:{line}: {msg}; nothing "
                               "was merged")
     return [r for _, r in export.records]
 
@@ -125,7 +147,7 @@ def merge_files(sources: list[str | Path], into: str | Path, kb: KnowledgeBase |
     recs: dict[str, tuple[str, Record]] = {}
     clashes: list[tuple[str, Record]] = []
     for src in _distinct(sources):
-        got = read_source(src)
+        got = read_source(src, kb)
         report.per_source[str(src)] = len(got)
         for r in got:
             seen = recs.get(r.uid)
@@ -137,8 +159,13 @@ def merge_files(sources: list[str | Path], into: str | Path, kb: KnowledgeBase |
                 keep, drop = sorted([seen, (str(src), r)], key=lambda sr: (sr[1].time, sr[0], repr(sr[1].to_json())))
                 recs[r.uid] = keep
                 clashes.append(drop)
-    with open_store(into, kb=kb) as store:
+    store = open_store(into, kb=kb)
+    try:
         counts = store.merge_records([r for _, r in recs.values()])
+    except BaseException:
+        store.discard_if_new()  # a failed merge never leaves behind an empty store it created
+        raise
+    store.close()
     by_uid = {uid: src for uid, (src, _) in recs.items()}
     report.added, report.same = counts.added, counts.same
     report.conflicts = sorted([(by_uid[u], u) for u in counts.conflicts] + [(s, r.uid) for s, r in clashes])

@@ -23,9 +23,12 @@ from __future__ import annotations
 import math
 import uuid
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ENDPOINT_FAULT", "NOT_IN_TABLE", "NOT_LEARNED", "STATUSES", "PENALTY_INCORRECT", "PENALTY_FAILED", "Outcome", "Record", "Stats", "outcome_value",
+if TYPE_CHECKING:
+    from htam_core.memory.knowledge import KnowledgeBase
+
+__all__ = ["MAX_ID_CHARS", "MAX_NOTE_CHARS", "MAX_PREFIX", "MAX_STATE_KEYS", "ENDPOINT_FAULT", "NOT_IN_TABLE", "NOT_LEARNED", "STATUSES", "PENALTY_INCORRECT", "PENALTY_FAILED", "Outcome", "Record", "Stats", "outcome_value",
            "value_of"]
 
 #: Outcome statuses.
@@ -38,6 +41,15 @@ ENDPOINT_FAULT = "endpoint_fault"
 NOT_IN_TABLE = "not_in_table"
 #: Step statuses that are never recorded in the memory (the optimize loop skips them; :class:`Outcome` refuses them).
 NOT_LEARNED = (ENDPOINT_FAULT, NOT_IN_TABLE)
+#: Longest id-like string a record may hold (step, direction, prefix entries, uid, fingerprint, device, host,
+#: gpu, tag, variant, state keys), in characters. htam writes at most a few hundred (a fingerprint is a URL,
+#: a path and a kernel name); the bound keeps an imported file from growing the store without limit.
+MAX_ID_CHARS = 4096
+#: Longest outcome note, in characters (htam writes at most 300).
+MAX_NOTE_CHARS = 4096
+#: Most entries of a record's prefix (htam writes the last few steps) and keys of its state (htam writes a few
+#: dozen features).
+MAX_PREFIX, MAX_STATE_KEYS = 64, 1024
 #: Value of an incorrect result, in log-speedup units (ln 0.5).
 PENALTY_INCORRECT = math.log(0.5)
 #: Value of a failed step (compile error, crash, timeout), in log-speedup units (ln 0.75).
@@ -161,16 +173,67 @@ class Record:
         speedup = o.get("speedup")
         if speedup is not None:
             speedup = _finite("outcome.speedup", speedup)
+        note = o.get("note") or ""
+        if not isinstance(note, str):
+            raise ValueError(f"outcome.note must be a string, got {note!r}"[:200])
         outcome = Outcome(speedup, _field(o, "correct", bool, "outcome."), _field(o, "measured", bool, "outcome."),
-                          _field(o, "status", str, "outcome."), str(o.get("note", "")),
+                          _text("outcome.status", _field(o, "status", str, "outcome.")),
+                          _text("outcome.note", note, MAX_NOTE_CHARS),
                           None if o.get("spread") is None else _finite("outcome.spread", o["spread"]))
         prefix = _field(d, "prefix", list)
         if not all(isinstance(p, str) for p in prefix):
             raise ValueError("prefix must be a list of strategy ids (strings)")
-        state = {str(k): _finite(f"state.{k}", v) for k, v in _field(d, "state", dict).items()}
-        return cls(tuple(prefix), state, _field(d, "step", str), _field(d, "direction", str), outcome,
-                   _field(d, "fingerprint", str), _field(d, "device", str), _finite("time", d.get("time")),
-                   _field(d, "uid", str), *(_optional(d, k) for k in ("host", "gpu", "tag", "variant")))
+        if len(prefix) > MAX_PREFIX:
+            raise ValueError(f"prefix has {len(prefix)} steps, more than {MAX_PREFIX}")
+        raw_state = _field(d, "state", dict)
+        if len(raw_state) > MAX_STATE_KEYS:
+            raise ValueError(f"state has {len(raw_state)} keys, more than {MAX_STATE_KEYS}")
+        state = {_text("a state key", str(k)): _finite(f"state.{k}"[:100], v) for k, v in raw_state.items()}
+        return cls(tuple(_text("prefix", p) for p in prefix), state, _text("step", _field(d, "step", str)),
+                   _text("direction", _field(d, "direction", str)), outcome,
+                   _text("fingerprint", _field(d, "fingerprint", str)), _text("device", _field(d, "device", str)),
+                   _finite("time", d.get("time")), _text("uid", _field(d, "uid", str)),
+                   *(_optional(d, k) for k in ("host", "gpu", "tag", "variant")))
+
+    def check_names(self, kb: KnowledgeBase) -> None:
+        """Check that the step, the direction and every prefix entry are ids of the knowledge base ``kb``.
+
+        A record of another knowledge base cannot be ranked here (the ranker keys its statistics by these
+        ids), so an import refuses it rather than storing names nothing reads.
+
+        Raises:
+            ValueError: the first unknown id, named with its field.
+        """
+        if not kb.has_strategy(self.step):
+            raise ValueError(f"step {_shown(self.step)} is not a strategy of the knowledge base v{kb.version}")
+        if not kb.has_direction(self.direction):
+            raise ValueError(f"direction {_shown(self.direction)} is not a direction of the knowledge base "
+                             f"v{kb.version}")
+        for p in self.prefix:
+            if not kb.has_strategy(p):
+                raise ValueError(f"prefix step {_shown(p)} is not a strategy of the knowledge base v{kb.version}")
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a message, cut to 60 characters."""
+    return repr(text) if len(text) <= 60 else repr(text[:60]) + "..."
+
+
+def _text(name: str, value: str, limit: int = MAX_ID_CHARS) -> str:
+    """``value`` when it is at most ``limit`` characters and encodes as UTF-8 (a JSON ``\\ud800`` escape
+    decodes to a lone surrogate, which no UTF-8 file or SQLite text can hold).
+
+    Raises:
+        ValueError: too long, or a lone surrogate; the message names the field.
+    """
+    if len(value) > limit:
+        raise ValueError(f"{name} is {len(value):,} characters long, more than {limit:,}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{name} holds a lone UTF-16 surrogate (\\u{ord(value[exc.start]):04x} at character "
+                         f"{exc.start}), which is not text") from None
+    return value
 
 
 def _optional(d: dict[str, Any], name: str) -> str | None:
@@ -178,7 +241,7 @@ def _optional(d: dict[str, Any], name: str) -> str | None:
     value = d.get(name)
     if value is not None and not isinstance(value, str):
         raise ValueError(f"{name} must be a string or null, got {value!r}"[:200])
-    return value
+    return None if value is None else _text(name, value)
 
 
 def _field(d: dict[str, Any], name: str, kind: type, where: str = "") -> Any:

@@ -248,9 +248,11 @@ def _connect(path: Path, mode: Literal["rw", "ro", "immutable"] = "rw") -> sqlit
 
 def is_sqlite_file(path: Path) -> bool:
     """True when ``path`` is a regular file that starts with :data:`SQLITE_MAGIC`."""
+    if not path.is_file():  # checked first: opening a named pipe for reading would block
+        return False
     try:
         with open(path, "rb") as fh:
-            return path.is_file() and fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+            return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return False
 
@@ -282,6 +284,9 @@ def _io_error(path: Path, what: str, exc: BaseException) -> MemoryStoreError:
         return MemoryStoreError(
             f"cannot {what} the memory store {path}: it is not writable ({detail}). Fix the permissions of the "
             "file and its folder, or point --memory/HTAM_MEMORY at a writable file", path, "readonly")
+    if isinstance(exc, sqlite3.Error) and _errname(exc) == "SQLITE_FULL" or getattr(exc, "errno", None) == 28:
+        return MemoryStoreError(f"cannot {what} the memory store {path}: the disk is full ({detail}). Free some "
+                                "space on it, or point --memory/HTAM_MEMORY at a store on another disk", path, "io")
     return MemoryStoreError(f"cannot {what} the memory store {path}: {detail}. Check the disk and the path",
                             path, "io")
 
@@ -310,6 +315,10 @@ class _Db:
             raise MemoryStoreError(
                 f"{path} is a folder, not a memory store file; it was left untouched. Pass the path of a store "
                 f"file, e.g. --memory {path / 'memory.sqlite3'}", path, "not-a-store")
+        if path.exists() and not path.is_file():  # a named pipe or a device: SQLite would block or fail on it
+            raise MemoryStoreError(
+                f"{path} is not a regular file (a named pipe, socket or device), so it is not a memory store; it "
+                "was left untouched. Point --memory/HTAM_MEMORY at a store file", path, "not-a-store")
         if not path.parent.is_dir():
             if not make_parents:
                 raise MemoryStoreError(
@@ -324,6 +333,8 @@ class _Db:
         try:
             self.conn = self._open_checked()
         except MemoryStoreError as exc:
+            if self.created:
+                _remove_if_empty(path)
             if exc.kind != "corrupt" or on_corrupt != "move-aside":
                 raise
             self.moved_aside = move_aside(path)
@@ -449,6 +460,31 @@ class _Db:
         self.conn.close()
 
 
+def _remove_if_empty(path: Path) -> None:
+    """Delete a store file that a failed open created and left empty, with its side files.
+
+    Empty: 0 bytes, or an SQLite header and no table (the state after ``PRAGMA journal_mode = WAL`` on a new
+    file), with no write-ahead log content. A file holding anything else is kept: another process may have
+    set it up meanwhile.
+    """
+    wal = path.with_name(path.name + "-wal")
+    try:
+        if wal.exists() and wal.stat().st_size > 0:
+            return
+        if path.stat().st_size > 0:
+            if not is_sqlite_file(path):
+                return
+            conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+            try:
+                if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    return
+            finally:
+                conn.close()
+        remove_store_files(path)
+    except (OSError, sqlite3.Error):
+        pass
+
+
 def remove_store_files(path: str | Path) -> None:
     """Delete a store file with its ``-wal`` and ``-shm`` files (a task that starts its own store afresh)."""
     p = Path(path)
@@ -536,6 +572,18 @@ def _row_to_record(row: Sequence[Any]) -> Record:
 
 _RECORD_COLS = ("id, uid, time, prefix, state, step, direction, speedup, correct, measured, status, note, "
                 "fingerprint, device, spread, host, gpu, tag, variant")
+#: The placeholders of one row of :data:`_RECORD_COLS` (the id is assigned by SQLite).
+_RECORD_MARKS = "NULL, " + ", ".join("?" * (len(_RECORD_COLS.split(", ")) - 1))
+#: Uids looked up per statement on import (well under SQLite's default limit of 32,766 parameters).
+_UID_CHUNK = 500
+
+
+def _record_row(rec: Record) -> tuple[Any, ...]:
+    """The values of ``rec`` for :data:`_RECORD_MARKS`."""
+    o = rec.outcome
+    return (rec.uid, rec.time, json.dumps(list(rec.prefix)), json.dumps(rec.state, sort_keys=True), rec.step,
+            rec.direction, o.speedup, int(o.correct), int(o.measured), o.status, o.note, rec.fingerprint,
+            rec.device, o.spread, rec.host, rec.gpu, rec.tag, rec.variant)
 
 
 def _columns_of(conn: sqlite3.Connection, version: int) -> str:
@@ -544,6 +592,10 @@ def _columns_of(conn: sqlite3.Connection, version: int) -> str:
         return _RECORD_COLS
     have = {r[1] for r in conn.execute("PRAGMA table_info(records)")}
     return ", ".join(c if c in have else f"NULL AS {c}" for c in _RECORD_COLS.split(", "))
+
+
+#: The statistics one transaction touches: ``("nodes", (level, id))`` or ``("edges", (level, src, dst))`` -> stats.
+_StatsCache = dict[tuple[str, tuple[str, ...]], Stats]
 
 
 def _stats_from_row(row: Sequence[Any]) -> Stats:
@@ -635,6 +687,22 @@ class Store:
         """Close every connection."""
         for db in self.dbs:
             db.close()
+
+    def discard_if_new(self) -> bool:
+        """Close the store; delete its write file when this open created it and it still holds no record.
+
+        A command whose write failed (a full disk during an import) calls it, so that a failure never leaves an
+        empty store file that was not there before. Returns whether the file was deleted.
+        """
+        db = self.dbs[0]
+        try:
+            empty = db.created and db.conn.execute("SELECT count(*) FROM records").fetchone()[0] == 0
+        except sqlite3.Error:
+            empty = False
+        self.close()
+        if empty:
+            remove_store_files(db.path)
+        return empty
 
     def __enter__(self) -> Store:
         return self
@@ -738,17 +806,21 @@ class Store:
     def _direction_of(self, strategy_id: str) -> str:
         return self.kb.strategy(strategy_id).direction if self.kb.has_strategy(strategy_id) else "?"
 
-    def _insert(self, conn: sqlite3.Connection, rec: Record) -> None:
-        o = rec.outcome
-        conn.execute(
-            f"INSERT INTO records ({_RECORD_COLS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (rec.uid, rec.time, json.dumps(list(rec.prefix)), json.dumps(rec.state, sort_keys=True), rec.step,
-             rec.direction, o.speedup, int(o.correct), int(o.measured), o.status, o.note, rec.fingerprint,
-             rec.device, o.spread, rec.host, rec.gpu, rec.tag, rec.variant))
-        self._update_stats(conn, rec)
+    def _insert(self, conn: sqlite3.Connection, rec: Record, cache: _StatsCache | None = None) -> None:
+        """Insert ``rec`` and add it to the statistics (inside the caller's transaction; ``cache``: see
+        :meth:`_update_stats`)."""
+        conn.execute(f"INSERT INTO records ({_RECORD_COLS}) VALUES ({_RECORD_MARKS})", _record_row(rec))
+        self._update_stats(conn, rec, cache)
 
-    def _update_stats(self, conn: sqlite3.Connection, rec: Record) -> None:
-        """Add one record to the node and edge statistics of both levels (inside the caller's transaction)."""
+    def _update_stats(self, conn: sqlite3.Connection, rec: Record, cache: _StatsCache | None = None) -> None:
+        """Add one record to the node and edge statistics of both levels (inside the caller's transaction).
+
+        With ``cache``, the statistics touched are read from the file once, updated in memory and written by
+        :meth:`_write_stats` at the end of the transaction (an import of 100,000 records then costs one
+        statement per record, not nine); without it they are written now.
+        """
+        own = cache is None
+        cache = {} if cache is None else cache
         o = rec.outcome
         value = outcome_value(o)
         when = bottleneck_of_state(rec.state)
@@ -757,15 +829,24 @@ class Store:
         targets = [("nodes", ("direction", rec.direction)), ("nodes", ("strategy", rec.step)),
                    ("edges", ("direction", last_dir, rec.direction)), ("edges", ("strategy", last, rec.step))]
         for table, key in targets:
-            where = "level = ? AND id = ?" if table == "nodes" else "level = ? AND src = ? AND dst = ?"
-            row = conn.execute(f"SELECT {_STATS_COLS} FROM {table} WHERE {where}", key).fetchone()
-            stats = _stats_from_row(row) if row else Stats()
+            stats = cache.get((table, key))
+            if stats is None:
+                where = "level = ? AND id = ?" if table == "nodes" else "level = ? AND src = ? AND dst = ?"
+                row = conn.execute(f"SELECT {_STATS_COLS} FROM {table} WHERE {where}", key).fetchone()
+                stats = cache[(table, key)] = _stats_from_row(row) if row else Stats()
             stats.update(o, value, rec.time, when)
-            keys = "level, id" if table == "nodes" else "level, src, dst"
-            marks = ", ".join("?" * (len(key) + 10))
-            conn.execute(f"INSERT OR REPLACE INTO {table} ({keys}, {_STATS_COLS}) VALUES ({marks})",
-                         (*key, stats.count, stats.wins, stats.failures, stats.n_values, stats.mean, stats.m2,
-                          stats.last_seen, stats.note_when, stats.note_why, stats.note_risk))
+        if own:
+            self._write_stats(conn, cache)
+
+    @staticmethod
+    def _write_stats(conn: sqlite3.Connection, cache: _StatsCache) -> None:
+        """Write every statistic of ``cache`` (inside the caller's transaction)."""
+        for table, keys in (("nodes", "level, id"), ("edges", "level, src, dst")):
+            rows = [(*key, s.count, s.wins, s.failures, s.n_values, s.mean, s.m2, s.last_seen, s.note_when,
+                     s.note_why, s.note_risk) for (t, key), s in cache.items() if t == table]
+            if rows:
+                marks = ", ".join("?" * len(rows[0]))
+                conn.executemany(f"INSERT OR REPLACE INTO {table} ({keys}, {_STATS_COLS}) VALUES ({marks})", rows)
 
     def merge_records(self, recs: Sequence[Record]) -> MergeCounts:
         """Merge records into the write file idempotently and in one transaction, keyed by uid.
@@ -793,9 +874,10 @@ class Store:
             if counts.added:
                 for table in ("nodes", "edges"):
                     conn.execute(f"DELETE FROM {table}")
-                rows = conn.execute(f"SELECT {_RECORD_COLS} FROM records ORDER BY time, uid").fetchall()
-                for r in rows:
-                    self._update_stats(conn, _row_to_record(r))
+                cache: _StatsCache = {}
+                for r in conn.execute(f"SELECT {_RECORD_COLS} FROM records ORDER BY time, uid").fetchall():
+                    self._update_stats(conn, _row_to_record(r), cache)
+                self._write_stats(conn, cache)
         return counts
 
     def reset(self) -> int:
@@ -918,8 +1000,9 @@ class Store:
         as :meth:`record` would, so statistics merge (and importing the same file twice changes nothing).
 
         Raises:
-            ValueError: not an HTAM memory export, a newer export schema, or a malformed record (the
-                message gives its index). Nothing is written then.
+            ValueError: not an HTAM memory export, a newer export schema, or a malformed record (too large, not
+                text, or naming a step or direction this knowledge base does not have; the message gives its
+                index). Nothing is written then.
         """
         if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
             raise ValueError(f"not an HTAM memory export (expected \"format\": \"{EXPORT_FORMAT}\")")
@@ -932,7 +1015,9 @@ class Store:
         recs = []
         for i, r in enumerate(raw):
             try:
-                recs.append(Record.from_json(r))
+                rec = Record.from_json(r)
+                rec.check_names(self.kb)
+                recs.append(rec)
             except (KeyError, TypeError, ValueError) as exc:
                 raise ValueError(f"record {i} of the export is malformed: {exc}") from None
         return self.import_records(recs)
@@ -949,12 +1034,22 @@ class Store:
         """
         result = ImportResult()
         with self.dbs[0].write(timeout_s) as conn:
-            for rec in recs:
-                if conn.execute("SELECT 1 FROM records WHERE uid = ?", (rec.uid,)).fetchone():
-                    result.skipped += 1
-                    continue
-                self._insert(conn, rec)
-                result.added += 1
+            new: dict[str, Record] = {}
+            for rec in recs:  # the first of a uid given twice wins, as if they were added one by one
+                new.setdefault(rec.uid, rec)
+            uids = list(new)
+            for i in range(0, len(uids), _UID_CHUNK):
+                chunk = uids[i:i + _UID_CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                for (uid,) in conn.execute(f"SELECT uid FROM records WHERE uid IN ({marks})", chunk):
+                    del new[uid]
+            conn.executemany(f"INSERT INTO records ({_RECORD_COLS}) VALUES ({_RECORD_MARKS})",
+                             (_record_row(rec) for rec in new.values()))
+            cache: _StatsCache = {}
+            for rec in new.values():
+                self._update_stats(conn, rec, cache)
+            self._write_stats(conn, cache)
+            result.added, result.skipped = len(new), len(recs) - len(new)
         return result
 
 

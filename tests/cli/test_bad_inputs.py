@@ -152,14 +152,14 @@ def test_import_of_invalid_records_imports_nothing_and_names_the_lines(tmp_path:
     assert b"NaN" in before  # what json.dumps writes for a NaN, and what the old import stored as NULL
     assert main(["memory", "--memory", str(store), "import", str(src)]) == 2
     assert _err_lines(capsys) == [
-        f"htam: error: {src}: 2 invalid record(s), nothing was imported (line 3: time is NaN: numbers must be "
-        "finite; line 4: missing field device). Fix them, or pass --skip-invalid to import the 2 valid record(s)"]
+        f"htam: error: {src}: 2 invalid record(s), nothing was imported ({src}:3: time is NaN: numbers must be "
+        f"finite; {src}:4: missing field device). Fix them, or pass --skip-invalid to import the 2 valid record(s)"]
     assert _count(store) == 2 and src.read_bytes() == before
     assert main(["memory", "--memory", str(store), "import", str(src), "--skip-invalid"]) == 0
     captured = capsys.readouterr()
     assert captured.out == f"imported 2 records (0 already present) into {store}\n"
-    assert captured.err == (f"htam: warning: skipped 2 invalid record(s) of {src}: line 3: time is NaN: numbers "
-                            "must be finite; line 4: missing field device\n")
+    assert captured.err == (f"htam: warning: skipped 2 invalid record(s) of {src}: {src}:3: time is NaN: numbers "
+                            f"must be finite; {src}:4: missing field device\n")
     assert _count(store) == 4
 
 

@@ -44,5 +44,6 @@ def test_kernels_of_a_binary_file_says_what_to_do(tmp_path: Path, capsys: pytest
     f.write_bytes(b"\x80\x81\xff\x00")
     assert main(["kernels", str(f)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith("junk.cu: not UTF-8 text (invalid start byte at byte 0); save it as UTF-8 text, or pass a "
-                        "CUDA/Triton source file")
+    assert err == (f"htam: error: {f} is not UTF-8 text (byte 0x80 at line 1: a binary file, or text in another "
+                   "encoding such as latin-1), so htam cannot read it; save it as UTF-8 and pass it again, or pass "
+                   "another kernel file (.cu, .cuh or .py)")
