@@ -12,8 +12,10 @@ convention where one fits (70 internal error, 75 temporary failure).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -178,6 +180,30 @@ def _silence_stdout() -> None:
         pass
 
 
+_interrupted = threading.Event()
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    _interrupted.set()
+    raise KeyboardInterrupt
+
+
+def catch_interrupts() -> None:
+    """Install the command line's SIGINT handler (main thread only): it notes the interrupt, then raises
+    ``KeyboardInterrupt`` as Python's default handler does. A command may catch that to keep its work (``htam
+    optimize`` writes the report of the best kernel so far); :func:`error_boundary` still ends the command
+    with ``htam: interrupted`` and :data:`EXIT_INTERRUPTED`, whatever the command returned."""
+    if threading.current_thread() is threading.main_thread():
+        _interrupted.clear()
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
+def was_interrupted() -> bool:
+    """Whether a Ctrl-C (SIGINT) reached this command since :func:`catch_interrupts`: a command that caught it
+    to keep its work returns early, printing nothing more; the boundary says ``interrupted``."""
+    return _interrupted.is_set()
+
+
 def error_boundary(run: Callable[[], int]) -> int:
     """Run one command; turn every exception into one line on stderr and a documented exit code.
 
@@ -185,13 +211,17 @@ def error_boundary(run: Callable[[], int]) -> int:
         run: the command, returning its exit code.
 
     Returns:
-        The command's exit code, or the code of the error it raised (see :data:`EXIT_CODES`).
-        ``SystemExit`` (argparse's own usage errors, ``--help``) passes through unchanged.
+        The command's exit code, or the code of the error it raised (see :data:`EXIT_CODES`); 130
+        (:data:`EXIT_INTERRUPTED`) after a Ctrl-C seen by :func:`catch_interrupts`' handler, even one the
+        command caught. ``SystemExit`` (argparse's own usage errors, ``--help``) passes through unchanged.
     """
     try:
         code = int(run() or 0)
         if not sys.stdout.closed:  # `htam serve` closes stdout when the client ends the session
             sys.stdout.flush()  # a closed pipe shows up here at the latest, inside the boundary
+        if _interrupted.is_set():
+            _say("interrupted")
+            return EXIT_INTERRUPTED
         return code
     except BrokenPipeError:
         _silence_stdout()
@@ -200,6 +230,9 @@ def error_boundary(run: Callable[[], int]) -> int:
         _say("interrupted")
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the boundary: never a raw traceback
+        if _interrupted.is_set():  # a failure that the Ctrl-C caused (a worker call cut short)
+            _say("interrupted")
+            return EXIT_INTERRUPTED
         return _report(exc)
 
 

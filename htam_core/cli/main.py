@@ -17,7 +17,7 @@ import sys
 from typing import NoReturn
 
 from htam_core import __version__
-from htam_core.cli.errors import EXIT_USAGE, UsageError, error_boundary, exit_codes_help
+from htam_core.cli.errors import EXIT_USAGE, UsageError, catch_interrupts, error_boundary, exit_codes_help
 
 #: Subcommand name -> module that implements it. Modules that do not exist yet are skipped.
 SUBCOMMANDS: dict[str, str] = {
@@ -82,6 +82,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``htam`` console script. Returns the process exit code (see ``htam --help``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    catch_interrupts()
     return error_boundary(lambda: _dispatch(argv))
 
 
