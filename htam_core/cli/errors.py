@@ -11,6 +11,8 @@ convention where one fits (70 internal error, 75 temporary failure).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import signal
 import sys
@@ -198,6 +200,28 @@ def catch_interrupts() -> None:
         signal.signal(signal.SIGINT, _on_sigint)
 
 
+def _interrupted_exit() -> int:
+    """Say ``interrupted`` once and return :data:`EXIT_INTERRUPTED`; a further Ctrl-C while the process exits
+    (its workers are stopped at exit) is ignored, so the exit code stays 130."""
+    with contextlib.suppress(ValueError):  # not the main thread
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _say("interrupted")
+    return EXIT_INTERRUPTED
+
+
+def exit_now(code: int) -> None:
+    """End the process with ``code`` at once, after the cleanup Python's own exit would do (the ``atexit``
+    handlers stop the worker processes; stdout and stderr are flushed). Used after a Ctrl-C: an interrupt that
+    reached the interpreter while it was unwinding can otherwise turn the exit into death by SIGINT (-2)
+    instead of 130."""
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 def was_interrupted() -> bool:
     """Whether a Ctrl-C (SIGINT) reached this command since :func:`catch_interrupts`: a command that caught it
     to keep its work returns early, printing nothing more; the boundary says ``interrupted``."""
@@ -220,19 +244,16 @@ def error_boundary(run: Callable[[], int]) -> int:
         if not sys.stdout.closed:  # `htam serve` closes stdout when the client ends the session
             sys.stdout.flush()  # a closed pipe shows up here at the latest, inside the boundary
         if _interrupted.is_set():
-            _say("interrupted")
-            return EXIT_INTERRUPTED
+            return _interrupted_exit()
         return code
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
-        _say("interrupted")
-        return EXIT_INTERRUPTED
+        return _interrupted_exit()
     except Exception as exc:  # noqa: BLE001 - the boundary: never a raw traceback
         if _interrupted.is_set():  # a failure that the Ctrl-C caused (a worker call cut short)
-            _say("interrupted")
-            return EXIT_INTERRUPTED
+            return _interrupted_exit()
         return _report(exc)
 
 

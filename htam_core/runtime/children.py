@@ -77,6 +77,10 @@ _SECRET_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH)|^HTAM_MEMORY"
 _forgotten: set[str] = set()
 _forgotten_lock = threading.Lock()
 
+#: Set by :func:`child_env` for a Python child: the pid of the process that started it (read by
+#: :func:`die_with_parent`, so that a parent killed before the child started watching is noticed).
+PARENT_ENV = "HTAM_PARENT_PID"
+
 #: Seconds between two looks of :func:`die_with_parent`'s watchdog at the parent pid.
 WATCHDOG_POLL_S = 0.25
 _PR_SET_PDEATHSIG = 1
@@ -111,7 +115,7 @@ def child_env(base: Mapping[str, str] | None = None, extra: Mapping[str, str] | 
         extra: variables to set on top (after filtering ``base``); a name that :func:`is_secret` is dropped.
         python: the child imports htam (a Python child): its ``PYTHONPATH`` starts with the folder holding
             ``htam_core``, followed by the caller's ``PYTHONPATH``; ``PYTHONUNBUFFERED=1`` and
-            ``PYTHONDONTWRITEBYTECODE=1`` are set. ``False`` (nvcc, ptxas, ncu's own process): the caller's
+            ``PYTHONDONTWRITEBYTECODE=1`` are set, and :data:`PARENT_ENV` holds this process's pid. ``False`` (nvcc, ptxas, ncu's own process): the caller's
             ``PYTHONPATH`` is kept as it is.
 
     Returns:
@@ -133,6 +137,7 @@ def child_env(base: Mapping[str, str] | None = None, extra: Mapping[str, str] | 
         paths = [pkg_root] + [p for p in paths if p != pkg_root]
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env[PARENT_ENV] = str(os.getpid())  # for die_with_parent: a parent gone before the child looked
     if paths:
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     return env
@@ -259,7 +264,10 @@ def die_with_parent(poll_s: float = WATCHDOG_POLL_S) -> None:
     if _watching == os.getpid():
         return
     _watching = os.getpid()
-    parent = os.getppid()
+    parent = _expected_parent()
+    if os.getppid() != parent:  # the parent died before this child started watching
+        kill_tree(os.getpid(), include_root=False)
+        os._exit(1)
 
     def watch() -> None:
         while True:
@@ -272,6 +280,18 @@ def die_with_parent(poll_s: float = WATCHDOG_POLL_S) -> None:
 
 
 _watching: int | None = None
+
+
+def _expected_parent() -> int:
+    """The pid of the process that started this one: ``multiprocessing``'s record of it for a process that
+    ``multiprocessing`` spawned, else :data:`PARENT_ENV` (set by :func:`child_env`), else the present parent."""
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.pid:
+        return int(parent.pid)
+    raw = os.environ.get(PARENT_ENV, "")
+    return int(raw) if raw.isdigit() else os.getppid()
 
 
 def start_as_child(*, keep_forgotten: bool = False) -> None:
@@ -289,6 +309,6 @@ def one_shot_kwargs() -> dict[str, object]:
     return {"env": child_env(python=False), "preexec_fn": set_parent_death_signal}
 
 
-__all__ = ["ALLOWED_ENV", "ALLOWED_PREFIXES", "FORGET_ENV", "become_subreaper", "child_env", "descendants", "die_with_parent",
+__all__ = ["ALLOWED_ENV", "ALLOWED_PREFIXES", "FORGET_ENV", "PARENT_ENV", "become_subreaper", "child_env", "descendants", "die_with_parent",
            "forget_variable", "is_secret", "kill_tree", "one_shot_kwargs", "scrub_environ",
            "set_parent_death_signal", "start_as_child"]
