@@ -239,11 +239,11 @@ class WorkerPool:
     def _kill(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            # the worker and everything it started (a fork loop, a double fork, a setsid) while it is still our
-            # child: its orphans are its own children (it is a subreaper), so the whole tree is found
-            kill_tree(proc.pid)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)  # what is left of its group once the worker has exited
+            if proc.returncode is None:  # not reaped: its pid (and process group) is still its own
+                # the worker and everything it started (a fork loop, a double fork, a setsid): its orphans are
+                # its own children (it is a subreaper), so the whole tree is found; a dead worker's group is
+                # killed too (what it left there)
+                kill_tree(proc.pid)
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -378,8 +378,11 @@ class WorkerPool:
         proc = self._proc
         code: int | None = None
         if proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                code = proc.wait(timeout=5)
+            code = _exit_status_unreaped(proc, 5.0)
+            if code is not None:  # a zombie, not reaped yet: its group id cannot be reused, so kill what is left
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                code = proc.wait()
         tail = self._stderr_tail()
         self._kill()
         if garbled:
@@ -399,6 +402,23 @@ class WorkerPool:
         elif any(p in tail for p in CUDA_FAULT_PATTERNS):
             kind = "cuda-fault"
         return WorkerError(kind, f"the worker running {target} {how}; it will be restarted", tail or None)
+
+
+def _exit_status_unreaped(proc: subprocess.Popen[bytes], timeout_s: float) -> int | None:
+    """Wait up to ``timeout_s`` for ``proc`` to end without reaping it (``waitid`` with ``WNOWAIT``), so that its
+    pid stays its own while its process group is killed. Returns its exit status as :attr:`Popen.returncode`
+    gives it (negative for a signal), or ``None`` when it still runs."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # already reaped
+            return proc.returncode
+        if info is not None:
+            return -info.si_status if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED) else info.si_status
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
 
 
 _TIMEOUT = object()

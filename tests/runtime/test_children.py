@@ -196,3 +196,13 @@ def test_kill_tree_stops_a_fork_loop() -> None:
         assert not [p for p in found if _alive(p)]
     finally:
         loop.kill()
+
+
+def test_processes_of_a_candidate_that_kills_its_worker_are_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pids"
+    with WorkerPool("fork-crash", sys_path=[FIX]) as pool:
+        r = pool.run("fork_targets:fork_and_crash", {"n": 6, "pid_file": str(pid_file)}, timeout_s=60)
+        assert not r.ok and r.error.kind == "crash" and "status 3" in r.error.message, r.error
+    pids = [int(p) for p in pid_file.read_text().split()]
+    time.sleep(0.5)
+    assert not [p for p in pids if _alive(p)], "forked children outlived their crashed worker"
