@@ -206,3 +206,38 @@ def test_processes_of_a_candidate_that_kills_its_worker_are_killed(tmp_path: Pat
     pids = [int(p) for p in pid_file.read_text().split()]
     time.sleep(0.5)
     assert not [p for p in pids if _alive(p)], "forked children outlived their crashed worker"
+
+
+_DASK_MAIN = '''
+import json, os
+from htam_core.bench.executors import ExecutorOptions, start_local_cluster
+from htam_core.generate.config import LLMConfig
+
+def seen():
+    from htam_core.runtime.children import child_env
+    return {"own": dict(os.environ), "child": child_env()}
+
+if __name__ == "__main__":
+    LLMConfig(model="m", api_key_env="TRITON_LLM_PW")
+    cluster = start_local_cluster(ExecutorOptions("dask", workers=1))
+    try:
+        import distributed
+        with distributed.Client(cluster) as client:
+            print(json.dumps(client.submit(seen, pure=False).result(timeout=120)))
+    finally:
+        cluster.close()
+'''
+
+
+def test_a_dask_worker_of_a_local_cluster_drops_the_canaries(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env.update({name: f"{CANARY}-{i}" for i, name in enumerate(SECRET_NAMES)})
+    script = tmp_path / "dask_env.py"
+    script.write_text(_DASK_MAIN)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
+                       cwd=tmp_path)
+    seen = json.loads(r.stdout.strip().splitlines()[-1])
+    _assert_no_canary(seen["child"], "a child of a Dask worker")
+    # the worker process keeps only the LLM key's variable (its tasks ask the endpoint), no other canary
+    assert {n for n in SECRET_NAMES if n in seen["own"]} == {"TRITON_LLM_PW"}
