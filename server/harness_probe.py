@@ -3,7 +3,9 @@
 ``find_harness`` reads and parses files (a few hundred ms of GIL-holding work on a 3,000-line file) and, for a
 Python kernel without an ``htam.toml``, infers the harness by running the file's ``__main__`` block or tests
 (in a child of the helper): untrusted code, which must not run in the server process. The pool has one
-process (``spawn``: no copy of the server's state), started on first use. When the helper cannot answer
+process (``spawn``: no copy of the server's state), started on first use; as it starts it drops every
+variable outside the child allow-list and watches its parent, so it dies with the server, even after a SIGKILL
+(``htam_core.runtime.children.start_as_child``). When the helper cannot answer
 (it broke, or is still busy past the timeout) the answer is ``None`` ("not known yet"), never a run here; a
 broken pool is replaced on the next call.
 """
@@ -17,6 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from htam_core.harness.status import HarnessStatus, harness_status
+from htam_core.runtime.children import start_as_child
 
 _pool: ProcessPoolExecutor | None = None
 _lock = threading.Lock()
@@ -33,7 +36,8 @@ def probe_in_process(path: str, kernel_name: str, model: Any, timeout_s: float =
     global _pool
     with _lock:
         if _pool is None:
-            _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=start_as_child)
         pool = _pool
     try:
         return pool.submit(probe, path, kernel_name, model).result(timeout_s)

@@ -29,7 +29,7 @@ from htam_core import __version__
 from htam_core.editor import Analysis, Plan, ProfileEntry, Session, content_hash
 from htam_core.editor.buffer import Located
 from htam_core.source import Kernel, SourceModel
-from htam_server import actions, commands, diagnostics, hover, stdio
+from htam_server import actions, commands, diagnostics, hover, logs, stdio
 from htam_server.config import Settings, parse_settings
 from htam_server.convert import encoding_of
 from htam_server.documents import Documents, OpenDocument
@@ -465,7 +465,7 @@ def serve(tcp: str | None = None) -> int:
     Raises:
         ValueError: ``tcp`` is not ``HOST:PORT`` with a port number.
     """
-    logging.basicConfig(level=logging.WARNING, format="htam-server %(levelname)s %(message)s")
+    logs.configure()  # one line per record on stderr, no tracebacks, no flood
     # the analysis thread parses and ranks while requests wait on the event loop: hand the GIL over every 1 ms
     # (default 5 ms) so that a request is not held behind a parse
     sys.setswitchinterval(0.001)

@@ -11,7 +11,14 @@ from __future__ import annotations
 import signal
 from typing import Any
 
+from htam_core.runtime.children import start_as_child
+
 
 def dask_setup(worker: Any) -> None:
-    """Called by distributed in each worker process as it starts: ignore SIGINT there (the main thread)."""
+    """Called by distributed in each worker process as it starts: ignore SIGINT there (the main thread), keep
+    only the child allow-list of the environment, and die with htam's process
+    (:func:`~htam_core.runtime.children.start_as_child`). The LLM key's variable stays in this process (its
+    tasks ask the LLM endpoint with ``--engine llm``) but reaches none of its children: kernel code runs in the
+    worker pools it starts, never here."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    start_as_child(keep_forgotten=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from htam_core.harness.base import Harness, HarnessError
+from htam_core.runtime.children import one_shot_kwargs
 
 #: The default block size list is replaced by this one value in a work copy when a block size is forced.
 _BLOCK_LIST = re.compile(r"int\s+block_sizes\s*\[\s*\]\s*=\s*\{[^}]*\}\s*;")
@@ -407,7 +408,7 @@ def toolkit_has_header(name: str) -> bool:
         src = Path(tmp) / "probe.cu"
         src.write_text(f"#include <{name}>\n", encoding="utf-8")
         proc = subprocess.run([nvcc, "-E", str(src), "-o", str(Path(tmp) / "probe.ii")], capture_output=True,
-                              text=True, timeout=120)
+                              text=True, timeout=120, **one_shot_kwargs())
     return proc.returncode == 0
 
 
@@ -433,7 +434,7 @@ def cublas_stub(folder: str | Path) -> Path:
     for lib in ("libcublas.so", "libcublasLt.so"):
         try:
             proc = subprocess.run(["cc", "-shared", "-fPIC", str(d / "empty.c"), "-o", str(d / lib)],
-                                  capture_output=True, text=True, timeout=120)
+                                  capture_output=True, text=True, timeout=120, **one_shot_kwargs())
         except OSError as e:
             raise HarnessError(f"cannot link the cuBLAS stub {lib}: no host compiler `cc` ({e.strerror})") from None
         if proc.returncode != 0:

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from htam_core.runtime.children import one_shot_kwargs
+
 
 def visible_gpus() -> list[str]:
     """Ids of the GPUs this process may use: ``CUDA_VISIBLE_DEVICES`` when set, else ``nvidia-smi -L``.
@@ -31,7 +33,7 @@ def visible_gpus() -> list[str]:
     if smi is None:
         return []
     try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30, **one_shot_kwargs()).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     return [str(i) for i, ln in enumerate(ln for ln in out.splitlines() if ln.startswith("GPU "))]
@@ -56,7 +58,7 @@ def environment(gpus: list[str]) -> dict[str, Any]:
     if gpus and smi:
         try:
             out = subprocess.run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=30).stdout.strip().splitlines()
+                                 capture_output=True, text=True, timeout=30, **one_shot_kwargs()).stdout.strip().splitlines()
             if out:
                 gpu, driver = (p.strip() for p in out[0].split(",", 1))
         except (OSError, subprocess.SubprocessError, ValueError):

@@ -11,10 +11,14 @@ convention where one fits (70 internal error, 75 temporary failure).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
+import signal
 import stat
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -224,6 +228,52 @@ def _silence_stdout() -> None:
         pass
 
 
+_interrupted = threading.Event()
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    _interrupted.set()
+    raise KeyboardInterrupt
+
+
+def catch_interrupts() -> None:
+    """Install the command line's SIGINT handler (main thread only): it notes the interrupt, then raises
+    ``KeyboardInterrupt`` as Python's default handler does. A command may catch that to keep its work (``htam
+    optimize`` writes the report of the best kernel so far); :func:`error_boundary` still ends the command
+    with ``htam: interrupted`` and :data:`EXIT_INTERRUPTED`, whatever the command returned."""
+    if threading.current_thread() is threading.main_thread():
+        _interrupted.clear()
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
+def _interrupted_exit() -> int:
+    """Say ``interrupted`` once and return :data:`EXIT_INTERRUPTED`; a further Ctrl-C while the process exits
+    (its workers are stopped at exit) is ignored, so the exit code stays 130."""
+    with contextlib.suppress(ValueError):  # not the main thread
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _say("interrupted")
+    return EXIT_INTERRUPTED
+
+
+def exit_now(code: int) -> None:
+    """End the process with ``code`` at once, after the cleanup Python's own exit would do (the ``atexit``
+    handlers stop the worker processes; stdout and stderr are flushed). Used after a Ctrl-C: an interrupt that
+    reached the interpreter while it was unwinding can otherwise turn the exit into death by SIGINT (-2)
+    instead of 130."""
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+def was_interrupted() -> bool:
+    """Whether a Ctrl-C (SIGINT) reached this command since :func:`catch_interrupts`: a command that caught it
+    to keep its work returns early, printing nothing more; the boundary says ``interrupted``."""
+    return _interrupted.is_set()
+
+
 def error_boundary(run: Callable[[], int]) -> int:
     """Run one command; turn every exception into one line on stderr and a documented exit code.
 
@@ -231,21 +281,25 @@ def error_boundary(run: Callable[[], int]) -> int:
         run: the command, returning its exit code.
 
     Returns:
-        The command's exit code, or the code of the error it raised (see :data:`EXIT_CODES`).
-        ``SystemExit`` (argparse's own usage errors, ``--help``) passes through unchanged.
+        The command's exit code, or the code of the error it raised (see :data:`EXIT_CODES`); 130
+        (:data:`EXIT_INTERRUPTED`) after a Ctrl-C seen by :func:`catch_interrupts`' handler, even one the
+        command caught. ``SystemExit`` (argparse's own usage errors, ``--help``) passes through unchanged.
     """
     try:
         code = int(run() or 0)
         if not sys.stdout.closed:  # `htam serve` closes stdout when the client ends the session
             sys.stdout.flush()  # a closed pipe shows up here at the latest, inside the boundary
+        if _interrupted.is_set():
+            return _interrupted_exit()
         return code
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
-        _say("interrupted")
-        return EXIT_INTERRUPTED
+        return _interrupted_exit()
     except Exception as exc:  # noqa: BLE001 - the boundary: never a raw traceback
+        if _interrupted.is_set():  # a failure that the Ctrl-C caused (a worker call cut short)
+            return _interrupted_exit()
         return _report(exc)
 
 

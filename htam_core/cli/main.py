@@ -17,7 +17,16 @@ import sys
 from typing import NoReturn
 
 from htam_core import __version__
-from htam_core.cli.errors import EXIT_USAGE, UsageError, error_boundary, exit_codes_help
+from htam_core.cli.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    UsageError,
+    catch_interrupts,
+    error_boundary,
+    exit_codes_help,
+    exit_now,
+    was_interrupted,
+)
 
 #: Subcommand name -> module that implements it. Modules that do not exist yet are skipped.
 SUBCOMMANDS: dict[str, str] = {
@@ -81,8 +90,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``htam`` console script. Returns the process exit code (see ``htam --help``)."""
+    entry = argv is None  # the console script or `python -m`: this process ends with the command
     argv = sys.argv[1:] if argv is None else list(argv)
-    return error_boundary(lambda: _dispatch(argv))
+    catch_interrupts()
+    code = error_boundary(lambda: _dispatch(argv))
+    if code == EXIT_INTERRUPTED and entry and was_interrupted():
+        exit_now(code)
+    return code
 
 
 def _dispatch(argv: list[str]) -> int:

@@ -10,7 +10,15 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from htam_core.cli.errors import EXIT_APPLY_REFUSED, EXIT_IO, CLIError, UsageError, require_source
+from htam_core.cli.errors import (
+    EXIT_APPLY_REFUSED,
+    EXIT_INTERRUPTED,
+    EXIT_IO,
+    CLIError,
+    UsageError,
+    require_source,
+    was_interrupted,
+)
 from htam_core.cli.kernel_arg import add_kernel_argument, resolve_kernel
 
 if TYPE_CHECKING:
@@ -105,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
             result = run_optimize(task, on_progress=on_progress, cancel=cancel)
         except OptimizeError as exc:
             raise UsageError(str(exc)) from exc
+    if was_interrupted():  # Ctrl-C: the report so far is written; the boundary says "interrupted" (exit 130)
+        return EXIT_INTERRUPTED
     applied, apply_line = _apply(args, result, before)
     if args.json:
         print(json.dumps({**result.to_json(), "applied": applied}, indent=2, default=str))

@@ -24,6 +24,7 @@ from htam_core.editor.ranking import Analysis, Rankings
 from htam_core.editor.record import Recorder
 from htam_core.editor.resolve import Resolution, resolve_step
 from htam_core.memory.fingerprint import kernel_fingerprint
+from htam_core.runtime.children import one_shot_kwargs
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.types.profile import Profile
 
@@ -45,7 +46,7 @@ def _gpu_name(index: int) -> str | None:
         return None
     try:
         out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader", "-i", str(index)],
-                             capture_output=True, text=True, timeout=10)
+                             capture_output=True, text=True, timeout=10, **one_shot_kwargs())
     except (OSError, subprocess.SubprocessError):
         return None
     name = out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 and out.stdout.strip() else ""

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from htam_core.generate.errors import LLMConfigError
+from htam_core.runtime.children import forget_variable
 
 #: Base URL used when neither ``--llm-base-url`` nor ``OPENAI_BASE_URL`` is given (the openai client's own default).
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -60,6 +61,7 @@ class LLMConfig:
     progress_s: float = 5.0
 
     def __post_init__(self) -> None:
+        forget_variable(self.api_key_env)  # the key's variable never reaches a child, whatever its name
         if not self.base_url:
             object.__setattr__(self, "base_url", os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
         if self.timeout_s <= 0:

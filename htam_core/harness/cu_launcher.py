@@ -26,6 +26,7 @@ from typing import Any
 from htam_core.harness.base import HarnessError, include_flags, origin_dirs
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.runtime.cache import cache_root, content_key
+from htam_core.runtime.children import one_shot_kwargs
 from htam_core.source.analysis.includes import headers_digest
 
 _CTYPES: dict[str, Any] = {
@@ -292,7 +293,7 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
     tmp = lib.with_name(f"{lib.stem}.{os.getpid()}.tmp.so")  # one per process: pool workers may race
     proc = subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo", f"-arch={arch}",
                            "-std=c++17", *include_flags(src), str(src), "-o", str(tmp), *library_flags(src)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, **one_shot_kwargs())
     if proc.returncode != 0:
         raise HarnessError(f"nvcc could not build {src.name} as a shared library:\n{proc.stderr[-3000:]}")
     tmp.replace(lib)

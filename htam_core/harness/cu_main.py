@@ -14,6 +14,7 @@ from pathlib import Path
 
 from htam_core.harness.base import HarnessError, include_flags, origin_dirs
 from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
+from htam_core.runtime.children import one_shot_kwargs
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.source.parsing import captures, new_parser, node_text
 
@@ -71,7 +72,7 @@ def build_program(path: str | os.PathLike, *, arch: str = "sm_90", out_dir: str 
         return exe
     tmp = exe.with_name(exe.name + f".tmp{os.getpid()}")
     proc = subprocess.run([nvcc, *flags, str(src), "-o", str(tmp)], capture_output=True, text=True,
-                          timeout=timeout_s, cwd=str(src.parent))
+                          timeout=timeout_s, cwd=str(src.parent), **one_shot_kwargs())
     if proc.returncode != 0:
         errs = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()][:40]
         raise HarnessError(f"nvcc could not build {src.name} (exit {proc.returncode}):\n" + "\n".join(errs))

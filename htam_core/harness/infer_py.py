@@ -27,11 +27,13 @@ share one run: ``htam verify`` then ``htam profile`` in fresh processes record o
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,6 +44,7 @@ from typing import Any
 
 from htam_core.harness.base import DTYPES, Harness, HarnessError, InputSpec
 from htam_core.harness.pysource import parse_failure, read_py_facts
+from htam_core.runtime.children import child_env, kill_tree, set_parent_death_signal
 
 #: Version of the recording format; part of the cache key.
 RECORD_VERSION = 2
@@ -165,16 +168,27 @@ def record(path: Path, wrapper: str, mode: str = "main", test: Path | None = Non
         res = Path(tmp) / "result.json"
         req.write_text(json.dumps({"path": str(path), "wrapper": wrapper, "mode": mode, "test": str(test or ""),
                                    "result": str(res), "budget_s": budget_s}), encoding="utf-8")
-        env = dict(os.environ)
+        # the user's program runs here: the allow-listed environment (no API key, token or memory store), its own
+        # process group, killed with everything it started once it ends, and dead with its parent
+        env = child_env()
         if not _has_gpu():
             env["TRITON_INTERPRET"] = "1"
         env.setdefault("MPLBACKEND", "Agg")
+        proc = subprocess.Popen([sys.executable, "-m", "htam_core.harness.record", str(req)], cwd=str(path.parent),
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True, preexec_fn=set_parent_death_signal)
         try:
-            proc = subprocess.run([sys.executable, "-m", "htam_core.harness.record", str(req)], cwd=str(path.parent),
-                                  env=env, capture_output=True, text=True, timeout=timeout)
-            tail = (proc.stderr or "").strip().splitlines()[-3:]
+            _out, err = proc.communicate(timeout=timeout)
+            tail = (err or "").strip().splitlines()[-3:]
         except subprocess.TimeoutExpired:
+            kill_tree(proc.pid)  # not reaped yet: the run and every process it started
+            proc.communicate()
             tail = [f"the run was stopped after {timeout:g} s (HTAM_INFER_TIMEOUT)"]
+        except BaseException:  # Ctrl-C: the run goes with us
+            kill_tree(proc.pid)
+            raise
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)  # what the run left in its group (the run ended its own tree)
         if not res.is_file():
             return {"calls": [], "asserts": [], "named_refs": [], "notes": [], "error":
                     "the recording process failed: " + (" ".join(tail) or "no output"), "stopped": None,

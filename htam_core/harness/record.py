@@ -46,6 +46,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from htam_core.runtime.children import become_subreaper, die_with_parent, kill_tree
+
 #: Names of reference functions tried by name (issue 16: ``*_ref``, ``ref_*``, ``_reference``, ``torch_*``,
 #: ``naive_*``).
 REF_NAME = re.compile(r"(^ref_|_ref$|^_?reference$|_reference$|^torch_|^naive_|^ref$)")
@@ -632,6 +634,11 @@ def run(req: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    run(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8")))
-    sys.stdout.flush()
+    die_with_parent()  # the inference's caller was killed: this run and what it started go too
+    become_subreaper()  # what the program started and left (a daemon, a double fork) stays ours to kill
+    try:
+        run(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8")))
+        sys.stdout.flush()
+    finally:
+        kill_tree(os.getpid(), include_root=False)
     os._exit(0)

@@ -44,6 +44,7 @@ from htam_core.harness.spec import (
 )
 from htam_core.harness.trial import BASE_SEED, Trial, as_outputs, poison_
 from htam_core.runtime.cache import cache_root
+from htam_core.runtime.children import one_shot_kwargs
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.types.errors import exception_text
 
@@ -319,7 +320,7 @@ def cubin_for(path: str, arch: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="htam-cubin-") as tmp:
         out = Path(tmp) / "k.cubin"
         proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", *includes, path, "-o", str(out)],
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=300, **one_shot_kwargs())
         if proc.returncode != 0:
             raise HarnessError(f"nvcc could not compile {Path(path).name}:\n{proc.stderr[-3000:]}")
         data = out.read_bytes()

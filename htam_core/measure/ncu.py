@@ -38,6 +38,7 @@ from typing import Any
 from htam_core.harness.base import Harness
 from htam_core.harness.runner import prepare
 from htam_core.harness.trial import BASE_SEED
+from htam_core.runtime.children import child_env, set_parent_death_signal
 
 SECTIONS: tuple[str, ...] = ("SpeedOfLight", "Occupancy", "MemoryWorkloadAnalysis", "LaunchStats", "SourceCounters")
 
@@ -259,6 +260,9 @@ def run_ncu(cmd: list[str], kernel: str, *, launch_count: int = 5, launch_skip: 
             cwd: str | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``cmd`` under ncu filtered to ``kernel`` and return :func:`summarize` plus per-launch data.
 
+    ``env`` is filtered through :func:`~htam_core.runtime.children.child_env` (default: the caller's
+    environment, filtered): ncu and the program it runs never see a secret.
+
     Raises:
         RuntimeError: ncu is missing, failed, or profiled no launch of the kernel (the message holds
             ncu's own lines).
@@ -269,7 +273,9 @@ def run_ncu(cmd: list[str], kernel: str, *, launch_count: int = 5, launch_skip: 
     with tempfile.TemporaryDirectory(prefix="htam-ncu-") as tmp:
         log = str(Path(tmp) / "ncu.csv")
         full = ncu_command(cmd, kernel, launch_count=launch_count, launch_skip=launch_skip, log_file=log, ncu=ncu)
-        proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout_s, cwd=cwd, env=env)
+        proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout_s, cwd=cwd,
+                              env=child_env() if env is None else child_env(env),
+                              preexec_fn=set_parent_death_signal)
         text = Path(log).read_text(errors="replace") if Path(log).exists() else ""
         try:
             launches = parse_ncu_csv(text)
@@ -293,7 +299,7 @@ def ncu_harness_target(harness: dict[str, Any], calls: int = 3, launch_count: in
         hj = Path(tmp) / "harness.json"
         hj.write_text(json.dumps(harness))
         cmd = [sys.executable, "-m", "htam_core.measure.ncu", "--run-harness", str(hj), str(calls)]
-        env = dict(os.environ)
+        env = child_env()
         env.pop("TRITON_INTERPRET", None)
         return run_ncu(cmd, harness["kernel"], launch_count=launch_count, launch_skip=1, timeout_s=timeout_s, env=env)
 

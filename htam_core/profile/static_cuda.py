@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from htam_core.harness.base import origin_dirs
 from htam_core.runtime.cache import CompileCache, content_key, file_fingerprint
+from htam_core.runtime.children import one_shot_kwargs
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.types.errors import ProfileError
 
@@ -147,7 +148,7 @@ def demangle(names: list[str]) -> dict[str, str]:
         return out
     try:
         proc = subprocess.run([tool], input="\n".join(mangled) + "\n", capture_output=True, text=True,
-                              timeout=30)
+                              timeout=30, **one_shot_kwargs())
     except (OSError, subprocess.SubprocessError):
         return out
     lines = proc.stdout.splitlines()
@@ -312,7 +313,8 @@ def compile_cuda(
         cmd = [nvcc, *flags, *[f"-I{d}" for d in incs], "-o", str(Path(tmp) / "unit.cubin"), str(src)]
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp,
+                                  **one_shot_kwargs())
         except subprocess.TimeoutExpired as exc:
             raise ProfileError(f"nvcc took longer than {timeout_s:.0f} s on {source_name}; "
                                "simplify the unit or raise the timeout") from exc

@@ -40,6 +40,7 @@ from typing import Any
 
 from htam_core.harness.base import attribute_path
 from htam_core.profile.static_cuda import PtxasEntry, parse_ptxas_verbose
+from htam_core.runtime.children import one_shot_kwargs
 
 #: Constexpr value used when nothing else determines it. Sizes (names containing BLOCK, SIZE,
 #: TILE, or B followed by one letter such as BM/BN/BK) get a typical power-of-two tile, flags 0.
@@ -150,11 +151,11 @@ def _resources_from_cubin(cubin: bytes, ptx: str, ptxas: str, gpu_name: str) -> 
         cub = Path(tmp) / "kernel.cubin"
         cub.write_bytes(cubin)
         dump = subprocess.run([cuobjdump, "--dump-resource-usage", str(cub)], capture_output=True, text=True,
-                              timeout=60)
+                              timeout=60, **one_shot_kwargs())
         ptx_file = Path(tmp) / "kernel.ptx"
         ptx_file.write_text(ptx, encoding="utf-8")
         rerun = subprocess.run([ptxas, "-v", f"--gpu-name={gpu_name}", str(ptx_file), "-o", str(Path(tmp) / "k.o")],
-                               capture_output=True, text=True, timeout=120)
+                               capture_output=True, text=True, timeout=120, **one_shot_kwargs())
     spills = parse_ptxas_verbose(rerun.stdout + rerun.stderr)
     m = re.search(r"Function (\S+?):\s*\n\s*REG:(\d+) STACK:(\d+) SHARED:(\d+)", dump.stdout)
     if not m:

@@ -8,8 +8,10 @@ Isolation of a worker:
 
 * a fresh interpreter started with :mod:`subprocess` in its own session (process group), so that
   a timeout kills the worker and everything it started (nvcc, ncu, ...);
-* a clean, minimal environment (:func:`minimal_env`): ``PATH``, ``HOME``, locale, CUDA/NVIDIA
-  and Triton variables; never API keys, tokens or ``HTAM_MEMORY`` (no access to the memory store);
+* a clean, minimal environment (:func:`minimal_env`, the allow-list of
+  :mod:`htam_core.runtime.children`); never API keys, tokens, the LLM key's variable or ``HTAM_MEMORY``;
+* its children end with each call: whatever a call started and left running (a fork loop, a daemon) is
+  killed before the reply goes out, and the worker dies with its caller (a watchdog on the parent pid);
 * a private temporary working directory;
 * an optional address-space limit (``resource.setrlimit(RLIMIT_AS)``) set in the child before any
   user code runs. Note: CUDA reserves very large virtual ranges, so GPU workers normally run
@@ -49,18 +51,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from htam_core.runtime.children import become_subreaper, child_env, die_with_parent, is_secret, kill_tree
+
 ErrorKind = Literal["timeout", "crash", "exception", "oom", "cuda-fault"]
 
-#: Environment variables passed through to a worker when set in the caller.
-PASSTHROUGH_ENV: tuple[str, ...] = (
-    "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "USER", "LOGNAME", "SHELL", "TERM",
-    "LD_LIBRARY_PATH", "XDG_CACHE_HOME", "CC", "CXX", "TORCH_EXTENSIONS_DIR", "TORCH_CUDA_ARCH_LIST",
-    "CUPY_CACHE_DIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "SYSTEMROOT",
-)
-#: Prefixes of variables passed through (CUDA toolkit and driver, Triton's caches and options).
-PASSTHROUGH_PREFIXES: tuple[str, ...] = ("CUDA_", "NVIDIA_", "TRITON_", "NCU_", "CUPY_")
-#: Names matching this are never passed, whatever the caller asks (secrets and the memory store).
-_SECRET_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH)|^HTAM_MEMORY", re.IGNORECASE)
+#: The tasks (processes and threads) a worker and its children may add to its user's count, where
+#: ``RLIMIT_NPROC`` applies (not as root): room for nvcc, ptxas, ncu and torch's thread pools, not a fork bomb.
+NPROC_HEADROOM = 4096
 
 #: Substrings of an error message that mean the CUDA context is poisoned (sticky errors).
 CUDA_FAULT_PATTERNS: tuple[str, ...] = (
@@ -122,15 +119,13 @@ class WorkerResult:
     restarted: bool = False
 
 
-def _is_secret(name: str) -> bool:
-    return bool(_SECRET_RE.search(name))
-
-
 def minimal_env(
     *, gpu_index: int | None = None, interpret: bool | None = None, extra: dict[str, str] | None = None,
     base: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Build the clean environment of a worker.
+    """Build the clean environment of a worker: :func:`~htam_core.runtime.children.child_env` (the allow-list,
+    never a secret-looking name, ``HTAM_MEMORY*`` or the LLM key's variable) with the worker's GPU and Triton
+    settings.
 
     Args:
         gpu_index: index of the GPU the worker may use, among the caller's visible GPUs. Sets
@@ -149,13 +144,7 @@ def minimal_env(
         ``PYTHONDONTWRITEBYTECODE=1``.
     """
     src = dict(os.environ if base is None else base)
-    env: dict[str, str] = {}
-    for k, v in src.items():
-        if _is_secret(k):
-            continue
-        if k in PASSTHROUGH_ENV or k.startswith(PASSTHROUGH_PREFIXES):
-            env[k] = v
-    env.setdefault("PATH", os.defpath)
+    env = child_env(src)
     if gpu_index is not None:
         visible = src.get("CUDA_VISIBLE_DEVICES")
         ids = [s.strip() for s in visible.split(",") if s.strip()] if visible else []
@@ -170,15 +159,8 @@ def minimal_env(
     elif interpret is False:
         env.pop("TRITON_INTERPRET", None)
     for k, v in (extra or {}).items():
-        if not _is_secret(k):
+        if not is_secret(k):
             env[k] = str(v)
-    pkg_root = str(Path(__file__).resolve().parents[2])
-    # keep the caller's PYTHONPATH after htam's root: packages installed with `pip --target` (a GPU host
-    # with carried wheels) are only importable through it, and the worker must import what the caller can
-    paths = [pkg_root] + [p for p in src.get("PYTHONPATH", "").split(os.pathsep) if p and p != pkg_root]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 
@@ -257,11 +239,13 @@ class WorkerPool:
     def _kill(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
+            if proc.returncode is None:  # not reaped: its pid (and process group) is still its own
+                # the worker and everything it started (a fork loop, a double fork, a setsid): its orphans are
+                # its own children (it is a subreaper), so the whole tree is found; a dead worker's group is
+                # killed too (what it left there)
+                kill_tree(proc.pid)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
             for f in (proc.stdin, proc.stdout):
@@ -279,8 +263,7 @@ class WorkerPool:
         holds the pool; the lock is not taken, so it is safe from any thread."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            kill_tree(proc.pid)
 
     def restart(self) -> None:
         """Kill the worker now; the next call starts a fresh one."""
@@ -395,8 +378,11 @@ class WorkerPool:
         proc = self._proc
         code: int | None = None
         if proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                code = proc.wait(timeout=5)
+            code = _exit_status_unreaped(proc, 5.0)
+            if code is not None:  # a zombie, not reaped yet: its group id cannot be reused, so kill what is left
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                code = proc.wait()
         tail = self._stderr_tail()
         self._kill()
         if garbled:
@@ -416,6 +402,23 @@ class WorkerPool:
         elif any(p in tail for p in CUDA_FAULT_PATTERNS):
             kind = "cuda-fault"
         return WorkerError(kind, f"the worker running {target} {how}; it will be restarted", tail or None)
+
+
+def _exit_status_unreaped(proc: subprocess.Popen[bytes], timeout_s: float) -> int | None:
+    """Wait up to ``timeout_s`` for ``proc`` to end without reaping it (``waitid`` with ``WNOWAIT``), so that its
+    pid stays its own while its process group is killed. Returns its exit status as :attr:`Popen.returncode`
+    gives it (negative for a signal), or ``None`` when it still runs."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # already reaped
+            return proc.returncode
+        if info is not None:
+            return -info.si_status if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED) else info.si_status
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
 
 
 _TIMEOUT = object()
@@ -590,8 +593,41 @@ def classify_exception(exc: BaseException) -> tuple[ErrorKind, bool]:
     return "exception", False
 
 
+def _limit_processes() -> None:
+    """Cap the tasks this worker and its children may start (``RLIMIT_NPROC``) at the user's present count plus
+    :data:`NPROC_HEADROOM`. The limit counts every task of the user, so it is set relative to now; root ignores
+    it, so nothing is set there. Never raises."""
+    import resource
+
+    if not hasattr(os, "geteuid") or os.geteuid() == 0:
+        return
+    uid = os.geteuid()
+    count = 0
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if entry.stat().st_uid == uid:
+                count += len(os.listdir(entry / "task"))
+    if count == 0:
+        return
+    with contextlib.suppress(ValueError, OSError):
+        _soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+        want = count + NPROC_HEADROOM
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        resource.setrlimit(resource.RLIMIT_NPROC, (want, hard))
+
+
+def _end_children() -> None:
+    """Kill what the call just finished left running (children that fork, sleep or daemonize): they end with
+    their candidate."""
+    kill_tree(os.getpid(), include_root=False)
+
+
 def _child_main(config_json: str) -> None:  # pragma: no cover - runs in the child process
     config = json.loads(config_json)
+    die_with_parent()  # the caller was killed (even by SIGKILL): this worker and its children go too
+    become_subreaper()  # orphans of a candidate's children stay ours, so _end_children finds them
+    _limit_processes()
     # Private channel: keep the pipes on new fds, then point fd 0 at /dev/null and fd 1 at stderr
     # (the log), so target code that reads stdin or prints cannot touch the protocol.
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
@@ -624,17 +660,20 @@ def _child_main(config_json: str) -> None:  # pragma: no cover - runs in the chi
         while b"\n" not in buf:
             chunk = proto_in.read(1 << 16)
             if not chunk:
+                _end_children()
                 return
             buf += chunk
         line, _, buf = buf.partition(b"\n")
         req = json.loads(line)
         if req.get("quit"):
+            _end_children()
             return
         req_id = req.get("id")
         call = req.get("call") or {}
         try:
             fn = _resolve(call["target"])
             value = fn(**(call.get("kwargs") or {}))
+            _end_children()
             send({"id": req_id, "ok": True, "value": value})
         except BaseException as exc:  # noqa: BLE001 - every failure of target code is reported
             if isinstance(exc, KeyboardInterrupt):
@@ -647,6 +686,7 @@ def _child_main(config_json: str) -> None:  # pragma: no cover - runs in the chi
             if isinstance(exc, SystemExit):
                 message = f"target code called sys.exit({exc.code!r})"
                 restart = True
+            _end_children()
             if kind == "exception":
                 poisoned = _cuda_context_poisoned()
                 if poisoned:

@@ -20,6 +20,7 @@ from htam_core.harness.base import Harness, HarnessError, include_flags
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.runner import device_and_mode, prepare
 from htam_core.harness.trial import BASE_SEED
+from htam_core.runtime.children import one_shot_kwargs
 from htam_core.runtime.worker import classify_exception, run_in_worker
 from htam_core.types.errors import exception_text
 from htam_core.verify.correctness import N_SEEDS, CorrectnessResult, check_correctness, unverified
@@ -55,7 +56,7 @@ def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> 
             cu.write_text(src, encoding="utf-8")
             proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *includes, str(cu), "-o",
                                    str(Path(tmp) / f"src{k}.cubin")], capture_output=True, text=True,
-                                  timeout=timeout_s)
+                                  timeout=timeout_s, **one_shot_kwargs())
             if proc.returncode != 0:
                 errs = [ln for ln in proc.stderr.splitlines() if "error" in ln][:20] or proc.stderr.splitlines()[-20:]
                 return CorrectnessResult(False, "error", "compile-only", None,
