@@ -12,8 +12,8 @@ seeded, one import transaction), then measured (milliseconds):
   * rank_after_write: one new record is written before each call, so every call includes the
     incremental refresh that loads and encodes it;
   * suggest_path: the whole in-process ``htam suggest`` path after profiling: open the store, build a
-    ranker, rank and serialize the JSON (a cold CLI invocation additionally pays for Python and torch
-    imports and for profiling, which are not HTAM's cost and are not measured here).
+    ranker, rank and serialize the JSON (a cold CLI invocation additionally pays for Python imports
+    and for profiling, which are not HTAM's cost and are not measured here).
 
 Run:  python bench/bench_suggest.py [--sizes 10000 100000] [--repeats 200] [--out bench/results/suggest-2026-11-29]
 """
@@ -31,10 +31,9 @@ import sys
 import tempfile
 import time
 import uuid
-from importlib.metadata import version
 from pathlib import Path
 
-import torch
+import numpy as np
 
 from htam_core.memory import Outcome, Ranker, load_knowledge, open_store, state_from_profile
 from htam_core.memory.outcome import status_of
@@ -154,13 +153,12 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="write <out>.json and <out>.md")
     args = ap.parse_args()
-    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     with tempfile.TemporaryDirectory() as tmp:
         results = [bench_size(n, args.repeats, args.seed, Path(tmp)) for n in args.sizes]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     machine = {"load_avg_1min_at_end": None if load is None else round(load, 2), "platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count(),
-               "cpu": _cpu_name(), "python": platform.python_version(), "torch": version("torch"),
-               "sqlite": __import__("sqlite3").sqlite_version, "torch_threads": torch.get_num_threads()}
+               "cpu": _cpu_name(), "python": platform.python_version(), "numpy": np.__version__,
+               "sqlite": __import__("sqlite3").sqlite_version}
     command = "python bench/bench_suggest.py " + " ".join(sys.argv[1:])
     doc = {"date": time.strftime("%Y-%m-%d"), "command": command.strip(), "machine": machine, "results": results}
     print(json.dumps(doc, indent=2))
@@ -184,8 +182,8 @@ def _markdown(doc: dict) -> str:
     m = doc["machine"]
     lines = [
         f"# HTAM suggest latency benchmark ({doc['date']})", "",
-        f"Machine: {m['cpu']}, {m['cpus']} CPUs ({m['machine']}), no GPU; Python {m['python']}, torch {m['torch']} "
-        f"({m['torch_threads']} threads; the ranker runs its tensor ops on one), SQLite {m['sqlite']}. "
+        f"Machine: {m['cpu']}, {m['cpus']} CPUs ({m['machine']}), no GPU; Python {m['python']}, numpy {m['numpy']} "
+        f"(the ranker's arithmetic), SQLite {m['sqlite']}. "
         f"1-minute load average at the end: {m['load_avg_1min_at_end']} (the machine is shared with other jobs).",
         "",
         f"Reproduce: `{doc['command']}`", "",
@@ -202,7 +200,7 @@ def _markdown(doc: dict) -> str:
               "each call still checks the store for new records. *rank after a write*: one record is written "
               "before each call, so the call includes the incremental refresh. *open + rank + JSON*: what "
               "`htam suggest` does after profiling, from opening the store to the JSON text (a fresh CLI process "
-              "also pays Python/torch import and the profile, not included). The figure to compare with the "
+              "also pays the Python imports and the profile, not included). The figure to compare with the "
               "100 ms target is *rank warm*; the cold load grows linearly with the records (JSON state decoding "
               "in SQLite and Python encoding of the prefixes).", ""]
     return "\n".join(lines)

@@ -37,7 +37,7 @@ class EditorMemory:
 
     def open(self, path: str | None) -> list[Any]:
         """(Re)open the store at ``path`` (``None``: ``$HTAM_MEMORY`` or the user data dir) and build the ranker
-        (imports torch: seconds when cold). Returns the stored records (to seed the history)."""
+        (numpy arithmetic; torch is never loaded). Returns the stored records (to seed the history)."""
         from htam_core.memory import MemoryStoreError, Ranker, load_knowledge, open_store
 
         with self.lock:

@@ -117,7 +117,7 @@ class Session:
         return self._ready.wait(timeout)
 
     def warm_up(self) -> None:
-        """Load the knowledge base, open the memory store, build the ranker (imports torch: seconds when cold),
+        """Load the knowledge base, open the memory store, build the ranker (numpy; no torch),
         seed the histories from the stored records, look for the GPU and load the transforms and the analysis
         layer (:func:`htam_core.editor.makeable.warm_up`) (blocking).
 

@@ -4,7 +4,9 @@ Uses the official ``openai`` client (``OpenAI(base_url=..., api_key=..., timeout
 max_retries=0)``); the retries are done here instead of inside the client so that every attempt is logged
 and counted, and the backoff stays bounded (:class:`~htam_core.generate.config.LLMConfig`). Every request
 and reply is appended as one JSON object per line to ``<log_dir>/llm.jsonl``; the API key is read from its
-environment variable at call time and redacted from everything written or raised.
+environment variable at call time and redacted from everything written or raised. The client libraries are
+imported when an :class:`LLMGenerator` is created (:func:`_client_modules`), so importing this module (the
+registry, the optimize loop, the rules engine) does not load them.
 
 ``--llm-timeout`` is a *total* deadline per request: connecting, reading the whole reply and the retries
 of that request together. The client's own timeouts are per network operation (an endpoint that sends
@@ -26,12 +28,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import httpx2 as _http  # the HTTP library under the openai 3.x client
-import openai
-from openai.types.chat import ChatCompletion
+if TYPE_CHECKING:  # imported when an LLMGenerator is created (:func:`_client_modules`): start-up speed
+    import openai
 
 from htam_core.generate.config import LLMConfig, redact
 from htam_core.generate.errors import (
@@ -151,6 +154,30 @@ class _Wire:
             pass
 
 
+@dataclass(frozen=True)
+class _ClientModules:
+    """The client libraries, imported by :func:`_client_modules`."""
+
+    openai: ModuleType
+    http: ModuleType  # httpx2, the HTTP library under the openai 3.x client
+    completion: type  # openai.types.chat.ChatCompletion
+
+
+@cache
+def _client_modules() -> _ClientModules:
+    """Import the ``openai`` client and its HTTP library (once; function-level for start-up speed: the rules
+    engine, the editor and every ``htam`` command that does not call a model never pay for them).
+
+    Raises:
+        ImportError: the ``openai`` package (or its HTTP library) is not installed.
+    """
+    import httpx2
+    import openai
+    from openai.types.chat import ChatCompletion
+
+    return _ClientModules(openai, httpx2, ChatCompletion)
+
+
 class LLMGenerator:
     """Generate kernel candidates with an OpenAI-compatible endpoint.
 
@@ -169,6 +196,7 @@ class LLMGenerator:
     def __init__(self, config: LLMConfig, log_dir: str | Path | None,
                  sleep: Callable[[float], None] = time.sleep, on_wait: Callable[[str], None] | None = None,
                  cancel: threading.Event | None = None) -> None:
+        self._mods = _client_modules()  # the client libraries, imported when the llm engine is created
         self.config = config
         self.log_path = Path(log_dir) / LOG_NAME if log_dir is not None else None
         self._sleep = sleep
@@ -210,7 +238,7 @@ class LLMGenerator:
     def _attempt(self, key: str, model: str, messages: list[dict[str, str]], deadline: float,
                  wire: _Wire) -> None:
         """Body of the request thread: one HTTP attempt, streaming the reply body until ``deadline``."""
-        cfg = self.config
+        cfg, openai = self.config, self._mods.openai
         left = max(deadline - time.monotonic(), 0.001)
         client = wire.client = openai.OpenAI(base_url=cfg.base_url, api_key=key, max_retries=0,
                                              timeout=openai.Timeout(left, connect=min(left, CONNECT_TIMEOUT_S)))
@@ -258,7 +286,7 @@ class LLMGenerator:
                 self._tell(f"waiting for {model} at {cfg.base_url}: {now - started:.0f} s of {cfg.timeout_s:g} s")
 
     def _chat(self, messages: list[dict[str, str]]) -> _Reply:
-        cfg = self.config
+        cfg, openai, _http = self.config, self._mods.openai, self._mods.http
         model = cfg.require_model()
         key = cfg.api_key()
         secrets = [key]
@@ -355,7 +383,7 @@ class LLMGenerator:
             data = json.loads(body_text)
             if not isinstance(data, dict):
                 raise ValueError("the JSON body is not an object")
-            completion = ChatCompletion.construct(**data)
+            completion = self._mods.completion.construct(**data)
         except Exception as exc:  # JSONDecodeError, or a body of the wrong shape
             err = LLMReplyError(f"{where} answered HTTP {status} with a body that is not a chat "
                                 f"completion ({type(exc).__name__}: {exc}); body starts with {excerpt!r}; check "

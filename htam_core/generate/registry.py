@@ -1,7 +1,8 @@
 """Registry of candidate generators (one registry per abstraction, built by ``create(kind)``; ARCHITECTURE.md, "Rules").
 
 Kinds:
-    ``"llm"``: :class:`~htam_core.generate.llm.LLMGenerator` behind the common :class:`Generator` API.
+    ``"llm"``: :class:`~htam_core.generate.llm.LLMGenerator` behind the common :class:`Generator` API (the
+    ``openai`` client and its HTTP library are imported when it is created, never for the rules engine).
     ``"rules"``: the built-in engine of mechanical transforms (``htam_core.transforms.registry``, one layer
     below ``generate``).
 """

@@ -12,8 +12,8 @@ Public API::
 See docs/MEMORY.md for the method, the formulas and the choices made where the HTAM paper leaves them open.
 
 The ranker's names (:data:`ABLATIONS`, :class:`RankedStep`, :class:`Ranker`, :class:`RankerConfig`) are imported
-on first use: the ranker imports torch (seconds), which importing the package (the language server's start-up,
-its source-only profile) does not need.
+on first use: the ranker imports numpy and the analysis layer, which importing the package (the language server's
+start-up, its source-only profile) does not need. The ranker never imports torch.
 """
 
 from typing import Any
@@ -48,7 +48,7 @@ def __getattr__(name: str) -> Any:
         AttributeError: ``name`` is not one of them.
     """
     if name in _RANKER_NAMES:
-        from htam_core.memory import ranker  # function-level for start-up speed: it imports torch
+        from htam_core.memory import ranker  # function-level for start-up speed (see the module docstring)
 
         return getattr(ranker, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

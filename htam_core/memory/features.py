@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from htam_core.profile.classify import state_vector
 from htam_core.types.profile import BOTTLENECK_CLASSES, Profile
 
-if TYPE_CHECKING:  # the tensor functions import torch when called: start-up speed of the editor (seconds)
-    import torch
+if TYPE_CHECKING:  # the array functions import numpy when called: importing the package stays light
+    import numpy as np
 
     from htam_core.source.model import Kernel, SourceModel
 
@@ -132,12 +132,12 @@ def bottleneck_of_state(state: Mapping[str, Any]) -> str:
     return best
 
 
-def state_tensor(states: Sequence[Mapping[str, Any]], keys: Sequence[str] = STATE_KEYS) -> torch.Tensor:
-    """``[len(states), len(keys)]`` float64 tensor of the states (missing keys are 0)."""
-    import torch  # function-level for start-up speed (see TYPE_CHECKING above)
+def state_tensor(states: Sequence[Mapping[str, Any]], keys: Sequence[str] = STATE_KEYS) -> np.ndarray:
+    """``[len(states), len(keys)]`` float64 numpy array of the states (missing keys are 0)."""
+    import numpy as np  # function-level for start-up speed (see TYPE_CHECKING above)
 
     rows = [[float(s.get(k, 0.0) or 0.0) for k in keys] for s in states]
-    return torch.tensor(rows, dtype=torch.float64).reshape(len(rows), len(keys))
+    return np.array(rows, dtype=np.float64).reshape(len(rows), len(keys))
 
 
 def position_weights(length: int, use_position: bool = True) -> list[float]:
@@ -147,37 +147,38 @@ def position_weights(length: int, use_position: bool = True) -> list[float]:
     return [GAMMA ** (length - 1 - j) for j in range(length)]
 
 
-def prefix_block(index: torch.Tensor, lengths: torch.Tensor, width: int, use_position: bool) -> torch.Tensor:
+def prefix_block(index: np.ndarray, lengths: np.ndarray, width: int, use_position: bool) -> np.ndarray:
     """Weighted one-hot encoding of prefixes.
 
     Args:
-        index: ``[N, PREFIX_LEN]`` long tensor of vocabulary indices, oldest first, left-aligned,
+        index: ``[N, PREFIX_LEN]`` int64 array of vocabulary indices, oldest first, left-aligned,
             ``-1`` for padding or unknown ids.
         lengths: ``[N]`` prefix lengths (padding excluded; unknown ids still count as positions).
         width: vocabulary size.
         use_position: apply :func:`position_weights`; ``False`` weighs every position 1.
 
     Returns:
-        ``[N, width]`` float64 tensor (not normalized).
+        ``[N, width]`` float64 array (not normalized).
     """
-    import torch  # function-level for start-up speed
+    import numpy as np  # function-level for start-up speed
 
     n = index.shape[0]
-    pos = torch.arange(index.shape[1], dtype=torch.float64).unsqueeze(0).expand(n, -1)
+    pos = np.broadcast_to(np.arange(index.shape[1], dtype=np.float64)[None, :], index.shape)
     if use_position:
-        weights = GAMMA ** (lengths.to(torch.float64).unsqueeze(1) - 1 - pos)
+        weights = GAMMA ** (lengths.astype(np.float64)[:, None] - 1 - pos)
     else:
-        weights = torch.ones_like(pos)
-    valid = (index >= 0) & (pos < lengths.unsqueeze(1))
-    weights = torch.where(valid, weights, torch.zeros_like(weights))
-    out = torch.zeros((n, width + 1), dtype=torch.float64)
-    out.scatter_add_(1, torch.where(valid, index, torch.full_like(index, width)), weights)
+        weights = np.ones(index.shape, dtype=np.float64)
+    valid = (index >= 0) & (pos < lengths[:, None])
+    weights = np.where(valid, weights, 0.0)
+    out = np.zeros((n, width + 1), dtype=np.float64)
+    rows = np.broadcast_to(np.arange(n)[:, None], index.shape)
+    np.add.at(out, (rows, np.where(valid, index, width)), weights)  # positions in order, as a scatter-add
     return out[:, :width]
 
 
-def unit_rows(x: torch.Tensor) -> torch.Tensor:
-    """Each row divided by its L2 norm (zero rows stay zero)."""
-    import torch  # function-level for start-up speed
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Each row of a ``[..., D]`` float64 array divided by its L2 norm (zero rows stay zero)."""
+    import numpy as np  # function-level for start-up speed
 
-    norm = x.norm(dim=-1, keepdim=True)
-    return torch.where(norm > 0, x / norm.clamp_min(1e-12), torch.zeros_like(x))
+    norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    return np.where(norm > 0, x / np.maximum(norm, 1e-12), 0.0)

@@ -28,8 +28,10 @@ the same attention and bonus over the records whose step is s, with the strategy
 * ``random``: randomized memory: the outcomes of the records are permuted with a generator seeded by
   ``seed`` (structure kept, signal destroyed).
 
-All arithmetic is float64 torch on the CPU; the only randomness is the seeded permutation, so results
-are deterministic under a seed. Constants are in :class:`RankerConfig`.
+All arithmetic is float64 numpy (the ranker never imports torch: the editor ranks without loading it); the
+only randomness is the seeded permutation (:func:`seeded_permutation`, the one ``torch.randperm`` gives under
+the same seed, so rankings made when the ranker ran on torch are unchanged), so results are deterministic under
+a seed. Constants are in :class:`RankerConfig`.
 """
 
 from __future__ import annotations
@@ -37,12 +39,11 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
+import numpy as np
 
 from htam_core.memory.facts import compute_facts, normalize_language
 from htam_core.memory.features import (
@@ -190,30 +191,30 @@ class RankedStep:
 
 
 class _Memory:
-    """The records of a store as tensors, loaded once and extended incrementally."""
+    """The records of a store as numpy arrays, loaded once and extended incrementally."""
 
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
         self.s_index = {s.id: i for i, s in enumerate(kb.strategies)}
         self.d_index = {d.id: i for i, d in enumerate(kb.directions)}
         self.n = 0
-        self.state = torch.zeros((0, 0), dtype=torch.float64)
-        self.struct = torch.zeros((0, len(STRUCT_KEYS) - 1), dtype=torch.float64)  # unit, ``struct`` flag left out
-        self.has_struct = torch.zeros(0, dtype=torch.bool)
-        self.pidx = torch.zeros((0, PREFIX_LEN), dtype=torch.long)
-        self.pdir = torch.zeros((0, PREFIX_LEN), dtype=torch.long)
-        self.plen = torch.zeros(0, dtype=torch.long)
-        self.step = torch.zeros(0, dtype=torch.long)
-        self.dir = torch.zeros(0, dtype=torch.long)
-        self.last = torch.zeros(0, dtype=torch.long)
-        self.value = torch.zeros(0, dtype=torch.float64)
-        self.speedup = torch.zeros(0, dtype=torch.float64)
-        self.win = torch.zeros(0, dtype=torch.bool)
-        self.fail = torch.zeros(0, dtype=torch.bool)
+        self.state = np.zeros((0, 0), dtype=np.float64)
+        self.struct = np.zeros((0, len(STRUCT_KEYS) - 1), dtype=np.float64)  # unit, ``struct`` flag left out
+        self.has_struct = np.zeros(0, dtype=bool)
+        self.pidx = np.zeros((0, PREFIX_LEN), dtype=np.int64)
+        self.pdir = np.zeros((0, PREFIX_LEN), dtype=np.int64)
+        self.plen = np.zeros(0, dtype=np.int64)
+        self.step = np.zeros(0, dtype=np.int64)
+        self.dir = np.zeros(0, dtype=np.int64)
+        self.last = np.zeros(0, dtype=np.int64)
+        self.value = np.zeros(0, dtype=np.float64)
+        self.speedup = np.zeros(0, dtype=np.float64)
+        self.win = np.zeros(0, dtype=bool)
+        self.fail = np.zeros(0, dtype=bool)
         self.fingerprints: list[str] = []
         self.gpus: list[str | None] = []
-        self.group = torch.zeros(0, dtype=torch.long)  # (kernel, prefix, step) group of each record
-        self.variant = torch.zeros(0, dtype=torch.long)  # variant id of each record (-1: none recorded)
+        self.group = np.zeros(0, dtype=np.int64)  # (kernel, prefix, step) group of each record
+        self.variant = np.zeros(0, dtype=np.int64)  # variant id of each record (-1: none recorded)
         self.v_index: dict[tuple[str, str], int] = {}  # (step, variant key) -> variant id
         self.credit = 0.0  # set by the ranker (RankerConfig.credit)
         self.start_token = False  # set by the ranker (RankerConfig.start_token)
@@ -221,10 +222,10 @@ class _Memory:
         self.at_index: dict[tuple[str, tuple[str, ...]], list[int]] = {}  # (kernel, full prefix) -> record rows
         self.fp_index: dict[str, list[int]] = {}  # kernel -> record rows
         self._led: list[tuple[str, tuple[str, ...]]] = []  # (kernel, full prefix + step): the kernel it led to
-        self._credited: tuple[int, torch.Tensor] | None = None
+        self._credited: tuple[int, np.ndarray] | None = None
         self._groups: dict[tuple[str, str, str, str], int] = {}
-        self._blocks: dict[bool, tuple[torch.Tensor, torch.Tensor]] = {}
-        self._perm: tuple[int, int, torch.Tensor] | None = None
+        self._blocks: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
+        self._perm: tuple[int, int, np.ndarray] | None = None
 
     def append(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """Add records given as :meth:`Store.ranking_rows_after` tuples (state in STATE_KEYS order)."""
@@ -261,41 +262,42 @@ class _Memory:
             group.append(self._groups.setdefault(key, len(self._groups)))
             variant.append(-1 if vkey is None else self.v_index.setdefault((step_id, vkey), len(self.v_index)))
         ns = len(STATE_KEYS)
-        raw_state = torch.tensor([r[11:] for r in rows], dtype=torch.float64).reshape(len(rows), -1)
+        raw_state = np.array([r[11:] for r in rows], dtype=np.float64).reshape(len(rows), -1)
         new_state = unit_rows(raw_state[:, :ns])
         new_struct = unit_rows(raw_state[:, ns + 1:])
-        new_has = raw_state[:, ns] > 0 if raw_state.shape[1] > ns else torch.zeros(len(rows), dtype=torch.bool)
-        self.struct = torch.cat([self.struct, new_struct.reshape(len(rows), len(STRUCT_KEYS) - 1)])
-        self.has_struct = torch.cat([self.has_struct, new_has])
-        new_pidx = torch.tensor(pidx, dtype=torch.long)
-        new_pdir = torch.tensor(pdir, dtype=torch.long)
-        new_plen = torch.tensor(plen, dtype=torch.long)
+        new_has = raw_state[:, ns] > 0 if raw_state.shape[1] > ns else np.zeros(len(rows), dtype=bool)
+        self.struct = np.concatenate([self.struct, new_struct.reshape(len(rows), len(STRUCT_KEYS) - 1)])
+        self.has_struct = np.concatenate([self.has_struct, new_has])
+        new_pidx = np.array(pidx, dtype=np.int64).reshape(len(rows), k)
+        new_pdir = np.array(pdir, dtype=np.int64).reshape(len(rows), k)
+        new_plen = np.array(plen, dtype=np.int64)
         for use_pos, (sb, db) in list(self._blocks.items()):
             nsb, ndb = self._encode(new_pidx, new_pdir, new_plen, use_pos)
-            self._blocks[use_pos] = (torch.cat([sb, nsb]), torch.cat([db, ndb]))
-        self.state = new_state if self.n == 0 else torch.cat([self.state, new_state])
-        self.pidx = torch.cat([self.pidx, new_pidx])
-        self.pdir = torch.cat([self.pdir, new_pdir])
-        self.plen = torch.cat([self.plen, new_plen])
-        self.step = torch.cat([self.step, torch.tensor(step, dtype=torch.long)])
-        self.dir = torch.cat([self.dir, torch.tensor(dirs, dtype=torch.long)])
-        self.last = torch.cat([self.last, torch.tensor(last, dtype=torch.long)])
-        self.value = torch.cat([self.value, torch.tensor(value, dtype=torch.float64)])
-        self.speedup = torch.cat([self.speedup, torch.tensor(speedup, dtype=torch.float64)])
-        self.win = torch.cat([self.win, torch.tensor(win, dtype=torch.bool)])
-        self.fail = torch.cat([self.fail, torch.tensor(fail, dtype=torch.bool)])
-        self.group = torch.cat([self.group, torch.tensor(group, dtype=torch.long)])
-        self.variant = torch.cat([self.variant, torch.tensor(variant, dtype=torch.long)])
+            self._blocks[use_pos] = (np.concatenate([sb, nsb]), np.concatenate([db, ndb]))
+        self.state = new_state if self.n == 0 else np.concatenate([self.state, new_state])
+        self.pidx = np.concatenate([self.pidx, new_pidx])
+        self.pdir = np.concatenate([self.pdir, new_pdir])
+        self.plen = np.concatenate([self.plen, new_plen])
+        self.step = np.concatenate([self.step, np.array(step, dtype=np.int64)])
+        self.dir = np.concatenate([self.dir, np.array(dirs, dtype=np.int64)])
+        self.last = np.concatenate([self.last, np.array(last, dtype=np.int64)])
+        self.value = np.concatenate([self.value, np.array(value, dtype=np.float64)])
+        self.speedup = np.concatenate([self.speedup, np.array(speedup, dtype=np.float64)])
+        self.win = np.concatenate([self.win, np.array(win, dtype=bool)])
+        self.fail = np.concatenate([self.fail, np.array(fail, dtype=bool)])
+        self.group = np.concatenate([self.group, np.array(group, dtype=np.int64)])
+        self.variant = np.concatenate([self.variant, np.array(variant, dtype=np.int64)])
         self.n += len(rows)
 
-    def _encode(self, pidx: torch.Tensor, pdir: torch.Tensor, plen: torch.Tensor,
-                use_pos: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    def _encode(self, pidx: np.ndarray, pdir: np.ndarray, plen: np.ndarray,
+                use_pos: bool) -> tuple[np.ndarray, np.ndarray]:
         sb = prefix_block(pidx, plen, len(self.s_index), use_pos)
         db = prefix_block(pdir, plen, len(self.d_index), use_pos)
-        start = (plen == 0).to(torch.float64).unsqueeze(1) * (1.0 if self.start_token else 0.0)
-        return unit_rows(torch.cat([sb, start], 1)), unit_rows(torch.cat([db, start], 1))
+        start = (plen == 0).astype(np.float64)[:, None] * (1.0 if self.start_token else 0.0)
+        return (unit_rows(np.concatenate([sb, start], axis=1)),
+                unit_rows(np.concatenate([db, start], axis=1)))
 
-    def own_values(self, seed: int | None) -> torch.Tensor:
+    def own_values(self, seed: int | None) -> np.ndarray:
         """Every record's own value (no transition credit), permuted with ``seed`` as :meth:`outcomes` permutes
         (``random`` ablation)."""
         if seed is None:
@@ -304,7 +306,7 @@ class _Memory:
         assert self._perm is not None
         return self.value[self._perm[2]]
 
-    def credited(self) -> torch.Tensor:
+    def credited(self) -> np.ndarray:
         """Every record's value with transition credit (:attr:`RankerConfig.credit`): its own value plus
         ``credit`` times the best credited value of the records made at the kernel it led to (same kernel,
         history extended by its step), when positive. Records without a value stay NaN. Cached per size."""
@@ -324,18 +326,18 @@ class _Memory:
                     vals[i] = v
                 at = self._at[i]
                 best[at] = max(best.get(at, -math.inf), v)
-        out = torch.tensor(vals, dtype=torch.float64)
+        out = np.array(vals, dtype=np.float64)
         self._credited = (self.n, out)
         return out
 
-    def blocks(self, use_pos: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    def blocks(self, use_pos: bool) -> tuple[np.ndarray, np.ndarray]:
         """Unit prefix blocks ``([N, V], [N, D])`` for this position setting (cached)."""
         if use_pos not in self._blocks:
             self._blocks[use_pos] = self._encode(self.pidx, self.pdir, self.plen, use_pos)
         return self._blocks[use_pos]
 
     def outcomes(self, seed: int | None
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(value, raw, speedup, win, fail)``, permuted jointly with ``seed`` when given (``random``
         ablation).
 
@@ -347,14 +349,44 @@ class _Memory:
         raw, speedup, win, fail = self.credited(), self.speedup, self.win, self.fail
         if seed is not None:
             if self._perm is None or self._perm[:2] != (seed, self.n):
-                gen = torch.Generator().manual_seed(seed)
-                self._perm = (seed, self.n, torch.randperm(self.n, generator=gen))
+                self._perm = (seed, self.n, seeded_permutation(self.n, seed))
             p = self._perm[2]
             raw, speedup, win, fail = raw[p], speedup[p], win[p], fail[p]
         return best_of_groups(raw, self.group), raw, speedup, win, fail
 
 
-def best_of_groups(value: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+def seeded_permutation(n: int, seed: int) -> np.ndarray:
+    """A permutation of ``range(n)`` drawn from ``seed``: the one ``torch.randperm(n, generator=
+    torch.Generator().manual_seed(seed))`` returns on the CPU, without torch.
+
+    The same algorithm: a Mersenne Twister (MT19937) seeded with the low 32 bits of ``seed`` (Matsumoto and
+    Nishimura's ``init_genrand``, numpy's legacy ``RandomState`` seeding), then a Fisher-Yates shuffle that swaps
+    position ``i`` with ``i + r_i % (n - i)`` for each 32-bit output ``r_i`` (torch's ``randperm_cpu`` for
+    ``n`` below 2**32 / 20). Keeping torch's permutation keeps the ``random`` ablation's rankings as they were.
+
+    Args:
+        n: length (>= 0); seed: any integer (negative ones wrap as torch wraps them).
+
+    Returns:
+        ``[n]`` int64 array.
+
+    Raises:
+        ValueError: ``n`` is negative or not below 2**32 / 20 (torch switches to another algorithm there).
+    """
+    if n < 0 or n >= (2**32 - 1) // 20:
+        raise ValueError(f"permutation length out of range: {n}")
+    out = np.arange(n, dtype=np.int64)
+    if n < 2:
+        return out
+    raw = np.random.RandomState(seed & 0xFFFFFFFF).randint(0, 2**32, size=n - 1, dtype=np.uint64).tolist()
+    perm = out.tolist()
+    for i, r in enumerate(raw):
+        z = i + r % (n - i)
+        perm[i], perm[z] = perm[z], perm[i]
+    return np.array(perm, dtype=np.int64)
+
+
+def best_of_groups(value: np.ndarray, group: np.ndarray) -> np.ndarray:
     """Keep, in each group, only the best valued record's value; the others become NaN.
 
     A strategy with parameters (block sizes, warp counts, tile shapes) is tried one candidate at a time from
@@ -364,35 +396,41 @@ def best_of_groups(value: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
     -- one parent kernel and one step -- by its best outcome, once; the other records still count as trials for the exploration bonus.
 
     Args:
-        value: ``[N]`` float64 values (NaN = no value, e.g. not measured).
-        group: ``[N]`` long group ids (``>= 0``).
+        value: ``[N]`` float64 numpy array of values (NaN = no value, e.g. not measured).
+        group: ``[N]`` int64 group ids (``>= 0``).
 
     Returns:
         ``[N]`` float64: ``value[r]`` where r is the first record reaching its group's maximum, else NaN.
     """
-    n = value.numel()
+    n = value.size
     if n == 0:
         return value
     width = int(group.max()) + 1
-    filled = torch.where(torch.isnan(value), torch.full_like(value, -math.inf), value)
-    gmax = torch.full((width,), -math.inf, dtype=value.dtype).scatter_reduce(0, group, filled, "amax")
-    idx = torch.arange(n)
-    is_max = (filled == gmax[group]) & ~torch.isnan(value)
-    first = torch.full((width,), n, dtype=torch.long).scatter_reduce(
-        0, group, torch.where(is_max, idx, torch.full_like(idx, n)), "amin")
-    return torch.where(idx == first[group], value, torch.full_like(value, math.nan))
+    filled = np.where(np.isnan(value), -math.inf, value)
+    gmax = np.full(width, -math.inf, dtype=np.float64)
+    np.maximum.at(gmax, group, filled)
+    idx = np.arange(n)
+    is_max = (filled == gmax[group]) & ~np.isnan(value)
+    first = np.full(width, n, dtype=np.int64)
+    np.minimum.at(first, group, np.where(is_max, idx, n))
+    return np.where(idx == first[group], value, math.nan)
 
 
 @dataclass
 class _Attended:
-    value: torch.Tensor  # attended value per node (nan where no valued record)
-    n_eff: torch.Tensor  # similarity mass per node
-    count: torch.Tensor  # trials per node
+    value: np.ndarray  # attended value per node (nan where no valued record)
+    n_eff: np.ndarray  # similarity mass per node
+    count: np.ndarray  # trials per node
 
 
-def _segment_attention(sims: torch.Tensor, groups: torch.Tensor, value: torch.Tensor, width: int,
-                       tau: float, evidence: torch.Tensor | None = None,
-                       log_weight: torch.Tensor | None = None) -> _Attended:
+def _segment_sum(groups: np.ndarray, weights: np.ndarray, width: int) -> np.ndarray:
+    """``[width]`` float64 sums of ``weights`` per group id (ids in ``0..width``; ``width`` collects the rest)."""
+    return np.bincount(groups, weights=weights.astype(np.float64), minlength=width + 1)[:width]
+
+
+def _segment_attention(sims: np.ndarray, groups: np.ndarray, value: np.ndarray, width: int,
+                       tau: float, evidence: np.ndarray | None = None,
+                       log_weight: np.ndarray | None = None) -> _Attended:
     """Softmax-weighted value per group: ``sum_r alpha_r v_r`` with alpha a softmax within each group.
 
     ``log_weight`` (per record, or ``None``) is added to the logits ``sims / tau``: a record's softmax weight is
@@ -403,27 +441,26 @@ def _segment_attention(sims: torch.Tensor, groups: torch.Tensor, value: torch.Te
     :func:`best_of_groups` folded into their group's best.
     """
     valid = groups >= 0
-    g = torch.where(valid, groups, torch.full_like(groups, width))
-    count = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, valid.to(torch.float64))[:width]
-    valued = valid & ~torch.isnan(value)
-    if sims.numel() == 0 or not bool(valued.any()):
-        nan = torch.full((width,), math.nan, dtype=torch.float64)
-        return _Attended(nan, torch.zeros(width, dtype=torch.float64), count)
+    g = np.where(valid, groups, width)
+    count = _segment_sum(g, valid, width)
+    valued = valid & ~np.isnan(value)
+    if sims.size == 0 or not bool(valued.any()):
+        return _Attended(np.full(width, math.nan), np.zeros(width, dtype=np.float64), count)
     logits = sims / tau if log_weight is None else sims / tau + log_weight
     top = logits[valued].max()
-    w = torch.where(valued, torch.exp(logits - top), torch.zeros_like(logits))
-    v = torch.where(valued, value, torch.zeros_like(value))
-    z = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, w)[:width]
-    num = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, w * v)[:width]
-    counted = valid & ~torch.isnan(evidence if evidence is not None else value)
-    mass = torch.where(counted, sims.clamp_min(0.0), torch.zeros_like(sims))
-    n_eff = torch.zeros(width + 1, dtype=torch.float64).index_add_(0, g, mass)[:width]
-    att = torch.where(z > 0, num / z.clamp_min(1e-300), torch.full_like(z, math.nan))
+    w = np.where(valued, np.exp(logits - top), 0.0)
+    v = np.where(valued, value, 0.0)
+    z = _segment_sum(g, w, width)
+    num = _segment_sum(g, w * v, width)
+    counted = valid & ~np.isnan(evidence if evidence is not None else value)
+    mass = np.where(counted, np.maximum(sims, 0.0), 0.0)
+    n_eff = _segment_sum(g, mass, width)
+    att = np.where(z > 0, num / np.maximum(z, 1e-300), math.nan)
     return _Attended(att, n_eff, count)
 
 
-def _segment_quantile(sims: torch.Tensor, groups: torch.Tensor, value: torch.Tensor, width: int, tau: float,
-                      q: float, log_weight: torch.Tensor | None = None) -> torch.Tensor:
+def _segment_quantile(sims: np.ndarray, groups: np.ndarray, value: np.ndarray, width: int, tau: float,
+                      q: float, log_weight: np.ndarray | None = None) -> np.ndarray:
     """Per group, the ``q`` quantile of its valued records' values under the attention weights of
     :func:`_segment_attention` (the same softmax of ``sims / tau + log_weight`` within the group): the smallest
     value whose weight from below reaches ``q`` of the group's weight. ``[width]`` float64, NaN for a group
@@ -436,19 +473,19 @@ def _segment_quantile(sims: torch.Tensor, groups: torch.Tensor, value: torch.Ten
     ranking follows the Bayes-UCB rule of Kaufmann, Cappe and Garivier (AISTATS 2012), which ranks arms by a
     posterior quantile; here the attended outcome distribution stands in for the posterior.
     """
-    out = torch.full((width,), math.nan, dtype=torch.float64)
-    valued = (groups >= 0) & ~torch.isnan(value)
-    if sims.numel() == 0 or not bool(valued.any()):
+    out = np.full(width, math.nan, dtype=np.float64)
+    valued = (groups >= 0) & ~np.isnan(value)
+    if sims.size == 0 or not bool(valued.any()):
         return out
     logits = sims / tau if log_weight is None else sims / tau + log_weight
-    for g in torch.unique(groups[valued]).tolist():
+    for g in np.unique(groups[valued]).tolist():
         m = valued & (groups == g)
         lg, v = logits[m], value[m]
-        w = torch.exp(lg - lg.max())
-        order = torch.argsort(v, stable=True)
-        cum = torch.cumsum(w[order], 0)
-        k = int(torch.searchsorted(cum, q * float(cum[-1]) - 1e-12 * float(cum[-1])))
-        out[g] = v[order][min(k, v.numel() - 1)]
+        w = np.exp(lg - lg.max())
+        order = np.argsort(v, kind="stable")
+        cum = np.cumsum(w[order])
+        k = int(np.searchsorted(cum, q * float(cum[-1]) - 1e-12 * float(cum[-1])))
+        out[g] = v[order][min(k, v.size - 1)]
     return out
 
 
@@ -460,28 +497,13 @@ class _Query:
     facts: dict[str, Any]
     state: Mapping[str, float]
     last: str | None
-    sims: torch.Tensor
-    value: torch.Tensor
-    raw: torch.Tensor
-    speedup: torch.Tensor
-    win: torch.Tensor
-    fail: torch.Tensor
-    lw: torch.Tensor | None
-
-
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run torch ops single-threaded: the tensors here are small (<= 1e5 x ~60), and intra-op threads cost
-    more than they save (measured: 2 ms instead of 18-32 ms per rank on a 2-core machine). Restored after."""
-    n = torch.get_num_threads()
-    if n == 1:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
+    sims: np.ndarray
+    value: np.ndarray
+    raw: np.ndarray
+    speedup: np.ndarray
+    win: np.ndarray
+    fail: np.ndarray
+    lw: np.ndarray | None
 
 
 def _fmt_pct(x: float) -> str:
@@ -537,8 +559,7 @@ class Ranker:
         if self._mark is not None and self.store.high_water() == self._mark:
             return 0
         rows, self._mark = self.store.ranking_rows_after(self._mark, STATE_KEYS + STRUCT_KEYS)
-        with _one_thread():
-            self._memory.append(rows)
+        self._memory.append(rows)
         return len(rows)
 
     def record(self, prefix: list[str], state: dict[str, float], step: str, outcome: Outcome, fingerprint: str,
@@ -594,8 +615,7 @@ class Ranker:
             raise ValueError("top must be >= 1")
         normalize_language(language)
         self.refresh()
-        with _one_thread():
-            return self._rank(state, prefix, features, language, profile, top, kernel, model, fingerprint)
+        return self._rank(state, prefix, features, language, profile, top, kernel, model, fingerprint)
 
     def rank_variants(self, state: Mapping[str, float], prefix: Sequence[str], strategy: str,
                       variants: Sequence[str | None], features: KernelFeatures, language: str,
@@ -631,21 +651,20 @@ class Ranker:
         if not self.config.variants or self.ablation == "no-local" or not variants:
             return [0.0] * len(variants)
         self.refresh()
-        with _one_thread():
-            q = self._query(state, prefix, features, language, profile, kernel, model)
-            mem, cfg = self._memory, self.config
-            own = mem.own_values(self.seed if self.ablation == "random" else None)
-            j = mem.s_index[strategy]
-            sims = q.sims
-            s_att = _segment_attention(sims, mem.step, own, len(self.kb.strategies), cfg.tau, own, q.lw)
-            local = float(s_att.value[j])
-            local = 0.0 if math.isnan(local) else local
-            v_att = _segment_attention(sims, mem.variant, own, max(len(mem.v_index), 1), cfg.tau, own, q.lw)
-            out = []
-            for key in variants:
-                vid = mem.v_index.get((strategy, key)) if key is not None else None
-                out.append(local if vid is None else self._shrunk(v_att, vid, local))
-            return out
+        q = self._query(state, prefix, features, language, profile, kernel, model)
+        mem, cfg = self._memory, self.config
+        own = mem.own_values(self.seed if self.ablation == "random" else None)
+        j = mem.s_index[strategy]
+        sims = q.sims
+        s_att = _segment_attention(sims, mem.step, own, len(self.kb.strategies), cfg.tau, own, q.lw)
+        local = float(s_att.value[j])
+        local = 0.0 if math.isnan(local) else local
+        v_att = _segment_attention(sims, mem.variant, own, max(len(mem.v_index), 1), cfg.tau, own, q.lw)
+        out = []
+        for key in variants:
+            vid = mem.v_index.get((strategy, key)) if key is not None else None
+            out.append(local if vid is None else self._shrunk(v_att, vid, local))
+        return out
 
     def _query(self, state: Mapping[str, float], prefix: Sequence[str], features: KernelFeatures, language: str,
                profile: Profile | None, kernel: Kernel | None, model: SourceModel | None = None) -> _Query:
@@ -683,7 +702,7 @@ class Ranker:
         if cfg.quantile is not None and ab != "no-local":
             # the quantile of the step's own outcomes, plus the attended mean of the transition credit (what
             # the kernel it led to gave next): optimism about what the step does, not about what may follow
-            own = torch.where(torch.isnan(value), value, mem.own_values(self.seed if ab == "random" else None))
+            own = np.where(np.isnan(value), value, mem.own_values(self.seed if ab == "random" else None))
             credit = _segment_attention(sims, mem.step, value - own, n_strats, cfg.tau, raw, lw).value
             s_val = _Attended(_segment_quantile(sims, mem.step, own, n_strats, cfg.tau, cfg.quantile, lw) + credit,
                               s_att.n_eff, s_att.count)
@@ -814,7 +833,7 @@ class Ranker:
                 acc.setdefault(j, []).append(v)
         return {j: (len(vs), sum(vs) / len(vs)) for j, vs in acc.items()}
 
-    def _gpu_log_weight(self, profile: Profile | None) -> torch.Tensor | None:
+    def _gpu_log_weight(self, profile: Profile | None) -> np.ndarray | None:
         """``ln(same_gpu_weight)`` for records of the GPU model ranked for, 0 for the others; ``None`` when
         there is no GPU model (static) or the weight is 1."""
         from htam_core.memory.store import gpu_model
@@ -823,31 +842,33 @@ class Ranker:
         w = self.config.same_gpu_weight
         if gpu is None or w == 1.0 or self._memory.n == 0:
             return None
-        same = torch.tensor([g == gpu for g in self._memory.gpus], dtype=torch.bool)
-        return torch.where(same, math.log(w), 0.0).to(torch.float64)
+        same = np.array([g == gpu for g in self._memory.gpus], dtype=bool)
+        # ln(w) rounded to float32, then float64: the weight the torch ranker used (its ``torch.where`` of two
+        # Python numbers made a float32 tensor), so that rankings stay what they were
+        return np.where(same, float(np.float32(math.log(w))), 0.0)
 
-    def _similarities(self, state: Mapping[str, float], prefix: list[str], use_prefix: bool = True) -> torch.Tensor:
+    def _similarities(self, state: Mapping[str, float], prefix: list[str], use_prefix: bool = True) -> np.ndarray:
         """``q . k_r`` for every record: weighted cosine similarities of the state and prefix blocks (the prefix
         blocks only when ``use_prefix``; an empty prefix is the start position under
         :attr:`RankerConfig.start_token`)."""
         mem = self._memory
         if mem.n == 0:
-            return torch.zeros(0, dtype=torch.float64)
+            return np.zeros(0, dtype=np.float64)
         q_state = unit_rows(state_tensor([state]))[0]
         cos = mem.state @ q_state
         if self.config.structure and has_structure(state):
             # v9: the structure block shares the state weight where the record has one too (older records
             # compare on the state block alone)
             q_struct = unit_rows(state_tensor([state], STRUCT_KEYS[1:]))[0]
-            cos = torch.where(mem.has_struct, 0.5 * cos + 0.5 * (mem.struct @ q_struct), cos)
+            cos = np.where(mem.has_struct, 0.5 * cos + 0.5 * (mem.struct @ q_struct), cos)
         sims = W_STATE * cos
         if use_prefix and (prefix or self.config.start_token):
             use_pos = self.ablation != "no-position"
             k = len(prefix)
-            pidx = torch.tensor([[mem.s_index.get(p, -1) for p in prefix] + [-1] * (PREFIX_LEN - k)])
-            pdir = torch.tensor([[mem.d_index[self.kb.strategy(p).direction] if p in mem.s_index else -1
-                                  for p in prefix] + [-1] * (PREFIX_LEN - k)])
-            plen = torch.tensor([k])
+            pidx = np.array([[mem.s_index.get(p, -1) for p in prefix] + [-1] * (PREFIX_LEN - k)], dtype=np.int64)
+            pdir = np.array([[mem.d_index[self.kb.strategy(p).direction] if p in mem.s_index else -1
+                              for p in prefix] + [-1] * (PREFIX_LEN - k)], dtype=np.int64)
+            plen = np.array([k], dtype=np.int64)
             qs, qd = mem._encode(pidx, pdir, plen, use_pos)
             ks, kd = mem.blocks(use_pos)
             sims = sims + W_PREFIX_STRATEGY * (ks @ qs[0])
@@ -869,11 +890,11 @@ class Ranker:
         lam = self._lam(att, i)
         return lam * v + (1.0 - lam) * prior_gain
 
-    def _evidence(self, s: Strategy, last: str | None, mask: torch.Tensor, speedup: torch.Tensor,
-                  win: torch.Tensor, fail: torch.Tensor) -> str:
+    def _evidence(self, s: Strategy, last: str | None, mask: np.ndarray, speedup: np.ndarray,
+                  win: np.ndarray, fail: np.ndarray) -> str:
         mem = self._memory
 
-        def summary(m: torch.Tensor, where: str = "") -> str:
+        def summary(m: np.ndarray, where: str = "") -> str:
             n, w, f = int(m.sum()), int(win[m].sum()), int(fail[m].sum())
             sp = [x for x in speedup[m].tolist() if not math.isnan(x)]
             unmeasured = max(0, n - len(sp) - f)  # correct but not timed (no GPU): a trial, not a loss
@@ -893,7 +914,7 @@ class Ranker:
             if bool(edge_mask.any()):
                 return f"after {self._titles[last]}, {s.title} {summary(edge_mask)}"
         if bool(mask.any()):
-            kernels = len({mem.fingerprints[i] for i in torch.nonzero(mask).flatten().tolist()})
+            kernels = len({mem.fingerprints[i] for i in np.flatnonzero(mask).tolist()})
             text = f"{s.title} {summary(mask, f' on {kernels} kernel' + ('s' if kernels != 1 else ''))}"
             return text + (f" (never recorded after {self._titles[last]})" if last else "")
         text = "no recorded trials; ranked by the knowledge-base prior"
