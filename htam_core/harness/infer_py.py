@@ -503,9 +503,11 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
     elif returned[0] and all(r == returned[0] for r in returned) and all(n in names for n in returned[0]) \
             and len(set(returned[0])) == len(returned[0]):
         outputs = list(returned[0])
-    elif set(mutated) - set(outputs):
-        notes.append(f"{wrapper}() returns a new tensor and also updates {', '.join(mutated)} in place; only the "
-                     "returned value is compared (write an htam.toml table with outputs to compare the others)")
+    unchecked = [n for n in mutated if n not in outputs]
+    if unchecked:
+        notes.append(f"{wrapper}() also changes {', '.join(unchecked)} in place, which the program does not compare: "
+                     "an input changed in place is refused (list it in outputs of an htam.toml table if it is an "
+                     "output)")
     if outputs:
         modes = buffer_modes(path, kernel, wrapper, model)
         for i in inputs:

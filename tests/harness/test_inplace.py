@@ -95,3 +95,16 @@ def test_input_only_tensor_is_still_guarded_and_the_start_is_named(tmp_path: Pat
     assert "input-mutated" in res.refused_by, res.messages
     text = " ".join(res.messages)
     assert "the starting kernel modified its input(s) x in place" in text and "candidate" not in text
+
+
+@pytest.mark.usefixtures("private_htam_env")
+def test_verify_names_the_starting_kernel_when_it_changes_an_input_only_tensor(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from htam_core.cli.main import main
+
+    f = tmp_path / "axpy_clobbers_x.py"
+    f.write_text((FIX / "axpy_clobbers_x.py").read_text())
+    assert main(["verify", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "refused by: input-mutated" in out, out
+    assert "the starting kernel modified its input(s) x in place" in out and "the candidate" not in out, out
