@@ -287,19 +287,18 @@ def not_run_reason(wrapper: str, calls: list[dict[str, Any]], rec: dict[str, Any
 
 
 def dedupe_notes(notes: list[str]) -> list[str]:
-    """``notes`` with each one said once, in order. Notes that differ only in their numbers (the same assert
-    on four recorded calls, each with its own error) are one note, said with the first call's numbers and how
-    many calls it stands for (``(4 calls)``)."""
-    import re
-
+    """``notes`` with each one said once, in order. The notes on one assert that was not used as the reference
+    (``assert at line 29 not used as the reference: ...``), which repeat for every recorded call with that call's
+    own numbers, are one note: the first call's, with how many calls it stands for (``(4 calls)``)."""
     groups: dict[str, list[str]] = {}
     for n in notes:
-        groups.setdefault(re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", n.split(" not used as the reference:")[0]
-                                 if " not used as the reference:" in n else n), []).append(n)
-    out: list[str] = []
-    for same in groups.values():
-        out.append(same[0] if len(set(same)) == 1 else f"{same[0]} ({len(same)} calls)")
-    return out
+        key = n.split(_NOT_USED)[0] if _NOT_USED in n else n
+        groups.setdefault(key, []).append(n)
+    return [same[0] if len(same) == 1 or len(set(same)) == 1 and _NOT_USED not in same[0]
+            else f"{same[0]} ({len(same)} calls)" for same in groups.values()]
+
+
+_NOT_USED = " not used as the reference:"
 
 
 def buffer_modes(path: Path, kernel: str, wrapper: str, model: Any = None) -> dict[str, str]:

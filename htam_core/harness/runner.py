@@ -552,8 +552,8 @@ def relaunched(h: Harness) -> Harness:
 
 def returned_inputs(outs: list[Any], inputs: list[Any]) -> set[int]:
     """Indices of ``inputs`` that a launcher returned as outputs (``return y`` after updating ``y`` in place,
-    ``return out`` of an ``out=`` argument): the same tensor object, or a tensor over the same memory with the
-    same shape. Such an input is an output the reference compares, so the input-mutation guard skips it.
+    ``return out`` of an ``out=`` argument): the same tensor object, or a view of all of its memory
+    (``y.view(-1)``: the same first element and as many elements). Such an input is an output the reference compares, so the input-mutation guard skips it.
 
     Args:
         outs: the launcher's outputs (:func:`~htam_core.harness.trial.as_outputs` of its return value).
@@ -567,7 +567,7 @@ def returned_inputs(outs: list[Any], inputs: list[Any]) -> set[int]:
             continue
         for i, x in enumerate(inputs):
             if x is o or (isinstance(x, torch.Tensor) and x.numel() and x.device == o.device
-                          and x.data_ptr() == o.data_ptr() and x.shape == o.shape):
+                          and x.data_ptr() == o.data_ptr() and x.numel() == o.numel()):
                 found.add(i)
     return found
 

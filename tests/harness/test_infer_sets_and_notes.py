@@ -54,8 +54,10 @@ def test_a_note_repeated_per_call_is_said_once() -> None:
 
 
 def test_dedupe_notes_keeps_order_and_distinct_notes() -> None:
-    notes = ["a at line 3 (err 1.5)", "b", "a at line 3 (err 2.5)", "b", "c"]
-    assert dedupe_notes(notes) == ["a at line 3 (err 1.5) (2 calls)", "b", "c"]
+    notes = ["assert at line 3 not used as the reference: err 1.5", "b", "assert at line 3 not used as the "
+             "reference: err 2.5", "b", "assert at line 7 not used as the reference: err 1.5", "c"]
+    assert dedupe_notes(notes) == ["assert at line 3 not used as the reference: err 1.5 (2 calls)", "b",
+                                   "assert at line 7 not used as the reference: err 1.5", "c"]
 
 
 _CU = '''#include <cuda_runtime.h>

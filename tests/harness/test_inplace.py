@@ -72,6 +72,11 @@ def scale_(x, y):
     return y
 
 
+def scale_flat_(x, y):
+    y.mul_(2.0)
+    return y.view(-1, 1)   # a view of all of y
+
+
 def sneaky(x, y):
     x.zero_()          # x is an input only: the guard still refuses this
     return y * 2.0
@@ -85,8 +90,11 @@ def _spec(tmp_path: Path, launcher: str) -> Harness:
                    sizes=[{"N": 64}], reference="y * 2.0")
 
 
-def test_spec_launcher_returning_its_updated_argument_is_not_refused(tmp_path: Path) -> None:
-    res = verify_in_worker(_spec(tmp_path, "scale_"), timeout_s=300)
+@pytest.mark.parametrize(("launcher", "reference"), [("scale_", "y * 2.0"), ("scale_flat_", "(y * 2.0).view(-1, 1)")])
+def test_spec_launcher_returning_its_updated_argument_is_not_refused(tmp_path: Path, launcher: str,
+                                                                     reference: str) -> None:
+    h = dataclasses.replace(_spec(tmp_path, launcher), reference=reference)
+    res = verify_in_worker(h, timeout_s=300)
     assert res.correct, res.messages
 
 
