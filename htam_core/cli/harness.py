@@ -1,6 +1,7 @@
 """``htam harness infer FILE [--kernel NAME] [--write|--save] [--json]``: show or save an inferred harness.
 
-For a ``.py`` file, runs the file's ``__main__`` block (or a pytest test beside it) in a child process, records
+For a KernelBench candidate (``ModelNew``), prints its pair (the reference found as ``verify`` and ``optimize``
+find it: :func:`htam_core.harness.find.kernelbench_pair`). For another ``.py`` file, runs the file's ``__main__`` block (or a pytest test beside it) in a child process, records
 the calls of the kernel's launcher; for a ``.cu`` program, reads the launch in ``main()``
 (:mod:`htam_core.harness.infer_cuda`). Prints the harness htam infers from them as a filled-in ``htam.toml`` table
 (:func:`htam_core.harness.infer_py.render_toml`), with where it came from. ``--write`` appends it to the
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from htam_core.harness.base import HarnessError
+    from htam_core.harness.find import kernelbench_pair, pair_table
     from htam_core.harness.infer_py import infer, render_toml, save_to_spec
     from htam_core.harness.pysource import parse_failure
     from htam_core.harness.spec import SPEC_FILENAME
@@ -93,6 +95,21 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc.args[0])) from None
     if (why := incomplete_reason(model.kernel(name), "its harness is inferred")) is not None:
         raise UsageError(f"{why}, then run `htam harness infer {args.file}` again")
+    try:  # a KernelBench pair is found the way verify and optimize find it (one discovery function)
+        pair = kernelbench_pair(path, name)
+    except HarnessError as exc:
+        raise UsageError(exc.message) from None
+    if pair is not None:
+        if args.json:
+            json.dump({"harness": pair.to_json(), "reason": "", "template": None, "recording": {},
+                       "inference": {"cached": False, "seconds": 0.0}}, sys.stdout, indent=2, default=str)
+            sys.stdout.write("\n")
+        else:
+            print(pair_table(pair), end="")
+        if args.write:
+            print(f"nothing written: {path.name} and its reference are found as a pair without htam.toml",
+                  file=sys.stderr)
+        return 0
     inf = infer(path, name, model) if path.suffix == ".py" else _infer_cuda(path, name, model)
     template = write_template(model, model.kernel(name)) if inf.harness is None else None
     if args.json:

@@ -33,6 +33,11 @@ DTYPES: tuple[str, ...] = (
 #: Largest input-set volume (product of the size symbols) run under the Triton interpreter by default:
 #: it executes every program instance in Python, so GPU-sized sets would take minutes.
 INTERPRET_MAX_VOLUME = 1 << 21
+#: Most elements one tensor of a harness may have (64 Gi): more than any GPU holds in float32. A shape beyond it
+#: is a harness error naming the input, never a kernel failure.
+MAX_TENSOR_ELEMENTS = 1 << 36
+#: Most bytes the tensors of one input set may take together (256 GiB: more than any one GPU's memory).
+MAX_INPUT_SET_BYTES = 1 << 38
 #: ``init`` values of a tensor input. ``"empty"`` marks a write-only output buffer: it is poisoned with NaN
 #: (floats) or the dtype's maximum (ints) before every run, so an unwritten output never passes. An output
 #: (listed in ``outputs``) with any other init is an in-out buffer the kernel may read (``C`` of

@@ -70,6 +70,38 @@ def _kernelbench(path: Path, text: str, config: dict[str, Any] | None, spec: Pat
         snippet=f'[kernelbench."{path.name}"]\nreference = "{sibling.name}"\n', path=str(path.parent / SPEC_FILENAME))
 
 
+def kernelbench_pair(path: str | os.PathLike, kernel_name: str) -> Harness | None:
+    """The KernelBench pair of the ``.py`` file ``path``, or ``None`` when it is no ``ModelNew`` candidate.
+
+    The one discovery of pairs: :func:`find_harness` (``htam verify``, ``htam optimize``, the editor) and
+    ``htam harness infer`` call it. The reference is, in order, named in ``[kernelbench."<file>"]`` of the
+    ``htam.toml`` beside the file, the file itself (``class Model`` with ``get_inputs``/``get_init_inputs``), or
+    the sibling ``<stem>_ref.py``.
+
+    Raises:
+        HarnessError: the file defines ``ModelNew`` but no usable reference was found (the message says what to
+            add), or the file or ``htam.toml`` does not parse.
+    """
+    p = Path(path).resolve()
+    if p.suffix != ".py" or not p.is_file():
+        return None
+    found = _spec_tables(p)
+    spec_path, config = (found if found else (None, None))
+    return _kernelbench(p, p.read_text(encoding="utf-8", errors="replace"), config, spec_path, kernel_name)
+
+
+def pair_table(h: Harness) -> str:
+    """The KernelBench pair ``h`` as ``htam.toml`` text (a comment saying where it was found, then the
+    ``[kernelbench."<file>"]`` table naming its reference), what ``htam harness infer`` prints for a pair."""
+    ref = Path(h.reference_path or h.path)
+    try:
+        rel = ref.relative_to(Path(h.path).parent).as_posix()
+    except ValueError:
+        rel = str(ref)
+    return (f"# KernelBench pair ({h.source}): ModelNew of {Path(h.path).name} is checked against Model of {ref.name}, "
+            f"on get_inputs()\n[kernelbench.\"{Path(h.path).name}\"]\nreference = \"{rel}\"\n")
+
+
 def _require_reference(ref: Path, text: str) -> None:
     facts = read_py_facts(text)
     missing = [n for n in ("get_inputs", "get_init_inputs") if n not in facts.functions]
@@ -146,10 +178,9 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
     text = p.read_text(encoding="utf-8", errors="replace")
     found = _spec_tables(p)
     spec_path, config = (found if found else (None, None))
-    if p.suffix == ".py":
-        kb = _kernelbench(p, text, config, spec_path, kernel_name)
-        if kb is not None:
-            return kb
+    kb = kernelbench_pair(p, kernel_name)
+    if kb is not None:
+        return kb
     if config is not None and spec_path is not None:
         kernels = config.get("kernel") or {}
         if not isinstance(kernels, dict):

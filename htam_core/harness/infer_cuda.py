@@ -48,6 +48,7 @@ from htam_core.harness.cu_eval import (
     param_declarations,
     param_names,
 )
+from htam_core.source.analysis import analyze
 from htam_core.source.analysis.launch import launch_calls, launch_config
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
 from htam_core.source.model import Kernel, SourceModel
@@ -81,6 +82,8 @@ class _Found:
     launcher: str | None = None
     line: int = 0
     notes: list[str] = field(default_factory=list)
+    #: launcher argument -> the kernel parameter the launch passes it to (a host launcher; empty: the same name)
+    param_of: dict[str, str] = field(default_factory=dict)
 
 
 def _py_name(name: str, taken: set[str]) -> str:
@@ -327,7 +330,8 @@ def _as_launcher(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope, kernel
     launch_args = [node_text(a) for a in _args(launch)]
     written = {launch_args[i] for i, p in enumerate(kernel.params) if p.name in outputs and i < len(launch_args)}
     found = _Found(args=[], written=written, line=line_of(launch),
-                   launcher=" ".join(node_text(call.child_by_field_name("function")).split()))
+                   launcher=" ".join(node_text(call.child_by_field_name("function")).split()),
+                   param_of={launch_args[i]: p.name for i, p in enumerate(kernel.params) if i < len(launch_args)})
     for i, (name, decl) in enumerate(zip(names, decls, strict=True)):
         ty = node_text(decl.child_by_field_name("type") or decl)
         if "cudaStream_t" in ty:
@@ -347,7 +351,7 @@ def _elem_dtype(buf: Buffer, type_text: str) -> str | None:
     return DTYPE_OF.get(base_type(buf.elem)) or DTYPE_OF.get(base_type(type_text))
 
 
-def _build(found: _Found, kernel: Kernel, path: Path) -> Harness:
+def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str] = frozenset()) -> Harness:
     """Turn the evaluated arguments into a harness (inputs, outputs, sizes)."""
     where = path.name
     taken: set[str] = set()
@@ -384,7 +388,10 @@ def _build(found: _Found, kernel: Kernel, path: Path) -> Harness:
                                    "cannot fill; add a [kernel] table to htam.toml")
             written = a.name in found.written
             if written:
-                init = {"host": "randn", "memset": "zeros"}.get(buf.filled or "", "empty")
+                # a buffer the kernel reads and writes (atomicAdd, +=) is never poisoned: main() left it unfilled,
+                # so it starts from zeros, the value such an accumulator needs
+                unfilled = "zeros" if found.param_of.get(a.name, a.name) in read_first else "empty"
+                init = {"host": "randn", "memset": "zeros"}.get(buf.filled or "", unfilled)
                 if init == "randn" and not dtype.startswith(("float", "bfloat")):
                     init = "randint"
                 outputs.append(name)
@@ -458,6 +465,8 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
         raise HarnessError(f"{p.name} has no main(), so there is no launch to read", missing=True)
     main = mains[0]
     outputs, trusted = output_params(model, kernel)
+    # the analysis layer's read/write facts: a pointer read and written (atomicAdd, +=) accumulates into its buffer
+    read_first = frozenset(pf.name for pf in analyze(model, kernel).pointers if pf.mode == "readwrite")
     errors: list[str] = []
     for site in kernel.launch_sites or []:
         launch = _launch_call(prog, site.line, kernel.name)
@@ -478,7 +487,7 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
                 found = _via_host_function(prog, fn, launch, kernel, main, p, outputs)
             if trusted:
                 found.notes.append(trusted)
-            return _build(found, kernel, p)
+            return _build(found, kernel, p, read_first)
         except HarnessError as e:
             errors.append(e.message)
         except (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,

@@ -47,11 +47,13 @@ from htam_core.harness.pysource import parse_failure, read_py_facts
 from htam_core.runtime.children import child_env, kill_tree, set_parent_death_signal
 
 #: Version of the recording format; part of the cache key.
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 #: Largest tensor of the timed set, elements, after scaling a small recorded call up (16 Mi elements).
 GPU_TARGET_NUMEL = 1 << 24
 #: A recorded call whose largest tensor holds fewer elements than this is scaled up for the GPU.
 SCALE_BELOW_NUMEL = 1 << 22
+#: Most recorded input sets the Triton interpreter runs (the smallest ones: it runs every program in Python).
+MAX_INTERPRET_SETS = 4
 _LETTERS = ("M", "N", "K", "L", "P", "Q", "R", "S", "T", "U", "V", "W")
 
 
@@ -298,7 +300,56 @@ def not_run_reason(wrapper: str, calls: list[dict[str, Any]], rec: dict[str, Any
     return f"{wrapper}() was recorded but never returned ({why})"
 
 
-def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str) -> Inference:
+def dedupe_notes(notes: list[str]) -> list[str]:
+    """``notes`` with each one said once, in order. The notes on one assert that was not used as the reference
+    (``assert at line 29 not used as the reference: ...``), which repeat for every recorded call with that call's
+    own numbers, are one note: the first call's, with how many calls it stands for (``(4 calls)``)."""
+    groups: dict[str, list[str]] = {}
+    for n in notes:
+        key = n.split(_NOT_USED)[0] if _NOT_USED in n else n
+        groups.setdefault(key, []).append(n)
+    return [same[0] if len(same) == 1 or len(set(same)) == 1 and _NOT_USED not in same[0]
+            else f"{same[0]} ({len(same)} calls)" for same in groups.values()]
+
+
+_NOT_USED = " not used as the reference:"
+
+
+def buffer_modes(path: Path, kernel: str, wrapper: str, model: Any = None) -> dict[str, str]:
+    """``{launcher parameter: mode}`` for the launcher's tensors passed as they are to ``kernel``'s pointers.
+
+    The mode is the analysis layer's (:attr:`~htam_core.source.analysis.facts.PointerFacts.mode`: ``"read"``,
+    ``"write"``, ``"readwrite"`` for a load and a store or an atomic, ``"unused"``, ``"unknown"``) of the kernel
+    parameter that the launch site in ``wrapper`` passes the launcher parameter to by name (``k[grid](x, y)``).
+    A parameter passed through an expression (``y.view(-1)``) or through several launches with different
+    modes is left out: its mode is not known. Never raises: a file the source layer cannot read gives ``{}``.
+    """
+    try:
+        from htam_core.source import load
+        from htam_core.source.analysis import analyze
+
+        model = model or load(str(path))
+        k = model.kernel(kernel)
+        pointer_mode = {pf.name: pf.mode for pf in analyze(model, k).pointers}
+    except Exception:  # noqa: BLE001 - no facts: every output is taken as in-out
+        return {}
+    found = launcher_of(path, kernel, model)
+    params = set(found[1]) if found else set()
+    kernel_params = [p.name for p in k.params]
+    out: dict[str, str] = {}
+    clash: set[str] = set()
+    for site in k.launch_sites:
+        for pos, arg in enumerate(site.args[:len(kernel_params)]):
+            arg = arg.strip()
+            mode = pointer_mode.get(kernel_params[pos])
+            if arg not in params or mode is None:
+                continue
+            if out.setdefault(arg, mode) != mode:
+                clash.add(arg)
+    return {a: m for a, m in out.items() if a not in clash}
+
+
+def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str, model: Any = None) -> Inference:
     """Turn a recording into an inferred :class:`Harness` (see the module docstring), or say what is missing."""
     sig = rec.get("signature") or []
     calls = [c for c in rec.get("calls") or []]
@@ -335,33 +386,31 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
     kept = [c for c in calls if _signature_key(c, names) == key]
     if len(kept) < len(calls):
         notes.append(f"{len(calls) - len(kept)} recorded call(s) with other dtypes or ranks were left out")
-    # size symbols from the call with the most distinct dimensions
-    structure = max(kept, key=lambda c: (len({v for d in c["params"].values() if d.get("kind") == "tensor"
-                                              for v in d["shape"]}), _tensor_numel(c)))
+    # size symbols: one per tensor dimension (named after the launcher's own `M, N = x.shape` where it has them),
+    # then dimensions equal in EVERY kept call share one symbol. Never by value in one call: a square call
+    # (64 x 64) would otherwise tie M to N and leave the other calls out, with labels that do not fit them.
+    structure = max(kept, key=_tensor_numel)
     src_names = _shape_names(path.read_text(encoding="utf-8", errors="replace"), wrapper)
-    sym_of_value: dict[int, str] = {}
     dims: dict[str, list[int | str]] = {}
     used: set[str] = set(names)
-    letters = iter(x for x in _LETTERS if x not in used)
+    named: set[str] = set()
+    fresh = iter(f"_d{k}" for k in range(1 << 16))
     for n in names:
         d = structure["params"][n]
         if d["kind"] != "tensor":
             continue
         spec: list[int | str] = []
-        for i, v in enumerate(d["shape"]):
-            if v == 1:
+        for i in range(len(d["shape"])):
+            if all(c["params"][n]["shape"][i] == 1 for c in kept):
                 spec.append(1)
                 continue
             nm = src_names.get((n, i))
-            if nm and nm not in names and (nm not in used or sym_of_value.get(v) == nm):
-                sym_of_value.setdefault(v, nm)
+            if nm and nm not in names and (nm not in used or nm in named):
                 used.add(nm)
+                named.add(nm)
                 spec.append(nm)
-                continue
-            if v not in sym_of_value:
-                sym_of_value[v] = next(letters, f"D{len(sym_of_value)}")
-                used.add(sym_of_value[v])
-            spec.append(sym_of_value[v])
+            else:
+                spec.append(next(fresh))
         dims[n] = spec
 
     def values_of(c: dict[str, Any]) -> dict[str, int] | None:
@@ -377,24 +426,42 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
         return vals
 
     sets: list[tuple[dict[str, Any], dict[str, int | float]]] = []
+    misfit: list[int] = []
     for c in kept:
         vals = values_of(c)
         if vals is None:
-            notes.append(f"the call at line {c['line']} does not fit the shapes of the others: left out")
+            misfit.append(c["line"])
             continue
         sets.append((c, dict(vals)))
-    if sets:  # symbols equal in every recorded set are one symbol (K of a and K2 of b in a matmul)
+    if misfit:
+        notes.append(f"{len(misfit)} recorded call(s) (line {', '.join(str(x) for x in sorted(set(misfit)))}) give "
+                     "one launcher dimension name two values: left out")
+    if sets:  # dimensions equal in every recorded set are one symbol (K of a and K of b in a matmul)
         merged: dict[str, str] = {}
         order = list(dict.fromkeys(s for spec in dims.values() for s in spec if isinstance(s, str)))
+        order.sort(key=lambda s: s not in named)  # a launcher's own name wins over a made-up one
         for i, s1 in enumerate(order):
             for s0 in order[:i]:
                 if s0 not in merged and all(sv[s0] == sv[s1] for _, sv in sets):
                     merged[s1] = s0
                     break
         dims = {n: [merged.get(s, s) if isinstance(s, str) else s for s in spec] for n, spec in dims.items()}
-        for _, sv in sets:
-            for s in merged:
-                sv.pop(s, None)
+        # made-up symbols get letters in order of first appearance
+        letters = iter(x for x in _LETTERS if x not in used)
+        rename: dict[str, str] = {}
+        for spec in dims.values():
+            for x in spec:
+                if isinstance(x, str) and x not in named and x not in rename:
+                    rename[x] = next(letters, f"D{len(rename)}")
+        dims = {n: [rename.get(x, x) if isinstance(x, str) else x for x in spec] for n, spec in dims.items()}
+        renamed = []
+        for c, sv in sets:
+            out: dict[str, int | float] = {}
+            for k, v in sv.items():
+                if k not in merged:
+                    out[rename.get(k, k)] = v
+            renamed.append((c, out))
+        sets = renamed
     shape_syms = {s for spec in dims.values() for s in spec if isinstance(s, str)}
     inputs: list[InputSpec] = []
     for n in names:
@@ -437,15 +504,34 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
     ran = [c for c, _ in sets if c.get("ran")]
     if not ran:
         return Inference(None, not_run_reason(wrapper, calls, rec), rec)
+    # outputs are what the program compares: the return value, or the tensor arguments written in place (a
+    # launcher returning the tensor it was given, y of axpy_ or out=, makes that argument the output)
     outputs: list[str] = []
+    mutated = [n for n in names if any(n in c.get("mutated", []) for c in ran)]
+    returned = [c.get("returned_args") or [] for c in ran]
     if all(c.get("returns_none") for c in ran):
-        outputs = [n for n in names if any(n in c.get("mutated", []) for c in ran)]
+        outputs = mutated
         if not outputs:
             return Inference(None, f"{wrapper}() returns nothing and wrote none of its tensor arguments", rec)
+    elif returned[0] and all(r == returned[0] for r in returned) and all(n in names for n in returned[0]) \
+            and len(set(returned[0])) == len(returned[0]):
+        outputs = list(returned[0])
+    unchecked = [n for n in mutated if n not in outputs]
+    if unchecked:
+        notes.append(f"{wrapper}() also changes {', '.join(unchecked)} in place, which the program does not compare: "
+                     "an input changed in place is refused (list it in outputs of an htam.toml table if it is an "
+                     "output)")
+    if outputs:
+        modes = buffer_modes(path, kernel, wrapper, model)
         for i in inputs:
-            if i.name in outputs:
-                zero = all(c["params"][i.name].get("all_zero") for c in ran)
-                i.init = "zeros" if zero else "empty"
+            if i.name not in outputs:
+                continue
+            if modes.get(i.name) == "write":  # write-only: poisoned, so an unwritten element fails
+                i.init = "empty"
+            elif all(c["params"][i.name].get("all_zero") for c in ran):
+                i.init = "zeros"
+            # else: the kernel reads it (y += ..., an optimizer's state, an atomic) or htam cannot tell: in-out,
+            # from the recorded range, restored before every checked call
     # sizes: the timed set (largest, scaled up when small), the interpreter sets (smallest)
     by_size = sorted(sets, key=lambda cs: _tensor_numel(cs[0]))
     uniq: list[tuple[dict[str, Any], dict[str, int | float]]] = []
@@ -453,15 +539,20 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
         if sv not in [u[1] for u in uniq]:
             uniq.append((c, sv))
     big_c, big = uniq[-1]
-    timed = [big]
+    # every distinct recorded set is kept: the largest is timed, the others are verified too (results cached
+    # across calls or hard-wired to one shape fail there)
+    timed = [big] + [sv for _, sv in reversed(uniq[:-1])]
     scaled = _scaled({k: int(v) for k, v in big.items()}, shape_syms, big_c)
     if scaled is not None:
-        timed = [scaled, big]
+        timed = [scaled, *timed]
         shown = {s: f"{big[s]}->{scaled[s]}" for s in sorted(shape_syms) if big[s] != scaled[s]}
         notes.append("timed set scaled up to a GPU-sized problem (rank and ratios kept): "
                      + ", ".join(f"{k} {v}" for k, v in shown.items()))
     ran_sets = [sv for c, sv in uniq if c.get("ran")]
-    interp = ran_sets[:2]
+    interp = ran_sets[:MAX_INTERPRET_SETS]
+    if len(ran_sets) > MAX_INTERPRET_SETS:
+        notes.append(f"the Triton interpreter runs the {MAX_INTERPRET_SETS} smallest of the {len(ran_sets)} recorded "
+                     "input sets (interpret_sizes); a GPU runs them all")
     # reference
     reference: str | None = None
     ref_globals: str | None = None
@@ -513,6 +604,7 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
         notes.append(f"recording stopped: {rec['stopped']}")
     if err:
         notes.append(f"the program then failed: {err}")
+    notes = dedupe_notes(notes)
     source = f"inferred from {where} of {path.name}, {len(calls)} call{'s' if len(calls) != 1 else ''} recorded; " \
              f"{ref_note}"
     if rec.get("inputs_moved"):
@@ -569,7 +661,8 @@ def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache:
     if cache is not None and cache.is_file():
         try:
             stored = json.loads(cache.read_text(encoding="utf-8"))
-            return _from_attempts(p, kernel, wrapper, stored["attempts"], cached=True, t0=t0, cache=cache)
+            return _from_attempts(p, kernel, wrapper, stored["attempts"], cached=True, t0=t0, cache=cache,
+                                  model=model)
         except (OSError, ValueError, KeyError, TypeError):
             pass
     if not run_code:
@@ -578,7 +671,8 @@ def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache:
     attempts: list[dict[str, Any]] = []
     for mode, test, where in sources:
         attempts.append({"recording": record(p, wrapper, mode, test), "where": where})
-        if build(p, kernel, wrapper, json.loads(json.dumps(attempts[-1]["recording"])), where).harness is not None:
+        if build(p, kernel, wrapper, json.loads(json.dumps(attempts[-1]["recording"])), where,
+                 model).harness is not None:
             break
     if cache is not None:  # a failed inference is kept too: the next command says the same without re-running
         try:
@@ -588,17 +682,17 @@ def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache:
             os.replace(tmp, cache)
         except OSError:
             pass
-    return _from_attempts(p, kernel, wrapper, attempts, cached=False, t0=t0, cache=cache)
+    return _from_attempts(p, kernel, wrapper, attempts, cached=False, t0=t0, cache=cache, model=model)
 
 
 def _from_attempts(p: Path, kernel: str, wrapper: str, attempts: list[dict[str, Any]], *, cached: bool, t0: float,
-                   cache: Path | None) -> Inference:
+                   cache: Path | None, model: Any = None) -> Inference:
     """The first attempt (recording) that builds a harness, or every attempt's reason joined; with
     :attr:`Inference.cached` and the seconds it took (``Harness.inference``)."""
     reasons: list[str] = []
     inf = Inference(None)
     for a in attempts:
-        inf = build(p, kernel, wrapper, a["recording"], a["where"])
+        inf = build(p, kernel, wrapper, a["recording"], a["where"], model)
         if inf.harness is not None:
             break
         reasons.append(inf.reason)

@@ -498,6 +498,10 @@ def _wrap_factory(rec: _Recorder) -> Any:
                 call["error"] = _first_line(e)
                 rec.flush()
                 raise
+            # which argument each returned tensor is (a launcher returning the tensor it updated, or out=)
+            raw = list(out) if isinstance(out, tuple | list) else ([] if out is None else [out])
+            given = {id(w): k for k, w in run_bound.arguments.items() if isinstance(w, torch.Tensor)}
+            call["returned_args"] = [given.get(id(o)) for o in raw]
             if target is not None:  # the file goes on with CPU tensors, as it was written
                 for k, v in bound.arguments.items():
                     w = run_bound.arguments[k]
@@ -505,6 +509,9 @@ def _wrap_factory(rec: _Recorder) -> Any:
                         v.copy_(w.to(v.device))
 
                 def back(o: Any) -> Any:
+                    k = given.get(id(o))
+                    if k is not None:  # the argument it updated, as the file holds it
+                        return bound.arguments[k]
                     return o.cpu() if isinstance(o, torch.Tensor) else o
                 out = (tuple if isinstance(out, tuple) else list)(back(o) for o in out) \
                     if isinstance(out, tuple | list) else back(out)
@@ -514,6 +521,8 @@ def _wrap_factory(rec: _Recorder) -> Any:
             call["returns_none"] = out is None
             call["mutated"] = [k for k, v in bound.arguments.items() if isinstance(v, torch.Tensor)
                                and not torch.equal(v.detach(), clones[k])]
+            if out is None:  # what an assert after the call compares: the tensors it updated in place
+                outs = [bound.arguments[k] for k in call["mutated"]]
             rec.live.append({"inputs": clones, "outputs": outs, "mapping": mapping,
                              "site_file": frame.f_code.co_filename,
                              "after": {k: bound.arguments[k] for k in call["mutated"]}})

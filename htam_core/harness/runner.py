@@ -475,12 +475,20 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
         for i, initial in latest["initial"].items():
             inputs[i].copy_(initial)
 
+    # indices the mutation guard skips: declared outputs, scratch buffers, and (found at run time) an input the
+    # launcher returns: a tensor the reference compares after the call is an output, even when it was given
+    guard_skip = out_idx | scratch_idx
+
     def run_with(launch: Callable[[list[Any]], Callable[[], Any]], inputs: list[Any]) -> list[Any]:
         for i in poison_idx:
             poison_(inputs[i])
         restore_inout(inputs)
         value = launch(inputs)()
-        return [inputs[names.index(o)] for o in h.outputs] if h.outputs else as_outputs(value)
+        if h.outputs:
+            return [inputs[names.index(o)] for o in h.outputs]
+        outs = as_outputs(value)
+        guard_skip.update(returned_inputs(outs, inputs))
+        return outs
 
     def run_candidate(inputs: list[Any]) -> list[Any]:
         return run_with(bind, inputs)
@@ -517,7 +525,7 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
             return float(_eval(expr, env_of(inputs, set_index), "bytes/flops"))
         return f
 
-    trial = Trial(make_inputs_tracked, run_reference, run_candidate, out_idx | scratch_idx, len(sizes_list))
+    trial = Trial(make_inputs_tracked, run_reference, run_candidate, guard_skip, len(sizes_list))
     return Prepared(trial, bind, names, sizes_list, expr_for(h.bytes_expr), expr_for(h.flops_expr), device,
                     notes=notes, launcher_kind=kind)
 
@@ -541,6 +549,28 @@ def relaunched(h: Harness) -> Harness:
     if again.grid is None or [i.name for i in again.inputs] != [i.name for i in h.inputs]:
         return h
     return dataclasses.replace(h, grid=again.grid, block=again.block, shared_bytes=again.shared_bytes)
+
+
+def returned_inputs(outs: list[Any], inputs: list[Any]) -> set[int]:
+    """Indices of ``inputs`` that a launcher returned as outputs (``return y`` after updating ``y`` in place,
+    ``return out`` of an ``out=`` argument): the same tensor object, or a view of all of its memory
+    (``y.view(-1)``: the same first element and as many elements). Such an input is an output the reference compares, so the input-mutation guard skips it.
+
+    Args:
+        outs: the launcher's outputs (:func:`~htam_core.harness.trial.as_outputs` of its return value).
+        inputs: the arguments it was called with.
+    """
+    import torch
+
+    found: set[int] = set()
+    for o in outs:
+        if not isinstance(o, torch.Tensor):
+            continue
+        for i, x in enumerate(inputs):
+            if x is o or (isinstance(x, torch.Tensor) and x.numel() and x.device == o.device
+                          and x.data_ptr() == o.data_ptr() and x.numel() == o.numel()):
+                found.add(i)
+    return found
 
 
 def split_outputs(h: Harness) -> tuple[set[int], set[int]]:

@@ -24,7 +24,10 @@ Instead of ``launcher``, a kernel launch: ``grid`` (expression), ``args`` (input
 order), ``kwargs`` (Triton constexprs, ``num_warps``) and, for CUDA, ``block`` and
 ``shared_bytes``; the written buffers are inputs listed in ``outputs``: ``init = "empty"`` for a
 write-only buffer (poisoned before every checked run), any other init (``"zeros"``, ``"randn"``) for an
-in-out buffer the kernel also reads (``C`` of ``C = alpha*A@B + beta*C``; restored before every run).
+in-out buffer the kernel also reads (``C`` of ``C = alpha*A@B + beta*C``; restored before every run). An
+in-place kernel (``y = alpha*x + y``, an optimizer step) lists the tensors it updates in ``outputs`` the same
+way; a launcher that returns the tensor it was given needs no ``outputs`` (the returned argument is the output).
+Shapes are bounded (:func:`size_problem`) and tolerances must be finite and non-negative.
 Scalars are inputs with a ``value`` (number or expression) and no shape.
 
 A ``.cu`` program with ``main()`` may take arguments: ``[program."file.cu"] args = ["1024"]``.
@@ -35,12 +38,22 @@ from __future__ import annotations
 
 import ast
 import keyword
+import math
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import DTYPES, INITS, Harness, HarnessError, InputSpec
+from htam_core.harness.base import (
+    DTYPES,
+    INITS,
+    MAX_INPUT_SET_BYTES,
+    MAX_TENSOR_ELEMENTS,
+    Harness,
+    HarnessError,
+    InputSpec,
+)
+from htam_core.harness.launch_values import launch_value
 
 SPEC_FILENAME = "htam.toml"
 SPEC_VERSION = 1
@@ -222,6 +235,51 @@ def _check_expr(where: str, text: Any, *, mode: str = "eval") -> str:
     return text
 
 
+_ITEM_BYTES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2,
+               "int8": 1, "uint8": 1, "bool": 1}
+
+
+def size_problem(inputs: list[InputSpec], sets: list[dict[str, Any]]) -> str | None:
+    """What is wrong with the tensor shapes of ``inputs`` over the size sets ``sets``, or ``None``.
+
+    Each shape is evaluated over each set (numbers, size symbols and arithmetic, never ``eval``:
+    :func:`~htam_core.harness.launch_values.launch_value`; a dimension it cannot evaluate is left to the run). A
+    negative or non-finite dimension, a tensor of more than :data:`~htam_core.harness.base.MAX_TENSOR_ELEMENTS`
+    elements, or a set whose tensors take more than :data:`~htam_core.harness.base.MAX_INPUT_SET_BYTES` bytes
+    together is a problem: one line naming the input, its shape and the set.
+
+    Args:
+        inputs: the harness's inputs (scalars are skipped).
+        sets: one dict of size symbols per input set.
+    """
+    for k, sv in enumerate(sets):
+        total = 0
+        env = {n: v for n, v in sv.items()}
+        for spec in inputs:
+            if spec.is_scalar:
+                continue
+            numel = 1
+            for d in spec.shape or []:
+                v = launch_value(d, env)
+                if v is None or isinstance(v, bool):
+                    numel = None
+                    break
+                if not math.isfinite(v) or v < 0:
+                    return (f"input {spec.name!r} has shape {spec.shape}, whose dimension {d!r} is {v:g} in set {k} "
+                            f"({sv}); a dimension must be 0 or more")
+                numel = numel * int(v) if numel is not None else None
+            if numel is None:
+                continue
+            if numel > MAX_TENSOR_ELEMENTS:
+                return (f"input {spec.name!r} has {numel:.3g} elements in set {k} ({sv}); a harness tensor may have "
+                        f"at most {MAX_TENSOR_ELEMENTS:.3g} (2^36) elements")
+            total += numel * _ITEM_BYTES.get(spec.dtype, 8)
+        if total > MAX_INPUT_SET_BYTES:
+            return (f"the inputs of set {k} ({sv}) take {total / 2**30:.3g} GiB; an input set may take at most "
+                    f"{MAX_INPUT_SET_BYTES // 2**30} GiB")
+    return None
+
+
 def _parse_input(where: str, raw: Any, index: int) -> InputSpec:
     if not isinstance(raw, dict):
         raise HarnessError(f"{where}.inputs[{index}] must be a table like "
@@ -369,8 +427,12 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
                     raise HarnessError(f"{where_of(key)}: {key} entries map a symbol to a number, got {k} = {v!r}")
     for key in ("atol", "rtol"):
         v = table.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v < 0):
-            raise HarnessError(f"{where_of(key)}: {key} must be a non-negative number, got {v!r}")
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0):
+            raise HarnessError(f"{where_of(key)}: {key} must be a finite non-negative number, got {v!r}")
+    for key, sets in (("sizes", sizes), ("interpret_sizes", interpret_sizes or [])):
+        problem = size_problem(inputs, sets)
+        if problem:
+            raise HarnessError(f"{where_of(key)}: {key}: {problem}")
     bytes_expr = _check_expr(f"{where_of('bytes')}.bytes", table["bytes"]) if "bytes" in table else None
     flops_expr = _check_expr(f"{where_of('flops')}.flops", table["flops"]) if "flops" in table else None
     language = "cuda" if file_path.suffix in (".cu", ".cuh") else "triton"

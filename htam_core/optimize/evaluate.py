@@ -263,7 +263,9 @@ class Evaluator:
             msgs.append("not verified: no harness for this kernel (htam.toml, KernelBench reference, or one inferred "
                         "from the file's __main__ block or tests)")
             return Evaluation(True, None, "compile-only", None, profile=prof, model=model, messages=msgs, labels=lab)
-        verdict = verify_in_worker(h, interpret=True)
+        # the start is never called "the candidate" in its messages
+        subject = "the starting kernel" if cand_path.parent.name == START_LABEL else "the candidate"
+        verdict = verify_in_worker(h, interpret=True, subject=subject)
         msgs.extend(verdict.messages)
         if verdict.status == "unverified":
             return Evaluation(True, None, verdict.verified_on, None, profile=prof, model=model, messages=msgs,

@@ -305,7 +305,11 @@ def verify_candidate(candidate: str | Path, harness: Harness | None, *, harness_
                         "(pass --all-checks to run it anyway, in a worker)")
         return Verdict(False, "refused", None, static_refused, lab, messages, findings, None, source)
     h = dataclasses.replace(harness, path=str(path.resolve()))
-    corr = verify_in_worker(h, timeout_s=timeout_s, interpret=interpret)
+    # a file checked with its own harness is the kernel the user starts from; with --against it is a candidate
+    own = Path(harness.origin_path or harness.path).resolve() == path.resolve() and (
+        not harness.oracle_path or Path(harness.oracle_path).resolve() == path.resolve())
+    corr = verify_in_worker(h, timeout_s=timeout_s, interpret=interpret,
+                            subject="the starting kernel" if own else "the candidate")
     messages.extend(corr.messages)
     runtime_refused = list(corr.refused_by) if corr.status in ("incorrect", "error") else []
     if corr.status in ("incorrect", "error") and not runtime_refused:

@@ -215,9 +215,11 @@ def noise_atol(noise: Sequence[float]) -> list[float]:
 
 def compare_outputs(cand: Sequence[Any], ref: Sequence[Any], *, atol: float | None = None,
                     rtol: float | None = None, fp32_tol: float | None = None, fp32_cap: float | None = None,
-                    atol_floor: Sequence[float] | None = None) -> tuple[bool, float | None, list[str], list[str]]:
+                    atol_floor: Sequence[float] | None = None,
+                    subject: str = "the candidate") -> tuple[bool, float | None, list[str], list[str]]:
     """Compare candidate outputs with reference outputs (tolerances: :func:`tolerance_for`; ``atol_floor``:
-    per output, a lower bound of the absolute tolerance, from :func:`noise_atol`, applied after ``fp32_cap``).
+    per output, a lower bound of the absolute tolerance, from :func:`noise_atol`, applied after ``fp32_cap``;
+    ``subject``: what ``cand`` came from, for the messages: ``"the candidate"`` or ``"the starting kernel"``).
 
     Returns:
         ``(ok, max_abs_err, messages, rule_ids)``; ``max_abs_err`` over the finite elements.
@@ -227,7 +229,7 @@ def compare_outputs(cand: Sequence[Any], ref: Sequence[Any], *, atol: float | No
     msgs: list[str] = []
     rules: list[str] = []
     if len(cand) != len(ref):
-        return False, None, [f"the candidate returned {len(cand)} output(s), the reference {len(ref)}"], ["output-count"]
+        return False, None, [f"{subject} returned {len(cand)} output(s), the reference {len(ref)}"], ["output-count"]
     worst: float | None = None
     ok = True
     for k, (c, r) in enumerate(zip(cand, ref, strict=True)):
@@ -238,7 +240,7 @@ def compare_outputs(cand: Sequence[Any], ref: Sequence[Any], *, atol: float | No
                 c = torch.as_tensor(c)
             except (TypeError, ValueError, RuntimeError):
                 ok = False
-                msgs.append(f"output {k}: the candidate returned {type(c).__name__}, not a tensor")
+                msgs.append(f"output {k}: {subject} returned {type(c).__name__}, not a tensor")
                 rules.append("shape")
                 continue
         if tuple(c.shape) != tuple(r.shape):
@@ -306,7 +308,7 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
                       atol: float | None = None, rtol: float | None = None, fp32_tol: float | None = None,
                       scales: Sequence[float] = DEFAULT_SCALES, arg_names: Sequence[str] | None = None,
                       fp32_cap: float | None = None, poison_allocations: bool = True,
-                      against: str = "the reference") -> CorrectnessResult:
+                      against: str = "the reference", subject: str = "the candidate") -> CorrectnessResult:
     """Run the candidate and the reference over ``n_seeds`` seeds and every input set; compare.
 
     The first input set runs ``n_seeds`` trials; every further set runs one trial (KernelBench
@@ -325,6 +327,8 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
         poison_allocations: run the candidate under :func:`poisoned_allocations`.
         against: what the reference is, for the messages: ``"the reference"``, or ``"the starting kernel"``
             under the oracle rule (no reference given: the kernel the candidate was derived from).
+        subject: what is checked, for the messages: ``"the candidate"``, or ``"the starting kernel"`` when the
+            kernel checked is the one an optimization starts from (never called a candidate).
 
     Returns:
         A :class:`CorrectnessResult`.
@@ -368,15 +372,17 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
             return CorrectnessResult(False, "error", verified_on, worst,
                                      messages + [f"{where}: {exception_text(exc)}"[:2000]], ran, rules + ["raised"])
         ran += 1
-        changed = mutated_inputs(inputs, snap)
+        # an input found to be an output while running (a launcher returning the tensor it was given) is skipped
+        changed = [i for i in mutated_inputs(inputs, snap) if i not in trial.output_indices]
         if changed:
             ok_all = False
             names = [arg_names[i] if arg_names and i < len(arg_names) else f"#{i}" for i in changed]
-            messages.append(f"{where}: the candidate modified its input(s) {', '.join(names)} in place")
+            messages.append(f"{where}: {subject} modified its input(s) {', '.join(names)} in place, and they are not "
+                            "outputs the reference compares (list them in outputs to allow an in-place update)")
             rules.append("input-mutated")
             break
         ok, err, msgs, rids = compare_outputs(cand_out, ref_out, atol=atol, rtol=rtol, fp32_tol=fp32_tol,
-                                              fp32_cap=fp32_cap, atol_floor=floor)
+                                              fp32_cap=fp32_cap, atol_floor=floor, subject=subject)
         if err is not None:
             worst = err if worst is None else max(worst, err)
         if not ok:

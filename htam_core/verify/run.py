@@ -10,6 +10,7 @@ GPU), :func:`compile_check` compiles it with ``nvcc -cubin`` and the verdict is 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sysconfig
 import tempfile
@@ -31,6 +32,41 @@ def cuda_strings(text: str) -> list[str]:
     """String constants of a Python file that hold CUDA (contain ``__global__``)."""
     return [n.value for n in ast.walk(ast.parse(text))
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and "__global__" in n.value]
+
+
+#: Headers that come with torch or the CUDA toolkit, not with the user's code: when nvcc cannot find one, the
+#: machine lacks it (a CPU build of torch has no ``c10/cuda`` headers), which is no fault of the kernel.
+ENVIRONMENT_HEADERS = ("c10/", "ATen/", "torch/", "caffe2/", "pybind11/", "Python.h", "cuda", "cub/", "thrust/",
+                       "cutlass/", "cute/", "mma.h", "cooperative_groups", "curand", "cublas", "cusparse", "cufft")
+_MISSING = (re.compile(r'fatal error: ([^\s:]+): No such file or directory'),
+            re.compile(r'cannot open source file "([^"]+)"'))
+
+
+def missing_header(stderr: str) -> str | None:
+    """The header nvcc (or the host compiler under it) could not find, read from its error output
+    (``fatal error: c10/cuda/CUDAMacros.h: No such file or directory``, EDG's ``cannot open source file "x.h"``),
+    or ``None``."""
+    for pat in _MISSING:
+        m = pat.search(stderr)
+        if m:
+            return m.group(1)
+    return None
+
+
+def environment_header_message(header: str) -> str:
+    """One line for a header that the local torch or CUDA toolkit lacks: an environment problem, with what to
+    install; the kernel is not blamed and the verdict stays unverified (static stages still run)."""
+    try:
+        import torch
+
+        build = f"torch {torch.__version__}" + ("" if torch.version.cuda else " (a CPU build)")
+    except Exception:  # noqa: BLE001 - no torch at all says the same
+        build = "the installed torch"
+    what = ("install a CUDA build of torch (pip install torch --index-url https://download.pytorch.org/whl/cu126, "
+            "or the CUDA version of this machine)" if header.startswith(("c10/", "ATen/", "torch/", "caffe2/"))
+            else "install the CUDA toolkit headers it comes with (or set CUDA_HOME)")
+    return (f"not compiled here: an environment problem, not the kernel's: the header {header} is missing from this "
+            f"machine ({build}); {what}, then run again")
 
 
 def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> CorrectnessResult:
@@ -58,16 +94,25 @@ def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> 
                                    str(Path(tmp) / f"src{k}.cubin")], capture_output=True, text=True,
                                   timeout=timeout_s, **one_shot_kwargs())
             if proc.returncode != 0:
+                header = missing_header(proc.stderr)
+                if header is not None and header.startswith(ENVIRONMENT_HEADERS):
+                    return CorrectnessResult(False, "unverified", "compile-only", None,
+                                             [environment_header_message(header)])
                 errs = [ln for ln in proc.stderr.splitlines() if "error" in ln][:20] or proc.stderr.splitlines()[-20:]
+                # one message (its lines joined where it is shown in one line): never "...code:; error"
                 return CorrectnessResult(False, "error", "compile-only", None,
-                                         ["nvcc could not compile the CUDA code:", *errs], refused_by=["compile"])
+                                         ["nvcc could not compile the CUDA code: " + "\n".join(errs)],
+                                         refused_by=["compile"])
     return unverified(f"nvcc -cubin -arch={arch} succeeded for {len(sources)} source(s)", compiled=True)
 
 
 # -- worker targets ---------------------------------------------------------------------------------
 def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED,
-                   fp32_tol: float | None = None, arch: str = "sm_90") -> dict[str, Any]:
+                   fp32_tol: float | None = None, arch: str = "sm_90", subject: str | None = None) -> dict[str, Any]:
     """Worker target: check the harness's kernel against its reference.
+
+    ``subject`` names the kernel checked in the messages: ``"the starting kernel"`` for the kernel an optimization
+    starts from (also chosen when the harness's oracle is the checked file itself), else ``"the candidate"``.
 
     Returns:
         :meth:`CorrectnessResult.to_json`: ``{"correct", "status", "verified_on", "max_abs_err",
@@ -95,9 +140,11 @@ def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: i
         return CorrectnessResult(False, "error", mode, None,
                                  [f"could not load the kernel: {exception_text(e)}"[:3000]],
                                  refused_by=["load"]).to_json()
+    is_start = bool(h.uses_oracle and h.oracle_path and Path(h.oracle_path).resolve() == Path(h.path).resolve())
     res = check_correctness(prepared.trial, verified_on=mode, n_seeds=n_seeds, base_seed=base_seed, atol=h.atol,
-                            rtol=h.rtol, fp32_tol=fp32_tol, arg_names=prepared.arg_names, against=h.checked_against)
-    if h.uses_oracle and h.oracle_path and Path(h.oracle_path).resolve() == Path(h.path).resolve():
+                            rtol=h.rtol, fp32_tol=fp32_tol, arg_names=prepared.arg_names, against=h.checked_against,
+                            subject=subject or ("the starting kernel" if is_start else "the candidate"))
+    if is_start:
         res.messages.append("this is the starting kernel itself: under the oracle rule it is the reference, so this "
                             "run shows it runs on every input set, not that it is right (give a reference to check it)")
     return res.to_json()
@@ -115,7 +162,8 @@ def verify_in_worker(harness: Harness, *, timeout_s: float = 300.0, pool_key: st
         interpret: force ``TRITON_INTERPRET=1`` on (True) or off (False); default: on unless torch
             in *this* process sees a GPU (checked without initializing CUDA via ``nvidia-smi``-free
             ``torch.cuda.is_available``).
-        kwargs: ``n_seeds``, ``base_seed``, ``fp32_tol``, ``arch``.
+        kwargs: ``n_seeds``, ``base_seed``, ``fp32_tol``, ``arch``, ``subject`` (``"the starting kernel"`` when
+            ``harness`` is the kernel an optimization starts from).
 
     Returns:
         A :class:`CorrectnessResult`; a worker failure (timeout, crash, CUDA fault) becomes status

@@ -205,7 +205,8 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
             tile_loops.append(lp.id)
     pointers = []
     for p in kernel.params:
-        reads = any(m.pointer == p.name and m.op == "load" for m in memops)
+        # an atomic (tl.atomic_add) reads the value it updates: read-modify-write
+        reads = any(m.pointer == p.name and (m.op == "load" or m.op.startswith("atomic_")) for m in memops)
         writes = any(m.pointer == p.name and m.op != "load" for m in memops)
         if not (reads or writes or p.is_pointer):
             continue
