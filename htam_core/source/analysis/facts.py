@@ -186,7 +186,11 @@ class LoopFact:
         depth: 0 for an outermost loop.
         parent: id of the enclosing loop, or ``None``.
         accumulators: variables reduced across iterations.
-        has_unroll_pragma: a ``#pragma unroll`` precedes it.
+        has_unroll_pragma: a ``#pragma unroll`` (with or without a count) precedes it.
+        pragma: the text after ``#pragma`` of the pragma line that belongs to the loop (``"unroll"``,
+            ``"unroll 4"``), or ``None``; such a line is part of the loop, not a statement of its own
+            (:func:`~htam_core.source.analysis.syntax.statements`).
+        pragma_span: file bytes of that pragma line, or ``None``.
         strides_threads: the step depends on ``blockDim``/``gridDim``, or is the constant block size of the
             first launch while the start depends on ``threadIdx`` (a block- or grid-stride loop).
         grid_stride: the step involves ``gridDim`` (grid-stride loop).
@@ -208,6 +212,8 @@ class LoopFact:
     parent: int | None = None
     accumulators: tuple[Accumulator, ...] = ()
     has_unroll_pragma: bool = False
+    pragma: str | None = None
+    pragma_span: Span | None = None
     strides_threads: bool = False
     grid_stride: bool = False
 
