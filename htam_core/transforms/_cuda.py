@@ -17,7 +17,7 @@ from typing import Any
 import sympy
 from tree_sitter import Node
 
-from htam_core.source.analysis import KernelFacts, analyze
+from htam_core.source.analysis import Barrier, KernelFacts, analyze
 from htam_core.source.analysis.constants import Const, int_literal
 from htam_core.source.analysis.facts import DIMS, sym
 from htam_core.source.analysis.guards import bounds_guard, describe_form
@@ -135,6 +135,12 @@ class CudaUnit:
         if c.preproc_range is not None:
             return self.edit(c.preproc_range[0], c.preproc_range[1], str(value))
         return None
+
+    def barriers_in(self, node: Node) -> list[Barrier]:
+        """The barriers (:attr:`KernelFacts.barriers`, every spelling in normal form: ``__syncthreads()``,
+        ``cg::sync(cta)``, ``cta.sync()``, ``__syncwarp()``) whose call lies inside ``node``."""
+        lo, hi = self.file_byte(node), node.end_byte + self.base
+        return [b for b in self.facts.barriers if lo <= b.span[0] and b.span[1] <= hi]
 
     # ----------------------------------------------------------------- launch dims
     def dims_of(self, expr: Node, scope: Node | None) -> list[Node]:
@@ -322,6 +328,8 @@ def _cond_parts(unit: CudaUnit, cond: Node) -> tuple[str, str, Node] | None:
 def _bad_body(unit: CudaUnit, stmts: list[Node], index: str) -> str | None:
     """Why ``stmts`` cannot become a loop body, or ``None``."""
     for s in stmts:
+        for b in unit.barriers_in(s):
+            return f"the guarded code uses {b.text} (a {b.scope} barrier)"
         for n in _ts.walk(s):
             if n.type == "return_statement":
                 return "the guarded code returns early"

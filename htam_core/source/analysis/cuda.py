@@ -38,6 +38,7 @@ from htam_core.source.analysis.facts import (
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
 from htam_core.source.analysis.online import online_pairs
+from htam_core.source.analysis.sync import barriers, shared_accessor_locals
 from htam_core.source.analysis.syntax import loop_pragma, of_type, strip_casts, unwrap_parens, walk
 from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.unit import CudaSource
@@ -529,7 +530,8 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        tuple(errors), _collectives(src), _builtin_aliases(src, aff), alias_facts,
                        _builtins_read(src, aff), _device_calls(src, tparams),
                        tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
-                             for m, s in online_pairs(n, src.src)))
+                             for m, s in online_pairs(n, src.src)),
+                       barriers(src.body, src.src, src.base))
 
 
 def _builtins_read(src: CudaSource, aff: Affine) -> tuple[str, ...]:
@@ -629,6 +631,9 @@ def _loops(src: CudaSource, aff: Affine, loop_nodes: list[Node]) -> tuple[LoopFa
 
 
 def _shared_arrays(src: CudaSource) -> dict[str, Node]:
+    """``{name: declarator}`` of the kernel's shared arrays: ``__shared__`` and ``extern __shared__`` declarations
+    in the body, and local pointers declared once from a shared-memory accessor
+    (:func:`~htam_core.source.analysis.sync.shared_accessor_locals`)."""
     out: dict[str, Node] = {}
     for decl in of_type(src.body, "declaration"):
         quals = {src.env.t(c) for c in decl.children if c.type in ("type_qualifier", "storage_class_specifier")}
@@ -640,6 +645,11 @@ def _shared_arrays(src: CudaSource) -> dict[str, Node]:
                 cur = cur.child_by_field_name("declarator")
             if cur is not None and cur.type == "identifier":
                 out[src.env.t(cur)] = d
+    # typed views of dynamic shared memory: `T *sdata = SharedMemory<T>();` (an accessor struct of the unit)
+    counts = _declared_names(src)
+    for name, d in shared_accessor_locals(src.body, src.root, src.src).items():
+        if counts.get(name, 0) == 1 and not src.env.assigned_in(src.func, name):
+            out.setdefault(name, d)
     return out
 
 
