@@ -151,14 +151,23 @@ class CudaGridStride(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """Candidates with the grid capped at 8 and 32 blocks per SM."""
+        """Candidates with the grid capped at 8 and 32 blocks per SM; a kernel with no launch site in the file gets
+        one launch-independent candidate instead: the grid-stride loop alone, correct for any grid."""
         if kernel.features.has_grid_stride_loop:
             return self.not_applicable(f"{kernel.name} already has a grid-stride loop")
         body = grid_stride_body_edits(unit)
         if isinstance(body, str):
             return self.not_applicable(body)
         if not unit.launches:
-            return self.not_applicable(f"{kernel.name} has no launch site in this file to size the grid")
+            # launched from another file: the loop alone is correct for any grid; the grid is left to the launcher
+            return [self.candidate(
+                model,
+                f"make {kernel.name} a grid-stride loop, launch-independent: correct for any grid (no launch site "
+                "in this file, so the grid is unchanged; capping it at a multiple of the SM count where it is "
+                "launched is the second half of this step)",
+                {"blocks_per_sm": None, "launch": "independent"},
+                body,
+            )]
         helper: list[TextEdit] = []
         if SM_HELPER.encode() not in unit.src:
             helper.append(unit.insert(include_insert_point(unit), _HELPER_TEXT))
