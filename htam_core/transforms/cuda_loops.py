@@ -1,5 +1,7 @@
 """CUDA loop transforms: ``#pragma unroll`` on constant-trip loops (``cuda.unroll``) and the grid-stride
-loop with an SM-count-sized grid (``cuda.grid_stride``).
+loop with an SM-count-sized grid (``cuda.grid_stride``). A kernel launched from another file (no launch site in
+its own) gets the launch-independent form: the grid-stride loop alone, correct for any grid, the grid left to the
+launcher.
 
 Idea sources: CUDA C++ Programming Guide, "#pragma unroll"; NVIDIA developer blog, "CUDA Pro Tip:
 Write Flexible Kernels with Grid-Stride Loops" (Harris, 2013).

@@ -1,5 +1,7 @@
 """CUDA memory-access transforms: read-only loads through ``__ldg`` (``cuda.ldg``) and ``float4``
-vectorization of elementwise kernels (``cuda.vectorize_float4``).
+vectorization of elementwise kernels (``cuda.vectorize_float4``). The float4 body is a grid-stride loop with a
+scalar tail and a run-time 16-byte alignment check, so it is correct for any grid: with a launch site the grid
+shrinks 4x; without one (launched from another file) it is offered as it is, launch-independent.
 
 Idea sources: CUDA C++ Programming Guide, "Read-Only Data Cache Load Function"; NVIDIA developer
 blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitjens, 2013).

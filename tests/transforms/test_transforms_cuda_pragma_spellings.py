@@ -61,6 +61,14 @@ def test_statements_attach_a_pragma_to_its_loop():
     assert src[statement_start(loop):].startswith(b"#pragma unroll 2")
 
 
+def test_restructured_loop_drops_its_pragma():
+    """The float4 rewrite replaces the row loop by a block (vector loop, scalar tail): the loop's `#pragma unroll 4`
+    must not be left in front of that block."""
+    (c,) = candidates("cuda.vectorize_float4", FILE, "scale_rows_pragma")
+    body = c.new_text.split("void scale_rows_pragma", 1)[1].split("void run_all", 1)[0]
+    assert "float4" in body and "#pragma unroll 4" not in body
+
+
 def _nvcc(text: str, tmp_path: Path) -> None:
     src = tmp_path / "cand.cu"
     src.write_text(text)
@@ -81,3 +89,10 @@ def test_pragma_spelled_tilings_compile(tid, tmp_path):
         assert not isinstance(res, NotApplicable), (kernel, res)
         text = res[0].new_text
     _nvcc(text, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_restructured_loop_compiles(tmp_path):
+    (c,) = candidates("cuda.vectorize_float4", FILE, "scale_rows_pragma")
+    _nvcc(c.new_text, tmp_path)
