@@ -17,19 +17,19 @@ from typing import Any
 import sympy
 from tree_sitter import Node
 
-from htam_core.source.analysis import KernelFacts, analyze
+from htam_core.source.analysis import Barrier, KernelFacts, analyze
 from htam_core.source.analysis.constants import Const, int_literal
 from htam_core.source.analysis.facts import DIMS, sym
 from htam_core.source.analysis.guards import bounds_guard, describe_form
 from htam_core.source.analysis.launch import dims_of
-from htam_core.source.analysis.syntax import strip_casts
+from htam_core.source.analysis.syntax import statement_start, statements, strip_casts
 from htam_core.source.analysis.unit import CudaSource, cuda_source
 from htam_core.source.analysis.unit import SiteLaunch as Launch
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _notes, _ts
 from htam_core.transforms.base import TextEdit, UnitTransform
 
-__all__ = ["DIMS", "Const", "CudaUnit", "Launch", "int_literal", "strip_casts"]
+__all__ = ["DIMS", "Const", "CudaUnit", "Launch", "int_literal", "statement_start", "strip_casts"]
 
 
 @dataclass
@@ -136,6 +136,12 @@ class CudaUnit:
             return self.edit(c.preproc_range[0], c.preproc_range[1], str(value))
         return None
 
+    def barriers_in(self, node: Node) -> list[Barrier]:
+        """The barriers (:attr:`KernelFacts.barriers`, every spelling in normal form: ``__syncthreads()``,
+        ``cg::sync(cta)``, ``cta.sync()``, ``__syncwarp()``) whose call lies inside ``node``."""
+        lo, hi = self.file_byte(node), node.end_byte + self.base
+        return [b for b in self.facts.barriers if lo <= b.span[0] and b.span[1] <= hi]
+
     # ----------------------------------------------------------------- launch dims
     def dims_of(self, expr: Node, scope: Node | None) -> list[Node]:
         """Component expressions of a launch ``grid``/``block`` argument (:func:`~htam_core.source.analysis.launch.dims_of`)."""
@@ -200,8 +206,10 @@ def param_names(unit: CudaUnit) -> list[str]:
 
 
 def statement_list(body: Node) -> list[Node]:
-    """Named children of a compound statement, comments excluded."""
-    return [c for c in body.named_children if c.type != "comment"]
+    """The statements of a compound statement: named children without comments and without the ``#pragma`` line
+    that belongs to a loop (:func:`~htam_core.source.analysis.syntax.statements`; the pragma travels with its loop,
+    :func:`statement_start`)."""
+    return statements(body)
 
 
 def references(node: Node, src: bytes, name: str) -> list[Node]:
@@ -320,6 +328,8 @@ def _cond_parts(unit: CudaUnit, cond: Node) -> tuple[str, str, Node] | None:
 def _bad_body(unit: CudaUnit, stmts: list[Node], index: str) -> str | None:
     """Why ``stmts`` cannot become a loop body, or ``None``."""
     for s in stmts:
+        for b in unit.barriers_in(s):
+            return f"the guarded code uses {b.text} (a {b.scope} barrier)"
         for n in _ts.walk(s):
             if n.type == "return_statement":
                 return "the guarded code returns early"
@@ -409,8 +419,9 @@ def elementwise(unit: CudaUnit) -> Elementwise | str:
 
 
 def statement_span(unit: CudaUnit, node: Node) -> tuple[int, int]:
-    """The byte range of a statement including its line's indentation and newline when it is alone on it."""
-    start, end = node.start_byte, node.end_byte
+    """The byte range of a statement including its line's indentation and newline when it is alone on it; a loop's
+    ``#pragma`` line is part of the loop (:func:`statement_start`), so removing or replacing the loop takes it."""
+    start, end = statement_start(node), node.end_byte
     ls = _ts.line_start(unit.src, start)
     if unit.src[ls:start].strip() == b"":
         nl = unit.src.find(b"\n", end)

@@ -73,7 +73,7 @@ class CudaCoalesceRemap(CudaTransform):
         if not any(unit.t(n.child_by_field_name("field")) == "y" for n in fields):
             return self.not_applicable(f"{kernel.name} uses no y thread or block index; there is nothing to swap")
         words = {unit.t(i) for i in _ts.of_type(unit.body, "identifier")}
-        warp = sorted(words & set(_WARP_LEVEL))
+        warp = sorted((words & set(_WARP_LEVEL)) | {b.text for b in unit.facts.barriers if b.scope == "warp"})
         if warp:
             return self.not_applicable(f"{kernel.name} uses {', '.join(warp)}; swapping x and y changes which "
                                        "threads share a warp")

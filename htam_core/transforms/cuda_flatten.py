@@ -88,6 +88,8 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
     if isinstance(ew, str):
         return f"not a thread-per-row kernel: {ew}"
     body_text = unit.t(unit.body)
+    for b in unit.facts.barriers:
+        return f"{unit.kernel.name} uses {b.text}; its threads cooperate, so their work cannot be re-dealt"
     for word in _COOPERATION:
         if word in body_text:
             return f"{unit.kernel.name} uses {word}; its threads cooperate, so their work cannot be re-dealt"

@@ -218,7 +218,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
         elif st.type in _DROPPABLE:
             for n in _declared(unit, st) if st.type == "declaration" else []:
                 decls[n] = st
-        elif st.type == "expression_statement" and not any(
+        elif st.type == "expression_statement" and not unit.barriers_in(st) and not any(
                 unit.t(c.child_by_field_name("function")).startswith(("atomic", "__syncthreads"))
                 for c in _ts.of_type(st, "call_expression")):
             # dropped; what it assigns (also `cg::thread_block_tile<32> warp = …`, which parses as an expression)

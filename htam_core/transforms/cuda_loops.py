@@ -1,5 +1,7 @@
 """CUDA loop transforms: ``#pragma unroll`` on constant-trip loops (``cuda.unroll``) and the grid-stride
-loop with an SM-count-sized grid (``cuda.grid_stride``).
+loop with an SM-count-sized grid (``cuda.grid_stride``). A kernel launched from another file (no launch site in
+its own) gets the launch-independent form: the grid-stride loop alone, correct for any grid, the grid left to the
+launcher.
 
 Idea sources: CUDA C++ Programming Guide, "#pragma unroll"; NVIDIA developer blog, "CUDA Pro Tip:
 Write Flexible Kernels with Grid-Stride Loops" (Harris, 2013).
@@ -151,14 +153,23 @@ class CudaGridStride(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """Candidates with the grid capped at 8 and 32 blocks per SM."""
+        """Candidates with the grid capped at 8 and 32 blocks per SM; a kernel with no launch site in the file gets
+        one launch-independent candidate instead: the grid-stride loop alone, correct for any grid."""
         if kernel.features.has_grid_stride_loop:
             return self.not_applicable(f"{kernel.name} already has a grid-stride loop")
         body = grid_stride_body_edits(unit)
         if isinstance(body, str):
             return self.not_applicable(body)
         if not unit.launches:
-            return self.not_applicable(f"{kernel.name} has no launch site in this file to size the grid")
+            # launched from another file: the loop alone is correct for any grid; the grid is left to the launcher
+            return [self.candidate(
+                model,
+                f"make {kernel.name} a grid-stride loop, launch-independent: correct for any grid (no launch site "
+                "in this file, so the grid is unchanged; capping it at a multiple of the SM count where it is "
+                "launched is the second half of this step)",
+                {"blocks_per_sm": None, "launch": "independent"},
+                body,
+            )]
         helper: list[TextEdit] = []
         if SM_HELPER.encode() not in unit.src:
             helper.append(unit.insert(include_insert_point(unit), _HELPER_TEXT))

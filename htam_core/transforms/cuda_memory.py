@@ -1,5 +1,7 @@
 """CUDA memory-access transforms: read-only loads through ``__ldg`` (``cuda.ldg``) and ``float4``
-vectorization of elementwise kernels (``cuda.vectorize_float4``).
+vectorization of elementwise kernels (``cuda.vectorize_float4``). The float4 body is a grid-stride loop with a
+scalar tail and a run-time 16-byte alignment check, so it is correct for any grid: with a launch site the grid
+shrinks 4x; without one (launched from another file) it is offered as it is, launch-independent.
 
 Idea sources: CUDA C++ Programming Guide, "Read-Only Data Cache Load Function"; NVIDIA developer
 blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitjens, 2013).
@@ -135,8 +137,9 @@ class CudaVectorizeFloat4(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """One candidate: the elementwise form (every launch's 1-D grid is divided by 4, rounded up), else the
-        loop form (strided and row loops, launch unchanged)."""
+        """One candidate: the elementwise form (every launch's 1-D grid is divided by 4, rounded up; a kernel with
+        no launch site in the file gets the launch-independent form, the same grid-stride body correct for any grid,
+        launch unchanged), else the loop form (strided and row loops, launch unchanged)."""
         res = self._elementwise(unit, model, kernel)
         if not isinstance(res, NotApplicable):
             return res
@@ -197,8 +200,6 @@ class CudaVectorizeFloat4(CudaTransform):
                     reads.add(name)
         if not writes:
             return self.not_applicable(f"{kernel.name} stores nothing through its pointers")
-        if not unit.launches:
-            return self.not_applicable(f"{kernel.name} has no launch site in this file to resize the grid")
         body_text = self._body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes)
         stmts = statement_list(unit.body)
         first = stmts.index(ew.decl)
@@ -207,6 +208,17 @@ class CudaVectorizeFloat4(CudaTransform):
         indent = _ts.indent_of(unit.src, ew.decl.start_byte) or "    "
         kept = "".join(f"{unit.t(s)}\n{indent}" for s in between)
         edits = [unit.edit(ew.decl.start_byte, last_node.end_byte, kept + body_text.replace("\n", "\n" + indent))]
+        if not unit.launches:
+            # launched from another file: the body is a grid-stride loop, so it is correct as it stands for any grid
+            return [self.candidate(
+                model,
+                f"vectorize {kernel.name} with float4 loads/stores, launch-independent: correct for any grid (a "
+                "grid-stride loop with a scalar tail; falls back to scalar when a pointer is not 16-byte aligned); "
+                "no launch site in this file, so the grid is unchanged (a grid of a quarter the blocks does the "
+                "same work)",
+                {"vector_width": 4, "pointers": names, "launch": "independent"},
+                edits,
+            )]
         for la in unit.launches:
             e = wrap_grid(unit, la, "(({}) + 3) / 4")
             if isinstance(e, str):

@@ -268,7 +268,7 @@ def _body_shape(unit: CudaUnit, target: Target, dot: LoopFact, rows: LoopFact, a
     body = fn.child_by_field_name("body")
     if body is None:
         return "the function holding the nest has no body"
-    if b"__syncthreads" in unit.src[fn.start_byte:fn.end_byte] or any(a.space == "shared" for a in target.facts.accesses):
+    if target.facts.barriers or any(a.space == "shared" for a in target.facts.accesses):
         return "the function already uses shared memory or __syncthreads()"
     loop_node = unit.node_at(dot.span, ("for_statement",))
     lb = loop_node.child_by_field_name("body") if loop_node is not None else None

@@ -269,7 +269,10 @@ def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str) -> tuple[str, str] | 
 
 
 def _is_sync(unit: CudaUnit, stmt: Node) -> bool:
-    return stmt.type == "expression_statement" and unit.t(stmt).replace(" ", "") == "__syncthreads();"
+    """``stmt`` is a block-wide barrier statement however spelled (``__syncthreads();``, ``cg::sync(cta);``,
+    ``cta.sync();``): the analysis layer's barrier fact (:meth:`KernelFacts.is_block_barrier`); ``__syncwarp();``
+    is not one."""
+    return unit.facts.is_block_barrier((unit.file_byte(stmt), stmt.end_byte + unit.base))
 
 
 def _tid_problem(unit: CudaUnit, tid: str) -> str | None:
@@ -355,7 +358,7 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
     body = loop.child_by_field_name("body")
     stmts = statement_list(body) if body is not None and body.type == "compound_statement" else []
     if len(stmts) not in (2, 3) or not _is_sync(unit, stmts[-1]) or stmts[-2].type != "if_statement":
-        return "the loop body is not exactly a guarded combine followed by __syncthreads();"
+        return "the loop body is not exactly a guarded combine followed by a block barrier (__syncthreads();)"
     guard = stmts[-2]
     if guard.child_by_field_name("alternative") is not None:
         return "the guard has an else branch"
@@ -368,7 +371,7 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
         index_decl = stmts[0]
         head2 = _header_decl(unit, index_decl)
         if head2 is None:
-            return "the loop body is not exactly a guarded combine followed by __syncthreads();"
+            return "the loop body is not exactly a guarded combine followed by a block barrier (__syncthreads();)"
         index, value = head2
         tid = _strided_index(unit, value, s)
         if tid is None:
@@ -480,11 +483,16 @@ _INT_TYPES = {
 
 
 def element_type(unit: CudaUnit, array: str) -> str | None:
-    """The declared element type of array ``array`` (kernel body first, then file level), else ``None``."""
+    """The declared element type of array ``array`` (kernel body first, then file level), else ``None``; a local
+    pointer that the analysis layer reads as a shared array (``T *sdata = SharedMemory<T>();``) has its pointee
+    type."""
+    shared_ptr = any(a.pointer == array and a.space == "shared" for a in unit.facts.accesses)
+    kinds = ("array_declarator", "init_declarator", "pointer_declarator") if shared_ptr else (
+        "array_declarator", "init_declarator")
     for scope in (unit.body, unit.root):
         for decl in _ts.of_type(scope, "declaration"):
             for d in decl.children_by_field_name("declarator"):
-                while d is not None and d.type in ("array_declarator", "init_declarator"):
+                while d is not None and d.type in kinds:
                     d = d.child_by_field_name("declarator")
                 if d is not None and d.type == "identifier" and unit.t(d) == array:
                     return " ".join(unit.t(decl.child_by_field_name("type")).split())

@@ -174,7 +174,8 @@ class CudaVectorColumns(CudaTransform):
                 return f"the statement `{' '.join(unit.t(st).split())[:60]}` before the loop depends on the column"
         for st in post:
             text = unit.t(st)
-            if any(w in text for w in _WARP_WORDS) or _ts.of_type(st, ("for_statement", "while_statement")):
+            if any(w in text for w in _WARP_WORDS) or unit.barriers_in(st) or _ts.of_type(
+                    st, ("for_statement", "while_statement")):
                 return (f"the statement `{' '.join(text.split())[:60]}` after the loop combines threads, returns or "
                         "loops; only per-column statements can be repeated per column")
         got = _moving_reads(unit, fact)

@@ -309,7 +309,8 @@ def _width(types: list[str]) -> str:
 def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
     """The edit replacing loop ``v`` with its vector main loop, alignment check and scalar tail: ``float4`` when
     every moved element is a float, else a 16-byte struct per pointer (``htam_V = 16 / sizeof(widest)`` elements,
-    ``alignas`` its size, so that the copy is one 16- or 8-byte load) with the body in an unrolled lane loop."""
+    ``alignas`` its size, so that the copy is one 16- or 8-byte load) with the body in an unrolled lane loop. The
+    loop's ``#pragma`` line (:attr:`LoopFact.pragma`) is dropped with it: the block that replaces it is no loop."""
     keys: dict[tuple[str, str], str] = {}
     names: dict[int, str] = {}
     elem: dict[str, str] = {}
@@ -380,6 +381,10 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
         "}",
     ]
     text = "\n".join(lines).replace("\n", "\n" + ind)
+    if v.fact.pragma_span is not None and _ts.only_space_before(unit.src, v.node.start_byte):
+        # the loop is restructured into a block: its `#pragma unroll` line has no loop left to apply to, so it goes
+        start = _ts.line_start(unit.src, v.fact.pragma_span[0] - unit.base)
+        return unit.edit(start, v.node.end_byte, ind + text)
     return unit.replace(v.node, text)
 
 

@@ -107,7 +107,7 @@ def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, i
     stmts = statement_list(body) if body is not None and body.type == "compound_statement" else []
     first = len(stmts) == 2 and _is_sync(unit, stmts[0]) and stmts[1].type == "if_statement"
     if not first and (len(stmts) != 2 or stmts[0].type != "if_statement" or not _is_sync(unit, stmts[1])):
-        return "the loop body is not exactly a guarded combine and __syncthreads(); (in either order)"
+        return "the loop body is not exactly a guarded combine and a block barrier (__syncthreads();), in either order"
     guard = stmts[1] if first else stmts[0]
     tid = _guard_tid(unit, guard, s)
     if tid is None:

@@ -12,7 +12,8 @@ Modules: ``syntax`` (the grammar and query cache, node helpers), ``constants`` (
 evaluator), ``loops`` (the one trip counter), ``launch`` (the one launch query), ``unit`` (locating a
 kernel in its parsed text: the one parsed-unit type, which the transforms edit through a thin view),
 ``cuda``/``triton`` (the builders), ``facts`` (the dataclasses), ``guards`` (the one bounds-check reader: the
-guarded body and its early-return forms), ``online`` (loops that already keep a softmax's max and sum online).
+guarded body and its early-return forms), ``online`` (loops that already keep a softmax's max and sum online), ``sync`` (barriers in normal form,
+every spelling of a block barrier one fact; shared-memory accessor structs).
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ from htam_core.source.analysis.facts import (
     stride_of,
     sym,
 )
+from htam_core.source.analysis.sync import Barrier
 from htam_core.source.model import Kernel, SourceModel
 
 __all__ = [
-    "BUILTINS", "DIMS", "Access", "Accumulator", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
+    "BUILTINS", "DIMS", "Access", "Accumulator", "Barrier", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
     "OnlineStat", "PointerAlias", "PointerFacts",
     "ThreadIndex", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
     "TritonReduction", "analyze",

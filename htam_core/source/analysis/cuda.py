@@ -29,6 +29,7 @@ from htam_core.source.analysis.facts import (
     OnlineStat,
     PointerAlias,
     PointerFacts,
+    Span,
     ThreadIndex,
     combine,
     stride_of,
@@ -37,7 +38,8 @@ from htam_core.source.analysis.facts import (
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
 from htam_core.source.analysis.online import online_pairs
-from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens, walk
+from htam_core.source.analysis.sync import barriers, shared_accessor_locals
+from htam_core.source.analysis.syntax import loop_pragma, of_type, strip_casts, unwrap_parens, walk
 from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
@@ -291,11 +293,14 @@ def _accumulators(src: CudaSource, loop: Node, inner_loops: list[Node]) -> tuple
     return tuple(out)
 
 
-def _has_unroll_pragma(src: CudaSource, loop: Node) -> bool:
-    prev = loop.prev_sibling
-    while prev is not None and prev.type == "comment":
-        prev = prev.prev_sibling
-    return prev is not None and prev.type == "preproc_call" and "unroll" in src.env.t(prev)
+def _pragma(src: CudaSource, loop: Node) -> tuple[str | None, Span | None]:
+    """The text after ``#pragma`` of the pragma line that belongs to ``loop`` (``"unroll"``, ``"unroll 4"``) and
+    its file bytes, or ``(None, None)`` (:func:`~htam_core.source.analysis.syntax.loop_pragma`)."""
+    p = loop_pragma(loop)
+    if p is None:
+        return None, None
+    arg = p.child_by_field_name("argument")
+    return (src.env.t(arg).strip() if arg is not None else ""), src.span(p)
 
 
 #: ``(pointer, element offset, vector, parts)`` of a pointer expression (see :class:`PointerAlias`).
@@ -525,7 +530,8 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        tuple(errors), _collectives(src), _builtin_aliases(src, aff), alias_facts,
                        _builtins_read(src, aff), _device_calls(src, tparams),
                        tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
-                             for m, s in online_pairs(n, src.src)))
+                             for m, s in online_pairs(n, src.src)),
+                       barriers(src.body, src.src, src.base))
 
 
 def _builtins_read(src: CudaSource, aff: Affine) -> tuple[str, ...]:
@@ -611,11 +617,13 @@ def _loops(src: CudaSource, aff: Affine, loop_nodes: list[Node]) -> tuple[LoopFa
                     e = aff.expr(a.child_by_field_name("right"))
                     names |= {s.name for s in e.free_symbols} if e is not None else set()
         kind = {"for_statement": "for", "while_statement": "while", "do_statement": "do"}[ln.type]
+        pragma, pragma_span = _pragma(src, ln)
         out.append(LoopFact(
             id=k, line=src.line(ln), span=src.span(ln), kind=kind, var=h.get("var"), start=h.get("start"),
             bound=h.get("bound"), step=step, cmp=h.get("cmp"), update=h.get("update"), trip_count=trip,
             trip_value=int(trip) if trip is not None and trip.is_Integer else None, depth=depth, parent=parent,
-            accumulators=_accumulators(src, ln, loop_nodes), has_unroll_pragma=_has_unroll_pragma(src, ln),
+            accumulators=_accumulators(src, ln, loop_nodes), has_unroll_pragma=(pragma or "").split()[:1] == ["unroll"],
+            pragma=pragma, pragma_span=pragma_span,
             strides_threads=any(n.startswith(("blockDim.", "gridDim.")) for n in names),
             grid_stride=any(n.startswith("gridDim.") for n in names),
         ))
@@ -623,6 +631,9 @@ def _loops(src: CudaSource, aff: Affine, loop_nodes: list[Node]) -> tuple[LoopFa
 
 
 def _shared_arrays(src: CudaSource) -> dict[str, Node]:
+    """``{name: declarator}`` of the kernel's shared arrays: ``__shared__`` and ``extern __shared__`` declarations
+    in the body, and local pointers declared once from a shared-memory accessor
+    (:func:`~htam_core.source.analysis.sync.shared_accessor_locals`)."""
     out: dict[str, Node] = {}
     for decl in of_type(src.body, "declaration"):
         quals = {src.env.t(c) for c in decl.children if c.type in ("type_qualifier", "storage_class_specifier")}
@@ -634,6 +645,11 @@ def _shared_arrays(src: CudaSource) -> dict[str, Node]:
                 cur = cur.child_by_field_name("declarator")
             if cur is not None and cur.type == "identifier":
                 out[src.env.t(cur)] = d
+    # typed views of dynamic shared memory: `T *sdata = SharedMemory<T>();` (an accessor struct of the unit)
+    counts = _declared_names(src)
+    for name, d in shared_accessor_locals(src.body, src.root, src.src).items():
+        if counts.get(name, 0) == 1 and not src.env.assigned_in(src.func, name):
+            out.setdefault(name, d)
     return out
 
 

@@ -18,6 +18,8 @@ from typing import Literal
 
 import sympy
 
+from htam_core.source.analysis.sync import Barrier
+
 DIMS = ("x", "y", "z")
 BUILTINS = tuple(f"{b}.{d}" for b in ("threadIdx", "blockIdx", "blockDim", "gridDim") for d in DIMS)
 Span = tuple[int, int]
@@ -186,7 +188,11 @@ class LoopFact:
         depth: 0 for an outermost loop.
         parent: id of the enclosing loop, or ``None``.
         accumulators: variables reduced across iterations.
-        has_unroll_pragma: a ``#pragma unroll`` precedes it.
+        has_unroll_pragma: a ``#pragma unroll`` (with or without a count) precedes it.
+        pragma: the text after ``#pragma`` of the pragma line that belongs to the loop (``"unroll"``,
+            ``"unroll 4"``), or ``None``; such a line is part of the loop, not a statement of its own
+            (:func:`~htam_core.source.analysis.syntax.statements`).
+        pragma_span: file bytes of that pragma line, or ``None``.
         strides_threads: the step depends on ``blockDim``/``gridDim``, or is the constant block size of the
             first launch while the start depends on ``threadIdx`` (a block- or grid-stride loop).
         grid_stride: the step involves ``gridDim`` (grid-stride loop).
@@ -208,6 +214,8 @@ class LoopFact:
     parent: int | None = None
     accumulators: tuple[Accumulator, ...] = ()
     has_unroll_pragma: bool = False
+    pragma: str | None = None
+    pragma_span: Span | None = None
     strides_threads: bool = False
     grid_stride: bool = False
 
@@ -575,6 +583,9 @@ class KernelFacts:
         device_calls: functions the body calls whose code may read the thread indices where these facts do not
             look: the kernel's template parameters and functions defined in the same unit (CUDA only).
         online_stats: the loops that already keep a running max and a sum rescaled to it (:class:`OnlineStat`).
+        barriers: the barrier calls in normal form (:class:`~htam_core.source.analysis.sync.Barrier`: every
+            spelling of a block barrier, ``__syncthreads()``, ``cg::sync(cta)``, ``cta.sync()``, is scope
+            ``"block"``; ``__syncwarp()`` and a tile's ``sync`` are ``"warp"``), in source order (CUDA only).
     """
 
     kernel: str
@@ -593,8 +604,23 @@ class KernelFacts:
     builtins_read: tuple[str, ...] = ()
     device_calls: tuple[str, ...] = ()
     online_stats: tuple[OnlineStat, ...] = ()
+    barriers: tuple[Barrier, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
+    def barrier_at(self, span: Span) -> Barrier | None:
+        """The barrier whose call or whole statement spans exactly the file bytes ``span``, else ``None``."""
+        return next((b for b in self.barriers if span in (b.span, b.statement)), None)
+
+    def is_block_barrier(self, span: Span) -> bool:
+        """The statement or call at file bytes ``span`` is a block-wide barrier, however spelled
+        (``__syncthreads();``, ``cg::sync(cta);``, ``cta.sync();``); a warp barrier is not one."""
+        b = self.barrier_at(span)
+        return b is not None and b.scope == "block"
+
+    def block_barriers(self) -> tuple[Barrier, ...]:
+        """The block-wide barriers (:attr:`barriers` of scope ``"block"``)."""
+        return tuple(b for b in self.barriers if b.scope == "block")
+
     def constant(self, name: str) -> int | None:
         """Value of the constant ``name`` in the kernel body, or ``None``."""
         return dict(self.constants).get(name)

@@ -21,7 +21,7 @@ from typing import Literal
 
 from tree_sitter import Node
 
-from htam_core.source.analysis.syntax import text, unwrap_parens
+from htam_core.source.analysis.syntax import statements, text, unwrap_parens
 
 __all__ = ["BoundsGuard", "GuardTerm", "bounds_guard", "closing_bounds_guard", "describe_form", "first_bounds_guard"]
 
@@ -83,12 +83,9 @@ class BoundsGuard:
 
 
 def _statements(node: Node | None) -> list[Node]:
-    """The statements of a consequence: a compound statement's named children (comments excluded), else itself."""
-    if node is None:
-        return []
-    if node.type == "compound_statement":
-        return [c for c in node.named_children if c.type != "comment"]
-    return [node]
+    """The statements of a consequence (:func:`~htam_core.source.analysis.syntax.statements`: comments and the
+    ``#pragma`` lines of loops excluded)."""
+    return statements(node)
 
 
 def _condition(stmt: Node) -> Node | None:

@@ -16,9 +16,13 @@ from htam_core.source.parsing import GrammarName, captures, language, matches, n
 from htam_core.source.positions import parse_bytes
 
 __all__ = [
-    "GrammarName", "brace_dim3", "captures", "exact_node", "language", "matches", "node_text", "of_type", "parse",
-    "parse_cuda", "query", "smallest_covering", "strip_casts", "text", "unwrap_parens", "walk",
+    "GrammarName", "brace_dim3", "captures", "exact_node", "language", "loop_pragma", "matches",
+    "node_text", "of_type", "parse", "parse_cuda", "query", "smallest_covering", "statement_start", "statements",
+    "strip_casts", "text", "unwrap_parens", "walk",
 ]
+
+#: The tree-sitter node types of a C/CUDA loop statement a ``#pragma`` can belong to.
+_PRAGMA_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
 
 
 def parse(src: bytes, grammar: GrammarName) -> Tree:
@@ -73,6 +77,56 @@ def exact_node(root: Node, start: int, end: int, types: Iterable[str] = ()) -> N
             return n
         n = n.parent
     return None
+
+
+def loop_pragma(node: Node) -> Node | None:
+    """The ``#pragma`` line (a ``preproc_call`` node: ``#pragma unroll``, ``#pragma unroll 4``) that directly
+    precedes the loop statement ``node`` in its block, comments between them allowed, else ``None`` (also when
+    ``node`` is not a loop).
+
+    A pragma before a loop belongs to that loop (CUDA C++ Programming Guide, "#pragma unroll": it applies to the
+    loop that immediately follows), so the statement reader :func:`statements` attaches it to the loop rather than
+    listing it as a statement of its own."""
+    if node.type not in _PRAGMA_LOOPS:
+        return None
+    prev = node.prev_named_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_named_sibling
+    if prev is None or prev.type != "preproc_call":
+        return None
+    directive = prev.child_by_field_name("directive")
+    return prev if directive is not None and directive.text == b"#pragma" else None
+
+
+def _attached_pragma(node: Node) -> bool:
+    """``node`` is a ``#pragma`` that directly precedes a loop (comments between allowed): part of that loop."""
+    if node.type != "preproc_call":
+        return False
+    nxt = node.next_named_sibling
+    while nxt is not None and nxt.type == "comment":
+        nxt = nxt.next_named_sibling
+    return nxt is not None and loop_pragma(nxt) == node
+
+
+def statements(block: Node | None) -> list[Node]:
+    """The statements of a block: a ``compound_statement``'s named children without comments and without the
+    ``#pragma`` lines that belong to the loop after them (:func:`loop_pragma`); any other statement node is a
+    block of one; ``None`` is empty. The one statement reader of the analysis layer and the transforms, so that a
+    loop spelled with ``#pragma unroll`` (or ``#pragma unroll 4``) in front of it is the same statement as
+    without."""
+    if block is None:
+        return []
+    if block.type != "compound_statement":
+        return [block]
+    return [c for c in block.named_children if c.type != "comment" and not _attached_pragma(c)]
+
+
+def statement_start(node: Node) -> int:
+    """The first byte of statement ``node`` with what belongs to it: a loop's ``#pragma`` line
+    (:func:`loop_pragma`) is part of the loop, so code inserted before the loop goes before its pragma and the
+    pragma stays attached to its loop."""
+    p = loop_pragma(node)
+    return p.start_byte if p is not None else node.start_byte
 
 
 def unwrap_parens(node: Node) -> Node:
