@@ -84,6 +84,7 @@ def build_model(tree: ts.Tree, data: bytes, text: str, file_language: FileLangua
     root = tree.root_node
     if file_language == "cuda":
         res = extract_cuda(frame, root)
+        root = res.root if res.root is not None else root  # problems are read from the parse view
         attach_launches(res.kernels, res.launches)
         if info is not None:
             info.update(macros=res.macros, ctx_key=res.ctx_key)
@@ -104,7 +105,8 @@ def build_model(tree: ts.Tree, data: bytes, text: str, file_language: FileLangua
     for k in model.kernels:
         if k.incomplete:
             k.parse_problem = kernel_problem(model.problems, data, k.span.start, k.span.end,
-                                             embedded=k.language == "cuda-in-python")
+                                             embedded=k.language == "cuda-in-python",
+                                             language="python" if k.language == "triton" else "cuda")
     model.kernels.sort(key=lambda k: k.span.start)
     model.device_functions.sort(key=lambda d: d.span.start)
     return model
@@ -161,7 +163,9 @@ def without_incomplete(model: SourceModel, kernel: Kernel) -> tuple[SourceModel,
     ``kernel`` blanked out, so that a complete kernel can be compiled while another one of the
     file is still being typed.
 
-    Blanking turns each byte of those kernels' ranges into a space and keeps every line ending,
+    Their launch sites (``k<<<...>>>(...)``, the call without its ``;``) are blanked as well, so that the
+    compiler's messages about the rest of the file name none of them. Blanking turns each byte of those
+    ranges into a space and keeps every line ending,
     so byte offsets and line numbers (also in compiler messages) stay those of ``model.text``.
 
     Returns:
@@ -173,8 +177,12 @@ def without_incomplete(model: SourceModel, kernel: Kernel) -> tuple[SourceModel,
     if not blanked or model.stale:
         return model, kernel, []
     data = bytearray(model.text.encode("utf-8", errors="surrogatepass"))
-    for k in blanked:
-        for i in range(k.span.start, min(k.span.end, len(data))):
+    ranges = [(k.span.start, k.span.end) for k in blanked]
+    # their launches too, so that the compiler's messages about the rest name none of them
+    ranges += [(s.span.start, s.span.end) for k in blanked for s in k.launch_sites if s.span is not None
+               and not kernel.span.start <= s.span.start < kernel.span.end]
+    for start, end in ranges:
+        for i in range(start, min(end, len(data))):
             if data[i] not in (0x0A, 0x0D):
                 data[i] = 0x20
     new = parse_text(bytes(data).decode("utf-8", errors="surrogatepass"), model.file_language, model.path)
