@@ -9,7 +9,7 @@ import tree_sitter as ts
 
 from htam_core.source.cuda import attach_launches, extract_cuda
 from htam_core.source.embedded import extract_embedded
-from htam_core.source.errors import SourceError
+from htam_core.source.errors import MAX_SOURCE_BYTES, SourceError, too_large
 from htam_core.source.frames import Frame
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parse_problems import kernel_problem, tree_problems
@@ -38,10 +38,17 @@ def load(path: str | os.PathLike[str]) -> SourceModel:
     """Read and model the kernels of ``path`` (by suffix: ``.cu``/``.cuh`` CUDA, ``.py`` Python).
 
     Raises:
-        SourceError: the file does not exist, cannot be read or decoded as UTF-8, or has
+        SourceError: the file does not exist, cannot be read or decoded as UTF-8, is larger than
+            :data:`~htam_core.source.errors.MAX_SOURCE_BYTES` (checked before it is read), or has
             another suffix.
     """
     lang = language_for_path(path)
+    try:
+        refusal = too_large(str(path), os.stat(path).st_size) if os.path.isfile(path) else None
+    except OSError:
+        refusal = None  # open() below says why
+    if refusal is not None:
+        raise SourceError(refusal)
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             text = fh.read()
@@ -61,11 +68,16 @@ def parse_text(text: str, file_language: FileLanguage, path: str | None = None) 
     """Model the kernels of ``text`` (``file_language`` ``"cuda"`` or ``"python"``).
 
     Raises:
-        SourceError: unknown ``file_language``.
+        SourceError: unknown ``file_language``, or ``text`` is larger than
+            :data:`~htam_core.source.errors.MAX_SOURCE_BYTES`.
     """
     if file_language not in ("cuda", "python"):
         raise SourceError(f"unknown file language {file_language!r}; expected 'cuda' or 'python'")
+    refusal = too_large(path or "the text", len(text)) if len(text) > MAX_SOURCE_BYTES // 4 else None
     data = text.encode("utf-8", errors="surrogatepass")
+    refusal = refusal or too_large(path or "the text", len(data))
+    if refusal is not None:
+        raise SourceError(refusal)
     tree = new_parser(file_language).parse(parse_bytes(data))
     return build_model(tree, data, text, file_language, path)
 
