@@ -5,7 +5,8 @@ with ``-I`` for the file's folder and cuda-samples' ``Common/``); the ``.entry``
 with ``c++filt`` and cut to their unqualified name, are the kernels nvcc accepts. A file nvcc cannot compile
 here is listed as such and not counted. Only entries whose body comes from the file itself count (the first
 ``.loc`` of the entry, with ``-lineinfo``, names the file), not those of headers it includes. For ``.py`` files the Triton kernels are the functions decorated with
-``triton.jit`` (``@triton.jit``, ``@triton.jit(...)``, ``@jit``), read with Python's ``ast``.
+``triton.jit`` (``@triton.jit``, ``@triton.jit(...)``, ``@jit``), read with Python's ``ast``; a jit helper that
+htam lists as a device function of the file counts as found.
 
 Per folder the table counts: files, files nvcc could not compile, kernels htam found, compiler entries, entries
 htam missed, kernels marked incomplete, tracebacks (an exception other than ``SourceError`` while loading a
@@ -92,17 +93,25 @@ def base_name(demangled: str) -> str:
     return name.split()[-1] if name.split() else name
 
 
-def nvcc_entries(path: Path, corpus: Path, cache: Path) -> dict:
-    """``{"ok": bool, "entries": [names], "error": str}`` for ``path`` compiled to PTX (cached by content)."""
+def nvcc_entries(path: Path, corpus: Path, cache: Path, extra: tuple[str, ...] = ()) -> dict:
+    """``{"ok": bool, "entries": [names], "error": str}`` for ``path`` compiled to PTX (cached by content). A file
+    that launches kernels from device code is compiled again with ``-rdc=true`` (CUDA dynamic parallelism)."""
+    if not extra:
+        first = nvcc_entries(path, corpus, cache, ("",))
+        if not first["ok"] and "separate compilation" in first["error"]:
+            return nvcc_entries(path, corpus, cache, ("-rdc=true",))
+        return first
+    extra = tuple(e for e in extra if e)
     data = path.read_bytes()
     includes = [path.parent, corpus / "public" / "cuda-samples" / "Common"]
-    key = hashlib.sha256(data + str(path).encode() + " ".join(NVCC_FLAGS).encode() + b"v2").hexdigest()
+    flags = [*NVCC_FLAGS, *extra]
+    key = hashlib.sha256(data + str(path).encode() + " ".join(flags).encode() + b"v2").hexdigest()
     hit = cache / f"{key}.json"
     if hit.exists():
         return json.loads(hit.read_text())
     with tempfile.TemporaryDirectory() as tmp:
         ptx = Path(tmp) / "out.ptx"
-        cmd = ["nvcc", *NVCC_FLAGS, "-x", "cu", *[f"-I{p}" for p in includes], str(path), "-o", str(ptx)]
+        cmd = ["nvcc", *flags, "-x", "cu", *[f"-I{p}" for p in includes], str(path), "-o", str(ptx)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             ok = proc.returncode == 0 and ptx.exists()
@@ -138,7 +147,7 @@ def triton_entries(path: Path) -> dict:
 
 def htam_scan(path: Path) -> dict:
     """Kernels htam finds in ``path``, those marked incomplete, and any traceback (load, then ``analyze``)."""
-    out: dict = {"found": [], "incomplete": [], "tracebacks": []}
+    out: dict = {"found": [], "helpers": [], "incomplete": [], "tracebacks": []}
     try:
         model = load(path)
     except SourceError as exc:
@@ -147,6 +156,7 @@ def htam_scan(path: Path) -> dict:
     except Exception:  # noqa: BLE001 - the benchmark counts every traceback
         out["tracebacks"].append(traceback.format_exc(limit=3).splitlines()[-1])
         return out
+    out["helpers"] = [d.name for d in model.device_functions]
     for k in model.kernels:
         out["found"].append(k.name)
         if k.incomplete:
@@ -187,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             ref = triton_entries(p) if p.suffix == ".py" else comp.get(p, {"ok": False, "entries": [],
                                                                               "error": "nvcc not found"})
             got = htam_scan(p)
-            found = set(got["found"])
+            # a triton.jit helper is found as a device function of the file (nvcc's entries are kernels only)
+            found = set(got["found"]) | (set(got["helpers"]) if p.suffix == ".py" else set())
             missed = sorted(set(ref["entries"]) - found) if ref["ok"] else []
             row["found"] += len(got["found"])
             row["incomplete"] += len(got["incomplete"])

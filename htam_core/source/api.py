@@ -156,13 +156,21 @@ def incomplete_reason(kernel: Kernel, waits: str = "steps are ranked") -> str | 
         waits: what waits for the kernel to parse (``"steps are ranked"``, ``"it is profiled"``).
 
     Returns:
-        ``"NAME is incomplete (it does not parse at line L, column C: WHAT): WAITS once it parses; finish or
-        fix it there first"`` (the position of :attr:`Kernel.parse_problem`, the first ERROR/MISSING node in
+        For a kernel the compiler accepts (:attr:`Kernel.compiles`, see ``source.compiler``): ``"htam could not
+        read NAME (its parser stops at line L, column C: WHAT), though nvcc accepts the file: WAITS once htam can
+        read it"``. Otherwise ``"NAME is incomplete (it does not parse at line L, column C: WHAT): WAITS once it
+        parses; finish or fix it there first"`` (the position of :attr:`Kernel.parse_problem`, the first ERROR/MISSING node in
         it), or ``None``.
     """
     if not getattr(kernel, "incomplete", False):
         return None
     p = getattr(kernel, "parse_problem", None)
+    if getattr(kernel, "compiles", None):  # valid code: the parser's limit, not the user's to fix
+        where = f"at line {p.line}, column {p.column}: {p.what}" if p is not None else \
+            f"in lines {kernel.start_line}-{kernel.end_line}"
+        compiler = "Python" if kernel.language == "triton" else "nvcc"
+        return (f"htam could not read {kernel.name} (its parser stops {where}), though {compiler} accepts the file: "
+                f"{waits} once htam can read it")
     if p is None:
         return (f"{kernel.name} is incomplete (lines {kernel.start_line}-{kernel.end_line} do not parse yet): "
                 f"{waits} once it parses; finish it first")

@@ -22,7 +22,8 @@ replacements that change how a declaration parses.
 
 Conditionals that split a construct. ``#if __CUDA_ARCH__ >= 800`` / ``#else`` / ``#endif`` whose branches
 each open a brace or a parenthesis the other closes (a kernel header with two parameter lists, an ``if (...) {``
-line per architecture) cannot be parsed by tree-sitter, which reads each branch as a whole construct.
+line per architecture) cannot be parsed by tree-sitter, which reads each branch as a whole construct; nor can a
+conditional inside parentheses (``#ifndef FIXED_BLOCKWIDTH`` between two parameters of a kernel).
 :func:`branch_view` keeps the first branch of such a conditional (the one the device pass for a recent
 architecture takes, and for ``#ifdef`` the configured one more often than not) and blanks its directive lines
 and the other branches; a conditional whose every branch is balanced is left as written (the parser reads
@@ -118,9 +119,22 @@ def _net(chunk: bytes) -> tuple[int, int]:
     return code.count(b"{") - code.count(b"}"), code.count(b"(") - code.count(b")")
 
 
+def _depths(src: bytes, marks: list[tuple[int, int, bytes]]) -> list[int]:
+    """Parenthesis depth of the code at each directive of ``marks`` (directive lines themselves not counted)."""
+    out, depth, prev_end = [], 0, 0
+    for start, end, _ in marks:
+        code = _NOISE.sub(b"", src[prev_end:start])
+        depth = max(0, depth + code.count(b"(") - code.count(b")"))
+        out.append(depth)
+        prev_end = end
+    return out
+
+
 def branch_view(src: bytes) -> bytes:
-    """``src`` with every preprocessor conditional that has an unbalanced branch reduced to its first branch
-    (see the module docstring): the directive lines and the other branches become spaces, line breaks kept.
+    """``src`` with every preprocessor conditional that splits a construct reduced to its first branch (see the
+    module docstring): one with a branch that leaves a brace or parenthesis open or closes one it did not open,
+    or one that stands inside parentheses (``#ifndef`` between two parameters). Its directive lines and its
+    other branches become spaces, line breaks kept.
 
     Args:
         src: UTF-8 bytes of CUDA text.
@@ -130,26 +144,29 @@ def branch_view(src: bytes) -> bytes:
     """
     if b"#" not in src:
         return src
-    marks = [(m.start(), src.find(b"\n", m.start()) if src.find(b"\n", m.start()) >= 0 else len(src),
-              m.group(1)) for m in _DIRECTIVE.finditer(src)]
-    if not any(k in (b"else", b"elif") for _, _, k in marks):
+    marks = []
+    for m in _DIRECTIVE.finditer(src):
+        nl = src.find(b"\n", m.start())
+        marks.append((m.start(), nl if nl >= 0 else len(src), m.group(1)))
+    if not marks:
         return src
-    # each conditional: its directive lines [(start, end, kind)] in order, nested ones closed first
-    chains: list[list[tuple[int, int, bytes]]] = []
-    stack: list[list[tuple[int, int, bytes]]] = []
-    for start, end, kind in marks:
+    depths = _depths(src, marks)
+    # each conditional: its directive lines [(start, end, kind, depth)] in order, nested ones closed first
+    chains: list[list[tuple[int, int, bytes, int]]] = []
+    stack: list[list[tuple[int, int, bytes, int]]] = []
+    for (start, end, kind), depth in zip(marks, depths, strict=True):
         if kind in (b"if", b"ifdef", b"ifndef"):
-            stack.append([(start, end, kind)])
+            stack.append([(start, end, kind, depth)])
         elif stack:
-            stack[-1].append((start, end, kind))
+            stack[-1].append((start, end, kind, depth))
             if kind == b"endif":
                 chains.append(stack.pop())
     blank: list[tuple[int, int]] = []
     for chain in chains:
-        if len(chain) < 3 or chain[-1][2] != b"endif":
+        if chain[-1][2] != b"endif":
             continue
         branches = [src[chain[i][1] : chain[i + 1][0]] for i in range(len(chain) - 1)]
-        if all(_net(b) == (0, 0) for b in branches):
+        if chain[0][3] == 0 and all(_net(b) == (0, 0) for b in branches):
             continue
         blank.append((chain[0][0], chain[0][1]))
         blank.append((chain[1][0], chain[-1][1]))

@@ -54,7 +54,22 @@ def test_arch_branches_that_split_a_header_or_a_block() -> None:
     m = load(FIX / "arch_branches.cu")
     got = [(k.name, k.incomplete, k.start_line, k.end_line, [p.name for p in k.params]) for k in m.kernels]
     assert got == [("k1", False, 2, 11, ["x", "n"]), ("k2", False, 14, 20, ["x", "n", "s"]),
-                   ("k3", False, 22, 22, ["x"])]
+                   ("k3", False, 22, 22, ["x"]), ("k4", False, 24, 30, ["x", "width", "n"])]
+    assert m.problems == []
+
+
+CORPUS = Path("/work/shared/corpus/public/cuda-samples/Samples")
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="public corpus absent")
+def test_cuda_samples_conditionals_inside_parameter_lists() -> None:
+    for rel, names in [("2_Concepts_and_Techniques/FunctionPointers/FunctionPointers_kernels.cu",
+                        ["SobelShared", "SobelCopyImage", "SobelTex"]),
+                       ("5_Domain_Specific/convolutionFFT2D/convolutionFFT2D.cuh",
+                        ["padKernel_kernel", "padDataClampToBorder_kernel", "modulateAndNormalize_kernel",
+                         "spPostprocess2D_kernel", "spPreprocess2D_kernel", "spProcess2D_kernel"])]:
+        m = load(CORPUS / rel)
+        assert [(k.name, k.incomplete) for k in m.kernels] == [(n, False) for n in names], rel
 
 
 def test_views_keep_every_offset_and_line_break() -> None:
