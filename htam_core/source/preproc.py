@@ -17,6 +17,8 @@ original bytes, where the macro's name stands.
 Only object-like macros whose whole expansion is qualifier keywords (or empty) are touched; function-like
 macros (``FLOAT4(v)``) and value macros (``#define TILE 32``) already parse as calls and identifiers, and
 macros holding ``__global__`` are read by the kernel finder itself. Preprocessor lines are left as written.
+Macros that open and close a namespace (``#define NS_BEGIN namespace ops {`` with ``#define NS_END }``) are read
+as blanks too (:func:`scope_macros`), so the braces they hide do not unbalance the file.
 The idea is the C preprocessor's own object-like macro replacement (C11 6.10.3), restricted to the
 replacements that change how a declaration parses.
 
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["QUALIFIERS", "branch_view", "parse_view", "qualifier_macros", "qualifier_view"]
+__all__ = ["QUALIFIERS", "branch_view", "parse_view", "qualifier_macros", "qualifier_view", "scope_macros"]
 
 #: Keywords a qualifier macro may expand to, in the order a replacement is chosen (the first that fits).
 QUALIFIERS: tuple[str, ...] = (
@@ -69,6 +71,26 @@ def qualifier_macros(src: bytes) -> dict[str, str]:
     return {k: v for k, v in out.items() if k not in refused}
 
 
+_OPENER = re.compile(r'^(?:namespace(?:\s+[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)?|extern\s+"C(?:\+\+)?")\s*\{$')
+
+
+def scope_macros(src: bytes) -> set[str]:
+    """Object-like macros that open or close a scope: ``#define NS_BEGIN namespace ops {`` and ``#define NS_END }``
+    (also ``extern "C" {``). Returned only when the file defines both an opener and a closer; their uses are read
+    as blanks by :func:`qualifier_view` (the kernels inside are then read at file scope, without the namespace)."""
+    if b"define" not in src:
+        return set()
+    openers, closers = set(), set()
+    for m in _DEFINE.finditer(src):
+        value = " ".join(m.group(2).split(b"//")[0].decode("utf-8", "replace").split())
+        name = m.group(1).decode("ascii")
+        if _OPENER.match(value):
+            openers.add(name)
+        elif value in ("}", "};"):
+            closers.add(name)
+    return openers | closers if openers and closers else set()
+
+
 def _replacement(name: str, expansion: str) -> bytes:
     """The first of :data:`QUALIFIERS` in ``expansion`` that fits in ``name``'s length, padded; spaces if none."""
     tokens = set(expansion.split())
@@ -91,6 +113,7 @@ def qualifier_view(src: bytes) -> bytes:
         Bytes of the same length and the same line breaks as ``src``.
     """
     macros = qualifier_macros(src)
+    macros.update(dict.fromkeys(scope_macros(src), ""))
     if not macros:
         return src
     use = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(macros, key=len, reverse=True))

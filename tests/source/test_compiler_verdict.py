@@ -35,7 +35,7 @@ def test_a_kernel_the_compiler_accepts_is_not_blamed() -> None:
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_nvcc_decides_for_cuda_files() -> None:
-    valid = settle_incomplete(load(FIX / "preproc" / "brace_macros.cu"))  # braces inside macros: valid CUDA
+    valid = settle_incomplete(load(FIX / "preproc" / "brace_macros.cu"))  # a body closed by a macro: valid CUDA
     assert [(k.name, k.incomplete, k.compiles) for k in valid.kernels] == [("fill", True, True)]
     assert (incomplete_reason(valid.kernels[0]) or "").startswith("htam could not read fill")
     half = settle_incomplete(load(FIX / "corpus" / "broken_partial_kernels.cu"))

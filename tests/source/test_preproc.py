@@ -15,7 +15,7 @@ from htam_core.source.analysis.unit import cuda_source
 from htam_core.source.preproc import branch_view, parse_view, qualifier_macros, qualifier_view
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "preproc"
-FILES = ["restrict_macro.cu", "macro_forms.cu", "arch_branches.cu"]
+FILES = ["restrict_macro.cu", "macro_forms.cu", "arch_branches.cu", "namespace_macros.cu"]
 
 
 def test_restrict_macro_kernels_are_complete_and_read_as_written() -> None:
@@ -70,6 +70,12 @@ def test_cuda_samples_conditionals_inside_parameter_lists() -> None:
                          "spPostprocess2D_kernel", "spPreprocess2D_kernel", "spProcess2D_kernel"])]:
         m = load(CORPUS / rel)
         assert [(k.name, k.incomplete) for k in m.kernels] == [(n, False) for n in names], rel
+
+
+def test_namespace_macros_do_not_unbalance_the_file() -> None:
+    m = load(FIX / "namespace_macros.cu")
+    assert [(k.name, k.incomplete, k.start_line, k.end_line) for k in m.kernels] == [("fill", False, 6, 8)]
+    assert m.problems == [] and m.kernels[0].params[0].is_restrict
 
 
 def test_views_keep_every_offset_and_line_break() -> None:
