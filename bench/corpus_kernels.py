@@ -115,7 +115,8 @@ def nvcc_entries(path: Path, corpus: Path, cache: Path, extra: tuple[str, ...] =
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             ok = proc.returncode == 0 and ptx.exists()
-            err = "" if ok else (proc.stderr.strip().splitlines() or ["nvcc failed"])[0][:200]
+            lines = proc.stderr.strip().splitlines()
+            err = "" if ok else next((ln for ln in lines if "error" in ln), lines[0] if lines else "nvcc failed")[:200]
             mangled = own_entries(ptx.read_text(), path) if ok else []
         except subprocess.TimeoutExpired:
             ok, err, mangled = False, "nvcc timed out", []
@@ -208,8 +209,9 @@ def main(argv: list[str] | None = None) -> int:
                 row["missed"] += len(missed)
             else:
                 row["not_compiled"] += 1
+            error = ref.get("error", "")
             files_out.append({"file": str(p.relative_to(args.corpus)), "compiled": ref["ok"],
-                              "compiler_error": ref.get("error", ""), "entries": ref["entries"],
+                              "compiler_error": error.replace(str(args.corpus) + "/", ""),  # corpus-relative paths "entries": ref["entries"],
                               "found": got["found"], "missed": missed, "incomplete": got["incomplete"],
                               "tracebacks": got["tracebacks"]})
         rows.append(row)
