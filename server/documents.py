@@ -15,7 +15,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from htam_core.editor.buffer import Buffer
-from htam_core.source import Kernel, SourceModel
+from htam_core.source import MAX_SOURCE_BYTES, Kernel, SourceModel, too_large
 
 FileLanguage = Literal["cuda", "python"]
 _SUFFIXES: dict[str, FileLanguage] = {".cu": "cuda", ".cuh": "cuda", ".py": "python"}
@@ -31,21 +31,22 @@ def language_of(uri: str, language_id: str | None) -> FileLanguage | None:
     return _LANGUAGE_IDS.get((language_id or "").lower())
 
 
-#: Largest document the server parses, in characters. tree-sitter's error recovery costs about 4 s per MB of
-#: garbage text on the event loop (measured: 0.8 s for 200 KB), and no kernel source file comes near this.
-MAX_SOURCE_CHARS = 1 << 20
+def too_big(name: str, text: str) -> str | None:
+    """The one line why ``text`` is not served (over :data:`htam_core.source.MAX_SOURCE_BYTES`, the one size limit
+    of files and documents), else ``None``. Cheap: the text is encoded only when its length is near the limit."""
+    if len(text) <= MAX_SOURCE_BYTES // 4:
+        return None
+    return too_large(name, len(text.encode("utf-8", "surrogatepass")))
 
 
 def is_binary(text: str) -> bool:
-    """True for text that is not source code: it holds a NUL character, it is over :data:`MAX_SOURCE_CHARS`, or
-    it is over 64 KB and more than 30% of its characters are not ASCII. tree-sitter's error recovery over
-    megabytes of such text takes tens of seconds on the event loop (found by tests/lsp/test_fuzz.py), so these
-    documents are not tracked (every request on them gets an empty answer)."""
+    """True for text that is not source code: it holds a NUL character, or it is over 64 KB and more than 30% of
+    its characters are not ASCII. tree-sitter's error recovery over megabytes of such text takes tens of seconds on
+    the event loop (found by tests/lsp/test_fuzz.py), so these documents are not tracked (every request on them gets
+    an empty answer). Documents over the size limit are refused with a reason instead (:func:`too_big`)."""
     if "\x00" in text:
         return True
     n = len(text)
-    if n > MAX_SOURCE_CHARS:
-        return True
     return n > (64 << 10) and len(text.encode("ascii", "ignore")) < 0.7 * n
 
 
@@ -146,6 +147,11 @@ class Documents:
 
     def __init__(self) -> None:
         self._docs: dict[str, OpenDocument] = {}
+        self._refused: dict[str, str] = {}
+
+    def refused(self, uri: str) -> str | None:
+        """Why document ``uri`` is not served (one line: over the size limit), or ``None``."""
+        return self._refused.get(uri)
 
     def get(self, uri: str) -> OpenDocument | None:
         """The open document ``uri``, or ``None`` (not open or not served)."""
@@ -156,9 +162,14 @@ class Documents:
         return list(self._docs.values())
 
     def open(self, item: types.TextDocumentItem) -> OpenDocument | None:
-        """Start tracking a document; ``None`` when its type is not served or it is binary."""
+        """Start tracking a document; ``None`` when its type is not served, it is binary or it is over the size
+        limit (then :meth:`refused` says why)."""
         lang = language_of(item.uri, item.language_id)
-        if lang is None or is_binary(item.text):
+        self._refused.pop(item.uri, None)
+        reason = too_big(item.uri.rsplit("/", 1)[-1], item.text) if lang is not None else None
+        if reason is not None:
+            self._refused[item.uri] = reason
+        if lang is None or reason is not None or is_binary(item.text):
             self._docs.pop(item.uri, None)
             return None
         path = to_fs_path(item.uri) if item.uri.startswith("file:") else None
@@ -184,8 +195,14 @@ class Documents:
                 od.buf.apply_change(None, None, None, None, ch.text, encoding, params.text_document.version)
         od.version = params.text_document.version
         od._maybe_kernels = None
+        reason = too_big(od.uri.rsplit("/", 1)[-1], od.text)
+        if reason is not None:  # grown past the limit by edits
+            self.close(od.uri)
+            self._refused[od.uri] = reason
+            return None
         return od
 
     def close(self, uri: str) -> None:
         """Stop tracking ``uri``."""
         self._docs.pop(uri, None)
+        self._refused.pop(uri, None)

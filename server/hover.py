@@ -20,12 +20,19 @@ from htam_server import actions, render
 from htam_server.convert import current_name_range
 
 
+def refused(ls, uri: str) -> types.Hover | None:
+    """One plain line for a document the server does not read (over the size limit: it says so), else ``None``."""
+    reason = ls.docs.refused(uri)
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.PlainText, value=reason)) if reason else None
+
+
 async def hover(ls, params: types.HoverParams) -> types.Hover | None:
-    """The hover of the kernel at ``params.position``, or ``None`` outside kernels and in other files."""
+    """The hover of the kernel at ``params.position``; ``None`` outside kernels, :func:`refused` in an unread file."""
     od = ls.docs.get(params.text_document.uri)
-    where = await ls.locate(od, params.position) if od is not None else None
-    kernel = where.kernel if where is not None else None
-    if kernel is None:
+    if od is None:
+        return refused(ls, params.text_document.uri)
+    where = await ls.locate(od, params.position)
+    if (kernel := where.kernel if where is not None else None) is None:
         return None
     analysis = await ls.analysis(od, kernel, hover=True)  # publishes the source-only stage of a new kernel
     s, path, stale = ls.session, od.path or od.uri, where.stale

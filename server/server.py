@@ -384,12 +384,17 @@ def create_server() -> HtamLanguageServer:
         od = ls.docs.open(params.text_document)
         if od is not None:
             ls.schedule_analysis(od.uri, delay=0.0)  # the first parse, off the event loop
+        elif ls.docs.refused(params.text_document.uri):
+            ls.show(f"HTAM: {ls.docs.refused(params.text_document.uri)}", types.MessageType.Warning)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: HtamLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        was_refused = ls.docs.refused(params.text_document.uri)
         od = ls.docs.change(params, ls.encoding())
         if od is not None:
             ls.schedule_analysis(od.uri)
+        elif ls.docs.refused(params.text_document.uri) and not was_refused:
+            ls.show(f"HTAM: {ls.docs.refused(params.text_document.uri)}", types.MessageType.Warning)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: HtamLanguageServer, params: types.DidSaveTextDocumentParams) -> None:

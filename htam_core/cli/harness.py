@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.harness.spec import SPEC_FILENAME
     from htam_core.harness.template import write_template
     from htam_core.source import SourceError, incomplete_reason, load
+    from htam_core.source.compiler import settle_incomplete
 
     require_source(args.file, _INFER_FILE)
     path = Path(args.file)
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         if broken is not None:
             raise UsageError(broken)
     try:
-        model = load(str(path))
+        model = settle_incomplete(load(str(path)))  # the compiler decides what is incomplete
     except SourceError as exc:
         raise UsageError(str(exc)) from None
     name = resolve_kernel(args.file, args.kernel)

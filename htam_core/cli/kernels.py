@@ -13,6 +13,7 @@ import sys
 
 from htam_core.cli.errors import UsageError, require_source
 from htam_core.source import SourceError, load
+from htam_core.source.compiler import settle_incomplete
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     """
     require_source(args.file)
     try:
-        model = load(args.file)
+        model = settle_incomplete(load(args.file))  # the compiler decides what is incomplete
     except SourceError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         sites = "\n".join(
             f"line {s.line}: " + ", ".join(f"{key}={val}" for key, val in s.config.items()) for s in k.launch_sites
         ) or "-"
-        name = k.name + (" (incomplete)" if k.incomplete else "")
+        name = k.name + ((" (not read)" if k.compiles else " (incomplete)") if k.incomplete else "")
         # source text (array params, grid expressions like kernel[grid]) is never rich markup
         table.add_row(escape(name), k.language, f"{k.start_line}-{k.end_line}", escape(params), escape(sites))
     console.print(table)
@@ -68,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     if model.errors:  # "LINE:COL: what" (htam_core.source.parse_problems), so editors can jump to file:line:col
         name = os.path.basename(args.file)
         more = " (an incomplete kernel is profiled and ranked once it parses: fix the first one)" \
+            if any(k.incomplete and not k.compiles for k in model.kernels) else \
+            " (the compiler accepts the file: htam could not read the kernels marked \"not read\")" \
             if any(k.incomplete for k in model.kernels) else ""
         console.print(f"[yellow]parse problems:[/yellow] "
                       f"{escape('; '.join(f'{name}:{e}' for e in model.errors[:5]) + more)}")

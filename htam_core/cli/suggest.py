@@ -79,13 +79,14 @@ def run(args: argparse.Namespace) -> int:
     """
     from htam_core.editor.ranking import unranked_reason  # lazily: start-up speed (see htam_core.cli)
     from htam_core.source import SourceError, load
+    from htam_core.source.compiler import settle_incomplete
 
     require_source(args.file)
     args.kernel = resolve_kernel(args.file, args.kernel)
     if args.top < 1:
         raise UsageError("--top must be at least 1")
     try:
-        model = load(args.file)
+        model = settle_incomplete(load(args.file))  # the compiler decides what is incomplete
     except SourceError as exc:
         raise UsageError(str(exc)) from None
     try:

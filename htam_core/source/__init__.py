@@ -10,6 +10,7 @@ Public API::
     without_incomplete(model, kernel) -> (model, kernel, blanked)   # compile past half-typed kernels
     incomplete_reason(kernel, waits) -> str | None  # the one line for a half-typed kernel
     SourceError                                    # bad input (subclass of ValueError)
+    MAX_SOURCE_BYTES, too_large(name, size)        # the one size limit and its one line
 """
 
 from htam_core.source.api import (
@@ -22,7 +23,7 @@ from htam_core.source.api import (
     without_incomplete,
 )
 from htam_core.source.document import Document
-from htam_core.source.errors import SourceError
+from htam_core.source.errors import MAX_SOURCE_BYTES, SourceError, too_large
 from htam_core.source.model import (
     ByteSpan,
     DeviceFunction,
@@ -38,6 +39,7 @@ from htam_core.source.model import (
 
 __all__ = [
     "ByteSpan",
+    "MAX_SOURCE_BYTES",
     "DeviceFunction",
     "Document",
     "Kernel",
@@ -54,6 +56,7 @@ __all__ = [
     "language_for_path",
     "load",
     "parse_text",
+    "too_large",
     "WorkSite",
     "without_incomplete",
 ]

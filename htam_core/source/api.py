@@ -9,7 +9,7 @@ import tree_sitter as ts
 
 from htam_core.source.cuda import attach_launches, extract_cuda
 from htam_core.source.embedded import extract_embedded
-from htam_core.source.errors import SourceError
+from htam_core.source.errors import MAX_SOURCE_BYTES, SourceError, too_large
 from htam_core.source.frames import Frame
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parse_problems import kernel_problem, tree_problems
@@ -38,10 +38,17 @@ def load(path: str | os.PathLike[str]) -> SourceModel:
     """Read and model the kernels of ``path`` (by suffix: ``.cu``/``.cuh`` CUDA, ``.py`` Python).
 
     Raises:
-        SourceError: the file does not exist, cannot be read or decoded as UTF-8, or has
+        SourceError: the file does not exist, cannot be read or decoded as UTF-8, is larger than
+            :data:`~htam_core.source.errors.MAX_SOURCE_BYTES` (checked before it is read), or has
             another suffix.
     """
     lang = language_for_path(path)
+    try:
+        refusal = too_large(str(path), os.stat(path).st_size) if os.path.isfile(path) else None
+    except OSError:
+        refusal = None  # open() below says why
+    if refusal is not None:
+        raise SourceError(refusal)
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             text = fh.read()
@@ -61,11 +68,16 @@ def parse_text(text: str, file_language: FileLanguage, path: str | None = None) 
     """Model the kernels of ``text`` (``file_language`` ``"cuda"`` or ``"python"``).
 
     Raises:
-        SourceError: unknown ``file_language``.
+        SourceError: unknown ``file_language``, or ``text`` is larger than
+            :data:`~htam_core.source.errors.MAX_SOURCE_BYTES`.
     """
     if file_language not in ("cuda", "python"):
         raise SourceError(f"unknown file language {file_language!r}; expected 'cuda' or 'python'")
+    refusal = too_large(path or "the text", len(text)) if len(text) > MAX_SOURCE_BYTES // 4 else None
     data = text.encode("utf-8", errors="surrogatepass")
+    refusal = refusal or too_large(path or "the text", len(data))
+    if refusal is not None:
+        raise SourceError(refusal)
     tree = new_parser(file_language).parse(parse_bytes(data))
     return build_model(tree, data, text, file_language, path)
 
@@ -84,6 +96,7 @@ def build_model(tree: ts.Tree, data: bytes, text: str, file_language: FileLangua
     root = tree.root_node
     if file_language == "cuda":
         res = extract_cuda(frame, root)
+        root = res.root if res.root is not None else root  # problems are read from the parse view
         attach_launches(res.kernels, res.launches)
         if info is not None:
             info.update(macros=res.macros, ctx_key=res.ctx_key)
@@ -104,7 +117,8 @@ def build_model(tree: ts.Tree, data: bytes, text: str, file_language: FileLangua
     for k in model.kernels:
         if k.incomplete:
             k.parse_problem = kernel_problem(model.problems, data, k.span.start, k.span.end,
-                                             embedded=k.language == "cuda-in-python")
+                                             embedded=k.language == "cuda-in-python",
+                                             language="python" if k.language == "triton" else "cuda")
     model.kernels.sort(key=lambda k: k.span.start)
     model.device_functions.sort(key=lambda d: d.span.start)
     return model
@@ -142,13 +156,21 @@ def incomplete_reason(kernel: Kernel, waits: str = "steps are ranked") -> str | 
         waits: what waits for the kernel to parse (``"steps are ranked"``, ``"it is profiled"``).
 
     Returns:
-        ``"NAME is incomplete (it does not parse at line L, column C: WHAT): WAITS once it parses; finish or
-        fix it there first"`` (the position of :attr:`Kernel.parse_problem`, the first ERROR/MISSING node in
+        For a kernel the compiler accepts (:attr:`Kernel.compiles`, see ``source.compiler``): ``"htam could not
+        read NAME (its parser stops at line L, column C: WHAT), though nvcc accepts the file: WAITS once htam can
+        read it"``. Otherwise ``"NAME is incomplete (it does not parse at line L, column C: WHAT): WAITS once it
+        parses; finish or fix it there first"`` (the position of :attr:`Kernel.parse_problem`, the first ERROR/MISSING node in
         it), or ``None``.
     """
     if not getattr(kernel, "incomplete", False):
         return None
     p = getattr(kernel, "parse_problem", None)
+    if getattr(kernel, "compiles", None):  # valid code: the parser's limit, not the user's to fix
+        where = f"at line {p.line}, column {p.column}: {p.what}" if p is not None else \
+            f"in lines {kernel.start_line}-{kernel.end_line}"
+        compiler = "Python" if kernel.language == "triton" else "nvcc"
+        return (f"htam could not read {kernel.name} (its parser stops {where}), though {compiler} accepts the file: "
+                f"{waits} once htam can read it")
     if p is None:
         return (f"{kernel.name} is incomplete (lines {kernel.start_line}-{kernel.end_line} do not parse yet): "
                 f"{waits} once it parses; finish it first")
@@ -161,7 +183,9 @@ def without_incomplete(model: SourceModel, kernel: Kernel) -> tuple[SourceModel,
     ``kernel`` blanked out, so that a complete kernel can be compiled while another one of the
     file is still being typed.
 
-    Blanking turns each byte of those kernels' ranges into a space and keeps every line ending,
+    Their launch sites (``k<<<...>>>(...)``, the call without its ``;``) are blanked as well, so that the
+    compiler's messages about the rest of the file name none of them. Blanking turns each byte of those
+    ranges into a space and keeps every line ending,
     so byte offsets and line numbers (also in compiler messages) stay those of ``model.text``.
 
     Returns:
@@ -173,8 +197,12 @@ def without_incomplete(model: SourceModel, kernel: Kernel) -> tuple[SourceModel,
     if not blanked or model.stale:
         return model, kernel, []
     data = bytearray(model.text.encode("utf-8", errors="surrogatepass"))
-    for k in blanked:
-        for i in range(k.span.start, min(k.span.end, len(data))):
+    ranges = [(k.span.start, k.span.end) for k in blanked]
+    # their launches too, so that the compiler's messages about the rest name none of them
+    ranges += [(s.span.start, s.span.end) for k in blanked for s in k.launch_sites if s.span is not None
+               and not kernel.span.start <= s.span.start < kernel.span.end]
+    for start, end in ranges:
+        for i in range(start, min(end, len(data))):
             if data[i] not in (0x0A, 0x0D):
                 data[i] = 0x20
     new = parse_text(bytes(data).decode("utf-8", errors="surrogatepass"), model.file_language, model.path)

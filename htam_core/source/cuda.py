@@ -3,8 +3,11 @@
 
 Error recovery (tree-sitter-cuda 0.21.2):
 
-* 3-argument ``__launch_bounds__`` and macro qualifiers (``RESTRICT``) leave small ERROR
-  nodes inside an otherwise intact ``function_definition``: the kernel is taken as is.
+* A tree with errors is parsed again from its *parse view*: qualifier macros (``#define RESTRICT
+  __restrict__``, ``#define DEVICE_INLINE __device__ __forceinline__``) read as the qualifiers they stand
+  for, at equal length (``source.preproc``), so code nvcc accepts is not taken for half-typed code.
+* 3-argument ``__launch_bounds__`` leaves small ERROR nodes inside an otherwise intact
+  ``function_definition``: the kernel is taken as is.
 * ``__cluster_dims__(...)`` splits the definition into an erroneous ``declaration`` holding
   ``__global__`` followed by a type-less ``function_definition``: the two are joined.
 * Kernel by kernel: when the file's tree has errors, every ``__global__`` whose definition is not
@@ -19,6 +22,7 @@ Error recovery (tree-sitter-cuda 0.21.2):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import tree_sitter as ts
@@ -30,6 +34,7 @@ from htam_core.source.frames import Frame
 from htam_core.source.model import ByteSpan, DeviceFunction, Kernel, LaunchSite, Param
 from htam_core.source.parse_problems import tree_problems
 from htam_core.source.parsing import captures, new_parser, node_text
+from htam_core.source.preproc import parse_view
 from htam_core.source.resolve import CudaResolver, literal_value
 
 G = "cuda"
@@ -45,6 +50,7 @@ Q_MAIN = f"""
 #: Only run when the tree has errors: ``__global__`` surviving as a plain identifier in garbage.
 Q_GARBAGE = '((identifier) @i (#eq? @i "__global__"))'
 Q_MACRO_USES = "(function_definition type: (type_identifier) @t) @fn"
+Q_ANY_FUNCTION = "(function_definition) @fn"
 
 _HEADER_TYPES = {"primitive_type", "type_identifier", "launch_bounds", "ERROR", "storage_class_specifier",
                  "type_qualifier", "sized_type_specifier", "attribute_specifier"}
@@ -60,6 +66,7 @@ class CudaResult:
     errors: list[str] = field(default_factory=list)
     macros: dict[str, str] = field(default_factory=dict)
     ctx_key: str = ""
+    root: ts.Node | None = None  # the tree the result was read from (qualifier macros resolved)
 
 
 def parse_cuda_bytes(data: bytes, old_tree: ts.Tree | None = None) -> ts.Tree:
@@ -78,6 +85,7 @@ def extract_cuda(frame: Frame, root: ts.Node, language: str = "cuda", depth: int
     masked = _mask_attributes(frame, root) if root.has_error else None
     if masked is not None:
         frame, root = masked
+    out.root = root
     caps = captures(G, Q_MAIN, root)
     macros = dict(inherited_macros or {})
     for mdef in caps.get("macro", []):
@@ -102,6 +110,13 @@ def extract_cuda(frame: Frame, root: ts.Node, language: str = "cuda", depth: int
             elif tname in device_macros:
                 extra_device.append(fn_node)
         anchors.sort(key=lambda n: n.start_byte)
+    if device_macros and frame.display is not None:  # a device macro read as a shorter qualifier or blanks
+        words = re.compile(r"\b(" + "|".join(map(re.escape, sorted(device_macros))) + r")\b")
+        for fn_node in captures(G, Q_ANY_FUNCTION, root).get("fn", []):
+            decl = fn_node.child_by_field_name("declarator")
+            if decl is not None and words.search(frame.text(_line_start(frame, fn_node.start_byte),
+                                                            decl.start_byte)):
+                extra_device.append(fn_node)
     anchors = [a for a in anchors if not is_dead(a)]
     resolver = CudaResolver(frame, root, macros)
     macros = {**macros, **resolver.file_consts}
@@ -210,13 +225,13 @@ Q_ATTRS = """
 
 
 def _mask_attributes(frame: Frame, root: ts.Node) -> tuple[Frame, ts.Node] | None:
-    """Blank out ``__cluster_dims__(...)``/``__maxnreg__(...)``, which tree-sitter-cuda 0.21.2 cannot
-    parse, and re-parse. Blanking keeps every byte offset, so nodes of the new tree map to the
-    file unchanged; the frame keeps the original bytes for texts."""
+    """The parse view of a tree with errors: qualifier macros resolved at equal length
+    (:func:`~htam_core.source.preproc.parse_view`: ``RESTRICT`` read as ``restrict``) and
+    ``__cluster_dims__(...)``/``__maxnreg__(...)``, which tree-sitter-cuda 0.21.2 cannot parse, blanked;
+    then re-parsed. Both keep every byte offset, so nodes of the new tree map to the file unchanged;
+    the frame keeps the original bytes for texts. ``None`` when nothing changes."""
     nodes = captures(G, Q_ATTRS, root).get("a", [])
-    if not nodes:
-        return None
-    src = bytearray(frame.src)
+    src = bytearray(parse_view(frame.src))
     for n in nodes:
         end = n.end_byte
         while end < len(src) and src[end : end + 1] in (b" ", b"\t"):
@@ -234,6 +249,8 @@ def _mask_attributes(frame: Frame, root: ts.Node) -> tuple[Frame, ts.Node] | Non
             if src[i : i + 1] not in (b"\n", b"\r"):
                 src[i] = 0x20
     masked = bytes(src)
+    if masked == frame.src:
+        return None
     new = Frame(src=masked, file=frame.file, parent=frame.parent, base=frame.base, segments=frame.segments,
                 display=frame.display if frame.display is not None else frame.src)
     return new, parse_cuda_bytes(masked).root_node

@@ -200,6 +200,9 @@ class Kernel:
         parse_problem: for an incomplete kernel, where it first fails to parse
             (:class:`~htam_core.source.parse_problems.ParseProblem`), else ``None``.
         text: the kernel's source text.
+        compiles: for an incomplete kernel, whether the compiler accepts the file (nvcc, or Python's compiler
+            for Triton; :func:`htam_core.source.compiler.settle_incomplete`): ``True`` means the code is valid and
+            htam could not read it; ``None`` when not asked or no compiler is there.
         qualified_name: Triton: the dotted path from the module to the launchable ``JITFunction``
             (``"Ops.scale"`` for a kernel defined in ``class Ops``, ``"add_kernel"`` for
             ``add_kernel = triton.jit(_add_kernel)``, else the name); ``None`` when no module
@@ -221,6 +224,7 @@ class Kernel:
     text: str = ""
     qualified_name: str | None = None
     parse_problem: ParseProblem | None = None
+    compiles: bool | None = None
 
     def answers_to(self, name: str) -> bool:
         """Whether ``--kernel name`` means this kernel: its name or its ``qualified_name``."""
@@ -235,7 +239,9 @@ class Kernel:
         """The ``htam kernels --json`` object for this kernel (``qualified_name`` only when it is
         not the name; ``incomplete: true`` only for a half-typed definition)."""
         extra: dict[str, Any] = {"qualified_name": self.qualified_name} if self.qualified_name not in (None, self.name) else {}
-        if self.incomplete:  # a half-typed definition: listed, but not profiled or transformed until it parses
+        if self.incomplete and self.compiles:  # valid code htam could not read: not the user's to fix
+            extra["unreadable"] = True
+        elif self.incomplete:  # a half-typed definition: listed, but not profiled or transformed until it parses
             extra["incomplete"] = True
         return {
             "name": self.name,

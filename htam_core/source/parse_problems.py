@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from htam_core.source.parsing import new_parser
+from htam_core.source.preproc import parse_view
 
 __all__ = ["ParseProblem", "first_problem", "kernel_problem", "problem_message", "text_problems", "tree_problems"]
 
@@ -169,7 +170,8 @@ def text_problems(text: str | bytes, language: str, start: int = 0, end: int | N
     """The parse problems of ``text`` (a whole file) in ``language`` (``"cuda"``, ``"python"``), those whose
     position lies in file bytes ``[start, end]`` when a range is given (a kernel's span)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    tree = new_parser("cuda" if language == "cuda" else "python").parse(data)
+    tree = new_parser("cuda" if language == "cuda" else "python").parse(parse_view(data) if language == "cuda"
+                                                                         else data)
     stop = len(data) if end is None else end
     return [p for p in tree_problems(tree.root_node, data, limit=10_000) if start <= p.byte <= stop][:limit]
 
@@ -193,16 +195,23 @@ def problem_message(name: str, problem: ParseProblem, then: str) -> str:
 
 
 def kernel_problem(problems: list[ParseProblem], data: bytes, start: int, end: int,
-                   embedded: bool = False) -> ParseProblem | None:
-    """The first problem of a half-typed kernel defined at file bytes ``[start, end]``: the first of the
-    file's ``problems`` inside it, else (CUDA held in a Python string, ``embedded``) the first of its own
-    text parsed as CUDA, else the file's first problem (an error that began before the kernel)."""
-    inside = [p for p in problems if start <= p.byte <= end]
-    if inside:
-        return inside[0]
-    if embedded:
-        tree = new_parser("cuda").parse(data[start:end])
+                   embedded: bool = False, language: str = "cuda") -> ParseProblem | None:
+    """The first problem of a half-typed kernel defined at file bytes ``[start, end]``, read from the kernel's
+    own text only, so that its message names nothing of another kernel.
+
+    The kernel's text is parsed on its own (``language`` ``"cuda"``, through the same parse view as the file,
+    or ``"python"`` for a Triton kernel that starts at a line start; CUDA held in a Python string,
+    ``embedded``, is parsed as CUDA) and its first problem is returned; when that parse finds none, the first
+    of the file's ``problems`` that lies inside ``[start, end]``; else ``None`` (an error that began before the
+    kernel belongs to the kernel or the code it is in, and is reported there).
+    """
+    own_text = data[start:end]
+    grammar = "cuda" if embedded or language != "python" else "python"
+    if grammar == "cuda" or own_text[:1] not in (b" ", b"\t"):
+        buf = parse_view(own_text) if grammar == "cuda" else own_text
+        tree = new_parser(grammar).parse(buf)
         own = tree_problems(tree.root_node, data, lambda b: b + start, limit=1, text_end=end)
         if own:
             return own[0]
-    return problems[0] if problems else None
+    inside = [p for p in problems if start <= p.byte <= end]
+    return inside[0] if inside else None

@@ -9,6 +9,7 @@ pointers"; CUDA C++ Programming Guide, "__restrict__".
 
 from __future__ import annotations
 
+from htam_core.source.analysis.syntax import node_text
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit
@@ -28,8 +29,9 @@ def pointer_params(unit: CudaUnit) -> list[tuple[str, object, object, bool, bool
         inner = decl.child_by_field_name("declarator")
         if inner is None or inner.type != "identifier":
             continue  # pointer to pointer, array of pointers ...
-        quals_before = {unit.t(c) for c in p.children if c.type == "type_qualifier"}
-        quals_ptr = {unit.t(c) for c in decl.children if c.type == "type_qualifier"}
+        # read as parsed: a qualifier macro (RESTRICT) is parsed as the qualifier it stands for
+        quals_before = {node_text(c) for c in p.children if c.type == "type_qualifier"}
+        quals_ptr = {node_text(c) for c in decl.children if c.type == "type_qualifier"}
         has_const = "const" in quals_before
         has_restrict = bool(quals_ptr & {"__restrict__", "__restrict", "restrict"})
         out.append((unit.t(inner), p, decl, has_const, has_restrict))

@@ -48,9 +48,10 @@ async def test_python_with_triton_kernel_is_served(client, tmp_path):
     assert h is not None and f"`{name}`" in h.contents.value and "Triton kernel" in h.contents.value
 
 
-async def test_huge_garbage_text_is_not_parsed_and_answers_stay_empty(client, tmp_path):
+async def test_huge_garbage_text_is_not_parsed_and_the_hover_says_why(client, tmp_path):
     """Regression (fuzz): 3 MB of garbage text without a NUL blocked the event loop for tens of seconds while
-    tree-sitter recovered from errors; documents over MAX_SOURCE_CHARS are not tracked."""
+    tree-sitter recovered from errors; documents over MAX_SOURCE_BYTES are not tracked, and the hover (once
+    silent) says so in one line."""
     await start(client, tmp_path)
     path = tmp_path / "huge.cu"
     text = "&S\ufffdM\n" * (3 << 18)
@@ -59,6 +60,7 @@ async def test_huge_garbage_text_is_not_parsed_and_answers_stay_empty(client, tm
     t0 = time.monotonic()
     h = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=1)))
-    assert h is None
+    assert h is not None and h.contents.value.startswith("huge.cu is ") and "htam reads source files of up to 1 MB" \
+        in h.contents.value and "\n" not in h.contents.value
     assert await code_actions(client, uri, types.Position(line=0, character=1)) == []
     assert time.monotonic() - t0 < 30, "the server blocked on a huge document"

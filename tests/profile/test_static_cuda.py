@@ -101,14 +101,14 @@ def test_cuda_in_python_kernel_only(profiles, fname, kernel):
     assert p.registers == max(r for r, _ in ref.values())
 
 
-def test_broken_kernel_clear_error(cache_dir):
-    with pytest.raises(ProfileError) as ei:
-        profile_kernel(CORPUS / "broken_partial_kernels.cu", "axpby", static=True, cache=CompileCache(cache_dir))
-    msg = str(ei.value.message)
-    # the half-typed kernel is blanked out for the compile (source.without_incomplete); the file still fails,
-    # here where main() calls it, and the message quotes nvcc's line
-    assert "does not compile" in msg and "broken_partial_kernels.cu(51): error" in msg
-    assert any("error" in d for d in ei.value.details)
+def test_complete_kernel_of_a_broken_file_compiles_without_the_half_typed_one(cache_dir):
+    # the half-typed kernel and its launch in main() are blanked out for the compile (source.without_incomplete),
+    # so axpby compiles and nothing of row_l2_normalize is quoted as an error of axpby (it was: "identifier
+    # row_l2_normalize is undefined" at its launch)
+    p = profile_kernel(CORPUS / "broken_partial_kernels.cu", "axpby", static=True, cache=CompileCache(cache_dir))
+    assert p.registers is not None
+    assert not any("error" in w for w in p.warnings), p.warnings
+    assert any("half-typed kernel(s) row_l2_normalize" in w for w in p.warnings)
 
 
 def test_unknown_kernel_and_missing_file(cache_dir):

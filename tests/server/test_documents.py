@@ -43,3 +43,29 @@ def test_python_without_kernels_is_not_served_and_binary_changes_close():
     assert od is not None and not od.served()
     docs.change(_change(od.uri, 2, 0, 0, "\x00"), "utf-16")
     assert docs.get(od.uri) is None
+
+
+def test_document_over_the_size_limit_is_refused_with_a_reason_and_the_hover_says_it():
+    import asyncio
+    from types import SimpleNamespace
+
+    from htam_core.source import MAX_SOURCE_BYTES
+    from htam_server import hover
+
+    docs = Documents()
+    big = CU * (MAX_SOURCE_BYTES // len(CU) + 1)
+    uri = "file:///w/huge.cu"
+    assert docs.open(types.TextDocumentItem(uri=uri, language_id="cuda", version=1, text=big)) is None
+    reason = docs.refused(uri)
+    assert reason is not None and reason.startswith("huge.cu is 1.0 MB") and "\n" not in reason
+    params = types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri),
+                               position=types.Position(line=0, character=17))
+    got = asyncio.run(hover.hover(SimpleNamespace(docs=docs), params))
+    assert got is not None and got.contents.value == reason
+    # a served document grown past the limit by an edit is dropped with the same reason
+    od = docs.open(types.TextDocumentItem(uri="file:///w/k.cu", language_id="cuda", version=1, text=CU))
+    assert od is not None and docs.refused(od.uri) is None
+    assert docs.change(_change(od.uri, 2, 0, 0, big), "utf-16") is None
+    assert docs.get(od.uri) is None and (docs.refused(od.uri) or "").startswith("k.cu is")
+    docs.close(od.uri)
+    assert docs.refused(od.uri) is None

@@ -43,6 +43,7 @@ from htam_core.source.analysis.syntax import loop_pragma, of_type, strip_casts, 
 from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
+from htam_core.source.preproc import QUALIFIERS, qualifier_macros
 
 _BUILTIN_OBJS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 LOOP_TYPES = ("for_statement", "while_statement", "do_statement")
@@ -836,6 +837,7 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
                    aliases: dict[str, Base]) -> tuple[PointerFacts, ...]:
     env = src.env
     out = []
+    qual_macros = qualifier_macros(src.src)
     alias_of = {a: v[0] for a, v in aliases.items()}
     for p in kernel.params:
         if not p.is_pointer:
@@ -866,7 +868,8 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         mode = "unused" if not uses else ("readwrite" if reads and writes else "write" if writes else "read")
         if p.name in escapes or covered < len(uses):
             mode = "unknown"
-        elem = (p.type or "").replace("*", " ").replace("__restrict__", " ").replace("const", " ").split()
+        # the pointee type without qualifiers, also those spelled through a macro (RESTRICT)
+        elem = [w for w in (p.type or "").replace("*", " ").split() if w not in QUALIFIERS and w not in qual_macros]
         written = " ".join(elem) or None
         out.append(PointerFacts(p.name, mode, reads, writes, written,  # type: ignore[arg-type]
                                 resolve_type(env, written) if written else None))

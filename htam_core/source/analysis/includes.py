@@ -22,11 +22,12 @@ from pathlib import Path
 from tree_sitter import Node, Tree
 
 from htam_core.source.analysis.syntax import parse
+from htam_core.source.errors import MAX_SOURCE_BYTES
 
 #: how many levels of nested local includes are followed
 MAX_DEPTH = 4
-#: largest header read, bytes (a local header bigger than this is skipped)
-MAX_BYTES = 1 << 20
+#: largest header read, bytes (a local header bigger than this is skipped): the one source limit
+MAX_BYTES = MAX_SOURCE_BYTES
 _QUOTED = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
 
 

@@ -14,6 +14,7 @@ from tree_sitter import Node, Tree
 
 from htam_core.source.parsing import GrammarName, captures, language, matches, new_parser, node_text, query
 from htam_core.source.positions import parse_bytes
+from htam_core.source.preproc import parse_view
 
 __all__ = [
     "GrammarName", "brace_dim3", "captures", "exact_node", "language", "loop_pragma", "matches",
@@ -29,8 +30,11 @@ def parse(src: bytes, grammar: GrammarName) -> Tree:
     """Parse UTF-8 ``src`` with ``grammar`` (a fresh parser each call: parsers are not thread-safe).
 
     Lone ``\r`` line endings are parsed as ``\n`` (:func:`htam_core.source.positions.parse_bytes`: same
-    length, so offsets hold); texts are read from ``src`` itself, so an edit keeps the file's line endings."""
-    return new_parser(grammar).parse(parse_bytes(src))
+    length, so offsets hold); texts are read from ``src`` itself, so an edit keeps the file's line endings.
+    CUDA qualifier macros (``#define RESTRICT __restrict__``) are parsed as the qualifiers they stand for
+    (:func:`htam_core.source.preproc.parse_view`, same length too)."""
+    data = parse_bytes(src)
+    return new_parser(grammar).parse(parse_view(data) if grammar == "cuda" else data)
 
 
 def text(node: Node | None, src: bytes) -> str:

@@ -1,0 +1,209 @@
+"""What nvcc's preprocessor does that tree-sitter does not, done for the parser at equal length.
+
+:func:`parse_view` is the text the CUDA grammar parses: :func:`qualifier_view` then :func:`branch_view`.
+
+Qualifier macros.
+
+Real CUDA names its qualifiers through macros: ``#define RESTRICT __restrict__``, ``#define DEVICE_INLINE
+__device__ __forceinline__``, ``#define HOST_DEVICE`` (empty). nvcc expands them before it parses; tree-sitter
+does not, and reads ``const float* RESTRICT x`` as a parameter named ``RESTRICT`` followed by garbage, so a
+valid kernel looked half-typed. :func:`qualifier_view` gives the parser a copy of the text in which every use
+of such a macro is replaced by the most telling qualifier of its expansion that fits in the macro name's
+length (``__device__``, ``const``, ``__restrict__``, ``restrict``, ...), padded with spaces, or by spaces when
+none fits. The copy has the same length and the same line breaks, so every byte offset, line and column of
+a tree parsed from it is one of the user's text; texts (names, types as written) are still read from the
+original bytes, where the macro's name stands.
+
+Only object-like macros whose whole expansion is qualifier keywords (or empty) are touched; function-like
+macros (``FLOAT4(v)``) and value macros (``#define TILE 32``) already parse as calls and identifiers, and
+macros holding ``__global__`` are read by the kernel finder itself. Preprocessor lines are left as written.
+Macros that open and close a namespace (``#define NS_BEGIN namespace ops {`` with ``#define NS_END }``) are read
+as blanks too (:func:`scope_macros`), so the braces they hide do not unbalance the file.
+The idea is the C preprocessor's own object-like macro replacement (C11 6.10.3), restricted to the
+replacements that change how a declaration parses.
+
+Conditionals that split a construct. ``#if __CUDA_ARCH__ >= 800`` / ``#else`` / ``#endif`` whose branches
+each open a brace or a parenthesis the other closes (a kernel header with two parameter lists, an ``if (...) {``
+line per architecture) cannot be parsed by tree-sitter, which reads each branch as a whole construct; nor can a
+conditional inside parentheses (``#ifndef FIXED_BLOCKWIDTH`` between two parameters of a kernel).
+:func:`branch_view` keeps the first branch of such a conditional (the one the device pass for a recent
+architecture takes, and for ``#ifdef`` the configured one more often than not) and blanks its directive lines
+and the other branches; a conditional whose every branch is balanced is left as written (the parser reads
+all its branches). Conditional inclusion itself is C11 6.10.1.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["QUALIFIERS", "branch_view", "parse_view", "qualifier_macros", "qualifier_view", "scope_macros"]
+
+#: Keywords a qualifier macro may expand to, in the order a replacement is chosen (the first that fits).
+QUALIFIERS: tuple[str, ...] = (
+    "__device__", "const", "__restrict__", "__restrict", "restrict", "__host__", "__forceinline__",
+    "__noinline__", "__inline__", "inline", "static", "volatile", "constexpr", "extern",
+)
+_KEYWORDS = frozenset((*QUALIFIERS, '"C"'))
+_RESTRICT = frozenset(("__restrict__", "__restrict", "restrict"))
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])[ \t]*([^\r\n]*)$", re.M)
+_PREPROC_LINE = re.compile(rb"^[ \t]*#[^\r\n]*(?:\\\r?\n[^\r\n]*)*", re.M)
+
+
+def qualifier_macros(src: bytes) -> dict[str, str]:
+    """The object-like macros of ``src`` (UTF-8 bytes) whose expansion is only qualifier keywords, or empty:
+    ``{"RESTRICT": "__restrict__", "DEVICE_INLINE": "__device__ __forceinline__", "HOST_DEVICE": ""}``.
+
+    A name defined twice with different expansions (``#if`` branches) is kept only when every expansion
+    qualifies; the last one is returned. Macros holding ``__global__`` are left out.
+    """
+    if b"define" not in src:
+        return {}
+    out: dict[str, str] = {}
+    refused: set[str] = set()
+    for m in _DEFINE.finditer(src):
+        name = m.group(1).decode("ascii")
+        value = m.group(2).split(b"//")[0].split(b"/*")[0].decode("utf-8", "replace")
+        tokens = value.split()
+        if value.rstrip().endswith("\\") or not all(t in _KEYWORDS for t in tokens):
+            refused.add(name)
+            continue
+        out[name] = " ".join(tokens)
+    return {k: v for k, v in out.items() if k not in refused}
+
+
+_OPENER = re.compile(r'^(?:namespace(?:\s+[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)?|extern\s+"C(?:\+\+)?")\s*\{$')
+
+
+def scope_macros(src: bytes) -> set[str]:
+    """Object-like macros that open or close a scope: ``#define NS_BEGIN namespace ops {`` and ``#define NS_END }``
+    (also ``extern "C" {``). Returned only when the file defines both an opener and a closer; their uses are read
+    as blanks by :func:`qualifier_view` (the kernels inside are then read at file scope, without the namespace)."""
+    if b"define" not in src:
+        return set()
+    openers, closers = set(), set()
+    for m in _DEFINE.finditer(src):
+        value = " ".join(m.group(2).split(b"//")[0].decode("utf-8", "replace").split())
+        name = m.group(1).decode("ascii")
+        if _OPENER.match(value):
+            openers.add(name)
+        elif value in ("}", "};"):
+            closers.add(name)
+    return openers | closers if openers and closers else set()
+
+
+def _replacement(name: str, expansion: str) -> bytes:
+    """The first of :data:`QUALIFIERS` in ``expansion`` that fits in ``name``'s length, padded; spaces if none."""
+    tokens = set(expansion.split())
+    if tokens & _RESTRICT:
+        tokens |= _RESTRICT
+    for kw in QUALIFIERS:
+        if kw in tokens and len(kw) <= len(name):
+            return kw.encode().ljust(len(name))
+    return b" " * len(name)
+
+
+def qualifier_view(src: bytes) -> bytes:
+    """``src`` with every use of a qualifier macro (:func:`qualifier_macros`) outside preprocessor lines
+    replaced by an equal-length qualifier (see the module docstring); ``src`` itself when it has none.
+
+    Args:
+        src: UTF-8 bytes of CUDA text (a file, or a string's content).
+
+    Returns:
+        Bytes of the same length and the same line breaks as ``src``.
+    """
+    macros = qualifier_macros(src)
+    macros.update(dict.fromkeys(scope_macros(src), ""))
+    if not macros:
+        return src
+    use = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(macros, key=len, reverse=True))
+                     + rb")\b")
+    repl = {n.encode(): _replacement(n, v) for n, v in macros.items()}
+    buf = bytearray(src)
+    skip = [(m.start(), m.end()) for m in _PREPROC_LINE.finditer(src)]
+    k = 0
+    for m in use.finditer(src):
+        while k < len(skip) and skip[k][1] <= m.start():
+            k += 1
+        if k < len(skip) and skip[k][0] <= m.start() < skip[k][1]:
+            continue
+        buf[m.start() : m.end()] = repl[m.group(1)]
+    return bytes(buf)
+
+
+_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.M)
+_NOISE = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
+def _net(chunk: bytes) -> tuple[int, int]:
+    """Braces and parentheses ``chunk`` leaves open (negative: closes more than it opens); comments and
+    literals are skipped."""
+    code = _NOISE.sub(b"", chunk)
+    return code.count(b"{") - code.count(b"}"), code.count(b"(") - code.count(b")")
+
+
+def _depths(src: bytes, marks: list[tuple[int, int, bytes]]) -> list[int]:
+    """Parenthesis depth of the code at each directive of ``marks`` (directive lines themselves not counted)."""
+    out, depth, prev_end = [], 0, 0
+    for start, end, _ in marks:
+        code = _NOISE.sub(b"", src[prev_end:start])
+        depth = max(0, depth + code.count(b"(") - code.count(b")"))
+        out.append(depth)
+        prev_end = end
+    return out
+
+
+def branch_view(src: bytes) -> bytes:
+    """``src`` with every preprocessor conditional that splits a construct reduced to its first branch (see the
+    module docstring): one with a branch that leaves a brace or parenthesis open or closes one it did not open,
+    or one that stands inside parentheses (``#ifndef`` between two parameters). Its directive lines and its
+    other branches become spaces, line breaks kept.
+
+    Args:
+        src: UTF-8 bytes of CUDA text.
+
+    Returns:
+        Bytes of the same length and line breaks; ``src`` itself when no conditional needs it.
+    """
+    if b"#" not in src:
+        return src
+    marks = []
+    for m in _DIRECTIVE.finditer(src):
+        nl = src.find(b"\n", m.start())
+        marks.append((m.start(), nl if nl >= 0 else len(src), m.group(1)))
+    if not marks:
+        return src
+    depths = _depths(src, marks)
+    # each conditional: its directive lines [(start, end, kind, depth)] in order, nested ones closed first
+    chains: list[list[tuple[int, int, bytes, int]]] = []
+    stack: list[list[tuple[int, int, bytes, int]]] = []
+    for (start, end, kind), depth in zip(marks, depths, strict=True):
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            stack.append([(start, end, kind, depth)])
+        elif stack:
+            stack[-1].append((start, end, kind, depth))
+            if kind == b"endif":
+                chains.append(stack.pop())
+    blank: list[tuple[int, int]] = []
+    for chain in chains:
+        if chain[-1][2] != b"endif":
+            continue
+        branches = [src[chain[i][1] : chain[i + 1][0]] for i in range(len(chain) - 1)]
+        if chain[0][3] == 0 and all(_net(b) == (0, 0) for b in branches):
+            continue
+        blank.append((chain[0][0], chain[0][1]))
+        blank.append((chain[1][0], chain[-1][1]))
+    if not blank:
+        return src
+    buf = bytearray(src)
+    for start, end in blank:
+        for i in range(start, end):
+            if buf[i] not in (0x0A, 0x0D):
+                buf[i] = 0x20
+    return bytes(buf)
+
+
+def parse_view(src: bytes) -> bytes:
+    """The bytes the CUDA grammar parses for ``src``: :func:`branch_view` of :func:`qualifier_view` (same
+    length, same line breaks, so every offset of the tree is an offset of ``src``)."""
+    return branch_view(qualifier_view(src))
