@@ -212,10 +212,15 @@ def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history:
 def profile_facts(p: Profile) -> list[tuple[str, str, str]]:
     """Facts worth attention as ``(severity, code, message)``; severity ``"warning"`` or ``"information"``.
 
-    Register spills (ptxas), theoretical occupancy under :data:`LOW_OCCUPANCY`, and each Nsight Compute rule
-    that fired (with its estimated speedup when ncu gives one).
+    A launch that cannot run at all comes first (``cannot-launch``: the block needs more threads, registers or
+    shared memory than the target gives), then register spills (ptxas), theoretical occupancy under
+    :data:`LOW_OCCUPANCY`, and each Nsight Compute rule that fired (with its estimated speedup when ncu gives one).
     """
     out: list[tuple[str, str, str]] = []
+    launch = p.extra.get("launch") if isinstance(p.extra, dict) else None
+    if isinstance(launch, dict) and launch.get("fits") is False:
+        out.append(("warning", "cannot-launch",
+                    f"cannot launch on {launch.get('target', 'this GPU')}: {'; '.join(launch.get('reasons') or [])}"))
     if p.spill_bytes:
         out.append(("warning", "register-spill",
                     f"register spills: {p.spill_bytes} B spilled to local memory ({p.registers} registers/thread)"))

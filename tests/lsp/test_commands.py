@@ -21,7 +21,7 @@ async def test_profile_command_publishes_diagnostics(client, tmp_path):
     await start(client, tmp_path)
     path = tmp_path / "heavy.cu"
     # 96 live values: squeezed into 64 registers by __launch_bounds__(1024) they spill; without the bound
-    # the kernel needs so many registers that a 1024-thread block cannot be resident (occupancy 0)
+    # the kernel needs so many registers that a 1024-thread block cannot launch at all
     text = (_heavy("spilly", "__launch_bounds__(1024)") + _heavy("fat", "")
             + "int main() { float *x, *y; spilly<<<1, 1024>>>(x, y, 1 << 20); fat<<<1, 1024>>>(x, y, 1 << 20); "
               "return 0; }\n")
@@ -39,13 +39,15 @@ async def test_profile_command_publishes_diagnostics(client, tmp_path):
     by_line = {(d.range.start.line, d.code) for d in diags}
     fat_line = text[: text.index(" fat(")].count("\n")
     assert (0, "register-spill") in by_line
-    assert (fat_line, "low-occupancy") in by_line
+    assert (fat_line, "cannot-launch") in by_line
     # every fact comes from the profile
     from htam_core.profile.api import profile_kernel
 
     spilly = profile_kernel(str(path), "spilly", static=True)
     fat = profile_kernel(str(path), "fat", static=True)
-    assert spilly.spill_bytes and fat.theoretical_occupancy is not None and fat.theoretical_occupancy < 0.5
+    assert spilly.spill_bytes and fat.theoretical_occupancy is None and fat.extra["launch"]["fits"] is False
+    launch_msg = next(d.message for d in diags if d.code == "cannot-launch")
+    assert launch_msg.startswith("cannot launch on sm_90: ") and "register" in launch_msg
     spill_msg = next(d.message for d in diags if d.code == "register-spill")
     assert f"{spilly.spill_bytes} B" in spill_msg
 
