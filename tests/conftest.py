@@ -21,8 +21,28 @@ def _cuda_available() -> bool:
         return False
 
 
+#: The quick tier (``HTAM_TEST_TIER=fast``, ``make test-fast``) leaves out the test ids listed here (measured
+#: slow; ``tests/slow_tier.py`` regenerates the list).
+SLOW_TIER = Path(__file__).resolve().parent / "slow_tier.txt"
+
+
+def _slow_tier_ids() -> set[str]:
+    try:
+        lines = SLOW_TIER.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return set()
+    return {ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip every test marked ``@pytest.mark.gpu`` when ``torch.cuda.is_available()`` is false."""
+    """In the quick tier, deselect the measured-slow tests; skip every test marked ``@pytest.mark.gpu`` when
+    ``torch.cuda.is_available()`` is false."""
+    if os.environ.get("HTAM_TEST_TIER") == "fast":
+        slow = _slow_tier_ids()
+        dropped = [it for it in items if it.nodeid in slow]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [it for it in items if it.nodeid not in slow]
     gpu_items = [it for it in items if it.get_closest_marker("gpu") is not None]
     if not gpu_items or _cuda_available():
         return
