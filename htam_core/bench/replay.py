@@ -7,8 +7,10 @@ gives the curve at every smaller one (its first ``b`` steps are the run at budge
 
 * The policies of ``memory_from`` run first on every kernel (``htam-cold`` from an empty memory, ``random``
   with every seed), each recording into a store of its own (exported); ``htam`` and the memory ablations of
-  kernel k import every export except k's: the warm memory is leave-one-out, built from the replays of the
-  other members of k's family and of every other family, never from k.
+  kernel k import the exports of the other kernels (:func:`warm_imports`). ``warm_leave_out = "family"`` (the
+  default) leaves out k's whole family: the memory holds only kernels of other families, so a warm policy
+  cannot win by recognizing a near copy of k (an audit found that the warm advantage over flat memory came
+  from that). ``"kernel"`` leaves out k alone, the earlier rule, kept for comparison.
 * ``random`` and ``random-memory`` run with ``seeds`` seeds; the figures are the mean over seeds with their
   spread (smallest and largest seed's figure).
 * Ground truth: the table's exhaustive best per kernel (:meth:`Table.best_speedup`); a policy reaches 90 %
@@ -42,6 +44,8 @@ REPLAY_POLICIES = ("htam", "htam-cold", "flat", "random", "no-local", "no-prefix
 SEEDED = ("random", "random-memory")
 #: Trial counts reported (the curve at these budgets).
 REPORT_AT = (1, 2, 4, 8)
+#: What the warm memory of kernel k leaves out: k's whole family (the default) or k alone.
+WARM_LEAVE_OUT = ("family", "kernel")
 
 
 def run_folder(kernel_id: str, policy: str, seed: int) -> str:
@@ -71,6 +75,9 @@ class ReplayConfig:
         memory_from: the policies whose replays of the *other* kernels make the warm memory (``htam-cold``:
             HTAM's own experience; ``random``: the random explorer's, every seed). They run first.
         fresh: forget the results of an earlier replay in ``work``.
+        llmc: llm.c's kernel folder (files not at their recorded path are read from it), or ``None``.
+        warm_leave_out: ``"family"`` (the warm memory of kernel k holds no kernel of k's family) or ``"kernel"``
+            (it holds every kernel but k); see :func:`warm_imports`.
     """
 
     table: str
@@ -82,6 +89,32 @@ class ReplayConfig:
     memory_from: list[str] = field(default_factory=lambda: ["htam-cold", "random"])
     fresh: bool = False
     llmc: str | None = None
+    warm_leave_out: str = "family"
+
+
+def warm_imports(kernel: dict[str, Any], exports: list[tuple[str, str]], family_of: dict[str, str],
+                 leave_out: str = "family") -> list[str]:
+    """The teachers' exports a warm run of ``kernel`` imports: leave-one-out memory.
+
+    Args:
+        kernel: the kernel replayed, a dict with ``id`` and ``family`` (as :func:`run_replay` lists kernels).
+        exports: ``(kernel id, export path)`` of every teacher run (one per kernel, teacher policy and seed).
+        family_of: kernel id -> family, for every kernel of ``exports``.
+        leave_out: ``"kernel"``: every export but ``kernel``'s own; ``"family"``: only the exports of kernels of
+            another family (the family's other members are near relatives: the same pattern, often the same
+            best strategy, so a memory that holds them measures recognition of a relative, not transfer).
+
+    Returns:
+        The export paths, sorted (the order a task key reads them in).
+
+    Raises:
+        ReplayError: ``leave_out`` is neither ``"kernel"`` nor ``"family"``.
+    """
+    if leave_out not in WARM_LEAVE_OUT:
+        raise ReplayError(f"--warm-leave-out takes {' or '.join(WARM_LEAVE_OUT)}, not {leave_out!r}")
+    fam = kernel["family"]
+    return sorted(p for kid, p in exports if kid != kernel["id"]
+                  and (leave_out == "kernel" or family_of.get(kid) != fam))
 
 
 def _source(path: str, llmc: Path | None) -> str | None:
@@ -134,6 +167,8 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
         raise ReplayError(f"unknown policy {', '.join(bad)}; known: {', '.join(REPLAY_POLICIES)}")
     if cfg.budget < 1 or cfg.seeds < 1:
         raise ReplayError("--budget and --seeds must be at least 1")
+    if cfg.warm_leave_out not in WARM_LEAVE_OUT:
+        raise ReplayError(f"--warm-leave-out takes {' or '.join(WARM_LEAVE_OUT)}, not {cfg.warm_leave_out!r}")
     try:
         table = load_table(cfg.table)
     except TableError as exc:
@@ -156,6 +191,7 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
     t0 = time.time()
     table_path = str(Path(cfg.table).resolve())
     table_digest = file_digest(table_path)
+    family_of = {k["id"]: k["family"] for k in kernels}
 
     def task(k: dict[str, Any], policy: str, seed: int, exports: list[tuple[str, str]]) -> SuiteTask:
         slug = run_folder(k["id"], policy, seed)
@@ -163,7 +199,7 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
         teaches = policy in cfg.memory_from
         return SuiteTask(kernel=k["name"], path=k["path"], policy_name=policy, budget=cfg.budget,
                          out_dir=str(work / "runs" / slug), memory_path=str(work / "stores" / f"{slug}.sqlite3"),
-                         memory_imports=sorted(p for kid, p in exports if kid != k["id"]) if warm else [],
+                         memory_imports=warm_imports(k, exports, family_of, cfg.warm_leave_out) if warm else [],
                          export_to=str(work / "exports" / f"{slug}.json") if teaches else None,
                          record=policy != "random" or teaches, seed=seed, static=None, use_ncu=False,
                          replay_table=table_path, replay_kernel=k["id"])
@@ -455,17 +491,27 @@ def _warm_memory_line(doc: dict[str, Any]) -> str:
     """The header line on the warm memory, saying what :func:`run_replay` did: the policies of ``memory_from``
     replay the *replayed* kernels (those chosen with ``--kernels`` whose files were found, else every kernel of
     the table found here), and each warm policy on kernel k imports their records of the other replayed
-    kernels, never k's own."""
+    kernels: those of other families (``warm_leave_out = "family"``; a document written before the setting
+    existed was ``"kernel"``) or every kernel but k."""
     cfg = doc.get("config") or {}
     warm = [p for p in doc["policies"] if POLICY_SPECS.get(p, ("", None, False))[2]]
     if not warm:
         return "- Warm memory: none of the replayed policies starts from one."
     teachers = [p for p in REPLAY_POLICIES if p in (cfg.get("memory_from") or [])]
     n = len(doc["kernels"])
-    line = (f"- Warm memory ({', '.join(warm)}): leave-one-out over the {n} replayed kernel{'s' * (n != 1)}: "
-            f"on each kernel, the records of {', '.join(teachers) or 'no policy'}"
-            f"{' (every seed)' if 'random' in teachers else ''} on the other {n - 1} replayed "
-            f"kernel{'s' * (n != 2)}, never the kernel's own.")
+    who = (f"the records of {', '.join(teachers) or 'no policy'}{' (every seed)' if 'random' in teachers else ''}")
+    if cfg.get("warm_leave_out", "kernel") == "family":
+        sizes = {f: sum(1 for k in doc["kernels"] if k["family"] == f) for f in doc["families"]}
+        line = (f"- Warm memory ({', '.join(warm)}): leave-one-family-out over the {n} replayed "
+                f"kernel{'s' * (n != 1)}: on each kernel, {who} on the replayed kernels of the other families, "
+                "never the kernel's own family (--warm-leave-out family).")
+        empty = [f for f, c in sizes.items() if c == n]
+    else:
+        line = (f"- Warm memory ({', '.join(warm)}): leave-one-out over the {n} replayed kernel{'s' * (n != 1)}: "
+                f"on each kernel, {who} on the other {n - 1} replayed "
+                f"kernel{'s' * (n != 2)}, never the kernel's own (--warm-leave-out kernel: the memory holds "
+                "the kernel's near relatives of its family).")
+        empty = []
     if cfg.get("kernels"):
         line += (" Only the kernels chosen with --kernels were replayed, so the memory was built from them "
                  "alone; the table's other kernels taught nothing.")
@@ -473,6 +519,9 @@ def _warm_memory_line(doc: dict[str, Any]) -> str:
         line += " The kernels left out (files not found) taught nothing."
     if n == 1:
         line += f" With one kernel replayed that memory was empty: {', '.join(warm)} started as cold as htam-cold."
+    elif empty:
+        line += (f" Every replayed kernel is of one family ({empty[0]}), so that memory was empty: "
+                 f"{', '.join(warm)} started as cold as htam-cold.")
     return line
 
 

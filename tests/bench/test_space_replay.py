@@ -250,7 +250,7 @@ _BUILD = {"out": "/root/out/run/space/table.jsonl", "depth": 2, "max_candidates"
 
 
 def _report_doc(tmp_path: Path, *, kernels_opt: list[str] | None = None, n_kernels: int = 2,
-                random_reaches: frozenset = frozenset({(0, 0)})) -> dict:
+                random_reaches: frozenset = frozenset({(0, 0)}), leave_out: str = "kernel") -> dict:
     """A results document as :func:`run_replay` makes it, from a hand-made measured table (best 2x on every
     kernel) and made-up runs at budget 2: ``htam`` reaches 90 % at trial 1 on every kernel, ``htam-cold``
     never; ``random`` (3 seeds) at trial 1 on the (seed, kernel index) pairs of ``random_reaches``, never
@@ -279,7 +279,7 @@ def _report_doc(tmp_path: Path, *, kernels_opt: list[str] | None = None, n_kerne
                         missing=int(seed == 0 and i == 0)) for i, kid in enumerate(ids)]
     doc = summarize(table, kernels, ["htam", "htam-cold", "random"], results, 2)
     doc["config"] = asdict(ReplayConfig(table=str(table_path), work=str(tmp_path / "w"), kernels=kernels_opt,
-                                        budget=2, seeds=3))
+                                        budget=2, seeds=3, warm_leave_out=leave_out))
     doc["kernels_left_out"] = []
     doc["table"] = {"path": str(table_path), "measured": True, "environment": table.header.get("environment"),
                     "config": table.header.get("config")}
@@ -344,12 +344,30 @@ def test_replay_report_says_the_warm_memory_comes_from_the_replayed_kernels_only
 
     every = replay_markdown(_report_doc(tmp_path))
     assert ("leave-one-out over the 2 replayed kernels: on each kernel, the records of htam-cold, random "
-            "(every seed) on the other 1 replayed kernel, never the kernel's own.") in every
-    assert "--kernels" not in every
+            "(every seed) on the other 1 replayed kernel, never the kernel's own (--warm-leave-out kernel") in every
+    assert "Only the kernels chosen" not in every
     chosen = replay_markdown(_report_doc(tmp_path, kernels_opt=["k0", "k1"]))
     assert "Only the kernels chosen with --kernels were replayed, so the memory was built from them alone" in chosen
     one = replay_markdown(_report_doc(tmp_path, kernels_opt=["k0"], n_kernels=1))
     assert "With one kernel replayed that memory was empty: htam started as cold as htam-cold." in one
+    fam = replay_markdown(_report_doc(tmp_path, leave_out="family"))
+    assert "leave-one-family-out over the 2 replayed kernels" in fam and "never the kernel's own family" in fam
+    assert "Every replayed kernel is of one family (f), so that memory was empty" in fam
+
+
+def test_warm_imports_leave_out_the_kernel_or_its_whole_family():
+    """The warm memory of kernel a0 (family a): every export but a0's under "kernel", only family b's under
+    "family"; anything else is refused in one line."""
+    from htam_core.bench.replay import ReplayError, warm_imports
+
+    family_of = {"a0": "a", "a1": "a", "b0": "b", "b1": "b"}
+    exports = [(kid, f"{kid}-{t}.json") for kid in family_of for t in ("cold", "rnd0")]
+    k = {"id": "a0", "family": "a"}
+    assert warm_imports(k, exports, family_of, "kernel") == sorted(p for kid, p in exports if kid != "a0")
+    assert warm_imports(k, exports, family_of) == ["b0-cold.json", "b0-rnd0.json", "b1-cold.json", "b1-rnd0.json"]
+    assert warm_imports({"id": "c0", "family": "c"}, exports, family_of) == sorted(p for _, p in exports)
+    with pytest.raises(ReplayError, match="--warm-leave-out takes family or kernel"):
+        warm_imports(k, exports, family_of, "nothing")
 
 
 def test_cli_replay_says_when_it_overwrites_an_earlier_report(tmp_path, at_repo, capsys):

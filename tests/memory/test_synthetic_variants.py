@@ -128,7 +128,8 @@ def _replay(tmp: Path, policies: list[str] | None = None) -> dict:
     try:
         table = tmp / "synthetic-variants.jsonl"
         write_table(table)
-        cfg = ReplayConfig(table=str(table), work=str(tmp / "work"), kernels=KERNELS, budget=8, seeds=SEEDS)
+        cfg = ReplayConfig(table=str(table), work=str(tmp / "work"), kernels=KERNELS, budget=8, seeds=SEEDS,
+                           warm_leave_out="kernel")
         if policies:
             cfg.policies = policies
         return run_replay(cfg, log=lambda m: None)
