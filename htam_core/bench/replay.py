@@ -46,6 +46,19 @@ SEEDED = ("random", "random-memory")
 REPORT_AT = (1, 2, 4, 8)
 #: What the warm memory of kernel k leaves out: k's whole family (the default) or k alone.
 WARM_LEAVE_OUT = ("family", "kernel")
+#: The pairs of policies the report compares kernel by kernel, with what the second one switches off (or what
+#: the first adds): ``(first, second, what the comparison isolates)``.
+REPLAY_PAIRS = (
+    ("htam", "flat", "the hierarchy (direction-level memory)"),
+    ("htam", "htam-cold", "the warm memory"),
+    ("htam", "random", "ranking at all"),
+    ("htam", "no-local", "strategy-level records"),
+    ("htam", "no-prefix", "the history (transitions)"),
+    ("htam", "no-position", "position weights of the history"),
+    ("htam", "no-update", "learning within the run"),
+    ("htam", "random-memory", "the records' outcomes"),
+    ("flat", "htam-cold", "strategy-level records against the priors alone"),
+)
 
 
 def run_folder(kernel_id: str, policy: str, seed: int) -> str:
@@ -322,15 +335,46 @@ def summarize(table: Table, kernels: list[dict[str, Any]], policies: list[str], 
     families = sorted({k["family"] for k in kernels})
 
     def group(pred: Callable[[dict[str, Any]], bool], policy: str) -> dict[str, Any]:
-        rs = [r for r in rows if r["policy"] == policy and pred(r)]
-        seeds = sorted({r["seed"] for r in rs})
-        return _over_seeds([_stats([r for r in rs if r["seed"] == s], budget) for s in seeds]) if rs else {}
+        return _group([r for r in rows if r["policy"] == policy and pred(r)], budget)
 
     agg = {p: group(lambda r: True, p) for p in policies}
     per_family = {f: {p: group(lambda r, f=f: r["family"] == f, p) for p in policies} for f in families}
     return {"measured": table.measured, "budget": budget, "policies": policies, "families": families,
             "kernels": kernels, "rows": rows, "aggregates": agg, "per_family": per_family,
-            "targets": targets(agg), "results": results}
+            "targets": targets(agg), "paired": paired(rows, policies, budget), "results": results}
+
+
+def per_kernel_trials(rows: list[dict[str, Any]], budget: int) -> dict[str, float]:
+    """Kernel id -> trials-to-90 % of the measured ``rows`` (of one policy): ``budget + 1`` where 90 % was not
+    reached, the mean over seeds for a seeded policy. Rows without a target (not measured) are left out."""
+    by: dict[str, list[int]] = {}
+    for r in rows:
+        if r["target"] is not None:
+            by.setdefault(r["kernel"], []).append(budget + 1 if r["trials_to_90"] is None else r["trials_to_90"])
+    return {k: statistics.mean(v) for k, v in by.items()}
+
+
+def _group(rs: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+    """The figures of one policy's rows ``rs`` (every seed): :func:`_over_seeds` of :func:`_stats` per seed, plus
+    ``mean_trials_to_90_ci``, the 95 % percentile bootstrap interval over kernels
+    (:func:`htam_core.bench.metrics.bootstrap_mean_ci`) of the per-kernel figures of :func:`per_kernel_trials`."""
+    if not rs:
+        return {}
+    seeds = sorted({r["seed"] for r in rs})
+    out = _over_seeds([_stats([r for r in rs if r["seed"] == s], budget) for s in seeds])
+    ci = metrics.bootstrap_mean_ci(list(per_kernel_trials(rs, budget).values()))
+    out["mean_trials_to_90_ci"] = list(ci) if ci else None
+    return out
+
+
+def paired(rows: list[dict[str, Any]], policies: list[str], budget: int) -> list[dict[str, Any]]:
+    """For each pair of :data:`REPLAY_PAIRS` whose policies were both replayed, the kernel-by-kernel comparison
+    of their trials-to-90 % (:func:`htam_core.bench.metrics.paired_counts`: better/worse/tied counts for the
+    first policy, the mean difference in trials with its bootstrap interval, the sign test), over the measured
+    kernels both ran. Each entry: ``first``, ``second``, ``isolates`` and those figures."""
+    per = {p: per_kernel_trials([r for r in rows if r["policy"] == p], budget) for p in policies}
+    return [{"first": a, "second": b, "isolates": what, **metrics.paired_counts(per[a], per[b])}
+            for a, b, what in REPLAY_PAIRS if a in per and b in per]
 
 
 def group_aggregates(doc: dict[str, Any], families: list[str]) -> dict[str, dict[str, Any]]:
@@ -343,19 +387,15 @@ def group_aggregates(doc: dict[str, Any], families: list[str]) -> dict[str, dict
     missing = [f for f in families if f not in doc["families"]]
     if missing:
         raise ReplayError(f"the replay has no family {', '.join(missing)} (it has {', '.join(doc['families'])})")
-    out: dict[str, dict[str, Any]] = {}
-    for p in doc["policies"]:
-        rs = [r for r in doc["rows"] if r["policy"] == p and r["family"] in families]
-        seeds = sorted({r["seed"] for r in rs})
-        out[p] = _over_seeds([_stats([r for r in rs if r["seed"] == s], doc["budget"]) for s in seeds]) if rs else {}
-    return out
+    return {p: _group([r for r in doc["rows"] if r["policy"] == p and r["family"] in families], doc["budget"])
+            for p in doc["policies"]}
 
 
 def policy_table(aggs: dict[str, dict[str, Any]], budget: int) -> list[str]:
     """The Markdown table of :func:`replay_markdown` (header and one line per policy) for ``{policy: figures}``."""
     head_cells = " | ".join(f"geomean @{b}" for b in REPORT_AT if b <= budget)
-    return [f"| policy | kernels measured | mean trials-to-90% | median trials-to-90% | {head_cells} | "
-            "steps not in table |", "|" + "---|" * (5 + len([b for b in REPORT_AT if b <= budget])),
+    return [f"| policy | kernels measured | mean trials-to-90% | median trials-to-90% | 95% CI of the mean | "
+            f"{head_cells} | steps not in table |", "|" + "---|" * (6 + len([b for b in REPORT_AT if b <= budget])),
             *(_line(p, a, budget) for p, a in aggs.items())]
 
 
@@ -430,6 +470,9 @@ def _line(p: str, a: dict[str, Any], budget: int) -> str:
     for i, (key, fmt) in enumerate((("mean_trials_to_90", ".2f"), ("median_trials_to_90", ".1f"))):
         if sp.get(key):
             cells[i] += f" [{_spread_end(sp[key][0], budget, fmt)}–{_spread_end(sp[key][1], budget, fmt)}]"
+    ci = a.get("mean_trials_to_90_ci")
+    cells.append(f"{ci[0]:.2f}–{ci[1]:.2f}" if ci else "not measured" if "mean_trials_to_90_ci" in a or not a
+                 else "not computed")  # "not computed": a document written before the interval existed
     for b in REPORT_AT:
         if b > budget:
             continue
@@ -561,7 +604,12 @@ def replay_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
              "did not).",
              _warm_memory_line(doc),
              "- Steps not in table: candidates a policy asked for that the table does not hold (they count as "
-             "not measured), with their share of all the policy's steps.", ""]
+             "not measured), with their share of all the policy's steps.",
+             f"- 95% CI of the mean: percentile bootstrap over the measured kernels ({metrics.BOOTSTRAP_RESAMPLES:,} "
+             f"resamples, numpy seed {metrics.BOOTSTRAP_SEED}) of the mean trials-to-90 %, a kernel's figure being "
+             "its mean over seeds for a seeded policy. It says how much the mean would move on another draw of "
+             "kernels like these; the table holds one measurement per candidate, so timing noise is not in it.",
+             ""]
     if not doc["measured"]:
         lines += ["Static table: no time was measured, so every figure is not measured.", ""]
     lines += ["## Targets", "", "| target | value | met |", "|---|---|---|"]
@@ -570,12 +618,35 @@ def replay_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
                      f"{'not measured' if t['met'] is None else 'yes' if t['met'] else 'NO'} |")
     lines += ["", "## Per policy", "", hdr]
     lines += [_line(p, doc["aggregates"].get(p) or {}, budget) for p in doc["policies"]]
+    lines += paired_markdown(doc.get("paired"))
     if plot_name:
         lines += ["", f"![speedup vs trials]({plot_name})"]
     for f in doc["families"]:
         lines += ["", f"## Family {f}", "", hdr]
         lines += [_line(p, doc["per_family"][f].get(p) or {}, budget) for p in doc["policies"]]
     return "\n".join(lines) + "\n"
+
+
+def paired_markdown(pairs: list[dict[str, Any]] | None) -> list[str]:
+    """The report's section on the pairs of policies compared kernel by kernel (:func:`paired`), as Markdown
+    lines (none for ``None``, a document written before the comparison existed)."""
+    if pairs is None:
+        return []
+    out = ["", "## Paired, kernel by kernel", "",
+           "Trials-to-90 % of the first policy against the second on each measured kernel both ran (a seeded "
+           "policy's figure is its mean over seeds): better = the first needs fewer trials. The mean difference "
+           "is first minus second (negative: the first is better), with its 95 % percentile bootstrap interval "
+           "over kernels; the sign test is two-sided and exact, over the kernels that differ.", ""]
+    if not any(p["kernels"] for p in pairs):
+        return [*out, "Nothing measured: no pair compared."]
+    out += ["| first | second | what it isolates | kernels | better | worse | tied | mean difference [95% CI] | "
+            "sign test p |", "|---|---|---|---|---|---|---|---|---|"]
+    for p in pairs:
+        d, ci = p["mean_difference"], p["mean_difference_ci"]
+        diff = "not measured" if d is None else f"{d:+.2f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+        out.append(f"| {p['first']} | {p['second']} | {p['isolates']} | {p['kernels']} | {p['better']} | "
+                   f"{p['worse']} | {p['tied']} | {diff} | {p['sign_test_p']:.3g} |")
+    return out
 
 
 def replay_plot(doc: dict[str, Any], path: str | Path) -> Path | None:
