@@ -1,4 +1,4 @@
-"""The effect of each change to the HTAM ranker on the synthetic family (the table of docs/MEMORY.md, "Changes").
+"""The effect of each change to the HTAM ranker on the synthetic family (the table of docs/MEMORY-LOG.md, "Changes").
 
 The environment is the one of ``tests/memory/test_synthetic_transition.py`` (its ``speedup`` rule on the
 committed static table ``tests/bench/fixtures/synthetic_space_static.jsonl``), replayed through

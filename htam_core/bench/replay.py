@@ -51,7 +51,7 @@ WARM_LEAVE_OUT = ("family", "kernel")
 REPLAY_PAIRS = (
     ("htam", "flat", "the hierarchy (direction-level memory)"),
     ("htam", "htam-cold", "the warm memory"),
-    ("htam", "random", "ranking at all"),
+    ("htam", "random", "the ranking (priors and memory) against random order"),
     ("htam", "no-local", "strategy-level records"),
     ("htam", "no-prefix", "the history (transitions)"),
     ("htam", "no-position", "position weights of the history"),
