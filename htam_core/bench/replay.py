@@ -18,8 +18,9 @@ gives the curve at every smaller one (its first ``b`` steps are the run at budge
 
 Per policy (and per family): mean and median trials-to-90 % (a kernel that never reaches it within the
 budget counts as ``budget + 1`` in both; the report writes a figure such a kernel entered as a lower bound,
-``≥ x``, and ``budget + 1`` itself as "never (within budget N)"), the geomean speedup after 1, 2, 4 and 8
-trials, and the targets of issue 17. A replay of a static table says "not measured".
+``≥ x``, and ``budget + 1`` itself as "never (within budget N)"), its 95 % bootstrap interval over kernels,
+the geomean speedup after 1, 2, 4 and 8 trials, the sample-efficiency targets, and (:func:`paired`) the pairs
+of policies compared kernel by kernel. A replay of a static table says "not measured".
 """
 
 from __future__ import annotations
@@ -400,7 +401,7 @@ def policy_table(aggs: dict[str, dict[str, Any]], budget: int) -> list[str]:
 
 
 def targets(agg: dict[str, Any]) -> list[dict[str, Any]]:
-    """The targets of issue 17, each ``{"target", "value", "met"}`` (``met`` ``None`` when not measured)."""
+    """The sample-efficiency targets, each ``{"target", "value", "met"}`` (``met`` ``None`` when not measured)."""
     def g(p: str, key: str, b: str | None = None) -> float | None:
         a = agg.get(p) or {}
         v = (a.get("geomean_at") or {}).get(b) if b else a.get(key)
