@@ -1,4 +1,4 @@
-"""The effect of each change to the HTAM ranker on the synthetic family (the table of docs/MEMORY.md, "Changes").
+"""The effect of each change to the HTAM ranker on the synthetic family (the table of docs/MEMORY-LOG.md, "Changes").
 
 The environment is the one of ``tests/memory/test_synthetic_transition.py`` (its ``speedup`` rule on the
 committed static table ``tests/bench/fixtures/synthetic_space_static.jsonl``), replayed through
@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             ranker.RankerConfig.__init__.__defaults__ = tuple(d)
             shutil.rmtree(work / "replay", ignore_errors=True)
             doc = run_replay(ReplayConfig(table=str(table), work=str(work / "replay"),
-                                          policies=args.policies.split(","), seeds=3, memory_from=teachers),
+                                          policies=args.policies.split(","), seeds=3, memory_from=teachers,
+                                          warm_leave_out="kernel"),
                              log=lambda m: None)
             agg = doc["aggregates"]
             cells = ", ".join(f"{p} {agg[p]['mean_trials_to_90']:.2f} / {agg[p]['geomean_at']['2']:.3f}x"

@@ -5,7 +5,7 @@ before and after the change) and writes one Markdown page: the targets of issue 
 policy at budgets 1, 2, 4 and 8 over all kernels; then the same over the tuned families together and over the
 held-out families together (the split is given, never chosen from the results); then the mean trials-to-90 %
 of every policy per family. A change is kept only when the held-out families do not get worse
-(docs/MEMORY.md, "Changes to the method").
+(docs/MEMORY-LOG.md, "Changes to the method").
 
 Run from the repository root:
     python bench/memory_heldout_report.py --before BEFORE-replay.json --after AFTER-replay.json \

@@ -5,7 +5,7 @@ the loop tries them one at a time. This reads every run of a replay's ``--work``
 and counts, per policy, the trials that were the 1st, 2nd and 3rd-or-later try of the same strategy from the same
 parent, and how many of each were wins (the loop's win rule: a gain beyond the measured spread); a step the table
 did not hold (``not_in_table``, never measured) is left out. It is the
-measured basis of the ranker's v13 rule (docs/MEMORY.md, "v13"): if later tries of a step from one node win less
+measured basis of the ranker's v13 rule (docs/MEMORY-LOG.md, "v13"): if later tries of a step from one node win less
 often than first tries, the kernel's own failed tries there are evidence about the next one.
 
 Run from the repository root (CPU, seconds):

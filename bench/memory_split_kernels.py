@@ -1,6 +1,6 @@
 """Per-kernel trials-to-90 % of a replay, and the means over a named set of kernels and over the rest.
 
-Where a policy's mean is decided by a few kernels (docs/MEMORY.md, "v13": eight kernels hold most of HTAM warm's
+Where a policy's mean is decided by a few kernels (docs/MEMORY-LOG.md, "v13": eight kernels hold most of HTAM warm's
 trials), this prints, as a Markdown table, every measured kernel's mean trials-to-90 % per policy (9 = not reached
 in 8 trials; seeded policies averaged over their seeds) and the two means.
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 #: The p values KernelBench reports.
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
@@ -134,3 +135,89 @@ def spread_pct(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or min(a, b) <= 0:
         return None
     return abs(a - b) / min(a, b) * 100.0
+
+
+#: Resamples and seed of :func:`bootstrap_mean_ci` (fixed, so a report reads the same on every machine).
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+
+
+def bootstrap_mean_ci(values: Sequence[float], level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
+                      seed: int = BOOTSTRAP_SEED) -> tuple[float, float] | None:
+    """Percentile bootstrap confidence interval of the mean of ``values`` (Efron and Tibshirani, *An
+    Introduction to the Bootstrap*, 1993, ch. 13).
+
+    The values are resampled with replacement ``resamples`` times by a ``numpy`` generator seeded with
+    ``seed``, and the interval is the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the resampled
+    means. For a replay the values are per-kernel figures (trials-to-90 %), so the interval is over kernels:
+    it says how much the mean would move on another draw of kernels like these, not the run-to-run noise of
+    one kernel (the table has one measurement per candidate).
+
+    Args:
+        values: the sample, in any unit (one value per kernel for a replay); not empty.
+        level: the confidence level, in (0, 1).
+        resamples: number of bootstrap resamples (at least 1).
+        seed: the generator's seed.
+
+    Returns:
+        ``(low, high)`` in the unit of ``values``, or ``None`` for an empty sample. A sample of identical
+        values gives ``(v, v)``.
+
+    Raises:
+        ValueError: ``level`` not in (0, 1) or ``resamples`` < 1.
+    """
+    import numpy as np
+
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), not {level}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, not {resamples}")
+    xs = np.asarray(list(values), dtype=np.float64)
+    if xs.size == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    means = xs[rng.integers(0, xs.size, size=(resamples, xs.size))].mean(axis=1)
+    lo, hi = np.quantile(means, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(lo), float(hi)
+
+
+def paired_counts(first: dict[str, float], second: dict[str, float], tol: float = 1e-9) -> dict[str, Any]:
+    """Paired per-item comparison of two policies where a smaller value is better (trials-to-90 %).
+
+    Args:
+        first, second: item (kernel id) -> value (trials; a mean over seeds for a seeded policy). Only the
+            items both hold are compared.
+        tol: two values closer than this are a tie (means over seeds are floats).
+
+    Returns:
+        ``{"kernels", "better", "worse", "tied"}`` (``better``: ``first`` needs fewer trials than ``second``),
+        ``"mean_difference"`` (mean of ``first - second`` over the items, ``None`` when none),
+        ``"mean_difference_ci"`` (:func:`bootstrap_mean_ci` of the per-item differences, as a list) and
+        ``"sign_test_p"`` (:func:`sign_test_p` of better against worse; ties left out).
+    """
+    common = sorted(set(first) & set(second))
+    diffs = [first[k] - second[k] for k in common]
+    ci = bootstrap_mean_ci(diffs)
+    better = sum(1 for d in diffs if d < -tol)
+    worse = sum(1 for d in diffs if d > tol)
+    return {"kernels": len(common), "better": better, "worse": worse, "tied": len(common) - better - worse,
+            "mean_difference": statistics.mean(diffs) if diffs else None,
+            "mean_difference_ci": list(ci) if ci else None, "sign_test_p": sign_test_p(better, worse)}
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Two-sided exact sign test: the probability, under a fair coin, of a split at least as uneven as
+    ``wins`` against ``losses`` (ties are left out before; Conover, *Practical Nonparametric Statistics*,
+    3rd ed., 1999, §3.4). ``1.0`` when both are 0.
+
+    Raises:
+        ValueError: a negative count.
+    """
+    if wins < 0 or losses < 0:
+        raise ValueError("counts must not be negative")
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    k = min(wins, losses)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0 ** n
+    return min(1.0, 2.0 * tail)

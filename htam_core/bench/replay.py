@@ -7,8 +7,10 @@ gives the curve at every smaller one (its first ``b`` steps are the run at budge
 
 * The policies of ``memory_from`` run first on every kernel (``htam-cold`` from an empty memory, ``random``
   with every seed), each recording into a store of its own (exported); ``htam`` and the memory ablations of
-  kernel k import every export except k's: the warm memory is leave-one-out, built from the replays of the
-  other members of k's family and of every other family, never from k.
+  kernel k import the exports of the other kernels (:func:`warm_imports`). ``warm_leave_out = "family"`` (the
+  default) leaves out k's whole family: the memory holds only kernels of other families, so a warm policy
+  cannot win by recognizing a near copy of k (an audit found that the warm advantage over flat memory came
+  from that). ``"kernel"`` leaves out k alone, the earlier rule, kept for comparison.
 * ``random`` and ``random-memory`` run with ``seeds`` seeds; the figures are the mean over seeds with their
   spread (smallest and largest seed's figure).
 * Ground truth: the table's exhaustive best per kernel (:meth:`Table.best_speedup`); a policy reaches 90 %
@@ -16,8 +18,9 @@ gives the curve at every smaller one (its first ``b`` steps are the run at budge
 
 Per policy (and per family): mean and median trials-to-90 % (a kernel that never reaches it within the
 budget counts as ``budget + 1`` in both; the report writes a figure such a kernel entered as a lower bound,
-``≥ x``, and ``budget + 1`` itself as "never (within budget N)"), the geomean speedup after 1, 2, 4 and 8
-trials, and the targets of issue 17. A replay of a static table says "not measured".
+``≥ x``, and ``budget + 1`` itself as "never (within budget N)"), its 95 % bootstrap interval over kernels,
+the geomean speedup after 1, 2, 4 and 8 trials, the sample-efficiency targets, and (:func:`paired`) the pairs
+of policies compared kernel by kernel. A replay of a static table says "not measured".
 """
 
 from __future__ import annotations
@@ -42,6 +45,21 @@ REPLAY_POLICIES = ("htam", "htam-cold", "flat", "random", "no-local", "no-prefix
 SEEDED = ("random", "random-memory")
 #: Trial counts reported (the curve at these budgets).
 REPORT_AT = (1, 2, 4, 8)
+#: What the warm memory of kernel k leaves out: k's whole family (the default) or k alone.
+WARM_LEAVE_OUT = ("family", "kernel")
+#: The pairs of policies the report compares kernel by kernel, with what the second one switches off (or what
+#: the first adds): ``(first, second, what the comparison isolates)``.
+REPLAY_PAIRS = (
+    ("htam", "flat", "the hierarchy (direction-level memory)"),
+    ("htam", "htam-cold", "the warm memory"),
+    ("htam", "random", "the ranking (priors and memory) against random order"),
+    ("htam", "no-local", "strategy-level records"),
+    ("htam", "no-prefix", "the history (transitions)"),
+    ("htam", "no-position", "position weights of the history"),
+    ("htam", "no-update", "learning within the run"),
+    ("htam", "random-memory", "the records' outcomes"),
+    ("flat", "htam-cold", "strategy-level records against the priors alone"),
+)
 
 
 def run_folder(kernel_id: str, policy: str, seed: int) -> str:
@@ -71,6 +89,9 @@ class ReplayConfig:
         memory_from: the policies whose replays of the *other* kernels make the warm memory (``htam-cold``:
             HTAM's own experience; ``random``: the random explorer's, every seed). They run first.
         fresh: forget the results of an earlier replay in ``work``.
+        llmc: llm.c's kernel folder (files not at their recorded path are read from it), or ``None``.
+        warm_leave_out: ``"family"`` (the warm memory of kernel k holds no kernel of k's family) or ``"kernel"``
+            (it holds every kernel but k); see :func:`warm_imports`.
     """
 
     table: str
@@ -82,6 +103,32 @@ class ReplayConfig:
     memory_from: list[str] = field(default_factory=lambda: ["htam-cold", "random"])
     fresh: bool = False
     llmc: str | None = None
+    warm_leave_out: str = "family"
+
+
+def warm_imports(kernel: dict[str, Any], exports: list[tuple[str, str]], family_of: dict[str, str],
+                 leave_out: str = "family") -> list[str]:
+    """The teachers' exports a warm run of ``kernel`` imports: leave-one-out memory.
+
+    Args:
+        kernel: the kernel replayed, a dict with ``id`` and ``family`` (as :func:`run_replay` lists kernels).
+        exports: ``(kernel id, export path)`` of every teacher run (one per kernel, teacher policy and seed).
+        family_of: kernel id -> family, for every kernel of ``exports``.
+        leave_out: ``"kernel"``: every export but ``kernel``'s own; ``"family"``: only the exports of kernels of
+            another family (the family's other members are near relatives: the same pattern, often the same
+            best strategy, so a memory that holds them measures recognition of a relative, not transfer).
+
+    Returns:
+        The export paths, sorted (the order a task key reads them in).
+
+    Raises:
+        ReplayError: ``leave_out`` is neither ``"kernel"`` nor ``"family"``.
+    """
+    if leave_out not in WARM_LEAVE_OUT:
+        raise ReplayError(f"--warm-leave-out takes {' or '.join(WARM_LEAVE_OUT)}, not {leave_out!r}")
+    fam = kernel["family"]
+    return sorted(p for kid, p in exports if kid != kernel["id"]
+                  and (leave_out == "kernel" or family_of.get(kid) != fam))
 
 
 def _source(path: str, llmc: Path | None) -> str | None:
@@ -134,6 +181,8 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
         raise ReplayError(f"unknown policy {', '.join(bad)}; known: {', '.join(REPLAY_POLICIES)}")
     if cfg.budget < 1 or cfg.seeds < 1:
         raise ReplayError("--budget and --seeds must be at least 1")
+    if cfg.warm_leave_out not in WARM_LEAVE_OUT:
+        raise ReplayError(f"--warm-leave-out takes {' or '.join(WARM_LEAVE_OUT)}, not {cfg.warm_leave_out!r}")
     try:
         table = load_table(cfg.table)
     except TableError as exc:
@@ -156,6 +205,7 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
     t0 = time.time()
     table_path = str(Path(cfg.table).resolve())
     table_digest = file_digest(table_path)
+    family_of = {k["id"]: k["family"] for k in kernels}
 
     def task(k: dict[str, Any], policy: str, seed: int, exports: list[tuple[str, str]]) -> SuiteTask:
         slug = run_folder(k["id"], policy, seed)
@@ -163,7 +213,7 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
         teaches = policy in cfg.memory_from
         return SuiteTask(kernel=k["name"], path=k["path"], policy_name=policy, budget=cfg.budget,
                          out_dir=str(work / "runs" / slug), memory_path=str(work / "stores" / f"{slug}.sqlite3"),
-                         memory_imports=sorted(p for kid, p in exports if kid != k["id"]) if warm else [],
+                         memory_imports=warm_imports(k, exports, family_of, cfg.warm_leave_out) if warm else [],
                          export_to=str(work / "exports" / f"{slug}.json") if teaches else None,
                          record=policy != "random" or teaches, seed=seed, static=None, use_ncu=False,
                          replay_table=table_path, replay_kernel=k["id"])
@@ -286,15 +336,46 @@ def summarize(table: Table, kernels: list[dict[str, Any]], policies: list[str], 
     families = sorted({k["family"] for k in kernels})
 
     def group(pred: Callable[[dict[str, Any]], bool], policy: str) -> dict[str, Any]:
-        rs = [r for r in rows if r["policy"] == policy and pred(r)]
-        seeds = sorted({r["seed"] for r in rs})
-        return _over_seeds([_stats([r for r in rs if r["seed"] == s], budget) for s in seeds]) if rs else {}
+        return _group([r for r in rows if r["policy"] == policy and pred(r)], budget)
 
     agg = {p: group(lambda r: True, p) for p in policies}
     per_family = {f: {p: group(lambda r, f=f: r["family"] == f, p) for p in policies} for f in families}
     return {"measured": table.measured, "budget": budget, "policies": policies, "families": families,
             "kernels": kernels, "rows": rows, "aggregates": agg, "per_family": per_family,
-            "targets": targets(agg), "results": results}
+            "targets": targets(agg), "paired": paired(rows, policies, budget), "results": results}
+
+
+def per_kernel_trials(rows: list[dict[str, Any]], budget: int) -> dict[str, float]:
+    """Kernel id -> trials-to-90 % of the measured ``rows`` (of one policy): ``budget + 1`` where 90 % was not
+    reached, the mean over seeds for a seeded policy. Rows without a target (not measured) are left out."""
+    by: dict[str, list[int]] = {}
+    for r in rows:
+        if r["target"] is not None:
+            by.setdefault(r["kernel"], []).append(budget + 1 if r["trials_to_90"] is None else r["trials_to_90"])
+    return {k: statistics.mean(v) for k, v in by.items()}
+
+
+def _group(rs: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+    """The figures of one policy's rows ``rs`` (every seed): :func:`_over_seeds` of :func:`_stats` per seed, plus
+    ``mean_trials_to_90_ci``, the 95 % percentile bootstrap interval over kernels
+    (:func:`htam_core.bench.metrics.bootstrap_mean_ci`) of the per-kernel figures of :func:`per_kernel_trials`."""
+    if not rs:
+        return {}
+    seeds = sorted({r["seed"] for r in rs})
+    out = _over_seeds([_stats([r for r in rs if r["seed"] == s], budget) for s in seeds])
+    ci = metrics.bootstrap_mean_ci(list(per_kernel_trials(rs, budget).values()))
+    out["mean_trials_to_90_ci"] = list(ci) if ci else None
+    return out
+
+
+def paired(rows: list[dict[str, Any]], policies: list[str], budget: int) -> list[dict[str, Any]]:
+    """For each pair of :data:`REPLAY_PAIRS` whose policies were both replayed, the kernel-by-kernel comparison
+    of their trials-to-90 % (:func:`htam_core.bench.metrics.paired_counts`: better/worse/tied counts for the
+    first policy, the mean difference in trials with its bootstrap interval, the sign test), over the measured
+    kernels both ran. Each entry: ``first``, ``second``, ``isolates`` and those figures."""
+    per = {p: per_kernel_trials([r for r in rows if r["policy"] == p], budget) for p in policies}
+    return [{"first": a, "second": b, "isolates": what, **metrics.paired_counts(per[a], per[b])}
+            for a, b, what in REPLAY_PAIRS if a in per and b in per]
 
 
 def group_aggregates(doc: dict[str, Any], families: list[str]) -> dict[str, dict[str, Any]]:
@@ -307,24 +388,20 @@ def group_aggregates(doc: dict[str, Any], families: list[str]) -> dict[str, dict
     missing = [f for f in families if f not in doc["families"]]
     if missing:
         raise ReplayError(f"the replay has no family {', '.join(missing)} (it has {', '.join(doc['families'])})")
-    out: dict[str, dict[str, Any]] = {}
-    for p in doc["policies"]:
-        rs = [r for r in doc["rows"] if r["policy"] == p and r["family"] in families]
-        seeds = sorted({r["seed"] for r in rs})
-        out[p] = _over_seeds([_stats([r for r in rs if r["seed"] == s], doc["budget"]) for s in seeds]) if rs else {}
-    return out
+    return {p: _group([r for r in doc["rows"] if r["policy"] == p and r["family"] in families], doc["budget"])
+            for p in doc["policies"]}
 
 
 def policy_table(aggs: dict[str, dict[str, Any]], budget: int) -> list[str]:
     """The Markdown table of :func:`replay_markdown` (header and one line per policy) for ``{policy: figures}``."""
     head_cells = " | ".join(f"geomean @{b}" for b in REPORT_AT if b <= budget)
-    return [f"| policy | kernels measured | mean trials-to-90% | median trials-to-90% | {head_cells} | "
-            "steps not in table |", "|" + "---|" * (5 + len([b for b in REPORT_AT if b <= budget])),
+    return [f"| policy | kernels measured | mean trials-to-90% | median trials-to-90% | 95% CI of the mean | "
+            f"{head_cells} | steps not in table |", "|" + "---|" * (6 + len([b for b in REPORT_AT if b <= budget])),
             *(_line(p, a, budget) for p, a in aggs.items())]
 
 
 def targets(agg: dict[str, Any]) -> list[dict[str, Any]]:
-    """The targets of issue 17, each ``{"target", "value", "met"}`` (``met`` ``None`` when not measured)."""
+    """The sample-efficiency targets, each ``{"target", "value", "met"}`` (``met`` ``None`` when not measured)."""
     def g(p: str, key: str, b: str | None = None) -> float | None:
         a = agg.get(p) or {}
         v = (a.get("geomean_at") or {}).get(b) if b else a.get(key)
@@ -394,6 +471,9 @@ def _line(p: str, a: dict[str, Any], budget: int) -> str:
     for i, (key, fmt) in enumerate((("mean_trials_to_90", ".2f"), ("median_trials_to_90", ".1f"))):
         if sp.get(key):
             cells[i] += f" [{_spread_end(sp[key][0], budget, fmt)}–{_spread_end(sp[key][1], budget, fmt)}]"
+    ci = a.get("mean_trials_to_90_ci")
+    cells.append(f"{ci[0]:.2f}–{ci[1]:.2f}" if ci else "not measured" if "mean_trials_to_90_ci" in a or not a
+                 else "not computed")  # "not computed": a document written before the interval existed
     for b in REPORT_AT:
         if b > budget:
             continue
@@ -455,17 +535,27 @@ def _warm_memory_line(doc: dict[str, Any]) -> str:
     """The header line on the warm memory, saying what :func:`run_replay` did: the policies of ``memory_from``
     replay the *replayed* kernels (those chosen with ``--kernels`` whose files were found, else every kernel of
     the table found here), and each warm policy on kernel k imports their records of the other replayed
-    kernels, never k's own."""
+    kernels: those of other families (``warm_leave_out = "family"``; a document written before the setting
+    existed was ``"kernel"``) or every kernel but k."""
     cfg = doc.get("config") or {}
     warm = [p for p in doc["policies"] if POLICY_SPECS.get(p, ("", None, False))[2]]
     if not warm:
         return "- Warm memory: none of the replayed policies starts from one."
     teachers = [p for p in REPLAY_POLICIES if p in (cfg.get("memory_from") or [])]
     n = len(doc["kernels"])
-    line = (f"- Warm memory ({', '.join(warm)}): leave-one-out over the {n} replayed kernel{'s' * (n != 1)}: "
-            f"on each kernel, the records of {', '.join(teachers) or 'no policy'}"
-            f"{' (every seed)' if 'random' in teachers else ''} on the other {n - 1} replayed "
-            f"kernel{'s' * (n != 2)}, never the kernel's own.")
+    who = (f"the records of {', '.join(teachers) or 'no policy'}{' (every seed)' if 'random' in teachers else ''}")
+    if cfg.get("warm_leave_out", "kernel") == "family":
+        sizes = {f: sum(1 for k in doc["kernels"] if k["family"] == f) for f in doc["families"]}
+        line = (f"- Warm memory ({', '.join(warm)}): leave-one-family-out over the {n} replayed "
+                f"kernel{'s' * (n != 1)}: on each kernel, {who} on the replayed kernels of the other families, "
+                "never the kernel's own family (--warm-leave-out family).")
+        empty = [f for f, c in sizes.items() if c == n]
+    else:
+        line = (f"- Warm memory ({', '.join(warm)}): leave-one-out over the {n} replayed kernel{'s' * (n != 1)}: "
+                f"on each kernel, {who} on the other {n - 1} replayed "
+                f"kernel{'s' * (n != 2)}, never the kernel's own (--warm-leave-out kernel: the memory holds "
+                "the kernel's near relatives of its family).")
+        empty = []
     if cfg.get("kernels"):
         line += (" Only the kernels chosen with --kernels were replayed, so the memory was built from them "
                  "alone; the table's other kernels taught nothing.")
@@ -473,6 +563,9 @@ def _warm_memory_line(doc: dict[str, Any]) -> str:
         line += " The kernels left out (files not found) taught nothing."
     if n == 1:
         line += f" With one kernel replayed that memory was empty: {', '.join(warm)} started as cold as htam-cold."
+    elif empty:
+        line += (f" Every replayed kernel is of one family ({empty[0]}), so that memory was empty: "
+                 f"{', '.join(warm)} started as cold as htam-cold.")
     return line
 
 
@@ -512,7 +605,12 @@ def replay_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
              "did not).",
              _warm_memory_line(doc),
              "- Steps not in table: candidates a policy asked for that the table does not hold (they count as "
-             "not measured), with their share of all the policy's steps.", ""]
+             "not measured), with their share of all the policy's steps.",
+             f"- 95% CI of the mean: percentile bootstrap over the measured kernels ({metrics.BOOTSTRAP_RESAMPLES:,} "
+             f"resamples, numpy seed {metrics.BOOTSTRAP_SEED}) of the mean trials-to-90 %, a kernel's figure being "
+             "its mean over seeds for a seeded policy. It says how much the mean would move on another draw of "
+             "kernels like these; the table holds one measurement per candidate, so timing noise is not in it.",
+             ""]
     if not doc["measured"]:
         lines += ["Static table: no time was measured, so every figure is not measured.", ""]
     lines += ["## Targets", "", "| target | value | met |", "|---|---|---|"]
@@ -521,12 +619,35 @@ def replay_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
                      f"{'not measured' if t['met'] is None else 'yes' if t['met'] else 'NO'} |")
     lines += ["", "## Per policy", "", hdr]
     lines += [_line(p, doc["aggregates"].get(p) or {}, budget) for p in doc["policies"]]
+    lines += paired_markdown(doc.get("paired"))
     if plot_name:
         lines += ["", f"![speedup vs trials]({plot_name})"]
     for f in doc["families"]:
         lines += ["", f"## Family {f}", "", hdr]
         lines += [_line(p, doc["per_family"][f].get(p) or {}, budget) for p in doc["policies"]]
     return "\n".join(lines) + "\n"
+
+
+def paired_markdown(pairs: list[dict[str, Any]] | None) -> list[str]:
+    """The report's section on the pairs of policies compared kernel by kernel (:func:`paired`), as Markdown
+    lines (none for ``None``, a document written before the comparison existed)."""
+    if pairs is None:
+        return []
+    out = ["", "## Paired, kernel by kernel", "",
+           "Trials-to-90 % of the first policy against the second on each measured kernel both ran (a seeded "
+           "policy's figure is its mean over seeds): better = the first needs fewer trials. The mean difference "
+           "is first minus second (negative: the first is better), with its 95 % percentile bootstrap interval "
+           "over kernels; the sign test is two-sided and exact, over the kernels that differ.", ""]
+    if not any(p["kernels"] for p in pairs):
+        return [*out, "Nothing measured: no pair compared."]
+    out += ["| first | second | what it isolates | kernels | better | worse | tied | mean difference [95% CI] | "
+            "sign test p |", "|---|---|---|---|---|---|---|---|---|"]
+    for p in pairs:
+        d, ci = p["mean_difference"], p["mean_difference_ci"]
+        diff = "not measured" if d is None else f"{d:+.2f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+        out.append(f"| {p['first']} | {p['second']} | {p['isolates']} | {p['kernels']} | {p['better']} | "
+                   f"{p['worse']} | {p['tied']} | {diff} | {p['sign_test_p']:.3g} |")
+    return out
 
 
 def replay_plot(doc: dict[str, Any], path: str | Path) -> Path | None:

@@ -86,6 +86,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="llm.c's kernel folder: table kernels whose file is not at its recorded path are read "
                          "from a file of the same name there ($HTAM_LLMC overrides it); kernels found nowhere "
                          "are left out, and the report lists them")
+    rp.add_argument("--warm-leave-out", choices=("family", "kernel"), default="family",
+                    help="what the warm memory of kernel k leaves out: k's whole family (default; the memory "
+                         "then holds no near relative of k) or k alone (the earlier rule, for comparison)")
     rp.set_defaults(func=run_replay_cmd)
     k = acts.add_parser("kernelbench", help="run KernelBench problems: Correct, fast_p, geomean over eager")
     k.add_argument("--problems", default=None,
@@ -298,7 +301,7 @@ def run_replay_cmd(args: argparse.Namespace) -> int:
         doc = run_replay(ReplayConfig(table=args.table, work=args.work or str(out / f"replay-work-{stem}"),
                                       policies=_names(args.policies) or list(REPLAY_POLICIES),
                                       kernels=_names(args.kernels), budget=args.budget, seeds=args.seeds,
-                                      fresh=args.fresh, llmc=args.llmc),
+                                      fresh=args.fresh, llmc=args.llmc, warm_leave_out=args.warm_leave_out),
                          log=lambda m: print(m, file=sys.stderr, flush=True))
     except (ReplayError, ExecutorError) as exc:
         raise UsageError(str(exc)) from None

@@ -86,7 +86,7 @@ class RankerConfig:
         secondary_weight: weight of secondary bottleneck classes in the direction prior.
         credit: transition credit: a record's value is its own log-speedup plus ``credit`` times the best
             (credited) value recorded from the kernel it led to, when that is positive: a step that opens the
-            way to a large next step earns part of it (0 switches it off; docs/MEMORY.md, "Changes").
+            way to a large next step earns part of it (0 switches it off; docs/MEMORY-LOG.md, "Changes").
         start_token: an empty history is encoded as a "start" position (one-hot in both prefix blocks), so that
             a query at the start attends to the records made at a start, not to every record alike (``False``:
             the empty prefix adds nothing to ``q . k``, the earlier encoding).
@@ -720,7 +720,7 @@ class Ranker:
             return v
 
         # a direction is worth its best strategy: the largest shrunk local value among its applicable
-        # strategies with records (a bad sibling must not hide a good one; docs/MEMORY.md, "Changes")
+        # strategies with records (a bad sibling must not hide a good one; docs/MEMORY-LOG.md, "Changes")
         best_local: dict[str, float] = {}
         if cfg.direction_best and ab not in ("flat", "no-local"):
             for s in applicable:

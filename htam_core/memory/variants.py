@@ -1,7 +1,7 @@
 """The variant key: which concrete candidate of a strategy a record holds, in a form comparable across kernels.
 
 A strategy with parameters proposes several candidates from one parent (block sizes, vector widths, tile shapes,
-cache modifiers): its *variants*. The memory credits a variant (``RankerConfig.variants``, docs/MEMORY.md, v10)
+cache modifiers): its *variants*. The memory credits a variant (``RankerConfig.variants``, docs/MEMORY-LOG.md, v10)
 by the key of its parameters, so the key must name what two kernels can share and drop what names one kernel's
 own code. The rules (ours; they read the parameter dictionaries the transforms put on their candidates):
 

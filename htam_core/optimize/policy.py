@@ -52,7 +52,7 @@ def order_variants(ranker: Ranker, state: dict[str, float], prefix: Sequence[str
                    candidates: Sequence[C], kernel: Kernel, profile: Profile | None,
                    model: SourceModel | None = None) -> list[C]:
     """The candidates (variants) one strategy proposed, best first by the memory's variant scores
-    (:meth:`Ranker.rank_variants`, docs/MEMORY.md v10); ties keep the transform's order, so an empty memory, the
+    (:meth:`Ranker.rank_variants`, docs/MEMORY-LOG.md v10); ties keep the transform's order, so an empty memory, the
     ``no-local`` ablation and ``RankerConfig(variants=False)`` give the transform's order unchanged.
 
     Args:

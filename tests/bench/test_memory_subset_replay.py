@@ -33,7 +33,7 @@ def full(tmp_path_factory):
     with chdir(ROOT):
         synthesize_table(FIXTURE, table, speedup, note="subset test")
         doc = run_replay(ReplayConfig(table=str(table), work=str(tmp / "work"), policies=["htam"], budget=8,
-                                      seeds=1), log=lambda m: None)
+                                      seeds=1, warm_leave_out="kernel"), log=lambda m: None)
     return tmp, table, doc
 
 

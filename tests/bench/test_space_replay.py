@@ -250,7 +250,7 @@ _BUILD = {"out": "/root/out/run/space/table.jsonl", "depth": 2, "max_candidates"
 
 
 def _report_doc(tmp_path: Path, *, kernels_opt: list[str] | None = None, n_kernels: int = 2,
-                random_reaches: frozenset = frozenset({(0, 0)})) -> dict:
+                random_reaches: frozenset = frozenset({(0, 0)}), leave_out: str = "kernel") -> dict:
     """A results document as :func:`run_replay` makes it, from a hand-made measured table (best 2x on every
     kernel) and made-up runs at budget 2: ``htam`` reaches 90 % at trial 1 on every kernel, ``htam-cold``
     never; ``random`` (3 seeds) at trial 1 on the (seed, kernel index) pairs of ``random_reaches``, never
@@ -279,7 +279,7 @@ def _report_doc(tmp_path: Path, *, kernels_opt: list[str] | None = None, n_kerne
                         missing=int(seed == 0 and i == 0)) for i, kid in enumerate(ids)]
     doc = summarize(table, kernels, ["htam", "htam-cold", "random"], results, 2)
     doc["config"] = asdict(ReplayConfig(table=str(table_path), work=str(tmp_path / "w"), kernels=kernels_opt,
-                                        budget=2, seeds=3))
+                                        budget=2, seeds=3, warm_leave_out=leave_out))
     doc["kernels_left_out"] = []
     doc["table"] = {"path": str(table_path), "measured": True, "environment": table.header.get("environment"),
                     "config": table.header.get("config")}
@@ -344,12 +344,60 @@ def test_replay_report_says_the_warm_memory_comes_from_the_replayed_kernels_only
 
     every = replay_markdown(_report_doc(tmp_path))
     assert ("leave-one-out over the 2 replayed kernels: on each kernel, the records of htam-cold, random "
-            "(every seed) on the other 1 replayed kernel, never the kernel's own.") in every
-    assert "--kernels" not in every
+            "(every seed) on the other 1 replayed kernel, never the kernel's own (--warm-leave-out kernel") in every
+    assert "Only the kernels chosen" not in every
     chosen = replay_markdown(_report_doc(tmp_path, kernels_opt=["k0", "k1"]))
     assert "Only the kernels chosen with --kernels were replayed, so the memory was built from them alone" in chosen
     one = replay_markdown(_report_doc(tmp_path, kernels_opt=["k0"], n_kernels=1))
     assert "With one kernel replayed that memory was empty: htam started as cold as htam-cold." in one
+    fam = replay_markdown(_report_doc(tmp_path, leave_out="family"))
+    assert "leave-one-family-out over the 2 replayed kernels" in fam and "never the kernel's own family" in fam
+    assert "Every replayed kernel is of one family (f), so that memory was empty" in fam
+
+
+def test_warm_imports_leave_out_the_kernel_or_its_whole_family():
+    """The warm memory of kernel a0 (family a): every export but a0's under "kernel", only family b's under
+    "family"; anything else is refused in one line."""
+    from htam_core.bench.replay import ReplayError, warm_imports
+
+    family_of = {"a0": "a", "a1": "a", "b0": "b", "b1": "b"}
+    exports = [(kid, f"{kid}-{t}.json") for kid in family_of for t in ("cold", "rnd0")]
+    k = {"id": "a0", "family": "a"}
+    assert warm_imports(k, exports, family_of, "kernel") == sorted(p for kid, p in exports if kid != "a0")
+    assert warm_imports(k, exports, family_of) == ["b0-cold.json", "b0-rnd0.json", "b1-cold.json", "b1-rnd0.json"]
+    assert warm_imports({"id": "c0", "family": "c"}, exports, family_of) == sorted(p for _, p in exports)
+    with pytest.raises(ReplayError, match="--warm-leave-out takes family or kernel"):
+        warm_imports(k, exports, family_of, "nothing")
+
+
+def test_replay_report_states_intervals_and_paired_counts(tmp_path):
+    """The report document of the replay tests (htam reaches 90 % at trial 1 on both kernels, htam-cold never,
+    i.e. 3 trials at budget 2; random on kernel 0 in seed 0 only): the intervals and pairs are known."""
+    from htam_core.bench.replay import replay_markdown
+
+    doc = _report_doc(tmp_path)
+    agg = doc["aggregates"]
+    assert agg["htam"]["mean_trials_to_90_ci"] == [1.0, 1.0]
+    assert agg["htam-cold"]["mean_trials_to_90_ci"] == [3.0, 3.0]
+    lo, hi = agg["random"]["mean_trials_to_90_ci"]  # per kernel: 7/3 and 3
+    assert 7 / 3 <= lo <= hi <= 3.0
+    pairs = {(p["first"], p["second"]): p for p in doc["paired"]}
+    assert set(pairs) == {("htam", "htam-cold"), ("htam", "random")}  # the pairs of the policies replayed
+    cold = pairs[("htam", "htam-cold")]
+    assert (cold["better"], cold["worse"], cold["tied"]) == (2, 0, 0)
+    assert cold["mean_difference"] == -2.0 and cold["mean_difference_ci"] == [-2.0, -2.0]
+    assert cold["sign_test_p"] == 0.5
+    md = replay_markdown(doc)
+    assert _row(md, "htam")[4] == "1.00–1.00" and _row(md, "htam-cold")[4] == "3.00–3.00"
+    assert "percentile bootstrap over the measured kernels (10,000 resamples, numpy seed 0)" in md
+    assert "## Paired, kernel by kernel" in md
+    assert "| htam | htam-cold | the warm memory | 2 | 2 | 0 | 0 | -2.00 [-2.00, -2.00] | 0.5 |" in md
+    # a document written before the intervals existed still renders
+    for a in doc["aggregates"].values():
+        a.pop("mean_trials_to_90_ci")
+    del doc["paired"]
+    old = replay_markdown(doc)
+    assert _row(old, "htam")[4] == "not computed" and "## Paired" not in old
 
 
 def test_cli_replay_says_when_it_overwrites_an_earlier_report(tmp_path, at_repo, capsys):
@@ -377,3 +425,25 @@ def test_synthesize_refuses_a_table_with_a_line_that_is_not_a_table_line(tmp_pat
     with pytest.raises(SpaceError, match=f"bad.jsonl: line {n} is not a table line"):
         synthesize_table(bad, tmp_path / "syn.jsonl", lambda path: 2.0)
     assert not (tmp_path / "syn.jsonl").exists()
+
+
+def test_replay_warm_memory_leaves_out_the_kernels_family(tmp_path, at_repo):
+    """Two elementwise kernels and a transpose: under the default (family) the warm run of an elementwise kernel
+    imports the transpose's records only; under "kernel" the other elementwise kernel's too."""
+    from htam_core.bench.replay import ReplayConfig, run_replay
+
+    names = ["axpy_tiny_block", "bias_relu_residual", "transpose_naive"]
+    imported = {}
+    for mode in ("family", "kernel"):
+        doc = run_replay(ReplayConfig(table=str(FIXTURE), work=str(tmp_path / mode), policies=["htam"],
+                                      kernels=names, budget=1, seeds=1, memory_from=["htam-cold"],
+                                      warm_leave_out=mode), log=lambda m: None)
+        imported[mode] = {r["kernel_id"].split("::")[1]: r.get("memory_records_imported") for r in doc["results"]
+                          if r["policy"] == "htam"}
+        assert doc["config"]["warm_leave_out"] == mode
+    cold = {r["kernel_id"].split("::")[1]: r for r in doc["results"] if r["policy"] == "htam-cold"}
+    assert all(isinstance(n, int) for m in imported.values() for n in m.values())
+    assert imported["family"]["transpose_naive"] == imported["kernel"]["transpose_naive"]  # alone in its family
+    assert imported["family"]["axpy_tiny_block"] < imported["kernel"]["axpy_tiny_block"]
+    assert imported["family"]["axpy_tiny_block"] == imported["family"]["bias_relu_residual"]  # both: transpose's
+    assert cold  # the teachers ran once per kernel

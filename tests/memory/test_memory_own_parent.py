@@ -1,4 +1,4 @@
-"""v13: the kernel's own records at the node being ranked (``RankerConfig.own_parent``, docs/MEMORY.md v13).
+"""v13: the kernel's own records at the node being ranked (``RankerConfig.own_parent``, docs/MEMORY-LOG.md v13).
 
 Other kernels say ``cuda_block_size`` pays (x1.5 on four kernels); this kernel has already tried variants of it
 from this very node, without a win. From the second such record on, the kernel's own outcomes are pooled into the

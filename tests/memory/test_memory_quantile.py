@@ -17,7 +17,7 @@ def _t(xs):
 
 
 def test_certain_zero_against_a_mixed_step_with_a_gain_on_the_nearest():
-    """The stencil case of docs/MEMORY.md (v11): the block size gains on the nearest kernel and loses on others,
+    """The stencil case of docs/MEMORY-LOG.md (v11): the block size gains on the nearest kernel and loses on others,
     so its attended mean is below zero, under a step measured neutral everywhere; its upper quartile is not."""
     sims = _t([1.0, 1.0, 0.95, 0.95, 0.95, 0.95, 1.0, 0.95, 0.95])
     groups = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1])

@@ -1,4 +1,4 @@
-"""v9: the kernel's structure block in the state the memory stores and compares (docs/MEMORY.md, v9).
+"""v9: the kernel's structure block in the state the memory stores and compares (docs/MEMORY-LOG.md, v9).
 
 The block holds pattern flags read off the analysis layer's facts (stencil, reduction, matmul, transpose, row
 loop, shared memory, vector loads, language ...). Records older than v9 lack it and compare on the profile state

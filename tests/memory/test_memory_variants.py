@@ -1,5 +1,5 @@
 """v10: the variant key a record stores (schema 4) and the ranking of a strategy's variants by it
-(docs/MEMORY.md, v10)."""
+(docs/MEMORY-LOG.md, v10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A synthetic family where the best *variant* of a strategy depends on the kernel (issue 17, docs/MEMORY.md v10):
+"""A synthetic family where the best *variant* of a strategy depends on the kernel (the sample-efficiency work, docs/MEMORY-LOG.md v10):
 HTAM must learn which block size pays on which kind of kernel from the other members' records; the ablations
 without local memory, with its signal destroyed or without the hierarchy, and the method before v10, lose it.
 
@@ -18,7 +18,7 @@ Nothing without the right block reaches 90 % of the best. Over all records each 
 and loses on the other half, so a memory that does not tell the variants apart, or keeps the transform's order,
 needs more trials.
 
-What HTAM learns here (measured 2026-12-01, docs/MEMORY.md v10): both elementwise members at the first trial
+What HTAM learns here (measured 2026-12-01, docs/MEMORY-LOG.md v10): both elementwise members at the first trial
 (1024, the transform's last variant), neither row member (3 trials each), 2.0 mean trials against 5.0 for the method
 before v10. The row members are missed because of the data, not the key: their only evidence is the other row
 member's, recorded after another step, and a query at the start attends to start records (start token, v2), where
@@ -128,7 +128,8 @@ def _replay(tmp: Path, policies: list[str] | None = None) -> dict:
     try:
         table = tmp / "synthetic-variants.jsonl"
         write_table(table)
-        cfg = ReplayConfig(table=str(table), work=str(tmp / "work"), kernels=KERNELS, budget=8, seeds=SEEDS)
+        cfg = ReplayConfig(table=str(table), work=str(tmp / "work"), kernels=KERNELS, budget=8, seeds=SEEDS,
+                           warm_leave_out="kernel")
         if policies:
             cfg.policies = policies
         return run_replay(cfg, log=lambda m: None)
