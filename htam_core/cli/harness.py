@@ -72,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.harness.pysource import parse_failure
     from htam_core.harness.spec import SPEC_FILENAME
     from htam_core.harness.template import write_template
+    from htam_core.runtime.compiler import settle_incomplete
     from htam_core.source import SourceError, incomplete_reason, load
-    from htam_core.source.compiler import settle_incomplete
 
     require_source(args.file, _INFER_FILE)
     path = Path(args.file)

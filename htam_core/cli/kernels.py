@@ -12,8 +12,8 @@ import os
 import sys
 
 from htam_core.cli.errors import UsageError, require_source
+from htam_core.runtime.compiler import settle_incomplete
 from htam_core.source import SourceError, load
-from htam_core.source.compiler import settle_incomplete
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

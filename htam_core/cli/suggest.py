@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
             unusable memory store (the message says how to fix it).
     """
     from htam_core.editor.ranking import unranked_reason  # lazily: start-up speed (see htam_core.cli)
+    from htam_core.runtime.compiler import settle_incomplete
     from htam_core.source import SourceError, load
-    from htam_core.source.compiler import settle_incomplete
 
     require_source(args.file)
     args.kernel = resolve_kernel(args.file, args.kernel)

@@ -156,7 +156,7 @@ def incomplete_reason(kernel: Kernel, waits: str = "steps are ranked") -> str | 
         waits: what waits for the kernel to parse (``"steps are ranked"``, ``"it is profiled"``).
 
     Returns:
-        For a kernel the compiler accepts (:attr:`Kernel.compiles`, see ``source.compiler``): ``"htam could not
+        For a kernel the compiler accepts (:attr:`Kernel.compiles`, see ``runtime.compiler``): ``"htam could not
         read NAME (its parser stops at line L, column C: WHAT), though nvcc accepts the file: WAITS once htam can
         read it"``. Otherwise ``"NAME is incomplete (it does not parse at line L, column C: WHAT): WAITS once it
         parses; finish or fix it there first"`` (the position of :attr:`Kernel.parse_problem`, the first ERROR/MISSING node in

@@ -201,7 +201,7 @@ class Kernel:
             (:class:`~htam_core.source.parse_problems.ParseProblem`), else ``None``.
         text: the kernel's source text.
         compiles: for an incomplete kernel, whether the compiler accepts the file (nvcc, or Python's compiler
-            for Triton; :func:`htam_core.source.compiler.settle_incomplete`): ``True`` means the code is valid and
+            for Triton; :func:`htam_core.runtime.compiler.settle_incomplete`): ``True`` means the code is valid and
             htam could not read it; ``None`` when not asked or no compiler is there.
         qualified_name: Triton: the dotted path from the module to the launchable ``JITFunction``
             (``"Ops.scale"`` for a kernel defined in ``class Ops``, ``"add_kernel"`` for

@@ -154,7 +154,8 @@ def test_an_incomplete_kernel_is_not_ranked(tmp_path: Path, capsys: pytest.Captu
     lines = out.err.strip().splitlines()
     assert out.out == "" and len(lines) == 1
     assert lines[0].startswith("htam: error: half is incomplete (it does not parse at line 12, column 9: `(` is "
-                               "never closed)") and "finish or fix it there first" in lines[0]
+                               "never closed (the text stops after `def half(x_ptr,`, line 12)") \
+        and "finish or fix it there first" in lines[0]
     assert main(["suggest", str(path), "--kernel", "second", "--static", "--memory", str(tmp_path / "m.sqlite3"),
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)

@@ -35,8 +35,9 @@ def canaries(monkeypatch: pytest.MonkeyPatch) -> None:
     for i, name in enumerate(SECRET_NAMES):
         monkeypatch.setenv(name, f"{CANARY}-{i}")
     monkeypatch.setenv(children.FORGET_ENV, "")
-    with children._forgotten_lock:
+    with children._forgotten_lock:  # start from a process that forgot nothing (another test may have)
         saved = set(children._forgotten)
+        children._forgotten.clear()
     LLMConfig(model="m", api_key_env="TRITON_LLM_PW")  # what --llm-api-key-env TRITON_LLM_PW does
     yield
     with children._forgotten_lock:

@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 from functools import lru_cache
 
+from htam_core.runtime.children import one_shot_kwargs
 from htam_core.source.model import SourceModel
 
 __all__ = ["NVCC_TIMEOUT_S", "compiler_verdict", "settle_incomplete"]
@@ -61,7 +62,8 @@ def _nvcc(digest: str, text: str, folder: str | None) -> bool | None:
         if folder:
             cmd[1:1] = [f"-I{folder}"]
         try:
-            proc = subprocess.run(cmd, capture_output=True, timeout=NVCC_TIMEOUT_S, check=False)
+            proc = subprocess.run(cmd, capture_output=True, timeout=NVCC_TIMEOUT_S, check=False,
+                                  **one_shot_kwargs())
         except (OSError, subprocess.TimeoutExpired):
             return None
     return proc.returncode == 0

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from htam_core.runtime.compiler import compiler_verdict, settle_incomplete
 from htam_core.source import incomplete_reason, load, parse_text
-from htam_core.source.compiler import compiler_verdict, settle_incomplete
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 HALF_TRITON = "import triton\n\n@triton.jit\ndef gather(src, index, dst\n"
