@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.data_paths import CORPUS  # noqa: E402
+from htam_core.profile.static_cuda import entry_base_name  # noqa: E402
 from htam_core.source import SourceError, load  # noqa: E402
 from htam_core.source.analysis import analyze  # noqa: E402
 
@@ -72,25 +73,9 @@ def folders(corpus: Path) -> list[tuple[str, Path]]:
 
 
 def base_name(demangled: str) -> str:
-    """``ns::k<float, 4>(float*, int)`` -> ``k``: the unqualified name of a demangled entry."""
-    depth, cut = 0, len(demangled)
-    for i, ch in enumerate(demangled):  # drop the parameter list: the first '(' outside template brackets
-        depth += ch == "<"
-        depth -= ch == ">"
-        if ch == "(" and depth == 0:
-            cut = i
-            break
-    name = demangled[:cut]
-    if name.endswith(">"):
-        depth = 0
-        for i in range(len(name) - 1, -1, -1):
-            depth += name[i] == ">"
-            depth -= name[i] == "<"
-            if depth == 0:
-                name = name[:i]
-                break
-    name = name.split("::")[-1].strip()
-    return name.split()[-1] if name.split() else name
+    """``ns::k<float, 4>(float*, int)`` -> ``k``: the unqualified name of a demangled entry (the engine's rule,
+    :func:`htam_core.profile.static_cuda.entry_base_name`)."""
+    return entry_base_name(demangled)
 
 
 def nvcc_entries(path: Path, corpus: Path, cache: Path, extra: tuple[str, ...] = ()) -> dict:
