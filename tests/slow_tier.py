@@ -42,8 +42,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("junit", type=Path)
     ap.add_argument("--over", type=float, default=2.0, help="seconds (default 2)")
+    ap.add_argument("--replace", action="store_true",
+                    help="write only this run's slow ids (default: add them to the ids already listed, so that a "
+                         "run on a quieter machine does not bring slow tests back into the quick tier)")
     args = ap.parse_args()
     ids = slow_ids(args.junit, args.over)
+    if not args.replace and (HERE / "slow_tier.txt").is_file():
+        old = (HERE / "slow_tier.txt").read_text(encoding="utf-8").splitlines()
+        ids = sorted(set(ids) | {ln.strip() for ln in old if ln.strip() and not ln.startswith("#")})
     (HERE / "slow_tier.txt").write_text(HEADER.format(over=args.over) + "".join(f"{i}\n" for i in ids))
     print(f"{len(ids)} test ids over {args.over:g} s written to {HERE / 'slow_tier.txt'}")
 
