@@ -246,6 +246,18 @@ def catch_interrupts() -> None:
         signal.signal(signal.SIGINT, _on_sigint)
 
 
+def _note_sigint(signum: int, frame: object) -> None:
+    _interrupted.set()
+
+
+def quiet_interrupts() -> None:
+    """After the command has ended (its exit code is decided): a Ctrl-C only is noted, not raised, so the exit
+    cleanup (the ``atexit`` handlers that stop the worker processes) runs undisturbed and prints no traceback.
+    Main thread only; elsewhere it does nothing."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _note_sigint)
+
+
 def _interrupted_exit() -> int:
     """Say ``interrupted`` once and return :data:`EXIT_INTERRUPTED`; a further Ctrl-C while the process exits
     (its workers are stopped at exit) is ignored, so the exit code stays 130."""

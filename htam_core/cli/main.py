@@ -25,6 +25,7 @@ from htam_core.cli.errors import (
     error_boundary,
     exit_codes_help,
     exit_now,
+    quiet_interrupts,
     was_interrupted,
 )
 
@@ -96,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     code = error_boundary(lambda: _dispatch(argv))
     if code == EXIT_INTERRUPTED and entry and was_interrupted():
         exit_now(code)
+    if entry:
+        quiet_interrupts()  # a Ctrl-C during the exit cleanup: no traceback, the command's code stands
     return code
 
 

@@ -50,3 +50,23 @@ def test_ctrl_c_during_serve_exits_130(tmp_path: Path) -> None:
     code, _out, err = _interrupt(proc, 3.0)
     assert code == 130, err
     assert err.strip().splitlines()[-1] == "htam: interrupted", err
+
+
+def test_a_ctrl_c_during_the_exit_cleanup_prints_no_traceback(tmp_path: Path) -> None:
+    """Regression: a Ctrl-C that arrived after the command had ended, while the ``atexit`` handlers stopped the
+    workers, printed "Exception ignored in atexit callback" and a traceback. Now it is only noted: the command's
+    own exit code stands and stderr stays clean."""
+    code = ("import atexit, os, signal, sys, time\n"
+            "from htam_core.cli.main import main\n"
+            "def late():\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    time.sleep(0.2)\n"
+            "atexit.register(late)\n"
+            "sys.argv = ['htam', 'kernels', sys.argv[1]]\n"
+            "sys.exit(main())\n")
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n")
+    r = subprocess.run([sys.executable, "-c", code, str(src)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
+    assert r.returncode == 0, r.stderr
