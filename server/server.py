@@ -28,6 +28,7 @@ from pygls.lsp.server import LanguageServer
 from htam_core import __version__
 from htam_core.editor import Analysis, Plan, ProfileEntry, Session, content_hash
 from htam_core.editor.buffer import Located
+from htam_core.runtime.children import hide_own_environ
 from htam_core.source import Kernel, SourceModel
 from htam_server import actions, commands, diagnostics, hover, logs, stdio
 from htam_server.config import Settings, parse_settings
@@ -471,6 +472,7 @@ def serve(tcp: str | None = None) -> int:
         ValueError: ``tcp`` is not ``HOST:PORT`` with a port number.
     """
     logs.configure()  # one line per record on stderr, no tracebacks, no flood
+    hide_own_environ()  # an API key in the server's environment stays out of reach of its children
     # the analysis thread parses and ranks while requests wait on the event loop: hand the GIL over every 1 ms
     # (default 5 ms) so that a request is not held behind a parse
     sys.setswitchinterval(0.001)

@@ -28,6 +28,7 @@ from htam_core.cli.errors import (
     quiet_interrupts,
     was_interrupted,
 )
+from htam_core.runtime.children import hide_own_environ
 
 #: Subcommand name -> module that implements it. Modules that do not exist yet are skipped.
 SUBCOMMANDS: dict[str, str] = {
@@ -94,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     entry = argv is None  # the console script or `python -m`: this process ends with the command
     argv = sys.argv[1:] if argv is None else list(argv)
     catch_interrupts()
+    if entry:
+        hide_own_environ()  # an API key in our environment stays out of reach of the children we start
     code = error_boundary(lambda: _dispatch(argv))
     if code == EXIT_INTERRUPTED and entry and was_interrupted():
         exit_now(code)

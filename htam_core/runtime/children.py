@@ -194,6 +194,21 @@ def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
     return _prctl(_PR_SET_PDEATHSIG, int(sig))
 
 
+_PR_SET_DUMPABLE = 4
+
+
+def hide_own_environ() -> bool:
+    """Linux ``prctl(PR_SET_DUMPABLE, 0)`` in the calling process when its environment holds a secret-looking
+    variable (:func:`is_secret`): ``/proc/<pid>/environ`` (and ``mem``) of this process become readable by
+    root only, so a child running as the same user (a kernel's ``__main__``, LLM-written code) cannot read the
+    API key from its parent, although it knows the parent's pid. Root's children still can: the worker is not a
+    sandbox (docs/SECURITY.md). Side effect: no core dumps and no debugger attach by the same user. Returns
+    whether it was set; never raises. The idea: ``proc(5)``, ``/proc/pid`` ownership of non-dumpable processes."""
+    if not any(is_secret(n) for n in os.environ):
+        return False
+    return _prctl(_PR_SET_DUMPABLE, 0)
+
+
 def become_subreaper() -> bool:
     """Linux ``prctl(PR_SET_CHILD_SUBREAPER, 1)``: orphans among this process's descendants (a double fork,
     a ``setsid``) become its children instead of init's, so :func:`kill_tree` still finds them. Returns whether
@@ -310,5 +325,5 @@ def one_shot_kwargs() -> dict[str, object]:
 
 
 __all__ = ["ALLOWED_ENV", "ALLOWED_PREFIXES", "FORGET_ENV", "PARENT_ENV", "become_subreaper", "child_env", "descendants", "die_with_parent",
-           "forget_variable", "is_secret", "kill_tree", "one_shot_kwargs", "scrub_environ",
+           "forget_variable", "hide_own_environ", "is_secret", "kill_tree", "one_shot_kwargs", "scrub_environ",
            "set_parent_death_signal", "start_as_child"]

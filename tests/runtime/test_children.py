@@ -242,3 +242,27 @@ def test_a_dask_worker_of_a_local_cluster_drops_the_canaries(tmp_path: Path) -> 
     _assert_no_canary(seen["child"], "a child of a Dask worker")
     # the worker process keeps only the LLM key's variable (its tasks ask the endpoint), no other canary
     assert {n for n in SECRET_NAMES if n in seen["own"]} == {"TRITON_LLM_PW"}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() == 0,
+                    reason="Linux and a non-root user: root reads every /proc/<pid>/environ")
+def test_a_child_cannot_read_its_parents_environ_when_it_holds_a_key() -> None:
+    """Regression: a kernel file's ``__main__`` read the API key from ``/proc/<ppid>/environ`` of htam."""
+    code = ("import os, subprocess, sys\n"
+            "from htam_core.runtime.children import hide_own_environ\n"
+            "assert hide_own_environ()\n"
+            "child = 'import os\\ntry:\\n    print(open(f\"/proc/{os.getppid()}/environ\").read())\\n'\\\n"
+            "        'except OSError as e:\\n    print(\"refused\", e.errno)'\n"
+            "print(subprocess.run([sys.executable, '-c', child], capture_output=True, text=True).stdout)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "OPENAI_API_KEY": CANARY, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    assert CANARY not in r.stdout and "refused" in r.stdout, r.stdout
+
+
+def test_hide_own_environ_does_nothing_without_a_secret() -> None:
+    code = "from htam_core.runtime.children import hide_own_environ\nprint(hide_own_environ())\n"
+    env = {k: v for k, v in os.environ.items() if not children.is_secret(k)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**env, "PYTHONPATH": str(REPO)})
+    assert r.stdout.strip() == "False", r.stderr
