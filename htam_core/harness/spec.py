@@ -265,8 +265,9 @@ def size_problem(inputs: list[InputSpec], sets: list[dict[str, Any]]) -> str | N
                     numel = None
                     break
                 if not math.isfinite(v) or v < 0:
-                    return (f"input {spec.name!r} has shape {spec.shape}, whose dimension {d!r} is {v:g} in set {k} "
-                            f"({sv}); a dimension must be 0 or more")
+                    what = f"dimension {v:g}" if str(d).strip() == f"{v:g}" else f"dimension {d!r} = {v:g}"
+                    return (f"input {spec.name!r} has shape {spec.shape} with {what} in set {k} ({sv}); a "
+                            "dimension must be 0 or more")
                 numel = numel * int(v) if numel is not None else None
             if numel is None:
                 continue

@@ -94,6 +94,14 @@ def test_size_problem_bounds() -> None:
     assert size_problem([x], [{"N": 4}]) is None  # M unknown here: left to the run
 
 
+def test_a_negative_dimension_is_named_once() -> None:
+    """Regression: a literal negative dimension read "whose dimension -3 is -3"."""
+    msg = size_problem([InputSpec("x", shape=[-3])], [{}]) or ""
+    assert "with dimension -3 in set 0" in msg and "is -3" not in msg
+    msg = size_problem([InputSpec("x", shape=["M"])], [{"M": -4096}]) or ""
+    assert "with dimension 'M' = -4096 in set 0" in msg
+
+
 @pytest.mark.usefixtures("private_htam_env")
 @pytest.mark.parametrize("argv", [["verify"], ["optimize", "--budget", "1"]])
 def test_cli_exits_2_with_the_field_named(tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture) -> None:
