@@ -92,7 +92,8 @@ def _import(path: str | None, file: str, skip_invalid: bool) -> int:
     n_bad, n_ok = len(export.errors), len(export.records)
     if n_bad and not skip_invalid:
         raise UsageError(f"{file}: {n_bad} invalid record(s), nothing was imported ({_listed(file, export.errors)}). "
-                         f"Fix them, or pass --skip-invalid to import the {n_ok} valid record(s)")
+                         f"Fix them, or pass --skip-invalid to import the {n_ok} valid record(s) (any already in the store "
+                         "are skipped)")
     store = open_store(path)  # its warnings are printed after the import: "created a new store" may be undone
     try:
         result = store.import_records([rec for _, rec in export.records])

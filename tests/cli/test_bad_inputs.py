@@ -153,7 +153,7 @@ def test_import_of_invalid_records_imports_nothing_and_names_the_lines(tmp_path:
     assert main(["memory", "--memory", str(store), "import", str(src)]) == 2
     assert _err_lines(capsys) == [
         f"htam: error: {src}: 2 invalid record(s), nothing was imported ({src}:3: time is NaN: numbers must be "
-        f"finite; {src}:4: missing field device). Fix them, or pass --skip-invalid to import the 2 valid record(s)"]
+        f"finite; {src}:4: missing field device). Fix them, or pass --skip-invalid to import the 2 valid record(s) (any already in the store are skipped)"]
     assert _count(store) == 2 and src.read_bytes() == before
     assert main(["memory", "--memory", str(store), "import", str(src), "--skip-invalid"]) == 0
     captured = capsys.readouterr()
