@@ -85,7 +85,9 @@ def check_syntax(old_text: str, new_text: str, edits: Sequence[TextEdit], file_l
     after = syntax_errors(new_text, file_language, ignore)
     old_regions, new_regions = edited_regions(edits)
     if _touching(after, new_regions) > _touching(before, old_regions):
-        a, _ = next(r for r in after if any(r[0] <= re and r[1] >= rs for rs, re in new_regions))
+        # the innermost error node touching the edit: the outermost one often starts at the file's start
+        a, _ = min((r for r in after if any(r[0] <= re and r[1] >= rs for rs, re in new_regions)),
+                   key=lambda r: r[1] - r[0])
         line = new_text.encode("utf-8")[:a].count(b"\n") + 1
         return f"the edit leaves a syntax error near line {line}"
     if len(after) > len(before):
