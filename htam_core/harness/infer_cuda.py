@@ -146,7 +146,8 @@ def _kernel_params(kernel: Kernel) -> list[tuple[str, str, bool]]:
 def output_params(model: SourceModel, kernel: Kernel) -> tuple[set[str], str | None]:
     """The pointer parameters of ``kernel`` that may be written, and a note when some were taken on trust.
 
-    A parameter is written when the kernel stores through it in its own body (:attr:`Param.written`) or a
+    A parameter is written when the kernel stores through it in its own body (:attr:`Param.written`, or the
+    analysis layer's write set, which sees stores through function-like macros such as ``FLOAT4(out[i]) = v``) or a
     ``__device__`` helper it calls stores through the argument it receives
     (:func:`~htam_core.source.analysis.callee_writes.callee_writes`). A
     pointer whose uses are not all visible loads and stores (the analysis layer's ``"unknown"`` mode: it is
@@ -158,9 +159,11 @@ def output_params(model: SourceModel, kernel: Kernel) -> tuple[set[str], str | N
     from htam_core.source.analysis import analyze
     from htam_core.source.analysis.callee_writes import callee_writes
 
-    written = {p.name for p in kernel.params if p.is_pointer and p.written} | set(callee_writes(model, kernel))
+    facts = analyze(model, kernel)
+    written = ({p.name for p in kernel.params if p.is_pointer and p.written} | set(callee_writes(model, kernel))
+               | {pf.name for pf in facts.pointers if pf.mode in ("write", "readwrite")})
     const = {p.name for p in kernel.params if p.is_pointer and p.is_const}  # the parser's fact: `const T*`
-    hidden = sorted(pf.name for pf in analyze(model, kernel).pointers
+    hidden = sorted(pf.name for pf in facts.pointers
                     if pf.mode == "unknown" and pf.name not in written and pf.name not in const)
     if not hidden:
         return written, None

@@ -110,7 +110,9 @@ def build_model(tree: ts.Tree, data: bytes, text: str, file_language: FileLangua
         model.kernels = tri.kernels + emb.kernels
         model.device_functions = tri.device_functions + emb.device_functions
         model.errors = emb.errors
-    if root.has_error:
+    if file_language == "cuda":
+        model.problems = res.problems
+    elif root.has_error:
         model.problems = tree_problems(root, data)
         if file_language == "python":
             model.errors = [str(p) for p in model.problems] + model.errors

@@ -32,7 +32,7 @@ from htam_core.source import features as feat
 from htam_core.source.analysis.launch import LAUNCH_QUERY, launch_config
 from htam_core.source.frames import Frame
 from htam_core.source.model import ByteSpan, DeviceFunction, Kernel, LaunchSite, Param
-from htam_core.source.parse_problems import tree_problems
+from htam_core.source.parse_problems import ParseProblem, tree_problems
 from htam_core.source.parsing import captures, new_parser, node_text
 from htam_core.source.preproc import parse_view
 from htam_core.source.resolve import CudaResolver, literal_value
@@ -67,6 +67,7 @@ class CudaResult:
     macros: dict[str, str] = field(default_factory=dict)
     ctx_key: str = ""
     root: ts.Node | None = None  # the tree the result was read from (qualifier macros resolved)
+    problems: list[ParseProblem] = field(default_factory=list)  # in file positions, document order
 
 
 def parse_cuda_bytes(data: bytes, old_tree: ts.Tree | None = None) -> ts.Tree:
@@ -154,8 +155,26 @@ def extract_cuda(frame: Frame, root: ts.Node, language: str = "cuda", depth: int
                 (late if recovering and _in_error(call) else out.launches).append(site)
     out.launches.extend(late)
     if root.has_error and depth == 0:
-        out.errors.extend(_error_lines(frame, root))
+        out.problems = _problems(frame, root, regions)
+        out.errors.extend(str(p) for p in out.problems[:20])
     return out
+
+
+def _problems(frame: Frame, root: ts.Node, regions: list[tuple[int, int]]) -> list[ParseProblem]:
+    """The parse problems of the frame as the kernels were recovered: those of each re-parsed region from
+    the region's own parse, the file tree's elsewhere; so a half-typed kernel's problem is reported where
+    it is and never at a complete kernel that its unclosed text swallowed in the file's tree."""
+    end = frame.to_file(len(frame.src))
+    data = frame.file.data
+    spans = [(frame.to_file(s), frame.to_file(e)) for s, e in regions]
+    out = [p for p in tree_problems(root, data, frame.to_file, 10_000, text_end=end)
+           if not any(s <= p.byte < e for s, e in spans)]
+    for s, e in regions:
+        sub = frame.sub(s, e)
+        sub_root = parse_cuda_bytes(sub.src).root_node
+        if sub_root.has_error:
+            out.extend(tree_problems(sub_root, data, sub.to_file, 10_000, text_end=sub.to_file(e - s)))
+    return sorted(out, key=lambda p: p.byte)
 
 
 def _sound(kind: str, container: ts.Node | None, definition: ts.Node | None, nxt: ts.Node | None) -> bool:
@@ -703,10 +722,3 @@ def _template_args(fn: ts.Node) -> ts.Node | None:
             return cur.child_by_field_name("arguments")
         cur = cur.child_by_field_name("name") if cur.type == "qualified_identifier" else None
     return None
-
-
-def _error_lines(frame: Frame, root: ts.Node, limit: int = 20) -> list[str]:
-    """The parse problems under ``root`` as ``"LINE:COL: what"`` lines (the one reader,
-    :func:`~htam_core.source.parse_problems.tree_problems`), in file positions."""
-    end = frame.to_file(len(frame.src))
-    return [str(p) for p in tree_problems(root, frame.file.data, frame.to_file, limit, text_end=end)]

@@ -62,4 +62,16 @@ def one_line(src: bytes, scope: Node, start: int, end: int, renames: list[tuple[
     out = bytearray(src[start:end])
     for node, new in sorted(renames + comments, key=lambda x: -x[0].start_byte):
         out[node.start_byte - start : node.end_byte - start] = new.encode()
-    return " ".join(ln.strip() for ln in out.decode().splitlines() if ln.strip())
+    return join_lines(out.decode())
+
+
+def join_lines(code: str) -> str:
+    """The lines of ``code`` joined by spaces, each stripped and blank ones dropped, except that a
+    preprocessor directive (``#if __CUDA_ARCH__ >= 800``, ``#else``, ``#endif``) keeps a line of its own: a
+    directive must start its line, and one joined into code is a syntax error (C11 6.10)."""
+    parts = []
+    for ln in code.splitlines():
+        s = ln.strip()
+        if s:
+            parts.append(f"\n{s}\n" if s.startswith("#") else s)
+    return " ".join(parts).replace("\n ", "\n")

@@ -108,7 +108,7 @@ def _per_column(unit: CudaUnit, body: Node, whole: list[tuple[Node, str]], names
     out = bytearray(text.encode())
     for n, new in sorted(renames, key=lambda x: -x[0].start_byte):
         out[n.start_byte - b0:n.end_byte - b0] = new.encode()
-    return " ".join(ln.strip() for ln in out.decode().splitlines() if ln.strip())
+    return _ts.join_lines(out.decode())
 
 
 @register

@@ -11,19 +11,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from htam_core.source.analysis.unit import cuda_fragments
+from htam_core.source.api import parse_text
 from htam_core.transforms import _ts
 from htam_core.transforms.base import TextEdit
 
 
-def syntax_errors(text: str, file_language: str) -> list[tuple[int, int]]:
+def _blank(src: bytes, spans: Sequence[tuple[int, int]]) -> bytes:
+    """``src`` with the byte ranges ``spans`` blanked at equal length (line breaks kept)."""
+    out = bytearray(src)
+    for s, e in spans:
+        for i in range(max(s, 0), min(e, len(out))):
+            if out[i] not in (0x0A, 0x0D):
+                out[i] = 0x20
+    return bytes(out)
+
+
+def syntax_errors(text: str, file_language: str, ignore: Sequence[str] = ()) -> list[tuple[int, int]]:
     """Byte ranges of tree-sitter ERROR/MISSING nodes in ``text``.
 
     Args:
         text: whole file.
         file_language: ``"cuda"`` or ``"python"``; Python files also have their CUDA strings checked.
+        ignore: names of half-typed CUDA kernels whose definitions are left out (blanked at equal length, as
+            the kernel finder's recovery reads each kernel from its own text), so that their unclosed text
+            does not swallow the code after it.
     """
     src = text.encode("utf-8")
     if file_language == "cuda":
+        if ignore:
+            model = parse_text(text, "cuda")
+            src = _blank(src, [(k.span.start, k.span.end) for k in model.kernels
+                               if k.incomplete and k.name in ignore])
         return _ts.error_ranges(_ts.parse(src, "cuda").root_node)
     out = _ts.error_ranges(_ts.parse(src, "python").root_node)
     for start, end in cuda_fragments(src):
@@ -57,11 +75,19 @@ def check_syntax(old_text: str, new_text: str, edits: Sequence[TextEdit], file_l
         edits: the edits (offsets into ``old_text``).
         file_language: ``"cuda"`` or ``"python"``.
     """
-    before = syntax_errors(old_text, file_language)
-    after = syntax_errors(new_text, file_language)
+    ignore: tuple[str, ...] = ()
+    if file_language == "cuda":  # half-typed kernels the edit leaves half-typed are not its syntax errors
+        old_half = {k.name for k in parse_text(old_text, "cuda").kernels if k.incomplete}
+        if old_half:
+            ignore = tuple(sorted(old_half & {k.name for k in parse_text(new_text, "cuda").kernels
+                                              if k.incomplete}))
+    before = syntax_errors(old_text, file_language, ignore)
+    after = syntax_errors(new_text, file_language, ignore)
     old_regions, new_regions = edited_regions(edits)
     if _touching(after, new_regions) > _touching(before, old_regions):
-        a, _ = next(r for r in after if any(r[0] <= re and r[1] >= rs for rs, re in new_regions))
+        # the innermost error node touching the edit: the outermost one often starts at the file's start
+        a, _ = min((r for r in after if any(r[0] <= re and r[1] >= rs for rs, re in new_regions)),
+                   key=lambda r: r[1] - r[0])
         line = new_text.encode("utf-8")[:a].count(b"\n") + 1
         return f"the edit leaves a syntax error near line {line}"
     if len(after) > len(before):

@@ -456,11 +456,40 @@ def _null_test(use: Node, env: ConstEnv) -> bool:
     return up.type == "condition_clause"
 
 
-def _kind(node: Node, env: ConstEnv) -> str:
-    """``"write"``, ``"readwrite"`` or ``"read"`` for an access expression ``node``."""
+def storage_macros(src: CudaSource) -> frozenset[str]:
+    """Names of the single-line function-like macros of the unit and its local headers whose body is an
+    expression naming the storage of a parameter: it takes the parameter's address
+    (``#define FLOAT4(v) (reinterpret_cast<float4*>(&(v))[0])``, ``#define REF(x) (*&(x))``). A call of one
+    with an access as its argument reads that access, and writes it when the call is assigned to
+    (``FLOAT4(out[i]) = v;``), as the expansion nvcc compiles does."""
+    out: set[str] = set()
+    units = [(src.src, src.root)] + [(h.src, h.root) for h in src.env.headers()]
+    for text, root in units:
+        for md in of_type(root, "preproc_function_def"):
+            name, params, value = (md.child_by_field_name(f) for f in ("name", "parameters", "value"))
+            if name is None or params is None or value is None:
+                continue
+            body = text[value.start_byte:value.end_byte].decode(errors="replace")
+            if "\\\n" in body or ";" in body:
+                continue  # a multi-line or statement macro: not an expression
+            names = [text[c.start_byte:c.end_byte].decode(errors="replace") for c in params.named_children]
+            if any(re.search(rf"&\s*\(?\s*{re.escape(n)}\b", body) for n in names if n.isidentifier()):
+                out.add(text[name.start_byte:name.end_byte].decode(errors="replace"))
+    return frozenset(out)
+
+
+def _kind(node: Node, env: ConstEnv, macros: frozenset[str] = frozenset()) -> str:
+    """``"write"``, ``"readwrite"`` or ``"read"`` for an access expression ``node`` (``"escape"`` when its
+    address leaves the kernel's sight). ``macros``: the unit's :func:`storage_macros`; an access that is the
+    argument of a call of one is read or written as the call is."""
     cur, p = node, node.parent
     while p is not None and p.type in ("parenthesized_expression", "field_expression"):
         cur, p = p, p.parent
+    if p is not None and p.type == "argument_list" and len(p.named_children) == 1 and p.parent is not None \
+            and p.parent.type == "call_expression" and env.t(p.parent.child_by_field_name("function")) in macros:
+        cur, p = p.parent, p.parent.parent
+        while p is not None and p.type in ("parenthesized_expression", "field_expression"):
+            cur, p = p, p.parent
     if p is None:
         return "read"
     if p.type == "assignment_expression" and p.child_by_field_name("left") == cur:
@@ -673,6 +702,7 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
     out: list[Access] = []
     escapes: set[str] = set()
     helpers = vector_helpers(src)
+    macros = storage_macros(src)
     for n in walk(src.body):
         fname = env.t(n.child_by_field_name("function")).split("<", 1)[0].split("::")[-1].strip() \
             if n.type == "call_expression" else ""
@@ -740,7 +770,7 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             continue
         else:
             continue
-        kind = _kind(node, env)
+        kind = _kind(node, env, macros)
         if kind == "escape" and _alias_init(node, env, aliases):
             continue  # `float *r = &A[row * K];`: the alias's accesses are A's
         if kind == "escape":

@@ -182,7 +182,7 @@ def _load_cuda(model: SourceModel, kernel: Kernel) -> CudaSource | str:
         else:
             return f"the CUDA source string holding {kernel.name} was not found"
     src = data[base:end]
-    tree = parse_cuda(src)
+    tree = parse_cuda(_isolated(src, base, model, kernel))
     ns, ne = kernel.name_span.start - base, kernel.name_span.end - base
     func = smallest_covering(tree.root_node, ns, ne, ("function_definition",))
     body = func.child_by_field_name("body") if func is not None else None
@@ -192,6 +192,29 @@ def _load_cuda(model: SourceModel, kernel: Kernel) -> CudaSource | str:
     launches = tuple(launch_calls(tree.root_node, src, kernel.name))
     return CudaSource(src, base, tree.root_node, func, body, env, launches, Lines(data),
                       _site_launches(kernel, base, launches))
+
+
+def _isolated(src: bytes, base: int, model: SourceModel, kernel: Kernel) -> bytes:
+    """The text ``src`` (file bytes from ``base``) as parsed for ``kernel``: every other half-typed kernel's
+    definition, and when ``kernel`` is itself half-typed every kernel defined after it, blanked at equal length
+    (line breaks kept), so that a definition that does not close cannot swallow the kernel, nor the kernel
+    swallow the kernels after it: the kernel's facts are those of its own text, as the kernel finder's
+    recovery reads it. Offsets are unchanged; texts are still read from ``src``."""
+    out: bytearray | None = None
+    for other in model.kernels:
+        if other is kernel or other.language == "triton":
+            continue
+        if not (other.incomplete or (kernel.incomplete and other.span.start > kernel.span.start)):
+            continue
+        s, e = max(other.span.start - base, 0), min(other.span.end - base, len(src))
+        if s >= e:
+            continue
+        if out is None:
+            out = bytearray(src)
+        for i in range(s, e):
+            if out[i] not in (0x0A, 0x0D):
+                out[i] = 0x20
+    return src if out is None else bytes(out)
 
 
 def _site_launches(kernel: Kernel, base: int, launches: tuple[LaunchCall, ...]) -> tuple[SiteLaunch, ...]:
