@@ -89,6 +89,9 @@ FACTS: dict[str, str] = {
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
     "reverse; unknown without the kernel)",
+    "histogram_like": "CUDA: a global atomicAdd whose index depends on loaded data (atomicAdd(&hist[data[i]], 1): "
+    "the bins of a histogram; analysis layer: KernelFacts.histogram_updates); false for Triton or without atomics, "
+    "unknown without the kernel",
     # kernel-level (None without a Kernel)
     "kernel_name": "the kernel's name",
     "pointer_params": "number of pointer parameters",
@@ -166,6 +169,8 @@ def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
     out: dict[str, Any] = {"uses_exp": any(m in _EXP for m in maths), "is_autotuned": False,
                            "dot_fp32_inputs": False, "dot_input_dtypes": [], "grouped_programs": False}
     out["masked_tile_loop"] = False
+    out["histogram_like"] = False if lang != "cuda" or not features.atomics else (
+        None if facts is None else bool(facts.histogram_updates()))
     if lang != "triton":
         return out
     if tf is None or facts is None:

@@ -241,6 +241,49 @@ class ColumnSplit:
 
 
 @dataclass(frozen=True)
+class AtomicUpdate:
+    """One atomic read-modify-write of one element, ``atomicAdd(&hist[b], 1)`` (CUDA).
+
+    The index's *extent* is the number of elements the update can reach when the analysis can bound it: an index
+    reduced modulo a constant (``data[i] % 64``, ``% BINS`` with a template parameter) or modulo a kernel parameter
+    (``% num_bins``), or a load of an ``unsigned char`` (256 values), followed through locals declared once
+    (``int b = data[i] % NB;``). A histogram's bin count is this extent.
+
+    Attributes:
+        fn: the atomic function (``"atomicAdd"``).
+        pointer: the parameter or ``__shared__`` array updated.
+        space: ``"global"`` or ``"shared"``.
+        index: the element index as sympy (see :class:`Access`), ``None`` when unreadable.
+        index_text: the subscript as written (``"data[i] % BINS"``).
+        value_text: the second argument as written (``"1"``).
+        call_span: file bytes of the call.
+        base_span: file bytes of the array name in the address (``hist`` in ``&hist[b]``), ``None`` when the
+            address is not ``&name[index]`` (``hist + b``, through an alias).
+        statement: the call's whole expression statement when its result is unused, else ``None``.
+        line: 1-based line.
+        loops: ids of the enclosing loops, outermost first.
+        extent: the number of indices the update can reach when a constant, else ``None``.
+        extent_param: the kernel parameter the index is reduced modulo (``"num_bins"``), else ``None``.
+        extent_text: the bound as written (``"NUM_BINS"``, ``"BINS"``, ``"num_bins"``; ``"256"`` for a byte).
+    """
+
+    fn: str
+    pointer: str
+    space: Literal["global", "shared"]
+    index: sympy.Expr | None
+    index_text: str
+    value_text: str
+    call_span: Span
+    base_span: Span | None
+    statement: Span | None
+    line: int
+    loops: tuple[int, ...] = ()
+    extent: int | None = None
+    extent_param: str | None = None
+    extent_text: str | None = None
+
+
+@dataclass(frozen=True)
 class ThreadIndex:
     """A local variable computed from the thread/block indices (``int row = blockIdx.y*blockDim.y+threadIdx.y``).
 
@@ -586,6 +629,9 @@ class KernelFacts:
         barriers: the barrier calls in normal form (:class:`~htam_core.source.analysis.sync.Barrier`: every
             spelling of a block barrier, ``__syncthreads()``, ``cg::sync(cta)``, ``cta.sync()``, is scope
             ``"block"``; ``__syncwarp()`` and a tile's ``sync`` are ``"warp"``), in source order (CUDA only).
+        atomics: the atomic updates of one element (:class:`AtomicUpdate`), in source order (CUDA only).
+        returns: the 1-based lines of the ``return`` statements in the kernel's body (CUDA only): a thread that
+            returns early does not reach a barrier placed after it.
     """
 
     kernel: str
@@ -605,6 +651,8 @@ class KernelFacts:
     device_calls: tuple[str, ...] = ()
     online_stats: tuple[OnlineStat, ...] = ()
     barriers: tuple[Barrier, ...] = ()
+    atomics: tuple[AtomicUpdate, ...] = ()
+    returns: tuple[int, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
@@ -620,6 +668,34 @@ class KernelFacts:
     def block_barriers(self) -> tuple[Barrier, ...]:
         """The block-wide barriers (:attr:`barriers` of scope ``"block"``)."""
         return tuple(b for b in self.barriers if b.scope == "block")
+
+    def histogram_updates(self) -> tuple[AtomicUpdate, ...]:
+        """The global ``atomicAdd`` updates whose index depends on loaded data (``atomicAdd(&hist[data[i]], 1)``,
+        :attr:`atomics`): the bins of a histogram, which threads of a block hit in an order only the data decides.
+        Idea source: Kirk and Hwu, "Programming Massively Parallel Processors", "Parallel histogram computation"."""
+        return tuple(a for a in self.atomics if a.fn == "atomicAdd" and a.space == "global" and a.index is not None
+                     and any(str(s).startswith("load(") for s in a.index.free_symbols))
+
+    def per_block_outputs(self) -> tuple[Access, ...]:
+        """The global writes whose index reads ``blockIdx`` and no ``threadIdx`` (``if (tid == 0) out[blockIdx.x] =
+        sdata[0];``): each block writes its own output (a partial sum), so the output's length is the number of
+        blocks, and a step that changes the grid changes the output's shape (what a later pass or the host reads).
+        Loop variables and parameters may appear in the index (a block's row of outputs); atomics are not writes."""
+        out = []
+        for a in self.accesses:
+            if a.space != "global" or a.kind == "read" or a.index is None or a.vector:
+                continue
+            if any(x.span == a.span or (x.call_span[0] <= a.span[0] and a.span[1] <= x.call_span[1])
+                   for x in self.atomics):
+                continue
+            names = {str(s) for s in a.index.free_symbols}
+            # a loop variable that starts or steps from the thread index (`for (i = threadIdx.x; ...)`) is one too
+            for lp in self.loops:
+                if lp.id in a.loops and lp.var in names:
+                    names |= {str(s) for e in (lp.start, lp.step) if e is not None for s in e.free_symbols}
+            if any(n.startswith("blockIdx.") for n in names) and not any(n.startswith("threadIdx.") for n in names):
+                out.append(a)
+        return tuple(out)
 
     def constant(self, name: str) -> int | None:
         """Value of the constant ``name`` in the kernel body, or ``None``."""
