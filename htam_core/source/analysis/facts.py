@@ -685,7 +685,7 @@ class KernelFacts:
         for a in self.accesses:
             if a.space != "global" or a.kind == "read" or a.index is None or a.vector:
                 continue
-            if any(x.span == a.span or (x.call_span[0] <= a.span[0] and a.span[1] <= x.call_span[1])
+            if any(x.call_span[0] <= a.span[0] and a.span[1] <= x.call_span[1]
                    for x in self.atomics):
                 continue
             names = {str(s) for s in a.index.free_symbols}
