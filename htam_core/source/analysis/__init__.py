@@ -36,6 +36,7 @@ from htam_core.source.analysis.facts import (
     PointerAlias,
     PointerFacts,
     ThreadIndex,
+    TransposeLoop,
     TritonAxis,
     TritonBound,
     TritonDot,
@@ -52,7 +53,7 @@ from htam_core.source.model import Kernel, SourceModel
 __all__ = [
     "BUILTINS", "DIMS", "Access", "Accumulator", "AtomicUpdate", "Barrier", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
     "OnlineStat", "PointerAlias", "PointerFacts",
-    "ThreadIndex", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
+    "ThreadIndex", "TransposeLoop", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
     "TritonReduction", "analyze",
     "stride_of", "sym",
 ]

@@ -284,6 +284,33 @@ class AtomicUpdate:
 
 
 @dataclass(frozen=True)
+class TransposeLoop:
+    """A naive transpose that moves a tile with a loop over rows (the NVIDIA samples' ``transposeNaive``)::
+
+        x = blockIdx.x * T + threadIdx.x;  y = blockIdx.y * T + threadIdx.y;
+        for (j = 0; j < T; j += R) out[x * H + (y + j)] = in[(y + j) * W + x];
+
+    read off the affine indices (:class:`Access`), however the indices are spelled (locals, ``index_in + j * W``).
+
+    Attributes:
+        loop: the row loop's id (:attr:`LoopFact.id`).
+        read: the load of ``in``; write: the store of ``out``.
+        tile: ``T``, the tile's side (the read's stride along ``blockIdx.x`` and the loop's bound).
+        rows: ``R``, the loop's step (rows per pass; threads per block along y).
+        width: ``W``, the input's row length (the read's stride along ``threadIdx.y``).
+        height: ``H``, the output's row length (the write's stride along ``threadIdx.x``).
+    """
+
+    loop: int
+    read: Access
+    write: Access
+    tile: int
+    rows: int
+    width: sympy.Expr
+    height: sympy.Expr
+
+
+@dataclass(frozen=True)
 class ThreadIndex:
     """A local variable computed from the thread/block indices (``int row = blockIdx.y*blockDim.y+threadIdx.y``).
 
@@ -695,6 +722,44 @@ class KernelFacts:
                     names |= {str(s) for e in (lp.start, lp.step) if e is not None for s in e.free_symbols}
             if any(n.startswith("blockIdx.") for n in names) and not any(n.startswith("threadIdx.") for n in names):
                 out.append(a)
+        return tuple(out)
+
+    def transpose_loops(self) -> tuple[TransposeLoop, ...]:
+        """The outermost loops that transpose a tile row by row (:class:`TransposeLoop`): a loop from 0 to ``T`` by a
+        constant ``R`` that divides it, whose body is one unguarded global load and one store with
+        ``in[(Y + j) * W + X]`` and ``out[X * H + Y + j]`` for ``X = blockIdx.x * T + threadIdx.x`` and
+        ``Y = blockIdx.y * T + threadIdx.y`` (``W``, ``H`` free of the thread, block and loop indices). Idea source:
+        NVIDIA developer blog, "An Efficient Matrix Transpose in CUDA C/C++" (Harris, 2013)."""
+        out: list[TransposeLoop] = []
+        tx, ty, bx, by = (sym(f"{b}.{d}") for b, d in (("threadIdx", "x"), ("threadIdx", "y"),
+                                                          ("blockIdx", "x"), ("blockIdx", "y")))
+        for lp in self.loops:
+            if lp.var is None or lp.parent is not None or lp.cmp != "<" or lp.start != 0:
+                continue
+            if not (isinstance(lp.bound, sympy.Integer) and isinstance(lp.step, sympy.Integer)):
+                continue
+            tile, rows = int(lp.bound), int(lp.step)
+            if rows <= 0 or tile % rows:
+                continue
+            accs = [a for a in self.accesses if lp.id in a.loops]
+            reads = [a for a in accs if a.kind == "read"]
+            writes = [a for a in accs if a.kind == "write"]
+            if len(accs) != 2 or len(reads) != 1 or len(writes) != 1:
+                continue
+            r, w = reads[0], writes[0]
+            if any(a.space != "global" or a.vector or a.guarded or a.index is None for a in accs):
+                continue
+            width, height = r.stride("threadIdx.y"), w.stride("threadIdx.x")
+            if width is None or height is None or r.stride("blockIdx.x") != tile:
+                continue
+            fixed = {tx, ty, bx, by, sym(lp.var)}
+            if (width.free_symbols | height.free_symbols) & fixed:
+                continue
+            j = sym(lp.var)
+            x, y = bx * tile + tx, by * tile + ty
+            if sympy.expand(r.index - (width * (y + j) + x)) != 0 or sympy.expand(w.index - (height * x + y + j)) != 0:  # type: ignore[operator]
+                continue
+            out.append(TransposeLoop(lp.id, r, w, tile, rows, width, height))
         return tuple(out)
 
     def constant(self, name: str) -> int | None:
