@@ -585,6 +585,9 @@ class CudaTransposeSmemTile(CudaTransform):
         if len(tls) != 1:
             return "no loop over rows moves a tile (in[(y + j) * W + x] to out[x * H + y + j])"
         tl = tls[0]
+        if not (tl.tile.is_Integer and tl.rows.is_Integer):
+            return f"the tile {tl.tile} or the rows per pass {tl.rows} is not a compile-time constant"
+        tile, rows = int(tl.tile), int(tl.rows)
         lp = next(lp for lp in facts.loops if lp.id == tl.loop)
         node = unit.node_at(lp.span, ("for_statement",))
         stmts = statement_list(unit.body)
@@ -599,9 +602,9 @@ class CudaTransposeSmemTile(CudaTransform):
             if not dims or len(dims) not in (2, 3) or any(d.const is None for d in dims):
                 return f"the launch on line {la.site.line} has no constant 2-D block"
             shape = tuple(d.const.value for d in dims)  # type: ignore[union-attr]
-            if shape[:2] != (tl.tile, tl.rows) or shape[2:] not in ((), (1,)):
+            if shape[:2] != (tile, rows) or shape[2:] not in ((), (1,)):
                 return (f"the block on line {la.site.line} is {'x'.join(map(str, shape))}; the loop needs "
-                        f"{tl.tile}x{tl.rows} threads")
+                        f"{tile}x{rows} threads")
         pf = facts.pointer(tl.read.pointer)
         etype = " ".join(w for w in (pf.element_type or "").split() if w not in ("const", "volatile")) if pf else ""
         if not etype:
@@ -650,9 +653,9 @@ class CudaTransposeSmemTile(CudaTransform):
         edits.sort(key=lambda e: e.start_byte)
         return [self.candidate(
             model,
-            f"transpose in {kernel.name} through a {t}x({t} + 1) padded shared tile, {tl.rows} rows per pass as "
+            f"transpose in {kernel.name} through a {t}x({t} + 1) padded shared tile, {rows} rows per pass as "
             "before: coalesced reads and writes",
-            {"tile": tl.tile, "block": [tl.tile, tl.rows]},
+            {"tile": tile, "block": [tile, rows]},
             edits,
         )]
 

@@ -137,3 +137,17 @@ def test_candidates_compile(kernel, tmp_path):
     p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "cand.o")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_the_ranker_offers_the_privatization(kernel):
+    from htam_core.memory import Ranker, state_from_profile
+    from htam_core.types.profile import Bottleneck, Profile
+
+    k = load(FILE).kernel(kernel)
+    profile = Profile(kernel, bottleneck=Bottleneck("latency-bound"))
+    steps = Ranker(load_knowledge(), None).rank(state_from_profile(profile), [], k.features, k.language, profile,
+                                                top=40, kernel=k)
+    names = [s.strategy for s in steps]
+    assert "smem_histogram" in names[:8], names
+    assert "privatize_atomics" not in names  # the generic advice gives way to the mechanical step

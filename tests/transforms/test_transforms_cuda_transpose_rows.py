@@ -38,7 +38,7 @@ def _propose(kernel: str, text: str | None = None):
 def test_the_row_loop_gets_the_padded_tile(kernel, rows, etype):
     model = load(FILE)
     (tl,) = analyze(model, model.kernel(kernel)).transpose_loops()
-    assert (tl.tile, tl.rows) == (32, rows)
+    assert (tl.tile, tl.rows) == (32, rows)  # sympy integers
     cs = _propose(kernel)
     assert not isinstance(cs, NotApplicable), cs.reason
     (c,) = cs
@@ -99,3 +99,15 @@ def test_candidates_compile(kernel, tmp_path):
     p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "cand.o")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
+
+
+@pytest.mark.parametrize("kernel", ["transpose_rows", "transpose_rows_wh"])
+def test_the_ranker_offers_the_tile(kernel):
+    from htam_core.memory import Ranker, load_knowledge, state_from_profile
+    from htam_core.types.profile import Bottleneck, Profile
+
+    k = load(FILE).kernel(kernel)
+    profile = Profile(kernel, bottleneck=Bottleneck("memory-bound"))
+    steps = Ranker(load_knowledge(), None).rank(state_from_profile(profile), [], k.features, k.language, profile,
+                                                top=5, kernel=k)
+    assert "transpose_smem_tile" in [s.strategy for s in steps]

@@ -295,8 +295,9 @@ class TransposeLoop:
     Attributes:
         loop: the row loop's id (:attr:`LoopFact.id`).
         read: the load of ``in``; write: the store of ``out``.
-        tile: ``T``, the tile's side (the read's stride along ``blockIdx.x`` and the loop's bound).
-        rows: ``R``, the loop's step (rows per pass; threads per block along y).
+        tile: ``T``, the tile's side (the read's stride along ``blockIdx.x`` and the loop's bound); an integer when
+            the constants are known (a symbol such as ``TILE_DIM`` when the kernel is read without its file).
+        rows: ``R``, the loop's step (rows per pass; threads per block along y), likewise.
         width: ``W``, the input's row length (the read's stride along ``threadIdx.y``).
         height: ``H``, the output's row length (the write's stride along ``threadIdx.x``).
     """
@@ -304,8 +305,8 @@ class TransposeLoop:
     loop: int
     read: Access
     write: Access
-    tile: int
-    rows: int
+    tile: sympy.Expr
+    rows: sympy.Expr
     width: sympy.Expr
     height: sympy.Expr
 
@@ -725,8 +726,8 @@ class KernelFacts:
         return tuple(out)
 
     def transpose_loops(self) -> tuple[TransposeLoop, ...]:
-        """The outermost loops that transpose a tile row by row (:class:`TransposeLoop`): a loop from 0 to ``T`` by a
-        constant ``R`` that divides it, whose body is one unguarded global load and one store with
+        """The outermost loops that transpose a tile row by row (:class:`TransposeLoop`): a loop from 0 to ``T`` by
+        ``R`` (dividing it when both are known), whose body is one unguarded global load and one store with
         ``in[(Y + j) * W + X]`` and ``out[X * H + Y + j]`` for ``X = blockIdx.x * T + threadIdx.x`` and
         ``Y = blockIdx.y * T + threadIdx.y`` (``W``, ``H`` free of the thread, block and loop indices). Idea source:
         NVIDIA developer blog, "An Efficient Matrix Transpose in CUDA C/C++" (Harris, 2013)."""
@@ -736,10 +737,8 @@ class KernelFacts:
         for lp in self.loops:
             if lp.var is None or lp.parent is not None or lp.cmp != "<" or lp.start != 0:
                 continue
-            if not (isinstance(lp.bound, sympy.Integer) and isinstance(lp.step, sympy.Integer)):
-                continue
-            tile, rows = int(lp.bound), int(lp.step)
-            if rows <= 0 or tile % rows:
+            tile, rows = lp.bound, lp.step
+            if tile is None or rows is None or (tile.is_Integer and rows.is_Integer and (rows <= 0 or tile % rows)):
                 continue
             accs = [a for a in self.accesses if lp.id in a.loops]
             reads = [a for a in accs if a.kind == "read"]
