@@ -203,7 +203,7 @@ def run_block_main(text: str, kernel: str, main: str, tmp: Path, helpers: tuple[
     data = text.encode()
     defs = [data[d.span.start:d.span.end].decode() for h in helpers for d in model.device_functions if d.name == h]
     assert len(defs) == len(helpers), f"not every helper of {helpers} is defined"
-    src = re.sub(r"extern\s+__shared__\s+(\w+)\s+(\w+)\s*\[\s*\]", r"static \1 \2[8192]",
+    src = re.sub(r"extern\s+__shared__\s+(\w+(?:\s+\w+)*?)\s+(\w+)\s*\[\s*\]", r"static \1 \2[8192]",
                  "\n".join([*defs, data[k.span.start:k.span.end].decode()]))
     # `__shared__ alignas(16) float t[..]`: host C++ wants the attribute first (`alignas(16) static float`)
     src = re.sub(r"__shared__\s+(alignas\s*\(\s*\d+\s*\))", r"\1 __shared__", src)

@@ -3,7 +3,7 @@
 Fixture ``tests/fixtures/transforms/histogram_variants.cu`` (written for these tests) holds the spellings: a
 grid-stride ``for`` with a ``#define`` bin count, a guarded element per thread with the bin count a parameter
 (dynamic shared memory sized at the launch), ``unsigned char`` data with a ``while`` grid-stride loop (256 bins),
-and a template bin count. Structure tests check the barriers and the merge; the CPU runs (one host thread per CUDA
+a template bin count, and the bin checked against a parameter or a ``#define`` before the update. Structure tests check the barriers and the merge; the CPU runs (one host thread per CUDA
 thread, ``__syncthreads`` a barrier) check the counts are exactly the original's; nvcc compiles every candidate.
 """
 
@@ -25,7 +25,7 @@ from tests.transforms.cpu_emulation import compiler, run_block_main
 
 TID = "cuda.smem_histogram"
 FILE = Path(__file__).resolve().parents[1] / "fixtures" / "transforms" / "histogram_variants.cu"
-KERNELS = ["hist_stride", "hist_guarded", "hist_bytes", "hist_tmpl"]
+KERNELS = ["hist_stride", "hist_guarded", "hist_bytes", "hist_tmpl", "hist_checked", "hist_checked_define"]
 
 
 def _propose(kernel: str, text: str | None = None):
@@ -38,6 +38,8 @@ def _propose(kernel: str, text: str | None = None):
     ("hist_guarded", "extern __shared__ int htam_hist[];", "num_bins"),
     ("hist_bytes", "__shared__ unsigned int htam_hist[256];", 256),
     ("hist_tmpl", "__shared__ unsigned int htam_hist[BINS];", 64),
+    ("hist_checked", "extern __shared__ unsigned int htam_hist[];", "num_bins"),
+    ("hist_checked_define", "__shared__ unsigned int htam_hist[NUM_BINS];", 64),
 ])
 def test_each_spelling_is_privatized(kernel, decl, bins):
     cs = _propose(kernel)
@@ -52,8 +54,9 @@ def test_each_spelling_is_privatized(kernel, decl, bins):
     zero, rest = body.split("__syncthreads();", 1)
     assert "htam_hist[htam_b] = 0;" in zero
     count, merge = rest.split("__syncthreads();", 1)
-    assert "atomicAdd(&" in count and "htam_hist[" in count and "hist[" not in count.replace("htam_hist[", "")
-    assert "atomicAdd(&hist[htam_b], htam_hist[htam_b]);" in merge
+    ptr = "bins" if kernel == "hist_checked" else "hist"
+    assert "atomicAdd(&" in count and "htam_hist[" in count and f" {ptr}[" not in count and f"({ptr}[" not in count
+    assert f"atomicAdd(&{ptr}[htam_b], htam_hist[htam_b]);" in merge
 
 
 def test_a_parameter_bin_count_sizes_the_launch():
@@ -101,7 +104,7 @@ _MAIN = """
 int main() {
     const int n = 3001, bins = 64;
     std::vector<int> d(n); std::vector<unsigned> u(n); std::vector<unsigned char> bytes(n);
-    for (int k = 0; k < n; ++k) { d[k] = (k * 37 + k / 7) % 1000; u[k] = (unsigned)(k * k + 11u); bytes[k] = (unsigned char)(k * 131 % 251); }
+    for (int k = 0; k < n; ++k) { d[k] = (k * 37 + k / 7) % 1000; u[k] = (unsigned)(k * k + 11u) % 97u; bytes[k] = (unsigned char)(k * 131 % 251); }
     std::vector<unsigned> h(256, 0); std::vector<int> h2(bins, 0);
     CALL
     for (unsigned v : h) std::printf("%u\\n", v);
@@ -114,6 +117,8 @@ _CALLS = {
     "hist_guarded": "htam_launch((n + 127) / 128, 128, 1, [&] { hist_guarded(d.data(), h2.data(), n, bins); });",
     "hist_bytes": "htam_launch(3, 96, 1, [&] { hist_bytes(bytes.data(), h.data(), (unsigned)n); });",
     "hist_tmpl": "htam_launch(4, 64, 1, [&] { hist_tmpl<64>(u.data(), h.data(), n); });",
+    "hist_checked": "htam_launch(3, 64, 1, [&] { hist_checked(d.data(), h.data(), n, 200); });",
+    "hist_checked_define": "htam_launch((n + 127) / 128, 128, 1, [&] { hist_checked_define(u.data(), h.data(), n); });",
 }
 
 
@@ -122,7 +127,7 @@ _CALLS = {
 def test_privatized_histogram_gives_the_same_counts_on_the_cpu(kernel, tmp_path):
     main = _MAIN.replace("CALL", _CALLS[kernel])
     want = run_block_main(FILE.read_text(), kernel, main, tmp_path, prelude="#define NUM_BINS 64")
-    assert sum(want) > 3000 * 0.99  # every element counted once (the guarded one counts into h2)
+    assert sum(want) > 500 and len(set(want)) >= 2  # counts, and not all equal
     (c,) = _propose(kernel)
     assert run_block_main(c.new_text, kernel, main, tmp_path, prelude="#define NUM_BINS 64") == want
 

@@ -1,8 +1,9 @@
 """Atomic updates of one element and the number of elements their index can reach (CUDA).
 
 ``atomicAdd(&hist[data[i]], 1)`` is an :class:`~htam_core.source.analysis.facts.AtomicUpdate` of ``hist``; its
-index's extent is read off the index as written, followed through locals declared once: ``x % K`` with ``K`` a
-compile-time constant (a literal, ``#define``, ``constexpr`` or template parameter, kept as written so that a
+index's extent is read off the index as written: an enclosing ``if`` that checks it against a bound
+(``if (b < NUM_BINS)``, ``if (v >= 0 && v < num_bins)``), or, followed through locals declared once, ``x % K`` with
+``K`` a compile-time constant (a literal, ``#define``, ``constexpr`` or template parameter, kept as written so that a
 template stays generic), ``x % n`` with ``n`` a scalar kernel parameter, or a load of an ``unsigned char``
 (256 values). A histogram's bin count is this extent; the shared-memory privatization transform reads it. Also the
 lines of the body's ``return`` statements (an early return skips a barrier placed after it).
@@ -39,20 +40,71 @@ def _follow(src: CudaSource, node: Node) -> Node:
     return node
 
 
-def _extent(src: CudaSource, kernel: Kernel, idx: Node, pointers: dict[str, PointerFacts]
+def _bound(src: CudaSource, kernel: Kernel, node: Node) -> tuple[int | None, str | None, str | None]:
+    """``(value, parameter, text)`` of a bin-count expression: a compile-time constant or a scalar kernel parameter
+    that the kernel never assigns; all ``None`` otherwise."""
+    env = src.env
+    node = strip_casts(unwrap_parens(node))
+    c = env.const(node, src.func)
+    if c is not None:
+        return (c.value, None, env.t(node)) if c.value > 0 else (None, None, None)
+    scalars = {p.name for p in kernel.params if not p.is_pointer}
+    if node.type == "identifier" and env.t(node) in scalars and not env.assigned_in(src.func, env.t(node)):
+        return None, env.t(node), env.t(node)
+    return None, None, None
+
+
+def _conjuncts(node: Node, src: CudaSource) -> list[Node]:
+    """The operands of a chain of ``&&`` (parentheses dropped)."""
+    node = unwrap_parens(node)
+    if node.type == "binary_expression" and src.env.t(node.child_by_field_name("operator")) == "&&":
+        return [*_conjuncts(node.child_by_field_name("left"), src),  # type: ignore[arg-type]
+                *_conjuncts(node.child_by_field_name("right"), src)]  # type: ignore[arg-type]
+    return [node]
+
+
+def _guard_bound(src: CudaSource, kernel: Kernel, call: Node, idx: Node
+                 ) -> tuple[int | None, str | None, str | None]:
+    """The bin count an enclosing ``if`` checks the index against: ``if (b < NUM_BINS)``, ``if (v >= 0 && v < n)``
+    or ``NUM_BINS > b`` around the update, the index spelled as in the subscript (a local must never be assigned)."""
+    env = src.env
+    idx = strip_casts(unwrap_parens(idx))
+    if idx.type == "identifier" and env.assigned_in(src.func, env.t(idx)):
+        return None, None, None
+    key = " ".join(env.t(idx).split())
+    node = call
+    while node.parent is not None and node != src.body:
+        parent = node.parent
+        cons = parent.child_by_field_name("consequence") if parent.type == "if_statement" else None
+        if cons is not None and cons.start_byte <= call.start_byte < cons.end_byte:
+            cond = parent.child_by_field_name("condition")
+            if cond is not None and cond.type == "condition_clause":
+                cond = cond.child_by_field_name("value") or (cond.named_children[0] if cond.named_children else None)
+            for c in _conjuncts(cond, src) if cond is not None else []:
+                op = env.t(c.child_by_field_name("operator")) if c.type == "binary_expression" else ""
+                left, right = c.child_by_field_name("left"), c.child_by_field_name("right")
+                if left is None or right is None or op not in ("<", ">"):
+                    continue
+                small, big = (left, right) if op == "<" else (right, left)
+                if " ".join(env.t(strip_casts(unwrap_parens(small))).split()) == key:
+                    found = _bound(src, kernel, big)
+                    if found != (None, None, None):
+                        return found
+        node = parent
+    return None, None, None
+
+
+def _extent(src: CudaSource, kernel: Kernel, call: Node, idx: Node, pointers: dict[str, PointerFacts]
             ) -> tuple[int | None, str | None, str | None]:
-    """``(extent, parameter, text)`` of the index ``idx`` (see the module docstring); all ``None`` when unbounded."""
+    """``(extent, parameter, text)`` of the index ``idx`` of the update ``call`` (see the module docstring); all
+    ``None`` when unbounded."""
+    guarded = _guard_bound(src, kernel, call, idx)
+    if guarded != (None, None, None):
+        return guarded
     env = src.env
     node = _follow(src, idx)
     if node.type == "binary_expression" and env.t(node.child_by_field_name("operator")) == "%":
-        right = strip_casts(unwrap_parens(node.child_by_field_name("right")))  # type: ignore[arg-type]
-        c = env.const(right, src.func)
-        if c is not None and c.value > 0:
-            return c.value, None, env.t(right)
-        scalars = {p.name for p in kernel.params if not p.is_pointer}
-        if right.type == "identifier" and env.t(right) in scalars and not env.assigned_in(src.func, env.t(right)):
-            return None, env.t(right), env.t(right)
-        return None, None, None
+        return _bound(src, kernel, node.child_by_field_name("right"))  # type: ignore[arg-type]
     if node.type == "subscript_expression":
         base = strip_casts(unwrap_parens(node.child_by_field_name("argument")))  # type: ignore[arg-type]
         pf = pointers.get(env.t(base)) if base.type == "identifier" else None
@@ -97,7 +149,7 @@ def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
             idx_kids = [c for c in idx_list.named_children if c.type != "comment"] if idx_list is not None else []
             if base is not None and base.type == "identifier" and env.t(base) == acc.pointer and len(idx_kids) == 1:
                 base_span, idx = src.span(base), idx_kids[0]
-        extent, param, text = _extent(src, kernel, idx, ptrs) if idx is not None else (None, None, None)
+        extent, param, text = _extent(src, kernel, call, idx, ptrs) if idx is not None else (None, None, None)
         stmt = call.parent
         statement = src.span(stmt) if stmt is not None and stmt.type == "expression_statement" else None
         out.append(AtomicUpdate(fn, acc.pointer, acc.space, acc.index, acc.index_text, " ".join(env.t(kids[1]).split()),

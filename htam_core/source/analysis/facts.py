@@ -245,7 +245,8 @@ class AtomicUpdate:
     """One atomic read-modify-write of one element, ``atomicAdd(&hist[b], 1)`` (CUDA).
 
     The index's *extent* is the number of elements the update can reach when the analysis can bound it: an index
-    reduced modulo a constant (``data[i] % 64``, ``% BINS`` with a template parameter) or modulo a kernel parameter
+    an enclosing ``if`` checks against a constant or a parameter (``if (b < NUM_BINS)``), an index reduced modulo a
+    constant (``data[i] % 64``, ``% BINS`` with a template parameter) or modulo a kernel parameter
     (``% num_bins``), or a load of an ``unsigned char`` (256 values), followed through locals declared once
     (``int b = data[i] % NB;``). A histogram's bin count is this extent.
 
