@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from htam_core.editor.audit import known_pattern
 from htam_core.memory.facts import compute_facts
 from htam_core.memory.knowledge import load_knowledge
 from htam_core.source import load, parse_text
@@ -94,7 +95,9 @@ def test_the_fact_and_the_strategy():
     k = model.kernel("hist_bytes")
     (u,) = analyze(model, k).histogram_updates()
     assert (u.pointer, u.extent, u.extent_text) == ("hist", 256, "256")
-    assert compute_facts(k.features, k.language, kernel=k)["histogram_like"] is True
+    facts = compute_facts(k.features, k.language, kernel=k)
+    assert facts["histogram_like"] is True
+    assert known_pattern(facts) == "histogram"  # the makeable-actions audit asks it for a structural step
     kb = load_knowledge()
     (s,) = [s for s in kb.strategies if s.transform == TID]
     assert "histogram_like" in str(s.applies.text if hasattr(s.applies, "text") else s.applies) and s.risk and s.guidance
