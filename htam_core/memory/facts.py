@@ -88,7 +88,11 @@ FACTS: dict[str, str] = {
     "body or both outside loops (analysis layer: affine index facts, memops; unknown without the kernel)",
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
-    "reverse; unknown without the kernel)",
+    "reverse; unknown without the kernel); or a loop over the rows of a tile that transposes it "
+    "(analysis layer: KernelFacts.transpose_loops)",
+    "histogram_like": "CUDA: a global atomicAdd whose index depends on loaded data (atomicAdd(&hist[data[i]], 1): "
+    "the bins of a histogram; analysis layer: KernelFacts.histogram_updates); false for Triton or without atomics, "
+    "unknown without the kernel",
     # kernel-level (None without a Kernel)
     "kernel_name": "the kernel's name",
     "pointer_params": "number of pointer parameters",
@@ -166,6 +170,8 @@ def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
     out: dict[str, Any] = {"uses_exp": any(m in _EXP for m in maths), "is_autotuned": False,
                            "dot_fp32_inputs": False, "dot_input_dtypes": [], "grouped_programs": False}
     out["masked_tile_loop"] = False
+    out["histogram_like"] = False if lang != "cuda" or not features.atomics else (
+        None if facts is None else bool(facts.histogram_updates()))
     if lang != "triton":
         return out
     if tf is None or facts is None:
@@ -397,7 +403,9 @@ def compute_facts(
     facts.update(_analysis_facts(analysis, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)
                             and not has_loop)
-    if not structural_transpose:
+    if lang == "cuda" and analysis is not None and analysis.transpose_loops():
+        facts["transpose_like"] = True  # the samples' loop over the rows of a tile (KernelFacts.transpose_loops)
+    elif not structural_transpose:
         facts["transpose_like"] = False
     elif kernel is None:
         facts["transpose_like"] = None

@@ -442,12 +442,32 @@ def include_insert_point(unit: CudaUnit) -> int:
     return pos
 
 
+def per_block_output_hazard(unit: CudaUnit) -> str | None:
+    """Why a step that changes the kernel's grid would change its output's shape, or ``None``: the kernel writes an
+    output indexed by ``blockIdx`` and no ``threadIdx`` (:meth:`KernelFacts.per_block_outputs`, a partial sum per
+    block: ``if (tid == 0) out[blockIdx.x] = sdata[0];``), so the output has one element per block, and a new grid
+    gives another number of them than the caller reads. A step that changes the launch and the output's size
+    together would be needed (none does yet). Idea source: M. Harris, "Optimizing Parallel Reduction in CUDA"
+    (NVIDIA, 2007): each block writes its partial result, and the host or a second pass reads one per block."""
+    outs = unit.facts.per_block_outputs()
+    if not outs:
+        return None
+    a = outs[0]
+    return (f"{unit.kernel.name} writes one output per block ({a.pointer}[{a.index_text}] on line {a.line}): the number "
+            "of outputs is the number of blocks, so changing the grid would change the output's length; the launch "
+            "and the output's size would have to change together")
+
+
 def wrap_grid(unit: CudaUnit, launch: Launch, fmt: str) -> TextEdit | str:
-    """Edit applying ``fmt`` (``"htam_sm_grid({}, 8)"``) to a launch's 1-D block count.
+    """Edit applying ``fmt`` (``"htam_sm_grid({}, 8)"``) to a launch's 1-D block count, or why not (a kernel with
+    per-block outputs, :func:`per_block_output_hazard`; a grid that is not 1-D).
 
     Handles an inline expression, an inline ``dim3(expr)`` and a ``dim3`` variable (its ``.x``); the
     edit is always at the launch, so other launches sharing a variable are unaffected.
     """
+    why = per_block_output_hazard(unit)
+    if why:
+        return why
     dims = unit.dims_of(launch.grid, launch.host)
     if len(dims) != 1:
         return f"the grid on line {launch.site.line} is not 1-D"

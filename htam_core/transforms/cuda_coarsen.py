@@ -155,9 +155,8 @@ def _access_at(unit: CudaUnit, node: Node | None) -> Access | None:
 
 
 def _per_block_output(unit: CudaUnit) -> bool:
-    """True when a global write moves with ``blockIdx.x`` (one partial result per block)."""
-    return any(a.space == "global" and a.kind != "read" and a.stride("blockIdx.x") not in (0,)
-               for a in unit.facts.accesses)
+    """True when the kernel writes one partial result per block (:meth:`KernelFacts.per_block_outputs`)."""
+    return bool(unit.facts.per_block_outputs())
 
 
 def _grid_edit(unit: CudaUnit, launch: Launch, factor: int, per_block: bool) -> TextEdit | str:

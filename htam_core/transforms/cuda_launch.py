@@ -1,7 +1,8 @@
 """CUDA launch-configuration transforms: threads per block (``cuda.block_size``) and
 ``__launch_bounds__`` (``cuda.launch_bounds``).
 
-Block-size retuning keeps the grid consistent: when the grid is a ceil-division over the block size
+Block-size retuning refuses a kernel that writes one output per block (a partial sum at ``out[blockIdx.x]``)
+when the grid follows the block size: the output's length would change with it. It keeps the grid consistent: when the grid is a ceil-division over the block size
 (``(n + 255) / 256``, ``(n + B - 1) / B``, ``CEIL_DIV(n, 16)``, ``ceil(n / 256.0)``), written with the same
 literal or named constant, both change together. Named constants (``#define THREADS``,
 ``const int threads``, ``constexpr int TILE``) are changed at their definition so every use follows.
@@ -24,6 +25,7 @@ from htam_core.transforms._cuda import (
     Const,
     CudaTransform,
     CudaUnit,
+    per_block_output_hazard,
     references,
     stale_comment_notes,
 )
@@ -239,6 +241,8 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
                     for g in (launch.grid, grid_dims[d]):
                         if _ts.unwrap_parens(g).type == "identifier":
                             touched.add(unit.t(_ts.unwrap_parens(g)))
+            if follows and (why := per_block_output_hazard(unit)):
+                return why
             if not follows and unit.uses_block_linear_index(DIMS[d]):
                 g = unit.t(grid) if grid is not None else "1"
                 return (

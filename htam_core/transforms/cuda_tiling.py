@@ -1,6 +1,9 @@
 """Shared-memory tiling transforms: naive matmul (``B[k * N + col]``, or ``B[col * K + k]`` for a transposed B)
 -> tiled matmul (``cuda.smem_tiling_matmul``), and naive
-transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``).
+transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``): one element per thread under a
+bounds check, or the samples' loop over the rows of a tile (``for (j = 0; j < TILE_DIM; j += BLOCK_ROWS)``, read off
+the analysis layer's :meth:`~htam_core.source.analysis.facts.KernelFacts.transpose_loops`), which keeps its header
+and block and gets a ``[TILE_DIM][TILE_DIM + 1]`` tile.
 
 Both recognize their pattern structurally with tree-sitter and refuse anything else. The matmul's operands come
 from the analysis layer's affine indices, so row pointers (``const float *w = weight + o * C;`` then ``w[i]``,
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from htam_core.source.analysis.facts import PointerAlias
+from htam_core.source.analysis.facts import PointerAlias, sym
 from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.model import Kernel, SourceModel
@@ -535,7 +538,10 @@ class CudaTransposeSmemTile(CudaTransform):
         argument belongs to this launch alone."""
         m = self._match(unit)
         if isinstance(m, str):
-            return self.not_applicable(f"not the naive transpose pattern: {m}")
+            rows = self._propose_rows(unit, model, kernel)
+            if isinstance(rows, list):
+                return rows
+            return self.not_applicable(f"not the naive transpose pattern: {m}; nor a loop over rows: {rows}")
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
         for la in unit.launches:
@@ -570,6 +576,88 @@ class CudaTransposeSmemTile(CudaTransform):
                     )
                 )
         return out
+
+    def _propose_rows(self, unit: CudaUnit, model: SourceModel, kernel: Kernel) -> list[Candidate] | str:
+        """The samples-style transpose, a loop over the rows of a tile (:meth:`KernelFacts.transpose_loops`), through
+        a padded ``[T][T + 1]`` shared tile with the kernel's own loop header and block; or why not."""
+        facts = unit.facts
+        tls = facts.transpose_loops()
+        if len(tls) != 1:
+            return "no loop over rows moves a tile (in[(y + j) * W + x] to out[x * H + y + j])"
+        tl = tls[0]
+        if not (tl.tile.is_Integer and tl.rows.is_Integer):
+            return f"the tile {tl.tile} or the rows per pass {tl.rows} is not a compile-time constant"
+        tile, rows = int(tl.tile), int(tl.rows)
+        lp = next(lp for lp in facts.loops if lp.id == tl.loop)
+        node = unit.node_at(lp.span, ("for_statement",))
+        stmts = statement_list(unit.body)
+        if node is None or not any(s.start_byte == node.start_byte for s in stmts):
+            return "the row loop is not a statement of the kernel's body"
+        if len(facts.global_accesses()) != 2 or facts.block_barriers() or facts.atomics:
+            return "the kernel does more than the transpose loop"
+        if not unit.launches:
+            return f"{kernel.name} has no launch site in this file; the block size is unknown"
+        for la in unit.launches:
+            dims = unit.block_dims(la)
+            if not dims or len(dims) not in (2, 3) or any(d.const is None for d in dims):
+                return f"the launch on line {la.site.line} has no constant 2-D block"
+            shape = tuple(d.const.value for d in dims)  # type: ignore[union-attr]
+            if shape[:2] != (tile, rows) or shape[2:] not in ((), (1,)):
+                return (f"the block on line {la.site.line} is {'x'.join(map(str, shape))}; the loop needs "
+                        f"{tile}x{rows} threads")
+        pf = facts.pointer(tl.read.pointer)
+        etype = " ".join(w for w in (pf.element_type or "").split() if w not in ("const", "volatile")) if pf else ""
+        if not etype:
+            return f"the element type of {tl.read.pointer} is unknown"
+        body = node.child_by_field_name("body")
+        cond = node.child_by_field_name("condition")
+        bound = cond.child_by_field_name("right") if cond is not None else None
+        if body is None or bound is None:
+            return "the row loop's header is not read"
+        header = " ".join(unit.src[node.start_byte : body.start_byte].decode().split())
+        t, j = unit.t(bound), lp.var
+        height = next((p for p in param_names(unit) if tl.height == sym(p)), None) or f"({tl.height})"
+        read = unit.node_at(tl.read.span)
+        write = unit.node_at(tl.write.span)
+        if read is None or write is None:
+            return "the loop's load or store is not found"
+        ind = _ts.indent_of(unit.src, node.start_byte)
+        lines = [
+            f"__shared__ {etype} htam_tile[{t}][{t} + 1];  // +1 column: no shared-memory bank conflicts",
+            header,
+            f"    htam_tile[threadIdx.y + {j}][threadIdx.x] = {unit.t(read)};",
+            "__syncthreads();",
+            f"{header}  // the transposed block: coalesced writes",
+            f"    {tl.write.pointer}[(blockIdx.x * {t} + threadIdx.y + {j}) * {height} + blockIdx.y * {t} + threadIdx.x]"
+            f" = htam_tile[threadIdx.x][threadIdx.y + {j}];",
+        ]
+        edits = [unit.replace(node, ("\n" + ind).join(lines))]
+        # the locals only the old store read (`int index_out = y + height * x;`) go with it
+        gone = [write]
+        changed = True
+        while changed:
+            changed = False
+            for s in stmts:
+                if s.type != "declaration" or any(g.start_byte == s.start_byte for g in gone):
+                    continue
+                ds = [d for d in s.named_children if d.type == "init_declarator"]
+                if len(ds) != 1:
+                    continue
+                name = unit.t(ds[0].child_by_field_name("declarator"))
+                uses = [r for r in references(unit.body, unit.src, name)
+                        if not any(g.start_byte <= r.start_byte < g.end_byte for g in [*gone, s])]
+                if references(write, unit.src, name) and not uses:
+                    gone.append(s)
+                    edits.append(unit.edit(_ts.line_start(unit.src, s.start_byte), s.end_byte + 1, ""))
+                    changed = True
+        edits.sort(key=lambda e: e.start_byte)
+        return [self.candidate(
+            model,
+            f"transpose in {kernel.name} through a {t}x({t} + 1) padded shared tile, {rows} rows per pass as "
+            "before: coalesced reads and writes",
+            {"tile": tile, "block": [tile, rows]},
+            edits,
+        )]
 
     def _block_y_edits(self, unit: CudaUnit, by: int) -> list[TextEdit]:
         edits = []

@@ -58,6 +58,7 @@ _FAMILIES = (
     "cuda_row_registers",
     "cuda_lane_columns",
     "cuda_vector_columns",
+    "cuda_histogram",
 )
 _loaded = False
 

@@ -83,6 +83,8 @@ static int __syncthreads_or(int p) {
     return r;
 }
 static float atomicAdd(float *p, float v) { std::lock_guard<std::mutex> g(htam_atomic); float o = *p; *p += v; return o; }
+static int atomicAdd(int *p, int v) { std::lock_guard<std::mutex> g(htam_atomic); int o = *p; *p += v; return o; }
+static unsigned atomicAdd(unsigned *p, unsigned v) { std::lock_guard<std::mutex> g(htam_atomic); unsigned o = *p; *p += v; return o; }
 // a warp shuffle: every lane of the warp must call it (as on the GPU with a full mask)
 template <class T> static T __shfl_sync(unsigned, T v, int src) {
     htam_xchg[htam_warp][htam_lane] = (double)v; htam_warp_bar[htam_warp]->arrive_and_wait();
@@ -184,11 +186,13 @@ def run_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
     return [float(v) for v in out.split()]
 
 
-def run_block_main(text: str, kernel: str, main: str, tmp: Path, helpers: tuple[str, ...] = ()) -> list[float]:
+def run_block_main(text: str, kernel: str, main: str, tmp: Path, helpers: tuple[str, ...] = (),
+                   prelude: str = "") -> list[float]:
     """Compile ``kernel``'s definition from ``text`` behind :data:`BLOCK_SHIM` with ``main`` (C++ that launches it
     with ``htam_launch(grid_x, block_x, block_y, [&] { kernel(...); })``, or ``htam_launch2(grid_x, grid_y, ...)``
     for a 2-D grid, ``htam_launch3(grid_x, grid_y, grid_z, ...)`` for a 3-D one, and prints numbers) and return the
-    printed numbers; the definitions of the ``__device__`` functions named in ``helpers`` come first. Dynamic shared memory (``extern __shared__ T a[];``) becomes a static array of 8192 elements; an
+    printed numbers; ``prelude`` (C text: the file's ``#define`` lines the kernel reads) and the definitions of the
+    ``__device__`` functions named in ``helpers`` come first. Dynamic shared memory (``extern __shared__ T a[];``) becomes a static array of 8192 elements; an
     ``alignas`` after ``__shared__`` moves before it.
 
     Raises:
@@ -199,13 +203,13 @@ def run_block_main(text: str, kernel: str, main: str, tmp: Path, helpers: tuple[
     data = text.encode()
     defs = [data[d.span.start:d.span.end].decode() for h in helpers for d in model.device_functions if d.name == h]
     assert len(defs) == len(helpers), f"not every helper of {helpers} is defined"
-    src = re.sub(r"extern\s+__shared__\s+(\w+)\s+(\w+)\s*\[\s*\]", r"static \1 \2[8192]",
+    src = re.sub(r"extern\s+__shared__\s+(\w+(?:\s+\w+)*?)\s+(\w+)\s*\[\s*\]", r"static \1 \2[8192]",
                  "\n".join([*defs, data[k.span.start:k.span.end].decode()]))
     # `__shared__ alignas(16) float t[..]`: host C++ wants the attribute first (`alignas(16) static float`)
     src = re.sub(r"__shared__\s+(alignas\s*\(\s*\d+\s*\))", r"\1 __shared__", src)
     cxx = compiler()
     assert cxx is not None, "no host C++ compiler"
-    (tmp / "emu.cpp").write_text(BLOCK_SHIM + src + main)
+    (tmp / "emu.cpp").write_text(BLOCK_SHIM + prelude + "\n" + src + main)
     p = subprocess.run([cxx, "-O1", "-std=c++20", "-pthread", "-o", str(tmp / "emu"), str(tmp / "emu.cpp")],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]

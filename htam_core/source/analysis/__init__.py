@@ -26,6 +26,7 @@ from htam_core.source.analysis.facts import (
     DIMS,
     Access,
     Accumulator,
+    AtomicUpdate,
     ColumnSplit,
     Dim,
     KernelFacts,
@@ -35,6 +36,7 @@ from htam_core.source.analysis.facts import (
     PointerAlias,
     PointerFacts,
     ThreadIndex,
+    TransposeLoop,
     TritonAxis,
     TritonBound,
     TritonDot,
@@ -49,9 +51,9 @@ from htam_core.source.analysis.sync import Barrier
 from htam_core.source.model import Kernel, SourceModel
 
 __all__ = [
-    "BUILTINS", "DIMS", "Access", "Accumulator", "Barrier", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
+    "BUILTINS", "DIMS", "Access", "Accumulator", "AtomicUpdate", "Barrier", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
     "OnlineStat", "PointerAlias", "PointerFacts",
-    "ThreadIndex", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
+    "ThreadIndex", "TransposeLoop", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
     "TritonReduction", "analyze",
     "stride_of", "sym",
 ]

@@ -16,6 +16,7 @@ from dataclasses import replace
 import sympy
 from tree_sitter import Node
 
+from htam_core.source.analysis.atomics import atomic_updates, return_lines
 from htam_core.source.analysis.constants import ConstEnv, literal_value
 from htam_core.source.analysis.facts import (
     BUILTINS,
@@ -561,7 +562,8 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        _builtins_read(src, aff), _device_calls(src, tparams),
                        tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
                              for m, s in online_pairs(n, src.src)),
-                       barriers(src.body, src.src, src.base))
+                       barriers(src.body, src.src, src.base), atomic_updates(src, kernel, accesses, pointers),
+                       return_lines(src))
 
 
 def _builtins_read(src: CudaSource, aff: Affine) -> tuple[str, ...]:

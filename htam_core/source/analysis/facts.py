@@ -241,6 +241,78 @@ class ColumnSplit:
 
 
 @dataclass(frozen=True)
+class AtomicUpdate:
+    """One atomic read-modify-write of one element, ``atomicAdd(&hist[b], 1)`` (CUDA).
+
+    The index's *extent* is the number of elements the update can reach when the analysis can bound it: an index
+    an enclosing ``if`` checks against a constant or a parameter (``if (b < NUM_BINS)``), an index reduced modulo a
+    constant (``data[i] % 64``, ``% BINS`` with a template parameter) or modulo a kernel parameter
+    (``% num_bins``), or a load of an ``unsigned char`` (256 values), followed through locals declared once
+    (``int b = data[i] % NB;``). A histogram's bin count is this extent.
+
+    Attributes:
+        fn: the atomic function (``"atomicAdd"``).
+        pointer: the parameter or ``__shared__`` array updated.
+        space: ``"global"`` or ``"shared"``.
+        index: the element index as sympy (see :class:`Access`), ``None`` when unreadable.
+        index_text: the subscript as written (``"data[i] % BINS"``).
+        value_text: the second argument as written (``"1"``).
+        call_span: file bytes of the call.
+        base_span: file bytes of the array name in the address (``hist`` in ``&hist[b]``), ``None`` when the
+            address is not ``&name[index]`` (``hist + b``, through an alias).
+        statement: the call's whole expression statement when its result is unused, else ``None``.
+        line: 1-based line.
+        loops: ids of the enclosing loops, outermost first.
+        extent: the number of indices the update can reach when a constant, else ``None``.
+        extent_param: the kernel parameter the index is reduced modulo (``"num_bins"``), else ``None``.
+        extent_text: the bound as written (``"NUM_BINS"``, ``"BINS"``, ``"num_bins"``; ``"256"`` for a byte).
+    """
+
+    fn: str
+    pointer: str
+    space: Literal["global", "shared"]
+    index: sympy.Expr | None
+    index_text: str
+    value_text: str
+    call_span: Span
+    base_span: Span | None
+    statement: Span | None
+    line: int
+    loops: tuple[int, ...] = ()
+    extent: int | None = None
+    extent_param: str | None = None
+    extent_text: str | None = None
+
+
+@dataclass(frozen=True)
+class TransposeLoop:
+    """A naive transpose that moves a tile with a loop over rows (the NVIDIA samples' ``transposeNaive``)::
+
+        x = blockIdx.x * T + threadIdx.x;  y = blockIdx.y * T + threadIdx.y;
+        for (j = 0; j < T; j += R) out[x * H + (y + j)] = in[(y + j) * W + x];
+
+    read off the affine indices (:class:`Access`), however the indices are spelled (locals, ``index_in + j * W``).
+
+    Attributes:
+        loop: the row loop's id (:attr:`LoopFact.id`).
+        read: the load of ``in``; write: the store of ``out``.
+        tile: ``T``, the tile's side (the read's stride along ``blockIdx.x`` and the loop's bound); an integer when
+            the constants are known (a symbol such as ``TILE_DIM`` when the kernel is read without its file).
+        rows: ``R``, the loop's step (rows per pass; threads per block along y), likewise.
+        width: ``W``, the input's row length (the read's stride along ``threadIdx.y``).
+        height: ``H``, the output's row length (the write's stride along ``threadIdx.x``).
+    """
+
+    loop: int
+    read: Access
+    write: Access
+    tile: sympy.Expr
+    rows: sympy.Expr
+    width: sympy.Expr
+    height: sympy.Expr
+
+
+@dataclass(frozen=True)
 class ThreadIndex:
     """A local variable computed from the thread/block indices (``int row = blockIdx.y*blockDim.y+threadIdx.y``).
 
@@ -586,6 +658,9 @@ class KernelFacts:
         barriers: the barrier calls in normal form (:class:`~htam_core.source.analysis.sync.Barrier`: every
             spelling of a block barrier, ``__syncthreads()``, ``cg::sync(cta)``, ``cta.sync()``, is scope
             ``"block"``; ``__syncwarp()`` and a tile's ``sync`` are ``"warp"``), in source order (CUDA only).
+        atomics: the atomic updates of one element (:class:`AtomicUpdate`), in source order (CUDA only).
+        returns: the 1-based lines of the ``return`` statements in the kernel's body (CUDA only): a thread that
+            returns early does not reach a barrier placed after it.
     """
 
     kernel: str
@@ -605,6 +680,8 @@ class KernelFacts:
     device_calls: tuple[str, ...] = ()
     online_stats: tuple[OnlineStat, ...] = ()
     barriers: tuple[Barrier, ...] = ()
+    atomics: tuple[AtomicUpdate, ...] = ()
+    returns: tuple[int, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
@@ -620,6 +697,70 @@ class KernelFacts:
     def block_barriers(self) -> tuple[Barrier, ...]:
         """The block-wide barriers (:attr:`barriers` of scope ``"block"``)."""
         return tuple(b for b in self.barriers if b.scope == "block")
+
+    def histogram_updates(self) -> tuple[AtomicUpdate, ...]:
+        """The global ``atomicAdd`` updates whose index depends on loaded data (``atomicAdd(&hist[data[i]], 1)``,
+        :attr:`atomics`): the bins of a histogram, which threads of a block hit in an order only the data decides.
+        Idea source: Kirk and Hwu, "Programming Massively Parallel Processors", "Parallel histogram computation"."""
+        return tuple(a for a in self.atomics if a.fn == "atomicAdd" and a.space == "global" and a.index is not None
+                     and any(str(s).startswith("load(") for s in a.index.free_symbols))
+
+    def per_block_outputs(self) -> tuple[Access, ...]:
+        """The global writes whose index reads ``blockIdx`` and no ``threadIdx`` (``if (tid == 0) out[blockIdx.x] =
+        sdata[0];``): each block writes its own output (a partial sum), so the output's length is the number of
+        blocks, and a step that changes the grid changes the output's shape (what a later pass or the host reads).
+        Loop variables and parameters may appear in the index (a block's row of outputs); atomics are not writes."""
+        out = []
+        for a in self.accesses:
+            if a.space != "global" or a.kind == "read" or a.index is None or a.vector:
+                continue
+            if any(x.call_span[0] <= a.span[0] and a.span[1] <= x.call_span[1]
+                   for x in self.atomics):
+                continue
+            names = {str(s) for s in a.index.free_symbols}
+            # a loop variable that starts or steps from the thread index (`for (i = threadIdx.x; ...)`) is one too
+            for lp in self.loops:
+                if lp.id in a.loops and lp.var in names:
+                    names |= {str(s) for e in (lp.start, lp.step) if e is not None for s in e.free_symbols}
+            if any(n.startswith("blockIdx.") for n in names) and not any(n.startswith("threadIdx.") for n in names):
+                out.append(a)
+        return tuple(out)
+
+    def transpose_loops(self) -> tuple[TransposeLoop, ...]:
+        """The outermost loops that transpose a tile row by row (:class:`TransposeLoop`): a loop from 0 to ``T`` by
+        ``R`` (dividing it when both are known), whose body is one unguarded global load and one store with
+        ``in[(Y + j) * W + X]`` and ``out[X * H + Y + j]`` for ``X = blockIdx.x * T + threadIdx.x`` and
+        ``Y = blockIdx.y * T + threadIdx.y`` (``W``, ``H`` free of the thread, block and loop indices). Idea source:
+        NVIDIA developer blog, "An Efficient Matrix Transpose in CUDA C/C++" (Harris, 2013)."""
+        out: list[TransposeLoop] = []
+        tx, ty, bx, by = (sym(f"{b}.{d}") for b, d in (("threadIdx", "x"), ("threadIdx", "y"),
+                                                          ("blockIdx", "x"), ("blockIdx", "y")))
+        for lp in self.loops:
+            if lp.var is None or lp.parent is not None or lp.cmp != "<" or lp.start != 0:
+                continue
+            tile, rows = lp.bound, lp.step
+            if tile is None or rows is None or (tile.is_Integer and rows.is_Integer and (rows <= 0 or tile % rows)):
+                continue
+            accs = [a for a in self.accesses if lp.id in a.loops]
+            reads = [a for a in accs if a.kind == "read"]
+            writes = [a for a in accs if a.kind == "write"]
+            if len(accs) != 2 or len(reads) != 1 or len(writes) != 1:
+                continue
+            r, w = reads[0], writes[0]
+            if any(a.space != "global" or a.vector or a.guarded or a.index is None for a in accs):
+                continue
+            width, height = r.stride("threadIdx.y"), w.stride("threadIdx.x")
+            if width is None or height is None or r.stride("blockIdx.x") != tile:
+                continue
+            fixed = {tx, ty, bx, by, sym(lp.var)}
+            if (width.free_symbols | height.free_symbols) & fixed:
+                continue
+            j = sym(lp.var)
+            x, y = bx * tile + tx, by * tile + ty
+            if sympy.expand(r.index - (width * (y + j) + x)) != 0 or sympy.expand(w.index - (height * x + y + j)) != 0:  # type: ignore[operator]
+                continue
+            out.append(TransposeLoop(lp.id, r, w, tile, rows, width, height))
+        return tuple(out)
 
     def constant(self, name: str) -> int | None:
         """Value of the constant ``name`` in the kernel body, or ``None``."""

@@ -1,0 +1,169 @@
+"""Atomic updates of one element and the number of elements their index can reach (CUDA).
+
+``atomicAdd(&hist[data[i]], 1)`` is an :class:`~htam_core.source.analysis.facts.AtomicUpdate` of ``hist``; its
+index's extent is read off the index as written: an enclosing ``if`` that checks it against a bound
+(``if (b < NUM_BINS)``, ``if (v >= 0 && v < num_bins)``), or, followed through locals declared once, ``x % K`` with
+``K`` a compile-time constant (a literal, ``#define``, ``constexpr`` or template parameter, kept as written so that a
+template stays generic), ``x % n`` with ``n`` a scalar kernel parameter, or a load of an ``unsigned char``
+(256 values). A histogram's bin count is this extent; the shared-memory privatization transform reads it. Also the
+lines of the body's ``return`` statements (an early return skips a barrier placed after it).
+
+Idea source: the privatized histogram of the CUDA samples' ``histogram`` example and of Kirk and Hwu, "Programming
+Massively Parallel Processors", chapter "Parallel histogram computation".
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.source.analysis.facts import Access, AtomicUpdate, PointerFacts
+from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens
+from htam_core.source.analysis.unit import CudaSource
+from htam_core.source.model import Kernel
+
+#: Element types of a load whose value is one of 256 indices.
+BYTE_TYPES = frozenset({"unsigned char", "uint8_t", "std::uint8_t", "unsigned __int8", "uchar"})
+
+
+def _follow(src: CudaSource, node: Node) -> Node:
+    """``node`` without parentheses and casts, an identifier followed to its one initializer when it is a local
+    declared once and never assigned (at most four steps)."""
+    node = strip_casts(unwrap_parens(node))
+    for _ in range(4):
+        if node.type != "identifier":
+            break
+        name = src.env.t(node)
+        inits = src.env.local_inits(src.func, name)
+        if len(inits) != 1 or src.env.assigned_in(src.func, name):
+            break
+        node = strip_casts(unwrap_parens(inits[0]))
+    return node
+
+
+def _bound(src: CudaSource, kernel: Kernel, node: Node) -> tuple[int | None, str | None, str | None]:
+    """``(value, parameter, text)`` of a bin-count expression: a compile-time constant or a scalar kernel parameter
+    that the kernel never assigns; all ``None`` otherwise."""
+    env = src.env
+    node = strip_casts(unwrap_parens(node))
+    c = env.const(node, src.func)
+    if c is not None:
+        return (c.value, None, env.t(node)) if c.value > 0 else (None, None, None)
+    scalars = {p.name for p in kernel.params if not p.is_pointer}
+    if node.type == "identifier" and env.t(node) in scalars and not env.assigned_in(src.func, env.t(node)):
+        return None, env.t(node), env.t(node)
+    return None, None, None
+
+
+def _conjuncts(node: Node, src: CudaSource) -> list[Node]:
+    """The operands of a chain of ``&&`` (parentheses dropped)."""
+    node = unwrap_parens(node)
+    if node.type == "binary_expression" and src.env.t(node.child_by_field_name("operator")) == "&&":
+        return [*_conjuncts(node.child_by_field_name("left"), src),  # type: ignore[arg-type]
+                *_conjuncts(node.child_by_field_name("right"), src)]  # type: ignore[arg-type]
+    return [node]
+
+
+def _guard_bound(src: CudaSource, kernel: Kernel, call: Node, idx: Node
+                 ) -> tuple[int | None, str | None, str | None]:
+    """The bin count an enclosing ``if`` checks the index against: ``if (b < NUM_BINS)``, ``if (v >= 0 && v < n)``
+    or ``NUM_BINS > b`` around the update, the index spelled as in the subscript (a local must never be assigned)."""
+    env = src.env
+    idx = strip_casts(unwrap_parens(idx))
+    if idx.type == "identifier" and env.assigned_in(src.func, env.t(idx)):
+        return None, None, None
+    key = " ".join(env.t(idx).split())
+    node = call
+    while node.parent is not None and node != src.body:
+        parent = node.parent
+        cons = parent.child_by_field_name("consequence") if parent.type == "if_statement" else None
+        if cons is not None and cons.start_byte <= call.start_byte < cons.end_byte:
+            cond = parent.child_by_field_name("condition")
+            if cond is not None and cond.type == "condition_clause":
+                cond = cond.child_by_field_name("value") or (cond.named_children[0] if cond.named_children else None)
+            for c in _conjuncts(cond, src) if cond is not None else []:
+                op = env.t(c.child_by_field_name("operator")) if c.type == "binary_expression" else ""
+                left, right = c.child_by_field_name("left"), c.child_by_field_name("right")
+                if left is None or right is None or op not in ("<", ">"):
+                    continue
+                small, big = (left, right) if op == "<" else (right, left)
+                if " ".join(env.t(strip_casts(unwrap_parens(small))).split()) == key:
+                    found = _bound(src, kernel, big)
+                    if found != (None, None, None):
+                        return found
+        node = parent
+    return None, None, None
+
+
+def _extent(src: CudaSource, kernel: Kernel, call: Node, idx: Node, pointers: dict[str, PointerFacts]
+            ) -> tuple[int | None, str | None, str | None]:
+    """``(extent, parameter, text)`` of the index ``idx`` of the update ``call`` (see the module docstring); all
+    ``None`` when unbounded."""
+    guarded = _guard_bound(src, kernel, call, idx)
+    if guarded != (None, None, None):
+        return guarded
+    env = src.env
+    node = _follow(src, idx)
+    if node.type == "binary_expression" and env.t(node.child_by_field_name("operator")) == "%":
+        return _bound(src, kernel, node.child_by_field_name("right"))  # type: ignore[arg-type]
+    if node.type == "subscript_expression":
+        base = strip_casts(unwrap_parens(node.child_by_field_name("argument")))  # type: ignore[arg-type]
+        pf = pointers.get(env.t(base)) if base.type == "identifier" else None
+        if pf is not None and (pf.element_type or "").replace("const ", "").strip() in BYTE_TYPES:
+            return 256, None, "256"
+    return None, None, None
+
+
+def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...],
+                   pointers: tuple[PointerFacts, ...]) -> tuple[AtomicUpdate, ...]:
+    """The atomic updates (``atomic*`` calls) of the kernel's body whose address is an access the analysis read
+    (``&p[i]``, ``p + i``), in source order.
+
+    Args:
+        src: the kernel's parsed unit (with the template bindings of its first launch in ``src.env``).
+        kernel: the kernel (its parameters).
+        accesses: the kernel's accesses (:attr:`KernelFacts.accesses`); the update's pointer and index are theirs.
+        pointers: the kernel's pointer facts (element types).
+    """
+    env = src.env
+    by_span = {a.span: a for a in accesses}
+    ptrs = {p.name: p for p in pointers}
+    out: list[AtomicUpdate] = []
+    for call in of_type(src.body, "call_expression"):
+        fn = env.t(call.child_by_field_name("function")).split("<", 1)[0].split("::")[-1].strip()
+        args = call.child_by_field_name("arguments")
+        kids = [c for c in args.named_children if c.type != "comment"] if args is not None else []
+        if not fn.startswith("atomic") or len(kids) < 2:
+            continue
+        addr = unwrap_parens(kids[0])
+        sub = None
+        if addr.type == "pointer_expression" and env.t(addr).startswith("&"):
+            arg = addr.child_by_field_name("argument")
+            sub = unwrap_parens(arg) if arg is not None else None
+        acc = by_span.get(src.span(sub)) if sub is not None else by_span.get(src.span(addr))
+        if acc is None:
+            continue
+        base_span = idx = None
+        if sub is not None and sub.type == "subscript_expression":
+            base = sub.child_by_field_name("argument")
+            idx_list = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
+            idx_kids = [c for c in idx_list.named_children if c.type != "comment"] if idx_list is not None else []
+            if base is not None and base.type == "identifier" and env.t(base) == acc.pointer and len(idx_kids) == 1:
+                base_span, idx = src.span(base), idx_kids[0]
+        extent, param, text = _extent(src, kernel, call, idx, ptrs) if idx is not None else (None, None, None)
+        stmt = call.parent
+        statement = src.span(stmt) if stmt is not None and stmt.type == "expression_statement" else None
+        out.append(AtomicUpdate(fn, acc.pointer, acc.space, acc.index, acc.index_text, " ".join(env.t(kids[1]).split()),
+                                src.span(call), base_span, statement, src.line(call), acc.loops, extent, param, text))
+    return tuple(out)
+
+
+def return_lines(src: CudaSource) -> tuple[int, ...]:
+    """The 1-based lines of the ``return`` statements in the kernel's body (lambdas' own returns excluded)."""
+    out = []
+    for r in of_type(src.body, "return_statement"):
+        up = r.parent
+        while up is not None and up != src.body and up.type != "lambda_expression":
+            up = up.parent
+        if up == src.body:
+            out.append(src.line(r))
+    return tuple(out)

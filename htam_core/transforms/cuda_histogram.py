@@ -1,0 +1,154 @@
+"""Shared-memory privatization of a global-atomic histogram (``cuda.smem_histogram``).
+
+``atomicAdd(&hist[data[i]], 1)`` in a grid-stride or guarded loop sends every element to a global atomic on one of a
+few contended bins. The rewrite gives each block a private histogram in shared memory: zeroed cooperatively, a
+``__syncthreads()``, the kernel's own atomic now on the shared bins, a ``__syncthreads()``, then one global
+``atomicAdd`` per nonzero bin per block. The bin count is the update's index extent from the analysis layer
+(:class:`~htam_core.source.analysis.facts.AtomicUpdate`: the index reduced modulo a constant or a parameter, or a
+byte): a compile-time count (literal, ``#define``, template parameter, kept as written) gives a static array, a
+parameter count dynamic shared memory sized at every launch. Refused: an unknown or too large bin count, an early
+``return`` (a thread would skip a barrier), other uses of the histogram pointer, an atomic whose old value is used.
+
+Idea sources: the CUDA samples' ``histogram`` example (per-block sub-histograms merged at the end); Kirk and Hwu,
+"Programming Massively Parallel Processors", "Parallel histogram computation" (privatization); NVIDIA developer
+blog, "GPU Pro Tip: Fast Histograms Using Shared Atomics on Maxwell" (Kulikov, 2015).
+"""
+
+from __future__ import annotations
+
+from htam_core.source.analysis.facts import AtomicUpdate
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms import _ts
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, param_names
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
+from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
+
+#: Bytes per bin of the element types a shared-memory ``atomicAdd`` takes.
+BIN_BYTES = {"int": 4, "unsigned int": 4, "unsigned": 4, "float": 4, "unsigned long long": 8,
+             "unsigned long long int": 8, "double": 8}
+#: Static shared memory a block may declare (bytes).
+SMEM_LIMIT = 48 * 1024
+NAME = "htam_hist"
+
+
+def _bin_type(unit: CudaUnit, u: AtomicUpdate) -> str | None:
+    """The histogram's element type without qualifiers (``"unsigned int"``), when a shared atomicAdd takes it."""
+    pf = unit.facts.pointer(u.pointer)
+    t = " ".join(w for w in (pf.element_type or "").split() if w not in ("const", "volatile")) if pf else ""
+    return t if t in BIN_BYTES else None
+
+
+def _refusal(unit: CudaUnit) -> str | AtomicUpdate:
+    """The one histogram update to privatize, or why there is none that can be."""
+    facts = unit.facts
+    ups = facts.histogram_updates()
+    if not ups:
+        return "no global atomicAdd whose index depends on loaded data (not a histogram)"
+    if len(ups) > 1 or len({u.pointer for u in ups}) > 1:
+        return f"{len(ups)} data-indexed atomicAdd updates; one histogram update is handled"
+    u = ups[0]
+    if u.base_span is None:
+        return f"the update on line {u.line} does not address `{u.pointer}[index]` directly"
+    if u.statement is None:
+        return f"the old value returned by the atomicAdd on line {u.line} is used"
+    others = [a for a in facts.accesses if a.pointer == u.pointer and a.span[0] != u.base_span[0]]
+    if others:
+        return f"{u.pointer} is also accessed on line {others[0].line}, outside the atomicAdd"
+    if facts.returns:
+        return (f"the kernel returns on line {facts.returns[0]}; every thread must reach the barriers around the "
+                "private histogram")
+    if _bin_type(unit, u) is None:
+        pf = facts.pointer(u.pointer)
+        return f"the bins are of type {pf.element_type if pf else '?'}, which a shared-memory atomicAdd does not take"
+    if u.extent is None and u.extent_param is None:
+        return (f"the bin count is unknown: the index `{u.index_text}` is not reduced modulo a constant or a parameter, "
+                "nor a byte")
+    if NAME.encode() in unit.src:
+        return f"{NAME} is already declared"
+    return u
+
+
+@register
+class CudaSmemHistogram(CudaTransform):
+    """A global-atomic histogram -> a per-block shared-memory histogram merged with one atomic per bin."""
+
+    id = "cuda.smem_histogram"
+    languages = CUDA_LANGS
+    summary = "privatize a global-atomic histogram in shared memory (one global atomicAdd per bin per block)"
+
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate: the privatized kernel (static shared bins for a compile-time count; dynamic shared bins
+        with the launches' shared-memory size for a parameter count)."""
+        u = _refusal(unit)
+        if isinstance(u, str):
+            return self.not_applicable(u)
+        btype = _bin_type(unit, u)
+        assert btype is not None
+        edits: list[TextEdit] = []
+        if u.extent is not None:
+            size = u.extent * BIN_BYTES[btype]
+            if size > SMEM_LIMIT:
+                return self.not_applicable(f"{u.extent} bins of {btype} take {size} bytes; a block has "
+                                           f"{SMEM_LIMIT} bytes of static shared memory")
+            decl = f"__shared__ {btype} {NAME}[{u.extent_text}];  // this block's private histogram"
+            bins = u.extent_text
+        else:
+            launch = self._launch_edits(unit, u, btype)
+            if isinstance(launch, str):
+                return self.not_applicable(launch)
+            edits += launch
+            decl = f"extern __shared__ {btype} {NAME}[];  // this block's private histogram ({u.extent_param} bins)"
+            bins = u.extent_param
+        one_d = all(not la.block or all(d.value == 1 for d in la.block[1:]) for la in unit.facts.launches) and not any(
+            b.startswith(("threadIdx.y", "threadIdx.z")) for b in unit.facts.builtins_read)
+        t0, nt = ("threadIdx.x", "blockDim.x") if one_d else (
+            "(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x", "blockDim.x * blockDim.y * blockDim.z")
+        loop = f"for (int htam_b = {t0}; htam_b < {bins}; htam_b += {nt})"
+        stmts = [s for s in unit.body.named_children if s.type != "comment"]
+        ind = _ts.indent_of(unit.src, stmts[0].start_byte) if stmts else "    "
+        head = [decl, f"{loop} {NAME}[htam_b] = 0;", "__syncthreads();"]
+        tail = ["__syncthreads();  // the block's counts are complete: one global atomicAdd per nonzero bin",
+                loop, f"    if ({NAME}[htam_b] != 0) atomicAdd(&{u.pointer}[htam_b], {NAME}[htam_b]);"]
+        open_ = unit.body.start_byte + 1
+        edits.append(unit.insert(open_, "".join(f"\n{ind}{ln}" for ln in head)))
+        edits.append(unit.replace_span(u.base_span, NAME))  # type: ignore[arg-type]
+        close = unit.body.end_byte - 1
+        if _ts.only_space_before(unit.src, close):
+            start = _ts.line_start(unit.src, close)
+            edits.append(unit.insert(start, "".join(f"{ind}{ln}\n" for ln in tail)))
+        else:
+            edits.append(unit.insert(close, "".join(f"\n{ind}{ln}" for ln in tail) + "\n"))
+        edits.sort(key=lambda e: e.start_byte)
+        kind = "static" if u.extent is not None else "dynamic"
+        return [self.candidate(
+            model,
+            f"privatize {u.pointer} in {kernel.name}: each block counts into a {kind} shared-memory histogram of "
+            f"{bins} bins, then adds each nonzero bin to {u.pointer} with one atomicAdd",
+            {"bins": u.extent if u.extent is not None else u.extent_param, "shared": kind, "type": btype},
+            edits,
+        )]
+
+    def _launch_edits(self, unit: CudaUnit, u: AtomicUpdate, btype: str) -> list[TextEdit] | str:
+        """Per launch, the dynamic shared-memory size ``(bins) * sizeof(T)`` from the bin-count argument, or why
+        it cannot be added."""
+        if not unit.launches:
+            return f"{unit.kernel.name} has no launch in this file; the dynamic shared memory cannot be sized"
+        if any(s.startswith("extern") and "__shared__" in s for s in
+               (unit.t(d) for d in _ts.of_type(unit.body, "declaration"))):
+            return "the kernel already declares dynamic shared memory"
+        idx = param_names(unit).index(u.extent_param)  # type: ignore[arg-type]
+        out = []
+        for la in unit.launches:
+            if len(la.config_args) > 2:
+                return f"the launch on line {la.site.line} already passes dynamic shared memory or a stream"
+            if la.block is None or idx >= len(la.site.args):
+                return f"the launch on line {la.site.line} has no block or too few arguments"
+            arg = la.site.args[idx].strip()
+            if any(tok in arg for tok in ("(", "=", "++", "--")):
+                return f"the bin-count argument {arg} on line {la.site.line} calls or assigns; it would be evaluated twice"
+            out.append(unit.insert(la.block.end_byte, f", ({arg}) * sizeof({btype})"))
+        return out

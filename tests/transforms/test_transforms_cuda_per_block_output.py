@@ -1,0 +1,82 @@
+"""Per-block outputs: a kernel whose output is indexed by ``blockIdx`` alone (a partial sum per block) has as many
+outputs as blocks, so a step that changes the grid changes the output's shape. ``cuda.block_size`` refuses it when
+the grid follows the block size, and keeps offering the kernels whose output does not depend on the grid.
+
+The kernels are written here, in the style of a shared-memory tree reduction (each block writes its partial sum).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from htam_core.source import parse_text
+from htam_core.source.analysis import analyze
+from htam_core.transforms import registry
+from htam_core.transforms._cuda import load_unit, per_block_output_hazard, wrap_grid
+from htam_core.transforms.base import NotApplicable
+
+REDUCE = """
+#define BLOCK 256
+__global__ void reduce_tree(const float *g_idata, float *g_odata, unsigned int n)
+{
+    __shared__ float sdata[BLOCK];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    sdata[tid] = (i < n) ? g_idata[i] : 0.0f;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    FINISH
+}
+void run(const float *d_in, float *d_out, unsigned int n)
+{
+    int blocks = GRID;
+    reduce_tree<<<blocks, BLOCK>>>(d_in, d_out, n);
+}
+"""
+PARTIAL = "if (tid == 0) g_odata[blockIdx.x] = sdata[0];"
+FOLLOWS = "(n + BLOCK - 1) / BLOCK"
+
+
+def _kernel(finish: str = PARTIAL, grid: str = FOLLOWS):
+    model = parse_text(REDUCE.replace("FINISH", finish).replace("GRID", grid), "cuda", "reduce_tree.cu")
+    return model, model.kernel("reduce_tree")
+
+
+def test_the_partial_sum_is_a_per_block_output():
+    model, k = _kernel()
+    (a,) = analyze(model, k).per_block_outputs()
+    assert (a.pointer, a.index_text) == ("g_odata", "blockIdx.x")
+
+
+@pytest.mark.parametrize("finish", [
+    "if (tid == 0) atomicAdd(g_odata, sdata[0]);",  # one output whatever the grid
+    "g_odata[i] = sdata[tid];",  # per thread
+    "for (unsigned int j = threadIdx.x; j < 4; j += blockDim.x) g_odata[blockIdx.x * 4 + j] = sdata[j];",
+])
+def test_outputs_that_are_not_per_block(finish):
+    model, k = _kernel(finish)
+    assert analyze(model, k).per_block_outputs() == ()
+
+
+def test_block_size_refuses_a_per_block_output_when_the_grid_follows_the_block():
+    model, k = _kernel()
+    r = registry.propose("cuda.block_size", model, k)
+    assert isinstance(r, NotApplicable)
+    assert "one output per block" in r.reason and "g_odata[blockIdx.x]" in r.reason, r.reason
+
+
+def test_block_size_is_still_offered_when_the_output_does_not_follow_the_grid():
+    model, k = _kernel("if (tid == 0) atomicAdd(g_odata, sdata[0]);")
+    assert not isinstance(registry.propose("cuda.block_size", model, k), NotApplicable)
+
+
+def test_grid_rewrites_refuse_it_too():
+    model, k = _kernel()
+    unit = load_unit(model, k)
+    assert not isinstance(unit, str)
+    assert per_block_output_hazard(unit) is not None
+    why = wrap_grid(unit, unit.launches[0], "(({}) + 3) / 4")
+    assert isinstance(why, str) and "one output per block" in why
