@@ -305,6 +305,8 @@ class LocalServer:
             self.proc = subprocess.Popen(self.command(), env=child_env(python=False), stdin=subprocess.DEVNULL,
                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                          preexec_fn=set_parent_death_signal)
+        except OSError as exc:
+            raise LocalModelError(f"cannot start {self.python} ({exc})") from None
         finally:
             if self.log is not None and not isinstance(out, int):
                 out.close()
