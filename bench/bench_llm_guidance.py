@@ -183,7 +183,9 @@ def run_one(k: BenchKernel, policy: str, out: Path, llm: dict[str, Any]) -> dict
                         llm=llm if engine == "llm" else None, use_ncu=False)
     t0 = time.time()
     base: dict[str, Any] = {"kernel": k.name, "kernel_name": k.kernel, "policy": policy, "engine": engine,
-                            "model": llm.get("model") if engine == "llm" else None}
+                            "model": llm.get("model") if engine == "llm" else None, "budget": 3,
+                            "max_tokens": llm.get("max_tokens") if engine == "llm" else None,
+                            "timeout_s": llm.get("timeout_s") if engine == "llm" else None}
     try:
         res = run_optimize(task)
     except OptimizeError as exc:
