@@ -111,3 +111,12 @@ def test_cli_serve_local_without_llama_cpp_is_one_line(tmp_path: Path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("htam: error: llama-cpp-python's server is not importable")
     assert not (tmp_path / "cache").exists()  # nothing downloaded before the server can run
+
+
+def test_cli_bad_port_is_a_usage_error_and_llama_cpp_is_never_imported(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "htam_core.cli.main", "llm", "serve-local",
+                           "--port", "70000", "--cache", str(tmp_path / "cache")], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 2
+    assert "htam: error: --port must be from 0 to 65535, got 70000" in proc.stderr
+    assert "llama_cpp" not in proc.stderr and "openai" not in proc.stderr  # the import-time trace
