@@ -10,8 +10,9 @@ there, so an interrupted run continues where it stopped. Policies:
 - ``rules``: the mechanical transforms beside them (HTAM ranking, its own memory), no LLM.
 
 Each line reports the candidates made, those verified correct under the interpreter, every LLM reply and how it
-was accounted for (a checked candidate, an endpoint fault, or no code), and the model's tokens per second over the
-run's replies. ``--measure`` first times both local models on one fixed prompt and writes ``tokens_per_s.json``.
+was accounted for (a checked candidate, an endpoint fault, or no code), the strategies passed over because the reply
+was a kernel already evaluated in the run (such a reply spends a request but no budget), and the model's tokens per
+second over the run's replies. ``--measure`` first times both local models on one fixed prompt and writes ``tokens_per_s.json``.
 
 Kernels (read by path, never copied): the Triton kernels of ``bench/suite``, the KernelBench pairs of
 ``tests/fixtures/corpus``, and the naive Triton starts of ``bench/kernelbench_solutions/level1`` paired with their
@@ -199,6 +200,8 @@ def run_one(k: BenchKernel, policy: str, out: Path, llm: dict[str, Any]) -> dict
             "correct": sum(1 for s in made if s["correct"] is True),
             "refused_or_wrong": sum(1 for s in made if s["status"] in ("incorrect", "failed")),
             "endpoint_faults": len(steps) - len(made), "replies": rep,
+            # replies whose code was a kernel already evaluated in the run: checked, but no step and no budget spent
+            "already_evaluated": sum(1 for m in res.not_made if "already evaluated" in m.reason),
             "tokens_per_s": round(tok_s, 2) if tok_s else None, "warnings": res.warnings[:5],
             "wall_s": round(time.time() - t0, 1)}
 

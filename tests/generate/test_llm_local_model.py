@@ -64,7 +64,7 @@ def test_optimize_with_a_real_local_model(server: LocalServer, tmp_path: Path) -
     cmd = [sys.executable, "-m", "htam_core.cli.main", "optimize", str(src), "--kernel", "add_kernel",
            "--engine", "llm", "--budget", "2", "--static", "--out", str(out), "--memory", str(mem),
            "--llm-base-url", server.base_url, "--llm-model", server.spec.name, "--llm-api-key-env", KEY_ENV,
-           "--llm-max-tokens", "384", "--llm-timeout", "90", "--llm-max-repairs", "1", "--llm-max-faults", "2"]
+           "--llm-max-tokens", "384", "--llm-timeout", "150", "--llm-max-repairs", "1", "--llm-max-faults", "2"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
