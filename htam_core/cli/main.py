@@ -41,6 +41,7 @@ SUBCOMMANDS: dict[str, str] = {
     "memory": "htam_core.cli.memory",
     "bench": "htam_core.cli.bench",
     "serve": "htam_core.cli.serve",
+    "llm": "htam_core.cli.llm",
 }
 
 
