@@ -1,4 +1,4 @@
-"""Makeable actions on a folder of kernels (issue 15): of the code actions the editor lists, how many resolve to
+"""Makeable actions on a folder of kernels: of the code actions the editor lists, how many resolve to
 an edit, and which kernels with a known pattern get a structural step.
 
 For every ``.cu``/``.cuh``/``.py`` file of each folder given (not recursive), every kernel is ranked as the editor

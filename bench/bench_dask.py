@@ -1,5 +1,5 @@
 """Scheduling overhead of the Dask executor on a real LocalCluster, and the projected wall time of a full
-KernelBench sweep on 8, 64 and 512 GPUs (issue 18).
+KernelBench sweep on 8, 64 and 512 GPUs.
 
 Measured here (CPU machine, static mode):
 

@@ -18,7 +18,7 @@ Scenarios (each ``--repeats`` requests, cycling over the profiled kernels at pos
   empty change before each code-action list) before each request, ten requests per kernel before moving to
   the next, so that requests pay the incremental re-parse, the kernel lookup and an uncached ranking (and
   the first request after moving to another kernel a full model rebuild).
-* ``burst`` (issue 13): typing without waiting for the server. ``--burst-edits`` one-character incremental
+* ``burst``: typing without waiting for the server. ``--burst-edits`` one-character incremental
   ``didChange`` notifications (a statement typed character by character at the start of a body line, so the
   kernel is half-typed most of the time, in five kernels in turn), one every ``--burst-interval-ms``, with
   ``--burst-requests`` hover and code-action requests interleaved (alternating, at the cursor) and sent
@@ -27,8 +27,8 @@ Scenarios (each ``--repeats`` requests, cycling over the profiled kernels at pos
   coalesced edits lost nothing) and that the hover's recommended step is the first code action.
 
 Run: ``python bench/bench_lsp.py [--repeats 200] [--scenarios steady first typing burst]
-[--out bench/results/lsp-YYYY-MM-DD]``. Writes ``.json`` and ``.md``. Targets: p95 <= 30 ms (issue 6: steady,
-first, typing); p95 <= 50 ms under the burst (issue 13).
+[--out bench/results/lsp-YYYY-MM-DD]``. Writes ``.json`` and ``.md``. Targets: p95 <= 30 ms (steady,
+first, typing); p95 <= 50 ms under the burst.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ sys.path.insert(0, str(HERE))
 from bench_suggest import synthetic_export  # noqa: E402
 
 TARGET_P95_MS = 30.0
-#: Target of the burst scenario (issue 13).
+#: Target of the burst scenario.
 TARGET_BURST_P95_MS = 50.0
 #: What the burst scenario types, character by character (a statement and its newline).
 BURST_TEXT = {"cuda": "    acc2 = acc2 * 1.5f;\n", "triton": "    t = t * 1.5\n"}

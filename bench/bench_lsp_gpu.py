@@ -20,7 +20,7 @@ Measured per kernel (median, min, max over ``--repeats``):
   worker, compile cached, kernel unchanged): the command answers with stage 1; ``warm_final_s``: until the
   counters' stage lands.
 
-Targets (issue 14): first static profile <= 1 s on a CPU (median, cold compile cache); warm ``htam.profile``
+Targets: first static profile <= 1 s on a CPU (median, cold compile cache); warm ``htam.profile``
 <= 1 s on a GPU.
 
 Robustness: every phase is bounded (``initialize`` and ``ready``: ``--init-timeout-s``, 60 s; each hover

@@ -1,4 +1,4 @@
-"""Do two suite runs agree? ``--executor dask`` against ``--executor local`` on the same suite (issue 18).
+"""Do two suite runs agree? ``--executor dask`` against ``--executor local`` on the same suite.
 
 Each run is a ``htam bench suite`` results JSON (``<out>/<date>-<gpu>-suite.json``). For every (kernel, policy)
 present in both, the script compares:

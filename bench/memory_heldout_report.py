@@ -1,7 +1,7 @@
 """Before and after a change to the HTAM ranker, on the families it was tuned on and on the held-out ones.
 
 Reads two results documents of ``htam bench replay`` (the ``-replay.json`` files; the same table, the method
-before and after the change) and writes one Markdown page: the targets of issue 17 before and after; every
+before and after the change) and writes one Markdown page: the sample-efficiency targets before and after; every
 policy at budgets 1, 2, 4 and 8 over all kernels; then the same over the tuned families together and over the
 held-out families together (the split is given, never chosen from the results); then the mean trials-to-90 %
 of every policy per family. A change is kept only when the held-out families do not get worse

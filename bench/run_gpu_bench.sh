@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One command for the measured results of issue 8: the naive-kernel suite (HTAM against random, flat memory,
+# One command for the measured results: the naive-kernel suite (HTAM against random, flat memory,
 # the ablations and exhaustive search) and the KernelBench runner, on this machine's GPU(s), within a minute
 # budget. Everything goes under $OUT (default bench/results): per-part JSON, Markdown and the plot, plus
 # <date>-<gpu>.md joining both parts. Without a GPU it still runs, in static mode, and says "not measured".

@@ -1,6 +1,6 @@
 """Open documents: one :class:`htam_core.editor.Buffer` per open file, fed by incremental ``didChange``.
 
-Selection (issue 6 part 1): ``.cu``/``.cuh`` are CUDA, ``.py`` is Python (by the URI's suffix, else by the
+Selection: ``.cu``/``.cuh`` are CUDA, ``.py`` is Python (by the URI's suffix, else by the
 ``languageId``: ``cuda``/``cuda-cpp``/``cpp`` with CUDA content, ``python``). A Python file is served only when
 it holds Triton kernels or CUDA in strings: a cheap substring check (``triton`` or ``__global__`` must occur,
 which every such file contains) answers most other files without a parse.

@@ -70,7 +70,7 @@ class HtamProtocol(LanguageServerProtocol):
 
     def structure_message(self, data: Any) -> Any:
         """pygls drops a request whose params do not match the LSP schema (a negative line, say) without a
-        reply, so the client waits forever; answer it with the JSON-RPC error instead (issue 9 §3)."""
+        reply, so the client waits forever; answer it with the JSON-RPC error instead ."""
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:

@@ -1,4 +1,4 @@
-"""Run keyed benchmark tasks through an executor: in this process, or on a Dask cluster (issue 18).
+"""Run keyed benchmark tasks through an executor: in this process, or on a Dask cluster.
 
 One task = one key and one JSON-serializable dict in, one dict out (ARCHITECTURE.md, "Rules"); the function is
 named ``"module:function"`` so that a worker on another host imports it itself. Executors come from

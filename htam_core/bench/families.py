@@ -1,4 +1,4 @@
-"""The kernel-family suite (issue 17): naive starting kernels grouped in families, read from a manifest.
+"""The kernel-family suite: naive starting kernels grouped in families, read from a manifest.
 
 ``bench/families/manifest.json`` lists every kernel with its family, language, harness kind and what makes it
 differ from its siblings (``varies``: dtype, shape, layout, epilogue, block, style), and per family the

@@ -1,4 +1,4 @@
-"""The KernelBench runner: HTAM on KernelBench problems, scored as KernelBench scores (issue 8; KernelBench's ``src/eval.py`` and its fast_p metric).
+"""The KernelBench runner: HTAM on KernelBench problems, scored as KernelBench scores (KernelBench's ``src/eval.py`` and its fast_p metric).
 
 Problems come from a JSON Lines file (``level``, ``problem_id``, ``name``, ``code`` per line; the
 benchmark scripts' default location is in ``bench/data_paths.py``). For each problem, :func:`run_kb_task`:

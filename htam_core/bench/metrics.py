@@ -8,7 +8,7 @@ Definitions:
   problems whose solution is correct **and** faster than the eager reference by more than ``p``
   (``speedup > p``). fast_0 is therefore the fraction correct.
 * **geomean speedup** (as KernelBench reports it): over the correct solutions only.
-* **trials to 90 %** (issue 8, our definition): the number of evaluated candidates after which a policy's
+* **trials to 90 %** (our definition): the number of evaluated candidates after which a policy's
   best speedup so far first reaches 90 % of the best speedup that exhaustive search found on the same
   kernel; 0 when the starting kernel already does; ``None`` (not reached) when it never does.
 """

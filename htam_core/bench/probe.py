@@ -1,4 +1,4 @@
-"""A cheap static task for exercising executors at scale: rank one kernel and record the top step (issue 18).
+"""A cheap static task for exercising executors at scale: rank one kernel and record the top step.
 
 :func:`run_probe_task` loads a kernel, profiles it statically, ranks the next steps with HTAM over an empty memory
 and records the top-ranked step into the task's own memory store as a correct, not measured, ``neutral`` outcome

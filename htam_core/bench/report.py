@@ -1,6 +1,6 @@
 """Results files of the benchmarks: Markdown tables, JSON, and the speedup-against-trials plot.
 
-Anything not measured is written as "not measured"; nothing is filled in. Targets (issue 8) are printed next
+Anything not measured is written as "not measured"; nothing is filled in. Targets are printed next
 to the figures so that the table can be read against them.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from htam_core.bench.metrics import FAST_P, geomean
 
 NM = "not measured"
-#: Targets stated in issue 8.
+#: The suite's targets.
 TARGETS = {"geomean": 2.5, "roofline_memory": 0.7, "trials_ratio": 0.5, "repeatability_pct": 2.0}
 
 
@@ -90,7 +90,7 @@ def suite_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
                   "figure below is \"not measured\"; the runs only show that each kernel and policy runs end to "
                   "end (candidates compiled, Triton verified under the interpreter).", ""]
     lines += ["### Aggregates", "",
-              f"Targets (issue 8): HTAM geomean >= {TARGETS['geomean']}x over the naive start; >= "
+              f"Targets: HTAM geomean >= {TARGETS['geomean']}x over the naive start; >= "
               f"{int(TARGETS['roofline_memory'] * 100)}% of roofline on memory-bound kernels; HTAM's trials-to-90% "
               "at most half of random's.", "",
               "| policy | kernels measured | geomean speedup | median trials to 90% of exhaustive best | "

@@ -1,4 +1,4 @@
-"""The measured-space table: every candidate of the engine's tree for each kernel, measured once (issue 17).
+"""The measured-space table: every candidate of the engine's tree for each kernel, measured once.
 
 Comparing policies by running each of them on a GPU costs a measurement per (kernel, policy, seed, budget).
 This module measures each kernel's candidate space **once**; :mod:`htam_core.bench.replay` then runs every

@@ -1,4 +1,4 @@
-"""The naive-kernel suite: HTAM against baselines and ablations on every kernel of a suite folder (issue 8).
+"""The naive-kernel suite: HTAM against baselines and ablations on every kernel of a suite folder.
 
 A suite folder holds kernel files and one ``htam.toml`` whose ``[kernel.<name>]`` tables are their harnesses
 (with ``bytes``/``flops``: the fewest DRAM bytes and FLOPs of one call, the roofline bound).

@@ -1,4 +1,4 @@
-"""Completing a measured-space table where the policies went (issue 17).
+"""Completing a measured-space table where the policies went.
 
 A table built best-first under a candidate budget (:mod:`htam_core.bench.space`) holds the children of the
 fastest wins only. A policy whose first win is another one (a second block size, the other grid-stride

@@ -1,4 +1,4 @@
-"""``htam bench suite|kernelbench``: the naive-kernel suite and the KernelBench runner (issue 8).
+"""``htam bench suite|kernelbench``: the naive-kernel suite and the KernelBench runner.
 
 ``htam bench suite`` runs HTAM, its baselines and its ablations on every kernel of a suite folder and writes
 (``<out>`` is ``./htam-bench-out`` unless ``--out`` is given; the last line gives the absolute path)

@@ -3,8 +3,8 @@
 The API key itself is never stored: :class:`LLMConfig` holds only the *name* of the environment
 variable that contains it, and :meth:`LLMConfig.api_key` reads it at call time. :func:`redact`
 removes the key from any text before it is logged, written to a report or put in an error, and
-:func:`scrub_env` removes it from an environment before a worker process is started (issue 9,
-"Secrets").
+:func:`scrub_env` removes it from an environment before a worker process is started.
+
 """
 
 from __future__ import annotations

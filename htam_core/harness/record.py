@@ -48,7 +48,7 @@ from typing import Any
 
 from htam_core.runtime.children import become_subreaper, die_with_parent, kill_tree
 
-#: Names of reference functions tried by name (issue 16: ``*_ref``, ``ref_*``, ``_reference``, ``torch_*``,
+#: Names of reference functions tried by name (``*_ref``, ``ref_*``, ``_reference``, ``torch_*``,
 #: ``naive_*``).
 REF_NAME = re.compile(r"(^ref_|_ref$|^_?reference$|_reference$|^torch_|^naive_|^ref$)")
 _ASSERTS = ("assert_close", "allclose", "assert_allclose", "assert_array_almost_equal")

@@ -2,7 +2,7 @@
 
 A policy turns the current kernel and its state into an ordered list of :class:`Choice` objects; the loop
 walks that list until a generator yields a candidate that was not tried yet. ``htam`` is the method
-(docs/MEMORY.md); ``random`` and ``exhaustive`` are the baselines of the benchmark suite (issue 8).
+(docs/MEMORY.md); ``random`` and ``exhaustive`` are the baselines of the benchmark suite.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Replay: the optimize loop with every measurement a lookup in a measured-space table (issue 17).
+"""Replay: the optimize loop with every measurement a lookup in a measured-space table.
 
 The table (built by :mod:`htam_core.bench.space`) holds, per kernel, the evaluation of every candidate of the
 engine's tree, keyed by the SHA-256 of the candidate's text. :class:`TableEvaluator` stands in for

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["TOLERANCE", "REPRODUCED", "NOT_REPRODUCED", "NOT_MEASURED", "Reproduction", "judge_reproduction",
            "not_measured", "kept_beyond_spread"]
 
-#: Largest relative difference between the fresh re-timing and the reported speedup (5 %, issue 14).
+#: Largest relative difference between the fresh re-timing and the reported speedup (5 %).
 TOLERANCE = 0.05
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"

@@ -1,4 +1,4 @@
-"""Profile one kernel: on the GPU when there is one, else statically (issue 3 parts 4 and 8).
+"""Profile one kernel: on the GPU when there is one, else statically.
 
 ``profile_kernel(path, name)`` loads the source model, then
 

@@ -1,4 +1,4 @@
-"""Bottleneck classification: the HTAM *state* of a kernel (issue 3 part 6).
+"""Bottleneck classification: the HTAM *state* of a kernel.
 
 A profile maps to one primary class of :data:`htam_core.types.profile.BOTTLENECK_CLASSES` plus
 secondary classes, each with evidence naming its metric or ncu rule. Measured counters win; with

@@ -1,6 +1,6 @@
 """Static resource usage of CUDA kernels: ``nvcc -cubin -Xptxas -v`` with no GPU.
 
-Issue 3 part 4. The kernel's translation unit (a ``.cu`` file, or CUDA held in a Python string) is
+The kernel's translation unit (a ``.cu`` file, or CUDA held in a Python string) is
 compiled for one target (``sm_90`` by default) with ``nvcc -arch=sm_XX -cubin -Xptxas -v``;
 ptxas then reports, per entry function, the registers per thread, spill stores and loads, the
 stack frame, static shared memory (``smem``) and constant banks (``cmem[N]``). Entries are

@@ -1,6 +1,6 @@
 """Static resource usage of Triton kernels: an AOT compile for a ``GPUTarget``, no GPU needed.
 
-Issue 3 part 4. The caller side: it builds the compile request from the source model (signature
+The caller side: it builds the compile request from the source model (signature
 from the parameters, constexpr values and ``num_warps``/``num_stages`` from the launch site's
 literal keyword arguments), looks it up in the compile cache, and otherwise runs
 :func:`htam_core.profile.triton_aot.compile_kernel` in a worker process (the user's module is

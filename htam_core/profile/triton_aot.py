@@ -5,7 +5,7 @@ This module imports the user's Python file, so it only ever runs in a worker pro
 or as ``python -m htam_core.profile.triton_aot`` with a JSON request on stdin and the JSON result
 on stdout; never in the caller's process.
 
-Steps (issue 3 part 4):
+Steps:
 
 1. import the file under a unique module name and find the kernel; unwrap ``@triton.autotune``
    (``Autotuner``) and ``@triton.heuristics`` (``Heuristics``) down to the ``JITFunction``;

@@ -24,7 +24,7 @@ CUDA (tree-sitter-cuda): function definitions anywhere (namespaces, ``extern "C"
 (``main`` and the names above), ``PYBIND11_MODULE``/``TORCH_LIBRARY`` blocks, and whatever those call
 are in scope; file-scope declarations and macros always are. Other function definitions are out.
 
-The rule is our own (issue 13, "Honest output"): a guard that fired on ``main()``'s
+The rule is our own: a guard that fired on ``main()``'s
 ``cudaStreamCreate`` refused a correct kernel, and a bf16 ``__main__`` self-test labelled an fp32
 RMSNorm as reduced precision.
 """

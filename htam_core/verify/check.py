@@ -1,6 +1,6 @@
 """Check one candidate file with every static guard and the correctness check: the engine of ``htam verify``.
 
-Order (KernelBench's discipline, issue 9 §5): the static reward-hack guards read the file first
+Order (KernelBench's discipline): the static reward-hack guards read the file first
 (:mod:`htam_core.verify.guards`); only a candidate they do not refuse is run, in a worker process
 (:func:`htam_core.verify.run.verify_in_worker`): on the GPU when there is one, through the Triton
 interpreter on the CPU, and compile-only for CUDA without a GPU. A compile-only verdict is never

@@ -1,7 +1,7 @@
 """Runtime correctness check of a candidate against its reference, with KernelBench semantics.
 
 Rules (KernelBench, upstream commit 423217d, ``eval.py``), plus the runtime
-reward-hack guards of issue 9:
+reward-hack guards:
 
 * **Seeds.** ``n_seeds`` trials (5), each seeded from a base seed of 42; the reference and the
   candidate see the same inputs (the reference gets its own copy).
@@ -147,7 +147,7 @@ def poisoned_allocations() -> Any:
 
     Used around the candidate's call only (never around timing). *Rationale:* KernelBench candidates
     allocate their outputs themselves; without this, a partly written ``torch.empty`` output can pass
-    when the allocator hands back memory that already holds the answer (issue 9, "outputs left
+    when the allocator hands back memory that already holds the answer (\"outputs left
     unwritten"). Works on the CPU (Triton interpreter) and on the GPU alike.
     """
     import torch

@@ -1,4 +1,4 @@
-"""Static reward-hack guards over candidate source (issue 9 §2; issue 13 for their scope).
+"""Static reward-hack guards over candidate source (KernelBench's checker and known hacks; scoped to the kernel and its launcher).
 
 A candidate (LLM output, transform output, a KernelBench ``ModelNew`` file) is checked *before* any
 time counts. Each guard is a named :class:`Rule` with its rationale and the source of the idea:
@@ -71,7 +71,7 @@ class Rule:
         severity: ``"refuse"`` or ``"label"``.
         title: one line.
         rationale: why this pattern is a reward hack.
-        source: where the idea comes from (KernelBench static checker, KernelBench's known hacks, issue 9).
+        source: where the idea comes from (KernelBench static checker, KernelBench's known hacks).
         languages: ``{"python", "cuda"}`` subsets the rule inspects.
     """
 
@@ -101,7 +101,7 @@ RULES: tuple[Rule, ...] = (
     Rule("timing-monkeypatch", "refuse", "timing functions replaced",
          "Reassigning CUDA events, synchronize, time.* or triton.testing.do_bench (or #defining CUDA timing "
          "APIs) changes what the benchmark measures instead of making the kernel faster.",
-         f"{_KB}: check_monkey_patch; issue 9 §2"),
+         f"{_KB}: check_monkey_patch"),
     Rule("side-stream", "refuse", "work launched on a side stream",
          "CUDA-event timing records the current stream only; work put on another stream escapes the timed "
          "interval and the result may not even be ready when it is checked.",
@@ -128,11 +128,11 @@ RULES: tuple[Rule, ...] = (
     Rule("tf32", "label", "TF32 math on fp32 data",
          "TF32 keeps 10 mantissa bits: against an fp32 baseline it is a precision change, not a plain speedup. "
          "Triton's tl.dot uses TF32 for fp32 operands unless input_precision='ieee'.",
-         f"{_KB_HACKS}: TF32 against an fp32 baseline; issue 9 §2"),
+         f"{_KB_HACKS}: TF32 against an fp32 baseline"),
     Rule("reduced-precision", "label", "reduced-precision casts against an fp32 baseline",
          "Computing in fp16/bf16/fp8 when the reference is fp32 trades accuracy for speed; the speedup must be "
          "labelled, never reported as a plain fp32 speedup.",
-         f"{_KB}: precision downgrade; issue 9 §2"),
+         f"{_KB}: precision downgrade"),
 )
 
 RULES_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}

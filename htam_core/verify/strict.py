@@ -1,4 +1,4 @@
-"""A second, stricter verification of a candidate whose speedup looks too good (issue 9 §2).
+"""A second, stricter verification of a candidate whose speedup looks too good.
 
 A speedup above :data:`STRICT_SPEEDUP` (10x) over the starting kernel is more often a reward hack than a
 win. Before such a speedup is reported, :func:`strict_reverify` checks the candidate again, in a worker:

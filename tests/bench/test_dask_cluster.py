@@ -1,6 +1,6 @@
 """A real Dask LocalCluster on the CPU: hundreds of static probe tasks, one worker killed in the middle, a task
 that brings its worker down every time; results are complete and unique, and the pooled memory equals the
-sequential run's (issue 18)."""
+sequential run's."""
 
 from __future__ import annotations
 

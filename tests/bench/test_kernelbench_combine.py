@@ -1,4 +1,4 @@
-"""combine_runs: KernelBench results split over device calls pool into one summary (issue 17); and
+"""combine_runs: KernelBench results split over device calls pool into one summary; and
 bench/combine_kernelbench.py, the command around it: bad input is one line on stderr, exit 2, nothing written."""
 
 from __future__ import annotations

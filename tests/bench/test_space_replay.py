@@ -1,4 +1,4 @@
-"""The measured-space table and the policy replay (issue 17): the table builder in static mode (resume, time
+"""The measured-space table and the policy replay: the table builder in static mode (resume, time
 budget), the replay evaluator (a candidate missing from the table is reported, never guessed), the budget
 claim (a run at budget 2 is the first two steps of the run at budget 8) and the CLI replay from a committed
 table."""

@@ -1,4 +1,4 @@
-"""Completing a measured-space table where the policies went (issue 17): a replay's misses become a fill list,
+"""Completing a measured-space table where the policies went: a replay's misses become a fill list,
 ``build_space(fill=...)`` measures exactly those candidates as children of their parents, and the next replay
 finds them. Static mode (no GPU): the same code path as on a GPU, with times "not measured"."""
 

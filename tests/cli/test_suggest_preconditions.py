@@ -1,4 +1,4 @@
-"""``htam suggest`` ranks only strategies whose preconditions hold on the analysis layer's facts (issue 15 item 4).
+"""``htam suggest`` ranks only strategies whose preconditions hold on the analysis layer's facts.
 
 Regression: for an autotuned fp16 Triton matmul it ranked "retune num_warps and num_stages" and "retune
 BLOCK_SIZE" first although the kernel is under ``@triton.autotune``, "exp2 with a folded log2(e)" although the

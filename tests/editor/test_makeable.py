@@ -1,4 +1,4 @@
-"""Which ranked steps the editor offers (issue 15 item 4): verdicts once per kernel version, cached; a code
+"""Which ranked steps the editor offers: verdicts once per kernel version, cached; a code
 action only for a step that can be made; strategies with no transform as advice (an action only with the LLM)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The makeable-actions check of issue 15, counted on every kernel of the corpus (``tests/fixtures/corpus``) and
+"""The makeable-actions check, counted on every kernel of the corpus (``tests/fixtures/corpus``) and
 of the suite (``bench/suite``): at least 90 % of the listed code actions resolve to an edit through the click
 path, and every kernel with a known pattern gets at least one *structural* step (registry ``KINDS``: a
 launch-parameter, hint-only or math step does not count). The per-kernel counts are printed on failure.

@@ -1,5 +1,5 @@
 """Rankings: one computation per kernel version and profile, one current analysis read by hover and code
-actions, and the hover's pin (the regression of issue 13: hover and list disagreed after a profile landed)."""
+actions, and the hover's pin (a regression: hover and list disagreed after a profile landed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Harness inference from the file itself (issue 16): recording, inputs and sizes, references, the oracle rule.
+"""Harness inference from the file itself: recording, inputs and sizes, references, the oracle rule.
 
 The corpus (``tests/fixtures/zeroconf/``) holds ordinary Triton files written the way people write them: a
 launcher plus a ``__main__`` block with ``assert_close``, a pytest test beside the file, ``device="cuda"``

@@ -1,4 +1,4 @@
-"""The recorder's device rule and its messages (issue 16, first GPU run).
+"""The recorder's device rule and its messages.
 
 On a GPU machine a file written for the Triton interpreter makes CPU tensors (``torch.randn(3, 4000)``) and a
 compiled launch refuses them; the recorder moves the launcher call's CPU tensors to the GPU

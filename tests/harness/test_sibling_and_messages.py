@@ -1,4 +1,4 @@
-"""Regressions of issue 16: sibling modules import from every candidate folder, no error message is empty,
+"""Regressions: sibling modules import from every candidate folder, no error message is empty,
 and the template reads annotations, defaults and stride parameters."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Offer only what can be made (issue 15 item 4), through a real client: a strategy with no mechanical transform
+"""Offer only what can be made, through a real client: a strategy with no mechanical transform
 is advice in the hover (with how to apply it) and never a code action with the rules engine; a step whose
 transform refuses the kernel is not listed; every listed action resolves to an edit. With the LLM engine
 configured, the advice is a code action too (the model writes it)."""

@@ -1,4 +1,4 @@
-"""Fuzz the real LSP server (issue 9 §3): it answers every request, or returns a proper LSP error, and never
+"""Fuzz the real LSP server : it answers every request, or returns a proper LSP error, and never
 crashes or hangs.
 
 One ``python -m htam_server`` runs over stdio for the whole test, driven by a pygls client on an event loop in a

@@ -1,4 +1,4 @@
-"""Hover and code actions come from one ranking of one profile (issue 13: for the same kernel, in the same
+"""Hover and code actions come from one ranking of one profile (for the same kernel, in the same
 second, the hover recommended one step while the first code action was another, because a background profile
 landed between the two requests and each request ranked on its own)."""
 

@@ -1,4 +1,4 @@
-"""Rationales speak of the kernel at hand (issue 13): no softmax wording for an RMSNorm, and no strategy
+"""Rationales speak of the kernel at hand: no softmax wording for an RMSNorm, and no strategy
 whose text names an operation the kernel does not perform."""
 
 from __future__ import annotations

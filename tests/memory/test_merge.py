@@ -1,6 +1,6 @@
 """Pooled memory: merge is idempotent and, without conflicts, order-free across calls (property test); with
 conflicts only the sources of one call are order-free; conflicts are reported, provenance is
-kept, schema-2 stores stay readable, and the ranker weighs records of the same GPU model higher (issue 18)."""
+kept, schema-2 stores stay readable, and the ranker weighs records of the same GPU model higher."""
 
 from __future__ import annotations
 

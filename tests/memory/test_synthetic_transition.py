@@ -1,4 +1,4 @@
-"""A synthetic family where the best second step depends on the first (issue 17): HTAM must learn the
+"""A synthetic family where the best second step depends on the first: HTAM must learn the
 transition from the other members' records, and every ablation must lose it.
 
 The environment is a table of speedups we define, on the real candidate trees of five CUDA kernels of the

@@ -1,4 +1,4 @@
-"""Honest optimize output (issue 13): unmeasured steps are "not measured", no plot without timings, the reason
+"""Honest optimize output: unmeasured steps are "not measured", no plot without timings, the reason
 of every incorrect candidate and of every ranked step the loop did not make.
 
 Static runs of the real loop on the bundled example (Triton interpreter); the incorrect candidate comes from

@@ -1,4 +1,4 @@
-"""A @triton.heuristics kernel that sets num_warps: never compiled or reported with num_warps=0 (issue 13)."""
+"""A @triton.heuristics kernel that sets num_warps: never compiled or reported with num_warps=0."""
 
 from __future__ import annotations
 

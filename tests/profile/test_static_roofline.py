@@ -1,4 +1,4 @@
-"""Static classification of kernels with loops (issue 13): trip counts from the source, FLOPs and bytes,
+"""Static classification of kernels with loops: trip counts from the source, FLOPs and bytes,
 an arithmetic intensity, and a bottleneck class marked as a static estimate; an unknown trip count is
 named, never a bare "unknown"."""
 

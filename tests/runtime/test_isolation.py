@@ -1,4 +1,4 @@
-"""Isolation of the worker processes that run untrusted kernel code (issue 9 §1 and §6).
+"""Isolation of the worker processes that run untrusted kernel code.
 
 What a worker must not see (API keys, including a custom ``--llm-api-key-env`` variable, and the memory store's
 location), where it runs (a private temporary directory), its memory limit, and that a fault, a hang or an

@@ -1,4 +1,4 @@
-"""Worker isolation: timeouts, crashes, OOM and faults cost only the worker (issue 3.7, issue 9.1)."""
+"""Worker isolation: timeouts, crashes, OOM and faults cost only the worker ."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Regression tests of issue 13 through the CLI: half-typed code between complete kernels, every
+"""Regression tests through the CLI: half-typed code between complete kernels, every
 line-ending style, Triton kernels in classes and made by ``triton.jit(fn)``.
 
 Before the fix: ``htam kernels``/``profile`` crashed with ``ValueError: Invalid byte range`` on a

@@ -1,4 +1,4 @@
-"""Texts of the half-typed-code regression tests (issue 13), shared by the CLI and LSP tests.
+"""Texts of the half-typed-code regression tests, shared by the CLI and LSP tests.
 
 ``CUDA`` and ``TRITON`` hold a half-typed definition (``half``) between two complete kernels;
 ``TRITON_COMPLETE`` is ``TRITON`` without it; ``FORMS`` holds Triton kernels defined in a class

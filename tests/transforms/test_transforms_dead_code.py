@@ -1,4 +1,4 @@
-"""Every transform's output on the corpus leaves no dead code behind it (issue 13, "Honest output").
+"""Every transform's output on the corpus leaves no dead code behind it.
 
 A transform that rewrites a launch (``BLOCK_SIZE=BLOCK_SIZE`` tuned by ``@triton.autotune``, a grid that becomes
 ``lambda meta: ...``) must also remove the assignments it orphaned. The check is differential, so that dead code
@@ -188,7 +188,7 @@ def _chain(path: Path, kernel: str, ids: list[str]) -> str:
 
 
 def test_autotune_removes_the_constants_and_grid_it_replaced() -> None:
-    """Regression (issue 13): best.py kept ``BLOCK_SIZE = 1024`` and ``grid = (...)`` after triton.autotune."""
+    """Regression: best.py kept ``BLOCK_SIZE = 1024`` and ``grid = (...)`` after triton.autotune."""
     example = REPO / "examples" / "vector_add.py"
     start = example.read_text()
     text = _chain(example, "add_kernel", ["triton.block_size", "triton.warps_stages", "triton.autotune"])

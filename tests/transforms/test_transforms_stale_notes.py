@@ -1,4 +1,4 @@
-"""Comments that state a setting a CUDA transform changed get a note of the change (issue 13, "Honest output").
+"""Comments that state a setting a CUDA transform changed get a note of the change.
 
 The Triton side (docstrings, ``#`` comments) is in test_transforms_dead_code.py with the autotune regression.
 """

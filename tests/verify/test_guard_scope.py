@@ -1,4 +1,4 @@
-"""Guards and labels judge the kernel and its launcher only (issue 13 regressions).
+"""Guards and labels judge the kernel and its launcher only (regressions).
 
 Each file under tests/fixtures/honest is a realistic kernel file whose scaffolding (``main()``, a
 ``__main__`` self-test) does what a guard looks for; the guards must stay silent on the scaffolding and
