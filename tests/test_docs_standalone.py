@@ -72,3 +72,24 @@ def test_docs_hold_no_unrendered_format_fields() -> None:
             if _UNRENDERED.search(line):
                 bad.append(f"{p.relative_to(REPO)}:{i}: {line.strip()[:100]}")
     assert not bad, "format fields left in the text:\n" + "\n".join(bad)
+
+
+# a citation of the project's issue tracker ("issue 17", "issues 8 and 9", "issue #3"): the reader of the code
+# or the docs has no access to it, so the text must say what it means instead
+_ISSUE = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+
+
+def test_no_tracked_file_cites_an_issue_number() -> None:
+    """Code, tests and docs say what they mean, not which tracker issue asked for it (committed results under
+    ``bench/results`` are records of their time and keep their wording)."""
+    me = Path(__file__).resolve()
+    bad = []
+    for p in _tracked_text_files():
+        rel = p.relative_to(REPO).as_posix()
+        if p.resolve() == me or rel.startswith("bench/results/"):
+            continue
+        for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if _ISSUE.search(line):
+                bad.append(f"{rel}:{i}: {line.strip()[:100]}")
+    assert not bad, "say what the issue asked for instead of its number:\n" + "\n".join(bad)
+    assert _ISSUE.search("see " + "issue 17") and not _ISSUE.search("an issue with the parser")

@@ -1,6 +1,6 @@
 """Nsight Compute counters: run ``ncu`` on one kernel and parse its CSV into structured fields.
 
-Command (issue 3 part 3)::
+Command::
 
     ncu --clock-control none --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis
         --section LaunchStats --section SourceCounters --apply-rules yes --csv --page details

@@ -561,7 +561,7 @@ class _Loop:
 
     def _strict(self, start: Evaluation, ev: Evaluation, cand_path: Path) -> Evaluation:
         """A speedup over the start above 10x on a GPU must survive the stricter second verification
-        (:func:`htam_core.verify.strict.strict_reverify`, issue 9 §2) before it counts; when it fails, the
+        (:func:`htam_core.verify.strict.strict_reverify`) before it counts; when it fails, the
         candidate is incorrect (rule ``strict-reverify``)."""
         if not (ev.ok and ev.correct and self.harness is not None) or self.task.replay_table:
             return ev  # a replay's table holds the verdict after this check
