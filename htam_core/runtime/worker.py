@@ -1,7 +1,7 @@
 """Persistent, isolated worker processes for compiling and running untrusted kernel code.
 
 Every compile and run of user or generated kernel code happens here, never in the caller's
-process . One persistent worker per key (typically one per GPU)
+process. One persistent worker per key (typically one per GPU)
 keeps the CUDA context, ``import torch`` and Triton's caches warm between calls.
 
 Isolation of a worker:
