@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
-from transform_helpers import candidates, fixture_path
+from transform_helpers import assert_nvcc_compiles, candidates, fixture_path
 
 from htam_core.source import load, parse_text
 from htam_core.source.analysis import analyze
@@ -69,14 +67,6 @@ def test_restructured_loop_drops_its_pragma():
     assert "float4" in body and "#pragma unroll 4" not in body
 
 
-def _nvcc(text: str, tmp_path: Path) -> None:
-    src = tmp_path / "cand.cu"
-    src.write_text(text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "cand.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("tid", TILINGS)
@@ -88,11 +78,11 @@ def test_pragma_spelled_tilings_compile(tid, tmp_path):
         res = registry.propose(tid, model, model.kernel(kernel))
         assert not isinstance(res, NotApplicable), (kernel, res)
         text = res[0].new_text
-    _nvcc(text, tmp_path)
+    assert_nvcc_compiles(text, tmp_path)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_restructured_loop_compiles(tmp_path):
     (c,) = candidates("cuda.vectorize_float4", FILE, "scale_rows_pragma")
-    _nvcc(c.new_text, tmp_path)
+    assert_nvcc_compiles(c.new_text, tmp_path)

@@ -6,11 +6,10 @@ and then the warp-shuffle finish; ``__syncwarp()`` is a warp barrier, not a bloc
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from transform_helpers import candidates, fixture_path, refusal
+from transform_helpers import assert_nvcc_compiles, candidates, fixture_path, refusal
 
 from htam_core.source import load, parse_text
 from htam_core.source.analysis import analyze
@@ -103,8 +102,4 @@ def test_cg_trees_compile(tmp_path: Path):
             res = registry.propose(tid, model, model.kernel(kernel))
             assert not isinstance(res, NotApplicable), (kernel, tid, res)
             text = res[0].new_text
-    src = tmp_path / "cand.cu"
-    src.write_text(text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "cand.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert_nvcc_compiles(text, tmp_path)

@@ -12,10 +12,10 @@ the original's; nvcc compiles the candidates.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from transform_helpers import assert_nvcc_compiles
 
 from htam_core.source import load, parse_text
 from htam_core.source.analysis import analyze
@@ -94,11 +94,7 @@ def test_tiled_transpose_gives_the_same_outputs_on_the_cpu(kernel, w, h, rows, e
 @pytest.mark.parametrize("kernel", ["transpose_rows", "transpose_rows_wh"])
 def test_candidates_compile(kernel, tmp_path):
     (c,) = _propose(kernel)
-    src = tmp_path / "cand.cu"
-    src.write_text(c.new_text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "cand.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert_nvcc_compiles(c.new_text, tmp_path)
 
 
 @pytest.mark.parametrize("kernel", ["transpose_rows", "transpose_rows_wh"])

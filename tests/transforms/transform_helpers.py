@@ -57,3 +57,15 @@ def facts_of_text(text: str, kernel: str) -> KernelFacts:
 def global_reads(facts: KernelFacts, pointer: str) -> list:
     """The global-memory reads of ``pointer`` in ``facts`` (analysis-layer accesses), in source order."""
     return [a for a in facts.accesses if a.pointer == pointer and a.space == "global" and a.kind == "read"]
+
+
+def assert_nvcc_compiles(text: str, tmp_path: Path, name: str = "cand.cu") -> None:
+    """Compile ``text`` with ``nvcc -arch=sm_90 -c`` in ``tmp_path``; fail with the end of nvcc's errors. The
+    caller skips without nvcc (``shutil.which("nvcc")``)."""
+    import subprocess
+
+    src = tmp_path / name
+    src.write_text(text)
+    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(src.with_suffix(".o"))],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
