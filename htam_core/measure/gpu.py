@@ -30,15 +30,30 @@ from htam_core.harness.trial import BASE_SEED
 from htam_core.measure.ncu import find_ncu, run_ncu
 from htam_core.measure.peaks import get_peaks, roofline_fraction
 from htam_core.measure.timer import time_launcher
-from htam_core.runtime.worker import WorkerResult, run_in_worker
+from htam_core.runtime.worker import WorkerPool, WorkerResult, get_pool, run_in_worker
 from htam_core.types.errors import ProfileError
 from htam_core.types.profile import Profile, TimeStats
 from htam_core.verify.correctness import check_correctness
 
+#: Modules a GPU worker imports as soon as it starts (:func:`htam_core.runtime.worker.warm_up`).
+GPU_WARM_IMPORTS: tuple[str, ...] = ("torch",)
+
 
 def pool_config(gpu_index: int) -> dict[str, Any]:
-    """Worker options of the persistent pool of GPU ``gpu_index`` (same as the verifier's)."""
-    return {"interpret": False, "gpu_index": gpu_index}
+    """Worker options of the persistent pool of GPU ``gpu_index`` (same isolation as the verifier's): a new worker
+    imports :data:`GPU_WARM_IMPORTS` (and creates its CUDA context) at once, and a worker killed by a call is
+    replaced at once, in the background."""
+    return {"interpret": False, "gpu_index": gpu_index, "warm_imports": list(GPU_WARM_IMPORTS), "keep_warm": True}
+
+
+def prestart_gpu_worker(gpu_index: int = 0) -> WorkerPool:
+    """Start the persistent worker of GPU ``gpu_index`` (``"gpu<i>"``) in the background, torch imported, so
+    that the first profile, verification or timing finds it ready; returns its pool. Called when ``htam
+    optimize`` begins and when the language server finds a GPU. Never waits and never raises for a worker that
+    cannot start (the first call reports that)."""
+    pool = get_pool(f"gpu{gpu_index}", **pool_config(gpu_index))
+    pool.prestart_in_background()
+    return pool
 
 
 def _call(target: str, kwargs: dict[str, Any], gpu_index: int, timeout_s: float) -> WorkerResult:
@@ -65,13 +80,19 @@ def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = T
     """Worker target: verify, then time the harness's kernel on every input set.
 
     Returns:
-        ``{"device", "correctness", "sets": [{"set", "sizes", "time", "bytes", "flops"}]}`` with
-        times in ms (see :class:`htam_core.measure.timer.Timing`).
+        ``{"device", "correctness", "sets": [{"set", "sizes", "time", "bytes", "flops"}], "phases"}`` with
+        times in ms (see :class:`htam_core.measure.timer.Timing`); ``phases`` holds the wall seconds of this
+        call's parts: ``compile`` (loading the harness and building its launcher), ``verify`` (correctness over
+        seeds, which also runs the kernel's first, JIT-compiling launch) and ``time`` (the timer on every set).
     """
+    import time
+
     import torch
 
+    t0 = time.monotonic()
     h = Harness.from_json(harness)
     p = prepare(h, "cuda")
+    t1 = time.monotonic()
     correctness = None
     if verify:
         # the starting kernel (its own oracle) is never called "the candidate" in the messages
@@ -79,6 +100,7 @@ def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = T
         correctness = check_correctness(p.trial, verified_on="gpu", n_seeds=n_seeds, atol=h.atol, rtol=h.rtol,
                                         fp32_tol=fp32_tol, arg_names=p.arg_names, against=h.checked_against,
                                         subject="the starting kernel" if is_start else "the candidate").to_json()
+    t2 = time.monotonic()
     sets = []
     for s in range(p.trial.input_sets):
         inputs = p.trial.make_inputs(BASE_SEED, s, 1.0)
@@ -88,7 +110,9 @@ def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = T
                      "dtype": _main_dtype(inputs)})
         del inputs
     torch.cuda.synchronize()
-    return {"device": torch.cuda.get_device_name(), "correctness": correctness, "sets": sets}
+    t3 = time.monotonic()
+    return {"device": torch.cuda.get_device_name(), "correctness": correctness, "sets": sets,
+            "phases": {"compile": t1 - t0, "verify": t2 - t1, "time": t3 - t2}}
 
 
 def _set_json(s: dict[str, Any]) -> dict[str, Any]:
@@ -250,6 +274,7 @@ def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *
         p.warnings[:0] = refused
         corr = m.get("correctness")
         p.extra["correctness"] = corr
+        p.extra["phases"] = m.get("phases") or {}
         if corr is not None and not corr["correct"]:
             p.warnings.insert(0, "the kernel does not match its reference: " + "; ".join(corr["messages"][:3]))
         secs = t["median"] / 1000.0

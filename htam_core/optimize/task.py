@@ -250,6 +250,8 @@ class OptimizeResult:
         best_step: the index of the candidate ``best.<ext>`` is, or ``None`` when it is the start.
         best_lineage: the indices of the steps that made the best, from the start to ``best_step``
             (:func:`lineage`); ``[]`` when the best is the start.
+        phases: where the run's time went (:mod:`htam_core.optimize.phases`: seconds per phase, the worker
+            starts, the Nsight Compute stage's runs and cache hits, the wall time), or ``None``.
     """
 
     best_text: str
@@ -276,6 +278,7 @@ class OptimizeResult:
     reproduction: Reproduction | None = None
     best_step: int | None = None
     best_lineage: list[int] = field(default_factory=list)
+    phases: dict[str, Any] | None = None
 
     def apply_refusal(self) -> str | None:
         """Why the best kernel must not be written into the user's file, or ``None`` when it may.
@@ -317,5 +320,5 @@ class OptimizeResult:
             "plot": str(self.plot) if self.plot else None, "plot_note": self.plot_note,
             "not_made": [asdict(m) for m in self.not_made], "steps": [s.to_json() for s in self.steps],
             "reproduction": self.reproduction.to_json() if self.reproduction else None,
-            "best_step": self.best_step, "best_lineage": list(self.best_lineage),
+            "best_step": self.best_step, "best_lineage": list(self.best_lineage), "phases": self.phases,
         }
