@@ -39,7 +39,8 @@ class OptimizeTask:
         source_text: start from this text instead of the file on disk (an unsaved editor buffer).
         record: write outcomes into the memory store.
         trials: timed trials per candidate on the GPU.
-        use_ncu: collect Nsight Compute counters for the start kernel and each new best.
+        use_ncu: collect Nsight Compute counters for the start kernel and each new best, in the background
+            (:class:`htam_core.profile.ncu_stage.CountersStage`; the loop never waits for them).
         measure_cache: path of a SQLite measurement cache shared by several optimizations of one benchmark run
             (:class:`htam_core.optimize.measure_cache.MeasureCache`), or ``None`` (default: off). On a GPU, a
             candidate byte-identical to one measured earlier with the same harness and trials reuses that
