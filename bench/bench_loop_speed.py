@@ -11,9 +11,9 @@ Kernels (copied with their harness into a temp folder, so the repository is neve
 
 Each kernel runs ``htam optimize FILE --kernel K --budget B --json`` as a new process (``--static`` on a machine
 without a GPU, or with ``--static``), twice: ``cold`` with an empty compile and counters cache
-(``HTAM_CACHE_DIR`` in a new temp dir) and ``warm`` with the cache the cold run left (the same kernel versions
-again: the compiles and the Nsight Compute counters come from the cache). Each run has its own empty memory store
-and seed 0. Read from ``report.json`` (``"phases"``, :mod:`htam_core.optimize.phases`): seconds of ``compile``,
+(``HTAM_CACHE_DIR`` in a new temp dir) and ``warm`` in the same folder with the cache the cold run left, as a
+user re-running the command does (the same kernel versions again: the compiles and the Nsight Compute counters
+come from the cache). Each run has its own empty memory store and seed 0. Read from ``report.json`` (``"phases"``, :mod:`htam_core.optimize.phases`): seconds of ``compile``,
 ``verify``, ``time``, ``retime``, ``ncu`` (background), ``process_start`` (worker starts and warm-ups) and the
 loop's ``wall``; measured here: ``process_s``, the whole ``htam`` process (interpreter start, imports, the loop,
 the report). Phases overlap (compiles and ncu run in the background), so they need not add up to the wall time.
@@ -59,14 +59,14 @@ def _has_gpu() -> bool:
 
 
 def run_one(files: list[Path], kernel: str, *, budget: int, static: bool, cache_dir: Path, work: Path,
-            timeout_s: float) -> dict[str, Any]:
+            timeout_s: float, memory: Path) -> dict[str, Any]:
     """One ``htam optimize`` process on a copy of ``files``; returns its phases, process time and outcome."""
     work.mkdir(parents=True, exist_ok=True)
     for f in files:
         shutil.copy2(f, work / f.name)
     out = work / "out"
     cmd = [sys.executable, "-m", "htam_core.cli.main", "optimize", str(work / files[0].name), "--kernel", kernel,
-           "--budget", str(budget), "--out", str(out), "--memory", str(work / "memory.sqlite3"), "--json",
+           "--budget", str(budget), "--out", str(out), "--memory", str(memory), "--json",
            "--seed", "0"]
     if static:
         cmd.append("--static")
@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             cache = Path(tmp) / f"cache-{i}"
             for which in ("cold", "warm"):
                 r = run_one(files, kernel, budget=args.budget, static=static, cache_dir=cache,
-                            work=Path(tmp) / f"k{i}-{which}", timeout_s=args.timeout_s)
+                            work=Path(tmp) / f"k{i}", timeout_s=args.timeout_s,
+                            memory=Path(tmp) / f"memory-k{i}-{which}.sqlite3")
                 r.update({"kernel": name, "cache": which})
                 rows.append(r)
                 print(f"{name} [{which}]: process {r['process_s']:.1f} s"

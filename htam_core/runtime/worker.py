@@ -237,6 +237,8 @@ class WorkerPool:
             if self.warm_imports:
                 self._call_locked("htam_core.runtime.worker:warm_up", {"modules": self.warm_imports},
                                   self.start_timeout_s)
+                if self._proc is None or self._proc.poll() is not None:
+                    self._start_process()  # the warm-up killed it: a cold worker; the call says what fails
         finally:
             dt = time.monotonic() - t0
             self.start_seconds += dt

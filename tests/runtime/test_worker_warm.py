@@ -79,3 +79,10 @@ def test_session_prestarts_the_gpu_worker_when_it_finds_a_gpu(monkeypatch: pytes
     s2 = Session()
     s2.look_up_gpu()
     assert calls == [1]  # no GPU: nothing started
+
+
+def test_a_warm_up_that_kills_the_worker_leaves_a_cold_one(tmp_path) -> None:
+    (tmp_path / "boom_on_import.py").write_text("import os\nos._exit(7)\n")
+    with WorkerPool("warm-boom", warm_imports=["boom_on_import"], sys_path=[str(tmp_path)]) as pool:
+        r = pool.run("os:getpid")
+        assert r.ok and r.value == pool.pid and pool.starts == 2  # the warm one died; a cold one answers
