@@ -185,8 +185,12 @@ class Evaluator:
             fresh.close()
 
     def _compile(self, text: str, model: SourceModel, kernel: Any) -> Profile:
-        """Static profile of ``text`` (compile phase); raises :class:`ProfileError`."""
+        """Static profile of ``text`` (compile phase); raises :class:`ProfileError`. On a GPU it is asked exactly
+        as :func:`~htam_core.profile.api.profile_on_gpu` asks it (harness found from the file), so that call
+        finds it in the compile cache."""
         with self.phases.measure("compile"):
+            if self.gpu:
+                return static_profile(model, kernel, self.target)
             return static_profile(model, kernel, self.target, harness=self.harness)
 
     def _compile_future(self, text: str, model: SourceModel | None = None, kernel: Any = None) -> Future[Profile]:
