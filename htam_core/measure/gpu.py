@@ -20,6 +20,7 @@ Torch is imported lazily, inside the worker targets, for start-up speed: the cal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -211,8 +212,8 @@ def roofline_sol(time_s: float, bytes_moved: float | None, flops: float | None, 
 
 
 def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *, kernel: Any = None,
-                   static: Profile | None = None, use_ncu: bool = True, trials: int = 100,
-                   timeout_s: float = 600.0) -> Profile:
+                   static: Profile | Callable[[], Profile | None] | None = None, use_ncu: bool = True,
+                   trials: int = 100, timeout_s: float = 600.0) -> Profile:
     """Measure one kernel on GPU ``gpu_index`` and return a ``mode="gpu"`` :class:`Profile` without a bottleneck.
 
     Args:
@@ -223,6 +224,8 @@ def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *
         kernel: the source-model Kernel, when known (a Triton ``tl.dot`` on fp32 is bounded by the TF32 peak).
         static: the static profile, when one was made: its registers, spills, shared memory, occupancy, block
             size and stack are copied first (ncu's values, when it runs, take precedence where it measures them).
+            A callable returning it (or ``None``) is called after the GPU worker's measurement, so a static
+            compile still running on another thread overlaps the verification and timing.
         use_ncu: collect ncu counters when ``ncu`` is on PATH.
         trials: timed trials per input set.
         timeout_s: limit for each worker call, seconds.
@@ -240,12 +243,18 @@ def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *
     # for the hover and the report: where the harness came from, and what a passing check means
     p.extra["harness_source"] = harness.description()
     p.extra["checked_against"] = harness.checked_against
-    if static is not None:
-        for f in ("registers", "spill_bytes", "shared_bytes", "theoretical_occupancy", "block_size", "stack_bytes"):
-            setattr(p, f, getattr(static, f))
-        p.extra["static"] = {"device": static.device, **{k: v for k, v in static.extra.items() if k != "ncu"}}
+
+    def apply_static() -> None:
+        st = static() if callable(static) else static
+        if st is not None:
+            for f in ("registers", "spill_bytes", "shared_bytes", "theoretical_occupancy", "block_size",
+                      "stack_bytes"):
+                setattr(p, f, getattr(st, f))
+            p.extra["static"] = {"device": st.device, **{k: v for k, v in st.extra.items() if k != "ncu"}}
+
     have_ncu = use_ncu and find_ncu() is not None
     if harness.kind == "cu-main":
+        apply_static()
         s = _raise_for(_call("htam_core.measure.gpu:measure_program",
                              {"path": harness.path, "kernel": name, "args": harness.program_args}, gpu_index,
                              timeout_s), f"running {Path(path).name} under ncu")
@@ -260,6 +269,7 @@ def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *
         m = _raise_for(_call("htam_core.measure.gpu:measure_harness", {"harness": harness.to_json(),
                                                                        "trials": trials}, gpu_index, timeout_s),
                        f"timing {name}")
+        apply_static()  # before ncu's values, as for a program; nothing above reads the static fields
         p.device = m["device"]
         first = m["sets"][0]
         t = first["time"]

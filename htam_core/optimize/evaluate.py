@@ -186,8 +186,8 @@ class Evaluator:
 
     def _compile(self, text: str, model: SourceModel, kernel: Any) -> Profile:
         """Static profile of ``text`` (compile phase); raises :class:`ProfileError`. On a GPU it is asked exactly
-        as :func:`~htam_core.profile.api.profile_on_gpu` asks it (harness found from the file), so that call
-        finds it in the compile cache."""
+        as :func:`~htam_core.profile.api.profile_on_gpu` would ask it (harness found from the file), so the
+        compile cache holds one entry per kernel version for the loop, the CLI and the editor."""
         with self.phases.measure("compile"):
             if self.gpu:
                 return static_profile(model, kernel, self.target)
@@ -294,15 +294,22 @@ class Evaluator:
         return ev
 
     def _on_gpu(self, cand_path: Path, model: SourceModel, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
-        try:  # the static compile first, through the compile pool (a prefetched candidate is ready or running)
-            self._compile_future(cand_path.read_text(encoding="utf-8"), model, kernel).result()
-        except ProfileError:
-            pass  # profile_on_gpu takes the static profile as optional and says why it is missing
+        # the static compile runs on the compile pool (a prefetched candidate's is ready or running) while the GPU
+        # worker verifies and times; the measurement takes its result afterwards
+        compiling = self._compile_future(cand_path.read_text(encoding="utf-8"), model, kernel)
+
+        def static_result() -> Profile | None:
+            try:
+                return compiling.result()
+            except Exception:  # noqa: BLE001 - static data is a complement; its failure leaves fields None
+                return None
+
         t0 = time.monotonic()
         try:
             p = profile_on_gpu(path=str(cand_path), kernel_name=self.kernel_name,
                                harness=self._harness_for(cand_path), gpu_index=self.gpu_index, model=model,
-                               kernel=kernel, use_ncu=use_ncu, trials=self.trials, target=self.target)
+                               kernel=kernel, use_ncu=use_ncu, trials=self.trials, target=self.target,
+                               static=static_result)
         except ProfileError as exc:
             self.phases.add("verify", time.monotonic() - t0)
             return Evaluation(False, False, "gpu", "failed", model=model, messages=[str(exc)], labels=lab)

@@ -288,3 +288,34 @@ def test_prefetched_compile_is_shared_with_the_evaluation(tmp_path: Path) -> Non
 
 def test_ncu_stage_module_names_its_target() -> None:
     assert ncu_stage.COUNTERS_TARGET == "htam_core.measure.ncu:ncu_harness_target"
+
+
+def test_the_static_compile_overlaps_the_gpu_measurement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """measure_on_gpu takes a static profile still being compiled as a callable and asks for it only after the GPU
+    worker measured (the worker call is faked here); its fields land in the profile as before."""
+    from htam_core.measure import gpu
+    from htam_core.runtime.worker import WorkerResult
+
+    order: list[str] = []
+    timing = {"min": 1.0, "median": 1.1, "max": 1.3, "method": "graph", "trials": 10}
+    fake = {"device": "Fake GPU", "correctness": {"correct": True, "messages": ["ok"]},
+            "sets": [{"set": 0, "sizes": {}, "time": timing, "bytes": 0, "flops": 0, "dtype": None}],
+            "phases": {"compile": 0.1, "verify": 0.2, "time": 0.3}}
+
+    def call(target: str, kwargs: dict, gpu_index: int, timeout_s: float) -> WorkerResult:
+        order.append(target.rsplit(":", 1)[-1])
+        return WorkerResult(True, fake)
+
+    def static() -> object:
+        order.append("static")
+        prof = _profile()
+        prof.registers, prof.block_size = 40, 256
+        return prof
+
+    monkeypatch.setattr(gpu, "_call", call)
+    src = copy_example(tmp_path / "src")
+    h = find_harness(src, "add_kernel", load(src))
+    p = gpu.measure_on_gpu(str(src), "add_kernel", h, 0, static=static, use_ncu=False)
+    assert order == ["measure_harness", "static"]
+    assert p.registers == 40 and p.block_size == 256 and p.time_ms.median == 1.1
+    assert p.extra["phases"] == fake["phases"] and p.extra["static"]["device"] == "Fake GPU"
