@@ -206,6 +206,11 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
                   f"{_where(m)}{m.reason}" for m in result.not_made]
     if warnings:
         lines += ["", "## Notes", ""] + [f"- {w}" for w in warnings]
+    if result.phases and result.phases.get("seconds"):
+        secs = result.phases["seconds"]
+        parts = ", ".join(f"{k.replace('_', ' ')} {v:.1f} s" for k, v in secs.items() if v)
+        lines += ["", f"Time: {result.phases.get('wall_s') or 0:.1f} s in all" + (f" ({parts}; these overlap)"
+                                                                                 if parts else "") + "."]
     plot = "`speedup.png`" if result.plot else f"no `speedup.png` ({result.plot_note})"
     lines += ["", f"Files: `report.json` (every step with its edit), {plot}, "
               f"`{result.best_path.name if result.best_path else 'best'}`, `candidates/`.", ""]

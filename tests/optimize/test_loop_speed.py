@@ -262,6 +262,8 @@ def test_static_cuda_run_records_phases_and_compiles_ahead(tmp_path: Path, monke
     assert set(ph["seconds"]) >= {"compile", "verify", "time", "retime", "ncu", "process_start"}
     assert ph["seconds"]["compile"] > 0 and ph["counts"]["compile"] >= 1 + len(res.steps)
     assert ph["seconds"]["time"] == 0 and ph["seconds"]["ncu"] == 0 and ph["wall_s"] > 0
+    md = res.report_md.read_text()
+    assert f"Time: {ph['wall_s']:.1f} s in all (compile" in md and "these overlap" in md
     # every compile went once through the pool: prefetched variants are not compiled again when evaluated
     assert ph["counts"]["compile"] == 1 + len({s.candidate_path and Path(s.candidate_path).read_text()
                                                for s in res.steps} | set(prefetched))
