@@ -247,7 +247,7 @@ class Session:
             p.warnings.append(ncu_stage.FOLLOW_NOTE)
             yield Stage("timer", p, "disk", pending="Nsight Compute counters")
             yield Stage("counters", ncu_stage.add_ncu_counters(p, harness, self.gpu_index, kernel=kernel,
-                                                               target=self.target), "disk")
+                                                               target=self.target, text=text), "disk")
             return
         model = parse_text(text, file_language, path)  # type: ignore[arg-type]
         prev = self.profiles.entry(path, name)

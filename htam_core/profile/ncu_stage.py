@@ -46,20 +46,32 @@ def counters_follow(p: Profile, harness: Harness | None) -> bool:
 
 
 def add_ncu_counters(p: Profile, harness: Harness, gpu_index: int = 0, *, kernel: Any = None,
-                     timeout_s: float = 600.0, target: str = "sm_90") -> Profile:
+                     timeout_s: float = 600.0, target: str = "sm_90", text: str | None = None,
+                     cache: CompileCache | None = None) -> Profile:
     """A copy of the timed profile ``p`` with the Nsight Compute counters of ``harness`` and the bottleneck
     re-classified from them.
 
     Args:
         p: the first-stage profile; harness: the harness it was timed with; gpu_index: the GPU (its worker);
         kernel: the source-model kernel (features for the classifier), or ``None``; timeout_s: limit of the ncu
-        run, seconds; target: the static target the classifier uses.
+        run, seconds; target: the static target the classifier uses; text: the kernel file's text, which keys
+        the counters cache (:func:`counters_key`; ``None``: no cache); cache: that cache (default the
+        ``"counters"`` namespace of :class:`CompileCache`, shared with the optimize loop's :class:`CountersStage`).
 
     Returns:
         The new profile (``p`` is unchanged). An ncu failure is a warning of the new profile, not an error.
     """
+    key = None
+    if text is not None:
+        cache = cache if cache is not None else CompileCache(namespace="counters")
+        key = counters_key(text, harness, target)
+        hit = cache.get(key)
+        if hit is not None and isinstance(hit.get("summary"), dict):
+            return with_counters(p, hit["summary"], kernel=kernel, target=target)
     r = _call(COUNTERS_TARGET, {"harness": harness.to_json()}, gpu_index, timeout_s)
     if r.ok:
+        if key is not None and cache is not None and isinstance(r.value, dict):
+            cache.put(key, {"summary": r.value})
         return with_counters(p, r.value, kernel=kernel, target=target)
     return with_counters(p, None, kernel=kernel, target=target,
                          error=r.error.message if r.error else "unknown")

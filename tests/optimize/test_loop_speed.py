@@ -321,3 +321,24 @@ def test_the_static_compile_overlaps_the_gpu_measurement(tmp_path: Path, monkeyp
     assert order == ["measure_harness", "static"]
     assert p.registers == 40 and p.block_size == 256 and p.time_ms.median == 1.1
     assert p.extra["phases"] == fake["phases"] and p.extra["static"]["device"] == "Fake GPU"
+
+
+def test_the_editors_counters_stage_shares_the_cache(tmp_path: Path, fake_gpu: dict,
+                                                     private_htam_env: None) -> None:
+    """The editor's second stage (add_ncu_counters with the file's text) reads and fills the same counters cache
+    as the loop: a kernel version is profiled by ncu once for both."""
+    fake_gpu["paths"]["release"].touch()
+    close_pool("gpu0")  # the GPU worker of an earlier test has another PATH
+    src = copy_example(tmp_path / "src")
+    h = find_harness(src, "add_kernel", load(src))
+    text = src.read_text()
+    first = ncu_stage.add_ncu_counters(_profile(), h, 0, text=text)
+    assert first.extra["ncu"]["launches"] == 2 and len(_ncu_calls(fake_gpu["paths"])) == 1
+    again = ncu_stage.add_ncu_counters(_profile(), h, 0, text=text)
+    assert again.extra["ncu"]["launches"] == 2 and len(_ncu_calls(fake_gpu["paths"])) == 1
+    stage = CountersStage(0)  # the loop's stage, default cache: a hit
+    try:
+        assert stage.submit(text, _profile(), h).done() and stage.hits == 1 and stage.runs == 0
+    finally:
+        stage.stop()
+    close_pool("gpu0")
