@@ -6,6 +6,8 @@
 #   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks, timing (bench/timing_agreement.py),
 #             probe (bench/profiler_slowdown_probe.py: does torch.profiler slow a kernel down),
 #             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py),
+#             loopspeed (bench/bench_loop_speed.py: htam optimize's time per phase on five kernels, cold and warm
+#             cache; LOOPSPEED_S, LOOPSPEED_ARGS, e.g. "--budget 2"),
 #             executors (the suite subset under --executor local and dask, compared),
 #             space (the family suite's measured-space table; resumes .devcarry/space-table.jsonl when carried;
 #             SPACE_FILL=<fill list from htam bench misses> measures those candidates instead of exploring),
@@ -72,6 +74,9 @@ for s in "${want[@]}"; do
     probe) stage probe "${PROBE_S:-60}" "$PY" bench/profiler_slowdown_probe.py --out "$RUN/probe" ;;
     zeroconf) stage zeroconf "${ZEROCONF_S:-150}" "$PY" bench/bench_zeroconf.py --out "$RUN/zeroconf" ${ZEROCONF_ARGS:-} ;;
     lspgpu) stage lspgpu "${LSPGPU_S:-120}" "$PY" bench/bench_lsp_gpu.py --out "$RUN/lspgpu" ${LSPGPU_ARGS:-} ;;
+    loopspeed) stage loopspeed "${LOOPSPEED_S:-600}" "$PY" bench/bench_loop_speed.py --out "$RUN/loopspeed" \
+                 --label "$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | head -1 | tr ' ' '-')-gpu" \
+                 --timeout-s 240 ${LOOPSPEED_ARGS:-} ;;
     executors) EXK="${EXEC_KERNELS:-vadd_kernel,transpose_naive,sgemm_naive,block_sum_interleaved,row_sum_serial,layernorm_thread_per_row}"
                for ex in local dask; do
                  stage "exec-$ex" "${EXEC_S:-150}" "${HTAM[@]}" bench suite --suite bench/suite --policies "${EXEC_POLICIES:-htam}" \

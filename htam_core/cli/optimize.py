@@ -57,7 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--static", action="store_true", help="never use the GPU, even when there is one")
     p.add_argument("--gpu", type=int, default=0, help="CUDA device index (default: 0)")
     p.add_argument("--trials", type=int, default=100, help="timed trials per candidate on the GPU (default: 100)")
-    p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute counters for the start kernel")
+    p.add_argument("--no-ncu", action="store_true", help="no Nsight Compute counters (by default they are collected in the background "
+                   "for the start kernel and each new best; the loop never waits for them)")
     p.add_argument("--no-record", action="store_true", help="do not write outcomes into the memory")
     apply = p.add_mutually_exclusive_group()
     apply.add_argument("--apply", action="store_true",

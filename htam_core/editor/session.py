@@ -139,6 +139,18 @@ class Session:
             self.gpu = None if self.static else _gpu_name(self.gpu_index)
         finally:
             self._mode_known.set()
+        self.prestart_worker()
+
+    def prestart_worker(self) -> None:
+        """With a GPU (and not in static mode): start the GPU's persistent worker now, in the background, with
+        torch imported, so that the first measured hover does not pay for the process start and the imports
+        (:func:`htam_core.measure.gpu.prestart_gpu_worker`). Never waits; nothing without a GPU."""
+        if self.gpu is None or self.static:
+            return
+        # imported here, not at module level: the server's start-up imports no measurement code
+        from htam_core.measure.gpu import prestart_gpu_worker
+
+        prestart_gpu_worker(self.gpu_index)
 
     def _open_memory(self) -> None:
         records = self.memory.open(self.memory_path)
@@ -157,10 +169,12 @@ class Session:
         if gpu_index is not None and gpu_index != self.gpu_index:
             self.gpu_index = gpu_index
             self.gpu = None if self.static else _gpu_name(gpu_index)
+            self.prestart_worker()
         if static is not None and static != self.static:
             self.static = static
             self.gpu = None if static else _gpu_name(self.gpu_index)
             self._mode_known.set()
+            self.prestart_worker()
         if reopen and self.ready:
             self._open_memory()
 
@@ -233,7 +247,7 @@ class Session:
             p.warnings.append(ncu_stage.FOLLOW_NOTE)
             yield Stage("timer", p, "disk", pending="Nsight Compute counters")
             yield Stage("counters", ncu_stage.add_ncu_counters(p, harness, self.gpu_index, kernel=kernel,
-                                                               target=self.target), "disk")
+                                                               target=self.target, text=text), "disk")
             return
         model = parse_text(text, file_language, path)  # type: ignore[arg-type]
         prev = self.profiles.entry(path, name)

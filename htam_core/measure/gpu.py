@@ -20,6 +20,7 @@ Torch is imported lazily, inside the worker targets, for start-up speed: the cal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +31,30 @@ from htam_core.harness.trial import BASE_SEED
 from htam_core.measure.ncu import find_ncu, run_ncu
 from htam_core.measure.peaks import get_peaks, roofline_fraction
 from htam_core.measure.timer import time_launcher
-from htam_core.runtime.worker import WorkerResult, run_in_worker
+from htam_core.runtime.worker import WorkerPool, WorkerResult, get_pool, run_in_worker
 from htam_core.types.errors import ProfileError
 from htam_core.types.profile import Profile, TimeStats
 from htam_core.verify.correctness import check_correctness
 
+#: Modules a GPU worker imports as soon as it starts (:func:`htam_core.runtime.worker.warm_up`).
+GPU_WARM_IMPORTS: tuple[str, ...] = ("torch",)
+
 
 def pool_config(gpu_index: int) -> dict[str, Any]:
-    """Worker options of the persistent pool of GPU ``gpu_index`` (same as the verifier's)."""
-    return {"interpret": False, "gpu_index": gpu_index}
+    """Worker options of the persistent pool of GPU ``gpu_index`` (same isolation as the verifier's): a new worker
+    imports :data:`GPU_WARM_IMPORTS` (and creates its CUDA context) at once, and a worker killed by a call is
+    replaced at once, in the background."""
+    return {"interpret": False, "gpu_index": gpu_index, "warm_imports": list(GPU_WARM_IMPORTS), "keep_warm": True}
+
+
+def prestart_gpu_worker(gpu_index: int = 0) -> WorkerPool:
+    """Start the persistent worker of GPU ``gpu_index`` (``"gpu<i>"``) in the background, torch imported, so
+    that the first profile, verification or timing finds it ready; returns its pool. Called when ``htam
+    optimize`` begins and when the language server finds a GPU. Never waits and never raises for a worker that
+    cannot start (the first call reports that)."""
+    pool = get_pool(f"gpu{gpu_index}", **pool_config(gpu_index))
+    pool.prestart_in_background()
+    return pool
 
 
 def _call(target: str, kwargs: dict[str, Any], gpu_index: int, timeout_s: float) -> WorkerResult:
@@ -65,13 +81,19 @@ def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = T
     """Worker target: verify, then time the harness's kernel on every input set.
 
     Returns:
-        ``{"device", "correctness", "sets": [{"set", "sizes", "time", "bytes", "flops"}]}`` with
-        times in ms (see :class:`htam_core.measure.timer.Timing`).
+        ``{"device", "correctness", "sets": [{"set", "sizes", "time", "bytes", "flops"}], "phases"}`` with
+        times in ms (see :class:`htam_core.measure.timer.Timing`); ``phases`` holds the wall seconds of this
+        call's parts: ``compile`` (loading the harness and building its launcher), ``verify`` (correctness over
+        seeds, which also runs the kernel's first, JIT-compiling launch) and ``time`` (the timer on every set).
     """
+    import time
+
     import torch
 
+    t0 = time.monotonic()
     h = Harness.from_json(harness)
     p = prepare(h, "cuda")
+    t1 = time.monotonic()
     correctness = None
     if verify:
         # the starting kernel (its own oracle) is never called "the candidate" in the messages
@@ -79,6 +101,7 @@ def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = T
         correctness = check_correctness(p.trial, verified_on="gpu", n_seeds=n_seeds, atol=h.atol, rtol=h.rtol,
                                         fp32_tol=fp32_tol, arg_names=p.arg_names, against=h.checked_against,
                                         subject="the starting kernel" if is_start else "the candidate").to_json()
+    t2 = time.monotonic()
     sets = []
     for s in range(p.trial.input_sets):
         inputs = p.trial.make_inputs(BASE_SEED, s, 1.0)
@@ -88,7 +111,9 @@ def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = T
                      "dtype": _main_dtype(inputs)})
         del inputs
     torch.cuda.synchronize()
-    return {"device": torch.cuda.get_device_name(), "correctness": correctness, "sets": sets}
+    t3 = time.monotonic()
+    return {"device": torch.cuda.get_device_name(), "correctness": correctness, "sets": sets,
+            "phases": {"compile": t1 - t0, "verify": t2 - t1, "time": t3 - t2}}
 
 
 def _set_json(s: dict[str, Any]) -> dict[str, Any]:
@@ -187,8 +212,8 @@ def roofline_sol(time_s: float, bytes_moved: float | None, flops: float | None, 
 
 
 def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *, kernel: Any = None,
-                   static: Profile | None = None, use_ncu: bool = True, trials: int = 100,
-                   timeout_s: float = 600.0) -> Profile:
+                   static: Profile | Callable[[], Profile | None] | None = None, use_ncu: bool = True,
+                   trials: int = 100, timeout_s: float = 600.0) -> Profile:
     """Measure one kernel on GPU ``gpu_index`` and return a ``mode="gpu"`` :class:`Profile` without a bottleneck.
 
     Args:
@@ -199,6 +224,8 @@ def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *
         kernel: the source-model Kernel, when known (a Triton ``tl.dot`` on fp32 is bounded by the TF32 peak).
         static: the static profile, when one was made: its registers, spills, shared memory, occupancy, block
             size and stack are copied first (ncu's values, when it runs, take precedence where it measures them).
+            A callable returning it (or ``None``) is called after the GPU worker's measurement, so a static
+            compile still running on another thread overlaps the verification and timing.
         use_ncu: collect ncu counters when ``ncu`` is on PATH.
         trials: timed trials per input set.
         timeout_s: limit for each worker call, seconds.
@@ -216,12 +243,18 @@ def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *
     # for the hover and the report: where the harness came from, and what a passing check means
     p.extra["harness_source"] = harness.description()
     p.extra["checked_against"] = harness.checked_against
-    if static is not None:
-        for f in ("registers", "spill_bytes", "shared_bytes", "theoretical_occupancy", "block_size", "stack_bytes"):
-            setattr(p, f, getattr(static, f))
-        p.extra["static"] = {"device": static.device, **{k: v for k, v in static.extra.items() if k != "ncu"}}
+
+    def apply_static() -> None:
+        st = static() if callable(static) else static
+        if st is not None:
+            for f in ("registers", "spill_bytes", "shared_bytes", "theoretical_occupancy", "block_size",
+                      "stack_bytes"):
+                setattr(p, f, getattr(st, f))
+            p.extra["static"] = {"device": st.device, **{k: v for k, v in st.extra.items() if k != "ncu"}}
+
     have_ncu = use_ncu and find_ncu() is not None
     if harness.kind == "cu-main":
+        apply_static()
         s = _raise_for(_call("htam_core.measure.gpu:measure_program",
                              {"path": harness.path, "kernel": name, "args": harness.program_args}, gpu_index,
                              timeout_s), f"running {Path(path).name} under ncu")
@@ -236,6 +269,7 @@ def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *
         m = _raise_for(_call("htam_core.measure.gpu:measure_harness", {"harness": harness.to_json(),
                                                                        "trials": trials}, gpu_index, timeout_s),
                        f"timing {name}")
+        apply_static()  # before ncu's values, as for a program; nothing above reads the static fields
         p.device = m["device"]
         first = m["sets"][0]
         t = first["time"]
@@ -250,6 +284,7 @@ def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *
         p.warnings[:0] = refused
         corr = m.get("correctness")
         p.extra["correctness"] = corr
+        p.extra["phases"] = m.get("phases") or {}
         if corr is not None and not corr["correct"]:
             p.warnings.insert(0, "the kernel does not match its reference: " + "; ".join(corr["messages"][:3]))
         secs = t["median"] / 1000.0

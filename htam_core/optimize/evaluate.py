@@ -10,13 +10,24 @@ then check correctness over seeds, and only then let a time count.
   candidate interleaved in one worker (:mod:`htam_core.measure.compare`) for the speedup and its spread.
 * **Static mode** (no GPU): the candidate is compiled for the static profile (nvcc / Triton AOT); Triton
   candidates are checked for correctness under ``TRITON_INTERPRET=1`` in a worker; CUDA candidates are
-  compile-checked only and reported as *unverified*, never as correct.
+  compile-checked only and reported as *unverified*, never as correct. The static compile runs on a thread
+  pool while the candidate verifies in its worker, and :meth:`Evaluator.prefetch` compiles candidates the loop
+  may evaluate next on the same pool (nvcc in parallel on the CPU cores); the results meet in the on-disk compile
+  cache (:mod:`htam_core.runtime.cache`), so a kernel version is compiled once across runs, the CLI and the
+  editor.
+
+Workers are pre-started (:meth:`Evaluator.prestart`): the persistent GPU worker with torch imported, and a second,
+clean one for the fresh-process re-timing, which runs no candidate before it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,9 +35,10 @@ from typing import TYPE_CHECKING, Any
 from htam_core.harness import Harness
 from htam_core.harness.base import mark_origin, origin_dirs
 from htam_core.measure.compare import Comparison
-from htam_core.measure.gpu import pool_config
+from htam_core.measure.gpu import pool_config, prestart_gpu_worker
+from htam_core.optimize.phases import PhaseTimes
 from htam_core.profile.api import profile_on_gpu, static_profile
-from htam_core.runtime.worker import WorkerPool, run_in_worker
+from htam_core.runtime.worker import WorkerPool, get_pool, run_in_worker
 from htam_core.source import language_for_path, parse_text
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.source.model import SourceModel
@@ -40,6 +52,10 @@ if TYPE_CHECKING:
 
 #: The candidate folder of the starting kernel; under the oracle rule every candidate is checked against it.
 START_LABEL = "00-start"
+#: The worker target of the interleaved parent/candidate comparison.
+COMPARE_TARGET = "htam_core.measure.compare:compare_harnesses"
+#: Modules the Triton interpreter's verification worker imports as soon as it starts (static mode).
+INTERPRET_WARM_IMPORTS: tuple[str, ...] = ("torch", "triton")
 #: Added to the messages of an evaluation that was taken from the measurement cache.
 REUSED_MESSAGE = "measurement reused: identical code was measured earlier in this suite run"
 
@@ -116,6 +132,8 @@ class Evaluator:
 
     Attributes:
         reused: evaluations answered from the cache so far.
+        phases: wall seconds per phase (:class:`htam_core.optimize.phases.PhaseTimes`).
+        fresh_pids: pid of the worker of each fresh re-timing (:meth:`compare` with ``fresh=True``).
     """
 
     def __init__(self, path: str | Path, kernel_name: str, harness: Harness | None, *, gpu: bool, workdir: Path,
@@ -133,6 +151,76 @@ class Evaluator:
         self._original_findings = check_source(original_text, self.language)
         self.cache = cache
         self.reused = 0
+        self.phases = PhaseTimes()
+        self.fresh_pids: list[int | None] = []
+        self._fresh: WorkerPool | None = None
+        self._compile_pool = ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1),
+                                                thread_name_prefix="htam-compile")
+        self._compiles: dict[str, Future[Profile]] = {}
+        self._compiles_lock = threading.Lock()
+
+    # -- workers and compiles ahead of need -----------------------------------------------------------
+    def prestart(self) -> None:
+        """Start the workers this evaluator will call, in the background, before the first candidate: on a GPU
+        the persistent worker of the GPU (torch imported, :func:`~htam_core.measure.gpu.prestart_gpu_worker`)
+        and a second, clean worker for the fresh re-timing (it runs nothing before that; the rule that the best
+        is re-timed in a process that ran no candidate stays); without a GPU the Triton interpreter's
+        verification worker. Never waits, never raises."""
+        if self.gpu and self.harness is not None:
+            prestart_gpu_worker(self.gpu_index)
+            if self._fresh is None:
+                cfg = {**pool_config(self.gpu_index), "keep_warm": False}
+                self._fresh = WorkerPool(f"gpu{self.gpu_index}-fresh", **cfg)
+                self._fresh.prestart_in_background()
+        elif self.harness is not None and self.language == "triton":
+            pool = get_pool("verify-interpret", interpret=True, gpu_index=None,
+                            warm_imports=list(INTERPRET_WARM_IMPORTS))
+            pool.prestart_in_background()
+
+    def close(self) -> None:
+        """Stop the compile pool (queued compiles are dropped) and an unused fresh worker."""
+        self._compile_pool.shutdown(wait=False, cancel_futures=True)
+        fresh, self._fresh = self._fresh, None
+        if fresh is not None:
+            fresh.close()
+
+    def _compile(self, text: str, model: SourceModel, kernel: Any) -> Profile:
+        """Static profile of ``text`` (compile phase); raises :class:`ProfileError`. On a GPU it is asked exactly
+        as :func:`~htam_core.profile.api.profile_on_gpu` would ask it (harness found from the file), so the
+        compile cache holds one entry per kernel version for the loop, the CLI and the editor."""
+        with self.phases.measure("compile"):
+            if self.gpu:
+                return static_profile(model, kernel, self.target)
+            return static_profile(model, kernel, self.target, harness=self.harness)
+
+    def _compile_future(self, text: str, model: SourceModel | None = None, kernel: Any = None) -> Future[Profile]:
+        """The (shared) future of the static compile of ``text`` on the compile pool."""
+        key = hashlib.sha256(text.encode()).hexdigest()
+        with self._compiles_lock:
+            fut = self._compiles.get(key)
+            if fut is None or fut.cancelled():
+                if model is None:
+                    model = parse_text(text, self.language)
+                    kernel = model.kernel(self.kernel_name)
+                fut = self._compile_pool.submit(self._compile, text, model, kernel)
+                self._compiles[key] = fut
+            return fut
+
+    def prefetch(self, text: str) -> bool:
+        """Compile the candidate ``text`` ahead of its evaluation on the compile pool (nvcc or Triton AOT, in
+        parallel with the candidate being verified); its evaluation then reuses the result. Returns whether a
+        compile was queued (not when the kernel is missing from ``text`` or already queued). Never raises."""
+        key = hashlib.sha256(text.encode()).hexdigest()
+        with self._compiles_lock:
+            if key in self._compiles:
+                return False
+        try:
+            model = parse_text(text, self.language)
+            kernel = model.kernel(self.kernel_name)
+            self._compile_future(text, model, kernel)
+        except Exception:  # noqa: BLE001 - a prefetch is only a hint; the evaluation reports the problem
+            return False
+        return True
 
     def write(self, text: str, label: str) -> Path:
         """Write ``text`` as ``<workdir>/<label>/<original file name>`` and return the path; ``<workdir>/.htam-origin``
@@ -144,10 +232,13 @@ class Evaluator:
         p.write_text(text, encoding="utf-8")
         return p
 
-    def _harness_for(self, cand_path: Path) -> Harness | None:
+    def harness_for(self, cand_path: Path) -> Harness | None:
+        """The harness with the candidate file ``cand_path`` as its kernel (``None`` without a harness)."""
         if self.harness is None:
             return None
         return dataclasses.replace(self.harness, path=str(cand_path.resolve()))
+
+    _harness_for = harness_for
 
     def evaluate(self, text: str, label: str, *, use_ncu: bool = False,
                  reuse: bool = True) -> tuple[Evaluation, Path]:
@@ -203,12 +294,26 @@ class Evaluator:
         return ev
 
     def _on_gpu(self, cand_path: Path, model: SourceModel, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
+        # the static compile runs on the compile pool (a prefetched candidate's is ready or running) while the GPU
+        # worker verifies and times; the measurement takes its result afterwards
+        compiling = self._compile_future(cand_path.read_text(encoding="utf-8"), model, kernel)
+
+        def static_result() -> Profile | None:
+            try:
+                return compiling.result()
+            except Exception:  # noqa: BLE001 - static data is a complement; its failure leaves fields None
+                return None
+
+        t0 = time.monotonic()
         try:
             p = profile_on_gpu(path=str(cand_path), kernel_name=self.kernel_name,
                                harness=self._harness_for(cand_path), gpu_index=self.gpu_index, model=model,
-                               kernel=kernel, use_ncu=use_ncu, trials=self.trials, target=self.target)
+                               kernel=kernel, use_ncu=use_ncu, trials=self.trials, target=self.target,
+                               static=static_result)
         except ProfileError as exc:
+            self.phases.add("verify", time.monotonic() - t0)
             return Evaluation(False, False, "gpu", "failed", model=model, messages=[str(exc)], labels=lab)
+        self._add_worker_phases(p.extra.get("phases") or {}, time.monotonic() - t0)
         corr = p.extra.get("correctness") or {}
         correct = bool(corr.get("correct")) if corr else None
         msgs = list(corr.get("messages", [])) if corr else []
@@ -219,6 +324,16 @@ class Evaluator:
                               p, model, msgs, lab)
         return Evaluation(True, correct, "gpu", None, p.time_ms.median if p.time_ms else None, per_set, p, model,
                           msgs, lab)
+
+    def _add_worker_phases(self, phases: dict[str, float], total_s: float) -> None:
+        """Split one GPU evaluation's ``total_s`` wall seconds into the worker's own ``phases`` (compile, verify,
+        time); the rest (the call's start, peaks, the worker start when it was not warm) counts as verify."""
+        known = 0.0
+        for name in ("compile", "verify", "time"):
+            v = float(phases.get(name) or 0.0)
+            self.phases.add(name, v)
+            known += v
+        self.phases.add("verify", max(0.0, total_s - known), count=0)
 
     def compare(self, parent_text: str, cand_path: Path, *, fresh: bool = False) -> tuple[Comparison | None, str]:
         """Time the parent ``parent_text`` and the candidate at ``cand_path`` interleaved in the GPU worker.
@@ -237,13 +352,15 @@ class Evaluator:
         parent_path = self.write(parent_text, f"_parent-{hashlib.sha256(parent_text.encode()).hexdigest()[:12]}")
         args = {"parent": self._harness_for(parent_path).to_json(),  # type: ignore[union-attr]
                 "candidate": self._harness_for(cand_path).to_json()}  # type: ignore[union-attr]
-        target = "htam_core.measure.compare:compare_harnesses"
+        target = COMPARE_TARGET
         if fresh:
-            with WorkerPool(f"gpu{self.gpu_index}-fresh", **pool_config(self.gpu_index)) as pool:
+            with self.phases.measure("retime"), self._fresh_pool() as pool:
                 r = pool.run(target, args, timeout_s=900.0)
+                self.fresh_pids.append(r.worker_pid)
         else:
-            r = run_in_worker(target, args, timeout_s=900.0, pool_key=f"gpu{self.gpu_index}",
-                              **pool_config(self.gpu_index))
+            with self.phases.measure("time"):
+                r = run_in_worker(target, args, timeout_s=900.0, pool_key=f"gpu{self.gpu_index}",
+                                  **pool_config(self.gpu_index))
         if not r.ok:
             err = r.error
             return None, f"interleaved comparison failed: {err.kind}: {err.message}" if err else "comparison failed"
@@ -252,20 +369,31 @@ class Evaluator:
         except (KeyError, TypeError, ValueError) as exc:
             return None, f"interleaved comparison gave a malformed result: {exc}"
 
+    def _fresh_pool(self) -> WorkerPool:
+        """The worker of one fresh re-timing: the pre-started one when it has run no call (a crashed pre-start
+        is restarted by its first call, still clean), else a new one; the caller closes it after the call."""
+        pool, self._fresh = self._fresh, None
+        if pool is None or pool.calls:
+            if pool is not None:
+                pool.close()
+            pool = WorkerPool(f"gpu{self.gpu_index}-fresh", **{**pool_config(self.gpu_index), "keep_warm": False})
+        return pool
+
     def _static(self, cand_path: Path, model: SourceModel, kernel, lab: list[str]) -> Evaluation:
         msgs: list[str] = []
+        h = self._harness_for(cand_path)
+        # the compile (nvcc / Triton AOT, on the compile pool) and the verification (interpreter worker) overlap
+        compiling = self._compile_future(cand_path.read_text(encoding="utf-8"), model, kernel)
+        verdict = self._verify_static(h, cand_path) if h is not None else None
         try:
-            prof = static_profile(model, kernel, self.target, harness=self.harness)
+            prof = compiling.result()
         except ProfileError as exc:
             return Evaluation(False, False, "compile-only", "failed", model=model, messages=[str(exc)], labels=lab)
-        h = self._harness_for(cand_path)
         if h is None:
             msgs.append("not verified: no harness for this kernel (htam.toml, KernelBench reference, or one inferred "
                         "from the file's __main__ block or tests)")
             return Evaluation(True, None, "compile-only", None, profile=prof, model=model, messages=msgs, labels=lab)
-        # the start is never called "the candidate" in its messages
-        subject = "the starting kernel" if cand_path.parent.name == START_LABEL else "the candidate"
-        verdict = verify_in_worker(h, interpret=True, subject=subject)
+        assert verdict is not None
         msgs.extend(verdict.messages)
         if verdict.status == "unverified":
             return Evaluation(True, None, verdict.verified_on, None, profile=prof, model=model, messages=msgs,
@@ -278,3 +406,10 @@ class Evaluator:
                               messages=msgs, labels=lab)
         return Evaluation(True, True, verdict.verified_on, None, profile=prof, model=model, messages=msgs,
                           labels=lab)
+
+    def _verify_static(self, h: Harness, cand_path: Path) -> Any:
+        """Correctness under the Triton interpreter in its worker (verify phase)."""
+        # the start is never called "the candidate" in its messages
+        subject = "the starting kernel" if cand_path.parent.name == START_LABEL else "the candidate"
+        with self.phases.measure("verify"):
+            return verify_in_worker(h, interpret=True, subject=subject)

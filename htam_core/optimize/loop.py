@@ -11,6 +11,14 @@ reply, a reply without code) become steps of status ``endpoint_fault``: shown in
 memory (they say nothing about the strategy). The loop gives the LLM up after ``--llm-max-faults`` consecutive
 faults, and at once on a fault that would repeat (authentication, wrong URL or model, a refused request).
 
+Nsight Compute is off the critical path: the start (and each new best) is timed without it, and its counters
+are collected by a background stage (:class:`htam_core.profile.ncu_stage.CountersStage`: its own worker, once
+per kernel version, cached by content hash); the loop ranks with the timing and the static profile and takes
+the counters when they arrive. No candidate is profiled with ncu: no rule that judges a candidate reads a
+counter. The stage is stopped before the fresh re-timing, so that runs on a quiet GPU. The workers are started
+when the loop begins (:meth:`Evaluator.prestart`), and the time of each phase goes to ``report.json``
+(:mod:`htam_core.optimize.phases`).
+
 Without a GPU the loop runs in *static* mode: it verifies what can be verified (Triton under the
 interpreter, CUDA compile-only), follows the ranking of the static state, records unmeasured outcomes
 (they count as trials, never as speedups) and says plainly that nothing was timed.
@@ -23,7 +31,9 @@ import difflib
 import hashlib
 import random
 import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +65,8 @@ from htam_core.optimize.report import write_report
 from htam_core.optimize.reproduce import Reproduction, judge_reproduction, not_measured
 from htam_core.optimize.task import POLICIES, NotMade, OptimizeResult, OptimizeTask, ProgressEvent, StepRecord
 from htam_core.profile.api import gpu_available
+from htam_core.profile.ncu_stage import CountersStage
+from htam_core.runtime.worker import start_stats
 from htam_core.source import SourceError, incomplete_reason, language_for_path, load, parse_text
 from htam_core.source.model import Kernel
 from htam_core.transforms.registry import no_transform_message
@@ -63,6 +75,8 @@ from htam_core.verify.correctness import NONDETERMINISTIC
 
 #: Steps of history the memory sees (the prefix h_t).
 PREFIX_LEN = 4
+#: Other variants of the chosen strategy compiled ahead on the compile pool (rules engine).
+PREFETCH_VARIANTS = 2
 
 
 class OptimizeError(Exception):
@@ -185,6 +199,11 @@ class _Loop:
         if table is not None:  # a replay: every measurement is a lookup in the table
             self.evaluator = TableEvaluator(table, task.replay_kernel or f"{task.path}::{task.kernel}", self.path,
                                             task.kernel, self.out / "candidates")
+        # Nsight Compute counters off the critical path: once per kernel version, in the background
+        self.counters = CountersStage(task.gpu_index) if (self.gpu and task.use_ncu and self.harness is not None
+                                                          and table is None) else None
+        self._counter_jobs: list[tuple[Evaluation, Future]] = []
+        self.counters_note: str | None = None
         self.measurements_reused = 0  # candidates (steps) whose measurement came from the cache
         self.max_faults = 1  # consecutive LLM endpoint faults before the loop stops asking (set from the LLM config)
         self.generator = self._generator()
@@ -345,6 +364,9 @@ class _Loop:
                 state = state_from_profile(ev.profile) if ev.profile else {}
                 fresh = order_variants(self.ranker, state, prefix, choice.strategy, fresh, self._kernel_of(ev),
                                        ev.profile, ev.model)
+            if not llm and hasattr(self.evaluator, "prefetch"):
+                for other in fresh[1:1 + PREFETCH_VARIANTS]:  # the next variants compile while this one verifies
+                    self.evaluator.prefetch(other.code)
             return choice, fresh[0], None
         return None
 
@@ -359,6 +381,59 @@ class _Loop:
             kernel = "start" if not prefix else "after " + " → ".join(prefix)
             self.not_made.append(NotMade(choice.direction, choice.strategy, choice.transform, reason, kernel, at,
                                          refused))
+
+    # -- counters in the background ------------------------------------------------------------------
+    def _want_counters(self, text: str, ev: Evaluation, path: Path) -> None:
+        """Queue the Nsight Compute counters of the kernel version ``text`` (evaluated as ``ev`` from the file
+        ``path``, which ncu runs); never waits."""
+        if self.counters is None or ev.profile is None or not ev.ok or not isinstance(self.evaluator, Evaluator):
+            return
+        harness = self.evaluator.harness_for(path)
+        fut = self.counters.submit(text, ev.profile, harness, kernel=self._kernel_of(ev))
+        if fut is not None:
+            self._counter_jobs.append((ev, fut))
+
+    def _take_counters(self) -> None:
+        """Put the counters that arrived into their evaluations' profiles (the ranking reads them from then on)."""
+        waiting = []
+        for ev, fut in self._counter_jobs:
+            prof = CountersStage.ready(fut)
+            if prof is not None:
+                ev.profile = prof
+            elif not fut.done():
+                waiting.append((ev, fut))
+        self._counter_jobs = waiting
+
+    def _stop_counters(self) -> None:
+        """Take what arrived and stop the stage (a running ncu is killed), so the re-timing runs on a quiet GPU."""
+        if self.counters is None:
+            return
+        self._take_counters()
+        left = self.counters.stop()
+        self._take_counters()
+        if left:
+            self.counters_note = (f"Nsight Compute counters of {left} kernel version(s) were still being collected "
+                                  "when the search ended; the loop does not wait for them and stopped them before "
+                                  "the fresh re-timing (a later run or the editor collects them)")
+            self.warnings.append(self.counters_note)
+
+    def _phases(self, wall_s: float, starts0: dict[str, float]) -> dict[str, Any]:
+        """The run's phase times for ``report.json``."""
+        phases = getattr(self.evaluator, "phases", None)
+        starts = start_stats()
+        n_starts = int(starts["starts"] - starts0["starts"])
+        start_s = starts["seconds"] - starts0["seconds"]
+        if phases is None:
+            return {"wall_s": round(wall_s, 3), "process_starts": n_starts}
+        if self.counters is not None:
+            phases.add("ncu", self.counters.seconds, self.counters.runs)
+        phases.add("process_start", start_s, n_starts)
+        data = phases.to_json(wall_s)
+        data["process_starts"] = n_starts
+        data["ncu_runs"] = self.counters.runs if self.counters is not None else 0
+        data["ncu_cache_hits"] = self.counters.hits if self.counters is not None else 0
+        data["fresh_pids"] = list(getattr(self.evaluator, "fresh_pids", []))
+        return data
 
     # -- the loop -----------------------------------------------------------------------------------
     def _progress(self, step: int, choice: Choice | None, best: float | None, msg: str) -> None:
@@ -378,11 +453,16 @@ class _Loop:
         n = 0
         faults: list[StepRecord] = []  # the current run of consecutive endpoint faults
         gave_up = False
+        t_wall, starts0 = time.monotonic(), start_stats()
+        if hasattr(self.evaluator, "prestart"):
+            self.evaluator.prestart()  # the GPU worker (torch imported) and the clean one for the re-timing
         try:
             self._progress(0, None, None, "profiling the starting kernel")
-            # reuse=False: the start is always timed afresh (the suite's repeatability compares these times)
-            start_ev, _ = self.evaluator.evaluate(self.start_text, START_LABEL, use_ncu=task.use_ncu,
-                                                  reuse=False)
+            # reuse=False: the start is always timed afresh (the suite's repeatability compares these times);
+            # its Nsight Compute counters follow in the background (use_ncu=False here)
+            start_ev, start_path = self.evaluator.evaluate(self.start_text, START_LABEL, use_ncu=False,
+                                                           reuse=False)
+            self._want_counters(self.start_text, start_ev, start_path)
             if not start_ev.ok:
                 self.warnings.insert(0, "the starting kernel failed, so no candidate was tried: "
                                      + "; ".join(_brief(m) for m in start_ev.messages[:3]))
@@ -399,6 +479,7 @@ class _Loop:
                 if self.cancel.is_set():
                     cancelled = True
                     break
+                self._take_counters()
                 if task.engine == "llm":  # a request (and its repair rounds) can take a while
                     self._wait_at = (n, self._speedup(start_ev, best_ev))
                     self._progress(n, None, self._speedup(start_ev, best_ev),
@@ -447,6 +528,8 @@ class _Loop:
                     prefix = (prefix + [choice.strategy])[-PREFIX_LEN:]
                     if self._better(ev, best_ev):
                         best_text, best_ev, best_chain = cand.code, ev, list(chain)
+                        if self.gpu:
+                            self._want_counters(best_text, best_ev, cand_path)
                 self._progress(n, None, self._speedup(start_ev, best_ev), f"candidate {n}: {_progress_status(rec)}")
         except (KeyboardInterrupt, LLMCancelledError):
             cancelled = True
@@ -455,13 +538,15 @@ class _Loop:
         if not gave_up and any(s.status == ENDPOINT_FAULT for s in self.steps):
             self.warnings.append(self._fault_note())  # faults that did not stop the run
         self._headline_note(start_ev, best_ev)
+        self._stop_counters()
         reproduction = self._reproduce(start_ev, best_ev, best_text, cancelled)
         self._flush_wins(reproduction, set(best_chain))
+        phases = self._phases(time.monotonic() - t_wall, starts0)
         return write_report(self.task, self.out, self.start_text, start_ev, best_text, best_ev, self.steps,
                             gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
                             language=self.kernel.language, measurements_reused=self.measurements_reused,
                             not_made=self.not_made, reproduction=reproduction,
-                            best_step=best_chain[-1] if best_chain else None)
+                            best_step=best_chain[-1] if best_chain else None, phases=phases)
 
     def _reproduce(self, start: Evaluation, best: Evaluation, best_text: str, cancelled: bool) -> Reproduction:
         """Re-time the start and the best kernel interleaved in a fresh worker process and judge whether the
@@ -680,6 +765,11 @@ def run_optimize(task: OptimizeTask, *, on_progress: Callable[[ProgressEvent], N
     try:
         return loop.run()
     finally:
+        if loop.counters is not None:
+            loop.counters.stop()
+        close = getattr(loop.evaluator, "close", None)
+        if close is not None:
+            close()
         loop.store.close()
 
 

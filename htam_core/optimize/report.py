@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from htam_core.measure.stats import LAUNCH_BOUND_MS, SPREAD_RULE, headline_geomean
 from htam_core.memory.records import ENDPOINT_FAULT
@@ -206,6 +206,11 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
                   f"{_where(m)}{m.reason}" for m in result.not_made]
     if warnings:
         lines += ["", "## Notes", ""] + [f"- {w}" for w in warnings]
+    if result.phases and result.phases.get("seconds"):
+        secs = result.phases["seconds"]
+        parts = ", ".join(f"{k.replace('_', ' ')} {v:.1f} s" for k, v in secs.items() if v)
+        lines += ["", f"Time: {result.phases.get('wall_s') or 0:.1f} s in all" + (f" ({parts}; these overlap)"
+                                                                                 if parts else "") + "."]
     plot = "`speedup.png`" if result.plot else f"no `speedup.png` ({result.plot_note})"
     lines += ["", f"Files: `report.json` (every step with its edit), {plot}, "
               f"`{result.best_path.name if result.best_path else 'best'}`, `candidates/`.", ""]
@@ -248,7 +253,7 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                  best_ev: Evaluation, steps: list[StepRecord], *, gpu: bool, cancelled: bool, warnings: list[str],
                  language: str, measurements_reused: int = 0,
                  not_made: list[NotMade] | None = None, reproduction: Reproduction | None = None,
-                 best_step: int | None = None) -> OptimizeResult:
+                 best_step: int | None = None, phases: dict[str, Any] | None = None) -> OptimizeResult:
     """Write the report files under ``out`` and return the :class:`OptimizeResult`.
 
     ``speedup.png`` is written only when the candidates were timed (a GPU run whose start was timed); without
@@ -272,6 +277,8 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
             that was not reproduced is not reported as a win.
         best_step: the index of the step ``best_text`` is, or ``None`` (the start); the summary names its
             lineage (its parents back to the start) and the accepted steps off it.
+        phases: where the run's time went (:class:`htam_core.optimize.phases.PhaseTimes` JSON plus the worker
+            starts and the counters stage), written to ``report.json`` as ``"phases"``.
 
     Raises:
         ValueError: ``best_step`` or a parent is not among ``steps`` (:func:`htam_core.optimize.task.lineage`).
@@ -347,7 +354,7 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                             measurements_reused=measurements_reused, start_ok=start_ok,
                             best_correct=best_ev.correct, best_verified_on=best_ev.verified_on,
                             not_made=steps_not_made(not_made or [], steps), plot=plot_path, plot_note=plot_note,
-                            reproduction=reproduction, best_step=best_step,
+                            reproduction=reproduction, best_step=best_step, phases=phases,
                             best_lineage=[s.index for s in path])
     data = result.to_json()
     data["task"] = task.to_json()

@@ -39,7 +39,8 @@ class OptimizeTask:
         source_text: start from this text instead of the file on disk (an unsaved editor buffer).
         record: write outcomes into the memory store.
         trials: timed trials per candidate on the GPU.
-        use_ncu: collect Nsight Compute counters for the start kernel and each new best.
+        use_ncu: collect Nsight Compute counters for the start kernel and each new best, in the background
+            (:class:`htam_core.profile.ncu_stage.CountersStage`; the loop never waits for them).
         measure_cache: path of a SQLite measurement cache shared by several optimizations of one benchmark run
             (:class:`htam_core.optimize.measure_cache.MeasureCache`), or ``None`` (default: off). On a GPU, a
             candidate byte-identical to one measured earlier with the same harness and trials reuses that
@@ -250,6 +251,8 @@ class OptimizeResult:
         best_step: the index of the candidate ``best.<ext>`` is, or ``None`` when it is the start.
         best_lineage: the indices of the steps that made the best, from the start to ``best_step``
             (:func:`lineage`); ``[]`` when the best is the start.
+        phases: where the run's time went (:mod:`htam_core.optimize.phases`: seconds per phase, the worker
+            starts, the Nsight Compute stage's runs and cache hits, the wall time), or ``None``.
     """
 
     best_text: str
@@ -276,6 +279,7 @@ class OptimizeResult:
     reproduction: Reproduction | None = None
     best_step: int | None = None
     best_lineage: list[int] = field(default_factory=list)
+    phases: dict[str, Any] | None = None
 
     def apply_refusal(self) -> str | None:
         """Why the best kernel must not be written into the user's file, or ``None`` when it may.
@@ -317,5 +321,5 @@ class OptimizeResult:
             "plot": str(self.plot) if self.plot else None, "plot_note": self.plot_note,
             "not_made": [asdict(m) for m in self.not_made], "steps": [s.to_json() for s in self.steps],
             "reproduction": self.reproduction.to_json() if self.reproduction else None,
-            "best_step": self.best_step, "best_lineage": list(self.best_lineage),
+            "best_step": self.best_step, "best_lineage": list(self.best_lineage), "phases": self.phases,
         }

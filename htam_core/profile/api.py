@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import warnings as _warnings
+from collections.abc import Callable
 from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
@@ -376,7 +377,8 @@ def _load_or_none(path: str) -> Any:
 
 def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | None = None,
                    harness: Harness | None = None, gpu_index: int = 0, *, model: Any = None, kernel: Any = None,
-                   use_ncu: bool = True, trials: int = 100, timeout_s: float = 600.0, target: str = "sm_90") -> Profile:
+                   use_ncu: bool = True, trials: int = 100, timeout_s: float = 600.0, target: str = "sm_90",
+                   static: Callable[[], Profile | None] | None = None) -> Profile:
     """Profile one kernel on GPU ``gpu_index``: static resources, then measurement, then the bottleneck class.
 
     Args:
@@ -390,6 +392,9 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
         trials: timed trials per input set.
         timeout_s: limit for each worker call, seconds.
         target: static target for registers/spills.
+        static: a callable that returns the static profile (or ``None``), e.g. the result of a compile already
+            running on another thread; it is called after the GPU measurement, so the two overlap. Default: the
+            static profile is compiled here, before the measurement.
 
     Returns:
         A ``mode="gpu"`` profile (:func:`htam_core.measure.gpu.measure_on_gpu`) with its bottleneck class
@@ -413,15 +418,16 @@ def profile_on_gpu(path: str | os.PathLike | None = None, kernel_name: str | Non
             kernel = model.kernel(name)
         except KeyError:
             kernel = None
-    static = _static_or_none(model, kernel, target)
+    static_of: Callable[[], Profile | None] | Profile | None = static if static is not None else \
+        _static_or_none(model, kernel, target)
     if harness is None:
         try:
             harness = find_harness(path, name, model)
         except HarnessError as e:
-            p = static or Profile(kernel=name)
+            p = (static_of() if callable(static_of) else static_of) or Profile(kernel=name)
             p.warnings.insert(0, f"not measured on the GPU: {e}")
             return p
-    p = measure_on_gpu(path, name, harness, gpu_index, kernel=kernel, static=static, use_ncu=use_ncu,
+    p = measure_on_gpu(path, name, harness, gpu_index, kernel=kernel, static=static_of, use_ncu=use_ncu,
                        trials=trials, timeout_s=timeout_s)
     if harness.inference:  # {"cached": true, ...}: the recording of an earlier command (verify) was reused
         p.extra["harness_inference"] = dict(harness.inference)

@@ -299,9 +299,12 @@ def compile_cuda(
     incs = [str(d) for d in origin_dirs(source_name)] if source_name else []
     incs += list(include_dirs or [])
     flags = [f"-arch={target}", "-cubin", "-Xptxas", "-v", *(extra_flags or [])]
-    key = content_key(kind="nvcc", source=source, source_name=source_name, first_line=first_line,
-                      flags=flags, includes=incs, nvcc=file_fingerprint(nvcc),
-                      headers=headers_digest(source, source_name, incs))
+    # the key holds the text, the contents of the local headers it includes, the flags and the tool, not the
+    # folder: every candidate of a run lives in its own folder, and a kernel version compiled by the CLI, the
+    # editor or an earlier run is the same compile (a hit's log and command name the file compiled first)
+    key = content_key(kind="nvcc", source=source, source_name=Path(source_name).name if source_name else None,
+                      first_line=first_line, flags=flags, includes=list(include_dirs or []),
+                      nvcc=file_fingerprint(nvcc), headers=headers_digest(source, source_name, incs))
     hit = cache.get(key)
     if hit is not None:
         return CudaCompileResult.from_json(hit)

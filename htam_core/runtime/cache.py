@@ -7,8 +7,9 @@ fingerprint of each tool (its path, size and modification time, or its package v
 repeated, unchanged profile therefore costs a file read and never starts a compiler.
 
 Location: ``$HTAM_CACHE_DIR`` when set, else ``platformdirs.user_cache_dir("htam")``; entries
-live in ``<root>/compile/<k[:2]>/<k>.json``. Writes are atomic (temp file + ``os.replace``), so
-concurrent profilers never read a half-written entry.
+live in ``<root>/compile/<k[:2]>/<k>.json``; other results keyed the same way (Nsight Compute counters of one
+kernel version, ``<root>/counters/``) use their own namespace. The CLI, the editor and later runs share it.
+Writes are atomic (temp file + ``os.replace``), so concurrent profilers never read a half-written entry.
 """
 
 from __future__ import annotations
@@ -72,19 +73,23 @@ class CompileCache:
     Args:
         root: cache root; default :func:`cache_root` (evaluated at construction).
         enabled: ``False`` turns every ``get`` into a miss and every ``put`` into a no-op.
+        namespace: the sub-directory of the root (``"compile"``: compile results; ``"counters"``: Nsight Compute
+            counters of one kernel version, :class:`htam_core.profile.ncu_stage.CountersStage`).
 
     Attributes:
         hits, misses: counters for this instance (used by tests and ``--json`` extras).
     """
 
-    def __init__(self, root: str | os.PathLike | None = None, *, enabled: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike | None = None, *, enabled: bool = True,
+                 namespace: str = "compile") -> None:
         self.root = Path(root) if root is not None else cache_root()
+        self.namespace = namespace
         self.enabled = enabled
         self.hits = 0
         self.misses = 0
 
     def _path(self, key: str) -> Path:
-        return self.root / "compile" / key[:2] / f"{key}.json"
+        return self.root / self.namespace / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored value for ``key``, or ``None`` (missing, unreadable or corrupt entries miss)."""

@@ -185,15 +185,29 @@ class WorkerPool:
             keep the caller's setting (``None``).
         sys_path: directories prepended to the worker's ``sys.path`` (e.g. a test fixtures dir).
         start_timeout_s: seconds a new worker may take to report ready.
+        warm_imports: modules every new worker imports right after it starts (``["torch"]`` for a GPU worker:
+            :func:`warm_up`, which also creates torch's CUDA context when there is a GPU), so that the first
+            call does not pay for them. A failed warm-up is ignored (the call that needs the module says why).
+        keep_warm: after a call that killed the worker (timeout, crash, fault), start and warm its replacement
+            at once in a background thread instead of at the next call.
+
+    Attributes:
+        starts: worker processes started by this pool; calls: calls of target code on the current worker
+            (a warm-up is not one; a fresh worker has 0); start_seconds: wall seconds spent starting and warming
+            workers.
     """
 
     def __init__(
         self, key: str = "default", *, env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None,
         memory_limit_bytes: int | None = None, rlimit: Literal["as", "data"] = "as",
         gpu_index: int | None = None, interpret: bool | None = None, sys_path: list[str] | None = None,
-        start_timeout_s: float = 60.0,
+        start_timeout_s: float = 60.0, warm_imports: list[str] | None = None, keep_warm: bool = False,
     ) -> None:
         self.key = key
+        self.warm_imports = list(warm_imports or [])
+        self.keep_warm = keep_warm
+        self.calls = 0
+        self.start_seconds = 0.0
         self.gpu_index = gpu_index
         self.memory_limit_bytes = memory_limit_bytes
         self.rlimit = rlimit
@@ -217,6 +231,44 @@ class WorkerPool:
         return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
     def _start(self) -> None:
+        t0 = time.monotonic()
+        try:
+            self._start_process()
+            if self.warm_imports:
+                self._call_locked("htam_core.runtime.worker:warm_up", {"modules": self.warm_imports},
+                                  self.start_timeout_s)
+                if self._proc is None or self._proc.poll() is not None:
+                    self._start_process()  # the warm-up killed it: a cold worker; the call says what fails
+        finally:
+            dt = time.monotonic() - t0
+            self.start_seconds += dt
+            _note_start(dt)
+        self.calls = 0
+
+    def prestart(self) -> int | None:
+        """Start (and warm) the worker now unless one is running; returns its pid (``None`` when the warm-up
+        killed it). Waits for a call in progress.
+
+        Raises:
+            RuntimeError: the worker process cannot start.
+        """
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            return self.pid
+
+    def prestart_in_background(self) -> threading.Thread:
+        """:meth:`prestart` on a daemon thread (a start failure is left for the next call to report); returns
+        the thread."""
+        def quiet() -> None:
+            with contextlib.suppress(Exception):
+                self.prestart()
+
+        t = threading.Thread(target=quiet, name=f"htam-prestart-{_safe(self.key)}", daemon=True)
+        t.start()
+        return t
+
+    def _start_process(self) -> None:
         self._kill()
         self.cwd.mkdir(parents=True, exist_ok=True)
         config = {"memory_limit_bytes": self.memory_limit_bytes, "rlimit": self.rlimit,
@@ -338,41 +390,52 @@ class WorkerPool:
             RuntimeError: the worker process itself cannot start (broken interpreter/environment).
             TypeError: ``kwargs`` is not JSON-serializable.
         """
-        request_body = json.dumps({"target": target, "kwargs": kwargs or {}})
+        json.dumps(kwargs or {})  # TypeError before anything starts
         with self._lock:
             t0 = time.monotonic()
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
-            assert self._proc is not None and self._proc.stdin is not None
-            pid = self._proc.pid
-            self._next_id += 1
-            req_id = self._next_id
-            self._log_start = self._log_path.stat().st_size if self._log_path.exists() else 0
-            try:
-                self._proc.stdin.write(f'{{"id": {req_id}, "call": {request_body}}}\n'.encode())
-                self._proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                msg: Any = _EOF
-            else:
-                msg = self._read_message(timeout_s)
-            dt = time.monotonic() - t0
-            if msg is _TIMEOUT:
-                self._kill()
-                err = WorkerError("timeout", f"{target} did not finish within {timeout_s:g} s; "
-                                  "the worker was killed and will be restarted", self._stderr_tail() or None)
-                return WorkerResult(False, None, err, dt, pid, True)
-            if msg is _EOF or msg is _GARBLED or not isinstance(msg, dict) or msg.get("id") != req_id:
-                err = self._crash_error(target, garbled=msg is not _EOF)
-                return WorkerResult(False, None, err, dt, pid, True)
-            if msg.get("ok"):
-                return WorkerResult(True, msg.get("value"), None, dt, pid, False)
-            e = msg.get("error") or {}
-            err = WorkerError(e.get("kind", "exception"), e.get("message", "unknown error"),
-                              e.get("traceback"), e.get("exc_type"))
-            restart = bool(msg.get("restart"))
-            if restart:
-                self._kill()
-            return WorkerResult(False, None, err, dt, pid, restart)
+            r = self._call_locked(target, kwargs, timeout_s)
+            self.calls += 1
+            r.duration_s = time.monotonic() - t0
+        if r.restarted and self.keep_warm:
+            self.prestart_in_background()  # the replacement starts now, not at the next call
+        return r
+
+    def _call_locked(self, target: str, kwargs: dict[str, Any] | None, timeout_s: float) -> WorkerResult:
+        """One request to the running worker (the pool's lock is held)."""
+        request_body = json.dumps({"target": target, "kwargs": kwargs or {}})
+        t0 = time.monotonic()
+        assert self._proc is not None and self._proc.stdin is not None
+        pid = self._proc.pid
+        self._next_id += 1
+        req_id = self._next_id
+        self._log_start = self._log_path.stat().st_size if self._log_path.exists() else 0
+        try:
+            self._proc.stdin.write(f'{{"id": {req_id}, "call": {request_body}}}\n'.encode())
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            msg: Any = _EOF
+        else:
+            msg = self._read_message(timeout_s)
+        dt = time.monotonic() - t0
+        if msg is _TIMEOUT:
+            self._kill()
+            err = WorkerError("timeout", f"{target} did not finish within {timeout_s:g} s; "
+                              "the worker was killed and will be restarted", self._stderr_tail() or None)
+            return WorkerResult(False, None, err, dt, pid, True)
+        if msg is _EOF or msg is _GARBLED or not isinstance(msg, dict) or msg.get("id") != req_id:
+            err = self._crash_error(target, garbled=msg is not _EOF)
+            return WorkerResult(False, None, err, dt, pid, True)
+        if msg.get("ok"):
+            return WorkerResult(True, msg.get("value"), None, dt, pid, False)
+        e = msg.get("error") or {}
+        err = WorkerError(e.get("kind", "exception"), e.get("message", "unknown error"),
+                          e.get("traceback"), e.get("exc_type"))
+        restart = bool(msg.get("restart"))
+        if restart:
+            self._kill()
+        return WorkerResult(False, None, err, dt, pid, restart)
 
     def _crash_error(self, target: str, *, garbled: bool) -> WorkerError:
         proc = self._proc
@@ -439,18 +502,29 @@ def get_pool(key: str = "default", **config: Any) -> WorkerPool:
     """Return the persistent pool named ``key``, creating it with ``config`` on first use.
 
     ``config`` takes :class:`WorkerPool`'s keyword arguments. When a pool of that key exists
-    with a different configuration, it is closed and replaced.
+    with a different configuration, it is closed and replaced; the warmth options (``warm_imports``,
+    ``keep_warm``) are not part of that comparison: a caller that asks for them only adds them to the pool, so
+    two callers of one worker (the verifier and the timer of a GPU) never replace each other's worker.
     """
+    isolation = {k: v for k, v in config.items() if k not in _WARMTH}
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
-        if pool is not None and config and getattr(pool, "_config", None) != config:
+        if pool is not None and isolation and getattr(pool, "_config", None) != isolation:
             pool.close()
             pool = None
         if pool is None:
             pool = WorkerPool(key, **config)
-            pool._config = config  # type: ignore[attr-defined]
+            pool._config = isolation  # type: ignore[attr-defined]
             _POOLS[key] = pool
+        else:
+            for name in _WARMTH:
+                if config.get(name):
+                    setattr(pool, name, list(config[name]) if name == "warm_imports" else config[name])
         return pool
+
+
+#: Options of :class:`WorkerPool` that change how warm a worker is kept, not what it may do.
+_WARMTH = ("warm_imports", "keep_warm")
 
 
 def run_in_worker(target: str, kwargs: dict[str, Any] | None = None, timeout_s: float = 60.0,
@@ -491,6 +565,58 @@ def close_pool(key: str) -> bool:
     with contextlib.suppress(Exception):
         pool.close()
     return True
+
+
+def kill_pool(key: str) -> bool:
+    """Kill the persistent worker ``key`` at once, also in the middle of a call (:meth:`WorkerPool.kill_now`); the
+    call returns a ``crash`` error and the pool stays registered (its next call starts a fresh worker).
+
+    Returns:
+        whether a pool of that key existed.
+    """
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+    if pool is not None:
+        pool.kill_now()
+    return pool is not None
+
+
+_START_STATS = {"starts": 0, "seconds": 0.0}
+_START_LOCK = threading.Lock()
+
+
+def _note_start(seconds: float) -> None:
+    with _START_LOCK:
+        _START_STATS["starts"] += 1
+        _START_STATS["seconds"] += seconds
+
+
+def start_stats() -> dict[str, float]:
+    """Worker starts in this process so far, all pools together: ``{"starts": n, "seconds": s}`` (wall seconds
+    spent starting and warming workers). The optimize loop reports the difference over its run as its
+    process-start phase."""
+    with _START_LOCK:
+        return dict(_START_STATS)
+
+
+def warm_up(modules: list[str]) -> dict[str, Any]:
+    """Worker target: import ``modules`` (a list of module names) so that later calls find them loaded; when
+    ``torch`` is among them and a GPU is visible, also create its CUDA context. Returns ``{"pid", "imported"}``.
+
+    A module that fails to import is skipped (the call that needs it reports the error)."""
+    imported = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001, S112 - a missing optional module is the later call's error
+            continue
+        imported.append(name)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            if torch.cuda.is_available():
+                torch.cuda.init()
+    return {"pid": os.getpid(), "imported": imported}
 
 
 def kill_all() -> None:

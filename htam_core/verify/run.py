@@ -17,12 +17,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError, include_flags
+from htam_core.harness.base import Harness, HarnessError, include_flags, origin_dirs
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.runner import device_and_mode, prepare
 from htam_core.harness.trial import BASE_SEED
+from htam_core.runtime.cache import CompileCache, content_key, file_fingerprint, package_version
 from htam_core.runtime.children import one_shot_kwargs
 from htam_core.runtime.worker import classify_exception, run_in_worker
+from htam_core.source.analysis.includes import headers_digest
 from htam_core.types.errors import exception_text
 from htam_core.verify.correctness import N_SEEDS, CorrectnessResult, check_correctness, unverified
 
@@ -71,7 +73,12 @@ def environment_header_message(header: str) -> str:
 
 def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> CorrectnessResult:
     """Compile the CUDA of ``h`` with ``nvcc -cubin`` (no GPU needed) and return an ``unverified``
-    verdict when it compiles, an ``error`` with nvcc's messages when it does not."""
+    verdict when it compiles, an ``error`` with nvcc's messages when it does not.
+
+    A success is cached (:class:`~htam_core.runtime.cache.CompileCache`) under the CUDA sources, the contents of
+    their local headers, the arch, nvcc and torch's version (its headers, for a ``torch/extension.h`` source), so
+    a kernel version that includes torch's headers (about 20 s of nvcc on a CPU) is compiled once across
+    candidates, runs and the editor."""
     nvcc = find_nvcc()
     if nvcc is None:
         return CorrectnessResult(False, "unverified", "compile-only", None,
@@ -82,7 +89,14 @@ def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> 
         return CorrectnessResult(False, "unverified", "compile-only", None,
                                  ["no GPU, and no CUDA source was found to compile"])
     includes: list[str] = include_flags(h.path)
-    if any("torch/extension.h" in s for s in sources):
+    uses_torch = any("torch/extension.h" in s for s in sources)
+    cache = CompileCache()
+    key = content_key(kind="nvcc-compile-check", sources=sources, arch=arch, nvcc=file_fingerprint(nvcc),
+                      torch=package_version("torch") if uses_torch else None,
+                      headers=headers_digest("\n".join(sources), h.path, origin_dirs(h.path)))
+    if cache.get(key) is not None:
+        return unverified(f"nvcc -cubin -arch={arch} succeeded for {len(sources)} source(s) (cached)", compiled=True)
+    if uses_torch:
         from torch.utils.cpp_extension import include_paths
 
         includes += [f"-I{p}" for p in include_paths()] + [f"-I{sysconfig.get_paths()['include']}"]
@@ -103,6 +117,7 @@ def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> 
                 return CorrectnessResult(False, "error", "compile-only", None,
                                          ["nvcc could not compile the CUDA code: " + "\n".join(errs)],
                                          refused_by=["compile"])
+    cache.put(key, {"compiled": True, "sources": len(sources)})
     return unverified(f"nvcc -cubin -arch={arch} succeeded for {len(sources)} source(s)", compiled=True)
 
 
