@@ -71,3 +71,19 @@ def test_ctrl_c_is_one_line_and_keeps_the_finished_results(tmp_path: Path) -> No
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     kept = (out / "suite-work" / "results.jsonl").read_text().splitlines()
     assert len(kept) >= 1 and json.loads(kept[0])["result"]["status"] == "ok"
+
+
+def test_the_worker_log_drops_only_the_routine_shutdown_heartbeat() -> None:
+    """Regression: after a Ctrl-C the scheduler could close while a worker's heartbeat was in flight, and the
+    worker printed distributed's traceback under the one line ``htam: interrupted``."""
+    import logging
+
+    from htam_core.bench.dask_worker_setup import _DropRoutineShutdown
+
+    f = _DropRoutineShutdown()
+
+    def rec(msg: str) -> logging.LogRecord:
+        return logging.LogRecord("distributed.worker", logging.ERROR, __file__, 1, msg, None, None)
+
+    assert not f.filter(rec("Failed to communicate with scheduler during heartbeat."))
+    assert f.filter(rec("Compute Failed\nKey: x\nException: ValueError('boom')"))
