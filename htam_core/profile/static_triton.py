@@ -16,9 +16,12 @@ Signature rules (documented assumptions, recorded in the profile's ``extra["sign
 
 from __future__ import annotations
 
+import os
+import queue
 import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +132,41 @@ def target_arch(target: str) -> int:
     return int(m.group(1))
 
 
+def aot_workers() -> int:
+    """How many Triton AOT workers compile at once: a quarter of the CPU cores, 1 to 4 (each worker holds an
+    imported Triton, a few hundred MB), so that the optimize loop's compiles of the next candidates run in
+    parallel on a many-core machine and stay one at a time on a small one."""
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
+
+
+_SLOTS: queue.LifoQueue[int] | None = None
+_SLOTS_LOCK = threading.Lock()
+
+
+def _slots() -> queue.LifoQueue[int]:
+    global _SLOTS
+    with _SLOTS_LOCK:
+        if _SLOTS is None:
+            _SLOTS = queue.LifoQueue()
+            for i in reversed(range(aot_workers())):
+                _SLOTS.put(i)  # LIFO: slot 0 (the long-lived "triton-aot" worker) is taken first
+        return _SLOTS
+
+
+def aot_pool_key(slot: int) -> str:
+    """The worker of AOT slot ``slot``: ``"triton-aot"`` for 0 (the one the editor and the CLI keep warm), then
+    ``"triton-aot-1"`` ..."""
+    return "triton-aot" if slot == 0 else f"triton-aot-{slot}"
+
+
 def _run_compile(kwargs: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    res = run_in_worker("htam_core.profile.triton_aot:compile_kernel", kwargs, timeout_s=timeout_s,
-                        pool_key="triton-aot", interpret=False)
+    slots = _slots()
+    slot = slots.get()  # waits while every AOT worker is busy
+    try:
+        res = run_in_worker("htam_core.profile.triton_aot:compile_kernel", kwargs, timeout_s=timeout_s,
+                            pool_key=aot_pool_key(slot), interpret=False)
+    finally:
+        slots.put(slot)
     if res.ok:
         return dict(res.value)
     err = res.error

@@ -342,3 +342,41 @@ def test_the_editors_counters_stage_shares_the_cache(tmp_path: Path, fake_gpu: d
     finally:
         stage.stop()
     close_pool("gpu0")
+
+
+def test_triton_aot_compiles_run_in_parallel_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two AOT slots, two compiles at once run in two workers ("triton-aot" and "triton-aot-1"); a third waits
+    for a free slot, so no more than two workers exist."""
+    import threading
+
+    from htam_core.profile import static_triton
+    from htam_core.runtime.worker import WorkerResult
+
+    monkeypatch.setattr(static_triton, "_SLOTS", None)
+    monkeypatch.setattr(static_triton, "aot_workers", lambda: 2)
+    running: list[str] = []
+    seen: set[str] = set()
+    peak = [0]
+    lock = threading.Lock()
+    both_in = threading.Barrier(2, timeout=30)
+
+    def fake_run(target: str, kwargs: dict, timeout_s: float, pool_key: str, **cfg) -> WorkerResult:
+        with lock:
+            running.append(pool_key)
+            seen.add(pool_key)
+            peak[0] = max(peak[0], len(running))
+        if kwargs["kernel"] in ("a", "b"):
+            both_in.wait()  # the first two compiles are in their workers at the same time
+        with lock:
+            running.remove(pool_key)
+        return WorkerResult(True, {"kernel": kwargs["kernel"]})
+
+    monkeypatch.setattr(static_triton, "run_in_worker", fake_run)
+    threads = [threading.Thread(target=static_triton._run_compile, args=({"kernel": k}, 10.0)) for k in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    static_triton._run_compile({"kernel": "c"}, 10.0)
+    assert seen == {"triton-aot", "triton-aot-1"} and peak[0] == 2
+    assert static_triton.aot_pool_key(0) == "triton-aot"
