@@ -21,17 +21,15 @@ from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.find import find_harness
-from htam_core.harness.launch_values import recorded_constexprs
 from htam_core.measure.gpu import measure_on_gpu
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.classify import classify
-from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
+from htam_core.profile.static_kinds import create as create_profiler
 from htam_core.profile.static_roofline import (
     estimate_work,
     kernel_harness_noted,
     sizes_of,
 )
-from htam_core.profile.static_triton import compile_triton_kernel
 from htam_core.runtime.cache import CompileCache
 from htam_core.source import SourceError, incomplete_reason, load, without_incomplete
 from htam_core.types.errors import ProfileError
@@ -61,148 +59,8 @@ def no_gpu_reason() -> str | None:
         return f"torch.cuda failed: {type(exc).__name__}: {exc}"
 
 
-def _occupancy(p: Profile, target: str, dynamic_shared: int = 0, launch_reasons: list[str] | None = None) -> None:
-    """Theoretical occupancy of ``p``'s launch, or, when the launch cannot fit one block on an SM, no occupancy
-    and the reasons (``launch_reasons``: those the caller found, such as a block over ``__launch_bounds__``)
-    through :func:`_cannot_launch`."""
-    reasons = list(launch_reasons or [])
-    if p.registers is None or p.block_size is None:
-        _cannot_launch(p, target, reasons)
-        return
-    try:
-        arch_limits(target)
-    except ValueError as exc:
-        p.warnings.append(f"theoretical occupancy not computed: {exc}")
-        return
-    occ = theoretical_occupancy(p.registers, p.block_size, p.shared_bytes or 0,
-                                dynamic_shared_bytes=dynamic_shared, target=target)
-    p.extra["occupancy"] = occ.to_json()
-    reasons = occ.cannot_launch + reasons
-    if reasons:
-        _cannot_launch(p, target, reasons)
-        return
-    p.theoretical_occupancy = round(occ.occupancy, 4)
-
-
-def _threads_over(source: str, kernel: Any, offset: int, path: Any, block: int | None, target: str, *,
-                  compiled: bool = False) -> list[str]:
-    """Why a CUDA launch of ``block`` threads per block cannot run, read from the source: more threads than the
-    kernel's ``__launch_bounds__`` (:func:`htam_core.profile.static_cuda.resolve_launch_bounds`), and, before a
-    compile (``compiled=False``; the compiled profile's occupancy checks it with the registers), more than the
-    target allows per block. Empty when it fits or ``block`` is unknown."""
-    if block is None:
-        return []
-    out = []
-    if not compiled:
-        try:
-            most = arch_limits(target).max_threads_per_block
-        except ValueError:
-            most = None
-        if most is not None and block > most:
-            out.append(f"{block} threads per block > {most}, the most a block can have on {target}")
-    bound = sc.resolve_launch_bounds(source, kernel, offset, path)
-    if bound is not None and block > bound:
-        out.append(f"a block of {block} threads > __launch_bounds__({bound}), the most the kernel was compiled for")
-    return out
-
-
-def _cannot_launch(p: Profile, target: str, reasons: list[str]) -> None:
-    """Mark ``p`` as a launch that cannot run on ``target``: ``extra["launch"] = {"fits": False, "reasons"}``, the
-    first warning says so, and the theoretical occupancy stays ``None`` (a launch that never runs has none; the
-    classifier reads ``extra["launch"]`` first, :func:`htam_core.profile.classify.classify`)."""
-    if not reasons:
-        return
-    p.theoretical_occupancy = None
-    p.extra["launch"] = {"fits": False, "reasons": list(reasons), "target": target}
-    p.warnings.insert(0, f"cannot launch on {target}: {'; '.join(reasons)}")
-
-
-def _static_cuda(model: Any, kernel: Any, target: str, cache: CompileCache) -> Profile:
-    target = sc.normalize_target(target)
-    if kernel.language == "cuda-in-python":
-        source = kernel.attributes.get("cuda_source")
-        if not source:
-            raise ProfileError(f"kernel {kernel.name}: its CUDA string was not found in {model.path}")
-        offset = int(kernel.attributes.get("cuda_source_offset") or 0)
-        first_line = model.text.encode("utf-8")[:offset].count(b"\n") + 1
-    else:
-        source, offset, first_line = model.text, 0, 1
-    name = str(model.path or "<text>")
-    p = Profile(kernel=kernel.name, mode="static", device=f"{target} (static)")
-    if sc.includes_torch(source):
-        try:
-            res = sc.compile_cuda(sc.strip_host_code(source), target=target, source_name=name,
-                                  first_line=first_line, mode="kernel-only", cache=cache)
-            if not sc.match_entries(res.entries, kernel.name):
-                raise ProfileError("kernel not instantiated without host code")
-        except ProfileError:
-            res = sc.compile_cuda(source, target=target, source_name=name, first_line=first_line,
-                                  include_dirs=sc.torch_include_dirs(), extra_flags=["-std=c++17"],
-                                  mode="torch", cache=cache)
-    else:
-        res = sc.compile_cuda(source, target=target, source_name=name, first_line=first_line, cache=cache)
-    entries = sc.match_entries(res.entries, kernel.name)
-    if not entries:
-        names = ", ".join(sorted({e.base_name for e in res.entries})) or "none"
-        raise ProfileError(f"nvcc produced no entry for kernel {kernel.name} in {name} (entries: {names}); "
-                           "a template kernel must be instantiated (launched or explicitly instantiated)")
-    p.registers = max(e.registers for e in entries)
-    p.spill_bytes = max(e.spill_bytes for e in entries)
-    p.shared_bytes = max(e.shared_bytes for e in entries)
-    p.stack_bytes = max(e.stack_bytes for e in entries)
-    p.extra["instantiations"] = [
-        {"name": e.demangled, "registers": e.registers, "spill_store_bytes": e.spill_store_bytes,
-         "spill_load_bytes": e.spill_load_bytes, "stack_bytes": e.stack_bytes, "shared_bytes": e.shared_bytes,
-         "cmem_bytes": e.cmem_bytes} for e in entries]
-    if len(entries) > 1:
-        p.warnings.append(f"{len(entries)} instantiations of {kernel.name}: reporting the maximum of each resource")
-    p.extra["compile"] = {"tool": "nvcc", "mode": res.mode, "cached": res.cached, "seconds": round(res.seconds, 3),
-                          "target": target}
-    block, why, warns = sc.resolve_block_size(source, kernel, offset, model.path)
-    p.block_size = block
-    p.extra["block_size_source"] = why
-    p.warnings.extend(warns)
-    dyn = sc.resolve_dynamic_smem(source, kernel, offset)
-    if dyn is None and kernel.launch_sites:
-        p.warnings.append("dynamic shared memory of the launch is not a constant; occupancy counts static only")
-    p.extra["dynamic_shared_bytes"] = dyn
-    _occupancy(p, target, dyn or 0, _threads_over(source, kernel, offset, model.path, block, target, compiled=True))
-    return p
-
-
 #: Default of ``static_profile(harness=...)``: find the kernel's harness (the caller did not).
 LOOK_UP = object()
-
-
-def _static_triton(model: Any, kernel: Any, target: str, cache: CompileCache,
-                   constexprs: dict[str, Any] | None, harness: Harness | None) -> Profile:
-    target = sc.normalize_target(target)
-    v = compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache,
-                              recorded=recorded_constexprs(harness, model.text, kernel),
-                              recorded_from=_harness_label(harness))
-    p = Profile(kernel=kernel.name, mode="static", device=f"{target} (static)")
-    p.registers = int(v["registers"])
-    p.spill_bytes = int(v["spill_store_bytes"]) + int(v["spill_load_bytes"])
-    p.shared_bytes = int(v["shared_bytes"])
-    p.stack_bytes = int(v["stack_bytes"])
-    p.block_size = int(v["num_warps"]) * 32
-    p.warnings.extend(v.get("warnings", []))
-    p.warnings.extend(f"constexpr {n}={c['value']}: the value the {c['source']} launches it with "
-                      f"(`htam profile --constexpr {n}=VALUE` sets another)"
-                      for n, c in (v.get("constexprs") or {}).items()
-                      if isinstance(c, dict) and str(c.get("source", "")).startswith("harness"))
-    p.extra.update({
-        "constexprs": v.get("constexprs", {}), "num_warps": v["num_warps"], "num_stages": v["num_stages"],
-        "signature": v.get("signature", {}), "spill_store_bytes": v["spill_store_bytes"],
-        "spill_load_bytes": v["spill_load_bytes"], "block_size_source": f"num_warps={v['num_warps']} x 32"
-        + (f" ({src})" if (src := (v.get("option_sources") or {}).get("num_warps")) else ""),
-        "compile": {"tool": "triton-aot", "triton_version": v.get("triton_version"), "ptxas": v.get("ptxas"),
-                    "ptxas_target": v.get("ptxas_target"), "resources_from": v.get("resource_source"),
-                    "cached": bool(v.get("cached")),
-                    "seconds": round(float(v.get("compile_s", 0.0)), 3), "target": target},
-    })
-    _occupancy(p, target)
-    return p
 
 
 def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs: dict[str, Any] | None = None,
@@ -238,12 +96,8 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
     cache = cache if cache is not None else CompileCache()
     model, kernel, blanked = without_incomplete(model, kernel)  # half-typed kernels do not block a compile
     harness, harness_note = _harness_of(model, kernel, harness)
-    if kernel.language in ("cuda", "cuda-in-python"):
-        p = _static_cuda(model, kernel, target, cache)
-    elif kernel.language == "triton":
-        p = _static_triton(model, kernel, target, cache, constexprs, harness)
-    else:
-        raise ProfileError(f"kernel {kernel.name}: language {kernel.language!r} cannot be profiled statically")
+    profiler = create_profiler(kernel.language)
+    p = profiler.compiled(model, kernel, sc.normalize_target(target), cache, constexprs=constexprs, harness=harness)
     if getattr(kernel, "incomplete", False):
         p.warnings.append(f"kernel {kernel.name} is incomplete in the source (still being typed)")
     if blanked:
@@ -286,41 +140,17 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
             kernel = model.kernel(kernel)
         except KeyError as exc:
             raise ProfileError(str(exc.args[0]) if exc.args else str(exc)) from exc
-    from htam_core.profile.static_cuda import normalize_target
-
-    target = normalize_target(target)
+    target = sc.normalize_target(target)
     p = Profile(kernel=kernel.name, mode="static", device=f"{target} (source only)")
     p.extra["stage"] = "source"
-    if kernel.language in ("cuda", "cuda-in-python"):
-        from htam_core.profile.static_cuda import resolve_block_size
-
-        if kernel.language == "cuda-in-python":
-            source = kernel.attributes.get("cuda_source") or ""
-            offset = int(kernel.attributes.get("cuda_source_offset") or 0)
-        else:
-            source, offset = model.text, 0
-        block, why, warns = resolve_block_size(source, kernel, offset, model.path)
-        p.block_size = block
-        p.extra["block_size_source"] = why
-        p.warnings.extend(warns)
-        _occupancy(p, target, 0, _threads_over(source, kernel, offset, model.path, block, target))
-    elif kernel.language == "triton":
-        from htam_core.profile.static_triton import build_request
-
+    profiler = create_profiler(kernel.language)
+    if profiler.source_reads_harness:
         harness, note = _harness_of(model, kernel, harness)
         if sizes is None:
             sizes = sizes_of(harness)
             if note:
                 p.warnings.insert(0, note)
-        req = build_request(kernel, text=model.text, recorded=recorded_constexprs(harness, model.text, kernel),
-                            recorded_from=_harness_label(harness))
-        warps = req["num_warps"]
-        p.block_size = int(warps or 4) * 32
-        p.extra.update({"constexprs": req["constexprs"], "num_warps": warps, "num_stages": req["num_stages"],
-                        "block_size_source": f"num_warps={warps} x 32 (launch site)" if warps else
-                        "num_warps=4 x 32 (Triton's default; the launch site gives none)"})
-    else:
-        raise ProfileError(f"kernel {kernel.name}: language {kernel.language!r} cannot be profiled statically")
+    profiler.source_only(p, model, kernel, target, harness if isinstance(harness, Harness) else None)
     p.warnings.append("source-only profile: not compiled yet (registers, spills, shared memory and occupancy follow "
                       "from the compile)")
     _roofline(p, model, kernel, sizes)
@@ -334,16 +164,6 @@ def _harness_of(model: Any, kernel: Any, given: Harness | None | object) -> tupl
     if given is LOOK_UP:
         return kernel_harness_noted(getattr(model, "path", None), kernel.name, model)
     return (given if isinstance(given, Harness) and given.kind in ("spec", "inferred") else None), None
-
-
-def _harness_label(h: Harness | None) -> str:
-    """Where a constexpr value read from harness ``h`` came from, for ``extra["constexprs"][name]["source"]``:
-    the harness and the size set its launch values were evaluated over (its first)."""
-    if h is None:
-        return "harness"
-    sizes = ", ".join(f"{k}={v}" for k, v in sizes_of(h).items())
-    parts = [p for p in (h.source.split(";")[0] if h.source else "", f"size set {sizes}" if sizes else "") if p]
-    return f"harness ({'; '.join(parts)})" if parts else "harness"
 
 
 def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any]) -> None:

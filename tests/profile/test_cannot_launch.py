@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from htam_core.profile.api import _occupancy, source_profile, static_profile
+from htam_core.profile.api import source_profile, static_profile
 from htam_core.profile.classify import classify
 from htam_core.profile.occupancy import theoretical_occupancy
+from htam_core.profile.static_kinds import occupancy as _occupancy
 from htam_core.runtime.cache import CompileCache
 from htam_core.source import load, parse_text
 from htam_core.types.profile import BOTTLENECK_CLASSES, Profile

@@ -1,0 +1,317 @@
+"""Static profilers, one per kernel language, created through :func:`create`.
+
+A static profiler turns a kernel's source into the static part of a :class:`Profile` in two stages, the
+editor's two profile stages on a machine without a GPU:
+
+* :meth:`StaticProfiler.source_only`: what the source says, with no compile (milliseconds): the launch's
+  threads per block and why, and, where the launch cannot fit, the reasons;
+* :meth:`StaticProfiler.compiled`: the compiler's resources (registers, spills, stack, shared memory) and the
+  theoretical occupancy they allow.
+
+:mod:`htam_core.profile.api` orchestrates (harness lookup, roofline estimate, bottleneck class) and asks
+:func:`create` for the profiler of ``kernel.language``; a new language registers its profiler with
+:func:`register` rather than adding a branch there. The resource figures follow Nsight Compute's occupancy
+calculator (:mod:`htam_core.profile.occupancy`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from htam_core.harness.base import Harness
+from htam_core.harness.launch_values import recorded_constexprs
+from htam_core.profile import static_cuda as sc
+from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
+from htam_core.profile.static_roofline import sizes_of
+from htam_core.profile.static_triton import build_request, compile_triton_kernel
+from htam_core.runtime.cache import CompileCache
+from htam_core.types.errors import ProfileError
+from htam_core.types.profile import Profile
+
+
+def cannot_launch(p: Profile, target: str, reasons: list[str]) -> None:
+    """Mark ``p`` as a launch that cannot run on ``target``: ``extra["launch"] = {"fits": False, "reasons"}``, the
+    first warning says so, and the theoretical occupancy stays ``None`` (a launch that never runs has none; the
+    classifier reads ``extra["launch"]`` first, :func:`htam_core.profile.classify.classify`).
+
+    Args:
+        p: the profile to mark (changed in place).
+        target: compute capability (``"sm_90"``).
+        reasons: why the launch cannot run; nothing is marked when empty.
+    """
+    if not reasons:
+        return
+    p.theoretical_occupancy = None
+    p.extra["launch"] = {"fits": False, "reasons": list(reasons), "target": target}
+    p.warnings.insert(0, f"cannot launch on {target}: {'; '.join(reasons)}")
+
+
+def occupancy(p: Profile, target: str, dynamic_shared: int = 0, launch_reasons: list[str] | None = None) -> None:
+    """Set the theoretical occupancy of ``p``'s launch (``p.theoretical_occupancy``, a fraction in [0, 1], and
+    ``extra["occupancy"]``), or, when the launch cannot fit one block on an SM, no occupancy and the reasons
+    (``launch_reasons``: those the caller found, such as a block over ``__launch_bounds__``) through
+    :func:`cannot_launch`.
+
+    Args:
+        p: the profile, with ``registers`` (per thread), ``block_size`` (threads) and ``shared_bytes`` read.
+        target: compute capability; an unknown one leaves a warning and no occupancy.
+        dynamic_shared: dynamic shared memory of the launch, bytes.
+        launch_reasons: reasons the caller already found that the launch cannot run.
+    """
+    reasons = list(launch_reasons or [])
+    if p.registers is None or p.block_size is None:
+        cannot_launch(p, target, reasons)
+        return
+    try:
+        arch_limits(target)
+    except ValueError as exc:
+        p.warnings.append(f"theoretical occupancy not computed: {exc}")
+        return
+    occ = theoretical_occupancy(p.registers, p.block_size, p.shared_bytes or 0,
+                                dynamic_shared_bytes=dynamic_shared, target=target)
+    p.extra["occupancy"] = occ.to_json()
+    reasons = occ.cannot_launch + reasons
+    if reasons:
+        cannot_launch(p, target, reasons)
+        return
+    p.theoretical_occupancy = round(occ.occupancy, 4)
+
+
+def threads_over(source: str, kernel: Any, offset: int, path: Any, block: int | None, target: str, *,
+                 compiled: bool = False) -> list[str]:
+    """Why a CUDA launch of ``block`` threads per block cannot run, read from the source: more threads than the
+    kernel's ``__launch_bounds__`` (:func:`htam_core.profile.static_cuda.resolve_launch_bounds`), and, before a
+    compile (``compiled=False``; the compiled profile's occupancy checks it with the registers), more than the
+    target allows per block. Empty when it fits or ``block`` is unknown.
+
+    Args:
+        source: the CUDA text the kernel is in; ``offset`` is the kernel's text's byte offset in the file.
+        kernel: the source-model kernel; ``path`` its file (for included headers).
+        block: threads per block of the launch, or ``None`` when unknown.
+        target: compute capability.
+        compiled: the caller compiled the kernel (its occupancy checks the per-block limit).
+    """
+    if block is None:
+        return []
+    out = []
+    if not compiled:
+        try:
+            most = arch_limits(target).max_threads_per_block
+        except ValueError:
+            most = None
+        if most is not None and block > most:
+            out.append(f"{block} threads per block > {most}, the most a block can have on {target}")
+    bound = sc.resolve_launch_bounds(source, kernel, offset, path)
+    if bound is not None and block > bound:
+        out.append(f"a block of {block} threads > __launch_bounds__({bound}), the most the kernel was compiled for")
+    return out
+
+
+def harness_label(h: Harness | None) -> str:
+    """Where a constexpr value read from harness ``h`` came from, for ``extra["constexprs"][name]["source"]``:
+    the harness and the size set its launch values were evaluated over (its first)."""
+    if h is None:
+        return "harness"
+    sizes = ", ".join(f"{k}={v}" for k, v in sizes_of(h).items())
+    parts = [p for p in (h.source.split(";")[0] if h.source else "", f"size set {sizes}" if sizes else "") if p]
+    return f"harness ({'; '.join(parts)})" if parts else "harness"
+
+
+class StaticProfiler(ABC):
+    """The static profile of the kernels of one or more languages (``Kernel.language`` values).
+
+    Subclasses set :attr:`languages` and are registered with :func:`register`; callers get one with
+    :func:`create`.
+    """
+
+    #: the ``Kernel.language`` values this profiler reads
+    languages: ClassVar[tuple[str, ...]] = ()
+    #: whether the source-only stage needs the kernel's harness (its recorded launch values)
+    source_reads_harness: ClassVar[bool] = False
+
+    @abstractmethod
+    def compiled(self, model: Any, kernel: Any, target: str, cache: CompileCache, *,
+                 constexprs: dict[str, Any] | None, harness: Harness | None) -> Profile:
+        """Compile ``kernel`` of ``model`` for ``target`` (``"sm_90"``, normalized) and return a ``mode="static"``
+        :class:`Profile` with its resources and theoretical occupancy.
+
+        Raises:
+            ProfileError: the compile failed or produced no entry for the kernel.
+        """
+
+    @abstractmethod
+    def source_only(self, p: Profile, model: Any, kernel: Any, target: str, harness: Harness | None) -> None:
+        """Fill ``p`` (a ``mode="static"`` profile) with what the source alone says: the launch's threads per
+        block and its source, and the reasons a launch cannot run. No compile.
+
+        Raises:
+            ProfileError: the kernel's source cannot be read.
+        """
+
+
+_PROFILERS: dict[str, type[StaticProfiler]] = {}
+
+
+def register(cls: type[StaticProfiler]) -> type[StaticProfiler]:
+    """Class decorator: make ``cls`` the static profiler of each language in ``cls.languages``.
+
+    Raises:
+        ValueError: ``cls`` names no language, or a language already has a profiler.
+    """
+    if not cls.languages:
+        raise ValueError(f"{cls.__name__} names no language")
+    for lang in cls.languages:
+        if lang in _PROFILERS:
+            raise ValueError(f"language {lang!r} already has a static profiler ({_PROFILERS[lang].__name__})")
+        _PROFILERS[lang] = cls
+    return cls
+
+
+def create(language: str) -> StaticProfiler:
+    """The static profiler of ``language`` (``"cuda"``, ``"cuda-in-python"``, ``"triton"``).
+
+    Raises:
+        ProfileError: no profiler is registered for ``language``.
+    """
+    try:
+        return _PROFILERS[language]()
+    except KeyError:
+        raise ProfileError(f"language {language!r} cannot be profiled statically (profiled: "
+                           f"{', '.join(sorted(_PROFILERS))})") from None
+
+
+def languages() -> tuple[str, ...]:
+    """The languages that have a static profiler, sorted."""
+    return tuple(sorted(_PROFILERS))
+
+
+@register
+class CudaProfiler(StaticProfiler):
+    """CUDA C++ kernels: nvcc's resource usage (``--resource-usage``) of the file, per instantiation."""
+
+    languages = ("cuda",)
+
+    def cuda_text(self, model: Any, kernel: Any, *, strict: bool = True) -> tuple[str, int, int]:
+        """The CUDA text holding ``kernel``, its byte offset in the file and its first line (1-based)."""
+        return model.text, 0, 1
+
+    def compiled(self, model: Any, kernel: Any, target: str, cache: CompileCache, *,
+                 constexprs: dict[str, Any] | None, harness: Harness | None) -> Profile:
+        source, offset, first_line = self.cuda_text(model, kernel)
+        name = str(model.path or "<text>")
+        p = Profile(kernel=kernel.name, mode="static", device=f"{target} (static)")
+        if sc.includes_torch(source):
+            try:
+                res = sc.compile_cuda(sc.strip_host_code(source), target=target, source_name=name,
+                                      first_line=first_line, mode="kernel-only", cache=cache)
+                if not sc.match_entries(res.entries, kernel.name):
+                    raise ProfileError("kernel not instantiated without host code")
+            except ProfileError:
+                res = sc.compile_cuda(source, target=target, source_name=name, first_line=first_line,
+                                      include_dirs=sc.torch_include_dirs(), extra_flags=["-std=c++17"],
+                                      mode="torch", cache=cache)
+        else:
+            res = sc.compile_cuda(source, target=target, source_name=name, first_line=first_line, cache=cache)
+        entries = sc.match_entries(res.entries, kernel.name)
+        if not entries:
+            names = ", ".join(sorted({e.base_name for e in res.entries})) or "none"
+            raise ProfileError(f"nvcc produced no entry for kernel {kernel.name} in {name} (entries: {names}); "
+                               "a template kernel must be instantiated (launched or explicitly instantiated)")
+        p.registers = max(e.registers for e in entries)
+        p.spill_bytes = max(e.spill_bytes for e in entries)
+        p.shared_bytes = max(e.shared_bytes for e in entries)
+        p.stack_bytes = max(e.stack_bytes for e in entries)
+        p.extra["instantiations"] = [
+            {"name": e.demangled, "registers": e.registers, "spill_store_bytes": e.spill_store_bytes,
+             "spill_load_bytes": e.spill_load_bytes, "stack_bytes": e.stack_bytes, "shared_bytes": e.shared_bytes,
+             "cmem_bytes": e.cmem_bytes} for e in entries]
+        if len(entries) > 1:
+            p.warnings.append(f"{len(entries)} instantiations of {kernel.name}: reporting the maximum of each resource")
+        p.extra["compile"] = {"tool": "nvcc", "mode": res.mode, "cached": res.cached,
+                              "seconds": round(res.seconds, 3), "target": target}
+        block, why, warns = sc.resolve_block_size(source, kernel, offset, model.path)
+        p.block_size = block
+        p.extra["block_size_source"] = why
+        p.warnings.extend(warns)
+        dyn = sc.resolve_dynamic_smem(source, kernel, offset)
+        if dyn is None and kernel.launch_sites:
+            p.warnings.append("dynamic shared memory of the launch is not a constant; occupancy counts static only")
+        p.extra["dynamic_shared_bytes"] = dyn
+        occupancy(p, target, dyn or 0, threads_over(source, kernel, offset, model.path, block, target,
+                                                     compiled=True))
+        return p
+
+    def source_only(self, p: Profile, model: Any, kernel: Any, target: str, harness: Harness | None) -> None:
+        source, offset, _ = self.cuda_text(model, kernel, strict=False)
+        block, why, warns = sc.resolve_block_size(source, kernel, offset, model.path)
+        p.block_size = block
+        p.extra["block_size_source"] = why
+        p.warnings.extend(warns)
+        occupancy(p, target, 0, threads_over(source, kernel, offset, model.path, block, target))
+
+
+@register
+class CudaInPythonProfiler(CudaProfiler):
+    """CUDA kernels in a Python string (cupy ``RawKernel``, ``load_inline``): the string compiled as a ``.cu``."""
+
+    languages = ("cuda-in-python",)
+
+    def cuda_text(self, model: Any, kernel: Any, *, strict: bool = True) -> tuple[str, int, int]:
+        """The kernel's CUDA string, its byte offset in the Python file and the file line it starts on.
+
+        Raises:
+            ProfileError: ``strict`` and the string was not found (``strict=False`` gives an empty text).
+        """
+        source = kernel.attributes.get("cuda_source")
+        if not source and strict:
+            raise ProfileError(f"kernel {kernel.name}: its CUDA string was not found in {model.path}")
+        offset = int(kernel.attributes.get("cuda_source_offset") or 0)
+        first_line = model.text.encode("utf-8")[:offset].count(b"\n") + 1
+        return source or "", offset, first_line
+
+
+@register
+class TritonProfiler(StaticProfiler):
+    """Triton kernels: Triton's ahead-of-time compile for the target, its ptxas resource report."""
+
+    languages = ("triton",)
+    source_reads_harness = True
+
+    def compiled(self, model: Any, kernel: Any, target: str, cache: CompileCache, *,
+                 constexprs: dict[str, Any] | None, harness: Harness | None) -> Profile:
+        v = compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache,
+                                  recorded=recorded_constexprs(harness, model.text, kernel),
+                                  recorded_from=harness_label(harness))
+        p = Profile(kernel=kernel.name, mode="static", device=f"{target} (static)")
+        p.registers = int(v["registers"])
+        p.spill_bytes = int(v["spill_store_bytes"]) + int(v["spill_load_bytes"])
+        p.shared_bytes = int(v["shared_bytes"])
+        p.stack_bytes = int(v["stack_bytes"])
+        p.block_size = int(v["num_warps"]) * 32
+        p.warnings.extend(v.get("warnings", []))
+        p.warnings.extend(f"constexpr {n}={c['value']}: the value the {c['source']} launches it with "
+                          f"(`htam profile --constexpr {n}=VALUE` sets another)"
+                          for n, c in (v.get("constexprs") or {}).items()
+                          if isinstance(c, dict) and str(c.get("source", "")).startswith("harness"))
+        p.extra.update({
+            "constexprs": v.get("constexprs", {}), "num_warps": v["num_warps"], "num_stages": v["num_stages"],
+            "signature": v.get("signature", {}), "spill_store_bytes": v["spill_store_bytes"],
+            "spill_load_bytes": v["spill_load_bytes"], "block_size_source": f"num_warps={v['num_warps']} x 32"
+            + (f" ({src})" if (src := (v.get("option_sources") or {}).get("num_warps")) else ""),
+            "compile": {"tool": "triton-aot", "triton_version": v.get("triton_version"), "ptxas": v.get("ptxas"),
+                        "ptxas_target": v.get("ptxas_target"), "resources_from": v.get("resource_source"),
+                        "cached": bool(v.get("cached")),
+                        "seconds": round(float(v.get("compile_s", 0.0)), 3), "target": target},
+        })
+        occupancy(p, target)
+        return p
+
+    def source_only(self, p: Profile, model: Any, kernel: Any, target: str, harness: Harness | None) -> None:
+        req = build_request(kernel, text=model.text, recorded=recorded_constexprs(harness, model.text, kernel),
+                            recorded_from=harness_label(harness))
+        warps = req["num_warps"]
+        p.block_size = int(warps or 4) * 32
+        p.extra.update({"constexprs": req["constexprs"], "num_warps": warps, "num_stages": req["num_stages"],
+                        "block_size_source": f"num_warps={warps} x 32 (launch site)" if warps else
+                        "num_warps=4 x 32 (Triton's default; the launch site gives none)"})
