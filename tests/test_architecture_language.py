@@ -69,3 +69,19 @@ def test_no_new_language_string_tests_outside_the_registries():
 def test_the_static_profile_asks_its_registry():
     text = (ROOT / "htam_core/profile/api.py").read_text(encoding="utf-8")
     assert not PATTERN.search(text)
+
+
+HARNESS_KIND_TEST = re.compile(r"""kind\s*(==|!=|in|not in)\s*\(?["'](spec|inferred|kernelbench|cu-main)["']""")
+
+
+def test_harness_kinds_are_asked_through_their_traits():
+    """``h.kind == "cu-main"`` and the like are written once, in the kinds registry (``h.traits``)."""
+    bad = []
+    for pkg in ("htam_core", "server"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == "htam_core/harness/kinds.py":
+                continue
+            bad += [f"{rel}:{i}" for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                    if HARNESS_KIND_TEST.search(line)]
+    assert not bad, "ask the harness kind's traits (htam_core.harness.kinds) instead: " + ", ".join(bad)

@@ -23,6 +23,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from htam_core.harness.kinds import KindTraits
+from htam_core.harness.kinds import create as create_kind
+
 HarnessKind = Literal["kernelbench", "spec", "inferred", "cu-main"]
 KernelLanguage = Literal["triton", "cuda", "cuda-in-python", "python"]
 
@@ -114,7 +117,7 @@ class Harness:
     """How to run one kernel.
 
     Attributes:
-        kind: ``"kernelbench" | "spec" | "cu-main"``.
+        kind: ``"kernelbench" | "spec" | "inferred" | "cu-main"`` (what each allows: :mod:`htam_core.harness.kinds`).
         path: absolute path of the kernel's file.
         kernel: the kernel's name.
         language: ``"triton"``, ``"cuda"`` (a ``.cu`` file), ``"cuda-in-python"`` (``load_inline``
@@ -201,9 +204,18 @@ class Harness:
             self.origin_path = self.path
 
     @property
+    def traits(self) -> KindTraits:
+        """What this harness's kind allows (:mod:`htam_core.harness.kinds`).
+
+        Raises:
+            ValueError: ``kind`` is not a registered harness kind.
+        """
+        return create_kind(self.kind)
+
+    @property
     def uses_oracle(self) -> bool:
         """True when candidates are checked against the starting kernel (no reference was given)."""
-        return not self.reference and self.oracle_path is not None and self.kind in ("spec", "inferred")
+        return not self.reference and self.oracle_path is not None and self.traits.launches
 
     @property
     def checked_against(self) -> str:
@@ -220,7 +232,7 @@ class Harness:
         ``"inferred from __main__ of f.py, 3 calls recorded; oracle: the starting kernel"``. A ``.cu`` program
         run whole (kind ``"cu-main"``) says so and why (its first note: why no launch harness was inferred)."""
         text = self.source or self.label()
-        if self.kind == "cu-main":
+        if self.traits.whole_program:
             text += " run whole (timed, not checked)"
             if self.notes:
                 text += f"; {self.notes[0]}"
@@ -255,7 +267,7 @@ class Harness:
     def label(self) -> str:
         """Short name for :attr:`htam_core.types.profile.Profile.harness`: ``"htam.toml"``,
         ``"kernelbench"`` or ``"cu-main"``."""
-        return "htam.toml" if self.kind == "spec" else self.kind
+        return self.traits.label
 
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form (what the worker receives)."""

@@ -762,7 +762,7 @@ def render_toml(h: Harness) -> str:
         HarnessError: ``h`` is not a launcher or direct-launch harness (a KernelBench pair, a ``main()``
             program run whole).
     """
-    if not (h.launcher or h.grid) or h.kind not in ("inferred", "spec"):
+    if not (h.launcher or h.grid) or not h.traits.launches:
         raise HarnessError(f"{h.source or h.kernel}: only a launcher or direct-launch harness can be written to "
                            f"htam.toml (this one is {h.kind!r})")
     lines = _comment(h.description())

@@ -189,7 +189,7 @@ def recorded_constexprs(h: Harness | None, text: str | None, kernel: Any) -> dic
         position), bound to the harness input at its position or to its literal default. Empty when the
         harness says nothing (or the file does not parse).
     """
-    if h is None or h.kind not in ("spec", "inferred") or getattr(kernel, "language", None) != "triton":
+    if h is None or not h.traits.launches or getattr(kernel, "language", None) != "triton":
         return {}
     constexprs = [p for p in kernel.params if p.is_constexpr]
     names = [p.name for p in constexprs] + list(LAUNCH_OPTIONS)

@@ -539,7 +539,7 @@ def relaunched(h: Harness) -> Harness:
     ``grid`` written in ``htam.toml`` is the user's) comes back unchanged. Never raises: a ``main()`` that no
     longer parses keeps the inferred configuration.
     """
-    if (h.kind != "inferred" or h.language != "cuda" or h.grid is None
+    if (not h.traits.inferred or h.language != "cuda" or h.grid is None
             or Path(h.path).resolve() == Path(h.oracle_path or "").resolve()):
         return h
     try:

@@ -51,12 +51,8 @@ class HarnessStatus:
 
 def origin_of(h: Harness) -> str:
     """The short origin word of a found harness (``"htam.toml"``, ``"inferred from a test"``, ...)."""
-    if h.kind == "spec":
-        return "htam.toml"
-    if h.kind == "kernelbench":
-        return "KernelBench pair"
-    if h.kind == "cu-main":
-        return "main() run whole"
+    if h.traits.origin is not None:
+        return h.traits.origin
     src = h.source or ""
     if src.startswith("inferred from main()"):
         return "inferred from main()"
@@ -86,7 +82,7 @@ def saveable_table(h: Harness) -> tuple[str, Path] | None:
     from htam_core.harness.infer_py import render_toml
     from htam_core.harness.spec import SPEC_FILENAME
 
-    if h.kind != "inferred":
+    if not h.traits.inferred:
         return None
     spec = Path(h.origin_path or h.path).parent / SPEC_FILENAME
     if _spec_has(spec, h.kernel) is not False:
@@ -133,7 +129,7 @@ def _main_template(h: Harness, model: Any) -> tuple[str, Path] | None:
     from htam_core.harness.template import write_template
     from htam_core.source import SourceError, load
 
-    if h.kind != "cu-main" or h.program_args or not any(n.startswith("no harness inferred") for n in h.notes):
+    if not h.traits.whole_program or h.program_args or not any(n.startswith("no harness inferred") for n in h.notes):
         return None
     spec = Path(h.path).parent / SPEC_FILENAME
     if _spec_has(spec, h.kernel) is not False:

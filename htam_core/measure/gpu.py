@@ -253,7 +253,7 @@ def measure_on_gpu(path: str, name: str, harness: Harness, gpu_index: int = 0, *
             p.extra["static"] = {"device": st.device, **{k: v for k, v in st.extra.items() if k != "ncu"}}
 
     have_ncu = use_ncu and find_ncu() is not None
-    if harness.kind == "cu-main":
+    if harness.traits.whole_program:
         apply_static()
         s = _raise_for(_call("htam_core.measure.gpu:measure_program",
                              {"path": harness.path, "kernel": name, "args": harness.program_args}, gpu_index,

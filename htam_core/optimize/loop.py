@@ -183,7 +183,7 @@ class _Loop:
                 # stop with the same message (and template) as `htam verify` rather than write an unverified best
                 raise OptimizeError(str(exc).replace("\n\n", "\n")) from exc
             self.harness = None  # a replay: the table holds every verdict and time
-        if self.harness is not None and self.harness.kind == "inferred" or \
+        if self.harness is not None and self.harness.traits.inferred or \
                 self.harness is not None and self.harness.uses_oracle:
             # where the harness came from, and what "correct" means (matches the starting kernel, or the reference)
             self.warnings.append(f"harness: {self.harness.description()}; a correct candidate matches "

@@ -163,7 +163,7 @@ def _harness_of(model: Any, kernel: Any, given: Harness | None | object) -> tupl
     why a broken one was not used."""
     if given is LOOK_UP:
         return kernel_harness_noted(getattr(model, "path", None), kernel.name, model)
-    return (given if isinstance(given, Harness) and given.kind in ("spec", "inferred") else None), None
+    return (given if isinstance(given, Harness) and given.traits.launches else None), None
 
 
 def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any]) -> None:

@@ -41,7 +41,7 @@ FOLLOW_NOTE = "ncu counters follow in the background"
 def counters_follow(p: Profile, harness: Harness | None) -> bool:
     """Whether :func:`add_ncu_counters` can add to ``p``: a GPU profile timed through ``harness`` (not a
     ``.cu`` program, which ncu already times), without counters, with ``ncu`` on PATH."""
-    return (p.mode == "gpu" and harness is not None and harness.kind != "cu-main" and not p.extra.get("ncu")
+    return (p.mode == "gpu" and harness is not None and not harness.traits.whole_program and not p.extra.get("ncu")
             and find_ncu() is not None)
 
 

@@ -73,7 +73,7 @@ def kernel_harness_noted(path: str | None, kernel_name: str, model: Any = None, 
         return None, f"harness not used for the static estimate: {msg}"
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         return None, f"harness not used for the static estimate ({type(exc).__name__}: {exc})"
-    return (h if h.kind in ("spec", "inferred") else None), None
+    return (h if h.traits.launches else None), None
 
 
 def sizes_of(h: Harness | None) -> dict[str, int | float]:

@@ -127,7 +127,7 @@ def _with_reference(h: Harness, reference: str) -> Harness:
             whole), the file does not exist, or the expression is malformed.
     """
     where = f"--reference {reference}"
-    if h.kind not in ("spec", "inferred"):
+    if not h.traits.launches:
         raise HarnessError(f"{where}: the harness of {Path(h.path).name} ({h.source}) does not call the kernel with "
                            "named inputs, so a function or expression reference cannot be given; pass a KernelBench "
                            "reference file (class Model, get_inputs(), get_init_inputs()) or use --harness htam.toml")
@@ -183,7 +183,7 @@ def against_start(candidate: Path, start: str | Path, kernel: str | None = None)
         raise HarnessError(f"--against {start}: no such file; pass the starting kernel's file")
     name = _pick_kernel(sp, kernel, None)
     h = find_harness(sp, name)
-    if h.kind not in ("spec", "inferred"):
+    if not h.traits.launches:
         raise HarnessError(f"--against {sp.name}: its harness is a {h.kind} harness, which has its own reference; "
                            "--against needs a launcher or kernel-launch harness (htam.toml, or inferred from the file)")
     return dataclasses.replace(h, path=str(candidate), reference=None, oracle_path=str(sp), origin_path=str(sp),
@@ -294,7 +294,7 @@ def verify_candidate(candidate: str | Path, harness: Harness | None, *, harness_
     messages = [f"{'refused' if f.severity == 'refuse' else 'labelled'} by guard {f.rule_id} (line {f.line}): "
                 f"{f.message}" for f in findings]
     source = harness.description() if harness is not None else None
-    if harness is not None and harness.kind == "inferred" and harness.language == "cuda":
+    if harness is not None and harness.traits.inferred and harness.language == "cuda":
         messages.append("inferred harness: " + "; ".join(s.strip() for s in inferred_summary(harness)[1:]))
     if harness is None:
         messages.append(f"no harness: the correctness check did not run. {harness_error or ''}".strip())

@@ -135,7 +135,7 @@ def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: i
     """
     h = Harness.from_json(harness)
     device, mode = device_and_mode(h)
-    if device is None or h.kind == "cu-main":
+    if device is None or h.traits.whole_program:
         if device is not None:
             return CorrectnessResult(False, "unverified", "gpu", None, [
                 "a .cu program with main() has no reference: it was not checked. Add a "

@@ -48,7 +48,7 @@ def strict_verify_harness(harness: dict[str, Any], n_seeds: int = STRICT_SEEDS, 
     """
     h = Harness.from_json(harness)
     device, mode = device_and_mode(h)
-    if device is None or h.kind == "cu-main":
+    if device is None or h.traits.whole_program:
         return CorrectnessResult(False, "unverified", mode if device else "compile-only", None, [
             "the strict re-verification needs to run the kernel, and nothing can run it here"]).to_json()
     try:
