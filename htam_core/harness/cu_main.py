@@ -8,13 +8,13 @@ profile of an unchanged file does not rebuild.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 from htam_core.harness.base import HarnessError, include_flags, origin_dirs
 from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
+from htam_core.runtime.toolchain import find_nvcc
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.source.parsing import captures, new_parser, node_text
 
@@ -27,17 +27,6 @@ def has_main(text: str) -> bool:
     """True when the CUDA/C++ source ``text`` defines a function called ``main``."""
     tree = new_parser("cuda").parse(text.encode("utf-8"))
     return any(node_text(n) == "main" for n in captures("cuda", _MAIN_QUERY, tree.root_node).get("name", []))
-
-
-def find_nvcc() -> str | None:
-    """Path of ``nvcc`` (``$CUDA_HOME/bin``, then ``PATH``, then ``/usr/local/cuda/bin``), or ``None``."""
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
-        if home and Path(home, "bin", "nvcc").is_file():
-            return str(Path(home, "bin", "nvcc"))
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    return "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None
 
 
 def build_program(path: str | os.PathLike, *, arch: str = "sm_90", out_dir: str | os.PathLike | None = None,

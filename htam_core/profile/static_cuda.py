@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from htam_core.harness.base import origin_dirs
 from htam_core.runtime.cache import CompileCache, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
+from htam_core.runtime.toolchain import find_nvcc
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.types.errors import ProfileError
 
@@ -192,17 +193,6 @@ def entry_base_name(name: str) -> str:
 
 
 # -- nvcc ------------------------------------------------------------------------------------------
-def find_nvcc() -> str | None:
-    """Path of ``nvcc``: ``$PATH``, else ``$CUDA_HOME/bin``, else ``/usr/local/cuda/bin``."""
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and os.path.isfile(os.path.join(root, "bin", "nvcc")):
-            return os.path.join(root, "bin", "nvcc")
-    return None
-
-
 def normalize_target(target: str) -> str:
     """``"sm_90"``, ``"90"``, ``"sm90"``, ``"cuda:90"`` -> ``"sm_90"`` (suffixes ``a``/``f`` kept).
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 from functools import lru_cache
 
 from htam_core.runtime.children import one_shot_kwargs
+from htam_core.runtime.toolchain import find_nvcc
 from htam_core.source.model import SourceModel
 
 __all__ = ["NVCC_TIMEOUT_S", "compiler_verdict", "settle_incomplete"]
@@ -51,7 +51,7 @@ def compiler_verdict(text: str, language: str, path: str | None = None) -> bool 
 
 @lru_cache(maxsize=64)
 def _nvcc(digest: str, text: str, folder: str | None) -> bool | None:
-    nvcc = shutil.which("nvcc")
+    nvcc = find_nvcc()
     if nvcc is None:
         return None
     with tempfile.TemporaryDirectory(prefix="htam-nvcc-") as tmp:

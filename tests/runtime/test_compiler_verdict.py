@@ -43,5 +43,8 @@ def test_nvcc_decides_for_cuda_files() -> None:
 
 
 def test_without_nvcc_the_verdict_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    from htam_core.runtime import compiler
+
+    monkeypatch.setattr(compiler, "find_nvcc", lambda: None)
+    compiler._nvcc.cache_clear()
     assert compiler_verdict("__global__ void k(float* x) {\n", "cuda", "k.cu") is None
