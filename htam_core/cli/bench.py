@@ -16,6 +16,7 @@ from pathlib import Path
 
 from htam_core.bench import DEFAULT_OUT
 from htam_core.cli.errors import UsageError, require_path
+from htam_core.types.files import data_path
 
 _OUT_HELP = (f"results folder (default: ./{DEFAULT_OUT} in the current directory; pass --out bench/results to add "
              "the run to the repository's committed results)")
@@ -262,7 +263,7 @@ def run_misses_cmd(args: argparse.Namespace) -> int:
     from htam_core.bench.table_fill import FillError, collect_misses, write_misses
     from htam_core.optimize.replay import TableError, load_table, skipped_note
 
-    require_path(args.table, "measured-space table (--table, written by htam bench space)")
+    require_path(data_path(args.table), "measured-space table (--table, written by htam bench space)")
     require_path(args.work, "replay work folder (--work of htam bench replay)", folder=True)
     try:
         table = load_table(args.table)
@@ -294,9 +295,9 @@ def run_replay_cmd(args: argparse.Namespace) -> int:
     )
     from htam_core.bench.report import write_json
 
-    require_path(args.table, "measured-space table (--table, written by htam bench space)")
+    require_path(data_path(args.table), "measured-space table (--table, written by htam bench space)")
     out = Path(args.out)
-    stem = Path(args.table).name.removesuffix(".jsonl")
+    stem = Path(args.table).name.removesuffix(".gz").removesuffix(".jsonl")
     try:
         doc = run_replay(ReplayConfig(table=args.table, work=args.work or str(out / f"replay-work-{stem}"),
                                       policies=_names(args.policies) or list(REPLAY_POLICIES),
