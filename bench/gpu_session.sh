@@ -4,7 +4,6 @@
 #
 #   GPUTESTS_ARGS / GPUTESTS_K  test paths and -k expression of the gputests stage
 #   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks, timing (bench/timing_agreement.py),
-#             probe (bench/profiler_slowdown_probe.py: does torch.profiler slow a kernel down),
 #             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py),
 #             loopspeed (bench/bench_loop_speed.py: htam optimize's time per phase on five kernels, cold and warm
 #             cache; LOOPSPEED_S, LOOPSPEED_ARGS, e.g. "--budget 2"),
@@ -71,7 +70,6 @@ for s in "${want[@]}"; do
     hacks) stage hacks "${HACKS_S:-90}" "$PY" -m pytest -q -m gpu -p no:cacheprovider --junitxml "$RUN/hacks.xml" \
              tests/verify tests/runtime/test_isolation.py tests/bench/test_cu_launcher.py ;;
     timing) stage timing "${TIMING_S:-240}" "$PY" bench/timing_agreement.py --out "$RUN/timing" ;;
-    probe) stage probe "${PROBE_S:-60}" "$PY" bench/profiler_slowdown_probe.py --out "$RUN/probe" ;;
     zeroconf) stage zeroconf "${ZEROCONF_S:-150}" "$PY" bench/bench_zeroconf.py --out "$RUN/zeroconf" ${ZEROCONF_ARGS:-} ;;
     lspgpu) stage lspgpu "${LSPGPU_S:-120}" "$PY" bench/bench_lsp_gpu.py --out "$RUN/lspgpu" ${LSPGPU_ARGS:-} ;;
     loopspeed) stage loopspeed "${LOOPSPEED_S:-600}" "$PY" bench/bench_loop_speed.py --out "$RUN/loopspeed" \
