@@ -24,7 +24,8 @@ PROJECT = ("htam_core", "htam_server")
 
 
 def _has_reason(lines: list[str], lineno: int) -> bool:
-    """A ``#`` comment on the import's first line, or a comment line just above it."""
+    """A ``#`` comment on the import's first line, or a comment line just above it (for a block of imports on
+    consecutive lines: above the block's first statement)."""
     same = lines[lineno - 1]
     above = lines[lineno - 2].strip() if lineno >= 2 else ""
     return "#" in same or above.startswith("#")
@@ -38,22 +39,30 @@ def uncommented_imports(path: Path) -> list[str]:
     rel = path.relative_to(REPO).as_posix()
     found: list[str] = []
 
+    reasoned: set[int] = set()  # ids of import statements whose block carries a reason
+
+    def check(stmt: ast.Import | ast.ImportFrom, prev: ast.AST | None, scope: list[str]) -> None:
+        # a block of imports on consecutive lines shares the comment above its first statement
+        chained = (isinstance(prev, (ast.Import, ast.ImportFrom)) and id(prev) in reasoned
+                   and prev.end_lineno == stmt.lineno - 1)
+        if chained or _has_reason(lines, stmt.lineno):
+            reasoned.add(id(stmt))
+            return
+        mods = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else ["." * stmt.level + (stmt.module or "")]
+        found.extend(f"{rel}::{'.'.join(scope)}::{m}" for m in mods if m.startswith(".") or m.split(".")[0] in PROJECT)
+
     def visit(node: ast.AST, scope: list[str], in_function: bool) -> None:
+        prev: ast.AST | None = None
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 visit(child, [*scope, child.name], True)
             elif isinstance(child, ast.ClassDef):
                 visit(child, [*scope, child.name], in_function)
             elif in_function and isinstance(child, (ast.Import, ast.ImportFrom)):
-                if isinstance(child, ast.Import):
-                    mods = [a.name for a in child.names]
-                else:
-                    mods = ["." * child.level + (child.module or "")]
-                for mod in mods:
-                    if (mod.startswith(".") or mod.split(".")[0] in PROJECT) and not _has_reason(lines, child.lineno):
-                        found.append(f"{rel}::{'.'.join(scope)}::{mod}")
+                check(child, prev, scope)
             else:
                 visit(child, scope, in_function)
+            prev = child
 
     visit(ast.parse(text), [], False)
     return found
@@ -86,10 +95,12 @@ def test_the_rule_sees_a_bare_import_and_accepts_a_commented_one(tmp_path: Path,
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     f = tmp_path / "m.py"
     f.write_text("def f():\n    from htam_core.x import y\n\n"
-                 "def g():\n    # start-up cost: x pulls in sympy\n    from htam_core.x import y\n\n"
-                 "class C:\n    def h(self):\n        import htam_server.z  # cycle: z imports this module\n"
+                 "def g():\n    # start-up cost: x pulls in sympy\n    from htam_core.x import y\n    import htam_core.v\n\n"
+                 "    import htam_core.after_a_blank_line\n"
+                 "class C:\n    def h(self):\n        import htam_server.z  # cycle: z imports this module\n\n"
                  "        from . import w\n", encoding="utf-8")
-    assert uncommented_imports(f) == ["m.py::f::htam_core.x", "m.py::C.h::."]
+    assert uncommented_imports(f) == [
+        "m.py::f::htam_core.x", "m.py::g::htam_core.after_a_blank_line", "m.py::C.h::."]
 
 
 if __name__ == "__main__":

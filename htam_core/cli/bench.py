@@ -131,6 +131,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _add_executor_arguments(p: argparse.ArgumentParser) -> None:
     """``--executor local|dask``, ``--scheduler ADDRESS``, ``--workers N``, ``--worker-wait S`` and ``--fresh``
     (docs/BENCH.md)."""
+    # start-up cost: loads psutil, sympy, tomllib, tree_sitter and 44 more project modules, only when this runs
     from htam_core.bench.executors import EXECUTORS
 
     p.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
@@ -150,6 +151,7 @@ def _add_executor_arguments(p: argparse.ArgumentParser) -> None:
 
 def _executor_settings(args: argparse.Namespace) -> dict:
     """The executor settings of the parsed options. Raises UsageError for inconsistent ones."""
+    # start-up cost: loads psutil, sympy, tomllib, tree_sitter and 44 more project modules, only when this runs
     from htam_core.bench.executors import ExecutorError, check_scheduler_address
 
     if args.scheduler and args.executor != "dask":
@@ -175,6 +177,7 @@ def _executor_settings(args: argparse.Namespace) -> dict:
 
 
 def _stamp_paths(out: Path, env: dict, kind: str) -> tuple[Path, Path, Path]:
+    # start-up cost: loads psutil and 3 more project modules, only when this runs
     from htam_core.bench.parallel import gpu_slug
 
     stem = f"{env['date']}-{gpu_slug(env)}-{kind}"
@@ -219,6 +222,7 @@ def _names(text: str | None) -> list[str] | None:
 
 def run_space_cmd(args: argparse.Namespace) -> int:
     """Build (or resume) a measured-space table; prints where it is."""
+    # start-up cost: loads psutil, sqlite3, sympy, tomllib, tree_sitter and 112 more project modules, only when this runs
     from htam_core.bench.space import SpaceConfig, SpaceError, build_space, kernels_of_suite, load_manifest
 
     if args.depth < 1 or args.max_candidates < 1:
@@ -260,6 +264,7 @@ def run_misses_cmd(args: argparse.Namespace) -> int:
     """Write the fill list of a replay: what its policies asked for that the table does not hold."""
     from collections import Counter
 
+    # start-up cost: loads psutil, sqlite3, sympy, tomllib, tree_sitter and 111 more project modules, only when this runs
     from htam_core.bench.table_fill import FillError, collect_misses, write_misses
     from htam_core.optimize.replay import TableError, load_table, skipped_note
 

@@ -525,6 +525,7 @@ def harness_table(h: Harness) -> str:
     adjust (the code action "Save the inferred harness to htam.toml"): the one writer,
     :func:`htam_core.harness.infer_py.render_toml` (``oracle = true``: candidates are checked against the
     starting kernel; write a ``reference`` instead to check against a torch expression)."""
+    # cycle: harness.infer_py imports this module at load time (harness.infer_py -> harness -> harness.template -> harness.infer_cuda)
     from htam_core.harness.infer_py import render_toml
 
     return render_toml(h)

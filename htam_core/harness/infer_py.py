@@ -81,6 +81,7 @@ class Inference:
 
 def launcher_of(path: Path, kernel: str, model: Any = None) -> tuple[str, list[str]] | None:
     """``(name, parameter names)`` of the top-level function that launches ``kernel``, or ``None``."""
+    # cycle: harness.template imports this module at load time (harness.template -> harness -> harness.find -> harness.infer_py)
     from htam_core.harness.template import wrapper_function
 
     if model is None:
@@ -608,6 +609,7 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
     source = f"inferred from {where} of {path.name}, {len(calls)} call{'s' if len(calls) != 1 else ''} recorded; " \
              f"{ref_note}"
     if rec.get("inputs_moved"):
+        # cycle: harness.record imports this module at load time (harness.record -> harness -> harness.find -> harness.infer_py)
         from htam_core.harness.record import MOVED_NOTE
 
         source += f"; {MOVED_NOTE}"
@@ -824,6 +826,7 @@ def save_to_spec(h: Harness) -> Path:
     """
     import tomllib
 
+    # cycle: harness.spec imports this module at load time (harness.spec -> harness -> harness.find -> harness.infer_py)
     from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
 
     original = Path(h.origin_path or h.path)
