@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from htam_core.bench import DEFAULT_OUT
+from htam_core.bench import kernelbench as kbm
 from htam_core.cli.errors import UsageError, require_path
 from htam_core.types.files import data_path
 
@@ -348,7 +349,6 @@ def run_kernelbench_cmd(args: argparse.Namespace) -> int:
         UsageError: bad options, a named problems file that does not exist, a malformed problems file, or no
             problem to run.
     """
-    from htam_core.bench import kernelbench as kbm
     from htam_core.bench.executors import ExecutorError
     from htam_core.bench.kernelbench import KBConfig, KernelBenchError, parse_anchors, run_kernelbench
     from htam_core.bench.report import kernelbench_markdown, write_json

@@ -20,6 +20,7 @@ from typing import Any
 
 from htam_core.source.analysis import Access, KernelFacts, analyze
 from htam_core.source.analysis.constants import evaluate_text
+from htam_core.source.api import parse_text
 from htam_core.source.model import Kernel, KernelFeatures, SourceModel
 from htam_core.types.profile import Profile
 
@@ -152,8 +153,6 @@ def kernel_analysis(kernel: Kernel) -> KernelFacts | None:
     """The analysis-layer facts of ``kernel`` read from its own text (the kernel and its decorators; launch sites
     elsewhere in the file are not needed by the predicates), or ``None`` when the text does not give the kernel
     back. Cached by :func:`htam_core.source.analysis.analyze` per text."""
-    from htam_core.source.api import parse_text
-
     model = parse_text(kernel.text, "python" if kernel.language == "triton" else "cuda")
     mine = [k for k in model.kernels if k.name == kernel.name]
     return analyze(model, mine[0]) if mine else None
