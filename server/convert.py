@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from lsprotocol import types
+from collections.abc import Sequence
+from pathlib import Path
 
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from htam_core.editor import FileEdits
 from htam_core.editor.buffer import Buffer
 from htam_core.source import ByteSpan, Kernel
 from htam_core.source.positions import LineIndex
@@ -41,12 +46,35 @@ def text_edits(index: LineIndex, edits: list[TextEdit], encoding: str) -> list[t
 def document_edit(ls, uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
     """A workspace edit of one document: versioned ``documentChanges`` when the client supports them (the
     client then refuses an edit computed for an older version), else ``changes``."""
+    return documents_edit(ls, [(uri, version, edits)])
+
+
+def documents_edit(ls, docs: list[tuple[str, int | None, list[types.TextEdit]]]) -> types.WorkspaceEdit:
+    """A workspace edit of several documents (``(uri, version or None, edits)`` each), as :func:`document_edit`."""
     caps = ls.client_capabilities
     we = caps.workspace.workspace_edit if caps.workspace is not None else None
     if we is not None and we.document_changes:
-        ident = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
-        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=ident, edits=edits)])
-    return types.WorkspaceEdit(changes={uri: edits})
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version), edits=edits)
+            for uri, version, edits in docs])
+    return types.WorkspaceEdit(changes={uri: edits for uri, _, edits in docs})
+
+
+def workspace_edit(ls, od, files: Sequence[FileEdits]) -> types.WorkspaceEdit:
+    """The workspace edit of a proposal's edits (:class:`~htam_core.editor.FileEdits`): ``path=None`` edits the open
+    document ``od`` (at its version); another path edits that file, as open in the editor when it is (at its
+    version), else as saved on disk."""
+    enc, docs = encoding_of(ls), []
+    for f in files:
+        if f.path is None:
+            uri, version, index = od.uri, od.version, od.buf.index
+        else:
+            uri = from_fs_path(f.path)
+            other = ls.docs.get(uri)
+            version = other.version if other is not None else None
+            index = other.buf.index if other is not None else LineIndex(Path(f.path).read_bytes())
+        docs.append((uri, version, text_edits(index, list(f.edits), enc)))
+    return documents_edit(ls, docs)
 
 
 def current_name_range(buf: Buffer, kernel: Kernel, encoding: str, since: int | None = None) -> types.Range:
