@@ -112,6 +112,8 @@ def _converter() -> cattrs.Converter:
     # each class's hook is made on this converter (the copied attrs hook factory would use lsprotocol's own)
     for cls in (KernelTarget, OptimizeArgs, StepData, HarnessData):
         conv.register_structure_hook(cls, make_dict_structure_fn(cls, conv))
+    for cls in (StepData, HarnessData):  # the action's "type" is written even where it is the default
+        conv.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=False))
     conv.register_structure_hook(RecordArgs, make_dict_structure_fn(RecordArgs, conv, **camel))
     conv.register_unstructure_hook(RecordArgs, make_dict_unstructure_fn(RecordArgs, conv, **camel,
                                                                         _cattrs_omit_if_default=True))
