@@ -22,7 +22,16 @@ from htam_server import diagnostics
 from htam_server.convert import document_edit, text_edits
 from htam_server.documents import OpenDocument
 from htam_server.progress import WorkProgress
-from htam_server.requests import CommandError, KernelTarget, OptimizeArgs, RecordArgs, command_args
+from htam_server.requests import (
+    CommandError,
+    KernelTarget,
+    OptimizeArgs,
+    RecordArgs,
+    Recorded,
+    RecordedOutcome,
+    command_args,
+    unstructure,
+)
 
 if TYPE_CHECKING:
     from htam_server.server import HtamLanguageServer
@@ -137,10 +146,8 @@ def _when_recorded(ls: HtamLanguageServer, uri: str, kernel: str) -> Callable[[A
 
 def _recorded(ls: HtamLanguageServer, uri: str, kernel: str, applied: AppliedStep) -> None:
     o = applied.outcome
-    ls.protocol.notify("htam/recorded", {
-        "uri": uri, "kernel": kernel, "step": applied.step,
-        "outcome": {"status": o.status, "speedup": o.speedup, "measured": o.measured, "correct": o.correct,
-                    "note": o.note}})
+    ls.protocol.notify("htam/recorded", unstructure(Recorded(uri, kernel, applied.step, RecordedOutcome(
+        o.status, o.speedup, o.measured, o.correct, o.note))))
     ls.log_info(f"HTAM: recorded {applied.title} on {kernel}: {o.status}"
                 + (f", {o.speedup:.2f}× measured" if o.measured and o.speedup else " (not measured)"))
     if ls.session.memory_error:

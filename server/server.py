@@ -46,6 +46,7 @@ from htam_server import diagnostics, handlers, logs, stdio
 from htam_server.convert import encoding_of
 from htam_server.documents import Documents, OpenDocument
 from htam_server.protocol import HtamProtocol
+from htam_server.requests import Status, unstructure
 
 log = logging.getLogger("htam_server")
 
@@ -136,7 +137,7 @@ class HtamLanguageServer(LanguageServer):
         """Send ``htam/status`` (call on the event loop)."""
         s = self.session
         state = "busy" if (not s.ready or s.busy or self.jobs.running) else "ready"
-        self.protocol.notify("htam/status", {"server": state, "gpu": s.gpu, "lastProfile": s.last_profile})
+        self.protocol.notify("htam/status", unstructure(Status(state, s.gpu, s.last_profile)))
 
     def threadsafe(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the event loop from any thread."""

@@ -238,3 +238,15 @@ def test_the_server_holds_no_module_level_mutable_state():
                 bad.append(f"{p.name}:{n.lineno}")
         bad += [f"{p.name}:{n.lineno} global" for n in ast.walk(tree) if isinstance(n, ast.Global)]
     assert not bad, bad
+
+
+def test_every_server_function_is_typed():
+    """Every parameter (the server ``ls`` among them) and every return of a server function is annotated."""
+    bad = []
+    for p, tree in _server_modules():
+        for n in ast.walk(tree):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = [*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs]
+                bad += [f"{p.name}:{n.name}({a.arg})" for a in args if a.annotation is None and a.arg != "self"]
+                bad += [f"{p.name}:{n.name} -> ?"] if n.returns is None else []
+    assert not bad, bad
