@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from htam_core.generate.config import LLMConfig
+from htam_core.generate.edits import FileEdits, minimal_edit, of_kernel_file
 from htam_core.generate.errors import GenerationError
 from htam_core.generate.llm import CheckResult, GenerationResult, LLMGenerator
 from htam_core.generate.prompt import build_messages
@@ -65,6 +66,8 @@ class Candidate:
         generator: ``"llm"`` or ``"rules"``.
         strategy: the local strategy id it applies, when known.
         params: generator-specific parameters (transform parameters, token usage ...).
+        edits: the change as edits (:class:`~htam_core.generate.edits.FileEdits`: the kernel's file, and any other
+            file the step changes); an editor applies these, never a diff of :attr:`code`.
     """
 
     code: str
@@ -72,6 +75,7 @@ class Candidate:
     generator: str
     strategy: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    edits: list[FileEdits] = field(default_factory=list)
 
 
 class Generator(Protocol):
@@ -129,7 +133,8 @@ class LLMCandidateGenerator:
                           "llm", strat, {"usage": res.usage, "attempts": res.attempts, "repairs": res.repairs,
                                          "check_ok": res.check.ok if res.check else None,
                                          "check_error": res.check.error_text if res.check else None,
-                                         **({"repair_fault": res.fault} if res.fault else {})})]
+                                         **({"repair_fault": res.fault} if res.fault else {})},
+                          of_kernel_file([minimal_edit(request.kernel_text, res.code)]))]
 
 
 class RulesCandidateGenerator:
@@ -179,7 +184,8 @@ class RulesCandidateGenerator:
                 params = dict(c.params)
                 params["transform_id"] = c.transform_id
                 params["changes_numerics"] = c.changes_numerics
-                out.append(Candidate(c.new_text, c.description, "rules", s.get("id") or c.strategy, params))
+                out.append(Candidate(c.new_text, c.description, "rules", s.get("id") or c.strategy, params,
+                                     of_kernel_file(c.edits)))
         return out
 
 
