@@ -14,6 +14,7 @@ from typing import TypeVar
 from htam_core.source import parse_text
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.positions import line_ending, with_line_ending
+from htam_core.source.workspace import LaunchUnit, find_launches, launch_unit
 from htam_core.transforms.base import Candidate, NotApplicable, Transform, apply_edits
 from htam_core.transforms.validate import check_syntax
 from htam_core.types.profile import Profile
@@ -180,9 +181,14 @@ def propose(
         return t.not_applicable(f"{kernel.name} is incomplete (it does not parse); finish it first")
     if model.stale:
         return t.not_applicable("the file does not parse; the kernel list is from the last good parse")
+    unit = launch_unit(model, kernel) if not kernel.launch_sites and model.path else None
+    if unit is not None:  # launched from another file or a #define: read (and edit) kernel and launch as one unit
+        return _propose_joint(t, unit, profile)
     result = t.propose(model, kernel, profile)
     if isinstance(result, NotApplicable):
         return result
+    if not kernel.launch_sites:
+        result = [_launch_not_found(model, kernel, c) for c in result]
     good: list[Candidate] = []
     rejected: list[str] = []
     ending = line_ending(model.text)
@@ -202,6 +208,58 @@ def propose(
             reason=f"every candidate was rejected ({rejected[0]})", transform_id=t.id, rejected=tuple(rejected)
         )
     return good
+
+
+def _launch_not_found(model: SourceModel, kernel: Kernel, cand: Candidate) -> Candidate:
+    """Say in a launch-independent candidate's description why it leaves the grid alone: no launch of the kernel
+    was found anywhere in the workspace, or the launches found cannot be edited (a cupy launcher)."""
+    if cand.params.get("launch") != "independent":
+        return cand
+    found = [la for la in find_launches(model, kernel) if not la.editable] if model.path else []
+    where = (f"launch in {found[0].path.rsplit('/', 1)[-1]} line {found[0].line} left as is" if found
+             else "launch not found")
+    return dataclasses.replace(cand, description=f"{cand.description} ({where}: correct for any grid)")
+
+
+def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> list[Candidate] | NotApplicable:
+    """:func:`propose` for a kernel whose launches lie in other files (or in a ``#define`` body): ``t`` runs on
+    the joint unit (:func:`htam_core.source.workspace.launch_unit`), its candidates are validated there, and
+    each is split back into edits of the kernel's file and ``file_edits`` of the launchers."""
+    result = t.propose(unit.model, unit.kernel, profile)
+    if isinstance(result, NotApplicable):
+        return result
+    good: list[Candidate] = []
+    rejected: list[str] = []
+    for cand in result:
+        why = validate(unit.model, unit.kernel, cand)
+        parts = unit.split(cand.edits) if why is None else why
+        if isinstance(parts, str):
+            rejected.append(f"{cand.description}: {parts}")
+            continue
+        own, others = parts
+        try:
+            new_text = apply_edits(unit.own.text, own)  # type: ignore[arg-type]
+            for path, edits in others.items():
+                apply_edits(unit.own.text if path == unit.own.path else _disk_text(path), edits)  # type: ignore[arg-type]
+        except (OSError, ValueError) as exc:
+            rejected.append(f"{cand.description}: {exc}")
+            continue
+        names = ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others))
+        good.append(dataclasses.replace(
+            cand, edits=own, new_text=new_text, file_edits=others,  # type: ignore[arg-type]
+            description=cand.description + (f" (the launch is edited in {names} too)" if names else "")))
+    if not good:
+        if not rejected:
+            return t.not_applicable("no candidate was produced")
+        return NotApplicable(reason=f"every candidate was rejected ({rejected[0]})", transform_id=t.id,
+                             rejected=tuple(rejected))
+    return good
+
+
+def _disk_text(path: str) -> str:
+    """The text of ``path`` as on disk (the launcher a joint unit read)."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        return fh.read()
 
 
 def no_transform_message(title: str, guidance: str, llm_hint: str) -> str:
