@@ -58,6 +58,8 @@ class Candidate:
         file_edits: edits of other files of the workspace, by path (the launch of a kernel launched from
             another file: a step that changes the launch edits both places as one change); offsets refer to
             each file's text as it is on disk. Empty for a step that edits the kernel's file only.
+        title_note: a few words an editor adds to the step's title: where the launch was edited, or that none
+            was found and the form is correct for any grid; ``""`` when there is nothing to say.
     """
 
     transform_id: str
@@ -68,6 +70,7 @@ class Candidate:
     new_text: str
     changes_numerics: bool = False
     file_edits: dict[str, list[TextEdit]] = field(default_factory=dict)
+    title_note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (without ``new_text``, which can be rebuilt from the edits; ``file_edits`` only when the

@@ -218,7 +218,8 @@ def _launch_not_found(model: SourceModel, kernel: Kernel, cand: Candidate) -> Ca
     found = [la for la in find_launches(model, kernel) if not la.editable] if model.path else []
     where = (f"launch in {found[0].path.rsplit('/', 1)[-1]} line {found[0].line} left as is" if found
              else "launch not found")
-    return dataclasses.replace(cand, description=f"{cand.description} ({where}: correct for any grid)")
+    note = f"{where}: correct for any grid"
+    return dataclasses.replace(cand, description=f"{cand.description} ({note})", title_note=note)
 
 
 def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> list[Candidate] | NotApplicable:
@@ -245,9 +246,10 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
             rejected.append(f"{cand.description}: {exc}")
             continue
         names = ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others))
+        note = f"launch in {names} edited too" if names else ""
         good.append(dataclasses.replace(
-            cand, edits=own, new_text=new_text, file_edits=others,  # type: ignore[arg-type]
-            description=cand.description + (f" (the launch is edited in {names} too)" if names else "")))
+            cand, edits=own, new_text=new_text, file_edits=others, title_note=note,  # type: ignore[arg-type]
+            description=cand.description + (f" ({note})" if note else "")))
     if not good:
         if not rejected:
             return t.not_applicable("no candidate was produced")

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workspace_fixtures import (
+from htam_core.source import load
+from htam_core.source.workspace import find_launches, launch_unit, workspace_root
+from tests.support.workspace_fixtures import (
     CUPY_PY,
     LOAD_INLINE_PY,
     MACRO_CU,
@@ -16,9 +18,6 @@ from workspace_fixtures import (
     VADD,
     workspace,
 )
-
-from htam_core.source import load
-from htam_core.source.workspace import find_launches, launch_unit, workspace_root
 
 
 def _launches(path: Path):
