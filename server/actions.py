@@ -27,7 +27,7 @@ from lsprotocol import types
 from htam_core.editor import content_hash
 from htam_core.harness.status import HarnessStatus
 from htam_server import render
-from htam_server.convert import document_edit, text_edits
+from htam_server.convert import document_edit, files_edit, text_edits
 from htam_server.progress import WorkProgress
 
 KIND_STEP = "refactor.rewrite.htam"
@@ -139,8 +139,10 @@ async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAct
     out: list[types.CodeAction] = []
     if _wanted(KIND_STEP, only):
         a = await ls.analysis(od, kernel, hover=False)  # the ranking the hover reads too
-        for i, step in enumerate((await ls.plan(od, kernel, a)).actions, 1):  # only steps that can be made
-            out.append(_step_action(od, kernel, a, step, i))
+        p = await ls.plan(od, kernel, a)
+        for i, step in enumerate(p.actions, 1):  # only steps that can be made
+            v = p.verdicts.get(step.strategy)
+            out.append(_step_action(od, kernel, a, step, i, v.note if v is not None else ""))
     if _wanted(KIND_HARNESS, only) and od.path is not None:
         out += await _harness_actions(ls, od, kernel)
     if not _supports_resolve(ls):  # older clients: compute edits now, drop what cannot be made
@@ -166,13 +168,13 @@ async def _harness_actions(ls, od, kernel) -> list[types.CodeAction]:
     return []
 
 
-def _step_action(od, kernel, a, step, position: int) -> types.CodeAction:
+def _step_action(od, kernel, a, step, position: int, note: str = "") -> types.CodeAction:
     data = {"type": "step", "uri": od.uri, "kernel": kernel.name, "step": step.strategy,
             "direction": step.direction, "rank": step.rank, "score": round(step.score, 6),
             "evidence": step.evidence, "version": od.version, "kernelHash": a.kernel_hash,
             "profileRevision": a.key[1]}
     rec = {"uri": od.uri, "kernel": kernel.name, "step": step.strategy}
-    return types.CodeAction(title=render.action_title(step, position), kind=KIND_STEP, data=data,
+    return types.CodeAction(title=render.action_title(step, position, note), kind=KIND_STEP, data=data,
                             command=types.Command(title="HTAM: record applied step", command="htam.recordApplied",
                                                   arguments=[rec]))
 
@@ -218,7 +220,11 @@ async def resolve(ls, action: types.CodeAction, quiet: bool = False) -> types.Co
         return _no_edit(ls, action, "the document changed while the edit was computed; ask for the actions "
                                     "again", quiet)
     edits = text_edits(od.buf.index, res.edits, ls.encoding())
-    action.edit = document_edit(ls, od.uri, od.version, edits)
+    edit = files_edit(ls, od.uri, od.version, edits, res.file_edits, res.files) if res.file_edits else \
+        document_edit(ls, od.uri, od.version, edits)
+    if isinstance(edit, str):
+        return _no_edit(ls, action, edit, quiet)
+    action.edit = edit
     if action.command is not None and action.command.arguments:
         rec = dict(action.command.arguments[0])
         rec.update(beforeHash=content_hash(kernel), description=res.description)

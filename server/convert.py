@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lsprotocol import types
 
 from htam_core.editor.buffer import Buffer
 from htam_core.source import ByteSpan, Kernel
 from htam_core.source.positions import LineIndex
-from htam_core.transforms.base import TextEdit
+from htam_core.transforms.base import TextEdit, apply_edits
 
 
 def encoding_of(ls) -> str:
@@ -47,6 +49,32 @@ def document_edit(ls, uri: str, version: int | None, edits: list[types.TextEdit]
         ident = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
         return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=ident, edits=edits)])
     return types.WorkspaceEdit(changes={uri: edits})
+
+
+def files_edit(ls, uri: str, version: int | None, edits: list[types.TextEdit], file_edits: dict[str, list[TextEdit]],
+               files: dict[str, str]) -> types.WorkspaceEdit | str:
+    """One workspace edit over the kernel's document (``edits``, at ``version``) and the other files a step
+    rewrites (``file_edits``: path -> byte-offset edits of the file on disk, which must still give ``files[path]``):
+    ``documentChanges`` with one ``TextDocumentEdit`` per file when the client supports them, else ``changes``.
+    Returns a one-line reason instead when a file changed on disk since the step was made."""
+    changes: list[tuple[str, int | None, list[types.TextEdit]]] = [(uri, version, edits)] if edits else []
+    for path, fe in file_edits.items():
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+            same = apply_edits(text, fe) == files.get(path)
+        except (OSError, ValueError):
+            same = False
+        if not same:
+            return f"{Path(path).name} changed on disk since the step was made; ask for the actions again"
+        changes.append((Path(path).resolve().as_uri(), None, text_edits(LineIndex(text.encode("utf-8")), fe,
+                                                                         encoding_of(ls))))
+    caps = ls.client_capabilities
+    we = caps.workspace.workspace_edit if caps.workspace is not None else None
+    if we is not None and we.document_changes:
+        return types.WorkspaceEdit(document_changes=[
+            types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(uri=u, version=v),
+                                   edits=e) for u, v, e in changes])
+    return types.WorkspaceEdit(changes={u: e for u, _, e in changes})
 
 
 def current_name_range(buf: Buffer, kernel: Kernel, encoding: str, since: int | None = None) -> types.Range:

@@ -48,6 +48,8 @@ class Verdict:
         structural: the strategy's transform is of kind ``"structural"`` (registry :data:`KINDS`).
         reason: why it cannot be made (one sentence), ``None`` when makeable.
         how: for advice, how to apply it by hand (the first sentence of its guidance), else ``""``.
+        note: for a makeable step, a few words the action's title adds (its first candidate's ``title_note``:
+            ``"launch in main.cpp edited too"``, ``"launch not found: correct for any grid"``), else ``""``.
     """
 
     strategy: str
@@ -56,6 +58,7 @@ class Verdict:
     structural: bool
     reason: str | None = None
     how: str = ""
+    note: str = ""
 
 
 def _how(guidance: str) -> str:
@@ -74,8 +77,9 @@ def check(strategy: Any, model: SourceModel, kernel: Kernel, *, llm_hint: str = 
     if not strategy.transform:
         return Verdict(strategy.id, False, True, False, str(getattr(result, "reason", "")), _how(strategy.guidance))
     ok = isinstance(result, list) and bool(result)
+    note = result[0].title_note if ok and isinstance(result, list) else ""
     return Verdict(strategy.id, ok, False, is_structural(strategy.transform),
-                   None if ok else str(getattr(result, "reason", "the transform made no edit")))
+                   None if ok else str(getattr(result, "reason", "the transform made no edit")), note=note)
 
 
 _WARM_CUDA = ("__global__ void htam_warm(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "

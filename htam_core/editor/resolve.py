@@ -68,6 +68,11 @@ class Resolution:
         description: what the edit does.
         reason: why there is no edit (shown to the user), when not ``ok``.
         params: the transform's parameters, or the LLM call's metadata.
+        file_edits: edits of other workspace files (the kernel's launch in a host file), path -> byte-offset
+            edits of the file's text on disk; the step is one change over all of them.
+        files: those files' whole new texts, path -> text (an editor checks that the file on disk still gives
+            them before it applies ``file_edits``).
+        title_note: where the launch was edited, or that the form is correct for any grid; ``""`` otherwise.
     """
 
     ok: bool
@@ -76,6 +81,9 @@ class Resolution:
     description: str = ""
     reason: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    file_edits: dict[str, list[TextEdit]] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    title_note: str = ""
 
 
 def _request(model: SourceModel, kernel: Kernel, strat: Any, direction: Any, profile: Profile | None,
@@ -133,12 +141,13 @@ def resolve_step(model: SourceModel, kernel: Kernel, strat: Any, direction: Any,
             return Resolution(False, reason=why)
         return Resolution(False, reason=f"the LLM reply for “{strat.title}” held no code")
     cand = cands[0]
-    if cand.code == model.text:
+    if cand.code == model.text and not cand.files:
         return Resolution(False, reason=f"the {engine} engine returned the file unchanged for “{strat.title}”")
     if engine == "llm":  # transforms validate their own output; a model's reply must keep the kernel
         new_model = parse_text(cand.code, model.file_language, model.path)
         if not any(k.answers_to(kernel.name) and not k.incomplete for k in new_model.kernels):
             return Resolution(False, reason=f"the LLM's version of the file no longer holds a complete kernel "
                                             f"{kernel.name}; nothing was changed")
-    return Resolution(True, [minimal_edit(model.text, cand.code)], cand.code, cand.description, None,
-                      dict(cand.params))
+    edits = [minimal_edit(model.text, cand.code)] if cand.code != model.text else []
+    return Resolution(True, edits, cand.code, cand.description, None, dict(cand.params),
+                      dict(cand.file_edits), dict(cand.files), cand.title_note)

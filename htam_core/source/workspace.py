@@ -34,7 +34,7 @@ import os
 import re
 import time
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,6 +150,16 @@ class LaunchUnit:
     model: SourceModel
     kernel: Kernel
     segments: tuple[_Segment, ...] = field(default_factory=tuple)
+    files: Mapping[str, str] = field(default_factory=dict)
+
+    def text_of(self, path: str) -> str | None:
+        """The text of ``path`` the unit was built from (the kernel's file, a given text, or the file on disk)."""
+        if path == self.own.path:
+            return self.own.text
+        if path in self.files:
+            return self.files[path]
+        data = _read_bytes(path)
+        return None if data is None else _decode(data)
 
     @property
     def own_bytes(self) -> int:
@@ -194,8 +204,7 @@ class LaunchUnit:
             f = seg.fragment
             shift = f.base - seg.start
             start, end = site.span.start + shift, site.span.end + shift
-            file_bytes = _read_bytes(f.path) if f.path != self.own.path else self.own.text.encode("utf-8")
-            line = (file_bytes or b"").count(b"\n", 0, start) + 1
+            line = (self.text_of(f.path) or "").encode("utf-8").count(b"\n", 0, start) + 1
             call = data[site.span.start:site.span.end].decode("utf-8", "replace")
             resolved = site.resolved_config or site.config
             if self.kernel.language == "triton":
@@ -357,8 +366,9 @@ def _defines(data: bytes, name: str, triton: bool) -> bool:
     return re.search(rb"__global__[^;{}]*\b" + n + rb"\s*(?:<[^;{}]*>\s*)?\([^;{}]*\)[^;{}]*\{", data) is not None
 
 
-def _fragments(model: SourceModel, kernel: Kernel, root: Path) -> list[Fragment]:
-    """Every text that may launch ``kernel``: same-file ``#define`` bodies, then other files in ``root``."""
+def _fragments(model: SourceModel, kernel: Kernel, root: Path, files: Mapping[str, str]) -> list[Fragment]:
+    """Every text that may launch ``kernel``: same-file ``#define`` bodies, then other files in ``root`` (their
+    text from ``files`` when it holds them, else from disk)."""
     own = str(Path(model.path).resolve()) if model.path else ""
     out: list[Fragment] = []
     triton = kernel.language == "triton"
@@ -371,7 +381,7 @@ def _fragments(model: SourceModel, kernel: Kernel, root: Path) -> list[Fragment]
         sp = str(p)
         if sp == own:
             continue
-        data = _read_bytes(sp)
+        data = files[sp].encode("utf-8") if sp in files else _read_bytes(sp)
         if data is None or not _mentions(data, kernel.name) or _defines(data, kernel.name, triton):
             continue
         if triton:
@@ -394,7 +404,8 @@ def _fragments(model: SourceModel, kernel: Kernel, root: Path) -> list[Fragment]
 _UNITS: dict[tuple[object, ...], LaunchUnit | None] = {}
 
 
-def launch_unit(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str] | None = None) -> LaunchUnit | None:
+def launch_unit(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str] | None = None,
+                files: Mapping[str, str] | None = None) -> LaunchUnit | None:
     """The kernel's file joined with the workspace texts that launch it, or ``None`` when nothing outside the
     kernel's own definition's file launches it (or the kernel is held in a Python string).
 
@@ -403,13 +414,15 @@ def launch_unit(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str]
             ``#define`` bodies).
         kernel: a kernel of ``model`` (CUDA or Triton).
         root: the workspace folder (see :func:`workspace_root`).
+        files: texts of workspace files that differ from disk, by resolved path (an optimize run's edited
+            launchers, an editor's unsaved buffers); other files are read from disk.
 
     Never raises for unreadable files: they are skipped. Cached by the texts involved.
     """
     if kernel.language not in ("cuda", "triton") or kernel.incomplete:
         return None
     ws = workspace_root(model.path, root) if model.path else Path(".")
-    frags = _fragments(model, kernel, ws)
+    frags = _fragments(model, kernel, ws, files or {})
     if not frags:
         return None
     key = (model.text, kernel.name, tuple((f.path, f.base, f.text, f.prefix) for f in frags))
@@ -431,23 +444,23 @@ def launch_unit(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str]
     found = next((k for k in joint.kernels if k.name == kernel.name and k.span.start == kernel.span.start), None)
     unit = None
     if found is not None and any(s.span.start >= len(model.text.encode("utf-8")) for s in found.launch_sites):
-        unit = LaunchUnit(model, joint, found, tuple(segments))
+        unit = LaunchUnit(model, joint, found, tuple(segments), dict(files or {}))
     _UNITS[key] = unit
     return unit
 
 
-def find_launches(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str] | None = None
-                  ) -> list[WorkspaceLaunch]:
+def find_launches(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str] | None = None,
+                  files: Mapping[str, str] | None = None) -> list[WorkspaceLaunch]:
     """Every launch of ``kernel`` outside its own file's host code: ``#define`` wrappers in its file, other
     C/C++/CUDA files, CUDA strings in Python files, cupy launchers and (Triton) launches in other modules.
 
     Args:
-        model, kernel, root: as for :func:`launch_unit`.
+        model, kernel, root, files: as for :func:`launch_unit`.
 
     Returns:
         The launches, joint-unit ones first (in fragment order), then cupy ones (``editable`` False).
     """
-    unit = launch_unit(model, kernel, root)
+    unit = launch_unit(model, kernel, root, files)
     out = unit.launches() if unit is not None else []
     if kernel.language == "cuda" and model.path:
         for p in _listing(workspace_root(model.path, root), (".py",)):

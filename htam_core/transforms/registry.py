@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Mapping
 from typing import TypeVar
 
 from htam_core.source import parse_text
@@ -156,7 +157,8 @@ def validate(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
 
 
 def propose(
-    transform_id: str, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    transform_id: str, model: SourceModel, kernel: Kernel, profile: Profile | None = None, *,
+    files: Mapping[str, str] | None = None,
 ) -> list[Candidate] | NotApplicable:
     """Run one transform on one kernel and return only validated candidates.
 
@@ -165,6 +167,13 @@ def propose(
         model: the parsed file (``htam_core.source.parse_text``/``load``).
         kernel: a kernel of ``model``.
         profile: optional profile of the kernel.
+        files: texts of other workspace files that differ from disk, by path (see
+            :func:`htam_core.source.workspace.launch_unit`): where a launcher edited by an earlier step is read.
+
+    A kernel with no launch in its own file is read together with its launches elsewhere (a host file, a
+    ``#define`` wrapper, a ``load_inline`` string, a Triton launcher module): a step that changes the launch edits
+    both places (``Candidate.file_edits``). With no editable launch anywhere, a launch-independent candidate's
+    ``title_note`` says so.
 
     Returns:
         At least one validated :class:`Candidate`, or :class:`NotApplicable` with the reason (and,
@@ -181,14 +190,14 @@ def propose(
         return t.not_applicable(f"{kernel.name} is incomplete (it does not parse); finish it first")
     if model.stale:
         return t.not_applicable("the file does not parse; the kernel list is from the last good parse")
-    unit = launch_unit(model, kernel) if not kernel.launch_sites and model.path else None
+    unit = launch_unit(model, kernel, files=files) if not kernel.launch_sites and model.path else None
     if unit is not None:  # launched from another file or a #define: read (and edit) kernel and launch as one unit
         return _propose_joint(t, unit, profile)
     result = t.propose(model, kernel, profile)
     if isinstance(result, NotApplicable):
         return result
     if not kernel.launch_sites:
-        result = [_launch_not_found(model, kernel, c) for c in result]
+        result = [_launch_not_found(model, kernel, c, files) for c in result]
     good: list[Candidate] = []
     rejected: list[str] = []
     ending = line_ending(model.text)
@@ -210,12 +219,13 @@ def propose(
     return good
 
 
-def _launch_not_found(model: SourceModel, kernel: Kernel, cand: Candidate) -> Candidate:
+def _launch_not_found(model: SourceModel, kernel: Kernel, cand: Candidate, files: Mapping[str, str] | None
+                      ) -> Candidate:
     """Say in a launch-independent candidate's description why it leaves the grid alone: no launch of the kernel
     was found anywhere in the workspace, or the launches found cannot be edited (a cupy launcher)."""
     if cand.params.get("launch") != "independent":
         return cand
-    found = [la for la in find_launches(model, kernel) if not la.editable] if model.path else []
+    found = [la for la in find_launches(model, kernel, files=files) if not la.editable] if model.path else []
     where = (f"launch in {found[0].path.rsplit('/', 1)[-1]} line {found[0].line} left as is" if found
              else "launch not found")
     note = f"{where}: correct for any grid"
@@ -241,8 +251,8 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
         try:
             new_text = apply_edits(unit.own.text, own)  # type: ignore[arg-type]
             for path, edits in others.items():
-                apply_edits(unit.own.text if path == unit.own.path else _disk_text(path), edits)  # type: ignore[arg-type]
-        except (OSError, ValueError) as exc:
+                apply_edits(unit.text_of(path) or "", edits)  # type: ignore[arg-type]
+        except ValueError as exc:
             rejected.append(f"{cand.description}: {exc}")
             continue
         names = ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others))
@@ -256,12 +266,6 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
         return NotApplicable(reason=f"every candidate was rejected ({rejected[0]})", transform_id=t.id,
                              rejected=tuple(rejected))
     return good
-
-
-def _disk_text(path: str) -> str:
-    """The text of ``path`` as on disk (the launcher a joint unit read)."""
-    with open(path, encoding="utf-8", newline="") as fh:
-        return fh.read()
 
 
 def no_transform_message(title: str, guidance: str, llm_hint: str) -> str:
@@ -279,7 +283,8 @@ def no_transform_message(title: str, guidance: str, llm_hint: str) -> str:
 
 
 def resolve_step(title: str, transform_id: str | None, guidance: str, model: SourceModel, kernel: Kernel,
-                 profile: Profile | None, *, llm_hint: str) -> list[Candidate] | NotApplicable:
+                 profile: Profile | None, *, llm_hint: str, files: Mapping[str, str] | None = None
+                 ) -> list[Candidate] | NotApplicable:
     """A ranked step made with the rules engine: its transform's validated candidates, or why it cannot be.
 
     This is the one place that turns a knowledge-base strategy into mechanical candidates or a refusal the
@@ -290,7 +295,7 @@ def resolve_step(title: str, transform_id: str | None, guidance: str, model: Sou
     Args:
         title, transform_id, guidance: the strategy's title, mechanical transform id (``None``: none) and
             guidance.
-        model, kernel, profile: as for :func:`propose`.
+        model, kernel, profile, files: as for :func:`propose`.
         llm_hint: see :func:`no_transform_message`.
 
     Never raises for a step that cannot be made.
@@ -298,7 +303,7 @@ def resolve_step(title: str, transform_id: str | None, guidance: str, model: Sou
     if not transform_id:
         return NotApplicable(reason=no_transform_message(title, guidance, llm_hint))
     try:
-        result = propose(transform_id, model, kernel, profile)
+        result = propose(transform_id, model, kernel, profile, files=files)
     except KeyError as exc:
         return NotApplicable(reason=str(exc.args[0]), transform_id=transform_id)
     if isinstance(result, NotApplicable):
