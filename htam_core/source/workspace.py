@@ -34,13 +34,13 @@ import os
 import re
 import time
 import tokenize
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from htam_core.source.api import parse_text
 from htam_core.source.errors import MAX_SOURCE_BYTES
-from htam_core.source.model import Kernel, SourceModel
+from htam_core.source.model import Kernel, LaunchSite, SourceModel
 
 #: file suffixes searched for launches of a CUDA kernel (C/C++/CUDA host code and Python launchers)
 CUDA_LAUNCHER_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".py")
@@ -55,7 +55,7 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "
                        "dist", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages"})
 
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)[ \t]*((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
-_CUPY_MAKERS = ("RawKernel", "RawModule", "ElementwiseKernel")
+_CUPY_MAKERS = (b"RawKernel", b"RawModule")
 #: a Python file's CUDA strings are read for launches only when it compiles CUDA from strings
 _PY_CUDA_LOADERS = (b"load_inline", b"cpp_extension", b"RawModule", b"RawKernel")
 
@@ -206,16 +206,7 @@ class LaunchUnit:
             start, end = site.span.start + shift, site.span.end + shift
             line = (self.text_of(f.path) or "").encode("utf-8").count(b"\n", 0, start) + 1
             call = data[site.span.start:site.span.end].decode("utf-8", "replace")
-            resolved = site.resolved_config or site.config
-            if self.kernel.language == "triton":
-                kw = tuple(f"{k}={v}" for k, v in site.config.items() if k != "grid")
-                out.append(WorkspaceLaunch(f.path, f.style, (start, end), line, site.config.get("grid", ""),
-                                           None, kw))
-                continue
-            out.append(WorkspaceLaunch(
-                f.path, f.style, (start, end), line, site.config.get("grid", ""), site.config.get("block"),
-                _template_args(call, self.kernel.name), _int_dims(resolved.get("grid", "")),
-                _int_dims(resolved.get("block", ""))))
+            out.append(_SEARCHES[self.kernel.language].read(site, f, (start, end), line, call, self.kernel.name))
         return out
 
 
@@ -339,7 +330,7 @@ def _string_fragments(path: str, data: bytes, name: str) -> list[Fragment]:
         return []
     for tok in tokens:
         if tok.type != tokenize.STRING or "<<<" not in tok.string or name not in tok.string \
-                or _defines(tok.string.encode("utf-8"), name, False):
+                or _defines_cuda(tok.string.encode("utf-8"), name):
             continue
         m = re.match(r"(?i)[rbuf]*('''|\"\"\"|'|\")", tok.string)
         if m is None:
@@ -357,47 +348,101 @@ def _mentions(data: bytes, name: str) -> bool:
     return re.search(rb"\b" + re.escape(name.encode()) + rb"\b", data) is not None
 
 
-def _defines(data: bytes, name: str, triton: bool) -> bool:
-    """Whether ``data`` defines a kernel called ``name`` itself (another kernel of that name, whose launches are
-    its own): a ``__global__`` definition with a body, or (Triton) a ``def name(``."""
+def _defines_cuda(data: bytes, name: str) -> bool:
+    """Whether ``data`` defines a CUDA kernel called ``name`` itself (another kernel of that name, whose launches
+    are its own): a ``__global__`` definition with a body."""
     n = re.escape(name.encode())
-    if triton:
-        return re.search(rb"^[ \t]*def[ \t]+" + n + rb"[ \t]*\(", data, re.M) is not None
     return re.search(rb"__global__[^;{}]*\b" + n + rb"\s*(?:<[^;{}]*>\s*)?\([^;{}]*\)[^;{}]*\{", data) is not None
+
+
+def _defines_python(data: bytes, name: str) -> bool:
+    """Whether ``data`` defines a function called ``name`` itself (``def name(``): another Triton kernel."""
+    return re.search(rb"^[ \t]*def[ \t]+" + re.escape(name.encode()) + rb"[ \t]*\(", data, re.M) is not None
+
+
+def _cuda_file_fragments(path: str, data: bytes, name: str, stem: str) -> list[Fragment]:
+    """The texts of one workspace file that may launch CUDA kernel ``name``: a Python file's CUDA strings (when it
+    compiles CUDA from strings), else its ``#define`` bodies and the whole file."""
+    if b"<<<" not in data:
+        return []
+    if path.endswith(".py"):
+        return _string_fragments(path, data, name) if any(m in data for m in _PY_CUDA_LOADERS) else []
+    text = _decode(data)
+    return _macro_fragments(path, data, name) + ([Fragment(path, 0, text, "cuda", prefix="\n")] if text else [])
+
+
+def _triton_file_fragments(path: str, data: bytes, name: str, stem: str) -> list[Fragment]:
+    """A Python module that imports the kernel's module (it names ``stem``) and subscripts: the whole module."""
+    text = _decode(data) if b"[" in data and _mentions(data, stem) else None
+    return [Fragment(path, 0, text, "triton", prefix="\n")] if text is not None else []
+
+
+def _read_cuda(site: LaunchSite, f: Fragment, span: tuple[int, int], line: int, call: str, name: str
+               ) -> WorkspaceLaunch:
+    """A ``<<<>>>`` launch site of the joint unit as a :class:`WorkspaceLaunch`."""
+    resolved = site.resolved_config or site.config
+    return WorkspaceLaunch(f.path, f.style, span, line, site.config.get("grid", ""), site.config.get("block"),
+                           _template_args(call, name), _int_dims(resolved.get("grid", "")),
+                           _int_dims(resolved.get("block", "")))
+
+
+def _read_triton(site: LaunchSite, f: Fragment, span: tuple[int, int], line: int, call: str, name: str
+                 ) -> WorkspaceLaunch:
+    """A ``kernel[grid](...)`` launch site of the joint unit as a :class:`WorkspaceLaunch` (its constexpr and
+    launch keywords as the template arguments)."""
+    kw = tuple(f"{k}={v}" for k, v in site.config.items() if k != "grid")
+    return WorkspaceLaunch(f.path, f.style, span, line, site.config.get("grid", ""), None, kw)
+
+
+def _no_fragments(path: str, data: bytes, name: str) -> list[Fragment]:
+    """No same-file launch wrappers (Triton)."""
+    return []
+
+
+def _no_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
+    """No launches outside the joint unit (Triton)."""
+    return []
+
+
+@dataclass(frozen=True)
+class _Search:
+    """How kernels of one language are launched from elsewhere: the registry entry of :data:`_SEARCHES`.
+
+    Attributes:
+        suffixes: workspace files that may launch them.
+        same_file: launch texts in the kernel's own file (``#define`` bodies).
+        file_fragments: launch texts of one other file ``(path, data, name, stem) -> fragments``.
+        defines: whether a file defines its own kernel of that name (then it is not a launcher).
+        read: a joint-unit launch site as a :class:`WorkspaceLaunch`.
+        foreign: launches the joint unit cannot hold (cupy calls in Python), read on their own.
+        foreign_markers: bytes a file must hold for ``foreign`` to be asked.
+    """
+
+    suffixes: tuple[str, ...]
+    same_file: Callable[[str, bytes, str], list[Fragment]]
+    file_fragments: Callable[[str, bytes, str, str], list[Fragment]]
+    defines: Callable[[bytes, str], bool]
+    read: Callable[[LaunchSite, Fragment, tuple[int, int], int, str, str], WorkspaceLaunch]
+    foreign: Callable[[str, bytes, str], list[WorkspaceLaunch]]
+    foreign_markers: tuple[bytes, ...] = ()
 
 
 def _fragments(model: SourceModel, kernel: Kernel, root: Path, files: Mapping[str, str]) -> list[Fragment]:
     """Every text that may launch ``kernel``: same-file ``#define`` bodies, then other files in ``root`` (their
     text from ``files`` when it holds them, else from disk)."""
+    search = _SEARCHES[kernel.language]
     own = str(Path(model.path).resolve()) if model.path else ""
-    out: list[Fragment] = []
-    triton = kernel.language == "triton"
-    if not triton:
-        out.extend(_macro_fragments(model.path or "", model.text.encode("utf-8"), kernel.name))
+    out = search.same_file(model.path or "", model.text.encode("utf-8"), kernel.name)
     if not model.path:
         return out
     stem = Path(model.path).stem
-    for p in _listing(root, TRITON_LAUNCHER_SUFFIXES if triton else CUDA_LAUNCHER_SUFFIXES):
+    for p in _listing(root, search.suffixes):
         sp = str(p)
         if sp == own:
             continue
         data = files[sp].encode("utf-8") if sp in files else _read_bytes(sp)
-        if data is None or not _mentions(data, kernel.name) or _defines(data, kernel.name, triton):
-            continue
-        if triton:
-            if b"[" in data and _mentions(data, stem) and (text := _decode(data)) is not None:
-                out.append(Fragment(sp, 0, text, "triton", prefix="\n"))
-            continue
-        if b"<<<" not in data:
-            continue
-        if sp.endswith(".py"):
-            if any(m in data for m in _PY_CUDA_LOADERS):
-                out.extend(_string_fragments(sp, data, kernel.name))
-            continue
-        out.extend(_macro_fragments(sp, data, kernel.name))
-        text = _decode(data)
-        if text is not None:
-            out.append(Fragment(sp, 0, text, "cuda", prefix="\n"))
+        if data is not None and _mentions(data, kernel.name) and not search.defines(data, kernel.name):
+            out.extend(search.file_fragments(sp, data, kernel.name, stem))
     return out
 
 
@@ -419,7 +464,7 @@ def launch_unit(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str]
 
     Never raises for unreadable files: they are skipped. Cached by the texts involved.
     """
-    if kernel.language not in ("cuda", "triton") or kernel.incomplete:
+    if _SEARCHES.get(kernel.language) is None or kernel.incomplete:
         return None
     ws = workspace_root(model.path, root) if model.path else Path(".")
     frags = _fragments(model, kernel, ws, files or {})
@@ -462,11 +507,13 @@ def find_launches(model: SourceModel, kernel: Kernel, root: str | os.PathLike[st
     """
     unit = launch_unit(model, kernel, root, files)
     out = unit.launches() if unit is not None else []
-    if kernel.language == "cuda" and model.path:
-        for p in _listing(workspace_root(model.path, root), (".py",)):
-            data = _read_bytes(str(p))
-            if data is not None and _mentions(data, kernel.name) and any(m.encode() in data for m in _CUPY_MAKERS):
-                out.extend(_cupy_launches(str(p), data, kernel.name))
+    search = _SEARCHES.get(kernel.language)
+    if search is None or not model.path or not search.foreign_markers:
+        return out
+    for p in _listing(workspace_root(model.path, root), search.suffixes):
+        data = _read_bytes(str(p))
+        if data is not None and _mentions(data, kernel.name) and any(m in data for m in search.foreign_markers):
+            out.extend(search.foreign(str(p), data, kernel.name))
     return out
 
 
@@ -476,7 +523,7 @@ def find_launches(model: SourceModel, kernel: Kernel, root: str | os.PathLike[st
 def _cupy_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
     """``f((grid,), (block,), args)`` calls of the cupy kernel objects of ``data`` that name ``name``:
     ``f = cp.RawKernel(src, "name")``, ``f = module.get_function("name")``."""
-    text = _decode(data)
+    text = _decode(data) if path.endswith(".py") else None
     if text is None:
         return []
     try:
@@ -578,3 +625,11 @@ def _template_args(call: str, name: str) -> tuple[str, ...]:
         args.append(cur.strip())
     return tuple(args)
 
+
+#: how kernels of each language are launched from elsewhere (the kernel's ``language`` is the key)
+_SEARCHES: dict[str, _Search] = {
+    "cuda": _Search(CUDA_LAUNCHER_SUFFIXES, _macro_fragments, _cuda_file_fragments, _defines_cuda, _read_cuda,
+                    _cupy_launches, _CUPY_MAKERS),
+    "triton": _Search(TRITON_LAUNCHER_SUFFIXES, _no_fragments, _triton_file_fragments, _defines_python,
+                      _read_triton, _no_launches),
+}
