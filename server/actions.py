@@ -27,7 +27,7 @@ from lsprotocol import types
 from htam_core.editor import content_hash
 from htam_core.harness.status import HarnessStatus
 from htam_server import render
-from htam_server.convert import document_edit, files_edit, text_edits
+from htam_server.convert import workspace_edit
 from htam_server.progress import WorkProgress
 
 KIND_STEP = "refactor.rewrite.htam"
@@ -141,8 +141,7 @@ async def code_actions(ls, params: types.CodeActionParams) -> list[types.CodeAct
         a = await ls.analysis(od, kernel, hover=False)  # the ranking the hover reads too
         p = await ls.plan(od, kernel, a)
         for i, step in enumerate(p.actions, 1):  # only steps that can be made
-            v = p.verdicts.get(step.strategy)
-            out.append(_step_action(od, kernel, a, step, i, v.note if v is not None else ""))
+            out.append(_step_action(od, kernel, step, i, p.verdicts.get(step.strategy)))
     if _wanted(KIND_HARNESS, only) and od.path is not None:
         out += await _harness_actions(ls, od, kernel)
     if not _supports_resolve(ls):  # older clients: compute edits now, drop what cannot be made
@@ -160,7 +159,7 @@ async def _harness_actions(ls, od, kernel) -> list[types.CodeAction]:
     st = cached_status(od.path, kernel.name)[1]
     if st is None or not st.spec_path or not (_supports_create(ls) or os.path.exists(st.spec_path)):
         return []
-    data = {"uri": od.uri, "kernel": kernel.name, "version": od.version}
+    data = {"uri": od.uri, "kernel": kernel.name}
     if st.snippet:
         return [types.CodeAction(title=TITLE_CREATE, kind=KIND_HARNESS, data={"type": "harness", **data})]
     if st.save_text:
@@ -168,12 +167,10 @@ async def _harness_actions(ls, od, kernel) -> list[types.CodeAction]:
     return []
 
 
-def _step_action(od, kernel, a, step, position: int, note: str = "") -> types.CodeAction:
-    data = {"type": "step", "uri": od.uri, "kernel": kernel.name, "step": step.strategy,
-            "direction": step.direction, "rank": step.rank, "score": round(step.score, 6),
-            "evidence": step.evidence, "version": od.version, "kernelHash": a.kernel_hash,
-            "profileRevision": a.key[1]}
+def _step_action(od, kernel, step, position: int, verdict=None) -> types.CodeAction:
+    data = {"type": "step", "uri": od.uri, "kernel": kernel.name, "step": step.strategy, "evidence": step.evidence}
     rec = {"uri": od.uri, "kernel": kernel.name, "step": step.strategy}
+    note = verdict.proposal.title_note if verdict is not None and verdict.proposal is not None else ""
     return types.CodeAction(title=render.action_title(step, position, note), kind=KIND_STEP, data=data,
                             command=types.Command(title="HTAM: record applied step", command="htam.recordApplied",
                                                   arguments=[rec]))
@@ -209,7 +206,7 @@ async def resolve(ls, action: types.CodeAction, quiet: bool = False) -> types.Co
         progress = WorkProgress(ls, f"HTAM: writing “{action.title}” with the LLM")
         await progress.begin("waiting for the model…")
     try:
-        res = await asyncio.to_thread(s.resolve, model, kernel, str(data.get("step")), view.profile,
+        res = await asyncio.to_thread(s.proposal, model, kernel, str(data.get("step")), view.profile,
                                       str(data.get("evidence", "")))
     finally:
         if progress is not None:
@@ -219,12 +216,7 @@ async def resolve(ls, action: types.CodeAction, quiet: bool = False) -> types.Co
     if od.text != model.text or od.version != version:
         return _no_edit(ls, action, "the document changed while the edit was computed; ask for the actions "
                                     "again", quiet)
-    edits = text_edits(od.buf.index, res.edits, ls.encoding())
-    edit = files_edit(ls, od.uri, od.version, edits, res.file_edits, res.files) if res.file_edits else \
-        document_edit(ls, od.uri, od.version, edits)
-    if isinstance(edit, str):
-        return _no_edit(ls, action, edit, quiet)
-    action.edit = edit
+    action.edit = workspace_edit(ls, od, res.edits)
     if action.command is not None and action.command.arguments:
         rec = dict(action.command.arguments[0])
         rec.update(beforeHash=content_hash(kernel), description=res.description)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from lsprotocol import types
+from pygls.uris import from_fs_path
 
+from htam_core.editor import FileEdits
 from htam_core.editor.buffer import Buffer
 from htam_core.source import ByteSpan, Kernel
 from htam_core.source.positions import LineIndex
-from htam_core.transforms.base import TextEdit, apply_edits
+from htam_core.transforms.base import TextEdit
 
 
 def encoding_of(ls) -> str:
@@ -43,38 +46,35 @@ def text_edits(index: LineIndex, edits: list[TextEdit], encoding: str) -> list[t
 def document_edit(ls, uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
     """A workspace edit of one document: versioned ``documentChanges`` when the client supports them (the
     client then refuses an edit computed for an older version), else ``changes``."""
+    return documents_edit(ls, [(uri, version, edits)])
+
+
+def documents_edit(ls, docs: list[tuple[str, int | None, list[types.TextEdit]]]) -> types.WorkspaceEdit:
+    """A workspace edit of several documents (``(uri, version or None, edits)`` each), as :func:`document_edit`."""
     caps = ls.client_capabilities
     we = caps.workspace.workspace_edit if caps.workspace is not None else None
     if we is not None and we.document_changes:
-        ident = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
-        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=ident, edits=edits)])
-    return types.WorkspaceEdit(changes={uri: edits})
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version), edits=edits)
+            for uri, version, edits in docs])
+    return types.WorkspaceEdit(changes={uri: edits for uri, _, edits in docs})
 
 
-def files_edit(ls, uri: str, version: int | None, edits: list[types.TextEdit], file_edits: dict[str, list[TextEdit]],
-               files: dict[str, str]) -> types.WorkspaceEdit | str:
-    """One workspace edit over the kernel's document (``edits``, at ``version``) and the other files a step
-    rewrites (``file_edits``: path -> byte-offset edits of the file on disk, which must still give ``files[path]``):
-    ``documentChanges`` with one ``TextDocumentEdit`` per file when the client supports them, else ``changes``.
-    Returns a one-line reason instead when a file changed on disk since the step was made."""
-    changes: list[tuple[str, int | None, list[types.TextEdit]]] = [(uri, version, edits)] if edits else []
-    for path, fe in file_edits.items():
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-            same = apply_edits(text, fe) == files.get(path)
-        except (OSError, ValueError):
-            same = False
-        if not same:
-            return f"{Path(path).name} changed on disk since the step was made; ask for the actions again"
-        changes.append((Path(path).resolve().as_uri(), None, text_edits(LineIndex(text.encode("utf-8")), fe,
-                                                                         encoding_of(ls))))
-    caps = ls.client_capabilities
-    we = caps.workspace.workspace_edit if caps.workspace is not None else None
-    if we is not None and we.document_changes:
-        return types.WorkspaceEdit(document_changes=[
-            types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(uri=u, version=v),
-                                   edits=e) for u, v, e in changes])
-    return types.WorkspaceEdit(changes={u: e for u, _, e in changes})
+def workspace_edit(ls, od, files: Sequence[FileEdits]) -> types.WorkspaceEdit:
+    """The workspace edit of a proposal's edits (:class:`~htam_core.editor.FileEdits`): ``path=None`` edits the open
+    document ``od`` (at its version); another path edits that file, as open in the editor when it is (at its
+    version), else as saved on disk."""
+    enc, docs = encoding_of(ls), []
+    for f in files:
+        if f.path is None:
+            uri, version, index = od.uri, od.version, od.buf.index
+        else:
+            uri = from_fs_path(f.path)
+            other = ls.docs.get(uri)
+            version = other.version if other is not None else None
+            index = other.buf.index if other is not None else LineIndex(Path(f.path).read_bytes())
+        docs.append((uri, version, text_edits(index, list(f.edits), enc)))
+    return documents_edit(ls, docs)
 
 
 def current_name_range(buf: Buffer, kernel: Kernel, encoding: str, since: int | None = None) -> types.Range:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from htam_core.generate.config import LLMConfig
+from htam_core.generate.edits import FileEdits, minimal_edit, of_kernel_file
 from htam_core.generate.errors import GenerationError
 from htam_core.generate.llm import CheckResult, GenerationResult, LLMGenerator
 from htam_core.generate.prompt import build_messages
@@ -43,7 +44,7 @@ class GenerationRequest:
         model: the parsed :class:`htam_core.source.SourceModel` of ``kernel_text`` when the caller already has
             one (the editor does); the rules generator then does not parse the file again.
         path: the kernel file's path, so that the rules generator finds the kernel's launches in other files of
-            its workspace (``None``: the text alone).
+            its workspace (``None``: the text alone, or the path of ``model``).
         files: texts of other workspace files as earlier steps left them, by resolved path (a launcher edited
             by an earlier step); files not listed are read from disk.
     """
@@ -72,9 +73,10 @@ class Candidate:
         generator: ``"llm"`` or ``"rules"``.
         strategy: the local strategy id it applies, when known.
         params: generator-specific parameters (transform parameters, token usage ...).
-        files: other workspace files the step rewrites (the kernel's launch in a host file), path -> whole new
-            text; empty when only ``code`` changes.
-        file_edits: the same changes as byte-offset edits of each file's text before the step.
+        edits: the change as edits (:class:`~htam_core.generate.edits.FileEdits`: the kernel's file, and any other
+            file the step changes); an editor applies these, never a diff of :attr:`code`.
+        files: the other files the step rewrites (the kernel's launch in a host file), path -> whole new text;
+            empty when only ``code`` changes (the optimize loop carries them to later steps and ``--out``).
         title_note: where the launch was edited, or that the form is correct for any grid (an editor shows it
             in the step's title); ``""`` when there is nothing to say.
     """
@@ -84,8 +86,8 @@ class Candidate:
     generator: str
     strategy: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    edits: list[FileEdits] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
-    file_edits: dict[str, list[Any]] = field(default_factory=dict)
     title_note: str = ""
 
 
@@ -144,7 +146,8 @@ class LLMCandidateGenerator:
                           "llm", strat, {"usage": res.usage, "attempts": res.attempts, "repairs": res.repairs,
                                          "check_ok": res.check.ok if res.check else None,
                                          "check_error": res.check.error_text if res.check else None,
-                                         **({"repair_fault": res.fault} if res.fault else {})})]
+                                         **({"repair_fault": res.fault} if res.fault else {})},
+                          of_kernel_file([minimal_edit(request.kernel_text, res.code)]))]
 
 
 class RulesCandidateGenerator:
@@ -199,8 +202,9 @@ class RulesCandidateGenerator:
                 except (OSError, ValueError) as exc:  # the launcher changed on disk since it was read
                     self.skipped.append((tid, f"{c.description}: the launcher could not be edited ({exc})"))
                     continue
-                out.append(Candidate(c.new_text, c.description, "rules", s.get("id") or c.strategy, params, files,
-                                     dict(c.file_edits), c.title_note))
+                edits = of_kernel_file(c.edits) + [FileEdits(p, tuple(es)) for p, es in c.file_edits.items()]
+                out.append(Candidate(c.new_text, c.description, "rules", s.get("id") or c.strategy, params,
+                                     edits, files, c.title_note))
         return out
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from htam_server import harness_probe
+from htam_core.editor import harness as harness_probe
+from htam_core.editor.harness import HarnessProbe
 
 
 class _Pool:
@@ -34,20 +35,21 @@ def test_a_failing_helper_never_falls_back_to_this_process(monkeypatch: pytest.M
 
     monkeypatch.setattr(harness_probe, "harness_status", here)
     monkeypatch.setattr(harness_probe, "probe", here)
+    helper = HarnessProbe()
     pool = _Pool(exc)
-    monkeypatch.setattr(harness_probe, "_pool", pool)
-    assert harness_probe.probe_in_process("x.py", "k", None, timeout_s=0.05) is None
-    assert harness_probe._pool is (None if isinstance(exc, BrokenProcessPool) else pool)
-    monkeypatch.setattr(harness_probe, "_pool", None)
+    helper._pool = pool  # type: ignore[assignment]
+    assert helper.status("x.py", "k", None, timeout_s=0.05) is None
+    assert helper._pool is (None if isinstance(exc, BrokenProcessPool) else pool)
 
 
 def test_the_helper_answers_with_the_origin(tmp_path: Path) -> None:
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "zeroconf"
     src = tmp_path / "cu_saxpy_define.cu"
     src.write_text((fixtures / "cu_saxpy_define.cu").read_text())
+    helper = HarnessProbe()
     try:
-        st = harness_probe.probe_in_process(str(src), "saxpy", None)
+        st = helper.status(str(src), "saxpy", None)
     finally:
-        harness_probe.shutdown()
+        helper.shutdown()
     assert st is not None and st.origin == "inferred from main()" and st.line.startswith("inferred from main()")
     assert st.save_text and "[kernel.saxpy]" in st.save_text and st.spec_path == str(tmp_path / "htam.toml")

@@ -9,7 +9,9 @@ import math
 import time
 from typing import Any
 
-from htam_core.editor import Analysis, AppliedStep, ProfileView, unranked_reason
+from htam_core.editor.history import AppliedStep
+from htam_core.editor.profiles import ProfileView
+from htam_core.editor.ranking import Analysis, unranked_reason
 from htam_core.source import Kernel
 from htam_core.types.profile import Profile
 

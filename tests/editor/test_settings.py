@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from htam_server.config import Settings, parse_settings, settings_to_json
+from htam_core.editor.settings import Settings, parse_settings, settings_to_json
 
 
 def test_valid_settings_and_nested_section():
