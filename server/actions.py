@@ -24,9 +24,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from htam_core.editor import content_hash
+from htam_core.editor import content_hash, render
 from htam_core.harness.status import HarnessStatus
-from htam_server import render
 from htam_server.convert import workspace_edit
 from htam_server.progress import WorkProgress
 
