@@ -193,6 +193,33 @@ class LaunchUnit:
                 others.setdefault(seg.fragment.path, []).append(moved)
         return own, others
 
+    def file_line(self, line: int) -> tuple[str, int] | None:
+        """The file and 1-based line of the joint unit's line ``line`` when it lies in an appended fragment (a
+        launcher's line), else ``None`` (the kernel's own file, whose lines are the joint unit's)."""
+        data = self.model.text.encode("utf-8")
+        start, pos = 0, 0
+        for _ in range(line - 1):
+            pos = data.find(b"\n", start)
+            if pos < 0:
+                return None
+            start = pos + 1
+        if start < self.own_bytes:
+            return None
+        seg = next((g for g in self.segments if g.start <= start <= g.end), None)
+        if seg is None:
+            return None
+        offset = seg.fragment.base + (start - seg.start)
+        text = (self.text_of(seg.fragment.path) or "").encode("utf-8")
+        return seg.fragment.path, text.count(b"\n", 0, offset) + 1
+
+    def relabel(self, message: str) -> str:
+        """``message`` with each ``line N`` of the joint unit that lies in a launcher written as ``line M of
+        host.cpp`` (messages of the analysis layer and the transforms count the joint unit's lines)."""
+        def one(m: re.Match[str]) -> str:
+            where = self.file_line(int(m.group(1)))
+            return m.group(0) if where is None else f"line {where[1]} of {Path(where[0]).name}"
+        return re.sub(r"\bline (\d+)\b", one, message)
+
     def launches(self) -> list[WorkspaceLaunch]:
         """The kernel's launches that lie in the appended fragments, mapped to their files."""
         data = self.model.text.encode("utf-8")

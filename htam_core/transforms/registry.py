@@ -238,7 +238,7 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
     each is split back into edits of the kernel's file and ``file_edits`` of the launchers."""
     result = t.propose(unit.model, unit.kernel, profile)
     if isinstance(result, NotApplicable):
-        return result
+        return dataclasses.replace(result, reason=unit.relabel(result.reason))
     good: list[Candidate] = []
     rejected: list[str] = []
     for cand in result:
@@ -259,7 +259,7 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
         note = f"launch in {names} edited too" if names else ""
         good.append(dataclasses.replace(
             cand, edits=own, new_text=new_text, file_edits=others, title_note=note,  # type: ignore[arg-type]
-            description=cand.description + (f" ({note})" if note else "")))
+            description=unit.relabel(cand.description) + (f" ({note})" if note else "")))
     if not good:
         if not rejected:
             return t.not_applicable("no candidate was produced")

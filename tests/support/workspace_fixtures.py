@@ -80,3 +80,23 @@ def workspace(root: Path, files: dict[str, str]) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     return root
+
+PARTIAL_SUM = """__global__ void partial_sum(const float *x, float *partials, int n) {
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[tid] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (tid < k) s[tid] += s[tid + k];
+        __syncthreads();
+    }
+    if (tid == 0) partials[blockIdx.x] = s[0];
+}
+"""
+
+PARTIAL_SUM_HOST = """__global__ void partial_sum(const float *x, float *partials, int n);
+void run(const float *x, float *partials, int n) {
+    partial_sum<<<(n + 255) / 256, 256>>>(x, partials, n);
+}
+"""

@@ -22,6 +22,8 @@ from tests.support.workspace_fixtures import (
     LOAD_INLINE_PY,
     MACRO_CU,
     MAIN_CPP,
+    PARTIAL_SUM,
+    PARTIAL_SUM_HOST,
     TRITON_KERNELS,
     TRITON_MAIN,
     VADD,
@@ -140,6 +142,17 @@ def test_no_launch_anywhere_gives_the_launch_independent_form(tmp_path):
     assert c.title_note == "launch not found: correct for any grid"
     model = load(ws / "k.cu")
     assert "no launch site" in registry.propose("cuda.block_size", model, model.kernels[0]).reason
+
+
+def test_output_contract_holds_across_files(tmp_path):
+    """One partial sum per block, launched from host.cpp: the block size is not offered (the grid, and so the
+    output's length, would change), and a refusal that points at the launch names the launcher's own line."""
+    ws = workspace(tmp_path, {"r.cu": PARTIAL_SUM, "host.cpp": PARTIAL_SUM_HOST})
+    model = load(ws / "r.cu")
+    why = registry.propose("cuda.block_size", model, model.kernels[0]).reason
+    assert "writes one output per block" in why and "partials[blockIdx.x]" in why
+    why = registry.propose("cuda.coarsen_reduction", model, model.kernels[0]).reason
+    assert "line 3 of host.cpp" in why
 
 
 _DRIVER = """
