@@ -38,9 +38,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from htam_core.source.analysis import analyze
+from htam_core.source.analysis.facts import Dim
 from htam_core.source.api import parse_text
 from htam_core.source.errors import MAX_SOURCE_BYTES
-from htam_core.source.model import Kernel, LaunchSite, SourceModel
+from htam_core.source.model import Kernel, SourceModel
 
 #: file suffixes searched for launches of a CUDA kernel (C/C++/CUDA host code and Python launchers)
 CUDA_LAUNCHER_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".py")
@@ -221,20 +223,29 @@ class LaunchUnit:
         return re.sub(r"\bline (\d+)\b", one, message)
 
     def launches(self) -> list[WorkspaceLaunch]:
-        """The kernel's launches that lie in the appended fragments, mapped to their files."""
-        data = self.model.text.encode("utf-8")
+        """The kernel's launches that lie in the appended fragments, mapped to their files: the analysis layer's
+        launch facts of the joint unit (:attr:`~htam_core.source.analysis.KernelFacts.launches`), with the grid and
+        block as written at the site."""
+        sites = {(s.span.start, s.span.end): s for s in self.kernel.launch_sites}
         out = []
-        for site in self.kernel.launch_sites:
-            seg = next((g for g in self.segments if g.start <= site.span.start and site.span.end <= g.end), None)
-            if seg is None:
+        for lf in analyze(self.model, self.kernel).launches:
+            seg = next((g for g in self.segments if lf.span and g.start <= lf.span[0] and lf.span[1] <= g.end), None)
+            site = sites.get(lf.span) if lf.span else None
+            if seg is None or site is None:
                 continue
             f = seg.fragment
-            shift = f.base - seg.start
-            start, end = site.span.start + shift, site.span.end + shift
+            start, end = lf.span[0] + f.base - seg.start, lf.span[1] + f.base - seg.start
             line = (self.text_of(f.path) or "").encode("utf-8").count(b"\n", 0, start) + 1
-            call = data[site.span.start:site.span.end].decode("utf-8", "replace")
-            out.append(_SEARCHES[self.kernel.language].read(site, f, (start, end), line, call, self.kernel.name))
+            out.append(WorkspaceLaunch(
+                f.path, f.style, (start, end), line, site.config.get("grid", ""), site.config.get("block"),
+                lf.template_args or tuple(f"{k}={v}" for k, v in lf.kwargs), _values(lf.grid), _values(lf.block)))
         return out
+
+
+def _values(dims: Sequence[Dim]) -> tuple[int, ...] | None:
+    """The components' values when every one is known (and there is one), else ``None``."""
+    vals = tuple(d.value for d in dims)
+    return vals if vals and all(v is not None for v in vals) else None  # type: ignore[return-value]
 
 
 # ----------------------------------------------------------------------------- the search
@@ -404,23 +415,6 @@ def _triton_file_fragments(path: str, data: bytes, name: str, stem: str) -> list
     return [Fragment(path, 0, text, "triton", prefix="\n")] if text is not None else []
 
 
-def _read_cuda(site: LaunchSite, f: Fragment, span: tuple[int, int], line: int, call: str, name: str
-               ) -> WorkspaceLaunch:
-    """A ``<<<>>>`` launch site of the joint unit as a :class:`WorkspaceLaunch`."""
-    resolved = site.resolved_config or site.config
-    return WorkspaceLaunch(f.path, f.style, span, line, site.config.get("grid", ""), site.config.get("block"),
-                           _template_args(call, name), _int_dims(resolved.get("grid", "")),
-                           _int_dims(resolved.get("block", "")))
-
-
-def _read_triton(site: LaunchSite, f: Fragment, span: tuple[int, int], line: int, call: str, name: str
-                 ) -> WorkspaceLaunch:
-    """A ``kernel[grid](...)`` launch site of the joint unit as a :class:`WorkspaceLaunch` (its constexpr and
-    launch keywords as the template arguments)."""
-    kw = tuple(f"{k}={v}" for k, v in site.config.items() if k != "grid")
-    return WorkspaceLaunch(f.path, f.style, span, line, site.config.get("grid", ""), None, kw)
-
-
 def _no_fragments(path: str, data: bytes, name: str) -> list[Fragment]:
     """No same-file launch wrappers (Triton)."""
     return []
@@ -440,7 +434,6 @@ class _Search:
         same_file: launch texts in the kernel's own file (``#define`` bodies).
         file_fragments: launch texts of one other file ``(path, data, name, stem) -> fragments``.
         defines: whether a file defines its own kernel of that name (then it is not a launcher).
-        read: a joint-unit launch site as a :class:`WorkspaceLaunch`.
         foreign: launches the joint unit cannot hold (cupy calls in Python), read on their own.
         foreign_markers: bytes a file must hold for ``foreign`` to be asked.
     """
@@ -449,7 +442,6 @@ class _Search:
     same_file: Callable[[str, bytes, str], list[Fragment]]
     file_fragments: Callable[[str, bytes, str, str], list[Fragment]]
     defines: Callable[[bytes, str], bool]
-    read: Callable[[LaunchSite, Fragment, tuple[int, int], int, str, str], WorkspaceLaunch]
     foreign: Callable[[str, bytes, str], list[WorkspaceLaunch]]
     foreign_markers: tuple[bytes, ...] = ()
 
@@ -606,57 +598,10 @@ def _py_dims(node: ast.expr, consts: dict[str, int]) -> tuple[int, ...] | None:
     return tuple(vals)
 
 
-# ----------------------------------------------------------------------------- small readers
-
-
-def _int_dims(expr: str) -> tuple[int, ...] | None:
-    """``"256"`` -> ``(256,)``, ``"dim3(16, 16)"`` -> ``(16, 16)``; ``None`` unless every component is a literal."""
-    e = expr.strip()
-    m = re.fullmatch(r"dim3\s*[({](.*)[)}]", e, re.S)
-    comps = [c.strip() for c in (m.group(1).split(",") if m else [e])]
-    vals = []
-    for c in comps:
-        c = c.rstrip("uUlL")
-        if not c.isdigit():
-            return None
-        vals.append(int(c))
-    return tuple(vals) if vals else None
-
-
-def _template_args(call: str, name: str) -> tuple[str, ...]:
-    """Template arguments of the callee in a launch's text (``k<float, 256><<<...`` -> ``("float", "256")``)."""
-    m = re.search(re.escape(name) + r"\s*<(?!<<)", call)
-    if m is None:
-        return ()
-    depth, i, start = 1, m.end(), m.end()
-    while i < len(call) and depth:
-        ch = call[i]
-        if call.startswith("<<<", i):
-            break
-        depth += ch == "<"
-        depth -= ch == ">"
-        i += 1
-    if depth:
-        return ()
-    inner = call[start : i - 1]
-    args, depth, cur = [], 0, ""
-    for ch in inner:
-        if ch == "," and depth == 0:
-            args.append(cur.strip())
-            cur = ""
-            continue
-        depth += ch in "<(["
-        depth -= ch in ">)]"
-        cur += ch
-    if cur.strip():
-        args.append(cur.strip())
-    return tuple(args)
-
-
 #: how kernels of each language are launched from elsewhere (the kernel's ``language`` is the key)
 _SEARCHES: dict[str, _Search] = {
-    "cuda": _Search(CUDA_LAUNCHER_SUFFIXES, _macro_fragments, _cuda_file_fragments, _defines_cuda, _read_cuda,
+    "cuda": _Search(CUDA_LAUNCHER_SUFFIXES, _macro_fragments, _cuda_file_fragments, _defines_cuda,
                     _cupy_launches, _CUPY_MAKERS),
     "triton": _Search(TRITON_LAUNCHER_SUFFIXES, _no_fragments, _triton_file_fragments, _defines_python,
-                      _read_triton, _no_launches),
+                      _no_launches),
 }
