@@ -100,3 +100,28 @@ void run(const float *x, float *partials, int n) {
     partial_sum<<<(n + 255) / 256, 256>>>(x, partials, n);
 }
 """
+
+SCALE_CUH = """template <typename scalar_t>
+__global__ void scale_kernel(const scalar_t *__restrict__ x, scalar_t *__restrict__ y, scalar_t a, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i];
+}
+"""
+
+TORCH_EXT_CU = """#include <torch/extension.h>
+#include "kern.cuh"
+
+torch::Tensor scale(torch::Tensor x, double a) {
+    auto y = torch::empty_like(x);
+    const int64_t n = x.numel();
+    const int threads = 256;
+    const int blocks = (n + threads - 1) / threads;
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scale", ([&] {
+        scale_kernel<scalar_t><<<blocks, threads>>>(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
+                                                   static_cast<scalar_t>(a), n);
+    }));
+    return y;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale, "scale"); }
+"""

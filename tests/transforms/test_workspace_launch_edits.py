@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from htam_core.source import load
+from htam_core.source.workspace import find_launches
 from htam_core.transforms import registry
 from htam_core.transforms.base import Candidate, apply_edits
 from tests.support.workspace_fixtures import (
@@ -24,6 +25,8 @@ from tests.support.workspace_fixtures import (
     MAIN_CPP,
     PARTIAL_SUM,
     PARTIAL_SUM_HOST,
+    SCALE_CUH,
+    TORCH_EXT_CU,
     TRITON_KERNELS,
     TRITON_MAIN,
     VADD,
@@ -142,6 +145,18 @@ def test_no_launch_anywhere_gives_the_launch_independent_form(tmp_path):
     assert c.title_note == "launch not found: correct for any grid"
     model = load(ws / "k.cu")
     assert "no launch site" in registry.propose("cuda.block_size", model, model.kernels[0]).reason
+
+
+def test_torch_extension_dispatch_lambda(tmp_path):
+    """A templated kernel in a header, launched from a torch extension inside an ``AT_DISPATCH_*`` lambda whose
+    block size is a local of the host function: the block size is known and retuned in the extension."""
+    ws = workspace(tmp_path, {"kern.cuh": SCALE_CUH, "ext.cu": TORCH_EXT_CU})
+    model = load(ws / "kern.cuh")
+    (la,) = find_launches(model, model.kernels[0])
+    assert la.path == str(ws / "ext.cu") and la.line == 10 and la.template_args == ("scalar_t",)
+    assert la.block == "threads" and la.block_value == (256,)
+    c = _pick(_propose(ws / "kern.cuh", "cuda.block_size"), block=[512])
+    assert "const int threads = 512;" in _written(ws / "kern.cuh", c)["ext.cu"]
 
 
 def test_output_contract_holds_across_files(tmp_path):
