@@ -1,4 +1,4 @@
-"""Typed objects of the server's requests: command arguments and code-action data.
+"""Typed objects of the server's messages: command arguments, code-action data and the custom notifications.
 
 They are converted with lsprotocol's cattrs converter (``lsprotocol.converters.get_converter``), made strict here:
 a value of the wrong type is an error, never coerced (cattrs would turn ``3`` into ``"3"``). A conversion that
@@ -83,6 +83,37 @@ class HarnessData:
     type: Literal["harness", "save-harness"] = "harness"
 
 
+@attrs.define(frozen=True)
+class Status:
+    """``htam/status``: ``server`` is ``"ready"`` or ``"busy"``; the GPU's name and the last profile's line, or
+    ``None``."""
+
+    server: Literal["ready", "busy"]
+    gpu: str | None
+    last_profile: str | None
+
+
+@attrs.define(frozen=True)
+class RecordedOutcome:
+    """The outcome of an applied step in ``htam/recorded`` (the memory's outcome rule)."""
+
+    status: str
+    speedup: float | None
+    measured: bool
+    correct: bool | None
+    note: str | None
+
+
+@attrs.define(frozen=True)
+class Recorded:
+    """``htam/recorded``: an applied step's outcome was stored in memory."""
+
+    uri: str
+    kernel: str
+    step: str
+    outcome: RecordedOutcome
+
+
 def _strict(kind: type) -> Any:
     def structure(value: Any, _t: Any) -> Any:
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
@@ -102,7 +133,7 @@ def _optional(value: Any, t: Any) -> Any:
 
 
 def _converter() -> cattrs.Converter:
-    for cls in (KernelTarget, OptimizeArgs, RecordArgs, StepData, HarnessData):
+    for cls in (KernelTarget, OptimizeArgs, RecordArgs, StepData, HarnessData, Status, RecordedOutcome, Recorded):
         attrs.resolve_types(cls)  # the annotations are strings (postponed evaluation); the hooks read the types
     conv = get_converter().copy()
     for kind in (str, int, bool):
@@ -112,6 +143,10 @@ def _converter() -> cattrs.Converter:
     # each class's hook is made on this converter (the copied attrs hook factory would use lsprotocol's own)
     for cls in (KernelTarget, OptimizeArgs, StepData, HarnessData):
         conv.register_structure_hook(cls, make_dict_structure_fn(cls, conv))
+    for cls in (StepData, HarnessData, RecordedOutcome, Recorded):  # every field is written, defaults included
+        conv.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=False))
+    conv.register_unstructure_hook(Status, make_dict_unstructure_fn(
+        Status, conv, _cattrs_omit_if_default=False, last_profile=override(rename="lastProfile")))
     conv.register_structure_hook(RecordArgs, make_dict_structure_fn(RecordArgs, conv, **camel))
     conv.register_unstructure_hook(RecordArgs, make_dict_unstructure_fn(RecordArgs, conv, **camel,
                                                                         _cattrs_omit_if_default=True))

@@ -87,7 +87,7 @@ def conclude(result: Any, kernel: str, text0: str, *, cancelled: bool, doc_chang
              "steps": len(result.steps), "report": report, "summary": result.summary,
              "cancelled": bool(result.cancelled or cancelled), "applied": False}
     if reply["cancelled"]:
-        return Ending(reply, "cancelled", f"HTAM: auto-optimize of {kernel} cancelled after {result.steps} step(s); "
+        return Ending(reply, "cancelled", f"HTAM: auto-optimize of {kernel} cancelled after {len(result.steps)} step(s); "
                                           f"nothing was applied. Best so far {best}. Report: {report}")
     refusal = result.apply_refusal() if result.changed else None
     if refusal:  # only a kernel verified on the GPU and measured faster is offered as an edit

@@ -2,9 +2,9 @@
 
 A ranked strategy is one of three things for the kernel under the cursor:
 
-* **makeable**: its mechanical transform makes a validated edit of this kernel version
-  (:func:`htam_core.transforms.registry.resolve_step`, the same path a click on the code action takes), so it is
-  offered as a code action;
+* **makeable**: its mechanical transform makes a validated edit of this kernel version (the rules engine's
+  :class:`~htam_core.editor.proposals.Proposal`, made here and kept with the verdict: resolving the code action
+  returns it, never running the transform again), so it is offered as a code action;
 * **advice**: it has no mechanical transform, so the rules engine can never write it; it is shown in the hover
   with how to apply it by hand (and offered as a code action only when the LLM engine is configured);
 * **not applicable**: its transform refuses this kernel (the refusal sentence says why); it is not offered.
@@ -12,7 +12,8 @@ A ranked strategy is one of three things for the kernel under the cursor:
 :class:`Makeability` keeps the verdicts per ``(kernel version, file version, strategy)`` (the kernel's
 :func:`~htam_core.editor.profiles.content_hash` and a hash of the file's text: a transform may read the rest of
 the file, e.g. another launch that shares the block-size macro), so that the transforms run at most once per
-version and strategy, off the event loop. :func:`plan` splits one
+version and strategy, off the event loop (a verdict another thread is computing is waited for, not computed
+twice). :func:`plan` splits one
 ranking into the code actions, the advice and the skipped steps, from those verdicts, checking lazily in rank
 order only as far as the list needs.
 """

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from htam_core.editor.harness import HarnessChecks
 from htam_core.editor.history import AppliedStep, History
 from htam_core.editor.makeable import Makeability, Plan, plan
 from htam_core.editor.makeable import warm_up as warm_transforms
@@ -84,6 +85,8 @@ class Session:
         self.makeable = Makeability(self.strategy)
         #: the LLM engine's proposals per (kernel version, strategy id); the rules engine's are the verdicts'
         self.llm_proposals = Proposals(256)
+        #: each kernel's harness status, found in a helper process
+        self.harness = HarnessChecks()
         self.recorder = Recorder(self.profiles, self.history_log, self.memory, lambda: self.gpu is not None,
                                  lambda: f"{self.target} (static)")
         self._ready = threading.Event()
@@ -182,8 +185,9 @@ class Session:
             self._open_memory()
 
     def close(self) -> None:
-        """Cancel queued profiles, stop the profile thread and close the store."""
+        """Cancel queued profiles, stop the profile thread and the harness helper, and close the store."""
         self.profiles.close()
+        self.harness.shutdown()
         self.memory.close()
 
     # ---- profiles -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Server settings: one validated model, fed by ``initializationOptions`` and ``workspace/configuration``.
+"""Editor settings: one validated model, fed by ``initializationOptions`` and ``workspace/configuration``.
 
 Following jedi-language-server's habit, every setting has a default; an invalid
 value is reported back to the user and replaced by its default, never fatal.
@@ -149,4 +149,21 @@ def settings_to_json(s: Settings) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ENGINES", "LLMSettings", "Settings", "parse_settings", "settings_to_json"]
+def apply_to_session(settings: Settings, session: Any) -> None:
+    """Push ``settings`` to the :class:`~htam_core.editor.session.Session` (blocking when a new memory path
+    reopens a loaded store). The LLM endpoint is configured when the LLM engine is chosen or an endpoint is set."""
+    llm = None
+    if settings.engine == "llm" or settings.llm.model or settings.llm.base_url:
+        from htam_core.generate.config import LLMConfig  # deferred: only for the LLM engine
+
+        llm = LLMConfig(base_url=settings.llm.base_url or "", model=settings.llm.model,
+                        api_key_env=settings.llm.api_key_env)
+    if session.ready:
+        session.configure(memory_path=settings.memory_path, engine=settings.engine, llm=llm,
+                          gpu_index=settings.gpu_index, static=settings.static)
+    else:
+        session.memory_path, session.engine, session.llm = settings.memory_path, settings.engine, llm
+        session.gpu_index, session.static = settings.gpu_index, settings.static
+
+
+__all__ = ["ENGINES", "LLMSettings", "Settings", "apply_to_session", "parse_settings", "settings_to_json"]

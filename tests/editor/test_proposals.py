@@ -147,3 +147,32 @@ def test_unknown_and_unmakeable_steps_are_proposals_with_a_reason(session):
     kernel = model.kernel("transpose_naive")
     p = session.proposal(model, kernel, "no_such_strategy", None)
     assert not p.ok and p.reason and not p.edits
+
+
+def test_the_llm_writes_a_step_once_per_version(tmp_path, monkeypatch):
+    """With the LLM engine, the first resolve asks the model; a second resolve of the same kernel version returns
+    the same proposal without asking again; an edited file asks again."""
+    from htam_core.generate.config import LLMConfig
+    from tests.support.openai_server import OpenAIServer, Scripted
+
+    monkeypatch.setenv("HTAM_TEST_LLM_KEY", "sk-loopback-test")
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    text = (CORPUS / "transpose_naive.cu").read_text()
+    model = parse_text(text, "cuda", str(CORPUS / "transpose_naive.cu"))
+    kernel = model.kernel("transpose_naive")
+    new = text.replace("transpose_naive(", "transpose_naive( /* by the model */", 1)
+    reply = Scripted.content(f"```cuda\n{new}```")
+    s = Session(memory_path=str(tmp_path / "m.sqlite3"), static=True, engine="llm")
+    s.warm_up()
+    try:
+        with OpenAIServer([reply, reply]) as srv:
+            s.llm = LLMConfig(base_url=srv.base_url, model="m", api_key_env="HTAM_TEST_LLM_KEY")
+            first = s.proposal(model, kernel, "transpose_smem_tile", None, "after A, B paid off")
+            assert first.ok, first.reason
+            assert s.proposal(model, kernel, "transpose_smem_tile", None) is first and len(srv.requests) == 1
+            assert apply_edits(text, first.kernel_edits()) == new
+            edited = parse_text(text + "\n", "cuda", model.path)
+            s.proposal(edited, edited.kernel("transpose_naive"), "transpose_smem_tile", None)
+            assert len(srv.requests) == 2
+    finally:
+        s.close()

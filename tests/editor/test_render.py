@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from htam_core.editor import AppliedStep, ProfileEntry, ProfileView
+from htam_core.editor import AppliedStep, ProfileEntry, ProfileView, render
 from htam_core.editor.ranking import Analysis
 from htam_core.memory import Outcome
 from htam_core.source import parse_text
 from htam_core.types.profile import Bottleneck, Profile, TimeStats
-from htam_core.editor import render
 
 KERNEL = parse_text("__global__ void k(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] = 2 * x[i]; }\n",
                     "cuda").kernels[0]
