@@ -168,32 +168,18 @@ class LaunchUnit:
         """Length of the kernel file's UTF-8 text: joint offsets below it are the kernel file's."""
         return len(self.own.text.encode("utf-8"))
 
-    def split(self, edits: Sequence[object]) -> tuple[list[object], dict[str, list[object]]] | str:
-        """Map edits on the joint text (objects with ``start_byte``, ``end_byte``, ``new_text``, as
-        :class:`htam_core.transforms.base.TextEdit`) to edits of the kernel's file and of each other file.
-
-        Returns ``(own_edits, {path: edits})`` (edits of the kernel file that come from a same-file fragment,
-        a ``#define`` body, are in ``own_edits``), or a reason when an edit falls outside the user's text (the
-        glue between the parts, or a wrapper the joint unit wrote).
-        """
-        own: list[object] = []
-        others: dict[str, list[object]] = {}
-        n = self.own_bytes
-        for e in edits:
-            s, t = e.start_byte, e.end_byte  # type: ignore[attr-defined]
-            if t <= n:
-                own.append(e)
-                continue
-            seg = next((g for g in self.segments if g.start <= s and t <= g.end), None)
-            if seg is None:
-                return "an edit falls between the kernel's file and its launcher"
-            shift = seg.fragment.base - seg.start
-            moved = type(e)(s + shift, t + shift, e.new_text)  # type: ignore[call-arg,attr-defined]
-            if seg.fragment.path == self.own.path:
-                own.append(moved)
-            else:
-                others.setdefault(seg.fragment.path, []).append(moved)
-        return own, others
+    def locate(self, start: int, end: int) -> tuple[str | None, int, int] | None:
+        """Where the joint unit's bytes ``[start, end)`` are in the user's files: ``(None, start, end)`` for the
+        kernel's file (also a ``#define`` body of it), ``(path, s, e)`` for another file, or ``None`` when they
+        fall outside the user's text (the glue between the parts, or a wrapper the joint unit wrote)."""
+        if end <= self.own_bytes:
+            return None, start, end
+        seg = next((g for g in self.segments if g.start <= start and end <= g.end), None)
+        if seg is None:
+            return None
+        shift = seg.fragment.base - seg.start
+        path = None if seg.fragment.path == self.own.path else seg.fragment.path
+        return path, start + shift, end + shift
 
     def file_line(self, line: int) -> tuple[str, int] | None:
         """The file and 1-based line of the joint unit's line ``line`` when it lies in an appended fragment (a

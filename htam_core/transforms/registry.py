@@ -16,7 +16,7 @@ from htam_core.source import parse_text
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.positions import line_ending, with_line_ending
 from htam_core.source.workspace import LaunchUnit, find_launches, launch_unit
-from htam_core.transforms.base import Candidate, NotApplicable, Transform, apply_edits
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform, apply_edits
 from htam_core.transforms.validate import check_syntax
 from htam_core.types.profile import Profile
 from htam_core.types.text import first_sentence
@@ -243,22 +243,22 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
     rejected: list[str] = []
     for cand in result:
         why = validate(unit.model, unit.kernel, cand)
-        parts = unit.split(cand.edits) if why is None else why
+        parts = _split(unit, cand.edits) if why is None else why
         if isinstance(parts, str):
             rejected.append(f"{cand.description}: {parts}")
             continue
         own, others = parts
         try:
-            new_text = apply_edits(unit.own.text, own)  # type: ignore[arg-type]
+            new_text = apply_edits(unit.own.text, own)
             for path, edits in others.items():
-                apply_edits(unit.text_of(path) or "", edits)  # type: ignore[arg-type]
+                apply_edits(unit.text_of(path) or "", edits)
         except ValueError as exc:
             rejected.append(f"{cand.description}: {exc}")
             continue
         names = ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others))
         note = f"launch in {names} edited too" if names else ""
         good.append(dataclasses.replace(
-            cand, edits=own, new_text=new_text, file_edits=others, title_note=note,  # type: ignore[arg-type]
+            cand, edits=own, new_text=new_text, file_edits=others, title_note=note,
             description=unit.relabel(cand.description) + (f" ({note})" if note else "")))
     if not good:
         if not rejected:
@@ -266,6 +266,20 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
         return NotApplicable(reason=f"every candidate was rejected ({rejected[0]})", transform_id=t.id,
                              rejected=tuple(rejected))
     return good
+
+
+def _split(unit: LaunchUnit, edits: list[TextEdit]) -> tuple[list[TextEdit], dict[str, list[TextEdit]]] | str:
+    """Edits of the joint unit as edits of the kernel's file and of each launcher (by path), or why not (an edit
+    outside the user's text: :meth:`LaunchUnit.locate`)."""
+    own: list[TextEdit] = []
+    others: dict[str, list[TextEdit]] = {}
+    for e in edits:
+        where = unit.locate(e.start_byte, e.end_byte)
+        if where is None:
+            return "an edit falls between the kernel's file and its launcher"
+        path, s, t = where
+        (own if path is None else others.setdefault(path, [])).append(TextEdit(s, t, e.new_text))
+    return own, others
 
 
 def no_transform_message(title: str, guidance: str, llm_hint: str) -> str:
