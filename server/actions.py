@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from htam_core.editor import HarnessStatus, Kernel, Proposal, SourceModel, content_hash, render
+from htam_core.editor import HarnessStatus, Kernel, Proposal, SourceModel, Verdict, content_hash, render
 from htam_server import convert
 from htam_server.documents import OpenDocument
 from htam_server.progress import WorkProgress
@@ -88,8 +88,8 @@ async def _step_actions(ls: HtamLanguageServer, od: OpenDocument, kernel: Kernel
     """The ranked steps that can be made (the check makes their proposals: resolve returns them). A step is a
     ranked step of the memory (``strategy``, ``evidence``, and what :func:`render.action_title` reads)."""
     a = await ls.analysis(od, kernel, hover=False)  # the ranking the hover reads too
-    steps = (await ls.plan(od, kernel, a)).actions  # only steps that can be made
-    return [_step_action(od, kernel, step, i) for i, step in enumerate(steps, 1)]
+    p = await ls.plan(od, kernel, a)  # only steps that can be made; their verdicts hold the proposals
+    return [_step_action(od, kernel, step, i, p.verdicts.get(step.strategy)) for i, step in enumerate(p.actions, 1)]
 
 
 async def _harness_actions(ls: HtamLanguageServer, od: OpenDocument, kernel: Kernel) -> list[types.CodeAction]:
@@ -110,10 +110,12 @@ async def _harness_actions(ls: HtamLanguageServer, od: OpenDocument, kernel: Ker
     return []
 
 
-def _step_action(od: OpenDocument, kernel: Kernel, step: Any, position: int) -> types.CodeAction:
+def _step_action(od: OpenDocument, kernel: Kernel, step: Any, position: int, verdict: Verdict | None = None
+                 ) -> types.CodeAction:
     data = StepData(od.uri, kernel.name, step.strategy, step.evidence)
     rec = RecordArgs(od.uri, step.strategy, kernel.name)
-    return types.CodeAction(title=render.action_title(step, position), kind=KIND_STEP, data=unstructure(data),
+    note = verdict.proposal.title_note if verdict is not None and verdict.proposal is not None else ""
+    return types.CodeAction(title=render.action_title(step, position, note), kind=KIND_STEP, data=unstructure(data),
                             command=types.Command(title="HTAM: record applied step", command="htam.recordApplied",
                                                   arguments=[unstructure(rec)]))
 

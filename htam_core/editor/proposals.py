@@ -42,6 +42,8 @@ class Proposal:
         description: what the edit does.
         reason: why there is no edit (shown to the user), when not ``ok``.
         params: the transform's parameters, or the LLM call's metadata.
+        title_note: a few words the action's title adds (``"launch in main.cpp edited too"``, ``"launch not
+            found: correct for any grid"``), ``""`` when there is nothing to say.
     """
 
     strategy: str
@@ -50,6 +52,7 @@ class Proposal:
     description: str = ""
     reason: str | None = None
     params: dict[str, Any] = field(default_factory=dict, compare=False)
+    title_note: str = ""
 
     def kernel_edits(self) -> list[TextEdit]:
         """The edits of the kernel's own file (byte offsets into the text the step was proposed for)."""
@@ -118,14 +121,15 @@ def propose_step(model: SourceModel, kernel: Kernel, strat: Any, direction: Any,
             return no(skipped[0][1] if skipped else f"“{strat.title}” does not apply to {kernel.name}")
         return no(f"the LLM reply for “{strat.title}” held no code")
     cand = cands[0]
-    if cand.code == model.text or not cand.edits:
+    if not cand.edits or (cand.code == model.text and not cand.files):  # a launcher-only step edits the launcher
         return no(f"the {engine} engine returned the file unchanged for “{strat.title}”")
     if engine == "llm":  # transforms validate their own output; a model's reply must keep the kernel
         new_model = parse_text(cand.code, model.file_language, model.path)
         if not any(k.answers_to(kernel.name) and not k.incomplete for k in new_model.kernels):
             return no(f"the LLM's version of the file no longer holds a complete kernel {kernel.name}; nothing was "
                       "changed")
-    return Proposal(strat.id, True, tuple(cand.edits), cand.description, None, dict(cand.params))
+    return Proposal(strat.id, True, tuple(cand.edits), cand.description, None, dict(cand.params),
+                    cand.title_note)
 
 
 class Proposals:

@@ -28,10 +28,12 @@ def gain_text(step: Any) -> str:
     return f"{step.expected_gain * 100:+.0f}% ({step.wins}/{step.trials})"
 
 
-def action_title(step: Any, position: int | None = None) -> str:
+def action_title(step: Any, position: int | None = None, note: str = "") -> str:
     """``HTAM 1 · Memory access → vectorize loads (float4) · +35% (7/9)``; the number is ``position`` (the
-    action's place in the list, 1-based: steps that cannot be made are left out of it), else the step's rank."""
-    return f"HTAM {position or step.rank} · {step.direction_name} → {step.title} · {gain_text(step)}"
+    action's place in the list, 1-based: steps that cannot be made are left out of it), else the step's rank.
+    ``note`` follows the step's title in parentheses (``launch not found: correct for any grid``)."""
+    title = f"{step.title} ({note})" if note else step.title
+    return f"HTAM {position or step.rank} · {step.direction_name} → {title} · {gain_text(step)}"
 
 
 def _pct(x: float | None) -> str:

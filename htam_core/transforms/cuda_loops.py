@@ -164,9 +164,9 @@ class CudaGridStride(CudaTransform):
             # launched from another file: the loop alone is correct for any grid; the grid is left to the launcher
             return [self.candidate(
                 model,
-                f"make {kernel.name} a grid-stride loop, launch-independent: correct for any grid (no launch site "
-                "in this file, so the grid is unchanged; capping it at a multiple of the SM count where it is "
-                "launched is the second half of this step)",
+                f"make {kernel.name} a grid-stride loop, launch-independent: correct for any grid, so the grid is "
+                "unchanged (capping it at a multiple of the SM count where it is launched is the second half of this "
+                "step)",
                 {"blocks_per_sm": None, "launch": "independent"},
                 body,
             )]

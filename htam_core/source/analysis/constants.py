@@ -260,7 +260,9 @@ class ConstEnv:
 
     # --------------------------------------------------------------- declarations
     def local_inits(self, scope: Node, name: str) -> list[Node]:
-        """Initializer expressions of declarations of ``name`` inside ``scope`` (``dim3 b{..}``: the list)."""
+        """Initializer expressions of declarations of ``name`` inside ``scope`` (``dim3 b{..}``: the list). A
+        lambda that declares no ``name`` sees the locals of the function around it (a launch in
+        ``AT_DISPATCH_*(..., [&] { k<<<blocks, threads>>>(...); })`` reads ``threads`` of the host function)."""
         out = []
         for d in of_type(scope, "init_declarator"):
             decl = d.child_by_field_name("declarator")
@@ -268,6 +270,12 @@ class ConstEnv:
                 v = d.child_by_field_name("value")
                 if v is not None:
                     out.append(v)
+        if not out and scope.type == "lambda_expression":
+            outer = scope.parent
+            while outer is not None and outer.type not in ("function_definition", "lambda_expression"):
+                outer = outer.parent
+            if outer is not None:
+                return self.local_inits(outer, name)
         return out
 
     def assigned_in(self, scope: Node, name: str) -> bool:
