@@ -17,6 +17,16 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("vectorize_float4", "macro.cu"): "an index from a function-free macro (GLOBAL_ID) is not expanded",
     ("vectorize_float4", "templated.cu"): "the index blockIdx.x * BLOCK + threadIdx.x with BLOCK a template "
                                           "argument is not read as the elementwise index",
+    ("transpose_tile", "coop_groups.cu"): "block.group_index()/group_dim()/thread_index() are not read as "
+                                          "blockIdx/blockDim/threadIdx, so the kernel is not seen as a transpose",
+    ("transpose_tile", "macro.cu"): "an index through a function-like macro (IDX2R) is not expanded, so the "
+                                    "kernel is not seen as a transpose",
+    ("transpose_tile", "pragma_col_row.cu"): "a transpose inside a loop over rows with a per-iteration guard is "
+                                             "not seen as a transpose",
+    ("transpose_tile", "llmc.cu"): "the block edge is a parameter of the launcher (no constant 2-D block), and the "
+                                   "launch-independent form is not offered",
+    ("transpose_tile", "templated.cu"): "a 16x16 block: the tile needs 32 threads in x and the step does not "
+                                        "change the launch's block",
 }
 
 
