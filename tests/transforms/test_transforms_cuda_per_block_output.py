@@ -80,3 +80,57 @@ def test_grid_rewrites_refuse_it_too():
     assert per_block_output_hazard(unit) is not None
     why = wrap_grid(unit, unit.launches[0], "(({}) + 3) / 4")
     assert isinstance(why, str) and "one output per block" in why
+
+
+# ---------------------------------------------------------------- several elements per thread, fewer blocks
+COARSEN = """
+__global__ void reduce_tree(const float *g_idata, float *g_odata, unsigned int n)
+{
+    __shared__ float sdata[256];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    sdata[tid] = (i < n) ? g_idata[i] : 0.0f;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) g_odata[blockIdx.x] = sdata[0];
+}
+HOST
+"""
+FROM_CALLER = """void run(const float *d_in, float *d_out, unsigned int n, int blocks)
+{
+    dim3 grid(blocks, 1, 1);
+    reduce_tree<<<grid, 256>>>(d_in, d_out, n);
+}"""
+FROM_HOST = """void run(const float *d_in, float *d_out, unsigned int n)
+{
+    int blocks = (n + 255) / 256;
+    dim3 grid(blocks, 1, 1);
+    reduce_tree<<<grid, 256>>>(d_in, d_out, n);
+    finish_on_host(d_out, blocks);
+}"""
+
+
+def _coarsen(host: str):
+    model = parse_text(COARSEN.replace("HOST", host), "cuda", "reduce_tree.cu")
+    return registry.propose("cuda.coarsen_reduction", model, model.kernel("reduce_tree"))
+
+
+def test_coarsening_refuses_a_block_count_the_caller_passes_in():
+    """The caller reads `blocks` partial sums: fewer blocks would leave some unwritten (the output contract)."""
+    r = _coarsen(FROM_CALLER)
+    assert isinstance(r, NotApplicable)
+    assert "comes from the caller" in r.reason and "one result per block" in r.reason, r.reason
+
+
+def test_coarsening_changes_a_host_block_count_behind_a_dim3():
+    """`dim3 grid(blocks, 1, 1)` is 1-D; the count is changed where `blocks` is declared, so the host's other use
+    of it (the partial sums it finishes) follows."""
+    r = _coarsen(FROM_HOST)
+    assert not isinstance(r, NotApplicable), r.reason
+    for c in r:
+        f = c.params["elements_per_thread"]
+        assert f"int blocks = (((n + 255) / 256) + {f - 1}) / {f};" in c.new_text
+        assert "dim3 grid(blocks, 1, 1);" in c.new_text and "finish_on_host(d_out, blocks);" in c.new_text
