@@ -39,9 +39,11 @@ CAP = 1024
 
 
 def _bin_type(unit: CudaUnit, u: AtomicUpdate) -> str | None:
-    """The histogram's element type without qualifiers (``"unsigned int"``), when a shared atomicAdd takes it."""
+    """The histogram's element type without qualifiers (``"unsigned int"``; an alias such as ``uint`` resolved by the
+    analysis layer, :attr:`PointerFacts.value_type`), when a shared atomicAdd takes it."""
     pf = unit.facts.pointer(u.pointer)
-    t = " ".join(w for w in (pf.element_type or "").split() if w not in ("const", "volatile")) if pf else ""
+    written = (pf.value_type or pf.element_type or "") if pf else ""
+    t = " ".join(w for w in written.split() if w not in ("const", "volatile"))
     return t if t in BIN_BYTES else None
 
 
