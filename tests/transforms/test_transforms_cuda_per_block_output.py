@@ -134,3 +134,64 @@ def test_coarsening_changes_a_host_block_count_behind_a_dim3():
         f = c.params["elements_per_thread"]
         assert f"int blocks = (((n + 255) / 256) + {f - 1}) / {f};" in c.new_text
         assert "dim3 grid(blocks, 1, 1);" in c.new_text and "finish_on_host(d_out, blocks);" in c.new_text
+
+
+# ---------------------------------------------------------------- the host owns the contract: block size with the grid
+OWNED = """
+__global__ void reduce_tree(const float *g_idata, float *g_odata, unsigned int n)
+{
+    __shared__ float sdata[1024];
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    sdata[tid] = (i < n) ? g_idata[i] : 0.0f;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) g_odata[blockIdx.x] = sdata[0];
+}
+float total(const float *d_in, unsigned int n, float *d_given)
+{
+    const int threads = 256;
+    int blocks = (n + threads - 1) / threads;
+    float *partial;
+    ALLOC
+    reduce_tree<<<GRID, threads>>>(d_in, OUT, n);
+    float h[65536];
+    cudaMemcpy(h, partial, blocks * sizeof(float), cudaMemcpyDeviceToHost);
+    float s = 0.0f;
+    for (int b = 0; b < blocks; ++b) s += h[b];
+    return s;
+}
+"""
+MALLOC = "cudaMalloc(&partial, blocks * sizeof(float));"
+
+
+def _owned(alloc: str = MALLOC, grid: str = "blocks", out: str = "partial"):
+    text = OWNED.replace("ALLOC", alloc).replace("GRID", grid).replace("OUT", out)
+    model = parse_text(text, "cuda", "owned.cu")
+    return registry.propose("cuda.block_size", model, model.kernel("reduce_tree"))
+
+
+def test_block_size_is_offered_when_the_host_owns_the_count_and_the_partials():
+    """The grid is a host local and the host allocates and reads the partials with it: a new block size changes the
+    launch and the output's length together, and the host reads as many partials as there are blocks."""
+    r = _owned()
+    assert not isinstance(r, NotApplicable), r.reason
+    assert sorted(c.params["block"][0] for c in r) == [128, 512, 1024]
+    for c in r:
+        assert f"const int threads = {c.params['block'][0]};" in c.new_text
+        assert "int blocks = (n + threads - 1) / threads;" in c.new_text  # the count follows the block
+        assert MALLOC in c.new_text and "for (int b = 0; b < blocks; ++b)" in c.new_text
+
+
+@pytest.mark.parametrize(("over", "needle"), [
+    ({"out": "d_given"}, "comes from the caller"),  # the caller's buffer, sized for its own count
+    ({"grid": "(n + threads - 1) / threads"}, "is not a local of its host"),  # an inline grid
+    ({"alloc": "cudaMalloc(&partial, 4096 * sizeof(float));"}, "does not allocate"),  # a fixed-size buffer
+])
+def test_block_size_is_refused_where_the_caller_contract_is_unknown(over, needle):
+    r = _owned(**over)
+    assert isinstance(r, NotApplicable)
+    assert "one output per block" in r.reason and needle in r.reason, r.reason
