@@ -34,7 +34,14 @@ from tree_sitter import Node
 from htam_core.source.analysis import Access, sym
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, Launch, statement_list, strip_casts
+from htam_core.transforms._cuda import (
+    CudaTransform,
+    CudaUnit,
+    Launch,
+    per_block_output_hazard,
+    statement_list,
+    strip_casts,
+)
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_reduction import COMBINE_FUNCS, element_type
@@ -188,6 +195,16 @@ def _count_edit(unit: CudaUnit, launch: Launch, name: str, factor: int, per_bloc
 
 
 def _grid_edit(unit: CudaUnit, launch: Launch, factor: int, per_block: bool) -> TextEdit | str:
+    """The edit giving ``launch`` ``factor`` times fewer blocks, or why it cannot (:func:`_grid_count_edit`); with
+    per-block outputs, only where the host keeps their contract (:func:`per_block_output_hazard` with ``shrink``:
+    the host reads the partials with the count, or allocates them with it)."""
+    e = _grid_count_edit(unit, launch, factor, per_block)
+    if isinstance(e, TextEdit) and per_block and (why := per_block_output_hazard(unit, launch, shrink=True)):
+        return why  # the caller reads its own count of partials: fewer blocks would leave some unwritten
+    return e
+
+
+def _grid_count_edit(unit: CudaUnit, launch: Launch, factor: int, per_block: bool) -> TextEdit | str:
     """The edit giving ``launch`` ``factor`` times fewer blocks (rounded up), or why it cannot. Where the kernel
     writes one result per block (its output contract), the count is changed where the host declares it, so the
     host's other uses follow; a count the caller passes in (a launcher parameter) is refused, since the caller

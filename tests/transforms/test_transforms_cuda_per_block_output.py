@@ -195,3 +195,18 @@ def test_block_size_is_refused_where_the_caller_contract_is_unknown(over, needle
     r = _owned(**over)
     assert isinstance(r, NotApplicable)
     assert "one output per block" in r.reason and needle in r.reason, r.reason
+
+
+CALLER_READS = """void run(const float *d_in, float *d_out, unsigned int n)
+{
+    int blocks = (n + 255) / 256;
+    reduce_tree<<<blocks, 256>>>(d_in, d_out, n);
+}"""
+
+
+def test_coarsening_refuses_partials_the_caller_reads():
+    """The host computes the count but neither allocates nor reads d_out: its caller reads its own count of
+    partials, so fewer blocks would leave some of them unwritten."""
+    r = _coarsen(CALLER_READS)
+    assert isinstance(r, NotApplicable)
+    assert "one output per block" in r.reason and "comes from the caller" in r.reason, r.reason

@@ -85,10 +85,14 @@ def grid_count_local(env: ConstEnv, launch: SiteLaunch) -> str | None:
     return None
 
 
-def host_owns_outputs(env: ConstEnv, launch: SiteLaunch, params: list[str], outputs: list[str]) -> str | None:
+def host_owns_outputs(env: ConstEnv, launch: SiteLaunch, params: list[str], outputs: list[str],
+                      shrink: bool = False) -> str | None:
     """``None`` when the host of ``launch`` owns the contract of the per-block ``outputs`` (kernel parameter names;
     ``params`` all the kernel's parameter names in order), as the module docstring says; else why not, one
-    sentence."""
+    sentence. With ``shrink`` (the step only ever gives fewer blocks), a buffer the caller passed in is large
+    enough, and the contract holds when the host passes the count on after the launch (``n = blocks;`` before the
+    next pass, ``finish(partial, blocks)``): whoever reads the partials then reads the new count. A host that
+    only launches leaves the reading to its caller, who reads its own count."""
     line = launch.site.line
     count = grid_count_local(env, launch)
     if count is None:
@@ -102,6 +106,9 @@ def host_owns_outputs(env: ConstEnv, launch: SiteLaunch, params: list[str], outp
         arg = launch.site.args[params.index(out)].strip()
         if not arg.isidentifier():
             return f"the per-block output {out} is `{arg}` at the launch on line {line}, not a buffer of the host"
+        if shrink and any(env.t(i) == count and i.start_byte >= launch.call.end_byte
+                          for i in of_type(host, "identifier")):
+            continue  # the host passes the count on after the launch: its reader reads the new count
         if not _declares(env, host.child_by_field_name("body"), arg):
             return (f"the per-block output {arg} of the launch on line {line} comes from the caller, who sized it "
                     "for its own block count")
