@@ -210,3 +210,34 @@ def test_coarsening_refuses_partials_the_caller_reads():
     r = _coarsen(CALLER_READS)
     assert isinstance(r, NotApplicable)
     assert "one output per block" in r.reason and "comes from the caller" in r.reason, r.reason
+
+
+# ---------------------------------------------------------------- the reduction spellings: every grid change keeps it
+def _per_block_spellings():
+    from spellings import ROOT, load_step
+
+    return [sp for step in ("sequential_addressing", "warp_shuffle_finish") for sp in load_step(ROOT / step)]
+
+
+@pytest.mark.parametrize("sp", _per_block_spellings(), ids=lambda sp: f"{sp.step}/{sp.file}")
+def test_the_reduction_spellings_write_per_block_outputs(sp):
+    """Every reduction spelling writes one partial per block: the contract the grid-changing steps must keep."""
+    model = parse_text(sp.path.read_text(), "cuda", str(sp.path))
+    assert analyze(model, model.kernel(sp.kernel)).per_block_outputs(), sp.file
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tid", ["cuda.block_size", "cuda.coarsen_reduction"])
+@pytest.mark.parametrize("sp", _per_block_spellings(), ids=lambda sp: f"{sp.step}/{sp.file}")
+def test_grid_changes_keep_the_contract_on_gpu(sp, tid, tmp_path):
+    """Where a step that changes the grid is made on a per-block-output spelling, the host's total is unchanged."""
+    from spellings import gpu_matches, gpu_usable
+
+    if not gpu_usable():
+        pytest.skip("no CUDA device or no nvcc")
+    model = parse_text(sp.path.read_text(), "cuda", str(sp.path))
+    res = registry.propose(tid, model, model.kernel(sp.kernel))
+    if isinstance(res, NotApplicable):
+        pytest.skip(res.reason)
+    ok, why = gpu_matches(sp, res, tmp_path)
+    assert ok, why
