@@ -44,6 +44,8 @@ FACTS: dict[str, str] = {
     "unknown without the kernel)",
     "interleaved_tree": "a shared_tree whose stride doubles (s *= 2: interleaved addressing; a halving stride is "
     "sequential addressing already; analysis layer: KernelFacts.interleaved_tree_loops)",
+    "max_sum_passes": "a running-max loop followed by a separate sum loop over the same index (the two-pass softmax "
+    "normalizer; analysis layer: KernelFacts.max_then_sum_loops)",
     "syncthreads": "number of block-wide barriers, however spelled (__syncthreads(), cg::sync(cta), cta.sync(); "
     "analysis layer: KernelFacts.block_barriers)",
     "atomics": "number of atomic operations",
@@ -387,6 +389,7 @@ def compute_facts(
             a.space == "shared" for a in in_file.accesses)),
         "shared_tree": None if in_file is None else bool(in_file.shared_tree_loops()),
         "interleaved_tree": None if in_file is None else bool(in_file.interleaved_tree_loops()),
+        "max_sum_passes": None if in_file is None else bool(in_file.max_then_sum_loops()),
         "syncthreads": f.syncthreads if lang != "cuda" or in_file is None else len(in_file.block_barriers()),
         "atomics": len(f.atomics),
         "uses_atomics": bool(f.atomics),
