@@ -42,8 +42,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                                            "threadIdx.x",
     ("online_softmax", "macro.cu"): "an exponential through a function-like macro (`EXPF(v)`) is not read as "
                                     "expf, so the sum loop is not seen as a sum of exponentials",
-    ("warp_per_row", "coop_groups.cu"): "a row index from block.group_index().x * block.size() + "
-                                        "block.thread_rank() is not read as the thread-per-row index",
 }
 
 
