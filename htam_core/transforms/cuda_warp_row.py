@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -59,11 +60,8 @@ IF_MAX = "if >"
 
 
 def _is_zero(text: str) -> bool:
-    t = text.strip().rstrip("fFuUlL")
-    try:
-        return float(t) == 0.0
-    except ValueError:
-        return False
+    """The initializer is zero however written (``0.0f``, ``T(0)``): the analysis layer's reading."""
+    return is_zero_value(text)
 
 
 def _declared_scalars(unit: CudaUnit, stmts: list[Node]) -> dict[str, Node]:

@@ -928,6 +928,23 @@ class KernelFacts:
                 out.append(lp)
         return tuple(out)
 
+    def max_then_sum_loops(self) -> tuple[tuple[LoopFact, LoopFact], ...]:
+        """Pairs ``(max loop, sum loop)`` of separate passes over a row: a loop whose accumulator is a running max
+        (``m = fmaxf(m, x[j])``) and a later loop, not nested in it, whose accumulator is a sum with the same loop
+        variable name (``s += expf(x[j] - m)``). With an exponential in the kernel this is the two-pass softmax
+        normalizer that online softmax merges into one pass (Milakov and Gimelshein, "Online normalizer
+        calculation for softmax", 2018)."""
+        out: list[tuple[LoopFact, LoopFact]] = []
+        for a in self.loops:
+            if not any(acc.op == "max" for acc in a.accumulators):
+                continue
+            for b in self.loops:
+                if b.span[0] >= a.span[1] and b.var == a.var and b.depth == a.depth and any(
+                        acc.op == "sum" for acc in b.accumulators):
+                    out.append((a, b))
+                    break
+        return tuple(out)
+
     def accumulation_loops(self) -> tuple[LoopFact, ...]:
         """Loops that reduce many elements into fewer values: an accumulator, a read inside the loop whose
         element changes with the loop variable (or any read for a loop without one), and no global write
