@@ -27,7 +27,6 @@ from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
     TritonTransform,
     TritonUnit,
-    is_block_param,
     orphan_removals,
     reads_of,
     remove_kwarg,
@@ -64,7 +63,7 @@ def prune_bounds(unit: TritonUnit) -> list[tuple[str, str]]:
     """``(BLOCK param, size param)`` pairs from the analysis layer's mask bounds: the tile of ``BLOCK`` covers a
     dimension of ``size`` elements (``cols < n_cols`` with ``cols = off + tl.arange(0, BLOCK_N)``)."""
     facts = unit.facts.triton
-    blocks = {p for p in unit.kernel.constexpr_params if is_block_param(p)}
+    blocks = {p for p in unit.kernel.constexpr_params if unit.is_block_param(p)}
     sizes = {p.name for p in unit.kernel.params if not p.is_constexpr and not p.is_pointer}
     out: list[tuple[str, str]] = []
     for b in facts.bounds if facts is not None else ():
@@ -80,7 +79,7 @@ def prune_function(unit: TritonUnit, name: str) -> list[str]:
     the launch, such as ``BLOCK_SIZE=triton.next_power_of_2(n)``), and the size arguments of
     :func:`prune_bounds` from the launch arguments.
     """
-    blocks = tuple(p for p in unit.kernel.constexpr_params if is_block_param(p))
+    blocks = tuple(p for p in unit.kernel.constexpr_params if unit.is_block_param(p))
     bounds = tuple(prune_bounds(unit))
     why = []
     if bounds:
@@ -155,7 +154,7 @@ class TritonAutotune(TritonTransform):
         grid_lits: dict[str, list] = {}
         masked = not unmasked_accesses(unit)
         for p in kernel.constexpr_params:
-            if not is_block_param(p) or p not in la0.kwargs or not masked:
+            if not unit.is_block_param(p) or p not in la0.kwargs or not masked:
                 continue
             s = block_setting(unit, la0, p)
             if isinstance(s, str):

@@ -153,7 +153,7 @@ class TritonMultiRow(TritonTransform):
         stmt = unit.node_at(pid.span, ("assignment",)) if pid.span else None
         if call is None or stmt is None:
             return f"the row id of {kernel.name} was not found"
-        edits.append(unit.replace(call, f"({unit.t(call)} * ROWS + tl.arange(0, ROWS)[:, None])"))
+        edits.append(unit.replace(call, f"({unit.t(call)} * ROWS + {unit.tl}.arange(0, ROWS)[:, None])"))
         indent = _ts.indent_of(unit.src, stmt.start_byte)
         edits.append(unit.insert(stmt.end_byte, f"\n{indent}htam_row_mask = {pid.name} < htam_n_rows"))
         for a in cols:
@@ -201,9 +201,9 @@ class TritonMultiRow(TritonTransform):
         if first_default is not None:
             if npos > first_default:
                 return f"the launch of {kernel.name} passes defaulted parameters positionally"
-            edits.append(unit.insert(plist[first_default].start_byte, "htam_n_rows, ROWS: tl.constexpr, "))
+            edits.append(unit.insert(plist[first_default].start_byte, f"htam_n_rows, ROWS: {unit.tl}.constexpr, "))
         elif plist:
-            edits.append(unit.insert(plist[-1].end_byte, ", htam_n_rows, ROWS: tl.constexpr"))
+            edits.append(unit.insert(plist[-1].end_byte, f", htam_n_rows, ROWS: {unit.tl}.constexpr"))
         else:
             return f"{kernel.name} has no parameters"
         return edits

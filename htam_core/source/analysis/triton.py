@@ -138,6 +138,20 @@ def launch_calls(psrc: PythonSource, kernel: Kernel) -> list[tuple[Node, Any]]:
     return out
 
 
+def launch_argument(call: Node, kernel: Kernel, param: str, src: bytes) -> Node | None:
+    """The expression launch ``call`` passes for ``param``, as a keyword (``BLOCK=64``) or by position (the
+    ``k``-th positional argument for the ``k``-th parameter); ``None`` when the launch leaves it to its default
+    or to ``@triton.autotune``/``@triton.heuristics``. The one reader of a launch's argument for a parameter."""
+    kw = _kw(call, param, src)
+    if kw is not None:
+        return kw
+    names = [p.name for p in kernel.params]
+    pos = _positional(call)
+    k = names.index(param) if param in names else -1
+    return pos[k] if 0 <= k < len(pos) and pos[k].type != "list_splat" and not any(
+        a.type in ("list_splat", "dictionary_splat") for a in pos[:k]) else None
+
+
 def _bindings_at(psrc: PythonSource, kernel: Kernel, call: Node) -> dict[str, int]:
     """``tl.constexpr`` parameters bound to integers at launch ``call``."""
     names = python_constants(psrc.src, call.start_byte, psrc.root)
@@ -220,18 +234,33 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
                      autotuned="autotune" in kernel.attributes, grouped_program_ids=_grouped(psrc, axes, assigns),
                      bounds=_bounds(psrc, axes, assigns),
                      program_id_calls=sum(1 for c in of_type(psrc.body, "call")
-                                          if _is_tl(text(c.child_by_field_name("function"), src))
-                                          and _short(text(c.child_by_field_name("function"), src)) == "program_id"),
+                                          if _is_tl(psrc.callee(c))
+                                          and _short(psrc.callee(c)) == "program_id"),
                      row_dependents=tuple(derived_names(psrc, pid0, assigns)) if pid0 else (),
                      arange_dependents=tuple(derived_names(psrc, [a.name for a in axes if a.kind == "arange"])),
                      control_names=_control_names(psrc), loops=tuple(_loop_names(psrc, n, lp.id) for lp, n in loops
                                                                      if n.type == "for_statement"),
                      tensor_shapes=tuple(text(_positional(c)[0], src) for c in of_type(psrc.body, "call")
-                                         if _short(text(c.child_by_field_name("function"), src)) in ("zeros", "full")
-                                         and _is_tl(text(c.child_by_field_name("function"), src)) and _positional(c)))
+                                         if _short(psrc.callee(c)) in ("zeros", "full")
+                                         and _is_tl(psrc.callee(c)) and _positional(c)),
+                     tile_params=_tile_params(psrc, kernel))
     online = tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in loops for m, s in online_pairs(n, src))
     return KernelFacts(kernel.name, kernel.language, consts, tuple(lp for lp, _ in loops), (), tuple(pointers),
                        (), launches, tf, online_stats=online)
+
+
+def _tile_params(psrc: PythonSource, kernel: Kernel) -> tuple[str, ...]:
+    """The constexpr parameters that end a ``tl.arange(0, P)`` or step a ``range``/``tl.range`` loop."""
+    src = psrc.src
+    used: set[str] = set()
+    for c in of_type(psrc.body, "call"):
+        callee = psrc.callee(c)
+        pos = _positional(c)
+        if callee == "tl.arange" and len(pos) == 2 and python_int(text(pos[0], src)) == 0:
+            used.add(text(pos[1], src))
+        elif callee in ("range", "tl.range", "tl.static_range") and len(pos) == 3:
+            used.add(text(pos[2], src))
+    return tuple(p.name for p in kernel.params if p.is_constexpr and p.name in used)
 
 
 def _axes(psrc: PythonSource, aff: PyAffine, assigns: dict[str, list[Node]]) -> tuple[TritonAxis, ...]:
@@ -242,7 +271,7 @@ def _axes(psrc: PythonSource, aff: PyAffine, assigns: dict[str, list[Node]]) -> 
             right = a.child_by_field_name("right")
             calls = [c for c in of_type(right, "call")] if right is not None else []
             for c in calls:
-                callee = text(c.child_by_field_name("function"), src)
+                callee = psrc.callee(c)
                 if not _is_tl(callee):
                     continue
                 pos = _positional(c)
@@ -360,7 +389,7 @@ def _grouped(psrc: PythonSource, axes: tuple[TritonAxis, ...], assigns: dict[str
     src = psrc.src
     derived = set(derived_names(psrc, [a.name for a in axes if a.kind == "program_id"], assigns))
     for c in of_type(psrc.body, "call"):
-        callee = text(c.child_by_field_name("function"), src)
+        callee = psrc.callee(c)
         short = _short(callee)
         if short == "swizzle2d" and _is_tl(callee):
             return True
@@ -425,7 +454,7 @@ def _dtype_of_init(node: Node | None, src: bytes) -> str | None:
     if node is None:
         return None
     for w in _FLOAT_DTYPES:
-        if f"tl.{w}" in text(node, src):
+        if re.search(rf"\.{w}\b", text(node, src)):  # tl.float32 under any alias of triton.language
             return w
     return None
 
@@ -454,7 +483,7 @@ def _accumulators(psrc: PythonSource, loop: Node, loops: list[Node]) -> tuple[Ac
             if op in ("+", "*") and name in sides:
                 kind = "sum" if op == "+" else "prod"
         elif right.type == "call":
-            callee = text(right.child_by_field_name("function"), src)
+            callee = psrc.callee(right)
             if _is_tl(callee) and _short(callee) in _TL_MAX and name in [text(x, src) for x in _positional(right)]:
                 kind = _TL_MAX[_short(callee)]
         if kind is None or name in seen:
@@ -469,7 +498,8 @@ def _accumulators(psrc: PythonSource, loop: Node, loops: list[Node]) -> tuple[Ac
             continue
         value = init.child_by_field_name("right")
         init_text = text(value, src)
-        if not of_type(right, "call") and "tl.zeros" not in init_text and "tl.full" not in init_text \
+        fills = {psrc.callee(c) for c in of_type(value, "call")} & {"tl.zeros", "tl.full"}
+        if not of_type(right, "call") and not fills \
                 and not isinstance(python_literal(init_text), float):
             continue  # a pointer or index moving by a stride, not a reduction
         seen.add(name)
@@ -502,7 +532,7 @@ def _calls(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
         tx = text(n, src)
         for _ in range(4):
             for w in _FLOAT_DTYPES:
-                if tx.endswith(f".to(tl.{w})") or f"dtype=tl.{w}" in tx:
+                if re.search(rf"\.to\((\w+\.)+{w}\)$", tx) or re.search(rf"dtype=(\w+\.)+{w}\b", tx):
                     return w
             if n.type == "identifier" and text(n, src) in assigns and len(assigns[text(n, src)]) >= 1:
                 n = assigns[text(n, src)][-1].child_by_field_name("right")  # type: ignore[assignment]
@@ -512,7 +542,7 @@ def _calls(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
         return None
 
     for c in of_type(psrc.body, "call"):
-        callee = text(c.child_by_field_name("function"), src)
+        callee = psrc.callee(c)
         if not _is_tl(callee):
             continue
         short = _short(callee)
