@@ -88,6 +88,15 @@ class TritonUnit:
         return is_block_param(name) or (tf is not None and name in tf.tile_params)
 
     @property
+    def constexpr_annotation(self) -> str:
+        """The annotation a new ``tl.constexpr`` parameter gets: the one the kernel's constexpr parameters are
+        written with (``tl.constexpr``, ``language.constexpr``, a bare ``constexpr``), else ``<alias>.constexpr``.
+        Copying the kernel's own spelling keeps the new parameter readable wherever the old ones are (the Triton
+        interpreter reads annotations as text)."""
+        own = next((p.type for p in self.kernel.params if p.is_constexpr and p.type), None)
+        return own or f"{self.tl}.constexpr"
+
+    @property
     def tl(self) -> str:
         """The file's name for ``triton.language`` (``"tl"``, ``"language"``, ``"tl2"``): new code is written with
         it (:attr:`~htam_core.source.analysis.triton_names.TritonNames.spelling`)."""

@@ -23,7 +23,10 @@ tutorials' "several rows per program" for small ``N`` and Liger-style row kernel
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from htam_core.source.analysis import TritonAxis, TritonFacts
+from htam_core.source.analysis.triton import launch_argument
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import TLaunch, TritonTransform, TritonUnit, add_kwarg
@@ -64,6 +67,43 @@ def _flat_block_index(unit: TritonUnit, tf: TritonFacts, cols: list[TritonAxis])
         used = {unit.t(i) for i in _ts.of_type(right, "identifier")} if right is not None else set()
         if used & rows and used & blocks:
             return sorted(used & blocks)[0]
+    return None
+
+
+def _grid_tuple(unit: TritonUnit, la: TLaunch) -> Node | None:
+    """The grid's tuple node: written in the launch, or followed through a local (``grid = (n_rows,)``), a
+    ``lambda meta: (n_rows,)`` or a ``def grid(meta): return (n_rows,)``; ``None`` when it is no tuple or it
+    reads the meta-parameters (the grid would then follow a constexpr the rewrite does not know)."""
+    g = unit.grid_expr(la)
+    if g.type == "lambda":
+        g = g.child_by_field_name("body")
+    g = _ts.unwrap_parens(g) if g is not None and g.type == "parenthesized_expression" \
+        and g.named_child_count == 1 and g.named_children[0].type == "tuple" else g
+    if g is None or g.type not in ("tuple", "parenthesized_expression"):
+        return None
+    meta = _lambda_param(unit, la)
+    if meta is not None and any(unit.t(i) == meta for i in _ts.of_type(g, "identifier")):
+        return None
+    return g
+
+
+def _lambda_param(unit: TritonUnit, la: TLaunch) -> str | None:
+    """The meta-parameter's name of a grid lambda or grid function (``meta``), or ``None``."""
+    g = la.grid
+    if g.type == "identifier" and la.host is not None:
+        v = unit.single_value(la.host, unit.t(g), la.call.start_byte)
+        if v is not None:
+            g = v
+        else:
+            fd = next((f for f in _ts.of_type(la.host, "function_definition")
+                       if unit.t(f.child_by_field_name("name")) == unit.t(g)), None)
+            params = fd.child_by_field_name("parameters") if fd is not None else None
+            names = [unit.t(p) for p in params.named_children if p.type == "identifier"] if params else []
+            return names[0] if names else None
+    if g.type == "lambda":
+        params = g.child_by_field_name("parameters")
+        names = [unit.t(p) for p in params.named_children if p.type == "identifier"] if params else []
+        return names[0] if names else None
     return None
 
 
@@ -116,20 +156,21 @@ class TritonMultiRow(TritonTransform):
             return self.not_applicable(f"{kernel.name} is launched from {len(unit.launches)} places; "
                                        "expected one launch to resize")
         la = unit.launches[0]
-        if unit.grid_uses_meta(la) or la.grid.type not in ("tuple", "parenthesized_expression"):
-            return self.not_applicable(f"the grid of {kernel.name} ({unit.t(la.grid)}) is not written as "
-                                       "(rows,) in the launch")
-        dims = [d for d in la.grid.named_children if d.type != "comment"]
+        grid = _grid_tuple(unit, la)
+        if grid is None:
+            return self.not_applicable(f"the grid of {kernel.name} ({unit.t(la.grid)}) is not a tuple (rows,), "
+                                       "written in the launch, in a local, a lambda or a grid function")
+        dims = [d for d in grid.named_children if d.type != "comment"]
         if len(dims) != 1:
             return self.not_applicable(f"the grid of {kernel.name} has {len(dims)} dimensions; expected (rows,)")
         block = blocks[0]
-        kw = la.kwargs.get(block) if block is not None else None
-        if kw is None:
-            return self.not_applicable(f"{block} is not passed by keyword at the launch of {kernel.name}")
+        block_val = launch_argument(la.call, kernel, block, unit.src) if block is not None else None
+        if block_val is None:
+            return self.not_applicable(f"{block} is not passed at the launch of {kernel.name} (a default or "
+                                       "@triton.heuristics chooses it), so the rows per program cannot follow it")
         kernel_edits = self._kernel_edits(unit, kernel, tf, pid, cols, la)
         if isinstance(kernel_edits, str):
             return self.not_applicable(kernel_edits)
-        block_val = kw.child_by_field_name("value")
         literal = facts.constant(block) if block_val.type == "integer" else None
         out: list[Candidate] = []
         for tile in TILES:
@@ -201,9 +242,9 @@ class TritonMultiRow(TritonTransform):
         if first_default is not None:
             if npos > first_default:
                 return f"the launch of {kernel.name} passes defaulted parameters positionally"
-            edits.append(unit.insert(plist[first_default].start_byte, f"htam_n_rows, ROWS: {unit.tl}.constexpr, "))
+            edits.append(unit.insert(plist[first_default].start_byte, f"htam_n_rows, ROWS: {unit.constexpr_annotation}, "))
         elif plist:
-            edits.append(unit.insert(plist[-1].end_byte, f", htam_n_rows, ROWS: {unit.tl}.constexpr"))
+            edits.append(unit.insert(plist[-1].end_byte, f", htam_n_rows, ROWS: {unit.constexpr_annotation}"))
         else:
             return f"{kernel.name} has no parameters"
         return edits
@@ -214,7 +255,8 @@ class TritonMultiRow(TritonTransform):
         g = unit.t(dim)
         edits: list[TextEdit] = []
         if rows is None:
-            stmt = la.call
+            # before the launch, or before the grid's own statement when the grid is a local set earlier
+            stmt = dim if dim.start_byte < la.call.start_byte and dim.end_byte <= la.call.start_byte else la.call
             while stmt.parent is not None and stmt.parent.type not in ("block", "module"):
                 stmt = stmt.parent
             indent = _ts.indent_of(unit.src, stmt.start_byte)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from htam_core.source.analysis.syntax import of_type, text
+from htam_core.source.analysis.syntax import text
 
 #: The normal form's prefix: every ``triton.language`` call reads as ``tl.<name>``.
 CANONICAL = "tl"
@@ -48,15 +48,16 @@ class TritonNames:
         return c
 
 
-def triton_names(root: Node, src: bytes) -> TritonNames:
+def triton_names(root: Node, src: bytes | None = None) -> TritonNames:
     """The :class:`TritonNames` of the Python file whose tree is ``root``.
 
-    Reads every ``import`` statement of the file: ``import triton.language as X``, ``from triton import language
-    [as X]``, ``import triton [as T]`` (``T.language``) and ``import triton.language``. Never raises.
+    Reads the ``import`` statements of the file outside function and class bodies: ``import triton.language as X``, ``from triton import language
+    [as X]``, ``import triton [as T]`` (``T.language``) and ``import triton.language``. ``src``: the text the
+    tree's offsets refer to (``None``: each node's own text). Never raises.
     """
     aliases: list[str] = []
     triton_mods: list[str] = []
-    for st in of_type(root, ("import_statement", "import_from_statement")):
+    for st in _imports(root):
         if st.type == "import_statement":
             for n in st.named_children:
                 name, alias = _dotted_alias(n, src)
@@ -66,7 +67,7 @@ def triton_names(root: Node, src: bytes) -> TritonNames:
                     triton_mods.append(alias or "triton")
         else:
             mod = st.child_by_field_name("module_name")
-            if mod is None or text(mod, src) != "triton":
+            if mod is None or _text(mod, src) != "triton":
                 continue
             for n in st.named_children[1:]:
                 name, alias = _dotted_alias(n, src)
@@ -78,11 +79,29 @@ def triton_names(root: Node, src: bytes) -> TritonNames:
     return TritonNames(tuple(sorted(prefixes, key=lambda p: (-len(p), p))), spelling)
 
 
-def _dotted_alias(node: Node, src: bytes) -> tuple[str, str | None]:
+def _imports(root: Node) -> list[Node]:
+    """The import statements of the module, outside function and class bodies (cheap on large files)."""
+    out: list[Node] = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type in ("import_statement", "import_from_statement"):
+            out.append(n)
+        elif n.type not in ("function_definition", "class_definition", "decorated_definition"):
+            stack.extend(reversed(n.named_children))
+    return out
+
+
+def _text(node: Node, src: bytes | None) -> str:
+    """``node``'s text, from ``src`` or (``None``) from the node itself."""
+    return text(node, src) if src is not None else (node.text or b"").decode("utf-8", "replace")
+
+
+def _dotted_alias(node: Node, src: bytes | None) -> tuple[str, str | None]:
     """``("triton.language", "tl")`` for ``triton.language as tl``, ``("triton", None)`` for ``triton``."""
     if node.type == "aliased_import":
         name, alias = node.child_by_field_name("name"), node.child_by_field_name("alias")
-        return (text(name, src) if name is not None else "", text(alias, src) if alias is not None else None)
+        return (_text(name, src) if name is not None else "", _text(alias, src) if alias is not None else None)
     if node.type == "dotted_name":
-        return text(node, src), None
+        return _text(node, src), None
     return "", None

@@ -60,3 +60,20 @@ def k(x_ptr, n, BS: tl.constexpr, STEP: tl.constexpr, FLAG: tl.constexpr):
         tl.store(x_ptr + tl.arange(0, BS), acc)
 """
     assert facts_of_text(text, "k", "python").triton.tile_params == ("BS", "STEP")
+
+
+def test_kernel_features_read_aliases():
+    from htam_core.source import parse_text
+
+    text = """import triton
+from triton import language as tl2
+
+@triton.jit
+def k(x_ptr, out_ptr, n, B: tl2.constexpr):
+    c = tl2.arange(0, B)
+    v = tl2.load(x_ptr + c, mask=c < n, other=0.0)
+    tl2.store(out_ptr, tl2.sum(tl2.exp(v), axis=0))
+"""
+    feats = parse_text(text, "python").kernel("k").features
+    assert feats.reductions == ["sum"] and "exp" in feats.math_calls
+    assert feats.loads == 1 and feats.stores == 1
