@@ -22,6 +22,7 @@ from __future__ import annotations
 import textwrap
 
 from htam_core.source.analysis.constants import python_int
+from htam_core.source.analysis.triton import launch_argument
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
@@ -154,8 +155,10 @@ class TritonAutotune(TritonTransform):
         grid_lits: dict[str, list] = {}
         masked = not unmasked_accesses(unit)
         for p in kernel.constexpr_params:
-            if not unit.is_block_param(p) or p not in la0.kwargs or not masked:
+            if not unit.is_block_param(p) or not masked:
                 continue
+            if p not in la0.kwargs and launch_argument(la0.call, kernel, p, unit.src) is not None:
+                continue  # passed by position: a config could not override it
             s = block_setting(unit, la0, p)
             if isinstance(s, str):
                 continue

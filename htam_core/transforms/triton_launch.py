@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from htam_core.source.analysis.constants import python_int
-from htam_core.source.analysis.triton import launch_argument
+from htam_core.source.analysis.triton import launch_argument, memop_mask
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
@@ -47,7 +47,7 @@ def unmasked_accesses(unit: TritonUnit) -> list[str]:
     out = []
     for name in ("tl.load", "tl.store"):
         for c in unit.calls(unit.body, name):
-            if unit.kwarg(c, "mask") is not None or unit.kwarg(c, "boundary_check") is not None:
+            if memop_mask(c, name[3:], unit.src) is not None or unit.kwarg(c, "boundary_check") is not None:
                 continue
             args = [a for a in c.child_by_field_name("arguments").named_children if a.type != "keyword_argument"]
             addr = args[0] if args else c

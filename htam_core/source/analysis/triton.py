@@ -138,6 +138,17 @@ def launch_calls(psrc: PythonSource, kernel: Kernel) -> list[tuple[Node, Any]]:
     return out
 
 
+def memop_mask(call: Node, op: str, src: bytes) -> Node | None:
+    """The mask of a ``tl.load``/``tl.store``/``tl.atomic_*`` call, by keyword (``mask=m``) or by position
+    (``tl.load(p, m)``, ``tl.store(p, v, m)``, ``tl.atomic_add(p, v, m)``); ``None`` when it has none."""
+    kw = _kw(call, "mask", src)
+    if kw is not None:
+        return kw
+    pos = _positional(call)
+    k = 1 if op == "load" else 2
+    return pos[k] if len(pos) > k else None
+
+
 def launch_argument(call: Node, kernel: Kernel, param: str, src: bytes) -> Node | None:
     """The expression launch ``call`` passes for ``param``, as a keyword (``BLOCK=64``) or by position (the
     ``k``-th positional argument for the ``k``-th parameter); ``None`` when the launch leaves it to its default
@@ -558,8 +569,9 @@ def _calls(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
             reds.append(TritonReduction(short, python_int(text(ax, src)) if ax is not None else None, target,
                                         psrc.line(c), psrc.span(c)))
         elif short in ("load", "store") or short.startswith("atomic_"):
-            mem.append(TritonMemOp(short, base(pos[0] if pos else None), _kw(c, "mask", src) is not None,
-                                   _kw(c, "other", src) is not None, psrc.line(c), psrc.span(c)))
+            mem.append(TritonMemOp(short, base(pos[0] if pos else None), memop_mask(c, short, src) is not None,
+                                   _kw(c, "other", src) is not None or (short == "load" and len(pos) > 2),
+                                   psrc.line(c), psrc.span(c)))
         elif short == "dot" and len(pos) >= 2:
             ip = _kw(c, "input_precision", src)
             dots.append(TritonDot(text(pos[0], src), text(pos[1], src), dtype(pos[0]), dtype(pos[1]), psrc.line(c),
