@@ -89,7 +89,7 @@ def find_two_pass(unit: TritonUnit, first_ops: tuple[str, ...]) -> TwoPass | str
     tf = facts.triton
     if tf is None:
         return f"{unit.kernel.name} has no Triton facts"
-    loops = [lp for lp in facts.loops if lp.kind == "range" and lp.depth == 0]
+    loops = [lp for lp in facts.loops if lp.kind in ("range", "static_range") and lp.depth == 0]
     if len(loops) < 2:
         return f"{unit.kernel.name} has {len(loops)} loop(s) over the row; a two-pass kernel has two or more"
     by_id = {t.loop: t for t in tf.loops}

@@ -64,3 +64,22 @@ def test_multi_row_follows_a_grid_local():
     (c, *_) = _make("triton_multi_row", "alias_language.py", "rms_scale", "triton.multi_row")
     assert "grid = (triton.cdiv(n_rows, htam_rows),)" in c.new_text
     assert c.new_text.index("htam_rows = ") < c.new_text.index("grid = (")
+
+
+def test_the_memory_reads_a_kernel_under_its_files_alias():
+    from htam_core.memory.facts import compute_facts
+
+    model = load(str(ROOT / "triton_online_softmax" / "alias_language.py"))
+    k = model.kernel("softmax_rows")
+    facts = compute_facts(k.features, k.language, None, k, model)
+    assert facts["uses_exp"] and facts["reduction_like"]
+
+
+def test_online_softmax_fuses_static_range_loops():
+    (c,) = _make("triton_online_softmax", "static_range.py", "softmax_static", "triton.online_softmax")
+    assert c.new_text.count("tl.static_range(") == 2  # the max and sum passes are one loop now
+
+
+def test_online_softmax_writes_the_files_alias():
+    (c,) = _make("triton_online_softmax", "from_import.py", "lse_kernel", "triton.online_softmax")
+    assert "tl2.where(" in c.new_text and "tl2.exp(htam_m_prev" in c.new_text

@@ -79,6 +79,27 @@ def triton_names(root: Node, src: bytes | None = None) -> TritonNames:
     return TritonNames(tuple(sorted(prefixes, key=lambda p: (-len(p), p))), spelling)
 
 
+def binding_imports(root: Node, src: bytes | None = None) -> str:
+    """The import statements of the file (outside function and class bodies) that bind ``triton`` or
+    ``triton.language``, one per line: prepended to a kernel's own text, they give it the file's names (the
+    memory's facts read a kernel from its own text).
+
+    Args:
+        root: the module's tree.
+        src: the text the tree's offsets refer to (``None``: each node's own text).
+    """
+    out = []
+    for st in _imports(root):
+        if st.type == "import_statement":
+            keep = any(_dotted_alias(n, src)[0] in ("triton", "triton.language") for n in st.named_children)
+        else:
+            mod = st.child_by_field_name("module_name")
+            keep = mod is not None and _text(mod, src) == "triton"
+        if keep:
+            out.append(" ".join(_text(st, src).split()))
+    return "\n".join(out)
+
+
 def _imports(root: Node) -> list[Node]:
     """The import statements of the module, outside function and class bodies (cheap on large files)."""
     out: list[Node] = []
