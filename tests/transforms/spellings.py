@@ -21,8 +21,8 @@ when the earlier ones hold):
 * **compiled**: for CUDA, ``nvcc -arch=sm_90 -c`` accepts every candidate; for Triton, every candidate's kernel runs
   under the Triton interpreter and matches the start (the step's ``gpu`` block gives the call);
 * **gpu**: on a CUDA device, every candidate's host launcher (``host`` of the spelling, called with the step's
-  ``gpu.args`` in order: ``in`` tensors random, ``out`` tensors zeroed, ``int`` and ``float`` scalars) gives the
-  start's outputs within ``rtol``/``atol``. ``None`` when not measured.
+  ``gpu.args`` in order: ``in`` tensors random, ``inout`` random and compared, ``out`` zeroed, ``int`` and
+  ``float`` scalars) gives the start's outputs within ``rtol``/``atol``. ``None`` when not measured.
 
 Used by ``tests/transforms/test_spellings.py`` (one test per cell) and ``bench/spelling_matrix.py`` (the table).
 """
@@ -201,8 +201,10 @@ def outputs(path):
     gen = torch.Generator().manual_seed(1234)
     args, outs = [], []
     for a in spec["args"]:
-        if a["kind"] == "in":
+        if a["kind"] in ("in", "inout"):
             args.append(torch.randn(a["size"], generator=gen))
+            if a["kind"] == "inout":
+                outs.append(args[-1])
         elif a["kind"] == "out":
             args.append(torch.zeros(a["size"])); outs.append(args[-1])
         elif a["kind"] == "int":
@@ -248,8 +250,10 @@ def _gpu_outputs(sp: Spelling, text: str, tmp: Path, tag: str) -> list[Any]:
     args: list[Any] = []
     outs: list[Any] = []
     for a in spec:
-        if a["kind"] == "in":
+        if a["kind"] in ("in", "inout"):
             args.append(torch.randn(a["size"], device="cuda", generator=gen))
+            if a["kind"] == "inout":
+                outs.append(args[-1])
         elif a["kind"] == "out":
             t = torch.zeros(a["size"], device="cuda")
             args.append(t)
@@ -258,7 +262,7 @@ def _gpu_outputs(sp: Spelling, text: str, tmp: Path, tag: str) -> list[Any]:
             args.append(int(a["value"]))
         else:
             args.append(float(a["value"]))
-    ctype = {"in": "float*", "out": "float*", "int": "int", "float": "float"}
+    ctype = {"in": "float*", "inout": "float*", "out": "float*", "int": "int", "float": "float"}
     signature = ", ".join(f"{ctype[a['kind']]} {a['name']}" for a in spec)
     call = f"{sp.host}({', '.join(a['name'] for a in spec)})"
     call_host(text, signature, call, args, tmp, tag)
