@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from htam_core.source.analysis.constants import python_int
-from htam_core.source.analysis.triton import launch_argument, memop_mask
+from htam_core.source.analysis.triton import launch_argument, memop_mask, module_value
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
@@ -72,15 +72,6 @@ class BlockSetting:
     local: str | None  # the local variable passed as the kwarg, if any
 
 
-def _module_value(unit: TritonUnit, name: str) -> Node | None:
-    """The right-hand side of the only module-level assignment ``name = ...`` (a module constant)."""
-    assigns = [st.named_children[0] for st in unit.root.named_children
-               if st.type == "expression_statement" and st.named_children
-               and st.named_children[0].type == "assignment"
-               and unit.t(st.named_children[0].child_by_field_name("left")) == name]
-    return assigns[0].child_by_field_name("right") if len(assigns) == 1 else None
-
-
 def block_setting(unit: TritonUnit, launch: TLaunch, param: str) -> BlockSetting | str:
     """Resolve ``param`` at ``launch`` to an integer: a literal passed by keyword or position (directly, or through
     one local assignment or a module constant), or the parameter's default when the launch does not pass it."""
@@ -96,7 +87,7 @@ def block_setting(unit: TritonUnit, launch: TLaunch, param: str) -> BlockSetting
     if v.type == "identifier":
         name = unit.t(v)
         local = unit.assignments(launch.host, name) if launch.host is not None else []
-        rhs = unit.single_value(launch.host, name, launch.call.start_byte) if local else _module_value(unit, name)
+        rhs = unit.single_value(launch.host, name, launch.call.start_byte) if local else module_value(unit.root, name, unit.src)
         if rhs is not None and rhs.type == "integer" and python_int(unit.t(rhs)):
             return BlockSetting(param, python_int(unit.t(rhs)) or 0, rhs, name)
         if rhs is not None:

@@ -23,10 +23,8 @@ tutorials' "several rows per program" for small ``N`` and Liger-style row kernel
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
 from htam_core.source.analysis import TritonAxis, TritonFacts
-from htam_core.source.analysis.triton import launch_argument
+from htam_core.source.analysis.triton import grid_tuple, launch_argument
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import TLaunch, TritonTransform, TritonUnit, add_kwarg
@@ -67,43 +65,6 @@ def _flat_block_index(unit: TritonUnit, tf: TritonFacts, cols: list[TritonAxis])
         used = {unit.t(i) for i in _ts.of_type(right, "identifier")} if right is not None else set()
         if used & rows and used & blocks:
             return sorted(used & blocks)[0]
-    return None
-
-
-def _grid_tuple(unit: TritonUnit, la: TLaunch) -> Node | None:
-    """The grid's tuple node: written in the launch, or followed through a local (``grid = (n_rows,)``), a
-    ``lambda meta: (n_rows,)`` or a ``def grid(meta): return (n_rows,)``; ``None`` when it is no tuple or it
-    reads the meta-parameters (the grid would then follow a constexpr the rewrite does not know)."""
-    g = unit.grid_expr(la)
-    if g.type == "lambda":
-        g = g.child_by_field_name("body")
-    g = _ts.unwrap_parens(g) if g is not None and g.type == "parenthesized_expression" \
-        and g.named_child_count == 1 and g.named_children[0].type == "tuple" else g
-    if g is None or g.type not in ("tuple", "parenthesized_expression"):
-        return None
-    meta = _lambda_param(unit, la)
-    if meta is not None and any(unit.t(i) == meta for i in _ts.of_type(g, "identifier")):
-        return None
-    return g
-
-
-def _lambda_param(unit: TritonUnit, la: TLaunch) -> str | None:
-    """The meta-parameter's name of a grid lambda or grid function (``meta``), or ``None``."""
-    g = la.grid
-    if g.type == "identifier" and la.host is not None:
-        v = unit.single_value(la.host, unit.t(g), la.call.start_byte)
-        if v is not None:
-            g = v
-        else:
-            fd = next((f for f in _ts.of_type(la.host, "function_definition")
-                       if unit.t(f.child_by_field_name("name")) == unit.t(g)), None)
-            params = fd.child_by_field_name("parameters") if fd is not None else None
-            names = [unit.t(p) for p in params.named_children if p.type == "identifier"] if params else []
-            return names[0] if names else None
-    if g.type == "lambda":
-        params = g.child_by_field_name("parameters")
-        names = [unit.t(p) for p in params.named_children if p.type == "identifier"] if params else []
-        return names[0] if names else None
     return None
 
 
@@ -156,7 +117,7 @@ class TritonMultiRow(TritonTransform):
             return self.not_applicable(f"{kernel.name} is launched from {len(unit.launches)} places; "
                                        "expected one launch to resize")
         la = unit.launches[0]
-        grid = _grid_tuple(unit, la)
+        grid = grid_tuple(la.call, la.host, unit.src)
         if grid is None:
             return self.not_applicable(f"the grid of {kernel.name} ({unit.t(la.grid)}) is not a tuple (rows,), "
                                        "written in the launch, in a local, a lambda or a grid function")

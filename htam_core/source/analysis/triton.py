@@ -149,6 +149,61 @@ def memop_mask(call: Node, op: str, src: bytes) -> Node | None:
     return pos[k] if len(pos) > k else None
 
 
+def module_value(root: Node, name: str, src: bytes) -> Node | None:
+    """The right-hand side of the only module-level assignment ``name = ...`` (a module constant), or ``None``."""
+    assigns = [st.named_children[0] for st in root.named_children
+               if st.type == "expression_statement" and st.named_children
+               and st.named_children[0].type == "assignment"
+               and text(st.named_children[0].child_by_field_name("left"), src) == name]
+    return assigns[0].child_by_field_name("right") if len(assigns) == 1 else None
+
+
+def _single_local(host: Node, name: str, before: int, src: bytes) -> Node | None:
+    """The right-hand side of the only plain assignment to ``name`` in ``host`` when it precedes ``before``."""
+    assigns = [a for a in of_type(host, ("assignment", "augmented_assignment"))
+               if a.child_by_field_name("left") is not None and text(a.child_by_field_name("left"), src) == name]
+    if len(assigns) != 1 or assigns[0].type != "assignment" or assigns[0].start_byte > before:
+        return None
+    return assigns[0].child_by_field_name("right")
+
+
+def grid_tuple(call: Node, host: Node | None, src: bytes) -> Node | None:
+    """The tuple a launch ``k[grid](...)`` runs over, whatever the spelling: written in the launch
+    (``k[(n_rows,)]``), in a local (``grid = (n_rows,)``), in a lambda (``lambda meta: (n_rows,)``, inline or in a
+    local) or returned by a grid function (``def grid(meta): return (n_rows,)``); ``None`` when the grid is no
+    tuple or reads its meta-parameter (it then follows a constexpr of the launch). The one reader of a launch's
+    grid tuple."""
+    fn = call.child_by_field_name("function")
+    g = fn.child_by_field_name("subscript") if fn is not None and fn.type == "subscript" else None
+    meta: str | None = None
+    if g is not None and g.type == "identifier" and host is not None:
+        name = text(g, src)
+        v = _single_local(host, name, call.start_byte, src)
+        if v is not None:
+            g = v
+        else:
+            fd = next((f for f in of_type(host, "function_definition")
+                       if text(f.child_by_field_name("name"), src) == name), None)
+            rets = of_type(fd, "return_statement") if fd is not None else []
+            if len(rets) != 1 or not rets[0].named_children:
+                return None
+            params = fd.child_by_field_name("parameters")  # type: ignore[union-attr]
+            names = [text(p, src) for p in params.named_children if p.type == "identifier"] if params else []
+            meta, g = (names[0] if names else None), rets[0].named_children[0]
+    if g is not None and g.type == "lambda":
+        params = g.child_by_field_name("parameters")
+        names = [text(p, src) for p in params.named_children if p.type == "identifier"] if params else []
+        meta, g = (names[0] if names else None), g.child_by_field_name("body")
+    if g is not None and g.type == "parenthesized_expression" and g.named_child_count == 1 \
+            and g.named_children[0].type == "tuple":
+        g = g.named_children[0]
+    if g is None or g.type not in ("tuple", "parenthesized_expression"):
+        return None
+    if meta is not None and any(text(i, src) == meta for i in of_type(g, "identifier")):
+        return None
+    return g
+
+
 def launch_argument(call: Node, kernel: Kernel, param: str, src: bytes) -> Node | None:
     """The expression launch ``call`` passes for ``param``, as a keyword (``BLOCK=64``) or by position (the
     ``k``-th positional argument for the ``k``-th parameter); ``None`` when the launch leaves it to its default
