@@ -45,9 +45,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("coarsen", "guarded_load.cu"): "a load under `if (i < n) v = in[i];` into a zeroed register is not read as "
                                     "the guarded load of the block tree",
     ("coarsen", "macro.cu"): "the global index from an object-like macro (GID) is not expanded",
-    # Triton
-    ("triton_multi_row", "heuristics.py"): "the block size comes from @triton.heuristics, so the rows per program "
-                                           "cannot be computed at the launch",
 }
 
 

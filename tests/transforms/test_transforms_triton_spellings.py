@@ -83,3 +83,11 @@ def test_online_softmax_fuses_static_range_loops():
 def test_online_softmax_writes_the_files_alias():
     (c,) = _make("triton_online_softmax", "from_import.py", "lse_kernel", "triton.online_softmax")
     assert "tl2.where(" in c.new_text and "tl2.exp(htam_m_prev" in c.new_text
+
+
+def test_multi_row_with_a_block_from_heuristics_chooses_rows_there_too():
+    cands = _make("triton_multi_row", "heuristics.py", "absmax_scale_kernel", "triton.multi_row")
+    c = cands[0]
+    assert '"ROWS": lambda args: max(1, min(64, 2048 // args["BLOCK_N"]))' in c.new_text
+    assert 'return (triton.cdiv(n_rows, meta["ROWS"]),)' in c.new_text
+    assert "htam_n_rows=n_rows)" in c.new_text and len(cands) == 2

@@ -204,6 +204,42 @@ def grid_tuple(call: Node, host: Node | None, src: bytes) -> Node | None:
     return g
 
 
+def grid_meta(call: Node, host: Node | None, src: bytes) -> str | None:
+    """The name of the meta-parameter of a launch's grid lambda or grid function (``meta`` in ``lambda meta:
+    ...`` or ``def grid(meta):``), or ``None`` when the grid is a plain tuple."""
+    fn = call.child_by_field_name("function")
+    g = fn.child_by_field_name("subscript") if fn is not None and fn.type == "subscript" else None
+    if g is not None and g.type == "identifier" and host is not None:
+        name = text(g, src)
+        v = _single_local(host, name, call.start_byte, src)
+        fd = None if v is not None else next((f for f in of_type(host, "function_definition")
+                                              if text(f.child_by_field_name("name"), src) == name), None)
+        g = v if v is not None else fd
+    if g is None or g.type not in ("lambda", "function_definition"):
+        return None
+    params = g.child_by_field_name("parameters")
+    names = [text(p, src) for p in params.named_children if p.type == "identifier"] if params is not None else []
+    return names[0] if names else None
+
+
+def heuristics_dict(top: Node, src: bytes) -> Node | None:
+    """The dictionary literal of the kernel's ``@triton.heuristics({...})`` decorator (``top``: the decorated
+    definition), or ``None``."""
+    if top.type != "decorated_definition":
+        return None
+    for d in top.named_children:
+        call = d.named_children[0] if d.type == "decorator" and d.named_children else None
+        if call is None or call.type != "call":
+            continue
+        if text(call.child_by_field_name("function"), src).rsplit(".", 1)[-1] != "heuristics":
+            continue
+        pos = _positional(call)
+        kw = _kw(call, "values", src)
+        arg = pos[0] if pos else kw
+        return arg if arg is not None and arg.type == "dictionary" else None
+    return None
+
+
 def launch_argument(call: Node, kernel: Kernel, param: str, src: bytes) -> Node | None:
     """The expression launch ``call`` passes for ``param``, as a keyword (``BLOCK=64``) or by position (the
     ``k``-th positional argument for the ``k``-th parameter); ``None`` when the launch leaves it to its default
