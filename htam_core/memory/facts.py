@@ -15,11 +15,14 @@ them with the syntactic counts. Each is documented in :data:`FACTS` and in docs/
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
 from htam_core.source.analysis import Access, KernelFacts, analyze
 from htam_core.source.analysis.constants import evaluate_text
+from htam_core.source.analysis.syntax import parse
+from htam_core.source.analysis.triton_names import binding_imports
 from htam_core.source.api import parse_text
 from htam_core.source.model import Kernel, KernelFeatures, SourceModel
 from htam_core.types.profile import Profile
@@ -143,6 +146,21 @@ def normalize_language(language: str) -> str:
     raise ValueError(f"unknown kernel language {language!r}; expected 'cuda', 'cuda-in-python' or 'triton'")
 
 
+def triton_header(model: SourceModel | None) -> str:
+    """The import lines of ``model``'s file that bind ``triton.language`` (``""`` without a model, or in a file
+    that never names triton), for :func:`kernel_analysis`."""
+    if model is None or "triton" not in model.text:
+        return ""
+    return _triton_header(model.text)
+
+
+@functools.lru_cache(maxsize=64)
+def _triton_header(text: str) -> str:
+    """:func:`htam_core.source.analysis.triton_names.binding_imports` of a Python file's text (cached per text)."""
+    src = text.encode("utf-8")
+    return binding_imports(parse(src, "python").root_node, src)
+
+
 def _literal_int(text: str | None) -> int | None:
     """Threads of a constant block expression like ``256``, ``16 * 16`` or ``dim3(16, 16)`` (product), else
     ``None`` (names are not looked up: the launch site's resolved config has them substituted already)."""
@@ -152,11 +170,14 @@ def _literal_int(text: str | None) -> int | None:
     return v if isinstance(v, int) and v > 0 else None
 
 
-def kernel_analysis(kernel: Kernel) -> KernelFacts | None:
+def kernel_analysis(kernel: Kernel, header: str = "") -> KernelFacts | None:
     """The analysis-layer facts of ``kernel`` read from its own text (the kernel and its decorators; launch sites
     elsewhere in the file are not needed by the predicates), or ``None`` when the text does not give the kernel
-    back. Cached by :func:`htam_core.source.analysis.analyze` per text."""
-    model = parse_text(kernel.text, "python" if kernel.language == "triton" else "cuda")
+    back. ``header``: lines put before a Triton kernel's text, the file's imports of ``triton.language`` (so
+    ``language.exp`` reads as ``tl.exp`` where the file imports it so; :func:`triton_header`). Cached by
+    :func:`htam_core.source.analysis.analyze` per text."""
+    text = f"{header}\n\n{kernel.text}" if header and kernel.language == "triton" else kernel.text
+    model = parse_text(text, "python" if kernel.language == "triton" else "cuda")
     mine = [k for k in model.kernels if k.name == kernel.name]
     return analyze(model, mine[0]) if mine else None
 
@@ -366,7 +387,8 @@ def compute_facts(
     loads, stores = f.loads, f.stores
     has_loop = loops > 0
     uses_math = bool(f.math_calls)
-    analysis = kernel_analysis(kernel) if kernel is not None else None
+    header = triton_header(model) if kernel is not None and kernel.language == "triton" else ""
+    analysis = kernel_analysis(kernel, header) if kernel is not None else None
     # Shared memory and barriers may be spelled through the file's own helpers (``T *sdata = SharedMemory<T>();``
     # with the accessor struct above the kernel, ``cg::sync(cta)``): with the file, those facts are read from the
     # kernel in its file.

@@ -47,6 +47,8 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
 
 def _param(sp):
     marks = [pytest.mark.xfail(reason=KNOWN_GAPS[sp.cell], strict=True)] if sp.cell in KNOWN_GAPS else []
+    if sp.language == "triton":  # every candidate runs under the Triton interpreter: tens of seconds a cell
+        marks.append(pytest.mark.slow)
     return pytest.param(sp, id=f"{sp.step}/{sp.file}", marks=marks)
 
 

@@ -581,6 +581,9 @@ class TritonFacts:
         loops: every ``for`` loop at the name level (:class:`TritonLoop`), in loop-id order.
         tensor_shapes: ``tl.zeros``/``tl.full`` shape arguments as written (``[BLOCK_N]``).
         arange_dependents: names derived (through assignments) from a ``tl.arange`` variable, those first.
+        tile_params: the ``tl.constexpr`` parameters that size a tile, whatever their name: the ``end`` of a
+            ``tl.arange(0, P)`` (inline ones included), or the step of a ``range``/``tl.range`` loop
+            (``BLOCK_SIZE``, ``XBLOCK``, ``BS``), in parameter order.
     """
 
     axes: tuple[TritonAxis, ...] = ()
@@ -598,6 +601,7 @@ class TritonFacts:
     loops: tuple[TritonLoop, ...] = ()
     tensor_shapes: tuple[str, ...] = ()
     arange_dependents: tuple[str, ...] = ()
+    tile_params: tuple[str, ...] = ()
 
     def program_axes(self) -> tuple[int, ...]:
         """The ``tl.program_id`` axes used, sorted."""
