@@ -9,10 +9,13 @@ language that has a mechanical transform:
   (:func:`htam_core.transforms.registry.resolve_step`, the path a click on the code action takes): a makeable
   code action;
 * **made**: the first candidate of an offered step compiles: for CUDA, the whole edited file with
-  ``nvcc -arch=sm_90 -ptx`` (``-I`` the file's folder and cuda-samples' ``Common/``); for Triton, the edited
-  kernel AOT-compiled for sm_90 (:func:`htam_core.profile.static_triton.compile_triton_kernel`), which needs no
-  GPU. When the *original* file does not compile here (a missing third-party header, a Liger module import), the
-  offer is counted as *unchecked*, not as made or failed.
+  ``nvcc -arch=sm_90 -ptx`` (``-I`` the file's folder and cuda-samples' ``Common/``); for Triton, with
+  ``--triton-compile`` only, the edited kernel AOT-compiled for sm_90
+  (:func:`htam_core.profile.static_triton.compile_triton_kernel`, no GPU; Liger's ops import from
+  ``liger_kernel``, so a package whose ``ops`` links to the corpus folder is put on ``PYTHONPATH``). The Liger
+  kernels cannot be run here (no inputs or harness), so the Triton interpreter does not judge them. When the
+  *original* file does not compile here (a missing third-party header or module), or Triton edits are not
+  compiled, the offer is counted as *unchecked*, not as made or failed.
 
 The candidates of ``--sample`` offers (spread over the steps, seeded) are written as unified diffs under
 ``<out>/sample/`` for the hand check. nvcc's answers are cached by content in ``--cache``.
@@ -58,7 +61,8 @@ def nvcc_ok(text: str, src: Path, common: Path, cache: Path, includes: tuple[Pat
     """Whether ``text`` (a CUDA file that lives at ``src``) compiles to PTX for sm_90, and nvcc's first error line
     (cached by content in ``cache``). ``-rdc=true`` is tried when nvcc asks for separate compilation.
     ``includes``: more ``-I`` folders (a compile-check stand-in for a library header the toolkit lacks)."""
-    key = hashlib.sha256(text.encode() + str(src).encode() + str(includes).encode() + b"steps-v1").hexdigest()
+    extra = str(includes).encode() if includes else b""
+    key = hashlib.sha256(text.encode() + str(src).encode() + extra + b"steps-v1").hexdigest()
     hit = cache / f"{key}.json"
     if hit.exists():
         ok, err = json.loads(hit.read_text())
@@ -105,6 +109,36 @@ def triton_ok(text: str, src: Path, kernel_name: str) -> tuple[bool, str]:
     except Exception as exc:  # noqa: BLE001 - the benchmark counts any failure as not compiled
         return False, f"{type(exc).__name__}: {str(exc)[:160]}"
     return True, ""
+
+
+#: The three helpers Liger's ops import from ``liger_kernel.utils`` (a module outside ``ops/``, so not in the corpus),
+#: written here for a CUDA device: enough for the ops to import, so Triton can compile their kernels.
+_LIGER_UTILS = '''"""Stand-ins written by htam's corpus benchmark: the device queries Liger's ops import."""
+
+
+def infer_device():
+    return "cuda"
+
+
+def infer_device_arch():
+    return "cuda"
+
+
+def is_npu_available():
+    return False
+'''
+
+
+def liger_package(liger: Path, into: Path) -> Path:
+    """A ``liger_kernel`` package under ``into`` whose ``ops`` is the corpus folder ``liger`` (a link, nothing
+    copied) and whose ``utils`` holds :data:`_LIGER_UTILS`; returns ``into`` (put it on ``PYTHONPATH``)."""
+    pkg = into / "liger_kernel"
+    pkg.mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text(_LIGER_UTILS)
+    if not (pkg / "ops").exists():
+        (pkg / "ops").symlink_to(liger.resolve(), target_is_directory=True)
+    return into
 
 
 def files_of(corpus: Path) -> list[Path]:
@@ -208,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
                     default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "htam-corpus-nvcc")
     ap.add_argument("--jobs", type=int, default=2, help="parallel compiles (default 2)")
     ap.add_argument("--no-compile", action="store_true", help="count offers only")
+    ap.add_argument("--triton-compile", action="store_true",
+                    help="AOT-compile Triton edits (slow: minutes per Liger kernel on a small machine; many Liger "
+                         "kernels do not compile here unedited); otherwise Triton offers are counted unchecked")
     ap.add_argument("--sample", type=int, default=40, help="offers written as diffs for the hand check")
     ap.add_argument("--only", default="", help="only files whose corpus path contains this text")
     args = ap.parse_args(argv)
@@ -226,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
                                 a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("/")),
                             "files": 0, "kernels": 0, "kernels_cuda": 0, "kernels_triton": 0, "load_errors": 0}
     files = [p for p in files_of(args.corpus) if args.only in str(p.relative_to(args.corpus))]
+    if (args.corpus / "liger").is_dir() and args.triton_compile:  # before the first Triton worker starts
+        shim = liger_package(args.corpus / "liger", Path(tempfile.mkdtemp(prefix="htam-liger-")))
+        os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (str(shim), os.environ.get("PYTHONPATH")) if x)
     for p in files:
         got, n, err = offers_of(p, args.corpus, kb)
         meta["files"] += 1
@@ -235,7 +275,10 @@ def main(argv: list[str] | None = None) -> int:
             meta["load_errors"] += 1
         offered = [r for r in got if r["offered"]]
         if offered and not args.no_compile:
-            if p.suffix == ".py":
+            if p.suffix == ".py" and not args.triton_compile:
+                for r in offered:
+                    r["compiles"], r["compile_error"] = None, "Triton edits not compiled (--triton-compile not given)"
+            elif p.suffix == ".py":
                 base_ok, base_err = {}, {}
                 for r in offered:
                     if r["kernel"] not in base_ok:
