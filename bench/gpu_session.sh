@@ -12,7 +12,11 @@
 #             SPACE_FILL=<fill list from htam bench misses> measures those candidates instead of exploring),
 #             llmc (bench/bench_llmc.py: the rules engine on llm.c's naive kernels beside the experts; resumes
 #             .devcarry/llmc-gpu.jsonl when carried; LLMC_DIR,
-#             LLMC_BUDGET, LLMC_TRIALS, LLMC_MINUTES, LLMC_S, LLMC_ARGS)   (default: gputests,demo,bench)
+#             LLMC_BUDGET, LLMC_TRIALS, LLMC_MINUTES, LLMC_S, LLMC_ARGS),
+#             textbook (bench/bench_textbook.py --gpu: unseen textbook kernels, naive beside the authors' version;
+#             reads the corpus root (public/ and llmc/) from TEXTBOOK_CORPUS, default .devcarry/corpus; reuses the
+#             llmc stage's rows of this session when they exist; TEXTBOOK_BUDGET, TEXTBOOK_TRIALS,
+#             TEXTBOOK_MINUTES, TEXTBOOK_S, TEXTBOOK_ARGS)   (default: gputests,demo,bench)
 #   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
 #   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else bench/data_paths.py's)
 #   plus every HTAM_BENCH_* / HTAM_KB_* variable of bench/run_gpu_bench.sh.
@@ -94,6 +98,11 @@ for s in "${want[@]}"; do
           stage llmc "${LLMC_S:-420}" "$PY" bench/bench_llmc.py --llmc "${LLMC_DIR:-.devcarry/llmc}" \
             --budget "${LLMC_BUDGET:-3}" --trials "${LLMC_TRIALS:-20}" --max-minutes "${LLMC_MINUTES:-6.5}" \
             --out "$RUN/llmc" --work /tmp/llmc-work ${LLMC_ARGS:-} ;;
+    textbook) TB_ROWS=$(ls "$RUN"/llmc/llmc-gpu-*.jsonl 2>/dev/null | head -1)
+              stage textbook "${TEXTBOOK_S:-460}" "$PY" bench/bench_textbook.py --gpu \
+                --corpus "${TEXTBOOK_CORPUS:-.devcarry/corpus}" --budget "${TEXTBOOK_BUDGET:-3}" \
+                --trials "${TEXTBOOK_TRIALS:-20}" --max-minutes "${TEXTBOOK_MINUTES:-6.5}" --out "$RUN/textbook" \
+                ${TB_ROWS:+--llmc-rows "$TB_ROWS"} ${TEXTBOOK_ARGS:-} ;;
     *) log "unknown stage $s" ;;
   esac
 done
