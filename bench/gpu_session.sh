@@ -13,7 +13,12 @@
 #             SPACE_FILL=<fill list from htam bench misses> measures those candidates instead of exploring),
 #             llmc (bench/bench_llmc.py: the rules engine on llm.c's naive kernels beside the experts; resumes
 #             .devcarry/llmc-gpu.jsonl when carried; LLMC_DIR,
-#             LLMC_BUDGET, LLMC_TRIALS, LLMC_MINUTES, LLMC_S, LLMC_ARGS)   (default: gputests,demo,bench)
+#             LLMC_BUDGET, LLMC_TRIALS, LLMC_MINUTES, LLMC_S, LLMC_ARGS),
+#             llmgpu (bench/llm_guidance_gpu.py: the LLM guidance benchmark's correct candidates, packed on the CPU
+#             machine by bench/llm_guidance_pack.py into LLMGPU_PACK (default .devcarry/llm-pack), verified and
+#             re-timed against their starts in a fresh process; speedups per policy; resumes when its output
+#             folder is carried as LLMGPU_PACK/timings.jsonl; LLMGPU_MINUTES, LLMGPU_S, LLMGPU_TRIALS)
+#             (default: gputests,demo,bench)
 #   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
 #   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else bench/data_paths.py's)
 #   plus every HTAM_BENCH_* / HTAM_KB_* variable of bench/run_gpu_bench.sh.
@@ -96,6 +101,11 @@ for s in "${want[@]}"; do
           stage llmc "${LLMC_S:-420}" "$PY" bench/bench_llmc.py --llmc "${LLMC_DIR:-.devcarry/llmc}" \
             --budget "${LLMC_BUDGET:-3}" --trials "${LLMC_TRIALS:-20}" --max-minutes "${LLMC_MINUTES:-6.5}" \
             --out "$RUN/llmc" --work /tmp/llmc-work ${LLMC_ARGS:-} ;;
+    llmgpu) PACK="${LLMGPU_PACK:-.devcarry/llm-pack}"; mkdir -p "$RUN/llmgpu"
+            [ -f "$PACK/timings.jsonl" ] && cp "$PACK/timings.jsonl" "$RUN/llmgpu/timings.jsonl"
+            stage llmgpu "${LLMGPU_S:-450}" "$PY" bench/llm_guidance_gpu.py "$PACK" --out "$RUN/llmgpu" \
+              --max-minutes "${LLMGPU_MINUTES:-6.5}" --trials "${LLMGPU_TRIALS:-50}" --device "$(head -1 "$RUN/device.txt")" \
+              --command "STAGES=llmgpu LLMGPU_PACK=$PACK bash bench/gpu_session.sh" ;;
     *) log "unknown stage $s" ;;
   esac
 done
