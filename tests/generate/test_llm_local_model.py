@@ -3,8 +3,10 @@
 Skipped, with the reason, when llama-cpp-python's server is not importable (by ``$HTAM_LLM_PYTHON`` or this
 interpreter; ``make install-llm`` builds it) or the model cannot be fetched. The model is tiny: its replies are
 rarely correct kernels, so the test asserts the bookkeeping, not a speedup: the run ends cleanly, each reply is
-accounted for in report.json and llm.jsonl (a checked candidate, an endpoint fault, or refused), and the memory
-records exactly the steps that had a candidate.
+accounted for in report.json and llm.jsonl (a checked candidate, a repeat of a kernel already evaluated, an
+endpoint fault, or refused: no code), tokens in and out are logged per reply, and the memory records exactly the
+steps that had a candidate. ``make test`` builds the server in the background while the suite runs and runs this
+file after it (``.ci/local-llm.sh``).
 """
 
 from __future__ import annotations
@@ -96,3 +98,9 @@ def test_optimize_with_a_real_local_model(server: LocalServer, tmp_path: Path) -
     assert all(r.outcome.status != ENDPOINT_FAULT for r in records)
     usage = [r for r in log if r["event"] == "reply"]
     assert all(r["status"] == 200 for r in usage)
+    # tokens in and out are recorded for every reply (a real server always reports its usage)
+    assert all(isinstance(r["prompt_tokens"], int) and r["prompt_tokens"] > 0 for r in usage), usage
+    assert all(isinstance(r["completion_tokens"], int) and r["completion_tokens"] > 0 for r in usage), usage
+    # a repeat (a reply whose kernel was already evaluated) is checked but makes no step and spends no budget
+    repeats = [m for m in report.get("not_made", []) if "already evaluated" in m.get("reason", "")]
+    assert events.count("check") >= len(made) + len(repeats)
