@@ -118,8 +118,18 @@ def _done(results: Path) -> set[tuple[str, str]]:
     for line in results.read_text().splitlines():
         if line.strip():
             r = json.loads(line)
-            keys.add((r["kernel"], r["policy"]))
+            if not fault_only(r):
+                keys.add((r["kernel"], r["policy"]))
     return keys
+
+
+def fault_only(rec: dict[str, Any]) -> bool:
+    """True for a line of the LLM engine whose requests all failed (no reply came back: a server too slow for
+    ``--timeout``): it says nothing about the model, so a rerun runs that (kernel, policy) again and the summary
+    keeps the last line of each pair."""
+    rep = rec.get("replies") or {}
+    return (rec.get("engine") == "llm" and rec.get("status") == "ok" and rep.get("replies", 0) == 0
+            and rec.get("endpoint_faults", 0) > 0)
 
 
 def _prepare(k: BenchKernel, work: Path) -> Path:

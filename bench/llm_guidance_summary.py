@@ -72,7 +72,12 @@ def _steps_made(rec: dict[str, Any], run: Path) -> tuple[int, int]:
 
 def summarize(run: Path) -> dict[str, Any]:
     """Per-policy totals of the run at ``run`` (see the module docstring for each figure)."""
-    lines = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines() if x.strip()]
+    last: dict[tuple[str, str], dict[str, Any]] = {}  # a pair run again (after a fault-only line): the last counts
+    for x in (run / "results.jsonl").read_text().splitlines():
+        if x.strip():
+            r = json.loads(x)
+            last[(r["kernel"], r["policy"])] = r
+    lines = list(last.values())
     out: dict[str, Any] = {}
     for pol in [p for p in POLICY_ORDER if any(r["policy"] == p for r in lines)]:
         rs = [r for r in lines if r["policy"] == pol]

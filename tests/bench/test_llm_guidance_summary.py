@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,25 @@ def test_summary_counts_steps_made_from_the_candidate_files(tmp_path: Path) -> N
     assert (s["step_made"], s["step_checked"]) == (1, 2)
     assert s["tokens_in"] == 3000 and s["tokens_out"] == 600 and s["tokens_per_s"] == 10.0
     assert s["correct_ci95"][0] > 0 and s["correct_ci95"][1] == 100.0
+
+
+def test_fault_only_line_is_run_again_and_the_last_line_counts(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("bench_llm_guidance", REPO / "bench" / "bench_llm_guidance.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up
+    spec.loader.exec_module(bench)
+    fault = _line("htam", [{"strategy": "triton_autotune", "status": "endpoint_fault", "correct": None,
+                            "candidate": None}], engine="llm",
+                  replies={"requests": 2, "replies": 0, "errors": 2, "prompt_tokens": 0, "completion_tokens": 0,
+                           "reply_s": 0.0})
+    ok = _line("htam", [{"strategy": "triton_autotune", "status": "neutral", "correct": True, "candidate": None}],
+               engine="llm")
+    rules = _line("rules", [], engine="rules", replies={})
+    assert bench.fault_only(fault) and not bench.fault_only(ok) and not bench.fault_only(rules)
+    (tmp_path / "results.jsonl").write_text(json.dumps(fault) + "\n" + json.dumps(rules) + "\n")
+    assert bench._done(tmp_path / "results.jsonl") == {("ex/vector_add.py", "rules")}
+    with (tmp_path / "results.jsonl").open("a") as fh:
+        fh.write(json.dumps(ok) + "\n")
+    s = summary.summarize(tmp_path)
+    assert s["lines"] == 2 and s["policies"]["htam"]["correct"] == 1 and s["policies"]["htam"]["endpoint_faults"] == 0
