@@ -16,7 +16,12 @@
 #             textbook (bench/bench_textbook.py --gpu: unseen textbook kernels, naive beside the authors' version;
 #             reads the corpus root (public/ and llmc/) from TEXTBOOK_CORPUS, default .devcarry/corpus; reuses the
 #             llmc stage's rows of this session when they exist; TEXTBOOK_BUDGET, TEXTBOOK_TRIALS,
-#             TEXTBOOK_MINUTES, TEXTBOOK_S, TEXTBOOK_ARGS)   (default: gputests,demo,bench)
+#             TEXTBOOK_MINUTES, TEXTBOOK_S, TEXTBOOK_ARGS),
+#             llmgpu (bench/llm_guidance_gpu.py: the LLM guidance benchmark's correct candidates, packed on the CPU
+#             machine by bench/llm_guidance_pack.py into LLMGPU_PACK (default .devcarry/llm-pack), verified and
+#             re-timed against their starts in a fresh process; speedups per policy; resumes when its output
+#             folder is carried as LLMGPU_PACK/timings.jsonl; LLMGPU_MINUTES, LLMGPU_S, LLMGPU_TRIALS)
+#             (default: gputests,demo,bench)
 #   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
 #   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else bench/data_paths.py's)
 #   plus every HTAM_BENCH_* / HTAM_KB_* variable of bench/run_gpu_bench.sh.
@@ -103,6 +108,11 @@ for s in "${want[@]}"; do
                 --corpus "${TEXTBOOK_CORPUS:-.devcarry/corpus}" --budget "${TEXTBOOK_BUDGET:-3}" \
                 --trials "${TEXTBOOK_TRIALS:-20}" --max-minutes "${TEXTBOOK_MINUTES:-6.5}" --out "$RUN/textbook" \
                 ${TB_ROWS:+--llmc-rows "$TB_ROWS"} ${TEXTBOOK_ARGS:-} ;;
+    llmgpu) PACK="${LLMGPU_PACK:-.devcarry/llm-pack}"; mkdir -p "$RUN/llmgpu"
+            [ -f "$PACK/timings.jsonl" ] && cp "$PACK/timings.jsonl" "$RUN/llmgpu/timings.jsonl"
+            stage llmgpu "${LLMGPU_S:-450}" "$PY" bench/llm_guidance_gpu.py "$PACK" --out "$RUN/llmgpu" \
+              --max-minutes "${LLMGPU_MINUTES:-6.5}" --trials "${LLMGPU_TRIALS:-50}" --device "$(head -1 "$RUN/device.txt")" \
+              --command "STAGES=llmgpu LLMGPU_PACK=$PACK bash bench/gpu_session.sh" ;;
     *) log "unknown stage $s" ;;
   esac
 done

@@ -534,7 +534,8 @@ class TritonReduction:
 
 @dataclass(frozen=True)
 class TritonMemOp:
-    """A ``tl.load``/``tl.store``/``tl.atomic_*``: its pointer parameter, whether it is masked, its line."""
+    """A ``tl.load``/``tl.store``/``tl.atomic_*``: its pointer parameter, whether it is masked, its line, and the
+    cache-steering keywords it passes (``("cache_modifier", "eviction_policy")``; empty when none)."""
 
     op: str
     pointer: str | None
@@ -542,6 +543,7 @@ class TritonMemOp:
     has_other: bool
     line: int
     span: Span
+    hints: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
