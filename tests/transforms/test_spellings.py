@@ -27,21 +27,12 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                                    "launch-independent form is not offered",
     ("transpose_tile", "templated.cu"): "a 16x16 block: the tile needs 32 threads in x and the step does not "
                                         "change the launch's block",
-    ("coalesce", "coop_groups.cu"): "block.thread_index().x is not read as threadIdx.x, so no access is seen "
-                                    "strided along threadIdx.x",
     ("coalesce", "macro.cu"): "an access through a function-like macro (AT(p, r, c, ld)) is not expanded",
-    ("matmul_smem_tile", "coop_groups.cu"): "block.thread_index() is not read as threadIdx, so the two global "
-                                            "thread indices are not seen",
     ("matmul_smem_tile", "macro.cu"): "the operands are read through function-like macros (A_AT, B_AT), which are "
                                       "not expanded, so the kernel is not seen as matmul-like",
-    ("matmul_smem_tile", "nvidia_samples.cu"): "indices through bx/by/tx/ty locals and the BLOCK_SIZE template "
-                                               "argument are not read as the two global thread indices",
-    ("matmul_register_tile", "coop_groups.cu"): "block.thread_index() is not read as threadIdx",
     ("matmul_register_tile", "macro.cu"): "operands read through function-like macros (A_AT, B_AT) are not expanded",
-    ("matmul_register_tile", "nvidia_samples.cu"): "indices through bx/by/tx/ty locals and the BLOCK_SIZE template "
-                                                   "argument are not read as the two global thread indices",
-    ("matmul_register_tile", "pragma_unroll.cu"): "the launch passes the sizes through casts ((unsigned int)M), "
-                                                  "read as expressions the grid would evaluate twice",
+    ("matmul_register_tile", "nvidia_samples.cu"): "the bx/by locals read blockIdx outside the index declarations, "
+                                                   "which the 1-D block of the register tiling would change",
     ("coarsen", "guarded_load.cu"): "a load under `if (i < n) v = in[i];` into a zeroed register is not read as "
                                     "the guarded load of the block tree",
     ("coarsen", "macro.cu"): "the global index from an object-like macro (GID) is not expanded",

@@ -47,6 +47,9 @@ from htam_core.source.model import Kernel
 from htam_core.source.preproc import QUALIFIERS, qualifier_macros
 
 _BUILTIN_OBJS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+#: The ``dim3`` queries of a cooperative-groups ``thread_block`` and the builtin each one is.
+_CG_DIM3 = {"thread_index": "threadIdx", "group_index": "blockIdx", "group_dim": "blockDim",
+            "dim_threads": "blockDim"}
 LOOP_TYPES = ("for_statement", "while_statement", "do_statement")
 _MAX_FNS = {"fmaxf": "max", "fmax": "max", "max": "max", "std::max": "max", "__hmax": "max",
             "fminf": "min", "fmin": "min", "min": "min", "std::min": "min", "__hmin": "min"}
@@ -156,14 +159,35 @@ class Affine:
         return None if a is None or b is None else sympy.Function("div")(a + b - 1, b)
 
     def builtin(self, node: Node) -> str | None:
-        """``"blockIdx.x"`` for a ``blockIdx.x`` field expression (casts stripped), else ``None``."""
+        """``"blockIdx.x"`` for a ``blockIdx.x`` field expression (casts stripped), and for its cooperative-groups
+        spelling on a thread block (``block.thread_index().x``, ``block.group_index().x``, ``block.group_dim().x``,
+        ``block.dim_threads().x``; CUDA C++ Programming Guide, "Cooperative Groups", ``thread_block``), else
+        ``None``."""
         node = strip_casts(node)
         if node.type != "field_expression":
             return None
         arg, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
-        if arg is None or fld is None or self.env.t(arg) not in _BUILTIN_OBJS:
+        if arg is None or fld is None:
             return None
-        return f"{self.env.t(arg)}.{self.env.t(fld)}"
+        obj = self.env.t(arg)
+        if obj not in _BUILTIN_OBJS:
+            obj = self._cg_dim3(arg) or ""
+        if not obj or self.env.t(fld) not in DIMS:
+            return None
+        return f"{obj}.{self.env.t(fld)}"
+
+    def _cg_dim3(self, node: Node) -> str | None:
+        """``"threadIdx"`` for ``block.thread_index()`` on a ``thread_block`` local ``block`` (``"blockIdx"`` for
+        ``group_index()``, ``"blockDim"`` for ``group_dim()``/``dim_threads()``), else ``None``."""
+        if node.type != "call_expression":
+            return None
+        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        if fn is None or fn.type != "field_expression" or args is None or args.named_children:
+            return None
+        obj = fn.child_by_field_name("argument")
+        if obj is None or obj.type != "identifier" or self._group(self.env.t(obj)) != 0:
+            return None
+        return _CG_DIM3.get(self.env.t(fn.child_by_field_name("field")))
 
     def expr(self, node: Node | None, depth: int = 0) -> sympy.Expr | None:  # noqa: C901 - one case per node
         """The sympy form of ``node``, or ``None`` for something that is not an expression."""
