@@ -4,19 +4,25 @@ kernel (or a file that does not parse) first fails to parse (code ``does-not-par
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import PurePath
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from htam_core.source import incomplete_reason
-from htam_core.source.parse_problems import problem_message
-from htam_server import render
+from htam_core.editor import SourceModel, incomplete_reason, problem_message, render
 from htam_server.convert import current_name_range, position
+from htam_server.documents import OpenDocument
 
-_SEVERITY = {"warning": types.DiagnosticSeverity.Warning, "information": types.DiagnosticSeverity.Information}
+if TYPE_CHECKING:
+    from htam_server.server import HtamLanguageServer
+
+_SEVERITY: Mapping[str, types.DiagnosticSeverity] = MappingProxyType(
+    {"warning": types.DiagnosticSeverity.Warning, "information": types.DiagnosticSeverity.Information})
 
 
-def collect(ls, od) -> list[types.Diagnostic]:
+def collect(ls: HtamLanguageServer, od: OpenDocument) -> list[types.Diagnostic]:
     """Diagnostics of every kernel of ``od`` that has a profile (stale ones say so), and where it does not parse."""
     if od.path is None or not od.served():
         return []
@@ -28,7 +34,7 @@ def collect(ls, od) -> list[types.Diagnostic]:
     return out if model.stale else out + _profile_diagnostics(ls, od, model, enc)
 
 
-def _profile_diagnostics(ls, od, model, enc: str) -> list[types.Diagnostic]:
+def _profile_diagnostics(ls: HtamLanguageServer, od: OpenDocument, model: SourceModel, enc: str) -> list[types.Diagnostic]:
     """The profile facts of each kernel of ``model`` that has a profile."""
     out: list[types.Diagnostic] = []
     for k in model.kernels:
@@ -49,7 +55,7 @@ def _profile_diagnostics(ls, od, model, enc: str) -> list[types.Diagnostic]:
     return out
 
 
-def parse_diagnostics(od, model, enc: str) -> list[types.Diagnostic]:
+def parse_diagnostics(od: OpenDocument, model: SourceModel, enc: str) -> list[types.Diagnostic]:
     """One diagnostic at the first parse problem of each half-typed kernel (the line ``htam profile`` and
     ``htam suggest`` give, :func:`htam_core.source.incomplete_reason`), or of the file when it does not parse
     well enough to model (a stale model), at the position :mod:`htam_core.source.parse_problems` gives."""
@@ -68,7 +74,7 @@ def parse_diagnostics(od, model, enc: str) -> list[types.Diagnostic]:
     return out
 
 
-def publish(ls, uri: str) -> None:
+def publish(ls: HtamLanguageServer, uri: str) -> None:
     """Send ``textDocument/publishDiagnostics`` for ``uri`` (call on the event loop)."""
     od = ls.docs.get(uri)
     if od is None:

@@ -8,18 +8,19 @@ which every such file contains) answers most other files without a parse.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from htam_core.editor.buffer import Buffer
-from htam_core.source import MAX_SOURCE_BYTES, Kernel, SourceModel, too_large
+from htam_core.editor import MAX_SOURCE_BYTES, Buffer, Kernel, SourceModel, too_large
 
 FileLanguage = Literal["cuda", "python"]
-_SUFFIXES: dict[str, FileLanguage] = {".cu": "cuda", ".cuh": "cuda", ".py": "python"}
-_LANGUAGE_IDS: dict[str, FileLanguage] = {"cuda": "cuda", "cuda-cpp": "cuda", "python": "python"}
+_SUFFIXES: Mapping[str, FileLanguage] = MappingProxyType({".cu": "cuda", ".cuh": "cuda", ".py": "python"})
+_LANGUAGE_IDS: Mapping[str, FileLanguage] = MappingProxyType({"cuda": "cuda", "cuda-cpp": "cuda", "python": "python"})
 
 
 def language_of(uri: str, language_id: str | None) -> FileLanguage | None:
@@ -142,6 +143,20 @@ class OpenDocument:
             return False
 
 
+def _apply_changes(od: OpenDocument, params: types.DidChangeTextDocumentParams, encoding: str) -> None:
+    """Apply ``params``' content changes to ``od``'s buffer in order, and take their version."""
+    version = params.text_document.version
+    for ch in params.content_changes:
+        if isinstance(ch, types.TextDocumentContentChangePartial):
+            r = ch.range
+            od.buf.apply_change(r.start.line, r.start.character, r.end.line, r.end.character, ch.text, encoding,
+                                version)
+        else:
+            od.buf.apply_change(None, None, None, None, ch.text, encoding, version)
+    od.version = version
+    od._maybe_kernels = None
+
+
 class Documents:
     """The open documents by URI."""
 
@@ -186,15 +201,7 @@ class Documents:
         if any(is_binary(ch.text) for ch in params.content_changes):
             self.close(od.uri)
             return None
-        for ch in params.content_changes:
-            if isinstance(ch, types.TextDocumentContentChangePartial):
-                r = ch.range
-                od.buf.apply_change(r.start.line, r.start.character, r.end.line, r.end.character, ch.text,
-                                    encoding, params.text_document.version)
-            else:
-                od.buf.apply_change(None, None, None, None, ch.text, encoding, params.text_document.version)
-        od.version = params.text_document.version
-        od._maybe_kernels = None
+        _apply_changes(od, params, encoding)
         reason = too_big(od.uri.rsplit("/", 1)[-1], od.text)
         if reason is not None:  # grown past the limit by edits
             self.close(od.uri)

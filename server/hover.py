@@ -13,20 +13,26 @@ waiting for the ranking.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lsprotocol import types
 
-from htam_core.editor import content_hash
-from htam_server import actions, render
+from htam_core.editor import Kernel, content_hash, render
+from htam_server import actions
 from htam_server.convert import current_name_range
+from htam_server.documents import OpenDocument
+
+if TYPE_CHECKING:
+    from htam_server.server import HtamLanguageServer
 
 
-def refused(ls, uri: str) -> types.Hover | None:
+def refused(ls: HtamLanguageServer, uri: str) -> types.Hover | None:
     """One plain line for a document the server does not read (over the size limit: it says so), else ``None``."""
     reason = ls.docs.refused(uri)
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.PlainText, value=reason)) if reason else None
 
 
-async def hover(ls, params: types.HoverParams) -> types.Hover | None:
+async def hover(ls: HtamLanguageServer, params: types.HoverParams) -> types.Hover | None:
     """The hover of the kernel at ``params.position``; ``None`` outside kernels, :func:`refused` in an unread file."""
     od = ls.docs.get(params.text_document.uri)
     if od is None:
@@ -34,8 +40,15 @@ async def hover(ls, params: types.HoverParams) -> types.Hover | None:
     where = await ls.locate(od, params.position)
     if (kernel := where.kernel if where is not None else None) is None:
         return None
+    md = await _markdown(ls, od, kernel, where.stale)
+    rng = None if where.stale else current_name_range(od.buf, kernel, ls.encoding(), where.seq)
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=md), range=rng)
+
+
+async def _markdown(ls: HtamLanguageServer, od: OpenDocument, kernel: Kernel, stale: bool) -> str:
+    """The hover's Markdown (:func:`htam_core.editor.render.hover_markdown`); starts the background work."""
     analysis = await ls.analysis(od, kernel, hover=True)  # publishes the source-only stage of a new kernel
-    s, path, stale = ls.session, od.path or od.uri, where.stale
+    s, path = ls.session, od.path or od.uri
     plan = await ls.plan(od, kernel, analysis, need=1)  # the recommendation is the first code action
     live = s.profile_view(path, kernel)
     view = render.analysis_view(live, analysis, content_hash(kernel))
@@ -43,11 +56,9 @@ async def hover(ls, params: types.HoverParams) -> types.Hover | None:
     if live.unfinished and not kernel.incomplete and not stale:  # no profile, or only its source-only stage
         view.running = ls.profile_in_background(od, kernel)
     if not stale:
-        actions.harness_check(od, kernel)  # warm the code-action list in the background
-    st = actions.cached_status(od.path, kernel.name)[1] if od.path else None
+        actions.harness_check(ls, od, kernel)  # warm the code-action list in the background
+    st = actions.cached_status(ls, od, kernel)
     harness = st.line if st is not None else (None if od.path else "not checked: the file is not saved")
-    md = render.hover_markdown(kernel, view, plan.actions[:1], s.history(path, kernel.name), ready=s.ready,
-                               engine=s.engine, stale_model=stale, memory_error=s.memory_error, advice=plan.advice,
-                               harness=harness)
-    rng = None if stale else current_name_range(od.buf, kernel, ls.encoding(), where.seq)
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=md), range=rng)
+    return render.hover_markdown(kernel, view, plan.actions[:1], s.history(path, kernel.name), ready=s.ready,
+                                 engine=s.engine, stale_model=stale, memory_error=s.memory_error,
+                                 advice=plan.advice, harness=harness)

@@ -11,6 +11,7 @@ import threading
 import uuid
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
 
 class WorkProgress:
@@ -22,7 +23,7 @@ class WorkProgress:
         cancellable: offer a cancel button.
     """
 
-    def __init__(self, ls, title: str, cancellable: bool = False) -> None:
+    def __init__(self, ls: LanguageServer, title: str, cancellable: bool = False) -> None:
         self.ls = ls
         self.title = title
         self.cancellable = cancellable

@@ -38,26 +38,28 @@ class HtamProtocol(LanguageServerProtocol):
         self.exit_code: int | None = None
 
     def handle_message(self, message: Any) -> None:
-        """Apply the lifecycle rules, then let pygls dispatch the message."""
+        """Apply the lifecycle rules (:meth:`_refused`), then let pygls dispatch the message."""
         method = getattr(message, "method", None)
-        is_request = method is not None and hasattr(message, "id")
         if method == types.EXIT:
             self.exit_code = 0 if self._shutdown else 1
-        elif method is not None and self._shutdown:
-            if is_request:
-                self._refuse(message.id, JsonRpcInvalidRequest(f"the server is shutting down: {method} refused"))
-            return
-        elif method == types.INITIALIZE and is_request:
-            if self._initialize_seen:
-                self._refuse(message.id, JsonRpcInvalidRequest("initialize may only be sent once"))
-                return
-            self._initialize_seen = True
-        elif method is not None and not self._initialize_seen:
-            if is_request:
-                self._refuse(message.id, JsonRpcServerNotInitialized(
-                    f"{method} before initialize: send initialize first"))
+        elif method is not None and self._refused(message, method, hasattr(message, "id")):
             return
         super().handle_message(message)
+
+    def _refused(self, message: Any, method: str, is_request: bool) -> bool:
+        """Whether the lifecycle rules drop ``message`` (a request among them gets its error here)."""
+        error: JsonRpcException | None = None
+        if self._shutdown:
+            error = JsonRpcInvalidRequest(f"the server is shutting down: {method} refused")
+        elif method == types.INITIALIZE and is_request:
+            if self._initialize_seen:
+                error = JsonRpcInvalidRequest("initialize may only be sent once")
+            self._initialize_seen = True
+        elif not self._initialize_seen:
+            error = JsonRpcServerNotInitialized(f"{method} before initialize: send initialize first")
+        if error is not None and is_request:
+            self._refuse(message.id, error)
+        return error is not None
 
     def _refuse(self, msg_id: Any, exc: JsonRpcException) -> None:
         self._send_response(msg_id, error=exc.to_response_error())

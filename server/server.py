@@ -19,30 +19,37 @@ import asyncio
 import logging
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from htam_core import __version__
-from htam_core.editor import Analysis, Plan, ProfileEntry, Session, content_hash
-from htam_core.editor.buffer import Located
-from htam_core.runtime.children import hide_own_environ
-from htam_core.source import Kernel, SourceModel
-from htam_server import actions, commands, diagnostics, hover, logs, stdio
-from htam_server.config import Settings, parse_settings
+from htam_core.editor import (
+    Analysis,
+    Jobs,
+    Kernel,
+    Located,
+    Plan,
+    ProfileEntry,
+    Session,
+    Settings,
+    SourceModel,
+    __version__,
+    apply_to_session,
+    content_hash,
+    hide_own_environ,
+    parse_settings,
+)
+from htam_server import diagnostics, handlers, logs, stdio
 from htam_server.convert import encoding_of
 from htam_server.documents import Documents, OpenDocument
 from htam_server.protocol import HtamProtocol
+from htam_server.requests import Status, unstructure
 
 log = logging.getLogger("htam_server")
 
-#: Code-action kind of the ranked steps (a sub-kind of ``refactor.rewrite``, see docs/LSP.md).
-KIND_STEP = "refactor.rewrite.htam"
-#: Code-action kind of "Create a profiling harness for this kernel".
-KIND_HARNESS = "refactor.rewrite.htam.harness"
-COMMANDS = ("htam.profile", "htam.autoOptimize", "htam.showMemory", "htam.recordApplied")
 #: Quiet time after the last edit before the file is re-parsed and its kernels re-ranked (s).
 DEBOUNCE_S = 0.15
 #: Longest a burst of edits postpones that work (s): under continuous typing it runs at least this often.
@@ -64,8 +71,10 @@ class HtamLanguageServer(LanguageServer):
         self.settings = Settings()
         self.docs = Documents()
         self.session = Session()
+        self.jobs = Jobs()  #: running auto-optimize runs, cancelled by ``$/cancelRequest`` or a newer run
+        self.init_problems: list[str] = []  #: invalid settings of ``initialize``, shown after ``initialized``
+        self._memory_reported = False
         self._ready: asyncio.Future | None = None
-        self._cancel_hooks: dict[Any, Any] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._first_change: dict[str, float] = {}
         self._running: dict[str, asyncio.Future] = {}
@@ -81,20 +90,8 @@ class HtamLanguageServer(LanguageServer):
     def apply_settings(self, raw: Any, source: str) -> list[str]:
         """Validate ``raw`` (camelCase ``htam`` section) over the current settings and push them to the
         session. Returns the problems (each names the setting and the default used)."""
-        new, problems = parse_settings(raw, self.settings)
-        self.settings = new
-        llm = None
-        if new.engine == "llm" or new.llm.model or new.llm.base_url:
-            from htam_core.generate.config import LLMConfig
-
-            llm = LLMConfig(base_url=new.llm.base_url or "", model=new.llm.model, api_key_env=new.llm.api_key_env)
-        s = self.session
-        if s.ready:
-            s.configure(memory_path=new.memory_path, engine=new.engine, llm=llm, gpu_index=new.gpu_index,
-                        static=new.static)
-        else:
-            s.memory_path, s.engine, s.llm = new.memory_path, new.engine, llm
-            s.gpu_index, s.static = new.gpu_index, new.static
+        self.settings, problems = parse_settings(raw, self.settings)
+        apply_to_session(self.settings, self.session)
         return [f"{p} (from {source})" for p in problems]
 
     def start_warm_up(self) -> None:
@@ -122,7 +119,7 @@ class HtamLanguageServer(LanguageServer):
             self.start_warm_up()
         assert self._ready is not None
         await asyncio.shield(self._ready)
-        if self.session.memory_error and not getattr(self, "_memory_reported", False):
+        if self.session.memory_error and not self._memory_reported:
             self._memory_reported = True
             self.show(f"HTAM memory unavailable, ranking from priors only: {self.session.memory_error}",
                       types.MessageType.Warning)
@@ -139,17 +136,18 @@ class HtamLanguageServer(LanguageServer):
     def send_status(self) -> None:
         """Send ``htam/status`` (call on the event loop)."""
         s = self.session
-        state = "busy" if (not s.ready or s.busy or self._cancel_hooks) else "ready"
-        self.protocol.notify("htam/status", {"server": state, "gpu": s.gpu, "lastProfile": s.last_profile})
+        state = "busy" if (not s.ready or s.busy or self.jobs.running) else "ready"
+        self.protocol.notify("htam/status", unstructure(Status(state, s.gpu, s.last_profile)))
 
-    def threadsafe(self, fn, *args) -> None:
+    def threadsafe(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` on the event loop from any thread."""
         if self.loop is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(fn, *args)
 
     # ---- background profiles -----------------------------------------------------------------------
-    def profile_in_background(self, od: OpenDocument, kernel, *, force: bool = False,
-                              on_done=None, on_first=None, delay: float = 0.0) -> bool:
+    def profile_in_background(self, od: OpenDocument, kernel: Kernel, *, force: bool = False,
+                              on_done: Callable[[ProfileEntry], None] | None = None,
+                              on_first: Callable[[ProfileEntry], None] | None = None, delay: float = 0.0) -> bool:
         """Queue a profile of ``kernel`` (stale work for it is cancelled); the kernel's analysis, the diagnostics
         and the status are refreshed after each stage. ``on_first``/``on_done``: called with the first/last
         stage's entry; ``delay``: debounce (seconds). Returns whether one was queued."""
@@ -240,7 +238,7 @@ class HtamLanguageServer(LanguageServer):
             if k is not None:
                 self.session.analyze(od.path or od.uri, k, self.settings.top_n, model)
 
-    async def run_off_loop(self, fn, *args) -> Any:
+    async def run_off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on the analysis thread (parses and rankings, in order)."""
         self._off_loop += 1
         try:
@@ -275,12 +273,10 @@ class HtamLanguageServer(LanguageServer):
     async def analysis(self, od: OpenDocument, kernel: Kernel, *, hover: bool) -> Analysis | None:
         """The kernel's current analysis (its ranking and the profile it used), never ranking on the event loop:
         the latest completed one, refreshed in the background when it is not fresh; the first request of a
-        kernel waits for its ranking (in a thread of its own, not queued behind a parse).
-
-        The first request of a kernel version without a profile publishes its source-only stage first
-        (:meth:`source_stage`), so the ranking and the hover have a profile at once. A hover before the memory
-        is loaded does not wait for it: it gets ``None`` (the hover shows the profile and says the ranking is
-        loading)."""
+        kernel waits for its ranking (:meth:`_current`). The first request of a kernel version without a profile
+        publishes its source-only stage first (:meth:`source_stage`), so the ranking and the hover have a profile
+        at once. A hover before the memory is loaded does not wait for it: it gets ``None`` (the hover shows the
+        profile and says the ranking is loading)."""
         od.note_interest(kernel.name)
         if self._ready is None:
             self.start_warm_up()
@@ -288,16 +284,24 @@ class HtamLanguageServer(LanguageServer):
         if hover and not self.session.ready:
             return None
         await self.ensure_ready()
+        return await self._current(od, kernel, hover, published)
+
+    async def _current(self, od: OpenDocument, kernel: Kernel, hover: bool, published: bool) -> Analysis | None:
+        """The latest analysis, or one ranked now (in a thread of its own, not queued behind a parse) for the first
+        request of this kernel, or when its source-only stage just landed (a ranking made before it, by the analysis
+        after the file opened, must not hide it)."""
         path, top = od.path or od.uri, self.settings.top_n
         a, fresh = self.session.analysis(path, kernel, top, hover=hover)
-        # the first request of this kernel, or its source-only stage just landed (a ranking made before it, by the
-        # analysis after the file opened, must not hide it): rank now, not queued behind a parse
         if a is None or (published and not fresh):
-            await asyncio.to_thread(self.session.analyze, path, kernel, top)
-            a, _ = self.session.analysis(path, kernel, top, hover=hover)
-        elif not fresh and od.uri not in self._timers and od.uri not in self._running:
+            return await self._rank_now(path, kernel, top, hover)
+        if not fresh and od.uri not in self._timers and od.uri not in self._running:
             self.schedule_analysis(od.uri)  # debounced like an edit: a burst of requests is one pass
         return a
+
+    async def _rank_now(self, path: str, kernel: Kernel, top: int, hover: bool) -> Analysis | None:
+        """Rank ``kernel`` in a thread of its own and return its analysis."""
+        await asyncio.to_thread(self.session.analyze, path, kernel, top)
+        return self.session.analysis(path, kernel, top, hover=hover)[0]
 
     async def source_stage(self, od: OpenDocument, kernel: Kernel) -> bool:
         """Publish the kernel's source-only profile stage now (:meth:`Session.source_stage`, in a thread: the
@@ -328,9 +332,7 @@ class HtamLanguageServer(LanguageServer):
     # ---- cancellation ------------------------------------------------------------------------------
     def on_cancel_request(self, msg_id: Any) -> None:
         """``$/cancelRequest``: stop the command running under ``msg_id``, if any."""
-        hook = self._cancel_hooks.get(msg_id)
-        if hook is not None:
-            hook()
+        self.jobs.cancel_request(msg_id)
 
     def encoding(self) -> str:
         """The negotiated position encoding."""
@@ -338,117 +340,12 @@ class HtamLanguageServer(LanguageServer):
 
 
 def create_server() -> HtamLanguageServer:
-    """Build a server with every feature registered."""
+    """Build a server with every feature and command of :mod:`htam_server.handlers` registered."""
     ls = HtamLanguageServer()
-
-    @ls.feature(types.INITIALIZE)
-    def initialize(ls: HtamLanguageServer, params: types.InitializeParams) -> None:
-        ls._init_problems = ls.apply_settings(params.initialization_options, "initializationOptions")
-
-    @ls.feature(types.INITIALIZED)
-    async def initialized(ls: HtamLanguageServer, params: types.InitializedParams) -> None:
-        ls.start_warm_up()
-        for p in getattr(ls, "_init_problems", []):
-            ls.show(f"HTAM: invalid setting {p}", types.MessageType.Warning)
-        await pull_configuration(ls)
-        ls.send_status()
-
-    async def pull_configuration(ls: HtamLanguageServer) -> None:
-        ws = ls.client_capabilities.workspace
-        if ws is None or not ws.configuration:
-            return
-        try:
-            res = await ls.workspace_configuration_async(
-                types.ConfigurationParams(items=[types.ConfigurationItem(section="htam")]))
-        except Exception as exc:  # noqa: BLE001 - a client error leaves the current settings
-            log.warning("workspace/configuration failed: %s", exc)
-            return
-        raw = res[0] if res else None
-        if raw is None:
-            return
-        await ls.ensure_ready()  # a new memory path then reopens the store through Session.configure
-        for p in await asyncio.to_thread(ls.apply_settings, raw, "workspace/configuration"):
-            ls.show(f"HTAM: invalid setting {p}", types.MessageType.Warning)
-
-    @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(ls: HtamLanguageServer, params: types.DidChangeConfigurationParams):
-        ws = ls.client_capabilities.workspace
-        if ws is not None and ws.configuration:
-            await pull_configuration(ls)
-        elif isinstance(params.settings, dict):
-            for p in await asyncio.to_thread(ls.apply_settings, params.settings, "didChangeConfiguration"):
-                ls.show(f"HTAM: invalid setting {p}", types.MessageType.Warning)
-        ls.send_status()
-
-    @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: HtamLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
-        od = ls.docs.open(params.text_document)
-        if od is not None:
-            ls.schedule_analysis(od.uri, delay=0.0)  # the first parse, off the event loop
-        elif ls.docs.refused(params.text_document.uri):
-            ls.show(f"HTAM: {ls.docs.refused(params.text_document.uri)}", types.MessageType.Warning)
-
-    @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: HtamLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
-        was_refused = ls.docs.refused(params.text_document.uri)
-        od = ls.docs.change(params, ls.encoding())
-        if od is not None:
-            ls.schedule_analysis(od.uri)
-        elif ls.docs.refused(params.text_document.uri) and not was_refused:
-            ls.show(f"HTAM: {ls.docs.refused(params.text_document.uri)}", types.MessageType.Warning)
-
-    @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    async def did_save(ls: HtamLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
-        od = ls.docs.get(params.text_document.uri)
-        if od is None or od.path is None:
-            return
-        ls.session.saved(od.path)
-        if od.served():
-            ls.reprofile_saved(od, (await ls.synced_model(od)).kernels)
-
-    @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: HtamLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.docs.close(params.text_document.uri)
-
-    @ls.feature(types.TEXT_DOCUMENT_HOVER)
-    async def on_hover(ls: HtamLanguageServer, params: types.HoverParams) -> types.Hover | None:
-        return await hover.hover(ls, params)
-
-    @ls.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                types.CodeActionOptions(code_action_kinds=[KIND_STEP, KIND_HARNESS], resolve_provider=True))
-    async def on_code_action(ls: HtamLanguageServer, params: types.CodeActionParams):
-        return await actions.code_actions(ls, params)
-
-    @ls.feature(types.CODE_ACTION_RESOLVE)
-    async def on_resolve(ls: HtamLanguageServer, action: types.CodeAction) -> types.CodeAction:
-        return await actions.resolve(ls, action)
-
-    @ls.command("htam.profile")
-    async def cmd_profile(ls: HtamLanguageServer, *args: Any) -> Any:
-        return await commands.profile(ls, args)
-
-    @ls.command("htam.autoOptimize")
-    async def cmd_optimize(ls: HtamLanguageServer, *args: Any) -> Any:
-        return await commands.auto_optimize(ls, args)
-
-    @ls.command("htam.showMemory")
-    async def cmd_memory(ls: HtamLanguageServer, *args: Any) -> Any:
-        return await commands.show_memory(ls, args)
-
-    @ls.command("htam.recordApplied")
-    async def cmd_record(ls: HtamLanguageServer, *args: Any) -> Any:
-        return await commands.record_applied(ls, args)
-
-    @ls.feature(types.SHUTDOWN)
-    def shutdown(ls: HtamLanguageServer, *args: Any) -> None:
-        from htam_core.runtime.worker import kill_all
-        from htam_server import harness_probe
-
-        ls.session.close()
-        ls.analysis_pool.shutdown(wait=False, cancel_futures=True)
-        harness_probe.shutdown()
-        kill_all()  # a profile blocked in a worker call (ncu) must not keep the server and the GPU after exit
-
+    for method, options, fn in handlers.FEATURES:
+        ls.feature(method, options)(fn)
+    for name, fn in handlers.COMMANDS:
+        ls.command(name)(fn)
     return ls
 
 
@@ -464,13 +361,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve(tcp: str | None = None) -> int:
     """Start the server (blocks until the client disconnects). ``tcp`` is ``HOST:PORT`` or ``None`` (stdio).
-
-    Returns:
-        the exit code: 0 after ``shutdown`` then ``exit``, 1 for ``exit`` (or a lost client) without ``shutdown``.
-
-    Raises:
-        ValueError: ``tcp`` is not ``HOST:PORT`` with a port number.
-    """
+    Returns the exit code: 0 after ``shutdown`` then ``exit``, 1 for ``exit`` (or a lost client) without
+    ``shutdown``. Raises ``ValueError`` when ``tcp`` is not ``HOST:PORT`` with a port number."""
     logs.configure()  # one line per record on stderr, no tracebacks, no flood
     hide_own_environ()  # an API key in the server's environment stays out of reach of its children
     # the analysis thread parses and ranks while requests wait on the event loop: hand the GIL over every 1 ms
@@ -478,12 +370,20 @@ def serve(tcp: str | None = None) -> int:
     sys.setswitchinterval(0.001)
     ls = create_server()
     if tcp:
-        host, _, port = tcp.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"--tcp must be HOST:PORT (for example 127.0.0.1:2087), got {tcp!r}")
-        ls.start_tcp(host, int(port))
+        ls.start_tcp(*_host_port(tcp))
     else:
         stdio.start_stdio(ls)  # stdin read on the event loop, no thread hop per message
-    proto = ls.protocol
-    code = getattr(proto, "exit_code", None)
-    return code if code is not None else (0 if proto._shutdown else 1)
+    code = ls.protocol.exit_code
+    return code if code is not None else (0 if ls.protocol._shutdown else 1)
+
+
+def _host_port(tcp: str) -> tuple[str, int]:
+    """``("HOST", PORT)`` of ``HOST:PORT``.
+
+    Raises:
+        ValueError: not ``HOST:PORT`` with a port number.
+    """
+    host, _, port = tcp.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"--tcp must be HOST:PORT (for example 127.0.0.1:2087), got {tcp!r}")
+    return host, int(port)

@@ -19,6 +19,7 @@ import threading
 from typing import BinaryIO
 
 from pygls.io_ import StdoutWriter, run_async
+from pygls.lsp.server import LanguageServer
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def can_pipe(stdin: BinaryIO) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-def start_stdio(ls) -> None:
+def start_stdio(ls: LanguageServer) -> None:
     """Serve ``ls`` (a pygls ``LanguageServer``) on stdin/stdout until the client disconnects or ``exit``.
 
     Falls back to pygls's own ``start_io`` when stdin is not a pipe (a regular file, say).

@@ -175,3 +175,78 @@ def test_no_dynamic_import_or_worker_target_reaches_up_or_into_a_sibling():
             if _LAYER_OF.get(target, -1) <= _LAYER_OF.get(own, len(LAYERS)):
                 bad.append(f"{rel}:{line} reaches {mod} (layer of {target!r} is not below {own!r})")
     assert not bad, "imports hidden in strings, against the declared layers:\n" + "\n".join(bad)
+
+
+# ---- the server: thin, typed, stateless at module level, on the editor layer only -----------------------------
+SERVER = Path(__file__).resolve().parents[1] / "server"
+#: The most lines a function of the server (a handler or anything it calls) may have, docstring included.
+SERVER_FUNCTION_LINES = 20
+
+
+def _server_modules() -> list[tuple[Path, ast.Module]]:
+    return [(p, ast.parse(p.read_text(encoding="utf-8"), str(p))) for p in sorted(SERVER.glob("*.py"))]
+
+
+def test_every_server_function_is_at_most_20_lines():
+    """Every function of every server module, handlers and the functions they call: the logic lives in
+    ``htam_core.editor``."""
+    mods = _server_modules()
+    assert len(mods) >= 10
+    long = {f"{p.name}:{n.name}": n.end_lineno - n.lineno + 1 for p, tree in mods for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            and n.end_lineno - n.lineno + 1 > SERVER_FUNCTION_LINES}
+    assert not long, long
+
+
+def test_the_server_imports_only_the_editor_layer():
+    """Of ``htam_core``, the server imports ``htam_core.editor`` itself and nothing else (any import statement,
+    at module level, in a function or for type checking); the names it takes are the ones the layer exports."""
+    import htam_core.editor
+
+    exported = set(htam_core.editor.__all__)
+    bad = []
+    for p, tree in _server_modules():
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Import):
+                bad += [f"{p.name}:{n.lineno} import {a.name}" for a in n.names
+                        if a.name.split(".")[0] == "htam_core" and a.name != "htam_core.editor"]
+            elif isinstance(n, ast.ImportFrom) and n.level == 0 and (n.module or "").split(".")[0] == "htam_core":
+                if n.module != "htam_core.editor":
+                    bad.append(f"{p.name}:{n.lineno} from {n.module}")
+                else:
+                    bad += [f"{p.name}:{n.lineno} {a.name} is not exported" for a in n.names if a.name not in exported]
+    assert not bad, bad
+
+
+_MUTABLE_CALLS = ("dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter", "bytearray")
+
+
+def _mutable(value: ast.expr | None) -> bool:
+    if isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp | ast.SetComp):
+        return True
+    return isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", "")) in _MUTABLE_CALLS
+
+
+def test_the_server_holds_no_module_level_mutable_state():
+    """No module-level dict, list or set (read-only tables are ``MappingProxyType`` or tuples) and no ``global``
+    statement: a server's state is its :class:`HtamLanguageServer` instance (and its session)."""
+    bad = []
+    for p, tree in _server_modules():
+        for n in tree.body:
+            value = n.value if isinstance(n, ast.Assign | ast.AnnAssign) else None
+            if _mutable(value):
+                bad.append(f"{p.name}:{n.lineno}")
+        bad += [f"{p.name}:{n.lineno} global" for n in ast.walk(tree) if isinstance(n, ast.Global)]
+    assert not bad, bad
+
+
+def test_every_server_function_is_typed():
+    """Every parameter (the server ``ls`` among them) and every return of a server function is annotated."""
+    bad = []
+    for p, tree in _server_modules():
+        for n in ast.walk(tree):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = [*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs]
+                bad += [f"{p.name}:{n.name}({a.arg})" for a in args if a.annotation is None and a.arg != "self"]
+                bad += [f"{p.name}:{n.name} -> ?"] if n.returns is None else []
+    assert not bad, bad

@@ -1,7 +1,8 @@
 """``htam kernels FILE [--json]``: list the kernels of a CUDA or Python file.
 
-With ``--json`` prints a JSON list with one ``Kernel.to_json()`` object per kernel; otherwise a
-readable table (rich). A missing file or an unsupported suffix is a usage error (exit 2).
+With ``--json`` prints a JSON list with one ``Kernel.to_json()`` object per kernel (plus
+``launches_elsewhere``, :meth:`WorkspaceLaunch.to_json` objects, for a kernel launched only from other files of its
+workspace); otherwise a readable table (rich). A missing file or an unsupported suffix is a usage error (exit 2).
 """
 
 from __future__ import annotations
@@ -10,10 +11,25 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from htam_core.cli.errors import UsageError, require_source
 from htam_core.runtime.compiler import settle_incomplete
-from htam_core.source import SourceError, load
+from htam_core.source import SourceError, SourceModel, load
+
+if TYPE_CHECKING:
+    from htam_core.source.workspace import WorkspaceLaunch
+
+
+def _elsewhere(model: SourceModel) -> dict[str, list[WorkspaceLaunch]]:
+    """Launches in other files of the workspace (or in ``#define`` wrappers) of the kernels with none in their own
+    host code, by kernel name (:func:`htam_core.source.workspace.find_launches`)."""
+    if all(k.launch_sites or k.incomplete for k in model.kernels):
+        return {}
+    # imported here for start-up speed: the analysis layer (sympy) loads only for a kernel with no launch in its file
+    from htam_core.source.workspace import find_launches
+
+    return {k.name: find_launches(model, k) for k in model.kernels if not k.launch_sites and not k.incomplete}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -37,8 +53,10 @@ def run(args: argparse.Namespace) -> int:
         model = settle_incomplete(load(args.file))  # the compiler decides what is incomplete
     except SourceError as exc:
         raise UsageError(str(exc)) from None
+    elsewhere = _elsewhere(model)
     if args.json:
-        json.dump([k.to_json() for k in model.kernels], sys.stdout, indent=2)
+        json.dump([{**k.to_json(), **({"launches_elsewhere": [la.to_json() for la in elsewhere[k.name]]}
+                                      if elsewhere.get(k.name) else {})} for k in model.kernels], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     if not model.kernels:  # the same line as profile/suggest, not an empty table
@@ -58,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         params = ", ".join(f"{p.name}: constexpr" if p.is_constexpr else p.name for p in k.params)
         sites = "\n".join(
             f"line {s.line}: " + ", ".join(f"{key}={val}" for key, val in s.config.items()) for s in k.launch_sites
-        ) or "-"
+        ) or "\n".join(f"{os.path.basename(la.path)}:{la.line} ({la.style}): grid={la.grid}"
+                       + (f", block={la.block}" if la.block else "") for la in elsewhere.get(k.name, [])) or "-"
         name = k.name + ((" (not read)" if k.compiles else " (incomplete)") if k.incomplete else "")
         # source text (array params, grid expressions like kernel[grid]) is never rich markup
         table.add_row(escape(name), k.language, f"{k.start_line}-{k.end_line}", escape(params), escape(sites))

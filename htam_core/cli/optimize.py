@@ -130,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"report: {result.report_md}")
         if result.start_ok:
             print(f"best kernel: {result.best_path}")
+            for lp in result.launcher_paths:
+                print(f"its launcher: {lp}")
     if apply_line:
         print(apply_line, file=sys.stdout if applied else sys.stderr)
     if not result.start_ok:

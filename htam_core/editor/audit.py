@@ -3,7 +3,7 @@
 For every kernel of a file, :func:`count_file` ranks the kernel as the editor does before its profile lands (a
 :class:`Session`; no profile: the priors and the source facts decide), lists the code actions (:meth:`Session.plan`: only steps
 that can be made on the kernel as it is) and then resolves every listed action through the click path
-(:meth:`Session.resolve`), counting the ones that give an edit and the *structural* ones among them
+(:meth:`Session.proposal`), counting the ones that give an edit and the *structural* ones among them
 (:func:`htam_core.transforms.registry.is_structural`: a launch-parameter, hint-only or math step does not count).
 The test of the corpus and ``bench/bench_actions.py`` read these counts.
 """
@@ -158,7 +158,7 @@ def count_kernel(session: Session, path: str, model: SourceModel, kernel: Kernel
     c.advice = [s.strategy for s, _ in p.advice]
     c.skipped = [(s.strategy, v.reason or "") for s, v in p.skipped]
     for s in p.actions:
-        res = session.resolve(model, kernel, s.strategy, None)
+        res = session.proposal(model, kernel, s.strategy, None)
         if res.ok:
             c.made.append(s.strategy)
             if p.verdicts[s.strategy].structural:

@@ -2,9 +2,9 @@
 
 A ranked strategy is one of three things for the kernel under the cursor:
 
-* **makeable**: its mechanical transform makes a validated edit of this kernel version
-  (:func:`htam_core.transforms.registry.resolve_step`, the same path a click on the code action takes), so it is
-  offered as a code action;
+* **makeable**: its mechanical transform makes a validated edit of this kernel version (the rules engine's
+  :class:`~htam_core.editor.proposals.Proposal`, made here and kept with the verdict: resolving the code action
+  returns it, never running the transform again), so it is offered as a code action;
 * **advice**: it has no mechanical transform, so the rules engine can never write it; it is shown in the hover
   with how to apply it by hand (and offered as a code action only when the LLM engine is configured);
 * **not applicable**: its transform refuses this kernel (the refusal sentence says why); it is not offered.
@@ -12,7 +12,8 @@ A ranked strategy is one of three things for the kernel under the cursor:
 :class:`Makeability` keeps the verdicts per ``(kernel version, file version, strategy)`` (the kernel's
 :func:`~htam_core.editor.profiles.content_hash` and a hash of the file's text: a transform may read the rest of
 the file, e.g. another launch that shares the block-size macro), so that the transforms run at most once per
-version and strategy, off the event loop. :func:`plan` splits one
+version and strategy, off the event loop (a verdict another thread is computing is waited for, not computed
+twice). :func:`plan` splits one
 ranking into the code actions, the advice and the skipped steps, from those verdicts, checking lazily in rank
 order only as far as the list needs.
 """
@@ -20,21 +21,17 @@ order only as far as the list needs.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from htam_core.editor.profiles import content_hash
+from htam_core.editor.proposals import Proposal, Proposals, propose_step
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms.registry import is_structural, resolve_step
+from htam_core.transforms.registry import is_structural
 from htam_core.types.text import first_sentence
 
-__all__ = ["LLM_HINT", "Makeability", "Plan", "Verdict", "check", "plan", "warm_up"]
-
-#: How the editor user gets the LLM engine (the end of the refusal of a strategy with no transform).
-LLM_HINT = 'Set htam.engine to "llm"'
+__all__ = ["Makeability", "Plan", "Verdict", "check", "plan", "warm_up"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +45,8 @@ class Verdict:
         structural: the strategy's transform is of kind ``"structural"`` (registry :data:`KINDS`).
         reason: why it cannot be made (one sentence), ``None`` when makeable.
         how: for advice, how to apply it by hand (the first sentence of its guidance), else ``""``.
+        proposal: the rules engine's :class:`~htam_core.editor.proposals.Proposal` made by the check (what
+            resolving the code action returns), ``None`` for an unknown strategy.
     """
 
     strategy: str
@@ -56,6 +55,7 @@ class Verdict:
     structural: bool
     reason: str | None = None
     how: str = ""
+    proposal: Proposal | None = field(default=None, compare=False, repr=False)
 
 
 def _how(guidance: str) -> str:
@@ -63,19 +63,15 @@ def _how(guidance: str) -> str:
     return first_sentence(guidance)
 
 
-def check(strategy: Any, model: SourceModel, kernel: Kernel, *, llm_hint: str = LLM_HINT) -> Verdict:
+def check(strategy: Any, model: SourceModel, kernel: Kernel) -> Verdict:
     """The :class:`Verdict` of the knowledge-base :class:`~htam_core.memory.Strategy` ``strategy`` on ``kernel``
-    of ``model`` (blocking: it runs the transform and validates its candidates). Never raises.
-
-    ``llm_hint``: how the reader gets the LLM engine (see :func:`~htam_core.transforms.registry.resolve_step`).
-    """
-    result = resolve_step(strategy.title, strategy.transform, strategy.guidance, model, kernel, None,
-                          llm_hint=llm_hint)
+    of ``model``, with the rules engine's :class:`~htam_core.editor.proposals.Proposal` (blocking: it runs the
+    transform and validates its candidates). Never raises."""
+    p = propose_step(model, kernel, strategy, None, None, engine="rules")
     if not strategy.transform:
-        return Verdict(strategy.id, False, True, False, str(getattr(result, "reason", "")), _how(strategy.guidance))
-    ok = isinstance(result, list) and bool(result)
-    return Verdict(strategy.id, ok, False, is_structural(strategy.transform),
-                   None if ok else str(getattr(result, "reason", "the transform made no edit")))
+        return Verdict(strategy.id, False, True, False, p.reason or "", _how(strategy.guidance), p)
+    return Verdict(strategy.id, p.ok, False, is_structural(strategy.transform),
+                   None if p.ok else (p.reason or "the transform made no edit"), "", p)
 
 
 _WARM_CUDA = ("__global__ void htam_warm(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
@@ -100,7 +96,7 @@ def warm_up() -> None:
 
 
 class Makeability:
-    """Verdicts per ``(kernel version, strategy id)``, computed once each. Thread safe.
+    """Verdicts per ``(kernel version, strategy id)``, each computed once (with its proposal). Thread safe.
 
     Args:
         strategy: ``strategy(step_id) -> Strategy`` (raises ``KeyError`` for an unknown id).
@@ -109,10 +105,12 @@ class Makeability:
 
     def __init__(self, strategy: Callable[[str], Any], size: int = 4096) -> None:
         self._strategy = strategy
-        self._size = size
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[tuple[str, str], Verdict] = OrderedDict()
-        self.checks = 0  #: how many verdicts were computed (not read from the cache)
+        self._cache = Proposals(size)
+
+    @property
+    def checks(self) -> int:
+        """How many verdicts were computed (not read from the cache)."""
+        return self._cache.made
 
     @staticmethod
     def version(model: SourceModel, kernel: Kernel) -> str:
@@ -123,20 +121,15 @@ class Makeability:
     def peek(self, model: SourceModel, kernel: Kernel, step_ids: Sequence[str]) -> dict[str, Verdict] | None:
         """The cached verdicts of ``step_ids`` on ``kernel`` of ``model``, or ``None`` when one is not known yet
         (never runs a transform)."""
-        h = self.version(model, kernel)
-        with self._lock:
-            out = {s: self._cache.get((h, s)) for s in step_ids}
+        get = self.cached(model, kernel)
+        out = {s: get(s) for s in step_ids}
         return None if any(v is None for v in out.values()) else out  # type: ignore[return-value]
 
     def cached(self, model: SourceModel, kernel: Kernel) -> Callable[[str], Verdict | None]:
         """A function giving the cached verdict of one step id on ``kernel`` of ``model``, or ``None`` (never runs a
         transform)."""
         h = self.version(model, kernel)
-
-        def get(step_id: str) -> Verdict | None:
-            with self._lock:
-                return self._cache.get((h, step_id))
-        return get
+        return lambda step_id: self._cache.peek((h, step_id))
 
     def computing(self, model: SourceModel, kernel: Kernel) -> Callable[[str], Verdict]:
         """A function giving the verdict of one step id on ``kernel`` of ``model``, computed when not cached
@@ -145,31 +138,20 @@ class Makeability:
 
     def verdicts(self, model: SourceModel, kernel: Kernel, step_ids: Sequence[str]) -> dict[str, Verdict]:
         """The verdict of each of ``step_ids`` on ``kernel`` (one of ``model.kernels``), computing the ones not
-        cached (blocking: call it off the event loop). An unknown strategy id is advice-less and not makeable."""
+        cached (blocking: call it off the event loop; a verdict being computed by another thread is waited for).
+        An unknown strategy id is advice-less and not makeable."""
         h = self.version(model, kernel)
-        out: dict[str, Verdict] = {}
-        for sid in step_ids:
-            with self._lock:
-                v = self._cache.get((h, sid))
-                if v is not None:
-                    self._cache.move_to_end((h, sid))
-            if v is None:
-                try:
-                    v = check(self._strategy(sid), model, kernel)
-                except KeyError as exc:
-                    v = Verdict(sid, False, False, False, str(exc.args[0]))
-                with self._lock:
-                    self.checks += 1
-                    self._cache[(h, sid)] = v
-                    while len(self._cache) > self._size:
-                        self._cache.popitem(last=False)
-            out[sid] = v
-        return out
+        return {sid: self._cache.get((h, sid), lambda sid=sid: self._check(sid, model, kernel)) for sid in step_ids}
+
+    def _check(self, step_id: str, model: SourceModel, kernel: Kernel) -> Verdict:
+        try:
+            return check(self._strategy(step_id), model, kernel)
+        except KeyError as exc:
+            return Verdict(step_id, False, False, False, str(exc.args[0]))
 
     def clear(self) -> None:
         """Forget every verdict (the knowledge base was reloaded)."""
-        with self._lock:
-            self._cache.clear()
+        self._cache.clear()
 
 
 @dataclass

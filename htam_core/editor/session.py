@@ -15,14 +15,15 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from htam_core.editor.harness import HarnessChecks
 from htam_core.editor.history import AppliedStep, History
 from htam_core.editor.makeable import Makeability, Plan, plan
 from htam_core.editor.makeable import warm_up as warm_transforms
 from htam_core.editor.memory import EditorMemory
 from htam_core.editor.profiles import ProfileCache, ProfileEntry, ProfileView, Stage, content_hash, read_disk
+from htam_core.editor.proposals import Proposal, Proposals, propose_step
 from htam_core.editor.ranking import Analysis, Rankings
 from htam_core.editor.record import Recorder
-from htam_core.editor.resolve import Resolution, resolve_step
 from htam_core.memory.fingerprint import kernel_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
 from htam_core.source.model import Kernel, SourceModel
@@ -82,6 +83,10 @@ class Session:
         self.profiles = ProfileCache(stages=self._stages)
         self.rankings = Rankings(self.memory.rank)
         self.makeable = Makeability(self.strategy)
+        #: the LLM engine's proposals per (kernel version, strategy id); the rules engine's are the verdicts'
+        self.llm_proposals = Proposals(256)
+        #: each kernel's harness status, found in a helper process
+        self.harness = HarnessChecks()
         self.recorder = Recorder(self.profiles, self.history_log, self.memory, lambda: self.gpu is not None,
                                  lambda: f"{self.target} (static)")
         self._ready = threading.Event()
@@ -166,6 +171,7 @@ class Session:
             self.engine = engine
         if llm is not None:
             self.llm = llm
+            self.llm_proposals.clear()  # another model writes other proposals
         if gpu_index is not None and gpu_index != self.gpu_index:
             self.gpu_index = gpu_index
             self.gpu = None if self.static else _gpu_name(gpu_index)
@@ -179,8 +185,9 @@ class Session:
             self._open_memory()
 
     def close(self) -> None:
-        """Cancel queued profiles, stop the profile thread and close the store."""
+        """Cancel queued profiles, stop the profile thread and the harness helper, and close the store."""
         self.profiles.close()
+        self.harness.shutdown()
         self.memory.close()
 
     # ---- profiles -----------------------------------------------------------------------------------
@@ -375,16 +382,22 @@ class Session:
         return self.memory.strategy(step_id)
 
     # ---- resolution and recording -------------------------------------------------------------------
-    def resolve(self, model: SourceModel, kernel: Kernel, step_id: str, profile: Profile | None,
-                evidence: str = "") -> Resolution:
-        """Turn the ranked step ``step_id`` into an edit of ``model`` (blocking; see
-        :func:`htam_core.editor.resolve.resolve_step`). Never raises for a step that cannot be made."""
+    def proposal(self, model: SourceModel, kernel: Kernel, step_id: str, profile: Profile | None,
+                 evidence: str = "") -> Proposal:
+        """The :class:`~htam_core.editor.proposals.Proposal` of the ranked step ``step_id`` on ``kernel`` of
+        ``model`` (blocking): made once per (kernel version, strategy) and engine. With the rules engine it is the one
+        made when the code actions were listed (:meth:`plan`); the LLM's is made on the first call and kept. Never
+        raises for a step that cannot be made."""
+        if self.engine != "llm":
+            v = self.makeable.verdicts(model, kernel, [step_id])[step_id]
+            return v.proposal or Proposal.refused(step_id, v.reason or f"unknown strategy {step_id!r}")
         try:
             strat = self.strategy(step_id)
         except KeyError as exc:
-            return Resolution(False, reason=str(exc.args[0]))
-        return resolve_step(model, kernel, strat, self.memory.kb.direction(strat.direction), profile,
-                            engine=self.engine, llm=self.llm, evidence=evidence)
+            return Proposal.refused(step_id, str(exc.args[0]))
+        direction = self.memory.kb.direction(strat.direction)
+        return self.llm_proposals.get((self.makeable.version(model, kernel), step_id), lambda: propose_step(
+            model, kernel, strat, direction, profile, engine="llm", llm=self.llm, evidence=evidence))
 
     def record_applied(self, path: str, kernel: Kernel, step_id: str, text: str, file_language: str, *,
                        before_hash: str | None = None, saved: bool = True,

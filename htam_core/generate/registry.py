@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from htam_core.generate.config import LLMConfig
+from htam_core.generate.edits import FileEdits, minimal_edit, of_kernel_file
 from htam_core.generate.errors import GenerationError
 from htam_core.generate.llm import CheckResult, GenerationResult, LLMGenerator
 from htam_core.generate.prompt import build_messages
 from htam_core.source import parse_text
+from htam_core.transforms.base import apply_edits
 from htam_core.transforms.registry import resolve_step
 from htam_core.types.profile import Profile
 
@@ -41,6 +43,10 @@ class GenerationRequest:
         error_feedback: the previous failure, if any.
         model: the parsed :class:`htam_core.source.SourceModel` of ``kernel_text`` when the caller already has
             one (the editor does); the rules generator then does not parse the file again.
+        path: the kernel file's path, so that the rules generator finds the kernel's launches in other files of
+            its workspace (``None``: the text alone, or the path of ``model``).
+        files: texts of other workspace files as earlier steps left them, by resolved path (a launcher edited
+            by an earlier step); files not listed are read from disk.
     """
 
     kernel_text: str
@@ -53,6 +59,8 @@ class GenerationRequest:
     task: str | None = None
     error_feedback: str | None = None
     model: Any = None
+    path: str | None = None
+    files: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -65,6 +73,12 @@ class Candidate:
         generator: ``"llm"`` or ``"rules"``.
         strategy: the local strategy id it applies, when known.
         params: generator-specific parameters (transform parameters, token usage ...).
+        edits: the change as edits (:class:`~htam_core.generate.edits.FileEdits`: the kernel's file, and any other
+            file the step changes); an editor applies these, never a diff of :attr:`code`.
+        files: the other files the step rewrites (the kernel's launch in a host file), path -> whole new text;
+            empty when only ``code`` changes (the optimize loop carries them to later steps and ``--out``).
+        title_note: where the launch was edited, or that the form is correct for any grid (an editor shows it
+            in the step's title); ``""`` when there is nothing to say.
     """
 
     code: str
@@ -72,6 +86,9 @@ class Candidate:
     generator: str
     strategy: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    edits: list[FileEdits] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    title_note: str = ""
 
 
 class Generator(Protocol):
@@ -129,7 +146,8 @@ class LLMCandidateGenerator:
                           "llm", strat, {"usage": res.usage, "attempts": res.attempts, "repairs": res.repairs,
                                          "check_ok": res.check.ok if res.check else None,
                                          "check_error": res.check.error_text if res.check else None,
-                                         **({"repair_fault": res.fault} if res.fault else {})})]
+                                         **({"repair_fault": res.fault} if res.fault else {})},
+                          of_kernel_file([minimal_edit(request.kernel_text, res.code)]))]
 
 
 class RulesCandidateGenerator:
@@ -158,7 +176,7 @@ class RulesCandidateGenerator:
         file_language = "cuda" if request.language == "cuda" else "python"
         model = request.model
         if model is None or model.text != request.kernel_text:
-            model = parse_text(request.kernel_text, file_language)
+            model = parse_text(request.kernel_text, file_language, request.path)
         kernels = [k for k in model.kernels if request.kernel_name is None or k.answers_to(request.kernel_name)]
         if not kernels:
             names = ", ".join(k.name for k in model.kernels) or "none"
@@ -171,7 +189,7 @@ class RulesCandidateGenerator:
             if not tid:
                 continue
             result = resolve_step(s.get("name") or tid, tid, s.get("guidance") or "", model, kernel,
-                                      request.profile, llm_hint="Run with --engine llm")
+                                  request.profile, llm_hint="Run with --engine llm", files=request.files)
             if not result:  # NotApplicable is falsy; its reason is the sentence the editor shows too
                 self.skipped.append((tid, str(getattr(result, "reason", "not applicable"))))
                 continue
@@ -179,8 +197,22 @@ class RulesCandidateGenerator:
                 params = dict(c.params)
                 params["transform_id"] = c.transform_id
                 params["changes_numerics"] = c.changes_numerics
-                out.append(Candidate(c.new_text, c.description, "rules", s.get("id") or c.strategy, params))
+                try:
+                    files = {p: apply_edits(_text_of(p, request.files), es) for p, es in c.file_edits.items()}
+                except (OSError, ValueError) as exc:  # the launcher changed on disk since it was read
+                    self.skipped.append((tid, f"{c.description}: the launcher could not be edited ({exc})"))
+                    continue
+                edits = of_kernel_file(c.edits) + [FileEdits(p, tuple(es)) for p, es in c.file_edits.items()]
+                out.append(Candidate(c.new_text, c.description, "rules", s.get("id") or c.strategy, params,
+                                     edits, files, c.title_note))
         return out
+
+
+def _text_of(path: str, files: Mapping[str, str]) -> str:
+    """The text of workspace file ``path`` before a step: as an earlier step left it (``files``), else on disk."""
+    if path in files:
+        return files[path]
+    return Path(path).read_text(encoding="utf-8")
 
 
 _KINDS: dict[str, Callable[..., Generator]] = {}

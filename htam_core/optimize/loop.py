@@ -210,6 +210,9 @@ class _Loop:
         self.fingerprint = kernel_fingerprint(self.path, self.kernel.name)
         self.steps: list[StepRecord] = []
         self.tried: set[str] = {_text_hash(self.start_text)}
+        #: other workspace files as the steps that led to a kernel version left them (its launcher), by the
+        #: version's text hash; the best version's are written beside best.* in --out
+        self.files_of: dict[str, dict[str, str]] = {}
         self.kept_strategies: set[str] = set()
         self.dead: set[tuple[str, str]] = set()  # (text hash, strategy) with nothing new to propose
         self.not_made: list[NotMade] = []  # ranked steps passed over, with the refusal reason (for the report)
@@ -255,7 +258,8 @@ class _Loop:
         lang = self.kernel.language
         return GenerationRequest(kernel_text=text, language=lang, kernel_name=self.task.kernel, profile=ev.profile,
                                  direction={"name": d.name, "description": d.description}, strategies=strat_dicts,
-                                 transition_hints=hints, error_feedback=feedback)
+                                 transition_hints=hints, error_feedback=feedback, path=str(Path(self.path).resolve()),
+                                 files=self.files_of.get(_text_hash(text), {}))
 
     def _hints(self, choice: Choice, prefix: list[str]) -> list[str]:
         """Transition hints for the prompt: the memory's evidence for the step, and the knowledge base's
@@ -510,6 +514,9 @@ class _Loop:
                     continue
                 faults = []
                 self.tried.add(_text_hash(cand.code))
+                files = {**self.files_of.get(_text_hash(cur_text), {}), **getattr(cand, "files", {})}
+                if files:
+                    self.files_of[_text_hash(cand.code)] = files
                 self._progress(n - 1, choice, self._speedup(start_ev, best_ev),
                                f"candidate {n}/{task.budget}: {choice.direction} → {choice.strategy}")
                 label = f"{n:02d}-{choice.strategy.replace('.', '_')}"
@@ -546,7 +553,8 @@ class _Loop:
                             gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
                             language=self.kernel.language, measurements_reused=self.measurements_reused,
                             not_made=self.not_made, reproduction=reproduction,
-                            best_step=best_chain[-1] if best_chain else None, phases=phases)
+                            best_step=best_chain[-1] if best_chain else None, phases=phases,
+                            files=self.files_of.get(_text_hash(best_text), {}))
 
     def _reproduce(self, start: Evaluation, best: Evaluation, best_text: str, cancelled: bool) -> Reproduction:
         """Re-time the start and the best kernel interleaved in a fresh worker process and judge whether the

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -253,7 +254,8 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                  best_ev: Evaluation, steps: list[StepRecord], *, gpu: bool, cancelled: bool, warnings: list[str],
                  language: str, measurements_reused: int = 0,
                  not_made: list[NotMade] | None = None, reproduction: Reproduction | None = None,
-                 best_step: int | None = None, phases: dict[str, Any] | None = None) -> OptimizeResult:
+                 best_step: int | None = None, phases: dict[str, Any] | None = None,
+                 files: Mapping[str, str] | None = None) -> OptimizeResult:
     """Write the report files under ``out`` and return the :class:`OptimizeResult`.
 
     ``speedup.png`` is written only when the candidates were timed (a GPU run whose start was timed); without
@@ -279,6 +281,8 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
             lineage (its parents back to the start) and the accepted steps off it.
         phases: where the run's time went (:class:`htam_core.optimize.phases.PhaseTimes` JSON plus the worker
             starts and the counters stage), written to ``report.json`` as ``"phases"``.
+        files: other workspace files the best kernel's steps rewrote (its launcher), path -> text; each is
+            written into ``out`` under its own name beside ``best.*`` (``OptimizeResult.launcher_paths``).
 
     Raises:
         ValueError: ``best_step`` or a parent is not among ``steps`` (:func:`htam_core.optimize.task.lineage`).
@@ -289,6 +293,13 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
     ext = Path(task.path).suffix or ".txt"
     best_path = out / f"best{ext}"
     best_path.write_text(best_text, encoding="utf-8")
+    launcher_paths = []
+    for src, text in sorted((files or {}).items()):
+        dest = out / Path(src).name
+        if dest == best_path:
+            dest = out / f"launcher-{Path(src).name}"
+        dest.write_text(text, encoding="utf-8")
+        launcher_paths.append(dest)
     measured = gpu and start_ev.time_ms is not None
     best_speedup = None
     if measured and best_ev.time_ms and start_ev.time_ms:
@@ -350,7 +361,7 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                             report_dir=out, report_md=report_md, summary=summary, cancelled=cancelled,
                             changed=changed, start_ms=start_ev.time_ms if measured else None,
                             best_ms=best_ev.time_ms if measured else None, mode="gpu" if gpu else "static",
-                            best_path=best_path, warnings=list(warnings),
+                            best_path=best_path, warnings=list(warnings), launcher_paths=launcher_paths,
                             measurements_reused=measurements_reused, start_ok=start_ok,
                             best_correct=best_ev.correct, best_verified_on=best_ev.verified_on,
                             not_made=steps_not_made(not_made or [], steps), plot=plot_path, plot_note=plot_note,

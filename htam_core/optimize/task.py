@@ -249,6 +249,8 @@ class OptimizeResult:
         reproduction: the fresh-process re-timing of the best kernel
             (:class:`htam_core.optimize.reproduce.Reproduction`), or ``None`` when the loop did not judge it.
         best_step: the index of the candidate ``best.<ext>`` is, or ``None`` when it is the start.
+        launcher_paths: the other files the best kernel's steps rewrote (the kernel's launch in a host file), as
+            written beside ``best.<ext>`` in the output folder.
         best_lineage: the indices of the steps that made the best, from the start to ``best_step``
             (:func:`lineage`); ``[]`` when the best is the start.
         phases: where the run's time went (:mod:`htam_core.optimize.phases`: seconds per phase, the worker
@@ -280,6 +282,7 @@ class OptimizeResult:
     best_step: int | None = None
     best_lineage: list[int] = field(default_factory=list)
     phases: dict[str, Any] | None = None
+    launcher_paths: list[Path] = field(default_factory=list)
 
     def apply_refusal(self) -> str | None:
         """Why the best kernel must not be written into the user's file, or ``None`` when it may.
@@ -315,6 +318,7 @@ class OptimizeResult:
             "start_ms": self.start_ms, "best_ms": self.best_ms, "cancelled": self.cancelled,
             "changed": self.changed, "summary": self.summary, "report_dir": str(self.report_dir),
             "report_md": str(self.report_md), "best_path": str(self.best_path) if self.best_path else None,
+            "launcher_paths": [str(p) for p in self.launcher_paths],
             "warnings": list(self.warnings), "measurements_reused": self.measurements_reused,
             "start_ok": self.start_ok, "best_correct": self.best_correct,
             "best_verified_on": self.best_verified_on, "apply_refusal": self.apply_refusal(),

@@ -55,6 +55,11 @@ class Candidate:
         edits: non-overlapping edits on the original text.
         new_text: the whole file after the edits.
         changes_numerics: results may differ in the last bits (fast-math intrinsics ...).
+        file_edits: edits of other files of the workspace, by path (the launch of a kernel launched from
+            another file: a step that changes the launch edits both places as one change); offsets refer to
+            each file's text as it is on disk. Empty for a step that edits the kernel's file only.
+        title_note: a few words an editor adds to the step's title: where the launch was edited, or that none
+            was found and the form is correct for any grid; ``""`` when there is nothing to say.
     """
 
     transform_id: str
@@ -64,10 +69,15 @@ class Candidate:
     edits: list[TextEdit]
     new_text: str
     changes_numerics: bool = False
+    file_edits: dict[str, list[TextEdit]] = field(default_factory=dict)
+    title_note: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """JSON form (without ``new_text``, which can be rebuilt from the edits)."""
-        return {
+        """JSON form (without ``new_text``, which can be rebuilt from the edits; ``file_edits`` only when the
+        step also edits other files)."""
+        extra = {"file_edits": {p: [e.to_json() for e in es] for p, es in self.file_edits.items()}} \
+            if self.file_edits else {}
+        return {**extra,
             "transform_id": self.transform_id,
             "strategy": self.strategy,
             "description": self.description,

@@ -117,10 +117,16 @@ static inline unsigned int htam_sm_grid(long long blocks, int per_sm)
 
 
 def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
-    """Edits turning the elementwise body into a grid-stride loop (shared with other transforms)."""
+    """Edits turning the elementwise body into a grid-stride loop (shared with other transforms), or why not: a
+    body that moves a parameter (``d_keys += base;``, ``n -= k;``) carries it from one pass of the loop into the
+    next, so the second element a thread takes would start from the moved value."""
     ew = elementwise(unit)
     if isinstance(ew, str):
         return ew
+    moved = [p.name for p in unit.kernel.params if p.name and unit.assigned_in(unit.body, p.name)]
+    if moved:
+        return (f"the body moves parameter {moved[0]} (assigned, incremented or address-taken); in a grid-stride loop "
+                "each later pass would start from the moved value")
     stride = f"({ew.type})blockDim.x * gridDim.x"
     header = f"for ({ew.type} {ew.name} = {unit.t(ew.gid)}; {ew.name} < {unit.t(ew.bound)}; {ew.name} += {stride})"
     ds, de = statement_span(unit, ew.decl)
@@ -164,9 +170,9 @@ class CudaGridStride(CudaTransform):
             # launched from another file: the loop alone is correct for any grid; the grid is left to the launcher
             return [self.candidate(
                 model,
-                f"make {kernel.name} a grid-stride loop, launch-independent: correct for any grid (no launch site "
-                "in this file, so the grid is unchanged; capping it at a multiple of the SM count where it is "
-                "launched is the second half of this step)",
+                f"make {kernel.name} a grid-stride loop, launch-independent: correct for any grid, so the grid is "
+                "unchanged (capping it at a multiple of the SM count where it is launched is the second half of this "
+                "step)",
                 {"blocks_per_sm": None, "launch": "independent"},
                 body,
             )]

@@ -213,9 +213,8 @@ class CudaVectorizeFloat4(CudaTransform):
             return [self.candidate(
                 model,
                 f"vectorize {kernel.name} with float4 loads/stores, launch-independent: correct for any grid (a "
-                "grid-stride loop with a scalar tail; falls back to scalar when a pointer is not 16-byte aligned); "
-                "no launch site in this file, so the grid is unchanged (a grid of a quarter the blocks does the "
-                "same work)",
+                "grid-stride loop with a scalar tail; falls back to scalar when a pointer is not 16-byte aligned), "
+                "so the grid is unchanged (a grid of a quarter the blocks does the same work)",
                 {"vector_width": 4, "pointers": names, "launch": "independent"},
                 edits,
             )]

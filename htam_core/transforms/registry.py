@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Mapping
 from typing import TypeVar
 
 from htam_core.source import parse_text
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.positions import line_ending, with_line_ending
-from htam_core.transforms.base import Candidate, NotApplicable, Transform, apply_edits
+from htam_core.source.workspace import LaunchUnit, find_launches, launch_unit
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform, apply_edits
 from htam_core.transforms.validate import check_syntax
 from htam_core.types.profile import Profile
 from htam_core.types.text import first_sentence
@@ -155,7 +157,8 @@ def validate(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
 
 
 def propose(
-    transform_id: str, model: SourceModel, kernel: Kernel, profile: Profile | None = None
+    transform_id: str, model: SourceModel, kernel: Kernel, profile: Profile | None = None, *,
+    files: Mapping[str, str] | None = None,
 ) -> list[Candidate] | NotApplicable:
     """Run one transform on one kernel and return only validated candidates.
 
@@ -164,6 +167,13 @@ def propose(
         model: the parsed file (``htam_core.source.parse_text``/``load``).
         kernel: a kernel of ``model``.
         profile: optional profile of the kernel.
+        files: texts of other workspace files that differ from disk, by path (see
+            :func:`htam_core.source.workspace.launch_unit`): where a launcher edited by an earlier step is read.
+
+    A kernel with no launch in its own file is read together with its launches elsewhere (a host file, a
+    ``#define`` wrapper, a ``load_inline`` string, a Triton launcher module): a step that changes the launch edits
+    both places (``Candidate.file_edits``). With no editable launch anywhere, a launch-independent candidate's
+    ``title_note`` says so.
 
     Returns:
         At least one validated :class:`Candidate`, or :class:`NotApplicable` with the reason (and,
@@ -180,9 +190,14 @@ def propose(
         return t.not_applicable(f"{kernel.name} is incomplete (it does not parse); finish it first")
     if model.stale:
         return t.not_applicable("the file does not parse; the kernel list is from the last good parse")
+    unit = launch_unit(model, kernel, files=files) if not kernel.launch_sites and model.path else None
+    if unit is not None:  # launched from another file or a #define: read (and edit) kernel and launch as one unit
+        return _propose_joint(t, unit, profile)
     result = t.propose(model, kernel, profile)
     if isinstance(result, NotApplicable):
         return result
+    if not kernel.launch_sites:
+        result = [_launch_not_found(model, kernel, c, files) for c in result]
     good: list[Candidate] = []
     rejected: list[str] = []
     ending = line_ending(model.text)
@@ -204,6 +219,69 @@ def propose(
     return good
 
 
+def _launch_not_found(model: SourceModel, kernel: Kernel, cand: Candidate, files: Mapping[str, str] | None
+                      ) -> Candidate:
+    """Say in a launch-independent candidate's description why it leaves the grid alone: no launch of the kernel
+    was found anywhere in the workspace, or the launches found cannot be edited (a cupy launcher)."""
+    if cand.params.get("launch") != "independent":
+        return cand
+    found = [la for la in find_launches(model, kernel, files=files) if not la.editable] if model.path else []
+    where = (f"launch in {found[0].path.rsplit('/', 1)[-1]} line {found[0].line} left as is" if found
+             else "launch not found")
+    note = f"{where}: correct for any grid"
+    return dataclasses.replace(cand, description=f"{cand.description} ({note})", title_note=note)
+
+
+def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> list[Candidate] | NotApplicable:
+    """:func:`propose` for a kernel whose launches lie in other files (or in a ``#define`` body): ``t`` runs on
+    the joint unit (:func:`htam_core.source.workspace.launch_unit`), its candidates are validated there, and
+    each is split back into edits of the kernel's file and ``file_edits`` of the launchers."""
+    result = t.propose(unit.model, unit.kernel, profile)
+    if isinstance(result, NotApplicable):
+        return dataclasses.replace(result, reason=unit.relabel(result.reason))
+    good: list[Candidate] = []
+    rejected: list[str] = []
+    for cand in result:
+        why = validate(unit.model, unit.kernel, cand)
+        parts = _split(unit, cand.edits) if why is None else why
+        if isinstance(parts, str):
+            rejected.append(f"{cand.description}: {parts}")
+            continue
+        own, others = parts
+        try:
+            new_text = apply_edits(unit.own.text, own)
+            for path, edits in others.items():
+                apply_edits(unit.text_of(path) or "", edits)
+        except ValueError as exc:
+            rejected.append(f"{cand.description}: {exc}")
+            continue
+        names = ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others))
+        note = f"launch in {names} edited too" if names else ""
+        good.append(dataclasses.replace(
+            cand, edits=own, new_text=new_text, file_edits=others, title_note=note,
+            description=unit.relabel(cand.description) + (f" ({note})" if note else "")))
+    if not good:
+        if not rejected:
+            return t.not_applicable("no candidate was produced")
+        return NotApplicable(reason=f"every candidate was rejected ({rejected[0]})", transform_id=t.id,
+                             rejected=tuple(rejected))
+    return good
+
+
+def _split(unit: LaunchUnit, edits: list[TextEdit]) -> tuple[list[TextEdit], dict[str, list[TextEdit]]] | str:
+    """Edits of the joint unit as edits of the kernel's file and of each launcher (by path), or why not (an edit
+    outside the user's text: :meth:`LaunchUnit.locate`)."""
+    own: list[TextEdit] = []
+    others: dict[str, list[TextEdit]] = {}
+    for e in edits:
+        where = unit.locate(e.start_byte, e.end_byte)
+        if where is None:
+            return "an edit falls between the kernel's file and its launcher"
+        path, s, t = where
+        (own if path is None else others.setdefault(path, [])).append(TextEdit(s, t, e.new_text))
+    return own, others
+
+
 def no_transform_message(title: str, guidance: str, llm_hint: str) -> str:
     """Why the rules engine cannot make the step ``title``: it has no mechanical transform.
 
@@ -219,7 +297,8 @@ def no_transform_message(title: str, guidance: str, llm_hint: str) -> str:
 
 
 def resolve_step(title: str, transform_id: str | None, guidance: str, model: SourceModel, kernel: Kernel,
-                 profile: Profile | None, *, llm_hint: str) -> list[Candidate] | NotApplicable:
+                 profile: Profile | None, *, llm_hint: str, files: Mapping[str, str] | None = None
+                 ) -> list[Candidate] | NotApplicable:
     """A ranked step made with the rules engine: its transform's validated candidates, or why it cannot be.
 
     This is the one place that turns a knowledge-base strategy into mechanical candidates or a refusal the
@@ -230,7 +309,7 @@ def resolve_step(title: str, transform_id: str | None, guidance: str, model: Sou
     Args:
         title, transform_id, guidance: the strategy's title, mechanical transform id (``None``: none) and
             guidance.
-        model, kernel, profile: as for :func:`propose`.
+        model, kernel, profile, files: as for :func:`propose`.
         llm_hint: see :func:`no_transform_message`.
 
     Never raises for a step that cannot be made.
@@ -238,7 +317,7 @@ def resolve_step(title: str, transform_id: str | None, guidance: str, model: Sou
     if not transform_id:
         return NotApplicable(reason=no_transform_message(title, guidance, llm_hint))
     try:
-        result = propose(transform_id, model, kernel, profile)
+        result = propose(transform_id, model, kernel, profile, files=files)
     except KeyError as exc:
         return NotApplicable(reason=str(exc.args[0]), transform_id=transform_id)
     if isinstance(result, NotApplicable):

@@ -7,11 +7,10 @@ from __future__ import annotations
 import threading
 import time
 
-from htam_core.editor import ProfileView
+from htam_core.editor import ProfileView, render
 from htam_core.editor.profiles import ProfileCache, ProfileEntry, Stage
 from htam_core.source import parse_text
 from htam_core.types.profile import Bottleneck, Profile, TimeStats
-from htam_server import render
 
 SRC = "__global__ void k(float* x, int n) {{ int i = threadIdx.x; if (i < n) x[i] = {c} * x[i]; }}\n"
 

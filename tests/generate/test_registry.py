@@ -10,6 +10,7 @@ from htam_core.generate import registry
 from htam_core.generate.config import LLMConfig
 from htam_core.generate.errors import GenerationError
 from htam_core.generate.registry import GenerationRequest, create, kinds
+from htam_core.transforms.base import apply_edits
 from tests.support.openai_server import OpenAIServer, Scripted
 
 REQ = GenerationRequest(kernel_text="x = 1\n", language="triton", kernel_name="k",
@@ -32,6 +33,9 @@ def test_llm_kind_proposes_a_candidate(api_key: str, tmp_path: Path) -> None:
         assert "after A, B paid off 2 of 3 times" in srv.requests[0].body["messages"][-1]["content"]
     assert len(cands) == 1 and cands[0].code == code and cands[0].generator == "llm"
     assert cands[0].strategy == "triton.cache_hints"
+    # the whole-file reply comes with its edit of the request's text (one span: the editor applies it as is)
+    (only,) = cands[0].edits
+    assert only.path is None and apply_edits(REQ.kernel_text, list(only.edits)) == code
 
 
 def test_rules_kind_wraps_the_real_transforms() -> None:
@@ -44,6 +48,9 @@ def test_rules_kind_wraps_the_real_transforms() -> None:
     cands = gen.propose(req)
     assert cands and all(c.generator == "rules" and c.strategy == "triton_block_size" for c in cands)
     assert all(c.code != text and c.params["transform_id"] == "triton.block_size" for c in cands)
+    # each candidate carries the transform's own edits, which make its text
+    assert all([f.path for f in c.edits] == [None] and apply_edits(text, list(c.edits[0].edits)) == c.code
+               for c in cands)
     assert [tid for tid, _ in gen.skipped] == ["cuda.unroll"] and "triton" in gen.skipped[0][1]
 
 

@@ -135,16 +135,17 @@ def test_every_child_the_project_starts_gets_an_environment() -> None:
 
 
 def test_harness_probe_helper_and_dask_worker_drop_the_canaries(canaries) -> None:
-    from htam_server import harness_probe
+    from htam_core.editor.harness import HarnessProbe
 
+    helper = HarnessProbe()
     try:
-        harness_probe.probe_in_process(str(REPO / "nowhere.py"), "k", None, timeout_s=120)
-        pool = harness_probe._pool
+        helper.status(str(REPO / "nowhere.py"), "k", None, timeout_s=120)
+        pool = helper._pool
         assert pool is not None
         for name in SECRET_NAMES:
             assert pool.submit(os.getenv, name).result(60) is None, name
     finally:
-        harness_probe.shutdown()
+        helper.shutdown()
     code = ("import json, os\nfrom htam_core.bench.dask_worker_setup import dask_setup\ndask_setup(None)\n"
             "from htam_core.runtime.children import child_env\n"
             "print(json.dumps({'own': dict(os.environ), 'child': child_env()}))")

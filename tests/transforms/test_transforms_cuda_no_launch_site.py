@@ -21,6 +21,7 @@ KERNEL = "vec_add_extern"
 def test_grid_stride_is_launch_independent():
     (c,) = candidates("cuda.grid_stride", FILE, KERNEL)
     assert "launch-independent: correct for any grid" in c.description
+    assert c.title_note == "launch not found: correct for any grid"
     assert "gridDim.x" in c.new_text and "htam_sm_grid" not in c.new_text
     facts = facts_of_text(c.new_text, KERNEL)
     assert any(lp.grid_stride for lp in facts.loops)
@@ -29,6 +30,7 @@ def test_grid_stride_is_launch_independent():
 def test_float4_is_launch_independent():
     (c,) = candidates("cuda.vectorize_float4", FILE, KERNEL)
     assert "launch-independent: correct for any grid" in c.description
+    assert c.title_note == "launch not found: correct for any grid"
     text = c.new_text
     assert "float4" in text and "& 15ull" in text  # the alignment check
     facts = facts_of_text(text, KERNEL)

@@ -33,7 +33,7 @@ export interface InitializationOptions {
   static: boolean;
 }
 
-/** Defaults (the server's too: server/config.py); keep in sync with `contributes.configuration` in package.json (a unit test checks it). */
+/** Defaults (the server's too: htam_core/editor/settings.py); keep in sync with `contributes.configuration` in package.json (a unit test checks it). */
 export const DEFAULTS: InitializationOptions = {
   engine: "rules",
   llm: { baseUrl: null, model: null, apiKeyEnv: "OPENAI_API_KEY" },

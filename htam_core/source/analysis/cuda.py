@@ -17,6 +17,7 @@ import sympy
 from tree_sitter import Node
 
 from htam_core.source.analysis.atomics import atomic_updates, return_lines
+from htam_core.source.analysis.builtins import is_atomic_builtin, is_load_builtin
 from htam_core.source.analysis.constants import ConstEnv, literal_value
 from htam_core.source.analysis.facts import (
     BUILTINS,
@@ -526,10 +527,23 @@ def _kind(node: Node, env: ConstEnv, macros: frozenset[str] = frozenset()) -> st
         while g is not None and g.type in ("parenthesized_expression", "argument_list"):
             g = g.parent
         fn = env.t(g.child_by_field_name("function")) if g is not None and g.type == "call_expression" else ""
-        if fn.startswith("atomic"):
+        if is_atomic_builtin(fn):
             return "readwrite"
-        return "read" if fn.startswith("__ld") else "escape"
+        return "read" if is_load_builtin(fn) else "escape"
+    if p.type == "init_declarator" and p.child_by_field_name("value") == cur and _mutable_reference(p, env):
+        return "readwrite"  # `uint &e = edges[i];`: the element may be written through the reference
     return "read"
+
+
+def _mutable_reference(init: Node, env: ConstEnv) -> bool:
+    """``init`` (an ``init_declarator``) declares a reference to non-const (``uint &e = ...``, ``auto &e``), through
+    which the element it binds may be written; ``const T &e`` and ``T &&e`` bound to a copy are not."""
+    d = init.child_by_field_name("declarator")
+    if d is None or d.type != "reference_declarator" or env.t(d).startswith("&&"):
+        return False
+    decl = init.parent
+    quals = [env.t(c) for c in decl.children if c.type == "type_qualifier"] if decl is not None else []
+    return "const" not in quals
 
 
 def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
@@ -777,7 +791,7 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             if base is None:
                 continue
             index_expr, index_text, node = base[1], env.t(arg), n
-        elif n.type == "call_expression" and env.t(n.child_by_field_name("function")).startswith("atomic"):
+        elif n.type == "call_expression" and is_atomic_builtin(env.t(n.child_by_field_name("function"))):
             # atomicAdd(p, v) / atomicMax(p + i, v): the first argument is read and written (``&p[i]`` is the
             # subscript branch's)
             args = n.child_by_field_name("arguments")
@@ -918,8 +932,8 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
                 q = q.parent
             if q is not None and q.type in ("subscript_expression", "pointer_expression", "init_declarator"):
                 covered += 1
-            elif q is not None and q.type == "call_expression" and env.t(q.child_by_field_name("function")).startswith(
-                    ("__ld", "atomic")):
+            elif q is not None and q.type == "call_expression" and (
+                    is_atomic_builtin(fn := env.t(q.child_by_field_name("function"))) or is_load_builtin(fn)):
                 covered += 1
         mode = "unused" if not uses else ("readwrite" if reads and writes else "write" if writes else "read")
         if p.name in escapes or covered < len(uses):

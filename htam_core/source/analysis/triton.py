@@ -90,6 +90,10 @@ class PyAffine:
         return sympy.Symbol(f"expr({' '.join(tx.split())})")
 
 
+#: Keyword arguments of ``tl.load``/``tl.store`` that steer the caches (recorded as :attr:`TritonMemOp.hints`).
+CACHE_HINT_KWARGS = ("cache_modifier", "eviction_policy", "volatile")
+
+
 def _short(callee: str) -> str:
     return callee.rsplit(".", 1)[-1]
 
@@ -660,9 +664,10 @@ def _calls(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
             reds.append(TritonReduction(short, python_int(text(ax, src)) if ax is not None else None, target,
                                         psrc.line(c), psrc.span(c)))
         elif short in ("load", "store") or short.startswith("atomic_"):
+            hints = tuple(h for h in CACHE_HINT_KWARGS if _kw(c, h, src) is not None)
             mem.append(TritonMemOp(short, base(pos[0] if pos else None), memop_mask(c, short, src) is not None,
                                    _kw(c, "other", src) is not None or (short == "load" and len(pos) > 2),
-                                   psrc.line(c), psrc.span(c)))
+                                   psrc.line(c), psrc.span(c), hints))
         elif short == "dot" and len(pos) >= 2:
             ip = _kw(c, "input_precision", src)
             dots.append(TritonDot(text(pos[0], src), text(pos[1], src), dtype(pos[0]), dtype(pos[1]), psrc.line(c),

@@ -1,0 +1,593 @@
+"""Launch sites anywhere in the workspace: the workspace launch index and the joint launch unit.
+
+A kernel is often defined in one file and launched from another: a ``.cpp``/``.cu`` host file, a
+``#define`` wrapper in its own file, the CUDA string of a Python ``torch.utils.cpp_extension.load_inline``
+call, a cupy ``RawKernel``/``RawModule`` launcher, or (Triton) another module that imports the kernel and
+calls ``kernel[grid](...)``. This module finds those launches and makes them readable by the rest of the
+engine the way the compiler reads them: as one translation unit.
+
+- :func:`find_launches` lists a kernel's launches outside its own definition's reach, each a
+  :class:`WorkspaceLaunch` (file, byte range, line, grid/block expressions, template arguments and the
+  values that are known).
+- :func:`launch_unit` builds a :class:`LaunchUnit`: the kernel's file followed by the texts that launch it
+  (whole host files, a ``#define`` body wrapped in a host function, the content of a Python string), parsed
+  as one :class:`~htam_core.source.model.SourceModel`. The analysis layer reads its launches, constants and
+  ``dim3`` variables as in a single file, so every launch-aware fact (and every transform that reads
+  facts) works unchanged; :meth:`LaunchUnit.split` maps edits on the joint text back to per-file edits.
+
+The search is bounded: the kernel file's folder and its sub-folders, or the enclosing git repository
+when there is one within :data:`MAX_LEVELS_UP` levels (or an explicit workspace root), at most
+:data:`MAX_FILES` files of :data:`MAX_SOURCE_BYTES` each, skipping build and environment folders. A file is
+read only when its size or modification time changed (a cache keyed by path, mtime and size).
+
+Where the idea comes from: the compiler sees a kernel and its launch in one translation unit (``#include``
+or separate compilation with a declaration); cupy's ``RawKernel.__call__(grid, block, args)`` and
+``RawModule.get_function`` (cupy documentation, "User-Defined Kernels"); PyTorch's
+``torch.utils.cpp_extension.load_inline(cuda_sources=...)``; Triton's ``kernel[grid](...)`` launch syntax.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import time
+import tokenize
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from htam_core.source.analysis import analyze
+from htam_core.source.analysis.facts import Dim
+from htam_core.source.api import parse_text
+from htam_core.source.errors import MAX_SOURCE_BYTES
+from htam_core.source.model import Kernel, SourceModel
+
+#: file suffixes searched for launches of a CUDA kernel (C/C++/CUDA host code and Python launchers)
+CUDA_LAUNCHER_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".py")
+#: file suffixes searched for launches of a Triton kernel
+TRITON_LAUNCHER_SUFFIXES = (".py",)
+#: at most this many files are listed per search
+MAX_FILES = 2000
+#: how far up from the kernel's folder a git repository root is looked for
+MAX_LEVELS_UP = 6
+#: folders never searched
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "env", "__pycache__", "build",
+                       "dist", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages"})
+
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)[ \t]*((?:[^\n]*\\\r?\n)*[^\n]*)", re.M)
+_CUPY_MAKERS = (b"RawKernel", b"RawModule")
+#: a Python file's CUDA strings are read for launches only when it compiles CUDA from strings
+_PY_CUDA_LOADERS = (b"load_inline", b"cpp_extension", b"RawModule", b"RawKernel")
+
+
+@dataclass(frozen=True)
+class WorkspaceLaunch:
+    """One launch of a kernel found in the workspace.
+
+    Attributes:
+        path: the file that holds the launch.
+        style: ``"cuda"`` (a ``<<<>>>`` launch in host code), ``"macro"`` (inside a ``#define`` body),
+            ``"python-string"`` (in CUDA text held in a Python string, e.g. ``load_inline``'s ``cuda_sources``),
+            ``"cupy"`` (``f((grid,), (block,), args)`` on a cupy kernel object) or ``"triton"``
+            (``kernel[grid](...)`` in another module).
+        span: the launch call's bytes in ``path`` (UTF-8 offsets, end exclusive).
+        line: 1-based line of the call in ``path``.
+        grid: the grid expression as written (Triton: the subscript).
+        block: the block expression as written, ``None`` when the launch has none (Triton).
+        template_args: the template arguments of the launched callee as written (``k<float, 256>`` ->
+            ``("float", "256")``); for Triton the constexpr keyword arguments (``"BLOCK=1024"``).
+        grid_value, block_value: the components' integer values when every component is known, else ``None``.
+        editable: the launch lies in text the joint unit holds (:func:`launch_unit`), so a step can edit it.
+    """
+
+    path: str
+    style: str
+    span: tuple[int, int]
+    line: int
+    grid: str
+    block: str | None
+    template_args: tuple[str, ...] = ()
+    grid_value: tuple[int, ...] | None = None
+    block_value: tuple[int, ...] | None = None
+    editable: bool = True
+
+    @property
+    def known(self) -> bool:
+        """Whether the block's size is known (a constant, or a Triton launch whose constexprs are given)."""
+        return self.block_value is not None or (self.style == "triton" and bool(self.template_args))
+
+    def to_json(self) -> dict[str, object]:
+        """JSON form, for ``htam kernels --json`` and the editor."""
+        return {"path": self.path, "style": self.style, "line": self.line, "span": list(self.span),
+                "grid": self.grid, "block": self.block, "template_args": list(self.template_args),
+                "grid_value": list(self.grid_value) if self.grid_value else None,
+                "block_value": list(self.block_value) if self.block_value else None,
+                "known": self.known, "editable": self.editable}
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A piece of some file's text that holds launches, as the joint unit appends it.
+
+    Attributes:
+        path: the file.
+        base: byte offset of ``text`` in the file.
+        text: the file's text from ``base`` (the whole file, a ``#define`` body, a Python string's content).
+        style: the :attr:`WorkspaceLaunch.style` of the launches in it.
+        prefix, suffix: text the joint unit writes around it (a ``#define`` body becomes a host function);
+            edits there are not the user's and are refused.
+    """
+
+    path: str
+    base: int
+    text: str
+    style: str
+    prefix: str = ""
+    suffix: str = ""
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """Where a fragment's text sits in the joint unit (byte offsets)."""
+
+    start: int
+    end: int
+    fragment: Fragment
+
+
+@dataclass
+class LaunchUnit:
+    """A kernel's file joined with the texts that launch it, parsed as one unit.
+
+    Attributes:
+        own: the kernel file's model; ``model`` starts with its text byte for byte.
+        model: the joint model (path and language of the kernel's file).
+        kernel: the kernel in ``model``.
+        segments: where each appended fragment sits in ``model.text``.
+    """
+
+    own: SourceModel
+    model: SourceModel
+    kernel: Kernel
+    segments: tuple[_Segment, ...] = field(default_factory=tuple)
+    files: Mapping[str, str] = field(default_factory=dict)
+
+    def text_of(self, path: str) -> str | None:
+        """The text of ``path`` the unit was built from (the kernel's file, a given text, or the file on disk)."""
+        if path == self.own.path:
+            return self.own.text
+        if path in self.files:
+            return self.files[path]
+        data = _read_bytes(path)
+        return None if data is None else _decode(data)
+
+    @property
+    def own_bytes(self) -> int:
+        """Length of the kernel file's UTF-8 text: joint offsets below it are the kernel file's."""
+        return len(self.own.text.encode("utf-8"))
+
+    def locate(self, start: int, end: int) -> tuple[str | None, int, int] | None:
+        """Where the joint unit's bytes ``[start, end)`` are in the user's files: ``(None, start, end)`` for the
+        kernel's file (also a ``#define`` body of it), ``(path, s, e)`` for another file, or ``None`` when they
+        fall outside the user's text (the glue between the parts, or a wrapper the joint unit wrote)."""
+        if end <= self.own_bytes:
+            return None, start, end
+        seg = next((g for g in self.segments if g.start <= start and end <= g.end), None)
+        if seg is None:
+            return None
+        shift = seg.fragment.base - seg.start
+        path = None if seg.fragment.path == self.own.path else seg.fragment.path
+        return path, start + shift, end + shift
+
+    def file_line(self, line: int) -> tuple[str, int] | None:
+        """The file and 1-based line of the joint unit's line ``line`` when it lies in an appended fragment (a
+        launcher's line), else ``None`` (the kernel's own file, whose lines are the joint unit's)."""
+        data = self.model.text.encode("utf-8")
+        start, pos = 0, 0
+        for _ in range(line - 1):
+            pos = data.find(b"\n", start)
+            if pos < 0:
+                return None
+            start = pos + 1
+        if start < self.own_bytes:
+            return None
+        seg = next((g for g in self.segments if g.start <= start <= g.end), None)
+        if seg is None:
+            return None
+        offset = seg.fragment.base + (start - seg.start)
+        text = (self.text_of(seg.fragment.path) or "").encode("utf-8")
+        return seg.fragment.path, text.count(b"\n", 0, offset) + 1
+
+    def relabel(self, message: str) -> str:
+        """``message`` with each ``line N`` of the joint unit that lies in a launcher written as ``line M of
+        host.cpp`` (messages of the analysis layer and the transforms count the joint unit's lines)."""
+        def one(m: re.Match[str]) -> str:
+            where = self.file_line(int(m.group(1)))
+            return m.group(0) if where is None else f"line {where[1]} of {Path(where[0]).name}"
+        return re.sub(r"\bline (\d+)\b", one, message)
+
+    def launches(self) -> list[WorkspaceLaunch]:
+        """The kernel's launches that lie in the appended fragments, mapped to their files: the analysis layer's
+        launch facts of the joint unit (:attr:`~htam_core.source.analysis.KernelFacts.launches`), with the grid and
+        block as written at the site."""
+        sites = {(s.span.start, s.span.end): s for s in self.kernel.launch_sites}
+        out = []
+        for lf in analyze(self.model, self.kernel).launches:
+            seg = next((g for g in self.segments if lf.span and g.start <= lf.span[0] and lf.span[1] <= g.end), None)
+            site = sites.get(lf.span) if lf.span else None
+            if seg is None or site is None:
+                continue
+            f = seg.fragment
+            start, end = lf.span[0] + f.base - seg.start, lf.span[1] + f.base - seg.start
+            line = (self.text_of(f.path) or "").encode("utf-8").count(b"\n", 0, start) + 1
+            out.append(WorkspaceLaunch(
+                f.path, f.style, (start, end), line, site.config.get("grid", ""), site.config.get("block"),
+                lf.template_args or tuple(f"{k}={v}" for k, v in lf.kwargs), _values(lf.grid), _values(lf.block)))
+        return out
+
+
+def _values(dims: Sequence[Dim]) -> tuple[int, ...] | None:
+    """The components' values when every one is known (and there is one), else ``None``."""
+    vals = tuple(d.value for d in dims)
+    return vals if vals and all(v is not None for v in vals) else None  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------- the search
+
+
+def workspace_root(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> Path:
+    """The folder searched for launches of a kernel in ``path``: ``root`` when given (an editor's workspace
+    folder that contains ``path``), else the git repository that holds ``path`` (a ``.git`` entry within
+    :data:`MAX_LEVELS_UP` levels up), else ``path``'s own folder."""
+    here = Path(path).resolve().parent
+    if root is not None:
+        r = Path(root).resolve()
+        if here == r or r in here.parents:
+            return r
+    d = here
+    for _ in range(MAX_LEVELS_UP + 1):
+        if (d / ".git").exists():
+            return d
+        if d.parent == d:
+            break
+        d = d.parent
+    return here
+
+
+#: seconds a folder's listing is reused (an editor asks once per transform and keystroke burst)
+LISTING_TTL_S = 5.0
+_LISTINGS: dict[tuple[Path, tuple[str, ...]], tuple[float, list[Path]]] = {}
+
+
+def _listing(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    """Files under ``root`` with one of ``suffixes``, sorted, at most :data:`MAX_FILES` (reused for
+    :data:`LISTING_TTL_S` seconds)."""
+    key = (root, suffixes)
+    hit = _LISTINGS.get(key)
+    now = time.monotonic()
+    if hit is not None and now - hit[0] < LISTING_TTL_S:
+        return hit[1]
+    out = _walk(root, suffixes)
+    if len(_LISTINGS) > 32:
+        _LISTINGS.clear()
+    _LISTINGS[key] = (now, out)
+    return out
+
+
+def _walk(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    """The walk behind :func:`_listing`."""
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            if name.endswith(suffixes):
+                out.append(Path(dirpath) / name)
+                if len(out) >= MAX_FILES:
+                    return out
+    return out
+
+
+_BYTES: dict[str, tuple[int, int, bytes | None]] = {}
+
+
+def _read_bytes(path: str) -> bytes | None:
+    """The bytes of ``path`` (``None`` when unreadable or over :data:`MAX_SOURCE_BYTES`), cached by mtime."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    hit = _BYTES.get(path)
+    if hit is not None and hit[:2] == (st.st_mtime_ns, st.st_size):
+        return hit[2]
+    data: bytes | None = None
+    if st.st_size <= MAX_SOURCE_BYTES:
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            data = None
+    _BYTES[path] = (st.st_mtime_ns, st.st_size, data)
+    return data
+
+
+def _decode(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _macro_fragments(path: str, data: bytes, name: str) -> list[Fragment]:
+    """``#define`` bodies of ``data`` that launch ``name`` (``#define LAUNCH(n) k<<<...>>>(...)``), each wrapped
+    in a host function whose parameters are the macro's (``int``), so the body parses as a statement."""
+    out = []
+    for m in _DEFINE.finditer(data):
+        body = m.group(3)
+        if b"<<<" not in body or not re.search(rb"\b" + re.escape(name.encode()) + rb"\b", body):
+            continue
+        params = [p.strip() for p in m.group(2).decode("utf-8", "replace").split(",")]
+        decl = ", ".join(f"int {p}" for p in params if p.isidentifier())
+        text = _decode(body)
+        if text is None:
+            continue
+        out.append(Fragment(path, m.start(3), text, "macro",
+                            prefix=f"\nstatic void htam_macro_{m.group(1).decode()}({decl}) {{ ",
+                            suffix=";\n}\n"))
+    return out
+
+
+def _string_fragments(path: str, data: bytes, name: str) -> list[Fragment]:
+    """The contents of Python string literals of ``data`` that launch ``name`` with ``<<<>>>`` (the CUDA source
+    of a ``load_inline`` call); raw contents, so offsets are the file's."""
+    text = _decode(data)
+    if text is None:
+        return []
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln.encode("utf-8")))
+    out = []
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return []
+    for tok in tokens:
+        if tok.type != tokenize.STRING or "<<<" not in tok.string or name not in tok.string \
+                or _defines_cuda(tok.string.encode("utf-8"), name):
+            continue
+        m = re.match(r"(?i)[rbuf]*('''|\"\"\"|'|\")", tok.string)
+        if m is None:
+            continue
+        q = m.group(1)
+        content = tok.string[m.end(): len(tok.string) - len(q)]
+        line, col = tok.start
+        base = starts[line - 1] + len(lines[line - 1][:col].encode("utf-8")) + len(tok.string[: m.end()].encode("utf-8"))
+        out.append(Fragment(path, base, content, "python-string"))
+    return out
+
+
+def _mentions(data: bytes, name: str) -> bool:
+    """Whether ``data`` holds the identifier ``name``."""
+    return re.search(rb"\b" + re.escape(name.encode()) + rb"\b", data) is not None
+
+
+def _defines_cuda(data: bytes, name: str) -> bool:
+    """Whether ``data`` defines a CUDA kernel called ``name`` itself (another kernel of that name, whose launches
+    are its own): a ``__global__`` definition with a body."""
+    n = re.escape(name.encode())
+    return re.search(rb"__global__[^;{}]*\b" + n + rb"\s*(?:<[^;{}]*>\s*)?\([^;{}]*\)[^;{}]*\{", data) is not None
+
+
+def _defines_python(data: bytes, name: str) -> bool:
+    """Whether ``data`` defines a function called ``name`` itself (``def name(``): another Triton kernel."""
+    return re.search(rb"^[ \t]*def[ \t]+" + re.escape(name.encode()) + rb"[ \t]*\(", data, re.M) is not None
+
+
+def _cuda_file_fragments(path: str, data: bytes, name: str, stem: str) -> list[Fragment]:
+    """The texts of one workspace file that may launch CUDA kernel ``name``: a Python file's CUDA strings (when it
+    compiles CUDA from strings), else its ``#define`` bodies and the whole file."""
+    if b"<<<" not in data:
+        return []
+    if path.endswith(".py"):
+        return _string_fragments(path, data, name) if any(m in data for m in _PY_CUDA_LOADERS) else []
+    text = _decode(data)
+    return _macro_fragments(path, data, name) + ([Fragment(path, 0, text, "cuda", prefix="\n")] if text else [])
+
+
+def _triton_file_fragments(path: str, data: bytes, name: str, stem: str) -> list[Fragment]:
+    """A Python module that imports the kernel's module (it names ``stem``) and subscripts: the whole module."""
+    text = _decode(data) if b"[" in data and _mentions(data, stem) else None
+    return [Fragment(path, 0, text, "triton", prefix="\n")] if text is not None else []
+
+
+def _no_fragments(path: str, data: bytes, name: str) -> list[Fragment]:
+    """No same-file launch wrappers (Triton)."""
+    return []
+
+
+def _no_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
+    """No launches outside the joint unit (Triton)."""
+    return []
+
+
+@dataclass(frozen=True)
+class _Search:
+    """How kernels of one language are launched from elsewhere: the registry entry of :data:`_SEARCHES`.
+
+    Attributes:
+        suffixes: workspace files that may launch them.
+        same_file: launch texts in the kernel's own file (``#define`` bodies).
+        file_fragments: launch texts of one other file ``(path, data, name, stem) -> fragments``.
+        defines: whether a file defines its own kernel of that name (then it is not a launcher).
+        foreign: launches the joint unit cannot hold (cupy calls in Python), read on their own.
+        foreign_markers: bytes a file must hold for ``foreign`` to be asked.
+    """
+
+    suffixes: tuple[str, ...]
+    same_file: Callable[[str, bytes, str], list[Fragment]]
+    file_fragments: Callable[[str, bytes, str, str], list[Fragment]]
+    defines: Callable[[bytes, str], bool]
+    foreign: Callable[[str, bytes, str], list[WorkspaceLaunch]]
+    foreign_markers: tuple[bytes, ...] = ()
+
+
+def _fragments(model: SourceModel, kernel: Kernel, root: Path, files: Mapping[str, str]) -> list[Fragment]:
+    """Every text that may launch ``kernel``: same-file ``#define`` bodies, then other files in ``root`` (their
+    text from ``files`` when it holds them, else from disk)."""
+    search = _SEARCHES[kernel.language]
+    own = str(Path(model.path).resolve()) if model.path else ""
+    out = search.same_file(model.path or "", model.text.encode("utf-8"), kernel.name)
+    if not model.path:
+        return out
+    stem = Path(model.path).stem
+    for p in _listing(root, search.suffixes):
+        sp = str(p)
+        if sp == own:
+            continue
+        data = files[sp].encode("utf-8") if sp in files else _read_bytes(sp)
+        if data is not None and _mentions(data, kernel.name) and not search.defines(data, kernel.name):
+            out.extend(search.file_fragments(sp, data, kernel.name, stem))
+    return out
+
+
+_UNITS: dict[tuple[object, ...], LaunchUnit | None] = {}
+
+
+def launch_unit(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str] | None = None,
+                files: Mapping[str, str] | None = None) -> LaunchUnit | None:
+    """The kernel's file joined with the workspace texts that launch it, or ``None`` when nothing outside the
+    kernel's own definition's file launches it (or the kernel is held in a Python string).
+
+    Args:
+        model: the kernel's file (its ``path`` locates the workspace; in-memory text searches only its own
+            ``#define`` bodies).
+        kernel: a kernel of ``model`` (CUDA or Triton).
+        root: the workspace folder (see :func:`workspace_root`).
+        files: texts of workspace files that differ from disk, by resolved path (an optimize run's edited
+            launchers, an editor's unsaved buffers); other files are read from disk.
+
+    Never raises for unreadable files: they are skipped. Cached by the texts involved.
+    """
+    if _SEARCHES.get(kernel.language) is None or kernel.incomplete:
+        return None
+    ws = workspace_root(model.path, root) if model.path else Path(".")
+    frags = _fragments(model, kernel, ws, files or {})
+    if not frags:
+        return None
+    key = (model.text, kernel.name, tuple((f.path, f.base, f.text, f.prefix) for f in frags))
+    if key in _UNITS:
+        return _UNITS[key]
+    if len(_UNITS) > 64:
+        _UNITS.clear()
+    parts = [model.text]
+    pos = len(model.text.encode("utf-8"))
+    segments = []
+    for f in frags:
+        glue = f.prefix if f.prefix.startswith("\n") else "\n" + f.prefix
+        pos += len(glue.encode("utf-8"))
+        seg_end = pos + len(f.text.encode("utf-8"))
+        segments.append(_Segment(pos, seg_end, f))
+        parts += [glue, f.text, f.suffix]
+        pos = seg_end + len(f.suffix.encode("utf-8"))
+    joint = parse_text("".join(parts), model.file_language, model.path)
+    found = next((k for k in joint.kernels if k.name == kernel.name and k.span.start == kernel.span.start), None)
+    unit = None
+    if found is not None and any(s.span.start >= len(model.text.encode("utf-8")) for s in found.launch_sites):
+        unit = LaunchUnit(model, joint, found, tuple(segments), dict(files or {}))
+    _UNITS[key] = unit
+    return unit
+
+
+def find_launches(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str] | None = None,
+                  files: Mapping[str, str] | None = None) -> list[WorkspaceLaunch]:
+    """Every launch of ``kernel`` outside its own file's host code: ``#define`` wrappers in its file, other
+    C/C++/CUDA files, CUDA strings in Python files, cupy launchers and (Triton) launches in other modules.
+
+    Args:
+        model, kernel, root, files: as for :func:`launch_unit`.
+
+    Returns:
+        The launches, joint-unit ones first (in fragment order), then cupy ones (``editable`` False).
+    """
+    unit = launch_unit(model, kernel, root, files)
+    out = unit.launches() if unit is not None else []
+    search = _SEARCHES.get(kernel.language)
+    if search is None or not model.path or not search.foreign_markers:
+        return out
+    for p in _listing(workspace_root(model.path, root), search.suffixes):
+        data = _read_bytes(str(p))
+        if data is not None and _mentions(data, kernel.name) and any(m in data for m in search.foreign_markers):
+            out.extend(search.foreign(str(p), data, kernel.name))
+    return out
+
+
+# ----------------------------------------------------------------------------- cupy
+
+
+def _cupy_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
+    """``f((grid,), (block,), args)`` calls of the cupy kernel objects of ``data`` that name ``name``:
+    ``f = cp.RawKernel(src, "name")``, ``f = module.get_function("name")``."""
+    text = _decode(data) if path.endswith(".py") else None
+    if text is None:
+        return []
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    handles: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+            continue
+        call = node.value
+        fn = call.func
+        fname = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+        named = [k.value for k in call.keywords if k.arg == "name"]
+        picked = call.args[:1] if fname == "get_function" else (call.args[1:2] + named if fname == "RawKernel" else [])
+        if any(isinstance(a, ast.Constant) and a.value == name for a in picked):
+            handles.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    consts = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+              for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.Constant)
+              and isinstance(node.value.value, int)}
+    starts = [0]
+    for ln in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(ln.encode("utf-8")))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in handles \
+                and len(node.args) >= 2:
+            seg = [ast.get_source_segment(text, a) or "" for a in node.args[:2]]
+            span = (_offset(text, starts, node.lineno, node.col_offset),
+                    _offset(text, starts, node.end_lineno or node.lineno, node.end_col_offset or 0))
+            out.append(WorkspaceLaunch(path, "cupy", span, node.lineno, seg[0], seg[1], (),
+                                       _py_dims(node.args[0], consts), _py_dims(node.args[1], consts),
+                                       editable=False))
+    return out
+
+
+def _offset(text: str, starts: list[int], line: int, col_utf8: int) -> int:
+    """File byte offset of ``ast``'s (1-based line, UTF-8 column)."""
+    return starts[line - 1] + col_utf8
+
+
+def _py_dims(node: ast.expr, consts: dict[str, int]) -> tuple[int, ...] | None:
+    """The integer components of a cupy grid/block argument (a tuple or an int; module-level int names known)."""
+    items = node.elts if isinstance(node, ast.Tuple | ast.List) else [node]
+    vals = []
+    for it in items:
+        if isinstance(it, ast.Constant) and isinstance(it.value, int):
+            vals.append(it.value)
+        elif isinstance(it, ast.Name) and it.id in consts:
+            vals.append(consts[it.id])
+        else:
+            return None
+    return tuple(vals)
+
+
+#: how kernels of each language are launched from elsewhere (the kernel's ``language`` is the key)
+_SEARCHES: dict[str, _Search] = {
+    "cuda": _Search(CUDA_LAUNCHER_SUFFIXES, _macro_fragments, _cuda_file_fragments, _defines_cuda,
+                    _cupy_launches, _CUPY_MAKERS),
+    "triton": _Search(TRITON_LAUNCHER_SUFFIXES, _no_fragments, _triton_file_fragments, _defines_python,
+                      _no_launches),
+}

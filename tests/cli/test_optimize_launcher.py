@@ -1,0 +1,52 @@
+"""``htam optimize --out`` on a kernel launched from another file writes both files: ``best.cu`` and the launcher
+as the best kernel's steps left it (static mode, so the test means the same with or without a GPU)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from htam_core.cli.main import main
+from tests.support.workspace_fixtures import MAIN_CPP, VADD, workspace
+
+pytestmark = [pytest.mark.usefixtures("private_htam_env"),
+              pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")]
+
+HARNESS = """[kernel.vadd]
+version = 1
+file = "k.cu"
+block = "256"
+grid = "(cdiv(N, 256),)"
+args = ["a", "b", "c", "n"]
+outputs = ["c"]
+inputs = [
+  { name = "a", shape = ["N"], dtype = "float32", init = "randn" },
+  { name = "b", shape = ["N"], dtype = "float32", init = "randn" },
+  { name = "c", shape = ["N"], dtype = "float32", init = "empty" },
+  { name = "n", dtype = "int32", value = "N" },
+]
+sizes = [{ N = 4096 }]
+reference = "a + b"
+"""
+
+
+def test_out_holds_the_kernel_and_its_launcher(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = workspace(tmp_path / "ws", {"k.cu": VADD, "main.cpp": MAIN_CPP, "htam.toml": HARNESS})
+    out = tmp_path / "out"
+    code = main(["optimize", str(ws / "k.cu"), "--kernel", "vadd", "--static", "--budget", "4", "--out", str(out),
+                 "--memory", str(tmp_path / "mem.sqlite3")])
+    assert code == 0
+    printed = capsys.readouterr().out
+    best = (out / "best.cu").read_text()
+    assert "gridDim.x" in best  # the grid-stride step is on the best kernel's path
+    launcher = (out / "main.cpp").read_text()
+    assert "htam_sm_grid((n + threads - 1) / threads, " in launcher
+    assert f"its launcher: {out / 'main.cpp'}" in printed
+    assert (ws / "main.cpp").read_text() == MAIN_CPP  # the user's files are untouched
+    for name in ("best.cu", "main.cpp"):
+        p = subprocess.run(["nvcc", "-arch=sm_90", "-x", "cu", "-c", str(out / name), "-o", str(tmp_path / f"{name}.o")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
