@@ -31,7 +31,10 @@ from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms.registry import is_structural
 from htam_core.types.text import first_sentence
 
-__all__ = ["Makeability", "Plan", "Verdict", "check", "plan", "warm_up"]
+__all__ = ["LLM_HINT", "Makeability", "Plan", "Verdict", "check", "plan", "warm_up"]
+
+#: How the editor user gets the LLM engine (the end of the refusal of a strategy with no transform).
+LLM_HINT = 'Set htam.engine to "llm"'
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,14 @@ def _how(guidance: str) -> str:
     return first_sentence(guidance)
 
 
-def check(strategy: Any, model: SourceModel, kernel: Kernel) -> Verdict:
+def check(strategy: Any, model: SourceModel, kernel: Kernel, *, llm_hint: str = LLM_HINT) -> Verdict:
     """The :class:`Verdict` of the knowledge-base :class:`~htam_core.memory.Strategy` ``strategy`` on ``kernel``
     of ``model``, with the rules engine's :class:`~htam_core.editor.proposals.Proposal` (blocking: it runs the
-    transform and validates its candidates). Never raises."""
-    p = propose_step(model, kernel, strategy, None, None, engine="rules")
+    transform and validates its candidates). Never raises.
+
+    ``llm_hint``: how the reader gets the LLM engine (the end of the refusal of a strategy with no transform; see
+    :func:`~htam_core.transforms.registry.no_transform_message`)."""
+    p = propose_step(model, kernel, strategy, None, None, engine="rules", llm_hint=llm_hint)
     if not strategy.transform:
         return Verdict(strategy.id, False, True, False, p.reason or "", _how(strategy.guidance), p)
     return Verdict(strategy.id, p.ok, False, is_structural(strategy.transform),

@@ -77,7 +77,8 @@ def _request(model: SourceModel, kernel: Kernel, strat: Any, direction: Any, pro
 
 
 def propose_step(model: SourceModel, kernel: Kernel, strat: Any, direction: Any, profile: Profile | None, *,
-                 engine: str = "rules", llm: Any = None, evidence: str = "") -> Proposal:
+                 engine: str = "rules", llm: Any = None, evidence: str = "",
+                 llm_hint: str = 'Set htam.engine to "llm"') -> Proposal:
     """Turn the strategy ``strat`` (a knowledge-base :class:`~htam_core.memory.Strategy` of ``direction``, or
     ``None`` for the rules engine, which does not read it) into a :class:`Proposal` for ``kernel`` of ``model``
     (blocking: call it off the event loop).
@@ -86,6 +87,7 @@ def propose_step(model: SourceModel, kernel: Kernel, strat: Any, direction: Any,
         engine: ``"rules"`` or ``"llm"`` (a generator kind of :mod:`htam_core.generate.registry`).
         llm: the :class:`htam_core.generate.config.LLMConfig` of the LLM engine (``None``: from the environment).
         evidence: the ranker's evidence line, passed to the LLM as a transition hint.
+        llm_hint: how the reader gets the LLM engine, ending the refusal of a strategy with no transform.
 
     Returns:
         the proposal; never raises for a step that cannot be made.
@@ -103,7 +105,7 @@ def propose_step(model: SourceModel, kernel: Kernel, strat: Any, direction: Any,
     if engine != "llm" and not strat.transform:
         from htam_core.transforms.registry import no_transform_message
 
-        return no(no_transform_message(strat.title, strat.guidance, 'Set htam.engine to "llm"'))
+        return no(no_transform_message(strat.title, strat.guidance, llm_hint))
     try:
         if engine == "llm":
             from htam_core.runtime.cache import cache_root
