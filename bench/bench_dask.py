@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from htam_core.bench.executors import ExecutorOptions, run_tasks, start_local_cluster, task_key  # noqa: E402
+from htam_core.types.files import read_data_text  # noqa: E402
 
 KERNELS = [("bench/suite/vector_add_small_block.py", "vadd_kernel"), ("bench/suite/softmax_rows.py",
            "row_softmax_kernel"), ("bench/suite/layernorm_heuristics.py", "ln_fwd_kernel"),
@@ -124,7 +125,7 @@ def main() -> int:
     task_sum = sum(r["wall_s"] for r in res)
     noop_overhead = noop_wall * args.workers / args.noops
     probe_overhead = max(0.0, (probe_wall * args.workers - task_sum) / args.tasks)
-    gpu_doc = json.loads(GPU_RESULTS.read_text(encoding="utf-8"))
+    gpu_doc = json.loads(read_data_text(GPU_RESULTS))  # committed gzip-compressed
     per_problem = [float(p["wall_s"]) for p in gpu_doc["problems"] if p.get("status") == "ok"]
     overhead = max(noop_overhead, probe_overhead)
     serial = noop_wall / args.noops  # end-to-end task rate of one scheduler, this client included

@@ -118,8 +118,18 @@ def _done(results: Path) -> set[tuple[str, str]]:
     for line in results.read_text().splitlines():
         if line.strip():
             r = json.loads(line)
-            keys.add((r["kernel"], r["policy"]))
+            if not fault_only(r):
+                keys.add((r["kernel"], r["policy"]))
     return keys
+
+
+def fault_only(rec: dict[str, Any]) -> bool:
+    """True for a line of the LLM engine whose requests all failed (no reply came back: a server too slow for
+    ``--timeout``): it says nothing about the model, so a rerun runs that (kernel, policy) again and the summary
+    keeps the last line of each pair."""
+    rep = rec.get("replies") or {}
+    return (rec.get("engine") == "llm" and rec.get("status") == "ok" and rep.get("replies", 0) == 0
+            and rec.get("endpoint_faults", 0) > 0)
 
 
 def _prepare(k: BenchKernel, work: Path) -> Path:
@@ -138,11 +148,11 @@ def _replies(log: Path) -> dict[str, Any]:
     """Every reply in an ``llm.jsonl`` and how it was accounted for, with completion tokens and seconds."""
     if not log.is_file():
         return {"requests": 0, "replies": 0, "checked": 0, "no_code": 0, "errors": 0, "unaccounted": 0,
-                "completion_tokens": 0, "reply_s": 0.0}
+                "prompt_tokens": 0, "completion_tokens": 0, "reply_s": 0.0}
     recs = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     ev = [r["event"] for r in recs]
     out = {"requests": ev.count("request"), "replies": ev.count("reply"), "checked": 0, "no_code": 0, "errors": 0,
-           "unaccounted": 0, "completion_tokens": 0, "reply_s": 0.0}
+           "unaccounted": 0, "prompt_tokens": 0, "completion_tokens": 0, "reply_s": 0.0}
     for i, r in enumerate(recs):
         if r["event"] != "reply":
             continue
@@ -157,10 +167,14 @@ def _replies(log: Path) -> dict[str, Any]:
             out["errors"] += 1
         else:
             out["unaccounted"] += 1
-        try:
-            usage = json.loads(r.get("body") or "{}").get("usage") or {}
-        except json.JSONDecodeError:
-            usage = {}
+        if "completion_tokens" in r:  # recorded per reply by the engine
+            usage = {"prompt_tokens": r.get("prompt_tokens"), "completion_tokens": r.get("completion_tokens")}
+        else:
+            try:
+                usage = json.loads(r.get("body") or "{}").get("usage") or {}
+            except json.JSONDecodeError:
+                usage = {}
+        out["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
         out["completion_tokens"] += int(usage.get("completion_tokens") or 0)
         out["reply_s"] += float(r.get("elapsed_s") or 0.0)
     return out
@@ -192,7 +206,9 @@ def run_one(k: BenchKernel, policy: str, out: Path, llm: dict[str, Any]) -> dict
     except OptimizeError as exc:
         return {**base, "status": "error", "error": str(exc)[:500], "wall_s": round(time.time() - t0, 1)}
     steps = [{"strategy": s.strategy, "status": s.status, "correct": s.correct,
-              "fault": s.params.get("fault") if s.status == "endpoint_fault" else None} for s in res.steps]
+              "fault": s.params.get("fault") if s.status == "endpoint_fault" else None,
+              "candidate": (os.path.relpath(s.candidate_path, out) if s.candidate_path else None)}
+             for s in res.steps]
     made = [s for s in steps if s["status"] != "endpoint_fault"]
     rep = _replies(run_dir / "llm.jsonl")
     tok_s = rep["completion_tokens"] / rep["reply_s"] if rep["reply_s"] > 0 else None
@@ -202,6 +218,7 @@ def run_one(k: BenchKernel, policy: str, out: Path, llm: dict[str, Any]) -> dict
             "endpoint_faults": len(steps) - len(made), "replies": rep,
             # replies whose code was a kernel already evaluated in the run: checked, but no step and no budget spent
             "already_evaluated": sum(1 for m in res.not_made if "already evaluated" in m.reason),
+            "start": os.path.relpath(path, out) if k.ref_code is not None else str(k.path.relative_to(REPO)),
             "tokens_per_s": round(tok_s, 2) if tok_s else None, "warnings": res.warnings[:5],
             "wall_s": round(time.time() - t0, 1)}
 
@@ -247,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="--llm-timeout per request (s)")
     ap.add_argument("--list", action="store_true", help="list the kernels and exit")
     args = ap.parse_args(argv)
+    args.out = args.out.resolve()
     kernels = all_kernels()
     if args.kernels:
         want = set(args.kernels.split(","))

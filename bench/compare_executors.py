@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from htam_core.types.files import read_data_text
+
 
 def _rows(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["kernel"], r["policy"]): r for r in doc.get("results", []) if r.get("status") == "ok"}
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write OUT.md and OUT.json (default: print the table)")
     a = ap.parse_args(argv)
     try:
-        docs = [json.loads(p.read_text()) for p in (a.first, a.second)]
+        docs = [json.loads(read_data_text(p)) for p in (a.first, a.second)]  # .json or .json.gz
     except (OSError, json.JSONDecodeError) as exc:
         print(f"compare_executors: cannot read the suite results: {exc}", file=sys.stderr)
         return 2

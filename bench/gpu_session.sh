@@ -4,7 +4,6 @@
 #
 #   GPUTESTS_ARGS / GPUTESTS_K  test paths and -k expression of the gputests stage
 #   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks, timing (bench/timing_agreement.py),
-#             probe (bench/profiler_slowdown_probe.py: does torch.profiler slow a kernel down),
 #             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py),
 #             loopspeed (bench/bench_loop_speed.py: htam optimize's time per phase on five kernels, cold and warm
 #             cache; LOOPSPEED_S, LOOPSPEED_ARGS, e.g. "--budget 2"),
@@ -13,7 +12,16 @@
 #             SPACE_FILL=<fill list from htam bench misses> measures those candidates instead of exploring),
 #             llmc (bench/bench_llmc.py: the rules engine on llm.c's naive kernels beside the experts; resumes
 #             .devcarry/llmc-gpu.jsonl when carried; LLMC_DIR,
-#             LLMC_BUDGET, LLMC_TRIALS, LLMC_MINUTES, LLMC_S, LLMC_ARGS)   (default: gputests,demo,bench)
+#             LLMC_BUDGET, LLMC_TRIALS, LLMC_MINUTES, LLMC_S, LLMC_ARGS),
+#             textbook (bench/bench_textbook.py --gpu: unseen textbook kernels, naive beside the authors' version;
+#             reads the corpus root (public/ and llmc/) from TEXTBOOK_CORPUS, default .devcarry/corpus; reuses the
+#             llmc stage's rows of this session when they exist; TEXTBOOK_BUDGET, TEXTBOOK_TRIALS,
+#             TEXTBOOK_MINUTES, TEXTBOOK_S, TEXTBOOK_ARGS),
+#             llmgpu (bench/llm_guidance_gpu.py: the LLM guidance benchmark's correct candidates, packed on the CPU
+#             machine by bench/llm_guidance_pack.py into LLMGPU_PACK (default .devcarry/llm-pack), verified and
+#             re-timed against their starts in a fresh process; speedups per policy; resumes when its output
+#             folder is carried as LLMGPU_PACK/timings.jsonl; LLMGPU_MINUTES, LLMGPU_S, LLMGPU_TRIALS)
+#             (default: gputests,demo,bench)
 #   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
 #   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else bench/data_paths.py's)
 #   plus every HTAM_BENCH_* / HTAM_KB_* variable of bench/run_gpu_bench.sh.
@@ -71,7 +79,6 @@ for s in "${want[@]}"; do
     hacks) stage hacks "${HACKS_S:-90}" "$PY" -m pytest -q -m gpu -p no:cacheprovider --junitxml "$RUN/hacks.xml" \
              tests/verify tests/runtime/test_isolation.py tests/bench/test_cu_launcher.py ;;
     timing) stage timing "${TIMING_S:-240}" "$PY" bench/timing_agreement.py --out "$RUN/timing" ;;
-    probe) stage probe "${PROBE_S:-60}" "$PY" bench/profiler_slowdown_probe.py --out "$RUN/probe" ;;
     zeroconf) stage zeroconf "${ZEROCONF_S:-150}" "$PY" bench/bench_zeroconf.py --out "$RUN/zeroconf" ${ZEROCONF_ARGS:-} ;;
     lspgpu) stage lspgpu "${LSPGPU_S:-120}" "$PY" bench/bench_lsp_gpu.py --out "$RUN/lspgpu" ${LSPGPU_ARGS:-} ;;
     loopspeed) stage loopspeed "${LOOPSPEED_S:-600}" "$PY" bench/bench_loop_speed.py --out "$RUN/loopspeed" \
@@ -96,6 +103,16 @@ for s in "${want[@]}"; do
           stage llmc "${LLMC_S:-420}" "$PY" bench/bench_llmc.py --llmc "${LLMC_DIR:-.devcarry/llmc}" \
             --budget "${LLMC_BUDGET:-3}" --trials "${LLMC_TRIALS:-20}" --max-minutes "${LLMC_MINUTES:-6.5}" \
             --out "$RUN/llmc" --work /tmp/llmc-work ${LLMC_ARGS:-} ;;
+    textbook) TB_ROWS=$(ls "$RUN"/llmc/llmc-gpu-*.jsonl 2>/dev/null | head -1)
+              stage textbook "${TEXTBOOK_S:-460}" "$PY" bench/bench_textbook.py --gpu \
+                --corpus "${TEXTBOOK_CORPUS:-.devcarry/corpus}" --budget "${TEXTBOOK_BUDGET:-3}" \
+                --trials "${TEXTBOOK_TRIALS:-20}" --max-minutes "${TEXTBOOK_MINUTES:-6.5}" --out "$RUN/textbook" \
+                ${TB_ROWS:+--llmc-rows "$TB_ROWS"} ${TEXTBOOK_ARGS:-} ;;
+    llmgpu) PACK="${LLMGPU_PACK:-.devcarry/llm-pack}"; mkdir -p "$RUN/llmgpu"
+            [ -f "$PACK/timings.jsonl" ] && cp "$PACK/timings.jsonl" "$RUN/llmgpu/timings.jsonl"
+            stage llmgpu "${LLMGPU_S:-450}" "$PY" bench/llm_guidance_gpu.py "$PACK" --out "$RUN/llmgpu" \
+              --max-minutes "${LLMGPU_MINUTES:-6.5}" --trials "${LLMGPU_TRIALS:-50}" --device "$(head -1 "$RUN/device.txt")" \
+              --command "STAGES=llmgpu LLMGPU_PACK=$PACK bash bench/gpu_session.sh" ;;
     *) log "unknown stage $s" ;;
   esac
 done

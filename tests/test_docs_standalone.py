@@ -93,3 +93,78 @@ def test_no_tracked_file_cites_an_issue_number() -> None:
                 bad.append(f"{rel}:{i}: {line.strip()[:100]}")
     assert not bad, "say what the issue asked for instead of its number:\n" + "\n".join(bad)
     assert _ISSUE.search("see " + "issue 17") and not _ISSUE.search("an issue with the parser")
+
+
+# -- the reader's docs: README.md, docs/*.md and ARCHITECTURE.md ------------------------------------------------
+# a bare tracker number ("#12"; not "C#", "&#12;" or a Markdown heading)
+_HASH_NUMBER = re.compile(r"(?<![\w&#])#\d+\b")
+_CARRY = re.compile(r"\.dev" + r"carry\b")
+# [text](target) and ![alt](target); the target ends at white space or the closing bracket
+_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+
+
+def _reader_docs() -> list[Path]:
+    return [REPO / "README.md", REPO / "ARCHITECTURE.md", *sorted((REPO / "docs").glob("**/*.md"))]
+
+
+def _prose_lines(path: Path) -> list[tuple[int, str]]:
+    return list(enumerate(path.read_text(encoding="utf-8").splitlines(), 1))
+
+
+def test_reader_docs_stand_alone() -> None:
+    """README, docs/ and ARCHITECTURE.md cite no issue number ("issue 12", "#12"), no git-ignored carry folder,
+    no design notes and no shared folder: a reader of a clone has none of them."""
+    bad = []
+    for p in _reader_docs():
+        for i, line in _prose_lines(p):
+            if (_ISSUE.search(line) or _HASH_NUMBER.search(line) or _CARRY.search(line) or _DESIGN.search(line)
+                    or _SHARED.search(line)):
+                bad.append(f"{p.relative_to(REPO)}:{i}: {line.strip()[:100]}")
+    assert not bad, "say it inline instead:\n" + "\n".join(bad)
+
+
+def test_the_reader_doc_patterns_catch_what_they_must() -> None:
+    assert _HASH_NUMBER.search("fixed in " + "#12") and _HASH_NUMBER.search("(see " + "#3)")
+    assert not _HASH_NUMBER.search("C# code") and not _HASH_NUMBER.search("&#12;") and not _HASH_NUMBER.search("## 2")
+    assert _CARRY.search("carry " + ".dev" + "carry/llmc") and not _CARRY.search("carry the table")
+    assert _LINK.findall("see [x](docs/A.md#sec) and ![i](img/a.png \"t\")") == ["docs/A.md#sec", "img/a.png"]
+
+
+def _relative_links(path: Path) -> list[tuple[int, str]]:
+    out, fenced = [], False
+    for i, line in _prose_lines(path):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        for target in _LINK.findall(re.sub(r"`[^`]*`", "", line)):  # code spans hold no links
+            if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                continue  # a URL (https:, mailto:) or an anchor in the same file
+            out.append((i, target))
+    return out
+
+
+def test_every_relative_link_in_the_docs_resolves() -> None:
+    bad = []
+    for p in _reader_docs():
+        for i, target in _relative_links(p):
+            if not (p.parent / target.split("#", 1)[0]).exists():
+                bad.append(f"{p.relative_to(REPO)}:{i}: {target}")
+    assert not bad, "links to files that do not exist:\n" + "\n".join(bad)
+
+
+def test_the_readme_is_short_and_in_order() -> None:
+    """At most 120 lines: what it is with a screenshot, the two commands, the commands table, the editors,
+    links; results, install details and the method live in docs/."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) <= 120, f"README.md has {len(lines)} lines"
+    heads = [ln for ln in lines if ln.startswith("## ")]
+    assert heads == ["## Two commands, from a fresh clone", "## Commands", "## Editors", "## Read on"], heads
+    first = text.index("## ")
+    assert any(t.endswith(".png") for _, t in _relative_links(REPO / "README.md")) and text.index("![") < first
+    assert "make demo" in text and "make test" in text
+    table = [ln for ln in lines if ln.startswith("| `htam")]
+    assert table and max(len(ln) for ln in table) <= 120, "keep the commands table's cells short"
+    assert max(len(ln) for ln in lines) <= 160

@@ -18,6 +18,7 @@ from htam_core.harness.base import Harness
 from htam_core.harness.runner import prepare_kernelbench
 from htam_core.harness.trial import BASE_SEED
 from htam_core.measure.timer import flush_l2
+from htam_core.runtime.worker import release_memory
 from htam_core.verify.correctness import check_correctness
 
 #: KernelBench's timing constants (upstream ``src/timing.py`` at 423217d).
@@ -179,7 +180,6 @@ def reset_compiled_state() -> None:
 
     import torch
 
-    from htam_core.runtime.worker import release_memory
 
     with contextlib.suppress(Exception):
         torch._dynamo.reset()

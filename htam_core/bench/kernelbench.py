@@ -35,6 +35,8 @@ from htam_core.generate.config import LLMConfig
 from htam_core.generate.errors import GenerationError
 from htam_core.generate.llm import CheckResult, LLMGenerator
 from htam_core.generate.prompt import build_messages
+from htam_core.memory import open_store
+from htam_core.memory.store import read_records, remove_store_files
 from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
 from htam_core.profile.api import gpu_available
 from htam_core.runtime.worker import WorkerResult, close_pool, run_in_worker
@@ -426,9 +428,6 @@ def run_anchor(t: KBTask, anchor: str, candidate: str, reference: str, eager_ms:
 
 def _seed_store(path: str, seed: str) -> None:
     """Replace the task's own store ``path`` by one holding the records of the store ``seed`` (if it exists)."""
-    from htam_core.memory import open_store
-    from htam_core.memory.store import read_records, remove_store_files
-
     p = Path(path)
     remove_store_files(p)
     p.parent.mkdir(parents=True, exist_ok=True)

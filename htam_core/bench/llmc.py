@@ -24,7 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.cu_eval import Program, base_type, function_name, param_declarations
+from htam_core.harness.cu_main import find_nvcc
+from htam_core.harness.infer_cuda import infer_cuda_harness
 from htam_core.runtime.children import one_shot_kwargs
+from htam_core.source.analysis.launch import launch_calls
+from htam_core.source.api import parse_text
 
 #: The default block size list is replaced by this one value in a work copy when a block size is forced.
 _BLOCK_LIST = re.compile(r"int\s+block_sizes\s*\[\s*\]\s*=\s*\{[^}]*\}\s*;")
@@ -98,9 +103,6 @@ class BuiltHarness:
 
 def _host_functions_launching(text: str, kernels: set[str]) -> dict[str, list[str]]:
     """Host function name -> the kernels of ``kernels`` it launches with ``<<<...>>>`` (in order)."""
-    from htam_core.harness.cu_eval import Program, function_name
-    from htam_core.source.analysis.launch import launch_calls
-
     prog = Program(text)
     out: dict[str, list[str]] = {}
     root = prog.tree.root_node
@@ -126,9 +128,6 @@ def discover_file(path: Path) -> LlmcEntry:
     Raises:
         HarnessError: the file cannot be read or parsed.
     """
-    from htam_core.harness.cu_eval import Program
-    from htam_core.source.api import parse_text
-
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
@@ -163,7 +162,6 @@ def discover_file(path: Path) -> LlmcEntry:
 def _function_text(text: str, name: str) -> str:
     """The text of host function ``name`` (its definition as parsed, never a ``__global__`` kernel of the same
     name), or ``""``."""
-    from htam_core.harness.cu_eval import Program
     from htam_core.harness.cu_launcher import definition_head
 
     for fn in Program(text).functions.get(name, []):
@@ -216,7 +214,6 @@ def launcher_signature(text: str, name: str) -> list[str] | None:
     """The parameter types of host function ``name`` in ``text`` (element types through the file's typedefs,
     ``*`` kept, ``const`` dropped; a template parameter of the function is ``?``), never a ``__global__``
     kernel of the same name; ``None``: not found. Template arguments of ``name`` (``f<g>``) are ignored."""
-    from htam_core.harness.cu_eval import Program, base_type, param_declarations
     from htam_core.harness.cu_launcher import definition_head, host_definition, template_params
 
     prog = Program(text)
@@ -269,8 +266,6 @@ def build_harness(entry: LlmcEntry, version: LlmcVersion, workdir: str | Path,
         (the message of :class:`HarnessError`, with file and line). Nothing is raised for a file that does
         not fit; an unreadable file gives a reason too.
     """
-    from htam_core.harness.infer_cuda import infer_cuda_harness
-
     kernel = version.kernels[0] if version.kernels else version.launcher
     out = Path(workdir) / entry.name / (f"v{version.number}" + (f"-b{block_size}" if block_size else ""))
     work = out / entry.path.name
@@ -334,7 +329,6 @@ def reach(path: str | Path, kernel_name: str, text: str | None = None) -> list[S
         HarnessError: the file cannot be read or has no such kernel.
     """
     from htam_core.memory import load_knowledge
-    from htam_core.source.api import parse_text
     from htam_core.transforms.registry import resolve_step
     from htam_core.types.profile import Bottleneck, Profile
 
@@ -399,7 +393,6 @@ def toolkit_has_header(name: str) -> bool:
     import subprocess
     import tempfile
 
-    from htam_core.harness.cu_main import find_nvcc
 
     nvcc = find_nvcc()
     if nvcc is None:

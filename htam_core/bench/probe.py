@@ -37,6 +37,7 @@ def run_probe_task(task: dict[str, Any]) -> dict[str, Any]:
     """
     if task.get("crash"):
         os._exit(70)
+    # start-up cost: loads psutil, sqlite3, sympy, tomllib, tree_sitter and 70 more project modules, only when this runs
     from htam_core.memory import Outcome, Ranker, Record, load_knowledge, open_store, state_from_profile
     from htam_core.memory.fingerprint import kernel_fingerprint
     from htam_core.memory.store import remove_store_files

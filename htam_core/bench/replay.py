@@ -37,6 +37,7 @@ from typing import Any
 from htam_core.bench import metrics
 from htam_core.bench.suite import POLICY_SPECS, SuiteTask
 from htam_core.optimize.replay import NOT_IN_TABLE, Table, TableError, load_table, skipped_note
+from htam_core.types.files import data_path
 
 #: Policies of a replay, in report order (``exhaustive`` is the table itself).
 REPLAY_POLICIES = ("htam", "htam-cold", "flat", "random", "no-local", "no-prefix", "no-position", "no-update",
@@ -203,7 +204,7 @@ def run_replay(cfg: ReplayConfig, *, log: Callable[[str], None] = print) -> dict
     rlog = ResultLog(work / "results.jsonl")
     opts = ExecutorOptions("local", (), None, 1)
     t0 = time.time()
-    table_path = str(Path(cfg.table).resolve())
+    table_path = str(data_path(cfg.table).resolve())
     table_digest = file_digest(table_path)
     family_of = {k["id"]: k["family"] for k in kernels}
 

@@ -45,7 +45,15 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.bench.table_fill import FillError, Miss, read_misses
+from htam_core.generate.errors import GenerationError
+from htam_core.measure.stats import headline_geomean
+from htam_core.optimize import OptimizeError, OptimizeTask
+from htam_core.optimize.evaluate import START_LABEL, Evaluation
+from htam_core.optimize.loop import _Loop
+from htam_core.optimize.measure_cache import MeasureCache
 from htam_core.optimize.replay import TableError, read_table, skipped_note, table_comparison, text_key
+from htam_core.profile.api import gpu_available
+from htam_core.source import parse_text
 
 #: Version of the table's line format.
 TABLE_VERSION = 1
@@ -187,8 +195,6 @@ def build_space(cfg: SpaceConfig, *, log: Callable[[str], None] = print) -> dict
     Raises:
         SpaceError: an unusable output file, or one built in the other mode (GPU / static).
     """
-    from htam_core.profile.api import gpu_available
-
     out = Path(cfg.out)
     if cfg.fill is not None and not out.is_file():
         raise SpaceError(f"--fill adds to an existing table and {out} does not exist: give the table the fill "
@@ -323,10 +329,6 @@ class _KernelRun:
     def __init__(self, k: SpaceKernel, cfg: SpaceConfig, gpu: bool, work: Path, tmp: str,
                  known: dict[tuple[str, str], dict[str, Any]], write: Callable[[dict[str, Any]], None],
                  counts: dict[str, int]) -> None:
-        from htam_core.optimize import OptimizeTask
-        from htam_core.optimize.evaluate import START_LABEL, Evaluation
-        from htam_core.optimize.loop import _Loop
-        from htam_core.optimize.measure_cache import MeasureCache
 
         slug = k.id.replace("/", "_").replace("::", "-")
         self.k, self.gpu, self.known, self.write, self.counts = k, gpu, known, write, counts
@@ -349,8 +351,6 @@ class _KernelRun:
     def evaluate(self, text: str, label: str, parent: _Node | None, meta: dict[str, Any]) -> _Node:
         """The node of ``text`` (a child of ``parent``, made by the step ``meta``): read from the table when it
         is there, else measured now and written."""
-        from htam_core.measure.stats import headline_geomean
-
         key = text_key(text)
         row = self.known.get((self.k.id, key))
         if row is None:
@@ -379,11 +379,6 @@ def _explore(k: SpaceKernel, cfg: SpaceConfig, gpu: bool, work: Path, known: dic
              write: Callable[[dict[str, Any]], None], deadline: float | None, counts: dict[str, int],
              log: Callable[[str], None]) -> dict[str, Any] | None:
     """Explore one kernel; ``None`` when the deadline cut it (its rows so far are kept for the resume)."""
-    from htam_core.generate.errors import GenerationError
-    from htam_core.optimize import OptimizeError
-    from htam_core.optimize.evaluate import Evaluation
-    from htam_core.source import parse_text
-
     counts["in_kernel"] = 0
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -466,8 +461,6 @@ def _fill(k: SpaceKernel, misses: list[Miss], cfg: SpaceConfig, gpu: bool, work:
           deadline: float | None, counts: dict[str, int], log: Callable[[str], None]) -> bool:
     """Measure one kernel's misses (fill order) as children of their parents; ``False`` when the deadline cut
     it. A miss whose parent is not in the table, or that is there already, is passed over."""
-    from htam_core.optimize import OptimizeError
-
     with tempfile.TemporaryDirectory() as tmp:
         try:
             run = _KernelRun(k, cfg, gpu, work, tmp, known, write, counts)

@@ -309,6 +309,7 @@ def run_suite_task(task: dict[str, Any]) -> dict[str, Any]:
     t0 = time.time()
     with cancel_at(t.deadline) as cancel:
         try:
+            # start-up cost: loads sqlite3 and 9 more project modules, only when this runs
             from htam_core.memory.store import remove_store_files
 
             remove_store_files(t.memory_path)  # afresh, also when a task whose worker died is run again
@@ -444,6 +445,7 @@ def run_suite(cfg: SuiteConfig, *, log: Any = print) -> dict[str, Any]:
     from htam_core.optimize.measure_cache import remove_cache_files
 
     if cfg.fresh:  # start over: the results, the run's pooled memory and the per-task stores it pooled
+        # start-up cost: loads sqlite3 and 9 more project modules, only when this runs
         from htam_core.memory.store import remove_store_files
 
         (work / RESULTS_NAME).unlink(missing_ok=True)
@@ -517,6 +519,7 @@ def _remove_if_empty(created: list[Path]) -> None:
 def _pool_memory(work: Path, stores: list[Path]) -> dict[str, Any]:
     """Merge the stores of this run's tasks into ``<work>/memory.sqlite3``, the run's pooled memory: each task
     wrote only its own store, and only this process writes the pooled one."""
+    # start-up cost: loads sqlite3 and 10 more project modules, only when this runs
     from htam_core.memory.merge import merge_files
     from htam_core.memory.store import MemoryStoreError
 

@@ -15,7 +15,9 @@ import sys
 from pathlib import Path
 
 from htam_core.bench import DEFAULT_OUT
+from htam_core.bench import kernelbench as kbm
 from htam_core.cli.errors import UsageError, require_path
+from htam_core.types.files import data_path
 
 _OUT_HELP = (f"results folder (default: ./{DEFAULT_OUT} in the current directory; pass --out bench/results to add "
              "the run to the repository's committed results)")
@@ -130,6 +132,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _add_executor_arguments(p: argparse.ArgumentParser) -> None:
     """``--executor local|dask``, ``--scheduler ADDRESS``, ``--workers N``, ``--worker-wait S`` and ``--fresh``
     (docs/BENCH.md)."""
+    # start-up cost: loads psutil, sympy, tomllib, tree_sitter and 44 more project modules, only when this runs
     from htam_core.bench.executors import EXECUTORS
 
     p.add_argument("--executor", choices=tuple(EXECUTORS), default="local",
@@ -149,6 +152,7 @@ def _add_executor_arguments(p: argparse.ArgumentParser) -> None:
 
 def _executor_settings(args: argparse.Namespace) -> dict:
     """The executor settings of the parsed options. Raises UsageError for inconsistent ones."""
+    # start-up cost: loads psutil, sympy, tomllib, tree_sitter and 44 more project modules, only when this runs
     from htam_core.bench.executors import ExecutorError, check_scheduler_address
 
     if args.scheduler and args.executor != "dask":
@@ -174,6 +178,7 @@ def _executor_settings(args: argparse.Namespace) -> dict:
 
 
 def _stamp_paths(out: Path, env: dict, kind: str) -> tuple[Path, Path, Path]:
+    # start-up cost: loads psutil and 3 more project modules, only when this runs
     from htam_core.bench.parallel import gpu_slug
 
     stem = f"{env['date']}-{gpu_slug(env)}-{kind}"
@@ -218,6 +223,7 @@ def _names(text: str | None) -> list[str] | None:
 
 def run_space_cmd(args: argparse.Namespace) -> int:
     """Build (or resume) a measured-space table; prints where it is."""
+    # start-up cost: loads psutil, sqlite3, sympy, tomllib, tree_sitter and 112 more project modules, only when this runs
     from htam_core.bench.space import SpaceConfig, SpaceError, build_space, kernels_of_suite, load_manifest
 
     if args.depth < 1 or args.max_candidates < 1:
@@ -259,10 +265,11 @@ def run_misses_cmd(args: argparse.Namespace) -> int:
     """Write the fill list of a replay: what its policies asked for that the table does not hold."""
     from collections import Counter
 
+    # start-up cost: loads psutil, sqlite3, sympy, tomllib, tree_sitter and 111 more project modules, only when this runs
     from htam_core.bench.table_fill import FillError, collect_misses, write_misses
     from htam_core.optimize.replay import TableError, load_table, skipped_note
 
-    require_path(args.table, "measured-space table (--table, written by htam bench space)")
+    require_path(data_path(args.table), "measured-space table (--table, written by htam bench space)")
     require_path(args.work, "replay work folder (--work of htam bench replay)", folder=True)
     try:
         table = load_table(args.table)
@@ -294,9 +301,9 @@ def run_replay_cmd(args: argparse.Namespace) -> int:
     )
     from htam_core.bench.report import write_json
 
-    require_path(args.table, "measured-space table (--table, written by htam bench space)")
+    require_path(data_path(args.table), "measured-space table (--table, written by htam bench space)")
     out = Path(args.out)
-    stem = Path(args.table).name.removesuffix(".jsonl")
+    stem = Path(args.table).name.removesuffix(".gz").removesuffix(".jsonl")
     try:
         doc = run_replay(ReplayConfig(table=args.table, work=args.work or str(out / f"replay-work-{stem}"),
                                       policies=_names(args.policies) or list(REPLAY_POLICIES),
@@ -342,7 +349,6 @@ def run_kernelbench_cmd(args: argparse.Namespace) -> int:
         UsageError: bad options, a named problems file that does not exist, a malformed problems file, or no
             problem to run.
     """
-    from htam_core.bench import kernelbench as kbm
     from htam_core.bench.executors import ExecutorError
     from htam_core.bench.kernelbench import KBConfig, KernelBenchError, parse_anchors, run_kernelbench
     from htam_core.bench.report import kernelbench_markdown, write_json

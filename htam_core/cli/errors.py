@@ -172,6 +172,7 @@ def _debug() -> bool:
 
 def _store_error_in_chain(exc: BaseException) -> BaseException | None:
     """The :class:`~htam_core.memory.store.MemoryStoreError` that ``exc`` is, or was explicitly raised from."""
+    # start-up cost: loads sqlite3, sympy, tomllib, tree_sitter and 36 more project modules, only when this runs
     from htam_core.memory.store import MemoryStoreError
 
     seen: BaseException | None = exc

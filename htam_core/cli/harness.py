@@ -43,6 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _infer_cuda(path, name: str, model):
     """The CUDA ``main()`` inference as an :class:`~htam_core.harness.infer_py.Inference` (no recording: the
     launch is read from the source)."""
+    # start-up cost: loads psutil, sympy, tomllib, tree_sitter and 43 more project modules, only when this runs
     from htam_core.harness.base import HarnessError
     from htam_core.harness.infer_cuda import infer_cuda_harness
     from htam_core.harness.infer_py import Inference
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from pathlib import Path
 
+    # start-up cost: loads psutil, sympy, tomllib, tree_sitter and 43 more project modules, only when this runs
     from htam_core.harness.base import HarnessError
     from htam_core.harness.find import kernelbench_pair, pair_table
     from htam_core.harness.infer_py import infer, render_toml, save_to_spec

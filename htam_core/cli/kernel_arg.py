@@ -30,6 +30,7 @@ def resolve_kernel(file: str, given: str | None) -> str:
     """
     if given is not None:
         return given
+    # start-up cost: loads sympy, tree_sitter and 25 more project modules, only when this runs
     from htam_core.source import SourceError, load
 
     try:

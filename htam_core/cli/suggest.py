@@ -150,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
 def _verdict(kb: KnowledgeBase, step: RankedStep, model: SourceModel, kernel: Kernel) -> Verdict:
     """Whether the rules engine makes ``step`` for ``kernel``, and why not (the editor's check and sentence,
     :func:`htam_core.editor.makeable.check`)."""
+    # start-up cost: loads psutil and 23 more project modules, only when this runs
     from htam_core.editor.makeable import check
 
     return check(kb.strategy(step.strategy), model, kernel, llm_hint="Run `htam optimize --engine llm`")

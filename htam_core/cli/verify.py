@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from pathlib import Path
 
+    # start-up cost: loads psutil, sympy, tomllib, tree_sitter and 56 more project modules, only when this runs
     from htam_core.harness.base import HarnessError
     from htam_core.verify.check import resolve_harness, verify_candidate
 
@@ -115,6 +116,7 @@ def _check_kernel_name(cand: Path, kernel: str | None) -> None:
     Raises:
         UsageError: the file parses, holds kernels, and none answers to ``kernel``.
     """
+    # start-up cost: loads sympy, tree_sitter and 25 more project modules, only when this runs
     from htam_core.source import load
 
     if kernel is None or kernel == "ModelNew":

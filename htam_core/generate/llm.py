@@ -120,6 +120,29 @@ class _Reply:
     attempts: int
 
 
+def reply_tokens(body_text: str) -> dict[str, int | None]:
+    """Tokens in and out of one reply, from its body's ``usage`` object (OpenAI chat-completions shape).
+
+    Args:
+        body_text: the reply body as received (JSON text; anything else gives ``None`` counts).
+
+    Returns:
+        ``{"prompt_tokens": int | None, "completion_tokens": int | None}``: ``None`` where the endpoint sent no
+        usage (some servers leave it out), so a missing count is never read as zero.
+    """
+    try:
+        usage = json.loads(body_text).get("usage") or {}
+    except (ValueError, AttributeError):
+        usage = {}
+    if not isinstance(usage, dict):
+        usage = {}
+    out: dict[str, int | None] = {}
+    for key in ("prompt_tokens", "completion_tokens"):
+        v = usage.get(key)
+        out[key] = v if isinstance(v, int) and not isinstance(v, bool) else None
+    return out
+
+
 def _add_usage(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, int] | None:
     if b is None:
         return a
@@ -352,7 +375,7 @@ class LLMGenerator:
             else:
                 body_text = wire.body.decode("utf-8", errors="replace")
                 self._log({"event": "reply", "attempt": attempt, "status": wire.status,
-                           "elapsed_s": round(time.monotonic() - started, 3),
+                           "elapsed_s": round(time.monotonic() - started, 3), **reply_tokens(body_text),
                            "body": body_text[:MAX_LOGGED_BODY]}, secrets)
                 return self._parse_completion(wire.status, body_text, attempt, where, secrets)
             self._log({"event": "error", "attempt": attempt, "status": status, "error": str(last)}, secrets)

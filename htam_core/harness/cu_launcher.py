@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import HarnessError, include_flags, origin_dirs
+from htam_core.harness.cu_eval import Program, _declared_names, _walk, param_declarations, param_names
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.runtime.cache import cache_root, content_key
 from htam_core.runtime.children import one_shot_kwargs
-from htam_core.source.analysis.includes import headers_digest
+from htam_core.source.analysis.includes import headers_digest, local_headers
+from htam_core.source.parsing import node_text
 
 _CTYPES: dict[str, Any] = {
     "float32": ctypes.c_float, "float64": ctypes.c_double, "int32": ctypes.c_int, "int64": ctypes.c_longlong,
@@ -52,8 +54,6 @@ def host_definition(defs: Sequence[Any], n_inputs: int) -> Any:
     ``__global__`` kernel (llm.c names a kernel and its host launcher alike, ``gelu_backward1``, overloaded
     by arity), and, among host overloads, the first whose parameters (streams aside, defaulted ones
     optional) take ``n_inputs`` arguments; the first host one when none fits exactly."""
-    from htam_core.harness.cu_eval import param_declarations
-
     host = [d for d in defs if "__global__" not in definition_head(d)]
     for d in host:
         decls = [p for p in param_declarations(d) if "cudaStream_t" not in _text(p)]
@@ -111,9 +111,6 @@ def main_setup_calls(prog: Any) -> list[str]:
     case (a library enum such as ``CUBLAS_COMPUTE_32F``) or a local declared by a kept statement. Kept
     declarations are replayed too (they become locals of the setup function).
     """
-    from htam_core.harness.cu_eval import _declared_names, _walk, param_names
-    from htam_core.source.parsing import node_text
-
     mains = prog.functions.get("main") or []
     body = mains[0].child_by_field_name("body") if mains else None
     if body is None:
@@ -188,8 +185,6 @@ def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None],
     Raises:
         HarnessError: no host definition of ``launcher`` in the file.
     """
-    from htam_core.harness.cu_eval import Program, param_declarations
-
     src = Path(path).resolve()
     text = src.read_text(encoding="utf-8", errors="replace")
     short = re.sub(r"<.*>$", "", launcher).split("::")[-1].strip()
@@ -230,8 +225,6 @@ def shim_source(path: str | Path, launcher: str, dtypes: Sequence[str | None],
 def write_shim(path: str | Path, launcher: str, dtypes: Sequence[str | None],
                pointees: Sequence[str | None] | None = None) -> Path:
     """Write :func:`shim_source` under ``<htam cache>/cu_shims/`` (named by its content) and return the path."""
-    from htam_core.runtime.cache import cache_root
-
     text = shim_source(path, launcher, dtypes, pointees)
     out = cache_root() / "cu_shims"
     out.mkdir(parents=True, exist_ok=True)
@@ -304,8 +297,6 @@ def _declares_extern_c(path: str | Path) -> bool:
     """The file or one of its local headers says ``extern "C"``: only then can a plain name be an unmangled
     symbol of the library (otherwise the shim is the only way in, and building the file alone first would
     only double the build time)."""
-    from htam_core.source.analysis.includes import local_headers
-
     try:
         src = Path(path).read_bytes()
     except OSError:

@@ -50,6 +50,7 @@ from htam_core.harness.cu_eval import (
 )
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.launch import launch_calls, launch_config
+from htam_core.source.api import parse_text
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import node_text
@@ -156,7 +157,6 @@ def output_params(model: SourceModel, kernel: Kernel) -> tuple[set[str], str | N
     declared ``const`` may be written where htam does not look: it is an output too (comparing a buffer
     that turns out unwritten is harmless, missing a written one would leave nothing to compare).
     """
-    from htam_core.source.analysis import analyze
     from htam_core.source.analysis.callee_writes import callee_writes
 
     facts = analyze(model, kernel)
@@ -452,8 +452,6 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
             cannot be read; the message names what is missing with the file and line (``missing=True``:
             callers may fall back to an unchecked run).
     """
-    from htam_core.source.api import parse_text
-
     p = Path(path)
     text = text if text is not None else p.read_text(encoding="utf-8", errors="replace")
     model = model or parse_text(text, "cuda", str(p))
@@ -525,6 +523,7 @@ def harness_table(h: Harness) -> str:
     adjust (the code action "Save the inferred harness to htam.toml"): the one writer,
     :func:`htam_core.harness.infer_py.render_toml` (``oracle = true``: candidates are checked against the
     starting kernel; write a ``reference`` instead to check against a torch expression)."""
+    # cycle: harness.infer_py imports this module at load time (harness.infer_py -> harness -> harness.template -> harness.infer_cuda)
     from htam_core.harness.infer_py import render_toml
 
     return render_toml(h)

@@ -44,7 +44,10 @@ from typing import Any
 
 from htam_core.harness.base import DTYPES, Harness, HarnessError, InputSpec
 from htam_core.harness.pysource import parse_failure, read_py_facts
+from htam_core.runtime.cache import cache_root
 from htam_core.runtime.children import child_env, kill_tree, set_parent_death_signal
+from htam_core.source import load
+from htam_core.source.analysis import analyze
 
 #: Version of the recording format; part of the cache key.
 RECORD_VERSION = 3
@@ -81,11 +84,11 @@ class Inference:
 
 def launcher_of(path: Path, kernel: str, model: Any = None) -> tuple[str, list[str]] | None:
     """``(name, parameter names)`` of the top-level function that launches ``kernel``, or ``None``."""
+    # cycle: harness.template imports this module at load time (harness.template -> harness -> harness.find -> harness.infer_py)
     from htam_core.harness.template import wrapper_function
 
     if model is None:
         try:
-            from htam_core.source import load
 
             model = load(str(path))
         except Exception:  # noqa: BLE001 - a file the source layer cannot read has no launcher
@@ -135,7 +138,6 @@ def _has_gpu() -> bool:
 
 def _cache_file(path: Path, wrapper: str, tests: list[Path]) -> Path | None:
     try:
-        from htam_core.runtime.cache import cache_root
 
         # the recording depends on the machine's kind: the interpreter on a CPU, GPU launches (inputs moved) on a GPU
         h = hashlib.sha256(f"v{RECORD_VERSION}:{wrapper}:{path.resolve()}:gpu={_has_gpu()}".encode())
@@ -325,8 +327,6 @@ def buffer_modes(path: Path, kernel: str, wrapper: str, model: Any = None) -> di
     modes is left out: its mode is not known. Never raises: a file the source layer cannot read gives ``{}``.
     """
     try:
-        from htam_core.source import load
-        from htam_core.source.analysis import analyze
 
         model = model or load(str(path))
         k = model.kernel(kernel)
@@ -608,6 +608,7 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
     source = f"inferred from {where} of {path.name}, {len(calls)} call{'s' if len(calls) != 1 else ''} recorded; " \
              f"{ref_note}"
     if rec.get("inputs_moved"):
+        # cycle: harness.record imports this module at load time (harness.record -> harness -> harness.find -> harness.infer_py)
         from htam_core.harness.record import MOVED_NOTE
 
         source += f"; {MOVED_NOTE}"
@@ -824,6 +825,7 @@ def save_to_spec(h: Harness) -> Path:
     """
     import tomllib
 
+    # cycle: harness.spec imports this module at load time (harness.spec -> harness -> harness.find -> harness.infer_py)
     from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
 
     original = Path(h.origin_path or h.path)

@@ -43,7 +43,7 @@ from htam_core.harness.spec import (
     write_only_outputs_in_reference,
 )
 from htam_core.harness.trial import BASE_SEED, Trial, as_outputs, poison_
-from htam_core.runtime.cache import cache_root
+from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.types.errors import exception_text
@@ -303,8 +303,6 @@ def cubin_for(path: str, arch: str) -> bytes:
     Raises:
         HarnessError: nvcc is missing or the file does not compile (nvcc's errors are in the message).
     """
-    from htam_core.runtime.cache import content_key, file_fingerprint
-
     nvcc = find_nvcc()
     if nvcc is None:
         raise HarnessError("NVRTC could not compile the file and nvcc was not found to try again")

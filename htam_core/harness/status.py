@@ -25,6 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.find import find_harness
+from htam_core.harness.infer_py import render_toml
+from htam_core.harness.spec import SPEC_FILENAME, load_toml
+from htam_core.harness.template import write_template
+from htam_core.source import SourceError, load
 
 
 @dataclass(frozen=True)
@@ -65,8 +70,6 @@ def origin_of(h: Harness) -> str:
 
 def _spec_has(spec: Path, kernel: str) -> bool | None:
     """Whether ``spec`` has a ``[kernel.<kernel>]`` table; ``None`` when it cannot be read or parsed."""
-    from htam_core.harness.spec import load_toml
-
     if not spec.is_file():
         return False
     try:
@@ -79,9 +82,6 @@ def _spec_has(spec: Path, kernel: str) -> bool | None:
 def saveable_table(h: Harness) -> tuple[str, Path] | None:
     """``(table text, htam.toml path)`` for *Save the inferred harness*, or ``None`` when it may not be saved
     (not inferred, or the ``htam.toml`` already names the kernel or is broken: see the module docstring)."""
-    from htam_core.harness.infer_py import render_toml
-    from htam_core.harness.spec import SPEC_FILENAME
-
     if not h.traits.inferred:
         return None
     spec = Path(h.origin_path or h.path).parent / SPEC_FILENAME
@@ -95,8 +95,6 @@ def saveable_table(h: Harness) -> tuple[str, Path] | None:
 
 def harness_status(path: str, kernel: str, model: Any = None) -> HarnessStatus:
     """The :class:`HarnessStatus` of ``kernel`` in ``path`` (see the module docstring). Never raises."""
-    from htam_core.harness.find import find_harness
-
     try:
         h = find_harness(path, kernel, model)
     except HarnessError as exc:
@@ -125,10 +123,6 @@ def _main_template(h: Harness, model: Any) -> tuple[str, Path] | None:
     could not be inferred (and no program arguments were given), when ``htam.toml`` has no table for the
     kernel: the template (:func:`htam_core.harness.template.write_template`, ``launcher = "<host
     function>"`` when one launches the kernel) gives it a checked harness. ``None`` otherwise."""
-    from htam_core.harness.spec import SPEC_FILENAME
-    from htam_core.harness.template import write_template
-    from htam_core.source import SourceError, load
-
     if not h.traits.whole_program or h.program_args or not any(n.startswith("no harness inferred") for n in h.notes):
         return None
     spec = Path(h.path).parent / SPEC_FILENAME

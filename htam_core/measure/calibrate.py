@@ -120,6 +120,8 @@ def calibrate(method: str, *, flush: bool = True, numel: int | None = None) -> C
     """
     import torch
 
+    # cycle: measure.timer imports this module at load time (measure.timer -> measure.calibrate); the other
+    # GPU-side helpers of this function load with it
     from htam_core.measure import cupti
     from htam_core.measure.method import METHOD_EVENTS, METHOD_GRAPH
     from htam_core.measure.timer import _flush_ops, flush_l2

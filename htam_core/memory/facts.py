@@ -15,11 +15,15 @@ them with the syntactic counts. Each is documented in :data:`FACTS` and in docs/
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
 from htam_core.source.analysis import Access, KernelFacts, analyze
 from htam_core.source.analysis.constants import evaluate_text
+from htam_core.source.analysis.syntax import parse
+from htam_core.source.analysis.triton_names import binding_imports
+from htam_core.source.api import parse_text
 from htam_core.source.model import Kernel, KernelFeatures, SourceModel
 from htam_core.types.profile import Profile
 
@@ -44,7 +48,10 @@ FACTS: dict[str, str] = {
     "unknown without the kernel)",
     "interleaved_tree": "a shared_tree whose stride doubles (s *= 2: interleaved addressing; a halving stride is "
     "sequential addressing already; analysis layer: KernelFacts.interleaved_tree_loops)",
-    "syncthreads": "number of __syncthreads() calls",
+    "max_sum_passes": "a running-max loop followed by a separate sum loop over the same index (the two-pass softmax "
+    "normalizer; analysis layer: KernelFacts.max_then_sum_loops)",
+    "syncthreads": "number of block-wide barriers, however spelled (__syncthreads(), cg::sync(cta), cta.sync(); "
+    "analysis layer: KernelFacts.block_barriers)",
     "atomics": "number of atomic operations",
     "uses_atomics": "atomics >= 1",
     "uses_vector_types": "float4/int4/half2 ... appear",
@@ -139,6 +146,21 @@ def normalize_language(language: str) -> str:
     raise ValueError(f"unknown kernel language {language!r}; expected 'cuda', 'cuda-in-python' or 'triton'")
 
 
+def triton_header(model: SourceModel | None) -> str:
+    """The import lines of ``model``'s file that bind ``triton.language`` (``""`` without a model, or in a file
+    that never names triton), for :func:`kernel_analysis`."""
+    if model is None or "triton" not in model.text:
+        return ""
+    return _triton_header(model.text)
+
+
+@functools.lru_cache(maxsize=64)
+def _triton_header(text: str) -> str:
+    """:func:`htam_core.source.analysis.triton_names.binding_imports` of a Python file's text (cached per text)."""
+    src = text.encode("utf-8")
+    return binding_imports(parse(src, "python").root_node, src)
+
+
 def _literal_int(text: str | None) -> int | None:
     """Threads of a constant block expression like ``256``, ``16 * 16`` or ``dim3(16, 16)`` (product), else
     ``None`` (names are not looked up: the launch site's resolved config has them substituted already)."""
@@ -148,15 +170,24 @@ def _literal_int(text: str | None) -> int | None:
     return v if isinstance(v, int) and v > 0 else None
 
 
-def kernel_analysis(kernel: Kernel) -> KernelFacts | None:
+def kernel_analysis(kernel: Kernel, header: str = "") -> KernelFacts | None:
     """The analysis-layer facts of ``kernel`` read from its own text (the kernel and its decorators; launch sites
     elsewhere in the file are not needed by the predicates), or ``None`` when the text does not give the kernel
-    back. Cached by :func:`htam_core.source.analysis.analyze` per text."""
-    from htam_core.source.api import parse_text
-
-    model = parse_text(kernel.text, "python" if kernel.language == "triton" else "cuda")
+    back. ``header``: lines put before a Triton kernel's text, the file's imports of ``triton.language`` (so
+    ``language.exp`` reads as ``tl.exp`` where the file imports it so; :func:`triton_header`). Cached by
+    :func:`htam_core.source.analysis.analyze` per text."""
+    text = f"{header}\n\n{kernel.text}" if header and kernel.language == "triton" else kernel.text
+    model = parse_text(text, "python" if kernel.language == "triton" else "cuda")
     mine = [k for k in model.kernels if k.name == kernel.name]
     return analyze(model, mine[0]) if mine else None
+
+
+def _file_analysis(model: SourceModel | None, kernel: Kernel | None, lang: str) -> KernelFacts | None:
+    """The analysis-layer facts of a CUDA ``kernel`` read in its file ``model`` (the file's shared-memory accessor
+    structs and barrier handles included), or ``None`` without both or for another language."""
+    if model is None or kernel is None or lang != "cuda":
+        return None
+    return analyze(model, kernel)
 
 
 _EXP = frozenset({"exp", "exp2", "expf", "exp2f", "__expf", "__exp2f", "hexp", "h2exp"})
@@ -356,8 +387,13 @@ def compute_facts(
     loads, stores = f.loads, f.stores
     has_loop = loops > 0
     uses_math = bool(f.math_calls)
-    analysis = kernel_analysis(kernel) if kernel is not None else None
-    matmul_like, reduction_like = _patterns(analysis)
+    header = triton_header(model) if kernel is not None and kernel.language == "triton" else ""
+    analysis = kernel_analysis(kernel, header) if kernel is not None else None
+    # Shared memory and barriers may be spelled through the file's own helpers (``T *sdata = SharedMemory<T>();``
+    # with the accessor struct above the kernel, ``cg::sync(cta)``): with the file, those facts are read from the
+    # kernel in its file.
+    in_file = _file_analysis(model, kernel, lang) or analysis
+    matmul_like, reduction_like = _patterns(in_file)
     if matmul_like is False and kernel is not None and model is not None and _callee_matmul(model, kernel):
         matmul_like, reduction_like = True, False
     facts: dict[str, Any] = {
@@ -370,10 +406,12 @@ def compute_facts(
         "constant_trip_loops": sum(1 for lp in f.loops if lp.trip_count is not None),
         "all_loops_unrolled": has_loop and all(lp.has_unroll_pragma for lp in f.loops),
         "shared_arrays": len(f.shared_memory),
-        "uses_shared": bool(f.shared_memory),
-        "shared_tree": None if analysis is None else bool(analysis.shared_tree_loops()),
-        "interleaved_tree": None if analysis is None else bool(analysis.interleaved_tree_loops()),
-        "syncthreads": f.syncthreads,
+        "uses_shared": bool(f.shared_memory) or (in_file is not None and any(
+            a.space == "shared" for a in in_file.accesses)),
+        "shared_tree": None if in_file is None else bool(in_file.shared_tree_loops()),
+        "interleaved_tree": None if in_file is None else bool(in_file.interleaved_tree_loops()),
+        "max_sum_passes": None if in_file is None else bool(in_file.max_then_sum_loops()),
+        "syncthreads": f.syncthreads if lang != "cuda" or in_file is None else len(in_file.block_barriers()),
         "atomics": len(f.atomics),
         "uses_atomics": bool(f.atomics),
         "uses_vector_types": bool(f.vector_types),

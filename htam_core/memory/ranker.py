@@ -62,7 +62,7 @@ from htam_core.memory.features import (
 )
 from htam_core.memory.knowledge import KnowledgeBase, Strategy
 from htam_core.memory.records import Outcome, Record, value_of
-from htam_core.memory.store import Store
+from htam_core.memory.store import Store, gpu_model
 from htam_core.source.model import Kernel, KernelFeatures, SourceModel
 from htam_core.types.profile import Profile
 from htam_core.types.text import first_sentence
@@ -836,8 +836,6 @@ class Ranker:
     def _gpu_log_weight(self, profile: Profile | None) -> np.ndarray | None:
         """``ln(same_gpu_weight)`` for records of the GPU model ranked for, 0 for the others; ``None`` when
         there is no GPU model (static) or the weight is 1."""
-        from htam_core.memory.store import gpu_model
-
         gpu = self.gpu or (gpu_model(profile.device) if profile is not None else None)
         w = self.config.same_gpu_weight
         if gpu is None or w == 1.0 or self._memory.n == 0:

@@ -28,6 +28,7 @@ from htam_core.measure.stats import classify_gain, headline_geomean, launch_boun
 from htam_core.memory.records import NOT_IN_TABLE
 from htam_core.optimize.evaluate import Evaluation
 from htam_core.source import language_for_path, parse_text
+from htam_core.types.files import data_path, read_data_text
 
 __all__ = ["NOT_IN_TABLE", "Table", "TableError", "TableEvaluator", "TableFile", "load_table", "read_table",
            "skipped_note", "table_comparison", "text_key"]
@@ -73,14 +74,15 @@ def _table_line(d: Any) -> bool:
 
 
 def read_table(path: str | Path) -> TableFile:
-    """The header and every other line of a table file; a line that is not a table line is skipped and its
+    """The header and every other line of a table file (``.jsonl`` or gzip-compressed ``.jsonl.gz``, read
+    transparently: :func:`~htam_core.types.files.read_data_text`); a line that is not a table line is skipped and its
     number kept in :attr:`TableFile.skipped`, for the caller to name (:func:`skipped_note`).
 
     Raises:
         TableError: the file cannot be read, or is not text.
     """
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = read_data_text(path).splitlines()
     except OSError as exc:
         raise TableError(f"cannot read the table {path}: {exc}") from exc
     except UnicodeDecodeError:
@@ -264,7 +266,7 @@ def load_table(path: str | Path) -> Table:
     Raises:
         TableError: see :class:`Table`.
     """
-    p = Path(path).resolve()
+    p = data_path(path).resolve()
     try:
         key = (str(p), p.stat().st_mtime)
     except OSError as exc:

@@ -40,7 +40,9 @@ from htam_core.harness.base import origin_dirs
 from htam_core.runtime.cache import CompileCache, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
 from htam_core.runtime.toolchain import find_nvcc
+from htam_core.source.analysis.constants import ConstEnv
 from htam_core.source.analysis.includes import headers_digest
+from htam_core.source.analysis.launch import dims_of, launch_calls
 from htam_core.types.errors import ProfileError
 
 if TYPE_CHECKING:
@@ -455,8 +457,6 @@ def eval_const_expr(source: str, expr: str, at_byte: int | None = None, path: st
     local ``#include "..."`` headers of the file ``path``). Returns ``None`` when any part is not a
     compile-time integer here.
     """
-    from htam_core.source.analysis.constants import ConstEnv
-
     data, root = _parse(source, dim3_braces=True)
     v = ConstEnv(data, root, path=path).value_of_text(expr, at_byte)
     return v if isinstance(v, int) else None
@@ -464,9 +464,6 @@ def eval_const_expr(source: str, expr: str, at_byte: int | None = None, path: st
 
 def _site_value(source: str, kernel: Any, site: Any, offset: int, key: str, path: str | None = None) -> int | None:
     """Value of launch-config ``key`` (``"block"``: threads per block, ``"smem"``) at ``site``, or ``None``."""
-    from htam_core.source.analysis.constants import ConstEnv
-    from htam_core.source.analysis.launch import dims_of, launch_calls
-
     data, root = _parse(source, dim3_braces=True)
     env = ConstEnv(data, root, path=path)
     at = site.span.start - offset if site.span is not None else None

@@ -33,6 +33,7 @@ from htam_core.harness.find import find_harness
 from htam_core.harness.launch_values import launch_value
 from htam_core.profile.static_cuda import eval_const_expr
 from htam_core.profile.static_triton import python_constants
+from htam_core.source.analysis import analyze, sym
 
 __all__ = ["estimate_work", "harness_sizes", "harness_sizes_noted"]
 
@@ -148,7 +149,6 @@ def _loop_trips(model: Any, kernel: Any, env: _Env) -> tuple[list[dict[str, Any]
     launch-site, constexpr and harness values substituted."""
     import sympy
 
-    from htam_core.source.analysis import analyze, sym
 
     by_line = {lp.line: lp for lp in analyze(model, kernel).loops}
     loops, unknown = [], []

@@ -11,9 +11,12 @@ warp shuffle, atomics) and ``triton.language``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import tree_sitter as ts
 
 from htam_core.source.analysis.loops import c_for_header, count_iterations
+from htam_core.source.analysis.triton_names import triton_names
 from htam_core.source.frames import Frame
 from htam_core.source.model import KernelFeatures, Loop, Param, SharedDecl, WorkSite
 from htam_core.source.parsing import captures, node_text
@@ -362,11 +365,17 @@ TL_MATH = {"exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sigmoid", 
 
 def triton_features(frame: Frame, fn: ts.Node, params: list[Param]) -> KernelFeatures:
     """Features of the Triton kernel ``fn`` (a ``function_definition``); sets ``Param.written``
-    for ``tl.store``/atomic bases and ``Param.is_pointer`` for ``tl.load``/``tl.store`` bases."""
+    for ``tl.store``/atomic bases and ``Param.is_pointer`` for ``tl.load``/``tl.store`` bases. Calls are read in
+    the analysis layer's normal form (:mod:`htam_core.source.analysis.triton_names`: ``language.sum`` is
+    ``tl.sum`` in a file that imports ``triton.language as language``)."""
     f = KernelFeatures()
     body = fn.child_by_field_name("body")
     if body is None:
         return f
+    root = fn
+    while root.parent is not None:
+        root = root.parent
+    canonical = triton_names(root).canonical
     caps = captures("python", Q_PY_FEAT, body)
     aliases: dict[str, str] = {}
     for assign in caps.get("assign", []):
@@ -377,7 +386,7 @@ def triton_features(frame: Frame, fn: ts.Node, params: list[Param]) -> KernelFea
     names = {p.name: p for p in params}
     f.masks = sum(1 for kw in caps.get("kw", []) if node_text(kw) == "mask")
     for call in sorted(caps.get("call", []), key=lambda n: n.start_byte):  # source order
-        callee = node_text(call.child_by_field_name("function"))
+        callee = canonical(node_text(call.child_by_field_name("function")))
         short = callee.rsplit(".", 1)[-1]
         is_tl = callee.startswith(TL_PREFIXES)
         args = call.child_by_field_name("arguments")
@@ -434,7 +443,7 @@ def triton_features(frame: Frame, fn: ts.Node, params: list[Param]) -> KernelFea
     for loop in caps.get("while", []):
         f.loops.append(Loop(line=frame.line(loop.start_byte), kind="while", span=frame.span(loop)))
     f.loops.sort(key=lambda lp: lp.line)
-    _triton_flops(frame, body, f)
+    _triton_flops(frame, body, f, canonical)
     f.work.sort(key=lambda w: w.byte)
     return f
 
@@ -442,12 +451,13 @@ def triton_features(frame: Frame, fn: ts.Node, params: list[Param]) -> KernelFea
 _TL_DATA_SOURCES = {"load", "dot", "zeros", "full", "zeros_like", "full_like"}
 
 
-def _tl_short(call: ts.Node) -> str | None:
-    callee = node_text(call.child_by_field_name("function"))
+def _tl_short(call: ts.Node, canonical: Callable[[str], str]) -> str | None:
+    """The ``tl.*`` function a call makes (``"load"``), reading the callee through ``canonical``; else ``None``."""
+    callee = canonical(node_text(call.child_by_field_name("function")))
     return callee.rsplit(".", 1)[-1] if callee.startswith(TL_PREFIXES) else None
 
 
-def _py_ops(expr: ts.Node | None, tainted: set[str]) -> tuple[int, bool]:
+def _py_ops(expr: ts.Node | None, tainted: set[str], canonical: Callable[[str], str]) -> tuple[int, bool]:
     """(arithmetic operations on values, whether ``expr`` reads data) of a Triton expression.
 
     Pointer and mask arguments of ``tl.load`` and subscripts (``x[:, None]``) are not counted."""
@@ -460,7 +470,7 @@ def _py_ops(expr: ts.Node | None, tainted: set[str]) -> tuple[int, bool]:
         elif n.type == "binary_operator" and node_text(n.child_by_field_name("operator")) in ("+", "-", "*", "/"):
             ops += 1
         elif n.type == "call":
-            short = _tl_short(n)
+            short = _tl_short(n, canonical)
             if short in _TL_DATA_SOURCES:
                 data = True
             if short == "load":
@@ -475,7 +485,7 @@ def _py_ops(expr: ts.Node | None, tainted: set[str]) -> tuple[int, bool]:
     return ops, data
 
 
-def _triton_flops(frame: Frame, body: ts.Node, f: KernelFeatures) -> None:
+def _triton_flops(frame: Frame, body: ts.Node, f: KernelFeatures, canonical: Callable[[str], str]) -> None:
     """FLOP sites of a Triton kernel: arithmetic in statements whose value derives from loaded data (a
     name assigned from ``tl.load``/``tl.dot``/``tl.zeros`` or from such a name), and in stored values.
     Counts are per element of a block (a block op on ``BLOCK`` elements counts as one per element)."""
@@ -484,7 +494,7 @@ def _triton_flops(frame: Frame, body: ts.Node, f: KernelFeatures) -> None:
     nodes: list[ts.Node] = []
     while stack:
         n = stack.pop()
-        if n.type in ("assignment", "augmented_assignment") or (n.type == "call" and _tl_short(n) == "store"):
+        if n.type in ("assignment", "augmented_assignment") or (n.type == "call" and _tl_short(n, canonical) == "store"):
             nodes.append(n)
         if n.type not in ("function_definition", "lambda"):
             stack.extend(n.named_children)
@@ -495,10 +505,10 @@ def _triton_flops(frame: Frame, body: ts.Node, f: KernelFeatures) -> None:
             kw = {node_text(a.child_by_field_name("name")): a.child_by_field_name("value")
                   for a in (args.named_children if args is not None else []) if a.type == "keyword_argument"}
             value = pos[1] if len(pos) > 1 else kw.get("value")
-            ops, _ = _py_ops(value, tainted)
+            ops, _ = _py_ops(value, tainted, canonical)
         else:
             left = n.child_by_field_name("left")
-            ops, data = _py_ops(n.child_by_field_name("right"), tainted)
+            ops, data = _py_ops(n.child_by_field_name("right"), tainted, canonical)
             names = {node_text(x) for x in ([left] if left is not None else []) if x.type == "identifier"}
             if n.type == "augmented_assignment":
                 data = data or bool(names & tainted)

@@ -19,6 +19,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis import Barrier, KernelFacts, analyze
 from htam_core.source.analysis.constants import Const, int_literal
+from htam_core.source.analysis.contracts import host_owns_outputs
 from htam_core.source.analysis.facts import DIMS, sym
 from htam_core.source.analysis.guards import bounds_guard, describe_form
 from htam_core.source.analysis.launch import dims_of
@@ -442,20 +443,26 @@ def include_insert_point(unit: CudaUnit) -> int:
     return pos
 
 
-def per_block_output_hazard(unit: CudaUnit) -> str | None:
+def per_block_output_hazard(unit: CudaUnit, launch: Launch | None = None, shrink: bool = False) -> str | None:
     """Why a step that changes the kernel's grid would change its output's shape, or ``None``: the kernel writes an
     output indexed by ``blockIdx`` and no ``threadIdx`` (:meth:`KernelFacts.per_block_outputs`, a partial sum per
     block: ``if (tid == 0) out[blockIdx.x] = sdata[0];``), so the output has one element per block, and a new grid
-    gives another number of them than the caller reads. A step that changes the launch and the output's size
-    together would be needed (none does yet). Idea source: M. Harris, "Optimizing Parallel Reduction in CUDA"
-    (NVIDIA, 2007): each block writes its partial result, and the host or a second pass reads one per block."""
+    gives another number of them than the caller reads. With ``launch``, the hazard is lifted where that launch's
+    host owns the contract (:func:`~htam_core.source.analysis.contracts.host_owns_outputs`: the block count is a
+    host local and the host allocates and reads the outputs with it), since the launch and the output's size then
+    change together (``shrink``: the step only gives fewer blocks, and a host that reads the caller's buffer with
+    the count keeps the contract too). Idea source: M. Harris, "Optimizing Parallel Reduction in CUDA" (NVIDIA, 2007): each block
+    writes its partial result, and the host or a second pass reads one per block."""
     outs = unit.facts.per_block_outputs()
     if not outs:
         return None
     a = outs[0]
-    return (f"{unit.kernel.name} writes one output per block ({a.pointer}[{a.index_text}] on line {a.line}): the number "
-            "of outputs is the number of blocks, so changing the grid would change the output's length; the launch "
-            "and the output's size would have to change together")
+    why = (f"{unit.kernel.name} writes one output per block ({a.pointer}[{a.index_text}] on line {a.line}): the "
+           "number of outputs is the number of blocks, so changing the grid would change the output's length")
+    if launch is None:
+        return why + "; the launch and the output's size would have to change together"
+    owner = host_owns_outputs(unit.env, launch, param_names(unit), sorted({o.pointer for o in outs}), shrink)
+    return None if owner is None else f"{why}, and {owner}"
 
 
 def wrap_grid(unit: CudaUnit, launch: Launch, fmt: str) -> TextEdit | str:

@@ -13,6 +13,7 @@ from tree_sitter import Node
 from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis.syntax import exact_node
 from htam_core.source.analysis.triton import launch_calls
+from htam_core.source.analysis.triton_names import TritonNames
 from htam_core.source.analysis.unit import python_source
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _notes, _ts
@@ -50,6 +51,7 @@ class TritonUnit:
     body: Node
     top: Node
     launches: list[TLaunch] = field(default_factory=list)
+    names: TritonNames = field(default_factory=TritonNames)
 
     @property
     def facts(self) -> KernelFacts:
@@ -78,9 +80,37 @@ class TritonUnit:
         first = self.body.named_children[0] if self.body.named_children else self.body
         return _ts.indent_of(self.src, first.start_byte)
 
+    def is_block_param(self, name: str) -> bool:
+        """True when constexpr ``name`` sizes a tile: it ends a ``tl.arange(0, name)`` or steps a loop
+        (:attr:`~htam_core.source.analysis.TritonFacts.tile_params`), or is named like one
+        (:func:`is_block_param`)."""
+        tf = self.facts.triton
+        return is_block_param(name) or (tf is not None and name in tf.tile_params)
+
+    @property
+    def constexpr_annotation(self) -> str:
+        """The annotation a new ``tl.constexpr`` parameter gets: the one the kernel's constexpr parameters are
+        written with (``tl.constexpr``, ``language.constexpr``, a bare ``constexpr``), else ``<alias>.constexpr``.
+        Copying the kernel's own spelling keeps the new parameter readable wherever the old ones are (the Triton
+        interpreter reads annotations as text)."""
+        own = next((p.type for p in self.kernel.params if p.is_constexpr and p.type), None)
+        return own or f"{self.tl}.constexpr"
+
+    @property
+    def tl(self) -> str:
+        """The file's name for ``triton.language`` (``"tl"``, ``"language"``, ``"tl2"``): new code is written with
+        it (:attr:`~htam_core.source.analysis.triton_names.TritonNames.spelling`)."""
+        return self.names.spelling
+
+    def callee(self, call: Node) -> str:
+        """The function of ``call`` in the analysis layer's normal form (``language.load`` -> ``"tl.load"``)."""
+        fn = call.child_by_field_name("function")
+        return self.names.canonical(self.t(fn)) if fn is not None else ""
+
     def calls(self, node: Node, name: str) -> list[Node]:
-        """``call`` nodes under ``node`` whose function is spelled ``name`` (``"tl.load"``)."""
-        return [c for c in _ts.of_type(node, "call") if self.t(c.child_by_field_name("function")) == name]
+        """``call`` nodes under ``node`` whose function is ``name`` in normal form (``"tl.load"`` also finds
+        ``language.load(...)`` in a file that imports ``triton.language as language``)."""
+        return [c for c in _ts.of_type(node, "call") if self.callee(c) == name]
 
     def kwarg(self, call: Node, name: str) -> Node | None:
         """The ``keyword_argument`` ``name=`` of ``call``, if present."""
@@ -141,7 +171,7 @@ def load_unit(model: SourceModel, kernel: Kernel) -> TritonUnit | str:
     psrc = python_source(model, kernel)
     if isinstance(psrc, str):
         return psrc
-    unit = TritonUnit(model, kernel, psrc.src, psrc.root, psrc.func, psrc.body, psrc.top)
+    unit = TritonUnit(model, kernel, psrc.src, psrc.root, psrc.func, psrc.body, psrc.top, names=psrc.names)
     for call, site in launch_calls(psrc, kernel):
         grid = call.child_by_field_name("function").child_by_field_name("subscript")
         args = call.child_by_field_name("arguments")

@@ -34,7 +34,14 @@ from tree_sitter import Node
 from htam_core.source.analysis import Access, sym
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, Launch, statement_list, strip_casts
+from htam_core.transforms._cuda import (
+    CudaTransform,
+    CudaUnit,
+    Launch,
+    per_block_output_hazard,
+    statement_list,
+    strip_casts,
+)
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_reduction import COMBINE_FUNCS, element_type
@@ -159,25 +166,57 @@ def _per_block_output(unit: CudaUnit) -> bool:
     return bool(unit.facts.per_block_outputs())
 
 
+def _count_edit(unit: CudaUnit, launch: Launch, name: str, factor: int, per_block: bool, depth: int = 0
+                ) -> TextEdit | str | None:
+    """The edit dividing the block count held by the host variable ``name`` by ``factor`` where it is declared
+    (``int blocks = ...;`` or the one component of ``dim3 grid(blocks, 1, 1)``, followed one level to ``blocks``
+    for a per-block output), ``None`` when ``name`` is not a local declared once, or why it cannot."""
+    line = launch.site.line
+    inits = unit.local_inits(launch.host, name) if launch.host is not None else []
+    if len(inits) != 1 or unit.assigned_in(launch.host, name):
+        if not per_block:
+            return None
+        if not inits:
+            return (f"the block count {name} on line {line} comes from the caller, and the kernel writes one result "
+                    f"per block: the caller reads {name} results, so the grid cannot shrink here")
+        return (f"the block count {name} on line {line} is assigned more than once; the host's count of per-block "
+                "results could not follow")
+    init = inits[0]
+    if init.type in ("argument_list", "initializer_list"):  # dim3 grid(blocks, 1, 1): the one non-1 component
+        if not init.named_children:
+            return f"the grid {name} on line {line} is not 1-D"
+        init = init.named_children[0]
+        inner = _ts.unwrap_parens(init)
+        if per_block and depth == 0 and inner.type == "identifier":
+            found = _count_edit(unit, launch, unit.t(inner), factor, per_block, depth + 1)
+            if found is not None:
+                return found
+    return unit.replace(init, f"(({unit.t(init)}) + {factor - 1}) / {factor}")
+
+
 def _grid_edit(unit: CudaUnit, launch: Launch, factor: int, per_block: bool) -> TextEdit | str:
-    """The edit giving ``launch`` ``factor`` times fewer blocks (rounded up), or why it cannot."""
+    """The edit giving ``launch`` ``factor`` times fewer blocks, or why it cannot (:func:`_grid_count_edit`); with
+    per-block outputs, only where the host keeps their contract (:func:`per_block_output_hazard` with ``shrink``:
+    the host reads the partials with the count, or allocates them with it)."""
+    e = _grid_count_edit(unit, launch, factor, per_block)
+    if isinstance(e, TextEdit) and per_block and (why := per_block_output_hazard(unit, launch, shrink=True)):
+        return why  # the caller reads its own count of partials: fewer blocks would leave some unwritten
+    return e
+
+
+def _grid_count_edit(unit: CudaUnit, launch: Launch, factor: int, per_block: bool) -> TextEdit | str:
+    """The edit giving ``launch`` ``factor`` times fewer blocks (rounded up), or why it cannot. Where the kernel
+    writes one result per block (its output contract), the count is changed where the host declares it, so the
+    host's other uses follow; a count the caller passes in (a launcher parameter) is refused, since the caller
+    reads that many results."""
     dims = unit.dims_of(launch.grid, launch.host)
     if len(dims) != 1:
         return f"the grid on line {launch.site.line} is not 1-D"
     g = _ts.unwrap_parens(launch.grid)
     if g.type == "identifier" and launch.host is not None:
-        name = unit.t(g)
-        inits = unit.local_inits(launch.host, name)
-        if len(inits) == 1 and not unit.assigned_in(launch.host, name):
-            init = inits[0]
-            if init.type in ("argument_list", "initializer_list"):
-                if init.named_child_count != 1:
-                    return f"the grid {name} on line {launch.site.line} is not 1-D"
-                init = init.named_children[0]
-            return unit.replace(init, f"(({unit.t(init)}) + {factor - 1}) / {factor}")
-        if per_block:
-            return (f"the block count {name} on line {launch.site.line} is assigned more than once; the host's "
-                    "count of per-block results could not follow")
+        found = _count_edit(unit, launch, unit.t(g), factor, per_block)
+        if found is not None:
+            return found
     if per_block:
         return (f"the grid on line {launch.site.line} is an expression at the launch, and the kernel writes one "
                 "result per block: put the block count in a variable the host also uses")

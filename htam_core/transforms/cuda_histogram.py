@@ -6,7 +6,9 @@ few contended bins. The rewrite gives each block a private histogram in shared m
 ``atomicAdd`` per nonzero bin per block. The bin count is the update's index extent from the analysis layer
 (:class:`~htam_core.source.analysis.facts.AtomicUpdate`: the index reduced modulo a constant or a parameter, or a
 byte): a compile-time count (literal, ``#define``, template parameter, kept as written) gives a static array, a
-parameter count dynamic shared memory sized at every launch. Refused: an unknown or too large bin count, an early
+parameter count dynamic shared memory sized at every launch. A parameter count whose launches cannot be edited
+(the kernel is launched from another file) gets the launch-independent form: a static array of :data:`CAP` bins,
+used when the count fits (a block-uniform test at run time), the global atomics as before otherwise. Refused: an unknown or too large bin count, an early
 ``return`` (a thread would skip a barrier), other uses of the histogram pointer, an atomic whose old value is used.
 
 Idea sources: the CUDA samples' ``histogram`` example (per-block sub-histograms merged at the end); Kirk and Hwu,
@@ -31,12 +33,17 @@ BIN_BYTES = {"int": 4, "unsigned int": 4, "unsigned": 4, "float": 4, "unsigned l
 #: Static shared memory a block may declare (bytes).
 SMEM_LIMIT = 48 * 1024
 NAME = "htam_hist"
+#: Bins of the launch-independent form: a parameter bin count whose launches cannot be given dynamic shared memory
+#: (none in the file) is privatized in a static array of this many bins when the count fits, at run time.
+CAP = 1024
 
 
 def _bin_type(unit: CudaUnit, u: AtomicUpdate) -> str | None:
-    """The histogram's element type without qualifiers (``"unsigned int"``), when a shared atomicAdd takes it."""
+    """The histogram's element type without qualifiers (``"unsigned int"``; an alias such as ``uint`` resolved by the
+    analysis layer, :attr:`PointerFacts.value_type`), when a shared atomicAdd takes it."""
     pf = unit.facts.pointer(u.pointer)
-    t = " ".join(w for w in (pf.element_type or "").split() if w not in ("const", "volatile")) if pf else ""
+    written = (pf.value_type or pf.element_type or "") if pf else ""
+    t = " ".join(w for w in written.split() if w not in ("const", "volatile"))
     return t if t in BIN_BYTES else None
 
 
@@ -89,6 +96,7 @@ class CudaSmemHistogram(CudaTransform):
         btype = _bin_type(unit, u)
         assert btype is not None
         edits: list[TextEdit] = []
+        cap_why: str | None = None  # why the launches could not size dynamic shared memory (capped form)
         if u.extent is not None:
             size = u.extent * BIN_BYTES[btype]
             if size > SMEM_LIMIT:
@@ -98,11 +106,14 @@ class CudaSmemHistogram(CudaTransform):
             bins = u.extent_text
         else:
             launch = self._launch_edits(unit, u, btype)
-            if isinstance(launch, str):
-                return self.not_applicable(launch)
-            edits += launch
-            decl = f"extern __shared__ {btype} {NAME}[];  // this block's private histogram ({u.extent_param} bins)"
             bins = u.extent_param
+            if isinstance(launch, str):
+                cap_why = launch
+                decl = (f"__shared__ {btype} {NAME}[{CAP}];  // this block's private histogram, "
+                        f"used when {bins} <= {CAP}")
+            else:
+                edits += launch
+                decl = f"extern __shared__ {btype} {NAME}[];  // this block's private histogram ({bins} bins)"
         one_d = all(not la.block or all(d.value == 1 for d in la.block[1:]) for la in unit.facts.launches) and not any(
             b.startswith(("threadIdx.y", "threadIdx.z")) for b in unit.facts.builtins_read)
         t0, nt = ("threadIdx.x", "blockDim.x") if one_d else (
@@ -110,12 +121,22 @@ class CudaSmemHistogram(CudaTransform):
         loop = f"for (int htam_b = {t0}; htam_b < {bins}; htam_b += {nt})"
         stmts = [s for s in unit.body.named_children if s.type != "comment"]
         ind = _ts.indent_of(unit.src, stmts[0].start_byte) if stmts else "    "
-        head = [decl, f"{loop} {NAME}[htam_b] = 0;", "__syncthreads();"]
+        when = "" if cap_why is None else "if (htam_private) "
+        head = [decl, f"{when}{loop} {NAME}[htam_b] = 0;", "__syncthreads();"]
+        if cap_why is not None:
+            head.insert(1, f"const bool htam_private = {bins} <= {CAP};  // else the global atomics as before")
         tail = ["__syncthreads();  // the block's counts are complete: one global atomicAdd per nonzero bin",
-                loop, f"    if ({NAME}[htam_b] != 0) atomicAdd(&{u.pointer}[htam_b], {NAME}[htam_b]);"]
+                f"{when}{loop}", f"    if ({NAME}[htam_b] != 0) atomicAdd(&{u.pointer}[htam_b], {NAME}[htam_b]);"]
         open_ = unit.body.start_byte + 1
         edits.append(unit.insert(open_, "".join(f"\n{ind}{ln}" for ln in head)))
-        edits.append(unit.replace_span(u.base_span, NAME))  # type: ignore[arg-type]
+        if cap_why is None:
+            edits.append(unit.replace_span(u.base_span, NAME))  # type: ignore[arg-type]
+        else:  # the update picks the shared bins where they hold the count, the global ones otherwise
+            st0, st1 = u.statement  # type: ignore[misc]
+            b0, b1 = u.base_span  # type: ignore[misc]
+            text = model.text[st0:st1]
+            private = text[: b0 - st0] + NAME + text[b1 - st0:]
+            edits.append(unit.replace_span((st0, st1), f"if (htam_private) {private} else {text}"))
         close = unit.body.end_byte - 1
         if _ts.only_space_before(unit.src, close):
             start = _ts.line_start(unit.src, close)
@@ -123,11 +144,15 @@ class CudaSmemHistogram(CudaTransform):
         else:
             edits.append(unit.insert(close, "".join(f"\n{ind}{ln}" for ln in tail) + "\n"))
         edits.sort(key=lambda e: e.start_byte)
-        kind = "static" if u.extent is not None else "dynamic"
+        kind = "static" if u.extent is not None else "dynamic" if cap_why is None else "capped"
+        desc = (f"privatize {u.pointer} in {kernel.name}: each block counts into a {kind} shared-memory histogram of "
+                f"{bins} bins, then adds each nonzero bin to {u.pointer} with one atomicAdd")
+        if cap_why is not None:
+            desc += (f" (launch-independent form, {cap_why}: a static array of {CAP} bins, used when {bins} <= {CAP}; "
+                     "larger counts keep the global atomics)")
         return [self.candidate(
             model,
-            f"privatize {u.pointer} in {kernel.name}: each block counts into a {kind} shared-memory histogram of "
-            f"{bins} bins, then adds each nonzero bin to {u.pointer} with one atomicAdd",
+            desc,
             {"bins": u.extent if u.extent is not None else u.extent_param, "shared": kind, "type": btype},
             edits,
         )]

@@ -241,7 +241,7 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
                     for g in (launch.grid, grid_dims[d]):
                         if _ts.unwrap_parens(g).type == "identifier":
                             touched.add(unit.t(_ts.unwrap_parens(g)))
-            if follows and (why := per_block_output_hazard(unit)):
+            if follows and (why := per_block_output_hazard(unit, launch)):
                 return why
             if not follows and unit.uses_block_linear_index(DIMS[d]):
                 g = unit.t(grid) if grid is not None else "1"

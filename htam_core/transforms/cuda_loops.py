@@ -117,10 +117,16 @@ static inline unsigned int htam_sm_grid(long long blocks, int per_sm)
 
 
 def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
-    """Edits turning the elementwise body into a grid-stride loop (shared with other transforms)."""
+    """Edits turning the elementwise body into a grid-stride loop (shared with other transforms), or why not: a
+    body that moves a parameter (``d_keys += base;``, ``n -= k;``) carries it from one pass of the loop into the
+    next, so the second element a thread takes would start from the moved value."""
     ew = elementwise(unit)
     if isinstance(ew, str):
         return ew
+    moved = [p.name for p in unit.kernel.params if p.name and unit.assigned_in(unit.body, p.name)]
+    if moved:
+        return (f"the body moves parameter {moved[0]} (assigned, incremented or address-taken); in a grid-stride loop "
+                "each later pass would start from the moved value")
     stride = f"({ew.type})blockDim.x * gridDim.x"
     header = f"for ({ew.type} {ew.name} = {unit.t(ew.gid)}; {ew.name} < {unit.t(ew.bound)}; {ew.name} += {stride})"
     ds, de = statement_span(unit, ew.decl)

@@ -19,7 +19,13 @@ The active threads stay contiguous (whole warps retire instead of diverging) and
 warp hit consecutive words (no bank conflicts). Both trees leave the combination of all ``blockDim.x``
 inputs in ``sdata[0]``; the other entries differ, so the array may be read only at ``[0]`` after the loop.
 The strided-index form (``int index = 2 * s * tid; if (index < blockDim.x) sdata[index] += ...``)
-is rewritten the same way. The order of the combines changes, so float sums may differ in the last bits.
+is rewritten the same way.
+
+A tree over ``blockDim.x`` needs no known launch: for a block size ``B`` that is not a power of two the
+interleaved tree reads ``sdata[B]``, past the block's values (``B = 2^k * m``, ``m > 1`` odd: at ``s = 2^k`` the
+thread ``tid = B - 2^k`` is a multiple of ``2s`` and reads ``sdata[B]``), so it is defined only for power-of-two
+blocks, where the two trees agree. The step is therefore made for a block size known only at run time and for
+a kernel launched from another file; a tree over a constant ``N`` still needs launches whose block is ``N``. The order of the combines changes, so float sums may differ in the last bits.
 
 Idea source: Mark Harris, "Optimizing Parallel Reduction in CUDA" (NVIDIA, 2007), kernels 1-3.
 """
@@ -441,13 +447,17 @@ def _launch_problem(unit: CudaUnit, bound_value: int | None,
 
     With ``runtime_ok``, a 1-D block whose size is not a compile-time constant (``<<<grid, block_size>>>`` with
     ``block_size`` a launcher argument) is accepted when the tree runs over ``blockDim.x`` (``bound_value`` is
-    ``None``); its size is ``None`` in the list, and the caller guards its edit at run time.
+    ``None``); its size is ``None`` in the list, and the caller's edit must hold for any such block (a guard at
+    run time, or an argument that it does). A kernel with no launch in the file is then accepted the same way,
+    with ``[None]``: its block is known only at run time.
 
     Returns:
         ``(reason, [])`` on a problem, else ``(None, threads per block of each launch)``.
     """
     need = "sequential addressing needs a power-of-two block"
     if not unit.launches:
+        if runtime_ok and bound_value is None:
+            return None, [None]
         return f"the block size is unknown (no launch in this file); {need}", []
     sizes: list[int | None] = []
     for la in unit.launches:
@@ -546,7 +556,9 @@ class CudaSequentialAddressing(CudaTransform):
         bounds = {t.bound_value for t in trees if t.bound_value is not None}
         if len(bounds) > 1:
             return self.not_applicable(f"the tree loops run to different bounds {sorted(bounds)}")
-        why, sizes = _launch_problem(unit, next(iter(bounds), None))
+        # A tree over blockDim.x is defined only for power-of-two blocks (module docstring), so a block known
+        # only at run time, or a kernel launched from another file, takes the same edit.
+        why, sizes = _launch_problem(unit, next(iter(bounds), None), runtime_ok=not bounds)
         if why:
             return self.not_applicable(why)
         edits: list[TextEdit] = []
@@ -576,7 +588,7 @@ class CudaSequentialAddressing(CudaTransform):
                      "combine": t.combine, "form": "strided" if t.index else "interleaved"}
                     for ln, t in zip(lines, trees, strict=True)
                 ],
-                "block": sorted(set(sizes)),
+                "block": sorted({n for n in sizes if n is not None}) if None not in sizes else "runtime",
             },
             edits,
         )

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from htam_core.source.analysis import analyze
+from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list
@@ -293,7 +294,7 @@ class CudaOnlineSoftmax(CudaTransform):
         s_acc, m_acc = facts.accumulator(s), facts.accumulator(m)
         if s_acc is None or s_acc.op != "sum" or s_acc.type is None:
             return f"the analysis does not see {s} as a typed sum"
-        if s_acc.init_text is None or _norm(s_acc.init_text).rstrip("fF").strip("0.") != "":
+        if s_acc.init_text is None or not is_zero_value(s_acc.init_text):
             return f"the sum {s} does not start at 0"
         s_type = s_acc.type
         # `if (x > m) m = x;` is not an accumulator of the analysis: its type comes from its declaration

@@ -20,16 +20,16 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from htam_core.source.analysis.facts import PointerAlias, sym
+from htam_core.source.analysis.facts import PointerAlias, stride_of, sym
 from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
 from htam_core.source.analysis.launch import launch_calls
+from htam_core.source.analysis.syntax import side_effect_free
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
     builtin_field,
-    global_index_parts,
     launch_dims_edit,
     param_names,
     references,
@@ -55,25 +55,28 @@ class IndexVar:
 
 
 def index_vars(unit: CudaUnit) -> list[IndexVar]:
-    """Top-level declarations of global thread indices, with their block stride when constant."""
+    """Top-level declarations of global thread indices, with their block stride when constant.
+
+    Read from the analysis layer's thread-index facts (:attr:`KernelFacts.thread_indices`, the affine form of each
+    local over the builtins), so every spelling counts: ``blockIdx.y * blockDim.y + threadIdx.y``, through locals
+    (``int by = blockIdx.y; int ty = threadIdx.y; int row = by * BLOCK_SIZE + ty;`` with ``BLOCK_SIZE`` a template
+    argument bound at the launch), or through a cooperative-groups block (``block.thread_index().y``). The stride
+    is ``None`` for ``blockDim.d``, its value when constant, else ``-1``."""
+    top = {(unit.file_byte(s), s.end_byte + unit.base): s for s in statement_list(unit.body)}
     out = []
-    for s in statement_list(unit.body):
-        if s.type != "declaration":
+    for t in unit.facts.thread_indices:
+        decl = top.get(t.span)
+        if decl is None or not t.is_global or len(t.dims) != 1:
             continue
-        ds = [d for d in s.named_children if d.type == "init_declarator"]
-        if len(ds) != 1 or ds[0].child_by_field_name("value") is None:
-            continue
-        parts = global_index_parts(unit, ds[0].child_by_field_name("value"))
-        if parts is None:
-            continue
-        d, stride = parts
-        c = None
-        if builtin_field(unit, stride) == f"blockDim.{d}":
+        d = t.dims[0]
+        stride = stride_of(t.expr, f"blockIdx.{d}")
+        if stride == sym(f"blockDim.{d}"):
             c = None
+        elif stride is not None and stride.is_Integer:
+            c = int(stride)
         else:
-            k = unit.resolve(stride, unit.func)
-            c = k.value if k else -1
-        out.append(IndexVar(s, unit.t(ds[0].child_by_field_name("declarator")), d, c))
+            c = -1
+        out.append(IndexVar(decl, t.name, d, c))
     return out
 
 
@@ -174,7 +177,7 @@ def launch_sizes(unit: CudaUnit, m: dict) -> list[tuple[str, str]] | str:
         if max(idx.values()) >= len(args):
             return f"the launch on line {la.site.line} passes fewer arguments than {unit.kernel.name} takes"
         sizes = [args[idx[m["row"].name]].strip(), args[idx[m["col"].name]].strip()]
-        if any(tok in s for s in sizes for tok in ("(", "=", "++", "--")):
+        if not all(side_effect_free(s) for s in sizes):
             return (f"the size arguments {', '.join(sizes)} on line {la.site.line} call or assign; the grid "
                     "would evaluate them twice")
         out.append((sizes[0], sizes[1]))

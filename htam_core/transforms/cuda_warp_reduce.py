@@ -26,8 +26,8 @@ compile-time power of two of at least 64 threads, and the tree must run over the
 The tree may be written over a local that holds ``blockDim.x`` (``int block_size = blockDim.x;``, a fact of the
 analysis layer), over a template parameter bound at the launch, with ``threadIdx.x`` itself as the thread
 variable, and with the barrier opening each step (``__syncthreads(); if (tid < s) ...``; the finish then
-synchronizes the last step first). When the block size is known only at run time (a launcher argument) and the
-tree runs over ``blockDim.x``, the edit is guarded by the block-uniform test ``B >= 64 && (B & (B - 1)) == 0``:
+synchronizes the last step first). When the block size is known only at run time (a launcher argument, or a
+kernel launched from another file) and the tree runs over ``blockDim.x``, the edit is guarded by the block-uniform test ``B >= 64 && (B & (B - 1)) == 0``:
 the loop stops at 32 and the warp finishes only where it holds; any other block runs the whole tree as before.
 
 Idea source: Mark Harris, "Optimizing Parallel Reduction in CUDA" (NVIDIA, 2007), kernel 5 (unrolling the last
@@ -194,11 +194,12 @@ class CudaWarpShuffleFinish(CudaTransform):
                     reasons.append(f"line {line}: {tree if not_seq else seq}")
                     continue
                 s, tid, array, combine, value = tree.var, tree.tid, tree.array, tree.combine, tree.bound_value
+                bound = tree.bound
                 edits = CudaSequentialAddressing._edits(unit, tree)
                 head = edits[0]
                 edits[0] = TextEdit(head.start_byte, head.end_byte, head.new_text.replace(f"{s} > 0", f"{s} > {WARP}"))
                 form = "interleaved"
-            why, sizes = _launch_problem(unit, value, runtime_ok=form == "sequential")
+            why, sizes = _launch_problem(unit, value, runtime_ok=True)
             if why:
                 return self.not_applicable(why.replace("sequential addressing needs", "the warp finish needs"))
             known = [n for n in sizes if n is not None]
@@ -213,7 +214,12 @@ class CudaWarpShuffleFinish(CudaTransform):
                 # the block size is known only at run time: the loop stops at 32 only where the finish runs
                 when = _runtime_guard(unit, bound)
                 cond = loop.child_by_field_name("condition")
-                edits = [unit.replace(cond, f"{unit.t(cond)} && !({when} && {s} <= {WARP})")]
+                if form == "sequential":
+                    edits = [unit.replace(cond, f"{unit.t(cond)} && !({when} && {s} <= {WARP})")]
+                else:
+                    head = edits[0]
+                    edits[0] = TextEdit(head.start_byte, head.end_byte, head.new_text.replace(
+                        f"{s} > {WARP}", f"{s} > 0 && !({when} && {s} <= {WARP})"))
             edits.append(unit.insert(loop.end_byte, _finish(tid, array, combine, etype, _ts.indent_of(
                 unit.src, loop.start_byte), barrier_first, when)))
             exact = form == "sequential" or combine != "+" or etype in ("int", "unsigned int", "unsigned")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -59,11 +60,8 @@ IF_MAX = "if >"
 
 
 def _is_zero(text: str) -> bool:
-    t = text.strip().rstrip("fFuUlL")
-    try:
-        return float(t) == 0.0
-    except ValueError:
-        return False
+    """The initializer is zero however written (``0.0f``, ``T(0)``): the analysis layer's reading."""
+    return is_zero_value(text)
 
 
 def _declared_scalars(unit: CudaUnit, stmts: list[Node]) -> dict[str, Node]:
@@ -354,6 +352,13 @@ class CudaWarpPerRow(CudaTransform):
         if isinstance(body, str):
             return self.not_applicable(body)
         edits, summary = body
+        if not summary["reduced"] and not unit.facts.row_loops():
+            # nothing to all-reduce and no row loop with lanes a row apart (KernelFacts.row_loops): the thread
+            # index already spreads neighbouring elements over the lanes; a warp per "row" would move the lanes
+            # onto the loop (another pixel, batch or channel) and make the accesses strided
+            return self.not_applicable(f"{kernel.name}'s loops do not walk a row owned by one thread (its lanes "
+                                       "already take neighbouring elements) and reduce nothing: a warp per row "
+                                       "would only stride the lanes over the loop")
         grid = [wrap_grid(unit, la, "({}) * " + str(WARP)) for la in unit.launches] + rounded
         bad = next((g for g in grid if isinstance(g, str)), None)
         if bad:

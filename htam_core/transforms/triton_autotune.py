@@ -22,12 +22,12 @@ from __future__ import annotations
 import textwrap
 
 from htam_core.source.analysis.constants import python_int
+from htam_core.source.analysis.triton import launch_argument
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
     TritonTransform,
     TritonUnit,
-    is_block_param,
     orphan_removals,
     reads_of,
     remove_kwarg,
@@ -64,7 +64,7 @@ def prune_bounds(unit: TritonUnit) -> list[tuple[str, str]]:
     """``(BLOCK param, size param)`` pairs from the analysis layer's mask bounds: the tile of ``BLOCK`` covers a
     dimension of ``size`` elements (``cols < n_cols`` with ``cols = off + tl.arange(0, BLOCK_N)``)."""
     facts = unit.facts.triton
-    blocks = {p for p in unit.kernel.constexpr_params if is_block_param(p)}
+    blocks = {p for p in unit.kernel.constexpr_params if unit.is_block_param(p)}
     sizes = {p.name for p in unit.kernel.params if not p.is_constexpr and not p.is_pointer}
     out: list[tuple[str, str]] = []
     for b in facts.bounds if facts is not None else ():
@@ -80,7 +80,7 @@ def prune_function(unit: TritonUnit, name: str) -> list[str]:
     the launch, such as ``BLOCK_SIZE=triton.next_power_of_2(n)``), and the size arguments of
     :func:`prune_bounds` from the launch arguments.
     """
-    blocks = tuple(p for p in unit.kernel.constexpr_params if is_block_param(p))
+    blocks = tuple(p for p in unit.kernel.constexpr_params if unit.is_block_param(p))
     bounds = tuple(prune_bounds(unit))
     why = []
     if bounds:
@@ -155,8 +155,10 @@ class TritonAutotune(TritonTransform):
         grid_lits: dict[str, list] = {}
         masked = not unmasked_accesses(unit)
         for p in kernel.constexpr_params:
-            if not is_block_param(p) or p not in la0.kwargs or not masked:
+            if not unit.is_block_param(p) or not masked:
                 continue
+            if p not in la0.kwargs and launch_argument(la0.call, kernel, p, unit.src) is not None:
+                continue  # passed by position: a config could not override it
             s = block_setting(unit, la0, p)
             if isinstance(s, str):
                 continue

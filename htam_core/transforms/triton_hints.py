@@ -40,7 +40,7 @@ def _clean_dep(unit: TritonUnit, node: Node, tainted: set[str]) -> bool:
     for n in _ts.walk(node):
         if n.type == "binary_operator" and unit.t(n.child_by_field_name("operator")) in ("%", "//"):
             return False
-        if n.type == "call" and unit.t(n.child_by_field_name("function")) == "tl.program_id":
+        if n.type == "call" and unit.callee(n) == "tl.program_id":
             has = True
         if n.type == "identifier" and unit.t(n) in tainted:
             has = True
@@ -129,7 +129,7 @@ class TritonDivisibilityHints(TritonTransform):
             var, block = m
             indent = _ts.indent_of(unit.src, a.start_byte)
             stmt_end = a.end_byte
-            edits.append(unit.insert(stmt_end, f"\n{indent}{var} = tl.max_contiguous(tl.multiple_of({var}, {block}), {block})"))
+            edits.append(unit.insert(stmt_end, f"\n{indent}{var} = {unit.tl}.max_contiguous({unit.tl}.multiple_of({var}, {block}), {block})"))
             names.append(var)
         if not edits:
             return self.not_applicable(
@@ -154,7 +154,7 @@ class TritonDivisibilityHints(TritonTransform):
             return None
         for base, ar in ((right.child_by_field_name("left"), right.child_by_field_name("right")),
                          (right.child_by_field_name("right"), right.child_by_field_name("left"))):
-            if ar.type != "call" or unit.t(ar.child_by_field_name("function")) != "tl.arange":
+            if ar.type != "call" or unit.callee(ar) != "tl.arange":
                 continue
             args = ar.child_by_field_name("arguments").named_children
             if len(args) != 2 or unit.t(args[0]) != "0":
@@ -173,6 +173,6 @@ class TritonDivisibilityHints(TritonTransform):
                 continue
             other = (ops - {block}) or {block}
             o = other.pop()
-            if o in tainted or o.startswith("tl.program_id("):
+            if o in tainted or unit.names.canonical(o).startswith("tl.program_id("):
                 return unit.t(left), block
         return None

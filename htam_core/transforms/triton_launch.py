@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from htam_core.source.analysis.constants import python_int
+from htam_core.source.analysis.triton import launch_argument, memop_mask, module_value
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
@@ -21,7 +22,6 @@ from htam_core.transforms._triton import (
     TritonTransform,
     TritonUnit,
     add_kwarg,
-    is_block_param,
     stale_text_notes,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -47,7 +47,7 @@ def unmasked_accesses(unit: TritonUnit) -> list[str]:
     out = []
     for name in ("tl.load", "tl.store"):
         for c in unit.calls(unit.body, name):
-            if unit.kwarg(c, "mask") is not None or unit.kwarg(c, "boundary_check") is not None:
+            if memop_mask(c, name[3:], unit.src) is not None or unit.kwarg(c, "boundary_check") is not None:
                 continue
             args = [a for a in c.child_by_field_name("arguments").named_children if a.type != "keyword_argument"]
             addr = args[0] if args else c
@@ -59,26 +59,37 @@ def unmasked_accesses(unit: TritonUnit) -> list[str]:
 
 @dataclass
 class BlockSetting:
-    """Where a block constexpr's launch value comes from and how to change it consistently."""
+    """Where a block constexpr's launch value comes from and how to change it consistently.
+
+    ``literal`` is the integer node to rewrite; ``None`` when the launch leaves the parameter to its default
+    (the new value is then passed as a keyword, :func:`block_edits`). ``local`` is the variable passed for it
+    (a local of the launching function or a module constant), if any.
+    """
 
     param: str
     value: int
-    literal: Node
+    literal: Node | None
     local: str | None  # the local variable passed as the kwarg, if any
 
 
 def block_setting(unit: TritonUnit, launch: TLaunch, param: str) -> BlockSetting | str:
-    """Resolve ``param=`` at ``launch`` to an integer literal (directly or through one local assignment)."""
-    kw = launch.kwargs.get(param)
-    if kw is None:
+    """Resolve ``param`` at ``launch`` to an integer: a literal passed by keyword or position (directly, or through
+    one local assignment or a module constant), or the parameter's default when the launch does not pass it."""
+    v = launch_argument(launch.call, unit.kernel, param, unit.src)
+    if v is None:
+        p = next((q for q in unit.kernel.params if q.name == param), None)
+        d = python_int(p.default) if p is not None and p.default else None
+        if d:
+            return BlockSetting(param, d, None, None)
         return f"{param} is not passed at the launch on line {launch.line}"
-    v = kw.child_by_field_name("value")
     if v.type == "integer":
         return BlockSetting(param, python_int(unit.t(v)) or 0, v, None)
     if v.type == "identifier":
-        rhs = unit.single_value(launch.host, unit.t(v), launch.call.start_byte)
+        name = unit.t(v)
+        local = unit.assignments(launch.host, name) if launch.host is not None else []
+        rhs = unit.single_value(launch.host, name, launch.call.start_byte) if local else module_value(unit.root, name, unit.src)
         if rhs is not None and rhs.type == "integer" and python_int(unit.t(rhs)):
-            return BlockSetting(param, python_int(unit.t(rhs)) or 0, rhs, unit.t(v))
+            return BlockSetting(param, python_int(unit.t(rhs)) or 0, rhs, name)
         if rhs is not None:
             return f"{param} is computed ({unit.t(rhs)}); it is not a tunable constant"
     return f"{param} is computed ({unit.t(v)}); it is not a tunable constant"
@@ -139,13 +150,18 @@ def block_edits(unit: TritonUnit, param: str, new: int) -> list[TextEdit] | str:
                 "a different block would change the coverage"
             )
         for other in unit.kernel.constexpr_params:
-            if other != param and is_block_param(other) and other in la.kwargs:
+            if other != param and unit.is_block_param(other):
                 o = block_setting(unit, la, other)
-                if not isinstance(o, str) and o.literal.start_byte == s.literal.start_byte:
+                if isinstance(o, str):
+                    continue
+                if o.literal is not None and s.literal is not None and o.literal.start_byte == s.literal.start_byte:
                     return f"{param} and {other} are set from the same value"
-                if lits and not isinstance(o, str) and o.value == s.value and o.local is None:
+                if lits and o.value == s.value and o.local is None:
                     return f"the grid's literal {s.value} could belong to {param} or {other}"
-        for n in [s.literal, *lits]:
+        if s.literal is None:
+            added = add_kwarg(unit, la.call, f"{param}={new}")
+            edits[added.start_byte] = added
+        for n in [s.literal, *lits] if s.literal is not None else lits:
             edits[n.start_byte] = unit.replace(n, str(new))
     return [edits[k] for k in sorted(edits)]
 
@@ -164,7 +180,7 @@ class TritonBlockSize(TritonTransform):
         self, unit: TritonUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """Candidates 128..4096 for a single block param; x2 and /2 per param for several."""
-        params = [p for p in kernel.constexpr_params if is_block_param(p)]
+        params = [p for p in kernel.constexpr_params if unit.is_block_param(p)]
         if not params:
             return self.not_applicable(f"{kernel.name} has no BLOCK_* constexpr parameter")
         if not unit.launches:
@@ -221,7 +237,7 @@ def _warps_order(unit: TritonUnit, kernel: Kernel) -> list[int]:
     elems = None
     if unit.launches:
         for p in kernel.constexpr_params:
-            if is_block_param(p):
+            if unit.is_block_param(p):
                 s = block_setting(unit, unit.launches[0], p)
                 if not isinstance(s, str):
                     elems = max(elems or 0, s.value)

@@ -30,7 +30,7 @@ def _top_assignments(unit: TritonUnit) -> list[Node]:
 
 
 def _program_id_axis(unit: TritonUnit, rhs: Node | None) -> int | None:
-    if rhs is None or rhs.type != "call" or unit.t(rhs.child_by_field_name("function")) != "tl.program_id":
+    if rhs is None or rhs.type != "call" or unit.callee(rhs) != "tl.program_id":
         return None
     args = rhs.child_by_field_name("arguments").named_children
     if len(args) != 1:
@@ -73,15 +73,16 @@ class TritonGroupedOrdering(TritonTransform):
         if 0 in by_axis and 1 in by_axis:
             am, an = by_axis[0], by_axis[1]
             pm, pn = unit.t(am.child_by_field_name("left")), unit.t(an.child_by_field_name("left"))
+            tl = unit.tl
             for g in GROUPS:
                 code = [
                     "# grouped ordering: GROUP_M rows of tiles per group, for L2 reuse (same grid, remapped)",
-                    "htam_pid = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)",
-                    "htam_num_pid_m = tl.num_programs(0)",
-                    "htam_num_pid_n = tl.num_programs(1)",
+                    f"htam_pid = {tl}.program_id(1) * {tl}.num_programs(0) + {tl}.program_id(0)",
+                    f"htam_num_pid_m = {tl}.num_programs(0)",
+                    f"htam_num_pid_n = {tl}.num_programs(1)",
                     f"htam_group = {g} * htam_num_pid_n",
                     f"htam_first_m = (htam_pid // htam_group) * {g}",
-                    f"htam_group_m = tl.minimum(htam_num_pid_m - htam_first_m, {g})",
+                    f"htam_group_m = {tl}.minimum(htam_num_pid_m - htam_first_m, {g})",
                     f"{pm} = htam_first_m + ((htam_pid % htam_group) % htam_group_m)",
                     f"{pn} = (htam_pid % htam_group) // htam_group_m",
                 ]
@@ -112,7 +113,7 @@ class TritonGroupedOrdering(TritonTransform):
                 "# grouped ordering: GROUP_M rows of tiles per group, for L2 reuse",
                 f"htam_group = {g} * {npn}",
                 f"htam_first_m = ({pid} // htam_group) * {g}",
-                f"htam_group_m = tl.minimum(num_pid_m - htam_first_m, {g})",
+                f"htam_group_m = {unit.tl}.minimum(num_pid_m - htam_first_m, {g})",
                 f"{pm} = htam_first_m + (({pid} % htam_group) % htam_group_m)",
                 f"{pn} = ({pid} % htam_group) // htam_group_m",
             ]

@@ -31,7 +31,7 @@ from tree_sitter import Node
 
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
-from htam_core.transforms._triton import TritonTransform, TritonUnit, is_block_param
+from htam_core.transforms._triton import TritonTransform, TritonUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
 from htam_core.transforms.triton_launch import TRITON_LANGS
@@ -91,7 +91,7 @@ def _target(unit: TritonUnit, st: Node) -> str | None:
     if asg is None or asg.type != "assignment":
         return None
     left, right = asg.child_by_field_name("left"), asg.child_by_field_name("right")
-    if left is None or left.type != "identifier" or right is None or "tl.load(" not in unit.t(right):
+    if left is None or left.type != "identifier" or right is None or not unit.calls(right, "tl.load"):
         return None
     return unit.t(left)
 
@@ -157,7 +157,7 @@ class TritonRowInRegisters(TritonTransform):
                 whys.append(f"the loop on line {a.line} is not `range(0, N, BLOCK)`")
                 continue
             n, block = unit.t(args[1]), unit.t(args[2])
-            if block not in kernel.constexpr_params and not is_block_param(block):
+            if block not in kernel.constexpr_params and not unit.is_block_param(block):
                 whys.append(f"the step {block} of the loop on line {a.line} is not a tl.constexpr block size")
                 continue
             var = unit.t(an.child_by_field_name("left"))

@@ -24,6 +24,7 @@ tutorials' "several rows per program" for small ``N`` and Liger-style row kernel
 from __future__ import annotations
 
 from htam_core.source.analysis import TritonAxis, TritonFacts
+from htam_core.source.analysis.triton import grid_meta, grid_tuple, heuristics_dict, launch_argument
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._triton import TLaunch, TritonTransform, TritonUnit, add_kwarg
@@ -116,20 +117,26 @@ class TritonMultiRow(TritonTransform):
             return self.not_applicable(f"{kernel.name} is launched from {len(unit.launches)} places; "
                                        "expected one launch to resize")
         la = unit.launches[0]
-        if unit.grid_uses_meta(la) or la.grid.type not in ("tuple", "parenthesized_expression"):
-            return self.not_applicable(f"the grid of {kernel.name} ({unit.t(la.grid)}) is not written as "
-                                       "(rows,) in the launch")
-        dims = [d for d in la.grid.named_children if d.type != "comment"]
+        grid = grid_tuple(la.call, la.host, unit.src)
+        if grid is None:
+            return self.not_applicable(f"the grid of {kernel.name} ({unit.t(la.grid)}) is not a tuple (rows,), "
+                                       "written in the launch, in a local, a lambda or a grid function")
+        dims = [d for d in grid.named_children if d.type != "comment"]
         if len(dims) != 1:
             return self.not_applicable(f"the grid of {kernel.name} has {len(dims)} dimensions; expected (rows,)")
         block = blocks[0]
-        kw = la.kwargs.get(block) if block is not None else None
-        if kw is None:
-            return self.not_applicable(f"{block} is not passed by keyword at the launch of {kernel.name}")
+        block_val = launch_argument(la.call, kernel, block, unit.src) if block is not None else None
+        heur = heuristics_dict(unit.top, unit.src)
+        by_heuristics = block_val is None and heur is not None and block in (kernel.attributes.get("heuristics") or {})
+        if block_val is None and not by_heuristics:
+            return self.not_applicable(f"{block} is not passed at the launch of {kernel.name} (its default "
+                                       "chooses it), so the rows per program cannot follow it")
         kernel_edits = self._kernel_edits(unit, kernel, tf, pid, cols, la)
         if isinstance(kernel_edits, str):
             return self.not_applicable(kernel_edits)
-        block_val = kw.child_by_field_name("value")
+        if by_heuristics:
+            return [self._heuristics_candidate(unit, model, kernel, la, dims[0], heur, block, tile, kernel_edits)
+                    for tile in TILES]
         literal = facts.constant(block) if block_val.type == "integer" else None
         out: list[Candidate] = []
         for tile in TILES:
@@ -153,7 +160,7 @@ class TritonMultiRow(TritonTransform):
         stmt = unit.node_at(pid.span, ("assignment",)) if pid.span else None
         if call is None or stmt is None:
             return f"the row id of {kernel.name} was not found"
-        edits.append(unit.replace(call, f"({unit.t(call)} * ROWS + tl.arange(0, ROWS)[:, None])"))
+        edits.append(unit.replace(call, f"({unit.t(call)} * ROWS + {unit.tl}.arange(0, ROWS)[:, None])"))
         indent = _ts.indent_of(unit.src, stmt.start_byte)
         edits.append(unit.insert(stmt.end_byte, f"\n{indent}htam_row_mask = {pid.name} < htam_n_rows"))
         for a in cols:
@@ -201,12 +208,34 @@ class TritonMultiRow(TritonTransform):
         if first_default is not None:
             if npos > first_default:
                 return f"the launch of {kernel.name} passes defaulted parameters positionally"
-            edits.append(unit.insert(plist[first_default].start_byte, "htam_n_rows, ROWS: tl.constexpr, "))
+            edits.append(unit.insert(plist[first_default].start_byte, f"htam_n_rows, ROWS: {unit.constexpr_annotation}, "))
         elif plist:
-            edits.append(unit.insert(plist[-1].end_byte, ", htam_n_rows, ROWS: tl.constexpr"))
+            edits.append(unit.insert(plist[-1].end_byte, f", htam_n_rows, ROWS: {unit.constexpr_annotation}"))
         else:
             return f"{kernel.name} has no parameters"
         return edits
+
+    def _heuristics_candidate(self, unit: TritonUnit, model: SourceModel, kernel: Kernel, la: TLaunch, dim, heur,
+                              block: str, tile: int, kernel_edits: list[TextEdit]) -> Candidate:
+        """The candidate for a block chosen by ``@triton.heuristics``: ``ROWS`` is chosen there too, from the block,
+        and the grid reads it from the launch's meta-parameters (a plain tuple grid becomes a lambda)."""
+        pairs = [p for p in heur.named_children if p.is_named and p.child_count > 0]  # the pairs, not comments
+        rule = f'"ROWS": lambda args: max(1, min({MAX_ROWS}, {tile} // args["{block}"]))'
+        edits = list(kernel_edits)
+        edits.append(unit.insert(pairs[-1].end_byte, f", {rule}") if pairs else
+                     unit.insert(heur.start_byte + 1, rule))
+        meta = grid_meta(la.call, la.host, unit.src)
+        g = unit.t(dim)
+        if meta is not None:
+            edits.append(unit.replace(dim, f'triton.cdiv({g}, {meta}["ROWS"])'))
+        else:
+            grid = dim.parent
+            edits.append(unit.replace(grid, f'lambda meta: (triton.cdiv({g}, meta["ROWS"]),)'))
+        edits.append(add_kwarg(unit, la.call, f"htam_n_rows={g}"))
+        return self.candidate(
+            model, f"give each program of {kernel.name} max(1, min({MAX_ROWS}, {tile} // {block})) rows, chosen by "
+            f"@triton.heuristics next to {block} (a tile of about {tile} elements), with a row mask; the grid "
+            "shrinks by ROWS", {"tile": tile, "rows": None}, edits)
 
     def _launch_edits(self, unit: TritonUnit, la: TLaunch, dim, block_val, tile: int,
                       rows: int | None) -> list[TextEdit]:
@@ -214,7 +243,8 @@ class TritonMultiRow(TritonTransform):
         g = unit.t(dim)
         edits: list[TextEdit] = []
         if rows is None:
-            stmt = la.call
+            # before the launch, or before the grid's own statement when the grid is a local set earlier
+            stmt = dim if dim.start_byte < la.call.start_byte and dim.end_byte <= la.call.start_byte else la.call
             while stmt.parent is not None and stmt.parent.type not in ("block", "module"):
                 stmt = stmt.parent
             indent = _ts.indent_of(unit.src, stmt.start_byte)

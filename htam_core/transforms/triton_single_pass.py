@@ -89,7 +89,7 @@ def find_two_pass(unit: TritonUnit, first_ops: tuple[str, ...]) -> TwoPass | str
     tf = facts.triton
     if tf is None:
         return f"{unit.kernel.name} has no Triton facts"
-    loops = [lp for lp in facts.loops if lp.kind == "range" and lp.depth == 0]
+    loops = [lp for lp in facts.loops if lp.kind in ("range", "static_range") and lp.depth == 0]
     if len(loops) < 2:
         return f"{unit.kernel.name} has {len(loops)} loop(s) over the row; a two-pass kernel has two or more"
     by_id = {t.loop: t for t in tf.loops}
@@ -144,7 +144,7 @@ def _linear_path(unit: TritonUnit, root: Node, target: Node, free: set[str]) -> 
             continue
         if p.type == "argument_list" and p.parent is not None and p.parent.type == "call":
             call = p.parent
-            fn = unit.t(call.child_by_field_name("function"))
+            fn = unit.callee(call)
             args = [x for x in p.named_children if x.type != "keyword_argument"]
             if fn == "tl.sum" and args and args[0] == n:
                 n = call
@@ -363,7 +363,7 @@ def _affine(unit: TritonUnit, node: Node, stat: str) -> tuple[str, str | None] |
         if op == "/" and la[1] and not ra[1]:
             return f"({la[0]} / {unit.t(right)})", f"({la[1]} / {unit.t(right)})"
         return f"{stat} enters through {op}, not affinely"
-    if t == "call" and unit.t(node.child_by_field_name("function")) == "tl.where":
+    if t == "call" and unit.callee(node) == "tl.where":
         args = [x for x in node.child_by_field_name("arguments").named_children if x.type != "keyword_argument"]
         if len(args) == 3 and stat not in _ids(unit, args[0]):
             ba, bb = _affine(unit, args[1], stat), _affine(unit, args[2], stat)
@@ -372,7 +372,8 @@ def _affine(unit: TritonUnit, node: Node, stat: str) -> tuple[str, str | None] |
             if isinstance(bb, str):
                 return bb
             c = unit.t(args[0])
-            return f"tl.where({c}, {ba[0]}, {bb[0]})", f"tl.where({c}, {ba[1] or '0.0'}, {bb[1] or '0.0'})"
+            w = f"{unit.tl}.where"
+            return f"{w}({c}, {ba[0]}, {bb[0]})", f"{w}({c}, {ba[1] or '0.0'}, {bb[1] or '0.0'})"
     return f"{stat} enters through {unit.t(node)[:40]!r}, not affinely"
 
 
@@ -403,7 +404,7 @@ class TritonOnlineSoftmax(_Fuse):
         if isinstance(inc, str):
             return self.not_applicable(inc)
         stmt, expr = inc
-        exps = [c for c in _ts.of_type(expr, "call") if unit.t(c.child_by_field_name("function")) in ("tl.exp", "tl.math.exp")
+        exps = [c for c in _ts.of_type(expr, "call") if unit.callee(c) in ("tl.exp", "tl.math.exp")
                 and stat in _ids(unit, c)]
         if len(exps) != 1 or [i for i in _ts.of_type(expr, "identifier") if unit.t(i) == stat].__len__() != 1:
             return self.not_applicable(f"the sum of {s} does not read {stat} once, inside one tl.exp")
@@ -414,7 +415,7 @@ class TritonOnlineSoftmax(_Fuse):
         why = _linear_path(unit, expr, exps[0], {stat, m})
         if why:
             return self.not_applicable(f"the sum of {s} is not linear in tl.exp(x - {stat}): {why}")
-        lane_max = tp.first.init_text is not None and tp.first.init_text.lstrip().startswith("tl.")
+        lane_max = tp.first.init_text is not None and unit.names.canonical(tp.first.init_text).startswith("tl.")
         if lane_max and unit.calls(expr, "tl.sum"):
             return self.not_applicable(f"{m} is a per-lane max but the sum of {s} reduces each tile; "
                                        "their shapes do not match")
@@ -430,9 +431,10 @@ class TritonOnlineSoftmax(_Fuse):
             return self.not_applicable(copied)
         e_new = _splice(unit, expr, {i.start_byte: (i.end_byte, m) for i in _ts.of_type(expr, "identifier")
                                      if unit.t(i) == stat})
-        update = (f"{s} = {s} * tl.where({m} == {_NEG_INF}, 1.0, tl.exp(htam_m_prev - {m})) "
-                  f"+ tl.where({m} == {_NEG_INF}, 0.0, {e_new})")
-        after = [] if stat == m else [f"{s} = {s} * tl.where({m} == {_NEG_INF}, 0.0, tl.exp({m} - {stat}))"]
+        tl = unit.tl
+        update = (f"{s} = {s} * {tl}.where({m} == {_NEG_INF}, 1.0, {tl}.exp(htam_m_prev - {m})) "
+                  f"+ {tl}.where({m} == {_NEG_INF}, 0.0, {e_new})")
+        after = [] if stat == m else [f"{s} = {s} * {tl}.where({m} == {_NEG_INF}, 0.0, {tl}.exp({m} - {stat}))"]
         inner = _ts.indent_of(unit.src, max_stmt.start_byte)
         edits = [unit.insert(_ts.line_start(unit.src, max_stmt.start_byte), f"{inner}htam_m_prev = {m}\n")]
         before = [f"{s} = {init_text}"] if move is not None else []
@@ -525,7 +527,7 @@ class TritonSinglePassMoments(_Fuse):
         plain = all(n.type in ("parenthesized_expression", "argument_list", "call")
                     for n in _ancestors(prod, expr))
         total = f"htam_q0 + 2.0 * {stat} * htam_q1 + {stat} * {stat} * htam_q2"
-        after = [f"{q} = {q} + " + (f"tl.maximum({total}, 0.0)" if plain else f"({total})")]
+        after = [f"{q} = {q} + " + (f"{unit.tl}.maximum({total}, 0.0)" if plain else f"({total})")]
         before = [f"htam_q{k} = {tp.second.init_text}" for k in range(3)]
         # statements that precede the sum in the second loop and are copied must come before the new sums
         edits = self.fused_edits(unit, tp, [*copied, *new], after, before)

@@ -5,6 +5,8 @@
   :class:`~htam_core.types.profile.Bottleneck` and :data:`~htam_core.types.profile.BOTTLENECK_CLASSES`;
 * :mod:`~htam_core.types.errors`: :class:`~htam_core.types.errors.ProfileError`, the one-line failure of a
   profile (static or measured) that the CLI and the editor show.
+* :mod:`~htam_core.types.files`: :func:`~htam_core.types.files.read_data_text`, a data file read the same
+  whether stored plain or gzip-compressed (the committed result tables).
 
 They sit below ``runtime``, ``harness``, ``verify``, ``measure`` and ``profile`` so that the measurement
 layers can build a profile and the static profiler can fill one without importing each other.

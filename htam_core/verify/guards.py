@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from htam_core.source.analysis.launch import LAUNCH_QUERY
+from htam_core.source.analysis.syntax import captures, parse
 from htam_core.source.scope import kernel_scope
 
 Severity = Literal["refuse", "label"]
@@ -803,9 +805,6 @@ _CUDA_THREADS = frozenset({"std::thread", "std::jthread", "std::async"})
 
 
 def _captures(name: str, root: Any) -> dict[str, list[Any]]:
-    from htam_core.source.analysis.launch import LAUNCH_QUERY
-    from htam_core.source.analysis.syntax import captures
-
     return captures("cuda", LAUNCH_QUERY if name == "launch" else _CUDA_QUERIES[name], root)
 
 
@@ -819,8 +818,6 @@ def _check_cuda(text: str, emit: Callable[[str, str, int], None], line0: int, ba
     Only the kernels, their launchers and file-scope code are judged (:func:`htam_core.source.scope.kernel_scope`):
     a ``main()`` that creates a stream or checks results in ``__half`` is not the candidate.
     """
-    from htam_core.source.analysis.syntax import parse
-
     scope = kernel_scope(text, "cuda")
     outer_emit = emit
 

@@ -388,3 +388,20 @@ def test_key_echoed_by_the_model_is_redacted_from_the_result(api_key: str, tmp_p
         res = LLMGenerator(_cfg(srv), tmp_path).generate(_messages(), language="triton")
     assert api_key not in res.code and api_key not in res.raw_reply and api_key not in json.dumps(res.messages)
     assert "[REDACTED]" in res.code
+
+
+def test_each_reply_logs_its_tokens_in_and_out(api_key: str, tmp_path: Path) -> None:
+    script = [Scripted.content("no code here", prompt_tokens=1234, completion_tokens=56),
+              Scripted.content(_fence(GOOD), prompt_tokens=1400, completion_tokens=300)]
+    with OpenAIServer(script) as srv:
+        LLMGenerator(_cfg(srv), tmp_path).generate_with_repair(_messages(), interpreter_check(tmp_path),
+                                                               language="triton", kernel_name="add_kernel")
+    replies = [r for r in _log_lines(tmp_path) if r["event"] == "reply"]
+    assert [(r["prompt_tokens"], r["completion_tokens"]) for r in replies] == [(1234, 56), (1400, 300)]
+
+
+@pytest.mark.parametrize("body", ['{"choices": []}', "{not json", '{"usage": null}', '{"usage": {"prompt_tokens": "9"}}'])
+def test_reply_without_usage_counts_none_not_zero(body: str) -> None:
+    from htam_core.generate.llm import reply_tokens
+
+    assert reply_tokens(body) == {"prompt_tokens": None, "completion_tokens": None}

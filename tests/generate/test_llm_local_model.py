@@ -3,8 +3,10 @@
 Skipped, with the reason, when llama-cpp-python's server is not importable (by ``$HTAM_LLM_PYTHON`` or this
 interpreter; ``make install-llm`` builds it) or the model cannot be fetched. The model is tiny: its replies are
 rarely correct kernels, so the test asserts the bookkeeping, not a speedup: the run ends cleanly, each reply is
-accounted for in report.json and llm.jsonl (a checked candidate, an endpoint fault, or refused), and the memory
-records exactly the steps that had a candidate.
+accounted for in report.json and llm.jsonl (a checked candidate, a repeat of a kernel already evaluated, an
+endpoint fault, or refused: no code), tokens in and out are logged per reply, and the memory records exactly the
+steps that had a candidate. ``make test`` builds the server in the background while the suite runs and runs this
+file after it (``.ci/local-llm.sh``).
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def test_optimize_with_a_real_local_model(server: LocalServer, tmp_path: Path) -
     cmd = [sys.executable, "-m", "htam_core.cli.main", "optimize", str(src), "--kernel", "add_kernel",
            "--engine", "llm", "--budget", "2", "--static", "--out", str(out), "--memory", str(mem),
            "--llm-base-url", server.base_url, "--llm-model", server.spec.name, "--llm-api-key-env", KEY_ENV,
-           "--llm-max-tokens", "384", "--llm-timeout", "150", "--llm-max-repairs", "1", "--llm-max-faults", "2"]
+           "--llm-max-tokens", "384", "--llm-timeout", "300", "--llm-max-repairs", "1", "--llm-max-faults", "2"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
@@ -82,7 +84,9 @@ def test_optimize_with_a_real_local_model(server: LocalServer, tmp_path: Path) -
     # every reply that came back is accounted for: checked (a candidate, or its absence reported), or refused
     log = [json.loads(line) for line in (out / "llm.jsonl").read_text().splitlines()]
     events = [r["event"] for r in log]
-    assert events.count("reply") >= 1, events
+    if events.count("reply") == 0:  # the endpoint never answered in time (a busy machine): all faults, no record
+        assert steps and all(s["status"] == ENDPOINT_FAULT for s in steps), steps
+        assert events.count("error") == events.count("request"), events
     for i, ev in enumerate(events):
         if ev == "reply":
             assert i + 1 < len(events) and events[i + 1] in ("check", "parse_error", "error"), events
@@ -96,3 +100,9 @@ def test_optimize_with_a_real_local_model(server: LocalServer, tmp_path: Path) -
     assert all(r.outcome.status != ENDPOINT_FAULT for r in records)
     usage = [r for r in log if r["event"] == "reply"]
     assert all(r["status"] == 200 for r in usage)
+    # tokens in and out are recorded for every reply (a real server always reports its usage)
+    assert all(isinstance(r["prompt_tokens"], int) and r["prompt_tokens"] > 0 for r in usage), usage
+    assert all(isinstance(r["completion_tokens"], int) and r["completion_tokens"] > 0 for r in usage), usage
+    # a repeat (a reply whose kernel was already evaluated) is checked but makes no step and spends no budget
+    repeats = [m for m in report.get("not_made", []) if "already evaluated" in m.get("reason", "")]
+    assert events.count("check") >= len(made) + len(repeats)

@@ -155,3 +155,49 @@ def test_the_ranker_offers_the_privatization(kernel):
     names = [s.strategy for s in steps]
     assert "smem_histogram" in names[:8], names
     assert "privatize_atomics" not in names  # the generic advice gives way to the mechanical step
+
+
+# ---------------------------------------------------------------- launched from another file
+_UNLAUNCHED = FILE.read_text().replace("    hist_guarded<<<(n + 255) / 256, 256>>>(d, h2, n, bins);\n", "")
+
+
+def test_a_parameter_bin_count_without_a_launch_gets_the_capped_form():
+    """No launch to size dynamic shared memory: a static array of CAP bins, used when the count fits."""
+    from htam_core.transforms.cuda_histogram import CAP
+
+    assert "hist_guarded<<<" not in _UNLAUNCHED
+    (c,) = _propose("hist_guarded", _UNLAUNCHED)
+    assert c.params["shared"] == "capped" and "launch-independent" in c.description
+    body = c.new_text.split("hist_guarded")[1].split("__global__")[0]
+    assert f"__shared__ int htam_hist[{CAP}];" in body and f"const bool htam_private = num_bins <= {CAP};" in body
+    assert "extern __shared__" not in body
+    assert body.count("__syncthreads();") == 2
+
+
+_MAIN_CAPPED = """
+int main() {
+    const int n = 3001, bins = BINS;
+    std::vector<int> d(n);
+    for (int k = 0; k < n; ++k) d[k] = (k * 37 + k / 7) % 1500;
+    std::vector<int> h2(bins, 0);
+    htam_launch((n + 127) / 128, 128, 1, [&] { hist_guarded(d.data(), h2.data(), n, bins); });
+    for (int v : h2) std::printf("%d\\n", v);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+@pytest.mark.parametrize("bins", [64, 2000])  # in shared memory; above the cap, the global atomics as before
+def test_the_capped_form_gives_the_same_counts_on_the_cpu(bins, tmp_path):
+    main = _MAIN_CAPPED.replace("BINS", str(bins))
+    want = run_block_main(_UNLAUNCHED, "hist_guarded", main, tmp_path)
+    assert sum(want) == 3001 and len(set(want)) >= 2
+    (c,) = _propose("hist_guarded", _UNLAUNCHED)
+    assert run_block_main(c.new_text, "hist_guarded", main, tmp_path) == want
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_the_capped_form_compiles(tmp_path):
+    (c,) = _propose("hist_guarded", _UNLAUNCHED)
+    assert_nvcc_compiles(c.new_text, tmp_path)

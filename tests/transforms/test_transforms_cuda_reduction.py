@@ -97,13 +97,34 @@ def test_strided_index_form_becomes_sequential(cand, tmp_path):
         ("tree_global_tid", "not threadIdx.x"),
         ("tree_sequential", "already uses sequential addressing"),
         ("serial_sum", "serial_sum has no shared-memory tree reduction"),
-        ("tree_unlaunched", "the block size is unknown"),
         ("tree_reads_partial", "sdata[THREADS / 2]"),
         ("tree_precedence_bug", "parses as `a & (b == 0)`"),
     ],
 )
 def test_refusals(refuse, kernel, needle):
     assert needle in refuse(TID, RV, kernel)
+
+
+def test_a_tree_over_blockdim_needs_no_launch(cand, tmp_path):
+    """The interleaved tree over blockDim.x reads past the block for any block size that is not a power of two,
+    so it is defined only where sequential addressing equals it: a kernel launched elsewhere gets the step."""
+    (c,) = cand(TID, RV, "tree_unlaunched")
+    body = c.new_text.split("tree_unlaunched")[1].split("__global__")[0]
+    assert "for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1)" in body and "tid < s" in body
+    assert c.params["block"] == "runtime"
+    _nvcc(c.new_text, tmp_path)
+
+
+def test_a_block_known_only_at_run_time_gets_the_step():
+    res = _propose(BLOCK="n_threads()")
+    assert not isinstance(res, NotApplicable), res.reason
+    (c,) = res
+    assert "s > 0; s >>= 1)" in c.new_text and c.params["block"] == "runtime"
+
+
+def test_a_constant_tree_without_a_launch_is_refused():
+    res = _propose(BLOCK="n_threads()", HEADER="unsigned int s = 1; s < T; s *= 2")
+    assert isinstance(res, NotApplicable) and "not a compile-time constant" in res.reason, res
 
 
 def test_no_loop_in_the_body_is_refused(refuse):
@@ -194,7 +215,6 @@ def test_accepted_forms(over):
         ({"COMBINE": "sdata[tid] = fdividef(sdata[tid], sdata[tid + s]);"}, "uses fdividef"),
         ({"COMBINE": "sdata[tid] += sdata[tid + 1];"}, "is not `sdata[tid] += sdata[tid + s]`"),
         ({"BLOCK": "dim3(16, 16)"}, "multi-dimensional block"),
-        ({"BLOCK": "n_threads()"}, "not a compile-time constant"),
         ({"BLOCK": "128", "HEADER": "unsigned int s = 1; s < T; s *= 2"}, "runs to 256 but the launch"),
         ({"HEADER": "unsigned int s = 2; s < blockDim.x; s *= 2"}, "not at 1"),
         ({"HEADER": "unsigned int s = 1; s < blockDim.x; s += 1"}, "does not double s"),

@@ -55,13 +55,23 @@ def test_max_and_int_trees(cand):
 
 @pytest.mark.parametrize(("kernel", "needle"), [
     ("tree_odd_block", "192 threads per block, not a power of two; the warp finish needs"),
-    ("tree_unlaunched", "no launch in this file"),
     ("tree_minus", "uses -=, which is not associative"),
     ("tree_reads_partial", "sdata is used after the tree as `sdata[THREADS / 2]`"),
     ("serial_sum", "no shared-memory tree loop qualifies"),
 ])
 def test_refusals(refuse, kernel, needle):
     assert needle in refuse(TID, RV, kernel)
+
+
+def test_an_unlaunched_interleaved_tree_gets_a_run_time_guarded_finish(cand):
+    """Launched from another file, the block is known only at run time: sequential addressing (defined for the
+    same blocks as the interleaved tree) and a finish guarded by the power-of-two test."""
+    (c,) = cand(TID, RV, "tree_unlaunched")
+    g = "blockDim.x >= 64 && (blockDim.x & (blockDim.x - 1)) == 0"
+    body = c.new_text.split("tree_unlaunched")[1].split("__global__")[0]
+    assert f"unsigned int s = blockDim.x / 2; s > 0 && !({g} && s <= 32); s >>= 1" in body
+    assert f"if ({g}) {{" in body and "if (tid < s)" in body
+    assert c.params["form"] == "interleaved" and c.params["block"] == "runtime"
 
 
 def test_a_32_thread_block_is_refused(tmp_path):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.builtins import is_atomic_builtin
 from htam_core.source.analysis.facts import Access, AtomicUpdate, PointerFacts
 from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens
 from htam_core.source.analysis.unit import CudaSource
@@ -132,7 +133,7 @@ def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         fn = env.t(call.child_by_field_name("function")).split("<", 1)[0].split("::")[-1].strip()
         args = call.child_by_field_name("arguments")
         kids = [c for c in args.named_children if c.type != "comment"] if args is not None else []
-        if not fn.startswith("atomic") or len(kids) < 2:
+        if not is_atomic_builtin(fn) or len(kids) < 2:
             continue
         addr = unwrap_parens(kids[0])
         sub = None

@@ -23,6 +23,7 @@ preprocessing system includes.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -496,3 +497,26 @@ def python_constants(text: str | bytes, at_byte: int | None, root: Node | None =
 
     grab(root, at_byte)
     return out
+
+
+_ZERO_WRAPPERS = (
+    re.compile(r"^\([A-Za-z_][\w:<>]*\)(?P<v>[^()]+)$"),  # (T)0, (float) 0
+    re.compile(r"^static_cast<[^<>]+>\((?P<v>[^()]+)\)$"),  # static_cast<T>(0)
+    re.compile(r"^[A-Za-z_][\w:]*(?:<[^<>]*>)?[({](?P<v>[^(){}]+)[)}]$"),  # T(0), T{0}, scalar_t(0.0f)
+)
+
+
+def is_zero_value(text: str) -> bool:
+    """True when the initializer ``text`` is the value zero as an accumulator's start is written: a literal
+    (``0``, ``0.0f``, ``0.``, ``0u``) or one wrapped in a functional cast, a C cast or a ``static_cast``
+    (``T(0)``, ``T{0}``, ``(float)0``, ``static_cast<T>(0)``). Any other expression is not read as zero."""
+    t = "".join(text.split())
+    while t.startswith("(") and t.endswith(")") and t.count("(") == 1:
+        t = t[1:-1]
+    for rx in _ZERO_WRAPPERS:
+        m = rx.match(t)
+        if m is not None:
+            t = m.group("v")
+            break
+    v = literal_value(t)
+    return v is not None and v == 0

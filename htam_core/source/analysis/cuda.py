@@ -17,6 +17,7 @@ import sympy
 from tree_sitter import Node
 
 from htam_core.source.analysis.atomics import atomic_updates, return_lines
+from htam_core.source.analysis.builtins import is_atomic_builtin, is_load_builtin
 from htam_core.source.analysis.constants import ConstEnv, literal_value
 from htam_core.source.analysis.facts import (
     BUILTINS,
@@ -47,6 +48,9 @@ from htam_core.source.model import Kernel
 from htam_core.source.preproc import QUALIFIERS, qualifier_macros
 
 _BUILTIN_OBJS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+#: The ``dim3`` queries of a cooperative-groups ``thread_block`` and the builtin each one is.
+_CG_DIM3 = {"thread_index": "threadIdx", "group_index": "blockIdx", "group_dim": "blockDim",
+            "dim_threads": "blockDim"}
 LOOP_TYPES = ("for_statement", "while_statement", "do_statement")
 _MAX_FNS = {"fmaxf": "max", "fmax": "max", "max": "max", "std::max": "max", "__hmax": "max",
             "fminf": "min", "fmin": "min", "min": "min", "std::min": "min", "__hmin": "min"}
@@ -156,14 +160,35 @@ class Affine:
         return None if a is None or b is None else sympy.Function("div")(a + b - 1, b)
 
     def builtin(self, node: Node) -> str | None:
-        """``"blockIdx.x"`` for a ``blockIdx.x`` field expression (casts stripped), else ``None``."""
+        """``"blockIdx.x"`` for a ``blockIdx.x`` field expression (casts stripped), and for its cooperative-groups
+        spelling on a thread block (``block.thread_index().x``, ``block.group_index().x``, ``block.group_dim().x``,
+        ``block.dim_threads().x``; CUDA C++ Programming Guide, "Cooperative Groups", ``thread_block``), else
+        ``None``."""
         node = strip_casts(node)
         if node.type != "field_expression":
             return None
         arg, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
-        if arg is None or fld is None or self.env.t(arg) not in _BUILTIN_OBJS:
+        if arg is None or fld is None:
             return None
-        return f"{self.env.t(arg)}.{self.env.t(fld)}"
+        obj = self.env.t(arg)
+        if obj not in _BUILTIN_OBJS:
+            obj = self._cg_dim3(arg) or ""
+        if not obj or self.env.t(fld) not in DIMS:
+            return None
+        return f"{obj}.{self.env.t(fld)}"
+
+    def _cg_dim3(self, node: Node) -> str | None:
+        """``"threadIdx"`` for ``block.thread_index()`` on a ``thread_block`` local ``block`` (``"blockIdx"`` for
+        ``group_index()``, ``"blockDim"`` for ``group_dim()``/``dim_threads()``), else ``None``."""
+        if node.type != "call_expression":
+            return None
+        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        if fn is None or fn.type != "field_expression" or args is None or args.named_children:
+            return None
+        obj = fn.child_by_field_name("argument")
+        if obj is None or obj.type != "identifier" or self._group(self.env.t(obj)) != 0:
+            return None
+        return _CG_DIM3.get(self.env.t(fn.child_by_field_name("field")))
 
     def expr(self, node: Node | None, depth: int = 0) -> sympy.Expr | None:  # noqa: C901 - one case per node
         """The sympy form of ``node``, or ``None`` for something that is not an expression."""
@@ -502,10 +527,23 @@ def _kind(node: Node, env: ConstEnv, macros: frozenset[str] = frozenset()) -> st
         while g is not None and g.type in ("parenthesized_expression", "argument_list"):
             g = g.parent
         fn = env.t(g.child_by_field_name("function")) if g is not None and g.type == "call_expression" else ""
-        if fn.startswith("atomic"):
+        if is_atomic_builtin(fn):
             return "readwrite"
-        return "read" if fn.startswith("__ld") else "escape"
+        return "read" if is_load_builtin(fn) else "escape"
+    if p.type == "init_declarator" and p.child_by_field_name("value") == cur and _mutable_reference(p, env):
+        return "readwrite"  # `uint &e = edges[i];`: the element may be written through the reference
     return "read"
+
+
+def _mutable_reference(init: Node, env: ConstEnv) -> bool:
+    """``init`` (an ``init_declarator``) declares a reference to non-const (``uint &e = ...``, ``auto &e``), through
+    which the element it binds may be written; ``const T &e`` and ``T &&e`` bound to a copy are not."""
+    d = init.child_by_field_name("declarator")
+    if d is None or d.type != "reference_declarator" or env.t(d).startswith("&&"):
+        return False
+    decl = init.parent
+    quals = [env.t(c) for c in decl.children if c.type == "type_qualifier"] if decl is not None else []
+    return "const" not in quals
 
 
 def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
@@ -753,7 +791,7 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             if base is None:
                 continue
             index_expr, index_text, node = base[1], env.t(arg), n
-        elif n.type == "call_expression" and env.t(n.child_by_field_name("function")).startswith("atomic"):
+        elif n.type == "call_expression" and is_atomic_builtin(env.t(n.child_by_field_name("function"))):
             # atomicAdd(p, v) / atomicMax(p + i, v): the first argument is read and written (``&p[i]`` is the
             # subscript branch's)
             args = n.child_by_field_name("arguments")
@@ -894,8 +932,8 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
                 q = q.parent
             if q is not None and q.type in ("subscript_expression", "pointer_expression", "init_declarator"):
                 covered += 1
-            elif q is not None and q.type == "call_expression" and env.t(q.child_by_field_name("function")).startswith(
-                    ("__ld", "atomic")):
+            elif q is not None and q.type == "call_expression" and (
+                    is_atomic_builtin(fn := env.t(q.child_by_field_name("function"))) or is_load_builtin(fn)):
                 covered += 1
         mode = "unused" if not uses else ("readwrite" if reads and writes else "write" if writes else "read")
         if p.name in escapes or covered < len(uses):

@@ -534,7 +534,8 @@ class TritonReduction:
 
 @dataclass(frozen=True)
 class TritonMemOp:
-    """A ``tl.load``/``tl.store``/``tl.atomic_*``: its pointer parameter, whether it is masked, its line."""
+    """A ``tl.load``/``tl.store``/``tl.atomic_*``: its pointer parameter, whether it is masked, its line, and the
+    cache-steering keywords it passes (``("cache_modifier", "eviction_policy")``; empty when none)."""
 
     op: str
     pointer: str | None
@@ -542,6 +543,7 @@ class TritonMemOp:
     has_other: bool
     line: int
     span: Span
+    hints: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -581,6 +583,9 @@ class TritonFacts:
         loops: every ``for`` loop at the name level (:class:`TritonLoop`), in loop-id order.
         tensor_shapes: ``tl.zeros``/``tl.full`` shape arguments as written (``[BLOCK_N]``).
         arange_dependents: names derived (through assignments) from a ``tl.arange`` variable, those first.
+        tile_params: the ``tl.constexpr`` parameters that size a tile, whatever their name: the ``end`` of a
+            ``tl.arange(0, P)`` (inline ones included), or the step of a ``range``/``tl.range`` loop
+            (``BLOCK_SIZE``, ``XBLOCK``, ``BS``), in parameter order.
     """
 
     axes: tuple[TritonAxis, ...] = ()
@@ -598,6 +603,7 @@ class TritonFacts:
     loops: tuple[TritonLoop, ...] = ()
     tensor_shapes: tuple[str, ...] = ()
     arange_dependents: tuple[str, ...] = ()
+    tile_params: tuple[str, ...] = ()
 
     def program_axes(self) -> tuple[int, ...]:
         """The ``tl.program_id`` axes used, sorted."""
@@ -926,6 +932,23 @@ class KernelFacts:
             if any(x.pointer != y.pointer and (x.stride(lp.var) != y.stride(lp.var) or _thread_dims(x) !=
                                                _thread_dims(y)) for i, x in enumerate(ops) for y in ops[i + 1:]):
                 out.append(lp)
+        return tuple(out)
+
+    def max_then_sum_loops(self) -> tuple[tuple[LoopFact, LoopFact], ...]:
+        """Pairs ``(max loop, sum loop)`` of separate passes over a row: a loop whose accumulator is a running max
+        (``m = fmaxf(m, x[j])``) and a later loop, not nested in it, whose accumulator is a sum with the same loop
+        variable name (``s += expf(x[j] - m)``). With an exponential in the kernel this is the two-pass softmax
+        normalizer that online softmax merges into one pass (Milakov and Gimelshein, "Online normalizer
+        calculation for softmax", 2018)."""
+        out: list[tuple[LoopFact, LoopFact]] = []
+        for a in self.loops:
+            if not any(acc.op == "max" for acc in a.accumulators):
+                continue
+            for b in self.loops:
+                if b.span[0] >= a.span[1] and b.var == a.var and b.depth == a.depth and any(
+                        acc.op == "sum" for acc in b.accumulators):
+                    out.append((a, b))
+                    break
         return tuple(out)
 
     def accumulation_loops(self) -> tuple[LoopFact, ...]:

@@ -19,7 +19,7 @@ from htam_core.source.preproc import parse_view
 __all__ = [
     "GrammarName", "brace_dim3", "captures", "exact_node", "language", "loop_pragma", "matches",
     "node_text", "of_type", "parse", "parse_cuda", "query", "smallest_covering", "statement_start", "statements",
-    "strip_casts", "text", "unwrap_parens", "walk",
+    "side_effect_free", "strip_casts", "text", "unwrap_parens", "walk",
 ]
 
 #: The tree-sitter node types of a C/CUDA loop statement a ``#pragma`` can belong to.
@@ -179,3 +179,30 @@ def brace_dim3(src: bytes) -> bytes:
 def parse_cuda(src: bytes) -> Tree:
     """Parse CUDA ``src`` with ``dim3 g(...)`` declarations read as constructions (see :func:`brace_dim3`)."""
     return parse(brace_dim3(src), "cuda")
+
+
+#: The C++ casts written as template calls: reading a value through one has no side effect.
+_CAST_CALLS = frozenset({"static_cast", "reinterpret_cast", "const_cast"})
+
+
+def side_effect_free(expr: str) -> bool:
+    """True when the C/CUDA expression ``expr`` (text, for example a launch argument) can be evaluated twice with
+    the same result and no effect: names, literals, fields, subscripts, operators and casts (C casts,
+    ``static_cast<T>(x)``, functional casts ``int(x)`` of a builtin type), with no call, assignment, increment or
+    decrement. ``False`` for text that is not one expression."""
+    tree = parse(f"auto __htam_v = ({expr});".encode(), "cuda")
+    root = tree.root_node
+    if root.has_error or len(root.named_children) != 1 or root.named_children[0].type != "declaration":
+        return False
+    for n in walk(root.named_children[0]):
+        if n.type in ("assignment_expression", "update_expression", "comma_expression", "lambda_expression"):
+            return False
+        if n.type == "call_expression":
+            fn = n.child_by_field_name("function")
+            name = fn.child_by_field_name("name") if fn is not None and fn.type == "template_function" else None
+            args = n.child_by_field_name("arguments")
+            cast = name is not None and node_text(name) in _CAST_CALLS
+            functional = fn is not None and fn.type == "primitive_type"
+            if not ((cast or functional) and args is not None and args.named_child_count == 1):
+                return False
+    return True

@@ -90,6 +90,10 @@ class PyAffine:
         return sympy.Symbol(f"expr({' '.join(tx.split())})")
 
 
+#: Keyword arguments of ``tl.load``/``tl.store`` that steer the caches (recorded as :attr:`TritonMemOp.hints`).
+CACHE_HINT_KWARGS = ("cache_modifier", "eviction_policy", "volatile")
+
+
 def _short(callee: str) -> str:
     return callee.rsplit(".", 1)[-1]
 
@@ -136,6 +140,122 @@ def launch_calls(psrc: PythonSource, kernel: Kernel) -> list[tuple[Node, Any]]:
         if hits:
             out.append((min(hits, key=lambda c: abs(c.start_byte - site.span.start)), site))
     return out
+
+
+def memop_mask(call: Node, op: str, src: bytes) -> Node | None:
+    """The mask of a ``tl.load``/``tl.store``/``tl.atomic_*`` call, by keyword (``mask=m``) or by position
+    (``tl.load(p, m)``, ``tl.store(p, v, m)``, ``tl.atomic_add(p, v, m)``); ``None`` when it has none."""
+    kw = _kw(call, "mask", src)
+    if kw is not None:
+        return kw
+    pos = _positional(call)
+    k = 1 if op == "load" else 2
+    return pos[k] if len(pos) > k else None
+
+
+def module_value(root: Node, name: str, src: bytes) -> Node | None:
+    """The right-hand side of the only module-level assignment ``name = ...`` (a module constant), or ``None``."""
+    assigns = [st.named_children[0] for st in root.named_children
+               if st.type == "expression_statement" and st.named_children
+               and st.named_children[0].type == "assignment"
+               and text(st.named_children[0].child_by_field_name("left"), src) == name]
+    return assigns[0].child_by_field_name("right") if len(assigns) == 1 else None
+
+
+def _single_local(host: Node, name: str, before: int, src: bytes) -> Node | None:
+    """The right-hand side of the only plain assignment to ``name`` in ``host`` when it precedes ``before``."""
+    assigns = [a for a in of_type(host, ("assignment", "augmented_assignment"))
+               if a.child_by_field_name("left") is not None and text(a.child_by_field_name("left"), src) == name]
+    if len(assigns) != 1 or assigns[0].type != "assignment" or assigns[0].start_byte > before:
+        return None
+    return assigns[0].child_by_field_name("right")
+
+
+def grid_tuple(call: Node, host: Node | None, src: bytes) -> Node | None:
+    """The tuple a launch ``k[grid](...)`` runs over, whatever the spelling: written in the launch
+    (``k[(n_rows,)]``), in a local (``grid = (n_rows,)``), in a lambda (``lambda meta: (n_rows,)``, inline or in a
+    local) or returned by a grid function (``def grid(meta): return (n_rows,)``); ``None`` when the grid is no
+    tuple or reads its meta-parameter (it then follows a constexpr of the launch). The one reader of a launch's
+    grid tuple."""
+    fn = call.child_by_field_name("function")
+    g = fn.child_by_field_name("subscript") if fn is not None and fn.type == "subscript" else None
+    meta: str | None = None
+    if g is not None and g.type == "identifier" and host is not None:
+        name = text(g, src)
+        v = _single_local(host, name, call.start_byte, src)
+        if v is not None:
+            g = v
+        else:
+            fd = next((f for f in of_type(host, "function_definition")
+                       if text(f.child_by_field_name("name"), src) == name), None)
+            rets = of_type(fd, "return_statement") if fd is not None else []
+            if len(rets) != 1 or not rets[0].named_children:
+                return None
+            params = fd.child_by_field_name("parameters")  # type: ignore[union-attr]
+            names = [text(p, src) for p in params.named_children if p.type == "identifier"] if params else []
+            meta, g = (names[0] if names else None), rets[0].named_children[0]
+    if g is not None and g.type == "lambda":
+        params = g.child_by_field_name("parameters")
+        names = [text(p, src) for p in params.named_children if p.type == "identifier"] if params else []
+        meta, g = (names[0] if names else None), g.child_by_field_name("body")
+    if g is not None and g.type == "parenthesized_expression" and g.named_child_count == 1 \
+            and g.named_children[0].type == "tuple":
+        g = g.named_children[0]
+    if g is None or g.type not in ("tuple", "parenthesized_expression"):
+        return None
+    if meta is not None and any(text(i, src) == meta for i in of_type(g, "identifier")):
+        return None
+    return g
+
+
+def grid_meta(call: Node, host: Node | None, src: bytes) -> str | None:
+    """The name of the meta-parameter of a launch's grid lambda or grid function (``meta`` in ``lambda meta:
+    ...`` or ``def grid(meta):``), or ``None`` when the grid is a plain tuple."""
+    fn = call.child_by_field_name("function")
+    g = fn.child_by_field_name("subscript") if fn is not None and fn.type == "subscript" else None
+    if g is not None and g.type == "identifier" and host is not None:
+        name = text(g, src)
+        v = _single_local(host, name, call.start_byte, src)
+        fd = None if v is not None else next((f for f in of_type(host, "function_definition")
+                                              if text(f.child_by_field_name("name"), src) == name), None)
+        g = v if v is not None else fd
+    if g is None or g.type not in ("lambda", "function_definition"):
+        return None
+    params = g.child_by_field_name("parameters")
+    names = [text(p, src) for p in params.named_children if p.type == "identifier"] if params is not None else []
+    return names[0] if names else None
+
+
+def heuristics_dict(top: Node, src: bytes) -> Node | None:
+    """The dictionary literal of the kernel's ``@triton.heuristics({...})`` decorator (``top``: the decorated
+    definition), or ``None``."""
+    if top.type != "decorated_definition":
+        return None
+    for d in top.named_children:
+        call = d.named_children[0] if d.type == "decorator" and d.named_children else None
+        if call is None or call.type != "call":
+            continue
+        if text(call.child_by_field_name("function"), src).rsplit(".", 1)[-1] != "heuristics":
+            continue
+        pos = _positional(call)
+        kw = _kw(call, "values", src)
+        arg = pos[0] if pos else kw
+        return arg if arg is not None and arg.type == "dictionary" else None
+    return None
+
+
+def launch_argument(call: Node, kernel: Kernel, param: str, src: bytes) -> Node | None:
+    """The expression launch ``call`` passes for ``param``, as a keyword (``BLOCK=64``) or by position (the
+    ``k``-th positional argument for the ``k``-th parameter); ``None`` when the launch leaves it to its default
+    or to ``@triton.autotune``/``@triton.heuristics``. The one reader of a launch's argument for a parameter."""
+    kw = _kw(call, param, src)
+    if kw is not None:
+        return kw
+    names = [p.name for p in kernel.params]
+    pos = _positional(call)
+    k = names.index(param) if param in names else -1
+    return pos[k] if 0 <= k < len(pos) and pos[k].type != "list_splat" and not any(
+        a.type in ("list_splat", "dictionary_splat") for a in pos[:k]) else None
 
 
 def _bindings_at(psrc: PythonSource, kernel: Kernel, call: Node) -> dict[str, int]:
@@ -220,18 +340,33 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
                      autotuned="autotune" in kernel.attributes, grouped_program_ids=_grouped(psrc, axes, assigns),
                      bounds=_bounds(psrc, axes, assigns),
                      program_id_calls=sum(1 for c in of_type(psrc.body, "call")
-                                          if _is_tl(text(c.child_by_field_name("function"), src))
-                                          and _short(text(c.child_by_field_name("function"), src)) == "program_id"),
+                                          if _is_tl(psrc.callee(c))
+                                          and _short(psrc.callee(c)) == "program_id"),
                      row_dependents=tuple(derived_names(psrc, pid0, assigns)) if pid0 else (),
                      arange_dependents=tuple(derived_names(psrc, [a.name for a in axes if a.kind == "arange"])),
                      control_names=_control_names(psrc), loops=tuple(_loop_names(psrc, n, lp.id) for lp, n in loops
                                                                      if n.type == "for_statement"),
                      tensor_shapes=tuple(text(_positional(c)[0], src) for c in of_type(psrc.body, "call")
-                                         if _short(text(c.child_by_field_name("function"), src)) in ("zeros", "full")
-                                         and _is_tl(text(c.child_by_field_name("function"), src)) and _positional(c)))
+                                         if _short(psrc.callee(c)) in ("zeros", "full")
+                                         and _is_tl(psrc.callee(c)) and _positional(c)),
+                     tile_params=_tile_params(psrc, kernel))
     online = tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in loops for m, s in online_pairs(n, src))
     return KernelFacts(kernel.name, kernel.language, consts, tuple(lp for lp, _ in loops), (), tuple(pointers),
                        (), launches, tf, online_stats=online)
+
+
+def _tile_params(psrc: PythonSource, kernel: Kernel) -> tuple[str, ...]:
+    """The constexpr parameters that end a ``tl.arange(0, P)`` or step a ``range``/``tl.range`` loop."""
+    src = psrc.src
+    used: set[str] = set()
+    for c in of_type(psrc.body, "call"):
+        callee = psrc.callee(c)
+        pos = _positional(c)
+        if callee == "tl.arange" and len(pos) == 2 and python_int(text(pos[0], src)) == 0:
+            used.add(text(pos[1], src))
+        elif callee in ("range", "tl.range", "tl.static_range") and len(pos) == 3:
+            used.add(text(pos[2], src))
+    return tuple(p.name for p in kernel.params if p.is_constexpr and p.name in used)
 
 
 def _axes(psrc: PythonSource, aff: PyAffine, assigns: dict[str, list[Node]]) -> tuple[TritonAxis, ...]:
@@ -242,7 +377,7 @@ def _axes(psrc: PythonSource, aff: PyAffine, assigns: dict[str, list[Node]]) -> 
             right = a.child_by_field_name("right")
             calls = [c for c in of_type(right, "call")] if right is not None else []
             for c in calls:
-                callee = text(c.child_by_field_name("function"), src)
+                callee = psrc.callee(c)
                 if not _is_tl(callee):
                     continue
                 pos = _positional(c)
@@ -360,7 +495,7 @@ def _grouped(psrc: PythonSource, axes: tuple[TritonAxis, ...], assigns: dict[str
     src = psrc.src
     derived = set(derived_names(psrc, [a.name for a in axes if a.kind == "program_id"], assigns))
     for c in of_type(psrc.body, "call"):
-        callee = text(c.child_by_field_name("function"), src)
+        callee = psrc.callee(c)
         short = _short(callee)
         if short == "swizzle2d" and _is_tl(callee):
             return True
@@ -425,7 +560,7 @@ def _dtype_of_init(node: Node | None, src: bytes) -> str | None:
     if node is None:
         return None
     for w in _FLOAT_DTYPES:
-        if f"tl.{w}" in text(node, src):
+        if re.search(rf"\.{w}\b", text(node, src)):  # tl.float32 under any alias of triton.language
             return w
     return None
 
@@ -454,7 +589,7 @@ def _accumulators(psrc: PythonSource, loop: Node, loops: list[Node]) -> tuple[Ac
             if op in ("+", "*") and name in sides:
                 kind = "sum" if op == "+" else "prod"
         elif right.type == "call":
-            callee = text(right.child_by_field_name("function"), src)
+            callee = psrc.callee(right)
             if _is_tl(callee) and _short(callee) in _TL_MAX and name in [text(x, src) for x in _positional(right)]:
                 kind = _TL_MAX[_short(callee)]
         if kind is None or name in seen:
@@ -469,7 +604,8 @@ def _accumulators(psrc: PythonSource, loop: Node, loops: list[Node]) -> tuple[Ac
             continue
         value = init.child_by_field_name("right")
         init_text = text(value, src)
-        if not of_type(right, "call") and "tl.zeros" not in init_text and "tl.full" not in init_text \
+        fills = {psrc.callee(c) for c in of_type(value, "call")} & {"tl.zeros", "tl.full"}
+        if not of_type(right, "call") and not fills \
                 and not isinstance(python_literal(init_text), float):
             continue  # a pointer or index moving by a stride, not a reduction
         seen.add(name)
@@ -502,7 +638,7 @@ def _calls(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
         tx = text(n, src)
         for _ in range(4):
             for w in _FLOAT_DTYPES:
-                if tx.endswith(f".to(tl.{w})") or f"dtype=tl.{w}" in tx:
+                if re.search(rf"\.to\((\w+\.)+{w}\)$", tx) or re.search(rf"dtype=(\w+\.)+{w}\b", tx):
                     return w
             if n.type == "identifier" and text(n, src) in assigns and len(assigns[text(n, src)]) >= 1:
                 n = assigns[text(n, src)][-1].child_by_field_name("right")  # type: ignore[assignment]
@@ -512,7 +648,7 @@ def _calls(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
         return None
 
     for c in of_type(psrc.body, "call"):
-        callee = text(c.child_by_field_name("function"), src)
+        callee = psrc.callee(c)
         if not _is_tl(callee):
             continue
         short = _short(callee)
@@ -528,8 +664,10 @@ def _calls(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
             reds.append(TritonReduction(short, python_int(text(ax, src)) if ax is not None else None, target,
                                         psrc.line(c), psrc.span(c)))
         elif short in ("load", "store") or short.startswith("atomic_"):
-            mem.append(TritonMemOp(short, base(pos[0] if pos else None), _kw(c, "mask", src) is not None,
-                                   _kw(c, "other", src) is not None, psrc.line(c), psrc.span(c)))
+            hints = tuple(h for h in CACHE_HINT_KWARGS if _kw(c, h, src) is not None)
+            mem.append(TritonMemOp(short, base(pos[0] if pos else None), memop_mask(c, short, src) is not None,
+                                   _kw(c, "other", src) is not None or (short == "load" and len(pos) > 2),
+                                   psrc.line(c), psrc.span(c), hints))
         elif short == "dot" and len(pos) >= 2:
             ip = _kw(c, "input_precision", src)
             dots.append(TritonDot(text(pos[0], src), text(pos[1], src), dtype(pos[0]), dtype(pos[1]), psrc.line(c),

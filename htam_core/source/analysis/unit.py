@@ -22,6 +22,7 @@ from tree_sitter import Node
 from htam_core.source.analysis.constants import ConstEnv
 from htam_core.source.analysis.launch import LaunchCall, launch_calls
 from htam_core.source.analysis.syntax import exact_node, of_type, parse, parse_cuda, smallest_covering, text
+from htam_core.source.analysis.triton_names import TritonNames, triton_names
 from htam_core.source.model import Kernel, LaunchSite, SourceModel
 
 _CACHE_MAX = 64
@@ -242,6 +243,13 @@ class PythonSource:
     body: Node
     top: Node
     lines: Lines
+    names: TritonNames = TritonNames()
+
+    def callee(self, call: Node) -> str:
+        """The function of ``call`` in normal form (``language.load(...)`` -> ``"tl.load"``; see
+        :class:`~htam_core.source.analysis.triton_names.TritonNames`); ``""`` for a call without a function."""
+        fn = call.child_by_field_name("function")
+        return self.names.canonical(text(fn, self.src)) if fn is not None else ""
 
     def span(self, node: Node) -> tuple[int, int]:
         """File bytes of ``node``."""
@@ -266,4 +274,4 @@ def _load_python(model: SourceModel, kernel: Kernel) -> PythonSource | str:
     if func is None or body is None:
         return f"the definition of {kernel.name} was not found in the syntax tree"
     top = func.parent if func.parent is not None and func.parent.type == "decorated_definition" else func
-    return PythonSource(src, tree.root_node, func, body, top, Lines(src))
+    return PythonSource(src, tree.root_node, func, body, top, Lines(src), triton_names(tree.root_node, src))

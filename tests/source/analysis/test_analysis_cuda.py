@@ -271,6 +271,28 @@ void run(float* out, const float* in, int rows, int cols, int threads) { k<<<row
     assert two_d.loops[0].start == mod(linear, 32) and two_d.loops[1].step == bdx * bdy * sym("blockDim.z")
 
 
+def test_a_thread_blocks_dim3_queries_are_the_builtins():
+    """``block.thread_index().y``, ``block.group_index().x``, ``block.group_dim().x`` and ``block.dim_threads().y``
+    of a ``thread_block`` are threadIdx, blockIdx and blockDim: the global indices they build are global thread
+    indices. The same query on an object that is not a thread block is not a builtin."""
+    text = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void k(float* out, int rows, int cols) {
+    cg::thread_block block = cg::this_thread_block();
+    int col = block.group_index().x * block.group_dim().x + block.thread_index().x;
+    int row = blockIdx.y * block.dim_threads().y + block.thread_index().y;
+    int other = blockIdx.x * blockDim.x + thing.thread_index().x;
+    if (row < rows && col < cols) out[row * cols + col] = 1.0f + other;
+}
+"""
+    f = facts_of_text(text, "k")
+    col, row, other = f.thread_indices
+    assert (col.expr, col.is_global) == (bx * bdx + tx, True)
+    assert (row.expr, row.is_global) == (by * bdy + ty, True)
+    assert not other.is_global
+
+
 def test_row_and_column_split_of_the_flat_index_folds_back():
     """``(i / T) * T * C + (i % T) * C`` is ``i * C`` (C's truncating division): the row stride along x is
     known, so a thread-per-row loop over such a split index is a row loop (uncoalesced)."""

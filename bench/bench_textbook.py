@@ -1,0 +1,372 @@
+"""Unseen textbook kernels: each naive version beside its authors' faster version, as a new user would try them.
+
+Pairs (naive kernel, the authors' faster versions) come from third-party code read in place, never copied into
+the project:
+
+* NVIDIA cuda-samples (:data:`SAMPLE_PAIRS`: reduction, transpose, vectorAdd, ...; a pair whose file is absent
+  from the corpus is listed as absent and not counted), each with the textbook step(s) a CUDA course teaches
+  for it (strategy ids of the knowledge base);
+* llm.c's ``dev/cuda`` progressions (every file: version 1 is naive, later ones the authors'), run from the
+  work copies of :mod:`htam_core.bench.llmc` (fp32 build, ``common.h`` inlined); their textbook step is any
+  *structural* step (:func:`htam_core.transforms.registry.is_structural`).
+
+Per pair, always (CPU, static): which steps are offered on the naive kernel (predicate not false and a validated
+edit, as :mod:`bench.corpus_steps` counts them), whether the textbook step is **makeable** (offered, and its edit
+compiles with ``nvcc -arch=sm_90 -ptx``), and every offered step the **output contract** rules out (a step that
+changes the grid or the block size of a kernel that writes one output per block,
+:meth:`htam_core.source.analysis.KernelFacts.per_block_outputs`: the caller reads one partial result per block).
+
+With ``--gpu`` (a GPU is needed): ``htam optimize --engine rules`` with a small ``--budget`` from the naive
+version (llm.c: :func:`bench.bench_llmc.gpu_row`, which also verifies and times every expert version on the same
+harness; cuda-samples: the zero-config harness of a work copy of the sample, experts not timed). The table gives
+engine best / naive, expert / naive and engine / expert (expert ms over engine ms: 1.0 = as fast as the
+authors). Without ``--gpu`` every time is "not measured".
+
+Targets (from the project's goals): the textbook step makeable on >= 90 % of the pairs; engine >= 0.8 of the
+expert on >= 80 % of the measured pairs; no offered step that the output contract rules out.
+
+The corpus root (holding ``public/`` and ``llmc/``) is ``--corpus``, else ``$HTAM_TEXTBOOK_CORPUS``, else
+:data:`bench.data_paths.CORPUS`. Rows stream to ``<out>/rows.jsonl`` (``--max-minutes`` stops cleanly); the
+table goes to ``<out>/table.md`` and ``<out>/table.json``.
+
+    python bench/bench_textbook.py --out bench/results/textbook-static-2026-12-05          # static
+    HTAM_TEXTBOOK_CORPUS=.devcarry/corpus python bench/bench_textbook.py --gpu --budget 3 --max-minutes 6.5 \\
+        --out /tmp/textbook
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.corpus_steps import kernel_offers, nvcc_ok  # noqa: E402
+from bench.data_paths import CORPUS  # noqa: E402
+from htam_core.memory.knowledge import load_knowledge  # noqa: E402
+from htam_core.source import SourceError, load  # noqa: E402
+from htam_core.source.analysis import analyze  # noqa: E402
+from htam_core.transforms.registry import is_structural  # noqa: E402
+
+#: Steps that change the grid or the block size: ruled out on a kernel that writes one output per block.
+GRID_STEPS = frozenset({"cuda_block_size", "grid_stride_loop"})
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One textbook pair from cuda-samples.
+
+    Attributes:
+        name: the sample's name.
+        file: the file under the corpus root (``public/cuda-samples/Samples/...``).
+        naive: the naive kernel's name.
+        experts: the authors' faster kernels in the same file (may be empty: then the pair has no expert time).
+        steps: the textbook steps (knowledge-base strategy ids); any one of them makeable counts.
+    """
+
+    name: str
+    file: str
+    naive: str
+    experts: tuple[str, ...]
+    steps: tuple[str, ...]
+
+
+_S = "public/cuda-samples/Samples/"
+#: The cuda-samples pairs. Idea source for each step: M. Harris, "Optimizing Parallel Reduction in CUDA" (2007);
+#: M. Harris, "An Efficient Matrix Transpose in CUDA C/C++" (NVIDIA blog, 2013); the CUDA C++ Best Practices Guide
+#: (coalescing, vectorized accesses, grid-stride loops); Kirk & Hwu, "Programming Massively Parallel Processors"
+#: (tiling, privatized histograms).
+SAMPLE_PAIRS: tuple[Pair, ...] = (
+    Pair("reduction", _S + "2_Concepts_and_Techniques/reduction/reduction_kernel.cu", "reduce0",
+         ("reduce1", "reduce2", "reduce3", "reduce4", "reduce5", "reduce6"),
+         ("sequential_addressing", "warp_shuffle_reduction", "thread_coarsening")),
+    Pair("transpose", _S + "6_Performance/transpose/transpose.cu", "transposeNaive",
+         ("transposeCoalesced", "transposeNoBankConflicts"), ("transpose_smem_tile",)),
+    Pair("vectorAdd", _S + "0_Introduction/vectorAdd/vectorAdd.cu", "vectorAdd", (),
+         ("vectorize_loads", "grid_stride_loop")),
+    Pair("vectorAddDrv", _S + "0_Introduction/vectorAddDrv/vectorAdd_kernel.cu", "VecAdd_kernel", (),
+         ("vectorize_loads", "grid_stride_loop")),
+)
+
+
+def corpus_root(arg: Path | None) -> Path:
+    """The corpus root: ``arg``, else ``$HTAM_TEXTBOOK_CORPUS``, else :data:`bench.data_paths.CORPUS`."""
+    if arg is not None:
+        return arg
+    env = os.environ.get("HTAM_TEXTBOOK_CORPUS")
+    return Path(env) if env else CORPUS
+
+
+def static_facts(path: Path, naive: str, textbook: tuple[str, ...] | None, common: Path, cache: Path,
+                 compile_edits: bool = True, includes: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The static part of a row for kernel ``naive`` of ``path``: offered steps, the textbook steps that are
+    makeable (offered and compiling), and the offered steps the output contract rules out.
+
+    ``textbook``: the pair's textbook steps, or ``None`` for "any structural step" (llm.c). ``includes``: more
+    ``-I`` folders for nvcc. An offered textbook step whose file does not compile here even unedited is listed in
+    ``textbook_unchecked`` (offered; its edit could not be judged), not as makeable.
+    """
+    kb = load_knowledge()
+    row: dict[str, Any] = {"offered": [], "textbook_makeable": [], "textbook_unchecked": [], "textbook_refused": {}, "contract_ruled_out": [],
+                           "per_block_outputs": None, "compile_errors": {}, "error": None}
+    try:
+        model = load(path)
+    except (SourceError, OSError) as exc:
+        row["error"] = f"not loaded: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        return row
+    kernel = next((k for k in model.kernels if k.name == naive and not k.incomplete), None)
+    if kernel is None:
+        row["error"] = f"kernel {naive} not found"
+        return row
+    offers = kernel_offers(model, kernel, kb)
+    strategies = {s.id: s for s in kb.strategies}
+    row["offered"] = [r["step"] for r in offers if r["offered"]]
+    per_block = analyze(model, kernel).per_block_outputs()
+    row["per_block_outputs"] = [f"{a.pointer}[{a.index_text}] line {a.line}" for a in per_block]
+    if per_block:
+        row["contract_ruled_out"] = [s for s in row["offered"] if s in GRID_STEPS]
+    want = [r for r in offers if (r["step"] in textbook if textbook is not None
+                                  else is_structural(strategies[r["step"]].transform))]
+    base_ok = nvcc_ok(model.text, path, common, cache, includes) if compile_edits else (False, "not compiled")
+    for r in want:
+        if not r["offered"]:
+            row["textbook_refused"][r["step"]] = r.get("reason", "")
+            continue
+        if not compile_edits:
+            row["textbook_makeable"].append(r["step"])
+            continue
+        if not base_ok[0]:
+            row["compile_errors"][r["step"]] = "original does not compile here: " + base_ok[1]
+            row["textbook_unchecked"].append(r["step"])
+            continue
+        ok, err = nvcc_ok(r["_text"], path, common, cache, includes)
+        if ok:
+            row["textbook_makeable"].append(r["step"])
+        else:
+            row["compile_errors"][r["step"]] = err
+    if textbook is not None:
+        for s in textbook:
+            if s not in row["textbook_makeable"] and s not in row["textbook_refused"] and s not in row["compile_errors"]:
+                row["textbook_refused"][s] = "its predicate is false on this kernel"
+    return row
+
+
+def sample_gpu(pair: Pair, path: Path, work: Path, budget: int, trials: int, memory: str) -> dict[str, Any]:
+    """``htam optimize --engine rules`` on a work copy of the sample's folder (zero-config harness); the experts
+    are not timed (no harness runs them)."""
+    from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
+
+    dest = work / pair.name.replace(" ", "_").replace("(", "").replace(")", "")
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(path.parent, dest)
+    common = path.parents[3] / "Common" if len(path.parents) > 3 else path.parent
+    flags = os.environ.get("NVCC_APPEND_FLAGS", "")
+    os.environ["NVCC_APPEND_FLAGS"] = f"{flags} -I{common}".strip()  # the samples include <helper_cuda.h>
+    try:
+        res = run_optimize(OptimizeTask(path=str(dest / path.name), kernel=pair.naive, engine="rules", budget=budget,
+                                        out_dir=str(dest / "htam-out"), memory_path=memory, trials=trials,
+                                        use_ncu=False, static=False))
+    except OptimizeError as e:
+        return {"error": f"optimize: {e}"[:300]}
+    except Exception as e:  # noqa: BLE001 - a sample the zero-config harness cannot run is one line of the table
+        return {"error": f"optimize: {type(e).__name__}: {e}"[:300]}
+    finally:
+        os.environ["NVCC_APPEND_FLAGS"] = flags
+    if not res.start_ok:
+        return {"error": ("the naive start failed: " + "; ".join(res.warnings))[:300]}
+    return {"naive_ms": res.start_ms, "best_ms": res.best_ms or res.start_ms,
+            "made": [s.strategy for s in res.steps if s.accepted], "expert_ms": None,
+            "expert_note": "not measured: no harness runs the sample's faster kernels"}
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """``a / b``, or ``None`` when either is missing or ``b`` is 0."""
+    return a / b if a and b else None
+
+
+def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """The table and the targets."""
+    def f(v: float | None) -> str:
+        return "not measured" if v is None else f"{v:.2f}"
+
+    counted = [r for r in rows if not r.get("absent") and not r.get("error")]
+    mk = [r for r in counted if r["textbook_makeable"]]
+    measured = [r for r in counted if r.get("engine_over_expert") is not None]
+    good = [r for r in measured if r["engine_over_expert"] >= 0.8]
+    bad = [r for r in counted if r["contract_ruled_out"]]
+    lines = ["# Unseen textbook kernels: naive beside the authors' faster version", "",
+             f"- date: {meta['date']}", f"- device: {meta['device']}", f"- command: `{meta['command']}`",
+             f"- mode: {meta['mode']}" + ("" if meta["mode"] == "gpu" else " (nothing timed: every time is "
+                                          "\"not measured\")"), "",
+             "*textbook step makeable*: one of the pair's textbook steps (llm.c: any structural step) is offered "
+             "on the naive kernel (predicate not false, a validated edit) and its edit compiles with nvcc sm_90. "
+             "*ruled out by the output contract*: an offered step that changes the grid or block size of a kernel "
+             "writing one output per block. Ratios: engine best / naive and expert / naive are speedups; engine / "
+             "expert is expert ms over engine ms (1.0 = as fast as the authors).", "",
+             "| pair | naive kernel | textbook step makeable | engine best / naive | expert / naive | "
+             "engine / expert | offered steps | ruled out by the output contract |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r.get("absent"):
+            lines.append(f"| {r['pair']} | {r['naive']} | absent from the corpus (not counted) | | | | | |")
+            continue
+        if r.get("error"):
+            lines.append(f"| {r['pair']} | {r['naive']} | not counted: {r['error']} | | | | | |")
+            continue
+        made = ("yes (" + ", ".join(r["textbook_makeable"]) + ")" if r["textbook_makeable"] else
+                "offered, compile not checked (" + ", ".join(r["textbook_unchecked"]) + ")"
+                if r.get("textbook_unchecked") else "**no**")
+        lines.append(f"| {r['pair']} | {r['naive']} | {made} | {f(r.get('engine_over_naive'))} | "
+                     f"{f(r.get('expert_over_naive'))} | {f(r.get('engine_over_expert'))} | "
+                     f"{', '.join(r['offered']) or '-'} | {', '.join(r['contract_ruled_out']) or 'none'} |")
+    n = len(counted)
+    lines += ["", "## Targets", "",
+              f"- textbook step makeable: {len(mk)} of {n} pairs ({100 * len(mk) / n:.0f} %; target >= 90 %)" if n
+              else "- textbook step makeable: no pair counted",
+              f"- engine >= 0.8 of the expert: {len(good)} of {len(measured)} measured pairs"
+              + (f" ({100 * len(good) / len(measured):.0f} %; target >= 80 %)" if measured else " (not measured)"),
+              f"- offered steps the output contract rules out: {sum(len(r['contract_ruled_out']) for r in bad)} "
+              f"(target 0)"]
+    notes = [r for r in counted if r["textbook_refused"] or r["compile_errors"] or r.get("gpu_error")
+             or r.get("expert_note")]
+    if notes:
+        lines += ["", "## Why a textbook step is not made, and what was not measured", ""]
+        for r in notes:
+            for s, why in {**r["textbook_refused"], **r["compile_errors"]}.items():
+                if r["textbook_makeable"] and s not in r["compile_errors"]:
+                    continue
+                lines.append(f"- {r['pair']} / {s}: {why}".replace("\n", " ")[:400])
+            if r.get("gpu_error"):
+                lines.append(f"- {r['pair']}: not measured: {r['gpu_error']}"[:400])
+            elif r.get("expert_note"):
+                lines.append(f"- {r['pair']}: expert: {r['expert_note']}"[:400])
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the pairs (static always, timed with ``--gpu``); write ``rows.jsonl``, ``table.md``, ``table.json``."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, default=None, help="corpus root holding public/ and llmc/")
+    ap.add_argument("--out", type=Path,
+                    default=REPO / "bench" / "results" / f"textbook-static-{datetime.date.today().isoformat()}")
+    ap.add_argument("--gpu", action="store_true", help="optimize and time on the GPU")
+    ap.add_argument("--budget", type=int, default=3)
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--max-minutes", type=float, default=None)
+    ap.add_argument("--pairs", default="", help="comma-separated pair names (default: all)")
+    ap.add_argument("--llmc-rows", type=Path, default=None,
+                    help="GPU rows of bench/bench_llmc.py (its .jsonl) to use for the llm.c pairs instead of "
+                         "running them again (the llmc stage of the same GPU session)")
+    ap.add_argument("--cache", type=Path,
+                    default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "htam-corpus-nvcc")
+    ap.add_argument("--no-compile", action="store_true", help="do not compile the edits")
+    args = ap.parse_args(argv)
+    root = corpus_root(args.corpus)
+    if not root.is_dir():
+        print(f"bench_textbook: no corpus at {root}; nothing to run")
+        return 0
+    deadline = None if args.max_minutes is None else time.time() + 60 * args.max_minutes
+    common = root / "public" / "cuda-samples" / "Common"
+    args.cache.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    want = {p.strip() for p in args.pairs.split(",") if p.strip()}
+    device = "CPU only (no GPU)"
+    if args.gpu:
+        import torch
+
+        device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else device
+    meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "device": device,
+            "machine": platform.node() or "unknown", "mode": "gpu" if args.gpu else "static",
+            "command": "python bench/bench_textbook.py " + " ".join(
+                "CORPUS" if a.startswith("/") else a for a in (sys.argv[1:] if argv is None else argv))}
+    rows: list[dict[str, Any]] = []
+    stream = (args.out / "rows.jsonl").open("w")
+    work = Path(tempfile.mkdtemp(prefix="htam-textbook-"))
+    memory = str(work / "memory.sqlite3")
+
+    def emit(row: dict[str, Any]) -> None:
+        rows.append(row)
+        stream.write(json.dumps(row) + "\n")
+        stream.flush()
+        print(f"{row['pair']}: makeable {row.get('textbook_makeable')} offered {row.get('offered')} "
+              f"{row.get('error') or row.get('gpu_error') or ''}", flush=True)
+
+    try:
+        for p in SAMPLE_PAIRS:
+            if want and p.name not in want:
+                continue
+            path = root / p.file
+            row: dict[str, Any] = {"pair": f"cuda-samples {p.name}", "naive": p.naive, "experts": list(p.experts),
+                                   "textbook": list(p.steps)}
+            if not path.is_file():
+                emit({**row, "absent": True})
+                continue
+            row.update(static_facts(path, p.naive, p.steps, common, args.cache, not args.no_compile))
+            if args.gpu and not row["error"] and (deadline is None or time.time() < deadline):
+                g = sample_gpu(p, path, work, args.budget, args.trials, memory)
+                row["gpu_error"] = g.get("error")
+                row.update({k: v for k, v in g.items() if k != "error"})
+            emit(row)
+        llmc_dir = root / "llmc"
+        if llmc_dir.is_dir():
+            from bench import bench_llmc
+            from htam_core.bench import llmc
+
+            # a toolkit without cuBLAS compiles llm.c's host code against declarations only (never run)
+            done = {r["file"]: r for r in bench_llmc._done_rows(args.llmc_rows).values() if r.get("mode") == "gpu"} \
+                if args.llmc_rows else {}
+            stub = () if llmc.toolkit_has_header("cublas_v2.h") else (llmc.cublas_stub(work / "cublas-stub"),)
+
+            for entry in llmc.discover(llmc_dir):
+                if want and f"llmc {entry.name}" not in want and entry.name not in want:
+                    continue
+                n = entry.naive
+                row = {"pair": f"llm.c {entry.name}", "naive": n.kernels[0] if n else "-",
+                       "experts": [f"v{v.number}" for v in entry.experts], "textbook": "any structural step"}
+                if n is None:
+                    emit({**row, "error": "no naive version found"})
+                    continue
+                built = llmc.build_harness(entry, n, work, block_size=bench_llmc._naive_block(entry))
+                row.update(static_facts(built.work_file, n.kernels[0], None, common, args.cache,
+                                        not args.no_compile, stub))
+                if args.gpu and not row["error"]:
+                    if entry.name in done:
+                        g = done[entry.name]
+                        row.update(naive_ms=g.get("naive_ms"), best_ms=g.get("best_ms"),
+                                   expert_ms=g.get("expert_ms") if bench_llmc._published_expert(g) else None,
+                                   expert_note=g.get("expert_note"), made=g.get("made"), gpu_error=g.get("error"),
+                                   gpu_from="bench_llmc rows")
+                    elif deadline is not None and time.time() >= deadline:
+                        row["gpu_error"] = "the time budget (--max-minutes) was spent"
+                    else:
+                        g = bench_llmc.gpu_row(entry, work, args.budget, args.trials, memory, deadline)
+                        row.update(naive_ms=g.get("naive_ms"), best_ms=g.get("best_ms"),
+                                   expert_ms=g.get("expert_ms") if bench_llmc._published_expert(g) else None,
+                                   expert_note=g.get("expert_note"), made=g.get("made"), gpu_error=g.get("error"))
+                emit(row)
+    finally:
+        stream.close()
+        shutil.rmtree(work, ignore_errors=True)
+    for r in rows:
+        r["engine_over_naive"] = ratio(r.get("naive_ms"), r.get("best_ms"))
+        r["expert_over_naive"] = ratio(r.get("naive_ms"), r.get("expert_ms"))
+        r["engine_over_expert"] = ratio(r.get("expert_ms"), r.get("best_ms"))
+    (args.out / "table.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    (args.out / "table.md").write_text(markdown(meta, rows))
+    print(f"wrote {args.out / 'table.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
