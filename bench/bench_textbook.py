@@ -231,6 +231,12 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
                      f"{f(r.get('expert_over_naive'))} | {f(r.get('engine_over_expert'))} | "
                      f"{', '.join(r['offered']) or '-'} | {', '.join(r['contract_ruled_out']) or 'none'} |")
     n = len(counted)
+    unseen = [r for r in counted if r["pair"].startswith("cuda-samples")]
+    absent = [r["pair"] for r in rows if r.get("absent")]
+    lines += ["", "llm.c's kernels are this project's development set; the cuda-samples pairs are the unseen ones"
+              + (f" (absent from this corpus copy, so not counted: {', '.join(absent)})" if absent else "") + ": "
+              f"the textbook step is makeable on {sum(1 for r in unseen if r['textbook_makeable'])} of {len(unseen)} "
+              "of them."]
     lines += ["", "## Targets", "",
               f"- textbook step makeable: {len(mk)} of {n} pairs ({100 * len(mk) / n:.0f} %; target >= 90 %)" if n
               else "- textbook step makeable: no pair counted",
