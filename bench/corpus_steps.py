@@ -17,8 +17,9 @@ language that has a mechanical transform:
   *original* file does not compile here (a missing third-party header or module), or Triton edits are not
   compiled, the offer is counted as *unchecked*, not as made or failed.
 
-The candidates of ``--sample`` offers (spread over the steps, seeded) are written as unified diffs under
-``<out>/sample/`` for the hand check. nvcc's answers are cached by content in ``--cache``.
+The candidates of ``--sample`` offers (spread over the steps, seeded) are written as unified diffs for the hand
+check into ``--sample-dir`` (default: a new temporary folder): never into the repository, since the diffs quote
+the third-party code. nvcc's answers are cached by content in ``--cache``.
 
 Run:  python bench/corpus_steps.py [--corpus PUBLIC_DIR] [--out bench/results/corpus-steps-DATE] [--no-compile]
 The corpus folder defaults to ``public`` under :data:`bench.data_paths.CORPUS` (``$HTAM_CORPUS`` overrides the
@@ -246,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="AOT-compile Triton edits (slow: minutes per Liger kernel on a small machine; many Liger "
                          "kernels do not compile here unedited); otherwise Triton offers are counted unchecked")
     ap.add_argument("--sample", type=int, default=40, help="offers written as diffs for the hand check")
+    ap.add_argument("--sample-dir", type=Path, default=None,
+                    help="where the sample diffs go (default: a new temporary folder; never inside the repository: "
+                         "the diffs quote third-party code)")
     ap.add_argument("--only", default="", help="only files whose corpus path contains this text")
     args = ap.parse_args(argv)
     if not args.corpus.is_dir():
@@ -312,9 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         for step in sorted(by_step):
             if by_step[step] and len(picked) < args.sample:
                 picked.append(by_step[step].pop(rng.randrange(len(by_step[step]))))
-    sample = args.out / "sample"
-    shutil.rmtree(sample, ignore_errors=True)
-    sample.mkdir()
+    sample = args.sample_dir or Path(tempfile.mkdtemp(prefix="htam-corpus-sample-"))
+    sample.mkdir(parents=True, exist_ok=True)
     for i, r in enumerate(picked):
         diff = difflib.unified_diff(r["_orig"].splitlines(keepends=True), r["_text"].splitlines(keepends=True),
                                     r["file"], r["file"] + " (" + r["step"] + ")", n=3)
@@ -323,10 +326,13 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         r.pop("_text", None)
         r.pop("_orig", None)
+        if r.get("compile_error"):  # corpus-relative paths: the results name no machine's folders
+            r["compile_error"] = r["compile_error"].replace(str(args.corpus.resolve()) + "/", "").replace(
+                str(args.corpus) + "/", "")
     steps = summary(rows)
     (args.out / "table.json").write_text(json.dumps({"meta": meta, "steps": steps, "rows": rows}, indent=1))
     (args.out / "table.md").write_text(markdown(meta, steps, rows))
-    print(f"wrote {args.out / 'table.md'} ({meta['wall_s']} s)")
+    print(f"wrote {args.out / 'table.md'} ({meta['wall_s']} s); sample diffs for the hand check in {sample}")
     return 0
 
 
