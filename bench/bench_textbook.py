@@ -208,7 +208,8 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     lines = ["# Unseen textbook kernels: naive beside the authors' faster version", "",
              f"- date: {meta['date']}", f"- device: {meta['device']}", f"- command: `{meta['command']}`",
              f"- mode: {meta['mode']}" + ("" if meta["mode"] == "gpu" else " (nothing timed: every time is "
-                                          "\"not measured\")"), "",
+                                          "\"not measured\")"), *([f"- {meta['stopped']}"] if meta.get("stopped") else []),
+             "",
              "*textbook step makeable*: one of the pair's textbook steps (llm.c: any structural step) is offered "
              "on the naive kernel (predicate not false, a validated edit) and its edit compiles with nvcc sm_90. "
              "*ruled out by the output contract*: an offered step that changes the grid or block size of a kernel "
@@ -361,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
                                    expert_ms=g.get("expert_ms") if bench_llmc._published_expert(g) else None,
                                    expert_note=g.get("expert_note"), made=g.get("made"), gpu_error=g.get("error"))
                 emit(row)
+    except KeyboardInterrupt:  # the GPU session's time limit: keep the rows done so far and write the table
+        meta["stopped"] = "interrupted: the rows after the last one listed were not run"
+        print(meta["stopped"], flush=True)
     finally:
         stream.close()
         shutil.rmtree(work, ignore_errors=True)
