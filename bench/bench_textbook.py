@@ -52,7 +52,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.corpus_steps import kernel_offers, nvcc_ok  # noqa: E402
+from bench.corpus_steps import _shown, kernel_offers, nvcc_ok  # noqa: E402
 from bench.data_paths import CORPUS  # noqa: E402
 from htam_core.memory.knowledge import load_knowledge  # noqa: E402
 from htam_core.source import SourceError, load  # noqa: E402
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "device": device,
             "machine": platform.node() or "unknown", "mode": "gpu" if args.gpu else "static",
             "command": "python bench/bench_textbook.py " + " ".join(
-                "CORPUS" if a.startswith("/") else a for a in (sys.argv[1:] if argv is None else argv))}
+                _shown(a) for a in (sys.argv[1:] if argv is None else argv))}
     rows: list[dict[str, Any]] = []
     stream = (args.out / "rows.jsonl").open("w")
     work = Path(tempfile.mkdtemp(prefix="htam-textbook-"))
