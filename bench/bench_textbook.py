@@ -52,7 +52,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.corpus_steps import kernel_offers, nvcc_ok  # noqa: E402
+from bench.corpus_steps import _shown, kernel_offers, nvcc_ok  # noqa: E402
 from bench.data_paths import CORPUS  # noqa: E402
 from htam_core.memory.knowledge import load_knowledge  # noqa: E402
 from htam_core.source import SourceError, load  # noqa: E402
@@ -208,7 +208,8 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     lines = ["# Unseen textbook kernels: naive beside the authors' faster version", "",
              f"- date: {meta['date']}", f"- device: {meta['device']}", f"- command: `{meta['command']}`",
              f"- mode: {meta['mode']}" + ("" if meta["mode"] == "gpu" else " (nothing timed: every time is "
-                                          "\"not measured\")"), "",
+                                          "\"not measured\")"), *([f"- {meta['stopped']}"] if meta.get("stopped") else []),
+             "",
              "*textbook step makeable*: one of the pair's textbook steps (llm.c: any structural step) is offered "
              "on the naive kernel (predicate not false, a validated edit) and its edit compiles with nvcc sm_90. "
              "*ruled out by the output contract*: an offered step that changes the grid or block size of a kernel "
@@ -231,6 +232,12 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
                      f"{f(r.get('expert_over_naive'))} | {f(r.get('engine_over_expert'))} | "
                      f"{', '.join(r['offered']) or '-'} | {', '.join(r['contract_ruled_out']) or 'none'} |")
     n = len(counted)
+    unseen = [r for r in counted if r["pair"].startswith("cuda-samples")]
+    absent = [r["pair"] for r in rows if r.get("absent")]
+    lines += ["", "llm.c's kernels are this project's development set; the cuda-samples pairs are the unseen ones"
+              + (f" (absent from this corpus copy, so not counted: {', '.join(absent)})" if absent else "") + ": "
+              f"the textbook step is makeable on {sum(1 for r in unseen if r['textbook_makeable'])} of {len(unseen)} "
+              "of them."]
     lines += ["", "## Targets", "",
               f"- textbook step makeable: {len(mk)} of {n} pairs ({100 * len(mk) / n:.0f} %; target >= 90 %)" if n
               else "- textbook step makeable: no pair counted",
@@ -289,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "device": device,
             "machine": platform.node() or "unknown", "mode": "gpu" if args.gpu else "static",
             "command": "python bench/bench_textbook.py " + " ".join(
-                "CORPUS" if a.startswith("/") else a for a in (sys.argv[1:] if argv is None else argv))}
+                _shown(a) for a in (sys.argv[1:] if argv is None else argv))}
     rows: list[dict[str, Any]] = []
     stream = (args.out / "rows.jsonl").open("w")
     work = Path(tempfile.mkdtemp(prefix="htam-textbook-"))
@@ -355,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
                                    expert_ms=g.get("expert_ms") if bench_llmc._published_expert(g) else None,
                                    expert_note=g.get("expert_note"), made=g.get("made"), gpu_error=g.get("error"))
                 emit(row)
+    except KeyboardInterrupt:  # the GPU session's time limit: keep the rows done so far and write the table
+        meta["stopped"] = "interrupted: the rows after the last one listed were not run"
+        print(meta["stopped"], flush=True)
     finally:
         stream.close()
         shutil.rmtree(work, ignore_errors=True)

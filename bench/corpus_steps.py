@@ -17,8 +17,9 @@ language that has a mechanical transform:
   *original* file does not compile here (a missing third-party header or module), or Triton edits are not
   compiled, the offer is counted as *unchecked*, not as made or failed.
 
-The candidates of ``--sample`` offers (spread over the steps, seeded) are written as unified diffs under
-``<out>/sample/`` for the hand check. nvcc's answers are cached by content in ``--cache``.
+The candidates of ``--sample`` offers (spread over the steps, seeded) are written as unified diffs for the hand
+check into ``--sample-dir`` (default: a new temporary folder): never into the repository, since the diffs quote
+the third-party code. nvcc's answers are cached by content in ``--cache``.
 
 Run:  python bench/corpus_steps.py [--corpus PUBLIC_DIR] [--out bench/results/corpus-steps-DATE] [--no-compile]
 The corpus folder defaults to ``public`` under :data:`bench.data_paths.CORPUS` (``$HTAM_CORPUS`` overrides the
@@ -206,16 +207,18 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def markdown(meta: dict[str, Any], steps: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
     """The Markdown report: header, the per-step table, and the compile failures."""
+    triton = "Triton's AOT compiler" if meta.get("triton_compile") else "Triton edits not compiled (--triton-compile)"
     lines = ["# Steps on the public corpus", "", f"- date: {meta['date']}", f"- machine: {meta['machine']} (CPU "
-             "only; compile checks with nvcc sm_90 and Triton's AOT compiler, no GPU)",
+             f"only, no GPU; compile checks with nvcc sm_90; {triton})",
              f"- command: `{meta['command']}`", f"- files: {meta['files']}, complete kernels: {meta['kernels']} "
              f"(CUDA {meta['kernels_cuda']}, Triton {meta['kernels_triton']}); files not loaded: "
              f"{meta['load_errors']}; wall: {meta.get('wall_s', '?')} s", "",
              "*considered*: kernels where the step's predicate is not false (the ranker keeps it); *offered*: its "
              "transform also makes a validated edit (a makeable code action); *made*: the first candidate "
-             "compiles (nvcc `-arch=sm_90 -ptx` on the edited file, Triton AOT for sm_90); *failed*: it does "
-             "not; *unchecked*: the original file does not compile here (a header or module the corpus lacks), "
-             "so the edit could not be judged.", "",
+             "compiles (nvcc `-arch=sm_90 -ptx` on the edited file, Triton AOT for sm_90 with `--triton-compile`); "
+             "*failed*: it does not; *unchecked*: the original file does not compile here (a header or module the "
+             "corpus lacks) or Triton edits were not compiled, so the edit could not be judged. What a reading of "
+             "the offers found is in `hand-check.md` beside this table.", "",
              "| step | language | considered | offered | made | failed | unchecked |", "|---|---|---|---|---|---|---|"]
     for s in steps:
         lines.append(f"| {s['step']} | {s['language']} | {s['considered']} | {s['offered']} | {s['made']} | "
@@ -229,6 +232,17 @@ def markdown(meta: dict[str, Any], steps: list[dict[str, Any]], rows: list[dict[
         lines += [f"- `{r['file']}` {r['kernel']} / {r['step']}: {r.get('compile_error', '')}".replace("|", "\\|")
                   for r in bad]
     return "\n".join(lines) + "\n"
+
+
+def _shown(arg: str) -> str:
+    """A command-line argument as the results show it: a path inside the repository relative to it, any other
+    absolute path as ``PATH`` (the results name no machine's folders)."""
+    if not arg.startswith("/"):
+        return arg
+    try:
+        return str(Path(arg).resolve().relative_to(REPO))
+    except ValueError:
+        return "PATH"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="AOT-compile Triton edits (slow: minutes per Liger kernel on a small machine; many Liger "
                          "kernels do not compile here unedited); otherwise Triton offers are counted unchecked")
     ap.add_argument("--sample", type=int, default=40, help="offers written as diffs for the hand check")
+    ap.add_argument("--sample-dir", type=Path, default=None,
+                    help="where the sample diffs go (default: a new temporary folder; never inside the repository: "
+                         "the diffs quote third-party code)")
     ap.add_argument("--only", default="", help="only files whose corpus path contains this text")
     args = ap.parse_args(argv)
     if not args.corpus.is_dir():
@@ -260,8 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     meta: dict[str, Any] = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                             "machine": platform.node() or "unknown",
                             "command": "python bench/corpus_steps.py " + " ".join(
-                                a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("/")),
-                            "files": 0, "kernels": 0, "kernels_cuda": 0, "kernels_triton": 0, "load_errors": 0}
+                                _shown(a) for a in (sys.argv[1:] if argv is None else argv)),
+                            "triton_compile": args.triton_compile, "files": 0, "kernels": 0, "kernels_cuda": 0, "kernels_triton": 0, "load_errors": 0}
     files = [p for p in files_of(args.corpus) if args.only in str(p.relative_to(args.corpus))]
     if (args.corpus / "liger").is_dir() and args.triton_compile:  # before the first Triton worker starts
         shim = liger_package(args.corpus / "liger", Path(tempfile.mkdtemp(prefix="htam-liger-")))
@@ -312,9 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         for step in sorted(by_step):
             if by_step[step] and len(picked) < args.sample:
                 picked.append(by_step[step].pop(rng.randrange(len(by_step[step]))))
-    sample = args.out / "sample"
-    shutil.rmtree(sample, ignore_errors=True)
-    sample.mkdir()
+    sample = args.sample_dir or Path(tempfile.mkdtemp(prefix="htam-corpus-sample-"))
+    sample.mkdir(parents=True, exist_ok=True)
     for i, r in enumerate(picked):
         diff = difflib.unified_diff(r["_orig"].splitlines(keepends=True), r["_text"].splitlines(keepends=True),
                                     r["file"], r["file"] + " (" + r["step"] + ")", n=3)
@@ -323,10 +339,13 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         r.pop("_text", None)
         r.pop("_orig", None)
+        if r.get("compile_error"):  # corpus-relative paths: the results name no machine's folders
+            r["compile_error"] = r["compile_error"].replace(str(args.corpus.resolve()) + "/", "").replace(
+                str(args.corpus) + "/", "")
     steps = summary(rows)
     (args.out / "table.json").write_text(json.dumps({"meta": meta, "steps": steps, "rows": rows}, indent=1))
     (args.out / "table.md").write_text(markdown(meta, steps, rows))
-    print(f"wrote {args.out / 'table.md'} ({meta['wall_s']} s)")
+    print(f"wrote {args.out / 'table.md'} ({meta['wall_s']} s); sample diffs for the hand check in {sample}")
     return 0
 
 

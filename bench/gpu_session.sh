@@ -15,7 +15,7 @@
 #             LLMC_BUDGET, LLMC_TRIALS, LLMC_MINUTES, LLMC_S, LLMC_ARGS),
 #             textbook (bench/bench_textbook.py --gpu: unseen textbook kernels, naive beside the authors' version;
 #             reads the corpus root (public/ and llmc/) from TEXTBOOK_CORPUS, default .devcarry/corpus; reuses the
-#             llmc stage's rows of this session when they exist; TEXTBOOK_BUDGET, TEXTBOOK_TRIALS,
+#             llmc stage's rows of this session, else a carried .devcarry/llmc-gpu.jsonl; TEXTBOOK_BUDGET, TEXTBOOK_TRIALS,
 #             TEXTBOOK_MINUTES, TEXTBOOK_S, TEXTBOOK_ARGS),
 #             llmgpu (bench/llm_guidance_gpu.py: the LLM guidance benchmark's correct candidates, packed on the CPU
 #             machine by bench/llm_guidance_pack.py into LLMGPU_PACK (default .devcarry/llm-pack), verified and
@@ -104,6 +104,7 @@ for s in "${want[@]}"; do
             --budget "${LLMC_BUDGET:-3}" --trials "${LLMC_TRIALS:-20}" --max-minutes "${LLMC_MINUTES:-6.5}" \
             --out "$RUN/llmc" --work /tmp/llmc-work ${LLMC_ARGS:-} ;;
     textbook) TB_ROWS=$(ls "$RUN"/llmc/llmc-gpu-*.jsonl 2>/dev/null | head -1)
+              [ -z "$TB_ROWS" ] && [ -f .devcarry/llmc-gpu.jsonl ] && TB_ROWS=.devcarry/llmc-gpu.jsonl
               stage textbook "${TEXTBOOK_S:-460}" "$PY" bench/bench_textbook.py --gpu \
                 --corpus "${TEXTBOOK_CORPUS:-.devcarry/corpus}" --budget "${TEXTBOOK_BUDGET:-3}" \
                 --trials "${TEXTBOOK_TRIALS:-20}" --max-minutes "${TEXTBOOK_MINUTES:-6.5}" --out "$RUN/textbook" \
