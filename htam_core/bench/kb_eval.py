@@ -180,7 +180,6 @@ def reset_compiled_state() -> None:
 
     import torch
 
-
     with contextlib.suppress(Exception):
         torch._dynamo.reset()
     with contextlib.suppress(Exception):

@@ -393,7 +393,6 @@ def toolkit_has_header(name: str) -> bool:
     import subprocess
     import tempfile
 
-
     nvcc = find_nvcc()
     if nvcc is None:
         return False

@@ -16,7 +16,10 @@ from pathlib import Path
 
 from htam_core.bench import DEFAULT_OUT
 from htam_core.bench import kernelbench as kbm
+from htam_core.bench.kernelbench import KBConfig, KernelBenchError, parse_anchors, run_kernelbench
 from htam_core.cli.errors import UsageError, require_path
+from htam_core.generate.config import add_llm_arguments, llm_task_config
+from htam_core.generate.errors import LLMConfigError
 from htam_core.types.files import data_path
 
 _OUT_HELP = (f"results folder (default: ./{DEFAULT_OUT} in the current directory; pass --out bench/results to add "
@@ -25,8 +28,6 @@ _OUT_HELP = (f"results folder (default: ./{DEFAULT_OUT} in the current directory
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``htam bench`` with its two actions."""
-    from htam_core.generate.config import add_llm_arguments
-
     p = sub.add_parser("bench", help="benchmarks: the naive-kernel suite and the KernelBench runner",
                        description="Measure HTAM against baselines (suite) and on KernelBench problems.")
     acts = p.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -350,10 +351,7 @@ def run_kernelbench_cmd(args: argparse.Namespace) -> int:
             problem to run.
     """
     from htam_core.bench.executors import ExecutorError
-    from htam_core.bench.kernelbench import KBConfig, KernelBenchError, parse_anchors, run_kernelbench
     from htam_core.bench.report import kernelbench_markdown, write_json
-    from htam_core.generate.config import llm_task_config
-    from htam_core.generate.errors import LLMConfigError
 
     if args.steps < 1:
         raise UsageError("--steps must be at least 1")

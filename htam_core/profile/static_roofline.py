@@ -149,7 +149,6 @@ def _loop_trips(model: Any, kernel: Any, env: _Env) -> tuple[list[dict[str, Any]
     launch-site, constexpr and harness values substituted."""
     import sympy
 
-
     by_line = {lp.line: lp for lp in analyze(model, kernel).loops}
     loops, unknown = [], []
     for lp in kernel.features.loops:
