@@ -66,6 +66,7 @@ class Proposal:
 
 def _request(model: SourceModel, kernel: Kernel, strat: Any, direction: Any, profile: Profile | None,
              evidence: str) -> Any:
+    # start-up cost: the generators load with the first proposal, not when the server imports the editor layer
     from htam_core.generate.registry import GenerationRequest
 
     d = {"name": direction.name, "description": direction.description} if direction is not None else {}
@@ -92,6 +93,8 @@ def propose_step(model: SourceModel, kernel: Kernel, strat: Any, direction: Any,
     Returns:
         the proposal; never raises for a step that cannot be made.
     """
+    # start-up cost: the generators, the parser and (below) the transforms load with the first proposal, not when
+    # the server imports the editor layer
     from htam_core.generate.config import LLMConfig
     from htam_core.generate.errors import GenerationError
     from htam_core.generate.registry import create
@@ -103,12 +106,12 @@ def propose_step(model: SourceModel, kernel: Kernel, strat: Any, direction: Any,
     if kernel.incomplete or model.stale:
         return no(f"{kernel.name} does not parse yet (it is incomplete); finish it first")
     if engine != "llm" and not strat.transform:
-        from htam_core.transforms.registry import no_transform_message
+        from htam_core.transforms.registry import no_transform_message  # start-up cost, as above
 
         return no(no_transform_message(strat.title, strat.guidance, llm_hint))
     try:
         if engine == "llm":
-            from htam_core.runtime.cache import cache_root
+            from htam_core.runtime.cache import cache_root  # LLM engine only
 
             gen = create("llm", config=llm if llm is not None else LLMConfig(), log_dir=cache_root() / "llm")
         else:

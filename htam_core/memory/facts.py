@@ -176,8 +176,9 @@ def kernel_analysis(kernel: Kernel, header: str = "") -> KernelFacts | None:
     back. ``header``: lines put before a Triton kernel's text, the file's imports of ``triton.language`` (so
     ``language.exp`` reads as ``tl.exp`` where the file imports it so; :func:`triton_header`). Cached by
     :func:`htam_core.source.analysis.analyze` per text."""
-    text = f"{header}\n\n{kernel.text}" if header and kernel.language == "triton" else kernel.text
-    model = parse_text(text, "python" if kernel.language == "triton" else "cuda")
+    is_triton = kernel.language == "triton"
+    text = f"{header}\n\n{kernel.text}" if header and is_triton else kernel.text
+    model = parse_text(text, "python" if is_triton else "cuda")
     mine = [k for k in model.kernels if k.name == kernel.name]
     return analyze(model, mine[0]) if mine else None
 
@@ -387,7 +388,7 @@ def compute_facts(
     loads, stores = f.loads, f.stores
     has_loop = loops > 0
     uses_math = bool(f.math_calls)
-    header = triton_header(model) if kernel is not None and kernel.language == "triton" else ""
+    header = triton_header(model) if kernel is not None else ""  # kernel_analysis reads it for Triton only
     analysis = kernel_analysis(kernel, header) if kernel is not None else None
     # Shared memory and barriers may be spelled through the file's own helpers (``T *sdata = SharedMemory<T>();``
     # with the accessor struct above the kernel, ``cg::sync(cta)``): with the file, those facts are read from the
