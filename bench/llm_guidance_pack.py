@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     for e in man["entries"]:
         per[e["policy"]] = per.get(e["policy"], 0) + 1
     print(f"packed {len(man['entries'])} correct candidates into {args.dest} ({per}); "
-          f"KernelBench at {'full' if man['full_sizes'] else 'the run'}'s sizes")
+          f"KernelBench references at {'the problems own' if man['full_sizes'] else 'the run small'} sizes")
     return 0
 
 
