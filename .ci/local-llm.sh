@@ -53,9 +53,12 @@ start)
 finish)
   PY="$2"
   waited=0
-  while [ ! -f "$CACHE/build.rc" ] && [ "$waited" -lt "$WAIT_S" ]; do sleep 5; waited=$((waited + 5)); done
-  if [ ! -f "$CACHE/build.rc" ]; then
-    echo "local LLM: the build did not finish within ${WAIT_S} s (LLM_WAIT_S); the test will skip"
+  alive() { [ -f "$CACHE/build.pid" ] && kill -0 "$(cat "$CACHE/build.pid")" 2>/dev/null; }
+  while [ ! -f "$CACHE/build.rc" ] && [ "$waited" -lt "$WAIT_S" ] && alive; do sleep 5; waited=$((waited + 5)); done
+  if [ ! -f "$CACHE/build.rc" ] && ready; then
+    echo "local LLM: llama-cpp-python is built in $VENV"
+  elif [ ! -f "$CACHE/build.rc" ]; then
+    echo "local LLM: no finished build (not started, or not done within LLM_WAIT_S=${WAIT_S} s); the test will skip"
   elif [ "$(cat "$CACHE/build.rc")" != "0" ]; then
     echo "local LLM: the build or the fetch failed (rc $(cat "$CACHE/build.rc"); $CACHE/build.log); the test will skip"
   elif [ -f "$CACHE/build.start" ] && [ -f "$CACHE/build.end" ]; then

@@ -28,6 +28,7 @@ Usage (the server is started here, on 127.0.0.1, from ``htam llm``'s model cache
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -41,6 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.data_paths import KERNELBENCH_PROBLEMS  # noqa: E402
+from htam_core.generate.config import LLMConfig  # noqa: E402
 from htam_core.generate.local_model import (  # noqa: E402
     MODELS,
     PYTHON_ENV,
@@ -298,11 +300,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     spec = MODELS[args.model]
     os.environ[KEY_ENV] = "sk-local-no-auth"
-    with LocalServer(fetch_model(spec), spec, python=args.python, log=args.out / "server.log") as srv:
-        from htam_core.generate.config import LLMConfig
-
-        llm = LLMConfig(base_url=srv.base_url, model=spec.name, api_key_env=KEY_ENV, timeout_s=args.timeout,
-                        max_tokens=args.max_tokens, max_repairs=1, max_faults=3).to_json()
+    with contextlib.ExitStack() as stack:
+        llm: dict[str, Any] = {}
+        if any(p != "rules" for _, p in todo):  # the rules engine alone needs no server
+            srv = stack.enter_context(LocalServer(fetch_model(spec), spec, python=args.python,
+                                                  log=args.out / "server.log"))
+            llm = LLMConfig(base_url=srv.base_url, model=spec.name, api_key_env=KEY_ENV, timeout_s=args.timeout,
+                            max_tokens=args.max_tokens, max_repairs=1, max_faults=3).to_json()
         for k, p in todo:
             rec = run_one(k, p, args.out, llm)
             with results.open("a") as fh:

@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO))
 from htam_core.bench.metrics import bootstrap_mean_ci, geomean  # noqa: E402
 from htam_core.harness import find_harness  # noqa: E402
 from htam_core.optimize.evaluate import Evaluator  # noqa: E402
+from htam_core.profile.api import gpu_available  # noqa: E402
 
 POLICY_ORDER = ("htam", "flat", "none", "rules")
 
@@ -63,9 +64,11 @@ def time_one(pack: Path, e: dict[str, Any], work: Path, trials: int) -> dict[str
                    trials=trials)
     try:
         verdict, path = ev.evaluate((pack / e["candidate"]).read_text(), "cand", reuse=False)
-        line["gpu_correct"] = verdict.correct
+        line["gpu_correct"] = verdict.correct if verdict.failure != "failed" else None
         if verdict.correct is not True:
-            return {**line, "status": "incorrect on GPU" if verdict.correct is False else "unverified",
+            status = {"failed": "failed on GPU", "incorrect": "incorrect on GPU", "refused": "refused"}.get(
+                verdict.failure or "", "unverified")
+            return {**line, "status": status,
                     "messages": [str(m)[:300] for m in verdict.messages[:3]], "s": round(time.time() - t0, 1)}
         cmp, why = ev.compare(text, path, fresh=True)
         if cmp is None:
@@ -93,6 +96,8 @@ def per_policy(rows: list[dict[str, Any]], manifest: dict[str, Any]) -> dict[str
         fast = {r["kernel"] for r in rs if r.get("verdict") == "win"}
         out[pol] = {"candidates": len(rs), "timed": len(sp),
                     "incorrect_on_gpu": sum(1 for r in rs if r.get("gpu_correct") is False),
+                    "failed_on_gpu": sum(1 for r in rs if r.get("status") in ("failed on GPU", "failed", "no harness",
+                                                                             "not timed")),
                     "geomean_speedup": round(geomean(sp), 3) if sp else None,
                     "geomean_ci95": [round(math.exp(ci[0]), 3), round(math.exp(ci[1]), 3)] if ci else None,
                     "wins": sum(1 for r in rs if r.get("verdict") == "win"),
@@ -130,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     man_path = args.pack / "manifest.json"
     if not man_path.is_file():
         print(f"no manifest.json in {args.pack}: run bench/llm_guidance_pack.py first", file=sys.stderr)
+        return 2
+    if not gpu_available():
+        print("no GPU here: run this on the GPU machine (STAGES=llmgpu bash bench/gpu_session.sh)", file=sys.stderr)
         return 2
     manifest = json.loads(man_path.read_text())
     args.out.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ Layout of ``DEST``::
 
 Usage::
 
-    python bench/llm_guidance_pack.py RUN_DIR DEST [--small-sizes]
+    python bench/llm_guidance_pack.py RUN_DIR [RUN_DIR ...] --dest DEST [--small-sizes]
 """
 
 from __future__ import annotations
@@ -66,13 +66,16 @@ def _copy_start(rec: dict[str, Any], run: Path, dest: Path, refs: dict[str, str]
     return str((d / src.name).relative_to(dest))
 
 
-def pack(run: Path, dest: Path, *, full_sizes: bool = True) -> dict[str, Any]:
-    """Pack the correct candidates of ``run`` into ``dest``; returns the manifest (also written as JSON)."""
-    lines = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines() if x.strip()]
+def pack(run: Path | list[Path], dest: Path, *, full_sizes: bool = True) -> dict[str, Any]:
+    """Pack the correct candidates of ``run`` (one run folder, or several: e.g. the LLM policies' and a rules-only
+    run) into ``dest``; returns the manifest (also written as JSON)."""
+    runs = [run] if isinstance(run, Path) else list(run)
+    lines = [(json.loads(x), r) for r in runs if (r / "results.jsonl").is_file()
+             for x in (r / "results.jsonl").read_text().splitlines() if x.strip()]
     refs = _full_size_refs() if full_sizes else {}
     entries: list[dict[str, Any]] = []
     starts: dict[str, str] = {}
-    for rec in lines:
+    for rec, run in lines:
         if rec.get("status") != "ok" or not rec.get("start"):
             continue
         good = [s for s in rec.get("steps") or [] if s.get("correct") is True and s.get("candidate")]
@@ -89,7 +92,7 @@ def pack(run: Path, dest: Path, *, full_sizes: bool = True) -> dict[str, Any]:
             entries.append({"policy": rec["policy"], "kernel": rec["kernel"], "kernel_name": rec["kernel_name"],
                             "strategy": s["strategy"], "start": starts[rec["kernel"]],
                             "candidate": str(c.relative_to(dest)), "model": rec.get("model")})
-    man = {"run": str(run), "full_sizes": bool(refs), "entries": entries}
+    man = {"runs": [str(r) for r in runs], "full_sizes": bool(refs), "entries": entries}
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "manifest.json").write_text(json.dumps(man, indent=1) + "\n")
     return man
@@ -98,19 +101,19 @@ def pack(run: Path, dest: Path, *, full_sizes: bool = True) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """Pack; print how many candidates per policy; returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("run", type=Path, help="the benchmark's --out folder")
-    ap.add_argument("dest", type=Path)
+    ap.add_argument("run", type=Path, nargs="+", help="the benchmark's --out folder(s)")
+    ap.add_argument("--dest", type=Path, required=True, help="the pack's folder")
     ap.add_argument("--small-sizes", action="store_true", help="keep the run's small CPU sizes for KernelBench")
     args = ap.parse_args(argv)
-    if not (args.run / "results.jsonl").is_file():
-        print(f"no results.jsonl in {args.run}", file=sys.stderr)
+    if not any((r / "results.jsonl").is_file() for r in args.run):
+        print(f"no results.jsonl in {', '.join(map(str, args.run))}", file=sys.stderr)
         return 2
     man = pack(args.run, args.dest, full_sizes=not args.small_sizes)
     per: dict[str, int] = {}
     for e in man["entries"]:
         per[e["policy"]] = per.get(e["policy"], 0) + 1
     print(f"packed {len(man['entries'])} correct candidates into {args.dest} ({per}); "
-          f"KernelBench at {'full' if man['full_sizes'] else 'the run'}'s sizes")
+          f"KernelBench references at {'KernelBench' if man['full_sizes'] else 'the run'} sizes")
     return 0
 
 

@@ -135,3 +135,16 @@ def k(X, Y, stride, n, BLOCK: tl.constexpr):
     f = facts_of_text(text, "k", "python").triton
     assert f.row_dependents == ("row", "X", "x")  # X += row * stride makes X a per-row pointer
     assert [(b.arange, b.bound) for b in f.bounds] == [("offs", "n")]  # n > offs is offs < n
+
+
+def test_memops_record_their_cache_hints() -> None:
+    src = (
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    x = tl.load(x_ptr + offs, mask=offs < n, cache_modifier='.cg', eviction_policy='evict_first')\n"
+        "    tl.store(y_ptr + offs, x, mask=offs < n)\n"
+    )
+    f = facts_of_text(src, "k", "python")
+    assert [(m.op, m.hints) for m in f.triton.memops] == [("load", ("cache_modifier", "eviction_policy")),
+                                                          ("store", ())]
