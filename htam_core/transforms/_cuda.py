@@ -362,10 +362,19 @@ def _bad_body(unit: CudaUnit, stmts: list[Node], index: str) -> str | None:
 def _is_global_x(unit: CudaUnit, name: str, decl: Node) -> bool:
     """``name`` (declared by ``decl``) is exactly ``blockIdx.x * blockDim.x + threadIdx.x`` by the analysis
     layer's thread-index facts, however it is spelled (``blockIdx.x * bs + tid`` with ``int tid = threadIdx.x;``
-    and ``int bs = blockDim.x;``, ``threadIdx.x + blockDim.x * blockIdx.x``)."""
+    and ``int bs = blockDim.x;``, ``threadIdx.x + blockDim.x * blockIdx.x``, or ``blockIdx.x * BLOCK + threadIdx.x``
+    with ``BLOCK`` a constant or template argument equal to the 1-D block of every launch in the file)."""
     tx, bx, bdx = (sym(n) for n in ("threadIdx.x", "blockIdx.x", "blockDim.x"))
     span = (unit.file_byte(decl), decl.end_byte + unit.base)
-    return any(t.name == name and t.span == span and t.is_global and sympy.expand(t.expr - (bx * bdx + tx)) == 0
+    strides = [bdx]
+    launches = unit.facts.launches
+    blocks = {la.block[0].value for la in launches if la.block and all(d.value == 1 for d in la.block[1:])}
+    if launches and len(blocks) == 1 and len(launches) == sum(1 for la in launches if la.block):
+        (b,) = blocks
+        if isinstance(b, int) and b > 0:
+            strides.append(sympy.Integer(b))  # blockIdx.x * BLOCK + threadIdx.x, BLOCK the block of every launch
+    return any(t.name == name and t.span == span and t.is_global
+               and any(sympy.expand(t.expr - (bx * st + tx)) == 0 for st in strides)
                for t in unit.facts.thread_indices)
 
 
