@@ -5,6 +5,7 @@
 #   GPUTESTS_ARGS / GPUTESTS_K  test paths and -k expression of the gputests stage
 #   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks, timing (bench/timing_agreement.py),
 #             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py),
+#             spellings (bench/spelling_matrix.py --gpu: each textbook step on each spelling, GPU-verified),
 #             loopspeed (bench/bench_loop_speed.py: htam optimize's time per phase on five kernels, cold and warm
 #             cache; LOOPSPEED_S, LOOPSPEED_ARGS, e.g. "--budget 2"),
 #             executors (the suite subset under --executor local and dask, compared),
@@ -114,6 +115,7 @@ for s in "${want[@]}"; do
             stage llmgpu "${LLMGPU_S:-450}" "$PY" bench/llm_guidance_gpu.py "$PACK" --out "$RUN/llmgpu" \
               --max-minutes "${LLMGPU_MINUTES:-6.5}" --trials "${LLMGPU_TRIALS:-50}" --device "$(head -1 "$RUN/device.txt")" \
               --command "STAGES=llmgpu LLMGPU_PACK=$PACK bash bench/gpu_session.sh" ;;
+    spellings) stage spellings "${SPELLINGS_S:-420}" "$PY" bench/spelling_matrix.py --gpu --out "$RUN/spelling-matrix" ;;
     *) log "unknown stage $s" ;;
   esac
 done

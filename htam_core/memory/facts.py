@@ -170,15 +170,31 @@ def _literal_int(text: str | None) -> int | None:
     return v if isinstance(v, int) and v > 0 else None
 
 
-def kernel_analysis(kernel: Kernel, header: str = "") -> KernelFacts | None:
+#: A whole ``#define`` line, with its backslash continuations.
+_DEFINE_LINE = re.compile(rb"^[ \t]*#[ \t]*define\b(?:[^\n]*\\\r?\n)*[^\n]*", re.MULTILINE)
+
+
+def _defines_before(model: SourceModel | None, kernel: Kernel) -> str:
+    """The CUDA ``#define`` lines of ``model``'s file before the CUDA ``kernel`` (``""`` without a file): the
+    sizes, index and cast macros a kernel's text names (``#define GLOBAL_ID (blockIdx.x * blockDim.x +
+    threadIdx.x)``)."""
+    if model is None:
+        return ""
+    data = model.text.encode("utf-8", errors="surrogatepass")[: kernel.span.start]
+    lines = [m.group(0).decode("utf-8", errors="replace") for m in _DEFINE_LINE.finditer(data)]
+    return "".join(f"{ln}\n" for ln in lines)
+
+
+def kernel_analysis(kernel: Kernel, model: SourceModel | None = None, header: str = "") -> KernelFacts | None:
     """The analysis-layer facts of ``kernel`` read from its own text (the kernel and its decorators; launch sites
     elsewhere in the file are not needed by the predicates), or ``None`` when the text does not give the kernel
-    back. ``header``: lines put before a Triton kernel's text, the file's imports of ``triton.language`` (so
-    ``language.exp`` reads as ``tl.exp`` where the file imports it so; :func:`triton_header`). Cached by
-    :func:`htam_core.source.analysis.analyze` per text."""
+    back. A CUDA kernel is read after the ``#define`` lines that come before it in ``model``'s file (sizes and index
+    macros read as the compiler reads them); a Triton kernel after ``header``, the file's imports of
+    ``triton.language`` (so ``language.exp`` reads as ``tl.exp`` where the file imports it so;
+    :func:`triton_header`). Cached by :func:`htam_core.source.analysis.analyze` per text."""
     is_triton = kernel.language == "triton"
-    text = f"{header}\n\n{kernel.text}" if header and is_triton else kernel.text
-    model = parse_text(text, "python" if is_triton else "cuda")
+    prefix = (f"{header}\n\n" if header else "") if is_triton else _defines_before(model, kernel)
+    model = parse_text(prefix + kernel.text, "python" if is_triton else "cuda")
     mine = [k for k in model.kernels if k.name == kernel.name]
     return analyze(model, mine[0]) if mine else None
 
@@ -389,7 +405,7 @@ def compute_facts(
     has_loop = loops > 0
     uses_math = bool(f.math_calls)
     header = triton_header(model) if kernel is not None else ""  # kernel_analysis reads it for Triton only
-    analysis = kernel_analysis(kernel, header) if kernel is not None else None
+    analysis = kernel_analysis(kernel, model, header) if kernel is not None else None
     # Shared memory and barriers may be spelled through the file's own helpers (``T *sdata = SharedMemory<T>();``
     # with the accessor struct above the kernel, ``cg::sync(cta)``): with the file, those facts are read from the
     # kernel in its file.

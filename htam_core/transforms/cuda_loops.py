@@ -120,7 +120,7 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     """Edits turning the elementwise body into a grid-stride loop (shared with other transforms), or why not: a
     body that moves a parameter (``d_keys += base;``, ``n -= k;``) carries it from one pass of the loop into the
     next, so the second element a thread takes would start from the moved value."""
-    ew = elementwise(unit)
+    ew = elementwise(unit, invariant_terms=True)
     if isinstance(ew, str):
         return ew
     moved = [p.name for p in unit.kernel.params if p.name and unit.assigned_in(unit.body, p.name)]
@@ -128,7 +128,8 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
         return (f"the body moves parameter {moved[0]} (assigned, incremented or address-taken); in a grid-stride loop "
                 "each later pass would start from the moved value")
     stride = f"({ew.type})blockDim.x * gridDim.x"
-    header = f"for ({ew.type} {ew.name} = {unit.t(ew.gid)}; {ew.name} < {unit.t(ew.bound)}; {ew.name} += {stride})"
+    cond = f"{ew.name} < {unit.t(ew.bound)}" + (f" && {ew.extra}" if ew.extra else "")
+    header = f"for ({ew.type} {ew.name} = {unit.t(ew.gid)}; {cond}; {ew.name} += {stride})"
     ds, de = statement_span(unit, ew.decl)
     edits = [unit.edit(ds, de, "")]
     if ew.form == "if":
