@@ -38,9 +38,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("coarsen", "macro.cu"): "the load `s[tid] = gid < n ? TO_F(in[gid]) : 0.0f;` reads through a cast macro "
                              "(TO_F), which the block-tree load matcher does not see through",
     # reductions, histograms, row operations and softmax
-    ("sequential_addressing", "macro.cu"): "a thread index through an object-like macro (`tid = TID`, "
-                                           "`#define TID threadIdx.x`) is not expanded, so tid is not read as "
-                                           "threadIdx.x",
     ("online_softmax", "macro.cu"): "an exponential through a function-like macro (`EXPF(v)`) is not read as "
                                     "expf, so the sum loop is not seen as a sum of exponentials",
 }
