@@ -37,9 +37,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                                     "the guarded load of the block tree",
     ("coarsen", "macro.cu"): "the global index from an object-like macro (GID) is not expanded",
     # reductions, histograms, row operations and softmax
-    ("sequential_addressing", "macro.cu"): "a thread index through an object-like macro (`tid = TID`, "
-                                           "`#define TID threadIdx.x`) is not expanded, so tid is not read as "
-                                           "threadIdx.x",
     ("online_softmax", "macro.cu"): "an exponential through a function-like macro (`EXPF(v)`) is not read as "
                                     "expf, so the sum loop is not seen as a sum of exponentials",
 }

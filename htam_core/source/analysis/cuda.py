@@ -239,6 +239,8 @@ class Affine:
         c = self.env.const_name(name, self.func, before=node.start_byte)
         if c is not None:
             out = sympy.Integer(c.value)
+        elif (b := _macro_builtin(self.env, name)) is not None:  # #define TID threadIdx.x
+            out = sym(b)
         else:
             inits = self.env.local_inits(self.func, name)
             if len(inits) == 1 and inits[0].start_byte < node.start_byte and not self.env.assigned_in(self.func, name):
@@ -247,6 +249,19 @@ class Affine:
                     out = inner
         self._memo[key] = out
         return out
+
+
+def _macro_builtin(env: ConstEnv, name: str) -> str | None:
+    """The builtin an object-like macro stands for when its whole value is one (``#define TID threadIdx.x``,
+    ``#define BX (blockIdx.x)``), else ``None``; a macro with any other value is not expanded here."""
+    v = env.define(name)
+    if v is None:
+        return None
+    text = "".join(env.t(v).split())
+    while text.startswith("(") and text.endswith(")"):
+        text = text[1:-1]
+    obj, _, field = text.partition(".")
+    return text if obj in _BUILTIN_OBJS and field in ("x", "y", "z") else None
 
 
 def _loop_header(src: CudaSource, aff: Affine, loop: Node) -> dict:
