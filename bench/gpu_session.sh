@@ -6,6 +6,7 @@
 #   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks, timing (bench/timing_agreement.py),
 #             probe (bench/profiler_slowdown_probe.py: does torch.profiler slow a kernel down),
 #             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py),
+#             spellings (bench/spelling_matrix.py --gpu: each textbook step on each spelling, GPU-verified),
 #             loopspeed (bench/bench_loop_speed.py: htam optimize's time per phase on five kernels, cold and warm
 #             cache; LOOPSPEED_S, LOOPSPEED_ARGS, e.g. "--budget 2"),
 #             executors (the suite subset under --executor local and dask, compared),
@@ -96,6 +97,7 @@ for s in "${want[@]}"; do
           stage llmc "${LLMC_S:-420}" "$PY" bench/bench_llmc.py --llmc "${LLMC_DIR:-.devcarry/llmc}" \
             --budget "${LLMC_BUDGET:-3}" --trials "${LLMC_TRIALS:-20}" --max-minutes "${LLMC_MINUTES:-6.5}" \
             --out "$RUN/llmc" --work /tmp/llmc-work ${LLMC_ARGS:-} ;;
+    spellings) stage spellings "${SPELLINGS_S:-420}" "$PY" bench/spelling_matrix.py --gpu --out "$RUN/spelling-matrix" ;;
     *) log "unknown stage $s" ;;
   esac
 done

@@ -151,13 +151,30 @@ def _literal_int(text: str | None) -> int | None:
     return v if isinstance(v, int) and v > 0 else None
 
 
-def kernel_analysis(kernel: Kernel) -> KernelFacts | None:
+#: A whole ``#define`` line, with its backslash continuations.
+_DEFINE_LINE = re.compile(rb"^[ \t]*#[ \t]*define\b(?:[^\n]*\\\r?\n)*[^\n]*", re.MULTILINE)
+
+
+def _defines_before(model: SourceModel | None, kernel: Kernel) -> str:
+    """The CUDA ``#define`` lines of ``model``'s file before ``kernel`` (``""`` for Triton or without a file): the
+    sizes, index and cast macros a kernel's text names (``#define GLOBAL_ID (blockIdx.x * blockDim.x +
+    threadIdx.x)``)."""
+    if model is None or kernel.language == "triton":
+        return ""
+    data = model.text.encode("utf-8", errors="surrogatepass")[: kernel.span.start]
+    lines = [m.group(0).decode("utf-8", errors="replace") for m in _DEFINE_LINE.finditer(data)]
+    return "".join(f"{ln}\n" for ln in lines)
+
+
+def kernel_analysis(kernel: Kernel, model: SourceModel | None = None) -> KernelFacts | None:
     """The analysis-layer facts of ``kernel`` read from its own text (the kernel and its decorators; launch sites
-    elsewhere in the file are not needed by the predicates), or ``None`` when the text does not give the kernel
-    back. Cached by :func:`htam_core.source.analysis.analyze` per text."""
+    elsewhere in the file are not needed by the predicates), after the ``#define`` lines that come before it in
+    ``model``'s file (sizes and index macros read as the compiler reads them), or ``None`` when the text does not
+    give the kernel back. Cached by :func:`htam_core.source.analysis.analyze` per text."""
     from htam_core.source.api import parse_text
 
-    model = parse_text(kernel.text, "python" if kernel.language == "triton" else "cuda")
+    model = parse_text(_defines_before(model, kernel) + kernel.text,
+                       "python" if kernel.language == "triton" else "cuda")
     mine = [k for k in model.kernels if k.name == kernel.name]
     return analyze(model, mine[0]) if mine else None
 
@@ -367,7 +384,7 @@ def compute_facts(
     loads, stores = f.loads, f.stores
     has_loop = loops > 0
     uses_math = bool(f.math_calls)
-    analysis = kernel_analysis(kernel) if kernel is not None else None
+    analysis = kernel_analysis(kernel, model) if kernel is not None else None
     # Shared memory and barriers may be spelled through the file's own helpers (``T *sdata = SharedMemory<T>();``
     # with the accessor struct above the kernel, ``cg::sync(cta)``): with the file, those facts are read from the
     # kernel in its file.

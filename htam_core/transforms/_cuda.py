@@ -11,6 +11,7 @@ maps them back to file offsets for :class:`TextEdit`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +22,9 @@ from htam_core.source.analysis import Barrier, KernelFacts, analyze
 from htam_core.source.analysis.constants import Const, int_literal
 from htam_core.source.analysis.contracts import host_owns_outputs
 from htam_core.source.analysis.facts import DIMS, sym
-from htam_core.source.analysis.guards import bounds_guard, describe_form
+from htam_core.source.analysis.guards import BoundsGuard, bounds_guard, describe_form
 from htam_core.source.analysis.launch import dims_of
-from htam_core.source.analysis.syntax import statement_start, statements, strip_casts
+from htam_core.source.analysis.syntax import side_effect_free, statement_start, statements, strip_casts
 from htam_core.source.analysis.unit import CudaSource, cuda_source
 from htam_core.source.analysis.unit import SiteLaunch as Launch
 from htam_core.source.model import Kernel, SourceModel
@@ -293,6 +294,9 @@ class Elementwise:
         form: ``"if"`` (body inside the guard) or ``"return"`` (early exit, body follows).
         stmts: the guarded statements.
         consequence: the guarded statement node for ``form == "if"``.
+        extra: the guard's other terms, which read neither the index nor a thread index (``n > 0`` in ``if (i < n
+            && n > 0)``), joined as one condition in parentheses, or ``""``: the same for every element, so a
+            rewrite keeps them as a condition of the whole loop.
     """
 
     decl: Node
@@ -304,6 +308,7 @@ class Elementwise:
     form: str
     stmts: list[Node]
     consequence: Node | None = None
+    extra: str = ""
 
 
 def _cond_parts(unit: CudaUnit, cond: Node) -> tuple[str, str, Node] | None:
@@ -358,10 +363,19 @@ def _bad_body(unit: CudaUnit, stmts: list[Node], index: str) -> str | None:
 def _is_global_x(unit: CudaUnit, name: str, decl: Node) -> bool:
     """``name`` (declared by ``decl``) is exactly ``blockIdx.x * blockDim.x + threadIdx.x`` by the analysis
     layer's thread-index facts, however it is spelled (``blockIdx.x * bs + tid`` with ``int tid = threadIdx.x;``
-    and ``int bs = blockDim.x;``, ``threadIdx.x + blockDim.x * blockIdx.x``)."""
+    and ``int bs = blockDim.x;``, ``threadIdx.x + blockDim.x * blockIdx.x``, or ``blockIdx.x * BLOCK + threadIdx.x``
+    with ``BLOCK`` a constant or template argument equal to the 1-D block of every launch in the file)."""
     tx, bx, bdx = (sym(n) for n in ("threadIdx.x", "blockIdx.x", "blockDim.x"))
     span = (unit.file_byte(decl), decl.end_byte + unit.base)
-    return any(t.name == name and t.span == span and t.is_global and sympy.expand(t.expr - (bx * bdx + tx)) == 0
+    strides = [bdx]
+    launches = unit.facts.launches
+    blocks = {la.block[0].value for la in launches if la.block and all(d.value == 1 for d in la.block[1:])}
+    if launches and len(blocks) == 1 and len(launches) == sum(1 for la in launches if la.block):
+        (b,) = blocks
+        if isinstance(b, int) and b > 0:
+            strides.append(sympy.Integer(b))  # blockIdx.x * BLOCK + threadIdx.x, BLOCK the block of every launch
+    return any(t.name == name and t.span == span and t.is_global
+               and any(sympy.expand(t.expr - (bx * st + tx)) == 0 for st in strides)
                for t in unit.facts.thread_indices)
 
 
@@ -376,8 +390,30 @@ def _thread_locals_used(unit: CudaUnit, stmts: list[Node], decl: Node) -> str | 
     return None
 
 
-def elementwise(unit: CudaUnit) -> Elementwise | str:
-    """Match the elementwise shape in the kernel body, or say why it does not match."""
+def _invariant_terms(unit: CudaUnit, g: BoundsGuard, name: str) -> str | None:
+    """The guard ``g``'s terms other than ``name < n`` as one condition (``"(n > 0)"``) when each reads neither
+    ``name``, a builtin nor a thread-index local and has no side effect (the analysis layer's thread indices and
+    :func:`side_effect_free`), else ``None``."""
+    bounds = g.bounds()
+    others = g.others()
+    if set(bounds) != {name} or len(g.terms) != len(others) + 1 or not others:
+        return None
+    thread_locals = {t.name for t in unit.facts.thread_indices}
+    for t in others:
+        words = set(re.findall(r"[A-Za-z_]\w*", t.text))
+        if name in words or words & (thread_locals | {"threadIdx", "blockIdx", "blockDim", "gridDim"}):
+            return None
+        if not side_effect_free(t.text):
+            return None
+    return "(" + " && ".join(f"({t.text})" for t in others) + ")"
+
+
+def elementwise(unit: CudaUnit, *, invariant_terms: bool = False) -> Elementwise | str:
+    """Match the elementwise shape in the kernel body, or say why it does not match.
+
+    ``invariant_terms``: also match a guard with terms that are the same for every element (``if (i < n && n >
+    0)``), given in :attr:`Elementwise.extra`; a caller that passes it keeps them as a condition of the whole
+    loop."""
     stmts = statement_list(unit.body)
     for k, s in enumerate(stmts):
         if s.type != "declaration":
@@ -405,6 +441,9 @@ def elementwise(unit: CudaUnit) -> Elementwise | str:
         if isinstance(g, str):
             return g if "else" in g or "nothing" in g else f"the bound check {cond_text}: {g}"
         bound = g.single(name)
+        extra = _invariant_terms(unit, g, name) if invariant_terms and bound is None else None
+        if extra is not None:
+            bound = g.bounds()[name]
         if bound is None:
             return (f"the bound check is {describe_form(g, unit.src)}, not `if ({name} < n) {{ … }}` "
                     f"(nor its early return `if ({name} >= n) return;`)")
@@ -415,7 +454,7 @@ def elementwise(unit: CudaUnit) -> Elementwise | str:
         if why:
             return why
         cons = g.stmt.child_by_field_name("consequence") if g.form == "if" else None
-        return Elementwise(s, name, typ, value, g.stmt, bound, g.form, body, cons)
+        return Elementwise(s, name, typ, value, g.stmt, bound, g.form, body, cons, extra or "")
     return "no `i = blockIdx.x * blockDim.x + threadIdx.x` index declaration"
 
 

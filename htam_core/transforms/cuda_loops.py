@@ -118,11 +118,12 @@ static inline unsigned int htam_sm_grid(long long blocks, int per_sm)
 
 def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     """Edits turning the elementwise body into a grid-stride loop (shared with other transforms)."""
-    ew = elementwise(unit)
+    ew = elementwise(unit, invariant_terms=True)
     if isinstance(ew, str):
         return ew
     stride = f"({ew.type})blockDim.x * gridDim.x"
-    header = f"for ({ew.type} {ew.name} = {unit.t(ew.gid)}; {ew.name} < {unit.t(ew.bound)}; {ew.name} += {stride})"
+    cond = f"{ew.name} < {unit.t(ew.bound)}" + (f" && {ew.extra}" if ew.extra else "")
+    header = f"for ({ew.type} {ew.name} = {unit.t(ew.gid)}; {cond}; {ew.name} += {stride})"
     ds, de = statement_span(unit, ew.decl)
     edits = [unit.edit(ds, de, "")]
     if ew.form == "if":

@@ -147,7 +147,7 @@ class CudaVectorizeFloat4(CudaTransform):
 
     def _elementwise(self, unit: CudaUnit, model: SourceModel, kernel: Kernel) -> list[Candidate] | NotApplicable:
         """The ``if (i < n)`` elementwise form."""
-        ew = elementwise(unit)
+        ew = elementwise(unit, invariant_terms=True)
         if isinstance(ew, str):
             return self.not_applicable(f"not an elementwise kernel: {ew}")
         ptrs = pointer_params(unit)
@@ -274,6 +274,7 @@ class CudaVectorizeFloat4(CudaTransform):
         align = " | ".join(f"reinterpret_cast<unsigned long long>({p})" for p in ptrs)
         lines = [
             "{",
+            f"    const long long htam_n = {ew.extra} ? (long long)({unit.t(ew.bound)}) : 0ll;" if ew.extra else
             f"    const long long htam_n = (long long)({unit.t(ew.bound)});",
             "    const long long htam_stride = (long long)blockDim.x * gridDim.x;",
             "    const long long htam_gid = " + ("(long long)blockIdx.x * blockDim.x + threadIdx.x;" if

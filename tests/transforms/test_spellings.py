@@ -14,11 +14,11 @@ SPELLINGS = all_spellings()
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("vectorize_float4", "coop_groups.cu"): "an index from cg::this_grid().thread_rank() is not read as the global "
                                             "thread index, so no contiguous read is seen",
-    ("vectorize_float4", "macro.cu"): "an index from a function-free macro (GLOBAL_ID) is not expanded",
-    ("vectorize_float4", "templated.cu"): "the index blockIdx.x * BLOCK + threadIdx.x with BLOCK a template "
-                                          "argument is not read as the elementwise index",
-    ("transpose_tile", "coop_groups.cu"): "block.group_index()/group_dim()/thread_index() are not read as "
-                                          "blockIdx/blockDim/threadIdx, so the kernel is not seen as a transpose",
+    ("vectorize_float4", "templated.cu"): "the element type T is bound to float only through the templated host "
+                                          "function (add<float> launches add_kernel<T, kBlock>), which is not "
+                                          "followed, so the pointers are not known to be float",
+    ("transpose_tile", "coop_groups.cu"): "the indices from block.group_index()/group_dim()/thread_index() are "
+                                          "read, but the transpose pattern (transpose_like) is still not seen",
     ("transpose_tile", "macro.cu"): "an index through a function-like macro (IDX2R) is not expanded, so the "
                                     "kernel is not seen as a transpose",
     ("transpose_tile", "pragma_col_row.cu"): "a transpose inside a loop over rows with a per-iteration guard is "
@@ -35,7 +35,8 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                                                    "which the 1-D block of the register tiling would change",
     ("coarsen", "guarded_load.cu"): "a load under `if (i < n) v = in[i];` into a zeroed register is not read as "
                                     "the guarded load of the block tree",
-    ("coarsen", "macro.cu"): "the global index from an object-like macro (GID) is not expanded",
+    ("coarsen", "macro.cu"): "the load `s[tid] = gid < n ? TO_F(in[gid]) : 0.0f;` reads through a cast macro "
+                             "(TO_F), which the block-tree load matcher does not see through",
     # reductions, histograms, row operations and softmax
     ("online_softmax", "macro.cu"): "an exponential through a function-like macro (`EXPF(v)`) is not read as "
                                     "expf, so the sum loop is not seen as a sum of exponentials",

@@ -309,6 +309,10 @@ class ConstEnv:
                     self._defines.setdefault(self.t(n), v)
         return self._defines.get(name)
 
+    def define_text(self, name: str) -> str:
+        """The value text of the object-like ``#define name value`` (``""`` when there is none)."""
+        return self.t(self.define(name))
+
     def headers(self) -> tuple[Header, ...]:
         """The local headers this unit reads names from (innermost first)."""
         if self._headers is None:

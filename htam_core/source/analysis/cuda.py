@@ -40,13 +40,22 @@ from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
 from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.sync import barriers, shared_accessor_locals
-from htam_core.source.analysis.syntax import loop_pragma, of_type, strip_casts, unwrap_parens, walk
+from htam_core.source.analysis.syntax import (
+    loop_pragma,
+    of_type,
+    parse_cuda,
+    strip_casts,
+    unwrap_parens,
+    walk,
+)
 from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
 from htam_core.source.preproc import QUALIFIERS, qualifier_macros
 
 _BUILTIN_OBJS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+#: A builtin named in a macro's text.
+_BUILTIN_RE = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
 #: The ``dim3`` queries of a cooperative-groups ``thread_block`` and the builtin each one is.
 _CG_DIM3 = {"thread_index": "threadIdx", "group_index": "blockIdx", "group_dim": "blockDim",
             "dim_threads": "blockDim"}
@@ -239,29 +248,50 @@ class Affine:
         c = self.env.const_name(name, self.func, before=node.start_byte)
         if c is not None:
             out = sympy.Integer(c.value)
-        elif (b := _macro_builtin(self.env, name)) is not None:  # #define TID threadIdx.x
-            out = sym(b)
         else:
             inits = self.env.local_inits(self.func, name)
             if len(inits) == 1 and inits[0].start_byte < node.start_byte and not self.env.assigned_in(self.func, name):
                 inner = self.expr(inits[0], depth + 1)
                 if inner is not None:
                     out = inner
+            elif not inits:
+                out = self._index_macro(name, depth) or out
         self._memo[key] = out
         return out
 
+    def _index_macro(self, name: str, depth: int) -> sympy.Expr | None:
+        """The index form of an object-like ``#define name value`` whose value reads a builtin (``#define GLOBAL_ID
+        (blockIdx.x * blockDim.x + threadIdx.x)``), else ``None``. The value is read as an expression on its own:
+        builtins, literals and the other object-like macros and constants it names (read the same way)."""
+        text = " ".join(self.env.define_text(name).split())
+        if not text or not _BUILTIN_RE.search(text):
+            return None
+        tree = parse_cuda(f"auto __htam_v = ({text});".encode())
+        root = tree.root_node
+        decl = root.named_children[0] if root.named_children else None
+        if root.has_error or decl is None or decl.type != "declaration":
+            return None
+        init = next((d for d in decl.children_by_field_name("declarator") if d.type == "init_declarator"), None)
+        sub = Affine(_MacroEnv(self.env, f"auto __htam_v = ({text});".encode(), root), root, self.loop_vars, self.one_d,
+                     self.ceil_div_calls)
+        return sub.expr(init.child_by_field_name("value") if init is not None else None, depth + 1)
 
-def _macro_builtin(env: ConstEnv, name: str) -> str | None:
-    """The builtin an object-like macro stands for when its whole value is one (``#define TID threadIdx.x``,
-    ``#define BX (blockIdx.x)``), else ``None``; a macro with any other value is not expanded here."""
-    v = env.define(name)
-    if v is None:
-        return None
-    text = "".join(env.t(v).split())
-    while text.startswith("(") and text.endswith(")"):
-        text = text[1:-1]
-    obj, _, field = text.partition(".")
-    return text if obj in _BUILTIN_OBJS and field in ("x", "y", "z") else None
+
+class _MacroEnv(ConstEnv):
+    """The constants of a unit seen from the parsed text of one of its macros: text comes from the macro's own
+    parse, names are looked up in the unit (its ``#define``s, file-scope constants and bindings)."""
+
+    def __init__(self, unit: ConstEnv, src: bytes, root: Node) -> None:
+        super().__init__(src, root, unit.bindings, unit.path)
+        self._unit = unit
+
+    def const_name(self, name: str, scope: Node | None, before: int | None = None):  # noqa: ANN201 - as the base
+        """The unit's constant ``name`` (file scope: a macro has no locals)."""
+        return self._unit.const_name(name, None)
+
+    def define_text(self, name: str) -> str:
+        """The value text of the unit's ``#define name``."""
+        return self._unit.define_text(name)
 
 
 def _loop_header(src: CudaSource, aff: Affine, loop: Node) -> dict:

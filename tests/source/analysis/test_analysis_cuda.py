@@ -293,6 +293,27 @@ __global__ void k(float* out, int rows, int cols) {
     assert not other.is_global
 
 
+def test_an_object_like_macro_that_reads_builtins_is_its_index():
+    """``#define GID (blockIdx.x * blockDim.x + threadIdx.x)`` is read as that expression (nested macros and sizes
+    too); a macro that reads no builtin stays a plain name, and a local of the same name wins over the macro."""
+    text = """
+#define BS 128
+#define LANE (threadIdx.x)
+#define GID (blockIdx.x * BS + LANE)
+#define OTHER (n + 1)
+__global__ void k(float* out, int n) {
+    int i = GID;
+    int j = OTHER;
+    if (i < n) out[i] = j;
+}
+"""
+    f = facts_of_text(text, "k")
+    (i,) = f.thread_indices
+    assert (i.name, i.expr, i.is_global) == ("i", 128 * bx + tx, True)
+    (w,) = f.accesses
+    assert w.stride("threadIdx.x") == 1
+
+
 def test_row_and_column_split_of_the_flat_index_folds_back():
     """``(i / T) * T * C + (i % T) * C`` is ``i * C`` (C's truncating division): the row stride along x is
     known, so a thread-per-row loop over such a split index is a row loop (uncoalesced)."""

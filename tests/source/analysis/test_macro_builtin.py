@@ -1,5 +1,5 @@
 """An object-like macro whose whole value is one builtin (``#define TID threadIdx.x``) is that builtin in the affine
-indices and the builtin aliases; a macro with any other value is not expanded."""
+indices and the builtin aliases; an expression macro is no builtin alias."""
 
 from __future__ import annotations
 
