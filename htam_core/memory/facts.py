@@ -155,11 +155,11 @@ def _literal_int(text: str | None) -> int | None:
 _DEFINE_LINE = re.compile(rb"^[ \t]*#[ \t]*define\b(?:[^\n]*\\\r?\n)*[^\n]*", re.MULTILINE)
 
 
-def _defines_before(model: SourceModel | None, kernel: Kernel) -> str:
+def _defines_before(model: SourceModel | None, kernel: Kernel, is_triton: bool) -> str:
     """The CUDA ``#define`` lines of ``model``'s file before ``kernel`` (``""`` for Triton or without a file): the
     sizes, index and cast macros a kernel's text names (``#define GLOBAL_ID (blockIdx.x * blockDim.x +
     threadIdx.x)``)."""
-    if model is None or kernel.language == "triton":
+    if model is None or is_triton:
         return ""
     data = model.text.encode("utf-8", errors="surrogatepass")[: kernel.span.start]
     lines = [m.group(0).decode("utf-8", errors="replace") for m in _DEFINE_LINE.finditer(data)]
@@ -173,16 +173,16 @@ def kernel_analysis(kernel: Kernel, model: SourceModel | None = None) -> KernelF
     give the kernel back. Cached by :func:`htam_core.source.analysis.analyze` per text."""
     from htam_core.source.api import parse_text
 
-    model = parse_text(_defines_before(model, kernel) + kernel.text,
-                       "python" if kernel.language == "triton" else "cuda")
+    is_triton = kernel.language == "triton"
+    model = parse_text(_defines_before(model, kernel, is_triton) + kernel.text, "python" if is_triton else "cuda")
     mine = [k for k in model.kernels if k.name == kernel.name]
     return analyze(model, mine[0]) if mine else None
 
 
-def _file_analysis(model: SourceModel | None, kernel: Kernel | None, lang: str) -> KernelFacts | None:
-    """The analysis-layer facts of a CUDA ``kernel`` read in its file ``model`` (the file's shared-memory accessor
-    structs and barrier handles included), or ``None`` without both or for another language."""
-    if model is None or kernel is None or lang != "cuda":
+def _file_analysis(model: SourceModel | None, kernel: Kernel | None) -> KernelFacts | None:
+    """The analysis-layer facts of ``kernel`` read in its file ``model`` (a CUDA file's shared-memory accessor
+    structs and barrier handles included), or ``None`` without both."""
+    if model is None or kernel is None:
         return None
     return analyze(model, kernel)
 
@@ -388,7 +388,7 @@ def compute_facts(
     # Shared memory and barriers may be spelled through the file's own helpers (``T *sdata = SharedMemory<T>();``
     # with the accessor struct above the kernel, ``cg::sync(cta)``): with the file, those facts are read from the
     # kernel in its file.
-    in_file = _file_analysis(model, kernel, lang) or analysis
+    in_file = _file_analysis(model, kernel) or analysis
     matmul_like, reduction_like = _patterns(in_file)
     if matmul_like is False and kernel is not None and model is not None and _callee_matmul(model, kernel):
         matmul_like, reduction_like = True, False
@@ -407,7 +407,7 @@ def compute_facts(
         "shared_tree": None if in_file is None else bool(in_file.shared_tree_loops()),
         "interleaved_tree": None if in_file is None else bool(in_file.interleaved_tree_loops()),
         "max_sum_passes": None if in_file is None else bool(in_file.max_then_sum_loops()),
-        "syncthreads": f.syncthreads if lang != "cuda" or in_file is None else len(in_file.block_barriers()),
+        "syncthreads": f.syncthreads if in_file is None else max(f.syncthreads, len(in_file.block_barriers())),
         "atomics": len(f.atomics),
         "uses_atomics": bool(f.atomics),
         "uses_vector_types": bool(f.vector_types),
