@@ -199,10 +199,10 @@ def kernel_analysis(kernel: Kernel, model: SourceModel | None = None, header: st
     return analyze(model, mine[0]) if mine else None
 
 
-def _file_analysis(model: SourceModel | None, kernel: Kernel | None, lang: str) -> KernelFacts | None:
-    """The analysis-layer facts of a CUDA ``kernel`` read in its file ``model`` (the file's shared-memory accessor
-    structs and barrier handles included), or ``None`` without both or for another language."""
-    if model is None or kernel is None or lang != "cuda":
+def _file_analysis(model: SourceModel | None, kernel: Kernel | None) -> KernelFacts | None:
+    """The analysis-layer facts of ``kernel`` read in its file ``model`` (a CUDA file's shared-memory accessor
+    structs and barrier handles included), or ``None`` without both."""
+    if model is None or kernel is None:
         return None
     return analyze(model, kernel)
 
@@ -409,7 +409,7 @@ def compute_facts(
     # Shared memory and barriers may be spelled through the file's own helpers (``T *sdata = SharedMemory<T>();``
     # with the accessor struct above the kernel, ``cg::sync(cta)``): with the file, those facts are read from the
     # kernel in its file.
-    in_file = _file_analysis(model, kernel, lang) or analysis
+    in_file = _file_analysis(model, kernel) or analysis
     matmul_like, reduction_like = _patterns(in_file)
     if matmul_like is False and kernel is not None and model is not None and _callee_matmul(model, kernel):
         matmul_like, reduction_like = True, False
@@ -428,7 +428,7 @@ def compute_facts(
         "shared_tree": None if in_file is None else bool(in_file.shared_tree_loops()),
         "interleaved_tree": None if in_file is None else bool(in_file.interleaved_tree_loops()),
         "max_sum_passes": None if in_file is None else bool(in_file.max_then_sum_loops()),
-        "syncthreads": f.syncthreads if lang != "cuda" or in_file is None else len(in_file.block_barriers()),
+        "syncthreads": f.syncthreads if in_file is None else max(f.syncthreads, len(in_file.block_barriers())),
         "atomics": len(f.atomics),
         "uses_atomics": bool(f.atomics),
         "uses_vector_types": bool(f.vector_types),

@@ -187,7 +187,7 @@ def _count_edit(unit: CudaUnit, launch: Launch, name: str, factor: int, per_bloc
             return f"the grid {name} on line {line} is not 1-D"
         init = init.named_children[0]
         inner = _ts.unwrap_parens(init)
-        if per_block and depth == 0 and inner.type == "identifier":
+        if per_block and depth == 0 and unit.t(inner).isidentifier():  # a name: follow it to its declaration
             found = _count_edit(unit, launch, unit.t(inner), factor, per_block, depth + 1)
             if found is not None:
                 return found
