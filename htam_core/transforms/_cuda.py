@@ -185,7 +185,22 @@ class CudaUnit:
         head = self.src[self.func.start_byte : self.declarator.start_byte]
         if b"__launch_bounds__" in head:
             return self.func
+        # a macro that stands for it (`#define C10_LAUNCH_BOUNDS_1(n) __launch_bounds__((n))`)
+        names = {m.group(1) for m in _LAUNCH_BOUNDS_MACRO.finditer(self.src)}
+        if names:
+            # the header may be parsed apart from the definition (`__global__ void LB(256)` then `k(...)`): read
+            # back to the end of the previous statement, block or preprocessor line
+            fs = self.func.start_byte
+            back = [self.src.rfind(b";", 0, fs), self.src.rfind(b"}", 0, fs)]
+            back += [m.end() - 1 for m in re.finditer(rb"(?m)^[ \t]*#[^\n]*$", self.src[:fs])][-1:]
+            head = self.src[max(back) + 1 : self.declarator.start_byte]
+            if any(re.search(rb"\b" + re.escape(n) + rb"\b", head) for n in names):
+                return self.func
         return None
+
+
+#: A ``#define`` whose body is (or holds) ``__launch_bounds__``.
+_LAUNCH_BOUNDS_MACRO = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[^\n]*__launch_bounds__", re.MULTILINE)
 
 
 def load_unit(model: SourceModel, kernel: Kernel) -> CudaUnit | str:

@@ -58,6 +58,8 @@ class Candidate:
         file_edits: edits of other files of the workspace, by path (the launch of a kernel launched from
             another file: a step that changes the launch edits both places as one change); offsets refer to
             each file's text as it is on disk. Empty for a step that edits the kernel's file only.
+        helpers: file-level definitions the edits call, by name (``{"htam_sm_grid": "static inline ..."}``): a
+            launcher file whose edits call one and that does not define it gets the definition after its includes.
         title_note: a few words an editor adds to the step's title: where the launch was edited, or that none
             was found and the form is correct for any grid; ``""`` when there is nothing to say.
     """
@@ -71,6 +73,7 @@ class Candidate:
     changes_numerics: bool = False
     file_edits: dict[str, list[TextEdit]] = field(default_factory=dict)
     title_note: str = ""
+    helpers: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (without ``new_text``, which can be rebuilt from the edits; ``file_edits`` only when the

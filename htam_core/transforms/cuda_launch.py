@@ -278,7 +278,7 @@ def bounds_edit(unit: CudaUnit, old_total: int | None, new_total: int) -> TextEd
     if lb is None:
         return None
     if lb.type != "launch_bounds":
-        return "__launch_bounds__ is present but could not be parsed"
+        return "__launch_bounds__ is declared through a macro or could not be parsed, so its thread limit is not read; the block size is left as is"
     args = [c for c in lb.named_children if c.type != "comment"]
     if not args:
         return None

@@ -9,6 +9,8 @@ Write Flexible Kernels with Grid-Stride Loops" (Harris, 2013).
 
 from __future__ import annotations
 
+import dataclasses
+
 from tree_sitter import Node
 
 from htam_core.source.model import Kernel, SourceModel
@@ -186,12 +188,13 @@ class CudaGridStride(CudaTransform):
             bad = next((e for e in launch_edits if isinstance(e, str)), None)
             if bad:
                 return self.not_applicable(bad)
-            out.append(
+            out.append(dataclasses.replace(
                 self.candidate(
                     model,
                     f"make {kernel.name} a grid-stride loop and cap its grid at {per_sm} blocks per SM",
                     {"blocks_per_sm": per_sm},
                     helper + body + launch_edits,
-                )
-            )
+                ),
+                helpers={SM_HELPER: _HELPER_TEXT},
+            ))
         return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -248,6 +249,7 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
             rejected.append(f"{cand.description}: {parts}")
             continue
         own, others = parts
+        others = {path: _with_helpers(unit.text_of(path) or "", edits, cand.helpers) for path, edits in others.items()}
         try:
             new_text = apply_edits(unit.own.text, own)
             for path, edits in others.items():
@@ -266,6 +268,26 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
         return NotApplicable(reason=f"every candidate was rejected ({rejected[0]})", transform_id=t.id,
                              rejected=tuple(rejected))
     return good
+
+
+_INCLUDE_LINE = re.compile(rb"^[ \t]*#[ \t]*include\b[^\n]*\n?", re.MULTILINE)
+
+
+def _with_helpers(text: str, edits: list[TextEdit], helpers: dict[str, str]) -> list[TextEdit]:
+    """``edits`` of a launcher file whose text is ``text``, with the definition of each helper of ``helpers`` that
+    the edits call and the file does not define placed after the last ``#include`` that comes before the first
+    call (the joint unit may have put it after the kernel file's includes, which another translation unit does not
+    see, or after a later include of the launcher, below the call)."""
+    out = list(edits)
+    data = text.encode("utf-8")
+    for name, definition in helpers.items():
+        calls = [e.start_byte for e in out if f"{name}(" in e.new_text and definition.strip() not in e.new_text]
+        if name in text or not calls:
+            continue
+        out = [e for e in out if definition.strip() not in e.new_text]
+        pos = max((m.end() for m in _INCLUDE_LINE.finditer(data) if m.end() <= min(calls)), default=0)
+        out.insert(0, TextEdit(pos, pos, definition))
+    return out
 
 
 def _split(unit: LaunchUnit, edits: list[TextEdit]) -> tuple[list[TextEdit], dict[str, list[TextEdit]]] | str:
