@@ -194,17 +194,7 @@ int main() {
 @needs_nvcc
 @pytest.mark.parametrize("tid", ["cuda.block_size", "cuda.grid_stride", "cuda.vectorize_float4"])
 def test_edited_pair_runs_on_the_gpu(tid, tmp_path):
-    ws = workspace(tmp_path, {"k.cu": VADD, "main.cu": MAIN_CPP + _DRIVER})
-    c = _propose(ws / "k.cu", tid)[0]
-    files = _written(ws / "k.cu", c)
-    out = tmp_path / "out"
-    out.mkdir()
-    for name, text in files.items():
-        (out / name).write_text(text)
-    exe = out / "pair"
-    b = subprocess.run(["nvcc", "-arch=sm_90", "-rdc=true", str(out / "k.cu"), str(out / "main.cu"), "-o", str(exe)],
-                       capture_output=True, text=True, timeout=300)
-    assert b.returncode == 0, b.stderr[-3000:]
+    exe = _build_pair(tid, tmp_path)
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
 
@@ -215,6 +205,11 @@ def test_edited_pair_builds_into_one_program(tid, tmp_path):
     """Regression: the grid cap's helper was defined in the kernel's file only, so a launcher whose own includes
     come before its launch (``main.cu`` with a driver) called an undeclared ``htam_sm_grid``; every launcher that
     calls a helper now defines it (built, not run: the run is the gpu-marked test above)."""
+    _build_pair(tid, tmp_path)
+
+
+def _build_pair(tid: str, tmp_path: Path) -> Path:
+    """The program nvcc builds from ``k.cu`` and its launcher ``main.cu`` after step ``tid`` (both edited)."""
     ws = workspace(tmp_path, {"k.cu": VADD, "main.cu": MAIN_CPP + _DRIVER})
     c = _propose(ws / "k.cu", tid)[0]
     out = tmp_path / "out"
@@ -224,3 +219,4 @@ def test_edited_pair_builds_into_one_program(tid, tmp_path):
     b = subprocess.run(["nvcc", "-arch=sm_90", "-rdc=true", str(out / "k.cu"), str(out / "main.cu"),
                         "-o", str(out / "pair")], capture_output=True, text=True, timeout=300)
     assert b.returncode == 0, b.stderr[-3000:]
+    return out / "pair"
