@@ -17,7 +17,7 @@ VENV="$CACHE/venv"
 SPEC="${LLAMA_CPP_SPEC:-llama-cpp-python[server]==0.3.36}"
 # the portable CPU flags, and no multimodal (llava/mtmd) library: the test serves a text model only
 FLAGS="${LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF}"
-WAIT_S="${LLM_WAIT_S:-1200}"
+WAIT_S="${LLM_WAIT_S:-600}"
 mkdir -p "$CACHE"
 
 ready() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import llama_cpp.server.app" 2>/dev/null; }
