@@ -17,16 +17,8 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("vectorize_float4", "templated.cu"): "the element type T is bound to float only through the templated host "
                                           "function (add<float> launches add_kernel<T, kBlock>), which is not "
                                           "followed, so the pointers are not known to be float",
-    ("transpose_tile", "coop_groups.cu"): "the indices from block.group_index()/group_dim()/thread_index() are "
-                                          "read, but the transpose pattern (transpose_like) is still not seen",
     ("transpose_tile", "macro.cu"): "an index through a function-like macro (IDX2R) is not expanded, so the "
                                     "kernel is not seen as a transpose",
-    ("transpose_tile", "pragma_col_row.cu"): "a transpose inside a loop over rows with a per-iteration guard is "
-                                             "not seen as a transpose",
-    ("transpose_tile", "llmc.cu"): "the block edge is a parameter of the launcher (no constant 2-D block), and the "
-                                   "launch-independent form is not offered",
-    ("transpose_tile", "templated.cu"): "a 16x16 block: the tile needs 32 threads in x and the step does not "
-                                        "change the launch's block",
     ("coalesce", "macro.cu"): "an access through a function-like macro (AT(p, r, c, ld)) is not expanded",
     ("matmul_smem_tile", "macro.cu"): "the operands are read through function-like macros (A_AT, B_AT), which are "
                                       "not expanded, so the kernel is not seen as matmul-like",

@@ -49,6 +49,7 @@ from htam_core.source.analysis.syntax import (
     unwrap_parens,
     walk,
 )
+from htam_core.source.analysis.transpose import find_transposes
 from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
@@ -646,7 +647,9 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
                              for m, s in online_pairs(n, src.src)),
                        barriers(src.body, src.src, src.base), atomic_updates(src, kernel, accesses, pointers),
-                       return_lines(src))
+                       return_lines(src),
+                       find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
+                                                                        if not p.is_pointer]))
 
 
 def _builtins_read(src: CudaSource, aff: Affine) -> tuple[str, ...]:
