@@ -1,11 +1,15 @@
 """Shared-memory tiling transforms: naive matmul (``B[k * N + col]``, or ``B[col * K + k]`` for a transposed B)
 -> tiled matmul (``cuda.smem_tiling_matmul``), and naive
-transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``): one element per thread under a
-bounds check, or the samples' loop over the rows of a tile (``for (j = 0; j < TILE_DIM; j += BLOCK_ROWS)``, read off
-the analysis layer's :meth:`~htam_core.source.analysis.facts.KernelFacts.transpose_loops`), which keeps its header
-and block and gets a ``[TILE_DIM][TILE_DIM + 1]`` tile.
+transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``). The transpose is read off the
+analysis layer: the samples' unguarded loop over the rows of a tile (``for (j = 0; j < TILE_DIM; j += BLOCK_ROWS)``,
+:meth:`~htam_core.source.analysis.facts.KernelFacts.transpose_loops`) keeps its header and block and gets a
+``[TILE_DIM][TILE_DIM + 1]`` tile when the launch gives that block; any other element-copy transpose
+(:attr:`~htam_core.source.analysis.facts.KernelFacts.transposes`: one element per thread or a loop over rows, any
+bounds check, any spelling of the indices) gets a body whose tile loops are correct for any block shape and grid
+(the launch-independent form, said so in the title when no constant block is in reach), with the launch's block
+kept and, when the block argument is the launch's own, also changed to 32x8 (in the launch's file, wherever it is).
 
-Both recognize their pattern structurally with tree-sitter and refuse anything else. The matmul's operands come
+The matmul is recognized structurally and anything else refused; its operands come
 from the analysis layer's affine indices, so row pointers (``const float *w = weight + o * C;`` then ``w[i]``,
 spelled out at the parameter in the rewrite), the row on ``threadIdx.x`` and the column on ``threadIdx.y`` (the
 tiles put the column on ``threadIdx.x``), and an accumulator starting from a bias (kept under the bounds check)
