@@ -567,26 +567,30 @@ class CudaTransposeSmemTile(CudaTransform):
         if not (tp.rows.is_Symbol and tp.cols.is_Symbol):
             return f"the sizes {tp.rows} and {tp.cols} are not parameters"
         src, dst = tp.read.pointer, tp.write.pointer
+        # 32-bit index arithmetic when both sizes are 32-bit (as the kernel's own indices were), else 64-bit
+        types = {p.name: (p.type or "") for p in unit.kernel.params}
+        wide = any(w in types.get(str(n), "long") for n in (tp.rows, tp.cols)
+                   for w in ("64", "size", "long", "ptrdiff"))
+        it = "long long" if wide else "int"
         lines = [
-            "// 32x32 tiles: rows of in read coalesced into a padded tile (+1 column: no shared-memory bank",
+            f"// 32x32 tiles: rows of {src} read coalesced into a padded tile (+1 column: no shared-memory bank",
             "// conflicts), then written out transposed with coalesced rows; correct for any block shape and grid",
             f"__shared__ {etype} htam_tile[32][33];",
-            f"const long long htam_rows = {tp.rows}, htam_cols = {tp.cols};",
-            "const long long htam_tiles_x = (htam_cols + 31) / 32, htam_tiles = htam_tiles_x * ((htam_rows + 31) / 32);",
+            f"const {it} htam_rows = {tp.rows}, htam_cols = {tp.cols};",
+            f"const {it} htam_tiles_x = (htam_cols + 31) / 32, htam_tiles = htam_tiles_x * ((htam_rows + 31) / 32);",
             "const int htam_threads = blockDim.x * blockDim.y * blockDim.z;",
             "const int htam_tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);",
-            "for (long long htam_t = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * "
-            "blockIdx.z);",
-            "     htam_t < htam_tiles; htam_t += (long long)gridDim.x * gridDim.y * gridDim.z) {",
-            "    const long long htam_r0 = htam_t / htam_tiles_x * 32, htam_c0 = htam_t % htam_tiles_x * 32;",
+            f"for ({it} htam_t = blockIdx.x + ({it})gridDim.x * (blockIdx.y + ({it})gridDim.y * blockIdx.z);",
+            f"     htam_t < htam_tiles; htam_t += ({it})gridDim.x * gridDim.y * gridDim.z) {{",
+            f"    const {it} htam_r0 = htam_t / htam_tiles_x * 32, htam_c0 = htam_t % htam_tiles_x * 32;",
             "    for (int htam_e = htam_tid; htam_e < 32 * 32; htam_e += htam_threads) {",
-            "        const long long htam_r = htam_r0 + htam_e / 32, htam_c = htam_c0 + htam_e % 32;",
+            f"        const {it} htam_r = htam_r0 + htam_e / 32, htam_c = htam_c0 + htam_e % 32;",
             "        if (htam_r < htam_rows && htam_c < htam_cols)",
             f"            htam_tile[htam_e / 32][htam_e % 32] = {src}[htam_r * htam_cols + htam_c];",
             "    }",
             "    __syncthreads();",
             "    for (int htam_e = htam_tid; htam_e < 32 * 32; htam_e += htam_threads) {",
-            "        const long long htam_c = htam_c0 + htam_e / 32, htam_r = htam_r0 + htam_e % 32;  // row, column of out",
+            f"        const {it} htam_c = htam_c0 + htam_e / 32, htam_r = htam_r0 + htam_e % 32;  // row, column of out",
             "        if (htam_r < htam_rows && htam_c < htam_cols)",
             f"            {dst}[htam_c * htam_rows + htam_r] = htam_tile[htam_e % 32][htam_e / 32];",
             "    }",
