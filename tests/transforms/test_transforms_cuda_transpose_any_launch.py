@@ -19,6 +19,7 @@ from spellings import ROOT
 
 from htam_core.source import load
 from htam_core.transforms import registry
+from htam_core.transforms.base import apply_edits
 
 FOLDER = ROOT / "transpose_tile"
 
@@ -132,3 +133,38 @@ def test_a_wrong_tile_loop_is_caught(tmp_path):
     assert broken != c.new_text
     with pytest.raises(AssertionError, match="elements wrong"):
         _check(_run(broken, kernel, call, 37, 70, [(3, 2, 1, 32, 8)], tmp_path), 37, 70)
+
+
+KERNEL_ONLY = """#include <cuda_runtime.h>
+__global__ void flip(const double *a, double *b, long long m, long long n) {
+    const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long i = (long long)blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= m || j >= n) return;
+    b[j * m + i] = a[i * n + j];
+}
+"""
+
+
+def test_a_kernel_launched_nowhere_gets_the_launch_independent_form(tmp_path):
+    path = tmp_path / "flip.cu"
+    path.write_text(KERNEL_ONLY)
+    model = load(str(path))
+    cs = registry.propose("cuda.transpose_smem_tile", model, model.kernel("flip"))
+    assert isinstance(cs, list), cs.reason
+    (c,) = cs
+    assert "launch-independent" in c.description and "correct for any block and grid" in c.description
+    assert "__shared__ double htam_tile[32][33];" in c.new_text
+    assert "const long long htam_rows = m, htam_cols = n;" in c.new_text  # the 64-bit sizes keep 64-bit indices
+    assert not c.file_edits
+
+
+def test_a_launch_in_another_file_is_edited_with_the_kernel():
+    cs = _candidates("split_kernel.cu", "transpose_split")
+    assert [c.params["block"] for c in cs] == [[32, 32], [32, 8]]
+    kept, narrow = cs
+    assert not kept.file_edits
+    launcher = str(FOLDER / "split_launch.cu")
+    assert list(narrow.file_edits) == [launcher]
+    edited = apply_edits((FOLDER / "split_launch.cu").read_text(), narrow.file_edits[launcher])
+    assert "dim3 block(32, 8);" in edited and "dim3 grid((cols + 31) / 32, (rows + 31) / 32);" in edited
+    assert "split_launch.cu" in narrow.title_note
