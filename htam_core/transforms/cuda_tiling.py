@@ -20,6 +20,7 @@ CUDA C++ Programming Guide, "Shared Memory" (tiled matrix multiplication); NVIDI
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -535,16 +536,21 @@ class CudaTransposeSmemTile(CudaTransform):
         body = self._tile_loop_body(unit, tp)
         if isinstance(body, str):
             return self.not_applicable(body)
-        shape = _block_shape(unit) if unit.launches else f"{kernel.name} has no launch site in reach"
+        if not unit.launches:  # the registry's note says that no launch was found and the form fits any grid
+            return [self.candidate(model, f"transpose in {kernel.name} through a 32x33 padded shared tile, a tile "
+                                   "loop correct for any block shape (launch-independent)",
+                                   {"tile": 32, "block": "any", "launch": "independent"}, [body])]
+        shape = _block_shape(unit)
         if isinstance(shape, str):
             title = (f"transpose in {kernel.name} through a 32x33 padded shared tile, a tile loop correct for any "
                      f"block and grid (launch-independent: {shape})")
+            out = [dataclasses.replace(self.candidate(model, title, {"tile": 32, "block": "any"}, [body]),
+                                       title_note="block not constant: correct for any block and grid")]
         else:
             title = (f"transpose in {kernel.name} through a 32x33 padded shared tile: coalesced reads and writes, "
                      f"the launch's {shape[0]}x{shape[1]} threads moving each tile")
-        out = [self.candidate(model, title, {"tile": 32, "block": list(shape) if isinstance(shape, tuple)
-                                             else "any"}, [body])]
-        if shape != (32, 8) and unit.launches and unit.launch_bounds_node() is None:
+            out = [self.candidate(model, title, {"tile": 32, "block": list(shape)}, [body])]
+        if shape != (32, 8) and unit.launch_bounds_node() is None:
             launch_edits = self._block_edits(unit, 32, 8)
             if launch_edits:
                 out.append(self.candidate(

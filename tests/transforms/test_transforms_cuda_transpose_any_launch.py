@@ -152,7 +152,8 @@ def test_a_kernel_launched_nowhere_gets_the_launch_independent_form(tmp_path):
     cs = registry.propose("cuda.transpose_smem_tile", model, model.kernel("flip"))
     assert isinstance(cs, list), cs.reason
     (c,) = cs
-    assert "launch-independent" in c.description and "correct for any block and grid" in c.description
+    assert "launch-independent" in c.description and "correct for any block shape" in c.description
+    assert c.title_note == "launch not found: correct for any grid" and c.params["launch"] == "independent"
     assert "__shared__ double htam_tile[32][33];" in c.new_text
     assert "const long long htam_rows = m, htam_cols = n;" in c.new_text  # the 64-bit sizes keep 64-bit indices
     assert not c.file_edits
@@ -162,9 +163,17 @@ def test_a_launch_in_another_file_is_edited_with_the_kernel():
     cs = _candidates("split_kernel.cu", "transpose_split")
     assert [c.params["block"] for c in cs] == [[32, 32], [32, 8]]
     kept, narrow = cs
-    assert not kept.file_edits
+    assert not kept.file_edits and "launch-independent" not in kept.description
     launcher = str(FOLDER / "split_launch.cu")
     assert list(narrow.file_edits) == [launcher]
     edited = apply_edits((FOLDER / "split_launch.cu").read_text(), narrow.file_edits[launcher])
     assert "dim3 block(32, 8);" in edited and "dim3 grid((cols + 31) / 32, (rows + 31) / 32);" in edited
     assert "split_launch.cu" in narrow.title_note
+
+
+def test_a_block_the_launcher_is_passed_gets_the_launch_independent_form_titled_so():
+    cs = _candidates("llmc.cu", "transpose_kernel1")
+    first = cs[0]
+    assert first.params["block"] == "any" and "launch-independent" in first.description
+    assert first.title_note == "block not constant: correct for any block and grid"
+    assert [c.params["block"] for c in cs[1:]] == [[32, 8]]  # the launcher's own dim3 can also be set to 32x8
