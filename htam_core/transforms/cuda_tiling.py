@@ -29,6 +29,7 @@ from htam_core.source.analysis.facts import PointerAlias, Transpose, stride_of, 
 from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.analysis.syntax import side_effect_free
+from htam_core.source.analysis.transpose import tile_coverage
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
@@ -547,6 +548,9 @@ class CudaTransposeSmemTile(CudaTransform):
             out = [dataclasses.replace(self.candidate(model, title, {"tile": 32, "block": "any"}, [body]),
                                        title_note="block not constant: correct for any block and grid")]
         else:
+            why = tile_coverage(tp, unit.facts.loops, shape)
+            if why is not None:
+                return self.not_applicable(why)
             title = (f"transpose in {kernel.name} through a 32x33 padded shared tile: coalesced reads and writes, "
                      f"the launch's {shape[0]}x{shape[1]} threads moving each tile")
             out = [self.candidate(model, title, {"tile": 32, "block": list(shape)}, [body])]

@@ -177,3 +177,12 @@ def test_a_block_the_launcher_is_passed_gets_the_launch_independent_form_titled_
     assert first.params["block"] == "any" and "launch-independent" in first.description
     assert first.title_note == "block not constant: correct for any block and grid"
     assert [c.params["block"] for c in cs[1:]] == [[32, 8]]  # the launcher's own dim3 can also be set to 32x8
+
+
+def test_a_kernel_that_moves_half_of_each_tile_is_refused(tmp_path):
+    path = tmp_path / "half.cu"
+    path.write_text((FOLDER / "samples_guarded.cu").read_text().replace("j < TILE_DIM;", "j < TILE_DIM / 2;"))
+    model = load(str(path))
+    r = registry.propose("cuda.transpose_smem_tile", model, model.kernel("transposeNaiveGuarded"))
+    assert not isinstance(r, list), [c.description for c in r]
+    assert "moves 512 of the 32x32 cells of its tile" in r.reason

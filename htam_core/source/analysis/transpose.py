@@ -18,17 +18,18 @@ normalizing guards to half-open bounds as in polyhedral loop-bound analysis.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 
 import sympy
 from tree_sitter import Node
 
-from htam_core.source.analysis.facts import BUILTINS, Access, Bound, LoopFact, Transpose
+from htam_core.source.analysis.facts import BUILTINS, Access, Bound, LoopFact, Transpose, sym
 from htam_core.source.analysis.guards import GuardTerm, positive_terms
 from htam_core.source.analysis.syntax import strip_casts, text, unwrap_parens, walk
 from htam_core.source.analysis.unit import CudaSource
 
-__all__ = ["access_bounds", "find_transposes"]
+__all__ = ["access_bounds", "find_transposes", "tile_coverage"]
 
 #: An expression node -> its affine form (the analysis layer's ``Affine.expr``), ``None`` when unreadable.
 ExprOf = Callable[[Node], "sympy.Expr | None"]
@@ -213,3 +214,67 @@ def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...],
                                                                                              (col, cols))):
             return ()
     return (Transpose(r, w, row, col, rows, cols, bounds, src.span(src.body)),)
+
+
+def _values(lp: LoopFact, subs: dict) -> list[int] | None:
+    """The values of loop ``lp``'s variable when its start, bound and step are integers once ``subs`` (the block's
+    extents) are put in and it counts up by ``+`` under ``<``/``<=`` (at most 4096 of them), else ``None``."""
+    if lp.update != "+" or lp.cmp not in ("<", "<=") or None in (lp.start, lp.bound, lp.step):
+        return None
+    start, bound, step = (sympy.sympify(e).subs(subs) for e in (lp.start, lp.bound, lp.step))
+    if not all(e.is_Integer for e in (start, bound, step)) or int(step) <= 0:
+        return None
+    end = int(bound) + (1 if lp.cmp == "<=" else 0)
+    vals = list(range(int(start), end, int(step)))
+    return vals if len(vals) <= 4096 else None
+
+
+def tile_coverage(t: Transpose, loops: tuple[LoopFact, ...], block: tuple[int, int]) -> str | None:
+    """Why the threads of one ``block[0] x block[1]`` block do not move their own tile of the matrix exactly once,
+    or ``None`` when they do or when it cannot be told (a loop whose range is not a number, an index that reads the
+    grid). A block's tile is ``[0, S_r) x [0, S_c)`` at block ``(0, 0)``, ``S_r`` and ``S_c`` the strides of the row
+    and the column along the ``blockIdx`` dimension each advances with; enumerating the block's threads and the
+    loops' iterations must give each of its cells once, so that consecutive blocks tile the matrix as a rewrite that
+    moves the whole matrix does. Read by the transpose tile before it replaces a kernel launched with that block."""
+    subs = {sym("blockDim.x"): block[0], sym("blockDim.y"): block[1], sym("blockDim.z"): 1}
+    row, col = t.row.subs(subs), t.col.subs(subs)
+    dims = {}
+    for name, e in (("row", row), ("col", col)):
+        ds = [d for d in "xyz" if e.coeff(sym(f"blockIdx.{d}")) != 0]
+        if len(ds) != 1 or not e.coeff(sym(f"blockIdx.{ds[0]}")).is_Integer:
+            return None
+        dims[name] = (ds[0], int(e.coeff(sym(f"blockIdx.{ds[0]}"))))
+    if dims["row"][0] == dims["col"][0] or min(dims["row"][1], dims["col"][1]) <= 0:
+        return None
+    # every thread of the block runs the store, whether its index reads threadIdx or not
+    ranges: list[tuple[sympy.Symbol, list[int]]] = [(sym("threadIdx.x"), list(range(block[0]))),
+                                                    (sym("threadIdx.y"), list(range(block[1])))]
+    free = (row.free_symbols | col.free_symbols) - {sym(f"blockIdx.{d}") for d in "xyz"} - {s for s, _ in ranges}
+    byvar = {lp.var: lp for lp in loops if lp.var and lp.id in t.write.loops}
+    for s in sorted(free, key=str):
+        lp = byvar.get(str(s))
+        vals = _values(lp, subs) if lp is not None else None
+        if vals is None:
+            return None
+        ranges.append((s, vals))
+    at0 = {sym(f"blockIdx.{d}"): 0 for d in "xyz"}
+    syms = [s for s, _ in ranges]
+    f = sympy.lambdify(syms, (row.subs(at0), col.subs(at0)), "math")
+    seen: dict[tuple[int, int], int] = {}
+    total = 1
+    for _, vs in ranges:
+        total *= len(vs)
+    if total > 1 << 16:
+        return None
+    for point in itertools.product(*(vs for _, vs in ranges)):
+        cell = tuple(int(v) for v in f(*point))
+        seen[cell] = seen.get(cell, 0) + 1  # type: ignore[index]
+    sr, sc = dims["row"][1], dims["col"][1]
+    want = {(r, c) for r in range(sr) for c in range(sc)}
+    if set(seen) != want:
+        return (f"a {block[0]}x{block[1]} block moves {len(set(seen) & want)} of the {sr}x{sc} cells of its tile"
+                f"{' and cells outside it' if set(seen) - want else ''}; moving the whole matrix would change "
+                "which elements are written")
+    if any(n > 1 for n in seen.values()):
+        return f"a {block[0]}x{block[1]} block writes some cells of its tile more than once"
+    return None

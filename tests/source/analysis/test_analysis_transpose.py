@@ -60,3 +60,31 @@ def test_a_square_matrix_with_one_size():
 ])
 def test_what_is_not_a_whole_transpose_gives_nothing(body):
     assert _one(body) == ()
+
+
+SAMPLES = ("int x = blockIdx.x * 32 + threadIdx.x; int y = blockIdx.y * 32 + threadIdx.y;\n"
+           "for (int j = 0; j < LIMIT; j += 8) if (x < cols && y + j < rows) out[x * rows + y + j] = in[(y + j) * cols + x];")
+
+
+@pytest.mark.parametrize(("limit", "block", "why"), [
+    (32, (32, 8), None),  # 8 rows of threads, 4 passes: the 32x32 tile once
+    (16, (32, 8), "moves 512 of the 32x32 cells"),  # half the tile's rows are never moved
+    (32, (32, 16), "and cells outside it"),  # 16 rows of threads stepping by 8 run into the next tile
+    (24, (32, 16), "more than once"),  # j = 0, 8, 16: every row of the tile, rows 8-23 twice
+    (32, (16, 8), "moves 512 of the 32x32 cells"),  # half the tile's columns
+])
+def test_a_block_must_move_its_tile_exactly_once(limit, block, why):
+    from htam_core.source.analysis.transpose import tile_coverage
+
+    f = facts_of_text(HEAD + SAMPLES.replace("LIMIT", str(limit)) + "\n}\n", "k")
+    (t,) = f.transposes
+    got = tile_coverage(t, f.loops, block)
+    assert (got is None) if why is None else (why in (got or "")), got
+
+
+def test_a_loop_of_unknown_length_cannot_be_told():
+    from htam_core.source.analysis.transpose import tile_coverage
+
+    f = facts_of_text(HEAD + SAMPLES.replace("LIMIT", "rows") + "\n}\n", "k")
+    (t,) = f.transposes
+    assert tile_coverage(t, f.loops, (32, 8)) is None
