@@ -540,12 +540,12 @@ class CudaTransposeSmemTile(CudaTransform):
         if not unit.launches:  # the registry's note says that no launch was found and the form fits any grid
             return [self.candidate(model, f"transpose in {kernel.name} through a 32x33 padded shared tile, a tile "
                                    "loop correct for any block shape (launch-independent)",
-                                   {"tile": 32, "block": "any", "launch": "independent"}, [body])]
+                                   dict(tile=32, block="any", launch="independent"), [body])]
         shape = _block_shape(unit)
         if isinstance(shape, str):
             title = (f"transpose in {kernel.name} through a 32x33 padded shared tile, a tile loop correct for any "
                      f"block and grid (launch-independent: {shape})")
-            out = [dataclasses.replace(self.candidate(model, title, {"tile": 32, "block": "any"}, [body]),
+            out = [dataclasses.replace(self.candidate(model, title, dict(tile=32, block="any"), [body]),
                                        title_note="block not constant: correct for any block and grid")]
         else:
             why = tile_coverage(tp, unit.facts.loops, shape)
@@ -553,14 +553,14 @@ class CudaTransposeSmemTile(CudaTransform):
                 return self.not_applicable(why)
             title = (f"transpose in {kernel.name} through a 32x33 padded shared tile: coalesced reads and writes, "
                      f"the launch's {shape[0]}x{shape[1]} threads moving each tile")
-            out = [self.candidate(model, title, {"tile": 32, "block": list(shape)}, [body])]
+            out = [self.candidate(model, title, dict(tile=32, block=list(shape)), [body])]
         if shape != (32, 8) and unit.launch_bounds_node() is None:
             launch_edits = self._block_edits(unit, 32, 8)
             if launch_edits:
                 out.append(self.candidate(
                     model, f"transpose in {kernel.name} through a 32x33 padded shared tile, 32x8 threads per block "
                     "(the launch's block changes with the kernel; each thread moves 4 elements of a tile)",
-                    {"tile": 32, "block": [32, 8]}, [body, *launch_edits]))
+                    dict(tile=32, block=[32, 8]), [body, *launch_edits]))
         return out
 
     def _tile_loop_body(self, unit: CudaUnit, tp: Transpose) -> TextEdit | str:
