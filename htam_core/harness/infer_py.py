@@ -50,7 +50,7 @@ from htam_core.source import load
 from htam_core.source.analysis import analyze
 
 #: Version of the recording format; part of the cache key.
-RECORD_VERSION = 3
+RECORD_VERSION = 4  # 4: the interpreter reads every constexpr spelling (a cached failure is recorded again)
 #: Largest tensor of the timed set, elements, after scaling a small recorded call up (16 Mi elements).
 GPU_TARGET_NUMEL = 1 << 24
 #: A recorded call whose largest tensor holds fewer elements than this is scaled up for the GPU.
@@ -294,7 +294,11 @@ def not_run_reason(wrapper: str, calls: list[dict[str, Any]], rec: dict[str, Any
     raised = next((c for c in calls if c.get("error")), None)
     if raised is not None:
         where = f" at line {raised['line']} of {Path(raised['file']).name}" if raised.get("file") else ""
-        return f"{wrapper}() raised {raised['error']}{where}; fix that call in the __main__ block or the test"
+        err = str(raised["error"])
+        if "InterpreterError" in err:  # the CPU interpreter's limit, not the user's program
+            return (f"{wrapper}() raised {err}{where} under the Triton interpreter (no GPU here), which does not "
+                    "support everything Triton compiles on a GPU; describe the call in an htam.toml table instead")
+        return f"{wrapper}() raised {err}{where} when htam ran the program; describe the call in an htam.toml table"
     if rec.get("stopped_huge"):
         return (f"{wrapper}() was recorded but not run: {rec.get('stopped')} (too large to run here); add a smaller "
                 "call to the __main__ block")

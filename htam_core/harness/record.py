@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.runtime.children import become_subreaper, die_with_parent, kill_tree
+from htam_core.runtime.triton_interp import read_constexpr_spellings
 
 #: Names of reference functions tried by name (``*_ref``, ``ref_*``, ``_reference``, ``torch_*``,
 #: ``naive_*``).
@@ -645,6 +646,7 @@ def run(req: dict[str, Any]) -> None:
 if __name__ == "__main__":
     die_with_parent()  # the inference's caller was killed: this run and what it started go too
     become_subreaper()  # what the program started and left (a daemon, a double fork) stays ours to kill
+    read_constexpr_spellings()  # the interpreter reads `language.constexpr` as the compiler does (no-op on a GPU)
     try:
         run(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8")))
         sys.stdout.flush()
