@@ -1,7 +1,12 @@
 """Unseen textbook kernels: each naive version beside its authors' faster version, as a new user would try them.
 
-Pairs (naive kernel, the authors' faster versions) come from third-party code read in place, never copied into
-the project:
+Pairs (naive kernel, the authors' faster versions) come from this project's own textbook pairs and from
+third-party code read in place, never copied into the project:
+
+* the project's pairs, ``tests/fixtures/textbook_pairs/<name>/`` (:func:`own_pairs`): ``naive.cu`` and
+  ``expert.cu`` as a CUDA course writes them (vector add, reduction, transpose, sgemm, histogram, row softmax),
+  the same kernel name launched from each file's own ``main()``; with ``--gpu`` the expert is verified against
+  the naive version (``htam verify --against``) and timed (``htam profile --no-counters``) in fresh processes;
 
 * NVIDIA cuda-samples (:data:`SAMPLE_PAIRS`: reduction, transpose, vectorAdd, ...; a pair whose file is absent
   from the corpus is listed as absent and not counted), each with the textbook step(s) a CUDA course teaches
@@ -98,6 +103,84 @@ SAMPLE_PAIRS: tuple[Pair, ...] = (
     Pair("vectorAddDrv", _S + "0_Introduction/vectorAddDrv/vectorAdd_kernel.cu", "VecAdd_kernel", (),
          ("vectorize_loads", "grid_stride_loop")),
 )
+
+
+#: The project's own textbook pairs (written for it; see the folder's README).
+OWN_PAIRS_DIR = REPO / "tests" / "fixtures" / "textbook_pairs"
+
+
+def own_pairs(folder: Path = OWN_PAIRS_DIR) -> list[tuple[str, Path, Pair]]:
+    """The project's textbook pairs: ``(name, folder, Pair)`` per sub-folder holding ``pair.json``
+    (``{"kernel": NAME, "steps": [strategy ids]}``), ``naive.cu`` and ``expert.cu``.
+
+    Raises:
+        ValueError: a ``pair.json`` without ``kernel`` or ``steps``, or a pair missing one of its two files.
+    """
+    out = []
+    for d in sorted(p for p in folder.glob("*/") if (p / "pair.json").is_file()):
+        meta = json.loads((d / "pair.json").read_text())
+        if "kernel" not in meta or "steps" not in meta:
+            raise ValueError(f"{d / 'pair.json'}: needs 'kernel' and 'steps'")
+        for f in ("naive.cu", "expert.cu"):
+            if not (d / f).is_file():
+                raise ValueError(f"{d}: {f} is missing")
+        out.append((d.name, d, Pair(d.name, str(d / "naive.cu"), meta["kernel"], (meta["kernel"],),
+                                    tuple(meta["steps"]))))
+    return out
+
+
+def _cli_json(args: list[str], timeout_s: float = 900.0) -> tuple[dict[str, Any] | None, str]:
+    """``htam ARGS --json`` in a fresh process: (the JSON printed, or ``None``; the last stderr line)."""
+    import subprocess
+
+    from htam_core.runtime.children import child_env
+
+    try:
+        r = subprocess.run([sys.executable, "-m", "htam_core.cli.main", *args, "--json"], capture_output=True,
+                           text=True, timeout=timeout_s, env=child_env(), cwd=str(REPO))
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout_s:g} s"
+    tail = (r.stderr.strip().splitlines() or [""])[-1]
+    try:
+        return json.loads(r.stdout), tail
+    except json.JSONDecodeError:
+        return None, tail or (r.stdout.strip().splitlines() or [""])[-1]
+
+
+def own_gpu(pair: Pair, folder: Path, work: Path, budget: int, trials: int, memory: str) -> dict[str, Any]:
+    """``htam optimize --engine rules`` from ``naive.cu`` (a work copy; harness from its ``main()``); the expert
+    verified against the naive version's outputs and timed, each in a fresh process. The expert's time is
+    published only when it is verified."""
+    from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
+
+    dest = work / f"own-{pair.name}"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(folder, dest)
+    try:
+        res = run_optimize(OptimizeTask(path=str(dest / "naive.cu"), kernel=pair.naive, engine="rules",
+                                        budget=budget, out_dir=str(dest / "htam-out"), memory_path=memory,
+                                        trials=trials, use_ncu=False, static=False))
+    except OptimizeError as e:
+        return {"error": f"optimize: {e}"[:300]}
+    except Exception as e:  # noqa: BLE001 - one line of the table
+        return {"error": f"optimize: {type(e).__name__}: {e}"[:300]}
+    if not res.start_ok:
+        return {"error": ("the naive start failed: " + "; ".join(res.warnings))[:300]}
+    row: dict[str, Any] = {"naive_ms": res.start_ms, "best_ms": res.best_ms or res.start_ms,
+                           "made": [s.strategy for s in res.steps if s.accepted], "expert_ms": None}
+    verdict, why = _cli_json(["verify", str(dest / "expert.cu"), "--against", str(dest / "naive.cu"),
+                              "--kernel", pair.naive])
+    if not verdict or not verdict.get("correct"):
+        row["expert_note"] = "expert not verified: " + (
+            "; ".join(verdict.get("messages") or [])[:200] if verdict else why)
+        return row
+    prof, why = _cli_json(["profile", str(dest / "expert.cu"), "--kernel", pair.naive, "--no-counters"])
+    t = (prof or {}).get("time_ms") or {}
+    if t.get("median"):
+        row["expert_ms"] = t["median"]
+    else:
+        row["expert_note"] = f"expert not timed: {why}"[:200]
+    return row
 
 
 def corpus_root(arg: Path | None) -> Path:
@@ -281,8 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     root = corpus_root(args.corpus)
     if not root.is_dir():
-        print(f"bench_textbook: no corpus at {root}; nothing to run")
-        return 0
+        print(f"bench_textbook: no corpus at {root}; only the project's own pairs run")
     deadline = None if args.max_minutes is None else time.time() + 60 * args.max_minutes
     common = root / "public" / "cuda-samples" / "Common"
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -310,6 +392,16 @@ def main(argv: list[str] | None = None) -> int:
               f"{row.get('error') or row.get('gpu_error') or ''}", flush=True)
 
     try:
+        for name, folder, p in own_pairs():
+            if want and name not in want and f"own {name}" not in want:
+                continue
+            row = {"pair": f"own {name}", "naive": p.naive, "experts": ["expert.cu"], "textbook": list(p.steps)}
+            row.update(static_facts(folder / "naive.cu", p.naive, p.steps, common, args.cache, not args.no_compile))
+            if args.gpu and not row["error"] and (deadline is None or time.time() < deadline):
+                g = own_gpu(p, folder, work, args.budget, args.trials, memory)
+                row["gpu_error"] = g.get("error")
+                row.update({k: v for k, v in g.items() if k != "error"})
+            emit(row)
         for p in SAMPLE_PAIRS:
             if want and p.name not in want:
                 continue
