@@ -66,8 +66,13 @@ def _corpus(tmp_path: Path) -> Path:
 def test_skips_cleanly_without_a_corpus(tmp_path: Path, capsys) -> None:
     assert cs.main(["--corpus", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]) == 0
     assert "no corpus" in capsys.readouterr().out and not (tmp_path / "out").exists()
-    assert tb.main(["--corpus", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]) == 0
-    assert "no corpus" in capsys.readouterr().out and not (tmp_path / "out").exists()
+    # the textbook bench still runs the project's own pairs
+    out = tmp_path / "tb-out"
+    assert tb.main(["--corpus", str(tmp_path / "absent"), "--out", str(out), "--no-compile",
+                    "--pairs", "vector_add"]) == 0
+    assert "only the project's own pairs run" in capsys.readouterr().out
+    rows = json.loads((out / "table.json").read_text())["rows"]
+    assert [r["pair"] for r in rows] == ["own vector_add"] and rows[0]["textbook_makeable"]
 
 
 def test_offers_per_step_without_compiling(tmp_path: Path) -> None:
