@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import HarnessError, include_flags, origin_dirs
+from htam_core.harness.base import HarnessError, cuda_include_dirs, include_flags
 from htam_core.harness.cu_eval import Program, _declared_names, _walk, param_declarations, param_names
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.runtime.cache import cache_root, content_key
@@ -277,7 +277,7 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
     src = Path(path)
     text = src.read_text(encoding="utf-8", errors="replace")
     key = content_key(source=text, arch=arch, nvcc=nvcc, include=include_flags(src),
-                      headers=headers_digest(text, src, origin_dirs(src)))
+                      headers=headers_digest(text, src, cuda_include_dirs(src)))
     out_dir = cache_root() / "cu_launchers"
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = out_dir / f"{key[:24]}.so"

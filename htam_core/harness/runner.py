@@ -32,7 +32,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError, attribute_path, include_flags, origin_dirs
+from htam_core.harness.base import (
+    Harness,
+    HarnessError,
+    attribute_path,
+    cuda_include_dirs,
+    include_flags,
+    origin_dirs,
+)
 from htam_core.harness.cu_launcher import host_launcher, launcher_types
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.infer_cuda import infer_cuda_harness
@@ -310,7 +317,7 @@ def cubin_for(path: str, arch: str) -> bytes:
     includes = include_flags(src)
     text = src.read_text(encoding="utf-8", errors="replace")
     key = content_key(kind="cubin", source=text, arch=arch, nvcc=file_fingerprint(nvcc), include=includes,
-                      headers=headers_digest(text, src, origin_dirs(src)))
+                      headers=headers_digest(text, src, cuda_include_dirs(src)))
     out_dir = cache_root() / "cubins"
     cached = out_dir / f"{key[:32]}.cubin"
     if cached.is_file():
