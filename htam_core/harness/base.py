@@ -323,6 +323,12 @@ def cuda_include_dirs(path: str | Path, text: str | None = None) -> list[Path]:
     return own + [d.path for d in include_dirs(path, text, known=own)]
 
 
+def cu_language(path: str | Path) -> list[str]:
+    """``["-x", "cu"]`` for a CUDA file nvcc would not read as CUDA by its suffix (a ``.cuh`` header holding
+    kernels, built on its own), else nothing."""
+    return [] if Path(path).suffix == ".cu" else ["-x", "cu"]
+
+
 def include_notes(path: str | Path) -> list[str]:
     """The lines that say which include folders beyond its own a build of ``path`` uses, and why (for a
     harness's notes and ``htam harness infer``)."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import HarnessError, cuda_include_dirs, include_flags
+from htam_core.harness.base import HarnessError, cu_language, cuda_include_dirs, include_flags
 from htam_core.harness.cu_eval import Program, _declared_names, _walk, param_declarations, param_names
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.runtime.cache import cache_root, content_key
@@ -285,7 +285,8 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
         return lib
     tmp = lib.with_name(f"{lib.stem}.{os.getpid()}.tmp.so")  # one per process: pool workers may race
     proc = subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo", f"-arch={arch}",
-                           "-std=c++17", *include_flags(src), str(src), "-o", str(tmp), *library_flags(src)],
+                           "-std=c++17", *include_flags(src), *cu_language(src), str(src), "-o", str(tmp),
+                           *library_flags(src)],
                           capture_output=True, text=True, timeout=300, **one_shot_kwargs())
     if proc.returncode != 0:
         raise HarnessError(f"nvcc could not build {src.name} as a shared library:\n{proc.stderr[-3000:]}")

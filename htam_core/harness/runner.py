@@ -36,6 +36,7 @@ from htam_core.harness.base import (
     Harness,
     HarnessError,
     attribute_path,
+    cu_language,
     cuda_include_dirs,
     include_flags,
     origin_dirs,
@@ -324,7 +325,7 @@ def cubin_for(path: str, arch: str) -> bytes:
         return cached.read_bytes()
     with tempfile.TemporaryDirectory(prefix="htam-cubin-") as tmp:
         out = Path(tmp) / "k.cubin"
-        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", *includes, path, "-o", str(out)],
+        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", *includes, *cu_language(src), path, "-o", str(out)],
                               capture_output=True, text=True, timeout=300, **one_shot_kwargs())
         if proc.returncode != 0:
             raise HarnessError(f"nvcc could not compile {Path(path).name}:\n{proc.stderr[-3000:]}")
