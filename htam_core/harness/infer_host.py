@@ -124,7 +124,12 @@ def python_launchers(model: SourceModel, kernel: Kernel) -> list[Path]:
             text = p.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if any(m in text for m in (_PY_LOADERS if p.suffix == ".py" else _BINDINGS)):
+        if p.suffix == ".py":  # it names the kernel in a string (cupy) or the kernel's file (torch's load)
+            named = re.search(r"[\"']" + re.escape(kernel.name) + r"[\"']", text) or \
+                (model.path and Path(model.path).name in text)
+            if named and any(m in text for m in _PY_LOADERS):
+                out.append(p)
+        elif any(m in text for m in _BINDINGS):
             out.append(p)
     return out
 
