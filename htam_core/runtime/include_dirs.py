@@ -279,7 +279,7 @@ def include_dirs(source: str | os.PathLike[str], text: str | None = None,
     for d, names in by_dir.items():
         level = next(found[n][1] for n in names)
         up = "its own folder's sub-folder" if level == 0 else f"{level} level{'s' if level > 1 else ''} up"
-        add(d, f"holds {', '.join(names)} (searched from {anchor.name}/, {up})")
+        add(d, f"holds {', '.join(names)}; searched from {anchor.name}/, {up}")
     if len(_CACHE) > 256:
         _CACHE.clear()
     _CACHE[key] = (now, out)
