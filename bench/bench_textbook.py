@@ -166,12 +166,12 @@ def static_facts(path: Path, naive: str, textbook: tuple[str, ...] | None, commo
     return row
 
 
-def harness_build(path: Path, kernel: str) -> dict[str, Any]:
+def harness_build(path: Path, kernel: str, root: Path | None = None) -> dict[str, Any]:
     """The zero-config harness of kernel ``kernel`` of the sample ``path`` and its nvcc build (CPU, no GPU), as
     ``htam optimize`` would find and build it: no ``-I`` is given, so a sample that includes ``<helper_cuda.h>``
     builds only through the include-folder rule (:mod:`htam_core.runtime.include_dirs`). Returns
     ``{"harness": where it came from, "harness_kind", "harness_built": [...], "harness_notes": [...]}`` or
-    ``{"harness_error": one line}``."""
+    ``{"harness_error": one line}``. Paths under ``root`` (the corpus) are written ``CORPUS/...``."""
     from htam_core.harness.base import HarnessError
     from htam_core.harness.build_check import check_build
     from htam_core.harness.cu_main import build_program
@@ -185,7 +185,8 @@ def harness_build(path: Path, kernel: str) -> dict[str, Any]:
             built = check_build(h).built
     except HarnessError as e:
         return {"harness_error": (e.message.splitlines() or ["?"])[0][:300]}
-    return {"harness": h.source, "harness_kind": h.kind, "harness_built": built, "harness_notes": list(h.notes)}
+    notes = [n.replace(str(root), "CORPUS") if root is not None else n for n in h.notes]
+    return {"harness": h.source, "harness_kind": h.kind, "harness_built": built, "harness_notes": notes}
 
 
 def work_copy(path: Path, work: Path, name: str) -> Path:
@@ -365,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             row.update(static_facts(path, p.naive, p.steps, common, args.cache, not args.no_compile))
             if not row["error"] and not args.no_compile:
-                row.update(harness_build(path, p.naive))
+                row.update(harness_build(path, p.naive, root.resolve()))
             if args.gpu and not row["error"] and (deadline is None or time.time() < deadline):
                 g = sample_gpu(p, path, work, args.budget, args.trials, memory)
                 row["gpu_error"] = g.get("error")

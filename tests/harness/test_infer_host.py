@@ -112,3 +112,30 @@ def test_the_inferred_harness_builds_with_nvcc(tmp_path: Path, monkeypatch: pyte
     ws = _copy(tmp_path, folder)
     built = check_build(find_harness(ws / file, kernel)).built
     assert len(built) == 1 and f"of {file}" in built[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("folder", "file", "kernel", "old", "new"), [
+    ("proto", "vectorAdd.cu", "vectorAdd", "A[i] + B[i]", "A[i] - B[i]"),
+    ("wrapper", "add.cu", "add_kernel", "a[i] + b[i]", "a[i] * b[i]"),
+    ("header", "transpose.cuh", "transpose_naive", "out[x * row + y]", "out[y * col + x]"),
+])
+def test_the_pair_runs_and_a_wrong_kernel_is_refused_on_gpu(tmp_path: Path, folder: str, file: str, kernel: str,
+                                                            old: str, new: str) -> None:
+    """On the GPU: the harness read from the program verifies the kernel's file against itself, and refuses an
+    edit that changes the result (the oracle is the starting kernel)."""
+    import dataclasses
+
+    from htam_core.verify.run import verify_harness
+
+    ws = _copy(tmp_path, folder)
+    h = find_harness(ws / file, kernel)
+    same = verify_harness(h.to_json())
+    assert same["correct"], same["messages"]
+    wrong = tmp_path / "wrong" / file
+    wrong.parent.mkdir()
+    text = (ws / file).read_text()
+    assert old in text
+    wrong.write_text(text.replace(old, new))
+    bad = verify_harness(dataclasses.replace(h, path=str(wrong)).to_json())
+    assert not bad["correct"] and bad["status"] == "incorrect", bad["messages"]
