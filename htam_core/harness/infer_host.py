@@ -119,7 +119,8 @@ def python_launchers(model: SourceModel, kernel: Kernel) -> list[Path]:
     binding files (``PYBIND11_MODULE``, ``TORCH_LIBRARY``) of the workspace that name the kernel or a wrapper of
     its file: launchers htam does not run as a program (a ``htam.toml`` table says how)."""
     out = []
-    for p in launcher_files(model, kernel, wrappers(model, kernel)):
+    own_name = [Path(model.path).name] if model.path else []  # torch's load(sources=["add.cu", ...])
+    for p in launcher_files(model, kernel, [*wrappers(model, kernel), *own_name]):
         try:
             text = p.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -179,7 +180,7 @@ def infer_from_program(path: str | Path, kernel_name: str, model: SourceModel | 
     if not programs:
         py = python_launchers(model, kernel)
         if py:
-            names = ", ".join(sorted({q.name for q in py}))
+            names = ", ".join(sorted({q.name for q in py}, key=lambda n: (not n.endswith(".py"), n)))
             raise HarnessError(f"{kernel_name} is run from {names}, which htam does not run as a program; describe "
                                f"the call in a [kernel.{kernel_name}] table of htam.toml (inputs, sizes, launcher or "
                                "grid/block)", missing=True)

@@ -139,3 +139,14 @@ def test_the_pair_runs_and_a_wrong_kernel_is_refused_on_gpu(tmp_path: Path, fold
     wrong.write_text(text.replace(old, new))
     bad = verify_harness(dataclasses.replace(h, path=str(wrong)).to_json())
     assert not bad["correct"] and bad["status"] == "incorrect", bad["messages"]
+
+
+def test_a_torch_extension_names_its_files_and_the_launcher_template(tmp_path: Path) -> None:
+    """A kernel run by a pybind11 binding (built by torch's load from a .py): no program to read; the message
+    names both launchers and the template calls the kernel file's own wrapper."""
+    ws = _copy(tmp_path, "torch_ext")
+    with pytest.raises(HarnessError) as ei:
+        find_harness(ws / "add.cu", "add_kernel")
+    e = ei.value
+    assert "add_kernel is run from setup_run.py, bind.cpp, which htam does not run as a program" in e.message
+    assert e.snippet and 'launcher = "add_launcher"' in e.snippet
