@@ -8,11 +8,13 @@ header (``#include "transpose.cuh"``). The compiler sees the pair as one program
 1. **Discovery** (:func:`host_programs`): the workspace search of launch sites
    (:func:`htam_core.source.workspace.launcher_files`, the search behind ``htam kernels``' launches elsewhere)
    lists the files that name the kernel or a host function of its file that launches it; the C/C++/CUDA ones that
-   define ``main()`` are the programs.
+   define ``main()`` are the programs. When none does, one hop further: a file without ``main()`` whose host
+   function launches the kernel (``ops.cu``), and the program that calls that function.
 2. **The rule when several programs run it**: the nearest first (the kernel's own folder, then its sub-folders by
    depth, then the rest of the workspace), then by path; each is tried in that order and the first whose launch
    can be read is used. The harness's notes name the program used and the others.
-3. **Inference**: the kernel's file followed by the program's text is read as one unit by
+3. **Inference**: the kernel's file followed by the program's text (after the hop's file, if any) is read as one
+   unit by
    :func:`htam_core.harness.infer_cuda.infer_cuda_harness` (buffers, sizes, grid and block at the launch); the
    harness runs the kernel's own file (a direct launch, or a host launcher defined in the kernel's file), so every
    step the optimize loop makes in it is measured. A launcher defined in the program file is read as a direct
@@ -35,7 +37,8 @@ from pathlib import Path
 from htam_core.harness.base import Harness, HarnessError, include_notes
 from htam_core.harness.cu_eval import Program, function_name
 from htam_core.harness.cu_main import has_main
-from htam_core.harness.infer_cuda import infer_cuda_harness, launch_call
+from htam_core.harness.infer_cuda import infer_cuda_harness
+from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.api import parse_text
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
 from htam_core.source.model import Kernel, SourceModel
@@ -57,26 +60,39 @@ class HostProgram:
 
     Attributes:
         path: the file.
-        how: ``"launches <kernel>"`` or ``"calls <wrapper>"`` (a host function of the kernel's file).
+        how: ``"launches <kernel>"`` or ``"calls <wrapper>"`` (a host function of the kernel's file, or of
+            ``via``).
+        via: a third file without ``main()`` whose host function (called by the program) launches the kernel
+            (``ops.cu`` between ``kernel.cuh`` and ``main.cpp``), else ``None``.
     """
 
     path: Path
     how: str
+    via: Path | None = None
 
 
 def wrappers(model: SourceModel, kernel: Kernel) -> list[str]:
     """The host functions of the kernel's own file that launch it (``launch_add``), in file order."""
     if not kernel.launch_sites:
         return []
-    prog = Program(model.text, Path(model.path) if model.path else None)
+    return _launching_functions(model.text, kernel.name, Path(model.path) if model.path else None)
+
+
+def _launching_functions(text: str, kernel: str, path: Path | None = None) -> list[str]:
+    """The host functions of ``text`` (other than ``main``) holding a ``<<<>>>`` launch of ``kernel``."""
+    prog = Program(text, path)
     out: list[str] = []
-    for site in kernel.launch_sites:
-        call = launch_call(prog, site.line, kernel.name)
-        fn = enclosing_function(call) if call is not None else None
+    for lc in launch_calls(prog.tree.root_node, prog.src, kernel):
+        fn = enclosing_function(lc.call)
         name = function_name(fn) if fn is not None else None
         if name and name != "main" and name not in out:
             out.append(name)
     return out
+
+
+def _calls(text: str, names: list[str]) -> str | None:
+    """The first of ``names`` that ``text`` calls."""
+    return next((n for n in names if re.search(r"\b" + re.escape(n) + r"\s*(<[^<>;]*>)?\s*\(", text)), None)
 
 
 def _distance(kernel_dir: Path, p: Path) -> tuple[int, int, str]:
@@ -97,20 +113,33 @@ def host_programs(model: SourceModel, kernel: Kernel) -> list[HostProgram]:
     """
     names = wrappers(model, kernel)
     kdir = Path(model.path).resolve().parent if model.path else Path(".")
-    out = []
+    launch = re.compile(r"\b" + re.escape(kernel.name) + r"\s*(<[^<>;]*>)?\s*<<<")
+    texts: dict[Path, str] = {}
     for p in launcher_files(model, kernel, names):
-        if p.suffix not in PROGRAM_SUFFIXES:
-            continue
-        try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if not has_main(text):
-            continue
-        launches = re.search(r"\b" + re.escape(kernel.name) + r"\s*(<[^<>;]*>)?\s*<<<", text) is not None
-        called = next((n for n in names if re.search(r"\b" + re.escape(n) + r"\s*\(", text)), None)
-        if launches or called:
-            out.append(HostProgram(p.resolve(), f"launches {kernel.name}" if launches else f"calls {called}"))
+        if p.suffix in PROGRAM_SUFFIXES + (".cuh", ".h", ".hpp"):
+            try:
+                texts[p.resolve()] = p.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+    mains = {p for p, t in texts.items() if p.suffix in PROGRAM_SUFFIXES and has_main(t)}
+    out = []
+    for p in sorted(mains):
+        called = _calls(texts[p], names)
+        if launch.search(texts[p]) or called:
+            out.append(HostProgram(p, f"launches {kernel.name}" if launch.search(texts[p]) else f"calls {called}"))
+    # one hop further: a file without main() whose host function launches the kernel, called by a program
+    bridges = {p: _launching_functions(t, kernel.name) for p, t in texts.items()
+               if p not in mains and launch.search(t)}
+    hop = [n for fns in bridges.values() for n in fns]
+    if not out and hop:
+        for p in launcher_files(model, kernel, hop):
+            rp = p.resolve()
+            if rp.suffix not in PROGRAM_SUFFIXES or rp in bridges:
+                continue
+            text = texts.get(rp) or p.read_text(encoding="utf-8", errors="replace")
+            via = next((b for b, fns in bridges.items() if _calls(text, fns)), None)
+            if via is not None and has_main(text):
+                out.append(HostProgram(rp, f"calls {_calls(text, bridges[via])} of {via.name}", via))
     return sorted(out, key=lambda h: _distance(kdir, h.path))
 
 
@@ -135,16 +164,21 @@ def python_launchers(model: SourceModel, kernel: Kernel) -> list[Path]:
     return out
 
 
-def _relabel(message: str, own: Path, other: Path, first_line: int) -> str:
-    """``message`` with the pair's lines at or after ``first_line`` written as the program file's own
-    (``vectorAdd.cu:57`` -> ``main.cu:12``, ``line 57`` -> ``line 12 of main.cu``)."""
+def _relabel(message: str, own: Path, parts: list[tuple[Path, int]]) -> str:
+    """``message`` with the unit's lines that lie in an appended file written as that file's own: ``parts`` holds
+    each appended file with the unit's line its text starts on (``vectorAdd.cu:57`` -> ``main.cu:12``, ``line 57``
+    -> ``line 12 of main.cu``)."""
+    def where(n: int) -> tuple[str, int] | None:
+        part = next(((f, first) for f, first in reversed(parts) if n >= first), None)
+        return None if part is None else (part[0].name, n - part[1] + 1)
+
     def at(m: re.Match[str]) -> str:
-        n = int(m.group(1))
-        return f"{other.name}:{n - first_line + 1}" if n >= first_line else m.group(0)
+        w = where(int(m.group(1)))
+        return m.group(0) if w is None else f"{w[0]}:{w[1]}"
 
     def line(m: re.Match[str]) -> str:
-        n = int(m.group(1))
-        return f"line {n - first_line + 1} of {other.name}" if n >= first_line else m.group(0)
+        w = where(int(m.group(1)))
+        return m.group(0) if w is None else f"line {w[1]} of {w[0]}"
 
     message = re.sub(re.escape(own.name) + r":(\d+)", at, message)
     return re.sub(r"\bline (\d+)\b(?! of )", line, message)
@@ -186,20 +220,20 @@ def infer_from_program(path: str | Path, kernel_name: str, model: SourceModel | 
                                "grid/block)", missing=True)
         raise HarnessError(f"no main() in {p.name} or in a file of its workspace launches {kernel_name} (searched "
                            "for files that launch it or call a host function of this file that does)", missing=True)
-    own_lines = text.count("\n") + 1
     errors: list[str] = []
     for prog in programs:
-        other = prog.path.read_text(encoding="utf-8", errors="replace")
-        pair = text + "\n" + other
-        pair_model = parse_text(pair, "cuda", str(p))
+        unit, parts = text, []
+        for f in ([prog.via] if prog.via else []) + [prog.path]:
+            parts.append((f, unit.count("\n") + 2))  # the text joined after a newline starts on this line
+            unit += "\n" + f.read_text(encoding="utf-8", errors="replace")
         try:
-            h = infer_cuda_harness(p, kernel_name, pair_model, pair, own_bytes=len(text.encode("utf-8")))
+            h = infer_cuda_harness(p, kernel_name, parse_text(unit, "cuda", str(p)), unit,
+                                   own_bytes=len(text.encode("utf-8")))
         except HarnessError as e:
-            errors.append(_relabel(e.message, p, prog.path, own_lines + 1))
+            errors.append(_relabel(e.message, p, parts))
             continue
-        h.source = _relabel(h.source.replace(f"main() of {p.name}", f"main() of {prog.path.name}"), p, prog.path,
-                            own_lines + 1)
-        h.notes = [_relabel(n, p, prog.path, own_lines + 1) for n in h.notes]
+        h.source = _relabel(h.source.replace(f"main() of {p.name}", f"main() of {prog.path.name}"), p, parts)
+        h.notes = [_relabel(n, p, parts) for n in h.notes]
         others = [q.path.name for q in programs if q is not prog]
         h.notes.insert(0, f"program: main() of {prog.path} ({prog.how})" + (
             f"; also run by {', '.join(others)}: the nearest program is used (the kernel's folder first, then by "

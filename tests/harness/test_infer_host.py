@@ -105,7 +105,8 @@ def test_harness_infer_prints_the_program(tmp_path: Path, capsys: pytest.Capture
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
 @pytest.mark.parametrize(("folder", "file", "kernel"), [("proto", "vectorAdd.cu", "vectorAdd"),
                                                         ("wrapper", "add.cu", "add_kernel"),
-                                                        ("header", "transpose.cuh", "transpose_naive")])
+                                                        ("header", "transpose.cuh", "transpose_naive"),
+                                                        ("bridge", "scale.cuh", "scale_rows")])
 def test_the_inferred_harness_builds_with_nvcc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str,
                                                file: str, kernel: str) -> None:
     monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
@@ -119,6 +120,7 @@ def test_the_inferred_harness_builds_with_nvcc(tmp_path: Path, monkeypatch: pyte
     ("proto", "vectorAdd.cu", "vectorAdd", "A[i] + B[i]", "A[i] - B[i]"),
     ("wrapper", "add.cu", "add_kernel", "a[i] + b[i]", "a[i] * b[i]"),
     ("header", "transpose.cuh", "transpose_naive", "out[x * row + y]", "out[y * col + x]"),
+    ("bridge", "scale.cuh", "scale_rows", "s * in[i]", "s + in[i]"),
 ])
 def test_the_pair_runs_and_a_wrong_kernel_is_refused_on_gpu(tmp_path: Path, folder: str, file: str, kernel: str,
                                                             old: str, new: str) -> None:
@@ -150,3 +152,16 @@ def test_a_torch_extension_names_its_files_and_the_launcher_template(tmp_path: P
     e = ei.value
     assert "add_kernel is run from setup_run.py, bind.cpp, which htam does not run as a program" in e.message
     assert e.snippet and 'launcher = "add_launcher"' in e.snippet
+
+
+def test_one_hop_through_a_file_that_launches_it(tmp_path: Path) -> None:
+    """scale.cuh holds the kernel, ops.cu launches it in run_scale, main.cpp calls run_scale: read as one unit,
+    a direct launch (the launcher is not in the kernel's file), lines named in their own files."""
+    ws = _copy(tmp_path, "bridge")
+    h = find_harness(ws / "scale.cuh", "scale_rows")
+    assert h.launcher is None and (h.grid, h.block) == ("(4096, 1, 1)", "(128, 1, 1)")  # (1 << 19) / 128
+    assert h.notes[0] == f"program: main() of {ws / 'main.cpp'} (calls run_scale of ops.cu)"
+    launch = _line_of(ws / "ops.cu", "scale_rows<<<")
+    assert h.source == f"inferred from main() of main.cpp (launch at line {launch} of ops.cu)"
+    call = _line_of(ws / "main.cpp", "run_scale(in, out")
+    assert any(f"called from main() at line {call} of main.cpp" in n for n in h.notes), h.notes
