@@ -87,3 +87,12 @@ def test_the_program_builds_and_the_compiler_accepts_it(tmp_path: Path) -> None:
     exe = build_program(VECADD, out_dir=tmp_path)
     assert exe.is_file()
     assert compiler_verdict(VECADD.read_text(), "cuda", str(VECADD)) is True
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+def test_the_static_profile_compiles_with_the_found_folder() -> None:
+    """The static profiler's nvcc (ptxas -v) takes the same folders: the kernel's resources are read."""
+    from htam_core.profile.static_cuda import compile_cuda
+
+    res = compile_cuda(VECADD.read_text(), source_name=str(VECADD))
+    assert res.entries and f"-I{TREE / 'Common'}" in res.command
