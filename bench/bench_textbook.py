@@ -15,6 +15,10 @@ third-party code read in place, never copied into the project:
   work copies of :mod:`htam_core.bench.llmc` (fp32 build, ``common.h`` inlined); their textbook step is any
   *structural* step (:func:`htam_core.transforms.registry.is_structural`).
 
+Per cuda-samples pair, always (CPU, static): the zero-config harness ``htam optimize`` finds for the naive kernel
+and its nvcc build with no ``-I`` given (:func:`harness_build`: a sample's ``<helper_cuda.h>`` is found by the
+include-folder rule, :mod:`htam_core.runtime.include_dirs`).
+
 Per pair, always (CPU, static): which steps are offered on the naive kernel (predicate not false and a validated
 edit, as :mod:`bench.corpus_steps` counts them), whether the textbook step is **makeable** (offered, and its edit
 compiles with ``nvcc -arch=sm_90 -ptx``), and every offered step the **output contract** rules out (a step that
@@ -245,27 +249,57 @@ def static_facts(path: Path, naive: str, textbook: tuple[str, ...] | None, commo
     return row
 
 
+def harness_build(path: Path, kernel: str, root: Path | None = None) -> dict[str, Any]:
+    """The zero-config harness of kernel ``kernel`` of the sample ``path`` and its nvcc build (CPU, no GPU), as
+    ``htam optimize`` would find and build it: no ``-I`` is given, so a sample that includes ``<helper_cuda.h>``
+    builds only through the include-folder rule (:mod:`htam_core.runtime.include_dirs`). Returns
+    ``{"harness": where it came from, "harness_kind", "harness_built": [...], "harness_notes": [...]}`` or
+    ``{"harness_error": one line}``. Paths under ``root`` (the corpus) are written ``CORPUS/...``."""
+    from htam_core.harness.base import HarnessError
+    from htam_core.harness.build_check import check_build
+    from htam_core.harness.cu_main import build_program
+    from htam_core.harness.find import find_harness
+
+    try:
+        h = find_harness(path, kernel, run_code=False)
+        if h.kind == "cu-main":
+            built = [f"program {build_program(h.path).name}"]
+        else:
+            built = check_build(h).built
+    except HarnessError as e:
+        return {"harness_error": (e.message.splitlines() or ["?"])[0][:300]}
+    notes = [n.replace(str(root), "CORPUS") if root is not None else n for n in h.notes]
+    return {"harness": h.source, "harness_kind": h.kind, "harness_built": built, "harness_notes": notes}
+
+
+def work_copy(path: Path, work: Path, name: str) -> Path:
+    """A work copy of the sample ``path``'s folder, at the same place under ``work/<name>`` as under the samples'
+    root (``Samples/<group>/<sample>/``), beside a copy of the samples' ``Common/``: the include-folder rule then
+    finds ``helper_cuda.h`` in the copy as in the corpus. Returns the copied file."""
+    root = path.parents[3] if len(path.parents) > 3 else path.parent
+    dest = work / name
+    shutil.rmtree(dest, ignore_errors=True)
+    rel = path.parent.relative_to(root)
+    shutil.copytree(path.parent, dest / rel)
+    if (root / "Common").is_dir():
+        shutil.copytree(root / "Common", dest / "Common")
+    return dest / rel / path.name
+
+
 def sample_gpu(pair: Pair, path: Path, work: Path, budget: int, trials: int, memory: str) -> dict[str, Any]:
-    """``htam optimize --engine rules`` on a work copy of the sample's folder (zero-config harness); the experts
-    are not timed (no harness runs them)."""
+    """``htam optimize --engine rules`` on a work copy of the sample (zero-config harness, its headers found by
+    the include-folder rule); the experts are not timed (no harness runs them)."""
     from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
 
-    dest = work / pair.name.replace(" ", "_").replace("(", "").replace(")", "")
-    shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(path.parent, dest)
-    common = path.parents[3] / "Common" if len(path.parents) > 3 else path.parent
-    flags = os.environ.get("NVCC_APPEND_FLAGS", "")
-    os.environ["NVCC_APPEND_FLAGS"] = f"{flags} -I{common}".strip()  # the samples include <helper_cuda.h>
+    copy = work_copy(path, work, pair.name.replace(" ", "_").replace("(", "").replace(")", ""))
     try:
-        res = run_optimize(OptimizeTask(path=str(dest / path.name), kernel=pair.naive, engine="rules", budget=budget,
-                                        out_dir=str(dest / "htam-out"), memory_path=memory, trials=trials,
+        res = run_optimize(OptimizeTask(path=str(copy), kernel=pair.naive, engine="rules", budget=budget,
+                                        out_dir=str(copy.parent / "htam-out"), memory_path=memory, trials=trials,
                                         use_ncu=False, static=False))
     except OptimizeError as e:
         return {"error": f"optimize: {e}"[:300]}
     except Exception as e:  # noqa: BLE001 - a sample the zero-config harness cannot run is one line of the table
         return {"error": f"optimize: {type(e).__name__}: {e}"[:300]}
-    finally:
-        os.environ["NVCC_APPEND_FLAGS"] = flags
     if not res.start_ok:
         return {"error": ("the naive start failed: " + "; ".join(res.warnings))[:300]}
     return {"naive_ms": res.start_ms, "best_ms": res.best_ms or res.start_ms,
@@ -328,6 +362,17 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
               + (f" ({100 * len(good) / len(measured):.0f} %; target >= 80 %)" if measured else " (not measured)"),
               f"- offered steps the output contract rules out: {sum(len(r['contract_ruled_out']) for r in bad)} "
               f"(target 0)"]
+    built = [r for r in counted if "harness_built" in r or "harness_error" in r]
+    if built:
+        lines += ["", "## The zero-config harness of each sample, built with nvcc (no GPU, no -I given)", "",
+                  "| pair | harness | built | include folders and notes |", "|---|---|---|---|"]
+        for r in built:
+            if "harness_error" in r:
+                lines.append(f"| {r['pair']} | **none**: {r['harness_error']} | no | |")
+                continue
+            notes_cell = "; ".join(r.get("harness_notes") or []) or "-"
+            lines.append(f"| {r['pair']} | {r['harness_kind']}: {r['harness']} | yes ({'; '.join(r['harness_built'])}) "
+                         f"| {notes_cell} |")
     notes = [r for r in counted if r["textbook_refused"] or r["compile_errors"] or r.get("gpu_error")
              or r.get("expert_note")]
     if notes:
@@ -412,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
                 emit({**row, "absent": True})
                 continue
             row.update(static_facts(path, p.naive, p.steps, common, args.cache, not args.no_compile))
+            if not row["error"] and not args.no_compile:
+                row.update(harness_build(path, p.naive, root.resolve()))
             if args.gpu and not row["error"] and (deadline is None or time.time() < deadline):
                 g = sample_gpu(p, path, work, args.budget, args.trials, memory)
                 row["gpu_error"] = g.get("error")

@@ -45,17 +45,18 @@ def _infer_cuda(path, name: str, model):
     launch is read from the source)."""
     # start-up cost: loads psutil, sympy, tomllib, tree_sitter and 43 more project modules, only when this runs
     from htam_core.harness.base import HarnessError
-    from htam_core.harness.infer_cuda import infer_cuda_harness
+    from htam_core.harness.infer_host import infer_cuda
     from htam_core.harness.infer_py import Inference
 
-    try:
-        return Inference(infer_cuda_harness(path, name, model), "", {})
+    try:  # the file's main(), else the workspace program that runs the kernel
+        return Inference(infer_cuda(path, name, model), "", {})
     except HarnessError as exc:
         return Inference(None, exc.message or "main() says nothing about the launch", {})
 
 
 #: What ``htam harness infer`` reads, for the missing-file message.
-_INFER_FILE = "kernel file (a .py file holding a Triton kernel, or a .cu program with main())"
+_INFER_FILE = ("kernel file (a .py file holding a Triton kernel, or a .cu/.cuh file with main() or launched from a "
+               "program of its folder)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
     require_source(args.file, _INFER_FILE)
     path = Path(args.file)
     if path.suffix not in (".py", ".cu", ".cuh"):
-        raise UsageError(f"{args.file}: pass an existing .py file holding a Triton kernel, or a .cu program with "
-                         "main()")
+        raise UsageError(f"{args.file}: pass an existing .py file holding a Triton kernel, or a .cu/.cuh file with "
+                         "main() or launched from a program of its folder")
     if path.suffix == ".py":  # a syntax error is the cause, not a missing launcher or __main__ block
         broken = parse_failure(path.name, path.read_text(encoding="utf-8", errors="replace"),
                                f"run `htam harness infer {args.file}` again")

@@ -551,8 +551,10 @@ class Program:
         if value is None:
             return PtrVar(elem, line_of(d))
         inner = value
-        while inner.type == "cast_expression":
-            inner = inner.child_by_field_name("value")
+        while inner.type in ("cast_expression", "parenthesized_expression"):
+            inner = inner.child_by_field_name("value") or inner.named_children[-1]
+        if inner.type == "null" or node_text(inner) in ("NULL", "nullptr", "0"):
+            return PtrVar(elem, line_of(d))  # `float *d_A = NULL;`: not allocated yet (cudaMalloc comes later)
         if inner.type == "new_expression":
             nd = inner.child_by_field_name("declarator")
             length = nd.child_by_field_name("length") if nd is not None else None
@@ -707,6 +709,9 @@ class Program:
     def exec_expression(self, e: ts.Node, scope: Scope) -> None:
         """An expression statement: an assignment or a runtime call (others do nothing here)."""
         if e.type == "assignment_expression":
+            right = e.child_by_field_name("right")
+            if right is not None and right.type == "call_expression":  # err = cudaMalloc(&d, bytes);
+                self.exec_call_statement(right, scope)
             self.exec_assignment(e, scope)
         elif e.type == "call_expression":
             self.exec_call_statement(e, scope)

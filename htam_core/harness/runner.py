@@ -32,7 +32,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError, attribute_path, include_flags, origin_dirs
+from htam_core.harness.base import (
+    Harness,
+    HarnessError,
+    attribute_path,
+    cu_language,
+    cuda_include_dirs,
+    include_flags,
+    origin_dirs,
+)
 from htam_core.harness.cu_launcher import host_launcher, launcher_types
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.infer_cuda import infer_cuda_harness
@@ -310,14 +318,14 @@ def cubin_for(path: str, arch: str) -> bytes:
     includes = include_flags(src)
     text = src.read_text(encoding="utf-8", errors="replace")
     key = content_key(kind="cubin", source=text, arch=arch, nvcc=file_fingerprint(nvcc), include=includes,
-                      headers=headers_digest(text, src, origin_dirs(src)))
+                      headers=headers_digest(text, src, cuda_include_dirs(src)))
     out_dir = cache_root() / "cubins"
     cached = out_dir / f"{key[:32]}.cubin"
     if cached.is_file():
         return cached.read_bytes()
     with tempfile.TemporaryDirectory(prefix="htam-cubin-") as tmp:
         out = Path(tmp) / "k.cubin"
-        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", *includes, path, "-o", str(out)],
+        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", *includes, *cu_language(src), path, "-o", str(out)],
                               capture_output=True, text=True, timeout=300, **one_shot_kwargs())
         if proc.returncode != 0:
             raise HarnessError(f"nvcc could not compile {Path(path).name}:\n{proc.stderr[-3000:]}")
