@@ -27,7 +27,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                                    "launch-independent form is not offered",
     ("transpose_tile", "templated.cu"): "a 16x16 block: the tile needs 32 threads in x and the step does not "
                                         "change the launch's block",
-    ("coalesce", "macro.cu"): "an access through a function-like macro (AT(p, r, c, ld)) is not expanded",
     ("matmul_smem_tile", "macro.cu"): "the operands are read through function-like macros (A_AT, B_AT), which are "
                                       "not expanded, so the kernel is not seen as matmul-like",
     ("matmul_register_tile", "macro.cu"): "operands read through function-like macros (A_AT, B_AT) are not expanded",
@@ -35,8 +34,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                                                    "which the 1-D block of the register tiling would change",
     ("coarsen", "guarded_load.cu"): "a load under `if (i < n) v = in[i];` into a zeroed register is not read as "
                                     "the guarded load of the block tree",
-    ("coarsen", "macro.cu"): "the load `s[tid] = gid < n ? TO_F(in[gid]) : 0.0f;` reads through a cast macro "
-                             "(TO_F), which the block-tree load matcher does not see through",
     ("matmul_smem_tile", "aten.cu"): "the kernel declares __launch_bounds__(256) through a macro "
                                      "(C10_LAUNCH_BOUNDS_1); the tiling retiles such a kernel by hand only (it made "
                                      "32x32 blocks before the macro was read, which failed on the GPU)",
