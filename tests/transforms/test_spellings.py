@@ -40,8 +40,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("matmul_register_tile", "aten.cu"): "the kernel declares __launch_bounds__(256) through a macro "
                                          "(C10_LAUNCH_BOUNDS_1); the tiling retiles such a kernel by hand only",
     # reductions, histograms, row operations and softmax
-    ("online_softmax", "macro.cu"): "an exponential through a function-like macro (`EXPF(v)`) is not read as "
-                                    "expf, so the sum loop is not seen as a sum of exponentials",
 }
 
 

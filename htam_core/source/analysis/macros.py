@@ -366,7 +366,15 @@ def transparent_argument(node: Node) -> Node | None:
     return args[d.params.index(p)] if p is not None else None
 
 
-_CALL_BODY = re.compile(r"^\(?\s*([A-Za-z_][\w:]*)\s*\((.*)\)\s*\)?$", re.S)
+_CALL_BODY = re.compile(r"^([A-Za-z_][\w:]*)\s*\((.*)\)$", re.S)
+
+
+def _unparen(text: str) -> str:
+    """``text`` without parentheses that wrap all of it."""
+    text = text.strip()
+    while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        text = text[1:-1].strip()
+    return text
 
 
 def call_alias(node: Node) -> str | None:
@@ -377,8 +385,8 @@ def call_alias(node: Node) -> str | None:
     if mc is None:
         return None
     d, _ = mc
-    m = _CALL_BODY.match(d.body)
-    if m is None or not _balanced(m.group(2)) or (d.body.startswith("(") != d.body.endswith(")")):
+    m = _CALL_BODY.match(_unparen(d.body))
+    if m is None or not _balanced(m.group(2)):
         return None
-    inner = [a.strip().strip("()").strip() for a in m.group(2).split(",")] if m.group(2).strip() else []
-    return m.group(1) if tuple(inner) == d.params else None
+    inner = tuple(_unparen(a) for a in m.group(2).split(",")) if m.group(2).strip() else ()
+    return m.group(1) if inner == d.params else None
