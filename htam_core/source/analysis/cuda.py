@@ -757,9 +757,10 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
     params = {p.name: p.type for p in kernel.params if p.is_pointer}
     shared = _shared_arrays(src)
     aliases, alias_facts, escaped = _pointer_decls(src, aff, params, shared)
-    accesses, escapes = _accesses(src, aff, loop_nodes, params, shared, aliases)
+    macro_bases: set[int] = set()
+    accesses, escapes = _accesses(src, aff, loop_nodes, params, shared, aliases, macro_bases)
     escapes |= escaped
-    pointers = _pointer_facts(src, kernel, accesses, escapes, aliases)
+    pointers = _pointer_facts(src, kernel, accesses, escapes, aliases, macro_bases)
     tids = _thread_indices(src, aff)
     consts = _constants(src, env)
     threads = launches[0].block[0].value if launches and launches[0].block else None
@@ -773,7 +774,42 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
                              for m, s in online_pairs(n, src.src)),
                        barriers(src.body, src.src, src.base), atomic_updates(src, kernel, accesses, pointers),
-                       return_lines(src))
+                       return_lines(src), _macro_builtins(src, aff))
+
+
+#: A builtin's component named in a macro's text (``threadIdx.x``).
+_BUILTIN_FIELD = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*([xyz])\b")
+
+
+def _macro_builtins(src: CudaSource, aff: Affine) -> tuple[tuple[str, str], ...]:
+    """``(macro, builtin)`` of the builtins read inside the macros the body uses: through function-like macro
+    calls (nested ones included) and object-like ``#define`` names the body reads (see
+    :attr:`KernelFacts.macro_builtins`)."""
+    out: list[tuple[str, str]] = []
+
+    def defined(name: str) -> None:
+        text = src.env.define_text(name)
+        if text and not src.env.local_inits(src.func, name):
+            for m in _BUILTIN_FIELD.finditer(text):
+                if (name, f"{m.group(1)}.{m.group(2)}") not in out:
+                    out.append((name, f"{m.group(1)}.{m.group(2)}"))
+
+    def through(sub: MacroExpansion) -> None:
+        for n in walk(sub.top):
+            if n.type == "field_expression" and (b := sub.builtin(n)) is not None:
+                if (sub.macro.name, b) not in out:
+                    out.append((sub.macro.name, b))
+            elif n.type == "call_expression" and (inner := sub.through_macro(n)) is not None:
+                through(inner)
+            elif n.type == "identifier" and sub.argument(n) is None:
+                defined(sub.env.t(n))
+
+    for n in walk(src.body):
+        if n.type == "call_expression" and (sub := aff.through_macro(n)) is not None:
+            through(sub)
+        elif n.type == "identifier":
+            defined(src.env.t(n))
+    return tuple(out)
 
 
 def _builtins_read(src: CudaSource, aff: Affine) -> tuple[str, ...]:
@@ -907,8 +943,10 @@ def _shared_dims(src: CudaSource, decl: Node) -> list[sympy.Expr]:
 
 
 def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict[str, str | None],
-              shared: dict[str, Node], aliases: dict[str, Base]
+              shared: dict[str, Node], aliases: dict[str, Base], macro_bases: set[int] | None = None
               ) -> tuple[tuple[Access, ...], set[str]]:
+    """The accesses of the kernel body and the pointers whose address escapes; ``macro_bases`` receives the start
+    bytes of the macro arguments that are the pointer of an access inside the macro's expansion."""
     env = src.env
     index = {n.start_byte: k for k, n in enumerate(loop_nodes)}
     out: list[Access] = []
@@ -931,7 +969,7 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             continue
         sub = aff.through_macro(n) if n.type == "call_expression" else None
         if sub is not None:  # `AT(C, r, c, N)`: the accesses its expansion makes, at the call's range
-            out.extend(_macro_accesses(src, sub, params, shared, aliases, macros, index))
+            out.extend(_macro_accesses(src, sub, params, shared, aliases, macros, index, macro_bases))
             continue
         subs: list[Node] = []
         if n.type == "subscript_expression":
@@ -1000,7 +1038,8 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
 
 
 def _macro_accesses(src: CudaSource, sub: MacroExpansion, params: dict[str, str | None], shared: dict[str, Node],
-                    aliases: dict[str, Base], macros: frozenset[str], index: dict[int, int]) -> list[Access]:
+                    aliases: dict[str, Base], macros: frozenset[str], index: dict[int, int],
+                    bases: set[int] | None = None) -> list[Access]:
     """The accesses the expansion ``sub`` of a macro call makes through the macro's own text (``p[i]`` with ``p`` a
     parameter of the macro or a pointer the body names, ``A[(r) * K + (c)]``), nested macro calls included;
     an access written in an argument is the argument's own (read where it stands). Each has the outermost call's
@@ -1016,7 +1055,7 @@ def _macro_accesses(src: CudaSource, sub: MacroExpansion, params: dict[str, str 
         if n.type == "call_expression":
             inner = sub.through_macro(n)
             if inner is not None:
-                out.extend(_macro_accesses(src, inner, params, shared, aliases, macros, index))
+                out.extend(_macro_accesses(src, inner, params, shared, aliases, macros, index, bases))
             continue
         if n.type != "subscript_expression" or (n.parent is not None and n.parent.type == "subscript_expression"
                                                 and n.parent.child_by_field_name("argument") == n):
@@ -1024,7 +1063,7 @@ def _macro_accesses(src: CudaSource, sub: MacroExpansion, params: dict[str, str 
         base_node, idx = n.child_by_field_name("argument"), _subscript_index(n)
         if base_node is None or idx is None or unwrap_parens(base_node).type == "subscript_expression":
             continue
-        base = _expansion_base(src, sub, base_node, params, shared, aliases)
+        base = _expansion_base(src, sub, base_node, params, shared, aliases, bases)
         if base is None:
             continue
         e = sub.expr(idx)
@@ -1038,14 +1077,18 @@ def _macro_accesses(src: CudaSource, sub: MacroExpansion, params: dict[str, str 
 
 
 def _expansion_base(src: CudaSource, sub: MacroExpansion, node: Node, params: dict[str, str | None],
-                    shared: dict[str, Node], aliases: dict[str, Base]) -> Base | None:
-    """The pointer an expansion's subscript base names: a macro parameter is its argument (read where it stands),
-    a name of the body the kernel's parameter, shared array or pointer-offset local of that name."""
+                    shared: dict[str, Node], aliases: dict[str, Base], bases: set[int] | None = None) -> Base | None:
+    """The pointer an expansion's subscript base names: a macro parameter is its argument (read where it stands;
+    its start byte goes into ``bases``), a name of the body the kernel's parameter, shared array or pointer-offset
+    local of that name."""
     arg = sub.argument(node)
     if arg is not None:
         if isinstance(sub.parent, MacroExpansion):
-            return _expansion_base(src, sub.parent, arg, params, shared, aliases)
-        return _base_of(src, sub.parent, arg, params, shared, aliases)
+            return _expansion_base(src, sub.parent, arg, params, shared, aliases, bases)
+        found = _base_of(src, sub.parent, arg, params, shared, aliases)
+        if found is not None and bases is not None:
+            bases.add(arg.start_byte)
+        return found
     node = unwrap_parens(node)
     name = sub.env.t(node)
     if node.type != "identifier":
@@ -1150,7 +1193,7 @@ def _loops_around(node: Node, src: CudaSource, index: dict[int, int]) -> tuple[t
 
 
 def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...], escapes: set[str],
-                   aliases: dict[str, Base]) -> tuple[PointerFacts, ...]:
+                   aliases: dict[str, Base], macro_bases: set[int] | None = None) -> tuple[PointerFacts, ...]:
     env = src.env
     out = []
     qual_macros = qualifier_macros(src.src)
@@ -1167,7 +1210,7 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
                     and n.parent.child_by_field_name("value") == n)]
         covered = 0
         for u in uses:
-            if _null_test(u, env):
+            if _null_test(u, env) or u.start_byte in (macro_bases or ()):  # `AT(C, r, c, N)`: the access in AT
                 covered += 1
                 continue
             q = u.parent

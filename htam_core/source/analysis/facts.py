@@ -667,6 +667,9 @@ class KernelFacts:
         atomics: the atomic updates of one element (:class:`AtomicUpdate`), in source order (CUDA only).
         returns: the 1-based lines of the ``return`` statements in the kernel's body (CUDA only): a thread that
             returns early does not reach a barrier placed after it.
+        macro_builtins: ``(macro, builtin)`` for each builtin the kernel reads inside the text of a macro it uses
+            (``#define TX(i) (threadIdx.x + (i))``, ``#define GID (blockIdx.x * blockDim.x + threadIdx.x)``), in
+            first-use order (CUDA only): an edit of the kernel's own text does not reach it.
     """
 
     kernel: str
@@ -688,6 +691,7 @@ class KernelFacts:
     barriers: tuple[Barrier, ...] = ()
     atomics: tuple[AtomicUpdate, ...] = ()
     returns: tuple[int, ...] = ()
+    macro_builtins: tuple[tuple[str, str], ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
