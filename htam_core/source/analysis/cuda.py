@@ -369,11 +369,9 @@ class MacroExpansion(Affine):
 
     def render(self, node: Node) -> str:
         """The text ``node`` of the expansion stands for at the call (placeholders replaced by their arguments)."""
-        def arg(m: re.Match[str]) -> str:
-            a = self.args[int(m.group(1))]
-            text = self.parent_text(a)
-            return text if unwrap_parens(a).type in _PRIMARY else f"({text})"
-        return re.sub(rf"{_PLACEHOLDER}(\d+)", arg, self.env.t(node))
+        # a compound argument only ever stands where the body groups it (see :meth:`of`): its text goes in as is
+        return re.sub(rf"{_PLACEHOLDER}(\d+)", lambda m: self.parent_text(self.args[int(m.group(1))]),
+                      self.env.t(node))
 
     def parent_text(self, node: Node) -> str:
         """The text of ``node`` of the parent's tree, placeholders of an enclosing expansion rendered."""
@@ -1070,9 +1068,10 @@ def _macro_accesses(src: CudaSource, sub: MacroExpansion, params: dict[str, str 
         kind = _expansion_kind(src, sub, n, macros)
         if kind == "escape":
             continue
+        text = " ".join(sub.render(idx).split()) if base[1] == 0 else ""
         out.append(Access(base[0], "shared" if base[0] in shared else "global", kind,  # type: ignore[arg-type]
-                          None if e is None else base[1] + e, " ".join(sub.render(idx).split()), src.line(call),
-                          src.span(call), loops, base[2], guarded))
+                          None if e is None else base[1] + e, text, src.line(call), src.span(call), loops, base[2],
+                          guarded, outer.macro.name))
     return out
 
 

@@ -113,6 +113,10 @@ class Access:
         guarded: ids of the enclosing loops inside whose body a condition decides whether the access runs (an
             ``if`` branch, a ``?:`` branch, the right side of ``&&``/``||``): per element of that loop, some
             elements are skipped, so a transform that widens the access over that loop's variable would touch them.
+        macro: the function-like macro the access is made through (``"A_AT"`` for ``A_AT(row, k)``), ``""`` for
+            an access written out. Its :attr:`span` is then the whole call, and :attr:`index_text` the index as the
+            macro expands it at the call, in the kernel's names (``"(row) * K + (k)"``; ``""`` when the macro's
+            pointer is a pointer-offset local, whose offset the text would not carry).
     """
 
     pointer: str
@@ -125,6 +129,7 @@ class Access:
     loops: tuple[int, ...] = ()
     vector: bool = False
     guarded: tuple[int, ...] = ()
+    macro: str = ""
 
     def stride(self, name: str) -> sympy.Expr | None:
         """Stride of the index in symbol ``name`` (``"threadIdx.x"``, a loop variable); see :func:`stride_of`."""

@@ -36,7 +36,7 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-__all__ = ["MAX_DEPTH", "FunctionMacro", "MacroTable", "call_alias", "expansion", "macro_call", "macro_table",
+__all__ = ["MAX_DEPTH", "ExpandedIndex", "FunctionMacro", "MacroTable", "call_alias", "expansion", "macro_call", "macro_table",
            "transparent_argument"]
 
 #: How deep macro calls may nest inside one expansion before the reading gives up.
@@ -390,3 +390,37 @@ def call_alias(node: Node) -> str | None:
         return None
     inner = tuple(_unparen(a) for a in m.group(2).split(",")) if m.group(2).strip() else ()
     return m.group(1) if inner == d.params else None
+
+
+_MEMBER = re.compile(r"(?:\.|->|::)\s*$")
+
+
+@dataclass(frozen=True)
+class ExpandedIndex:
+    """An index read through a macro call, as the macro expands it at the call in the kernel's names
+    (:attr:`~htam_core.source.analysis.facts.Access.index_text` of an access with a ``macro``): a rewrite that
+    moves the access spells it out from this text, replacing the whole call.
+
+    Attributes:
+        text: the expanded index (``"(row) * K + (k)"``).
+    """
+
+    text: str
+
+    def _uses(self) -> list[re.Match[str]]:
+        code = _LITERAL.sub(lambda m: " " * len(m.group(0)), self.text)
+        return [m for m in _IDENT.finditer(code) if not _MEMBER.search(code[:m.start()])]
+
+    def names(self) -> frozenset[str]:
+        """The names the index reads (member names after ``.``/``->``/``::`` left out)."""
+        return frozenset(m.group(0) for m in self._uses())
+
+    def rename(self, mapping: dict[str, str], paren: bool = True) -> str:
+        """The text with each name of ``mapping`` replaced by its value (in parentheses when ``paren``)."""
+        out, pos = [], 0
+        for m in self._uses():
+            if m.group(0) in mapping:
+                rep = mapping[m.group(0)]
+                out += [self.text[pos:m.start()], f"({rep})" if paren else rep]
+                pos = m.end()
+        return "".join(out) + self.text[pos:]

@@ -9,7 +9,7 @@ import sympy
 from conftest import facts_of_text
 
 from htam_core.source.analysis import sym
-from htam_core.source.analysis.macros import call_alias, expansion, macro_table
+from htam_core.source.analysis.macros import ExpandedIndex, call_alias, expansion, macro_table
 from htam_core.source.analysis.syntax import of_type, parse_cuda, strip_casts
 
 KERNEL = """\
@@ -131,3 +131,17 @@ def test_cast_and_call_macros_read_through() -> None:
 def test_builtins_inside_macros_are_facts() -> None:
     _, f = _facts("#define TX(i) (threadIdx.x + (i))\n#define GY (blockIdx.y)", "C[r * N + TX(0)] = A[GY];")
     assert ("TX", "threadIdx.x") in f.macro_builtins and ("GY", "blockIdx.y") in f.macro_builtins
+
+
+def test_an_expanded_index_renames_names_not_members_or_literals() -> None:
+    idx = ExpandedIndex("(row) * K + (k) + p.k + q->k + s::k")
+    assert idx.names() == {"row", "K", "k", "p", "q", "s"}
+    assert idx.rename({"k": "htam_ka", "row": "r0 + m"}) == "((r0 + m)) * K + ((htam_ka)) + p.k + q->k + s::k"
+    assert idx.rename({"k": "kk"}, paren=False) == "(row) * K + (kk) + p.k + q->k + s::k"
+
+
+def test_an_access_macro_records_its_name_and_expanded_index() -> None:
+    _, f = _facts("#define A_AT(i, j) A[(i) * N + (j)]", "C[r * N + c] = A_AT(r, c + 1);")
+    acc = next(a for a in f.accesses if a.pointer == "A")
+    assert acc.macro == "A_AT" and acc.index_text == "(r) * N + (c + 1)"
+    assert next(a for a in f.accesses if a.pointer == "C").macro == ""
