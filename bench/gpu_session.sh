@@ -6,6 +6,8 @@
 #   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks, timing (bench/timing_agreement.py),
 #             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py),
 #             spellings (bench/spelling_matrix.py --gpu: each textbook step on each spelling, GPU-verified),
+#             transpose (bench/bench_transpose_spellings.py: the padded transpose tile on each spelling, timed beside
+#             its start on a non-square matrix of sides not multiples of 32; TRANSPOSE_S, TRANSPOSE_ARGS),
 #             loopspeed (bench/bench_loop_speed.py: htam optimize's time per phase on five kernels, cold and warm
 #             cache; LOOPSPEED_S, LOOPSPEED_ARGS, e.g. "--budget 2"),
 #             executors (the suite subset under --executor local and dask, compared),
@@ -116,6 +118,8 @@ for s in "${want[@]}"; do
               --max-minutes "${LLMGPU_MINUTES:-6.5}" --trials "${LLMGPU_TRIALS:-50}" --device "$(head -1 "$RUN/device.txt")" \
               --command "STAGES=llmgpu LLMGPU_PACK=$PACK bash bench/gpu_session.sh" ;;
     spellings) stage spellings "${SPELLINGS_S:-420}" "$PY" bench/spelling_matrix.py --gpu --out "$RUN/spelling-matrix" ;;
+    transpose) stage transpose "${TRANSPOSE_S:-300}" "$PY" bench/bench_transpose_spellings.py \
+                 --out "$RUN/transpose-spellings" ${TRANSPOSE_ARGS:-} ;;
     *) log "unknown stage $s" ;;
   esac
 done

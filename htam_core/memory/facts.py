@@ -95,8 +95,10 @@ FACTS: dict[str, str] = {
     "body or both outside loops (analysis layer: affine index facts, memops; unknown without the kernel)",
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
-    "reverse; unknown without the kernel); or a loop over the rows of a tile that transposes it "
-    "(analysis layer: KernelFacts.transpose_loops)",
+    "reverse; unknown without the kernel); or an element-copy transpose out[col * rows + row] = in[row * cols + "
+    "col] computed from the affine indices, in loops over rows and under row/column bounds checks too (analysis "
+    "layer: KernelFacts.transposes); or a loop over the rows of a tile that transposes it (analysis layer: "
+    "KernelFacts.transpose_loops)",
     "histogram_like": "CUDA: a global atomicAdd whose index depends on loaded data (atomicAdd(&hist[data[i]], 1): "
     "the bins of a histogram; analysis layer: KernelFacts.histogram_updates); false for Triton or without atomics, "
     "unknown without the kernel",
@@ -458,8 +460,10 @@ def compute_facts(
     facts.update(_analysis_facts(analysis, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)
                             and not has_loop)
-    if lang == "cuda" and analysis is not None and analysis.transpose_loops():
-        facts["transpose_like"] = True  # the samples' loop over the rows of a tile (KernelFacts.transpose_loops)
+    if lang == "cuda" and analysis is not None and (analysis.transposes or analysis.transpose_loops()):
+        # an element-copy transpose read off the affine indices (KernelFacts.transposes), or the samples' loop
+        # over the rows of a tile (KernelFacts.transpose_loops)
+        facts["transpose_like"] = True
     elif not structural_transpose:
         facts["transpose_like"] = False
     elif kernel is None:

@@ -1,11 +1,15 @@
 """Shared-memory tiling transforms: naive matmul (``B[k * N + col]``, or ``B[col * K + k]`` for a transposed B)
 -> tiled matmul (``cuda.smem_tiling_matmul``), and naive
-transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``): one element per thread under a
-bounds check, or the samples' loop over the rows of a tile (``for (j = 0; j < TILE_DIM; j += BLOCK_ROWS)``, read off
-the analysis layer's :meth:`~htam_core.source.analysis.facts.KernelFacts.transpose_loops`), which keeps its header
-and block and gets a ``[TILE_DIM][TILE_DIM + 1]`` tile.
+transpose -> transpose through a padded 32x33 tile (``cuda.transpose_smem_tile``). The transpose is read off the
+analysis layer: the samples' unguarded loop over the rows of a tile (``for (j = 0; j < TILE_DIM; j += BLOCK_ROWS)``,
+:meth:`~htam_core.source.analysis.facts.KernelFacts.transpose_loops`) keeps its header and block and gets a
+``[TILE_DIM][TILE_DIM + 1]`` tile when the launch gives that block; any other element-copy transpose
+(:attr:`~htam_core.source.analysis.facts.KernelFacts.transposes`: one element per thread or a loop over rows, any
+bounds check, any spelling of the indices) gets a body whose tile loops are correct for any block shape and grid
+(the launch-independent form, said so in the title when no constant block is in reach), with the launch's block
+kept and, when the block argument is the launch's own, also changed to 32x8 (in the launch's file, wherever it is).
 
-Both recognize their pattern structurally with tree-sitter and refuse anything else. The matmul's operands come
+The matmul is recognized structurally and anything else refused; its operands come
 from the analysis layer's affine indices, so row pointers (``const float *w = weight + o * C;`` then ``w[i]``,
 spelled out at the parameter in the rewrite), the row on ``threadIdx.x`` and the column on ``threadIdx.y`` (the
 tiles put the column on ``threadIdx.x``), and an accumulator starting from a bias (kept under the bounds check)
@@ -16,11 +20,12 @@ CUDA C++ Programming Guide, "Shared Memory" (tiled matrix multiplication); NVIDI
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from htam_core.source.analysis.facts import PointerAlias, stride_of, sym
+from htam_core.source.analysis.facts import PointerAlias, Transpose, stride_of, sym
 from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.analysis.macros import ExpandedIndex
@@ -39,7 +44,6 @@ from htam_core.transforms._cuda import (
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, retune_block
-from htam_core.transforms.cuda_memory import element_type
 from htam_core.transforms.cuda_panel_tiling import CudaSmemPanelTiling
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
@@ -79,26 +83,6 @@ def index_vars(unit: CudaUnit) -> list[IndexVar]:
             c = -1
         out.append(IndexVar(decl, t.name, d, c))
     return out
-
-
-def _affine(unit: CudaUnit, expr: Node, outer: str, inner: str) -> str | None:
-    """For ``outer * LD + inner`` (any operand order) return ``LD``'s text, else ``None``."""
-    e = strip_casts(expr)
-    if e.type != "binary_expression" or unit.t(e.child_by_field_name("operator")) != "+":
-        return None
-    for mul, add in ((e.child_by_field_name("left"), e.child_by_field_name("right")),
-                     (e.child_by_field_name("right"), e.child_by_field_name("left"))):
-        if unit.t(strip_casts(add)) != inner:
-            continue
-        m = strip_casts(mul)
-        if m.type != "binary_expression" or unit.t(m.child_by_field_name("operator")) != "*":
-            continue
-        a, b = unit.t(strip_casts(m.child_by_field_name("left"))), unit.t(strip_casts(m.child_by_field_name("right")))
-        if a == outer:
-            return b
-        if b == outer:
-            return a
-    return None
 
 
 def _subscript(unit: CudaUnit, node: Node) -> tuple[str, Node] | None:
@@ -558,48 +542,94 @@ class CudaTransposeSmemTile(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """Candidates: the tiled kernel with the current 32x32 block, and with 32x8 blocks when the block
-        argument belongs to this launch alone."""
-        m = self._match(unit)
-        if isinstance(m, str):
-            rows = self._propose_rows(unit, model, kernel)
-            if isinstance(rows, list):
-                return rows
-            return self.not_applicable(f"not the naive transpose pattern: {m}; nor a loop over rows: {rows}")
-        if not unit.launches:
-            return self.not_applicable(f"{kernel.name} has no launch site in this file; the block size is unknown")
-        for la in unit.launches:
-            dims = unit.block_dims(la)
-            if not dims or len(dims) != 2 or any(d.const is None for d in dims):
-                return self.not_applicable(f"the launch on line {la.site.line} has no constant 2-D block")
-            bx, by = dims[0].const.value, dims[1].const.value  # type: ignore[union-attr]
-            if bx != 32 or 32 % by:
-                return self.not_applicable(f"the block is {bx}x{by}; the tile needs 32 threads in x")
-        for v in (m["x"], m["y"]):
-            if v.stride not in (None, 32):
-                return self.not_applicable(f"{v.name} advances {v.stride} per block, not 32")
-        body = self._rewrite(unit, m)
-        out = [
-            self.candidate(
-                model,
-                f"transpose in {kernel.name} through a 32x33 padded shared tile: coalesced reads and writes",
-                {"tile": 32, "block": [32, by]},
-                [body],
-            )
-        ]
-        if by == 32:
-            launch_edits = self._block_y_edits(unit, 8)
+        """Candidates: the samples' loop over rows through a padded tile with its own header and block when the
+        launch gives that block (:meth:`_propose_rows`); else, for any element-copy transpose the analysis layer
+        computes (:attr:`KernelFacts.transposes`), a body that moves the whole matrix through padded 32x33 tiles
+        with loops correct for any block shape and grid (:meth:`_tile_loop_body`), with the launch as it is,
+        and with a 32x8 block when the launch's block belongs to it alone and is another shape."""
+        rows = self._propose_rows(unit, model, kernel)
+        if isinstance(rows, list):
+            return rows
+        if not unit.facts.transposes:
+            return self.not_applicable("not a transpose: the kernel's only accesses are not one load in[row * cols "
+                                       f"+ col] stored to out[col * rows + row]; nor a loop over rows: {rows}")
+        tp = unit.facts.transposes[0]
+        body = self._tile_loop_body(unit, tp)
+        if isinstance(body, str):
+            return self.not_applicable(body)
+        if not unit.launches:  # the registry's note says that no launch was found and the form fits any grid
+            return [self.candidate(model, f"transpose in {kernel.name} through a 32x33 padded shared tile, a tile "
+                                   "loop correct for any block shape (launch-independent)",
+                                   {"tile": 32, "block": "any", "launch": "independent"}, [body])]
+        shape = _block_shape(unit)
+        if isinstance(shape, str):
+            title = (f"transpose in {kernel.name} through a 32x33 padded shared tile, a tile loop correct for any "
+                     f"block and grid (launch-independent: {shape})")
+            out = [dataclasses.replace(self.candidate(model, title, {"tile": 32, "block": "any"}, [body]),
+                                       title_note="block not constant: correct for any block and grid")]
+        else:
+            title = (f"transpose in {kernel.name} through a 32x33 padded shared tile: coalesced reads and writes, "
+                     f"the launch's {shape[0]}x{shape[1]} threads moving each tile")
+            out = [self.candidate(model, title, {"tile": 32, "block": list(shape)}, [body])]
+        if shape != (32, 8) and unit.launch_bounds_node() is None:
+            launch_edits = self._block_edits(unit, 32, 8)
             if launch_edits:
-                out.append(
-                    self.candidate(
-                        model,
-                        f"transpose in {kernel.name} through a 32x33 padded shared tile, 32x8 threads per block "
-                        "(each thread moves 4 elements)",
-                        {"tile": 32, "block": [32, 8]},
-                        [body, *launch_edits],
-                    )
-                )
+                out.append(self.candidate(
+                    model, f"transpose in {kernel.name} through a 32x33 padded shared tile, 32x8 threads per block "
+                    "(the launch's block changes with the kernel; each thread moves 4 elements of a tile)",
+                    {"tile": 32, "block": [32, 8]}, [body, *launch_edits]))
         return out
+
+    def _tile_loop_body(self, unit: CudaUnit, tp: Transpose) -> TextEdit | str:
+        """The kernel's new body for transpose ``tp``: every 32x32 tile of the ``rows x cols`` input read with
+        coalesced rows into a ``[32][33]`` shared tile (+1 column: the transposed reads hit 32 banks), then
+        written out transposed with coalesced rows. The tiles are shared among the blocks of the whole grid (linear
+        block id, stride the grid's size) and the elements of a tile among the threads of the block (linear thread
+        id, stride the block's size), so each output element is written exactly once whatever the launch; the
+        bounds are those of the matrix, so sizes that are not multiples of 32 are moved too. Or why not."""
+        pf = unit.facts.pointer(tp.read.pointer)
+        etype = " ".join(w for w in (pf.element_type or "").split() if w not in ("const", "volatile")) if pf else ""
+        if not etype:
+            return f"the element type of {tp.read.pointer} is unknown"
+        if not (tp.rows.is_Symbol and tp.cols.is_Symbol):
+            return f"the sizes {tp.rows} and {tp.cols} are not parameters"
+        src, dst = tp.read.pointer, tp.write.pointer
+        # 32-bit index arithmetic when both sizes are 32-bit (as the kernel's own indices were), else 64-bit
+        types = {p.name: (p.type or "") for p in unit.kernel.params}
+        wide = any(w in types.get(str(n), "long") for n in (tp.rows, tp.cols)
+                   for w in ("64", "size", "long", "ptrdiff"))
+        it = "long long" if wide else "int"
+        lines = [
+            f"// 32x32 tiles: rows of {src} read coalesced into a padded tile (+1 column: no shared-memory bank",
+            "// conflicts), then written out transposed with coalesced rows; correct for any block shape and grid",
+            f"__shared__ {etype} htam_tile[32][33];",
+            f"const {it} htam_rows = {tp.rows}, htam_cols = {tp.cols};",
+            f"const {it} htam_tiles_x = (htam_cols + 31) / 32, htam_tiles = htam_tiles_x * ((htam_rows + 31) / 32);",
+            "const int htam_threads = blockDim.x * blockDim.y * blockDim.z;",
+            "const int htam_tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);",
+            f"for ({it} htam_t = blockIdx.x + ({it})gridDim.x * (blockIdx.y + ({it})gridDim.y * blockIdx.z);",
+            f"     htam_t < htam_tiles; htam_t += ({it})gridDim.x * gridDim.y * gridDim.z) {{",
+            f"    const {it} htam_r0 = htam_t / htam_tiles_x * 32, htam_c0 = htam_t % htam_tiles_x * 32;",
+            "    for (int htam_e = htam_tid; htam_e < 32 * 32; htam_e += htam_threads) {",
+            f"        const {it} htam_r = htam_r0 + htam_e / 32, htam_c = htam_c0 + htam_e % 32;",
+            "        if (htam_r < htam_rows && htam_c < htam_cols)",
+            f"            htam_tile[htam_e / 32][htam_e % 32] = {src}[htam_r * htam_cols + htam_c];",
+            "    }",
+            "    __syncthreads();",
+            "    for (int htam_e = htam_tid; htam_e < 32 * 32; htam_e += htam_threads) {",
+            f"        const {it} htam_c = htam_c0 + htam_e / 32, htam_r = htam_r0 + htam_e % 32;  // row, column of out",
+            "        if (htam_r < htam_rows && htam_c < htam_cols)",
+            f"            {dst}[htam_c * htam_rows + htam_r] = htam_tile[htam_e % 32][htam_e / 32];",
+            "    }",
+            "    __syncthreads();  // the tile is refilled by the block's next tile",
+            "}",
+        ]
+        first = unit.node_at(tp.body)
+        if first is None:
+            return "the kernel's body is not found"
+        ind = _ts.indent_of(unit.src, first.start_byte) + "    "
+        text = "{\n" + "".join(f"{ind}{ln}\n" for ln in lines) + _ts.indent_of(unit.src, first.start_byte) + "}"
+        return unit.replace_span(tp.body, text)
 
     def _propose_rows(self, unit: CudaUnit, model: SourceModel, kernel: Kernel) -> list[Candidate] | str:
         """The samples-style transpose, a loop over the rows of a tile (:meth:`KernelFacts.transpose_loops`), through
@@ -619,6 +649,9 @@ class CudaTransposeSmemTile(CudaTransform):
             return "the row loop is not a statement of the kernel's body"
         if len(facts.global_accesses()) != 2 or facts.block_barriers() or facts.atomics:
             return "the kernel does more than the transpose loop"
+        if facts.returns or any(t.bounds for t in facts.transposes):
+            # the tile needs every thread at its barrier and moves whole tiles: a bounded loop takes the tile loop
+            return "the loop's moves are bounds-checked or the kernel returns early"
         if not unit.launches:
             return f"{kernel.name} has no launch site in this file; the block size is unknown"
         for la in unit.launches:
@@ -683,9 +716,13 @@ class CudaTransposeSmemTile(CudaTransform):
             edits,
         )]
 
-    def _block_y_edits(self, unit: CudaUnit, by: int) -> list[TextEdit]:
+    def _block_edits(self, unit: CudaUnit, bx: int, by: int) -> list[TextEdit]:
+        """Edits that make every launch's block ``bx x by``, or ``[]`` when a block argument is shared with
+        another launch or is not a 2-D ``dim3``."""
         edits = []
         for la in unit.launches:
+            if la.block is None:
+                return []
             blk = _ts.unwrap_parens(la.block)
             if blk.type == "identifier":
                 name = unit.t(blk)
@@ -697,65 +734,5 @@ class CudaTransposeSmemTile(CudaTransform):
             dims = unit.dims_of(la.block, la.host)
             if len(dims) != 2:
                 return []
-            edits.append(unit.replace(dims[1], str(by)))
+            edits += [unit.replace(dims[0], str(bx)), unit.replace(dims[1], str(by))]
         return edits
-
-    def _match(self, unit: CudaUnit) -> dict | str:
-        ivs = {v.dim: v for v in index_vars(unit)}
-        if "x" not in ivs or "y" not in ivs:
-            return "no x and y global thread indices"
-        x, y = ivs["x"], ivs["y"]
-        stmts = statement_list(unit.body)
-        g = closing_bounds_guard(stmts, unit.src)
-        if isinstance(g, str):
-            return f"the kernel has {g}" if g == "no bounds check" else g
-        guard = g.stmt
-        bounds = {v: unit.t(n) for v, n in g.bounds().items()}
-        if g.others() or set(bounds) != {x.name, y.name}:
-            return f"{describe_form(g, unit.src)} is not `x < cols && y < rows` (nor its early return)"
-        cols, rows = bounds[x.name], bounds[y.name]
-        inner = list(g.body)
-        if len(inner) != 1 or inner[0].type != "expression_statement":
-            return "the guarded code is not a single assignment"
-        asg = inner[0].named_children[0]
-        if asg.type != "assignment_expression" or unit.t(asg.child_by_field_name("operator")) != "=":
-            return "the guarded code is not a single assignment"
-        dst, src = _subscript(unit, asg.child_by_field_name("left")), _subscript(unit, asg.child_by_field_name("right"))
-        if dst is None or src is None:
-            return "the assignment is not out[...] = in[...]"
-        if _affine(unit, dst[1], x.name, y.name) != rows or _affine(unit, src[1], y.name, x.name) != cols:
-            return "the indices are not out[x * rows + y] = in[y * cols + x]"
-        in_param = next((p for p in unit.params if unit.t(p).rstrip().endswith(src[0])), None)
-        etype = element_type(unit, in_param) if in_param is not None else ""
-        if not etype:
-            return f"the element type of {src[0]} is unknown"
-        others = [s for s in stmts[: stmts.index(guard)] if s not in (x.decl, y.decl)]
-        if any(references(s, unit.src, x.name) or references(s, unit.src, y.name) for s in others):
-            return "other statements use the indices"
-        return {"x": x, "y": y, "rows": rows, "cols": cols, "out": dst[0], "in": src[0], "etype": etype,
-                "guard": guard, "end": g.end_byte}
-
-    def _rewrite(self, unit: CudaUnit, m: dict) -> TextEdit:
-        x, y, rows, cols = m["x"], m["y"], m["rows"], m["cols"]
-        first = min(x.decl.start_byte, y.decl.start_byte)
-        indent = _ts.indent_of(unit.src, first)
-        lines = [
-            f"__shared__ {m['etype']} htam_tile[32][33];  // +1 column: no shared-memory bank conflicts",
-            "const int htam_x = blockIdx.x * 32 + threadIdx.x;",
-            "const int htam_y = blockIdx.y * 32 + threadIdx.y;",
-            "for (int htam_j = 0; htam_j < 32; htam_j += blockDim.y)",
-            f"    if (htam_x < {cols} && htam_y + htam_j < {rows})",
-            f"        htam_tile[threadIdx.y + htam_j][threadIdx.x] = {m['in']}[(htam_y + htam_j) * {cols} + htam_x];",
-            "__syncthreads();",
-            "const int htam_tx = blockIdx.y * 32 + threadIdx.x;  // transposed block: column in out",
-            "const int htam_ty = blockIdx.x * 32 + threadIdx.y;",
-            "for (int htam_j = 0; htam_j < 32; htam_j += blockDim.y)",
-            f"    if (htam_tx < {rows} && htam_ty + htam_j < {cols})",
-            f"        {m['out']}[(htam_ty + htam_j) * {rows} + htam_tx] = htam_tile[threadIdx.x][threadIdx.y + htam_j];",
-        ]
-        start = _ts.line_start(unit.src, first)
-        # keep statements between the index declarations and the guard that do not use the indices
-        keep = [s for s in statement_list(unit.body) if first <= s.start_byte < m["guard"].start_byte
-                and s not in (x.decl, y.decl)]
-        text = "\n".join(indent + ln for ln in [*(unit.t(s) for s in keep), *lines])
-        return unit.edit(start, m["end"], text)

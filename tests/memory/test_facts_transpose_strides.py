@@ -28,3 +28,28 @@ def test_a_transpose_by_any_name_is_transpose_like():
 
 def test_a_copy_named_transpose_is_not():
     assert _transpose_like("transpose_but_copy", "y * cols + x") is False
+
+
+LOOPED = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void rows4(const float *in, float *out, int rows, int cols)
+{
+    cg::thread_block b = cg::this_thread_block();
+    int x = b.group_index().x * b.group_dim().x + b.thread_index().x;
+    for (int k = 0; k < 4; ++k) {
+        int y = (b.group_index().y * b.group_dim().y + b.thread_index().y) * 4 + k;
+        if (x < cols && y < rows)
+            out[x * rows + y] = in[y * cols + x];
+    }
+}
+"""
+
+
+def test_a_transpose_in_a_loop_over_rows_through_cooperative_groups_is_transpose_like():
+    model = parse_text(LOOPED, "cuda")
+    k = model.kernel("rows4")
+    assert compute_facts(k.features, k.language, None, k, model)["transpose_like"] is True
+    copy = parse_text(LOOPED.replace("out[x * rows + y]", "out[y * cols + x]"), "cuda")
+    kc = copy.kernel("rows4")
+    assert compute_facts(kc.features, kc.language, None, kc, copy)["transpose_like"] is False

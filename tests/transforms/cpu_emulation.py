@@ -108,7 +108,7 @@ static void htam_launch3(unsigned gx, unsigned gy, unsigned gz, unsigned bx, uns
         for (unsigned ty = 0; ty < by; ++ty)
             for (unsigned tx = 0; tx < bx; ++tx)
                 ts.emplace_back([=, &k] { blockIdx.x = b % gx; blockIdx.y = b / gx % gy; blockIdx.z = b / (gx * gy);
-                                          threadIdx.x = tx; threadIdx.y = ty;
+                                          threadIdx.x = tx; threadIdx.y = ty; threadIdx.z = 0;
                                           htam_lane = (ty * bx + tx) % 32; htam_warp = (ty * bx + tx) / 32; k(); });
         for (auto &t : ts) t.join();
     }

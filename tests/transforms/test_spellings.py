@@ -17,17 +17,9 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("vectorize_float4", "templated.cu"): "the element type T is bound to float only through the templated host "
                                           "function (add<float> launches add_kernel<T, kBlock>), which is not "
                                           "followed, so the pointers are not known to be float",
-    ("transpose_tile", "coop_groups.cu"): "the indices from block.group_index()/group_dim()/thread_index() are "
-                                          "read, but the transpose pattern (transpose_like) is still not seen",
     ("transpose_tile", "macro.cu"): "the indices through IDX2R are read (the kernel is transpose_like), but the "
                                     "bounds check is two early returns (`if (x >= cols) return; if (y >= rows) "
                                     "return;`), which the transpose matcher does not read as one check",
-    ("transpose_tile", "pragma_col_row.cu"): "a transpose inside a loop over rows with a per-iteration guard is "
-                                             "not seen as a transpose",
-    ("transpose_tile", "llmc.cu"): "the block edge is a parameter of the launcher (no constant 2-D block), and the "
-                                   "launch-independent form is not offered",
-    ("transpose_tile", "templated.cu"): "a 16x16 block: the tile needs 32 threads in x and the step does not "
-                                        "change the launch's block",
     ("matmul_register_tile", "nvidia_samples.cu"): "the bx/by locals read blockIdx outside the index declarations, "
                                                    "which the 1-D block of the register tiling would change",
     ("coarsen", "guarded_load.cu"): "a load under `if (i < n) v = in[i];` into a zeroed register is not read as "

@@ -43,9 +43,13 @@ def test_the_transpose_tile_takes_an_early_return(cand):
     assert "htam_tile[32][33]" in body and "return;" not in body[: body.index("\n}\n")]
 
 
-@pytest.mark.parametrize("tid", [SMEM, REG, "cuda.transpose_smem_tile", "cuda.grid_stride"])
+@pytest.mark.parametrize("tid", [SMEM, REG, "cuda.grid_stride"])
 def test_a_branch_that_works_before_returning_is_refused_by_its_form(refuse, tid):
     assert "returns after other statements" in refuse(tid, FILE, "mm_return_after_work")
+
+
+def test_a_matmul_with_an_early_return_is_not_a_transpose(refuse):
+    assert "not a transpose" in refuse("cuda.transpose_smem_tile", FILE, "mm_return_after_work")
 
 
 def test_a_two_index_early_return_is_named_where_a_one_index_check_is_needed(refuse):

@@ -13,7 +13,8 @@ evaluator), ``loops`` (the one trip counter), ``launch`` (the one launch query),
 kernel in its parsed text: the one parsed-unit type, which the transforms edit through a thin view),
 ``cuda``/``triton`` (the builders), ``facts`` (the dataclasses), ``guards`` (the one bounds-check reader: the
 guarded body and its early-return forms), ``online`` (loops that already keep a softmax's max and sum online), ``sync`` (barriers in normal form,
-every spelling of a block barrier one fact; shared-memory accessor structs).
+every spelling of a block barrier one fact; shared-memory accessor structs), ``transpose`` (element-copy transposes
+computed from the affine indices, with their bounds checks read as affine bounds).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from htam_core.source.analysis.facts import (
     Access,
     Accumulator,
     AtomicUpdate,
+    Bound,
     ColumnSplit,
     Dim,
     KernelFacts,
@@ -36,6 +38,7 @@ from htam_core.source.analysis.facts import (
     PointerAlias,
     PointerFacts,
     ThreadIndex,
+    Transpose,
     TransposeLoop,
     TritonAxis,
     TritonBound,
@@ -51,9 +54,9 @@ from htam_core.source.analysis.sync import Barrier
 from htam_core.source.model import Kernel, SourceModel
 
 __all__ = [
-    "BUILTINS", "DIMS", "Access", "Accumulator", "AtomicUpdate", "Barrier", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
+    "BUILTINS", "DIMS", "Access", "Accumulator", "AtomicUpdate", "Barrier", "Bound", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
     "OnlineStat", "PointerAlias", "PointerFacts",
-    "ThreadIndex", "TransposeLoop", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
+    "ThreadIndex", "Transpose", "TransposeLoop", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
     "TritonReduction", "analyze",
     "stride_of", "sym",
 ]

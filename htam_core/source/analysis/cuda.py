@@ -50,6 +50,7 @@ from htam_core.source.analysis.syntax import (
     unwrap_parens,
     walk,
 )
+from htam_core.source.analysis.transpose import find_transposes
 from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
@@ -772,7 +773,9 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
                              for m, s in online_pairs(n, src.src)),
                        barriers(src.body, src.src, src.base), atomic_updates(src, kernel, accesses, pointers),
-                       return_lines(src), _macro_builtins(src, aff))
+                       return_lines(src), _macro_builtins(src, aff),
+                       find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
+                                                                        if not p.is_pointer]))
 
 
 #: A builtin's component named in a macro's text (``threadIdx.x``).

@@ -318,6 +318,56 @@ class TransposeLoop:
 
 
 @dataclass(frozen=True)
+class Bound:
+    """A condition ``lo < hi`` under which an access runs (``x < cols``; ``x <= n`` is ``x < n + 1``; an early
+    ``if (y >= rows) return;`` is ``y < rows``), both sides affine forms over the builtins and loop variables."""
+
+    lo: sympy.Expr
+    hi: sympy.Expr
+
+
+@dataclass(frozen=True)
+class Transpose:
+    """A kernel that only copies one element per store from a ``rows x cols`` row-major input to its transpose::
+
+        out[col * rows + row] = in[row * cols + col];
+
+    computed from the affine indices (:class:`Access`), whatever the spelling: the row and the column are the
+    coefficient of ``cols`` in the read's index and the rest (the write's index must be their swap over ``rows``),
+    through locals, casts, cooperative-groups indices, loops over rows and per-element bounds checks. Idea
+    source: NVIDIA developer blog, "An Efficient Matrix Transpose in CUDA C/C++" (Harris, 2013).
+
+    Attributes:
+        read: the load of the input; write: the store of the output (its value is the load).
+        row, col: the element's row and column in the input, over the builtins and loop variables.
+        rows, cols: the input's rows and row length (the output's row length is ``rows``), as symbols of the
+            kernel's parameters.
+        bounds: the bounds checks the store runs under, each ``row < rows`` or ``col < cols`` (empty: unguarded,
+            the launch's grid alone decides which elements are moved).
+        body: file bytes of the kernel's body (its braces included).
+    """
+
+    read: Access
+    write: Access
+    row: sympy.Expr
+    col: sympy.Expr
+    rows: sympy.Expr
+    cols: sympy.Expr
+    bounds: tuple[Bound, ...]
+    body: Span
+
+    @property
+    def read_coalesced(self) -> bool:
+        """Consecutive ``threadIdx.x`` read consecutive (or the same) input elements."""
+        return self.read.coalesced("x") is True
+
+    @property
+    def write_coalesced(self) -> bool:
+        """Consecutive ``threadIdx.x`` write consecutive (or the same) output elements."""
+        return self.write.coalesced("x") is True
+
+
+@dataclass(frozen=True)
 class ThreadIndex:
     """A local variable computed from the thread/block indices (``int row = blockIdx.y*blockDim.y+threadIdx.y``).
 
@@ -675,6 +725,7 @@ class KernelFacts:
         macro_builtins: ``(macro, builtin)`` for each builtin the kernel reads inside the text of a macro it uses
             (``#define TX(i) (threadIdx.x + (i))``, ``#define GID (blockIdx.x * blockDim.x + threadIdx.x)``), in
             first-use order (CUDA only): an edit of the kernel's own text does not reach it.
+        transposes: the element-copy transposes the kernel is (:class:`Transpose`; CUDA only, at most one).
     """
 
     kernel: str
@@ -697,6 +748,7 @@ class KernelFacts:
     atomics: tuple[AtomicUpdate, ...] = ()
     returns: tuple[int, ...] = ()
     macro_builtins: tuple[tuple[str, str], ...] = ()
+    transposes: tuple[Transpose, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:

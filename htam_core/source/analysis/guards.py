@@ -23,7 +23,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.syntax import statements, text, unwrap_parens
 
-__all__ = ["BoundsGuard", "GuardTerm", "bounds_guard", "closing_bounds_guard", "describe_form", "first_bounds_guard"]
+__all__ = ["BoundsGuard", "GuardTerm", "bounds_guard", "positive_terms", "closing_bounds_guard", "describe_form", "first_bounds_guard"]
 
 _NEGATE = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
@@ -38,12 +38,15 @@ class GuardTerm:
         text: the positive term's text (``"row < M"`` for a written ``row >= M``).
         var: the variable of a ``var < bound`` term (either way round), else ``None``.
         bound: the bound expression node of that term, else ``None``.
+        compare: the positive comparison ``(left, op, right)`` of a comparison term (``op`` one of ``< <= > >=
+            == !=``, already negated for the early-return form), else ``None``.
     """
 
     node: Node
     text: str
     var: str | None = None
     bound: Node | None = None
+    compare: tuple[Node, str, Node] | None = None
 
 
 @dataclass(frozen=True)
@@ -133,8 +136,8 @@ def _term(node: Node, src: bytes, negate: bool) -> GuardTerm:
             for var, bnd, o in ((left, right, pos), (right, left, _FLIP[pos])):
                 if o == "<" and unwrap_parens(var).type == "identifier":
                     return GuardTerm(node, f"{text(unwrap_parens(var), src)} < {text(bnd, src)}",
-                                     text(unwrap_parens(var), src), bnd)
-            return GuardTerm(node, f"{text(left, src)} {pos} {text(right, src)}")
+                                     text(unwrap_parens(var), src), bnd, (left, pos, right))
+            return GuardTerm(node, f"{text(left, src)} {pos} {text(right, src)}", compare=(left, pos, right))
     return GuardTerm(node, f"!({text(n, src)})" if negate else text(n, src))
 
 
@@ -155,6 +158,13 @@ def _positive_terms(cond: Node, src: bytes, exit_: bool) -> list[GuardTerm]:
         sub = _is_not(t, src)
         out += _positive_terms(sub, src, False) if sub is not None else [_term(t, src, True)]
     return out
+
+
+def positive_terms(cond: Node, src: bytes, exit_: bool) -> list[GuardTerm]:
+    """The positive :class:`GuardTerm` s of condition ``cond`` (an expression node, parentheses allowed): the
+    terms under which the guarded code runs, for a guarded body (``exit_`` false) or an early exit such as ``if
+    (cond) return;`` or ``continue;`` (``exit_`` true: the De Morgan negation)."""
+    return _positive_terms(unwrap_parens(cond), src, exit_)
 
 
 def _is_bare_return(node: Node | None) -> bool:

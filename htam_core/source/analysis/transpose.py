@@ -1,0 +1,215 @@
+"""Element-copy transposes, computed from the affine index forms (:class:`~htam_core.source.analysis.facts.Transpose`).
+
+A kernel is a transpose when its only global accesses are one load and one store of the loaded value, and the
+indices, read as affine forms over ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` and loop variables, are
+``in[row * cols + col]`` and ``out[col * rows + row]`` for two parameters ``rows`` and ``cols`` (the same one for a
+square matrix). The row is the coefficient of ``cols`` in the load's index and the column the rest; the store's
+index must be their swap over ``rows``. Nothing is matched on the spelling: locals, casts, ``int64_t`` or
+``unsigned`` indices, cooperative-groups indices, macros for sizes, loops over rows (``for (j = 0; j < TILE; j +=
+ROWS)``, ``for (k = 0; k < 4; ++k)``) and template arguments bound at the launch are all read the same way.
+
+The store's bounds checks are read too (:func:`access_bounds`): the ``if`` conditions around it and the early exits
+(``if (x >= cols) return;``, ``if (y + j >= rows) continue;``) before it, each term normalized to ``lo < hi``. A
+transpose whose checks are all ``row < rows`` or ``col < cols`` moves every element of the matrix the grid reaches
+exactly once, so a rewrite that moves the whole ``rows x cols`` matrix (whatever the grid) keeps its output
+contract. Idea source: NVIDIA developer blog, "An Efficient Matrix Transpose in CUDA C/C++" (Harris, 2013);
+normalizing guards to half-open bounds as in polyhedral loop-bound analysis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import sympy
+from tree_sitter import Node
+
+from htam_core.source.analysis.facts import BUILTINS, Access, Bound, LoopFact, Transpose
+from htam_core.source.analysis.guards import GuardTerm, positive_terms
+from htam_core.source.analysis.syntax import strip_casts, text, unwrap_parens, walk
+from htam_core.source.analysis.unit import CudaSource
+
+__all__ = ["access_bounds", "find_transposes"]
+
+#: An expression node -> its affine form (the analysis layer's ``Affine.expr``), ``None`` when unreadable.
+ExprOf = Callable[[Node], "sympy.Expr | None"]
+
+_EXITS = ("return_statement", "continue_statement")
+_JUMPS = ("return_statement", "continue_statement", "break_statement", "goto_statement")
+
+
+def _bound(term: GuardTerm, expr: ExprOf) -> Bound | None:
+    """The :class:`Bound` of one positive term (``a <= b`` is ``a < b + 1``; ``a > b`` is ``b < a``), or ``None``
+    for a term that is not an ordering comparison of two readable expressions."""
+    if term.compare is None:
+        return None
+    left, op, right = term.compare
+    a, b = expr(left), expr(right)
+    if a is None or b is None:
+        return None
+    forms = {"<": (a, b), "<=": (a, b + 1), ">": (b, a), ">=": (b, a + 1)}
+    if op not in forms:
+        return None
+    lo, hi = forms[op]
+    return Bound(sympy.expand(lo), sympy.expand(hi))
+
+
+def _condition(stmt: Node) -> Node | None:
+    """The expression of an ``if``'s condition (``condition_clause`` unwrapped)."""
+    cond = stmt.child_by_field_name("condition")
+    if cond is not None and cond.type == "condition_clause":
+        cond = cond.child_by_field_name("value")
+    return cond
+
+
+def _bare_exit(stmt: Node) -> bool:
+    """``if (c) return;`` / ``if (c) continue;`` (braces allowed), with no ``else``."""
+    if stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None:
+        return False
+    cons = stmt.child_by_field_name("consequence")
+    if cons is not None and cons.type == "compound_statement":
+        inner = [c for c in cons.named_children if c.type != "comment"]
+        cons = inner[0] if len(inner) == 1 else None
+    return cons is not None and cons.type in _EXITS and not cons.named_child_count
+
+
+def _terms(cond: Node | None, src: bytes, exit_: bool, expr: ExprOf) -> list[Bound] | None:
+    if cond is None:
+        return None
+    out = [_bound(t, expr) for t in positive_terms(cond, src, exit_)]
+    return None if any(b is None for b in out) else out  # type: ignore[return-value]
+
+
+def access_bounds(node: Node, body: Node, src: bytes, expr: ExprOf) -> tuple[Bound, ...] | None:
+    """The conditions under which ``node`` (inside the kernel body ``body``) runs, as :class:`Bound` s: the
+    positive terms of each ``if`` whose branch holds it, and of each early ``return``/``continue`` before it in an
+    enclosing block (negated). ``None`` when a condition is not a conjunction of ordering comparisons, or when
+    something else decides whether it runs (an ``else`` branch, ``?:``, ``&&``/``||``, a jump inside an earlier
+    statement)."""
+    out: list[Bound] = []
+    child, p = node, node.parent
+    while p is not None:
+        if p.type == "if_statement":
+            if child == p.child_by_field_name("consequence"):
+                got = _terms(_condition(p), src, False, expr)
+                if got is None:
+                    return None
+                out += got
+            elif child != p.child_by_field_name("condition"):
+                return None
+        elif p.type in ("conditional_expression", "else_clause"):
+            if child != p.child_by_field_name("condition"):
+                return None
+        elif p.type == "binary_expression" and child == p.child_by_field_name("right") and \
+                text(p.child_by_field_name("operator"), src) in ("&&", "||"):
+            return None
+        elif p.type == "compound_statement":
+            for s in p.named_children:
+                if s.start_byte >= child.start_byte:
+                    break
+                if _bare_exit(s):
+                    got = _terms(_condition(s), src, True, expr)
+                    if got is None:
+                        return None
+                    out += got
+                elif any(n.type in _JUMPS for n in walk(s)):
+                    return None
+        if p == body:
+            return tuple(out)
+        child, p = p, p.parent
+    return tuple(out)
+
+
+def _store_of(node: Node, src: bytes) -> Node | None:
+    """The value stored by the plain assignment whose left side is ``node`` (casts stripped), else ``None``."""
+    child, p = node, node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        child, p = p, p.parent
+    if p is None or p.type != "assignment_expression" or p.child_by_field_name("left") != child:
+        return None
+    if text(p.child_by_field_name("operator"), src) != "=":
+        return None
+    value = p.child_by_field_name("right")
+    return strip_casts(unwrap_parens(value)) if value is not None else None
+
+
+def _split(index: sympy.Expr, size: sympy.Symbol) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """``(a, b)`` with ``index == a * size + b`` and neither depending on ``size``, else ``None``."""
+    e = sympy.expand(index)
+    a = e.coeff(size)
+    b = sympy.expand(e - a * size)
+    if a == 0 or size in a.free_symbols or size in b.free_symbols:
+        return None
+    return sympy.expand(a), b
+
+
+def _roles(read: Access, write: Access, params: Iterable[str], varying: set[str]
+           ) -> tuple[sympy.Expr, sympy.Expr, sympy.Symbol, sympy.Symbol] | None:
+    """``(row, col, rows, cols)`` when ``read`` is ``in[row * cols + col]`` and ``write`` is ``out[col * rows +
+    row]`` for parameters ``rows``/``cols``, ``row`` and ``col`` distinct forms over ``varying`` symbols only."""
+    names = set(params)
+    ri, wi = read.index, write.index
+    if ri is None or wi is None:
+        return None
+    for c in sorted((s for s in ri.free_symbols if str(s) in names), key=str):
+        rc = _split(ri, c)  # type: ignore[arg-type]
+        if rc is None:
+            continue
+        row, col = rc
+        if not row.free_symbols or not col.free_symbols or sympy.expand(row - col) == 0:
+            continue
+        if not {str(s) for s in row.free_symbols | col.free_symbols} <= varying:
+            continue
+        if not all(e.is_polynomial(*e.free_symbols) for e in (row, col)):
+            continue
+        for r in sorted((s for s in wi.free_symbols if str(s) in names), key=str):
+            wc = _split(wi, r)  # type: ignore[arg-type]
+            if wc is not None and sympy.expand(wc[0] - col) == 0 and sympy.expand(wc[1] - row) == 0:
+                return row, col, r, c  # type: ignore[return-value]
+    return None
+
+
+def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...], loops: tuple[LoopFact, ...],
+                    params: Iterable[str]) -> tuple[Transpose, ...]:
+    """The kernel's :class:`~htam_core.source.analysis.facts.Transpose` (a tuple of at most one).
+
+    Args:
+        src: the kernel's parsed unit.
+        expr: the affine reader of an expression node (``Affine.expr`` with the kernel's bindings).
+        accesses: the kernel's memory accesses (:attr:`KernelFacts.accesses`).
+        loops: the kernel's loops (their variables may appear in the row or the column).
+        params: the kernel's scalar parameter names (the sizes must be parameters).
+
+    Returns:
+        ``()`` unless the only accesses are one global load and one global store of its value (no shared memory,
+        no atomics) with transposed affine indices, and every bounds check of the store is ``row < rows`` or
+        ``col < cols``.
+    """
+    if any(a.space != "global" for a in accesses) or len(accesses) != 2:
+        return ()
+    reads = [a for a in accesses if a.kind == "read"]
+    writes = [a for a in accesses if a.kind == "write"]
+    if len(reads) != 1 or len(writes) != 1:
+        return ()
+    r, w = reads[0], writes[0]
+    if r.vector or w.vector or r.pointer == w.pointer or r.loops != w.loops:
+        return ()
+    varying = set(BUILTINS) | {lp.var for lp in loops if lp.var}
+    roles = _roles(r, w, params, varying)
+    if roles is None:
+        return ()
+    row, col, rows, cols = roles
+    kinds = ("subscript_expression", "pointer_expression")
+    wnode, rnode = src.node_at(w.span, kinds), src.node_at(r.span, kinds)
+    if wnode is None or rnode is None:
+        return ()
+    value = _store_of(wnode, src.src)
+    if value is None or src.span(value) != r.span:
+        return ()
+    bounds = access_bounds(wnode, src.body, src.src, expr)
+    if bounds is None:
+        return ()
+    for b in bounds:
+        if not any(sympy.expand(b.lo - v) == 0 and sympy.expand(b.hi - n) == 0 for v, n in ((row, rows),
+                                                                                             (col, cols))):
+            return ()
+    return (Transpose(r, w, row, col, rows, cols, bounds, src.span(src.body)),)

@@ -1,0 +1,179 @@
+"""The transpose tile on every spelling, run on the CPU (:func:`cpu_emulation.run_block_main`, one host thread per
+CUDA thread, so ``__syncthreads`` is a barrier): on a non-square matrix whose sides are not multiples of 32, each
+output element is the transposed input element and is written exactly once, and nothing past the output is
+touched.
+
+The tile-loop form (``htam_e`` loops) claims to be correct for any block shape and grid, so it is run under the
+launch's own shape, one block for the whole matrix, and an odd block over a 3-D grid with more blocks than tiles.
+The form that keeps the samples' loop over rows is run under the launch it keeps (sides multiples of the tile).
+
+Each element is a counting type (``float`` is read as it in the kernel: a transpose only copies values), so a
+second write of one element, or an element never written, shows in its count.
+"""
+
+from __future__ import annotations
+
+import pytest
+from cpu_emulation import compiler, run_block_main
+from spellings import ROOT
+
+from htam_core.source import load
+from htam_core.transforms import registry
+from htam_core.transforms.base import apply_edits
+
+FOLDER = ROOT / "transpose_tile"
+
+#: spelling file -> (kernel, the kernel's call with IN/OUT pointers and ROWS/COLS sizes of the input)
+CALLS = {
+    "aten.cu": ("transpose_kernel", "transpose_kernel(IN, OUT, ROWS, COLS)"),
+    "coop_groups.cu": ("transpose_cg", "transpose_cg(IN, OUT, ROWS, COLS)"),
+    "llmc.cu": ("transpose_kernel1", "transpose_kernel1(OUT, IN, ROWS, COLS)"),
+    "pragma_col_row.cu": ("transpose_rows", "transpose_rows(IN, OUT, ROWS, COLS)"),
+    "templated.cu": ("transpose_naive", "transpose_naive<float, 16>(IN, OUT, ROWS, COLS)"),
+    "samples_guarded.cu": ("transposeNaiveGuarded", "transposeNaiveGuarded(OUT, IN, COLS, ROWS)"),
+    "samples_early_return.cu": ("transposeNaiveExit", "transposeNaiveExit(OUT, IN, COLS, ROWS)"),
+    "int64_column_threads.cu": ("transpose_by_columns", "transpose_by_columns(IN, OUT, ROWS, COLS)"),
+    "split_kernel.cu": ("transpose_split", "transpose_split(IN, OUT, ROWS, COLS)"),
+}
+
+#: the loop-keeping form: (kernel, call, block rows) for a square of 64
+LOOP_KEEPING = {
+    "nvidia_samples.cu": ("transposeNaive", "transposeNaive(OUT, IN, COLS, ROWS)", 8),
+    "samples_square.cu": ("transposeSquare", "transposeSquare(OUT, IN, ROWS)", 16),
+}
+
+PRELUDE = """
+#include <array>
+struct HtamCounted {  // a value and how many times it was assigned
+    double v = -1; int n = 0;
+    HtamCounted() = default;
+    HtamCounted(const HtamCounted &o) : v(o.v), n(0) {}
+    HtamCounted &operator=(const HtamCounted &o) { v = o.v; ++n; return *this; }
+};
+#define float HtamCounted
+#define C10_LAUNCH_BOUNDS_1(n)
+"""
+
+MAIN = """
+int main() {
+    const int rows = ROWS_, cols = COLS_;
+    for (auto [gx, gy, gz, bx, by] : std::vector<std::array<unsigned, 5>>{LAUNCHES_}) {
+        std::vector<HtamCounted> in((size_t)rows * cols), out((size_t)rows * cols + 64);
+        for (size_t i = 0; i < in.size(); ++i) in[i].v = (double)i;
+        htam_launch3(gx, gy, gz, bx, by, [&] { CALL_; });
+        for (const HtamCounted &o : out) std::printf("%.0f %d\\n", o.v, o.n);
+    }
+    return 0;
+}
+"""
+
+
+def _run(text: str, kernel: str, call: str, rows: int, cols: int, launches: list[tuple[int, ...]], tmp) -> list:
+    call = call.replace("IN", "in.data()").replace("OUT", "out.data()").replace("ROWS", "rows").replace(
+        "COLS", "cols")
+    main = MAIN.replace("ROWS_", str(rows)).replace("COLS_", str(cols)).replace(
+        "CALL_", call).replace("LAUNCHES_", ", ".join("{" + ", ".join(map(str, la)) + "}" for la in launches))
+    nums = run_block_main(text, kernel, main, tmp, prelude=PRELUDE)
+    per = 2 * (rows * cols + 64)
+    return [list(zip(nums[i:i + per:2], nums[i + 1:i + per:2], strict=True)) for i in range(0, len(nums), per)]
+
+
+def _check(outs: list, rows: int, cols: int) -> None:
+    want = [(float(r * cols + c), 1.0) for c in range(cols) for r in range(rows)] + [(-1.0, 0.0)] * 64
+    for k, got in enumerate(outs):
+        bad = [i for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w]
+        assert not bad, f"launch {k}: {len(bad)} elements wrong, first at {bad[0]}: {got[bad[0]]} != {want[bad[0]]}"
+
+
+def _candidates(file: str, kernel: str) -> list:
+    model = load(str(FOLDER / file))
+    cs = registry.propose("cuda.transpose_smem_tile", model, model.kernel(kernel))
+    assert isinstance(cs, list), cs.reason
+    return cs
+
+
+@pytest.mark.parametrize("file", sorted(CALLS))
+def test_the_tile_loop_moves_each_element_once_under_any_launch(file, tmp_path):
+    if compiler() is None:
+        pytest.skip("no host C++ compiler")
+    kernel, call = CALLS[file]
+    cs = [c for c in _candidates(file, kernel) if "htam_e" in c.new_text]
+    assert cs, f"no tile-loop candidate on {file}"
+    rows, cols = 37, 70
+    launches = [(3, 2, 1, 32, 8), (1, 1, 1, 16, 16), (4, 3, 2, 7, 5)]
+    for c in cs:
+        _check(_run(c.new_text, kernel, call, rows, cols, launches, tmp_path), rows, cols)
+
+
+@pytest.mark.parametrize("file", sorted(LOOP_KEEPING))
+def test_the_loop_keeping_form_moves_each_element_once_under_its_launch(file, tmp_path):
+    if compiler() is None:
+        pytest.skip("no host C++ compiler")
+    kernel, call, by = LOOP_KEEPING[file]
+    (c,) = _candidates(file, kernel)
+    assert "htam_e" not in c.new_text and f"{by} rows per pass" in c.description
+    prelude = PRELUDE + f"#define TILE_DIM 32\n#define BLOCK_ROWS {by}\n"
+    n = 64
+    call = call.replace("IN", "in.data()").replace("OUT", "out.data()").replace("ROWS", "rows").replace(
+        "COLS", "cols")
+    main = MAIN.replace("ROWS_", str(n)).replace("COLS_", str(n)).replace(
+        "CALL_", call).replace("LAUNCHES_", f"{{2, 2, 1, 32, {by}}}")
+    nums = run_block_main(c.new_text, kernel, main, tmp_path, prelude=prelude)
+    _check([list(zip(nums[0::2], nums[1::2], strict=True))], n, n)
+
+
+def test_a_wrong_tile_loop_is_caught(tmp_path):
+    """The check can fail: a tile loop whose second phase steps by half the block writes elements twice."""
+    if compiler() is None:
+        pytest.skip("no host C++ compiler")
+    kernel, call = CALLS["aten.cu"]
+    (c,) = [c for c in _candidates("aten.cu", kernel) if "htam_e" in c.new_text]
+    head, sep, tail = c.new_text.rpartition("htam_e += htam_threads)")
+    broken = head + "htam_e += htam_threads / 2)" + tail
+    assert broken != c.new_text
+    with pytest.raises(AssertionError, match="elements wrong"):
+        _check(_run(broken, kernel, call, 37, 70, [(3, 2, 1, 32, 8)], tmp_path), 37, 70)
+
+
+KERNEL_ONLY = """#include <cuda_runtime.h>
+__global__ void flip(const double *a, double *b, long long m, long long n) {
+    const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long i = (long long)blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= m || j >= n) return;
+    b[j * m + i] = a[i * n + j];
+}
+"""
+
+
+def test_a_kernel_launched_nowhere_gets_the_launch_independent_form(tmp_path):
+    path = tmp_path / "flip.cu"
+    path.write_text(KERNEL_ONLY)
+    model = load(str(path))
+    cs = registry.propose("cuda.transpose_smem_tile", model, model.kernel("flip"))
+    assert isinstance(cs, list), cs.reason
+    (c,) = cs
+    assert "launch-independent" in c.description and "correct for any block shape" in c.description
+    assert c.title_note == "launch not found: correct for any grid" and c.params["launch"] == "independent"
+    assert "__shared__ double htam_tile[32][33];" in c.new_text
+    assert "const long long htam_rows = m, htam_cols = n;" in c.new_text  # the 64-bit sizes keep 64-bit indices
+    assert not c.file_edits
+
+
+def test_a_launch_in_another_file_is_edited_with_the_kernel():
+    cs = _candidates("split_kernel.cu", "transpose_split")
+    assert [c.params["block"] for c in cs] == [[32, 32], [32, 8]]
+    kept, narrow = cs
+    assert not kept.file_edits and "launch-independent" not in kept.description
+    launcher = str(FOLDER / "split_launch.cu")
+    assert list(narrow.file_edits) == [launcher]
+    edited = apply_edits((FOLDER / "split_launch.cu").read_text(), narrow.file_edits[launcher])
+    assert "dim3 block(32, 8);" in edited and "dim3 grid((cols + 31) / 32, (rows + 31) / 32);" in edited
+    assert "split_launch.cu" in narrow.title_note
+
+
+def test_a_block_the_launcher_is_passed_gets_the_launch_independent_form_titled_so():
+    cs = _candidates("llmc.cu", "transpose_kernel1")
+    first = cs[0]
+    assert first.params["block"] == "any" and "launch-independent" in first.description
+    assert first.title_note == "block not constant: correct for any block and grid"
+    assert [c.params["block"] for c in cs[1:]] == [[32, 8]]  # the launcher's own dim3 can also be set to 32x8
