@@ -55,8 +55,6 @@ RANK_GAPS: dict[tuple[str, str], str] = {
     ("transpose_tile", "macro.cu"): _NOT_OFFERED + "an index through a function-like macro (IDX2R) is not expanded",
     ("transpose_tile", "pragma_col_row.cu"): _NOT_OFFERED + "a transpose inside a loop over rows with a "
                                                             "per-iteration guard is not seen as a transpose",
-    ("vectorize_float4", "coop_groups.cu"): _NOT_OFFERED + "an index from cg::this_grid().thread_rank() is not read "
-                                                           "as the global thread index",
     **{("triton_multi_row", f): _MULTI_ROW for f in ("alias_language.py", "from_import.py", "heuristics.py",
                                                      "liger_style.py", "module_method.py", "tutorial.py")},
     **{("triton_single_pass_moments", f): _MOMENTS for f in ("alias_language.py", "from_import.py",
