@@ -12,8 +12,6 @@ SPELLINGS = all_spellings()
 
 #: (step, spelling file) -> why the engine does not make the step on that spelling yet.
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("vectorize_float4", "coop_groups.cu"): "an index from cg::this_grid().thread_rank() is not read as the global "
-                                            "thread index, so no contiguous read is seen",
     ("vectorize_float4", "templated.cu"): "the element type T is bound to float only through the templated host "
                                           "function (add<float> launches add_kernel<T, kBlock>), which is not "
                                           "followed, so the pointers are not known to be float",

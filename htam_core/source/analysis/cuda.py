@@ -59,6 +59,8 @@ from htam_core.source.preproc import QUALIFIERS, qualifier_macros
 _BUILTIN_OBJS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 #: A builtin named in a macro's text.
 _BUILTIN_RE = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
+#: :meth:`Affine._group`'s answer for a grid group (``cg::grid_group``, ``cg::this_grid()``).
+_GRID_GROUP = -1
 #: The ``dim3`` queries of a cooperative-groups ``thread_block`` and the builtin each one is.
 _CG_DIM3 = {"thread_index": "threadIdx", "group_index": "blockIdx", "group_dim": "blockDim",
             "dim_threads": "blockDim"}
@@ -100,7 +102,8 @@ class Affine:
 
     def _group(self, name: str) -> int | None:
         """The size of the cooperative group local ``name``: ``W`` for a ``thread_block_tile<W>`` (or ``auto`` from
-        ``tiled_partition<W>(...)``), ``0`` for a ``thread_block`` (``this_thread_block()``), else ``None``."""
+        ``tiled_partition<W>(...)``), ``0`` for a ``thread_block`` (``this_thread_block()``), :data:`_GRID_GROUP` for a ``grid_group``
+        (``this_grid()``), else ``None``."""
         inits = self.env.local_inits(self.func, name)
         typ = ""
         if len(inits) == 1 and not self.env.assigned_in(self.func, name):
@@ -130,6 +133,21 @@ class Affine:
                 return v if isinstance(v, int) and v > 0 else None
         if typ.split("::")[-1] == "thread_block" or init.split("::")[-1].replace(" ", "") == "this_thread_block()":
             return 0
+        if typ.split("::")[-1] == "grid_group" or init.split("::")[-1].replace(" ", "") == "this_grid()":
+            return _GRID_GROUP
+        return None
+
+    def _group_of(self, obj: Node) -> int | None:
+        """:meth:`_group` of the object of a cooperative-groups query: a local (``grid`` in ``grid.thread_rank()``)
+        or the group's constructor called in place (``cg::this_grid().thread_rank()``,
+        ``cg::this_thread_block().size()``)."""
+        if obj.type == "identifier":
+            return self._group(self.env.t(obj))
+        if obj.type == "call_expression":
+            args = obj.child_by_field_name("arguments")
+            if args is not None and not args.named_children:
+                name = "".join(self.env.t(obj.child_by_field_name("function")).split()).split("::")[-1]
+                return {"this_thread_block": 0, "this_grid": _GRID_GROUP}.get(name)
         return None
 
     def _cg_call(self, node: Node) -> sympy.Expr | None:
@@ -144,9 +162,7 @@ class Affine:
         if fn is None or fn.type != "field_expression" or args is None or args.named_children:
             return None
         obj, meth = fn.child_by_field_name("argument"), self.env.t(fn.child_by_field_name("field"))
-        if obj is None or obj.type != "identifier":
-            return None
-        w = self._group(self.env.t(obj))
+        w = None if obj is None else self._group_of(obj)
         if w is None:
             return None
         tx, ty, tz = (sym(f"threadIdx.{d}") for d in DIMS)
@@ -155,6 +171,15 @@ class Affine:
         threads = bx if self.one_d else bx * by * bz
         if w == 0:
             return {"thread_rank": rank, "size": threads, "num_threads": threads}.get(meth)
+        if w == _GRID_GROUP:
+            # a grid group: the block's rank in the grid times the block's threads, plus the rank in the block
+            # (CUDA C++ Programming Guide, "Cooperative Groups", grid_group: thread_rank, block_rank, num_blocks)
+            gx, gy, gz = (sym(f"gridDim.{d}") for d in DIMS)
+            ix, iy, iz = (sym(f"blockIdx.{d}") for d in DIMS)
+            block_rank = ix if self.one_d else ix + iy * gx + iz * gx * gy
+            blocks = gx if self.one_d else gx * gy * gz
+            return {"thread_rank": block_rank * threads + rank, "size": blocks * threads,
+                    "num_threads": blocks * threads, "block_rank": block_rank, "num_blocks": blocks}.get(meth)
         table = {"thread_rank": sympy.Function("mod")(rank, w), "size": sympy.Integer(w),
                  "num_threads": sympy.Integer(w), "meta_group_rank": sympy.Function("div")(rank, w),
                  "meta_group_size": sympy.Function("div")(threads + w - 1, w)}
