@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.cu_launcher import launcher_library, launcher_types
+from htam_core.harness.runner import cubin_for, mangled_entry
 
 #: The architecture compiled for when none is given: the lent GPUs' (H200, compute capability 9.0).
 DEFAULT_ARCH = "sm_90"
@@ -31,9 +33,6 @@ class BuildCheck:
 
 
 def _one(path: str, launcher: str | None, kernel: str, h: Harness, arch: str) -> str:
-    from htam_core.harness.cu_launcher import launcher_library, launcher_types
-    from htam_core.harness.runner import cubin_for, mangled_entry
-
     if launcher:
         lib, symbol = launcher_library(path, launcher, arch, *launcher_types(h.inputs), load=False)
         return f"{launcher} of {Path(path).name}: {lib.name} ({symbol})"

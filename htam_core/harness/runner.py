@@ -36,6 +36,7 @@ from htam_core.harness.base import Harness, HarnessError, attribute_path, includ
 from htam_core.harness.cu_launcher import host_launcher, launcher_types
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.infer_cuda import infer_cuda_harness
+from htam_core.harness.record import cpu_triton_driver
 from htam_core.harness.roofline_bound import compulsory_bound
 from htam_core.harness.spec import (
     is_function_reference,
@@ -97,8 +98,6 @@ def load_module(path: str | os.PathLike, origin_dir: str | os.PathLike | None = 
         ext_dir.mkdir(parents=True, exist_ok=True)
         os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
     if os.environ.get("TRITON_INTERPRET") == "1":
-        from htam_core.harness.record import cpu_triton_driver
-
         cpu_triton_driver()  # a module-level DEVICE = triton.runtime.driver.active.get_active_torch_device()
     name = f"htam_user_{re.sub(r'[^A-Za-z0-9_]', '_', p.stem)}_{digest[:10]}"
     spec = importlib.util.spec_from_file_location(name, p)

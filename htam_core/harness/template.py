@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from htam_core.harness.infer_cuda import output_params
+from htam_core.harness.pywrapper import wrapper_def as _wrapper_def
 from htam_core.harness.template_cuda import direct_launch, guessed_launch, launcher_template
 from htam_core.source.model import Kernel, Param, SourceModel
 
@@ -49,29 +50,6 @@ def _size_symbol(name: str, symbols: dict[str, int]) -> str | None:
     if name in ("rows", "cols", "width", "height"):
         symbols.setdefault(name.upper(), 1024)
         return name.upper()
-    return None
-
-
-def wrapper_function(model: SourceModel, kernel: Kernel) -> tuple[str, list[str]] | None:
-    """The top-level Python function that launches ``kernel`` (name, parameter names), if any."""
-    found = _wrapper_def(model, kernel)
-    return (found.name, [a.arg for a in found.args.args]) if found is not None else None
-
-
-def _wrapper_def(model: SourceModel, kernel: Kernel) -> ast.FunctionDef | None:
-    """The ``def`` of the top-level function holding a launch site of ``kernel``, if any."""
-    if model.file_language != "python" or not kernel.launch_sites:
-        return None
-    try:
-        tree = ast.parse(model.text)
-    except SyntaxError:
-        return None
-    lines = {s.line for s in kernel.launch_sites}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name != kernel.name:
-            end = node.end_lineno or node.lineno
-            if any(node.lineno <= ln <= end for ln in lines):
-                return node
     return None
 
 
