@@ -66,6 +66,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bench",),
     ("optimize",),
     ("generate", "memory"),
+    ("lang",),  # the language backends: delegate to transforms, profile, harness and source
     ("transforms",),
     ("profile",),
     ("measure",),

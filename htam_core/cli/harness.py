@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     from htam_core.harness.infer_py import infer
     from htam_core.harness.pysource import parse_failure
     from htam_core.harness.spec import SPEC_FILENAME
-    from htam_core.harness.template import write_template
     from htam_core.harness.toml_render import render_toml, save_to_spec
+    from htam_core.lang import create as language_backend
     from htam_core.runtime.compiler import settle_incomplete
     from htam_core.source import SourceError, incomplete_reason, load
 
@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         return 0
     inf = infer(path, name, model) if path.suffix == ".py" else _infer_cuda(path, name, model)
-    template = write_template(model, model.kernel(name)) if inf.harness is None else None
+    kernel = model.kernel(name)
+    template = language_backend(kernel.language).harness_template(model, kernel) if inf.harness is None else None
     if args.json:
         json.dump({"harness": inf.harness.to_json() if inf.harness else None, "reason": inf.reason,
                    "template": template,

@@ -19,6 +19,7 @@ from pathlib import Path
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.cu_launcher import launcher_library, launcher_types
 from htam_core.harness.runner import cubin_for, mangled_entry
+from htam_core.types.language import traits
 
 #: The architecture compiled for when none is given: the lent GPUs' (H200, compute capability 9.0).
 DEFAULT_ARCH = "sm_90"
@@ -44,7 +45,7 @@ def check_build(h: Harness, arch: str = DEFAULT_ARCH) -> BuildCheck:
     """Build the launch of ``h`` (and its oracle's, when it is another file or launcher) for ``arch``.
 
     Args:
-        h: a CUDA harness (``language == "cuda"``) with a host launcher or a direct launch.
+        h: a CUDA harness (of a ``.cu`` file) with a host launcher or a direct launch.
         arch: the ``-arch`` of the build (``"sm_90"``).
 
     Returns:
@@ -55,7 +56,7 @@ def check_build(h: Harness, arch: str = DEFAULT_ARCH) -> BuildCheck:
         HarnessError: not a CUDA harness, nvcc is missing, or a build fails (nvcc's errors in the message,
             prefixed with which build it was).
     """
-    if h.language != "cuda":
+    if not traits(h.language).nvcc_build:
         raise HarnessError(f"{h.kernel}: a {h.language} harness has no nvcc build to check")
     built = []
     try:

@@ -48,6 +48,7 @@ from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.types.errors import exception_text
+from htam_core.types.language import traits
 
 _MODULES: dict[str, ModuleType] = {}
 _CUDA_FUNCS: dict[tuple[str, str, str], Any] = {}
@@ -171,9 +172,8 @@ def device_and_mode(h: Harness) -> tuple[str | None, str]:
     if torch.cuda.is_available():
         return "cuda", "gpu"
     interp = os.environ.get("TRITON_INTERPRET") == "1"
-    if h.language == "triton" and interp:
-        return "cpu", "interpreter"
-    if h.language == "python":
+    lang = traits(h.language)
+    if lang.interprets and (interp or not lang.tiles):  # Triton under TRITON_INTERPRET=1; plain PyTorch always
         return "cpu", "interpreter"
     return None, "compile-only"
 
@@ -404,7 +404,7 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
             if fn is None:
                 raise HarnessError(f"{h.source}: {Path(target).name} has no function {h.launcher!r}")
             return "python", lambda inputs: (lambda: fn(*inputs))
-        if h.language == "triton":
+        if traits(h.language).tiles:
             try:
                 kern = attribute_path(mod, h.kernel)  # "Ops.scale" reaches a kernel defined in a class
             except AttributeError:
@@ -536,7 +536,7 @@ def relaunched(h: Harness) -> Harness:
     ``grid`` written in ``htam.toml`` is the user's) comes back unchanged. Never raises: a ``main()`` that no
     longer parses keeps the inferred configuration.
     """
-    if (not h.traits.inferred or h.language != "cuda" or h.grid is None
+    if (not h.traits.inferred or not traits(h.language).nvcc_build or h.grid is None
             or Path(h.path).resolve() == Path(h.oracle_path or "").resolve()):
         return h
     try:

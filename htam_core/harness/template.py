@@ -17,6 +17,7 @@ from htam_core.harness.infer_cuda import output_params
 from htam_core.harness.pywrapper import wrapper_def as _wrapper_def
 from htam_core.harness.template_cuda import direct_launch, guessed_launch, launcher_template
 from htam_core.source.model import Kernel, Param, SourceModel
+from htam_core.types.language import traits
 
 _C_DTYPES = {
     "float": "float32", "double": "float64", "half": "float16", "__half": "float16",
@@ -219,6 +220,7 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
         ``reference`` is empty: the developer fills it in.
     """
     fname = Path(model.path).name if model.path else "kernel_file"
+    lang = traits(kernel.language)
     lines = [
         f"# Profiling harness for {kernel.name} (htam harness format, version 1).",
         "# Guessed from the kernel's parameters: check shapes, dtypes and sizes, then write the reference.",
@@ -265,7 +267,7 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
         positional = [p for p in kernel.params if not p.is_constexpr]
         size_of: dict[str, str] = {}  # integer kernel parameter -> its size symbol
         # stores in the body, or in a __device__ helper it calls (the analysis layer's callee facts)
-        stored = output_params(model, kernel)[0] if kernel.language == "cuda" else \
+        stored = output_params(model, kernel)[0] if lang.nvcc_build else \
             {q.name for q in kernel.params if q.written}
         const_data = set()  # tensors declared `const T*`: never the output
         for p in kernel.params:
@@ -283,7 +285,7 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
             at = next((i for i, q in enumerate(positional) if q.name.rstrip("_") == p.name.rstrip("_")), -1)
             literal = _number(site_args[at]) if 0 <= at < len(site_args) else None
             if p.is_pointer or p.name.endswith("_ptr"):
-                dtype = _c_dtype(p) if kernel.language != "triton" else "float32"
+                dtype = _c_dtype(p) if lang.c_types else "float32"
                 init = "empty" if p.written else "randn"
                 if p.written:
                     outputs.append(p.name)
@@ -302,23 +304,23 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
                 inputs.append(f"  {{ name = {_toml_str(p.name)}, shape = [{', '.join(_toml_str(d) for d in shape)}], "
                               f"dtype = {_toml_str(dtype)}, init = {_toml_str(init)} }},{note}")
             elif "stride" in p.name:
-                pending.append((len(inputs), p.name, _c_dtype(p) if kernel.language != "triton" else "int32"))
+                pending.append((len(inputs), p.name, _c_dtype(p) if lang.c_types else "int32"))
                 inputs.append("")
             else:
                 sym = _size_symbol(p.name, symbols)
                 is_float = _FLOAT_NAMES.match(p.name) is not None or isinstance(literal, float) or \
-                    _c_dtype(p) in ("float32", "float64", "float16") and kernel.language != "triton" and \
+                    _c_dtype(p) in ("float32", "float64", "float16") and lang.c_types and \
                     p.type is not None and not p.is_pointer
                 if sym is not None and isinstance(literal, int) and not is_float:
                     symbols[sym] = literal  # the launch passes this size
                 if is_float:
-                    dtype = _c_dtype(p) if kernel.language != "triton" and p.type else "float32"
+                    dtype = _c_dtype(p) if lang.c_types and p.type else "float32"
                     value, note = (repr(float(literal)), "  # from the launch") if literal is not None else \
                         ("1e-05" if re.match(r"eps", p.name, re.IGNORECASE) else "1.0", "  # guessed value")
                     inputs.append(f"  {{ name = {_toml_str(p.name)}, dtype = {_toml_str(dtype)}, value = {value} }},"
                                   f"{note}")
                     continue
-                dtype = _c_dtype(p) if kernel.language != "triton" else "int32"
+                dtype = _c_dtype(p) if lang.c_types else "int32"
                 value = sym if sym is not None else (str(literal) if isinstance(literal, int) else "1")
                 if sym is not None:
                     size_of[p.name] = sym
@@ -329,12 +331,12 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
             inputs[i] = (f"  {{ name = {_toml_str(name)}, dtype = {_toml_str(dtype)}, "
                          f"value = {_toml_str(_stride_value(name, shapes_of))} }},  # row-major stride (guessed)")
         grid_lit = re.fullmatch(r"\(\s*(\d+)\s*,?\s*\)", site.config.get("grid", "")) if site else None
-        if grid_lit and kernel.language == "triton" and "M" in symbols:
+        if grid_lit and lang.tiles and "M" in symbols:
             symbols["M"] = int(grid_lit.group(1))  # one program per row, as launched
         first = next(iter(symbols), "N")
-        if kernel.language == "triton" and grid_lit and "M" in symbols:
+        if lang.tiles and grid_lit and "M" in symbols:
             lines.append('grid = "(M,)"   # as launched: one program per row')
-        elif kernel.language == "triton":
+        elif lang.tiles:
             block = next((k.split(" = ")[0] for k in kwargs if k.startswith("BLOCK")), None)
             grid = f"(triton.cdiv({first}, {block}),)" if block else f"(triton.cdiv({first}, 1024),)"
             lines.append(f"grid = {_toml_str(grid)}   # guessed: one program per block of {first}")

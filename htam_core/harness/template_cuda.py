@@ -38,6 +38,7 @@ from htam_core.source.analysis.guards import first_bounds_guard
 from htam_core.source.analysis.unit import cuda_source
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import node_text
+from htam_core.types.language import traits
 
 __all__ = ["GUESS_BLOCK", "LauncherTemplate", "direct_launch", "guessed_launch", "launcher_template"]
 
@@ -424,7 +425,7 @@ def guessed_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str],
 
     ``size_of``: integer kernel parameter -> its size symbol.
     """
-    if model.file_language != "cuda" or kernel.language != "cuda" or kernel.launch_sites:
+    if model.file_language != "cuda" or not traits(kernel.language).nvcc_build or kernel.launch_sites:
         return None
     facts = analyze(model, kernel)
     if facts.launches:

@@ -39,14 +39,26 @@ def compiler_verdict(text: str, language: str, path: str | None = None) -> bool 
         language: ``"cuda"`` (nvcc front end) or ``"python"`` (Python's compiler).
         path: the file's path, for its folder's local headers (``-I``); ``None`` for unsaved text.
     """
-    if language == "python":
-        try:
-            compile(text, path or "<text>", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
-            return False
-        return True
+    return _VERDICTS.get(language, _cuda_verdict)(text, path)
+
+
+def _python_verdict(text: str, path: str | None) -> bool:
+    """Python's compiler on the whole file (no code runs)."""
+    try:
+        compile(text, path or "<text>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _cuda_verdict(text: str, path: str | None) -> bool | None:
+    """nvcc's front end on the whole file, with the file's folder for its local headers (cached by content)."""
     folder = os.path.dirname(os.path.abspath(path)) if path else None
     return _nvcc(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), text, folder)
+
+
+#: The compiler of each file language (``SourceModel.file_language``).
+_VERDICTS = {"python": _python_verdict, "cuda": _cuda_verdict}
 
 
 @lru_cache(maxsize=64)
