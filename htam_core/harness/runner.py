@@ -363,7 +363,6 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
         HarnessError: the reference expression reads a write-only output (it would be NaN), or the
             launcher / kernel is missing.
     """
-    import torch
 
     poisoned_ref = write_only_outputs_in_reference(h.inputs, h.outputs, h.reference)
     if poisoned_ref:
@@ -390,55 +389,7 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
 
     def make_bind(target: str, mod: ModuleType | None,
                   launch_h: Harness) -> tuple[str, Callable[[list[Any]], Callable[[], Any]]]:
-        """How to launch the kernel of file ``target`` (the candidate, or the oracle: the starting kernel);
-        ``launch_h`` gives the direct launch's grid, block and shared bytes."""
-        if launch_h.launcher and mod is None:
-            # a .cu file with an extern "C" host launcher: the launch configuration stays in the file
-            if device != "cuda":
-                raise HarnessError("raw CUDA kernels need a GPU to run")
-            major, minor = torch.cuda.get_device_capability()
-            return "cu-host-launcher", host_launcher(target, launch_h.launcher, f"sm_{major}{minor}",  # type: ignore[return-value]
-                                                     *launcher_types(h.inputs))
-        if h.launcher:
-            fn = getattr(mod, h.launcher, None)
-            if fn is None:
-                raise HarnessError(f"{h.source}: {Path(target).name} has no function {h.launcher!r}")
-            return "python", lambda inputs: (lambda: fn(*inputs))
-        if traits(h.language).tiles:
-            try:
-                kern = attribute_path(mod, h.kernel)  # "Ops.scale" reaches a kernel defined in a class
-            except AttributeError:
-                kern = None
-            if kern is None:
-                raise HarnessError(f"{h.source}: {Path(target).name} has no kernel {h.kernel!r}")
-
-            def bind_triton(inputs: list[Any]) -> Callable[[], Any]:
-                ns = env_of(inputs, _set_of(inputs))
-                grid = _eval(h.grid, ns, "grid")
-                args = [ns[a] for a in h.args]
-                return lambda: kern[grid](*args, **h.kwargs)
-            return "triton", bind_triton
-        if device != "cuda":
-            raise HarnessError("raw CUDA kernels need a GPU to run")
-        major, minor = torch.cuda.get_device_capability()
-        func = _cuda_function(target, h.kernel, f"sm_{major}{minor}")
-        dtypes = {i.name: i.dtype for i in h.inputs}
-
-        def bind_cupy(inputs: list[Any]) -> Callable[[], Any]:
-            import cupy
-
-            ns = env_of(inputs, _set_of(inputs))
-            grid = _dim3(_eval(launch_h.grid, ns, "grid"))
-            block = _dim3(_eval(launch_h.block, ns, "block"))
-            args = tuple(cupy.asarray(ns[a]) if isinstance(ns[a], torch.Tensor) else _np_scalar(dtypes[a], ns[a])
-                         for a in h.args)
-
-            def launch() -> None:
-                # torch's current stream at call time (a graph capture's side stream while capturing)
-                with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                    func(grid, block, args, shared_mem=launch_h.shared_bytes)
-            return launch
-        return "cupy", bind_cupy
+        return _spec_bind(h, device, target, mod, launch_h, lambda inputs: env_of(inputs, _set_of(inputs)))
 
     # the candidate launches with its own main()'s configuration (a retuned block size changes what runs);
     # the oracle (the starting kernel) keeps the one inferred
@@ -525,6 +476,68 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
     trial = Trial(make_inputs_tracked, run_reference, run_candidate, guard_skip, len(sizes_list))
     return Prepared(trial, bind, names, sizes_list, expr_for(h.bytes_expr), expr_for(h.flops_expr), device,
                     notes=notes, launcher_kind=kind)
+
+
+def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, launch_h: Harness,
+               env: Callable[[list[Any]], dict[str, Any]]) -> tuple[str, Callable[[list[Any]], Callable[[], Any]]]:
+    """How to launch the kernel of file ``target`` (the candidate, or the oracle: the starting kernel) of the
+    ``spec`` harness ``h`` on ``device``: ``(launcher kind, bind)``, where ``bind(inputs)`` gives the call to time.
+    ``launch_h`` gives the direct launch's grid, block and shared bytes; ``mod`` is ``target``'s module (``None``
+    for a ``.cu`` file); ``env(inputs)`` is the namespace the grid, block and arguments are read in (the input
+    set's sizes, the kwargs and the inputs by name).
+
+    Raises:
+        HarnessError: raw CUDA without a GPU, or the launcher or kernel is missing from ``target``.
+    """
+    import torch
+
+    if launch_h.launcher and mod is None:
+        # a .cu file with an extern "C" host launcher: the launch configuration stays in the file
+        if device != "cuda":
+            raise HarnessError("raw CUDA kernels need a GPU to run")
+        major, minor = torch.cuda.get_device_capability()
+        return "cu-host-launcher", host_launcher(target, launch_h.launcher, f"sm_{major}{minor}",  # type: ignore[return-value]
+                                                 *launcher_types(h.inputs))
+    if h.launcher:
+        fn = getattr(mod, h.launcher, None)
+        if fn is None:
+            raise HarnessError(f"{h.source}: {Path(target).name} has no function {h.launcher!r}")
+        return "python", lambda inputs: (lambda: fn(*inputs))
+    if traits(h.language).tiles:
+        try:
+            kern = attribute_path(mod, h.kernel)  # "Ops.scale" reaches a kernel defined in a class
+        except AttributeError:
+            kern = None
+        if kern is None:
+            raise HarnessError(f"{h.source}: {Path(target).name} has no kernel {h.kernel!r}")
+
+        def bind_triton(inputs: list[Any]) -> Callable[[], Any]:
+            ns = env(inputs)
+            grid = _eval(h.grid, ns, "grid")
+            args = [ns[a] for a in h.args]
+            return lambda: kern[grid](*args, **h.kwargs)
+        return "triton", bind_triton
+    if device != "cuda":
+        raise HarnessError("raw CUDA kernels need a GPU to run")
+    major, minor = torch.cuda.get_device_capability()
+    func = _cuda_function(target, h.kernel, f"sm_{major}{minor}")
+    dtypes = {i.name: i.dtype for i in h.inputs}
+
+    def bind_cupy(inputs: list[Any]) -> Callable[[], Any]:
+        import cupy
+
+        ns = env(inputs)
+        grid = _dim3(_eval(launch_h.grid, ns, "grid"))
+        block = _dim3(_eval(launch_h.block, ns, "block"))
+        args = tuple(cupy.asarray(ns[a]) if isinstance(ns[a], torch.Tensor) else _np_scalar(dtypes[a], ns[a])
+                     for a in h.args)
+
+        def launch() -> None:
+            # torch's current stream at call time (a graph capture's side stream while capturing)
+            with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                func(grid, block, args, shared_mem=launch_h.shared_bytes)
+        return launch
+    return "cupy", bind_cupy
 
 
 def relaunched(h: Harness) -> Harness:
