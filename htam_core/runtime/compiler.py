@@ -30,35 +30,24 @@ __all__ = ["NVCC_TIMEOUT_S", "compiler_verdict", "settle_incomplete"]
 NVCC_TIMEOUT_S = 60.0
 
 
-def compiler_verdict(text: str, language: str, path: str | None = None) -> bool | None:
+def compiler_verdict(text: str, file_language: str, path: str | None = None) -> bool | None:
     """Whether the compiler accepts ``text``: ``True``/``False``, or ``None`` when there is no compiler to ask
     (nvcc not on ``PATH``), it timed out or could not be run.
 
     Args:
         text: the whole file.
-        language: ``"cuda"`` (nvcc front end) or ``"python"`` (Python's compiler).
+        file_language: the file's language (``SourceModel.file_language``): ``"cuda"`` (nvcc front end) or
+            ``"python"`` (Python's compiler).
         path: the file's path, for its folder's local headers (``-I``); ``None`` for unsaved text.
     """
-    return _VERDICTS.get(language, _cuda_verdict)(text, path)
-
-
-def _python_verdict(text: str, path: str | None) -> bool:
-    """Python's compiler on the whole file (no code runs)."""
-    try:
-        compile(text, path or "<text>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return False
-    return True
-
-
-def _cuda_verdict(text: str, path: str | None) -> bool | None:
-    """nvcc's front end on the whole file, with the file's folder for its local headers (cached by content)."""
+    if file_language == "python":
+        try:
+            compile(text, path or "<text>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            return False
+        return True
     folder = os.path.dirname(os.path.abspath(path)) if path else None
     return _nvcc(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), text, folder)
-
-
-#: The compiler of each file language (``SourceModel.file_language``).
-_VERDICTS = {"python": _python_verdict, "cuda": _cuda_verdict}
 
 
 @lru_cache(maxsize=64)
