@@ -357,125 +357,161 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
     "empty"``) are poisoned and in-out outputs (any other ``init``) are restored to the value they were
     generated with (a clone kept per input set); an expression reference sees those initial values, a
     ``module:function`` reference is called with the non-output inputs only. Timing (:attr:`Prepared.bind`)
-    neither poisons nor restores: repeated calls on in-out buffers are fine for timing.
+    neither poisons nor restores: repeated calls on in-out buffers are fine for timing. The checked calls are
+    :class:`_SpecCalls`; the launch of a file is :func:`_spec_bind`.
 
     Raises:
         HarnessError: the reference expression reads a write-only output (it would be NaN), or the
             launcher / kernel is missing.
     """
-
     poisoned_ref = write_only_outputs_in_reference(h.inputs, h.outputs, h.reference)
     if poisoned_ref:
         raise HarnessError(reference_reads_write_only_message(h.source or Path(h.path).name, poisoned_ref))
     origin = h.origin_dir()
     module = load_module(h.path, origin) if h.path.endswith(".py") else None
-    names = [i.name for i in h.inputs]
-    out_idx = {names.index(o) for o in h.outputs}
-    # write-only outputs (init = "empty") are poisoned before every checked call; in-out outputs (any other
-    # init: the kernel may read them, C in C = alpha*A@B + beta*C) are restored to their initial value
-    poison_idx, inout_idx = split_outputs(h)
-    # scratch buffers (init = "scratch") are workspace the kernel may overwrite: neither outputs nor inputs
-    scratch_idx = {i for i, spec in enumerate(h.inputs) if spec.init == "scratch"}
-    sizes_list = h.sizes_for(interpreter=device == "cpu")
-
-    def make_inputs(seed: int, set_index: int, scale: float) -> list[Any]:
-        return _make_spec_inputs(h, sizes_list[set_index], seed, scale, device)
-
-    def env_of(inputs: list[Any], set_index: int = 0) -> dict[str, Any]:
-        env = dict(sizes_list[set_index])
-        env.update(h.kwargs)
-        env.update(zip(names, inputs, strict=True))
-        return _namespace(env)
-
-    def make_bind(target: str, mod: ModuleType | None,
-                  launch_h: Harness) -> tuple[str, Callable[[list[Any]], Callable[[], Any]]]:
-        return _spec_bind(h, device, target, mod, launch_h, lambda inputs: env_of(inputs, _set_of(inputs)))
-
+    calls = _SpecCalls(h, device)
     # the candidate launches with its own main()'s configuration (a retuned block size changes what runs);
     # the oracle (the starting kernel) keeps the one inferred
-    kind, bind = make_bind(h.path, module, relaunched(h))
-    oracle_bind = None
+    kind, bind = _spec_bind(h, device, h.path, module, relaunched(h), calls.launch_env)
+    calls.bind = bind
     notes: list[str] = []
     if h.uses_oracle and h.oracle_path:
         if not Path(h.oracle_path).is_file():
             raise HarnessError(f"the starting kernel {h.oracle_path} (the oracle of {h.kernel}) does not exist; "
                                "give a reference or verify with --against START_FILE")
         oracle_mod = load_module(h.oracle_path, origin) if h.oracle_path.endswith(".py") else None
-        oracle_bind = make_bind(h.oracle_path, oracle_mod, dataclasses.replace(h, launcher=h.oracle_launcher)
-                                if h.oracle_launcher else h)[1]
+        calls.oracle_bind = _spec_bind(h, device, h.oracle_path, oracle_mod,
+                                       dataclasses.replace(h, launcher=h.oracle_launcher) if h.oracle_launcher else h,
+                                       calls.launch_env)[1]
         notes.append(f"reference: the starting kernel ({Path(h.oracle_path).name})")
+    calls.load_reference(origin)
+    trial = Trial(calls.make_inputs, calls.run_reference, calls.run_candidate, calls.guard_skip,
+                  len(calls.sizes_list))
+    return Prepared(trial, bind, calls.names, calls.sizes_list, calls.expr_for(h.bytes_expr),
+                    calls.expr_for(h.flops_expr), device, notes=notes, launcher_kind=kind)
 
-    # the most recent input set made: its set index, and clones of its in-out buffers as generated. The
-    # reference gets a copy of the inputs (a different list), so it is looked up as "the latest set".
-    latest: dict[str, Any] = {"set": 0, "initial": {}}
 
-    def _set_of(inputs: list[Any]) -> int:
-        return int(latest["set"])
+#: How a file's kernel is launched on a set of inputs: ``bind(inputs)`` gives the call to time.
+_Bind = Callable[[list[Any]], Callable[[], Any]]
 
-    def make_inputs_tracked(seed: int, set_index: int, scale: float) -> list[Any]:
-        xs = make_inputs(seed, set_index, scale)
-        latest.update(set=set_index, initial={i: xs[i].detach().clone() for i in inout_idx})
+
+class _SpecCalls:
+    """The checked calls of a ``spec`` harness on ``device`` (:func:`prepare_spec`): its inputs, made and
+    tracked per set, the candidate's and the reference's calls with outputs poisoned and in-out buffers restored,
+    and the byte/FLOP expressions.
+
+    Attributes:
+        bind: the candidate's launch; oracle_bind: the starting kernel's (the oracle rule), or ``None``.
+        guard_skip: input indices the mutation guard skips: declared outputs, scratch buffers, and (found at run
+            time) an input the launcher returns (a tensor the reference compares after the call is an output,
+            even when it was given).
+    """
+
+    def __init__(self, h: Harness, device: str) -> None:
+        self.h, self.device = h, device
+        self.names = [i.name for i in h.inputs]
+        self.out_idx = {self.names.index(o) for o in h.outputs}
+        # write-only outputs (init = "empty") are poisoned before every checked call; in-out outputs (any other
+        # init: the kernel may read them, C in C = alpha*A@B + beta*C) are restored to their initial value
+        self.poison_idx, self.inout_idx = split_outputs(h)
+        # scratch buffers (init = "scratch") are workspace the kernel may overwrite: neither outputs nor inputs
+        self.scratch_idx = {i for i, spec in enumerate(h.inputs) if spec.init == "scratch"}
+        self.sizes_list = h.sizes_for(interpreter=device == "cpu")
+        # the most recent input set made: its set index, and clones of its in-out buffers as generated. The
+        # reference gets a copy of the inputs (a different list), so it is looked up as "the latest set".
+        self.latest: dict[str, Any] = {"set": 0, "initial": {}}
+        self.guard_skip = self.out_idx | self.scratch_idx
+        self.bind: _Bind | None = None
+        self.oracle_bind: _Bind | None = None
+        self.ref_fn: Callable[..., Any] | None = None
+        self.ref_globals: dict[str, Any] = {}
+
+    def env_of(self, inputs: list[Any], set_index: int = 0) -> dict[str, Any]:
+        """The namespace expressions are read in: the set's sizes, the kwargs, the inputs by name."""
+        env = dict(self.sizes_list[set_index])
+        env.update(self.h.kwargs)
+        env.update(zip(self.names, inputs, strict=True))
+        return _namespace(env)
+
+    def launch_env(self, inputs: list[Any]) -> dict[str, Any]:
+        """:meth:`env_of` for the latest input set (a launch's grid, block and arguments)."""
+        return self.env_of(inputs, int(self.latest["set"]))
+
+    def make_inputs(self, seed: int, set_index: int, scale: float) -> list[Any]:
+        """The inputs of set ``set_index`` (:func:`_make_spec_inputs`), remembered as the latest set with clones
+        of its in-out buffers."""
+        xs = _make_spec_inputs(self.h, self.sizes_list[set_index], seed, scale, self.device)
+        self.latest.update(set=set_index, initial={i: xs[i].detach().clone() for i in self.inout_idx})
         return xs
 
-    def restore_inout(inputs: list[Any]) -> None:
+    def restore_inout(self, inputs: list[Any]) -> None:
         """Copy the initial values back into the in-out buffers of ``inputs`` (made by the latest
-        :func:`make_inputs_tracked`)."""
-        for i, initial in latest["initial"].items():
+        :meth:`make_inputs`)."""
+        for i, initial in self.latest["initial"].items():
             inputs[i].copy_(initial)
 
-    # indices the mutation guard skips: declared outputs, scratch buffers, and (found at run time) an input the
-    # launcher returns: a tensor the reference compares after the call is an output, even when it was given
-    guard_skip = out_idx | scratch_idx
-
-    def run_with(launch: Callable[[list[Any]], Callable[[], Any]], inputs: list[Any]) -> list[Any]:
-        for i in poison_idx:
+    def run_with(self, launch: _Bind, inputs: list[Any]) -> list[Any]:
+        """One checked call of ``launch``: write-only outputs poisoned, in-out ones restored; the outputs."""
+        for i in self.poison_idx:
             poison_(inputs[i])
-        restore_inout(inputs)
+        self.restore_inout(inputs)
         value = launch(inputs)()
-        if h.outputs:
-            return [inputs[names.index(o)] for o in h.outputs]
+        if self.h.outputs:
+            return [inputs[self.names.index(o)] for o in self.h.outputs]
         outs = as_outputs(value)
-        guard_skip.update(returned_inputs(outs, inputs))
+        self.guard_skip.update(returned_inputs(outs, inputs))
         return outs
 
-    def run_candidate(inputs: list[Any]) -> list[Any]:
-        return run_with(bind, inputs)
+    def run_candidate(self, inputs: list[Any]) -> list[Any]:
+        """One checked call of the candidate."""
+        assert self.bind is not None  # set by prepare_spec before the trial runs
+        return self.run_with(self.bind, inputs)
 
-    ref_fn = None
-    if h.reference and is_function_reference(h.reference):
-        ref_fn = function_reference(h.reference, origin, h.source)
-    ref_globals: dict[str, Any] = {}
-    if h.ref_globals and h.reference and not ref_fn:
-        ref_globals = {k: v for k, v in vars(load_module(h.ref_globals, origin)).items() if not k.startswith("__")}
+    def load_reference(self, origin: Path) -> None:
+        """Load a ``module:function`` reference, or the globals an expression reference reads.
 
-    def run_reference(inputs: list[Any]) -> list[Any]:
-        if oracle_bind is not None:  # the oracle rule: the starting kernel, same inputs, poisoned the same way
-            return run_with(oracle_bind, inputs)
-        if ref_fn is not None:  # called with the non-output inputs (outputs, in-out ones included, excluded)
-            return as_outputs(ref_fn(*[x for i, x in enumerate(inputs) if i not in out_idx | scratch_idx]))
+        Raises:
+            HarnessError: the reference's module or function cannot be loaded.
+        """
+        h = self.h
+        if h.reference and is_function_reference(h.reference):
+            self.ref_fn = function_reference(h.reference, origin, h.source)
+        if h.ref_globals and h.reference and not self.ref_fn:
+            self.ref_globals = {k: v for k, v in vars(load_module(h.ref_globals, origin)).items()
+                                if not k.startswith("__")}
+
+    def run_reference(self, inputs: list[Any]) -> list[Any]:
+        """The expected outputs: the oracle's call, the reference function's, or the expression's.
+
+        Raises:
+            HarnessError: no reference and no starting kernel to compare with.
+        """
+        h = self.h
+        if self.oracle_bind is not None:  # the oracle rule: the starting kernel, same inputs, poisoned the same way
+            return self.run_with(self.oracle_bind, inputs)
+        if self.ref_fn is not None:  # called with the non-output inputs (outputs, in-out ones included, excluded)
+            return as_outputs(self.ref_fn(*[x for i, x in enumerate(inputs)
+                                            if i not in self.out_idx | self.scratch_idx]))
         # an expression sees the initial value of in-out buffers, never what a candidate wrote into them
         inputs = list(inputs)
-        for i, initial in latest["initial"].items():
+        for i, initial in self.latest["initial"].items():
             inputs[i] = initial.clone()
         if not h.reference:
             raise HarnessError(f"{h.source or Path(h.path).name}: no reference and no starting kernel to compare "
                                "with: give reference = \"<torch expression>\" or check against the start file "
                                "(htam verify CANDIDATE --against START_FILE)")
-        ns = env_of(inputs, _set_of(inputs))
-        for k, v in ref_globals.items():
+        ns = self.launch_env(inputs)
+        for k, v in self.ref_globals.items():
             ns.setdefault(k, v)
         return as_outputs(_eval(h.reference, ns, "reference"))
 
-    def expr_for(expr: str | None) -> Callable[[int, list[Any]], float | None]:
+    def expr_for(self, expr: str | None) -> Callable[[int, list[Any]], float | None]:
+        """``f(set_index, inputs)``: the value of a ``bytes``/``flops`` expression, or ``None`` without one."""
         def f(set_index: int, inputs: list[Any]) -> float | None:
             if not expr:
                 return None
-            return float(_eval(expr, env_of(inputs, set_index), "bytes/flops"))
+            return float(_eval(expr, self.env_of(inputs, set_index), "bytes/flops"))
         return f
-
-    trial = Trial(make_inputs_tracked, run_reference, run_candidate, guard_skip, len(sizes_list))
-    return Prepared(trial, bind, names, sizes_list, expr_for(h.bytes_expr), expr_for(h.flops_expr), device,
-                    notes=notes, launcher_kind=kind)
 
 
 def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, launch_h: Harness,
