@@ -417,7 +417,7 @@ def compute_facts(
         matmul_like, reduction_like = True, False
     facts: dict[str, Any] = {
         "language": lang,
-        "embedded": language.lower() in kinds() and traits(language.lower()).embedded,
+        "embedded": language in kinds() and traits(language).embedded,
         "loads": loads,
         "stores": stores,
         "loops": loops,
