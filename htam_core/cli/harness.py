@@ -4,7 +4,7 @@ For a KernelBench candidate (``ModelNew``), prints its pair (the reference found
 find it: :func:`htam_core.harness.find.kernelbench_pair`). For another ``.py`` file, runs the file's ``__main__`` block (or a pytest test beside it) in a child process, records
 the calls of the kernel's launcher; for a ``.cu`` program, reads the launch in ``main()``
 (:mod:`htam_core.harness.infer_cuda`). Prints the harness htam infers from them as a filled-in ``htam.toml`` table
-(:func:`htam_core.harness.infer_py.render_toml`), with where it came from. ``--write`` appends it to the
+(:func:`htam_core.harness.toml_render.render_toml`), with where it came from. ``--write`` appends it to the
 ``htam.toml`` beside the file (never over an existing table of the same kernel).
 
 Exit codes: 0 inferred (and written with ``--write``); 1 nothing could be inferred (the message names what is
@@ -71,10 +71,11 @@ def run(args: argparse.Namespace) -> int:
     # start-up cost: loads psutil, sympy, tomllib, tree_sitter and 43 more project modules, only when this runs
     from htam_core.harness.base import HarnessError
     from htam_core.harness.find import kernelbench_pair, pair_table
-    from htam_core.harness.infer_py import infer, render_toml, save_to_spec
+    from htam_core.harness.infer_py import infer
     from htam_core.harness.pysource import parse_failure
     from htam_core.harness.spec import SPEC_FILENAME
-    from htam_core.harness.template import write_template
+    from htam_core.harness.toml_render import render_toml, save_to_spec
+    from htam_core.lang import create as language_backend
     from htam_core.runtime.compiler import settle_incomplete
     from htam_core.source import SourceError, incomplete_reason, load
 
@@ -115,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         return 0
     inf = infer(path, name, model) if path.suffix == ".py" else _infer_cuda(path, name, model)
-    template = write_template(model, model.kernel(name)) if inf.harness is None else None
+    kernel = model.kernel(name)
+    template = language_backend(kernel.language).harness_template(model, kernel) if inf.harness is None else None
     if args.json:
         json.dump({"harness": inf.harness.to_json() if inf.harness else None, "reason": inf.reason,
                    "template": template,

@@ -30,6 +30,9 @@ from htam_core.runtime.include_dirs import describe, include_dirs
 HarnessKind = Literal["kernelbench", "spec", "inferred", "cu-main"]
 KernelLanguage = Literal["triton", "cuda", "cuda-in-python", "python"]
 
+#: What the harness origin and the notes say when the recording child (:mod:`htam_core.harness.record`,
+#: ``launch_device``) moved a call's inputs to the GPU.
+MOVED_NOTE = "inputs moved to the GPU (the file makes CPU tensors, as for the Triton interpreter)"
 #: dtypes a harness spec may name (torch attribute names).
 DTYPES: tuple[str, ...] = (
     "float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",

@@ -48,7 +48,9 @@ from htam_core.harness.cu_eval import (
     param_declarations,
     param_names,
 )
+from htam_core.harness.toml_render import render_toml
 from htam_core.source.analysis import analyze
+from htam_core.source.analysis.callee_writes import callee_writes
 from htam_core.source.analysis.launch import launch_calls, launch_config
 from htam_core.source.api import parse_text
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
@@ -157,8 +159,6 @@ def output_params(model: SourceModel, kernel: Kernel) -> tuple[set[str], str | N
     declared ``const`` may be written where htam does not look: it is an output too (comparing a buffer
     that turns out unwritten is harmless, missing a written one would leave nothing to compare).
     """
-    from htam_core.source.analysis.callee_writes import callee_writes
-
     facts = analyze(model, kernel)
     written = ({p.name for p in kernel.params if p.is_pointer and p.written} | set(callee_writes(model, kernel))
                | {pf.name for pf in facts.pointers if pf.mode in ("write", "readwrite")})
@@ -526,9 +526,6 @@ def inferred_summary(h: Harness) -> list[str]:
 def harness_table(h: Harness) -> str:
     """The inferred harness as a ``[kernel.<name>]`` table of ``htam.toml``, fully filled in, for the user to
     adjust (the code action "Save the inferred harness to htam.toml"): the one writer,
-    :func:`htam_core.harness.infer_py.render_toml` (``oracle = true``: candidates are checked against the
+    :func:`htam_core.harness.toml_render.render_toml` (``oracle = true``: candidates are checked against the
     starting kernel; write a ``reference`` instead to check against a torch expression)."""
-    # cycle: harness.infer_py imports this module at load time (harness.infer_py -> harness -> harness.template -> harness.infer_cuda)
-    from htam_core.harness.infer_py import render_toml
-
     return render_toml(h)

@@ -405,8 +405,6 @@ def _map_devices(rec: _Recorder) -> Any:
     return CpuMode()
 
 
-#: What the harness origin and the notes say when :func:`launch_device` moved a call's inputs.
-MOVED_NOTE = "inputs moved to the GPU (the file makes CPU tensors, as for the Triton interpreter)"
 
 
 def launch_device(tensor_devices: list[str], *, interpret: bool, cuda_available: bool) -> str | None:

@@ -32,16 +32,17 @@ __all__ = ["NVCC_TIMEOUT_S", "compiler_verdict", "settle_incomplete"]
 NVCC_TIMEOUT_S = 60.0
 
 
-def compiler_verdict(text: str, language: str, path: str | None = None) -> bool | None:
+def compiler_verdict(text: str, file_language: str, path: str | None = None) -> bool | None:
     """Whether the compiler accepts ``text``: ``True``/``False``, or ``None`` when there is no compiler to ask
     (nvcc not on ``PATH``), it timed out or could not be run.
 
     Args:
         text: the whole file.
-        language: ``"cuda"`` (nvcc front end) or ``"python"`` (Python's compiler).
+        file_language: the file's language (``SourceModel.file_language``): ``"cuda"`` (nvcc front end) or
+            ``"python"`` (Python's compiler).
         path: the file's path, for its folder's local headers (``-I``); ``None`` for unsaved text.
     """
-    if language == "python":
+    if file_language == "python":
         try:
             compile(text, path or "<text>", "exec", dont_inherit=True)
         except (SyntaxError, ValueError):
