@@ -16,9 +16,7 @@ from htam_core.source import load
 
 PAIRS = tb.own_pairs()
 #: pair -> why its textbook step is not made yet (strict: a fix fails here until it is taken off)
-KNOWN_GAPS: dict[str, str] = {
-    "transpose": "a transpose in a loop over rows with a per-iteration guard is not recognised yet",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def test_there_are_pairs_for_the_ladder() -> None:
