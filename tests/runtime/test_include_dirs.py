@@ -90,9 +90,11 @@ def test_the_program_builds_and_the_compiler_accepts_it(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-def test_the_static_profile_compiles_with_the_found_folder() -> None:
-    """The static profiler's nvcc (ptxas -v) takes the same folders: the kernel's resources are read."""
+def test_the_static_profile_compiles_with_the_found_folder(tmp_path: Path) -> None:
+    """The static profiler's nvcc (ptxas -v) takes the same folders: the kernel's resources are read. (A cache of
+    its own: a hit names the command of the checkout that compiled the same text first.)"""
     from htam_core.profile.static_cuda import compile_cuda
+    from htam_core.runtime.cache import CompileCache
 
-    res = compile_cuda(VECADD.read_text(), source_name=str(VECADD))
+    res = compile_cuda(VECADD.read_text(), source_name=str(VECADD), cache=CompileCache(tmp_path))
     assert res.entries and f"-I{TREE / 'Common'}" in res.command
