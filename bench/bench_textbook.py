@@ -1,7 +1,12 @@
 """Unseen textbook kernels: each naive version beside its authors' faster version, as a new user would try them.
 
-Pairs (naive kernel, the authors' faster versions) come from third-party code read in place, never copied into
-the project:
+Pairs (naive kernel, the authors' faster versions) come from this project's own textbook pairs and from
+third-party code read in place, never copied into the project:
+
+* the project's pairs, ``tests/fixtures/textbook_pairs/<name>/`` (:func:`own_pairs`): ``naive.cu`` and
+  ``expert.cu`` as a CUDA course writes them (vector add, reduction, transpose, sgemm, histogram, row softmax),
+  the same kernel name launched from each file's own ``main()``; with ``--gpu`` the expert is verified against
+  the naive version (``htam verify --against``) and timed (``htam profile --no-counters``) in fresh processes;
 
 * NVIDIA cuda-samples (:data:`SAMPLE_PAIRS`: reduction, transpose, vectorAdd, ...; a pair whose file is absent
   from the corpus is listed as absent and not counted), each with the textbook step(s) a CUDA course teaches
@@ -9,6 +14,10 @@ the project:
 * llm.c's ``dev/cuda`` progressions (every file: version 1 is naive, later ones the authors'), run from the
   work copies of :mod:`htam_core.bench.llmc` (fp32 build, ``common.h`` inlined); their textbook step is any
   *structural* step (:func:`htam_core.transforms.registry.is_structural`).
+
+Per cuda-samples pair, always (CPU, static): the zero-config harness ``htam optimize`` finds for the naive kernel
+and its nvcc build with no ``-I`` given (:func:`harness_build`: a sample's ``<helper_cuda.h>`` is found by the
+include-folder rule, :mod:`htam_core.runtime.include_dirs`).
 
 Per pair, always (CPU, static): which steps are offered on the naive kernel (predicate not false and a validated
 edit, as :mod:`bench.corpus_steps` counts them), whether the textbook step is **makeable** (offered, and its edit
@@ -100,6 +109,84 @@ SAMPLE_PAIRS: tuple[Pair, ...] = (
 )
 
 
+#: The project's own textbook pairs (written for it; see the folder's README).
+OWN_PAIRS_DIR = REPO / "tests" / "fixtures" / "textbook_pairs"
+
+
+def own_pairs(folder: Path = OWN_PAIRS_DIR) -> list[tuple[str, Path, Pair]]:
+    """The project's textbook pairs: ``(name, folder, Pair)`` per sub-folder holding ``pair.json``
+    (``{"kernel": NAME, "steps": [strategy ids]}``), ``naive.cu`` and ``expert.cu``.
+
+    Raises:
+        ValueError: a ``pair.json`` without ``kernel`` or ``steps``, or a pair missing one of its two files.
+    """
+    out = []
+    for d in sorted(p for p in folder.glob("*/") if (p / "pair.json").is_file()):
+        meta = json.loads((d / "pair.json").read_text())
+        if "kernel" not in meta or "steps" not in meta:
+            raise ValueError(f"{d / 'pair.json'}: needs 'kernel' and 'steps'")
+        for f in ("naive.cu", "expert.cu"):
+            if not (d / f).is_file():
+                raise ValueError(f"{d}: {f} is missing")
+        out.append((d.name, d, Pair(d.name, str(d / "naive.cu"), meta["kernel"], (meta["kernel"],),
+                                    tuple(meta["steps"]))))
+    return out
+
+
+def _cli_json(args: list[str], timeout_s: float = 900.0) -> tuple[dict[str, Any] | None, str]:
+    """``htam ARGS --json`` in a fresh process: (the JSON printed, or ``None``; the last stderr line)."""
+    import subprocess
+
+    from htam_core.runtime.children import child_env
+
+    try:
+        r = subprocess.run([sys.executable, "-m", "htam_core.cli.main", *args, "--json"], capture_output=True,
+                           text=True, timeout=timeout_s, env=child_env(), cwd=str(REPO))
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout_s:g} s"
+    tail = (r.stderr.strip().splitlines() or [""])[-1]
+    try:
+        return json.loads(r.stdout), tail
+    except json.JSONDecodeError:
+        return None, tail or (r.stdout.strip().splitlines() or [""])[-1]
+
+
+def own_gpu(pair: Pair, folder: Path, work: Path, budget: int, trials: int, memory: str) -> dict[str, Any]:
+    """``htam optimize --engine rules`` from ``naive.cu`` (a work copy; harness from its ``main()``); the expert
+    verified against the naive version's outputs and timed, each in a fresh process. The expert's time is
+    published only when it is verified."""
+    from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
+
+    dest = work / f"own-{pair.name}"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(folder, dest)
+    try:
+        res = run_optimize(OptimizeTask(path=str(dest / "naive.cu"), kernel=pair.naive, engine="rules",
+                                        budget=budget, out_dir=str(dest / "htam-out"), memory_path=memory,
+                                        trials=trials, use_ncu=False, static=False))
+    except OptimizeError as e:
+        return {"error": f"optimize: {e}"[:300]}
+    except Exception as e:  # noqa: BLE001 - one line of the table
+        return {"error": f"optimize: {type(e).__name__}: {e}"[:300]}
+    if not res.start_ok:
+        return {"error": ("the naive start failed: " + "; ".join(res.warnings))[:300]}
+    row: dict[str, Any] = {"naive_ms": res.start_ms, "best_ms": res.best_ms or res.start_ms,
+                           "made": [s.strategy for s in res.steps if s.accepted], "expert_ms": None}
+    verdict, why = _cli_json(["verify", str(dest / "expert.cu"), "--against", str(dest / "naive.cu"),
+                              "--kernel", pair.naive])
+    if not verdict or not verdict.get("correct"):
+        row["expert_note"] = "expert not verified: " + (
+            "; ".join(verdict.get("messages") or [])[:200] if verdict else why)
+        return row
+    prof, why = _cli_json(["profile", str(dest / "expert.cu"), "--kernel", pair.naive, "--no-counters"])
+    t = (prof or {}).get("time_ms") or {}
+    if t.get("median"):
+        row["expert_ms"] = t["median"]
+    else:
+        row["expert_note"] = f"expert not timed: {why}"[:200]
+    return row
+
+
 def corpus_root(arg: Path | None) -> Path:
     """The corpus root: ``arg``, else ``$HTAM_TEXTBOOK_CORPUS``, else :data:`bench.data_paths.CORPUS`."""
     if arg is not None:
@@ -162,27 +249,57 @@ def static_facts(path: Path, naive: str, textbook: tuple[str, ...] | None, commo
     return row
 
 
+def harness_build(path: Path, kernel: str, root: Path | None = None) -> dict[str, Any]:
+    """The zero-config harness of kernel ``kernel`` of the sample ``path`` and its nvcc build (CPU, no GPU), as
+    ``htam optimize`` would find and build it: no ``-I`` is given, so a sample that includes ``<helper_cuda.h>``
+    builds only through the include-folder rule (:mod:`htam_core.runtime.include_dirs`). Returns
+    ``{"harness": where it came from, "harness_kind", "harness_built": [...], "harness_notes": [...]}`` or
+    ``{"harness_error": one line}``. Paths under ``root`` (the corpus) are written ``CORPUS/...``."""
+    from htam_core.harness.base import HarnessError
+    from htam_core.harness.build_check import check_build
+    from htam_core.harness.cu_main import build_program
+    from htam_core.harness.find import find_harness
+
+    try:
+        h = find_harness(path, kernel, run_code=False)
+        if h.kind == "cu-main":
+            built = [f"program {build_program(h.path).name}"]
+        else:
+            built = check_build(h).built
+    except HarnessError as e:
+        return {"harness_error": (e.message.splitlines() or ["?"])[0][:300]}
+    notes = [n.replace(str(root), "CORPUS") if root is not None else n for n in h.notes]
+    return {"harness": h.source, "harness_kind": h.kind, "harness_built": built, "harness_notes": notes}
+
+
+def work_copy(path: Path, work: Path, name: str) -> Path:
+    """A work copy of the sample ``path``'s folder, at the same place under ``work/<name>`` as under the samples'
+    root (``Samples/<group>/<sample>/``), beside a copy of the samples' ``Common/``: the include-folder rule then
+    finds ``helper_cuda.h`` in the copy as in the corpus. Returns the copied file."""
+    root = path.parents[3] if len(path.parents) > 3 else path.parent
+    dest = work / name
+    shutil.rmtree(dest, ignore_errors=True)
+    rel = path.parent.relative_to(root)
+    shutil.copytree(path.parent, dest / rel)
+    if (root / "Common").is_dir():
+        shutil.copytree(root / "Common", dest / "Common")
+    return dest / rel / path.name
+
+
 def sample_gpu(pair: Pair, path: Path, work: Path, budget: int, trials: int, memory: str) -> dict[str, Any]:
-    """``htam optimize --engine rules`` on a work copy of the sample's folder (zero-config harness); the experts
-    are not timed (no harness runs them)."""
+    """``htam optimize --engine rules`` on a work copy of the sample (zero-config harness, its headers found by
+    the include-folder rule); the experts are not timed (no harness runs them)."""
     from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
 
-    dest = work / pair.name.replace(" ", "_").replace("(", "").replace(")", "")
-    shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(path.parent, dest)
-    common = path.parents[3] / "Common" if len(path.parents) > 3 else path.parent
-    flags = os.environ.get("NVCC_APPEND_FLAGS", "")
-    os.environ["NVCC_APPEND_FLAGS"] = f"{flags} -I{common}".strip()  # the samples include <helper_cuda.h>
+    copy = work_copy(path, work, pair.name.replace(" ", "_").replace("(", "").replace(")", ""))
     try:
-        res = run_optimize(OptimizeTask(path=str(dest / path.name), kernel=pair.naive, engine="rules", budget=budget,
-                                        out_dir=str(dest / "htam-out"), memory_path=memory, trials=trials,
+        res = run_optimize(OptimizeTask(path=str(copy), kernel=pair.naive, engine="rules", budget=budget,
+                                        out_dir=str(copy.parent / "htam-out"), memory_path=memory, trials=trials,
                                         use_ncu=False, static=False))
     except OptimizeError as e:
         return {"error": f"optimize: {e}"[:300]}
     except Exception as e:  # noqa: BLE001 - a sample the zero-config harness cannot run is one line of the table
         return {"error": f"optimize: {type(e).__name__}: {e}"[:300]}
-    finally:
-        os.environ["NVCC_APPEND_FLAGS"] = flags
     if not res.start_ok:
         return {"error": ("the naive start failed: " + "; ".join(res.warnings))[:300]}
     return {"naive_ms": res.start_ms, "best_ms": res.best_ms or res.start_ms,
@@ -245,6 +362,17 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
               + (f" ({100 * len(good) / len(measured):.0f} %; target >= 80 %)" if measured else " (not measured)"),
               f"- offered steps the output contract rules out: {sum(len(r['contract_ruled_out']) for r in bad)} "
               f"(target 0)"]
+    built = [r for r in counted if "harness_built" in r or "harness_error" in r]
+    if built:
+        lines += ["", "## The zero-config harness of each sample, built with nvcc (no GPU, no -I given)", "",
+                  "| pair | harness | built | include folders and notes |", "|---|---|---|---|"]
+        for r in built:
+            if "harness_error" in r:
+                lines.append(f"| {r['pair']} | **none**: {r['harness_error']} | no | |")
+                continue
+            notes_cell = "; ".join(r.get("harness_notes") or []) or "-"
+            lines.append(f"| {r['pair']} | {r['harness_kind']}: {r['harness']} | yes ({'; '.join(r['harness_built'])}) "
+                         f"| {notes_cell} |")
     notes = [r for r in counted if r["textbook_refused"] or r["compile_errors"] or r.get("gpu_error")
              or r.get("expert_note")]
     if notes:
@@ -281,8 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     root = corpus_root(args.corpus)
     if not root.is_dir():
-        print(f"bench_textbook: no corpus at {root}; nothing to run")
-        return 0
+        print(f"bench_textbook: no corpus at {root}; only the project's own pairs run")
     deadline = None if args.max_minutes is None else time.time() + 60 * args.max_minutes
     common = root / "public" / "cuda-samples" / "Common"
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -310,6 +437,16 @@ def main(argv: list[str] | None = None) -> int:
               f"{row.get('error') or row.get('gpu_error') or ''}", flush=True)
 
     try:
+        for name, folder, p in own_pairs():
+            if want and name not in want and f"own {name}" not in want:
+                continue
+            row = {"pair": f"own {name}", "naive": p.naive, "experts": ["expert.cu"], "textbook": list(p.steps)}
+            row.update(static_facts(folder / "naive.cu", p.naive, p.steps, common, args.cache, not args.no_compile))
+            if args.gpu and not row["error"] and (deadline is None or time.time() < deadline):
+                g = own_gpu(p, folder, work, args.budget, args.trials, memory)
+                row["gpu_error"] = g.get("error")
+                row.update({k: v for k, v in g.items() if k != "error"})
+            emit(row)
         for p in SAMPLE_PAIRS:
             if want and p.name not in want:
                 continue
@@ -320,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
                 emit({**row, "absent": True})
                 continue
             row.update(static_facts(path, p.naive, p.steps, common, args.cache, not args.no_compile))
+            if not row["error"] and not args.no_compile:
+                row.update(harness_build(path, p.naive, root.resolve()))
             if args.gpu and not row["error"] and (deadline is None or time.time() < deadline):
                 g = sample_gpu(p, path, work, args.budget, args.trials, memory)
                 row["gpu_error"] = g.get("error")

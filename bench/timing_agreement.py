@@ -327,10 +327,10 @@ def _under_profiler(lt: Any, n: int) -> tuple[float, float, float | None]:
     per-trial device time of the *same* trials recorded with the profiler (``None`` when they do not split into
     trials): the like-for-like comparison, since attaching the profiler can itself slow a kernel down."""
     from htam_core.measure import cupti
-    from htam_core.measure.timer import _flush_ops
+    from htam_core.measure.flush import flush_ops
 
     plain = statistics.median(lt.sample(n, raw=True))
-    nf = _flush_ops() if lt.flush else 0
+    nf = flush_ops() if lt.flush else 0
     box: list[float] = []
     ops = cupti.device_ops([lambda: box.extend(lt.sample(n, raw=True))])
     per = cupti.per_call_ms(ops, n, nf)
@@ -469,7 +469,8 @@ def diagnose_one(k: dict[str, Any], n: int = 50) -> dict[str, Any]:
     import triton.testing
 
     from htam_core.measure import cupti
-    from htam_core.measure.timer import LauncherTimer, _flush_ops, flush_l2
+    from htam_core.measure.flush import flush_ops
+    from htam_core.measure.timer import LauncherTimer, flush_l2
 
     fn, out = k["fn"], {"kernel": k["name"], "launcher": k["launcher"], "trials": n}
 
@@ -480,7 +481,7 @@ def diagnose_one(k: dict[str, Any], n: int = 50) -> dict[str, Any]:
             out[name], out[name + "_error"] = None, f"{type(exc).__name__}: {exc}"[:200]
 
     med = statistics.median
-    nf = _flush_ops()
+    nf = flush_ops()
     capturable = k["launcher"] != "cu-host-launcher"  # <<<>>> on the legacy stream: not captured
     lt = LauncherTimer(fn, launcher_kind=k["launcher"], use_cupti=False, subtract_overhead=False)
     try:

@@ -70,7 +70,6 @@ class OpenDocument:
     language: FileLanguage
     buf: Buffer
     interest: dict[str, None] = field(default_factory=dict)
-    _maybe_kernels: bool | None = field(default=None, repr=False)
 
     @property
     def text(self) -> str:
@@ -96,20 +95,8 @@ class OpenDocument:
         return bool(m is not None and m.stale)
 
     def served(self) -> bool:
-        """Whether this file gets answers: every CUDA file; Python only with Triton kernels or CUDA strings.
-
-        For Python, a substring check (``triton`` or ``__global__``) rules most files out without parsing; the
-        kernel count comes from the latest parse (a file not parsed yet counts as served).
-        """
-        if self.language == "cuda":
-            return True
-        if self._maybe_kernels is None:
-            text = self.buf.text
-            self._maybe_kernels = "triton" in text or "__global__" in text
-        if not self._maybe_kernels:
-            return False
-        m = self.snapshot_model
-        return m is None or bool(m.kernels)
+        """Whether this file gets answers (:meth:`htam_core.editor.Buffer.served`)."""
+        return self.buf.served()
 
     def note_interest(self, kernel_name: str) -> None:
         """Remember that ``kernel_name`` was asked about (the last four are kept)."""

@@ -39,6 +39,7 @@ from htam_core.memory import Ranker, load_knowledge
 from htam_core.source import SourceError, load
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms.registry import resolve_step
+from htam_core.types.language import traits
 from htam_core.types.profile import Profile
 
 #: The manifest's version this loader reads.
@@ -203,7 +204,7 @@ def _member(root: Path, entry: Any, index: int, titles: dict[str, str],
             raise FamiliesError(f"{where}: harness = \"inferred\" but {spec} has a [kernel.{name}] table, which "
                                 "would win over the inference; drop one of the two")
         sk = SuiteKernel(name, str(path), lang, None, None)
-    if sk.language != lang:
+    if lang != sk.language:  # the entry's lang and its harness's language agree
         raise FamiliesError(f"{where}: lang {lang!r} but the harness says {sk.language!r}")
     return FamilyKernel(sk, fam, kind, {k: str(v) for k, v in varies.items()}, entry["file"])
 
@@ -285,7 +286,7 @@ def makeable_steps(model: SourceModel, kernel: Kernel, profile: Profile | None) 
         profile: the kernel's profile (static or measured), or ``None``.
     """
     kb = load_knowledge()
-    lang = "triton" if kernel.language == "triton" else "cuda"
+    lang = traits(kernel.language).family
     out = []
     for s in Ranker(kb).applicable(kernel.features, lang, profile, kernel):
         if s.transform and resolve_step(s.title, s.transform, s.guidance, model, kernel, profile, llm_hint="-"):

@@ -41,6 +41,7 @@ from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
 from htam_core.profile.api import gpu_available
 from htam_core.runtime.worker import WorkerResult, close_pool, run_in_worker
 from htam_core.source import load, parse_text
+from htam_core.types.language import traits
 
 #: The small sizes shipped for CPU smoke runs of the start solutions of levels 1 and 2 (``--size-overrides``).
 SMALL_SIZES_HINT = "bench/kernelbench_small_sizes.json"
@@ -227,7 +228,7 @@ def _first_kernel(path: Path) -> str | None:
         model = load(path)
     except Exception:  # noqa: BLE001 - an unparsable start is reported by the caller
         return None
-    ks = [k for k in model.kernels if k.language in ("triton", "cuda-in-python")]
+    ks = [k for k in model.kernels if traits(k.language).file_language == "python"]
     return ks[0].name if ks else None
 
 
@@ -241,7 +242,7 @@ def _llm_first(task: KBTask, ref: Path, dest: Path) -> str:
         m = parse_text(code, "python")
         if "class ModelNew" not in code:
             return CheckResult(False, "the file must define class ModelNew(nn.Module)")
-        if not [k for k in m.kernels if k.language in ("triton", "cuda-in-python")]:
+        if not [k for k in m.kernels if traits(k.language).file_language == "python"]:
             return CheckResult(False, "ModelNew must launch a custom Triton (@triton.jit) or CUDA kernel")
         return CheckResult(True, "")
 

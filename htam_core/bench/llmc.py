@@ -346,7 +346,7 @@ def reach(path: str | Path, kernel_name: str, text: str | None = None) -> list[S
     profile = Profile(kernel=kernel_name, bottleneck=Bottleneck("unknown"))
     out: list[StepReach] = []
     for s in kb.strategies:
-        if not s.transform or kernel.language not in s.languages:
+        if not s.transform or not s.handles(kernel.language):
             continue
         r = resolve_step(s.title, s.transform, s.guidance, model, kernel, profile, llm_hint="")
         out.append(StepReach(s.id, s.direction, s.id not in NON_STRUCTURAL, None if r else r.reason))

@@ -4,7 +4,7 @@ For a KernelBench candidate (``ModelNew``), prints its pair (the reference found
 find it: :func:`htam_core.harness.find.kernelbench_pair`). For another ``.py`` file, runs the file's ``__main__`` block (or a pytest test beside it) in a child process, records
 the calls of the kernel's launcher; for a ``.cu`` program, reads the launch in ``main()``
 (:mod:`htam_core.harness.infer_cuda`). Prints the harness htam infers from them as a filled-in ``htam.toml`` table
-(:func:`htam_core.harness.infer_py.render_toml`), with where it came from. ``--write`` appends it to the
+(:func:`htam_core.harness.toml_render.render_toml`), with where it came from. ``--write`` appends it to the
 ``htam.toml`` beside the file (never over an existing table of the same kernel).
 
 Exit codes: 0 inferred (and written with ``--write``); 1 nothing could be inferred (the message names what is
@@ -45,17 +45,18 @@ def _infer_cuda(path, name: str, model):
     launch is read from the source)."""
     # start-up cost: loads psutil, sympy, tomllib, tree_sitter and 43 more project modules, only when this runs
     from htam_core.harness.base import HarnessError
-    from htam_core.harness.infer_cuda import infer_cuda_harness
+    from htam_core.harness.infer_host import infer_cuda
     from htam_core.harness.infer_py import Inference
 
-    try:
-        return Inference(infer_cuda_harness(path, name, model), "", {})
+    try:  # the file's main(), else the workspace program that runs the kernel
+        return Inference(infer_cuda(path, name, model), "", {})
     except HarnessError as exc:
         return Inference(None, exc.message or "main() says nothing about the launch", {})
 
 
 #: What ``htam harness infer`` reads, for the missing-file message.
-_INFER_FILE = "kernel file (a .py file holding a Triton kernel, or a .cu program with main())"
+_INFER_FILE = ("kernel file (a .py file holding a Triton kernel, or a .cu/.cuh file with main() or launched from a "
+               "program of its folder)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,18 +71,19 @@ def run(args: argparse.Namespace) -> int:
     # start-up cost: loads psutil, sympy, tomllib, tree_sitter and 43 more project modules, only when this runs
     from htam_core.harness.base import HarnessError
     from htam_core.harness.find import kernelbench_pair, pair_table
-    from htam_core.harness.infer_py import infer, render_toml, save_to_spec
+    from htam_core.harness.infer_py import infer
     from htam_core.harness.pysource import parse_failure
     from htam_core.harness.spec import SPEC_FILENAME
-    from htam_core.harness.template import write_template
+    from htam_core.harness.toml_render import render_toml, save_to_spec
+    from htam_core.lang import create as language_backend
     from htam_core.runtime.compiler import settle_incomplete
     from htam_core.source import SourceError, incomplete_reason, load
 
     require_source(args.file, _INFER_FILE)
     path = Path(args.file)
     if path.suffix not in (".py", ".cu", ".cuh"):
-        raise UsageError(f"{args.file}: pass an existing .py file holding a Triton kernel, or a .cu program with "
-                         "main()")
+        raise UsageError(f"{args.file}: pass an existing .py file holding a Triton kernel, or a .cu/.cuh file with "
+                         "main() or launched from a program of its folder")
     if path.suffix == ".py":  # a syntax error is the cause, not a missing launcher or __main__ block
         broken = parse_failure(path.name, path.read_text(encoding="utf-8", errors="replace"),
                                f"run `htam harness infer {args.file}` again")
@@ -114,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         return 0
     inf = infer(path, name, model) if path.suffix == ".py" else _infer_cuda(path, name, model)
-    template = write_template(model, model.kernel(name)) if inf.harness is None else None
+    kernel = model.kernel(name)
+    template = language_backend(kernel.language).harness_template(model, kernel) if inf.harness is None else None
     if args.json:
         json.dump({"harness": inf.harness.to_json() if inf.harness else None, "reason": inf.reason,
                    "template": template,

@@ -68,6 +68,11 @@ class Located:
     stale: bool = False
 
 
+#: File languages whose every file holds kernels worth answering for (a ``.cu`` file); a Python file is served
+#: only when it holds Triton kernels or CUDA strings.
+_EVERY_FILE_SERVED: dict[str, bool] = {"cuda": True, "python": False}
+
+
 class Buffer:
     """The text of one open file and its latest :class:`Snapshot`.
 
@@ -93,6 +98,7 @@ class Buffer:
         self._full = True  # the Document must be (re)built from the whole text
         self._doc: Document | None = None
         self.snapshot: Snapshot | None = None
+        self._maybe_kernels: bool | None = None  # the first text's substring check (see :meth:`served`)
 
     # ---- the current text (event loop) ---------------------------------------------------------------
     @property
@@ -102,6 +108,22 @@ class Buffer:
         if t is None:
             t = self._text = self._index.data.decode("utf-8", errors="surrogatepass")
         return t
+
+    def served(self) -> bool:
+        """Whether this file gets answers: every CUDA file; Python only with Triton kernels or CUDA strings.
+
+        For Python, a substring check (``triton`` or ``__global__``) of the first text read rules most files out
+        without parsing; the kernel count comes from the latest parse (a file not parsed yet counts as served).
+        """
+        if _EVERY_FILE_SERVED[self.file_language]:
+            return True
+        if self._maybe_kernels is None:
+            text = self.text
+            self._maybe_kernels = "triton" in text or "__global__" in text
+        if not self._maybe_kernels:
+            return False
+        snap = self.snapshot
+        return snap is None or bool(snap.model.kernels)
 
     @property
     def index(self) -> LineIndex:

@@ -16,6 +16,7 @@ from functools import cache
 from markdown_it import MarkdownIt
 
 from htam_core.generate.errors import ParseError
+from htam_core.types.language import traits
 
 #: Fence info tags accepted per language family.
 PYTHON_TAGS = frozenset({"python", "py", "python3", "py3", "triton"})
@@ -46,7 +47,7 @@ class ExtractedCode:
 
 
 def _family(language: str) -> str:
-    return "cuda" if language == "cuda" else "python"
+    return traits(language).file_language
 
 
 @cache
@@ -58,11 +59,12 @@ def _markers(language: str, kernel_name: str | None) -> list[re.Pattern[str]]:
     pats = []
     if kernel_name:
         pats.append(re.compile(rf"\b{re.escape(kernel_name)}\b"))
-    if language == "triton":
+    lang = traits(language)
+    if lang.tiles:
         pats.append(re.compile(r"@triton\.(jit|autotune)"))
-    if language in ("cuda", "cuda-in-python"):
+    if lang.grammar == "cuda":
         pats.append(re.compile(r"__global__"))
-    if language in ("python", "triton", "cuda-in-python"):
+    if lang.file_language == "python":
         pats.append(re.compile(r"\bclass\s+ModelNew\b"))
     return pats
 
@@ -143,7 +145,7 @@ def extract_code(reply: str, language: str, kernel_name: str | None = None) -> E
     if blocks:
         tags = sorted({b[0] or "(untagged)" for b in blocks})
         raise ParseError(f"the LLM reply has code blocks only in {', '.join(tags)}, but {language} code was "
-                         f"expected; the prompt asks for one ```{'cuda' if language == 'cuda' else 'python'} "
+                         f"expected; the prompt asks for one ```{_family(language)} "
                          f"block, so the model may not follow instructions: try another model", excerpt)
     bare = _bare_code(reply, language)
     if bare is not None:

@@ -23,6 +23,7 @@ from htam_core.generate.prompt import build_messages
 from htam_core.source import parse_text
 from htam_core.transforms.base import apply_edits
 from htam_core.transforms.registry import resolve_step
+from htam_core.types.language import traits
 from htam_core.types.profile import Profile
 
 
@@ -173,7 +174,7 @@ class RulesCandidateGenerator:
             GenerationError: the kernel is not in the file.
         """
         self.skipped = []
-        file_language = "cuda" if request.language == "cuda" else "python"
+        file_language = traits(request.language).file_language
         model = request.model
         if model is None or model.text != request.kernel_text:
             model = parse_text(request.kernel_text, file_language, request.path)

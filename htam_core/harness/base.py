@@ -25,10 +25,14 @@ from typing import Any, Literal
 
 from htam_core.harness.kinds import KindTraits
 from htam_core.harness.kinds import create as create_kind
+from htam_core.runtime.include_dirs import describe, include_dirs
 
 HarnessKind = Literal["kernelbench", "spec", "inferred", "cu-main"]
 KernelLanguage = Literal["triton", "cuda", "cuda-in-python", "python"]
 
+#: What the harness origin and the notes say when the recording child (:mod:`htam_core.harness.record`,
+#: ``launch_device``) moved a call's inputs to the GPU.
+MOVED_NOTE = "inputs moved to the GPU (the file makes CPU tensors, as for the Triton interpreter)"
 #: dtypes a harness spec may name (torch attribute names).
 DTYPES: tuple[str, ...] = (
     "float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
@@ -307,10 +311,31 @@ def mark_origin(candidates_dir: Path, original: Path) -> None:
 
 
 def include_flags(path: str | Path) -> list[str]:
-    """nvcc/NVRTC ``-I`` flags for the CUDA file ``path``: its own folder and, for a candidate, the original
+    """nvcc/NVRTC ``-I`` flags for the CUDA file ``path``: the folders of :func:`cuda_include_dirs`."""
+    return [f"-I{d}" for d in cuda_include_dirs(path)]
+
+
+def cuda_include_dirs(path: str | Path, text: str | None = None) -> list[Path]:
+    """Every ``-I`` folder of a build of the CUDA file ``path``: its own folder and, for a candidate, the original
     file's folder (:func:`origin_dirs`), so a ``#include "common.h"`` next to the original builds in every
-    candidate."""
-    return [f"-I{d}" for d in origin_dirs(path)]
+    candidate; then the folders its build files name or that hold a header it includes from elsewhere
+    (:func:`htam_core.runtime.include_dirs.include_dirs`: ``compile_commands.json``, a Makefile's or
+    ``CMakeLists.txt``'s ``-I``, a search of the ancestors). ``text``: the file's text when it differs from
+    disk. Never raises."""
+    own = origin_dirs(path)
+    return own + [d.path for d in include_dirs(path, text, known=own)]
+
+
+def cu_language(path: str | Path) -> list[str]:
+    """``["-x", "cu"]`` for a CUDA file nvcc would not read as CUDA by its suffix (a ``.cuh`` header holding
+    kernels, built on its own), else nothing."""
+    return [] if Path(path).suffix == ".cu" else ["-x", "cu"]
+
+
+def include_notes(path: str | Path) -> list[str]:
+    """The lines that say which include folders beyond its own a build of ``path`` uses, and why (for a
+    harness's notes and ``htam harness infer``)."""
+    return describe(include_dirs(path, known=origin_dirs(path)))
 
 
 def origin_dirs(path: str | Path) -> list[Path]:

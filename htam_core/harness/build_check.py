@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.cu_launcher import launcher_library, launcher_types
+from htam_core.harness.runner import cubin_for, mangled_entry
+from htam_core.types.language import traits
 
 #: The architecture compiled for when none is given: the lent GPUs' (H200, compute capability 9.0).
 DEFAULT_ARCH = "sm_90"
@@ -31,9 +34,6 @@ class BuildCheck:
 
 
 def _one(path: str, launcher: str | None, kernel: str, h: Harness, arch: str) -> str:
-    from htam_core.harness.cu_launcher import launcher_library, launcher_types
-    from htam_core.harness.runner import cubin_for, mangled_entry
-
     if launcher:
         lib, symbol = launcher_library(path, launcher, arch, *launcher_types(h.inputs), load=False)
         return f"{launcher} of {Path(path).name}: {lib.name} ({symbol})"
@@ -45,7 +45,7 @@ def check_build(h: Harness, arch: str = DEFAULT_ARCH) -> BuildCheck:
     """Build the launch of ``h`` (and its oracle's, when it is another file or launcher) for ``arch``.
 
     Args:
-        h: a CUDA harness (``language == "cuda"``) with a host launcher or a direct launch.
+        h: a CUDA harness (of a ``.cu`` file) with a host launcher or a direct launch.
         arch: the ``-arch`` of the build (``"sm_90"``).
 
     Returns:
@@ -56,7 +56,7 @@ def check_build(h: Harness, arch: str = DEFAULT_ARCH) -> BuildCheck:
         HarnessError: not a CUDA harness, nvcc is missing, or a build fails (nvcc's errors in the message,
             prefixed with which build it was).
     """
-    if h.language != "cuda":
+    if not traits(h.language).nvcc_build:
         raise HarnessError(f"{h.kernel}: a {h.language} harness has no nvcc build to check")
     built = []
     try:

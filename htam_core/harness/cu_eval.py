@@ -551,8 +551,10 @@ class Program:
         if value is None:
             return PtrVar(elem, line_of(d))
         inner = value
-        while inner.type == "cast_expression":
-            inner = inner.child_by_field_name("value")
+        while inner.type in ("cast_expression", "parenthesized_expression"):
+            inner = inner.child_by_field_name("value") or inner.named_children[-1]
+        if inner.type == "null" or node_text(inner) in ("NULL", "nullptr", "0"):
+            return PtrVar(elem, line_of(d))  # `float *d_A = NULL;`: not allocated yet (cudaMalloc comes later)
         if inner.type == "new_expression":
             nd = inner.child_by_field_name("declarator")
             length = nd.child_by_field_name("length") if nd is not None else None
@@ -582,11 +584,13 @@ class Program:
         fname = node_text(call.child_by_field_name("function") or call)
         args_node = call.child_by_field_name("arguments")
         args = [a for a in (args_node.named_children if args_node is not None else []) if a.type != "comment"]
-        if fname not in ("cudaMalloc", "cudaMallocManaged", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemset",
+        if fname not in ("cudaMalloc", "cudaMallocManaged", "cudaMallocAsync", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemset",
                          "cudaMemsetAsync"):
             for a in args:  # CHECK(cudaMalloc(...)) and similar wrappers
                 if a.type == "call_expression":
                     self.exec_call_statement(a, scope)
+                else:
+                    self._written_through_address(a, fname, call, scope)
             return
         if fname.startswith("cudaMalloc") and len(args) >= 2:
             target = node_text(args[0])
@@ -621,6 +625,28 @@ class Program:
                 return
             if isinstance(dst, Ptr):
                 dst.buffer.filled = "memset" if value == 0 else "host"
+
+    def _written_through_address(self, arg: ts.Node, fname: str, call: ts.Node, scope: Scope) -> None:
+        """``&x`` (or ``&s.field``) passed to a call the evaluator does not model (``cudaDeviceGetAttribute(&sms,
+        ...)``, ``cudaGetDeviceProperties(&prop, 0)``, ``cudaOccupancyMaxPotentialBlockSize(&g, &b, ...)``): the
+        call may set ``x`` at run time, so its value from here on is unknown, never its earlier initializer."""
+        while arg.type == "parenthesized_expression" and arg.named_child_count:
+            arg = arg.named_children[0]
+        if arg.type != "pointer_expression" or not node_text(arg).lstrip().startswith("&"):
+            return
+        target = arg.child_by_field_name("argument")
+        while target is not None and target.type in ("field_expression", "subscript_expression",
+                                                       "parenthesized_expression"):
+            target = target.child_by_field_name("argument") or (
+                target.named_children[0] if target.named_children else None)
+        if target is None or target.type != "identifier":
+            return
+        name = node_text(target)
+        try:
+            scope.get(name)
+        except KeyError:
+            return
+        scope.set(name, Unknown(f"`{name}` is set at run time by {fname}() (line {line_of(call)})"))
 
     def exec_assignment(self, node: ts.Node, scope: Scope) -> None:
         """``x = expr`` / ``x += expr`` on a variable (subscripts and fields are ignored)."""
@@ -683,6 +709,9 @@ class Program:
     def exec_expression(self, e: ts.Node, scope: Scope) -> None:
         """An expression statement: an assignment or a runtime call (others do nothing here)."""
         if e.type == "assignment_expression":
+            right = e.child_by_field_name("right")
+            if right is not None and right.type == "call_expression":  # err = cudaMalloc(&d, bytes);
+                self.exec_call_statement(right, scope)
             self.exec_assignment(e, scope)
         elif e.type == "call_expression":
             self.exec_call_statement(e, scope)

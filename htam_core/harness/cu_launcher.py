@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import HarnessError, include_flags, origin_dirs
+from htam_core.harness.base import HarnessError, cu_language, cuda_include_dirs, include_flags
 from htam_core.harness.cu_eval import Program, _declared_names, _walk, param_declarations, param_names
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.runtime.cache import cache_root, content_key
@@ -277,7 +277,7 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
     src = Path(path)
     text = src.read_text(encoding="utf-8", errors="replace")
     key = content_key(source=text, arch=arch, nvcc=nvcc, include=include_flags(src),
-                      headers=headers_digest(text, src, origin_dirs(src)))
+                      headers=headers_digest(text, src, cuda_include_dirs(src)))
     out_dir = cache_root() / "cu_launchers"
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = out_dir / f"{key[:24]}.so"
@@ -285,7 +285,8 @@ def build_shared_library(path: str | Path, arch: str) -> Path:
         return lib
     tmp = lib.with_name(f"{lib.stem}.{os.getpid()}.tmp.so")  # one per process: pool workers may race
     proc = subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3", "-lineinfo", f"-arch={arch}",
-                           "-std=c++17", *include_flags(src), str(src), "-o", str(tmp), *library_flags(src)],
+                           "-std=c++17", *include_flags(src), *cu_language(src), str(src), "-o", str(tmp),
+                           *library_flags(src)],
                           capture_output=True, text=True, timeout=300, **one_shot_kwargs())
     if proc.returncode != 0:
         raise HarnessError(f"nvcc could not build {src.name} as a shared library:\n{proc.stderr[-3000:]}")

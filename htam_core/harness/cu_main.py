@@ -11,7 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from htam_core.harness.base import HarnessError, include_flags, origin_dirs
+from htam_core.harness.base import HarnessError, cuda_include_dirs, include_flags
 from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
 from htam_core.runtime.toolchain import find_nvcc
@@ -53,7 +53,7 @@ def build_program(path: str | os.PathLike, *, arch: str = "sm_90", out_dir: str 
     flags = ["-O3", "-lineinfo", f"-arch={arch}", *include_flags(src), *(extra_flags or [])]
     text = src.read_text(encoding="utf-8", errors="replace")
     key = content_key(kind="cu-main", source=text, flags=flags, nvcc=file_fingerprint(nvcc),
-                      headers=headers_digest(text, src, origin_dirs(src)))
+                      headers=headers_digest(text, src, cuda_include_dirs(src)))
     out = Path(out_dir) if out_dir is not None else cache_root() / "programs"
     out.mkdir(parents=True, exist_ok=True)
     exe = out / f"{src.stem}-{key[:16]}"

@@ -4,7 +4,8 @@ Order of preference (docs/HARNESS.md): KernelBench pair, ``htam.toml`` spec, a h
 Python file's own ``__main__`` block or tests (:mod:`htam_core.harness.infer_py`: the file's code runs in a
 child process, never here), a harness inferred from a ``.cu`` program's ``main()``
 (:mod:`htam_core.harness.infer_cuda`; the starting kernel is the oracle), the ``.cu`` program run whole under
-ncu when that inference fails, then the template message. The other steps only read files (``ast``,
+ncu when that inference fails, for a kernel file with no ``main()`` the workspace program that launches it
+(:mod:`htam_core.harness.infer_host`), then the template message. The other steps only read files (``ast``,
 tree-sitter, :mod:`tomllib`).
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.cu_main import has_main
-from htam_core.harness.infer_cuda import infer_cuda_harness
+from htam_core.harness.infer_host import infer_cuda
 from htam_core.harness.infer_py import infer_harness
 from htam_core.harness.pysource import parse_failure, read_py_facts
 from htam_core.harness.spec import SPEC_FILENAME, inside_spec_folder, key_line, load_toml, parse_kernel_table
@@ -155,7 +156,9 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
     ``__main__`` block or tests (:func:`htam_core.harness.infer_py.infer_harness`, off with ``HTAM_INFER=0``);
     for a ``.cu`` program with ``main()``, the harness inferred from its launch (kind ``"inferred"``, checked
     against the starting kernel), or, when that fails or ``[program."<file>"] args = [...]`` is given, the
-    program run whole (kind ``"cu-main"``, its :attr:`Harness.notes` say why).
+    program run whole (kind ``"cu-main"``, its :attr:`Harness.notes` say why); for a ``.cu``/``.cuh`` file with
+    no ``main()``, the harness inferred from the workspace program that runs the kernel
+    (:mod:`htam_core.harness.infer_host`).
 
     Args:
         path: the kernel's file (``.py``, ``.cu``, ``.cuh``).
@@ -232,11 +235,16 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
             raise HarnessError(f'{spec_path} [program."{p.name}"]: args must be a list of strings')
         if not args:  # main() as run without arguments: its launch, buffers and sizes (infer_cuda)
             try:
-                return infer_cuda_harness(p, kernel_name, model, text)
+                return infer_cuda(p, kernel_name, model, text)
             except HarnessError as e:
                 why = [f"no harness inferred from main(): {e.message}"]
         else:
             why = ["program arguments are given: the program is run as a whole"]
         return Harness(kind="cu-main", path=str(p), kernel=kernel_name, language="cuda",
                        source=f"main() in {p.name}", program_args=[str(a) for a in args], notes=why)
+    if p.suffix in (".cu", ".cuh"):  # no main() here: the workspace program that runs it (infer_host)
+        try:
+            return infer_cuda(p, kernel_name, model, text)
+        except HarnessError as e:
+            raise missing_harness_error(p, kernel_name, model, inferred_why=e.message) from None
     raise missing_harness_error(p, kernel_name, model)

@@ -48,7 +48,9 @@ from htam_core.harness.cu_eval import (
     param_declarations,
     param_names,
 )
+from htam_core.harness.toml_render import render_toml
 from htam_core.source.analysis import analyze
+from htam_core.source.analysis.callee_writes import callee_writes
 from htam_core.source.analysis.launch import launch_calls, launch_config
 from htam_core.source.api import parse_text
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
@@ -98,7 +100,7 @@ def _py_name(name: str, taken: set[str]) -> str:
     return n
 
 
-def _launch_call(prog: Program, line: int, kernel: str) -> ts.Node | None:
+def launch_call(prog: Program, line: int, kernel: str) -> ts.Node | None:
     """The ``call_expression`` with ``<<<...>>>`` of ``kernel`` starting on ``line`` (the one launch query)."""
     root = prog.tree.root_node
     for lc in launch_calls(root, prog.src, kernel):
@@ -157,8 +159,6 @@ def output_params(model: SourceModel, kernel: Kernel) -> tuple[set[str], str | N
     declared ``const`` may be written where htam does not look: it is an output too (comparing a buffer
     that turns out unwritten is harmless, missing a written one would leave nothing to compare).
     """
-    from htam_core.source.analysis.callee_writes import callee_writes
-
     facts = analyze(model, kernel)
     written = ({p.name for p in kernel.params if p.is_pointer and p.written} | set(callee_writes(model, kernel))
                | {pf.name for pf in facts.pointers if pf.mode in ("write", "readwrite")})
@@ -227,7 +227,7 @@ def plain_host_launcher(prog: Program, kernel: Kernel, line: int) -> tuple[ts.No
     test of the inference, :func:`_launcher_ok`: it only launches, and passes its own parameters to the
     kernel's pointers) and is not ``main()``: ``(function, launch call, parameter names)``, else ``None``.
     The harness template proposes such a function as ``launcher``."""
-    launch = _launch_call(prog, line, kernel.name)
+    launch = launch_call(prog, line, kernel.name)
     fn = enclosing_function(launch) if launch is not None else None
     if fn is None or function_name(fn) == "main":
         return None
@@ -293,7 +293,7 @@ def _scope_at(prog: Program, chain: list[tuple[ts.Node, ts.Node]]) -> Scope:
 
 
 def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kernel, main: ts.Node,
-                       path: Path, outputs: set[str]) -> _Found:
+                       path: Path, outputs: set[str], own_bytes: int | None = None) -> _Found:
     fname = node_text(fn.child_by_field_name("declarator").child_by_field_name("declarator")).split("::")[-1]
     chains = _chains_from_main(prog, fname, main)
     if not chains:
@@ -308,7 +308,9 @@ def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kern
         except Unreached as e:
             last = e
             continue
-        names = _launcher_ok(fn, launch, kernel, prog)
+        # a host launcher is run from the kernel's file: one defined past ``own_bytes`` (another file) is read
+        # as a direct launch
+        names = _launcher_ok(fn, launch, kernel, prog) if own_bytes is None or fn.end_byte <= own_bytes else None
         if names is not None:
             return _as_launcher(prog, fn, call, outer, kernel, launch, names, outputs)
         inner = _bind_call(prog, fn, call, outer)
@@ -434,7 +436,7 @@ def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str]
 
 
 def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | None = None,
-                       text: str | None = None) -> Harness:
+                       text: str | None = None, own_bytes: int | None = None) -> Harness:
     """Infer the harness of ``kernel_name`` from the ``main()`` of the ``.cu`` file ``path``.
 
     Args:
@@ -442,6 +444,9 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
         kernel_name: the kernel.
         model: the file's source model (parsed here when ``None``).
         text: the file's text (read when ``None``).
+        own_bytes: when ``text`` is the file followed by the program that runs it
+            (:mod:`htam_core.harness.infer_host`), the length of the file's own UTF-8 text: a host launcher
+            defined past it is read as a direct launch (the harness runs the kernel's file).
 
     Returns:
         A harness of kind ``"inferred"``, language ``"cuda"``, with no reference and
@@ -470,7 +475,7 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
     read_first = frozenset(pf.name for pf in analyze(model, kernel).pointers if pf.mode == "readwrite")
     errors: list[str] = []
     for site in kernel.launch_sites or []:
-        launch = _launch_call(prog, site.line, kernel.name)
+        launch = launch_call(prog, site.line, kernel.name)
         if launch is None:
             continue
         fn = enclosing_function(launch)
@@ -485,7 +490,7 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
                     raise HarnessError(f"{p.name}:{site.line}: main() does not reach this launch ({e})") from None
                 found = _at_launch(prog, launch, kernel, scope, p, outputs)
             else:
-                found = _via_host_function(prog, fn, launch, kernel, main, p, outputs)
+                found = _via_host_function(prog, fn, launch, kernel, main, p, outputs, own_bytes)
             if trusted:
                 found.notes.append(trusted)
             return _build(found, kernel, p, read_first)
@@ -521,9 +526,6 @@ def inferred_summary(h: Harness) -> list[str]:
 def harness_table(h: Harness) -> str:
     """The inferred harness as a ``[kernel.<name>]`` table of ``htam.toml``, fully filled in, for the user to
     adjust (the code action "Save the inferred harness to htam.toml"): the one writer,
-    :func:`htam_core.harness.infer_py.render_toml` (``oracle = true``: candidates are checked against the
+    :func:`htam_core.harness.toml_render.render_toml` (``oracle = true``: candidates are checked against the
     starting kernel; write a ``reference`` instead to check against a torch expression)."""
-    # cycle: harness.infer_py imports this module at load time (harness.infer_py -> harness -> harness.template -> harness.infer_cuda)
-    from htam_core.harness.infer_py import render_toml
-
     return render_toml(h)

@@ -42,15 +42,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import DTYPES, Harness, HarnessError, InputSpec
+from htam_core.harness.base import DTYPES, MOVED_NOTE, Harness, HarnessError, InputSpec
 from htam_core.harness.pysource import parse_failure, read_py_facts
+from htam_core.harness.pywrapper import wrapper_function
 from htam_core.runtime.cache import cache_root
 from htam_core.runtime.children import child_env, kill_tree, set_parent_death_signal
 from htam_core.source import load
 from htam_core.source.analysis import analyze
 
 #: Version of the recording format; part of the cache key.
-RECORD_VERSION = 3
+RECORD_VERSION = 4  # 4: the interpreter reads every constexpr spelling (a cached failure is recorded again)
 #: Largest tensor of the timed set, elements, after scaling a small recorded call up (16 Mi elements).
 GPU_TARGET_NUMEL = 1 << 24
 #: A recorded call whose largest tensor holds fewer elements than this is scaled up for the GPU.
@@ -84,9 +85,6 @@ class Inference:
 
 def launcher_of(path: Path, kernel: str, model: Any = None) -> tuple[str, list[str]] | None:
     """``(name, parameter names)`` of the top-level function that launches ``kernel``, or ``None``."""
-    # cycle: harness.template imports this module at load time (harness.template -> harness -> harness.find -> harness.infer_py)
-    from htam_core.harness.template import wrapper_function
-
     if model is None:
         try:
 
@@ -294,7 +292,11 @@ def not_run_reason(wrapper: str, calls: list[dict[str, Any]], rec: dict[str, Any
     raised = next((c for c in calls if c.get("error")), None)
     if raised is not None:
         where = f" at line {raised['line']} of {Path(raised['file']).name}" if raised.get("file") else ""
-        return f"{wrapper}() raised {raised['error']}{where}; fix that call in the __main__ block or the test"
+        err = str(raised["error"])
+        if "InterpreterError" in err:  # the CPU interpreter's limit, not the user's program
+            return (f"{wrapper}() raised {err}{where} under the Triton interpreter (no GPU here), which does not "
+                    "support everything Triton compiles on a GPU; describe the call in an htam.toml table instead")
+        return f"{wrapper}() raised {err}{where} when htam ran the program; describe the call in an htam.toml table"
     if rec.get("stopped_huge"):
         return (f"{wrapper}() was recorded but not run: {rec.get('stopped')} (too large to run here); add a smaller "
                 "call to the __main__ block")
@@ -349,47 +351,113 @@ def buffer_modes(path: Path, kernel: str, wrapper: str, model: Any = None) -> di
     return {a: m for a, m in out.items() if a not in clash}
 
 
+class _NoHarness(Exception):
+    """A step of :func:`build` found the recording cannot give a harness; ``args[0]`` says why."""
+
+
+#: A recorded call (its ``params`` by name) and its values of the size symbols.
+_Set = tuple[dict[str, Any], dict[str, int | float]]
+
+
 def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str, model: Any = None) -> Inference:
-    """Turn a recording into an inferred :class:`Harness` (see the module docstring), or say what is missing."""
-    sig = rec.get("signature") or []
+    """Turn a recording into an inferred :class:`Harness` (see the module docstring), or say what is missing.
+
+    The steps, in order: the launcher's parameters (:func:`_launcher_params`), the calls of the timed call's
+    kinds, the size symbols (:func:`_dimension_specs`, :func:`_input_sets`, :func:`_merge_symbols`), the inputs
+    (:func:`_input_specs`), the outputs (:func:`_outputs`), the timed and interpreter sets (:func:`_size_sets`), the
+    reference (:func:`_reference`) and the notes.
+    """
     calls = [c for c in rec.get("calls") or []]
     err = rec.get("error")
     if not calls:
         why = f" (it failed: {err})" if err else ""
         return Inference(None, f"{where} ran but called {wrapper}() 0 times{why}", rec)
+    try:
+        names = [p["name"] for p in _launcher_params(wrapper, rec.get("signature") or [], calls)]
+        notes: list[str] = []
+        # calls of the timed call's kinds/dtypes/ranks only
+        largest = max(calls, key=_tensor_numel)
+        key = _signature_key(largest, names)
+        kept = [c for c in calls if _signature_key(c, names) == key]
+        if len(kept) < len(calls):
+            notes.append(f"{len(calls) - len(kept)} recorded call(s) with other dtypes or ranks were left out")
+        structure = max(kept, key=_tensor_numel)
+        dims, named, used = _dimension_specs(path, wrapper, names, structure, kept)
+        sets = _input_sets(dims, kept, notes)
+        if sets:  # dimensions equal in every recorded set are one symbol (K of a and K of b in a matmul)
+            dims, sets = _merge_symbols(dims, named, used, sets)
+        shape_syms = {s for spec in dims.values() for s in spec if isinstance(s, str)}
+        inputs = _input_specs(wrapper, names, structure, dims, sets, shape_syms, notes)
+        if not sets:
+            raise _NoHarness(f"the recorded calls of {wrapper}() do not share one shape pattern")
+        ran = [c for c, _ in sets if c.get("ran")]
+        if not ran:
+            raise _NoHarness(not_run_reason(wrapper, calls, rec))
+        outputs = _outputs(path, kernel, wrapper, model, names, inputs, ran, notes)
+    except _NoHarness as e:
+        return Inference(None, str(e.args[0]), rec)
+    timed, interp = _size_sets(sets, shape_syms, notes)
+    reference, ref_globals, ref_note, atol, rtol = _reference(path, rec, sets, ran, outputs, notes)
+    if rec.get("device_mapped"):
+        notes.append('device="cuda" in the file was mapped to the CPU for recording (no GPU here)')
+    if rec.get("stopped"):
+        notes.append(f"recording stopped: {rec['stopped']}")
+    if err:
+        notes.append(f"the program then failed: {err}")
+    notes = dedupe_notes(notes)
+    source = f"inferred from {where} of {path.name}, {len(calls)} call{'s' if len(calls) != 1 else ''} recorded; " \
+             f"{ref_note}"
+    if rec.get("inputs_moved"):
+        source += f"; {MOVED_NOTE}"
+    h = Harness(kind="inferred", path=str(path), kernel=kernel, language=_file_kernel_language(path, kernel),
+                source=source, launcher=wrapper, inputs=inputs, sizes=timed, interpret_sizes=interp, outputs=outputs,
+                reference=reference, atol=atol, rtol=rtol, oracle_path=None if reference else str(path),
+                ref_globals=ref_globals, notes=notes)
+    return Inference(h, "", rec)
+
+
+def _launcher_params(wrapper: str, sig: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The launcher's positional parameters up to the last one any call passed, each call given a value for every
+    one of them (the default where it was not passed; ``calls`` are changed so).
+
+    Raises:
+        _NoHarness: a keyword-only or variadic argument was passed, a parameter has no recorded value, or one was
+            passed something other than a tensor or a number.
+    """
     positional = [p for p in sig if p["kind"] in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")]
     passed = [i for i, p in enumerate(positional) if any(p["name"] in c["params"] for c in calls)]
     kw_only = sorted({n for c in calls for n in c["params"] if n not in {p["name"] for p in positional}})
     if kw_only:
-        return Inference(None, f"{wrapper}() was called with keyword-only or variadic arguments "
-                               f"({', '.join(kw_only)}), which a harness cannot pass in order", rec)
+        raise _NoHarness(f"{wrapper}() was called with keyword-only or variadic arguments "
+                         f"({', '.join(kw_only)}), which a harness cannot pass in order")
     params = positional[:max(passed) + 1] if passed else []
-    names = [p["name"] for p in params]
     # every call gets a value for every parameter: the default where it was not passed
     for c in calls:
         for p in params:
             if p["name"] not in c["params"]:
                 if p["default"] is None:
-                    return Inference(None, f"{wrapper}() parameter {p['name']!r} has no recorded value", rec)
+                    raise _NoHarness(f"{wrapper}() parameter {p['name']!r} has no recorded value")
                 c["params"][p["name"]] = p["default"]
     for p in params:
         bad = [c["params"][p["name"]] for c in calls if c["params"][p["name"]].get("kind") in ("other", "none")]
         if bad:
             b = bad[0]
             what = "None" if b["kind"] == "none" else f"a {b['type']} ({b.get('repr')})"
-            return Inference(None, f"{wrapper}() parameter {p['name']!r} was passed {what}; an inferred harness "
-                                   "passes tensors and numbers only: write an htam.toml for this kernel", rec)
-    notes: list[str] = []
-    # calls of the timed call's kinds/dtypes/ranks only
-    largest = max(calls, key=_tensor_numel)
-    key = _signature_key(largest, names)
-    kept = [c for c in calls if _signature_key(c, names) == key]
-    if len(kept) < len(calls):
-        notes.append(f"{len(calls) - len(kept)} recorded call(s) with other dtypes or ranks were left out")
-    # size symbols: one per tensor dimension (named after the launcher's own `M, N = x.shape` where it has them),
-    # then dimensions equal in EVERY kept call share one symbol. Never by value in one call: a square call
-    # (64 x 64) would otherwise tie M to N and leave the other calls out, with labels that do not fit them.
-    structure = max(kept, key=_tensor_numel)
+            raise _NoHarness(f"{wrapper}() parameter {p['name']!r} was passed {what}; an inferred harness "
+                             "passes tensors and numbers only: write an htam.toml for this kernel")
+    return params
+
+
+def _dimension_specs(path: Path, wrapper: str, names: list[str], structure: dict[str, Any],
+                     kept: list[dict[str, Any]]) -> tuple[dict[str, list[int | str]], set[str], set[str]]:
+    """One size symbol per tensor dimension of the largest call ``structure`` (``1`` where every kept call has 1),
+    named after the launcher's own ``M, N = x.shape`` where it has them, else made up (``_d0``...). Returns the
+    dimensions by tensor, the symbols named by the launcher, and every name taken.
+
+    Dimensions equal in EVERY kept call share one symbol later (:func:`_merge_symbols`); never by value in one
+    call: a square call (64 x 64) would otherwise tie M to N and leave the other calls out, with labels that do
+    not fit them.
+    """
     src_names = _shape_names(path.read_text(encoding="utf-8", errors="replace"), wrapper)
     dims: dict[str, list[int | str]] = {}
     used: set[str] = set(names)
@@ -412,6 +480,12 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
             else:
                 spec.append(next(fresh))
         dims[n] = spec
+    return dims, named, used
+
+
+def _input_sets(dims: dict[str, list[int | str]], kept: list[dict[str, Any]], notes: list[str]) -> list[_Set]:
+    """Each kept call with its values of the size symbols; a call that gives one symbol two values (or a fixed
+    dimension another value) is left out, with a note."""
 
     def values_of(c: dict[str, Any]) -> dict[str, int] | None:
         vals: dict[str, int] = {}
@@ -425,7 +499,7 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
                     return None
         return vals
 
-    sets: list[tuple[dict[str, Any], dict[str, int | float]]] = []
+    sets: list[_Set] = []
     misfit: list[int] = []
     for c in kept:
         vals = values_of(c)
@@ -436,54 +510,55 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
     if misfit:
         notes.append(f"{len(misfit)} recorded call(s) (line {', '.join(str(x) for x in sorted(set(misfit)))}) give "
                      "one launcher dimension name two values: left out")
-    if sets:  # dimensions equal in every recorded set are one symbol (K of a and K of b in a matmul)
-        merged: dict[str, str] = {}
-        order = list(dict.fromkeys(s for spec in dims.values() for s in spec if isinstance(s, str)))
-        order.sort(key=lambda s: s not in named)  # a launcher's own name wins over a made-up one
-        for i, s1 in enumerate(order):
-            for s0 in order[:i]:
-                if s0 not in merged and all(sv[s0] == sv[s1] for _, sv in sets):
-                    merged[s1] = s0
-                    break
-        dims = {n: [merged.get(s, s) if isinstance(s, str) else s for s in spec] for n, spec in dims.items()}
-        # made-up symbols get letters in order of first appearance
-        letters = iter(x for x in _LETTERS if x not in used)
-        rename: dict[str, str] = {}
-        for spec in dims.values():
-            for x in spec:
-                if isinstance(x, str) and x not in named and x not in rename:
-                    rename[x] = next(letters, f"D{len(rename)}")
-        dims = {n: [rename.get(x, x) if isinstance(x, str) else x for x in spec] for n, spec in dims.items()}
-        renamed = []
-        for c, sv in sets:
-            out: dict[str, int | float] = {}
-            for k, v in sv.items():
-                if k not in merged:
-                    out[rename.get(k, k)] = v
-            renamed.append((c, out))
-        sets = renamed
-    shape_syms = {s for spec in dims.values() for s in spec if isinstance(s, str)}
+    return sets
+
+
+def _merge_symbols(dims: dict[str, list[int | str]], named: set[str], used: set[str],
+                   sets: list[_Set]) -> tuple[dict[str, list[int | str]], list[_Set]]:
+    """Symbols equal in every recorded set become one (a launcher's own name wins over a made-up one), and the
+    made-up ones get letters (``M``, ``N``, ``K``...) in order of first appearance; the dimensions and the sets'
+    values are renamed so."""
+    merged: dict[str, str] = {}
+    order = list(dict.fromkeys(s for spec in dims.values() for s in spec if isinstance(s, str)))
+    order.sort(key=lambda s: s not in named)  # a launcher's own name wins over a made-up one
+    for i, s1 in enumerate(order):
+        for s0 in order[:i]:
+            if s0 not in merged and all(sv[s0] == sv[s1] for _, sv in sets):
+                merged[s1] = s0
+                break
+    dims = {n: [merged.get(s, s) if isinstance(s, str) else s for s in spec] for n, spec in dims.items()}
+    # made-up symbols get letters in order of first appearance
+    letters = iter(x for x in _LETTERS if x not in used)
+    rename: dict[str, str] = {}
+    for spec in dims.values():
+        for x in spec:
+            if isinstance(x, str) and x not in named and x not in rename:
+                rename[x] = next(letters, f"D{len(rename)}")
+    dims = {n: [rename.get(x, x) if isinstance(x, str) else x for x in spec] for n, spec in dims.items()}
+    renamed = []
+    for c, sv in sets:
+        out: dict[str, int | float] = {}
+        for k, v in sv.items():
+            if k not in merged:
+                out[rename.get(k, k)] = v
+        renamed.append((c, out))
+    return dims, renamed
+
+
+def _input_specs(wrapper: str, names: list[str], structure: dict[str, Any], dims: dict[str, list[int | str]],
+                 sets: list[_Set], shape_syms: set[str], notes: list[str]) -> list[InputSpec]:
+    """The harness inputs, one per launcher parameter: a tensor with its symbolic shape and an init from its
+    recorded range; a number as its size symbol (when it equals one in every set), its one value, or a symbol of
+    its own valued per set (the sets are changed so).
+
+    Raises:
+        _NoHarness: a tensor's dtype is not one a harness supports.
+    """
     inputs: list[InputSpec] = []
     for n in names:
         d = structure["params"][n]
         if d["kind"] == "tensor":
-            dtype = d["dtype"]
-            if dtype not in DTYPES:
-                return Inference(None, f"{wrapper}() parameter {n!r} is a {dtype} tensor; an inferred harness "
-                                       f"supports {', '.join(DTYPES)}", rec)
-            lo = min((c["params"][n].get("min", 0.0) for c, _ in sets), default=0.0)
-            hi = max((c["params"][n].get("max", 1.0) for c, _ in sets), default=1.0)
-            if dtype == "bool":
-                inputs.append(InputSpec(n, dtype, dims[n], "randint", low=0, high=2))
-            elif dtype.startswith(("int", "uint")):
-                inputs.append(InputSpec(n, dtype, dims[n], "randint", low=int(lo), high=int(hi) + 1))
-            elif lo >= 0 and hi > lo:
-                inputs.append(InputSpec(n, dtype, dims[n], "rand", low=0, high=_round_up(float(hi))))
-            else:
-                inputs.append(InputSpec(n, dtype, dims[n], "randn"))
-            if not all(c["params"][n].get("contiguous", True) for c, _ in sets):
-                notes.append(f"{n} was not contiguous in a recorded call (strides {d['stride']}); the harness "
-                             "gives contiguous tensors")
+            inputs.append(_tensor_input(wrapper, n, d, dims[n], sets, notes))
             continue
         typ = d["type"]
         dtype = {"bool": "bool", "int": "int32", "float": "float32"}[typ]
@@ -498,21 +573,55 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
             for (_, sv), v in zip(sets, vals, strict=True):
                 sv[n] = v
             inputs.append(InputSpec(n, dtype, None, None, value=n))
-    if not sets:
-        return Inference(None, f"the recorded calls of {wrapper}() do not share one shape pattern", rec)
-    # outputs: the return value, or the tensor arguments written in place
-    ran = [c for c, _ in sets if c.get("ran")]
-    if not ran:
-        return Inference(None, not_run_reason(wrapper, calls, rec), rec)
-    # outputs are what the program compares: the return value, or the tensor arguments written in place (a
-    # launcher returning the tensor it was given, y of axpy_ or out=, makes that argument the output)
+    return inputs
+
+
+def _tensor_input(wrapper: str, n: str, d: dict[str, Any], shape: list[int | str], sets: list[_Set],
+                  notes: list[str]) -> InputSpec:
+    """The input of tensor parameter ``n`` (``d``: the largest call's record of it): ``randint`` for integers and
+    booleans, ``rand`` up to the recorded maximum (rounded up) for non-negative values, else ``randn``; a note when
+    it was not contiguous.
+
+    Raises:
+        _NoHarness: its dtype is not one a harness supports.
+    """
+    dtype = d["dtype"]
+    if dtype not in DTYPES:
+        raise _NoHarness(f"{wrapper}() parameter {n!r} is a {dtype} tensor; an inferred harness "
+                         f"supports {', '.join(DTYPES)}")
+    lo = min((c["params"][n].get("min", 0.0) for c, _ in sets), default=0.0)
+    hi = max((c["params"][n].get("max", 1.0) for c, _ in sets), default=1.0)
+    if dtype == "bool":
+        spec = InputSpec(n, dtype, shape, "randint", low=0, high=2)
+    elif dtype.startswith(("int", "uint")):
+        spec = InputSpec(n, dtype, shape, "randint", low=int(lo), high=int(hi) + 1)
+    elif lo >= 0 and hi > lo:
+        spec = InputSpec(n, dtype, shape, "rand", low=0, high=_round_up(float(hi)))
+    else:
+        spec = InputSpec(n, dtype, shape, "randn")
+    if not all(c["params"][n].get("contiguous", True) for c, _ in sets):
+        notes.append(f"{n} was not contiguous in a recorded call (strides {d['stride']}); the harness "
+                     "gives contiguous tensors")
+    return spec
+
+
+def _outputs(path: Path, kernel: str, wrapper: str, model: Any, names: list[str], inputs: list[InputSpec],
+             ran: list[dict[str, Any]], notes: list[str]) -> list[str]:
+    """What the program compares: the tensor arguments written in place when the launcher returns nothing, or the
+    arguments it returns (``y`` of ``axpy_``, ``out=``); empty when it returns new tensors. A written output's
+    init follows how the kernel uses it (``empty``: write-only, poisoned; ``zeros``: recorded all zero; else
+    in-out, restored before every checked call); the ``inputs`` are changed so.
+
+    Raises:
+        _NoHarness: the launcher returns nothing and wrote none of its tensor arguments.
+    """
     outputs: list[str] = []
     mutated = [n for n in names if any(n in c.get("mutated", []) for c in ran)]
     returned = [c.get("returned_args") or [] for c in ran]
     if all(c.get("returns_none") for c in ran):
         outputs = mutated
         if not outputs:
-            return Inference(None, f"{wrapper}() returns nothing and wrote none of its tensor arguments", rec)
+            raise _NoHarness(f"{wrapper}() returns nothing and wrote none of its tensor arguments")
     elif returned[0] and all(r == returned[0] for r in returned) and all(n in names for n in returned[0]) \
             and len(set(returned[0])) == len(returned[0]):
         outputs = list(returned[0])
@@ -532,28 +641,40 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
                 i.init = "zeros"
             # else: the kernel reads it (y += ..., an optimizer's state, an atomic) or htam cannot tell: in-out,
             # from the recorded range, restored before every checked call
-    # sizes: the timed set (largest, scaled up when small), the interpreter sets (smallest)
+    return outputs
+
+
+def _size_sets(sets: list[_Set], shape_syms: set[str],
+               notes: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The timed sets (the largest first, scaled up to a GPU-sized problem when small, then every other distinct
+    set: results cached across calls or hard-wired to one shape fail there) and the interpreter's sets (the
+    :data:`MAX_INTERPRET_SETS` smallest that ran)."""
     by_size = sorted(sets, key=lambda cs: _tensor_numel(cs[0]))
-    uniq: list[tuple[dict[str, Any], dict[str, int | float]]] = []
+    uniq: list[_Set] = []
     for c, sv in by_size:
         if sv not in [u[1] for u in uniq]:
             uniq.append((c, sv))
     big_c, big = uniq[-1]
-    # every distinct recorded set is kept: the largest is timed, the others are verified too (results cached
-    # across calls or hard-wired to one shape fail there)
-    timed = [big] + [sv for _, sv in reversed(uniq[:-1])]
+    timed: list[dict[str, Any]] = [big] + [sv for _, sv in reversed(uniq[:-1])]
     scaled = _scaled({k: int(v) for k, v in big.items()}, shape_syms, big_c)
     if scaled is not None:
         timed = [scaled, *timed]
         shown = {s: f"{big[s]}->{scaled[s]}" for s in sorted(shape_syms) if big[s] != scaled[s]}
         notes.append("timed set scaled up to a GPU-sized problem (rank and ratios kept): "
                      + ", ".join(f"{k} {v}" for k, v in shown.items()))
-    ran_sets = [sv for c, sv in uniq if c.get("ran")]
+    ran_sets: list[dict[str, Any]] = [sv for c, sv in uniq if c.get("ran")]
     interp = ran_sets[:MAX_INTERPRET_SETS]
     if len(ran_sets) > MAX_INTERPRET_SETS:
         notes.append(f"the Triton interpreter runs the {MAX_INTERPRET_SETS} smallest of the {len(ran_sets)} recorded "
                      "input sets (interpret_sizes); a GPU runs them all")
-    # reference
+    return timed, interp
+
+
+def _reference(path: Path, rec: dict[str, Any], sets: list[_Set], ran: list[dict[str, Any]], outputs: list[str],
+               notes: list[str]) -> tuple[str | None, str | None, str, float | None, float | None]:
+    """``(reference, ref_globals, note, atol, rtol)``: an assert's torch expression covering every output (with
+    its tolerances), else a function found by name that matched the recorded output, else none (the oracle rule:
+    the starting kernel); why an assert or a named function was not used goes to ``notes``."""
     reference: str | None = None
     ref_globals: str | None = None
     ref_note = "oracle: the starting kernel"
@@ -578,48 +699,35 @@ def build(path: Path, kernel: str, wrapper: str, rec: dict[str, Any], where: str
         atol = max(tol) if tol else None
         tol = [p.get("rtol") for p in parts if isinstance(p.get("rtol"), int | float)]
         rtol = max(tol) if tol else None
-    else:
-        partial = next(iter(by_call.values()), None)
-        if partial:
-            notes.append(f"the assert at line {next(iter(partial.values()))['line']} checks {len(partial)} of "
-                         f"{n_out} outputs: the starting kernel is the oracle for all of them")
-        for a in rec.get("asserts") or []:
-            if not a.get("expression") and a.get("why"):
-                notes.append(f"assert at line {a['line']} not used as the reference: {a['why']}")
-        named = next((r for r in rec.get("named_refs") or [] if r.get("ok")), None)
-        if named:
-            try:
-                rel = os.path.relpath(named["file"], path.parent)
-            except ValueError:
-                rel = Path(named["file"]).name
-            reference = f"{Path(rel).as_posix()}:{named['name']}"
-            ref_note = f"reference: {named['name']}() in {Path(named['file']).name} (found by name; it matched the " \
-                       "recorded output)"
-        for r in rec.get("named_refs") or []:
-            if not r.get("ok"):
-                notes.append(f"{r['name']}() not used as the reference: {r['why']}")
-    if rec.get("device_mapped"):
-        notes.append('device="cuda" in the file was mapped to the CPU for recording (no GPU here)')
-    if rec.get("stopped"):
-        notes.append(f"recording stopped: {rec['stopped']}")
-    if err:
-        notes.append(f"the program then failed: {err}")
-    notes = dedupe_notes(notes)
-    source = f"inferred from {where} of {path.name}, {len(calls)} call{'s' if len(calls) != 1 else ''} recorded; " \
-             f"{ref_note}"
-    if rec.get("inputs_moved"):
-        # cycle: harness.record imports this module at load time (harness.record -> harness -> harness.find -> harness.infer_py)
-        from htam_core.harness.record import MOVED_NOTE
+        return reference, ref_globals, ref_note, atol, rtol
+    partial = next(iter(by_call.values()), None)
+    if partial:
+        notes.append(f"the assert at line {next(iter(partial.values()))['line']} checks {len(partial)} of "
+                     f"{n_out} outputs: the starting kernel is the oracle for all of them")
+    for a in rec.get("asserts") or []:
+        if not a.get("expression") and a.get("why"):
+            notes.append(f"assert at line {a['line']} not used as the reference: {a['why']}")
+    named = next((r for r in rec.get("named_refs") or [] if r.get("ok")), None)
+    if named:
+        try:
+            rel = os.path.relpath(named["file"], path.parent)
+        except ValueError:
+            rel = Path(named["file"]).name
+        reference = f"{Path(rel).as_posix()}:{named['name']}"
+        ref_note = f"reference: {named['name']}() in {Path(named['file']).name} (found by name; it matched the " \
+                   "recorded output)"
+    for r in rec.get("named_refs") or []:
+        if not r.get("ok"):
+            notes.append(f"{r['name']}() not used as the reference: {r['why']}")
+    return reference, ref_globals, ref_note, atol, rtol
 
-        source += f"; {MOVED_NOTE}"
+
+def _file_kernel_language(path: Path, kernel: str) -> str:
+    """The harness language of ``kernel`` in the Python file ``path``: ``triton`` when the file has Triton kernels,
+    ``cuda-in-python`` when it holds CUDA strings (``load_inline``, cupy), else ``python``."""
     facts = read_py_facts(path.read_text(encoding="utf-8", errors="replace"))
-    language = "triton" if kernel.split(".")[-1] in facts.triton_kernels or facts.triton_kernels else (
+    return "triton" if kernel.split(".")[-1] in facts.triton_kernels or facts.triton_kernels else (
         "cuda-in-python" if facts.has_cuda_string or facts.uses_load_inline or facts.uses_cupy_raw else "python")
-    h = Harness(kind="inferred", path=str(path), kernel=kernel, language=language, source=source, launcher=wrapper,
-                inputs=inputs, sizes=timed, interpret_sizes=interp, outputs=outputs, reference=reference,
-                atol=atol, rtol=rtol, oracle_path=None if reference else str(path), ref_globals=ref_globals,
-                notes=notes)
-    return Inference(h, "", rec)
 
 
 def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache: bool = True,
@@ -723,129 +831,3 @@ def infer_harness(path: str | os.PathLike, kernel: str, model: Any = None, *, ru
     if inf.harness is None:
         raise HarnessError(f"no harness could be inferred from {p.name}: {inf.reason}", missing=True)
     return inf.harness
-
-
-# -- htam.toml ---------------------------------------------------------------------------------------------
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return _fmt(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"no TOML form for {type(v).__name__}")
-
-
-def _comment(text: str, lead: str = "") -> list[str]:
-    """``text`` as TOML comment lines: every line of it starts with ``#`` (a multi-line note, such as an
-    ``AssertionError`` message of the file's ``__main__`` block, would otherwise break the table), the first one
-    after ``lead``, the others indented under it."""
-    parts = str(text).splitlines() or [""]
-    pad = " " * len(lead)
-    return [f"# {lead}{parts[0]}".rstrip()] + [f"# {pad}{p}".rstrip() for p in parts[1:]]
-
-
-def render_toml(h: Harness) -> str:
-    """The inferred harness ``h`` as a fully filled-in ``[kernel.<name>]`` table of ``htam.toml``.
-
-    Every key is written (launcher, or for a direct launch ``grid``/``block``/``args``/``kwargs``/
-    ``shared_bytes``; inputs with shapes, dtypes and inits, sizes, interpret_sizes, outputs, reference,
-    tolerances), with comments saying where each came from, so the user can adjust it. Under the oracle rule
-    the table says ``oracle = true`` (candidates are checked against the starting kernel) and the reference
-    line is a comment to fill in. Covers both Python launchers (:func:`infer`) and CUDA ``main()`` launches
-    (:func:`htam_core.harness.infer_cuda.infer_cuda_harness`).
-
-    Raises:
-        HarnessError: ``h`` is not a launcher or direct-launch harness (a KernelBench pair, a ``main()``
-            program run whole).
-    """
-    if not (h.launcher or h.grid) or not h.traits.launches:
-        raise HarnessError(f"{h.source or h.kernel}: only a launcher or direct-launch harness can be written to "
-                           f"htam.toml (this one is {h.kind!r})")
-    lines = _comment(h.description())
-    for n in h.notes:
-        lines += _comment(n, "note: ")
-    lines += [f"[kernel.{h.kernel}]", "version = 1", f"file = {json.dumps(Path(h.origin_path or h.path).name)}"]
-    if h.launcher:
-        lines.append(f"launcher = {json.dumps(h.launcher)}")
-    else:
-        lines.append(f"grid = {json.dumps(h.grid)}")
-        if h.block is not None:
-            lines.append(f"block = {json.dumps(h.block)}")
-        lines.append(f"args = {_toml_value(list(h.args))}")
-        if h.kwargs:
-            lines.append(f"kwargs = {_toml_value(dict(h.kwargs))}")
-        if h.shared_bytes:
-            lines.append(f"shared_bytes = {int(h.shared_bytes)}")
-    lines.append("inputs = [")
-    for i in h.inputs:
-        d: dict[str, Any] = {"name": i.name}
-        if i.is_scalar:
-            d.update(dtype=i.dtype, value=i.value)
-        else:
-            d.update(shape=i.shape, dtype=i.dtype, init=i.init)
-            if i.init in ("rand", "randint"):
-                d.update(low=i.low, high=i.high)
-        lines.append(f"  {_toml_value({k: v for k, v in d.items() if v is not None})},")
-    lines.append("]")
-    if h.outputs:
-        lines.append(f"outputs = {_toml_value(h.outputs)}")
-    lines.append(f"sizes = {_toml_value(h.sizes)}   # the first set is timed")
-    if h.interpret_sizes:
-        lines.append(f"interpret_sizes = {_toml_value(h.interpret_sizes)}   # for the Triton interpreter on a CPU")
-    if h.reference:
-        lines.append(f"reference = {json.dumps(h.reference)}")
-    else:
-        lines.append("oracle = true   # no reference was found: candidates are checked against the starting kernel")
-        lines.append('# reference = "<torch expression over the inputs>"   # a reference wins: write one, drop oracle')
-    if h.atol is not None:
-        lines.append(f"atol = {_fmt(h.atol)}")
-    if h.rtol is not None:
-        lines.append(f"rtol = {_fmt(h.rtol)}")
-    return "\n".join(lines) + "\n"
-
-
-def save_to_spec(h: Harness) -> Path:
-    """Append the inferred harness ``h`` (:func:`render_toml`) to the ``htam.toml`` beside its kernel file.
-
-    The engine side of the editor's code action *Save the inferred harness to htam.toml* and of
-    ``htam harness infer FILE --write``. The new file text is parsed (:mod:`tomllib` and the spec checks)
-    before anything is written, so a failure leaves the user's ``htam.toml`` as it was.
-
-    Returns:
-        The path of ``htam.toml``.
-
-    Raises:
-        HarnessError: ``htam.toml`` already has a ``[kernel.<name>]`` table for this kernel (edit it instead),
-            cannot be read or written, or the rendered table does not parse (a bug: the message says so).
-    """
-    import tomllib
-
-    # cycle: harness.spec imports this module at load time (harness.spec -> harness -> harness.find -> harness.infer_py)
-    from htam_core.harness.spec import SPEC_FILENAME, load_toml, parse_kernel_table
-
-    original = Path(h.origin_path or h.path)
-    spec = original.parent / SPEC_FILENAME
-    old = ""
-    if spec.is_file():
-        existing = load_toml(spec)
-        if h.kernel in (existing.get("kernel") or {}):
-            raise HarnessError(f"{spec} already has a [kernel.{h.kernel}] table; edit it there (htam did not change "
-                               "the file)", path=str(spec))
-        old = spec.read_text(encoding="utf-8")
-    text = old + ("\n" if old and not old.endswith("\n\n") else "") + render_toml(h)
-    try:
-        table = tomllib.loads(text)["kernel"][h.kernel]
-        parse_kernel_table(table, kernel=h.kernel, spec_path=spec, file_path=original)
-    except (tomllib.TOMLDecodeError, KeyError, HarnessError) as e:
-        raise HarnessError(f"the inferred harness of {h.kernel} did not render to a valid htam.toml table ({e}); "
-                           "nothing was written", path=str(spec)) from e
-    try:
-        spec.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise HarnessError(f"cannot write {spec}: {e.strerror or e}", path=str(spec)) from e
-    return spec

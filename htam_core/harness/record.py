@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.runtime.children import become_subreaper, die_with_parent, kill_tree
+from htam_core.runtime.triton_interp import read_constexpr_spellings
 
 #: Names of reference functions tried by name (``*_ref``, ``ref_*``, ``_reference``, ``torch_*``,
 #: ``naive_*``).
@@ -404,8 +405,6 @@ def _map_devices(rec: _Recorder) -> Any:
     return CpuMode()
 
 
-#: What the harness origin and the notes say when :func:`launch_device` moved a call's inputs.
-MOVED_NOTE = "inputs moved to the GPU (the file makes CPU tensors, as for the Triton interpreter)"
 
 
 def launch_device(tensor_devices: list[str], *, interpret: bool, cuda_available: bool) -> str | None:
@@ -645,6 +644,7 @@ def run(req: dict[str, Any]) -> None:
 if __name__ == "__main__":
     die_with_parent()  # the inference's caller was killed: this run and what it started go too
     become_subreaper()  # what the program started and left (a daemon, a double fork) stays ours to kill
+    read_constexpr_spellings()  # the interpreter reads `language.constexpr` as the compiler does (no-op on a GPU)
     try:
         run(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8")))
         sys.stdout.flush()

@@ -32,10 +32,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError, attribute_path, include_flags, origin_dirs
+from htam_core.harness.base import (
+    Harness,
+    HarnessError,
+    attribute_path,
+    cu_language,
+    cuda_include_dirs,
+    include_flags,
+    origin_dirs,
+)
 from htam_core.harness.cu_launcher import host_launcher, launcher_types
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.infer_cuda import infer_cuda_harness
+from htam_core.harness.record import cpu_triton_driver
 from htam_core.harness.roofline_bound import compulsory_bound
 from htam_core.harness.spec import (
     is_function_reference,
@@ -47,6 +56,7 @@ from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.types.errors import exception_text
+from htam_core.types.language import traits
 
 _MODULES: dict[str, ModuleType] = {}
 _CUDA_FUNCS: dict[tuple[str, str, str], Any] = {}
@@ -97,8 +107,6 @@ def load_module(path: str | os.PathLike, origin_dir: str | os.PathLike | None = 
         ext_dir.mkdir(parents=True, exist_ok=True)
         os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
     if os.environ.get("TRITON_INTERPRET") == "1":
-        from htam_core.harness.record import cpu_triton_driver
-
         cpu_triton_driver()  # a module-level DEVICE = triton.runtime.driver.active.get_active_torch_device()
     name = f"htam_user_{re.sub(r'[^A-Za-z0-9_]', '_', p.stem)}_{digest[:10]}"
     spec = importlib.util.spec_from_file_location(name, p)
@@ -172,9 +180,8 @@ def device_and_mode(h: Harness) -> tuple[str | None, str]:
     if torch.cuda.is_available():
         return "cuda", "gpu"
     interp = os.environ.get("TRITON_INTERPRET") == "1"
-    if h.language == "triton" and interp:
-        return "cpu", "interpreter"
-    if h.language == "python":
+    lang = traits(h.language)
+    if lang.interprets and (interp or not lang.tiles):  # Triton under TRITON_INTERPRET=1; plain PyTorch always
         return "cpu", "interpreter"
     return None, "compile-only"
 
@@ -310,14 +317,14 @@ def cubin_for(path: str, arch: str) -> bytes:
     includes = include_flags(src)
     text = src.read_text(encoding="utf-8", errors="replace")
     key = content_key(kind="cubin", source=text, arch=arch, nvcc=file_fingerprint(nvcc), include=includes,
-                      headers=headers_digest(text, src, origin_dirs(src)))
+                      headers=headers_digest(text, src, cuda_include_dirs(src)))
     out_dir = cache_root() / "cubins"
     cached = out_dir / f"{key[:32]}.cubin"
     if cached.is_file():
         return cached.read_bytes()
     with tempfile.TemporaryDirectory(prefix="htam-cubin-") as tmp:
         out = Path(tmp) / "k.cubin"
-        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", *includes, path, "-o", str(out)],
+        proc = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-lineinfo", *includes, *cu_language(src), path, "-o", str(out)],
                               capture_output=True, text=True, timeout=300, **one_shot_kwargs())
         if proc.returncode != 0:
             raise HarnessError(f"nvcc could not compile {Path(path).name}:\n{proc.stderr[-3000:]}")
@@ -358,174 +365,223 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
     "empty"``) are poisoned and in-out outputs (any other ``init``) are restored to the value they were
     generated with (a clone kept per input set); an expression reference sees those initial values, a
     ``module:function`` reference is called with the non-output inputs only. Timing (:attr:`Prepared.bind`)
-    neither poisons nor restores: repeated calls on in-out buffers are fine for timing.
+    neither poisons nor restores: repeated calls on in-out buffers are fine for timing. The checked calls are
+    :class:`_SpecCalls`; the launch of a file is :func:`_spec_bind`.
 
     Raises:
         HarnessError: the reference expression reads a write-only output (it would be NaN), or the
             launcher / kernel is missing.
     """
-    import torch
-
     poisoned_ref = write_only_outputs_in_reference(h.inputs, h.outputs, h.reference)
     if poisoned_ref:
         raise HarnessError(reference_reads_write_only_message(h.source or Path(h.path).name, poisoned_ref))
     origin = h.origin_dir()
     module = load_module(h.path, origin) if h.path.endswith(".py") else None
-    names = [i.name for i in h.inputs]
-    out_idx = {names.index(o) for o in h.outputs}
-    # write-only outputs (init = "empty") are poisoned before every checked call; in-out outputs (any other
-    # init: the kernel may read them, C in C = alpha*A@B + beta*C) are restored to their initial value
-    poison_idx, inout_idx = split_outputs(h)
-    # scratch buffers (init = "scratch") are workspace the kernel may overwrite: neither outputs nor inputs
-    scratch_idx = {i for i, spec in enumerate(h.inputs) if spec.init == "scratch"}
-    sizes_list = h.sizes_for(interpreter=device == "cpu")
-
-    def make_inputs(seed: int, set_index: int, scale: float) -> list[Any]:
-        return _make_spec_inputs(h, sizes_list[set_index], seed, scale, device)
-
-    def env_of(inputs: list[Any], set_index: int = 0) -> dict[str, Any]:
-        env = dict(sizes_list[set_index])
-        env.update(h.kwargs)
-        env.update(zip(names, inputs, strict=True))
-        return _namespace(env)
-
-    def make_bind(target: str, mod: ModuleType | None,
-                  launch_h: Harness) -> tuple[str, Callable[[list[Any]], Callable[[], Any]]]:
-        """How to launch the kernel of file ``target`` (the candidate, or the oracle: the starting kernel);
-        ``launch_h`` gives the direct launch's grid, block and shared bytes."""
-        if launch_h.launcher and mod is None:
-            # a .cu file with an extern "C" host launcher: the launch configuration stays in the file
-            if device != "cuda":
-                raise HarnessError("raw CUDA kernels need a GPU to run")
-            major, minor = torch.cuda.get_device_capability()
-            return "cu-host-launcher", host_launcher(target, launch_h.launcher, f"sm_{major}{minor}",  # type: ignore[return-value]
-                                                     *launcher_types(h.inputs))
-        if h.launcher:
-            fn = getattr(mod, h.launcher, None)
-            if fn is None:
-                raise HarnessError(f"{h.source}: {Path(target).name} has no function {h.launcher!r}")
-            return "python", lambda inputs: (lambda: fn(*inputs))
-        if h.language == "triton":
-            try:
-                kern = attribute_path(mod, h.kernel)  # "Ops.scale" reaches a kernel defined in a class
-            except AttributeError:
-                kern = None
-            if kern is None:
-                raise HarnessError(f"{h.source}: {Path(target).name} has no kernel {h.kernel!r}")
-
-            def bind_triton(inputs: list[Any]) -> Callable[[], Any]:
-                ns = env_of(inputs, _set_of(inputs))
-                grid = _eval(h.grid, ns, "grid")
-                args = [ns[a] for a in h.args]
-                return lambda: kern[grid](*args, **h.kwargs)
-            return "triton", bind_triton
-        if device != "cuda":
-            raise HarnessError("raw CUDA kernels need a GPU to run")
-        major, minor = torch.cuda.get_device_capability()
-        func = _cuda_function(target, h.kernel, f"sm_{major}{minor}")
-        dtypes = {i.name: i.dtype for i in h.inputs}
-
-        def bind_cupy(inputs: list[Any]) -> Callable[[], Any]:
-            import cupy
-
-            ns = env_of(inputs, _set_of(inputs))
-            grid = _dim3(_eval(launch_h.grid, ns, "grid"))
-            block = _dim3(_eval(launch_h.block, ns, "block"))
-            args = tuple(cupy.asarray(ns[a]) if isinstance(ns[a], torch.Tensor) else _np_scalar(dtypes[a], ns[a])
-                         for a in h.args)
-
-            def launch() -> None:
-                # torch's current stream at call time (a graph capture's side stream while capturing)
-                with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-                    func(grid, block, args, shared_mem=launch_h.shared_bytes)
-            return launch
-        return "cupy", bind_cupy
-
+    calls = _SpecCalls(h, device)
     # the candidate launches with its own main()'s configuration (a retuned block size changes what runs);
     # the oracle (the starting kernel) keeps the one inferred
-    kind, bind = make_bind(h.path, module, relaunched(h))
-    oracle_bind = None
+    kind, bind = _spec_bind(h, device, h.path, module, relaunched(h), calls.launch_env)
+    calls.bind = bind
     notes: list[str] = []
     if h.uses_oracle and h.oracle_path:
         if not Path(h.oracle_path).is_file():
             raise HarnessError(f"the starting kernel {h.oracle_path} (the oracle of {h.kernel}) does not exist; "
                                "give a reference or verify with --against START_FILE")
         oracle_mod = load_module(h.oracle_path, origin) if h.oracle_path.endswith(".py") else None
-        oracle_bind = make_bind(h.oracle_path, oracle_mod, dataclasses.replace(h, launcher=h.oracle_launcher)
-                                if h.oracle_launcher else h)[1]
+        calls.oracle_bind = _spec_bind(h, device, h.oracle_path, oracle_mod,
+                                       dataclasses.replace(h, launcher=h.oracle_launcher) if h.oracle_launcher else h,
+                                       calls.launch_env)[1]
         notes.append(f"reference: the starting kernel ({Path(h.oracle_path).name})")
+    calls.load_reference(origin)
+    trial = Trial(calls.make_inputs, calls.run_reference, calls.run_candidate, calls.guard_skip,
+                  len(calls.sizes_list))
+    return Prepared(trial, bind, calls.names, calls.sizes_list, calls.expr_for(h.bytes_expr),
+                    calls.expr_for(h.flops_expr), device, notes=notes, launcher_kind=kind)
 
-    # the most recent input set made: its set index, and clones of its in-out buffers as generated. The
-    # reference gets a copy of the inputs (a different list), so it is looked up as "the latest set".
-    latest: dict[str, Any] = {"set": 0, "initial": {}}
 
-    def _set_of(inputs: list[Any]) -> int:
-        return int(latest["set"])
+#: How a file's kernel is launched on a set of inputs: ``bind(inputs)`` gives the call to time.
+_Bind = Callable[[list[Any]], Callable[[], Any]]
 
-    def make_inputs_tracked(seed: int, set_index: int, scale: float) -> list[Any]:
-        xs = make_inputs(seed, set_index, scale)
-        latest.update(set=set_index, initial={i: xs[i].detach().clone() for i in inout_idx})
+
+class _SpecCalls:
+    """The checked calls of a ``spec`` harness on ``device`` (:func:`prepare_spec`): its inputs, made and
+    tracked per set, the candidate's and the reference's calls with outputs poisoned and in-out buffers restored,
+    and the byte/FLOP expressions.
+
+    Attributes:
+        bind: the candidate's launch; oracle_bind: the starting kernel's (the oracle rule), or ``None``.
+        guard_skip: input indices the mutation guard skips: declared outputs, scratch buffers, and (found at run
+            time) an input the launcher returns (a tensor the reference compares after the call is an output,
+            even when it was given).
+    """
+
+    def __init__(self, h: Harness, device: str) -> None:
+        self.h, self.device = h, device
+        self.names = [i.name for i in h.inputs]
+        self.out_idx = {self.names.index(o) for o in h.outputs}
+        # write-only outputs (init = "empty") are poisoned before every checked call; in-out outputs (any other
+        # init: the kernel may read them, C in C = alpha*A@B + beta*C) are restored to their initial value
+        self.poison_idx, self.inout_idx = split_outputs(h)
+        # scratch buffers (init = "scratch") are workspace the kernel may overwrite: neither outputs nor inputs
+        self.scratch_idx = {i for i, spec in enumerate(h.inputs) if spec.init == "scratch"}
+        self.sizes_list = h.sizes_for(interpreter=device == "cpu")
+        # the most recent input set made: its set index, and clones of its in-out buffers as generated. The
+        # reference gets a copy of the inputs (a different list), so it is looked up as "the latest set".
+        self.latest: dict[str, Any] = {"set": 0, "initial": {}}
+        self.guard_skip = self.out_idx | self.scratch_idx
+        self.bind: _Bind | None = None
+        self.oracle_bind: _Bind | None = None
+        self.ref_fn: Callable[..., Any] | None = None
+        self.ref_globals: dict[str, Any] = {}
+
+    def env_of(self, inputs: list[Any], set_index: int = 0) -> dict[str, Any]:
+        """The namespace expressions are read in: the set's sizes, the kwargs, the inputs by name."""
+        env = dict(self.sizes_list[set_index])
+        env.update(self.h.kwargs)
+        env.update(zip(self.names, inputs, strict=True))
+        return _namespace(env)
+
+    def launch_env(self, inputs: list[Any]) -> dict[str, Any]:
+        """:meth:`env_of` for the latest input set (a launch's grid, block and arguments)."""
+        return self.env_of(inputs, int(self.latest["set"]))
+
+    def make_inputs(self, seed: int, set_index: int, scale: float) -> list[Any]:
+        """The inputs of set ``set_index`` (:func:`_make_spec_inputs`), remembered as the latest set with clones
+        of its in-out buffers."""
+        xs = _make_spec_inputs(self.h, self.sizes_list[set_index], seed, scale, self.device)
+        self.latest.update(set=set_index, initial={i: xs[i].detach().clone() for i in self.inout_idx})
         return xs
 
-    def restore_inout(inputs: list[Any]) -> None:
+    def restore_inout(self, inputs: list[Any]) -> None:
         """Copy the initial values back into the in-out buffers of ``inputs`` (made by the latest
-        :func:`make_inputs_tracked`)."""
-        for i, initial in latest["initial"].items():
+        :meth:`make_inputs`)."""
+        for i, initial in self.latest["initial"].items():
             inputs[i].copy_(initial)
 
-    # indices the mutation guard skips: declared outputs, scratch buffers, and (found at run time) an input the
-    # launcher returns: a tensor the reference compares after the call is an output, even when it was given
-    guard_skip = out_idx | scratch_idx
-
-    def run_with(launch: Callable[[list[Any]], Callable[[], Any]], inputs: list[Any]) -> list[Any]:
-        for i in poison_idx:
+    def run_with(self, launch: _Bind, inputs: list[Any]) -> list[Any]:
+        """One checked call of ``launch``: write-only outputs poisoned, in-out ones restored; the outputs."""
+        for i in self.poison_idx:
             poison_(inputs[i])
-        restore_inout(inputs)
+        self.restore_inout(inputs)
         value = launch(inputs)()
-        if h.outputs:
-            return [inputs[names.index(o)] for o in h.outputs]
+        if self.h.outputs:
+            return [inputs[self.names.index(o)] for o in self.h.outputs]
         outs = as_outputs(value)
-        guard_skip.update(returned_inputs(outs, inputs))
+        self.guard_skip.update(returned_inputs(outs, inputs))
         return outs
 
-    def run_candidate(inputs: list[Any]) -> list[Any]:
-        return run_with(bind, inputs)
+    def run_candidate(self, inputs: list[Any]) -> list[Any]:
+        """One checked call of the candidate."""
+        assert self.bind is not None  # set by prepare_spec before the trial runs
+        return self.run_with(self.bind, inputs)
 
-    ref_fn = None
-    if h.reference and is_function_reference(h.reference):
-        ref_fn = function_reference(h.reference, origin, h.source)
-    ref_globals: dict[str, Any] = {}
-    if h.ref_globals and h.reference and not ref_fn:
-        ref_globals = {k: v for k, v in vars(load_module(h.ref_globals, origin)).items() if not k.startswith("__")}
+    def load_reference(self, origin: Path) -> None:
+        """Load a ``module:function`` reference, or the globals an expression reference reads.
 
-    def run_reference(inputs: list[Any]) -> list[Any]:
-        if oracle_bind is not None:  # the oracle rule: the starting kernel, same inputs, poisoned the same way
-            return run_with(oracle_bind, inputs)
-        if ref_fn is not None:  # called with the non-output inputs (outputs, in-out ones included, excluded)
-            return as_outputs(ref_fn(*[x for i, x in enumerate(inputs) if i not in out_idx | scratch_idx]))
+        Raises:
+            HarnessError: the reference's module or function cannot be loaded.
+        """
+        h = self.h
+        if h.reference and is_function_reference(h.reference):
+            self.ref_fn = function_reference(h.reference, origin, h.source)
+        if h.ref_globals and h.reference and not self.ref_fn:
+            self.ref_globals = {k: v for k, v in vars(load_module(h.ref_globals, origin)).items()
+                                if not k.startswith("__")}
+
+    def run_reference(self, inputs: list[Any]) -> list[Any]:
+        """The expected outputs: the oracle's call, the reference function's, or the expression's.
+
+        Raises:
+            HarnessError: no reference and no starting kernel to compare with.
+        """
+        h = self.h
+        if self.oracle_bind is not None:  # the oracle rule: the starting kernel, same inputs, poisoned the same way
+            return self.run_with(self.oracle_bind, inputs)
+        if self.ref_fn is not None:  # called with the non-output inputs (outputs, in-out ones included, excluded)
+            return as_outputs(self.ref_fn(*[x for i, x in enumerate(inputs)
+                                            if i not in self.out_idx | self.scratch_idx]))
         # an expression sees the initial value of in-out buffers, never what a candidate wrote into them
         inputs = list(inputs)
-        for i, initial in latest["initial"].items():
+        for i, initial in self.latest["initial"].items():
             inputs[i] = initial.clone()
         if not h.reference:
             raise HarnessError(f"{h.source or Path(h.path).name}: no reference and no starting kernel to compare "
                                "with: give reference = \"<torch expression>\" or check against the start file "
                                "(htam verify CANDIDATE --against START_FILE)")
-        ns = env_of(inputs, _set_of(inputs))
-        for k, v in ref_globals.items():
+        ns = self.launch_env(inputs)
+        for k, v in self.ref_globals.items():
             ns.setdefault(k, v)
         return as_outputs(_eval(h.reference, ns, "reference"))
 
-    def expr_for(expr: str | None) -> Callable[[int, list[Any]], float | None]:
+    def expr_for(self, expr: str | None) -> Callable[[int, list[Any]], float | None]:
+        """``f(set_index, inputs)``: the value of a ``bytes``/``flops`` expression, or ``None`` without one."""
         def f(set_index: int, inputs: list[Any]) -> float | None:
             if not expr:
                 return None
-            return float(_eval(expr, env_of(inputs, set_index), "bytes/flops"))
+            return float(_eval(expr, self.env_of(inputs, set_index), "bytes/flops"))
         return f
 
-    trial = Trial(make_inputs_tracked, run_reference, run_candidate, guard_skip, len(sizes_list))
-    return Prepared(trial, bind, names, sizes_list, expr_for(h.bytes_expr), expr_for(h.flops_expr), device,
-                    notes=notes, launcher_kind=kind)
+
+def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, launch_h: Harness,
+               env: Callable[[list[Any]], dict[str, Any]]) -> tuple[str, Callable[[list[Any]], Callable[[], Any]]]:
+    """How to launch the kernel of file ``target`` (the candidate, or the oracle: the starting kernel) of the
+    ``spec`` harness ``h`` on ``device``: ``(launcher kind, bind)``, where ``bind(inputs)`` gives the call to time.
+    ``launch_h`` gives the direct launch's grid, block and shared bytes; ``mod`` is ``target``'s module (``None``
+    for a ``.cu`` file); ``env(inputs)`` is the namespace the grid, block and arguments are read in (the input
+    set's sizes, the kwargs and the inputs by name).
+
+    Raises:
+        HarnessError: raw CUDA without a GPU, or the launcher or kernel is missing from ``target``.
+    """
+    import torch
+
+    if launch_h.launcher and mod is None:
+        # a .cu file with an extern "C" host launcher: the launch configuration stays in the file
+        if device != "cuda":
+            raise HarnessError("raw CUDA kernels need a GPU to run")
+        major, minor = torch.cuda.get_device_capability()
+        return "cu-host-launcher", host_launcher(target, launch_h.launcher, f"sm_{major}{minor}",  # type: ignore[return-value]
+                                                 *launcher_types(h.inputs))
+    if h.launcher:
+        fn = getattr(mod, h.launcher, None)
+        if fn is None:
+            raise HarnessError(f"{h.source}: {Path(target).name} has no function {h.launcher!r}")
+        return "python", lambda inputs: (lambda: fn(*inputs))
+    if traits(h.language).tiles:
+        try:
+            kern = attribute_path(mod, h.kernel)  # "Ops.scale" reaches a kernel defined in a class
+        except AttributeError:
+            kern = None
+        if kern is None:
+            raise HarnessError(f"{h.source}: {Path(target).name} has no kernel {h.kernel!r}")
+
+        def bind_triton(inputs: list[Any]) -> Callable[[], Any]:
+            ns = env(inputs)
+            grid = _eval(h.grid, ns, "grid")
+            args = [ns[a] for a in h.args]
+            return lambda: kern[grid](*args, **h.kwargs)
+        return "triton", bind_triton
+    if device != "cuda":
+        raise HarnessError("raw CUDA kernels need a GPU to run")
+    major, minor = torch.cuda.get_device_capability()
+    func = _cuda_function(target, h.kernel, f"sm_{major}{minor}")
+    dtypes = {i.name: i.dtype for i in h.inputs}
+
+    def bind_cupy(inputs: list[Any]) -> Callable[[], Any]:
+        import cupy
+
+        ns = env(inputs)
+        grid = _dim3(_eval(launch_h.grid, ns, "grid"))
+        block = _dim3(_eval(launch_h.block, ns, "block"))
+        args = tuple(cupy.asarray(ns[a]) if isinstance(ns[a], torch.Tensor) else _np_scalar(dtypes[a], ns[a])
+                     for a in h.args)
+
+        def launch() -> None:
+            # torch's current stream at call time (a graph capture's side stream while capturing)
+            with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                func(grid, block, args, shared_mem=launch_h.shared_bytes)
+        return launch
+    return "cupy", bind_cupy
 
 
 def relaunched(h: Harness) -> Harness:
@@ -537,7 +593,7 @@ def relaunched(h: Harness) -> Harness:
     ``grid`` written in ``htam.toml`` is the user's) comes back unchanged. Never raises: a ``main()`` that no
     longer parses keeps the inferred configuration.
     """
-    if (not h.traits.inferred or h.language != "cuda" or h.grid is None
+    if (not h.traits.inferred or not traits(h.language).nvcc_build or h.grid is None
             or Path(h.path).resolve() == Path(h.oracle_path or "").resolve()):
         return h
     try:

@@ -54,6 +54,7 @@ from htam_core.harness.base import (
     InputSpec,
 )
 from htam_core.harness.launch_values import launch_value
+from htam_core.types.language import traits
 
 SPEC_FILENAME = "htam.toml"
 SPEC_VERSION = 1
@@ -440,7 +441,7 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
     shared = table.get("shared_bytes", 0)
     if not isinstance(shared, int) or shared < 0:
         raise HarnessError(f"{where_of('shared_bytes')}: shared_bytes must be a non-negative integer (dynamic shared memory in bytes)")
-    if language == "cuda" and grid is not None and block is None:
+    if traits(language).nvcc_build and grid is not None and block is None:
         raise HarnessError(f"{where_of('grid')}: a CUDA kernel launch needs block = <threads per block>, e.g. block = 256")
     return Harness(
         kind="spec", path=str(file_path), kernel=kernel, language=language,

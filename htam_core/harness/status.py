@@ -10,7 +10,7 @@ and reduces its answer to plain, picklable data:
   template is offered) or ``"error"`` (a broken ``htam.toml``: the message names the key, file and line);
 * ``line``: the one line the hover shows (:meth:`Harness.description`, or the error);
 * ``save_text``: for an inferred harness, the fully filled-in ``[kernel.<name>]`` table
-  (:func:`htam_core.harness.infer_py.render_toml`) that *Save the inferred harness to htam.toml* appends.
+  (:func:`htam_core.harness.toml_render.render_toml`) that *Save the inferred harness to htam.toml* appends.
 
 The save rule: the action only ever **adds** a new ``[kernel.<name>]`` table (to the ``htam.toml`` beside the
 kernel's file, created when missing); it is not offered when that ``htam.toml`` already has a table of this
@@ -26,9 +26,9 @@ from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.find import find_harness
-from htam_core.harness.infer_py import render_toml
 from htam_core.harness.spec import SPEC_FILENAME, load_toml
 from htam_core.harness.template import write_template
+from htam_core.harness.toml_render import render_toml
 from htam_core.source import SourceError, load
 
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import ast
 import keyword
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from htam_core.harness.infer_cuda import output_params
+from htam_core.harness.pywrapper import wrapper_def as _wrapper_def
 from htam_core.harness.template_cuda import direct_launch, guessed_launch, launcher_template
-from htam_core.source.model import Kernel, Param, SourceModel
+from htam_core.source.model import Kernel, LaunchSite, Param, SourceModel
+from htam_core.types.language import traits
 
 _C_DTYPES = {
     "float": "float32", "double": "float64", "half": "float16", "__half": "float16",
@@ -49,29 +52,6 @@ def _size_symbol(name: str, symbols: dict[str, int]) -> str | None:
     if name in ("rows", "cols", "width", "height"):
         symbols.setdefault(name.upper(), 1024)
         return name.upper()
-    return None
-
-
-def wrapper_function(model: SourceModel, kernel: Kernel) -> tuple[str, list[str]] | None:
-    """The top-level Python function that launches ``kernel`` (name, parameter names), if any."""
-    found = _wrapper_def(model, kernel)
-    return (found.name, [a.arg for a in found.args.args]) if found is not None else None
-
-
-def _wrapper_def(model: SourceModel, kernel: Kernel) -> ast.FunctionDef | None:
-    """The ``def`` of the top-level function holding a launch site of ``kernel``, if any."""
-    if model.file_language != "python" or not kernel.launch_sites:
-        return None
-    try:
-        tree = ast.parse(model.text)
-    except SyntaxError:
-        return None
-    lines = {s.line for s in kernel.launch_sites}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name != kernel.name:
-            end = node.end_lineno or node.lineno
-            if any(node.lineno <= ln <= end for ln in lines):
-                return node
     return None
 
 
@@ -229,8 +209,26 @@ def _literal_block(expr: str | None) -> list[int] | None:
     return [int(g) for g in nums.groups() if g]
 
 
+@dataclass
+class _Direct:
+    """The parts of a direct-launch table (no launcher function): the kernel's arguments and constexpr keywords,
+    the ``inputs`` entries (TOML lines), the outputs, the tensors declared ``const``, and each integer
+    parameter's size symbol."""
+
+    args: list[str] = field(default_factory=list)
+    kwargs: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    const_data: set[str] = field(default_factory=set)
+    size_of: dict[str, str] = field(default_factory=dict)
+
+
 def write_template(model: SourceModel, kernel: Kernel) -> str:
     """Return a ``[kernel.<name>]`` table for ``htam.toml``, filled in from the kernel's parameters.
+
+    The table calls, in order of preference, the ``.cu`` host function that launches the kernel
+    (:func:`~htam_core.harness.template_cuda.launcher_template`), the Python function that launches it, or the
+    kernel itself with a guessed launch (:func:`_direct_table`).
 
     Args:
         model: the file's source model (its ``path`` gives the ``file`` key).
@@ -249,8 +247,6 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
         f"file = {_toml_str(fname)}",
     ]
     symbols: dict[str, int] = {}
-    inputs: list[str] = []
-    outputs: list[str] = []
     wrapper = _wrapper_def(model, kernel)
     host = launcher_template(model, kernel) if wrapper is None else None
     if host is not None:  # a .cu host function launches it: call that, its launch configuration stays as written
@@ -269,128 +265,172 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
             lines.append(f"# left out (their defaults apply): {', '.join(left_out)}")
         ref_names = [p for p in params if p not in left_out]
     else:
-        args: list[str] = []
-        kwargs: list[str] = []
-        site = kernel.launch_sites[0] if kernel.launch_sites else None
-        scalar_syms = {_size_symbol(p.name, {}) for p in kernel.params
-                       if not p.is_constexpr and not (p.is_pointer or p.name.endswith("_ptr"))}
-        if {"M", "N", "K"} <= scalar_syms:
-            shapes = iter([["M", "K"], ["K", "N"], ["M", "N"]])
-        elif {"ROWS", "COLS"} <= scalar_syms:
-            shapes = iter([["ROWS", "COLS"]] * len(kernel.params))
-        else:
-            shapes = iter([])
-        strided = any("stride" in p.name for p in kernel.params)
-        site_args = site.args if site else []
-        shapes_of: dict[str, list[str]] = {}
-        pending: list[tuple[int, str, str]] = []  # (index in inputs, stride name, dtype): valued after the shapes
-        positional = [p for p in kernel.params if not p.is_constexpr]
-        size_of: dict[str, str] = {}  # integer kernel parameter -> its size symbol
-        # stores in the body, or in a __device__ helper it calls (the analysis layer's callee facts)
-        stored = output_params(model, kernel)[0] if kernel.language == "cuda" else \
-            {q.name for q in kernel.params if q.written}
-        const_data = set()  # tensors declared `const T*`: never the output
-        for p in kernel.params:
-            if p.is_pointer and p.is_const:
-                const_data.add(p.name + "_" if keyword.iskeyword(p.name) else p.name)
-            if p.name in stored and not p.written:
-                p = Param(**{**p.__dict__, "written": True})
-            if keyword.iskeyword(p.name):
-                p = Param(**{**p.__dict__, "name": p.name + "_"})
-            if p.is_constexpr:
-                val = (site.config.get(p.name) if site else None) or p.default or "128"
-                kwargs.append(f"{p.name} = {val}")
-                continue
-            args.append(p.name)
-            at = next((i for i, q in enumerate(positional) if q.name.rstrip("_") == p.name.rstrip("_")), -1)
-            literal = _number(site_args[at]) if 0 <= at < len(site_args) else None
-            if p.is_pointer or p.name.endswith("_ptr"):
-                dtype = _c_dtype(p) if kernel.language != "triton" else "float32"
-                init = "empty" if p.written else "randn"
-                if p.written:
-                    outputs.append(p.name)
-                shape = next(shapes, None)
-                why = "guessed shape"
-                if shape is None and strided and _pointer_strided(kernel, p.name):
-                    symbols.setdefault("M", 1024)
-                    symbols.setdefault("N", 1024)
-                    shape, why = ["M", "N"], "guessed shape: its address adds a stride (a row-major matrix)"
-                if shape is None:
-                    symbols.setdefault("N", 1024 if strided else 1 << 20)
-                    shape = ["N"]
-                shapes_of[p.name] = shape
-                note = f"  # {why}" + ('; init = "zeros" if the kernel also reads it (+=, beta * C)'
-                                       if p.written else "")
-                inputs.append(f"  {{ name = {_toml_str(p.name)}, shape = [{', '.join(_toml_str(d) for d in shape)}], "
-                              f"dtype = {_toml_str(dtype)}, init = {_toml_str(init)} }},{note}")
-            elif "stride" in p.name:
-                pending.append((len(inputs), p.name, _c_dtype(p) if kernel.language != "triton" else "int32"))
-                inputs.append("")
-            else:
-                sym = _size_symbol(p.name, symbols)
-                is_float = _FLOAT_NAMES.match(p.name) is not None or isinstance(literal, float) or \
-                    _c_dtype(p) in ("float32", "float64", "float16") and kernel.language != "triton" and \
-                    p.type is not None and not p.is_pointer
-                if sym is not None and isinstance(literal, int) and not is_float:
-                    symbols[sym] = literal  # the launch passes this size
-                if is_float:
-                    dtype = _c_dtype(p) if kernel.language != "triton" and p.type else "float32"
-                    value, note = (repr(float(literal)), "  # from the launch") if literal is not None else \
-                        ("1e-05" if re.match(r"eps", p.name, re.IGNORECASE) else "1.0", "  # guessed value")
-                    inputs.append(f"  {{ name = {_toml_str(p.name)}, dtype = {_toml_str(dtype)}, value = {value} }},"
-                                  f"{note}")
-                    continue
-                dtype = _c_dtype(p) if kernel.language != "triton" else "int32"
-                value = sym if sym is not None else (str(literal) if isinstance(literal, int) else "1")
-                if sym is not None:
-                    size_of[p.name] = sym
-                note = "" if sym is not None or isinstance(literal, int) else "  # guessed value"
-                inputs.append(f"  {{ name = {_toml_str(p.name)}, dtype = {_toml_str(dtype)}, "
-                              f"value = {_toml_str(value)} }},{note}")
-        for i, name, dtype in pending:
-            inputs[i] = (f"  {{ name = {_toml_str(name)}, dtype = {_toml_str(dtype)}, "
-                         f"value = {_toml_str(_stride_value(name, shapes_of))} }},  # row-major stride (guessed)")
-        grid_lit = re.fullmatch(r"\(\s*(\d+)\s*,?\s*\)", site.config.get("grid", "")) if site else None
-        if grid_lit and kernel.language == "triton" and "M" in symbols:
-            symbols["M"] = int(grid_lit.group(1))  # one program per row, as launched
-        first = next(iter(symbols), "N")
-        if kernel.language == "triton" and grid_lit and "M" in symbols:
-            lines.append('grid = "(M,)"   # as launched: one program per row')
-        elif kernel.language == "triton":
-            block = next((k.split(" = ")[0] for k in kwargs if k.startswith("BLOCK")), None)
-            grid = f"(triton.cdiv({first}, {block}),)" if block else f"(triton.cdiv({first}, 1024),)"
-            lines.append(f"grid = {_toml_str(grid)}   # guessed: one program per block of {first}")
-        else:
-            launch = direct_launch(model, kernel, size_of)
-            if launch is not None:  # the launch's own block and grid, over the kernel's size parameters
-                blk, grid = launch
-                why = "as launched (its grid written over the size parameters)"
-            elif (guess := guessed_launch(model, kernel, size_of, first)) is not None:
-                blk, grid, why = guess  # the indices' dimensions and hard-coded extents, no launch site
-            else:
-                blk = _literal_block(site.config.get("block") if site else None) or [256]
-                bx = blk[0]
-                grid = f"(cdiv({first}, {bx}),)" if len(blk) == 1 else \
-                    f"(cdiv({first}, {bx}), cdiv({first}, {blk[1]}))"
-                why = "TODO: guessed (one thread per element): set the launch's grid"
-            lines.append(f"block = {_toml_str(str(tuple(blk)) if len(blk) > 1 else str(blk[0]))}")
-            lines.append(f"grid = {_toml_str(grid)}   # {why}")
-        lines.append(f"args = [{', '.join(_toml_str(a) for a in args)}]")
-        if kwargs:
-            lines.append(f"kwargs = {{ {', '.join(kwargs)} }}")
-        if not outputs:
-            outputs = [a for a in args if a not in const_data and
-                       any(f'name = "{a}", shape' in i for i in inputs)][-1:]
-            lines.append("# no store was found: the last tensor argument not declared const is assumed to be the "
-                         "output" if outputs else "# TODO: no store was found and every tensor is const: name the "
-                         "output(s) below")
-            inputs = [i.replace('init = "randn"', 'init = "empty"') if f'name = "{outputs[0]}"' in i else i
-                      for i in inputs] if outputs else inputs
-        lines.append(f"outputs = [{', '.join(_toml_str(o) for o in outputs)}]")
-        ref_names = [a for a in args if a not in outputs]
+        inputs, ref_names = _direct_table(model, kernel, lines, symbols)
     lines.append("inputs = [")
     lines.extend(inputs)
     lines.append("]")
+    lines.extend(_template_tail(symbols, ref_names))
+    return "\n".join(lines) + "\n"
+
+
+def _direct_table(model: SourceModel, kernel: Kernel, lines: list[str],
+                  symbols: dict[str, int]) -> tuple[list[str], list[str]]:
+    """The direct-launch part of the table (no launcher function): ``grid``/``block``, ``args``, ``kwargs`` and
+    ``outputs`` appended to ``lines``; returns the ``inputs`` entries and the names the reference reads. Size
+    symbols are added to ``symbols``."""
+    site = kernel.launch_sites[0] if kernel.launch_sites else None
+    d = _direct_parts(model, kernel, symbols)
+    lines.extend(_grid_lines(model, kernel, site, symbols, d))
+    lines.append(f"args = [{', '.join(_toml_str(a) for a in d.args)}]")
+    if d.kwargs:
+        lines.append(f"kwargs = {{ {', '.join(d.kwargs)} }}")
+    if not d.outputs:
+        d.outputs = [a for a in d.args if a not in d.const_data and
+                     any(f'name = "{a}", shape' in i for i in d.inputs)][-1:]
+        lines.append("# no store was found: the last tensor argument not declared const is assumed to be the "
+                     "output" if d.outputs else "# TODO: no store was found and every tensor is const: name the "
+                     "output(s) below")
+        d.inputs = [i.replace('init = "randn"', 'init = "empty"') if f'name = "{d.outputs[0]}"' in i else i
+                    for i in d.inputs] if d.outputs else d.inputs
+    lines.append(f"outputs = [{', '.join(_toml_str(o) for o in d.outputs)}]")
+    return d.inputs, [a for a in d.args if a not in d.outputs]
+
+
+def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -> _Direct:
+    """The kernel's arguments, constexpr keywords and ``inputs`` entries for a direct launch, each parameter's
+    dtype, shape or value guessed from its C type, its name and the launch site's arguments (size symbols are
+    added to ``symbols``); stores in the body, or in a ``__device__`` helper it calls, make outputs."""
+    d = _Direct()
+    lang = traits(kernel.language)
+    args, kwargs, inputs, outputs, size_of = d.args, d.kwargs, d.inputs, d.outputs, d.size_of
+    site = kernel.launch_sites[0] if kernel.launch_sites else None
+    scalar_syms = {_size_symbol(p.name, {}) for p in kernel.params
+                   if not p.is_constexpr and not (p.is_pointer or p.name.endswith("_ptr"))}
+    if {"M", "N", "K"} <= scalar_syms:
+        shapes = iter([["M", "K"], ["K", "N"], ["M", "N"]])
+    elif {"ROWS", "COLS"} <= scalar_syms:
+        shapes = iter([["ROWS", "COLS"]] * len(kernel.params))
+    else:
+        shapes = iter([])
+    strided = any("stride" in p.name for p in kernel.params)
+    site_args = site.args if site else []
+    shapes_of: dict[str, list[str]] = {}
+    pending: list[tuple[int, str, str]] = []  # (index in inputs, stride name, dtype): valued after the shapes
+    positional = [p for p in kernel.params if not p.is_constexpr]
+    # stores in the body, or in a __device__ helper it calls (the analysis layer's callee facts)
+    stored = output_params(model, kernel)[0] if lang.nvcc_build else \
+        {q.name for q in kernel.params if q.written}
+    const_data = d.const_data  # tensors declared `const T*`: never the output
+    for p in kernel.params:
+        if p.is_pointer and p.is_const:
+            const_data.add(p.name + "_" if keyword.iskeyword(p.name) else p.name)
+        if p.name in stored and not p.written:
+            p = Param(**{**p.__dict__, "written": True})
+        if keyword.iskeyword(p.name):
+            p = Param(**{**p.__dict__, "name": p.name + "_"})
+        if p.is_constexpr:
+            val = (site.config.get(p.name) if site else None) or p.default or "128"
+            kwargs.append(f"{p.name} = {val}")
+            continue
+        args.append(p.name)
+        at = next((i for i, q in enumerate(positional) if q.name.rstrip("_") == p.name.rstrip("_")), -1)
+        literal = _number(site_args[at]) if 0 <= at < len(site_args) else None
+        if p.is_pointer or p.name.endswith("_ptr"):
+            if p.written:
+                outputs.append(p.name)
+            shapes_of[p.name], entry = _tensor_entry(p, kernel, next(shapes, None), strided, symbols)
+            inputs.append(entry)
+        elif "stride" in p.name:
+            pending.append((len(inputs), p.name, _c_dtype(p) if lang.c_types else "int32"))
+            inputs.append("")
+        else:
+            sym = _size_symbol(p.name, symbols)
+            is_float = _FLOAT_NAMES.match(p.name) is not None or isinstance(literal, float) or \
+                _c_dtype(p) in ("float32", "float64", "float16") and lang.c_types and \
+                p.type is not None and not p.is_pointer
+            if sym is not None and isinstance(literal, int) and not is_float:
+                symbols[sym] = literal  # the launch passes this size
+            if is_float:
+                dtype = _c_dtype(p) if lang.c_types and p.type else "float32"
+                value, note = (repr(float(literal)), "  # from the launch") if literal is not None else \
+                    ("1e-05" if re.match(r"eps", p.name, re.IGNORECASE) else "1.0", "  # guessed value")
+                inputs.append(f"  {{ name = {_toml_str(p.name)}, dtype = {_toml_str(dtype)}, value = {value} }},"
+                              f"{note}")
+                continue
+            dtype = _c_dtype(p) if lang.c_types else "int32"
+            value = sym if sym is not None else (str(literal) if isinstance(literal, int) else "1")
+            if sym is not None:
+                size_of[p.name] = sym
+            note = "" if sym is not None or isinstance(literal, int) else "  # guessed value"
+            inputs.append(f"  {{ name = {_toml_str(p.name)}, dtype = {_toml_str(dtype)}, "
+                          f"value = {_toml_str(value)} }},{note}")
+    for i, name, dtype in pending:
+        inputs[i] = (f"  {{ name = {_toml_str(name)}, dtype = {_toml_str(dtype)}, "
+                     f"value = {_toml_str(_stride_value(name, shapes_of))} }},  # row-major stride (guessed)")
+    return d
+
+
+def _tensor_entry(p: Param, kernel: Kernel, shape: list[str] | None, strided: bool,
+                  symbols: dict[str, int]) -> tuple[list[str], str]:
+    """The shape and the ``inputs`` entry of the tensor parameter ``p``: ``shape`` when the size parameters gave
+    one (``M x K``, ``K x N``, ``M x N``), a row-major ``M x N`` matrix when its address adds a stride, else a
+    vector of ``N``; dtype from its C type (``float32`` for Triton), ``empty`` when the kernel writes it."""
+    dtype = _c_dtype(p) if traits(kernel.language).c_types else "float32"
+    init = "empty" if p.written else "randn"
+    why = "guessed shape"
+    if shape is None and strided and _pointer_strided(kernel, p.name):
+        symbols.setdefault("M", 1024)
+        symbols.setdefault("N", 1024)
+        shape, why = ["M", "N"], "guessed shape: its address adds a stride (a row-major matrix)"
+    if shape is None:
+        symbols.setdefault("N", 1024 if strided else 1 << 20)
+        shape = ["N"]
+    note = f"  # {why}" + ('; init = "zeros" if the kernel also reads it (+=, beta * C)' if p.written else "")
+    return shape, (f"  {{ name = {_toml_str(p.name)}, shape = [{', '.join(_toml_str(dim) for dim in shape)}], "
+                   f"dtype = {_toml_str(dtype)}, init = {_toml_str(init)} }},{note}")
+
+
+def _grid_lines(model: SourceModel, kernel: Kernel, site: LaunchSite | None, symbols: dict[str, int],
+                d: _Direct) -> list[str]:
+    """The ``grid`` (and for CUDA ``block``) lines of a direct launch: as launched where the launch site says,
+    else guessed (one Triton program per block of the first size; for CUDA, from the indices' dimensions or one
+    thread per element). A Triton grid of one program per row sets the ``M`` size from the launch."""
+    lang = traits(kernel.language)
+    kwargs, size_of = d.kwargs, d.size_of
+    lines: list[str] = []
+    grid_lit = re.fullmatch(r"\(\s*(\d+)\s*,?\s*\)", site.config.get("grid", "")) if site else None
+    if grid_lit and lang.tiles and "M" in symbols:
+        symbols["M"] = int(grid_lit.group(1))  # one program per row, as launched
+    first = next(iter(symbols), "N")
+    if lang.tiles and grid_lit and "M" in symbols:
+        lines.append('grid = "(M,)"   # as launched: one program per row')
+    elif lang.tiles:
+        block = next((k.split(" = ")[0] for k in kwargs if k.startswith("BLOCK")), None)
+        grid = f"(triton.cdiv({first}, {block}),)" if block else f"(triton.cdiv({first}, 1024),)"
+        lines.append(f"grid = {_toml_str(grid)}   # guessed: one program per block of {first}")
+    else:
+        launch = direct_launch(model, kernel, size_of)
+        if launch is not None:  # the launch's own block and grid, over the kernel's size parameters
+            blk, grid = launch
+            why = "as launched (its grid written over the size parameters)"
+        elif (guess := guessed_launch(model, kernel, size_of, first)) is not None:
+            blk, grid, why = guess  # the indices' dimensions and hard-coded extents, no launch site
+        else:
+            blk = _literal_block(site.config.get("block") if site else None) or [256]
+            bx = blk[0]
+            grid = f"(cdiv({first}, {bx}),)" if len(blk) == 1 else \
+                f"(cdiv({first}, {bx}), cdiv({first}, {blk[1]}))"
+            why = "TODO: guessed (one thread per element): set the launch's grid"
+        lines.append(f"block = {_toml_str(str(tuple(blk)) if len(blk) > 1 else str(blk[0]))}")
+        lines.append(f"grid = {_toml_str(grid)}   # {why}")
+    return lines
+
+
+def _template_tail(symbols: dict[str, int], ref_names: list[str]) -> list[str]:
+    """The table's closing lines: the sizes (``N = 2**20`` when nothing gave one; ``symbols`` is filled so), the
+    commented interpreter sizes, the empty reference with what it reads, and the commented tolerances and
+    roofline keys."""
+    lines: list[str] = []
     if not symbols:
         symbols["N"] = 1 << 20
     sizes = ", ".join(f"{k} = {v}" for k, v in symbols.items())
@@ -403,4 +443,4 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
     lines.append("# rtol = 1e-4")
     lines.append('# bytes = "..."  # DRAM bytes per call, for bandwidth and roofline (expression over sizes)')
     lines.append('# flops = "..."  # FLOPs per call')
-    return "\n".join(lines) + "\n"
+    return lines

@@ -34,8 +34,11 @@ from sympy.printing.str import StrPrinter
 from htam_core.harness.cu_eval import DTYPE_OF, Program, base_type, function_name, param_declarations
 from htam_core.harness.infer_cuda import output_params, plain_host_launcher
 from htam_core.source.analysis import DIMS, Access, KernelFacts, LaunchFacts, analyze, stride_of, sym
+from htam_core.source.analysis.guards import first_bounds_guard
+from htam_core.source.analysis.unit import cuda_source
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import node_text
+from htam_core.types.language import traits
 
 __all__ = ["GUESS_BLOCK", "LauncherTemplate", "direct_launch", "guessed_launch", "launcher_template"]
 
@@ -395,9 +398,6 @@ GUESS_BLOCK = {2: [16, 16, 1], 3: [8, 8, 4]}
 def _guard_bounds(model: SourceModel, kernel: Kernel) -> dict[str, str]:
     """``{index variable: bound as written}`` of the kernel's first bounds check (``if (row >= M || col >= N)
     return;`` gives ``{"row": "M", "col": "N"}``; :func:`~htam_core.source.analysis.guards.first_bounds_guard`)."""
-    from htam_core.source.analysis.guards import first_bounds_guard
-    from htam_core.source.analysis.unit import cuda_source
-
     unit = cuda_source(model, kernel)
     if isinstance(unit, str):
         return {}
@@ -425,7 +425,7 @@ def guessed_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str],
 
     ``size_of``: integer kernel parameter -> its size symbol.
     """
-    if model.file_language != "cuda" or kernel.language != "cuda" or kernel.launch_sites:
+    if model.file_language != "cuda" or not traits(kernel.language).nvcc_build or kernel.launch_sites:
         return None
     facts = analyze(model, kernel)
     if facts.launches:

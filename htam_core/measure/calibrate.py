@@ -26,6 +26,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from htam_core.measure import cupti
+from htam_core.measure.flush import flush_l2, flush_ops
+from htam_core.measure.method import METHOD_EVENTS, METHOD_GRAPH
+
 __all__ = ["EVENT_RESOLUTION_MS", "CALIBRATION_TRIALS", "Calibration", "overhead_ms", "subtract", "describe",
            "null_numel", "calibrate"]
 
@@ -120,12 +124,6 @@ def calibrate(method: str, *, flush: bool = True, numel: int | None = None) -> C
     """
     import torch
 
-    # cycle: measure.timer imports this module at load time (measure.timer -> measure.calibrate); the other
-    # GPU-side helpers of this function load with it
-    from htam_core.measure import cupti
-    from htam_core.measure.method import METHOD_EVENTS, METHOD_GRAPH
-    from htam_core.measure.timer import _flush_ops, flush_l2
-
     numel = null_numel() if numel is None else numel
     key = (torch.cuda.current_device(), f"{method}:{flush}:{numel}")
     if key in _CACHE:
@@ -169,7 +167,7 @@ def calibrate(method: str, *, flush: bool = True, numel: int | None = None) -> C
             events.append(start.elapsed_time(end))
         seq = [f for _ in range(CALIBRATION_CUPTI_CALLS) for f in ((flush_l2, call) if flush else (call,))]
         try:
-            nf = _flush_ops() if flush else 0
+            nf = flush_ops() if flush else 0
             per = cupti.per_call_ms(cupti.device_ops(seq), CALIBRATION_CUPTI_CALLS, nf)
         except RuntimeError as exc:  # the profiler could not start (CUPTI in use, or missing)
             torch.cuda.synchronize()  # a device fault re-raises here

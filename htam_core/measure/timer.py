@@ -61,44 +61,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from htam_core.measure import calibrate, cupti
+from htam_core.measure.flush import L2_FLUSH_BYTES, flush_l2, flush_ops
 from htam_core.measure.method import METHOD_GRAPH, METHOD_WALL, MethodChoice, choose_method, may_capture
 from htam_core.measure.stats import launch_bound, relative_iqr
 
 __all__ = ["L2_FLUSH_BYTES", "SIDE_STREAM_SLACK_MS", "Timing", "flush_l2", "LauncherTimer", "time_launcher",
            "restore_rng_after_failed_capture"]
 
-#: Size of the L2-flush buffer, bytes (256 MB: larger than any current L2; H100/H200 have 50-60 MB).
-L2_FLUSH_BYTES = 256 * 1024 * 1024
 #: Extra host time allowed over the event time before side-stream work is suspected, ms.
 SIDE_STREAM_SLACK_MS = 0.05
 #: Calls of the CUPTI cross-check pass.
 CUPTI_CALLS = 5
-
-_FLUSH: dict[int, Any] = {}
-_FLUSH_OPS: dict[int, int] = {}
-
-
-def flush_l2() -> None:
-    """Write a 256 MB buffer on the current device (evicts the whole L2); asynchronous."""
-    import torch
-
-    dev = torch.cuda.current_device()
-    buf = _FLUSH.get(dev)
-    if buf is None:
-        buf = _FLUSH[dev] = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    buf.zero_()
-
-
-def _flush_ops() -> int:
-    """Device operations one :func:`flush_l2` launches (counted once per device by CUPTI)."""
-    import torch
-
-    dev = torch.cuda.current_device()
-    if dev not in _FLUSH_OPS:
-        flush_l2()
-        _FLUSH_OPS[dev] = len(cupti.device_ops([flush_l2]))
-    return _FLUSH_OPS[dev]
-
 
 @dataclass
 class Timing:
@@ -347,7 +320,7 @@ class LauncherTimer:
         sequence; ``(None, None)`` when CUPTI is off or the operations do not split into calls."""
         if not self.use_cupti:
             return None, None
-        nf = _flush_ops() if self.flush else 0
+        nf = flush_ops() if self.flush else 0
         call = self._call()
         seq: list[Callable[[], Any]] = []
         for _ in range(calls):

@@ -25,6 +25,7 @@ from htam_core.source.analysis.syntax import parse
 from htam_core.source.analysis.triton_names import binding_imports
 from htam_core.source.api import parse_text
 from htam_core.source.model import Kernel, KernelFeatures, SourceModel
+from htam_core.types.language import kinds, traits
 from htam_core.types.profile import Profile
 
 __all__ = ["FACTS", "compute_facts", "normalize_language"]
@@ -194,9 +195,9 @@ def kernel_analysis(kernel: Kernel, model: SourceModel | None = None, header: st
     macros read as the compiler reads them); a Triton kernel after ``header``, the file's imports of
     ``triton.language`` (so ``language.exp`` reads as ``tl.exp`` where the file imports it so;
     :func:`triton_header`). Cached by :func:`htam_core.source.analysis.analyze` per text."""
-    is_triton = kernel.language == "triton"
-    prefix = (f"{header}\n\n" if header else "") if is_triton else _defines_before(model, kernel)
-    model = parse_text(prefix + kernel.text, "python" if is_triton else "cuda")
+    lang = traits(kernel.language)
+    prefix = (f"{header}\n\n" if header else "") if lang.tiles else _defines_before(model, kernel)
+    model = parse_text(prefix + kernel.text, lang.grammar)
     mine = [k for k in model.kernels if k.name == kernel.name]
     return analyze(model, mine[0]) if mine else None
 
@@ -241,7 +242,7 @@ def _callee_matmul(model: SourceModel, kernel: Kernel) -> bool:
     by name (the kernel as it is in that file)."""
     from htam_core.source.analysis.callees import device_callees
 
-    mine = [k for k in model.kernels if k.name == kernel.name and k.language == "cuda"]
+    mine = [k for k in model.kernels if k.name == kernel.name and traits(k.language).nvcc_build]
     return bool(mine) and any(c.facts.matmul_loops() for c in device_callees(model, mine[0]))
 
 
@@ -330,10 +331,11 @@ def _kernel_facts(kernel: Kernel | None, language: str) -> dict[str, Any]:
         return {k: None for k in ("kernel_name", "pointer_params", "restrict_missing", "has_launch_bounds",
                                   "launch_sites", "launch_block", "constexpr_params")}
     pointers = [p for p in kernel.params if p.is_pointer]
+    c_params = traits(language).c_types  # a CUDA family kernel: C parameters, <<<grid, block>>> launches
     launch_block: int | None = None
     if kernel.launch_sites:
         config = kernel.launch_sites[0].config
-        if language == "cuda":
+        if c_params:
             launch_block = _literal_int(config.get("block"))
         else:
             for key, value in config.items():
@@ -345,8 +347,8 @@ def _kernel_facts(kernel: Kernel | None, language: str) -> dict[str, Any]:
     return {
         "kernel_name": kernel.name,
         "pointer_params": len(pointers),
-        "restrict_missing": any(not p.is_restrict for p in pointers) if language == "cuda" else False,
-        "has_launch_bounds": bool(attrs.get("launch_bounds")) if language == "cuda" else False,
+        "restrict_missing": any(not p.is_restrict for p in pointers) if c_params else False,
+        "has_launch_bounds": bool(attrs.get("launch_bounds")) if c_params else False,
         "launch_sites": len(kernel.launch_sites),
         "launch_block": launch_block,
         "constexpr_params": len(kernel.constexpr_params),
@@ -417,7 +419,7 @@ def compute_facts(
         matmul_like, reduction_like = True, False
     facts: dict[str, Any] = {
         "language": lang,
-        "embedded": language == "cuda-in-python",
+        "embedded": language in kinds() and traits(language).embedded,
         "loads": loads,
         "stores": stores,
         "loops": loops,

@@ -95,6 +95,11 @@ class Strategy:
     before: str
     after: str
 
+    def handles(self, language: str) -> bool:
+        """Whether this strategy is listed for kernels of ``language`` exactly as named (``"cuda"``,
+        ``"triton"``; a ``"cuda-in-python"`` kernel is not listed unless the caller maps it to its family)."""
+        return language in self.languages
+
 
 @dataclass(frozen=True)
 class TransitionPrior:

@@ -266,7 +266,7 @@ def parse_predicate(text: str, vocabulary: Iterable[str] | None = None) -> Predi
     """Parse ``text`` into a :class:`Predicate`.
 
     Args:
-        text: the predicate source, e.g. ``"language == 'cuda' and loads >= 2"``.
+        text: the predicate source, e.g. ``"loads >= 2 and not embedded"``.
         vocabulary: allowed fact names; ``None`` skips the check.
 
     Raises:

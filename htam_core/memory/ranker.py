@@ -12,7 +12,10 @@
 * ``U_d = C_D * sqrt(ln(1 + N) / (1 + n_d))``: a UCB1-style exploration bonus over trial counts.
 
 **Strategy score** (local level), for the applicable strategies of the top ``breadth`` directions
-(more directions are added while fewer than ``top`` strategies apply):
+(more directions are added while fewer than ``top`` strategies apply; a direction whose ``score_d`` plus the
+largest sum of fired signal boosts among its applicable strategies exceeds a chosen direction's score is
+added too, so a direction whose strongest evidence is a strategy's matched signal is not cut before that
+strategy is scored):
 ``score_s = score_d + LOCAL_PRIOR_SCALE * prior_s + boosts_s + L_s + U_s`` where ``L_s`` and ``U_s`` are
 the same attention and bonus over the records whose step is s, with the strategy-level edge prior.
 
@@ -115,6 +118,12 @@ class RankerConfig:
             transition credit, instead of the mean of both, so a step whose similar records reach a gain
             outranks one measured neutral everywhere (``None``: the attended mean, as before v12). The
             direction level, the expected gain shown and the variant order keep the mean.
+        signal_lift: (v14) a direction whose score plus the largest sum of signal boosts that fire for one of
+            its applicable strategies exceeds the score of a direction chosen by score (the top ``breadth``,
+            widened to ``top`` strategies) is chosen too, so a direction whose one strong piece of evidence is a
+            matched strategy signal (the analysis recognizes the pattern the step rewrites) is not cut before
+            its strategies are scored; no direction chosen by score is dropped and the scores are unchanged
+            (``False``: the directions are chosen by their own score only, as before v14).
         own_parent: (v13) when the ranking is given the kernel's fingerprint, the records of *this* kernel made
             at *this* node (same fingerprint, same full history) are the kernel's own evidence for each step: a
             strategy's local value is pooled with them, ``(n_own * mean_own + shrink_n0 * L_s) / (n_own +
@@ -139,6 +148,7 @@ class RankerConfig:
     same_gpu_weight: float = 1.5
     quantile: float | None = 0.75
     own_parent: bool = True
+    signal_lift: bool = True
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.same_gpu_weight) and self.same_gpu_weight > 0):
@@ -506,6 +516,13 @@ class _Query:
     lw: np.ndarray | None
 
 
+def _fired_boost(s: Strategy, facts: Mapping[str, Any]) -> float:
+    """The sum of strategy ``s``'s signal boosts whose condition holds on ``facts`` (log-speedup units, 0 when
+    none fires; a fired negative boost counts as 0: it lowers the strategy's own score, never its direction's
+    place). Read by the direction choice under :attr:`RankerConfig.signal_lift`."""
+    return max(0.0, sum(sig.boost for sig in s.signals if sig.when.evaluate(facts) is True))
+
+
 def _fmt_pct(x: float) -> str:
     return f"{x * 100:+.0f}%"
 
@@ -762,6 +779,13 @@ class Ranker:
                 if sum(len(by_dir[c]) for c in chosen) >= top:
                     break
                 chosen.append(d)
+            if cfg.signal_lift and chosen:
+                # v14: a direction is worth at least its score plus its best applicable strategy's fired signal
+                # boosts (a matched strategy signal is evidence for its direction too, as best_local is for
+                # records): one that this lifts above a chosen direction is chosen as well (none is dropped)
+                floor = min(sum(dir_terms[c][:3]) for c in chosen)
+                chosen += [d for d in order if d not in chosen
+                           and sum(dir_terms[d][:3]) + max(_fired_boost(s, facts) for s in by_dir[d]) > floor]
 
         # --- strategies
         scored: list[tuple[float, int, Strategy, dict[str, float], str | None]] = []

@@ -43,6 +43,7 @@ from htam_core.source import language_for_path, parse_text
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.source.model import SourceModel
 from htam_core.types.errors import ProfileError
+from htam_core.types.language import traits
 from htam_core.types.profile import Profile
 from htam_core.verify.guards import check_source, labels, new_findings, refused_by
 from htam_core.verify.run import verify_in_worker
@@ -172,7 +173,7 @@ class Evaluator:
                 cfg = {**pool_config(self.gpu_index), "keep_warm": False}
                 self._fresh = WorkerPool(f"gpu{self.gpu_index}-fresh", **cfg)
                 self._fresh.prestart_in_background()
-        elif self.harness is not None and self.language == "triton":
+        elif self.harness is not None and traits(self.harness.language).tiles:
             pool = get_pool("verify-interpret", interpret=True, gpu_index=None,
                             warm_imports=list(INTERPRET_WARM_IMPORTS))
             pool.prestart_in_background()

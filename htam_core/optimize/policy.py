@@ -15,6 +15,7 @@ from typing import TypeVar
 from htam_core.memory import KnowledgeBase, RankedStep, Ranker
 from htam_core.memory.variants import variant_key
 from htam_core.source.model import Kernel, SourceModel
+from htam_core.types.language import traits
 from htam_core.types.profile import Profile
 
 C = TypeVar("C")
@@ -34,7 +35,7 @@ class Choice:
 
 
 def _language(kernel: Kernel) -> str:
-    return "triton" if kernel.language == "triton" else "cuda"
+    return traits(kernel.language).family
 
 
 def htam_choices(ranker: Ranker, state: dict[str, float], prefix: Sequence[str], kernel: Kernel,

@@ -18,6 +18,7 @@ from htam_core.measure.stats import LAUNCH_BOUND_MS, SPREAD_RULE, headline_geome
 from htam_core.memory.records import ENDPOINT_FAULT
 from htam_core.optimize.reproduce import Reproduction
 from htam_core.optimize.task import NotMade, OptimizeResult, OptimizeTask, StepRecord, lineage
+from htam_core.types.language import traits
 
 if TYPE_CHECKING:
     from htam_core.optimize.evaluate import Evaluation
@@ -334,7 +335,7 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
         unverified = sum(1 for s in steps if s.correct is None and s.status not in ("incorrect", "failed",
                                                                                      ENDPOINT_FAULT))
         summary = (f"Static mode: {len(steps)} candidates, {verified} verified correct"
-                   f"{' under the Triton interpreter' if language == 'triton' else ''}, "
+                   f"{' under the Triton interpreter' if traits(language).tiles else ''}, "
                    f"{unverified} unverified (compiled only, no GPU or no harness), "
                    f"{sum(1 for s in steps if s.status in ('incorrect', 'failed'))} refused or failed; nothing was "
                    "timed, so every step is not measured and none is kept. "

@@ -36,7 +36,7 @@ from importlib import util as importlib_util
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from htam_core.harness.base import origin_dirs
+from htam_core.harness.base import cuda_include_dirs, origin_dirs
 from htam_core.runtime.cache import CompileCache, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
 from htam_core.runtime.toolchain import find_nvcc
@@ -288,7 +288,9 @@ def compile_cuda(
         raise ProfileError("nvcc not found: install the CUDA toolkit or put its bin/ directory on PATH "
                            "(or set CUDA_HOME)")
     cache = cache if cache is not None else CompileCache()
-    incs = [str(d) for d in origin_dirs(source_name)] if source_name else []
+    # a file's own folder and the include folders it needs; an in-memory name ("kernel.cu") gets its folder only
+    incs = [str(d) for d in (cuda_include_dirs(source_name, source) if Path(source_name).is_file()
+                             else origin_dirs(source_name))] if source_name else []
     incs += list(include_dirs or [])
     flags = [f"-arch={target}", "-cubin", "-Xptxas", "-v", *(extra_flags or [])]
     # the key holds the text, the contents of the local headers it includes, the flags and the tool, not the

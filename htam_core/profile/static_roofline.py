@@ -34,6 +34,7 @@ from htam_core.harness.launch_values import launch_value
 from htam_core.profile.static_cuda import eval_const_expr
 from htam_core.profile.static_triton import python_constants
 from htam_core.source.analysis import analyze, sym
+from htam_core.types.language import traits
 
 __all__ = ["estimate_work", "harness_sizes", "harness_sizes_noted"]
 
@@ -107,13 +108,12 @@ class _Env:
                 self.values[name] = val
                 self.sources[name] = "constexpr"
         site = kernel.launch_sites[0] if kernel.launch_sites else None
-        if kernel.language == "triton":
+        lang = traits(kernel.language)
+        if lang.tiles:
             self._triton_site(site, sizes)
         else:
-            self.cuda_source = kernel.attributes.get("cuda_source") if kernel.language == "cuda-in-python" \
-                else model.text
-            self.offset = int(kernel.attributes.get("cuda_source_offset") or 0) \
-                if kernel.language == "cuda-in-python" else 0
+            self.cuda_source = kernel.attributes.get("cuda_source") if lang.embedded else model.text
+            self.offset = int(kernel.attributes.get("cuda_source_offset") or 0) if lang.embedded else 0
             self._cuda_site(site, sizes)
 
     def _set(self, name: str, value: Any, source: str) -> None:
@@ -198,7 +198,7 @@ def estimate_work(model: Any, kernel: Any, *, constexprs: Mapping[str, Any] | No
     env = _Env(model, kernel, constexprs or {}, sizes or {})
     loops, unknown = _loop_trips(model, kernel, env)
     assumptions: list[str] = ["bytes issued by the threads; caches not modelled (an L1-level intensity)"]
-    triton = kernel.language == "triton"
+    triton = traits(kernel.language).tiles
     # a Triton program's elementwise work is counted per element of its block (one lane, like a CUDA thread);
     # with tl.dot tiles known, the counts are the whole program's (its M x N outputs and operand tiles)
     unit = "per element of a program's block" if triton else "per thread"

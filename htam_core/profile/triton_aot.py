@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import attribute_path, origin_dirs
+from htam_core.harness.record import cpu_triton_driver
 from htam_core.profile.static_cuda import PtxasEntry, parse_ptxas_verbose
 from htam_core.runtime.children import one_shot_kwargs
 
@@ -54,8 +55,6 @@ def _load_module(path: str) -> Any:
     name = f"_htam_aot_{p.stem}_{hashlib.sha1(str(p).encode() + text).hexdigest()[:12]}"
     if name in sys.modules:
         return sys.modules[name]
-    from htam_core.harness.record import cpu_triton_driver
-
     for d in origin_dirs(p):  # a candidate's sibling modules live next to the original file
         if str(d) not in sys.path:
             sys.path.insert(0, str(d))

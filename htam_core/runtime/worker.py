@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from htam_core.runtime.children import become_subreaper, child_env, die_with_parent, is_secret, kill_tree
+from htam_core.runtime.triton_interp import read_constexpr_spellings
 
 ErrorKind = Literal["timeout", "crash", "exception", "oom", "cuda-fault"]
 
@@ -754,6 +755,7 @@ def _child_main(config_json: str) -> None:  # pragma: no cover - runs in the chi
     die_with_parent()  # the caller was killed (even by SIGKILL): this worker and its children go too
     become_subreaper()  # orphans of a candidate's children stay ours, so _end_children finds them
     _limit_processes()
+    read_constexpr_spellings()  # the interpreter reads `language.constexpr` as the compiler does (no-op on a GPU)
     # Private channel: keep the pipes on new fds, then point fd 0 at /dev/null and fd 1 at stderr
     # (the log), so target code that reads stdin or prints cannot touch the protocol.
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)

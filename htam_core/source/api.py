@@ -17,6 +17,7 @@ from htam_core.source.parsing import captures, new_parser
 from htam_core.source.positions import LineIndex, parse_bytes
 from htam_core.source.triton import Q_MAIN as TRITON_MAIN
 from htam_core.source.triton import extract_triton
+from htam_core.types.language import traits
 
 FileLanguage = Literal["cuda", "python"]
 SUFFIXES: dict[str, FileLanguage] = {".cu": "cuda", ".cuh": "cuda", ".py": "python"}
@@ -119,8 +120,7 @@ def build_model(tree: ts.Tree, data: bytes, text: str, file_language: FileLangua
     for k in model.kernels:
         if k.incomplete:
             k.parse_problem = kernel_problem(model.problems, data, k.span.start, k.span.end,
-                                             embedded=k.language == "cuda-in-python",
-                                             language="python" if k.language == "triton" else "cuda")
+                                             grammar=traits(k.language).grammar)
     model.kernels.sort(key=lambda k: k.span.start)
     model.device_functions.sort(key=lambda d: d.span.start)
     return model
@@ -170,7 +170,7 @@ def incomplete_reason(kernel: Kernel, waits: str = "steps are ranked") -> str | 
     if getattr(kernel, "compiles", None):  # valid code: the parser's limit, not the user's to fix
         where = f"at line {p.line}, column {p.column}: {p.what}" if p is not None else \
             f"in lines {kernel.start_line}-{kernel.end_line}"
-        compiler = "Python" if kernel.language == "triton" else "nvcc"
+        compiler = traits(kernel.language).compiler
         return (f"htam could not read {kernel.name} (its parser stops {where}), though {compiler} accepts the file: "
                 f"{waits} once htam can read it")
     if p is None:

@@ -32,6 +32,7 @@ from htam_core.source.frames import Frame
 from htam_core.source.model import ByteSpan, Kernel, SourceModel
 from htam_core.source.parsing import new_parser
 from htam_core.source.positions import LineIndex, parse_bytes
+from htam_core.types.language import traits
 
 
 def _collapsed(root: ts.Node) -> bool:
@@ -204,7 +205,7 @@ class Document:
             if bs < ds and de < be and k.span.start <= ds:
                 owner = k
                 break
-        if owner is None or owner.language == "cuda-in-python":
+        if owner is None or traits(owner.language).embedded:
             return False, None
         if not (owner.span.start <= byte <= owner.span.end + delta):
             return False, None

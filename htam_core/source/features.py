@@ -16,6 +16,7 @@ from collections.abc import Callable
 import tree_sitter as ts
 
 from htam_core.source.analysis.loops import c_for_header, count_iterations
+from htam_core.source.analysis.macros import call_alias
 from htam_core.source.analysis.triton_names import triton_names
 from htam_core.source.frames import Frame
 from htam_core.source.model import KernelFeatures, Loop, Param, SharedDecl, WorkSite
@@ -200,6 +201,7 @@ def cuda_features(frame: Frame, node: ts.Node, params: list[Param], consts: dict
     for call in sorted(pick.get("call", []), key=lambda n: n.start_byte):  # source order, whatever the tree
         callee = call.child_by_field_name("function")
         name = _callee_name(callee) if callee is not None else ""
+        name = (call_alias(call) or name) if callee is not None and callee.type == "identifier" else name
         short = name.split("::")[-1]
         args = call.child_by_field_name("arguments")
         if short.startswith("__syncthreads"):

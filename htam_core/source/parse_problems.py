@@ -165,20 +165,21 @@ def tree_problems(root: ts.Node, file: bytes, to_file: Callable[[int], int] | No
     return out
 
 
-def text_problems(text: str | bytes, language: str, start: int = 0, end: int | None = None,
+def text_problems(text: str | bytes, grammar: str, start: int = 0, end: int | None = None,
                   limit: int = 20) -> list[ParseProblem]:
-    """The parse problems of ``text`` (a whole file) in ``language`` (``"cuda"``, ``"python"``), those whose
-    position lies in file bytes ``[start, end]`` when a range is given (a kernel's span)."""
+    """The parse problems of ``text`` (a whole file) in the tree-sitter ``grammar`` (``"cuda"``, read through the
+    parse view, or ``"python"``), those whose position lies in file bytes ``[start, end]`` when a range is given
+    (a kernel's span)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    tree = new_parser("cuda" if language == "cuda" else "python").parse(parse_view(data) if language == "cuda"
-                                                                         else data)
+    tree = new_parser(grammar).parse(parse_view(data) if grammar == "cuda" else data)
     stop = len(data) if end is None else end
     return [p for p in tree_problems(tree.root_node, data, limit=10_000) if start <= p.byte <= stop][:limit]
 
 
-def first_problem(text: str | bytes, language: str, start: int = 0, end: int | None = None) -> ParseProblem | None:
-    """The first parse problem of ``text`` (see :func:`text_problems`), or ``None`` when it parses there."""
-    found = text_problems(text, language, start, end, limit=1)
+def first_problem(text: str | bytes, grammar: str, start: int = 0, end: int | None = None) -> ParseProblem | None:
+    """The first parse problem of ``text`` in ``grammar`` (see :func:`text_problems`), or ``None`` when it parses
+    there."""
+    found = text_problems(text, grammar, start, end, limit=1)
     return found[0] if found else None
 
 
@@ -195,18 +196,17 @@ def problem_message(name: str, problem: ParseProblem, then: str) -> str:
 
 
 def kernel_problem(problems: list[ParseProblem], data: bytes, start: int, end: int,
-                   embedded: bool = False, language: str = "cuda") -> ParseProblem | None:
+                   grammar: str = "cuda") -> ParseProblem | None:
     """The first problem of a half-typed kernel defined at file bytes ``[start, end]``, read from the kernel's
     own text only, so that its message names nothing of another kernel.
 
-    The kernel's text is parsed on its own (``language`` ``"cuda"``, through the same parse view as the file,
-    or ``"python"`` for a Triton kernel that starts at a line start; CUDA held in a Python string,
-    ``embedded``, is parsed as CUDA) and its first problem is returned; when that parse finds none, the first
+    The kernel's text is parsed on its own in its language's ``grammar`` (``"cuda"``, through the same parse view
+    as the file, CUDA held in a Python string included; or ``"python"`` for a Triton kernel that starts at a line
+    start: :attr:`htam_core.types.language.LanguageTraits.grammar`) and its first problem is returned; when that parse finds none, the first
     of the file's ``problems`` that lies inside ``[start, end]``; else ``None`` (an error that began before the
     kernel belongs to the kernel or the code it is in, and is reported there).
     """
     own_text = data[start:end]
-    grammar = "cuda" if embedded or language != "python" else "python"
     if grammar == "cuda" or own_text[:1] not in (b" ", b"\t"):
         buf = parse_view(own_text) if grammar == "cuda" else own_text
         tree = new_parser(grammar).parse(buf)

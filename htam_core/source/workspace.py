@@ -522,6 +522,33 @@ def find_launches(model: SourceModel, kernel: Kernel, root: str | os.PathLike[st
     return out
 
 
+def launcher_files(model: SourceModel, kernel: Kernel, names: Sequence[str] = (),
+                   root: str | os.PathLike[str] | None = None) -> list[Path]:
+    """The workspace files, other than the kernel's own, that may run ``kernel``: they name it or one of
+    ``names`` (the host functions of its file that launch it, ``launch_add``) and define no kernel of that name
+    themselves. The same bounded search as :func:`launch_unit` (folder or repository, suffixes of the kernel's
+    language, :data:`MAX_FILES`), sorted by path; the harness picks the program among them.
+
+    Args:
+        model, kernel, root: as for :func:`launch_unit` (a model with no path has no workspace: ``[]``).
+        names: further identifiers a launcher file may name instead of the kernel.
+    """
+    search = _SEARCHES.get(kernel.language)
+    if search is None or not model.path:
+        return []
+    own = Path(model.path).resolve()
+    out = []
+    for p in _listing(workspace_root(model.path, root), search.suffixes):
+        if p.resolve() == own:
+            continue
+        data = _read_bytes(str(p))
+        if data is None or search.defines(data, kernel.name):
+            continue
+        if any(_mentions(data, n) for n in (kernel.name, *names)):
+            out.append(p)
+    return out
+
+
 # ----------------------------------------------------------------------------- cupy
 
 

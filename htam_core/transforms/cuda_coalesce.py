@@ -9,7 +9,8 @@ layer's affine index strides: the rewrite is offered when fewer global accesses 
 than along the old one.
 
 Refused: kernels that depend on which threads share a warp (shuffles, ``__syncwarp``, ``warpSize``, ballots),
-kernels calling a device function that reads the thread indices itself, kernels without a launch in the file
+kernels calling a device function that reads the thread indices itself, kernels reading an x or y builtin inside a
+macro's text (``#define TX(i) (threadIdx.x + (i))``: the edit cannot reach it), kernels without a launch in the file
 (the grid must follow), and kernels where the swap does not reduce the strided accesses. A grid's y component is
 limited to 65535 blocks, so a grid x larger than that fails to launch after the swap (the verifier sees it).
 
@@ -81,6 +82,11 @@ class CudaCoalesceRemap(CudaTransform):
         if helpers:
             return self.not_applicable(f"{kernel.name} calls {', '.join(helpers)}, which reads the thread indices "
                                        "itself; swap its dimensions by hand")
+        hidden = [f"{b} in {m}" for m, b in unit.facts.macro_builtins if b.split(".")[-1] in _SWAP]
+        if hidden:
+            return self.not_applicable(
+                f"{kernel.name} reads {', '.join(hidden[:3])} inside a macro; swapping x and y in the kernel's "
+                "text would not reach the macro's, so swap them there by hand")
         before, after = _strided(unit, "x"), _strided(unit, "y")
         if not before:  # whether the swap would help comes first: without a launch site it is still true
             return self.not_applicable(f"no global access of {kernel.name} is strided along threadIdx.x")

@@ -25,6 +25,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.constants import is_zero_value
+from htam_core.source.analysis.macros import call_alias
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list
@@ -61,11 +62,16 @@ def _assignment(stmt: Node | None, op: str = "=") -> Node | None:
 
 
 def _call(unit: CudaUnit, node: Node | None, names: tuple[str, ...]) -> tuple[str, list[Node]] | None:
+    """``(function, arguments)`` when ``node`` calls one of ``names``, also through a macro of the file that stands
+    for such a call (``EXPF(v)`` with ``#define EXPF(v) expf(v)``: ``"expf"``, the analysis layer's reading)."""
     node = _ts.unwrap_parens(node) if node is not None else None
-    if node is None or node.type != "call_expression" or unit.t(node.child_by_field_name("function")) not in names:
+    if node is None or node.type != "call_expression":
+        return None
+    fn = call_alias(node) or unit.t(node.child_by_field_name("function"))
+    if fn not in names:
         return None
     args = [a for a in node.child_by_field_name("arguments").named_children if a.type != "comment"]
-    return unit.t(node.child_by_field_name("function")), args
+    return fn, args
 
 
 @dataclass

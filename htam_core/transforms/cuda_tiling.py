@@ -28,6 +28,7 @@ from tree_sitter import Node
 from htam_core.source.analysis.facts import PointerAlias, Transpose, stride_of, sym
 from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
 from htam_core.source.analysis.launch import launch_calls
+from htam_core.source.analysis.macros import ExpandedIndex
 from htam_core.source.analysis.syntax import side_effect_free
 from htam_core.source.analysis.transpose import tile_coverage
 from htam_core.source.model import Kernel, SourceModel
@@ -96,9 +97,25 @@ def _subscript(unit: CudaUnit, node: Node) -> tuple[str, Node] | None:
     return unit.t(node.child_by_field_name("argument")), inner
 
 
+def _load(unit: CudaUnit, node: Node) -> tuple[str, Node | ExpandedIndex, Node] | None:
+    """``(name, index, load node)`` of a product operand: a subscript as written (:func:`_subscript`), or a read
+    through a macro call (``A_AT(row, k)``): the analysis layer's access at the call, its pointer and its index as
+    the macro expands it (a rewrite replaces the whole call)."""
+    sub = _subscript(unit, node)
+    if sub is not None:
+        return sub[0], sub[1], strip_casts(node)
+    node = strip_casts(node)
+    span = (unit.file_byte(node), node.end_byte + unit.base)
+    acc = [a for a in unit.facts.accesses if a.span == span and a.macro]
+    if len(acc) != 1 or acc[0].kind != "read" or not acc[0].index_text:
+        return None
+    return acc[0].pointer, ExpandedIndex(acc[0].index_text), node
+
+
 #: An operand's index as written: the added (``+1``) or subtracted (``-1``) expressions, the alias offsets of a
-#: pointer-offset local first (``w = weight + o * C; w[i]`` is ``(o * C) + (i)``), the subscript last.
-Parts = list[tuple[Node, int]]
+#: pointer-offset local first (``w = weight + o * C; w[i]`` is ``(o * C) + (i)``), the subscript last; an index
+#: read through a macro call is its expansion (:class:`~htam_core.source.analysis.macros.ExpandedIndex`).
+Parts = list[tuple[Node | ExpandedIndex, int]]
 
 
 def _node_at(unit: CudaUnit, start: int, end: int) -> Node | None:
@@ -107,13 +124,13 @@ def _node_at(unit: CudaUnit, start: int, end: int) -> Node | None:
     return n if n is not None and unit.file_byte(n) == start and n.end_byte + unit.base == end else None
 
 
-def _operand(unit: CudaUnit, name: str, idx: Node) -> tuple[str, Parts, PointerAlias | None]:
+def _operand(unit: CudaUnit, name: str, idx: Node | ExpandedIndex) -> tuple[str, Parts, PointerAlias | None]:
     """``(pointer to index, index parts, alias)`` of the load ``name[idx]``: a pointer-offset local whose offset
     depends on the thread (:class:`~htam_core.source.analysis.facts.PointerAlias`, from the analysis layer) is
     spelled as its parameter at the alias offset plus ``idx``, so that a rewrite can move the row and column;
     anything else is ``name`` at ``idx``."""
     alias = unit.facts.pointer_alias(name)
-    if alias is None or alias.vector or not alias.depends_on_thread():
+    if alias is None or alias.vector or not alias.depends_on_thread() or isinstance(idx, ExpandedIndex):
         return name, [(idx, 1)], None
     parts = [(_node_at(unit, s, e), sign) for s, e, sign in alias.parts]
     if any(n is None for n, _ in parts):
@@ -121,9 +138,11 @@ def _operand(unit: CudaUnit, name: str, idx: Node) -> tuple[str, Parts, PointerA
     return alias.pointer, [*parts, (idx, 1)], alias  # type: ignore[list-item]
 
 
-def substitute(unit: CudaUnit, node: Node, mapping: dict[str, str], paren: bool = True) -> str:
+def substitute(unit: CudaUnit, node: Node | ExpandedIndex, mapping: dict[str, str], paren: bool = True) -> str:
     """``node``'s text with every identifier in ``mapping`` replaced by its replacement (in parentheses when
     ``paren``)."""
+    if isinstance(node, ExpandedIndex):
+        return node.rename(mapping, paren)
     text = bytearray(unit.src[node.start_byte : node.end_byte])
     hits = [n for n in _ts.of_type(node, "identifier") if unit.t(n) in mapping]
     for n in sorted(hits, key=lambda n: -n.start_byte):
@@ -200,7 +219,8 @@ def _role(unit: CudaUnit, node: Node, kname: str, row: IndexVar, col: IndexVar, 
     others = [acc.stride(f"threadIdx.{d}") for d in "xyz" if d not in (row.dim, col.dim)]
     if None in (sk, sr, sc) or any(o != 0 for o in others):
         return None
-    names = {unit.t(n) for p, _ in parts for n in _ts.of_type(p, "identifier")}
+    names = {x for p, _ in parts for x in (p.names() if isinstance(p, ExpandedIndex) else
+                                            {unit.t(n) for n in _ts.of_type(p, "identifier")})}
     if sk == 1 and sc == 0 and sr != 0 and {row.name, kname} <= names:
         return "A", acc.pointer
     if sr == 0 and {col.name, kname} <= names:
@@ -211,19 +231,20 @@ def _role(unit: CudaUnit, node: Node, kname: str, row: IndexVar, col: IndexVar, 
     return None
 
 
-def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str, subs: list[tuple[str, Node]],
+def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str,
+              subs: list[tuple[str, Node | ExpandedIndex, Node]],
               bounds: dict[str, Node]) -> tuple | str:
     """``(A operand, B operand, A pointer, B pointer, row, col, layout)`` of the product's two loads (operands
     as :func:`_operand` gives them), NN before NT, or why they are not matmul operands."""
     found = None
-    for (a_name, a_idx), (b_name, b_idx) in (subs, subs[::-1]):  # the product's written order first
+    for (a_name, a_idx, a_node), (b_name, b_idx, b_node) in (subs, subs[::-1]):  # the written order first
         a_op, b_op = _operand(unit, a_name, a_idx), _operand(unit, b_name, b_idx)
         for r in ivs:
             for c in ivs:
                 if r is c or r.dim == c.dim or r.name not in bounds or c.name not in bounds:
                     continue
-                ra = _role(unit, a_idx.parent.parent, kname, r, c, a_op[1])
-                rb = _role(unit, b_idx.parent.parent, kname, r, c, b_op[1])
+                ra = _role(unit, a_node, kname, r, c, a_op[1])
+                rb = _role(unit, b_node, kname, r, c, b_op[1])
                 if ra is None or rb is None or ra[0] != "A" or rb[0] not in ("NN", "NT"):
                     continue
                 cand = (a_op, b_op, ra[1], rb[1], r, c, rb[0])
@@ -307,7 +328,7 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     prod = strip_casts(asg.child_by_field_name("right"))
     if prod.type != "binary_expression" or unit.t(prod.child_by_field_name("operator")) != "*":
         return "the k loop body is not `acc += A[...] * B[...]`"
-    subs = [_subscript(unit, prod.child_by_field_name(f)) for f in ("left", "right")]
+    subs = [_load(unit, prod.child_by_field_name(f)) for f in ("left", "right")]
     if any(s is None for s in subs):
         return "the product does not read two arrays"
     found = _operands(unit, ivs, loop, kname, subs, bounds)  # type: ignore[arg-type]

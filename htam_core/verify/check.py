@@ -30,6 +30,7 @@ from htam_core.harness.spec import (
     parse_kernel_table,
 )
 from htam_core.source import load
+from htam_core.types.language import traits
 from htam_core.verify.correctness import CorrectnessResult, VerifiedOn
 from htam_core.verify.guards import GuardFinding, check_source, labels, refused_by
 from htam_core.verify.run import verify_in_worker
@@ -294,7 +295,7 @@ def verify_candidate(candidate: str | Path, harness: Harness | None, *, harness_
     messages = [f"{'refused' if f.severity == 'refuse' else 'labelled'} by guard {f.rule_id} (line {f.line}): "
                 f"{f.message}" for f in findings]
     source = harness.description() if harness is not None else None
-    if harness is not None and harness.traits.inferred and harness.language == "cuda":
+    if harness is not None and harness.traits.inferred and traits(harness.language).nvcc_build:
         messages.append("inferred harness: " + "; ".join(s.strip() for s in inferred_summary(harness)[1:]))
     if harness is None:
         messages.append(f"no harness: the correctness check did not run. {harness_error or ''}".strip())

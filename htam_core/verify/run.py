@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError, include_flags, origin_dirs
+from htam_core.harness.base import Harness, HarnessError, cuda_include_dirs, include_flags
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.runner import device_and_mode, prepare
 from htam_core.harness.trial import BASE_SEED
@@ -93,7 +93,7 @@ def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> 
     cache = CompileCache()
     key = content_key(kind="nvcc-compile-check", sources=sources, arch=arch, nvcc=file_fingerprint(nvcc),
                       torch=package_version("torch") if uses_torch else None,
-                      headers=headers_digest("\n".join(sources), h.path, origin_dirs(h.path)))
+                      headers=headers_digest("\n".join(sources), h.path, cuda_include_dirs(h.path)))
     if cache.get(key) is not None:
         return unverified(f"nvcc -cubin -arch={arch} succeeded for {len(sources)} source(s) (cached)", compiled=True)
     if uses_torch:

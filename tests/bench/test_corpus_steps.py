@@ -66,8 +66,13 @@ def _corpus(tmp_path: Path) -> Path:
 def test_skips_cleanly_without_a_corpus(tmp_path: Path, capsys) -> None:
     assert cs.main(["--corpus", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]) == 0
     assert "no corpus" in capsys.readouterr().out and not (tmp_path / "out").exists()
-    assert tb.main(["--corpus", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]) == 0
-    assert "no corpus" in capsys.readouterr().out and not (tmp_path / "out").exists()
+    # the textbook bench still runs the project's own pairs
+    out = tmp_path / "tb-out"
+    assert tb.main(["--corpus", str(tmp_path / "absent"), "--out", str(out), "--no-compile",
+                    "--pairs", "vector_add"]) == 0
+    assert "only the project's own pairs run" in capsys.readouterr().out
+    rows = json.loads((out / "table.json").read_text())["rows"]
+    assert [r["pair"] for r in rows] == ["own vector_add"] and rows[0]["textbook_makeable"]
 
 
 def test_offers_per_step_without_compiling(tmp_path: Path) -> None:
@@ -121,3 +126,52 @@ def test_ratios_and_targets_in_the_table() -> None:
     md = tb.markdown({"date": "d", "device": "x", "command": "c", "mode": "gpu"}, rows)
     assert "1 of 2 pairs (50 %" in md and "1 of 1 measured pairs (100 %" in md
     assert "output contract rules out: 1 (target 0)" in md
+
+
+SAMPLE = """#include <cuda_runtime.h>
+#include <mini_check.h>
+
+__global__ void add_arrays(const float *x, const float *y, float *z, int count) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) z[i] = x[i] + y[i];
+}
+
+int main() {
+  int count = 1 << 18;
+  float *x = NULL, *y = NULL, *z = NULL;
+  MINI_CHECK(cudaMalloc((void **)&x, count * sizeof(float)));
+  MINI_CHECK(cudaMalloc((void **)&y, count * sizeof(float)));
+  MINI_CHECK(cudaMalloc((void **)&z, count * sizeof(float)));
+  add_arrays<<<(count + 255) / 256, 256>>>(x, y, z, count);
+  return 0;
+}
+"""
+
+
+def _samples(tmp_path: Path) -> Path:
+    """A samples-like tree: ``Samples/0_Intro/add/add.cu`` including ``<mini_check.h>`` from ``Common/``."""
+    root = tmp_path / "samples"
+    (root / "Common").mkdir(parents=True)
+    (root / "Common" / "mini_check.h").write_text("#pragma once\n#define MINI_CHECK(x) (void)(x)\n")
+    f = root / "Samples" / "0_Intro" / "add" / "add.cu"
+    f.parent.mkdir(parents=True)
+    f.write_text(SAMPLE)
+    return f
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_harness_build_finds_the_common_header_without_flags(tmp_path: Path, monkeypatch) -> None:
+    """The sample's harness builds with no -I given: the include-folder rule finds Common/ (named CORPUS/...)."""
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    f = _samples(tmp_path)
+    row = tb.harness_build(f, "add_arrays", tmp_path / "samples")
+    assert "harness_error" not in row, row
+    assert row["harness_kind"] == "inferred" and row["harness_built"]
+    assert any(n.startswith("include folder CORPUS/Common (holds mini_check.h") for n in row["harness_notes"])
+
+
+def test_the_work_copy_keeps_the_samples_tree(tmp_path: Path) -> None:
+    f = _samples(tmp_path)
+    copy = tb.work_copy(f, tmp_path / "work", "add")
+    assert copy == tmp_path / "work" / "add" / "Samples" / "0_Intro" / "add" / "add.cu" and copy.is_file()
+    assert (tmp_path / "work" / "add" / "Common" / "mini_check.h").is_file()

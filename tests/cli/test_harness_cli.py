@@ -101,6 +101,7 @@ def test_a_cu_file_without_main_gets_the_host_launcher_template(capsys: pytest.C
     assert main(["harness", "infer", str(cu)]) == 1
     out = capsys.readouterr()
     assert out.out == ""
-    assert out.err.startswith("no harness could be inferred for matmul_kernel from host_2d.cu: host_2d.cu has no main()")
+    assert out.err.startswith("no harness could be inferred for matmul_kernel from host_2d.cu: no main() in host_2d.cu "
+                              "or in a file of its workspace launches matmul_kernel")
     table = tomllib.loads(out.err.split("write the reference):", 1)[1])["kernel"]["matmul_kernel"]
     assert table["launcher"] == "launch_matmul"

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from htam_core.harness.base import HarnessError
+from htam_core.harness.base import MOVED_NOTE, HarnessError
 from htam_core.harness.find import find_harness
-from htam_core.harness.infer_py import infer, render_toml, save_to_spec
-from htam_core.harness.record import MOVED_NOTE
+from htam_core.harness.infer_py import infer
 from htam_core.harness.spec import parse_kernel_table
+from htam_core.harness.toml_render import render_toml, save_to_spec
 from htam_core.verify.run import verify_in_worker
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "zeroconf"

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from htam_core.harness.base import MOVED_NOTE
 from htam_core.harness.infer_py import build, infer, not_run_reason, record
-from htam_core.harness.record import MOVED_NOTE, launch_device
+from htam_core.harness.record import launch_device
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "zeroconf"
 

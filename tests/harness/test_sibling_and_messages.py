@@ -205,10 +205,11 @@ def test_cuda_candidate_includes_the_originals_headers(tmp_path: Path) -> None:
     from htam_core.profile.static_cuda import compile_cuda
     from htam_core.types.errors import ProfileError
 
-    orig = tmp_path / "src"
-    orig.mkdir()
-    (orig / "common.h").write_text("#define SCALE 2.0f\n")
-    text = '#include "common.h"\n__global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] *= SCALE; }\n'
+    orig = tmp_path / "far" / "from" / "the" / "src"  # beyond the include-folder search of the candidate's ancestors
+    orig.mkdir(parents=True)
+    (orig / "origin_only_scale.h").write_text("#define SCALE 2.0f\n")
+    text = ('#include "origin_only_scale.h"\n'
+            "__global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] *= SCALE; }\n")
     (orig / "k.cu").write_text(text)
     cand_dir = tmp_path / "candidates" / "01-x"
     cand_dir.mkdir(parents=True)
@@ -229,10 +230,11 @@ def test_cubin_fallback_of_a_candidate_includes_the_originals_headers(tmp_path: 
     from htam_core.harness.runner import cubin_for
 
     monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
-    orig = tmp_path / "src"
-    orig.mkdir()
-    (orig / "common.h").write_text("#define SCALE 2.0f\n")
-    text = '#include "common.h"\n__global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] *= SCALE; }\n'
+    orig = tmp_path / "far" / "from" / "the" / "src"  # beyond the include-folder search of the candidate's ancestors
+    orig.mkdir(parents=True)
+    (orig / "origin_only_scale.h").write_text("#define SCALE 2.0f\n")
+    text = ('#include "origin_only_scale.h"\n'
+            "__global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] *= SCALE; }\n")
     cand = tmp_path / "candidates" / "01-x" / "k.cu"
     cand.parent.mkdir(parents=True)
     cand.write_text(text)

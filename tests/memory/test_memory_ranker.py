@@ -295,3 +295,36 @@ def test_state_keys_are_the_classifiers_and_entries_are_clipped() -> None:
     assert s["sol_memory"] == 1.0 and s["sol_compute"] == 0.0 and s["registers"] == 1.0
     assert s["achieved_occupancy"] == 0.0 and s["measured"] == 1.0
     assert s["class=memory-bound"] == 1.0 and s["class=latency-bound"] == 0.5 and s["class=unknown"] == 0.0
+
+
+def test_a_matched_strategy_signal_keeps_its_direction_in_the_choice(store: Store) -> None:
+    """The directions are chosen with their best strategy's fired signals: on a textbook interleaved tree
+    reduction (memory-bound), Parallel Mapping's prior alone is below Memory Access, Data Reuse and Launch
+    Configuration, so choosing by the direction's score cut sequential addressing out of the top 5; its matched
+    signal (the analysis finds the interleaved tree) keeps the direction, and the step ranks first."""
+    from htam_core.source import load
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "spellings" / "sequential_addressing" / "nvidia_samples.cu"
+    model = load(str(path))
+    kernel = model.kernel("reduceInterleaved")
+
+    def top5(lift: bool) -> list[str]:
+        ranker = Ranker(KB, store, config=RankerConfig(signal_lift=lift))
+        steps = ranker.rank(STATE, [], kernel.features, "cuda", PROFILE, top=5, kernel=kernel, model=model)
+        return [s.strategy for s in steps]
+
+    assert "sequential_addressing" not in top5(False)
+    assert top5(True)[0] == "sequential_addressing"
+    # the scores are unchanged: only which directions are scored moves
+    full = {s.strategy: s.score for s in Ranker(KB, store, config=RankerConfig(signal_lift=False)).rank(
+        STATE, [], kernel.features, "cuda", PROFILE, top=40, kernel=kernel, model=model)}
+    lifted = Ranker(KB, store).rank(STATE, [], kernel.features, "cuda", PROFILE, top=5, kernel=kernel, model=model)
+    for s in lifted:
+        assert s.score == pytest.approx(full[s.strategy])
+
+
+def test_the_signal_lift_leaves_flat_alone(store: Store) -> None:
+    """``flat`` scores every applicable strategy already: the lift changes nothing there."""
+    a = Ranker(KB, store, ablation="flat")
+    b = Ranker(KB, store, ablation="flat", config=RankerConfig(signal_lift=False))
+    assert [s.strategy for s in _rank(a, top=5)] == [s.strategy for s in _rank(b, top=5)]

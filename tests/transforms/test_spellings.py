@@ -12,31 +12,22 @@ SPELLINGS = all_spellings()
 
 #: (step, spelling file) -> why the engine does not make the step on that spelling yet.
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("vectorize_float4", "coop_groups.cu"): "an index from cg::this_grid().thread_rank() is not read as the global "
-                                            "thread index, so no contiguous read is seen",
     ("vectorize_float4", "templated.cu"): "the element type T is bound to float only through the templated host "
                                           "function (add<float> launches add_kernel<T, kBlock>), which is not "
                                           "followed, so the pointers are not known to be float",
-    ("transpose_tile", "macro.cu"): "an index through a function-like macro (IDX2R) is not expanded, so the "
-                                    "kernel is not seen as a transpose",
-    ("coalesce", "macro.cu"): "an access through a function-like macro (AT(p, r, c, ld)) is not expanded",
-    ("matmul_smem_tile", "macro.cu"): "the operands are read through function-like macros (A_AT, B_AT), which are "
-                                      "not expanded, so the kernel is not seen as matmul-like",
-    ("matmul_register_tile", "macro.cu"): "operands read through function-like macros (A_AT, B_AT) are not expanded",
+    ("transpose_tile", "macro.cu"): "the indices through IDX2R are read (the kernel is transpose_like), but the "
+                                    "bounds check is two early returns (`if (x >= cols) return; if (y >= rows) "
+                                    "return;`), which the transpose matcher does not read as one check",
     ("matmul_register_tile", "nvidia_samples.cu"): "the bx/by locals read blockIdx outside the index declarations, "
                                                    "which the 1-D block of the register tiling would change",
     ("coarsen", "guarded_load.cu"): "a load under `if (i < n) v = in[i];` into a zeroed register is not read as "
                                     "the guarded load of the block tree",
-    ("coarsen", "macro.cu"): "the load `s[tid] = gid < n ? TO_F(in[gid]) : 0.0f;` reads through a cast macro "
-                             "(TO_F), which the block-tree load matcher does not see through",
     ("matmul_smem_tile", "aten.cu"): "the kernel declares __launch_bounds__(256) through a macro "
                                      "(C10_LAUNCH_BOUNDS_1); the tiling retiles such a kernel by hand only (it made "
                                      "32x32 blocks before the macro was read, which failed on the GPU)",
     ("matmul_register_tile", "aten.cu"): "the kernel declares __launch_bounds__(256) through a macro "
                                          "(C10_LAUNCH_BOUNDS_1); the tiling retiles such a kernel by hand only",
     # reductions, histograms, row operations and softmax
-    ("online_softmax", "macro.cu"): "an exponential through a function-like macro (`EXPF(v)`) is not read as "
-                                    "expf, so the sum loop is not seen as a sum of exponentials",
 }
 
 

@@ -52,6 +52,7 @@ from htam_core.source.analysis.facts import (
 )
 from htam_core.source.analysis.sync import Barrier
 from htam_core.source.model import Kernel, SourceModel
+from htam_core.types.language import traits
 
 __all__ = [
     "BUILTINS", "DIMS", "Access", "Accumulator", "AtomicUpdate", "Barrier", "Bound", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
@@ -92,7 +93,7 @@ def analyze(model: SourceModel, kernel: Kernel) -> KernelFacts:
 
 
 def _build(model: SourceModel, kernel: Kernel) -> KernelFacts:
-    if kernel.language == "triton":
+    if traits(kernel.language).tiles:
         from htam_core.source.analysis.triton import triton_facts
         from htam_core.source.analysis.unit import python_source
 

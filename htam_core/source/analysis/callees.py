@@ -26,6 +26,7 @@ from htam_core.source.analysis.syntax import of_type, text, walk
 from htam_core.source.analysis.unit import _cached, cuda_source
 from htam_core.source.api import parse_text
 from htam_core.source.model import Kernel, SourceModel
+from htam_core.types.language import traits
 
 #: How many launching host functions a template argument is followed through.
 MAX_HOPS = 3
@@ -161,7 +162,7 @@ def device_callees(model: SourceModel, kernel: Kernel) -> tuple[DeviceCallee, ..
     Only ``.cu`` files (``model.file_language == "cuda"``): CUDA held in Python strings gives ``()``. A helper
     defined more than once (overloads) is left out. Never raises for odd code (what cannot be read is left out).
     """
-    if model.file_language != "cuda" or kernel.language != "cuda":
+    if model.file_language != "cuda" or not traits(kernel.language).nvcc_build:
         return ()
     return _cached(("callees", model.text, model.path, kernel.name, kernel.name_span.start),
                    lambda: _build_safely(model, kernel))

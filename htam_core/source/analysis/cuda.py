@@ -39,6 +39,7 @@ from htam_core.source.analysis.facts import (
 )
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
+from htam_core.source.analysis.macros import MAX_DEPTH, FunctionMacro, MacroTable, macro_call, macro_table
 from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.sync import barriers, shared_accessor_locals
 from htam_core.source.analysis.syntax import (
@@ -58,6 +59,8 @@ from htam_core.source.preproc import QUALIFIERS, qualifier_macros
 _BUILTIN_OBJS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 #: A builtin named in a macro's text.
 _BUILTIN_RE = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
+#: :meth:`Affine._group`'s answer for a grid group (``cg::grid_group``, ``cg::this_grid()``).
+_GRID_GROUP = -1
 #: The ``dim3`` queries of a cooperative-groups ``thread_block`` and the builtin each one is.
 _CG_DIM3 = {"thread_index": "threadIdx", "group_index": "blockIdx", "group_dim": "blockDim",
             "dim_threads": "blockDim"}
@@ -88,17 +91,19 @@ class Affine:
     """
 
     def __init__(self, env: ConstEnv, func: Node, loop_vars: set[str], one_d: bool = False,
-                 ceil_div_calls: bool = False) -> None:
+                 ceil_div_calls: bool = False, macros: MacroTable | None = None) -> None:
         self.env = env
         self.func = func
         self.loop_vars = loop_vars
         self.one_d = one_d
         self.ceil_div_calls = ceil_div_calls
+        self.macros = macros or MacroTable(())
         self._memo: dict[tuple[str, int], sympy.Expr] = {}
 
     def _group(self, name: str) -> int | None:
         """The size of the cooperative group local ``name``: ``W`` for a ``thread_block_tile<W>`` (or ``auto`` from
-        ``tiled_partition<W>(...)``), ``0`` for a ``thread_block`` (``this_thread_block()``), else ``None``."""
+        ``tiled_partition<W>(...)``), ``0`` for a ``thread_block`` (``this_thread_block()``), :data:`_GRID_GROUP` for a ``grid_group``
+        (``this_grid()``), else ``None``."""
         inits = self.env.local_inits(self.func, name)
         typ = ""
         if len(inits) == 1 and not self.env.assigned_in(self.func, name):
@@ -128,6 +133,21 @@ class Affine:
                 return v if isinstance(v, int) and v > 0 else None
         if typ.split("::")[-1] == "thread_block" or init.split("::")[-1].replace(" ", "") == "this_thread_block()":
             return 0
+        if typ.split("::")[-1] == "grid_group" or init.split("::")[-1].replace(" ", "") == "this_grid()":
+            return _GRID_GROUP
+        return None
+
+    def _group_of(self, obj: Node) -> int | None:
+        """:meth:`_group` of the object of a cooperative-groups query: a local (``grid`` in ``grid.thread_rank()``)
+        or the group's constructor called in place (``cg::this_grid().thread_rank()``,
+        ``cg::this_thread_block().size()``)."""
+        if obj.type == "identifier":
+            return self._group(self.env.t(obj))
+        if obj.type == "call_expression":
+            args = obj.child_by_field_name("arguments")
+            if args is not None and not args.named_children:
+                name = "".join(self.env.t(obj.child_by_field_name("function")).split()).split("::")[-1]
+                return {"this_thread_block": 0, "this_grid": _GRID_GROUP}.get(name)
         return None
 
     def _cg_call(self, node: Node) -> sympy.Expr | None:
@@ -142,9 +162,7 @@ class Affine:
         if fn is None or fn.type != "field_expression" or args is None or args.named_children:
             return None
         obj, meth = fn.child_by_field_name("argument"), self.env.t(fn.child_by_field_name("field"))
-        if obj is None or obj.type != "identifier":
-            return None
-        w = self._group(self.env.t(obj))
+        w = None if obj is None else self._group_of(obj)
         if w is None:
             return None
         tx, ty, tz = (sym(f"threadIdx.{d}") for d in DIMS)
@@ -153,6 +171,15 @@ class Affine:
         threads = bx if self.one_d else bx * by * bz
         if w == 0:
             return {"thread_rank": rank, "size": threads, "num_threads": threads}.get(meth)
+        if w == _GRID_GROUP:
+            # a grid group: the block's rank in the grid times the block's threads, plus the rank in the block
+            # (CUDA C++ Programming Guide, "Cooperative Groups", grid_group: thread_rank, block_rank, num_blocks)
+            gx, gy, gz = (sym(f"gridDim.{d}") for d in DIMS)
+            ix, iy, iz = (sym(f"blockIdx.{d}") for d in DIMS)
+            block_rank = ix if self.one_d else ix + iy * gx + iz * gx * gy
+            blocks = gx if self.one_d else gx * gy * gz
+            return {"thread_rank": block_rank * threads + rank, "size": blocks * threads,
+                    "num_threads": blocks * threads, "block_rank": block_rank, "num_blocks": blocks}.get(meth)
         table = {"thread_rank": sympy.Function("mod")(rank, w), "size": sympy.Integer(w),
                  "num_threads": sympy.Integer(w), "meta_group_rank": sympy.Function("div")(rank, w),
                  "meta_group_size": sympy.Function("div")(threads + w - 1, w)}
@@ -236,23 +263,37 @@ class Affine:
             cd = self._ceil_div(node, depth) if self.ceil_div_calls else None
             if cd is not None:
                 return cd
+            sub = self.through_macro(node)
+            if sub is not None:
+                e = sub.expr(sub.top, depth + 1)
+                if e is not None:
+                    return e
             return sympy.Symbol(f"call({' '.join(self.env.t(node).split())})")
         return sympy.Symbol(f"expr({' '.join(self.env.t(node).split())})")
 
+    def through_macro(self, node: Node) -> MacroExpansion | None:
+        """The expansion of ``node`` when it calls an expandable function-like macro of the unit in effect there
+        (:mod:`~htam_core.source.analysis.macros`), read in the kernel's scope at the call; else ``None``."""
+        mc = macro_call(node, self.macros, self.env.t)
+        return None if mc is None else MacroExpansion.of(self, node, mc[0], mc[1], frozenset())
+
     def _name(self, node: Node, depth: int) -> sympy.Expr:
-        name = self.env.t(node)
+        return self._name_at(self.env.t(node), node.start_byte, depth)
+
+    def _name_at(self, name: str, at: int, depth: int) -> sympy.Expr:
+        """The sympy form of the name ``name`` read at byte ``at`` of the unit (see :meth:`expr`)."""
         if name in self.loop_vars:
             return sym(name)
-        key = (name, node.start_byte)
+        key = (name, at)
         if key in self._memo:
             return self._memo[key]
         out: sympy.Expr = sym(name)
-        c = self.env.const_name(name, self.func, before=node.start_byte)
+        c = self.env.const_name(name, self.func, before=at)
         if c is not None:
             out = sympy.Integer(c.value)
         else:
             inits = self.env.local_inits(self.func, name)
-            if len(inits) == 1 and inits[0].start_byte < node.start_byte and not self.env.assigned_in(self.func, name):
+            if len(inits) == 1 and inits[0].start_byte < at and not self.env.assigned_in(self.func, name):
                 inner = self.expr(inits[0], depth + 1)
                 if inner is not None:
                     out = inner
@@ -277,6 +318,115 @@ class Affine:
         sub = Affine(_MacroEnv(self.env, f"auto __htam_v = ({text});".encode(), root), root, self.loop_vars, self.one_d,
                      self.ceil_div_calls)
         return sub.expr(init.child_by_field_name("value") if init is not None else None, depth + 1)
+
+
+#: The name a macro parameter takes in a parsed expansion (``__htam_a0`` ...): it stands for the call's argument.
+_PLACEHOLDER = "__htam_a"
+#: Where a parameter may stand in a body whatever its argument (C11 6.10.3.1 substitutes text: ``x*x`` with
+#: ``a+1`` reads ``a+1*a+1``): inside parentheses, as a call's argument, as a subscript, or alone.
+_GROUPED = frozenset({"parenthesized_expression", "argument_list", "subscript_argument_list", "init_declarator"})
+_PRIMARY = frozenset({"identifier", "number_literal", "call_expression", "subscript_expression", "field_expression",
+                      "parenthesized_expression", "string_literal", "char_literal", "true", "false", "this",
+                      "qualified_identifier", "template_function"})
+
+
+class MacroExpansion(Affine):
+    """One function-like macro call read through: the macro's body parsed on its own with each parameter as a
+    placeholder name, evaluated in the kernel's scope at the call. A placeholder reads as the argument (evaluated
+    where the argument stands, a macro call in it expanded in turn), any other name as that name written at the
+    call; a macro called inside the body is read the same way, never the macro itself again (the recursion
+    guard). Every fact found inside belongs to the call's source range (:attr:`call`).
+
+    Built by :meth:`Affine.through_macro` and :meth:`of`; ``None`` from them when the body does not parse as an
+    expression, or when an argument that is not a primary expression stands unparenthesized in the body (its
+    text would bind differently, so the reading gives up).
+
+    Attributes:
+        parent: the reading the call stands in (the kernel's :class:`Affine`, or an enclosing expansion).
+        call: the call node, in the parent's tree.
+        macro: the definition read.
+        args: the argument nodes, in the parent's tree.
+        top: the body's expression node in the expansion's own tree.
+        kernel: the kernel's :class:`Affine` (names are resolved there).
+    """
+
+    def __init__(self, parent: Affine, call: Node, macro: FunctionMacro, args: list[Node], env: ConstEnv,
+                 top: Node, active: frozenset[str]) -> None:
+        kernel = parent.kernel if isinstance(parent, MacroExpansion) else parent
+        super().__init__(env, kernel.func, kernel.loop_vars, kernel.one_d, kernel.ceil_div_calls, kernel.macros)
+        self.parent, self.call, self.macro, self.args, self.top = parent, call, macro, args, top
+        self.kernel = kernel
+        self.at = parent.at if isinstance(parent, MacroExpansion) else call.start_byte
+        self.active = active | {macro.name}
+
+    @classmethod
+    def of(cls, parent: Affine, call: Node, macro: FunctionMacro, args: list[Node],
+           active: frozenset[str]) -> MacroExpansion | None:
+        """The expansion of ``call`` (``macro`` with ``args``) inside ``parent``, or ``None`` (see the class)."""
+        if macro.name in active or len(active) > MAX_DEPTH:
+            return None
+        body = macro.body
+        for k, p in enumerate(macro.params):
+            body = re.sub(rf"\b{re.escape(p)}\b", f"{_PLACEHOLDER}{k}", body)
+        text = f"auto __htam_v = ({body});".encode()
+        root = parse_cuda(text).root_node
+        decl = root.named_children[0] if root.named_children else None
+        if root.has_error or decl is None or decl.type != "declaration":
+            return None
+        init = next((d for d in decl.children_by_field_name("declarator") if d.type == "init_declarator"), None)
+        top = init.child_by_field_name("value") if init is not None else None
+        if top is None:
+            return None
+        for n in walk(top):
+            name = text[n.start_byte:n.end_byte].decode()
+            if n.type == "identifier" and name.startswith(_PLACEHOLDER):
+                arg = args[int(name[len(_PLACEHOLDER):])]
+                if n.parent is not None and n.parent.type not in _GROUPED and n != top and \
+                        unwrap_parens(arg).type not in _PRIMARY:
+                    return None
+        return cls(parent, call, macro, args, _MacroEnv(parent.env, text, root), top, active)
+
+    def argument(self, node: Node) -> Node | None:
+        """The argument node (parent's tree) a placeholder ``node`` of the expansion stands for, else ``None``."""
+        name = self.env.t(unwrap_parens(node))
+        if unwrap_parens(node).type != "identifier" or not name.startswith(_PLACEHOLDER):
+            return None
+        return self.args[int(name[len(_PLACEHOLDER):])]
+
+    def render(self, node: Node) -> str:
+        """The text ``node`` of the expansion stands for at the call (placeholders replaced by their arguments)."""
+        # a compound argument only ever stands where the body groups it (see :meth:`of`): its text goes in as is
+        return re.sub(rf"{_PLACEHOLDER}(\d+)", lambda m: self.parent_text(self.args[int(m.group(1))]),
+                      self.env.t(node))
+
+    def parent_text(self, node: Node) -> str:
+        """The text of ``node`` of the parent's tree, placeholders of an enclosing expansion rendered."""
+        return self.parent.render(node) if isinstance(self.parent, MacroExpansion) else self.parent.env.t(node)
+
+    def through_macro(self, node: Node) -> MacroExpansion | None:
+        """A macro call inside the body, read in turn (never the macro being expanded)."""
+        fn = node.child_by_field_name("function")
+        if fn is None or fn.type != "identifier":
+            return None
+        d = self.macros.at(self.env.t(fn), self.at)
+        args = [a for a in (node.child_by_field_name("arguments").named_children
+                            if node.child_by_field_name("arguments") is not None else []) if a.type != "comment"]
+        if d is None or d.refusal or len(args) != len(d.params):
+            return None
+        return MacroExpansion.of(self, node, d, args, self.active)
+
+    def _name(self, node: Node, depth: int) -> sympy.Expr:
+        arg = self.argument(node)
+        if arg is not None:
+            e = self.parent.expr(arg, depth + 1)
+            return e if e is not None else sympy.Symbol(f"expr({self.render(node)})")
+        return self.kernel._name_at(self.env.t(node), self.at, depth)
+
+    def _cg_call(self, node: Node) -> sympy.Expr | None:
+        return None  # a cooperative group is a local of the kernel: not read inside a macro body
+
+    def _cg_dim3(self, node: Node) -> str | None:
+        return None
 
 
 class _MacroEnv(ConstEnv):
@@ -626,14 +776,15 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
     src = replace(src, env=env)  # the builders below read constants (with the template bindings) through src.env
     launches = tuple(_launch(src, lc, b) for lc, b in zip(launch_list, per_launch, strict=True))
     one_d = bool(launches) and all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
-    aff = Affine(env, src.func, loop_vars, one_d)
+    aff = Affine(env, src.func, loop_vars, one_d, macros=macro_table(src.src, tuple(h.src for h in env.headers())))
     loops = _loops(src, aff, loop_nodes)
     params = {p.name: p.type for p in kernel.params if p.is_pointer}
     shared = _shared_arrays(src)
     aliases, alias_facts, escaped = _pointer_decls(src, aff, params, shared)
-    accesses, escapes = _accesses(src, aff, loop_nodes, params, shared, aliases)
+    macro_bases: set[int] = set()
+    accesses, escapes = _accesses(src, aff, loop_nodes, params, shared, aliases, macro_bases)
     escapes |= escaped
-    pointers = _pointer_facts(src, kernel, accesses, escapes, aliases)
+    pointers = _pointer_facts(src, kernel, accesses, escapes, aliases, macro_bases)
     tids = _thread_indices(src, aff)
     consts = _constants(src, env)
     threads = launches[0].block[0].value if launches and launches[0].block else None
@@ -647,9 +798,44 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
                              for m, s in online_pairs(n, src.src)),
                        barriers(src.body, src.src, src.base), atomic_updates(src, kernel, accesses, pointers),
-                       return_lines(src),
+                       return_lines(src), _macro_builtins(src, aff),
                        find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
                                                                         if not p.is_pointer]))
+
+
+#: A builtin's component named in a macro's text (``threadIdx.x``).
+_BUILTIN_FIELD = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)\s*\.\s*([xyz])\b")
+
+
+def _macro_builtins(src: CudaSource, aff: Affine) -> tuple[tuple[str, str], ...]:
+    """``(macro, builtin)`` of the builtins read inside the macros the body uses: through function-like macro
+    calls (nested ones included) and object-like ``#define`` names the body reads (see
+    :attr:`KernelFacts.macro_builtins`)."""
+    out: list[tuple[str, str]] = []
+
+    def defined(name: str) -> None:
+        text = src.env.define_text(name)
+        if text and not src.env.local_inits(src.func, name):
+            for m in _BUILTIN_FIELD.finditer(text):
+                if (name, f"{m.group(1)}.{m.group(2)}") not in out:
+                    out.append((name, f"{m.group(1)}.{m.group(2)}"))
+
+    def through(sub: MacroExpansion) -> None:
+        for n in walk(sub.top):
+            if n.type == "field_expression" and (b := sub.builtin(n)) is not None:
+                if (sub.macro.name, b) not in out:
+                    out.append((sub.macro.name, b))
+            elif n.type == "call_expression" and (inner := sub.through_macro(n)) is not None:
+                through(inner)
+            elif n.type == "identifier" and sub.argument(n) is None:
+                defined(sub.env.t(n))
+
+    for n in walk(src.body):
+        if n.type == "call_expression" and (sub := aff.through_macro(n)) is not None:
+            through(sub)
+        elif n.type == "identifier":
+            defined(src.env.t(n))
+    return tuple(out)
 
 
 def _builtins_read(src: CudaSource, aff: Affine) -> tuple[str, ...]:
@@ -783,8 +969,10 @@ def _shared_dims(src: CudaSource, decl: Node) -> list[sympy.Expr]:
 
 
 def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict[str, str | None],
-              shared: dict[str, Node], aliases: dict[str, Base]
+              shared: dict[str, Node], aliases: dict[str, Base], macro_bases: set[int] | None = None
               ) -> tuple[tuple[Access, ...], set[str]]:
+    """The accesses of the kernel body and the pointers whose address escapes; ``macro_bases`` receives the start
+    bytes of the macro arguments that are the pointer of an access inside the macro's expansion."""
     env = src.env
     index = {n.start_byte: k for k, n in enumerate(loop_nodes)}
     out: list[Access] = []
@@ -804,6 +992,10 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
                 out.append(Access(base[0], "shared" if base[0] in shared else "global",
                                   helpers[fname], base[1], " ".join(env.t(first).split()),  # type: ignore[arg-type]
                                   src.line(n), src.span(n), loops, True, guarded))
+            continue
+        sub = aff.through_macro(n) if n.type == "call_expression" else None
+        if sub is not None:  # `AT(C, r, c, N)`: the accesses its expansion makes, at the call's range
+            out.extend(_macro_accesses(src, sub, params, shared, aliases, macros, index, macro_bases))
             continue
         subs: list[Node] = []
         if n.type == "subscript_expression":
@@ -869,6 +1061,82 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
                           index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
                           loops, base[2], guarded))
     return tuple(out), escapes
+
+
+def _macro_accesses(src: CudaSource, sub: MacroExpansion, params: dict[str, str | None], shared: dict[str, Node],
+                    aliases: dict[str, Base], macros: frozenset[str], index: dict[int, int],
+                    bases: set[int] | None = None) -> list[Access]:
+    """The accesses the expansion ``sub`` of a macro call makes through the macro's own text (``p[i]`` with ``p`` a
+    parameter of the macro or a pointer the body names, ``A[(r) * K + (c)]``), nested macro calls included;
+    an access written in an argument is the argument's own (read where it stands). Each has the outermost call's
+    source range, line and loops; its kind is the call's when the access is the whole expansion
+    (``AT(C, r, c, N) = v`` writes ``C``)."""
+    outer = sub
+    while isinstance(outer.parent, MacroExpansion):
+        outer = outer.parent
+    call = outer.call
+    loops, guarded = _loops_around(call, src, index)
+    out: list[Access] = []
+    for n in walk(sub.top):
+        if n.type == "call_expression":
+            inner = sub.through_macro(n)
+            if inner is not None:
+                out.extend(_macro_accesses(src, inner, params, shared, aliases, macros, index, bases))
+            continue
+        if n.type != "subscript_expression" or (n.parent is not None and n.parent.type == "subscript_expression"
+                                                and n.parent.child_by_field_name("argument") == n):
+            continue
+        base_node, idx = n.child_by_field_name("argument"), _subscript_index(n)
+        if base_node is None or idx is None or unwrap_parens(base_node).type == "subscript_expression":
+            continue
+        base = _expansion_base(src, sub, base_node, params, shared, aliases, bases)
+        if base is None:
+            continue
+        e = sub.expr(idx)
+        kind = _expansion_kind(src, sub, n, macros)
+        if kind == "escape":
+            continue
+        text = " ".join(sub.render(idx).split()) if base[1] == 0 else ""
+        out.append(Access(base[0], "shared" if base[0] in shared else "global", kind,  # type: ignore[arg-type]
+                          None if e is None else base[1] + e, text, src.line(call), src.span(call), loops, base[2],
+                          guarded, outer.macro.name))
+    return out
+
+
+def _expansion_base(src: CudaSource, sub: MacroExpansion, node: Node, params: dict[str, str | None],
+                    shared: dict[str, Node], aliases: dict[str, Base], bases: set[int] | None = None) -> Base | None:
+    """The pointer an expansion's subscript base names: a macro parameter is its argument (read where it stands;
+    its start byte goes into ``bases``), a name of the body the kernel's parameter, shared array or pointer-offset
+    local of that name."""
+    arg = sub.argument(node)
+    if arg is not None:
+        if isinstance(sub.parent, MacroExpansion):
+            return _expansion_base(src, sub.parent, arg, params, shared, aliases, bases)
+        found = _base_of(src, sub.parent, arg, params, shared, aliases)
+        if found is not None and bases is not None:
+            bases.add(arg.start_byte)
+        return found
+    node = unwrap_parens(node)
+    name = sub.env.t(node)
+    if node.type != "identifier":
+        return None
+    if name in aliases:
+        p, off, vec, _ = aliases[name]
+        return p, off, vec, ()
+    return (name, sympy.Integer(0), False, ()) if name in params or name in shared else None
+
+
+def _expansion_kind(src: CudaSource, sub: MacroExpansion, node: Node, macros: frozenset[str]) -> str:
+    """How an access of an expansion is used: inside the body (``(p)[i] = v``), or, when it is the whole body, as
+    the call is used where it stands."""
+    cur = node
+    while cur.parent is not None and cur.parent.type in ("parenthesized_expression", "field_expression"):
+        cur = cur.parent
+    if (cur.start_byte, cur.end_byte) != (sub.top.start_byte, sub.top.end_byte):
+        return _kind(node, sub.env, macros)
+    if isinstance(sub.parent, MacroExpansion):
+        return _expansion_kind(src, sub.parent, sub.call, macros)
+    return _kind(sub.call, src.env, macros)
 
 
 #: 16-byte vector types a helper may reinterpret its pointer as (a 128-bit load or store).
@@ -952,7 +1220,7 @@ def _loops_around(node: Node, src: CudaSource, index: dict[int, int]) -> tuple[t
 
 
 def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...], escapes: set[str],
-                   aliases: dict[str, Base]) -> tuple[PointerFacts, ...]:
+                   aliases: dict[str, Base], macro_bases: set[int] | None = None) -> tuple[PointerFacts, ...]:
     env = src.env
     out = []
     qual_macros = qualifier_macros(src.src)
@@ -969,7 +1237,7 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
                     and n.parent.child_by_field_name("value") == n)]
         covered = 0
         for u in uses:
-            if _null_test(u, env):
+            if _null_test(u, env) or u.start_byte in (macro_bases or ()):  # `AT(C, r, c, N)`: the access in AT
                 covered += 1
                 continue
             q = u.parent

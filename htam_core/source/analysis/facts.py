@@ -113,6 +113,10 @@ class Access:
         guarded: ids of the enclosing loops inside whose body a condition decides whether the access runs (an
             ``if`` branch, a ``?:`` branch, the right side of ``&&``/``||``): per element of that loop, some
             elements are skipped, so a transform that widens the access over that loop's variable would touch them.
+        macro: the function-like macro the access is made through (``"A_AT"`` for ``A_AT(row, k)``), ``""`` for
+            an access written out. Its :attr:`span` is then the whole call, and :attr:`index_text` the index as the
+            macro expands it at the call, in the kernel's names (``"(row) * K + (k)"``; ``""`` when the macro's
+            pointer is a pointer-offset local, whose offset the text would not carry).
     """
 
     pointer: str
@@ -125,6 +129,7 @@ class Access:
     loops: tuple[int, ...] = ()
     vector: bool = False
     guarded: tuple[int, ...] = ()
+    macro: str = ""
 
     def stride(self, name: str) -> sympy.Expr | None:
         """Stride of the index in symbol ``name`` (``"threadIdx.x"``, a loop variable); see :func:`stride_of`."""
@@ -717,6 +722,9 @@ class KernelFacts:
         atomics: the atomic updates of one element (:class:`AtomicUpdate`), in source order (CUDA only).
         returns: the 1-based lines of the ``return`` statements in the kernel's body (CUDA only): a thread that
             returns early does not reach a barrier placed after it.
+        macro_builtins: ``(macro, builtin)`` for each builtin the kernel reads inside the text of a macro it uses
+            (``#define TX(i) (threadIdx.x + (i))``, ``#define GID (blockIdx.x * blockDim.x + threadIdx.x)``), in
+            first-use order (CUDA only): an edit of the kernel's own text does not reach it.
         transposes: the element-copy transposes the kernel is (:class:`Transpose`; CUDA only, at most one).
     """
 
@@ -739,6 +747,7 @@ class KernelFacts:
     barriers: tuple[Barrier, ...] = ()
     atomics: tuple[AtomicUpdate, ...] = ()
     returns: tuple[int, ...] = ()
+    macro_builtins: tuple[tuple[str, str], ...] = ()
     transposes: tuple[Transpose, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.macros import call_alias
 from htam_core.source.analysis.syntax import of_type, text, unwrap_parens
 
 __all__ = ["MAX_CALLS", "EXP_CALLS", "online_pairs"]
@@ -52,7 +53,8 @@ def _calls(node: Node, names: Iterable[str], src: bytes) -> list[Node]:
     """The calls under ``node`` (itself included) whose short function name is in ``names``."""
     wanted = set(names)
     return [c for c in of_type(node, ("call", "call_expression"))
-            if _short(text(c.child_by_field_name("function"), src)) in wanted]
+            if _short(text(c.child_by_field_name("function"), src)) in wanted
+            or (c.type == "call_expression" and _short(call_alias(c) or "") in wanted)]
 
 
 def _args(call: Node) -> list[Node]:

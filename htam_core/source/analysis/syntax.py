@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 
 from tree_sitter import Node, Tree
 
+from htam_core.source.analysis.macros import transparent_argument
 from htam_core.source.parsing import GrammarName, captures, language, matches, new_parser, node_text, query
 from htam_core.source.positions import parse_bytes
 from htam_core.source.preproc import parse_view
@@ -141,7 +142,9 @@ def unwrap_parens(node: Node) -> Node:
 
 
 def strip_casts(node: Node) -> Node:
-    """Strip parentheses, C casts and ``static_cast<T>(...)`` around a CUDA expression."""
+    """Strip parentheses, C casts and ``static_cast<T>(...)`` around a CUDA expression, also when written through a
+    function-like macro of the file that only casts its argument (``TO_F(in[i])`` with
+    ``#define TO_F(x) ((float)(x))``; :func:`~htam_core.source.analysis.macros.transparent_argument`)."""
     while True:
         node = unwrap_parens(node)
         if node.type == "cast_expression" and node.child_by_field_name("value") is not None:
@@ -153,6 +156,11 @@ def strip_casts(node: Node) -> Node:
             args = node.child_by_field_name("arguments")
             if name is not None and name.text == b"static_cast" and args is not None and args.named_child_count == 1:
                 node = args.named_children[0]
+                continue
+        if fn is not None and fn.type == "identifier":
+            arg = transparent_argument(node)
+            if arg is not None:
+                node = arg
                 continue
         return node
 

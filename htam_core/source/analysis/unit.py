@@ -24,6 +24,7 @@ from htam_core.source.analysis.launch import LaunchCall, launch_calls
 from htam_core.source.analysis.syntax import exact_node, of_type, parse, parse_cuda, smallest_covering, text
 from htam_core.source.analysis.triton_names import TritonNames, triton_names
 from htam_core.source.model import Kernel, LaunchSite, SourceModel
+from htam_core.types.language import traits
 
 _CACHE_MAX = 64
 _cache: OrderedDict[Any, Any] = OrderedDict()
@@ -203,7 +204,7 @@ def _isolated(src: bytes, base: int, model: SourceModel, kernel: Kernel) -> byte
     recovery reads it. Offsets are unchanged; texts are still read from ``src``."""
     out: bytearray | None = None
     for other in model.kernels:
-        if other is kernel or other.language == "triton":
+        if other is kernel or traits(other.language).tiles:
             continue
         if not (other.incomplete or (kernel.incomplete and other.span.start > kernel.span.start)):
             continue

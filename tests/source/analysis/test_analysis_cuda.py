@@ -293,6 +293,43 @@ __global__ void k(float* out, int rows, int cols) {
     assert not other.is_global
 
 
+def test_a_grid_groups_thread_rank_is_the_global_thread_index():
+    """``grid.thread_rank()`` of a ``cg::grid_group`` (or ``auto grid = cg::this_grid()``), ``cg::this_grid()
+    .thread_rank()`` called in place, and ``block.group_index().x * block.size() + block.thread_rank()`` are the
+    global thread index (1-D launch: ``blockIdx.x * blockDim.x + threadIdx.x``; otherwise the linear block rank
+    times the block's threads plus the linear rank in the block); ``grid.size()`` is every thread of the grid.
+    A ``thread_rank()`` of an object that is no group stays unknown."""
+    text = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void k(float* out, const float* in, int n) {
+    cg::grid_group grid = cg::this_grid();
+    auto g2 = cg::this_grid();
+    cg::thread_block block = cg::this_thread_block();
+    unsigned long long a = grid.thread_rank();
+    int b = cg::this_grid().thread_rank();
+    int c = block.group_index().x * block.size() + block.thread_rank();
+    int d = g2.thread_rank();
+    int e = thing.thread_rank();
+    for (int i = a; i < n; i += grid.size()) out[i] = in[i] + b + c + d + e;
+}
+void run(float* out, const float* in, int n) { k<<<(n + 255) / 256, 256>>>(out, in, n); }
+"""
+    f = facts_of_text(text, "k")
+    idx = {t.name: t for t in f.thread_indices}
+    for name in ("a", "b", "c", "d"):
+        assert (idx[name].expr, idx[name].is_global) == (bx * bdx + tx, True), name
+    assert "e" not in idx or not idx["e"].is_global
+    (loop,) = f.loops
+    assert (loop.start, loop.step) == (bx * bdx + tx, sym("gridDim.x") * bdx)
+    two_d = facts_of_text(text.replace("<<<(n + 255) / 256, 256>>>", "<<<dim3(n / 256, 2), dim3(16, 16)>>>"), "k")
+    (a2,) = [t for t in two_d.thread_indices if t.name == "a"]
+    gdx = sym("gridDim.x")
+    block_rank = bx + by * gdx + sym("blockIdx.z") * gdx * sym("gridDim.y")
+    assert sympy.expand(a2.expr - (block_rank * (bdx * bdy * sym("blockDim.z")) + tx + ty * bdx
+                                   + sym("threadIdx.z") * bdx * bdy)) == 0
+
+
 def test_an_object_like_macro_that_reads_builtins_is_its_index():
     """``#define GID (blockIdx.x * blockDim.x + threadIdx.x)`` is read as that expression (nested macros and sizes
     too); a macro that reads no builtin stays a plain name, and a local of the same name wins over the macro."""
