@@ -463,9 +463,7 @@ def compute_facts(
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)
                             and not has_loop)
     if lang == "cuda" and analysis is not None and (analysis.transposes or analysis.transpose_loops()):
-        # an element-copy transpose read off the affine indices (KernelFacts.transposes), or the samples' loop
-        # over the rows of a tile (KernelFacts.transpose_loops)
-        facts["transpose_like"] = True
+        facts["transpose_like"] = True  # KernelFacts.transposes (affine indices) or .transpose_loops (samples)
     elif not structural_transpose:
         facts["transpose_like"] = False
     elif kernel is None:

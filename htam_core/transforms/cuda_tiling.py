@@ -636,8 +636,7 @@ class CudaTransposeSmemTile(CudaTransform):
         return unit.replace_span(tp.body, text)
 
     def _propose_rows(self, unit: CudaUnit, model: SourceModel, kernel: Kernel) -> list[Candidate] | str:
-        """The samples-style transpose, a loop over the rows of a tile (:meth:`KernelFacts.transpose_loops`), through
-        a padded ``[T][T + 1]`` shared tile with the kernel's own loop header and block; or why not."""
+        """The samples' row loop (:meth:`KernelFacts.transpose_loops`), header and block kept, via a padded tile."""
         facts = unit.facts
         tls = facts.transpose_loops()
         if len(tls) != 1:
@@ -651,11 +650,9 @@ class CudaTransposeSmemTile(CudaTransform):
         stmts = statement_list(unit.body)
         if node is None or not any(s.start_byte == node.start_byte for s in stmts):
             return "the row loop is not a statement of the kernel's body"
-        if len(facts.global_accesses()) != 2 or facts.block_barriers() or facts.atomics:
-            return "the kernel does more than the transpose loop"
-        if facts.returns or any(t.bounds for t in facts.transposes):
-            # the tile needs every thread at its barrier and moves whole tiles: a bounded loop takes the tile loop
-            return "the loop's moves are bounds-checked or the kernel returns early"
+        if len(facts.global_accesses()) != 2 or facts.block_barriers() or facts.atomics or facts.returns or any(
+                t.bounds for t in facts.transposes):  # a bounded loop or an early return takes the tile loop
+            return "the kernel does more than the transpose loop, returns early or checks bounds"
         if not unit.launches:
             return f"{kernel.name} has no launch site in this file; the block size is unknown"
         for la in unit.launches:

@@ -15,9 +15,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("vectorize_float4", "templated.cu"): "the element type T is bound to float only through the templated host "
                                           "function (add<float> launches add_kernel<T, kBlock>), which is not "
                                           "followed, so the pointers are not known to be float",
-    ("transpose_tile", "macro.cu"): "the indices through IDX2R are read (the kernel is transpose_like), but the "
-                                    "bounds check is two early returns (`if (x >= cols) return; if (y >= rows) "
-                                    "return;`), which the transpose matcher does not read as one check",
     ("matmul_register_tile", "nvidia_samples.cu"): "the bx/by locals read blockIdx outside the index declarations, "
                                                    "which the 1-D block of the register tiling would change",
     ("coarsen", "guarded_load.cu"): "a load under `if (i < n) v = in[i];` into a zeroed register is not read as "

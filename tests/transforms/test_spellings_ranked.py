@@ -50,11 +50,6 @@ RANK_GAPS: dict[tuple[str, str], str] = {
                                                          "B_AT) are not expanded, so the kernel is not matmul-like",
     ("matmul_smem_tile", "macro.cu"): _NOT_OFFERED + "operands read through function-like macros (A_AT, B_AT) "
                                                      "are not expanded, so the kernel is not matmul-like",
-    ("transpose_tile", "coop_groups.cu"): _NOT_OFFERED + "the transpose pattern is not seen through "
-                                                         "block.group_index()/thread_index()",
-    ("transpose_tile", "macro.cu"): _NOT_OFFERED + "an index through a function-like macro (IDX2R) is not expanded",
-    ("transpose_tile", "pragma_col_row.cu"): _NOT_OFFERED + "a transpose inside a loop over rows with a "
-                                                            "per-iteration guard is not seen as a transpose",
     **{("triton_multi_row", f): _MULTI_ROW for f in ("alias_language.py", "from_import.py", "heuristics.py",
                                                      "liger_style.py", "module_method.py", "tutorial.py")},
     **{("triton_single_pass_moments", f): _MOMENTS for f in ("alias_language.py", "from_import.py",
