@@ -28,6 +28,7 @@ CALLS = {
     "aten.cu": ("transpose_kernel", "transpose_kernel(IN, OUT, ROWS, COLS)"),
     "coop_groups.cu": ("transpose_cg", "transpose_cg(IN, OUT, ROWS, COLS)"),
     "llmc.cu": ("transpose_kernel1", "transpose_kernel1(OUT, IN, ROWS, COLS)"),
+    "macro.cu": ("transpose_macro", "transpose_macro(IN, OUT, ROWS, COLS)"),
     "pragma_col_row.cu": ("transpose_rows", "transpose_rows(IN, OUT, ROWS, COLS)"),
     "templated.cu": ("transpose_naive", "transpose_naive<float, 16>(IN, OUT, ROWS, COLS)"),
     "samples_guarded.cu": ("transposeNaiveGuarded", "transposeNaiveGuarded(OUT, IN, COLS, ROWS)"),
