@@ -145,3 +145,9 @@ def test_an_access_macro_records_its_name_and_expanded_index() -> None:
     acc = next(a for a in f.accesses if a.pointer == "A")
     assert acc.macro == "A_AT" and acc.index_text == "(r) * N + (c + 1)"
     assert next(a for a in f.accesses if a.pointer == "C").macro == ""
+
+
+def test_a_parameter_named_like_a_member_is_not_substituted_there() -> None:
+    # `.x` is a member name, not the parameter x
+    _, f = _facts("#define PLUS_TX(x) ((x) + threadIdx.x)", "C[r * N + PLUS_TX(0)] = A[c];")
+    assert sympy.simplify(_index(f, "C", "write") - (ROW_MAJOR - 16 * sym("blockIdx.x"))) == 0
