@@ -39,7 +39,14 @@ from htam_core.source.analysis.facts import (
 )
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
-from htam_core.source.analysis.macros import MAX_DEPTH, FunctionMacro, MacroTable, macro_call, macro_table
+from htam_core.source.analysis.macros import (
+    MAX_DEPTH,
+    ExpandedIndex,
+    FunctionMacro,
+    MacroTable,
+    macro_call,
+    macro_table,
+)
 from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.sync import barriers, shared_accessor_locals
 from htam_core.source.analysis.syntax import (
@@ -365,9 +372,8 @@ class MacroExpansion(Affine):
         """The expansion of ``call`` (``macro`` with ``args``) inside ``parent``, or ``None`` (see the class)."""
         if macro.name in active or len(active) > MAX_DEPTH:
             return None
-        body = macro.body
-        for k, p in enumerate(macro.params):
-            body = re.sub(rf"\b{re.escape(p)}\b", f"{_PLACEHOLDER}{k}", body)
+        body = ExpandedIndex(macro.body).rename({p: f"{_PLACEHOLDER}{k}" for k, p in enumerate(macro.params)},
+                                                paren=False)  # names only: not members, not inside literals
         text = f"auto __htam_v = ({body});".encode()
         root = parse_cuda(text).root_node
         decl = root.named_children[0] if root.named_children else None

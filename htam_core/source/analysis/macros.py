@@ -158,7 +158,7 @@ def _defs(src: bytes, start_at: int | None) -> list[FunctionMacro]:
     return out
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _table(src: bytes, headers: tuple[bytes, ...]) -> MacroTable:
     defs: list[FunctionMacro] = []
     for h in headers:

@@ -5,10 +5,14 @@ bind differently) stay opaque calls."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 import sympy
 from conftest import facts_of_text
 
-from htam_core.source.analysis import sym
+from htam_core.source import load
+from htam_core.source.analysis import analyze, sym
 from htam_core.source.analysis.macros import ExpandedIndex, call_alias, expansion, macro_table
 from htam_core.source.analysis.syntax import of_type, parse_cuda, strip_casts
 
@@ -145,3 +149,23 @@ def test_an_access_macro_records_its_name_and_expanded_index() -> None:
     acc = next(a for a in f.accesses if a.pointer == "A")
     assert acc.macro == "A_AT" and acc.index_text == "(r) * N + (c + 1)"
     assert next(a for a in f.accesses if a.pointer == "C").macro == ""
+
+
+def test_a_parameter_named_like_a_member_is_not_substituted_there() -> None:
+    # `.x` is a member name, not the parameter x
+    _, f = _facts("#define PLUS_TX(x) ((x) + threadIdx.x)", "C[r * N + PLUS_TX(0)] = A[c];")
+    assert sympy.simplify(_index(f, "C", "write") - (ROW_MAJOR - 16 * sym("blockIdx.x"))) == 0
+
+
+POST_PROCESS = Path("/work/shared/corpus/public/cuda-samples/Samples/5_Domain_Specific/postProcessGL/postProcessGL.cu")
+
+
+@pytest.mark.skipif(not POST_PROCESS.exists(), reason="the cuda-samples corpus is not present")
+def test_shared_tile_accesses_through_a_sample_macro() -> None:
+    # `#define SMEM(X, Y) sdata[(Y) * tilew + (X)]`: the halo loads and the stencil read are shared accesses
+    model = load(POST_PROCESS)
+    f = analyze(model, model.kernel("cudaProcess"))
+    through = [a for a in f.accesses if a.macro == "SMEM"]
+    assert len(through) == 10 and all(a.pointer == "sdata" and a.space == "shared" for a in through)
+    assert [a.kind for a in through].count("write") == 9
+    assert all(a.pattern("x") == "contiguous" for a in through)
