@@ -12,9 +12,6 @@ SPELLINGS = all_spellings()
 
 #: (step, spelling file) -> why the engine does not make the step on that spelling yet.
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("vectorize_float4", "templated.cu"): "the element type T is bound to float only through the templated host "
-                                          "function (add<float> launches add_kernel<T, kBlock>), which is not "
-                                          "followed, so the pointers are not known to be float",
     ("transpose_tile", "coop_groups.cu"): "the indices from block.group_index()/group_dim()/thread_index() are "
                                           "read, but the transpose pattern (transpose_like) is still not seen",
     ("transpose_tile", "macro.cu"): "an index through a function-like macro (IDX2R) is not expanded, so the "
