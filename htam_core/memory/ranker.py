@@ -118,12 +118,12 @@ class RankerConfig:
             transition credit, instead of the mean of both, so a step whose similar records reach a gain
             outranks one measured neutral everywhere (``None``: the attended mean, as before v12). The
             direction level, the expected gain shown and the variant order keep the mean.
-        signal_lift: (v14) a direction whose score plus the largest sum of signal boosts that fire for one of
+        signal_lift: (v15) a direction whose score plus the largest sum of signal boosts that fire for one of
             its applicable strategies exceeds the score of a direction chosen by score (the top ``breadth``,
             widened to ``top`` strategies) is chosen too, so a direction whose one strong piece of evidence is a
             matched strategy signal (the analysis recognizes the pattern the step rewrites) is not cut before
             its strategies are scored; no direction chosen by score is dropped and the scores are unchanged
-            (``False``: the directions are chosen by their own score only, as before v14).
+            (``False``: the directions are chosen by their own score only, as before v15).
         own_parent: (v13) when the ranking is given the kernel's fingerprint, the records of *this* kernel made
             at *this* node (same fingerprint, same full history) are the kernel's own evidence for each step: a
             strategy's local value is pooled with them, ``(n_own * mean_own + shrink_n0 * L_s) / (n_own +
@@ -780,7 +780,7 @@ class Ranker:
                     break
                 chosen.append(d)
             if cfg.signal_lift and chosen:
-                # v14: a direction is worth at least its score plus its best applicable strategy's fired signal
+                # v15: a direction is worth at least its score plus its best applicable strategy's fired signal
                 # boosts (a matched strategy signal is evidence for its direction too, as best_local is for
                 # records): one that this lifts above a chosen direction is chosen as well (none is dropped)
                 floor = min(sum(dir_terms[c][:3]) for c in chosen)

@@ -12,9 +12,6 @@ SPELLINGS = all_spellings()
 
 #: (step, spelling file) -> why the engine does not make the step on that spelling yet.
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("vectorize_float4", "templated.cu"): "the element type T is bound to float only through the templated host "
-                                          "function (add<float> launches add_kernel<T, kBlock>), which is not "
-                                          "followed, so the pointers are not known to be float",
     ("matmul_register_tile", "nvidia_samples.cu"): "the bx/by locals read blockIdx outside the index declarations, "
                                                    "which the 1-D block of the register tiling would change",
     ("coarsen", "guarded_load.cu"): "a load under `if (i < n) v = in[i];` into a zeroed register is not read as "

@@ -22,14 +22,17 @@ from tree_sitter import Node
 
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.facts import KernelFacts, Span
-from htam_core.source.analysis.syntax import of_type, text, walk
+from htam_core.source.analysis.instantiations import MAX_HOPS as MAX_HOPS
+from htam_core.source.analysis.instantiations import called_name as _called_name
+from htam_core.source.analysis.instantiations import function_name as _function_name
+from htam_core.source.analysis.instantiations import template_arguments
+from htam_core.source.analysis.instantiations import template_param_names as _template_params
+from htam_core.source.analysis.syntax import of_type, text
 from htam_core.source.analysis.unit import _cached, cuda_source
 from htam_core.source.api import parse_text
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.types.language import traits
 
-#: How many launching host functions a template argument is followed through.
-MAX_HOPS = 3
 _DEVICE = b"__device__"
 _GLOBAL = b"__global__"
 
@@ -65,93 +68,18 @@ class DeviceCallee:
     facts: KernelFacts
 
 
-def _function_name(fn: Node, src: bytes) -> str | None:
-    d = fn.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
-    name = d.child_by_field_name("declarator") if d is not None else None
-    if name is None:
-        return None
-    if name.type == "template_function":
-        name = name.child_by_field_name("name")
-    return text(name, src) if name is not None and name.type == "identifier" else None
-
-
 def _head(fn: Node, src: bytes) -> bytes:
     """The bytes of a definition before its body (qualifiers, return type, declarator)."""
     body = fn.child_by_field_name("body")
     return src[fn.start_byte : body.start_byte if body is not None else fn.end_byte]
 
 
-def _template_params(fn: Node, src: bytes) -> list[str]:
-    """The parameter names of the ``template<...>`` around ``fn`` (in order), or ``[]``."""
-    par = fn.parent
-    if par is None or par.type != "template_declaration":
-        return []
-    plist = par.child_by_field_name("parameters")
-    out = []
-    for p in plist.named_children if plist is not None else []:
-        words = text(p, src).split("=")[0].replace("...", " ").split()
-        out.append(words[-1] if words else "")
-    return out
-
-
-def _template_args(call_fn: Node, src: bytes) -> list[str]:
-    """The template arguments of ``f<a, b>`` as written (``[]`` for a plain name)."""
-    if call_fn.type != "template_function":
-        return []
-    args = call_fn.child_by_field_name("arguments")
-    return [text(a, src).strip() for a in (args.named_children if args is not None else []) if a.type != "comment"]
-
-
-def _called_name(fn: Node | None, src: bytes) -> str | None:
-    if fn is None:
-        return None
-    if fn.type == "template_function":
-        fn = fn.child_by_field_name("name")
-    return text(fn, src) if fn is not None and fn.type == "identifier" else None
-
-
 def _bindings(root: Node, src: bytes, kernel: Kernel, position: int,
               devices: set[str]) -> set[str]:
     """The ``__device__`` names bound to the kernel's template parameter at ``position`` through its launch sites,
     following host functions' template parameters (``launch<naive>(...)``) up to :data:`MAX_HOPS` hops."""
-    out: set[str] = set()
-    # (function name whose template argument at `pos` we want, pos): start at the kernel's own launches
-    frontier = [(kernel.name, position)]
-    seen: set[tuple[str, int]] = set()
-    for _ in range(MAX_HOPS + 1):
-        nxt: list[tuple[str, int]] = []
-        for fname, pos in frontier:
-            if (fname, pos) in seen:
-                continue
-            seen.add((fname, pos))
-            for n in walk(root):
-                if n.type not in ("call_expression", "template_function"):
-                    continue
-                fn = n if n.type == "template_function" else n.child_by_field_name("function")
-                if fn is None or fn.type != "template_function" or _called_name(fn, src) != fname:
-                    continue
-                if n.type == "template_function" and n.parent is not None and n.parent.type == "call_expression":
-                    continue  # seen as its call
-                args = _template_args(fn, src)
-                if pos >= len(args):
-                    continue
-                arg = args[pos].lstrip("&").strip()
-                if arg in devices:
-                    out.add(arg)
-                    continue
-                host = n.parent
-                while host is not None and host.type != "function_definition":
-                    host = host.parent
-                if host is None:
-                    continue
-                hname = _function_name(host, src)
-                tps = _template_params(host, src)
-                if hname and arg in tps:
-                    nxt.append((hname, tps.index(arg)))
-        frontier = nxt
-    return out
+    found = template_arguments(root, src, kernel.name, position, stop=frozenset(devices))
+    return {a for a in found.texts if a in devices}
 
 
 def device_callees(model: SourceModel, kernel: Kernel) -> tuple[DeviceCallee, ...]:

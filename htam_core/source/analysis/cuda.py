@@ -37,6 +37,7 @@ from htam_core.source.analysis.facts import (
     stride_of,
     sym,
 )
+from htam_core.source.analysis.instantiations import template_arguments
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
 from htam_core.source.analysis.macros import (
@@ -1225,12 +1226,30 @@ def _loops_around(node: Node, src: CudaSource, index: dict[int, int]) -> tuple[t
     return tuple(loops), tuple(guarded)
 
 
+def _type_template_bindings(src: CudaSource, kernel: Kernel) -> dict[str, str]:
+    """The kernel's type template parameters (``typename T``, ``class T``) that its launches in the unit bind to
+    one type, followed through templated host functions (``add<float>(...)`` calling a host that launches
+    ``add_kernel<T, kBlock>``; :func:`template_arguments`): ``{"T": "float"}``. A parameter some launch or caller
+    leaves to deduction, or that two instantiations bind differently, is left out."""
+    out: dict[str, str] = {}
+    tparams = list(kernel.attributes.get("template_params") or [])
+    for k, p in enumerate(tparams):
+        words = p.split("=")[0].replace("...", " ").split()
+        if len(words) < 2 or words[0] not in ("typename", "class"):
+            continue
+        found = template_arguments(src.root, src.src, kernel.name, k)
+        if found.complete and len(found.texts) == 1:
+            out[words[-1]] = next(iter(found.texts))
+    return out
+
+
 def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...], escapes: set[str],
                    aliases: dict[str, Base], macro_bases: set[int] | None = None) -> tuple[PointerFacts, ...]:
     env = src.env
     out = []
     qual_macros = qualifier_macros(src.src)
     alias_of = {a: v[0] for a, v in aliases.items()}
+    type_args = _type_template_bindings(src, kernel)
     for p in kernel.params:
         if not p.is_pointer:
             continue
@@ -1263,8 +1282,9 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         # the pointee type without qualifiers, also those spelled through a macro (RESTRICT)
         elem = [w for w in (p.type or "").replace("*", " ").split() if w not in QUALIFIERS and w not in qual_macros]
         written = " ".join(elem) or None
+        bound = type_args.get(written) if written else None  # a type template parameter bound at every launch
         out.append(PointerFacts(p.name, mode, reads, writes, written,  # type: ignore[arg-type]
-                                resolve_type(env, written) if written else None))
+                                resolve_type(env, bound or written) if written else None))
     return tuple(out)
 
 

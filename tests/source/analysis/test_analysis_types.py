@@ -60,3 +60,34 @@ __global__ void k(floatX* out, const acc_t* __restrict__ a, const int* idx, cons
     assert [(p.name, p.element_type, p.value_type) for p in f.pointers] == [
         ("out", "floatX", "float"), ("a", "acc_t", "float"), ("idx", "int", "int"),
         ("u", "undecided_t", "undecided_t")]
+
+
+def test_a_type_parameter_bound_at_every_launch_is_the_pointee_type():
+    """``add<float>(...)`` calls a templated host function that launches ``add_kernel<T, kBlock>``: the kernel's
+    ``T`` is ``float`` (followed through the host's template parameter), so ``const T *a`` points to float (written
+    ``T``). A caller that deduces the host's arguments, or two instantiations with different types, bind nothing;
+    a launch with the type written in place binds it directly."""
+    text = """
+template <typename T, int BLOCK>
+__global__ void add_kernel(const T *a, const T *b, T *c, int n) {
+    const int i = blockIdx.x * BLOCK + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+template <typename T>
+void add(const T *a, const T *b, T *c, int n) {
+    constexpr int kBlock = 256;
+    add_kernel<T, kBlock><<<(n + kBlock - 1) / kBlock, kBlock>>>(a, b, c, n);
+}
+void launch_add(const float *a, const float *b, float *c, int n) { CALLS }
+"""
+    def types(calls: str) -> list[tuple[str, str | None, str | None]]:
+        f = facts_of_text(text.replace("CALLS", calls), "add_kernel")
+        return [(p.name, p.element_type, p.value_type) for p in f.pointers]
+
+    assert types("add<float>(a, b, c, n);") == [("a", "T", "float"), ("b", "T", "float"), ("c", "T", "float")]
+    assert types("add(a, b, c, n);")[0] == ("a", "T", "T")
+    assert types("add<float>(a, b, c, n); add<double>((const double*)a, (const double*)b, (double*)c, n);")[0] == (
+        "a", "T", "T")
+    direct = text.replace("add_kernel<T, kBlock>", "add_kernel<float, kBlock>").replace("CALLS", "add(a, b, c, n);")
+    f = facts_of_text(direct, "add_kernel")
+    assert f.pointers[0].value_type == "float"
