@@ -89,3 +89,17 @@ def test_full_text_change_and_errors():
 def test_no_snapshot_means_no_kernel_and_no_parse():
     buf = Buffer("__global__ void a(float* x) { x[0] = 1; }\n", "cuda", None, 1)
     assert buf.snapshot is None and buf.kernel_at(0, 20) is None
+
+
+def test_served_files_every_cuda_file_and_python_only_with_kernels() -> None:
+    """Which open files get answers (moved from the server's document into the buffer)."""
+    assert Buffer("int main() { return 0; }\n", "cuda").served()
+    plain = Buffer("import os\nprint(os.getcwd())\n", "python")
+    assert not plain.served()
+    mentions = Buffer("# uses triton elsewhere\nx = 1\n", "python")
+    assert mentions.served()  # not parsed yet: counts as served
+    mentions.sync()
+    assert not mentions.served()  # parsed: no kernel
+    kernel = Buffer("import triton\n\n\n@triton.jit\ndef k(x_ptr):\n    pass\n", "python")
+    kernel.sync()
+    assert kernel.served()
