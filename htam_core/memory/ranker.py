@@ -523,6 +523,26 @@ def _fired_boost(s: Strategy, facts: Mapping[str, Any]) -> float:
     return max(0.0, sum(sig.boost for sig in s.signals if sig.when.evaluate(facts) is True))
 
 
+def _choose_directions(order: list[str], by_dir: Mapping[str, list[Strategy]],
+                       dir_terms: Mapping[str, tuple[float, float, float, str | None]], facts: Mapping[str, Any],
+                       cfg: RankerConfig, top: int) -> list[str]:
+    """The directions whose strategies are scored: the ``cfg.breadth`` best of ``order`` (directions sorted by
+    prior + transition + exploration), then more in order until their strategies fill ``top``; with
+    ``cfg.signal_lift`` (v15) also every direction that its best applicable strategy's fired signal boosts lift
+    above the lowest chosen one (a matched strategy signal is evidence for its direction too, as ``best_local`` is
+    for records; none is dropped). ``dir_terms``: direction -> (prior, transition, exploration, why)."""
+    chosen = order[: cfg.breadth]
+    for d in order[cfg.breadth:]:
+        if sum(len(by_dir[c]) for c in chosen) >= top:
+            break
+        chosen.append(d)
+    if cfg.signal_lift and chosen:
+        floor = min(sum(dir_terms[c][:3]) for c in chosen)
+        chosen += [d for d in order if d not in chosen
+                   and sum(dir_terms[d][:3]) + max(_fired_boost(s, facts) for s in by_dir[d]) > floor]
+    return chosen
+
+
 def _fmt_pct(x: float) -> str:
     return f"{x * 100:+.0f}%"
 
@@ -771,21 +791,7 @@ class Ranker:
         for s in applicable:
             by_dir.setdefault(s.direction, []).append(s)
         order = sorted(by_dir, key=lambda d: (-sum(dir_terms[d][:3]), [x.id for x in kb.directions].index(d)))
-        if ab == "flat":
-            chosen = order
-        else:
-            chosen = order[: cfg.breadth]
-            for d in order[cfg.breadth:]:
-                if sum(len(by_dir[c]) for c in chosen) >= top:
-                    break
-                chosen.append(d)
-            if cfg.signal_lift and chosen:
-                # v15: a direction is worth at least its score plus its best applicable strategy's fired signal
-                # boosts (a matched strategy signal is evidence for its direction too, as best_local is for
-                # records): one that this lifts above a chosen direction is chosen as well (none is dropped)
-                floor = min(sum(dir_terms[c][:3]) for c in chosen)
-                chosen += [d for d in order if d not in chosen
-                           and sum(dir_terms[d][:3]) + max(_fired_boost(s, facts) for s in by_dir[d]) > floor]
+        chosen = order if ab == "flat" else _choose_directions(order, by_dir, dir_terms, facts, cfg, top)
 
         # --- strategies
         scored: list[tuple[float, int, Strategy, dict[str, float], str | None]] = []

@@ -53,7 +53,7 @@ HINTS = ["after Memory Access, Launch Configuration paid off 7 of 9 times; Data 
 
 def _cfg(srv: OpenAIServer, **kw: object) -> LLMConfig:
     base = {"base_url": srv.base_url, "model": "loopback-model", "api_key_env": "HTAM_TEST_LLM_KEY",
-            "timeout_s": 3.0, "backoff_s": 0.01, "max_retries": 2}
+            "timeout_s": 30.0, "backoff_s": 0.01, "max_retries": 2}  # tests of the deadline pass their own
     base.update(kw)
     return LLMConfig(**base)  # type: ignore[arg-type]
 
