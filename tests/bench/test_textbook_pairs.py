@@ -47,3 +47,12 @@ def test_a_pair_without_its_files_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "p" / "naive.cu").write_text("__global__ void k() {}\n")
     with pytest.raises(ValueError, match="expert.cu is missing"):
         tb.own_pairs(tmp_path)
+
+
+@pytest.mark.parametrize("status,published", [("reproduced", 0.5), ("not reproduced", 2.0), ("not measured", 2.0)])
+def test_the_engines_best_counts_only_when_reproduced(status: str, published: float) -> None:
+    from types import SimpleNamespace
+
+    res = SimpleNamespace(start_ms=2.0, best_ms=0.5, reproduction=SimpleNamespace(status=status))
+    row = tb.published_best(res)
+    assert row == {"best_ms": published, "search_best_ms": 0.5, "reproduction": status}
