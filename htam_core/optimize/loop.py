@@ -69,6 +69,7 @@ from htam_core.profile.ncu_stage import CountersStage
 from htam_core.runtime.worker import start_stats
 from htam_core.source import SourceError, incomplete_reason, language_for_path, load, parse_text
 from htam_core.source.model import Kernel
+from htam_core.source.workspace import mark_output_folder
 from htam_core.transforms.registry import no_transform_message
 from htam_core.verify import strict
 from htam_core.verify.correctness import NONDETERMINISTIC
@@ -189,6 +190,7 @@ class _Loop:
             self.warnings.append(f"harness: {self.harness.description()}; a correct candidate matches "
                                  f"{self.harness.checked_against}" + "".join(f"; {n}" for n in self.harness.notes))
         self.out.mkdir(parents=True, exist_ok=True)  # only once the run can start: a refused one leaves no folder
+        mark_output_folder(self.out)  # its copies of the user's files are never read as the user's launches
         cache = None
         if task.measure_cache and self.gpu:
             cache = MeasureCache(task.measure_cache)

@@ -52,6 +52,9 @@ TRITON_LAUNCHER_SUFFIXES = (".py",)
 MAX_FILES = 2000
 #: how far up from the kernel's folder a git repository root is looked for
 MAX_LEVELS_UP = 6
+#: a file htam writes into every output folder it creates (``htam optimize --out``): such a folder holds copies of
+#: the user's files (the best kernel, its edited launcher), never launches of the user's kernel, and is not searched
+OUTPUT_MARKER = ".htam-output"
 #: folders never searched
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "env", "__pycache__", "build",
                        "dist", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages"})
@@ -261,6 +264,16 @@ LISTING_TTL_S = 5.0
 _LISTINGS: dict[tuple[Path, tuple[str, ...]], tuple[float, list[Path]]] = {}
 
 
+def mark_output_folder(folder: str | os.PathLike[str]) -> None:
+    """Write :data:`OUTPUT_MARKER` into ``folder`` (an existing output folder of htam), so that the launch search
+    leaves it and its sub-folders out. A folder that cannot be written to is left as it is (no error)."""
+    try:
+        Path(folder, OUTPUT_MARKER).write_text("htam output folder: copies of kernels, not searched for launches\n",
+                                               encoding="utf-8")
+    except OSError:
+        pass
+
+
 def _listing(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
     """Files under ``root`` with one of ``suffixes``, sorted, at most :data:`MAX_FILES` (reused for
     :data:`LISTING_TTL_S` seconds)."""
@@ -280,6 +293,9 @@ def _walk(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
     """The walk behind :func:`_listing`."""
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
+        if OUTPUT_MARKER in filenames:  # htam's own output (optimize --out): copies of the user's files, not theirs
+            dirnames[:] = []
+            continue
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(filenames):
             if name.endswith(suffixes):
@@ -390,7 +406,13 @@ def _cuda_file_fragments(path: str, data: bytes, name: str, stem: str) -> list[F
     if b"<<<" not in data:
         return []
     if path.endswith(".py"):
-        return _string_fragments(path, data, name) if any(m in data for m in _PY_CUDA_LOADERS) else []
+        # a CUDA string launches the user's kernel only when the Python file compiles it with that kernel's file
+        # (``load(sources=["add.cu", ...])``, ``RawModule(path="add.cu")``, ``#include "add.cu"``, reading it):
+        # a string that only declares or launches a kernel of the same name belongs to another program
+        if not any(m in data for m in _PY_CUDA_LOADERS) or not re.search(
+                rb"\b" + re.escape(stem.encode()) + rb"\.(?:cu|cuh|h|hpp)\b", data):
+            return []
+        return _string_fragments(path, data, name)
     text = _decode(data)
     return _macro_fragments(path, data, name) + ([Fragment(path, 0, text, "cuda", prefix="\n")] if text else [])
 

@@ -30,3 +30,21 @@ def test_optimize_runs_with_the_program_of_the_folder(tmp_path: Path, capsys: py
     assert f"program: main() of {ws / 'main.cu'} (launches vectorAdd)" in printed.err
     assert "no harness" not in printed.err and "Static mode: 1 candidates" in printed.out
     assert (out / "best.cu").is_file() and (ws / "main.cu").read_text() == (FIX / "proto" / "main.cu").read_text()
+
+
+def test_its_output_folder_is_never_read_as_a_launcher(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression (a new user's trial): after `optimize --out` inside the workspace, `kernels` listed the copy of
+    the launcher in the output folder as a second launch site."""
+    from htam_core.source import load
+    from htam_core.source import workspace as wsmod
+
+    ws = tmp_path / "ws"
+    shutil.copytree(FIX / "proto", ws)
+    out = ws / "out" / "run"
+    assert main(["optimize", str(ws / "vectorAdd.cu"), "--kernel", "vectorAdd", "--static", "--budget", "1",
+                 "--out", str(out), "--memory", str(tmp_path / "mem.sqlite3")]) == 0
+    capsys.readouterr()
+    assert (out / wsmod.OUTPUT_MARKER).is_file()
+    wsmod._LISTINGS.clear()
+    model = load(ws / "vectorAdd.cu")
+    assert {la.path for la in wsmod.find_launches(model, model.kernel("vectorAdd"))} == {str(ws / "main.cu")}

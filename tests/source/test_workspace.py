@@ -102,3 +102,26 @@ def test_workspace_is_the_git_root_or_the_folder(tmp_path):
     (ws / ".git").mkdir()
     assert workspace_root(ws / "a" / "b" / "k.cu") == ws.resolve()
     assert workspace_root(ws / "a" / "b" / "k.cu", root=ws / "a") == (ws / "a").resolve()
+
+
+def test_a_cuda_string_that_does_not_compile_the_kernels_file_is_not_a_launcher(tmp_path):
+    # a Python file whose CUDA string declares and launches a kernel of the same name, never naming k.cu: another
+    # program's kernel (found by a new user: htam's own test helpers in the enclosing repository were edited)
+    other = LOAD_INLINE_PY.replace('open("k.cu").read() + LAUNCHER', "PROTO + LAUNCHER").replace(
+        "LAUNCHER = r", 'PROTO = "__global__ void vadd(const float *a, const float *b, float *c, int n);"\nLAUNCHER = r')
+    ws = workspace(tmp_path, {"k.cu": VADD, "ext.py": other})
+    assert "k.cu" not in (ws / "ext.py").read_text()
+    assert _launches(ws / "k.cu") == []
+
+
+def test_an_htam_output_folder_is_not_searched(tmp_path):
+    from htam_core.source.workspace import OUTPUT_MARKER, mark_output_folder
+
+    ws = workspace(tmp_path, {"k.cu": VADD, "out/run1/main.cpp": MAIN_CPP})
+    assert [la.path for la in _launches(ws / "k.cu")] == [str(ws / "out" / "run1" / "main.cpp")]
+    mark_output_folder(ws / "out")
+    assert (ws / "out" / OUTPUT_MARKER).is_file()
+    from htam_core.source import workspace as wsmod
+
+    wsmod._LISTINGS.clear()  # the listing is reused for a few seconds
+    assert _launches(ws / "k.cu") == []
