@@ -16,7 +16,9 @@ calculator (:mod:`htam_core.profile.occupancy`).
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any, ClassVar
 
 from htam_core.harness.base import Harness
@@ -26,6 +28,7 @@ from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
 from htam_core.profile.static_roofline import sizes_of
 from htam_core.profile.static_triton import build_request, compile_triton_kernel
 from htam_core.runtime.cache import CompileCache
+from htam_core.source.workspace import find_launches
 from htam_core.types.errors import ProfileError
 from htam_core.types.profile import Profile
 
@@ -117,6 +120,26 @@ def harness_label(h: Harness | None) -> str:
     parts = [p for p in (h.source.split(";")[0] if h.source else "", f"size set {sizes}" if sizes else "") if p]
     return f"harness ({'; '.join(parts)})" if parts else "harness"
 
+
+
+def block_size(source: str, kernel: Any, offset: int, model: Any) -> tuple[int | None, str, list[str]]:
+    """Threads per block of ``kernel``'s launch: :func:`static_cuda.resolve_block_size` on its own unit, else the
+    first launch in another file of the workspace whose block is a constant (:func:`find_launches`: a ``main()``
+    in ``main.cu``, a ``.cpp`` host, a ``load_inline`` string). Returns ``(threads or None, where from,
+    warnings)``; the "block size unknown" warning stays only when neither gives it."""
+    block, why, warns = sc.resolve_block_size(source, kernel, offset, model.path)
+    if block is not None or not getattr(model, "path", None):
+        return block, why, warns
+    try:
+        launches = find_launches(model, kernel)
+    except Exception:  # noqa: BLE001 - the workspace search is best effort: the profile says the size is unknown
+        return block, why, warns
+    for la in launches:
+        if la.block_value and all(v > 0 for v in la.block_value):
+            n = math.prod(la.block_value)
+            return n, f"launch in {Path(la.path).name} line {la.line}: block {la.block} = {n}", \
+                [w for w in warns if not w.startswith("block size unknown")]
+    return block, why, warns
 
 class StaticProfiler(ABC):
     """The static profile of the kernels of one or more languages (``Kernel.language`` values).
@@ -230,7 +253,7 @@ class CudaProfiler(StaticProfiler):
             p.warnings.append(f"{len(entries)} instantiations of {kernel.name}: reporting the maximum of each resource")
         p.extra["compile"] = {"tool": "nvcc", "mode": res.mode, "cached": res.cached,
                               "seconds": round(res.seconds, 3), "target": target}
-        block, why, warns = sc.resolve_block_size(source, kernel, offset, model.path)
+        block, why, warns = block_size(source, kernel, offset, model)
         p.block_size = block
         p.extra["block_size_source"] = why
         p.warnings.extend(warns)
@@ -244,7 +267,7 @@ class CudaProfiler(StaticProfiler):
 
     def source_only(self, p: Profile, model: Any, kernel: Any, target: str, harness: Harness | None) -> None:
         source, offset, _ = self.cuda_text(model, kernel, strict=False)
-        block, why, warns = sc.resolve_block_size(source, kernel, offset, model.path)
+        block, why, warns = block_size(source, kernel, offset, model)
         p.block_size = block
         p.extra["block_size_source"] = why
         p.warnings.extend(warns)
