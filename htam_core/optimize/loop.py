@@ -692,7 +692,9 @@ class _Loop:
         if labelled:
             msgs.append("labelled " + ", ".join(ev.labels) + ": not counted as a plain speedup")
         if numerics:
-            msgs.append("changes numerics (fast-math or reduced precision)")
+            msgs.append("changes numerics (summation order, fast-math or reduced precision)" + (
+                "" if self.gpu or accepted or ev.correct is not None
+                else ": not followed in static mode, where nothing can check its results (run on a GPU)"))
         return StepRecord(
             index=n, direction=choice.direction, strategy=choice.strategy,
             transform=cand.params.get("transform_id") or (choice.transform if self.task.engine == "rules" else None),

@@ -109,3 +109,19 @@ def test_failure_reason_picks_the_informative_line() -> None:
             "max rel error 1)", "seed 1, input set 0: the earlier trial(s) matched; ..."]
     assert failure_reason("incorrect", list(reversed(msgs))) == msgs[0]
     assert failure_reason("failed", []) == "no message from the verifier"
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
+def test_a_step_that_changes_numerics_says_why_static_mode_does_not_follow_it(tmp_path: Path) -> None:
+    # a new user's trial: the reduction's top step (sequential addressing) was made but best.cu did not hold it,
+    # and nothing said why
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "textbook_pairs" / "reduction" / "naive.cu"
+    work = tmp_path / "r"
+    work.mkdir()
+    (work / "naive.cu").write_text(src.read_text())
+    res = run_optimize(OptimizeTask(path=str(work / "naive.cu"), kernel="reduce_sum", engine="rules", budget=1,
+                                    out_dir=str(tmp_path / "out"), memory_path=str(tmp_path / "m.sqlite3"),
+                                    static=True))
+    step = res.steps[0]
+    assert step.strategy == "sequential_addressing" and not step.accepted
+    assert any("not followed in static mode" in m for m in step.messages), step.messages
