@@ -91,7 +91,9 @@ class CudaRestrictConst(CudaTransform):
                 edits.append(unit.insert(inner.start_byte, "__restrict__ "))
             changed.append(name)
         if not changed:
-            parts = [f"{k}: {', '.join(v)}" for k, v in notes.items() if v]
+            label = {"written": "written by the kernel", "unclear": "their use could not be read",
+                     "done": "already const __restrict__"}
+            parts = [f"{label[k]}: {', '.join(v)}" for k, v in notes.items() if v]
             return self.not_applicable(
                 "no read-only pointer parameter lacks const __restrict__ (" + "; ".join(parts) + ")"
             )

@@ -134,7 +134,8 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     if node is None or var is None or fact.kind != "for":
         return f"the loop on line {fact.line} is not a `for` over one variable"
     if fact.cmp != "<" or fact.update != "+" or not _partitions(unit, fact):
-        return f"the loop on line {fact.line} does not split [0, bound) among its threads with `{var} < n`"
+        return (f"the loop on line {fact.line} is not a loop that splits a range among its threads (the form "
+                f"`for ({var} = thread index; {var} < n; {var} += threads)`)")
     if f.children(fact):
         return f"the loop on line {fact.line} has a nested loop"
     head = _header(unit, node, var)

@@ -88,7 +88,7 @@ def test_a_warp_loop_written_with_cooperative_groups_takes_float4(cand):
 
 def test_a_tile_lane_in_a_2d_block_is_refused(refuse):
     # the linear rank mod 16 is not proven to partition the row in a 2-D block: refused, not guessed
-    assert "the loop on line 27 does not split [0, bound) among its threads" in refuse(TID, CG, "scale_rows_tile16_2d")
+    assert "the loop on line 27 is not a loop that splits a range among its threads" in refuse(TID, CG, "scale_rows_tile16_2d")
 
 
 @pytest.mark.gpu
