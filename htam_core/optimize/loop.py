@@ -121,6 +121,13 @@ def _diff(a: str, b: str, name: str) -> str:
     return "".join(difflib.unified_diff(a.splitlines(True), b.splitlines(True), f"a/{name}", f"b/{name}", n=2))
 
 
+
+def _open_output(out: Path) -> None:
+    """Create the run's output folder and mark it as htam's (:func:`mark_output_folder`): the copies of the
+    user's files it will hold are never read as the user's launches."""
+    out.mkdir(parents=True, exist_ok=True)
+    mark_output_folder(out)
+
 class _Loop:
     def __init__(self, task: OptimizeTask, on_progress: Callable[[ProgressEvent], None] | None,
                  cancel: threading.Event | None) -> None:
@@ -189,8 +196,7 @@ class _Loop:
             # where the harness came from, and what "correct" means (matches the starting kernel, or the reference)
             self.warnings.append(f"harness: {self.harness.description()}; a correct candidate matches "
                                  f"{self.harness.checked_against}" + "".join(f"; {n}" for n in self.harness.notes))
-        self.out.mkdir(parents=True, exist_ok=True)  # only once the run can start: a refused one leaves no folder
-        mark_output_folder(self.out)  # its copies of the user's files are never read as the user's launches
+        _open_output(self.out)  # only once the run can start: a refused one leaves no folder
         cache = None
         if task.measure_cache and self.gpu:
             cache = MeasureCache(task.measure_cache)

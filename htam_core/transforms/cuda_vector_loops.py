@@ -126,6 +126,10 @@ def _base(unit: CudaUnit, sub: Node, var: str) -> str | None:
     return None
 
 
+_NOT_SPLIT = ("the loop on line {line} is not a loop that splits a range among its threads (the form "
+              "`for ({var} = thread index; {var} < n; {var} += threads)`)")
+
+
 def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     """The loop ``fact`` as a :class:`VecLoop`, or why it cannot take float4."""
     f = unit.facts
@@ -134,8 +138,7 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     if node is None or var is None or fact.kind != "for":
         return f"the loop on line {fact.line} is not a `for` over one variable"
     if fact.cmp != "<" or fact.update != "+" or not _partitions(unit, fact):
-        return (f"the loop on line {fact.line} is not a loop that splits a range among its threads (the form "
-                f"`for ({var} = thread index; {var} < n; {var} += threads)`)")
+        return _NOT_SPLIT.format(line=fact.line, var=var)
     if f.children(fact):
         return f"the loop on line {fact.line} has a nested loop"
     head = _header(unit, node, var)

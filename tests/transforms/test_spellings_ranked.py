@@ -42,14 +42,8 @@ RANK_GAPS: dict[tuple[str, str], str] = {
                                           "nvidia_samples.cu", "templated.cu")},
     **{("grid_stride", f): _GRID_STRIDE for f in ("aten.cu", "coop_groups.cu", "llmc.cu", "macro.cu",
                                                   "nvidia_samples.cu", "templated.cu", "unsigned_ternary.cu")},
-    **{("online_softmax", f): _SOFTMAX for f in ("aten.cu", "coop_groups.cu", "llmc.cu", "nvidia_samples.cu",
-                                                 "templated.cu")},
-    ("online_softmax", "macro.cu"): _NOT_OFFERED + "an exponential through a function-like macro (EXPF) is not "
-                                                   "read as expf",
-    ("matmul_register_tile", "macro.cu"): _NOT_OFFERED + "operands read through function-like macros (A_AT, "
-                                                         "B_AT) are not expanded, so the kernel is not matmul-like",
-    ("matmul_smem_tile", "macro.cu"): _NOT_OFFERED + "operands read through function-like macros (A_AT, B_AT) "
-                                                     "are not expanded, so the kernel is not matmul-like",
+    **{("online_softmax", f): _SOFTMAX for f in ("aten.cu", "coop_groups.cu", "llmc.cu", "macro.cu",
+                                                 "nvidia_samples.cu", "templated.cu")},
     **{("triton_multi_row", f): _MULTI_ROW for f in ("alias_language.py", "from_import.py", "heuristics.py",
                                                      "liger_style.py", "module_method.py", "tutorial.py")},
     **{("triton_single_pass_moments", f): _MOMENTS for f in ("alias_language.py", "from_import.py",
