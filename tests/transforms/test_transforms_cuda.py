@@ -62,9 +62,9 @@ def test_restrict_const_only_read_only_params(cand):
 
 
 def test_restrict_const_refuses_written_and_aliased(refuse):
-    assert "written: data" in refuse("cuda.restrict_const", EW, "relu_inplace")
+    assert "written by the kernel: data" in refuse("cuda.restrict_const", EW, "relu_inplace")
     # y is written through its alias yr (``float *yr = y + row * cols``): the analysis follows the alias
-    assert "written: y" in refuse("cuda.restrict_const", "softmax_row_per_thread.cu", "softmax_row_per_thread")
+    assert "written by the kernel: y" in refuse("cuda.restrict_const", "softmax_row_per_thread.cu", "softmax_row_per_thread")
 
 
 # ---------------------------------------------------------------- cuda.launch_bounds
