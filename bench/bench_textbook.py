@@ -143,6 +143,26 @@ def published_best(res: Any) -> dict[str, Any]:
             "reproduction": status}
 
 
+def engine_row(path: Path, kernel: str, budget: int, trials: int, memory: str) -> dict[str, Any]:
+    """``htam optimize --engine rules`` from ``path`` (a work copy; its output under ``htam-out`` beside it) on
+    the GPU: ``{"naive_ms", "best_ms", "search_best_ms", "reproduction", "made", "expert_ms": None}``, or
+    ``{"error": one line}`` when the run or the naive start fails (one line of the table, never a traceback)."""
+    from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
+
+    try:
+        res = run_optimize(OptimizeTask(path=str(path), kernel=kernel, engine="rules", budget=budget,
+                                        out_dir=str(path.parent / "htam-out"), memory_path=memory, trials=trials,
+                                        use_ncu=False, static=False))
+    except OptimizeError as e:
+        return {"error": f"optimize: {e}"[:300]}
+    except Exception as e:  # noqa: BLE001 - a kernel the zero-config harness cannot run is one line of the table
+        return {"error": f"optimize: {type(e).__name__}: {e}"[:300]}
+    if not res.start_ok:
+        return {"error": ("the naive start failed: " + "; ".join(res.warnings))[:300]}
+    return {"naive_ms": res.start_ms, **published_best(res),
+            "made": [s.strategy for s in res.steps if s.accepted], "expert_ms": None}
+
+
 def _cli_json(args: list[str], timeout_s: float = 900.0) -> tuple[dict[str, Any] | None, str]:
     """``htam ARGS --json`` in a fresh process: (the JSON printed, or ``None``; the last stderr line)."""
     import subprocess
@@ -165,23 +185,12 @@ def own_gpu(pair: Pair, folder: Path, work: Path, budget: int, trials: int, memo
     """``htam optimize --engine rules`` from ``naive.cu`` (a work copy; harness from its ``main()``); the expert
     verified against the naive version's outputs and timed, each in a fresh process. The expert's time is
     published only when it is verified."""
-    from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
-
     dest = work / f"own-{pair.name}"
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(folder, dest)
-    try:
-        res = run_optimize(OptimizeTask(path=str(dest / "naive.cu"), kernel=pair.naive, engine="rules",
-                                        budget=budget, out_dir=str(dest / "htam-out"), memory_path=memory,
-                                        trials=trials, use_ncu=False, static=False))
-    except OptimizeError as e:
-        return {"error": f"optimize: {e}"[:300]}
-    except Exception as e:  # noqa: BLE001 - one line of the table
-        return {"error": f"optimize: {type(e).__name__}: {e}"[:300]}
-    if not res.start_ok:
-        return {"error": ("the naive start failed: " + "; ".join(res.warnings))[:300]}
-    row: dict[str, Any] = {"naive_ms": res.start_ms, "made": [s.strategy for s in res.steps if s.accepted],
-                           "expert_ms": None, **published_best(res)}
+    row = engine_row(dest / "naive.cu", pair.naive, budget, trials, memory)
+    if "error" in row:
+        return row
     verdict, why = _cli_json(["verify", str(dest / "expert.cu"), "--against", str(dest / "naive.cu"),
                               "--kernel", pair.naive])
     if not verdict or not verdict.get("correct"):
@@ -299,22 +308,11 @@ def work_copy(path: Path, work: Path, name: str) -> Path:
 def sample_gpu(pair: Pair, path: Path, work: Path, budget: int, trials: int, memory: str) -> dict[str, Any]:
     """``htam optimize --engine rules`` on a work copy of the sample (zero-config harness, its headers found by
     the include-folder rule); the experts are not timed (no harness runs them)."""
-    from htam_core.optimize import OptimizeError, OptimizeTask, run_optimize
-
     copy = work_copy(path, work, pair.name.replace(" ", "_").replace("(", "").replace(")", ""))
-    try:
-        res = run_optimize(OptimizeTask(path=str(copy), kernel=pair.naive, engine="rules", budget=budget,
-                                        out_dir=str(copy.parent / "htam-out"), memory_path=memory, trials=trials,
-                                        use_ncu=False, static=False))
-    except OptimizeError as e:
-        return {"error": f"optimize: {e}"[:300]}
-    except Exception as e:  # noqa: BLE001 - a sample the zero-config harness cannot run is one line of the table
-        return {"error": f"optimize: {type(e).__name__}: {e}"[:300]}
-    if not res.start_ok:
-        return {"error": ("the naive start failed: " + "; ".join(res.warnings))[:300]}
-    return {"naive_ms": res.start_ms, **published_best(res),
-            "made": [s.strategy for s in res.steps if s.accepted], "expert_ms": None,
-            "expert_note": "not measured: no harness runs the sample's faster kernels"}
+    row = engine_row(copy, pair.naive, budget, trials, memory)
+    if "error" not in row:
+        row["expert_note"] = "not measured: no harness runs the sample's faster kernels"
+    return row
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
