@@ -16,19 +16,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import sympy
-from tree_sitter import Node
 
 from htam_core.source.analysis import Barrier, KernelFacts, analyze
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import Const, int_literal
 from htam_core.source.analysis.contracts import host_owns_outputs
 from htam_core.source.analysis.facts import DIMS, sym
 from htam_core.source.analysis.guards import BoundsGuard, bounds_guard, describe_form
 from htam_core.source.analysis.launch import dims_of
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.syntax import side_effect_free, statement_start, statements, strip_casts
 from htam_core.source.analysis.unit import CudaSource, cuda_source
 from htam_core.source.analysis.unit import SiteLaunch as Launch
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _notes, _ts
+from htam_core.transforms import _notes
 from htam_core.transforms.base import TextEdit, UnitTransform
 
 __all__ = ["DIMS", "Const", "CudaUnit", "Launch", "int_literal", "statement_start", "strip_casts"]
@@ -168,19 +169,19 @@ class CudaUnit:
     # ----------------------------------------------------------------- kernel facts
     def uses_block_linear_index(self, dim: str) -> bool:
         """True when the kernel multiplies ``blockIdx.<dim>`` by something (each block owns a slice)."""
-        for b in _ts.of_type(self.body, "binary_expression"):
+        for b in syn.binaries(self.body):
             if self.t(b.child_by_field_name("operator")) != "*":
                 continue
             for side in ("left", "right"):
                 s = b.child_by_field_name(side)
-                if s is not None and self.t(_ts.unwrap_parens(s)).replace(" ", "").endswith(f"blockIdx.{dim}"):
+                if s is not None and self.t(syn.unwrap_parens(s)).replace(" ", "").endswith(f"blockIdx.{dim}"):
                     return True
         return False
 
     def launch_bounds_node(self) -> Node | None:
         """The ``__launch_bounds__(...)`` node of the kernel, if any (also inside ERROR recovery)."""
         for c in self.func.children:
-            if c.type == "launch_bounds" or (c.type == "ERROR" and "__launch_bounds__" in self.t(c)):
+            if syn.is_launch_bounds(c) or (syn.is_error(c) and "__launch_bounds__" in self.t(c)):
                 return c
         head = self.src[self.func.start_byte : self.declarator.start_byte]
         if b"__launch_bounds__" in head:
@@ -216,7 +217,7 @@ def param_names(unit: CudaUnit) -> list[str]:
     out: list[str] = []
     for p in unit.params:
         n = p.child_by_field_name("declarator")
-        while n is not None and n.type != "identifier":
+        while n is not None and not syn.is_identifier(n):
             n = n.child_by_field_name("declarator")
         out.append(unit.t(n) if n is not None else "")
     return out
@@ -231,13 +232,13 @@ def statement_list(body: Node) -> list[Node]:
 
 def references(node: Node, src: bytes, name: str) -> list[Node]:
     """Identifier nodes under ``node`` spelled ``name``."""
-    return [n for n in _ts.of_type(node, "identifier") if _ts.text(n, src) == name]
+    return [n for n in syn.identifiers(node) if syn.text(n, src) == name]
 
 
 def builtin_field(unit: CudaUnit, node: Node) -> str | None:
     """``"blockIdx.x"`` for a ``blockIdx.x``-like field expression (casts stripped), else ``None``."""
     node = strip_casts(node)
-    if node.type != "field_expression":
+    if not syn.is_field(node):
         return None
     arg, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
     if arg is None or fld is None or unit.t(arg) not in ("blockIdx", "blockDim", "threadIdx", "gridDim"):
@@ -247,7 +248,7 @@ def builtin_field(unit: CudaUnit, node: Node) -> str | None:
 
 def _binary(unit: CudaUnit, node: Node, op: str) -> tuple[Node, Node] | None:
     node = strip_casts(node)
-    if node.type != "binary_expression" or unit.t(node.child_by_field_name("operator")) != op:
+    if not syn.is_binary(node) or unit.t(node.child_by_field_name("operator")) != op:
         return None
     return node.child_by_field_name("left"), node.child_by_field_name("right")
 
@@ -282,15 +283,15 @@ def is_global_index(unit: CudaUnit, expr: Node, dim: str = "x") -> bool:
 def _is_lvalue(node: Node) -> bool:
     """True when ``node`` is written: assigned, compound-assigned, incremented or address-taken."""
     p = node.parent
-    while p is not None and p.type == "parenthesized_expression":
+    while p is not None and syn.is_parenthesized(p):
         node, p = p, p.parent
     if p is None:
         return False
-    if p.type == "assignment_expression" and p.child_by_field_name("left") == node:
+    if syn.is_assignment(p) and p.child_by_field_name("left") == node:
         return True
-    if p.type == "update_expression":
+    if syn.is_update(p):
         return True
-    if p.type == "pointer_expression" and p.children and p.children[0].type == "&":
+    if syn.is_pointer_expression(p) and p.children and p.children[0].type == "&":
         return True
     return False
 
@@ -328,21 +329,21 @@ class Elementwise:
 
 def _cond_parts(unit: CudaUnit, cond: Node) -> tuple[str, str, Node] | None:
     """``(var, op, bound)`` for ``var < bound`` / ``bound > var`` (op normalized to var on the left)."""
-    cond = _ts.unwrap_parens(cond)
-    if cond.type == "condition_clause":
+    cond = syn.unwrap_parens(cond)
+    if syn.is_condition_clause(cond):
         inner = cond.child_by_field_name("value")
         if inner is None:
             return None
-        cond = _ts.unwrap_parens(inner)
-    if cond.type != "binary_expression":
+        cond = syn.unwrap_parens(inner)
+    if not syn.is_binary(cond):
         return None
     left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
     op = unit.t(cond.child_by_field_name("operator"))
     flip = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
-    if _ts.unwrap_parens(left).type == "identifier":
-        return unit.t(_ts.unwrap_parens(left)), op, right
-    if _ts.unwrap_parens(right).type == "identifier" and op in flip:
-        return unit.t(_ts.unwrap_parens(right)), flip[op], left
+    if syn.is_identifier(syn.unwrap_parens(left)):
+        return unit.t(syn.unwrap_parens(left)), op, right
+    if syn.is_identifier(syn.unwrap_parens(right)) and op in flip:
+        return unit.t(syn.unwrap_parens(right)), flip[op], left
     return None
 
 
@@ -351,26 +352,22 @@ def _bad_body(unit: CudaUnit, stmts: list[Node], index: str) -> str | None:
     for s in stmts:
         for b in unit.barriers_in(s):
             return f"the guarded code uses {b.text} (a {b.scope} barrier)"
-        for n in _ts.walk(s):
-            if n.type == "return_statement":
+        for n in syn.walk(s):
+            if syn.is_return(n):
                 return "the guarded code returns early"
-            if n.type in ("break_statement", "continue_statement"):
+            if syn.is_loop_exit(n):
                 loop = n.parent
-                while loop is not None and loop not in stmts and loop.type not in (
-                    "for_statement", "while_statement", "do_statement", "switch_statement"
-                ):
+                while loop is not None and loop not in stmts and not syn.is_breakable(loop):
                     loop = loop.parent
-                if loop is None or loop in stmts and loop.type not in (
-                    "for_statement", "while_statement", "do_statement", "switch_statement"
-                ):
+                if loop is None or loop in stmts and not syn.is_breakable(loop):
                     return "the guarded code uses break/continue"
-            if n.type == "identifier" and unit.t(n) in ("__syncthreads", "__syncwarp", "blockIdx", "threadIdx"):
+            if syn.is_identifier(n) and unit.t(n) in ("__syncthreads", "__syncwarp", "blockIdx", "threadIdx"):
                 return f"the guarded code uses {unit.t(n)}"
-            if n.type == "field_expression" and unit.t(n.child_by_field_name("argument")) in (
+            if syn.is_field(n) and unit.t(n.child_by_field_name("argument")) in (
                 "blockIdx", "threadIdx"
             ):
                 return f"the guarded code uses {unit.t(n)}"
-            if n.type == "identifier" and unit.t(n) == index and _is_lvalue(n):
+            if syn.is_identifier(n) and unit.t(n) == index and _is_lvalue(n):
                 return f"the guarded code modifies {index}"
     return None
 
@@ -399,7 +396,7 @@ def _thread_locals_used(unit: CudaUnit, stmts: list[Node], decl: Node) -> str | 
     threadIdx.x;``): a rewrite that gives a thread several elements would keep its first value."""
     before = {t.name for t in unit.facts.thread_indices if t.span[0] < unit.file_byte(decl)}
     for st in stmts:
-        for n in _ts.of_type(st, "identifier"):
+        for n in syn.identifiers(st):
             if unit.t(n) in before:
                 return f"the guarded code uses {unit.t(n)}, which holds a thread index"
     return None
@@ -431,21 +428,21 @@ def elementwise(unit: CudaUnit, *, invariant_terms: bool = False) -> Elementwise
     loop."""
     stmts = statement_list(unit.body)
     for k, s in enumerate(stmts):
-        if s.type != "declaration":
+        if not syn.is_declaration(s):
             continue
-        inits = [d for d in s.named_children if d.type == "init_declarator"]
+        inits = [d for d in s.named_children if syn.is_init_declarator(d)]
         if len(inits) != 1:
             continue
         value = inits[0].child_by_field_name("value")
         name_node = inits[0].child_by_field_name("declarator")
-        if value is None or name_node is None or name_node.type != "identifier" or not (
+        if value is None or name_node is None or not syn.is_identifier(name_node) or not (
                 is_global_index(unit, value) or _is_global_x(unit, unit.t(name_node), s)):
             continue
         name = unit.t(name_node)
         typ = unit.src[s.start_byte : inits[0].start_byte].decode().replace("const ", "").strip()
         rest = stmts[k + 1 :]
         j = 0
-        while j < len(rest) and rest[j].type != "if_statement":
+        while j < len(rest) and not syn.is_if(rest[j]):
             if references(rest[j], unit.src, name):
                 return f"{name} is used before its bound check"
             j += 1
@@ -477,7 +474,7 @@ def statement_span(unit: CudaUnit, node: Node) -> tuple[int, int]:
     """The byte range of a statement including its line's indentation and newline when it is alone on it; a loop's
     ``#pragma`` line is part of the loop (:func:`statement_start`), so removing or replacing the loop takes it."""
     start, end = statement_start(node), node.end_byte
-    ls = _ts.line_start(unit.src, start)
+    ls = syn.line_start(unit.src, start)
     if unit.src[ls:start].strip() == b"":
         nl = unit.src.find(b"\n", end)
         if nl != -1 and unit.src[end:nl].strip() == b"":
@@ -489,7 +486,7 @@ def include_insert_point(unit: CudaUnit) -> int:
     """Where to put a file-level helper: after the last top-level ``#include``, else at the start."""
     pos = 0
     for c in unit.root.children:
-        if c.type == "preproc_include":
+        if syn.is_preproc_include(c):
             pos = c.end_byte
     if pos and unit.src[pos - 1 : pos] != b"\n":
         nl = unit.src.find(b"\n", pos)
@@ -532,14 +529,14 @@ def wrap_grid(unit: CudaUnit, launch: Launch, fmt: str) -> TextEdit | str:
     dims = unit.dims_of(launch.grid, launch.host)
     if len(dims) != 1:
         return f"the grid on line {launch.site.line} is not 1-D"
-    g = _ts.unwrap_parens(launch.grid)
-    if g.type == "call_expression" and unit.t(g.child_by_field_name("function")) == "dim3":
+    g = syn.unwrap_parens(launch.grid)
+    if syn.is_call(g) and unit.t(g.child_by_field_name("function")) == "dim3":
         return unit.replace(dims[0], fmt.format(unit.t(dims[0])))
-    if g.type == "identifier" and dims[0] is not g and not unit.local_inits(launch.host, unit.t(g)):
+    if syn.is_identifier(g) and dims[0] is not g and not unit.local_inits(launch.host, unit.t(g)):
         return unit.replace(launch.grid, "dim3(" + fmt.format(f"{unit.t(g)}.x") + ")")
-    if g.type == "identifier" and dims[0] is not g:
+    if syn.is_identifier(g) and dims[0] is not g:
         typ = None
-        for d in _ts.of_type(launch.host, "declaration"):
+        for d in syn.declarations(launch.host):
             if any(unit.t(x).startswith(unit.t(g)) for x in d.children_by_field_name("declarator")):
                 typ = unit.t(d.child_by_field_name("type"))
         if typ == "dim3":
@@ -553,13 +550,13 @@ def launch_dims_edit(unit: CudaUnit, launch: Launch, expr: Node, new_dims: list[
     A ``dim3`` variable read only by this launch gets its initializer rewritten (so it stays read); anything else
     is replaced at the launch by ``dim3(...)``.
     """
-    g = _ts.unwrap_parens(expr)
+    g = syn.unwrap_parens(expr)
     comps = unit.dims_of(expr, launch.host)
     inner = ", ".join(new_dims)
-    if g.type == "identifier" and comps and comps[0] is not g and launch.host is not None:
+    if syn.is_identifier(g) and comps and comps[0] is not g and launch.host is not None:
         lst = comps[0].parent
         uses = references(launch.host, unit.src, unit.t(g))
-        if lst is not None and lst.type in ("argument_list", "initializer_list") and len(uses) == 2:
+        if lst is not None and syn.is_brace_or_call_list(lst) and len(uses) == 2:
             open_, close = unit.src[lst.start_byte : lst.start_byte + 1].decode(), unit.src[lst.end_byte - 1 : lst.end_byte].decode()
             return unit.replace(lst, f"{open_}{inner}{close}")
     return unit.replace(expr, f"dim3({inner})")
@@ -578,4 +575,4 @@ def stale_comment_notes(unit: CudaUnit, note: str, words: list[str], edits: list
     """Edits that note ``note`` ("threads per block 32 → 256") in every comment of the kernel's CUDA text that
     states the old setting (one of ``words``), so that no comment describes code the edit changed
     (:mod:`htam_core.transforms._notes`); ``edits``: the transform's edits so far (their text is skipped)."""
-    return _notes.comment_notes(unit.src, unit.base, _ts.of_type(unit.root, "comment"), note, words, edits)
+    return _notes.comment_notes(unit.src, unit.base, syn.comments(unit.root), note, words, edits)
