@@ -22,9 +22,11 @@ TRANSFORMS = Path(htam_core.__file__).resolve().parent / "transforms"
 
 #: Recorded on 2026-12-05 (26 of 35 transform modules; 593 node-type literals, 591 once the matmul tilings read
 #: their thread indices from the analysis layer, 583 once the transpose tile read its pattern from there, 113 once
-#: the transforms asked the analysis layer's node queries, ``htam_core.source.analysis.nodes``, what a node is).
+#: the transforms asked the analysis layer's node queries, ``htam_core.source.analysis.nodes``, what a node is, 59
+#: once they named the node a fact's span stands for through its selectors; most of those left are field names,
+#: ``child_by_field_name("type")``, and C type names, ``"float"``, that share a spelling with a node type).
 MAX_TREE_SITTER_IMPORTERS = 1
-MAX_NODE_TYPE_LITERALS = 113
+MAX_NODE_TYPE_LITERALS = 59
 
 #: The transform modules still allowed to import ``tree_sitter``, each with the reason.
 TREE_SITTER_IMPORTERS_LEFT = {

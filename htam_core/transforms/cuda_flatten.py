@@ -51,7 +51,6 @@ from htam_core.types.profile import Profile
 
 _COOPERATION = ("__syncthreads", "__syncwarp", "__shfl_sync", "__shfl_xor_sync", "__shfl_down_sync",
                 "__shfl_up_sync", "__ballot_sync", "warpSize", "__shared__")
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 
 
 def _declared_names(scope: Node, unit: CudaUnit) -> set[str]:
@@ -92,7 +91,7 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
     for word in _COOPERATION:
         if word in body_text:
             return f"{unit.kernel.name} uses {word}; its threads cooperate, so their work cannot be re-dealt"
-    loops = [s for s in ew.stmts if s.type in _LOOPS or syn.of_type(s, _LOOPS)]
+    loops = [s for s in ew.stmts if syn.is_loop(s) or syn.loops(s)]
     if len(loops) != 1 or not syn.is_for(loops[0]):
         return "the guarded code has no single top-level `for` loop over the row"
     node = loops[0]

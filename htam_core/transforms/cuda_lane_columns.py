@@ -64,8 +64,6 @@ from htam_core.types.profile import Profile
 
 WIDTH = 32
 _THREAD_WORDS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
-_DROPPABLE = frozenset({"declaration", "namespace_alias_definition", "using_declaration", "alias_declaration",
-                        "type_definition"})
 
 
 @dataclass
@@ -180,7 +178,7 @@ def column_loop(unit: CudaUnit, split: ColumnSplit) -> tuple[LoopFact, Node, lis
     """The loop of a column split (a fact of the analysis layer), its node, and the body's statements before and
     after it; or why the loop is not a statement of the kernel's body."""
     fact = unit.facts.loops[split.loop]
-    loop = unit.node_at(fact.span, ("for_statement",))
+    loop = unit.node_at(fact.span, syn.FOR_LOOP)
     stmts = statement_list(unit.body)
     if loop is None or loop not in stmts:
         return f"the column loop on line {fact.line} is not a statement of {unit.kernel.name}'s body (it is nested)"
@@ -205,7 +203,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
         return got
     col, col_decl = got
     acc = fact.accumulators[0]
-    acc_decl = unit.node_at(acc.decl_span, ("declaration",)) if acc.decl_span else None
+    acc_decl = unit.node_at(acc.decl_span, syn.DECLARATION) if acc.decl_span else None
     if acc_decl is None or acc_decl not in pre or acc.type is None:
         return f"the accumulator {acc.name} is not declared with its type before the loop on line {fact.line}"
     bound: Node | None = None
@@ -215,7 +213,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
         g = _guard(unit, st, col)
         if g is not None and bound is None:
             bound = g
-        elif st.type in _DROPPABLE:
+        elif syn.is_name_declaration(st):
             for n in _declared(unit, st) if syn.is_declaration(st) else []:
                 decls[n] = st
         elif syn.is_expression_statement(st) and not unit.barriers_in(st) and not any(

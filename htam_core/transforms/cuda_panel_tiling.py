@@ -253,7 +253,7 @@ def _match_one(unit: CudaUnit, target: Target, dot: LoopFact) -> PanelNest | str
 def _between(unit: CudaUnit, first: tuple[int, int], last: tuple[int, int]) -> list[Node]:
     """The statements of the block holding the statement at file bytes ``last`` that lie after file bytes
     ``first`` and before ``last``."""
-    node = unit.node_at(last, ("for_statement",))
+    node = unit.node_at(last, syn.FOR_LOOP)
     block = node.parent if node is not None else None
     if block is None:
         return []
@@ -270,7 +270,7 @@ def _body_shape(unit: CudaUnit, target: Target, dot: LoopFact, rows: LoopFact, a
         return "the function holding the nest has no body"
     if target.facts.barriers or any(a.space == "shared" for a in target.facts.accesses):
         return "the function already uses shared memory or __syncthreads()"
-    loop_node = unit.node_at(dot.span, ("for_statement",))
+    loop_node = unit.node_at(dot.span, syn.FOR_LOOP)
     lb = loop_node.child_by_field_name("body") if loop_node is not None else None
     inner = statement_list(lb) if lb is not None and syn.is_block(lb) else ([lb] if lb else [])
     if len(inner) != 1 or unit.source.span(inner[0]) != update_span and unit.source.span(inner[0].named_children[0]) != update_span:
@@ -280,7 +280,7 @@ def _body_shape(unit: CudaUnit, target: Target, dot: LoopFact, rows: LoopFact, a
     if prod is None or not syn.is_binary(prod) or unit.t(prod.child_by_field_name("operator")) != "*" or {
             unit.source.span(syn.unwrap_parens(prod.child_by_field_name(s))) for s in ("left", "right")} != {o.span for o in ops}:
         return f"the dot loop on line {dot.line} does not add the product of its two reads"
-    nest = unit.node_at(rows.span, ("for_statement",))
+    nest = unit.node_at(rows.span, syn.FOR_LOOP)
     if nest is None or nest.parent != body:
         return "the tile loops are not a statement of the function's body (a branch or a block holds them)"
     for n in syn.function_exits(nest):
@@ -340,7 +340,7 @@ def _targets(unit: CudaUnit, model: SourceModel, kernel: Kernel) -> tuple[list[T
     out = [Target(unit.facts, unit.func, _function_params(unit, unit.func), None)]
     reasons: list[str] = []
     for c in device_callees(model, kernel):
-        fn = unit.node_at(c.span, ("function_definition",))
+        fn = unit.node_at(c.span, syn.FUNCTION)
         if fn is None:
             continue
         if not c.top_level:
@@ -452,8 +452,8 @@ class CudaSmemPanelTiling(CudaTransform):
     def _edits(self, unit: CudaUnit, n: PanelNest, block: tuple[int, int], bm: int, bn: int, bk: int) -> list[TextEdit]:
         """The staging code before the nest (the early returns moved after it) and the dot loop replaced by a read of
         the thread's accumulator."""
-        nest = unit.node_at(n.rows.span, ("for_statement",))
-        dot = unit.node_at(n.dot.span, ("for_statement",))
+        nest = unit.node_at(n.rows.span, syn.FOR_LOOP)
+        dot = unit.node_at(n.dot.span, syn.FOR_LOOP)
         assert nest is not None and dot is not None
         et, at = n.etype, n.acc_type
         threads = block[0] * block[1]

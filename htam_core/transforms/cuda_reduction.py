@@ -496,12 +496,10 @@ def element_type(unit: CudaUnit, array: str) -> str | None:
     pointer that the analysis layer reads as a shared array (``T *sdata = SharedMemory<T>();``) has its pointee
     type."""
     shared_ptr = any(a.pointer == array and a.space == "shared" for a in unit.facts.accesses)
-    kinds = ("array_declarator", "init_declarator", "pointer_declarator") if shared_ptr else (
-        "array_declarator", "init_declarator")
     for scope in (unit.body, unit.root):
         for decl in syn.declarations(scope):
             for d in decl.children_by_field_name("declarator"):
-                while d is not None and d.type in kinds:
+                while syn.is_declarator_around_name(d, pointers=shared_ptr):
                     d = d.child_by_field_name("declarator")
                 if d is not None and syn.is_identifier(d) and unit.t(d) == array:
                     return " ".join(unit.t(decl.child_by_field_name("type")).split())

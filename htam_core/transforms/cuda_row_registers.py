@@ -131,7 +131,7 @@ class CudaRowInRegisters(CudaTransform):
         loops: list[RowLoop] = []
         bound_node = None
         for lp in rows:
-            node = unit.node_at(lp.span, ("for_statement",))
+            node = unit.node_at(lp.span, syn.FOR_LOOP)
             if node is None or lp.start != 0 or lp.step != 1 or lp.cmp != "<":
                 return self.not_applicable(f"the pass on line {lp.line} is not `for (j = 0; j < cols; ++j)`")
             cond = syn.unwrap_parens(node.child_by_field_name("condition"))
@@ -154,7 +154,7 @@ class CudaRowInRegisters(CudaTransform):
             for a in f.accesses_in(rl.fact):
                 if a.space != "global" or a.kind != "read" or a.stride(var) != 1:  # type: ignore[arg-type]
                     continue
-                sub = unit.node_at(a.span, ("subscript_expression",))
+                sub = unit.node_at(a.span, syn.SUBSCRIPT)
                 if sub is not None:
                     key = (unit.t(sub.child_by_field_name("argument")), unit.t(sub.child_by_field_name("indices")))
                     reads.setdefault(key, []).append((k, sub))

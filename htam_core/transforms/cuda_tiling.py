@@ -644,7 +644,7 @@ class CudaTransposeSmemTile(CudaTransform):
             return f"the tile {tl.tile} or the rows per pass {tl.rows} is not a compile-time constant"
         tile, rows = int(tl.tile), int(tl.rows)
         lp = next(lp for lp in facts.loops if lp.id == tl.loop)
-        node = unit.node_at(lp.span, ("for_statement",))
+        node = unit.node_at(lp.span, syn.FOR_LOOP)
         stmts = statement_list(unit.body)
         if node is None or not any(s.start_byte == node.start_byte for s in stmts):
             return "the row loop is not a statement of the kernel's body"

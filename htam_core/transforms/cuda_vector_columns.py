@@ -89,7 +89,7 @@ def _moving_reads(unit: CudaUnit, fact: LoopFact) -> tuple[str, list[tuple[str, 
         return "the moving reads have unknown or different element types"
     subs = []
     for a in moving:
-        node = unit.node_at(a.span, ("subscript_expression",))
+        node = unit.node_at(a.span, syn.SUBSCRIPT)
         if node is None:
             return f"the read `{a.pointer}[{a.index_text}]` is not a subscript"
         subs.append((a.pointer, node))
@@ -159,7 +159,7 @@ class CudaVectorColumns(CudaTransform):
         col_decl = next((st for st in pre if syn.is_declaration(st) and _declared(unit, st) == [col]), None)
         if col is None or col_decl is None:
             return f"the column `{split.column}` is not `blockIdx.x * blockDim.x + threadIdx.x` held in one local"
-        acc_decl = unit.node_at(acc.decl_span, ("declaration",)) if acc.decl_span else None
+        acc_decl = unit.node_at(acc.decl_span, syn.DECLARATION) if acc.decl_span else None
         if acc_decl is None or acc_decl not in pre or acc.type is None or acc.init_text is None:
             return f"the accumulator {acc.name} is not declared with its type and initial value before the loop"
         guard = next((st for st in pre if _guard(unit, st, col) is not None), None)
@@ -184,7 +184,7 @@ class CudaVectorColumns(CudaTransform):
         tmpl = unit.func.parent if unit.func.parent is not None and syn.is_template_declaration(unit.func.parent) \
             else None
         params = tmpl.child_by_field_name("parameters") if tmpl is not None else None
-        if params is not None and elem in {unit.t(i) for i in syn.of_type(params, "type_identifier")}:
+        if params is not None and elem in {unit.t(i) for i in syn.type_names(params)}:
             return f"the element type {elem} is a template parameter; the launch cannot compute the columns per thread"
         width = f"(16 / sizeof({elem}))"
         if not unit.launches:
@@ -266,7 +266,7 @@ def _placed(unit: CudaUnit, split: ColumnSplit) -> tuple[Node, Node, str | None,
     None, column variable or "")``; the statement is the loop itself or a column guard ``if (c < X) { loop }``
     (the form ``cuda.lane_columns`` writes). The reason otherwise."""
     fact = unit.facts.loops[split.loop]
-    loop = unit.node_at(fact.span, ("for_statement",))
+    loop = unit.node_at(fact.span, syn.FOR_LOOP)
     stmts = statement_list(unit.body)
     if loop is not None and loop in stmts:
         return loop, loop, None, ""
@@ -321,7 +321,7 @@ def _warp_rows(unit: CudaUnit, split: ColumnSplit  # noqa: C901
         if syn.returns(st):
             return (f"the statement on line {_line(unit, st)} before the loop may return; every lane of a warp must "
                     "reach the shuffles after the loop")
-    acc_decl = unit.node_at(acc.decl_span, ("declaration",)) if acc.decl_span else None
+    acc_decl = unit.node_at(acc.decl_span, syn.DECLARATION) if acc.decl_span else None
     if acc_decl is None or acc_decl not in pre or acc.type not in _SHUFFLED:
         return (f"the accumulator {acc.name} is not declared before the loop with a type a warp shuffle moves "
                 f"({', '.join(sorted(_SHUFFLED))})")

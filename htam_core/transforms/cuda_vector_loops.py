@@ -134,7 +134,7 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     """The loop ``fact`` as a :class:`VecLoop`, or why it cannot take float4."""
     f = unit.facts
     var = fact.var
-    node = unit.node_at(fact.span, ("for_statement",))
+    node = unit.node_at(fact.span, syn.FOR_LOOP)
     if node is None or var is None or fact.kind != "for":
         return f"the loop on line {fact.line} is not a `for` over one variable"
     if fact.cmp != "<" or fact.update != "+" or not _partitions(unit, fact):
@@ -155,7 +155,7 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     subs: list[tuple[Node, str, str]] = []
     types: list[str] = []
     written_ptrs = {a.pointer for a in accs if a.kind != "read"}
-    subs_of = {id(a): unit.node_at(a.span, ("subscript_expression",)) for a in accs}
+    subs_of = {id(a): unit.node_at(a.span, syn.SUBSCRIPT) for a in accs}
     # a pointer whose element address is taken (`__ldcs(&p[i])`, `atomicAdd(&p[i], v)`) keeps scalar accesses:
     # the address must stay in global memory, and a vector copy would miss a write made through it
     # a read-only load intrinsic (`__ldg(&p[i])`) is a load of p[i]: judged, and widened, like the plain load

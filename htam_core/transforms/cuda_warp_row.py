@@ -53,7 +53,6 @@ LANE = "htam_lane"
 WARP = 32
 #: Reduction functions accepted in ``x = f(x, e)``; max/min forms do not care about the starting value.
 MINMAX = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 #: The reduction "op" of a running max written ``if (x > m) m = x;`` (all-reduced with the same comparison).
 IF_MAX = "if >"
 
@@ -196,7 +195,7 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
     if not loops:
         return f"{unit.kernel.name} has no loop over the row inside its bound check"
     for s in stmts:
-        if not syn.is_for(s) and syn.of_type(s, _LOOPS):
+        if not syn.is_for(s) and syn.loops(s):
             return "a loop is nested in another statement of the guarded body"
     scalars = _declared_scalars(unit, stmts)
     edits: list[TextEdit] = []
@@ -208,7 +207,7 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
         var, value, _bound, upd = head
         body = loop.child_by_field_name("body")
         line = unit.src[: loop.start_byte].count(b"\n") + 1
-        if body is None or syn.of_type(body, _LOOPS):
+        if body is None or syn.loops(body):
             return f"the loop on line {line} contains another loop"
         local = set(_declared_scalars(unit, [c for c in syn.walk(body) if syn.is_declaration(c)]))
         pair = online_pair(unit, body)

@@ -51,7 +51,7 @@ def unmasked_accesses(unit: TritonUnit) -> list[str]:
             args = [a for a in c.child_by_field_name("arguments").named_children if not syn.is_keyword_argument(a)]
             addr = args[0] if args else c
             if unit.calls(addr, "tl.arange") or {unit.t(i) for i in syn.identifiers(addr)} & tiled \
-                    or addr.type not in ("binary_operator", "identifier"):
+                    or not (syn.is_binary_operator(addr) or syn.is_identifier(addr)):
                 out.append(unit.t(c))
     return out
 

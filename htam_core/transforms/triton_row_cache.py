@@ -146,7 +146,7 @@ class TritonRowInRegisters(TritonTransform):
             if ta is None or tb is None or ta.header != tb.header:
                 whys.append(f"the loops on lines {a.line} and {b.line} walk different ranges")
                 continue
-            an, bn = unit.node_at(a.span, ("for_statement",)), unit.node_at(b.span, ("for_statement",))
+            an, bn = unit.node_at(a.span, syn.FOR_LOOP), unit.node_at(b.span, syn.FOR_LOOP)
             if an is None or bn is None or an.parent != bn.parent:
                 continue
             rng = an.child_by_field_name("right")

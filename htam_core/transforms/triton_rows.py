@@ -156,21 +156,21 @@ class TritonMultiRow(TritonTransform):
                       cols: list[TritonAxis], la: TLaunch) -> list[TextEdit] | str:
         """The kernel-side edits (row ids, column broadcast, masks, reductions, parameters), or why not."""
         edits: list[TextEdit] = []
-        call = unit.node_at(pid.call_span, ("call",)) if pid.call_span else None
-        stmt = unit.node_at(pid.span, ("assignment",)) if pid.span else None
+        call = unit.node_at(pid.call_span, syn.PY_CALL) if pid.call_span else None
+        stmt = unit.node_at(pid.span, syn.PY_ASSIGNMENT) if pid.span else None
         if call is None or stmt is None:
             return f"the row id of {kernel.name} was not found"
         edits.append(unit.replace(call, f"({unit.t(call)} * ROWS + {unit.tl}.arange(0, ROWS)[:, None])"))
         indent = syn.indent_of(unit.src, stmt.start_byte)
         edits.append(unit.insert(stmt.end_byte, f"\n{indent}htam_row_mask = {pid.name} < htam_n_rows"))
         for a in cols:
-            node = unit.node_at(a.call_span, ("call",)) if a.call_span else None
+            node = unit.node_at(a.call_span, syn.PY_CALL) if a.call_span else None
             if node is None:
                 return f"the tl.arange of {a.name} was not found"
             edits.append(TextEdit(node.end_byte, node.end_byte, "[None, :]"))
         rows = set(tf.row_dependents)
         for m in tf.memops:
-            node = unit.node_at(m.span, ("call",))
+            node = unit.node_at(m.span, syn.PY_CALL)
             args = node.child_by_field_name("arguments") if node is not None else None
             pos = [a for a in args.named_children if syn.is_positional_argument(a)] if args else []
             if not pos:
@@ -186,7 +186,7 @@ class TritonMultiRow(TritonTransform):
             else:
                 edits.append(add_kwarg(unit, node, "mask=htam_row_mask"))
         for r in tf.reductions:
-            node = unit.node_at(r.span, ("call",))
+            node = unit.node_at(r.span, syn.PY_CALL)
             if node is None:
                 return f"the tl.{r.fn} on line {r.line} was not found"
             if unit.kwarg(node, "keep_dims") is not None:

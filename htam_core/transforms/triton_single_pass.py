@@ -58,7 +58,7 @@ class TwoPass:
 
 def _stmt_of(unit: TritonUnit, span: tuple[int, int]) -> Node | None:
     """The ``expression_statement`` directly holding the assignment at ``span``."""
-    node = unit.node_at(span, ("assignment", "augmented_assignment"))
+    node = unit.node_at(span, syn.PY_ANY_ASSIGNMENT)
     return node.parent if node is not None and node.parent is not None \
         and syn.is_expression_statement(node.parent) else None
 
@@ -106,8 +106,8 @@ def find_two_pass(unit: TritonUnit, first_ops: tuple[str, ...]) -> TwoPass | str
                         f"{'nothing' if not b.accumulators else f'{len(b.accumulators)} values'}; "
                         "a second statistics pass accumulates one sum")
             continue
-        a_node = unit.node_at(a.span, ("for_statement",))
-        b_node = unit.node_at(b.span, ("for_statement",))
+        a_node = unit.node_at(a.span, syn.FOR_LOOP)
+        b_node = unit.node_at(b.span, syn.FOR_LOOP)
         if a_node is None or b_node is None:
             continue
         between: list[str] = []
@@ -313,7 +313,7 @@ class _Fuse(TritonTransform):
         loops (it must then move above the first loop); or why it cannot move."""
         if acc.decl_span is None or acc.init_text is None:
             return f"{acc.name} has no initial value"
-        decl = unit.node_at(acc.decl_span, ("assignment",))
+        decl = unit.node_at(acc.decl_span, syn.PY_ASSIGNMENT)
         if decl is None:
             return f"the initial value of {acc.name} was not found"
         if decl.start_byte < tp.a_node.start_byte:
@@ -329,17 +329,16 @@ def _affine(unit: TritonUnit, node: Node, stat: str) -> tuple[str, str | None] |
     ids = _ids(unit, node)
     if stat not in ids:
         return unit.t(node), None
-    t = node.type
-    if t == "identifier":
+    if syn.is_identifier(node):
         return "0.0", "1.0"
-    if t == "parenthesized_expression" and node.named_child_count == 1:
+    if syn.is_parenthesized(node) and node.named_child_count == 1:
         return _affine(unit, node.named_children[0], stat)
-    if t == "unary_operator" and unit.t(node).startswith("-"):
+    if syn.is_unary_operator(node) and unit.t(node).startswith("-"):
         r = _affine(unit, node.named_children[-1], stat)
         if isinstance(r, str):
             return r
         return f"(-{r[0]})", (f"(-{r[1]})" if r[1] else None)
-    if t == "binary_operator":
+    if syn.is_binary_operator(node):
         op = unit.t(node.child_by_field_name("operator"))
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         la, ra = _affine(unit, left, stat), _affine(unit, right, stat)
@@ -362,7 +361,7 @@ def _affine(unit: TritonUnit, node: Node, stat: str) -> tuple[str, str | None] |
         if op == "/" and la[1] and not ra[1]:
             return f"({la[0]} / {unit.t(right)})", f"({la[1]} / {unit.t(right)})"
         return f"{stat} enters through {op}, not affinely"
-    if t == "call" and unit.callee(node) == "tl.where":
+    if syn.is_py_call(node) and unit.callee(node) == "tl.where":
         args = [x for x in node.child_by_field_name("arguments").named_children if not syn.is_keyword_argument(x)]
         if len(args) == 3 and stat not in _ids(unit, args[0]):
             ba, bb = _affine(unit, args[1], stat), _affine(unit, args[2], stat)
@@ -510,7 +509,7 @@ class TritonSinglePassMoments(_Fuse):
             return self.not_applicable(f"the sum of {q} is not linear in the square: {why}")
         if tp.second.init_text is None or tp.second.decl_span is None:
             return self.not_applicable(f"{q} has no initial value")
-        decl = unit.node_at(tp.second.decl_span, ("assignment",))
+        decl = unit.node_at(tp.second.decl_span, syn.PY_ASSIGNMENT)
         if decl is None or _ids(unit, decl.child_by_field_name("right")) & (set(tp.ta.writes) | set(tp.between)):
             return self.not_applicable(f"the initial value of {q} depends on the first loop")
         copied = self.copy_statements(unit, tp, skip)

@@ -46,6 +46,27 @@ JUMP_KINDS = ("break_statement", "continue_statement", "return_statement", "goto
 WRITE_KINDS = ("assignment_expression", "update_expression")
 #: Python assignments: plain (``x = v``) or augmented (``x += v``).
 PY_ASSIGNMENT_KINDS = ("assignment", "augmented_assignment")
+#: C/CUDA declarations of names and types that a rewrite may drop when it copies statements: a variable declaration,
+#: ``namespace x = y;``, ``using x::y;``, ``using T = U;`` and ``typedef``.
+NAME_DECLARATION_KINDS = frozenset({"declaration", "namespace_alias_definition", "using_declaration",
+                                    "alias_declaration", "type_definition"})
+
+# ------------------------------------------------------------------------- selectors for ``node_at(span, kinds)``
+# The node a fact's span stands for (``unit.node_at(loop.span, FOR_LOOP)``): the kinds a span may be read as.
+#: A C/CUDA ``for`` statement; also the Python ``for`` statement (the same node type in both grammars).
+FOR_LOOP = ("for_statement",)
+#: A C/CUDA declaration statement.
+DECLARATION = ("declaration",)
+#: A C/CUDA subscript (``a[i]``).
+SUBSCRIPT = ("subscript_expression",)
+#: A C/CUDA function definition.
+FUNCTION = ("function_definition",)
+#: A Python call.
+PY_CALL = ("call",)
+#: A plain Python assignment.
+PY_ASSIGNMENT = ("assignment",)
+#: A Python assignment, plain or augmented.
+PY_ANY_ASSIGNMENT = PY_ASSIGNMENT_KINDS
 
 
 # ------------------------------------------------------------------------------------------------ C/CUDA kinds
@@ -67,6 +88,11 @@ def references(node: Node, src: bytes, name: str) -> list[Node]:
 def is_type_identifier(n: Node | None) -> bool:
     """``n`` is a type's name (``type_identifier``: ``T``, ``scalar_t``)."""
     return n is not None and n.type == "type_identifier"
+
+
+def type_names(node: Node) -> list[Node]:
+    """The type names under ``node`` (``type_identifier``)."""
+    return of_type(node, "type_identifier")
 
 
 def names_and_types(node: Node) -> list[Node]:
@@ -117,6 +143,20 @@ def function_declarators(node: Node) -> list[Node]:
 def is_pointer_declarator(n: Node | None) -> bool:
     """``n`` is a pointer declarator (``*p``)."""
     return n is not None and n.type == "pointer_declarator"
+
+
+def is_declarator_around_name(n: Node | None, *, pointers: bool = False) -> bool:
+    """``n`` is a declarator that holds the declared name further in: an array declarator or an init declarator
+    (``a[N]``, ``x = v``), and with ``pointers`` a pointer declarator too (``*p``)."""
+    kinds = ("array_declarator", "init_declarator", "pointer_declarator") if pointers else (
+        "array_declarator", "init_declarator")
+    return n is not None and n.type in kinds
+
+
+def is_name_declaration(n: Node | None) -> bool:
+    """``n`` declares names or types only (:data:`NAME_DECLARATION_KINDS`: a variable, ``namespace x = y;``,
+    ``using``, ``typedef``)."""
+    return n is not None and n.type in NAME_DECLARATION_KINDS
 
 
 def is_wrapping_declarator(n: Node | None) -> bool:
@@ -310,7 +350,7 @@ def is_conditional(n: Node | None) -> bool:
 
 
 def is_parenthesized(n: Node | None) -> bool:
-    """``n`` is a C/CUDA parenthesized expression."""
+    """``n`` is a parenthesized expression (C/CUDA and Python alike)."""
     return n is not None and n.type == "parenthesized_expression"
 
 
@@ -443,6 +483,11 @@ def keyword_arguments(node: Node) -> list[Node]:
 def is_positional_argument(n: Node | None) -> bool:
     """``n`` is a Python call argument that is neither a keyword argument nor a comment."""
     return n is not None and n.type not in ("keyword_argument", "comment")
+
+
+def is_unary_operator(n: Node | None) -> bool:
+    """``n`` is a Python unary operation (``-x``, ``~m``)."""
+    return n is not None and n.type == "unary_operator"
 
 
 def is_binary_operator(n: Node | None) -> bool:

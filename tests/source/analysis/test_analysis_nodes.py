@@ -106,3 +106,23 @@ def test_line_arithmetic_and_one_line() -> None:
     root = _root(src, "cuda")
     assert syn.one_line(src, root, 0, len(src), []) == "int a; int b = 1;"
     assert syn.error_ranges(root) == [] and syn.error_ranges(_root(b"int a = ;", "cuda"))
+
+
+def test_declarators_around_a_name_and_name_declarations() -> None:
+    src = b"template <typename T> __global__ void k(T *p) {\n    __shared__ float s[32];\n    float *q = p;\n"\
+          b"    using V = float4;\n    namespace c = cooperative_groups;\n    q[0] = s[0];\n}\n"
+    root = _root(src, "cuda")
+    outer = [d.child_by_field_name("declarator") for d in syn.declarations(root)[:2]]  # s[32], *q = p
+    assert [syn.is_declarator_around_name(d) for d in outer] == [True, True]
+    inner = outer[1].child_by_field_name("declarator")  # *q
+    assert not syn.is_declarator_around_name(inner) and syn.is_declarator_around_name(inner, pointers=True)
+    body = syn.function_definitions(root)[0].child_by_field_name("body")
+    assert [syn.is_name_declaration(s) for s in syn.statements(body)] == [True, True, True, True, False]
+    assert _texts(syn.type_names(root), src) == ["T", "T", "V", "float4"]
+
+
+def test_python_unary_and_binary_operators() -> None:
+    src = b"y = -x + 2 * z\n"
+    expr = syn.py_assignments(_root(src, "python"))[0].child_by_field_name("right")
+    assert syn.is_binary_operator(expr) and syn.is_unary_operator(expr.child_by_field_name("left"))
+    assert not syn.is_unary_operator(expr)
