@@ -32,18 +32,10 @@ consecutive addresses); the "one thread per output element" mapping of elementwi
 from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import Elementwise, elementwise, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import (
-    CudaTransform,
-    CudaUnit,
-    Elementwise,
-    Launch,
-    _is_lvalue,
-    elementwise,
-    param_names,
-    wrap_grid,
-)
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, Launch, param_names, wrap_grid
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
@@ -114,7 +106,7 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
     body = node.child_by_field_name("body")
     inside = _declared_names(body, unit)
     for n in syn.identifiers(body):
-        if _is_lvalue(n) and unit.t(n) not in inside:
+        if is_lvalue(n) and unit.t(n) not in inside:
             return f"the loop on line {fact.line} assigns {unit.t(n)}, which lives across iterations"
     jumps = syn.jumps(body)
     if jumps:

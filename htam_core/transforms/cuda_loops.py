@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import elementwise
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
-    elementwise,
     include_insert_point,
     statement_span,
     wrap_grid,

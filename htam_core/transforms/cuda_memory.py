@@ -10,18 +10,10 @@ blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitje
 from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import elementwise, is_global_index, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import (
-    CudaTransform,
-    CudaUnit,
-    _is_lvalue,
-    elementwise,
-    is_global_index,
-    references,
-    statement_list,
-    wrap_grid,
-)
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, wrap_grid
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import pointer_params
@@ -88,7 +80,7 @@ class CudaLdg(CudaTransform):
                 sub = ref.parent
                 if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref:
                     continue
-                if _is_lvalue(sub):
+                if is_lvalue(sub):
                     continue
                 ctx = sub.parent
                 if ctx is not None and syn.is_argument_list(ctx) and "__ldg" in unit.t(ctx.parent):
@@ -183,7 +175,7 @@ class CudaVectorizeFloat4(CudaTransform):
                     return self.not_applicable(f"{name} is used other than as {name}[{ew.name}]")
                 subs.append((sub, name))
                 parent = sub.parent
-                if _is_lvalue(sub):
+                if is_lvalue(sub):
                     writes.add(name)
                     stmt = parent.parent if parent is not None else None
                     compound = parent is not None and unit.t(parent.child_by_field_name("operator")) != "="

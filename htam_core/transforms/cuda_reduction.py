@@ -35,18 +35,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import builtin_field, cond_parts, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import (
-    CudaTransform,
-    CudaUnit,
-    _cond_parts,
-    _is_lvalue,
-    builtin_field,
-    references,
-    statement_list,
-    statement_span,
-)
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, statement_span
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_loops import model_line
@@ -351,7 +343,7 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
         return f"the loop already uses sequential addressing ({s} halves down to 1)"
     if not _is_int(unit, init, 1):
         return f"the loop variable {s} starts at `{unit.t(init)}`, not at 1 as in an interleaved tree"
-    parts = _cond_parts(unit, cond) if cond is not None else None
+    parts = cond_parts(unit, cond) if cond is not None else None
     if parts is None or parts[0] != s or parts[1] != "<":
         return f"the loop condition `{unit.t(cond)}` is not `{s} < blockDim.x` or `{s} < N`"
     bound = _strip(parts[2])
@@ -381,7 +373,7 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
         tid = _strided_index(unit, value, s)
         if tid is None:
             return f"`{unit.t(index_decl)}` is not the strided index `{index} = 2 * {s} * tid`"
-        gparts = _cond_parts(unit, gcond)
+        gparts = cond_parts(unit, gcond)
         if gparts is None or gparts[0] != index or gparts[1] != "<" or _norm(unit, gparts[2], s) != _norm(
             unit, bound, s
         ):
@@ -432,7 +424,7 @@ def _read_after(unit: CudaUnit, loop: Node, array: str) -> str | None:
         p = ref.parent
         sub = _subscript(unit, p) if p is not None else None
         at_zero = sub is not None and p.child_by_field_name("argument") == ref and _is_int(unit, sub[1], 0)
-        if not at_zero or _is_lvalue(p):
+        if not at_zero or is_lvalue(p):
             return (
                 f"{array} is used after the tree as `{unit.t(p) if p is not None else array}`; sequential "
                 f"addressing leaves other partial values outside {array}[0]"

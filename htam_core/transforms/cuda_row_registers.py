@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 from htam_core.source.analysis import KernelFacts, LoopFact
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import elementwise
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, elementwise, launch_dims_edit, references
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, launch_dims_edit, references
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_register_tiling import _param_index

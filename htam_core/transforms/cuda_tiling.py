@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import PointerAlias, Transpose, stride_of, sym
+from htam_core.source.analysis.forms import builtin_field
 from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.analysis.macros import ExpandedIndex
@@ -35,7 +36,6 @@ from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
-    builtin_field,
     launch_dims_edit,
     param_names,
     references,

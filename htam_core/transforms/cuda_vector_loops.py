@@ -46,8 +46,9 @@ import sympy
 
 from htam_core.source.analysis import LoopFact, PointerFacts, sym
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import is_lvalue
 from htam_core.source.analysis.nodes import Node
-from htam_core.transforms._cuda import CudaUnit, _is_lvalue, statement_list, strip_casts
+from htam_core.transforms._cuda import CudaUnit, statement_list, strip_casts
 from htam_core.transforms.base import TextEdit
 
 
@@ -325,7 +326,7 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
         key = keys.setdefault((ptr, base), f"htam_q{len(keys)}")
         elem[key] = typ
         names[sub.start_byte] = key
-        if sub.start_byte not in v.wrapped and _is_lvalue(sub):  # `__ldg(&p[i])` takes an address only to load
+        if sub.start_byte not in v.wrapped and is_lvalue(sub):  # `__ldg(&p[i])` takes an address only to load
             written.add(key)
             asg = sub.parent
             plain = (asg is not None and syn.is_assignment(asg)

@@ -37,9 +37,10 @@ warp); NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 
 from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import builtin_field, cond_parts
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, _cond_parts, builtin_field, statement_list
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_loops import model_line
@@ -74,7 +75,7 @@ def _guard_tid(unit: CudaUnit, guard: Node, s: str) -> str | None:
             builtin_field(unit, gcond.child_by_field_name("left")) == "threadIdx.x" and \
             unit.t(syn.unwrap_parens(gcond.child_by_field_name("right"))) == s:
         return "threadIdx.x"
-    parts = _cond_parts(unit, gcond)
+    parts = cond_parts(unit, gcond)
     if parts is None or parts[1] != "<" or unit.t(syn.unwrap_parens(parts[2])) != s:
         return None
     return parts[0]

@@ -30,15 +30,13 @@ from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import is_zero_value
+from htam_core.source.analysis.forms import Elementwise, elementwise, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
-    Elementwise,
     Launch,
-    _is_lvalue,
-    elementwise,
     launch_dims_edit,
     references,
     wrap_grid,
@@ -263,7 +261,7 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
             if init is None or not _is_zero(unit.t(init)):
                 return f"the sum {name} does not start at 0, so a per-lane partial sum would count it 32 times"
             between = [r for r in references(unit.body, unit.src, name)
-                       if decl.end_byte <= r.start_byte < loop.start_byte and _is_lvalue(r)]
+                       if decl.end_byte <= r.start_byte < loop.start_byte and is_lvalue(r)]
             if between:
                 return f"{name} is changed before the loop on line {line} sums into it"
         edits.append(unit.replace(value, LANE))
