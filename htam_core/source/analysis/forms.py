@@ -161,7 +161,7 @@ def is_lvalue(node: Node) -> bool:
         return True
     if syn.is_update(p):
         return True
-    if syn.is_pointer_expression(p) and p.children and p.children[0].type == "&":
+    if syn.is_address_of(p):
         return True
     return False
 

@@ -29,8 +29,28 @@ from htam_core.source.analysis.syntax import (
 )
 
 __all__ = [
-    "Node", "error_ranges", "indent_of", "join_lines", "line_start", "of_type", "one_line", "only_space_before",
-    "parse", "smallest_covering", "statement_start", "statements", "strip_casts", "text", "unwrap_parens", "walk",
+    "BREAKABLE_KINDS", "COMPOUND_KINDS", "DECLARATION", "FOR_LOOP", "FUNCTION", "JUMP_KINDS", "LOOP_KINDS",
+    "NAME_DECLARATION_KINDS", "Node", "PY_ANY_ASSIGNMENT", "PY_ASSIGNMENT", "PY_ASSIGNMENT_KINDS", "PY_CALL",
+    "SUBSCRIPT", "WRITE_KINDS", "any_py_assignments", "assignments", "binaries", "blocks", "calls", "comments",
+    "comparison_operators", "declarations", "effects", "error_ranges", "fields", "for_loops",
+    "for_or_while_loops", "function_declarators", "function_definitions", "function_exits", "identifiers",
+    "import_statements", "indent_of", "init_declarators", "integers", "is_address_of", "is_any_py_assignment",
+    "is_argument_list", "is_assignment", "is_augmented_assignment", "is_binary", "is_binary_operator",
+    "is_block", "is_brace_or_call_list", "is_breakable", "is_call", "is_call_or_group", "is_comment",
+    "is_compound_statement", "is_condition_clause", "is_conditional", "is_declaration",
+    "is_declarator_around_name", "is_default_parameter", "is_else_clause", "is_error",
+    "is_expression_statement", "is_field", "is_for", "is_for_or_while", "is_function_declarator",
+    "is_function_definition", "is_identifier", "is_if", "is_import", "is_init_declarator", "is_integer",
+    "is_keyword_argument", "is_lambda", "is_launch_bounds", "is_loop", "is_loop_exit", "is_memory_reference",
+    "is_name_declaration", "is_name_or_number", "is_number", "is_parenthesized", "is_pointer_declarator",
+    "is_pointer_expression", "is_positional_argument", "is_preproc_include", "is_py_assignment", "is_py_block",
+    "is_py_block_or_module", "is_py_call", "is_return", "is_simple_operand", "is_string",
+    "is_subscript", "is_subscript_arguments", "is_template_declaration", "is_type_identifier",
+    "is_type_qualifier", "is_unary", "is_unary_operator", "is_update", "is_wrapping_declarator", "is_write",
+    "join_lines", "jumps", "keyword_arguments", "line_start", "loops", "names_and_fields", "names_and_types",
+    "numbers", "of_type", "one_line", "only_space_before", "parse", "py_assignments", "py_calls", "references",
+    "returns", "smallest_covering", "statement_start", "statements", "strip_casts", "subscripts", "text",
+    "type_names", "unwrap_parens", "walk", "writes", "writes_or_addresses",
 ]
 
 # ------------------------------------------------------------------------------------------------ kind groups
@@ -170,12 +190,12 @@ def is_type_qualifier(n: Node | None) -> bool:
 
 
 def function_definitions(node: Node) -> list[Node]:
-    """The function definitions under ``node``."""
+    """The function definitions under ``node`` (C/CUDA and Python alike)."""
     return of_type(node, "function_definition")
 
 
 def is_function_definition(n: Node | None) -> bool:
-    """``n`` is a function definition."""
+    """``n`` is a function definition (C/CUDA and Python alike)."""
     return n is not None and n.type == "function_definition"
 
 
@@ -215,12 +235,12 @@ def blocks(node: Node) -> list[Node]:
 
 
 def is_expression_statement(n: Node | None) -> bool:
-    """``n`` is a C/CUDA expression statement (``a[i] = b;``, ``f(x);``)."""
+    """``n`` is an expression statement (``a[i] = b;``, ``f(x);``; C/CUDA and Python alike)."""
     return n is not None and n.type == "expression_statement"
 
 
 def is_if(n: Node | None) -> bool:
-    """``n`` is a C/CUDA ``if`` statement."""
+    """``n`` is an ``if`` statement (C/CUDA and Python alike)."""
     return n is not None and n.type == "if_statement"
 
 
@@ -230,12 +250,12 @@ def is_condition_clause(n: Node | None) -> bool:
 
 
 def is_for(n: Node | None) -> bool:
-    """``n`` is a C/CUDA ``for`` statement (not a range ``for``)."""
+    """``n`` is a ``for`` statement (C/CUDA, not a range ``for``; and Python)."""
     return n is not None and n.type == "for_statement"
 
 
 def for_loops(node: Node) -> list[Node]:
-    """The C/CUDA ``for`` statements under ``node``."""
+    """The ``for`` statements under ``node`` (C/CUDA and Python alike)."""
     return of_type(node, "for_statement")
 
 
@@ -280,12 +300,12 @@ def jumps(node: Node) -> list[Node]:
 
 
 def is_return(n: Node | None) -> bool:
-    """``n`` is a C/CUDA ``return`` statement."""
+    """``n`` is a ``return`` statement (C/CUDA and Python alike)."""
     return n is not None and n.type == "return_statement"
 
 
 def returns(node: Node) -> list[Node]:
-    """The C/CUDA ``return`` statements under ``node``."""
+    """The ``return`` statements under ``node`` (C/CUDA and Python alike)."""
     return of_type(node, "return_statement")
 
 
@@ -510,13 +530,8 @@ def integers(node: Node) -> list[Node]:
     return of_type(node, "integer")
 
 
-def is_py_number(n: Node | None) -> bool:
-    """``n`` is a Python number literal, integer or float."""
-    return n is not None and n.type in ("integer", "float")
-
-
 def is_string(n: Node | None) -> bool:
-    """``n`` is a string literal."""
+    """``n`` is a string literal (a Python docstring is one)."""
     return n is not None and n.type == "string"
 
 
