@@ -27,10 +27,12 @@ TRANSFORMS = Path(htam_core.__file__).resolve().parent / "transforms"
 #: Recorded on 2026-12-05 (26 of 35 transform modules; 593 node-type literals, 591 once the matmul tilings read
 #: their thread indices from the analysis layer, 583 once the transpose tile read its pattern from there, 113 once
 #: the transforms asked the analysis layer's node queries, ``htam_core.source.analysis.nodes``, what a node is, 59
-#: once they named the node a fact's span stands for through its selectors; most of those left are field names,
-#: ``child_by_field_name("type")``, and C type names, ``"float"``, that share a spelling with a node type).
+#: once they named the node a fact's span stands for through its selectors, 38 once the launch and qualifier
+#: transforms asked the node queries too. None of those 38 tests a node's type: they are field names
+#: (``child_by_field_name("type")``), C type names (``"float"``), parameter keys (``{"block": ...}``) and message
+#: words that share a spelling with a node type).
 MAX_TREE_SITTER_IMPORTERS = 0
-MAX_NODE_TYPE_LITERALS = 59
+MAX_NODE_TYPE_LITERALS = 38
 
 #: The transform modules still allowed to import ``tree_sitter``, each with the reason (none left).
 TREE_SITTER_IMPORTERS_LEFT: dict[str, str] = {}

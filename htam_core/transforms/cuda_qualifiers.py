@@ -24,14 +24,14 @@ def pointer_params(unit: CudaUnit) -> list[tuple[str, object, object, bool, bool
     out = []
     for p in unit.params:
         decl = p.child_by_field_name("declarator")
-        if decl is None or decl.type != "pointer_declarator":
+        if decl is None or not _ts.is_pointer_declarator(decl):
             continue
         inner = decl.child_by_field_name("declarator")
-        if inner is None or inner.type != "identifier":
+        if inner is None or not _ts.is_identifier(inner):
             continue  # pointer to pointer, array of pointers ...
         # read as parsed: a qualifier macro (RESTRICT) is parsed as the qualifier it stands for
-        quals_before = {node_text(c) for c in p.children if c.type == "type_qualifier"}
-        quals_ptr = {node_text(c) for c in decl.children if c.type == "type_qualifier"}
+        quals_before = {node_text(c) for c in p.children if _ts.is_type_qualifier(c)}
+        quals_ptr = {node_text(c) for c in decl.children if _ts.is_type_qualifier(c)}
         has_const = "const" in quals_before
         has_restrict = bool(quals_ptr & {"__restrict__", "__restrict", "restrict"})
         out.append((unit.t(inner), p, decl, has_const, has_restrict))
@@ -40,12 +40,12 @@ def pointer_params(unit: CudaUnit) -> list[tuple[str, object, object, bool, bool
 
 def has_other_declaration(unit: CudaUnit) -> bool:
     """True when the kernel is also declared elsewhere (a prototype would no longer match)."""
-    for fd in _ts.of_type(unit.root, "function_declarator"):
+    for fd in _ts.function_declarators(unit.root):
         if unit.func.start_byte <= fd.start_byte < unit.func.end_byte:
             continue
         name = fd.child_by_field_name("declarator")
         if name is not None and unit.t(name) == unit.kernel.name and fd.parent is not None:
-            if fd.parent.type == "declaration":
+            if _ts.is_declaration(fd.parent):
                 return True
     return False
 
