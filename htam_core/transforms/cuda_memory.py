@@ -10,7 +10,7 @@ blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitje
 from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.forms import elementwise, is_global_index, is_lvalue
+from htam_core.source.analysis.forms import Elementwise, elementwise, is_global_index, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, wrap_grid
@@ -149,46 +149,10 @@ class CudaVectorizeFloat4(CudaTransform):
             if value_type(unit, n, p) != "float":  # type: ignore[arg-type]
                 return self.not_applicable(f"{n} points to {_type_words(unit, n, p)}, not float")  # type: ignore[arg-type]
         names = [n for n, _ in used]
-        # every pointer use inside the guarded code must be P[i]; i used nowhere else
-        reads, writes, cond_writes = set(), set(), set()
-        subs: list[tuple[Node, str]] = []
-        top = set(ew.stmts)
-        for s in ew.stmts:
-            for ref in syn.identifiers(s):
-                name = unit.t(ref)
-                if name == ew.name:
-                    sub = ref.parent
-                    while sub is not None and syn.is_subscript_arguments(sub):
-                        sub = sub.parent
-                    ok = (
-                        sub is not None and syn.is_subscript(sub)
-                        and unit.t(sub.child_by_field_name("argument")) in names
-                        and unit.t(sub.child_by_field_name("indices")).strip("[] ") == ew.name
-                    )
-                    if not ok:
-                        return self.not_applicable(f"{ew.name} is used other than as the index of a pointer")
-                    continue
-                if name not in names:
-                    continue
-                sub = ref.parent
-                if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref:
-                    return self.not_applicable(f"{name} is used other than as {name}[{ew.name}]")
-                subs.append((sub, name))
-                parent = sub.parent
-                if is_lvalue(sub):
-                    writes.add(name)
-                    stmt = parent.parent if parent is not None else None
-                    compound = parent is not None and unit.t(parent.child_by_field_name("operator")) != "="
-                    if compound or syn.is_update(parent):
-                        reads.add(name)
-                    if stmt is None or not syn.is_expression_statement(stmt) or not (
-                        stmt in top or (stmt.parent is not None and stmt.parent in top
-                                        and syn.is_block(stmt.parent)
-                                        and ew.form == "if")
-                    ):
-                        cond_writes.add(name)
-                else:
-                    reads.add(name)
+        uses = _pointer_uses(unit, ew, names)
+        if isinstance(uses, str):
+            return self.not_applicable(uses)
+        reads, writes, cond_writes, subs = uses
         if not writes:
             return self.not_applicable(f"{kernel.name} stores nothing through its pointers")
         body_text = self._body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes)
@@ -298,3 +262,53 @@ class CudaVectorizeFloat4(CudaTransform):
         lines += ["        " + ln.strip() if ln.strip() else "" for ln in scalar.splitlines()]
         lines += ["    }", "}"]
         return "\n".join(lines)
+
+
+def _pointer_uses(unit: CudaUnit, ew: Elementwise, names: list[str]
+                  ) -> tuple[set[str], set[str], set[str], list[tuple[Node, str]]] | str:
+    """How the guarded code of the elementwise form ``ew`` uses the pointers ``names``: every use must be
+    ``P[i]`` (``i`` the index, used nowhere else). Returns ``(reads, writes, cond_writes, subs)``: the pointers
+    read, written, and written only under a condition of their own, and each ``P[i]`` subscript with its pointer; or
+    why a use is another form."""
+    reads: set[str] = set()
+    writes: set[str] = set()
+    cond_writes: set[str] = set()
+    subs: list[tuple[Node, str]] = []
+    top = set(ew.stmts)
+    for s in ew.stmts:
+        for ref in syn.identifiers(s):
+            name = unit.t(ref)
+            if name == ew.name:
+                sub = ref.parent
+                while sub is not None and syn.is_subscript_arguments(sub):
+                    sub = sub.parent
+                ok = (
+                    sub is not None and syn.is_subscript(sub)
+                    and unit.t(sub.child_by_field_name("argument")) in names
+                    and unit.t(sub.child_by_field_name("indices")).strip("[] ") == ew.name
+                )
+                if not ok:
+                    return f"{ew.name} is used other than as the index of a pointer"
+                continue
+            if name not in names:
+                continue
+            sub = ref.parent
+            if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref:
+                return f"{name} is used other than as {name}[{ew.name}]"
+            subs.append((sub, name))
+            parent = sub.parent
+            if is_lvalue(sub):
+                writes.add(name)
+                stmt = parent.parent if parent is not None else None
+                compound = parent is not None and unit.t(parent.child_by_field_name("operator")) != "="
+                if compound or syn.is_update(parent):
+                    reads.add(name)
+                if stmt is None or not syn.is_expression_statement(stmt) or not (
+                    stmt in top or (stmt.parent is not None and stmt.parent in top
+                                    and syn.is_block(stmt.parent)
+                                    and ew.form == "if")
+                ):
+                    cond_writes.add(name)
+            else:
+                reads.add(name)
+    return reads, writes, cond_writes, subs

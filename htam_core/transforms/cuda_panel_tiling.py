@@ -465,30 +465,7 @@ class CudaSmemPanelTiling(CudaTransform):
         b_at = (f"{n.b.pointer}[{c_expr(n.b_base)} + {c_expr(n.b_row)} * htam_r + htam_s0 + htam_c]")
         skip = " || ".join(f"({unit.t(_condition(s))})" for s in n.early)
 
-        def frag(name: str, panel: str, t: str, tile: int) -> list[str]:
-            if vec:
-                return [f"for (int htam_v = 0; htam_v < {tile}; htam_v += 4) {{",
-                        f"    const float4 htam_q = *reinterpret_cast<const float4 *>(&{panel}[htam_kk][{t} * {tile} + "
-                        "htam_v]);",
-                        f"    {name}[htam_v] = htam_q.x; {name}[htam_v + 1] = htam_q.y; {name}[htam_v + 2] = htam_q.z; "
-                        f"{name}[htam_v + 3] = htam_q.w;",
-                        "}"]
-            return [f"for (int htam_v = 0; htam_v < {tile}; ++htam_v) {name}[htam_v] = {panel}[htam_kk][{t} * {tile} "
-                    "+ htam_v];"]
-
-        step = [
-            f"{et} htam_a[{n.tm}], htam_b[{n.tn}];",
-            "#pragma unroll",
-            *frag("htam_a", "htam_pa", ta, n.tm),
-            "#pragma unroll",
-            *frag("htam_b", "htam_pb", tb, n.tn),
-            "#pragma unroll",
-            f"for (int htam_u = 0; htam_u < {n.tm}; ++htam_u) {{",
-            "#pragma unroll",
-            f"    for (int htam_w = 0; htam_w < {n.tn}; ++htam_w) htam_acc[htam_u][htam_w] += htam_a[htam_u] * "
-            "htam_b[htam_w];",
-            "}",
-        ]
+        step = _step_lines(n, et, vec, ta, tb)
         lines = [
             f"// shared-memory panels: the block's {bm} rows of {n.a.pointer} and {bn} rows of {n.b.pointer}, "
             f"{bk} elements of the reduction at a time; each thread's {n.tm}x{n.tn} sums from there",
@@ -531,6 +508,37 @@ class CudaSmemPanelTiling(CudaTransform):
         for s in n.early:  # evaluated where it was (htam_skip), returned after the staging
             edits.append(unit.edit(syn.line_start(unit.src, s.start_byte), _line_end(unit.src, s.end_byte), ""))
         return edits
+
+
+def _step_lines(n: PanelNest, et: str, vec: bool, ta: str, tb: str) -> list[str]:
+    """One reduction step of a thread's sums: its ``tm`` elements of the A panel and ``tn`` of the B panel read into
+    registers (as ``float4`` when ``vec``), then the ``tm x tn`` products added to ``htam_acc``; ``ta``/``tb``: the
+    thread index along each panel's rows, ``et`` the element type."""
+
+    def frag(name: str, panel: str, t: str, tile: int) -> list[str]:
+        if vec:
+            return [f"for (int htam_v = 0; htam_v < {tile}; htam_v += 4) {{",
+                    f"    const float4 htam_q = *reinterpret_cast<const float4 *>(&{panel}[htam_kk][{t} * {tile} + "
+                    "htam_v]);",
+                    f"    {name}[htam_v] = htam_q.x; {name}[htam_v + 1] = htam_q.y; {name}[htam_v + 2] = htam_q.z; "
+                    f"{name}[htam_v + 3] = htam_q.w;",
+                    "}"]
+        return [f"for (int htam_v = 0; htam_v < {tile}; ++htam_v) {name}[htam_v] = {panel}[htam_kk][{t} * {tile} "
+                "+ htam_v];"]
+
+    return [
+        f"{et} htam_a[{n.tm}], htam_b[{n.tn}];",
+        "#pragma unroll",
+        *frag("htam_a", "htam_pa", ta, n.tm),
+        "#pragma unroll",
+        *frag("htam_b", "htam_pb", tb, n.tn),
+        "#pragma unroll",
+        f"for (int htam_u = 0; htam_u < {n.tm}; ++htam_u) {{",
+        "#pragma unroll",
+        f"    for (int htam_w = 0; htam_w < {n.tn}; ++htam_w) htam_acc[htam_u][htam_w] += htam_a[htam_u] * "
+        "htam_b[htam_w];",
+        "}",
+    ]
 
 
 def _line_end(src: bytes, pos: int) -> int:
