@@ -12,7 +12,13 @@ from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.syntax import exact_node
-from htam_core.source.analysis.triton import launch_calls
+from htam_core.source.analysis.triton import (
+    assignments_to,
+    grid_expression,
+    grid_is_function,
+    launch_calls,
+    single_local,
+)
 from htam_core.source.analysis.triton_names import TritonNames
 from htam_core.source.analysis.unit import python_source
 from htam_core.source.model import Kernel, SourceModel
@@ -121,49 +127,24 @@ class TritonUnit:
         return None
 
     def assignments(self, scope: Node, name: str) -> list[Node]:
-        """``assignment`` nodes ``name = value`` (plain identifier target) under ``scope``."""
-        out = []
-        for a in syn.any_py_assignments(scope):
-            left = a.child_by_field_name("left")
-            if left is not None and syn.is_identifier(left) and self.t(left) == name:
-                out.append(a)
-        return out
+        """``assignment`` nodes ``name = value`` (plain identifier target, plain or augmented) under ``scope``
+        (:func:`~htam_core.source.analysis.triton.assignments_to`)."""
+        return assignments_to(scope, name, self.src)
 
     def single_value(self, scope: Node | None, name: str, before: int) -> Node | None:
-        """The right-hand side of the only assignment to ``name`` in ``scope`` (before ``before``)."""
-        if scope is None:
-            return None
-        assigns = self.assignments(scope, name)
-        if len(assigns) != 1 or not syn.is_py_assignment(assigns[0]) or assigns[0].start_byte > before:
-            return None
-        return assigns[0].child_by_field_name("right")
+        """The right-hand side of the only assignment to ``name`` in ``scope`` (before ``before``;
+        :func:`~htam_core.source.analysis.triton.single_local`)."""
+        return None if scope is None else single_local(scope, name, before, self.src)
 
     def grid_expr(self, launch: TLaunch) -> Node:
-        """The grid expression, following ``grid = ...`` and ``def grid(meta): return ...`` in the host."""
-        g = launch.grid
-        if syn.is_identifier(g) and launch.host is not None:
-            v = self.single_value(launch.host, self.t(g), launch.call.start_byte)
-            if v is not None:
-                return v
-            for fd in syn.function_definitions(launch.host):
-                if self.t(fd.child_by_field_name("name")) == self.t(g):
-                    rets = syn.returns(fd)
-                    if len(rets) == 1 and rets[0].named_children:
-                        return rets[0].named_children[0]
-        return g
+        """The grid expression, following ``grid = ...`` and ``def grid(meta): return ...`` in the host
+        (:func:`~htam_core.source.analysis.triton.grid_expression`)."""
+        return grid_expression(launch.grid, launch.host, launch.call.start_byte, self.src)
 
     def grid_uses_meta(self, launch: TLaunch) -> bool:
-        """True when the grid is a function of the launch meta-parameters (``lambda meta: ...``)."""
-        g = launch.grid
-        if syn.is_lambda(g):
-            return True
-        if syn.is_identifier(g) and launch.host is not None:
-            v = self.single_value(launch.host, self.t(g), launch.call.start_byte)
-            if v is not None and syn.is_lambda(v):
-                return True
-            return any(self.t(fd.child_by_field_name("name")) == self.t(g)
-                       for fd in syn.function_definitions(launch.host))
-        return False
+        """True when the grid is a function of the launch meta-parameters (``lambda meta: ...``;
+        :func:`~htam_core.source.analysis.triton.grid_is_function`)."""
+        return grid_is_function(launch.grid, launch.host, launch.call.start_byte, self.src)
 
 
 def load_unit(model: SourceModel, kernel: Kernel) -> TritonUnit | str:
