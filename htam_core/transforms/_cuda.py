@@ -11,16 +11,15 @@ maps them back to file offsets for :class:`TextEdit`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from htam_core.source.analysis import Barrier, KernelFacts, analyze
+from htam_core.source.analysis import Barrier, KernelFacts, analyze, forms
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import Const, int_literal
 from htam_core.source.analysis.contracts import host_owns_outputs
 from htam_core.source.analysis.facts import DIMS
-from htam_core.source.analysis.forms import barriers_in
+from htam_core.source.analysis.forms import barriers_in, launch_bounds_node, uses_block_linear_index
 from htam_core.source.analysis.launch import dims_of
 from htam_core.source.analysis.nodes import Node, references
 from htam_core.source.analysis.syntax import statement_start, statements, strip_casts
@@ -165,40 +164,14 @@ class CudaUnit:
 
     # ----------------------------------------------------------------- kernel facts
     def uses_block_linear_index(self, dim: str) -> bool:
-        """True when the kernel multiplies ``blockIdx.<dim>`` by something (each block owns a slice)."""
-        for b in syn.binaries(self.body):
-            if self.t(b.child_by_field_name("operator")) != "*":
-                continue
-            for side in ("left", "right"):
-                s = b.child_by_field_name(side)
-                if s is not None and self.t(syn.unwrap_parens(s)).replace(" ", "").endswith(f"blockIdx.{dim}"):
-                    return True
-        return False
+        """True when the kernel multiplies ``blockIdx.<dim>`` by something (each block owns a slice;
+        :func:`~htam_core.source.analysis.forms.uses_block_linear_index`)."""
+        return uses_block_linear_index(self.source, dim)
 
     def launch_bounds_node(self) -> Node | None:
-        """The ``__launch_bounds__(...)`` node of the kernel, if any (also inside ERROR recovery)."""
-        for c in self.func.children:
-            if syn.is_launch_bounds(c) or (syn.is_error(c) and "__launch_bounds__" in self.t(c)):
-                return c
-        head = self.src[self.func.start_byte : self.declarator.start_byte]
-        if b"__launch_bounds__" in head:
-            return self.func
-        # a macro that stands for it (`#define C10_LAUNCH_BOUNDS_1(n) __launch_bounds__((n))`)
-        names = {m.group(1) for m in _LAUNCH_BOUNDS_MACRO.finditer(self.src)}
-        if names:
-            # the header may be parsed apart from the definition (`__global__ void LB(256)` then `k(...)`): read
-            # back to the end of the previous statement, block or preprocessor line
-            fs = self.func.start_byte
-            back = [self.src.rfind(b";", 0, fs), self.src.rfind(b"}", 0, fs)]
-            back += [m.end() - 1 for m in re.finditer(rb"(?m)^[ \t]*#[^\n]*$", self.src[:fs])][-1:]
-            head = self.src[max(back) + 1 : self.declarator.start_byte]
-            if any(re.search(rb"\b" + re.escape(n) + rb"\b", head) for n in names):
-                return self.func
-        return None
-
-
-#: A ``#define`` whose body is (or holds) ``__launch_bounds__``.
-_LAUNCH_BOUNDS_MACRO = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[^\n]*__launch_bounds__", re.MULTILINE)
+        """The ``__launch_bounds__(...)`` node of the kernel, if any (:func:`~htam_core.source.analysis.forms.
+        launch_bounds_node`)."""
+        return launch_bounds_node(self.source)
 
 
 def load_unit(model: SourceModel, kernel: Kernel) -> CudaUnit | str:
@@ -209,15 +182,9 @@ def load_unit(model: SourceModel, kernel: Kernel) -> CudaUnit | str:
 
 
 def param_names(unit: CudaUnit) -> list[str]:
-    """The kernel's parameter names in order (``""`` for an unnamed one), through pointer/reference/array
-    declarators."""
-    out: list[str] = []
-    for p in unit.params:
-        n = p.child_by_field_name("declarator")
-        while n is not None and not syn.is_identifier(n):
-            n = n.child_by_field_name("declarator")
-        out.append(unit.t(n) if n is not None else "")
-    return out
+    """The kernel's parameter names in order (``""`` for an unnamed one;
+    :func:`~htam_core.source.analysis.forms.param_names`)."""
+    return forms.param_names(unit.source)
 
 
 def statement_list(body: Node) -> list[Node]:
@@ -228,27 +195,15 @@ def statement_list(body: Node) -> list[Node]:
 
 
 def statement_span(unit: CudaUnit, node: Node) -> tuple[int, int]:
-    """The byte range of a statement including its line's indentation and newline when it is alone on it; a loop's
-    ``#pragma`` line is part of the loop (:func:`statement_start`), so removing or replacing the loop takes it."""
-    start, end = statement_start(node), node.end_byte
-    ls = syn.line_start(unit.src, start)
-    if unit.src[ls:start].strip() == b"":
-        nl = unit.src.find(b"\n", end)
-        if nl != -1 and unit.src[end:nl].strip() == b"":
-            return ls, nl + 1
-    return start, end
+    """The byte range of a statement with its line when it is alone on it (:func:`~htam_core.source.analysis.nodes.
+    statement_span`)."""
+    return syn.statement_span(unit.src, node)
 
 
 def include_insert_point(unit: CudaUnit) -> int:
-    """Where to put a file-level helper: after the last top-level ``#include``, else at the start."""
-    pos = 0
-    for c in unit.root.children:
-        if syn.is_preproc_include(c):
-            pos = c.end_byte
-    if pos and unit.src[pos - 1 : pos] != b"\n":
-        nl = unit.src.find(b"\n", pos)
-        pos = nl + 1 if nl != -1 else pos
-    return pos
+    """Where to put a file-level helper: after the last top-level ``#include``, else at the start
+    (:func:`~htam_core.source.analysis.nodes.include_insert_point`)."""
+    return syn.include_insert_point(unit.root, unit.src)
 
 
 def per_block_output_hazard(unit: CudaUnit, launch: Launch | None = None, shrink: bool = False) -> str | None:

@@ -339,3 +339,55 @@ def elementwise(unit: KernelView, *, invariant_terms: bool = False) -> Elementwi
         cons = g.stmt.child_by_field_name("consequence") if g.form == "if" else None
         return Elementwise(s, name, typ, value, g.stmt, bound, g.form, body, cons, extra or "")
     return "no `i = blockIdx.x * blockDim.x + threadIdx.x` index declaration"
+
+
+def param_names(source: CudaSource) -> list[str]:
+    """The kernel's parameter names in order (``""`` for an unnamed one), through pointer/reference/array
+    declarators."""
+    out: list[str] = []
+    for p in source.params:
+        n = p.child_by_field_name("declarator")
+        while n is not None and not syn.is_identifier(n):
+            n = n.child_by_field_name("declarator")
+        out.append(source.t(n) if n is not None else "")
+    return out
+
+
+def uses_block_linear_index(source: CudaSource, dim: str) -> bool:
+    """True when the kernel multiplies ``blockIdx.<dim>`` by something (each block owns a slice)."""
+    for b in syn.binaries(source.body):
+        if source.t(b.child_by_field_name("operator")) != "*":
+            continue
+        for side in ("left", "right"):
+            s = b.child_by_field_name(side)
+            if s is not None and source.t(syn.unwrap_parens(s)).replace(" ", "").endswith(f"blockIdx.{dim}"):
+                return True
+    return False
+
+
+#: A ``#define`` whose body is (or holds) ``__launch_bounds__``.
+_LAUNCH_BOUNDS_MACRO = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[^\n]*__launch_bounds__", re.MULTILINE)
+
+
+def launch_bounds_node(source: CudaSource) -> Node | None:
+    """The ``__launch_bounds__(...)`` node of the kernel, if any (also inside ERROR recovery); the kernel's
+    ``function_definition`` when the bounds are written before the declarator in a form the grammar does not read,
+    or through a macro of the file that stands for them (``#define C10_LAUNCH_BOUNDS_1(n) __launch_bounds__((n))``)."""
+    func, src, declarator = source.func, source.src, source.declarator
+    for c in func.children:
+        if syn.is_launch_bounds(c) or (syn.is_error(c) and "__launch_bounds__" in source.t(c)):
+            return c
+    head = src[func.start_byte : declarator.start_byte]
+    if b"__launch_bounds__" in head:
+        return func
+    names = {m.group(1) for m in _LAUNCH_BOUNDS_MACRO.finditer(src)}
+    if names:
+        # the header may be parsed apart from the definition (`__global__ void LB(256)` then `k(...)`): read
+        # back to the end of the previous statement, block or preprocessor line
+        fs = func.start_byte
+        back = [src.rfind(b";", 0, fs), src.rfind(b"}", 0, fs)]
+        back += [m.end() - 1 for m in re.finditer(rb"(?m)^[ \t]*#[^\n]*$", src[:fs])][-1:]
+        head = src[max(back) + 1 : declarator.start_byte]
+        if any(re.search(rb"\b" + re.escape(n) + rb"\b", head) for n in names):
+            return func
+    return None

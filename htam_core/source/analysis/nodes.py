@@ -34,22 +34,22 @@ __all__ = [
     "SUBSCRIPT", "WRITE_KINDS", "any_py_assignments", "assignments", "binaries", "blocks", "calls", "comments",
     "comparison_operators", "declarations", "effects", "error_ranges", "fields", "for_loops",
     "for_or_while_loops", "function_declarators", "function_definitions", "function_exits", "identifiers",
-    "import_statements", "indent_of", "init_declarators", "integers", "is_address_of", "is_any_py_assignment",
-    "is_argument_list", "is_assignment", "is_augmented_assignment", "is_binary", "is_binary_operator",
-    "is_block", "is_brace_or_call_list", "is_breakable", "is_call", "is_call_or_group", "is_comment",
-    "is_compound_statement", "is_condition_clause", "is_conditional", "is_declaration",
+    "import_statements", "include_insert_point", "indent_of", "init_declarators", "integers", "is_address_of",
+    "is_any_py_assignment", "is_argument_list", "is_assignment", "is_augmented_assignment", "is_binary",
+    "is_binary_operator", "is_block", "is_brace_or_call_list", "is_breakable", "is_call", "is_call_or_group",
+    "is_comment", "is_compound_statement", "is_condition_clause", "is_conditional", "is_declaration",
     "is_declarator_around_name", "is_default_parameter", "is_else_clause", "is_error",
     "is_expression_statement", "is_field", "is_for", "is_for_or_while", "is_function_declarator",
     "is_function_definition", "is_identifier", "is_if", "is_import", "is_init_declarator", "is_integer",
     "is_keyword_argument", "is_lambda", "is_launch_bounds", "is_loop", "is_loop_exit", "is_memory_reference",
     "is_name_declaration", "is_name_or_number", "is_number", "is_parenthesized", "is_pointer_declarator",
     "is_pointer_expression", "is_positional_argument", "is_preproc_include", "is_py_assignment", "is_py_block",
-    "is_py_block_or_module", "is_py_call", "is_return", "is_simple_operand", "is_string",
-    "is_subscript", "is_subscript_arguments", "is_template_declaration", "is_type_identifier",
-    "is_type_qualifier", "is_unary", "is_unary_operator", "is_update", "is_wrapping_declarator", "is_write",
-    "join_lines", "jumps", "keyword_arguments", "line_start", "loops", "names_and_fields", "names_and_types",
-    "numbers", "of_type", "one_line", "only_space_before", "parse", "py_assignments", "py_calls", "references",
-    "returns", "smallest_covering", "statement_start", "statements", "strip_casts", "subscripts", "text",
+    "is_py_block_or_module", "is_py_call", "is_return", "is_simple_operand", "is_string", "is_subscript",
+    "is_subscript_arguments", "is_template_declaration", "is_type_identifier", "is_type_qualifier", "is_unary",
+    "is_unary_operator", "is_update", "is_wrapping_declarator", "is_write", "join_lines", "jumps",
+    "keyword_arguments", "line_start", "loops", "names_and_fields", "names_and_types", "numbers", "of_type",
+    "one_line", "only_space_before", "parse", "py_assignments", "py_calls", "references", "returns",
+    "smallest_covering", "statement_span", "statement_start", "statements", "strip_casts", "subscripts", "text",
     "type_names", "unwrap_parens", "walk", "writes", "writes_or_addresses",
 ]
 
@@ -576,6 +576,32 @@ def is_call_or_group(n: Node | None) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ edits
+def statement_span(src: bytes, node: Node) -> tuple[int, int]:
+    """The byte range of statement ``node`` including its line's indentation and newline when it is alone on it; a
+    loop's ``#pragma`` line is part of the loop (:func:`statement_start`), so removing or replacing the loop takes
+    it."""
+    start, end = statement_start(node), node.end_byte
+    ls = line_start(src, start)
+    if src[ls:start].strip() == b"":
+        nl = src.find(b"\n", end)
+        if nl != -1 and src[end:nl].strip() == b"":
+            return ls, nl + 1
+    return start, end
+
+
+def include_insert_point(root: Node, src: bytes) -> int:
+    """Where to put a file-level helper in ``src`` (``root``: its tree's root): after the last top-level
+    ``#include``, at the start of the next line, else at the start."""
+    pos = 0
+    for c in root.children:
+        if is_preproc_include(c):
+            pos = c.end_byte
+    if pos and src[pos - 1 : pos] != b"\n":
+        nl = src.find(b"\n", pos)
+        pos = nl + 1 if nl != -1 else pos
+    return pos
+
+
 def error_ranges(node: Node) -> list[tuple[int, int]]:
     """Byte ranges of every ERROR and MISSING node under ``node``."""
     out: list[tuple[int, int]] = []

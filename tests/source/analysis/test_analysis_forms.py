@@ -16,6 +16,9 @@ from htam_core.source.analysis.forms import (
     global_index_parts,
     is_global_index,
     is_lvalue,
+    launch_bounds_node,
+    param_names,
+    uses_block_linear_index,
 )
 from htam_core.source.analysis.unit import CudaSource, cuda_source
 from htam_core.source.api import parse_text
@@ -72,3 +75,15 @@ def test_the_elementwise_shape_and_why_not() -> None:
     assert isinstance(elementwise(_view(extra, "scale")), str)
     ew2 = elementwise(_view(extra, "scale"), invariant_terms=True)
     assert isinstance(ew2, Elementwise) and ew2.extra == "((n > 0))"
+
+
+def test_parameter_names_block_slices_and_launch_bounds() -> None:
+    view = _view(SCALE, "scale")
+    assert param_names(view.source) == ["x", "n", "a"]
+    assert uses_block_linear_index(view.source, "x") and not uses_block_linear_index(view.source, "y")
+    assert launch_bounds_node(view.source) is None
+    bounded = _view(SCALE.replace("__global__ void", "__global__ void __launch_bounds__(256)"), "scale")
+    lb = launch_bounds_node(bounded.source)
+    assert lb is not None and "256" in bounded.t(lb)
+    macro = "#define LB(n) __launch_bounds__(n)\n" + SCALE.replace("__global__ void", "__global__ void LB(256)")
+    assert launch_bounds_node(_view(macro, "scale").source) is not None

@@ -126,3 +126,17 @@ def test_python_unary_and_binary_operators() -> None:
     expr = syn.py_assignments(_root(src, "python"))[0].child_by_field_name("right")
     assert syn.is_binary_operator(expr) and syn.is_unary_operator(expr.child_by_field_name("left"))
     assert not syn.is_unary_operator(expr)
+
+
+def test_statement_span_takes_the_whole_line_and_the_loops_pragma() -> None:
+    src = b'#include <cuda.h>\n#include "x.h"\nvoid f(int n) {\n    int a = 0;\n    #pragma unroll\n'\
+          b"    for (int i = 0; i < 4; i++) a += i;\n    a++; n++;\n}\n"
+    root = _root(src, "cuda")
+    body = syn.function_definitions(root)[0].child_by_field_name("body")
+    decl, loop, inc, inc2 = syn.statements(body)
+    assert src[slice(*syn.statement_span(src, decl))] == b"    int a = 0;\n"
+    assert src[slice(*syn.statement_span(src, loop))].startswith(b"    #pragma unroll\n    for")
+    assert src[slice(*syn.statement_span(src, inc))] == b"a++;"  # not alone on its line
+    assert syn.include_insert_point(root, src) == src.index(b"void")
+    bare = b"void f() {}\n"
+    assert syn.include_insert_point(_root(bare, "cuda"), bare) == 0
