@@ -687,25 +687,7 @@ class CudaTransposeSmemTile(CudaTransform):
             f"    {tl.write.pointer}[(blockIdx.x * {t} + threadIdx.y + {j}) * {height} + blockIdx.y * {t} + threadIdx.x]"
             f" = htam_tile[threadIdx.x][threadIdx.y + {j}];",
         ]
-        edits = [unit.replace(node, ("\n" + ind).join(lines))]
-        # the locals only the old store read (`int index_out = y + height * x;`) go with it
-        gone = [write]
-        changed = True
-        while changed:
-            changed = False
-            for s in stmts:
-                if not syn.is_declaration(s) or any(g.start_byte == s.start_byte for g in gone):
-                    continue
-                ds = [d for d in s.named_children if syn.is_init_declarator(d)]
-                if len(ds) != 1:
-                    continue
-                name = unit.t(ds[0].child_by_field_name("declarator"))
-                uses = [r for r in references(unit.body, unit.src, name)
-                        if not any(g.start_byte <= r.start_byte < g.end_byte for g in [*gone, s])]
-                if references(write, unit.src, name) and not uses:
-                    gone.append(s)
-                    edits.append(unit.edit(syn.line_start(unit.src, s.start_byte), s.end_byte + 1, ""))
-                    changed = True
+        edits = [unit.replace(node, ("\n" + ind).join(lines)), *_orphan_locals(unit, stmts, write)]
         edits.sort(key=lambda e: e.start_byte)
         return [self.candidate(
             model,
@@ -735,3 +717,27 @@ class CudaTransposeSmemTile(CudaTransform):
                 return []
             edits += [unit.replace(dims[0], str(bx)), unit.replace(dims[1], str(by))]
         return edits
+
+
+def _orphan_locals(unit: CudaUnit, stmts: list[Node], write: Node) -> list[TextEdit]:
+    """Edits removing the declarations among ``stmts`` that only the removed store ``write`` read, directly or
+    through another such local (``int index_out = y + height * x;``): they would be left unused."""
+    edits: list[TextEdit] = []
+    gone = [write]
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            if not syn.is_declaration(s) or any(g.start_byte == s.start_byte for g in gone):
+                continue
+            ds = [d for d in s.named_children if syn.is_init_declarator(d)]
+            if len(ds) != 1:
+                continue
+            name = unit.t(ds[0].child_by_field_name("declarator"))
+            uses = [r for r in references(unit.body, unit.src, name)
+                    if not any(g.start_byte <= r.start_byte < g.end_byte for g in [*gone, s])]
+            if references(write, unit.src, name) and not uses:
+                gone.append(s)
+                edits.append(unit.edit(syn.line_start(unit.src, s.start_byte), s.end_byte + 1, ""))
+                changed = True
+    return edits
