@@ -196,16 +196,7 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
         subs.append((sub, ptr, base))
     if not subs:
         return f"no global access in the loop on line {fact.line} moves with {var} (other than through its address)"
-    covered = {s.start_byte for s, _, _ in subs}
-    uses: list[Node] = []
-    for n in syn.identifiers(body):
-        if unit.t(n) != var:
-            continue
-        p = n.parent
-        while p is not None and not syn.is_subscript(p) and p != body:
-            p = p.parent
-        if p is None or not syn.is_subscript(p) or p.start_byte not in covered:
-            uses.append(n)  # a value use (`i == target`): lane c of float4 index v is element 4 * v + c
+    uses = _value_uses(unit, body, var, {s.start_byte for s, _, _ in subs})
     if unit.assigned_in(body, var):
         return f"the loop body changes {var}"
     covered_ranges = [(s.start_byte, s.end_byte) for s, _, _ in subs]
@@ -215,6 +206,22 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     wraps = {subs_of[i].start_byte: w for i, w in wrapped.items() if subs_of[i].start_byte in kept}  # type: ignore[union-attr]
     return VecLoop(node, fact, head[0].replace("const", "").strip(), head[1], head[2], head[3], subs, uses, types,
                    wraps)
+
+
+def _value_uses(unit: CudaUnit, body: Node, var: str, covered: set[int]) -> list[Node]:
+    """The uses of the loop variable ``var`` in ``body`` other than inside the subscripts that start at the bytes
+    ``covered`` (the accesses a float4 step widens): value uses (``i == target``), where lane ``c`` of float4 index
+    ``v`` is element ``4 * v + c``."""
+    uses: list[Node] = []
+    for n in syn.identifiers(body):
+        if unit.t(n) != var:
+            continue
+        p = n.parent
+        while p is not None and not syn.is_subscript(p) and p != body:
+            p = p.parent
+        if p is None or not syn.is_subscript(p) or p.start_byte not in covered:
+            uses.append(n)
+    return uses
 
 
 def _element(pf: PointerFacts | None) -> str | None:
