@@ -128,6 +128,29 @@ def _open_output(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     mark_output_folder(out)
 
+
+def follows_in_static(engine: str, correct: bool | None, numerics: bool, reorders_only: bool) -> bool:
+    """Whether static mode (no GPU: nothing timed) follows a neutral candidate down the ranking.
+
+    A candidate verified correct (a Triton kernel under the interpreter) is followed. A compiled but unverifiable
+    one (CUDA without a GPU, or no harness) is followed only when it is a mechanical transform of the rules engine
+    whose results equal the parent's, or differ only in the order of float additions (``reorders_only``: a tree,
+    shuffle or vector sum of the same terms): a fast-math or reduced-precision step is not, and unverified LLM
+    code never is.
+
+    Args:
+        engine: ``"rules"`` or ``"llm"``.
+        correct: the verifier's verdict (``None``: not checked).
+        numerics: the candidate may change results in the last bits.
+        reorders_only: that change is only the order of float additions.
+
+    Raises:
+        Nothing.
+    """
+    if correct is True:
+        return True
+    return correct is None and engine == "rules" and (not numerics or reorders_only)
+
 class _Loop:
     def __init__(self, task: OptimizeTask, on_progress: Callable[[ProgressEvent], None] | None,
                  cancel: threading.Event | None) -> None:
@@ -679,6 +702,7 @@ class _Loop:
                ev: Evaluation, cand_path: Path) -> StepRecord:
         ev = self._strict(start, ev, cand_path)
         numerics = bool(cand.params.get("changes_numerics"))
+        reorders = numerics and bool(cand.params.get("reorders_only"))
         speedup, spread, timing_msgs = None, None, []
         if self.gpu and ev.ok and ev.correct and ev.time_ms and parent.time_ms:
             speedup, spread, _, timing_msgs = self._gain(parent_text, parent, ev, cand_path)
@@ -689,16 +713,17 @@ class _Loop:
         if self.gpu:
             accepted = status == "win" and not labelled
         else:
-            # static: follow the ranking with every candidate verified correct; a compiled but unverifiable
-            # one (CUDA without a GPU, no harness) only when it is a mechanical, numerics-preserving
-            # transform: never unverified LLM code.
-            mechanical = self.task.engine == "rules" and not numerics
-            accepted = status == "neutral" and (ev.correct is True or (ev.correct is None and mechanical))
+            accepted = status == "neutral" and follows_in_static(self.task.engine, ev.correct, numerics, reorders)
         msgs = list(ev.messages) + timing_msgs
         if labelled:
             msgs.append("labelled " + ", ".join(ev.labels) + ": not counted as a plain speedup")
-        if numerics:
-            msgs.append("changes numerics (summation order, fast-math or reduced precision)" + (
+        if reorders:
+            msgs.append("changes the order of float additions only (the same sum in exact arithmetic)" + (
+                "" if self.gpu or ev.correct is not None
+                else ": followed in static mode like any mechanical step, compiled but not checked (run on a GPU "
+                     "to verify it within the tolerance)"))
+        elif numerics:
+            msgs.append("changes numerics (fast-math or reduced precision)" + (
                 "" if self.gpu or accepted or ev.correct is not None
                 else ": not followed in static mode, where nothing can check its results (run on a GPU)"))
         return StepRecord(
