@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import re
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as _ts  # the node queries of the analysis layer
 from htam_core.source.analysis.constants import literal_value
 from htam_core.source.analysis.launch import launch_calls, reads_block_dim
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
     DIMS,
     Const,

@@ -9,20 +9,11 @@ blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitje
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import elementwise, is_global_index, is_lvalue
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
-from htam_core.transforms._cuda import (
-    CudaTransform,
-    CudaUnit,
-    _is_lvalue,
-    elementwise,
-    is_global_index,
-    references,
-    statement_list,
-    wrap_grid,
-)
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, wrap_grid
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import pointer_params
@@ -87,12 +78,12 @@ class CudaLdg(CudaTransform):
         for name in eligible:
             for ref in references(unit.body, unit.src, name):
                 sub = ref.parent
-                if sub is None or sub.type != "subscript_expression" or sub.child_by_field_name("argument") != ref:
+                if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref:
                     continue
-                if _is_lvalue(sub):
+                if is_lvalue(sub):
                     continue
                 ctx = sub.parent
-                if ctx is not None and ctx.type == "argument_list" and "__ldg" in unit.t(ctx.parent):
+                if ctx is not None and syn.is_argument_list(ctx) and "__ldg" in unit.t(ctx.parent):
                     continue
                 edits.append(unit.insert(sub.start_byte, "__ldg(&"))
                 edits.append(unit.insert(sub.end_byte, ")"))
@@ -163,14 +154,14 @@ class CudaVectorizeFloat4(CudaTransform):
         subs: list[tuple[Node, str]] = []
         top = set(ew.stmts)
         for s in ew.stmts:
-            for ref in _ts.of_type(s, "identifier"):
+            for ref in syn.identifiers(s):
                 name = unit.t(ref)
                 if name == ew.name:
                     sub = ref.parent
-                    while sub is not None and sub.type == "subscript_argument_list":
+                    while sub is not None and syn.is_subscript_arguments(sub):
                         sub = sub.parent
                     ok = (
-                        sub is not None and sub.type == "subscript_expression"
+                        sub is not None and syn.is_subscript(sub)
                         and unit.t(sub.child_by_field_name("argument")) in names
                         and unit.t(sub.child_by_field_name("indices")).strip("[] ") == ew.name
                     )
@@ -180,19 +171,19 @@ class CudaVectorizeFloat4(CudaTransform):
                 if name not in names:
                     continue
                 sub = ref.parent
-                if sub is None or sub.type != "subscript_expression" or sub.child_by_field_name("argument") != ref:
+                if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref:
                     return self.not_applicable(f"{name} is used other than as {name}[{ew.name}]")
                 subs.append((sub, name))
                 parent = sub.parent
-                if _is_lvalue(sub):
+                if is_lvalue(sub):
                     writes.add(name)
                     stmt = parent.parent if parent is not None else None
                     compound = parent is not None and unit.t(parent.child_by_field_name("operator")) != "="
-                    if compound or parent.type == "update_expression":
+                    if compound or syn.is_update(parent):
                         reads.add(name)
-                    if stmt is None or stmt.type != "expression_statement" or not (
+                    if stmt is None or not syn.is_expression_statement(stmt) or not (
                         stmt in top or (stmt.parent is not None and stmt.parent in top
-                                        and stmt.parent.type == "compound_statement"
+                                        and syn.is_block(stmt.parent)
                                         and ew.form == "if")
                     ):
                         cond_writes.add(name)
@@ -205,7 +196,7 @@ class CudaVectorizeFloat4(CudaTransform):
         first = stmts.index(ew.decl)
         last_node = ew.guard if ew.form == "if" else ew.stmts[-1]
         between = [s for s in stmts[first + 1 :] if s.start_byte < ew.guard.start_byte]
-        indent = _ts.indent_of(unit.src, ew.decl.start_byte) or "    "
+        indent = syn.indent_of(unit.src, ew.decl.start_byte) or "    "
         kept = "".join(f"{unit.t(s)}\n{indent}" for s in between)
         edits = [unit.edit(ew.decl.start_byte, last_node.end_byte, kept + body_text.replace("\n", "\n" + indent))]
         if not unit.launches:
@@ -265,7 +256,7 @@ class CudaVectorizeFloat4(CudaTransform):
         start = ew.consequence.start_byte if ew.form == "if" else ew.stmts[0].start_byte
         end = ew.consequence.end_byte if ew.form == "if" else ew.stmts[-1].end_byte
         scalar = unit.src[start:end].decode()
-        lane_text = _ts.one_line(unit.src, unit.body, start, end, [(sub, f"htam_{name}") for sub, name in subs])
+        lane_text = syn.one_line(unit.src, unit.body, start, end, [(sub, f"htam_{name}") for sub, name in subs])
         if ew.form == "return":
             lane_text = "{ " + lane_text + " }"
             scalar = "{\n" + scalar + "\n}"

@@ -9,9 +9,9 @@ pointers"; CUDA C++ Programming Guide, "__restrict__".
 
 from __future__ import annotations
 
+from htam_core.source.analysis import nodes as _ts  # the node queries of the analysis layer
 from htam_core.source.analysis.syntax import node_text
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS

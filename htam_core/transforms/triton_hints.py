@@ -11,10 +11,9 @@ Idea source: Triton docs, ``tl.load`` (``eviction_policy``, ``cache_modifier``),
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._triton import TritonTransform, TritonUnit, add_kwarg
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
@@ -25,9 +24,9 @@ from htam_core.types.profile import Profile
 def pid_tainted(unit: TritonUnit) -> set[str]:
     """Names whose value depends on ``tl.program_id`` through ``+ - *`` and ``tl.arange`` only."""
     tainted: set[str] = set()
-    for a in _ts.of_type(unit.body, "assignment"):
+    for a in syn.py_assignments(unit.body):
         left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
-        if left is None or right is None or left.type != "identifier":
+        if left is None or right is None or not syn.is_identifier(left):
             continue
         if _clean_dep(unit, right, tainted):
             tainted.add(unit.t(left))
@@ -37,12 +36,12 @@ def pid_tainted(unit: TritonUnit) -> set[str]:
 def _clean_dep(unit: TritonUnit, node: Node, tainted: set[str]) -> bool:
     """True when ``node`` depends on the program id and never through ``%`` or ``//``."""
     has = False
-    for n in _ts.walk(node):
-        if n.type == "binary_operator" and unit.t(n.child_by_field_name("operator")) in ("%", "//"):
+    for n in syn.walk(node):
+        if syn.is_binary_operator(n) and unit.t(n.child_by_field_name("operator")) in ("%", "//"):
             return False
-        if n.type == "call" and unit.callee(n) == "tl.program_id":
+        if syn.is_py_call(n) and unit.callee(n) == "tl.program_id":
             has = True
-        if n.type == "identifier" and unit.t(n) in tainted:
+        if syn.is_identifier(n) and unit.t(n) in tainted:
             has = True
     return has
 
@@ -50,7 +49,7 @@ def _clean_dep(unit: TritonUnit, node: Node, tainted: set[str]) -> bool:
 def _in_loop(node: Node, stop: Node) -> bool:
     p = node.parent
     while p is not None and p != stop:
-        if p.type in ("for_statement", "while_statement"):
+        if syn.is_for_or_while(p):
             return True
         p = p.parent
     return False
@@ -81,7 +80,7 @@ class TritonCacheHints(TritonTransform):
             if _in_loop(ld, unit.body):
                 continue
             args = ld.child_by_field_name("arguments").named_children
-            if args and args[0].type != "keyword_argument" and _clean_dep(unit, args[0], tainted):
+            if args and not syn.is_keyword_argument(args[0]) and _clean_dep(unit, args[0], tainted):
                 streaming.append(ld)
         if not streaming:
             return self.not_applicable(
@@ -122,12 +121,12 @@ class TritonDivisibilityHints(TritonTransform):
             return self.not_applicable(f"{kernel.name} already has divisibility/contiguity hints")
         tainted = pid_tainted(unit) | {"pid"}
         edits, names = [], []
-        for a in _ts.of_type(unit.body, "assignment"):
+        for a in syn.py_assignments(unit.body):
             m = self._match(unit, a, tainted)
             if m is None:
                 continue
             var, block = m
-            indent = _ts.indent_of(unit.src, a.start_byte)
+            indent = syn.indent_of(unit.src, a.start_byte)
             stmt_end = a.end_byte
             edits.append(unit.insert(stmt_end, f"\n{indent}{var} = {unit.tl}.max_contiguous({unit.tl}.multiple_of({var}, {block}), {block})"))
             names.append(var)
@@ -148,13 +147,13 @@ class TritonDivisibilityHints(TritonTransform):
     @staticmethod
     def _match(unit: TritonUnit, a: Node, tainted: set[str]) -> tuple[str, str] | None:
         left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
-        if left is None or left.type != "identifier" or right is None or right.type != "binary_operator":
+        if left is None or not syn.is_identifier(left) or right is None or not syn.is_binary_operator(right):
             return None
         if unit.t(right.child_by_field_name("operator")) != "+" or a.parent is None or a.parent.parent != unit.body:
             return None
         for base, ar in ((right.child_by_field_name("left"), right.child_by_field_name("right")),
                          (right.child_by_field_name("right"), right.child_by_field_name("left"))):
-            if ar.type != "call" or unit.callee(ar) != "tl.arange":
+            if not syn.is_py_call(ar) or unit.callee(ar) != "tl.arange":
                 continue
             args = ar.child_by_field_name("arguments").named_children
             if len(args) != 2 or unit.t(args[0]) != "0":
@@ -162,11 +161,11 @@ class TritonDivisibilityHints(TritonTransform):
             block = unit.t(args[1])
             if block not in unit.kernel.constexpr_params:
                 continue
-            base = _ts.unwrap_parens(base)
-            if base.type == "identifier":
+            base = syn.unwrap_parens(base)
+            if syn.is_identifier(base):
                 rhs = unit.single_value(unit.body, unit.t(base), a.start_byte)
-                base = _ts.unwrap_parens(rhs) if rhs is not None else base
-            if base.type != "binary_operator" or unit.t(base.child_by_field_name("operator")) != "*":
+                base = syn.unwrap_parens(rhs) if rhs is not None else base
+            if not syn.is_binary_operator(base) or unit.t(base.child_by_field_name("operator")) != "*":
                 continue
             ops = {unit.t(base.child_by_field_name("left")), unit.t(base.child_by_field_name("right"))}
             if block not in ops:

@@ -8,10 +8,9 @@ unchanged. Idea source: Triton tutorial 03 "Matrix Multiplication" (L2 cache opt
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._triton import TritonTransform, TritonUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
@@ -24,24 +23,24 @@ GROUPS = (8, 4)
 def _top_assignments(unit: TritonUnit) -> list[Node]:
     out = []
     for st in unit.body.named_children:
-        if st.type == "expression_statement" and st.named_children and st.named_children[0].type == "assignment":
+        if syn.is_expression_statement(st) and st.named_children and syn.is_py_assignment(st.named_children[0]):
             out.append(st.named_children[0])
     return out
 
 
 def _program_id_axis(unit: TritonUnit, rhs: Node | None) -> int | None:
-    if rhs is None or rhs.type != "call" or unit.callee(rhs) != "tl.program_id":
+    if rhs is None or not syn.is_py_call(rhs) or unit.callee(rhs) != "tl.program_id":
         return None
     args = rhs.child_by_field_name("arguments").named_children
     if len(args) != 1:
         return None
-    a = args[0].child_by_field_name("value") if args[0].type == "keyword_argument" else args[0]
+    a = args[0].child_by_field_name("value") if syn.is_keyword_argument(args[0]) else args[0]
     return int(unit.t(a)) if unit.t(a) in ("0", "1", "2") else None
 
 
 def _stmt_range(unit: TritonUnit, a: Node) -> tuple[int, int]:
     st = a.parent
-    start = _ts.line_start(unit.src, st.start_byte)
+    start = syn.line_start(unit.src, st.start_byte)
     nl = unit.src.find(b"\n", st.end_byte)
     return start, (nl + 1 if nl != -1 else st.end_byte)
 
@@ -66,7 +65,7 @@ class TritonGroupedOrdering(TritonTransform):
         by_axis: dict[int, Node] = {}
         for a in assigns:
             ax = _program_id_axis(unit, a.child_by_field_name("right"))
-            if ax is not None and a.child_by_field_name("left").type == "identifier":
+            if ax is not None and syn.is_identifier(a.child_by_field_name("left")):
                 by_axis.setdefault(ax, a)
         indent = unit.body_indent
         out: list[Candidate] = []
@@ -92,7 +91,7 @@ class TritonGroupedOrdering(TritonTransform):
         div = mod = None
         for a in assigns:
             r = a.child_by_field_name("right")
-            if r is not None and r.type == "binary_operator":
+            if r is not None and syn.is_binary_operator(r):
                 op = unit.t(r.child_by_field_name("operator"))
                 if op == "//" and div is None:
                     div = a
