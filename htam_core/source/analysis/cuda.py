@@ -37,6 +37,7 @@ from htam_core.source.analysis.facts import (
     stride_of,
     sym,
 )
+from htam_core.source.analysis.gridstride import grid_stride_facts
 from htam_core.source.analysis.instantiations import template_arguments
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
@@ -794,6 +795,9 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
     pointers = _pointer_facts(src, kernel, accesses, escapes, aliases, macro_bases)
     tids = _thread_indices(src, aff)
     consts = _constants(src, env)
+    macro_reads, device_calls = _macro_builtins(src, aff), _device_calls(src, tparams)
+    gs_loops, gs_dims = grid_stride_facts(aff, src.body, loop_nodes, [lp.line for lp in loops],
+                                          hidden_reads=bool(macro_reads) or _callees_read_builtins(src, device_calls))
     threads = launches[0].block[0].value if launches and launches[0].block else None
     loops = tuple(
         replace(lp, strides_threads=True) if not lp.strides_threads and threads and lp.step == threads
@@ -801,13 +805,30 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
         for lp in loops)
     return KernelFacts(kernel.name, kernel.language, consts, loops, accesses, pointers, tids, launches, None,
                        tuple(errors), _collectives(src), _builtin_aliases(src, aff), alias_facts,
-                       _builtins_read(src, aff), _device_calls(src, tparams),
+                       _builtins_read(src, aff), device_calls,
                        tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
                              for m, s in online_pairs(n, src.src)),
                        barriers(src.body, src.src, src.base), atomic_updates(src, kernel, accesses, pointers),
-                       return_lines(src), _macro_builtins(src, aff),
+                       return_lines(src), macro_reads,
                        find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
-                                                                        if not p.is_pointer]))
+                                                                        if not p.is_pointer]),
+                       grid_stride_loops=gs_loops, launch_free_dims=gs_dims)
+
+
+#: What a called function's text says when it reads the thread or block indices itself.
+_READS_INDICES = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|this_grid|this_thread_block|thread_rank)\b")
+
+
+def _callees_read_builtins(src: CudaSource, calls: tuple[str, ...]) -> bool:
+    """Some function in ``calls`` (:func:`_device_calls`) may read the thread or block indices: a template
+    parameter (its code is not in sight), or a function of the unit whose definition names a builtin or a
+    cooperative-groups query."""
+    for name in calls:
+        defs = [f for f in of_type(src.root, "function_definition")
+                if src.env.t(f.child_by_field_name("declarator")).split("(")[0].split("::")[-1].strip() == name]
+        if not defs or any(_READS_INDICES.search(src.env.t(f)) for f in defs):
+            return True
+    return False
 
 
 #: A builtin's component named in a macro's text (``threadIdx.x``).
