@@ -19,6 +19,11 @@ from tree_sitter import Node
 from htam_core.source.analysis.atomics import atomic_updates, return_lines
 from htam_core.source.analysis.builtins import is_atomic_builtin, is_load_builtin
 from htam_core.source.analysis.constants import ConstEnv, literal_value
+from htam_core.source.analysis.device_queries import (
+    device_quantities,
+    device_quantities_of_node,
+    host_device_values,
+)
 from htam_core.source.analysis.facts import (
     BUILTINS,
     DIMS,
@@ -1341,10 +1346,14 @@ def _dims(src: CudaSource, expr: Node | None, host: Node | None, host_aff: Affin
     if expr is None:
         return ()
     out = []
+    values, props = host_device_values(src.env, host)
     for e in dims_of(src.env, expr, host):
         c = src.env.const(e, host)
-        out.append(Dim(" ".join(src.env.t(e).split()), c.value if c is not None else None, src.span(e),
-                       host_aff.expr(e) if host_aff is not None else None))
+        form = host_aff.expr(e) if host_aff is not None else None
+        device = tuple(sorted(set(device_quantities(form, values, props))
+                              | set(device_quantities_of_node(src.env, e, values, props))))
+        out.append(Dim(" ".join(src.env.t(e).split()), c.value if c is not None and not device else None,
+                       src.span(e), form, device))
     return tuple(out)
 
 

@@ -472,12 +472,16 @@ class Dim:
     """One component of a launch's grid or block: the expression, its value when constant, its bytes, and
     (CUDA) its sympy form over the launching function's names (locals followed to their one initializer,
     constants folded: ``int blocks = (n + threads - 1) / threads`` with ``threads = 256`` gives
-    ``div(n + 255, 256)``), ``None`` when unreadable."""
+    ``div(n + 255, 256)``), ``None`` when unreadable; and the device quantities it reads at run time
+    (``device``: ``("sm_count",)`` for ``sms * 4`` after ``cudaDeviceGetAttribute(&sms,
+    cudaDevAttrMultiProcessorCount, dev)``, or ``prop.multiProcessorCount * 2``; see
+    :mod:`~htam_core.source.analysis.device_queries`), in which case ``value`` is ``None``."""
 
     text: str
     value: int | None
     span: Span | None = None
     expr: sympy.Expr | None = None
+    device: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
