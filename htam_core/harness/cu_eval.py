@@ -548,7 +548,7 @@ class Program:
             vals = [self.ev(a, scope) for a in args]
             dv = next((v for v in vals if isinstance(v, DeviceValue)), None)
             if dv is not None and fn in (min, max) and len(vals) == 2:
-                texts = [v._operand() if isinstance(v, DeviceValue) else repr(v) for v in vals]
+                texts = [v.text if isinstance(v, DeviceValue) else repr(v) for v in vals]
                 quantities = tuple(sorted({q for v in vals if isinstance(v, DeviceValue) for q in v.quantities}))
                 return DeviceValue(f"{fn.__name__}({texts[0]}, {texts[1]})", quantities, dv.line)
             return fn(*vals)
