@@ -27,6 +27,7 @@ import tree_sitter as ts
 from htam_core.harness.cu_preproc import blank_untaken
 from htam_core.source.analysis.constants import MINMAX, SIZEOF, binary_op, literal_value, unary_op
 from htam_core.source.analysis.device_queries import (
+    HELPERS,
     PROPERTIES_CALLS,
     PROPERTY_FIELDS,
     attribute_quantity,
@@ -540,6 +541,10 @@ class Program:
                           "no default")
         if short in ("static_cast", "reinterpret_cast", "const_cast") and args:
             return self.ev(args[0], scope)
+        if short in HELPERS and len(args) == HELPERS[short][0]:  # htam's own grid helpers
+            vals = [self.ev(a, scope) for a in args]
+            texts = [v.text if isinstance(v, DeviceValue) else repr(v) for v in vals]
+            return DeviceValue(HELPERS[short][1].format(*texts), ("sm_count",), line_of(node))
         if short == "dim3":
             vals = [v if isinstance(v := self.ev(a, scope), DeviceValue) else int(v) for a in args]
             return Dim3(*vals) if vals else Dim3(1)

@@ -12,6 +12,7 @@ launch-statistics and occupancy rules.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from tree_sitter import Node
@@ -26,9 +27,11 @@ from htam_core.transforms._cuda import (
     Const,
     CudaTransform,
     CudaUnit,
+    include_insert_point,
     per_block_output_hazard,
     references,
     stale_comment_notes,
+    wrap_grid,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
@@ -435,3 +438,68 @@ class CudaLaunchBounds(CudaTransform):
                 [edit],
             )
         ]
+
+
+GRID_HELPER = "htam_sm_blocks"
+_GRID_HELPER_TEXT = """
+// htam: a grid of per_sm blocks per SM of the current device (grid-stride kernels cover any n with any grid)
+static inline unsigned int htam_sm_blocks(int per_sm)
+{
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    return (unsigned int)((sms > 0 ? sms : 1) * per_sm);
+}
+"""
+#: Blocks per SM the grid is sized to: 8 and 32, as the grid-stride step caps its grid.
+GRID_PER_SM = (8, 32)
+
+
+@register
+class CudaGridSize(CudaTransform):
+    """Size the grid of a grid-stride kernel to a multiple of the device's SM count, the block held."""
+
+    id = "cuda.grid_size"
+
+    kind = "launch"
+    languages = CUDA_LANGS
+    summary = "size a grid-stride kernel's grid to a multiple of the SM count"
+
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
+        """Candidates launching ``8`` and ``32`` blocks per SM (``htam_sm_blocks(8)``, read on the device at run
+        time) for a kernel whose grid-stride loops cover every element with any grid
+        (:meth:`~htam_core.source.analysis.KernelFacts.covers_any_launch` along x, nothing read along y or z).
+
+        Idea source: NVIDIA developer blog, "CUDA Pro Tip: Write Flexible Kernels with Grid-Stride Loops" (a grid
+        of a multiple of the SM count); CUDA C++ Best Practices Guide, "Occupancy".
+        """
+        f = unit.facts
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid is set where it is "
+                                       "launched")
+        if not f.covers_any_launch("x"):
+            return self.not_applicable(f"{kernel.name} has no grid-stride loop that alone decides what each thread "
+                                       "covers along x, so its grid cannot change by itself")
+        other = sorted(b for b in f.builtins_read if b.endswith((".y", ".z")))
+        if other:
+            return self.not_applicable(f"{kernel.name} reads {other[0]}: only a 1-D grid is resized")
+        helper = [] if GRID_HELPER.encode() in unit.src else [unit.insert(include_insert_point(unit), _GRID_HELPER_TEXT)]
+        out: list[Candidate] = []
+        for per_sm in GRID_PER_SM:
+            call = f"{GRID_HELPER}({per_sm})"
+            if all(unit.t(la.grid).replace(" ", "") == call for la in unit.launches):
+                continue
+            edits = [wrap_grid(unit, la, call) for la in unit.launches]
+            bad = next((e for e in edits if isinstance(e, str)), None)
+            if bad:
+                return self.not_applicable(bad)
+            out.append(dataclasses.replace(self.candidate(
+                model,
+                f"launch {kernel.name} with {per_sm} blocks per SM (read on the device at run time; the grid was "
+                f"{unit.t(unit.launches[0].grid)}); its grid-stride loops cover every element with any grid",
+                {"blocks_per_sm": per_sm}, helper + edits), helpers={GRID_HELPER: _GRID_HELPER_TEXT}))
+        if not out:
+            return self.not_applicable(f"{kernel.name} is already launched with {GRID_HELPER}(...)")
+        return out

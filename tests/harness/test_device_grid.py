@@ -137,3 +137,23 @@ def test_the_inferred_harness_runs_on_gpu(tmp_path, file, kernel, grid, block):
     wrong.write_text(start.read_text().replace("x[i] += 1.0f", "x[i] += 2.0f").replace("a * x[i]", "a * x[i] + 1.0f"))
     bad = verify_harness(dataclasses.replace(h, path=str(wrong)).to_json())
     assert not bad["correct"]
+
+
+@pytest.mark.parametrize(("tid", "file", "kernel", "grids"), [
+    ("cuda.grid_size", FIX / "attr_grid.cu", "add_one", ["(sm_count * 8, 1, 1)", "(sm_count * 32, 1, 1)"]),
+    ("cuda.grid_stride", FIX.parent / "zeroconf" / "cu_saxpy_define.cu", "saxpy",
+     ["(min(16384, sm_count * 8), 1, 1)", "(min(16384, sm_count * 32), 1, 1)"]),
+])
+def test_a_candidate_is_run_with_its_own_sm_sized_grid(tmp_path, tid, file, kernel, grids):
+    """htam's own grid helpers (``htam_sm_blocks(8)``, ``htam_sm_grid(blocks, 8)``) are read as device quantities,
+    so a candidate's harness launches the grid it writes. Regression: the grid-stride step's candidate could not be
+    read again (``htam_sm_grid`` was an unknown call) and was timed with the starting kernel's grid."""
+    model = load(str(file))
+    res = registry.propose(tid, model, model.kernel(kernel))
+    assert not isinstance(res, NotApplicable), res.reason
+    got = []
+    for c in res:
+        p = tmp_path / file.name
+        p.write_text(c.new_text)
+        got.append(infer_cuda_harness(p, kernel).grid)
+    assert got == grids

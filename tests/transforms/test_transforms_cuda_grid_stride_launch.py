@@ -124,3 +124,26 @@ def test_a_template_block_size_follows_its_named_constant(cand):
 def test_launch_bounds_still_applies(cand):
     for kernel in SPELLINGS:
         assert cand("cuda.launch_bounds", FILE, kernel)
+
+
+@pytest.mark.parametrize("kernel", ONE_D)
+def test_the_grid_is_sized_to_the_sm_count_with_the_block_held(cand, kernel):
+    cands = cand("cuda.grid_size", FILE, kernel)
+    assert [c.params["blocks_per_sm"] for c in cands] == [8, 32]
+    for c in cands:
+        (la,) = facts_of_text(c.new_text, kernel).launches
+        assert la.grid[0].text == f"htam_sm_blocks({c.params['blocks_per_sm']})"
+        assert la.grid[0].device == ("sm_count",) and la.grid[0].value is None
+        assert "static inline unsigned int htam_sm_blocks(int per_sm)" in c.new_text
+
+
+@pytest.mark.parametrize(("kernel", "why"), [
+    ("gs_partials", "no grid-stride loop that alone decides"), ("gs_break", "no grid-stride loop that alone decides"),
+    ("cast_guarded", "no grid-stride loop that alone decides"), ("gs_2d", "only a 1-D grid is resized")])
+def test_the_grid_is_kept_where_it_decides_the_coverage(refuse, kernel, why):
+    assert why in refuse("cuda.grid_size", FILE, kernel)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_the_sm_sized_grid_compiles(cand, tmp_path):
+    assert_nvcc_compiles(cand("cuda.grid_size", FILE, "gs_while")[1].new_text, tmp_path)

@@ -31,6 +31,11 @@ PROPERTY_FIELDS: dict[str, str] = {"multiProcessorCount": "sm_count"}
 WORDS: dict[str, str] = {"sm_count": "the device's SM count"}
 #: The call that fills a whole ``cudaDeviceProp``.
 PROPERTIES_CALLS = ("cudaGetDeviceProperties", "cudaGetDeviceProperties_v2")
+#: htam's own grid helpers (written by the launch steps), as harness expressions over their arguments ``{0}``,
+#: ``{1}``: ``htam_sm_blocks(per_sm)`` is ``per_sm`` blocks per SM, ``htam_sm_grid(blocks, per_sm)`` caps
+#: ``blocks`` at that.
+HELPERS: dict[str, tuple[int, str]] = {"htam_sm_blocks": (1, "sm_count * {0}"),
+                                       "htam_sm_grid": (2, "min({0}, sm_count * {1})")}
 
 
 def attribute_quantity(attribute_text: str) -> str | None:
@@ -92,9 +97,11 @@ def device_quantities_of_node(env: ConstEnv, node: Node, values: dict[str, str],
     """The device quantities the expression ``node`` reads, through ``values`` and ``props`` (see
     :func:`host_device_values`), sorted."""
     out: set[str] = set()
-    for n in [node, *of_type(node, ("identifier", "field_expression"))]:
+    for n in [node, *of_type(node, ("identifier", "field_expression", "call_expression"))]:
         if n.type == "identifier" and env.t(n) in values:
             out.add(values[env.t(n)])
+        elif n.type == "call_expression" and env.t(n.child_by_field_name("function")).strip() in HELPERS:
+            out.add("sm_count")
         elif n.type == "field_expression":
             obj, field = n.child_by_field_name("argument"), n.child_by_field_name("field")
             if obj is not None and env.t(obj) in props and (q := property_quantity(env.t(field))):
