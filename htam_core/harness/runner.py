@@ -151,11 +151,24 @@ def function_reference(reference: str, origin_dir: Path, where: str = "") -> Cal
         raise HarnessError(f"{label}: reference = {reference!r}: {mod_name} has no function {fn_name!r}") from None
 
 
+def device_quantities_here() -> dict[str, int]:
+    """The device quantities of this worker's CUDA device, read at run time, by the names harness expressions use
+    for them (``{"sm_count": 132}``; :mod:`~htam_core.source.analysis.device_queries`): a grid the host program
+    sized from its device (``sms * 4``) is sized the same way on the device that runs it. Empty without a GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return {}
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return {"sm_count": int(props.multi_processor_count)}
+
+
 def _namespace(extra: dict[str, Any]) -> dict[str, Any]:
     import torch
     import torch.nn.functional as F  # noqa: N812 - the conventional name in reference expressions
 
     ns: dict[str, Any] = {"__builtins__": _SAFE_BUILTINS, "torch": torch, "F": F, "math": math, "cdiv": cdiv}
+    ns.update(device_quantities_here())
     import triton
 
     ns["triton"] = triton

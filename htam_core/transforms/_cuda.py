@@ -165,7 +165,11 @@ class CudaUnit:
 
     # ----------------------------------------------------------------- kernel facts
     def uses_block_linear_index(self, dim: str) -> bool:
-        """True when the kernel multiplies ``blockIdx.<dim>`` by something (each block owns a slice)."""
+        """True when the kernel multiplies ``blockIdx.<dim>`` by something (each block owns a slice): the analysis
+        layer's :meth:`~htam_core.source.analysis.KernelFacts.multiplies_block_index` (casts, cooperative-groups
+        ranks), or a product written in the body that no fact holds."""
+        if self.facts.multiplies_block_index(dim):
+            return True
         for b in syn.binaries(self.body):
             if self.t(b.child_by_field_name("operator")) != "*":
                 continue
