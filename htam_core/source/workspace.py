@@ -664,6 +664,13 @@ def _string_end(model: SourceModel, kernel: Kernel) -> int | None:
     return -1
 
 
+def _python_file_fragments(path: str, data: bytes, kernel: Kernel) -> list[Fragment]:
+    """The launches of a kernel held in a Python string, in its own file: the other CUDA strings that launch it
+    with ``<<<>>>`` (a ``load_inline`` launcher kept in a string of its own, ``cuda_sources=KERNEL + LAUNCHER``) and
+    its cupy calls (:func:`_cupy_fragments`)."""
+    return _string_fragments(path, data, kernel.name) + _cupy_fragments(path, data, kernel)
+
+
 def _cupy_fragments(path: str, data: bytes, kernel: Kernel) -> list[Fragment]:
     """The cupy launches of ``kernel`` in its own Python file ``data``, each a host function whose ``<<<>>>``
     launch is the call (:func:`~htam_core.source.pylaunch.cupy_launches`): the grid and block components and the
@@ -753,6 +760,6 @@ _SEARCHES: dict[str, _Search] = {
                     _cupy_launches, _CUPY_MAKERS),
     "triton": _Search(TRITON_LAUNCHER_SUFFIXES, _no_fragments, _triton_file_fragments, _defines_python,
                       _no_launches),
-    "cuda-in-python": _Search((".py",), _cupy_fragments, _no_file_fragments, _defines_cuda, _cupy_launches,
+    "cuda-in-python": _Search((".py",), _python_file_fragments, _no_file_fragments, _defines_cuda, _cupy_launches,
                               _CUPY_MAKERS, insert_at=_string_end, own_file=True),
 }

@@ -114,6 +114,29 @@ def transpose(a):
     return out
 """
 
+#: a kernel and its load_inline launcher in two strings of one Python file (``cuda_sources=KERNEL + LAUNCHER``)
+LOAD_INLINE_TWO_STRINGS_PY = '''from torch.utils.cpp_extension import load_inline
+
+KERNEL = r"""
+__global__ void scale_kernel(const float *x, float *y, float s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = s * x[i];
+}
+"""
+
+LAUNCHER = r"""
+torch::Tensor scale(torch::Tensor x, double s) {
+    auto y = torch::empty_like(x);
+    int n = x.numel();
+    const int threads = 256;
+    scale_kernel<<<(n + threads - 1) / threads, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), (float)s, n);
+    return y;
+}
+"""
+mod = load_inline(name="scale", cpp_sources="torch::Tensor scale(torch::Tensor x, double s);",
+                  cuda_sources=KERNEL + LAUNCHER, functions=["scale"])
+'''
+
 
 def workspace(root: Path, files: dict[str, str]) -> Path:
     """Write ``files`` (name -> text) under ``root`` and return ``root``."""

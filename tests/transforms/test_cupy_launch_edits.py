@@ -20,7 +20,12 @@ from htam_core.source import load
 from htam_core.source.workspace import find_launches
 from htam_core.transforms import registry
 from htam_core.transforms.base import Candidate
-from tests.support.workspace_fixtures import CUPY_TRANSPOSE_PY, CUPY_VADD_PY, workspace
+from tests.support.workspace_fixtures import (
+    CUPY_TRANSPOSE_PY,
+    CUPY_VADD_PY,
+    LOAD_INLINE_TWO_STRINGS_PY,
+    workspace,
+)
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
@@ -128,6 +133,20 @@ def test_transpose_tile_changes_the_block_with_the_kernel(tmp_path):
         in changed
     assert "code = '''\nextern" in c.new_text and "__shared__ float htam_tile[32][33];" in c.new_text
     _nvcc(tmp_path, "t.cu", _cuda_string(c.new_text, "code"))
+
+
+def test_a_load_inline_launcher_in_another_string_of_the_file(tmp_path):
+    """``cuda_sources=KERNEL + LAUNCHER``: the launcher string's ``<<<>>>`` is read with the kernel's string."""
+    ws = workspace(tmp_path, {"ext.py": LOAD_INLINE_TWO_STRINGS_PY})
+    model = load(ws / "ext.py")
+    (la,) = find_launches(model, model.kernels[0])
+    assert la.style == "python-string" and la.line == 15 and la.block_value == (256,) and la.editable
+    c = _pick(_propose(ws / "ext.py", "cuda.block_size"), block=[128])
+    assert _changed(LOAD_INLINE_TWO_STRINGS_PY, c.new_text) == ["    const int threads = 128;"]
+    (v,) = _propose(ws / "ext.py", "cuda.vectorize_float4")
+    assert "    scale_kernel<<<(((n + threads - 1) / threads) + 3) / 4, threads>>>(x.data_ptr<float>(), " \
+        "y.data_ptr<float>(), (float)s, n);" in _changed(LOAD_INLINE_TWO_STRINGS_PY, v.new_text)
+    compile(v.new_text, "ext.py", "exec")
 
 
 _RUN_VADD = """
