@@ -623,6 +623,31 @@ def find_launches(model: SourceModel, kernel: Kernel, root: str | os.PathLike[st
     return out
 
 
+def declaring_files(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str] | None = None
+                    ) -> list[tuple[str, str]]:
+    """The workspace files, other than the kernel's own, that declare CUDA kernel ``kernel`` without defining or
+    launching it (a header's ``__global__ void k(float*, const float*, int);``): ``(path, text)``, sorted by path.
+    A file that launches the kernel is read with it in the joint unit (:func:`launch_unit`), its declarations
+    there. The same bounded search as :func:`launch_unit`; ``[]`` for a kernel in a Python string or a model with
+    no path."""
+    search = _SEARCHES.get(kernel.language)
+    if search is None or not model.path or search.own_file:
+        return []
+    own = Path(model.path).resolve()
+    proto = re.compile(rb"__global__[^;{}]*\b" + re.escape(kernel.name.encode()) + rb"\s*\([^;{}]*\)[^;{}]*;")
+    out = []
+    for p in _listing(workspace_root(model.path, root), search.suffixes):
+        if p.suffix == ".py" or p.resolve() == own:
+            continue
+        data = _read_bytes(str(p))
+        if data is None or b"<<<" in data or not proto.search(data) or _defines_cuda(data, kernel.name):
+            continue
+        text = _decode(data)
+        if text is not None:
+            out.append((str(p), text))
+    return out
+
+
 def launcher_files(model: SourceModel, kernel: Kernel, names: Sequence[str] = (),
                    root: str | os.PathLike[str] | None = None) -> list[Path]:
     """The workspace files, other than the kernel's own, that may run ``kernel``: they name it or one of

@@ -257,6 +257,8 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
             continue
         own, others = parts
         others = {path: _with_helpers(unit.text_of(path) or "", edits, cand.helpers) for path, edits in others.items()}
+        for path, edits in cand.file_edits.items():  # files outside the unit the step edits itself (a header)
+            others[path] = [*others.get(path, []), *edits]
         try:
             new_text = apply_edits(unit.own.text, own)
             for path, edits in others.items():
@@ -264,8 +266,8 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
         except ValueError as exc:
             rejected.append(f"{cand.description}: {exc}")
             continue
-        names = ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others))
-        note = f"launch in {names} edited too" if names else ""
+        names = ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others if p not in cand.file_edits))
+        note = "; ".join(n for n in (f"launch in {names} edited too" if names else "", cand.title_note) if n)
         good.append(dataclasses.replace(
             cand, edits=own, new_text=new_text, file_edits=others, title_note=note,
             description=unit.relabel(cand.description) + (f" ({note})" if note else "")))
