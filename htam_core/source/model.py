@@ -258,7 +258,10 @@ class Kernel:
             # Launch configs as the manifest convention writes them: bare names followed back to their
             # definition before the launch (``grid`` -> ``dim3(CEIL_DIV(M, 16), CEIL_DIV(N, 16))``).
             "launch_sites": [
-                {"line": s.line, "config": dict(s.resolved_config or s.config)} for s in self.launch_sites
+                {"line": s.line, "config": dict(s.resolved_config or s.config),
+                 **({"through_pointer": s.qualified_name, "pointer_kernels": list(s.pointer_kernels)}
+                    if s.pointer_kernels else {})}
+                for s in self.launch_sites
             ],
             **extra,
         }
