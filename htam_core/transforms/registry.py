@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from htam_core.source import parse_text, workspace
+from htam_core.source.analysis.unit import shared_launches
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.positions import line_ending, with_line_ending
 from htam_core.source.workspace import LaunchUnit, WorkspaceLaunch, find_launches, launch_unit
@@ -162,6 +163,35 @@ def validate(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
         return problem
     if not kernel_survives(cand.new_text, model.file_language, model.path, kernel.name):
         return f"kernel {kernel.name!r} is no longer found after the edit"
+    return shared_launch_edit(model, kernel, cand)
+
+
+def shared_launch_edit(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
+    """Why ``cand`` may not be made when it edits the function that launches ``kernel`` through a function
+    pointer or a table of kernels that runs other kernels too (``kernel = &k; kernel<<<grid, threads>>>``): the
+    grid, block and buffers there are those of every kernel the pointer runs, so the edit would change their
+    launches as well. ``None`` when no edit lies in such a function. Facts from
+    :func:`htam_core.source.analysis.unit.shared_launches`.
+
+    Also refused: an edit of the kernel's parameter list (``const __restrict__``, a new parameter) when a launch
+    reaches the kernel through a pointer: the pointer's type spells the parameter types, so the assignment
+    ``kernel = &k;`` would no longer compile."""
+    through = [s for s in kernel.launch_sites if s.pointer_kernels]
+    spans = [p.span for p in kernel.params if p.span is not None]
+    if through and spans:
+        s, e = min(sp.start for sp in spans), max(sp.end for sp in spans)
+        if any(ed.start_byte <= e and ed.end_byte >= s for ed in cand.edits):
+            ptr = through[0].qualified_name or "a function pointer"
+            return (f"the launch on line {through[0].line} reaches {kernel.name} through the function pointer "
+                    f"{ptr}, whose type spells {kernel.name}'s parameter types: changing them would no longer "
+                    f"match it")
+    for shared in shared_launches(model, kernel):
+        s, e = shared.host
+        if any(ed.start_byte < e and ed.end_byte > s for ed in cand.edits):
+            others = [k for k in shared.kernels if k != kernel.name]
+            return (f"the launch on line {shared.line} runs {kernel.name} through the function pointer "
+                    f"{shared.pointer}, which runs {', '.join(others)} too: changing that launch would change "
+                    f"theirs; launch {kernel.name} by its own name to change its launch")
     return None
 
 
