@@ -148,3 +148,30 @@ def test_cache_hints_take_a_load_every_program_axis_indexes():
     cs = registry.propose("triton.cache_hints", m, m.kernel("up_proj"))
     assert isinstance(cs, list) and len(cs) == 2, cs
     assert all(c.new_text.count("evict_first") + c.new_text.count('".cg"') == 2 for c in cs)
+
+
+_BATCH_AXES = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def scores(q_ptr, k_ptr, o_ptr, L, D: tl.constexpr, BLOCK: tl.constexpr):
+    pid_bh = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    rows = pid_m * BLOCK + tl.arange(0, BLOCK)
+    d = tl.arange(0, D)
+    q = tl.load(q_ptr + pid_bh * L * D + rows[:, None] * D + d[None, :])
+    k = tl.load(k_ptr + pid_bh * L * D + d[:, None] + rows[None, :] * D)
+    s = tl.dot(q, k)
+    tl.store(o_ptr + pid_bh * L * L + rows[:, None] * L + rows[None, :], s)
+'''
+
+
+def test_grouped_ordering_refused_when_every_load_shares_the_batch_axis():
+    # axis 0 is batch x head: programs of different heads share no operand, so grouping them brings no L2 reuse
+    from htam_core.transforms import registry
+    from htam_core.transforms.base import NotApplicable
+
+    m = parse_text(_BATCH_AXES, "python", "att.py")
+    res = registry.propose("triton.grouped_ordering", m, m.kernel("scores"))
+    assert isinstance(res, NotApplicable) and "no operand is shared" in res.reason, res
