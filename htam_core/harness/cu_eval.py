@@ -26,6 +26,13 @@ import tree_sitter as ts
 
 from htam_core.harness.cu_preproc import blank_untaken
 from htam_core.source.analysis.constants import MINMAX, SIZEOF, binary_op, literal_value, unary_op
+from htam_core.source.analysis.device_queries import (
+    HELPERS,
+    PROPERTIES_CALLS,
+    PROPERTY_FIELDS,
+    attribute_quantity,
+    property_quantity,
+)
 from htam_core.source.analysis.includes import local_headers
 from htam_core.source.parsing import new_parser, node_text
 
@@ -55,6 +62,82 @@ class Unknown(Exception):  # noqa: N818 - a value, raised while evaluating
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class DeviceValue:
+    """A value the program reads from its device at run time (``sms`` after ``cudaDeviceGetAttribute(&sms,
+    cudaDevAttrMultiProcessorCount, dev)``, ``prop.multiProcessorCount``), carried as a harness expression over
+    the device quantities (``sm_count * 4``; :mod:`~htam_core.source.analysis.device_queries`), which the
+    harness reads again on the device that runs the kernel. Arithmetic with numbers gives another such value
+    (C's integer ``/`` as ``//``: the values are non-negative); anything that needs the number here (a buffer
+    size, a condition, a comparison) raises :class:`Unknown` with the reason.
+
+    Attributes:
+        text: the harness expression.
+        quantities: the device quantities it reads (``("sm_count",)``).
+        line: the 1-based line where the program reads it.
+    """
+
+    def __init__(self, text: str, quantities: tuple[str, ...], line: int) -> None:
+        self.text, self.quantities, self.line = text, quantities, line
+
+    def _operand(self) -> str:
+        return self.text if self.text.isidentifier() or self.text.startswith(("min(", "max(")) else f"({self.text})"
+
+    def combine(self, op: str, other: Any, swapped: bool = False) -> DeviceValue:
+        """``self op other`` (``other op self`` when ``swapped``) as a new value."""
+        if isinstance(other, DeviceValue):
+            o, q = other._operand(), tuple(sorted(set(self.quantities) | set(other.quantities)))
+        elif isinstance(other, int | float) and not isinstance(other, bool):
+            o, q = repr(other), self.quantities
+        else:
+            raise self.unknown(f"combined with {other!r}")
+        a, b = (o, self._operand()) if swapped else (self._operand(), o)
+        return DeviceValue(f"{a} {op} {b}", q, self.line)
+
+    def unknown(self, why: str = "used where htam needs its number") -> Unknown:
+        """The :class:`Unknown` for a use that needs the number itself."""
+        return Unknown(f"`{self.text}` is read from the device at run time (line {self.line}) and {why}")
+
+    def __add__(self, o: Any) -> DeviceValue: return self.combine("+", o)  # noqa: D105, E704
+    def __radd__(self, o: Any) -> DeviceValue: return self.combine("+", o, True)  # noqa: D105, E704
+    def __sub__(self, o: Any) -> DeviceValue: return self.combine("-", o)  # noqa: D105, E704
+    def __rsub__(self, o: Any) -> DeviceValue: return self.combine("-", o, True)  # noqa: D105, E704
+    def __mul__(self, o: Any) -> DeviceValue: return self.combine("*", o)  # noqa: D105, E704
+    def __rmul__(self, o: Any) -> DeviceValue: return self.combine("*", o, True)  # noqa: D105, E704
+    def __truediv__(self, o: Any) -> DeviceValue: return self.combine("//", o)  # noqa: D105, E704
+    def __rtruediv__(self, o: Any) -> DeviceValue: return self.combine("//", o, True)  # noqa: D105, E704
+    def __floordiv__(self, o: Any) -> DeviceValue: return self.combine("//", o)  # noqa: D105, E704
+    def __mod__(self, o: Any) -> DeviceValue: return self.combine("%", o)  # noqa: D105, E704
+    def __lshift__(self, o: Any) -> DeviceValue: return self.combine("<<", o)  # noqa: D105, E704
+    def __rshift__(self, o: Any) -> DeviceValue: return self.combine(">>", o)  # noqa: D105, E704
+    def __neg__(self) -> DeviceValue: return DeviceValue(f"-{self._operand()}", self.quantities, self.line)  # noqa: D105, E704
+
+    def __int__(self) -> int:  # noqa: D105
+        raise self.unknown()
+
+    __float__ = __index__ = __int__
+
+    def __bool__(self) -> bool:  # noqa: D105
+        raise self.unknown("decides a condition")
+
+    def __lt__(self, o: Any) -> bool:  # noqa: D105
+        raise self.unknown("is compared")
+
+    __le__ = __gt__ = __ge__ = __lt__
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        """The harness expression (a launch's grid is written with ``repr``)."""
+        return self.text
+
+
+@dataclass(frozen=True)
+class DeviceProps:
+    """A ``cudaDeviceProp`` filled by ``cudaGetDeviceProperties`` (line ``line``): its fields are read on the device."""
+
+    var: str
+    line: int
 
 
 class Unreached(Exception):  # noqa: N818 - control flow of the evaluator
@@ -361,6 +444,12 @@ class Program:
             member = node_text(node.child_by_field_name("field"))
             if isinstance(obj, Dim3) and member in ("x", "y", "z"):
                 return getattr(obj, member)
+            if isinstance(obj, DeviceProps):
+                q = property_quantity(member)
+                if q is None:
+                    raise Unknown(f"`{text}` (line {line_of(node)}) is a device property htam does not read "
+                                  f"(it reads {', '.join(PROPERTY_FIELDS)})")
+                return DeviceValue(q, (q,), obj.line)
         if t == "sizeof_expression":
             return self.sizeof(node, scope)
         if t == "pointer_expression":
@@ -452,12 +541,22 @@ class Program:
                           "no default")
         if short in ("static_cast", "reinterpret_cast", "const_cast") and args:
             return self.ev(args[0], scope)
+        if short in HELPERS and len(args) == HELPERS[short][0]:  # htam's own grid helpers
+            vals = [self.ev(a, scope) for a in args]
+            texts = [v.text if isinstance(v, DeviceValue) else repr(v) for v in vals]
+            return DeviceValue(HELPERS[short][1].format(*texts), ("sm_count",), line_of(node))
         if short == "dim3":
-            vals = [int(self.ev(a, scope)) for a in args]
+            vals = [v if isinstance(v := self.ev(a, scope), DeviceValue) else int(v) for a in args]
             return Dim3(*vals) if vals else Dim3(1)
         fn = MINMAX.get(short) or _HOST_MATH.get(short)
         if fn is not None and args:
-            return fn(*[self.ev(a, scope) for a in args])
+            vals = [self.ev(a, scope) for a in args]
+            dv = next((v for v in vals if isinstance(v, DeviceValue)), None)
+            if dv is not None and fn in (min, max) and len(vals) == 2:
+                texts = [v.text if isinstance(v, DeviceValue) else repr(v) for v in vals]
+                quantities = tuple(sorted({q for v in vals if isinstance(v, DeviceValue) for q in v.quantities}))
+                return DeviceValue(f"{fn.__name__}({texts[0]}, {texts[1]})", quantities, dv.line)
+            return fn(*vals)
         if short == "abs" and len(args) == 1:
             return abs(self.ev(args[0], scope))
         if short in ("ceil", "floor", "ceilf", "floorf") and args:
@@ -646,7 +745,14 @@ class Program:
             scope.get(name)
         except KeyError:
             return
-        scope.set(name, Unknown(f"`{name}` is set at run time by {fname}() (line {line_of(call)})"))
+        args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+        if arg == args[0] and fname == "cudaDeviceGetAttribute" and len(args) >= 2 and \
+                (q := attribute_quantity(node_text(args[1]))):
+            scope.set(name, DeviceValue(q, (q,), line_of(call)))  # read again on the harness's device
+        elif arg == args[0] and fname in PROPERTIES_CALLS:
+            scope.set(name, DeviceProps(name, line_of(call)))
+        else:
+            scope.set(name, Unknown(f"`{name}` is set at run time by {fname}() (line {line_of(call)})"))
 
     def exec_assignment(self, node: ts.Node, scope: Scope) -> None:
         """``x = expr`` / ``x += expr`` on a variable (subscripts and fields are ignored)."""
@@ -833,7 +939,7 @@ def _false_if(node: ts.Node) -> bool:
 
 def _cast(type_text: str, v: Any) -> Any:
     t = base_type(type_text)
-    if isinstance(v, Ptr | Dim3):
+    if isinstance(v, Ptr | Dim3 | DeviceValue):
         return v
     if t in ("float", "double", "half", "__half"):
         return float(v)

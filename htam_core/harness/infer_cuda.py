@@ -36,6 +36,7 @@ from htam_core.harness.base import Harness, HarnessError, InputSpec
 from htam_core.harness.cu_eval import (
     DTYPE_OF,
     Buffer,
+    DeviceValue,
     Dim3,
     Program,
     Ptr,
@@ -51,6 +52,7 @@ from htam_core.harness.cu_eval import (
 from htam_core.harness.toml_render import render_toml
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.callee_writes import callee_writes
+from htam_core.source.analysis.device_queries import in_words
 from htam_core.source.analysis.launch import launch_calls, launch_config
 from htam_core.source.api import parse_text
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
@@ -134,9 +136,19 @@ def _value(prog: Program, node: ts.Node, scope: Scope) -> tuple[Any, str | None]
         return None, e.reason
 
 
-def _dim(v: Any) -> Dim3:
+def _dim(v: Any, *, device: bool = False) -> Dim3:
+    """A launch dimension; ``device``: a value read from the device at run time (:class:`DeviceValue`) may be
+    one (a grid; the harness reads it again on its device), else it is refused with the reason."""
     if isinstance(v, Dim3):
+        if not device:
+            for c in v.as_tuple():
+                if isinstance(c, DeviceValue):
+                    raise c.unknown("sets the block: write the block size in htam.toml")
         return v
+    if isinstance(v, DeviceValue):
+        if not device:
+            raise v.unknown("sets the block: write the block size in htam.toml")
+        return Dim3(v)  # type: ignore[arg-type]
     if isinstance(v, int | float):
         return Dim3(int(v))
     raise Unknown(f"{v!r} is not a launch dimension")
@@ -179,7 +191,11 @@ def _at_launch(prog: Program, launch: ts.Node, kernel: Kernel, scope: Scope, pat
     where = f"{path.name}:{line_of(launch)}"
     found = _Found(args=[], written=set(outputs), line=line_of(launch))
     try:
-        found.grid = _dim(prog.ev(exprs[0], scope))
+        found.grid = _dim(prog.ev(exprs[0], scope), device=True)
+        device = sorted({q for c in found.grid.as_tuple() if isinstance(c, DeviceValue) for q in c.quantities})
+        if device:
+            found.notes.append(f"the grid is read on the device at run time ({in_words(tuple(device))}: "
+                               f"{', '.join(device)} in the grid expression)")
         found.block = _dim(prog.ev(exprs[1], scope))
         found.smem = int(prog.ev(exprs[2], scope)) if len(exprs) > 2 else 0
     except (Unknown, IndexError) as e:

@@ -444,7 +444,7 @@ def compute_facts(
         "uses_ldg": bool(f.uses_ldg),
         "math_calls": list(f.math_calls),
         "uses_math": uses_math,
-        "has_grid_stride_loop": bool(f.has_grid_stride_loop),
+        "has_grid_stride_loop": bool(f.has_grid_stride_loop) or (in_file is not None and bool(in_file.grid_stride_loops)),
         "matmul_like": matmul_like,
     }
     facts["reduction_like"] = reduction_like

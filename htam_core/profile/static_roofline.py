@@ -34,6 +34,7 @@ from htam_core.harness.launch_values import launch_value
 from htam_core.profile.static_cuda import eval_const_expr
 from htam_core.profile.static_triton import python_constants
 from htam_core.source.analysis import analyze, sym
+from htam_core.source.analysis.device_queries import in_words
 from htam_core.types.language import traits
 
 __all__ = ["estimate_work", "harness_sizes", "harness_sizes_noted"]
@@ -144,12 +145,24 @@ class _Env:
             self._set(p.name, sizes.get(p.name), "harness sizes")
 
 
+def _device_builtins(facts: Any) -> dict[str, str]:
+    """``{"gridDim.x": "the grid from the device's SM count (read at run time)"}`` for each grid component of the
+    kernel's first launch that the host reads from its device (:attr:`~htam_core.source.analysis.facts.Dim.device`):
+    a number for it here would be a guess."""
+    if not facts.launches:
+        return {}
+    return {f"gridDim.{d}": f"the grid from {in_words(c.device)} (read at run time)"
+            for d, c in zip("xyz", facts.launches[0].grid, strict=False) if c.device}
+
+
 def _loop_trips(model: Any, kernel: Any, env: _Env) -> tuple[list[dict[str, Any]], list[str]]:
     """Trip count of each loop: the symbolic count of the kernel's facts (``ceil((N - 0) / BLOCK)``) with the
     launch-site, constexpr and harness values substituted."""
     import sympy
 
-    by_line = {lp.line: lp for lp in analyze(model, kernel).loops}
+    facts = analyze(model, kernel)
+    by_line = {lp.line: lp for lp in facts.loops}
+    device = _device_builtins(facts)
     loops, unknown = [], []
     for lp in kernel.features.loops:
         info: dict[str, Any] = {"line": lp.line, "trip_count": lp.trip_count, "source": "constant"}
@@ -164,8 +177,13 @@ def _loop_trips(model: Any, kernel: Any, env: _Env) -> tuple[list[dict[str, Any]
                     info["trip_count"] = max(0, int(sympy.ceiling(value)))
                     info["source"] = ", ".join(sorted({env.sources.get(n, "constant") for n in names})) or "constant"
                 else:
-                    unknown.append(f"trip count of the loop at line {lp.line} ({', '.join(missing) or 'its bounds'}: "
-                                   "a runtime argument with no constant launch-site or harness value)")
+                    plain = [n for n in missing if n not in device]
+                    parts = [f"{', '.join(plain)}: a runtime argument with no constant launch-site or harness value"
+                             ] if plain or not missing else []
+                    parts += [f"{n}: {device[n]}" for n in missing if n in device]
+                    unknown.append(f"trip count of the loop at line {lp.line} ("
+                                   + ("; ".join(parts) if missing else "its bounds: a runtime argument with no "
+                                      "constant launch-site or harness value") + ")")
             elif fact is not None and fact.bound is not None:
                 unknown.append(f"trip count of the loop at line {lp.line} (its bounds: not a counted loop with no "
                                "constant launch-site or harness value)")

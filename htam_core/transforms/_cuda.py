@@ -164,9 +164,11 @@ class CudaUnit:
 
     # ----------------------------------------------------------------- kernel facts
     def uses_block_linear_index(self, dim: str) -> bool:
-        """True when the kernel multiplies ``blockIdx.<dim>`` by something (each block owns a slice;
-        :func:`~htam_core.source.analysis.forms.uses_block_linear_index`)."""
-        return uses_block_linear_index(self.source, dim)
+        """True when the kernel multiplies ``blockIdx.<dim>`` by something (each block owns a slice): the analysis
+        layer's :meth:`~htam_core.source.analysis.KernelFacts.multiplies_block_index` (casts, cooperative-groups
+        ranks), or a product written in the body that no fact holds
+        (:func:`~htam_core.source.analysis.forms.uses_block_linear_index`)."""
+        return self.facts.multiplies_block_index(dim) or uses_block_linear_index(self.source, dim)
 
     def launch_bounds_node(self) -> Node | None:
         """The ``__launch_bounds__(...)`` node of the kernel, if any (:func:`~htam_core.source.analysis.forms.

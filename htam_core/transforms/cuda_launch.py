@@ -12,21 +12,25 @@ launch-statistics and occupancy rules.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from htam_core.source.analysis import nodes as _ts  # the node queries of the analysis layer
 from htam_core.source.analysis.constants import literal_value
 from htam_core.source.analysis.launch import launch_calls, reads_block_dim
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.unit import SiteLaunch
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     DIMS,
     Const,
     CudaTransform,
     CudaUnit,
+    include_insert_point,
     per_block_output_hazard,
     references,
     stale_comment_notes,
+    wrap_grid,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
@@ -156,10 +160,13 @@ def block_mapping_hazard(unit: CudaUnit, dim: str, const: Const) -> str | None:
     may (:attr:`~htam_core.source.analysis.KernelFacts.device_calls`: the mapping is out of sight).
     """
     f = unit.facts
+    names = [const.name, *_template_params_bound_to(unit, const.name)] if const.name else []
     for what, line, span in f.fixed_block_extents(dim, const.value):
         written = unit.src[span[0] - unit.base : span[1] - unit.base].decode(errors="replace")
-        if const.name and re.search(rf"\b{re.escape(const.name)}\b", written):
-            continue  # `blockIdx.x * BS + threadIdx.x` with the launch's BS: the definition is what changes
+        if any(re.search(rf"\b{re.escape(n)}\b", written) for n in names):
+            # `blockIdx.x * BS + threadIdx.x` with the launch's BS (or a template parameter every launch binds to
+            # it): the definition is what changes
+            continue
         return (f"the index `{' '.join(written.split()) or what}` on line {line} hard-codes the block's "
                 f"{const.value} threads along {dim} (blockIdx.{dim} times a constant, not blockDim.{dim}); another "
                 "block shape would change which elements each thread covers (retile the index by hand first)")
@@ -170,8 +177,32 @@ def block_mapping_hazard(unit: CudaUnit, dim: str, const: Const) -> str | None:
     return None
 
 
-def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten: bool = False
-                 ) -> list[TextEdit] | str:
+def _template_params_bound_to(unit: CudaUnit, name: str) -> list[str]:
+    """The kernel's template parameters that every launch binds to the named constant ``name``
+    (``k<THREADS><<<g, THREADS>>>`` for ``template <int BS>``: ``["BS"]``), from the launches' facts."""
+    params = [p.split()[-1].lstrip("*&") for p in unit.kernel.attributes.get("template_params") or [] if p.split()]
+    launches = unit.facts.launches
+    return [p for i, p in enumerate(params) if launches and all(
+        i < len(la.template_args) and la.template_args[i].strip() == name for la in launches)]
+
+
+def _grid_held(unit: CudaUnit, launch: SiteLaunch, grid: Node | None, dim: str, held: list[str] | None) -> str | None:
+    """Why the block may not change along ``dim`` while ``launch``'s grid (component ``grid``) stays as it is, or
+    ``None`` when it may: the kernel's grid-stride loops cover every element for any launch (the grid's text is
+    added to ``held``), or no block owns a slice along ``dim``."""
+    if unit.facts.covers_any_launch(dim):
+        if held is not None:
+            held.append(unit.t(launch.grid) if launch.grid is not None else "1")
+        return None
+    if unit.uses_block_linear_index(dim):
+        g = unit.t(grid) if grid is not None else "1"
+        return (f"the grid ({g}) does not follow the block size along {dim}, and the kernel indexes "
+                f"with blockIdx.{dim}; changing the block would change which elements are covered")
+    return None
+
+
+def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten: bool = False,
+                 held: list[str] | None = None) -> list[TextEdit] | str:
     """Edits that change every launch of the kernel to blocks of ``new_dims`` with a consistent grid.
 
     Args:
@@ -180,6 +211,9 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
         mapping_rewritten: the caller rewrites the kernel's thread indices for the new block itself (a tiling),
             so :func:`block_mapping_hazard` does not apply; otherwise a mapping that does not scale with
             ``blockDim`` is refused.
+        held: when given, receives the text of each grid component kept as it is because grid-stride loops
+            cover the kernel's elements along it for any grid
+            (:meth:`~htam_core.source.analysis.KernelFacts.covers_any_launch`).
 
     Returns:
         The edits (deduplicated), or a reason string when the change cannot be made safely.
@@ -232,9 +266,9 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
                     return f"the grid {unit.t(grid)!r} mixes {unit.t(launch.block)}.{DIMS[d]} and a literal of the block size"
             elif grid is not None:
                 ge = _grid_literal_edits(unit, grid, c.value, new)
-                if isinstance(ge, str):
+                if isinstance(ge, str) and not unit.facts.covers_any_launch(DIMS[d]):
                     return ge
-                if ge is not None:
+                if isinstance(ge, list):
                     follows = True
                     group.extend(ge)
                     for g in (launch.grid, grid_dims[d]):
@@ -242,12 +276,8 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
                             touched.add(unit.t(_ts.unwrap_parens(g)))
             if follows and (why := per_block_output_hazard(unit, launch)):
                 return why
-            if not follows and unit.uses_block_linear_index(DIMS[d]):
-                g = unit.t(grid) if grid is not None else "1"
-                return (
-                    f"the grid ({g}) does not follow the block size along {DIMS[d]}, and the kernel indexes "
-                    f"with blockIdx.{DIMS[d]}; changing the block would change which elements are covered"
-                )
+            if not follows and (why := _grid_held(unit, launch, grid, DIMS[d], held)):
+                return why
             body_lits = [n for n in _ts.numbers(unit.body) if _num_value(unit, n) == c.value]
             if body_lits and c.value >= 8:
                 return f"the kernel body uses the literal {c.value}, which may assume the block size"
@@ -340,18 +370,22 @@ class CudaBlockSize(CudaTransform):
         for shape in options:
             if shape == current:
                 continue
-            edits = retune_block(unit, shape)
+            held: list[str] = []
+            edits = retune_block(unit, shape, held=held)
             if isinstance(edits, str):
                 reasons.append(edits)
                 continue
             label = "x".join(map(str, shape))
             edits += stale_comment_notes(unit, f"threads per block {'x'.join(map(str, current))} → {label}",
                                          block_words(current), edits)
+            grid_words = ("the grid is recomputed from the same block size" if not held else
+                          f"the grid ({', '.join(dict.fromkeys(held))}) is kept: its grid-stride loops cover every "
+                          "element with any grid and block")
             out.append(
                 self.candidate(
                     model,
                     f"launch {kernel.name} with {label} threads per block (was {'x'.join(map(str, current))}); "
-                    "the grid is recomputed from the same block size",
+                    + grid_words,
                     {"block": list(shape), "previous_block": list(current)},
                     edits,
                 )
@@ -403,3 +437,68 @@ class CudaLaunchBounds(CudaTransform):
                 [edit],
             )
         ]
+
+
+GRID_HELPER = "htam_sm_blocks"
+_GRID_HELPER_TEXT = """
+// htam: a grid of per_sm blocks per SM of the current device (grid-stride kernels cover any n with any grid)
+static inline unsigned int htam_sm_blocks(int per_sm)
+{
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    return (unsigned int)((sms > 0 ? sms : 1) * per_sm);
+}
+"""
+#: Blocks per SM the grid is sized to: 8 and 32, as the grid-stride step caps its grid.
+GRID_PER_SM = (8, 32)
+
+
+@register
+class CudaGridSize(CudaTransform):
+    """Size the grid of a grid-stride kernel to a multiple of the device's SM count, the block held."""
+
+    id = "cuda.grid_size"
+
+    kind = "launch"
+    languages = CUDA_LANGS
+    summary = "size a grid-stride kernel's grid to a multiple of the SM count"
+
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
+        """Candidates launching ``8`` and ``32`` blocks per SM (``htam_sm_blocks(8)``, read on the device at run
+        time) for a kernel whose grid-stride loops cover every element with any grid
+        (:meth:`~htam_core.source.analysis.KernelFacts.covers_any_launch` along x, nothing read along y or z).
+
+        Idea source: NVIDIA developer blog, "CUDA Pro Tip: Write Flexible Kernels with Grid-Stride Loops" (a grid
+        of a multiple of the SM count); CUDA C++ Best Practices Guide, "Occupancy".
+        """
+        f = unit.facts
+        if not unit.launches:
+            return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid is set where it is "
+                                       "launched")
+        if not f.covers_any_launch("x"):
+            return self.not_applicable(f"{kernel.name} has no grid-stride loop that alone decides what each thread "
+                                       "covers along x, so its grid cannot change by itself")
+        other = sorted(b for b in f.builtins_read if b.endswith((".y", ".z")))
+        if other:
+            return self.not_applicable(f"{kernel.name} reads {other[0]}: only a 1-D grid is resized")
+        helper = [] if GRID_HELPER.encode() in unit.src else [unit.insert(include_insert_point(unit), _GRID_HELPER_TEXT)]
+        out: list[Candidate] = []
+        for per_sm in GRID_PER_SM:
+            call = f"{GRID_HELPER}({per_sm})"
+            if all(unit.t(la.grid).replace(" ", "") == call for la in unit.launches):
+                continue
+            edits = [wrap_grid(unit, la, call) for la in unit.launches]
+            bad = next((e for e in edits if isinstance(e, str)), None)
+            if bad:
+                return self.not_applicable(bad)
+            out.append(dataclasses.replace(self.candidate(
+                model,
+                f"launch {kernel.name} with {per_sm} blocks per SM (read on the device at run time; the grid was "
+                f"{unit.t(unit.launches[0].grid)}); its grid-stride loops cover every element with any grid",
+                {"blocks_per_sm": per_sm}, helper + edits), helpers={GRID_HELPER: _GRID_HELPER_TEXT}))
+        if not out:
+            return self.not_applicable(f"{kernel.name} is already launched with {GRID_HELPER}(...)")
+        return out

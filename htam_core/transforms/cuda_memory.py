@@ -209,6 +209,7 @@ class CudaVectorizeFloat4(CudaTransform):
         # a sum visits a thread's elements in another order: float results may differ in the last bits
         cand.changes_numerics = any(a.op == "sum" for lp in unit.facts.loops if lp.line in lines
                                     for a in lp.accumulators)
+        cand.reorders_only = cand.changes_numerics  # the same terms, summed four lanes at a time
         return [cand]
 
     @staticmethod

@@ -512,6 +512,7 @@ class CudaSequentialAddressing(CudaTransform):
     id = "cuda.sequential_addressing"
     languages = CUDA_LANGS
     changes_numerics = True
+    reorders_only = True  # the same tree of additions, paired differently
     summary = "sequential addressing in a shared-memory tree reduction (no divergence, no bank conflicts)"
 
     def refusal_fact(self, unit: CudaUnit, kernel: Kernel, reason: str) -> str | None:
@@ -581,7 +582,7 @@ class CudaSequentialAddressing(CudaTransform):
             },
             edits,
         )
-        cand.changes_numerics = sums
+        cand.changes_numerics = cand.reorders_only = sums  # more terms per thread before the tree: order only
         return [cand]
 
     @staticmethod

@@ -234,6 +234,6 @@ class CudaWarpShuffleFinish(CudaTransform):
                  "block": sorted(set(known)) if known else "runtime"},
                 edits,
             )
-            cand.changes_numerics = not exact
+            cand.changes_numerics = cand.reorders_only = not exact  # shuffles pair the same terms otherwise
             return [cand]
         return self.not_applicable("no shared-memory tree loop qualifies: " + "; ".join(reasons))

@@ -23,27 +23,50 @@ from htam_core.types.profile import Profile
 
 def pid_tainted(unit: TritonUnit) -> set[str]:
     """Names whose value depends on ``tl.program_id`` through ``+ - *`` and ``tl.arange`` only."""
-    tainted: set[str] = set()
+    return set(pid_axes(unit))
+
+
+def pid_axes(unit: TritonUnit) -> dict[str, frozenset[str]]:
+    """For each name whose value depends on ``tl.program_id`` through ``+ - *`` and ``tl.arange`` only, the
+    program axes it depends on (``"0"``, ``"1"``, ``"2"``; an axis not written as a literal is its own text)."""
+    axes: dict[str, frozenset[str]] = {}
     for a in syn.py_assignments(unit.body):
         left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
         if left is None or right is None or not syn.is_identifier(left):
             continue
-        if _clean_dep(unit, right, tainted):
-            tainted.add(unit.t(left))
-    return tainted
+        dep = _clean_axes(unit, right, axes)
+        if dep:
+            axes[unit.t(left)] = dep
+    return axes
 
 
-def _clean_dep(unit: TritonUnit, node: Node, tainted: set[str]) -> bool:
-    """True when ``node`` depends on the program id and never through ``%`` or ``//``."""
-    has = False
+def _program_axis(unit: TritonUnit, call: Node) -> str:
+    """The axis a ``tl.program_id(...)`` call names (``axis=`` or positional; ``"0"`` when none is given)."""
+    args = call.child_by_field_name("arguments")
+    kids = args.named_children if args is not None else []
+    if not kids:
+        return "0"
+    a = kids[0].child_by_field_name("value") if syn.is_keyword_argument(kids[0]) else kids[0]
+    return unit.t(a).strip() if a is not None else "0"
+
+
+def program_axes(unit: TritonUnit) -> frozenset[str]:
+    """Every program axis the kernel reads with ``tl.program_id``."""
+    return frozenset(_program_axis(unit, c) for c in unit.calls(unit.body, "tl.program_id"))
+
+
+def _clean_axes(unit: TritonUnit, node: Node, axes: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The program axes ``node`` depends on, never through ``%`` or ``//`` (empty when it goes through them or
+    depends on none)."""
+    found: set[str] = set()
     for n in syn.walk(node):
         if syn.is_binary_operator(n) and unit.t(n.child_by_field_name("operator")) in ("%", "//"):
-            return False
+            return frozenset()
         if syn.is_py_call(n) and unit.callee(n) == "tl.program_id":
-            has = True
-        if syn.is_identifier(n) and unit.t(n) in tainted:
-            has = True
-    return has
+            found.add(_program_axis(unit, n))
+        if syn.is_identifier(n) and unit.t(n) in axes:
+            found |= axes[unit.t(n)]
+    return frozenset(found)
 
 
 def _in_loop(node: Node, stop: Node) -> bool:
@@ -72,19 +95,28 @@ class TritonCacheHints(TritonTransform):
         loads = unit.calls(unit.body, "tl.load")
         if not loads:
             return self.not_applicable(f"{kernel.name} has no tl.load")
-        tainted = pid_tainted(unit)
+        axes = pid_axes(unit)
+        used = program_axes(unit)  # a load indexed by fewer axes is read by every program along the others
         streaming: list[Node] = []
+        shared = 0
         for ld in loads:
             if unit.kwarg(ld, "eviction_policy") is not None or unit.kwarg(ld, "cache_modifier") is not None:
                 continue
             if _in_loop(ld, unit.body):
                 continue
             args = ld.child_by_field_name("arguments").named_children
-            if args and not syn.is_keyword_argument(args[0]) and _clean_dep(unit, args[0], tainted):
+            if not args or syn.is_keyword_argument(args[0]):
+                continue
+            dep = _clean_axes(unit, args[0], axes)
+            if dep and used <= dep:
                 streaming.append(ld)
+            elif dep:
+                shared += 1
         if not streaming:
+            extra = (f" ({shared} load(s) are indexed by some program axes only, so the programs along the others "
+                     "read the same data again)") if shared else ""
             return self.not_applicable(
-                "no streaming load: every tl.load is in a loop, already hinted, or shared between programs"
+                "no streaming load: every tl.load is in a loop, already hinted, or shared between programs" + extra
             )
         out = []
         for kw, val, why in (

@@ -22,6 +22,7 @@ from htam_core.source import parse_text
 SHIM = """#include <cfloat>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>

@@ -16,7 +16,7 @@ EXPECTED_IDS = {
     "cuda.grid_stride", "cuda.vectorize_float4", "cuda.smem_tiling_matmul", "cuda.transpose_smem_tile",
     "cuda.fast_math", "cuda.sequential_addressing", "cuda.warp_per_row", "cuda.register_tile_matmul", "cuda.smem_panel_tiling",
     "cuda.online_softmax", "cuda.coalesce_remap", "cuda.thread_per_element", "cuda.warp_shuffle_finish", "cuda.coarsen_reduction",
-    "cuda.row_in_registers", "cuda.lane_columns", "cuda.vector_columns", "cuda.smem_histogram",
+    "cuda.row_in_registers", "cuda.lane_columns", "cuda.vector_columns", "cuda.smem_histogram", "cuda.grid_size",
 }
 
 KERNEL = """__global__ void k(float *x, int n)

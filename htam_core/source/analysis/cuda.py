@@ -19,6 +19,11 @@ from tree_sitter import Node
 from htam_core.source.analysis.atomics import atomic_updates, return_lines
 from htam_core.source.analysis.builtins import is_atomic_builtin, is_load_builtin
 from htam_core.source.analysis.constants import ConstEnv, literal_value
+from htam_core.source.analysis.device_queries import (
+    device_quantities,
+    device_quantities_of_node,
+    host_device_values,
+)
 from htam_core.source.analysis.facts import (
     BUILTINS,
     DIMS,
@@ -37,6 +42,7 @@ from htam_core.source.analysis.facts import (
     stride_of,
     sym,
 )
+from htam_core.source.analysis.gridstride import grid_stride_facts
 from htam_core.source.analysis.instantiations import template_arguments
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
@@ -794,6 +800,9 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
     pointers = _pointer_facts(src, kernel, accesses, escapes, aliases, macro_bases)
     tids = _thread_indices(src, aff)
     consts = _constants(src, env)
+    macro_reads, device_calls = _macro_builtins(src, aff), _device_calls(src, tparams)
+    gs_loops, gs_dims = grid_stride_facts(aff, src.body, loop_nodes, [lp.line for lp in loops],
+                                          hidden_reads=bool(macro_reads) or _callees_read_builtins(src, device_calls))
     threads = launches[0].block[0].value if launches and launches[0].block else None
     loops = tuple(
         replace(lp, strides_threads=True) if not lp.strides_threads and threads and lp.step == threads
@@ -801,13 +810,30 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
         for lp in loops)
     return KernelFacts(kernel.name, kernel.language, consts, loops, accesses, pointers, tids, launches, None,
                        tuple(errors), _collectives(src), _builtin_aliases(src, aff), alias_facts,
-                       _builtins_read(src, aff), _device_calls(src, tparams),
+                       _builtins_read(src, aff), device_calls,
                        tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
                              for m, s in online_pairs(n, src.src)),
                        barriers(src.body, src.src, src.base), atomic_updates(src, kernel, accesses, pointers),
-                       return_lines(src), _macro_builtins(src, aff),
+                       return_lines(src), macro_reads,
                        find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
-                                                                        if not p.is_pointer]))
+                                                                        if not p.is_pointer]),
+                       grid_stride_loops=gs_loops, launch_free_dims=gs_dims)
+
+
+#: What a called function's text says when it reads the thread or block indices itself.
+_READS_INDICES = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|this_grid|this_thread_block|thread_rank)\b")
+
+
+def _callees_read_builtins(src: CudaSource, calls: tuple[str, ...]) -> bool:
+    """Some function in ``calls`` (:func:`_device_calls`) may read the thread or block indices: a template
+    parameter (its code is not in sight), or a function of the unit whose definition names a builtin or a
+    cooperative-groups query."""
+    for name in calls:
+        defs = [f for f in of_type(src.root, "function_definition")
+                if src.env.t(f.child_by_field_name("declarator")).split("(")[0].split("::")[-1].strip() == name]
+        if not defs or any(_READS_INDICES.search(src.env.t(f)) for f in defs):
+            return True
+    return False
 
 
 #: A builtin's component named in a macro's text (``threadIdx.x``).
@@ -1320,10 +1346,14 @@ def _dims(src: CudaSource, expr: Node | None, host: Node | None, host_aff: Affin
     if expr is None:
         return ()
     out = []
+    values, props = host_device_values(src.env, host)
     for e in dims_of(src.env, expr, host):
         c = src.env.const(e, host)
-        out.append(Dim(" ".join(src.env.t(e).split()), c.value if c is not None else None, src.span(e),
-                       host_aff.expr(e) if host_aff is not None else None))
+        form = host_aff.expr(e) if host_aff is not None else None
+        device = tuple(sorted(set(device_quantities(form, values, props))
+                              | set(device_quantities_of_node(src.env, e, values, props))))
+        out.append(Dim(" ".join(src.env.t(e).split()), c.value if c is not None and not device else None,
+                       src.span(e), form, device))
     return tuple(out)
 
 

@@ -226,6 +226,28 @@ class LoopFact:
 
 
 @dataclass(frozen=True)
+class GridStrideLoop:
+    """One grid-stride loop along one dimension (:mod:`~htam_core.source.analysis.gridstride`).
+
+    Attributes:
+        loop: the loop's id in :attr:`~htam_core.source.analysis.facts.KernelFacts.loops`.
+        dim: ``"x"``, ``"y"`` or ``"z"``.
+        var: the index variable.
+        extent: the block extent the start and the stride read, sympy: ``blockDim.x``, or the constant that
+            stands for it (``256`` for ``blockIdx.x * BS + threadIdx.x`` with ``BS`` bound to 256).
+        bound: the exclusive upper bound of ``var < bound`` (sympy), ``None`` when unreadable.
+        line: 1-based line of the loop.
+    """
+
+    loop: int
+    dim: str
+    var: str
+    extent: sympy.Expr
+    bound: sympy.Expr | None
+    line: int
+
+
+@dataclass(frozen=True)
 class ColumnSplit:
     """A column sum whose threads split the summed index (:meth:`KernelFacts.column_split_loops`).
 
@@ -450,12 +472,16 @@ class Dim:
     """One component of a launch's grid or block: the expression, its value when constant, its bytes, and
     (CUDA) its sympy form over the launching function's names (locals followed to their one initializer,
     constants folded: ``int blocks = (n + threads - 1) / threads`` with ``threads = 256`` gives
-    ``div(n + 255, 256)``), ``None`` when unreadable."""
+    ``div(n + 255, 256)``), ``None`` when unreadable; and the device quantities it reads at run time
+    (``device``: ``("sm_count",)`` for ``sms * 4`` after ``cudaDeviceGetAttribute(&sms,
+    cudaDevAttrMultiProcessorCount, dev)``, or ``prop.multiProcessorCount * 2``; see
+    :mod:`~htam_core.source.analysis.device_queries`), in which case ``value`` is ``None``."""
 
     text: str
     value: int | None
     span: Span | None = None
     expr: sympy.Expr | None = None
+    device: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -726,6 +752,11 @@ class KernelFacts:
             (``#define TX(i) (threadIdx.x + (i))``, ``#define GID (blockIdx.x * blockDim.x + threadIdx.x)``), in
             first-use order (CUDA only): an edit of the kernel's own text does not reach it.
         transposes: the element-copy transposes the kernel is (:class:`Transpose`; CUDA only, at most one).
+        grid_stride_loops: the grid-stride loops, in any spelling
+            (:class:`GridStrideLoop`; CUDA only).
+        launch_free_dims: the dimensions along which what each thread covers is decided by grid-stride loops
+            alone, for any grid and any block (:func:`~htam_core.source.analysis.gridstride.grid_stride_facts`;
+            CUDA only): a launch step may change the block with the grid held, or the grid alone.
     """
 
     kernel: str
@@ -749,6 +780,8 @@ class KernelFacts:
     returns: tuple[int, ...] = ()
     macro_builtins: tuple[tuple[str, str], ...] = ()
     transposes: tuple[Transpose, ...] = ()
+    grid_stride_loops: tuple[GridStrideLoop, ...] = ()
+    launch_free_dims: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
@@ -869,6 +902,26 @@ class KernelFacts:
             if fixed(a.index) and not any(n in a.index_text for n in named):
                 out.append((f"{a.pointer}[{a.index_text}]", a.line, a.span))
         return tuple(out)
+
+    def multiplies_block_index(self, dim: str) -> bool:
+        """Some index the kernel computes scales ``blockIdx.<dim>`` (``blockIdx.x * blockDim.x + threadIdx.x``,
+        ``static_cast<int64_t>(blockIdx.x) * 256``, a grid group's ``thread_rank()``): each block owns a slice whose
+        place depends on the block's extent, read from the thread indices, the loops' starts and steps and the
+        accesses' indices."""
+        b = sym(f"blockIdx.{dim}")
+        exprs = [ti.expr for ti in self.thread_indices] + [a.index for a in self.accesses]
+        exprs += [e for lp in self.loops for e in (lp.start, lp.step)]
+        for e in exprs:
+            if e is None or b not in e.free_symbols:
+                continue
+            if any(t.is_Mul and b in t.free_symbols for t in sympy.Add.make_args(sympy.expand(e))):
+                return True
+        return False
+
+    def covers_any_launch(self, dim: str) -> bool:
+        """What each thread covers along ``dim`` is decided by grid-stride loops alone (:attr:`launch_free_dims`):
+        any grid with any block covers the same elements once."""
+        return dim in self.launch_free_dims
 
     def already_online(self) -> str | None:
         """One sentence naming the loop that already keeps a softmax's running max and the sum rescaled to it in

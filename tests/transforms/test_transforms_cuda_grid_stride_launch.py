@@ -1,0 +1,149 @@
+"""The launch steps on grid-stride kernels, in every spelling, launched with a constant grid.
+
+A grid-stride loop covers ``0 .. n - 1`` once with any grid and any block, so ``cuda.block_size`` retunes the
+block with the grid held (it used to refuse: "the grid does not follow the block size"), and ``cuda.grid_size``
+sets the grid to a multiple of the SM count. The spellings: the stride in a ``for`` header, a ``while`` loop, a
+``do { } while`` under the same check, the stride in a local, ``size_t`` and ``int64_t`` indices, a grid group's
+``size()`` and ``num_threads()``, a 2-D loop (rows along y), and a template block size. Each candidate is read
+back by the analysis layer, compiled with nvcc (``sm_90``; skipped without nvcc) and, where the kernel runs one
+thread at a time on the CPU, run there with a grid smaller than the data: every element is updated exactly once.
+A kernel whose coverage the grid decides (a per-block partial, a ``break`` after one pass, a 64-bit or
+cooperative-groups index with no loop) is refused.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from cpu_emulation import compiler, run_main
+from transform_helpers import assert_nvcc_compiles, facts_of_text, fixture_path
+
+FILE = "grid_stride_spellings.cu"
+TID = "cuda.block_size"
+ONE_D = ["gs_for", "gs_while", "gs_do", "gs_stride_local", "gs_size_t", "gs_int64", "gs_cg_size",
+         "gs_cg_num_threads", "gs_template"]
+SPELLINGS = [*ONE_D, "gs_2d"]
+#: the kernels the CPU emulation runs (no cooperative groups there)
+EMULATED = ["gs_for", "gs_while", "gs_do", "gs_stride_local", "gs_size_t", "gs_int64"]
+
+
+def _text() -> str:
+    return fixture_path(FILE).read_text()
+
+
+@pytest.mark.parametrize("kernel", SPELLINGS)
+def test_every_spelling_is_a_launch_free_grid_stride_loop(kernel):
+    f = facts_of_text(_text(), kernel)
+    assert f.grid_stride_loops, kernel
+    assert f.launch_free_dims == (("x", "y") if kernel == "gs_2d" else ("x",))
+    assert f.covers_any_launch("x") and f.multiplies_block_index("x")
+
+
+@pytest.mark.parametrize(("kernel", "why"), [("gs_partials", "partial"), ("gs_break", "break")])
+def test_a_grid_decided_coverage_is_not_launch_free(kernel, why):
+    f = facts_of_text(_text(), kernel)
+    assert not f.covers_any_launch("x"), why
+
+
+@pytest.mark.parametrize("kernel", ["gs_partials", "gs_break", "cast_guarded", "cg_rank_guarded"])
+def test_a_grid_decided_coverage_keeps_the_refusal(refuse, kernel):
+    """``cast_guarded`` and ``cg_rank_guarded`` (one element per thread, a constant grid) were retuned before the
+    index was read from the facts: the text check missed ``static_cast<int64_t>(blockIdx.x) * blockDim.x`` and a
+    grid group's ``thread_rank()``, so the new block covered other elements (regression)."""
+    assert "does not follow the block size" in refuse(TID, FILE, kernel)
+
+
+@pytest.mark.parametrize("kernel", SPELLINGS)
+def test_the_block_is_retuned_with_the_grid_held(cand, kernel):
+    cands = cand(TID, FILE, kernel)
+    assert len(cands) >= 2
+    before = facts_of_text(_text(), kernel).launches[0]
+    for c in cands:
+        assert "is kept: its grid-stride loops cover every element" in c.description
+        (la,) = facts_of_text(c.new_text, kernel).launches
+        assert [d.value for d in la.grid] == [d.value for d in before.grid]
+        assert [d.value for d in la.block] == c.params["block"] != c.params["previous_block"]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("kernel", SPELLINGS)
+def test_the_retuned_launch_compiles(cand, kernel, tmp_path):
+    assert_nvcc_compiles(cand(TID, FILE, kernel)[0].new_text, tmp_path)
+
+
+_MAIN_1D = """
+int main() {
+    std::vector<float> x(SIZE, 0.0f);
+    HTAM_LAUNCH(GRID, 1, BLOCK, 1, CALL);
+    for (float v : x) printf("%g\\n", v);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+@pytest.mark.parametrize("kernel", EMULATED)
+def test_every_element_is_updated_exactly_once_with_the_new_block(cand, kernel, tmp_path):
+    """1000 elements, the held grid of 3 blocks: each thread takes several elements, none twice, none missed."""
+    args = {"gs_size_t": "(size_t)1000", "gs_int64": "(int64_t)1000"}.get(kernel, "1000")
+    for c in cand(TID, FILE, kernel):
+        (block,) = c.params["block"]
+        main = _MAIN_1D.replace("SIZE", "1000").replace("GRID", "3").replace("BLOCK", str(block)).replace(
+            "CALL", f"{kernel}(x.data(), {args}, 1.0f)")
+        out = run_main(c.new_text, kernel, main, tmp_path)
+        assert out == [1.0] * 1000, (block, [i for i, v in enumerate(out) if v != 1.0][:5])
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+def test_the_2d_loop_covers_the_matrix_exactly_once_with_each_new_block(cand, tmp_path):
+    main = """
+int main() {
+    std::vector<float> m(37 * 53, 0.0f);
+    HTAM_LAUNCH(2, 3, BX, BY, gs_2d(m.data(), 37, 53, 1.0f));
+    for (float v : m) printf("%g\\n", v);
+    return 0;
+}
+"""
+    for c in cand(TID, FILE, "gs_2d"):
+        bx, by = c.params["block"]
+        out = run_main(c.new_text, "gs_2d", main.replace("BX", str(bx)).replace("BY", str(by)), tmp_path)
+        assert out == [1.0] * (37 * 53), (bx, by)
+
+
+def test_a_template_block_size_follows_its_named_constant(cand):
+    """``gs_template<THREADS><<<128, THREADS>>>``: the index reads ``BS``, bound to ``THREADS`` at the launch, so
+    the candidate changes ``THREADS`` at its definition and both follow."""
+    for c in cand(TID, FILE, "gs_template"):
+        (new,) = c.params["block"]
+        assert f"constexpr int THREADS = {new};" in c.new_text
+        (g,) = facts_of_text(c.new_text, "gs_template").grid_stride_loops
+        assert g.extent == new
+
+
+def test_launch_bounds_still_applies(cand):
+    for kernel in SPELLINGS:
+        assert cand("cuda.launch_bounds", FILE, kernel)
+
+
+@pytest.mark.parametrize("kernel", ONE_D)
+def test_the_grid_is_sized_to_the_sm_count_with_the_block_held(cand, kernel):
+    cands = cand("cuda.grid_size", FILE, kernel)
+    assert [c.params["blocks_per_sm"] for c in cands] == [8, 32]
+    for c in cands:
+        (la,) = facts_of_text(c.new_text, kernel).launches
+        assert la.grid[0].text == f"htam_sm_blocks({c.params['blocks_per_sm']})"
+        assert la.grid[0].device == ("sm_count",) and la.grid[0].value is None
+        assert "static inline unsigned int htam_sm_blocks(int per_sm)" in c.new_text
+
+
+@pytest.mark.parametrize(("kernel", "why"), [
+    ("gs_partials", "no grid-stride loop that alone decides"), ("gs_break", "no grid-stride loop that alone decides"),
+    ("cast_guarded", "no grid-stride loop that alone decides"), ("gs_2d", "only a 1-D grid is resized")])
+def test_the_grid_is_kept_where_it_decides_the_coverage(refuse, kernel, why):
+    assert why in refuse("cuda.grid_size", FILE, kernel)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_the_sm_sized_grid_compiles(cand, tmp_path):
+    assert_nvcc_compiles(cand("cuda.grid_size", FILE, "gs_while")[1].new_text, tmp_path)
