@@ -115,11 +115,36 @@ def cupy_handles(tree: ast.Module, name: str) -> set[str]:
     return out
 
 
+def _dotted(node: ast.expr) -> str:
+    """``h`` or ``module.h`` for a name or an attribute of a name, else ``""``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return ""
+
+
 def handle_calls(tree: ast.Module, handles: set[str]) -> list[ast.Call]:
-    """Calls ``h(grid, block, ...)`` of the handles, in source order."""
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id in handles and len(n.args) >= 2]
+    """Calls ``h(grid, block, ...)`` of the handles (names, or ``module.h``), in source order."""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _dotted(n.func) in handles
+             and len(n.args) >= 2]
     return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+
+
+def imported_handles(tree: ast.Module, module: str, handles: set[str]) -> set[str]:
+    """How the Python file ``tree`` names the kernel objects ``handles`` of module ``module`` it imports:
+    ``from module import h`` (``h``, or its ``as`` name), ``import module`` (``module.h``, or ``m.h`` for
+    ``import module as m``)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == module and not node.level:
+            out.update(a.asname or a.name for a in node.names if a.name in handles)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[-1] == module:
+                    local = a.asname or a.name
+                    out.update(f"{local}.{h}" for h in handles)
+    return out
 
 
 class _File:
@@ -304,7 +329,7 @@ def _launch(f: _File, call: ast.Call, name: str, params: Sequence[tuple[str, str
     args = _arg_names(f, call, len(params))
     types = {a: params[i][1] for i, a in enumerate(args) if a is not None}
     free = list(dict.fromkeys([*scope.free, *(a for a in args if a is not None)]))
-    if any(n in _RESERVED or n == name for n in free):
+    if any(n in _RESERVED or n == name or not n.isidentifier() for n in free):
         return None
     decl = ", ".join(f"{types.get(n, 'int')} {n}" for n in free if not any(d == n for d, _ in scope.decls))
     pieces = [Piece("")]  # the host function's head, written once its parameters are known

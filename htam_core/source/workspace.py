@@ -45,7 +45,7 @@ from htam_core.source.analysis.unit import cuda_fragments
 from htam_core.source.api import parse_text
 from htam_core.source.errors import MAX_SOURCE_BYTES
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.source.pylaunch import cupy_launches, python_text
+from htam_core.source.pylaunch import cupy_handles, cupy_launches, imported_handles, python_text
 
 #: file suffixes searched for launches of a CUDA kernel (C/C++/CUDA host code and Python launchers)
 CUDA_LAUNCHER_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".py")
@@ -491,9 +491,18 @@ def _no_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
     return []
 
 
-def _no_file_fragments(path: str, data: bytes, kernel: Kernel, model: SourceModel) -> list[Fragment]:
-    """No launch texts in other files (a kernel in a Python string is launched from its own file)."""
-    return []
+def _importer_fragments(path: str, data: bytes, kernel: Kernel, model: SourceModel) -> list[Fragment]:
+    """The cupy calls of another Python file that imports the kernel objects of the kernel's module
+    (``from kernels import kern``, ``import kernels`` and ``kernels.kern(...)``), as :func:`_cupy_fragments`."""
+    text = _decode(data) if path.endswith(".py") else None
+    if text is None or not model.path:
+        return []
+    try:
+        handles = cupy_handles(ast.parse(model.text), kernel.name)
+        names = imported_handles(ast.parse(text), Path(model.path).stem, handles) if handles else set()
+    except (SyntaxError, ValueError):
+        return []
+    return _cupy_fragments(path, data, kernel, names) if names else []
 
 
 @dataclass(frozen=True)
@@ -536,7 +545,9 @@ def _fragments(model: SourceModel, kernel: Kernel, root: Path, files: Mapping[st
         if sp == own:
             continue
         data = files[sp].encode("utf-8") if sp in files else _read_bytes(sp)
-        if data is not None and _mentions(data, kernel.name) and not search.defines(data, kernel.name):
+        # a launcher names the kernel; one of a kernel in a Python string imports the kernel's module instead
+        named = _mentions(data, Path(model.path).stem if search.own_file else kernel.name) if data else False
+        if data is not None and named and not search.defines(data, kernel.name):
             out.extend(search.file_fragments(sp, data, kernel, model))
     return out
 
@@ -696,16 +707,17 @@ def _python_file_fragments(path: str, data: bytes, kernel: Kernel) -> list[Fragm
     return _string_fragments(path, data, kernel.name) + _cupy_fragments(path, data, kernel)
 
 
-def _cupy_fragments(path: str, data: bytes, kernel: Kernel) -> list[Fragment]:
-    """The cupy launches of ``kernel`` in its own Python file ``data``, each a host function whose ``<<<>>>``
-    launch is the call (:func:`~htam_core.source.pylaunch.cupy_launches`): the grid and block components and the
-    values they name are fragments of the file, the rest glue."""
+def _cupy_fragments(path: str, data: bytes, kernel: Kernel, handles: set[str] | None = None) -> list[Fragment]:
+    """The cupy launches of ``kernel`` in the Python file ``data`` (its own, or one importing ``handles``), each a
+    host function whose ``<<<>>>`` launch is the call (:func:`~htam_core.source.pylaunch.cupy_launches`): the grid
+    and block components and the values they name are fragments of the file, the rest glue."""
     text = _decode(data)
-    if text is None or not any(m in data for m in _CUPY_MAKERS) or kernel.attributes.get("template_params"):
+    if text is None or kernel.attributes.get("template_params") or (
+            handles is None and not any(m in data for m in _CUPY_MAKERS)):
         return []
     params = [(p.name, p.type or "int") for p in kernel.params]
     out: list[Fragment] = []
-    for la in cupy_launches(text, kernel.name, params):
+    for la in cupy_launches(text, kernel.name, params, handles):
         glue = ""
         for i, piece in enumerate(la.pieces):
             if piece.span is None:
@@ -785,6 +797,6 @@ _SEARCHES: dict[str, _Search] = {
                     _cupy_launches, _CUPY_MAKERS),
     "triton": _Search(TRITON_LAUNCHER_SUFFIXES, _no_fragments, _triton_file_fragments, _defines_python,
                       _no_launches),
-    "cuda-in-python": _Search((".py",), _python_file_fragments, _no_file_fragments, _defines_cuda, _cupy_launches,
+    "cuda-in-python": _Search((".py",), _python_file_fragments, _importer_fragments, _defines_cuda, _cupy_launches,
                               _CUPY_MAKERS, insert_at=_string_end, own_file=True),
 }

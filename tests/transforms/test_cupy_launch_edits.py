@@ -19,7 +19,7 @@ import pytest
 from htam_core.source import load
 from htam_core.source.workspace import find_launches
 from htam_core.transforms import registry
-from htam_core.transforms.base import Candidate
+from htam_core.transforms.base import Candidate, apply_edits
 from tests.support.workspace_fixtures import (
     CUPY_TRANSPOSE_PY,
     CUPY_VADD_PY,
@@ -147,6 +147,52 @@ def test_a_load_inline_launcher_in_another_string_of_the_file(tmp_path):
     assert "    scale_kernel<<<(((n + threads - 1) / threads) + 3) / 4, threads>>>(x.data_ptr<float>(), " \
         "y.data_ptr<float>(), (float)s, n);" in _changed(LOAD_INLINE_TWO_STRINGS_PY, v.new_text)
     compile(v.new_text, "ext.py", "exec")
+
+
+CUPY_KERNELS_PY = '''import cupy as cp
+
+SRC = r"""
+extern "C" __global__ void vadd(const float *a, const float *b, float *c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+"""
+kern = cp.RawKernel(SRC, "vadd")
+'''
+
+CUPY_IMPORTER_PY = """import cupy as cp
+{imp}
+
+THREADS = 128
+
+
+def add(a, b):
+    n = a.size
+    c = cp.empty_like(a)
+    {call}(((n + THREADS - 1) // THREADS,), (THREADS,), (a, b, c, cp.int32(n)))
+    return c
+"""
+
+
+@pytest.mark.parametrize(("imp", "call"), [("import kernels", "kernels.kern"), ("from kernels import kern", "kern"),
+                                           ("import kernels as K", "K.kern")])
+def test_a_cupy_launch_in_a_module_that_imports_the_kernel(imp, call, tmp_path):
+    main = CUPY_IMPORTER_PY.format(imp=imp, call=call)
+    ws = workspace(tmp_path, {"kernels.py": CUPY_KERNELS_PY, "main.py": main})
+    model = load(ws / "kernels.py")
+    (la,) = find_launches(model, model.kernels[0])
+    assert la.path == str(ws / "main.py") and la.line == 10 and la.block_value == (128,) and la.editable
+    c = _pick(_propose(ws / "kernels.py", "cuda.block_size"), block=[256])
+    assert c.new_text == CUPY_KERNELS_PY and c.title_note == "launch in main.py edited too"
+    (edits,) = c.file_edits.values()
+    assert _changed(main, apply_edits(main, edits)) == ["THREADS = 256"]
+
+
+def test_a_module_that_does_not_import_the_kernel_is_not_a_launcher(tmp_path):
+    main = CUPY_IMPORTER_PY.format(imp="from other import kern", call="kern")
+    ws = workspace(tmp_path, {"kernels.py": CUPY_KERNELS_PY, "main.py": main})
+    model = load(ws / "kernels.py")
+    assert find_launches(model, model.kernels[0]) == []
 
 
 _RUN_VADD = """
