@@ -205,11 +205,6 @@ class LaunchUnit:
         path = None if seg.fragment.path == self.own.path else seg.fragment.path
         return path, start + shift, end + shift
 
-    @property
-    def translated(self) -> bool:
-        """Whether some fragment is a translation (a cupy launch written as CUDA)."""
-        return any(g.fragment.to_user is not None for g in self.segments)
-
     def segment(self, start: int, end: int) -> _Segment | None:
         """The inserted fragment that holds the joint unit's bytes ``[start, end)``, if one does."""
         return next((g for g in self.segments if g.start <= start and end <= g.end), None)

@@ -93,6 +93,9 @@ def test_a_constant_read_elsewhere_is_not_changed(tmp_path):
     model = load(ws / "vadd.py")
     why = registry.propose("cuda.block_size", model, model.kernels[0]).reason
     assert "BLOCK is read elsewhere in the file too" in why and "(line 10)" in why
+    (v,) = _propose(ws / "vadd.py", "cuda.vectorize_float4")  # the call's grid is the launch's own: it shrinks
+    assert "    kern(((((n + BLOCK - 1) // BLOCK) + 3) // 4,), (BLOCK,), (a, b, c, cp.int32(n)))" in v.new_text
+    assert "BLOCK = 256" in v.new_text
 
 
 @needs_nvcc
