@@ -127,6 +127,15 @@ def test_2d_block_size_recomputes_both_grid_components(tmp_path):
         "    tr(((cols + 31) // 32, (rows + 7) // 8), (32, 8), (a, out, cp.int32(rows), cp.int32(cols)))"]
 
 
+def test_block_size_through_names_holding_the_tuples(tmp_path):
+    text = CUPY_TRANSPOSE_PY.replace(
+        "    tr(((cols + 15) // 16, (rows + 15) // 16), (16, 16),",
+        "    threads = (16, 16)\n    blocks = ((cols + 15) // 16, (rows + 15) // 16)\n    tr(blocks, threads,")
+    ws = workspace(tmp_path, {"t.py": text})
+    c = _pick(_propose(ws / "t.py", "cuda.block_size"), block=[32, 8])
+    assert _changed(text, c.new_text) == ["    threads = (32, 8)", "    blocks = ((cols + 31) // 32, (rows + 7) // 8)"]
+
+
 @needs_nvcc
 def test_transpose_tile_changes_the_block_with_the_kernel(tmp_path):
     ws = workspace(tmp_path, {"t.py": CUPY_TRANSPOSE_PY})
