@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import io
 import os
 import re
@@ -489,15 +490,29 @@ def _no_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
 def _importer_fragments(path: str, data: bytes, kernel: Kernel, model: SourceModel) -> list[Fragment]:
     """The cupy calls of another Python file that imports the kernel objects of the kernel's module
     (``from kernels import kern``, ``import kernels`` and ``kernels.kern(...)``), as :func:`_cupy_fragments`."""
-    text = _decode(data) if path.endswith(".py") else None
-    if text is None or not model.path:
+    stem = Path(model.path).stem if model.path else ""
+    if not stem or not path.endswith(".py") or not re.search(
+            rb"^[ \t]*(?:from[ \t]+[\w.]*\b" + re.escape(stem.encode()) + rb"[ \t]+import|import[ \t][^\n]*\b"
+            + re.escape(stem.encode()) + rb"\b)", data, re.M):
+        return []
+    handles = _own_handles(model.text, kernel.name)
+    text = _decode(data) if handles else None
+    if text is None:
         return []
     try:
-        handles = cupy_handles(ast.parse(model.text), kernel.name)
-        names = imported_handles(ast.parse(text), Path(model.path).stem, handles) if handles else set()
+        names = imported_handles(ast.parse(text), stem, set(handles))
     except (SyntaxError, ValueError):
         return []
     return _cupy_fragments(path, data, kernel, names) if names else []
+
+
+@functools.lru_cache(maxsize=64)
+def _own_handles(text: str, name: str) -> frozenset[str]:
+    """The names the kernel's own Python file binds to its cupy kernel objects (cached by text)."""
+    try:
+        return frozenset(cupy_handles(ast.parse(text), name))
+    except (SyntaxError, ValueError):
+        return frozenset()
 
 
 @dataclass(frozen=True)
@@ -706,13 +721,21 @@ def _cupy_fragments(path: str, data: bytes, kernel: Kernel, handles: set[str] | 
     """The cupy launches of ``kernel`` in the Python file ``data`` (its own, or one importing ``handles``), each a
     host function whose ``<<<>>>`` launch is the call (:func:`~htam_core.source.pylaunch.cupy_launches`): the grid
     and block components and the values they name are fragments of the file, the rest glue."""
-    text = _decode(data)
-    if text is None or kernel.attributes.get("template_params") or (
-            handles is None and not any(m in data for m in _CUPY_MAKERS)):
+    if kernel.attributes.get("template_params") or (handles is None and not any(m in data for m in _CUPY_MAKERS)):
         return []
-    params = [(p.name, p.type or "int") for p in kernel.params]
+    params = tuple((p.name, p.type or "int") for p in kernel.params)
+    return list(_cupy_fragments_of(path, data, kernel.name, params, None if handles is None else frozenset(handles)))
+
+
+@functools.lru_cache(maxsize=64)
+def _cupy_fragments_of(path: str, data: bytes, name: str, params: tuple[tuple[str, str], ...],
+                       handles: frozenset[str] | None) -> tuple[Fragment, ...]:
+    """:func:`_cupy_fragments` of one file's bytes (cached: an editor asks once per transform)."""
+    text = _decode(data)
+    if text is None:
+        return ()
     out: list[Fragment] = []
-    for la in cupy_launches(text, kernel.name, params, handles):
+    for la in cupy_launches(text, name, params, None if handles is None else set(handles)):
         glue = ""
         for i, piece in enumerate(la.pieces):
             if piece.span is None:
@@ -724,7 +747,7 @@ def _cupy_fragments(path: str, data: bytes, kernel: Kernel, handles: set[str] | 
             glue = ""
         if out and glue:
             out[-1] = dataclasses.replace(out[-1], suffix=glue)
-    return out
+    return tuple(out)
 
 
 def _cupy_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
