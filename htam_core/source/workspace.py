@@ -10,10 +10,14 @@ engine the way the compiler reads them: as one translation unit.
   :class:`WorkspaceLaunch` (file, byte range, line, grid/block expressions, template arguments and the
   values that are known).
 - :func:`launch_unit` builds a :class:`LaunchUnit`: the kernel's file followed by the texts that launch it
-  (whole host files, a ``#define`` body wrapped in a host function, the content of a Python string), parsed
+  (whole host files, a ``#define`` body wrapped in a host function, the content of a Python string, a cupy
+  call written as a host function's ``<<<>>>`` launch by :mod:`htam_core.source.pylaunch`), parsed
   as one :class:`~htam_core.source.model.SourceModel`. The analysis layer reads its launches, constants and
   ``dim3`` variables as in a single file, so every launch-aware fact (and every transform that reads
-  facts) works unchanged; :meth:`LaunchUnit.split` maps edits on the joint text back to per-file edits.
+  facts) works unchanged; :meth:`LaunchUnit.locate` maps edits on the joint text back to per-file edits. A
+  kernel held in a Python string gets its launch texts inserted at the end of its own string (one CUDA text).
+- :func:`declaring_files` lists the headers that declare a kernel (a step that changes its parameter types
+  edits them too).
 
 The search is bounded: the kernel file's folder and its sub-folders, or the enclosing git repository
 when there is one within :data:`MAX_LEVELS_UP` levels (or an explicit workspace root), at most
@@ -456,16 +460,16 @@ def _cuda_file_fragments(path: str, data: bytes, kernel: Kernel, model: SourceMo
     """The texts of one workspace file that may launch CUDA kernel ``name``: a Python file's CUDA strings (when it
     compiles CUDA from strings), else its ``#define`` bodies and the whole file."""
     name, stem = kernel.name, Path(model.path).stem
-    if b"<<<" not in data:
-        return []
     if path.endswith(".py"):
-        # a CUDA string launches the user's kernel only when the Python file compiles it with that kernel's file
-        # (``load(sources=["add.cu", ...])``, ``RawModule(path="add.cu")``, ``#include "add.cu"``, reading it):
-        # a string that only declares or launches a kernel of the same name belongs to another program
+        # a CUDA string or a cupy call launches the user's kernel only when the Python file compiles it with that
+        # kernel's file (``load(sources=["add.cu", ...])``, ``RawModule(path="add.cu")``, ``#include "add.cu"``,
+        # reading it): a string that only declares or launches a kernel of the same name belongs to another program
         if not any(m in data for m in _PY_CUDA_LOADERS) or not re.search(
                 rb"\b" + re.escape(stem.encode()) + rb"\.(?:cu|cuh|h|hpp)\b", data):
             return []
-        return _string_fragments(path, data, name)
+        return (_string_fragments(path, data, name) if b"<<<" in data else []) + _cupy_fragments(path, data, kernel)
+    if b"<<<" not in data:
+        return []
     text = _decode(data)
     return _macro_fragments(path, data, name) + ([Fragment(path, 0, text, "cuda", prefix="\n")] if text else [])
 
