@@ -21,9 +21,11 @@ from htam_core.source.workspace import find_launches
 from htam_core.transforms import registry
 from htam_core.transforms.base import Candidate, apply_edits
 from tests.support.workspace_fixtures import (
+    CUPY_PY,
     CUPY_TRANSPOSE_PY,
     CUPY_VADD_PY,
     LOAD_INLINE_TWO_STRINGS_PY,
+    VADD,
     workspace,
 )
 
@@ -239,4 +241,36 @@ def test_edited_cupy_module_runs_on_the_gpu(name, text, tid, run, tmp_path):
         out.mkdir()
         (out / name).write_text(c.new_text)
         p = subprocess.run([sys.executable, "-c", run], cwd=out, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0 and "OK" in p.stdout, c.description + p.stderr[-3000:]
+
+
+_RUN_LAUNCHER = """
+import cupy as cp, launch
+n = 1000003
+a = cp.arange(n, dtype=cp.float32) * 0.5
+b = 2.0 - cp.arange(n, dtype=cp.float32)
+c = cp.zeros(n, dtype=cp.float32)
+launch.run(a, b, c, cp.int32(n))
+assert bool(cp.all(c == a + b))
+print("OK")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="cupy is not installed")
+@pytest.mark.parametrize("tid", ["cuda.block_size", "cuda.vectorize_float4", "cuda.grid_stride"])
+def test_a_cu_kernel_and_its_edited_cupy_launcher_run_on_the_gpu(tid, tmp_path):
+    """A ``.cu`` kernel compiled by a cupy launcher (``RawModule(code=open("k.cu").read())``): both files edited."""
+    ws = workspace(tmp_path / "ws", {"k.cu": VADD.replace("__global__", 'extern "C" __global__'), "launch.py": CUPY_PY})
+    for i, c in enumerate(_propose(ws / "k.cu", tid)):
+        out = tmp_path / f"cand{i}"
+        out.mkdir()
+        (out / "k.cu").write_text(c.new_text)
+        launcher = CUPY_PY
+        for p, edits in c.file_edits.items():
+            assert Path(p).name == "launch.py"
+            launcher = apply_edits(CUPY_PY, edits)
+        (out / "launch.py").write_text(launcher)
+        p = subprocess.run([sys.executable, "-c", _RUN_LAUNCHER], cwd=out, capture_output=True, text=True,
+                           timeout=300)
         assert p.returncode == 0 and "OK" in p.stdout, c.description + p.stderr[-3000:]
