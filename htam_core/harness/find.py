@@ -229,9 +229,8 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
                         raise HarnessError(f"{h.source}: launcher {h.launcher!r} is not a top-level function of "
                                            f"{p.name}; functions there: {sorted(facts.functions) or 'none'}")
                     if h.grid and kernel_name not in facts.triton_kernels and not _string_kernel(p, kernel_name, model):
-                        raise HarnessError(f"{h.source}: a grid launch needs {kernel_name!r} to be a @triton.jit "
-                                           f"function of {p.name} or a CUDA kernel in one of its strings (cupy); "
-                                           "use launcher = \"<function>\" instead")
+                        raise HarnessError(f"{h.source}: a grid launch needs {kernel_name!r} to be a @triton.jit or "
+                                           f"CUDA-string kernel of {p.name}; use launcher = \"<function>\" instead")
                 return h
     if p.suffix == ".py" and not read_py_facts(text).syntax_error:
         try:
