@@ -37,7 +37,9 @@ def test_the_template_launches_with_the_cupy_calls_grid_and_block(tmp_path):
 def test_a_cupy_launch_not_read_leaves_a_guess(tmp_path):
     ws = workspace(tmp_path, {"vadd.py": CUPY_VADD_PY.replace("((n + BLOCK - 1) // BLOCK,)", "(math.ceil(n / 256),)")})
     model = load(ws / "vadd.py")
-    assert "TODO: guessed" in write_template(model, model.kernels[0])
+    text = write_template(model, model.kernels[0])
+    assert 'block = "256"' in text  # the call's block is still read
+    assert "# TODO: the cupy call at line 17 of vadd.py (grid (math.ceil(n / 256),)) is not read" in text
 
 
 def test_the_recording_runs_the_cupy_launcher(tmp_path):
