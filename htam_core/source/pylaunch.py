@@ -11,7 +11,9 @@ Python text it stands for (``//`` is written ``/ ``), so a byte of the C text is
 rest (the host function around the launch) is glue no step may edit. :func:`python_text` writes a step's new
 C text of a mapped piece back as Python (``/`` as ``//``), or refuses what Python would read otherwise.
 
-A component is read only when it is an integer expression Python and C evaluate alike: integer literals, names,
+The grid and block may also be names assigned such a tuple once (``threads = (16, 16)``; its items are then the
+components, where they are assigned). A component is read only when it is an integer expression Python and C
+evaluate alike: integer literals, names,
 ``+ - * // % << >>`` and parentheses, no unary minus (``-(-n // 256)`` rounds the other way in C), no calls or
 attributes (``math.ceil``, ``x.size``). A launch with another component is left to the caller (it is still
 found, not editable). A name assigned once before the launch (in its function, else at module level) to such an
@@ -115,11 +117,36 @@ def cupy_handles(tree: ast.Module, name: str) -> set[str]:
     return out
 
 
+def _dotted(node: ast.expr) -> str:
+    """``h`` or ``module.h`` for a name or an attribute of a name, else ``""``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return ""
+
+
 def handle_calls(tree: ast.Module, handles: set[str]) -> list[ast.Call]:
-    """Calls ``h(grid, block, ...)`` of the handles, in source order."""
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id in handles and len(n.args) >= 2]
+    """Calls ``h(grid, block, ...)`` of the handles (names, or ``module.h``), in source order."""
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _dotted(n.func) in handles
+             and len(n.args) >= 2]
     return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+
+
+def imported_handles(tree: ast.Module, module: str, handles: set[str]) -> set[str]:
+    """How the Python file ``tree`` names the kernel objects ``handles`` of module ``module`` it imports:
+    ``from module import h`` (``h``, or its ``as`` name), ``import module`` (``module.h``, or ``m.h`` for
+    ``import module as m``)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == module and not node.level:
+            out.update(a.asname or a.name for a in node.names if a.name in handles)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[-1] == module:
+                    local = a.asname or a.name
+                    out.update(f"{local}.{h}" for h in handles)
+    return out
 
 
 class _File:
@@ -210,21 +237,28 @@ def _single_assign(nodes: Sequence[ast.AST], name: str, before: int) -> ast.expr
     return assigns[0].value
 
 
-def _resolve(scope: _Scope, name: str, depth: int = 0) -> None:
-    """Declare ``name`` (its single assignment, its own names first) or make it a free parameter."""
-    if name in scope.free or any(n == name for n, _ in scope.decls):
-        return
+def _value_of(scope: _Scope, name: str) -> ast.expr | None:
+    """The value ``name`` holds at the launch: its single plain assignment before it, in the launch's function,
+    else at module level; ``None`` for a parameter, a name assigned otherwise or more than once, or none."""
     func = scope.func
     params = {a.arg for a in (func.args.args + func.args.kwonlyargs + func.args.posonlyargs)} if func else set()
-    value: ast.expr | None | bool = None
-    if func is not None and name not in params:
-        value = _single_assign(func.body, name, scope.call.lineno)
-    if value is None and name not in params:
+    if name in params:
+        return None
+    value: ast.expr | None | bool = _single_assign(func.body, name, scope.call.lineno) if func is not None else None
+    if value is None:
         value = _single_assign(scope.file.tree.body, name, scope.call.lineno if func is None else 1 << 30)
         if value is not None and value is not False and func is not None \
                 and any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(scope.file.tree)):
             value = False
-    form = _c_form(scope.file.source(value)) if isinstance(value, ast.expr) and depth < 8 else None
+    return value if isinstance(value, ast.expr) else None
+
+
+def _resolve(scope: _Scope, name: str, depth: int = 0) -> None:
+    """Declare ``name`` (its single assignment, its own names first) or make it a free parameter."""
+    if name in scope.free or any(n == name for n, _ in scope.decls):
+        return
+    value = _value_of(scope, name)
+    form = _c_form(scope.file.source(value)) if value is not None and depth < 8 else None
     if form is None or not isinstance(value, ast.expr):
         scope.free.append(name)
         return
@@ -244,9 +278,17 @@ def _mapped(scope: _Scope, name: str, spans: list[tuple[int, int]]) -> bool:
     return True
 
 
-def _components(node: ast.expr) -> list[ast.expr]:
-    """The components of a cupy grid/block argument (a tuple or list of ints, or one int)."""
-    return list(node.elts) if isinstance(node, ast.Tuple | ast.List) else [node]
+def _components(scope: _Scope, node: ast.expr) -> tuple[list[ast.expr], str]:
+    """The components of a cupy grid/block argument (a tuple or list of ints, one int, or a name assigned such a
+    tuple once, ``threads = (16, 16)``), and why a step may not edit them (the name is read elsewhere too)."""
+    if isinstance(node, ast.Name):
+        value = _value_of(scope, node.id)
+        if isinstance(value, ast.Tuple | ast.List):
+            fixed = "" if _mapped(scope, node.id, [scope.file.span(node)]) else \
+                f"{node.id} is read elsewhere in the file too, so the cupy launch's {node.id} (line {value.lineno}) " \
+                "is not changed for it"
+            return list(value.elts), fixed
+    return (list(node.elts) if isinstance(node, ast.Tuple | ast.List) else [node]), ""
 
 
 def _arg_names(f: _File, call: ast.Call, nparams: int) -> list[str | None]:
@@ -290,13 +332,13 @@ def cupy_launches(text: str, name: str, params: Sequence[tuple[str, str]], handl
 
 def _launch(f: _File, call: ast.Call, name: str, params: Sequence[tuple[str, str]]) -> CupyLaunch | None:
     """One call as CUDA pieces, or ``None`` when a component is not readable."""
-    grid, block = _components(call.args[0]), _components(call.args[1])
+    scope = _Scope(f, call, _enclosing(f.tree, call), [], [], [])
+    (grid, grid_fixed), (block, block_fixed) = _components(scope, call.args[0]), _components(scope, call.args[1])
     if not 1 <= len(grid) <= 3 or not 1 <= len(block) <= 3:
         return None
     forms = [_c_form(f.source(c)) for c in grid + block]
     if any(x is None for x in forms):
         return None
-    scope = _Scope(f, call, _enclosing(f.tree, call), [], [], [])
     for form in forms:
         for n in sorted(form[1]):  # type: ignore[index]
             _resolve(scope, n)
@@ -304,7 +346,7 @@ def _launch(f: _File, call: ast.Call, name: str, params: Sequence[tuple[str, str
     args = _arg_names(f, call, len(params))
     types = {a: params[i][1] for i, a in enumerate(args) if a is not None}
     free = list(dict.fromkeys([*scope.free, *(a for a in args if a is not None)]))
-    if any(n in _RESERVED or n == name for n in free):
+    if any(n in _RESERVED or n == name or not n.isidentifier() for n in free):
         return None
     decl = ", ".join(f"{types.get(n, 'int')} {n}" for n in free if not any(d == n for d, _ in scope.decls))
     pieces = [Piece("")]  # the host function's head, written once its parameters are known
@@ -316,10 +358,11 @@ def _launch(f: _File, call: ast.Call, name: str, params: Sequence[tuple[str, str
         pieces += [Piece(f"    const int {n} = "), Piece(value, f.span(v), fixed), Piece(";\n")]
     pieces.append(Piece(f"    {name}<<<"))
     first = len(pieces)
-    for comps, sep in ((grid, ", "), (block, "")):
+    for comps, sep, fixed in ((grid, ", ", grid_fixed), (block, "", block_fixed)):
         pieces.append(Piece("dim3(" if len(comps) > 1 else ""))
         for j, c in enumerate(comps):
-            pieces += [Piece(_c_form(f.source(c))[0], f.span(c)), Piece(", " if j < len(comps) - 1 else "")]  # type: ignore[index]
+            pieces += [Piece(_c_form(f.source(c))[0], f.span(c), fixed),  # type: ignore[index]
+                       Piece(", " if j < len(comps) - 1 else "")]
         pieces.append(Piece((")" if len(comps) > 1 else "") + sep))
     smem = next((k.value for k in call.keywords if k.arg == "shared_mem"), None)
     if smem is not None:  # the dynamic shared memory: its value when a literal, else unknown

@@ -10,10 +10,14 @@ engine the way the compiler reads them: as one translation unit.
   :class:`WorkspaceLaunch` (file, byte range, line, grid/block expressions, template arguments and the
   values that are known).
 - :func:`launch_unit` builds a :class:`LaunchUnit`: the kernel's file followed by the texts that launch it
-  (whole host files, a ``#define`` body wrapped in a host function, the content of a Python string), parsed
+  (whole host files, a ``#define`` body wrapped in a host function, the content of a Python string, a cupy
+  call written as a host function's ``<<<>>>`` launch by :mod:`htam_core.source.pylaunch`), parsed
   as one :class:`~htam_core.source.model.SourceModel`. The analysis layer reads its launches, constants and
   ``dim3`` variables as in a single file, so every launch-aware fact (and every transform that reads
-  facts) works unchanged; :meth:`LaunchUnit.split` maps edits on the joint text back to per-file edits.
+  facts) works unchanged; :meth:`LaunchUnit.locate` maps edits on the joint text back to per-file edits. A
+  kernel held in a Python string gets its launch texts inserted at the end of its own string (one CUDA text).
+- :func:`declaring_files` lists the headers that declare a kernel (a step that changes its parameter types
+  edits them too).
 
 The search is bounded: the kernel file's folder and its sub-folders, or the enclosing git repository
 when there is one within :data:`MAX_LEVELS_UP` levels (or an explicit workspace root), at most
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import io
 import os
 import re
@@ -45,7 +50,7 @@ from htam_core.source.analysis.unit import cuda_fragments
 from htam_core.source.api import parse_text
 from htam_core.source.errors import MAX_SOURCE_BYTES
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.source.pylaunch import cupy_launches, python_text
+from htam_core.source.pylaunch import cupy_handles, cupy_launches, imported_handles, python_text
 
 #: file suffixes searched for launches of a CUDA kernel (C/C++/CUDA host code and Python launchers)
 CUDA_LAUNCHER_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".py")
@@ -204,11 +209,6 @@ class LaunchUnit:
         shift = seg.fragment.base - seg.start
         path = None if seg.fragment.path == self.own.path else seg.fragment.path
         return path, start + shift, end + shift
-
-    @property
-    def translated(self) -> bool:
-        """Whether some fragment is a translation (a cupy launch written as CUDA)."""
-        return any(g.fragment.to_user is not None for g in self.segments)
 
     def segment(self, start: int, end: int) -> _Segment | None:
         """The inserted fragment that holds the joint unit's bytes ``[start, end)``, if one does."""
@@ -460,16 +460,16 @@ def _cuda_file_fragments(path: str, data: bytes, kernel: Kernel, model: SourceMo
     """The texts of one workspace file that may launch CUDA kernel ``name``: a Python file's CUDA strings (when it
     compiles CUDA from strings), else its ``#define`` bodies and the whole file."""
     name, stem = kernel.name, Path(model.path).stem
-    if b"<<<" not in data:
-        return []
     if path.endswith(".py"):
-        # a CUDA string launches the user's kernel only when the Python file compiles it with that kernel's file
-        # (``load(sources=["add.cu", ...])``, ``RawModule(path="add.cu")``, ``#include "add.cu"``, reading it):
-        # a string that only declares or launches a kernel of the same name belongs to another program
+        # a CUDA string or a cupy call launches the user's kernel only when the Python file compiles it with that
+        # kernel's file (``load(sources=["add.cu", ...])``, ``RawModule(path="add.cu")``, ``#include "add.cu"``,
+        # reading it): a string that only declares or launches a kernel of the same name belongs to another program
         if not any(m in data for m in _PY_CUDA_LOADERS) or not re.search(
                 rb"\b" + re.escape(stem.encode()) + rb"\.(?:cu|cuh|h|hpp)\b", data):
             return []
-        return _string_fragments(path, data, name)
+        return (_string_fragments(path, data, name) if b"<<<" in data else []) + _cupy_fragments(path, data, kernel)
+    if b"<<<" not in data:
+        return []
     text = _decode(data)
     return _macro_fragments(path, data, name) + ([Fragment(path, 0, text, "cuda", prefix="\n")] if text else [])
 
@@ -491,9 +491,32 @@ def _no_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
     return []
 
 
-def _no_file_fragments(path: str, data: bytes, kernel: Kernel, model: SourceModel) -> list[Fragment]:
-    """No launch texts in other files (a kernel in a Python string is launched from its own file)."""
-    return []
+def _importer_fragments(path: str, data: bytes, kernel: Kernel, model: SourceModel) -> list[Fragment]:
+    """The cupy calls of another Python file that imports the kernel objects of the kernel's module
+    (``from kernels import kern``, ``import kernels`` and ``kernels.kern(...)``), as :func:`_cupy_fragments`."""
+    stem = Path(model.path).stem if model.path else ""
+    if not stem or not path.endswith(".py") or not re.search(
+            rb"^[ \t]*(?:from[ \t]+[\w.]*\b" + re.escape(stem.encode()) + rb"[ \t]+import|import[ \t][^\n]*\b"
+            + re.escape(stem.encode()) + rb"\b)", data, re.M):
+        return []
+    handles = _own_handles(model.text, kernel.name)
+    text = _decode(data) if handles else None
+    if text is None:
+        return []
+    try:
+        names = imported_handles(ast.parse(text), stem, set(handles))
+    except (SyntaxError, ValueError):
+        return []
+    return _cupy_fragments(path, data, kernel, names) if names else []
+
+
+@functools.lru_cache(maxsize=64)
+def _own_handles(text: str, name: str) -> frozenset[str]:
+    """The names the kernel's own Python file binds to its cupy kernel objects (cached by text)."""
+    try:
+        return frozenset(cupy_handles(ast.parse(text), name))
+    except (SyntaxError, ValueError):
+        return frozenset()
 
 
 @dataclass(frozen=True)
@@ -536,7 +559,9 @@ def _fragments(model: SourceModel, kernel: Kernel, root: Path, files: Mapping[st
         if sp == own:
             continue
         data = files[sp].encode("utf-8") if sp in files else _read_bytes(sp)
-        if data is not None and _mentions(data, kernel.name) and not search.defines(data, kernel.name):
+        # a launcher names the kernel; one of a kernel in a Python string imports the kernel's module instead
+        named = _mentions(data, Path(model.path).stem if search.own_file else kernel.name) if data else False
+        if data is not None and named and not search.defines(data, kernel.name):
             out.extend(search.file_fragments(sp, data, kernel, model))
     return out
 
@@ -696,16 +721,25 @@ def _python_file_fragments(path: str, data: bytes, kernel: Kernel) -> list[Fragm
     return _string_fragments(path, data, kernel.name) + _cupy_fragments(path, data, kernel)
 
 
-def _cupy_fragments(path: str, data: bytes, kernel: Kernel) -> list[Fragment]:
-    """The cupy launches of ``kernel`` in its own Python file ``data``, each a host function whose ``<<<>>>``
-    launch is the call (:func:`~htam_core.source.pylaunch.cupy_launches`): the grid and block components and the
-    values they name are fragments of the file, the rest glue."""
-    text = _decode(data)
-    if text is None or not any(m in data for m in _CUPY_MAKERS) or kernel.attributes.get("template_params"):
+def _cupy_fragments(path: str, data: bytes, kernel: Kernel, handles: set[str] | None = None) -> list[Fragment]:
+    """The cupy launches of ``kernel`` in the Python file ``data`` (its own, or one importing ``handles``), each a
+    host function whose ``<<<>>>`` launch is the call (:func:`~htam_core.source.pylaunch.cupy_launches`): the grid
+    and block components and the values they name are fragments of the file, the rest glue."""
+    if kernel.attributes.get("template_params") or (handles is None and not any(m in data for m in _CUPY_MAKERS)):
         return []
-    params = [(p.name, p.type or "int") for p in kernel.params]
+    params = tuple((p.name, p.type or "int") for p in kernel.params)
+    return list(_cupy_fragments_of(path, data, kernel.name, params, None if handles is None else frozenset(handles)))
+
+
+@functools.lru_cache(maxsize=64)
+def _cupy_fragments_of(path: str, data: bytes, name: str, params: tuple[tuple[str, str], ...],
+                       handles: frozenset[str] | None) -> tuple[Fragment, ...]:
+    """:func:`_cupy_fragments` of one file's bytes (cached: an editor asks once per transform)."""
+    text = _decode(data)
+    if text is None:
+        return ()
     out: list[Fragment] = []
-    for la in cupy_launches(text, kernel.name, params):
+    for la in cupy_launches(text, name, params, None if handles is None else set(handles)):
         glue = ""
         for i, piece in enumerate(la.pieces):
             if piece.span is None:
@@ -717,7 +751,7 @@ def _cupy_fragments(path: str, data: bytes, kernel: Kernel) -> list[Fragment]:
             glue = ""
         if out and glue:
             out[-1] = dataclasses.replace(out[-1], suffix=glue)
-    return out
+    return tuple(out)
 
 
 def _cupy_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
@@ -785,6 +819,6 @@ _SEARCHES: dict[str, _Search] = {
                     _cupy_launches, _CUPY_MAKERS),
     "triton": _Search(TRITON_LAUNCHER_SUFFIXES, _no_fragments, _triton_file_fragments, _defines_python,
                       _no_launches),
-    "cuda-in-python": _Search((".py",), _python_file_fragments, _no_file_fragments, _defines_cuda, _cupy_launches,
+    "cuda-in-python": _Search((".py",), _python_file_fragments, _importer_fragments, _defines_cuda, _cupy_launches,
                               _CUPY_MAKERS, insert_at=_string_end, own_file=True),
 }

@@ -233,7 +233,7 @@ def propose(
     joint: list[Candidate] | NotApplicable | None = None
     if unit is not None:  # launched from another file or a #define: read (and edit) kernel and launch as one unit
         joint = _propose_joint(t, unit, profile)
-        if isinstance(joint, list) or not unit.translated:
+        if isinstance(joint, list) or not any(isinstance(r, Untranslatable) for r in joint.rejected):
             return joint
         # a cupy launch no candidate could be written into (a C helper in its grid): the launch-independent forms
     result = t.propose(model, kernel, profile)
@@ -290,7 +290,8 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
         why = validate(unit.model, unit.kernel, cand)
         parts = _split(unit, cand.edits) if why is None else why
         if isinstance(parts, str):
-            rejected.append(f"{cand.description}: {parts}")
+            line = f"{cand.description}: {parts}"
+            rejected.append(Untranslatable(line) if isinstance(parts, Untranslatable) else line)
             continue
         own, others = parts
         others = {path: _with_helpers(unit.text_of(path) or "", edits, cand.helpers) for path, edits in others.items()}
@@ -336,6 +337,11 @@ def _with_helpers(text: str, edits: list[TextEdit], helpers: dict[str, str]) -> 
     return out
 
 
+class Untranslatable(str):
+    """Why a candidate's edit cannot be written into a cupy launch of the joint unit (a value other code reads, or
+    C that Python reads otherwise): the step falls back to its launch-independent form."""
+
+
 def _split(unit: LaunchUnit, edits: list[TextEdit]) -> tuple[list[TextEdit], dict[str, list[TextEdit]]] | str:
     """Edits of the joint unit as edits of the kernel's file and of each launcher (by path), or why not (an edit
     outside the user's text: :meth:`LaunchUnit.locate`)."""
@@ -348,13 +354,13 @@ def _split(unit: LaunchUnit, edits: list[TextEdit]) -> tuple[list[TextEdit], dic
         path, s, t = where
         fixed = unit.fixed(e.start_byte, e.end_byte)
         if fixed:
-            return fixed
+            return Untranslatable(fixed)
         new_text = unit.user_text(e.start_byte, e.end_byte, e.new_text)
         if new_text is None:  # a cupy launch's component that Python would not read as C does
-            where = unit.text_of(path or unit.own.path) or ""
-            line = where.encode("utf-8").count(b"\n", 0, s) + 1
-            return f"the cupy launch at line {line} of {Path(path or unit.own.path).name} would need " \
-                   f"`{e.new_text.strip()}`, which is not an integer expression Python reads as C does"
+            text = unit.text_of(path or unit.own.path) or ""
+            line = text.encode("utf-8").count(b"\n", 0, s) + 1
+            return Untranslatable(f"the cupy launch at line {line} of {Path(path or unit.own.path).name} would need "
+                                  f"`{e.new_text.strip()}`, which is not an integer expression Python reads as C does")
         (own if path is None else others.setdefault(path, [])).append(TextEdit(s, t, new_text))
     return own, others
 

@@ -37,7 +37,9 @@ def test_the_template_launches_with_the_cupy_calls_grid_and_block(tmp_path):
 def test_a_cupy_launch_not_read_leaves_a_guess(tmp_path):
     ws = workspace(tmp_path, {"vadd.py": CUPY_VADD_PY.replace("((n + BLOCK - 1) // BLOCK,)", "(math.ceil(n / 256),)")})
     model = load(ws / "vadd.py")
-    assert "TODO: guessed" in write_template(model, model.kernels[0])
+    text = write_template(model, model.kernels[0])
+    assert 'block = "256"' in text  # the call's block is still read
+    assert "# TODO: the cupy call at line 17 of vadd.py (grid (math.ceil(n / 256),)) is not read" in text
 
 
 def test_the_recording_runs_the_cupy_launcher(tmp_path):
@@ -63,14 +65,28 @@ def test_the_harness_compiles_the_cuda_string(tmp_path):
         embedded_cuda(str(ws / "vadd.py"), "other")
 
 
+def _with_table(tmp_path: Path) -> Path:
+    """A workspace with the cupy vadd and the template's table, its reference written."""
+    ws = workspace(tmp_path, {"vadd.py": CUPY_VADD_PY})
+    model = load(ws / "vadd.py")
+    (ws / "htam.toml").write_text(write_template(model, model.kernels[0]).replace('reference = ""',
+                                                                                   'reference = "a + b"'))
+    return ws
+
+
+def test_the_template_table_is_a_harness(tmp_path):
+    """Regression: a grid table for a kernel in a Python string was refused as needing a @triton.jit kernel."""
+    ws = _with_table(tmp_path)
+    h = find_harness(ws / "vadd.py", "vadd")
+    assert h.language == "cuda-in-python" and h.grid == "(cdiv(N, 256),)" and h.block == "256"
+    assert h.args == ["a", "b", "c", "n"] and not h.launcher
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="cupy is not installed")
 def test_the_template_table_verifies_the_kernel_on_the_gpu(tmp_path):
     from htam_core.verify.run import verify_in_worker  # the verifier's worker: only this GPU test needs it
 
-    ws = workspace(tmp_path, {"vadd.py": CUPY_VADD_PY})
-    model = load(ws / "vadd.py")
-    table = write_template(model, model.kernels[0]).replace('reference = ""', 'reference = "a + b"')
-    (ws / "htam.toml").write_text(table)
+    ws = _with_table(tmp_path)
     r = verify_in_worker(find_harness(ws / "vadd.py", "vadd"), timeout_s=300)
     assert r.correct and r.verified_on == "gpu", r

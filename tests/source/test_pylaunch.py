@@ -66,6 +66,29 @@ def test_a_local_computed_once_is_declared():
     assert "int n" in c  # n = a.size is not an integer expression: an unknown parameter
 
 
+TUPLES = CUPY_TRANSPOSE_PY.replace(
+    "    tr(((cols + 15) // 16, (rows + 15) // 16), (16, 16),",
+    "    threads = (16, 16)\n    blocks = ((cols + 15) // 16, (rows + 15) // 16)\n    tr(blocks, threads,")
+T_PARAMS = [("in", "const float *"), ("out", "float *"), ("rows", "int"), ("cols", "int")]
+
+
+def test_names_holding_the_grid_and_block_tuples_are_read_through():
+    (la,) = cupy_launches(TUPLES, "transpose", T_PARAMS)
+    assert la.grid == "blocks" and la.block == "threads"
+    assert "transpose<<<dim3((cols + 15) /  16, (rows + 15) /  16), dim3(16, 16)>>>" in _joined(la)
+    data = TUPLES.encode()
+    mapped = [data[p.span[0]:p.span[1]].decode() for p in la.pieces if p.span is not None]
+    assert mapped == ["(cols + 15) // 16", "(rows + 15) // 16", "16", "16"]  # the tuples' items where assigned
+    assert not any(p.fixed for p in la.pieces)
+
+
+def test_a_tuple_read_elsewhere_is_fixed():
+    text = TUPLES.replace("    return out\n", "    print(threads)\n    return out\n")
+    (la,) = cupy_launches(text, "transpose", T_PARAMS)
+    fixed = {p.text for p in la.pieces if p.fixed}
+    assert fixed == {"16"} and all(p.fixed.startswith("threads is read elsewhere") for p in la.pieces if p.fixed)
+
+
 @pytest.mark.parametrize("grid", ["(math.ceil(n / 256),)", "(-(-n // 256),)", "(n / 256,)", "(a.size // 256,)",
                                   "((n + 255) // 256 if n else 1,)", "(n and 4,)"])
 def test_a_component_python_reads_otherwise_is_not_read(grid):

@@ -19,11 +19,13 @@ import pytest
 from htam_core.source import load
 from htam_core.source.workspace import find_launches
 from htam_core.transforms import registry
-from htam_core.transforms.base import Candidate
+from htam_core.transforms.base import Candidate, apply_edits
 from tests.support.workspace_fixtures import (
+    CUPY_PY,
     CUPY_TRANSPOSE_PY,
     CUPY_VADD_PY,
     LOAD_INLINE_TWO_STRINGS_PY,
+    VADD,
     workspace,
 )
 
@@ -93,6 +95,9 @@ def test_a_constant_read_elsewhere_is_not_changed(tmp_path):
     model = load(ws / "vadd.py")
     why = registry.propose("cuda.block_size", model, model.kernels[0]).reason
     assert "BLOCK is read elsewhere in the file too" in why and "(line 10)" in why
+    (v,) = _propose(ws / "vadd.py", "cuda.vectorize_float4")  # the call's grid is the launch's own: it shrinks
+    assert "    kern(((((n + BLOCK - 1) // BLOCK) + 3) // 4,), (BLOCK,), (a, b, c, cp.int32(n)))" in v.new_text
+    assert "BLOCK = 256" in v.new_text
 
 
 @needs_nvcc
@@ -124,6 +129,15 @@ def test_2d_block_size_recomputes_both_grid_components(tmp_path):
         "    tr(((cols + 31) // 32, (rows + 7) // 8), (32, 8), (a, out, cp.int32(rows), cp.int32(cols)))"]
 
 
+def test_block_size_through_names_holding_the_tuples(tmp_path):
+    text = CUPY_TRANSPOSE_PY.replace(
+        "    tr(((cols + 15) // 16, (rows + 15) // 16), (16, 16),",
+        "    threads = (16, 16)\n    blocks = ((cols + 15) // 16, (rows + 15) // 16)\n    tr(blocks, threads,")
+    ws = workspace(tmp_path, {"t.py": text})
+    c = _pick(_propose(ws / "t.py", "cuda.block_size"), block=[32, 8])
+    assert _changed(text, c.new_text) == ["    threads = (32, 8)", "    blocks = ((cols + 31) // 32, (rows + 7) // 8)"]
+
+
 @needs_nvcc
 def test_transpose_tile_changes_the_block_with_the_kernel(tmp_path):
     ws = workspace(tmp_path, {"t.py": CUPY_TRANSPOSE_PY})
@@ -147,6 +161,52 @@ def test_a_load_inline_launcher_in_another_string_of_the_file(tmp_path):
     assert "    scale_kernel<<<(((n + threads - 1) / threads) + 3) / 4, threads>>>(x.data_ptr<float>(), " \
         "y.data_ptr<float>(), (float)s, n);" in _changed(LOAD_INLINE_TWO_STRINGS_PY, v.new_text)
     compile(v.new_text, "ext.py", "exec")
+
+
+CUPY_KERNELS_PY = '''import cupy as cp
+
+SRC = r"""
+extern "C" __global__ void vadd(const float *a, const float *b, float *c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+"""
+kern = cp.RawKernel(SRC, "vadd")
+'''
+
+CUPY_IMPORTER_PY = """import cupy as cp
+{imp}
+
+THREADS = 128
+
+
+def add(a, b):
+    n = a.size
+    c = cp.empty_like(a)
+    {call}(((n + THREADS - 1) // THREADS,), (THREADS,), (a, b, c, cp.int32(n)))
+    return c
+"""
+
+
+@pytest.mark.parametrize(("imp", "call"), [("import kernels", "kernels.kern"), ("from kernels import kern", "kern"),
+                                           ("import kernels as K", "K.kern")])
+def test_a_cupy_launch_in_a_module_that_imports_the_kernel(imp, call, tmp_path):
+    main = CUPY_IMPORTER_PY.format(imp=imp, call=call)
+    ws = workspace(tmp_path, {"kernels.py": CUPY_KERNELS_PY, "main.py": main})
+    model = load(ws / "kernels.py")
+    (la,) = find_launches(model, model.kernels[0])
+    assert la.path == str(ws / "main.py") and la.line == 10 and la.block_value == (128,) and la.editable
+    c = _pick(_propose(ws / "kernels.py", "cuda.block_size"), block=[256])
+    assert c.new_text == CUPY_KERNELS_PY and c.title_note == "launch in main.py edited too"
+    (edits,) = c.file_edits.values()
+    assert _changed(main, apply_edits(main, edits)) == ["THREADS = 256"]
+
+
+def test_a_module_that_does_not_import_the_kernel_is_not_a_launcher(tmp_path):
+    main = CUPY_IMPORTER_PY.format(imp="from other import kern", call="kern")
+    ws = workspace(tmp_path, {"kernels.py": CUPY_KERNELS_PY, "main.py": main})
+    model = load(ws / "kernels.py")
+    assert find_launches(model, model.kernels[0]) == []
 
 
 _RUN_VADD = """
@@ -181,4 +241,36 @@ def test_edited_cupy_module_runs_on_the_gpu(name, text, tid, run, tmp_path):
         out.mkdir()
         (out / name).write_text(c.new_text)
         p = subprocess.run([sys.executable, "-c", run], cwd=out, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0 and "OK" in p.stdout, c.description + p.stderr[-3000:]
+
+
+_RUN_LAUNCHER = """
+import cupy as cp, launch
+n = 1000003
+a = cp.arange(n, dtype=cp.float32) * 0.5
+b = 2.0 - cp.arange(n, dtype=cp.float32)
+c = cp.zeros(n, dtype=cp.float32)
+launch.run(a, b, c, cp.int32(n))
+assert bool(cp.all(c == a + b))
+print("OK")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="cupy is not installed")
+@pytest.mark.parametrize("tid", ["cuda.block_size", "cuda.vectorize_float4", "cuda.grid_stride"])
+def test_a_cu_kernel_and_its_edited_cupy_launcher_run_on_the_gpu(tid, tmp_path):
+    """A ``.cu`` kernel compiled by a cupy launcher (``RawModule(code=open("k.cu").read())``): both files edited."""
+    ws = workspace(tmp_path / "ws", {"k.cu": VADD.replace("__global__", 'extern "C" __global__'), "launch.py": CUPY_PY})
+    for i, c in enumerate(_propose(ws / "k.cu", tid)):
+        out = tmp_path / f"cand{i}"
+        out.mkdir()
+        (out / "k.cu").write_text(c.new_text)
+        launcher = CUPY_PY
+        for p, edits in c.file_edits.items():
+            assert Path(p).name == "launch.py"
+            launcher = apply_edits(CUPY_PY, edits)
+        (out / "launch.py").write_text(launcher)
+        p = subprocess.run([sys.executable, "-c", _RUN_LAUNCHER], cwd=out, capture_output=True, text=True,
+                           timeout=300)
         assert p.returncode == 0 and "OK" in p.stdout, c.description + p.stderr[-3000:]
