@@ -229,6 +229,8 @@ def propose(
         return result
     if not kernel.launch_sites:
         result = [_launch_not_found(model, kernel, c, files) for c in result]
+    else:
+        result = [_launch_shared(model, kernel, c) for c in result]
     good: list[Candidate] = []
     rejected: list[str] = []
     ending = line_ending(model.text)
@@ -263,6 +265,19 @@ def _launch_not_found(model: SourceModel, kernel: Kernel, cand: Candidate, files
     return dataclasses.replace(cand, description=f"{cand.description} ({note})", title_note=note)
 
 
+def _launch_shared(model: SourceModel, kernel: Kernel, cand: Candidate) -> Candidate:
+    """Say in a launch-independent candidate's description that the grid is left alone because the kernel is
+    launched through a function pointer that runs other kernels too (the note is empty otherwise)."""
+    if cand.params.get("launch") != "independent":
+        return cand
+    shared = shared_launches(model, kernel)
+    if not shared:
+        return cand
+    note = (f"launch through the pointer {shared[0].pointer} on line {shared[0].line} runs other kernels too, left "
+            "as is: correct for any grid")
+    return dataclasses.replace(cand, description=f"{cand.description} ({note})", title_note=note)
+
+
 def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> list[Candidate] | NotApplicable:
     """:func:`propose` for a kernel whose launches lie in other files (or in a ``#define`` body): ``t`` runs on
     the joint unit (:func:`htam_core.source.workspace.launch_unit`), its candidates are validated there, and
@@ -274,7 +289,7 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
     rejected: list[str] = []
     for cand in result:
         why = validate(unit.model, unit.kernel, cand)
-        parts = _split(unit, cand.edits) if why is None else why
+        parts = _split(unit, cand.edits) if why is None else unit.relabel(why)
         if isinstance(parts, str):
             rejected.append(f"{cand.description}: {parts}")
             continue
@@ -288,7 +303,8 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
             rejected.append(f"{cand.description}: {exc}")
             continue
         names = ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others))
-        note = f"launch in {names} edited too" if names else ""
+        note = f"launch in {names} edited too" if names else unit.relabel(_launch_shared(unit.model, unit.kernel,
+                                                                                          cand).title_note or "")
         good.append(dataclasses.replace(
             cand, edits=own, new_text=new_text, file_edits=others, title_note=note,
             description=unit.relabel(cand.description) + (f" ({note})" if note else "")))
