@@ -229,12 +229,11 @@ def propose(
         return result
     if not kernel.launch_sites:
         result = [_launch_not_found(model, kernel, c, files) for c in result]
-    else:
-        result = [_launch_shared(model, kernel, c) for c in result]
     good: list[Candidate] = []
     rejected: list[str] = []
     ending = line_ending(model.text)
     for cand in result:
+        cand = _launch_shared(model, kernel, cand)
         if ending != "\n":  # transforms write "\n": keep the file's own line endings (CRLF, classic-Mac CR)
             cand.edits = [dataclasses.replace(e, new_text=with_line_ending(e.new_text, ending)) for e in cand.edits]
             cand.new_text = apply_edits(model.text, cand.edits)
@@ -265,9 +264,11 @@ def _launch_not_found(model: SourceModel, kernel: Kernel, cand: Candidate, files
     return dataclasses.replace(cand, description=f"{cand.description} ({note})", title_note=note)
 
 
-def _launch_shared(model: SourceModel, kernel: Kernel, cand: Candidate) -> Candidate:
-    """Say in a launch-independent candidate's description that the grid is left alone because the kernel is
-    launched through a function pointer that runs other kernels too (the note is empty otherwise)."""
+def _launch_shared(model: SourceModel, kernel: Kernel, cand: Candidate, unit: LaunchUnit | None = None
+                   ) -> Candidate:
+    """Say in a launch-independent candidate's description and title note that the grid is left alone because the
+    kernel is launched through a function pointer that runs other kernels too (``cand`` unchanged otherwise).
+    ``unit``: the joint unit ``model`` is, whose line numbers are written as the launcher's (``line 8 of main.cu``)."""
     if cand.params.get("launch") != "independent":
         return cand
     shared = shared_launches(model, kernel)
@@ -275,6 +276,7 @@ def _launch_shared(model: SourceModel, kernel: Kernel, cand: Candidate) -> Candi
         return cand
     note = (f"launch through the pointer {shared[0].pointer} on line {shared[0].line} runs other kernels too, left "
             "as is: correct for any grid")
+    note = unit.relabel(note) if unit is not None else note
     return dataclasses.replace(cand, description=f"{cand.description} ({note})", title_note=note)
 
 
@@ -285,6 +287,7 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
     result = t.propose(unit.model, unit.kernel, profile)
     if isinstance(result, NotApplicable):
         return dataclasses.replace(result, reason=unit.relabel(result.reason))
+    result = [_launch_shared(unit.model, unit.kernel, c, unit) for c in result]
     good: list[Candidate] = []
     rejected: list[str] = []
     for cand in result:
@@ -303,8 +306,7 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
             rejected.append(f"{cand.description}: {exc}")
             continue
         names = ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others))
-        note = f"launch in {names} edited too" if names else unit.relabel(_launch_shared(unit.model, unit.kernel,
-                                                                                          cand).title_note or "")
+        note = f"launch in {names} edited too" if names else ""
         good.append(dataclasses.replace(
             cand, edits=own, new_text=new_text, file_edits=others, title_note=note,
             description=unit.relabel(cand.description) + (f" ({note})" if note else "")))

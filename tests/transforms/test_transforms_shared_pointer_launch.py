@@ -94,4 +94,5 @@ def test_a_table_in_another_file_is_read_with_its_lines(tmp_path: Path) -> None:
                for r in refused.rejected), refused.rejected
     made = propose("cuda.grid_stride", model, kernel)
     assert not isinstance(made, NotApplicable), made.reason
-    assert made[0].file_edits == {} and "line 8 of main.cu" in made[0].title_note
+    assert made[0].file_edits == {}
+    assert "(launch through the pointer ops[k] on line 8 of main.cu runs other kernels too" in made[0].description
