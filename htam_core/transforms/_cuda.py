@@ -80,6 +80,14 @@ class CudaUnit:
         """The kernel's facts (:func:`htam_core.source.analysis.analyze`, cached per kernel version)."""
         return analyze(self.model, self.kernel)
 
+    @property
+    def launches_editable(self) -> bool:
+        """True when the kernel has a launch in the unit whose grid and block a step may change: one that names
+        the kernel, or a function pointer that runs no other kernel (:attr:`LaunchSite.pointer_kernels`). A
+        kernel launched only through a pointer or a table that runs other kernels too is, for a step that would
+        change the grid, like one launched elsewhere: the launch-independent form is the one to make."""
+        return any(not set(la.site.pointer_kernels) - {self.kernel.name} for la in self.launches)
+
     def t(self, node: Node | None) -> str:
         """Source text of ``node``."""
         return self.source.t(node)

@@ -345,7 +345,10 @@ class CudaBlockSize(CudaTransform):
         consts: list[Const | None] = [d.const for d in dims]
         if any(c is None for c in consts):
             bad = next(unit.t(d.expr) for d in dims if d.const is None)
-            return self.not_applicable(f"the block size {bad} is not a compile-time constant")
+            # the output contract is the reason that stays once the block size is made a constant: say it too
+            hazard = per_block_output_hazard(unit, unit.launches[0])
+            return self.not_applicable(f"the block size {bad} is not a compile-time constant"
+                                       + (f"; and {hazard}" if hazard else ""))
         current = tuple(c.value for c in consts)  # type: ignore[union-attr]
         active = [v for v in current if v > 1]
         if len(active) == 1 and len(current) <= 3:

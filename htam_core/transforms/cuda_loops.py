@@ -168,8 +168,8 @@ class CudaGridStride(CudaTransform):
         body = grid_stride_body_edits(unit)
         if isinstance(body, str):
             return self.not_applicable(body)
-        if not unit.launches:
-            # launched from another file: the loop alone is correct for any grid; the grid is left to the launcher
+        if not unit.launches_editable:
+            # launched from another file or through a pointer shared with other kernels: the loop alone is correct for any grid; the grid is left to the launcher
             return [self.candidate(
                 model,
                 f"make {kernel.name} a grid-stride loop, launch-independent: correct for any grid, so the grid is "

@@ -163,8 +163,8 @@ class CudaVectorizeFloat4(CudaTransform):
         indent = syn.indent_of(unit.src, ew.decl.start_byte) or "    "
         kept = "".join(f"{unit.t(s)}\n{indent}" for s in between)
         edits = [unit.edit(ew.decl.start_byte, last_node.end_byte, kept + body_text.replace("\n", "\n" + indent))]
-        if not unit.launches:
-            # launched from another file: the body is a grid-stride loop, so it is correct as it stands for any grid
+        if not unit.launches_editable:
+            # launched from another file or through a pointer shared with other kernels: the body is a grid-stride loop, so it is correct as it stands for any grid
             return [self.candidate(
                 model,
                 f"vectorize {kernel.name} with float4 loads/stores, launch-independent: correct for any grid (a "

@@ -246,6 +246,7 @@ def propose(
     rejected: list[str] = []
     ending = line_ending(model.text)
     for cand in result:
+        cand = _launch_shared(model, kernel, cand)
         if ending != "\n":  # transforms write "\n": keep the file's own line endings (CRLF, classic-Mac CR)
             cand.edits = [dataclasses.replace(e, new_text=with_line_ending(e.new_text, ending)) for e in cand.edits]
             cand.new_text = apply_edits(model.text, cand.edits)
@@ -277,6 +278,22 @@ def _launch_not_found(model: SourceModel, kernel: Kernel, cand: Candidate, files
     return dataclasses.replace(cand, description=f"{cand.description} ({note})", title_note=note)
 
 
+def _launch_shared(model: SourceModel, kernel: Kernel, cand: Candidate, unit: LaunchUnit | None = None
+                   ) -> Candidate:
+    """Say in a launch-independent candidate's description and title note that the grid is left alone because the
+    kernel is launched through a function pointer that runs other kernels too (``cand`` unchanged otherwise).
+    ``unit``: the joint unit ``model`` is, whose line numbers are written as the launcher's (``line 8 of main.cu``)."""
+    if cand.params.get("launch") != "independent":
+        return cand
+    shared = shared_launches(model, kernel)
+    if not shared:
+        return cand
+    note = (f"launch through the pointer {shared[0].pointer} on line {shared[0].line} runs other kernels too, left "
+            "as is: correct for any grid")
+    note = unit.relabel(note) if unit is not None else note
+    return dataclasses.replace(cand, description=f"{cand.description} ({note})", title_note=note)
+
+
 def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> list[Candidate] | NotApplicable:
     """:func:`propose` for a kernel whose launches lie in other files (or in a ``#define`` body): ``t`` runs on
     the joint unit (:func:`htam_core.source.workspace.launch_unit`), its candidates are validated there, and
@@ -284,11 +301,12 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
     result = t.propose(unit.model, unit.kernel, profile)
     if isinstance(result, NotApplicable):
         return dataclasses.replace(result, reason=unit.relabel(result.reason))
+    result = [_launch_shared(unit.model, unit.kernel, c, unit) for c in result]
     good: list[Candidate] = []
     rejected: list[str] = []
     for cand in result:
         why = validate(unit.model, unit.kernel, cand)
-        parts = _split(unit, cand.edits) if why is None else why
+        parts = _split(unit, cand.edits) if why is None else unit.relabel(why)
         if isinstance(parts, str):
             line = f"{cand.description}: {parts}"
             rejected.append(Untranslatable(line) if isinstance(parts, Untranslatable) else line)

@@ -87,3 +87,13 @@ def test_no_step_that_changes_the_parameter_types_is_offered_through_the_pointer
                           tmp_path / "cache", False)
     assert "restrict_pointers" not in row["offered"]
     assert "reaches transposeNaive through the function pointer" in row["textbook_refused"]["restrict_pointers"]
+
+
+def test_the_block_size_refusal_names_the_output_contract() -> None:
+    # a new user read only "not a compile-time constant" and could not tell the step stays ruled out once it is one
+    from htam_core.transforms.registry import propose
+
+    model = load(str(ROOT / "reduction" / CASES[0][1]))
+    reason = propose("cuda.block_size", model, model.kernel("reduce0")).reason
+    assert "the block size threads is not a compile-time constant" in reason
+    assert "reduce0 writes one output per block (out[blockIdx.x] on line 34)" in reason

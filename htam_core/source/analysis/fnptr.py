@@ -68,9 +68,7 @@ def _values(scope: Node, var: str, src: bytes, top: bool) -> list[Node]:
     """Initializers and assigned values of ``var`` (or of its elements) in ``scope``; at the root
     (``top``) only declarations outside any function count."""
     out: list[Node] = []
-    for decl in of_type(scope, "init_declarator"):
-        if top and _in_function(decl):
-            continue
+    for decl in (_top_level_inits(scope) if top else of_type(scope, "init_declarator")):
         value = decl.child_by_field_name("value")
         if value is not None and _declared_name(decl.child_by_field_name("declarator"), src) == var:
             out.append(value)
@@ -88,13 +86,20 @@ def _values(scope: Node, var: str, src: bytes, top: bool) -> list[Node]:
     return out
 
 
-def _in_function(node: Node) -> bool:
-    cur = node.parent
-    while cur is not None:
-        if cur.type == "function_definition":
-            return True
-        cur = cur.parent
-    return False
+def _top_level_inits(root: Node) -> list[Node]:
+    """The ``init_declarator`` nodes of file-scope declarations (namespaces and ``extern "C"`` blocks included),
+    read without walking into function bodies: the root is searched once per pointer launch."""
+    out: list[Node] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for c in node.named_children:
+            if c.type == "declaration":
+                out.extend(d for d in c.children_by_field_name("declarator") if d.type == "init_declarator")
+            elif c.type in ("namespace_definition", "linkage_specification", "declaration_list",
+                            "preproc_if", "preproc_ifdef", "preproc_else"):
+                stack.append(c)
+    return out
 
 
 def _declared_name(declarator: Node | None, src: bytes) -> str | None:
