@@ -141,7 +141,18 @@ class DeviceProps:
 
 
 class Unreached(Exception):  # noqa: N818 - control flow of the evaluator
-    """The launch is under a condition that is false for this call (try the next call site)."""
+    """The launch is under a condition that is false for this call (try the next call site).
+
+    Attributes:
+        selector: for a ``switch`` whose value selects another case, the switch's value expression (an
+            identifier can be traced to the variable that chooses the case), else ``None``.
+        wanted: the case value that reaches the launch (with ``selector``).
+    """
+
+    def __init__(self, message: str, selector: ts.Node | None = None, wanted: Any = None) -> None:
+        super().__init__(message)
+        self.selector = selector
+        self.wanted = wanted
 
 
 @dataclass
@@ -202,6 +213,17 @@ class Scope:
 
     values: dict[str, Any] = field(default_factory=dict)
     parent: Scope | None = None
+    #: template type parameters bound in this function (``T`` -> ``float``), from the call that reached it
+    types: dict[str, str] = field(default_factory=dict)
+
+    def type_of(self, name: str) -> str | None:
+        """The type bound to template parameter ``name`` here or in an enclosing scope, else ``None``."""
+        s: Scope | None = self
+        while s is not None:
+            if name in s.types:
+                return s.types[name]
+            s = s.parent
+        return None
 
     def get(self, name: str) -> Any:
         """The value of ``name`` here or in an enclosing scope; ``KeyError`` when undeclared."""
@@ -284,6 +306,10 @@ class Program:
         #: ``typedef float floatX;`` / ``using floatX = float;``: alias -> element type (the last one read wins)
         self.typedefs: dict[str, str] = {}
         self.globals = Scope()
+        #: values forced on a declared variable: ``(start byte of its function, name)`` -> value; set by the
+        #: inference so that a ``switch (whichKernel)`` reaches the case launching the kernel asked for
+        self.pins: dict[tuple[int, str], Any] = {}
+        self._calls_depth = 0
         self.headers = local_headers(text.encode("utf-8"), path)
         for h in self.headers:
             self._collect(h.root, prefix="")
@@ -383,13 +409,47 @@ class Program:
         """``defined(name)`` in nvcc's host pass: a macro of the file, or one nvcc predefines there."""
         return name in self.macros or name in _HOST_PREDEFINED
 
-    def resolve(self, elem: str) -> str:
-        """An element type through the file's typedefs (``floatX`` -> ``float``); unknown names stay."""
+    def resolve(self, elem: str, scope: Scope | None = None) -> str:
+        """An element type through the template bindings of ``scope`` (``T`` -> ``float`` when the call chain
+        instantiated ``runTest<float>``) and the file's typedefs (``floatX`` -> ``float``); unknown names stay."""
+        bound = scope.type_of(elem) if scope is not None else None
+        elem = bound if bound is not None else elem
         seen: set[str] = set()
         while elem in self.typedefs and elem not in seen:
             seen.add(elem)
             elem = self.typedefs[elem]
         return elem
+
+    def bind_template(self, fn: ts.Node, call: ts.Node, outer: Scope, inner: Scope) -> None:
+        """Bind the template parameters of host function ``fn`` in ``inner`` for ``call`` (evaluated in
+        ``outer``): the explicit arguments (``runTest<float>(...)``, ``reduce<T>(...)`` with ``T`` bound in
+        ``outer``), else a type deduced from a pointer argument (``T *d_in`` passed a ``float`` buffer).
+        Parameters that stay unbound are left out (a ``sizeof(T)`` then says so)."""
+        params = template_params(fn)
+        if not params:
+            return
+        f = call.child_by_field_name("function")
+        targs = f.child_by_field_name("arguments") if f is not None and f.type == "template_function" else None
+        for (name, is_type), a in zip(params, targs.named_children if targs is not None else [], strict=False):
+            if is_type:
+                inner.types[name] = self.resolve(base_type(node_text(a)), outer)
+            else:
+                try:
+                    inner.values[name] = self.ev(a.named_children[0] if a.type == "type_descriptor"
+                                                 and a.named_children else a, outer)
+                except Unknown as e:
+                    inner.values[name] = e
+        args = call.child_by_field_name("arguments")
+        for decl, a in zip(param_declarations(fn), args.named_children if args is not None else [], strict=False):
+            ty = decl.child_by_field_name("type")
+            t = node_text(ty) if ty is not None else ""
+            if t in dict(params) and t not in inner.types and "*" in node_text(decl):
+                try:
+                    v = self.ev(a, outer)
+                except Unknown:
+                    continue
+                if isinstance(v, Ptr):
+                    inner.types[t] = self.resolve(base_type(v.buffer.elem))
 
     # -- expressions -------------------------------------------------------------------------------
     def ev(self, node: ts.Node, scope: Scope) -> Any:
@@ -497,7 +557,7 @@ class Program:
         """``sizeof(T)`` / ``sizeof x`` in bytes."""
         ty = node.child_by_field_name("type")
         if ty is not None:
-            t = self.resolve(base_type(node_text(ty)))
+            t = self.resolve(base_type(node_text(ty)), scope)
             if "*" in node_text(ty):
                 return 8
         else:
@@ -512,7 +572,7 @@ class Program:
                     return SIZEOF.get(base_type(v.buffer.elem), 4)
                 if isinstance(v, PtrVar):
                     return SIZEOF.get(base_type(v.elem), 4)
-            t = self.resolve(base_type(name))
+            t = self.resolve(base_type(name), scope)
         if t in SIZEOF:
             return SIZEOF[t]
         raise Unknown(f"sizeof({t}) (line {line_of(node)}) is not a type htam knows the size of")
@@ -598,7 +658,7 @@ class Program:
             if name_node is None:
                 continue
             name = node_text(name_node)
-            elem = self.resolve(base_type(type_text))
+            elem = self.resolve(base_type(type_text), scope)
             vector = re.match(r"^(?:std::)?vector\s*<\s*(.+?)\s*>$", " ".join(type_text.split()))
             try:
                 if vector is not None:
@@ -627,6 +687,9 @@ class Program:
                         else _cast(elem, v)
             except Unknown as e:
                 scope.values[name] = e
+            pin = self.pins.get((_function_start(decl), name))
+            if pin is not None:  # the variable that selects the asked kernel's case (see ``pins``)
+                scope.values[name] = pin
 
     def _vector(self, name: str, elem: str, d: ts.Node, value: ts.Node | None, scope: Scope) -> Any:
         if d.type == "function_declarator":  # std::vector<float> h(n): C++'s most vexing parse
@@ -636,7 +699,7 @@ class Program:
             exprs = list(value.named_children)
         else:
             exprs = []
-        buf = Buffer(name, elem, line_of(d), device=False)
+        buf = Buffer(name, self.resolve(elem, scope), line_of(d), device=False)
         if not exprs:
             buf.why = f"std::vector `{name}` (line {line_of(d)}) has no size where it is declared"
         else:
@@ -685,6 +748,9 @@ class Program:
         args = [a for a in (args_node.named_children if args_node is not None else []) if a.type != "comment"]
         if fname not in ("cudaMalloc", "cudaMallocManaged", "cudaMallocAsync", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemset",
                          "cudaMemsetAsync"):
+            short = re.sub(r"<.*", "", fname).split("::")[-1].strip()
+            if short in self.functions and self._call_with_references(short, call, args, scope):
+                return
             for a in args:  # CHECK(cudaMalloc(...)) and similar wrappers
                 if a.type == "call_expression":
                     self.exec_call_statement(a, scope)
@@ -724,6 +790,64 @@ class Program:
                 return
             if isinstance(dst, Ptr):
                 dst.buffer.filled = "memset" if value == 0 else "host"
+
+    def _call_with_references(self, short: str, call: ts.Node, args: list[ts.Node], scope: Scope) -> bool:
+        """A call of a host function of the program with non-const reference parameters (``void
+        getNumBlocksAndThreads(int n, ..., int &blocks, int &threads)``): its body is run with the call's
+        arguments (and template bindings), and each variable passed to a reference parameter takes the value
+        the body leaves there: a number, a device quantity (``prop.multiProcessorCount``), or an
+        :class:`Unknown` that names the function and why (never the variable's earlier value).
+
+        Returns:
+            ``False`` when the function has no body or no such parameter (the call is then handled as before).
+        """
+        fn = next((f for f in self.functions[short] if f.child_by_field_name("body") is not None), None)
+        if fn is None:
+            return False
+        decls = param_declarations(fn)
+        refs = [(i, n) for i, (d, n) in enumerate(zip(decls, param_names(fn), strict=True))
+                if (dd := d.child_by_field_name("declarator")) is not None and dd.type == "reference_declarator"
+                and "const" not in node_text(d).split() and n]
+        if not refs:
+            return False
+        where = f"{short}() (line {line_of(call)})"
+        inner = Scope(parent=self.globals)
+        failed: str | None = None
+        try:
+            if self._calls_depth > 8:
+                raise Unknown("the calls nest too deep")
+            self._calls_depth += 1
+            self.bind_template(fn, call, scope, inner)
+            for i, (d, n) in enumerate(zip(decls, param_names(fn), strict=True)):
+                if not n:
+                    continue
+                if i < len(args):
+                    try:
+                        inner.values[n] = self.ev(args[i], scope)
+                    except Unknown as e:
+                        inner.values[n] = e
+                else:
+                    default = d.child_by_field_name("default_value")
+                    inner.values[n] = Unknown(f"parameter `{n}` has no value") if default is None else \
+                        self.ev(default, inner)
+            self.exec_statement(fn.child_by_field_name("body"), inner, None)
+        except (Unknown, Unreached) as e:
+            failed = e.reason if isinstance(e, Unknown) else str(e)
+        except RecursionError:
+            failed = "the calls nest too deep"
+        finally:
+            self._calls_depth = max(0, self._calls_depth - 1)
+        for i, n in refs:
+            if i >= len(args) or args[i].type != "identifier":
+                continue
+            target = node_text(args[i])
+            v = inner.values.get(n) if failed is None else Unknown(failed)
+            if isinstance(v, Unknown) or v is None:
+                why = v.reason if isinstance(v, Unknown) else "it is never set there"
+                v = Unknown(f"`{target}` is set through the reference parameter `{n}` of {where}, which htam "
+                            f"could not evaluate: {why}")
+            scope.set(target, v)
+        return True
 
     def _written_through_address(self, arg: ts.Node, fname: str, call: ts.Node, scope: Scope) -> None:
         """``&x`` (or ``&s.field``) passed to a call the evaluator does not model (``cudaDeviceGetAttribute(&sms,
@@ -869,17 +993,34 @@ class Program:
             c = self.ev(cond.named_children[-1] if cond is not None and cond.named_children else cond, scope)
         except Unknown:
             c = None
-        for case in body.named_children:
-            if case.type != "case_statement" or not case.start_byte <= stop < case.end_byte:
+        cases = [k for k in body.named_children if k.type == "case_statement"]
+
+        def label(k: ts.Node) -> Any:
+            v = k.child_by_field_name("value")
+            try:
+                return self.ev(v, scope) if v is not None else "default"
+            except Unknown:
+                return None
+
+        for i, case in enumerate(cases):
+            if not case.start_byte <= stop < case.end_byte:
                 continue
             value = case.child_by_field_name("value")
-            if value is not None and c is not None:
-                try:
-                    if self.ev(value, scope) != c:
-                        raise Unreached(f"line {line_of(case)}: case {node_text(value)} is not taken when the "
-                                        f"switch value is {c}")
-                except Unknown:
-                    pass
+            group = [case]  # `case 4: default: launch4(...)`: the empty labels above fall through to it
+            while i - len(group) >= 0 and not [s for s in cases[i - len(group)].named_children
+                                              if s != cases[i - len(group)].child_by_field_name("value")
+                                              and s.type != "comment"]:
+                group.insert(0, cases[i - len(group)])
+            labels = [label(k) for k in group]
+            if c is not None and None not in labels:
+                others = [label(k) for k in cases if k not in group]
+                taken = c in labels or ("default" in labels and c not in others)
+                if not taken:
+                    sel = cond.named_children[-1] if cond is not None and cond.named_children else cond
+                    wanted = next((v for v in labels if v != "default"), None)
+                    shown = node_text(value) if value is not None else "default"
+                    raise Unreached(f"line {line_of(case)}: case {shown} is not taken when the switch value is {c}",
+                                    sel if wanted is not None else None, wanted)
             self._run_statements([s for s in case.named_children if s != value], scope, stop)
             return
 
@@ -997,6 +1138,34 @@ def function_name(fn: ts.Node) -> str | None:
         return None
     name = d.child_by_field_name("declarator")
     return node_text(name).split("::")[-1] if name is not None else None
+
+
+def template_params(fn: ts.Node) -> list[tuple[str, bool]]:
+    """The template parameters of a ``function_definition`` under ``template <...>``: ``(name, is_type)`` in
+    order (``template <class T, unsigned int blockSize>`` -> ``[("T", True), ("blockSize", False)]``)."""
+    parent = fn.parent
+    plist = parent.child_by_field_name("parameters") if parent is not None and \
+        parent.type == "template_declaration" else None
+    out: list[tuple[str, bool]] = []
+    for c in plist.named_children if plist is not None else []:
+        if c.type in ("type_parameter_declaration", "optional_type_parameter_declaration",
+                      "variadic_type_parameter_declaration"):
+            ident = next((k for k in c.named_children if k.type == "type_identifier"), None)
+            if ident is not None:
+                out.append((node_text(ident), True))
+        elif c.type in ("parameter_declaration", "optional_parameter_declaration"):
+            d = c.child_by_field_name("declarator")
+            if d is not None:
+                out.append((node_text(d), False))
+    return out
+
+
+def _function_start(node: ts.Node) -> int:
+    """Start byte of the ``function_definition`` holding ``node`` (``-1``: none)."""
+    cur: ts.Node | None = node
+    while cur is not None and cur.type != "function_definition":
+        cur = cur.parent
+    return cur.start_byte if cur is not None else -1
 
 
 def param_declarations(fn: ts.Node) -> list[ts.Node]:

@@ -252,7 +252,10 @@ def plain_host_launcher(prog: Program, kernel: Kernel, line: int) -> tuple[ts.No
 
 
 def _bind_call(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope) -> Scope:
+    """The scope of host function ``fn`` entered by ``call``: its parameters bound to the call's arguments
+    (evaluated in ``outer``) and its template parameters to the call's (``runTest<float>``)."""
     inner = Scope(parent=prog.globals)
+    prog.bind_template(fn, call, outer, inner)
     decls = param_declarations(fn)
     args = _args(call)
     for name, decl, i in zip(param_names(fn), decls, range(len(decls)), strict=True):
@@ -308,6 +311,39 @@ def _scope_at(prog: Program, chain: list[tuple[ts.Node, ts.Node]]) -> Scope:
     return scope
 
 
+def _pin_selector(prog: Program, e: Unreached, fns: list[ts.Node], calls: list[ts.Node], kernel: Kernel) -> str | None:
+    """When a ``switch`` selects another case than the one launching ``kernel`` (``switch (whichKernel)`` with
+    ``whichKernel`` 0 from main's default, and ``reduce1`` asked for), trace the switch's variable up the call
+    chain (``fns[i]`` is entered by ``calls[i-1]``; a parameter is the argument its caller passed) to the local
+    variable that holds the choice and pin it to the case's value (:attr:`Program.pins`).
+
+    Returns:
+        The note saying what was set, or ``None`` when the choice is not a variable htam can set (a literal, an
+        expression): the launch is then not reached by this chain.
+    """
+    sel = e.selector
+    if sel is None or sel.type != "identifier":
+        return None
+    name, fi = node_text(sel), next((i for i, f in enumerate(fns) if f.start_byte <= sel.start_byte < f.end_byte), None)
+    if fi is None:
+        return None
+    while True:
+        params = param_names(fns[fi])
+        if name not in params:
+            break
+        if fi == 0:
+            return None  # a parameter of main()
+        arg = _args(calls[fi - 1])
+        i = params.index(name)
+        if i >= len(arg) or arg[i].type != "identifier":
+            return None
+        name, fi = node_text(arg[i]), fi - 1
+    prog.pins[(fns[fi].start_byte, name)] = e.wanted
+    where = function_name(fns[fi]) or "?"
+    return (f"`{name}` of {where}() is set to {e.wanted}: the switch at line {line_of(sel)} selects the case "
+            f"that launches {kernel.name} (the program's default selects another)")
+
+
 def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kernel, main: ts.Node,
                        path: Path, outputs: set[str], own_bytes: int | None = None) -> _Found:
     fname = node_text(fn.child_by_field_name("declarator").child_by_field_name("declarator")).split("::")[-1]
@@ -319,29 +355,49 @@ def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kern
     last: Exception | None = None
     for chain in chains:
         call = chain[-1][1]
-        try:
-            outer = _scope_at(prog, chain)
-        except Unreached as e:
-            last = e
+        prog.pins.clear()
+        pinned: list[str] = []
+        reached = False
+        for _ in range(4):  # each round may pin one more case selector
+            try:
+                outer = _scope_at(prog, chain)
+                inner = _bind_call(prog, fn, call, outer)
+                prog.run_until(fn.child_by_field_name("body"), inner, launch.start_byte)
+                reached = True
+                break
+            except Unreached as e:
+                last = e
+                note = _pin_selector(prog, e, [f for f, _ in chain] + [fn], [c for _, c in chain], kernel)
+                if note is None or note in pinned:
+                    break
+                pinned.append(note)
+        if not reached:
             continue
         # a host launcher is run from the kernel's file: one defined past ``own_bytes`` (another file) is read
         # as a direct launch
         names = _launcher_ok(fn, launch, kernel, prog) if own_bytes is None or fn.end_byte <= own_bytes else None
         if names is not None:
-            return _as_launcher(prog, fn, call, outer, kernel, launch, names, outputs)
-        inner = _bind_call(prog, fn, call, outer)
-        try:
-            prog.run_until(fn.child_by_field_name("body"), inner, launch.start_byte)
-        except Unreached as e:
-            last = e
-            continue
+            found = _as_launcher(prog, fn, call, outer, kernel, launch, names, outputs)
+            found.notes.extend(pinned)
+            return found
         found = _at_launch(prog, launch, kernel, inner, path, outputs)
+        found.notes.extend(pinned)
         via = " -> ".join(function_name(f) or "?" for f, _ in chain[1:])
         found.notes.append(f"launch in `{fname}` (line {line_of(launch)}), called from main() at line "
                            f"{line_of(chain[0][1])}" + (f" through {via}" if via else ""))
         return found
     raise HarnessError(f"{path.name}:{line_of(launch)}: no call of `{fname}` from main() reaches the launch of "
                        f"{kernel.name} ({last or 'every call takes another branch'})")
+
+
+def _instantiated(prog: Program, name: str, scope: Scope) -> str:
+    """``reduce<T>`` written with the template bindings of ``scope`` (``reduce<float>``); other text stays."""
+    head, lt, rest = name.partition("<")
+    if not lt:
+        return name
+    return head + lt + re.sub(r"\b[A-Za-z_]\w*\b",
+                              lambda m: prog.resolve(m.group(0), scope) if scope.type_of(m.group(0)) else m.group(0),
+                              rest)
 
 
 def _as_launcher(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope, kernel: Kernel, launch: ts.Node,
@@ -351,7 +407,8 @@ def _as_launcher(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope, kernel
     launch_args = [node_text(a) for a in _args(launch)]
     written = {launch_args[i] for i, p in enumerate(kernel.params) if p.name in outputs and i < len(launch_args)}
     found = _Found(args=[], written=written, line=line_of(launch),
-                   launcher=" ".join(node_text(call.child_by_field_name("function")).split()),
+                   launcher=_instantiated(prog, " ".join(node_text(call.child_by_field_name("function")).split()),
+                                          outer),
                    param_of={launch_args[i]: p.name for i, p in enumerate(kernel.params) if i < len(launch_args)})
     for i, (name, decl) in enumerate(zip(names, decls, strict=True)):
         ty = node_text(decl.child_by_field_name("type") or decl)

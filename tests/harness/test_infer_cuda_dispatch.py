@@ -91,11 +91,23 @@ def test_dispatch_reaches_the_selected_version_through_a_switch(tmp_path):
     assert h.outputs == ["out"]
 
 
-def test_the_other_case_is_not_taken(tmp_path):
-    with pytest.raises(HarnessError, match="no call of `scale1` from main\\(\\) reaches"):
-        infer_cuda_harness(_write(tmp_path, 2), "scale_kernel1")
+def test_the_switch_selects_the_kernel_asked_for(tmp_path):
+    """The program's `kernel_num = 2` selects scale2; asking for scale_kernel1 sets the selector to the case that
+    launches it (traced from `scale`'s parameter to main's variable), and says so in a note."""
+    h = infer_cuda_harness(_write(tmp_path, 2), "scale_kernel1")
+    assert h.launcher == "scale1"
+    assert any("`kernel_num` of main() is set to 1" in n for n in h.notes)
     h = infer_cuda_harness(_write(tmp_path, 2), "scale_kernel2")
     assert h.launcher == "scale2"
+    assert not any("is set to" in n for n in h.notes)  # the program's own choice: nothing forced
+
+
+def test_a_case_chosen_by_a_literal_is_not_forced(tmp_path):
+    p = tmp_path / "lit.cu"
+    p.write_text(PROGRAM.replace("scale(kernel_num, d_out", "scale(2, d_out").replace("KNUM", "2"),
+                 encoding="utf-8")
+    with pytest.raises(HarnessError, match="no call of `scale1` from main\\(\\) reaches"):
+        infer_cuda_harness(p, "scale_kernel1")
 
 
 def test_typedef_follows_the_defined_branch():
