@@ -46,6 +46,7 @@ import sympy
 
 from htam_core.source.analysis import LoopFact, PointerFacts, sym
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.constants import SIZEOF
 from htam_core.source.analysis.forms import is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.transforms._cuda import CudaUnit, statement_list, strip_casts
@@ -309,12 +310,10 @@ def _lane(unit: CudaUnit, v: VecLoop, names: dict[int, str], lane: str, width: s
     return out if syn.is_block(body) else "{ " + out + " }"
 
 
-#: Element types whose size divides 16 bytes on every CUDA target: their width is written plainly.
-_SIZE_DIVIDES_16 = frozenset({
-    "float", "double", "int", "unsigned", "unsigned int", "short", "unsigned short", "char", "signed char",
-    "unsigned char", "long long", "unsigned long long", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t",
-    "uint32_t", "int64_t", "uint64_t", "size_t", "half", "__half", "__nv_bfloat16", "nv_bfloat16", "half2", "__half2",
-    "__nv_bfloat162", "float2", "float4", "double2", "int2", "int4", "bool"})
+def _divides_16(elem: str) -> bool:
+    """Whether the element type's size is known (the analysis layer's ``SIZEOF``) and divides 16 bytes."""
+    size = SIZEOF.get(" ".join(elem.replace("const", " ").split()))
+    return size is not None and 16 % size == 0
 
 
 def _width(types: list[str]) -> str:
@@ -325,7 +324,7 @@ def _width(types: list[str]) -> str:
     widest = f"sizeof({types[0]})"
     for t in types[1:]:
         widest = f"(sizeof({t}) > {widest} ? sizeof({t}) : {widest})"
-    if all(" ".join(t.replace("const", " ").split()) in _SIZE_DIVIDES_16 for t in types):
+    if all(_divides_16(t) for t in types):
         return f"16 / {widest}"
     return f"(16 % {widest} == 0 ? 16 / {widest} : 1)"
 
@@ -333,7 +332,7 @@ def _width(types: list[str]) -> str:
 def _align(elem: str) -> str:
     """The ``alignas`` of the per-pointer vector struct: ``htam_V`` elements' bytes, or the element's own
     alignment when those bytes are not a power of two (a 12-byte element, or one element per step)."""
-    if " ".join(elem.replace("const", " ").split()) in _SIZE_DIVIDES_16:
+    if _divides_16(elem):
         return f"htam_V * sizeof({elem})"
     b = f"htam_V * sizeof({elem})"
     return f"(htam_V > 1 && ({b} & ({b} - 1)) == 0 ? {b} : alignof({elem}))"
