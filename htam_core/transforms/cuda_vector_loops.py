@@ -46,6 +46,7 @@ import sympy
 
 from htam_core.source.analysis import LoopFact, PointerFacts, sym
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.constants import SIZEOF
 from htam_core.source.analysis.forms import is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.transforms._cuda import CudaUnit, statement_list, strip_casts
@@ -309,12 +310,32 @@ def _lane(unit: CudaUnit, v: VecLoop, names: dict[int, str], lane: str, width: s
     return out if syn.is_block(body) else "{ " + out + " }"
 
 
+def _divides_16(elem: str) -> bool:
+    """Whether the element type's size is known (the analysis layer's ``SIZEOF``) and divides 16 bytes."""
+    size = SIZEOF.get(" ".join(elem.replace("const", " ").split()))
+    return size is not None and 16 % size == 0
+
+
 def _width(types: list[str]) -> str:
-    """The generic form's elements per step: 16 bytes of the widest element type (``16 / sizeof(T)``)."""
+    """The generic form's elements per step: 16 bytes of the widest element type (``16 / sizeof(T)``). A type
+    whose size may not divide 16 (a template parameter, a struct: 12 or 32 bytes) gets one element per step
+    then (``16 % sizeof(T) == 0 ? 16 / sizeof(T) : 1``), so the width is never 0 nor a non-power-of-two
+    alignment."""
     widest = f"sizeof({types[0]})"
     for t in types[1:]:
         widest = f"(sizeof({t}) > {widest} ? sizeof({t}) : {widest})"
-    return f"16 / {widest}"
+    if all(_divides_16(t) for t in types):
+        return f"16 / {widest}"
+    return f"(16 % {widest} == 0 ? 16 / {widest} : 1)"
+
+
+def _align(elem: str) -> str:
+    """The ``alignas`` of the per-pointer vector struct: ``htam_V`` elements' bytes, or the element's own
+    alignment when those bytes are not a power of two (a 12-byte element, or one element per step)."""
+    if _divides_16(elem):
+        return f"htam_V * sizeof({elem})"
+    b = f"htam_V * sizeof({elem})"
+    return f"(htam_V > 1 && ({b} & ({b} - 1)) == 0 ? {b} : alignof({elem}))"
 
 
 def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
@@ -349,7 +370,7 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
     lines = ["{", f"    {t} htam_tail = 0;"]
     if not v.float4:
         lines.append(f"    constexpr int htam_V = {_width(sorted(set(v.types)))};")
-        lines += [f"    struct alignas(htam_V * sizeof({elem[k]})) {k}_t {{ {elem[k]} v[htam_V]; }};" for k in ptr_of]
+        lines += [f"    struct alignas({_align(elem[k])}) {k}_t {{ {elem[k]} v[htam_V]; }};" for k in ptr_of]
     lines += [
         f"    if ((({align}) & 15ull) == 0ull) {{",
         f"        const {t} htam_n4 = ({v.bound}) / {width};",
