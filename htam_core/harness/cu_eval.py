@@ -837,9 +837,12 @@ class Program:
             failed = "the calls nest too deep"
         finally:
             self._calls_depth = max(0, self._calls_depth - 1)
+        body = fn.child_by_field_name("body")
+        written = _assigned_names(body) | {node_text(a) for c in _walk(body) if c.type == "argument_list"
+                                           for a in c.named_children if a.type == "identifier"}
         for i, n in refs:
-            if i >= len(args) or args[i].type != "identifier":
-                continue
+            if i >= len(args) or args[i].type != "identifier" or n not in written:
+                continue  # a reference the body never writes (`const`-like use) keeps the caller's value
             target = node_text(args[i])
             v = inner.values.get(n) if failed is None else Unknown(failed)
             if isinstance(v, Unknown) or v is None:
