@@ -378,6 +378,11 @@ def _via_host_function(prog: Program, fn: ts.Node, launch: ts.Node, kernel: Kern
         names = _launcher_ok(fn, launch, kernel, prog) if own_bytes is None or fn.end_byte <= own_bytes else None
         if names is not None:
             found = _as_launcher(prog, fn, call, outer, kernel, launch, names, outputs)
+            if len(chain) > 1:  # the call is in a host function that main() reaches, not in main() itself
+                path_text = " -> ".join(["main()"] + [function_name(f) or "?" for f, _ in chain[1:]])
+                found.notes[-1] = found.notes[-1].replace(
+                    f"called from main() at line {line_of(call)}",
+                    f"called at line {line_of(call)} ({path_text}, main()'s call at line {line_of(chain[0][1])})")
             found.notes.extend(pinned)
             return found
         found = _at_launch(prog, launch, kernel, inner, path, outputs)

@@ -39,6 +39,7 @@ def test_reduction_sample_each_kernel_gets_its_own_case(kernel: str, which: int,
     assert _sizes(h)["whichKernel"] == which
     forced = [n for n in h.notes if "`whichKernel` of main() is set to" in n]
     assert bool(forced) == (which != 0)  # main's default (0) already selects reduce0
+    assert any("main() -> runTest -> benchmarkReduce" in n for n in h.notes)  # where the launcher is called
 
 
 HOST = r"""
