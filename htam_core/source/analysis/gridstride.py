@@ -249,12 +249,15 @@ def _grid_stride_loops(r: _Reader, loop_nodes: list[Node], lines: list[int]) -> 
     return out
 
 
-def _occurrences(r: _Reader, body: Node, dim: str) -> list[Node]:
-    """The nodes of ``body`` that read a builtin along ``dim``: field expressions and cooperative-groups queries."""
+def _occurrences(r: _Reader, body: Node, dim: str, macros: frozenset[str]) -> list[Node]:
+    """The nodes of ``body`` that read a builtin along ``dim``: field expressions, cooperative-groups queries, and
+    the uses of the macros in ``macros`` (those that read a builtin in their text, counted along every dimension)."""
     names = {f"{b}.{dim}" for b in ("threadIdx", "blockIdx", "blockDim", "gridDim")}
     out: list[Node] = []
     for n in walk(body):
         if n.type == "field_expression" and r.builtin(n) in names:
+            out.append(n)
+        elif n.type == "identifier" and r.env.t(n) in macros:
             out.append(n)
         elif n.type == "call_expression":
             e = r._cg_call(n)
@@ -297,7 +300,8 @@ def _var_stays_inside(r: _Reader, body: Node, lp: _Loop) -> bool:
 
 
 def grid_stride_facts(r: _Reader, body: Node, loop_nodes: list[Node], lines: list[int], *,
-                      hidden_reads: bool) -> tuple[tuple[GridStrideLoop, ...], tuple[str, ...]]:
+                      hidden_reads: bool, macros: frozenset[str] = frozenset()
+                      ) -> tuple[tuple[GridStrideLoop, ...], tuple[str, ...]]:
     """The kernel's grid-stride loops and the dimensions whose coverage no launch decides (module docstring).
 
     Args:
@@ -305,8 +309,10 @@ def grid_stride_facts(r: _Reader, body: Node, loop_nodes: list[Node], lines: lis
         body: the kernel's body.
         loop_nodes: every loop of the body, in source order (their index is the loop's id).
         lines: the 1-based line of each loop.
-        hidden_reads: the kernel may read the thread indices out of sight (a macro that reads a builtin, a
-            function of the unit it calls): no dimension is then launch-free.
+        hidden_reads: the kernel may read the thread indices out of sight (a function of the unit it calls): no
+            dimension is then launch-free.
+        macros: the macros the body uses whose text reads a builtin (``#define STRIDE (blockDim.x * gridDim.x)``):
+            each use must be spent in a loop's start or stride like a builtin.
 
     Returns:
         ``(loops, dims)``: the grid-stride loops in source order, and the launch-free dimensions (sorted).
@@ -318,6 +324,6 @@ def grid_stride_facts(r: _Reader, body: Node, loop_nodes: list[Node], lines: lis
         if not on_d or hidden_reads:
             continue
         slots = [s for lp in on_d for s in lp.slots]
-        if all(_spent(r, body, n, slots) for n in _occurrences(r, body, d)):
+        if all(_spent(r, body, n, slots) for n in _occurrences(r, body, d, macros)):
             free.append(d)
     return tuple(lp.fact for lp in loops), tuple(free)
