@@ -22,7 +22,7 @@ from transform_helpers import assert_nvcc_compiles, facts_of_text, fixture_path
 FILE = "grid_stride_spellings.cu"
 TID = "cuda.block_size"
 ONE_D = ["gs_for", "gs_while", "gs_do", "gs_stride_local", "gs_size_t", "gs_int64", "gs_cg_size",
-         "gs_cg_num_threads", "gs_template"]
+         "gs_cg_num_threads", "gs_template", "gs_two_passes"]
 SPELLINGS = [*ONE_D, "gs_2d"]
 #: the kernels the CPU emulation runs (no cooperative groups there)
 EMULATED = ["gs_for", "gs_while", "gs_do", "gs_stride_local", "gs_size_t", "gs_int64"]

@@ -65,6 +65,8 @@ class _Header:
     step: Node
     #: nodes whose text may name ``var`` outside the loop (its declaration, a do-loop's entry check)
     outside: tuple[Node, ...]
+    #: ``var`` is declared in the ``for`` header: C scopes it to the loop (another loop's ``i`` is another variable)
+    scoped: bool = False
 
 
 def _condition(node: Node | None) -> Node | None:
@@ -160,6 +162,7 @@ def _header(r: _Reader, loop: Node) -> _Header | None:
         return None
     var, bound = lt
     outside: list[Node] = []
+    scoped = False
     if loop.type == "for_statement":
         init, upd = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
         step = _step_of(env, upd, var) if upd is not None else None
@@ -168,7 +171,7 @@ def _header(r: _Reader, loop: Node) -> _Header | None:
         if init is not None and init.type == "declaration":
             ds = [d for d in init.named_children if d.type == "init_declarator"]
             if len(ds) == 1 and env.t(ds[0].child_by_field_name("declarator")) == var:
-                start = ds[0].child_by_field_name("value")
+                start, scoped = ds[0].child_by_field_name("value"), True
         elif init is not None and init.type == "assignment_expression" and env.t(init.child_by_field_name("left")) == var:
             start, allowed = init.child_by_field_name("right"), [upd, init]
         elif init is None:
@@ -187,9 +190,9 @@ def _header(r: _Reader, loop: Node) -> _Header | None:
             outside.append(guard.child_by_field_name("condition"))
     if start is None or step is None:
         return None
-    if any(w not in allowed for w in _writes(env, r.func, var)):
+    if any(w not in allowed for w in _writes(env, loop if scoped else r.func, var)):
         return None
-    return _Header(var, start, bound, step, tuple(outside))
+    return _Header(var, start, bound, step, tuple(outside), scoped)
 
 
 def _leaves_early(loop: Node) -> bool:
@@ -227,6 +230,7 @@ class _Loop:
     node: Node
     slots: tuple[Node, ...]
     outside: tuple[Node, ...]
+    scoped: bool
 
 
 def _grid_stride_loops(r: _Reader, loop_nodes: list[Node], lines: list[int]) -> list[_Loop]:
@@ -245,7 +249,7 @@ def _grid_stride_loops(r: _Reader, loop_nodes: list[Node], lines: list[int]) -> 
         if bound is not None and sym(h.var) in bound.free_symbols:
             continue
         out.append(_Loop(GridStrideLoop(k, found[0], h.var, found[1], bound, lines[k]), ln, (h.start, h.step),
-                         h.outside))
+                         h.outside, h.scoped))
     return out
 
 
@@ -294,7 +298,10 @@ def _spent(r: _Reader, body: Node, n: Node, slots: list[Node], depth: int = 0) -
 
 
 def _var_stays_inside(r: _Reader, body: Node, lp: _Loop) -> bool:
-    """Every use of the loop's index is in the loop, its declaration or a do loop's entry check."""
+    """Every use of the loop's index is in the loop, its declaration or a do loop's entry check (an index declared
+    in a ``for`` header is the loop's own)."""
+    if lp.scoped:
+        return True
     keep = (lp.node, *lp.outside)
     return all(any(_inside(u, k) for k in keep) for u in of_type(body, "identifier") if r.env.t(u) == lp.fact.var)
 
