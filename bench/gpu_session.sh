@@ -25,6 +25,9 @@
 #             machine by bench/llm_guidance_pack.py into LLMGPU_PACK (default .devcarry/llm-pack), verified and
 #             re-timed against their starts in a fresh process; speedups per policy; resumes when its output
 #             folder is carried as LLMGPU_PACK/timings.jsonl; LLMGPU_MINUTES, LLMGPU_S, LLMGPU_TRIALS)
+#             samples (htam optimize --engine rules on the sample-project look-alikes of
+#             tests/fixtures/sample_projects, reduce0 and transposeNaive, each from a work copy with a fresh memory;
+#             SAMPLES_S, SAMPLES_BUDGET)
 #             (default: gputests,demo,bench)
 #   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
 #   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else bench/data_paths.py's)
@@ -126,6 +129,12 @@ for s in "${want[@]}"; do
                 done; wait; log "stage spellingsp: done" ;;
     transpose) stage transpose "${TRANSPOSE_S:-300}" "$PY" bench/bench_transpose_spellings.py \
                  --out "$RUN/transpose-spellings" ${TRANSPOSE_ARGS:-} ;;
+    samples) rm -rf "$RUN/samples-work"; cp -r tests/fixtures/sample_projects "$RUN/samples-work"
+             for sk in reduction/Samples/reduction/reduction_kernel.cu:reduce0 transpose/Samples/transpose/transpose.cu:transposeNaive; do
+               stage "samples-${sk##*:}" "${SAMPLES_S:-240}" "${HTAM[@]}" optimize "$RUN/samples-work/${sk%%:*}" \
+                 --kernel "${sk##*:}" --engine rules --budget "${SAMPLES_BUDGET:-3}" \
+                 --memory "$RUN/samples-memory.sqlite3" --out "$RUN/samples-${sk##*:}" --json
+             done ;;
     *) log "unknown stage $s" ;;
   esac
 done

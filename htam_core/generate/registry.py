@@ -198,6 +198,7 @@ class RulesCandidateGenerator:
                 params = dict(c.params)
                 params["transform_id"] = c.transform_id
                 params["changes_numerics"] = c.changes_numerics
+                params["reorders_only"] = c.reorders_only
                 try:
                     files = {p: apply_edits(_text_of(p, request.files), es) for p, es in c.file_edits.items()}
                 except (OSError, ValueError) as exc:  # the launcher changed on disk since it was read

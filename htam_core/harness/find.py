@@ -24,6 +24,7 @@ from htam_core.harness.spec import SPEC_FILENAME, inside_spec_folder, key_line, 
 from htam_core.harness.template import write_template
 from htam_core.source import load
 from htam_core.source.model import SourceModel
+from htam_core.types.language import traits
 
 
 def _spec_tables(path: Path) -> tuple[Path, dict[str, Any]] | None:
@@ -146,6 +147,16 @@ def missing_harness_error(path: Path, kernel: str, model: SourceModel | None = N
         f"write the reference){extra}.", snippet=snippet, path=str(path.parent / SPEC_FILENAME), missing=True)
 
 
+def _string_kernel(path: Path, kernel: str, model: SourceModel | None) -> bool:
+    """Whether the Python file ``path`` holds ``kernel`` as CUDA in one of its strings (a cupy ``RawKernel``
+    source, which a ``grid``/``block`` table launches directly, compiled from that string)."""
+    try:
+        m = model if model is not None and model.path and Path(model.path).resolve() == path else load(path)
+    except ValueError:
+        return False
+    return any(k.name == kernel and traits(k.language).embedded for k in m.kernels)
+
+
 def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel | None = None, *,
                  run_code: bool = True) -> Harness:
     """Find how to run ``kernel_name`` of file ``path``.
@@ -217,9 +228,9 @@ def find_harness(path: str | os.PathLike, kernel_name: str, model: SourceModel |
                     if h.launcher and h.launcher not in facts.functions:
                         raise HarnessError(f"{h.source}: launcher {h.launcher!r} is not a top-level function of "
                                            f"{p.name}; functions there: {sorted(facts.functions) or 'none'}")
-                    if h.grid and kernel_name not in facts.triton_kernels:
-                        raise HarnessError(f"{h.source}: a grid launch needs {kernel_name!r} to be a @triton.jit "
-                                           f"function of {p.name}; use launcher = \"<function>\" instead")
+                    if h.grid and kernel_name not in facts.triton_kernels and not _string_kernel(p, kernel_name, model):
+                        raise HarnessError(f"{h.source}: a grid launch needs {kernel_name!r} to be a @triton.jit or "
+                                           f"CUDA-string kernel of {p.name}; use launcher = \"<function>\" instead")
                 return h
     if p.suffix == ".py" and not read_py_facts(text).syntax_error:
         try:

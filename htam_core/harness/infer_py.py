@@ -443,6 +443,10 @@ def _launcher_params(wrapper: str, sig: list[dict[str, Any]], calls: list[dict[s
         if bad:
             b = bad[0]
             what = "None" if b["kind"] == "none" else f"a {b['type']} ({b.get('repr')})"
+            if b.get("module") == "cupy":  # a cupy launcher: the htam.toml table launches the kernel itself
+                raise _NoHarness(f"{wrapper}() parameter {p['name']!r} was passed a cupy array; an inferred "
+                                 "harness passes torch tensors and numbers only: write the htam.toml table below "
+                                 "(its grid and block are the cupy call's)")
             raise _NoHarness(f"{wrapper}() parameter {p['name']!r} was passed {what}; an inferred harness "
                              "passes tensors and numbers only: write an htam.toml for this kernel")
     return params

@@ -138,7 +138,8 @@ def _describe(v: Any) -> dict[str, Any]:
         return {"kind": "scalar", "type": "float", "value": v}
     if v is None:
         return {"kind": "none"}
-    return {"kind": "other", "type": type(v).__name__, "repr": repr(v)[:80]}
+    return {"kind": "other", "type": type(v).__name__, "module": type(v).__module__.split(".")[0],
+            "repr": repr(v)[:80]}
 
 
 def _call_name(func: ast.expr) -> str:

@@ -55,6 +55,7 @@ from htam_core.harness.trial import BASE_SEED, Trial, as_outputs, poison_
 from htam_core.runtime.cache import cache_root, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
 from htam_core.source.analysis.includes import headers_digest
+from htam_core.source.api import load
 from htam_core.types.errors import exception_text
 from htam_core.types.language import traits
 
@@ -278,22 +279,50 @@ def _make_spec_inputs(h: Harness, sizes: dict[str, Any], seed: int, scale: float
 
 
 def _cuda_function(path: str, kernel: str, device_arch: str) -> Any:
-    """Compile ``kernel`` of the ``.cu`` file with NVRTC (CuPy), or ``nvcc -cubin`` as a fallback."""
+    """Compile ``kernel`` of the ``.cu`` file with NVRTC (CuPy), or ``nvcc -cubin`` as a fallback; for a Python
+    file, the CUDA string that holds the kernel (:func:`embedded_cuda`), as a cupy launcher of the file
+    compiles it.
+
+    Raises:
+        HarnessError: a Python file holds no CUDA string defining ``kernel``.
+    """
     import cupy
 
     digest = source_hash(path)
     key = (digest, kernel, device_arch)
     if key in _CUDA_FUNCS:
         return _CUDA_FUNCS[key]
-    src = Path(path).read_text(encoding="utf-8", errors="replace")
+    src = embedded_cuda(path, kernel) if path.endswith(".py") else \
+        Path(path).read_text(encoding="utf-8", errors="replace")
     try:
         mod = cupy.RawModule(code=src, options=("-std=c++17", "-lineinfo", *include_flags(path)),
                              name_expressions=[kernel])
         fn = mod.get_function(kernel)
     except Exception:  # noqa: BLE001 - NVRTC rejects host code and system headers: use nvcc
-        fn = _cubin_function(path, kernel, device_arch)
+        if not path.endswith(".py"):
+            fn = _cubin_function(path, kernel, device_arch)
+        else:
+            with tempfile.TemporaryDirectory(prefix="htam-string-") as tmp:
+                cu = Path(tmp) / f"{Path(path).stem}.cu"
+                cu.write_text(src, encoding="utf-8")
+                fn = _cubin_function(str(cu), kernel, device_arch)
     _CUDA_FUNCS[key] = fn
     return fn
+
+
+def embedded_cuda(path: str, kernel: str) -> str:
+    """The CUDA source string of the Python file ``path`` that defines ``kernel`` (a cupy ``RawKernel`` or
+    ``RawModule`` source), decoded as Python reads it.
+
+    Raises:
+        HarnessError: no CUDA string of the file defines ``kernel``.
+    """
+    try:
+        model = load(path)
+        k = next(k for k in model.kernels if k.name == kernel and traits(k.language).embedded)
+    except (OSError, ValueError, StopIteration):
+        raise HarnessError(f"{Path(path).name} holds no CUDA string that defines {kernel}") from None
+    return str(k.attributes.get("cuda_source") or "")
 
 
 def mangled_entry(cubin: bytes, kernel: str) -> str:

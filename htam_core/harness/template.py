@@ -18,6 +18,7 @@ from htam_core.harness.infer_cuda import output_params
 from htam_core.harness.pywrapper import wrapper_def as _wrapper_def
 from htam_core.harness.template_cuda import direct_launch, guessed_launch, launcher_template
 from htam_core.source.model import Kernel, LaunchSite, Param, SourceModel
+from htam_core.source.workspace import WorkspaceLaunch, find_launches
 from htam_core.types.language import traits
 
 _C_DTYPES = {
@@ -416,14 +417,26 @@ def _grid_lines(model: SourceModel, kernel: Kernel, site: LaunchSite | None, sym
         elif (guess := guessed_launch(model, kernel, size_of, first)) is not None:
             blk, grid, why = guess  # the indices' dimensions and hard-coded extents, no launch site
         else:
-            blk = _literal_block(site.config.get("block") if site else None) or [256]
+            unread = _unread_cupy_call(model, kernel)
+            blk = _literal_block(site.config.get("block") if site else None) or \
+                (list(unread.block_value) if unread and unread.block_value else [256])
             bx = blk[0]
             grid = f"(cdiv({first}, {bx}),)" if len(blk) == 1 else \
                 f"(cdiv({first}, {bx}), cdiv({first}, {blk[1]}))"
-            why = "TODO: guessed (one thread per element): set the launch's grid"
+            why = "TODO: guessed (one thread per element): set the launch's grid" if unread is None else \
+                f"TODO: the cupy call at line {unread.line} of {Path(unread.path).name} (grid {unread.grid}) is not " \
+                "read (a grid of literals, names and + - * // % is): set the launch's grid"
         lines.append(f"block = {_toml_str(str(tuple(blk)) if len(blk) > 1 else str(blk[0]))}")
         lines.append(f"grid = {_toml_str(grid)}   # {why}")
     return lines
+
+
+def _unread_cupy_call(model: SourceModel, kernel: Kernel) -> WorkspaceLaunch | None:
+    """The first cupy call of a kernel held in a Python string that the launch search found but could not read
+    (:attr:`~htam_core.source.workspace.WorkspaceLaunch.editable` false: ``math.ceil(n / 256)`` in its grid)."""
+    if not traits(kernel.language).embedded or not model.path or kernel.launch_sites:
+        return None
+    return next((la for la in find_launches(model, kernel) if la.style == "cupy" and not la.editable), None)
 
 
 def _template_tail(symbols: dict[str, int], ref_names: list[str]) -> list[str]:

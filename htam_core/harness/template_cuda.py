@@ -38,6 +38,7 @@ from htam_core.source.analysis.guards import first_bounds_guard
 from htam_core.source.analysis.unit import cuda_source
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import node_text
+from htam_core.source.workspace import launch_unit
 from htam_core.types.language import traits
 
 __all__ = ["GUESS_BLOCK", "LauncherTemplate", "direct_launch", "guessed_launch", "launcher_template"]
@@ -369,9 +370,14 @@ def direct_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str]) -
     cdiv(ROWS, 8))"``) read from the kernel's first launch: its constant block, and its grid with every name
     of the launching code that the launch passes as an integer kernel parameter written as that parameter's
     size symbol (``size_of``: kernel parameter -> symbol). ``None`` when the block is not constant or a grid
-    component uses anything else (the caller then guesses and says so)."""
+    component uses anything else (the caller then guesses and says so). A kernel in a Python string launched by
+    a cupy call of its file is read with that call (:func:`~htam_core.source.workspace.launch_unit`)."""
     if model.file_language != "cuda":
-        return None
+        unit = launch_unit(model, kernel) if traits(kernel.language).embedded and model.path \
+            and not kernel.launch_sites else None
+        if unit is None:
+            return None
+        model, kernel = unit.model, unit.kernel
     facts = analyze(model, kernel)
     if not facts.launches:
         return None

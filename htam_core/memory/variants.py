@@ -5,7 +5,7 @@ cache modifiers): its *variants*. The memory credits a variant (``RankerConfig.v
 by the key of its parameters, so the key must name what two kernels can share and drop what names one kernel's
 own code. The rules (ours; they read the parameter dictionaries the transforms put on their candidates):
 
-* the generator's bookkeeping (``transform_id``, ``changes_numerics``) is dropped: it is the same for every
+* the generator's bookkeeping (``transform_id``, ``changes_numerics``, ``reorders_only``) is dropped: it is the same for every
   variant of a strategy;
 * a value that is a dict, or a list of anything but numbers, names the kernel's own variables, loads or loops
   (``{"params": ["x", "y"]}``, ``{"loads": ["tl.load(...)"]}``): dropped;
@@ -32,7 +32,7 @@ from typing import Any
 __all__ = ["variant_key"]
 
 #: Generator bookkeeping in a candidate's parameters (not a variant's choice).
-_BOOKKEEPING = frozenset({"transform_id", "changes_numerics"})
+_BOOKKEEPING = frozenset({"transform_id", "changes_numerics", "reorders_only"})
 #: Keys whose number lists are source positions of one kernel.
 _POSITIONS = frozenset({"line", "lines", "loops"})
 

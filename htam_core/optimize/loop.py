@@ -128,6 +128,29 @@ def _open_output(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     mark_output_folder(out)
 
+
+def follows_in_static(engine: str, correct: bool | None, numerics: bool, reorders_only: bool) -> bool:
+    """Whether static mode (no GPU: nothing timed) follows a neutral candidate down the ranking.
+
+    A candidate verified correct (a Triton kernel under the interpreter) is followed. A compiled but unverifiable
+    one (CUDA without a GPU, or no harness) is followed only when it is a mechanical transform of the rules engine
+    whose results equal the parent's, or differ only in the order of float additions (``reorders_only``: a tree,
+    shuffle or vector sum of the same terms): a fast-math or reduced-precision step is not, and unverified LLM
+    code never is.
+
+    Args:
+        engine: ``"rules"`` or ``"llm"``.
+        correct: the verifier's verdict (``None``: not checked).
+        numerics: the candidate may change results in the last bits.
+        reorders_only: that change is only the order of float additions.
+
+    Raises:
+        Nothing.
+    """
+    if correct is True:
+        return True
+    return correct is None and engine == "rules" and (not numerics or reorders_only)
+
 class _Loop:
     def __init__(self, task: OptimizeTask, on_progress: Callable[[ProgressEvent], None] | None,
                  cancel: threading.Event | None) -> None:
@@ -141,24 +164,7 @@ class _Loop:
         self.emit = on_progress or (lambda e: None)
         self.cancel = cancel or threading.Event()
         self.path = Path(task.path)
-        if not self.path.is_file():
-            raise OptimizeError(f"no such file: {task.path}")
-        try:
-            self.start_text = task.source_text if task.source_text is not None else self.path.read_text("utf-8")
-            self.file_language = language_for_path(self.path)
-            model = parse_text(self.start_text, self.file_language, str(self.path)) if task.source_text is not None \
-                else load(self.path)
-        except (SourceError, UnicodeDecodeError) as exc:
-            raise OptimizeError(str(exc)) from exc
-        try:
-            self.kernel = model.kernel(task.kernel)
-        except KeyError as exc:
-            raise OptimizeError(str(exc.args[0])) from exc
-        if (why := incomplete_reason(self.kernel, "it is optimized")) is not None:
-            raise OptimizeError(why)
-        if model.stale:
-            raise OptimizeError(f"kernel {task.kernel!r} in {self.path.name} is incomplete (the file does not parse "
-                                f"there: {'; '.join(model.errors[:2]) or 'half-typed'}); finish it first")
+        model = self._load_kernel()
         self.out = task.resolved_out_dir()
         self.kb: KnowledgeBase = load_knowledge()
         try:
@@ -178,19 +184,7 @@ class _Loop:
         self.warnings: list[str] = []
         if task.static is False and not self.gpu:
             self.warnings.append("no GPU found: running in static mode")
-        try:
-            self.harness = find_harness(self.path, task.kernel, model)
-        except HarnessError as exc:
-            if not exc.missing or table is None:
-                self.store.close()  # the run stops here: run_optimize's finally never sees this loop
-            if not exc.missing:  # the user's harness exists but is wrong: never go on without it
-                raise OptimizeError(f"the harness of {task.kernel} cannot be used: {exc}\nFix it (check it with "
-                                    f"`htam verify {self.path.name} --kernel {task.kernel}`), then run again.") from exc
-            if table is None:
-                # none at all (only the template guess): candidates could be neither verified nor timed, so
-                # stop with the same message (and template) as `htam verify` rather than write an unverified best
-                raise OptimizeError(str(exc).replace("\n\n", "\n")) from exc
-            self.harness = None  # a replay: the table holds every verdict and time
+        self.harness = self._find_harness(model, replay=table is not None)
         if self.harness is not None and self.harness.traits.inferred or \
                 self.harness is not None and self.harness.uses_oracle:
             # where the harness came from, and what "correct" means (matches the starting kernel, or the reference)
@@ -234,6 +228,50 @@ class _Loop:
         # measured wins wait for the fresh-process re-timing of the best before the memory learns them:
         # (prefix, state, strategy, step record, device)
         self._pending_wins: list[tuple[list[str], dict, str, StepRecord, str]] = []
+
+    def _load_kernel(self) -> Any:
+        """Read and parse the task's file (or its unsaved text), set ``start_text``, ``file_language`` and
+        ``kernel``, and return the source model; :class:`OptimizeError` with one line when the file is missing,
+        does not parse, lacks the kernel or is half-typed there."""
+        task = self.task
+        if not self.path.is_file():
+            raise OptimizeError(f"no such file: {task.path}")
+        try:
+            self.start_text = task.source_text if task.source_text is not None else self.path.read_text("utf-8")
+            self.file_language = language_for_path(self.path)
+            model = parse_text(self.start_text, self.file_language, str(self.path)) if task.source_text is not None \
+                else load(self.path)
+        except (SourceError, UnicodeDecodeError) as exc:
+            raise OptimizeError(str(exc)) from exc
+        try:
+            self.kernel = model.kernel(task.kernel)
+        except KeyError as exc:
+            raise OptimizeError(str(exc.args[0])) from exc
+        if (why := incomplete_reason(self.kernel, "it is optimized")) is not None:
+            raise OptimizeError(why)
+        if model.stale:
+            raise OptimizeError(f"kernel {task.kernel!r} in {self.path.name} is incomplete (the file does not parse "
+                                f"there: {'; '.join(model.errors[:2]) or 'half-typed'}); finish it first")
+        return model
+
+    def _find_harness(self, model: Any, *, replay: bool) -> Any:
+        """The kernel's harness, or ``None`` for a replay without one (the table holds every verdict and time);
+        :class:`OptimizeError` (the store closed first) when the user's harness is unusable, or when there is none
+        outside a replay: candidates could be neither verified nor timed."""
+        task = self.task
+        try:
+            return find_harness(self.path, task.kernel, model)
+        except HarnessError as exc:
+            if not exc.missing or not replay:
+                self.store.close()  # the run stops here: run_optimize's finally never sees this loop
+            if not exc.missing:  # the user's harness exists but is wrong: never go on without it
+                raise OptimizeError(f"the harness of {task.kernel} cannot be used: {exc}\nFix it (check it with "
+                                    f"`htam verify {self.path.name} --kernel {task.kernel}`), then run again.") from exc
+            if not replay:
+                # none at all (only the template guess): stop with the same message (and template) as
+                # `htam verify` rather than write an unverified best
+                raise OptimizeError(str(exc).replace("\n\n", "\n")) from exc
+            return None
 
     def _generator(self) -> Any:
         if self.task.engine == "llm":
@@ -679,6 +717,7 @@ class _Loop:
                ev: Evaluation, cand_path: Path) -> StepRecord:
         ev = self._strict(start, ev, cand_path)
         numerics = bool(cand.params.get("changes_numerics"))
+        reorders = numerics and bool(cand.params.get("reorders_only"))
         speedup, spread, timing_msgs = None, None, []
         if self.gpu and ev.ok and ev.correct and ev.time_ms and parent.time_ms:
             speedup, spread, _, timing_msgs = self._gain(parent_text, parent, ev, cand_path)
@@ -689,16 +728,17 @@ class _Loop:
         if self.gpu:
             accepted = status == "win" and not labelled
         else:
-            # static: follow the ranking with every candidate verified correct; a compiled but unverifiable
-            # one (CUDA without a GPU, no harness) only when it is a mechanical, numerics-preserving
-            # transform: never unverified LLM code.
-            mechanical = self.task.engine == "rules" and not numerics
-            accepted = status == "neutral" and (ev.correct is True or (ev.correct is None and mechanical))
+            accepted = status == "neutral" and follows_in_static(self.task.engine, ev.correct, numerics, reorders)
         msgs = list(ev.messages) + timing_msgs
         if labelled:
             msgs.append("labelled " + ", ".join(ev.labels) + ": not counted as a plain speedup")
-        if numerics:
-            msgs.append("changes numerics (summation order, fast-math or reduced precision)" + (
+        if reorders:
+            msgs.append("changes the order of float additions only (the same sum in exact arithmetic)" + (
+                "" if self.gpu or ev.correct is not None
+                else ": followed in static mode like any mechanical step, compiled but not checked (run on a GPU "
+                     "to verify it within the tolerance)"))
+        elif numerics:
+            msgs.append("changes numerics (fast-math or reduced precision)" + (
                 "" if self.gpu or accepted or ev.correct is not None
                 else ": not followed in static mode, where nothing can check its results (run on a GPU)"))
         return StepRecord(

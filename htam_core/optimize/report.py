@@ -292,6 +292,44 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
     steps = [s if s.reason or s.status not in ("incorrect", "failed")
              else dataclasses.replace(s, reason=failure_reason(s.status, s.messages)) for s in steps]
     ext = Path(task.path).suffix or ".txt"
+    best_path, launcher_paths = _write_kernel_files(out, ext, best_text, files)
+    measured = gpu and start_ev.time_ms is not None
+    best_speedup = None
+    if measured and best_ev.time_ms and start_ev.time_ms:
+        best_speedup = geomean_ratio(start_ev.per_set_ms or [start_ev.time_ms], best_ev.per_set_ms or
+                                      [best_ev.time_ms])
+    changed = best_text != start_text
+    path = lineage(steps, best_step)
+    start_ok = start_ev.ok and start_ev.correct is not False
+    summary = _summary(start_ev, best_ev, steps, path, ext, language, gpu=gpu, measured=measured,
+                       changed=changed, best_speedup=best_speedup, reproduction=reproduction)
+    plot_path, plot_note = _plot_target(out, measured=measured, gpu=gpu, replay=bool(task.replay_table))
+    report_md = out / "report.md"
+    result = OptimizeResult(best_text=best_text, best_speedup=best_speedup, measured=measured, steps=steps,
+                            report_dir=out, report_md=report_md, summary=summary, cancelled=cancelled,
+                            changed=changed, start_ms=start_ev.time_ms if measured else None,
+                            best_ms=best_ev.time_ms if measured else None, mode="gpu" if gpu else "static",
+                            best_path=best_path, warnings=list(warnings), launcher_paths=launcher_paths,
+                            measurements_reused=measurements_reused, start_ok=start_ok,
+                            best_correct=best_ev.correct, best_verified_on=best_ev.verified_on,
+                            not_made=steps_not_made(not_made or [], steps), plot=plot_path, plot_note=plot_note,
+                            reproduction=reproduction, best_step=best_step, phases=phases,
+                            best_lineage=[s.index for s in path])
+    data = result.to_json()
+    data["task"] = task.to_json()
+    data["start_profile"] = start_ev.profile.to_json() if start_ev.profile else None
+    data["best_profile"] = best_ev.profile.to_json() if best_ev.profile else None
+    (out / "report.json").write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+    report_md.write_text(_markdown(task, result, warnings), encoding="utf-8")
+    if plot_path is not None:
+        _speedup_plot(plot_path, steps)
+    return result
+
+
+def _write_kernel_files(out: Path, ext: str, best_text: str,
+                        files: Mapping[str, str] | None) -> tuple[Path, list[Path]]:
+    """Write ``best<ext>`` and each rewritten launcher (under its own name; ``launcher-<name>`` when it would be
+    ``best<ext>``) into ``out``; return their paths."""
     best_path = out / f"best{ext}"
     best_path.write_text(best_text, encoding="utf-8")
     launcher_paths = []
@@ -301,14 +339,14 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
             dest = out / f"launcher-{Path(src).name}"
         dest.write_text(text, encoding="utf-8")
         launcher_paths.append(dest)
-    measured = gpu and start_ev.time_ms is not None
-    best_speedup = None
-    if measured and best_ev.time_ms and start_ev.time_ms:
-        best_speedup = geomean_ratio(start_ev.per_set_ms or [start_ev.time_ms], best_ev.per_set_ms or
-                                      [best_ev.time_ms])
-    changed = best_text != start_text
+    return best_path, launcher_paths
+
+
+def _summary(start_ev: Evaluation, best_ev: Evaluation, steps: list[StepRecord], path: list[StepRecord], ext: str,
+             language: str, *, gpu: bool, measured: bool, changed: bool, best_speedup: float | None,
+             reproduction: Reproduction | None) -> str:
+    """The report's summary paragraph (see :func:`write_report`), endpoint faults included."""
     kept = [s for s in steps if s.accepted]
-    path = lineage(steps, best_step)
     start_ok = start_ev.ok and start_ev.correct is not False
     if not start_ok and not steps:
         what = "does not match its reference" if start_ev.ok else "failed to compile or run"
@@ -342,38 +380,24 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                    + (f"The loop followed HTAM's ranking of the static state (not measured): "
                       f"{_lineage_text(path, kept, ext)}; not a measured improvement. " if kept else "")
                    + "Run on a GPU to measure it.")
-    plot_path: Path | None = out / "speedup.png"
-    plot_note = None
-    if measured and task.replay_table:
-        plot_note = "not written: a replay from a measured-space table (the benchmark plots the policies)"
-        plot_path.unlink(missing_ok=True)
-        plot_path = None
-    elif not measured:
-        plot_note = ("not written: nothing was timed (static mode: no GPU), so there is no speedup to plot" if not gpu
-                     else "not written: the starting kernel could not be timed, so there is no speedup to plot")
-        plot_path.unlink(missing_ok=True)  # an old plot in this folder would show another run's numbers
-        plot_path = None
     n_faults = sum(1 for s in steps if s.status == ENDPOINT_FAULT)
     if n_faults:
         summary += (f" {n_faults} of the {len(steps)} steps were LLM endpoint faults: no candidate, so they are not "
                     "counted against their strategies and were kept out of the memory.")
-    report_md = out / "report.md"
-    result = OptimizeResult(best_text=best_text, best_speedup=best_speedup, measured=measured, steps=steps,
-                            report_dir=out, report_md=report_md, summary=summary, cancelled=cancelled,
-                            changed=changed, start_ms=start_ev.time_ms if measured else None,
-                            best_ms=best_ev.time_ms if measured else None, mode="gpu" if gpu else "static",
-                            best_path=best_path, warnings=list(warnings), launcher_paths=launcher_paths,
-                            measurements_reused=measurements_reused, start_ok=start_ok,
-                            best_correct=best_ev.correct, best_verified_on=best_ev.verified_on,
-                            not_made=steps_not_made(not_made or [], steps), plot=plot_path, plot_note=plot_note,
-                            reproduction=reproduction, best_step=best_step, phases=phases,
-                            best_lineage=[s.index for s in path])
-    data = result.to_json()
-    data["task"] = task.to_json()
-    data["start_profile"] = start_ev.profile.to_json() if start_ev.profile else None
-    data["best_profile"] = best_ev.profile.to_json() if best_ev.profile else None
-    (out / "report.json").write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    report_md.write_text(_markdown(task, result, warnings), encoding="utf-8")
-    if plot_path is not None:
-        _speedup_plot(plot_path, steps)
-    return result
+    return summary
+
+
+def _plot_target(out: Path, *, measured: bool, gpu: bool, replay: bool) -> tuple[Path | None, str | None]:
+    """Where ``speedup.png`` goes, or ``None`` and why it is not written (an old plot in ``out`` is removed: it
+    would show another run's numbers)."""
+    plot_path = out / "speedup.png"
+    if measured and not replay:
+        return plot_path, None
+    if measured:
+        note = "not written: a replay from a measured-space table (the benchmark plots the policies)"
+    elif not gpu:
+        note = "not written: nothing was timed (static mode: no GPU), so there is no speedup to plot"
+    else:
+        note = "not written: the starting kernel could not be timed, so there is no speedup to plot"
+    plot_path.unlink(missing_ok=True)
+    return None, note

@@ -23,12 +23,13 @@ Error recovery (tree-sitter-cuda 0.21.2):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import tree_sitter as ts
 
 from htam_core.source import cache as kcache
 from htam_core.source import features as feat
+from htam_core.source.analysis.fnptr import pointer_kernels
 from htam_core.source.analysis.launch import LAUNCH_QUERY, launch_config
 from htam_core.source.frames import Frame
 from htam_core.source.model import ByteSpan, DeviceFunction, Kernel, LaunchSite, Param
@@ -276,7 +277,8 @@ def _mask_attributes(frame: Frame, root: ts.Node) -> tuple[Frame, ts.Node] | Non
 
 
 def attach_launches(kernels: list[Kernel], launches: list[LaunchSite]) -> None:
-    """Give each kernel the launch sites that name it (deduplicated by position, in order)."""
+    """Give each kernel the launch sites that name it (deduplicated by position, in order); a launch through a
+    function pointer or a table of kernels is given to every kernel the pointer may run, named after it."""
     seen: set[int] = set()
     unique: list[LaunchSite] = []
     for site in sorted(launches, key=lambda s: s.span.start if s.span else 0):
@@ -290,6 +292,9 @@ def attach_launches(kernels: list[Kernel], launches: list[LaunchSite]) -> None:
     for site in unique:
         for k in by_name.get(site.kernel_name, []):
             k.launch_sites.append(site)
+        for name in site.pointer_kernels:
+            for k in by_name.get(name, []):
+                k.launch_sites.append(replace(site, kernel_name=name))
 
 
 # --------------------------------------------------------------------------------------------
@@ -683,7 +688,7 @@ def _launch(frame: Frame, call: ts.Node, resolver: CudaResolver) -> LaunchSite |
     args = call.child_by_field_name("arguments")
     if fn is None or exprs is None:
         return None
-    name_node = _declarator_name(fn) if fn.type != "identifier" else fn
+    name_node = fn if fn.type in ("identifier", "subscript_expression", "parenthesized_expression", "pointer_expression") else _declarator_name(fn)
     if name_node is None:
         return None
     keys = ("grid", "block", "smem", "stream")
@@ -712,6 +717,7 @@ def _launch(frame: Frame, call: ts.Node, resolver: CudaResolver) -> LaunchSite |
         config_spans=spans,
         qualified_name=" ".join(node_text(fn).split()),
         resolved_config=resolved,
+        pointer_kernels=pointer_kernels(fn, frame.src),
     )
 
 

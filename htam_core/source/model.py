@@ -76,6 +76,10 @@ class LaunchSite:
         resolved_config: the same keys with bare names resolved through their last definition
             before the launch (``grid`` -> ``dim3(CEIL_DIV(M, 16), CEIL_DIV(N, 16))``) and, in
             CUDA, compile-time constants replaced by their literal values; see ``source.resolve``.
+        pointer_kernels: for a CUDA launch through a function pointer or a table of kernels
+            (``kernel = &k; kernel<<<g, b>>>(...)``), every function the pointer may run (the site is then a
+            launch site of each of those kernels, ``kernel_name`` naming the one it is attached to); ``()``
+            for a launch that names its kernel.
     """
 
     line: int
@@ -86,6 +90,7 @@ class LaunchSite:
     config_spans: dict[str, ByteSpan] = field(default_factory=dict)
     qualified_name: str | None = None
     resolved_config: dict[str, str] = field(default_factory=dict)
+    pointer_kernels: tuple[str, ...] = ()
 
 
 @dataclass
@@ -253,7 +258,10 @@ class Kernel:
             # Launch configs as the manifest convention writes them: bare names followed back to their
             # definition before the launch (``grid`` -> ``dim3(CEIL_DIV(M, 16), CEIL_DIV(N, 16))``).
             "launch_sites": [
-                {"line": s.line, "config": dict(s.resolved_config or s.config)} for s in self.launch_sites
+                {"line": s.line, "config": dict(s.resolved_config or s.config),
+                 **({"through_pointer": s.qualified_name, "pointer_kernels": list(s.pointer_kernels)}
+                    if s.pointer_kernels else {})}
+                for s in self.launch_sites
             ],
             **extra,
         }

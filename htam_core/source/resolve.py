@@ -76,16 +76,19 @@ class CudaResolver:
             if value.type in ("argument_list", "initializer_list"):
                 prefix = node_text(decl.child_by_field_name("type"))
             out.append((name, init.start_byte, prefix, value, const))
+        seen: set[int] = set()
         for decl in caps.get("fdecl", []):
-            if top_level:
+            if top_level or decl.start_byte in seen:
                 continue
-            fd = decl.child_by_field_name("declarator")
-            if fd is None:
-                continue
-            name = node_text(fd.child_by_field_name("declarator"))
-            params = fd.child_by_field_name("parameters")
-            if params is not None:
-                out.append((name, decl.start_byte, node_text(decl.child_by_field_name("type")), params, False))
+            seen.add(decl.start_byte)
+            # every declarator of `dim3 grid(a, b), threads(c, d);`, not only the first
+            for fd in decl.children_by_field_name("declarator"):
+                if fd.type != "function_declarator":
+                    continue
+                name = node_text(fd.child_by_field_name("declarator"))
+                params = fd.child_by_field_name("parameters")
+                if params is not None:
+                    out.append((name, fd.start_byte, node_text(decl.child_by_field_name("type")), params, False))
         for assign in caps.get("assign", []):
             if top_level:
                 continue

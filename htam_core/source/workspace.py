@@ -10,10 +10,14 @@ engine the way the compiler reads them: as one translation unit.
   :class:`WorkspaceLaunch` (file, byte range, line, grid/block expressions, template arguments and the
   values that are known).
 - :func:`launch_unit` builds a :class:`LaunchUnit`: the kernel's file followed by the texts that launch it
-  (whole host files, a ``#define`` body wrapped in a host function, the content of a Python string), parsed
+  (whole host files, a ``#define`` body wrapped in a host function, the content of a Python string, a cupy
+  call written as a host function's ``<<<>>>`` launch by :mod:`htam_core.source.pylaunch`), parsed
   as one :class:`~htam_core.source.model.SourceModel`. The analysis layer reads its launches, constants and
   ``dim3`` variables as in a single file, so every launch-aware fact (and every transform that reads
-  facts) works unchanged; :meth:`LaunchUnit.split` maps edits on the joint text back to per-file edits.
+  facts) works unchanged; :meth:`LaunchUnit.locate` maps edits on the joint text back to per-file edits. A
+  kernel held in a Python string gets its launch texts inserted at the end of its own string (one CUDA text).
+- :func:`declaring_files` lists the headers that declare a kernel (a step that changes its parameter types
+  edits them too).
 
 The search is bounded: the kernel file's folder and its sub-folders, or the enclosing git repository
 when there is one within :data:`MAX_LEVELS_UP` levels (or an explicit workspace root), at most
@@ -29,6 +33,8 @@ or separate compilation with a declaration); cupy's ``RawKernel.__call__(grid, b
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
 import io
 import os
 import re
@@ -40,9 +46,11 @@ from pathlib import Path
 
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.facts import Dim
+from htam_core.source.analysis.unit import cuda_fragments
 from htam_core.source.api import parse_text
 from htam_core.source.errors import MAX_SOURCE_BYTES
 from htam_core.source.model import Kernel, SourceModel
+from htam_core.source.pylaunch import cupy_handles, cupy_launches, imported_handles, python_text
 
 #: file suffixes searched for launches of a CUDA kernel (C/C++/CUDA host code and Python launchers)
 CUDA_LAUNCHER_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".py")
@@ -121,6 +129,12 @@ class Fragment:
         style: the :attr:`WorkspaceLaunch.style` of the launches in it.
         prefix, suffix: text the joint unit writes around it (a ``#define`` body becomes a host function);
             edits there are not the user's and are refused.
+        to_user: how a step's new text in ``text`` is written in the user's file when ``text`` is a translation
+            of equal length (a cupy component: C to Python, :func:`~htam_core.source.pylaunch.python_text`;
+            ``None`` when it cannot be); ``None``: as it is.
+        launch: for the first grid component of a cupy launch, the Python call it stands for: ``(span, line,
+            grid, block)`` as written.
+        fixed: why a step may not edit it (a value other code of the file reads too), or ``""``.
     """
 
     path: str
@@ -129,6 +143,9 @@ class Fragment:
     style: str
     prefix: str = ""
     suffix: str = ""
+    to_user: Callable[[str], str | None] | None = None
+    launch: tuple[tuple[int, int], int, str, str] | None = None
+    fixed: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,10 +162,14 @@ class LaunchUnit:
     """A kernel's file joined with the texts that launch it, parsed as one unit.
 
     Attributes:
-        own: the kernel file's model; ``model`` starts with its text byte for byte.
+        own: the kernel file's model; ``model`` is its text with the fragments inserted at ``at``.
         model: the joint model (path and language of the kernel's file).
         kernel: the kernel in ``model``.
-        segments: where each appended fragment sits in ``model.text``.
+        segments: where each inserted fragment sits in ``model.text``.
+        files: texts of workspace files that differ from disk, by resolved path.
+        at: the kernel file's byte offset the fragments are inserted at (``None``: after its text; a kernel in a
+            Python string: the end of the string's content, so kernel and launches are one CUDA text).
+        inserted: bytes inserted there (the fragments with their glue).
     """
 
     own: SourceModel
@@ -156,6 +177,8 @@ class LaunchUnit:
     kernel: Kernel
     segments: tuple[_Segment, ...] = field(default_factory=tuple)
     files: Mapping[str, str] = field(default_factory=dict)
+    at: int | None = None
+    inserted: int = 0
 
     def text_of(self, path: str) -> str | None:
         """The text of ``path`` the unit was built from (the kernel's file, a given text, or the file on disk)."""
@@ -168,21 +191,41 @@ class LaunchUnit:
 
     @property
     def own_bytes(self) -> int:
-        """Length of the kernel file's UTF-8 text: joint offsets below it are the kernel file's."""
-        return len(self.own.text.encode("utf-8"))
+        """Where the inserted fragments start: joint offsets below it are the kernel file's own."""
+        return len(self.own.text.encode("utf-8")) if self.at is None else self.at
 
     def locate(self, start: int, end: int) -> tuple[str | None, int, int] | None:
         """Where the joint unit's bytes ``[start, end)`` are in the user's files: ``(None, start, end)`` for the
-        kernel's file (also a ``#define`` body of it), ``(path, s, e)`` for another file, or ``None`` when they
-        fall outside the user's text (the glue between the parts, or a wrapper the joint unit wrote)."""
+        kernel's file (also a ``#define`` body of it, or a cupy launch in it), ``(path, s, e)`` for another file,
+        or ``None`` when they fall outside the user's text (the glue between the parts, or a wrapper the joint
+        unit wrote)."""
         if end <= self.own_bytes:
             return None, start, end
-        seg = next((g for g in self.segments if g.start <= start and end <= g.end), None)
+        if start >= self.own_bytes + self.inserted:  # the kernel file's text after the inserted fragments
+            return None, start - self.inserted, end - self.inserted
+        seg = self.segment(start, end)
         if seg is None:
             return None
         shift = seg.fragment.base - seg.start
         path = None if seg.fragment.path == self.own.path else seg.fragment.path
         return path, start + shift, end + shift
+
+    def segment(self, start: int, end: int) -> _Segment | None:
+        """The inserted fragment that holds the joint unit's bytes ``[start, end)``, if one does."""
+        return next((g for g in self.segments if g.start <= start and end <= g.end), None)
+
+    def fixed(self, start: int, end: int) -> str:
+        """Why no step may edit the joint unit's bytes ``[start, end)`` (:attr:`Fragment.fixed`), or ``""``."""
+        seg = self.segment(start, end) if self.own_bytes < end and start < self.own_bytes + self.inserted else None
+        return seg.fragment.fixed if seg is not None else ""
+
+    def user_text(self, start: int, end: int, new_text: str) -> str | None:
+        """A step's ``new_text`` for the joint unit's bytes ``[start, end)`` as written in the user's file: as it
+        is, or translated where the fragment is a translation (a cupy component); ``None`` when it cannot be."""
+        seg = self.segment(start, end) if self.own_bytes < end and start < self.own_bytes + self.inserted else None
+        if seg is None or seg.fragment.to_user is None:
+            return new_text
+        return seg.fragment.to_user(new_text)
 
     def file_line(self, line: int) -> tuple[str, int] | None:
         """The file and 1-based line of the joint unit's line ``line`` when it lies in an appended fragment (a
@@ -196,6 +239,9 @@ class LaunchUnit:
             start = pos + 1
         if start < self.own_bytes:
             return None
+        if start >= self.own_bytes + self.inserted:  # the kernel file's own lines after the inserted fragments
+            gap = data[self.own_bytes:self.own_bytes + self.inserted].count(b"\n")
+            return self.own.path, line - gap
         seg = next((g for g in self.segments if g.start <= start <= g.end), None)
         if seg is None:
             return None
@@ -208,7 +254,9 @@ class LaunchUnit:
         host.cpp`` (messages of the analysis layer and the transforms count the joint unit's lines)."""
         def one(m: re.Match[str]) -> str:
             where = self.file_line(int(m.group(1)))
-            return m.group(0) if where is None else f"line {where[1]} of {Path(where[0]).name}"
+            if where is None:
+                return m.group(0)
+            return f"line {where[1]}" if where[0] == self.own.path else f"line {where[1]} of {Path(where[0]).name}"
         return re.sub(r"\bline (\d+)\b", one, message)
 
     def launches(self) -> list[WorkspaceLaunch]:
@@ -220,6 +268,13 @@ class LaunchUnit:
         for lf in analyze(self.model, self.kernel).launches:
             seg = next((g for g in self.segments if lf.span and g.start <= lf.span[0] and lf.span[1] <= g.end), None)
             site = sites.get(lf.span) if lf.span else None
+            call = next((g.fragment for g in self.segments if g.fragment.launch is not None and lf.span
+                         and lf.span[0] <= g.start and g.end <= lf.span[1]), None)
+            if call is not None and call.launch is not None:  # a cupy call written as a <<<>>> launch
+                span, line, grid, block = call.launch
+                out.append(WorkspaceLaunch(call.path, call.style, span, line, grid, block, (),
+                                           _values(lf.grid), _values(lf.block)))
+                continue
             if seg is None or site is None:
                 continue
             f = seg.fragment
@@ -334,9 +389,10 @@ def _decode(data: bytes) -> str | None:
         return None
 
 
-def _macro_fragments(path: str, data: bytes, name: str) -> list[Fragment]:
-    """``#define`` bodies of ``data`` that launch ``name`` (``#define LAUNCH(n) k<<<...>>>(...)``), each wrapped
+def _macro_fragments(path: str, data: bytes, kernel: Kernel | str) -> list[Fragment]:
+    """``#define`` bodies of ``data`` that launch ``kernel`` (``#define LAUNCH(n) k<<<...>>>(...)``), each wrapped
     in a host function whose parameters are the macro's (``int``), so the body parses as a statement."""
+    name = kernel if isinstance(kernel, str) else kernel.name
     out = []
     for m in _DEFINE.finditer(data):
         body = m.group(3)
@@ -400,30 +456,32 @@ def _defines_python(data: bytes, name: str) -> bool:
     return re.search(rb"^[ \t]*def[ \t]+" + re.escape(name.encode()) + rb"[ \t]*\(", data, re.M) is not None
 
 
-def _cuda_file_fragments(path: str, data: bytes, name: str, stem: str) -> list[Fragment]:
+def _cuda_file_fragments(path: str, data: bytes, kernel: Kernel, model: SourceModel) -> list[Fragment]:
     """The texts of one workspace file that may launch CUDA kernel ``name``: a Python file's CUDA strings (when it
     compiles CUDA from strings), else its ``#define`` bodies and the whole file."""
-    if b"<<<" not in data:
-        return []
+    name, stem = kernel.name, Path(model.path).stem
     if path.endswith(".py"):
-        # a CUDA string launches the user's kernel only when the Python file compiles it with that kernel's file
-        # (``load(sources=["add.cu", ...])``, ``RawModule(path="add.cu")``, ``#include "add.cu"``, reading it):
-        # a string that only declares or launches a kernel of the same name belongs to another program
+        # a CUDA string or a cupy call launches the user's kernel only when the Python file compiles it with that
+        # kernel's file (``load(sources=["add.cu", ...])``, ``RawModule(path="add.cu")``, ``#include "add.cu"``,
+        # reading it): a string that only declares or launches a kernel of the same name belongs to another program
         if not any(m in data for m in _PY_CUDA_LOADERS) or not re.search(
                 rb"\b" + re.escape(stem.encode()) + rb"\.(?:cu|cuh|h|hpp)\b", data):
             return []
-        return _string_fragments(path, data, name)
+        return (_string_fragments(path, data, name) if b"<<<" in data else []) + _cupy_fragments(path, data, kernel)
+    if b"<<<" not in data:
+        return []
     text = _decode(data)
     return _macro_fragments(path, data, name) + ([Fragment(path, 0, text, "cuda", prefix="\n")] if text else [])
 
 
-def _triton_file_fragments(path: str, data: bytes, name: str, stem: str) -> list[Fragment]:
-    """A Python module that imports the kernel's module (it names ``stem``) and subscripts: the whole module."""
+def _triton_file_fragments(path: str, data: bytes, kernel: Kernel, model: SourceModel) -> list[Fragment]:
+    """A Python module that imports the kernel's module (it names its stem) and subscripts: the whole module."""
+    stem = Path(model.path).stem
     text = _decode(data) if b"[" in data and _mentions(data, stem) else None
     return [Fragment(path, 0, text, "triton", prefix="\n")] if text is not None else []
 
 
-def _no_fragments(path: str, data: bytes, name: str) -> list[Fragment]:
+def _no_fragments(path: str, data: bytes, kernel: Kernel) -> list[Fragment]:
     """No same-file launch wrappers (Triton)."""
     return []
 
@@ -433,6 +491,34 @@ def _no_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
     return []
 
 
+def _importer_fragments(path: str, data: bytes, kernel: Kernel, model: SourceModel) -> list[Fragment]:
+    """The cupy calls of another Python file that imports the kernel objects of the kernel's module
+    (``from kernels import kern``, ``import kernels`` and ``kernels.kern(...)``), as :func:`_cupy_fragments`."""
+    stem = Path(model.path).stem if model.path else ""
+    if not stem or not path.endswith(".py") or not re.search(
+            rb"^[ \t]*(?:from[ \t]+[\w.]*\b" + re.escape(stem.encode()) + rb"[ \t]+import|import[ \t][^\n]*\b"
+            + re.escape(stem.encode()) + rb"\b)", data, re.M):
+        return []
+    handles = _own_handles(model.text, kernel.name)
+    text = _decode(data) if handles else None
+    if text is None:
+        return []
+    try:
+        names = imported_handles(ast.parse(text), stem, set(handles))
+    except (SyntaxError, ValueError):
+        return []
+    return _cupy_fragments(path, data, kernel, names) if names else []
+
+
+@functools.lru_cache(maxsize=64)
+def _own_handles(text: str, name: str) -> frozenset[str]:
+    """The names the kernel's own Python file binds to its cupy kernel objects (cached by text)."""
+    try:
+        return frozenset(cupy_handles(ast.parse(text), name))
+    except (SyntaxError, ValueError):
+        return frozenset()
+
+
 @dataclass(frozen=True)
 class _Search:
     """How kernels of one language are launched from elsewhere: the registry entry of :data:`_SEARCHES`.
@@ -440,18 +526,24 @@ class _Search:
     Attributes:
         suffixes: workspace files that may launch them.
         same_file: launch texts in the kernel's own file (``#define`` bodies).
-        file_fragments: launch texts of one other file ``(path, data, name, stem) -> fragments``.
+        file_fragments: launch texts of one other file ``(path, data, kernel, kernel's model) -> fragments``.
         defines: whether a file defines its own kernel of that name (then it is not a launcher).
         foreign: launches the joint unit cannot hold (cupy calls in Python), read on their own.
         foreign_markers: bytes a file must hold for ``foreign`` to be asked.
+        insert_at: where in the kernel's file the joint unit inserts the fragments (``None``: after its text),
+            or ``-1`` when it cannot hold them.
+        own_file: whether the kernel's own file is searched as a launcher too (cupy calls of a kernel held in
+            a Python string of that file).
     """
 
     suffixes: tuple[str, ...]
-    same_file: Callable[[str, bytes, str], list[Fragment]]
-    file_fragments: Callable[[str, bytes, str, str], list[Fragment]]
+    same_file: Callable[[str, bytes, Kernel], list[Fragment]]
+    file_fragments: Callable[[str, bytes, Kernel, SourceModel], list[Fragment]]
     defines: Callable[[bytes, str], bool]
     foreign: Callable[[str, bytes, str], list[WorkspaceLaunch]]
     foreign_markers: tuple[bytes, ...] = ()
+    insert_at: Callable[[SourceModel, Kernel], int | None] = lambda model, kernel: None
+    own_file: bool = False
 
 
 def _fragments(model: SourceModel, kernel: Kernel, root: Path, files: Mapping[str, str]) -> list[Fragment]:
@@ -459,17 +551,18 @@ def _fragments(model: SourceModel, kernel: Kernel, root: Path, files: Mapping[st
     text from ``files`` when it holds them, else from disk)."""
     search = _SEARCHES[kernel.language]
     own = str(Path(model.path).resolve()) if model.path else ""
-    out = search.same_file(model.path or "", model.text.encode("utf-8"), kernel.name)
+    out = search.same_file(model.path or "", model.text.encode("utf-8"), kernel)
     if not model.path:
         return out
-    stem = Path(model.path).stem
     for p in _listing(root, search.suffixes):
         sp = str(p)
         if sp == own:
             continue
         data = files[sp].encode("utf-8") if sp in files else _read_bytes(sp)
-        if data is not None and _mentions(data, kernel.name) and not search.defines(data, kernel.name):
-            out.extend(search.file_fragments(sp, data, kernel.name, stem))
+        # a launcher names the kernel; one of a kernel in a Python string imports the kernel's module instead
+        named = _mentions(data, Path(model.path).stem if search.own_file else kernel.name) if data else False
+        if data is not None and named and not search.defines(data, kernel.name):
+            out.extend(search.file_fragments(sp, data, kernel, model))
     return out
 
 
@@ -491,19 +584,25 @@ def launch_unit(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str]
 
     Never raises for unreadable files: they are skipped. Cached by the texts involved.
     """
-    if _SEARCHES.get(kernel.language) is None or kernel.incomplete:
+    search = _SEARCHES.get(kernel.language)
+    if search is None or kernel.incomplete:
+        return None
+    at = search.insert_at(model, kernel)
+    if at is not None and at < 0:
         return None
     ws = workspace_root(model.path, root) if model.path else Path(".")
     frags = _fragments(model, kernel, ws, files or {})
     if not frags:
         return None
-    key = (model.text, kernel.name, tuple((f.path, f.base, f.text, f.prefix) for f in frags))
+    key = (model.text, kernel.name, at, tuple((f.path, f.base, f.text, f.prefix, f.suffix) for f in frags))
     if key in _UNITS:
         return _UNITS[key]
     if len(_UNITS) > 64:
         _UNITS.clear()
-    parts = [model.text]
-    pos = len(model.text.encode("utf-8"))
+    data = model.text.encode("utf-8")
+    start = len(data) if at is None else at
+    parts: list[str] = []
+    pos = start
     segments = []
     for f in frags:
         glue = f.prefix if f.prefix.startswith("\n") else "\n" + f.prefix
@@ -512,11 +611,13 @@ def launch_unit(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str]
         segments.append(_Segment(pos, seg_end, f))
         parts += [glue, f.text, f.suffix]
         pos = seg_end + len(f.suffix.encode("utf-8"))
-    joint = parse_text("".join(parts), model.file_language, model.path)
+    inserted = "".join(parts)
+    joint = parse_text(data[:start].decode("utf-8") + inserted + data[start:].decode("utf-8"), model.file_language,
+                       model.path)
     found = next((k for k in joint.kernels if k.name == kernel.name and k.span.start == kernel.span.start), None)
     unit = None
-    if found is not None and any(s.span.start >= len(model.text.encode("utf-8")) for s in found.launch_sites):
-        unit = LaunchUnit(model, joint, found, tuple(segments), dict(files or {}))
+    if found is not None and any(start <= s.span.start < pos for s in found.launch_sites if s.span is not None):
+        unit = LaunchUnit(model, joint, found, tuple(segments), dict(files or {}), at, pos - start)
     _UNITS[key] = unit
     return unit
 
@@ -530,17 +631,45 @@ def find_launches(model: SourceModel, kernel: Kernel, root: str | os.PathLike[st
         model, kernel, root, files: as for :func:`launch_unit`.
 
     Returns:
-        The launches, joint-unit ones first (in fragment order), then cupy ones (``editable`` False).
+        The launches, joint-unit ones first (in fragment order), then cupy ones the joint unit does not hold
+        (``editable`` False). A kernel held in a Python string: the cupy calls of its own file.
     """
     unit = launch_unit(model, kernel, root, files)
     out = unit.launches() if unit is not None else []
     search = _SEARCHES.get(kernel.language)
     if search is None or not model.path or not search.foreign_markers:
         return out
-    for p in _listing(workspace_root(model.path, root), search.suffixes):
-        data = _read_bytes(str(p))
+    paths = [Path(model.path)] if search.own_file else _listing(workspace_root(model.path, root), search.suffixes)
+    held = {(la.path, la.span) for la in out}
+    for p in paths:
+        data = model.text.encode("utf-8") if search.own_file else _read_bytes(str(p))
         if data is not None and _mentions(data, kernel.name) and any(m in data for m in search.foreign_markers):
-            out.extend(search.foreign(str(p), data, kernel.name))
+            out.extend(la for la in search.foreign(str(p), data, kernel.name) if (la.path, la.span) not in held)
+    return out
+
+
+def declaring_files(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str] | None = None
+                    ) -> list[tuple[str, str]]:
+    """The workspace files, other than the kernel's own, that declare CUDA kernel ``kernel`` without defining or
+    launching it (a header's ``__global__ void k(float*, const float*, int);``): ``(path, text)``, sorted by path.
+    A file that launches the kernel is read with it in the joint unit (:func:`launch_unit`), its declarations
+    there. The same bounded search as :func:`launch_unit`; ``[]`` for a kernel in a Python string or a model with
+    no path."""
+    search = _SEARCHES.get(kernel.language)
+    if search is None or not model.path or search.own_file:
+        return []
+    own = Path(model.path).resolve()
+    proto = re.compile(rb"__global__[^;{}]*\b" + re.escape(kernel.name.encode()) + rb"\s*\([^;{}]*\)[^;{}]*;")
+    out = []
+    for p in _listing(workspace_root(model.path, root), search.suffixes):
+        if p.suffix == ".py" or p.resolve() == own:
+            continue
+        data = _read_bytes(str(p))
+        if data is None or b"<<<" in data or not proto.search(data) or _defines_cuda(data, kernel.name):
+            continue
+        text = _decode(data)
+        if text is not None:
+            out.append((str(p), text))
     return out
 
 
@@ -572,6 +701,57 @@ def launcher_files(model: SourceModel, kernel: Kernel, names: Sequence[str] = ()
 
 
 # ----------------------------------------------------------------------------- cupy
+
+
+def _string_end(model: SourceModel, kernel: Kernel) -> int | None:
+    """The end of the content of the triple-quoted Python string that holds ``kernel`` (where the joint unit
+    writes its cupy launches, inside the same CUDA text), or ``-1`` when it is not one (a one-line string
+    cannot hold the host functions' lines)."""
+    data = model.text.encode("utf-8")
+    for s, e in cuda_fragments(data):
+        if s <= kernel.name_span.start < e:
+            return e if data[e:e + 3] in (b'"""', b"'''") else -1
+    return -1
+
+
+def _python_file_fragments(path: str, data: bytes, kernel: Kernel) -> list[Fragment]:
+    """The launches of a kernel held in a Python string, in its own file: the other CUDA strings that launch it
+    with ``<<<>>>`` (a ``load_inline`` launcher kept in a string of its own, ``cuda_sources=KERNEL + LAUNCHER``) and
+    its cupy calls (:func:`_cupy_fragments`)."""
+    return _string_fragments(path, data, kernel.name) + _cupy_fragments(path, data, kernel)
+
+
+def _cupy_fragments(path: str, data: bytes, kernel: Kernel, handles: set[str] | None = None) -> list[Fragment]:
+    """The cupy launches of ``kernel`` in the Python file ``data`` (its own, or one importing ``handles``), each a
+    host function whose ``<<<>>>`` launch is the call (:func:`~htam_core.source.pylaunch.cupy_launches`): the grid
+    and block components and the values they name are fragments of the file, the rest glue."""
+    if kernel.attributes.get("template_params") or (handles is None and not any(m in data for m in _CUPY_MAKERS)):
+        return []
+    params = tuple((p.name, p.type or "int") for p in kernel.params)
+    return list(_cupy_fragments_of(path, data, kernel.name, params, None if handles is None else frozenset(handles)))
+
+
+@functools.lru_cache(maxsize=64)
+def _cupy_fragments_of(path: str, data: bytes, name: str, params: tuple[tuple[str, str], ...],
+                       handles: frozenset[str] | None) -> tuple[Fragment, ...]:
+    """:func:`_cupy_fragments` of one file's bytes (cached: an editor asks once per transform)."""
+    text = _decode(data)
+    if text is None:
+        return ()
+    out: list[Fragment] = []
+    for la in cupy_launches(text, name, params, None if handles is None else set(handles)):
+        glue = ""
+        for i, piece in enumerate(la.pieces):
+            if piece.span is None:
+                glue += piece.text
+                continue
+            launch = (la.span, la.line, la.grid, la.block) if i == la.launch_piece else None
+            out.append(Fragment(path, piece.span[0], piece.text, "cupy", prefix=glue, to_user=python_text,
+                                launch=launch, fixed=piece.fixed))
+            glue = ""
+        if out and glue:
+            out[-1] = dataclasses.replace(out[-1], suffix=glue)
+    return tuple(out)
 
 
 def _cupy_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
@@ -639,4 +819,6 @@ _SEARCHES: dict[str, _Search] = {
                     _cupy_launches, _CUPY_MAKERS),
     "triton": _Search(TRITON_LAUNCHER_SUFFIXES, _no_fragments, _triton_file_fragments, _defines_python,
                       _no_launches),
+    "cuda-in-python": _Search((".py",), _python_file_fragments, _importer_fragments, _defines_cuda, _cupy_launches,
+                              _CUPY_MAKERS, insert_at=_string_end, own_file=True),
 }

@@ -11,27 +11,25 @@ maps them back to file offsets for :class:`TextEdit`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-import sympy
-from tree_sitter import Node
-
-from htam_core.source.analysis import Barrier, KernelFacts, analyze
+from htam_core.source.analysis import Barrier, KernelFacts, analyze, forms
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import Const, int_literal
 from htam_core.source.analysis.contracts import host_owns_outputs
-from htam_core.source.analysis.facts import DIMS, sym
-from htam_core.source.analysis.guards import BoundsGuard, bounds_guard, describe_form
+from htam_core.source.analysis.facts import DIMS
+from htam_core.source.analysis.forms import barriers_in, launch_bounds_node, uses_block_linear_index
 from htam_core.source.analysis.launch import dims_of
-from htam_core.source.analysis.syntax import side_effect_free, statement_start, statements, strip_casts
+from htam_core.source.analysis.nodes import Node, references
+from htam_core.source.analysis.syntax import statement_start, statements, strip_casts
 from htam_core.source.analysis.unit import CudaSource, cuda_source
 from htam_core.source.analysis.unit import SiteLaunch as Launch
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _notes, _ts
+from htam_core.transforms import _notes
 from htam_core.transforms.base import TextEdit, UnitTransform
 
-__all__ = ["DIMS", "Const", "CudaUnit", "Launch", "int_literal", "statement_start", "strip_casts"]
+__all__ = ["DIMS", "Const", "CudaUnit", "Launch", "int_literal", "references", "statement_start", "strip_casts"]
 
 
 @dataclass
@@ -81,6 +79,14 @@ class CudaUnit:
     def facts(self) -> KernelFacts:
         """The kernel's facts (:func:`htam_core.source.analysis.analyze`, cached per kernel version)."""
         return analyze(self.model, self.kernel)
+
+    @property
+    def launches_editable(self) -> bool:
+        """True when the kernel has a launch in the unit whose grid and block a step may change: one that names
+        the kernel, or a function pointer that runs no other kernel (:attr:`LaunchSite.pointer_kernels`). A
+        kernel launched only through a pointer or a table that runs other kernels too is, for a step that would
+        change the grid, like one launched elsewhere: the launch-independent form is the one to make."""
+        return any(not set(la.site.pointer_kernels) - {self.kernel.name} for la in self.launches)
 
     def t(self, node: Node | None) -> str:
         """Source text of ``node``."""
@@ -141,8 +147,7 @@ class CudaUnit:
     def barriers_in(self, node: Node) -> list[Barrier]:
         """The barriers (:attr:`KernelFacts.barriers`, every spelling in normal form: ``__syncthreads()``,
         ``cg::sync(cta)``, ``cta.sync()``, ``__syncwarp()``) whose call lies inside ``node``."""
-        lo, hi = self.file_byte(node), node.end_byte + self.base
-        return [b for b in self.facts.barriers if lo <= b.span[0] and b.span[1] <= hi]
+        return barriers_in(self, node)
 
     # ----------------------------------------------------------------- launch dims
     def dims_of(self, expr: Node, scope: Node | None) -> list[Node]:
@@ -169,42 +174,14 @@ class CudaUnit:
     def uses_block_linear_index(self, dim: str) -> bool:
         """True when the kernel multiplies ``blockIdx.<dim>`` by something (each block owns a slice): the analysis
         layer's :meth:`~htam_core.source.analysis.KernelFacts.multiplies_block_index` (casts, cooperative-groups
-        ranks), or a product written in the body that no fact holds."""
-        if self.facts.multiplies_block_index(dim):
-            return True
-        for b in _ts.of_type(self.body, "binary_expression"):
-            if self.t(b.child_by_field_name("operator")) != "*":
-                continue
-            for side in ("left", "right"):
-                s = b.child_by_field_name(side)
-                if s is not None and self.t(_ts.unwrap_parens(s)).replace(" ", "").endswith(f"blockIdx.{dim}"):
-                    return True
-        return False
+        ranks), or a product written in the body that no fact holds
+        (:func:`~htam_core.source.analysis.forms.uses_block_linear_index`)."""
+        return self.facts.multiplies_block_index(dim) or uses_block_linear_index(self.source, dim)
 
     def launch_bounds_node(self) -> Node | None:
-        """The ``__launch_bounds__(...)`` node of the kernel, if any (also inside ERROR recovery)."""
-        for c in self.func.children:
-            if c.type == "launch_bounds" or (c.type == "ERROR" and "__launch_bounds__" in self.t(c)):
-                return c
-        head = self.src[self.func.start_byte : self.declarator.start_byte]
-        if b"__launch_bounds__" in head:
-            return self.func
-        # a macro that stands for it (`#define C10_LAUNCH_BOUNDS_1(n) __launch_bounds__((n))`)
-        names = {m.group(1) for m in _LAUNCH_BOUNDS_MACRO.finditer(self.src)}
-        if names:
-            # the header may be parsed apart from the definition (`__global__ void LB(256)` then `k(...)`): read
-            # back to the end of the previous statement, block or preprocessor line
-            fs = self.func.start_byte
-            back = [self.src.rfind(b";", 0, fs), self.src.rfind(b"}", 0, fs)]
-            back += [m.end() - 1 for m in re.finditer(rb"(?m)^[ \t]*#[^\n]*$", self.src[:fs])][-1:]
-            head = self.src[max(back) + 1 : self.declarator.start_byte]
-            if any(re.search(rb"\b" + re.escape(n) + rb"\b", head) for n in names):
-                return self.func
-        return None
-
-
-#: A ``#define`` whose body is (or holds) ``__launch_bounds__``.
-_LAUNCH_BOUNDS_MACRO = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[^\n]*__launch_bounds__", re.MULTILINE)
+        """The ``__launch_bounds__(...)`` node of the kernel, if any (:func:`~htam_core.source.analysis.forms.
+        launch_bounds_node`)."""
+        return launch_bounds_node(self.source)
 
 
 def load_unit(model: SourceModel, kernel: Kernel) -> CudaUnit | str:
@@ -215,15 +192,9 @@ def load_unit(model: SourceModel, kernel: Kernel) -> CudaUnit | str:
 
 
 def param_names(unit: CudaUnit) -> list[str]:
-    """The kernel's parameter names in order (``""`` for an unnamed one), through pointer/reference/array
-    declarators."""
-    out: list[str] = []
-    for p in unit.params:
-        n = p.child_by_field_name("declarator")
-        while n is not None and n.type != "identifier":
-            n = n.child_by_field_name("declarator")
-        out.append(unit.t(n) if n is not None else "")
-    return out
+    """The kernel's parameter names in order (``""`` for an unnamed one;
+    :func:`~htam_core.source.analysis.forms.param_names`)."""
+    return forms.param_names(unit.source)
 
 
 def statement_list(body: Node) -> list[Node]:
@@ -233,272 +204,16 @@ def statement_list(body: Node) -> list[Node]:
     return statements(body)
 
 
-def references(node: Node, src: bytes, name: str) -> list[Node]:
-    """Identifier nodes under ``node`` spelled ``name``."""
-    return [n for n in _ts.of_type(node, "identifier") if _ts.text(n, src) == name]
-
-
-def builtin_field(unit: CudaUnit, node: Node) -> str | None:
-    """``"blockIdx.x"`` for a ``blockIdx.x``-like field expression (casts stripped), else ``None``."""
-    node = strip_casts(node)
-    if node.type != "field_expression":
-        return None
-    arg, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
-    if arg is None or fld is None or unit.t(arg) not in ("blockIdx", "blockDim", "threadIdx", "gridDim"):
-        return None
-    return f"{unit.t(arg)}.{unit.t(fld)}"
-
-
-def _binary(unit: CudaUnit, node: Node, op: str) -> tuple[Node, Node] | None:
-    node = strip_casts(node)
-    if node.type != "binary_expression" or unit.t(node.child_by_field_name("operator")) != op:
-        return None
-    return node.child_by_field_name("left"), node.child_by_field_name("right")
-
-
-def global_index_parts(unit: CudaUnit, expr: Node) -> tuple[str, Node] | None:
-    """Match ``blockIdx.d * S + threadIdx.d`` (any operand order, casts allowed).
-
-    Returns ``(d, S)`` where ``S`` is the block-stride expression (``blockDim.d`` or a constant such
-    as ``TILE``), else ``None``.
-    """
-    plus = _binary(unit, expr, "+")
-    if plus is None:
-        return None
-    for mul_side, tid_side in (plus, plus[::-1]):
-        tid = builtin_field(unit, tid_side)
-        mul = _binary(unit, mul_side, "*")
-        if tid is None or not tid.startswith("threadIdx.") or mul is None:
-            continue
-        d = tid[-1]
-        for bi, stride in (mul, mul[::-1]):
-            if builtin_field(unit, bi) == f"blockIdx.{d}":
-                return d, strip_casts(stride)
-    return None
-
-
-def is_global_index(unit: CudaUnit, expr: Node, dim: str = "x") -> bool:
-    """True for ``blockIdx.d * blockDim.d + threadIdx.d`` in any operand order, with optional casts."""
-    parts = global_index_parts(unit, expr)
-    return parts is not None and parts[0] == dim and builtin_field(unit, parts[1]) == f"blockDim.{dim}"
-
-
-def _is_lvalue(node: Node) -> bool:
-    """True when ``node`` is written: assigned, compound-assigned, incremented or address-taken."""
-    p = node.parent
-    while p is not None and p.type == "parenthesized_expression":
-        node, p = p, p.parent
-    if p is None:
-        return False
-    if p.type == "assignment_expression" and p.child_by_field_name("left") == node:
-        return True
-    if p.type == "update_expression":
-        return True
-    if p.type == "pointer_expression" and p.children and p.children[0].type == "&":
-        return True
-    return False
-
-
-@dataclass
-class Elementwise:
-    """The ``i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) body`` shape of an elementwise kernel.
-
-    Attributes:
-        decl: the index declaration statement.
-        name: the index variable.
-        type: the index type as written, without ``const`` (``"int"``, ``"int64_t"``).
-        gid: the global-index expression.
-        guard: the ``if`` statement (``if (i < n) S`` or ``if (i >= n) return;``).
-        bound: the bound expression ``n``.
-        form: ``"if"`` (body inside the guard) or ``"return"`` (early exit, body follows).
-        stmts: the guarded statements.
-        consequence: the guarded statement node for ``form == "if"``.
-        extra: the guard's other terms, which read neither the index nor a thread index (``n > 0`` in ``if (i < n
-            && n > 0)``), joined as one condition in parentheses, or ``""``: the same for every element, so a
-            rewrite keeps them as a condition of the whole loop.
-    """
-
-    decl: Node
-    name: str
-    type: str
-    gid: Node
-    guard: Node
-    bound: Node
-    form: str
-    stmts: list[Node]
-    consequence: Node | None = None
-    extra: str = ""
-
-
-def _cond_parts(unit: CudaUnit, cond: Node) -> tuple[str, str, Node] | None:
-    """``(var, op, bound)`` for ``var < bound`` / ``bound > var`` (op normalized to var on the left)."""
-    cond = _ts.unwrap_parens(cond)
-    if cond.type == "condition_clause":
-        inner = cond.child_by_field_name("value")
-        if inner is None:
-            return None
-        cond = _ts.unwrap_parens(inner)
-    if cond.type != "binary_expression":
-        return None
-    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-    op = unit.t(cond.child_by_field_name("operator"))
-    flip = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
-    if _ts.unwrap_parens(left).type == "identifier":
-        return unit.t(_ts.unwrap_parens(left)), op, right
-    if _ts.unwrap_parens(right).type == "identifier" and op in flip:
-        return unit.t(_ts.unwrap_parens(right)), flip[op], left
-    return None
-
-
-def _bad_body(unit: CudaUnit, stmts: list[Node], index: str) -> str | None:
-    """Why ``stmts`` cannot become a loop body, or ``None``."""
-    for s in stmts:
-        for b in unit.barriers_in(s):
-            return f"the guarded code uses {b.text} (a {b.scope} barrier)"
-        for n in _ts.walk(s):
-            if n.type == "return_statement":
-                return "the guarded code returns early"
-            if n.type in ("break_statement", "continue_statement"):
-                loop = n.parent
-                while loop is not None and loop not in stmts and loop.type not in (
-                    "for_statement", "while_statement", "do_statement", "switch_statement"
-                ):
-                    loop = loop.parent
-                if loop is None or loop in stmts and loop.type not in (
-                    "for_statement", "while_statement", "do_statement", "switch_statement"
-                ):
-                    return "the guarded code uses break/continue"
-            if n.type == "identifier" and unit.t(n) in ("__syncthreads", "__syncwarp", "blockIdx", "threadIdx"):
-                return f"the guarded code uses {unit.t(n)}"
-            if n.type == "field_expression" and unit.t(n.child_by_field_name("argument")) in (
-                "blockIdx", "threadIdx"
-            ):
-                return f"the guarded code uses {unit.t(n)}"
-            if n.type == "identifier" and unit.t(n) == index and _is_lvalue(n):
-                return f"the guarded code modifies {index}"
-    return None
-
-
-def _is_global_x(unit: CudaUnit, name: str, decl: Node) -> bool:
-    """``name`` (declared by ``decl``) is exactly ``blockIdx.x * blockDim.x + threadIdx.x`` by the analysis
-    layer's thread-index facts, however it is spelled (``blockIdx.x * bs + tid`` with ``int tid = threadIdx.x;``
-    and ``int bs = blockDim.x;``, ``threadIdx.x + blockDim.x * blockIdx.x``, or ``blockIdx.x * BLOCK + threadIdx.x``
-    with ``BLOCK`` a constant or template argument equal to the 1-D block of every launch in the file)."""
-    tx, bx, bdx = (sym(n) for n in ("threadIdx.x", "blockIdx.x", "blockDim.x"))
-    span = (unit.file_byte(decl), decl.end_byte + unit.base)
-    strides = [bdx]
-    launches = unit.facts.launches
-    blocks = {la.block[0].value for la in launches if la.block and all(d.value == 1 for d in la.block[1:])}
-    if launches and len(blocks) == 1 and len(launches) == sum(1 for la in launches if la.block):
-        (b,) = blocks
-        if isinstance(b, int) and b > 0:
-            strides.append(sympy.Integer(b))  # blockIdx.x * BLOCK + threadIdx.x, BLOCK the block of every launch
-    return any(t.name == name and t.span == span and t.is_global
-               and any(sympy.expand(t.expr - (bx * st + tx)) == 0 for st in strides)
-               for t in unit.facts.thread_indices)
-
-
-def _thread_locals_used(unit: CudaUnit, stmts: list[Node], decl: Node) -> str | None:
-    """Why ``stmts`` read a thread-dependent local declared before the index declaration ``decl`` (``int tid =
-    threadIdx.x;``): a rewrite that gives a thread several elements would keep its first value."""
-    before = {t.name for t in unit.facts.thread_indices if t.span[0] < unit.file_byte(decl)}
-    for st in stmts:
-        for n in _ts.of_type(st, "identifier"):
-            if unit.t(n) in before:
-                return f"the guarded code uses {unit.t(n)}, which holds a thread index"
-    return None
-
-
-def _invariant_terms(unit: CudaUnit, g: BoundsGuard, name: str) -> str | None:
-    """The guard ``g``'s terms other than ``name < n`` as one condition (``"(n > 0)"``) when each reads neither
-    ``name``, a builtin nor a thread-index local and has no side effect (the analysis layer's thread indices and
-    :func:`side_effect_free`), else ``None``."""
-    bounds = g.bounds()
-    others = g.others()
-    if set(bounds) != {name} or len(g.terms) != len(others) + 1 or not others:
-        return None
-    thread_locals = {t.name for t in unit.facts.thread_indices}
-    for t in others:
-        words = set(re.findall(r"[A-Za-z_]\w*", t.text))
-        if name in words or words & (thread_locals | {"threadIdx", "blockIdx", "blockDim", "gridDim"}):
-            return None
-        if not side_effect_free(t.text):
-            return None
-    return "(" + " && ".join(f"({t.text})" for t in others) + ")"
-
-
-def elementwise(unit: CudaUnit, *, invariant_terms: bool = False) -> Elementwise | str:
-    """Match the elementwise shape in the kernel body, or say why it does not match.
-
-    ``invariant_terms``: also match a guard with terms that are the same for every element (``if (i < n && n >
-    0)``), given in :attr:`Elementwise.extra`; a caller that passes it keeps them as a condition of the whole
-    loop."""
-    stmts = statement_list(unit.body)
-    for k, s in enumerate(stmts):
-        if s.type != "declaration":
-            continue
-        inits = [d for d in s.named_children if d.type == "init_declarator"]
-        if len(inits) != 1:
-            continue
-        value = inits[0].child_by_field_name("value")
-        name_node = inits[0].child_by_field_name("declarator")
-        if value is None or name_node is None or name_node.type != "identifier" or not (
-                is_global_index(unit, value) or _is_global_x(unit, unit.t(name_node), s)):
-            continue
-        name = unit.t(name_node)
-        typ = unit.src[s.start_byte : inits[0].start_byte].decode().replace("const ", "").strip()
-        rest = stmts[k + 1 :]
-        j = 0
-        while j < len(rest) and rest[j].type != "if_statement":
-            if references(rest[j], unit.src, name):
-                return f"{name} is used before its bound check"
-            j += 1
-        if j == len(rest):
-            return f"no bound check on {name} follows its declaration"
-        g = bounds_guard(rest[j], rest[j + 1 :], unit.src)
-        cond_text = unit.t(rest[j].child_by_field_name("condition"))
-        if isinstance(g, str):
-            return g if "else" in g or "nothing" in g else f"the bound check {cond_text}: {g}"
-        bound = g.single(name)
-        extra = _invariant_terms(unit, g, name) if invariant_terms and bound is None else None
-        if extra is not None:
-            bound = g.bounds()[name]
-        if bound is None:
-            return (f"the bound check is {describe_form(g, unit.src)}, not `if ({name} < n) {{ … }}` "
-                    f"(nor its early return `if ({name} >= n) return;`)")
-        if g.form == "if" and rest[j + 1 :]:
-            return "statements follow the guarded block"
-        body = list(g.body)
-        why = _bad_body(unit, body, name) or _thread_locals_used(unit, body, s)
-        if why:
-            return why
-        cons = g.stmt.child_by_field_name("consequence") if g.form == "if" else None
-        return Elementwise(s, name, typ, value, g.stmt, bound, g.form, body, cons, extra or "")
-    return "no `i = blockIdx.x * blockDim.x + threadIdx.x` index declaration"
-
-
 def statement_span(unit: CudaUnit, node: Node) -> tuple[int, int]:
-    """The byte range of a statement including its line's indentation and newline when it is alone on it; a loop's
-    ``#pragma`` line is part of the loop (:func:`statement_start`), so removing or replacing the loop takes it."""
-    start, end = statement_start(node), node.end_byte
-    ls = _ts.line_start(unit.src, start)
-    if unit.src[ls:start].strip() == b"":
-        nl = unit.src.find(b"\n", end)
-        if nl != -1 and unit.src[end:nl].strip() == b"":
-            return ls, nl + 1
-    return start, end
+    """The byte range of a statement with its line when it is alone on it (:func:`~htam_core.source.analysis.nodes.
+    statement_span`)."""
+    return syn.statement_span(unit.src, node)
 
 
 def include_insert_point(unit: CudaUnit) -> int:
-    """Where to put a file-level helper: after the last top-level ``#include``, else at the start."""
-    pos = 0
-    for c in unit.root.children:
-        if c.type == "preproc_include":
-            pos = c.end_byte
-    if pos and unit.src[pos - 1 : pos] != b"\n":
-        nl = unit.src.find(b"\n", pos)
-        pos = nl + 1 if nl != -1 else pos
-    return pos
+    """Where to put a file-level helper: after the last top-level ``#include``, else at the start
+    (:func:`~htam_core.source.analysis.nodes.include_insert_point`)."""
+    return syn.include_insert_point(unit.root, unit.src)
 
 
 def per_block_output_hazard(unit: CudaUnit, launch: Launch | None = None, shrink: bool = False) -> str | None:
@@ -536,14 +251,14 @@ def wrap_grid(unit: CudaUnit, launch: Launch, fmt: str) -> TextEdit | str:
     dims = unit.dims_of(launch.grid, launch.host)
     if len(dims) != 1:
         return f"the grid on line {launch.site.line} is not 1-D"
-    g = _ts.unwrap_parens(launch.grid)
-    if g.type == "call_expression" and unit.t(g.child_by_field_name("function")) == "dim3":
+    g = syn.unwrap_parens(launch.grid)
+    if syn.is_call(g) and unit.t(g.child_by_field_name("function")) == "dim3":
         return unit.replace(dims[0], fmt.format(unit.t(dims[0])))
-    if g.type == "identifier" and dims[0] is not g and not unit.local_inits(launch.host, unit.t(g)):
+    if syn.is_identifier(g) and dims[0] is not g and not unit.local_inits(launch.host, unit.t(g)):
         return unit.replace(launch.grid, "dim3(" + fmt.format(f"{unit.t(g)}.x") + ")")
-    if g.type == "identifier" and dims[0] is not g:
+    if syn.is_identifier(g) and dims[0] is not g:
         typ = None
-        for d in _ts.of_type(launch.host, "declaration"):
+        for d in syn.declarations(launch.host):
             if any(unit.t(x).startswith(unit.t(g)) for x in d.children_by_field_name("declarator")):
                 typ = unit.t(d.child_by_field_name("type"))
         if typ == "dim3":
@@ -557,13 +272,13 @@ def launch_dims_edit(unit: CudaUnit, launch: Launch, expr: Node, new_dims: list[
     A ``dim3`` variable read only by this launch gets its initializer rewritten (so it stays read); anything else
     is replaced at the launch by ``dim3(...)``.
     """
-    g = _ts.unwrap_parens(expr)
+    g = syn.unwrap_parens(expr)
     comps = unit.dims_of(expr, launch.host)
     inner = ", ".join(new_dims)
-    if g.type == "identifier" and comps and comps[0] is not g and launch.host is not None:
+    if syn.is_identifier(g) and comps and comps[0] is not g and launch.host is not None:
         lst = comps[0].parent
         uses = references(launch.host, unit.src, unit.t(g))
-        if lst is not None and lst.type in ("argument_list", "initializer_list") and len(uses) == 2:
+        if lst is not None and syn.is_brace_or_call_list(lst) and len(uses) == 2:
             open_, close = unit.src[lst.start_byte : lst.start_byte + 1].decode(), unit.src[lst.end_byte - 1 : lst.end_byte].decode()
             return unit.replace(lst, f"{open_}{inner}{close}")
     return unit.replace(expr, f"dim3({inner})")
@@ -582,4 +297,4 @@ def stale_comment_notes(unit: CudaUnit, note: str, words: list[str], edits: list
     """Edits that note ``note`` ("threads per block 32 → 256") in every comment of the kernel's CUDA text that
     states the old setting (one of ``words``), so that no comment describes code the edit changed
     (:mod:`htam_core.transforms._notes`); ``edits``: the transform's edits so far (their text is skipped)."""
-    return _notes.comment_notes(unit.src, unit.base, _ts.of_type(unit.root, "comment"), note, words, edits)
+    return _notes.comment_notes(unit.src, unit.base, syn.comments(unit.root), note, words, edits)

@@ -18,9 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from tree_sitter import Node
-
-from htam_core.transforms import _ts
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.nodes import Node
 from htam_core.transforms.base import TextEdit
 
 #: Opens the line a transform adds to a docstring whose text its edit made stale.
@@ -69,22 +68,22 @@ def comment_notes(src: bytes, base: int, comments: Iterable[Node], note: str, wo
     out: list[TextEdit] = []
     done: set[int] = set()
     for c in comments:
-        text = _ts.text(c, src)
+        text = syn.text(c, src)
         if not _free(c, base, spans) or not mentions(text, words):
             continue
         prefix = b"//" if text.startswith("//") else b"#" if text.startswith("#") else None
-        if prefix is not None and _ts.only_space_before(src, c.start_byte):
+        if prefix is not None and syn.only_space_before(src, c.start_byte):
             end = _run_end(src, c.start_byte, prefix)
             if end in done or any(s < end + base + 1 and c.start_byte + base < e for s, e in spans):
                 continue
             done.add(end)
-            last = src[_ts.line_start(src, end) : end]
+            last = src[syn.line_start(src, end) : end]
             marker = prefix + b" " + NOTE_MARKER.encode()
             if last.lstrip().startswith(marker):
                 pos = end - (len(last) - len(last.rstrip())) - (1 if last.rstrip().endswith(b".") else 0)
                 out.append(TextEdit(pos + base, pos + base, f"; {note}"))
             else:
-                indent = _ts.indent_of(src, c.start_byte)
+                indent = syn.indent_of(src, c.start_byte)
                 out.append(TextEdit(end + base, end + base, f"\n{indent}{marker.decode()}{note}."))
             continue
         if c.start_byte in done:
@@ -117,7 +116,7 @@ def docstring_notes(src: bytes, docs: Iterable[Node], note: str, words: list[str
             line = raw[at:end].decode().rstrip().rstrip(".")
             out.append(TextEdit(doc.start_byte + at, doc.start_byte + end, f"{line}; {note}."))
             continue
-        indent = _ts.indent_of(src, doc.start_byte)
+        indent = syn.indent_of(src, doc.start_byte)
         body = text[:-3]
         tail = len(body) - len(body.rstrip(" \t"))
         if body[: len(body) - tail].endswith("\n"):  # closing quotes on their own line

@@ -8,15 +8,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tree_sitter import Node
-
 from htam_core.source.analysis import KernelFacts, analyze
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.syntax import exact_node
-from htam_core.source.analysis.triton import launch_calls
+from htam_core.source.analysis.triton import (
+    assignments_to,
+    grid_expression,
+    grid_is_function,
+    launch_calls,
+    single_local,
+)
 from htam_core.source.analysis.triton_names import TritonNames
 from htam_core.source.analysis.unit import python_source
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _notes, _ts
+from htam_core.transforms import _notes
 from htam_core.transforms.base import TextEdit, UnitTransform
 
 _BLOCK_NAME = re.compile(r"^(BLOCK\w*|TILE\w*|B[MNK]|BLOCK)$")
@@ -60,7 +66,7 @@ class TritonUnit:
 
     def t(self, node: Node | None) -> str:
         """Source text of ``node``."""
-        return _ts.text(node, self.src)
+        return syn.text(node, self.src)
 
     def node_at(self, span: tuple[int, int], types: tuple[str, ...] = ()) -> Node | None:
         """The node whose bytes are exactly ``span`` (a fact's ``span``), optionally of one of ``types``."""
@@ -78,7 +84,7 @@ class TritonUnit:
     def body_indent(self) -> str:
         """Indentation of the kernel body's statements."""
         first = self.body.named_children[0] if self.body.named_children else self.body
-        return _ts.indent_of(self.src, first.start_byte)
+        return syn.indent_of(self.src, first.start_byte)
 
     def is_block_param(self, name: str) -> bool:
         """True when constexpr ``name`` sizes a tile: it ends a ``tl.arange(0, name)`` or steps a loop
@@ -110,60 +116,35 @@ class TritonUnit:
     def calls(self, node: Node, name: str) -> list[Node]:
         """``call`` nodes under ``node`` whose function is ``name`` in normal form (``"tl.load"`` also finds
         ``language.load(...)`` in a file that imports ``triton.language as language``)."""
-        return [c for c in _ts.of_type(node, "call") if self.callee(c) == name]
+        return [c for c in syn.py_calls(node) if self.callee(c) == name]
 
     def kwarg(self, call: Node, name: str) -> Node | None:
         """The ``keyword_argument`` ``name=`` of ``call``, if present."""
         args = call.child_by_field_name("arguments")
         for a in args.named_children if args is not None else []:
-            if a.type == "keyword_argument" and self.t(a.child_by_field_name("name")) == name:
+            if syn.is_keyword_argument(a) and self.t(a.child_by_field_name("name")) == name:
                 return a
         return None
 
     def assignments(self, scope: Node, name: str) -> list[Node]:
-        """``assignment`` nodes ``name = value`` (plain identifier target) under ``scope``."""
-        out = []
-        for a in _ts.of_type(scope, ("assignment", "augmented_assignment")):
-            left = a.child_by_field_name("left")
-            if left is not None and left.type == "identifier" and self.t(left) == name:
-                out.append(a)
-        return out
+        """``assignment`` nodes ``name = value`` (plain identifier target, plain or augmented) under ``scope``
+        (:func:`~htam_core.source.analysis.triton.assignments_to`)."""
+        return assignments_to(scope, name, self.src)
 
     def single_value(self, scope: Node | None, name: str, before: int) -> Node | None:
-        """The right-hand side of the only assignment to ``name`` in ``scope`` (before ``before``)."""
-        if scope is None:
-            return None
-        assigns = self.assignments(scope, name)
-        if len(assigns) != 1 or assigns[0].type != "assignment" or assigns[0].start_byte > before:
-            return None
-        return assigns[0].child_by_field_name("right")
+        """The right-hand side of the only assignment to ``name`` in ``scope`` (before ``before``;
+        :func:`~htam_core.source.analysis.triton.single_local`)."""
+        return None if scope is None else single_local(scope, name, before, self.src)
 
     def grid_expr(self, launch: TLaunch) -> Node:
-        """The grid expression, following ``grid = ...`` and ``def grid(meta): return ...`` in the host."""
-        g = launch.grid
-        if g.type == "identifier" and launch.host is not None:
-            v = self.single_value(launch.host, self.t(g), launch.call.start_byte)
-            if v is not None:
-                return v
-            for fd in _ts.of_type(launch.host, "function_definition"):
-                if self.t(fd.child_by_field_name("name")) == self.t(g):
-                    rets = _ts.of_type(fd, "return_statement")
-                    if len(rets) == 1 and rets[0].named_children:
-                        return rets[0].named_children[0]
-        return g
+        """The grid expression, following ``grid = ...`` and ``def grid(meta): return ...`` in the host
+        (:func:`~htam_core.source.analysis.triton.grid_expression`)."""
+        return grid_expression(launch.grid, launch.host, launch.call.start_byte, self.src)
 
     def grid_uses_meta(self, launch: TLaunch) -> bool:
-        """True when the grid is a function of the launch meta-parameters (``lambda meta: ...``)."""
-        g = launch.grid
-        if g.type == "lambda":
-            return True
-        if g.type == "identifier" and launch.host is not None:
-            v = self.single_value(launch.host, self.t(g), launch.call.start_byte)
-            if v is not None and v.type == "lambda":
-                return True
-            return any(self.t(fd.child_by_field_name("name")) == self.t(g)
-                       for fd in _ts.of_type(launch.host, "function_definition"))
-        return False
+        """True when the grid is a function of the launch meta-parameters (``lambda meta: ...``;
+        :func:`~htam_core.source.analysis.triton.grid_is_function`)."""
+        return grid_is_function(launch.grid, launch.host, launch.call.start_byte, self.src)
 
 
 def load_unit(model: SourceModel, kernel: Kernel) -> TritonUnit | str:
@@ -176,10 +157,10 @@ def load_unit(model: SourceModel, kernel: Kernel) -> TritonUnit | str:
         grid = call.child_by_field_name("function").child_by_field_name("subscript")
         args = call.child_by_field_name("arguments")
         kwargs = {
-            unit.t(a.child_by_field_name("name")): a for a in args.named_children if a.type == "keyword_argument"
+            unit.t(a.child_by_field_name("name")): a for a in args.named_children if syn.is_keyword_argument(a)
         }
         host = call.parent
-        while host is not None and host.type != "function_definition":
+        while host is not None and not syn.is_function_definition(host):
             host = host.parent
         unit.launches.append(TLaunch(call, grid, args, kwargs, host, site.line))
     return unit
@@ -227,7 +208,7 @@ class TritonTransform(UnitTransform[TritonUnit]):
 def reads_of(unit: TritonUnit, scope: Node, name: str) -> list[Node]:
     """Identifier nodes reading ``name`` under ``scope`` (assignment targets left out)."""
     targets = {a.child_by_field_name("left").start_byte for a in unit.assignments(scope, name)}
-    return [n for n in _ts.of_type(scope, "identifier") if unit.t(n) == name and n.start_byte not in targets]
+    return [n for n in syn.identifiers(scope) if unit.t(n) == name and n.start_byte not in targets]
 
 
 def orphan_removals(unit: TritonUnit, scope: Node | None, names: list[str], edits: list[TextEdit]) -> list[TextEdit]:
@@ -246,23 +227,23 @@ def orphan_removals(unit: TritonUnit, scope: Node | None, names: list[str], edit
     while pending:
         name = pending.pop(0)
         assigns = unit.assignments(scope, name)
-        if len(assigns) != 1 or assigns[0].type != "assignment":
+        if len(assigns) != 1 or not syn.is_py_assignment(assigns[0]):
             continue
         stmt = assigns[0].parent
-        if stmt is None or stmt.type != "expression_statement" or not _ts.only_space_before(unit.src, stmt.start_byte):
+        if stmt is None or not syn.is_expression_statement(stmt) or not syn.only_space_before(unit.src, stmt.start_byte):
             continue
         end = stmt.end_byte
         if unit.src[end : end + 1] not in (b"\n", b""):
             continue  # something follows on the line (a comment, another statement)
         if any(not any(s <= n.start_byte and n.end_byte <= e for s, e in spans) for n in reads_of(unit, scope, name)):
             continue
-        start = _ts.line_start(unit.src, stmt.start_byte)
+        start = syn.line_start(unit.src, stmt.start_byte)
         if any(s < end + 1 and start < e for s, e in spans):
             continue  # overlaps an edit
         removed.append(TextEdit(start, min(end + 1, len(unit.src)), ""))
         spans.append((start, end + 1))
         rhs = assigns[0].child_by_field_name("right")
-        pending += [unit.t(n) for n in _ts.of_type(rhs, "identifier")] if rhs is not None else []
+        pending += [unit.t(n) for n in syn.identifiers(rhs)] if rhs is not None else []
     return removed
 
 
@@ -272,9 +253,9 @@ def _docstrings(unit: TritonUnit) -> list[Node]:
                                        if la.host is not None]
     out: list[Node] = []
     for block in blocks:
-        first = next((c for c in block.named_children if c.type != "comment"), None) if block is not None else None
-        if first is not None and first.type == "expression_statement" and first.named_children \
-                and first.named_children[0].type == "string" and first.named_children[0] not in out:
+        first = next((c for c in block.named_children if not syn.is_comment(c)), None) if block is not None else None
+        if first is not None and syn.is_expression_statement(first) and first.named_children \
+                and syn.is_string(first.named_children[0]) and first.named_children[0] not in out:
             out.append(first.named_children[0])
     return out
 
@@ -284,6 +265,6 @@ def stale_text_notes(unit: TritonUnit, note: str, tokens: list[str], edits: list
     the kernel and its launching functions that mention ``tokens``, the old setting's words
     (:mod:`htam_core.transforms._notes`); ``edits``: the transform's edits so far (their text is skipped)."""
     scopes = [unit.top] + [la.host for la in unit.launches if la.host is not None]
-    comments = [c for scope in scopes for c in _ts.of_type(scope, "comment")]
+    comments = [c for scope in scopes for c in syn.comments(scope)]
     return (_notes.docstring_notes(unit.src, _docstrings(unit), note, tokens, edits)
             + _notes.comment_notes(unit.src, 0, comments, note, tokens, edits))

@@ -55,6 +55,9 @@ class Candidate:
         edits: non-overlapping edits on the original text.
         new_text: the whole file after the edits.
         changes_numerics: results may differ in the last bits (fast-math intrinsics ...).
+        reorders_only: the only numerics change is the order of floating-point additions (a tree, a shuffle or
+            a vector sum of the same terms: equal in exact arithmetic), not their precision; ``False`` when
+            ``changes_numerics`` is.
         file_edits: edits of other files of the workspace, by path (the launch of a kernel launched from
             another file: a step that changes the launch edits both places as one change); offsets refer to
             each file's text as it is on disk. Empty for a step that edits the kernel's file only.
@@ -71,6 +74,7 @@ class Candidate:
     edits: list[TextEdit]
     new_text: str
     changes_numerics: bool = False
+    reorders_only: bool = False
     file_edits: dict[str, list[TextEdit]] = field(default_factory=dict)
     title_note: str = ""
     helpers: dict[str, str] = field(default_factory=dict)
@@ -87,6 +91,7 @@ class Candidate:
             "params": dict(self.params),
             "edits": [e.to_json() for e in self.edits],
             "changes_numerics": self.changes_numerics,
+            "reorders_only": self.reorders_only,
         }
 
 
@@ -141,6 +146,7 @@ class Transform(ABC):
         strategy: the HTAM local strategy id (defaults to ``id``).
         languages: kernel languages it handles (``"cuda"``, ``"triton"``, ``"cuda-in-python"``).
         changes_numerics: its candidates may change results in the last bits.
+        reorders_only: that change is only the order of floating-point additions (see :class:`Candidate`).
         summary: one line for listings and LLM prompts.
         kind: what the rewrite changes, one of :data:`htam_core.transforms.registry.KINDS`: ``"structural"``
             (the default: the thread mapping, the memory hierarchy or the algorithm), ``"launch"`` (launch
@@ -157,6 +163,7 @@ class Transform(ABC):
     strategy: ClassVar[str] = ""
     languages: ClassVar[tuple[str, ...]] = ()
     changes_numerics: ClassVar[bool] = False
+    reorders_only: ClassVar[bool] = False
     summary: ClassVar[str] = ""
 
     @abstractmethod
@@ -182,6 +189,7 @@ class Transform(ABC):
             edits=list(edits),
             new_text=apply_edits(model.text, edits),
             changes_numerics=self.changes_numerics,
+            reorders_only=self.changes_numerics and self.reorders_only,
         )
 
     def not_applicable(self, reason: str) -> NotApplicable:

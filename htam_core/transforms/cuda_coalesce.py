@@ -20,8 +20,8 @@ CUDA Matmul Kernel" (2022), kernel 2 (global memory coalescing).
 
 from __future__ import annotations
 
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, launch_dims_edit, stale_comment_notes
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
@@ -43,15 +43,14 @@ def _strided(unit: CudaUnit, dim: str) -> list[str]:
 
 def _device_helpers_with_builtins(unit: CudaUnit) -> list[str]:
     """Functions of the file, other than the kernel, that read thread indices and that the kernel calls."""
-    called = {unit.t(c.child_by_field_name("function")) for c in _ts.of_type(unit.body, "call_expression")}
+    called = {unit.t(c.child_by_field_name("function")) for c in syn.calls(unit.body)}
     out = []
-    for f in _ts.of_type(unit.root, "function_definition"):
+    for f in syn.function_definitions(unit.root):
         if f == unit.func:
             continue
         decl = f.child_by_field_name("declarator")
-        name = unit.t(decl.child_by_field_name("declarator")) if decl is not None and decl.type == \
-            "function_declarator" else ""
-        if name in called and any(unit.t(i) in _BUILTINS for i in _ts.of_type(f, "identifier")):
+        name = unit.t(decl.child_by_field_name("declarator")) if decl is not None and syn.is_function_declarator(decl) else ""
+        if name in called and any(unit.t(i) in _BUILTINS for i in syn.identifiers(f)):
             out.append(name)
     return out
 
@@ -68,12 +67,12 @@ class CudaCoalesceRemap(CudaTransform):
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate, or why the swap would not help or is not safe."""
-        fields = [n for n in _ts.of_type(unit.body, "field_expression")
+        fields = [n for n in syn.fields(unit.body)
                   if unit.t(n.child_by_field_name("argument")) in _BUILTINS
                   and unit.t(n.child_by_field_name("field")) in _SWAP]
         if not any(unit.t(n.child_by_field_name("field")) == "y" for n in fields):
             return self.not_applicable(f"{kernel.name} uses no y thread or block index; there is nothing to swap")
-        words = {unit.t(i) for i in _ts.of_type(unit.body, "identifier")}
+        words = {unit.t(i) for i in syn.identifiers(unit.body)}
         warp = sorted((words & set(_WARP_LEVEL)) | {b.text for b in unit.facts.barriers if b.scope == "warp"})
         if warp:
             return self.not_applicable(f"{kernel.name} uses {', '.join(warp)}; swapping x and y changes which "

@@ -29,11 +29,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tree_sitter import Node
-
 from htam_core.source.analysis import Access, sym
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
@@ -69,11 +68,11 @@ class BlockLoad:
 
 
 def _cond_less(unit: CudaUnit, cond: Node) -> tuple[str, str] | None:
-    c = strip_casts(_ts.unwrap_parens(cond))
-    if c.type != "binary_expression" or unit.t(c.child_by_field_name("operator")) != "<":
+    c = strip_casts(syn.unwrap_parens(cond))
+    if not syn.is_binary(c) or unit.t(c.child_by_field_name("operator")) != "<":
         return None
     left = strip_casts(c.child_by_field_name("left"))
-    if left.type != "identifier":
+    if not syn.is_identifier(left):
         return None
     return unit.t(left), unit.t(c.child_by_field_name("right"))
 
@@ -83,7 +82,7 @@ def _combine_of(unit: CudaUnit, array: str, after: list[Node]) -> str | None:
     (``a[t] += a[t + s]``, ``a[t] = a[t] + a[t + s]``, ``a[t] = fmaxf(a[t], a[t + s])``)."""
     facts = unit.facts
     for st in after:
-        if st.type not in ("for_statement", "while_statement", "do_statement"):
+        if not syn.is_loop(st):
             continue
         loop = facts.loop_at(unit.file_byte(st))
         if loop is None:
@@ -92,15 +91,15 @@ def _combine_of(unit: CudaUnit, array: str, after: list[Node]) -> str | None:
         for w in writes:
             node = unit.node_at(w.span)
             asg = node.parent if node is not None else None
-            if asg is None or asg.type != "assignment_expression":
+            if asg is None or not syn.is_assignment(asg):
                 continue
             op = unit.t(asg.child_by_field_name("operator"))
-            right = _ts.unwrap_parens(asg.child_by_field_name("right"))
+            right = syn.unwrap_parens(asg.child_by_field_name("right"))
             if op == "+=":
                 return "+"
-            if op == "=" and right.type == "binary_expression" and unit.t(right.child_by_field_name("operator")) == "+":
+            if op == "=" and syn.is_binary(right) and unit.t(right.child_by_field_name("operator")) == "+":
                 return "+"
-            if op == "=" and right.type == "call_expression" and unit.t(right.child_by_field_name("function")) in (
+            if op == "=" and syn.is_call(right) and unit.t(right.child_by_field_name("function")) in (
                     COMBINE_FUNCS):
                 return unit.t(right.child_by_field_name("function"))
         return None
@@ -112,17 +111,17 @@ def match_block_load(unit: CudaUnit) -> BlockLoad | str:
     facts = unit.facts
     stmts = statement_list(unit.body)
     for k, st in enumerate(stmts):
-        if st.type != "expression_statement" or not st.named_children:
+        if not syn.is_expression_statement(st) or not st.named_children:
             continue
         asg = st.named_children[0]
-        if asg.type != "assignment_expression" or unit.t(asg.child_by_field_name("operator")) != "=":
+        if not syn.is_assignment(asg) or unit.t(asg.child_by_field_name("operator")) != "=":
             continue
-        left, right = asg.child_by_field_name("left"), _ts.unwrap_parens(asg.child_by_field_name("right"))
+        left, right = asg.child_by_field_name("left"), syn.unwrap_parens(asg.child_by_field_name("right"))
         wr = _access_at(unit, left)
-        if wr is None or wr.space != "shared" or right.type != "conditional_expression":
+        if wr is None or wr.space != "shared" or not syn.is_conditional(right):
             continue
         gate = _cond_less(unit, right.child_by_field_name("condition"))
-        rd = _access_at(unit, strip_casts(_ts.unwrap_parens(right.child_by_field_name("consequence"))))
+        rd = _access_at(unit, strip_casts(syn.unwrap_parens(right.child_by_field_name("consequence"))))
         if gate is None or rd is None or rd.space != "global" or rd.kind != "read":
             continue
         var, bound = gate
@@ -145,7 +144,7 @@ def match_block_load(unit: CudaUnit) -> BlockLoad | str:
         etype = element_type(unit, wr.pointer)
         if etype is None:
             return f"the element type of {wr.pointer} is not declared in the kernel"
-        load = _ts.unwrap_parens(right.child_by_field_name("consequence"))
+        load = syn.unwrap_parens(right.child_by_field_name("consequence"))
         src = unit.t(strip_casts(load).child_by_field_name("argument"))
         return BlockLoad(st, wr.pointer, wr.index_text, var, bound, src, unit.t(right.child_by_field_name("alternative")),
                          etype, tix.type.replace("const", "").strip(), combine)
@@ -182,11 +181,11 @@ def _count_edit(unit: CudaUnit, launch: Launch, name: str, factor: int, per_bloc
         return (f"the block count {name} on line {line} is assigned more than once; the host's count of per-block "
                 "results could not follow")
     init = inits[0]
-    if init.type in ("argument_list", "initializer_list"):  # dim3 grid(blocks, 1, 1): the one non-1 component
+    if syn.is_brace_or_call_list(init):  # dim3 grid(blocks, 1, 1): the one non-1 component
         if not init.named_children:
             return f"the grid {name} on line {line} is not 1-D"
         init = init.named_children[0]
-        inner = _ts.unwrap_parens(init)
+        inner = syn.unwrap_parens(init)
         if per_block and depth == 0 and unit.t(inner).isidentifier():  # a name: follow it to its declaration
             found = _count_edit(unit, launch, unit.t(inner), factor, per_block, depth + 1)
             if found is not None:
@@ -212,8 +211,8 @@ def _grid_count_edit(unit: CudaUnit, launch: Launch, factor: int, per_block: boo
     dims = unit.dims_of(launch.grid, launch.host)
     if len(dims) != 1:
         return f"the grid on line {launch.site.line} is not 1-D"
-    g = _ts.unwrap_parens(launch.grid)
-    if g.type == "identifier" and launch.host is not None:
+    g = syn.unwrap_parens(launch.grid)
+    if syn.is_identifier(g) and launch.host is not None:
         found = _count_edit(unit, launch, unit.t(g), factor, per_block)
         if found is not None:
             return found
@@ -243,7 +242,7 @@ class CudaCoarsenReduction(CudaTransform):
         per_block = _per_block_output(unit)
         acc = "htam_v"
         update = f"{acc} += {m.src}[htam_j];" if m.combine == "+" else f"{acc} = {m.combine}({acc}, {m.src}[htam_j]);"
-        indent = _ts.indent_of(unit.src, m.stmt.start_byte)
+        indent = syn.indent_of(unit.src, m.stmt.start_byte)
         body = (f"{m.etype} {acc} = {m.identity};\n"
                 f"{indent}for ({m.itype} htam_j = {m.index}; htam_j < {m.bound}; htam_j += blockDim.x * gridDim.x)\n"
                 f"{indent}    {update}\n"

@@ -31,20 +31,11 @@ consecutive addresses); the "one thread per output element" mapping of elementwi
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import Elementwise, elementwise, is_lvalue
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
-from htam_core.transforms._cuda import (
-    CudaTransform,
-    CudaUnit,
-    Elementwise,
-    Launch,
-    _is_lvalue,
-    elementwise,
-    param_names,
-    wrap_grid,
-)
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, Launch, param_names, wrap_grid
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
@@ -52,16 +43,15 @@ from htam_core.types.profile import Profile
 
 _COOPERATION = ("__syncthreads", "__syncwarp", "__shfl_sync", "__shfl_xor_sync", "__shfl_down_sync",
                 "__shfl_up_sync", "__ballot_sync", "warpSize", "__shared__")
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 
 
 def _declared_names(scope: Node, unit: CudaUnit) -> set[str]:
     """Names declared by any declaration under ``scope`` (through pointer/array/reference declarators)."""
     out: set[str] = set()
-    for decl in _ts.of_type(scope, "declaration"):
+    for decl in syn.declarations(scope):
         for d in decl.children_by_field_name("declarator"):
-            n = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
-            while n is not None and n.type != "identifier":
+            n = d.child_by_field_name("declarator") if syn.is_init_declarator(d) else d
+            while n is not None and not syn.is_identifier(n):
                 n = n.child_by_field_name("declarator")
             if n is not None:
                 out.add(unit.t(n))
@@ -72,13 +62,13 @@ def _bound_at(unit: CudaUnit, la: Launch, bound: Node, params: list[str]) -> str
     """The row length ``bound`` as text at launch ``la``: each kernel parameter replaced by the launch's
     argument; ``None`` when the launch's arguments do not line up with the parameters."""
     args = la.call.child_by_field_name("arguments")
-    vals = [c for c in (args.named_children if args is not None else []) if c.type != "comment"]
+    vals = [c for c in (args.named_children if args is not None else []) if not syn.is_comment(c)]
     if len(vals) != len(params):
         return None
     by_name = dict(zip(params, vals, strict=True))
-    renames = [(n, f"({unit.t(by_name[unit.t(n)])})") for n in _ts.of_type(bound, "identifier")
+    renames = [(n, f"({unit.t(by_name[unit.t(n)])})") for n in syn.identifiers(bound)
                if unit.t(n) in by_name]
-    return _ts.one_line(unit.src, bound, bound.start_byte, bound.end_byte, renames)
+    return syn.one_line(unit.src, bound, bound.start_byte, bound.end_byte, renames)
 
 
 def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
@@ -93,8 +83,8 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
     for word in _COOPERATION:
         if word in body_text:
             return f"{unit.kernel.name} uses {word}; its threads cooperate, so their work cannot be re-dealt"
-    loops = [s for s in ew.stmts if s.type in _LOOPS or _ts.of_type(s, _LOOPS)]
-    if len(loops) != 1 or loops[0].type != "for_statement":
+    loops = [s for s in ew.stmts if syn.is_loop(s) or syn.loops(s)]
+    if len(loops) != 1 or not syn.is_for(loops[0]):
         return "the guarded code has no single top-level `for` loop over the row"
     node = loops[0]
     fact = unit.facts.loop_at(unit.file_byte(node))
@@ -115,10 +105,10 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
                 "and by a row across threads")
     body = node.child_by_field_name("body")
     inside = _declared_names(body, unit)
-    for n in _ts.of_type(body, "identifier"):
-        if _is_lvalue(n) and unit.t(n) not in inside:
+    for n in syn.identifiers(body):
+        if is_lvalue(n) and unit.t(n) not in inside:
             return f"the loop on line {fact.line} assigns {unit.t(n)}, which lives across iterations"
-    jumps = _ts.of_type(body, ("break_statement", "continue_statement", "return_statement", "goto_statement"))
+    jumps = syn.jumps(body)
     if jumps:
         return f"the loop on line {fact.line} has `{unit.t(jumps[0])}`"
     for a in unit.facts.global_accesses():
@@ -127,13 +117,13 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
             return f"`{a.pointer}[{a.index_text}]` is written outside the row loop; it would be written once per element"
         if a.kind != "read" and a.stride(var) in (0, None):
             return f"the store `{a.pointer}[{a.index_text}]` does not move with {var}"
-    cond = _ts.unwrap_parens(node.child_by_field_name("condition"))
-    bound = cond.child_by_field_name("right") if cond is not None and cond.type == "binary_expression" else None
+    cond = syn.unwrap_parens(node.child_by_field_name("condition"))
+    bound = cond.child_by_field_name("right") if cond is not None and syn.is_binary(cond) else None
     if bound is None:
         return f"the loop on line {fact.line} has no readable bound"
     params = set(param_names(unit))
     local = _declared_names(unit.body, unit)
-    for n in _ts.of_type(bound, "identifier"):
+    for n in syn.identifiers(bound):
         name = unit.t(n)
         if name in local or (name not in params and unit.resolve(n) is None):
             return f"the row length `{unit.t(bound)}` uses {name}, which is not a kernel parameter or constant"
@@ -170,18 +160,18 @@ class CudaThreadPerElement(CudaTransform):
             if isinstance(e, str):
                 return self.not_applicable(e)
             grid.append(e)
-        ind = _ts.indent_of(unit.src, ew.decl.start_byte) or "    "
+        ind = syn.indent_of(unit.src, ew.decl.start_byte) or "    "
         n = unit.t(bound)
         head = (f"const long long htam_e = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // one element per thread\n"
                 f"{ind}if (({n}) <= 0) return;\n"
                 f"{ind}{ew.type} {ew.name} = ({ew.type})(htam_e / ({n}));  // its row")
         init = node.child_by_field_name("initializer")
         typ = unit.t(init.child_by_field_name("type")).replace("const", "").strip() if init is not None and \
-            init.type == "declaration" else "long long"
+            syn.is_declaration(init) else "long long"
         body = node.child_by_field_name("body")
-        lind = _ts.indent_of(unit.src, node.start_byte)
+        lind = syn.indent_of(unit.src, node.start_byte)
         inner = unit.t(body)
-        if body.type != "compound_statement":
+        if not syn.is_block(body):
             inner = "{ " + inner + " }"
         loop = (f"{{\n{lind}    const {typ} {var} = ({typ})(htam_e % ({n}));  // its place in the row\n"
                 f"{lind}    " + inner.replace("\n", "\n    ") + f"\n{lind}}}")

@@ -18,9 +18,9 @@ blog, "GPU Pro Tip: Fast Histograms Using Shared Atomics on Maxwell" (Kulikov, 2
 
 from __future__ import annotations
 
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import AtomicUpdate
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, param_names
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
@@ -119,8 +119,8 @@ class CudaSmemHistogram(CudaTransform):
         t0, nt = ("threadIdx.x", "blockDim.x") if one_d else (
             "(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x", "blockDim.x * blockDim.y * blockDim.z")
         loop = f"for (int htam_b = {t0}; htam_b < {bins}; htam_b += {nt})"
-        stmts = [s for s in unit.body.named_children if s.type != "comment"]
-        ind = _ts.indent_of(unit.src, stmts[0].start_byte) if stmts else "    "
+        stmts = [s for s in unit.body.named_children if not syn.is_comment(s)]
+        ind = syn.indent_of(unit.src, stmts[0].start_byte) if stmts else "    "
         when = "" if cap_why is None else "if (htam_private) "
         head = [decl, f"{when}{loop} {NAME}[htam_b] = 0;", "__syncthreads();"]
         if cap_why is not None:
@@ -138,8 +138,8 @@ class CudaSmemHistogram(CudaTransform):
             private = text[: b0 - st0] + NAME + text[b1 - st0:]
             edits.append(unit.replace_span((st0, st1), f"if (htam_private) {private} else {text}"))
         close = unit.body.end_byte - 1
-        if _ts.only_space_before(unit.src, close):
-            start = _ts.line_start(unit.src, close)
+        if syn.only_space_before(unit.src, close):
+            start = syn.line_start(unit.src, close)
             edits.append(unit.insert(start, "".join(f"{ind}{ln}\n" for ln in tail)))
         else:
             edits.append(unit.insert(close, "".join(f"\n{ind}{ln}" for ln in tail) + "\n"))
@@ -163,7 +163,7 @@ class CudaSmemHistogram(CudaTransform):
         if not unit.launches:
             return f"{unit.kernel.name} has no launch in this file; the dynamic shared memory cannot be sized"
         if any(s.startswith("extern") and "__shared__" in s for s in
-               (unit.t(d) for d in _ts.of_type(unit.body, "declaration"))):
+               (unit.t(d) for d in syn.declarations(unit.body))):
             return "the kernel already declares dynamic shared memory"
         idx = param_names(unit).index(u.extent_param)  # type: ignore[arg-type]
         out = []

@@ -43,12 +43,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import sympy
-from tree_sitter import Node
 
 from htam_core.source.analysis import ColumnSplit, LoopFact, sym
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.guards import bounds_guard
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
@@ -64,8 +64,6 @@ from htam_core.types.profile import Profile
 
 WIDTH = 32
 _THREAD_WORDS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
-_DROPPABLE = frozenset({"declaration", "namespace_alias_definition", "using_declaration", "alias_declaration",
-                        "type_definition"})
 
 
 @dataclass
@@ -85,7 +83,7 @@ class _Plan:
 
 
 def _ids(unit: CudaUnit, node: Node) -> list[Node]:
-    return _ts.of_type(node, "identifier")
+    return syn.identifiers(node)
 
 
 def _declared(unit: CudaUnit, decl: Node) -> list[str]:
@@ -93,7 +91,7 @@ def _declared(unit: CudaUnit, decl: Node) -> list[str]:
     out = []
     for d in decl.children_by_field_name("declarator"):
         cur: Node | None = d
-        while cur is not None and cur.type != "identifier":
+        while cur is not None and not syn.is_identifier(cur):
             cur = cur.child_by_field_name("declarator")
         if cur is not None:
             out.append(unit.t(cur))
@@ -102,7 +100,7 @@ def _declared(unit: CudaUnit, decl: Node) -> list[str]:
 
 def _value(decl: Node) -> Node | None:
     d = decl.children_by_field_name("declarator")
-    if len(d) != 1 or d[0].type != "init_declarator":
+    if len(d) != 1 or not syn.is_init_declarator(d[0]):
         return None
     return d[0].child_by_field_name("value")
 
@@ -113,7 +111,7 @@ def _column_var(unit: CudaUnit, split: ColumnSplit, pre: list[Node]) -> tuple[st
     values = {t.name: t.expr for t in f.thread_indices}
     values.update({n: sym(b) for n, b in f.builtin_aliases})
     for st in pre:
-        if st.type == "declaration":
+        if syn.is_declaration(st):
             names = _declared(unit, st)
             if len(names) == 1 and names[0] in values and sympy.expand(values[names[0]] - split.column) == 0:
                 return names[0], st
@@ -123,7 +121,7 @@ def _column_var(unit: CudaUnit, split: ColumnSplit, pre: list[Node]) -> tuple[st
 def _guard(unit: CudaUnit, st: Node, col: str) -> Node | None:
     """``X`` of the column guard ``if (col >= X) return;`` in any spelling the analysis layer reads as the early
     return of ``col < X`` (``if (X <= col) { return; }``, ``if (!(col < X)) return;``), else ``None``."""
-    if st.type != "if_statement":
+    if not syn.is_if(st):
         return None
     g = bounds_guard(st, None, unit.src)
     return g.single(col) if not isinstance(g, str) and g.form == "return" else None
@@ -131,30 +129,30 @@ def _guard(unit: CudaUnit, st: Node, col: str) -> Node | None:
 
 def _lane_zero_write(unit: CudaUnit, st: Node) -> Node | None:
     """The one expression statement of ``if (E == 0) { stmt; }`` (one thread of the group writes), else ``None``."""
-    if st.type != "if_statement" or st.child_by_field_name("alternative") is not None:
+    if not syn.is_if(st) or st.child_by_field_name("alternative") is not None:
         return None
-    cond = _ts.unwrap_parens(st.child_by_field_name("condition"))
-    if cond.type == "condition_clause":
-        cond = _ts.unwrap_parens(cond.named_children[0])
-    if cond.type != "binary_expression" or unit.t(cond.child_by_field_name("operator")) != "==":
+    cond = syn.unwrap_parens(st.child_by_field_name("condition"))
+    if syn.is_condition_clause(cond):
+        cond = syn.unwrap_parens(cond.named_children[0])
+    if not syn.is_binary(cond) or unit.t(cond.child_by_field_name("operator")) != "==":
         return None
     if "0" not in (unit.t(cond.child_by_field_name("left")), unit.t(cond.child_by_field_name("right"))):
         return None
     cons = st.child_by_field_name("consequence")
-    body = statement_list(cons) if cons is not None and cons.type == "compound_statement" else [cons]
-    return body[0] if len(body) == 1 and body[0] is not None and body[0].type == "expression_statement" else None
+    body = statement_list(cons) if cons is not None and syn.is_block(cons) else [cons]
+    return body[0] if len(body) == 1 and body[0] is not None and syn.is_expression_statement(body[0]) else None
 
 
 def _sum_combine(unit: CudaUnit, value: Node) -> bool:
     """A value that sums the group's partials: ``cg::reduce(g, v, cg::plus<T>{})`` or a shuffle added with ``+=``."""
-    v = _ts.unwrap_parens(value)
-    if v.type != "call_expression":
+    v = syn.unwrap_parens(value)
+    if not syn.is_call(v):
         return False
     fn = unit.t(v.child_by_field_name("function")).split("<", 1)[0].split("::")[-1]
     if fn == "reduce":
         args = v.child_by_field_name("arguments")
         return args is not None and len(args.named_children) == 3 and "plus" in unit.t(args.named_children[2])
-    return fn.startswith("__shfl") and v.parent is not None and v.parent.type == "assignment_expression" and \
+    return fn.startswith("__shfl") and v.parent is not None and syn.is_assignment(v.parent) and \
         unit.t(v.parent.child_by_field_name("operator")) == "+="
 
 
@@ -163,14 +161,14 @@ def _assignments(unit: CudaUnit, scope: list[Node], name: str) -> list[Node | No
     (``name++``, ``&name``)."""
     out: list[Node | None] = []
     for st in scope:
-        for d in _ts.of_type(st, "init_declarator"):
+        for d in syn.init_declarators(st):
             if unit.t(d.child_by_field_name("declarator")) == name:
                 out.append(d.child_by_field_name("value"))
-        for a in _ts.of_type(st, "assignment_expression"):
+        for a in syn.assignments(st):
             if unit.t(a.child_by_field_name("left")) == name:
                 out.append(a.child_by_field_name("right"))
-        for u in _ts.of_type(st, ("update_expression", "pointer_expression")):
-            if unit.t(u.child_by_field_name("argument")) == name and (u.type == "update_expression" or
+        for u in syn.writes_or_addresses(st):
+            if unit.t(u.child_by_field_name("argument")) == name and (syn.is_update(u) or
                                                                        unit.t(u).startswith("&")):
                 out.append(None)
     return out
@@ -180,7 +178,7 @@ def column_loop(unit: CudaUnit, split: ColumnSplit) -> tuple[LoopFact, Node, lis
     """The loop of a column split (a fact of the analysis layer), its node, and the body's statements before and
     after it; or why the loop is not a statement of the kernel's body."""
     fact = unit.facts.loops[split.loop]
-    loop = unit.node_at(fact.span, ("for_statement",))
+    loop = unit.node_at(fact.span, syn.FOR_LOOP)
     stmts = statement_list(unit.body)
     if loop is None or loop not in stmts:
         return f"the column loop on line {fact.line} is not a statement of {unit.kernel.name}'s body (it is nested)"
@@ -205,7 +203,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
         return got
     col, col_decl = got
     acc = fact.accumulators[0]
-    acc_decl = unit.node_at(acc.decl_span, ("declaration",)) if acc.decl_span else None
+    acc_decl = unit.node_at(acc.decl_span, syn.DECLARATION) if acc.decl_span else None
     if acc_decl is None or acc_decl not in pre or acc.type is None:
         return f"the accumulator {acc.name} is not declared with its type before the loop on line {fact.line}"
     bound: Node | None = None
@@ -215,15 +213,15 @@ def _plan(unit: CudaUnit) -> _Plan | str:
         g = _guard(unit, st, col)
         if g is not None and bound is None:
             bound = g
-        elif st.type in _DROPPABLE:
-            for n in _declared(unit, st) if st.type == "declaration" else []:
+        elif syn.is_name_declaration(st):
+            for n in _declared(unit, st) if syn.is_declaration(st) else []:
                 decls[n] = st
-        elif st.type == "expression_statement" and not unit.barriers_in(st) and not any(
+        elif syn.is_expression_statement(st) and not unit.barriers_in(st) and not any(
                 unit.t(c.child_by_field_name("function")).startswith(("atomic", "__syncthreads"))
-                for c in _ts.of_type(st, "call_expression")):
+                for c in syn.calls(st)):
             # dropped; what it assigns (also `cg::thread_block_tile<32> warp = …`, which parses as an expression)
             # may not be read by the parts kept
-            opaque.update(unit.t(a.child_by_field_name("left")) for a in _ts.of_type(st, "assignment_expression"))
+            opaque.update(unit.t(a.child_by_field_name("left")) for a in syn.assignments(st))
         else:
             return (f"the statement on line {_line(unit, st)} before the column loop is "
                     f"neither a declaration nor the column guard `if ({col} >= n) return;`")
@@ -249,7 +247,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
     if any(a.space == "shared" for a in f.accesses_in(fact)):
         return f"the column loop on line {fact.line} reads shared memory, which the rewrite does not fill"
     for st in post:
-        for d in _ts.of_type(st, "declaration"):
+        for d in syn.declarations(st):
             locals_.update(_declared(unit, d))
     combined: set[str] = set()
     in_write = {unit.t(i) for i in _ids(unit, write)} & locals_
@@ -344,7 +342,7 @@ def _grid_param(unit: CudaUnit) -> str | None:
 
 def _args(la: Launch) -> list[Node] | None:
     a = la.call.child_by_field_name("arguments")
-    return [c for c in a.named_children if c.type != "comment"] if a is not None else None
+    return [c for c in a.named_children if not syn.is_comment(c)] if a is not None else None
 
 
 def _with(unit: CudaUnit, node: Node, renames: list[tuple[Node, str]]) -> str:
@@ -358,7 +356,7 @@ def _with(unit: CudaUnit, node: Node, renames: list[tuple[Node, str]]) -> str:
 def _atom(unit: CudaUnit, node: Node) -> str:
     """``node``'s text, parenthesized unless it is a name or a number."""
     t = " ".join(unit.t(node).split())
-    return t if node.type in ("identifier", "number_literal") else f"({t})"
+    return t if syn.is_name_or_number(node) else f"({t})"
 
 
 def _reindent(text: str, extra: str) -> str:
@@ -370,11 +368,11 @@ def _loop_text(unit: CudaUnit, p: _Plan) -> str | None:
     """The loop with its start ``threadIdx.y`` and step ``blockDim.y`` (warps split the rows), or ``None``."""
     init = p.loop.child_by_field_name("initializer")
     upd = p.loop.child_by_field_name("update")
-    if init is None or upd is None or upd.type != "assignment_expression" or \
+    if init is None or upd is None or not syn.is_assignment(upd) or \
             unit.t(upd.child_by_field_name("operator")) != "+=":
         return None
-    value = _value(init) if init.type == "declaration" else (
-        init.child_by_field_name("right") if init.type == "assignment_expression" else None)
+    value = _value(init) if syn.is_declaration(init) else (
+        init.child_by_field_name("right") if syn.is_assignment(init) else None)
     step = upd.child_by_field_name("right")
     if value is None or step is None:
         return None
@@ -433,7 +431,7 @@ class CudaLaneColumns(CudaTransform):
     @staticmethod
     def _body(unit: CudaUnit, p: _Plan, loop: str) -> str:
         stmts = statement_list(unit.body)
-        ind = _ts.indent_of(unit.src, stmts[0].start_byte) or "    "
+        ind = syn.indent_of(unit.src, stmts[0].start_byte) or "    "
         step = ind
         acc = p.fact.accumulators[0]
         cols = unit.t(p.bound) if p.bound is not None else p.bound_param

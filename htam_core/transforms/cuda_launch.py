@@ -15,13 +15,12 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as _ts  # the node queries of the analysis layer
 from htam_core.source.analysis.constants import literal_value
 from htam_core.source.analysis.launch import launch_calls, reads_block_dim
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.unit import SiteLaunch
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
     DIMS,
     Const,
@@ -55,7 +54,7 @@ def _expand(unit: CudaUnit, expr: Node, scope: Node | None) -> Node:
     """Follow an identifier to its single local initializer (``int blocks = (n + 255) / 256;``)."""
     expr = _ts.unwrap_parens(expr)
     seen = 0
-    while expr.type == "identifier" and scope is not None and seen < 4:
+    while _ts.is_identifier(expr) and scope is not None and seen < 4:
         inits = unit.local_inits(scope, unit.t(expr))
         if len(inits) != 1 or unit.assigned_in(scope, unit.t(expr)):
             break
@@ -70,17 +69,17 @@ def _grid_literal_edits(unit: CudaUnit, grid: Node, old: int, new: int) -> list[
     Returns the edits, ``None`` when ``grid`` contains no literal ``old`` (it does not follow the block),
     or a reason string when the literal is used in a way that is not a ceil-division.
     """
-    lits = [n for n in _ts.of_type(grid, "number_literal") if _num_value(unit, n) in (old, old - 1)]
+    lits = [n for n in _ts.numbers(grid) if _num_value(unit, n) in (old, old - 1)]
     if not any(_num_value(unit, n) == old for n in lits):
         return None
     edits, divisor_seen = [], False
     for n in lits:
         v = _num_value(unit, n)
         p = n.parent
-        while p is not None and p.type == "parenthesized_expression":
+        while p is not None and _ts.is_parenthesized(p):
             p = p.parent
-        op = unit.t(p.child_by_field_name("operator")) if p is not None and p.type == "binary_expression" else ""
-        in_call = p is not None and p.type == "argument_list"
+        op = unit.t(p.child_by_field_name("operator")) if p is not None and _ts.is_binary(p) else ""
+        in_call = p is not None and _ts.is_argument_list(p)
         if v == old and op == "/" and n.start_byte >= p.child_by_field_name("right").start_byte:
             divisor_seen = True
         elif v == old and in_call and "div" in unit.t(p.parent.child_by_field_name("function")).lower():
@@ -102,10 +101,10 @@ def _grid_literal_edits(unit: CudaUnit, grid: Node, old: int, new: int) -> list[
 
 def _config_names(unit: CudaUnit, expr: Node, scope: Node | None, depth: int = 0) -> set[str]:
     """Identifiers a launch-config expression depends on, following local definitions two levels deep."""
-    names = {unit.t(n) for n in _ts.of_type(expr, ("identifier", "type_identifier"))}
+    names = {unit.t(n) for n in _ts.names_and_types(expr)}
     if depth < 2 and scope is not None:
         for name in list(names):
-            for d in unit.dims_of(_ts.unwrap_parens(expr), scope) if expr.type == "identifier" else []:
+            for d in unit.dims_of(_ts.unwrap_parens(expr), scope) if _ts.is_identifier(expr) else []:
                 if d is not expr:
                     names |= _config_names(unit, d, scope, depth + 1)
             for v in unit.local_inits(scope, name):
@@ -253,17 +252,17 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
                 touched.add(c.name)
             else:
                 blk = _ts.unwrap_parens(launch.block)
-                if blk.type == "identifier":
+                if _ts.is_identifier(blk):
                     touched.add(unit.t(blk))
             grid = _expand(unit, grid_dims[d], launch.host) if d < len(grid_dims) else None
             follows = False
             if grid is not None and c.name and references(grid, unit.src, c.name):
                 follows = True
-                if any(_num_value(unit, n) == c.value for n in _ts.of_type(grid, "number_literal")):
+                if any(_num_value(unit, n) == c.value for n in _ts.numbers(grid)):
                     return f"the grid {unit.t(grid)!r} mixes {c.name} and the literal {c.value}"
             elif grid is not None and reads_block_dim(grid, unit.src, launch.block, d):
                 follows = True  # (N + block.x - 1) / block.x: the grid reads the block itself
-                if any(_num_value(unit, n) in {c.value, c.value - 1} - {0, 1} for n in _ts.of_type(grid, "number_literal")):
+                if any(_num_value(unit, n) in {c.value, c.value - 1} - {0, 1} for n in _ts.numbers(grid)):
                     return f"the grid {unit.t(grid)!r} mixes {unit.t(launch.block)}.{DIMS[d]} and a literal of the block size"
             elif grid is not None:
                 ge = _grid_literal_edits(unit, grid, c.value, new)
@@ -273,13 +272,13 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
                     follows = True
                     group.extend(ge)
                     for g in (launch.grid, grid_dims[d]):
-                        if _ts.unwrap_parens(g).type == "identifier":
+                        if _ts.is_identifier(_ts.unwrap_parens(g)):
                             touched.add(unit.t(_ts.unwrap_parens(g)))
             if follows and (why := per_block_output_hazard(unit, launch)):
                 return why
             if not follows and (why := _grid_held(unit, launch, grid, DIMS[d], held)):
                 return why
-            body_lits = [n for n in _ts.of_type(unit.body, "number_literal") if _num_value(unit, n) == c.value]
+            body_lits = [n for n in _ts.numbers(unit.body) if _num_value(unit, n) == c.value]
             if body_lits and c.value >= 8:
                 return f"the kernel body uses the literal {c.value}, which may assume the block size"
             for x in group:
@@ -307,9 +306,9 @@ def bounds_edit(unit: CudaUnit, old_total: int | None, new_total: int) -> TextEd
     lb = unit.launch_bounds_node()
     if lb is None:
         return None
-    if lb.type != "launch_bounds":
+    if not _ts.is_launch_bounds(lb):
         return "__launch_bounds__ is declared through a macro or could not be parsed, so its thread limit is not read; the block size is left as is"
-    args = [c for c in lb.named_children if c.type != "comment"]
+    args = [c for c in lb.named_children if not _ts.is_comment(c)]
     if not args:
         return None
     c = unit.resolve(args[0], None)
@@ -346,7 +345,10 @@ class CudaBlockSize(CudaTransform):
         consts: list[Const | None] = [d.const for d in dims]
         if any(c is None for c in consts):
             bad = next(unit.t(d.expr) for d in dims if d.const is None)
-            return self.not_applicable(f"the block size {bad} is not a compile-time constant")
+            # the output contract is the reason that stays once the block size is made a constant: say it too
+            hazard = per_block_output_hazard(unit, unit.launches[0])
+            return self.not_applicable(f"the block size {bad} is not a compile-time constant"
+                                       + (f"; and {hazard}" if hazard else ""))
         current = tuple(c.value for c in consts)  # type: ignore[union-attr]
         active = [v for v in current if v > 1]
         if len(active) == 1 and len(current) <= 3:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import elementwise
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
-    elementwise,
     include_insert_point,
     statement_span,
     wrap_grid,
@@ -57,7 +56,7 @@ class CudaUnroll(CudaTransform):
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate unrolling every eligible loop (full unroll up to 64 trips, else by 4)."""
-        loops = _ts.of_type(unit.body, "for_statement")
+        loops = syn.for_loops(unit.body)
         if not loops:
             return self.not_applicable(f"{kernel.name} has no for loop")
         edits: list[TextEdit] = []
@@ -68,7 +67,7 @@ class CudaUnroll(CudaTransform):
             if _has_unroll_pragma(unit, loop):
                 skipped.append(f"line {line} already unrolled")
                 continue
-            if loop.parent is None or loop.parent.type != "compound_statement":
+            if loop.parent is None or not syn.is_block(loop.parent):
                 skipped.append(f"line {line} is not directly inside a block")
                 continue
             n = trip_count(unit, loop)
@@ -76,9 +75,9 @@ class CudaUnroll(CudaTransform):
                 skipped.append(f"line {line} has no constant trip count")
                 continue
             pragma = "#pragma unroll" if n <= FULL_UNROLL_MAX else "#pragma unroll 4"
-            indent = _ts.indent_of(unit.src, loop.start_byte)
-            if _ts.only_space_before(unit.src, loop.start_byte):
-                edits.append(unit.insert(_ts.line_start(unit.src, loop.start_byte), f"{indent}{pragma}\n"))
+            indent = syn.indent_of(unit.src, loop.start_byte)
+            if syn.only_space_before(unit.src, loop.start_byte):
+                edits.append(unit.insert(syn.line_start(unit.src, loop.start_byte), f"{indent}{pragma}\n"))
             else:
                 edits.append(unit.insert(loop.start_byte, f"\n{pragma}\n{indent}"))
             done.append({"line": line, "trip_count": n})
@@ -139,12 +138,12 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
         cond = ew.guard.child_by_field_name("condition")
         edits.append(unit.edit(ew.guard.start_byte, cond.end_byte, header))
     else:
-        indent = _ts.indent_of(unit.src, ew.guard.start_byte)
+        indent = syn.indent_of(unit.src, ew.guard.start_byte)
         first, last = ew.stmts[0], ew.stmts[-1]
         # from the first statement's line start when it opens its line, else from the statement itself (a guard
         # and its body on one line: the line also holds the guard, which the edit replaces)
-        own_line = _ts.only_space_before(unit.src, first.start_byte)
-        start = _ts.line_start(unit.src, first.start_byte) if own_line else first.start_byte
+        own_line = syn.only_space_before(unit.src, first.start_byte)
+        start = syn.line_start(unit.src, first.start_byte) if own_line else first.start_byte
         inner = ("" if own_line else indent) + unit.src[start : last.end_byte].decode()
         inner = "\n".join(("    " + ln) if ln.strip() else ln for ln in inner.split("\n"))
         edits.append(unit.edit(ew.guard.start_byte, last.end_byte, f"{header} {{\n{inner}\n{indent}}}"))
@@ -169,8 +168,8 @@ class CudaGridStride(CudaTransform):
         body = grid_stride_body_edits(unit)
         if isinstance(body, str):
             return self.not_applicable(body)
-        if not unit.launches:
-            # launched from another file: the loop alone is correct for any grid; the grid is left to the launcher
+        if not unit.launches_editable:
+            # launched from another file or through a pointer shared with other kernels: the loop alone is correct for any grid; the grid is left to the launcher
             return [self.candidate(
                 model,
                 f"make {kernel.name} a grid-stride loop, launch-independent: correct for any grid, so the grid is "

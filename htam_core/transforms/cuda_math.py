@@ -8,10 +8,9 @@ Idea source: CUDA C++ Programming Guide, "Intrinsic Functions" (maximum ulp erro
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
@@ -35,13 +34,13 @@ _FLOAT_CALLS = set(INTRINSICS) | set(INTRINSICS.values()) | {"sqrtf", "rsqrtf", 
 
 def _is_float_expr(unit: CudaUnit, node: Node) -> bool:
     """True when ``node`` is certainly a float: an ``f`` literal or a float math call (parentheses stripped)."""
-    node = _ts.unwrap_parens(node)
-    if node.type == "number_literal":
+    node = syn.unwrap_parens(node)
+    if syn.is_number(node):
         s = unit.t(node)
         return s.endswith(("f", "F")) and not s.lower().startswith("0x")
-    if node.type == "call_expression":
+    if syn.is_call(node):
         return unit.t(node.child_by_field_name("function")) in _FLOAT_CALLS
-    if node.type == "binary_expression" and unit.t(node.child_by_field_name("operator")) in "+-*":
+    if syn.is_binary(node) and unit.t(node.child_by_field_name("operator")) in "+-*":
         return _is_float_expr(unit, node.child_by_field_name("left")) or _is_float_expr(
             unit, node.child_by_field_name("right")
         )
@@ -66,20 +65,20 @@ class CudaFastMath(CudaTransform):
         edits: list[TextEdit] = []
         calls: list[str] = []
         divs = 0
-        for call in _ts.of_type(unit.body, "call_expression"):
+        for call in syn.calls(unit.body):
             fn = call.child_by_field_name("function")
             name = unit.t(fn)
-            if fn is not None and fn.type == "identifier" and name in INTRINSICS:
+            if fn is not None and syn.is_identifier(fn) and name in INTRINSICS:
                 edits.append(unit.replace(fn, INTRINSICS[name]))
                 calls.append(name)
-        for b in _ts.of_type(unit.body, "binary_expression"):
+        for b in syn.binaries(unit.body):
             if unit.t(b.child_by_field_name("operator")) != "/":
                 continue
             left, right = b.child_by_field_name("left"), b.child_by_field_name("right")
             if not (_is_float_expr(unit, left) or _is_float_expr(unit, right)):
                 continue
-            if any(n.type == "binary_expression" and unit.t(n.child_by_field_name("operator")) == "/"
-                   for n in _ts.walk(b) if n is not b):
+            if any(syn.is_binary(n) and unit.t(n.child_by_field_name("operator")) == "/"
+                   for n in syn.walk(b) if n is not b):
                 continue  # nested divisions: keep the edit simple and non-overlapping
             # rewrite "a / b" as "__fdividef(a, b)" with inserts so inner call renames do not overlap
             edits.append(unit.insert(b.start_byte, "__fdividef("))

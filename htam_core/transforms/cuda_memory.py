@@ -9,20 +9,11 @@ blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitje
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import Elementwise, elementwise, is_global_index, is_lvalue
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
-from htam_core.transforms._cuda import (
-    CudaTransform,
-    CudaUnit,
-    _is_lvalue,
-    elementwise,
-    is_global_index,
-    references,
-    statement_list,
-    wrap_grid,
-)
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, wrap_grid
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import pointer_params
@@ -87,12 +78,12 @@ class CudaLdg(CudaTransform):
         for name in eligible:
             for ref in references(unit.body, unit.src, name):
                 sub = ref.parent
-                if sub is None or sub.type != "subscript_expression" or sub.child_by_field_name("argument") != ref:
+                if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref:
                     continue
-                if _is_lvalue(sub):
+                if is_lvalue(sub):
                     continue
                 ctx = sub.parent
-                if ctx is not None and ctx.type == "argument_list" and "__ldg" in unit.t(ctx.parent):
+                if ctx is not None and syn.is_argument_list(ctx) and "__ldg" in unit.t(ctx.parent):
                     continue
                 edits.append(unit.insert(sub.start_byte, "__ldg(&"))
                 edits.append(unit.insert(sub.end_byte, ")"))
@@ -158,46 +149,10 @@ class CudaVectorizeFloat4(CudaTransform):
             if value_type(unit, n, p) != "float":  # type: ignore[arg-type]
                 return self.not_applicable(f"{n} points to {_type_words(unit, n, p)}, not float")  # type: ignore[arg-type]
         names = [n for n, _ in used]
-        # every pointer use inside the guarded code must be P[i]; i used nowhere else
-        reads, writes, cond_writes = set(), set(), set()
-        subs: list[tuple[Node, str]] = []
-        top = set(ew.stmts)
-        for s in ew.stmts:
-            for ref in _ts.of_type(s, "identifier"):
-                name = unit.t(ref)
-                if name == ew.name:
-                    sub = ref.parent
-                    while sub is not None and sub.type == "subscript_argument_list":
-                        sub = sub.parent
-                    ok = (
-                        sub is not None and sub.type == "subscript_expression"
-                        and unit.t(sub.child_by_field_name("argument")) in names
-                        and unit.t(sub.child_by_field_name("indices")).strip("[] ") == ew.name
-                    )
-                    if not ok:
-                        return self.not_applicable(f"{ew.name} is used other than as the index of a pointer")
-                    continue
-                if name not in names:
-                    continue
-                sub = ref.parent
-                if sub is None or sub.type != "subscript_expression" or sub.child_by_field_name("argument") != ref:
-                    return self.not_applicable(f"{name} is used other than as {name}[{ew.name}]")
-                subs.append((sub, name))
-                parent = sub.parent
-                if _is_lvalue(sub):
-                    writes.add(name)
-                    stmt = parent.parent if parent is not None else None
-                    compound = parent is not None and unit.t(parent.child_by_field_name("operator")) != "="
-                    if compound or parent.type == "update_expression":
-                        reads.add(name)
-                    if stmt is None or stmt.type != "expression_statement" or not (
-                        stmt in top or (stmt.parent is not None and stmt.parent in top
-                                        and stmt.parent.type == "compound_statement"
-                                        and ew.form == "if")
-                    ):
-                        cond_writes.add(name)
-                else:
-                    reads.add(name)
+        uses = _pointer_uses(unit, ew, names)
+        if isinstance(uses, str):
+            return self.not_applicable(uses)
+        reads, writes, cond_writes, subs = uses
         if not writes:
             return self.not_applicable(f"{kernel.name} stores nothing through its pointers")
         body_text = self._body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes)
@@ -205,11 +160,11 @@ class CudaVectorizeFloat4(CudaTransform):
         first = stmts.index(ew.decl)
         last_node = ew.guard if ew.form == "if" else ew.stmts[-1]
         between = [s for s in stmts[first + 1 :] if s.start_byte < ew.guard.start_byte]
-        indent = _ts.indent_of(unit.src, ew.decl.start_byte) or "    "
+        indent = syn.indent_of(unit.src, ew.decl.start_byte) or "    "
         kept = "".join(f"{unit.t(s)}\n{indent}" for s in between)
         edits = [unit.edit(ew.decl.start_byte, last_node.end_byte, kept + body_text.replace("\n", "\n" + indent))]
-        if not unit.launches:
-            # launched from another file: the body is a grid-stride loop, so it is correct as it stands for any grid
+        if not unit.launches_editable:
+            # launched from another file or through a pointer shared with other kernels: the body is a grid-stride loop, so it is correct as it stands for any grid
             return [self.candidate(
                 model,
                 f"vectorize {kernel.name} with float4 loads/stores, launch-independent: correct for any grid (a "
@@ -254,6 +209,7 @@ class CudaVectorizeFloat4(CudaTransform):
         # a sum visits a thread's elements in another order: float results may differ in the last bits
         cand.changes_numerics = any(a.op == "sum" for lp in unit.facts.loops if lp.line in lines
                                     for a in lp.accumulators)
+        cand.reorders_only = cand.changes_numerics  # the same terms, summed four lanes at a time
         return [cand]
 
     @staticmethod
@@ -264,7 +220,7 @@ class CudaVectorizeFloat4(CudaTransform):
         start = ew.consequence.start_byte if ew.form == "if" else ew.stmts[0].start_byte
         end = ew.consequence.end_byte if ew.form == "if" else ew.stmts[-1].end_byte
         scalar = unit.src[start:end].decode()
-        lane_text = _ts.one_line(unit.src, unit.body, start, end, [(sub, f"htam_{name}") for sub, name in subs])
+        lane_text = syn.one_line(unit.src, unit.body, start, end, [(sub, f"htam_{name}") for sub, name in subs])
         if ew.form == "return":
             lane_text = "{ " + lane_text + " }"
             scalar = "{\n" + scalar + "\n}"
@@ -307,3 +263,53 @@ class CudaVectorizeFloat4(CudaTransform):
         lines += ["        " + ln.strip() if ln.strip() else "" for ln in scalar.splitlines()]
         lines += ["    }", "}"]
         return "\n".join(lines)
+
+
+def _pointer_uses(unit: CudaUnit, ew: Elementwise, names: list[str]
+                  ) -> tuple[set[str], set[str], set[str], list[tuple[Node, str]]] | str:
+    """How the guarded code of the elementwise form ``ew`` uses the pointers ``names``: every use must be
+    ``P[i]`` (``i`` the index, used nowhere else). Returns ``(reads, writes, cond_writes, subs)``: the pointers
+    read, written, and written only under a condition of their own, and each ``P[i]`` subscript with its pointer; or
+    why a use is another form."""
+    reads: set[str] = set()
+    writes: set[str] = set()
+    cond_writes: set[str] = set()
+    subs: list[tuple[Node, str]] = []
+    top = set(ew.stmts)
+    for s in ew.stmts:
+        for ref in syn.identifiers(s):
+            name = unit.t(ref)
+            if name == ew.name:
+                sub = ref.parent
+                while sub is not None and syn.is_subscript_arguments(sub):
+                    sub = sub.parent
+                ok = (
+                    sub is not None and syn.is_subscript(sub)
+                    and unit.t(sub.child_by_field_name("argument")) in names
+                    and unit.t(sub.child_by_field_name("indices")).strip("[] ") == ew.name
+                )
+                if not ok:
+                    return f"{ew.name} is used other than as the index of a pointer"
+                continue
+            if name not in names:
+                continue
+            sub = ref.parent
+            if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref:
+                return f"{name} is used other than as {name}[{ew.name}]"
+            subs.append((sub, name))
+            parent = sub.parent
+            if is_lvalue(sub):
+                writes.add(name)
+                stmt = parent.parent if parent is not None else None
+                compound = parent is not None and unit.t(parent.child_by_field_name("operator")) != "="
+                if compound or syn.is_update(parent):
+                    reads.add(name)
+                if stmt is None or not syn.is_expression_statement(stmt) or not (
+                    stmt in top or (stmt.parent is not None and stmt.parent in top
+                                    and syn.is_block(stmt.parent)
+                                    and ew.form == "if")
+                ):
+                    cond_writes.add(name)
+            else:
+                reads.add(name)
+    return reads, writes, cond_writes, subs

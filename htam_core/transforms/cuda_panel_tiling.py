@@ -34,12 +34,12 @@ import re
 from dataclasses import dataclass
 
 import sympy
-from tree_sitter import Node
 
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.callees import DeviceCallee, device_callees
 from htam_core.source.analysis.facts import BUILTINS, Access, KernelFacts, LoopFact, sym
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
@@ -128,13 +128,13 @@ class PanelNest:
 
 def _function_params(unit: CudaUnit, fn: Node) -> tuple[str, ...]:
     d = fn.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
+    while d is not None and not syn.is_function_declarator(d):
         d = d.child_by_field_name("declarator")
     plist = d.child_by_field_name("parameters") if d is not None else None
     out = []
     for p in plist.named_children if plist is not None else []:
         n = p.child_by_field_name("declarator")
-        while n is not None and n.type != "identifier":
+        while n is not None and not syn.is_identifier(n):
             n = n.child_by_field_name("declarator")
         if n is not None:
             out.append(unit.t(n))
@@ -243,7 +243,7 @@ def _match_one(unit: CudaUnit, target: Target, dot: LoopFact) -> PanelNest | str
         return (f"{', '.join(sorted({a.pointer, b.pointer} & written))} is written in the function too: staged "
                 "panels would not see its stores")
     between = _between(unit, acc.decl_span, dot.span)
-    if any(unit.t(n) == acc.name for s in between for n in _ts.of_type(s, "identifier")):
+    if any(unit.t(n) == acc.name for s in between for n in syn.identifiers(s)):
         return f"{acc.name} is changed between its declaration and the dot loop"
     return PanelNest(target, rows, cols, dot, a, b, ra[0], rb[0], ra[2], rb[2], ra[1], rb[1],
                      rows.trip_value, cols.trip_value, acc.name, acc.type, acc.init_text.strip(),  # type: ignore[arg-type]
@@ -253,7 +253,7 @@ def _match_one(unit: CudaUnit, target: Target, dot: LoopFact) -> PanelNest | str
 def _between(unit: CudaUnit, first: tuple[int, int], last: tuple[int, int]) -> list[Node]:
     """The statements of the block holding the statement at file bytes ``last`` that lie after file bytes
     ``first`` and before ``last``."""
-    node = unit.node_at(last, ("for_statement",))
+    node = unit.node_at(last, syn.FOR_LOOP)
     block = node.parent if node is not None else None
     if block is None:
         return []
@@ -270,20 +270,20 @@ def _body_shape(unit: CudaUnit, target: Target, dot: LoopFact, rows: LoopFact, a
         return "the function holding the nest has no body"
     if target.facts.barriers or any(a.space == "shared" for a in target.facts.accesses):
         return "the function already uses shared memory or __syncthreads()"
-    loop_node = unit.node_at(dot.span, ("for_statement",))
+    loop_node = unit.node_at(dot.span, syn.FOR_LOOP)
     lb = loop_node.child_by_field_name("body") if loop_node is not None else None
-    inner = statement_list(lb) if lb is not None and lb.type == "compound_statement" else ([lb] if lb else [])
+    inner = statement_list(lb) if lb is not None and syn.is_block(lb) else ([lb] if lb else [])
     if len(inner) != 1 or unit.source.span(inner[0]) != update_span and unit.source.span(inner[0].named_children[0]) != update_span:
         return f"the dot loop on line {dot.line} does more than `{acc} += a * b`"
-    prod = _ts.unwrap_parens(inner[0].named_children[0].child_by_field_name("right")) \
-        if inner[0].named_children and inner[0].named_children[0].type == "assignment_expression" else None
-    if prod is None or prod.type != "binary_expression" or unit.t(prod.child_by_field_name("operator")) != "*" or {
-            unit.source.span(_ts.unwrap_parens(prod.child_by_field_name(s))) for s in ("left", "right")} != {o.span for o in ops}:
+    prod = syn.unwrap_parens(inner[0].named_children[0].child_by_field_name("right")) \
+        if inner[0].named_children and syn.is_assignment(inner[0].named_children[0]) else None
+    if prod is None or not syn.is_binary(prod) or unit.t(prod.child_by_field_name("operator")) != "*" or {
+            unit.source.span(syn.unwrap_parens(prod.child_by_field_name(s))) for s in ("left", "right")} != {o.span for o in ops}:
         return f"the dot loop on line {dot.line} does not add the product of its two reads"
-    nest = unit.node_at(rows.span, ("for_statement",))
+    nest = unit.node_at(rows.span, syn.FOR_LOOP)
     if nest is None or nest.parent != body:
         return "the tile loops are not a statement of the function's body (a branch or a block holds them)"
-    for n in _ts.of_type(nest, ("return_statement", "goto_statement")):
+    for n in syn.function_exits(nest):
         return f"line {unit.source.line(n)}: a {unit.t(n).split()[0]} inside the tile loops"
     early: list[Node] = []
     for s in statement_list(body):
@@ -291,15 +291,14 @@ def _body_shape(unit: CudaUnit, target: Target, dot: LoopFact, rows: LoopFact, a
             break
         spans = [a.span for a in target.facts.accesses]
         reads_memory = any(s.start_byte + unit.base <= sp[0] < s.end_byte + unit.base for sp in spans)
-        if s.type == "declaration" and not reads_memory and not _ts.of_type(s, "call_expression"):
+        if syn.is_declaration(s) and not reads_memory and not syn.calls(s):
             continue
-        cons = s.child_by_field_name("consequence") if s.type == "if_statement" else None
-        cons_stmts = statement_list(cons) if cons is not None and cons.type == "compound_statement" else [cons]
+        cons = s.child_by_field_name("consequence") if syn.is_if(s) else None
+        cons_stmts = statement_list(cons) if cons is not None and syn.is_block(cons) else [cons]
         if (cons is not None and s.child_by_field_name("alternative") is None and len(cons_stmts) == 1
-                and cons_stmts[0] is not None and cons_stmts[0].type == "return_statement"
+                and cons_stmts[0] is not None and syn.is_return(cons_stmts[0])
                 and cons_stmts[0].named_child_count == 0 and not reads_memory
-                and not _ts.of_type(s.child_by_field_name("condition"), ("call_expression", "assignment_expression",
-                                                                         "update_expression"))):
+                and not syn.effects(s.child_by_field_name("condition"))):
             why = _index_relation(unit, target.facts, _condition(s))
             if why:
                 return why
@@ -313,9 +312,9 @@ def _body_shape(unit: CudaUnit, target: Target, dot: LoopFact, rows: LoopFact, a
 def _condition(stmt: Node) -> Node:
     """An ``if`` statement's condition without its parentheses (``condition_clause`` or a parenthesized one)."""
     c = stmt.child_by_field_name("condition")
-    if c is not None and c.type == "condition_clause" and c.child_by_field_name("value") is not None:
+    if c is not None and syn.is_condition_clause(c) and c.child_by_field_name("value") is not None:
         c = c.child_by_field_name("value")
-    return _ts.unwrap_parens(c)  # type: ignore[arg-type]
+    return syn.unwrap_parens(c)  # type: ignore[arg-type]
 
 
 def _index_relation(unit: CudaUnit, facts: KernelFacts, cond: Node) -> str | None:
@@ -323,11 +322,11 @@ def _index_relation(unit: CudaUnit, facts: KernelFacts, cond: Node) -> str | Non
     triangle skip such as ``j0 > i0``), or ``None``. A condition on a size (``i0 >= n``) is a bounds check: the
     threads it stops would load panel rows past the data, so it is refused."""
     pure = {t.name for t in facts.thread_indices if all(x.name in BUILTINS for x in t.expr.free_symbols)}
-    for n in _ts.of_type(cond, ("identifier", "field_expression")):
-        if n.type == "field_expression":
+    for n in syn.names_and_fields(cond):
+        if syn.is_field(n):
             continue
         p = n.parent
-        if p is not None and p.type == "field_expression" and unit.t(p).replace(" ", "") in BUILTINS:
+        if p is not None and syn.is_field(p) and unit.t(p).replace(" ", "") in BUILTINS:
             continue
         if unit.t(n) not in pure:
             return (f"the early return `if ({unit.t(cond)}) return;` reads {unit.t(n)}, which is not a thread or block "
@@ -341,7 +340,7 @@ def _targets(unit: CudaUnit, model: SourceModel, kernel: Kernel) -> tuple[list[T
     out = [Target(unit.facts, unit.func, _function_params(unit, unit.func), None)]
     reasons: list[str] = []
     for c in device_callees(model, kernel):
-        fn = unit.node_at(c.span, ("function_definition",))
+        fn = unit.node_at(c.span, syn.FUNCTION)
         if fn is None:
             continue
         if not c.top_level:
@@ -365,14 +364,14 @@ def _thread_exit_before(unit: CudaUnit, c: DeviceCallee) -> str | None:
     """Why some threads of a block may not reach the call of ``c`` (a ``return`` under a condition that reads a
     thread index, before the call), or ``None``."""
     names = {t.name for t in unit.facts.thread_indices if t.dims}
-    for r in _ts.of_type(unit.body, "return_statement"):
+    for r in syn.returns(unit.body):
         if r.start_byte + unit.base >= c.statement_span[0]:
             continue
         n = r.parent
         while n is not None and n != unit.body:
-            if n.type in ("if_statement", "for_statement", "while_statement", "do_statement", "switch_statement"):
+            if syn.is_compound_statement(n):
                 cond = n.child_by_field_name("condition")
-                ids = {unit.t(i) for i in _ts.of_type(cond, ("identifier", "field_expression"))} if cond else set()
+                ids = {unit.t(i) for i in syn.names_and_fields(cond)} if cond else set()
                 if any(i.startswith("threadIdx") for i in ids) or ids & names:
                     return f"line {unit.source.line(r)}: a thread-dependent return before the call"
             n = n.parent
@@ -453,8 +452,8 @@ class CudaSmemPanelTiling(CudaTransform):
     def _edits(self, unit: CudaUnit, n: PanelNest, block: tuple[int, int], bm: int, bn: int, bk: int) -> list[TextEdit]:
         """The staging code before the nest (the early returns moved after it) and the dot loop replaced by a read of
         the thread's accumulator."""
-        nest = unit.node_at(n.rows.span, ("for_statement",))
-        dot = unit.node_at(n.dot.span, ("for_statement",))
+        nest = unit.node_at(n.rows.span, syn.FOR_LOOP)
+        dot = unit.node_at(n.dot.span, syn.FOR_LOOP)
         assert nest is not None and dot is not None
         et, at = n.etype, n.acc_type
         threads = block[0] * block[1]
@@ -466,30 +465,7 @@ class CudaSmemPanelTiling(CudaTransform):
         b_at = (f"{n.b.pointer}[{c_expr(n.b_base)} + {c_expr(n.b_row)} * htam_r + htam_s0 + htam_c]")
         skip = " || ".join(f"({unit.t(_condition(s))})" for s in n.early)
 
-        def frag(name: str, panel: str, t: str, tile: int) -> list[str]:
-            if vec:
-                return [f"for (int htam_v = 0; htam_v < {tile}; htam_v += 4) {{",
-                        f"    const float4 htam_q = *reinterpret_cast<const float4 *>(&{panel}[htam_kk][{t} * {tile} + "
-                        "htam_v]);",
-                        f"    {name}[htam_v] = htam_q.x; {name}[htam_v + 1] = htam_q.y; {name}[htam_v + 2] = htam_q.z; "
-                        f"{name}[htam_v + 3] = htam_q.w;",
-                        "}"]
-            return [f"for (int htam_v = 0; htam_v < {tile}; ++htam_v) {name}[htam_v] = {panel}[htam_kk][{t} * {tile} "
-                    "+ htam_v];"]
-
-        step = [
-            f"{et} htam_a[{n.tm}], htam_b[{n.tn}];",
-            "#pragma unroll",
-            *frag("htam_a", "htam_pa", ta, n.tm),
-            "#pragma unroll",
-            *frag("htam_b", "htam_pb", tb, n.tn),
-            "#pragma unroll",
-            f"for (int htam_u = 0; htam_u < {n.tm}; ++htam_u) {{",
-            "#pragma unroll",
-            f"    for (int htam_w = 0; htam_w < {n.tn}; ++htam_w) htam_acc[htam_u][htam_w] += htam_a[htam_u] * "
-            "htam_b[htam_w];",
-            "}",
-        ]
+        step = _step_lines(n, et, vec, ta, tb)
         lines = [
             f"// shared-memory panels: the block's {bm} rows of {n.a.pointer} and {bn} rows of {n.b.pointer}, "
             f"{bk} elements of the reduction at a time; each thread's {n.tm}x{n.tn} sums from there",
@@ -525,13 +501,44 @@ class CudaSmemPanelTiling(CudaTransform):
             "}",
             *(["if (htam_skip) return;"] if skip else []),
         ]
-        indent = _ts.indent_of(unit.src, nest.start_byte)
+        indent = syn.indent_of(unit.src, nest.start_byte)
         text = "\n".join(ln.lstrip() if ln.lstrip().startswith("#") else indent + ln for ln in lines) + "\n"
-        edits = [unit.edit(_ts.line_start(unit.src, nest.start_byte), _ts.line_start(unit.src, nest.start_byte), text),
+        edits = [unit.edit(syn.line_start(unit.src, nest.start_byte), syn.line_start(unit.src, nest.start_byte), text),
                  unit.replace(dot, f"{n.acc} = htam_acc[{n.rows.var}][{n.cols.var}];")]
         for s in n.early:  # evaluated where it was (htam_skip), returned after the staging
-            edits.append(unit.edit(_ts.line_start(unit.src, s.start_byte), _line_end(unit.src, s.end_byte), ""))
+            edits.append(unit.edit(syn.line_start(unit.src, s.start_byte), _line_end(unit.src, s.end_byte), ""))
         return edits
+
+
+def _step_lines(n: PanelNest, et: str, vec: bool, ta: str, tb: str) -> list[str]:
+    """One reduction step of a thread's sums: its ``tm`` elements of the A panel and ``tn`` of the B panel read into
+    registers (as ``float4`` when ``vec``), then the ``tm x tn`` products added to ``htam_acc``; ``ta``/``tb``: the
+    thread index along each panel's rows, ``et`` the element type."""
+
+    def frag(name: str, panel: str, t: str, tile: int) -> list[str]:
+        if vec:
+            return [f"for (int htam_v = 0; htam_v < {tile}; htam_v += 4) {{",
+                    f"    const float4 htam_q = *reinterpret_cast<const float4 *>(&{panel}[htam_kk][{t} * {tile} + "
+                    "htam_v]);",
+                    f"    {name}[htam_v] = htam_q.x; {name}[htam_v + 1] = htam_q.y; {name}[htam_v + 2] = htam_q.z; "
+                    f"{name}[htam_v + 3] = htam_q.w;",
+                    "}"]
+        return [f"for (int htam_v = 0; htam_v < {tile}; ++htam_v) {name}[htam_v] = {panel}[htam_kk][{t} * {tile} "
+                "+ htam_v];"]
+
+    return [
+        f"{et} htam_a[{n.tm}], htam_b[{n.tn}];",
+        "#pragma unroll",
+        *frag("htam_a", "htam_pa", ta, n.tm),
+        "#pragma unroll",
+        *frag("htam_b", "htam_pb", tb, n.tn),
+        "#pragma unroll",
+        f"for (int htam_u = 0; htam_u < {n.tm}; ++htam_u) {{",
+        "#pragma unroll",
+        f"    for (int htam_w = 0; htam_w < {n.tn}; ++htam_w) htam_acc[htam_u][htam_w] += htam_a[htam_u] * "
+        "htam_b[htam_w];",
+        "}",
+    ]
 
 
 def _line_end(src: bytes, pos: int) -> int:

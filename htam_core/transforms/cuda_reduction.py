@@ -34,20 +34,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import builtin_field, cond_parts, is_lvalue
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
-from htam_core.transforms._cuda import (
-    CudaTransform,
-    CudaUnit,
-    _cond_parts,
-    _is_lvalue,
-    builtin_field,
-    references,
-    statement_list,
-    statement_span,
-)
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, statement_span
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_loops import model_line
@@ -93,7 +84,7 @@ class Tree:
 
 
 def _strip(node: Node) -> Node:
-    return _ts.unwrap_parens(node)
+    return syn.unwrap_parens(node)
 
 
 def _ident(unit: CudaUnit, node: Node | None, name: str | None = None) -> bool:
@@ -103,20 +94,20 @@ def _ident(unit: CudaUnit, node: Node | None, name: str | None = None) -> bool:
     node = _strip(node)
     if name is not None and "." in name:
         return builtin_field(unit, node) == name
-    return node.type == "identifier" and (name is None or unit.t(node) == name)
+    return syn.is_identifier(node) and (name is None or unit.t(node) == name)
 
 
 def _operand(unit: CudaUnit, node: Node) -> str | None:
     """The name of an identifier operand, or the builtin it is (``threadIdx.x``), else ``None``."""
     node = _strip(node)
-    if node.type == "identifier":
+    if syn.is_identifier(node):
         return unit.t(node)
     return builtin_field(unit, node)
 
 
 def _binary(unit: CudaUnit, node: Node, ops: tuple[str, ...]) -> tuple[str, Node, Node] | None:
     node = _strip(node)
-    if node.type != "binary_expression":
+    if not syn.is_binary(node):
         return None
     op = unit.t(node.child_by_field_name("operator"))
     if op not in ops:
@@ -167,7 +158,7 @@ def _interleaved_guard(unit: CudaUnit, cond: Node, s: str) -> str | None:
     not match.
     """
     cond = _strip(cond)
-    if cond.type == "unary_expression" and unit.t(cond.child_by_field_name("operator")) == "!":
+    if syn.is_unary(cond) and unit.t(cond.child_by_field_name("operator")) == "!":
         return _multiple_test(unit, cond.child_by_field_name("argument"), s)
     b = _binary(unit, cond, ("==",))
     if b is None:
@@ -193,7 +184,7 @@ def _strided_index(unit: CudaUnit, value: Node, s: str) -> str | None:
             stack.extend((b[1], b[2]))
     if len(factors) != 3 or sum(_is_int(unit, f, 2) for f in factors) != 1:
         return None
-    names = [unit.t(f) for f in factors if f.type == "identifier"]
+    names = [unit.t(f) for f in factors if syn.is_identifier(f)]
     if len(names) != 2 or names.count(s) != 1:
         return None
     return next(n for n in names if n != s)
@@ -202,12 +193,12 @@ def _strided_index(unit: CudaUnit, value: Node, s: str) -> str | None:
 def _subscript(unit: CudaUnit, node: Node) -> tuple[str, Node] | None:
     """``(array, index)`` for ``array[index]``, else ``None``."""
     node = _strip(node)
-    if node.type != "subscript_expression":
+    if not syn.is_subscript(node):
         return None
     arg, idx = node.child_by_field_name("argument"), node.child_by_field_name("indices")
-    if arg is None or arg.type != "identifier" or idx is None:
+    if arg is None or not syn.is_identifier(arg) or idx is None:
         return None
-    inner = idx.named_children if idx.type == "subscript_argument_list" else [idx]
+    inner = idx.named_children if syn.is_subscript_arguments(idx) else [idx]
     if len(inner) != 1:
         return None
     return unit.t(arg), inner[0]
@@ -233,8 +224,8 @@ def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str) -> tuple[str, str] | 
     """``(array, combine)`` for ``A[idx] += A[idx + s]``, ``A[idx] = A[idx] + A[idx + s]`` or
     ``A[idx] = f(A[idx], A[idx + s])`` with ``f`` in :data:`COMBINE_FUNCS`; else why not."""
     text = " ".join(unit.t(stmt).split())
-    expr = stmt.named_children[0] if stmt.type == "expression_statement" and stmt.named_children else None
-    if expr is None or expr.type != "assignment_expression":
+    expr = stmt.named_children[0] if syn.is_expression_statement(stmt) and stmt.named_children else None
+    if expr is None or not syn.is_assignment(expr):
         return f"the guarded statement `{text}` is not a combine `sdata[{idx}] += sdata[{idx} + {s}]`"
     left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
     op = unit.t(expr.child_by_field_name("operator"))
@@ -256,7 +247,7 @@ def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str) -> tuple[str, str] | 
         b = _binary(unit, r, ("+", "-", "*", "/"))
         if b is not None:
             kind, pair = b[0], [b[1], b[2]]
-        elif r.type == "call_expression" and r.child_by_field_name("arguments") is not None:
+        elif syn.is_call(r) and r.child_by_field_name("arguments") is not None:
             kind = unit.t(r.child_by_field_name("function"))
             pair = list(r.child_by_field_name("arguments").named_children)
         if len(pair) == 2 and any(_is_at(unit, x, array, idx) for x in pair) and any(
@@ -299,9 +290,9 @@ def _tid_problem(unit: CudaUnit, tid: str) -> str | None:
 def _header(unit: CudaUnit, loop: Node) -> tuple[str, str, Node] | str:
     """``(var, type, init value)`` of a ``for (T s = A; ...)`` header, else why not."""
     init = loop.child_by_field_name("initializer")
-    if init is None or init.type != "declaration":
+    if init is None or not syn.is_declaration(init):
         return "the loop variable is not declared in the loop header"
-    ds = [d for d in init.named_children if d.type == "init_declarator"]
+    ds = [d for d in init.named_children if syn.is_init_declarator(d)]
     if len(ds) != 1 or not _ident(unit, ds[0].child_by_field_name("declarator")):
         return "the loop header does not declare one variable"
     value = ds[0].child_by_field_name("value")
@@ -331,7 +322,7 @@ def tree_bound(unit: CudaUnit, bound: Node) -> tuple[bool, int | None]:
     ``int block_size = blockDim.x;``), ``(True, v)`` for a compile-time constant ``v`` (a template parameter bound at
     the launch, ``BLOCK`` of ``k<T, 256><<<...>>>``, included: the analysis layer's constants), ``(False, None)``
     otherwise."""
-    name = unit.t(_strip(bound)) if _strip(bound).type == "identifier" else None
+    name = unit.t(_strip(bound)) if syn.is_identifier(_strip(bound)) else None
     if builtin_field(unit, bound) == "blockDim.x" or (name and unit.facts.builtin_alias(name) == "blockDim.x"):
         return True, None
     c = unit.resolve(bound, unit.func)
@@ -352,7 +343,7 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
         return f"the loop already uses sequential addressing ({s} halves down to 1)"
     if not _is_int(unit, init, 1):
         return f"the loop variable {s} starts at `{unit.t(init)}`, not at 1 as in an interleaved tree"
-    parts = _cond_parts(unit, cond) if cond is not None else None
+    parts = cond_parts(unit, cond) if cond is not None else None
     if parts is None or parts[0] != s or parts[1] != "<":
         return f"the loop condition `{unit.t(cond)}` is not `{s} < blockDim.x` or `{s} < N`"
     bound = _strip(parts[2])
@@ -362,8 +353,8 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
     if upd_s not in ("s*=2", "s<<=1", "s=s*2", "s=2*s", "s=s<<1", "s+=s", "s=s+s"):
         return f"the loop update `{unit.t(upd)}` does not double {s}"
     body = loop.child_by_field_name("body")
-    stmts = statement_list(body) if body is not None and body.type == "compound_statement" else []
-    if len(stmts) not in (2, 3) or not _is_sync(unit, stmts[-1]) or stmts[-2].type != "if_statement":
+    stmts = statement_list(body) if body is not None and syn.is_block(body) else []
+    if len(stmts) not in (2, 3) or not _is_sync(unit, stmts[-1]) or not syn.is_if(stmts[-2]):
         return "the loop body is not exactly a guarded combine followed by a block barrier (__syncthreads();)"
     guard = stmts[-2]
     if guard.child_by_field_name("alternative") is not None:
@@ -382,7 +373,7 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
         tid = _strided_index(unit, value, s)
         if tid is None:
             return f"`{unit.t(index_decl)}` is not the strided index `{index} = 2 * {s} * tid`"
-        gparts = _cond_parts(unit, gcond)
+        gparts = cond_parts(unit, gcond)
         if gparts is None or gparts[0] != index or gparts[1] != "<" or _norm(unit, gparts[2], s) != _norm(
             unit, bound, s
         ):
@@ -398,7 +389,7 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
             return why
         tid = idx = found
     cons = guard.child_by_field_name("consequence")
-    inner = statement_list(cons) if cons is not None and cons.type == "compound_statement" else [cons]
+    inner = statement_list(cons) if cons is not None and syn.is_block(cons) else [cons]
     if len(inner) != 1 or inner[0] is None:
         return "the guard does not hold exactly one combine statement"
     comb = _combine(unit, inner[0], idx, s)
@@ -416,9 +407,9 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
 
 def _header_decl(unit: CudaUnit, decl: Node) -> tuple[str, Node] | None:
     """``(name, value)`` of a one-variable declaration ``T name = value;``."""
-    if decl.type != "declaration":
+    if not syn.is_declaration(decl):
         return None
-    ds = [d for d in decl.named_children if d.type == "init_declarator"]
+    ds = [d for d in decl.named_children if syn.is_init_declarator(d)]
     if len(ds) != 1 or not _ident(unit, ds[0].child_by_field_name("declarator")):
         return None
     value = ds[0].child_by_field_name("value")
@@ -433,7 +424,7 @@ def _read_after(unit: CudaUnit, loop: Node, array: str) -> str | None:
         p = ref.parent
         sub = _subscript(unit, p) if p is not None else None
         at_zero = sub is not None and p.child_by_field_name("argument") == ref and _is_int(unit, sub[1], 0)
-        if not at_zero or _is_lvalue(p):
+        if not at_zero or is_lvalue(p):
             return (
                 f"{array} is used after the tree as `{unit.t(p) if p is not None else array}`; sequential "
                 f"addressing leaves other partial values outside {array}[0]"
@@ -497,21 +488,19 @@ def element_type(unit: CudaUnit, array: str) -> str | None:
     pointer that the analysis layer reads as a shared array (``T *sdata = SharedMemory<T>();``) has its pointee
     type."""
     shared_ptr = any(a.pointer == array and a.space == "shared" for a in unit.facts.accesses)
-    kinds = ("array_declarator", "init_declarator", "pointer_declarator") if shared_ptr else (
-        "array_declarator", "init_declarator")
     for scope in (unit.body, unit.root):
-        for decl in _ts.of_type(scope, "declaration"):
+        for decl in syn.declarations(scope):
             for d in decl.children_by_field_name("declarator"):
-                while d is not None and d.type in kinds:
+                while syn.is_declarator_around_name(d, pointers=shared_ptr):
                     d = d.child_by_field_name("declarator")
-                if d is not None and d.type == "identifier" and unit.t(d) == array:
+                if d is not None and syn.is_identifier(d) and unit.t(d) == array:
                     return " ".join(unit.t(decl.child_by_field_name("type")).split())
     return None
 
 
 def _bound_text(unit: CudaUnit, bound: Node) -> str:
     text = unit.t(bound)
-    if bound.type in ("identifier", "number_literal", "field_expression"):
+    if syn.is_simple_operand(bound):
         return text
     return f"({text})"
 
@@ -523,6 +512,7 @@ class CudaSequentialAddressing(CudaTransform):
     id = "cuda.sequential_addressing"
     languages = CUDA_LANGS
     changes_numerics = True
+    reorders_only = True  # the same tree of additions, paired differently
     summary = "sequential addressing in a shared-memory tree reduction (no divergence, no bank conflicts)"
 
     def refusal_fact(self, unit: CudaUnit, kernel: Kernel, reason: str) -> str | None:
@@ -539,7 +529,7 @@ class CudaSequentialAddressing(CudaTransform):
         Refuses when there is no such loop, the combine is not associative and commutative, ``tid`` is
         not ``threadIdx.x``, or some launch in the file does not use a compile-time power-of-two block.
         """
-        loops = [s for s in statement_list(unit.body) if s.type == "for_statement"]
+        loops = [s for s in statement_list(unit.body) if syn.is_for(s)]
         if not loops:
             return self.not_applicable(f"{kernel.name} has no for loop directly in its body")
         trees: list[Tree] = []
@@ -592,7 +582,7 @@ class CudaSequentialAddressing(CudaTransform):
             },
             edits,
         )
-        cand.changes_numerics = sums
+        cand.changes_numerics = cand.reorders_only = sums  # more terms per thread before the tree: order only
         return [cand]
 
     @staticmethod

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
@@ -64,10 +63,10 @@ def _uses_builtin(unit: CudaUnit, nodes: list[Node]) -> str | None:
     """The first thread/block builtin used in ``nodes`` other than the batch index ``blockIdx.z``/``gridDim.z``
     (1-D blocks and the resized grid keep z), else ``None``."""
     for s in nodes:
-        for n in _ts.of_type(s, "identifier"):
+        for n in syn.identifiers(s):
             if unit.t(n) in _BUILTINS:
                 p = n.parent
-                whole = unit.t(p).replace(" ", "") if p is not None and p.type == "field_expression" else unit.t(n)
+                whole = unit.t(p).replace(" ", "") if p is not None and syn.is_field(p) else unit.t(n)
                 if whole not in ("blockIdx.z", "gridDim.z"):
                     return unit.t(n)
     return None
@@ -189,11 +188,11 @@ class CudaRegisterTileMatmul(CudaTransform):
         acc, acc_init = m["acc"], unit.t(m["acc_init"])
         et = m["etype"]
         first = min(row.decl.start_byte, col.decl.start_byte)
-        indent = _ts.indent_of(unit.src, first)
+        indent = syn.indent_of(unit.src, first)
         others = [s for s in m["stmts"] if first <= s.start_byte < m["guard"].start_byte
                   and s not in (row.decl, col.decl) and s not in m["consumed"]] + m["pre"]
         def prefix(v: IndexVar) -> str:
-            d = next(x for x in v.decl.named_children if x.type == "init_declarator")
+            d = next(x for x in v.decl.named_children if syn.is_init_declarator(x))
             return unit.src[v.decl.start_byte : d.start_byte].decode()
 
         cond = m["cond"]
@@ -298,6 +297,6 @@ class CudaRegisterTileMatmul(CudaTransform):
             "}",
         ]
         text = "\n".join(ln if ln.startswith("#") else indent + ln for ln in lines)
-        return unit.edit(_ts.line_start(unit.src, first), m["end"], text)
+        return unit.edit(syn.line_start(unit.src, first), m["end"], text)
 
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tree_sitter import Node
-
 from htam_core.source.analysis import KernelFacts, LoopFact
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import elementwise
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, elementwise, launch_dims_edit, references
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, launch_dims_edit, references
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_register_tiling import _param_index
@@ -132,10 +132,10 @@ class CudaRowInRegisters(CudaTransform):
         loops: list[RowLoop] = []
         bound_node = None
         for lp in rows:
-            node = unit.node_at(lp.span, ("for_statement",))
+            node = unit.node_at(lp.span, syn.FOR_LOOP)
             if node is None or lp.start != 0 or lp.step != 1 or lp.cmp != "<":
                 return self.not_applicable(f"the pass on line {lp.line} is not `for (j = 0; j < cols; ++j)`")
-            cond = _ts.unwrap_parens(node.child_by_field_name("condition"))
+            cond = syn.unwrap_parens(node.child_by_field_name("condition"))
             bn = cond.child_by_field_name("right")
             if bound_node is not None and unit.t(bn) != unit.t(bound_node):
                 return self.not_applicable("the passes do not share one row width")
@@ -155,7 +155,7 @@ class CudaRowInRegisters(CudaTransform):
             for a in f.accesses_in(rl.fact):
                 if a.space != "global" or a.kind != "read" or a.stride(var) != 1:  # type: ignore[arg-type]
                     continue
-                sub = unit.node_at(a.span, ("subscript_expression",))
+                sub = unit.node_at(a.span, syn.SUBSCRIPT)
                 if sub is not None:
                     key = (unit.t(sub.child_by_field_name("argument")), unit.t(sub.child_by_field_name("indices")))
                     reads.setdefault(key, []).append((k, sub))
@@ -188,12 +188,12 @@ class CudaRowInRegisters(CudaTransform):
                 if any(not (upd[0] <= unit.file_byte(r) < upd[1]) for r in references(body, unit.src, acc.name)):
                     return self.not_applicable(f"the pass on line {rl.fact.line} reads {acc.name} while it reduces "
                                                "into it; a thread holds only a partial value there")
-            for n in _ts.of_type(body, ("assignment_expression", "update_expression")):
+            for n in syn.writes(body):
                 t = n.child_by_field_name("left") or n.child_by_field_name("argument")
-                t = _ts.unwrap_parens(t) if t is not None else None
-                if t is not None and t.type == "identifier" and unit.t(t) not in {a.name for a in rl.fact.accumulators}:
+                t = syn.unwrap_parens(t) if t is not None else None
+                if t is not None and syn.is_identifier(t) and unit.t(t) not in {a.name for a in rl.fact.accumulators}:
                     declared = any(unit.t(d.child_by_field_name("declarator") or d) == unit.t(t)
-                                   for d in _ts.of_type(body, "init_declarator"))
+                                   for d in syn.init_declarators(body))
                     if not declared:
                         return self.not_applicable(f"the pass on line {rl.fact.line} writes {unit.t(t)}, which is "
                                                    "not one of its reductions")
@@ -201,11 +201,11 @@ class CudaRowInRegisters(CudaTransform):
             for sub in sorted(rl.cached, key=lambda s: -s.start_byte):
                 text[sub.start_byte - body.start_byte : sub.end_byte - body.start_byte] = b"htam_row[htam_e]"
             inner = text.decode()
-            if body.type != "compound_statement":
+            if not syn.is_block(body):
                 inner = "{ " + inner + " }"
             if k == first_load:
                 inner = "{ htam_row[htam_e] = " + f"{cached_key[0]}{cached_key[1]}; " + inner + " }"
-            indent = _ts.indent_of(unit.src, rl.node.start_byte)
+            indent = syn.indent_of(unit.src, rl.node.start_byte)
             new = (f"#pragma unroll\n{indent}for (int htam_e = 0; htam_e < {per}; ++htam_e) {{\n"
                    f"{indent}    const int {var} = threadIdx.x + htam_e * {BLOCK};\n"
                    f"{indent}    if ({var} < {unit.t(bound_node)}) {inner}\n{indent}}}")
@@ -216,15 +216,15 @@ class CudaRowInRegisters(CudaTransform):
         # writes outside the passes run once per row
         in_loops = [lp.span for lp in rows]
         for s in ew.stmts:
-            if any(sp[0] <= unit.file_byte(s) < sp[1] for sp in in_loops) or s.type == "for_statement":
+            if any(sp[0] <= unit.file_byte(s) < sp[1] for sp in in_loops) or syn.is_for(s):
                 continue
             writes = [a for a in f.accesses if a.space == "global" and a.kind != "read"
                       and unit.file_byte(s) <= a.span[0] < s.end_byte + unit.base]
             if writes:
-                if s.type == "declaration":
+                if syn.is_declaration(s):
                     return self.not_applicable(f"`{unit.t(s)}` both declares a variable and writes memory")
                 edits.append(unit.replace(s, f"if (threadIdx.x == 0) {{ {unit.t(s)} }}"))
-        decl_indent = _ts.indent_of(unit.src, ew.decl.start_byte)
+        decl_indent = syn.indent_of(unit.src, ew.decl.start_byte)
         edits.append(unit.replace(ew.gid, "blockIdx.x"))
         edits.append(unit.insert(ew.decl.start_byte, f"{etype} htam_row[{per}];\n{decl_indent}"))
         rows_i = _param_index(unit, unit.t(ew.bound))

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tree_sitter import Node
-
 from htam_core.source.analysis import analyze
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.analysis.macros import call_alias
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
@@ -46,17 +45,17 @@ def single_statement(body: Node | None) -> Node | None:
     """The one statement of a loop body (``{ s; }`` or ``s``), else ``None``."""
     if body is None:
         return None
-    if body.type == "compound_statement":
+    if syn.is_block(body):
         inner = statement_list(body)
         return inner[0] if len(inner) == 1 else None
     return body
 
 
 def _assignment(stmt: Node | None, op: str = "=") -> Node | None:
-    if stmt is None or stmt.type != "expression_statement" or not stmt.named_children:
+    if stmt is None or not syn.is_expression_statement(stmt) or not stmt.named_children:
         return None
     a = stmt.named_children[0]
-    if a.type != "assignment_expression" or a.child_by_field_name("operator").text.decode() != op:
+    if not syn.is_assignment(a) or a.child_by_field_name("operator").text.decode() != op:
         return None
     return a
 
@@ -64,13 +63,13 @@ def _assignment(stmt: Node | None, op: str = "=") -> Node | None:
 def _call(unit: CudaUnit, node: Node | None, names: tuple[str, ...]) -> tuple[str, list[Node]] | None:
     """``(function, arguments)`` when ``node`` calls one of ``names``, also through a macro of the file that stands
     for such a call (``EXPF(v)`` with ``#define EXPF(v) expf(v)``: ``"expf"``, the analysis layer's reading)."""
-    node = _ts.unwrap_parens(node) if node is not None else None
-    if node is None or node.type != "call_expression":
+    node = syn.unwrap_parens(node) if node is not None else None
+    if node is None or not syn.is_call(node):
         return None
     fn = call_alias(node) or unit.t(node.child_by_field_name("function"))
     if fn not in names:
         return None
-    args = [a for a in node.child_by_field_name("arguments").named_children if a.type != "comment"]
+    args = [a for a in node.child_by_field_name("arguments").named_children if not syn.is_comment(a)]
     return fn, args
 
 
@@ -87,22 +86,22 @@ def max_step(unit: CudaUnit, stmt: Node | None) -> MaxStep | None:
     """Match one running-max update statement, else ``None``."""
     a = _assignment(stmt)
     if a is not None:
-        target = _ts.unwrap_parens(a.child_by_field_name("left"))
+        target = syn.unwrap_parens(a.child_by_field_name("left"))
         c = _call(unit, a.child_by_field_name("right"), MAX_FNS)
-        if target.type != "identifier" or c is None or len(c[1]) != 2:
+        if not syn.is_identifier(target) or c is None or len(c[1]) != 2:
             return None
         name = unit.t(target)
-        mine = [x for x in c[1] if unit.t(_ts.unwrap_parens(x)) == name]
+        mine = [x for x in c[1] if unit.t(syn.unwrap_parens(x)) == name]
         other = [x for x in c[1] if x not in mine]
         if len(mine) != 1 or references(other[0], unit.src, name):
             return None
         return MaxStep(name, other[0], c[0])
-    if stmt is None or stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None:
+    if stmt is None or not syn.is_if(stmt) or stmt.child_by_field_name("alternative") is not None:
         return None
-    cond = _ts.unwrap_parens(stmt.child_by_field_name("condition").child_by_field_name("value")
+    cond = syn.unwrap_parens(stmt.child_by_field_name("condition").child_by_field_name("value")
                              or stmt.child_by_field_name("condition"))
     inner = _assignment(single_statement(stmt.child_by_field_name("consequence")))
-    if cond.type != "binary_expression" or inner is None:
+    if not syn.is_binary(cond) or inner is None:
         return None
     op = unit.t(cond.child_by_field_name("operator"))
     left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
@@ -110,9 +109,9 @@ def max_step(unit: CudaUnit, stmt: Node | None) -> MaxStep | None:
     if op not in pairs:
         return None
     big, small = pairs[op]
-    target = _ts.unwrap_parens(inner.child_by_field_name("left"))
-    small = _ts.unwrap_parens(small)
-    if target.type != "identifier" or small.type != "identifier" or unit.t(target) != unit.t(small):
+    target = syn.unwrap_parens(inner.child_by_field_name("left"))
+    small = syn.unwrap_parens(small)
+    if not syn.is_identifier(target) or not syn.is_identifier(small) or unit.t(target) != unit.t(small):
         return None
     name = unit.t(target)
     if _norm(unit.t(inner.child_by_field_name("right"))) != _norm(unit.t(big)) or references(big, unit.src, name):
@@ -125,14 +124,14 @@ def _sum_exp_step(unit: CudaUnit, stmt: Node | None, m: str) -> tuple[str, str, 
     a = _assignment(stmt, "+=")
     if a is None:
         return None
-    target = _ts.unwrap_parens(a.child_by_field_name("left"))
+    target = syn.unwrap_parens(a.child_by_field_name("left"))
     c = _call(unit, a.child_by_field_name("right"), EXP_FNS)
-    if target.type != "identifier" or c is None or len(c[1]) != 1:
+    if not syn.is_identifier(target) or c is None or len(c[1]) != 1:
         return None
-    diff = _ts.unwrap_parens(c[1][0])
-    if diff.type != "binary_expression" or unit.t(diff.child_by_field_name("operator")) != "-":
+    diff = syn.unwrap_parens(c[1][0])
+    if not syn.is_binary(diff) or unit.t(diff.child_by_field_name("operator")) != "-":
         return None
-    if unit.t(_ts.unwrap_parens(diff.child_by_field_name("right"))) != m:
+    if unit.t(syn.unwrap_parens(diff.child_by_field_name("right"))) != m:
         return None
     return unit.t(target), c[0], diff.child_by_field_name("left")
 
@@ -140,11 +139,11 @@ def _sum_exp_step(unit: CudaUnit, stmt: Node | None, m: str) -> tuple[str, str, 
 def _shuffle_loop(unit: CudaUnit, stmt: Node | None, name: str) -> tuple[str, str] | None:
     """``(offset variable, mask)`` when ``stmt`` is ``for (int o = 16; o > 0; o >>= 1)`` reducing ``name`` with
     ``__shfl_xor_sync(mask, name, o)`` (a full-warp butterfly all-reduce), else ``None``."""
-    if stmt is None or stmt.type != "for_statement":
+    if stmt is None or not syn.is_for(stmt):
         return None
     head = _header(unit, stmt)
     body = stmt.child_by_field_name("body")
-    calls = [c for c in _ts.of_type(body, "call_expression") if unit.t(c.child_by_field_name("function"))
+    calls = [c for c in syn.calls(body) if unit.t(c.child_by_field_name("function"))
              == "__shfl_xor_sync"] if body is not None else []
     if len(calls) != 1:
         return None
@@ -155,8 +154,8 @@ def _shuffle_loop(unit: CudaUnit, stmt: Node | None, name: str) -> tuple[str, st
     if head != f"int{o}=16|{o}>0|{o}>>=1":
         return None
     # every write in the body goes to `name` (the step `m = f(m, shfl)`, `s += shfl` or `if (v > m) m = v;`)
-    writes = [_ts.unwrap_parens(a.child_by_field_name("left")) for a in _ts.of_type(body, "assignment_expression")]
-    if not writes or any(w.type != "identifier" or unit.t(w) != name for w in writes):
+    writes = [syn.unwrap_parens(a.child_by_field_name("left")) for a in syn.assignments(body)]
+    if not writes or any(not syn.is_identifier(w) or unit.t(w) != name for w in writes):
         return None
     return o, unit.t(args[0])
 
@@ -204,13 +203,13 @@ class OnlinePair:
 
 def online_pair(unit: CudaUnit, body: Node | None) -> OnlinePair | None:
     """Recognize the body of a merged max/sum loop as :class:`CudaOnlineSoftmax` writes it, else ``None``."""
-    if body is None or body.type != "compound_statement":
+    if body is None or not syn.is_block(body):
         return None
     st = statement_list(body)
-    if len(st) != 4 or st[0].type != "declaration" or st[1].type != "declaration":
+    if len(st) != 4 or not syn.is_declaration(st[0]) or not syn.is_declaration(st[1]):
         return None
-    d0 = next((d for d in st[0].named_children if d.type == "init_declarator"), None)
-    d1 = next((d for d in st[1].named_children if d.type == "init_declarator"), None)
+    d0 = next((d for d in st[0].named_children if syn.is_init_declarator(d)), None)
+    d1 = next((d for d in st[1].named_children if syn.is_init_declarator(d)), None)
     upd, last = _assignment(st[2]), _assignment(st[3])
     if d0 is None or d1 is None or upd is None or last is None:
         return None
@@ -250,10 +249,10 @@ class CudaOnlineSoftmax(CudaTransform):
     ) -> list[Candidate] | NotApplicable:
         """One candidate per kernel: the first max loop followed by a matching sum-of-exp loop, merged."""
         why = "no loop of the kernel computes a running max (`m = fmaxf(m, x[j])`)"
-        for block in [unit.body, *_ts.of_type(unit.body, "compound_statement")]:
+        for block in [unit.body, *syn.blocks(unit.body)]:
             st = statement_list(block)
             for i, s in enumerate(st):
-                if s.type != "for_statement":
+                if not syn.is_for(s):
                     continue
                 ms = max_step(unit, single_statement(s.child_by_field_name("body")))
                 if ms is None:
@@ -272,15 +271,15 @@ class CudaOnlineSoftmax(CudaTransform):
         j = i + 1
         w1 = _shuffle_loop(unit, st[j] if j < len(st) else None, m)
         j += 1 if w1 else 0
-        if j >= len(st) or st[j].type != "declaration":
+        if j >= len(st) or not syn.is_declaration(st[j]):
             return f"the max loop on line {line} is not followed by the declaration of a sum"
         decl = st[j]
-        ds = [d for d in decl.named_children if d.type == "init_declarator"]
+        ds = [d for d in decl.named_children if syn.is_init_declarator(d)]
         if len(ds) != 1:
             return f"`{unit.t(decl)}` after the max loop on line {line} does not declare one sum"
         s = unit.t(ds[0].child_by_field_name("declarator"))
         loop2 = st[j + 1] if j + 1 < len(st) else None
-        if loop2 is None or loop2.type != "for_statement":
+        if loop2 is None or not syn.is_for(loop2):
             return f"no loop follows the declaration of {s}"
         step = _sum_exp_step(unit, single_statement(loop2.child_by_field_name("body")), m)
         if step is None or step[0] != s:
@@ -307,7 +306,7 @@ class CudaOnlineSoftmax(CudaTransform):
         m_type = m_acc.type if m_acc is not None and m_acc.type else self._type(unit, st[:i], m)
         if m_type is None:
             return f"the running max {m} is not declared with a type before its loop"
-        indent = _ts.indent_of(unit.src, st[i].start_byte)
+        indent = syn.indent_of(unit.src, st[i].start_byte)
         ex = unit.t(ms.value)
         loop_head = unit.src[st[i].start_byte : st[i].child_by_field_name("body").start_byte].decode().rstrip()
         lines = [
@@ -337,10 +336,10 @@ class CudaOnlineSoftmax(CudaTransform):
     @staticmethod
     def _type(unit: CudaUnit, before: list[Node], name: str) -> str | None:
         for s in reversed(before):
-            if s.type != "declaration":
+            if not syn.is_declaration(s):
                 continue
             for d in s.named_children:
-                target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
-                if target is not None and target.type == "identifier" and unit.t(target) == name:
+                target = d.child_by_field_name("declarator") if syn.is_init_declarator(d) else d
+                if target is not None and syn.is_identifier(target) and unit.t(target) == name:
                     return _norm(unit.t(s.child_by_field_name("type")))
         return None

@@ -23,20 +23,19 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import PointerAlias, Transpose, stride_of, sym
+from htam_core.source.analysis.forms import builtin_field
 from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.analysis.macros import ExpandedIndex
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.syntax import side_effect_free
 from htam_core.source.analysis.transpose import tile_coverage
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
-    builtin_field,
     launch_dims_edit,
     param_names,
     references,
@@ -88,7 +87,7 @@ def index_vars(unit: CudaUnit) -> list[IndexVar]:
 
 def _subscript(unit: CudaUnit, node: Node) -> tuple[str, Node] | None:
     node = strip_casts(node)
-    if node.type != "subscript_expression":
+    if not syn.is_subscript(node):
         return None
     idx = node.child_by_field_name("indices")
     inner = idx.named_children[0] if idx is not None and idx.named_children else None
@@ -144,7 +143,7 @@ def substitute(unit: CudaUnit, node: Node | ExpandedIndex, mapping: dict[str, st
     if isinstance(node, ExpandedIndex):
         return node.rename(mapping, paren)
     text = bytearray(unit.src[node.start_byte : node.end_byte])
-    hits = [n for n in _ts.of_type(node, "identifier") if unit.t(n) in mapping]
+    hits = [n for n in syn.identifiers(node) if unit.t(n) in mapping]
     for n in sorted(hits, key=lambda n: -n.start_byte):
         rep = f"({mapping[unit.t(n)]})" if paren else mapping[unit.t(n)]
         text[n.start_byte - node.start_byte : n.end_byte - node.start_byte] = rep.encode()
@@ -220,7 +219,7 @@ def _role(unit: CudaUnit, node: Node, kname: str, row: IndexVar, col: IndexVar, 
     if None in (sk, sr, sc) or any(o != 0 for o in others):
         return None
     names = {x for p, _ in parts for x in (p.names() if isinstance(p, ExpandedIndex) else
-                                            {unit.t(n) for n in _ts.of_type(p, "identifier")})}
+                                            {unit.t(n) for n in syn.identifiers(p)})}
     if sk == 1 and sc == 0 and sr != 0 and {row.name, kname} <= names:
         return "A", acc.pointer
     if sr == 0 and {col.name, kname} <= names:
@@ -261,7 +260,7 @@ def _consumed_aliases(unit: CudaUnit, aliases: list[PointerAlias], prod: Node) -
     the name outside its own declaration and the product ``prod``; those are dropped from the rewrite."""
     out = []
     for al in aliases:
-        stmt = next((d for d in _ts.of_type(unit.body, "declaration") if (unit.file_byte(d), d.end_byte + unit.base)
+        stmt = next((d for d in syn.declarations(unit.body) if (unit.file_byte(d), d.end_byte + unit.base)
                      == al.span), None)
         if stmt is None or len(stmt.children_by_field_name("declarator")) != 1:
             continue
@@ -301,16 +300,16 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     if not g.bounds():
         return f"{describe_form(g, unit.src)} is not `row < M && col < N` (nor `if (row >= M || col >= N) return;`)"
     body = list(g.body)
-    loop = next((s for s in body if s.type == "for_statement"), None)
+    loop = next((s for s in body if syn.is_for(s)), None)
     if loop is None:
         return "no k loop"
     k_init = loop.child_by_field_name("initializer")
-    kd = [d for d in _ts.of_type(k_init, "init_declarator")] if k_init is not None else []
+    kd = [d for d in syn.init_declarators(k_init)] if k_init is not None else []
     if len(kd) != 1 or unit.t(kd[0].child_by_field_name("value")) != "0":
         return "the k loop does not start at 0"
     kname = unit.t(kd[0].child_by_field_name("declarator"))
-    cond = _ts.unwrap_parens(loop.child_by_field_name("condition"))
-    if cond.type != "binary_expression" or unit.t(cond.child_by_field_name("operator")) != "<" or unit.t(
+    cond = syn.unwrap_parens(loop.child_by_field_name("condition"))
+    if not syn.is_binary(cond) or unit.t(cond.child_by_field_name("operator")) != "<" or unit.t(
         cond.child_by_field_name("left")
     ) != kname:
         return "the k loop is not `k < K`"
@@ -318,15 +317,15 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     if unit.t(loop.child_by_field_name("update")).replace(" ", "") not in (f"++{kname}", f"{kname}++", f"{kname}+=1"):
         return "the k loop does not step by 1"
     lb = loop.child_by_field_name("body")
-    inner = statement_list(lb) if lb.type == "compound_statement" else [lb]
-    if len(inner) != 1 or inner[0].type != "expression_statement":
+    inner = statement_list(lb) if syn.is_block(lb) else [lb]
+    if len(inner) != 1 or not syn.is_expression_statement(inner[0]):
         return "the k loop body is not a single accumulation"
     asg = inner[0].named_children[0]
-    if asg.type != "assignment_expression" or unit.t(asg.child_by_field_name("operator")) != "+=":
+    if not syn.is_assignment(asg) or unit.t(asg.child_by_field_name("operator")) != "+=":
         return "the k loop body is not `acc += A[...] * B[...]`"
     acc = unit.t(asg.child_by_field_name("left"))
     prod = strip_casts(asg.child_by_field_name("right"))
-    if prod.type != "binary_expression" or unit.t(prod.child_by_field_name("operator")) != "*":
+    if not syn.is_binary(prod) or unit.t(prod.child_by_field_name("operator")) != "*":
         return "the k loop body is not `acc += A[...] * B[...]`"
     subs = [_load(unit, prod.child_by_field_name(f)) for f in ("left", "right")]
     if any(s is None for s in subs):
@@ -338,24 +337,23 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     extra = [c for c in bounds if c not in (row.name, col.name)]
     for c in extra:
         if references(bounds[c], unit.src, row.name) or references(bounds[c], unit.src, col.name) or any(
-                (builtin_field(unit, f) or "").startswith("threadIdx.") for f in _ts.of_type(bounds[c],
-                                                                                           "field_expression")):
+                (builtin_field(unit, f) or "").startswith("threadIdx.") for f in syn.fields(bounds[c])):
             return f"the bounds check `{unit.t(bounds[c])}` depends on the thread; every thread of a tile must load"
     pre = body[: body.index(loop)]
-    acc_decl = next((s for s in pre if s.type == "declaration" and unit.t(s).split("=")[0].split()[-1] == acc), None)
+    acc_decl = next((s for s in pre if syn.is_declaration(s) and unit.t(s).split("=")[0].split()[-1] == acc), None)
     if acc_decl is None:
         return f"{acc} is not declared before the k loop"
     consumed = _consumed_aliases(unit, [al for al in (a_alias, b_alias) if al is not None], prod)
     hoisted = [s for s in pre if s is not acc_decl and s not in consumed]
     loads = {a.span for a in unit.facts.accesses}
     init = acc_decl.child_by_field_name("declarator")
-    acc_init = init.child_by_field_name("value") if init is not None and init.type == "init_declarator" else None
+    acc_init = init.child_by_field_name("value") if init is not None and syn.is_init_declarator(init) else None
     init_loads = acc_init is not None and any(
         unit.file_byte(acc_init) <= sp[0] < acc_init.end_byte + unit.base for sp in loads)
-    if init_loads and len([d for d in acc_decl.named_children if d.type == "init_declarator"]) != 1:
+    if init_loads and len([d for d in acc_decl.named_children if syn.is_init_declarator(d)]) != 1:
         return f"`{unit.t(acc_decl)}` declares more than the accumulator; its loads cannot be guarded"
     for s in hoisted:
-        if s.type != "declaration" or any(unit.file_byte(s) <= sp[0] < s.end_byte + unit.base for sp in loads):
+        if not syn.is_declaration(s) or any(unit.file_byte(s) <= sp[0] < s.end_byte + unit.base for sp in loads):
             return (f"`{unit.t(s)}` before the k loop is not a declaration without memory accesses; "
                     "it cannot move out of the bounds check")
     rest = body[body.index(loop) + 1 :]
@@ -475,11 +473,11 @@ class CudaSmemTilingMatmul(CudaTransform):
 
         row, col, et = m["row"], m["col"], m["etype"]
         first = min(row.decl.start_byte, col.decl.start_byte)
-        indent = _ts.indent_of(unit.src, first)
+        indent = syn.indent_of(unit.src, first)
         others = [s for s in m["stmts"] if first <= s.start_byte < m["guard"].start_byte
                   and s not in (row.decl, col.decl) and s not in m["consumed"]]
         def decl_prefix(v: IndexVar) -> str:
-            init = next(d for d in v.decl.named_children if d.type == "init_declarator")
+            init = next(d for d in v.decl.named_children if syn.is_init_declarator(d))
             return unit.src[v.decl.start_byte : init.start_byte].decode()
 
         M, N, K = m["bounds"][row.name], m["bounds"][col.name], m["K"]
@@ -529,7 +527,7 @@ class CudaSmemTilingMatmul(CudaTransform):
             "}",
         ]
         text = "\n".join(ln if ln.startswith("#") else indent + ln for ln in lines)
-        return unit.edit(_ts.line_start(unit.src, first), m["end"], text)
+        return unit.edit(syn.line_start(unit.src, first), m["end"], text)
 
 
 @register
@@ -631,8 +629,8 @@ class CudaTransposeSmemTile(CudaTransform):
         first = unit.node_at(tp.body)
         if first is None:
             return "the kernel's body is not found"
-        ind = _ts.indent_of(unit.src, first.start_byte) + "    "
-        text = "{\n" + "".join(f"{ind}{ln}\n" for ln in lines) + _ts.indent_of(unit.src, first.start_byte) + "}"
+        ind = syn.indent_of(unit.src, first.start_byte) + "    "
+        text = "{\n" + "".join(f"{ind}{ln}\n" for ln in lines) + syn.indent_of(unit.src, first.start_byte) + "}"
         return unit.replace_span(tp.body, text)
 
     def _propose_rows(self, unit: CudaUnit, model: SourceModel, kernel: Kernel) -> list[Candidate] | str:
@@ -646,7 +644,7 @@ class CudaTransposeSmemTile(CudaTransform):
             return f"the tile {tl.tile} or the rows per pass {tl.rows} is not a compile-time constant"
         tile, rows = int(tl.tile), int(tl.rows)
         lp = next(lp for lp in facts.loops if lp.id == tl.loop)
-        node = unit.node_at(lp.span, ("for_statement",))
+        node = unit.node_at(lp.span, syn.FOR_LOOP)
         stmts = statement_list(unit.body)
         if node is None or not any(s.start_byte == node.start_byte for s in stmts):
             return "the row loop is not a statement of the kernel's body"
@@ -679,7 +677,7 @@ class CudaTransposeSmemTile(CudaTransform):
         write = unit.node_at(tl.write.span)
         if read is None or write is None:
             return "the loop's load or store is not found"
-        ind = _ts.indent_of(unit.src, node.start_byte)
+        ind = syn.indent_of(unit.src, node.start_byte)
         lines = [
             f"__shared__ {etype} htam_tile[{t}][{t} + 1];  // +1 column: no shared-memory bank conflicts",
             header,
@@ -689,25 +687,7 @@ class CudaTransposeSmemTile(CudaTransform):
             f"    {tl.write.pointer}[(blockIdx.x * {t} + threadIdx.y + {j}) * {height} + blockIdx.y * {t} + threadIdx.x]"
             f" = htam_tile[threadIdx.x][threadIdx.y + {j}];",
         ]
-        edits = [unit.replace(node, ("\n" + ind).join(lines))]
-        # the locals only the old store read (`int index_out = y + height * x;`) go with it
-        gone = [write]
-        changed = True
-        while changed:
-            changed = False
-            for s in stmts:
-                if s.type != "declaration" or any(g.start_byte == s.start_byte for g in gone):
-                    continue
-                ds = [d for d in s.named_children if d.type == "init_declarator"]
-                if len(ds) != 1:
-                    continue
-                name = unit.t(ds[0].child_by_field_name("declarator"))
-                uses = [r for r in references(unit.body, unit.src, name)
-                        if not any(g.start_byte <= r.start_byte < g.end_byte for g in [*gone, s])]
-                if references(write, unit.src, name) and not uses:
-                    gone.append(s)
-                    edits.append(unit.edit(_ts.line_start(unit.src, s.start_byte), s.end_byte + 1, ""))
-                    changed = True
+        edits = [unit.replace(node, ("\n" + ind).join(lines)), *_orphan_locals(unit, stmts, write)]
         edits.sort(key=lambda e: e.start_byte)
         return [self.candidate(
             model,
@@ -724,8 +704,8 @@ class CudaTransposeSmemTile(CudaTransform):
         for la in unit.launches:
             if la.block is None:
                 return []
-            blk = _ts.unwrap_parens(la.block)
-            if blk.type == "identifier":
+            blk = syn.unwrap_parens(la.block)
+            if syn.is_identifier(blk):
                 name = unit.t(blk)
                 scope = la.host or unit.root
                 uses = [lc for lc in launch_calls(scope, unit.src)
@@ -737,3 +717,27 @@ class CudaTransposeSmemTile(CudaTransform):
                 return []
             edits += [unit.replace(dims[0], str(bx)), unit.replace(dims[1], str(by))]
         return edits
+
+
+def _orphan_locals(unit: CudaUnit, stmts: list[Node], write: Node) -> list[TextEdit]:
+    """Edits removing the declarations among ``stmts`` that only the removed store ``write`` read, directly or
+    through another such local (``int index_out = y + height * x;``): they would be left unused."""
+    edits: list[TextEdit] = []
+    gone = [write]
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            if not syn.is_declaration(s) or any(g.start_byte == s.start_byte for g in gone):
+                continue
+            ds = [d for d in s.named_children if syn.is_init_declarator(d)]
+            if len(ds) != 1:
+                continue
+            name = unit.t(ds[0].child_by_field_name("declarator"))
+            uses = [r for r in references(unit.body, unit.src, name)
+                    if not any(g.start_byte <= r.start_byte < g.end_byte for g in [*gone, s])]
+            if references(write, unit.src, name) and not uses:
+                gone.append(s)
+                edits.append(unit.edit(syn.line_start(unit.src, s.start_byte), s.end_byte + 1, ""))
+                changed = True
+    return edits

@@ -46,12 +46,12 @@ Memory Access" (Luitjens, 2013).
 from __future__ import annotations
 
 import sympy
-from tree_sitter import Node
 
 from htam_core.source.analysis import ColumnSplit, LoopFact, sym
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.guards import bounds_guard
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_lane_columns import (
@@ -89,7 +89,7 @@ def _moving_reads(unit: CudaUnit, fact: LoopFact) -> tuple[str, list[tuple[str, 
         return "the moving reads have unknown or different element types"
     subs = []
     for a in moving:
-        node = unit.node_at(a.span, ("subscript_expression",))
+        node = unit.node_at(a.span, syn.SUBSCRIPT)
         if node is None:
             return f"the read `{a.pointer}[{a.index_text}]` is not a subscript"
         subs.append((a.pointer, node))
@@ -99,16 +99,16 @@ def _moving_reads(unit: CudaUnit, fact: LoopFact) -> tuple[str, list[tuple[str, 
 def _per_column(unit: CudaUnit, body: Node, whole: list[tuple[Node, str]], names: dict[str, str]) -> str:
     """The loop body ``body`` as one line for column ``htam_k``: each ``(node, text)`` of ``whole`` replaced as a
     whole, the identifiers outside them renamed by ``names``, comments dropped (braces of a compound body too)."""
-    inner = body.type == "compound_statement"
+    inner = syn.is_block(body)
     text, b0 = unit.t(body)[1:-1] if inner else unit.t(body), body.start_byte + (1 if inner else 0)
-    renames: list[tuple[Node, str]] = [(c, "") for c in _ts.of_type(body, "comment")] + list(whole)
+    renames: list[tuple[Node, str]] = [(c, "") for c in syn.comments(body)] + list(whole)
     taken = {b for n, _ in whole for b in range(n.start_byte, n.end_byte)}
-    renames += [(i, names[unit.t(i)]) for i in _ts.of_type(body, "identifier")
+    renames += [(i, names[unit.t(i)]) for i in syn.identifiers(body)
                 if i.start_byte not in taken and unit.t(i) in names]
     out = bytearray(text.encode())
     for n, new in sorted(renames, key=lambda x: -x[0].start_byte):
         out[n.start_byte - b0:n.end_byte - b0] = new.encode()
-    return _ts.join_lines(out.decode())
+    return syn.join_lines(out.decode())
 
 
 @register
@@ -156,10 +156,10 @@ class CudaVectorColumns(CudaTransform):
         fact, loop, pre, post = placed
         acc = fact.accumulators[0]
         col = next((t.name for t in f.thread_indices if t.is_global and t.expr == split.column), None)
-        col_decl = next((st for st in pre if st.type == "declaration" and _declared(unit, st) == [col]), None)
+        col_decl = next((st for st in pre if syn.is_declaration(st) and _declared(unit, st) == [col]), None)
         if col is None or col_decl is None:
             return f"the column `{split.column}` is not `blockIdx.x * blockDim.x + threadIdx.x` held in one local"
-        acc_decl = unit.node_at(acc.decl_span, ("declaration",)) if acc.decl_span else None
+        acc_decl = unit.node_at(acc.decl_span, syn.DECLARATION) if acc.decl_span else None
         if acc_decl is None or acc_decl not in pre or acc.type is None or acc.init_text is None:
             return f"the accumulator {acc.name} is not declared with its type and initial value before the loop"
         guard = next((st for st in pre if _guard(unit, st, col) is not None), None)
@@ -169,23 +169,22 @@ class CudaVectorColumns(CudaTransform):
         for st in pre:
             if st in (col_decl, acc_decl, guard):
                 continue
-            words = {unit.t(i) for i in _ts.of_type(st, "identifier")}
+            words = {unit.t(i) for i in syn.identifiers(st)}
             if col in words or "threadIdx" in words or acc.name in words:
                 return f"the statement `{' '.join(unit.t(st).split())[:60]}` before the loop depends on the column"
         for st in post:
             text = unit.t(st)
-            if any(w in text for w in _WARP_WORDS) or unit.barriers_in(st) or _ts.of_type(
-                    st, ("for_statement", "while_statement")):
+            if any(w in text for w in _WARP_WORDS) or unit.barriers_in(st) or syn.for_or_while_loops(st):
                 return (f"the statement `{' '.join(text.split())[:60]}` after the loop combines threads, returns or "
                         "loops; only per-column statements can be repeated per column")
         got = _moving_reads(unit, fact)
         if isinstance(got, str):
             return got
         elem, subs = got
-        tmpl = unit.func.parent if unit.func.parent is not None and unit.func.parent.type == "template_declaration" \
+        tmpl = unit.func.parent if unit.func.parent is not None and syn.is_template_declaration(unit.func.parent) \
             else None
         params = tmpl.child_by_field_name("parameters") if tmpl is not None else None
-        if params is not None and elem in {unit.t(i) for i in _ts.of_type(params, "type_identifier")}:
+        if params is not None and elem in {unit.t(i) for i in syn.type_names(params)}:
             return f"the element type {elem} is a template parameter; the launch cannot compute the columns per thread"
         width = f"(16 / sizeof({elem}))"
         if not unit.launches:
@@ -205,7 +204,7 @@ class CudaVectorColumns(CudaTransform):
             return _per_column(unit, body_node, [(n, f"htam_{p}.v[htam_k]") for p, n in subs] if vector else [],
                                names)
 
-        ind = _ts.indent_of(unit.src, (pre or [loop])[0].start_byte) or "    "
+        ind = syn.indent_of(unit.src, (pre or [loop])[0].start_byte) or "    "
         pointers = sorted({p for p, _ in subs})
         aligned = " && ".join(f"((unsigned long long)&{unit.t(n)} & 15ull) == 0ull"
                               for p, n in {p: n for p, n in subs}.items())
@@ -215,9 +214,9 @@ class CudaVectorColumns(CudaTransform):
         header = _with(unit, loop, [(body_node, "")]).rstrip()
         post_renamed = ""
         if post:
-            rn: list[tuple[Node, str]] = [(c, "") for st in post for c in _ts.of_type(st, "comment")]
+            rn: list[tuple[Node, str]] = [(c, "") for st in post for c in syn.comments(st)]
             for st in post:
-                for i in _ts.of_type(st, "identifier"):
+                for i in syn.identifiers(st):
                     if unit.t(i) == col:
                         rn.append((i, f"({col} + htam_k)"))
                     elif unit.t(i) == acc.name:
@@ -267,13 +266,13 @@ def _placed(unit: CudaUnit, split: ColumnSplit) -> tuple[Node, Node, str | None,
     None, column variable or "")``; the statement is the loop itself or a column guard ``if (c < X) { loop }``
     (the form ``cuda.lane_columns`` writes). The reason otherwise."""
     fact = unit.facts.loops[split.loop]
-    loop = unit.node_at(fact.span, ("for_statement",))
+    loop = unit.node_at(fact.span, syn.FOR_LOOP)
     stmts = statement_list(unit.body)
     if loop is not None and loop in stmts:
         return loop, loop, None, ""
     block = loop.parent if loop is not None else None
-    guard = block.parent if block is not None and block.type == "compound_statement" else None
-    if loop is None or guard is None or guard.type != "if_statement" or guard not in stmts or \
+    guard = block.parent if block is not None and syn.is_block(block) else None
+    if loop is None or guard is None or not syn.is_if(guard) or guard not in stmts or \
             guard.child_by_field_name("alternative") is not None or statement_list(block) != [loop]:
         return (f"the column loop on line {fact.line} is neither a statement of {unit.kernel.name}'s body nor the "
                 "only statement of a column guard `if (c < n) { … }` there")
@@ -319,10 +318,10 @@ def _warp_rows(unit: CudaUnit, split: ColumnSplit  # noqa: C901
                 return (f"the block's x on line {la.site.line} is not 32, so the threadIdx.y rows of the block are "
                         "not its warps")
     for st in pre:
-        if _ts.of_type(st, "return_statement"):
+        if syn.returns(st):
             return (f"the statement on line {_line(unit, st)} before the loop may return; every lane of a warp must "
                     "reach the shuffles after the loop")
-    acc_decl = unit.node_at(acc.decl_span, ("declaration",)) if acc.decl_span else None
+    acc_decl = unit.node_at(acc.decl_span, syn.DECLARATION) if acc.decl_span else None
     if acc_decl is None or acc_decl not in pre or acc.type not in _SHUFFLED:
         return (f"the accumulator {acc.name} is not declared before the loop with a type a warp shuffle moves "
                 f"({', '.join(sorted(_SHUFFLED))})")
@@ -335,14 +334,14 @@ def _warp_rows(unit: CudaUnit, split: ColumnSplit  # noqa: C901
     elem, subs = got
     body = loop.child_by_field_name("body")
     init, upd = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
-    start = _value(init) if init is not None and init.type == "declaration" else None
-    if body is None or start is None or upd is None or upd.type != "assignment_expression" or \
+    start = _value(init) if init is not None and syn.is_declaration(init) else None
+    if body is None or start is None or upd is None or not syn.is_assignment(upd) or \
             unit.t(upd.child_by_field_name("operator")) != "+=":
         return f"the loop on line {fact.line} is not `for (int {var} = warp; …; {var} += warps)`"
     taken = {b for _, n in subs for b in range(n.start_byte, n.end_byte)}
     lanes = {t.name for t in f.thread_indices} | {n for n, _ in f.builtin_aliases} | _THREAD_WORDS
     cond = loop.child_by_field_name("condition")
-    for i in _ts.of_type(body, "identifier") + (_ts.of_type(cond, "identifier") if cond is not None else []):
+    for i in syn.identifiers(body) + (syn.identifiers(cond) if cond is not None else []):
         n = unit.t(i)
         if i.start_byte not in taken and n != var and n in lanes:
             return f"the loop reads `{n}` outside its reads; it would change meaning per lane"
@@ -351,7 +350,7 @@ def _warp_rows(unit: CudaUnit, split: ColumnSplit  # noqa: C901
         return why
     subs_by = {p: n for p, n in subs}
     at = {p: f"&{unit.t(n)} + htam_off" for p, n in subs_by.items()}
-    ind = _ts.indent_of(unit.src, (pre or [loop])[0].start_byte) or "    "
+    ind = syn.indent_of(unit.src, (pre or [loop])[0].start_byte) or "    "
     i2, i3 = ind * 2, ind * 3
     header = " ".join(_with(unit, loop, [(start, f"({unit.t(start)}) * htam_V + htam_l / htam_G"),
                                          (upd.child_by_field_name("right"),
@@ -407,28 +406,28 @@ def _sum_combine_after(unit: CudaUnit, acc: str, post: list[Node], fact: LoopFac
     shared: set[str] = set()
 
     def array(n: Node) -> str:
-        while n.type == "subscript_expression":
+        while syn.is_subscript(n):
             n = n.child_by_field_name("argument")
         return unit.t(n)
 
     def shared_read(n: Node) -> bool:
-        return any(array(x) in shared for x in _ts.of_type(n, "subscript_expression"))
+        return any(array(x) in shared for x in syn.subscripts(n))
 
     done = False
     for st in post:
         if done:
             break
-        for i in _ts.of_type(st, "identifier"):
+        for i in syn.identifiers(st):
             p = i.parent
             if unit.t(i) != acc or p is None:
                 continue
-            op = unit.t(p.child_by_field_name("operator")) if p.type == "assignment_expression" else ""
+            op = unit.t(p.child_by_field_name("operator")) if syn.is_assignment(p) else ""
             if op == "=" and p.child_by_field_name("left") == i and \
-                    p.child_by_field_name("right").type == "number_literal":
+                    syn.is_number(p.child_by_field_name("right")):
                 done = True
                 break
             if op == "=" and p.child_by_field_name("right") == i and \
-                    p.child_by_field_name("left").type == "subscript_expression" and any(
+                    syn.is_subscript(p.child_by_field_name("left")) and any(
                         a.space == "shared" and a.pointer == array(p.child_by_field_name("left"))
                         for a in unit.facts.accesses):
                 shared.add(array(p.child_by_field_name("left")))
@@ -436,7 +435,7 @@ def _sum_combine_after(unit: CudaUnit, acc: str, post: list[Node], fact: LoopFac
             if op == "+=" and p.child_by_field_name("left") == i and shared_read(p.child_by_field_name("right")):
                 done = True
                 break
-            call = p.parent if p.type == "argument_list" else None
+            call = p.parent if syn.is_argument_list(p) else None
             if call is not None and unit.t(call.child_by_field_name("function")) == "atomicAdd" and \
                     p.named_children[-1] == i:
                 continue

@@ -43,11 +43,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import sympy
-from tree_sitter import Node
 
 from htam_core.source.analysis import LoopFact, PointerFacts, sym
-from htam_core.transforms import _ts
-from htam_core.transforms._cuda import CudaUnit, _is_lvalue, statement_list, strip_casts
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import is_lvalue
+from htam_core.source.analysis.nodes import Node
+from htam_core.transforms._cuda import CudaUnit, statement_list, strip_casts
 from htam_core.transforms.base import TextEdit
 
 
@@ -76,17 +77,17 @@ class VecLoop:
 
 def _header(unit: CudaUnit, loop: Node, var: str) -> tuple[str, str, str, str] | str:
     init = loop.child_by_field_name("initializer")
-    if init is None or init.type != "declaration":
+    if init is None or not syn.is_declaration(init):
         return f"the loop over {var} does not declare its variable"
-    ds = [d for d in init.named_children if d.type == "init_declarator"]
+    ds = [d for d in init.named_children if syn.is_init_declarator(d)]
     if len(ds) != 1:
         return f"the loop over {var} declares several variables"
     typ = unit.t(init.child_by_field_name("type"))
-    cond = _ts.unwrap_parens(loop.child_by_field_name("condition"))
-    bound = unit.t(cond.child_by_field_name("right")) if cond is not None and cond.type == "binary_expression" else ""
+    cond = syn.unwrap_parens(loop.child_by_field_name("condition"))
+    bound = unit.t(cond.child_by_field_name("right")) if cond is not None and syn.is_binary(cond) else ""
     upd = loop.child_by_field_name("update")
     step = "1"
-    if upd is not None and upd.type == "assignment_expression":
+    if upd is not None and syn.is_assignment(upd):
         step = unit.t(upd.child_by_field_name("right"))
     return typ, unit.t(ds[0].child_by_field_name("value")), bound, step
 
@@ -111,17 +112,17 @@ def _partitions(unit: CudaUnit, fact: LoopFact) -> bool:
 
 def _base(unit: CudaUnit, sub: Node, var: str) -> str | None:
     idx = sub.child_by_field_name("indices")
-    inner = _ts.unwrap_parens(idx.named_children[0]) if idx is not None and idx.named_children else None
+    inner = syn.unwrap_parens(idx.named_children[0]) if idx is not None and idx.named_children else None
     if inner is None:
         return None
     inner = strip_casts(inner)
-    if inner.type == "identifier" and unit.t(inner) == var:
+    if syn.is_identifier(inner) and unit.t(inner) == var:
         return "0"
-    if inner.type == "binary_expression" and unit.t(inner.child_by_field_name("operator")) == "+":
+    if syn.is_binary(inner) and unit.t(inner.child_by_field_name("operator")) == "+":
         left, right = inner.child_by_field_name("left"), inner.child_by_field_name("right")
         for a, b in ((left, right), (right, left)):
-            if strip_casts(_ts.unwrap_parens(a)).type == "identifier" and unit.t(strip_casts(
-                    _ts.unwrap_parens(a))) == var:
+            if syn.is_identifier(strip_casts(syn.unwrap_parens(a))) and unit.t(strip_casts(
+                    syn.unwrap_parens(a))) == var:
                 return unit.t(b)
     return None
 
@@ -134,7 +135,7 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     """The loop ``fact`` as a :class:`VecLoop`, or why it cannot take float4."""
     f = unit.facts
     var = fact.var
-    node = unit.node_at(fact.span, ("for_statement",))
+    node = unit.node_at(fact.span, syn.FOR_LOOP)
     if node is None or var is None or fact.kind != "for":
         return f"the loop on line {fact.line} is not a `for` over one variable"
     if fact.cmp != "<" or fact.update != "+" or not _partitions(unit, fact):
@@ -148,14 +149,14 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     if not accs:
         return f"the loop on line {fact.line} accesses no global memory"
     body = node.child_by_field_name("body")
-    jumps = _ts.of_type(body, ("break_statement", "continue_statement", "return_statement", "goto_statement"))
+    jumps = syn.jumps(body)
     if jumps:
         return (f"the loop on line {fact.line} has `{unit.t(jumps[0])}`, which in a float4 step would skip the "
                 "other lanes")
     subs: list[tuple[Node, str, str]] = []
     types: list[str] = []
     written_ptrs = {a.pointer for a in accs if a.kind != "read"}
-    subs_of = {id(a): unit.node_at(a.span, ("subscript_expression",)) for a in accs}
+    subs_of = {id(a): unit.node_at(a.span, syn.SUBSCRIPT) for a in accs}
     # a pointer whose element address is taken (`__ldcs(&p[i])`, `atomicAdd(&p[i], v)`) keeps scalar accesses:
     # the address must stay in global memory, and a vector copy would miss a write made through it
     # a read-only load intrinsic (`__ldg(&p[i])`) is a load of p[i]: judged, and widened, like the plain load
@@ -186,8 +187,7 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
         base = _base(unit, sub, var)
         if base is None:
             return f"the index `{a.index_text}` is not `base + {var}`"
-        if any(unit.assigned_in(body, unit.t(n)) for n in _ts.of_type(sub.child_by_field_name("indices"),
-                                                                       "identifier") if unit.t(n) != var):
+        if any(unit.assigned_in(body, unit.t(n)) for n in syn.identifiers(sub.child_by_field_name("indices")) if unit.t(n) != var):
             return f"the base of `{a.pointer}[{a.index_text}]` changes inside the loop"
         ptr = _pointer_outside(unit, body, sub.child_by_field_name("argument"), var)
         if ptr is None:
@@ -196,16 +196,7 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
         subs.append((sub, ptr, base))
     if not subs:
         return f"no global access in the loop on line {fact.line} moves with {var} (other than through its address)"
-    covered = {s.start_byte for s, _, _ in subs}
-    uses: list[Node] = []
-    for n in _ts.of_type(body, "identifier"):
-        if unit.t(n) != var:
-            continue
-        p = n.parent
-        while p is not None and p.type not in ("subscript_expression",) and p != body:
-            p = p.parent
-        if p is None or p.type != "subscript_expression" or p.start_byte not in covered:
-            uses.append(n)  # a value use (`i == target`): lane c of float4 index v is element 4 * v + c
+    uses = _value_uses(unit, body, var, {s.start_byte for s, _, _ in subs})
     if unit.assigned_in(body, var):
         return f"the loop body changes {var}"
     covered_ranges = [(s.start_byte, s.end_byte) for s, _, _ in subs]
@@ -215,6 +206,22 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
     wraps = {subs_of[i].start_byte: w for i, w in wrapped.items() if subs_of[i].start_byte in kept}  # type: ignore[union-attr]
     return VecLoop(node, fact, head[0].replace("const", "").strip(), head[1], head[2], head[3], subs, uses, types,
                    wraps)
+
+
+def _value_uses(unit: CudaUnit, body: Node, var: str, covered: set[int]) -> list[Node]:
+    """The uses of the loop variable ``var`` in ``body`` other than inside the subscripts that start at the bytes
+    ``covered`` (the accesses a float4 step widens): value uses (``i == target``), where lane ``c`` of float4 index
+    ``v`` is element ``4 * v + c``."""
+    uses: list[Node] = []
+    for n in syn.identifiers(body):
+        if unit.t(n) != var:
+            continue
+        p = n.parent
+        while p is not None and not syn.is_subscript(p) and p != body:
+            p = p.parent
+        if p is None or not syn.is_subscript(p) or p.start_byte not in covered:
+            uses.append(n)
+    return uses
 
 
 def _element(pf: PointerFacts | None) -> str | None:
@@ -239,13 +246,13 @@ def load_wrapper(unit: CudaUnit, sub: Node) -> tuple[Node, str] | None:
     """``(call, intrinsic)`` when subscript ``sub`` is loaded as ``__ldg(&p[i])`` (any of
     :data:`LOAD_INTRINSICS`, the address its only argument), else ``None``."""
     p = sub.parent
-    while p is not None and p.type == "parenthesized_expression":
+    while p is not None and syn.is_parenthesized(p):
         p = p.parent
-    if p is None or p.type != "pointer_expression" or not unit.t(p).startswith("&"):
+    if p is None or not syn.is_pointer_expression(p) or not unit.t(p).startswith("&"):
         return None
     args = p.parent
-    call = args.parent if args is not None and args.type == "argument_list" else None
-    if call is None or call.type != "call_expression" or len(args.named_children) != 1:
+    call = args.parent if args is not None and syn.is_argument_list(args) else None
+    if call is None or not syn.is_call(call) or len(args.named_children) != 1:
         return None
     fn = unit.t(call.child_by_field_name("function")).strip()
     return (call, fn) if fn in LOAD_INTRINSICS else None
@@ -254,9 +261,9 @@ def load_wrapper(unit: CudaUnit, sub: Node) -> tuple[Node, str] | None:
 def _address_taken(unit: CudaUnit, sub: Node) -> bool:
     """True when subscript ``sub`` is the operand of ``&`` (``&p[i]``)."""
     p = sub.parent
-    while p is not None and p.type == "parenthesized_expression":
+    while p is not None and syn.is_parenthesized(p):
         p = p.parent
-    return p is not None and p.type == "pointer_expression" and unit.t(p).startswith("&")
+    return p is not None and syn.is_pointer_expression(p) and unit.t(p).startswith("&")
 
 
 def _pointer_outside(unit: CudaUnit, body: Node, arg: Node, var: str) -> str | None:
@@ -264,12 +271,12 @@ def _pointer_outside(unit: CudaUnit, body: Node, arg: Node, var: str) -> str | N
     body, ``(init)`` for a local declared once in the body (``float* row = out + r * n;``) whose initializer reads
     nothing set in the body (nor ``var``); ``None`` otherwise."""
     name = unit.t(arg)
-    inits = _declared_in(unit, body, name) if arg.type == "identifier" else []
+    inits = _declared_in(unit, body, name) if syn.is_identifier(arg) else []
     if not inits:
         return None if unit.assigned_in(body, name) else name
     if len(inits) != 1 or inits[0] is None or unit.assigned_in(body, name):
         return None
-    for n in _ts.of_type(inits[0], "identifier"):
+    for n in syn.identifiers(inits[0]):
         if unit.t(n) == var or _declared_in(unit, body, unit.t(n)) or unit.assigned_in(body, unit.t(n)):
             return None
     return f"({' '.join(unit.t(inits[0]).split())})"
@@ -279,13 +286,13 @@ def _declared_in(unit: CudaUnit, scope: Node, name: str) -> list[Node | None]:
     """The initializers (``None`` when uninitialized) of every declaration of ``name`` inside ``scope``, through
     pointer, reference and array declarators (``float* p = ...``)."""
     out: list[Node | None] = []
-    for decl in _ts.of_type(scope, "declaration"):
+    for decl in syn.declarations(scope):
         for d in decl.children_by_field_name("declarator"):
-            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
-            n = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
-            while n is not None and n.type in ("pointer_declarator", "reference_declarator", "array_declarator"):
+            value = d.child_by_field_name("value") if syn.is_init_declarator(d) else None
+            n = d.child_by_field_name("declarator") if syn.is_init_declarator(d) else d
+            while n is not None and syn.is_wrapping_declarator(n):
                 n = n.child_by_field_name("declarator")
-            if n is not None and n.type == "identifier" and unit.t(n) == name:
+            if n is not None and syn.is_identifier(n) and unit.t(n) == name:
                 out.append(value)
     return out
 
@@ -295,19 +302,41 @@ def _lane(unit: CudaUnit, v: VecLoop, names: dict[int, str], lane: str, width: s
     elements: accesses renamed, the loop variable's value uses replaced by the lane's element index
     ``htam_v4 * width + lane``."""
     body = v.node.child_by_field_name("body")
-    out = _ts.one_line(unit.src, body, body.start_byte, body.end_byte,
+    out = syn.one_line(unit.src, body, body.start_byte, body.end_byte,
                        [(v.wrapped[sub.start_byte][0] if sub.start_byte in v.wrapped else sub, names[sub.start_byte])
                         for sub, _p, _b in v.subs]
                        + [(u, f"(({v.type})(htam_v4 * {width} + {lane}))") for u in v.uses])
-    return out if body.type == "compound_statement" else "{ " + out + " }"
+    return out if syn.is_block(body) else "{ " + out + " }"
+
+
+#: Element types whose size divides 16 bytes on every CUDA target: their width is written plainly.
+_SIZE_DIVIDES_16 = frozenset({
+    "float", "double", "int", "unsigned", "unsigned int", "short", "unsigned short", "char", "signed char",
+    "unsigned char", "long long", "unsigned long long", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t",
+    "uint32_t", "int64_t", "uint64_t", "size_t", "half", "__half", "__nv_bfloat16", "nv_bfloat16", "half2", "__half2",
+    "__nv_bfloat162", "float2", "float4", "double2", "int2", "int4", "bool"})
 
 
 def _width(types: list[str]) -> str:
-    """The generic form's elements per step: 16 bytes of the widest element type (``16 / sizeof(T)``)."""
+    """The generic form's elements per step: 16 bytes of the widest element type (``16 / sizeof(T)``). A type
+    whose size may not divide 16 (a template parameter, a struct: 12 or 32 bytes) gets one element per step
+    then (``16 % sizeof(T) == 0 ? 16 / sizeof(T) : 1``), so the width is never 0 nor a non-power-of-two
+    alignment."""
     widest = f"sizeof({types[0]})"
     for t in types[1:]:
         widest = f"(sizeof({t}) > {widest} ? sizeof({t}) : {widest})"
-    return f"16 / {widest}"
+    if all(" ".join(t.replace("const", " ").split()) in _SIZE_DIVIDES_16 for t in types):
+        return f"16 / {widest}"
+    return f"(16 % {widest} == 0 ? 16 / {widest} : 1)"
+
+
+def _align(elem: str) -> str:
+    """The ``alignas`` of the per-pointer vector struct: ``htam_V`` elements' bytes, or the element's own
+    alignment when those bytes are not a power of two (a 12-byte element, or one element per step)."""
+    if " ".join(elem.replace("const", " ").split()) in _SIZE_DIVIDES_16:
+        return f"htam_V * sizeof({elem})"
+    b = f"htam_V * sizeof({elem})"
+    return f"(htam_V > 1 && ({b} & ({b} - 1)) == 0 ? {b} : alignof({elem}))"
 
 
 def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
@@ -321,15 +350,15 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
     loaded: set[str] = set()
     written: set[str] = set()
     body = v.node.child_by_field_name("body")
-    top = set(statement_list(body)) if body.type == "compound_statement" else {body}
+    top = set(statement_list(body)) if syn.is_block(body) else {body}
     for (sub, ptr, base), typ in zip(v.subs, v.types, strict=True):
         key = keys.setdefault((ptr, base), f"htam_q{len(keys)}")
         elem[key] = typ
         names[sub.start_byte] = key
-        if sub.start_byte not in v.wrapped and _is_lvalue(sub):  # `__ldg(&p[i])` takes an address only to load
+        if sub.start_byte not in v.wrapped and is_lvalue(sub):  # `__ldg(&p[i])` takes an address only to load
             written.add(key)
             asg = sub.parent
-            plain = (asg is not None and asg.type == "assignment_expression"
+            plain = (asg is not None and syn.is_assignment(asg)
                      and unit.t(asg.child_by_field_name("operator")) == "=" and asg.parent in top)
             if not plain:
                 loaded.add(key)
@@ -337,12 +366,12 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
             loaded.add(key)
     ptr_of = {k: (p, b) for (p, b), k in keys.items()}
     align = " | ".join(f"reinterpret_cast<unsigned long long>({p} + ({b}))" for p, b in ptr_of.values())
-    t, ind = v.type, _ts.indent_of(unit.src, v.node.start_byte)
+    t, ind = v.type, syn.indent_of(unit.src, v.node.start_byte)
     width = "4" if v.float4 else "htam_V"
     lines = ["{", f"    {t} htam_tail = 0;"]
     if not v.float4:
         lines.append(f"    constexpr int htam_V = {_width(sorted(set(v.types)))};")
-        lines += [f"    struct alignas(htam_V * sizeof({elem[k]})) {k}_t {{ {elem[k]} v[htam_V]; }};" for k in ptr_of]
+        lines += [f"    struct alignas({_align(elem[k])}) {k}_t {{ {elem[k]} v[htam_V]; }};" for k in ptr_of]
     lines += [
         f"    if ((({align}) & 15ull) == 0ull) {{",
         f"        const {t} htam_n4 = ({v.bound}) / {width};",
@@ -385,9 +414,9 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
         "}",
     ]
     text = "\n".join(lines).replace("\n", "\n" + ind)
-    if v.fact.pragma_span is not None and _ts.only_space_before(unit.src, v.node.start_byte):
+    if v.fact.pragma_span is not None and syn.only_space_before(unit.src, v.node.start_byte):
         # the loop is restructured into a block: its `#pragma unroll` line has no loop left to apply to, so it goes
-        start = _ts.line_start(unit.src, v.fact.pragma_span[0] - unit.base)
+        start = syn.line_start(unit.src, v.fact.pragma_span[0] - unit.base)
         return unit.edit(start, v.node.end_byte, ind + text)
     return unit.replace(v.node, text)
 

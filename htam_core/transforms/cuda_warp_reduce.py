@@ -36,11 +36,11 @@ warp); NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.forms import builtin_field, cond_parts
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, _cond_parts, builtin_field, statement_list
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_loops import model_line
@@ -70,13 +70,13 @@ def _guard_tid(unit: CudaUnit, guard: Node, s: str) -> str | None:
     gcond = clause.child_by_field_name("value") if clause is not None else None
     if gcond is None or guard.child_by_field_name("alternative") is not None:
         return None
-    gcond = _ts.unwrap_parens(gcond)
-    if gcond.type == "binary_expression" and unit.t(gcond.child_by_field_name("operator")) == "<" and \
+    gcond = syn.unwrap_parens(gcond)
+    if syn.is_binary(gcond) and unit.t(gcond.child_by_field_name("operator")) == "<" and \
             builtin_field(unit, gcond.child_by_field_name("left")) == "threadIdx.x" and \
-            unit.t(_ts.unwrap_parens(gcond.child_by_field_name("right"))) == s:
+            unit.t(syn.unwrap_parens(gcond.child_by_field_name("right"))) == s:
         return "threadIdx.x"
-    parts = _cond_parts(unit, gcond)
-    if parts is None or parts[1] != "<" or unit.t(_ts.unwrap_parens(parts[2])) != s:
+    parts = cond_parts(unit, gcond)
+    if parts is None or parts[1] != "<" or unit.t(syn.unwrap_parens(parts[2])) != s:
         return None
     return parts[0]
 
@@ -93,27 +93,27 @@ def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, i
     if _norm(unit, cond, s) not in ("s>0", "0<s", "s!=0", "s>=1") or _norm(unit, upd, s) not in {
             h.replace(" ", "") for h in _HALVING}:
         return f"the loop is not a sequential-addressing tree (`{s} > 0`, {s} halving)"
-    half = _ts.unwrap_parens(init)
-    if half.type != "binary_expression" or unit.t(half.child_by_field_name("operator")) not in ("/", ">>") or \
+    half = syn.unwrap_parens(init)
+    if not syn.is_binary(half) or unit.t(half.child_by_field_name("operator")) not in ("/", ">>") or \
             unit.t(half.child_by_field_name("right")).strip() not in ("2", "1") or (
             unit.t(half.child_by_field_name("operator")) == ">>") != (unit.t(half.child_by_field_name("right"))
                                                                        .strip() == "1"):
         return f"{s} does not start at half the block (`blockDim.x / 2` or `N / 2`)"
-    bound = _ts.unwrap_parens(half.child_by_field_name("left"))
+    bound = syn.unwrap_parens(half.child_by_field_name("left"))
     known, value = tree_bound(unit, bound)
     if not known:
         return f"the tree starts at `{unit.t(init)}`, which is neither blockDim.x / 2 nor a constant"
     body = loop.child_by_field_name("body")
-    stmts = statement_list(body) if body is not None and body.type == "compound_statement" else []
-    first = len(stmts) == 2 and _is_sync(unit, stmts[0]) and stmts[1].type == "if_statement"
-    if not first and (len(stmts) != 2 or stmts[0].type != "if_statement" or not _is_sync(unit, stmts[1])):
+    stmts = statement_list(body) if body is not None and syn.is_block(body) else []
+    first = len(stmts) == 2 and _is_sync(unit, stmts[0]) and syn.is_if(stmts[1])
+    if not first and (len(stmts) != 2 or not syn.is_if(stmts[0]) or not _is_sync(unit, stmts[1])):
         return "the loop body is not exactly a guarded combine and a block barrier (__syncthreads();), in either order"
     guard = stmts[1] if first else stmts[0]
     tid = _guard_tid(unit, guard, s)
     if tid is None:
         return f"the guard is not `tid < {s}`"
     cons = guard.child_by_field_name("consequence")
-    inner = statement_list(cons) if cons.type == "compound_statement" else [cons]
+    inner = statement_list(cons) if syn.is_block(cons) else [cons]
     if len(inner) != 1:
         return "the guard does not hold exactly one combine statement"
     comb = _combine(unit, inner[0], tid, s)
@@ -152,7 +152,7 @@ def _finish(tid: str, array: str, combine: str, etype: str, indent: str, barrier
 def _runtime_guard(unit: CudaUnit, bound: Node) -> str:
     """The block-uniform condition under which the warp finish equals the tree for a run-time block size
     ``B`` (the tree's extent, ``blockDim.x`` or a local holding it): ``B`` is a power of two of at least 64."""
-    b = unit.t(_ts.unwrap_parens(bound))
+    b = unit.t(syn.unwrap_parens(bound))
     return f"{b} >= {2 * WARP} && ({b} & ({b} - 1)) == 0"
 
 
@@ -174,7 +174,7 @@ class CudaWarpShuffleFinish(CudaTransform):
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
         """One candidate for the first tree loop directly in the kernel body (sequential or interleaved)."""
-        loops = [s for s in statement_list(unit.body) if s.type == "for_statement"]
+        loops = [s for s in statement_list(unit.body) if syn.is_for(s)]
         if not loops:
             return self.not_applicable(f"{kernel.name} has no for loop directly in its body")
         reasons = []
@@ -220,7 +220,7 @@ class CudaWarpShuffleFinish(CudaTransform):
                     head = edits[0]
                     edits[0] = TextEdit(head.start_byte, head.end_byte, head.new_text.replace(
                         f"{s} > {WARP}", f"{s} > 0 && !({when} && {s} <= {WARP})"))
-            edits.append(unit.insert(loop.end_byte, _finish(tid, array, combine, etype, _ts.indent_of(
+            edits.append(unit.insert(loop.end_byte, _finish(tid, array, combine, etype, syn.indent_of(
                 unit.src, loop.start_byte), barrier_first, when)))
             exact = form == "sequential" or combine != "+" or etype in ("int", "unsigned int", "unsigned")
             cand = self.candidate(
@@ -234,6 +234,6 @@ class CudaWarpShuffleFinish(CudaTransform):
                  "block": sorted(set(known)) if known else "runtime"},
                 edits,
             )
-            cand.changes_numerics = not exact
+            cand.changes_numerics = cand.reorders_only = not exact  # shuffles pair the same terms otherwise
             return [cand]
         return self.not_applicable("no shared-memory tree loop qualifies: " + "; ".join(reasons))

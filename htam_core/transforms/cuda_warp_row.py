@@ -28,18 +28,15 @@ blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014) for the warp-shuff
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import is_zero_value
+from htam_core.source.analysis.forms import Elementwise, elementwise, is_lvalue
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
-    Elementwise,
     Launch,
-    _is_lvalue,
-    elementwise,
     launch_dims_edit,
     references,
     wrap_grid,
@@ -54,7 +51,6 @@ LANE = "htam_lane"
 WARP = 32
 #: Reduction functions accepted in ``x = f(x, e)``; max/min forms do not care about the starting value.
 MINMAX = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 #: The reduction "op" of a running max written ``if (x > m) m = x;`` (all-reduced with the same comparison).
 IF_MAX = "if >"
 
@@ -69,11 +65,11 @@ def _declared_scalars(unit: CudaUnit, stmts: list[Node]) -> dict[str, Node]:
     init_declarator (or identifier) node."""
     out: dict[str, Node] = {}
     for s in stmts:
-        if s.type != "declaration":
+        if not syn.is_declaration(s):
             continue
         for d in s.named_children:
-            target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
-            if target is not None and target.type == "identifier":
+            target = d.child_by_field_name("declarator") if syn.is_init_declarator(d) else d
+            if target is not None and syn.is_identifier(target):
                 out[unit.t(target)] = d
     return out
 
@@ -85,14 +81,14 @@ def _loop_header(unit: CudaUnit, loop: Node) -> tuple[str, Node, Node, Node] | s
     if init is None or cond is None or upd is None:
         return f"the loop on line {line} is not a counted for loop"
     var = value = None
-    if init.type == "declaration":
-        ds = [d for d in init.named_children if d.type == "init_declarator"]
+    if syn.is_declaration(init):
+        ds = [d for d in init.named_children if syn.is_init_declarator(d)]
         if len(ds) == 1:
             var, value = unit.t(ds[0].child_by_field_name("declarator")), ds[0].child_by_field_name("value")
     if var is None or value is None or not _is_zero(unit.t(value)):
         return f"the loop on line {line} does not declare its variable starting at 0"
-    cond = _ts.unwrap_parens(cond)
-    if cond.type != "binary_expression" or unit.t(cond.child_by_field_name("left")) != var \
+    cond = syn.unwrap_parens(cond)
+    if not syn.is_binary(cond) or unit.t(cond.child_by_field_name("left")) != var \
             or unit.t(cond.child_by_field_name("operator")) != "<":
         return f"the loop on line {line} is not `{var} < n`"
     bound = cond.child_by_field_name("right")
@@ -106,41 +102,41 @@ def _loop_header(unit: CudaUnit, loop: Node) -> tuple[str, Node, Node, Node] | s
 
 def _written_identifier(node: Node) -> Node | None:
     """The identifier an assignment/update writes when it is a plain variable, else ``None``."""
-    target = node.child_by_field_name("left") if node.type == "assignment_expression" else \
+    target = node.child_by_field_name("left") if syn.is_assignment(node) else \
         node.child_by_field_name("argument")
-    target = _ts.unwrap_parens(target) if target is not None else None
-    return target if target is not None and target.type == "identifier" else None
+    target = syn.unwrap_parens(target) if target is not None else None
+    return target if target is not None and syn.is_identifier(target) else None
 
 
 def _writes_memory(node: Node) -> list[Node]:
     """Assignments/updates under ``node`` whose target is memory (``a[i]``, ``*p``, ``p->f``)."""
     out = []
-    for n in _ts.walk(node):
-        if n.type not in ("assignment_expression", "update_expression"):
+    for n in syn.walk(node):
+        if not syn.is_write(n):
             continue
-        target = n.child_by_field_name("left") if n.type == "assignment_expression" else n.child_by_field_name("argument")
-        target = _ts.unwrap_parens(target) if target is not None else None
-        if target is not None and target.type in ("subscript_expression", "pointer_expression", "field_expression"):
+        target = n.child_by_field_name("left") if syn.is_assignment(n) else n.child_by_field_name("argument")
+        target = syn.unwrap_parens(target) if target is not None else None
+        if target is not None and syn.is_memory_reference(target):
             out.append(n)
     return out
 
 
 def _reduction(unit: CudaUnit, n: Node, name: str) -> str | None:
     """``"+"`` or the min/max function when ``n`` updates ``name`` as a reduction step, else ``None``."""
-    if n.type != "assignment_expression":
+    if not syn.is_assignment(n):
         return None
     op, right = unit.t(n.child_by_field_name("operator")), n.child_by_field_name("right")
     if op == "+=":
         return None if references(right, unit.src, name) else "+"
     if op != "=":
         return None
-    call = _ts.unwrap_parens(right)
-    if call.type != "call_expression" or unit.t(call.child_by_field_name("function")) not in MINMAX:
+    call = syn.unwrap_parens(right)
+    if not syn.is_call(call) or unit.t(call.child_by_field_name("function")) not in MINMAX:
         return None
-    args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+    args = [a for a in call.child_by_field_name("arguments").named_children if not syn.is_comment(a)]
     if len(args) != 2:
         return None
-    mine = [a for a in args if unit.t(_ts.unwrap_parens(a)) == name]
+    mine = [a for a in args if unit.t(syn.unwrap_parens(a)) == name]
     other = [a for a in args if a not in mine]
     if len(mine) != 1 or references(other[0], unit.src, name):
         return None
@@ -150,9 +146,9 @@ def _reduction(unit: CudaUnit, n: Node, name: str) -> str | None:
 def _guarded_max(unit: CudaUnit, n: Node, name: str) -> Node | None:
     """The ``if (E > m) m = E;`` statement around assignment ``n`` to ``name`` (a running max), else ``None``."""
     p = n.parent.parent if n.parent is not None else None
-    if p is not None and p.type == "compound_statement":
+    if p is not None and syn.is_block(p):
         p = p.parent
-    if p is None or p.type != "if_statement":
+    if p is None or not syn.is_if(p):
         return None
     ms = max_step(unit, p)
     return p if ms is not None and ms.name == name else None
@@ -172,7 +168,7 @@ def _all_reduce(name: str, op: str, indent: str) -> str:
 def _scalar_type(unit: CudaUnit, decl: Node) -> str:
     """The declared type of the scalar whose init_declarator (or identifier) is ``decl``."""
     stmt = decl.parent
-    while stmt is not None and stmt.type != "declaration":
+    while stmt is not None and not syn.is_declaration(stmt):
         stmt = stmt.parent
     return unit.t(stmt.child_by_field_name("type")) if stmt is not None else "float"
 
@@ -182,7 +178,7 @@ def _online_pair_check(unit: CudaUnit, scalars: dict[str, Node], pair: OnlinePai
     for name in (pair.m, pair.s):
         if name not in scalars:
             return f"the loop on line {line} reduces {name}, which is not a local of the guarded body"
-    init = scalars[pair.s].child_by_field_name("value") if scalars[pair.s].type == "init_declarator" else None
+    init = scalars[pair.s].child_by_field_name("value") if syn.is_init_declarator(scalars[pair.s]) else None
     if init is None or not _is_zero(unit.t(init)):
         return f"the sum {pair.s} does not start at 0, so a per-lane partial sum would count it 32 times"
     return None
@@ -193,11 +189,11 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
     if LANE in unit.t(unit.body):
         return f"{unit.kernel.name} already uses {LANE}"
     stmts = ew.stmts
-    loops = [s for s in stmts if s.type == "for_statement"]
+    loops = [s for s in stmts if syn.is_for(s)]
     if not loops:
         return f"{unit.kernel.name} has no loop over the row inside its bound check"
     for s in stmts:
-        if s.type != "for_statement" and _ts.of_type(s, _LOOPS):
+        if not syn.is_for(s) and syn.loops(s):
             return "a loop is nested in another statement of the guarded body"
     scalars = _declared_scalars(unit, stmts)
     edits: list[TextEdit] = []
@@ -209,9 +205,9 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
         var, value, _bound, upd = head
         body = loop.child_by_field_name("body")
         line = unit.src[: loop.start_byte].count(b"\n") + 1
-        if body is None or _ts.of_type(body, _LOOPS):
+        if body is None or syn.loops(body):
             return f"the loop on line {line} contains another loop"
-        local = set(_declared_scalars(unit, [c for c in _ts.walk(body) if c.type == "declaration"]))
+        local = set(_declared_scalars(unit, [c for c in syn.walk(body) if syn.is_declaration(c)]))
         pair = online_pair(unit, body)
         if pair is not None:
             why = _online_pair_check(unit, scalars, pair, line)
@@ -219,15 +215,15 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
                 return why
             edits.append(unit.replace(value, LANE))
             edits.append(unit.replace(upd, f"{var} += {WARP}"))
-            indent = _ts.indent_of(unit.src, loop.start_byte)
+            indent = syn.indent_of(unit.src, loop.start_byte)
             m_type, s_type = (_scalar_type(unit, scalars[n]) for n in (pair.m, pair.s))
             edits.append(unit.insert(loop.end_byte, "\n" + pair_all_reduce(
                 pair.m, pair.s, m_type, s_type, pair.fn, pair.exp, "0xffffffffu", indent)))
             reduced.append({"name": f"{pair.m}, {pair.s}", "op": "online max/sum"})
             continue
         ops: dict[str, str] = {}
-        for n in _ts.walk(body):
-            if n.type not in ("assignment_expression", "update_expression"):
+        for n in syn.walk(body):
+            if not syn.is_write(n):
                 continue
             ident = _written_identifier(n)
             if ident is None:
@@ -253,7 +249,7 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
                 return (f"the loop on line {line} reads {name} while it reduces into it; a lane holds only a "
                         "partial value there")
         for w in _writes_memory(body):
-            target = w.child_by_field_name("left") if w.type == "assignment_expression" else \
+            target = w.child_by_field_name("left") if syn.is_assignment(w) else \
                 w.child_by_field_name("argument")
             if not references(target, unit.src, var):
                 return f"the loop on line {line} writes {unit.t(target)}, whose address does not depend on {var}"
@@ -261,31 +257,31 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
             if op != "+":
                 continue
             decl = scalars[name]
-            init = decl.child_by_field_name("value") if decl.type == "init_declarator" else None
+            init = decl.child_by_field_name("value") if syn.is_init_declarator(decl) else None
             if init is None or not _is_zero(unit.t(init)):
                 return f"the sum {name} does not start at 0, so a per-lane partial sum would count it 32 times"
             between = [r for r in references(unit.body, unit.src, name)
-                       if decl.end_byte <= r.start_byte < loop.start_byte and _is_lvalue(r)]
+                       if decl.end_byte <= r.start_byte < loop.start_byte and is_lvalue(r)]
             if between:
                 return f"{name} is changed before the loop on line {line} sums into it"
         edits.append(unit.replace(value, LANE))
         edits.append(unit.replace(upd, f"{var} += {WARP}"))
-        indent = _ts.indent_of(unit.src, loop.start_byte)
+        indent = syn.indent_of(unit.src, loop.start_byte)
         if ops:
             edits.append(unit.insert(loop.end_byte, "".join(_all_reduce(n, o, indent) for n, o in ops.items())))
             reduced += [{"name": n, "op": o} for n, o in ops.items()]
     for s in stmts:
-        if s.type == "for_statement":
+        if syn.is_for(s):
             continue
-        atomics = [c for c in _ts.of_type(s, "call_expression")
+        atomics = [c for c in syn.calls(s)
                    if unit.t(c.child_by_field_name("function")).startswith("atomic")]
         if not _writes_memory(s) and not atomics:
             continue
-        if s.type == "declaration" or any(_written_identifier(n) is not None for n in _ts.walk(s)
-                                          if n.type in ("assignment_expression", "update_expression")):
+        if syn.is_declaration(s) or any(_written_identifier(n) is not None for n in syn.walk(s)
+                                          if syn.is_write(n)):
             return f"`{unit.t(s)}` both writes memory and sets a variable; lane 0 alone cannot run it"
         edits.append(unit.replace(s, f"if ({LANE} == 0) {{ {unit.t(s)} }}"))
-    decl_indent = _ts.indent_of(unit.src, ew.decl.start_byte)
+    decl_indent = syn.indent_of(unit.src, ew.decl.start_byte)
     edits.append(unit.replace(ew.gid, f"({unit.t(ew.gid)}) / {WARP}"))
     edits.append(unit.insert(ew.decl.start_byte, f"const int {LANE} = threadIdx.x & {WARP - 1};\n{decl_indent}"))
     return edits, {"reduced": reduced, "loops": len(loops)}
@@ -309,7 +305,7 @@ def _round_runtime_block(unit: CudaUnit, ew: Elementwise, la: Launch) -> TextEdi
                 "size that may follow it")
     if any(a.space == "shared" for a in unit.facts.accesses):
         return f"the block size on line {line} is not a compile-time constant, and the kernel uses shared memory"
-    for f in _ts.of_type(unit.body, "field_expression"):
+    for f in syn.fields(unit.body):
         obj = unit.t(f.child_by_field_name("argument"))
         if obj in ("blockDim", "gridDim") and not (ew.gid.start_byte <= f.start_byte < ew.gid.end_byte):
             return (f"the block size on line {line} is not a compile-time constant, and the kernel reads "

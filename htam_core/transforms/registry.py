@@ -11,16 +11,25 @@ import dataclasses
 import importlib
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TypeVar
 
-from htam_core.source import parse_text
+from htam_core.source import parse_text, workspace
+from htam_core.source.analysis.unit import shared_launches
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.positions import line_ending, with_line_ending
-from htam_core.source.workspace import LaunchUnit, find_launches, launch_unit
+from htam_core.source.workspace import LaunchUnit, WorkspaceLaunch, find_launches, launch_unit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transform, apply_edits
 from htam_core.transforms.validate import check_syntax
 from htam_core.types.profile import Profile
 from htam_core.types.text import first_sentence
+
+
+def declaring_files(model: SourceModel, kernel: Kernel) -> list[tuple[str, str]]:
+    """The workspace files, other than the kernel's own, that declare CUDA kernel ``kernel`` (a header's prototype):
+    ``(path, text)`` pairs sorted by path. The framework reads the workspace for the transforms, which read only
+    the kernel's code and its facts (:func:`htam_core.source.workspace.declaring_files`). Raises nothing."""
+    return workspace.declaring_files(model, kernel)
 
 #: What a transform's rewrite changes (:attr:`Transform.kind`). A *structural* step rewrites the thread mapping,
 #: the memory hierarchy or the algorithm (coalescing remap, tiling, vectorized loads, warp per row, shuffle
@@ -154,6 +163,35 @@ def validate(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
         return problem
     if not kernel_survives(cand.new_text, model.file_language, model.path, kernel.name):
         return f"kernel {kernel.name!r} is no longer found after the edit"
+    return shared_launch_edit(model, kernel, cand)
+
+
+def shared_launch_edit(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
+    """Why ``cand`` may not be made when it edits the function that launches ``kernel`` through a function
+    pointer or a table of kernels that runs other kernels too (``kernel = &k; kernel<<<grid, threads>>>``): the
+    grid, block and buffers there are those of every kernel the pointer runs, so the edit would change their
+    launches as well. ``None`` when no edit lies in such a function. Facts from
+    :func:`htam_core.source.analysis.unit.shared_launches`.
+
+    Also refused: an edit of the kernel's parameter list (``const __restrict__``, a new parameter) when a launch
+    reaches the kernel through a pointer: the pointer's type spells the parameter types, so the assignment
+    ``kernel = &k;`` would no longer compile."""
+    through = [s for s in kernel.launch_sites if s.pointer_kernels]
+    spans = [p.span for p in kernel.params if p.span is not None]
+    if through and spans:
+        s, e = min(sp.start for sp in spans), max(sp.end for sp in spans)
+        if any(ed.start_byte <= e and ed.end_byte >= s for ed in cand.edits):
+            ptr = through[0].qualified_name or "a function pointer"
+            return (f"the launch on line {through[0].line} reaches {kernel.name} through the function pointer "
+                    f"{ptr}, whose type spells {kernel.name}'s parameter types: changing them would no longer "
+                    f"match it")
+    for shared in shared_launches(model, kernel):
+        s, e = shared.host
+        if any(ed.start_byte < e and ed.end_byte > s for ed in cand.edits):
+            others = [k for k in shared.kernels if k != kernel.name]
+            return (f"the launch on line {shared.line} runs {kernel.name} through the function pointer "
+                    f"{shared.pointer}, which runs {', '.join(others)} too: changing that launch would change "
+                    f"theirs; launch {kernel.name} by its own name to change its launch")
     return None
 
 
@@ -192,17 +230,23 @@ def propose(
     if model.stale:
         return t.not_applicable("the file does not parse; the kernel list is from the last good parse")
     unit = launch_unit(model, kernel, files=files) if not kernel.launch_sites and model.path else None
+    joint: list[Candidate] | NotApplicable | None = None
     if unit is not None:  # launched from another file or a #define: read (and edit) kernel and launch as one unit
-        return _propose_joint(t, unit, profile)
+        joint = _propose_joint(t, unit, profile)
+        if isinstance(joint, list) or not any(isinstance(r, Untranslatable) for r in joint.rejected):
+            return joint
+        # a cupy launch no candidate could be written into (a C helper in its grid): the launch-independent forms
     result = t.propose(model, kernel, profile)
     if isinstance(result, NotApplicable):
-        return result
+        return joint if joint is not None else result
     if not kernel.launch_sites:
-        result = [_launch_not_found(model, kernel, c, files) for c in result]
+        kept = unit.launches() if unit is not None else None
+        result = [_launch_not_found(model, kernel, c, files, kept) for c in result]
     good: list[Candidate] = []
     rejected: list[str] = []
     ending = line_ending(model.text)
     for cand in result:
+        cand = _launch_shared(model, kernel, cand)
         if ending != "\n":  # transforms write "\n": keep the file's own line endings (CRLF, classic-Mac CR)
             cand.edits = [dataclasses.replace(e, new_text=with_line_ending(e.new_text, ending)) for e in cand.edits]
             cand.new_text = apply_edits(model.text, cand.edits)
@@ -220,16 +264,33 @@ def propose(
     return good
 
 
-def _launch_not_found(model: SourceModel, kernel: Kernel, cand: Candidate, files: Mapping[str, str] | None
-                      ) -> Candidate:
+def _launch_not_found(model: SourceModel, kernel: Kernel, cand: Candidate, files: Mapping[str, str] | None,
+                      kept: list[WorkspaceLaunch] | None = None) -> Candidate:
     """Say in a launch-independent candidate's description why it leaves the grid alone: no launch of the kernel
-    was found anywhere in the workspace, or the launches found cannot be edited (a cupy launcher)."""
+    was found anywhere in the workspace, or the launches found cannot be edited (a cupy launcher whose call is
+    not read, or ``kept``: the launches a launch-changing form could not be written into)."""
     if cand.params.get("launch") != "independent":
         return cand
-    found = [la for la in find_launches(model, kernel, files=files) if not la.editable] if model.path else []
+    found = kept or ([la for la in find_launches(model, kernel, files=files) if not la.editable] if model.path else [])
     where = (f"launch in {found[0].path.rsplit('/', 1)[-1]} line {found[0].line} left as is" if found
              else "launch not found")
     note = f"{where}: correct for any grid"
+    return dataclasses.replace(cand, description=f"{cand.description} ({note})", title_note=note)
+
+
+def _launch_shared(model: SourceModel, kernel: Kernel, cand: Candidate, unit: LaunchUnit | None = None
+                   ) -> Candidate:
+    """Say in a launch-independent candidate's description and title note that the grid is left alone because the
+    kernel is launched through a function pointer that runs other kernels too (``cand`` unchanged otherwise).
+    ``unit``: the joint unit ``model`` is, whose line numbers are written as the launcher's (``line 8 of main.cu``)."""
+    if cand.params.get("launch") != "independent":
+        return cand
+    shared = shared_launches(model, kernel)
+    if not shared:
+        return cand
+    note = (f"launch through the pointer {shared[0].pointer} on line {shared[0].line} runs other kernels too, left "
+            "as is: correct for any grid")
+    note = unit.relabel(note) if unit is not None else note
     return dataclasses.replace(cand, description=f"{cand.description} ({note})", title_note=note)
 
 
@@ -240,16 +301,20 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
     result = t.propose(unit.model, unit.kernel, profile)
     if isinstance(result, NotApplicable):
         return dataclasses.replace(result, reason=unit.relabel(result.reason))
+    result = [_launch_shared(unit.model, unit.kernel, c, unit) for c in result]
     good: list[Candidate] = []
     rejected: list[str] = []
     for cand in result:
         why = validate(unit.model, unit.kernel, cand)
-        parts = _split(unit, cand.edits) if why is None else why
+        parts = _split(unit, cand.edits) if why is None else unit.relabel(why)
         if isinstance(parts, str):
-            rejected.append(f"{cand.description}: {parts}")
+            line = f"{cand.description}: {parts}"
+            rejected.append(Untranslatable(line) if isinstance(parts, Untranslatable) else line)
             continue
         own, others = parts
         others = {path: _with_helpers(unit.text_of(path) or "", edits, cand.helpers) for path, edits in others.items()}
+        for path, edits in cand.file_edits.items():  # files outside the unit the step edits itself (a header)
+            others[path] = [*others.get(path, []), *edits]
         try:
             new_text = apply_edits(unit.own.text, own)
             for path, edits in others.items():
@@ -257,8 +322,8 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
         except ValueError as exc:
             rejected.append(f"{cand.description}: {exc}")
             continue
-        names = ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others))
-        note = f"launch in {names} edited too" if names else ""
+        names = ", ".join(sorted(p.rsplit("/", 1)[-1] for p in others if p not in cand.file_edits))
+        note = "; ".join(n for n in (f"launch in {names} edited too" if names else "", cand.title_note) if n)
         good.append(dataclasses.replace(
             cand, edits=own, new_text=new_text, file_edits=others, title_note=note,
             description=unit.relabel(cand.description) + (f" ({note})" if note else "")))
@@ -290,6 +355,11 @@ def _with_helpers(text: str, edits: list[TextEdit], helpers: dict[str, str]) -> 
     return out
 
 
+class Untranslatable(str):
+    """Why a candidate's edit cannot be written into a cupy launch of the joint unit (a value other code reads, or
+    C that Python reads otherwise): the step falls back to its launch-independent form."""
+
+
 def _split(unit: LaunchUnit, edits: list[TextEdit]) -> tuple[list[TextEdit], dict[str, list[TextEdit]]] | str:
     """Edits of the joint unit as edits of the kernel's file and of each launcher (by path), or why not (an edit
     outside the user's text: :meth:`LaunchUnit.locate`)."""
@@ -300,7 +370,16 @@ def _split(unit: LaunchUnit, edits: list[TextEdit]) -> tuple[list[TextEdit], dic
         if where is None:
             return "an edit falls between the kernel's file and its launcher"
         path, s, t = where
-        (own if path is None else others.setdefault(path, [])).append(TextEdit(s, t, e.new_text))
+        fixed = unit.fixed(e.start_byte, e.end_byte)
+        if fixed:
+            return Untranslatable(fixed)
+        new_text = unit.user_text(e.start_byte, e.end_byte, e.new_text)
+        if new_text is None:  # a cupy launch's component that Python would not read as C does
+            text = unit.text_of(path or unit.own.path) or ""
+            line = text.encode("utf-8").count(b"\n", 0, s) + 1
+            return Untranslatable(f"the cupy launch at line {line} of {Path(path or unit.own.path).name} would need "
+                                  f"`{e.new_text.strip()}`, which is not an integer expression Python reads as C does")
+        (own if path is None else others.setdefault(path, [])).append(TextEdit(s, t, new_text))
     return own, others
 
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import textwrap
 
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import python_int
 from htam_core.source.analysis.triton import launch_argument
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
     TritonTransform,
     TritonUnit,
@@ -52,10 +52,10 @@ def size_keys(unit: TritonUnit) -> list[str]:
     """Size arguments for the autotune key: non-pointer, non-constexpr params compared in the kernel."""
     plain = [p.name for p in unit.kernel.params if not p.is_pointer and not p.is_constexpr]
     compared = set()
-    for c in _ts.of_type(unit.body, "comparison_operator"):
-        compared |= {unit.t(n) for n in _ts.of_type(c, "identifier")}
+    for c in syn.comparison_operators(unit.body):
+        compared |= {unit.t(n) for n in syn.identifiers(c)}
     for c in unit.calls(unit.body, "range") + unit.calls(unit.body, "tl.cdiv"):
-        compared |= {unit.t(n) for n in _ts.of_type(c, "identifier")}
+        compared |= {unit.t(n) for n in syn.identifiers(c)}
     keys = [p for p in plain if p in compared]
     return keys or [p for p in plain if not p.startswith("stride")]
 
@@ -117,11 +117,11 @@ def prune_function(unit: TritonUnit, name: str) -> list[str]:
 
 def _import_edits(unit: TritonUnit, modules: tuple[str, ...] = ("math", "os")) -> list[TextEdit]:
     """Edits adding ``import m`` for each of ``modules`` the file does not import yet (before its first import)."""
-    have = {unit.t(n) for imp in _ts.of_type(unit.root, "import_statement") for n in imp.named_children}
+    have = {unit.t(n) for imp in syn.import_statements(unit.root) for n in imp.named_children}
     missing = [m for m in modules if m not in have]
     if not missing:
         return []
-    first = next((c for c in unit.root.named_children if c.type in ("import_statement", "import_from_statement")), None)
+    first = next((c for c in unit.root.named_children if syn.is_import(c)), None)
     pos = first.start_byte if first is not None else 0
     return [unit.insert(pos, "".join(f"import {m}\n" for m in missing))]
 
@@ -212,7 +212,7 @@ class TritonAutotune(TritonTransform):
         key_txt = ", ".join(repr(k).replace(chr(39), chr(34)) for k in keys)
         lines.append(f'@triton.autotune(configs={name}, key=[{key_txt}],\n'
                      f'                 prune_configs_by={{"early_config_prune": {prune}}})')
-        top_start = _ts.line_start(unit.src, unit.top.start_byte)
+        top_start = syn.line_start(unit.src, unit.top.start_byte)
         edits = _import_edits(unit)
         edits.append(unit.insert(top_start, "\n".join(lines) + "\n"))
         # launch: drop the tuned kwargs, make the grid read meta[...]
@@ -228,13 +228,13 @@ class TritonAutotune(TritonTransform):
                 s = block_setting(unit, la0, p)
                 assert not isinstance(s, str)
                 locals_ += [s.local] if s.local else []
-                nodes = [n for n in _ts.of_type(grid, "identifier") if s.local and unit.t(n) == s.local]
+                nodes = [n for n in syn.identifiers(grid) if s.local and unit.t(n) == s.local]
                 repl += [(n, p) for n in nodes + grid_lits[p]]
             for n, p in sorted(repl, key=lambda x: -x[0].start_byte):
                 text[n.start_byte - grid.start_byte : n.end_byte - grid.start_byte] = f'meta["{p}"]'.encode()
             if repl:  # a grid that does not read the block (the kernel loops over it) stays as written
                 lam = f"lambda meta: {text.decode()}"
-                var = unit.t(la0.grid) if la0.grid.type == "identifier" and grid is not la0.grid else None
+                var = unit.t(la0.grid) if syn.is_identifier(la0.grid) and grid is not la0.grid else None
                 if var and la0.host is not None and len(reads_of(unit, la0.host, var)) == 1:
                     edits.append(unit.replace(grid, lam))  # grid = lambda meta: ...; the launch keeps kernel[grid]
                 else:
@@ -244,7 +244,7 @@ class TritonAutotune(TritonTransform):
                 s = block_setting(unit, la0, p)
                 locals_ += [s.local] if not isinstance(s, str) and s.local else []
         # the tuned locals (BLOCK_SIZE = 64) and a grid variable only they fed are now dead: remove them
-        edits += orphan_removals(unit, la0.host, locals_ + ([unit.t(la0.grid)] if la0.grid.type == "identifier"
+        edits += orphan_removals(unit, la0.host, locals_ + ([unit.t(la0.grid)] if syn.is_identifier(la0.grid)
                                                             else []), edits)
         tuned_txt = ", ".join(tuned) or "num_warps"
         was = ", ".join([f"{p}={v}" for p, v in tuned.items()] + [f"num_warps={warps}"])

@@ -11,10 +11,9 @@ Idea source: Triton docs, ``tl.load`` (``eviction_policy``, ``cache_modifier``),
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._triton import TritonTransform, TritonUnit, add_kwarg
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
@@ -24,33 +23,56 @@ from htam_core.types.profile import Profile
 
 def pid_tainted(unit: TritonUnit) -> set[str]:
     """Names whose value depends on ``tl.program_id`` through ``+ - *`` and ``tl.arange`` only."""
-    tainted: set[str] = set()
-    for a in _ts.of_type(unit.body, "assignment"):
+    return set(pid_axes(unit))
+
+
+def pid_axes(unit: TritonUnit) -> dict[str, frozenset[str]]:
+    """For each name whose value depends on ``tl.program_id`` through ``+ - *`` and ``tl.arange`` only, the
+    program axes it depends on (``"0"``, ``"1"``, ``"2"``; an axis not written as a literal is its own text)."""
+    axes: dict[str, frozenset[str]] = {}
+    for a in syn.py_assignments(unit.body):
         left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
-        if left is None or right is None or left.type != "identifier":
+        if left is None or right is None or not syn.is_identifier(left):
             continue
-        if _clean_dep(unit, right, tainted):
-            tainted.add(unit.t(left))
-    return tainted
+        dep = _clean_axes(unit, right, axes)
+        if dep:
+            axes[unit.t(left)] = dep
+    return axes
 
 
-def _clean_dep(unit: TritonUnit, node: Node, tainted: set[str]) -> bool:
-    """True when ``node`` depends on the program id and never through ``%`` or ``//``."""
-    has = False
-    for n in _ts.walk(node):
-        if n.type == "binary_operator" and unit.t(n.child_by_field_name("operator")) in ("%", "//"):
-            return False
-        if n.type == "call" and unit.callee(n) == "tl.program_id":
-            has = True
-        if n.type == "identifier" and unit.t(n) in tainted:
-            has = True
-    return has
+def _program_axis(unit: TritonUnit, call: Node) -> str:
+    """The axis a ``tl.program_id(...)`` call names (``axis=`` or positional; ``"0"`` when none is given)."""
+    args = call.child_by_field_name("arguments")
+    kids = args.named_children if args is not None else []
+    if not kids:
+        return "0"
+    a = kids[0].child_by_field_name("value") if syn.is_keyword_argument(kids[0]) else kids[0]
+    return unit.t(a).strip() if a is not None else "0"
+
+
+def program_axes(unit: TritonUnit) -> frozenset[str]:
+    """Every program axis the kernel reads with ``tl.program_id``."""
+    return frozenset(_program_axis(unit, c) for c in unit.calls(unit.body, "tl.program_id"))
+
+
+def _clean_axes(unit: TritonUnit, node: Node, axes: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The program axes ``node`` depends on, never through ``%`` or ``//`` (empty when it goes through them or
+    depends on none)."""
+    found: set[str] = set()
+    for n in syn.walk(node):
+        if syn.is_binary_operator(n) and unit.t(n.child_by_field_name("operator")) in ("%", "//"):
+            return frozenset()
+        if syn.is_py_call(n) and unit.callee(n) == "tl.program_id":
+            found.add(_program_axis(unit, n))
+        if syn.is_identifier(n) and unit.t(n) in axes:
+            found |= axes[unit.t(n)]
+    return frozenset(found)
 
 
 def _in_loop(node: Node, stop: Node) -> bool:
     p = node.parent
     while p is not None and p != stop:
-        if p.type in ("for_statement", "while_statement"):
+        if syn.is_for_or_while(p):
             return True
         p = p.parent
     return False
@@ -73,19 +95,28 @@ class TritonCacheHints(TritonTransform):
         loads = unit.calls(unit.body, "tl.load")
         if not loads:
             return self.not_applicable(f"{kernel.name} has no tl.load")
-        tainted = pid_tainted(unit)
+        axes = pid_axes(unit)
+        used = program_axes(unit)  # a load indexed by fewer axes is read by every program along the others
         streaming: list[Node] = []
+        shared = 0
         for ld in loads:
             if unit.kwarg(ld, "eviction_policy") is not None or unit.kwarg(ld, "cache_modifier") is not None:
                 continue
             if _in_loop(ld, unit.body):
                 continue
             args = ld.child_by_field_name("arguments").named_children
-            if args and args[0].type != "keyword_argument" and _clean_dep(unit, args[0], tainted):
+            if not args or syn.is_keyword_argument(args[0]):
+                continue
+            dep = _clean_axes(unit, args[0], axes)
+            if dep and used <= dep:
                 streaming.append(ld)
+            elif dep:
+                shared += 1
         if not streaming:
+            extra = (f" ({shared} load(s) are indexed by some program axes only, so the programs along the others "
+                     "read the same data again)") if shared else ""
             return self.not_applicable(
-                "no streaming load: every tl.load is in a loop, already hinted, or shared between programs"
+                "no streaming load: every tl.load is in a loop, already hinted, or shared between programs" + extra
             )
         out = []
         for kw, val, why in (
@@ -122,12 +153,12 @@ class TritonDivisibilityHints(TritonTransform):
             return self.not_applicable(f"{kernel.name} already has divisibility/contiguity hints")
         tainted = pid_tainted(unit) | {"pid"}
         edits, names = [], []
-        for a in _ts.of_type(unit.body, "assignment"):
+        for a in syn.py_assignments(unit.body):
             m = self._match(unit, a, tainted)
             if m is None:
                 continue
             var, block = m
-            indent = _ts.indent_of(unit.src, a.start_byte)
+            indent = syn.indent_of(unit.src, a.start_byte)
             stmt_end = a.end_byte
             edits.append(unit.insert(stmt_end, f"\n{indent}{var} = {unit.tl}.max_contiguous({unit.tl}.multiple_of({var}, {block}), {block})"))
             names.append(var)
@@ -148,13 +179,13 @@ class TritonDivisibilityHints(TritonTransform):
     @staticmethod
     def _match(unit: TritonUnit, a: Node, tainted: set[str]) -> tuple[str, str] | None:
         left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
-        if left is None or left.type != "identifier" or right is None or right.type != "binary_operator":
+        if left is None or not syn.is_identifier(left) or right is None or not syn.is_binary_operator(right):
             return None
         if unit.t(right.child_by_field_name("operator")) != "+" or a.parent is None or a.parent.parent != unit.body:
             return None
         for base, ar in ((right.child_by_field_name("left"), right.child_by_field_name("right")),
                          (right.child_by_field_name("right"), right.child_by_field_name("left"))):
-            if ar.type != "call" or unit.callee(ar) != "tl.arange":
+            if not syn.is_py_call(ar) or unit.callee(ar) != "tl.arange":
                 continue
             args = ar.child_by_field_name("arguments").named_children
             if len(args) != 2 or unit.t(args[0]) != "0":
@@ -162,11 +193,11 @@ class TritonDivisibilityHints(TritonTransform):
             block = unit.t(args[1])
             if block not in unit.kernel.constexpr_params:
                 continue
-            base = _ts.unwrap_parens(base)
-            if base.type == "identifier":
+            base = syn.unwrap_parens(base)
+            if syn.is_identifier(base):
                 rhs = unit.single_value(unit.body, unit.t(base), a.start_byte)
-                base = _ts.unwrap_parens(rhs) if rhs is not None else base
-            if base.type != "binary_operator" or unit.t(base.child_by_field_name("operator")) != "*":
+                base = syn.unwrap_parens(rhs) if rhs is not None else base
+            if not syn.is_binary_operator(base) or unit.t(base.child_by_field_name("operator")) != "*":
                 continue
             ops = {unit.t(base.child_by_field_name("left")), unit.t(base.child_by_field_name("right"))}
             if block not in ops:

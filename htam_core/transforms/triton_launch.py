@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import python_int
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.triton import launch_argument, memop_mask, module_value
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._triton import (
     TLaunch,
     TritonTransform,
@@ -49,10 +48,10 @@ def unmasked_accesses(unit: TritonUnit) -> list[str]:
         for c in unit.calls(unit.body, name):
             if memop_mask(c, name[3:], unit.src) is not None or unit.kwarg(c, "boundary_check") is not None:
                 continue
-            args = [a for a in c.child_by_field_name("arguments").named_children if a.type != "keyword_argument"]
+            args = [a for a in c.child_by_field_name("arguments").named_children if not syn.is_keyword_argument(a)]
             addr = args[0] if args else c
-            if unit.calls(addr, "tl.arange") or {unit.t(i) for i in _ts.of_type(addr, "identifier")} & tiled \
-                    or addr.type not in ("binary_operator", "identifier"):
+            if unit.calls(addr, "tl.arange") or {unit.t(i) for i in syn.identifiers(addr)} & tiled \
+                    or not (syn.is_binary_operator(addr) or syn.is_identifier(addr)):
                 out.append(unit.t(c))
     return out
 
@@ -82,13 +81,13 @@ def block_setting(unit: TritonUnit, launch: TLaunch, param: str) -> BlockSetting
         if d:
             return BlockSetting(param, d, None, None)
         return f"{param} is not passed at the launch on line {launch.line}"
-    if v.type == "integer":
+    if syn.is_integer(v):
         return BlockSetting(param, python_int(unit.t(v)) or 0, v, None)
-    if v.type == "identifier":
+    if syn.is_identifier(v):
         name = unit.t(v)
         local = unit.assignments(launch.host, name) if launch.host is not None else []
         rhs = unit.single_value(launch.host, name, launch.call.start_byte) if local else module_value(unit.root, name, unit.src)
-        if rhs is not None and rhs.type == "integer" and python_int(unit.t(rhs)):
+        if rhs is not None and syn.is_integer(rhs) and python_int(unit.t(rhs)):
             return BlockSetting(param, python_int(unit.t(rhs)) or 0, rhs, name)
         if rhs is not None:
             return f"{param} is computed ({unit.t(rhs)}); it is not a tunable constant"
@@ -100,14 +99,14 @@ def grid_follows(unit: TritonUnit, launch: TLaunch, s: BlockSetting) -> tuple[bo
     if unit.grid_uses_meta(launch):
         return True, []
     grid = unit.grid_expr(launch)
-    idents = [n for n in _ts.of_type(grid, "identifier") if unit.t(n) == (s.local or s.param)]
+    idents = [n for n in syn.identifiers(grid) if unit.t(n) == (s.local or s.param)]
     if s.local and idents:
         return True, []
-    lits = [n for n in _ts.of_type(grid, "integer") if python_int(unit.t(n)) == s.value]
+    lits = [n for n in syn.integers(grid) if python_int(unit.t(n)) == s.value]
     if s.local is None and lits:
         for n in lits:
             call = n.parent.parent if n.parent is not None else None
-            if call is None or call.type != "call" or not unit.t(call.child_by_field_name("function")).endswith("cdiv"):
+            if call is None or not syn.is_py_call(call) or not unit.t(call.child_by_field_name("function")).endswith("cdiv"):
                 return f"the grid uses {s.value} in {unit.t(n.parent)!r}, not as triton.cdiv(..., {s.value})"
         return True, lits
     return False, []
@@ -273,7 +272,7 @@ class TritonWarpsStages(TritonTransform):
             return self.not_applicable(f"{kernel.name} has no launch site in this file")
         out: list[Candidate] = []
         for key, choices, default in (("num_warps", _warps_order(unit, kernel), 4), ("num_stages", STAGES, 3)):
-            if key == "num_stages" and not (_ts.of_type(unit.body, "for_statement")):
+            if key == "num_stages" and not (syn.for_loops(unit.body)):
                 continue
             cur_vals = set()
             for la in unit.launches:

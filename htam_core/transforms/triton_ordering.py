@@ -8,10 +8,9 @@ unchanged. Idea source: Triton tutorial 03 "Matrix Multiplication" (L2 cache opt
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._triton import TritonTransform, TritonUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
@@ -19,31 +18,69 @@ from htam_core.transforms.triton_launch import TRITON_LANGS
 from htam_core.types.profile import Profile
 
 GROUPS = (8, 4)
+_NO_SHARED = ("no operand is shared along one program axis only: grouped ordering reuses, in L2, data indexed by "
+              "{pm} alone (rows of A) and by {pn} alone (columns of B), and no tl.load reads such data")
 
 
 def _top_assignments(unit: TritonUnit) -> list[Node]:
     out = []
     for st in unit.body.named_children:
-        if st.type == "expression_statement" and st.named_children and st.named_children[0].type == "assignment":
+        if syn.is_expression_statement(st) and st.named_children and syn.is_py_assignment(st.named_children[0]):
             out.append(st.named_children[0])
     return out
 
 
 def _program_id_axis(unit: TritonUnit, rhs: Node | None) -> int | None:
-    if rhs is None or rhs.type != "call" or unit.callee(rhs) != "tl.program_id":
+    if rhs is None or not syn.is_py_call(rhs) or unit.callee(rhs) != "tl.program_id":
         return None
     args = rhs.child_by_field_name("arguments").named_children
     if len(args) != 1:
         return None
-    a = args[0].child_by_field_name("value") if args[0].type == "keyword_argument" else args[0]
+    a = args[0].child_by_field_name("value") if syn.is_keyword_argument(args[0]) else args[0]
     return int(unit.t(a)) if unit.t(a) in ("0", "1", "2") else None
 
 
 def _stmt_range(unit: TritonUnit, a: Node) -> tuple[int, int]:
     st = a.parent
-    start = _ts.line_start(unit.src, st.start_byte)
+    start = syn.line_start(unit.src, st.start_byte)
     nl = unit.src.find(b"\n", st.end_byte)
     return start, (nl + 1 if nl != -1 else st.end_byte)
+
+
+def _seeded(unit: TritonUnit, seeds: dict[str, str]) -> dict[str, frozenset[str]]:
+    """For each name assigned in the kernel, which of ``seeds`` (name -> ``"m"``/``"n"``) its value depends on,
+    through any operator and any number of assignments (``+=`` included), in source order."""
+    deps = {k: frozenset({v}) for k, v in seeds.items()}
+    for a in syn.py_assignments(unit.body):
+        left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
+        if left is None or right is None or not syn.is_identifier(left) or unit.t(left) in seeds:
+            continue
+        got = _reads(unit, right, deps) | deps.get(unit.t(left), frozenset())
+        if got:
+            deps[unit.t(left)] = got
+    return deps
+
+
+def _reads(unit: TritonUnit, node: Node, deps: dict[str, frozenset[str]]) -> frozenset[str]:
+    found: set[str] = set()
+    for n in syn.walk(node):
+        if syn.is_identifier(n) and unit.t(n) in deps:
+            found |= deps[unit.t(n)]
+    return frozenset(found)
+
+
+def shares_operands(unit: TritonUnit, pm: str, pn: str) -> bool:
+    """Whether grouping ``pm``/``pn`` can give L2 reuse: some ``tl.load`` reads data indexed by ``pm`` and not
+    ``pn`` (an A row panel, which programs of one tile row share) and another by ``pn`` and not ``pm`` (a B
+    column panel). When every load depends on ``pm`` (a batch x head axis), programs of different ``pm`` share
+    no operand and the remap cannot help (Triton tutorial 03: the reuse is of A's rows and B's columns)."""
+    deps = _seeded(unit, {pm: "m", pn: "n"})
+    kinds = set()
+    for ld in unit.calls(unit.body, "tl.load"):
+        args = ld.child_by_field_name("arguments").named_children
+        if args and not syn.is_keyword_argument(args[0]):
+            kinds.add(_reads(unit, args[0], deps))
+    return frozenset({"m"}) in kinds and frozenset({"n"}) in kinds
 
 
 @register
@@ -66,13 +103,15 @@ class TritonGroupedOrdering(TritonTransform):
         by_axis: dict[int, Node] = {}
         for a in assigns:
             ax = _program_id_axis(unit, a.child_by_field_name("right"))
-            if ax is not None and a.child_by_field_name("left").type == "identifier":
+            if ax is not None and syn.is_identifier(a.child_by_field_name("left")):
                 by_axis.setdefault(ax, a)
         indent = unit.body_indent
         out: list[Candidate] = []
         if 0 in by_axis and 1 in by_axis:
             am, an = by_axis[0], by_axis[1]
             pm, pn = unit.t(am.child_by_field_name("left")), unit.t(an.child_by_field_name("left"))
+            if not shares_operands(unit, pm, pn):
+                return self.not_applicable(_NO_SHARED.format(pm=pm, pn=pn))
             tl = unit.tl
             for g in GROUPS:
                 code = [
@@ -92,7 +131,7 @@ class TritonGroupedOrdering(TritonTransform):
         div = mod = None
         for a in assigns:
             r = a.child_by_field_name("right")
-            if r is not None and r.type == "binary_operator":
+            if r is not None and syn.is_binary_operator(r):
                 op = unit.t(r.child_by_field_name("operator"))
                 if op == "//" and div is None:
                     div = a
@@ -108,6 +147,8 @@ class TritonGroupedOrdering(TritonTransform):
         if unit.t(rm.child_by_field_name("left")) != pid or unit.t(rm.child_by_field_name("right")) != npn:
             return self.not_applicable("the pid_m/pid_n split is not pid // n and pid % n over the same n")
         pm, pn = unit.t(div.child_by_field_name("left")), unit.t(mod.child_by_field_name("left"))
+        if not shares_operands(unit, pm, pn):
+            return self.not_applicable(_NO_SHARED.format(pm=pm, pn=pn))
         for g in GROUPS:
             code = [
                 "# grouped ordering: GROUP_M rows of tiles per group, for L2 reuse",

@@ -27,10 +27,9 @@ one block is loaded once); Apex/PyTorch persistent layer-norm kernels.
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._triton import TritonTransform, TritonUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
@@ -50,16 +49,16 @@ def _statements(unit: TritonUnit, node: Node) -> list[tuple[Node, tuple[str, ...
 
     def walk(block: Node, path: tuple[str, ...]) -> None:
         for st in block.named_children:
-            if st.type == "expression_statement":
+            if syn.is_expression_statement(st):
                 out.append((st, path))
-            elif st.type == "if_statement":
+            elif syn.is_if(st):
                 cond = f"if {_norm(unit.t(st.child_by_field_name('condition')))}"
                 body = st.child_by_field_name("consequence")
                 if body is not None:
                     walk(body, (*path, f"{cond}:then"))
                 for alt in st.children_by_field_name("alternative"):
-                    inner = next((c for c in alt.named_children if c.type == "block"), None)
-                    tag = "else" if alt.type == "else_clause" else \
+                    inner = next((c for c in alt.named_children if syn.is_py_block(c)), None)
+                    tag = "else" if syn.is_else_clause(alt) else \
                         f"elif {_norm(unit.t(alt.child_by_field_name('condition')))}"
                     if inner is not None:
                         walk(inner, (*path, f"{cond}:{tag}"))
@@ -79,19 +78,19 @@ def _exclusive(p: tuple[str, ...], q: tuple[str, ...]) -> bool:
 def _assigned(unit: TritonUnit, st: Node) -> str | None:
     """The name a statement assigns (plain or augmented), else ``None``."""
     asg = st.named_children[0] if st.named_children else None
-    if asg is None or asg.type not in ("assignment", "augmented_assignment"):
+    if asg is None or not syn.is_any_py_assignment(asg):
         return None
     left = asg.child_by_field_name("left")
-    return unit.t(left) if left is not None and left.type == "identifier" else None
+    return unit.t(left) if left is not None and syn.is_identifier(left) else None
 
 
 def _target(unit: TritonUnit, st: Node) -> str | None:
     """``name`` of a statement ``name = tl.load(...)...``; ``None`` for anything else."""
     asg = st.named_children[0] if st.named_children else None
-    if asg is None or asg.type != "assignment":
+    if asg is None or not syn.is_py_assignment(asg):
         return None
     left, right = asg.child_by_field_name("left"), asg.child_by_field_name("right")
-    if left is None or left.type != "identifier" or right is None or not unit.calls(right, "tl.load"):
+    if left is None or not syn.is_identifier(left) or right is None or not unit.calls(right, "tl.load"):
         return None
     return unit.t(left)
 
@@ -102,16 +101,16 @@ def _key(unit: TritonUnit, st: Node, path: tuple[str, ...], sts: list[tuple[Node
     N``): the same load spelled through a local mask compares equal."""
     text = unit.src[st.start_byte:st.end_byte]
     cuts: list[tuple[int, int, bytes]] = []
-    for kw in _ts.of_type(st, "keyword_argument"):
+    for kw in syn.keyword_arguments(st):
         val = kw.child_by_field_name("value")
-        if val is None or val.type != "identifier":
+        if val is None or not syn.is_identifier(val):
             continue
         defs = [x for x, p in sts if _assigned(unit, x) == unit.t(val)]
         if len(defs) != 1 or defs[0].start_byte > st.start_byte:
             continue
         dpath = next(p for x, p in sts if x == defs[0])
         asg = defs[0].named_children[0]
-        if dpath != path[:len(dpath)] or asg.type != "assignment":
+        if dpath != path[:len(dpath)] or not syn.is_py_assignment(asg):
             continue
         cuts.append((val.start_byte - st.start_byte, val.end_byte - st.start_byte,
                      unit.src[asg.child_by_field_name("right").start_byte:asg.child_by_field_name("right").end_byte]))
@@ -147,13 +146,13 @@ class TritonRowInRegisters(TritonTransform):
             if ta is None or tb is None or ta.header != tb.header:
                 whys.append(f"the loops on lines {a.line} and {b.line} walk different ranges")
                 continue
-            an, bn = unit.node_at(a.span, ("for_statement",)), unit.node_at(b.span, ("for_statement",))
+            an, bn = unit.node_at(a.span, syn.FOR_LOOP), unit.node_at(b.span, syn.FOR_LOOP)
             if an is None or bn is None or an.parent != bn.parent:
                 continue
             rng = an.child_by_field_name("right")
             args = [c for c in (rng.child_by_field_name("arguments").named_children
                                 if rng is not None and rng.child_by_field_name("arguments") is not None else [])]
-            if len(args) != 3 or unit.t(args[0]) != "0" or args[1].type != "identifier":
+            if len(args) != 3 or unit.t(args[0]) != "0" or not syn.is_identifier(args[1]):
                 whys.append(f"the loop on line {a.line} is not `range(0, N, BLOCK)`")
                 continue
             n, block = unit.t(args[1]), unit.t(args[2])
@@ -164,7 +163,7 @@ class TritonRowInRegisters(TritonTransform):
             abody, bbody = an.child_by_field_name("body"), bn.child_by_field_name("body")
             a_sts, b_sts = _statements(unit, abody), _statements(unit, bbody)
             firsts = {(_key(unit, s, d, a_sts), d): (s, d) for s, d in a_sts if _target(unit, s)}
-            between = [x for x in _ts.of_type(unit.body, ("assignment", "augmented_assignment"))
+            between = [x for x in syn.any_py_assignments(unit.body)
                        if an.end_byte <= x.start_byte < bn.start_byte]
             dropped: list[Node] = []
             for s, d in b_sts:
@@ -196,21 +195,21 @@ class TritonRowInRegisters(TritonTransform):
         """The candidate for passes ``first`` and ``first + 1`` (0-based) of the top-level loops on ``lines_of``;
         its comment and description say which passes share the load and which still load their own."""
         src = unit.src
-        ind = _ts.indent_of(src, an.start_byte)
-        region_start = _ts.line_start(src, an.start_byte)
+        ind = syn.indent_of(src, an.start_byte)
+        region_start = syn.line_start(src, an.start_byte)
         region = src[region_start:bn.end_byte].decode()
         abody, bbody = an.child_by_field_name("body"), bn.child_by_field_name("body")
-        a_text = src[_ts.line_start(src, abody.start_byte):abody.end_byte].decode()
-        between = src[an.end_byte:_ts.line_start(src, bn.start_byte)].decode()
+        a_text = src[syn.line_start(src, abody.start_byte):abody.end_byte].decode()
+        between = src[an.end_byte:syn.line_start(src, bn.start_byte)].decode()
         # the second body without the dropped loads (a block left empty gets `pass`)
-        cuts = sorted(((_ts.line_start(src, s.start_byte), s) for s in dropped), key=lambda x: -x[0])
-        bstart = _ts.line_start(src, bbody.start_byte)
+        cuts = sorted(((syn.line_start(src, s.start_byte), s) for s in dropped), key=lambda x: -x[0])
+        bstart = syn.line_start(src, bbody.start_byte)
         b_bytes = bytearray(src[bstart:bbody.end_byte])
         for ls, s in cuts:
             end = src.find(b"\n", s.end_byte)
             end = bbody.end_byte if end == -1 or end > bbody.end_byte else end + 1
-            siblings = [c for c in s.parent.named_children if c.type != "comment"] if s.parent is not None else []
-            keep = (_ts.indent_of(src, s.start_byte) + "pass\n").encode() if len(siblings) == 1 else b""
+            siblings = [c for c in s.parent.named_children if not syn.is_comment(c)] if s.parent is not None else []
+            keep = (syn.indent_of(src, s.start_byte) + "pass\n").encode() if len(siblings) == 1 else b""
             b_bytes[ls - bstart:end - bstart] = keep
         b_text = b_bytes.decode().rstrip("\n")
         one = "    "

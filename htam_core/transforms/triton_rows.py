@@ -24,9 +24,9 @@ tutorials' "several rows per program" for small ``N`` and Liger-style row kernel
 from __future__ import annotations
 
 from htam_core.source.analysis import TritonAxis, TritonFacts
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.triton import grid_meta, grid_tuple, heuristics_dict, launch_argument
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._triton import TLaunch, TritonTransform, TritonUnit, add_kwarg
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
@@ -60,9 +60,9 @@ def _flat_block_index(unit: TritonUnit, tf: TritonFacts, cols: list[TritonAxis])
     (``tl.program_id(0) * BLOCK``: a flat block index, not a row), else ``None``."""
     rows = set(tf.row_dependents)
     blocks = {a.end_text for a in cols if a.end_text}
-    for a in _ts.of_type(unit.body, ("assignment", "augmented_assignment")):
+    for a in syn.any_py_assignments(unit.body):
         right = a.child_by_field_name("right")
-        used = {unit.t(i) for i in _ts.of_type(right, "identifier")} if right is not None else set()
+        used = {unit.t(i) for i in syn.identifiers(right)} if right is not None else set()
         if used & rows and used & blocks:
             return sorted(used & blocks)[0]
     return None
@@ -121,7 +121,7 @@ class TritonMultiRow(TritonTransform):
         if grid is None:
             return self.not_applicable(f"the grid of {kernel.name} ({unit.t(la.grid)}) is not a tuple (rows,), "
                                        "written in the launch, in a local, a lambda or a grid function")
-        dims = [d for d in grid.named_children if d.type != "comment"]
+        dims = [d for d in grid.named_children if not syn.is_comment(d)]
         if len(dims) != 1:
             return self.not_applicable(f"the grid of {kernel.name} has {len(dims)} dimensions; expected (rows,)")
         block = blocks[0]
@@ -137,7 +137,7 @@ class TritonMultiRow(TritonTransform):
         if by_heuristics:
             return [self._heuristics_candidate(unit, model, kernel, la, dims[0], heur, block, tile, kernel_edits)
                     for tile in TILES]
-        literal = facts.constant(block) if block_val.type == "integer" else None
+        literal = facts.constant(block) if syn.is_integer(block_val) else None
         out: list[Candidate] = []
         for tile in TILES:
             rows = max(1, min(MAX_ROWS, tile // literal)) if literal else None
@@ -156,44 +156,44 @@ class TritonMultiRow(TritonTransform):
                       cols: list[TritonAxis], la: TLaunch) -> list[TextEdit] | str:
         """The kernel-side edits (row ids, column broadcast, masks, reductions, parameters), or why not."""
         edits: list[TextEdit] = []
-        call = unit.node_at(pid.call_span, ("call",)) if pid.call_span else None
-        stmt = unit.node_at(pid.span, ("assignment",)) if pid.span else None
+        call = unit.node_at(pid.call_span, syn.PY_CALL) if pid.call_span else None
+        stmt = unit.node_at(pid.span, syn.PY_ASSIGNMENT) if pid.span else None
         if call is None or stmt is None:
             return f"the row id of {kernel.name} was not found"
         edits.append(unit.replace(call, f"({unit.t(call)} * ROWS + {unit.tl}.arange(0, ROWS)[:, None])"))
-        indent = _ts.indent_of(unit.src, stmt.start_byte)
+        indent = syn.indent_of(unit.src, stmt.start_byte)
         edits.append(unit.insert(stmt.end_byte, f"\n{indent}htam_row_mask = {pid.name} < htam_n_rows"))
         for a in cols:
-            node = unit.node_at(a.call_span, ("call",)) if a.call_span else None
+            node = unit.node_at(a.call_span, syn.PY_CALL) if a.call_span else None
             if node is None:
                 return f"the tl.arange of {a.name} was not found"
             edits.append(TextEdit(node.end_byte, node.end_byte, "[None, :]"))
         rows = set(tf.row_dependents)
         for m in tf.memops:
-            node = unit.node_at(m.span, ("call",))
+            node = unit.node_at(m.span, syn.PY_CALL)
             args = node.child_by_field_name("arguments") if node is not None else None
-            pos = [a for a in args.named_children if a.type not in ("keyword_argument", "comment")] if args else []
+            pos = [a for a in args.named_children if syn.is_positional_argument(a)] if args else []
             if not pos:
                 return f"the tl.{m.op} on line {m.line} has no address argument"
-            if not {unit.t(i) for i in _ts.of_type(pos[0], "identifier")} & rows:
+            if not {unit.t(i) for i in syn.identifiers(pos[0])} & rows:
                 continue  # the same for every row (a weight vector): no row mask needed
             mask = unit.kwarg(node, "mask")
             if mask is not None:
                 v = mask.child_by_field_name("value")
-                edits.append(unit.replace(v, f"{unit.t(v) if v.type == 'identifier' else f'({unit.t(v)})'} & htam_row_mask"))
+                edits.append(unit.replace(v, f"{unit.t(v) if syn.is_identifier(v) else f'({unit.t(v)})'} & htam_row_mask"))
             elif m.op == "load" and len(pos) > 1 or m.op != "load" and len(pos) > 2:
                 return f"the tl.{m.op} on line {m.line} passes its mask positionally"
             else:
                 edits.append(add_kwarg(unit, node, "mask=htam_row_mask"))
         for r in tf.reductions:
-            node = unit.node_at(r.span, ("call",))
+            node = unit.node_at(r.span, syn.PY_CALL)
             if node is None:
                 return f"the tl.{r.fn} on line {r.line} was not found"
             if unit.kwarg(node, "keep_dims") is not None:
                 return f"the tl.{r.fn} on line {r.line} already sets keep_dims"
             ax = unit.kwarg(node, "axis")
             args = node.child_by_field_name("arguments")
-            pos = [a for a in args.named_children if a.type not in ("keyword_argument", "comment")]
+            pos = [a for a in args.named_children if syn.is_positional_argument(a)]
             if ax is not None:
                 edits.append(unit.replace(ax, "axis=1, keep_dims=True"))
             elif len(pos) > 1:
@@ -201,10 +201,9 @@ class TritonMultiRow(TritonTransform):
             else:
                 edits.append(add_kwarg(unit, node, "axis=1, keep_dims=True"))
         params = unit.func.child_by_field_name("parameters")
-        plist = [p for p in params.named_children if p.type != "comment"]
-        first_default = next((k for k, p in enumerate(plist) if p.type in ("default_parameter",
-                                                                           "typed_default_parameter")), None)
-        npos = len([a for a in la.args.named_children if a.type not in ("keyword_argument", "comment")])
+        plist = [p for p in params.named_children if not syn.is_comment(p)]
+        first_default = next((k for k, p in enumerate(plist) if syn.is_default_parameter(p)), None)
+        npos = len([a for a in la.args.named_children if syn.is_positional_argument(a)])
         if first_default is not None:
             if npos > first_default:
                 return f"the launch of {kernel.name} passes defaulted parameters positionally"
@@ -245,10 +244,10 @@ class TritonMultiRow(TritonTransform):
         if rows is None:
             # before the launch, or before the grid's own statement when the grid is a local set earlier
             stmt = dim if dim.start_byte < la.call.start_byte and dim.end_byte <= la.call.start_byte else la.call
-            while stmt.parent is not None and stmt.parent.type not in ("block", "module"):
+            while stmt.parent is not None and not syn.is_py_block_or_module(stmt.parent):
                 stmt = stmt.parent
-            indent = _ts.indent_of(unit.src, stmt.start_byte)
-            edits.append(unit.insert(_ts.line_start(unit.src, stmt.start_byte),
+            indent = syn.indent_of(unit.src, stmt.start_byte)
+            edits.append(unit.insert(syn.line_start(unit.src, stmt.start_byte),
                                      f"{indent}htam_rows = max(1, min({MAX_ROWS}, {tile} // ({unit.t(block_val)})))"
                                      "  # rows per program: a tile of about "
                                      f"{tile} elements\n"))

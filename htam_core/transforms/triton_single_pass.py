@@ -27,11 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tree_sitter import Node
-
 from htam_core.source.analysis import Accumulator, LoopFact, TritonLoop
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms import _ts
 from htam_core.transforms._triton import TritonTransform, TritonUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
@@ -59,23 +58,23 @@ class TwoPass:
 
 def _stmt_of(unit: TritonUnit, span: tuple[int, int]) -> Node | None:
     """The ``expression_statement`` directly holding the assignment at ``span``."""
-    node = unit.node_at(span, ("assignment", "augmented_assignment"))
+    node = unit.node_at(span, syn.PY_ANY_ASSIGNMENT)
     return node.parent if node is not None and node.parent is not None \
-        and node.parent.type == "expression_statement" else None
+        and syn.is_expression_statement(node.parent) else None
 
 
 def _ids(unit: TritonUnit, node: Node | None) -> set[str]:
-    return {unit.t(i) for i in _ts.of_type(node, "identifier")} if node is not None else set()
+    return {unit.t(i) for i in syn.identifiers(node)} if node is not None else set()
 
 
 def _first_use(unit: TritonUnit, name: str, start: int, end: int) -> str | None:
     """``"write"`` when the first occurrence of ``name`` in ``[start, end)`` is a plain assignment's target whose
     right side does not read it, ``"read"`` for any other first occurrence, ``None`` when it does not occur."""
-    for i in _ts.of_type(unit.body, "identifier"):
+    for i in syn.identifiers(unit.body):
         if not start <= i.start_byte < end or unit.t(i) != name:
             continue
         p = i.parent
-        if p is not None and p.type == "assignment" and p.child_by_field_name("left") == i \
+        if p is not None and syn.is_py_assignment(p) and p.child_by_field_name("left") == i \
                 and name not in _ids(unit, p.child_by_field_name("right")):
             return "write"
         return "read"
@@ -107,19 +106,19 @@ def find_two_pass(unit: TritonUnit, first_ops: tuple[str, ...]) -> TwoPass | str
                         f"{'nothing' if not b.accumulators else f'{len(b.accumulators)} values'}; "
                         "a second statistics pass accumulates one sum")
             continue
-        a_node = unit.node_at(a.span, ("for_statement",))
-        b_node = unit.node_at(b.span, ("for_statement",))
+        a_node = unit.node_at(a.span, syn.FOR_LOOP)
+        b_node = unit.node_at(b.span, syn.FOR_LOOP)
         if a_node is None or b_node is None:
             continue
         between: list[str] = []
-        for s in _ts.of_type(unit.body, ("assignment", "augmented_assignment")):
+        for s in syn.any_py_assignments(unit.body):
             if a_node.end_byte <= s.start_byte < b_node.start_byte:
                 left = s.child_by_field_name("left")
-                if left is not None and left.type == "identifier" and unit.t(left) not in between:
+                if left is not None and syn.is_identifier(left) and unit.t(left) not in between:
                     between.append(unit.t(left))
         for first in firsts:
             derived = {first.name}
-            for s in _ts.of_type(unit.body, "assignment"):
+            for s in syn.py_assignments(unit.body):
                 if a_node.end_byte <= s.start_byte < b_node.start_byte and _ids(unit, s.child_by_field_name("right")) \
                         & derived:
                     derived.add(unit.t(s.child_by_field_name("left")))
@@ -139,13 +138,13 @@ def _linear_path(unit: TritonUnit, root: Node, target: Node, free: set[str]) -> 
         p = n.parent
         if p is None:
             return "the increment was not parsed"
-        if p.type == "parenthesized_expression":
+        if syn.is_parenthesized(p):
             n = p
             continue
-        if p.type == "argument_list" and p.parent is not None and p.parent.type == "call":
+        if syn.is_argument_list(p) and p.parent is not None and syn.is_py_call(p.parent):
             call = p.parent
             fn = unit.callee(call)
-            args = [x for x in p.named_children if x.type != "keyword_argument"]
+            args = [x for x in p.named_children if not syn.is_keyword_argument(x)]
             if fn == "tl.sum" and args and args[0] == n:
                 n = call
                 continue
@@ -155,7 +154,7 @@ def _linear_path(unit: TritonUnit, root: Node, target: Node, free: set[str]) -> 
                     n = call
                     continue
             return f"the increment applies {fn} to it"
-        if p.type == "binary_operator":
+        if syn.is_binary_operator(p):
             op = unit.t(p.child_by_field_name("operator"))
             other = p.child_by_field_name("right") if p.child_by_field_name("left") == n else p.child_by_field_name("left")
             if op == "*" or (op == "/" and p.child_by_field_name("left") == n):
@@ -174,9 +173,9 @@ def _increment(unit: TritonUnit, acc: Accumulator) -> tuple[Node, Node] | str:
         return f"the update of {acc.name} is not a statement of its own"
     a = stmt.named_children[0]
     right = a.child_by_field_name("right")
-    if a.type == "augmented_assignment":
+    if syn.is_augmented_assignment(a):
         return stmt, right
-    if right is not None and right.type == "binary_operator":
+    if right is not None and syn.is_binary_operator(right):
         left, r = right.child_by_field_name("left"), right.child_by_field_name("right")
         if unit.t(left) == acc.name:
             return stmt, r
@@ -197,7 +196,7 @@ def _splice(unit: TritonUnit, node: Node, repl: dict[int, tuple[int, str]]) -> s
 def _line_span(unit: TritonUnit, node: Node) -> tuple[int, int]:
     """Bytes of the whole lines ``node`` occupies (with the final newline)."""
     end = unit.src.find(b"\n", node.end_byte)
-    return _ts.line_start(unit.src, node.start_byte), (len(unit.src) if end < 0 else end + 1)
+    return syn.line_start(unit.src, node.start_byte), (len(unit.src) if end < 0 else end + 1)
 
 
 class _Fuse(TritonTransform):
@@ -213,12 +212,12 @@ class _Fuse(TritonTransform):
         if isinstance(tp, str):
             return tp
         used = set(unit.facts.triton.row_dependents) | {p.name for p in unit.kernel.params} | \
-            {unit.t(i) for i in _ts.of_type(unit.body, "identifier")}
+            {unit.t(i) for i in syn.identifiers(unit.body)}
         taken = [n for n in self.new_names if n in used]
         if taken:
             return f"{unit.kernel.name} already uses the name {taken[0]}"
         a_body, b_body = tp.a_node.child_by_field_name("body"), tp.b_node.child_by_field_name("body")
-        if _ts.indent_of(unit.src, a_body.start_byte) != _ts.indent_of(unit.src, b_body.start_byte):
+        if syn.indent_of(unit.src, a_body.start_byte) != syn.indent_of(unit.src, b_body.start_byte):
             return "the two loops' bodies are indented differently"
         # names the fused statements write must not feed the first loop before it reassigns them
         for name in tp.tb.writes:
@@ -232,19 +231,19 @@ class _Fuse(TritonTransform):
     def b_statements(self, unit: TritonUnit, tp: TwoPass) -> list[Node]:
         """The second loop's top-level statements."""
         body = tp.b_node.child_by_field_name("body")
-        return [c for c in body.named_children if c.type != "comment"]
+        return [c for c in body.named_children if not syn.is_comment(c)]
 
     def fused_edits(self, unit: TritonUnit, tp: TwoPass, new_stmts: list[str], after: list[str],
                     before: list[str]) -> list[TextEdit]:
         """Edits: ``before`` lines above the first loop, ``new_stmts`` appended to its body, the second loop's lines
         replaced by ``after`` (each at the loops' indentation)."""
         a_body = tp.a_node.child_by_field_name("body")
-        inner = _ts.indent_of(unit.src, a_body.start_byte)
-        outer = _ts.indent_of(unit.src, tp.a_node.start_byte)
+        inner = syn.indent_of(unit.src, a_body.start_byte)
+        outer = syn.indent_of(unit.src, tp.a_node.start_byte)
         last = [c for c in a_body.named_children][-1]
         edits = []
         if before:
-            edits.append(unit.insert(_ts.line_start(unit.src, tp.a_node.start_byte),
+            edits.append(unit.insert(syn.line_start(unit.src, tp.a_node.start_byte),
                                      "".join(f"{outer}{ln}\n" for ln in before)))
         if new_stmts:
             edits.append(unit.insert(last.end_byte, "".join(f"\n{inner}{s}" for s in new_stmts)))
@@ -263,9 +262,9 @@ class _Fuse(TritonTransform):
         a_body = tp.a_node.child_by_field_name("body")
         a_rhs: dict[str, tuple[str, Node]] = {}
         for c in a_body.named_children:
-            if c.type == "expression_statement" and c.named_children and c.named_children[0].type == "assignment":
+            if syn.is_expression_statement(c) and c.named_children and syn.is_py_assignment(c.named_children[0]):
                 a = c.named_children[0]
-                if a.child_by_field_name("left").type == "identifier":
+                if syn.is_identifier(a.child_by_field_name("left")):
                     a_rhs.setdefault(" ".join(unit.t(a.child_by_field_name("right")).split()),
                                      (unit.t(a.child_by_field_name("left")), c))
         out: list[str] = []
@@ -276,8 +275,8 @@ class _Fuse(TritonTransform):
             if tp.stat in _ids(unit, st):
                 line = unit.src.count(b"\n", 0, st.start_byte) + 1
                 return f"the statement on line {line} also reads {tp.stat}"
-            a = st.named_children[0] if st.type == "expression_statement" and st.named_children else None
-            if a is not None and a.type == "assignment" and a.child_by_field_name("left").type == "identifier":
+            a = st.named_children[0] if syn.is_expression_statement(st) and st.named_children else None
+            if a is not None and syn.is_py_assignment(a) and syn.is_identifier(a.child_by_field_name("left")):
                 target = unit.t(a.child_by_field_name("left"))
                 rhs = a.child_by_field_name("right")
                 hit = a_rhs.get(" ".join(unit.t(rhs).split()))
@@ -287,7 +286,7 @@ class _Fuse(TritonTransform):
                         copied_writes.add(target)
                     continue
             out.append(unit.t(st))
-            copied_writes |= {unit.t(i) for n in _ts.of_type(st, ("assignment", "augmented_assignment"))
+            copied_writes |= {unit.t(i) for n in syn.any_py_assignments(st)
                               for i in [n.child_by_field_name("left")] if i is not None}
         return out
 
@@ -295,7 +294,7 @@ class _Fuse(TritonTransform):
     def _single_write(unit: TritonUnit, tp: TwoPass, st: Node) -> bool:
         """True when the first loop assigns ``st``'s target and every name its right side reads at most once."""
         a = st.named_children[0] if st.named_children else None
-        if a is None or a.type != "assignment":
+        if a is None or not syn.is_py_assignment(a):
             return False
         name = unit.t(a.child_by_field_name("left"))
         return len(unit.assignments(tp.a_node, name)) == 1 \
@@ -314,7 +313,7 @@ class _Fuse(TritonTransform):
         loops (it must then move above the first loop); or why it cannot move."""
         if acc.decl_span is None or acc.init_text is None:
             return f"{acc.name} has no initial value"
-        decl = unit.node_at(acc.decl_span, ("assignment",))
+        decl = unit.node_at(acc.decl_span, syn.PY_ASSIGNMENT)
         if decl is None:
             return f"the initial value of {acc.name} was not found"
         if decl.start_byte < tp.a_node.start_byte:
@@ -330,17 +329,16 @@ def _affine(unit: TritonUnit, node: Node, stat: str) -> tuple[str, str | None] |
     ids = _ids(unit, node)
     if stat not in ids:
         return unit.t(node), None
-    t = node.type
-    if t == "identifier":
+    if syn.is_identifier(node):
         return "0.0", "1.0"
-    if t == "parenthesized_expression" and node.named_child_count == 1:
+    if syn.is_parenthesized(node) and node.named_child_count == 1:
         return _affine(unit, node.named_children[0], stat)
-    if t == "unary_operator" and unit.t(node).startswith("-"):
+    if syn.is_unary_operator(node) and unit.t(node).startswith("-"):
         r = _affine(unit, node.named_children[-1], stat)
         if isinstance(r, str):
             return r
         return f"(-{r[0]})", (f"(-{r[1]})" if r[1] else None)
-    if t == "binary_operator":
+    if syn.is_binary_operator(node):
         op = unit.t(node.child_by_field_name("operator"))
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         la, ra = _affine(unit, left, stat), _affine(unit, right, stat)
@@ -363,8 +361,8 @@ def _affine(unit: TritonUnit, node: Node, stat: str) -> tuple[str, str | None] |
         if op == "/" and la[1] and not ra[1]:
             return f"({la[0]} / {unit.t(right)})", f"({la[1]} / {unit.t(right)})"
         return f"{stat} enters through {op}, not affinely"
-    if t == "call" and unit.callee(node) == "tl.where":
-        args = [x for x in node.child_by_field_name("arguments").named_children if x.type != "keyword_argument"]
+    if syn.is_py_call(node) and unit.callee(node) == "tl.where":
+        args = [x for x in node.child_by_field_name("arguments").named_children if not syn.is_keyword_argument(x)]
         if len(args) == 3 and stat not in _ids(unit, args[0]):
             ba, bb = _affine(unit, args[1], stat), _affine(unit, args[2], stat)
             if isinstance(ba, str):
@@ -404,12 +402,12 @@ class TritonOnlineSoftmax(_Fuse):
         if isinstance(inc, str):
             return self.not_applicable(inc)
         stmt, expr = inc
-        exps = [c for c in _ts.of_type(expr, "call") if unit.callee(c) in ("tl.exp", "tl.math.exp")
+        exps = [c for c in syn.py_calls(expr) if unit.callee(c) in ("tl.exp", "tl.math.exp")
                 and stat in _ids(unit, c)]
-        if len(exps) != 1 or [i for i in _ts.of_type(expr, "identifier") if unit.t(i) == stat].__len__() != 1:
+        if len(exps) != 1 or [i for i in syn.identifiers(expr) if unit.t(i) == stat].__len__() != 1:
             return self.not_applicable(f"the sum of {s} does not read {stat} once, inside one tl.exp")
         arg = [x for x in exps[0].child_by_field_name("arguments").named_children][0]
-        if arg.type != "binary_operator" or unit.t(arg.child_by_field_name("operator")) != "-" \
+        if not syn.is_binary_operator(arg) or unit.t(arg.child_by_field_name("operator")) != "-" \
                 or unit.t(arg.child_by_field_name("right")) != stat:
             return self.not_applicable(f"the exponent is not `x - {stat}`")
         why = _linear_path(unit, expr, exps[0], {stat, m})
@@ -429,14 +427,14 @@ class TritonOnlineSoftmax(_Fuse):
         copied = self.copy_statements(unit, tp, {stmt.start_byte})
         if isinstance(copied, str):
             return self.not_applicable(copied)
-        e_new = _splice(unit, expr, {i.start_byte: (i.end_byte, m) for i in _ts.of_type(expr, "identifier")
+        e_new = _splice(unit, expr, {i.start_byte: (i.end_byte, m) for i in syn.identifiers(expr)
                                      if unit.t(i) == stat})
         tl = unit.tl
         update = (f"{s} = {s} * {tl}.where({m} == {_NEG_INF}, 1.0, {tl}.exp(htam_m_prev - {m})) "
                   f"+ {tl}.where({m} == {_NEG_INF}, 0.0, {e_new})")
         after = [] if stat == m else [f"{s} = {s} * {tl}.where({m} == {_NEG_INF}, 0.0, {tl}.exp({m} - {stat}))"]
-        inner = _ts.indent_of(unit.src, max_stmt.start_byte)
-        edits = [unit.insert(_ts.line_start(unit.src, max_stmt.start_byte), f"{inner}htam_m_prev = {m}\n")]
+        inner = syn.indent_of(unit.src, max_stmt.start_byte)
+        edits = [unit.insert(syn.line_start(unit.src, max_stmt.start_byte), f"{inner}htam_m_prev = {m}\n")]
         before = [f"{s} = {init_text}"] if move is not None else []
         edits += self.fused_edits(unit, tp, [*copied, update], after, before)
         if move is not None:
@@ -468,7 +466,7 @@ class TritonSinglePassMoments(_Fuse):
         if isinstance(inc, str):
             return self.not_applicable(inc)
         stmt, expr = inc
-        prods = [n for n in _ts.walk(expr) if n.type == "binary_operator" and (
+        prods = [n for n in syn.walk(expr) if syn.is_binary_operator(n) and (
             (unit.t(n.child_by_field_name("operator")) == "*"
              and unit.t(n.child_by_field_name("left")) == unit.t(n.child_by_field_name("right")))
             or (unit.t(n.child_by_field_name("operator")) == "**" and unit.t(n.child_by_field_name("right")) == "2"))]
@@ -476,15 +474,15 @@ class TritonSinglePassMoments(_Fuse):
             return self.not_applicable(f"the sum of {q} is not a sum of one square (P * P or P ** 2)")
         prod = prods[0]
         p_node = prod.child_by_field_name("left")
-        while p_node.type == "parenthesized_expression" and p_node.named_child_count == 1:
+        while syn.is_parenthesized(p_node) and p_node.named_child_count == 1:
             p_node = p_node.named_children[0]
         stmts = self.b_statements(unit, tp)
         pdef = None
         skip = {stmt.start_byte}
         free = {stat}
-        if p_node.type == "identifier" and stat not in _ids(unit, expr):
-            defs = [st for st in stmts if st.type == "expression_statement" and st.named_children
-                    and st.named_children[0].type == "assignment"
+        if syn.is_identifier(p_node) and stat not in _ids(unit, expr):
+            defs = [st for st in stmts if syn.is_expression_statement(st) and st.named_children
+                    and syn.is_py_assignment(st.named_children[0])
                     and unit.t(st.named_children[0].child_by_field_name("left")) == unit.t(p_node)
                     and st.start_byte < stmt.start_byte]
             if not defs or stat not in _ids(unit, defs[-1]):
@@ -511,7 +509,7 @@ class TritonSinglePassMoments(_Fuse):
             return self.not_applicable(f"the sum of {q} is not linear in the square: {why}")
         if tp.second.init_text is None or tp.second.decl_span is None:
             return self.not_applicable(f"{q} has no initial value")
-        decl = unit.node_at(tp.second.decl_span, ("assignment",))
+        decl = unit.node_at(tp.second.decl_span, syn.PY_ASSIGNMENT)
         if decl is None or _ids(unit, decl.child_by_field_name("right")) & (set(tp.ta.writes) | set(tp.between)):
             return self.not_applicable(f"the initial value of {q} depends on the first loop")
         copied = self.copy_statements(unit, tp, skip)
@@ -524,7 +522,7 @@ class TritonSinglePassMoments(_Fuse):
         new = [f"htam_p0 = {p0}", f"htam_dp = {dp}"]
         for k, (x, y) in enumerate((("htam_p0", "htam_p0"), ("htam_p0", "htam_dp"), ("htam_dp", "htam_dp"))):
             new.append(f"htam_q{k} += " + _splice(unit, expr, {prod.start_byte: (prod.end_byte, f"({x} * {y})")}))
-        plain = all(n.type in ("parenthesized_expression", "argument_list", "call")
+        plain = all(syn.is_call_or_group(n)
                     for n in _ancestors(prod, expr))
         total = f"htam_q0 + 2.0 * {stat} * htam_q1 + {stat} * {stat} * htam_q2"
         after = [f"{q} = {q} + " + (f"{unit.tl}.maximum({total}, 0.0)" if plain else f"({total})")]

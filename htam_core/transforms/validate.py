@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.unit import cuda_fragments
 from htam_core.source.api import parse_text
-from htam_core.transforms import _ts
 from htam_core.transforms.base import TextEdit
 
 
@@ -42,11 +42,11 @@ def syntax_errors(text: str, file_language: str, ignore: Sequence[str] = ()) -> 
             model = parse_text(text, "cuda")
             src = _blank(src, [(k.span.start, k.span.end) for k in model.kernels
                                if k.incomplete and k.name in ignore])
-        return _ts.error_ranges(_ts.parse(src, "cuda").root_node)
-    out = _ts.error_ranges(_ts.parse(src, "python").root_node)
+        return syn.error_ranges(syn.parse(src, "cuda").root_node)
+    out = syn.error_ranges(syn.parse(src, "python").root_node)
     for start, end in cuda_fragments(src):
-        tree = _ts.parse(src[start:end], "cuda")
-        out.extend((start + a, start + b) for a, b in _ts.error_ranges(tree.root_node))
+        tree = syn.parse(src[start:end], "cuda")
+        out.extend((start + a, start + b) for a, b in syn.error_ranges(tree.root_node))
     return out
 
 

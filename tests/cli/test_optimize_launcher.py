@@ -1,5 +1,6 @@
 """``htam optimize --out`` on a kernel launched from another file writes both files: ``best.cu`` and the launcher
-as the best kernel's steps left it (static mode, so the test means the same with or without a GPU)."""
+as the best kernel's steps left it, its prototype of the kernel included (static mode, so the test means the same
+with or without a GPU)."""
 
 from __future__ import annotations
 
@@ -41,9 +42,13 @@ def test_out_holds_the_kernel_and_its_launcher(tmp_path: Path, capsys: pytest.Ca
     assert code == 0
     printed = capsys.readouterr().out
     best = (out / "best.cu").read_text()
-    assert "gridDim.x" in best  # the grid-stride step is on the best kernel's path
     launcher = (out / "main.cpp").read_text()
-    assert "htam_sm_grid((n + threads - 1) / threads, " in launcher
+    # the best kernel's path makes its pointers const __restrict__: the launcher's prototype of vadd says the same
+    # (the declaration is edited with the definition), and any launch-changing step on the path is written there
+    assert "vadd(const float *__restrict__ a, const float *__restrict__ b, float *c, int n) {" in best
+    assert "__global__ void vadd(const float *__restrict__ a, const float *__restrict__ b, float *c, int n);" \
+        in launcher
+    assert ("gridDim.x" in best) == ("htam_sm_grid(" in launcher)
     assert f"its launcher: {out / 'main.cpp'}" in printed
     assert (ws / "main.cpp").read_text() == MAIN_CPP  # the user's files are untouched
     for name in ("best.cu", "main.cpp"):

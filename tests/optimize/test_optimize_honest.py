@@ -112,9 +112,8 @@ def test_failure_reason_picks_the_informative_line() -> None:
 
 
 @pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
-def test_a_step_that_changes_numerics_says_why_static_mode_does_not_follow_it(tmp_path: Path) -> None:
-    # a new user's trial: the reduction's top step (sequential addressing) was made but best.cu did not hold it,
-    # and nothing said why
+def test_static_mode_follows_a_step_that_only_reorders_float_additions(tmp_path: Path) -> None:
+    # a new user's trial: the reduction's top step (sequential addressing) was made but best.cu did not hold it
     src = Path(__file__).resolve().parents[1] / "fixtures" / "textbook_pairs" / "reduction" / "naive.cu"
     work = tmp_path / "r"
     work.mkdir()
@@ -123,5 +122,22 @@ def test_a_step_that_changes_numerics_says_why_static_mode_does_not_follow_it(tm
                                     out_dir=str(tmp_path / "out"), memory_path=str(tmp_path / "m.sqlite3"),
                                     static=True))
     step = res.steps[0]
-    assert step.strategy == "sequential_addressing" and not step.accepted
-    assert any("not followed in static mode" in m for m in step.messages), step.messages
+    assert step.strategy == "sequential_addressing" and step.accepted, step.messages
+    assert any("order of float additions only" in m and "followed in static mode" in m for m in step.messages)
+    best = (tmp_path / "out" / "best.cu").read_text()
+    assert "tid % (2 * s)" not in best and best != src.read_text()
+
+
+@pytest.mark.parametrize(("engine", "correct", "numerics", "reorders", "follows"), [
+    ("rules", None, False, False, True),   # a mechanical step with the same results, compiled only
+    ("rules", None, True, True, True),     # a tree or shuffle of the same terms
+    ("rules", None, True, False, False),   # fast-math or reduced precision: nothing can check it
+    ("llm", None, False, False, False),    # unverified model code is never followed
+    ("llm", True, True, False, True),      # verified (the Triton interpreter): followed
+    ("rules", False, False, False, False),  # checked and wrong
+])
+def test_which_unverified_steps_static_mode_follows(engine: str, correct: bool | None, numerics: bool,
+                                                    reorders: bool, follows: bool) -> None:
+    from htam_core.optimize.loop import follows_in_static
+
+    assert follows_in_static(engine, correct, numerics, reorders) is follows

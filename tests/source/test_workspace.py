@@ -54,7 +54,7 @@ def test_launch_in_a_load_inline_string(tmp_path):
 def test_launch_through_a_cupy_raw_module(tmp_path):
     ws = workspace(tmp_path, {"k.cu": VADD, "launch.py": CUPY_PY})
     (la,) = _launches(ws / "k.cu")
-    assert la.style == "cupy" and la.line == 9 and not la.editable
+    assert la.style == "cupy" and la.line == 9 and la.editable  # read with the kernel: a step can edit it
     assert la.grid == "((n + THREADS - 1) // THREADS,)" and la.block == "(THREADS,)"
     assert la.block_value == (256,) and la.grid_value is None
 

@@ -72,6 +72,71 @@ def add(x, y):
     return out
 """
 
+#: a kernel in a Python string launched through cupy in the same file, its block a module constant
+CUPY_VADD_PY = '''import cupy as cp
+
+SRC = r"""
+extern "C" __global__ void vadd(const float *a, const float *b, float *c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+"""
+
+BLOCK = 256
+kern = cp.RawKernel(SRC, "vadd")
+
+
+def add(a, b):
+    n = a.size
+    c = cp.empty_like(a)
+    kern(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (a, b, c, cp.int32(n)))
+    return c
+'''
+
+#: a 2-D transpose in a Python string (single quotes), launched through ``RawModule.get_function`` with 16x16 blocks
+CUPY_TRANSPOSE_PY = """import cupy as cp
+
+code = '''
+extern "C" __global__ void transpose(const float *in, float *out, int rows, int cols) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < cols && y < rows) out[x * rows + y] = in[y * cols + x];
+}
+'''
+mod = cp.RawModule(code=code)
+tr = mod.get_function("transpose")
+
+
+def transpose(a):
+    rows, cols = a.shape
+    out = cp.empty((cols, rows), dtype=a.dtype)
+    tr(((cols + 15) // 16, (rows + 15) // 16), (16, 16), (a, out, cp.int32(rows), cp.int32(cols)))
+    return out
+"""
+
+#: a kernel and its load_inline launcher in two strings of one Python file (``cuda_sources=KERNEL + LAUNCHER``)
+LOAD_INLINE_TWO_STRINGS_PY = '''from torch.utils.cpp_extension import load_inline
+
+KERNEL = r"""
+__global__ void scale_kernel(const float *x, float *y, float s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = s * x[i];
+}
+"""
+
+LAUNCHER = r"""
+torch::Tensor scale(torch::Tensor x, double s) {
+    auto y = torch::empty_like(x);
+    int n = x.numel();
+    const int threads = 256;
+    scale_kernel<<<(n + threads - 1) / threads, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), (float)s, n);
+    return y;
+}
+"""
+mod = load_inline(name="scale", cpp_sources="torch::Tensor scale(torch::Tensor x, double s);",
+                  cuda_sources=KERNEL + LAUNCHER, functions=["scale"])
+'''
+
 
 def workspace(root: Path, files: dict[str, str]) -> Path:
     """Write ``files`` (name -> text) under ``root`` and return ``root``."""

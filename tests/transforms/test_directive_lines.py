@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from htam_core.source import parse_text
-from htam_core.transforms._ts import join_lines
+from htam_core.source.analysis.nodes import join_lines
 from htam_core.transforms.base import NotApplicable
 from htam_core.transforms.registry import propose
 from htam_core.transforms.validate import syntax_errors

@@ -56,7 +56,7 @@ def test_suite_kernel_gets_exactly_the_sequential_loop():
     assert not isinstance(res, NotApplicable), res.reason
     (c,) = res
     assert c.new_text == model.text.replace(INTERLEAVED, SEQUENTIAL)
-    assert c.changes_numerics and "order" in c.description
+    assert c.changes_numerics and c.reorders_only and "order" in c.description
     assert c.params == {"loops": [{"line": 19, "bound": "blockDim.x", "combine": "+", "form": "interleaved"}],
                         "block": [256]}
     assert c.strategy == TID and c.transform_id == TID

@@ -20,13 +20,15 @@ FILE = "vector_loop_typed.cu"
 
 def test_template_grid_stride_sum_takes_sixteen_bytes_of_t(cand):
     (c,) = cand(TID, FILE, "sumsq_grid_stride")
-    assert "constexpr int htam_V = 16 / sizeof(T);" in c.new_text
-    assert "struct alignas(htam_V * sizeof(T)) htam_q0_t { T v[htam_V]; };" in c.new_text
+    # a template T may be a 12- or 32-byte struct: one element per step then, aligned as T
+    assert "constexpr int htam_V = (16 % sizeof(T) == 0 ? 16 / sizeof(T) : 1);" in c.new_text
+    assert ("struct alignas((htam_V > 1 && (htam_V * sizeof(T) & (htam_V * sizeof(T) - 1)) == 0 ? "
+            "htam_V * sizeof(T) : alignof(T))) htam_q0_t { T v[htam_V]; };") in c.new_text
     assert c.changes_numerics  # the sum visits a thread's elements in another order
     f = _facts(c.new_text, "sumsq_grid_stride")
     (main,) = [lp for lp in f.loops if lp.var == "htam_v4"]
     (tail,) = [lp for lp in f.loops if lp.var == "i"]
-    assert main.grid_stride and tail.grid_stride and str(main.bound) == "div(count, div(16, expr(sizeof(T))))"
+    assert main.grid_stride and tail.grid_stride and str(main.bound) == "div(count, expr(16 % sizeof(T) == 0 ? 16 / sizeof(T) : 1))"
     assert [a.vector for a in f.accesses_in(main) if a.space == "global"] == [True]
 
 
@@ -110,3 +112,40 @@ def test_bf16_loops_same_numbers_on_gpu(cols, tmp_path, cand):
     for k in (1, 2):
         for got, want in zip(outs[k], outs[0], strict=True):
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
+
+
+_ODD_SIZES = """struct Rgb { float r, g, b; };
+struct Wide { double v[4]; };
+
+template <typename T>
+__global__ void copy_t(const T *a, T *b, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) b[i] = a[i];
+}
+
+void run(const Rgb *a, Rgb *b, const Wide *c, Wide *d, const float *e, float *f, int n) {
+    copy_t<Rgb><<<120, 256>>>(a, b, n);
+    copy_t<Wide><<<120, 256>>>(c, d, n);
+    copy_t<float><<<120, 256>>>(e, f, n);
+}
+"""
+
+
+def test_template_elements_of_12_and_32_bytes_compile(tmp_path):
+    # the generic form wrote 16 / sizeof(T) and alignas(htam_V * sizeof(T)): 1 element and alignas(12) for a
+    # 12-byte struct, 0 elements for a 32-byte one; neither compiled
+    import shutil
+    import subprocess
+
+    from htam_core.source import parse_text
+    from htam_core.transforms import registry
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not installed")
+    m = parse_text(_ODD_SIZES, "cuda", str(tmp_path / "odd.cu"))
+    cands = registry.propose(TID, m, m.kernel("copy_t"))
+    assert isinstance(cands, list) and cands, cands
+    src = tmp_path / "odd_v.cu"
+    src.write_text(cands[0].new_text)
+    r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "odd.o")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]

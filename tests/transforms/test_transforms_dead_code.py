@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from htam_core.source import load
-from htam_core.transforms import _ts, registry
+from htam_core.source.analysis import nodes as syn
+from htam_core.transforms import registry
 from htam_core.transforms.base import Candidate, NotApplicable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,24 +69,24 @@ def module_reads(text: str) -> tuple[set[str], set[str]]:
 def cuda_local_reads(text: str) -> dict[tuple[str, str], int]:
     """``(function, local variable) -> reads`` for every variable declared in a function body (tree-sitter)."""
     src = text.encode()
-    tree = _ts.parse(src, "cuda")
+    tree = syn.parse(src, "cuda")
     out: dict[tuple[str, str], int] = {}
-    for fn in _ts.of_type(tree.root_node, "function_definition"):
+    for fn in syn.of_type(tree.root_node, "function_definition"):
         decl = fn.child_by_field_name("declarator")
-        names = [_ts.text(n, src) for n in _ts.of_type(decl, "identifier")] if decl is not None else []
+        names = [syn.text(n, src) for n in syn.of_type(decl, "identifier")] if decl is not None else []
         fname = names[0] if names else "?"
         body = fn.child_by_field_name("body")
         if body is None:
             continue
         declared: dict[str, set[int]] = {}
-        for d in _ts.of_type(body, "declaration"):
+        for d in syn.of_type(body, "declaration"):
             for child in d.children_by_field_name("declarator"):
                 node = child.child_by_field_name("declarator") if child.type == "init_declarator" else child
                 while node is not None and node.type != "identifier":
                     node = node.child_by_field_name("declarator")
                 if node is not None:
-                    declared.setdefault(_ts.text(node, src), set()).add(node.start_byte)
-        idents = Counter(_ts.text(n, src) for n in _ts.of_type(body, "identifier"))
+                    declared.setdefault(syn.text(node, src), set()).add(node.start_byte)
+        idents = Counter(syn.text(n, src) for n in syn.of_type(body, "identifier"))
         for name, decl_sites in declared.items():
             out[(fname, name)] = idents[name] - len(decl_sites)
     return out

@@ -108,3 +108,70 @@ def test_warps_proposed_nearest_to_the_tutorial_choice(cand):
     assert [preferred_warps(b) for b in (None, 64, 1024, 2048, 4096, 16384)] == [4, 4, 4, 8, 16, 16]
     cs = cand("triton.warps_stages", VADD, "vadd_kernel")  # BLOCK_SIZE 64: 4 warps preferred, 4 is current
     assert [c.params["num_warps"] for c in cs if "num_warps" in c.params] == [8, 2, 16, 1]
+
+
+_TWO_AXES = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def up_proj(x_ptr, w_ptr, y_ptr, N, K: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(axis=1)
+    k = tl.arange(0, K)
+    n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + pid_m * K + k)
+    w = tl.load(w_ptr + n[:, None] * K + k[None, :])
+    y = tl.sum(w * x[None, :], axis=1)
+    tl.store(y_ptr + pid_m * N + n, y)
+'''
+
+
+def test_cache_hints_skip_a_load_other_programs_read_again():
+    # a load indexed by pid_m only, in a grid that also has pid_n, is read by every N-tile program: evicting it
+    # first would throw away what the next program reads; w is indexed by pid_n only, read again along pid_m
+    from htam_core.transforms import registry
+    from htam_core.transforms.base import NotApplicable
+
+    m = parse_text(_TWO_AXES, "python", "up.py")
+    res = registry.propose("triton.cache_hints", m, m.kernel("up_proj"))
+    assert isinstance(res, NotApplicable) and "some program axes only" in res.reason, res
+
+
+def test_cache_hints_take_a_load_every_program_axis_indexes():
+    from htam_core.transforms import registry
+
+    text = _TWO_AXES.replace("x = tl.load(x_ptr + pid_m * K + k)", "x = tl.load(x_ptr + (pid_m * N + n) * K)")
+    text = text.replace("w = tl.load(w_ptr + n[:, None] * K + k[None, :])",
+                        "w = tl.load(w_ptr + n[:, None] * K + k[None, :] + pid_m)")
+    m = parse_text(text, "python", "up.py")
+    cs = registry.propose("triton.cache_hints", m, m.kernel("up_proj"))
+    assert isinstance(cs, list) and len(cs) == 2, cs
+    assert all(c.new_text.count("evict_first") + c.new_text.count('".cg"') == 2 for c in cs)
+
+
+_BATCH_AXES = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def scores(q_ptr, k_ptr, o_ptr, L, D: tl.constexpr, BLOCK: tl.constexpr):
+    pid_bh = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    rows = pid_m * BLOCK + tl.arange(0, BLOCK)
+    d = tl.arange(0, D)
+    q = tl.load(q_ptr + pid_bh * L * D + rows[:, None] * D + d[None, :])
+    k = tl.load(k_ptr + pid_bh * L * D + d[:, None] + rows[None, :] * D)
+    s = tl.dot(q, k)
+    tl.store(o_ptr + pid_bh * L * L + rows[:, None] * L + rows[None, :], s)
+'''
+
+
+def test_grouped_ordering_refused_when_every_load_shares_the_batch_axis():
+    # axis 0 is batch x head: programs of different heads share no operand, so grouping them brings no L2 reuse
+    from htam_core.transforms import registry
+    from htam_core.transforms.base import NotApplicable
+
+    m = parse_text(_BATCH_AXES, "python", "att.py")
+    res = registry.propose("triton.grouped_ordering", m, m.kernel("scores"))
+    assert isinstance(res, NotApplicable) and "no operand is shared" in res.reason, res

@@ -131,8 +131,17 @@ def test_triton_launcher_in_another_module(tmp_path):
     assert p.returncode == 0 and "ok" in p.stdout, p.stderr[-3000:]
 
 
-def test_cupy_launch_is_found_but_left_as_is(tmp_path):
+def test_cupy_launch_is_edited_in_python(tmp_path):
     ws = workspace(tmp_path, {"k.cu": VADD, "launch.py": CUPY_PY})
+    (c,) = _propose(ws / "k.cu", "cuda.vectorize_float4")
+    assert c.title_note == "launch in launch.py edited too"
+    assert "    f(((((n + THREADS - 1) // THREADS) + 3) // 4,), (THREADS,), (a, b, c, n))" in \
+        _written(ws / "k.cu", c)["launch.py"]
+
+
+def test_cupy_launch_not_read_is_found_but_left_as_is(tmp_path):
+    ws = workspace(tmp_path, {"k.cu": VADD, "launch.py": CUPY_PY.replace("(n + THREADS - 1) // THREADS",
+                                                                         "math.ceil(n / THREADS)")})
     (c,) = _propose(ws / "k.cu", "cuda.vectorize_float4")
     assert c.params["launch"] == "independent" and not c.file_edits
     assert c.title_note == "launch in launch.py line 9 left as is: correct for any grid"

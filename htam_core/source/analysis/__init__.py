@@ -14,7 +14,9 @@ kernel in its parsed text: the one parsed-unit type, which the transforms edit t
 ``cuda``/``triton`` (the builders), ``facts`` (the dataclasses), ``guards`` (the one bounds-check reader: the
 guarded body and its early-return forms), ``online`` (loops that already keep a softmax's max and sum online), ``sync`` (barriers in normal form,
 every spelling of a block barrier one fact; shared-memory accessor structs), ``transpose`` (element-copy transposes
-computed from the affine indices, with their bounds checks read as affine bounds).
+computed from the affine indices, with their bounds checks read as affine bounds), ``nodes`` (the node queries the
+transforms ask what a node is through: ``is_loop``, ``declarations``, the selectors of ``node_at``, the line arithmetic of
+edits), ``forms`` (the CUDA forms the transforms match: the global index, a written node, the elementwise shape).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from htam_core.source.analysis.constants import ConstEnv
+from htam_core.source.analysis.fnptr import pointer_kernels
 from htam_core.source.analysis.syntax import captures, of_type, text, unwrap_parens
 
 #: ``k<<<cfg>>>(args)``: captures ``call``, ``fn`` (the callee), ``cfg`` (the ``<<<...>>>``) and ``args``.
@@ -38,12 +39,17 @@ def launch_config(call: Node) -> tuple[Node, ...] | None:
 
 @dataclass(frozen=True)
 class LaunchCall:
-    """One ``<<<>>>`` call in a tree: the call, the callee node, the config arguments and the host function."""
+    """One ``<<<>>>`` call in a tree: the call, the callee node, the config arguments and the host function.
+
+    ``pointer_kernels``: when the callee is a function-pointer variable or a table of kernels
+    (``kernel<<<...>>>`` after ``kernel = &k;``), every function it may run (:mod:`.fnptr`); ``()`` for a
+    launch that names its kernel."""
 
     call: Node
     fn: Node
     config: tuple[Node, ...]
     host: Node | None
+    pointer_kernels: tuple[str, ...] = ()
 
 
 def host_of(node: Node) -> Node | None:
@@ -55,13 +61,19 @@ def host_of(node: Node) -> Node | None:
 
 
 def launch_calls(root: Node, src: bytes, kernel_name: str | None = None) -> list[LaunchCall]:
-    """Every ``<<<>>>`` launch under ``root`` (of ``kernel_name`` only, when given), in source order."""
+    """Every ``<<<>>>`` launch under ``root`` (of ``kernel_name`` only, when given), in source order. A launch
+    through a function pointer or a table of kernels (``kernel = &k; kernel<<<g, b>>>(...)``) is a launch of
+    each kernel the pointer is given (:func:`~htam_core.source.analysis.fnptr.pointer_kernels`)."""
     out = []
     for call in captures("cuda", LAUNCH_QUERY, root).get("call", []):
         fn = call.child_by_field_name("function")
-        if fn is None or (kernel_name is not None and callee_name(fn, src) != kernel_name):
+        if fn is None:
             continue
-        out.append(LaunchCall(call, fn, launch_config(call) or (), host_of(call)))
+        direct = callee_name(fn, src) == kernel_name
+        via = () if direct else pointer_kernels(fn, src)
+        if kernel_name is not None and not direct and kernel_name not in via:
+            continue
+        out.append(LaunchCall(call, fn, launch_config(call) or (), host_of(call), via))
     out.sort(key=lambda c: c.call.start_byte)
     return out
 

@@ -162,13 +162,54 @@ def module_value(root: Node, name: str, src: bytes) -> Node | None:
     return assigns[0].child_by_field_name("right") if len(assigns) == 1 else None
 
 
-def _single_local(host: Node, name: str, before: int, src: bytes) -> Node | None:
-    """The right-hand side of the only plain assignment to ``name`` in ``host`` when it precedes ``before``."""
-    assigns = [a for a in of_type(host, ("assignment", "augmented_assignment"))
-               if a.child_by_field_name("left") is not None and text(a.child_by_field_name("left"), src) == name]
+def assignments_to(scope: Node, name: str, src: bytes) -> list[Node]:
+    """The assignments, plain or augmented, to the name ``name`` (``name = v``, ``name += v``) under ``scope``."""
+    out = []
+    for a in of_type(scope, ("assignment", "augmented_assignment")):
+        left = a.child_by_field_name("left")
+        if left is not None and left.type == "identifier" and text(left, src) == name:
+            out.append(a)
+    return out
+
+
+def single_local(host: Node, name: str, before: int, src: bytes) -> Node | None:
+    """The right-hand side of the only assignment to ``name`` in ``host`` when it is a plain one that precedes
+    ``before``, else ``None``."""
+    assigns = assignments_to(host, name, src)
     if len(assigns) != 1 or assigns[0].type != "assignment" or assigns[0].start_byte > before:
         return None
     return assigns[0].child_by_field_name("right")
+
+
+def grid_expression(grid: Node, host: Node | None, before: int, src: bytes) -> Node:
+    """A launch's grid expression (``grid``: the subscript of ``k[grid](...)``; ``host``: the function that launches,
+    the launch at byte ``before``), following ``grid = ...`` and the single ``return`` of ``def grid(meta): ...`` in the
+    host; ``grid`` itself otherwise."""
+    if grid.type == "identifier" and host is not None:
+        v = single_local(host, text(grid, src), before, src)
+        if v is not None:
+            return v
+        for fd in of_type(host, "function_definition"):
+            if text(fd.child_by_field_name("name"), src) == text(grid, src):
+                rets = of_type(fd, "return_statement")
+                if len(rets) == 1 and rets[0].named_children:
+                    return rets[0].named_children[0]
+    return grid
+
+
+def grid_is_function(grid: Node, host: Node | None, before: int, src: bytes) -> bool:
+    """True when a launch's grid (as in :func:`grid_expression`) is a function of the launch's meta-parameters: a
+    ``lambda``, written in the launch or assigned to the local it names, or a function the host defines by that
+    name."""
+    if grid.type == "lambda":
+        return True
+    if grid.type == "identifier" and host is not None:
+        v = single_local(host, text(grid, src), before, src)
+        if v is not None and v.type == "lambda":
+            return True
+        return any(text(fd.child_by_field_name("name"), src) == text(grid, src)
+                   for fd in of_type(host, "function_definition"))
+    return False
 
 
 def grid_tuple(call: Node, host: Node | None, src: bytes) -> Node | None:
@@ -182,7 +223,7 @@ def grid_tuple(call: Node, host: Node | None, src: bytes) -> Node | None:
     meta: str | None = None
     if g is not None and g.type == "identifier" and host is not None:
         name = text(g, src)
-        v = _single_local(host, name, call.start_byte, src)
+        v = single_local(host, name, call.start_byte, src)
         if v is not None:
             g = v
         else:
@@ -215,7 +256,7 @@ def grid_meta(call: Node, host: Node | None, src: bytes) -> str | None:
     g = fn.child_by_field_name("subscript") if fn is not None and fn.type == "subscript" else None
     if g is not None and g.type == "identifier" and host is not None:
         name = text(g, src)
-        v = _single_local(host, name, call.start_byte, src)
+        v = single_local(host, name, call.start_byte, src)
         fd = None if v is not None else next((f for f in of_type(host, "function_definition")
                                               if text(f.child_by_field_name("name"), src) == name), None)
         g = v if v is not None else fd

@@ -276,3 +276,41 @@ def _load_python(model: SourceModel, kernel: Kernel) -> PythonSource | str:
         return f"the definition of {kernel.name} was not found in the syntax tree"
     top = func.parent if func.parent is not None and func.parent.type == "decorated_definition" else func
     return PythonSource(src, tree.root_node, func, body, top, Lines(src), triton_names(tree.root_node, src))
+
+
+@dataclass(frozen=True)
+class SharedLaunch:
+    """A launch of a kernel through a function pointer (or a table of kernels) that runs other kernels too.
+
+    Attributes:
+        line: 1-based line of the launch.
+        pointer: the callee as written (``kernel``, ``kernels[k]``).
+        kernels: every kernel the pointer may run, the kernel's own name included.
+        host: file bytes ``(start, end)`` of the function that launches (its grid, block and buffers are
+            those of every kernel the pointer runs).
+    """
+
+    line: int
+    pointer: str
+    kernels: tuple[str, ...]
+    host: tuple[int, int]
+
+
+def shared_launches(model: SourceModel, kernel: Kernel) -> tuple[SharedLaunch, ...]:
+    """The launches of CUDA ``kernel`` that run other kernels too, through one function pointer or a table of
+    kernels (:mod:`htam_core.source.analysis.fnptr`): a step that edits such a launch, or its grid, block or
+    buffers in the launching function, changes the launch of every kernel the pointer runs. ``()`` for a kernel
+    of another language, one that cannot be located, or one launched only by name."""
+    if traits(kernel.language).tiles:
+        return ()
+    src = cuda_source(model, kernel)
+    if isinstance(src, str):
+        return ()
+    out = []
+    for sl in src.sites:
+        others = tuple(k for k in sl.site.pointer_kernels if k != kernel.name)
+        if not others or sl.host is None:
+            continue
+        out.append(SharedLaunch(sl.site.line, text(sl.call.child_by_field_name("function"), src.src),
+                                sl.site.pointer_kernels, src.span(sl.host)))
+    return tuple(out)

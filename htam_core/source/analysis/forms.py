@@ -1,0 +1,393 @@
+"""The CUDA forms the transforms match, read from nodes in one place: a builtin field (``blockIdx.x``), the global
+index ``blockIdx.d * S + threadIdx.d`` in any operand order, a written node, the parts of a bound check, and the
+elementwise shape ``i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) body`` with why a kernel does not have it.
+
+The functions read a kernel through a view that gives its text and facts: the analysis layer's
+:class:`~htam_core.source.analysis.unit.CudaSource` with its :class:`~htam_core.source.analysis.facts.KernelFacts`
+(:class:`KernelView`), which the transforms' editing view of a kernel is too. Nodes are offsets into the view's
+``src``; facts' spans are file offsets (``src[0]`` is file offset ``base``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+import sympy
+
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.facts import KernelFacts, sym
+from htam_core.source.analysis.guards import BoundsGuard, bounds_guard, describe_form
+from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.sync import Barrier
+from htam_core.source.analysis.syntax import side_effect_free, statements, strip_casts
+from htam_core.source.analysis.unit import CudaSource
+
+
+class HasText(Protocol):
+    """Anything that gives a node's source text (a parsed unit, or a transform's view of one)."""
+
+    def t(self, node: Node | None) -> str:
+        """Source text of ``node`` (``""`` for ``None``)."""
+        ...
+
+
+class KernelView(HasText, Protocol):
+    """A kernel's parsed unit with its facts: the bytes, the file offset of ``src[0]``, the body and the facts
+    (:class:`KernelText`, or a transform's editing view of the kernel)."""
+
+    @property
+    def src(self) -> bytes:
+        """The unit's bytes."""
+        ...
+
+    @property
+    def base(self) -> int:
+        """File offset of ``src[0]``."""
+        ...
+
+    @property
+    def body(self) -> Node:
+        """The kernel's body (a block)."""
+        ...
+
+    @property
+    def facts(self) -> KernelFacts:
+        """The kernel's facts."""
+        ...
+
+    def file_byte(self, node: Node) -> int:
+        """File offset of ``node``'s start."""
+        ...
+
+
+@dataclass(frozen=True)
+class KernelText:
+    """A :class:`KernelView` of the analysis layer: a kernel's parsed unit and its facts.
+
+    Attributes:
+        source: the kernel's parsed unit (:func:`~htam_core.source.analysis.unit.cuda_source`).
+        facts: its facts (:func:`htam_core.source.analysis.analyze`).
+    """
+
+    source: CudaSource
+    facts: KernelFacts
+
+    @property
+    def src(self) -> bytes:
+        """The unit's bytes."""
+        return self.source.src
+
+    @property
+    def base(self) -> int:
+        """File offset of ``src[0]``."""
+        return self.source.base
+
+    @property
+    def body(self) -> Node:
+        """The kernel's body."""
+        return self.source.body
+
+    def t(self, node: Node | None) -> str:
+        """Source text of ``node`` (``""`` for ``None``)."""
+        return self.source.t(node)
+
+    def file_byte(self, node: Node) -> int:
+        """File offset of ``node``'s start."""
+        return self.source.file_byte(node)
+
+
+def barriers_in(view: KernelView, node: Node) -> list[Barrier]:
+    """The barriers (:attr:`KernelFacts.barriers`, every spelling in normal form: ``__syncthreads()``,
+    ``cg::sync(cta)``, ``cta.sync()``, ``__syncwarp()``) whose call lies inside ``node``."""
+    lo, hi = view.file_byte(node), node.end_byte + view.base
+    return [b for b in view.facts.barriers if lo <= b.span[0] and b.span[1] <= hi]
+
+
+def builtin_field(unit: HasText, node: Node) -> str | None:
+    """``"blockIdx.x"`` for a ``blockIdx.x``-like field expression (casts stripped), else ``None``."""
+    node = strip_casts(node)
+    if not syn.is_field(node):
+        return None
+    arg, fld = node.child_by_field_name("argument"), node.child_by_field_name("field")
+    if arg is None or fld is None or unit.t(arg) not in ("blockIdx", "blockDim", "threadIdx", "gridDim"):
+        return None
+    return f"{unit.t(arg)}.{unit.t(fld)}"
+
+
+def _binary(unit: HasText, node: Node, op: str) -> tuple[Node, Node] | None:
+    node = strip_casts(node)
+    if not syn.is_binary(node) or unit.t(node.child_by_field_name("operator")) != op:
+        return None
+    return node.child_by_field_name("left"), node.child_by_field_name("right")
+
+
+def global_index_parts(unit: HasText, expr: Node) -> tuple[str, Node] | None:
+    """Match ``blockIdx.d * S + threadIdx.d`` (any operand order, casts allowed).
+
+    Returns ``(d, S)`` where ``S`` is the block-stride expression (``blockDim.d`` or a constant such
+    as ``TILE``), else ``None``.
+    """
+    plus = _binary(unit, expr, "+")
+    if plus is None:
+        return None
+    for mul_side, tid_side in (plus, plus[::-1]):
+        tid = builtin_field(unit, tid_side)
+        mul = _binary(unit, mul_side, "*")
+        if tid is None or not tid.startswith("threadIdx.") or mul is None:
+            continue
+        d = tid[-1]
+        for bi, stride in (mul, mul[::-1]):
+            if builtin_field(unit, bi) == f"blockIdx.{d}":
+                return d, strip_casts(stride)
+    return None
+
+
+def is_global_index(unit: HasText, expr: Node, dim: str = "x") -> bool:
+    """True for ``blockIdx.d * blockDim.d + threadIdx.d`` in any operand order, with optional casts."""
+    parts = global_index_parts(unit, expr)
+    return parts is not None and parts[0] == dim and builtin_field(unit, parts[1]) == f"blockDim.{dim}"
+
+
+def is_lvalue(node: Node) -> bool:
+    """True when ``node`` is written: assigned, compound-assigned, incremented or address-taken."""
+    p = node.parent
+    while p is not None and syn.is_parenthesized(p):
+        node, p = p, p.parent
+    if p is None:
+        return False
+    if syn.is_assignment(p) and p.child_by_field_name("left") == node:
+        return True
+    if syn.is_update(p):
+        return True
+    if syn.is_address_of(p):
+        return True
+    return False
+
+
+
+@dataclass
+class Elementwise:
+    """The ``i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) body`` shape of an elementwise kernel.
+
+    Attributes:
+        decl: the index declaration statement.
+        name: the index variable.
+        type: the index type as written, without ``const`` (``"int"``, ``"int64_t"``).
+        gid: the global-index expression.
+        guard: the ``if`` statement (``if (i < n) S`` or ``if (i >= n) return;``).
+        bound: the bound expression ``n``.
+        form: ``"if"`` (body inside the guard) or ``"return"`` (early exit, body follows).
+        stmts: the guarded statements.
+        consequence: the guarded statement node for ``form == "if"``.
+        extra: the guard's other terms, which read neither the index nor a thread index (``n > 0`` in ``if (i < n
+            && n > 0)``), joined as one condition in parentheses, or ``""``: the same for every element, so a
+            rewrite keeps them as a condition of the whole loop.
+    """
+
+    decl: Node
+    name: str
+    type: str
+    gid: Node
+    guard: Node
+    bound: Node
+    form: str
+    stmts: list[Node]
+    consequence: Node | None = None
+    extra: str = ""
+
+
+def cond_parts(unit: KernelView, cond: Node) -> tuple[str, str, Node] | None:
+    """``(var, op, bound)`` for ``var < bound`` / ``bound > var`` (op normalized to var on the left)."""
+    cond = syn.unwrap_parens(cond)
+    if syn.is_condition_clause(cond):
+        inner = cond.child_by_field_name("value")
+        if inner is None:
+            return None
+        cond = syn.unwrap_parens(inner)
+    if not syn.is_binary(cond):
+        return None
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    op = unit.t(cond.child_by_field_name("operator"))
+    flip = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+    if syn.is_identifier(syn.unwrap_parens(left)):
+        return unit.t(syn.unwrap_parens(left)), op, right
+    if syn.is_identifier(syn.unwrap_parens(right)) and op in flip:
+        return unit.t(syn.unwrap_parens(right)), flip[op], left
+    return None
+
+
+def _bad_body(unit: KernelView, stmts: list[Node], index: str) -> str | None:
+    """Why ``stmts`` cannot become a loop body, or ``None``."""
+    for s in stmts:
+        for b in barriers_in(unit, s):
+            return f"the guarded code uses {b.text} (a {b.scope} barrier)"
+        for n in syn.walk(s):
+            if syn.is_return(n):
+                return "the guarded code returns early"
+            if syn.is_loop_exit(n):
+                loop = n.parent
+                while loop is not None and loop not in stmts and not syn.is_breakable(loop):
+                    loop = loop.parent
+                if loop is None or loop in stmts and not syn.is_breakable(loop):
+                    return "the guarded code uses break/continue"
+            if syn.is_identifier(n) and unit.t(n) in ("__syncthreads", "__syncwarp", "blockIdx", "threadIdx"):
+                return f"the guarded code uses {unit.t(n)}"
+            if syn.is_field(n) and unit.t(n.child_by_field_name("argument")) in (
+                "blockIdx", "threadIdx"
+            ):
+                return f"the guarded code uses {unit.t(n)}"
+            if syn.is_identifier(n) and unit.t(n) == index and is_lvalue(n):
+                return f"the guarded code modifies {index}"
+    return None
+
+
+def _is_global_x(unit: KernelView, name: str, decl: Node) -> bool:
+    """``name`` (declared by ``decl``) is exactly ``blockIdx.x * blockDim.x + threadIdx.x`` by the analysis
+    layer's thread-index facts, however it is spelled (``blockIdx.x * bs + tid`` with ``int tid = threadIdx.x;``
+    and ``int bs = blockDim.x;``, ``threadIdx.x + blockDim.x * blockIdx.x``, or ``blockIdx.x * BLOCK + threadIdx.x``
+    with ``BLOCK`` a constant or template argument equal to the 1-D block of every launch in the file)."""
+    tx, bx, bdx = (sym(n) for n in ("threadIdx.x", "blockIdx.x", "blockDim.x"))
+    span = (unit.file_byte(decl), decl.end_byte + unit.base)
+    strides = [bdx]
+    launches = unit.facts.launches
+    blocks = {la.block[0].value for la in launches if la.block and all(d.value == 1 for d in la.block[1:])}
+    if launches and len(blocks) == 1 and len(launches) == sum(1 for la in launches if la.block):
+        (b,) = blocks
+        if isinstance(b, int) and b > 0:
+            strides.append(sympy.Integer(b))  # blockIdx.x * BLOCK + threadIdx.x, BLOCK the block of every launch
+    return any(t.name == name and t.span == span and t.is_global
+               and any(sympy.expand(t.expr - (bx * st + tx)) == 0 for st in strides)
+               for t in unit.facts.thread_indices)
+
+
+def _thread_locals_used(unit: KernelView, stmts: list[Node], decl: Node) -> str | None:
+    """Why ``stmts`` read a thread-dependent local declared before the index declaration ``decl`` (``int tid =
+    threadIdx.x;``): a rewrite that gives a thread several elements would keep its first value."""
+    before = {t.name for t in unit.facts.thread_indices if t.span[0] < unit.file_byte(decl)}
+    for st in stmts:
+        for n in syn.identifiers(st):
+            if unit.t(n) in before:
+                return f"the guarded code uses {unit.t(n)}, which holds a thread index"
+    return None
+
+
+def _invariant_terms(unit: KernelView, g: BoundsGuard, name: str) -> str | None:
+    """The guard ``g``'s terms other than ``name < n`` as one condition (``"(n > 0)"``) when each reads neither
+    ``name``, a builtin nor a thread-index local and has no side effect (the analysis layer's thread indices and
+    :func:`side_effect_free`), else ``None``."""
+    bounds = g.bounds()
+    others = g.others()
+    if set(bounds) != {name} or len(g.terms) != len(others) + 1 or not others:
+        return None
+    thread_locals = {t.name for t in unit.facts.thread_indices}
+    for t in others:
+        words = set(re.findall(r"[A-Za-z_]\w*", t.text))
+        if name in words or words & (thread_locals | {"threadIdx", "blockIdx", "blockDim", "gridDim"}):
+            return None
+        if not side_effect_free(t.text):
+            return None
+    return "(" + " && ".join(f"({t.text})" for t in others) + ")"
+
+
+def elementwise(unit: KernelView, *, invariant_terms: bool = False) -> Elementwise | str:
+    """Match the elementwise shape in the kernel body, or say why it does not match.
+
+    ``invariant_terms``: also match a guard with terms that are the same for every element (``if (i < n && n >
+    0)``), given in :attr:`Elementwise.extra`; a caller that passes it keeps them as a condition of the whole
+    loop."""
+    stmts = statements(unit.body)
+    for k, s in enumerate(stmts):
+        if not syn.is_declaration(s):
+            continue
+        inits = [d for d in s.named_children if syn.is_init_declarator(d)]
+        if len(inits) != 1:
+            continue
+        value = inits[0].child_by_field_name("value")
+        name_node = inits[0].child_by_field_name("declarator")
+        if value is None or name_node is None or not syn.is_identifier(name_node) or not (
+                is_global_index(unit, value) or _is_global_x(unit, unit.t(name_node), s)):
+            continue
+        name = unit.t(name_node)
+        typ = unit.src[s.start_byte : inits[0].start_byte].decode().replace("const ", "").strip()
+        rest = stmts[k + 1 :]
+        j = 0
+        while j < len(rest) and not syn.is_if(rest[j]):
+            if syn.references(rest[j], unit.src, name):
+                return f"{name} is used before its bound check"
+            j += 1
+        if j == len(rest):
+            return f"no bound check on {name} follows its declaration"
+        g = bounds_guard(rest[j], rest[j + 1 :], unit.src)
+        cond_text = unit.t(rest[j].child_by_field_name("condition"))
+        if isinstance(g, str):
+            return g if "else" in g or "nothing" in g else f"the bound check {cond_text}: {g}"
+        bound = g.single(name)
+        extra = _invariant_terms(unit, g, name) if invariant_terms and bound is None else None
+        if extra is not None:
+            bound = g.bounds()[name]
+        if bound is None:
+            return (f"the bound check is {describe_form(g, unit.src)}, not `if ({name} < n) {{ … }}` "
+                    f"(nor its early return `if ({name} >= n) return;`)")
+        if g.form == "if" and rest[j + 1 :]:
+            return "statements follow the guarded block"
+        body = list(g.body)
+        why = _bad_body(unit, body, name) or _thread_locals_used(unit, body, s)
+        if why:
+            return why
+        cons = g.stmt.child_by_field_name("consequence") if g.form == "if" else None
+        return Elementwise(s, name, typ, value, g.stmt, bound, g.form, body, cons, extra or "")
+    return "no `i = blockIdx.x * blockDim.x + threadIdx.x` index declaration"
+
+
+def param_names(source: CudaSource) -> list[str]:
+    """The kernel's parameter names in order (``""`` for an unnamed one), through pointer/reference/array
+    declarators."""
+    out: list[str] = []
+    for p in source.params:
+        n = p.child_by_field_name("declarator")
+        while n is not None and not syn.is_identifier(n):
+            n = n.child_by_field_name("declarator")
+        out.append(source.t(n) if n is not None else "")
+    return out
+
+
+def uses_block_linear_index(source: CudaSource, dim: str) -> bool:
+    """True when the kernel multiplies ``blockIdx.<dim>`` by something (each block owns a slice)."""
+    for b in syn.binaries(source.body):
+        if source.t(b.child_by_field_name("operator")) != "*":
+            continue
+        for side in ("left", "right"):
+            s = b.child_by_field_name(side)
+            if s is not None and source.t(syn.unwrap_parens(s)).replace(" ", "").endswith(f"blockIdx.{dim}"):
+                return True
+    return False
+
+
+#: A ``#define`` whose body is (or holds) ``__launch_bounds__``.
+_LAUNCH_BOUNDS_MACRO = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[^\n]*__launch_bounds__", re.MULTILINE)
+
+
+def launch_bounds_node(source: CudaSource) -> Node | None:
+    """The ``__launch_bounds__(...)`` node of the kernel, if any (also inside ERROR recovery); the kernel's
+    ``function_definition`` when the bounds are written before the declarator in a form the grammar does not read,
+    or through a macro of the file that stands for them (``#define C10_LAUNCH_BOUNDS_1(n) __launch_bounds__((n))``)."""
+    func, src, declarator = source.func, source.src, source.declarator
+    for c in func.children:
+        if syn.is_launch_bounds(c) or (syn.is_error(c) and "__launch_bounds__" in source.t(c)):
+            return c
+    head = src[func.start_byte : declarator.start_byte]
+    if b"__launch_bounds__" in head:
+        return func
+    names = {m.group(1) for m in _LAUNCH_BOUNDS_MACRO.finditer(src)}
+    if names:
+        # the header may be parsed apart from the definition (`__global__ void LB(256)` then `k(...)`): read
+        # back to the end of the previous statement, block or preprocessor line
+        fs = func.start_byte
+        back = [src.rfind(b";", 0, fs), src.rfind(b"}", 0, fs)]
+        back += [m.end() - 1 for m in re.finditer(rb"(?m)^[ \t]*#[^\n]*$", src[:fs])][-1:]
+        head = src[max(back) + 1 : declarator.start_byte]
+        if any(re.search(rb"\b" + re.escape(n) + rb"\b", head) for n in names):
+            return func
+    return None

@@ -1,0 +1,92 @@
+"""The harness of a CUDA kernel held in a Python string and launched through cupy in the same file: the template
+launches the kernel itself with the cupy call's grid and block (a cupy launcher takes cupy arrays, not the torch
+tensors a harness passes); the recording finds the launcher function, and a launcher passed cupy arrays gets one
+clear line; the harness compiles the file's CUDA string (not the Python file). On a GPU with cupy the template's
+table, with its reference written, verifies the kernel."""
+
+from __future__ import annotations
+
+import importlib.util
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from htam_core.harness import HarnessError, find_harness, write_template
+from htam_core.harness.infer_py import _launcher_params, _NoHarness
+from htam_core.harness.pywrapper import wrapper_def, wrapper_function
+from htam_core.harness.runner import embedded_cuda
+from htam_core.source import load
+from tests.support.workspace_fixtures import CUPY_TRANSPOSE_PY, CUPY_VADD_PY, workspace
+
+
+def _table(path: Path) -> dict:
+    model = load(path)
+    return tomllib.loads(write_template(model, model.kernels[0]))["kernel"][model.kernels[0].name]
+
+
+def test_the_template_launches_with_the_cupy_calls_grid_and_block(tmp_path):
+    ws = workspace(tmp_path, {"t.py": CUPY_TRANSPOSE_PY})
+    table = _table(ws / "t.py")
+    assert "launcher" not in table
+    assert table["block"] == "(16, 16)" and table["grid"] == "(cdiv(COLS, 16), cdiv(ROWS, 16))"
+    text = write_template(load(ws / "t.py"), load(ws / "t.py").kernels[0])
+    assert "# as launched" in text
+
+
+def test_a_cupy_launch_not_read_leaves_a_guess(tmp_path):
+    ws = workspace(tmp_path, {"vadd.py": CUPY_VADD_PY.replace("((n + BLOCK - 1) // BLOCK,)", "(math.ceil(n / 256),)")})
+    model = load(ws / "vadd.py")
+    text = write_template(model, model.kernels[0])
+    assert 'block = "256"' in text  # the call's block is still read
+    assert "# TODO: the cupy call at line 17 of vadd.py (grid (math.ceil(n / 256),)) is not read" in text
+
+
+def test_the_recording_runs_the_cupy_launcher(tmp_path):
+    ws = workspace(tmp_path, {"vadd.py": CUPY_VADD_PY})
+    model = load(ws / "vadd.py")
+    assert wrapper_function(model, model.kernels[0]) == ("add", ["a", "b"])
+    assert wrapper_def(model, model.kernels[0]) is None  # the template launches the kernel itself
+
+
+def test_a_launcher_passed_cupy_arrays_gets_one_line():
+    sig = [{"name": "a", "kind": "POSITIONAL_OR_KEYWORD", "default": None}]
+    calls = [{"params": {"a": {"kind": "other", "type": "ndarray", "module": "cupy", "repr": "array([1.])"}}}]
+    with pytest.raises(_NoHarness, match=r"add\(\) parameter 'a' was passed a cupy array; an inferred harness "
+                                         r"passes torch tensors and numbers only: write the htam.toml table below"):
+        _launcher_params("add", sig, calls)
+
+
+def test_the_harness_compiles_the_cuda_string(tmp_path):
+    ws = workspace(tmp_path, {"vadd.py": CUPY_VADD_PY})
+    src = embedded_cuda(str(ws / "vadd.py"), "vadd")
+    assert src.lstrip().startswith('extern "C" __global__ void vadd(') and "import" not in src
+    with pytest.raises(HarnessError, match="holds no CUDA string that defines other"):
+        embedded_cuda(str(ws / "vadd.py"), "other")
+
+
+def _with_table(tmp_path: Path) -> Path:
+    """A workspace with the cupy vadd and the template's table, its reference written."""
+    ws = workspace(tmp_path, {"vadd.py": CUPY_VADD_PY})
+    model = load(ws / "vadd.py")
+    (ws / "htam.toml").write_text(write_template(model, model.kernels[0]).replace('reference = ""',
+                                                                                   'reference = "a + b"'))
+    return ws
+
+
+def test_the_template_table_is_a_harness(tmp_path):
+    """Regression: a grid table for a kernel in a Python string was refused as needing a @triton.jit kernel."""
+    ws = _with_table(tmp_path)
+    h = find_harness(ws / "vadd.py", "vadd")
+    assert h.language == "cuda-in-python" and h.grid == "(cdiv(N, 256),)" and h.block == "256"
+    assert h.args == ["a", "b", "c", "n"] and not h.launcher
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="cupy is not installed")
+def test_the_template_table_verifies_the_kernel_on_the_gpu(tmp_path):
+    from htam_core.verify.run import verify_in_worker  # the verifier's worker: only this GPU test needs it
+
+    ws = _with_table(tmp_path)
+    r = verify_in_worker(find_harness(ws / "vadd.py", "vadd"), timeout_s=300)
+    assert r.correct and r.verified_on == "gpu", r
