@@ -447,7 +447,7 @@ def _grid_local_edit(unit: CudaUnit, launch: SiteLaunch, value: str) -> TextEdit
     launch only), so no local is left unread; ``None`` for any other grid (a ``dim3``, an expression, a local read
     elsewhere), which the launch argument takes."""
     g = _ts.unwrap_parens(launch.grid) if launch.grid is not None else None
-    if g is None or g.type != "identifier" or launch.host is None:
+    if not _ts.is_identifier(g) or launch.host is None:
         return None
     name = unit.t(g)
     inits = unit.local_inits(launch.host, name)
@@ -455,8 +455,8 @@ def _grid_local_edit(unit: CudaUnit, launch: SiteLaunch, value: str) -> TextEdit
         return None
     init = inits[0]
     decl = init.parent.parent if init.parent is not None else None
-    if decl is None or decl.type != "declaration" or init.type in ("argument_list", "initializer_list") or \
-            "dim3" in unit.t(decl.child_by_field_name("type")):
+    if not _ts.is_declaration(decl) or _ts.is_brace_or_call_list(init) or \
+            "dim3" in unit.t(_ts.declaration_type(decl)):
         return None
     return unit.replace(init, value)
 
