@@ -764,17 +764,7 @@ def _cupy_launches(path: str, data: bytes, name: str) -> list[WorkspaceLaunch]:
         tree = ast.parse(text)
     except SyntaxError:
         return []
-    handles: set[str] = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
-            continue
-        call = node.value
-        fn = call.func
-        fname = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
-        named = [k.value for k in call.keywords if k.arg == "name"]
-        picked = call.args[:1] if fname == "get_function" else (call.args[1:2] + named if fname == "RawKernel" else [])
-        if any(isinstance(a, ast.Constant) and a.value == name for a in picked):
-            handles.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    handles = cupy_handles(tree, name)
     consts = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
               for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.Constant)
               and isinstance(node.value.value, int)}

@@ -442,6 +442,25 @@ class CudaLaunchBounds(CudaTransform):
         ]
 
 
+def _grid_local_edit(unit: CudaUnit, launch: SiteLaunch, value: str) -> TextEdit | None:
+    """The edit giving ``value`` to the plain local a launch's grid names (``int blocksPerGrid = 96;`` read by this
+    launch only), so no local is left unread; ``None`` for any other grid (a ``dim3``, an expression, a local read
+    elsewhere), which the launch argument takes."""
+    g = _ts.unwrap_parens(launch.grid) if launch.grid is not None else None
+    if not _ts.is_identifier(g) or launch.host is None:
+        return None
+    name = unit.t(g)
+    inits = unit.local_inits(launch.host, name)
+    if len(inits) != 1 or unit.assigned_in(launch.host, name) or len(references(launch.host, unit.src, name)) != 2:
+        return None
+    init = inits[0]
+    decl = init.parent.parent if init.parent is not None else None
+    if not _ts.is_declaration(decl) or _ts.is_brace_or_call_list(init) or \
+            "dim3" in unit.t(_ts.declaration_type(decl)):
+        return None
+    return unit.replace(init, value)
+
+
 GRID_HELPER = "htam_sm_blocks"
 _GRID_HELPER_TEXT = """
 // htam: a grid of per_sm blocks per SM of the current device (grid-stride kernels cover any n with any grid)
@@ -493,7 +512,7 @@ class CudaGridSize(CudaTransform):
             call = f"{GRID_HELPER}({per_sm})"
             if all(unit.t(la.grid).replace(" ", "") == call for la in unit.launches):
                 continue
-            edits = [wrap_grid(unit, la, call) for la in unit.launches]
+            edits = [_grid_local_edit(unit, la, call) or wrap_grid(unit, la, call) for la in unit.launches]
             bad = next((e for e in edits if isinstance(e, str)), None)
             if bad:
                 return self.not_applicable(bad)

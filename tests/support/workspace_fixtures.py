@@ -190,3 +190,24 @@ torch::Tensor scale(torch::Tensor x, double a) {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale, "scale"); }
 """
+
+
+def needs_nvcc_mark():  # noqa: ANN201 - a pytest mark
+    """A ``skipif`` mark for tests that compile with nvcc."""
+    import shutil
+
+    import pytest
+
+    return pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+
+
+def propose_first(path: Path, tid: str) -> list:
+    """The candidates of transform ``tid`` on the first kernel of ``path`` (the test fails with the refusal
+    reason when it does not apply)."""
+    from htam_core.source import load
+    from htam_core.transforms import registry
+
+    model = load(path)
+    res = registry.propose(tid, model, model.kernels[0])
+    assert isinstance(res, list), res.reason
+    return res

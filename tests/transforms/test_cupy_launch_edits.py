@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import difflib
 import importlib.util
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,17 +25,13 @@ from tests.support.workspace_fixtures import (
     CUPY_VADD_PY,
     LOAD_INLINE_TWO_STRINGS_PY,
     VADD,
+    needs_nvcc_mark,
+    propose_first,
     workspace,
 )
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-
-
-def _propose(path: Path, tid: str) -> list[Candidate]:
-    model = load(path)
-    res = registry.propose(tid, model, model.kernels[0])
-    assert isinstance(res, list), res.reason
-    return res
+needs_nvcc = needs_nvcc_mark()
+_propose = propose_first
 
 
 def _pick(cands: list[Candidate], **params: object) -> Candidate:

@@ -22,7 +22,7 @@ from transform_helpers import assert_nvcc_compiles, facts_of_text, fixture_path
 FILE = "grid_stride_spellings.cu"
 TID = "cuda.block_size"
 ONE_D = ["gs_for", "gs_while", "gs_do", "gs_stride_local", "gs_size_t", "gs_int64", "gs_cg_size",
-         "gs_cg_num_threads", "gs_template"]
+         "gs_cg_num_threads", "gs_template", "gs_two_passes"]
 SPELLINGS = [*ONE_D, "gs_2d"]
 #: the kernels the CPU emulation runs (no cooperative groups there)
 EMULATED = ["gs_for", "gs_while", "gs_do", "gs_stride_local", "gs_size_t", "gs_int64"]
@@ -37,7 +37,9 @@ def test_every_spelling_is_a_launch_free_grid_stride_loop(kernel):
     f = facts_of_text(_text(), kernel)
     assert f.grid_stride_loops, kernel
     assert f.launch_free_dims == (("x", "y") if kernel == "gs_2d" else ("x",))
-    assert f.covers_any_launch("x") and f.multiplies_block_index("x")
+    assert f.covers_any_launch("x")
+    # the slice of a block is its extent blockDim.x (a template extent is a constant: the fixed-extent check's)
+    assert f.multiplies_block_index("x") is (kernel != "gs_template")
 
 
 @pytest.mark.parametrize(("kernel", "why"), [("gs_partials", "partial"), ("gs_break", "break")])
@@ -147,3 +149,11 @@ def test_the_grid_is_kept_where_it_decides_the_coverage(refuse, kernel, why):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_the_sm_sized_grid_compiles(cand, tmp_path):
     assert_nvcc_compiles(cand("cuda.grid_size", FILE, "gs_while")[1].new_text, tmp_path)
+
+
+def test_a_block_per_row_is_still_retuned(cand):
+    """``row = blockIdx.x``, ``out[row * cols + j]`` with ``j`` striding by the block: the block index is scaled by
+    the row length, not by the block's extent, so the grid (one block per row) need not follow the block."""
+    f = facts_of_text(_text(), "row_per_block")
+    assert not f.multiplies_block_index("x") and not f.covers_any_launch("x")
+    assert {tuple(c.params["block"]) for c in cand(TID, FILE, "row_per_block")} >= {(256,), (512,)}

@@ -7,7 +7,6 @@ anywhere, the launch-independent form is offered and its note says so. Both edit
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,17 +29,13 @@ from tests.support.workspace_fixtures import (
     TRITON_KERNELS,
     TRITON_MAIN,
     VADD,
+    needs_nvcc_mark,
+    propose_first,
     workspace,
 )
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-
-
-def _propose(path: Path, tid: str) -> list[Candidate]:
-    model = load(path)
-    res = registry.propose(tid, model, model.kernels[0])
-    assert isinstance(res, list), res.reason
-    return res
+needs_nvcc = needs_nvcc_mark()
+_propose = propose_first
 
 
 def _written(path: Path, cand: Candidate) -> dict[str, str]:

@@ -802,7 +802,8 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
     consts = _constants(src, env)
     macro_reads, device_calls = _macro_builtins(src, aff), _device_calls(src, tparams)
     gs_loops, gs_dims = grid_stride_facts(aff, src.body, loop_nodes, [lp.line for lp in loops],
-                                          hidden_reads=bool(macro_reads) or _callees_read_builtins(src, device_calls))
+                                          hidden_reads=_callees_read_builtins(src, device_calls),
+                                          macros=frozenset(m for m, _ in macro_reads))
     threads = launches[0].block[0].value if launches and launches[0].block else None
     loops = tuple(
         replace(lp, strides_threads=True) if not lp.strides_threads and threads and lp.step == threads

@@ -904,17 +904,18 @@ class KernelFacts:
         return tuple(out)
 
     def multiplies_block_index(self, dim: str) -> bool:
-        """Some index the kernel computes scales ``blockIdx.<dim>`` (``blockIdx.x * blockDim.x + threadIdx.x``,
-        ``static_cast<int64_t>(blockIdx.x) * 256``, a grid group's ``thread_rank()``): each block owns a slice whose
-        place depends on the block's extent, read from the thread indices, the loops' starts and steps and the
-        accesses' indices."""
-        b = sym(f"blockIdx.{dim}")
+        """Some index the kernel computes scales ``blockIdx.<dim>`` by the block's extent ``blockDim.<dim>``
+        (``blockIdx.x * blockDim.x + threadIdx.x`` however spelled: behind casts,
+        ``static_cast<int64_t>(blockIdx.x) * blockDim.x``, or a grid group's ``thread_rank()``): each block owns
+        the slice its extent gives, read from the thread indices, the loops' starts and steps and the accesses'
+        indices. A block per row (``row = blockIdx.x``, ``out[row * C + j]``) is not one."""
+        b, bd = sym(f"blockIdx.{dim}"), sym(f"blockDim.{dim}")
         exprs = [ti.expr for ti in self.thread_indices] + [a.index for a in self.accesses]
         exprs += [e for lp in self.loops for e in (lp.start, lp.step)]
         for e in exprs:
             if e is None or b not in e.free_symbols:
                 continue
-            if any(t.is_Mul and b in t.free_symbols for t in sympy.Add.make_args(sympy.expand(e))):
+            if any(t.is_Mul and {b, bd} <= t.free_symbols for t in sympy.Add.make_args(sympy.expand(e))):
                 return True
         return False
 

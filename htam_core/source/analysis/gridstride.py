@@ -65,6 +65,8 @@ class _Header:
     step: Node
     #: nodes whose text may name ``var`` outside the loop (its declaration, a do-loop's entry check)
     outside: tuple[Node, ...]
+    #: ``var`` is declared in the ``for`` header: C scopes it to the loop (another loop's ``i`` is another variable)
+    scoped: bool = False
 
 
 def _condition(node: Node | None) -> Node | None:
@@ -160,6 +162,7 @@ def _header(r: _Reader, loop: Node) -> _Header | None:
         return None
     var, bound = lt
     outside: list[Node] = []
+    scoped = False
     if loop.type == "for_statement":
         init, upd = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
         step = _step_of(env, upd, var) if upd is not None else None
@@ -168,7 +171,7 @@ def _header(r: _Reader, loop: Node) -> _Header | None:
         if init is not None and init.type == "declaration":
             ds = [d for d in init.named_children if d.type == "init_declarator"]
             if len(ds) == 1 and env.t(ds[0].child_by_field_name("declarator")) == var:
-                start = ds[0].child_by_field_name("value")
+                start, scoped = ds[0].child_by_field_name("value"), True
         elif init is not None and init.type == "assignment_expression" and env.t(init.child_by_field_name("left")) == var:
             start, allowed = init.child_by_field_name("right"), [upd, init]
         elif init is None:
@@ -187,9 +190,9 @@ def _header(r: _Reader, loop: Node) -> _Header | None:
             outside.append(guard.child_by_field_name("condition"))
     if start is None or step is None:
         return None
-    if any(w not in allowed for w in _writes(env, r.func, var)):
+    if any(w not in allowed for w in _writes(env, loop if scoped else r.func, var)):
         return None
-    return _Header(var, start, bound, step, tuple(outside))
+    return _Header(var, start, bound, step, tuple(outside), scoped)
 
 
 def _leaves_early(loop: Node) -> bool:
@@ -227,6 +230,7 @@ class _Loop:
     node: Node
     slots: tuple[Node, ...]
     outside: tuple[Node, ...]
+    scoped: bool
 
 
 def _grid_stride_loops(r: _Reader, loop_nodes: list[Node], lines: list[int]) -> list[_Loop]:
@@ -245,16 +249,19 @@ def _grid_stride_loops(r: _Reader, loop_nodes: list[Node], lines: list[int]) -> 
         if bound is not None and sym(h.var) in bound.free_symbols:
             continue
         out.append(_Loop(GridStrideLoop(k, found[0], h.var, found[1], bound, lines[k]), ln, (h.start, h.step),
-                         h.outside))
+                         h.outside, h.scoped))
     return out
 
 
-def _occurrences(r: _Reader, body: Node, dim: str) -> list[Node]:
-    """The nodes of ``body`` that read a builtin along ``dim``: field expressions and cooperative-groups queries."""
+def _occurrences(r: _Reader, body: Node, dim: str, macros: frozenset[str]) -> list[Node]:
+    """The nodes of ``body`` that read a builtin along ``dim``: field expressions, cooperative-groups queries, and
+    the uses of the macros in ``macros`` (those that read a builtin in their text, counted along every dimension)."""
     names = {f"{b}.{dim}" for b in ("threadIdx", "blockIdx", "blockDim", "gridDim")}
     out: list[Node] = []
     for n in walk(body):
         if n.type == "field_expression" and r.builtin(n) in names:
+            out.append(n)
+        elif n.type == "identifier" and r.env.t(n) in macros:
             out.append(n)
         elif n.type == "call_expression":
             e = r._cg_call(n)
@@ -291,13 +298,17 @@ def _spent(r: _Reader, body: Node, n: Node, slots: list[Node], depth: int = 0) -
 
 
 def _var_stays_inside(r: _Reader, body: Node, lp: _Loop) -> bool:
-    """Every use of the loop's index is in the loop, its declaration or a do loop's entry check."""
+    """Every use of the loop's index is in the loop, its declaration or a do loop's entry check (an index declared
+    in a ``for`` header is the loop's own)."""
+    if lp.scoped:
+        return True
     keep = (lp.node, *lp.outside)
     return all(any(_inside(u, k) for k in keep) for u in of_type(body, "identifier") if r.env.t(u) == lp.fact.var)
 
 
 def grid_stride_facts(r: _Reader, body: Node, loop_nodes: list[Node], lines: list[int], *,
-                      hidden_reads: bool) -> tuple[tuple[GridStrideLoop, ...], tuple[str, ...]]:
+                      hidden_reads: bool, macros: frozenset[str] = frozenset()
+                      ) -> tuple[tuple[GridStrideLoop, ...], tuple[str, ...]]:
     """The kernel's grid-stride loops and the dimensions whose coverage no launch decides (module docstring).
 
     Args:
@@ -305,8 +316,10 @@ def grid_stride_facts(r: _Reader, body: Node, loop_nodes: list[Node], lines: lis
         body: the kernel's body.
         loop_nodes: every loop of the body, in source order (their index is the loop's id).
         lines: the 1-based line of each loop.
-        hidden_reads: the kernel may read the thread indices out of sight (a macro that reads a builtin, a
-            function of the unit it calls): no dimension is then launch-free.
+        hidden_reads: the kernel may read the thread indices out of sight (a function of the unit it calls): no
+            dimension is then launch-free.
+        macros: the macros the body uses whose text reads a builtin (``#define STRIDE (blockDim.x * gridDim.x)``):
+            each use must be spent in a loop's start or stride like a builtin.
 
     Returns:
         ``(loops, dims)``: the grid-stride loops in source order, and the launch-free dimensions (sorted).
@@ -318,6 +331,6 @@ def grid_stride_facts(r: _Reader, body: Node, loop_nodes: list[Node], lines: lis
         if not on_d or hidden_reads:
             continue
         slots = [s for lp in on_d for s in lp.slots]
-        if all(_spent(r, body, n, slots) for n in _occurrences(r, body, d)):
+        if all(_spent(r, body, n, slots) for n in _occurrences(r, body, d, macros)):
             free.append(d)
     return tuple(lp.fact for lp in loops), tuple(free)

@@ -32,7 +32,7 @@ __all__ = [
     "BREAKABLE_KINDS", "COMPOUND_KINDS", "DECLARATION", "FOR_LOOP", "FUNCTION", "JUMP_KINDS", "LOOP_KINDS",
     "NAME_DECLARATION_KINDS", "Node", "PY_ANY_ASSIGNMENT", "PY_ASSIGNMENT", "PY_ASSIGNMENT_KINDS", "PY_CALL",
     "SUBSCRIPT", "WRITE_KINDS", "any_py_assignments", "assignments", "binaries", "blocks", "calls", "comments",
-    "comparison_operators", "declarations", "effects", "error_ranges", "fields", "for_loops",
+    "comparison_operators", "declaration_type", "declarations", "effects", "error_ranges", "fields", "for_loops",
     "for_or_while_loops", "function_declarators", "function_definitions", "function_exits", "identifiers",
     "import_statements", "include_insert_point", "indent_of", "init_declarators", "integers", "is_address_of",
     "is_any_py_assignment", "is_argument_list", "is_assignment", "is_augmented_assignment", "is_binary",
@@ -133,6 +133,11 @@ def numbers(node: Node) -> list[Node]:
 def is_declaration(n: Node | None) -> bool:
     """``n`` is a C/CUDA declaration statement (``int i = 0, j;``)."""
     return n is not None and n.type == "declaration"
+
+
+def declaration_type(decl: Node | None) -> Node | None:
+    """The type node of a C/CUDA declaration (``int`` of ``int i = 0;``, ``dim3`` of ``dim3 g(4);``), or None."""
+    return decl.child_by_field_name("type") if decl is not None else None
 
 
 def declarations(node: Node) -> list[Node]:
