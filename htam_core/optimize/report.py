@@ -374,7 +374,7 @@ def _summary(start_ev: Evaluation, best_ev: Evaluation, steps: list[StepRecord],
                                                                                      ENDPOINT_FAULT))
         summary = (f"Static mode: {len(steps)} candidates, {verified} verified correct"
                    f"{' under the Triton interpreter' if traits(language).tiles else ''}, "
-                   f"{unverified} unverified (compiled only, no GPU or no harness), "
+                   f"{unverified} unverified (compiled only: without a GPU nothing ran them), "
                    f"{sum(1 for s in steps if s.status in ('incorrect', 'failed'))} refused or failed; nothing was "
                    "timed, so every step is not measured and none is kept. "
                    + (f"The loop followed HTAM's ranking of the static state (not measured): "
