@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.triton import dependents
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._triton import TritonTransform, TritonUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -47,40 +48,20 @@ def _stmt_range(unit: TritonUnit, a: Node) -> tuple[int, int]:
     return start, (nl + 1 if nl != -1 else st.end_byte)
 
 
-def _seeded(unit: TritonUnit, seeds: dict[str, str]) -> dict[str, frozenset[str]]:
-    """For each name assigned in the kernel, which of ``seeds`` (name -> ``"m"``/``"n"``) its value depends on,
-    through any operator and any number of assignments (``+=`` included), in source order."""
-    deps = {k: frozenset({v}) for k, v in seeds.items()}
-    for a in syn.py_assignments(unit.body):
-        left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
-        if left is None or right is None or not syn.is_identifier(left) or unit.t(left) in seeds:
-            continue
-        got = _reads(unit, right, deps) | deps.get(unit.t(left), frozenset())
-        if got:
-            deps[unit.t(left)] = got
-    return deps
-
-
-def _reads(unit: TritonUnit, node: Node, deps: dict[str, frozenset[str]]) -> frozenset[str]:
-    found: set[str] = set()
-    for n in syn.walk(node):
-        if syn.is_identifier(n) and unit.t(n) in deps:
-            found |= deps[unit.t(n)]
-    return frozenset(found)
-
-
 def shares_operands(unit: TritonUnit, pm: str, pn: str) -> bool:
     """Whether grouping ``pm``/``pn`` can give L2 reuse: some ``tl.load`` reads data indexed by ``pm`` and not
     ``pn`` (an A row panel, which programs of one tile row share) and another by ``pn`` and not ``pm`` (a B
     column panel). When every load depends on ``pm`` (a batch x head axis), programs of different ``pm`` share
     no operand and the remap cannot help (Triton tutorial 03: the reuse is of A's rows and B's columns)."""
-    deps = _seeded(unit, {pm: "m", pn: "n"})
+    on_m = set(dependents(unit.body, unit.src, [pm]))
+    on_n = set(dependents(unit.body, unit.src, [pn]))
     kinds = set()
     for ld in unit.calls(unit.body, "tl.load"):
         args = ld.child_by_field_name("arguments").named_children
         if args and not syn.is_keyword_argument(args[0]):
-            kinds.add(_reads(unit, args[0], deps))
-    return frozenset({"m"}) in kinds and frozenset({"n"}) in kinds
+            read = {unit.t(n) for n in syn.walk(args[0]) if syn.is_identifier(n)}
+            kinds.add((bool(read & on_m), bool(read & on_n)))
+    return (True, False) in kinds and (False, True) in kinds
 
 
 @register

@@ -443,11 +443,17 @@ def derived_names(psrc: PythonSource, roots: list[str], assigns: dict[str, list[
     """``roots`` and every name assigned (anywhere in the kernel, ``=`` or ``+=``-style) from an expression that
     reads one of them, transitively, roots first then discovery order (the one dependence closure over
     assignments; ``assigns`` is accepted for callers that hold the plain-assignment index, and not needed)."""
-    src = psrc.src
+    return dependents(psrc.body, psrc.src, roots)
+
+
+def dependents(body: Node, src: bytes, roots: list[str]) -> list[str]:
+    """``roots`` and every name assigned in ``body`` (``=`` or ``+=``-style) from an expression that reads one of
+    them, transitively: the dependence closure of :func:`derived_names` for any kernel body (the transforms' units
+    hold the body and the file's bytes). Raises nothing."""
     out = list(dict.fromkeys(roots))
     derived = set(out)
     stmts = [(text(a.child_by_field_name("left"), src), a.child_by_field_name("right"))
-             for a in of_type(psrc.body, ("assignment", "augmented_assignment"))
+             for a in of_type(body, ("assignment", "augmented_assignment"))
              if a.child_by_field_name("left") is not None and a.child_by_field_name("left").type == "identifier"]
     changed = True
     while changed:
