@@ -19,8 +19,9 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import Const, int_literal
 from htam_core.source.analysis.contracts import host_owns_outputs
 from htam_core.source.analysis.facts import DIMS
-from htam_core.source.analysis.forms import barriers_in, launch_bounds_node, uses_block_linear_index
+from htam_core.source.analysis.forms import barriers_in, uses_block_linear_index
 from htam_core.source.analysis.launch import dims_of
+from htam_core.source.analysis.launch_bounds import LaunchBounds, launch_bounds, launch_bounds_node
 from htam_core.source.analysis.nodes import Node, references
 from htam_core.source.analysis.syntax import statement_start, statements, strip_casts
 from htam_core.source.analysis.unit import CudaSource, cuda_source
@@ -182,6 +183,12 @@ class CudaUnit:
         """The ``__launch_bounds__(...)`` node of the kernel, if any (:func:`~htam_core.source.analysis.forms.
         launch_bounds_node`)."""
         return launch_bounds_node(self.source)
+
+    def launch_bounds(self) -> LaunchBounds | None:
+        """The kernel's ``__launch_bounds__`` as one fact in any spelling (a literal, a named constant, a template
+        parameter, a macro such as ATen's ``C10_LAUNCH_BOUNDS_1(256)``;
+        :func:`~htam_core.source.analysis.launch_bounds.launch_bounds`), or ``None`` without one."""
+        return launch_bounds(self.source)
 
 
 def load_unit(model: SourceModel, kernel: Kernel) -> CudaUnit | str:

@@ -298,28 +298,34 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
 
 
 def bounds_edit(unit: CudaUnit, old_total: int | None, new_total: int) -> TextEdit | None | str:
-    """Keep an existing ``__launch_bounds__(N)`` valid for a new block size.
+    """Keep an existing ``__launch_bounds__`` valid for a new block size (CUDA C++ Programming Guide, "Launch
+    Bounds": a launch with more threads per block than the limit fails).
 
-    Returns an edit when ``N`` is the literal old block size, ``None`` when nothing needs changing,
-    or a reason when ``N`` is smaller than the new size and cannot be rewritten.
+    Reads the limit in any spelling (:meth:`CudaUnit.launch_bounds`: a literal, a named constant, a template
+    parameter, a macro call such as ``C10_LAUNCH_BOUNDS_1(256)``).
+
+    Args:
+        unit: the kernel's editing view.
+        old_total: threads per block of the launches before the step, or ``None`` when unknown.
+        new_total: threads per block after it.
+
+    Returns:
+        ``None`` when nothing needs changing (no bounds, a limit of at least ``new_total``, or a template
+        parameter that follows the launch's template argument); an edit of the limit's literal when that literal
+        is written at the kernel (or as the macro call's argument) and equals the old block size; otherwise a
+        one-line reason the block size cannot change.
     """
-    lb = unit.launch_bounds_node()
-    if lb is None:
+    lb = unit.launch_bounds()
+    if lb is None or lb.template:
         return None
-    if not _ts.is_launch_bounds(lb):
-        return "__launch_bounds__ is declared through a macro or could not be parsed, so its thread limit is not read; the block size is left as is"
-    args = [c for c in lb.named_children if not _ts.is_comment(c)]
-    if not args:
+    if lb.max_threads is None:
+        return (f"the thread limit of __launch_bounds__ ({lb.text}) is not a compile-time integer here, so a block "
+                f"of {new_total} threads may exceed it; the block size is left as is")
+    if lb.max_threads >= new_total:
         return None
-    c = unit.resolve(args[0], None)
-    if c is None:
-        # a template parameter (BLOCK) follows the launch's template arguments
-        return None
-    if c.value >= new_total:
-        return None
-    if c.literal is not None and c.value == old_total and c.name is None:
-        return unit.replace(c.literal, str(new_total))
-    return f"__launch_bounds__({unit.t(args[0])}) is smaller than {new_total} threads"
+    if lb.literal_span is not None and lb.max_threads == old_total:
+        return unit.replace_span(lb.literal_span, str(new_total))
+    return f"__launch_bounds__({lb.text}) is smaller than {new_total} threads"
 
 
 @register

@@ -31,7 +31,7 @@ from htam_core.transforms._cuda import (
     stale_comment_notes,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
-from htam_core.transforms.cuda_launch import CUDA_LANGS, block_words
+from htam_core.transforms.cuda_launch import CUDA_LANGS, block_words, bounds_edit
 from htam_core.transforms.cuda_tiling import IndexVar, launch_sizes, match_naive_matmul, operand_index
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
@@ -72,6 +72,24 @@ def _uses_builtin(unit: CudaUnit, nodes: list[Node]) -> str | None:
     return None
 
 
+def _index_alias(unit: CudaUnit, stmt: Node, index_decls: tuple[Node, Node]) -> bool:
+    """``stmt`` declares locals that only the output index declarations ``index_decls`` read and that read no
+    memory: ``int bx = blockIdx.x; int ty = threadIdx.y;`` before ``int row = by * BLOCK_SIZE + ty;`` (the
+    NVIDIA samples' spelling). The rewrite recomputes the indices, so such a declaration is left unused, whatever
+    it reads (its value changes with 1-D blocks, but nothing uses it)."""
+    if not syn.is_declaration(stmt):
+        return False
+    names = [unit.t(d.child_by_field_name("declarator")) for d in syn.init_declarators(stmt)]
+    if not names or not all(n.isidentifier() for n in names):
+        return False
+    span = (unit.file_byte(stmt), stmt.end_byte + unit.base)
+    if any(span[0] <= a.span[0] < span[1] for a in unit.facts.accesses):
+        return False
+    keep = (stmt, *index_decls)
+    return all(any(k.start_byte <= n.start_byte < k.end_byte for k in keep)
+               for name in names for n in references(unit.body, unit.src, name))
+
+
 def _param_index(unit: CudaUnit, name: str) -> int | None:
     names = param_names(unit)
     return names.index(name) if name in names else None
@@ -105,7 +123,10 @@ class CudaRegisterTileMatmul(CudaTransform):
         old = tuple(d.const.value for d in old_block if d.const is not None)
         out = []
         for cfg in CONFIGS:
-            edits = [self._rewrite(unit, m, cfg, types)]
+            edits = [self._rewrite(unit, m, cfg, types), *self._drop_aliases(unit, m)]
+            bounds = bounds_edit(unit, unit.block_threads(unit.launches[0]), cfg.threads)
+            if isinstance(bounds, TextEdit):
+                edits.append(bounds)
             for la, (mh, nh) in zip(unit.launches, sizes, strict=True):
                 grid = ["1", "1"]
                 grid["xy".index(m["row"].dim)] = f"(({mh}) + {cfg.bm - 1}) / {cfg.bm}"
@@ -146,10 +167,11 @@ class CudaRegisterTileMatmul(CudaTransform):
                 if v.stride is not None and v.stride != block:
                     return (f"{v.name} advances {v.stride} per block but the block on line {la.site.line} has "
                             f"{block if block is not None else 'an unknown number of'} threads in {v.dim}")
-        if unit.launch_bounds_node() is not None:
-            return f"{kernel.name} has __launch_bounds__; the block becomes 256 threads, retile by hand"
+        bounds = bounds_edit(unit, unit.block_threads(unit.launches[0]), CONFIGS[0].threads)
+        if isinstance(bounds, str):
+            return bounds
         others = [s for s in m["stmts"] if s.start_byte < m["guard"].start_byte and s not in (row.decl, col.decl)
-                  and s not in m["consumed"]] + m["pre"]
+                  and s not in m["consumed"] and not _index_alias(unit, s, (row.decl, col.decl))] + m["pre"]
         uses = _uses_builtin(unit, [*others, *m["rest"]])
         if uses:
             return f"code outside the index declarations uses {uses}, which changes meaning with 1-D blocks"
@@ -160,6 +182,15 @@ class CudaRegisterTileMatmul(CudaTransform):
         if _uses_builtin(unit, [m["acc_init"]]):
             return "the accumulator's initial value reads a thread index directly, which changes with 1-D blocks"
         return None
+
+    def _drop_aliases(self, unit: CudaUnit, m: dict) -> list[TextEdit]:
+        """Edits deleting the index aliases (:func:`_index_alias`) written before the index declarations: the
+        rewrite recomputes the indices, so nothing reads them any more."""
+        row, col = m["row"], m["col"]
+        first = min(row.decl.start_byte, col.decl.start_byte)
+        return [unit.edit(syn.line_start(unit.src, s.start_byte), s.end_byte + 1, "") for s in m["stmts"]
+                if s.start_byte < first and _index_alias(unit, s, (row.decl, col.decl))
+                and unit.src[s.end_byte:s.end_byte + 1] == b"\n"]
 
     def _batch(self, unit: CudaUnit, launch: Launch) -> str | None:
         """The launch grid's z component as written (the batch count, kept), or ``None`` for a 2-D grid."""

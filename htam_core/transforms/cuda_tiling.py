@@ -43,7 +43,7 @@ from htam_core.transforms._cuda import (
     strip_casts,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
-from htam_core.transforms.cuda_launch import CUDA_LANGS, retune_block
+from htam_core.transforms.cuda_launch import CUDA_LANGS, bounds_edit, retune_block
 from htam_core.transforms.cuda_panel_tiling import CudaSmemPanelTiling
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
@@ -406,8 +406,6 @@ class CudaSmemTilingMatmul(CudaTransform):
         cur = _block_shape(unit)
         if isinstance(cur, str) and any(s is not None for s in (m["row_stride"], m["col_stride"])):
             return self.not_applicable(cur)
-        if unit.launch_bounds_node() is not None:
-            return self.not_applicable(f"{kernel.name} has __launch_bounds__; retile by hand")
         sizes = launch_sizes(unit, m) if isinstance(cur, str) else []
         if isinstance(sizes, str):
             return self.not_applicable(f"{cur}, and {sizes}")
@@ -434,6 +432,12 @@ class CudaSmemTilingMatmul(CudaTransform):
                     reasons.append(f"{v.name} uses a block stride of {s}, not the block's {size} threads in {v.dim}")
                     break
             else:
+                # a retuned block's bounds follow in retune_block; a block sized here is checked here
+                bounds = bounds_edit(unit, None, tile * tile) if isinstance(cur, str) else None
+                if isinstance(bounds, str):
+                    reasons.append(bounds)
+                    continue
+                launch_edits = [*launch_edits, *([bounds] if bounds is not None else [])]
                 body = self._rewrite(unit, m, tile)
                 out.append(
                     self.candidate(
@@ -573,8 +577,11 @@ class CudaTransposeSmemTile(CudaTransform):
             title = (f"transpose in {kernel.name} through a 32x33 padded shared tile: coalesced reads and writes, "
                      f"the launch's {shape[0]}x{shape[1]} threads moving each tile")
             out = [self.candidate(model, title, dict(tile=32, block=list(shape)), [body])]
-        if shape != (32, 8) and unit.launch_bounds_node() is None:
+        bounds = bounds_edit(unit, None if isinstance(shape, str) else shape[0] * shape[1], 256)
+        if shape != (32, 8) and not isinstance(bounds, str):
             launch_edits = self._block_edits(unit, 32, 8)
+            if launch_edits and bounds is not None:
+                launch_edits.append(bounds)  # type: ignore[arg-type]
             if launch_edits:
                 out.append(self.candidate(
                     model, f"transpose in {kernel.name} through a 32x33 padded shared tile, 32x8 threads per block "

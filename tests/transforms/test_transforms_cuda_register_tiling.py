@@ -75,7 +75,6 @@ def test_double_gemm_uses_scalar_fragments(cand):
 
 @pytest.mark.parametrize(("file", "kernel", "needle"), [
     ("matmul_variants.cu", "matadd", "not the naive matmul pattern"),
-    (VARIANTS, "mm_bounded", "has __launch_bounds__"),
     (VARIANTS, "mm_sized", "the size arguments next_size(R), O on line"),
     ("transpose_naive.cu", "transpose_naive", "not the naive matmul pattern"),
     ("softmax_row_per_thread.cu", "softmax_row_per_thread", "not the naive matmul pattern"),
@@ -118,3 +117,48 @@ def test_register_tile_after_smem_tiling_refuses(cand):
     model = parse_text(tiled, "cuda")
     res = registry.propose(TID, model, model.kernel("sgemm_naive"))
     assert isinstance(res, NotApplicable) and "not the naive matmul pattern" in res.reason
+
+
+def test_launch_bounds_that_admit_the_new_block_are_kept(cand):
+    """``__launch_bounds__(256)`` on a 16x16 launch: the 256-thread register-tile block fits under it, so the
+    kernel is tiled and the bounds stay as written."""
+    cs = cand(TID, VARIANTS, "mm_bounded")
+    assert cs and all("__launch_bounds__(256) mm_bounded" in c.new_text for c in cs)
+
+
+NAIVE_BOUNDED = """#define LB(n) __launch_bounds__((n))
+__global__ void LB(LIMIT) mm(const float *A, const float *B, float *C, int M, int N, int K) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = acc;
+    }
+}
+void run(const float *A, const float *B, float *C, int M, int N, int K) {
+    mm<<<dim3((N + BX - 1) / BX, (M + BY - 1) / BY), dim3(BX, BY)>>>(A, B, C, M, N, K);
+}
+"""
+
+
+def _bounded(limit: int, bx: int, by: int):
+    from htam_core.source import parse_text
+
+    text = NAIVE_BOUNDED.replace("LIMIT", str(limit)).replace("BX", str(bx)).replace("BY", str(by))
+    model = parse_text(text, "cuda")
+    return registry.propose(TID, model, model.kernel("mm"))
+
+
+def test_a_macro_limit_equal_to_the_old_block_follows_the_new_block():
+    """ATen-style bounds through a macro, the limit the old 16x8 block: the macro's argument becomes 256."""
+    res = _bounded(128, 16, 8)
+    assert not isinstance(res, NotApplicable), res
+    assert all("__global__ void LB(256) mm(" in c.new_text for c in res)
+
+
+def test_a_deliberately_lower_limit_is_refused_in_one_line():
+    """A limit below 256 that is not the old block size (64 threads under a cap of 128) is the author's choice:
+    refused, saying why, not silently raised."""
+    res = _bounded(128, 8, 8)
+    assert isinstance(res, NotApplicable) and "smaller than 256 threads" in res.reason

@@ -19,6 +19,7 @@ import sympy
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import KernelFacts, sym
 from htam_core.source.analysis.guards import BoundsGuard, bounds_guard, describe_form
+from htam_core.source.analysis.launch_bounds import launch_bounds_node  # noqa: F401  (re-exported)
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.sync import Barrier
 from htam_core.source.analysis.syntax import side_effect_free, statements, strip_casts
@@ -363,31 +364,3 @@ def uses_block_linear_index(source: CudaSource, dim: str) -> bool:
             if s is not None and source.t(syn.unwrap_parens(s)).replace(" ", "").endswith(f"blockIdx.{dim}"):
                 return True
     return False
-
-
-#: A ``#define`` whose body is (or holds) ``__launch_bounds__``.
-_LAUNCH_BOUNDS_MACRO = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(\w+)[^\n]*__launch_bounds__", re.MULTILINE)
-
-
-def launch_bounds_node(source: CudaSource) -> Node | None:
-    """The ``__launch_bounds__(...)`` node of the kernel, if any (also inside ERROR recovery); the kernel's
-    ``function_definition`` when the bounds are written before the declarator in a form the grammar does not read,
-    or through a macro of the file that stands for them (``#define C10_LAUNCH_BOUNDS_1(n) __launch_bounds__((n))``)."""
-    func, src, declarator = source.func, source.src, source.declarator
-    for c in func.children:
-        if syn.is_launch_bounds(c) or (syn.is_error(c) and "__launch_bounds__" in source.t(c)):
-            return c
-    head = src[func.start_byte : declarator.start_byte]
-    if b"__launch_bounds__" in head:
-        return func
-    names = {m.group(1) for m in _LAUNCH_BOUNDS_MACRO.finditer(src)}
-    if names:
-        # the header may be parsed apart from the definition (`__global__ void LB(256)` then `k(...)`): read
-        # back to the end of the previous statement, block or preprocessor line
-        fs = func.start_byte
-        back = [src.rfind(b";", 0, fs), src.rfind(b"}", 0, fs)]
-        back += [m.end() - 1 for m in re.finditer(rb"(?m)^[ \t]*#[^\n]*$", src[:fs])][-1:]
-        head = src[max(back) + 1 : declarator.start_byte]
-        if any(re.search(rb"\b" + re.escape(n) + rb"\b", head) for n in names):
-            return func
-    return None
