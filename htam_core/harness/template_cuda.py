@@ -371,13 +371,20 @@ def direct_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str]) -
     of the launching code that the launch passes as an integer kernel parameter written as that parameter's
     size symbol (``size_of``: kernel parameter -> symbol). ``None`` when the block is not constant or a grid
     component uses anything else (the caller then guesses and says so). A kernel in a Python string launched by
-    a cupy call of its file is read with that call (:func:`~htam_core.source.workspace.launch_unit`)."""
+    a cupy call of its file, or a kernel of a ``.cu`` file launched only from other workspace files (a ``.cpp``
+    launcher, a cupy ``RawModule(path=...)`` call in a ``.py``), is read with that launch
+    (:func:`~htam_core.source.workspace.launch_unit`)."""
     if model.file_language != "cuda":
         unit = launch_unit(model, kernel) if traits(kernel.language).embedded and model.path \
             and not kernel.launch_sites else None
         if unit is None:
             return None
         model, kernel = unit.model, unit.kernel
+    elif not kernel.launch_sites and model.path:
+        # launched only from other files of the workspace (a .cpp, a cupy call in a .py): read that launch
+        unit = launch_unit(model, kernel)
+        if unit is not None:
+            model, kernel = unit.model, unit.kernel
     facts = analyze(model, kernel)
     if not facts.launches:
         return None

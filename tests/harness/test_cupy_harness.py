@@ -90,3 +90,36 @@ def test_the_template_table_verifies_the_kernel_on_the_gpu(tmp_path):
     ws = _with_table(tmp_path)
     r = verify_in_worker(find_harness(ws / "vadd.py", "vadd"), timeout_s=300)
     assert r.correct and r.verified_on == "gpu", r
+
+
+CU_KERNEL = """extern "C" __global__ void vscale(const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+"""
+
+CU_LAUNCHER_PY = """import cupy as cp
+
+mod = cp.RawModule(path="vscale.cu")
+vscale = mod.get_function("vscale")
+
+
+def scale(x):
+    n = x.size
+    y = cp.empty_like(x)
+    threads = 64
+    vscale(((n + threads - 1) // threads,), (threads,), (x, y, cp.int32(n)))
+    return y
+"""
+
+
+@pytest.mark.parametrize("launcher", ["run.py", "host.cpp"])
+def test_a_cu_kernel_launched_from_another_file_gets_that_launch_in_its_template(tmp_path, launcher):
+    """A ``.cu`` kernel launched only from another workspace file (a cupy ``RawModule(path=...)`` call, a C++
+    launcher): the template writes that launch's block and grid, not the default guess of 256 threads."""
+    other = CU_LAUNCHER_PY if launcher.endswith(".py") else (
+        'extern "C" __global__ void vscale(const float *x, float *y, int n);\n'
+        "void scale(const float *x, float *y, int n) { vscale<<<(n + 63) / 64, 64>>>(x, y, n); }\n")
+    ws = workspace(tmp_path, {"vscale.cu": CU_KERNEL, launcher: other})
+    table = _table(ws / "vscale.cu")
+    assert table["block"] == "64" and table["grid"] == "(cdiv(N, 64),)", table
