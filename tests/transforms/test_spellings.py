@@ -14,8 +14,6 @@ SPELLINGS = all_spellings()
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("matmul_register_tile", "nvidia_samples.cu"): "the bx/by locals read blockIdx outside the index declarations, "
                                                    "which the 1-D block of the register tiling would change",
-    ("coarsen", "guarded_load.cu"): "a load under `if (i < n) v = in[i];` into a zeroed register is not read as "
-                                    "the guarded load of the block tree",
     ("matmul_smem_tile", "aten.cu"): "the kernel declares __launch_bounds__(256) through a macro "
                                      "(C10_LAUNCH_BOUNDS_1); the tiling retiles such a kernel by hand only (it made "
                                      "32x32 blocks before the macro was read, which failed on the GPU)",
