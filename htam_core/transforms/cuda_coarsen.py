@@ -17,9 +17,14 @@ grid, so the result is the same combination of the inputs (float sums in another
 writes one partial result per block (``partial[blockIdx.x]``), the number of partials changes with the grid:
 the block count is then changed where the host declares it (``unsigned int blocks = ...``), so that the host's
 other uses of that count (``n = blocks`` before the next pass, a buffer size) follow. A grid written inline at
-the launch with a per-block output is refused. The load, its bound, the shared array and the combine are read
-from the analysis facts (the shared write, the global read with stride 1 along ``threadIdx.x`` and
-``blockDim.x`` along ``blockIdx.x``, the tree loop's update of the array).
+the launch with a per-block output is refused. The load is the analysis layer's guarded block load
+(:func:`~htam_core.source.analysis.block_load.guarded_block_load`), in any of its spellings: the conditional above,
+a register zeroed and loaded under ``if (i < n)``, an ``if``/``else`` store, the identity stored and then
+overwritten in range; its statements are replaced by the accumulation and the one store. A kernel that reads the
+load's register or index after the store (per-element work after the tree) is refused: with fewer blocks, the
+elements past the new grid would not reach that code. Other guard terms (``i < n && i % 2 == 0``) guard
+each element of the loop. The combine is read from the tree loop's update of the array; a sum whose value past the
+bound is not zero (``constants.is_zero_value``) is refused, since each thread would add it once.
 
 Idea source: M. Harris, "Optimizing Parallel Reduction in CUDA" (NVIDIA, 2007), kernel 7 (multiple elements
 per thread, "algorithm cascading"); CUDA C++ Best Practices Guide, grid-stride loops.
@@ -29,8 +34,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from htam_core.source.analysis import Access, sym
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis import sym
+from htam_core.source.analysis.block_load import NO_LOAD, GuardedLoad, guarded_block_load
+from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
@@ -39,7 +46,6 @@ from htam_core.transforms._cuda import (
     Launch,
     per_block_output_hazard,
     statement_list,
-    strip_casts,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
@@ -53,28 +59,15 @@ FACTORS = (8, 4)
 
 @dataclass
 class BlockLoad:
-    """The one-element-per-thread load ``array[slot] = (idx < bound) ? src[idx] : identity;`` of a block reduction."""
+    """The guarded block load of a reduction (:class:`~htam_core.source.analysis.block_load.GuardedLoad`, any
+    spelling) with what the rewrite adds: the register type ``etype`` (the shared array's element type), the loop
+    index type ``itype`` (the global index's declared type) and the tree's ``combine`` (``"+"`` or a
+    :data:`COMBINE_FUNCS` name)."""
 
-    stmt: Node
-    array: str
-    slot: str
-    index: str
-    bound: str
-    src: str
-    identity: str
+    form: GuardedLoad
     etype: str
     itype: str
     combine: str
-
-
-def _cond_less(unit: CudaUnit, cond: Node) -> tuple[str, str] | None:
-    c = strip_casts(syn.unwrap_parens(cond))
-    if not syn.is_binary(c) or unit.t(c.child_by_field_name("operator")) != "<":
-        return None
-    left = strip_casts(c.child_by_field_name("left"))
-    if not syn.is_identifier(left):
-        return None
-    return unit.t(left), unit.t(c.child_by_field_name("right"))
 
 
 def _combine_of(unit: CudaUnit, array: str, after: list[Node]) -> str | None:
@@ -107,57 +100,58 @@ def _combine_of(unit: CudaUnit, array: str, after: list[Node]) -> str | None:
 
 
 def match_block_load(unit: CudaUnit) -> BlockLoad | str:
-    """The kernel's one-element load before its block tree, or why there is none."""
+    """The kernel's one-element load before its block tree (the analysis layer's guarded block load, in any
+    spelling), or why there is none or why it cannot become a grid-stride accumulation."""
     facts = unit.facts
+    m = guarded_block_load(unit)
+    if isinstance(m, str):
+        if m == NO_LOAD and any(lp.grid_stride or (lp.strides_threads and lp.accumulators) for lp in facts.loops):
+            return "each thread already accumulates several elements (a strided loop) before the tree"
+        return m
+    if m.register_read_after or m.index_read_after:
+        name = m.register if m.register_read_after else m.index
+        return (f"{name} is read after the load into {m.array}: with several elements per thread and fewer "
+                "blocks it would stand for the thread's first element only")
+    per_block = m.load.stride("blockIdx.x")
+    threads = {la.threads for la in facts.launches}
+    if per_block != sym("blockDim.x") and not (per_block is not None and per_block.is_Integer
+                                              and threads == {int(per_block)}):
+        return (f"{m.index} advances {per_block} per block, not the block size of every launch; a grid-stride "
+                "loop would skip or repeat elements")
     stmts = statement_list(unit.body)
-    for k, st in enumerate(stmts):
-        if not syn.is_expression_statement(st) or not st.named_children:
-            continue
-        asg = st.named_children[0]
-        if not syn.is_assignment(asg) or unit.t(asg.child_by_field_name("operator")) != "=":
-            continue
-        left, right = asg.child_by_field_name("left"), syn.unwrap_parens(asg.child_by_field_name("right"))
-        wr = _access_at(unit, left)
-        if wr is None or wr.space != "shared" or not syn.is_conditional(right):
-            continue
-        gate = _cond_less(unit, right.child_by_field_name("condition"))
-        rd = _access_at(unit, strip_casts(syn.unwrap_parens(right.child_by_field_name("consequence"))))
-        if gate is None or rd is None or rd.space != "global" or rd.kind != "read":
-            continue
-        var, bound = gate
-        tix = next((t for t in facts.thread_indices if t.name == var), None)
-        if tix is None or not tix.is_global or tix.dims != ("x",):
-            return f"the load's index {var} is not the global thread index along x"
-        if rd.stride("threadIdx.x") != 1 or rd.stride("blockIdx.x") in (None, 0) or rd.index_text != var:
-            return f"the load `{unit.t(right.child_by_field_name('consequence'))}` is not src[{var}]"
-        per_block = rd.stride("blockIdx.x")
-        threads = {la.threads for la in facts.launches}
-        if per_block != sym("blockDim.x") and not (per_block is not None and per_block.is_Integer
-                                                  and threads == {int(per_block)}):
-            return (f"{var} advances {per_block} per block, not the block size of every launch; a grid-stride "
-                    "loop would skip or repeat elements")
-        combine = _combine_of(unit, wr.pointer, stmts[k + 1:])
-        if combine is None:
-            return f"no tree loop after the load combines {wr.pointer} with + or {'/'.join(COMBINE_FUNCS)}"
-        if any(lp.grid_stride for lp in facts.loops):
-            return "the kernel already has a grid-stride loop"
-        etype = element_type(unit, wr.pointer)
-        if etype is None:
-            return f"the element type of {wr.pointer} is not declared in the kernel"
-        load = syn.unwrap_parens(right.child_by_field_name("consequence"))
-        src = unit.t(strip_casts(load).child_by_field_name("argument"))
-        return BlockLoad(st, wr.pointer, wr.index_text, var, bound, src, unit.t(right.child_by_field_name("alternative")),
-                         etype, tix.type.replace("const", "").strip(), combine)
-    if any(lp.grid_stride or (lp.strides_threads and lp.accumulators) for lp in facts.loops):
-        return "each thread already accumulates several elements (a strided loop) before the tree"
-    return "no `shared[tid] = (i < n) ? in[i] : identity;` load before a block tree"
+    combine = _combine_of(unit, m.array, stmts[stmts.index(m.store) + 1:])
+    if combine is None:
+        return f"no tree loop after the load combines {m.array} with + or {'/'.join(COMBINE_FUNCS)}"
+    if combine == "+" and not is_zero_value(m.identity):
+        return (f"the value past the bound, `{m.identity}`, is not read as zero: each thread would add it once, "
+                "where the kernel adds it once per slot past the bound")
+    if any(lp.grid_stride for lp in facts.loops):
+        return "the kernel already has a grid-stride loop"
+    etype = element_type(unit, m.array)
+    if etype is None:
+        return f"the element type of {m.array} is not declared in the kernel"
+    tix = next(t for t in facts.thread_indices if t.name == m.index)
+    return BlockLoad(m, etype, tix.type.replace("const", "").strip(), combine)
 
 
-def _access_at(unit: CudaUnit, node: Node | None) -> Access | None:
-    if node is None:
-        return None
-    span = (unit.file_byte(node), node.end_byte + unit.base)
-    return next((a for a in unit.facts.accesses if a.span == span), None)
+def _accumulation(unit: CudaUnit, m: BlockLoad) -> TextEdit:
+    """The edit replacing the load's statements with the grid-stride accumulation into ``htam_v`` and the one
+    store ``array[slot] = htam_v;``. Each element is loaded as written (casts kept), and converted to the load's
+    register type where that differs from the array's."""
+    f = m.form
+    acc, value = "htam_v", f.value_at("htam_j")
+    if f.register_type is not None and f.register_type != m.etype:  # the value went through a register of its type
+        value = f"({f.register_type})({value})"
+    update = f"{acc} += {value};" if m.combine == "+" else f"{acc} = {m.combine}({acc}, {value});"
+    if f.extra:
+        update = f"if ({f.extra_at('htam_j')}) {update}"
+    first = f.stmts[0]
+    indent = syn.indent_of(unit.src, first.start_byte)
+    body = (f"{m.etype} {acc} = {f.identity};\n"
+            f"{indent}for ({m.itype} htam_j = {f.index}; htam_j < {f.bound}; htam_j += blockDim.x * gridDim.x)\n"
+            f"{indent}    {update}\n"
+            f"{indent}{f.array}[{f.slot}] = {acc};")
+    return unit.edit(first.start_byte, f.store.end_byte, body)
 
 
 def _per_block_output(unit: CudaUnit) -> bool:
@@ -240,17 +234,11 @@ class CudaCoarsenReduction(CudaTransform):
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; the grid cannot shrink")
         per_block = _per_block_output(unit)
-        acc = "htam_v"
-        update = f"{acc} += {m.src}[htam_j];" if m.combine == "+" else f"{acc} = {m.combine}({acc}, {m.src}[htam_j]);"
-        indent = syn.indent_of(unit.src, m.stmt.start_byte)
-        body = (f"{m.etype} {acc} = {m.identity};\n"
-                f"{indent}for ({m.itype} htam_j = {m.index}; htam_j < {m.bound}; htam_j += blockDim.x * gridDim.x)\n"
-                f"{indent}    {update}\n"
-                f"{indent}{m.array}[{m.slot}] = {acc};")
+        load = _accumulation(unit, m)
         out: list[Candidate] = []
         reasons: list[str] = []
         for f in FACTORS:
-            edits: list[TextEdit] = [unit.replace(m.stmt, body)]
+            edits: list[TextEdit] = [load]
             for la in unit.launches:
                 e = _grid_edit(unit, la, f, per_block)
                 if isinstance(e, str):
@@ -261,7 +249,7 @@ class CudaCoarsenReduction(CudaTransform):
                 out.append(self.candidate(
                     model,
                     f"accumulate about {f} elements per thread of {kernel.name} in a register (grid-stride) before "
-                    f"the {m.array} tree, with {f}x fewer blocks" + (" (the host's block count follows)" if per_block
+                    f"the {m.form.array} tree, with {f}x fewer blocks" + (" (the host's block count follows)" if per_block
                                                                      else ""),
                     {"elements_per_thread": f, "combine": m.combine, "per_block_output": per_block},
                     edits,

@@ -12,8 +12,6 @@ SPELLINGS = all_spellings()
 
 #: (step, spelling file) -> why the engine does not make the step on that spelling yet.
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("coarsen", "guarded_load.cu"): "a load under `if (i < n) v = in[i];` into a zeroed register is not read as "
-                                    "the guarded load of the block tree",
     # reductions, histograms, row operations and softmax
 }
 

@@ -38,8 +38,8 @@ _NOT_OFFERED = "not offered: "
 
 #: (step, spelling file) -> why the step is not in the top 5 of that spelling's ranking yet.
 RANK_GAPS: dict[tuple[str, str], str] = {
-    **{("coarsen", f): _COARSEN for f in ("aten.cu", "coop_groups.cu", "guarded_load.cu", "llmc.cu", "macro.cu",
-                                          "nvidia_samples.cu", "templated.cu")},
+    **{("coarsen", f): _COARSEN for f in ("aten.cu", "coop_groups.cu", "guarded_load.cu", "if_else_store.cu",
+                                          "llmc.cu", "macro.cu", "nvidia_samples.cu", "templated.cu")},
     **{("grid_stride", f): _GRID_STRIDE for f in ("aten.cu", "coop_groups.cu", "llmc.cu", "macro.cu",
                                                   "nvidia_samples.cu", "templated.cu", "unsigned_ternary.cu")},
     **{("online_softmax", f): _SOFTMAX for f in ("aten.cu", "coop_groups.cu", "llmc.cu", "macro.cu",
