@@ -100,6 +100,10 @@ FACTS: dict[str, str] = {
     "col] computed from the affine indices, in loops over rows and under row/column bounds checks too (analysis "
     "layer: KernelFacts.transposes); or a loop over the rows of a tile that transposes it (analysis layer: "
     "KernelFacts.transpose_loops)",
+    "one_element_tree": "CUDA: each thread loads one guarded element into the shared slot that a block tree then "
+    "combines (`sdata[tid] = (i < n) ? in[i] : 0;` in any spelling; analysis layer: "
+    "block_load.guarded_block_load): the add during the load is the textbook's next step; false for Triton, "
+    "unknown without the kernel's file",
     "histogram_like": "CUDA: a global atomicAdd whose index depends on loaded data (atomicAdd(&hist[data[i]], 1): "
     "the bins of a histogram; analysis layer: KernelFacts.histogram_updates); false for Triton or without atomics, "
     "unknown without the kernel",
@@ -234,6 +238,21 @@ def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
     fp32: bool | None = ("float32" in known) or (None if None in dtypes else False)
     return {**out, "is_autotuned": tf.autotuned, "dot_fp32_inputs": fp32 if tf.dots else False,
             "dot_input_dtypes": known, "grouped_programs": tf.grouped_program_ids}
+
+
+def _one_element_tree(model: SourceModel | None, kernel: Kernel | None, facts: KernelFacts | None) -> bool | None:
+    """Whether the CUDA kernel feeds its block tree one guarded element per thread
+    (:func:`~htam_core.source.analysis.block_load.guarded_block_load` finds the load), ``None`` without its file."""
+    from htam_core.source.analysis.block_load import GuardedLoad, guarded_block_load
+    from htam_core.source.analysis.forms import KernelText
+    from htam_core.source.analysis.unit import CudaSource, cuda_source
+
+    if model is None or kernel is None or facts is None or not facts.shared_tree_loops():
+        return None if model is None or kernel is None or facts is None else False
+    source = cuda_source(model, kernel)
+    if not isinstance(source, CudaSource):
+        return None
+    return isinstance(guarded_block_load(KernelText(source, facts)), GuardedLoad)
 
 
 def _callee_matmul(model: SourceModel, kernel: Kernel) -> bool:
@@ -458,6 +477,7 @@ def compute_facts(
     facts["uncoalesced_row_loop"] = False if lang != "cuda" else (
         None if analysis is None else bool(analysis.row_loops()))
     facts["stencil_like"] = _neighbour_loads(analysis, matmul_like)
+    facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)

@@ -23,9 +23,6 @@ from htam_core.types.profile import Bottleneck, Profile
 TOP = 5  # the editor's and `htam suggest`'s default
 KB = load_knowledge()
 
-_COARSEN = ("the add during the load (thread_coarsening: Parallel Mapping, prior 0.5, no signal) ranks below the "
-            "warp-shuffle finish and the memory steps on a cold memory: no analysis fact says the block tree is fed "
-            "one element per thread")
 _GRID_STRIDE = ("on a memory-bound elementwise kernel the grid-stride loop (Parallel Mapping, prior 0.4, no signal) "
                 "ranks below float4, const __restrict__, __ldg, the block size and launch bounds on a cold memory")
 _SOFTMAX = ("the row loops are uncoalesced (a thread per row): warp per row ranks first by design, and online "
@@ -38,8 +35,6 @@ _NOT_OFFERED = "not offered: "
 
 #: (step, spelling file) -> why the step is not in the top 5 of that spelling's ranking yet.
 RANK_GAPS: dict[tuple[str, str], str] = {
-    **{("coarsen", f): _COARSEN for f in ("aten.cu", "coop_groups.cu", "guarded_load.cu", "if_else_store.cu",
-                                          "llmc.cu", "macro.cu", "nvidia_samples.cu", "templated.cu")},
     **{("grid_stride", f): _GRID_STRIDE for f in ("aten.cu", "coop_groups.cu", "llmc.cu", "macro.cu",
                                                   "nvidia_samples.cu", "templated.cu", "unsigned_ternary.cu")},
     **{("online_softmax", f): _SOFTMAX for f in ("aten.cu", "coop_groups.cu", "llmc.cu", "macro.cu",
