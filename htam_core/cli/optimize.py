@@ -132,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"best kernel: {result.best_path}")
             for lp in result.launcher_paths:
                 print(f"its launcher: {lp}")
+            if result.best_copy is not None:
+                print(f"the best kernel again as {result.best_copy} (the name its launcher includes)")
     if apply_line:
         print(apply_line, file=sys.stdout if applied else sys.stderr)
     if not result.start_ok:

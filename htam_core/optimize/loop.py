@@ -738,7 +738,8 @@ class _Loop:
                 else ": followed in static mode like any mechanical step, compiled but not checked (run on a GPU "
                      "to verify it within the tolerance)"))
         elif numerics:
-            msgs.append("changes numerics (fast-math or reduced precision)" + (
+            msgs.append("changes numerics (results may differ in the last bits: fast-math, reduced precision or a "
+                        "rescaled accumulation)" + (
                 "" if self.gpu or accepted or ev.correct is not None
                 else ": not followed in static mode, where nothing can check its results (run on a GPU)"))
         return StepRecord(

@@ -196,10 +196,11 @@ def _markdown(task: OptimizeTask, result: OptimizeResult, warnings: list[str]) -
     if result.cancelled:
         lines.append("- cancelled by the user: the best kernel so far is kept")
     lines += ["", result.summary, "", "| # | direction → strategy | edit | correct | time (ms) | speedup | vs start | "
-              "kept | evidence | why (incorrect or failed) | made from |",
+              "kept | evidence | why (incorrect, failed or not followed) | made from |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in result.steps:
-        desc, ev, why = (_cell(t) for t in (s.description, s.evidence, s.reason or "—"))
+        not_followed = next((m for m in s.messages if "not followed" in m), "")  # static mode says why
+        desc, ev, why = (_cell(t) for t in (s.description, s.evidence, s.reason or not_followed or "—"))
         lines.append(f"| {s.index} | {s.direction} → {s.strategy} | {desc} | {_fmt_correct(s)} | {_fmt_ms(s.time_ms)} "
                      f"| {_fmt_x(s.speedup)} | {_fmt_x(s.speedup_vs_start)} | {s.kept()} | {ev} | {why} | {_fmt_parent(s)} |")
     if result.not_made:
@@ -292,7 +293,7 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
     steps = [s if s.reason or s.status not in ("incorrect", "failed")
              else dataclasses.replace(s, reason=failure_reason(s.status, s.messages)) for s in steps]
     ext = Path(task.path).suffix or ".txt"
-    best_path, launcher_paths = _write_kernel_files(out, ext, best_text, files)
+    best_path, launcher_paths, best_copy = _write_kernel_files(out, ext, best_text, files, Path(task.path).name)
     measured = gpu and start_ev.time_ms is not None
     best_speedup = None
     if measured and best_ev.time_ms and start_ev.time_ms:
@@ -314,7 +315,7 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
                             best_correct=best_ev.correct, best_verified_on=best_ev.verified_on,
                             not_made=steps_not_made(not_made or [], steps), plot=plot_path, plot_note=plot_note,
                             reproduction=reproduction, best_step=best_step, phases=phases,
-                            best_lineage=[s.index for s in path])
+                            best_lineage=[s.index for s in path], best_copy=best_copy)
     data = result.to_json()
     data["task"] = task.to_json()
     data["start_profile"] = start_ev.profile.to_json() if start_ev.profile else None
@@ -326,10 +327,12 @@ def write_report(task: OptimizeTask, out: Path, start_text: str, start_ev: Evalu
     return result
 
 
-def _write_kernel_files(out: Path, ext: str, best_text: str,
-                        files: Mapping[str, str] | None) -> tuple[Path, list[Path]]:
+def _write_kernel_files(out: Path, ext: str, best_text: str, files: Mapping[str, str] | None,
+                        kernel_file: str = "") -> tuple[Path, list[Path], Path | None]:
     """Write ``best<ext>`` and each rewritten launcher (under its own name; ``launcher-<name>`` when it would be
-    ``best<ext>``) into ``out``; return their paths."""
+    ``best<ext>``) into ``out``; return their paths. With launchers, the best kernel is also written under its own
+    file name ``kernel_file`` (a launcher's ``#include "kernels.cuh"`` then finds it, so the pair builds as it is
+    in ``out``); its path is the third value (``None`` without one)."""
     best_path = out / f"best{ext}"
     best_path.write_text(best_text, encoding="utf-8")
     launcher_paths = []
@@ -339,7 +342,11 @@ def _write_kernel_files(out: Path, ext: str, best_text: str,
             dest = out / f"launcher-{Path(src).name}"
         dest.write_text(text, encoding="utf-8")
         launcher_paths.append(dest)
-    return best_path, launcher_paths
+    own = out / kernel_file if kernel_file else None
+    if not launcher_paths or own is None or own == best_path or own in launcher_paths:
+        return best_path, launcher_paths, None
+    own.write_text(best_text, encoding="utf-8")
+    return best_path, launcher_paths, own
 
 
 def _summary(start_ev: Evaluation, best_ev: Evaluation, steps: list[StepRecord], path: list[StepRecord], ext: str,

@@ -251,6 +251,8 @@ class OptimizeResult:
         best_step: the index of the candidate ``best.<ext>`` is, or ``None`` when it is the start.
         launcher_paths: the other files the best kernel's steps rewrote (the kernel's launch in a host file), as
             written beside ``best.<ext>`` in the output folder.
+        best_copy: with launchers, the best kernel written again under its own file name (the name a launcher's
+            ``#include`` uses), or ``None``.
         best_lineage: the indices of the steps that made the best, from the start to ``best_step``
             (:func:`lineage`); ``[]`` when the best is the start.
         phases: where the run's time went (:mod:`htam_core.optimize.phases`: seconds per phase, the worker
@@ -283,6 +285,7 @@ class OptimizeResult:
     best_lineage: list[int] = field(default_factory=list)
     phases: dict[str, Any] | None = None
     launcher_paths: list[Path] = field(default_factory=list)
+    best_copy: Path | None = None
 
     def apply_refusal(self) -> str | None:
         """Why the best kernel must not be written into the user's file, or ``None`` when it may.
@@ -319,6 +322,7 @@ class OptimizeResult:
             "changed": self.changed, "summary": self.summary, "report_dir": str(self.report_dir),
             "report_md": str(self.report_md), "best_path": str(self.best_path) if self.best_path else None,
             "launcher_paths": [str(p) for p in self.launcher_paths],
+            "best_copy": str(self.best_copy) if self.best_copy else None,
             "warnings": list(self.warnings), "measurements_reused": self.measurements_reused,
             "start_ok": self.start_ok, "best_correct": self.best_correct,
             "best_verified_on": self.best_verified_on, "apply_refusal": self.apply_refusal(),

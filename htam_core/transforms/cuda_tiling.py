@@ -603,10 +603,10 @@ class CudaTransposeSmemTile(CudaTransform):
         if not (tp.rows.is_Symbol and tp.cols.is_Symbol):
             return f"the sizes {tp.rows} and {tp.cols} are not parameters"
         src, dst = tp.read.pointer, tp.write.pointer
-        # 32-bit index arithmetic when both sizes are 32-bit (as the kernel's own indices were), else 64-bit
+        # 32-bit index arithmetic when both sizes are 32-bit and the kernel's own indices are (no 64-bit cast), else 64-bit
         types = {p.name: (p.type or "") for p in unit.kernel.params}
         wide = any(w in types.get(str(n), "long") for n in (tp.rows, tp.cols)
-                   for w in ("64", "size", "long", "ptrdiff"))
+                   for w in ("64", "size", "long", "ptrdiff")) or tp.read.wide_index or tp.write.wide_index
         it = "long long" if wide else "int"
         lines = [
             f"// 32x32 tiles: rows of {src} read coalesced into a padded tile (+1 column: no shared-memory bank",

@@ -55,3 +55,26 @@ def test_out_holds_the_kernel_and_its_launcher(tmp_path: Path, capsys: pytest.Ca
         p = subprocess.run(["nvcc", "-arch=sm_90", "-x", "cu", "-c", str(out / name), "-o", str(tmp_path / f"{name}.o")],
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-2000:]
+
+
+
+def test_a_header_kernel_and_the_launcher_that_includes_it_build_in_out(tmp_path: Path) -> None:
+    """Regression (a new user's trial): the kernel in ``k.cuh``, its launch rewritten in ``run.cu`` that includes
+    it; `--out` held ``best.cuh`` and ``run.cu``, whose ``#include "k.cuh"`` did not build there. The best kernel is
+    now also written as ``k.cuh`` (only when a launcher is written), and the pair builds as it is in ``out``."""
+    from htam_core.optimize.report import _write_kernel_files
+
+    launcher = '#include "k.cuh"\n' + MAIN_CPP.split("\n", 2)[2]
+    out = tmp_path / "out"
+    out.mkdir()
+    best, launchers, copy = _write_kernel_files(out, ".cuh", VADD, {str(tmp_path / "ws" / "run.cu"): launcher},
+                                                "k.cuh")
+    assert best == out / "best.cuh" and launchers == [out / "run.cu"] and copy == out / "k.cuh"
+    assert copy.read_text() == VADD
+    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(out / "run.cu"), "-o", str(tmp_path / "run.o")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    assert _write_kernel_files(alone, ".cuh", VADD, {}, "k.cuh")[2] is None  # no launcher: best.cuh alone
+    assert sorted(x.name for x in alone.iterdir()) == ["best.cuh"]

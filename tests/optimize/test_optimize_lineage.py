@@ -104,3 +104,21 @@ def test_static_summary_and_refusals_of_the_user_report(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     assert [s["parent"] for s in data["steps"]] == ["start", 1, 2, "start"] and data["best_step"] == 4
     assert data["not_made"][0]["candidate"] == 3 and data["not_made"][1]["candidate"] is None
+
+
+def test_a_step_not_followed_in_static_mode_says_why_in_the_table(tmp_path: Path) -> None:
+    """Regression (a new user's trial): online softmax, unverified and changing numerics, showed "—" in the
+    report's why column; the reason was only in report.json."""
+    import dataclasses
+
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float *x) { x[0] = 1.0f; }\n")
+    ev = Evaluation(True, None, "compile-only")
+    msg = ("changes numerics (results may differ in the last bits: fast-math, reduced precision or a rescaled "
+           "accumulation): not followed in static mode, where nothing can check its results (run on a GPU)")
+    step = dataclasses.replace(_step(1, "start", "online_softmax"), accepted=False, messages=[msg])
+    write_report(OptimizeTask(path=str(src), kernel="k", static=True), tmp_path / "out", src.read_text(), ev,
+                 src.read_text(), ev, [step], gpu=False, cancelled=False, warnings=[], language="cuda")
+    row = next(line for line in (tmp_path / "out" / "report.md").read_text().splitlines()
+               if line.startswith("| 1 |"))
+    assert "not followed in static mode" in row and "fast-math or reduced precision)" not in row

@@ -187,3 +187,29 @@ def test_a_kernel_that_moves_half_of_each_tile_is_refused(tmp_path):
     r = registry.propose("cuda.transpose_smem_tile", model, model.kernel("transposeNaiveGuarded"))
     assert not isinstance(r, list), [c.description for c in r]
     assert "moves 512 of the 32x32 cells of its tile" in r.reason
+
+
+def test_the_tile_keeps_64_bit_indices_the_kernel_computes_with():
+    """Sizes are ``int`` but the kernel indexes with ``(size_t)c * rows + r``: a matrix of 2^31 elements or more
+    fits, so the tile's index arithmetic stays 64-bit (``long long``), not ``int``."""
+    from htam_core.source import parse_text
+
+    text = """__global__ void tr(float *out, const float *in, int rows, int cols) {
+    int c = blockIdx.x * 32 + threadIdx.x;
+    int r0 = blockIdx.y * 32 + threadIdx.y;
+    for (int j = 0; j < 32; j += 8) {
+        int r = r0 + j;
+        if (c < cols && r < rows) out[(size_t)c * rows + r] = in[(size_t)r * cols + c];
+    }
+}
+void run(float *out, const float *in, int rows, int cols) {
+    tr<<<dim3((cols + 31) / 32, (rows + 31) / 32), dim3(32, 8)>>>(out, in, rows, cols);
+}
+"""
+    model = parse_text(text, "cuda")
+    res = registry.propose("cuda.transpose_smem_tile", model, model.kernel("tr"))
+    assert not isinstance(res, type(None)) and not hasattr(res, "reason"), res
+    assert all("const long long htam_rows" in c.new_text for c in res)
+    narrow = parse_text(text.replace("(size_t)", ""), "cuda")
+    res = registry.propose("cuda.transpose_smem_tile", narrow, narrow.kernel("tr"))
+    assert all("const int htam_rows" in c.new_text for c in res)  # type: ignore[union-attr]

@@ -12,6 +12,7 @@ the pointee type, as in the source. The idea of reading coalescing off the strid
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -149,6 +150,17 @@ class Access:
         """Whether consecutive ``threadIdx.<dim>`` touch consecutive (or the same) elements; ``None`` when unknown."""
         p = self.pattern(dim)
         return None if p == "unknown" else p != "strided"
+
+    @property
+    def wide_index(self) -> bool:
+        """The index as written computes in a 64-bit integer type: it names one in a cast or a constructor
+        (``(size_t)r * cols + c``, ``static_cast<int64_t>(row) * n``, ``(long long)i``, ATen's ``index_t``), so a
+        rewrite that recomputes the index must keep 64-bit arithmetic (a matrix of 2^31 elements or more)."""
+        return _WIDE_INDEX.search(self.index_text) is not None
+
+
+#: A 64-bit integer type named in an index expression (a cast or a constructor).
+_WIDE_INDEX = re.compile(r"\b(?:size_t|ssize_t|ptrdiff_t|u?int64_t|long|index_t|uint64|int64)\b")
 
 
 @dataclass(frozen=True)
