@@ -278,7 +278,8 @@ def _scalar_contiguous_reads(f: KernelFacts | None) -> int | None:
     """How many global reads are scalar and contiguous (stride 1 along ``threadIdx.x`` or along the variable of a
     loop around them), from the affine index facts; ``None`` when not analyzable. A kernel that already moves
     some data as vectors (a ``__nv_bfloat162`` write-back) can still have such reads; one whose every read is a
-    vector, or strided, has none."""
+    vector, or strided, has none; nor do the scalar reads of a pointer the kernel also reads as vectors (the scalar
+    tail of a vectorized loop)."""
     if f is None:
         return None
     loop_vars = {lp.id: lp.var for lp in f.loops}
@@ -288,7 +289,9 @@ def _scalar_contiguous_reads(f: KernelFacts | None) -> int | None:
             return True
         return any(loop_vars.get(i) and a.stride(loop_vars[i]) == 1 for i in a.loops)  # type: ignore[arg-type]
 
-    return sum(1 for a in f.global_accesses() if a.kind != "write" and not a.vector and contiguous(a))
+    widened = {a.pointer for a in f.global_accesses() if a.vector and a.kind != "write"}  # a vector body's tail
+    return sum(1 for a in f.global_accesses() if a.kind != "write" and not a.vector and contiguous(a)
+               and a.pointer not in widened)
 
 
 def _neighbour_loads(f: KernelFacts | None, matmul_like: bool | None) -> bool | None:

@@ -85,3 +85,23 @@ def test_unknown_without_the_kernel_and_zero_for_triton():
     k = parse_text(MIXED, "cuda").kernel("row_then_pairs")
     assert compute_facts(k.features, k.language)["scalar_contiguous_reads"] is None
     assert compute_facts(k.features, "triton")["scalar_contiguous_reads"] == 0
+
+
+VECTOR_WITH_TAIL = """__global__ void scale4(const float *x, float *y, int n, float a) {
+    const int n4 = n / 4;
+    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n4; v += blockDim.x * gridDim.x) {
+        float4 q = reinterpret_cast<const float4 *>(x)[v];
+        q.x *= a; q.y *= a; q.z *= a; q.w *= a;
+        reinterpret_cast<float4 *>(y)[v] = q;
+    }
+    for (int i = n4 * 4 + blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) y[i] = a * x[i];
+}
+"""
+
+
+def test_the_scalar_tail_of_a_vectorized_loop_counts_none():
+    """Regression (a new user's trial): float4 was still ranked first on its own result, whose scalar tail
+    reads ``x[i]``; the tail of a pointer already read as vectors is not a read to widen."""
+    f = _facts(VECTOR_WITH_TAIL, "scale4")
+    assert f["scalar_contiguous_reads"] == 0
+    assert _vectorize_applies(f) is False

@@ -157,3 +157,37 @@ def test_a_block_per_row_is_still_retuned(cand):
     f = facts_of_text(_text(), "row_per_block")
     assert not f.multiplies_block_index("x") and not f.covers_any_launch("x")
     assert {tuple(c.params["block"]) for c in cand(TID, FILE, "row_per_block")} >= {(256,), (512,)}
+
+
+TAIL = """__global__ void tail(const float *__restrict__ x, float *y, int n, float a) {
+    int done = 0;
+    if ((reinterpret_cast<unsigned long long>(x) & 15ull) == 0ull) {
+        const int n4 = n / 4;
+        for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n4; v += blockDim.x * gridDim.x) {
+            float4 q = reinterpret_cast<const float4 *>(x)[v];
+            q.x *= a; q.y *= a; q.z *= a; q.w *= a;
+            reinterpret_cast<float4 *>(y)[v] = q;
+        }
+        done = n4 * 4;
+    }
+    for (int i = START + blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) y[i] = a * x[i];
+}
+void run(const float *x, float *y, int n, float a) { tail<<<1024, 128>>>(x, y, n, a); }
+"""
+
+
+def test_a_vector_body_and_its_scalar_tail_cover_any_launch():
+    """Regression (a new user's trial): after float4, the scalar tail starts at ``done + gid``, a block-uniform
+    offset; the kernel still covers every element for any grid, so the block size may be retuned with the grid
+    held ("the grid does not follow the block size" before)."""
+    f = facts_of_text(TAIL.replace("START", "done"), "tail")
+    assert len(f.grid_stride_loops) == 2 and f.covers_any_launch("x")
+
+
+@pytest.mark.parametrize("start", ["threadIdx.x % 2 + ", "bad + "])
+def test_a_tail_offset_that_differs_between_threads_is_not_launch_free(start):
+    text = TAIL.replace("START + ", start)
+    if "bad" in start:  # a local set per thread, under a block-uniform-looking name
+        text = text.replace("int done = 0;", "int done = 0; int bad = threadIdx.x & 1;")
+    f = facts_of_text(text, "tail")
+    assert not f.covers_any_launch("x")

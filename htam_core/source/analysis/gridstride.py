@@ -210,18 +210,75 @@ def _leaves_early(loop: Node) -> bool:
     return False
 
 
-def _dim_of(start: sympy.Expr, step: sympy.Expr) -> tuple[str, sympy.Expr] | None:
-    """``(dim, extent)`` when ``start`` is ``blockIdx.d * E + threadIdx.d`` and ``step`` is ``E * gridDim.d`` for
-    ``E`` either ``blockDim.d`` or a constant."""
+def _dim_of(start: sympy.Expr, step: sympy.Expr) -> tuple[str, sympy.Expr, sympy.Expr] | None:
+    """``(dim, extent, base)`` when ``start`` is ``base + blockIdx.d * E + threadIdx.d`` and ``step`` is
+    ``E * gridDim.d`` for ``E`` either ``blockDim.d`` or a constant; ``base`` (``0`` for the plain loop) reads no
+    thread or block index (whether its names are the same in every thread is :func:`_uniform_base`'s question)."""
     start, step = sympy.expand(start), sympy.expand(step)
     for d in DIMS:
         bi, bd, gd, ti = (sym(f"{b}.{d}") for b in ("blockIdx", "blockDim", "gridDim", "threadIdx"))
         e = start.coeff(bi)
         if e == 0 or not (e == bd or (e.is_Integer and int(e) > 0)):
             continue
-        if sympy.expand(start - e * bi - ti) == 0 and sympy.expand(step - e * gd) == 0:
-            return d, e
+        base = sympy.expand(start - e * bi - ti)
+        if sympy.expand(step - e * gd) == 0 and not any(
+                s.name.startswith(("threadIdx.", "blockIdx.")) for s in base.free_symbols):
+            return d, e, base
     return None
+
+
+_INDEX_BUILTINS = ("threadIdx.", "blockIdx.")
+
+
+def _uniform_node(r: _Reader, node: Node, seen: frozenset[str]) -> bool:
+    """``node`` reads no thread or block index, directly, through a cooperative-groups query or through a local
+    whose value may differ between threads (:func:`_uniform_name`; names in ``seen`` are being decided)."""
+    for n in walk(node):
+        if n.type == "field_expression" and (r.builtin(n) or "").startswith(_INDEX_BUILTINS):
+            return False
+        if n.type == "call_expression":
+            e = r._cg_call(n)
+            if e is not None and any(s.name.startswith(_INDEX_BUILTINS) for s in e.free_symbols):
+                return False
+        if n.type == "identifier" and (n.parent is None or n.parent.type != "call_expression") \
+                and not _uniform_name(r, r.env.t(n), seen):
+            return False
+    return True
+
+
+def _uniform_name(r: _Reader, name: str, seen: frozenset[str] = frozenset()) -> bool:
+    """The local or parameter ``name`` holds the same value in every thread: each of its initializers and
+    assignments reads no thread or block index, and none is under a condition or loop that does (a parameter,
+    never assigned, is). Conservative: ``False`` past a few levels of locals, and for a local whose address is
+    taken."""
+    if name in seen:
+        return True  # its own earlier value (tail += 4): uniform when every write is
+    if len(seen) > 3:
+        return False
+    seen = seen | {name}
+    for w in [*r.env.local_inits(r.func, name), *_writes(r.env, r.func, name)]:
+        if w.type == "pointer_expression":
+            return False
+        value = w.child_by_field_name("right") if w.type == "assignment_expression" else (
+            None if w.type == "update_expression" else w)
+        if value is not None and not _uniform_node(r, value, seen):
+            return False
+        p = w.parent
+        while p is not None and p != r.func:
+            cond = p.child_by_field_name("condition") if p.type in (
+                "if_statement", "while_statement", "for_statement", "do_statement",
+                "conditional_expression") else None
+            if cond is not None and not _uniform_node(r, cond, seen):
+                return False
+            p = p.parent
+    return True
+
+
+def _uniform_base(r: _Reader, base: sympy.Expr) -> bool:
+    """Every name of a grid-stride loop's start offset ``base`` holds the same value in every thread, so the loop
+    still covers ``base .. bound - 1`` exactly once for any grid (a vectorized body's scalar tail starts there)."""
+    return all(not s.name.startswith(("blockDim.", "gridDim.")) and _uniform_name(r, s.name)
+               for s in base.free_symbols)
 
 
 @dataclass
@@ -243,7 +300,7 @@ def _grid_stride_loops(r: _Reader, loop_nodes: list[Node], lines: list[int]) -> 
         if start is None or step is None:
             continue
         found = _dim_of(start, step)
-        if found is None:
+        if found is None or (found[2] != 0 and not _uniform_base(r, found[2])):
             continue
         bound = r.expr(h.bound)
         if bound is not None and sym(h.var) in bound.free_symbols:
