@@ -5,7 +5,7 @@ cudaDevAttrMultiProcessorCount, dev); k<<<sms * 4, 256>>>``, or ``prop.multiProc
 The launch fact names the device quantity (``Dim.device``, no number), the inferred harness writes the grid over
 ``sm_count``, which the runner reads on the device that runs it, the static profile says "the grid from the
 device's SM count (read at run time)", and the launch steps that keep the host's grid expression still apply. A
-grid from the occupancy API (which depends on the compiled kernel) is still refused, in one line.
+grid from the occupancy API is tested in test_occupancy_grid.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from htam_core.harness.base import HarnessError
 from htam_core.harness.infer_cuda import infer_cuda_harness, inferred_summary
 from htam_core.harness.runner import device_quantities_here
 from htam_core.source.analysis import analyze
@@ -45,14 +44,6 @@ def test_the_harness_reads_the_grid_on_its_device(file, kernel, grid, block):
     # the runner's namespace gives sm_count on a GPU; the expression is plain Python over it
     assert eval(h.grid, {"min": min, "sm_count": 132}) == (eval(grid, {"min": min, "sm_count": 132}))  # noqa: S307
     assert eval(h.grid, {"min": min, "sm_count": 132})[0] > 0  # noqa: S307
-
-
-def test_a_grid_from_the_occupancy_api_is_refused_in_one_line():
-    with pytest.raises(HarnessError) as e:
-        infer_cuda_harness(FIX / "occupancy_grid.cu", "fill")
-    msg = str(e.value)
-    assert "`per_sm` is set at run time by cudaOccupancyMaxActiveBlocksPerMultiprocessor() (line 13)" in msg
-    assert "\n" not in msg
 
 
 def test_a_buffer_sized_from_the_device_is_unknown_not_a_crash(tmp_path):
