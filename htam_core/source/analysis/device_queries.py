@@ -48,9 +48,13 @@ WORDS: dict[str, str] = {"sm_count": "the device's SM count", "occupancy": "the 
 PROPERTIES_CALLS = ("cudaGetDeviceProperties", "cudaGetDeviceProperties_v2")
 #: htam's own grid helpers (written by the launch steps), as harness expressions over their arguments ``{0}``,
 #: ``{1}``: ``htam_sm_blocks(per_sm)`` is ``per_sm`` blocks per SM, ``htam_sm_grid(blocks, per_sm)`` caps
-#: ``blocks`` at that.
-HELPERS: dict[str, tuple[int, str]] = {"htam_sm_blocks": (1, "sm_count * {0}"),
-                                       "htam_sm_grid": (2, "min({0}, sm_count * {1})")}
+#: ``blocks`` at that, ``htam_sm_rows(cols, rows, per_sm)`` is the y of a 2-D grid so capped.
+HELPERS: dict[str, tuple[int, str]] = {
+    "htam_sm_blocks": (1, "sm_count * {0}"),
+    "htam_sm_grid": (2, "min({0}, sm_count * {1})"),
+    # the y of a 2-D grid whose x is htam_sm_grid(cols, per_sm): the blocks the cap leaves, at most rows
+    "htam_sm_rows": (3, "min({1}, max(1, sm_count * {2} // max(1, min({0}, sm_count * {2}))))"),
+}
 
 
 #: The occupancy calls read, by the kind of answer they give: ``"blocks"`` (active blocks per SM of a block size),
