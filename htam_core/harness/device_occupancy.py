@@ -42,8 +42,12 @@ class Compiled:
 
     @classmethod
     def of(cls, func: Any) -> Compiled:
-        """The handle and thread limit of a CuPy ``Function`` (``ptr``, ``max_threads_per_block``)."""
-        return cls(int(func.ptr), int(func.max_threads_per_block))
+        """The handle and thread limit of a CuPy ``RawKernel`` (what ``RawModule.get_function`` gives: its compiled
+        ``kernel.ptr`` on the current device) or of a ``cupy.cuda.Function`` (``ptr``), and its
+        ``max_threads_per_block``."""
+        inner = getattr(func, "kernel", None)
+        handle = inner.ptr if inner is not None and hasattr(inner, "ptr") else func.ptr
+        return cls(int(handle), int(func.max_threads_per_block))
 
 
 class DeviceOccupancy:

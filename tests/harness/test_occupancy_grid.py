@@ -187,6 +187,12 @@ def test_the_driver_answers_for_the_compiled_function():
     assert drv.asked == [("blocks", 1234, 256, 512), ("potential", 1234, 0, 0), ("potential", 1234, 0, 64)]
 
 
+def test_the_handle_of_a_function_or_a_raw_kernel():
+    assert Compiled.of(types.SimpleNamespace(ptr=5, max_threads_per_block=640)) == Compiled(5, 640)
+    raw = types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=6), max_threads_per_block=256)
+    assert Compiled.of(raw) == Compiled(6, 256)
+
+
 def test_a_block_over_the_functions_thread_limit_fits_no_block():
     drv = FakeDriver()
     occ = DeviceOccupancy(Compiled(1, 128), 132, drv)
@@ -226,7 +232,8 @@ def test_the_runner_reads_the_compiled_function_and_the_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "get_device_properties",
                         lambda i: types.SimpleNamespace(multi_processor_count=78, major=9, minor=0))
-    fns = occupancy_functions(types.SimpleNamespace(max_threads_per_block=1024, ptr=99))
+    # a RawKernel (RawModule.get_function) holds the driver's handle in its compiled `kernel`
+    fns = occupancy_functions(types.SimpleNamespace(max_threads_per_block=1024, kernel=types.SimpleNamespace(ptr=99)))
     h = infer_cuda_harness(FIX / "occupancy_grid.cu", "fill")
     assert eval(h.grid, {**fns, "sm_count": 78}) == (_calculator(32, 0)(256, 0) * 78, 1, 1)  # noqa: S307
     assert drv.asked[-1] == ("blocks", 99, 256, 0)
