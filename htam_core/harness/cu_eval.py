@@ -907,8 +907,9 @@ class Program:
             scope.set(name, DeviceValue(q, (q,), line_of(call)))  # read again on the harness's device
         elif arg == args[0] and fname in PROPERTIES_CALLS:
             scope.set(name, DeviceProps(name, line_of(call)))
-        elif (query := occupancy_query(node_text, call)) is not None and \
-                (i := next((k for k, o in enumerate(query.outputs) if unwrap_parens(o) == arg), None)) is not None:
+        elif (query := occupancy_query(node_text, call)) is not None and target == arg.child_by_field_name(
+                "argument") and (i := next((k for k, o in enumerate(query.outputs) if unwrap_parens(o) == arg),
+                                           None)) is not None:  # `&per_sm` itself, not `&cfg.per_sm`
             scope.set(name, self._occupancy_value(query, i, call, scope))  # read again for the compiled kernel
         else:
             scope.set(name, Unknown(f"`{name}` is set at run time by {fname}() (line {line_of(call)})"))
