@@ -535,7 +535,10 @@ class CudaGridSize(CudaTransform):
             return self.not_applicable(f"{kernel.name} has no grid-stride loop that alone decides what each thread "
                                        "covers along x, so its grid cannot change by itself")
         other = sorted(b for b in f.builtins_read if b.endswith((".y", ".z")))
-        if other and (not f.covers_any_launch("y") or any(b.endswith(".z") for b in other)):
+        z = [b for b in other if b.endswith(".z")]
+        if z:
+            return self.not_applicable(f"{kernel.name} reads {z[0]}: a grid along z is not resized")
+        if other and not f.covers_any_launch("y"):
             return self.not_applicable(f"{kernel.name} reads {other[0]} outside a grid-stride loop along y: only a "
                                        "grid whose every dimension is grid-strided is resized")
         if other:

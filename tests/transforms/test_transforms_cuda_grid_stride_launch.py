@@ -200,6 +200,10 @@ def test_each_spelling_of_a_2d_grid_is_read(tmp_path, launch, gx, gy):
      "m[r * cols + c] = 0.0f;", "k2<<<dim3(4, rows), 128>>>(m, rows, cols);",
      "reads blockIdx.y outside a grid-stride loop along y"),
     (None, "k2<<<dim3(4, 4, 2), dim3(16, 16)>>>(m, rows, cols);", "has a z component"),
+    ("for (int r = blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += blockDim.y * gridDim.y) "
+     "for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += blockDim.x * gridDim.x) "
+     "m[(blockIdx.z * rows + r) * cols + c] = 0.0f;", "k2<<<dim3(4, 4, 3), dim3(16, 16)>>>(m, rows, cols);",
+     "reads blockIdx.z: a grid along z is not resized"),
 ])
 def test_a_2d_grid_that_decides_the_coverage_is_kept(body, launch, why):
     from htam_core.source import parse_text
