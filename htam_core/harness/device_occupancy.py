@@ -70,14 +70,14 @@ class DeviceOccupancy:
 
     def blocks_per_sm(self, threads: int, smem: int = 0) -> int:
         """Resident blocks per SM of the function launched with ``threads`` threads per block and ``smem`` bytes of
-        dynamic shared memory (0 when it cannot launch so).
+        dynamic shared memory, as the driver answers the host program's own call (0 where the shared memory does
+        not fit; a block over the function's thread limit is answered as the runtime answers it, and its launch
+        fails as the program's would).
 
         Raises:
             HarnessError: the driver module has no occupancy call.
         """
         threads, smem = int(threads), int(smem)
-        if threads <= 0 or threads > self.compiled.max_threads:
-            return 0
         fn = self._driver_call("occupancyMaxActiveBlocksPerMultiprocessor")
         if fn is None:
             raise HarnessError("the occupancy of the kernel cannot be read on this device: the CUDA driver module "

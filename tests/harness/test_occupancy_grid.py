@@ -193,11 +193,13 @@ def test_the_handle_of_a_function_or_a_raw_kernel():
     assert Compiled.of(raw) == Compiled(6, 256)
 
 
-def test_a_block_over_the_functions_thread_limit_fits_no_block():
-    drv = FakeDriver()
+def test_the_potential_block_stays_within_the_functions_thread_limit():
+    """``__launch_bounds__(128)``: without the driver's potential call, no block over 128 threads is tried (the
+    driver answers a larger block too, as it did on an H200 for such a kernel, though it cannot launch)."""
+    drv = FakeDriver(lambda threads, smem: 2048 // threads, potential=False)
     occ = DeviceOccupancy(Compiled(1, 128), 132, drv)
-    assert occ.blocks_per_sm(256, 0) == 0 and occ.blocks_per_sm(128, 0) == 5
-    assert drv.asked == [("blocks", 1, 128, 0)]  # the driver is not asked for a block the function cannot run
+    assert occ.potential() == (16 * 132, 128)
+    assert max(t for _, _, t, _ in drv.asked) == 128
 
 
 @pytest.mark.parametrize(("regs", "static", "smem", "limit", "max_threads"), [
