@@ -28,12 +28,17 @@ from htam_core.harness.cu_preproc import blank_untaken
 from htam_core.source.analysis.constants import MINMAX, SIZEOF, binary_op, literal_value, unary_op
 from htam_core.source.analysis.device_queries import (
     HELPERS,
+    OCCUPANCY_FLAGS,
     PROPERTIES_CALLS,
     PROPERTY_FIELDS,
+    OccupancyQuery,
     attribute_quantity,
+    occupancy_expressions,
+    occupancy_query,
     property_quantity,
 )
 from htam_core.source.analysis.includes import local_headers
+from htam_core.source.analysis.syntax import unwrap_parens
 from htam_core.source.parsing import new_parser, node_text
 
 #: harness dtype of an element type (vector types count their scalar: a ``float4*`` buffer is float32).
@@ -74,26 +79,34 @@ class DeviceValue:
 
     Attributes:
         text: the harness expression.
-        quantities: the device quantities it reads (``("sm_count",)``).
+        quantities: the device quantities it reads (``("sm_count",)``; ``("occupancy",)`` for
+            ``blocks_per_sm(256, 0)``).
         line: the 1-based line where the program reads it.
+        kernels: the kernels whose occupancy it reads (``{"fill"}`` after
+            ``cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fill, 256, 0)``): the harness reads the
+            occupancy of the kernel it launches, so a launch of another kernel cannot use it.
     """
 
-    def __init__(self, text: str, quantities: tuple[str, ...], line: int) -> None:
-        self.text, self.quantities, self.line = text, quantities, line
+    def __init__(self, text: str, quantities: tuple[str, ...], line: int,
+                 kernels: frozenset[str] = frozenset()) -> None:
+        self.text, self.quantities, self.line, self.kernels = text, quantities, line, kernels
 
     def _operand(self) -> str:
-        return self.text if self.text.isidentifier() or self.text.startswith(("min(", "max(")) else f"({self.text})"
+        return self.text if self.text.isidentifier() or re.fullmatch(r"\w+\([^()]*(\([^()]*\))?[^()]*\)", self.text) \
+            else f"({self.text})"
 
     def combine(self, op: str, other: Any, swapped: bool = False) -> DeviceValue:
         """``self op other`` (``other op self`` when ``swapped``) as a new value."""
+        kernels = self.kernels
         if isinstance(other, DeviceValue):
             o, q = other._operand(), tuple(sorted(set(self.quantities) | set(other.quantities)))
+            kernels = kernels | other.kernels
         elif isinstance(other, int | float) and not isinstance(other, bool):
             o, q = repr(other), self.quantities
         else:
             raise self.unknown(f"combined with {other!r}")
         a, b = (o, self._operand()) if swapped else (self._operand(), o)
-        return DeviceValue(f"{a} {op} {b}", q, self.line)
+        return DeviceValue(f"{a} {op} {b}", q, self.line, kernels)
 
     def unknown(self, why: str = "used where htam needs its number") -> Unknown:
         """The :class:`Unknown` for a use that needs the number itself."""
@@ -108,10 +121,11 @@ class DeviceValue:
     def __truediv__(self, o: Any) -> DeviceValue: return self.combine("//", o)  # noqa: D105, E704
     def __rtruediv__(self, o: Any) -> DeviceValue: return self.combine("//", o, True)  # noqa: D105, E704
     def __floordiv__(self, o: Any) -> DeviceValue: return self.combine("//", o)  # noqa: D105, E704
+    def __rfloordiv__(self, o: Any) -> DeviceValue: return self.combine("//", o, True)  # noqa: D105, E704
     def __mod__(self, o: Any) -> DeviceValue: return self.combine("%", o)  # noqa: D105, E704
     def __lshift__(self, o: Any) -> DeviceValue: return self.combine("<<", o)  # noqa: D105, E704
     def __rshift__(self, o: Any) -> DeviceValue: return self.combine(">>", o)  # noqa: D105, E704
-    def __neg__(self) -> DeviceValue: return DeviceValue(f"-{self._operand()}", self.quantities, self.line)  # noqa: D105, E704
+    def __neg__(self) -> DeviceValue: return DeviceValue(f"-{self._operand()}", self.quantities, self.line, self.kernels)  # noqa: D105, E704
 
     def __int__(self) -> int:  # noqa: D105
         raise self.unknown()
@@ -130,6 +144,17 @@ class DeviceValue:
     def __repr__(self) -> str:
         """The harness expression (a launch's grid is written with ``repr``)."""
         return self.text
+
+
+def _dim_part(v: Any) -> Any:
+    """A ``dim3`` component: a whole number, or a :class:`DeviceValue` as it is (``dim3 grid(per_sm * sms)``)."""
+    return v if isinstance(v, DeviceValue) else int(v)
+
+
+def _joined(vals: list[Any]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The device quantities and the occupancy kernels of the :class:`DeviceValue` among ``vals``, together."""
+    devs = [v for v in vals if isinstance(v, DeviceValue)]
+    return tuple(sorted({q for v in devs for q in v.quantities})), frozenset(k for v in devs for k in v.kernels)
 
 
 @dataclass(frozen=True)
@@ -483,7 +508,9 @@ class Program:
             b = self.ev(node.child_by_field_name("right"), scope)
             if isinstance(a, Ptr) or isinstance(b, Ptr):
                 raise Unknown(f"`{text}` (line {line_of(node)}) is pointer arithmetic: pass the start of a buffer")
-            v = binary_op(op, a, b)
+            # C's `/` of values read on the device: `//` of the harness expression (they are non-negative)
+            v = a // b if op == "/" and (isinstance(a, DeviceValue) or isinstance(b, DeviceValue)) else \
+                binary_op(op, a, b)
             if v is None:
                 raise Unknown(f"operator {op} in `{text}` (line {line_of(node)}) has no constant value")
             return v
@@ -604,9 +631,11 @@ class Program:
         if short in HELPERS and len(args) == HELPERS[short][0]:  # htam's own grid helpers
             vals = [self.ev(a, scope) for a in args]
             texts = [v.text if isinstance(v, DeviceValue) else repr(v) for v in vals]
-            return DeviceValue(HELPERS[short][1].format(*texts), ("sm_count",), line_of(node))
+            quantities, kernels = _joined(vals)
+            return DeviceValue(HELPERS[short][1].format(*texts), tuple(sorted({"sm_count", *quantities})),
+                               line_of(node), kernels)
         if short == "dim3":
-            vals = [v if isinstance(v := self.ev(a, scope), DeviceValue) else int(v) for a in args]
+            vals = [_dim_part(self.ev(a, scope)) for a in args]
             return Dim3(*vals) if vals else Dim3(1)
         fn = MINMAX.get(short) or _HOST_MATH.get(short)
         if fn is not None and args:
@@ -614,8 +643,8 @@ class Program:
             dv = next((v for v in vals if isinstance(v, DeviceValue)), None)
             if dv is not None and fn in (min, max) and len(vals) == 2:
                 texts = [v.text if isinstance(v, DeviceValue) else repr(v) for v in vals]
-                quantities = tuple(sorted({q for v in vals if isinstance(v, DeviceValue) for q in v.quantities}))
-                return DeviceValue(f"{fn.__name__}({texts[0]}, {texts[1]})", quantities, dv.line)
+                quantities, kernels = _joined(vals)
+                return DeviceValue(f"{fn.__name__}({texts[0]}, {texts[1]})", quantities, dv.line, kernels)
             return fn(*vals)
         if short == "abs" and len(args) == 1:
             return abs(self.ev(args[0], scope))
@@ -669,7 +698,7 @@ class Program:
                     params = d.child_by_field_name("parameters")  # dim3 block(16, 16): the most vexing parse
                     vals = [self.ev(parse_expression(node_text(q)), scope)
                             for q in (params.named_children if params is not None else [])]
-                    scope.values[name] = Dim3(*[int(v) for v in vals]) if vals else Dim3(1)
+                    scope.values[name] = Dim3(*[_dim_part(v) for v in vals]) if vals else Dim3(1)
                 elif ptr:
                     scope.values[name] = self._pointer_init(name, elem, d, value, scope)
                 elif value is None:
@@ -680,7 +709,7 @@ class Program:
                                           if c.type != "comment"]
                 elif value.type == "argument_list":  # dim3 grid(a, b) or T x(v)
                     vals = [self.ev(a, scope) for a in value.named_children]
-                    scope.values[name] = Dim3(*[int(v) for v in vals]) if elem == "dim3" else vals[0]
+                    scope.values[name] = Dim3(*[_dim_part(v) for v in vals]) if elem == "dim3" else vals[0]
                 else:
                     v = self.ev(value, scope)
                     scope.values[name] = v if elem in ("dim3", "auto") or not isinstance(v, int | float) \
@@ -878,8 +907,64 @@ class Program:
             scope.set(name, DeviceValue(q, (q,), line_of(call)))  # read again on the harness's device
         elif arg == args[0] and fname in PROPERTIES_CALLS:
             scope.set(name, DeviceProps(name, line_of(call)))
+        elif (query := occupancy_query(node_text, call)) is not None and target == arg.child_by_field_name(
+                "argument") and (i := next((k for k, o in enumerate(query.outputs) if unwrap_parens(o) == arg),
+                                           None)) is not None:  # `&per_sm` itself, not `&cfg.per_sm`
+            scope.set(name, self._occupancy_value(query, i, call, scope))  # read again for the compiled kernel
         else:
             scope.set(name, Unknown(f"`{name}` is set at run time by {fname}() (line {line_of(call)})"))
+
+    def _occupancy_value(self, query: OccupancyQuery, output: int, call: ts.Node, scope: Scope) -> Any:
+        """The value an occupancy call (:func:`~htam_core.source.analysis.device_queries.occupancy_query`) leaves
+        in its output number ``output``: a :class:`DeviceValue` over the harness's occupancy functions
+        (``blocks_per_sm(256, 0)``, ``occupancy_grid(0, 0)``, ``occupancy_block(0, 0)``) for the kernel it names,
+        or an :class:`Unknown` naming the argument htam cannot read (an unknown flag, a block size from
+        ``argv``)."""
+        line = line_of(call)
+        try:
+            if query.flags is not None:
+                self._occupancy_flags(query.flags, scope)
+            parts = [self._device_text(n, scope, default) for n, default in
+                     ((query.threads, ""), (query.smem, "0"), (query.limit, "0"))]
+        except Unknown as e:
+            return Unknown(f"{query.call}() (line {line}) cannot be read again on the device: {e.reason}")
+        texts = occupancy_expressions(query, *(t for t, _ in parts))
+        quantities = tuple(sorted({"occupancy", *(q for _, qs in parts for q in qs)}))
+        return DeviceValue(texts[output], quantities, line, frozenset({query.kernel}))
+
+    def _device_text(self, node: ts.Node | None, scope: Scope, default: str) -> tuple[str, tuple[str, ...]]:
+        """``(harness expression, device quantities)`` of an argument of a call read on the device: a whole
+        number, or a :class:`DeviceValue`'s expression; ``default`` when the argument is left out.
+
+        Raises:
+            Unknown: the argument is not a whole number htam can read here.
+        """
+        if node is None:
+            return default, ()
+        v = self.ev(node, scope)
+        if isinstance(v, DeviceValue):
+            return v.text, v.quantities
+        if isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer() and v >= 0:
+            return repr(int(v)), ()
+        raise Unknown(f"`{node_text(node)}` (line {line_of(node)}) is not a whole number htam can read")
+
+    def _occupancy_flags(self, node: ts.Node, scope: Scope) -> None:
+        """Accept the flags of a ``WithFlags`` occupancy call that give the same answer for the kernel htam compiles
+        (:data:`~htam_core.source.analysis.device_queries.OCCUPANCY_FLAGS`).
+
+        Raises:
+            Unknown: other flags.
+        """
+        name = node_text(node).strip().split("::")[-1]
+        if name in OCCUPANCY_FLAGS:
+            return
+        try:
+            v = self.ev(node, scope)
+        except Unknown:
+            v = None
+        if v not in OCCUPANCY_FLAGS.values():
+            raise Unknown(f"the flags `{node_text(node)}` (line {line_of(node)}) are not ones htam reads "
+                          f"({', '.join(OCCUPANCY_FLAGS)})")
 
     def exec_assignment(self, node: ts.Node, scope: Scope) -> None:
         """``x = expr`` / ``x += expr`` on a variable (subscripts and fields are ignored)."""

@@ -138,20 +138,42 @@ def _value(prog: Program, node: ts.Node, scope: Scope) -> tuple[Any, str | None]
 
 def _dim(v: Any, *, device: bool = False) -> Dim3:
     """A launch dimension; ``device``: a value read from the device at run time (:class:`DeviceValue`) may be
-    one (a grid; the harness reads it again on its device), else it is refused with the reason."""
+    one (a grid; the harness reads it again on its device), else (a block) only the block size the occupancy API
+    picks for the kernel (``cudaOccupancyMaxPotentialBlockSize``'s ``blockSize``: the harness asks the device
+    again for the kernel it compiled); any other is refused with the reason."""
+    for c in v.as_tuple() if isinstance(v, Dim3) else (v,):
+        if isinstance(c, DeviceValue) and not device and set(c.quantities) != {"occupancy"}:
+            raise c.unknown("sets the block: write the block size in htam.toml")
     if isinstance(v, Dim3):
-        if not device:
-            for c in v.as_tuple():
-                if isinstance(c, DeviceValue):
-                    raise c.unknown("sets the block: write the block size in htam.toml")
         return v
     if isinstance(v, DeviceValue):
-        if not device:
-            raise v.unknown("sets the block: write the block size in htam.toml")
         return Dim3(v)  # type: ignore[arg-type]
     if isinstance(v, int | float):
         return Dim3(int(v))
     raise Unknown(f"{v!r} is not a launch dimension")
+
+
+def _device_notes(grid: Dim3, block: Dim3, kernel: str) -> list[str]:
+    """The notes of a launch whose grid or block the harness reads on the device at run time (``sm_count * 4``,
+    ``blocks_per_sm(256, 0) * sm_count``).
+
+    Raises:
+        Unknown: a component reads the occupancy of another kernel (``cudaOccupancyMaxActiveBlocksPerMultiprocessor``
+            asked for ``other``, then ``kernel`` launched): the harness reads the occupancy of the kernel it
+            compiles, which is ``kernel``.
+    """
+    notes = []
+    for what, dim in (("grid", grid), ("block", block)):
+        comps = [c for c in dim.as_tuple() if isinstance(c, DeviceValue)]
+        others = sorted({k for c in comps for k in c.kernels} - {kernel})
+        if others:
+            raise Unknown(f"the {what} is the occupancy of {', '.join(others)} (line {comps[0].line}), not of "
+                          f"{kernel}: htam reads on the device the occupancy of the kernel it launches only")
+        quantities = tuple(sorted({q for c in comps for q in c.quantities}))
+        if quantities:
+            notes.append(f"the {what} is read on the device at run time ({in_words(quantities)}: "
+                         f"{', '.join(c.text for c in comps)})")
+    return notes
 
 
 def _kernel_params(kernel: Kernel) -> list[tuple[str, str, bool]]:
@@ -192,12 +214,9 @@ def _at_launch(prog: Program, launch: ts.Node, kernel: Kernel, scope: Scope, pat
     found = _Found(args=[], written=set(outputs), line=line_of(launch))
     try:
         found.grid = _dim(prog.ev(exprs[0], scope), device=True)
-        device = sorted({q for c in found.grid.as_tuple() if isinstance(c, DeviceValue) for q in c.quantities})
-        if device:
-            found.notes.append(f"the grid is read on the device at run time ({in_words(tuple(device))}: "
-                               f"{', '.join(device)} in the grid expression)")
         found.block = _dim(prog.ev(exprs[1], scope))
         found.smem = int(prog.ev(exprs[2], scope)) if len(exprs) > 2 else 0
+        found.notes.extend(_device_notes(found.grid, found.block, kernel.name))
     except (Unknown, IndexError) as e:
         why = e.reason if isinstance(e, Unknown) else "the launch has fewer than two configuration values"
         raise HarnessError(f"{where}: cannot read the launch configuration of {kernel.name}: {why}") from None

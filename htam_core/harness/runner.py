@@ -43,6 +43,7 @@ from htam_core.harness.base import (
 )
 from htam_core.harness.cu_launcher import host_launcher, launcher_types
 from htam_core.harness.cu_main import find_nvcc
+from htam_core.harness.device_occupancy import occupancy_functions
 from htam_core.harness.infer_cuda import infer_cuda_harness
 from htam_core.harness.record import cpu_triton_driver
 from htam_core.harness.roofline_bound import compulsory_bound
@@ -608,11 +609,12 @@ def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, lau
     major, minor = torch.cuda.get_device_capability()
     func = _cuda_function(target, h.kernel, f"sm_{major}{minor}")
     dtypes = {i.name: i.dtype for i in h.inputs}
+    occupancy = occupancy_functions(func)  # blocks_per_sm(256, 0): the grid of main()'s occupancy API, for func
 
     def bind_cupy(inputs: list[Any]) -> Callable[[], Any]:
         import cupy
 
-        ns = env(inputs)
+        ns = {**occupancy, **env(inputs)}
         grid = _dim3(_eval(launch_h.grid, ns, "grid"))
         block = _dim3(_eval(launch_h.block, ns, "block"))
         args = tuple(cupy.asarray(ns[a]) if isinstance(ns[a], torch.Tensor) else _np_scalar(dtypes[a], ns[a])

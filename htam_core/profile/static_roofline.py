@@ -147,12 +147,15 @@ class _Env:
 
 def _device_builtins(facts: Any) -> dict[str, str]:
     """``{"gridDim.x": "the grid from the device's SM count (read at run time)"}`` for each grid component of the
-    kernel's first launch that the host reads from its device (:attr:`~htam_core.source.analysis.facts.Dim.device`):
-    a number for it here would be a guess."""
+    kernel's first launch that the host reads from its device (:attr:`~htam_core.source.analysis.facts.Dim.device`),
+    and ``blockDim.x``: "the block from the device's occupancy" for a block that
+    ``cudaOccupancyMaxPotentialBlockSize`` picks: a number for it here would be a guess."""
     if not facts.launches:
         return {}
-    return {f"gridDim.{d}": f"the grid from {in_words(c.device)} (read at run time)"
-            for d, c in zip("xyz", facts.launches[0].grid, strict=False) if c.device}
+    la = facts.launches[0]
+    return {f"{builtin}.{d}": f"the {what} from {in_words(c.device)} (read at run time)"
+            for builtin, what, dims in (("gridDim", "grid", la.grid), ("blockDim", "block", la.block))
+            for d, c in zip("xyz", dims, strict=False) if c.device}
 
 
 def _loop_trips(model: Any, kernel: Any, env: _Env) -> tuple[list[dict[str, Any]], list[str]]:

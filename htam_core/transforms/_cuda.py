@@ -273,6 +273,34 @@ def wrap_grid(unit: CudaUnit, launch: Launch, fmt: str) -> TextEdit | str:
     return unit.replace(launch.grid, fmt.format(unit.t(launch.grid)))
 
 
+def grid_xy(unit: CudaUnit, launch: Launch) -> tuple[str, str] | str:
+    """The texts of a launch grid's x and y block counts, to write in an expression at the launch (``grid.x``,
+    ``grid.y`` of a ``dim3`` variable; the arguments of an inline ``dim3(a, b)``; a 1-D count and ``"1"``), or why
+    not: a kernel with per-block outputs (:func:`per_block_output_hazard`), a grid with a z component, a grid
+    variable of another kind than ``dim3`` or a number."""
+    why = per_block_output_hazard(unit)
+    if why:
+        return why
+    dims = unit.dims_of(launch.grid, launch.host)
+    if len(dims) > 2:
+        return f"the grid on line {launch.site.line} has a z component, which a 2-D grid-stride kernel repeats"
+    g = syn.unwrap_parens(launch.grid)
+    if syn.is_call(g) and unit.t(g.child_by_field_name("function")) == "dim3":
+        texts = [unit.t(d) for d in dims]
+        return texts[0], texts[1] if len(texts) > 1 else "1"
+    if not syn.is_identifier(g):
+        return unit.t(launch.grid), "1"
+    name = unit.t(g)
+    types = {unit.t(syn.declaration_type(d)) for d in syn.declarations(launch.host) if d.start_byte < g.start_byte
+             and any(unit.t(x).split("(")[0].split("=")[0].split("[")[0].strip() == name
+                     for x in d.children_by_field_name("declarator"))} if launch.host is not None else set()
+    if types == {"dim3"} or (not types and dims[0] is not g):
+        return f"{name}.x", f"{name}.y"
+    if len(types) == 1 and "dim3" not in next(iter(types)):
+        return name, "1"
+    return f"the grid `{name}` on line {launch.site.line} is not a local htam can read as a dim3 or a number"
+
+
 def launch_dims_edit(unit: CudaUnit, launch: Launch, expr: Node, new_dims: list[str]) -> TextEdit:
     """Edit giving a launch's grid or block argument the components ``new_dims``.
 

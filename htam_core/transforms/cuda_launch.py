@@ -26,6 +26,7 @@ from htam_core.transforms._cuda import (
     Const,
     CudaTransform,
     CudaUnit,
+    grid_xy,
     include_insert_point,
     per_block_output_hazard,
     references,
@@ -467,6 +468,36 @@ def _grid_local_edit(unit: CudaUnit, launch: SiteLaunch, value: str) -> TextEdit
     return unit.replace(init, value)
 
 
+#: htam's grid cap, shared with the grid-stride step: ``htam_sm_grid(blocks, per_sm)`` is ``blocks`` capped at
+#: ``per_sm`` blocks per SM of the current device.
+SM_GRID_HELPER = "htam_sm_grid"
+SM_GRID_TEXT = """
+// htam: cap a 1-D grid at per_sm blocks per SM (grid-stride kernels cover any n with any grid)
+static inline unsigned int htam_sm_grid(long long blocks, int per_sm)
+{
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const long long cap = (long long)(sms > 0 ? sms : 1) * per_sm;
+    return (unsigned int)(blocks < cap ? blocks : cap);
+}
+"""
+#: The y of a 2-D grid capped with :data:`SM_GRID_HELPER` along x: ``htam_sm_rows(cols, rows, per_sm)`` is as many
+#: rows of blocks (at most ``rows``, at least 1) as the cap leaves once x has ``htam_sm_grid(cols, per_sm)``.
+ROWS_HELPER = "htam_sm_rows"
+_ROWS_HELPER_TEXT = """
+// htam: the y blocks of a 2-D grid of at most per_sm blocks per SM whose x is htam_sm_grid(cols, per_sm)
+static inline unsigned int htam_sm_rows(long long cols, long long rows, int per_sm)
+{
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const long long cap = (long long)(sms > 0 ? sms : 1) * per_sm;
+    const long long x = cols < cap ? cols : cap;
+    const long long y = cap / (x > 0 ? x : 1);
+    return (unsigned int)(rows < y ? rows : y);
+}
+"""
 GRID_HELPER = "htam_sm_blocks"
 _GRID_HELPER_TEXT = """
 // htam: a grid of per_sm blocks per SM of the current device (grid-stride kernels cover any n with any grid)
@@ -510,8 +541,14 @@ class CudaGridSize(CudaTransform):
             return self.not_applicable(f"{kernel.name} has no grid-stride loop that alone decides what each thread "
                                        "covers along x, so its grid cannot change by itself")
         other = sorted(b for b in f.builtins_read if b.endswith((".y", ".z")))
+        z = [b for b in other if b.endswith(".z")]
+        if z:
+            return self.not_applicable(f"{kernel.name} reads {z[0]}: a grid along z is not resized")
+        if other and not f.covers_any_launch("y"):
+            return self.not_applicable(f"{kernel.name} reads {other[0]} outside a grid-stride loop along y: only a "
+                                       "grid whose every dimension is grid-strided is resized")
         if other:
-            return self.not_applicable(f"{kernel.name} reads {other[0]}: only a 1-D grid is resized")
+            return self._two_d(unit, model, kernel)
         helper = [] if GRID_HELPER.encode() in unit.src else [unit.insert(include_insert_point(unit), _GRID_HELPER_TEXT)]
         out: list[Candidate] = []
         for per_sm in GRID_PER_SM:
@@ -529,4 +566,35 @@ class CudaGridSize(CudaTransform):
                 {"blocks_per_sm": per_sm}, helper + edits), helpers={GRID_HELPER: _GRID_HELPER_TEXT}))
         if not out:
             return self.not_applicable(f"{kernel.name} is already launched with {GRID_HELPER}(...)")
+        return out
+
+    def _two_d(self, unit: CudaUnit, model: SourceModel, kernel: Kernel) -> list[Candidate] | NotApplicable:
+        """Candidates for a 2-D grid-stride kernel (x and y loops decide all it covers): the grid is capped at
+        ``8`` and ``32`` blocks per SM, x first (``htam_sm_grid(gx, 8)``), y with the blocks left
+        (``htam_sm_rows(gx, gy, 8)``), never more blocks along a dimension than the launch had: the data's extent
+        along each is known only to the launch's grid, and a block past it would find no work.
+
+        Idea source: as :meth:`propose_unit`; x first since the loops' x is the contiguous dimension.
+        """
+        helpers = {SM_GRID_HELPER: SM_GRID_TEXT, ROWS_HELPER: _ROWS_HELPER_TEXT}
+        inserts = [unit.insert(include_insert_point(unit), text) for name, text in helpers.items()
+                   if name.encode() not in unit.src]
+        out: list[Candidate] = []
+        for per_sm in GRID_PER_SM:
+            edits: list[TextEdit] = []
+            for la in unit.launches:
+                xy = grid_xy(unit, la)
+                if isinstance(xy, str):
+                    return self.not_applicable(xy)
+                if f"{ROWS_HELPER}(" in unit.t(la.grid):
+                    return self.not_applicable(f"{kernel.name} is already launched with {ROWS_HELPER}(...)")
+                gx, gy = xy
+                edits.append(unit.replace(la.grid, f"dim3({SM_GRID_HELPER}({gx}, {per_sm}), "
+                                                   f"{ROWS_HELPER}({gx}, {gy}, {per_sm}))"))
+            out.append(dataclasses.replace(self.candidate(
+                model,
+                f"launch {kernel.name} with at most {per_sm} blocks per SM (read on the device at run time), x first, "
+                f"never more blocks along x or y than the grid {unit.t(unit.launches[0].grid)}; its grid-stride loops "
+                "along x and y cover every element with any grid",
+                {"blocks_per_sm": per_sm}, inserts + edits), helpers=helpers))
         return out

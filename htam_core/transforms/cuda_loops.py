@@ -23,7 +23,7 @@ from htam_core.transforms._cuda import (
     wrap_grid,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
-from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_launch import CUDA_LANGS, SM_GRID_HELPER, SM_GRID_TEXT
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -103,20 +103,6 @@ def model_line(text: str, byte: int) -> int:
     return text.encode("utf-8")[:byte].count(b"\n") + 1
 
 
-SM_HELPER = "htam_sm_grid"
-_HELPER_TEXT = """
-// htam: cap a 1-D grid at per_sm blocks per SM (grid-stride kernels cover any n with any grid)
-static inline unsigned int htam_sm_grid(long long blocks, int per_sm)
-{
-    int dev = 0, sms = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    const long long cap = (long long)(sms > 0 ? sms : 1) * per_sm;
-    return (unsigned int)(blocks < cap ? blocks : cap);
-}
-"""
-
-
 def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     """Edits turning the elementwise body into a grid-stride loop (shared with other transforms), or why not: a
     body that moves a parameter (``d_keys += base;``, ``n -= k;``) carries it from one pass of the loop into the
@@ -179,11 +165,11 @@ class CudaGridStride(CudaTransform):
                 body,
             )]
         helper: list[TextEdit] = []
-        if SM_HELPER.encode() not in unit.src:
-            helper.append(unit.insert(include_insert_point(unit), _HELPER_TEXT))
+        if SM_GRID_HELPER.encode() not in unit.src:
+            helper.append(unit.insert(include_insert_point(unit), SM_GRID_TEXT))
         out = []
         for per_sm in (8, 32):
-            launch_edits = [wrap_grid(unit, la, SM_HELPER + "({}, " + str(per_sm) + ")") for la in unit.launches]
+            launch_edits = [wrap_grid(unit, la, SM_GRID_HELPER + "({}, " + str(per_sm) + ")") for la in unit.launches]
             bad = next((e for e in launch_edits if isinstance(e, str)), None)
             if bad:
                 return self.not_applicable(bad)
@@ -194,6 +180,6 @@ class CudaGridStride(CudaTransform):
                     {"blocks_per_sm": per_sm},
                     helper + body + launch_edits,
                 ),
-                helpers={SM_HELPER: _HELPER_TEXT},
+                helpers={SM_GRID_HELPER: SM_GRID_TEXT},
             ))
         return out

@@ -331,7 +331,8 @@ def test_local_header_defines_and_inline_functions_are_read(tmp_path):
 @pytest.mark.parametrize(("query", "grid"), [
     ("cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);", "(sm_count * 8, 1, 1)"),
     ("CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));", "(sm_count * 8, 1, 1)"),
-    ("cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sms, k, 256, 0);", None),
+    ("cudaOccupancyMaxActiveBlocksPerMultiprocessor(&sms, k, 256, 0);", "(blocks_per_sm(256, 0) * 8, 1, 1)"),
+    ("query_sms(&sms);", None),
 ])
 def test_a_value_set_through_its_address_is_not_its_initializer(tmp_path, query, grid):
     # `int sms = 0;` then a runtime query writes it: the grid is not 0 * 8 (a zero grid timed as a kernel)
@@ -340,7 +341,7 @@ def test_a_value_set_through_its_address_is_not_its_initializer(tmp_path, query,
                    "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) y[i] = 1;\n"
                    "}\nint main() {\n  int n = 1 << 20;\n  float* d; cudaMalloc(&d, n * sizeof(float));\n"
                    f"  int sms = 0;\n  {query}\n  k<<<sms * 8, 256>>>(d, n);\n}}\n")
-    if grid is not None:  # the SM count is read again on the device that runs the harness
+    if grid is not None:  # the SM count (the occupancy) is read again on the device that runs the harness
         assert infer_cuda_harness(src, "k").grid == grid
     else:
         with pytest.raises(HarnessError, match=r"`sms` is set at run time by \w+\(\) \(line 9\)"):

@@ -2,7 +2,7 @@
 
 A grid-stride loop covers ``0 .. n - 1`` once with any grid and any block, so ``cuda.block_size`` retunes the
 block with the grid held (it used to refuse: "the grid does not follow the block size"), and ``cuda.grid_size``
-sets the grid to a multiple of the SM count. The spellings: the stride in a ``for`` header, a ``while`` loop, a
+sets the grid to a multiple of the SM count (a 2-D grid-stride kernel's grid is capped at it, x first). The spellings: the stride in a ``for`` header, a ``while`` loop, a
 ``do { } while`` under the same check, the stride in a local, ``size_t`` and ``int64_t`` indices, a grid group's
 ``size()`` and ``num_threads()``, a 2-D loop (rows along y), and a template block size. Each candidate is read
 back by the analysis layer, compiled with nvcc (``sm_90``; skipped without nvcc) and, where the kernel runs one
@@ -141,9 +141,82 @@ def test_the_grid_is_sized_to_the_sm_count_with_the_block_held(cand, kernel):
 
 @pytest.mark.parametrize(("kernel", "why"), [
     ("gs_partials", "no grid-stride loop that alone decides"), ("gs_break", "no grid-stride loop that alone decides"),
-    ("cast_guarded", "no grid-stride loop that alone decides"), ("gs_2d", "only a 1-D grid is resized")])
+    ("cast_guarded", "no grid-stride loop that alone decides")])
 def test_the_grid_is_kept_where_it_decides_the_coverage(refuse, kernel, why):
     assert why in refuse("cuda.grid_size", FILE, kernel)
+
+
+def test_a_2d_grid_stride_grid_is_capped_x_first(cand, tmp_path):
+    """``gs_2d`` (rows along y, columns along x, both grid-strided): the grid is capped at 8 and 32 blocks per SM, x
+    first, never more blocks along x or y than the launch's ``grid2``; the facts read both components from the device."""
+    cands = cand("cuda.grid_size", FILE, "gs_2d")
+    assert [c.params["blocks_per_sm"] for c in cands] == [8, 32]
+    for c in cands:
+        per_sm = c.params["blocks_per_sm"]
+        (la,) = facts_of_text(c.new_text, "gs_2d").launches
+        assert [d.text for d in la.grid] == [f"htam_sm_grid(grid2.x, {per_sm})",
+                                             f"htam_sm_rows(grid2.x, grid2.y, {per_sm})"]
+        assert all(d.device == ("sm_count",) and d.value is None for d in la.grid)
+        assert [d.text for d in la.block] == ["16", "16"]  # the block is held
+        assert c.new_text.count("static inline unsigned int htam_sm_rows(") == 1
+    if shutil.which("nvcc") is not None:
+        assert_nvcc_compiles(cands[0].new_text, tmp_path)
+
+
+_2D = """
+__global__ void k2(float *m, int rows, int cols) {
+    for (int r = blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += blockDim.y * gridDim.y)
+        for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += blockDim.x * gridDim.x)
+            m[(size_t)r * cols + c] *= 2.0f;
+}
+void host(float *m, int rows, int cols) {
+    LAUNCH
+}
+"""
+
+
+@pytest.mark.parametrize(("launch", "gx", "gy"), [
+    ("k2<<<dim3((cols + 15) / 16, (rows + 15) / 16), dim3(16, 16)>>>(m, rows, cols);", "(cols + 15) / 16",
+     "(rows + 15) / 16"),
+    ("dim3 g((cols + 31) / 32, rows);\n    k2<<<g, dim3(32, 8)>>>(m, rows, cols);", "g.x", "g.y"),
+    ("int blocks = (cols + 255) / 256;\n    k2<<<blocks, 256>>>(m, rows, cols);", "blocks", "1"),
+    ("k2<<<64, dim3(32, 4)>>>(m, rows, cols);", "64", "1"),
+])
+def test_each_spelling_of_a_2d_grid_is_read(tmp_path, launch, gx, gy):
+    from htam_core.source import parse_text
+    from htam_core.transforms import registry
+
+    text = _2D.replace("LAUNCH", launch)
+    m = parse_text(text, "cuda")
+    cands = registry.propose("cuda.grid_size", m, m.kernel("k2"))
+    assert isinstance(cands, list), cands.reason
+    assert f"dim3(htam_sm_grid({gx}, 8), htam_sm_rows({gx}, {gy}, 8))" in cands[0].new_text
+    if shutil.which("nvcc") is not None:
+        assert_nvcc_compiles(cands[1].new_text, tmp_path)
+
+
+@pytest.mark.parametrize(("body", "launch", "why"), [
+    ("int r = blockIdx.y; for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += blockDim.x * gridDim.x) "
+     "m[r * cols + c] = 0.0f;", "k2<<<dim3(4, rows), 128>>>(m, rows, cols);",
+     "reads blockIdx.y outside a grid-stride loop along y"),
+    (None, "k2<<<dim3(4, 4, 2), dim3(16, 16)>>>(m, rows, cols);", "has a z component"),
+    ("for (int r = blockIdx.y * blockDim.y + threadIdx.y; r < rows; r += blockDim.y * gridDim.y) "
+     "for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += blockDim.x * gridDim.x) "
+     "m[(blockIdx.z * rows + r) * cols + c] = 0.0f;", "k2<<<dim3(4, 4, 3), dim3(16, 16)>>>(m, rows, cols);",
+     "reads blockIdx.z: a grid along z is not resized"),
+])
+def test_a_2d_grid_that_decides_the_coverage_is_kept(body, launch, why):
+    from htam_core.source import parse_text
+    from htam_core.transforms import registry
+    from htam_core.transforms.base import NotApplicable
+
+    text = _2D.replace("LAUNCH", launch)
+    if body is not None:
+        start = text.index("{") + 1
+        text = text[:start] + body + "\n}\nvoid host(float *m, int rows, int cols) {\n    " + launch + "\n}\n"
+    m = parse_text(text, "cuda")
+    res = registry.propose("cuda.grid_size", m, m.kernel("k2"))
+    assert isinstance(res, NotApplicable) and why in res.reason, res
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
