@@ -20,9 +20,12 @@ import re
 from typing import Any
 
 from htam_core.source.analysis import Access, KernelFacts, analyze
+from htam_core.source.analysis.block_load import GuardedLoad, guarded_block_load
 from htam_core.source.analysis.constants import evaluate_text
+from htam_core.source.analysis.forms import KernelText
 from htam_core.source.analysis.syntax import parse
 from htam_core.source.analysis.triton_names import binding_imports
+from htam_core.source.analysis.unit import CudaSource, cuda_source
 from htam_core.source.api import parse_text
 from htam_core.source.model import Kernel, KernelFeatures, SourceModel
 from htam_core.types.language import kinds, traits
@@ -240,13 +243,18 @@ def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
             "dot_input_dtypes": known, "grouped_programs": tf.grouped_program_ids}
 
 
+def _row_loop_facts(analysis: KernelFacts | None, lang: str) -> dict[str, bool | None]:
+    """``column_split_sum``, ``thread_column_sum`` and ``uncoalesced_row_loop`` (see :data:`FACTS`): false for
+    Triton, unknown without the analysis."""
+    reads = {"column_split_sum": "column_split_loops", "thread_column_sum": "thread_column_loops",
+             "uncoalesced_row_loop": "row_loops"}
+    return {k: False if lang != "cuda" else (None if analysis is None else bool(getattr(analysis, m)()))
+            for k, m in reads.items()}
+
+
 def _one_element_tree(model: SourceModel | None, kernel: Kernel | None, facts: KernelFacts | None) -> bool | None:
     """Whether the CUDA kernel feeds its block tree one guarded element per thread
     (:func:`~htam_core.source.analysis.block_load.guarded_block_load` finds the load), ``None`` without its file."""
-    from htam_core.source.analysis.block_load import GuardedLoad, guarded_block_load
-    from htam_core.source.analysis.forms import KernelText
-    from htam_core.source.analysis.unit import CudaSource, cuda_source
-
     if model is None or kernel is None or facts is None or not facts.shared_tree_loops():
         return None if model is None or kernel is None or facts is None else False
     source = cuda_source(model, kernel)
@@ -473,12 +481,7 @@ def compute_facts(
     facts["has_reuse"] = True if (matmul_like or f.shared_memory) else (
         None if matmul_like is None else bool(has_loop and reduction_like and loads >= 2))
     facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
-    facts["column_split_sum"] = False if lang != "cuda" else (
-        None if analysis is None else bool(analysis.column_split_loops()))
-    facts["thread_column_sum"] = False if lang != "cuda" else (
-        None if analysis is None else bool(analysis.thread_column_loops()))
-    facts["uncoalesced_row_loop"] = False if lang != "cuda" else (
-        None if analysis is None else bool(analysis.row_loops()))
+    facts.update(_row_loop_facts(analysis, lang))
     facts["stencil_like"] = _neighbour_loads(analysis, matmul_like)
     facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
     facts.update(_kernel_facts(kernel, lang))
