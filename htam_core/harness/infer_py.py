@@ -734,6 +734,30 @@ def _file_kernel_language(path: Path, kernel: str) -> str:
         "cuda-in-python" if facts.has_cuda_string or facts.uses_load_inline or facts.uses_cupy_raw else "python")
 
 
+def _no_launcher_reason(p: Path, kernel: str, model: Any = None) -> str:
+    """Why no Python function of ``p`` is the launcher of ``kernel``, in one line: a kernel of a CUDA string
+    (``load_inline``, cupy) launched by a C++ function of that string is named with that function (htam does not
+    call a compiled extension's functions itself); otherwise the Triton-style hint."""
+    from htam_core.source.analysis.unit import CudaSource, cuda_source  # only for this message: a CUDA string
+
+    try:
+        m = model if model is not None else load(p)
+        k = next(x for x in m.kernels if x.name == kernel)
+        src = cuda_source(m, k) if k.language == "cuda-in-python" else None
+    except (StopIteration, OSError, ValueError):
+        src = None
+    hosts = [la for la in src.sites if la.host is not None] if isinstance(src, CudaSource) else []
+    if hosts:
+        decl = hosts[0].host.child_by_field_name("declarator")  # type: ignore[union-attr]
+        name = src.t(decl).split("(")[0].strip() if decl is not None else "its host function"  # type: ignore[union-attr]
+        return (f"{kernel} is launched by the C++ function {name}() in the CUDA string of {p.name} (line "
+                f"{hosts[0].site.line}), which htam does not call by itself; describe the kernel's inputs in a "
+                f"[kernel.{kernel}] table of htam.toml (`htam harness infer {p.name} --kernel {kernel}` prints one "
+                "to start from)")
+    return (f"no function of {p.name} launches {kernel} (kernel[grid](...) inside a top-level function); put the "
+            "launch in a function that takes the tensors")
+
+
 def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache: bool = True,
           run_code: bool = True) -> Inference:
     """Infer a harness for ``kernel`` of the Python file ``path`` (see the module docstring).
@@ -753,8 +777,7 @@ def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache:
         return Inference(None, broken)
     found = launcher_of(p, kernel, model)
     if found is None:
-        return Inference(None, f"no function of {p.name} launches {kernel} (kernel[grid](...) inside a top-level "
-                               "function); put the launch in a function that takes the tensors")
+        return Inference(None, _no_launcher_reason(p, kernel, model))
     wrapper = found[0]
     tests = nearby_tests(p, wrapper)
     sources: list[tuple[str, Path | None, str]] = []

@@ -329,6 +329,15 @@ def bounds_edit(unit: CudaUnit, old_total: int | None, new_total: int) -> TextEd
     return f"__launch_bounds__({lb.text}) is smaller than {new_total} threads"
 
 
+def _input_note(expr: str) -> str:
+    """``", which the program read from its command line or environment: that input no longer sets it"`` when
+    the replaced grid expression ``expr`` reads ``argv``/``getenv``/``atoi``-style input, else ``""``: the step
+    then drops a knob the user gave the program, and its title says so."""
+    if any(w in expr for w in ("argv", "getenv", "atoi", "atol", "strtol", "stoi", "scanf")):
+        return ", which the program read from its input: that input no longer sets the grid"
+    return ""
+
+
 @register
 class CudaBlockSize(CudaTransform):
     """Retune threads per block at the launch site, keeping the grid consistent."""
@@ -538,6 +547,8 @@ class CudaGridSize(CudaTransform):
             return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid is set where it is "
                                        "launched")
         if not f.covers_any_launch("x"):
+            if f.grid_stride_loops and (why := per_block_output_hazard(unit)):
+                return self.not_applicable(why)  # the loops cover any grid; the per-block outputs do not
             return self.not_applicable(f"{kernel.name} has no grid-stride loop that alone decides what each thread "
                                        "covers along x, so its grid cannot change by itself")
         other = sorted(b for b in f.builtins_read if b.endswith((".y", ".z")))
@@ -559,10 +570,12 @@ class CudaGridSize(CudaTransform):
             bad = next((e for e in edits if isinstance(e, str)), None)
             if bad:
                 return self.not_applicable(bad)
+            e0 = edits[0]
+            was = unit.src[e0.start_byte - unit.base:e0.end_byte - unit.base].decode(errors="replace")  # type: ignore[union-attr]
             out.append(dataclasses.replace(self.candidate(
                 model,
                 f"launch {kernel.name} with {per_sm} blocks per SM (read on the device at run time; the grid was "
-                f"{unit.t(unit.launches[0].grid)}); its grid-stride loops cover every element with any grid",
+                f"`{' '.join(was.split())}`{_input_note(was)}); its grid-stride loops cover every element with any grid",
                 {"blocks_per_sm": per_sm}, helper + edits), helpers={GRID_HELPER: _GRID_HELPER_TEXT}))
         if not out:
             return self.not_applicable(f"{kernel.name} is already launched with {GRID_HELPER}(...)")

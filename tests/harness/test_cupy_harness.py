@@ -123,3 +123,36 @@ def test_a_cu_kernel_launched_from_another_file_gets_that_launch_in_its_template
     ws = workspace(tmp_path, {"vscale.cu": CU_KERNEL, launcher: other})
     table = _table(ws / "vscale.cu")
     assert table["block"] == "64" and table["grid"] == "(cdiv(N, 64),)", table
+
+
+def test_a_load_inline_kernel_launched_by_its_cpp_function_names_that_function(tmp_path):
+    """Regression (a new user's trial): the refusal gave the Triton hint `kernel[grid](...)` for a kernel that a
+    C++ function of the file's ``load_inline`` string launches; it now names that function and the way out."""
+    from htam_core.harness.infer_py import infer
+
+    text = '''from torch.utils.cpp_extension import load_inline
+
+src = r"""
+__global__ void twice(const float *x, float *y, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+torch::Tensor run_twice(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    twice<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    return y;
+}
+"""
+mod = load_inline(name="tw", cpp_sources="torch::Tensor run_twice(torch::Tensor x);", cuda_sources=src,
+                  functions=["run_twice"])
+
+
+def twice(x):
+    return mod.run_twice(x)
+'''
+    path = tmp_path / "tw.py"
+    path.write_text(text)
+    res = infer(path, "twice", run_code=False)
+    assert res.harness is None
+    assert "launched by the C++ function run_twice() in the CUDA string of tw.py (line 10)" in res.reason
+    assert "kernel[grid]" not in res.reason

@@ -140,7 +140,7 @@ def test_the_grid_is_sized_to_the_sm_count_with_the_block_held(cand, kernel):
 
 
 @pytest.mark.parametrize(("kernel", "why"), [
-    ("gs_partials", "no grid-stride loop that alone decides"), ("gs_break", "no grid-stride loop that alone decides"),
+    ("gs_partials", "writes one output per block"), ("gs_break", "no grid-stride loop that alone decides"),
     ("cast_guarded", "no grid-stride loop that alone decides")])
 def test_the_grid_is_kept_where_it_decides_the_coverage(refuse, kernel, why):
     assert why in refuse("cuda.grid_size", FILE, kernel)
@@ -264,3 +264,28 @@ def test_a_tail_offset_that_differs_between_threads_is_not_launch_free(start):
         text = text.replace("int done = 0;", "int done = 0; int bad = threadIdx.x & 1;")
     f = facts_of_text(text, "tail")
     assert not f.covers_any_launch("x")
+
+
+def test_a_grid_read_from_the_command_line_is_named_in_the_title():
+    """Regression (a new user's trial): sizing the grid to the SM count replaced `atoi(argv[2])` silently; the
+    title now names the replaced expression and says the program's input no longer sets the grid."""
+    from htam_core.source import parse_text
+    from htam_core.transforms import registry
+
+    text = """#include <cstdlib>
+__global__ void k(int n, float *x) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) x[i] *= 2.0f;
+}
+int main(int argc, char **argv) {
+    int n = 1 << 20;
+    float *x = nullptr;
+    int blocks = argc > 1 ? atoi(argv[1]) : 1024;
+    k<<<blocks, 256>>>(n, x);
+    return 0;
+}
+"""
+    m = parse_text(text, "cuda")
+    cands = registry.propose("cuda.grid_size", m, m.kernel("k"))
+    assert isinstance(cands, list) and cands
+    assert all("`argc > 1 ? atoi(argv[1]) : 1024`, which the program read from its input" in c.description
+               for c in cands)

@@ -339,7 +339,11 @@ def elementwise(unit: KernelView, *, invariant_terms: bool = False) -> Elementwi
             return why
         cons = g.stmt.child_by_field_name("consequence") if g.form == "if" else None
         return Elementwise(s, name, typ, value, g.stmt, bound, g.form, body, cons, extra or "")
-    return "no `i = blockIdx.x * blockDim.x + threadIdx.x` index declaration"
+    gs = unit.facts.grid_stride_loops
+    if gs:  # the index is a grid-stride loop's own: that is the shape, not a missing declaration
+        return (f"the kernel is a grid-stride loop over {gs[0].var} (line {gs[0].line}), not one element per thread "
+                f"under `if ({gs[0].var} < n)`")
+    return "no `i = blockIdx.x * blockDim.x + threadIdx.x` index declaration before a bound check"
 
 
 def param_names(source: CudaSource) -> list[str]:

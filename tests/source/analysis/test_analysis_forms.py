@@ -87,3 +87,14 @@ def test_parameter_names_block_slices_and_launch_bounds() -> None:
     assert lb is not None and "256" in bounded.t(lb)
     macro = "#define LB(n) __launch_bounds__(n)\n" + SCALE.replace("__global__ void", "__global__ void LB(256)")
     assert launch_bounds_node(_view(macro, "scale").source) is not None
+
+
+def test_a_grid_stride_kernel_is_named_as_one_not_as_a_missing_declaration():
+    """Regression (a new user's trial): the refusal said "no `i = ...` index declaration" on a kernel that
+    declares ``i`` exactly so, in its grid-stride loop's header."""
+    text = """__global__ void scale(float *x, int n, float a) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) x[i] *= a;
+}
+"""
+    why = elementwise(_view(text, "scale"))
+    assert isinstance(why, str) and "grid-stride loop over i (line 2)" in why
