@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.instantiations import template_param_names
-from htam_core.source.analysis.macros import expansion, macro_table
+from htam_core.source.analysis.macros import arg_spans, expansion, macro_table
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.unit import CudaSource
 
@@ -108,29 +108,9 @@ def _head_start(source: CudaSource) -> int:
 
 
 def _arg_spans(code: str, open_at: int) -> list[tuple[int, int]] | None:
-    """Offsets ``(start, end)`` in ``code`` of each argument of the call whose ``(`` is at ``open_at``, surrounding
-    blanks left out; ``None`` when the parentheses do not close."""
-    depth, start, out = 0, open_at + 1, []
-    for i in range(open_at, len(code)):
-        c = code[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                out.append((start, i))
-                break
-        elif c == "," and depth == 1:
-            out.append((start, i))
-            start = i + 1
-    else:
-        return None
-    trimmed = []
-    for s, e in out:
-        piece = code[s:e]
-        s2 = s + len(piece) - len(piece.lstrip())
-        trimmed.append((s2, max(s2, e - (len(piece) - len(piece.rstrip())))))
-    return trimmed
+    """Offsets ``(start, end)`` in ``code`` of each argument of the call whose ``(`` is at ``open_at``
+    (:func:`~htam_core.source.analysis.macros.arg_spans`); ``None`` when the parentheses do not close."""
+    return arg_spans(code, open_at)[0]
 
 
 def _bare(text: str) -> str:

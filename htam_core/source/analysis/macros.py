@@ -36,7 +36,7 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-__all__ = ["MAX_DEPTH", "ExpandedIndex", "FunctionMacro", "MacroTable", "call_alias", "expansion", "macro_call", "macro_table",
+__all__ = ["MAX_DEPTH", "ExpandedIndex", "FunctionMacro", "MacroTable", "arg_spans", "call_alias", "expansion", "macro_call", "macro_table",
            "transparent_argument"]
 
 #: How deep macro calls may nest inside one expansion before the reading gives up.
@@ -256,9 +256,11 @@ def _expand_text(text: str, table: MacroTable, at: int, active: frozenset[str], 
     return "".join(out)
 
 
-def _split_args(code: str, text: str, open_at: int) -> tuple[list[str] | None, int]:
-    """The comma-separated argument texts of the call whose ``(`` is at ``open_at`` and the offset after its ``)``."""
-    depth, start, args = 0, open_at + 1, []
+def arg_spans(code: str, open_at: int) -> tuple[list[tuple[int, int]] | None, int]:
+    """The ``(start, end)`` offsets in ``code`` of each comma-separated argument of the call whose ``(`` is at
+    ``open_at`` (blanks around each left out), and the offset after its ``)``; ``None`` when the parentheses do not
+    close. Commas inside nested ``()``, ``[]`` and ``{}`` do not split."""
+    depth, start, out = 0, open_at + 1, []
     for i in range(open_at, len(code)):
         c = code[i]
         if c in "([{":
@@ -266,12 +268,26 @@ def _split_args(code: str, text: str, open_at: int) -> tuple[list[str] | None, i
         elif c in ")]}":
             depth -= 1
             if depth == 0:
-                args.append(text[start:i].strip())
-                return args, i + 1
+                out.append((start, i))
+                return [_trim(code, s, e) for s, e in out], i + 1
         elif c == "," and depth == 1:
-            args.append(text[start:i].strip())
+            out.append((start, i))
             start = i + 1
     return None, len(code)
+
+
+def _trim(code: str, s: int, e: int) -> tuple[int, int]:
+    while s < e and code[s].isspace():
+        s += 1
+    while e > s and code[e - 1].isspace():
+        e -= 1
+    return s, e
+
+
+def _split_args(code: str, text: str, open_at: int) -> tuple[list[str] | None, int]:
+    """The comma-separated argument texts of the call whose ``(`` is at ``open_at`` and the offset after its ``)``."""
+    spans, end = arg_spans(code, open_at)
+    return (None if spans is None else [text[s:e] for s, e in spans]), end
 
 
 def expansion(macro: FunctionMacro, args: list[str], table: MacroTable, at: int,
