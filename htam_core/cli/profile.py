@@ -61,6 +61,23 @@ def _fmt(v: Any, unit: str = "") -> str:
     return "not measured" if v is None else f"{v}{unit}"
 
 
+def shared_line(p: Any) -> str:
+    """The shared-memory figure of a profile: the compiler's static bytes per block, plus the dynamic bytes of the
+    launch when one was read (``0 bytes static + 1024 dynamic (launch, line 33) per block``, or the launch's
+    expression when it is not a constant), and what the occupancy figure allocates for them (the driver's
+    reserved bytes and granularity included), so the line and ``--json``'s ``occupancy.smem_per_block`` agree."""
+    dyn = p.extra.get("dynamic_shared") or {}
+    if p.shared_bytes is None or not dyn or dyn.get("bytes") == 0:
+        return f"{_fmt(p.shared_bytes, ' bytes')} per block"
+    if dyn.get("bytes") is None:
+        out = (f"{p.shared_bytes} bytes static + dynamic `{dyn.get('expr')}` (launch, line {dyn.get('line')}: not "
+               "a constant, not counted) per block")
+    else:
+        out = f"{p.shared_bytes} bytes static + {dyn['bytes']} dynamic (launch, line {dyn.get('line')}) per block"
+    alloc = (p.extra.get("occupancy") or {}).get("smem_per_block")
+    return out + (f"; occupancy allocates {alloc} (with the driver's reserved bytes)" if alloc else "")
+
+
 def format_profile(p: Any) -> str:
     """A readable multi-line summary of a :class:`Profile`."""
     lines = [f"kernel {p.kernel}  [{p.mode}, {p.device}]"]
@@ -78,7 +95,7 @@ def format_profile(p: Any) -> str:
     lines.append(f"  registers     {_fmt(p.registers)} per thread")
     lines.append(f"  spills        {_fmt(p.spill_bytes, ' bytes')}")
     lines.append(f"  stack         {_fmt(p.stack_bytes, ' bytes')}")
-    lines.append(f"  shared        {_fmt(p.shared_bytes, ' bytes')} per block")
+    lines.append(f"  shared        {shared_line(p)}")
     lines.append(f"  block size    {_fmt(p.block_size)}")
     occ = "unknown" if p.theoretical_occupancy is None else f"{p.theoretical_occupancy:.2f}"
     lim = (p.extra.get("occupancy") or {}).get("limiter")
