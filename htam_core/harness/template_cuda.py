@@ -43,8 +43,8 @@ from htam_core.source.analysis import (
     stride_of,
     sym,
 )
-from htam_core.source.analysis.guards import first_bounds_guard
-from htam_core.source.analysis.unit import cuda_source
+from htam_core.source.analysis.guards import enclosing_bounds, first_bounds_guard
+from htam_core.source.analysis.unit import CudaSource, cuda_source
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import node_text
 from htam_core.source.workspace import launch_unit
@@ -466,10 +466,12 @@ def kernel_shapes(model: SourceModel, kernel: Kernel) -> dict[str, list[sympy.Ex
     sizes = {p.name for p in kernel.params if not p.is_pointer and p.type and
              base_type(p.type) in _INTEGER_TYPES}
     guard = guard_region(model, kernel)
+    unit = cuda_source(model, kernel)
+    unit = None if isinstance(unit, str) else unit
     out: dict[str, list[sympy.Expr] | str] = {}
     for pf in facts.pointers:
         accesses = [a for a in (*pf.reads, *pf.writes) if a.space == "global"]
-        shapes = [_kernel_shape(a, facts, guard, sizes) for a in accesses]
+        shapes = [_kernel_shape(a, facts, guard, sizes, unit) for a in accesses]
         if not accesses:
             continue
         if any(sh is None for sh in shapes):
@@ -484,7 +486,7 @@ def kernel_shapes(model: SourceModel, kernel: Kernel) -> dict[str, list[sympy.Ex
 
 
 def _kernel_shape(acc: Access, facts: KernelFacts, guard: tuple[dict[str, str], tuple[int, int]] | None,
-                  sizes: set[str]) -> list[sympy.Expr] | None:
+                  sizes: set[str], unit: CudaSource | None = None) -> list[sympy.Expr] | None:
     """The shape ``acc``'s index walks in the kernel's terms (see :func:`kernel_shapes`), or ``None``."""
     if acc.index is None or acc.vector:
         return None
@@ -494,8 +496,8 @@ def _kernel_shape(acc: Access, facts: KernelFacts, guard: tuple[dict[str, str], 
         if m.func.__name__ == "mod" and len(m.args) == 2 and m.args[1].free_symbols <= {sym(s) for s in sizes}:
             v = sym(f"mod.{i}")
             idx, ext[v] = sympy.expand(idx.xreplace({m: v})), m.args[1]
-    bounds, (lo, hi) = guard if guard is not None else ({}, (0, 0))
-    for ti in facts.thread_indices if lo <= acc.span[0] < hi else ():
+    bounds = _bounds_at(acc, guard, unit)
+    for ti in facts.thread_indices:
         idx = _guarded_index(idx, ti, bounds.get(ti.name), sizes, ext)
     for lid in acc.loops:
         lp = facts.loops[lid]
@@ -504,6 +506,19 @@ def _kernel_shape(acc: Access, facts: KernelFacts, guard: tuple[dict[str, str], 
         if lp.var and lp.bound is not None and lp.cmp in ("<", "<=") and lp.update == "+" and starts:
             ext[sym(lp.var)] = lp.bound + (1 if lp.cmp == "<=" else 0)
     return row_major(idx, ext, sizes)
+
+
+def _bounds_at(acc: Access, guard: tuple[dict[str, str], tuple[int, int]] | None,
+               unit: CudaSource | None) -> dict[str, str]:
+    """``{var: bound}`` that hold at ``acc``: the conditions around it (``if``, ``?:``;
+    :func:`~htam_core.source.analysis.guards.enclosing_bounds`), then the kernel's early-return bounds check when
+    the access follows it."""
+    out = enclosing_bounds(unit.root, acc.span[0] - unit.base, acc.span[1] - unit.base, unit.src) \
+        if unit is not None else {}
+    if guard is not None and guard[1][0] <= acc.span[0] < guard[1][1]:
+        for var, bound in guard[0].items():
+            out.setdefault(var, bound)
+    return out
 
 
 def _guarded_index(idx: sympy.Expr, ti: ThreadIndex, bound: str | None, sizes: set[str],

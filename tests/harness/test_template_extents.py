@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import tomllib
 
+import pytest
+
 from htam_core.harness.template import write_template
 from htam_core.harness.template_cuda import kernel_shapes
 from htam_core.source.analysis import sym
@@ -125,3 +127,26 @@ __global__ void twice(const float* in, float* out, int n)
     assert isinstance(shapes["in"], str) and "line 5" in shapes["in"]
     written = write_template(model, model.kernel("twice"))
     assert "guessed shape (its index i (line 5)" in written
+
+
+@pytest.mark.parametrize(("body", "bounded"), [
+    ("sm[threadIdx.x] = (i < n) ? in[i] : 0.0f;", True),                       # a ?: guard
+    ("if (threadIdx.x < 128 && i < n) { sm[threadIdx.x] = in[i]; }", True),     # an && term of an if
+    ("if (i >= n) { sm[threadIdx.x] = 0.0f; } else { sm[threadIdx.x] = in[i]; }", False),  # else: not read
+    ("sm[threadIdx.x] = (i < n) ? 0.0f : in[i];", False),                       # the false branch
+])
+def test_the_bound_of_the_condition_around_an_access_is_its_range(body: str, bounded: bool) -> None:
+    text = f"""
+__global__ void load_sum(const float* in, float* out, unsigned int n)
+{{
+    __shared__ float sm[256];
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    {body}
+    __syncthreads();
+    if (threadIdx.x == 0) out[blockIdx.x] = sm[0];
+}}
+"""
+    model = parse_text(text, "cuda", path="load_sum.cu")
+    shape = kernel_shapes(model, model.kernel("load_sum"))["in"]
+    assert (shape == [sym("n")]) is bounded
+    assert bounded or isinstance(shape, str)
