@@ -62,20 +62,17 @@ def _fmt(v: Any, unit: str = "") -> str:
 
 
 def shared_line(p: Any) -> str:
-    """The shared-memory figure of a profile: the compiler's static bytes per block, plus the dynamic bytes of the
-    launch when one was read (``0 bytes static + 1024 dynamic (launch, line 33) per block``, or the launch's
-    expression when it is not a constant), and what the occupancy figure allocates for them (the driver's
-    reserved bytes and granularity included), so the line and ``--json``'s ``occupancy.smem_per_block`` agree."""
-    dyn = p.extra.get("dynamic_shared") or {}
-    if p.shared_bytes is None or not dyn or dyn.get("bytes") == 0:
-        return f"{_fmt(p.shared_bytes, ' bytes')} per block"
-    if dyn.get("bytes") is None:
-        out = (f"{p.shared_bytes} bytes static + dynamic `{dyn.get('expr')}` (launch, line {dyn.get('line')}: not "
-               "a constant, not counted) per block")
-    else:
-        out = f"{p.shared_bytes} bytes static + {dyn['bytes']} dynamic (launch, line {dyn.get('line')}) per block"
+    """The shared-memory figure of a profile (:meth:`~htam_core.types.profile.Profile.shared_text`: static bytes
+    per block, plus the launch's dynamic bytes when read), and, with dynamic bytes, what the occupancy figure
+    allocates for them (the driver's reserved bytes and granularity included), so the line and ``--json``'s
+    ``occupancy.smem_per_block`` agree."""
+    text = p.shared_text()
+    if text is None:
+        return "not measured per block"
     alloc = (p.extra.get("occupancy") or {}).get("smem_per_block")
-    return out + (f"; occupancy allocates {alloc} (with the driver's reserved bytes)" if alloc else "")
+    dyn = (p.extra.get("dynamic_shared") or {}).get("bytes")
+    return f"{text} per block" + (f"; occupancy allocates {alloc} (with the driver's reserved bytes)"
+                                  if alloc and dyn else "")
 
 
 def format_profile(p: Any) -> str:

@@ -134,3 +134,24 @@ def test_with_the_opt_in_the_same_launch_gets_its_occupancy(tmp_path) -> None:
     assert occ["cannot_launch"] == [] and p.theoretical_occupancy and p.theoretical_occupancy > 0
     assert occ["active_blocks_per_sm"] == arch_limits("sm_90").smem_per_sm // occ["smem_per_block"]
     assert p.extra["shared_optin"] and "cudaFuncSetAttribute" in p.extra["shared_optin"][0]["text"]
+
+
+# -- one wording for the CLI and the editor -------------------------------------------------------------------------
+@pytest.mark.parametrize(("static", "dyn", "expect"), [
+    (0, {"bytes": 2048, "line": 40, "expr": "n * sizeof(float)"}, "0 bytes static + 2048 dynamic (launch, line 40)"),
+    (512, {"bytes": None, "line": 12, "expr": "smem"}, "512 bytes static + dynamic `smem` (launch, line 12"),
+    (768, {"bytes": 0, "line": 9, "expr": "0"}, "768 bytes"),
+    (768, None, "768 bytes"),
+])
+def test_the_cli_and_the_editor_say_the_same_static_plus_dynamic(static, dyn, expect) -> None:
+    from htam_core.editor import ProfileView, render
+    from htam_core.editor.profiles import ProfileEntry
+    from htam_core.types.profile import Profile
+
+    extra = {"dynamic_shared": dyn} if dyn else {}
+    p = Profile("k", mode="static", registers=16, shared_bytes=static, block_size=256, extra=extra)
+    assert p.shared_text().startswith(expect)
+    cli = next(ln for ln in format_profile(p).splitlines() if ln.strip().startswith("shared"))
+    assert expect in cli
+    md = "\n".join(render.profile_lines(ProfileView(ProfileEntry("/f.cu", "k", "h", profile=p), False, False)))
+    assert f"shared {expect}" in md
