@@ -165,10 +165,29 @@ def dynamic_shared(p: Profile, model: Any, kernel: Any, source: str, offset: int
         return dyn, True
     p.extra["dynamic_shared"] = {"bytes": dyn, "line": site.line, "expr": (site.config or {}).get("smem") or "0"}
     embedded = kernel.language != "cuda"
+    first = model.text.encode("utf-8")[:offset].count(b"\n") + 1
     found = shared_optins(model.text, kernel.name, [k.name for k in model.kernels], python=embedded,
-                          cuda_text=source if embedded else None)
-    p.extra["shared_optin"] = [{"line": o.line, "text": " ".join(o.text.split())} for o in found]
+                          cuda_text=source if embedded else None, cuda_first_line=first)
+    p.extra["shared_optin"] = [{"line": o.line, "text": " ".join(o.text.split()), "value": o.value,
+                                "byte": o.byte, "cuda": o.cuda} for o in found]
     return dyn, bool(found)
+
+
+def over_optin(p: Profile, source: str, dyn: int | None) -> list[str]:
+    """Why the launch cannot run because it asks for more dynamic shared memory than the host opted the kernel in
+    to: each C opt-in of ``p.extra["shared_optin"]`` (:func:`dynamic_shared`) whose bytes are a constant of
+    ``source`` (``cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024)``) below
+    ``dyn``; the launch fails (``cudaErrorInvalidValue``). An opt-in whose bytes are not a constant, or in
+    Python, is not checked. Empty when none is over."""
+    if not dyn:
+        return []
+    out = []
+    for o in p.extra.get("shared_optin") or []:
+        v = sc.eval_const_expr(source, o["value"], o["byte"]) if o.get("cuda") and o.get("value") else None
+        if v is not None and dyn > v:
+            out.append(f"the launch's {dyn:,} B of dynamic shared memory > the {v:,} B the host opts the kernel in "
+                       f"to (line {o['line']}: {o['text']})")
+    return out[:1]
 
 
 class StaticProfiler(ABC):
@@ -289,7 +308,7 @@ class CudaProfiler(StaticProfiler):
         p.warnings.extend(warns)
         dyn, optin = dynamic_shared(p, model, kernel, source, offset)
         occupancy(p, target, dyn or 0, threads_over(source, kernel, offset, model.path, block, target,
-                                                     compiled=True), shared_optin=optin)
+                                                     compiled=True) + over_optin(p, source, dyn), shared_optin=optin)
         return p
 
     def source_only(self, p: Profile, model: Any, kernel: Any, target: str, harness: Harness | None) -> None:

@@ -155,3 +155,19 @@ def test_the_cli_and_the_editor_say_the_same_static_plus_dynamic(static, dyn, ex
     assert expect in cli
     md = "\n".join(render.profile_lines(ProfileView(ProfileEntry("/f.cu", "k", "h", profile=p), False, False)))
     assert f"shared {expect}" in md
+
+
+@needs_nvcc
+def test_an_opt_in_below_the_launch_s_dynamic_bytes_cannot_launch(tmp_path) -> None:
+    call = "    cudaFuncSetAttribute(stage, cudaFuncAttributeMaxDynamicSharedMemorySize, 56 * 1024);"
+    p = _profile(tmp_path, 4096, "60 * 1024", call)  # 16 KB static + 60 KB dynamic, opted in to 56 KB only
+    assert p.theoretical_occupancy is None and p.bottleneck.cls == "cannot-launch"
+    assert "61,440 B of dynamic shared memory > the 57,344 B the host opts the kernel in to" in p.warnings[0]
+    assert f"line {p.extra['shared_optin'][0]['line']}" in p.warnings[0]
+
+
+def test_opt_ins_in_a_cuda_string_get_file_lines_and_their_bytes() -> None:
+    cuda = "void host() {\n  cudaFuncSetAttribute(stage, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);\n}\n"
+    found = shared_optins("x = 1\n", "stage", ["stage"], python=True, cuda_text=cuda, cuda_first_line=10)
+    assert [(o.line, o.value, o.cuda) for o in found] == [(11, "96 * 1024", True)]
+    assert cuda[found[0].byte:].startswith("cudaFuncSetAttribute")

@@ -20,7 +20,7 @@ API's ``cudaFuncSetAttribute``; cupy's ``RawKernel.max_dynamic_shared_size_bytes
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from tree_sitter import Node
@@ -38,14 +38,26 @@ CUPY_ATTRIBUTE = "max_dynamic_shared_size_bytes"
 
 @dataclass(frozen=True)
 class SharedOptIn:
-    """One opt-in of the host code: its 1-based line (in the text searched) and its source text."""
+    """One opt-in of the host code.
+
+    Attributes:
+        line: 1-based line in the text searched.
+        text: the call or assignment as written.
+        value: the bytes it opts in to, as written (the call's third argument, the assignment's right side).
+        byte: its start byte in the text searched (where a constant in ``value`` is looked up).
+        cuda: it is C/C++ (a CUDA text), so ``value`` is a C expression; ``False`` for Python.
+    """
 
     line: int
     text: str
+    value: str = ""
+    byte: int = 0
+    cuda: bool = True
 
 
 def shared_optins(model_text: str, kernel_name: str, kernel_names: Iterable[str] = (), *,
-                  python: bool = False, cuda_text: str | None = None) -> tuple[SharedOptIn, ...]:
+                  python: bool = False, cuda_text: str | None = None,
+                  cuda_first_line: int = 1) -> tuple[SharedOptIn, ...]:
     """The opt-ins above 48 KB of shared memory per block that the host code makes for ``kernel_name``.
 
     Args:
@@ -54,14 +66,16 @@ def shared_optins(model_text: str, kernel_name: str, kernel_names: Iterable[str]
         kernel_names: every kernel of the file (a runtime-API call naming one of the others is not this kernel's).
         python: ``model_text`` is Python (cupy attribute assignments, ``cuFuncSetAttribute`` of cuda-python).
         cuda_text: the kernel's CUDA string for CUDA held in Python (``load_inline`` host code in it is read too).
+        cuda_first_line: the file line of ``cuda_text``'s first line (its opt-ins' lines are the file's).
 
     Returns:
-        The opt-ins found, in source order; empty when there is none.
+        The opt-ins found (the file's, then the CUDA string's), in source order; empty when there is none. An
+        opt-in's ``byte`` is in the text it was found in.
     """
     others = tuple(sorted(set(kernel_names) - {kernel_name}))
     found = list(_optins(model_text, "python" if python else "cuda", kernel_name, others))
     if cuda_text:
-        found += _optins(cuda_text, "cuda", kernel_name, others)
+        found += [replace(o, line=o.line + cuda_first_line - 1) for o in _optins(cuda_text, "cuda", kernel_name, others)]
     return tuple(found)
 
 
@@ -79,9 +93,12 @@ def _optins(src: str, grammar: GrammarName, kernel_name: str, others: tuple[str,
         if not any(text(a, data).endswith(OPTIN_ATTRIBUTES) for a in args.named_children[1:]):
             continue
         if _for_kernel(args.named_children[0], data, kernel_name, others):
-            out.append(SharedOptIn(call.start_point[0] + 1, text(call, data)))
+            value = text(args.named_children[2], data) if len(args.named_children) > 2 else ""
+            out.append(SharedOptIn(call.start_point[0] + 1, text(call, data), value, call.start_byte,
+                                   grammar == "cuda"))
     if grammar == "python":
-        out += [SharedOptIn(a.start_point[0] + 1, text(a, data)) for a in of_type(root, "assignment")
+        out += [SharedOptIn(a.start_point[0] + 1, text(a, data), text(a.child_by_field_name("right"), data),
+                            a.start_byte, False) for a in of_type(root, "assignment")
                 if (left := a.child_by_field_name("left")) is not None and left.type == "attribute"
                 and text(left.child_by_field_name("attribute"), data) == CUPY_ATTRIBUTE]
     return tuple(sorted(out, key=lambda o: o.line))
