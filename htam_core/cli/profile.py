@@ -61,6 +61,20 @@ def _fmt(v: Any, unit: str = "") -> str:
     return "not measured" if v is None else f"{v}{unit}"
 
 
+def shared_line(p: Any) -> str:
+    """The shared-memory figure of a profile (:meth:`~htam_core.types.profile.Profile.shared_text`: static bytes
+    per block, plus the launch's dynamic bytes when read), and, with dynamic bytes, what the occupancy figure
+    allocates for them (the driver's reserved bytes and granularity included), so the line and ``--json``'s
+    ``occupancy.smem_per_block`` agree."""
+    text = p.shared_text()
+    if text is None:
+        return "not measured per block"
+    alloc = (p.extra.get("occupancy") or {}).get("smem_per_block")
+    dyn = (p.extra.get("dynamic_shared") or {}).get("bytes")
+    return f"{text} per block" + (f"; occupancy allocates {alloc} (with the driver's reserved bytes)"
+                                  if alloc and dyn else "")
+
+
 def format_profile(p: Any) -> str:
     """A readable multi-line summary of a :class:`Profile`."""
     lines = [f"kernel {p.kernel}  [{p.mode}, {p.device}]"]
@@ -78,7 +92,7 @@ def format_profile(p: Any) -> str:
     lines.append(f"  registers     {_fmt(p.registers)} per thread")
     lines.append(f"  spills        {_fmt(p.spill_bytes, ' bytes')}")
     lines.append(f"  stack         {_fmt(p.stack_bytes, ' bytes')}")
-    lines.append(f"  shared        {_fmt(p.shared_bytes, ' bytes')} per block")
+    lines.append(f"  shared        {shared_line(p)}")
     lines.append(f"  block size    {_fmt(p.block_size)}")
     occ = "unknown" if p.theoretical_occupancy is None else f"{p.theoretical_occupancy:.2f}"
     lim = (p.extra.get("occupancy") or {}).get("limiter")

@@ -36,6 +36,12 @@ def action_title(step: Any, position: int | None = None, note: str = "") -> str:
     return f"HTAM {position or step.rank} · {step.direction_name} → {title} · {gain_text(step)}"
 
 
+def _dynamic_shared(p: Profile) -> bool:
+    """The launch passes dynamic shared memory: a number above 0, or an expression that is not a constant."""
+    dyn = p.extra.get("dynamic_shared") or {}
+    return bool(dyn) and dyn.get("bytes") != 0
+
+
 def _pct(x: float | None) -> str:
     return "not measured" if x is None else f"{x * 100:.0f}%"
 
@@ -109,7 +115,7 @@ def profile_lines(view: ProfileView, incomplete: bool = False) -> list[str]:
     regs = "unknown" if p.registers is None else f"{p.registers}/thread"
     spill = "unknown" if p.spill_bytes is None else f"{p.spill_bytes} B"
     out.append(f"| registers | {regs}, spills {spill}"
-               + (f", shared {p.shared_bytes} B" if p.shared_bytes else "") + " |")
+               + (f", shared {p.shared_text()}" if p.shared_bytes or _dynamic_shared(p) else "") + " |")
     if p.bottleneck.evidence:
         out += ["", "Evidence: " + "; ".join(p.bottleneck.evidence[:4])]
     warns = [w for w in p.warnings if not w.startswith(("static profile:", "source-only profile:",

@@ -16,7 +16,14 @@ from pathlib import Path
 
 from htam_core.harness.infer_cuda import output_params
 from htam_core.harness.pywrapper import wrapper_def as _wrapper_def
-from htam_core.harness.template_cuda import direct_launch, guessed_launch, launcher_template
+from htam_core.harness.template_cuda import (
+    direct_launch,
+    guessed_launch,
+    kernel_shapes,
+    launcher_template,
+    py_expr,
+)
+from htam_core.source.analysis import sym
 from htam_core.source.model import Kernel, LaunchSite, Param, SourceModel
 from htam_core.source.workspace import WorkspaceLaunch, find_launches
 from htam_core.types.language import traits
@@ -222,6 +229,8 @@ class _Direct:
     outputs: list[str] = field(default_factory=list)
     const_data: set[str] = field(default_factory=set)
     size_of: dict[str, str] = field(default_factory=dict)
+    #: each pointer's shape read from its indices (size symbols), or why it was not read
+    derived: dict[str, list[str] | str] = field(default_factory=dict)
 
 
 def write_template(model: SourceModel, kernel: Kernel) -> str:
@@ -303,6 +312,7 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
     added to ``symbols``); stores in the body, or in a ``__device__`` helper it calls, make outputs."""
     d = _Direct()
     lang = traits(kernel.language)
+    d.derived = _derived_shapes(model, kernel, d.size_of, symbols) if lang.c_types else {}
     args, kwargs, inputs, outputs, size_of = d.args, d.kwargs, d.inputs, d.outputs, d.size_of
     site = kernel.launch_sites[0] if kernel.launch_sites else None
     scalar_syms = {_size_symbol(p.name, {}) for p in kernel.params
@@ -323,6 +333,7 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
         {q.name for q in kernel.params if q.written}
     const_data = d.const_data  # tensors declared `const T*`: never the output
     for p in kernel.params:
+        derived = d.derived.get(p.name)  # read before a keyword name is renamed (``in`` -> ``in_``)
         if p.is_pointer and p.is_const:
             const_data.add(p.name + "_" if keyword.iskeyword(p.name) else p.name)
         if p.name in stored and not p.written:
@@ -339,13 +350,14 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
         if p.is_pointer or p.name.endswith("_ptr"):
             if p.written:
                 outputs.append(p.name)
-            shapes_of[p.name], entry = _tensor_entry(p, kernel, next(shapes, None), strided, symbols)
+            shapes_of[p.name], entry = _tensor_entry(p, kernel, next(shapes, None), strided, symbols,
+                                                     derived)
             inputs.append(entry)
         elif "stride" in p.name:
             pending.append((len(inputs), p.name, _c_dtype(p) if lang.c_types else "int32"))
             inputs.append("")
         else:
-            sym = _size_symbol(p.name, symbols)
+            sym = size_of.get(p.name) or _size_symbol(p.name, symbols)
             is_float = _FLOAT_NAMES.match(p.name) is not None or isinstance(literal, float) or \
                 _c_dtype(p) in ("float32", "float64", "float16") and lang.c_types and \
                 p.type is not None and not p.is_pointer
@@ -372,13 +384,17 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
 
 
 def _tensor_entry(p: Param, kernel: Kernel, shape: list[str] | None, strided: bool,
-                  symbols: dict[str, int]) -> tuple[list[str], str]:
-    """The shape and the ``inputs`` entry of the tensor parameter ``p``: ``shape`` when the size parameters gave
-    one (``M x K``, ``K x N``, ``M x N``), a row-major ``M x N`` matrix when its address adds a stride, else a
-    vector of ``N``; dtype from its C type (``float32`` for Triton), ``empty`` when the kernel writes it."""
+                  symbols: dict[str, int], derived: list[str] | str | None = None) -> tuple[list[str], str]:
+    """The shape and the ``inputs`` entry of the tensor parameter ``p``: the shape its indices walk when
+    ``derived`` gives it (:func:`_derived_shapes`), else guessed: ``shape`` when the size parameters gave one
+    (``M x K``, ``K x N``, ``M x N``), a row-major ``M x N`` matrix when its address adds a stride, else a vector
+    of ``N``, the comment saying why the indices did not give it (``derived`` as a reason). dtype from its C type
+    (``float32`` for Triton), ``empty`` when the kernel writes it."""
     dtype = _c_dtype(p) if traits(kernel.language).c_types else "float32"
     init = "empty" if p.written else "randn"
-    why = "guessed shape"
+    why = "guessed shape" + (f" ({derived})" if isinstance(derived, str) else "")
+    if isinstance(derived, list):
+        shape, why = derived, "shape read from its indices and their bounds"
     if shape is None and strided and _pointer_strided(kernel, p.name):
         symbols.setdefault("M", 1024)
         symbols.setdefault("N", 1024)
@@ -389,6 +405,34 @@ def _tensor_entry(p: Param, kernel: Kernel, shape: list[str] | None, strided: bo
     note = f"  # {why}" + ('; init = "zeros" if the kernel also reads it (+=, beta * C)' if p.written else "")
     return shape, (f"  {{ name = {_toml_str(p.name)}, shape = [{', '.join(_toml_str(dim) for dim in shape)}], "
                    f"dtype = {_toml_str(dtype)}, init = {_toml_str(init)} }},{note}")
+
+
+def _derived_shapes(model: SourceModel, kernel: Kernel, size_of: dict[str, str],
+                    symbols: dict[str, int]) -> dict[str, list[str] | str]:
+    """Each pointer's shape from the analysis of its indices (:func:`~htam_core.harness.template_cuda.kernel_shapes`)
+    written over size symbols: a size parameter it names gets its usual symbol (``rows`` -> ``ROWS``, ``n`` ->
+    ``N``) or its own name in capitals (``hidden`` -> ``HIDDEN``), recorded in ``size_of`` (the parameter's value)
+    and ``symbols`` (a default size). A shape that is not read stays a reason (the caller guesses and says so)."""
+    out: dict[str, list[str] | str] = {}
+    for ptr, shape in kernel_shapes(model, kernel).items():
+        if isinstance(shape, str):
+            out[ptr] = shape
+            continue
+        used = {s.name for dim in shape for s in dim.free_symbols}
+        names = [q.name for q in kernel.params if q.name in used]  # the parameters' order
+        for n in names:
+            if n not in size_of:
+                size_of[n] = _size_symbol(n, symbols) or _own_symbol(n, symbols)
+        subs = {sym(n): sym(size_of[n]) for n in names}
+        out[ptr] = [py_expr(dim.xreplace(subs)) for dim in shape]
+    return out
+
+
+def _own_symbol(name: str, symbols: dict[str, int]) -> str:
+    """A size symbol for the size parameter ``name`` that has no usual one: its name in capitals (default 1024)."""
+    upper = re.sub(r"\W", "_", name).upper()
+    symbols.setdefault(upper, 1024)
+    return upper
 
 
 def _grid_lines(model: SourceModel, kernel: Kernel, site: LaunchSite | None, symbols: dict[str, int],

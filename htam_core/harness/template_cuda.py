@@ -33,17 +33,30 @@ from sympy.printing.str import StrPrinter
 
 from htam_core.harness.cu_eval import DTYPE_OF, Program, base_type, function_name, param_declarations
 from htam_core.harness.infer_cuda import output_params, plain_host_launcher
-from htam_core.source.analysis import DIMS, Access, KernelFacts, LaunchFacts, analyze, stride_of, sym
-from htam_core.source.analysis.guards import first_bounds_guard
-from htam_core.source.analysis.unit import cuda_source
+from htam_core.source.analysis import (
+    DIMS,
+    Access,
+    KernelFacts,
+    LaunchFacts,
+    ThreadIndex,
+    analyze,
+    stride_of,
+    sym,
+)
+from htam_core.source.analysis.guards import enclosing_bounds, first_bounds_guard
+from htam_core.source.analysis.unit import CudaSource, cuda_source
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.parsing import node_text
 from htam_core.source.workspace import launch_unit
 from htam_core.types.language import traits
 
-__all__ = ["GUESS_BLOCK", "LauncherTemplate", "direct_launch", "guessed_launch", "launcher_template"]
+__all__ = ["GUESS_BLOCK", "LauncherTemplate", "direct_launch", "guessed_launch", "kernel_shapes", "launcher_template",
+           "py_expr", "row_major"]
 
 _FLOAT_TYPES = ("float32", "float64", "float16", "bfloat16")
+#: C integer types of a size parameter (``base_type`` of its declaration).
+_INTEGER_TYPES = ("int", "unsigned", "unsigned int", "long", "long long", "unsigned long", "unsigned long long",
+                  "size_t", "int32_t", "int64_t", "uint32_t", "uint64_t", "ptrdiff_t", "short", "unsigned short")
 _EPS = re.compile(r"eps", re.IGNORECASE)
 
 
@@ -162,6 +175,14 @@ def _shape(acc: Access, launch: LaunchFacts, facts: KernelFacts, kmap: dict[str,
         t, b = stride_of(idx, f"threadIdx.{d}"), stride_of(idx, f"blockIdx.{d}")
         if t and b and d in block and sympy.simplify(b - t * block[d]) == 0:
             idx = sympy.expand(idx - t * sym(f"threadIdx.{d}") - b * sym(f"blockIdx.{d}") + t * sym(f"g.{d}"))
+    return row_major(idx, ext, sizes)
+
+
+def row_major(idx: sympy.Expr, ext: dict[sympy.Symbol, sympy.Expr], sizes: set[str]) -> list[sympy.Expr] | None:
+    """The row-major shape an index walks, from the extent of each of its variables (``ext``: variable -> the
+    number of values it takes, counting from 0): the unit-stride variable is the last dimension and each next
+    stride is the product of the dimensions after it; otherwise one dimension, the largest index plus one.
+    ``None`` when the index or an extent is not an expression over the integer parameters ``sizes``."""
     terms: list[tuple[sympy.Expr, sympy.Expr]] = []
     rest = idx
     for v, r in ext.items():
@@ -209,7 +230,8 @@ class _PyPrinter(StrPrinter):
         return f"(({self._print(a)}) // ({self._print(b)}))"
 
 
-def _py_expr(e: sympy.Expr) -> str:
+def py_expr(e: sympy.Expr) -> str:
+    """``e`` as Python over the size symbols (:class:`_PyPrinter`: ``div`` as ``cdiv`` or ``//``)."""
     return _PyPrinter().doprint(e)
 
 
@@ -305,7 +327,7 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
             shapes[n] = (None, f"TODO: placeholder shape: htam could not read the extent of `{n}` from "
                                f"{kernel.name}'s indexing; set it")
         else:
-            shapes[n] = ([_py_expr(d) for d in found], f"from {kernel.name}'s indexing and the launch in {name}")
+            shapes[n] = ([py_expr(d) for d in found], f"from {kernel.name}'s indexing and the launch in {name}")
             for d in found:
                 for s in d.free_symbols:
                     rank_of[s.name] = max(rank_of.get(s.name, 1), len(found))
@@ -400,7 +422,7 @@ def direct_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str]) -
         e = d.expr.xreplace({s: sym(to_sym[s.name]) for s in d.expr.free_symbols if s.name in to_sym})
         if _opaque(e, set(to_sym.values())):
             return None
-        dims.append(_py_expr(e))
+        dims.append(py_expr(e))
     return [int(d.value) for d in la.block], "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
 
@@ -411,13 +433,112 @@ GUESS_BLOCK = {2: [16, 16, 1], 3: [8, 8, 4]}
 def _guard_bounds(model: SourceModel, kernel: Kernel) -> dict[str, str]:
     """``{index variable: bound as written}`` of the kernel's first bounds check (``if (row >= M || col >= N)
     return;`` gives ``{"row": "M", "col": "N"}``; :func:`~htam_core.source.analysis.guards.first_bounds_guard`)."""
+    found = guard_region(model, kernel)
+    return found[0] if found is not None else {}
+
+
+def guard_region(model: SourceModel, kernel: Kernel) -> tuple[dict[str, str], tuple[int, int]] | None:
+    """The kernel's first bounds check as ``({index variable: bound as written}, (start, end))``: the file bytes
+    of the code it guards (an ``if``'s statement, or what follows an early ``return``); ``None`` without one."""
     unit = cuda_source(model, kernel)
     if isinstance(unit, str):
-        return {}
+        return None
     found = first_bounds_guard([c for c in unit.body.named_children if c.type != "comment"], unit.src)
     if found is None or isinstance(found[1], str):
-        return {}
-    return {v: unit.t(b) for v, b in found[1].bounds().items()}
+        return None
+    g = found[1]
+    start = g.stmt.start_byte if g.form == "if" else g.stmt.end_byte
+    return {v: unit.t(b) for v, b in g.bounds().items()}, (start + unit.base, g.end_byte + unit.base)
+
+
+def kernel_shapes(model: SourceModel, kernel: Kernel) -> dict[str, list[sympy.Expr] | str]:
+    """Each pointer parameter's row-major shape over the kernel's own integer parameters, read from its accesses
+    (:attr:`Access.index`) and the range of each index variable: a loop variable its loop's bound (counting up
+    from 0 or from a thread index), a thread index the bound of the bounds check that guards the access
+    (``if (r >= rows) return;``, ``if (idx < total)``), a ``e % m`` the ``m`` (``bias[idx % hidden]`` is a vector of
+    ``hidden``). ``layernorm``'s ``x[r * cols + c]`` with ``r < rows`` and ``c < cols`` is ``[rows, cols]``,
+    ``gamma[c]`` is ``[cols]``. Every access of a pointer must give the same shape.
+
+    Returns:
+        ``{pointer: shape}``, or ``{pointer: why not}`` (one clause) where it cannot be read.
+    """
+    facts = analyze(model, kernel)
+    sizes = {p.name for p in kernel.params if not p.is_pointer and p.type and
+             base_type(p.type) in _INTEGER_TYPES}
+    guard = guard_region(model, kernel)
+    unit = cuda_source(model, kernel)
+    unit = None if isinstance(unit, str) else unit
+    out: dict[str, list[sympy.Expr] | str] = {}
+    for pf in facts.pointers:
+        accesses = [a for a in (*pf.reads, *pf.writes) if a.space == "global"]
+        shapes = [_kernel_shape(a, facts, guard, sizes, unit) for a in accesses]
+        if not accesses:
+            continue
+        if any(sh is None for sh in shapes):
+            bad = next(a for a, sh in zip(accesses, shapes, strict=True) if sh is None)
+            out[pf.name] = (f"its index {bad.index_text} (line {bad.line}) is not a range of the size "
+                            "parameters under the loop bounds and the bounds check")
+        elif any(sh != shapes[0] for sh in shapes):
+            out[pf.name] = "its accesses walk different shapes"
+        else:
+            out[pf.name] = shapes[0]  # type: ignore[assignment]
+    return out
+
+
+def _kernel_shape(acc: Access, facts: KernelFacts, guard: tuple[dict[str, str], tuple[int, int]] | None,
+                  sizes: set[str], unit: CudaSource | None = None) -> list[sympy.Expr] | None:
+    """The shape ``acc``'s index walks in the kernel's terms (see :func:`kernel_shapes`), or ``None``."""
+    if acc.index is None or acc.vector:
+        return None
+    idx = sympy.expand(acc.index)
+    ext: dict[sympy.Symbol, sympy.Expr] = {}
+    for i, m in enumerate(sorted(idx.atoms(sympy.Function), key=str)):
+        if m.func.__name__ == "mod" and len(m.args) == 2 and m.args[1].free_symbols <= {sym(s) for s in sizes}:
+            v = sym(f"mod.{i}")
+            idx, ext[v] = sympy.expand(idx.xreplace({m: v})), m.args[1]
+    bounds = _bounds_at(acc, guard, unit)
+    for ti in facts.thread_indices:
+        idx = _guarded_index(idx, ti, bounds.get(ti.name), sizes, ext)
+    for lid in acc.loops:
+        lp = facts.loops[lid]
+        starts = lp.start == 0 or (lp.start is not None and all(
+            s.name.startswith(("threadIdx.", "blockIdx.", "blockDim.")) for s in lp.start.free_symbols))
+        if lp.var and lp.bound is not None and lp.cmp in ("<", "<=") and lp.update == "+" and starts:
+            ext[sym(lp.var)] = lp.bound + (1 if lp.cmp == "<=" else 0)
+    return row_major(idx, ext, sizes)
+
+
+def _bounds_at(acc: Access, guard: tuple[dict[str, str], tuple[int, int]] | None,
+               unit: CudaSource | None) -> dict[str, str]:
+    """``{var: bound}`` that hold at ``acc``: the conditions around it (``if``, ``?:``;
+    :func:`~htam_core.source.analysis.guards.enclosing_bounds`), then the kernel's early-return bounds check when
+    the access follows it."""
+    out = enclosing_bounds(unit.root, acc.span[0] - unit.base, acc.span[1] - unit.base, unit.src) \
+        if unit is not None else {}
+    if guard is not None and guard[1][0] <= acc.span[0] < guard[1][1]:
+        for var, bound in guard[0].items():
+            out.setdefault(var, bound)
+    return out
+
+
+def _guarded_index(idx: sympy.Expr, ti: ThreadIndex, bound: str | None, sizes: set[str],
+                   ext: dict[sympy.Symbol, sympy.Expr]) -> sympy.Expr:
+    """``idx`` with thread index ``ti``'s expression (``blockIdx.x * blockDim.x + threadIdx.x``) replaced by a
+    variable whose extent is ``bound`` (the bounds check's, one of ``sizes``), when ``idx`` holds it whole."""
+    if bound not in sizes or len(ti.dims) != 1:
+        return idx
+    d = ti.dims[0]
+    own = [f"threadIdx.{d}", f"blockIdx.{d}"]
+    name = next((n for n in own if stride_of(ti.expr, n)), None)
+    c = stride_of(idx, name) / stride_of(ti.expr, name) if name else None  # type: ignore[operator]
+    if c is None or c == 0:
+        return idx
+    left = sympy.expand(idx - c * ti.expr)
+    if any(stride_of(left, n) != 0 for n in own):
+        return idx
+    v = sym(f"guard.{ti.name}")
+    ext[v] = sym(bound)  # type: ignore[arg-type]
+    return sympy.expand(left + c * v)
 
 
 def guessed_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str],

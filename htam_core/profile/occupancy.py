@@ -12,7 +12,11 @@ are the minimum of four limits,
   ``(65536 / 4 // regs_per_warp) * 4 // warps_per_block``; a block whose registers exceed the
   per-block limit (with warps rounded up to the 4 sub-partitions) cannot launch;
 * **shared**: ``(static + dynamic + 1 KiB reserved per block)`` rounded up to 128 bytes, divided
-  into the SM's shared memory (the maximum carveout).
+  into the SM's shared memory (the maximum carveout). A block may hold at most 48 KB of static plus dynamic
+  shared memory unless the host opts the kernel in to more (``cudaFuncSetAttribute(kernel,
+  cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)``), and then up to the device's opt-in maximum (227 KB on
+  sm_90); a launch over the limit that applies fails (CUDA C++ Programming Guide, "Shared Memory" and the
+  "Technical Specifications per Compute Capability" table).
 
 Per-SM limits are those of the CUDA C++ Programming Guide, "Technical Specifications per Compute
 Capability" table (compute capability 8.0, 8.6, 8.9, 9.0), and the constants of
@@ -40,6 +44,8 @@ class ArchLimits:
         sub_partitions: SM sub-partitions (register files).
         smem_per_sm: shared memory per SM at the largest carveout, bytes.
         smem_per_block_optin: the most shared memory one block can opt in to, bytes.
+        smem_per_block_default: the most shared memory (static plus dynamic) one block gets without the
+            opt-in, bytes (48 KB on every target listed).
         smem_reserved_per_block: shared memory the driver reserves per block, bytes.
         smem_alloc_unit: shared memory allocation granularity, bytes.
         max_threads_per_block: threads per block.
@@ -55,6 +61,7 @@ class ArchLimits:
     sub_partitions: int = 4
     smem_per_sm: int = 0
     smem_per_block_optin: int = 0
+    smem_per_block_default: int = 48 * 1024
     smem_reserved_per_block: int = 1024
     smem_alloc_unit: int = 128
     max_threads_per_block: int = 1024
@@ -139,7 +146,8 @@ def _round_up(x: int, unit: int) -> int:
 
 
 def theoretical_occupancy(registers: int, block_size: int, shared_bytes: int = 0, *,
-                          dynamic_shared_bytes: int = 0, target: str = "sm_90") -> Occupancy:
+                          dynamic_shared_bytes: int = 0, target: str = "sm_90",
+                          shared_optin: bool = True) -> Occupancy:
     """Theoretical occupancy for one launch.
 
     Args:
@@ -149,6 +157,9 @@ def theoretical_occupancy(registers: int, block_size: int, shared_bytes: int = 0
             compiled kernel's ``shared``, which is dynamic shared memory but counts the same).
         dynamic_shared_bytes: dynamic shared memory per block in bytes (launch argument).
         target: compute capability, see :func:`arch_limits`.
+        shared_optin: the kernel is opted in to more than 48 KB of shared memory per block (the host's
+            ``cudaFuncSetAttribute(..., cudaFuncAttributeMaxDynamicSharedMemorySize, ...)``; Triton's launcher
+            does it itself). ``False``: a block over 48 KB (static plus dynamic) cannot launch.
 
     Returns:
         An :class:`Occupancy`. A block that cannot launch (too many threads, registers or shared
@@ -178,13 +189,15 @@ def theoretical_occupancy(registers: int, block_size: int, shared_bytes: int = 0
         blocks_regs = warps_per_sub * lim.sub_partitions // warps_per_block
     # shared memory (cudaOccMaxBlocksPerSMSmemLimit, default carveout = the largest)
     smem = _round_up(shared_bytes + dynamic_shared_bytes + lim.smem_reserved_per_block, lim.smem_alloc_unit)
-    if smem - lim.smem_reserved_per_block > lim.smem_per_block_optin:
+    over_default = not shared_optin and shared_bytes + dynamic_shared_bytes > lim.smem_per_block_default
+    if over_default or smem - lim.smem_reserved_per_block > lim.smem_per_block_optin:
         blocks_smem = 0
     else:
         blocks_smem = lim.smem_per_sm // smem
     blocks_hw = lim.max_blocks_per_sm
 
-    reasons = launch_limit_reasons(registers, block_size, shared_bytes + dynamic_shared_bytes, lim, regs_assumed)
+    reasons = launch_limit_reasons(registers, block_size, shared_bytes + dynamic_shared_bytes, lim, regs_assumed,
+                                   shared_optin=shared_optin)
     limits = {"warps": blocks_warps, "registers": blocks_regs, "shared": blocks_smem, "blocks": blocks_hw}
     active = min(limits.values())
     tied = [k for k in LIMITER_ORDER if limits[k] == active]
@@ -204,7 +217,7 @@ def theoretical_occupancy(registers: int, block_size: int, shared_bytes: int = 0
 
 
 def launch_limit_reasons(registers: int, block_size: int, shared_bytes: int, lim: ArchLimits,
-                         regs_per_block: int | None = None) -> list[str]:
+                         regs_per_block: int | None = None, *, shared_optin: bool = True) -> list[str]:
     """Why one block of a launch cannot be resident at all on ``lim``'s SM, one sentence per broken limit.
 
     Args:
@@ -214,6 +227,8 @@ def launch_limit_reasons(registers: int, block_size: int, shared_bytes: int, lim
         lim: the target's limits (:func:`arch_limits`).
         regs_per_block: registers the block is allocated (warp granularity, warps rounded up to the
             sub-partitions, as ``cudaOccMaxBlocksPerSMRegsLimit`` counts them); default computed here.
+        shared_optin: the kernel is opted in to more than the default 48 KB per block (see
+            :func:`theoretical_occupancy`).
 
     Returns:
         The reasons, empty when the block fits. The limits are the CUDA C++ Programming Guide's
@@ -232,6 +247,11 @@ def launch_limit_reasons(registers: int, block_size: int, shared_bytes: int, lim
     if registers <= lim.max_regs_per_thread and regs_per_block > lim.regs_per_block:
         out.append(f"{registers} registers per thread x {block_size} threads = {regs_per_block} registers per "
                    f"block (allocated per warp) > {lim.regs_per_block} on {lim.name}")
+    if not shared_optin and lim.smem_per_block_default < shared_bytes <= lim.smem_per_block_optin:
+        out.append(f"{shared_bytes:,} B of shared memory per block > {lim.smem_per_block_default:,} B "
+                   f"({lim.smem_per_block_default // 1024} KB), the most a block gets without opting in: the host "
+                   "code has no cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) "
+                   f"for it (with one, up to {lim.smem_per_block_optin // 1024} KB on {lim.name})")
     if shared_bytes > lim.smem_per_block_optin:
         out.append(f"{shared_bytes:,} B of shared memory per block > {lim.smem_per_block_optin:,} B "
                    f"({lim.smem_per_block_optin // 1024} KB), the most a block can opt in to on {lim.name}")

@@ -568,8 +568,16 @@ def _first_arg(launch_bounds: str) -> str:
 def resolve_dynamic_smem(source: str, kernel: Any, offset: int = 0) -> int | None:
     """Dynamic shared memory bytes of the first launch site whose ``smem`` expression is constant
     (``0`` when omitted), or ``None``."""
-    for site in getattr(kernel, "launch_sites", []) or []:
+    return dynamic_smem_site(source, kernel, offset)[0]
+
+
+def dynamic_smem_site(source: str, kernel: Any, offset: int = 0) -> tuple[int | None, Any]:
+    """:func:`resolve_dynamic_smem` and the launch site it was read at (its ``line`` and ``config["smem"]``):
+    ``(bytes, site)``; ``(None, first site)`` when no site's expression is a constant, ``(None, None)`` with no
+    launch site."""
+    sites = getattr(kernel, "launch_sites", []) or []
+    for site in sites:
         val = _site_value(source, kernel, site, offset, "smem")
         if val is not None:
-            return val
-    return None
+            return val, site
+    return None, (sites[0] if sites else None)

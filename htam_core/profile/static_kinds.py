@@ -28,6 +28,7 @@ from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
 from htam_core.profile.static_roofline import sizes_of
 from htam_core.profile.static_triton import build_request, compile_triton_kernel
 from htam_core.runtime.cache import CompileCache
+from htam_core.source.analysis.smem_optin import shared_optins
 from htam_core.source.workspace import find_launches
 from htam_core.types.errors import ProfileError
 from htam_core.types.profile import Profile
@@ -50,7 +51,8 @@ def cannot_launch(p: Profile, target: str, reasons: list[str]) -> None:
     p.warnings.insert(0, f"cannot launch on {target}: {'; '.join(reasons)}")
 
 
-def occupancy(p: Profile, target: str, dynamic_shared: int = 0, launch_reasons: list[str] | None = None) -> None:
+def occupancy(p: Profile, target: str, dynamic_shared: int = 0, launch_reasons: list[str] | None = None, *,
+              shared_optin: bool = True) -> None:
     """Set the theoretical occupancy of ``p``'s launch (``p.theoretical_occupancy``, a fraction in [0, 1], and
     ``extra["occupancy"]``), or, when the launch cannot fit one block on an SM, no occupancy and the reasons
     (``launch_reasons``: those the caller found, such as a block over ``__launch_bounds__``) through
@@ -61,6 +63,8 @@ def occupancy(p: Profile, target: str, dynamic_shared: int = 0, launch_reasons: 
         target: compute capability; an unknown one leaves a warning and no occupancy.
         dynamic_shared: dynamic shared memory of the launch, bytes.
         launch_reasons: reasons the caller already found that the launch cannot run.
+        shared_optin: the kernel may use more than 48 KB of shared memory per block (the host opts it in, or the
+            opt-in cannot be seen; see :func:`htam_core.profile.occupancy.theoretical_occupancy`).
     """
     reasons = list(launch_reasons or [])
     if p.registers is None or p.block_size is None:
@@ -72,7 +76,7 @@ def occupancy(p: Profile, target: str, dynamic_shared: int = 0, launch_reasons: 
         p.warnings.append(f"theoretical occupancy not computed: {exc}")
         return
     occ = theoretical_occupancy(p.registers, p.block_size, p.shared_bytes or 0,
-                                dynamic_shared_bytes=dynamic_shared, target=target)
+                                dynamic_shared_bytes=dynamic_shared, target=target, shared_optin=shared_optin)
     p.extra["occupancy"] = occ.to_json()
     reasons = occ.cannot_launch + reasons
     if reasons:
@@ -140,6 +144,51 @@ def block_size(source: str, kernel: Any, offset: int, model: Any) -> tuple[int |
             return n, f"launch in {Path(la.path).name} line {la.line}: block {la.block} = {n}", \
                 [w for w in warns if not w.startswith("block size unknown")]
     return block, why, warns
+
+def dynamic_shared(p: Profile, model: Any, kernel: Any, source: str, offset: int) -> tuple[int | None, bool]:
+    """Read the dynamic shared memory of ``kernel``'s launch in its file and whether the host opts the kernel in
+    to more than 48 KB per block; record both in ``p.extra`` (``"dynamic_shared_bytes"``, and ``"dynamic_shared"``:
+    ``{"bytes", "line", "expr"}`` of the launch it was read at, ``"shared_optin"``: the opt-in lines).
+
+    The 48 KB default applies only where the launch is in view (a launch site in this file, whose host code is
+    searched, :func:`htam_core.source.analysis.smem_optin.shared_optins`); a kernel launched elsewhere is read as
+    opted in, so no launch is called impossible on what this file cannot show.
+
+    Returns:
+        ``(dynamic bytes or None when not a constant, opted in)``.
+    """
+    dyn, site = sc.dynamic_smem_site(source, kernel, offset)
+    if dyn is None and site is not None:
+        p.warnings.append("dynamic shared memory of the launch is not a constant; occupancy counts static only")
+    p.extra["dynamic_shared_bytes"] = dyn
+    if site is None:
+        return dyn, True
+    p.extra["dynamic_shared"] = {"bytes": dyn, "line": site.line, "expr": (site.config or {}).get("smem") or "0"}
+    embedded = kernel.language != "cuda"
+    first = model.text.encode("utf-8")[:offset].count(b"\n") + 1
+    found = shared_optins(model.text, kernel.name, [k.name for k in model.kernels], python=embedded,
+                          cuda_text=source if embedded else None, cuda_first_line=first)
+    p.extra["shared_optin"] = [{"line": o.line, "text": " ".join(o.text.split()), "value": o.value,
+                                "byte": o.byte, "cuda": o.cuda} for o in found]
+    return dyn, bool(found)
+
+
+def over_optin(p: Profile, source: str, dyn: int | None) -> list[str]:
+    """Why the launch cannot run because it asks for more dynamic shared memory than the host opted the kernel in
+    to: each C opt-in of ``p.extra["shared_optin"]`` (:func:`dynamic_shared`) whose bytes are a constant of
+    ``source`` (``cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024)``) below
+    ``dyn``; the launch fails (``cudaErrorInvalidValue``). An opt-in whose bytes are not a constant, or in
+    Python, is not checked. Empty when none is over."""
+    if not dyn:
+        return []
+    out = []
+    for o in p.extra.get("shared_optin") or []:
+        v = sc.eval_const_expr(source, o["value"], o["byte"]) if o.get("cuda") and o.get("value") else None
+        if v is not None and dyn > v:
+            out.append(f"the launch's {dyn:,} B of dynamic shared memory > the {v:,} B the host opts the kernel in "
+                       f"to (line {o['line']}: {o['text']})")
+    return out[:1]
+
 
 class StaticProfiler(ABC):
     """The static profile of the kernels of one or more languages (``Kernel.language`` values).
@@ -257,12 +306,9 @@ class CudaProfiler(StaticProfiler):
         p.block_size = block
         p.extra["block_size_source"] = why
         p.warnings.extend(warns)
-        dyn = sc.resolve_dynamic_smem(source, kernel, offset)
-        if dyn is None and kernel.launch_sites:
-            p.warnings.append("dynamic shared memory of the launch is not a constant; occupancy counts static only")
-        p.extra["dynamic_shared_bytes"] = dyn
+        dyn, optin = dynamic_shared(p, model, kernel, source, offset)
         occupancy(p, target, dyn or 0, threads_over(source, kernel, offset, model.path, block, target,
-                                                     compiled=True))
+                                                     compiled=True) + over_optin(p, source, dyn), shared_optin=optin)
         return p
 
     def source_only(self, p: Profile, model: Any, kernel: Any, target: str, harness: Harness | None) -> None:

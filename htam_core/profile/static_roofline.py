@@ -116,6 +116,8 @@ class _Env:
             self.cuda_source = kernel.attributes.get("cuda_source") if lang.embedded else model.text
             self.offset = int(kernel.attributes.get("cuda_source_offset") or 0) if lang.embedded else 0
             self._cuda_site(site, sizes)
+        #: why a launch builtin (``gridDim.x``) has no value: the launch's expression is not a constant
+        self.unread: dict[str, str] = {}
 
     def _set(self, name: str, value: Any, source: str) -> None:
         if name not in self.values and isinstance(value, int | float) and not isinstance(value, bool):
@@ -140,9 +142,90 @@ class _Env:
             if i < len(args) and self.cuda_source is not None and not p.is_pointer:
                 expr = args[i]
                 v = eval_const_expr(self.cuda_source, expr, at) if at is not None and at >= 0 else None
-                self._set(p.name, v, f"launch site line {site.line}")
+                self._set(p.name, v, f"launch site line {site.line}: {p.name} = {v}")
                 self._set(p.name, sizes.get(expr.strip()), "harness sizes")
             self._set(p.name, sizes.get(p.name), "harness sizes")
+
+
+#: The launch builtins a kernel reads: the launch's shape (one value for every thread) and the thread's place in it.
+_SHAPE_BUILTINS = (("blockDim", "block"), ("gridDim", "grid"))
+_PLACE_BUILTINS = ("threadIdx", "blockIdx")
+
+
+def launch_shape(env: _Env, facts: Any) -> None:
+    """Give ``env`` the ``blockDim.x/y/z`` and ``gridDim.x/y/z`` of the kernel's first launch that the analysis
+    read as constants (:class:`~htam_core.source.analysis.facts.LaunchFacts`: ``<<<128, DOT_THREADS>>>`` with
+    ``#define DOT_THREADS 256`` gives ``gridDim.x`` 128 and ``blockDim.x`` 256; a component not written is 1),
+    each with its source (``launch line 34: block DOT_THREADS = 256``); a component that is not a constant is
+    named in ``env.unread`` with its expression, never guessed. No launch in the file: nothing is set."""
+    if not facts.launches:
+        return
+    la = facts.launches[0]
+    for builtin, what in _SHAPE_BUILTINS:
+        dims = la.block if what == "block" else la.grid
+        for i, d in enumerate("xyz"):
+            name = f"{builtin}.{d}"
+            c = dims[i] if i < len(dims) else None
+            if c is None and dims:
+                env._set(name, 1, f"launch line {la.line}: {what} has no {d} component")
+            elif c is not None and c.value is not None:
+                env._set(name, c.value, f"launch line {la.line}: {what} {c.text} = {c.value}")
+            elif c is not None:
+                env.unread[name] = f"the launch's {what} `{c.text}` (line {la.line}) is not a constant here"
+
+
+def _per_thread(fact: Any, count: Any) -> tuple[Any, str | None]:
+    """A block- or grid-stride loop's trip count for thread 0 of block 0 (``threadIdx``/``blockIdx`` set to 0):
+    the start differs per thread by less than one step, so every thread runs that count or one fewer (about
+    ``n / (grid * block)`` for a grid-stride loop). Other loops are left as they are (``None``: no note)."""
+    if not getattr(fact, "strides_threads", False):
+        return count, None
+    place = {s: 0 for s in count.free_symbols if s.name.split(".")[0] in _PLACE_BUILTINS}
+    if not place:
+        return count, None
+    return count.subs(place), "thread 0 of block 0 (every thread runs this count or one fewer)"
+
+
+def c_integer_ops(expr: Any) -> Any:
+    """``expr`` with each opaque C ``div(a, b)`` / ``mod(a, b)`` of the analysis (truncating ``/`` and ``%`` of
+    integers, :func:`htam_core.source.analysis.facts.combine`) whose arguments became integers evaluated, so a
+    count such as ``log2(div(blockDim.x, 2)) + 1`` has a value once ``blockDim.x`` has one."""
+    import sympy
+
+    def ready(e: Any) -> bool:
+        return (getattr(e.func, "__name__", "") in ("div", "mod") and len(e.args) == 2
+                and all(a.is_Integer for a in e.args) and e.args[1] != 0)
+
+    def value(e: Any) -> Any:
+        a, b = (int(x) for x in e.args)
+        q = abs(a) // abs(b) * (1 if (a >= 0) == (b > 0) else -1)
+        return sympy.Integer(q if e.func.__name__ == "div" else a - q * b)
+
+    for _ in range(8):  # nested divisions fold from the inside out
+        folded = expr.replace(ready, value)
+        if folded == expr:
+            break
+        expr = folded
+    return expr
+
+
+def _why_unknown(missing: list[str], device: Mapping[str, str], env: _Env) -> str:
+    """Why the names ``missing`` of a trip count have no value, one clause each (device quantities, launch
+    builtins that are not constants, the thread's own indices, runtime arguments)."""
+    parts = [f"{n}: {device[n]}" for n in missing if n in device]
+    parts += [f"{n}: {env.unread[n]}" for n in missing if n in env.unread and n not in device]
+    shape = [n for n in missing if n.split(".")[0] in dict(_SHAPE_BUILTINS) and n not in device
+             and n not in env.unread]
+    if shape:
+        parts.append(f"{', '.join(shape)}: no launch of the kernel in this file gives its value")
+    place = [n for n in missing if n.split(".")[0] in _PLACE_BUILTINS]
+    if place:
+        parts.append(f"{', '.join(place)}: the count differs from thread to thread")
+    plain = [n for n in missing if n not in device and n not in env.unread and n not in shape and n not in place]
+    if plain or not parts:
+        parts.insert(0, f"{', '.join(plain) or 'its bounds'}: a runtime argument with no constant launch-site or "
+                        "harness value")
+    return "; ".join(parts)
 
 
 def _device_builtins(facts: Any) -> dict[str, str]:
@@ -164,6 +247,7 @@ def _loop_trips(model: Any, kernel: Any, env: _Env) -> tuple[list[dict[str, Any]
     import sympy
 
     facts = analyze(model, kernel)
+    launch_shape(env, facts)
     by_line = {lp.line: lp for lp in facts.loops}
     device = _device_builtins(facts)
     loops, unknown = [], []
@@ -173,20 +257,16 @@ def _loop_trips(model: Any, kernel: Any, env: _Env) -> tuple[list[dict[str, Any]
         if lp.trip_count is None:
             info["source"] = None
             if fact is not None and fact.trip_count is not None:
-                names = sorted(s.name for s in fact.trip_count.free_symbols)
+                count, note = _per_thread(fact, fact.trip_count)
+                names = sorted(s.name for s in count.free_symbols)
                 missing = [n for n in names if n not in env.values]
-                value = fact.trip_count.subs({sym(n): env.values[n] for n in names if n in env.values})
+                value = c_integer_ops(count.subs({sym(n): env.values[n] for n in names if n in env.values}))
                 if not missing and value.is_number and value.is_finite:
                     info["trip_count"] = max(0, int(sympy.ceiling(value)))
-                    info["source"] = ", ".join(sorted({env.sources.get(n, "constant") for n in names})) or "constant"
+                    info["source"] = ", ".join(sorted({env.sources.get(n, "constant") for n in names})
+                                               + ([note] if note else [])) or "constant"
                 else:
-                    plain = [n for n in missing if n not in device]
-                    parts = [f"{', '.join(plain)}: a runtime argument with no constant launch-site or harness value"
-                             ] if plain or not missing else []
-                    parts += [f"{n}: {device[n]}" for n in missing if n in device]
-                    unknown.append(f"trip count of the loop at line {lp.line} ("
-                                   + ("; ".join(parts) if missing else "its bounds: a runtime argument with no "
-                                      "constant launch-site or harness value") + ")")
+                    unknown.append(f"trip count of the loop at line {lp.line} ({_why_unknown(missing, device, env)})")
             elif fact is not None and fact.bound is not None:
                 unknown.append(f"trip count of the loop at line {lp.line} (its bounds: not a counted loop with no "
                                "constant launch-site or harness value)")

@@ -109,6 +109,21 @@ class Profile:
         d["bottleneck"] = self.bottleneck.to_json()
         return d
 
+    def shared_text(self) -> str | None:
+        """The shared memory of a block in words: the compiler's static bytes, plus the launch's dynamic bytes when
+        the static profile read a launch that passes some (``extra["dynamic_shared"]``): ``"0 bytes static + 1024
+        dynamic (launch, line 33)"``, or the launch's expression when it is not a constant. ``None`` when the
+        static bytes are unknown. Shared by the CLI and the editor, so both say what the occupancy counts."""
+        if self.shared_bytes is None:
+            return None
+        dyn = self.extra.get("dynamic_shared") or {}
+        if not dyn or dyn.get("bytes") == 0:
+            return f"{self.shared_bytes} bytes"
+        if dyn.get("bytes") is None:
+            return (f"{self.shared_bytes} bytes static + dynamic `{dyn.get('expr')}` (launch, line {dyn.get('line')}: "
+                    "not a constant, not counted)")
+        return f"{self.shared_bytes} bytes static + {dyn['bytes']} dynamic (launch, line {dyn.get('line')})"
+
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Profile:
         """Inverse of :meth:`to_json`."""

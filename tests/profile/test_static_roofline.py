@@ -28,7 +28,7 @@ def test_cuda_loop_trip_counts_come_from_macros_and_constants_in_main() -> None:
     model = load(HONEST / "row_sum_main.cu")
     est = estimate_work(model, model.kernel("row_sum"))
     assert est is not None and est["unknown"] == []
-    assert est["loops"] == [{"line": 11, "trip_count": 1024, "source": "launch site line 36"}]
+    assert est["loops"] == [{"line": 11, "trip_count": 1024, "source": "launch site line 36: cols = 1024"}]
     # 1024 iterations of one 4-byte load and one add, then one 4-byte store
     assert est["flops"] == 1024 and est["bytes"] == 1024 * 4 + 4
     b = classify(_static(est), model.kernel("row_sum").features)

@@ -23,7 +23,8 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.syntax import statements, text, unwrap_parens
 
-__all__ = ["BoundsGuard", "GuardTerm", "bounds_guard", "positive_terms", "closing_bounds_guard", "describe_form", "first_bounds_guard"]
+__all__ = ["BoundsGuard", "GuardTerm", "bounds_guard", "positive_terms", "closing_bounds_guard", "describe_form",
+           "enclosing_bounds", "first_bounds_guard"]
 
 _NEGATE = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
@@ -165,6 +166,25 @@ def positive_terms(cond: Node, src: bytes, exit_: bool) -> list[GuardTerm]:
     terms under which the guarded code runs, for a guarded body (``exit_`` false) or an early exit such as ``if
     (cond) return;`` or ``continue;`` (``exit_`` true: the De Morgan negation)."""
     return _positive_terms(unwrap_parens(cond), src, exit_)
+
+
+def enclosing_bounds(root: Node, start: int, end: int, src: bytes) -> dict[str, str]:
+    """``{var: bound as written}`` of the ``var < bound`` terms that hold where the bytes ``start:end`` of ``src``
+    run, from the conditions around them: each enclosing ``if`` whose consequence holds them and each ``?:`` whose
+    true branch does (``(i < n) ? in[i] : 0.0f`` gives ``{"i": "n"}``; an ``else`` branch gives nothing). The
+    innermost bound of a variable wins. An early ``return`` is not read here (:func:`first_bounds_guard`)."""
+    node: Node | None = root.descendant_for_byte_range(start, end)
+    out: dict[str, str] = {}
+    while node is not None and node.parent is not None:
+        parent = node.parent
+        if parent.type in ("if_statement", "conditional_expression") and \
+                node == parent.child_by_field_name("consequence"):
+            cond = _condition(parent) if parent.type == "if_statement" else parent.child_by_field_name("condition")
+            for t in positive_terms(cond, src, False) if cond is not None else ():
+                if t.var is not None and t.bound is not None:
+                    out.setdefault(t.var, text(t.bound, src))
+        node = parent
+    return out
 
 
 def _is_bare_return(node: Node | None) -> bool:
