@@ -22,6 +22,7 @@ from htam_core.source.analysis import analyze
 from htam_core.source.api import load
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
+from tests.support.harness_oracle import same_and_wrong
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "device_grid"
 CASES = [("attr_grid.cu", "add_one", "(sm_count * 4, 1, 1)", 256),
@@ -111,22 +112,9 @@ def test_sm_count_is_the_devices_on_gpu():
 def test_the_inferred_harness_runs_on_gpu(tmp_path, file, kernel, grid, block):
     """The harness launches with the device's own SM count and checks the candidate against the start (the
     oracle); a wrong candidate is refused."""
-    import dataclasses
-
-    from htam_core.verify.run import verify_harness
-
-    start = tmp_path / file
-    shutil.copy(FIX / file, start)
-    h = infer_cuda_harness(start, kernel)
-    same = tmp_path / "same" / file
-    same.parent.mkdir()
-    shutil.copy(start, same)
-    ok = verify_harness(dataclasses.replace(h, path=str(same)).to_json())
+    ok, bad = same_and_wrong(tmp_path, FIX / file, kernel, lambda t: t.replace("x[i] += 1.0f", "x[i] += 2.0f")
+                             .replace("a * x[i]", "a * x[i] + 1.0f"))
     assert ok["correct"], ok["messages"]
-    wrong = tmp_path / "wrong" / file
-    wrong.parent.mkdir()
-    wrong.write_text(start.read_text().replace("x[i] += 1.0f", "x[i] += 2.0f").replace("a * x[i]", "a * x[i] + 1.0f"))
-    bad = verify_harness(dataclasses.replace(h, path=str(wrong)).to_json())
     assert not bad["correct"]
 
 

@@ -10,7 +10,6 @@ for the kernel it compiled (unit level here with a fake CuPy function and device
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from htam_core.source.analysis import analyze
 from htam_core.source.analysis.device_queries import OCCUPANCY_FUNCTIONS, occupancy_query
 from htam_core.source.analysis.syntax import of_type
 from htam_core.source.api import load
+from tests.support.harness_oracle import same_and_wrong
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "device_grid"
 #: (fixture, kernel, the launch's grid as written, its block as written)
@@ -263,21 +263,8 @@ def test_the_occupancy_grid_runs_on_gpu(tmp_path, file, kernel, wrong):
     """The harness launches with the occupancy of the compiled kernel on this device and checks the candidate against
     the start (the oracle); the grid it launched is the one the runtime's own occupancy call gives; a wrong
     candidate is refused."""
-    from htam_core.verify.run import verify_harness
-
-    start = tmp_path / file
-    shutil.copy(FIX / file, start)
-    h = infer_cuda_harness(start, kernel)
-    same = tmp_path / "same" / file
-    same.parent.mkdir()
-    shutil.copy(start, same)
-    ok = verify_harness(dataclasses.replace(h, path=str(same)).to_json())
+    ok, bad = same_and_wrong(tmp_path, FIX / file, kernel, lambda t: t.replace(*wrong))
     assert ok["correct"], ok["messages"]
-    bad_file = tmp_path / "wrong" / file
-    bad_file.parent.mkdir()
-    assert wrong[0] in start.read_text()
-    bad_file.write_text(start.read_text().replace(*wrong))
-    bad = verify_harness(dataclasses.replace(h, path=str(bad_file)).to_json())
     assert not bad["correct"]
 
 
