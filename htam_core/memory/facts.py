@@ -482,7 +482,7 @@ def compute_facts(
         None if matmul_like is None else bool(has_loop and reduction_like and loads >= 2))
     facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
     facts.update(_row_loop_facts(analysis, lang))
-    facts["stencil_like"] = _neighbour_loads(analysis, matmul_like)
+    facts["stencil_like"] = _neighbour_loads(in_file, matmul_like)  # the window's radius may be a file constant
     facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))

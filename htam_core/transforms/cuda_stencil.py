@@ -1,0 +1,188 @@
+"""A 1-D stencil's window through a shared-memory tile with halo (``cuda.stencil_smem_tile``).
+
+``for (j = -R; j <= R; ++j) acc += w[j + R] * in[i + j];`` reads every element of ``in`` ``2R + 1`` times from
+global memory, once per thread whose window holds it. The rewrite stages the block's window, its ``B`` elements and
+the halo of ``R`` on each side (``B + 2R`` elements; any other window offsets alike), in shared memory once: the
+block's threads load it cooperatively at the top of the kernel, where every thread runs (a thread that returns
+early, later, still reaches the barrier), then ``__syncthreads()``, and each window read becomes a read of the
+tile. The loads are guarded so that exactly the elements the original reads are loaded
+(:func:`~htam_core.source.analysis.stencil.tile_conditions`, from the bounds checks as written: an early return
+on the thread's index, a check of ``i + j`` per element, a ``?:``), so no element the original would not read is
+read out of range; the original's checks stay in place, so each window read reads a slot that was loaded.
+
+The window is the analysis layer's normal form (:class:`~htam_core.source.analysis.facts.Stencil`). The tile is
+a static ``__shared__ T tile[B + W]``: ``B`` the block every launch of the kernel gives (one constant 1-D block),
+or the constant extent the index names (``blockIdx.x * 256 + threadIdx.x``), which the launches must give.
+
+Idea source: the shared-memory 1-D stencil with halo (NVIDIA, "CUDA C/C++ Basics", Supercomputing 2010 tutorial;
+Kirk and Hwu, "Programming Massively Parallel Processors", tiled convolution with halo cells).
+"""
+
+from __future__ import annotations
+
+import re
+
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.facts import Stencil, sym
+from htam_core.source.analysis.stencil import ELEMENT, c_condition, c_text, tile_conditions
+from htam_core.source.model import Kernel, SourceModel
+from htam_core.transforms._cuda import CudaTransform, CudaUnit
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
+from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.registry import register
+from htam_core.types.profile import Profile
+
+#: Static shared memory a block may declare (bytes); the tile is sized with 8 bytes an element at most.
+SMEM_LIMIT = 48 * 1024
+TILE = "htam_tile"
+#: A call, an assignment, an increment or a brace list: a launch argument that must not be evaluated twice.
+_EFFECTS = re.compile(r"[(={]|\+\+|--")
+
+
+def _block(unit: CudaUnit, st: Stencil) -> int | None | str:
+    """The block's thread count along x that every launch gives (1-D); ``None`` when the launches give a block
+    that is not constant (the tile then takes dynamic shared memory); or why there is no tile size."""
+    launches = unit.facts.launches
+    if not launches:
+        return f"{unit.kernel.name} has no launch in sight; the tile's size needs the block"
+    if any(len(la.block) != 1 and any(d.value != 1 for d in la.block[1:]) for la in launches):
+        return "a launch gives a block of more than one dimension; the tile is one row of a 1-D block"
+    xs = {la.block[0].value if la.block else None for la in launches}
+    if len(xs) != 1 or None in xs:
+        return None if st.extent == sym("blockDim.x") else (
+            f"the index steps blocks by {st.extent}, which the launches do not all give as a constant")
+    b = xs.pop()
+    if st.extent.is_Integer and int(st.extent) != b:
+        return f"the index steps blocks by {st.extent} but the launch gives {b} threads"
+    return int(b)  # type: ignore[arg-type]
+
+
+def _smem_edits(unit: CudaUnit, extra: int, etype: str) -> list[TextEdit] | str:
+    """Per launch, the dynamic shared memory of the tile, ``(block + extra) * sizeof(T)``, or why it cannot be
+    added (a launch that passes shared memory or a stream already, a block that is not one integer expression or
+    that would be evaluated twice)."""
+    if not unit.launches_editable or len(unit.launches) != len(unit.facts.launches):
+        return "the launches cannot be edited to pass the tile's dynamic shared memory"
+    if any(unit.t(d).lstrip().startswith("extern") for d in syn.declarations(unit.body)):
+        return "the kernel already declares dynamic shared memory"
+    out = []
+    for la, lf in zip(unit.launches, unit.facts.launches, strict=True):
+        if len(la.config_args) != 2 or la.block is None or len(lf.block) != 1:
+            return f"the launch on line {la.site.line} passes shared memory or a stream, or a dim3 block"
+        arg = unit.t(la.block).strip()
+        if _EFFECTS.search(arg):
+            return f"the block {arg} on line {la.site.line} calls or assigns; it would be evaluated twice"
+        out.append(unit.insert(la.block.end_byte, f", ({arg} + {extra}) * sizeof({etype})"))
+    return out
+
+
+def _refusal(unit: CudaUnit) -> Stencil | str:
+    """The window to stage, or one line why none is."""
+    facts = unit.facts
+    if not facts.stencils:
+        return facts.stencil_refusal or ("no 1-D window read: no pointer is read at the global thread index plus "
+                                         "offsets, in a loop of constant range or unrolled")
+    if len({la.bindings for la in facts.launches}) > 1:
+        return "the launches bind different template arguments; the window's radius and tile would differ"
+    if TILE.encode() in unit.src:
+        return f"{TILE} is already declared"
+    if any(b.startswith(("threadIdx.y", "threadIdx.z")) for b in facts.builtins_read):
+        return "the kernel reads threadIdx.y or threadIdx.z; the tile is one row of a 1-D block"
+    return facts.stencils[0]
+
+
+def _condition(st: Stencil, cast: str) -> str | None:
+    """The C condition under which element ``htam_e`` of the tile is loaded (``""``: always), ``None`` when a term
+    cannot be spelled."""
+    groups = tile_conditions(st)
+    names = {ELEMENT: "htam_e"}
+    spelled: list[str] = []
+    for g in groups:
+        terms = [c_condition(t, names, cast) for t in g]
+        if any(t is None for t in terms):
+            return None
+        if not terms:
+            return ""
+        spelled.append(" && ".join(terms))  # type: ignore[arg-type]
+    if not spelled:  # no thread reads the window: nothing to stage
+        return None
+    return spelled[0] if len(spelled) == 1 else " || ".join(f"({s})" for s in spelled)
+
+
+def _wide(unit: CudaUnit, st: Stencil) -> bool:
+    """The window's indices compute in a 64-bit type (a cast, or a 64-bit thread index local)."""
+    names = {ti.name for ti in unit.facts.thread_indices if any(w in ti.type for w in ("size_t", "int64", "long"))}
+    return any(r.access.wide_index or any(n in r.access.index_text.split() for n in names) for r in st.reads)
+
+
+@register
+class CudaStencilSmemTile(CudaTransform):
+    """A 1-D window read (``in[i + j]``, ``j`` in ``[-R, R]``) -> the block's window staged in a shared tile."""
+
+    id = "cuda.stencil_smem_tile"
+    languages = CUDA_LANGS
+    summary = "stage a 1-D stencil's window (block + halo) in shared memory once per block"
+
+    def propose_unit(
+        self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
+    ) -> list[Candidate] | NotApplicable:
+        """One candidate: the tile declared and loaded (guarded as the original's reads) at the top of the body, a
+        barrier, and each window read of the stencil's pointer turned into a read of the tile."""
+        st = _refusal(unit)
+        if isinstance(st, str):
+            return self.not_applicable(st)
+        block = _block(unit, st)
+        if isinstance(block, str):
+            return self.not_applicable(block)
+        pf = unit.facts.pointer(st.pointer)
+        etype = " ".join(w for w in (pf.element_type or "").split()
+                         if w not in ("const", "volatile", "__restrict__")) if pf else ""
+        extra = st.hi - st.lo
+        if not etype or (block or 0) + extra > SMEM_LIMIT // 8:
+            return self.not_applicable(f"the tile of {block or 'blockDim.x'} + {extra} elements of {etype or '?'} "
+                                       "does not fit a block's shared memory")
+        cast = "long long" if _wide(unit, st) else "int"
+        cond = _condition(st, cast)
+        if cond is None:
+            return self.not_applicable("the window's reads have a bound that is not an integer expression, or no "
+                                       "thread reads the window")
+        edits = [self._head(unit, st, etype, block, cast, cond)]
+        if block is None:
+            smem = _smem_edits(unit, extra, etype)
+            if isinstance(smem, str):
+                return self.not_applicable(f"the block is not one constant and {smem}")
+            edits += smem
+        for r in st.reads:
+            shift = f" + {r.offset - st.lo}" if r.offset != st.lo else ""
+            var = f" + {r.var}" if r.var else ""
+            edits.append(unit.replace_span(r.access.span, f"{TILE}[threadIdx.x{shift}{var}]"))
+        edits.sort(key=lambda e: e.start_byte)
+        threads = f"{block} threads" if block else "blockDim.x threads (dynamic shared memory sized at the launch)"
+        desc = (f"stage the window of {st.pointer} in {kernel.name} in shared memory: each block of {threads} loads "
+                f"its elements and a halo of {-st.lo} before, {st.hi} after once, then the window reads the tile")
+        return [self.candidate(model, desc, dict(block=block or "launch", halo=[-st.lo, st.hi]), edits)]
+
+    def _head(self, unit: CudaUnit, st: Stencil, etype: str, block: int | None, cast: str, cond: str
+              ) -> TextEdit:
+        """The tile's declaration (static for a constant block, else dynamic), its guarded cooperative load and the
+        barrier, at the top of the body."""
+        b0 = c_text(st.extent * sym("blockIdx.x"), {}, cast)
+        first = f"({b0}) + htam_k - {-st.lo}" if st.lo <= 0 else f"({b0}) + htam_k + {st.lo}"
+        load = f"{TILE}[htam_k] = {st.pointer}[htam_e];"
+        extra = st.hi - st.lo
+        # blockDim.x in the loop: a block smaller than the tile's still loads its own window, nothing past it
+        size = f"blockDim.x + {extra}" if st.extent == sym("blockDim.x") else f"{block} + {extra}"
+        step = "blockDim.x"
+        decl = [f"__shared__ {etype} {TILE}[{(block or 0) + extra}];"] if block else [
+            "extern __shared__ unsigned char htam_smem[];  // (blockDim.x + halo) elements, sized at the launch",
+            f"{etype} *{TILE} = reinterpret_cast<{etype} *>(htam_smem);"]
+        lines = [f"// the block's window of {st.pointer} (its elements and the halo) read once from global memory, "
+                 "loaded where the original reads", *decl,
+                 f"for (int htam_k = threadIdx.x; htam_k < {size}; htam_k += {step}) {{",
+                 f"    const {cast} htam_e = {first};",
+                 f"    {load}" if cond == "" else f"    if ({cond}) {load}",
+                 "}",
+                 "__syncthreads();  // every thread reaches it: the tile is complete before any window read"]
+        stmts = list(unit.body.named_children)
+        ind = syn.indent_of(unit.src, stmts[0].start_byte) if stmts else "    "
+        return unit.insert(unit.body.start_byte + 1, "".join(f"\n{ind}{ln}" for ln in lines))
