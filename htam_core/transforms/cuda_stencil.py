@@ -88,7 +88,21 @@ def _refusal(unit: CudaUnit) -> Stencil | str:
         return f"{TILE} is already declared"
     if any(b.startswith(("threadIdx.y", "threadIdx.z")) for b in facts.builtins_read):
         return "the kernel reads threadIdx.y or threadIdx.z; the tile is one row of a 1-D block"
+    changed = _reassigned(unit, facts.stencils[0])
+    if changed:
+        return f"the kernel assigns {changed}, which the window's bounds read; the tile is loaded before it"
     return facts.stencils[0]
+
+
+def _reassigned(unit: CudaUnit, st: Stencil) -> str | None:
+    """A parameter the tile's load conditions read (``n``) that the body writes before or after the window, so the
+    value at the top of the body, where the tile is loaded, may not be the one the original's checks read."""
+    names = {s.name for g in tile_conditions(st) for t in g for s in t.free_symbols} - {ELEMENT.name}
+    for w in syn.writes(unit.body):
+        target = w.child_by_field_name("left") or w.child_by_field_name("argument")
+        if target is not None and unit.t(target).strip() in names:
+            return unit.t(target).strip()
+    return None
 
 
 def _condition(st: Stencil, cast: str) -> str | None:

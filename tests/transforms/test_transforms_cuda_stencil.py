@@ -84,11 +84,19 @@ def test_the_tile_keeps_each_output_and_reads_nothing_out_of_range(file, tmp_pat
     assert got == want
 
 
-@pytest.mark.parametrize("file", sorted(CALLS))
+#: every spelling of the folder (cooperative groups included, which the CPU emulation does not run)
+KERNELS = {**{f: v[0] for f, v in CALLS.items()}, "coop_groups.cu": "smooth_cg"}
+
+
+def test_every_spelling_of_the_folder_is_compiled_here():
+    assert set(KERNELS) == {p.name for p in FOLDER.glob("*.cu")}
+
+
+@pytest.mark.parametrize("file", sorted(KERNELS))
 def test_the_tile_compiles(file, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
-    kernel = CALLS[file][0]
+    kernel = KERNELS[file]
     model = load(str(FOLDER / file))
     cs = registry.propose(ID, model, model.kernel(kernel))
     assert isinstance(cs, list), cs.reason
@@ -189,6 +197,13 @@ void launch(float *a, int n) { k<<<(n + 127) / 128, 128>>>(a, n); }
 }
 void launch(const float *in, float *out, int n) { k<<<(n + 127) / 128, 128>>>(in, out, n); }
 """, "does not move by one with threadIdx.x"),
+    "bound_reassigned": ("""__global__ void k(const float *in, float *out, int n, int cap) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n > cap) n = cap;
+    if (i >= 1 && i < n - 1) out[i] = in[i - 1] + in[i + 1];
+}
+void launch(const float *in, float *out, int n) { k<<<(n + 127) / 128, 128>>>(in, out, n, n); }
+""", "assigns n"),
 }
 
 
