@@ -37,6 +37,8 @@ SMEM_LIMIT = 48 * 1024
 TILE = "htam_tile"
 #: A call, an assignment, an increment or a brace list: a launch argument that must not be evaluated twice.
 _EFFECTS = re.compile(r"[(={]|\+\+|--")
+#: A 64-bit integer type as declared.
+_WIDE = re.compile(r"\b(?:size_t|ssize_t|ptrdiff_t|u?int64_t|long|index_t)\b")
 
 
 def _block(unit: CudaUnit, st: Stencil) -> int | None | str:
@@ -124,9 +126,11 @@ def _condition(st: Stencil, cast: str) -> str | None:
 
 
 def _wide(unit: CudaUnit, st: Stencil) -> bool:
-    """The window's indices compute in a 64-bit type (a cast, or a 64-bit thread index local)."""
-    names = {ti.name for ti in unit.facts.thread_indices if any(w in ti.type for w in ("size_t", "int64", "long"))}
-    return any(r.access.wide_index or any(n in r.access.index_text.split() for n in names) for r in st.reads)
+    """The window's indices or sizes compute in a 64-bit type: a read's index casts to one, or a thread-index local
+    or a scalar parameter is declared with one (``int64_t index``, ``size_t n``)."""
+    types = [ti.type for ti in unit.facts.thread_indices]
+    types += [p.type or "" for p in unit.kernel.params if not p.is_pointer]
+    return any(r.access.wide_index for r in st.reads) or any(_WIDE.search(t) for t in types)
 
 
 @register

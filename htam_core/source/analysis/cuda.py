@@ -821,13 +821,13 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
                                                                         if not p.is_pointer]),
                        grid_stride_loops=gs_loops, launch_free_dims=gs_dims,
-                       **_stencil_fields(src, aff.expr, loops, pointers))
+                       **_stencil_fields(src, aff.expr, loops, pointers, alias_facts))
 
 
-def _stencil_fields(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...]
-                    ) -> dict[str, Any]:
+def _stencil_fields(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
+                    aliases: tuple[PointerAlias, ...]) -> dict[str, Any]:
     """``stencils`` and ``stencil_refusal`` of :class:`KernelFacts` (:func:`find_stencil`)."""
-    got = find_stencil(src, expr, loops, pointers)
+    got = find_stencil(src, expr, loops, pointers, aliases)
     return {"stencils": (), "stencil_refusal": got} if isinstance(got, str) else {"stencils": (got,)}
 
 

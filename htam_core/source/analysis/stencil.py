@@ -30,7 +30,16 @@ from dataclasses import replace
 
 import sympy
 
-from htam_core.source.analysis.facts import Access, LoopFact, PointerFacts, Stencil, StencilRead, sym
+from htam_core.source.analysis.facts import (
+    Access,
+    LoopFact,
+    PointerAlias,
+    PointerFacts,
+    Stencil,
+    StencilRead,
+    sym,
+)
+from htam_core.source.analysis.syntax import text, walk
 from htam_core.source.analysis.transpose import ExprOf, access_bounds
 from htam_core.source.analysis.unit import CudaSource
 
@@ -151,8 +160,28 @@ def _opaque_window(reads: list[Access], loops: tuple[LoopFact, ...]) -> str:
     return ""
 
 
-def find_stencil(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...]
-                 ) -> Stencil | str:
+def _other_use(src: CudaSource, name: str, reads: list[Access], aliases: tuple[PointerAlias, ...]) -> str:
+    """Why pointer ``name`` is not only read by plain loads (``""`` when it is): a use of the name outside every read
+    and every pointer-offset local's declaration (``__ldg(in + i)``, a pointer passed on), or a read whose address is
+    taken (``__ldg(&in[i])``)."""
+    spans = [(a.span[0] - src.base, a.span[1] - src.base) for a in reads]
+    spans += [(al.span[0] - src.base, al.span[1] - src.base) for al in aliases if al.pointer == name]
+    for n in walk(src.body):
+        if n.type == "identifier" and text(n, src.src) == name and \
+                not any(s <= n.start_byte and n.end_byte <= e for s, e in spans):
+            return f"{name} is used on line {n.start_point[0] + 1} other than by a plain read ({text(n.parent, src.src)})"
+    for a in reads:
+        node = src.node_at(a.span)
+        p = node.parent if node is not None else None
+        while p is not None and p.type == "parenthesized_expression":
+            p = p.parent
+        if p is not None and p.type == "pointer_expression" and text(p, src.src).lstrip().startswith("&"):
+            return f"the read {a.index_text} of {name} takes the element's address ({text(p.parent, src.src)})"
+    return ""
+
+
+def find_stencil(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
+                 aliases: tuple[PointerAlias, ...] = ()) -> Stencil | str:
     """The kernel's 1-D window read (:class:`~htam_core.source.analysis.facts.Stencil`), or one line saying why
     the window the kernel reads is not read (``""`` when no pointer is read at neighbouring offsets).
 
@@ -161,6 +190,7 @@ def find_stencil(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], poi
         expr: the affine reader of an expression node (``Affine.expr`` with the kernel's bindings).
         loops: the kernel's loops (:attr:`KernelFacts.loops`).
         pointers: the kernel's pointer parameters with their read and write sets.
+        aliases: the kernel's pointer-offset locals (their declarations are uses of the pointer, not reads).
     """
     why = ""
     for pf in pointers:
@@ -172,6 +202,10 @@ def find_stencil(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], poi
             continue
         if pf.mode != "read":
             why = why or f"{pf.name} is not only read by the kernel"
+            continue
+        other = _other_use(src, pf.name, reads, aliases)
+        if other:
+            why = why or other
             continue
         got = [_read(src, expr, a, loops) for a in reads]
         bad = [g for g in got if isinstance(g, str)]

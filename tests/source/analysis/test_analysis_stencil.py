@@ -113,3 +113,20 @@ def test_conditions_are_spelled_with_the_unknowns_on_their_side():
     e, n = ELEMENT, sym("n")
     assert c_condition(e + 1, {ELEMENT: "e"}, "int") == "e >= 0"
     assert c_condition(n - e, {ELEMENT: "e"}, "int") == "e < ((int)n)"
+
+
+def test_a_pointer_offset_local_is_read_as_the_pointer():
+    body = ("int i = blockIdx.x * blockDim.x + threadIdx.x;\nconst float *centre = in + 1;\n"
+            "if (i > 0 && i < n - 1) out[i] = centre[i - 2] + centre[i];")
+    f = facts_of_text(HEAD + body + TAIL, "k")
+    (st,) = f.stencils
+    assert st.pointer == "in" and (st.lo, st.hi) == (-1, 1)
+
+
+@pytest.mark.parametrize("body, why", [
+    ("if (i >= 1 && i < n - 1) out[i] = __ldg(&in[i - 1]) + __ldg(&in[i + 1]);", "takes the element's address"),
+    ("if (i >= 1 && i < n - 1) out[i] = in[i - 1] + __ldg(in + i) + in[i + 1];", "other than by a plain read"),
+])
+def test_reads_that_are_not_plain_loads_are_refused(body, why):
+    f = facts_of_text(HEAD + GID + body + TAIL, "k")
+    assert not f.stencils and why in f.stencil_refusal
