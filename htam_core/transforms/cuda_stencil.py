@@ -69,9 +69,9 @@ def _smem_edits(unit: CudaUnit, extra: int, etype: str) -> list[TextEdit] | str:
         return "the kernel already declares dynamic shared memory"
     out = []
     for la, lf in zip(unit.launches, unit.facts.launches, strict=True):
-        if len(la.config_args) != 2 or la.block is None or len(lf.block) != 1:
+        arg = unit.t(la.block).strip() if la.block is not None else ""
+        if len(la.config_args) != 2 or len(lf.block) != 1 or lf.block[0].text.strip() != arg:
             return f"the launch on line {la.site.line} passes shared memory or a stream, or a dim3 block"
-        arg = unit.t(la.block).strip()
         if _EFFECTS.search(arg):
             return f"the block {arg} on line {la.site.line} calls or assigns; it would be evaluated twice"
         out.append(unit.insert(la.block.end_byte, f", ({arg} + {extra}) * sizeof({etype})"))
@@ -97,9 +97,10 @@ def _refusal(unit: CudaUnit) -> Stencil | str:
 
 
 def _reassigned(unit: CudaUnit, st: Stencil) -> str | None:
-    """A parameter the tile's load conditions read (``n``) that the body writes before or after the window, so the
-    value at the top of the body, where the tile is loaded, may not be the one the original's checks read."""
+    """A parameter the tile's load conditions read (``n``), or the window's pointer, that the body writes, so the
+    value at the top of the body, where the tile is loaded, may not be the one the original's reads see."""
     names = {s.name for g in tile_conditions(st) for t in g for s in t.free_symbols} - {ELEMENT.name}
+    names.add(st.pointer)
     for w in syn.writes(unit.body):
         target = w.child_by_field_name("left") or w.child_by_field_name("argument")
         if target is not None and unit.t(target).strip() in names:

@@ -197,6 +197,12 @@ void launch(float *a, int n) { k<<<(n + 127) / 128, 128>>>(a, n); }
 }
 void launch(const float *in, float *out, int n) { k<<<(n + 127) / 128, 128>>>(in, out, n); }
 """, "does not move by one with threadIdx.x"),
+    "dim3_runtime_block": ("""__global__ void k(const float *in, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 1 && i < n - 1) out[i] = in[i - 1] + in[i] + in[i + 1];
+}
+void launch(const float *in, float *out, int n, int bs) { dim3 t(bs); k<<<(n + bs - 1) / bs, t>>>(in, out, n); }
+""", "dim3 block"),
     "bound_reassigned": ("""__global__ void k(const float *in, float *out, int n, int cap) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (n > cap) n = cap;
