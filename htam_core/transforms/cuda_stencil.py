@@ -11,8 +11,14 @@ on the thread's index, a check of ``i + j`` per element, a ``?:``), so no elemen
 read out of range; the original's checks stay in place, so each window read reads a slot that was loaded.
 
 The window is the analysis layer's normal form (:class:`~htam_core.source.analysis.facts.Stencil`). The tile is
-a static ``__shared__ T tile[B + W]``: ``B`` the block every launch of the kernel gives (one constant 1-D block),
-or the constant extent the index names (``blockIdx.x * 256 + threadIdx.x``), which the launches must give.
+a static ``__shared__ T tile[B + W]`` when every launch gives one constant 1-D block ``B`` (the constant extent the
+index names, ``blockIdx.x * 256 + threadIdx.x``, must be it); its load spells ``B``, so the block-size step reads the
+kernel as one that hard-codes its block and does not retune it under the tile. Otherwise the tile is dynamic shared
+memory of ``blockDim.x + W`` elements and each launch passes ``(block + W) * sizeof(T)``, its block expression
+written once more (refused for a ``dim3`` variable, a launch that passes shared memory or a stream already, or a
+block expression with an effect). Refused in one line: no window in the normal form (the analysis layer says why),
+launches that bind different template arguments, reads of ``threadIdx.y``/``z``, a bound or the pointer assigned in
+the body (the tile is loaded at the top).
 
 Idea source: the shared-memory 1-D stencil with halo (NVIDIA, "CUDA C/C++ Basics", Supercomputing 2010 tutorial;
 Kirk and Hwu, "Programming Massively Parallel Processors", tiled convolution with halo cells).
@@ -21,6 +27,8 @@ Kirk and Hwu, "Programming Massively Parallel Processors", tiled convolution wit
 from __future__ import annotations
 
 import re
+
+import sympy
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import Stencil, sym
@@ -108,10 +116,20 @@ def _reassigned(unit: CudaUnit, st: Stencil) -> str | None:
     return None
 
 
-def _condition(st: Stencil, cast: str) -> str | None:
+def _always(t: sympy.Expr) -> bool:
+    """``t > 0`` for every block: a positive constant plus non-negative multiples of ``blockIdx.x``."""
+    k, rest = t.as_coeff_Add()
+    return k > 0 and rest.free_symbols <= {sym("blockIdx.x")} and all(
+        c >= 0 for c in sympy.Poly(rest, sym("blockIdx.x")).coeffs()) if rest != 0 else k > 0
+
+
+def _condition(st: Stencil, cast: str, block: int | None) -> str | None:
     """The C condition under which element ``htam_e`` of the tile is loaded (``""``: always), ``None`` when a term
     cannot be spelled."""
     groups = tile_conditions(st)
+    if block:  # the static tile's block, spelled as a number; a term then true for every block is left out
+        groups = tuple(tuple(t for t in (sympy.expand(t.subs(sym("blockDim.x"), block)) for t in g)
+                             if not _always(t)) for g in groups)
     names = {ELEMENT: "htam_e"}
     spelled: list[str] = []
     for g in groups:
@@ -161,7 +179,7 @@ class CudaStencilSmemTile(CudaTransform):
             return self.not_applicable(f"the tile of {block or 'blockDim.x'} + {extra} elements of {etype or '?'} "
                                        "does not fit a block's shared memory")
         cast = "long long" if _wide(unit, st) else "int"
-        cond = _condition(st, cast)
+        cond = _condition(st, cast, block)
         if cond is None:
             return self.not_applicable("the window's reads have a bound that is not an integer expression, or no "
                                        "thread reads the window")
@@ -183,23 +201,25 @@ class CudaStencilSmemTile(CudaTransform):
 
     def _head(self, unit: CudaUnit, st: Stencil, etype: str, block: int | None, cast: str, cond: str
               ) -> TextEdit:
-        """The tile's declaration (static for a constant block, else dynamic), its guarded cooperative load and the
-        barrier, at the top of the body."""
-        b0 = c_text(st.extent * sym("blockIdx.x"), {}, cast)
-        first = f"({b0}) + htam_k - {-st.lo}" if st.lo <= 0 else f"({b0}) + htam_k + {st.lo}"
+        """The tile's declaration, its guarded cooperative load and the barrier, at the top of the body. A static
+        tile spells the block it is sized for (``256 * blockIdx.x``): the load hard-codes the block, as the launch
+        step reads such an index, so the block is not retuned under the tile. A dynamic tile reads ``blockDim.x``
+        and its size follows the launch's block expression."""
+        extent = sympy.Integer(block) if block else sym("blockDim.x")
+        b0 = c_text(extent * sym("blockIdx.x"), {}, cast)
+        shift = f"- {-st.lo}" if st.lo <= 0 else f"+ {st.lo}"
         load = f"{TILE}[htam_k] = {st.pointer}[htam_e];"
         extra = st.hi - st.lo
-        # blockDim.x in the loop: a block smaller than the tile's still loads its own window, nothing past it
-        size = f"blockDim.x + {extra}" if st.extent == sym("blockDim.x") else f"{block} + {extra}"
-        step = "blockDim.x"
-        decl = [f"__shared__ {etype} {TILE}[{(block or 0) + extra}];"] if block else [
+        size, step = (f"{block + extra}", f"{block}") if block else (f"blockDim.x + {extra}", "blockDim.x")
+        decl = [f"__shared__ {etype} {TILE}[{size}];"] if block else [
             "extern __shared__ unsigned char htam_smem[];  // (blockDim.x + halo) elements, sized at the launch",
             f"{etype} *{TILE} = reinterpret_cast<{etype} *>(htam_smem);"]
         lines = [f"// the block's window of {st.pointer} (its elements and the halo) read once from global memory, "
                  "loaded where the original reads", *decl,
-                 f"for (int htam_k = threadIdx.x; htam_k < {size}; htam_k += {step}) {{",
-                 f"    const {cast} htam_e = {first};",
-                 f"    {load}" if cond == "" else f"    if ({cond}) {load}",
+                 f"for (int htam_j = 0; htam_j < {size}; htam_j += {step}) {{",
+                 "    const int htam_k = htam_j + threadIdx.x;",
+                 f"    const {cast} htam_e = {b0} + htam_k {shift};",
+                 f"    if (htam_k < {size}{' && ' + cond if cond else ''}) {load}",
                  "}",
                  "__syncthreads();  // every thread reaches it: the tile is complete before any window read"]
         stmts = list(unit.body.named_children)

@@ -220,3 +220,13 @@ def test_what_is_not_read_is_refused_in_one_line(name):
     got = registry.propose(ID, model, model.kernel("k"))
     assert not isinstance(got, list)
     assert why in got.reason and "\n" not in got.reason
+
+
+def test_the_block_is_not_retuned_under_a_static_tile():
+    """The static tile is sized for the launch's block: the block-size step, made on the tiled kernel, refuses (the
+    load's index hard-codes the block), so it never leaves a tile smaller than the block."""
+    kernel = CALLS["nvidia_samples.cu"][0]
+    c = _candidate((FOLDER / "nvidia_samples.cu").read_text(), kernel)
+    model = parse_text(c.new_text, "cuda")
+    got = registry.propose("cuda.block_size", model, model.kernel(kernel))
+    assert not isinstance(got, list) and "hard-codes the block" in got.reason
