@@ -97,6 +97,9 @@ FACTS: dict[str, str] = {
     "reads whose indices differ by a constant (x[i - 1], x[i + 1]) or a constant-trip window loop whose read moves "
     "with the loop variable as with threadIdx.x (x[i + j]); Triton, two tl.load of one pointer in the same loop "
     "body or both outside loops (analysis layer: affine index facts, memops; unknown without the kernel)",
+    "stencil_window": "CUDA: the reads of one read-only pointer are a 1-D window around the global thread index "
+    "along x, in a constant-range loop or unrolled, with bounds checks read as written (analysis layer: "
+    "KernelFacts.stencils, the stencil tile's normal form); false for Triton, unknown without the kernel",
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
     "reverse; unknown without the kernel); or an element-copy transpose out[col * rows + row] = in[row * cols + "
@@ -482,7 +485,8 @@ def compute_facts(
         None if matmul_like is None else bool(has_loop and reduction_like and loads >= 2))
     facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
     facts.update(_row_loop_facts(analysis, lang))
-    facts["stencil_like"] = _neighbour_loads(analysis, matmul_like)
+    facts["stencil_like"] = _neighbour_loads(in_file, matmul_like)  # the window's radius may be a file constant
+    facts["stencil_window"] = False if lang != "cuda" else None if in_file is None else bool(in_file.stencils)
     facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))

@@ -188,13 +188,14 @@ def run_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
 
 
 def run_block_main(text: str, kernel: str, main: str, tmp: Path, helpers: tuple[str, ...] = (),
-                   prelude: str = "") -> list[float]:
+                   prelude: str = "", flags: tuple[str, ...] = ()) -> list[float]:
     """Compile ``kernel``'s definition from ``text`` behind :data:`BLOCK_SHIM` with ``main`` (C++ that launches it
     with ``htam_launch(grid_x, block_x, block_y, [&] { kernel(...); })``, or ``htam_launch2(grid_x, grid_y, ...)``
     for a 2-D grid, ``htam_launch3(grid_x, grid_y, grid_z, ...)`` for a 3-D one, and prints numbers) and return the
     printed numbers; ``prelude`` (C text: the file's ``#define`` lines the kernel reads) and the definitions of the
     ``__device__`` functions named in ``helpers`` come first. Dynamic shared memory (``extern __shared__ T a[];``) becomes a static array of 8192 elements; an
-    ``alignas`` after ``__shared__`` moves before it.
+    ``alignas`` after ``__shared__`` moves before it. ``flags`` are added to the compiler's (``-fsanitize=address``:
+    a read outside a host allocation aborts the run).
 
     Raises:
         AssertionError: no host compiler, or the program does not compile (the compiler's message is in it).
@@ -211,7 +212,7 @@ def run_block_main(text: str, kernel: str, main: str, tmp: Path, helpers: tuple[
     cxx = compiler()
     assert cxx is not None, "no host C++ compiler"
     (tmp / "emu.cpp").write_text(BLOCK_SHIM + prelude + "\n" + src + main)
-    p = subprocess.run([cxx, "-O1", "-std=c++20", "-pthread", "-o", str(tmp / "emu"), str(tmp / "emu.cpp")],
+    p = subprocess.run([cxx, "-O1", "-std=c++20", "-pthread", *flags, "-o", str(tmp / "emu"), str(tmp / "emu.cpp")],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     out = subprocess.run([str(tmp / "emu")], capture_output=True, text=True, timeout=60, check=True).stdout

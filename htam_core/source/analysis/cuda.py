@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 
 import sympy
 from tree_sitter import Node
@@ -55,6 +56,7 @@ from htam_core.source.analysis.macros import (
     macro_table,
 )
 from htam_core.source.analysis.online import online_pairs
+from htam_core.source.analysis.stencil import find_stencil
 from htam_core.source.analysis.sync import barriers, shared_accessor_locals
 from htam_core.source.analysis.syntax import (
     loop_pragma,
@@ -64,7 +66,7 @@ from htam_core.source.analysis.syntax import (
     unwrap_parens,
     walk,
 )
-from htam_core.source.analysis.transpose import find_transposes
+from htam_core.source.analysis.transpose import ExprOf, find_transposes
 from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
@@ -818,7 +820,15 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        return_lines(src), macro_reads,
                        find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
                                                                         if not p.is_pointer]),
-                       grid_stride_loops=gs_loops, launch_free_dims=gs_dims)
+                       grid_stride_loops=gs_loops, launch_free_dims=gs_dims,
+                       **_stencil_fields(src, aff.expr, loops, pointers, alias_facts))
+
+
+def _stencil_fields(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
+                    aliases: tuple[PointerAlias, ...]) -> dict[str, Any]:
+    """``stencils`` and ``stencil_refusal`` of :class:`KernelFacts` (:func:`find_stencil`)."""
+    got = find_stencil(src, expr, loops, pointers, aliases)
+    return {"stencils": (), "stencil_refusal": got} if isinstance(got, str) else {"stencils": (got,)}
 
 
 #: What a called function's text says when it reads the thread or block indices itself.

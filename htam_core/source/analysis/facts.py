@@ -402,6 +402,72 @@ class Transpose:
 
 
 @dataclass(frozen=True)
+class StencilRead:
+    """One read of a 1-D window, ``in[g + offset + var]`` (``var`` in ``[first, last]``) or ``in[g + offset]``, ``g
+    = blockIdx.x * extent + threadIdx.x`` the thread's global index along x (:mod:`~htam_core.source.analysis.stencil`).
+
+    Attributes:
+        access: the read.
+        offset: the constant ``c`` of its index.
+        var: the window loop's variable (``None``: a read of width one, an unrolled window).
+        first, last: the loop variable's first and last values (``0, 0`` without a loop).
+        thread_terms: the conditions the read runs under that bound the global index, each ``d > 0`` with ``d`` an
+            affine form over :data:`~htam_core.source.analysis.stencil.THREAD` (coefficient -1, 0 or 1) and the
+            parameters (``i >= R`` is ``i - R + 1 > 0``).
+        element_terms: the conditions that bound the element read (``i + j < n``), each ``d > 0`` over
+            :data:`~htam_core.source.analysis.stencil.ELEMENT` and the parameters.
+        extent: ``B``, the block extent of the index (``blockDim.x``, or a constant such as 256).
+    """
+
+    access: Access
+    offset: int
+    var: str | None
+    first: int
+    last: int
+    thread_terms: tuple[sympy.Expr, ...]
+    element_terms: tuple[sympy.Expr, ...]
+    extent: sympy.Expr
+
+    @property
+    def lo(self) -> int:
+        """The lowest offset from the global index that the read reaches."""
+        return self.offset + self.first
+
+    @property
+    def hi(self) -> int:
+        """The highest offset from the global index that the read reaches."""
+        return self.offset + self.last
+
+
+@dataclass(frozen=True)
+class Stencil:
+    """A kernel whose reads of one read-only pointer are a 1-D window around the thread's global index along x
+    (:mod:`~htam_core.source.analysis.stencil`): ``for (j = -R; j <= R; ++j) acc += w[j + R] * in[i + j];``, or
+    ``in[i - 1] + in[i] + in[i + 1]``, with the reads' bounds checks as written. Idea source: the shared-memory
+    1-D stencil with halo (NVIDIA, "CUDA C/C++ Basics", 2010).
+
+    Attributes:
+        pointer: the pointer parameter read.
+        extent: the block extent of the global index (``blockDim.x`` or a constant).
+        reads: every read of ``pointer``, in normal form.
+    """
+
+    pointer: str
+    extent: sympy.Expr
+    reads: tuple[StencilRead, ...]
+
+    @property
+    def lo(self) -> int:
+        """The lowest offset read (``-R`` for a symmetric window)."""
+        return min(r.lo for r in self.reads)
+
+    @property
+    def hi(self) -> int:
+        """The highest offset read (``R``)."""
+        return max(r.hi for r in self.reads)
+
+
+@dataclass(frozen=True)
 class ThreadIndex:
     """A local variable computed from the thread/block indices (``int row = blockIdx.y*blockDim.y+threadIdx.y``).
 
@@ -769,6 +835,9 @@ class KernelFacts:
         launch_free_dims: the dimensions along which what each thread covers is decided by grid-stride loops
             alone, for any grid and any block (:func:`~htam_core.source.analysis.gridstride.grid_stride_facts`;
             CUDA only): a launch step may change the block with the grid held, or the grid alone.
+        stencils: the kernel's 1-D window read (:class:`Stencil`; CUDA only, at most one).
+        stencil_refusal: when a pointer is read at neighbouring offsets but not as a :class:`Stencil`, one line
+            saying what is not read (``""`` otherwise).
     """
 
     kernel: str
@@ -794,6 +863,8 @@ class KernelFacts:
     transposes: tuple[Transpose, ...] = ()
     grid_stride_loops: tuple[GridStrideLoop, ...] = ()
     launch_free_dims: tuple[str, ...] = ()
+    stencils: tuple[Stencil, ...] = ()
+    stencil_refusal: str = ""
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:

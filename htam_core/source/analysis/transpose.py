@@ -80,26 +80,36 @@ def _terms(cond: Node | None, src: bytes, exit_: bool, expr: ExprOf) -> list[Bou
     return None if any(b is None for b in out) else out  # type: ignore[return-value]
 
 
+def _branch(p: Node, child: Node) -> str | None:
+    """Which part of the ``if`` or ``?:`` ``p`` holds ``child``: ``"condition"``, ``"consequence"`` or
+    ``"alternative"`` (an ``else`` branch, whose terms are the condition's negation), ``None`` for none."""
+    for name in ("condition", "consequence", "alternative"):
+        if child == p.child_by_field_name(name):
+            return name
+    return None
+
+
 def access_bounds(node: Node, body: Node, src: bytes, expr: ExprOf) -> tuple[Bound, ...] | None:
     """The conditions under which ``node`` (inside the kernel body ``body``) runs, as :class:`Bound` s: the
-    positive terms of each ``if`` whose branch holds it, and of each early ``return``/``continue`` before it in an
-    enclosing block (negated). ``None`` when a condition is not a conjunction of ordering comparisons, or when
-    something else decides whether it runs (an ``else`` branch, ``?:``, ``&&``/``||``, a jump inside an earlier
+    positive terms of each ``if`` or ``?:`` whose branch holds it (an ``else`` branch or the ``:`` side: the
+    condition's negation), and of each early ``return``/``continue`` before it in an enclosing block (negated).
+    ``None`` when a condition (or, for an ``else`` side, its negation) is not a conjunction of ordering
+    comparisons, or when something else decides whether it runs (``&&``/``||``, a jump inside an earlier
     statement)."""
     out: list[Bound] = []
     child, p = node, node.parent
     while p is not None:
-        if p.type == "if_statement":
-            if child == p.child_by_field_name("consequence"):
-                got = _terms(_condition(p), src, False, expr)
+        if p.type in ("if_statement", "conditional_expression"):
+            branch = _branch(p, child)
+            if branch is None:
+                return None
+            if branch != "condition":
+                got = _terms(_condition(p), src, branch == "alternative", expr)
                 if got is None:
                     return None
                 out += got
-            elif child != p.child_by_field_name("condition"):
-                return None
-        elif p.type in ("conditional_expression", "else_clause"):
-            if child != p.child_by_field_name("condition"):
-                return None
+        elif p.type == "else_clause":
+            pass  # its if_statement reads the branch
         elif p.type == "binary_expression" and child == p.child_by_field_name("right") and \
                 text(p.child_by_field_name("operator"), src) in ("&&", "||"):
             return None

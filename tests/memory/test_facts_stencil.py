@@ -1,0 +1,70 @@
+"""The stencil facts the knowledge base reads: ``stencil_window`` (the analysis layer's normal form) offers the
+stencil tile; on a stencil, one warp per row and add-during-load (which cannot apply there) are not offered; a
+row-sum kernel and a reduction keep them and do not get the tile."""
+
+from __future__ import annotations
+
+import pytest
+
+from htam_core.memory import load_knowledge
+from htam_core.memory.facts import compute_facts
+from htam_core.source.api import parse_text
+
+KB = load_knowledge()
+
+STENCILS = {
+    "loop": """#define R 4
+__global__ void k(const float *in, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < R || i >= n - R) return;
+    float acc = 0.0f;
+    for (int j = -R; j <= R; ++j) acc += in[i + j];
+    out[i] = acc;
+}
+void launch(const float *in, float *out, int n) { k<<<(n + 255) / 256, 256>>>(in, out, n); }
+""",
+    "template_radius": """template <int RAD> __global__ void k(const double *in, double *out, long n) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double acc = 0;
+    for (int t = 0; t <= 2 * RAD; t++) { long q = i + t - RAD; if (q >= 0 && q < n) acc += in[q]; }
+    out[i] = acc;
+}
+void launch(const double *in, double *out, long n) { k<3><<<(n + 127) / 128, 128>>>(in, out, n); }
+""",
+}
+
+NOT_STENCILS = {
+    "row_sum": """__global__ void k(const float *x, float *out, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    float s = 0.0f;
+    for (int c = 0; c < cols; ++c) s += x[r * cols + c];
+    out[r] = s;
+}
+void launch(const float *x, float *out, int rows, int cols) { k<<<(rows + 127) / 128, 128>>>(x, out, rows, cols); }
+""",
+}
+
+
+def _facts(text: str) -> dict:
+    model = parse_text(text, "cuda")
+    k = model.kernel("k")
+    return compute_facts(k.features, k.language, None, kernel=k, model=model)
+
+
+@pytest.mark.parametrize("name", sorted(STENCILS))
+def test_a_stencil_is_offered_the_tile_and_not_the_row_steps(name):
+    f = _facts(STENCILS[name])
+    assert f["stencil_window"] is True and f["stencil_like"] is True
+    assert KB.strategy("stencil_smem_tile").applies.evaluate(f) is True
+    for other in ("warp_per_row", "thread_coarsening"):
+        assert KB.strategy(other).applies.evaluate(f) is False
+
+
+@pytest.mark.parametrize("name", sorted(NOT_STENCILS))
+def test_a_row_kernel_keeps_warp_per_row_and_gets_no_tile(name):
+    f = _facts(NOT_STENCILS[name])
+    assert f["stencil_window"] is False
+    assert KB.strategy("stencil_smem_tile").applies.evaluate(f) is False
+    assert KB.strategy("warp_per_row").applies.evaluate(f) is not False
