@@ -68,17 +68,24 @@ def _copy_start(rec: dict[str, Any], run: Path, dest: Path, refs: dict[str, str]
 
 def pack(run: Path | list[Path], dest: Path, *, full_sizes: bool = True) -> dict[str, Any]:
     """Pack the correct candidates of ``run`` (one run folder, or several: e.g. the LLM policies' and a rules-only
-    run) into ``dest``; returns the manifest (also written as JSON)."""
+    run) into ``dest``; returns the manifest (also written as JSON). A line whose candidate files are not in its
+    run folder (resumed from a run made on another machine) is listed under ``missing``, one line each, and the
+    rest is packed."""
     runs = [run] if isinstance(run, Path) else list(run)
     lines = [(json.loads(x), r) for r in runs if (r / "results.jsonl").is_file()
              for x in (r / "results.jsonl").read_text().splitlines() if x.strip()]
     refs = _full_size_refs() if full_sizes else {}
     entries: list[dict[str, Any]] = []
+    missing: list[str] = []
     starts: dict[str, str] = {}
     for rec, run in lines:
         if rec.get("status") != "ok" or not rec.get("start"):
             continue
         good = [s for s in rec.get("steps") or [] if s.get("correct") is True and s.get("candidate")]
+        gone = [s for s in good if not (run / s["candidate"]).is_file()]
+        if gone:  # a line resumed from an earlier machine's run: its files stayed there
+            missing.append(f"{rec['kernel']} ({rec['policy']}): {len(gone)} candidate file(s) not in {run}")
+            good = [s for s in good if s not in gone]
         if not good:
             continue
         if rec["kernel"] not in starts:
@@ -92,7 +99,7 @@ def pack(run: Path | list[Path], dest: Path, *, full_sizes: bool = True) -> dict
             entries.append({"policy": rec["policy"], "kernel": rec["kernel"], "kernel_name": rec["kernel_name"],
                             "strategy": s["strategy"], "start": starts[rec["kernel"]],
                             "candidate": str(c.relative_to(dest)), "model": rec.get("model")})
-    man = {"runs": [str(r) for r in runs], "full_sizes": bool(refs), "entries": entries}
+    man = {"runs": [str(r) for r in runs], "full_sizes": bool(refs), "entries": entries, "missing": missing}
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "manifest.json").write_text(json.dumps(man, indent=1) + "\n")
     return man
@@ -112,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     per: dict[str, int] = {}
     for e in man["entries"]:
         per[e["policy"]] = per.get(e["policy"], 0) + 1
+    for m in man["missing"]:
+        print(f"not packed: {m}", file=sys.stderr)
     print(f"packed {len(man['entries'])} correct candidates into {args.dest} ({per}); "
           f"KernelBench references at {'KernelBench' if man['full_sizes'] else 'the run'} sizes")
     return 0

@@ -63,6 +63,16 @@ def test_pack_copies_only_correct_candidates_with_their_starts(tmp_path: Path) -
     assert json.loads((dest / "manifest.json").read_text()) == man
 
 
+def test_a_line_resumed_from_another_machine_is_listed_not_fatal(tmp_path: Path) -> None:
+    """Regression: a run resumed from committed lines has no candidate files for them; packing stopped with a
+    FileNotFoundError. Those lines are now listed under ``missing`` and the rest is packed."""
+    run = _run(tmp_path)
+    (run / "runs" / "htam" / "a.py").unlink()
+    man = pack_mod.pack(run, tmp_path / "pack", full_sizes=False)
+    assert [(e["policy"], e["strategy"]) for e in man["entries"]] == [("rules", "triton_cache_hints")]
+    assert man["missing"] == [f"kb1/19_ReLU.py (htam): 1 candidate file(s) not in {run}"]
+
+
 def test_per_policy_speedups_and_fast_1() -> None:
     man = {"entries": [{"policy": "htam", "kernel": k} for k in ("a", "b")] + [{"policy": "rules", "kernel": "a"}]}
     rows = [{"policy": "htam", "kernel": "a", "status": "timed", "speedup": 2.0, "verdict": "win", "gpu_correct": True},
