@@ -49,6 +49,7 @@ from htam_core.runtime.cache import cache_root
 from htam_core.runtime.children import child_env, kill_tree, set_parent_death_signal
 from htam_core.source import load
 from htam_core.source.analysis import analyze
+from htam_core.types.language import traits
 
 #: Version of the recording format; part of the cache key.
 RECORD_VERSION = 4  # 4: the interpreter reads every constexpr spelling (a cached failure is recorded again)
@@ -743,7 +744,7 @@ def _no_launcher_reason(p: Path, kernel: str, model: Any = None) -> str:
     try:
         m = model if model is not None else load(p)
         k = next(x for x in m.kernels if x.name == kernel)
-        src = cuda_source(m, k) if k.language == "cuda-in-python" else None
+        src = cuda_source(m, k) if traits(k.language).embedded else None
     except (StopIteration, OSError, ValueError):
         src = None
     hosts = [la for la in src.sites if la.host is not None] if isinstance(src, CudaSource) else []
