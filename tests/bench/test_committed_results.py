@@ -4,7 +4,10 @@
   are committed gzip-compressed (``bench/results/README.md``).
 * A replay of a committed measured-space table, read through its ``.gz`` and through the name without it, gives
   the rows of the committed replay document (the 2026-12-04 kernel-left-out replay of the filled4 table) for
-  the policies that need no warm memory.
+  the policies that need no warm memory, on two kernels whose candidates and ranking no later change touched: a
+  replay reads each candidate's text hash in the table, so a kernel whose transforms or ranking changed since the
+  table was measured (``stencil1d_r3`` now gets the shared-memory stencil tile first, ``transpose_fp16`` other
+  tile variants) is "not in the table" there, by design.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def test_replay_of_committed_table_gives_committed_rows(table: Path, tmp_path: P
     monkeypatch.chdir(REPO)  # the table's kernel paths are relative to the repository root
     out = tmp_path / "out"
     rc = main(["bench", "replay", "--table", str(table.relative_to(REPO)), "--policies", "htam-cold,random",
-               "--seeds", "1", "--kernels", "jacobi2d,stencil1d_r3", "--out", str(out)])
+               "--seeds", "1", "--kernels", "jacobi2d,gemv_kernel", "--out", str(out)])
     assert rc == 0
     mine = json.loads((out / "2026-12-02-nvidia-h200-space-c12-filled4-replay.json").read_text(encoding="utf-8"))
     committed = json.loads(read_data_text(REPLAY))
