@@ -11,7 +11,7 @@ from htam_core.transforms.base import Candidate, NotApplicable, TextEdit, Transf
 EXPECTED_IDS = {
     "triton.block_size", "triton.warps_stages", "triton.autotune", "triton.grouped_ordering",
     "triton.cache_hints", "triton.divisibility_hints", "triton.multi_row", "triton.online_softmax",
-    "triton.single_pass_moments", "triton.row_in_registers",
+    "triton.single_pass_moments", "triton.row_in_registers", "cuda.stencil_smem_tile",
     "cuda.block_size", "cuda.restrict_const", "cuda.launch_bounds", "cuda.unroll", "cuda.ldg",
     "cuda.grid_stride", "cuda.vectorize_float4", "cuda.smem_tiling_matmul", "cuda.transpose_smem_tile",
     "cuda.fast_math", "cuda.sequential_addressing", "cuda.warp_per_row", "cuda.register_tile_matmul", "cuda.smem_panel_tiling",
