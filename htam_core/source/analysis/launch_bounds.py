@@ -116,11 +116,11 @@ def _arg_spans(code: str, open_at: int) -> list[tuple[int, int]] | None:
 def _bare(text: str) -> str:
     """``text`` without surrounding parentheses (``((n))`` is ``n``) and blanks."""
     t = text.strip()
-    while t.startswith("(") and (_arg_spans(t, 0) or [(0, 0)])[-1][1] >= len(t) - 2 and t.endswith(")"):
-        inner = t[1:-1].strip()
-        if _arg_spans("(" + inner + ")", 0) is None or len(_arg_spans("(" + inner + ")", 0) or []) != 1:
+    while t.startswith("("):
+        spans, end = arg_spans(t, 0)
+        if spans is None or len(spans) != 1 or end != len(t):
             break
-        t = inner
+        t = t[spans[0][0]:spans[0][1]]
     return t
 
 
