@@ -108,7 +108,7 @@ def suite_markdown(doc: dict[str, Any], plot_name: str | None = None) -> str:
     nfw = doc.get("no_fake_wins") or {}
     if nfw:
         lines += [f"**{nfw['line']}**: a kernel counts when, in every measured run, the best's speedup was "
-                  "reproduced within 5% and above its spread by a re-timing in a fresh process (or no speedup "
+                  "reproduced (at most 5% below) and above its spread by a re-timing in a fresh process (or no speedup "
                   "was claimed), and every kept step's gain exceeded its measured spread. A speedup that was not "
                   "reproduced counts as 1.0x in the speedup column (the search's figure is in the JSON's "
                   "`search_speedup`).", ""]
