@@ -6,7 +6,7 @@
 #   STAGES    comma-separated, in order, from: gputests, demo, bench, lsp, hacks, timing (bench/timing_agreement.py),
 #             zeroconf (bench/bench_zeroconf.py), lspgpu (bench/bench_lsp_gpu.py),
 #             spellings (bench/spelling_matrix.py --gpu: each textbook step on each spelling, GPU-verified;
-#             spellingsp: the same, one process per step at once, each under SPELLINGS_S),
+#             spellingsp: the same, one process per step at once, each under SPELLINGS_S; SPELLINGS_STEPS: which),
 #             transpose (bench/bench_transpose_spellings.py: the padded transpose tile on each spelling, timed beside
 #             its start on a non-square matrix of sides not multiples of 32; TRANSPOSE_S, TRANSPOSE_ARGS),
 #             loopspeed (bench/bench_loop_speed.py: htam optimize's time per phase on five kernels, cold and warm
@@ -123,7 +123,7 @@ for s in "${want[@]}"; do
               --command "STAGES=llmgpu LLMGPU_PACK=$PACK bash bench/gpu_session.sh" ;;
     spellings) stage spellings "${SPELLINGS_S:-420}" "$PY" bench/spelling_matrix.py --gpu --out "$RUN/spelling-matrix" ;;
     spellingsp) mkdir -p "$RUN/spelling-steps"; log "stage spellingsp: one process per step (limit ${SPELLINGS_S:-300}s)"
-                for st in $(ls tests/fixtures/spellings); do
+                for st in ${SPELLINGS_STEPS:-$(ls tests/fixtures/spellings)}; do
                   timeout --signal=INT --kill-after=20 "${SPELLINGS_S:-300}" "$PY" bench/spelling_matrix.py --gpu \
                     --step "$st" --out "$RUN/spelling-steps/$st" > "$RUN/spelling-steps/$st.log" 2>&1 &
                 done; wait; log "stage spellingsp: done" ;;

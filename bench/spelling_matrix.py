@@ -8,7 +8,8 @@ test ``tests/transforms/test_spellings.py`` does (:mod:`tests.transforms.spellin
   false on the kernel's facts);
 * made: the transform returns a validated edit;
 * compiled: ``nvcc -arch=sm_90 -c`` accepts every candidate (CUDA), or the candidate runs under the Triton
-  interpreter and matches the start (Triton);
+  interpreter and matches the start (Triton; with ``--gpu`` it is compiled by Triton and run on the GPU instead,
+  the start and the candidate each in its own process, and that run is the GPU column too);
 * GPU-verified: with ``--gpu`` on a machine with a CUDA device, every candidate's host launcher gives the start's
   outputs; "not measured" otherwise.
 

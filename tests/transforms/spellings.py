@@ -193,7 +193,7 @@ def nvcc_error(text: str, name: str = "spelling.cu") -> str:
 _TRITON_RUN = """
 import importlib.util, json, sys
 import torch
-spec = json.loads(sys.argv[3])
+spec = json.loads(sys.argv[3])  # argv: the module, where to save (start) or a spare path, the spec[, the start's]
 def outputs(path):
     m = importlib.util.spec_from_file_location("htam_spelling", path)
     mod = importlib.util.module_from_spec(m)
@@ -202,42 +202,54 @@ def outputs(path):
     args, outs = [], []
     for a in spec["args"]:
         if a["kind"] in ("in", "inout"):
-            args.append(torch.randn(a["size"], generator=gen))
+            args.append(torch.randn(a["size"], generator=gen).to(spec["device"]))
             if a["kind"] == "inout":
                 outs.append(args[-1])
         elif a["kind"] == "out":
-            args.append(torch.zeros(a["size"])); outs.append(args[-1])
+            args.append(torch.zeros(a["size"], device=spec["device"])); outs.append(args[-1])
         elif a["kind"] == "int":
             args.append(int(a["value"]))
         else:
             args.append(float(a["value"]))
     getattr(mod, spec["host"])(*args)
     return outs
-ref, got = outputs(sys.argv[1]), outputs(sys.argv[2])
-for r, g in zip(ref, got):
-    if not torch.allclose(r, g, rtol=spec["rtol"], atol=spec["atol"]):
-        print("differs from the start by up to %g" % (r - g).abs().max().item()); sys.exit(1)
+got = outputs(sys.argv[1])
+if len(sys.argv) > 4:  # the candidate: compare with the start's outputs, saved by an earlier process
+    for r, g in zip(torch.load(sys.argv[4]), got):
+        r, g = r.cpu(), g.cpu()
+        if not torch.allclose(r, g, rtol=spec["rtol"], atol=spec["atol"]):
+            print("differs from the start by up to %g" % (r - g).abs().max().item()); sys.exit(1)
+else:
+    torch.save(got, sys.argv[2])
 """
 
 
-def triton_interpreter_error(sp: Spelling, text: str) -> str:
+def triton_interpreter_error(sp: Spelling, text: str, device: str = "cpu") -> str:
     """``""`` when ``text``'s host launcher (``sp.host``, a Python function of the module) gives the start's outputs
-    under the Triton interpreter (``TRITON_INTERPRET=1``, CPU tensors, the step's ``gpu.args``), else why not."""
+    under the Triton interpreter (``TRITON_INTERPRET=1``, CPU tensors, the step's ``gpu.args``), else why not.
+    With ``device="cuda"`` both run compiled by Triton on the GPU instead (no interpreter).
+
+    The start and the candidate run in two processes (the start's outputs saved in between): some Triton releases'
+    interpreters (3.6) fail on the second of two same-named kernels loaded into one process."""
     import os
     import sys
 
-    spec = {"args": sp.gpu["args"], "host": sp.host, "rtol": float(sp.gpu.get("rtol", 1e-5)),
-            "atol": float(sp.gpu.get("atol", 1e-5))}
+    spec = json.dumps({"args": sp.gpu["args"], "host": sp.host, "rtol": float(sp.gpu.get("rtol", 1e-5)),
+                       "atol": float(sp.gpu.get("atol", 1e-5)), "device": device})
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
-        cand = Path(tmp) / sp.file
+        cand, ref = Path(tmp) / sp.file, Path(tmp) / "start-outputs.pt"
         cand.write_text(text)
-        env = dict(os.environ, TRITON_INTERPRET="1")
-        p = subprocess.run([sys.executable, "-c", _TRITON_RUN, str(sp.path), str(cand), json.dumps(spec)],
-                           capture_output=True, text=True, timeout=600, env=env)
-    if p.returncode == 0:
-        return ""
-    lines = (p.stdout + p.stderr).strip().splitlines()
-    return lines[-1] if lines else f"exit status {p.returncode}"
+        for argv in ([str(sp.path), str(ref), spec], [str(cand), str(Path(tmp) / "unused.pt"), spec, str(ref)]):
+            p = subprocess.run([sys.executable, "-c", _TRITON_RUN, *argv], capture_output=True, text=True,
+                               timeout=600, env=env)
+            if p.returncode != 0:
+                lines = (p.stdout + p.stderr).strip().splitlines()
+                what = "the start" if argv[0] == str(sp.path) else "the candidate"
+                return f"{what}: {lines[-1]}" if lines else f"{what}: exit status {p.returncode}"
+    return ""
 
 
 def _gpu_outputs(sp: Spelling, text: str, tmp: Path, tag: str) -> list[Any]:
@@ -324,12 +336,16 @@ def check_cell(sp: Spelling, *, gpu: bool = False, tmp: Path | None = None) -> C
         if not (sp.host and sp.gpu.get("args")):
             res.reason = "the step declares no host launcher and arguments for the Triton interpreter check"
             return res
-        for i, c in enumerate(cands):
-            err = triton_interpreter_error(sp, c.new_text)
+        for i, c in enumerate(cands):  # on a GPU: compiled by Triton and run there (that is the GPU check too)
+            err = triton_interpreter_error(sp, c.new_text, "cuda" if gpu else "cpu")
             if err:
                 res.compiled, res.reason = False, f"candidate {i}: {err}"
+                res.gpu = False if gpu else None
                 return res
         res.compiled = True
+        if gpu:
+            res.gpu = True
+            return res
     if gpu and sp.host and sp.gpu.get("args"):
         with tempfile.TemporaryDirectory() as d:
             res.gpu, why = gpu_matches(sp, cands, tmp or Path(d))
