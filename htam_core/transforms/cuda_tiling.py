@@ -187,6 +187,22 @@ def launch_sizes(unit: CudaUnit, m: dict) -> list[tuple[str, str]] | str:
     return out
 
 
+def _element_loop(body: list[str], threads: int | None) -> list[str]:
+    """The lines of a loop over the 1024 elements of a 32x32 tile with ``body`` (which reads ``htam_e``), the
+    block's threads striding it: with ``threads`` (a compile-time thread count dividing 1024), a fully unrolled
+    path for a block of that many threads beside the general loop; else the general loop alone."""
+    general = ["for (int htam_e = htam_tid; htam_e < 32 * 32; htam_e += htam_threads) {",
+               *("    " + ln for ln in body), "}"]
+    if not threads or 1024 % threads:
+        return general
+    return [f"if (htam_threads == {threads}) {{  // the launch's block: {1024 // threads} elements per thread, unrolled",
+            "    #pragma unroll",
+            f"    for (int htam_k = 0; htam_k < {1024 // threads}; ++htam_k) {{",
+            f"        const int htam_e = htam_tid + htam_k * {threads};",
+            *("        " + ln for ln in body), "    }", "} else {",
+            *("    " + ln for ln in general), "}"]
+
+
 def _block_shape(unit: CudaUnit) -> tuple[int, int] | str:
     """The ``(x, y)`` threads of every launch's constant 2-D block (``z`` must be 1), or why there is none."""
     sizes = set()
@@ -557,14 +573,14 @@ class CudaTransposeSmemTile(CudaTransform):
             return self.not_applicable("not a transpose: the kernel's only accesses are not one load in[row * cols "
                                        f"+ col] stored to out[col * rows + row]; nor a loop over rows: {rows}")
         tp = unit.facts.transposes[0]
-        body = self._tile_loop_body(unit, tp)
+        shape = _block_shape(unit) if unit.launches else "no launch"
+        body = self._tile_loop_body(unit, tp, None if isinstance(shape, str) else shape[0] * shape[1])
         if isinstance(body, str):
             return self.not_applicable(body)
         if not unit.launches:  # the registry's note says that no launch was found and the form fits any grid
             return [self.candidate(model, f"transpose in {kernel.name} through a 32x33 padded shared tile, a tile "
                                    "loop correct for any block shape (launch-independent)",
                                    dict(tile=32, block="any", launch="independent"), [body])]
-        shape = _block_shape(unit)
         if isinstance(shape, str):
             title = (f"transpose in {kernel.name} through a 32x33 padded shared tile, a tile loop correct for any "
                      f"block and grid (launch-independent: {shape})")
@@ -586,16 +602,23 @@ class CudaTransposeSmemTile(CudaTransform):
                 out.append(self.candidate(
                     model, f"transpose in {kernel.name} through a 32x33 padded shared tile, 32x8 threads per block "
                     "(the launch's block changes with the kernel; each thread moves 4 elements of a tile)",
-                    dict(tile=32, block=[32, 8]), [body, *launch_edits]))
+                    dict(tile=32, block=[32, 8]), [self._tile_loop_body(unit, tp, 256), *launch_edits]))
         return out
 
-    def _tile_loop_body(self, unit: CudaUnit, tp: Transpose) -> TextEdit | str:
+    def _tile_loop_body(self, unit: CudaUnit, tp: Transpose, threads: int | None = None) -> TextEdit | str:
         """The kernel's new body for transpose ``tp``: every 32x32 tile of the ``rows x cols`` input read with
         coalesced rows into a ``[32][33]`` shared tile (+1 column: the transposed reads hit 32 banks), then
         written out transposed with coalesced rows. The tiles are shared among the blocks of the whole grid (linear
         block id, stride the grid's size) and the elements of a tile among the threads of the block (linear thread
         id, stride the block's size), so each output element is written exactly once whatever the launch; the
-        bounds are those of the matrix, so sizes that are not multiples of 32 are moved too. Or why not."""
+        bounds are those of the matrix, so sizes that are not multiples of 32 are moved too. Or why not.
+
+        ``threads``: the block's thread count at every launch when it is a compile-time constant dividing 1024
+        (e.g. 256 for 32x8): the element loops then get a fully unrolled path for that count (``1024 / threads``
+        guarded loads in flight per thread, as the samples' ``j += BLOCK_ROWS`` loop has), taken when the block
+        has that many threads, beside the general loop for any other block. The unrolled loads are what hides
+        the memory latency (CUDA C++ Best Practices Guide, "Shared memory in matrix multiplication" and the
+        transpose sample's analysis)."""
         pf = unit.facts.pointer(tp.read.pointer)
         etype = " ".join(w for w in (pf.element_type or "").split() if w not in ("const", "volatile")) if pf else ""
         if not etype:
@@ -608,6 +631,12 @@ class CudaTransposeSmemTile(CudaTransform):
         wide = any(w in types.get(str(n), "long") for n in (tp.rows, tp.cols)
                    for w in ("64", "size", "long", "ptrdiff")) or tp.read.wide_index or tp.write.wide_index
         it = "long long" if wide else "int"
+        load = [f"const {it} htam_r = htam_r0 + htam_e / 32, htam_c = htam_c0 + htam_e % 32;",
+                "if (htam_r < htam_rows && htam_c < htam_cols)",
+                f"    htam_tile[htam_e / 32][htam_e % 32] = {src}[htam_r * htam_cols + htam_c];"]
+        store = [f"const {it} htam_c = htam_c0 + htam_e / 32, htam_r = htam_r0 + htam_e % 32;  // row, column of out",
+                 "if (htam_r < htam_rows && htam_c < htam_cols)",
+                 f"    {dst}[htam_c * htam_rows + htam_r] = htam_tile[htam_e % 32][htam_e / 32];"]
         lines = [
             f"// 32x32 tiles: rows of {src} read coalesced into a padded tile (+1 column: no shared-memory bank",
             "// conflicts), then written out transposed with coalesced rows; correct for any block shape and grid",
@@ -619,17 +648,9 @@ class CudaTransposeSmemTile(CudaTransform):
             f"for ({it} htam_t = blockIdx.x + ({it})gridDim.x * (blockIdx.y + ({it})gridDim.y * blockIdx.z);",
             f"     htam_t < htam_tiles; htam_t += ({it})gridDim.x * gridDim.y * gridDim.z) {{",
             f"    const {it} htam_r0 = htam_t / htam_tiles_x * 32, htam_c0 = htam_t % htam_tiles_x * 32;",
-            "    for (int htam_e = htam_tid; htam_e < 32 * 32; htam_e += htam_threads) {",
-            f"        const {it} htam_r = htam_r0 + htam_e / 32, htam_c = htam_c0 + htam_e % 32;",
-            "        if (htam_r < htam_rows && htam_c < htam_cols)",
-            f"            htam_tile[htam_e / 32][htam_e % 32] = {src}[htam_r * htam_cols + htam_c];",
-            "    }",
+            *("    " + ln for ln in _element_loop(load, threads)),
             "    __syncthreads();",
-            "    for (int htam_e = htam_tid; htam_e < 32 * 32; htam_e += htam_threads) {",
-            f"        const {it} htam_c = htam_c0 + htam_e / 32, htam_r = htam_r0 + htam_e % 32;  // row, column of out",
-            "        if (htam_r < htam_rows && htam_c < htam_cols)",
-            f"            {dst}[htam_c * htam_rows + htam_r] = htam_tile[htam_e % 32][htam_e / 32];",
-            "    }",
+            *("    " + ln for ln in _element_loop(store, threads)),
             "    __syncthreads();  // the tile is refilled by the block's next tile",
             "}",
         ]

@@ -132,6 +132,12 @@ def test_a_wrong_tile_loop_is_caught(tmp_path):
     head, sep, tail = c.new_text.rpartition("htam_e += htam_threads)")
     broken = head + "htam_e += htam_threads / 2)" + tail
     assert broken != c.new_text
+    with pytest.raises(AssertionError, match="elements wrong"):  # the general loop: a block of 7x5 threads
+        _check(_run(broken, kernel, call, 37, 70, [(4, 3, 2, 7, 5)], tmp_path), 37, 70)
+    # the unrolled path of the launch's own block count (256 threads): its second phase steps by half the block
+    head, sep, tail = c.new_text.rpartition("htam_k * 256;")
+    assert sep, "no unrolled path for the launch's 256 threads"
+    broken = head + "htam_k * 128;" + tail
     with pytest.raises(AssertionError, match="elements wrong"):
         _check(_run(broken, kernel, call, 37, 70, [(3, 2, 1, 32, 8)], tmp_path), 37, 70)
 
