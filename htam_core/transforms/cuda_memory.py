@@ -10,6 +10,7 @@ blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitje
 from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.constants import SIZEOF
 from htam_core.source.analysis.forms import Elementwise, elementwise, is_global_index, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
@@ -119,7 +120,9 @@ def _type_words(unit: CudaUnit, name: str, p: Node) -> str:
 
 @register
 class CudaVectorizeFloat4(CudaTransform):
-    """``float4`` main loop with a scalar tail and a 16-byte alignment check for float elementwise kernels."""
+    """``float4`` main loop with a scalar tail and a 16-byte alignment check for float elementwise kernels; for
+    other element types (``__half``, ``__nv_bfloat16``, ``double``, integers, mixed) the same loop over
+    ``16 / sizeof(widest)``-element vectors through one ``alignas`` struct per pointer (:func:`_generic_body`)."""
 
     id = "cuda.vectorize_float4"
     languages = CUDA_LANGS
@@ -145,9 +148,9 @@ class CudaVectorizeFloat4(CudaTransform):
         used = [(n, p) for n, p, *_ in ptrs if references(unit.body, unit.src, n)]
         if not used:
             return self.not_applicable(f"{kernel.name} uses no pointer parameter")
-        for n, p in used:
-            if value_type(unit, n, p) != "float":  # type: ignore[arg-type]
-                return self.not_applicable(f"{n} points to {_type_words(unit, n, p)}, not float")  # type: ignore[arg-type]
+        width = _vector_width(unit, used)
+        if isinstance(width, str):
+            return self.not_applicable(width)
         names = [n for n, _ in used]
         uses = _pointer_uses(unit, ew, names)
         if isinstance(uses, str):
@@ -155,7 +158,20 @@ class CudaVectorizeFloat4(CudaTransform):
         reads, writes, cond_writes, subs = uses
         if not writes:
             return self.not_applicable(f"{kernel.name} stores nothing through its pointers")
-        body_text = self._body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes)
+        if width == 4 and all(value_type(unit, n, q) == "float" for n, q in used):  # type: ignore[arg-type]
+            body_text = self._body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes)
+        else:
+            types = {n: element_type(unit, q) for n, q in used}  # type: ignore[arg-type]
+            body_text = _generic_body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes, types, width)
+        return self._elementwise_candidates(unit, model, kernel, ew, names, body_text, width)
+
+    def _elementwise_candidates(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, ew: Elementwise,
+                                names: list[str], body_text: str, width: int) -> list[Candidate] | NotApplicable:
+        """The elementwise form's candidate: ``body_text`` in place of the guarded code, and every launch's 1-D
+        grid divided by ``width`` (rounded up), or the launch left alone (launch-independent) when it cannot be
+        edited."""
+        f4 = width == 4 and "htam_V" not in body_text
+        vec, aligned = ("float4", "16-byte aligned") if f4 else (f"16-byte ({width}-element)", "aligned to its vector")
         stmts = statement_list(unit.body)
         first = stmts.index(ew.decl)
         last_node = ew.guard if ew.form == "if" else ew.stmts[-1]
@@ -167,23 +183,23 @@ class CudaVectorizeFloat4(CudaTransform):
             # launched from another file or through a pointer shared with other kernels: the body is a grid-stride loop, so it is correct as it stands for any grid
             return [self.candidate(
                 model,
-                f"vectorize {kernel.name} with float4 loads/stores, launch-independent: correct for any grid (a "
-                "grid-stride loop with a scalar tail; falls back to scalar when a pointer is not 16-byte aligned), "
-                "so the grid is unchanged (a grid of a quarter the blocks does the same work)",
-                {"vector_width": 4, "pointers": names, "launch": "independent"},
+                f"vectorize {kernel.name} with {vec} loads/stores, launch-independent: correct for any grid (a "
+                f"grid-stride loop with a scalar tail; falls back to scalar when a pointer is not {aligned}), so the "
+                f"grid is unchanged (a grid of 1/{width} the blocks does the same work)",
+                {"vector_width": width, "pointers": names, "launch": "independent"},
                 edits,
             )]
         for la in unit.launches:
-            e = wrap_grid(unit, la, "(({}) + 3) / 4")
+            e = wrap_grid(unit, la, f"(({{}}) + {width - 1}) / {width}")
             if isinstance(e, str):
                 return self.not_applicable(e)
             edits.append(e)
         return [
             self.candidate(
                 model,
-                f"vectorize {kernel.name} with float4 loads/stores (scalar tail; falls back to scalar when a "
-                "pointer is not 16-byte aligned); the grid shrinks 4x",
-                {"vector_width": 4, "pointers": names},
+                f"vectorize {kernel.name} with {vec} loads/stores (scalar tail; falls back to scalar when a "
+                f"pointer is not {aligned}); the grid shrinks {width}x",
+                {"vector_width": width, "pointers": names},
                 edits,
             )
         ]
@@ -265,6 +281,78 @@ class CudaVectorizeFloat4(CudaTransform):
         return "\n".join(lines)
 
 
+def _vector_width(unit: CudaUnit, used: list[tuple[str, Node]]) -> int | str:
+    """Elements per 16-byte vector of the elementwise form: ``16 / sizeof(widest pointee)`` over the pointers
+    ``used`` (4 for float, 8 for ``__half``/``__nv_bfloat16``, 2 for double), or why there is none (a pointee whose
+    size the analysis does not know, a template parameter ``T``, whose width the launch would need, or one as wide
+    as a vector already)."""
+    sizes = {}
+    for n, q in used:
+        vt = value_type(unit, n, q)
+        size = SIZEOF.get(" ".join(w for w in vt.split() if w not in ("const", "volatile")))
+        if size is None:
+            return f"{n} points to {_type_words(unit, n, q)}, whose size is not known (the grid must shrink by it)"
+        sizes[n] = size
+    widest = max(sizes.values())
+    if widest >= 16:
+        return f"{max(sizes, key=sizes.get)} already moves 16 bytes per element"
+    return 16 // widest
+
+
+def _generic_body(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str]], reads: list[str], writes: list[str],
+                  cond_writes: set[str], types: dict[str, str], width: int) -> str:
+    """The elementwise form's body for elements other than all-float: a grid-stride loop over vectors of
+    ``width`` elements, one ``struct alignas(width * sizeof(E)) { E v[width]; }`` per pointer (one 16-byte load or
+    store for the widest type, 8- or 4-byte ones for narrower types), the guarded code once per element in an
+    unrolled lane loop, each pointer's alignment checked for its own vector, and the scalar loop for the tail
+    (or everything when a pointer is not aligned). ``types``: each pointer's pointee as written (``__half``).
+
+    Idea source: NVIDIA developer blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access"
+    (Luitjens, 2013); ``half2``/``__nv_bfloat162`` loads are the 4-byte case of the same idea."""
+    start = ew.consequence.start_byte if ew.form == "if" else ew.stmts[0].start_byte
+    end = ew.consequence.end_byte if ew.form == "if" else ew.stmts[-1].end_byte
+    scalar = unit.src[start:end].decode()
+    lane_text = syn.one_line(unit.src, unit.body, start, end, [(sub, f"htam_{name}") for sub, name in subs])
+    if ew.form == "return":
+        lane_text, scalar = "{ " + lane_text + " }", "{\n" + scalar + "\n}"
+    loaded, ptrs = sorted(set(reads) | cond_writes), sorted(set(reads) | set(writes))
+    elem = {q: " ".join(w for w in types[q].split() if w not in ("const", "volatile")) for q in ptrs}
+    align = " | ".join(f"(reinterpret_cast<unsigned long long>({q}) & (sizeof(htam_{q}_t) - 1))" for q in ptrs)
+    lines = [
+        "{",
+        f"    const long long htam_n = {ew.extra} ? (long long)({unit.t(ew.bound)}) : 0ll;" if ew.extra else
+        f"    const long long htam_n = (long long)({unit.t(ew.bound)});",
+        "    const long long htam_stride = (long long)blockDim.x * gridDim.x;",
+        "    const long long htam_gid = " + ("(long long)blockIdx.x * blockDim.x + threadIdx.x;" if
+                                         is_global_index(unit, ew.gid) else f"(long long)({unit.t(ew.gid)});"),
+        f"    constexpr int htam_V = {width};  // elements per vector: 16 bytes of the widest element type",
+        *(f"    struct alignas(htam_V * sizeof({elem[q]})) htam_{q}_t {{ {elem[q]} v[htam_V]; }};" for q in ptrs),
+        "    long long htam_tail = 0;",
+        f"    if (({align}) == 0ull) {{",
+        "        const long long htam_nv = htam_n / htam_V;",
+        "        for (long long htam_v = htam_gid; htam_v < htam_nv; htam_v += htam_stride) {",
+        *(f"            {'const ' if q not in writes else ''}htam_{q}_t htam_{q}_vec = "
+          f"reinterpret_cast<const htam_{q}_t *>({q})[htam_v];" if q in loaded else f"            htam_{q}_t htam_{q}_vec;"
+          for q in ptrs),
+        "            #pragma unroll",
+        "            for (int htam_l = 0; htam_l < htam_V; ++htam_l) {",
+        "                { " + " ".join(f"{elem[q]} htam_{q} = htam_{q}_vec.v[htam_l];" if q in loaded else
+                               f"{elem[q]} htam_{q};" for q in ptrs)
+        + f" {lane_text} " + " ".join(f"htam_{q}_vec.v[htam_l] = htam_{q};" for q in writes) + " }",
+        "            }",
+        *(f"            reinterpret_cast<htam_{q}_t *>({q})[htam_v] = htam_{q}_vec;" for q in writes),
+        "        }",
+        "        htam_tail = htam_nv * htam_V;",
+        "    }",
+        "    for (long long htam_j = htam_tail + htam_gid; htam_j < htam_n; htam_j += htam_stride) {",
+        f"        const {ew.type} {ew.name} = ({ew.type})htam_j;",
+        *("        " + ln.strip() if ln.strip() else "" for ln in scalar.splitlines()),
+        "    }",
+        "}",
+    ]
+    return "\n".join(lines)
+
+
 def _pointer_uses(unit: CudaUnit, ew: Elementwise, names: list[str]
                   ) -> tuple[set[str], set[str], set[str], list[tuple[Node, str]]] | str:
     """How the guarded code of the elementwise form ``ew`` uses the pointers ``names``: every use must be
@@ -294,7 +382,8 @@ def _pointer_uses(unit: CudaUnit, ew: Elementwise, names: list[str]
             if name not in names:
                 continue
             sub = ref.parent
-            if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref:
+            if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref or \
+                    unit.t(sub.child_by_field_name("indices")).strip("[] ") != ew.name:
                 return f"{name} is used other than as {name}[{ew.name}]"
             subs.append((sub, name))
             parent = sub.parent

@@ -148,7 +148,7 @@ def test_vectorize_float4_read_modify_write_loads_output(cand):
 
 @pytest.mark.parametrize(
     "file,kernel,needle",
-    [(EW, "gather", "not float"), ("transpose_variants.cu", "transpose_f64", "not an elementwise kernel")],
+    [(EW, "gather", "src is used other than as src[i]"), ("transpose_variants.cu", "transpose_f64", "not an elementwise kernel")],
 )
 def test_vectorize_refusals(refuse, file, kernel, needle):
     assert needle in refuse("cuda.vectorize_float4", file, kernel)

@@ -39,16 +39,21 @@ def test_comments_in_the_lane_code_are_dropped_not_joined_into_it(cand):
     assert "//" not in lane and "alpha *" in lane
 
 
-def test_an_alias_of_half_is_refused(refuse):
-    assert "out points to wide_t (__half), not float" in refuse(TID, FILE, "half_copy")
+def test_an_alias_of_half_takes_eight_element_vectors_of_the_alias(cand):
+    (c,) = cand(TID, FILE, "half_copy")
+    assert "constexpr int htam_V = 8;" in c.new_text  # the alias resolves to __half: 2 bytes
+    assert "struct alignas(htam_V * sizeof(wide_t)) htam_in_t { wide_t v[htam_V]; };" in c.new_text
 
 
-def test_defining_the_half_switch_refuses_the_kernel(tmp_path):
+def test_defining_the_half_switch_changes_the_width(tmp_path):
     path = tmp_path / "h.cu"
     path.write_text("#define USE_HALF\n" + fixture_path(FILE).read_text())
     model = load(str(path))
     res = registry.propose(TID, model, model.kernel("scale_add"))
-    assert isinstance(res, NotApplicable) and "out points to real_t (__half), not float" in res.reason
+    assert not isinstance(res, NotApplicable) and "constexpr int htam_V = 8;" in res[0].new_text
+    plain = load(str(fixture_path(FILE)))
+    (c,) = registry.propose(TID, plain, plain.kernel("scale_add"))
+    assert "float4" in c.new_text  # real_t is float in this build
 
 
 @pytest.mark.gpu
