@@ -92,3 +92,34 @@ def test_a_broken_lane_loop_is_caught(cand, tmp_path):
     want = run_main(fixture_path(FILE).read_text(), "scale_f64", main.replace("HTAM_LAUNCH(3,", "HTAM_LAUNCH(16,"),
                     tmp_path / "a")
     assert run_main(broken, "scale_f64", main, tmp_path / "b") != want
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n,off", [(1 << 20, 0), (100_003, 0), (100_003, 1)])
+def test_half_and_bf16_equal_on_gpu(cand, tmp_path, n, off):
+    """The 8-element ``__half`` and ``__nv_bfloat16`` forms give the start's outputs bit for bit (the same
+    element operations), on a ragged size and on pointers one element off 16-byte alignment."""
+    from gpu_equivalence import call_host, torch_cuda
+    from transform_helpers import fixture_path
+
+    torch = torch_cuda()
+    g = torch.Generator(device="cuda").manual_seed(n + off)
+    x = torch.randn(n + 1, device="cuda", generator=g).half()
+    y0 = torch.randn(n + 1, device="cuda", generator=g).half()
+    xb, bb = x.bfloat16(), y0.bfloat16()
+    ys, os = [], []
+    for i, text in enumerate([fixture_path(FILE).read_text(), cand(TID, FILE, "axpby_half")[0].new_text]):
+        y = y0.clone()
+        call_host(text, "const __half *x, __half *y, float a, float b, int n",
+                  "axpby_half<<<(((n + 255) / 256) + 7) / 8, 256>>>(x, y, a, b, n)" if i else
+                  "axpby_half<<<(n + 255) / 256, 256>>>(x, y, a, b, n)", [x[off:], y[off:], 2.0, 0.5, n], tmp_path,
+                  f"h{i}")
+        ys.append(y)
+    for i, text in enumerate([fixture_path(FILE).read_text(), cand(TID, FILE, "bias_relu_bf16")[0].new_text]):
+        o = torch.zeros(n + 1, device="cuda", dtype=torch.bfloat16)
+        call_host(text, "__nv_bfloat16 *o, const __nv_bfloat16 *in, const __nv_bfloat16 *bias, int n",
+                  "bias_relu_bf16<<<(n + 127) / 128, 128>>>(o, in, bias, (long long)n)", [o[off:], xb[off:],
+                  bb[off:], n], tmp_path, f"b{i}")
+        os.append(o)
+    assert torch.equal(ys[1], ys[0]) and not torch.equal(ys[0], y0)
+    assert torch.equal(os[1], os[0]) and bool((os[0][off:] >= 0).all())
