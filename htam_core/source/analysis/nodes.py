@@ -44,11 +44,11 @@ __all__ = [
     "is_keyword_argument", "is_lambda", "is_launch_bounds", "is_loop", "is_loop_exit", "is_memory_reference",
     "is_name_declaration", "is_name_or_number", "is_number", "is_parenthesized", "is_pointer_declarator",
     "is_pointer_expression", "is_positional_argument", "is_preproc_include", "is_py_assignment", "is_py_block",
-    "is_py_block_or_module", "is_py_call", "is_return", "is_simple_operand", "is_string", "is_subscript",
+    "is_py_block_or_module", "is_py_call", "is_range_for", "is_return", "is_simple_operand", "is_string", "is_subscript",
     "is_subscript_arguments", "is_template_declaration", "is_type_identifier", "is_type_qualifier", "is_unary",
     "is_unary_operator", "is_update", "is_wrapping_declarator", "is_write", "join_lines", "jumps",
     "keyword_arguments", "line_start", "loops", "names_and_fields", "names_and_types", "numbers", "of_type",
-    "one_line", "only_space_before", "parse", "py_assignments", "py_calls", "references", "returns",
+    "one_line", "only_space_before", "parse", "py_assignments", "py_calls", "range_for_loops", "references", "returns",
     "smallest_covering", "statement_span", "statement_start", "statements", "strip_casts", "subscripts", "text",
     "type_names", "unwrap_parens", "walk", "writes", "writes_or_addresses",
 ]
@@ -282,6 +282,17 @@ def is_for_or_while(n: Node | None) -> bool:
 def for_or_while_loops(node: Node) -> list[Node]:
     """The C/CUDA ``for`` and ``while`` statements under ``node``."""
     return of_type(node, ("for_statement", "while_statement"))
+
+
+def is_range_for(n: Node | None) -> bool:
+    """``n`` is a C++ range-based ``for`` (``for (float v : values)``): its ``declarator`` takes each element of
+    its ``right`` in turn."""
+    return n is not None and n.type == "for_range_loop"
+
+
+def range_for_loops(node: Node) -> list[Node]:
+    """The C++ range-based ``for`` statements under ``node``."""
+    return of_type(node, "for_range_loop")
 
 
 def is_breakable(n: Node | None) -> bool:

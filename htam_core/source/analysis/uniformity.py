@@ -21,9 +21,10 @@ body's syntax, conservatively (``False`` when in doubt):
   ``switch`` is decided by uniform values. A name written in a loop whose trip count is uniform stays uniform (its
   value at each point is the same in every thread); one written under ``if (threadIdx.x == 0)``, in a loop that
   starts at ``threadIdx.x`` or that a thread-dependent ``break`` leaves is not.
-- A local array or reference, a local whose address is taken (``&x``), that an inline ``asm`` writes or that is
-  passed to a hidden function, and any local written in a kernel with a ``goto`` are not uniform; a name declared
-  twice (shadowing) is read as one name, so it is uniform only if every declaration is.
+- A range-based ``for`` variable is uniform when its range is (and the loop is left under uniform control).
+- A local array, reference or structured binding, a local whose address is taken (``&x``), that an inline ``asm``
+  writes or that is passed to a hidden function, and any local written in a kernel with a ``goto`` are not
+  uniform; a name declared twice (shadowing) is read as one name, so it is uniform only if every declaration is.
 
 Idea source: divergence (uniformity) analysis of SIMT programs: Coutinho, Sampaio, Pereira and Meira, "Divergence
 Analysis and Optimizations" (PACT 2011), and LLVM's ``UniformityAnalysis`` (values and control dependence on
@@ -203,6 +204,13 @@ def _read_definitions(u: Uniformity, name: str) -> list[tuple[Node, tuple[Node, 
                 return None
             if found is not True and found is not None:
                 out.append(found)
+    for loop in syn.range_for_loops(u.body):
+        d, right = loop.child_by_field_name("declarator"), loop.child_by_field_name("right")
+        found = _declared(u, d, name) if d is not None else None
+        if found is False or (found is not None and right is None):
+            return None
+        if found is not None:
+            out.append((loop, (right,)))  # type: ignore[arg-type]  # each element of the range in turn
     for w in syn.writes(u.body):
         target = w.child_by_field_name("left") or w.child_by_field_name("argument")
         if target is None or _base_name(u, target) != name:
@@ -224,7 +232,9 @@ def _declared(u: Uniformity, d: Node, name: str) -> tuple[Node, tuple[Node, ...]
         plain = plain and syn.is_pointer_declarator(declared)
         nxt = declared.child_by_field_name("declarator")
         declared = nxt if nxt is not None or not syn.is_wrapping_declarator(declared) else declared.named_children[-1]
-    if declared is None or u.text(declared) != name:
+    if declared is None:  # a structured binding (`auto [a, b] = ...`): its names are not followed
+        return False if inner is not None and any(u.text(n) == name for n in syn.identifiers(inner)) else None
+    if u.text(declared) != name:
         return None
     if not plain:
         return False
@@ -287,7 +297,8 @@ def _control(a: _Ask, at: Node, seen: frozenset[str]) -> bool:
         g = _guard(p, child)
         if g is not None and not _expr(a, g, seen):
             return False
-        if syn.is_breakable(p) and not all(_guarded_by_uniform(a, j, p, seen) for j in syn.jumps(p)):
+        loop = syn.is_breakable(p) or syn.is_range_for(p)
+        if loop and not all(_guarded_by_uniform(a, j, p, seen) for j in syn.jumps(p)):
             return False
         child, p = p, p.parent
     return True

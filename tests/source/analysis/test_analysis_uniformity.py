@@ -84,6 +84,12 @@ CASES = {
     "written by inline asm": ('    int m = n;\n    asm volatile("mov.u32 %0, %%laneid;" : "=r"(m));', (False, False)),
     "a local array": ("    int m[2] = {n, n};\n    m[threadIdx.x & 1] = 0;", (False, False)),
     "a reference": ("    int a = n;\n    int &m = a;", (False, False)),
+    "a structured binding": ("    auto [m, w] = make_int2(threadIdx.x, n);", (False, False)),
+    # a range-based for variable takes each element of its range
+    "a range-for over a uniform range": ("    int vals[2] = {1, 2};\n    int m = 0;\n    for (int v : {n, 2 * n}) m += v;",
+                                         (True, True)),
+    "a range-for over a thread-written array": (
+        "    int vals[2] = {1, 2};\n    vals[threadIdx.x & 1] = 0;\n    for (int m : vals) out[1] = m;", (False, False)),
 }
 
 
