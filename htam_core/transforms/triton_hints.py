@@ -13,60 +13,13 @@ from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.triton import pid_axes, program_axes_of, read_program_axes
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._triton import TritonTransform, TritonUnit, add_kwarg
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.registry import register
 from htam_core.transforms.triton_launch import TRITON_LANGS
 from htam_core.types.profile import Profile
-
-
-def pid_tainted(unit: TritonUnit) -> set[str]:
-    """Names whose value depends on ``tl.program_id`` through ``+ - *`` and ``tl.arange`` only."""
-    return set(pid_axes(unit))
-
-
-def pid_axes(unit: TritonUnit) -> dict[str, frozenset[str]]:
-    """For each name whose value depends on ``tl.program_id`` through ``+ - *`` and ``tl.arange`` only, the
-    program axes it depends on (``"0"``, ``"1"``, ``"2"``; an axis not written as a literal is its own text)."""
-    axes: dict[str, frozenset[str]] = {}
-    for a in syn.py_assignments(unit.body):
-        left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
-        if left is None or right is None or not syn.is_identifier(left):
-            continue
-        dep = _clean_axes(unit, right, axes)
-        if dep:
-            axes[unit.t(left)] = dep
-    return axes
-
-
-def _program_axis(unit: TritonUnit, call: Node) -> str:
-    """The axis a ``tl.program_id(...)`` call names (``axis=`` or positional; ``"0"`` when none is given)."""
-    args = call.child_by_field_name("arguments")
-    kids = args.named_children if args is not None else []
-    if not kids:
-        return "0"
-    a = kids[0].child_by_field_name("value") if syn.is_keyword_argument(kids[0]) else kids[0]
-    return unit.t(a).strip() if a is not None else "0"
-
-
-def program_axes(unit: TritonUnit) -> frozenset[str]:
-    """Every program axis the kernel reads with ``tl.program_id``."""
-    return frozenset(_program_axis(unit, c) for c in unit.calls(unit.body, "tl.program_id"))
-
-
-def _clean_axes(unit: TritonUnit, node: Node, axes: dict[str, frozenset[str]]) -> frozenset[str]:
-    """The program axes ``node`` depends on, never through ``%`` or ``//`` (empty when it goes through them or
-    depends on none)."""
-    found: set[str] = set()
-    for n in syn.walk(node):
-        if syn.is_binary_operator(n) and unit.t(n.child_by_field_name("operator")) in ("%", "//"):
-            return frozenset()
-        if syn.is_py_call(n) and unit.callee(n) == "tl.program_id":
-            found.add(_program_axis(unit, n))
-        if syn.is_identifier(n) and unit.t(n) in axes:
-            found |= axes[unit.t(n)]
-    return frozenset(found)
 
 
 def _in_loop(node: Node, stop: Node) -> bool:
@@ -95,8 +48,9 @@ class TritonCacheHints(TritonTransform):
         loads = unit.calls(unit.body, "tl.load")
         if not loads:
             return self.not_applicable(f"{kernel.name} has no tl.load")
-        axes = pid_axes(unit)
-        used = program_axes(unit)  # a load indexed by fewer axes is read by every program along the others
+        axes = pid_axes(unit.body, unit.src, unit.names)
+        # a load indexed by fewer axes is read by every program along the others
+        used = read_program_axes(unit.body, unit.src, unit.names)
         streaming: list[Node] = []
         shared = 0
         for ld in loads:
@@ -107,7 +61,7 @@ class TritonCacheHints(TritonTransform):
             args = ld.child_by_field_name("arguments").named_children
             if not args or syn.is_keyword_argument(args[0]):
                 continue
-            dep = _clean_axes(unit, args[0], axes)
+            dep = program_axes_of(args[0], unit.src, unit.names, axes)
             if dep and used <= dep:
                 streaming.append(ld)
             elif dep:
@@ -151,7 +105,7 @@ class TritonDivisibilityHints(TritonTransform):
         """One candidate hinting every matching offset assignment."""
         if unit.calls(unit.body, "tl.multiple_of") or unit.calls(unit.body, "tl.max_contiguous"):
             return self.not_applicable(f"{kernel.name} already has divisibility/contiguity hints")
-        tainted = pid_tainted(unit) | {"pid"}
+        tainted = set(pid_axes(unit.body, unit.src, unit.names)) | {"pid"}
         edits, names = [], []
         for a in syn.py_assignments(unit.body):
             m = self._match(unit, a, tainted)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.nodes import Node
-from htam_core.source.analysis.triton import dependents
+from htam_core.source.analysis.triton import dependents, program_axis
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._triton import TritonTransform, TritonUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -34,11 +34,8 @@ def _top_assignments(unit: TritonUnit) -> list[Node]:
 def _program_id_axis(unit: TritonUnit, rhs: Node | None) -> int | None:
     if rhs is None or not syn.is_py_call(rhs) or unit.callee(rhs) != "tl.program_id":
         return None
-    args = rhs.child_by_field_name("arguments").named_children
-    if len(args) != 1:
-        return None
-    a = args[0].child_by_field_name("value") if syn.is_keyword_argument(args[0]) else args[0]
-    return int(unit.t(a)) if unit.t(a) in ("0", "1", "2") else None
+    axis = program_axis(rhs, unit.src)
+    return int(axis) if axis in ("0", "1", "2") else None
 
 
 def _stmt_range(unit: TritonUnit, a: Node) -> tuple[int, int]:

@@ -33,17 +33,13 @@ from htam_core.source.analysis.forms import KernelView
 from htam_core.source.analysis.guards import GuardTerm, positive_terms
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.syntax import side_effect_free, statements, strip_casts, unwrap_parens
+from htam_core.source.analysis.uniformity import kernel_uniformity, thread_uniform
 
 __all__ = ["GuardedLoad", "NO_LOAD", "guarded_block_load"]
 
 #: Why a kernel has no guarded block load at all (no statement of the body reads as one).
 NO_LOAD = ("no one-element load into a shared slot guarded by the global index (`shared[tid] = (i < n) ? in[i] : "
            "identity;`, or the same through an `if` or a register) before a block tree")
-
-#: Builtins whose value differs between the threads or changes with the grid: a guard term reading one is not
-#: the same for every element a thread covers once it covers several.
-_VARYING = frozenset({"threadIdx", "blockIdx", "gridDim"})
-
 
 @dataclass(frozen=True)
 class GuardedLoad:
@@ -232,34 +228,11 @@ def _split_load(view: KernelView, g: _Guarded) -> _Split | None:
     return None
 
 
-def _assigned_names(view: KernelView) -> dict[str, int]:
-    """How many times each plain name of the kernel body is declared with a value or written."""
-    out: dict[str, int] = {}
-    for n in [d.child_by_field_name("declarator") for d in syn.init_declarators(view.body)] + [
-            w.child_by_field_name("left") or w.child_by_field_name("argument") for w in syn.writes(view.body)]:
-        if n is not None and syn.is_identifier(n):
-            out[view.t(n)] = out.get(view.t(n), 0) + 1
-    return out
-
-
-def _uniform(view: KernelView, node: Node, depth: int = 0) -> bool:
-    """Every name under ``node`` has the same value in every thread whatever the grid: no ``threadIdx``/
-    ``blockIdx``/``gridDim``, and each local it reads is declared once from such names and never written again
-    (parameters, constants and macros are not locals of the body)."""
-    counts = _assigned_names(view)
-    for ref in syn.identifiers(node):
-        name = view.t(ref)
-        if name in _VARYING:
-            return False
-        if name not in counts:
-            continue
-        inits = [d.child_by_field_name("value") for d in syn.init_declarators(view.body)
-                 if view.t(d.child_by_field_name("declarator")) == name]
-        if counts[name] != 1 or len(inits) != 1 or inits[0] is None or depth > 8:
-            return False
-        if not _uniform(view, inits[0], depth + 1):
-            return False
-    return True
+def _uniform(view: KernelView, node: Node) -> bool:
+    """``node`` has the same value in every thread whatever the grid (no ``threadIdx``/``blockIdx``/``gridDim``,
+    directly or through a local: :func:`~htam_core.source.analysis.uniformity.thread_uniform` over the grid with
+    ``any_grid``), so it is the same for every element a thread covers once it covers several."""
+    return thread_uniform(kernel_uniformity(view), node, scope="grid", any_grid=True)
 
 
 def _pieces(view: KernelView, node: Node, index: str) -> list[str]:

@@ -68,6 +68,7 @@ from htam_core.source.analysis.syntax import (
 )
 from htam_core.source.analysis.transpose import ExprOf, find_transposes
 from htam_core.source.analysis.types import resolve_type
+from htam_core.source.analysis.uniformity import Uniformity
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
 from htam_core.source.preproc import QUALIFIERS, qualifier_macros
@@ -803,9 +804,11 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
     tids = _thread_indices(src, aff)
     consts = _constants(src, env)
     macro_reads, device_calls = _macro_builtins(src, aff), _device_calls(src, tparams)
+    index_calls = tuple(c for c in device_calls if _callees_read_builtins(src, (c,)))
     gs_loops, gs_dims = grid_stride_facts(aff, src.body, loop_nodes, [lp.line for lp in loops],
-                                          hidden_reads=_callees_read_builtins(src, device_calls),
-                                          macros=frozenset(m for m, _ in macro_reads))
+                                          hidden_reads=bool(index_calls),
+                                          macros=frozenset(m for m, _ in macro_reads),
+                                          uniform=Uniformity(env.t, src.body, macro_reads, frozenset(index_calls)))
     threads = launches[0].block[0].value if launches and launches[0].block else None
     loops = tuple(
         replace(lp, strides_threads=True) if not lp.strides_threads and threads and lp.step == threads
@@ -820,7 +823,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        return_lines(src), macro_reads,
                        find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
                                                                         if not p.is_pointer]),
-                       grid_stride_loops=gs_loops, launch_free_dims=gs_dims,
+                       grid_stride_loops=gs_loops, launch_free_dims=gs_dims, index_calls=index_calls,
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts))
 
 

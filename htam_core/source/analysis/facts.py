@@ -838,6 +838,10 @@ class KernelFacts:
         stencils: the kernel's 1-D window read (:class:`Stencil`; CUDA only, at most one).
         stencil_refusal: when a pointer is read at neighbouring offsets but not as a :class:`Stencil`, one line
             saying what is not read (``""`` otherwise).
+        index_calls: those of :attr:`device_calls` whose code may read the thread or block indices: a template
+            parameter (its code is not in sight), or a function of the unit whose definition names a builtin or a
+            cooperative-groups query (CUDA only); a value they return is not uniform
+            (:mod:`~htam_core.source.analysis.uniformity`).
     """
 
     kernel: str
@@ -865,6 +869,7 @@ class KernelFacts:
     launch_free_dims: tuple[str, ...] = ()
     stencils: tuple[Stencil, ...] = ()
     stencil_refusal: str = ""
+    index_calls: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:

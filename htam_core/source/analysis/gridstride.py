@@ -27,6 +27,7 @@ CUDA C++ Programming Guide, "Cooperative Groups" (``grid_group::thread_rank``, `
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -36,6 +37,7 @@ from tree_sitter import Node
 from htam_core.source.analysis.constants import ConstEnv
 from htam_core.source.analysis.facts import DIMS, GridStrideLoop, sym
 from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens, walk
+from htam_core.source.analysis.uniformity import Uniformity, thread_uniform, uniform_name
 
 _LOOPS = ("for_statement", "while_statement", "do_statement")
 _STOPS = _LOOPS + ("switch_statement", "lambda_expression")
@@ -227,58 +229,29 @@ def _dim_of(start: sympy.Expr, step: sympy.Expr) -> tuple[str, sympy.Expr, sympy
     return None
 
 
-_INDEX_BUILTINS = ("threadIdx.", "blockIdx.")
-
-
-def _uniform_node(r: _Reader, node: Node, seen: frozenset[str]) -> bool:
-    """``node`` reads no thread or block index, directly, through a cooperative-groups query or through a local
-    whose value may differ between threads (:func:`_uniform_name`; names in ``seen`` are being decided)."""
-    for n in walk(node):
-        if n.type == "field_expression" and (r.builtin(n) or "").startswith(_INDEX_BUILTINS):
+def _uniform_base(r: _Reader, u: Uniformity, base: sympy.Expr) -> bool:
+    """Every name of a grid-stride loop's start offset ``base`` holds the same value in every thread of the grid
+    (:func:`~htam_core.source.analysis.uniformity.uniform_name`), and none is the launch's ``blockDim``/``gridDim``,
+    so the loop still covers ``base .. bound - 1`` exactly once for any grid (a vectorized body's scalar tail starts
+    there). A value the affine reader keeps opaque (``load(p[0])``, ``call(f(n))``) is uniform when every
+    expression of the kernel written so is."""
+    for s in base.free_symbols:
+        name = s.name
+        if name.startswith(("blockDim.", "gridDim.")):
             return False
-        if n.type == "call_expression":
-            e = r._cg_call(n)
-            if e is not None and any(s.name.startswith(_INDEX_BUILTINS) for s in e.free_symbols):
+        opaque = _OPAQUE.fullmatch(name)
+        if opaque is None:
+            if not uniform_name(u, name, scope="grid"):
                 return False
-        if n.type == "identifier" and (n.parent is None or n.parent.type != "call_expression") \
-                and not _uniform_name(r, r.env.t(n), seen):
+            continue
+        same = [n for n in walk(r.func) if " ".join(r.env.t(n).split()) == opaque.group(1)]
+        if not same or not all(thread_uniform(u, n, scope="grid") for n in same):
             return False
     return True
 
 
-def _uniform_name(r: _Reader, name: str, seen: frozenset[str] = frozenset()) -> bool:
-    """The local or parameter ``name`` holds the same value in every thread: each of its initializers and
-    assignments reads no thread or block index, and none is under a condition or loop that does (a parameter,
-    never assigned, is). Conservative: ``False`` past a few levels of locals, and for a local whose address is
-    taken."""
-    if name in seen:
-        return True  # its own earlier value (tail += 4): uniform when every write is
-    if len(seen) > 3:
-        return False
-    seen = seen | {name}
-    for w in [*r.env.local_inits(r.func, name), *_writes(r.env, r.func, name)]:
-        if w.type == "pointer_expression":
-            return False
-        value = w.child_by_field_name("right") if w.type == "assignment_expression" else (
-            None if w.type == "update_expression" else w)
-        if value is not None and not _uniform_node(r, value, seen):
-            return False
-        p = w.parent
-        while p is not None and p != r.func:
-            cond = p.child_by_field_name("condition") if p.type in (
-                "if_statement", "while_statement", "for_statement", "do_statement",
-                "conditional_expression") else None
-            if cond is not None and not _uniform_node(r, cond, seen):
-                return False
-            p = p.parent
-    return True
-
-
-def _uniform_base(r: _Reader, base: sympy.Expr) -> bool:
-    """Every name of a grid-stride loop's start offset ``base`` holds the same value in every thread, so the loop
-    still covers ``base .. bound - 1`` exactly once for any grid (a vectorized body's scalar tail starts there)."""
-    return all(not s.name.startswith(("blockDim.", "gridDim.")) and _uniform_name(r, s.name)
-               for s in base.free_symbols)
+#: The name of a value the affine reader keeps opaque (``load(p[0])``, ``call(f(n))``, ``expr(...)``).
+_OPAQUE = re.compile(r"(?:load|call|expr)\((.*)\)", re.S)
 
 
 @dataclass
@@ -290,7 +263,7 @@ class _Loop:
     scoped: bool
 
 
-def _grid_stride_loops(r: _Reader, loop_nodes: list[Node], lines: list[int]) -> list[_Loop]:
+def _grid_stride_loops(r: _Reader, u: Uniformity, loop_nodes: list[Node], lines: list[int]) -> list[_Loop]:
     out: list[_Loop] = []
     for k, ln in enumerate(loop_nodes):
         h = _header(r, ln)
@@ -300,7 +273,7 @@ def _grid_stride_loops(r: _Reader, loop_nodes: list[Node], lines: list[int]) -> 
         if start is None or step is None:
             continue
         found = _dim_of(start, step)
-        if found is None or (found[2] != 0 and not _uniform_base(r, found[2])):
+        if found is None or (found[2] != 0 and not _uniform_base(r, u, found[2])):
             continue
         bound = r.expr(h.bound)
         if bound is not None and sym(h.var) in bound.free_symbols:
@@ -364,7 +337,7 @@ def _var_stays_inside(r: _Reader, body: Node, lp: _Loop) -> bool:
 
 
 def grid_stride_facts(r: _Reader, body: Node, loop_nodes: list[Node], lines: list[int], *,
-                      hidden_reads: bool, macros: frozenset[str] = frozenset()
+                      hidden_reads: bool, macros: frozenset[str] = frozenset(), uniform: Uniformity | None = None
                       ) -> tuple[tuple[GridStrideLoop, ...], tuple[str, ...]]:
     """The kernel's grid-stride loops and the dimensions whose coverage no launch decides (module docstring).
 
@@ -377,11 +350,14 @@ def grid_stride_facts(r: _Reader, body: Node, loop_nodes: list[Node], lines: lis
             dimension is then launch-free.
         macros: the macros the body uses whose text reads a builtin (``#define STRIDE (blockDim.x * gridDim.x)``):
             each use must be spent in a loop's start or stride like a builtin.
+        uniform: the kernel's uniformity questions (:class:`~htam_core.source.analysis.uniformity.Uniformity`),
+            asked of a loop's start offset; by default one over ``body`` that sees no macros or hidden calls.
 
     Returns:
         ``(loops, dims)``: the grid-stride loops in source order, and the launch-free dimensions (sorted).
     """
-    loops = _grid_stride_loops(r, loop_nodes, lines)
+    u = uniform if uniform is not None else Uniformity(r.env.t, body)
+    loops = _grid_stride_loops(r, u, loop_nodes, lines)
     free: list[str] = []
     for d in DIMS:
         on_d = [lp for lp in loops if lp.fact.dim == d and _var_stays_inside(r, body, lp)]

@@ -31,7 +31,7 @@ from htam_core.source.analysis.syntax import (
 __all__ = [
     "BREAKABLE_KINDS", "COMPOUND_KINDS", "DECLARATION", "FOR_LOOP", "FUNCTION", "JUMP_KINDS", "LOOP_KINDS",
     "NAME_DECLARATION_KINDS", "Node", "PY_ANY_ASSIGNMENT", "PY_ASSIGNMENT", "PY_ASSIGNMENT_KINDS", "PY_CALL",
-    "SUBSCRIPT", "WRITE_KINDS", "any_py_assignments", "assignments", "binaries", "blocks", "calls", "comments",
+    "SUBSCRIPT", "WRITE_KINDS", "any_py_assignments", "asm_outputs", "assignments", "binaries", "blocks", "calls", "comments",
     "comparison_operators", "declaration_type", "declarations", "effects", "error_ranges", "fields", "for_loops",
     "for_or_while_loops", "function_declarators", "function_definitions", "function_exits", "identifiers",
     "import_statements", "include_insert_point", "indent_of", "init_declarators", "integers", "is_address_of",
@@ -40,15 +40,15 @@ __all__ = [
     "is_comment", "is_compound_statement", "is_condition_clause", "is_conditional", "is_declaration",
     "is_declarator_around_name", "is_default_parameter", "is_else_clause", "is_error",
     "is_expression_statement", "is_field", "is_for", "is_for_or_while", "is_function_declarator",
-    "is_function_definition", "is_identifier", "is_if", "is_import", "is_init_declarator", "is_integer",
+    "is_function_definition", "is_goto", "is_identifier", "is_if", "is_import", "is_init_declarator", "is_integer",
     "is_keyword_argument", "is_lambda", "is_launch_bounds", "is_loop", "is_loop_exit", "is_memory_reference",
     "is_name_declaration", "is_name_or_number", "is_number", "is_parenthesized", "is_pointer_declarator",
     "is_pointer_expression", "is_positional_argument", "is_preproc_include", "is_py_assignment", "is_py_block",
-    "is_py_block_or_module", "is_py_call", "is_return", "is_simple_operand", "is_string", "is_subscript",
+    "is_py_block_or_module", "is_py_call", "is_range_for", "is_return", "is_simple_operand", "is_string", "is_subscript",
     "is_subscript_arguments", "is_template_declaration", "is_type_identifier", "is_type_qualifier", "is_unary",
     "is_unary_operator", "is_update", "is_wrapping_declarator", "is_write", "join_lines", "jumps",
     "keyword_arguments", "line_start", "loops", "names_and_fields", "names_and_types", "numbers", "of_type",
-    "one_line", "only_space_before", "parse", "py_assignments", "py_calls", "references", "returns",
+    "one_line", "only_space_before", "parse", "py_assignments", "py_calls", "range_for_loops", "references", "returns",
     "smallest_covering", "statement_span", "statement_start", "statements", "strip_casts", "subscripts", "text",
     "type_names", "unwrap_parens", "walk", "writes", "writes_or_addresses",
 ]
@@ -284,6 +284,17 @@ def for_or_while_loops(node: Node) -> list[Node]:
     return of_type(node, ("for_statement", "while_statement"))
 
 
+def is_range_for(n: Node | None) -> bool:
+    """``n`` is a C++ range-based ``for`` (``for (float v : values)``): its ``declarator`` takes each element of
+    its ``right`` in turn."""
+    return n is not None and n.type == "for_range_loop"
+
+
+def range_for_loops(node: Node) -> list[Node]:
+    """The C++ range-based ``for`` statements under ``node``."""
+    return of_type(node, "for_range_loop")
+
+
 def is_breakable(n: Node | None) -> bool:
     """``n`` is a statement a ``break`` leaves: a loop or a ``switch`` (:data:`BREAKABLE_KINDS`)."""
     return n is not None and n.type in BREAKABLE_KINDS
@@ -302,6 +313,18 @@ def is_loop_exit(n: Node | None) -> bool:
 def jumps(node: Node) -> list[Node]:
     """The ``break``, ``continue``, ``return`` and ``goto`` statements under ``node`` (:data:`JUMP_KINDS`)."""
     return of_type(node, JUMP_KINDS)
+
+
+def is_goto(n: Node | None) -> bool:
+    """``n`` is a C/CUDA ``goto`` statement."""
+    return n is not None and n.type == "goto_statement"
+
+
+def asm_outputs(node: Node) -> list[Node]:
+    """The lvalues an inline ``asm`` statement under ``node`` writes (``lane`` of ``asm("mov.u32 %0, %%laneid;" :
+    "=r"(lane))``): the expressions of its output operands."""
+    return [c for op in of_type(node, "gnu_asm_output_operand") for c in op.named_children
+            if c.type != "string_literal"]
 
 
 def is_return(n: Node | None) -> bool:

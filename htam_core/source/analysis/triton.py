@@ -16,6 +16,7 @@ from typing import Any
 import sympy
 from tree_sitter import Node
 
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import python_constants, python_int, python_literal
 from htam_core.source.analysis.facts import (
     Accumulator,
@@ -38,6 +39,7 @@ from htam_core.source.analysis.facts import (
 from htam_core.source.analysis.loops import symbolic_trip_count
 from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.syntax import of_type, text, walk
+from htam_core.source.analysis.triton_names import TritonNames
 from htam_core.source.analysis.unit import PythonSource
 from htam_core.source.model import Kernel
 
@@ -466,6 +468,67 @@ def dependents(body: Node, src: bytes, roots: list[str]) -> list[str]:
                 out.append(name)
                 changed = True
     return out
+
+
+def program_axis(call: Node, src: bytes) -> str:
+    """The axis a ``tl.program_id(...)`` call names, as written (``axis=`` or positional; ``"0"`` when none is
+    given): ``"0"``, ``"1"``, ``"2"``, or the text of an axis that is not a literal (``"AX"``)."""
+    args = call.child_by_field_name("arguments")
+    kids = args.named_children if args is not None else []
+    if not kids:
+        return "0"
+    a = kids[0].child_by_field_name("value") if syn.is_keyword_argument(kids[0]) else kids[0]
+    return text(a, src).strip() if a is not None else "0"
+
+
+def _is_program_id(call: Node, src: bytes, names: TritonNames) -> bool:
+    fn = call.child_by_field_name("function")
+    return fn is not None and names.canonical(text(fn, src)) == "tl.program_id"
+
+
+def read_program_axes(body: Node, src: bytes, names: TritonNames) -> frozenset[str]:
+    """Every program axis ``body`` reads with ``tl.program_id`` (:func:`program_axis` form; ``names``: how the file
+    spells ``triton.language``)."""
+    return frozenset(program_axis(c, src) for c in syn.py_calls(body) if _is_program_id(c, src, names))
+
+
+def program_axes_of(node: Node, src: bytes, names: TritonNames, axes: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The program axes the expression ``node`` depends on through ``+ - *`` and ``tl.arange`` only: its own
+    ``tl.program_id`` calls and the names of ``axes`` (:func:`pid_axes`) it reads; empty when it goes through
+    ``%`` or ``//`` (a value that wraps around is no longer one program's own slice) or depends on none."""
+    found: set[str] = set()
+    for n in walk(node):
+        if syn.is_binary_operator(n) and text(n.child_by_field_name("operator"), src) in ("%", "//"):
+            return frozenset()
+        if syn.is_py_call(n) and _is_program_id(n, src, names):
+            found.add(program_axis(n, src))
+        if syn.is_identifier(n) and text(n, src) in axes:
+            found |= axes[text(n, src)]
+    return frozenset(found)
+
+
+def pid_axes(body: Node, src: bytes, names: TritonNames) -> dict[str, frozenset[str]]:
+    """For each name of ``body`` whose value depends on ``tl.program_id`` through ``+ - *`` and ``tl.arange`` only,
+    the program axes it depends on (:func:`program_axes_of`): the program-id closure of :func:`dependents`, resolved
+    per axis and cut at ``%``/``//``, read in source order (a name gets the axes of its last such assignment).
+
+    Args:
+        body: a Triton kernel's body (Python tree).
+        src: the bytes ``body`` was parsed from.
+        names: how the file spells ``triton.language`` (``tl``, ``language``, ``triton.language``).
+
+    Returns:
+        ``{name: axes}`` (``{"pid": {"0"}, "offs": {"0"}}``); names that depend on no program id are absent.
+    """
+    axes: dict[str, frozenset[str]] = {}
+    for a in syn.py_assignments(body):
+        left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
+        if left is None or right is None or not syn.is_identifier(left):
+            continue
+        dep = program_axes_of(right, src, names, axes)
+        if dep:
+            axes[text(left, src)] = dep
+    return axes
 
 
 def _bounds(psrc: PythonSource, axes: tuple[TritonAxis, ...], assigns: dict[str, list[Node]]) -> tuple[TritonBound, ...]:
