@@ -57,6 +57,7 @@ from htam_core.source.analysis.macros import (
 )
 from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.stencil import find_stencil
+from htam_core.source.analysis.stencil2d import find_stencil2d
 from htam_core.source.analysis.sync import barriers, shared_accessor_locals
 from htam_core.source.analysis.syntax import (
     loop_pragma,
@@ -826,9 +827,14 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
 
 def _stencil_fields(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
                     aliases: tuple[PointerAlias, ...]) -> dict[str, Any]:
-    """``stencils`` and ``stencil_refusal`` of :class:`KernelFacts` (:func:`find_stencil`)."""
+    """``stencils``, ``stencil_refusal``, ``stencils2d`` and ``stencil2d_refusal`` of :class:`KernelFacts`
+    (:func:`find_stencil`; :func:`find_stencil2d` when the kernel has no 1-D window)."""
     got = find_stencil(src, expr, loops, pointers, aliases)
-    return {"stencils": (), "stencil_refusal": got} if isinstance(got, str) else {"stencils": (got,)}
+    if not isinstance(got, str):
+        return {"stencils": (got,)}
+    got2 = find_stencil2d(src, expr, loops, pointers, aliases)
+    two = {"stencil2d_refusal": got2} if isinstance(got2, str) else {"stencils2d": (got2,)}
+    return {"stencil_refusal": got, **two}
 
 
 #: What a called function's text says when it reads the thread or block indices itself.
