@@ -43,6 +43,7 @@ from htam_core.transforms.cuda_stencil2d import (
     assigned_name,
     block_2d,
     condition_2d,
+    dead_alias_edits,
     head_2d,
     insert_top,
     read_edits_2d,
@@ -165,6 +166,11 @@ def _condition(st: Stencil, cast: str, block: int | None) -> str | None:
     return spelled[0] if len(spelled) == 1 else " || ".join(f"({s})" for s in spelled)
 
 
+def _grouped(cond: str) -> str:
+    """``cond`` parenthesized when it is a disjunction, so that a conjunction with it keeps its meaning."""
+    return f"({cond})" if " || " in cond else cond
+
+
 def _etype(unit: CudaUnit, pointer: str) -> str:
     """The element type of ``pointer`` without its qualifiers (``""`` when unknown)."""
     pf = unit.facts.pointer(pointer)
@@ -222,6 +228,7 @@ class CudaStencilSmemTile(CudaTransform):
             shift = f" + {r.offset - st.lo}" if r.offset != st.lo else ""
             var = f" + {r.var}" if r.var else ""
             edits.append(unit.replace_span(r.access.span, f"{TILE}[threadIdx.x{shift}{var}]"))
+        edits += dead_alias_edits(unit, st.pointer, [r.access.span for r in st.reads])
         edits.sort(key=lambda e: e.start_byte)
         threads = f"{block} threads" if block else "blockDim.x threads (dynamic shared memory sized at the launch)"
         desc = (f"stage the window of {st.pointer} in {kernel.name} in shared memory: each block of {threads} loads "
@@ -245,7 +252,8 @@ class CudaStencilSmemTile(CudaTransform):
         if head is None:
             return self.not_applicable("the window's reads have a bound or a row pitch that is not an integer "
                                        "expression, or no thread reads the window")
-        edits = sorted([head, *read_edits_2d(unit, st, tile)], key=lambda e: e.start_byte)
+        dead = dead_alias_edits(unit, st.pointer, [r.access.span for r in st.reads])
+        edits = sorted([head, *read_edits_2d(unit, st, tile), *dead], key=lambda e: e.start_byte)
         desc = (f"stage the 2-D window of {st.pointer} in {kernel.name} in shared memory: each block of "
                 f"{block[0]} x {block[1]} threads loads its {tile.rows} x {tile.cols} tile (the halo: "
                 f"{-tile.lx}/{tile.hx + tile.lx} columns, {-tile.ly}/{tile.hy + tile.ly} rows) once, then the window "
@@ -273,7 +281,7 @@ class CudaStencilSmemTile(CudaTransform):
                  f"for (int htam_j = 0; htam_j < {size}; htam_j += {step}) {{",
                  "    const int htam_k = htam_j + threadIdx.x;",
                  f"    const {cast} htam_e = {b0} + htam_k {shift};",
-                 f"    if (htam_k < {size}{' && ' + cond if cond else ''}) {load}",
+                 f"    if (htam_k < {size}{' && ' + _grouped(cond) if cond else ''}) {load}",
                  "}",
                  "__syncthreads();  // every thread reaches it: the tile is complete before any window read"]
         return insert_top(unit, lines)

@@ -30,8 +30,8 @@ from htam_core.source.analysis.stencil2d import ELEMENT_Y, tile_conditions_2d
 from htam_core.transforms._cuda import CudaUnit
 from htam_core.transforms.base import TextEdit
 
-__all__ = ["Tile2D", "assigned_name", "block_2d", "condition_2d", "head_2d", "insert_top", "read_edits_2d",
-           "reassigned_2d"]
+__all__ = ["Tile2D", "assigned_name", "block_2d", "condition_2d", "dead_alias_edits", "head_2d", "insert_top",
+           "read_edits_2d", "reassigned_2d"]
 
 #: The tile's name (as the 1-D step's).
 TILE = "htam_tile"
@@ -52,6 +52,38 @@ def insert_top(unit: CudaUnit, lines: list[str]) -> TextEdit:
     stmts = list(unit.body.named_children)
     ind = syn.indent_of(unit.src, stmts[0].start_byte) if stmts else "    "
     return unit.insert(unit.body.start_byte + 1, "".join(f"\n{ind}{ln}" for ln in lines))
+
+
+def dead_alias_edits(unit: CudaUnit, pointer: str, spans: list[tuple[int, int]]) -> list[TextEdit]:
+    """Edits deleting the declarations of the pointer-offset locals into ``pointer`` (``const float *row = in + y *
+    W;``) that nothing reads once the reads at the file bytes ``spans`` read the tile: each such local's every use
+    lies in one of ``spans`` or in the declaration of another such local. A declaration statement is deleted only
+    when every name it declares is such a local (its line with it when it stands alone on it)."""
+    dead = {al.name: al for al in unit.facts.pointer_aliases if al.pointer == pointer}
+    changed = True
+    while changed:
+        inside = spans + [al.span for al in dead.values()]
+        keep = {n for n in dead if any(not any(s <= r.start_byte + unit.base and r.end_byte + unit.base <= e
+                                                for s, e in inside)
+                                       for r in syn.references(unit.body, unit.src, n))}
+        changed = bool(keep)
+        dead = {n: al for n, al in dead.items() if n not in keep}
+    stmts: dict[tuple[int, int], int] = {}
+    for al in dead.values():
+        stmts[al.span] = stmts.get(al.span, 0) + 1
+    return [_delete_statement(unit, span) for span, n in stmts.items()
+            if unit.src[span[0] - unit.base:span[1] - unit.base].count(b"=") == n]
+
+
+def _delete_statement(unit: CudaUnit, span: tuple[int, int]) -> TextEdit:
+    """An edit deleting the statement at file bytes ``span``, with its line when it stands alone on it."""
+    s, e = span[0] - unit.base, span[1] - unit.base
+    start = unit.src.rfind(b"\n", 0, s) + 1
+    end = unit.src.find(b"\n", e)
+    end = len(unit.src) if end < 0 else end
+    if unit.src[start:s].strip() or unit.src[e:end].strip():
+        return unit.edit(s, e, "")
+    return unit.edit(start, min(end + 1, len(unit.src)), "")
 
 
 def block_2d(unit: CudaUnit, st: Stencil2D) -> tuple[int, int] | str:

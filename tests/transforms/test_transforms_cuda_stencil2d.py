@@ -245,3 +245,33 @@ def test_what_is_not_read_is_refused_in_one_line(name):
     got = registry.propose(ID, model, model.kernel("k"))
     assert not isinstance(got, list)
     assert why in got.reason and "\n" not in got.reason
+
+
+CHAINED_ROWS = """__global__ void k(const float *in, float *out, int W, int H) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < 1 || y < 1 || x >= W - 1 || y >= H - 1) return;
+    const float *row = in + y * W, *up = row - W;
+    const float *c = row + x;
+    out[y * W + x] = c[-1] + c[1] + up[x];
+}
+void launch(const float *in, float *out, int W, int H) { k<<<dim3(W / 16, H / 16), dim3(16, 16)>>>(in, out, W, H); }
+"""
+
+
+def test_row_pointers_left_unread_are_removed():
+    """The pointer-offset locals the window was read through are read by nothing once it reads the tile: their
+    declarations go (chains and several declarators in one statement alike), and the rest stays."""
+    c = _candidate(CHAINED_ROWS, "k")
+    assert "*row" not in c.new_text and "*up" not in c.new_text and "*c =" not in c.new_text
+    assert "int y = blockIdx.y" in c.new_text and "out[y * W + x] = htam_tile[" in c.new_text
+
+
+def test_the_block_is_not_retuned_under_a_2d_tile():
+    """The tile is sized for the launch's block: the block-size step on the tiled kernel refuses, so it never
+    leaves a tile that does not match the block."""
+    kernel = CALLS["templated.cu"][0]
+    c = _candidate((FOLDER / "templated.cu").read_text(), kernel)
+    model = parse_text(c.new_text, "cuda")
+    got = registry.propose("cuda.block_size", model, model.kernel(kernel))
+    assert not isinstance(got, list)
