@@ -123,24 +123,33 @@ def _always(t: sympy.Expr) -> bool:
     return all(c >= 0 for c in sympy.Poly(rest, _BX, _BY).coeffs())
 
 
+def _implied_dropped(terms: list[sympy.Expr]) -> list[sympy.Expr]:
+    """``terms`` (a conjunction of ``t > 0``) without the terms another one implies (``t - u`` a non-negative
+    constant: ``W - e + 1 > 0`` follows from ``W - e > 0``)."""
+    uniq = list(dict.fromkeys(terms))
+    return [t for t in uniq if not any(u != t and sympy.expand(t - u).is_number and sympy.expand(t - u) >= 0
+                                       for u in uniq)]
+
+
 def condition_2d(st: Stencil2D, cast: str, block: tuple[int, int]) -> str | None:
     """The C condition under which element ``(htam_ey, htam_ex)`` of the tile is loaded (``""``: always); ``None``
-    when a term cannot be spelled or no thread reads the window."""
+    when a term cannot be spelled or no thread reads the window. The terms every read's conjunction holds (the
+    extents' checks, ``W >= 3``) are spelled once, before the disjunction of the rest."""
     subs = {_BDX: block[0], _BDY: block[1]}
-    groups = [tuple(t for t in (sympy.expand(t.subs(subs)) for t in g) if not _always(t))
+    groups = [_implied_dropped([t for t in (sympy.expand(t.subs(subs)) for t in g) if not _always(t)])
               for g in tile_conditions_2d(st)]
-    names = {ELEMENT: "htam_ex", ELEMENT_Y: "htam_ey"}
-    spelled: list[str] = []
-    for g in groups:
-        terms = [c_condition(t, names, cast) for t in g]
-        if any(t is None for t in terms):
-            return None
-        if not terms:
-            return ""
-        spelled.append(" && ".join(terms))  # type: ignore[arg-type]
-    if not spelled:
+    if not groups:
         return None
-    return spelled[0] if len(spelled) == 1 else " || ".join(f"({s})" for s in spelled)
+    common = [t for t in groups[0] if all(t in g for g in groups[1:])]
+    rest = [[t for t in g if t not in common] for g in groups]
+    names = {ELEMENT: "htam_ex", ELEMENT_Y: "htam_ey"}
+    spelled = [[c_condition(t, names, cast) for t in g] for g in [common, *rest]]
+    if any(t is None for g in spelled for t in g):
+        return None
+    parts = [" && ".join(g) for g in spelled[1:]]  # type: ignore[arg-type]
+    either = "" if any(not p for p in parts) else parts[0] if len(parts) == 1 else \
+        "(" + " || ".join(f"({p})" for p in parts) + ")"
+    return " && ".join(x for x in [*spelled[0], either] if x)  # type: ignore[misc]
 
 
 class Tile2D:
