@@ -1,4 +1,6 @@
-"""A 1-D stencil's window through a shared-memory tile with halo (``cuda.stencil_smem_tile``).
+"""A 1-D stencil's window through a shared-memory tile with halo (``cuda.stencil_smem_tile``); a 2-D stencil's
+(``in[(y + dy) * W + (x + dx)]``, :attr:`~htam_core.source.analysis.KernelFacts.stencils2d`) is staged by the same
+step in a 2-D tile (:mod:`htam_core.transforms.cuda_stencil2d`).
 
 ``for (j = -R; j <= R; ++j) acc += w[j + R] * in[i + j];`` reads every element of ``in`` ``2R + 1`` times from
 global memory, once per thread whose window holds it. The rewrite stages the block's window, its ``B`` elements and

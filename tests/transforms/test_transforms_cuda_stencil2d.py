@@ -154,8 +154,37 @@ void launch(const double *u, double *v, unsigned W, unsigned H) {
 }
 """
 
+FLAT_INDEX = """__global__ void lap(const float *in, float *out, int W, int H) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    int idx = y * W + x;
+    if (x > 0 && x < W - 1 && y > 0 && y < H - 1)
+        out[idx] = in[idx - W] + in[idx + W] + in[idx - 1] + in[idx + 1] - 4.0f * in[idx];
+}
+void launch(const float *in, float *out, int W, int H) { lap<<<dim3((W + 31) / 32, (H + 7) / 8), dim3(32, 8)>>>(in, out, W, H); }
+"""
+
+ROW_POINTER_PER_TAP_ROW = """#define R 1
+__global__ void box(const float *in, float *out, int W, int H) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < R || y < R || x >= W - R || y >= H - R) return;
+    float s = 0.0f;
+    #pragma unroll
+    for (int dy = -R; dy <= R; ++dy) {
+        const float *row = in + (y + dy) * W;
+        #pragma unroll
+        for (int dx = -R; dx <= R; ++dx) s += row[x + dx];
+    }
+    out[y * W + x] = s;
+}
+void launch(const float *in, float *out, int W, int H) { box<<<dim3((W + 15) / 16, (H + 3) / 4), dim3(16, 4)>>>(in, out, W, H); }
+"""
+
 #: name -> (kernel text, kernel, call, block)
 OWN = {
+    "flat_index": (FLAT_INDEX, "lap", "lap(IN_, OUT_, W_, H_)", (32, 8)),
+    "row_pointer_per_tap_row": (ROW_POINTER_PER_TAP_ROW, "box", "box(IN_, OUT_, W_, H_)", (16, 4)),
     "row_pointers": (ROW_POINTERS, "grad", "grad(IN_, OUT_, W_, H_)", (16, 16)),
     "unsigned_asymmetric": (UNSIGNED_ASYMMETRIC.replace("double", "float"), "upwind",
                             "upwind(IN_, OUT_, (unsigned)W_, (unsigned)H_)", (8, 8)),
