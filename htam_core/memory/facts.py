@@ -95,7 +95,8 @@ FACTS: dict[str, str] = {
     "kernel",
     "stencil_like": "not matmul_like, and the kernel reads one pointer at neighbouring offsets: CUDA, two global "
     "reads whose indices differ by a constant (x[i - 1], x[i + 1]) or a constant-trip window loop whose read moves "
-    "with the loop variable as with threadIdx.x (x[i + j]); Triton, two tl.load of one pointer in the same loop "
+    "with the loop variable as with threadIdx.x (x[i + j]), or a window read in the stencil tile's normal form, 1-D "
+    "or 2-D (in[(y - 1) * W + x], in[(y + 1) * W + x]); Triton, two tl.load of one pointer in the same loop "
     "body or both outside loops (analysis layer: affine index facts, memops; unknown without the kernel)",
     "stencil_window": "CUDA: the reads of one read-only pointer are a 1-D window around the global thread index "
     "along x, in a constant-range loop or unrolled, with bounds checks read as written (analysis layer: "
@@ -501,7 +502,8 @@ def compute_facts(
         None if matmul_like is None else bool(has_loop and reduction_like and loads >= 2))
     facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
     facts.update(_row_loop_facts(analysis, lang))
-    facts["stencil_like"] = _neighbour_loads(in_file, matmul_like)  # the window's radius may be a file constant
+    facts["stencil_like"] = True if in_file is not None and (in_file.stencils or in_file.stencils2d) else \
+        _neighbour_loads(in_file, matmul_like)  # the window's radius may be a file constant
     facts["stencil_window"] = False if lang != "cuda" else _stencil_window(in_file)
     facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
     facts.update(_kernel_facts(kernel, lang))

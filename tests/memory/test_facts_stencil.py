@@ -64,6 +64,13 @@ void launch(const float *in, float *out, int W, int H) {
     k<<<dim3((W + 15) / 16, (H + 15) / 16), b>>>(in, out, W, H, W);
 }
 """,
+    "rows_apart": """__global__ void k(const float *in, float *out, int W, int H) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < W && y > 0 && y < H - 1) out[y * W + x] = in[(y - 1) * W + x] - in[(y + 1) * W + x];
+}
+void launch(const float *in, float *out, int W, int H) { k<<<dim3(W / 32, H / 8), dim3(32, 8)>>>(in, out, W, H); }
+""",
 }
 STENCILS.update(STENCILS_2D)
 
