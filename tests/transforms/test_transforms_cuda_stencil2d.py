@@ -181,8 +181,29 @@ __global__ void box(const float *in, float *out, int W, int H) {
 void launch(const float *in, float *out, int W, int H) { box<<<dim3((W + 15) / 16, (H + 3) / 4), dim3(16, 4)>>>(in, out, W, H); }
 """
 
+TEMPLATE_BLOCK_3X5 = """template <int BX, int BY>
+__global__ void wide(const float *__restrict__ in, float *__restrict__ out, int W, int H) {
+    const int x = blockIdx.x * BX + threadIdx.x;
+    const int y = blockIdx.y * BY + threadIdx.y;
+    if (x >= W || y >= H) return;
+    float s = 0.0f;
+    for (int dy = 0; dy < 3; dy++)
+        for (int dx = 0; dx < 5; dx++) {
+            const int sy = y + dy - 1, sx = x + dx - 2;
+            if (sx < 0 || sy < 0 || sx >= W || sy >= H) continue;
+            s += in[sy * W + sx];
+        }
+    out[y * W + x] = s;
+}
+void launch(const float *in, float *out, int W, int H) {
+    constexpr int B = 16;
+    wide<B, 8><<<dim3((W + B - 1) / B, (H + 7) / 8), dim3(B, 8)>>>(in, out, W, H);
+}
+"""
+
 #: name -> (kernel text, kernel, call, block)
 OWN = {
+    "template_block_3x5": (TEMPLATE_BLOCK_3X5, "wide", "wide<16, 8>(IN_, OUT_, W_, H_)", (16, 8)),
     "flat_index": (FLAT_INDEX, "lap", "lap(IN_, OUT_, W_, H_)", (32, 8)),
     "row_pointer_per_tap_row": (ROW_POINTER_PER_TAP_ROW, "box", "box(IN_, OUT_, W_, H_)", (16, 4)),
     "row_pointers": (ROW_POINTERS, "grad", "grad(IN_, OUT_, W_, H_)", (16, 16)),
@@ -199,6 +220,14 @@ def test_other_2d_spellings_keep_their_outputs(name, tmp_path):
     c = _candidate(text, kernel)
     size = (3 * block[0] + 3, 2 * block[1] + 5)
     assert _run(c.new_text, kernel, call, block, size, tmp_path) == _run(text, kernel, call, block, size, tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(OWN))
+def test_other_2d_spellings_compile(name, tmp_path):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    text, kernel, _, _ = OWN[name]
+    _nvcc_ok(_candidate(text, kernel).new_text, tmp_path)
 
 
 def test_an_unguarded_halo_load_is_caught(tmp_path):
