@@ -98,6 +98,8 @@ def _split_rest(rest: sympy.Expr, pitch: sympy.Expr) -> tuple[int, int] | None:
             return None
         cy = int(sympy.floor(sympy.Rational(int(rest), int(pitch)) + sympy.Rational(1, 2)))
         return int(rest) - cy * int(pitch), cy
+    if not pitch.free_symbols:
+        return None
     s = sorted(pitch.free_symbols, key=str)[0]
     k = pitch.coeff(s)
     if not k.is_Integer or k == 0 or sympy.expand(pitch - k * s).has(s):
