@@ -273,6 +273,13 @@ void launch(const float *in, float *out, int W, int H, int b) { dim3 t(b, b); k<
 }
 void launch(const float *in, float *out, int W, int n) { k<<<dim3(W / 16, n / W / 16), dim3(16, 16)>>>(in, out, W, n); }
 """, "not a bound on one axis"),
+    "computed_bound": ("""__global__ void k(const float *in, float *out, const int *dims) {
+    int W = dims[0], H = dims[1];
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x > 0 && y > 0 && x < W - 1 && y < H - 1) out[y * W + x] = in[y * W + x - 1] + in[(y - 1) * W + x];
+}
+void launch(const float *in, float *out, const int *d, int W, int H) { k<<<dim3(W / 16, H / 16), dim3(16, 16)>>>(in, out, d); }
+""", "which the kernel computes"),
     "in_place": ("""__global__ void k(float *a, int W, int H) {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x > 0 && y > 0 && x < W - 1 && y < H - 1) a[y * W + x] = a[y * W + x - 1] + a[(y - 1) * W + x];

@@ -38,7 +38,7 @@ from htam_core.source.analysis.facts import (
     StencilRead,
     sym,
 )
-from htam_core.source.analysis.stencil import ELEMENT, THREAD, _other_use, _read_conditions
+from htam_core.source.analysis.stencil import ELEMENT, THREAD, _other_use, _read_conditions, computed_name
 from htam_core.source.analysis.transpose import ExprOf, access_bounds
 from htam_core.source.analysis.unit import CudaSource
 
@@ -227,7 +227,7 @@ def _of_pointer(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pf: 
 
 
 def find_stencil2d(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
-                   aliases: tuple[PointerAlias, ...] = ()) -> Stencil2D | str:
+                   aliases: tuple[PointerAlias, ...] = (), scalars: tuple[str, ...] | None = None) -> Stencil2D | str:
     """The kernel's 2-D window read (:class:`~htam_core.source.analysis.facts.Stencil2D`), or one line saying why
     the window the kernel reads is not read (``""`` when no pointer is read at neighbouring offsets along a 2-D
     thread index).
@@ -238,6 +238,8 @@ def find_stencil2d(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], p
         loops: the kernel's loops (:attr:`KernelFacts.loops`).
         pointers: the kernel's pointer parameters with their read and write sets.
         aliases: the kernel's pointer-offset locals (their declarations are uses of the pointer, not reads).
+        scalars: the kernel's scalar parameters; when given, a window whose bounds or pitch read any other value (a
+            local the body computes, ``int W = dims[0];``) is not one: a tile loaded at the top cannot read it.
     """
     why = ""
     for pf in pointers:
@@ -246,7 +248,11 @@ def find_stencil2d(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], p
             continue
         got = _of_pointer(src, expr, loops, pf, reads, aliases)
         if not isinstance(got, str):
-            return got
+            name = computed_name([t for g in tile_conditions_2d(got) for t in g] + [got.pitch], scalars)
+            if not name:
+                return got
+            got = f"the window's bounds or row pitch read {name}, which the kernel computes; a tile would be loaded " \
+                  "before it"
         why = why or got
     return why
 

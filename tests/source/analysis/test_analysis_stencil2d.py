@@ -126,3 +126,17 @@ def test_a_1d_stencil_stays_1d():
     body = "int i = blockIdx.x * blockDim.x + threadIdx.x;\nif (i > 0 && i < W - 1) out[i] = in[i - 1] + in[i + 1];"
     f = facts_of_text(HEAD + body + TAIL, "k")
     assert f.stencils and not f.stencils2d
+
+
+def test_a_bound_the_kernel_computes_is_not_read_as_a_window():
+    """A tile is loaded at the top of the body: a bound or a pitch read from memory there (``int W = dims[0];``)
+    is not known yet, so the window is not offered (the 1-D window alike)."""
+    two = ("__global__ void k(const float *in, float *out, const int *dims) {\nint W = dims[0], H = dims[1];\n" + XY +
+           "if (x > 0 && y > 0 && x < W - 1 && y < H - 1) out[y * W + x] = in[y * W + x - 1] + in[(y - 1) * W + x];\n}\n"
+           "void launch(const float *in, float *out, const int *d) { k<<<dim3(8, 8), dim3(16, 16)>>>(in, out, d); }\n")
+    one = ("__global__ void k(const float *in, float *out, const int *dims) {\nint n = dims[0];\n"
+           "int i = blockIdx.x * blockDim.x + threadIdx.x;\nif (i > 0 && i < n - 1) out[i] = in[i - 1] + in[i + 1];\n}\n"
+           "void launch(const float *in, float *out, const int *d) { k<<<8, 64>>>(in, out, d); }\n")
+    f2, f1 = facts_of_text(two, "k"), facts_of_text(one, "k")
+    assert not f2.stencils2d and "which the kernel computes" in f2.stencil2d_refusal
+    assert not f1.stencils and "which the kernel computes" in f1.stencil_refusal
