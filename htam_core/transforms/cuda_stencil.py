@@ -56,7 +56,6 @@ from htam_core.types.profile import Profile
 
 #: Static shared memory a block may declare (bytes); the tile is sized with 8 bytes an element at most.
 SMEM_LIMIT = 48 * 1024
-
 #: A call, an assignment, an increment or a brace list: a launch argument that must not be evaluated twice.
 _EFFECTS = re.compile(r"[(={]|\+\+|--")
 #: A 64-bit integer type as declared.
