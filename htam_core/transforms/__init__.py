@@ -9,7 +9,7 @@ Public API::
 One module per strategy family: ``cuda_launch``, ``cuda_qualifiers``, ``cuda_warp_row``, ``cuda_loops``,
 ``cuda_memory``, ``cuda_tiling``, ``cuda_register_tiling`` (TMxTN register tiles), ``cuda_softmax`` (online
 softmax), ``cuda_coalesce`` (x/y remap), ``cuda_warp_reduce`` (warp-shuffle finish), ``cuda_math``,
-``cuda_reduction``, ``cuda_stencil`` (a 1-D stencil's window through a shared tile with halo), ``triton_launch``, ``triton_autotune`` (with an ``early_config_prune``), ``triton_hints``,
+``cuda_reduction``, ``cuda_stencil`` (a 1-D or 2-D stencil's window through a shared tile with halo; the 2-D form in ``cuda_stencil2d``), ``triton_launch``, ``triton_autotune`` (with an ``early_config_prune``), ``triton_hints``,
 ``triton_ordering``, ``triton_rows`` (several rows per program), ``triton_single_pass`` (online softmax and
 single-pass mean/variance for two-pass row kernels).
 

@@ -1,4 +1,6 @@
-"""A 1-D stencil's window through a shared-memory tile with halo (``cuda.stencil_smem_tile``).
+"""A 1-D stencil's window through a shared-memory tile with halo (``cuda.stencil_smem_tile``); a 2-D stencil's
+(``in[(y + dy) * W + (x + dx)]``, :attr:`~htam_core.source.analysis.KernelFacts.stencils2d`) is staged by the same
+step in a 2-D tile (:mod:`htam_core.transforms.cuda_stencil2d`).
 
 ``for (j = -R; j <= R; ++j) acc += w[j + R] * in[i + j];`` reads every element of ``in`` ``2R + 1`` times from
 global memory, once per thread whose window holds it. The rewrite stages the block's window, its ``B`` elements and
@@ -31,18 +33,29 @@ import re
 import sympy
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.facts import Stencil, sym
+from htam_core.source.analysis.facts import Stencil, Stencil2D, sym
 from htam_core.source.analysis.stencil import ELEMENT, c_condition, c_text, tile_conditions
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_stencil2d import (
+    TILE,
+    Tile2D,
+    assigned_name,
+    block_2d,
+    condition_2d,
+    dead_alias_edits,
+    head_2d,
+    insert_top,
+    read_edits_2d,
+    reassigned_2d,
+)
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
 #: Static shared memory a block may declare (bytes); the tile is sized with 8 bytes an element at most.
 SMEM_LIMIT = 48 * 1024
-TILE = "htam_tile"
 #: A call, an assignment, an increment or a brace list: a launch argument that must not be evaluated twice.
 _EFFECTS = re.compile(r"[(={]|\+\+|--")
 #: A 64-bit integer type as declared.
@@ -86,16 +99,20 @@ def _smem_edits(unit: CudaUnit, extra: int, etype: str) -> list[TextEdit] | str:
     return out
 
 
-def _refusal(unit: CudaUnit) -> Stencil | str:
-    """The window to stage, or one line why none is."""
+def _refusal(unit: CudaUnit) -> Stencil | Stencil2D | str:
+    """The window to stage (1-D, else 2-D), or one line why none is."""
     facts = unit.facts
-    if not facts.stencils:
-        return facts.stencil_refusal or ("no 1-D window read: no pointer is read at the global thread index plus "
-                                         "offsets, in a loop of constant range or unrolled")
+    if not facts.stencils and not facts.stencils2d:
+        two_d = any(b.startswith("threadIdx.y") for b in facts.builtins_read)
+        return (facts.stencil2d_refusal if two_d else "") or facts.stencil_refusal or (
+            "no window read: no pointer is read at the global thread index plus offsets, in a loop of constant "
+            "range or unrolled")
     if len({la.bindings for la in facts.launches}) > 1:
         return "the launches bind different template arguments; the window's radius and tile would differ"
     if TILE.encode() in unit.src:
         return f"{TILE} is already declared"
+    if not facts.stencils:
+        return _refusal_2d(unit, facts.stencils2d[0])
     if any(b.startswith(("threadIdx.y", "threadIdx.z")) for b in facts.builtins_read):
         return "the kernel reads threadIdx.y or threadIdx.z; the tile is one row of a 1-D block"
     changed = _reassigned(unit, facts.stencils[0])
@@ -104,16 +121,22 @@ def _refusal(unit: CudaUnit) -> Stencil | str:
     return facts.stencils[0]
 
 
+def _refusal_2d(unit: CudaUnit, st: Stencil2D) -> Stencil2D | str:
+    """The 2-D window to stage, or one line why it is not staged."""
+    if any(b.startswith("threadIdx.z") for b in unit.facts.builtins_read):
+        return "the kernel reads threadIdx.z; the 2-D tile covers one layer of the block"
+    changed = reassigned_2d(unit, st)
+    if changed:
+        return f"the kernel assigns {changed}, which the window's load reads; the tile is loaded before it"
+    return st
+
+
 def _reassigned(unit: CudaUnit, st: Stencil) -> str | None:
     """A parameter the tile's load conditions read (``n``), or the window's pointer, that the body writes, so the
     value at the top of the body, where the tile is loaded, may not be the one the original's reads see."""
     names = {s.name for g in tile_conditions(st) for t in g for s in t.free_symbols} - {ELEMENT.name}
     names.add(st.pointer)
-    for w in syn.writes(unit.body):
-        target = w.child_by_field_name("left") or w.child_by_field_name("argument")
-        if target is not None and unit.t(target).strip() in names:
-            return unit.t(target).strip()
-    return None
+    return assigned_name(unit, names)
 
 
 def _always(t: sympy.Expr) -> bool:
@@ -144,7 +167,19 @@ def _condition(st: Stencil, cast: str, block: int | None) -> str | None:
     return spelled[0] if len(spelled) == 1 else " || ".join(f"({s})" for s in spelled)
 
 
-def _wide(unit: CudaUnit, st: Stencil) -> bool:
+def _grouped(cond: str) -> str:
+    """``cond`` parenthesized when it is a disjunction, so that a conjunction with it keeps its meaning."""
+    return f"({cond})" if " || " in cond else cond
+
+
+def _etype(unit: CudaUnit, pointer: str) -> str:
+    """The element type of ``pointer`` without its qualifiers (``""`` when unknown)."""
+    pf = unit.facts.pointer(pointer)
+    return " ".join(w for w in (pf.element_type or "").split()
+                    if w not in ("const", "volatile", "__restrict__")) if pf else ""
+
+
+def _wide(unit: CudaUnit, st: Stencil | Stencil2D) -> bool:
     """The window's indices or sizes compute in a 64-bit type: a read's index casts to one, or a thread-index local
     or a scalar parameter is declared with one (``int64_t index``, ``size_t n``)."""
     types = [ti.type for ti in unit.facts.thread_indices]
@@ -154,11 +189,12 @@ def _wide(unit: CudaUnit, st: Stencil) -> bool:
 
 @register
 class CudaStencilSmemTile(CudaTransform):
-    """A 1-D window read (``in[i + j]``, ``j`` in ``[-R, R]``) -> the block's window staged in a shared tile."""
+    """A 1-D window read (``in[i + j]``, ``j`` in ``[-R, R]``), or a 2-D one (``in[(y + dy) * W + x + dx]``) -> the
+    block's window staged in a shared tile."""
 
     id = "cuda.stencil_smem_tile"
     languages = CUDA_LANGS
-    summary = "stage a 1-D stencil's window (block + halo) in shared memory once per block"
+    summary = "stage a 1-D or 2-D stencil's window (block + halo) in shared memory once per block"
 
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
@@ -168,12 +204,12 @@ class CudaStencilSmemTile(CudaTransform):
         st = _refusal(unit)
         if isinstance(st, str):
             return self.not_applicable(st)
+        if isinstance(st, Stencil2D):
+            return self._propose_2d(unit, model, kernel, st)
         block = _block(unit, st)
         if isinstance(block, str):
             return self.not_applicable(block)
-        pf = unit.facts.pointer(st.pointer)
-        etype = " ".join(w for w in (pf.element_type or "").split()
-                         if w not in ("const", "volatile", "__restrict__")) if pf else ""
+        etype = _etype(unit, st.pointer)
         extra = st.hi - st.lo
         if not etype or (block or 0) + extra > SMEM_LIMIT // 8:
             return self.not_applicable(f"the tile of {block or 'blockDim.x'} + {extra} elements of {etype or '?'} "
@@ -193,11 +229,38 @@ class CudaStencilSmemTile(CudaTransform):
             shift = f" + {r.offset - st.lo}" if r.offset != st.lo else ""
             var = f" + {r.var}" if r.var else ""
             edits.append(unit.replace_span(r.access.span, f"{TILE}[threadIdx.x{shift}{var}]"))
+        edits += dead_alias_edits(unit, st.pointer, [r.access.span for r in st.reads])
         edits.sort(key=lambda e: e.start_byte)
         threads = f"{block} threads" if block else "blockDim.x threads (dynamic shared memory sized at the launch)"
         desc = (f"stage the window of {st.pointer} in {kernel.name} in shared memory: each block of {threads} loads "
                 f"its elements and a halo of {-st.lo} before, {st.hi} after once, then the window reads the tile")
         return [self.candidate(model, desc, dict(block=block or "launch", halo=[-st.lo, st.hi]), edits)]
+
+    def _propose_2d(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, st: Stencil2D
+                    ) -> list[Candidate] | NotApplicable:
+        """The 2-D form (:mod:`htam_core.transforms.cuda_stencil2d`): a static ``(BY + hy) x (BX + hx)`` tile
+        loaded at the top of the body, a barrier, each window read a read of the tile."""
+        block = block_2d(unit, st)
+        if isinstance(block, str):
+            return self.not_applicable(block)
+        tile, etype = Tile2D(st, block), _etype(unit, st.pointer)
+        if not etype or tile.rows * tile.cols > SMEM_LIMIT // 8:
+            return self.not_applicable(f"the tile of {tile.rows} x {tile.cols} elements of {etype or '?'} does not "
+                                       "fit a block's static shared memory")
+        cast = "long long" if _wide(unit, st) else "int"
+        cond = condition_2d(st, cast, block)
+        head = head_2d(unit, st, etype, tile, cast, cond) if cond is not None else None
+        if head is None:
+            return self.not_applicable("the window's reads have a bound or a row pitch that is not an integer "
+                                       "expression, or no thread reads the window")
+        dead = dead_alias_edits(unit, st.pointer, [r.access.span for r in st.reads])
+        edits = sorted([head, *read_edits_2d(unit, st, tile), *dead], key=lambda e: e.start_byte)
+        desc = (f"stage the 2-D window of {st.pointer} in {kernel.name} in shared memory: each block of "
+                f"{block[0]} x {block[1]} threads loads its {tile.rows} x {tile.cols} tile (the halo: "
+                f"{-tile.lx}/{tile.hx + tile.lx} columns, {-tile.ly}/{tile.hy + tile.ly} rows) once, then the window "
+                "reads the tile")
+        return [self.candidate(model, desc, dict(block=list(block), halo=[-tile.lx, tile.hx + tile.lx, -tile.ly,
+                                                                          tile.hy + tile.ly]), edits)]
 
     def _head(self, unit: CudaUnit, st: Stencil, etype: str, block: int | None, cast: str, cond: str
               ) -> TextEdit:
@@ -219,9 +282,7 @@ class CudaStencilSmemTile(CudaTransform):
                  f"for (int htam_j = 0; htam_j < {size}; htam_j += {step}) {{",
                  "    const int htam_k = htam_j + threadIdx.x;",
                  f"    const {cast} htam_e = {b0} + htam_k {shift};",
-                 f"    if (htam_k < {size}{' && ' + cond if cond else ''}) {load}",
+                 f"    if (htam_k < {size}{' && ' + _grouped(cond) if cond else ''}) {load}",
                  "}",
                  "__syncthreads();  // every thread reaches it: the tile is complete before any window read"]
-        stmts = list(unit.body.named_children)
-        ind = syn.indent_of(unit.src, stmts[0].start_byte) if stmts else "    "
-        return unit.insert(unit.body.start_byte + 1, "".join(f"\n{ind}{ln}" for ln in lines))
+        return insert_top(unit, lines)

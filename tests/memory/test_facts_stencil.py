@@ -1,6 +1,7 @@
-"""The stencil facts the knowledge base reads: ``stencil_window`` (the analysis layer's normal form) offers the
-stencil tile; on a stencil, one warp per row and add-during-load (which cannot apply there) are not offered; a
-row-sum kernel and a reduction keep them and do not get the tile."""
+"""The stencil facts the knowledge base reads: ``stencil_window`` (the analysis layer's normal form, 1-D or 2-D)
+offers the stencil tile; on a stencil, one warp per row and add-during-load (which cannot apply there) are not
+offered; a row-sum kernel and a reduction keep them and do not get the tile; a 2-D stencil whose block is known only
+at run time (which the 2-D tile refuses) does not get it either."""
 
 from __future__ import annotations
 
@@ -33,6 +34,45 @@ void launch(const float *in, float *out, int n) { k<<<(n + 255) / 256, 256>>>(in
 void launch(const double *in, double *out, long n) { k<3><<<(n + 127) / 128, 128>>>(in, out, n); }
 """,
 }
+
+STENCILS_2D = {
+    "jacobi5": """__global__ void k(const float *in, float *out, int W, int H) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x > 0 && y > 0 && x < W - 1 && y < H - 1)
+        out[y * W + x] = in[(y - 1) * W + x] + in[(y + 1) * W + x] + in[y * W + x - 1] + in[y * W + x + 1];
+}
+void launch(const float *in, float *out, int W, int H) { k<<<dim3(W / 32, H / 8), dim3(32, 8)>>>(in, out, W, H); }
+""",
+    "window_loops": """#define RAD 2
+__global__ void k(const float *in, float *out, int W, int H, int pitch) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= W || y >= H) return;
+    float s = 0.0f;
+    for (int dy = -RAD; dy <= RAD; ++dy) {
+        if (y + dy < 0 || y + dy >= H) continue;
+        for (int dx = -RAD; dx <= RAD; ++dx) {
+            if (x + dx < 0 || x + dx >= W) continue;
+            s += in[(y + dy) * pitch + x + dx];
+        }
+    }
+    out[y * pitch + x] = s;
+}
+void launch(const float *in, float *out, int W, int H) {
+    dim3 b(16, 16);
+    k<<<dim3((W + 15) / 16, (H + 15) / 16), b>>>(in, out, W, H, W);
+}
+""",
+    "rows_apart": """__global__ void k(const float *in, float *out, int W, int H) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < W && y > 0 && y < H - 1) out[y * W + x] = in[(y - 1) * W + x] - in[(y + 1) * W + x];
+}
+void launch(const float *in, float *out, int W, int H) { k<<<dim3(W / 32, H / 8), dim3(32, 8)>>>(in, out, W, H); }
+""",
+}
+STENCILS.update(STENCILS_2D)
 
 NOT_STENCILS = {
     "row_sum": """__global__ void k(const float *x, float *out, int rows, int cols) {
@@ -68,3 +108,11 @@ def test_a_row_kernel_keeps_warp_per_row_and_gets_no_tile(name):
     assert f["stencil_window"] is False
     assert KB.strategy("stencil_smem_tile").applies.evaluate(f) is False
     assert KB.strategy("warp_per_row").applies.evaluate(f) is not False
+
+
+def test_a_2d_stencil_launched_with_a_run_time_block_is_not_offered_the_tile():
+    text = STENCILS_2D["jacobi5"].replace("dim3(32, 8)>>>", "dim3(b, b)>>>").replace("int H) { k<<<", "int H, int b) { k<<<")
+    assert "int H, int b) { k<<<" in text
+    f = _facts(text)
+    assert f["stencil_like"] is True and f["stencil_window"] is False
+    assert KB.strategy("stencil_smem_tile").applies.evaluate(f) is False

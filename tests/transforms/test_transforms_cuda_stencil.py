@@ -136,12 +136,26 @@ DYNAMIC_BLOCK = """__global__ void box(const float *in, float *out, int n) {
 void launch(const float *in, float *out, int n, int threads) { box<<<(n + threads - 1) / threads, threads>>>(in, out, n); }
 """
 
+SHIFTED_POINTER = """__global__ void centred(const float *in, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float *centre = in + 1;
+    if (i > 0 && i < n - 1) out[i] = centre[i - 2] + centre[i];
+}
+void launch(const float *in, float *out, int n) { centred<<<(n + 31) / 32, 32>>>(in, out, n); }
+"""
+
 #: kernel text -> (kernel, call, block)
 OWN = {
     "offset_window": (OFFSET_WINDOW, "taps", "taps(IN, OUT, N)", 64),
     "right_window": (RIGHT_WINDOW, "forward_diff", "forward_diff(IN, OUT, N)", 64),
     "dynamic_block": (DYNAMIC_BLOCK, "box", "box(IN, OUT, N)", 96),
+    "shifted_pointer": (SHIFTED_POINTER, "centred", "centred(IN, OUT, N)", 32),
 }
+
+
+def test_a_pointer_offset_local_left_unread_is_removed():
+    c = _candidate(SHIFTED_POINTER, "centred")
+    assert "*centre" not in c.new_text and "htam_tile[threadIdx.x + 2]" in c.new_text
 
 
 @pytest.mark.parametrize("name", sorted(OWN))

@@ -57,6 +57,7 @@ from htam_core.source.analysis.macros import (
 )
 from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.stencil import find_stencil
+from htam_core.source.analysis.stencil2d import find_stencil2d
 from htam_core.source.analysis.sync import barriers, shared_accessor_locals
 from htam_core.source.analysis.syntax import (
     loop_pragma,
@@ -824,14 +825,20 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
                                                                         if not p.is_pointer]),
                        grid_stride_loops=gs_loops, launch_free_dims=gs_dims, index_calls=index_calls,
-                       **_stencil_fields(src, aff.expr, loops, pointers, alias_facts))
+                       **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
+                                         tuple(p.name for p in kernel.params if not p.is_pointer)))
 
 
 def _stencil_fields(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
-                    aliases: tuple[PointerAlias, ...]) -> dict[str, Any]:
-    """``stencils`` and ``stencil_refusal`` of :class:`KernelFacts` (:func:`find_stencil`)."""
-    got = find_stencil(src, expr, loops, pointers, aliases)
-    return {"stencils": (), "stencil_refusal": got} if isinstance(got, str) else {"stencils": (got,)}
+                    aliases: tuple[PointerAlias, ...], scalars: tuple[str, ...]) -> dict[str, Any]:
+    """``stencils``, ``stencil_refusal``, ``stencils2d`` and ``stencil2d_refusal`` of :class:`KernelFacts`
+    (:func:`find_stencil`; :func:`find_stencil2d` when the kernel has no 1-D window)."""
+    got = find_stencil(src, expr, loops, pointers, aliases, scalars)
+    if not isinstance(got, str):
+        return {"stencils": (got,)}
+    got2 = find_stencil2d(src, expr, loops, pointers, aliases, scalars)
+    two = {"stencil2d_refusal": got2} if isinstance(got2, str) else {"stencils2d": (got2,)}
+    return {"stencil_refusal": got, **two}
 
 
 #: What a called function's text says when it reads the thread or block indices itself.

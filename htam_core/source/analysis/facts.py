@@ -468,6 +468,53 @@ class Stencil:
 
 
 @dataclass(frozen=True)
+class Stencil2DRead:
+    """One read of a 2-D window, ``in[(y + dy) * P + (x + dx)]``, ``x``/``y`` the thread's global indices along x
+    and y and ``P`` the row pitch (:mod:`~htam_core.source.analysis.stencil2d`): per axis, a
+    :class:`StencilRead` in the 1-D normal form (offset, window loop and its range, the conditions on that axis's
+    global index and on the element's coordinate along it, the block extent).
+
+    Attributes:
+        access: the read.
+        x: its x part (the thread terms of the conditions on no axis, ``W > 2``, are here too).
+        y: its y part (over :data:`~htam_core.source.analysis.stencil.THREAD` and
+            :data:`~htam_core.source.analysis.stencil.ELEMENT` as for x, the extent ``blockDim.y`` or a constant).
+    """
+
+    access: Access
+    x: StencilRead
+    y: StencilRead
+
+
+@dataclass(frozen=True)
+class Stencil2D:
+    """A kernel whose reads of one read-only pointer are a 2-D window around the thread's global ``(x, y)``:
+    ``in[(y + dy) * W + (x + dx)]`` for ``|dx|, |dy| <= R``, written out (5-point Jacobi) or in nested window
+    loops, with the reads' bounds checks as written per axis. Idea source: the 2-D tiled stencil with halo cells
+    (Kirk and Hwu, "Programming Massively Parallel Processors", ch. 8).
+
+    Attributes:
+        pointer: the pointer parameter read.
+        pitch: the row pitch ``P`` in elements (the index's stride in ``threadIdx.y``), over the parameters.
+        reads: every read of ``pointer``, in normal form.
+    """
+
+    pointer: str
+    pitch: sympy.Expr
+    reads: tuple[Stencil2DRead, ...]
+
+    @property
+    def lo(self) -> tuple[int, int]:
+        """The lowest offsets read, ``(x, y)``."""
+        return min(r.x.lo for r in self.reads), min(r.y.lo for r in self.reads)
+
+    @property
+    def hi(self) -> tuple[int, int]:
+        """The highest offsets read, ``(x, y)``."""
+        return max(r.x.hi for r in self.reads), max(r.y.hi for r in self.reads)
+
+
+@dataclass(frozen=True)
 class ThreadIndex:
     """A local variable computed from the thread/block indices (``int row = blockIdx.y*blockDim.y+threadIdx.y``).
 
@@ -842,6 +889,9 @@ class KernelFacts:
             parameter (its code is not in sight), or a function of the unit whose definition names a builtin or a
             cooperative-groups query (CUDA only); a value they return is not uniform
             (:mod:`~htam_core.source.analysis.uniformity`).
+        stencils2d: the kernel's 2-D window read (:class:`Stencil2D`; CUDA only, at most one).
+        stencil2d_refusal: when the kernel reads a pointer at neighbouring offsets along a 2-D thread index but
+            not as a :class:`Stencil2D`, one line saying what is not read (``""`` otherwise).
     """
 
     kernel: str
@@ -870,6 +920,8 @@ class KernelFacts:
     stencils: tuple[Stencil, ...] = ()
     stencil_refusal: str = ""
     index_calls: tuple[str, ...] = ()
+    stencils2d: tuple[Stencil2D, ...] = ()
+    stencil2d_refusal: str = ""
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:

@@ -43,7 +43,7 @@ from htam_core.source.analysis.syntax import text, walk
 from htam_core.source.analysis.transpose import ExprOf, access_bounds
 from htam_core.source.analysis.unit import CudaSource
 
-__all__ = ["ELEMENT", "THREAD", "c_condition", "c_text", "find_stencil", "tile_conditions"]
+__all__ = ["ELEMENT", "THREAD", "c_condition", "c_text", "computed_name", "find_stencil", "tile_conditions"]
 
 #: The symbol of the thread's global index ``g`` in :attr:`StencilRead.thread_terms`.
 THREAD = sym("stencil.i")
@@ -52,6 +52,8 @@ ELEMENT = sym("stencil.e")
 
 _TX, _BX, _BDX = sym("threadIdx.x"), sym("blockIdx.x"), sym("blockDim.x")
 _KINDS = ("subscript_expression", "pointer_expression", "call_expression")
+#: the builtins' and this module's symbol names begin so
+_OWN_PREFIXES = ("threadIdx.", "blockIdx.", "blockDim.", "gridDim.", "stencil.")
 
 
 def _window_loop(a: Access, loops: tuple[LoopFact, ...]) -> LoopFact | None | str:
@@ -181,7 +183,7 @@ def _other_use(src: CudaSource, name: str, reads: list[Access], aliases: tuple[P
 
 
 def find_stencil(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
-                 aliases: tuple[PointerAlias, ...] = ()) -> Stencil | str:
+                 aliases: tuple[PointerAlias, ...] = (), scalars: tuple[str, ...] | None = None) -> Stencil | str:
     """The kernel's 1-D window read (:class:`~htam_core.source.analysis.facts.Stencil`), or one line saying why
     the window the kernel reads is not read (``""`` when no pointer is read at neighbouring offsets).
 
@@ -191,6 +193,8 @@ def find_stencil(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], poi
         loops: the kernel's loops (:attr:`KernelFacts.loops`).
         pointers: the kernel's pointer parameters with their read and write sets.
         aliases: the kernel's pointer-offset locals (their declarations are uses of the pointer, not reads).
+        scalars: the kernel's scalar parameters; when given, a window whose bounds read any other value (a local
+            the body computes, ``int n = dims[0];``) is not one: a tile loaded at the top of the body cannot read it.
     """
     why = ""
     for pf in pointers:
@@ -216,8 +220,24 @@ def find_stencil(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], poi
         if len({r.extent for r in rs}) != 1:
             why = why or f"the reads of {pf.name} use different block extents"
             continue
-        return Stencil(pf.name, rs[0].extent, rs)
+        st = Stencil(pf.name, rs[0].extent, rs)
+        name = computed_name([t for g in tile_conditions(st) for t in g], scalars)
+        if name:
+            why = why or f"the window's bounds read {name}, which the kernel computes; a tile would be loaded before it"
+            continue
+        return st
     return why
+
+
+def computed_name(exprs: Iterable[sympy.Expr], scalars: Iterable[str] | None) -> str:
+    """The first name ``exprs`` read that is neither a builtin (``blockIdx.x``), nor this module's own symbols, nor
+    one of ``scalars`` (the kernel's scalar parameters): a value the kernel computes (``load(dims[0])``, a local
+    assigned in a loop); ``""`` when there is none or ``scalars`` is ``None``."""
+    if scalars is None:
+        return ""
+    known = set(scalars)
+    names = sorted({s.name for e in exprs for s in e.free_symbols})
+    return next((n for n in names if n not in known and not n.startswith(_OWN_PREFIXES)), "")
 
 
 def _read_conditions(r: StencilRead, lo: int, hi: int) -> tuple[sympy.Expr, ...] | None:

@@ -1,0 +1,212 @@
+"""A 2-D stencil's window through a shared-memory tile with halo: the 2-D form of ``cuda.stencil_smem_tile``
+(:mod:`htam_core.transforms.cuda_stencil` dispatches here when the kernel's window is 2-D).
+
+``in[(y + dy) * W + (x + dx)]`` for ``|dx|, |dy| <= R`` reads every input element once per thread whose window
+holds it. The rewrite stages the block's window, its ``BY x BX`` elements and the halo (``(BY + 2R) x (BX + 2R)``;
+any other window offsets alike), in a static ``__shared__ T tile[BY + hy][BX + hx]``: the block's threads load it
+cooperatively with a loop strided by the block's thread count at the top of the kernel, where every thread runs,
+then ``__syncthreads()``, and each window read becomes a read of the tile. The loads are guarded so that exactly the
+elements the original reads are loaded (:func:`~htam_core.source.analysis.stencil2d.tile_conditions_2d`, from the
+bounds checks as written, per axis), so no element the original would not read is read out of range; the original's
+checks stay in place, so each window read reads a slot that was loaded.
+
+The block must be one constant ``(BX, BY)`` at every launch (a ``dim3`` of constants, a macro, a ``constexpr``): the
+tile is sized by it. Otherwise, and for a kernel that reads ``threadIdx.z``, a bound or the pointer assigned in the
+body, launches that bind different template arguments, or a tile over the block's static shared memory, refused in
+one line.
+
+Idea source: the 2-D tiled stencil with halo cells (Kirk and Hwu, "Programming Massively Parallel Processors",
+ch. 8, "strategy 2": a tile of input elements larger than the block's output, loaded in several passes).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.facts import Stencil2D, sym
+from htam_core.source.analysis.stencil import ELEMENT, c_condition, c_text
+from htam_core.source.analysis.stencil2d import ELEMENT_Y, tile_conditions_2d
+from htam_core.transforms._cuda import CudaUnit
+from htam_core.transforms.base import TextEdit
+
+__all__ = ["Tile2D", "assigned_name", "block_2d", "condition_2d", "dead_alias_edits", "head_2d", "insert_top",
+           "read_edits_2d", "reassigned_2d"]
+
+#: The tile's name (as the 1-D step's).
+TILE = "htam_tile"
+_BX, _BY, _BDX, _BDY = sym("blockIdx.x"), sym("blockIdx.y"), sym("blockDim.x"), sym("blockDim.y")
+
+
+def assigned_name(unit: CudaUnit, names: set[str]) -> str | None:
+    """The first of ``names`` that the kernel's body assigns or increments, or ``None``."""
+    for w in syn.writes(unit.body):
+        target = w.child_by_field_name("left") or w.child_by_field_name("argument")
+        if target is not None and unit.t(target).strip() in names:
+            return unit.t(target).strip()
+    return None
+
+
+def insert_top(unit: CudaUnit, lines: list[str]) -> TextEdit:
+    """An edit inserting ``lines`` at the top of the kernel's body, each on its own line at the body's indent."""
+    stmts = list(unit.body.named_children)
+    ind = syn.indent_of(unit.src, stmts[0].start_byte) if stmts else "    "
+    return unit.insert(unit.body.start_byte + 1, "".join(f"\n{ind}{ln}" for ln in lines))
+
+
+def dead_alias_edits(unit: CudaUnit, pointer: str, spans: list[tuple[int, int]]) -> list[TextEdit]:
+    """Edits deleting the declarations of the pointer-offset locals into ``pointer`` (``const float *row = in + y *
+    W;``) that nothing reads once the reads at the file bytes ``spans`` read the tile: each such local's every use
+    lies in one of ``spans`` or in the declaration of another such local. A declaration statement is deleted only
+    when every name it declares is such a local (its line with it when it stands alone on it)."""
+    dead = {al.name: al for al in unit.facts.pointer_aliases if al.pointer == pointer}
+    changed = True
+    while changed:
+        inside = spans + [al.span for al in dead.values()]
+        keep = {n for n in dead if any(not any(s <= r.start_byte + unit.base and r.end_byte + unit.base <= e
+                                                for s, e in inside)
+                                       for r in syn.references(unit.body, unit.src, n))}
+        changed = bool(keep)
+        dead = {n: al for n, al in dead.items() if n not in keep}
+    stmts: dict[tuple[int, int], int] = {}
+    for al in dead.values():
+        stmts[al.span] = stmts.get(al.span, 0) + 1
+    return [_delete_statement(unit, span) for span, n in stmts.items()
+            if unit.src[span[0] - unit.base:span[1] - unit.base].count(b"=") == n]
+
+
+def _delete_statement(unit: CudaUnit, span: tuple[int, int]) -> TextEdit:
+    """An edit deleting the statement at file bytes ``span``, with its line when it stands alone on it."""
+    s, e = span[0] - unit.base, span[1] - unit.base
+    start = unit.src.rfind(b"\n", 0, s) + 1
+    end = unit.src.find(b"\n", e)
+    end = len(unit.src) if end < 0 else end
+    if unit.src[start:s].strip() or unit.src[e:end].strip():
+        return unit.edit(s, e, "")
+    return unit.edit(start, min(end + 1, len(unit.src)), "")
+
+
+def block_2d(unit: CudaUnit, st: Stencil2D) -> tuple[int, int] | str:
+    """The block ``(BX, BY)`` every launch gives as constants, or one line why the tile has no size."""
+    launches = unit.facts.launches
+    if not launches:
+        return f"{unit.kernel.name} has no launch in sight; the 2-D tile's size needs the block"
+    dims = {la.block_shape for la in launches}
+    if None in dims or any(d[2] != 1 for d in dims if d is not None):  # type: ignore[index]
+        return "a launch does not give a constant 2-D block; the 2-D tile is sized at compile time by the block"
+    if len(dims) != 1:
+        return "the launches give different blocks; the 2-D tile is sized by one block"
+    bx, by, _ = dims.pop()  # type: ignore[misc]
+    r = st.reads[0]
+    for e, b, axis in ((r.x.extent, bx, "x"), (r.y.extent, by, "y")):
+        if e.is_Integer and int(e) != b:
+            return f"the index steps blocks along {axis} by {e} but the launch gives {b} threads"
+    return bx, by
+
+
+def reassigned_2d(unit: CudaUnit, st: Stencil2D) -> str | None:
+    """A name the tile's load reads (a bound such as ``W``, the pitch, the window's pointer) that the body
+    assigns, so its value at the top of the body, where the tile is loaded, may not be the one the reads see."""
+    names = {s.name for g in tile_conditions_2d(st) for t in g for s in t.free_symbols}
+    names |= {s.name for s in st.pitch.free_symbols} | {st.pointer}
+    names -= {ELEMENT.name, ELEMENT_Y.name}
+    return assigned_name(unit, names)
+
+
+def _always(t: sympy.Expr) -> bool:
+    """``t > 0`` for every block: a positive constant plus non-negative multiples of the block indices."""
+    k, rest = t.as_coeff_Add()
+    if rest == 0:
+        return bool(k > 0)
+    if k <= 0 or not rest.free_symbols <= {_BX, _BY}:
+        return False
+    return all(c >= 0 for c in sympy.Poly(rest, _BX, _BY).coeffs())
+
+
+def _implied_dropped(terms: list[sympy.Expr]) -> list[sympy.Expr]:
+    """``terms`` (a conjunction of ``t > 0``) without the terms another one implies (``t - u`` a non-negative
+    constant: ``W - e + 1 > 0`` follows from ``W - e > 0``)."""
+    uniq = list(dict.fromkeys(terms))
+    return [t for t in uniq if not any(u != t and sympy.expand(t - u).is_number and sympy.expand(t - u) >= 0
+                                       for u in uniq)]
+
+
+def condition_2d(st: Stencil2D, cast: str, block: tuple[int, int]) -> str | None:
+    """The C condition under which element ``(htam_ey, htam_ex)`` of the tile is loaded (``""``: always); ``None``
+    when a term cannot be spelled or no thread reads the window. The terms every read's conjunction holds (the
+    extents' checks, ``W >= 3``) are spelled once, before the disjunction of the rest."""
+    subs = {_BDX: block[0], _BDY: block[1]}
+    groups = [_implied_dropped([t for t in (sympy.expand(t.subs(subs)) for t in g) if not _always(t)])
+              for g in tile_conditions_2d(st)]
+    if not groups:
+        return None
+    common = [t for t in groups[0] if all(t in g for g in groups[1:])]
+    rest = [[t for t in g if t not in common] for g in groups]
+    names = {ELEMENT: "htam_ex", ELEMENT_Y: "htam_ey"}
+    spelled = [[c_condition(t, names, cast) for t in g] for g in [common, *rest]]
+    if any(t is None for g in spelled for t in g):
+        return None
+    parts = [" && ".join(g) for g in spelled[1:]]  # type: ignore[arg-type]
+    either = "" if any(not p for p in parts) else parts[0] if len(parts) == 1 else \
+        "(" + " || ".join(f"({p})" for p in parts) + ")"
+    return " && ".join(x for x in [*spelled[0], either] if x)  # type: ignore[misc]
+
+
+class Tile2D:
+    """The tile's shape: the block ``(bx, by)``, the window's lowest offsets ``(lx, ly)`` and its extents beyond
+    the block ``(hx, hy)`` (``2R`` each for a symmetric window)."""
+
+    def __init__(self, st: Stencil2D, block: tuple[int, int]) -> None:
+        """``st``: the window; ``block``: the launch's constant block ``(x, y)``."""
+        (self.lx, self.ly), (hix, hiy) = st.lo, st.hi
+        self.bx, self.by = block
+        self.hx, self.hy = hix - self.lx, hiy - self.ly
+
+    @property
+    def cols(self) -> int:
+        """Elements in one tile row."""
+        return self.bx + self.hx
+
+    @property
+    def rows(self) -> int:
+        """Tile rows."""
+        return self.by + self.hy
+
+
+def head_2d(unit: CudaUnit, st: Stencil2D, etype: str, tile: Tile2D, cast: str, cond: str) -> TextEdit | None:
+    """The tile's declaration, its guarded cooperative load (one loop over the tile's flattened slots, strided by
+    the block's thread count) and the barrier, inserted at the top of the body; ``None`` when the pitch cannot be
+    spelled."""
+    pitch = c_text(st.pitch, {}, cast)
+    if pitch is None:
+        return None
+    x0 = c_text(tile.bx * _BX + tile.lx, {}, cast)
+    y0 = c_text(tile.by * _BY + tile.ly, {}, cast)
+    guard = f"if ({cond}) " if cond else ""
+    threads = tile.bx * tile.by
+    lines = [f"// the block's window of {st.pointer} (its {tile.by} x {tile.bx} elements and the halo) read once "
+             "from global memory, loaded where the original reads",
+             f"__shared__ {etype} {TILE}[{tile.rows}][{tile.cols}];",
+             f"for (int htam_k = threadIdx.y * {tile.bx} + threadIdx.x; htam_k < {tile.rows * tile.cols}; "
+             f"htam_k += {threads}) {{",
+             f"    const int htam_r = htam_k / {tile.cols}, htam_c = htam_k % {tile.cols};",
+             f"    const {cast} htam_ey = {y0} + htam_r, htam_ex = {x0} + htam_c;",
+             f"    {guard}{TILE}[htam_r][htam_c] = {st.pointer}[htam_ey * {pitch} + htam_ex];",
+             "}",
+             "__syncthreads();  // every thread reaches it: the tile is complete before any window read"]
+    return insert_top(unit, lines)
+
+
+def read_edits_2d(unit: CudaUnit, st: Stencil2D, tile: Tile2D) -> list[TextEdit]:
+    """Each window read of the stencil's pointer turned into a read of the tile at the same offsets."""
+    out = []
+    for r in st.reads:
+        row = f"threadIdx.y{_plus(r.y.offset - tile.ly)}{' + ' + r.y.var if r.y.var else ''}"
+        col = f"threadIdx.x{_plus(r.x.offset - tile.lx)}{' + ' + r.x.var if r.x.var else ''}"
+        out.append(unit.replace_span(r.access.span, f"{TILE}[{row}][{col}]"))
+    return out
+
+
+def _plus(k: int) -> str:
+    """`` + k`` for a positive ``k``, ``""`` for zero (offsets into the tile are never negative)."""
+    return f" + {k}" if k else ""
