@@ -21,6 +21,8 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import Harness
@@ -197,17 +199,8 @@ def recorded_constexprs(h: Harness | None, text: str | None, kernel: Any) -> dic
     if not h.launcher:
         env = {**sizes, **{i.name: v for i in h.inputs if i.is_scalar and (v := _value(i.value, sizes)) is not None}}
         return {n: v for n in names if n in h.kwargs and (v := _value(h.kwargs[n], env)) is not None}
-    try:
-        tree = ast.parse(text or "")
-    except (SyntaxError, ValueError, RecursionError):
-        return {}
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-               and n.name == h.launcher), None)
-    if fn is None:
-        return {}
-    end = fn.end_lineno or fn.lineno
-    site = next((s for s in kernel.launch_sites if fn.lineno <= s.line <= end), None)
-    if site is None:
+    fn, site = _launcher_and_site(h, text, kernel)
+    if fn is None or site is None:
         return {}
     bound = _launcher_bindings(h, fn, sizes)
     _bind_locals(fn, site.line, bound)
@@ -344,15 +337,34 @@ def recorded_pointer_dtypes(h: Harness | None, text: str | None, kernel: Any) ->
     return out
 
 
+@dataclass(frozen=True)
+class _Site:
+    """A launch read from a launcher module's syntax tree (the fields of ``LaunchSite`` read here)."""
+
+    line: int
+    args: list[str]
+    config: dict[str, str]
+
+
 def _launcher_and_site(h: Harness, text: str | None, kernel: Any) -> tuple[Any, Any]:
-    """The harness's launcher function in ``text`` (:mod:`ast`) and the kernel's launch site inside it."""
+    """The harness's launcher function (:mod:`ast`) and the kernel's launch site inside it: in ``text`` (the
+    kernel's file, its launch sites), or in the launcher module :attr:`Harness.launcher_path` (the launch read
+    from that module's tree)."""
+    foreign = bool(getattr(h, "launcher_path", None))
     try:
+        if foreign:
+            text = Path(h.launcher_path).read_text(encoding="utf-8", errors="replace")  # type: ignore[arg-type]
         tree = ast.parse(text or "")
-    except (SyntaxError, ValueError, RecursionError):
+    except (OSError, SyntaxError, ValueError, RecursionError):
         return None, None
     fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
                and n.name == (h.launcher or "").rsplit(".", 1)[-1]), None)
     if fn is None:
         return None, None
     end = fn.end_lineno or fn.lineno
-    return fn, next((s for s in kernel.launch_sites if fn.lineno <= s.line <= end), None)
+    if not foreign:
+        return fn, next((s for s in kernel.launch_sites if fn.lineno <= s.line <= end), None)
+    calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
+             and ast.unparse(c.func.value).rsplit(".", 1)[-1] == kernel.name]
+    return fn, (_Site(calls[0].lineno, [ast.unparse(a) for a in calls[0].args],
+                      {k.arg: ast.unparse(k.value) for k in calls[0].keywords if k.arg}) if calls else None)
