@@ -117,11 +117,18 @@ def _value(expr: Any, env: Mapping[str, Any]) -> Any:
         return None
 
 
+def _call_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    """The positional parameters a call of launcher ``fn`` binds the harness inputs to (``cls`` of a
+    ``@classmethod`` left out: the class binds it)."""
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    return params[1:] if params and any(ast.unparse(d) == "classmethod" for d in fn.decorator_list) else params
+
+
 def _launcher_bindings(h: Harness, fn: ast.FunctionDef | ast.AsyncFunctionDef,
                        sizes: Mapping[str, Any]) -> dict[str, Any]:
     """What each launcher parameter is bound to when the harness calls it with its inputs in order: a
     scalar input's value, else the parameter's literal default."""
-    params = [*fn.args.posonlyargs, *fn.args.args]
+    params = _call_params(fn)
     defaults = dict(zip([p.arg for p in params][len(params) - len(fn.args.defaults):], fn.args.defaults,
                         strict=True))
     defaults.update({p.arg: d for p, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True)
@@ -279,7 +286,7 @@ def _tensor_dtype(node: ast.AST, env: Mapping[str, str], locals_: Mapping[str, a
 
 def _launcher_tensor_dtypes(h: Harness, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
     """The dtype of each launcher parameter bound to a tensor input of ``h`` (the inputs in order)."""
-    params = [*fn.args.posonlyargs, *fn.args.args]
+    params = _call_params(fn)
     return {p.arg: spec.dtype for p, spec in zip(params, h.inputs, strict=False) if not spec.is_scalar}
 
 

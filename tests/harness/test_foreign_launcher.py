@@ -62,6 +62,10 @@ LAYOUTS = {
                       "    @staticmethod\n    def apply(x, w):\n        n_rows, n_cols = x.shape\n"
                       f"        y = torch.empty_like(x)\n        {LAUNCH.format(k='row_scale')}\n        return y\n"
                       + MAIN.format(call="RowScale.apply(x, w)"), "RowScale.apply", "rowk"),
+    "class-method": ("ops.py", "import torch\nimport triton\nfrom rowk import row_scale\n\n\nclass RowScale:\n"
+                     "    @classmethod\n    def apply(cls, x, w):\n        n_rows, n_cols = x.shape\n"
+                     f"        y = torch.empty_like(x)\n        {LAUNCH.format(k='row_scale')}\n        return y\n"
+                     + MAIN.format(call="RowScale.apply(x, w)"), "RowScale.apply", "rowk"),
 }
 
 
@@ -85,6 +89,7 @@ def test_launcher_module_is_found(layout: str, tmp_path: Path) -> None:
     found = foreign_launcher(model, model.kernels[0])
     assert found is not None and found.qualname == launcher and found.kernel_module == module
     assert found.path == (tmp_path / ops).resolve()
+    assert found.params == ("x", "w")  # a class method's cls is the class's to bind
 
 
 def _package(tmp_path: Path) -> Path:
@@ -116,7 +121,7 @@ def _check_candidates(h, kernel_file: Path, tmp_path: Path) -> None:
     assert ok.correct, ok.messages
 
 
-@pytest.mark.parametrize("layout", ["from-import", "static-method"])
+@pytest.mark.parametrize("layout", ["from-import", "static-method", "class-method"])
 def test_inferred_through_the_launcher_module(layout: str, tmp_path: Path) -> None:
     ops, text, launcher, _ = LAYOUTS[layout]
     _write(tmp_path, {"rowk.py": KERNEL, ops: text})

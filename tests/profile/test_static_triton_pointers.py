@@ -136,3 +136,23 @@ def test_unread_index_type_is_named_as_guessed_not_blamed_on_the_kernel(tmp_path
         compile_triton_kernel(model, k, cache=CompileCache(tmp_path / "cache"))
     msg = err.value.message
     assert "guessed" in msg and "index_ptr *fp32" in msg and "\n" not in msg
+
+
+def test_profile_reads_the_index_dtype_from_the_inferred_harness(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reported case end to end: ``__main__`` calls the launcher with an int32 index tensor; the static profile
+    compiles ``*i32`` (the harness's dtype wins over the use's int64) and says the type came from the harness."""
+    from htam_core.profile.api import static_profile
+
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HTAM_INFER", "1")
+    main = ('\n\nif __name__ == "__main__":\n    src = torch.randn(10, 40)\n'
+            '    index = torch.randint(0, 10, (6,), dtype=torch.int32)\n'
+            '    torch.testing.assert_close(gather(src, index), src[index.long()])\n')
+    path = tmp_path / "gather_main.py"
+    path.write_text(_GATHER + main, encoding="utf-8")
+    model = load(path)
+    k = next(k for k in model.kernels if k.name == "gather_rows")
+    p = static_profile(model, k, "sm_90")
+    assert p.extra["signature"]["index_ptr"] == "*i32" and p.extra["signature"]["src_ptr"] == "*fp32"
+    assert p.extra["pointer_sources"]["index_ptr"] == "harness"
