@@ -166,6 +166,15 @@ class Harness:
             ``gelu_forward1``); ``None``: the oracle runs the candidate's launcher.
         ref_globals: a Python file whose module-level names a reference *expression* may use (a torch
             expression found in a test file calls that file's helpers), or ``None``.
+        launcher_path: inferred: the Python file that defines :attr:`launcher` when it is not :attr:`path` (a
+            launcher module that imports the kernel's module: ``ops.py`` with ``from rowk import row_softmax``);
+            the launcher module is loaded again for each kernel file (candidate or oracle), with that file's module
+            standing for :attr:`kernel_module` (:func:`htam_core.harness.foreign.launcher_module`). ``None``: the
+            launcher is in :attr:`path`.
+        kernel_module: the module name the launcher module imports the kernel's file by (``"rowk"``,
+            ``"pkg.kernels"``); set with :attr:`launcher_path`.
+        launcher_root: the folder the launcher module's imports resolve from (the folder above its package, or its
+            own folder); set with :attr:`launcher_path`.
         notes: what inference found or assumed, one line each (shown with :attr:`source`).
         inference: how an inferred harness was obtained by this process: ``{"cached": bool, "seconds": float,
             "cache_file": str | None}`` (``cached``: read from the on-disk recording cache, no recording ran);
@@ -199,6 +208,9 @@ class Harness:
     oracle_path: str | None = None
     oracle_launcher: str | None = None
     ref_globals: str | None = None
+    launcher_path: str | None = None
+    kernel_module: str | None = None
+    launcher_root: str | None = None
     notes: list[str] = field(default_factory=list)
     inference: dict[str, Any] = field(default_factory=dict)
 

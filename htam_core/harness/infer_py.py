@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import DTYPES, MOVED_NOTE, Harness, HarnessError, InputSpec
+from htam_core.harness.foreign import ForeignLauncher, foreign_launcher, foreign_launches
 from htam_core.harness.pysource import parse_failure, read_py_facts
 from htam_core.harness.pywrapper import wrapper_function
 from htam_core.runtime.cache import cache_root
@@ -148,7 +149,8 @@ def _cache_file(path: Path, wrapper: str, tests: list[Path]) -> Path | None:
 
 
 def record(path: Path, wrapper: str, mode: str = "main", test: Path | None = None, *,
-           timeout_s: float | None = None, budget_s: float = 20.0) -> dict[str, Any]:
+           timeout_s: float | None = None, budget_s: float = 20.0, package: str | None = None,
+           root: Path | None = None) -> dict[str, Any]:
     """Run the recording child (:mod:`htam_core.harness.record`) and return its result.
 
     Args:
@@ -159,6 +161,8 @@ def record(path: Path, wrapper: str, mode: str = "main", test: Path | None = Non
         timeout_s: hard wall-clock limit of the child (default ``$HTAM_INFER_TIMEOUT`` or 120 s); the calls
             recorded before it are kept.
         budget_s: soft limit: the child stops at the first launcher call after it.
+        package, root: a launcher module inside a package runs as ``python -m package.module`` would: its
+            ``__package__`` is ``package`` and ``root`` is on ``sys.path`` (relative imports resolve).
 
     Returns:
         ``{"calls", "asserts", "named_refs", "notes", "device_mapped", "inputs_moved", "error", "stopped",
@@ -170,7 +174,8 @@ def record(path: Path, wrapper: str, mode: str = "main", test: Path | None = Non
         req = Path(tmp) / "request.json"
         res = Path(tmp) / "result.json"
         req.write_text(json.dumps({"path": str(path), "wrapper": wrapper, "mode": mode, "test": str(test or ""),
-                                   "result": str(res), "budget_s": budget_s}), encoding="utf-8")
+                                   "result": str(res), "budget_s": budget_s, "package": package,
+                                   "root": str(root) if root else None}), encoding="utf-8")
         # the user's program runs here: the allow-listed environment (no API key, token or memory store), its own
         # process group, killed with everything it started once it ends, and dead with its parent
         env = child_env()
@@ -741,6 +746,8 @@ def _no_launcher_reason(p: Path, kernel: str, model: Any = None) -> str:
     call a compiled extension's functions itself); otherwise the Triton-style hint."""
     from htam_core.source.analysis.unit import CudaSource, cuda_source  # only for this message: a CUDA string
 
+    m: Any = None
+    k: Any = None
     try:
         m = model if model is not None else load(p)
         k = next(x for x in m.kernels if x.name == kernel)
@@ -755,6 +762,12 @@ def _no_launcher_reason(p: Path, kernel: str, model: Any = None) -> str:
                 f"{hosts[0].site.line}), which htam does not call by itself; describe the kernel's inputs in a "
                 f"[kernel.{kernel}] table of htam.toml (`htam harness infer {p.name} --kernel {kernel}` prints one "
                 "to start from)")
+    elsewhere = foreign_launches(m, k) if m is not None and k is not None else []
+    if elsewhere:
+        la = elsewhere[0]
+        return (f"{kernel} is launched at {Path(la.path).name}:{la.line}, but not inside a top-level function or a "
+                f"static or class method that takes the tensors, or that module imports {p.name} by a name htam "
+                "does not resolve; put the launch in such a function")
     return (f"no function of {p.name} launches {kernel} (kernel[grid](...) inside a top-level function); put the "
             "launch in a function that takes the tensors")
 
@@ -778,8 +791,17 @@ def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache:
         return Inference(None, broken)
     found = launcher_of(p, kernel, model)
     if found is None:
-        return Inference(None, _no_launcher_reason(p, kernel, model))
-    wrapper = found[0]
+        host = _foreign(p, kernel, model)
+        if host is None:
+            return Inference(None, _no_launcher_reason(p, kernel, model))
+        return _infer_foreign(p, kernel, model, host, use_cache=use_cache, run_code=run_code)
+    return _infer_at(p, kernel, found[0], text, model, use_cache=use_cache, run_code=run_code)
+
+
+def _infer_at(p: Path, kernel: str, wrapper: str, text: str, model: Any, *, use_cache: bool, run_code: bool,
+              host: ForeignLauncher | None = None) -> Inference:
+    """:func:`infer` once the launcher is known: ``wrapper`` of the file ``p`` (text ``text``), recorded from its
+    ``__main__`` block or its tests (cached); ``host``: ``p`` is another module that launches the kernel."""
     tests = nearby_tests(p, wrapper)
     sources: list[tuple[str, Path | None, str]] = []
     if has_main_block(text):
@@ -794,7 +816,8 @@ def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache:
         return Inference(None, f"{p.name} has no __main__ block and no test_*.py beside it that calls "
                                f"{wrapper}(): nothing shows how {wrapper}() is called")
     t0 = time.monotonic()
-    cache = _cache_file(p, wrapper, tests) if use_cache else None
+    cache = _cache_file(p, wrapper, tests + ([Path(model.path)] if host is not None and model.path else [])) \
+        if use_cache else None
     if cache is not None and cache.is_file():
         try:
             stored = json.loads(cache.read_text(encoding="utf-8"))
@@ -807,7 +830,8 @@ def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache:
                          not_run=True)
     attempts: list[dict[str, Any]] = []
     for mode, test, where in sources:
-        attempts.append({"recording": record(p, wrapper, mode, test), "where": where})
+        attempts.append({"recording": record(p, wrapper, mode, test, package=host.package if host else None,
+                                             root=host.root if host else None), "where": where})
         if build(p, kernel, wrapper, json.loads(json.dumps(attempts[-1]["recording"])), where,
                  model).harness is not None:
             break
@@ -820,6 +844,37 @@ def infer(path: str | os.PathLike, kernel: str, model: Any = None, *, use_cache:
         except OSError:
             pass
     return _from_attempts(p, kernel, wrapper, attempts, cached=False, t0=t0, cache=cache, model=model)
+
+
+def _foreign(p: Path, kernel: str, model: Any) -> ForeignLauncher | None:
+    """The launcher of Triton ``kernel`` of ``p`` in another module (:func:`~htam_core.harness.foreign.foreign_launcher`)."""
+    try:
+        m = model if model is not None else load(str(p))
+        return foreign_launcher(m, m.kernel(kernel))
+    except (KeyError, OSError, ValueError):
+        return None
+
+
+def _infer_foreign(p: Path, kernel: str, model: Any, host: ForeignLauncher, *, use_cache: bool,
+                   run_code: bool) -> Inference:
+    """Infer with the launcher module ``host`` as the host launcher: its ``__main__`` or tests are recorded, and
+    the harness runs the kernel file ``p`` (each candidate's text) through it."""
+    m = model if model is not None else load(str(p))
+    text = host.path.read_text(encoding="utf-8", errors="replace")
+    inf = _infer_at(host.path, kernel, host.qualname, text, m, use_cache=use_cache, run_code=run_code, host=host)
+    h = inf.harness
+    where = f"{host.path.name}:{host.line}"
+    if h is None:
+        inf.reason = f"{kernel} is launched by {host.qualname}() of {where}: {inf.reason}"
+        return inf
+    h.path = h.origin_path = str(p)
+    h.language = "triton"
+    h.launcher_path, h.kernel_module, h.launcher_root = str(host.path), host.kernel_module, str(host.root)
+    if h.oracle_path:
+        h.oracle_path = str(p)
+    h.notes.insert(0, f"launcher {host.qualname}() of {where} (it imports {p.name} as {host.kernel_module}); "
+                      f"candidates replace {p.name} under it")
+    return inf
 
 
 def _from_attempts(p: Path, kernel: str, wrapper: str, attempts: list[dict[str, Any]], *, cached: bool, t0: float,

@@ -21,11 +21,13 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import Harness
 
-__all__ = ["LAUNCH_OPTIONS", "launch_value", "recorded_constexprs"]
+__all__ = ["LAUNCH_OPTIONS", "TRITON_POINTER_TYPES", "launch_value", "recorded_constexprs", "recorded_pointer_dtypes"]
 
 #: Launch options a Triton launch passes besides the constexprs (part of its launch configuration).
 LAUNCH_OPTIONS = ("num_warps", "num_stages")
@@ -115,11 +117,18 @@ def _value(expr: Any, env: Mapping[str, Any]) -> Any:
         return None
 
 
+def _call_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    """The positional parameters a call of launcher ``fn`` binds the harness inputs to (``cls`` of a
+    ``@classmethod`` left out: the class binds it)."""
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    return params[1:] if params and any(ast.unparse(d) == "classmethod" for d in fn.decorator_list) else params
+
+
 def _launcher_bindings(h: Harness, fn: ast.FunctionDef | ast.AsyncFunctionDef,
                        sizes: Mapping[str, Any]) -> dict[str, Any]:
     """What each launcher parameter is bound to when the harness calls it with its inputs in order: a
     scalar input's value, else the parameter's literal default."""
-    params = [*fn.args.posonlyargs, *fn.args.args]
+    params = _call_params(fn)
     defaults = dict(zip([p.arg for p in params][len(params) - len(fn.args.defaults):], fn.args.defaults,
                         strict=True))
     defaults.update({p.arg: d for p, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True)
@@ -197,17 +206,8 @@ def recorded_constexprs(h: Harness | None, text: str | None, kernel: Any) -> dic
     if not h.launcher:
         env = {**sizes, **{i.name: v for i in h.inputs if i.is_scalar and (v := _value(i.value, sizes)) is not None}}
         return {n: v for n in names if n in h.kwargs and (v := _value(h.kwargs[n], env)) is not None}
-    try:
-        tree = ast.parse(text or "")
-    except (SyntaxError, ValueError, RecursionError):
-        return {}
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-               and n.name == h.launcher), None)
-    if fn is None:
-        return {}
-    end = fn.end_lineno or fn.lineno
-    site = next((s for s in kernel.launch_sites if fn.lineno <= s.line <= end), None)
-    if site is None:
+    fn, site = _launcher_and_site(h, text, kernel)
+    if fn is None or site is None:
         return {}
     bound = _launcher_bindings(h, fn, sizes)
     _bind_locals(fn, site.line, bound)
@@ -225,3 +225,153 @@ def recorded_constexprs(h: Harness | None, text: str | None, kernel: Any) -> dic
         if v is not None:
             out[name] = v
     return out
+
+
+#: Triton signature element types of the torch dtypes a harness records (:data:`htam_core.harness.base.DTYPES`).
+TRITON_POINTER_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64", "int8": "i8",
+                        "uint8": "u8", "int16": "i16", "int32": "i32", "int64": "i64", "bool": "i1"}
+#: Tensor methods whose result has the receiver's dtype (``x.contiguous()``, ``x.view(-1)``).
+_SAME_DTYPE_METHODS = frozenset({"contiguous", "view", "reshape", "flatten", "t", "transpose", "permute", "clone",
+                                 "detach", "expand", "squeeze", "unsqueeze", "narrow", "as_strided", "view_as"})
+#: Allocators whose result has their first argument's dtype unless ``dtype=`` says another.
+_LIKE_ALLOCATORS = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "randn_like", "rand_like"})
+#: Tensor methods that allocate with the receiver's dtype unless ``dtype=`` says another.
+_NEW_METHODS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"})
+#: Allocators whose result is float32 (torch's default dtype) unless ``dtype=`` says another.
+_ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "randn", "rand", "empty_strided"})
+#: Casting methods: ``x.float()`` -> float32.
+_CAST_METHODS = {"float": "float32", "half": "float16", "bfloat16": "bfloat16", "double": "float64",
+                 "int": "int32", "long": "int64", "short": "int16", "bool": "bool", "byte": "uint8", "char": "int8"}
+
+
+def _dtype_name(node: ast.AST, env: Mapping[str, str], locals_: Mapping[str, ast.AST], depth: int) -> str | None:
+    """A dtype expression (``torch.float16``, ``x.dtype``) as a torch dtype name, or ``None``."""
+    if isinstance(node, ast.Attribute) and node.attr == "dtype":
+        return _tensor_dtype(node.value, env, locals_, depth + 1)
+    name = ast.unparse(node).rsplit(".", 1)[-1]
+    return {"float": "float32", "half": "float16", "long": "int64", "int": "int32", "double": "float64"}.get(
+        name, name if name in TRITON_POINTER_TYPES else None)
+
+
+def _tensor_dtype(node: ast.AST, env: Mapping[str, str], locals_: Mapping[str, ast.AST], depth: int = 0) -> str | None:
+    """The torch dtype name of a launcher tensor expression: a tensor input (``env``), a local assigned once
+    (``locals_``), an allocation, a dtype-keeping view or a cast of one; ``None`` when it needs more."""
+    if depth > 12:
+        return None
+    if isinstance(node, ast.Name):
+        if node.id in env:
+            return env[node.id]
+        return _tensor_dtype(locals_[node.id], env, locals_, depth + 1) if node.id in locals_ else None
+    if isinstance(node, ast.Subscript):
+        return _tensor_dtype(node.value, env, locals_, depth + 1)
+    if not isinstance(node, ast.Call):
+        return None
+    kw = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+    if kw is not None:
+        return _dtype_name(kw, env, locals_, depth)
+    fn = node.func
+    short = ast.unparse(fn).rsplit(".", 1)[-1]
+    if isinstance(fn, ast.Attribute) and short in _CAST_METHODS and not node.args:
+        return _CAST_METHODS[short]
+    if isinstance(fn, ast.Attribute) and short == "to" and node.args:
+        return _dtype_name(node.args[0], env, locals_, depth) or _tensor_dtype(fn.value, env, locals_, depth + 1)
+    if isinstance(fn, ast.Attribute) and (short in _SAME_DTYPE_METHODS or short in _NEW_METHODS):
+        return _tensor_dtype(fn.value, env, locals_, depth + 1)
+    if short in _LIKE_ALLOCATORS and node.args:
+        return _tensor_dtype(node.args[0], env, locals_, depth + 1)
+    if short in _ALLOCATORS and ast.unparse(fn).startswith("torch."):
+        return "float32"
+    return None
+
+
+def _launcher_tensor_dtypes(h: Harness, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+    """The dtype of each launcher parameter bound to a tensor input of ``h`` (the inputs in order)."""
+    params = _call_params(fn)
+    return {p.arg: spec.dtype for p, spec in zip(params, h.inputs, strict=False) if not spec.is_scalar}
+
+
+def _single_locals(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.AST]:
+    """The launcher's locals assigned exactly once, by a plain ``name = value``."""
+    seen: dict[str, list[ast.AST]] = {}
+    for st in ast.walk(fn):
+        if isinstance(st, ast.Assign):
+            for t in st.targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        seen.setdefault(n.id, []).append(st.value if isinstance(t, ast.Name) else ast.Constant(None))
+        elif isinstance(st, ast.AugAssign | ast.AnnAssign) and isinstance(st.target, ast.Name):
+            seen.setdefault(st.target.id, []).extend([ast.Constant(None)] * 2)
+    return {k: v[0] for k, v in seen.items() if len(v) == 1}
+
+
+def recorded_pointer_dtypes(h: Harness | None, text: str | None, kernel: Any) -> dict[str, str]:
+    """The torch dtype name of each pointer parameter of Triton ``kernel`` as harness ``h`` launches it.
+
+    Args:
+        h: the kernel's harness (a ``spec`` or ``inferred`` one; others give ``{}``).
+        text: the Python text of the file that holds the harness's launcher.
+        kernel: the :class:`htam_core.source.model.Kernel` (Triton), with its parameters and launch sites.
+
+    Returns:
+        ``{param: dtype}`` (``"int64"``, ``"float16"``) for the pointers whose tensor the harness determines: a
+        direct launch's ``args`` name the inputs; a launcher's launch site passes a launcher parameter bound to a
+        tensor input, or a local allocated from one (``torch.empty_like(x)``, ``torch.empty(n, dtype=x.dtype)``,
+        ``x.new_zeros(...)``, ``torch.empty(n)`` is float32), or a view or cast of one. Empty when the harness says
+        nothing (or the file does not parse). Raises nothing.
+    """
+    if h is None or not h.traits.launches or getattr(kernel, "language", None) != "triton":
+        return {}
+    pointers = [p.name for p in kernel.params if p.is_pointer]
+    if not h.launcher:
+        by_name = {i.name: i.dtype for i in h.inputs if not i.is_scalar}
+        return {p: by_name[a] for p, a in zip([q.name for q in kernel.params], h.args, strict=False)
+                if p in pointers and a in by_name}
+    fn, site = _launcher_and_site(h, text, kernel)
+    if fn is None or site is None:
+        return {}
+    env, locals_ = _launcher_tensor_dtypes(h, fn), _single_locals(fn)
+    out: dict[str, str] = {}
+    for i, p in enumerate(kernel.params):
+        expr = site.config.get(p.name, site.args[i] if i < len(site.args) else None)
+        if p.name not in pointers or expr is None:
+            continue
+        try:
+            d = _tensor_dtype(ast.parse(expr.strip(), mode="eval").body, env, locals_)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        if d in TRITON_POINTER_TYPES:
+            out[p.name] = d
+    return out
+
+
+@dataclass(frozen=True)
+class _Site:
+    """A launch read from a launcher module's syntax tree (the fields of ``LaunchSite`` read here)."""
+
+    line: int
+    args: list[str]
+    config: dict[str, str]
+
+
+def _launcher_and_site(h: Harness, text: str | None, kernel: Any) -> tuple[Any, Any]:
+    """The harness's launcher function (:mod:`ast`) and the kernel's launch site inside it: in ``text`` (the
+    kernel's file, its launch sites), or in the launcher module :attr:`Harness.launcher_path` (the launch read
+    from that module's tree)."""
+    foreign = bool(getattr(h, "launcher_path", None))
+    try:
+        if foreign:
+            text = Path(h.launcher_path).read_text(encoding="utf-8", errors="replace")  # type: ignore[arg-type]
+        tree = ast.parse(text or "")
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return None, None
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+               and n.name == (h.launcher or "").rsplit(".", 1)[-1]), None)
+    if fn is None:
+        return None, None
+    end = fn.end_lineno or fn.lineno
+    if not foreign:
+        return fn, next((s for s in kernel.launch_sites if fn.lineno <= s.line <= end), None)
+    calls = [c for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
+             and ast.unparse(c.func.value).rsplit(".", 1)[-1] == kernel.name]
+    return fn, (_Site(calls[0].lineno, [ast.unparse(a) for a in calls[0].args],
+                      {k.arg: ast.unparse(k.value) for k in calls[0].keywords if k.arg}) if calls else None)

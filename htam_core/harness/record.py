@@ -463,7 +463,7 @@ def _wrap_factory(rec: _Recorder) -> Any:
             frame = sys._getframe(1)
             mapping: dict[str, str] = {}
             tree = rec.tree(frame.f_code.co_filename)
-            site = _calls_at(tree, frame.f_lineno, (rec.wrapper,)) if tree else []
+            site = _calls_at(tree, frame.f_lineno, (rec.wrapper.rsplit(".", 1)[-1],)) if tree else []
             if site:
                 names = list(sig.parameters)
                 for i, a in enumerate(site[0].args):
@@ -539,10 +539,13 @@ def _instrumented_code(rec: _Recorder) -> Any:
     text = rec.path.read_text(encoding="utf-8", errors="replace")
     tree = ast.parse(text, filename=str(rec.path))
     body: list[ast.stmt] = []
+    owner, _, method = rec.wrapper.rpartition(".")
     for node in tree.body:
         body.append(node)
         if isinstance(node, ast.FunctionDef) and node.name == rec.wrapper:
             body.append(ast.parse(f"{rec.wrapper} = __htam_wrap__({rec.wrapper})").body[0])
+        elif isinstance(node, ast.ClassDef) and node.name == owner:  # a static or class method: "Ops.launch"
+            body.append(ast.parse(f"{owner}.{method} = staticmethod(__htam_wrap__({rec.wrapper}))").body[0])
     tree.body = body
     ast.fix_missing_locations(tree)
     return compile(tree, str(rec.path), "exec")
@@ -597,6 +600,8 @@ def run(req: dict[str, Any]) -> None:
     _patch_asserts(rec)
     mode_ctx = _map_devices(rec) if os.environ.get("TRITON_INTERPRET") == "1" else None
     sys.path.insert(0, str(rec.path.parent))
+    if req.get("root"):  # a launcher module of a package: its imports resolve as under `python -m pkg.mod`
+        sys.path.insert(0, str(req["root"]))
     sys.argv = [str(rec.path)]
     code = _instrumented_code(rec)
     namespaces: list[tuple[str, dict[str, Any]]] = []
@@ -625,7 +630,7 @@ def run(req: dict[str, Any]) -> None:
                 namespaces.append((str(test), vars(tmod)))
         else:
             g: dict[str, Any] = {"__name__": "__main__", "__file__": str(rec.path), "__builtins__": builtins,
-                                 "__htam_wrap__": _wrap_factory(rec)}
+                                 "__htam_wrap__": _wrap_factory(rec), "__package__": req.get("package")}
             namespaces.append((str(rec.path), g))
             exec(code, g)  # noqa: S102 - the user's file, in this child process
     except SystemExit as e:

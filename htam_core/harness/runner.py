@@ -16,6 +16,7 @@ executes the user's kernel file. :func:`prepare` turns a harness into a :class:`
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import importlib
@@ -44,6 +45,7 @@ from htam_core.harness.base import (
 from htam_core.harness.cu_launcher import host_launcher, launcher_types
 from htam_core.harness.cu_main import find_nvcc
 from htam_core.harness.device_occupancy import occupancy_functions
+from htam_core.harness.foreign import launcher_module
 from htam_core.harness.infer_cuda import infer_cuda_harness
 from htam_core.harness.record import cpu_triton_driver
 from htam_core.harness.roofline_bound import compulsory_bound
@@ -185,6 +187,27 @@ def _eval(expr: Any, ns: dict[str, Any], where: str) -> Any:
         return eval(compile(expr, where, "eval"), ns)  # noqa: S307 - harness expressions run in the worker
     except Exception as e:  # noqa: BLE001
         raise HarnessError(f"{where} = {expr!r} could not be evaluated: {exception_text(e)}") from e
+
+
+def launch_kwargs(kwargs: dict[str, Any], ns: dict[str, Any]) -> dict[str, Any]:
+    """A direct launch's ``kwargs`` with each string that is an expression over names of ``ns`` (the sizes, the
+    inputs) evaluated (``BLOCK = "triton.next_power_of_2(N)"``); other values, and strings that name anything
+    else (a string constexpr such as ``"evict_last"``), as they are.
+
+    Raises:
+        HarnessError: an expression over known names fails to evaluate (the message names the key).
+    """
+    out: dict[str, Any] = {}
+    for k, v in kwargs.items():
+        names: set[str] = set()
+        if isinstance(v, str):
+            try:
+                names = {n.id for n in ast.walk(ast.parse(v, mode="eval")) if isinstance(n, ast.Name)}
+            except SyntaxError:
+                names = {"\0"}
+        roots = {r.split(".")[0] for r in names}
+        out[k] = _eval(v, ns, f"kwargs.{k}") if isinstance(v, str) and roots and roots <= set(ns) else v
+    return out
 
 
 def device_and_mode(h: Harness) -> tuple[str | None, str]:
@@ -586,9 +609,14 @@ def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, lau
         return "cu-host-launcher", host_launcher(target, launch_h.launcher, f"sm_{major}{minor}",  # type: ignore[return-value]
                                                  *launcher_types(h.inputs))
     if h.launcher:
-        fn = getattr(mod, h.launcher, None)
+        host = launcher_module(h, mod) if h.launcher_path and mod is not None else mod
+        try:
+            fn = attribute_path(host, h.launcher)  # "Ops.launch": a static or class method
+        except AttributeError:
+            fn = None
         if fn is None:
-            raise HarnessError(f"{h.source}: {Path(target).name} has no function {h.launcher!r}")
+            where = Path(h.launcher_path).name if h.launcher_path else Path(target).name
+            raise HarnessError(f"{h.source}: {where} has no function {h.launcher!r}")
         return "python", lambda inputs: (lambda: fn(*inputs))
     if traits(h.language).tiles:
         try:
@@ -600,9 +628,11 @@ def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, lau
 
         def bind_triton(inputs: list[Any]) -> Callable[[], Any]:
             ns = env(inputs)
+            kwargs = launch_kwargs(h.kwargs, ns)
+            ns.update(kwargs)
             grid = _eval(h.grid, ns, "grid")
             args = [ns[a] for a in h.args]
-            return lambda: kern[grid](*args, **h.kwargs)
+            return lambda: kern[grid](*args, **kwargs)
         return "triton", bind_triton
     if device != "cuda":
         raise HarnessError("raw CUDA kernels need a GPU to run")

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from htam_core.harness.foreign import foreign_launches
 from htam_core.harness.infer_cuda import output_params
 from htam_core.harness.pywrapper import wrapper_def as _wrapper_def
 from htam_core.harness.template_cuda import (
@@ -290,7 +291,11 @@ def _direct_table(model: SourceModel, kernel: Kernel, lines: list[str],
     symbols are added to ``symbols``."""
     site = kernel.launch_sites[0] if kernel.launch_sites else None
     d = _direct_parts(model, kernel, symbols)
-    lines.extend(_grid_lines(model, kernel, site, symbols, d))
+    found = foreign_launches(model, kernel) if site is None else []
+    if found:  # launched from another module: that launch's grid and constexprs, not a guess
+        lines.extend(_found_launch_lines(found[0], d))
+    else:
+        lines.extend(_grid_lines(model, kernel, site, symbols, d))
     lines.append(f"args = [{', '.join(_toml_str(a) for a in d.args)}]")
     if d.kwargs:
         lines.append(f"kwargs = {{ {', '.join(d.kwargs)} }}")
@@ -433,6 +438,22 @@ def _own_symbol(name: str, symbols: dict[str, int]) -> str:
     upper = re.sub(r"\W", "_", name).upper()
     symbols.setdefault(upper, 1024)
     return upper
+
+
+def _found_launch_lines(la: WorkspaceLaunch, d: _Direct) -> list[str]:
+    """The ``grid`` line of a Triton kernel launched from another module (``la``, found by the workspace search), as
+    launched there, and ``d``'s constexpr keywords replaced by that launch's (a number as it is, an expression as a
+    string over the sizes and inputs), with a comment naming the launcher's file and line."""
+    where = f"{Path(la.path).name}:{la.line}"
+    given = dict(a.split("=", 1) for a in la.template_args if "=" in a)
+    for i, kw in enumerate(d.kwargs):
+        name = kw.split(" = ")[0]
+        if name in given:
+            v = given[name].strip()
+            d.kwargs[i] = f"{name} = {v if _number(v) is not None else _toml_str(v)}"
+    return [f"# launched at {where}: the grid and kwargs below are that launch's, written over its own names; make "
+            "each name an input or a size symbol (or put the launch in a function that takes the tensors)",
+            f"grid = {_toml_str(la.grid)}   # as launched at {where}"]
 
 
 def _grid_lines(model: SourceModel, kernel: Kernel, site: LaunchSite | None, symbols: dict[str, int],

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from htam_core.harness.base import Harness
-from htam_core.harness.launch_values import recorded_constexprs
+from htam_core.harness.launch_values import recorded_constexprs, recorded_pointer_dtypes
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.occupancy import arch_limits, theoretical_occupancy
 from htam_core.profile.static_roofline import sizes_of
@@ -351,7 +351,8 @@ class TritonProfiler(StaticProfiler):
                  constexprs: dict[str, Any] | None, harness: Harness | None) -> Profile:
         v = compile_triton_kernel(model, kernel, target=target, constexprs=constexprs, cache=cache,
                                   recorded=recorded_constexprs(harness, model.text, kernel),
-                                  recorded_from=harness_label(harness))
+                                  recorded_from=harness_label(harness),
+                                  recorded_pointers=recorded_pointer_dtypes(harness, model.text, kernel))
         p = Profile(kernel=kernel.name, mode="static", device=f"{target} (static)")
         p.registers = int(v["registers"])
         p.spill_bytes = int(v["spill_store_bytes"]) + int(v["spill_load_bytes"])
@@ -365,7 +366,8 @@ class TritonProfiler(StaticProfiler):
                           if isinstance(c, dict) and str(c.get("source", "")).startswith("harness"))
         p.extra.update({
             "constexprs": v.get("constexprs", {}), "num_warps": v["num_warps"], "num_stages": v["num_stages"],
-            "signature": v.get("signature", {}), "spill_store_bytes": v["spill_store_bytes"],
+            "signature": v.get("signature", {}), "pointer_sources": v.get("pointer_sources", {}),
+            "spill_store_bytes": v["spill_store_bytes"],
             "spill_load_bytes": v["spill_load_bytes"], "block_size_source": f"num_warps={v['num_warps']} x 32"
             + (f" ({src})" if (src := (v.get("option_sources") or {}).get("num_warps")) else ""),
             "compile": {"tool": "triton-aot", "triton_version": v.get("triton_version"), "ptxas": v.get("ptxas"),

@@ -8,7 +8,11 @@ imported there, never here).
 
 Signature rules (documented assumptions, recorded in the profile's ``extra["signature"]``):
 
-* pointer parameters (``Param.is_pointer``) -> ``"*fp32"`` (override per name with ``signature=``);
+* pointer parameters (``Param.is_pointer``), from the best source available: the dtype the kernel's harness
+  records for the tensor it passes (``recorded_pointers``: :func:`htam_core.harness.launch_values.recorded_pointer_dtypes`),
+  else the type the kernel's code shows (``used_pointers``: a loaded value used as an index or an integer,
+  :attr:`htam_core.source.analysis.facts.TritonFacts.pointer_types`, ``"*i64"``), else ``"*fp32"``; the request's
+  ``pointer_sources`` says which (``"harness"``, ``"use: ..."``, ``"guessed"``); ``signature=`` overrides per name;
 * a scalar whose default or launch-site argument is a float literal, or whose name is a usual
   float scalar (:data:`FLOAT_SCALAR_NAMES`) -> ``"fp32"``;
 * every other scalar -> ``"i32"``.
@@ -25,8 +29,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from htam_core.harness.launch_values import TRITON_POINTER_TYPES
 from htam_core.runtime.cache import CompileCache, content_key, package_version
 from htam_core.runtime.worker import run_in_worker
+from htam_core.source.analysis import analyze
 from htam_core.source.analysis.constants import python_constants
 from htam_core.source.analysis.constants import python_literal as _literal
 from htam_core.types.errors import ProfileError
@@ -45,7 +51,9 @@ def _is_float_literal(text: str | None) -> bool:
 
 def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
                   signature: dict[str, str] | None = None, text: str | None = None,
-                  recorded: dict[str, Any] | None = None, recorded_from: str = "harness") -> dict[str, Any]:
+                  recorded: dict[str, Any] | None = None, recorded_from: str = "harness",
+                  recorded_pointers: dict[str, str] | None = None,
+                  used_pointers: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
     """The AOT request for ``kernel`` (a :class:`htam_core.source.model.Kernel` of language triton).
 
     Args:
@@ -57,11 +65,16 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
         signature: user overrides of parameter types (``{"x_ptr": "*fp16"}``).
         text: the file's text; when given, a launch-site value that is a plain name bound to a
             literal in the launching function (``BLOCK_SIZE = 64``) resolves to that literal.
+        recorded_pointers: the torch dtype name the harness passes for each pointer parameter (``{"idx_ptr":
+            "int64"}``); they win over ``used_pointers``.
+        used_pointers: the Triton element type the kernel's code shows for a pointer parameter, and why
+            (``{"idx_ptr": ("int64", "a value loaded through it is used in an address, line 9")}``).
 
     Returns:
         ``{"signature", "constexprs", "num_warps", "num_stages", "sources", "runtime_args"}`` where
         ``sources`` says where each value came from and ``runtime_args`` holds the literal values of the
-        other scalar arguments at the launch site (for heuristics that read them).
+        other scalar arguments at the launch site (for heuristics that read them); ``pointer_sources`` says
+        where each pointer's element type came from.
     """
     site = kernel.launch_sites[0] if getattr(kernel, "launch_sites", None) else None
     config = dict(site.config) if site is not None else {}
@@ -94,13 +107,8 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
                 consts[p.name] = v
                 sources[p.name] = f"launch site line {site.line}" if site is not None else "launch site"
             continue
-        if p.is_pointer:
-            sig[p.name] = "*fp32"
-        elif (_is_float_literal(p.default) or p.name.lower() in FLOAT_SCALAR_NAMES
-              or (i < len(args) and _is_float_literal(args[i]))):
-            sig[p.name] = "fp32"
-        else:
-            sig[p.name] = "i32"
+        sig[p.name] = _param_type(p, args[i] if i < len(args) else None)
+    pointer_sources = _pointer_types(kernel, sig, recorded_pointers or {}, used_pointers or {})
     recorded = dict(recorded or {})
     options = {opt: recorded.pop(opt) for opt in ("num_warps", "num_stages") if opt in recorded}
     for k, v in recorded.items():
@@ -111,13 +119,70 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
         sources[k] = "user"
     for k, v in (signature or {}).items():
         sig[k] = v
+        if k in pointer_sources:
+            pointer_sources[k] = "user"
     out: dict[str, Any] = {"signature": sig, "constexprs": consts, "num_warps": None, "num_stages": None,
-                           "sources": sources, "runtime_args": runtime}
+                           "sources": sources, "runtime_args": runtime, "pointer_sources": pointer_sources}
     for opt in ("num_warps", "num_stages"):
         v = options.get(opt, value_of(config.get(opt)))
         if isinstance(v, int) and not isinstance(v, bool):
             out[opt] = v
     return out
+
+
+def _param_type(p: Any, arg: str | None) -> str:
+    """The first guess of a non-constexpr parameter's signature type (``arg``: the launch site's positional
+    argument for it): ``*fp32`` for a pointer (:func:`_pointer_types` refines it), ``fp32`` for a float scalar,
+    else ``i32``."""
+    if p.is_pointer:
+        return "*fp32"
+    if _is_float_literal(p.default) or p.name.lower() in FLOAT_SCALAR_NAMES or _is_float_literal(arg):
+        return "fp32"
+    return "i32"
+
+
+def _pointer_types(kernel: Any, sig: dict[str, str], recorded: dict[str, str],
+                   used: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """Set the element type of each pointer of ``sig`` from the harness (``recorded``, torch dtype names), else
+    from the code's use (``used``), else leave the ``*fp32`` guess; return where each came from."""
+    out: dict[str, str] = {}
+    for p in kernel.params:
+        if p.name not in sig or not p.is_pointer:
+            continue
+        if recorded.get(p.name) in TRITON_POINTER_TYPES:
+            sig[p.name] = "*" + TRITON_POINTER_TYPES[recorded[p.name]]
+            out[p.name] = "harness"
+        elif p.name in used and used[p.name][0] in TRITON_POINTER_TYPES:
+            sig[p.name] = "*" + TRITON_POINTER_TYPES[used[p.name][0]]
+            out[p.name] = f"use: {used[p.name][1]}"
+        else:
+            out[p.name] = "guessed"
+    return out
+
+
+def guessed_pointers_note(kernel_name: str, signature: dict[str, str], pointer_sources: dict[str, str],
+                          error: str) -> str | None:
+    """The one line that says a failed compile ran with pointer types no harness gave (named with their types),
+    or ``None`` when every pointer type came from the harness or the user, or Triton's ``error`` is no type error.
+
+    Args:
+        kernel_name: the kernel.
+        signature: the compile's signature (``{"x_ptr": "*fp32"}``).
+        pointer_sources: where each pointer's type came from (:func:`build_request`'s ``pointer_sources``).
+        error: Triton's error message.
+    """
+    guessed = [f"{n} {signature.get(n, '?')}" + (" (from its use)" if src.startswith("use:") else "")
+               for n, src in pointer_sources.items() if src == "guessed" or src.startswith("use:")]
+    if not guessed or not _TYPE_ERROR.search(error):
+        return None
+    why = " ".join(error.rsplit("^", 1)[-1].split())[:240]
+    return (f"Triton could not compile {kernel_name} with the pointer element types htam guessed "
+            f"({', '.join(guessed)}; no harness records the tensors' dtypes): {why}. A harness gives the real "
+            "types: an htam.toml table whose inputs name their dtype, or a __main__ that calls the launcher")
+
+
+#: Triton errors that a wrong pointer element type can cause.
+_TYPE_ERROR = re.compile(r"pointer<|invalid operands|incompatible|dtype|fp32|float32|fp16|int64|type", re.I)
 
 
 def target_arch(target: str) -> int:
@@ -191,20 +256,25 @@ def _label_sources(value: dict[str, Any], sources: dict[str, str]) -> None:
 def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", constexprs: dict[str, Any] | None = None,
                           signature: dict[str, str] | None = None, cache: CompileCache | None = None,
                           timeout_s: float = AOT_TIMEOUT_S, recorded: dict[str, Any] | None = None,
-                          recorded_from: str = "harness") -> dict[str, Any]:
+                          recorded_from: str = "harness",
+                          recorded_pointers: dict[str, str] | None = None) -> dict[str, Any]:
     """AOT-compile a Triton kernel of ``model`` and return :func:`triton_aot.compile_kernel`'s result.
 
     The file on disk is used when it holds ``model.text``; otherwise (an unsaved editor buffer) the
     text is written to a temporary copy, with the original directory on the worker's ``sys.path``.
-    The result carries ``"cached": True`` when it came from the cache.
+    The result carries ``"cached": True`` when it came from the cache, and ``"pointer_sources"`` (where each
+    pointer's element type came from: ``recorded_pointers``, the harness's dtypes, win over the kernel's use
+    of its loaded values, :attr:`~htam_core.source.analysis.facts.TritonFacts.pointer_types`).
 
     Raises:
         ProfileError: the model has neither a path nor text, or the compile failed (the message
-            carries Triton's error).
+            carries Triton's error, or, when a guessed pointer type may be the cause, says so in one line:
+            :func:`guessed_pointers_note`).
     """
     arch = target_arch(target)
     req = build_request(kernel, constexprs=constexprs, signature=signature, text=model.text, recorded=recorded,
-                        recorded_from=recorded_from)
+                        recorded_from=recorded_from, recorded_pointers=recorded_pointers,
+                        used_pointers=used_pointer_types(model, kernel))
     cache = cache if cache is not None else CompileCache()
     qualname = getattr(kernel, "qualified_name", None) or kernel.name  # "Ops.scale": reached from the module
     key = content_key(kind="triton-aot", text=model.text, path=str(model.path), kernel=qualname,
@@ -215,6 +285,7 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
     if hit is not None:
         _label_sources(hit, req["sources"])
         hit["cached"] = True
+        hit["pointer_sources"] = req["pointer_sources"]
         return hit
     path = Path(model.path) if model.path else None
     tmpdir = None
@@ -233,11 +304,32 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
                   "constexprs": req["constexprs"], "num_warps": req["num_warps"],
                   "num_stages": req["num_stages"], "arch": arch, "sys_path": sys_path,
                   "runtime_args": req["runtime_args"]}
-        value = _run_compile(kwargs, timeout_s)
+        value = _compile_or_note(kwargs, timeout_s, req)
     finally:
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)
     _label_sources(value, req["sources"])
     value["cached"] = False
     cache.put(key, value)
-    return value
+    return {**value, "pointer_sources": req["pointer_sources"]}
+
+
+def _compile_or_note(kwargs: dict[str, Any], timeout_s: float, req: dict[str, Any]) -> dict[str, Any]:
+    """:func:`_run_compile`, whose failure says so in one line when the pointer types were guessed."""
+    try:
+        return _run_compile(kwargs, timeout_s)
+    except ProfileError as exc:
+        note = guessed_pointers_note(kwargs["kernel"], req["signature"], req["pointer_sources"], exc.message)
+        if note is None:
+            raise
+        raise ProfileError(note) from exc
+
+
+def used_pointer_types(model: Any, kernel: Any) -> dict[str, tuple[str, str]]:
+    """``{param: (dtype, why)}`` for the pointers of Triton ``kernel`` whose element type its code shows (the
+    analysis layer's :attr:`~htam_core.source.analysis.facts.TritonFacts.pointer_types`); ``{}`` when the model
+    has no text or the analysis says nothing."""
+    if not getattr(model, "text", None) or getattr(kernel, "name_span", None) is None:
+        return {}
+    tf = analyze(model, kernel).triton
+    return {t.name: (t.dtype, f"{t.why}, line {t.line}") for t in (tf.pointer_types if tf is not None else ())}

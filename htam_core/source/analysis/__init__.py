@@ -48,6 +48,7 @@ from htam_core.source.analysis.facts import (
     TritonFacts,
     TritonLoop,
     TritonMemOp,
+    TritonPointerType,
     TritonReduction,
     stride_of,
     sym,
@@ -59,7 +60,7 @@ from htam_core.types.language import traits
 __all__ = [
     "BUILTINS", "DIMS", "Access", "Accumulator", "AtomicUpdate", "Barrier", "Bound", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
     "OnlineStat", "PointerAlias", "PointerFacts",
-    "ThreadIndex", "Transpose", "TransposeLoop", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp",
+    "ThreadIndex", "Transpose", "TransposeLoop", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp", "TritonPointerType",
     "TritonReduction", "analyze",
     "stride_of", "sym",
 ]

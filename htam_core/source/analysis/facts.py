@@ -708,6 +708,27 @@ class TritonBound:
 
 
 @dataclass(frozen=True)
+class TritonPointerType:
+    """The element type a Triton pointer parameter must have, read from how the values loaded through it are used
+    (:func:`htam_core.source.analysis.triton_types.pointer_types`): a value that takes part in an address, a loop
+    bound, a bitwise operation or an equality test with an integer, or that is cast to an integer type, or that is
+    stored through an integer pointer, is an integer, and a float pointer would not compile there.
+
+    Attributes:
+        name: the pointer parameter.
+        dtype: the Triton element type (``"int64"``: the width cannot be read from the use, int64 is PyTorch's
+            index type).
+        why: the use, one phrase (``"a value loaded through it is used in an address"``).
+        line: 1-based line of that use.
+    """
+
+    name: str
+    dtype: str
+    why: str
+    line: int
+
+
+@dataclass(frozen=True)
 class TritonLoop:
     """A Triton ``for`` loop's body at the name level (what loop fusion needs).
 
@@ -792,6 +813,8 @@ class TritonFacts:
         tile_params: the ``tl.constexpr`` parameters that size a tile, whatever their name: the ``end`` of a
             ``tl.arange(0, P)`` (inline ones included), or the step of a ``range``/``tl.range`` loop
             (``BLOCK_SIZE``, ``XBLOCK``, ``BS``), in parameter order.
+        pointer_types: the pointer parameters whose element type the use of their loaded values shows
+            (:class:`TritonPointerType`: integer index pointers), in parameter order; the others are not known.
     """
 
     axes: tuple[TritonAxis, ...] = ()
@@ -810,6 +833,7 @@ class TritonFacts:
     tensor_shapes: tuple[str, ...] = ()
     arange_dependents: tuple[str, ...] = ()
     tile_params: tuple[str, ...] = ()
+    pointer_types: tuple[TritonPointerType, ...] = ()
 
     def program_axes(self) -> tuple[int, ...]:
         """The ``tl.program_id`` axes used, sorted."""

@@ -11,6 +11,7 @@ defaults, and module-level constants. Vocabulary: ``triton.language``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import sympy
@@ -333,6 +334,7 @@ def _bindings_at(psrc: PythonSource, kernel: Kernel, call: Node) -> dict[str, in
 
 def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
     """The :class:`KernelFacts` of Triton ``kernel`` located in ``psrc``."""
+    from htam_core.source.analysis.triton_types import pointer_types  # it reads this module's helpers
     src = psrc.src
     sites = launch_calls(psrc, kernel)
     per_launch = [_bindings_at(psrc, kernel, c) for c, _ in sites]
@@ -392,7 +394,9 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
                      tensor_shapes=tuple(text(_positional(c)[0], src) for c in of_type(psrc.body, "call")
                                          if _short(psrc.callee(c)) in ("zeros", "full")
                                          and _is_tl(psrc.callee(c)) and _positional(c)),
-                     tile_params=_tile_params(psrc, kernel))
+                     tile_params=_tile_params(psrc, kernel),
+                     pointer_types=pointer_types(psrc, [p.name for p in kernel.params if p.is_pointer],
+                                                 pointer_resolver(psrc, kernel, assigns)))
     online = tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in loops for m, s in online_pairs(n, src))
     return KernelFacts(kernel.name, kernel.language, consts, tuple(lp for lp, _ in loops), (), tuple(pointers),
                        (), launches, tf, online_stats=online)
@@ -724,10 +728,12 @@ def _accumulators(psrc: PythonSource, loop: Node, loops: list[Node]) -> tuple[Ac
     return tuple(out)
 
 
-def _calls(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
-           ) -> tuple[tuple[TritonReduction, ...], tuple[TritonMemOp, ...], tuple[TritonDot, ...], tuple[str, ...]]:
+def pointer_resolver(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
+                     ) -> Callable[[Node | None], str | None]:
+    """The function that names the parameter an address expression is based on (``in_ptr + r * s + cols`` ->
+    ``"in_ptr"``), following the kernel's single-assignment locals (``row_ptr = in_ptr + r * s``; ``assigns``: the
+    plain assignments of the body by name), ``None`` when it is based on no parameter."""
     src = psrc.src
-    reds, mem, dots, maths = [], [], [], []
     params = {p.name for p in kernel.params}
     aliases: dict[str, str] = {}
     for name, nodes in assigns.items():
@@ -743,6 +749,15 @@ def _calls(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
                 break
             r = aliases[r]
         return r if r in params else None
+
+    return base
+
+
+def _calls(psrc: PythonSource, kernel: Kernel, assigns: dict[str, list[Node]]
+           ) -> tuple[tuple[TritonReduction, ...], tuple[TritonMemOp, ...], tuple[TritonDot, ...], tuple[str, ...]]:
+    src = psrc.src
+    reds, mem, dots, maths = [], [], [], []
+    base = pointer_resolver(psrc, kernel, assigns)
 
     def dtype(n: Node) -> str | None:
         tx = text(n, src)
