@@ -322,6 +322,10 @@ class Session:
         """Applied steps of the kernel, oldest first (a copy)."""
         return self.history_log.of(path, kernel_name)
 
+    def tried(self, path: str, kernel_name: str) -> list[AppliedStep]:
+        """The candidates ``htam optimize`` tried on copies of the kernel, not applied to it, oldest first."""
+        return self.history_log.tried(path, kernel_name)
+
     def _key_parts(self, path: str, kernel: Kernel) -> tuple[str, str, ProfileEntry | None, tuple[str, ...]]:
         fp = kernel_fingerprint(path, kernel.name)
         return fp, content_hash(kernel), self.profiles.entry(path, kernel.name), self.history_log.prefix(
