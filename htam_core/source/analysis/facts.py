@@ -838,6 +838,10 @@ class KernelFacts:
         stencils: the kernel's 1-D window read (:class:`Stencil`; CUDA only, at most one).
         stencil_refusal: when a pointer is read at neighbouring offsets but not as a :class:`Stencil`, one line
             saying what is not read (``""`` otherwise).
+        type_instantiations: each type template parameter of the kernel with the types its launches in the file
+            instantiate it with, sorted (``("scalar_t", ("__nv_bfloat16",))`` for a launch inside a dispatch
+            macro that declares ``using scalar_t = __nv_bfloat16;``; ``()`` when none is read):
+            :func:`~htam_core.source.analysis.instantiations.template_arguments`.
     """
 
     kernel: str
@@ -865,6 +869,7 @@ class KernelFacts:
     launch_free_dims: tuple[str, ...] = ()
     stencils: tuple[Stencil, ...] = ()
     stencil_refusal: str = ""
+    type_instantiations: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
