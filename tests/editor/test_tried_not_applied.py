@@ -8,12 +8,15 @@ does not hold it, until ``--apply`` writes the best kernel into the file and its
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 
 from htam_core.editor import ProfileView
 from htam_core.editor.history import History
+from htam_core.editor.memory import EditorMemory
 from htam_core.editor.render import hover_markdown
+from htam_core.editor.session import Session
 from htam_core.memory import Outcome, open_store
 from htam_core.memory.fingerprint import is_tried, kernel_fingerprint, kernel_of, tried_fingerprint
 from htam_core.source import parse_text
@@ -98,3 +101,19 @@ def test_hover_shows_tried_candidates_apart_from_the_last_steps(store, kernel_fi
     assert "**Last steps**" in last and "const __restrict__ pointers" in last
     assert "retune the block size" not in last and "vectorize" not in last
     assert "retune the block size" in tried and "vectorize loads (float4)" in tried
+
+
+def test_an_applied_auto_optimize_run_makes_its_lineage_the_files(tmp_path, kernel_file):
+    # the editor's auto-optimize: the best (candidate 2, made from candidate 1) was applied to the file
+    memory = EditorMemory()
+    memory.open(str(tmp_path / "e.sqlite3"))
+    tried = tried_fingerprint(kernel_fingerprint(kernel_file, "scale"))
+    uids = {i: memory.store.record([], STATE, step, NEUTRAL, tried, "static").uid
+            for i, step in ((1, "restrict_pointers"), (2, "cuda_block_size"), (3, "vectorize_loads"))}
+    session = SimpleNamespace(history_log=History(), memory=memory)
+    session.history_log.seed(memory.store.records(), memory.title)
+    assert session.history_log.prefix(str(kernel_file), "scale") == ()
+    Session.adopt_optimized(session, SimpleNamespace(recorded=uids, best_lineage=[1, 2]))
+    assert session.history_log.prefix(str(kernel_file), "scale") == ("restrict_pointers", "cuda_block_size")
+    assert [s.step for s in session.history_log.tried(str(kernel_file), "scale")] == ["vectorize_loads"]
+    memory.close()
