@@ -9,6 +9,9 @@ The kernels are written here for these tests.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import pytest
 
 from htam_core.optimize.loop import follows_in_static
@@ -98,6 +101,48 @@ void launch(const float* x, float* y, int n) {
 }
 """
 
+# a block scan through warp shuffles and the warps' totals in shared memory
+SCAN_SHUFFLE = """
+__global__ void block_scan_shfl(const float* in, float* out, int n) {
+    __shared__ float warp_sums[32];
+    int gid = blockIdx.x * blockDim.x + threadIdx.x;
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    float v = gid < n ? in[gid] : 0.f;
+    for (int o = 1; o < 32; o <<= 1) {
+        float t = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += t;
+    }
+    if (lane == 31) warp_sums[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        float w = lane < blockDim.x / 32 ? warp_sums[lane] : 0.f;
+        for (int o = 1; o < 32; o <<= 1) {
+            float t = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += t;
+        }
+        warp_sums[lane] = w;
+    }
+    __syncthreads();
+    if (warp > 0) v += warp_sums[warp - 1];
+    if (gid < n) out[gid] = v;
+}
+void run(const float* in, float* out, int n) { block_scan_shfl<<<(n + 511) / 512, 512>>>(in, out, n); }
+"""
+
+# a scan of each warp's 32 elements alone: its segment is the warp, whatever the block
+WARP_SCAN = """
+__global__ void warp_scan(const float* in, float* out, int n) {
+    int gid = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = gid < n ? in[gid] : 0.f;
+    for (int o = 1; o < 32; o <<= 1) {
+        float t = __shfl_up_sync(0xffffffffu, v, o);
+        if ((threadIdx.x & 31) >= o) v += t;
+    }
+    if (gid < n) out[gid] = v;
+}
+void run(const float* in, float* out, int n) { warp_scan<<<(n + 255) / 256, 256>>>(in, out, n); }
+"""
+
 ELEMENTWISE = """
 #define THREADS 512
 __global__ void saxpy(float a, const float* x, float* y, int n) {
@@ -169,7 +214,7 @@ def _propose(src: str):
 
 @pytest.mark.parametrize("src, block, combined", [
     (SCAN_MACRO, 512, "buf["), (SCAN_TEMPLATE, 256, "s[tid - d]"), (SCAN_INPLACE, 256, "t[lane - stride]"),
-    (BLOCK_MAX, 128, "red["),
+    (BLOCK_MAX, 128, "red["), (SCAN_SHUFFLE, 512, "warp_sums["),
 ])
 def test_block_size_is_not_offered_where_the_block_is_a_segment(src, block, combined):
     model, k, r = _propose(src)
@@ -179,7 +224,8 @@ def test_block_size_is_not_offered_where_the_block_is_a_segment(src, block, comb
     assert block_segment_results(analyze(model, k), "x", block) == r.reason
 
 
-@pytest.mark.parametrize("src, exact", [(ELEMENTWISE, True), (ATOMIC_SUM, False), (STENCIL, True)])
+@pytest.mark.parametrize("src, exact", [(ELEMENTWISE, True), (ATOMIC_SUM, False), (STENCIL, True),
+                                        (WARP_SCAN, True)])
 def test_block_size_is_offered_where_the_block_only_shares_the_work(src, exact):
     model, k, r = _propose(src)
     assert not isinstance(r, NotApplicable), r.reason
@@ -207,3 +253,14 @@ def test_numerics_of_a_combine_it_cannot_place_are_not_taken_as_equal():
     r = registry.propose("cuda.block_size", model, model.kernels[0])
     if not isinstance(r, NotApplicable):
         assert all(not follows_in_static("rules", None, c.changes_numerics, c.reorders_only) for c in r)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("name", ["SCAN_MACRO", "SCAN_TEMPLATE", "SCAN_INPLACE", "BLOCK_MAX", "SCAN_SHUFFLE",
+                                  "WARP_SCAN", "ELEMENTWISE", "ATOMIC_SUM", "STENCIL", "ROW_SUM_BCAST"])
+def test_the_kernels_are_valid_cuda(name, tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text("#include <cuda_runtime.h>\n#include <math.h>\n" + globals()[name])
+    res = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "k.o")],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
