@@ -208,5 +208,7 @@ async def _end(ls: HtamLanguageServer, od: OpenDocument, version0: int, text0: s
         res = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
             edit=we, label=f"HTAM auto-optimize {ending.reply['kernel']}"))
         ending = autooptimize.after_apply(ending, result, applied=bool(res.applied), failure=res.failure_reason)
+        if res.applied:  # the steps that made it are now the file's (its history and ranking prefix)
+            await asyncio.to_thread(ls.session.adopt_optimized, result)
     ls.show(ending.message, types.MessageType.Warning if ending.warning else types.MessageType.Info)
     return ending.reply

@@ -61,4 +61,4 @@ async def _markdown(ls: HtamLanguageServer, od: OpenDocument, kernel: Kernel, st
     harness = st.line if st is not None else (None if od.path else "not checked: the file is not saved")
     return render.hover_markdown(kernel, view, plan.actions[:1], s.history(path, kernel.name), ready=s.ready,
                                  engine=s.engine, stale_model=stale, memory_error=s.memory_error,
-                                 advice=plan.advice, harness=harness)
+                                 advice=plan.advice, harness=harness, tried=s.tried(path, kernel.name))

@@ -28,6 +28,7 @@ from pathlib import Path
 from htam_core.cli.errors import EXIT_IO, CLIError, UsageError, require_path
 from htam_core.memory import Store, default_store_path, open_store
 from htam_core.memory.export_file import ExportFileError, read_export
+from htam_core.memory.fingerprint import kernel_of
 from htam_core.memory.store import EXPORT_FORMAT, SCHEMA_VERSION, MemoryStoreError, check_movable, move_aside
 
 #: At most this many bad records are listed in an import error.
@@ -149,7 +150,7 @@ def _stats(store: Store, as_json: bool) -> int:
     measured = Counter(r.step for r in recs if r.outcome.measured or r.outcome.is_failure)  # judged: timed, or failed
     fails = sum(1 for r in recs if r.outcome.is_failure)
     info = {"path": str(store.path), "schema": SCHEMA_VERSION, "kb_version": store.kb.version,
-            "records": len(recs), "kernels": len({r.fingerprint for r in recs}),
+            "records": len(recs), "kernels": len({kernel_of(r.fingerprint) for r in recs}),
             "devices": sorted({r.device for r in recs}), "failures": fails,
             "last_write": max((r.time for r in recs), default=None),
             "directions": dict(by_dir.most_common()),

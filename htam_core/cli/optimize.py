@@ -117,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
     if was_interrupted():  # Ctrl-C: the report so far is written; the boundary says "interrupted" (exit 130)
         return EXIT_INTERRUPTED
     applied, apply_line = _apply(args, result, before)
+    if applied and (why := _adopt_applied(args, result)):
+        result.warnings.append(why)
     if args.json:
         print(json.dumps({**result.to_json(), "applied": applied}, indent=2, default=str))
     else:
@@ -166,6 +168,24 @@ def _read_only_fs(path: Path) -> bool:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
     except OSError:
         return False
+def _adopt_applied(args: argparse.Namespace, result: OptimizeResult) -> str | None:
+    """After ``--apply`` wrote the best kernel into the file: make the memory records of the steps that made it
+    (:attr:`OptimizeResult.best_lineage`, recorded under the kernel's tried id) steps of the file's own history
+    (:meth:`~htam_core.memory.store.Store.adopt`), so the editor's "Last steps" and ranking prefix hold them; the
+    other candidates stay tried only. Returns a one-line note when the memory cannot be written, else ``None``."""
+    uids = [result.recorded[i] for i in result.best_lineage if i in result.recorded]
+    if not uids:
+        return None
+    # imported here, like the optimizer itself: `htam --help` and the other commands start without the memory code
+    from htam_core.memory.store import open_store
+
+    try:
+        open_store(args.memory).adopt(uids)
+    except Exception as exc:  # the file is written; a memory problem must not turn that into a failure
+        return f"the applied steps could not be marked as the file's in the memory: {exc}"
+    return None
+
+
 def _apply(args: argparse.Namespace, result: OptimizeResult, before: bytes) -> tuple[bool, str | None]:
     """Write the best kernel into the user's file when ``--apply`` allows it; ``(written, one line)``.
 

@@ -3,7 +3,10 @@
 A kernel's identity is its :func:`htam_core.memory.fingerprint.kernel_fingerprint` (file path relative to the
 project root, and kernel name), so that it survives the edits it records and a move of the project; steps recorded
 under the older absolute-path id of the same file are found too (:func:`fingerprint_aliases`). The history is the
-ranker's prefix (the steps applied so far) and the hover's "Last steps".
+ranker's prefix (the steps applied so far) and the hover's "Last steps". Those are the steps applied to the file
+(by a code action, or written into it by ``htam optimize --apply``): the candidates an ``htam optimize`` run tried on
+copies (recorded under the kernel's tried id, :func:`~htam_core.memory.fingerprint.tried_fingerprint`) are kept
+apart (:meth:`History.tried`): the memory learns from them, the file's history does not hold them.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from htam_core.memory.fingerprint import fingerprint_aliases, kernel_fingerprint
+from htam_core.memory.fingerprint import fingerprint_aliases, is_tried, kernel_fingerprint, kernel_of
 
 __all__ = ["AppliedStep", "History"]
 
@@ -38,23 +41,27 @@ class AppliedStep:
 
 
 class History:
-    """Applied steps per kernel fingerprint, oldest first. Thread safe."""
+    """Applied steps per kernel fingerprint, oldest first, and apart from them the candidates ``htam optimize``
+    tried on copies of the kernel. Thread safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._steps: dict[str, list[AppliedStep]] = {}
+        self._tried: dict[str, list[AppliedStep]] = {}
         #: increases whenever a step is added (part of the ranking key)
         self.revision = 0
 
     def seed(self, records: Iterable[Any], title_of: Any) -> None:
         """Replace the history with the memory store's ``records`` (``Record`` objects); ``title_of(step id)``
-        gives the display title."""
+        gives the display title. A record under a tried id goes to :meth:`tried`, not to the history."""
         steps: dict[str, list[AppliedStep]] = {}
+        tried: dict[str, list[AppliedStep]] = {}
         for r in records:
-            steps.setdefault(r.fingerprint, []).append(AppliedStep(r.step, r.direction, title_of(r.step), r.time,
-                                                                   r.outcome))
+            into = tried if is_tried(r.fingerprint) else steps  # a candidate of htam optimize is not the file's
+            into.setdefault(kernel_of(r.fingerprint), []).append(AppliedStep(r.step, r.direction, title_of(r.step),
+                                                                             r.time, r.outcome))
         with self._lock:
-            self._steps = steps
+            self._steps, self._tried = steps, tried
             self.revision += 1
 
     def of(self, path: str, kernel_name: str) -> list[AppliedStep]:
@@ -64,6 +71,13 @@ class History:
 
     def _of(self, path: str, kernel_name: str) -> list[AppliedStep]:
         found = [s for fp in fingerprint_aliases(path, kernel_name) for s in self._steps.get(fp, [])]
+        return sorted(found, key=lambda s: s.time)
+
+    def tried(self, path: str, kernel_name: str) -> list[AppliedStep]:
+        """The candidates ``htam optimize`` tried on copies of the kernel and did not write into its file, oldest
+        first (a copy): neither its history nor its ranking prefix."""
+        with self._lock:
+            found = [s for fp in fingerprint_aliases(path, kernel_name) for s in self._tried.get(fp, [])]
         return sorted(found, key=lambda s: s.time)
 
     def prefix(self, path: str, kernel_name: str) -> tuple[str, ...]:

@@ -90,6 +90,20 @@ class EditorMemory:
                     self.error = f"could not record the step in {self.store.path}: {exc}"
             self.revision += 1
 
+    def adopt(self, uids: list[str]) -> list[Any]:
+        """Make the records ``uids`` of an ``htam optimize`` run steps of their kernel's file
+        (:meth:`~htam_core.memory.store.Store.adopt`: its best was applied to the file); returns the stored records
+        (to seed the history again). A store failure is kept in :attr:`error`, never raised."""
+        with self.lock:
+            if self.store is None:
+                return []
+            try:
+                self.store.adopt(uids)
+            except Exception as exc:  # noqa: BLE001 - a store failure is reported, not raised
+                self.error = f"could not mark the applied steps in {self.store.path}: {exc}"
+            self.revision += 1
+            return list(self.store.records())
+
     def close(self) -> None:
         """Close the store."""
         with self.lock:

@@ -177,11 +177,13 @@ def advice_lines(advice: list[tuple[Any, Any]], engine: str) -> list[str]:
 
 def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history: list[AppliedStep], *,
                    ready: bool, engine: str, stale_model: bool = False, memory_error: str | None = None,
-                   advice: list[tuple[Any, Any]] | None = None, harness: str | None = None) -> str:
+                   advice: list[tuple[Any, Any]] | None = None, harness: str | None = None,
+                   tried: list[AppliedStep] | None = None) -> str:
     """The hover of one kernel: where its harness came from (``harness``: one line, or ``None`` while the
     helper process is still finding it), profile, recommended next step (``steps[0]``: the first code action),
     advice (``(RankedStep, Verdict)`` pairs of strategies with no mechanical transform, see
-    :func:`advice_lines`), last steps."""
+    :func:`advice_lines`), last steps (``history``: the steps applied to the file), and apart from them the
+    candidates ``htam optimize`` tried on copies and did not apply (``tried``)."""
     kind = _LANG.get(kernel.language, kernel.language)
     head = f"### HTAM · `{kernel.name}` — {kind}, lines {kernel.start_line}–{kernel.end_line}"
     out = [head, ""]
@@ -216,6 +218,9 @@ def hover_markdown(kernel: Kernel, view: ProfileView, steps: list[Any], history:
         out += ["", "**Last steps**", ""]
         for a in history[-5:][::-1]:
             out.append(f"- {a.title} — {outcome_text(a)} ({_ago(a.time)})")
+    if tried:
+        out += ["", "**Tried by htam optimize, not applied**", ""]
+        out += [f"- {a.title} — {outcome_text(a)} ({_ago(a.time)})" for a in tried[-3:][::-1]]
     return "\n".join(out)
 
 

@@ -322,6 +322,18 @@ class Session:
         """Applied steps of the kernel, oldest first (a copy)."""
         return self.history_log.of(path, kernel_name)
 
+    def adopt_optimized(self, result: Any) -> None:
+        """After the best kernel of an auto-optimize run (an :class:`~htam_core.optimize.OptimizeResult`) was
+        applied to its file: the records of the steps that made it become the file's steps (in the store and in
+        the history, seeded again from the store), the run's other candidates stay tried only (blocking)."""
+        uids = [result.recorded[i] for i in result.best_lineage if i in result.recorded]
+        if uids:
+            self.history_log.seed(self.memory.adopt(uids), self.memory.title)
+
+    def tried(self, path: str, kernel_name: str) -> list[AppliedStep]:
+        """The candidates ``htam optimize`` tried on copies of the kernel, not applied to it, oldest first."""
+        return self.history_log.tried(path, kernel_name)
+
     def _key_parts(self, path: str, kernel: Kernel) -> tuple[str, str, ProfileEntry | None, tuple[str, ...]]:
         fp = kernel_fingerprint(path, kernel.name)
         return fp, content_hash(kernel), self.profiles.entry(path, kernel.name), self.history_log.prefix(

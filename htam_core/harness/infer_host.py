@@ -44,7 +44,8 @@ from htam_core.source.cuda import _enclosing_function as enclosing_function  # t
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.workspace import launcher_files
 
-__all__ = ["PROGRAM_SUFFIXES", "HostProgram", "host_programs", "infer_cuda", "infer_from_program", "python_launchers"]
+__all__ = ["PROGRAM_SUFFIXES", "HostProgram", "host_programs", "infer_cuda", "infer_from_program", "own_binding",
+           "python_launchers"]
 
 #: files that can hold the ``main()`` of a CUDA program
 PROGRAM_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
@@ -164,6 +165,18 @@ def python_launchers(model: SourceModel, kernel: Kernel) -> list[Path]:
     return out
 
 
+def own_binding(model: SourceModel, kernel: Kernel) -> str | None:
+    """``"its PYBIND11_MODULE binding of bias_add"`` when the kernel's own file binds a host function of the file
+    that launches the kernel (:func:`wrappers`) for Python (``PYBIND11_MODULE``, ``TORCH_LIBRARY``,
+    ``TORCH_LIBRARY_IMPL``): the kernel is run from Python through that binding, not by a program; else ``None``."""
+    names = wrappers(model, kernel)
+    for m in re.finditer(r"\b(PYBIND11_MODULE|TORCH_LIBRARY(?:_IMPL)?)\s*\(", model.text):
+        named = [w for w in names if re.search(rf"\b{re.escape(w)}\b", model.text[m.end():])]
+        if named:
+            return f"its {m.group(1)} binding of {named[0]}"
+    return None
+
+
 def _relabel(message: str, own: Path, parts: list[tuple[Path, int]]) -> str:
     """``message`` with the unit's lines that lie in an appended file written as that file's own: ``parts`` holds
     each appended file with the unit's line its text starts on (``vectorAdd.cu:57`` -> ``main.cu:12``, ``line 57``
@@ -212,9 +225,10 @@ def infer_from_program(path: str | Path, kernel_name: str, model: SourceModel | 
         raise HarnessError(f"{p.name}: no kernel {kernel_name!r}", missing=True) from None
     programs = host_programs(model, kernel)
     if not programs:
-        py = python_launchers(model, kernel)
-        if py:
-            names = ", ".join(sorted({q.name for q in py}, key=lambda n: (not n.endswith(".py"), n)))
+        py, own = python_launchers(model, kernel), own_binding(model, kernel)
+        if py or own:
+            names = ", ".join(([f"{p.name} ({own})"] if own else []) +
+                              sorted({q.name for q in py} - {p.name}, key=lambda n: (not n.endswith(".py"), n)))
             raise HarnessError(f"{kernel_name} is run from {names}, which htam does not run as a program; describe "
                                f"the call in a [kernel.{kernel_name}] table of htam.toml (inputs, sizes, launcher or "
                                "grid/block)", missing=True)

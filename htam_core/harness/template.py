@@ -24,7 +24,7 @@ from htam_core.harness.template_cuda import (
     launcher_template,
     py_expr,
 )
-from htam_core.source.analysis import sym
+from htam_core.source.analysis import analyze, sym
 from htam_core.source.model import Kernel, LaunchSite, Param, SourceModel
 from htam_core.source.workspace import WorkspaceLaunch, find_launches
 from htam_core.types.language import traits
@@ -34,6 +34,7 @@ _C_DTYPES = {
     "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "int": "int32", "int32_t": "int32",
     "unsigned": "int32", "int64_t": "int64", "long": "int64", "size_t": "int64", "int8_t": "int8",
     "uint8_t": "uint8", "char": "int8", "bool": "bool", "float4": "float32",
+    "at::Half": "float16", "c10::Half": "float16", "at::BFloat16": "bfloat16", "c10::BFloat16": "bfloat16",
 }
 _SIZE_NAMES = {"n", "numel", "n_elements", "size", "len", "length", "count", "total"}
 _MNK = ("M", "N", "K")
@@ -232,6 +233,8 @@ class _Direct:
     size_of: dict[str, str] = field(default_factory=dict)
     #: each pointer's shape read from its indices (size symbols), or why it was not read
     derived: dict[str, list[str] | str] = field(default_factory=dict)
+    #: each pointer whose element type is a template parameter: its dtype and the note (:func:`_template_dtypes`)
+    elem: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def write_template(model: SourceModel, kernel: Kernel) -> str:
@@ -318,6 +321,7 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
     d = _Direct()
     lang = traits(kernel.language)
     d.derived = _derived_shapes(model, kernel, d.size_of, symbols) if lang.c_types else {}
+    d.elem = _template_dtypes(model, kernel) if lang.c_types else {}
     args, kwargs, inputs, outputs, size_of = d.args, d.kwargs, d.inputs, d.outputs, d.size_of
     site = kernel.launch_sites[0] if kernel.launch_sites else None
     scalar_syms = {_size_symbol(p.name, {}) for p in kernel.params
@@ -356,7 +360,7 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
             if p.written:
                 outputs.append(p.name)
             shapes_of[p.name], entry = _tensor_entry(p, kernel, next(shapes, None), strided, symbols,
-                                                     derived)
+                                                     derived, d.elem.get(p.name))
             inputs.append(entry)
         elif "stride" in p.name:
             pending.append((len(inputs), p.name, _c_dtype(p) if lang.c_types else "int32"))
@@ -388,14 +392,41 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
     return d
 
 
+def _template_dtypes(model: SourceModel, kernel: Kernel) -> dict[str, tuple[str, str]]:
+    """For each pointer parameter whose element type is a type template parameter of the kernel (``const
+    scalar_t *x``): its dtype and the note for the template line, from the types the analysis reads its launches
+    instantiating the parameter with (:attr:`~htam_core.source.analysis.KernelFacts.type_instantiations`:
+    ``k<float>``, a dispatch macro's ``using scalar_t = __nv_bfloat16;``). One type htam knows gives its dtype;
+    several give one of them (float32 when it is one) marked ``TODO``, none a float32 guess marked ``TODO``."""
+    facts = analyze(model, kernel)
+    inst = dict(facts.type_instantiations)
+    out: dict[str, tuple[str, str]] = {}
+    for pf in facts.pointers:
+        t = pf.element_type
+        if t not in inst:
+            continue
+        known = sorted(((c, _C_DTYPES[c]) for c in inst[t] if c in _C_DTYPES), key=lambda k: k[1] != "float32")
+        if len(inst[t]) == 1 and known:
+            out[pf.name] = (known[0][1], f"element type {t} = {known[0][0]} at its launch")
+        elif known:
+            out[pf.name] = (known[0][1], f"TODO: element type: {t} is a template type launched with "
+                                         f"{', '.join(inst[t])}: set the dtype of the instantiation to run")
+        else:
+            out[pf.name] = ("float32", f"TODO: element type guessed ({t} is a template type"
+                                       + (f" launched with {', '.join(inst[t])})" if inst[t] else ")"))
+    return out
+
+
 def _tensor_entry(p: Param, kernel: Kernel, shape: list[str] | None, strided: bool,
-                  symbols: dict[str, int], derived: list[str] | str | None = None) -> tuple[list[str], str]:
+                  symbols: dict[str, int], derived: list[str] | str | None = None,
+                  elem: tuple[str, str] | None = None) -> tuple[list[str], str]:
     """The shape and the ``inputs`` entry of the tensor parameter ``p``: the shape its indices walk when
     ``derived`` gives it (:func:`_derived_shapes`), else guessed: ``shape`` when the size parameters gave one
     (``M x K``, ``K x N``, ``M x N``), a row-major ``M x N`` matrix when its address adds a stride, else a vector
     of ``N``, the comment saying why the indices did not give it (``derived`` as a reason). dtype from its C type
-    (``float32`` for Triton), ``empty`` when the kernel writes it."""
-    dtype = _c_dtype(p) if traits(kernel.language).c_types else "float32"
+    (``float32`` for Triton; ``elem``: the dtype and note of a template element type, :func:`_template_dtypes`),
+    ``empty`` when the kernel writes it."""
+    dtype = elem[0] if elem else _c_dtype(p) if traits(kernel.language).c_types else "float32"
     init = "empty" if p.written else "randn"
     why = "guessed shape" + (f" ({derived})" if isinstance(derived, str) else "")
     if isinstance(derived, list):
@@ -407,7 +438,7 @@ def _tensor_entry(p: Param, kernel: Kernel, shape: list[str] | None, strided: bo
     if shape is None:
         symbols.setdefault("N", 1024 if strided else 1 << 20)
         shape = ["N"]
-    note = f"  # {why}" + ('; init = "zeros" if the kernel also reads it (+=, beta * C)' if p.written else "")
+    note = f"  # {why}" + (f"; {elem[1]}" if elem else "") + ('; init = "zeros" if the kernel also reads it (+=, beta * C)' if p.written else "")
     return shape, (f"  {{ name = {_toml_str(p.name)}, shape = [{', '.join(_toml_str(dim) for dim in shape)}], "
                    f"dtype = {_toml_str(dtype)}, init = {_toml_str(init)} }},{note}")
 

@@ -8,6 +8,11 @@ where the project sits on disk, so a project that is moved, cloned a second time
 keeps its memory, and two checkouts of one project replay a measured table to the same figures. Records made before this rule (the hash of the file's absolute real
 path) are still matched: :func:`fingerprint_aliases` gives both ids of a file, and the lookups by kernel accept
 either (no schema change: the ``fingerprint`` column was and stays an opaque id).
+
+A step ``htam optimize`` tried on a copy of the kernel is recorded under the kernel's *tried* id
+(:func:`tried_fingerprint`: the kernel's id with :data:`TRIED_MARK` after it): the memory learns from it like from
+any record (the ranker reads both ids as the one kernel, :func:`kernel_of`), but it is not a step of the file's own
+history (the hover's "Last steps", the prefix its ranking is conditioned on) until ``--apply`` writes it into the file.
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["ROOT_MARKERS", "fingerprint_aliases", "kernel_fingerprint", "kernel_key", "legacy_kernel_fingerprint",
+__all__ = ["ROOT_MARKERS", "TRIED_MARK", "fingerprint_aliases", "is_tried", "kernel_of", "tried_fingerprint", "kernel_fingerprint", "kernel_key", "legacy_kernel_fingerprint",
            "project_identity", "project_root"]
 
 #: Names whose presence makes a folder a project root (a version-control checkout, a workspace store, a
 #: project configuration), looked for from the file's folder upward; the nearest one wins.
 ROOT_MARKERS = (".git", ".hg", ".svn", ".htam", "htam.toml")
+#: What follows a kernel's id in the records of the candidates ``htam optimize`` tried on copies of it.
+TRIED_MARK = "+tried"
 
 
 def _hash(text: str) -> str:
@@ -110,8 +117,9 @@ def kernel_fingerprint(path: str | os.PathLike[str] | None, kernel_name: str) ->
     """A stable id of one kernel in one file (16 hex digits): the hash of :func:`kernel_key`.
 
     It survives edits of the kernel's body, so every step applied to the kernel, from the editor or from
-    ``htam optimize`` (whose candidates are written elsewhere but carry the user's file path), lands under one
-    id: the history of applied steps and the memory's "on N kernels" evidence count the same thing. It survives
+    ``htam optimize --apply``, lands under one id, and the candidates ``htam optimize`` tried on copies (written
+    elsewhere, but carrying the user's file path) under its :func:`tried_fingerprint`: the history of applied
+    steps holds the former, and the memory's "on N kernels" evidence counts both as one kernel (:func:`kernel_of`). It survives
     moving the project too (the path is relative to the project root, :func:`project_root`, and the project is
     named by :func:`project_identity`).
 
@@ -135,3 +143,21 @@ def fingerprint_aliases(path: str | os.PathLike[str] | None, kernel_name: str) -
     new = kernel_fingerprint(path, kernel_name)
     old = legacy_kernel_fingerprint(path, kernel_name)
     return (new,) if old == new else (new, old)
+
+
+def tried_fingerprint(fingerprint: str) -> str:
+    """The id of a step ``htam optimize`` tried on a copy of the kernel ``fingerprint`` (a
+    :func:`kernel_fingerprint`) and did not write into its file: the memory learns from the record, the file's
+    history does not hold it. Idempotent."""
+    return fingerprint if is_tried(fingerprint) else fingerprint + TRIED_MARK
+
+
+def is_tried(fingerprint: str) -> bool:
+    """The record id ``fingerprint`` is a :func:`tried_fingerprint`: a candidate, not a step of the file."""
+    return fingerprint.endswith(TRIED_MARK)
+
+
+def kernel_of(fingerprint: str) -> str:
+    """The kernel's id of a record id: ``fingerprint`` without the :data:`TRIED_MARK` of a tried candidate (the
+    ranker's per-kernel evidence counts both as the same kernel)."""
+    return fingerprint.removesuffix(TRIED_MARK)

@@ -63,6 +63,7 @@ from htam_core.memory.features import (
     unit_rows,
     with_structure,
 )
+from htam_core.memory.fingerprint import kernel_of
 from htam_core.memory.knowledge import KnowledgeBase, Strategy
 from htam_core.memory.records import Outcome, Record, value_of
 from htam_core.memory.store import Store, gpu_model
@@ -247,6 +248,7 @@ class _Memory:
         prefixes = json.loads("[" + ",".join(r[1] for r in rows) + "]")  # one decode call for all rows
         for row, full_prefix in zip(rows, prefixes, strict=True):
             _uid, _pj, step_id, direction, sp, correct, measured, status, fp, gpu, vkey = row[:11]
+            fp = kernel_of(fp)  # a candidate htam optimize tried is evidence of its kernel too
             pre = full_prefix[-k:]
             ids = [self.s_index.get(p, -1) for p in pre]
             dids = [kb_dir.get(p, -1) for p in pre]

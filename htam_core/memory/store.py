@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from htam_core.memory.features import bottleneck_of_state
+from htam_core.memory.fingerprint import TRIED_MARK
 from htam_core.memory.knowledge import KnowledgeBase, load_knowledge
 from htam_core.memory.records import Outcome, Record, Stats, outcome_value
 
@@ -805,6 +806,26 @@ class Store:
 
     def _direction_of(self, strategy_id: str) -> str:
         return self.kb.strategy(strategy_id).direction if self.kb.has_strategy(strategy_id) else "?"
+
+    def adopt(self, uids: Sequence[str]) -> int:
+        """Make the records ``uids`` (candidates ``htam optimize`` recorded under a kernel's tried id,
+        :func:`~htam_core.memory.fingerprint.tried_fingerprint`) steps of the kernel's file: their id loses the
+        tried mark, so the file's history (the hover's "Last steps", the prefix of its ranking) holds them, as
+        after ``htam optimize --apply`` wrote them into the file. The statistics do not change (the records were
+        learned from already). Returns how many records changed; a uid not in this store's file is skipped.
+
+        Raises:
+            MemoryStoreError: the file cannot be written now (see :meth:`record`).
+        """
+        if not uids:
+            return 0
+        n = len(TRIED_MARK)
+        with self.dbs[0].write() as conn:
+            cur = conn.execute(
+                f"UPDATE records SET fingerprint = substr(fingerprint, 1, length(fingerprint) - {n}) "
+                f"WHERE fingerprint LIKE ? AND uid IN ({', '.join('?' * len(uids))})",
+                ("%" + TRIED_MARK, *uids))
+            return cur.rowcount
 
     def _insert(self, conn: sqlite3.Connection, rec: Record, cache: _StatsCache | None = None) -> None:
         """Insert ``rec`` and add it to the statistics (inside the caller's transaction; ``cache``: see

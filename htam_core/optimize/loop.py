@@ -52,7 +52,7 @@ from htam_core.memory import (
     state_from_profile,
     state_of_kernel,
 )
-from htam_core.memory.fingerprint import kernel_fingerprint
+from htam_core.memory.fingerprint import kernel_fingerprint, tried_fingerprint
 from htam_core.memory.outcome import outcome_of, status_of
 from htam_core.memory.records import ENDPOINT_FAULT, NOT_LEARNED
 from htam_core.memory.variants import variant_key
@@ -210,6 +210,8 @@ class _Loop:
         self.max_faults = 1  # consecutive LLM endpoint faults before the loop stops asking (set from the LLM config)
         self.generator = self._generator()
         self.fingerprint = kernel_fingerprint(self.path, self.kernel.name)
+        #: the memory uid of each candidate recorded, by candidate index (under the kernel's tried id)
+        self.recorded: dict[int, str] = {}
         self.steps: list[StepRecord] = []
         self.tried: set[str] = {_text_hash(self.start_text)}
         #: other workspace files as the steps that led to a kernel version left them (its launcher), by the
@@ -797,7 +799,10 @@ class _Loop:
                variant: str | None = None) -> None:
         """Write one outcome into the memory (a failure becomes a warning, never the loss of the run)."""
         try:
-            self.ranker.record(list(prefix), state, strategy, outcome, self.fingerprint, device, variant)
+            stored = self.ranker.record(list(prefix), state, strategy, outcome, tried_fingerprint(self.fingerprint),
+                                        device, variant)
+            if stored is not None:
+                self.recorded[index] = stored.uid  # --apply makes it a step of the file (adopt_applied)
             self.ranker.refresh()
         except Exception as exc:  # a memory problem must not lose the optimization
             self.warnings.append(f"could not record step {index} in the memory: {exc}")
@@ -822,7 +827,9 @@ def run_optimize(task: OptimizeTask, *, on_progress: Callable[[ProgressEvent], N
     """
     loop = _Loop(task, on_progress, cancel)
     try:
-        return loop.run()
+        result = loop.run()
+        result.recorded = dict(loop.recorded)
+        return result
     finally:
         if loop.counters is not None:
             loop.counters.stop()

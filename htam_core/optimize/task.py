@@ -257,6 +257,9 @@ class OptimizeResult:
             (:func:`lineage`); ``[]`` when the best is the start.
         phases: where the run's time went (:mod:`htam_core.optimize.phases`: seconds per phase, the worker
             starts, the Nsight Compute stage's runs and cache hits, the wall time), or ``None``.
+        recorded: the memory uid of each candidate the run recorded, by candidate index (under the kernel's tried
+            id, :func:`~htam_core.memory.fingerprint.tried_fingerprint`); ``--apply`` makes those of
+            ``best_lineage`` steps of the file (:meth:`~htam_core.memory.store.Store.adopt`).
     """
 
     best_text: str
@@ -286,6 +289,7 @@ class OptimizeResult:
     phases: dict[str, Any] | None = None
     launcher_paths: list[Path] = field(default_factory=list)
     best_copy: Path | None = None
+    recorded: dict[int, str] = field(default_factory=dict)
 
     def apply_refusal(self) -> str | None:
         """Why the best kernel must not be written into the user's file, or ``None`` when it may.

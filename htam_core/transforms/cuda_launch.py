@@ -13,10 +13,12 @@ launch-statistics and occupancy rules.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 
 from htam_core.source.analysis import nodes as _ts  # the node queries of the analysis layer
 from htam_core.source.analysis.constants import literal_value
+from htam_core.source.analysis.contracts import block_segment_results, block_size_numerics
 from htam_core.source.analysis.launch import launch_calls, reads_block_dim
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.unit import SiteLaunch
@@ -223,9 +225,7 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
         return f"{unit.kernel.name} has no launch site in this file"
     edits: dict[tuple[int, int], TextEdit] = {}
     touched: set[str] = set()
-    total_new = 1
-    for v in new_dims:
-        total_new *= v
+    total_new = math.prod(new_dims)
     for launch in unit.launches:
         dims = unit.block_dims(launch)
         if dims is None:
@@ -242,6 +242,8 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
                 continue
             if c.value <= 1:
                 return f"block dimension {DIMS[d]} is {c.value}; retuning it would change the work mapping"
+            if why := block_segment_results(unit.facts, DIMS[d], c.value):
+                return why  # the block is a segment: the results are the block size's
             e = unit.const_edit(c, new)
             if e is None:
                 return f"block dimension {DIMS[d]} ({unit.t(dim.expr)}) is computed; cannot rewrite it"
@@ -338,6 +340,19 @@ def _input_note(expr: str) -> str:
     return ""
 
 
+def _with_numerics(unit: CudaUnit, current: tuple[int, ...], cand: Candidate) -> Candidate:
+    """``cand`` (a new block size for a kernel launched with ``current``) marked with how its results may differ
+    (:func:`~htam_core.source.analysis.contracts.block_size_numerics` over each block dimension over one thread):
+    a kernel whose threads combine each other's values gets ``changes_numerics``, with ``reorders_only`` where the
+    combination is shown to be the same terms in another order, so a static run follows only a change it can show
+    equal. Idea source: the CUDA C++ Programming Guide's note that float addition is not associative."""
+    kinds = {block_size_numerics(unit.facts, DIMS[d], v) for d, v in enumerate(current) if v > 1}
+    if kinds - {"exact"}:
+        cand.changes_numerics = True
+        cand.reorders_only = "unknown" not in kinds
+    return cand
+
+
 @register
 class CudaBlockSize(CudaTransform):
     """Retune threads per block at the launch site, keeping the grid consistent."""
@@ -400,15 +415,13 @@ class CudaBlockSize(CudaTransform):
             grid_words = ("the grid is recomputed from the same block size" if not held else
                           f"the grid ({', '.join(dict.fromkeys(held))}) is kept: its grid-stride loops cover every "
                           "element with any grid and block")
-            out.append(
-                self.candidate(
-                    model,
-                    f"launch {kernel.name} with {label} threads per block (was {'x'.join(map(str, current))}); "
-                    + grid_words,
-                    {"block": list(shape), "previous_block": list(current)},
-                    edits,
-                )
-            )
+            out.append(_with_numerics(unit, current, self.candidate(
+                model,
+                f"launch {kernel.name} with {label} threads per block (was {'x'.join(map(str, current))}); "
+                + grid_words,
+                {"block": list(shape), "previous_block": list(current)},
+                edits,
+            )))
         if not out:
             return self.not_applicable(reasons[0] if reasons else "no other block size to try")
         return out

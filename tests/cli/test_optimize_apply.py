@@ -163,3 +163,28 @@ def test_apply_refuses_when_the_file_changed_during_the_run(tmp_path: Path, caps
         f"htam: --apply: not written: {src} changed on disk during the run, so it was not overwritten (the best "
         f"kernel is in {tmp_path / 'out' / 'best.py'})"]
     assert src.read_bytes() == edited  # the user's edit is kept
+
+
+def test_apply_makes_only_the_written_steps_the_files_history(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # every candidate is learned from (recorded under the kernel's tried id); --apply-unverified writes the best,
+    # and the steps that made it, only those, become steps of the file (its hover's "Last steps")
+    from htam_core.memory import open_store  # noqa: PLC0415 - only this test reads the store
+    from htam_core.memory.fingerprint import is_tried  # noqa: PLC0415
+
+    src = copy_example(tmp_path / "src")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert _optimize(src, plain, "--static", "--budget", "2") == 0  # no --apply: the file has no new step
+    with open_store(plain / "mem.sqlite3") as store:
+        assert [is_tried(r.fingerprint) for r in store.records()] == [True, True]
+    assert _optimize(src, tmp_path, "--static", "--budget", "2", "--apply-unverified") == 0
+    capsys.readouterr()
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    by_index = {s["index"]: s["strategy"] for s in data["steps"]}
+    with open_store(tmp_path / "mem.sqlite3") as store:
+        recs = list(store.records())
+    assert len(recs) == len(data["steps"]) == 2
+    assert data["best_lineage"]
+    assert [r.step for r in recs if not is_tried(r.fingerprint)] == [by_index[i] for i in data["best_lineage"]]
+    assert sum(is_tried(r.fingerprint) for r in recs) == len(recs) - len(data["best_lineage"])

@@ -23,9 +23,11 @@ result, and the host, or a second pass over ``blocks`` partials, reads one per b
 
 from __future__ import annotations
 
+import sympy
 from tree_sitter import Node
 
 from htam_core.source.analysis.constants import ConstEnv
+from htam_core.source.analysis.facts import Access, KernelFacts, LoopFact, stride_of, sym
 from htam_core.source.analysis.syntax import of_type, unwrap_parens
 from htam_core.source.analysis.unit import SiteLaunch
 
@@ -117,3 +119,104 @@ def host_owns_outputs(env: ConstEnv, launch: SiteLaunch, params: list[str], outp
             return (f"the host does not allocate the per-block output {arg} with the block count {count} "
                     f"(`cudaMalloc(&{arg}, {count} * sizeof(...))`; line {line})")
     return None
+
+
+# --- the block as a segment: whether the block size is part of the kernel's results -------------------------------
+#
+# A kernel whose threads combine each other's values through shared memory (a scan, a tree of maxima) over exactly
+# the elements their block loaded (``s[tid] = in[blockIdx.x * BLOCK + tid]``), and that stores the combined value
+# per element (``out[gid] = s[tid]``, ``y[i] = x[i] - s[0]``), computes one result per *segment* of ``BLOCK``
+# elements: another block size gives other segments, hence other results. Where the combined values leave only
+# through atomics or one output per block (the host or a later pass sums them), or the block strides over a range of
+# run-time length (a row per block, a tile loop over ``K``), the block size only sets how many threads share the
+# work: the results are equal up to the order of float operations. Idea source: G. Blelloch, "Prefix Sums and Their
+# Applications" (1990) and M. Harris, "Parallel Prefix Sum (Scan) with CUDA" (GPU Gems 3, ch. 39): a block scans
+# its own segment, and a separate pass adds the segments' totals when a whole-array result is meant.
+
+
+def _ladder(loop: LoopFact, dim: str, block: int | None) -> bool:
+    """``loop`` walks offsets over the block (a doubling or halving offset, or a start or bound that reads
+    ``blockDim`` or is the block size): ``for (s = blockDim.x / 2; s > 0; s >>= 1)``, ``for (d = 1; d < BS; d *= 2)``."""
+    if loop.update in ("<<", ">>", "*", "/"):
+        return True
+    ends = [e for e in (loop.start, loop.bound) if e is not None]
+    return any(f"blockDim.{dim}" in {str(s) for s in e.free_symbols} or
+               (block is not None and e.is_Integer and int(e) in (block, block // 2, block - 1)) for e in ends)
+
+
+def combine_reads(facts: KernelFacts, dim: str, block: int | None) -> list[Access]:
+    """The shared-memory reads through which a thread reads *another* thread's slot along ``dim`` (block size
+    ``block`` threads when known): a slot all threads read (``s[0]``, no ``threadIdx``), a remapped slot
+    (``warp_sums[tid % 32]``), or the own slot moved by an offset loop over the block (``s[tid - d]`` in a scan,
+    ``s[tid + s]`` in a tree). A fixed neighbour offset (a stencil's ``s[tid + 1]``) is not one: a halo'd tile reads
+    the same neighbours for any block. An unreadable index counts (nothing shows that it is the own slot)."""
+    tid = sym(f"threadIdx.{dim}")
+    out = []
+    for a in facts.accesses:
+        if a.space != "shared" or a.kind == "write":
+            continue
+        if a.index is None or tid not in a.index.free_symbols:
+            out.append(a)
+            continue
+        rest = sympy.expand(a.index - tid * stride_of(a.index, str(tid))) if stride_of(a.index, str(tid)) else None
+        if rest is None or tid in rest.free_symbols:
+            out.append(a)
+            continue
+        names = {str(s) for s in rest.free_symbols}
+        if any(facts.loops[i].var in names and _ladder(facts.loops[i], dim, block) for i in a.loops):
+            out.append(a)
+    return out
+
+
+def _block_linear(facts: KernelFacts, a: Access, dim: str, block: int | None) -> bool:
+    """``a``'s index steps by a multiple of the block per block (``blockIdx.x * blockDim.x``, ``blockIdx.x * 512``
+    for a block of 512) and runs once, or in a constant-trip or grid-stride loop: the block's own segment."""
+    c = stride_of(a.index, f"blockIdx.{dim}")
+    if c is None or c == 0:
+        return False
+    names = {str(s) for s in c.free_symbols}
+    if f"blockDim.{dim}" not in names and not (block and c.is_Integer and int(c) % block == 0):
+        return False
+    return all(facts.loops[i].trip_value is not None or facts.loops[i].grid_stride for i in a.loops)
+
+
+def _per_element_writes(facts: KernelFacts, dim: str) -> list[Access]:
+    """The global stores (not atomics) whose index reads ``threadIdx.<dim>``: one result per element."""
+    return [a for a in facts.accesses if a.space == "global" and a.kind != "read" and a.index is not None and
+            f"threadIdx.{dim}" in {str(s) for s in a.index.free_symbols} and
+            not any(x.call_span[0] <= a.span[0] and a.span[1] <= x.call_span[1] for x in facts.atomics)]
+
+
+def block_segment_results(facts: KernelFacts, dim: str, block: int | None) -> str | None:
+    """Why the block size along ``dim`` (``block`` threads when known) is part of the kernel's results, one
+    sentence, or ``None``: its threads combine each other's values (:func:`combine_reads`) over the segment their
+    block loaded (a global read at ``blockIdx * block + ...``) and store the result per element (see the section's
+    comment above). Nothing is raised; unreadable kernels give ``None`` unless all three are seen."""
+    combine = combine_reads(facts, dim, block)
+    source = [a for a in facts.accesses if a.space == "global" and a.kind != "write" and a.index is not None
+              and _block_linear(facts, a, dim, block)]
+    writes = _per_element_writes(facts, dim)
+    if not (combine and source and writes):
+        return None
+    c, s, w = combine[0], source[0], writes[0]
+    at = c.index_text.replace(" ][ ", "][")  # a 2-D shared array's index as written: buf[1 - pout][tid - offset]
+    seg = f"{block}-element segment" if block else "segment"
+    return (f"the block size is part of {facts.kernel}'s results: its threads combine each other's values "
+            f"(`{c.pointer}[{at}]`, line {c.line}) over the {seg} each block loads "
+            f"(`{s.pointer}[{s.index_text}]`) and store the result per element (`{w.pointer}[{w.index_text}]`, "
+            f"line {w.line}), so another block size would change the results")
+
+
+def block_size_numerics(facts: KernelFacts, dim: str, block: int | None) -> str:
+    """How a new block size along ``dim`` changes the results of a kernel whose block is not a segment
+    (:func:`block_segment_results` is ``None``): ``"exact"`` (no thread reads another's shared slot), ``"order"``
+    (the combined values leave only through atomics or per-block outputs, or each block combines a range of
+    run-time length: the same terms, in another order) or ``"unknown"`` (a combine whose reach this analysis cannot
+    show: a static run must not take its results as equal)."""
+    if not combine_reads(facts, dim, block):
+        return "exact"
+    if not _per_element_writes(facts, dim):
+        return "order"
+    spans = [a for a in facts.accesses if a.space == "global" and a.kind != "write" and any(
+        facts.loops[i].trip_value is None and not facts.loops[i].grid_stride for i in a.loops)]
+    return "order" if spans else "unknown"

@@ -44,7 +44,7 @@ from htam_core.source.analysis.facts import (
     sym,
 )
 from htam_core.source.analysis.gridstride import grid_stride_facts
-from htam_core.source.analysis.instantiations import template_arguments
+from htam_core.source.analysis.instantiations import TemplateArguments, template_arguments
 from htam_core.source.analysis.launch import dims_of, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
 from htam_core.source.analysis.macros import (
@@ -825,6 +825,8 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
                                                                         if not p.is_pointer]),
                        grid_stride_loops=gs_loops, launch_free_dims=gs_dims, index_calls=index_calls,
+                       type_instantiations=tuple((n, tuple(sorted(f.texts)))
+                                                 for n, f in _type_instantiations(src, kernel).items()),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
                                          tuple(p.name for p in kernel.params if not p.is_pointer)))
 
@@ -1273,21 +1275,24 @@ def _loops_around(node: Node, src: CudaSource, index: dict[int, int]) -> tuple[t
     return tuple(loops), tuple(guarded)
 
 
-def _type_template_bindings(src: CudaSource, kernel: Kernel) -> dict[str, str]:
-    """The kernel's type template parameters (``typename T``, ``class T``) that its launches in the unit bind to
-    one type, followed through templated host functions (``add<float>(...)`` calling a host that launches
-    ``add_kernel<T, kBlock>``; :func:`template_arguments`): ``{"T": "float"}``. A parameter some launch or caller
-    leaves to deduction, or that two instantiations bind differently, is left out."""
-    out: dict[str, str] = {}
-    tparams = list(kernel.attributes.get("template_params") or [])
-    for k, p in enumerate(tparams):
+def _type_instantiations(src: CudaSource, kernel: Kernel) -> dict[str, TemplateArguments]:
+    """What the kernel's launches in the unit bind each type template parameter (``typename T``, ``class T``) to,
+    followed through templated host functions and dispatch macros (:func:`template_arguments`), by name."""
+    out: dict[str, TemplateArguments] = {}
+    for k, p in enumerate(kernel.attributes.get("template_params") or []):
         words = p.split("=")[0].replace("...", " ").split()
-        if len(words) < 2 or words[0] not in ("typename", "class"):
-            continue
-        found = template_arguments(src.root, src.src, kernel.name, k)
-        if found.complete and len(found.texts) == 1:
-            out[words[-1]] = next(iter(found.texts))
+        if len(words) >= 2 and words[0] in ("typename", "class"):
+            out[words[-1]] = template_arguments(src.root, src.src, kernel.name, k)
     return out
+
+
+def _type_template_bindings(src: CudaSource, kernel: Kernel) -> dict[str, str]:
+    """The kernel's type template parameters that its launches in the unit bind to one type
+    (:func:`_type_instantiations`; ``add<float>(...)`` calling a host that launches ``add_kernel<T, kBlock>``):
+    ``{"T": "float"}``. A parameter some launch or caller leaves to deduction, or that two instantiations bind
+    differently, is left out."""
+    return {n: next(iter(f.texts)) for n, f in _type_instantiations(src, kernel).items()
+            if f.complete and len(f.texts) == 1}
 
 
 def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...], escapes: set[str],

@@ -916,6 +916,10 @@ class KernelFacts:
         stencils2d: the kernel's 2-D window read (:class:`Stencil2D`; CUDA only, at most one).
         stencil2d_refusal: when the kernel reads a pointer at neighbouring offsets along a 2-D thread index but
             not as a :class:`Stencil2D`, one line saying what is not read (``""`` otherwise).
+        type_instantiations: each type template parameter of the kernel with the types its launches in the file
+            instantiate it with, sorted (``("scalar_t", ("__nv_bfloat16",))`` for a launch inside a dispatch
+            macro that declares ``using scalar_t = __nv_bfloat16;``; ``()`` when none is read):
+            :func:`~htam_core.source.analysis.instantiations.template_arguments`.
     """
 
     kernel: str
@@ -946,6 +950,7 @@ class KernelFacts:
     index_calls: tuple[str, ...] = ()
     stencils2d: tuple[Stencil2D, ...] = ()
     stencil2d_refusal: str = ""
+    type_instantiations: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:

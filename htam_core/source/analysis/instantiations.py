@@ -7,18 +7,37 @@ function's calls, up to :data:`MAX_HOPS` host functions (C++17, [temp.arg]: an e
 binds the parameters in order). A call that deduces its arguments (``add(a, b, c, n)``) binds nothing that can be
 read here, so the answer says it is incomplete. Read by the CUDA facts (the pointee type of ``const T *a``) and
 by the ``__device__`` helpers bound through a template parameter (``callees.py``).
+
+A launch inside a dispatch macro's lambda (``DISPATCH(x.scalar_type(), "op", [&] { k<scalar_t><<<...>>>(...); })``)
+binds ``scalar_t`` to the types the macro declares it as: a ``using scalar_t = __nv_bfloat16;`` (or ``typedef``) in
+the body of a function-like macro of the file, or the types of PyTorch's ``AT_DISPATCH_*`` macros
+(:data:`AT_DISPATCH_TYPES`, ATen's ``Dispatch.h``: ``AT_DISPATCH_FLOATING_TYPES`` runs the lambda for ``float``
+and ``double``) (:func:`dispatch_alias`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.macros import macro_table
 from htam_core.source.analysis.syntax import text, walk
 
 #: How many host functions a template argument is followed through.
 MAX_HOPS = 3
+#: The element types PyTorch's dispatch macros bind ``scalar_t`` to (ATen ``Dispatch.h``), by macro name; an
+#: ``..._AND(...)``/``..._AND2(...)`` form adds the ``at::ScalarType`` arguments it names (:data:`_SCALAR_TYPES`).
+AT_DISPATCH_TYPES = {
+    "AT_DISPATCH_FLOATING_TYPES": ("float", "double"),
+    "AT_DISPATCH_FLOATING_TYPES_AND_HALF": ("float", "double", "at::Half"),
+    "AT_DISPATCH_REDUCED_FLOATING_TYPES": ("at::Half", "at::BFloat16"),
+    "AT_DISPATCH_FLOATING_TYPES_AND": ("float", "double"),
+    "AT_DISPATCH_FLOATING_TYPES_AND2": ("float", "double"),
+    "AT_DISPATCH_FLOATING_TYPES_AND3": ("float", "double"),
+}
+_SCALAR_TYPES = {"Half": "at::Half", "BFloat16": "at::BFloat16", "Float": "float", "Double": "double"}
 
 
 @dataclass(frozen=True)
@@ -124,7 +143,51 @@ def template_arguments(root: Node, src: bytes, name: str, position: int,
                         complete = False
                     nxt.append((hname, tps.index(arg)))
                 else:
-                    out.add(arg)
+                    out.update(dispatch_alias(n, src, arg) or (arg,))
         frontier = nxt
     return TemplateArguments(frozenset(out), complete and found)
 
+
+
+def _macro_declares(body: str, name: str) -> tuple[str, ...]:
+    """The types a macro body declares ``name`` as (``using scalar_t = __nv_bfloat16;``, ``typedef float
+    scalar_t;``), in order."""
+    n = re.escape(name)
+    found = re.findall(rf"\busing\s+{n}\s*=\s*([^;]+?)\s*;", body) + \
+        re.findall(rf"\btypedef\s+([^;]+?)\s+{n}\s*;", body)
+    return tuple(dict.fromkeys(" ".join(t.split()) for t in found))
+
+
+def _at_dispatch(name: str, args: Node | None, src: bytes) -> tuple[str, ...]:
+    """The types PyTorch's dispatch macro ``name`` binds ``scalar_t`` to, with the ``at::ScalarType`` arguments of
+    an ``_AND`` form (``at::ScalarType::Half``, ``at::kBFloat16``); ``()`` for another name."""
+    base = AT_DISPATCH_TYPES.get(name)
+    if base is None:
+        return ()
+    extra = []
+    if "_AND" in name and not name.endswith("_HALF") and args is not None:
+        for a in args.named_children:
+            m = re.fullmatch(r"(?:at::|c10::)?(?:ScalarType::|k)(\w+)", "".join(text(a, src).split()))
+            if m and m.group(1) in _SCALAR_TYPES:
+                extra.append(_SCALAR_TYPES[m.group(1)])
+    return tuple(dict.fromkeys((*base, *extra)))
+
+
+def dispatch_alias(node: Node, src: bytes, name: str) -> tuple[str, ...]:
+    """The types a dispatch macro around ``node`` binds the type name ``name`` to: the nearest enclosing call of a
+    function-like macro of the file whose body declares it (``using name = T;``), or of a PyTorch ``AT_DISPATCH_*``
+    macro when ``name`` is ``scalar_t``; ``()`` when no enclosing macro call declares it. Never raises."""
+    table = macro_table(src)
+    p = node.parent
+    while p is not None:
+        fn = p.child_by_field_name("function") if p.type == "call_expression" else None
+        if fn is not None and fn.type == "identifier":
+            macro = text(fn, src)
+            d = table.at(macro, p.start_byte)
+            found = _macro_declares(d.body, name) if d is not None else ()
+            if not found and name == "scalar_t":
+                found = _at_dispatch(macro, p.child_by_field_name("arguments"), src)
+            if found:
+                return found
+        p = p.parent
+    return ()
