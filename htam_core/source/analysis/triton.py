@@ -40,14 +40,15 @@ from htam_core.source.analysis.facts import (
 from htam_core.source.analysis.loops import symbolic_trip_count
 from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.syntax import of_type, text, walk
+from htam_core.source.analysis.triton_calls import _is_tl, _kw, _positional, _short, assignments_to
 from htam_core.source.analysis.triton_names import TritonNames
+from htam_core.source.analysis.triton_types import pointer_types
 from htam_core.source.analysis.unit import PythonSource
 from htam_core.source.model import Kernel
 
 TL_PREFIXES = ("tl.", "triton.language.")
 TL_REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "cumsum", "cumprod"}
 _TL_MAX = {"maximum": "max", "minimum": "min", "max": "max", "min": "min"}
-_TL_CALLEE = re.compile(r"(tl|triton\.language)(\.\w+)+")
 _FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5", "tf32", "int8")
 
 
@@ -97,28 +98,6 @@ class PyAffine:
 CACHE_HINT_KWARGS = ("cache_modifier", "eviction_policy", "volatile")
 
 
-def _short(callee: str) -> str:
-    return callee.rsplit(".", 1)[-1]
-
-
-def _is_tl(callee: str) -> bool:
-    """True for ``tl.sum``, ``tl.math.exp``, ``triton.language.dot`` (not ``tl.load(p).to``)."""
-    return _TL_CALLEE.fullmatch(callee) is not None
-
-
-def _kw(call: Node, name: str, src: bytes) -> Node | None:
-    args = call.child_by_field_name("arguments")
-    for a in args.named_children if args is not None else []:
-        if a.type == "keyword_argument" and text(a.child_by_field_name("name"), src) == name:
-            return a.child_by_field_name("value")
-    return None
-
-
-def _positional(call: Node) -> list[Node]:
-    args = call.child_by_field_name("arguments")
-    return [a for a in (args.named_children if args is not None else []) if a.type not in ("keyword_argument", "comment")]
-
-
 def _root_name(node: Node | None, src: bytes) -> str | None:
     """First identifier of a pointer expression (``in_ptr + r * s + cols`` -> ``in_ptr``)."""
     for n in walk(node) if node is not None else []:
@@ -163,16 +142,6 @@ def module_value(root: Node, name: str, src: bytes) -> Node | None:
                and st.named_children[0].type == "assignment"
                and text(st.named_children[0].child_by_field_name("left"), src) == name]
     return assigns[0].child_by_field_name("right") if len(assigns) == 1 else None
-
-
-def assignments_to(scope: Node, name: str, src: bytes) -> list[Node]:
-    """The assignments, plain or augmented, to the name ``name`` (``name = v``, ``name += v``) under ``scope``."""
-    out = []
-    for a in of_type(scope, ("assignment", "augmented_assignment")):
-        left = a.child_by_field_name("left")
-        if left is not None and left.type == "identifier" and text(left, src) == name:
-            out.append(a)
-    return out
 
 
 def single_local(host: Node, name: str, before: int, src: bytes) -> Node | None:
@@ -334,7 +303,6 @@ def _bindings_at(psrc: PythonSource, kernel: Kernel, call: Node) -> dict[str, in
 
 def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
     """The :class:`KernelFacts` of Triton ``kernel`` located in ``psrc``."""
-    from htam_core.source.analysis.triton_types import pointer_types  # it reads this module's helpers
     src = psrc.src
     sites = launch_calls(psrc, kernel)
     per_launch = [_bindings_at(psrc, kernel, c) for c, _ in sites]

@@ -31,7 +31,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.facts import TritonPointerType
 from htam_core.source.analysis.syntax import of_type, text
-from htam_core.source.analysis.triton import _is_tl, _kw, _positional, _short, assignments_to
+from htam_core.source.analysis.triton_calls import _is_tl, _kw, _positional, _short, assignments_to
 from htam_core.source.analysis.unit import PythonSource
 
 __all__ = ["INT_DTYPE", "pointer_types"]
