@@ -838,6 +838,10 @@ class KernelFacts:
         stencils: the kernel's 1-D window read (:class:`Stencil`; CUDA only, at most one).
         stencil_refusal: when a pointer is read at neighbouring offsets but not as a :class:`Stencil`, one line
             saying what is not read (``""`` otherwise).
+        thread_x_spans: the file spans of the expressions in the body that are the thread's index along x in its
+            block, however spelled (:func:`~htam_core.source.analysis.cuda.thread_x_spans`: ``threadIdx.x``, a
+            local that always holds it, ``block.thread_index().x``, a thread block's ``thread_rank()`` for a 1-D
+            block); CUDA only.
     """
 
     kernel: str
@@ -865,6 +869,7 @@ class KernelFacts:
     launch_free_dims: tuple[str, ...] = ()
     stencils: tuple[Stencil, ...] = ()
     stencil_refusal: str = ""
+    thread_x_spans: tuple[Span, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
@@ -948,6 +953,12 @@ class KernelFacts:
     def constant(self, name: str) -> int | None:
         """Value of the constant ``name`` in the kernel body, or ``None``."""
         return dict(self.constants).get(name)
+
+    def is_thread_x(self, span: Span) -> bool:
+        """True when the expression at file span ``span`` is the thread's index along x in its block in any
+        spelling (:attr:`thread_x_spans`): the one normal form of "tid" for the analyses and transforms of
+        block-level trees and reductions."""
+        return span in self.thread_x_spans
 
     def builtin_alias(self, name: str) -> str | None:
         """The builtin (``"blockDim.x"``, ``"threadIdx.x"``) that local ``name`` always holds, else ``None``."""
