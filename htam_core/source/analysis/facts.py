@@ -1086,6 +1086,21 @@ class KernelFacts:
                     return True
         return False
 
+    def strided_walk(self, loop: LoopFact) -> Access | None:
+        """The first global access inside ``loop`` whose element moves with the loop variable by a known stride
+        other than 1 (``A[r * cols + c]`` in a loop over ``r`` moves ``cols`` elements a step: the loop walks a
+        column, not a row's contiguous elements), else ``None``. A loop for which this is ``None`` walks rows
+        only: what giving a row to a warp (lanes on consecutive loop indices) coalesces. Accesses that do not move
+        with the loop (stride 0) or whose stride is unknown are not counted. ``None`` for a loop without a
+        variable."""
+        if loop.var is None:
+            return None
+        for a in self.accesses_in(loop):
+            st = a.stride(loop.var) if a.space == "global" else None
+            if st is not None and st != 0 and st != 1:
+                return a
+        return None
+
     def row_loops(self) -> tuple[LoopFact, ...]:
         """Loops for which :meth:`is_row_loop` holds."""
         return tuple(lp for lp in self.loops if self.is_row_loop(lp))
