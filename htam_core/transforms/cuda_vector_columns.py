@@ -49,7 +49,7 @@ import sympy
 
 from htam_core.source.analysis import ColumnSplit, LoopFact, sym
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.guards import bounds_guard
+from htam_core.source.analysis.guards import bounds_guard, early_return_text
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
@@ -153,7 +153,7 @@ class CudaVectorColumns(CudaTransform):
         placed = column_loop(unit, split)
         if isinstance(placed, str):
             return placed
-        fact, loop, pre, post = placed
+        fact, loop, pre, post, opened = placed
         acc = fact.accumulators[0]
         col = next((t.name for t in f.thread_indices if t.is_global and t.expr == split.column), None)
         col_decl = next((st for st in pre if syn.is_declaration(st) and _declared(unit, st) == [col]), None)
@@ -162,10 +162,10 @@ class CudaVectorColumns(CudaTransform):
         acc_decl = unit.node_at(acc.decl_span, syn.DECLARATION) if acc.decl_span else None
         if acc_decl is None or acc_decl not in pre or acc.type is None or acc.init_text is None:
             return f"the accumulator {acc.name} is not declared with its type and initial value before the loop"
-        guard = next((st for st in pre if _guard(unit, st, col) is not None), None)
+        guard = next((st for st in pre if _guard(unit, st, col, opened) is not None), None)
         if guard is None:
-            return f"{name} has no column guard `if ({col} >= n) return;` before the loop"
-        bound = unit.t(_guard(unit, guard, col))
+            return f"{name} has no column guard `if ({col} >= n) return;` (or `if ({col} < n) {{ … }}`) before the loop"
+        bound = unit.t(_guard(unit, guard, col, opened))
         for st in pre:
             if st in (col_decl, acc_decl, guard):
                 continue
@@ -232,6 +232,9 @@ class CudaVectorColumns(CudaTransform):
         for st in pre:
             if st == col_decl:
                 lines.append(f"{ind}{' '.join(_with(unit, st, [(col_init, f'({unit.t(col_init)}) * htam_V')]).split())}")
+            elif st == opened:  # the guarded block, opened: its early return (the same guard)
+                g = bounds_guard(st, None, unit.src)
+                lines.append(f"{ind}{early_return_text(g, unit.src)}")  # type: ignore[arg-type]
             elif st == acc_decl:
                 lines.append(f"{ind}{acc.type} htam_acc[htam_V];")
                 lines.append(f"{ind}for (int htam_k = 0; htam_k < htam_V; htam_k++) htam_acc[htam_k] = {acc.init_text};")
