@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import sympy
 
-from htam_core.source.analysis import ColumnSplit, LoopFact, sym
+from htam_core.source.analysis import Accumulator, ColumnSplit, LoopFact, sym
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.guards import bounds_guard, early_return_text
 from htam_core.source.analysis.nodes import Node
@@ -229,17 +229,7 @@ class CudaVectorColumns(CudaTransform):
                  f"{ind}// several adjacent columns per thread (cuda.vector_columns): one 16-byte load per row",
                  f"{ind}constexpr int htam_V = {width};",
                  *[f"{ind}{x}" for x in packs]]
-        for st in pre:
-            if st == col_decl:
-                lines.append(f"{ind}{' '.join(_with(unit, st, [(col_init, f'({unit.t(col_init)}) * htam_V')]).split())}")
-            elif st == opened:  # the guarded block, opened: its early return (the same guard)
-                g = bounds_guard(st, None, unit.src)
-                lines.append(f"{ind}{early_return_text(g, unit.src)}")  # type: ignore[arg-type]
-            elif st == acc_decl:
-                lines.append(f"{ind}{acc.type} htam_acc[htam_V];")
-                lines.append(f"{ind}for (int htam_k = 0; htam_k < htam_V; htam_k++) htam_acc[htam_k] = {acc.init_text};")
-            else:
-                lines.append(f"{ind}{_reindent(unit.t(st), '')}")
+        lines += [f"{ind}{x}" for x in _pre_lines(unit, pre, (col_decl, col_init), acc_decl, acc, opened)]
         lines += [
             f"{ind}{' '.join(header.split())} {{",
             f"{ind}{ind}if ({col} + htam_V <= {bound} && {aligned}) {{",
@@ -258,6 +248,27 @@ class CudaVectorColumns(CudaTransform):
         lines.append("}")
         edits.append(unit.replace(unit.body, "\n".join(lines)))
         return edits, fact.line, width, False
+
+
+def _pre_lines(unit: CudaUnit, pre: list[Node], col: tuple[Node, Node], acc_decl: Node, acc: Accumulator,
+               opened: Node | None) -> list[str]:
+    """The statements before the column loop, rewritten for ``htam_V`` columns per thread (unindented): the column
+    declaration ``col`` (statement, initial value) times ``htam_V``, the accumulator ``acc`` (declared by
+    ``acc_decl``) as one per column, the guarded block ``opened`` around the loop as its early return (the same
+    guard, :func:`~htam_core.source.analysis.guards.early_return_text`), the others as written."""
+    out: list[str] = []
+    for st in pre:
+        if st == col[0]:
+            out.append(" ".join(_with(unit, st, [(col[1], f"({unit.t(col[1])}) * htam_V")]).split()))
+        elif st == opened:
+            g = bounds_guard(st, None, unit.src)
+            out.append(early_return_text(g, unit.src) if not isinstance(g, str) else unit.t(st))
+        elif st == acc_decl:
+            out.append(f"{acc.type} htam_acc[htam_V];")
+            out.append(f"for (int htam_k = 0; htam_k < htam_V; htam_k++) htam_acc[htam_k] = {acc.init_text};")
+        else:
+            out.append(_reindent(unit.t(st), ""))
+    return out
 
 
 #: Accumulator types a warp shuffle moves as they are.
