@@ -125,3 +125,48 @@ def test_the_results_compile(decl, t, tmp_path: Path):
         res = _propose(tid, _text(decl, t))
         assert not isinstance(res, NotApplicable), res.reason
         assert_nvcc_compiles(res[0].new_text, tmp_path, f"{tid.split('.')[1]}.cu")
+
+
+STRIDED = """#define THREADS 256
+__global__ void dot(const float* a, float* out) {
+    __shared__ float cache[THREADS];
+    cache[threadIdx.x] = a[blockIdx.x * THREADS + threadIdx.x];
+    __syncthreads();
+    for (unsigned int s = 1; s < blockDim.x; s *= 2) {
+        int index = 2 * s * threadIdx.x;
+        if (index < blockDim.x)
+            cache[index] += cache[index + s];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = cache[0];
+}
+"""
+
+SEQUENTIAL_FLIPPED = """#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void dot(const float* a, float* out) {
+    __shared__ float cache[256];
+    cg::thread_block cta = cg::this_thread_block();
+    cache[cta.thread_rank()] = a[blockIdx.x * 256 + cta.thread_rank()];
+    cg::sync(cta);
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (s > cta.thread_rank()) cache[cta.thread_rank()] = fmaxf(cache[cta.thread_rank()], cache[s + cta.thread_rank()]);
+        cg::sync(cta);
+    }
+    if (cta.thread_rank() == 0) out[blockIdx.x] = cache[0];
+}
+"""
+
+
+def test_the_strided_index_form_with_threadidx_x():
+    res = _propose(SEQ, STRIDED)
+    assert not isinstance(res, NotApplicable), res.reason
+    text = res[0].new_text
+    assert "int index" not in text and "if (threadIdx.x < s)" in text
+    assert "cache[threadIdx.x] += cache[threadIdx.x + s];" in text
+
+
+def test_the_warp_finish_reads_a_flipped_guard_on_thread_rank():
+    res = _propose(FINISH, SEQUENTIAL_FLIPPED)
+    assert not isinstance(res, NotApplicable), res.reason
+    assert "if (cta.thread_rank() < 32)" in res[0].new_text
