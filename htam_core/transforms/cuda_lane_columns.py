@@ -23,7 +23,8 @@ swaps the roles::
 
 and every launch becomes ``<<<(COLS + 31) / 32, dim3(32, (B + 31) / 32)>>>`` for its block size ``B`` (the same
 threads per block, rounded up to whole warps). Each column is still summed over the same rows and written once, by
-one thread. The number of columns ``COLS`` is the kernel's own guard (``if (col >= OC) return;``) or, for one block
+one thread. The number of columns ``COLS`` is the kernel's own guard (``if (col >= OC) return;``, or the guarded
+block ``if (col < OC) { … }`` that ends the body, read as that early return) or, for one block
 per column (``col = blockIdx.x``), the launch's grid, passed to the kernel as a parameter.
 
 Refused, each with its reason: no such loop; the column not held in one local; statements before the loop other

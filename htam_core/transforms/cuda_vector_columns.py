@@ -33,7 +33,9 @@ that writes or reads shared memory or reads a lane-dependent value besides its r
 in a sum with the other warps'.
 
 Refused, each with its reason: no such loop; the column not ``blockIdx.x * blockDim.x + threadIdx.x`` in one
-local; no column guard ``if (c >= C) return;``; other statements before the loop that depend on the column; a
+local; no column guard ``if (c >= C) return;`` (a guarded block ``if (c < C) { … }`` that ends the body is the same
+guard, :func:`~htam_core.source.analysis.guards.open_guarded_block`; one with an ``else`` or with statements after
+it is refused); other statements before the loop that depend on the column; a
 loop that is not the last loop or is nested; statements after it that combine threads (shuffles, barriers) or
 return; an element type unknown or a template parameter (the launch must compute ``htam_V``); a grid whose x
 component is not written at the launch; no launch in the file.

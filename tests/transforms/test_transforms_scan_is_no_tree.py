@@ -147,3 +147,14 @@ void go(const __half* x, __half* y, int n) { axpby<<<(n + 255) / 256, 256>>>(x, 
     res = registry.propose("cuda.vectorize_float4", model, model.kernel("axpby"))
     assert isinstance(res, NotApplicable)
     assert "__half" in res.reason and "no float4 loop" not in res.reason and ";" not in res.reason, res.reason
+
+
+def test_a_tree_that_also_writes_a_mirrored_slot_is_no_scan():
+    text = TREE.replace("if (tid == 0) out[blockIdx.x] = sdata[0];",
+                        "if (tid == 0) out[blockIdx.x] = sdata[0];\n}\n__global__ void m(float* out, int n) {\n"
+                        "    __shared__ float t[256];\n    t[threadIdx.x] = 1.0f;\n    __syncthreads();\n"
+                        "    for (int s = 1; s < 256; s *= 2) {\n"
+                        "        if (threadIdx.x < s) t[n - 1 - threadIdx.x] = t[threadIdx.x + s];\n"
+                        "        __syncthreads();\n    }\n    out[0] = t[0];")
+    f = facts_of_text(text, "m")
+    assert f.scan_loops() == ()

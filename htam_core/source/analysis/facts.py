@@ -33,8 +33,11 @@ def sym(name: str) -> sympy.Symbol:
 
 
 def _reads_below(diff: sympy.Expr) -> bool:
-    """``diff`` (a read's index minus a write's) has a term ``-v``, ``v`` a variable that is not a builtin: the read
-    is a stride ``v`` below the written element (a scan step, :meth:`KernelFacts.scan_loops`)."""
+    """``diff`` (a read's index minus a write's) is the same for every thread (no ``threadIdx``) and has a term
+    ``-v``, ``v`` a variable that is not a builtin: the read is a stride ``v`` below the written element (a scan
+    step, :meth:`KernelFacts.scan_loops`)."""
+    if any(x.name.startswith("threadIdx.") for x in diff.free_symbols if isinstance(x, sympy.Symbol)):
+        return False
     return any(isinstance(t, sympy.Mul) and t.args[0] == -1 and len(t.args) == 2 and isinstance(t.args[1], sympy.Symbol)
                and "." not in t.args[1].name for t in sympy.Add.make_args(diff))
 
