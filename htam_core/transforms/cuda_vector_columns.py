@@ -171,7 +171,7 @@ class CudaVectorColumns(CudaTransform):
         for st in pre:
             if st in (col_decl, acc_decl, guard):
                 continue
-            words = {unit.t(i) for i in syn.identifiers(st)}
+            words = {unit.t(i) for i in syn.identifiers(st if st != opened else st.child_by_field_name("condition"))}
             if col in words or "threadIdx" in words or acc.name in words:
                 return f"the statement `{' '.join(unit.t(st).split())[:60]}` before the loop depends on the column"
         for st in post:

@@ -150,3 +150,20 @@ def test_the_guarded_result_compiles(tmp_path: Path):
     res = _propose("cuda.vector_columns", GUARDED["flipped"] + LAUNCH)
     assert not isinstance(res, NotApplicable), res.reason
     assert_nvcc_compiles(res[0].new_text, tmp_path)
+
+
+def test_an_outer_block_that_is_not_the_column_guard_becomes_its_own_early_return():
+    text = """__global__ void column_sum(const float* A, float* sums, int rows, int cols) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    if (rows > 0) {
+        float s = 0.0f;
+        for (int r = 0; r < rows; ++r) s += A[r * cols + c];
+        sums[c] = s;
+    }
+}"""
+    res = _propose("cuda.vector_columns", text + LAUNCH)
+    assert not isinstance(res, NotApplicable), res.reason
+    body = _body(res[0].new_text)
+    assert "if (c >= cols) return;" in body and "if (rows <= 0) return;" in body
+    assert body.index("if (rows <= 0) return;") < body.index("for (int r = 0")

@@ -304,8 +304,8 @@ def open_guarded_block(stmts: Sequence[Node], target: Node, src: bytes) -> tuple
 
 def early_return_text(guard: BoundsGuard, src: bytes) -> str:
     """``guard``'s condition as the early return it stands for: ``if (c >= n) return;`` for ``c < n`` or ``n > c``
-    (each ``var < bound`` term as ``var >= bound``, another comparison negated, ``||`` between the terms; another term as ``!(term)``); ``src`` is the buffer its
-    nodes index."""
+    (each ``var < bound`` term as ``var >= bound``, another comparison negated, another term as ``!(term)``, ``||``
+    between the terms); ``src`` is the buffer its nodes index."""
     parts: list[str] = []
     for t in guard.terms:
         if t.var is not None and t.bound is not None:
