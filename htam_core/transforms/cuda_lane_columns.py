@@ -23,7 +23,8 @@ swaps the roles::
 
 and every launch becomes ``<<<(COLS + 31) / 32, dim3(32, (B + 31) / 32)>>>`` for its block size ``B`` (the same
 threads per block, rounded up to whole warps). Each column is still summed over the same rows and written once, by
-one thread. The number of columns ``COLS`` is the kernel's own guard (``if (col >= OC) return;``) or, for one block
+one thread. The number of columns ``COLS`` is the kernel's own guard (``if (col >= OC) return;``, or the guarded
+block ``if (col < OC) { … }`` that ends the body, read as that early return) or, for one block
 per column (``col = blockIdx.x``), the launch's grid, passed to the kernel as a parameter.
 
 Refused, each with its reason: no such loop; the column not held in one local; statements before the loop other
@@ -46,7 +47,7 @@ import sympy
 
 from htam_core.source.analysis import ColumnSplit, LoopFact, sym
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.guards import bounds_guard
+from htam_core.source.analysis.guards import bounds_guard, open_guarded_block
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
@@ -118,13 +119,17 @@ def _column_var(unit: CudaUnit, split: ColumnSplit, pre: list[Node]) -> tuple[st
     return f"the column `{split.column}` the threads share is not held in one local variable declared before the loop"
 
 
-def _guard(unit: CudaUnit, st: Node, col: str) -> Node | None:
+def _guard(unit: CudaUnit, st: Node, col: str, opened: Node | None = None) -> Node | None:
     """``X`` of the column guard ``if (col >= X) return;`` in any spelling the analysis layer reads as the early
-    return of ``col < X`` (``if (X <= col) { return; }``, ``if (!(col < X)) return;``), else ``None``."""
+    return of ``col < X`` (``if (X <= col) { return; }``, ``if (!(col < X)) return;``), or of the guarded block
+    ``opened`` (``if (col < X) { … }`` ending the body, opened by :func:`column_loop`) when ``st`` is it; else
+    ``None``."""
     if not syn.is_if(st):
         return None
     g = bounds_guard(st, None, unit.src)
-    return g.single(col) if not isinstance(g, str) and g.form == "return" else None
+    if isinstance(g, str) or g.form != ("if" if st == opened else "return"):
+        return None
+    return g.single(col)
 
 
 def _lane_zero_write(unit: CudaUnit, st: Node) -> Node | None:
@@ -174,16 +179,25 @@ def _assignments(unit: CudaUnit, scope: list[Node], name: str) -> list[Node | No
     return out
 
 
-def column_loop(unit: CudaUnit, split: ColumnSplit) -> tuple[LoopFact, Node, list[Node], list[Node]] | str:
-    """The loop of a column split (a fact of the analysis layer), its node, and the body's statements before and
-    after it; or why the loop is not a statement of the kernel's body."""
+def column_loop(unit: CudaUnit, split: ColumnSplit
+                ) -> tuple[LoopFact, Node, list[Node], list[Node], Node | None] | str:
+    """The loop of a column split (a fact of the analysis layer), its node, the body's statements before and after
+    it, and the guarded block opened around it (``None`` when the loop is a statement of the body); or why the loop
+    is not a statement of the kernel's body.
+
+    A loop inside ``if (c < n) { … }`` that ends the body is read as following the early return ``if (c >= n)
+    return;`` (:func:`~htam_core.source.analysis.guards.open_guarded_block`): the ``if`` is then the last statement
+    before the consequence's statements, and :func:`_guard` reads it as the column guard."""
     fact = unit.facts.loops[split.loop]
     loop = unit.node_at(fact.span, syn.FOR_LOOP)
-    stmts = statement_list(unit.body)
-    if loop is None or loop not in stmts:
+    opened = open_guarded_block(statement_list(unit.body), loop, unit.src) if loop is not None else None
+    if isinstance(opened, str):
+        return f"the column loop on line {fact.line} {opened}"
+    if loop is None or opened is None:
         return f"the column loop on line {fact.line} is not a statement of {unit.kernel.name}'s body (it is nested)"
+    stmts, block = opened
     at = stmts.index(loop)
-    return fact, loop, stmts[:at], stmts[at + 1:]
+    return fact, loop, stmts[:at], stmts[at + 1:], block
 
 
 def _plan(unit: CudaUnit) -> _Plan | str:
@@ -197,7 +211,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
     placed = column_loop(unit, split)
     if isinstance(placed, str):
         return placed
-    fact, loop, pre, post = placed
+    fact, loop, pre, post, opened = placed
     got = _column_var(unit, split, pre)
     if isinstance(got, str):
         return got
@@ -210,7 +224,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
     decls: dict[str, Node] = {}
     opaque: set[str] = set()
     for st in pre:
-        g = _guard(unit, st, col)
+        g = _guard(unit, st, col, opened)
         if g is not None and bound is None:
             bound = g
         elif syn.is_name_declaration(st):

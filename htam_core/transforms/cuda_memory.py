@@ -210,6 +210,8 @@ class CudaVectorizeFloat4(CudaTransform):
         vector main loop (``float4`` for float elements, a 16-byte struct of ``16 / sizeof(T)`` elements for
         ``__nv_bfloat16``, ``half``, template ``T`` ...) with an alignment check and a scalar tail; the launch is
         unchanged."""
+        if not unit.facts.loops:  # no loop form to try: the elementwise reason is the one reason
+            return self.not_applicable(why_not_elementwise)
         res = vectorize_loops(unit)
         if isinstance(res, str):
             return self.not_applicable(f"{why_not_elementwise}; and no float4 loop: {res}")

@@ -61,12 +61,15 @@ class Tree:
         bound: the loop bound expression (``blockDim.x`` or a constant such as ``THREADS``).
         bound_value: the bound's value when it is a compile-time constant, else ``None`` (``blockDim.x``).
         cond: the guard's condition expression (inside the parentheses of the ``if``).
-        tid: the thread-index variable (``tid``).
+        tid: the thread index's key: :data:`THREAD_X` for the thread's index along x in any spelling, else the
+            name written (refused by :func:`_tid_problem`).
         array: the shared array (``sdata``).
         combine: ``"+"`` or one of :data:`COMBINE_FUNCS`.
         combine_stmt: the combine statement.
         index_decl: the ``int index = 2 * s * tid;`` declaration of the strided form, else ``None``.
         index: the strided index variable, else ``None``.
+        tid_text: how the guard spells the thread index (``tid``, ``threadIdx.x``, ``cta.thread_rank()``), the
+            spelling the edits write.
     """
 
     loop: Node
@@ -81,28 +84,51 @@ class Tree:
     combine_stmt: Node
     index_decl: Node | None = None
     index: str | None = None
+    tid_text: str = "threadIdx.x"
 
 
 def _strip(node: Node) -> Node:
     return syn.unwrap_parens(node)
 
 
+#: The key of the thread's index along x in every spelling (:meth:`KernelFacts.is_thread_x`): ``threadIdx.x``,
+#: ``tid`` holding it, ``cta.thread_rank()``, ``block.thread_index().x``.
+THREAD_X = "threadIdx.x"
+
+
+def _is_thread_x(unit: CudaUnit, node: Node) -> bool:
+    """``node`` (parentheses stripped) is the thread's index along x: the analysis layer's normal form."""
+    node = _strip(node)
+    return unit.facts.is_thread_x((unit.file_byte(node), node.end_byte + unit.base))
+
+
 def _ident(unit: CudaUnit, node: Node | None, name: str | None = None) -> bool:
-    """``node`` is an identifier (spelled ``name`` when given), or the builtin ``name`` (``threadIdx.x``)."""
+    """``node`` is an identifier (spelled ``name`` when given), or, for ``name`` :data:`THREAD_X`, the thread's
+    index along x in any spelling."""
     if node is None:
         return False
     node = _strip(node)
+    if name == THREAD_X:
+        return _is_thread_x(unit, node)
     if name is not None and "." in name:
         return builtin_field(unit, node) == name
     return syn.is_identifier(node) and (name is None or unit.t(node) == name)
 
 
 def _operand(unit: CudaUnit, node: Node) -> str | None:
-    """The name of an identifier operand, or the builtin it is (``threadIdx.x``), else ``None``."""
+    """:data:`THREAD_X` for the thread's index along x (any spelling), the name of another identifier operand, the
+    builtin it is (``threadIdx.y``), else ``None``."""
     node = _strip(node)
+    if _is_thread_x(unit, node):
+        return THREAD_X
     if syn.is_identifier(node):
         return unit.t(node)
     return builtin_field(unit, node)
+
+
+def tid_text(unit: CudaUnit, node: Node) -> str:
+    """How an edit spells the thread index ``node`` (its text, parentheses stripped, on one line)."""
+    return " ".join(unit.t(_strip(node)).split())
 
 
 def _binary(unit: CudaUnit, node: Node, ops: tuple[str, ...]) -> tuple[str, Node, Node] | None:
@@ -135,24 +161,25 @@ def _is_two_s(unit: CudaUnit, node: Node, s: str) -> bool:
     return _ident(unit, left, s) and _ident(unit, right, s)
 
 
-def _multiple_test(unit: CudaUnit, node: Node, s: str) -> str | None:
-    """The tid variable of ``tid % (2*s)`` or ``tid & (2*s - 1)``, else ``None``."""
+def _multiple_test(unit: CudaUnit, node: Node, s: str) -> Node | None:
+    """The tid operand of ``tid % (2*s)`` or ``tid & (2*s - 1)`` (a name or the thread index in any spelling),
+    else ``None``."""
     b = _binary(unit, node, ("%", "&"))
     if b is None:
         return None
     op, left, right = b
-    if not _ident(unit, left):
+    if _operand(unit, left) is None:
         return None
     if op == "%" and _is_two_s(unit, right, s):
-        return unit.t(_strip(left))
+        return _strip(left)
     minus = _binary(unit, right, ("-",)) if op == "&" else None
     if minus is not None and _is_two_s(unit, minus[1], s) and _is_int(unit, minus[2], 1):
-        return unit.t(_strip(left))
+        return _strip(left)
     return None
 
 
-def _interleaved_guard(unit: CudaUnit, cond: Node, s: str) -> str | None:
-    """The tid variable of ``tid % (2*s) == 0``, ``(tid & (2*s-1)) == 0`` or ``!(tid % (2*s))``, else None.
+def _interleaved_guard(unit: CudaUnit, cond: Node, s: str) -> Node | None:
+    """The tid operand of ``tid % (2*s) == 0``, ``(tid & (2*s-1)) == 0`` or ``!(tid % (2*s))``, else None.
 
     ``tid & (2*s-1) == 0`` without parentheses parses as ``tid & ((2*s-1) == 0)`` (C precedence) and does
     not match.
@@ -171,8 +198,9 @@ def _interleaved_guard(unit: CudaUnit, cond: Node, s: str) -> str | None:
     return None
 
 
-def _strided_index(unit: CudaUnit, value: Node, s: str) -> str | None:
-    """The tid variable of ``2 * s * tid`` (factors in any order and grouping), else ``None``."""
+def _strided_index(unit: CudaUnit, value: Node, s: str) -> Node | None:
+    """The tid operand of ``2 * s * tid`` (factors in any order and grouping; tid a name or the thread index in
+    any spelling), else ``None``."""
     factors: list[Node] = []
     stack = [value]
     while stack:
@@ -184,10 +212,10 @@ def _strided_index(unit: CudaUnit, value: Node, s: str) -> str | None:
             stack.extend((b[1], b[2]))
     if len(factors) != 3 or sum(_is_int(unit, f, 2) for f in factors) != 1:
         return None
-    names = [unit.t(f) for f in factors if syn.is_identifier(f)]
-    if len(names) != 2 or names.count(s) != 1:
+    named = [(_operand(unit, f), f) for f in factors if not _is_int(unit, f, 2)]
+    if len(named) != 2 or [n for n, _ in named].count(s) != 1 or None in [n for n, _ in named]:
         return None
-    return next(n for n in names if n != s)
+    return next(f for n, f in named if n != s)
 
 
 def _subscript(unit: CudaUnit, node: Node) -> tuple[str, Node] | None:
@@ -220,9 +248,12 @@ def _is_at_plus_s(unit: CudaUnit, node: Node, array: str, idx: str, s: str) -> b
     return names == sorted([idx, s])
 
 
-def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str) -> tuple[str, str] | str:
+def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str, shown: str | None = None) -> tuple[str, str] | str:
     """``(array, combine)`` for ``A[idx] += A[idx + s]``, ``A[idx] = A[idx] + A[idx + s]`` or
-    ``A[idx] = f(A[idx], A[idx + s])`` with ``f`` in :data:`COMBINE_FUNCS`; else why not."""
+    ``A[idx] = f(A[idx], A[idx + s])`` with ``f`` in :data:`COMBINE_FUNCS`; else why not. ``idx`` is a name or
+    :data:`THREAD_X` (any spelling of the thread index); ``shown`` is how a refusal spells it (``idx`` when
+    ``None``)."""
+    key, idx = idx, shown or idx
     text = " ".join(unit.t(stmt).split())
     expr = stmt.named_children[0] if syn.is_expression_statement(stmt) and stmt.named_children else None
     if expr is None or not syn.is_assignment(expr):
@@ -230,7 +261,7 @@ def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str) -> tuple[str, str] | 
     left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
     op = unit.t(expr.child_by_field_name("operator"))
     sub = _subscript(unit, left)
-    if sub is None or not _ident(unit, sub[1], idx):
+    if sub is None or not _ident(unit, sub[1], key):
         return f"the guarded statement `{text}` does not write `array[{idx}]`"
     array = sub[0]
     if op != "=" and op != "+=":
@@ -238,7 +269,7 @@ def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str) -> tuple[str, str] | 
             f"the combine `{text}` uses {op}, which is not associative and commutative "
             f"(only +, {', '.join(COMBINE_FUNCS)} can be reordered)"
         )
-    if op == "+=" and _is_at_plus_s(unit, right, array, idx, s):
+    if op == "+=" and _is_at_plus_s(unit, right, array, key, s):
         return array, "+"
     if op == "=":
         r = _strip(right)
@@ -250,8 +281,8 @@ def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str) -> tuple[str, str] | 
         elif syn.is_call(r) and r.child_by_field_name("arguments") is not None:
             kind = unit.t(r.child_by_field_name("function"))
             pair = list(r.child_by_field_name("arguments").named_children)
-        if len(pair) == 2 and any(_is_at(unit, x, array, idx) for x in pair) and any(
-            _is_at_plus_s(unit, x, array, idx, s) for x in pair
+        if len(pair) == 2 and any(_is_at(unit, x, array, key) for x in pair) and any(
+            _is_at_plus_s(unit, x, array, key, s) for x in pair
         ):
             if kind == "+" or kind in COMBINE_FUNCS:
                 return array, kind
@@ -275,8 +306,10 @@ def _is_sync(unit: CudaUnit, stmt: Node) -> bool:
 def _tid_problem(unit: CudaUnit, tid: str) -> str | None:
     """Why ``tid`` is neither ``threadIdx.x`` itself nor a local that always holds it (the analysis layer's
     :meth:`~htam_core.source.analysis.KernelFacts.builtin_alias`), or ``None``."""
-    if tid == "threadIdx.x" or unit.facts.builtin_alias(tid) == "threadIdx.x":
+    if tid == THREAD_X or unit.facts.builtin_alias(tid) == "threadIdx.x":
         return None
+    if "." in tid:
+        return f"the tree indexes with {tid}, not with the thread's index along x (threadIdx.x)"
     inits = unit.local_inits(unit.body, tid)
     if len(inits) != 1:
         return f"{tid} is not a local variable initialised once to threadIdx.x"
@@ -370,8 +403,8 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
         if head2 is None:
             return "the loop body is not exactly a guarded combine followed by a block barrier (__syncthreads();)"
         index, value = head2
-        tid = _strided_index(unit, value, s)
-        if tid is None:
+        tid_node = _strided_index(unit, value, s)
+        if tid_node is None:
             return f"`{unit.t(index_decl)}` is not the strided index `{index} = 2 * {s} * tid`"
         gparts = cond_parts(unit, gcond)
         if gparts is None or gparts[0] != index or gparts[1] != "<" or _norm(unit, gparts[2], s) != _norm(
@@ -387,14 +420,16 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
             if amp is not None and _binary(unit, amp[2], ("==",)) is not None:
                 why += " (`a & b == 0` parses as `a & (b == 0)`; parenthesize `(a & b) == 0`)"
             return why
-        tid = idx = found
+        tid_node = found
+        idx = _operand(unit, found) or ""
     cons = guard.child_by_field_name("consequence")
     inner = statement_list(cons) if cons is not None and syn.is_block(cons) else [cons]
     if len(inner) != 1 or inner[0] is None:
         return "the guard does not hold exactly one combine statement"
-    comb = _combine(unit, inner[0], idx, s)
+    comb = _combine(unit, inner[0], idx, s, None if index_decl is not None else tid_text(unit, tid_node))
     if isinstance(comb, str):
         return comb
+    tid = _operand(unit, tid_node) or ""
     why = _tid_problem(unit, tid)
     if why:
         return why
@@ -402,7 +437,8 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
     why = _read_after(unit, loop, array)
     if why:
         return why
-    return Tree(loop, s, typ, bound, bound_value, gcond, tid, array, op, inner[0], index_decl, index)
+    return Tree(loop, s, typ, bound, bound_value, gcond, tid, array, op, inner[0], index_decl, index,
+                tid_text(unit, tid_node))
 
 
 def _header_decl(unit: CudaUnit, decl: Node) -> tuple[str, Node] | None:
@@ -561,7 +597,7 @@ class CudaSequentialAddressing(CudaTransform):
         where = ("line " if len(lines) == 1 else "lines ") + ", ".join(str(x) for x in lines)
         desc = (
             f"sequential addressing in the shared-memory tree of {kernel.name} ({where}): the stride halves "
-            f"from the block size and threads {trees[0].tid} < {trees[0].var} combine: active threads stay "
+            f"from the block size and threads {trees[0].tid_text} < {trees[0].var} combine: active threads stay "
             "contiguous (no divergence inside warps) and shared accesses are conflict-free"
         )
         desc += (
@@ -591,10 +627,10 @@ class CudaSequentialAddressing(CudaTransform):
         upd = t.loop.child_by_field_name("update")
         s = t.var
         header = f"{t.type} {s} = {_bound_text(unit, t.bound)} / 2; {s} > 0; {s} >>= 1"
-        edits = [unit.edit(init.start_byte, upd.end_byte, header), unit.replace(t.cond, f"{t.tid} < {s}")]
+        edits = [unit.edit(init.start_byte, upd.end_byte, header), unit.replace(t.cond, f"{t.tid_text} < {s}")]
         if t.index_decl is not None and t.index is not None:
             a, b = statement_span(unit, t.index_decl)
             edits.append(unit.edit(a, b, ""))
             for ref in references(t.combine_stmt, unit.src, t.index):
-                edits.append(unit.replace(ref, t.tid))
+                edits.append(unit.replace(ref, t.tid_text))
         return edits

@@ -33,7 +33,9 @@ that writes or reads shared memory or reads a lane-dependent value besides its r
 in a sum with the other warps'.
 
 Refused, each with its reason: no such loop; the column not ``blockIdx.x * blockDim.x + threadIdx.x`` in one
-local; no column guard ``if (c >= C) return;``; other statements before the loop that depend on the column; a
+local; no column guard ``if (c >= C) return;`` (a guarded block ``if (c < C) { … }`` that ends the body is the same
+guard, :func:`~htam_core.source.analysis.guards.open_guarded_block`; one with an ``else`` or with statements after
+it is refused); other statements before the loop that depend on the column; a
 loop that is not the last loop or is nested; statements after it that combine threads (shuffles, barriers) or
 return; an element type unknown or a template parameter (the launch must compute ``htam_V``); a grid whose x
 component is not written at the launch; no launch in the file.
@@ -47,9 +49,9 @@ from __future__ import annotations
 
 import sympy
 
-from htam_core.source.analysis import ColumnSplit, LoopFact, sym
+from htam_core.source.analysis import Accumulator, ColumnSplit, LoopFact, sym
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.guards import bounds_guard
+from htam_core.source.analysis.guards import bounds_guard, early_return_text
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
@@ -153,7 +155,7 @@ class CudaVectorColumns(CudaTransform):
         placed = column_loop(unit, split)
         if isinstance(placed, str):
             return placed
-        fact, loop, pre, post = placed
+        fact, loop, pre, post, opened = placed
         acc = fact.accumulators[0]
         col = next((t.name for t in f.thread_indices if t.is_global and t.expr == split.column), None)
         col_decl = next((st for st in pre if syn.is_declaration(st) and _declared(unit, st) == [col]), None)
@@ -162,14 +164,14 @@ class CudaVectorColumns(CudaTransform):
         acc_decl = unit.node_at(acc.decl_span, syn.DECLARATION) if acc.decl_span else None
         if acc_decl is None or acc_decl not in pre or acc.type is None or acc.init_text is None:
             return f"the accumulator {acc.name} is not declared with its type and initial value before the loop"
-        guard = next((st for st in pre if _guard(unit, st, col) is not None), None)
+        guard = next((st for st in pre if _guard(unit, st, col, opened) is not None), None)
         if guard is None:
-            return f"{name} has no column guard `if ({col} >= n) return;` before the loop"
-        bound = unit.t(_guard(unit, guard, col))
+            return f"{name} has no column guard `if ({col} >= n) return;` (or `if ({col} < n) {{ … }}`) before the loop"
+        bound = unit.t(_guard(unit, guard, col, opened))
         for st in pre:
             if st in (col_decl, acc_decl, guard):
                 continue
-            words = {unit.t(i) for i in syn.identifiers(st)}
+            words = {unit.t(i) for i in syn.identifiers(st if st != opened else st.child_by_field_name("condition"))}
             if col in words or "threadIdx" in words or acc.name in words:
                 return f"the statement `{' '.join(unit.t(st).split())[:60]}` before the loop depends on the column"
         for st in post:
@@ -229,14 +231,7 @@ class CudaVectorColumns(CudaTransform):
                  f"{ind}// several adjacent columns per thread (cuda.vector_columns): one 16-byte load per row",
                  f"{ind}constexpr int htam_V = {width};",
                  *[f"{ind}{x}" for x in packs]]
-        for st in pre:
-            if st == col_decl:
-                lines.append(f"{ind}{' '.join(_with(unit, st, [(col_init, f'({unit.t(col_init)}) * htam_V')]).split())}")
-            elif st == acc_decl:
-                lines.append(f"{ind}{acc.type} htam_acc[htam_V];")
-                lines.append(f"{ind}for (int htam_k = 0; htam_k < htam_V; htam_k++) htam_acc[htam_k] = {acc.init_text};")
-            else:
-                lines.append(f"{ind}{_reindent(unit.t(st), '')}")
+        lines += [f"{ind}{x}" for x in _pre_lines(unit, pre, (col_decl, col_init), acc_decl, acc, opened)]
         lines += [
             f"{ind}{' '.join(header.split())} {{",
             f"{ind}{ind}if ({col} + htam_V <= {bound} && {aligned}) {{",
@@ -255,6 +250,27 @@ class CudaVectorColumns(CudaTransform):
         lines.append("}")
         edits.append(unit.replace(unit.body, "\n".join(lines)))
         return edits, fact.line, width, False
+
+
+def _pre_lines(unit: CudaUnit, pre: list[Node], col: tuple[Node, Node], acc_decl: Node, acc: Accumulator,
+               opened: Node | None) -> list[str]:
+    """The statements before the column loop, rewritten for ``htam_V`` columns per thread (unindented): the column
+    declaration ``col`` (statement, initial value) times ``htam_V``, the accumulator ``acc`` (declared by
+    ``acc_decl``) as one per column, the guarded block ``opened`` around the loop as its early return (the same
+    guard, :func:`~htam_core.source.analysis.guards.early_return_text`), the others as written."""
+    out: list[str] = []
+    for st in pre:
+        if st == col[0]:
+            out.append(" ".join(_with(unit, st, [(col[1], f"({unit.t(col[1])}) * htam_V")]).split()))
+        elif st == opened:
+            g = bounds_guard(st, None, unit.src)
+            out.append(early_return_text(g, unit.src) if not isinstance(g, str) else unit.t(st))
+        elif st == acc_decl:
+            out.append(f"{acc.type} htam_acc[htam_V];")
+            out.append(f"for (int htam_k = 0; htam_k < htam_V; htam_k++) htam_acc[htam_k] = {acc.init_text};")
+        else:
+            out.append(_reindent(unit.t(st), ""))
+    return out
 
 
 #: Accumulator types a warp shuffle moves as they are.

@@ -37,7 +37,6 @@ warp); NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 
 from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.forms import builtin_field, cond_parts
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
@@ -52,10 +51,12 @@ from htam_core.transforms.cuda_reduction import (
     _is_sync,
     _launch_problem,
     _norm,
+    _operand,
     _read_after,
     _tid_problem,
     element_type,
     match_tree,
+    tid_text,
     tree_bound,
 )
 from htam_core.transforms.registry import register
@@ -64,21 +65,25 @@ from htam_core.types.profile import Profile
 WARP = 32
 
 
-def _guard_tid(unit: CudaUnit, guard: Node, s: str) -> str | None:
-    """The thread variable ``tid`` of a guard ``if (tid < s)`` (``tid`` a name or ``threadIdx.x``), else ``None``."""
+def _guard_tid(unit: CudaUnit, guard: Node, s: str) -> tuple[str, str] | None:
+    """``(key, text)`` of the thread operand of a guard ``if (tid < s)`` / ``if (s > tid)``: the key is
+    ``"threadIdx.x"`` for the thread's index along x in any spelling (``tid`` holding it, ``threadIdx.x``,
+    ``cta.thread_rank()``), else the name written; the text is how the guard spells it. ``None`` for another
+    guard."""
     clause = guard.child_by_field_name("condition")
     gcond = clause.child_by_field_name("value") if clause is not None else None
     if gcond is None or guard.child_by_field_name("alternative") is not None:
         return None
     gcond = syn.unwrap_parens(gcond)
-    if syn.is_binary(gcond) and unit.t(gcond.child_by_field_name("operator")) == "<" and \
-            builtin_field(unit, gcond.child_by_field_name("left")) == "threadIdx.x" and \
-            unit.t(syn.unwrap_parens(gcond.child_by_field_name("right"))) == s:
-        return "threadIdx.x"
-    parts = cond_parts(unit, gcond)
-    if parts is None or parts[1] != "<" or unit.t(syn.unwrap_parens(parts[2])) != s:
+    if not syn.is_binary(gcond):
         return None
-    return parts[0]
+    op = unit.t(gcond.child_by_field_name("operator"))
+    left, right = gcond.child_by_field_name("left"), gcond.child_by_field_name("right")
+    sides = {"<": (left, right), ">": (right, left)}.get(op)
+    if sides is None or sides[0] is None or sides[1] is None or unit.t(syn.unwrap_parens(sides[1])) != s:
+        return None
+    key = _operand(unit, sides[0])
+    return (key, tid_text(unit, sides[0])) if key is not None else None
 
 
 def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, int | None, bool] | str:
@@ -109,20 +114,21 @@ def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, i
     if not first and (len(stmts) != 2 or not syn.is_if(stmts[0]) or not _is_sync(unit, stmts[1])):
         return "the loop body is not exactly a guarded combine and a block barrier (__syncthreads();), in either order"
     guard = stmts[1] if first else stmts[0]
-    tid = _guard_tid(unit, guard, s)
-    if tid is None:
+    got = _guard_tid(unit, guard, s)
+    if got is None:
         return f"the guard is not `tid < {s}`"
+    tid, text = got
     cons = guard.child_by_field_name("consequence")
     inner = statement_list(cons) if syn.is_block(cons) else [cons]
     if len(inner) != 1:
         return "the guard does not hold exactly one combine statement"
-    comb = _combine(unit, inner[0], tid, s)
+    comb = _combine(unit, inner[0], tid, s, text)
     if isinstance(comb, str):
         return comb
     why = _tid_problem(unit, tid) or _read_after(unit, loop, comb[0])
     if why:
         return why
-    return s, tid, comb[0], comb[1], bound, value, first
+    return s, text, comb[0], comb[1], bound, value, first
 
 
 def _finish(tid: str, array: str, combine: str, etype: str, indent: str, barrier_first: bool = False,
@@ -193,7 +199,7 @@ class CudaWarpShuffleFinish(CudaTransform):
                     not_seq = seq.startswith("the loop is not a sequential-addressing tree")
                     reasons.append(f"line {line}: {tree if not_seq else seq}")
                     continue
-                s, tid, array, combine, value = tree.var, tree.tid, tree.array, tree.combine, tree.bound_value
+                s, tid, array, combine, value = tree.var, tree.tid_text, tree.array, tree.combine, tree.bound_value
                 bound = tree.bound
                 edits = CudaSequentialAddressing._edits(unit, tree)
                 head = edits[0]

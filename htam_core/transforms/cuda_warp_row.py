@@ -184,6 +184,20 @@ def _online_pair_check(unit: CudaUnit, scalars: dict[str, Node], pair: OnlinePai
     return None
 
 
+def _column_walk(unit: CudaUnit, loop: Node) -> str | None:
+    """Why ``loop`` is no walk along a row: a global access moves with its variable by a known stride other than 1
+    (the analysis layer's :meth:`~htam_core.source.analysis.KernelFacts.strided_walk`: a column walk such as
+    ``A[r * cols + c]`` over ``r``), so lanes on consecutive values of the variable would read elements that far
+    apart; ``None`` for a row walk."""
+    fact = unit.facts.loop_at(unit.file_byte(loop))
+    acc = unit.facts.strided_walk(fact) if fact is not None else None
+    if fact is None or acc is None or fact.var is None:
+        return None
+    return (f"the loop on line {fact.line} walks a column, not a row: `{acc.pointer}[{acc.index_text}]` moves "
+            f"{acc.stride(fact.var)} elements per step of {fact.var}, so lanes on consecutive {fact.var} would read "
+            "that far apart (a warp per row needs loops over a row's contiguous elements)")
+
+
 def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dict[str, object]] | str:
     """The kernel-body edits of the rewrite and a summary (reduced scalars, loops), or why it is refused."""
     if LANE in unit.t(unit.body):
@@ -355,6 +369,9 @@ class CudaWarpPerRow(CudaTransform):
             return self.not_applicable(f"{kernel.name}'s loops do not walk a row owned by one thread (its lanes "
                                        "already take neighbouring elements) and reduce nothing: a warp per row "
                                        "would only stride the lanes over the loop")
+        why = next((w for w in (_column_walk(unit, s) for s in ew.stmts if syn.is_for(s)) if w), None)
+        if why:
+            return self.not_applicable(why)
         grid = [wrap_grid(unit, la, "({}) * " + str(WARP)) for la in unit.launches] + rounded
         bad = next((g for g in grid if isinstance(g, str)), None)
         if bad:

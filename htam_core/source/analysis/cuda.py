@@ -827,6 +827,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        grid_stride_loops=gs_loops, launch_free_dims=gs_dims, index_calls=index_calls,
                        type_instantiations=tuple((n, tuple(sorted(f.texts)))
                                                  for n, f in _type_instantiations(src, kernel).items()),
+                       thread_x_spans=thread_x_spans(src, aff, launches),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
                                          tuple(p.name for p in kernel.params if not p.is_pointer)))
 
@@ -943,6 +944,38 @@ def _builtin_aliases(src: CudaSource, aff: Affine) -> tuple[tuple[str, str], ...
             if isinstance(e, sympy.Symbol) and e.name.split(".")[0] in _BUILTIN_OBJS:
                 out[name] = e.name
     return tuple(out.items())
+
+
+#: The nodes that can spell the thread's index along x: a name, ``threadIdx.x`` or ``block.thread_index().x``, a
+#: cooperative-groups call (``cta.thread_rank()``), a cast of one of them.
+_THREAD_X_NODES = ("identifier", "field_expression", "call_expression", "cast_expression")
+
+
+def thread_x_spans(src: CudaSource, aff: Affine, launches: tuple[LaunchFacts, ...]) -> tuple[tuple[int, int], ...]:
+    """The file spans of the body's expressions that are the thread's index along x in its block: ``threadIdx.x``,
+    ``block.thread_index().x``, a thread block's ``thread_rank()`` (``cta.thread_rank()``,
+    ``cg::this_thread_block().thread_rank()``) and a local declared once, never modified, that holds one of them
+    (``int tid = threadIdx.x;``, ``const unsigned t = cta.thread_rank();``, ``auto tid = threadIdx.x;``), casts
+    included.
+
+    ``thread_rank()`` is ``threadIdx.x`` for a 1-D block; the block is taken as 1-D when every launch of the kernel
+    in the unit has one (and when the unit has no launch: a kernel launched elsewhere is read as the code that
+    indexes a 1-D tree with it). Idea source: CUDA C++ Programming Guide, "Cooperative Groups" (``thread_block``:
+    ``thread_rank``, ``thread_index``)."""
+    one_d = all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
+    if one_d and not aff.one_d:
+        aff = Affine(aff.env, src.func, aff.loop_vars, True, aff.ceil_div_calls, aff.macros)
+    tx = sym("threadIdx.x")
+    names = {n for n, b in _builtin_aliases(src, aff) if b == "threadIdx.x"}
+    out: list[tuple[int, int]] = []
+    for node in of_type(src.body, _THREAD_X_NODES):
+        if node.type == "identifier":
+            hit = src.env.t(node) in names
+        else:
+            hit = aff.expr(node) == tx
+        if hit:
+            out.append((src.base + node.start_byte, src.base + node.end_byte))
+    return tuple(out)
 
 
 def _collectives(src: CudaSource) -> tuple[tuple[str, int], ...]:

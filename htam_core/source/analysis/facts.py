@@ -32,6 +32,16 @@ def sym(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, integer=True)
 
 
+def _reads_below(diff: sympy.Expr) -> bool:
+    """``diff`` (a read's index minus a write's) is the same for every thread (no ``threadIdx``) and has a term
+    ``-v``, ``v`` a variable that is not a builtin: the read is a stride ``v`` below the written element (a scan
+    step, :meth:`KernelFacts.scan_loops`)."""
+    if any(x.name.startswith("threadIdx.") for x in diff.free_symbols if isinstance(x, sympy.Symbol)):
+        return False
+    return any(isinstance(t, sympy.Mul) and t.args[0] == -1 and len(t.args) == 2 and isinstance(t.args[1], sympy.Symbol)
+               and "." not in t.args[1].name for t in sympy.Add.make_args(diff))
+
+
 def stride_of(expr: sympy.Expr | None, name: str) -> sympy.Expr | None:
     """Coefficient of symbol ``name`` in ``expr`` when ``expr`` is affine in it, else ``None``.
 
@@ -920,6 +930,10 @@ class KernelFacts:
             instantiate it with, sorted (``("scalar_t", ("__nv_bfloat16",))`` for a launch inside a dispatch
             macro that declares ``using scalar_t = __nv_bfloat16;``; ``()`` when none is read):
             :func:`~htam_core.source.analysis.instantiations.template_arguments`.
+        thread_x_spans: the file spans of the expressions in the body that are the thread's index along x in its
+            block, however spelled (:func:`~htam_core.source.analysis.cuda.thread_x_spans`: ``threadIdx.x``, a
+            local that always holds it, ``block.thread_index().x``, a thread block's ``thread_rank()`` for a 1-D
+            block); CUDA only.
     """
 
     kernel: str
@@ -951,6 +965,7 @@ class KernelFacts:
     stencils2d: tuple[Stencil2D, ...] = ()
     stencil2d_refusal: str = ""
     type_instantiations: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    thread_x_spans: tuple[Span, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
@@ -1034,6 +1049,12 @@ class KernelFacts:
     def constant(self, name: str) -> int | None:
         """Value of the constant ``name`` in the kernel body, or ``None``."""
         return dict(self.constants).get(name)
+
+    def is_thread_x(self, span: Span) -> bool:
+        """True when the expression at file span ``span`` is the thread's index along x in its block in any
+        spelling (:attr:`thread_x_spans`): the one normal form of "tid" for the analyses and transforms of
+        block-level trees and reductions."""
+        return span in self.thread_x_spans
 
     def builtin_alias(self, name: str) -> str | None:
         """The builtin (``"blockDim.x"``, ``"threadIdx.x"``) that local ``name`` always holds, else ``None``."""
@@ -1161,6 +1182,21 @@ class KernelFacts:
                     return True
         return False
 
+    def strided_walk(self, loop: LoopFact) -> Access | None:
+        """The first global access inside ``loop`` whose element moves with the loop variable by a known stride
+        other than 1 (``A[r * cols + c]`` in a loop over ``r`` moves ``cols`` elements a step: the loop walks a
+        column, not a row's contiguous elements), else ``None``. A loop for which this is ``None`` walks rows
+        only: what giving a row to a warp (lanes on consecutive loop indices) coalesces. Accesses that do not move
+        with the loop (stride 0) or whose stride is unknown are not counted. ``None`` for a loop without a
+        variable."""
+        if loop.var is None:
+            return None
+        for a in self.accesses_in(loop):
+            st = a.stride(loop.var) if a.space == "global" else None
+            if st is not None and st != 0 and st != 1:
+                return a
+        return None
+
     def row_loops(self) -> tuple[LoopFact, ...]:
         """Loops for which :meth:`is_row_loop` holds."""
         return tuple(lp for lp in self.loops if self.is_row_loop(lp))
@@ -1252,10 +1288,9 @@ class KernelFacts:
                 out.append(lp)
         return tuple(out)
 
-    def shared_tree_loops(self) -> tuple[LoopFact, ...]:
-        """Shared-memory reduction trees: a loop whose variable halves or doubles (``s >>= 1``, ``s *= 2``)
-        and that reads and writes the same ``__shared__`` array (``sdata[tid] += sdata[tid + s]``)."""
-        out: list[LoopFact] = []
+    def _halving_or_doubling_shared(self) -> list[tuple[LoopFact, set[str]]]:
+        """Loops whose variable halves or doubles, with the ``__shared__`` arrays each both reads and writes."""
+        out: list[tuple[LoopFact, set[str]]] = []
         for lp in self.loops:
             if lp.update not in (">>", "/", "*", "<<"):
                 continue
@@ -1263,8 +1298,36 @@ class KernelFacts:
             both = {a.pointer for a in shared if a.kind == "readwrite"} | (
                 {a.pointer for a in shared if a.kind == "read"} & {a.pointer for a in shared if a.kind == "write"})
             if both:
+                out.append((lp, both))
+        return out
+
+    def scan_loops(self) -> tuple[LoopFact, ...]:
+        """Shared-memory scan steps: a loop whose variable halves or doubles and in which an element of a
+        ``__shared__`` array is written from an element a stride *below* it (a read whose index minus a write's
+        index, on the same array, has a term ``-offset``, ``offset`` a variable: the loop's or one it scales):
+        Hillis-Steele's ``s[tid] += s[tid - offset]`` (double-buffered ``buf[pout][tid] = buf[pin][tid] + buf[pin][tid - offset]`` too) and the
+        Blelloch sweeps (``temp[bi] += temp[ai]`` with ``ai = bi - offset``; the down-sweep's ``s[tid + d] =
+        s[tid]``). A reduction tree reads the element *above* (``sdata[tid] += sdata[tid + s]``). Idea source:
+        Harris, Sengupta and Owens, "Parallel Prefix Sum (Scan) with CUDA" (GPU Gems 3, ch. 39)."""
+        out: list[LoopFact] = []
+        for lp, arrays in self._halving_or_doubling_shared():
+            var = lp.var or ""
+            shared = [a for a in self.accesses_in(lp) if a.space == "shared" and a.pointer in arrays
+                      and a.index is not None]
+            reads = [a for a in shared if a.kind != "write"]
+            writes = [a for a in shared if a.kind != "read"]
+            if var and any(r.pointer == w.pointer and _reads_below(sympy.expand(r.index - w.index))
+                           for r in reads for w in writes):
                 out.append(lp)
         return tuple(out)
+
+    def shared_tree_loops(self) -> tuple[LoopFact, ...]:
+        """Shared-memory reduction trees: a loop whose variable halves or doubles and that reads and writes the
+        same ``__shared__`` array (``sdata[tid] += sdata[tid + s]``), on an array no :meth:`scan_loops` step of the
+        kernel scans (a scan's up-sweep is a tree over the array its down-sweep then reads whole: a scan, not a
+        reduction)."""
+        scanned = {a.pointer for lp in self.scan_loops() for a in self.accesses_in(lp) if a.space == "shared"}
+        return tuple(lp for lp, arrays in self._halving_or_doubling_shared() if not arrays & scanned)
 
     def interleaved_tree_loops(self) -> tuple[LoopFact, ...]:
         """The :meth:`shared_tree_loops` whose stride doubles (``s *= 2``, ``s <<= 1``): interleaved addressing, the
@@ -1278,6 +1341,10 @@ class KernelFacts:
         warp-shuffle finish)."""
         if self.shared_tree_loops():
             return None
+        scans = self.scan_loops()
+        if scans:
+            return (f"this is a scan, not a reduction: the shared-memory loop on line {scans[0].line} writes each "
+                    "element from the one a stride below it (a scan step), so no reduction-tree step applies")
         return (f"{self.kernel} has no shared-memory tree reduction (a loop whose stride halves or doubles and that "
                 "combines elements of one __shared__ array, `sdata[tid] += sdata[tid + s]`)")
 

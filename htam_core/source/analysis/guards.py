@@ -24,7 +24,7 @@ from tree_sitter import Node
 from htam_core.source.analysis.syntax import statements, text, unwrap_parens
 
 __all__ = ["BoundsGuard", "GuardTerm", "bounds_guard", "positive_terms", "closing_bounds_guard", "describe_form",
-           "enclosing_bounds", "first_bounds_guard"]
+           "early_return_text", "enclosing_bounds", "first_bounds_guard", "open_guarded_block"]
 
 _NEGATE = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
@@ -260,3 +260,59 @@ def describe_form(guard: BoundsGuard, src: bytes) -> str:
     if guard.form == "return":
         return f"the early return `if {cond} return;`"
     return f"the guarded body `if {cond} {{ … }}`"
+
+
+def open_guarded_block(stmts: Sequence[Node], target: Node, src: bytes) -> tuple[list[Node], Node | None] | str | None:
+    """The statements of a kernel body ``stmts`` with statement ``target`` among them, a guarded body opened: the
+    guarded body and the early return are one normal form.
+
+    ``if (c < n) { A; target; B; }`` as the body's last statement (no ``else``) runs ``A; target; B;`` exactly
+    when ``if (c >= n) return; A; target; B;`` does, so its statements are read as following the guard: the result
+    is the statements before the ``if``, the ``if`` itself (the guard, read by :func:`bounds_guard` in its ``"if"``
+    form), then the consequence's statements.
+
+    Args:
+        stmts: the statements of the kernel's body (:func:`~htam_core.source.analysis.syntax.statements`).
+        target: the statement sought (a loop).
+        src: the buffer the nodes index.
+
+    Returns:
+        ``(statements, None)`` when ``target`` is one of ``stmts``; ``(statements, the if)`` when it is a statement
+        of a guarded body opened as above; one clause (``"is inside `if (c < n) { … }`, which has an else
+        branch"``) when it is in the consequence of a body-level ``if`` whose guard semantics differ from an early
+        return (an ``else``, statements after the block, a ``return`` in it); ``None`` when it is elsewhere.
+    """
+    if target in stmts:
+        return list(stmts), None
+    owner = next((k for k, st in enumerate(stmts) if st.start_byte <= target.start_byte < st.end_byte), None)
+    if owner is None or stmts[owner].type != "if_statement":
+        return None
+    stmt = stmts[owner]
+    inner = _statements(stmt.child_by_field_name("consequence"))
+    if target not in inner:
+        return None
+    where = f"is inside the guarded block `if {text(stmt.child_by_field_name('condition'), src)} {{ … }}`"
+    if stmt.child_by_field_name("alternative") is not None:
+        return f"{where}, which has an else branch"
+    if owner != len(stmts) - 1:
+        return f"{where}, and statements follow that block (only a block that ends the kernel reads as an early return)"
+    g = bounds_guard(stmt, None, src)
+    if isinstance(g, str):
+        return f"{where}: {g}"
+    return [*stmts[:owner], stmt, *inner], stmt
+
+
+def early_return_text(guard: BoundsGuard, src: bytes) -> str:
+    """``guard``'s condition as the early return it stands for: ``if (c >= n) return;`` for ``c < n`` or ``n > c``
+    (each ``var < bound`` term as ``var >= bound``, another comparison negated, another term as ``!(term)``, ``||``
+    between the terms); ``src`` is the buffer its nodes index."""
+    parts: list[str] = []
+    for t in guard.terms:
+        if t.var is not None and t.bound is not None:
+            parts.append(f"{t.var} >= {text(t.bound, src)}")
+        elif t.compare is not None:
+            left, op, right = t.compare
+            parts.append(f"{text(left, src)} {_NEGATE[op]} {text(right, src)}")
+        else:
+            parts.append(f"!({t.text})")
+    return f"if ({' || '.join(parts)}) return;"
