@@ -185,7 +185,7 @@ def _online_pair_check(unit: CudaUnit, scalars: dict[str, Node], pair: OnlinePai
 
 
 def _column_walk(unit: CudaUnit, loop: Node) -> str | None:
-    """Why ``loop`` is no walk along a row: a global access moves with its variable by a known stride other than 1
+    """Whether ``loop`` is no walk along a row: a global access moves with its variable by a known stride other than 1
     (the analysis layer's :meth:`~htam_core.source.analysis.KernelFacts.strided_walk`: a column walk such as
     ``A[r * cols + c]`` over ``r``), so lanes on consecutive values of the variable would read elements that far
     apart; ``None`` for a row walk."""
@@ -193,9 +193,8 @@ def _column_walk(unit: CudaUnit, loop: Node) -> str | None:
     acc = unit.facts.strided_walk(fact) if fact is not None else None
     if fact is None or acc is None or fact.var is None:
         return None
-    return (f"the loop on line {fact.line} walks a column, not a row: `{acc.pointer}[{acc.index_text}]` moves "
-            f"{acc.stride(fact.var)} elements per step of {fact.var}, so lanes on consecutive {fact.var} would read "
-            "that far apart (a warp per row needs loops over a row's contiguous elements)")
+    return (f"the loop on line {fact.line} walks a column: `{acc.pointer}[{acc.index_text}]` moves "
+            f"{acc.stride(fact.var)} elements per step of {fact.var}")
 
 
 def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dict[str, object]] | str:
@@ -369,9 +368,7 @@ class CudaWarpPerRow(CudaTransform):
             return self.not_applicable(f"{kernel.name}'s loops do not walk a row owned by one thread (its lanes "
                                        "already take neighbouring elements) and reduce nothing: a warp per row "
                                        "would only stride the lanes over the loop")
-        why = next((w for w in (_column_walk(unit, s) for s in ew.stmts if syn.is_for(s)) if w), None)
-        if why:
-            return self.not_applicable(why)
+        column = next((w for w in (_column_walk(unit, s) for s in ew.stmts if syn.is_for(s)) if w), None)
         grid = [wrap_grid(unit, la, "({}) * " + str(WARP)) for la in unit.launches] + rounded
         bad = next((g for g in grid if isinstance(g, str)), None)
         if bad:
@@ -380,8 +377,11 @@ class CudaWarpPerRow(CudaTransform):
         return [
             self.candidate(
                 model,
-                f"give each row of {kernel.name} to a warp: its {summary['loops']} row loop(s) stride by 32 from "
-                f"the lane, warp all-reduce of {names}, {WARP}x the blocks (float sums change order)"
+                (f"give each column walk of {kernel.name} to a warp: its lanes split the rows ({column}; {WARP}x the "
+                 f"warps in flight, but each load touches 32 rows: only a measurement says whether it pays), warp "
+                 f"all-reduce of {names}, {WARP}x the blocks (float sums change order)" if column else
+                 f"give each row of {kernel.name} to a warp: its {summary['loops']} row loop(s) stride by 32 from "
+                 f"the lane, warp all-reduce of {names}, {WARP}x the blocks (float sums change order)")
                 + ("; a block size known only at run time is rounded up to a multiple of 32" if rounded else ""),
                 {"reduced": summary["reduced"], "launches": len(unit.launches), "rounded_blocks": len(rounded)},
                 edits + grid,  # type: ignore[operator]

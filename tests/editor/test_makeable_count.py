@@ -18,12 +18,7 @@ FOLDERS = (ROOT / "tests" / "fixtures" / "corpus", ROOT / "bench" / "suite")
 
 #: Kernels with a known pattern that get no structural step yet, with the step they lack. The test fails when a
 #: kernel outside this list lacks one, and when a kernel of this list gets one (then remove it from here).
-KNOWN_GAPS: dict[str, str] = {
-    # a sum over the middle dimension, one thread per output walking R with stride `inner` (a column walk, coalesced
-    # across threads): warp per row is refused there (it would put the lanes `inner` elements apart), and the
-    # column steps do not read its column `idx % inner`, which is not affine
-    "kb_rowsum.py:sum_over_dim_kernel": "vector_columns",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
