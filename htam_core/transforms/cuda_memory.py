@@ -246,12 +246,7 @@ class CudaVectorizeFloat4(CudaTransform):
         ptrs = sorted(set(reads) | set(writes))
         align = " | ".join(f"reinterpret_cast<unsigned long long>({p})" for p in ptrs)
         lines = [
-            "{",
-            f"    const long long htam_n = {ew.extra} ? (long long)({unit.t(ew.bound)}) : 0ll;" if ew.extra else
-            f"    const long long htam_n = (long long)({unit.t(ew.bound)});",
-            "    const long long htam_stride = (long long)blockDim.x * gridDim.x;",
-            "    const long long htam_gid = " + ("(long long)blockIdx.x * blockDim.x + threadIdx.x;" if
-                                             is_global_index(unit, ew.gid) else f"(long long)({unit.t(ew.gid)});"),
+            *_grid_stride_head(unit, ew),
             "    long long htam_tail = 0;",
             f"    if ((({align}) & 15ull) == 0ull) {{",
             "        const long long htam_n4 = htam_n / 4;",
@@ -281,6 +276,19 @@ class CudaVectorizeFloat4(CudaTransform):
         lines += ["        " + ln.strip() if ln.strip() else "" for ln in scalar.splitlines()]
         lines += ["    }", "}"]
         return "\n".join(lines)
+
+
+def _grid_stride_head(unit: CudaUnit, ew: Elementwise) -> list[str]:
+    """The first lines of the elementwise form's body: its opening brace, the element count ``htam_n`` (0 when the
+    guard's extra condition is false), the grid's stride and the thread's global index."""
+    return [
+        "{",
+        f"    const long long htam_n = {ew.extra} ? (long long)({unit.t(ew.bound)}) : 0ll;" if ew.extra else
+        f"    const long long htam_n = (long long)({unit.t(ew.bound)});",
+        "    const long long htam_stride = (long long)blockDim.x * gridDim.x;",
+        "    const long long htam_gid = " + ("(long long)blockIdx.x * blockDim.x + threadIdx.x;" if
+                                         is_global_index(unit, ew.gid) else f"(long long)({unit.t(ew.gid)});"),
+    ]
 
 
 def _vector_width(unit: CudaUnit, used: list[tuple[str, Node]]) -> int | str:
@@ -321,12 +329,7 @@ def _generic_body(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str]],
     elem = {q: " ".join(w for w in types[q].split() if w not in ("const", "volatile")) for q in ptrs}
     align = " | ".join(f"(reinterpret_cast<unsigned long long>({q}) & (sizeof(htam_{q}_t) - 1))" for q in ptrs)
     lines = [
-        "{",
-        f"    const long long htam_n = {ew.extra} ? (long long)({unit.t(ew.bound)}) : 0ll;" if ew.extra else
-        f"    const long long htam_n = (long long)({unit.t(ew.bound)});",
-        "    const long long htam_stride = (long long)blockDim.x * gridDim.x;",
-        "    const long long htam_gid = " + ("(long long)blockIdx.x * blockDim.x + threadIdx.x;" if
-                                         is_global_index(unit, ew.gid) else f"(long long)({unit.t(ew.gid)});"),
+        *_grid_stride_head(unit, ew),
         f"    constexpr int htam_V = {width};  // elements per vector: 16 bytes of the widest element type",
         *(f"    struct alignas(htam_V * sizeof({elem[q]})) htam_{q}_t {{ {elem[q]} v[htam_V]; }};" for q in ptrs),
         "    long long htam_tail = 0;",
