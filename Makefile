@@ -7,7 +7,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
-# CPU machines: the CPU build of torch (a GPU machine with its own torch keeps it: TORCH_SPEC=)
+# torch when none is installed (the build pip finds first; a GPU machine with its own torch keeps it: TORCH_SPEC=)
 TORCH_SPEC ?= torch==2.13.0
 OUT    ?= htam-out
 
@@ -19,7 +19,7 @@ $(BIN)/python:
 
 install: $(BIN)/python
 	@if [ -n "$(TORCH_SPEC)" ] && ! $(BIN)/python -c "import torch" 2>/dev/null; then \
-	  echo "installing $(TORCH_SPEC)"; $(BIN)/python -m pip install -q "$(TORCH_SPEC)"; fi
+	  echo "installing $(TORCH_SPEC)"; $(BIN)/python -m pip install -q $(TORCH_SPEC); fi
 	$(BIN)/python -m pip install -q -e .
 
 install-test: install
