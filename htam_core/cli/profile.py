@@ -93,7 +93,7 @@ def format_profile(p: Any) -> str:
     lines.append(f"  spills        {_fmt(p.spill_bytes, ' bytes')}")
     lines.append(f"  stack         {_fmt(p.stack_bytes, ' bytes')}")
     lines.append(f"  shared        {shared_line(p)}")
-    lines.append(f"  block size    {_fmt(p.block_size)}")
+    lines.append(f"  threads/block {_fmt(p.block_size)}")
     occ = "unknown" if p.theoretical_occupancy is None else f"{p.theoretical_occupancy:.2f}"
     lim = (p.extra.get("occupancy") or {}).get("limiter")
     if (p.extra.get("launch") or {}).get("fits") is False:
