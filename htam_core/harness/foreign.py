@@ -29,6 +29,7 @@ from typing import Any
 
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.workspace import WorkspaceLaunch, find_launches
+from htam_core.types.language import traits
 
 __all__ = ["ForeignLauncher", "foreign_launcher", "foreign_launches", "launcher_module", "package_of"]
 
@@ -58,7 +59,7 @@ class ForeignLauncher:
 
 def foreign_launches(model: SourceModel, kernel: Kernel) -> list[WorkspaceLaunch]:
     """The Triton launches of ``kernel`` in other files of its workspace (``[]`` when none, or the search fails)."""
-    if kernel.language != "triton" or not model.path:
+    if not traits(kernel.language).tiles or not model.path:
         return []
     try:
         own = Path(model.path).resolve()
