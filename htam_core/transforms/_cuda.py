@@ -97,6 +97,10 @@ class CudaUnit:
         """File offset of ``node``'s start (facts' spans are file offsets)."""
         return self.source.file_byte(node)
 
+    def line(self, node: Node) -> int:
+        """1-based file line of ``node``'s start (to name a node in a refusal)."""
+        return self.source.line(node)
+
     def node_at(self, span: tuple[int, int], types: tuple[str, ...] = ()) -> Node | None:
         """The node whose file bytes are exactly ``span`` (:meth:`CudaSource.node_at`): how a transform turns
         a fact (a row loop, an accumulator update, an access) into a node to edit."""

@@ -382,7 +382,9 @@ def _pointer_uses(unit: CudaUnit, ew: Elementwise, names: list[str]
                     and unit.t(sub.child_by_field_name("indices")).strip("[] ") == ew.name
                 )
                 if not ok:
-                    return f"{ew.name} is used other than as the index of a pointer"
+                    use = syn.use_site(ref)
+                    return (f"{ew.name} is used other than as the index of a pointer: "
+                            f"`{' '.join(unit.t(use).split())}` on line {unit.line(use)}")
                 continue
             if name not in names:
                 continue

@@ -11,7 +11,8 @@ CUDA unit: names resolve through, in order,
 3. declarations at file or namespace scope;
 4. object-like ``#define``s (their value parsed as an expression);
 5. the same file-scope declarations and ``#define``s of the local headers the unit includes
-   (``#include "helpers.h"`` next to the file, :func:`htam_core.source.analysis.includes.local_headers`).
+   (``#include "helpers.h"`` next to the file, :func:`htam_core.source.analysis.includes.local_headers`);
+6. the device runtime's built-in constants (:data:`BUILTIN_CONSTANTS`: ``warpSize`` is 32).
 
 A name of a ``dim3`` variable evaluates to the product of its components (threads per block).
 :func:`python_constants` does the same job for Python (module constants and assignments in the
@@ -38,6 +39,11 @@ Value = int | float
 Lookup = Callable[[Node], "Value | None"]
 
 _INT_SUFFIXES = "uUlL"
+#: The CUDA device runtime's built-in integer variables that have one value on every NVIDIA GPU, read as that
+#: value where nothing in the unit defines the name: ``warpSize`` is 32 on every compute capability (CUDA C++
+#: Programming Guide, "Built-in Variables: warpSize", and its table of technical specifications per compute
+#: capability, "Warp size: 32").
+BUILTIN_CONSTANTS: dict[str, int] = {"warpSize": 32}
 #: ``sizeof`` of the C/CUDA basic and vector types, bytes (the one table: the host-code evaluator reads it too).
 SIZEOF: dict[str, int] = {
     "char": 1, "signed char": 1, "unsigned char": 1, "int8_t": 1, "uint8_t": 1, "bool": 1,
@@ -389,7 +395,8 @@ class ConstEnv:
             return None
         where, node = self.definition(name, scope, before)
         if node is None and where == "none":  # the header evaluates it (and guards its own cycles)
-            return self._from_headers(name, seen)
+            v = self._from_headers(name, seen)
+            return BUILTIN_CONSTANTS.get(name) if v is None else v
         seen = seen | {name}
         if where == "binding":
             return self.bindings[name]
@@ -431,6 +438,7 @@ class ConstEnv:
             return Const(self.bindings[name], None, name)
         if node is None:  # from a header: the value, but nothing in this unit to rewrite
             v = self._from_headers(name, frozenset()) if where == "none" else None
+            v = BUILTIN_CONSTANTS.get(name) if v is None and where == "none" else v
             return Const(v, None, name) if isinstance(v, int) and not isinstance(v, bool) else None
         if where != "define":
             inner = self.const(node, scope if where == "local" else None) if node.type != "identifier" else None

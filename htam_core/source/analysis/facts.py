@@ -19,6 +19,7 @@ from typing import Literal
 
 import sympy
 
+from htam_core.source.analysis.constants import BUILTIN_CONSTANTS
 from htam_core.source.analysis.sync import Barrier
 
 DIMS = ("x", "y", "z")
@@ -103,7 +104,39 @@ def combine(op: str, a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
         return a * 2 ** int(b)
     if op == "%":
         return sympy.Function("mod")(a, b)
+    bits = _bit_op(op, a, b)
+    if bits is not None:
+        return bits
     return sympy.Function(f"op_{'_'.join(str(ord(c)) for c in op)}")(a, b)
+
+
+def _bit_op(op: str, a: sympy.Expr, b: sympy.Expr) -> sympy.Expr | None:
+    """``x & (2^k - 1)`` (either order) as ``mod(x, 2^k)`` and ``x >> k`` as ``div(x, 2^k)`` when ``x`` is
+    non-negative (:func:`non_negative`: thread and block indices, sizes), else ``None``. For ``x >= 0`` both
+    are the same integers (the low ``k`` bits are the remainder, the shift the quotient: C11 6.5.7, 6.5.10), so
+    the lane idiom ``threadIdx.x & 31`` reads like ``threadIdx.x % 32`` and the warp ``threadIdx.x >> 5`` like
+    ``threadIdx.x / 32``; for a negative ``x`` they differ from C's truncating ``%`` and ``/``, so stay opaque."""
+    if op == ">>" and b.is_Integer and 0 <= int(b) < 63 and non_negative(a):
+        return sympy.Function("div")(a, sympy.Integer(2 ** int(b)))
+    if op != "&":
+        return None
+    for x, m in ((a, b), (b, a)):
+        if m.is_Integer and int(m) > 0 and (int(m) + 1) & int(m) == 0 and non_negative(x):
+            return sympy.Function("mod")(x, sympy.Integer(int(m) + 1))
+    return None
+
+
+def non_negative(e: sympy.Expr) -> bool:
+    """True when the index expression ``e`` is known to be ``>= 0``: built from the non-negative builtins
+    (:data:`BUILTINS`) and non-negative integers by ``+``, ``*``, ``div`` and ``mod``. Parameters, locals and
+    anything subtracted are not known to be."""
+    if e.is_Integer:
+        return int(e) >= 0
+    if isinstance(e, sympy.Symbol):
+        return e.name in BUILTINS
+    if isinstance(e, (sympy.Add, sympy.Mul)) or (isinstance(e, sympy.Function) and e.func.__name__ in ("div", "mod")):
+        return all(non_negative(x) for x in e.args)
+    return False
 
 
 @dataclass(frozen=True)
@@ -1479,7 +1512,8 @@ class KernelFacts:
         return tuple(out)
 
 
-_WARP_WIDTHS = (sympy.Integer(32), sym("warpSize"))
+#: The warp's width: ``warpSize`` reads as this constant (:data:`~htam_core.source.analysis.constants.BUILTIN_CONSTANTS`).
+_WARP_WIDTHS = (sympy.Integer(BUILTIN_CONSTANTS["warpSize"]),)
 
 
 def _warp_rows(lp: LoopFact) -> sympy.Expr | None:

@@ -50,7 +50,7 @@ __all__ = [
     "keyword_arguments", "line_start", "loops", "names_and_fields", "names_and_types", "numbers", "of_type",
     "one_line", "only_space_before", "parse", "py_assignments", "py_calls", "range_for_loops", "references", "returns",
     "smallest_covering", "statement_span", "statement_start", "statements", "strip_casts", "subscripts", "text",
-    "type_names", "unwrap_parens", "walk", "writes", "writes_or_addresses",
+    "type_names", "unwrap_parens", "use_site", "walk", "writes", "writes_or_addresses",
 ]
 
 # ------------------------------------------------------------------------------------------------ kind groups
@@ -601,6 +601,23 @@ def is_default_parameter(n: Node | None) -> bool:
 def is_call_or_group(n: Node | None) -> bool:
     """``n`` is a Python parenthesized expression, argument list or call: a node whose parentheses group."""
     return n is not None and n.type in ("parenthesized_expression", "argument_list", "call")
+
+
+#: C/CUDA nodes whose child is a whole use of a value: a statement's expression, a declarator, a condition, a returned
+#: value, a loop header's part.
+_USE_HOLDERS = frozenset({"declaration", "expression_statement", "condition_clause", "return_statement",
+                          "compound_statement", "translation_unit", *LOOP_KINDS, "if_statement", "switch_statement"})
+
+
+def use_site(node: Node) -> Node:
+    """The whole use ``node`` (a name, an expression) is part of, to show to a person: the declarator
+    (``r = idx / cols`` of ``int r = idx / cols;``), the statement's expression (``out[idx + 1] = v``), the condition
+    (``idx < n`` of ``if (idx < n)``), the returned value or the loop header's part; ``node`` itself when it has no
+    parent. The caller gives its text and line (:meth:`~htam_core.source.analysis.unit.CudaUnit.line`)."""
+    cur = node
+    while cur.parent is not None and cur.parent.type not in _USE_HOLDERS:
+        cur = cur.parent
+    return cur
 
 
 # ------------------------------------------------------------------------------------------------ edits
