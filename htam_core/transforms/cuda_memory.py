@@ -158,19 +158,20 @@ class CudaVectorizeFloat4(CudaTransform):
         reads, writes, cond_writes, subs = uses
         if not writes:
             return self.not_applicable(f"{kernel.name} stores nothing through its pointers")
-        if width == 4 and all(value_type(unit, n, q) == "float" for n, q in used):  # type: ignore[arg-type]
+        f4 = width == 4 and all(value_type(unit, n, q) == "float" for n, q in used)  # type: ignore[arg-type]
+        if f4:
             body_text = self._body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes)
         else:
             types = {n: element_type(unit, q) for n, q in used}  # type: ignore[arg-type]
             body_text = _generic_body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes, types, width)
-        return self._elementwise_candidates(unit, model, kernel, ew, names, body_text, width)
+        return self._elementwise_candidates(unit, model, kernel, ew, names, body_text, width, f4)
 
     def _elementwise_candidates(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, ew: Elementwise,
-                                names: list[str], body_text: str, width: int) -> list[Candidate] | NotApplicable:
+                                names: list[str], body_text: str, width: int, f4: bool
+                                ) -> list[Candidate] | NotApplicable:
         """The elementwise form's candidate: ``body_text`` in place of the guarded code, and every launch's 1-D
         grid divided by ``width`` (rounded up), or the launch left alone (launch-independent) when it cannot be
-        edited."""
-        f4 = width == 4 and "htam_V" not in body_text
+        edited; ``f4``: the body is the float4 form (all-float elements)."""
         vec, aligned = ("float4", "16-byte aligned") if f4 else (f"16-byte ({width}-element)", "aligned to its vector")
         stmts = statement_list(unit.body)
         first = stmts.index(ew.decl)
@@ -234,14 +235,7 @@ class CudaVectorizeFloat4(CudaTransform):
     def _body(
         unit: CudaUnit, ew, subs: list[tuple[Node, str]], reads: list[str], writes: list[str], cond_writes: set[str]
     ) -> str:
-        # lane code: the guarded statements with P[i] -> htam_P
-        start = ew.consequence.start_byte if ew.form == "if" else ew.stmts[0].start_byte
-        end = ew.consequence.end_byte if ew.form == "if" else ew.stmts[-1].end_byte
-        scalar = unit.src[start:end].decode()
-        lane_text = syn.one_line(unit.src, unit.body, start, end, [(sub, f"htam_{name}") for sub, name in subs])
-        if ew.form == "return":
-            lane_text = "{ " + lane_text + " }"
-            scalar = "{\n" + scalar + "\n}"
+        lane_text, scalar = _lane_and_scalar(unit, ew, subs)
         loaded = sorted(set(reads) | cond_writes)
         ptrs = sorted(set(reads) | set(writes))
         align = " | ".join(f"reinterpret_cast<unsigned long long>({p})" for p in ptrs)
@@ -266,16 +260,30 @@ class CudaVectorizeFloat4(CudaTransform):
             lines.append(f"            {{ {decls} {lane_text} {stores} }}")
         for p in writes:
             lines.append(f"            reinterpret_cast<float4 *>({p})[htam_v] = htam_{p}4;")
-        lines += [
-            "        }",
-            "        htam_tail = htam_n4 * 4;",
-            "    }",
-            "    for (long long htam_j = htam_tail + htam_gid; htam_j < htam_n; htam_j += htam_stride) {",
-            f"        const {ew.type} {ew.name} = ({ew.type})htam_j;",
-        ]
-        lines += ["        " + ln.strip() if ln.strip() else "" for ln in scalar.splitlines()]
-        lines += ["    }", "}"]
+        lines += ["        }", "        htam_tail = htam_n4 * 4;", "    }", *_scalar_tail(ew, scalar)]
         return "\n".join(lines)
+
+
+def _lane_and_scalar(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str]]) -> tuple[str, str]:
+    """The elementwise form's guarded code twice: on one line with every ``P[i]`` of ``subs`` replaced by the
+    lane's local ``htam_P`` (the vector loop's body), and as written (the scalar tail's body); each braced when the
+    kernel's form is an early return."""
+    start = ew.consequence.start_byte if ew.form == "if" else ew.stmts[0].start_byte
+    end = ew.consequence.end_byte if ew.form == "if" else ew.stmts[-1].end_byte
+    scalar = unit.src[start:end].decode()
+    lane_text = syn.one_line(unit.src, unit.body, start, end, [(sub, f"htam_{name}") for sub, name in subs])
+    if ew.form == "return":
+        return "{ " + lane_text + " }", "{\n" + scalar + "\n}"
+    return lane_text, scalar
+
+
+def _scalar_tail(ew: Elementwise, scalar: str) -> list[str]:
+    """The last lines of the elementwise form's body: the grid-stride scalar loop from ``htam_tail`` (every element
+    when a pointer was not aligned) with the kernel's index declared from it and the guarded code ``scalar``."""
+    return ["    for (long long htam_j = htam_tail + htam_gid; htam_j < htam_n; htam_j += htam_stride) {",
+            f"        const {ew.type} {ew.name} = ({ew.type})htam_j;",
+            *("        " + ln.strip() if ln.strip() else "" for ln in scalar.splitlines()),
+            "    }", "}"]
 
 
 def _grid_stride_head(unit: CudaUnit, ew: Elementwise) -> list[str]:
@@ -319,12 +327,7 @@ def _generic_body(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str]],
 
     Idea source: NVIDIA developer blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access"
     (Luitjens, 2013); ``half2``/``__nv_bfloat162`` loads are the 4-byte case of the same idea."""
-    start = ew.consequence.start_byte if ew.form == "if" else ew.stmts[0].start_byte
-    end = ew.consequence.end_byte if ew.form == "if" else ew.stmts[-1].end_byte
-    scalar = unit.src[start:end].decode()
-    lane_text = syn.one_line(unit.src, unit.body, start, end, [(sub, f"htam_{name}") for sub, name in subs])
-    if ew.form == "return":
-        lane_text, scalar = "{ " + lane_text + " }", "{\n" + scalar + "\n}"
+    lane_text, scalar = _lane_and_scalar(unit, ew, subs)
     loaded, ptrs = sorted(set(reads) | cond_writes), sorted(set(reads) | set(writes))
     elem = {q: " ".join(w for w in types[q].split() if w not in ("const", "volatile")) for q in ptrs}
     align = " | ".join(f"(reinterpret_cast<unsigned long long>({q}) & (sizeof(htam_{q}_t) - 1))" for q in ptrs)
@@ -349,11 +352,7 @@ def _generic_body(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str]],
         "        }",
         "        htam_tail = htam_nv * htam_V;",
         "    }",
-        "    for (long long htam_j = htam_tail + htam_gid; htam_j < htam_n; htam_j += htam_stride) {",
-        f"        const {ew.type} {ew.name} = ({ew.type})htam_j;",
-        *("        " + ln.strip() if ln.strip() else "" for ln in scalar.splitlines()),
-        "    }",
-        "}",
+        *_scalar_tail(ew, scalar),
     ]
     return "\n".join(lines)
 
