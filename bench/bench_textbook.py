@@ -410,6 +410,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--max-minutes", type=float, default=None)
     ap.add_argument("--pairs", default="", help="comma-separated pair names (default: all)")
+    ap.add_argument("--own-pairs", type=Path, default=None,
+                    help="folder of pairs in the textbook_pairs layout (<name>/pair.json, naive.cu, expert.cu) "
+                         "instead of tests/fixtures/textbook_pairs: kernels a new user wrote, never seen here; "
+                         "default $HTAM_TEXTBOOK_PAIRS, else the project's own pairs")
     ap.add_argument("--llmc-rows", type=Path, default=None,
                     help="GPU rows of bench/bench_llmc.py (its .jsonl) to use for the llm.c pairs instead of "
                          "running them again (the llmc stage of the same GPU session)")
@@ -447,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{row.get('error') or row.get('gpu_error') or ''}", flush=True)
 
     try:
-        for name, folder, p in own_pairs():
+        pairs_dir = args.own_pairs or Path(os.environ.get("HTAM_TEXTBOOK_PAIRS") or OWN_PAIRS_DIR)
+        for name, folder, p in own_pairs(pairs_dir):
             if want and name not in want and f"own {name}" not in want:
                 continue
             row = {"pair": f"own {name}", "naive": p.naive, "experts": ["expert.cu"], "textbook": list(p.steps)}

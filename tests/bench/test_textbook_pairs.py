@@ -56,3 +56,15 @@ def test_the_engines_best_counts_only_when_reproduced(status: str, published: fl
     res = SimpleNamespace(start_ms=2.0, best_ms=0.5, reproduction=SimpleNamespace(status=status))
     row = tb.published_best(res)
     assert row == {"best_ms": published, "search_best_ms": 0.5, "reproduction": status}
+
+
+def test_pairs_from_an_outside_folder_are_run_in_place_of_the_projects(tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "textbook_pairs" / "vector_add"
+    shutil.copytree(src, tmp_path / "pairs" / "mine")
+    out = tmp_path / "out"
+    rc = tb.main(["--own-pairs", str(tmp_path / "pairs"), "--pairs", "mine", "--no-compile", "--corpus",
+                  str(tmp_path / "no-corpus"), "--cache", str(tmp_path / "cache"), "--out", str(out)])
+    assert rc == 0
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    assert [r["pair"] for r in rows] == ["own mine"]
+    assert rows[0]["textbook_makeable"]
