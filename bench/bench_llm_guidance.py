@@ -217,9 +217,10 @@ def run_one(k: BenchKernel, policy: str, out: Path, llm: dict[str, Any]) -> dict
     return {**base, "status": "ok", "steps": steps, "candidates": len(made),
             "correct": sum(1 for s in made if s["correct"] is True),
             "refused_or_wrong": sum(1 for s in made if s["status"] in ("incorrect", "failed")),
-            "endpoint_faults": len(steps) - len(made), "replies": rep,
-            # replies whose code was a kernel already evaluated in the run: checked, but no step and no budget spent
-            "already_evaluated": sum(1 for m in res.not_made if "already evaluated" in m.reason),
+            "endpoint_faults": sum(1 for s in steps if s["status"] == "endpoint_fault" and s["fault"] != "repeat"),
+            "replies": rep,
+            # replies whose code was a kernel already evaluated in the run: one step of the budget each, no candidate
+            "already_evaluated": sum(1 for s in steps if s["fault"] == "repeat"),
             "start": os.path.relpath(path, out) if k.ref_code is not None else str(k.path.relative_to(REPO)),
             "tokens_per_s": round(tok_s, 2) if tok_s else None, "warnings": res.warnings[:5],
             "wall_s": round(time.time() - t0, 1)}

@@ -72,6 +72,15 @@ class LLMReplyError(LLMEndpointError):
     kind = "malformed_reply"
 
 
+class LLMRepeatError(LLMEndpointError):
+    """Every code block of the reply repeats a kernel already evaluated in this run (a deterministic model asked
+    again with a near-identical prompt writes the same code): no new candidate. It spends one step of the budget,
+    like a reply without code, so a model that keeps repeating cannot turn a budget of 3 into dozens of requests;
+    consecutive repeats count toward ``--llm-max-faults``. Never recorded in the memory."""
+
+    kind = "repeat"
+
+
 class ParseError(LLMEndpointError):
     """The reply holds no usable code block.
 

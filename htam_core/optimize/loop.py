@@ -39,7 +39,7 @@ from typing import Any
 
 from htam_core.generate import registry
 from htam_core.generate.config import LLMConfig
-from htam_core.generate.errors import GenerationError, LLMCancelledError, LLMEndpointError
+from htam_core.generate.errors import GenerationError, LLMCancelledError, LLMEndpointError, LLMRepeatError
 from htam_core.generate.llm import CheckResult
 from htam_core.generate.registry import GenerationRequest
 from htam_core.harness import HarnessError, find_harness
@@ -409,6 +409,9 @@ class _Loop:
                 if cands:
                     self._not_made(choice, prefix, at, "every candidate it makes was already evaluated in this run",
                                    refused=False)
+                if llm:  # a request was spent on it: one step of the budget, never a silent re-ask
+                    return choice, None, LLMRepeatError(
+                        f"the reply repeats a kernel already evaluated in this run (asked for {choice.strategy})")
                 continue
             if self.task.policy == "random":
                 return choice, self.rng.choice(fresh), None

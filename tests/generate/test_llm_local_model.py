@@ -103,6 +103,6 @@ def test_optimize_with_a_real_local_model(server: LocalServer, tmp_path: Path) -
     # tokens in and out are recorded for every reply (a real server always reports its usage)
     assert all(isinstance(r["prompt_tokens"], int) and r["prompt_tokens"] > 0 for r in usage), usage
     assert all(isinstance(r["completion_tokens"], int) and r["completion_tokens"] > 0 for r in usage), usage
-    # a repeat (a reply whose kernel was already evaluated) is checked but makes no step and spends no budget
+    # a repeat (a reply whose kernel was already evaluated) is checked, makes no candidate and spends one step
     repeats = [m for m in report.get("not_made", []) if "already evaluated" in m.get("reason", "")]
     assert events.count("check") >= len(made) + len(repeats)

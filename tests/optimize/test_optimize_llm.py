@@ -338,3 +338,17 @@ def test_cancel_while_waiting_for_the_llm_ends_the_run_at_once(vadd: Path, tmp_p
     assert asked and time.monotonic() - asked[0] < 5.0  # the deadline was 30 s; writing the report takes ~2 s
     assert res.cancelled and res.steps == [] and _records(tmp_path) == []
     check_report(tmp_path / "out", vadd.read_text())
+
+
+def test_a_model_that_repeats_itself_spends_the_budget_not_dozens_of_requests(vadd: Path, tmp_path: Path) -> None:
+    """A deterministic model writes the same kernel whatever strategy is asked: each repeat is one step of the
+    budget (fault kind ``repeat``, never learned), so a budget of 3 costs 3 requests, not one per ranked
+    strategy."""
+    good = _fenced(_good(vadd))
+    with OpenAIServer([good] * 30) as srv:
+        res = _run(vadd, tmp_path, srv, budget=3, max_repairs=0, max_faults=5)
+        assert len(srv.requests) == 3
+    assert [s.status != "endpoint_fault" for s in res.steps] == [True, False, False]
+    assert all(s.params == {"fault": "repeat"} and "repeats a kernel already evaluated" in s.messages[0]
+               for s in res.steps[1:])
+    assert [r.step for r in _records(tmp_path)] == [res.steps[0].strategy]
