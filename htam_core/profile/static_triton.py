@@ -35,6 +35,7 @@ from htam_core.runtime.worker import run_in_worker
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.constants import python_constants
 from htam_core.source.analysis.constants import python_literal as _literal
+from htam_core.types.constexpr import UNKNOWN, read_constexpr
 from htam_core.types.errors import ProfileError
 
 #: Scalar parameter names read as ``fp32`` (epsilons, scales, learning rates ...).
@@ -102,8 +103,8 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
             expr = config.get(p.name)
             if expr is None and i < len(args):
                 expr = args[i]
-            v = value_of(expr)
-            if v is not None:
+            v = _site_constexpr(expr, value_of)
+            if v is not UNKNOWN:
                 consts[p.name] = v
                 sources[p.name] = f"launch site line {site.line}" if site is not None else "launch site"
             continue
@@ -128,6 +129,16 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
         if isinstance(v, int) and not isinstance(v, bool):
             out[opt] = v
     return out
+
+
+def _site_constexpr(expr: str | None, value_of: Any) -> Any:
+    """A constexpr's value at the launch site: any literal a constexpr takes (``128``, ``"silu"``, ``None``,
+    ``tl.float16``: :func:`htam_core.types.constexpr.read_constexpr`), else ``value_of(expr)`` (a name bound to a
+    number), else :data:`~htam_core.types.constexpr.UNKNOWN`."""
+    v = read_constexpr(expr)
+    if v is UNKNOWN and (v := value_of(expr)) is None:
+        return UNKNOWN
+    return v
 
 
 def _param_type(p: Any, arg: str | None) -> str:
@@ -163,7 +174,8 @@ def _pointer_types(kernel: Any, sig: dict[str, str], recorded: dict[str, str],
 def guessed_pointers_note(kernel_name: str, signature: dict[str, str], pointer_sources: dict[str, str],
                           error: str) -> str | None:
     """The one line that says a failed compile ran with pointer types no harness gave (named with their types),
-    or ``None`` when every pointer type came from the harness or the user, or Triton's ``error`` is no type error.
+    or ``None`` when every pointer type came from the harness or the user, or Triton's ``error`` is no type error
+    (a ``tl.static_assert`` of the kernel that failed is none).
 
     Args:
         kernel_name: the kernel.
@@ -173,8 +185,8 @@ def guessed_pointers_note(kernel_name: str, signature: dict[str, str], pointer_s
     """
     guessed = [f"{n} {signature.get(n, '?')}" + (" (from its use)" if src.startswith("use:") else "")
                for n, src in pointer_sources.items() if src == "guessed" or src.startswith("use:")]
-    if not guessed or not _TYPE_ERROR.search(error):
-        return None
+    if not guessed or not _TYPE_ERROR.search(error) or "CompileTimeAssertionFailure" in error:
+        return None  # a failed tl.static_assert of the kernel is about its constexprs, not a pointer type
     why = " ".join(error.rsplit("^", 1)[-1].split())[:240]
     return (f"Triton could not compile {kernel_name} with the pointer element types htam guessed "
             f"({', '.join(guessed)}; no harness records the tensors' dtypes): {why}. A harness gives the real "
