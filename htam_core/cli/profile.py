@@ -20,6 +20,7 @@ from typing import Any
 from htam_core.cli.errors import UsageError, require_source
 from htam_core.cli.kernel_arg import add_kernel_argument, resolve_kernel
 from htam_core.cli.progress import when_slow
+from htam_core.types.constexpr import parse_cli_value
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -52,8 +53,6 @@ def _parse_constexprs(items: list[str]) -> dict[str, Any]:
     Raises:
         UsageError: an item without ``=`` or whose NAME is no identifier.
     """
-    from htam_core.types.constexpr import parse_cli_value
-
     out: dict[str, Any] = {}
     for item in items:
         name, sep, value = item.partition("=")

@@ -85,13 +85,13 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
     sources: dict[str, str] = {}
     names: dict[str, Any] = {}
     if text is not None and site is not None:
-        names = python_constants(text, site.span.start if site.span is not None else None)
+        names = python_constants(text, site.span.start if site.span is not None else None, any_literal=True)
 
-    def value_of(expr: str | None) -> Any:
+    def value_of(expr: str | None) -> Any:  # a number: a literal or a name bound to one
         v = _literal(expr)
         if v is None and expr is not None and expr.strip().isidentifier():
             v = names.get(expr.strip())
-        return v
+        return v if isinstance(v, bool | int | float) else None
 
     runtime: dict[str, Any] = {}
     for i, p in enumerate(kernel.params):
@@ -103,7 +103,7 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
             expr = config.get(p.name)
             if expr is None and i < len(args):
                 expr = args[i]
-            v = _site_constexpr(expr, value_of)
+            v = _site_constexpr(expr, names)
             if v is not UNKNOWN:
                 consts[p.name] = v
                 sources[p.name] = f"launch site line {site.line}" if site is not None else "launch site"
@@ -131,13 +131,14 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
     return out
 
 
-def _site_constexpr(expr: str | None, value_of: Any) -> Any:
+def _site_constexpr(expr: str | None, names: dict[str, Any]) -> Any:
     """A constexpr's value at the launch site: any literal a constexpr takes (``128``, ``"silu"``, ``None``,
-    ``tl.float16``: :func:`htam_core.types.constexpr.read_constexpr`), else ``value_of(expr)`` (a name bound to a
-    number), else :data:`~htam_core.types.constexpr.UNKNOWN`."""
+    ``tl.float16``: :func:`htam_core.types.constexpr.read_constexpr`), or a name bound to one before the launch
+    (``names``: :func:`~htam_core.source.analysis.constants.python_constants`), else
+    :data:`~htam_core.types.constexpr.UNKNOWN`."""
     v = read_constexpr(expr)
-    if v is UNKNOWN and (v := value_of(expr)) is None:
-        return UNKNOWN
+    if v is UNKNOWN and expr is not None and expr.strip() in names:
+        return names[expr.strip()]
     return v
 
 

@@ -175,3 +175,19 @@ def test_the_runner_passes_the_kwargs_the_static_compile_reads() -> None:
     got = launch_kwargs({"A": "silu", "B": "128 * 2", "C": "tl.float16", "D": "'gelu'", "E": "N // 4", "F": True},
                         _namespace({"N": 1024}))
     assert got == {"A": "silu", "B": 256, "C": tl.float16, "D": "gelu", "E": 256, "F": True}
+
+
+@pytest.mark.parametrize(("binding", "value"), [
+    ('ACT = "silu"', "silu"), ("ACT = 'relu'", "relu"), ("ACT = None", None), ("ACT = tl.bfloat16", dtype_value("bfloat16")),
+])
+def test_a_module_constant_of_any_type_without_a_harness(tmp_path: Path, binding: str, value: object) -> None:
+    """``ACTIVATION=ACT`` with ``ACT`` bound to a literal at module level or in the launcher before the launch."""
+    text = _KERNEL.replace("{check}", "pass").replace("{act}", "ACT")
+    for where in ("module", "launcher"):
+        if where == "module":
+            src = text.replace("{local}", "pass").replace("\n\n@triton.jit", f"\n{binding}\n\n@triton.jit", 1)
+        else:
+            src = text.replace("{local}", binding)
+        (tmp_path / "k.py").write_text(src)
+        model = load(str(tmp_path / "k.py"))
+        assert build_request(model.kernel("act_kernel"), text=model.text)["constexprs"]["ACTIVATION"] == value, where
