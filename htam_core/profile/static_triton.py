@@ -316,7 +316,7 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
         kwargs = {"path": str(path.resolve()), "kernel": qualname, "signature": req["signature"],
                   "constexprs": req["constexprs"], "num_warps": req["num_warps"],
                   "num_stages": req["num_stages"], "arch": arch, "sys_path": sys_path,
-                  "runtime_args": req["runtime_args"]}
+                  "runtime_args": req["runtime_args"], "switches": switch_values(model, kernel)}
         value = _compile_or_note(kwargs, timeout_s, req)
     finally:
         if tmpdir is not None:
@@ -346,3 +346,13 @@ def used_pointer_types(model: Any, kernel: Any) -> dict[str, tuple[str, str]]:
         return {}
     tf = analyze(model, kernel).triton
     return {t.name: (t.dtype, f"{t.why}, line {t.line}") for t in (tf.pointer_types if tf is not None else ())}
+
+
+def switch_values(model: Any, kernel: Any) -> dict[str, list[str]]:
+    """``{constexpr: [string, ...]}``: the strings each constexpr of Triton ``kernel`` is compared with (the
+    analysis layer's :attr:`~htam_core.source.analysis.facts.TritonFacts.switch_values`), so that a guessed
+    string switch's warning names the values it takes; ``{}`` when the model has no text or there are none."""
+    if not getattr(model, "text", None) or getattr(kernel, "name_span", None) is None:
+        return {}
+    tf = analyze(model, kernel).triton
+    return {name: list(values) for name, values in (tf.switch_values if tf is not None else ())}

@@ -116,17 +116,23 @@ def _known_constexprs(params: list[Any], requested: dict[str, Any], first_cfg: A
     return resolved
 
 
-def _guess_the_rest(params: list[Any], resolved: dict[str, dict[str, Any]]) -> list[str]:
+def _guess_the_rest(params: list[Any], resolved: dict[str, dict[str, Any]],
+                    switches: dict[str, list[str]]) -> list[str]:
     """Give every constexpr still without a value the fallback (:data:`FALLBACK_SIZE` for a size name, else 0) in
-    ``resolved``; return one warning line per guess, naming the constexpr and how to set it."""
+    ``resolved``; return one warning line per guess, naming the constexpr, the strings the kernel compares it with
+    (``switches``: none of those branches is compiled) and how to set it."""
     out: list[str] = []
     for p in params:
         if p.is_constexpr and p.name not in resolved:
             resolved[p.name] = {"value": _fallback(p.name), "source": "fallback"}
+            values = switches.get(p.name) or []
+            takes = (f"the kernel compares it with {', '.join(map(repr, values))}: "
+                     f"`htam profile --constexpr {p.name}={values[0]}`" if values else
+                     f"`htam profile --constexpr {p.name}=VALUE`")
             out.append(f"constexpr {p.name}: not a literal at the launch site and no default, autotune "
                        f"config or heuristic; compiled with {p.name}={resolved[p.name]['value']} (assumed; "
-                       f"`htam profile --constexpr {p.name}=VALUE` sets it: a number, True/False/None, a string "
-                       f"such as silu, or a dtype such as tl.float16; or pass it as a literal at the launch site)")
+                       f"{takes} sets it: a number, True/False/None, a string or a dtype such as tl.float16; "
+                       "or pass it as a literal at the launch site)")
     return out
 
 
@@ -202,7 +208,8 @@ def _resources_from_cubin(cubin: bytes, ptx: str, ptxas: str, gpu_name: str) -> 
 def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
                    num_warps: int | None = None, num_stages: int | None = None, arch: int = 90,
                    pointer_divisibility: bool = True, sys_path: list[str] | None = None,
-                   runtime_args: dict[str, Any] | None = None) -> dict[str, Any]:
+                   runtime_args: dict[str, Any] | None = None, switches: dict[str, list[str]] | None = None,
+                   ) -> dict[str, Any]:
     """AOT-compile ``kernel`` from the file ``path`` for ``sm_<arch>`` and report its resources.
 
     Args:
@@ -217,7 +224,7 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
         sys_path: directories to put on ``sys.path`` first (the original file's directory when
             ``path`` is a temporary copy of an unsaved buffer).
         runtime_args: values of non-constexpr arguments known from the launch site (``{"n_cols": 4096}``),
-            for heuristics that read them.
+            for heuristics that read them. switches: the strings each constexpr is compared with (named when guessed).
 
     Returns:
         ``{"registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "shared_bytes",
@@ -232,9 +239,7 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
 
     t0 = time.perf_counter()
     warnings: list[str] = []
-    for d in reversed(sys_path or []):
-        if d not in sys.path:
-            sys.path.insert(0, d)
+    sys.path[:0] = [d for d in sys_path or [] if d not in sys.path]
     mod = _load_module(path)
     try:
         obj = attribute_path(mod, kernel)  # a qualified name: "Ops.scale", or the alias of triton.jit(fn)
@@ -276,7 +281,7 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
             option_sources[name] = "heuristic"
         else:
             resolved[name] = {"value": value, "source": "heuristic"}
-    warnings.extend(_guess_the_rest(params, resolved))
+    warnings.extend(_guess_the_rest(params, resolved, switches or {}))
     for opt in ("num_warps", "num_stages"):
         if options[opt] is None:
             options[opt] = _option_default(opt, first_cfg)

@@ -191,3 +191,15 @@ def test_a_module_constant_of_any_type_without_a_harness(tmp_path: Path, binding
         (tmp_path / "k.py").write_text(src)
         model = load(str(tmp_path / "k.py"))
         assert build_request(model.kernel("act_kernel"), text=model.text)["constexprs"]["ACTIVATION"] == value, where
+
+
+def test_a_guessed_string_switch_names_the_values_it_takes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No harness (inference off) and a launcher parameter without a literal: the guess is said in one line that
+    names the strings the kernel compares the switch with and how to set one."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    p = static_profile(load(str(FIXTURE)), "bias_act_kernel")
+    assert p.extra["constexprs"]["ACTIVATION"]["source"] == "fallback"
+    (line,) = [w for w in p.warnings if w.startswith("constexpr ACTIVATION")]
+    assert "assumed" in line and "'relu', 'silu'" in line and "--constexpr ACTIVATION=relu" in line
+    assert "\n" not in line
