@@ -20,6 +20,7 @@ from typing import Any
 from htam_core.cli.errors import UsageError, require_source
 from htam_core.cli.kernel_arg import add_kernel_argument, resolve_kernel
 from htam_core.cli.progress import when_slow
+from htam_core.types.constexpr import parse_cli_value
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -34,7 +35,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.add_argument("--target", default="sm_90", help="compute capability for the static profile (default sm_90)")
     p.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
-                   help="Triton constexpr value for the static compile (repeatable)")
+                   help="Triton constexpr value for the static compile (repeatable). VALUE is read as a Python "
+                        "literal when it is one (1024, 0.5, True, None, 'silu'), as a dtype for tl.float16, else as "
+                        "a string: ACTIVATION=silu")
     p.add_argument("--gpu", type=int, default=None, metavar="INDEX", help="GPU index to measure on (default 0)")
     p.add_argument("--no-counters", action="store_true",
                    help="on a GPU, time the kernel only (stage 1 of the two-stage profile): do not wait for Nsight "
@@ -43,17 +46,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _parse_constexprs(items: list[str]) -> dict[str, Any]:
-    import ast
+    """``--constexpr NAME=VALUE`` items as ``{NAME: value}``: VALUE is a Python literal when it is one (``1024``,
+    ``0.5``, ``True``, ``None``, ``'silu'``), a Triton dtype for ``tl.float16``, else the text as a string
+    (``silu``): :func:`htam_core.types.constexpr.parse_cli_value`.
 
+    Raises:
+        UsageError: an item without ``=`` or whose NAME is no identifier.
+    """
     out: dict[str, Any] = {}
     for item in items:
         name, sep, value = item.partition("=")
-        if not sep or not name.strip().isidentifier():
-            raise UsageError(f"--constexpr {item!r}: use NAME=VALUE, e.g. --constexpr BLOCK_SIZE=1024")
-        try:
-            out[name.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            raise UsageError(f"--constexpr {item!r}: VALUE must be a number or True/False") from None
+        if not sep or not name.strip().isidentifier() or not value.strip():
+            raise UsageError(f"--constexpr {item!r}: use NAME=VALUE, e.g. --constexpr BLOCK_SIZE=1024 or "
+                             "--constexpr ACTIVATION=silu")
+        out[name.strip()] = parse_cli_value(value)
     return out
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import Harness
+from htam_core.types.constexpr import UNKNOWN, is_constexpr_value, read_constexpr
 
 __all__ = ["LAUNCH_OPTIONS", "TRITON_POINTER_TYPES", "launch_value", "recorded_constexprs", "recorded_pointer_dtypes"]
 
@@ -96,6 +97,29 @@ def _number(node: ast.AST, env: Mapping[str, Any]) -> Any:
     return None
 
 
+def _const(node: ast.AST, env: Mapping[str, Any]) -> Any:
+    """The value of a constexpr expression over ``env``: any literal Triton takes for a constexpr (a number, a
+    bool, ``None``, a string, a dtype ``tl.float16``: :func:`htam_core.types.constexpr.read_constexpr`), a name
+    bound to one, ``t is None`` / ``t is not None`` of a tensor input or a bound name (``HAS_BIAS=bias is not
+    None``), else what :func:`_number` evaluates; :data:`~htam_core.types.constexpr.UNKNOWN` when it needs more."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Is | ast.IsNot) \
+            and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None:
+        left = node.left
+        if isinstance(left, ast.Name) and f"{left.id}.shape" in env:
+            is_none = False  # a tensor input
+        elif (v := _const(left, env)) is not UNKNOWN:
+            is_none = v is None
+        else:
+            return UNKNOWN
+        return is_none == isinstance(node.ops[0], ast.Is)
+    if isinstance(node, ast.Name) and node.id in env and is_constexpr_value(env[node.id]):
+        return env[node.id]
+    v = read_constexpr(ast.unparse(node)) if isinstance(node, ast.Constant | ast.Attribute) else UNKNOWN
+    if v is UNKNOWN and (v := _number(node, env)) is None:
+        return UNKNOWN
+    return v
+
+
 def launch_value(expr: Any, env: Mapping[str, Any]) -> Any:
     """A launch value (a number, or a Python expression string over ``env``: literals, names, arithmetic,
     ``x.shape[i]`` of a tensor whose shape ``env`` holds as ``"x.shape"``, ``triton.next_power_of_2``,
@@ -117,6 +141,28 @@ def _value(expr: Any, env: Mapping[str, Any]) -> Any:
         return None
 
 
+#: Names a direct launch's ``kwargs`` expression may read besides the sizes and inputs (the runner's namespace).
+_KWARG_MODULES = frozenset({"triton", "tl", "torch", "math", "cdiv"})
+
+
+def _kwarg_value(v: Any, env: Mapping[str, Any]) -> Any:
+    """A direct launch's ``kwargs`` value as the runner passes it (:func:`htam_core.harness.runner.launch_kwargs`):
+    a string that is an expression over the sizes, inputs and modules, or over no name, is evaluated (a number,
+    ``"128 * 2"``, a dtype ``"tl.float16"``, a quoted ``"'silu'"``), any other string is passed as it is
+    (``"silu"``), a number as it is;
+    :data:`~htam_core.types.constexpr.UNKNOWN` when the expression needs more than :func:`_const` reads."""
+    if not isinstance(v, str):
+        return v if is_constexpr_value(v) else UNKNOWN
+    try:
+        tree = ast.parse(v, mode="eval").body
+    except SyntaxError:
+        return v
+    roots = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    if not roots <= {k for k in env if "." not in k} | _KWARG_MODULES:
+        return v
+    return _const(tree, env)
+
+
 def _call_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
     """The positional parameters a call of launcher ``fn`` binds the harness inputs to (``cls`` of a
     ``@classmethod`` left out: the class binds it)."""
@@ -136,21 +182,21 @@ def _launcher_bindings(h: Harness, fn: ast.FunctionDef | ast.AsyncFunctionDef,
     env: dict[str, Any] = dict(sizes)
     out: dict[str, Any] = {}
     for i, p in enumerate(params):
+        v: Any = UNKNOWN
         if i < len(h.inputs):
             spec = h.inputs[i]
-            v = _value(spec.value, env) if spec.is_scalar else None
-            if spec.is_scalar and v is not None:
-                env[spec.name] = v
+            if spec.is_scalar and (n := _value(spec.value, env)) is not None:
+                env[spec.name] = v = n
             if not spec.is_scalar:  # a tensor input: its shape over the size set, for the launcher's locals
                 out[f"{p.arg}.shape"] = tuple(_value(d, sizes) for d in spec.shape or ())
-        else:
-            v = _number(defaults[p.arg], env) if p.arg in defaults else None
-        if v is not None:
+        elif p.arg in defaults:  # any constexpr literal: 1024, "silu", None, tl.float16
+            v = _const(defaults[p.arg], env)
+        if v is not UNKNOWN:
             out[p.arg] = v
     for name, d in defaults.items():
         if name not in out and name not in [p.arg for p in params[:len(h.inputs)]]:
-            v = _number(d, env)
-            if v is not None:
+            v = _const(d, env)
+            if v is not UNKNOWN:
                 out[name] = v
     return out
 
@@ -161,7 +207,7 @@ def _bind_locals(fn: ast.FunctionDef | ast.AsyncFunctionDef, before: int, env: d
     removed, so that an older binding never stands for it."""
     def bind(target: ast.AST, value: Any) -> None:
         if isinstance(target, ast.Name):
-            if isinstance(value, int | float | bool):
+            if value is not UNKNOWN and is_constexpr_value(value):
                 env[target.id] = value
             else:
                 env.pop(target.id, None)
@@ -176,11 +222,11 @@ def _bind_locals(fn: ast.FunctionDef | ast.AsyncFunctionDef, before: int, env: d
         if isinstance(st, ast.Assign):
             v = st.value
             value = _shape(v, env) or (tuple(_number(e, env) for e in v.elts) if isinstance(v, ast.Tuple)
-                                       else _number(v, env))
+                                       else _const(v, env))
             for target in st.targets:
                 bind(target, value)
         elif isinstance(st, ast.AnnAssign) and st.value is not None:
-            bind(st.target, _number(st.value, env))
+            bind(st.target, _const(st.value, env))
 
 
 def recorded_constexprs(h: Harness | None, text: str | None, kernel: Any) -> dict[str, Any]:
@@ -205,7 +251,8 @@ def recorded_constexprs(h: Harness | None, text: str | None, kernel: Any) -> dic
     sizes = dict(h.sizes[0]) if h.sizes else {}
     if not h.launcher:
         env = {**sizes, **{i.name: v for i in h.inputs if i.is_scalar and (v := _value(i.value, sizes)) is not None}}
-        return {n: v for n in names if n in h.kwargs and (v := _value(h.kwargs[n], env)) is not None}
+        env.update({f"{i.name}.shape": () for i in h.inputs if not i.is_scalar})
+        return {n: v for n in names if n in h.kwargs and (v := _kwarg_value(h.kwargs[n], env)) is not UNKNOWN}
     fn, site = _launcher_and_site(h, text, kernel)
     if fn is None or site is None:
         return {}
@@ -219,10 +266,10 @@ def recorded_constexprs(h: Harness | None, text: str | None, kernel: Any) -> dic
         if expr is None:
             continue
         try:
-            v = _number(ast.parse(expr.strip(), mode="eval").body, bound)
+            v = _const(ast.parse(expr.strip(), mode="eval").body, bound)
         except (SyntaxError, ValueError, RecursionError):
             continue
-        if v is not None:
+        if v is not UNKNOWN:
             out[name] = v
     return out
 

@@ -176,6 +176,7 @@ def _namespace(extra: dict[str, Any]) -> dict[str, Any]:
     import triton
 
     ns["triton"] = triton
+    ns["tl"] = triton.language  # a dtype constexpr in kwargs: OUT_DTYPE = "tl.float16"
     ns.update(extra)
     return ns
 
@@ -191,8 +192,9 @@ def _eval(expr: Any, ns: dict[str, Any], where: str) -> Any:
 
 def launch_kwargs(kwargs: dict[str, Any], ns: dict[str, Any]) -> dict[str, Any]:
     """A direct launch's ``kwargs`` with each string that is an expression over names of ``ns`` (the sizes, the
-    inputs) evaluated (``BLOCK = "triton.next_power_of_2(N)"``); other values, and strings that name anything
-    else (a string constexpr such as ``"evict_last"``), as they are.
+    inputs, ``triton``, ``tl``) or over none evaluated (``BLOCK = "triton.next_power_of_2(N)"``, ``"128 * 2"``,
+    ``OUT_DTYPE = "tl.float16"``, ``"'silu'"``); other values, and strings that name anything else (a string
+    constexpr such as ``"evict_last"`` or ``"silu"``), as they are.
 
     Raises:
         HarnessError: an expression over known names fails to evaluate (the message names the key).
@@ -206,7 +208,7 @@ def launch_kwargs(kwargs: dict[str, Any], ns: dict[str, Any]) -> dict[str, Any]:
             except SyntaxError:
                 names = {"\0"}
         roots = {r.split(".")[0] for r in names}
-        out[k] = _eval(v, ns, f"kwargs.{k}") if isinstance(v, str) and roots and roots <= set(ns) else v
+        out[k] = _eval(v, ns, f"kwargs.{k}") if isinstance(v, str) and roots <= set(ns) else v
     return out
 
 

@@ -30,6 +30,7 @@ from htam_core.profile.static_triton import build_request, compile_triton_kernel
 from htam_core.runtime.cache import CompileCache
 from htam_core.source.analysis.smem_optin import shared_optins
 from htam_core.source.workspace import find_launches
+from htam_core.types.constexpr import constexpr_text
 from htam_core.types.errors import ProfileError
 from htam_core.types.profile import Profile
 
@@ -360,7 +361,7 @@ class TritonProfiler(StaticProfiler):
         p.stack_bytes = int(v["stack_bytes"])
         p.block_size = int(v["num_warps"]) * 32
         p.warnings.extend(v.get("warnings", []))
-        p.warnings.extend(f"constexpr {n}={c['value']}: the value the {c['source']} launches it with "
+        p.warnings.extend(f"constexpr {n}={constexpr_text(c['value'])}: the value the {c['source']} launches it with "
                           f"(`htam profile --constexpr {n}=VALUE` sets another)"
                           for n, c in (v.get("constexprs") or {}).items()
                           if isinstance(c, dict) and str(c.get("source", "")).startswith("harness"))

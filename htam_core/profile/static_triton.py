@@ -35,6 +35,7 @@ from htam_core.runtime.worker import run_in_worker
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.constants import python_constants
 from htam_core.source.analysis.constants import python_literal as _literal
+from htam_core.types.constexpr import UNKNOWN, read_constexpr
 from htam_core.types.errors import ProfileError
 
 #: Scalar parameter names read as ``fp32`` (epsilons, scales, learning rates ...).
@@ -84,13 +85,13 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
     sources: dict[str, str] = {}
     names: dict[str, Any] = {}
     if text is not None and site is not None:
-        names = python_constants(text, site.span.start if site.span is not None else None)
+        names = python_constants(text, site.span.start if site.span is not None else None, any_literal=True)
 
-    def value_of(expr: str | None) -> Any:
+    def value_of(expr: str | None) -> Any:  # a number: a literal or a name bound to one
         v = _literal(expr)
         if v is None and expr is not None and expr.strip().isidentifier():
             v = names.get(expr.strip())
-        return v
+        return v if isinstance(v, bool | int | float) else None
 
     runtime: dict[str, Any] = {}
     for i, p in enumerate(kernel.params):
@@ -102,8 +103,8 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
             expr = config.get(p.name)
             if expr is None and i < len(args):
                 expr = args[i]
-            v = value_of(expr)
-            if v is not None:
+            v = _site_constexpr(expr, names)
+            if v is not UNKNOWN:
                 consts[p.name] = v
                 sources[p.name] = f"launch site line {site.line}" if site is not None else "launch site"
             continue
@@ -128,6 +129,17 @@ def build_request(kernel: Any, *, constexprs: dict[str, Any] | None = None,
         if isinstance(v, int) and not isinstance(v, bool):
             out[opt] = v
     return out
+
+
+def _site_constexpr(expr: str | None, names: dict[str, Any]) -> Any:
+    """A constexpr's value at the launch site: any literal a constexpr takes (``128``, ``"silu"``, ``None``,
+    ``tl.float16``: :func:`htam_core.types.constexpr.read_constexpr`), or a name bound to one before the launch
+    (``names``: :func:`~htam_core.source.analysis.constants.python_constants`), else
+    :data:`~htam_core.types.constexpr.UNKNOWN`."""
+    v = read_constexpr(expr)
+    if v is UNKNOWN and expr is not None and expr.strip() in names:
+        return names[expr.strip()]
+    return v
 
 
 def _param_type(p: Any, arg: str | None) -> str:
@@ -163,7 +175,8 @@ def _pointer_types(kernel: Any, sig: dict[str, str], recorded: dict[str, str],
 def guessed_pointers_note(kernel_name: str, signature: dict[str, str], pointer_sources: dict[str, str],
                           error: str) -> str | None:
     """The one line that says a failed compile ran with pointer types no harness gave (named with their types),
-    or ``None`` when every pointer type came from the harness or the user, or Triton's ``error`` is no type error.
+    or ``None`` when every pointer type came from the harness or the user, or Triton's ``error`` is no type error
+    (a ``tl.static_assert`` of the kernel that failed is none).
 
     Args:
         kernel_name: the kernel.
@@ -173,8 +186,8 @@ def guessed_pointers_note(kernel_name: str, signature: dict[str, str], pointer_s
     """
     guessed = [f"{n} {signature.get(n, '?')}" + (" (from its use)" if src.startswith("use:") else "")
                for n, src in pointer_sources.items() if src == "guessed" or src.startswith("use:")]
-    if not guessed or not _TYPE_ERROR.search(error):
-        return None
+    if not guessed or not _TYPE_ERROR.search(error) or "CompileTimeAssertionFailure" in error:
+        return None  # a failed tl.static_assert of the kernel is about its constexprs, not a pointer type
     why = " ".join(error.rsplit("^", 1)[-1].split())[:240]
     return (f"Triton could not compile {kernel_name} with the pointer element types htam guessed "
             f"({', '.join(guessed)}; no harness records the tensors' dtypes): {why}. A harness gives the real "
@@ -303,7 +316,7 @@ def compile_triton_kernel(model: Any, kernel: Any, *, target: str = "sm_90", con
         kwargs = {"path": str(path.resolve()), "kernel": qualname, "signature": req["signature"],
                   "constexprs": req["constexprs"], "num_warps": req["num_warps"],
                   "num_stages": req["num_stages"], "arch": arch, "sys_path": sys_path,
-                  "runtime_args": req["runtime_args"]}
+                  "runtime_args": req["runtime_args"], "switches": switch_values(model, kernel)}
         value = _compile_or_note(kwargs, timeout_s, req)
     finally:
         if tmpdir is not None:
@@ -333,3 +346,13 @@ def used_pointer_types(model: Any, kernel: Any) -> dict[str, tuple[str, str]]:
         return {}
     tf = analyze(model, kernel).triton
     return {t.name: (t.dtype, f"{t.why}, line {t.line}") for t in (tf.pointer_types if tf is not None else ())}
+
+
+def switch_values(model: Any, kernel: Any) -> dict[str, list[str]]:
+    """``{constexpr: [string, ...]}``: the strings each constexpr of Triton ``kernel`` is compared with (the
+    analysis layer's :attr:`~htam_core.source.analysis.facts.TritonFacts.switch_values`), so that a guessed
+    string switch's warning names the values it takes; ``{}`` when the model has no text or there are none."""
+    if not getattr(model, "text", None) or getattr(kernel, "name_span", None) is None:
+        return {}
+    tf = analyze(model, kernel).triton
+    return {name: list(values) for name, values in (tf.switch_values if tf is not None else ())}

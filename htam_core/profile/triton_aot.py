@@ -42,6 +42,7 @@ from htam_core.harness.base import attribute_path, origin_dirs
 from htam_core.harness.record import cpu_triton_driver
 from htam_core.profile.static_cuda import PtxasEntry, parse_ptxas_verbose
 from htam_core.runtime.children import one_shot_kwargs
+from htam_core.types.constexpr import from_triton, to_triton
 
 #: Constexpr value used when nothing else determines it. Sizes (names containing BLOCK, SIZE,
 #: TILE, or B followed by one letter such as BM/BN/BK) get a typical power-of-two tile, flags 0.
@@ -94,6 +95,45 @@ def _unwrap(obj: Any) -> tuple[Any, list[Any], dict[str, Any]]:
 
 def _fallback(name: str) -> int:
     return FALLBACK_SIZE if _SIZE_NAME.search(name) else 0
+
+
+def _known_constexprs(params: list[Any], requested: dict[str, Any], first_cfg: Any) -> dict[str, dict[str, Any]]:
+    """``{name: {"value", "source"}}`` of the constexprs known before the heuristics run: the request's (in HTAM's
+    JSON form, :func:`htam_core.types.constexpr.to_triton` makes a dtype marker ``tl.float16``), else the
+    parameter's default, else the first autotune config's.
+
+    Raises:
+        ValueError: a dtype marker names no dtype of this Triton.
+    """
+    resolved = {name: {"value": to_triton(v), "source": "request"} for name, v in requested.items()}
+    for p in params:
+        if not p.is_constexpr or p.name in resolved:
+            continue
+        if p.has_default:
+            resolved[p.name] = {"value": p.default, "source": "default"}
+        elif first_cfg is not None and p.name in first_cfg.kwargs:
+            resolved[p.name] = {"value": first_cfg.kwargs[p.name], "source": "autotune config 0"}
+    return resolved
+
+
+def _guess_the_rest(params: list[Any], resolved: dict[str, dict[str, Any]],
+                    switches: dict[str, list[str]]) -> list[str]:
+    """Give every constexpr still without a value the fallback (:data:`FALLBACK_SIZE` for a size name, else 0) in
+    ``resolved``; return one warning line per guess, naming the constexpr, the strings the kernel compares it with
+    (``switches``: none of those branches is compiled) and how to set it."""
+    out: list[str] = []
+    for p in params:
+        if p.is_constexpr and p.name not in resolved:
+            resolved[p.name] = {"value": _fallback(p.name), "source": "fallback"}
+            values = switches.get(p.name) or []
+            takes = (f"the kernel compares it with {', '.join(map(repr, values))}: "
+                     f"`htam profile --constexpr {p.name}={values[0]}`" if values else
+                     f"`htam profile --constexpr {p.name}=VALUE`")
+            out.append(f"constexpr {p.name}: not a literal at the launch site and no default, autotune "
+                       f"config or heuristic; compiled with {p.name}={resolved[p.name]['value']} (assumed; "
+                       f"{takes} sets it: a number, True/False/None, a string or a dtype such as tl.float16; "
+                       "or pass it as a literal at the launch site)")
+    return out
 
 
 #: Launch options a ``@triton.heuristics`` may set besides constexprs; they are compile options, not arguments.
@@ -168,7 +208,8 @@ def _resources_from_cubin(cubin: bytes, ptx: str, ptxas: str, gpu_name: str) -> 
 def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs: dict[str, Any] | None = None,
                    num_warps: int | None = None, num_stages: int | None = None, arch: int = 90,
                    pointer_divisibility: bool = True, sys_path: list[str] | None = None,
-                   runtime_args: dict[str, Any] | None = None) -> dict[str, Any]:
+                   runtime_args: dict[str, Any] | None = None, switches: dict[str, list[str]] | None = None,
+                   ) -> dict[str, Any]:
     """AOT-compile ``kernel`` from the file ``path`` for ``sm_<arch>`` and report its resources.
 
     Args:
@@ -183,7 +224,7 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
         sys_path: directories to put on ``sys.path`` first (the original file's directory when
             ``path`` is a temporary copy of an unsaved buffer).
         runtime_args: values of non-constexpr arguments known from the launch site (``{"n_cols": 4096}``),
-            for heuristics that read them.
+            for heuristics that read them. switches: the strings each constexpr is compared with (named when guessed).
 
     Returns:
         ``{"registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "shared_bytes",
@@ -198,9 +239,7 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
 
     t0 = time.perf_counter()
     warnings: list[str] = []
-    for d in reversed(sys_path or []):
-        if d not in sys.path:
-            sys.path.insert(0, d)
+    sys.path[:0] = [d for d in sys_path or [] if d not in sys.path]
     mod = _load_module(path)
     try:
         obj = attribute_path(mod, kernel)  # a qualified name: "Ops.scale", or the alias of triton.jit(fn)
@@ -208,18 +247,8 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
         raise AttributeError(f"{path} defines no kernel reachable as {kernel!r} from the module") from None
     jit, configs, heuristics = _unwrap(obj)
     params = list(jit.params)
-    known = dict(constexprs or {})
-    resolved: dict[str, dict[str, Any]] = {}
-    for name, value in known.items():
-        resolved[name] = {"value": value, "source": "request"}
     first_cfg = configs[0] if configs else None
-    for p in params:
-        if not p.is_constexpr or p.name in resolved:
-            continue
-        if p.has_default:
-            resolved[p.name] = {"value": p.default, "source": "default"}
-        elif first_cfg is not None and p.name in first_cfg.kwargs:
-            resolved[p.name] = {"value": first_cfg.kwargs[p.name], "source": "autotune config 0"}
+    resolved = _known_constexprs(params, constexprs or {}, first_cfg)
     runtime = dict(runtime_args or {})
     options: dict[str, Any] = {"num_warps": num_warps, "num_stages": num_stages}
     option_sources: dict[str, str] = {k: "request" for k, v in options.items() if v is not None}
@@ -252,12 +281,7 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
             option_sources[name] = "heuristic"
         else:
             resolved[name] = {"value": value, "source": "heuristic"}
-    for p in params:
-        if p.is_constexpr and p.name not in resolved:
-            resolved[p.name] = {"value": _fallback(p.name), "source": "fallback"}
-            warnings.append(f"constexpr {p.name}: not a literal at the launch site and no default, autotune "
-                            f"config or heuristic; compiled with {p.name}={resolved[p.name]['value']} (assumed; "
-                            f"`htam profile --constexpr {p.name}=VALUE` sets it, or pass it as a literal at the launch site)")
+    warnings.extend(_guess_the_rest(params, resolved, switches or {}))
     for opt in ("num_warps", "num_stages"):
         if options[opt] is None:
             options[opt] = _option_default(opt, first_cfg)
@@ -317,7 +341,7 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
         "num_warps": int(getattr(md, "num_warps", num_warps)),
         "num_stages": int(getattr(md, "num_stages", num_stages)),
         "option_sources": option_sources,
-        "constexprs": {k: {"value": _jsonable(v["value"]), "source": v["source"]} for k, v in resolved.items()},
+        "constexprs": {k: {"value": from_triton(v["value"]), "source": v["source"]} for k, v in resolved.items()},
         "signature": {k: v for k, v in sig.items()},
         "warnings": warnings,
         "triton_version": triton.__version__,
@@ -327,12 +351,6 @@ def compile_kernel(path: str, kernel: str, signature: dict[str, str], constexprs
         "ptxas_log": log,
         "compile_s": time.perf_counter() - t0,
     }
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, bool | int | float | str) or v is None:
-        return v
-    return repr(v)
 
 
 def main() -> int:

@@ -33,6 +33,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.includes import Header, local_headers
 from htam_core.source.analysis.syntax import node_text, of_type, parse, unwrap_parens
+from htam_core.types.constexpr import UNKNOWN, read_constexpr
 
 Value = int | float
 #: identifier node -> its value, or ``None`` when it is not a compile-time constant
@@ -473,17 +474,26 @@ def python_int(text: str) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def python_constants(text: str | bytes, at_byte: int | None, root: Node | None = None) -> dict[str, Any]:
+def python_constants(text: str | bytes, at_byte: int | None, root: Node | None = None, *,
+                     any_literal: bool = False) -> dict[str, Any]:
     """Names bound to a literal (``BLOCK_SIZE = 64``) visible at byte ``at_byte`` of Python ``text``.
 
     Module-level assignments, then assignments earlier in the enclosing function(s) (the last
     one before ``at_byte`` wins; an assignment of a non-literal removes the name). ``root`` is the
-    already parsed tree, when there is one.
+    already parsed tree, when there is one. A literal is a number or a bool; with ``any_literal`` it is any value
+    a Triton constexpr takes (also a string, ``None``, a dtype ``tl.float16``:
+    :func:`htam_core.types.constexpr.read_constexpr`).
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
     if root is None:
         root = parse(data, "python").root_node
     out: dict[str, Any] = {}
+
+    def read(text: str) -> Any:
+        if any_literal:
+            return read_constexpr(text)
+        v = python_literal(text)
+        return UNKNOWN if v is None else v
 
     def grab(block: Node, stop: int | None) -> None:
         for st in block.named_children:
@@ -493,9 +503,9 @@ def python_constants(text: str | bytes, at_byte: int | None, root: Node | None =
             if node.type == "assignment":
                 left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
                 if left is not None and left.type == "identifier" and right is not None:
-                    v = python_literal(data[right.start_byte:right.end_byte].decode("utf-8", "replace"))
+                    v = read(data[right.start_byte:right.end_byte].decode("utf-8", "replace"))
                     name = data[left.start_byte:left.end_byte].decode()
-                    if v is not None:
+                    if v is not UNKNOWN:
                         out[name] = v
                     else:
                         out.pop(name, None)

@@ -858,6 +858,9 @@ class TritonFacts:
             (``BLOCK_SIZE``, ``XBLOCK``, ``BS``), in parameter order.
         pointer_types: the pointer parameters whose element type the use of their loaded values shows
             (:class:`TritonPointerType`: integer index pointers), in parameter order; the others are not known.
+        switch_values: the string literals each ``tl.constexpr`` parameter is compared with by ``==`` / ``!=``
+            in the body (``if ACTIVATION == "silu":``), ``((name, (value, ...)), ...)`` in first-use order: the
+            values a string switch takes.
     """
 
     axes: tuple[TritonAxis, ...] = ()
@@ -877,6 +880,7 @@ class TritonFacts:
     arange_dependents: tuple[str, ...] = ()
     tile_params: tuple[str, ...] = ()
     pointer_types: tuple[TritonPointerType, ...] = ()
+    switch_values: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def program_axes(self) -> tuple[int, ...]:
         """The ``tl.program_id`` axes used, sorted."""

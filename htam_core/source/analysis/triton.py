@@ -45,6 +45,7 @@ from htam_core.source.analysis.triton_names import TritonNames
 from htam_core.source.analysis.triton_types import pointer_types
 from htam_core.source.analysis.unit import PythonSource
 from htam_core.source.model import Kernel
+from htam_core.types.constexpr import read_constexpr
 
 TL_PREFIXES = ("tl.", "triton.language.")
 TL_REDUCTIONS = {"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "cumsum", "cumprod"}
@@ -364,7 +365,8 @@ def triton_facts(psrc: PythonSource, kernel: Kernel) -> KernelFacts:
                                          and _is_tl(psrc.callee(c)) and _positional(c)),
                      tile_params=_tile_params(psrc, kernel),
                      pointer_types=pointer_types(psrc, [p.name for p in kernel.params if p.is_pointer],
-                                                 pointer_resolver(psrc, kernel, assigns)))
+                                                 pointer_resolver(psrc, kernel, assigns)),
+                     switch_values=_switch_values(psrc, kernel))
     online = tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in loops for m, s in online_pairs(n, src))
     return KernelFacts(kernel.name, kernel.language, consts, tuple(lp for lp, _ in loops), (), tuple(pointers),
                        (), launches, tf, online_stats=online)
@@ -523,6 +525,25 @@ def _bounds(psrc: PythonSource, axes: tuple[TritonAxis, ...], assigns: dict[str,
                 if b not in out:
                     out.append(b)
     return tuple(out)
+
+
+def _switch_values(psrc: PythonSource, kernel: Kernel) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The string literals each constexpr parameter is compared with (``ACTIVATION == "silu"``, ``"gelu" !=
+    MODE``): :attr:`~htam_core.source.analysis.facts.TritonFacts.switch_values`."""
+    src = psrc.src
+    names = {p.name for p in kernel.params if p.is_constexpr}
+    found: dict[str, list[str]] = {}
+    for cmp in of_type(psrc.body, "comparison_operator"):
+        ops = [text(c, src) for c in cmp.children if not c.is_named]
+        if ops not in (["=="], ["!="]) or len(cmp.named_children) != 2:
+            continue
+        a, b = cmp.named_children
+        for name, lit in ((a, b), (b, a)):
+            v = read_constexpr(text(lit, src)) if lit.type == "string" else None
+            if name.type == "identifier" and text(name, src) in names and isinstance(v, str):
+                values = found.setdefault(text(name, src), [])
+                values.extend([v] if v not in values else [])
+    return tuple((n, tuple(v)) for n, v in found.items())
 
 
 def _control_names(psrc: PythonSource) -> tuple[str, ...]:
