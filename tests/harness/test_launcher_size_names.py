@@ -127,3 +127,25 @@ def test_kernel_sizes_follow_what_the_launcher_passes(layout: str, tmp_path: Pat
     # the static estimate's K loop runs K / BK times over the timed set
     (loop,) = source_profile(model, kernel, harness=h).extra["static_roofline"]["loops"]
     assert loop["trip_count"] == math.ceil(want["K"] / 16)
+
+
+def test_the_template_writes_a_foreign_launch_in_the_kernels_size_symbols(tmp_path: Path) -> None:
+    """An instance-method launcher (htam cannot call it, so the template holds the launch): its grid is a local
+    over the launcher's own names; the template writes it over the size symbols of the kernel parameters they
+    are passed to."""
+    from htam_core.harness.template import write_template
+    from htam_core.source.api import load
+
+    ops = (HEAD + "class MatMul:\n    def forward(self, a, b):\n        rows, inner = a.shape\n"
+           "        cols = b.shape[1]\n        c = torch.empty((rows, cols), dtype=torch.float32)\n"
+           "        grid = (triton.cdiv(rows, 16), triton.cdiv(cols, 16))\n"
+           f"        mm_tile[grid](a, b, c, rows, cols, inner, {STRIDES}, BM=16, BN=16, BK=16)\n        return c\n")
+    (tmp_path / "mmk.py").write_text(KERNEL, encoding="utf-8")
+    (tmp_path / "ops.py").write_text(ops, encoding="utf-8")
+    model = load(tmp_path / "mmk.py")
+    text = write_template(model, model.kernels[0])
+    value = {ln.split('name = "')[1].split('"')[0]: ln.split('value = "')[1].split('"')[0]
+             for ln in text.splitlines() if "name = " in ln and 'value = "' in ln}
+    grid = next(ln for ln in text.splitlines() if ln.startswith("grid = "))
+    assert f'"(triton.cdiv({value["M"]}, 16), triton.cdiv({value["N"]}, 16))"' in grid
+    assert "rows" not in grid and "cols" not in grid
