@@ -31,7 +31,7 @@ from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.workspace import WorkspaceLaunch, find_launches
 from htam_core.types.language import traits
 
-__all__ = ["ForeignLauncher", "foreign_launcher", "foreign_launches", "launcher_module", "package_of"]
+__all__ = ["ForeignLauncher", "foreign_launcher", "foreign_launches", "launcher_def", "launcher_module", "package_of"]
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,21 @@ def _enclosing(tree: ast.Module, line: int) -> tuple[str, tuple[str, ...]] | Non
                     return f"{node.name}.{m.name}", args[1:]
             return None
     return None
+
+
+def launcher_def(tree: ast.Module, qualname: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The definition of launcher ``qualname`` in a module's tree: a top-level function (``"softmax"``) or a method
+    of a top-level class (``"MatMul.forward"``, as :func:`_enclosing` names it); ``None`` when there is none.
+    The one lookup of a launcher by its name, so that a static method is read wherever a function is (the
+    launcher's ``M, K = a.shape`` names, its launch)."""
+    owner, _, name = qualname.rpartition(".")
+    body: list[ast.stmt] = tree.body
+    if owner:
+        cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner), None)
+        if cls is None:
+            return None
+        body = cls.body
+    return next((n for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name), None)
 
 
 def foreign_launcher(model: SourceModel, kernel: Kernel) -> ForeignLauncher | None:

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import DTYPES, MOVED_NOTE, Harness, HarnessError, InputSpec
-from htam_core.harness.foreign import ForeignLauncher, foreign_launcher, foreign_launches
+from htam_core.harness.foreign import ForeignLauncher, foreign_launcher, foreign_launches, launcher_def
 from htam_core.harness.pysource import parse_failure, read_py_facts
 from htam_core.harness.pywrapper import wrapper_function
 from htam_core.runtime.cache import cache_root
@@ -209,29 +209,63 @@ def record(path: Path, wrapper: str, mode: str = "main", test: Path | None = Non
 
 # -- building the harness ----------------------------------------------------------------------------------
 def _shape_names(text: str, wrapper: str) -> dict[tuple[str, int], str]:
-    """``{(param, dim): name}`` from the launcher's ``M, N = x.shape`` and ``n = x.shape[0]``."""
+    """``{(param, dim): name}`` from the launcher's own size names: ``M, K = a.shape`` (or ``a.size()``,
+    ``*batch, M, K = a.shape``), ``n = x.shape[0]`` (or ``x.size(0)``, ``x.shape[-1]``: a negative dimension
+    counts from the end, resolved against the tensor's rank by the caller). The launcher is a top-level
+    function or a method of a top-level class (``"MatMul.forward"``; :func:`~htam_core.harness.foreign.launcher_def`).
+    The first name a dimension gets wins."""
     out: dict[tuple[str, int], str] = {}
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return out
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == wrapper), None)
+    fn = launcher_def(tree, wrapper)
     if fn is None:
         return out
     for node in ast.walk(fn):
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
         t, v = node.targets[0], node.value
-        if isinstance(t, ast.Tuple) and isinstance(v, ast.Attribute) and v.attr == "shape" \
-                and isinstance(v.value, ast.Name):
+        whole = _whole_shape(v)
+        if isinstance(t, ast.Tuple | ast.List) and whole is not None:
+            star = next((i for i, e in enumerate(t.elts) if isinstance(e, ast.Starred)), None)
             for d, e in enumerate(t.elts):
                 if isinstance(e, ast.Name) and e.id != "_":
-                    out.setdefault((v.value.id, d), e.id)
-        elif isinstance(t, ast.Name) and isinstance(v, ast.Subscript) and isinstance(v.value, ast.Attribute) \
-                and v.value.attr == "shape" and isinstance(v.value.value, ast.Name) \
-                and isinstance(v.slice, ast.Constant) and isinstance(v.slice.value, int) and v.slice.value >= 0:
-            out.setdefault((v.value.value.id, v.slice.value), t.id)
+                    out.setdefault((whole, d if star is None or d < star else d - len(t.elts)), e.id)
+        elif isinstance(t, ast.Name) and (one := _one_dim(v)) is not None:
+            out.setdefault(one, t.id)
     return out
+
+
+def _whole_shape(v: ast.expr) -> str | None:
+    """The tensor parameter whose whole shape ``v`` is (``x.shape``, ``x.size()``), else ``None``."""
+    if isinstance(v, ast.Attribute) and v.attr == "shape" and isinstance(v.value, ast.Name):
+        return v.value.id
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "size" and not v.args \
+            and not v.keywords and isinstance(v.func.value, ast.Name):
+        return v.func.value.id
+    return None
+
+
+def _one_dim(v: ast.expr) -> tuple[str, int] | None:
+    """``(tensor parameter, dimension)`` of ``x.shape[i]`` or ``x.size(i)`` with a literal ``i`` (negative from
+    the end), else ``None``."""
+    if isinstance(v, ast.Subscript) and (name := _whole_shape(v.value)) is not None:
+        i = _literal_int(v.slice)
+    elif isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "size" \
+            and len(v.args) == 1 and isinstance(v.func.value, ast.Name):
+        name, i = v.func.value.id, _literal_int(v.args[0])
+    else:
+        return None
+    return (name, i) if i is not None else None
+
+
+def _literal_int(e: ast.expr) -> int | None:
+    """The value of an integer literal (``1``, ``-1``), else ``None``."""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        v = _literal_int(e.operand)
+        return -v if v is not None else None
+    return e.value if isinstance(e, ast.Constant) and type(e.value) is int else None
 
 
 def _signature_key(call: dict[str, Any], names: list[str]) -> tuple:
@@ -482,7 +516,7 @@ def _dimension_specs(path: Path, wrapper: str, names: list[str], structure: dict
             if all(c["params"][n]["shape"][i] == 1 for c in kept):
                 spec.append(1)
                 continue
-            nm = src_names.get((n, i))
+            nm = src_names.get((n, i)) or src_names.get((n, i - len(d["shape"])))
             if nm and nm not in names and (nm not in used or nm in named):
                 used.add(nm)
                 named.add(nm)

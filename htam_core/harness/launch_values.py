@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from htam_core.harness.base import Harness
+from htam_core.harness.foreign import launcher_def
 from htam_core.types.constexpr import UNKNOWN, is_constexpr_value, read_constexpr
 
-__all__ = ["LAUNCH_OPTIONS", "TRITON_POINTER_TYPES", "launch_value", "recorded_constexprs", "recorded_pointer_dtypes"]
+__all__ = ["LAUNCH_OPTIONS", "TRITON_POINTER_TYPES", "launch_value", "recorded_constexprs", "recorded_kernel_args",
+           "recorded_pointer_dtypes"]
 
 #: Launch options a Triton launch passes besides the constexprs (part of its launch configuration).
 LAUNCH_OPTIONS = ("num_warps", "num_stages")
@@ -253,6 +255,31 @@ def recorded_constexprs(h: Harness | None, text: str | None, kernel: Any) -> dic
         env = {**sizes, **{i.name: v for i in h.inputs if i.is_scalar and (v := _value(i.value, sizes)) is not None}}
         env.update({f"{i.name}.shape": () for i in h.inputs if not i.is_scalar})
         return {n: v for n in names if n in h.kwargs and (v := _kwarg_value(h.kwargs[n], env)) is not UNKNOWN}
+    return _through_launcher(h, text, kernel, names)
+
+
+def recorded_kernel_args(h: Harness | None, text: str | None, kernel: Any) -> dict[str, Any]:
+    """The values of ``kernel``'s scalar parameters (sizes, strides, constexprs) that the harness's launcher
+    passes at its launch, over the harness's first size set: each launch argument (by position, or by keyword
+    ``M=m``) evaluated over the launcher's parameters bound to the harness inputs and its locals before the launch
+    (``M, K = a.shape``, ``n = x.shape[0]``, ``a.shape[1]`` written at the launch). So a kernel parameter takes
+    the value of what is passed to it, whatever the launcher calls it (the launcher's ``rows`` for the kernel's
+    ``M``). Empty without a launcher harness (``h.launcher``) or when the file does not parse.
+
+    Args:
+        h: the kernel's harness.
+        text: the kernel file's Python text.
+        kernel: the Triton :class:`htam_core.source.model.Kernel`.
+    """
+    if h is None or not h.traits.launches or getattr(kernel, "language", None) != "triton" or not h.launcher:
+        return {}
+    return _through_launcher(h, text, kernel, [p.name for p in kernel.params if not p.is_pointer])
+
+
+def _through_launcher(h: Harness, text: str | None, kernel: Any, names: list[str]) -> dict[str, Any]:
+    """The values of kernel parameters ``names`` at the launch in the harness's launcher (see
+    :func:`recorded_kernel_args`); a name whose argument does not evaluate is left out."""
+    sizes = dict(h.sizes[0]) if h.sizes else {}
     fn, site = _launcher_and_site(h, text, kernel)
     if fn is None or site is None:
         return {}
@@ -411,8 +438,7 @@ def _launcher_and_site(h: Harness, text: str | None, kernel: Any) -> tuple[Any, 
         tree = ast.parse(text or "")
     except (OSError, SyntaxError, ValueError, RecursionError):
         return None, None
-    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-               and n.name == (h.launcher or "").rsplit(".", 1)[-1]), None)
+    fn = launcher_def(tree, h.launcher or "")
     if fn is None:
         return None, None
     end = fn.end_lineno or fn.lineno

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -296,7 +297,7 @@ def _direct_table(model: SourceModel, kernel: Kernel, lines: list[str],
     d = _direct_parts(model, kernel, symbols)
     found = foreign_launches(model, kernel) if site is None else []
     if found:  # launched from another module: that launch's grid and constexprs, not a guess
-        lines.extend(_found_launch_lines(found[0], d))
+        lines.extend(_found_launch_lines(found[0], d, kernel))
     else:
         lines.extend(_grid_lines(model, kernel, site, symbols, d))
     lines.append(f"args = [{', '.join(_toml_str(a) for a in d.args)}]")
@@ -471,20 +472,91 @@ def _own_symbol(name: str, symbols: dict[str, int]) -> str:
     return upper
 
 
-def _found_launch_lines(la: WorkspaceLaunch, d: _Direct) -> list[str]:
+def _found_launch_lines(la: WorkspaceLaunch, d: _Direct, kernel: Kernel) -> list[str]:
     """The ``grid`` line of a Triton kernel launched from another module (``la``, found by the workspace search), as
     launched there, and ``d``'s constexpr keywords replaced by that launch's (a number as it is, an expression as a
-    string over the sizes and inputs), with a comment naming the launcher's file and line."""
+    string over the sizes and inputs), with a comment naming the launcher's file and line. What the launch passes
+    to a parameter of ``kernel`` is written as that parameter's size symbol or input name (:func:`_kernel_terms`:
+    the launcher's ``rows`` passed as ``M`` is ``M``; a local ``grid`` is its one assignment)."""
     where = f"{Path(la.path).name}:{la.line}"
+    terms = _kernel_terms(la, kernel, d.size_of)
     given = dict(a.split("=", 1) for a in la.template_args if "=" in a)
     for i, kw in enumerate(d.kwargs):
         name = kw.split(" = ")[0]
         if name in given:
             v = given[name].strip()
-            d.kwargs[i] = f"{name} = {v if _number(v) is not None else _toml_str(v)}"
-    return [f"# launched at {where}: the grid and kwargs below are that launch's, written over its own names; make "
-            "each name an input or a size symbol (or put the launch in a function that takes the tensors)",
-            f"grid = {_toml_str(la.grid)}   # as launched at {where}"]
+            d.kwargs[i] = f"{name} = {v if _number(v) is not None else _toml_str(terms(v))}"
+    return [f"# launched at {where}: the grid and kwargs below are that launch's, written over the kernel's size "
+            "symbols and inputs where the launch passes them; make any other name an input or a size symbol (or put "
+            "the launch in a function that takes the tensors)",
+            f"grid = {_toml_str(terms(la.grid))}   # as launched at {where}"]
+
+
+def _kernel_terms(la: WorkspaceLaunch, kernel: Kernel, size_of: dict[str, str]) -> Callable[[str], str]:
+    """A rewriter of the launcher's expressions (``la``'s grid, a constexpr keyword) into the table's terms: each
+    expression the launch passes to a non-constexpr parameter of ``kernel`` (by position or keyword: ``rows``,
+    ``a.shape[0]``) becomes the parameter's size symbol (``size_of``) or its input name, and a grid that is a local of the
+    launcher assigned once before the launch (``grid = (triton.cdiv(M, 32),)``) becomes that value first.
+    An expression that does not parse is kept as written."""
+    try:
+        tree = ast.parse(Path(la.path).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return lambda text: text
+    call = next((c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
+                 and c.lineno == la.line), None)
+    if call is None:
+        return lambda text: text
+    names = [p.name for p in kernel.params]
+    passed = [(names[i], a) for i, a in enumerate(call.args[:len(names)])]
+    passed += [(k.arg, k.value) for k in call.keywords if k.arg in names]
+    constexpr = {p.name for p in kernel.params if p.is_constexpr}  # their values are what the table writes
+    mapping: dict[str, str] = {}
+    for name, arg in passed:
+        if name not in constexpr:
+            mapping.setdefault(ast.unparse(arg), size_of.get(name, name))
+    local = _single_local(tree, la.line)
+
+    def rewrite(text: str) -> str:
+        try:
+            node = ast.parse(text.strip(), mode="eval").body
+        except SyntaxError:
+            return text
+        if isinstance(node, ast.Name) and node.id in local:
+            node = local[node.id]
+        return ast.unparse(_Substitute(mapping).visit(node))
+    return rewrite
+
+
+def _single_local(tree: ast.Module, line: int) -> dict[str, ast.expr]:
+    """The locals of the function around ``line`` assigned exactly once (``name = value``) before it."""
+    fn = next((f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+               and f.lineno <= line <= (f.end_lineno or f.lineno) and not any(
+                   isinstance(g, ast.FunctionDef | ast.AsyncFunctionDef) and g is not f
+                   and g.lineno <= line <= (g.end_lineno or g.lineno) for g in ast.walk(f))), None)
+    if fn is None:
+        return {}
+    seen: dict[str, list[ast.expr]] = {}
+    for st in ast.walk(fn):
+        if isinstance(st, ast.Assign) and st.lineno < line:
+            for t in st.targets:
+                if isinstance(t, ast.Name):
+                    seen.setdefault(t.id, []).append(st.value)
+    return {k: v[0] for k, v in seen.items() if len(v) == 1}
+
+
+class _Substitute(ast.NodeTransformer):
+    """Replace each sub-expression whose text is a key of ``mapping`` by the name it maps to (outermost first)."""
+
+    def __init__(self, mapping: dict[str, str]) -> None:
+        self.mapping = mapping
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        """The node replaced when its text is mapped, else with its children visited."""
+        if isinstance(node, ast.expr) and not isinstance(node, ast.Constant):
+            new = self.mapping.get(ast.unparse(node))
+            if new is not None:
+                return ast.Name(id=new, ctx=ast.Load())
+        return self.generic_visit(node)
 
 
 def _grid_lines(model: SourceModel, kernel: Kernel, site: LaunchSite | None, symbols: dict[str, int],

@@ -21,6 +21,7 @@ from typing import Any
 
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.find import find_harness
+from htam_core.harness.launch_values import recorded_kernel_args
 from htam_core.measure.gpu import measure_on_gpu
 from htam_core.profile import static_cuda as sc
 from htam_core.profile.classify import classify
@@ -106,11 +107,12 @@ def static_profile(model: Any, kernel: Any, target: str = "sm_90", *, constexprs
     if getattr(model, "stale", False):
         p.warnings.append("the source did not parse; the kernel comes from the last good parse")
     p.warnings.append("static profile: no GPU measurement (time, SOL, bandwidth and achieved occupancy are null)")
+    args = None
     if sizes is None:
-        sizes = sizes_of(harness)
+        sizes, args = sizes_of(harness), recorded_kernel_args(harness, model.text, kernel)
         if harness_note:
             p.warnings.insert(0, harness_note)
-    _roofline(p, model, kernel, sizes)
+    _roofline(p, model, kernel, sizes, args)
     p.bottleneck = classify(p, getattr(kernel, "features", None), target=p.device.split()[0])
     return p
 
@@ -144,16 +146,17 @@ def source_profile(model: Any, kernel: Any, target: str = "sm_90", *, sizes: dic
     p = Profile(kernel=kernel.name, mode="static", device=f"{target} (source only)")
     p.extra["stage"] = "source"
     profiler = create_profiler(kernel.language)
+    args = None
     if profiler.source_reads_harness:
         harness, note = _harness_of(model, kernel, harness)
         if sizes is None:
-            sizes = sizes_of(harness)
+            sizes, args = sizes_of(harness), recorded_kernel_args(harness, model.text, kernel)
             if note:
                 p.warnings.insert(0, note)
     profiler.source_only(p, model, kernel, target, harness if isinstance(harness, Harness) else None)
     p.warnings.append("source-only profile: not compiled yet (registers, spills, shared memory and occupancy follow "
                       "from the compile)")
-    _roofline(p, model, kernel, sizes)
+    _roofline(p, model, kernel, sizes, args)
     p.bottleneck = classify(p, getattr(kernel, "features", None), target=target)
     return p
 
@@ -166,12 +169,15 @@ def _harness_of(model: Any, kernel: Any, given: Harness | None | object) -> tupl
     return (given if isinstance(given, Harness) and given.traits.launches else None), None
 
 
-def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any]) -> None:
-    """Attach the static roofline estimate (``extra["static_roofline"]``) the classifier reads."""
+def _roofline(p: Profile, model: Any, kernel: Any, sizes: dict[str, Any] | None,
+              kernel_args: dict[str, Any] | None = None) -> None:
+    """Attach the static roofline estimate (``extra["static_roofline"]``) the classifier reads; ``kernel_args``:
+    the kernel's scalar arguments as the harness's launcher passes them (:func:`recorded_kernel_args`)."""
     if getattr(kernel, "features", None) is None:
         return
     try:
-        est = estimate_work(model, kernel, constexprs=p.extra.get("constexprs") or {}, sizes=sizes)
+        est = estimate_work(model, kernel, constexprs=p.extra.get("constexprs") or {}, sizes=sizes,
+                            kernel_args=kernel_args)
     except (ValueError, TypeError, ArithmeticError, RecursionError, AttributeError) as exc:
         p.warnings.append(f"static roofline estimate not made ({type(exc).__name__}: {exc})")
         return

@@ -97,7 +97,8 @@ def harness_sizes_noted(path: str | None, kernel_name: str, model: Any = None, *
 class _Env:
     """Values of the names a kernel's loop headers use."""
 
-    def __init__(self, model: Any, kernel: Any, constexprs: Mapping[str, Any], sizes: Mapping[str, Any]) -> None:
+    def __init__(self, model: Any, kernel: Any, constexprs: Mapping[str, Any], sizes: Mapping[str, Any],
+                 kernel_args: Mapping[str, Any] | None = None) -> None:
         self.model, self.kernel = model, kernel
         self.values: dict[str, Any] = {}
         self.sources: dict[str, str] = {}
@@ -111,7 +112,7 @@ class _Env:
         site = kernel.launch_sites[0] if kernel.launch_sites else None
         lang = traits(kernel.language)
         if lang.tiles:
-            self._triton_site(site, sizes)
+            self._triton_site(site, sizes, kernel_args or {})
         else:
             self.cuda_source = kernel.attributes.get("cuda_source") if lang.embedded else model.text
             self.offset = int(kernel.attributes.get("cuda_source_offset") or 0) if lang.embedded else 0
@@ -123,7 +124,7 @@ class _Env:
         if name not in self.values and isinstance(value, int | float) and not isinstance(value, bool):
             self.values[name], self.sources[name] = value, source
 
-    def _triton_site(self, site: Any, sizes: Mapping[str, Any]) -> None:
+    def _triton_site(self, site: Any, sizes: Mapping[str, Any], kernel_args: Mapping[str, Any]) -> None:
         names = python_constants(self.model.text, site.span.start if site and site.span else None) if site else {}
         args = list(site.args) if site else []
         for i, p in enumerate(self.kernel.params):
@@ -131,6 +132,9 @@ class _Env:
             if expr is not None:
                 v = launch_value(expr, names)
                 self._set(p.name, v, f"launch site line {site.line}")
+            # what the harness's launcher passes to p (its `M, K = a.shape`, `a.shape[1]`, a keyword)
+            self._set(p.name, kernel_args.get(p.name), "harness sizes")
+            if expr is not None:
                 v = launch_value(expr, {**sizes, **names})
                 self._set(p.name, v, "harness sizes")
             self._set(p.name, sizes.get(p.name), "harness sizes")
@@ -276,8 +280,26 @@ def _loop_trips(model: Any, kernel: Any, env: _Env) -> tuple[list[dict[str, Any]
     return loops, unknown
 
 
+def _dot_tiles(env: _Env, triton: bool, unknown: list[str], assumptions: list[str]
+               ) -> tuple[float, float, float] | None:
+    """The ``(M, N, K)`` tiles of a Triton ``tl.dot`` from the BLOCK_M/N/K constexprs (the assumption noted), or
+    ``None`` with the unknown quantity noted (CUDA mma fragments are not modelled)."""
+    if not triton:
+        unknown.append("tensor-core mma fragments (not modelled)")
+        return None
+    found = {m.group(1).upper(): env.values[n] for n in env.values
+             if (m := _TILE_NAME.match(n)) and env.sources.get(n) == "constexpr"}
+    if not all(k in found for k in "MNK"):
+        unknown.append("tile sizes of tl.dot (no BLOCK_M, BLOCK_N and BLOCK_K constexpr values)")
+        return None
+    m, n, k = found["M"], found["N"], found["K"]
+    assumptions.append(f"tl.dot tiles {m:g}x{k:g} @ {k:g}x{n:g} (BLOCK_M/N/K constexprs)")
+    return m, n, k
+
+
 def estimate_work(model: Any, kernel: Any, *, constexprs: Mapping[str, Any] | None = None,
-                  sizes: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+                  sizes: Mapping[str, Any] | None = None,
+                  kernel_args: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """FLOPs, issued bytes and arithmetic intensity of one thread (CUDA) or program (Triton).
 
     Args:
@@ -286,6 +308,9 @@ def estimate_work(model: Any, kernel: Any, *, constexprs: Mapping[str, Any] | No
         constexprs: Triton constexpr values (``{name: value}`` or the static profile's
             ``{name: {"value", "source"}}``).
         sizes: harness size symbols (``{"N": 4096}``); a scalar parameter of the same name takes the value.
+        kernel_args: (Triton) the kernel's scalar parameters as the harness's launcher passes them over the same
+            size set (:func:`htam_core.harness.launch_values.recorded_kernel_args`): they win over a symbol of the
+            same name, which the launcher may use for another dimension.
 
     Returns:
         ``None`` when the kernel has no global access (nothing to estimate); else ``{"unit", "flops",
@@ -296,7 +321,7 @@ def estimate_work(model: Any, kernel: Any, *, constexprs: Mapping[str, Any] | No
     f = kernel.features
     if not any(w.kind in ("load", "store") for w in f.work):
         return None
-    env = _Env(model, kernel, constexprs or {}, sizes or {})
+    env = _Env(model, kernel, constexprs or {}, sizes or {}, kernel_args or {})
     loops, unknown = _loop_trips(model, kernel, env)
     assumptions: list[str] = ["bytes issued by the threads; caches not modelled (an L1-level intensity)"]
     triton = traits(kernel.language).tiles
@@ -304,21 +329,9 @@ def estimate_work(model: Any, kernel: Any, *, constexprs: Mapping[str, Any] | No
     # with tl.dot tiles known, the counts are the whole program's (its M x N outputs and operand tiles)
     unit = "per element of a program's block" if triton else "per thread"
     tile = 1.0
-    dot_tiles: tuple[float, float, float] | None = None
-    if any(w.kind == "dot" for w in f.work):
-        if not triton:
-            unknown.append("tensor-core mma fragments (not modelled)")
-        else:
-            found = {m.group(1).upper(): env.values[n] for n in env.values
-                     if (m := _TILE_NAME.match(n)) and env.sources.get(n) == "constexpr"}
-            if all(k in found for k in "MNK"):
-                dot_tiles = (found["M"], found["N"], found["K"])
-                tile = dot_tiles[0] * dot_tiles[1]
-                unit = "per program"
-                assumptions.append(f"tl.dot tiles {dot_tiles[0]:g}x{dot_tiles[2]:g} @ {dot_tiles[2]:g}x"
-                                   f"{dot_tiles[1]:g} (BLOCK_M/N/K constexprs)")
-            else:
-                unknown.append("tile sizes of tl.dot (no BLOCK_M, BLOCK_N and BLOCK_K constexpr values)")
+    dot_tiles = _dot_tiles(env, triton, unknown, assumptions) if any(w.kind == "dot" for w in f.work) else None
+    if dot_tiles is not None:
+        tile, unit = dot_tiles[0] * dot_tiles[1], "per program"
     if triton:
         assumptions.append(f"Triton pointers count {TRITON_ELEM_BYTES} bytes per element (fp32, as compiled)")
     if unknown and any(u.startswith(("tensor", "tile")) for u in unknown):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.device_queries import REFERENCE_SM_COUNT
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
@@ -56,7 +57,116 @@ class RegisterTile:
 
 
 #: 128x128 tiles with 8x8 outputs per thread for large matrices, 64x64 with 4x4 for smaller ones; both 256 threads.
+#: Where the matrix sides are not known these two are offered in this order.
 CONFIGS = (RegisterTile(128, 128, 8, 8, 8), RegisterTile(64, 64, 8, 4, 4))
+#: 32x32 tiles with 4x4 outputs per thread (64 threads): offered only where the known sides are too small for
+#: either of :data:`CONFIGS` to give the device one block per SM (a batch of 64x64 matrices).
+SMALL = RegisterTile(32, 32, 8, 4, 4)
+
+
+@dataclass(frozen=True)
+class KnownSides:
+    """The problem at one launch as far as the analysis read it as constants: the row bound ``m``, the column
+    bound ``n`` and the batch (the grid's z component), each ``None`` where it is not a constant there."""
+
+    m: int | None
+    n: int | None
+    batch: int | None
+    line: int
+
+    def blocks(self, cfg: RegisterTile) -> int | None:
+        """Blocks of a grid of ``cfg`` tiles over this problem (the batch counts: ``gridDim.z`` blocks run side by
+        side), or ``None`` when a side is not known. An unknown batch counts as 1 (a lower bound)."""
+        if self.m is None or self.n is None:
+            return None
+        return -(-self.m // cfg.bm) * -(-self.n // cfg.bn) * (self.batch or 1)
+
+    def fits(self, cfg: RegisterTile) -> bool:
+        """No known side is smaller than ``cfg``'s block tile (a larger tile leaves most of every block idle)."""
+        return (self.m is None or cfg.bm <= self.m) and (self.n is None or cfg.bn <= self.n)
+
+
+def known_sides(unit: CudaUnit, m: dict) -> list[KnownSides]:
+    """Per launch of the matched matmul ``m`` whose row or column bound the analysis layer read as a constant
+    (:attr:`~htam_core.source.analysis.facts.LaunchFacts.arg_exprs`: ``const int M = 64`` in ``main``, a
+    ``#define``, a literal), the :class:`KnownSides`; launches whose sides are both unknown are left out."""
+    names = param_names(unit)
+    idx = [names.index(m["bounds"][v.name]) for v in (m["row"], m["col"])]
+    by_line = {lf.line: lf for lf in unit.facts.launches}
+    out = []
+    for la in unit.launches:
+        lf = by_line.get(la.site.line)
+        if lf is None:
+            continue
+        vals = [_integer(lf.arg_exprs[i]) if i < len(lf.arg_exprs) else None for i in idx]
+        batch = lf.grid[2].value if len(lf.grid) > 2 else 1
+        if vals != [None, None]:
+            out.append(KnownSides(vals[0], vals[1], batch, la.site.line))
+    return out
+
+
+def _integer(expr: object) -> int | None:
+    """The value of a sympy expression that is an integer constant, else ``None``."""
+    return int(expr) if getattr(expr, "is_Integer", False) else None  # type: ignore[call-overload]
+
+
+def choose_configs(sides: list[KnownSides], sm_count: int) -> tuple[RegisterTile, ...] | str:
+    """The register tiles to offer, best first, from what is known of the problem (:func:`known_sides`).
+
+    Nothing known: :data:`CONFIGS` in their order. Otherwise a tile larger than a known side is never offered;
+    the tiles whose grid gives at least ``sm_count`` blocks (one per SM, the batch counted) come first, the
+    largest first (the most reuse per loaded element), then the others by their number of blocks, most first;
+    :data:`SMALL` joins only when no tile of :data:`CONFIGS` fills the device. With several launches a tile must
+    fit every one and is judged by its smallest grid.
+
+    Args:
+        sides: the known sides per launch.
+        sm_count: SMs of the target device (:data:`~htam_core.source.analysis.device_queries.REFERENCE_SM_COUNT`).
+
+    Returns:
+        The tiles, or why none fits (every tile is larger than a known side).
+
+    Idea source: wave quantization and grid filling (NVIDIA, "Matrix Multiplication Background User's Guide",
+    "Dimension Quantization Effects"): a grid of fewer blocks than SMs leaves SMs idle.
+    """
+    if not sides:
+        return CONFIGS
+    def blocks(cfg: RegisterTile) -> int | None:
+        counts = [s.blocks(cfg) for s in sides]
+        return None if None in counts else min(counts)  # type: ignore[type-var]
+    fit = [c for c in CONFIGS if all(s.fits(c) for s in sides)]
+    known = all(blocks(c) is not None for c in fit)
+    if all(s.fits(SMALL) for s in sides) and (not fit or known and all(blocks(c) < sm_count for c in fit)):  # type: ignore[operator]
+        fit.append(SMALL)
+    if not fit:
+        s = sides[0]
+        return (f"the matrix sides at the launch on line {s.line} ({_sides_text(s)}) are smaller than the smallest "
+                f"register tile, {SMALL.bm}x{SMALL.bn}: most of every block would idle")
+    if any(blocks(c) is None for c in fit):
+        return tuple(fit)
+    full = sorted((c for c in fit if (blocks(c) or 0) >= sm_count), key=lambda c: -c.bm * c.bn)
+    return (*full, *sorted((c for c in fit if c not in full), key=lambda c: -(blocks(c) or 0)))
+
+
+def _sides_text(s: KnownSides) -> str:
+    """``"M = 64, N = 64, batch 64"`` for the known parts of ``s``."""
+    parts = [f"{w} = {v}" for w, v in (("M", s.m), ("N", s.n)) if v is not None]
+    return ", ".join([*parts, *([f"batch {s.batch}"] if s.batch and s.batch > 1 else [])])
+
+
+def _choice_note(sides: list[KnownSides], cfg: RegisterTile) -> str:
+    """``"; sized for M = 64, N = 64, batch 64 (line 24): 256 blocks"`` where the sides are known, else ``""``."""
+    if not sides:
+        return ""
+    s = sides[0]
+    n = s.blocks(cfg)
+    return f"; sized for {_sides_text(s)} (line {s.line})" + (f": {n} blocks" if n is not None else "")
+
+
+def sm_count_of(profile: Profile | None) -> int:
+    """SMs of the device a profile names (``"sm_90 (static)"``), else of the project's device (sm_90)."""
+    target = (profile.device.split() or [""])[0].rstrip("af") if profile is not None and profile.device else ""
+    return REFERENCE_SM_COUNT.get(target, REFERENCE_SM_COUNT["sm_90"])
 
 
 def _uses_builtin(unit: CudaUnit, nodes: list[Node]) -> str | None:
@@ -106,7 +216,8 @@ class CudaRegisterTileMatmul(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """One candidate per configuration of :data:`CONFIGS` (128x128/8x8 and 64x64/4x4, 256 threads each)."""
+        """One candidate per register tile :func:`choose_configs` picks from the known matrix sides (without them
+        :data:`CONFIGS`: 128x128/8x8 and 64x64/4x4, 256 threads each)."""
         m = match_naive_matmul(unit)
         if isinstance(m, str):
             return self.not_applicable(f"not the naive matmul pattern: {m}")
@@ -119,10 +230,14 @@ class CudaRegisterTileMatmul(CudaTransform):
         types = self._operand_types(unit, m)
         if isinstance(types, str):
             return self.not_applicable(types)
+        sides = known_sides(unit, m)
+        configs = choose_configs(sides, sm_count_of(profile))
+        if isinstance(configs, str):
+            return self.not_applicable(configs)
         old_block = unit.block_dims(unit.launches[0]) or []
         old = tuple(d.const.value for d in old_block if d.const is not None)
         out = []
-        for cfg in CONFIGS:
+        for cfg in configs:
             edits = [self._rewrite(unit, m, cfg, types), *self._drop_aliases(unit, m)]
             bounds = bounds_edit(unit, unit.block_threads(unit.launches[0]), cfg.threads)
             if isinstance(bounds, TextEdit):
@@ -145,7 +260,7 @@ class CudaRegisterTileMatmul(CudaTransform):
                 model,
                 f"register-tile {kernel.name}: {cfg.bm}x{cfg.bn} output tiles per block of {cfg.threads} threads, "
                 f"{cfg.tm}x{cfg.tn} outputs per thread from {cfg.bk}-deep shared tiles, {vec} (same k order, "
-                "bounds checks kept)",
+                f"bounds checks kept){_choice_note(sides, cfg)}",
                 {"bm": cfg.bm, "bn": cfg.bn, "bk": cfg.bk, "tm": cfg.tm, "tn": cfg.tn, "block": [cfg.threads],
                  "float4": types[2], "layout": m["layout"], "batched": m["batched"]},
                 edits,

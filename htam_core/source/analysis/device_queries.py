@@ -44,6 +44,10 @@ ATTRIBUTES: dict[str, str] = {"cudaDevAttrMultiProcessorCount": "sm_count"}
 PROPERTY_FIELDS: dict[str, str] = {"multiProcessorCount": "sm_count"}
 #: Each quantity in words (messages: "the grid from the device's SM count (read at run time)").
 WORDS: dict[str, str] = {"sm_count": "the device's SM count", "occupancy": "the device's occupancy"}
+#: The ``sm_count`` of the reference device of each compute capability, for choices made without a device at hand
+#: (a tile that gives the grid at least one block per SM): A100 SXM 108, RTX A6000 84, L40 142, and H100 SXM and
+#: H200 (the project's devices) 132 (NVIDIA data sheets). A device that is measured reports its own.
+REFERENCE_SM_COUNT: dict[str, int] = {"sm_80": 108, "sm_86": 84, "sm_89": 142, "sm_90": 132}
 #: The call that fills a whole ``cudaDeviceProp``.
 PROPERTIES_CALLS = ("cudaGetDeviceProperties", "cudaGetDeviceProperties_v2")
 #: htam's own grid helpers (written by the launch steps), as harness expressions over their arguments ``{0}``,
