@@ -81,6 +81,7 @@ class _Plan:
     bound_param: str | None
     write: Node
     combined: set[str]
+    tree_reads: tuple[Node, ...] = ()  # ``sh[0]`` in the write: the block tree's total, replaced by the sum
 
 
 def _ids(unit: CudaUnit, node: Node) -> list[Node]:
@@ -253,9 +254,12 @@ def _plan(unit: CudaUnit) -> _Plan | str:
     if any(sympy.expand(a.index - split.column) != 0 for a in writes if a.index is not None) or \
             any(a.index is None for a in writes):
         return f"the write on line {writes[0].line} is not at the summed column"
-    if any(a.space == "shared" and write.start_byte + unit.base <= a.span[0] < write.end_byte + unit.base
-           for a in f.accesses):
-        return f"the write on line {writes[0].line} reads the total from shared memory; only a total in a local is kept"
+    tree = _tree_total(unit, post, owner, write, acc.name)  # type: ignore[arg-type]
+    if isinstance(tree, str):
+        return tree
+    tree_reads, tree_array = tree
+    if tree_array:
+        decls.pop(tree_array, None)
     params = set(param_names(unit))
     locals_ = set(decls) | opaque | {col, acc.name, fact.var or ""}
     if any(a.space == "shared" for a in f.accesses_in(fact)):
@@ -264,7 +268,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
         for d in syn.declarations(st):
             locals_.update(_declared(unit, d))
     combined: set[str] = set()
-    in_write = {unit.t(i) for i in _ids(unit, write)} & locals_
+    in_write = ({unit.t(i) for i in _ids(unit, write)} & locals_) - {tree_array}
     for n in sorted(in_write - {col} - (set(decls) - {acc.name})):
         if n == fact.var:
             return f"the write on line {writes[0].line} reads the loop variable {n}"
@@ -275,7 +279,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
             return (f"`{n}` is computed from the partial sums by something other than a sum of the group "
                     "(cg::reduce with cg::plus, or += of shuffles)")
         combined.add(n)
-    if not combined or (combined == {acc.name} and not _assignments(unit, post, acc.name)):
+    if not tree_reads and (not combined or (combined == {acc.name} and not _assignments(unit, post, acc.name))):
         return f"the partial sums of {acc.name} are not combined across the group before the write"
     parts = [loop.child_by_field_name("condition"), loop.child_by_field_name("body")]
     kept = _kept(unit, decls, {col, acc.name, fact.var or ""} | combined, [*parts, write, bound])
@@ -299,7 +303,53 @@ def _plan(unit: CudaUnit) -> _Plan | str:
         bad = [unit.t(i) for i in _ids(unit, bound) if unit.t(i) not in params and unit.resolve(i) is None]
         if bad:
             return f"the column count `{unit.t(bound)}` reads {', '.join(bad)}, which the launch cannot compute"
-    return _Plan(split, fact, loop, col, acc_decl, kept, bound, bound_param, write, combined)
+    return _Plan(split, fact, loop, col, acc_decl, kept, bound, bound_param, write, combined, tree_reads)
+
+
+def _tree_total(unit: CudaUnit, post: list[Node], owner: Node, write: Node, acc: str
+                ) -> tuple[tuple[Node, ...], str] | str:
+    """The block's total read from shared memory by the write (``dbias[o] = … + sh[0]``) when the statements between
+    the column loop and the write only fold the partial sums ``acc`` through a shared-memory reduction tree
+    (:meth:`~htam_core.source.analysis.facts.KernelFacts.shared_tree_loops`): ``sh[tid] = acc;``, barriers and the
+    tree. Returns the ``sh[0]`` nodes and the array's name (``((), "")`` when the write reads no shared memory), or
+    why the shared reads are not such a total. Idea source: llm.c's ``matmul_backward_bias`` kernel 1 (one block per
+    column, a shared tree) and its kernel 4 (the rewrite's form)."""
+    f = unit.facts
+    lo, hi = write.start_byte + unit.base, write.end_byte + unit.base
+    reads = [a for a in f.accesses if a.space == "shared" and lo <= a.span[0] < hi]
+    if not reads:
+        return (), ""
+    line = reads[0].line
+    arrays = {a.pointer for a in reads}
+    if len(arrays) != 1 or any(a.index is None or sympy.expand(a.index) != 0 for a in reads):
+        return f"the write on line {line} reads shared memory other than the total `{reads[0].pointer}[0]`"
+    arr = next(iter(arrays))
+    trees = [lp for lp in f.shared_tree_loops()
+             if any(a.space == "shared" and a.pointer == arr for a in f.accesses_in(lp))]
+    tree_nodes = {unit.node_at(lp.span, syn.FOR_LOOP) for lp in trees}
+    why = (f"the write on line {line} reads `{arr}[0]`, but the statements before it are not only `{arr}[thread] = "
+           f"{acc};`, barriers and one shared-memory reduction tree over `{arr}`")
+    if len(trees) != 1 or post.index(owner) != len(post) - 1:
+        return why
+    stored = False
+    tx = sym("threadIdx.x")
+    for st in post[:post.index(owner)]:
+        if st in tree_nodes or (syn.is_expression_statement(st) and unit.barriers_in(st)):
+            continue
+        lo, hi = st.start_byte + unit.base, st.end_byte + unit.base
+        acc_st = [a for a in f.accesses if lo <= a.span[0] < hi]
+        sets = syn.assignments(st)
+        if not stored and syn.is_expression_statement(st) and len(acc_st) == 1 and acc_st[0].space == "shared" \
+                and acc_st[0].pointer == arr and acc_st[0].kind == "write" and acc_st[0].index is not None \
+                and sympy.expand(acc_st[0].index - tx) == 0 and len(sets) == 1 \
+                and unit.t(sets[0].child_by_field_name("right")).strip() == acc:
+            stored = True
+            continue
+        return why
+    if not stored:
+        return why
+    nodes = tuple(n for a in reads if (n := unit.node_at(a.span, syn.SUBSCRIPT)) is not None)
+    return (nodes, arr) if len(nodes) == len(reads) else why
 
 
 def _kept_names(unit: CudaUnit, kept: list[Node]) -> set[str]:
@@ -450,7 +500,8 @@ class CudaLaneColumns(CudaTransform):
         acc = p.fact.accumulators[0]
         cols = unit.t(p.bound) if p.bound is not None else p.bound_param
         typ = acc.type
-        write = _with(unit, p.write, [(i, acc.name) for i in _ids(unit, p.write) if unit.t(i) in p.combined])
+        write = _with(unit, p.write, [(i, acc.name) for i in _ids(unit, p.write) if unit.t(i) in p.combined]
+                      + [(n, acc.name) for n in p.tree_reads])
         lines = [
             "{",
             f"{ind}// lanes on columns (cuda.lane_columns): threadIdx.x owns column {p.col}, the warps "

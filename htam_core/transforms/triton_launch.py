@@ -232,16 +232,21 @@ def preferred_warps(block_elems: int | None) -> int:
 
 def _warps_order(unit: TritonUnit, kernel: Kernel) -> list[int]:
     """:data:`WARPS` nearest-first (log2 distance) to the preferred value for the largest ``BLOCK_*`` at the
-    first launch; larger before smaller at equal distance."""
-    elems = None
+    first launch; larger before smaller at equal distance. When every ``BLOCK_*`` is a known constant, values with
+    more threads (32 per warp) than the tile's elements (the product of the ``BLOCK_*``) are left out: the extra
+    warps would hold replicated copies of the same tile (a 128-element tile gets at most 4 warps)."""
+    elems, tile, known = None, 1, bool(unit.launches)
     if unit.launches:
         for p in kernel.constexpr_params:
             if unit.is_block_param(p):
                 s = block_setting(unit, unit.launches[0], p)
-                if not isinstance(s, str):
-                    elems = max(elems or 0, s.value)
+                if isinstance(s, str):
+                    known = False
+                else:
+                    elems, tile = max(elems or 0, s.value), tile * s.value
     want = preferred_warps(elems)
-    return sorted(WARPS, key=lambda w: (abs(w.bit_length() - want.bit_length()), -w))
+    fits = [w for w in WARPS if not (known and elems is not None) or 32 * w <= max(tile, 32)]
+    return sorted(fits, key=lambda w: (abs(w.bit_length() - want.bit_length()), -w))
 
 
 def _kw_int(unit: TritonUnit, la: TLaunch, name: str) -> tuple[int | None, Node | None]:

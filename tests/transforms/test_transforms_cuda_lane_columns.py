@@ -44,10 +44,20 @@ def test_block_per_column_takes_the_column_count_from_the_grid(cand):
     assert "colsum_block<<<dim3(((cols) + 31) / 32), dim3(32, ((block_size) + 31) / 32)>>>" in c.new_text
 
 
+def test_block_tree_total_is_the_columns_sum(cand):
+    """One block per column whose partial sums meet in a shared-memory tree (llm.c's first bias-gradient kernel):
+    the tree and its store go, the write takes the column's sum instead of ``part[0]``."""
+    (c,) = cand(TID, FILE, "colsum_tree")
+    body = c.new_text.split("void colsum_tree", 1)[1].split("void colsum_tree_scaled", 1)[0]
+    assert " part[" not in body and "h >>= 1" not in body
+    assert "if (c < cols) {" in body and "out[c] = s;" in body
+    assert "colsum_tree<<<dim3(((cols) + 31) / 32), dim3(32, ((256) + 31) / 32)>>>" in c.new_text
+
+
 @pytest.mark.parametrize("kernel,needle", [
     ("colsum_thread", "no column sum whose threads split the summed index"),
     ("colmax_warp", "something other than a sum of the group"),
-    ("colsum_tree", "reads the total from shared memory"),
+    ("colsum_tree_scaled", "are not only `part[thread] = s;`, barriers and one shared-memory reduction tree"),
     ("colsum_lane_weight", "`lane` (line"),
     ("colsum_block_nogrid", "is not passed to the kernel"),
 ])
@@ -56,7 +66,7 @@ def test_refusals_name_the_missing_shape(refuse, kernel, needle):
 
 
 @pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
-@pytest.mark.parametrize("kernel,scale", [("colsum_warp", 1.0), ("colsum_block", 0.5)])
+@pytest.mark.parametrize("kernel,scale", [("colsum_warp", 1.0), ("colsum_block", 0.5), ("colsum_tree", 1.0)])
 @pytest.mark.parametrize("rows,cols,block", [(37, 45, 96), (5, 32, 256), (70, 3, 40)])
 def test_rewrite_sums_every_column_once_on_the_cpu(cand, tmp_path, kernel, scale, rows, cols, block):
     """Columns not a multiple of 32, fewer rows than warps, a block size not a multiple of 32."""
