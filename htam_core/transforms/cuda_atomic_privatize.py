@@ -21,7 +21,8 @@ Facts come from the analysis layer (:class:`~htam_core.source.analysis.facts.Uni
 in every thread of a block, read by the uniformity analysis; a per-block accumulation such as
 ``atomicAdd(&acc[blockIdx.y], v)`` is one too). Refused: no such atomic, two different ones, other accesses of the
 accumulated pointer, an address that reads a local a later statement changes (or any local when the body needs the
-lambda), a max or min whose element type is not one known integer type (a template type, a float).
+lambda), a sum of a 16-bit float or vector type, a max or min whose element type is not one known integer type
+(a template type, a float).
 
 Numerics: a float or double sum adds the same terms in another order (``reorders_only``; the atomics' order was
 not fixed either); integer sums, max and min are exact.
@@ -34,6 +35,7 @@ atomic per block); Kirk and Hwu, "Programming Massively Parallel Processors", "R
 from __future__ import annotations
 
 import math
+import re
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import Access, UniformAtomic
@@ -59,6 +61,9 @@ MINMAX_IDENTITY: dict[str, tuple[str, str]] = {
     "unsigned long long int": ("0ull", "0xffffffffffffffffull"),
 }
 FLOATS = frozenset("float double".split())
+#: Element types whose sum is not privatized: 16-bit floats (``__half``, ``at::Half``, ``__nv_bfloat16``: a warp
+#: shuffle of ATen's types does not exist, and a 16-bit register sum rounds differently) and vector types.
+NO_SUM = re.compile(r"half|bfloat16|[a-z][234]$", re.IGNORECASE)
 
 
 def _groups(unit: CudaUnit) -> list[list[UniformAtomic]]:
@@ -81,8 +86,11 @@ def _types(unit: CudaUnit, a: UniformAtomic) -> tuple[str, ...]:
 def identity(unit: CudaUnit, a: UniformAtomic) -> str | None:
     """The identity of the accumulation as CUDA text (``"0"`` for a sum, converted to the element type when that is a
     template parameter, an alias or a macro; a max's lowest / a min's highest value of the integer type), or
-    ``None`` for a max or min of a type that is not one integer type known here."""
+    ``None`` for a sum of a 16-bit float or vector type (:data:`NO_SUM`: no register sum and shuffle of it here) or
+    a max or min of a type that is not one integer type known here."""
     types = _types(unit, a)
+    if a.op == "add" and any(NO_SUM.search(t) for t in types):
+        return None
     if a.op == "add":  # a type read through a template parameter, an alias or a macro: converted from 0
         return "0" if a.element_type in ADD_TYPES else f"static_cast<{a.element_type}>(0)"
     if len(types) != 1 or types[0] not in MINMAX_IDENTITY or a.element_type != types[0]:
@@ -122,8 +130,9 @@ def _refusal(unit: CudaUnit) -> str | list[UniformAtomic]:
         return (f"the address `{first.address_text}` reads {', '.join(first.address_locals)}, which is not declared "
                 "once at the body's top level and never changed: the end of the body cannot read it again")
     if identity(unit, first) is None:
-        return (f"a per-thread {first.op} of {first.element_type} has no identity known here (max and min of "
-                "int, unsigned and 64-bit integers)")
+        types = ", ".join(_types(unit, first))
+        return (f"a per-thread {first.op} of {first.element_type} ({types}) is not privatized here (sums of float, "
+                "double and integers; max and min of int, unsigned and 64-bit integers)")
     if ACC.encode() in unit.src or PART.encode() in unit.src:
         return f"{ACC} or {PART} is already declared"
     return ups
@@ -187,6 +196,21 @@ def _launch_threads(unit: CudaUnit) -> list[int]:
                    if la.block and all(d.value for d in la.block)})
 
 
+def _indent_body(unit: CudaUnit) -> list[TextEdit]:
+    """Four spaces at the start of every non-blank line inside the body's braces (the code the lambda holds); the
+    lines of the ``{`` and the ``}`` are left as they are."""
+    src = unit.src
+    out = []
+    pos = src.find(b"\n", unit.body.start_byte) + 1
+    end = syn.line_start(src, unit.body.end_byte - 1)
+    while 0 < pos < end:
+        nxt = src.find(b"\n", pos)
+        if src[pos:nxt].strip():
+            out.append(unit.insert(pos, "    "))
+        pos = nxt + 1
+    return out
+
+
 @register
 class CudaPrivatizeAtomic(CudaTransform):
     """Every thread's atomic into one address -> a register per thread, a block combine, one atomic per block."""
@@ -235,7 +259,7 @@ class CudaPrivatizeAtomic(CudaTransform):
             out.append(unit.insert(syn.line_start(unit.src, close), "".join(f"{ind}{ln}\n" for ln in tail)))
         else:
             out.append(unit.insert(close, "".join(f"\n{ind}{ln}" for ln in tail) + "\n"))
-        return out
+        return out + (_indent_body(unit) if lam else [])
 
     def _params(self, unit: CudaUnit, a: UniformAtomic) -> dict[str, object]:
         """The candidate's parameters: operation, scope, type, the launches' threads per block (or ``"runtime"``)

@@ -1,13 +1,14 @@
 """``cuda.privatize_atomic``: every thread's atomic into one address becomes a register per thread, a block combine
 and one atomic per block.
 
-Fixtures (written for these tests): ``tests/fixtures/transforms/atomic_variants.cu`` holds the spellings (a guard as
-an ``if``, an early return, a ternary; ``result``, ``&out[0]``, ``out + k``; a grid-stride loop with two updates;
-``atomicMax``/``atomicMin`` of integers; an integer count; a per-block ``&rows[row]``; a 2-D block), and
-``sum_atomic.cu`` is the new user's kernel. Structure tests check the fold, the combine and the single atomic; the
-CPU runs (one host thread per CUDA thread, ``__syncthreads`` a barrier, shuffles exchanged per warp) compare the
-start's results with the candidate's on block sizes with a partial last warp, on data whose sums are exact in any
-order; nvcc compiles every candidate.
+Fixtures (written for these tests; the fact itself is tested in
+``tests/source/analysis/test_analysis_uniform_atomics.py``): ``tests/fixtures/transforms/atomic_variants.cu`` holds
+the spellings (a guard as an ``if``, an early return, a ternary; ``result``, ``&out[0]``, ``out + k``; a grid-stride
+loop with two updates; ``atomicMax``/``atomicMin`` of integers; an integer count; a per-block ``&rows[row]``; a 2-D
+block), and ``sum_atomic.cu`` is the new user's kernel. Structure tests check the fold, the combine and the single
+atomic; the CPU runs (one host thread per CUDA thread, ``__syncthreads`` a barrier, shuffles exchanged per warp)
+compare the start's results with the candidate's on block sizes with a partial last warp, on data whose sums are
+exact in any order; nvcc compiles every candidate.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from transform_helpers import assert_nvcc_compiles
 from htam_core.memory import Ranker, load_knowledge, state_from_profile
 from htam_core.memory.facts import compute_facts
 from htam_core.source import load, parse_text
-from htam_core.source.analysis import analyze
 from htam_core.transforms import registry
 from htam_core.transforms.base import NotApplicable
 from htam_core.types.profile import Bottleneck, Profile
@@ -43,33 +43,6 @@ def _propose(kernel: str, text: str | None = None, path: Path = FILE):
 def _body(text: str, kernel: str) -> str:
     body = text[text.index(f"void {kernel}("):]
     return body[: body.index("\n}\n")]
-
-
-# ---------------------------------------------------------------- the fact
-@pytest.mark.parametrize(("kernel", "op", "scope", "address", "guarded"), [
-    ("sum_guarded", "add", "grid", "result", True),
-    ("sum_return", "add", "grid", "&out[0]", True),
-    ("sum_offset", "add", "grid", "out + k", False),
-    ("max_int", "max", "grid", "best", True),
-    ("min_unsigned", "min", "grid", "lo", True),
-    ("row_sums", "add", "block", "&rows[row]", True),
-])
-def test_the_fact_reads_op_scope_address_and_guard(kernel, op, scope, address, guarded):
-    model = load(FILE)
-    (u,) = analyze(model, model.kernel(kernel)).uniform_atomics
-    assert (u.op, u.scope, u.address_text, u.guarded, u.stable) == (op, scope, address, guarded, True)
-
-
-@pytest.mark.parametrize("body", [
-    "if (i < n) atomicAdd(&out[i % 4], x[i]);",  # varies by thread
-    "if (i < n) atomicAdd(&out[(int)x[i]], 1.0f);",  # a histogram
-    "__shared__ float s; if (i < n) atomicAdd(&s, x[i]);",  # shared memory
-    "if (threadIdx.x == 0) atomicAdd(out, x[blockIdx.x]);",  # one thread per block already
-])
-def test_what_is_not_a_uniform_accumulation(body):
-    text = _BASE.replace("BODY", body)
-    model = parse_text(text, "cuda")
-    assert analyze(model, model.kernel("k")).uniform_atomics == ()
 
 
 # ---------------------------------------------------------------- the step
@@ -148,7 +121,17 @@ def test_max_of_a_template_type_is_refused():
     text = ("template <typename T> __global__ void k(const T *x, T *out, int n) {\n"
             "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) atomicMax(out, x[i]);\n}\n")
     r = _propose("k", text)
-    assert isinstance(r, NotApplicable) and "no identity known" in r.reason
+    assert isinstance(r, NotApplicable) and "is not privatized here" in r.reason
+
+
+def test_a_half_instantiation_is_refused_and_a_float_one_made():
+    text = ("#include <cuda_fp16.h>\ntemplate <typename T> __global__ void k(const T *x, T *out, int n) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) atomicAdd(out, x[i]);\n}\n"
+            "void run(const TYPE *x, TYPE *o, int n) { k<TYPE><<<(n + 255) / 256, 256>>>(x, o, n); }\n")
+    r = _propose("k", text.replace("TYPE", "__half"))
+    assert isinstance(r, NotApplicable) and "__half" in r.reason
+    (c,) = _propose("k", text.replace("TYPE", "float"))
+    assert "T htam_acc = static_cast<T>(0);" in c.new_text
 
 
 # ---------------------------------------------------------------- the ranking

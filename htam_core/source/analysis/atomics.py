@@ -220,16 +220,20 @@ def _guarded(src: CudaSource, call: Node) -> bool:
 
 def _single(src: CudaSource, call: Node, uniform: Uniformity) -> bool:
     """An enclosing ``if`` runs ``call`` only where a thread-varying value equals another (``if (tid == 0)``,
-    ``if (lane == 0)``): a few threads of a block run it, after the block or warp combined its values."""
+    ``if (lane == 0)``, ``if (!threadIdx.x)``): a few threads of a block run it, after the block or warp combined
+    its values."""
     node = call
     while node.parent is not None and node != src.body:
         parent = node.parent
         cons = parent.child_by_field_name("consequence") if parent.type == "if_statement" else None
         if cons is not None and cons.start_byte <= call.start_byte < cons.end_byte:
             cond = parent.child_by_field_name("condition")
-            for c in of_type(cond, "binary_expression") if cond is not None else []:
-                if src.env.t(c.child_by_field_name("operator")) == "==" and not thread_uniform(uniform, c,
-                                                                                              scope="block"):
+            for c in of_type(cond, ("binary_expression", "unary_expression")) if cond is not None else []:
+                arg = c.child_by_field_name("argument")  # `!tid`: a name is zero (`!(i < n)` is not one test)
+                one = src.env.t(c.child_by_field_name("operator")) == "==" or (
+                    src.env.t(c.child_by_field_name("operator")) == "!" and arg is not None
+                    and arg.type in ("identifier", "field_expression"))
+                if one and not thread_uniform(uniform, c, scope="block"):
                     return True
         node = parent
     return False
