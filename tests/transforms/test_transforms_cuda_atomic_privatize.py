@@ -212,3 +212,14 @@ def test_candidates_compile(kernel, tmp_path):
 def test_the_users_kernel_compiles(tmp_path):
     (c,) = _propose("sum_atomic", path=USER)
     assert_nvcc_compiles(c.new_text, tmp_path)
+
+
+def test_a_kernel_in_a_python_string_is_privatized_too():
+    text = ('from torch.utils.cpp_extension import load_inline\n\ncuda_src = """\n'
+            "__global__ void sum_kernel(const float* x, float* out, int n) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n    atomicAdd(out, x[i]);\n}\n"
+            '"""\nmod = load_inline(name="s", cpp_sources="", cuda_sources=cuda_src, functions=[])\n')
+    model = parse_text(text, "python", "k.py")
+    assert model.kernel("sum_kernel").language == "cuda-in-python"
+    (c,) = registry.propose(TID, model, model.kernel("sum_kernel"))
+    assert "if (htam_lane == 0) atomicAdd(out, htam_acc);" in c.new_text and c.new_text.count('"""') == 2
