@@ -113,6 +113,10 @@ FACTS: dict[str, str] = {
     "combines (`sdata[tid] = (i < n) ? in[i] : 0;` in any spelling; analysis layer: "
     "block_load.guarded_block_load): the add during the load is the textbook's next step; false for Triton, "
     "unknown without the kernel's file",
+    "uniform_atomic": "CUDA: atomic contention: a global atomicAdd/atomicMax/atomicMin whose address is the same in "
+    "every thread of a block (atomicAdd(result, x[i]), &out[0], &acc[blockIdx.y]): the block's atomics serialize on "
+    "one address (analysis layer: KernelFacts.uniform_atomics); false for Triton or without atomics, unknown "
+    "without the kernel",
     "histogram_like": "CUDA: a global atomicAdd whose index depends on loaded data (atomicAdd(&hist[data[i]], 1): "
     "the bins of a histogram; analysis layer: KernelFacts.histogram_updates); false for Triton or without atomics, "
     "unknown without the kernel",
@@ -236,6 +240,8 @@ def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
     out["masked_tile_loop"] = False
     out["histogram_like"] = False if lang != "cuda" or not features.atomics else (
         None if facts is None else bool(facts.histogram_updates()))
+    out["uniform_atomic"] = False if lang != "cuda" or not features.atomics else (
+        None if facts is None else bool(facts.uniform_atomics))
     if lang != "triton":
         return out
     if tf is None or facts is None:

@@ -208,6 +208,17 @@ def param_names(unit: CudaUnit) -> list[str]:
     return forms.param_names(unit.source)
 
 
+def block_thread(unit: CudaUnit) -> tuple[str, str]:
+    """``(thread, threads)``: the thread's rank in its block and the block's thread count as CUDA text, for code
+    that spreads work over a whole block: ``("threadIdx.x", "blockDim.x")`` when every launch in the file has a
+    1-D block and the body reads no ``threadIdx.y``/``threadIdx.z``, else the linear rank over a 3-D block
+    (``(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x``, the order warps are formed in)."""
+    one_d = all(not la.block or all(d.value == 1 for d in la.block[1:]) for la in unit.facts.launches) and not any(
+        b.startswith(("threadIdx.y", "threadIdx.z")) for b in unit.facts.builtins_read)
+    return ("threadIdx.x", "blockDim.x") if one_d else (
+        "(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x", "blockDim.x * blockDim.y * blockDim.z")
+
+
 def statement_list(body: Node) -> list[Node]:
     """The statements of a compound statement: named children without comments and without the ``#pragma`` line
     that belongs to a loop (:func:`~htam_core.source.analysis.syntax.statements`; the pragma travels with its loop,

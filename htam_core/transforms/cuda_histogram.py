@@ -21,7 +21,7 @@ from __future__ import annotations
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import AtomicUpdate
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, param_names
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, block_thread, param_names
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
@@ -114,10 +114,7 @@ class CudaSmemHistogram(CudaTransform):
             else:
                 edits += launch
                 decl = f"extern __shared__ {btype} {NAME}[];  // this block's private histogram ({bins} bins)"
-        one_d = all(not la.block or all(d.value == 1 for d in la.block[1:]) for la in unit.facts.launches) and not any(
-            b.startswith(("threadIdx.y", "threadIdx.z")) for b in unit.facts.builtins_read)
-        t0, nt = ("threadIdx.x", "blockDim.x") if one_d else (
-            "(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x", "blockDim.x * blockDim.y * blockDim.z")
+        t0, nt = block_thread(unit)
         loop = f"for (int htam_b = {t0}; htam_b < {bins}; htam_b += {nt})"
         stmts = [s for s in unit.body.named_children if not syn.is_comment(s)]
         ind = syn.indent_of(unit.src, stmts[0].start_byte) if stmts else "    "

@@ -71,6 +71,7 @@ _FAMILIES = (
     "cuda_lane_columns",
     "cuda_vector_columns",
     "cuda_histogram",
+    "cuda_atomic_privatize",
     "cuda_stencil",
 )
 _loaded = False

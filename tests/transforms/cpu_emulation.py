@@ -86,6 +86,9 @@ static int __syncthreads_or(int p) {
 static float atomicAdd(float *p, float v) { std::lock_guard<std::mutex> g(htam_atomic); float o = *p; *p += v; return o; }
 static int atomicAdd(int *p, int v) { std::lock_guard<std::mutex> g(htam_atomic); int o = *p; *p += v; return o; }
 static unsigned atomicAdd(unsigned *p, unsigned v) { std::lock_guard<std::mutex> g(htam_atomic); unsigned o = *p; *p += v; return o; }
+static double atomicAdd(double *p, double v) { std::lock_guard<std::mutex> g(htam_atomic); double o = *p; *p += v; return o; }
+template <class T> static T atomicMax(T *p, T v) { std::lock_guard<std::mutex> g(htam_atomic); T o = *p; if (v > o) *p = v; return o; }
+template <class T> static T atomicMin(T *p, T v) { std::lock_guard<std::mutex> g(htam_atomic); T o = *p; if (v < o) *p = v; return o; }
 // a warp shuffle: every lane of the warp must call it (as on the GPU with a full mask)
 template <class T> static T __shfl_sync(unsigned, T v, int src) {
     htam_xchg[htam_warp][htam_lane] = (double)v; htam_warp_bar[htam_warp]->arrive_and_wait();

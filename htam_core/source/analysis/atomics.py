@@ -8,17 +8,27 @@ template stays generic), ``x % n`` with ``n`` a scalar kernel parameter, or a lo
 (256 values). A histogram's bin count is this extent; the shared-memory privatization transform reads it. Also the
 lines of the body's ``return`` statements (an early return skips a barrier placed after it).
 
+An ``atomicAdd``/``atomicMax``/``atomicMin`` whose address is the same in every thread of a block (``*result``
+through ``atomicAdd(result, v)``, ``&out[0]``, ``out + k`` with ``k`` uniform, ``&acc[blockIdx.y]``: a per-block
+accumulation is covered too, since privatizing needs the address uniform over the block only) is a
+:class:`~htam_core.source.analysis.facts.UniformAtomic`, read with the uniformity analysis; a cast address (another
+element type), a shared-memory address, an atomic whose old value is used and one that only a few threads of a
+block run (under ``if (tid == 0)``, ``if (lane == 0)``: the block or warp combined its values already) are not.
+
 Idea source: the privatized histogram of the CUDA samples' ``histogram`` example and of Kirk and Hwu, "Programming
 Massively Parallel Processors", chapter "Parallel histogram computation".
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from tree_sitter import Node
 
 from htam_core.source.analysis.builtins import is_atomic_builtin
-from htam_core.source.analysis.facts import Access, AtomicUpdate, PointerFacts
+from htam_core.source.analysis.facts import Access, AtomicUpdate, PointerFacts, UniformAtomic
 from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens
+from htam_core.source.analysis.uniformity import Uniformity, thread_uniform
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel
 
@@ -168,3 +178,115 @@ def return_lines(src: CudaSource) -> tuple[int, ...]:
         if up == src.body:
             out.append(src.line(r))
     return tuple(out)
+
+
+#: The atomic functions that accumulate a reduction, with the operation each applies.
+REDUCING_ATOMICS: dict[str, Literal["add", "max", "min"]] = {"atomicAdd": "add", "atomicMax": "max",
+                                                             "atomicMin": "min"}
+_QUALIFIERS = frozenset({"const", "volatile", "__restrict__", "restrict"})
+
+
+def _declared_name(node: Node, src: CudaSource) -> str | None:
+    """The name a declarator declares (through ``*``, ``&``, ``[]`` and an initializer), else ``None``."""
+    while node.type != "identifier":
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            return None
+        node = inner
+    return src.env.t(node)
+
+
+def body_locals(src: CudaSource) -> dict[str, list[Node]]:
+    """Name -> the declarations of the kernel body that declare it (lambdas' own excluded), in source order."""
+    out: dict[str, list[Node]] = {}
+    for d in of_type(src.body, "declaration"):
+        for c in d.children_by_field_name("declarator"):
+            name = _declared_name(c, src)
+            if name is not None:
+                out.setdefault(name, []).append(d)
+    return out
+
+
+def _guarded(src: CudaSource, call: Node) -> bool:
+    """An enclosing ``if``, ``?:``, loop or an early ``return`` decides whether a thread reaches ``call``."""
+    node = call
+    while node.parent is not None and node != src.body:
+        node = node.parent
+        if node.type in ("if_statement", "conditional_expression", "for_statement", "while_statement",
+                         "do_statement", "switch_statement"):
+            return True
+    return bool(return_lines(src))
+
+
+def _single(src: CudaSource, call: Node, uniform: Uniformity) -> bool:
+    """An enclosing ``if`` runs ``call`` only where a thread-varying value equals another (``if (tid == 0)``,
+    ``if (lane == 0)``, ``if (!threadIdx.x)``): a few threads of a block run it, after the block or warp combined
+    its values."""
+    node = call
+    while node.parent is not None and node != src.body:
+        parent = node.parent
+        cons = parent.child_by_field_name("consequence") if parent.type == "if_statement" else None
+        if cons is not None and cons.start_byte <= call.start_byte < cons.end_byte:
+            cond = parent.child_by_field_name("condition")
+            for c in of_type(cond, ("binary_expression", "unary_expression")) if cond is not None else []:
+                arg = c.child_by_field_name("argument")  # `!tid`: a name is zero (`!(i < n)` is not one test)
+                one = src.env.t(c.child_by_field_name("operator")) == "==" or (
+                    src.env.t(c.child_by_field_name("operator")) == "!" and arg is not None
+                    and arg.type in ("identifier", "field_expression"))
+                if one and not thread_uniform(uniform, c, scope="block"):
+                    return True
+        node = parent
+    return False
+
+
+def _element_type(pf: PointerFacts | None) -> tuple[str, str | None]:
+    """The element type as written without qualifiers, and resolved (``None`` when unknown)."""
+    written = (pf.element_type or "") if pf is not None else ""
+    etype = " ".join(w for w in written.replace("*", " ").split() if w not in _QUALIFIERS)
+    value = " ".join(w for w in (pf.value_type or "").split() if w not in _QUALIFIERS) if pf is not None else ""
+    return etype, value or None
+
+
+def _uniform_atomic(src: CudaSource, u: AtomicUpdate, call: Node, ptrs: dict[str, PointerFacts],
+                    uniform: Uniformity, decls: dict[str, list[Node]]) -> UniformAtomic | None:
+    """The :class:`UniformAtomic` of the update ``u`` (its call ``call``), or ``None`` when it is not one."""
+    env = src.env
+    args = call.child_by_field_name("arguments")
+    kids = [c for c in args.named_children if c.type != "comment"] if args is not None else []
+    op = REDUCING_ATOMICS.get(u.fn)
+    if op is None or u.space != "global" or u.statement is None or len(kids) != 2:
+        return None
+    addr = unwrap_parens(kids[0])
+    if strip_casts(addr) != addr or not thread_uniform(uniform, addr, scope="block") or _single(src, call, uniform):
+        return None
+    scope: Literal["grid", "block"] = "grid" if thread_uniform(uniform, addr, scope="grid") else "block"
+    names = sorted({env.t(i) for i in of_type(addr, "identifier")
+                    if env.t(i) in decls or env.assigned_in(src.func, env.t(i))})
+    stable = all(len(decls.get(n, ())) == 1 and decls[n][0].parent == src.body and not env.assigned_in(src.func, n)
+                 for n in names)
+    etype, vtype = _element_type(ptrs.get(u.pointer))
+    return UniformAtomic(u, op, scope, " ".join(env.t(kids[0]).split()), src.span(kids[1]), etype, vtype,
+                         tuple(names), stable, _guarded(src, call))
+
+
+def uniform_atomics(src: CudaSource, atomics: tuple[AtomicUpdate, ...], pointers: tuple[PointerFacts, ...],
+                    uniform: Uniformity) -> tuple[UniformAtomic, ...]:
+    """The global reducing atomics (``atomicAdd``/``atomicMax``/``atomicMin``, result unused) of ``atomics`` whose
+    address is the same in every thread of a block (module docstring), in source order.
+
+    Args:
+        src: the kernel's parsed unit.
+        atomics: its atomic updates (:func:`atomic_updates`).
+        pointers: its pointer facts (the updated element's type).
+        uniform: the kernel's uniformity context (:class:`~htam_core.source.analysis.uniformity.Uniformity`).
+
+    Idea source: privatization of a contended reduction variable (Kirk and Hwu, "Programming Massively Parallel
+    Processors", "Parallel histogram computation" and "Reduction"; the CUDA samples' ``reduction`` example, whose
+    blocks each write one partial).
+    """
+    calls = {src.span(c): c for c in of_type(src.body, "call_expression")}
+    ptrs = {p.name: p for p in pointers}
+    decls = body_locals(src)
+    found = (_uniform_atomic(src, u, calls[u.call_span], ptrs, uniform, decls) for u in atomics
+             if u.call_span in calls)
+    return tuple(f for f in found if f is not None)

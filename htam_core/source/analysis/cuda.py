@@ -17,7 +17,7 @@ from typing import Any
 import sympy
 from tree_sitter import Node
 
-from htam_core.source.analysis.atomics import atomic_updates, return_lines
+from htam_core.source.analysis.atomics import atomic_updates, return_lines, uniform_atomics
 from htam_core.source.analysis.builtins import is_atomic_builtin, is_load_builtin
 from htam_core.source.analysis.constants import ConstEnv, literal_value
 from htam_core.source.analysis.device_queries import (
@@ -809,7 +809,9 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
     gs_loops, gs_dims = grid_stride_facts(aff, src.body, loop_nodes, [lp.line for lp in loops],
                                           hidden_reads=bool(index_calls),
                                           macros=frozenset(m for m, _ in macro_reads),
-                                          uniform=Uniformity(env.t, src.body, macro_reads, frozenset(index_calls)))
+                                          uniform=(uni := Uniformity(env.t, src.body, macro_reads,
+                                                                     frozenset(index_calls))))
+    atoms = atomic_updates(src, kernel, accesses, pointers)
     threads = launches[0].block[0].value if launches and launches[0].block else None
     loops = tuple(
         replace(lp, strides_threads=True) if not lp.strides_threads and threads and lp.step == threads
@@ -820,7 +822,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        _builtins_read(src, aff), device_calls,
                        tuple(OnlineStat(lp.id, m, s, lp.line) for lp, n in zip(loops, loop_nodes, strict=True)
                              for m, s in online_pairs(n, src.src)),
-                       barriers(src.body, src.src, src.base), atomic_updates(src, kernel, accesses, pointers),
+                       barriers(src.body, src.src, src.base), atoms,
                        return_lines(src), macro_reads,
                        find_transposes(src, aff.expr, accesses, loops, [p.name for p in kernel.params
                                                                         if not p.is_pointer]),
@@ -828,6 +830,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        type_instantiations=tuple((n, tuple(sorted(f.texts)))
                                                  for n, f in _type_instantiations(src, kernel).items()),
                        thread_x_spans=thread_x_spans(src, aff, launches),
+                       uniform_atomics=uniform_atomics(src, atoms, pointers, uni),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
                                          tuple(p.name for p in kernel.params if not p.is_pointer)))
 

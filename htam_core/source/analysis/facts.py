@@ -367,6 +367,45 @@ class AtomicUpdate:
 
 
 @dataclass(frozen=True)
+class UniformAtomic:
+    """An atomic accumulation into a thread-uniform address (CUDA): ``atomicAdd(result, x[i])``,
+    ``atomicAdd(&out[0], v)``, ``atomicMax(out + k, v)`` with ``k`` a parameter, ``atomicAdd(&acc[blockIdx.y], v)``.
+
+    Every thread of a block (``scope == "block"``) or of the grid (``"grid"``) that runs the update sends its value
+    to the same element, so the atomics serialize on that one address (atomic contention); the values can be
+    combined inside the block first and sent with one atomic per block (privatization). The address is read by the
+    uniformity analysis (:func:`~htam_core.source.analysis.uniformity.thread_uniform`): ``threadIdx`` never, and
+    ``blockIdx`` only for a per-block accumulation.
+
+    Attributes:
+        update: the atomic update (:class:`AtomicUpdate`: its call, statement, pointer and line).
+        op: ``"add"`` (``atomicAdd``), ``"max"`` (``atomicMax``) or ``"min"`` (``atomicMin``).
+        scope: ``"grid"`` when the address is the same in every thread of the grid, ``"block"`` when it is the
+            same within each block only (it reads ``blockIdx``).
+        address_text: the address argument as written, whitespace collapsed (``"&out[0]"``).
+        value_span: file bytes of the value argument (the thread's contribution, kept exactly as written).
+        element_type: the updated element's type as written, qualifiers dropped (``"float"``, ``"scalar_t"``).
+        value_type: that type with aliases resolved (:attr:`PointerFacts.value_type`), else ``None``.
+        address_locals: the body's locals (declared or assigned there) that the address reads, sorted.
+        stable: every name of :attr:`address_locals` is declared once, at the body's top level, and never assigned:
+            the address is the same at every update of a thread and can be evaluated again at the body's end.
+        guarded: an enclosing ``if``, ``?:`` or loop condition, or an early ``return`` of the body, decides
+            whether a thread reaches the update (the threads past the data contribute nothing).
+    """
+
+    update: AtomicUpdate
+    op: Literal["add", "max", "min"]
+    scope: Literal["grid", "block"]
+    address_text: str
+    value_span: Span
+    element_type: str
+    value_type: str | None
+    address_locals: tuple[str, ...] = ()
+    stable: bool = True
+    guarded: bool = False
+
+
+@dataclass(frozen=True)
 class TransposeLoop:
     """A naive transpose that moves a tile with a loop over rows (the NVIDIA samples' ``transposeNaive``)::
 
@@ -942,6 +981,8 @@ class KernelFacts:
             spelling of a block barrier, ``__syncthreads()``, ``cg::sync(cta)``, ``cta.sync()``, is scope
             ``"block"``; ``__syncwarp()`` and a tile's ``sync`` are ``"warp"``), in source order (CUDA only).
         atomics: the atomic updates of one element (:class:`AtomicUpdate`), in source order (CUDA only).
+        uniform_atomics: the global ``atomicAdd``/``atomicMax``/``atomicMin`` updates whose address is the same in
+            every thread of a block (:class:`UniformAtomic`), in source order (CUDA only).
         returns: the 1-based lines of the ``return`` statements in the kernel's body (CUDA only): a thread that
             returns early does not reach a barrier placed after it.
         macro_builtins: ``(macro, builtin)`` for each builtin the kernel reads inside the text of a macro it uses
@@ -1003,6 +1044,7 @@ class KernelFacts:
     stencil2d_refusal: str = ""
     type_instantiations: tuple[tuple[str, tuple[str, ...]], ...] = ()
     thread_x_spans: tuple[Span, ...] = ()
+    uniform_atomics: tuple[UniformAtomic, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
