@@ -359,9 +359,10 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
                      f"{f(r.get('expert_over_naive'))} | {f(r.get('engine_over_expert'))} | "
                      f"{', '.join(r['offered']) or '-'} | {', '.join(r['contract_ruled_out']) or 'none'} |")
     n = len(counted)
-    unseen = [r for r in counted if r["pair"].startswith("cuda-samples")]
+    unseen = [r for r in counted if r["pair"].startswith("cuda-samples") or r.get("unseen")]
     absent = [r["pair"] for r in rows if r.get("absent")]
-    lines += ["", "llm.c's kernels are this project's development set; the cuda-samples pairs are the unseen ones"
+    lines += ["", "llm.c's kernels are this project's development set; the cuda-samples pairs and pairs read from "
+              "--own-pairs (kernels a new user wrote) are the unseen ones"
               + (f" (absent from this corpus copy, so not counted: {', '.join(absent)})" if absent else "") + ": "
               f"the textbook step is makeable on {sum(1 for r in unseen if r['textbook_makeable'])} of {len(unseen)} "
               "of them."]
@@ -455,7 +456,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, folder, p in own_pairs(pairs_dir):
             if want and name not in want and f"own {name}" not in want:
                 continue
-            row = {"pair": f"own {name}", "naive": p.naive, "experts": ["expert.cu"], "textbook": list(p.steps)}
+            row = {"pair": f"own {name}", "naive": p.naive, "experts": ["expert.cu"], "textbook": list(p.steps),
+                   "unseen": pairs_dir.resolve() != OWN_PAIRS_DIR.resolve()}
             row.update(static_facts(folder / "naive.cu", p.naive, p.steps, common, args.cache, not args.no_compile))
             if args.gpu and not row["error"] and (deadline is None or time.time() < deadline):
                 g = own_gpu(p, folder, work, args.budget, args.trials, memory)

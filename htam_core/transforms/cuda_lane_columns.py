@@ -221,25 +221,10 @@ def _plan(unit: CudaUnit) -> _Plan | str:
     acc_decl = unit.node_at(acc.decl_span, syn.DECLARATION) if acc.decl_span else None
     if acc_decl is None or acc_decl not in pre or acc.type is None:
         return f"the accumulator {acc.name} is not declared with its type before the loop on line {fact.line}"
-    bound: Node | None = None
-    decls: dict[str, Node] = {}
-    opaque: set[str] = set()
-    for st in pre:
-        g = _guard(unit, st, col, opened)
-        if g is not None and bound is None:
-            bound = g
-        elif syn.is_name_declaration(st):
-            for n in _declared(unit, st) if syn.is_declaration(st) else []:
-                decls[n] = st
-        elif syn.is_expression_statement(st) and not unit.barriers_in(st) and not any(
-                unit.t(c.child_by_field_name("function")).startswith(("atomic", "__syncthreads"))
-                for c in syn.calls(st)):
-            # dropped; what it assigns (also `cg::thread_block_tile<32> warp = …`, which parses as an expression)
-            # may not be read by the parts kept
-            opaque.update(unit.t(a.child_by_field_name("left")) for a in syn.assignments(st))
-        else:
-            return (f"the statement on line {_line(unit, st)} before the column loop is "
-                    f"neither a declaration nor the column guard `if ({col} >= n) return;`")
+    parts = _before_loop(unit, pre, col, opened)
+    if isinstance(parts, str):
+        return parts
+    bound, decls, opaque = parts
     writes = [a for a in f.global_accesses() if a.kind != "read"]
     spans = {(a.span, a.line) for a in writes}
     owners = {next((st for st in post if st.start_byte + unit.base <= s[0] and s[1] <= st.end_byte + unit.base),
@@ -304,6 +289,32 @@ def _plan(unit: CudaUnit) -> _Plan | str:
         if bad:
             return f"the column count `{unit.t(bound)}` reads {', '.join(bad)}, which the launch cannot compute"
     return _Plan(split, fact, loop, col, acc_decl, kept, bound, bound_param, write, combined, tree_reads)
+
+
+def _before_loop(unit: CudaUnit, pre: list[Node], col: str, opened: Node | None
+                 ) -> tuple[Node | None, dict[str, Node], set[str]] | str:
+    """The statements before the column loop read as ``(column bound, declarations by name, names assigned by
+    dropped statements)``, or why one of them cannot be kept or dropped."""
+    bound: Node | None = None
+    decls: dict[str, Node] = {}
+    opaque: set[str] = set()
+    for st in pre:
+        g = _guard(unit, st, col, opened)
+        if g is not None and bound is None:
+            bound = g
+        elif syn.is_name_declaration(st):
+            for n in _declared(unit, st) if syn.is_declaration(st) else []:
+                decls[n] = st
+        elif syn.is_expression_statement(st) and not unit.barriers_in(st) and not any(
+                unit.t(c.child_by_field_name("function")).startswith(("atomic", "__syncthreads"))
+                for c in syn.calls(st)):
+            # dropped; what it assigns (also `cg::thread_block_tile<32> warp = …`, which parses as an expression)
+            # may not be read by the parts kept
+            opaque.update(unit.t(a.child_by_field_name("left")) for a in syn.assignments(st))
+        else:
+            return (f"the statement on line {_line(unit, st)} before the column loop is "
+                    f"neither a declaration nor the column guard `if ({col} >= n) return;`")
+    return bound, decls, opaque
 
 
 def _tree_total(unit: CudaUnit, post: list[Node], owner: Node, write: Node, acc: str

@@ -67,4 +67,5 @@ def test_pairs_from_an_outside_folder_are_run_in_place_of_the_projects(tmp_path:
     assert rc == 0
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
     assert [r["pair"] for r in rows] == ["own mine"]
-    assert rows[0]["textbook_makeable"]
+    assert rows[0]["textbook_makeable"] and rows[0]["unseen"]
+    assert "makeable on 1 of 1 of them" in (out / "table.md").read_text()
