@@ -149,6 +149,10 @@ class Harness:
             inputs in order (outputs, in-out ones included, and scratch buffers are left out).
         atol, rtol: tolerances; ``None`` means KernelBench's per-dtype default
             (:data:`htam_core.verify.correctness.DEFAULT_TOLERANCES`).
+        fp32_tol: the float32 default tolerance for this check when ``atol``/``rtol`` are not set (``None``: the
+            default of :data:`~htam_core.verify.correctness.DEFAULT_TOLERANCES`); the optimize loop sets
+            :data:`~htam_core.verify.correctness.REORDERED_SUM_FP32_TOL` for a candidate whose only numeric change
+            is the order of float additions.
         bytes_expr, flops_expr: spec: expressions for the DRAM bytes and FLOPs of one call (for
             bandwidth, FLOP/s and roofline position), or ``None``.
         reference_path: kernelbench: the file holding ``Model``/``get_inputs``/``get_init_inputs``.
@@ -199,6 +203,7 @@ class Harness:
     reference: str | None = None
     atol: float | None = None
     rtol: float | None = None
+    fp32_tol: float | None = None
     bytes_expr: str | None = None
     flops_expr: str | None = None
     reference_path: str | None = None

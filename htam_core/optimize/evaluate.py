@@ -143,6 +143,7 @@ class Evaluator:
         self.path = Path(path)
         self.kernel_name = kernel_name
         self.harness = harness
+        self._fp32_tol: float | None = None  # the tolerance of the evaluation in progress (evaluate)
         self.gpu = gpu
         self.workdir = workdir
         self.gpu_index = gpu_index
@@ -237,13 +238,21 @@ class Evaluator:
         """The harness with the candidate file ``cand_path`` as its kernel (``None`` without a harness)."""
         if self.harness is None:
             return None
-        return dataclasses.replace(self.harness, path=str(cand_path.resolve()))
+        return dataclasses.replace(self._checked_harness(), path=str(cand_path.resolve()))
+
+    def _checked_harness(self) -> Harness:
+        """The harness with the float32 tolerance of the evaluation in progress (:meth:`evaluate`'s ``fp32_tol``)."""
+        tol = self._fp32_tol
+        assert self.harness is not None
+        return self.harness if tol is None else dataclasses.replace(self.harness, fp32_tol=tol)
 
     _harness_for = harness_for
 
     def evaluate(self, text: str, label: str, *, use_ncu: bool = False,
-                 reuse: bool = True) -> tuple[Evaluation, Path]:
-        """Evaluate the candidate ``text``; returns the verdict and where the file was written.
+                 reuse: bool = True, fp32_tol: float | None = None) -> tuple[Evaluation, Path]:
+        """Evaluate the candidate ``text``; returns the verdict and where the file was written. ``fp32_tol``: the
+        float32 tolerance of the correctness check when the harness sets none (``None``: the default;
+        :data:`htam_core.verify.correctness.REORDERED_SUM_FP32_TOL` for a candidate that only reorders sums).
 
         With a measurement cache, on a GPU and without ``use_ncu``: when ``reuse`` is true and byte-identical
         code was measured earlier with the same harness and trials, the stored verdict and times are returned
@@ -254,6 +263,13 @@ class Evaluator:
 
         Never raises for a bad candidate: compile errors, faults, hangs and refusals become the verdict.
         """
+        self._fp32_tol = fp32_tol
+        try:
+            return self._evaluate(text, label, use_ncu, reuse)
+        finally:
+            self._fp32_tol = None
+
+    def _evaluate(self, text: str, label: str, use_ncu: bool, reuse: bool) -> tuple[Evaluation, Path]:
         cand_path = self.write(text, label)
         if label == START_LABEL and self.harness is not None and self.harness.uses_oracle:
             # the oracle is the start as evaluated (an editor's unsaved text), not whatever is on disk later
@@ -281,7 +297,7 @@ class Evaluator:
         """A GPU evaluation through the measurement cache (when there is one and ncu is off)."""
         if self.cache is None or use_ncu:
             return self._on_gpu(cand_path, model, kernel, use_ncu, lab)
-        key = self.cache.key(text, self.kernel_name, self.language, self.harness, self.trials, self.gpu,
+        key = self.cache.key(text, self.kernel_name, self.language, self._checked_harness(), self.trials, self.gpu,
                              self.target, headers_digest(text, cand_path, origin_dirs(cand_path)))
         if reuse:
             hit = self.cache.get(key)

@@ -72,7 +72,7 @@ from htam_core.source.model import Kernel
 from htam_core.source.workspace import mark_output_folder
 from htam_core.transforms.registry import no_transform_message
 from htam_core.verify import strict
-from htam_core.verify.correctness import NONDETERMINISTIC
+from htam_core.verify.correctness import NONDETERMINISTIC, REORDERED_SUM_FP32_TOL
 
 #: Steps of history the memory sees (the prefix h_t).
 PREFIX_LEN = 4
@@ -425,6 +425,12 @@ class _Loop:
             return choice, fresh[0], None
         return None
 
+    def _evaluate_candidate(self, cand: Any, label: str) -> tuple[Evaluation, Path]:
+        """Evaluate a proposed candidate; one whose only numeric change is the order of its float additions
+        (``reorders_only``) is checked at :data:`~htam_core.verify.correctness.REORDERED_SUM_FP32_TOL`."""
+        reorders = bool(cand.params.get("changes_numerics") and cand.params.get("reorders_only"))
+        return self.evaluator.evaluate(cand.code, label, fp32_tol=REORDERED_SUM_FP32_TOL if reorders else None)
+
     def _not_made(self, choice: Choice, prefix: list[str], at: int | None, reason: str, *,
                   refused: bool = True) -> None:
         """Note that the ranked step ``choice`` was passed over for the kernel reached by ``prefix`` (candidate
@@ -572,7 +578,7 @@ class _Loop:
                                f"candidate {n}/{task.budget}: {choice.direction} → {choice.strategy}")
                 label = f"{n:02d}-{choice.strategy.replace('.', '_')}"
                 cached = self._checked.pop(_text_hash(cand.code), None)
-                ev, cand_path = cached if cached else self.evaluator.evaluate(cand.code, label)
+                ev, cand_path = cached if cached else self._evaluate_candidate(cand, label)
                 self.measurements_reused += int(ev.reused)
                 self._checked.clear()
                 rec = dataclasses.replace(self._judge(n, choice, cand, cur_text, cur_ev, start_ev, ev, cand_path),

@@ -460,6 +460,8 @@ class CudaLaneColumns(CudaTransform):
 
     id = "cuda.lane_columns"
     languages = CUDA_LANGS
+    changes_numerics = True
+    reorders_only = True  # each column sums the same rows, in another order (per warp, then across warps)
     summary = ("coalesce a column sum: lanes on 32 consecutive columns, warps split the rows, partial sums combined "
                "in shared memory; new launch grid and block")
 

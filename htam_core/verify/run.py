@@ -157,7 +157,7 @@ def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: i
                                  refused_by=["load"]).to_json()
     is_start = bool(h.uses_oracle and h.oracle_path and Path(h.oracle_path).resolve() == Path(h.path).resolve())
     res = check_correctness(prepared.trial, verified_on=mode, n_seeds=n_seeds, base_seed=base_seed, atol=h.atol,
-                            rtol=h.rtol, fp32_tol=fp32_tol, arg_names=prepared.arg_names, against=h.checked_against,
+                            rtol=h.rtol, fp32_tol=fp32_tol if fp32_tol is not None else h.fp32_tol, arg_names=prepared.arg_names, against=h.checked_against,
                             subject=subject or ("the starting kernel" if is_start else "the candidate"))
     if is_start:
         res.messages.append("this is the starting kernel itself: under the oracle rule it is the reference, so this "

@@ -1,0 +1,45 @@
+"""A candidate whose only numeric change is the order of its float additions is checked at the reordered-sum fp32
+tolerance (:data:`htam_core.verify.correctness.REORDERED_SUM_FP32_TOL`), every other candidate at the default: the
+tolerance reaches the correctness check through the harness the evaluator hands the verifier. Run on the CPU
+through the Triton interpreter (the bundled example), with a candidate off by 1.5e-4 of ``y``: beyond the 1e-4
+default, within 1e-3."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from htam_core.harness import find_harness
+from htam_core.optimize.evaluate import START_LABEL, Evaluator
+from htam_core.source import load
+from htam_core.verify.correctness import REORDERED_SUM_FP32_TOL
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vector_add.py"
+
+
+@pytest.fixture
+def evaluator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Evaluator:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    path = tmp_path / "vector_add.py"
+    shutil.copy(EXAMPLE, path)
+    shutil.copy(EXAMPLE.parent / "htam.toml", tmp_path / "htam.toml")  # its harness (a reference: x + y)
+    text = path.read_text()
+    h = find_harness(path, "add_kernel", load(path))
+    return Evaluator(path, "add_kernel", h, gpu=False, workdir=tmp_path / "w", original_text=text)
+
+
+def test_the_reordered_sum_tolerance_reaches_the_check_and_only_when_asked(evaluator: Evaluator) -> None:
+    text = evaluator.path.read_text()
+    start, _ = evaluator.evaluate(text, START_LABEL)
+    assert start.correct is not False
+    off = text.replace("x + y, mask=mask", "x + y * 1.00015, mask=mask")
+    assert off != text
+    default, _ = evaluator.evaluate(off, "01-default")
+    assert default.correct is False, default.messages
+    loose, path = evaluator.evaluate(off, "02-reordered", fp32_tol=REORDERED_SUM_FP32_TOL)
+    assert loose.correct is True, loose.messages
+    assert evaluator.harness_for(path).fp32_tol is None  # the evaluation's tolerance does not outlive it
+    assert dataclasses.replace(evaluator.harness, fp32_tol=None) == evaluator.harness
