@@ -23,9 +23,7 @@ environment tests the transition and nothing else.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -33,8 +31,7 @@ import pytest
 import htam_core.optimize.loop as loop_mod
 from htam_core.bench.replay import ReplayConfig, run_replay
 from htam_core.bench.space import synthesize_table
-from htam_core.memory.knowledge import load_knowledge
-from tests.memory.ablation_checks import ablation_params, assert_loses
+from tests.memory.ablation_checks import ablation_params, assert_loses, pinned_strategies
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "bench" / "fixtures" / "synthetic_space_static.jsonl"
@@ -54,17 +51,11 @@ A, B, X = "launch_bounds", "restrict_pointers", "cuda_block_size"
 STEPS = (A, B, X)
 
 
-@contextmanager
-def pinned_steps() -> Iterator[None]:
+def pinned_steps() -> AbstractContextManager[None]:
     """While open, the optimize loop ranks from the packaged knowledge base restricted to :data:`STEPS` (its
     directions, priors and transition priors unchanged), so the steps offered on the table's kernels are the
     environment's, not whichever rules steps the engine makes on them today."""
-    kb = load_knowledge()
-    pinned = dataclasses.replace(kb, strategies=[s for s in kb.strategies if s.id in STEPS])
-    assert {s.id for s in pinned.strategies} == set(STEPS)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(loop_mod, "load_knowledge", lambda: pinned)
-        yield
+    return pinned_strategies(STEPS)
 
 
 def speedup(path: list[str]) -> float:
