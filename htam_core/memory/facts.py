@@ -124,6 +124,9 @@ FACTS: dict[str, str] = {
     "kernel_name": "the kernel's name",
     "pointer_params": "number of pointer parameters",
     "restrict_missing": "some CUDA pointer parameter lacks __restrict__",
+    "inputs_restrict": "CUDA: the kernel has a pointer-to-const parameter and every one is also __restrict__: "
+    "its loads already take the read-only path (ld.global.nc), so __ldg would change nothing; false for Triton, "
+    "unknown without the kernel",
     "has_launch_bounds": "__launch_bounds__ is declared (CUDA)",
     "launch_sites": "number of launch sites found in the file",
     "launch_block": "literal threads per block (CUDA) or BLOCK* keyword (Triton) at the first launch site",
@@ -384,8 +387,8 @@ def _swaps_fast_dimension(f: KernelFacts | None) -> bool | None:
 
 def _kernel_facts(kernel: Kernel | None, language: str) -> dict[str, Any]:
     if kernel is None:
-        return {k: None for k in ("kernel_name", "pointer_params", "restrict_missing", "has_launch_bounds",
-                                  "launch_sites", "launch_block", "constexpr_params")}
+        return {k: None for k in ("kernel_name", "pointer_params", "restrict_missing", "inputs_restrict",
+                                  "has_launch_bounds", "launch_sites", "launch_block", "constexpr_params")}
     pointers = [p for p in kernel.params if p.is_pointer]
     c_params = traits(language).c_types  # a CUDA family kernel: C parameters, <<<grid, block>>> launches
     launch_block: int | None = None
@@ -404,6 +407,8 @@ def _kernel_facts(kernel: Kernel | None, language: str) -> dict[str, Any]:
         "kernel_name": kernel.name,
         "pointer_params": len(pointers),
         "restrict_missing": any(not p.is_restrict for p in pointers) if c_params else False,
+        "inputs_restrict": c_params and any(p.is_const for p in pointers)
+        and all(p.is_restrict for p in pointers if p.is_const),
         "has_launch_bounds": bool(attrs.get("launch_bounds")) if c_params else False,
         "launch_sites": len(kernel.launch_sites),
         "launch_block": launch_block,

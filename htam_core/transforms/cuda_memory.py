@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import SIZEOF
+from htam_core.source.analysis.facts import PointerFacts
 from htam_core.source.analysis.forms import Elementwise, elementwise, is_global_index, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, wrap_grid
-from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
+from htam_core.transforms.base import Candidate, NotApplicable
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import pointer_params
 from htam_core.transforms.cuda_vector_loops import vectorize_loops
@@ -40,69 +41,51 @@ def element_type(unit: CudaUnit, param: Node) -> str:
 
 @register
 class CudaLdg(CudaTransform):
-    """Route loads from ``const __restrict__`` pointer parameters through ``__ldg``."""
+    """Loads through ``__ldg``: refused with the reason for every pointer parameter. A read-only input that is
+    ``const __restrict__`` already takes the read-only path (nvcc emits ``ld.global.nc`` for its loads, also through
+    a local pointer derived from it, with or without ``__ldg``), so wrapping its loads would change nothing; one that
+    is not is pointed at ``cuda.restrict_const``, the step that changes the loads; an output or an escaping pointer
+    cannot go through the read-only path.
+
+    Idea source: CUDA C++ Programming Guide, "Read-Only Data Cache Load Function" (the compiler uses the read-only
+    path for data it can prove read-only for the kernel's lifetime: ``const`` with ``__restrict__``).
+    """
 
     id = "cuda.ldg"
 
     kind = "hint"
     languages = CUDA_LANGS
-    summary = "read-only loads through __ldg for const __restrict__ params"
+    summary = "read-only loads through __ldg (refused: const __restrict__ inputs already take that path)"
 
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """One candidate wrapping every indexed load ``p[i]`` of eligible params as ``__ldg(&p[i])``."""
-        eligible, reasons, outputs = [], [], []
+        """Never a candidate (see the class): the refusal names, per pointer parameter, why its loads are not
+        routed through ``__ldg``."""
+        reasons, outputs = [], []
         for name, p, _decl, has_const, has_restrict in pointer_params(unit):
             facts = unit.facts.pointer(name)
             if facts is not None and (facts.mode in ("write", "readwrite") or facts.writes):
                 outputs.append(name)  # an output is never a candidate: it cannot be const nor read through __ldg
-                continue
-            if facts is not None and facts.mode == "unused":
-                continue
-            if facts is None or facts.mode != "read":
-                reasons.append(f"{name} is not provably read-only: it escapes (passed to a function, cast or "
-                               "stored), so not every use is a visible load")
-                continue
-            if not (has_const and has_restrict):
-                reasons.append(f"the read-only input {name} is not const __restrict__ (apply cuda.restrict_const "
-                               "first)")
-                continue
-            etype = value_type(unit, name, p)  # type: ignore[arg-type]
-            if etype not in LDG_TYPES:
-                reasons.append(f"{name} points to {_type_words(unit, name, p) or 'an unknown type'}, "  # type: ignore[arg-type]
-                               "which __ldg has no overload for")
-                continue
-            eligible.append(name)
-        edits: list[TextEdit] = []
-        used = []
-        for name in eligible:
-            for ref in references(unit.body, unit.src, name):
-                sub = ref.parent
-                if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref:
-                    continue
-                if is_lvalue(sub):
-                    continue
-                ctx = sub.parent
-                if ctx is not None and syn.is_argument_list(ctx) and "__ldg" in unit.t(ctx.parent):
-                    continue
-                edits.append(unit.insert(sub.start_byte, "__ldg(&"))
-                edits.append(unit.insert(sub.end_byte, ")"))
-                if name not in used:
-                    used.append(name)
-        if not edits:
-            why = "; ".join(reasons) if reasons else (
-                f"every pointer parameter is written ({', '.join(outputs)}); none is a read-only input"
-                if outputs and not eligible else "no indexed loads from const __restrict__ params")
-            return self.not_applicable(f"no load to route through __ldg: {why}")
-        return [
-            self.candidate(
-                model,
-                f"load {', '.join(used)} through the read-only data cache with __ldg in {kernel.name}",
-                {"params": used},
-                edits,
-            )
-        ]
+            elif facts is None or facts.mode != "unused":
+                reasons.append(_ldg_reason(unit, name, p, facts, has_const and has_restrict))  # type: ignore[arg-type]
+        why = "; ".join(reasons) if reasons else (
+            f"every pointer parameter is written ({', '.join(outputs)}); none is a read-only input"
+            if outputs else "no pointer parameter is loaded")
+        return self.not_applicable(f"no load to route through __ldg: {why}")
+
+
+def _ldg_reason(unit: CudaUnit, name: str, p: Node, facts: PointerFacts | None, const_restrict: bool) -> str:
+    """Why the loads of pointer parameter ``name`` (not written by the kernel) are not wrapped in ``__ldg``."""
+    if facts is None or facts.mode != "read":
+        return (f"{name} is not provably read-only: it escapes (passed to a function, cast to a mutable pointer "
+                "or stored), so not every use is a visible load")
+    if not const_restrict:
+        return (f"the read-only input {name} is not const __restrict__ (cuda.restrict_const marks it so; the "
+                "compiler then loads it through the read-only path itself)")
+    if value_type(unit, name, p) not in LDG_TYPES:
+        return f"{name} points to {_type_words(unit, name, p) or 'an unknown type'}, which __ldg has no overload for"
+    return f"the loads of {name} already take the read-only path: its pointer is const __restrict__"
 
 
 def value_type(unit: CudaUnit, name: str, p: Node) -> str:

@@ -43,7 +43,7 @@ def pointer_params(unit: CudaUnit) -> list[tuple[str, object, object, bool, bool
             continue  # pointer to pointer, array of pointers ...
         # read as parsed: a qualifier macro (RESTRICT) is parsed as the qualifier it stands for
         quals_before = {node_text(c) for c in p.children if syn.is_type_qualifier(c)}
-        quals_ptr = {node_text(c) for c in decl.children if syn.is_type_qualifier(c)}
+        quals_ptr = {node_text(c) for c in decl.children if syn.is_pointer_qualifier(c)}
         has_const = "const" in quals_before
         has_restrict = bool(quals_ptr & {"__restrict__", "__restrict", "restrict"})
         out.append((unit.t(inner), p, decl, has_const, has_restrict))

@@ -41,11 +41,15 @@ def test_complete_kernel_after_half_typed_has_its_own_facts() -> None:
 
 def test_complete_kernel_after_half_typed_keeps_its_steps() -> None:
     both, alone = _texts()
-    for tid in ("cuda.vectorize_float4", "cuda.ldg"):
+    for tid in ("cuda.vectorize_float4",):
         alone_res = propose(tid, *_kernel(alone, "complete_k"))
         assert not isinstance(alone_res, NotApplicable), tid
         res = propose(tid, *_kernel(both, "complete_k"))
         assert not isinstance(res, NotApplicable), (tid, res)
+    # cuda.ldg is refused on both (its inputs already take the read-only path) with the same reason
+    ldg_alone, ldg_both = (propose("cuda.ldg", *_kernel(t, "complete_k")) for t in (alone, both))
+    assert isinstance(ldg_alone, NotApplicable) and isinstance(ldg_both, NotApplicable)
+    assert ldg_alone.reason == ldg_both.reason and "read-only path" in ldg_alone.reason
 
 
 def test_parse_problem_points_at_the_half_typed_kernel() -> None:

@@ -93,10 +93,9 @@ def test_unroll_refusals(refuse):
 
 
 # ---------------------------------------------------------------- cuda.ldg
-def test_ldg_needs_const_restrict(cand, refuse):
-    (c,) = cand("cuda.ldg", "kb_swish.py", "swish_fwd_kernel")
-    assert "float v = __ldg(&x[i]);" in c.new_text
-    assert "restrict_const first" in refuse("cuda.ldg", EW, "scale_bias")
+def test_ldg_is_refused_with_the_read_only_reason(refuse):
+    assert "the loads of x already take the read-only path" in refuse("cuda.ldg", "kb_swish.py", "swish_fwd_kernel")
+    assert "cuda.restrict_const marks it so" in refuse("cuda.ldg", EW, "scale_bias")
     assert "no overload" in refuse("cuda.ldg", "bias_gelu_templates.cu", "bias_grad_colsum")
 
 

@@ -66,15 +66,18 @@ def test_candidate_compiles(file, kernel, tid, index, tmp_path):
 
 
 def test_transforms_compose_and_compile(tmp_path):
-    """restrict_const -> ldg -> launch_bounds -> unroll -> fast_math on one kernel, re-parsing in between."""
+    """restrict_const -> launch_bounds -> unroll -> fast_math on one kernel, re-parsing in between (``cuda.ldg``
+    is refused after restrict_const: the const __restrict__ input already takes the read-only path)."""
     text = fixture_path("elementwise_variants.cu").read_text()
     applied = []
-    for tid in ("cuda.restrict_const", "cuda.ldg", "cuda.launch_bounds", "cuda.unroll", "cuda.fast_math",
+    for tid in ("cuda.restrict_const", "cuda.launch_bounds", "cuda.unroll", "cuda.fast_math",
                 "cuda.grid_stride"):
         model = parse_text(text, "cuda")
+        if applied == ["cuda.restrict_const"]:
+            assert "read-only path" in registry.propose("cuda.ldg", model, model.kernel("sigmoid_poly")).reason
         res = registry.propose(tid, model, model.kernel("sigmoid_poly"))
         assert not isinstance(res, NotApplicable), (tid, res)
         text = res[0].new_text
         applied.append(tid)
-    assert "__ldg(&x[i])" in text and "__launch_bounds__(128)" in text and "htam_sm_grid" in text
+    assert "__ldg" not in text and "__launch_bounds__(128)" in text and "htam_sm_grid" in text
     _nvcc(text, tmp_path)

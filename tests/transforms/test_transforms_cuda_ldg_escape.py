@@ -1,6 +1,8 @@
 """``cuda.ldg`` on a kernel whose pointers escape through casts (the form ``vectorize_loads`` writes): an output with
 a visible store is never named in the refusal, and an input that escapes is refused with the reason (a new user's
-trial: "out is not provably read-only; in is not provably read-only" after the tool's own float4 edit)."""
+trial: "out is not provably read-only; in is not provably read-only" after the tool's own float4 edit); the
+``const float4`` view is a read of the input, so the refusal names it as a read-only input; a pointer passed to a
+function escapes."""
 
 from __future__ import annotations
 
@@ -30,4 +32,14 @@ def test_an_escaping_input_is_refused_with_the_reason_and_the_output_is_not_name
     res = registry.propose("cuda.ldg", model, model.kernel("axpb"))
     assert isinstance(res, NotApplicable)
     assert not re.search(r"\bout\b", res.reason)  # the output is written: never a candidate, never named
+    # the float4 view through a pointer to const is a read of in, not an escape
+    assert "the read-only input in is not const __restrict__ (cuda.restrict_const" in res.reason
+
+
+def test_an_input_passed_to_a_function_is_refused_as_escaping():
+    text = VECTORIZED.replace("float4 v = reinterpret_cast<const float4 *>(in)[i];",
+                              "float4 v = load4(in, i);")
+    model = parse_text("__device__ float4 load4(const float *p, int i);\n" + text, "cuda")
+    res = registry.propose("cuda.ldg", model, model.kernel("axpb"))
+    assert isinstance(res, NotApplicable)
     assert "in is not provably read-only: it escapes" in res.reason

@@ -1348,22 +1348,8 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
                 and n.parent.type not in ("pointer_declarator", "init_declarator", "declaration")
                 or (n.parent is not None and n.parent.type == "init_declarator"
                     and n.parent.child_by_field_name("value") == n)]
-        covered = 0
-        for u in uses:
-            if _null_test(u, env) or u.start_byte in (macro_bases or ()):  # `AT(C, r, c, N)`: the access in AT
-                covered += 1
-                continue
-            q = u.parent
-            while q is not None and q.type in ("parenthesized_expression", "cast_expression", "binary_expression",
-                                               "argument_list", "template_function", "call_expression") and \
-                    not (q.type == "call_expression" and not env.t(q.child_by_field_name("function")).endswith(
-                        "_cast")):
-                q = q.parent
-            if q is not None and q.type in ("subscript_expression", "pointer_expression", "init_declarator"):
-                covered += 1
-            elif q is not None and q.type == "call_expression" and (
-                    is_atomic_builtin(fn := env.t(q.child_by_field_name("function"))) or is_load_builtin(fn)):
-                covered += 1
+        covered = sum(1 for u in uses if _null_test(u, env) or u.start_byte in (macro_bases or ())
+                      or _read_or_written(u, env))
         mode = "unused" if not uses else ("readwrite" if reads and writes else "write" if writes else "read")
         if p.name in escapes or covered < len(uses):
             mode = "unknown"
@@ -1374,6 +1360,33 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         out.append(PointerFacts(p.name, mode, reads, writes, written,  # type: ignore[arg-type]
                                 resolve_type(env, bound or written) if written else None))
     return tuple(out)
+
+
+_NAMED_CASTS = ("reinterpret_cast", "static_cast")
+
+
+def _read_or_written(use: Node, env: ConstEnv) -> bool:
+    """Whether the pointer use ``use`` (an identifier) is an access the read/write sets see: indexed or
+    dereferenced (through parentheses, arithmetic and casts), an alias's initializer, or an atomic/load builtin's
+    argument. A named cast to a pointer to non-``const`` (``reinterpret_cast<float4 *>(p)``) counts only where it
+    is written through: read through, the pointer could not be made ``const`` (the cast would no longer compile),
+    so it is left an unread use. A cast to a pointer to ``const`` (``reinterpret_cast<const float4 *>(a)[i]``, the
+    form the float4 step writes) is a read of the pointer, not an escape."""
+    q, mutable_cast = use.parent, False
+    while q is not None and q.type in ("parenthesized_expression", "cast_expression", "binary_expression",
+                                       "argument_list", "template_function", "call_expression"):
+        if q.type == "call_expression":
+            fn = q.child_by_field_name("function")
+            name = env.t(fn).split("<", 1)[0].strip()
+            if not name.endswith("_cast"):
+                break
+            if name in _NAMED_CASTS and "const" not in env.t(fn).split("<", 1)[-1]:
+                mutable_cast = True
+        q = q.parent
+    if q is not None and q.type in ("subscript_expression", "pointer_expression", "init_declarator"):
+        return not mutable_cast or (q.type != "init_declarator" and _kind(q, env) in ("write", "readwrite"))
+    return q is not None and q.type == "call_expression" and (
+        is_atomic_builtin(fn := env.t(q.child_by_field_name("function"))) or is_load_builtin(fn))
 
 
 def _thread_indices(src: CudaSource, aff: Affine) -> tuple[ThreadIndex, ...]:

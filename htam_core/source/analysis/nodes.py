@@ -45,7 +45,7 @@ __all__ = [
     "is_name_declaration", "is_name_or_number", "is_number", "is_parenthesized", "is_pointer_declarator",
     "is_pointer_expression", "is_positional_argument", "is_preproc_include", "is_py_assignment", "is_py_block",
     "is_py_block_or_module", "is_py_call", "is_range_for", "is_return", "is_simple_operand", "is_string", "is_subscript",
-    "is_subscript_arguments", "is_template_declaration", "is_type_identifier", "is_type_qualifier", "is_unary",
+    "is_subscript_arguments", "is_template_declaration", "is_type_identifier", "is_type_qualifier", "is_pointer_qualifier", "is_unary",
     "is_unary_operator", "is_update", "is_wrapping_declarator", "is_write", "join_lines", "jumps",
     "keyword_arguments", "line_start", "loops", "names_and_fields", "names_and_types", "numbers", "of_type",
     "one_line", "only_space_before", "parse", "py_assignments", "py_calls", "range_for_loops", "references", "returns",
@@ -192,6 +192,12 @@ def is_wrapping_declarator(n: Node | None) -> bool:
 def is_type_qualifier(n: Node | None) -> bool:
     """``n`` is a type qualifier (``const``, ``volatile``, ``__restrict__``)."""
     return n is not None and n.type == "type_qualifier"
+
+
+def is_pointer_qualifier(n: Node | None) -> bool:
+    """``n`` qualifies the pointer of a pointer declarator: a type qualifier (``const``, ``__restrict__``) or
+    ``__restrict``, which the grammar reads as an MS pointer modifier (nvcc accepts it as ``__restrict__``)."""
+    return n is not None and n.type in ("type_qualifier", "ms_pointer_modifier")
 
 
 def function_definitions(node: Node) -> list[Node]:
