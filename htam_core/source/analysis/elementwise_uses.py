@@ -95,7 +95,7 @@ def _read_only(unit: KernelView, name: str) -> bool:
     return pf is not None and pf.mode in ("read", "unused")
 
 
-def _same_index(a: sympy.Expr, b: sympy.Expr) -> bool:
+def same_index(a: sympy.Expr, b: sympy.Expr) -> bool:
     """``a == b`` for C integers: each ``mod(x, m)`` read as ``x - m * div(x, m)`` (C's ``x % m == x - m * (x / m)``
     for any signs, ``m != 0``), each ``div`` kept as an opaque term, and the difference expanded to 0. So ``b * T *
     C + t * C + c`` with ``b = i / C / T``, ``t = i / C % T``, ``c = i % C`` is ``i``."""
@@ -129,7 +129,7 @@ def _accesses_at_index(unit: KernelView, ew: Elementwise, name: str) -> list[Nod
     nodes: list[Node] = []
     for a in {a.span: a for a in (*pf.reads, *pf.writes)}.values():
         node = _node_at(unit, ew, a.span)
-        if node is None or a.vector or a.macro or a.index is None or not _same_index(a.index, want):
+        if node is None or a.vector or a.macro or a.index is None or not same_index(a.index, want):
             return None
         nodes.append(node)
     return nodes
