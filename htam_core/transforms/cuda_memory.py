@@ -286,11 +286,20 @@ def _lane_and_scalar(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str
     return lane_text, scalar
 
 
+def _index_type(ew: Elementwise) -> str:
+    """The index's type as C text for a declaration and a cast: as written, or for ``auto`` the type of its value
+    (``decltype(blockIdx.x * blockDim.x + threadIdx.x)``, ``unsigned int``), which a cast cannot name as ``auto``."""
+    if ew.type.split() != ["auto"]:
+        return ew.type
+    return f"decltype({' '.join((ew.gid.text or b'').decode().split())})"
+
+
 def _scalar_tail(ew: Elementwise, scalar: str) -> list[str]:
     """The last lines of the elementwise form's body: the grid-stride scalar loop from ``htam_tail`` (every element
     when a pointer was not aligned) with the kernel's index declared from it and the guarded code ``scalar``."""
+    typ = _index_type(ew)
     return ["    for (long long htam_j = htam_tail + htam_gid; htam_j < htam_n; htam_j += htam_stride) {",
-            f"        const {ew.type} {ew.name} = ({ew.type})htam_j;",
+            f"        const {typ} {ew.name} = ({typ})htam_j;",
             *("        " + ln.strip() if ln.strip() else "" for ln in scalar.splitlines()),
             "    }", "}"]
 
@@ -332,7 +341,8 @@ def _lane_index(ew: Elementwise, uses: ElementwiseUses, element: str) -> str:
     ``element``: the lane's element number as C text."""
     if not uses.index_uses:
         return ""
-    return f"const {ew.type} {ew.name} = ({ew.type})({element}); "
+    typ = _index_type(ew)
+    return f"const {typ} {ew.name} = ({typ})({element}); "
 
 
 def _generic_body(unit: CudaUnit, ew: Elementwise, uses: ElementwiseUses, types: dict[str, str], width: int) -> str:

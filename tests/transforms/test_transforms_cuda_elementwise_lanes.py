@@ -31,6 +31,7 @@ static float __half2float(__half v) { return (float)v.h; }
     ("embed_add_half", 8, False, ["c = idx % C", "t = (idx / C) % T", "* wte_row = wte + tokens[idx / C] * C"]),
     ("zero_first_col", 4, True, ["idx % cols == 0"]),
     ("embed_add_btc", 4, True, ["bt = idx / C", "c = idx % C"]),
+    ("col_ramp_unsigned", 4, True, ["y[idx] = x[idx] + (float)(idx / cols)"]),
 ])
 def test_the_index_is_evaluated_per_lane(cand, kernel, width, float4, per_lane):
     (c,) = cand(TID, FILE, kernel)
@@ -38,7 +39,8 @@ def test_the_index_is_evaluated_per_lane(cand, kernel, width, float4, per_lane):
     assert ("float4" in c.new_text) == float4
     name = "i" if kernel == "dequant_int8_f32" else "idx"
     lane = "htam_v * 4 + 3" if float4 else "htam_v * htam_V + htam_l"
-    assert f"const int {name} = (int)({lane});" in c.new_text
+    typ = "unsigned" if kernel == "col_ramp_unsigned" else "int"
+    assert f"const {typ} {name} = ({typ})({lane});" in c.new_text
     assert f"the grid shrinks {width}x" in c.description and f"with its own {name}" in c.description
 
 
@@ -57,6 +59,15 @@ def test_a_store_through_pointer_arithmetic_on_the_split_index_is_a_vector_store
     (c,) = cand(TID, FILE, "embed_add_btc")
     assert c.params["pointers"] == ["out"] and "htam_out = *wte_tc + *wpe_tc;" in c.new_text
     assert "reinterpret_cast<float4 *>(out)[htam_v] = htam_out4;" in c.new_text
+
+
+def test_an_auto_index_is_declared_by_the_type_of_its_value(cand):
+    """``auto idx = blockIdx.x * blockDim.x + threadIdx.x``: a cast cannot name ``auto``; each lane and the tail
+    declare the index as ``decltype`` of its value."""
+    (c,) = cand(TID, FILE, "col_ramp_auto")
+    typ = "decltype(blockIdx.x * blockDim.x + threadIdx.x)"
+    assert f"const {typ} idx = ({typ})(htam_v * 4 + 3);" in c.new_text and f"const {typ} idx = ({typ})htam_j;" \
+        in c.new_text and "(auto)" not in c.new_text
 
 
 def test_the_user_file_is_vectorized_with_its_launch(cand):
@@ -78,10 +89,10 @@ DEQ_MAIN = """
 int main() {{
     const int rows = {rows}, cols = {cols}, n = rows * cols;
     std::vector<int8_t> qv(n + 1);
-    std::vector<float> sv(rows);
+    std::vector<float> sv(n + 1);
     std::vector<{out_t}> ov(n + 1);
     for (int i = 0; i <= n; ++i) qv[i] = (int8_t)((i * 37) % 255 - 127);
-    for (int r = 0; r < rows; ++r) sv[r] = 0.01f * (float)(r + 1);
+    for (int r = 0; r <= n; ++r) sv[r] = 0.01f * (float)(r + 1);
     HTAM_LAUNCH({grid}, 1, 64, 1, {call});
     for (int i = 0; i < n; ++i) std::printf("%.9g\\n", {show});
     return 0;
@@ -109,6 +120,10 @@ CASES = {
                          "cols)", "(double)ov[{off} + i]", lambda r, c: r * c),
     "embed_add": (EMB_MAIN, "", "embed_add(ov.data() + {off}, tok.data(), wte.data(), wpe.data(), B, T, C)", "",
                   lambda r, c: r * 5 * c),
+    "col_ramp_auto": (DEQ_MAIN, "float", "col_ramp_auto(sv.data() + {off}, ov.data() + {off}, n, cols)",
+                      "(double)ov[{off} + i]", lambda r, c: r * c),
+    "col_ramp_unsigned": (DEQ_MAIN, "float", "col_ramp_unsigned(sv.data() + {off}, ov.data() + {off}, n, cols)",
+                          "(double)ov[{off} + i]", lambda r, c: r * c),
     "embed_add_btc": (EMB_MAIN, "", "embed_add_btc(ov.data() + {off}, tok.data(), wte.data(), wpe.data(), B, T, C)",
                       "", lambda r, c: r * 5 * c),
 }
@@ -159,7 +174,7 @@ def test_a_lane_without_its_own_index_is_caught(cand, tmp_path):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("file,kernel", [(FILE, k) for k in ("dequant_int8", "dequant_int8_f32", "embed_add",
                                                               "embed_add_half", "zero_first_col",
-                                                              "embed_add_btc")]
+                                                              "embed_add_btc", "col_ramp_auto", "col_ramp_unsigned")]
                          + [("dequant_int8_user.cu", "dequant_int8")])
 def test_compiles(cand, tmp_path, file, kernel):
     (c,) = cand(TID, file, kernel)
