@@ -21,7 +21,9 @@ from typing import Any
 
 from htam_core.source.analysis import Access, KernelFacts, analyze
 from htam_core.source.analysis.block_load import GuardedLoad, guarded_block_load
-from htam_core.source.analysis.constants import evaluate_text
+from htam_core.source.analysis.constants import SIZEOF, evaluate_text
+from htam_core.source.analysis.elementwise_uses import same_index
+from htam_core.source.analysis.facts import sym
 from htam_core.source.analysis.forms import KernelText
 from htam_core.source.analysis.syntax import parse
 from htam_core.source.analysis.triton_names import binding_imports
@@ -63,6 +65,11 @@ FACTS: dict[str, str] = {
     "helper) and move by 1 along threadIdx.x or along an enclosing loop's variable: the reads a float4/16-byte "
     "vectorization would widen (analysis layer: Access.vector and affine strides); 0 for Triton, unknown without "
     "the kernel",
+    "scalar_element_writes": "CUDA: global stores that are scalar, to a pointee narrower than 16 bytes, at the "
+    "element of the 1-D global thread index (out[idx], or out + b * T * C + t * C + c with b, t, c split from idx by "
+    "/ and %), in a kernel without loops: the stores a one-element-per-thread kernel's 16-byte vector form widens "
+    "when its reads are table gathers (analysis layer: Access.index, elementwise_uses.same_index); 0 for Triton, "
+    "unknown without the kernel",
     "uses_dot": "tl.dot is called (Triton)",
     "masks": "number of masked loads/stores (Triton)",
     "masked_tile_loop": "Triton: a loop over tiles of a dimension (the K loop of a matmul) holds a masked "
@@ -317,6 +324,25 @@ def _scalar_contiguous_reads(f: KernelFacts | None) -> int | None:
                and a.pointer not in widened)
 
 
+def _scalar_element_writes(f: KernelFacts | None) -> int | None:
+    """How many global stores are scalar, to a pointee narrower than 16 bytes (``SIZEOF``), at the element of the
+    1-D global thread index however split and rejoined (``elementwise_uses.same_index``), in a kernel without
+    loops (see :data:`FACTS` ``scalar_element_writes``); ``None`` when not analyzable."""
+    if f is None:
+        return None
+    if f.loops:
+        return 0
+    gid = sym("blockIdx.x") * sym("blockDim.x") + sym("threadIdx.x")
+    count = 0
+    for a in f.global_accesses():
+        pf = f.pointer(a.pointer)
+        size = SIZEOF.get(pf.value_type or "") if pf is not None else None
+        if a.kind != "read" and not a.vector and a.index is not None and size is not None and size < 16 \
+                and same_index(a.index, gid):
+            count += 1
+    return count
+
+
 def _stencil_window(f: KernelFacts | None) -> bool | None:
     """Whether the kernel reads a window the stencil tile stages (see :data:`FACTS` ``stencil_window``): a 1-D
     window (:attr:`KernelFacts.stencils`), or a 2-D one (:attr:`KernelFacts.stencils2d`) whose launches all give
@@ -512,6 +538,7 @@ def compute_facts(
     facts["has_reuse"] = True if (matmul_like or f.shared_memory) else (
         None if matmul_like is None else bool(has_loop and reduction_like and loads >= 2))
     facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
+    facts["scalar_element_writes"] = 0 if lang != "cuda" else _scalar_element_writes(analysis)
     facts.update(_row_loop_facts(analysis, lang))
     facts["stencil_like"] = True if in_file is not None and (in_file.stencils or in_file.stencils2d) else \
         _neighbour_loads(in_file, matmul_like)  # the window's radius may be a file constant

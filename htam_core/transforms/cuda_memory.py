@@ -1,7 +1,10 @@
 """CUDA memory-access transforms: read-only loads through ``__ldg`` (``cuda.ldg``) and ``float4``
 vectorization of elementwise kernels (``cuda.vectorize_float4``). The float4 body is a grid-stride loop with a
 scalar tail and a run-time 16-byte alignment check, so it is correct for any grid: with a launch site the grid
-shrinks 4x; without one (launched from another file) it is offered as it is, launch-independent.
+shrinks 4x; without one (launched from another file) it is offered as it is, launch-independent. Where the index is
+used beyond ``P[i]`` (a row ``i / cols``, a table read ``scale[r]``), each lane evaluates those uses with its own
+element's index; the cases without a per-lane form are refused
+(:mod:`htam_core.source.analysis.elementwise_uses`).
 
 Idea sources: CUDA C++ Programming Guide, "Read-Only Data Cache Load Function"; NVIDIA developer
 blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitjens, 2013).
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import SIZEOF
+from htam_core.source.analysis.elementwise_uses import ElementwiseUses, elementwise_uses
 from htam_core.source.analysis.facts import PointerFacts
 from htam_core.source.analysis.forms import Elementwise, elementwise, is_global_index, is_lvalue
 from htam_core.source.analysis.nodes import Node
@@ -131,31 +135,35 @@ class CudaVectorizeFloat4(CudaTransform):
         used = [(n, p) for n, p, *_ in ptrs if references(unit.body, unit.src, n)]
         if not used:
             return self.not_applicable(f"{kernel.name} uses no pointer parameter")
-        width = _vector_width(unit, used)
-        if isinstance(width, str):
-            return self.not_applicable(width)
-        names = [n for n, _ in used]
-        uses = _pointer_uses(unit, ew, names)
+        uses = elementwise_uses(unit, ew, [n for n, _ in used])
         if isinstance(uses, str):
             return self.not_applicable(uses)
-        reads, writes, cond_writes, subs = uses
-        if not writes:
+        if not uses.writes:
             return self.not_applicable(f"{kernel.name} stores nothing through its pointers")
-        f4 = width == 4 and all(value_type(unit, n, q) == "float" for n, q in used)  # type: ignore[arg-type]
+        vec = [(n, q) for n, q in used if n in uses.vectorized]
+        width = _vector_width(unit, vec)
+        if isinstance(width, str):
+            return self.not_applicable(width)
+        names = [n for n, _ in vec]
+        f4 = width == 4 and all(value_type(unit, n, q) == "float" for n, q in vec)  # type: ignore[arg-type]
         if f4:
-            body_text = self._body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes)
+            body_text = self._body(unit, ew, uses)
         else:
-            types = {n: element_type(unit, q) for n, q in used}  # type: ignore[arg-type]
-            body_text = _generic_body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes, types, width)
-        return self._elementwise_candidates(unit, model, kernel, ew, names, body_text, width, f4)
+            types = {n: element_type(unit, q) for n, q in vec}  # type: ignore[arg-type]
+            body_text = _generic_body(unit, ew, uses, types, width)
+        per_lane = list(dict.fromkeys(" ".join(unit.t(u).split()) for u in uses.index_uses))
+        return self._elementwise_candidates(unit, model, kernel, ew, names, body_text, width, f4, per_lane)
 
     def _elementwise_candidates(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, ew: Elementwise,
-                                names: list[str], body_text: str, width: int, f4: bool
+                                names: list[str], body_text: str, width: int, f4: bool, per_lane: list[str]
                                 ) -> list[Candidate] | NotApplicable:
         """The elementwise form's candidate: ``body_text`` in place of the guarded code, and every launch's 1-D
         grid divided by ``width`` (rounded up), or the launch left alone (launch-independent) when it cannot be
-        edited; ``f4``: the body is the float4 form (all-float elements)."""
+        edited; ``f4``: the body is the float4 form (all-float elements); ``per_lane``: the index's other uses
+        (``idx / cols``), each evaluated by every lane with its own element's index."""
         vec, aligned = ("float4", "16-byte aligned") if f4 else (f"16-byte ({width}-element)", "aligned to its vector")
+        lanes = {"per_lane": per_lane} if per_lane else {}
+        note = f"; each lane computes {', '.join(f'`{u}`' for u in per_lane)} with its own {ew.name}" if per_lane else ""
         stmts = statement_list(unit.body)
         first = stmts.index(ew.decl)
         last_node = ew.guard if ew.form == "if" else ew.stmts[-1]
@@ -169,8 +177,8 @@ class CudaVectorizeFloat4(CudaTransform):
                 model,
                 f"vectorize {kernel.name} with {vec} loads/stores, launch-independent: correct for any grid (a "
                 f"grid-stride loop with a scalar tail; falls back to scalar when a pointer is not {aligned}), so the "
-                f"grid is unchanged (a grid of 1/{width} the blocks does the same work)",
-                {"vector_width": width, "pointers": names, "launch": "independent"},
+                f"grid is unchanged (a grid of 1/{width} the blocks does the same work){note}",
+                {"vector_width": width, "pointers": names, "launch": "independent", **lanes},
                 edits,
             )]
         for la in unit.launches:
@@ -182,8 +190,8 @@ class CudaVectorizeFloat4(CudaTransform):
             self.candidate(
                 model,
                 f"vectorize {kernel.name} with {vec} loads/stores (scalar tail; falls back to scalar when a "
-                f"pointer is not {aligned}); the grid shrinks {width}x",
-                {"vector_width": width, "pointers": names},
+                f"pointer is not {aligned}); the grid shrinks {width}x{note}",
+                {"vector_width": width, "pointers": names, **lanes},
                 edits,
             )
         ]
@@ -215,12 +223,13 @@ class CudaVectorizeFloat4(CudaTransform):
         return [cand]
 
     @staticmethod
-    def _body(
-        unit: CudaUnit, ew, subs: list[tuple[Node, str]], reads: list[str], writes: list[str], cond_writes: set[str]
-    ) -> str:
-        lane_text, scalar = _lane_and_scalar(unit, ew, subs)
-        loaded = sorted(set(reads) | cond_writes)
-        ptrs = sorted(set(reads) | set(writes))
+    def _body(unit: CudaUnit, ew: Elementwise, uses: ElementwiseUses) -> str:
+        """The float4 form's body: one ``float4`` per pointer of ``uses.vectorized``, the guarded code once per
+        component (``x``, ``y``, ``z``, ``w``) with the index's other uses evaluated with the lane's own index."""
+        lane_text, scalar = _lane_and_scalar(unit, ew, uses.subs)
+        writes, cond_writes = sorted(uses.writes), uses.cond_writes
+        loaded = sorted(uses.reads | cond_writes)
+        ptrs = uses.vectorized
         align = " | ".join(f"reinterpret_cast<unsigned long long>({p})" for p in ptrs)
         lines = [
             *_grid_stride_head(unit, ew),
@@ -235,12 +244,12 @@ class CudaVectorizeFloat4(CudaTransform):
                 lines.append(f"            {const}float4 htam_{p}4 = reinterpret_cast<const float4 *>({p})[htam_v];")
             else:
                 lines.append(f"            float4 htam_{p}4;")
-        for c in "xyzw":
+        for k, c in enumerate("xyzw"):
             decls = " ".join(
                 f"float htam_{p} = htam_{p}4.{c};" if p in loaded else f"float htam_{p};" for p in ptrs
             )
             stores = " ".join(f"htam_{p}4.{c} = htam_{p};" for p in writes)
-            lines.append(f"            {{ {decls} {lane_text} {stores} }}")
+            lines.append(f"            {{ {decls} {_lane_index(ew, uses, f'htam_v * 4 + {k}')}{lane_text} {stores} }}")
         for p in writes:
             lines.append(f"            reinterpret_cast<float4 *>({p})[htam_v] = htam_{p}4;")
         lines += ["        }", "        htam_tail = htam_n4 * 4;", "    }", *_scalar_tail(ew, scalar)]
@@ -260,11 +269,20 @@ def _lane_and_scalar(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str
     return lane_text, scalar
 
 
+def _index_type(ew: Elementwise) -> str:
+    """The index's type as C text for a declaration and a cast: as written, or for ``auto`` the type of its value
+    (``decltype(blockIdx.x * blockDim.x + threadIdx.x)``, ``unsigned int``), which a cast cannot name as ``auto``."""
+    if ew.type.split() != ["auto"]:
+        return ew.type
+    return f"decltype({' '.join((ew.gid.text or b'').decode().split())})"
+
+
 def _scalar_tail(ew: Elementwise, scalar: str) -> list[str]:
     """The last lines of the elementwise form's body: the grid-stride scalar loop from ``htam_tail`` (every element
     when a pointer was not aligned) with the kernel's index declared from it and the guarded code ``scalar``."""
+    typ = _index_type(ew)
     return ["    for (long long htam_j = htam_tail + htam_gid; htam_j < htam_n; htam_j += htam_stride) {",
-            f"        const {ew.type} {ew.name} = ({ew.type})htam_j;",
+            f"        const {typ} {ew.name} = ({typ})htam_j;",
             *("        " + ln.strip() if ln.strip() else "" for ln in scalar.splitlines()),
             "    }", "}"]
 
@@ -300,18 +318,29 @@ def _vector_width(unit: CudaUnit, used: list[tuple[str, Node]]) -> int | str:
     return 16 // widest
 
 
-def _generic_body(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str]], reads: list[str], writes: list[str],
-                  cond_writes: set[str], types: dict[str, str], width: int) -> str:
+def _lane_index(ew: Elementwise, uses: ElementwiseUses, element: str) -> str:
+    """The lane's own index declared under the kernel's name (``const int idx = (int)(htam_v * 4 + 1); ``), for
+    the guarded code's uses of the index other than ``P[idx]`` (``idx / cols``), or ``""`` when it has none.
+    ``element``: the lane's element number as C text."""
+    if not uses.index_uses:
+        return ""
+    typ = _index_type(ew)
+    return f"const {typ} {ew.name} = ({typ})({element}); "
+
+
+def _generic_body(unit: CudaUnit, ew: Elementwise, uses: ElementwiseUses, types: dict[str, str], width: int) -> str:
     """The elementwise form's body for elements other than all-float: a grid-stride loop over vectors of
     ``width`` elements, one ``struct alignas(width * sizeof(E)) { E v[width]; }`` per pointer (one 16-byte load or
     store for the widest type, 8- or 4-byte ones for narrower types), the guarded code once per element in an
     unrolled lane loop, each pointer's alignment checked for its own vector, and the scalar loop for the tail
-    (or everything when a pointer is not aligned). ``types``: each pointer's pointee as written (``__half``).
+    (or everything when a pointer is not aligned). ``uses``: the analysis layer's facts (the pointers moved as
+    vectors, the ``P[i]`` accesses that become a lane's element; the index's other uses, ``i / cols``, are evaluated
+    by each lane with its own index, :func:`_lane_index`). ``types``: each vector pointer's pointee as written.
 
     Idea source: NVIDIA developer blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access"
     (Luitjens, 2013); ``half2``/``__nv_bfloat162`` loads are the 4-byte case of the same idea."""
-    lane_text, scalar = _lane_and_scalar(unit, ew, subs)
-    loaded, ptrs = sorted(set(reads) | cond_writes), sorted(set(reads) | set(writes))
+    lane_text, scalar = _lane_and_scalar(unit, ew, uses.subs)
+    writes, loaded, ptrs = sorted(uses.writes), sorted(uses.reads | uses.cond_writes), uses.vectorized
     elem = {q: " ".join(w for w in types[q].split() if w not in ("const", "volatile")) for q in ptrs}
     align = " | ".join(f"(reinterpret_cast<unsigned long long>({q}) & (sizeof(htam_{q}_t) - 1))" for q in ptrs)
     lines = [
@@ -329,7 +358,7 @@ def _generic_body(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str]],
         "            for (int htam_l = 0; htam_l < htam_V; ++htam_l) {",
         "                { " + " ".join(f"{elem[q]} htam_{q} = htam_{q}_vec.v[htam_l];" if q in loaded else
                                f"{elem[q]} htam_{q};" for q in ptrs)
-        + f" {lane_text} " + " ".join(f"htam_{q}_vec.v[htam_l] = htam_{q};" for q in writes) + " }",
+        + f" {_lane_index(ew, uses, 'htam_v * htam_V + htam_l')}{lane_text} " + " ".join(f"htam_{q}_vec.v[htam_l] = htam_{q};" for q in writes) + " }",
         "            }",
         *(f"            reinterpret_cast<htam_{q}_t *>({q})[htam_v] = htam_{q}_vec;" for q in writes),
         "        }",
@@ -338,56 +367,3 @@ def _generic_body(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str]],
         *_scalar_tail(ew, scalar),
     ]
     return "\n".join(lines)
-
-
-def _pointer_uses(unit: CudaUnit, ew: Elementwise, names: list[str]
-                  ) -> tuple[set[str], set[str], set[str], list[tuple[Node, str]]] | str:
-    """How the guarded code of the elementwise form ``ew`` uses the pointers ``names``: every use must be
-    ``P[i]`` (``i`` the index, used nowhere else). Returns ``(reads, writes, cond_writes, subs)``: the pointers
-    read, written, and written only under a condition of their own, and each ``P[i]`` subscript with its pointer; or
-    why a use is another form."""
-    reads: set[str] = set()
-    writes: set[str] = set()
-    cond_writes: set[str] = set()
-    subs: list[tuple[Node, str]] = []
-    top = set(ew.stmts)
-    for s in ew.stmts:
-        for ref in syn.identifiers(s):
-            name = unit.t(ref)
-            if name == ew.name:
-                sub = ref.parent
-                while sub is not None and syn.is_subscript_arguments(sub):
-                    sub = sub.parent
-                ok = (
-                    sub is not None and syn.is_subscript(sub)
-                    and unit.t(sub.child_by_field_name("argument")) in names
-                    and unit.t(sub.child_by_field_name("indices")).strip("[] ") == ew.name
-                )
-                if not ok:
-                    use = syn.use_site(ref)
-                    return (f"{ew.name} is used other than as the index of a pointer: "
-                            f"`{' '.join(unit.t(use).split())}` on line {unit.line(use)}")
-                continue
-            if name not in names:
-                continue
-            sub = ref.parent
-            if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref or \
-                    unit.t(sub.child_by_field_name("indices")).strip("[] ") != ew.name:
-                return f"{name} is used other than as {name}[{ew.name}]"
-            subs.append((sub, name))
-            parent = sub.parent
-            if is_lvalue(sub):
-                writes.add(name)
-                stmt = parent.parent if parent is not None else None
-                compound = parent is not None and unit.t(parent.child_by_field_name("operator")) != "="
-                if compound or syn.is_update(parent):
-                    reads.add(name)
-                if stmt is None or not syn.is_expression_statement(stmt) or not (
-                    stmt in top or (stmt.parent is not None and stmt.parent in top
-                                    and syn.is_block(stmt.parent)
-                                    and ew.form == "if")
-                ):
-                    cond_writes.add(name)
-            else:
-                reads.add(name)
-    return reads, writes, cond_writes, subs

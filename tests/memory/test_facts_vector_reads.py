@@ -105,3 +105,30 @@ def test_the_scalar_tail_of_a_vectorized_loop_counts_none():
     f = _facts(VECTOR_WITH_TAIL, "scale4")
     assert f["scalar_contiguous_reads"] == 0
     assert _vectorize_applies(f) is False
+
+
+EMBED = """
+__global__ void embed(float *out, const int *tok, const float *wte, const float *wpe, int B, int T, int C)
+{
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < B * T * C) {
+        int bt = idx / C, t = bt % T, c = idx % C;
+        float *o = out + (bt / T) * T * C + t * C + c;
+        *o = wte[tok[bt] * C + c] + wpe[t * C + c];
+    }
+}
+"""
+
+
+def test_an_embedding_whose_reads_are_gathers_counts_its_element_store():
+    """One thread per element of out[b, t, c]: no read moves by 1 along threadIdx.x (they go through ``%``), but the
+    store is at the element of the thread index once split and rejoined, so the vector form has a store to widen."""
+    f = _facts(EMBED, "embed")
+    assert f["scalar_contiguous_reads"] == 0 and f["scalar_element_writes"] == 1
+    assert _vectorize_applies(f) is True
+
+
+def test_a_store_one_row_off_or_in_a_loop_counts_none():
+    off = _facts(EMBED.replace("(bt / T) * T * C", "(bt / T + 1) * T * C"), "embed")
+    assert off["scalar_element_writes"] == 0 and _vectorize_applies(off) is False
+    assert _facts(STRIDED, "col_walk")["scalar_element_writes"] == 0

@@ -167,9 +167,10 @@ int main() {{
     return run_main(text, kernel, main, tmp)
 
 
-def run_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
+def run_main(text: str, kernel: str, main: str, tmp: Path, prelude: str = "") -> list[float]:
     """Compile ``kernel``'s definition from ``text`` with ``main`` (C++ that launches it with ``HTAM_LAUNCH(gx,
-    gy, bx, by, call)`` and prints numbers) and return the printed numbers.
+    gy, bx, by, call)`` and prints numbers) and return the printed numbers; ``prelude`` (C++ text: host stand-ins
+    for device types and functions the kernel names, such as ``__half``) comes before the definition.
 
     Raises:
         ValueError: the kernel uses thread cooperation, so it cannot run one thread at a time.
@@ -182,7 +183,7 @@ def run_main(text: str, kernel: str, main: str, tmp: Path) -> list[float]:
         raise ValueError(f"{kernel} uses thread cooperation; it cannot run one thread at a time")
     cxx = compiler()
     assert cxx is not None, "no host C++ compiler"
-    (tmp / "emu.cpp").write_text(SHIM + src + main)
+    (tmp / "emu.cpp").write_text(SHIM + prelude + src + main)
     p = subprocess.run([cxx, "-O1", "-std=c++17", "-o", str(tmp / "emu"), str(tmp / "emu.cpp")],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]

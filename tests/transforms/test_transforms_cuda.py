@@ -145,9 +145,17 @@ def test_vectorize_float4_read_modify_write_loads_output(cand):
     assert "float4 htam_y4 = reinterpret_cast<const float4 *>(y)[htam_v];" in c.new_text
 
 
+def test_vectorize_gather_reads_the_table_per_lane(cand):
+    """``dst[i] = src[index[i]]``: ``index`` and ``dst`` move as vectors; the read-only table ``src``, read at
+    another address, is read by each lane as written."""
+    (c,) = cand("cuda.vectorize_float4", EW, "gather")
+    assert c.params["pointers"] == ["index", "dst"] and "htam_dst = src[htam_index];" in c.new_text
+
+
 @pytest.mark.parametrize(
     "file,kernel,needle",
-    [(EW, "gather", "src is used other than as src[i]"), ("transpose_variants.cu", "transpose_f64", "not an elementwise kernel")],
+    [("elementwise_lanes.cu", "row_flags", "flag is written or escapes at an address other than flag[idx]"),
+     ("transpose_variants.cu", "transpose_f64", "not an elementwise kernel")],
 )
 def test_vectorize_refusals(refuse, file, kernel, needle):
     assert needle in refuse("cuda.vectorize_float4", file, kernel)

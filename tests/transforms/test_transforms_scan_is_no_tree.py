@@ -136,19 +136,20 @@ def test_the_tree_steps_are_not_ranked_and_refuse_as_a_scan(name):
 
 
 def test_the_float4_refusal_of_a_loop_free_kernel_is_one_reason():
-    """A loop-free kernel the elementwise form refuses (a reversed read) gives that one reason, not also "no float4
+    """A loop-free kernel the elementwise form refuses (a reversed store) gives that one reason, not also "no float4
     loop" (it has no loop to vectorize)."""
     text = """#include <cuda_fp16.h>
 __global__ void flip(const __half* x, __half* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[n - 1 - i];
+    if (i < n) y[n - 1 - i] = x[i];
 }
 void go(const __half* x, __half* y, int n) { flip<<<(n + 255) / 256, 256>>>(x, y, n); }
 """
     model = parse_text(text, "cuda")
     res = registry.propose("cuda.vectorize_float4", model, model.kernel("flip"))
     assert isinstance(res, NotApplicable)
-    assert "x is used other than as x[i]" in res.reason and "no float4 loop" not in res.reason, res.reason
+    assert "y is written or escapes at an address other than y[i]" in res.reason, res.reason
+    assert "no float4 loop" not in res.reason, res.reason
 
 
 def test_a_tree_that_also_writes_a_mirrored_slot_is_no_scan():
