@@ -100,7 +100,7 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
         return f"the loop on line {fact.line} accumulates {names} across the row (a reduction: one warp per row fits)"
     if ew.stmts[-1] != node:
         return f"statements follow the row loop on line {fact.line}"
-    if not unit.facts.is_row_loop(fact):
+    if not unit.facts.is_row_loop(fact, groups=True):
         return (f"the loop on line {fact.line} is not an uncoalesced row loop: no access moves by 1 with {var} "
                 "and by a row across threads")
     body = node.child_by_field_name("body")

@@ -18,7 +18,7 @@ from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, stat
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import pointer_params
-from htam_core.transforms.cuda_vector_loops import vectorize_loops
+from htam_core.transforms.cuda_vector_loops import align_text, vectorize_loops, width_text
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -158,12 +158,16 @@ class CudaVectorizeFloat4(CudaTransform):
         reads, writes, cond_writes, subs = uses
         if not writes:
             return self.not_applicable(f"{kernel.name} stores nothing through its pointers")
-        f4 = width == 4 and all(value_type(unit, n, q) == "float" for n, q in used)  # type: ignore[arg-type]
+        # a type template parameter (`const scalar_t *`) stays generic whatever this unit launches: another unit may
+        # instantiate it with double, so its lanes are `16 / sizeof(scalar_t)`, never float4 nor a fixed count
+        templated = any(pf.templated for n, _ in used if (pf := unit.facts.pointer(n)) is not None)
+        f4 = width == 4 and not templated and all(value_type(unit, n, q) == "float" for n, q in used)  # type: ignore[arg-type]
         if f4:
             body_text = self._body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes)
         else:
             types = {n: element_type(unit, q) for n, q in used}  # type: ignore[arg-type]
-            body_text = _generic_body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes, types, width)
+            body_text = _generic_body(unit, ew, subs, sorted(reads), sorted(writes), cond_writes, types,
+                                      width, templated)
         return self._elementwise_candidates(unit, model, kernel, ew, names, body_text, width, f4)
 
     def _elementwise_candidates(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, ew: Elementwise,
@@ -220,8 +224,9 @@ class CudaVectorizeFloat4(CudaTransform):
         cand = self.candidate(
             model,
             f"vectorize the loop(s) on line(s) {', '.join(map(str, lines))} of {kernel.name} with 16-byte vector "
-            "loads/stores (float4 for float elements, 16 / sizeof(T) elements otherwise; scalar tail; the scalar loop "
-            "does everything when a base is not 16-byte aligned)",
+            "loads/stores (float4 for float elements, 16 / sizeof(T) elements otherwise, one vector per group where a "
+            "step walks a group of consecutive elements; scalar tail; the scalar loop does everything when a base is "
+            "not aligned)",
             {"vector_width": 4, "loops": lines},
             edits,
         )
@@ -318,12 +323,14 @@ def _vector_width(unit: CudaUnit, used: list[tuple[str, Node]]) -> int | str:
 
 
 def _generic_body(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str]], reads: list[str], writes: list[str],
-                  cond_writes: set[str], types: dict[str, str], width: int) -> str:
+                  cond_writes: set[str], types: dict[str, str], width: int, templated: bool = False) -> str:
     """The elementwise form's body for elements other than all-float: a grid-stride loop over vectors of
     ``width`` elements, one ``struct alignas(width * sizeof(E)) { E v[width]; }`` per pointer (one 16-byte load or
     store for the widest type, 8- or 4-byte ones for narrower types), the guarded code once per element in an
     unrolled lane loop, each pointer's alignment checked for its own vector, and the scalar loop for the tail
     (or everything when a pointer is not aligned). ``types``: each pointer's pointee as written (``__half``).
+    ``templated``: a pointee is a type template parameter, so the lanes are ``16 / sizeof(widest)`` as written
+    (another unit may instantiate ``double``, or a 12-byte struct: one lane then), not this unit's ``width``.
 
     Idea source: NVIDIA developer blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access"
     (Luitjens, 2013); ``half2``/``__nv_bfloat162`` loads are the 4-byte case of the same idea."""
@@ -333,8 +340,10 @@ def _generic_body(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str]],
     align = " | ".join(f"(reinterpret_cast<unsigned long long>({q}) & (sizeof(htam_{q}_t) - 1))" for q in ptrs)
     lines = [
         *_grid_stride_head(unit, ew),
-        f"    constexpr int htam_V = {width};  // elements per vector: 16 bytes of the widest element type",
-        *(f"    struct alignas(htam_V * sizeof({elem[q]})) htam_{q}_t {{ {elem[q]} v[htam_V]; }};" for q in ptrs),
+        f"    constexpr int htam_V = {width_text(sorted(set(elem.values()))) if templated else width};"
+        "  // elements per vector: 16 bytes of the widest element type",
+        *(f"    struct alignas({align_text(elem[q]) if templated else f'htam_V * sizeof({elem[q]})'}) htam_{q}_t "
+          f"{{ {elem[q]} v[htam_V]; }};" for q in ptrs),
         "    long long htam_tail = 0;",
         f"    if (({align}) == 0ull) {{",
         "        const long long htam_nv = htam_n / htam_V;",
