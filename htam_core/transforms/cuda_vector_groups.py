@@ -112,6 +112,17 @@ def _text(unit: CudaUnit, node: Node, renames: list[tuple[Node, str]]) -> str:
     return out.decode()
 
 
+def _start_text(unit: CudaUnit, node: Node) -> str:
+    """The loop variable's start as written (``0`` of ``int p = 0`` or of ``p = 0``), else ``""``."""
+    init = node.child_by_field_name("initializer")
+    if init is not None and syn.is_declaration(init):
+        ds = [d for d in init.named_children if syn.is_init_declarator(d)]
+        return unit.t(ds[0].child_by_field_name("value")) if len(ds) == 1 else ""
+    if init is not None and syn.is_assignment(init) and unit.t(init.child_by_field_name("operator")) == "=":
+        return unit.t(init.child_by_field_name("right"))
+    return ""
+
+
 def rewrite_groups(unit: CudaUnit, fact: LoopFact) -> TextEdit | str:
     """The edit moving each element group of loop ``fact`` (:meth:`KernelFacts.element_groups`) as one vector,
     with an alignment check on each thread's first groups and the loop as written as the fallback; or why not."""
@@ -122,6 +133,8 @@ def rewrite_groups(unit: CudaUnit, fact: LoopFact) -> TextEdit | str:
     why = _check(unit, fact, node, groups)
     if why is not None:
         return why
+    if not _start_text(unit, node):
+        return f"the loop on line {fact.line} does not start its one variable at a value as written"
     types = [_vector_type(unit, g) for g in groups]
     bad = next((t for t in types if isinstance(t, str)), None)
     if bad is not None:
@@ -133,9 +146,7 @@ def _edit(unit: CudaUnit, fact: LoopFact, node: Node, groups: tuple[ElementGroup
           types: list[tuple[str, str, str]]) -> TextEdit:
     """The text of :func:`rewrite_groups` for checked ``groups`` and their vector ``types``."""
     body = node.child_by_field_name("body")
-    start = unit.t(node.child_by_field_name("initializer").child_by_field_name("declarator")
-                   .child_by_field_name("value")) if syn.is_declaration(node.child_by_field_name("initializer")) \
-        else "0"
+    start = _start_text(unit, node)
     decls, stores, renames, checks = [], [], [], []
     for i, (g, (elem, vec, lane)) in enumerate(zip(groups, types, strict=True)):
         name = f"htam_g{i}"

@@ -132,3 +132,16 @@ def test_rope_same_numbers_on_the_cpu(hs, offset, tmp_path, cand):
     assert run_main(v.new_text, "rope_rows", _rope_main("3", hs, offset), tmp_path) == before
     (e,) = cand(TPE, FILE, "rope_rows")
     assert run_main(e.new_text, "rope_rows", _rope_main(f"3 * ({hs} / 2)", hs, offset), tmp_path) == before
+
+
+def test_a_loop_variable_declared_before_the_loop_starts_the_alignment_check(tmp_path):
+    from htam_core.transforms import registry
+
+    src = ("__global__ void k(float* y, const float* x, int rows, int n) {\n"
+           "  int r = blockIdx.x * blockDim.x + threadIdx.x;\n  if (r >= rows) return;\n  int p;\n"
+           "  for (p = 1; p < n; p++) { y[(size_t)r * 2 * n + 2 * p] = x[2 * p + 1]; "
+           "y[(size_t)r * 2 * n + 2 * p + 1] = x[2 * p]; }\n}\n"
+           "void g(float* y, const float* x, int rows, int n) { k<<<4, 32>>>(y, x, rows, n); }\n")
+    m = parse_text(src, "cuda", str(tmp_path / "a.cu"))
+    (c,) = registry.propose(VEC, m, m.kernel("k"))
+    assert "&x[2 * (1)]" in c.new_text and "{ htam_g0.x = htam_g1.y; htam_g0.y = htam_g1.x; }" in c.new_text
