@@ -3,8 +3,9 @@ for a thread-per-row kernel whose row loop carries nothing from one element to t
 
 A kernel ``i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { pre; for (c = 0; c < C; ++c) body(c) }``
 in which neighbouring threads walk rows ``C`` elements apart (the analysis layer's row loop: an access with
-stride 1 in ``c`` and a ``threadIdx.x`` stride that is neither 0 nor 1) makes every load and store of the loop
-uncoalesced: the 32 lanes of a warp touch 32 different rows. When the loop body is independent per element
+stride 1 in ``c``, or ``S`` in a loop over groups of ``S`` consecutive elements such as a RoPE pair loop
+``x[2 * p]``, ``x[2 * p + 1]`` (:meth:`KernelFacts.element_groups`: one thread per group then), and a
+``threadIdx.x`` stride that is neither 0 nor 1) makes every load and store of the loop uncoalesced: the 32 lanes of a warp touch 32 different rows. When the loop body is independent per element
 (no accumulator, no scalar carried across iterations, every store moves with ``c``), each element can get its
 own thread::
 
