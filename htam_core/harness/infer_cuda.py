@@ -50,9 +50,10 @@ from htam_core.harness.cu_eval import (
     param_names,
 )
 from htam_core.harness.toml_render import render_toml
-from htam_core.source.analysis import analyze
+from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis.callee_writes import callee_writes
 from htam_core.source.analysis.device_queries import in_words
+from htam_core.source.analysis.gathers import gather_indices
 from htam_core.source.analysis.launch import launch_calls, launch_config
 from htam_core.source.api import parse_text
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
@@ -532,6 +533,34 @@ def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str]
     return h
 
 
+def _index_ranges(h: Harness, found: _Found, facts: KernelFacts) -> Harness:
+    """Give each integer input drawn by ``randint`` the range its values may take as indices: a buffer whose
+    loaded values index another (the analysis layer's :func:`gather_indices`, ``table[ids[t] * C + c]``) gets
+    ``high = len(table) // C`` with ``C`` the launch's value (the least over its gathers). Where that cannot be
+    read (no such use, a stride that is no known number), the guessed ``high`` (the smallest buffer's length)
+    stays and a note, written as a comment of the spec, says it is a guess. Returns ``h``, changed in place."""
+    by_param = {found.param_of.get(a.name, a.name): (a, spec) for a, spec in zip(found.args, h.inputs, strict=False)}
+    values = {k: a.value for k, (a, _s) in by_param.items() if isinstance(a.value, int) and not a.pointer}
+    gathers = gather_indices(facts)
+    for param, (_a, spec) in by_param.items():
+        if spec.init != "randint":
+            continue
+        bounds: dict[int, str] = {}
+        for g in (g for g in gathers if g.pointer == param):
+            target = by_param.get(g.target, (None, None))[1]
+            stride = g.stride.subs({s: values[str(s)] for s in g.stride.free_symbols if str(s) in values})
+            if target is not None and target.shape and stride.is_Integer and int(stride) > 0:
+                bounds[int(target.shape[0]) // int(stride)] = f"`{target.name}` ({target.shape[0]} elements, " \
+                    f"{stride} per index: `{g.stride}`, line {g.line})"
+        if bounds:
+            spec.high = max(1, min(bounds))
+            h.notes.append(f"`{spec.name}` holds indices into {bounds[min(bounds)]}: randint over [0, {spec.high})")
+        else:
+            h.notes.append(f"`{spec.name}`: randint over [0, {spec.high}) is a guess (the smallest buffer's length): "
+                           "htam did not find how the kernel uses its values; adjust `high` to their valid range")
+    return h
+
+
 def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | None = None,
                        text: str | None = None, own_bytes: int | None = None) -> Harness:
     """Infer the harness of ``kernel_name`` from the ``main()`` of the ``.cu`` file ``path``.
@@ -569,7 +598,8 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
     main = mains[0]
     outputs, trusted = output_params(model, kernel)
     # the analysis layer's read/write facts: a pointer read and written (atomicAdd, +=) accumulates into its buffer
-    read_first = frozenset(pf.name for pf in analyze(model, kernel).pointers if pf.mode == "readwrite")
+    facts = analyze(model, kernel)
+    read_first = frozenset(pf.name for pf in facts.pointers if pf.mode == "readwrite")
     errors: list[str] = []
     for site in kernel.launch_sites or []:
         launch = launch_call(prog, site.line, kernel.name)
@@ -590,7 +620,7 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
                 found = _via_host_function(prog, fn, launch, kernel, main, p, outputs, own_bytes)
             if trusted:
                 found.notes.append(trusted)
-            return _build(found, kernel, p, read_first)
+            return _index_ranges(_build(found, kernel, p, read_first), found, facts)
         except HarnessError as e:
             errors.append(e.message)
         except (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,

@@ -3,8 +3,9 @@ for a thread-per-row kernel whose row loop carries nothing from one element to t
 
 A kernel ``i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { pre; for (c = 0; c < C; ++c) body(c) }``
 in which neighbouring threads walk rows ``C`` elements apart (the analysis layer's row loop: an access with
-stride 1 in ``c`` and a ``threadIdx.x`` stride that is neither 0 nor 1) makes every load and store of the loop
-uncoalesced: the 32 lanes of a warp touch 32 different rows. When the loop body is independent per element
+stride 1 in ``c``, or ``S`` in a loop over groups of ``S`` consecutive elements such as a RoPE pair loop
+``x[2 * p]``, ``x[2 * p + 1]`` (:meth:`KernelFacts.element_groups`: one thread per group then), and a
+``threadIdx.x`` stride that is neither 0 nor 1) makes every load and store of the loop uncoalesced: the 32 lanes of a warp touch 32 different rows. When the loop body is independent per element
 (no accumulator, no scalar carried across iterations, every store moves with ``c``), each element can get its
 own thread::
 
@@ -100,7 +101,7 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
         return f"the loop on line {fact.line} accumulates {names} across the row (a reduction: one warp per row fits)"
     if ew.stmts[-1] != node:
         return f"statements follow the row loop on line {fact.line}"
-    if not unit.facts.is_row_loop(fact):
+    if not unit.facts.is_row_loop(fact, groups=True):
         return (f"the loop on line {fact.line} is not an uncoalesced row loop: no access moves by 1 with {var} "
                 "and by a row across threads")
     body = node.child_by_field_name("body")

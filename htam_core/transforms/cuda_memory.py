@@ -16,14 +16,14 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import SIZEOF
 from htam_core.source.analysis.elementwise_uses import ElementwiseUses, elementwise_uses
 from htam_core.source.analysis.facts import PointerFacts
-from htam_core.source.analysis.forms import Elementwise, elementwise, is_global_index, is_lvalue
+from htam_core.source.analysis.forms import Elementwise, elementwise, is_global_index
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, wrap_grid
 from htam_core.transforms.base import Candidate, NotApplicable
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import pointer_params
-from htam_core.transforms.cuda_vector_loops import vectorize_loops
+from htam_core.transforms.cuda_vector_loops import align_text, vectorize_loops, width_text
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -145,12 +145,15 @@ class CudaVectorizeFloat4(CudaTransform):
         if isinstance(width, str):
             return self.not_applicable(width)
         names = [n for n, _ in vec]
-        f4 = width == 4 and all(value_type(unit, n, q) == "float" for n, q in vec)  # type: ignore[arg-type]
+        # a type template parameter (`const scalar_t *`) stays generic whatever this unit launches: another unit may
+        # instantiate it with double, so its lanes are `16 / sizeof(scalar_t)`, never float4 nor a fixed count
+        templated = any(pf.templated for n, _ in vec if (pf := unit.facts.pointer(n)) is not None)
+        f4 = width == 4 and not templated and all(value_type(unit, n, q) == "float" for n, q in vec)  # type: ignore[arg-type]
         if f4:
             body_text = self._body(unit, ew, uses)
         else:
             types = {n: element_type(unit, q) for n, q in vec}  # type: ignore[arg-type]
-            body_text = _generic_body(unit, ew, uses, types, width)
+            body_text = _generic_body(unit, ew, uses, types, width, templated)
         per_lane = list(dict.fromkeys(" ".join(unit.t(u).split()) for u in uses.index_uses))
         return self._elementwise_candidates(unit, model, kernel, ew, names, body_text, width, f4, per_lane)
 
@@ -211,8 +214,9 @@ class CudaVectorizeFloat4(CudaTransform):
         cand = self.candidate(
             model,
             f"vectorize the loop(s) on line(s) {', '.join(map(str, lines))} of {kernel.name} with 16-byte vector "
-            "loads/stores (float4 for float elements, 16 / sizeof(T) elements otherwise; scalar tail; the scalar loop "
-            "does everything when a base is not 16-byte aligned)",
+            "loads/stores (float4 for float elements, 16 / sizeof(T) elements otherwise, one vector per group where a "
+            "step walks a group of consecutive elements; scalar tail; the scalar loop does everything when a base is "
+            "not aligned)",
             {"vector_width": 4, "loops": lines},
             edits,
         )
@@ -328,7 +332,8 @@ def _lane_index(ew: Elementwise, uses: ElementwiseUses, element: str) -> str:
     return f"const {typ} {ew.name} = ({typ})({element}); "
 
 
-def _generic_body(unit: CudaUnit, ew: Elementwise, uses: ElementwiseUses, types: dict[str, str], width: int) -> str:
+def _generic_body(unit: CudaUnit, ew: Elementwise, uses: ElementwiseUses, types: dict[str, str], width: int,
+                  templated: bool = False) -> str:
     """The elementwise form's body for elements other than all-float: a grid-stride loop over vectors of
     ``width`` elements, one ``struct alignas(width * sizeof(E)) { E v[width]; }`` per pointer (one 16-byte load or
     store for the widest type, 8- or 4-byte ones for narrower types), the guarded code once per element in an
@@ -336,6 +341,8 @@ def _generic_body(unit: CudaUnit, ew: Elementwise, uses: ElementwiseUses, types:
     (or everything when a pointer is not aligned). ``uses``: the analysis layer's facts (the pointers moved as
     vectors, the ``P[i]`` accesses that become a lane's element; the index's other uses, ``i / cols``, are evaluated
     by each lane with its own index, :func:`_lane_index`). ``types``: each vector pointer's pointee as written.
+    ``templated``: a pointee is a type template parameter, so the lanes are ``16 / sizeof(widest)`` as written
+    (another unit may instantiate ``double``, or a 12-byte struct: one lane then), not this unit's ``width``.
 
     Idea source: NVIDIA developer blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access"
     (Luitjens, 2013); ``half2``/``__nv_bfloat162`` loads are the 4-byte case of the same idea."""
@@ -345,8 +352,10 @@ def _generic_body(unit: CudaUnit, ew: Elementwise, uses: ElementwiseUses, types:
     align = " | ".join(f"(reinterpret_cast<unsigned long long>({q}) & (sizeof(htam_{q}_t) - 1))" for q in ptrs)
     lines = [
         *_grid_stride_head(unit, ew),
-        f"    constexpr int htam_V = {width};  // elements per vector: 16 bytes of the widest element type",
-        *(f"    struct alignas(htam_V * sizeof({elem[q]})) htam_{q}_t {{ {elem[q]} v[htam_V]; }};" for q in ptrs),
+        f"    constexpr int htam_V = {width_text(sorted(set(elem.values()))) if templated else width};"
+        "  // elements per vector: 16 bytes of the widest element type",
+        *(f"    struct alignas({align_text(elem[q]) if templated else f'htam_V * sizeof({elem[q]})'}) htam_{q}_t "
+          f"{{ {elem[q]} v[htam_V]; }};" for q in ptrs),
         "    long long htam_tail = 0;",
         f"    if (({align}) == 0ull) {{",
         "        const long long htam_nv = htam_n / htam_V;",

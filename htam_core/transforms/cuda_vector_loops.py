@@ -51,6 +51,7 @@ from htam_core.source.analysis.forms import is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.transforms._cuda import CudaUnit, statement_list, strip_casts
 from htam_core.transforms.base import TextEdit
+from htam_core.transforms.cuda_vector_groups import rewrite_groups
 
 
 @dataclass
@@ -228,10 +229,11 @@ def _value_uses(unit: CudaUnit, body: Node, var: str, covered: set[int]) -> list
 def _element(pf: PointerFacts | None) -> str | None:
     """The element type to vector-load a pointer's elements as: ``float`` when it resolves to ``float`` (the
     float4 form), else the type as written without qualifiers (``T``, ``floatX``, ``__nv_bfloat16``); ``None``
-    when unknown."""
+    when unknown. A type template parameter stays as written even when this unit launches only ``<float>``
+    (:attr:`PointerFacts.templated`): another translation unit may instantiate it with ``double``."""
     if pf is None or not (pf.value_type or pf.element_type):
         return None
-    if pf.value_type == "float":
+    if pf.value_type == "float" and not pf.templated:
         return "float"
     words = [w for w in (pf.element_type or pf.value_type or "").split() if w not in ("const", "volatile")]
     return " ".join(words) or None
@@ -316,7 +318,7 @@ def _divides_16(elem: str) -> bool:
     return size is not None and 16 % size == 0
 
 
-def _width(types: list[str]) -> str:
+def width_text(types: list[str]) -> str:
     """The generic form's elements per step: 16 bytes of the widest element type (``16 / sizeof(T)``). A type
     whose size may not divide 16 (a template parameter, a struct: 12 or 32 bytes) gets one element per step
     then (``16 % sizeof(T) == 0 ? 16 / sizeof(T) : 1``), so the width is never 0 nor a non-power-of-two
@@ -329,7 +331,7 @@ def _width(types: list[str]) -> str:
     return f"(16 % {widest} == 0 ? 16 / {widest} : 1)"
 
 
-def _align(elem: str) -> str:
+def align_text(elem: str) -> str:
     """The ``alignas`` of the per-pointer vector struct: ``htam_V`` elements' bytes, or the element's own
     alignment when those bytes are not a power of two (a 12-byte element, or one element per step)."""
     if _divides_16(elem):
@@ -369,8 +371,8 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
     width = "4" if v.float4 else "htam_V"
     lines = ["{", f"    {t} htam_tail = 0;"]
     if not v.float4:
-        lines.append(f"    constexpr int htam_V = {_width(sorted(set(v.types)))};")
-        lines += [f"    struct alignas({_align(elem[k])}) {k}_t {{ {elem[k]} v[htam_V]; }};" for k in ptr_of]
+        lines.append(f"    constexpr int htam_V = {width_text(sorted(set(v.types)))};")
+        lines += [f"    struct alignas({align_text(elem[k])}) {k}_t {{ {elem[k]} v[htam_V]; }};" for k in ptr_of]
     lines += [
         f"    if ((({align}) & 15ull) == 0ull) {{",
         f"        const {t} htam_n4 = ({v.bound}) / {width};",
@@ -421,18 +423,22 @@ def rewrite(unit: CudaUnit, v: VecLoop) -> TextEdit:
 
 
 def vectorize_loops(unit: CudaUnit) -> tuple[list[TextEdit], list[int]] | str:
-    """Edits vectorizing every loop of the kernel that can take float4, with their lines; or why none can."""
+    """Edits vectorizing every loop of the kernel that can take float4 (or, for a loop over groups of ``S``
+    consecutive elements, one ``S``-element vector per group: :func:`rewrite_groups`), with their lines; or why
+    none can."""
     edits: list[TextEdit] = []
     lines: list[int] = []
     reasons: list[str] = []
     for fact in unit.facts.loops:
         m = match_loop(unit, fact)
-        if isinstance(m, str):
-            reasons.append(m)
+        # a loop over groups of S consecutive elements (`x[2 * p]`, `x[2 * p + 1]`): one S-element vector a group
+        g = rewrite_groups(unit, fact) if isinstance(m, str) and unit.facts.element_groups(fact) else m
+        if isinstance(g, str):
+            reasons.append(g)
             continue
         if any(e.start_byte <= fact.span[0] < e.end_byte for e in edits):
             continue
-        edits.append(rewrite(unit, m))
+        edits.append(g if isinstance(g, TextEdit) else rewrite(unit, g))
         lines.append(fact.line)
     if not edits:
         return reasons[0] if reasons else "the kernel has no loop"

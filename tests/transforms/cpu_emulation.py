@@ -29,6 +29,7 @@ SHIM = """#include <cfloat>
 struct htam_dim3 { unsigned x = 1, y = 1, z = 1; };
 static htam_dim3 threadIdx, blockIdx, blockDim, gridDim;
 struct alignas(16) float4 { float x, y, z, w; };  // the CUDA vector type, for float4-vectorized loops
+struct alignas(8) float2 { float x, y; };  // and float2, for loops over pairs of floats
 template <class T> static T __ldg(const T *p) { return *p; }  // the read-only load (float and float4 overloads)
 #define __global__
 #define __device__

@@ -33,6 +33,7 @@ from htam_core.source.analysis.facts import (
     Bound,
     ColumnSplit,
     Dim,
+    ElementGroup,
     KernelFacts,
     LaunchFacts,
     LoopFact,
@@ -58,7 +59,7 @@ from htam_core.source.model import Kernel, SourceModel
 from htam_core.types.language import traits
 
 __all__ = [
-    "BUILTINS", "DIMS", "Access", "Accumulator", "AtomicUpdate", "Barrier", "Bound", "ColumnSplit", "Dim", "KernelFacts", "LaunchFacts", "LoopFact",
+    "BUILTINS", "DIMS", "Access", "Accumulator", "AtomicUpdate", "Barrier", "Bound", "ColumnSplit", "Dim", "ElementGroup", "KernelFacts", "LaunchFacts", "LoopFact",
     "OnlineStat", "PointerAlias", "PointerFacts",
     "ThreadIndex", "Transpose", "TransposeLoop", "TritonAxis", "TritonBound", "TritonDot", "TritonFacts", "TritonLoop", "TritonMemOp", "TritonPointerType",
     "TritonReduction", "analyze",

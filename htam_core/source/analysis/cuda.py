@@ -1311,6 +1311,16 @@ def _loops_around(node: Node, src: CudaSource, index: dict[int, int]) -> tuple[t
     return tuple(loops), tuple(guarded)
 
 
+def _type_param_names(kernel: Kernel) -> set[str]:
+    """The names of the kernel's type template parameters (``typename T``, ``class scalar_t = float``)."""
+    out: set[str] = set()
+    for p in kernel.attributes.get("template_params") or []:
+        words = p.split("=")[0].replace("...", " ").split()
+        if len(words) >= 2 and words[0] in ("typename", "class"):
+            out.add(words[-1])
+    return out
+
+
 def _type_instantiations(src: CudaSource, kernel: Kernel) -> dict[str, TemplateArguments]:
     """What the kernel's launches in the unit bind each type template parameter (``typename T``, ``class T``) to,
     followed through templated host functions and dispatch macros (:func:`template_arguments`), by name."""
@@ -1338,6 +1348,7 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
     qual_macros = qualifier_macros(src.src)
     alias_of = {a: v[0] for a, v in aliases.items()}
     type_args = _type_template_bindings(src, kernel)
+    tnames = _type_param_names(kernel)
     for p in kernel.params:
         if not p.is_pointer:
             continue
@@ -1358,7 +1369,8 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         written = " ".join(elem) or None
         bound = type_args.get(written) if written else None  # a type template parameter bound at every launch
         out.append(PointerFacts(p.name, mode, reads, writes, written,  # type: ignore[arg-type]
-                                resolve_type(env, bound or written) if written else None))
+                                resolve_type(env, bound or written) if written else None,
+                                bool(written) and written in tnames))
     return tuple(out)
 
 

@@ -631,7 +631,11 @@ class PointerFacts:
         element_type: the pointee type as written (``"float"``, ``"floatX"``), or ``None``.
         value_type: the pointee type with ``typedef``/``using`` aliases resolved in the build's preprocessor
             branch (``floatX`` -> ``"float"``; :func:`~htam_core.source.analysis.types.resolve_type`); the
-            written type when it is no alias or the branch cannot be decided.
+            written type when it is no alias or the branch cannot be decided. For a type template parameter
+            (``const T *``) it is the one type every launch in the unit binds (``float``), if any.
+        templated: the written pointee is a type template parameter of the kernel (``scalar_t``): another
+            translation unit may instantiate it with any type, whatever :attr:`value_type` this unit binds, so a
+            rewrite must stay generic in it (``sizeof(scalar_t)``), never spell the bound type.
     """
 
     name: str
@@ -640,6 +644,13 @@ class PointerFacts:
     writes: tuple[Access, ...] = ()
     element_type: str | None = None
     value_type: str | None = None
+    templated: bool = False
+
+    @property
+    def float_elements(self) -> bool:
+        """The elements are ``float`` in every instantiation (aliases resolved, no type template parameter): a
+        rewrite may spell them ``float2``/``float4``."""
+        return self.value_type == "float" and not self.templated
 
 
 @dataclass(frozen=True)
@@ -949,6 +960,24 @@ class OnlineStat:
 
 
 @dataclass(frozen=True)
+class ElementGroup:
+    """One group of ``width`` consecutive elements of ``pointer`` that each step of a loop reads or writes
+    (:meth:`KernelFacts.element_groups`): the elements ``base + width * var + k``, ``0 <= k < width``.
+
+    Attributes:
+        pointer: the parameter accessed.
+        base: the group's offset from ``pointer`` outside the loop (sympy, elements).
+        width: the elements per group (the loop variable's stride in the index).
+        accesses: ``(k, access)`` of every access to the group in the loop, by ``k``.
+    """
+
+    pointer: str
+    base: sympy.Expr
+    width: int
+    accesses: tuple[tuple[int, Access], ...]
+
+
+@dataclass(frozen=True)
 class KernelFacts:
     """Everything the transforms and the static profiler know about one kernel, derived once.
 
@@ -1245,21 +1274,62 @@ class KernelFacts:
                     return a
         return None
 
-    def is_row_loop(self, loop: LoopFact) -> bool:
+    def is_row_loop(self, loop: LoopFact, groups: bool = False) -> bool:
         """True when ``loop`` walks a row owned by one thread: its trip count is a runtime value (not an
         items-per-thread loop) and inside it some global access has stride 1 in the loop variable and a
-        ``threadIdx`` stride that is neither 0 nor 1 (each thread a different row).
+        ``threadIdx`` stride that is neither 0 nor 1 (each thread a different row). ``groups``: a loop over groups
+        of ``S`` consecutive elements (:meth:`element_groups`, ``x[2 * p]``, ``x[2 * p + 1]``) walks its row too.
         """
         if loop.var is None or loop.trip_value is not None:
             return False
+        step = {1} | ({self.group_width(loop)} if groups else set())
         for a in self.accesses_in(loop):
-            if a.space != "global" or a.stride(loop.var) != 1:
+            if a.space != "global" or a.stride(loop.var) not in step:
                 continue
             for d in DIMS:
                 s = a.stride(f"threadIdx.{d}")
                 if s is not None and s != 0 and s != 1:
                     return True
         return False
+
+    def group_width(self, loop: LoopFact) -> int | None:
+        """``S`` when ``loop`` walks groups of ``S`` consecutive elements (:meth:`element_groups`), else ``None``."""
+        groups = self.element_groups(loop)
+        return groups[0].width if groups else None
+
+    def element_groups(self, loop: LoopFact) -> tuple[ElementGroup, ...]:
+        """The groups of ``S`` consecutive elements that each step of ``loop`` reads or writes, when the loop
+        walks such groups (a RoPE pair loop: ``x[2 * p]``, ``x[2 * p + 1]``; ``S`` from 2 to 16): every global
+        access inside it either does not move with the loop variable or moves by the same constant ``S``, with an
+        index ``base + S * var + k`` for a constant ``0 <= k < S``, and per pointer and ``base`` the accesses
+        touch every ``k`` of the group and the writes, if any, write every ``k`` (``px[4 * q + 3] = 1`` beside
+        ``px[4 * q + k] *= g``), so that a vector copy of the group reads or writes nothing the loop does not.
+        Empty otherwise (stride 1 is the plain row walk, :meth:`is_row_loop`).
+
+        Idea source: the vector loads of NVIDIA's "CUDA Pro Tip: Increase Performance with Vectorized Memory
+        Access" (Luitjens, 2013), applied to the element pairs of a rotary embedding (llm.c's RoPE kernels)."""
+        moving = [a for a in self.accesses_in(loop) if a.space == "global" and a.stride(loop.var or "") != 0]
+        strides = {a.stride(loop.var or "") for a in moving}
+        width = next(iter(strides)) if len(strides) == 1 else None
+        if loop.var is None or width is None or not width.is_Integer or not 2 <= int(width) <= 16:
+            return ()
+        by: dict[tuple[str, sympy.Expr], list[tuple[int, Access]]] = {}
+        v = sym(loop.var)
+        for a in moving:
+            if a.index is None or a.vector:
+                return ()
+            k, base = sympy.expand(a.index - width * v).as_coeff_Add()
+            if not k.is_Integer or not 0 <= int(k) < int(width) or base.has(v):
+                return ()
+            by.setdefault((a.pointer, base), []).append((int(k), a))
+        full = set(range(int(width)))
+        out = []
+        for (ptr, base), ks in by.items():
+            rk, wk = {k for k, a in ks if a.kind != "write"}, {k for k, a in ks if a.kind != "read"}
+            if rk | wk != full or (wk and wk != full):
+                return ()
+            out.append(ElementGroup(ptr, base, int(width), tuple(sorted(ks, key=lambda x: (x[0], x[1].span)))))
+        return tuple(out)
 
     def strided_walk(self, loop: LoopFact) -> Access | None:
         """The first global access inside ``loop`` whose element moves with the loop variable by a known stride
