@@ -154,6 +154,9 @@ def _walk_of(unit: CudaUnit, loop: Node) -> _Walk | str:
     head = _loop_header(unit, loop)
     if isinstance(head, str):
         return head
+    if any(not syn.is_continue(j) for j in syn.jumps(loop.child_by_field_name("body"))):
+        return (f"the loop on line {line} can leave early (break, return or goto): each lane would stop at its own "
+                "element")
     inner = _inner_loop(unit, loop)
     if inner is None:
         body = loop.child_by_field_name("body")
@@ -547,14 +550,17 @@ class CudaWarpPerRow(CudaTransform):
         if bad:
             return self.not_applicable(bad)
         names = ", ".join(str(r["name"]) for r in summary["reduced"]) or "none"  # type: ignore[index,union-attr]
+        exact = all(str(r["op"]).startswith(("arg", "f", "max", "min", IF_MAX))  # type: ignore[index]
+                    for r in summary["reduced"])  # type: ignore[union-attr]
+        order = "" if exact else " (float sums change order)"
         return [
             self.candidate(
                 model,
                 (f"give each column walk of {kernel.name} to a warp: its lanes split the rows ({column}; {WARP}x the "
                  f"warps in flight, but each load touches 32 rows: only a measurement says whether it pays), warp "
-                 f"all-reduce of {names}, {WARP}x the blocks (float sums change order)" if column else
+                 f"all-reduce of {names}, {WARP}x the blocks{order}" if column else
                  f"give each row of {kernel.name} to a warp: its {summary['loops']} row loop(s) stride by 32 from "
-                 f"the lane, warp all-reduce of {names}, {WARP}x the blocks (float sums change order)")
+                 f"the lane, warp all-reduce of {names}, {WARP}x the blocks{order}")
                 + ("; a block size known only at run time is rounded up to a multiple of 32" if rounded else ""),
                 {"reduced": summary["reduced"], "launches": len(unit.launches), "rounded_blocks": len(rounded)},
                 edits + grid,  # type: ignore[operator]

@@ -2,7 +2,8 @@
 all-reduced with the original's tie rule: a strict comparison keeps the first index, ``>=`` the last), a scan that
 starts from the row's first element (``best = p[0]; for (c = 1; ...)``; a sum keeps that start on lane 0 only), and
 a perfect nest of two loops read as one index range (NCHW per-channel statistics). Refused: an index that is not the
-loop variable, a last-index rule whose index starts past the loop, a triangular nest and a nest three deep.
+loop variable, a last-index rule whose index starts past the loop, a triangular nest, a nest three deep and a loop
+that can leave early (each lane would stop at its own element).
 
 Every rewrite compiles with nvcc (sm_90) and runs on the CPU (:func:`cpu_emulation.run_block_main`, one host thread
 per CUDA thread, warp shuffles included) against the original, on ragged shapes (rows shorter than a warp) with many
@@ -69,6 +70,7 @@ def test_a_perfect_nest_becomes_one_index_over_the_lanes(cand):
     ("argmax_last_from_end", "starts at `cols`, which is not a number at most the loop's start"),
     ("triangular_nest", "the inner loop on line 130 depends on a"),
     ("nest_three_deep", "nest more than two deep"),
+    ("sum_until_negative", "can leave early (break, return or goto)"),
 ])
 def test_refusals(refuse, kernel, needle):
     assert needle in refuse(TID, FILE, kernel)

@@ -315,6 +315,11 @@ def is_loop_exit(n: Node | None) -> bool:
     return n is not None and n.type in ("break_statement", "continue_statement")
 
 
+def is_continue(n: Node | None) -> bool:
+    """``n`` is a ``continue`` statement."""
+    return n is not None and n.type == "continue_statement"
+
+
 def jumps(node: Node) -> list[Node]:
     """The ``break``, ``continue``, ``return`` and ``goto`` statements under ``node`` (:data:`JUMP_KINDS`)."""
     return of_type(node, JUMP_KINDS)
