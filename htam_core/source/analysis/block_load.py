@@ -245,12 +245,16 @@ class _Split:
 
 
 def _pure(view: KernelView, node: Node) -> bool:
-    """``node`` writes nothing and calls only :data:`PURE_MATH` or casts (``static_cast``, ``float(x)``)."""
+    """``node`` writes nothing and calls only :data:`PURE_MATH` or casts (``static_cast``, ``float(x)``, and
+    ``T(x)`` of a type ``T`` the kernel body names, a template parameter for instance)."""
+    types = {view.t(t) for t in syn.type_names(view.body)}
     for n in syn.walk(node):
         if syn.is_write(n):
             return False
-        if syn.is_call(n) and view.t(n.child_by_field_name("function")) not in PURE_MATH \
-                and not side_effect_free(view.t(n)):
+        fn = view.t(n.child_by_field_name("function")) if syn.is_call(n) else None
+        args = n.child_by_field_name("arguments") if fn is not None else None
+        cast = fn in types and args is not None and len(args.named_children) == 1
+        if fn is not None and fn not in PURE_MATH and not cast and not side_effect_free(view.t(n)):
             return False
     return True
 

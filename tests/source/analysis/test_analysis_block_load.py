@@ -144,6 +144,7 @@ EXPRESSIONS = {
     "T v = T(0);\nif (i < n) v = src_ptr[i];\nsdata[tid] = fabsf(-v) / (T)lim;": ("src_ptr[j]", "fabsf(-(E)) / (T)lim",
                                                                               True),
     "T v = (i < n) ? src_ptr[i] : T(0);\nsdata[tid] = v - (T)1;": ("src_ptr[j]", "(E) - (T)1", False),
+    "T v = (i < n) ? src_ptr[i] : T(0);\nsdata[tid] = v * T(2);": ("src_ptr[j]", "(E) * T(2)", True),
     "sdata[tid] = (i < n) ? src_ptr[i] * src_ptr[i] : T(0);": ("src_ptr[j] * src_ptr[j]", "E", True),
     "sdata[tid] = (i < n) ? sqrtf(src_ptr[i]) * (T)lim : T(0);": ("sqrtf(src_ptr[j]) * (T)lim", "E", True),
 }
