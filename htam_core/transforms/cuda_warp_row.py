@@ -137,8 +137,8 @@ def _inner_loop(unit: CudaUnit, loop: Node) -> Node | None:
 
 @dataclass
 class _Walk:
-    """One loop (or perfect nest) split over the lanes: the loop variables, the body that runs per element, the
-    header edits (``None`` for a nest: the whole nest is rewritten with its all-reduce, :func:`_flat_nest`)."""
+    """One loop (or perfect 2-deep nest) to split over the lanes: the outer loop statement, the counted headers
+    (outer first), the body that runs once per element and the outer loop's line."""
 
     loop: Node
     heads: list[_Head]
