@@ -24,7 +24,10 @@ overwritten in range; its statements are replaced by the accumulation and the on
 load's register or index after the store (per-element work after the tree) is refused: with fewer blocks, the
 elements past the new grid would not reach that code. Other guard terms (``i < n && i % 2 == 0``) guard
 each element of the loop. The combine is read from the tree loop's update of the array; a sum whose value past the
-bound is not zero (``constants.is_zero_value``) is refused, since each thread would add it once.
+bound is not zero (``constants.is_zero_value``) is refused, since each thread would add it once. A slot that
+receives a per-element expression (``sdata[tid] = v * v;``, ``(i < n) ? a[i] * b[i] : 0.0f``) accumulates that
+expression of each element; the accumulator still starts at the identity, so a function of the register that does
+not keep the identity past the bound (``v + 1.0f``) is refused.
 
 Idea source: M. Harris, "Optimizing Parallel Reduction in CUDA" (NVIDIA, 2007), kernel 7 (multiple elements
 per thread, "algorithm cascading"); CUDA C++ Best Practices Guide, grid-stride loops.
@@ -122,6 +125,9 @@ def match_block_load(unit: CudaUnit) -> BlockLoad | str:
     combine = _combine_of(unit, m.array, stmts[stmts.index(m.store) + 1:])
     if combine is None:
         return f"no tree loop after the load combines {m.array} with + or {'/'.join(COMBINE_FUNCS)}"
+    if not m.identity_kept:
+        return (f"past the bound the slot receives `{m.stored_at(m.identity)}`, not the identity `{m.identity}`: "
+                "each thread would combine it once, where the kernel combines it once per slot past the bound")
     if combine == "+" and not is_zero_value(m.identity):
         return (f"the value past the bound, `{m.identity}`, is not read as zero: each thread would add it once, "
                 "where the kernel adds it once per slot past the bound")
@@ -142,6 +148,7 @@ def _accumulation(unit: CudaUnit, m: BlockLoad) -> TextEdit:
     acc, value = "htam_v", f.value_at("htam_j")
     if f.register_type is not None and f.register_type != m.etype:  # the value went through a register of its type
         value = f"({f.register_type})({value})"
+    value = f.stored_at(value)  # the per-element expression the slot received (`v * v`), of each element
     update = f"{acc} += {value};" if m.combine == "+" else f"{acc} = {m.combine}({acc}, {value});"
     if f.extra:
         update = f"if ({f.extra_at('htam_j')}) {update}"

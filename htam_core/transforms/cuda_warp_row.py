@@ -10,6 +10,16 @@ addresses ``cols`` elements apart, so every load is uncoalesced. The transform g
 * a scalar that a loop reduces (``acc += e``; ``m = fmaxf(m, e)`` and the ``fminf``/``max``/``min``/
   ``fmax``/``fmin`` forms) is all-reduced over the warp after that loop with ``__shfl_xor_sync``, so every
   lane holds the row's value, as the one thread did before;
+* an arg-max/arg-min ``if (v > best) { best = v; bi = c; }`` (the analysis layer's
+  :func:`~htam_core.source.analysis.argreduce.arg_step`) is all-reduced as the pair ``(best, bi)``: the more
+  extreme value wins, and on equal values the index the original's tie rule keeps (the first for a strict
+  comparison, the last for ``>=``/``<=``), so the lanes agree with the one thread on every tie;
+* a loop may start anywhere (``best = p[0]; for (c = 1; ...)``): the lanes start at ``start + lane``; a max, min
+  or arg step keeps its starting value in every lane (combining it again changes nothing), a sum keeps a starting
+  value other than 0 on lane 0 only, so the lanes' partial sums add up to the one thread's;
+* a perfect nest of two loops from 0 whose bounds do not depend on each other (``for n < N: for i < HW:``, the
+  per-channel statistics of an NCHW tensor) is read as one index ``f`` in ``[0, N * HW)`` (``n = f / HW``,
+  ``i = f % HW``) and split over the lanes like one loop;
 * a running max written ``if (x > m) m = x;`` is all-reduced with the same comparison, and a loop that is
   the merged max/sum pass of ``cuda.online_softmax`` (:func:`htam_core.transforms.cuda_softmax.online_pair`)
   gets an all-reduce of the ``(max, sum)`` pairs, so the two steps compose in either order;
@@ -19,19 +29,25 @@ addresses ``cols`` elements apart, so every load is uncoalesced. The transform g
   up to a multiple of 32 at the launch when nothing else in the kernel depends on it).
 
 The kernel must have exactly that shape; anything the rewrite cannot prove safe is refused with a reason
-(another use of the thread index, a loop not over ``0..n`` by 1, a scalar updated in a loop in another way,
-a sum whose starting value is not 0, a nested loop, a memory write inside a loop whose address does not
-depend on the loop variable, ...). Float sums are added in a different order, so results differ in the last
-bits. Idea sources: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"; NVIDIA developer
-blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014) for the warp-shuffle all-reduce.
+(another use of the thread index, a loop not stepping by 1 up to ``< n``, a scalar updated in a loop in another
+way, an arg step whose index is not the loop variable, a nest three deep or triangular, a memory write inside a
+loop whose address does not depend on the loop variable, ...). Float sums are added in a different order, so
+results differ in the last bits. Idea sources: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory";
+NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014) for the warp-shuffle all-reduce;
+CUB's ``ArgMax`` (a key-value reduction keeping the first index) for the pair; loop collapsing (OpenMP's
+``collapse(2)``) for the nest.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.constants import is_zero_value
+from htam_core.source.analysis.argreduce import ArgStep, arg_step
+from htam_core.source.analysis.constants import is_zero_value, literal_value
 from htam_core.source.analysis.forms import Elementwise, elementwise, is_lvalue
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.syntax import side_effect_free
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
@@ -39,6 +55,7 @@ from htam_core.transforms._cuda import (
     Launch,
     launch_dims_edit,
     references,
+    statement_list,
     wrap_grid,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -74,8 +91,19 @@ def _declared_scalars(unit: CudaUnit, stmts: list[Node]) -> dict[str, Node]:
     return out
 
 
-def _loop_header(unit: CudaUnit, loop: Node) -> tuple[str, Node, Node, Node] | str:
-    """``(var, init value node, bound node, update node)`` of ``for (int j = 0; j < E; ++j)``, or why not."""
+@dataclass(frozen=True)
+class _Head:
+    """A counted loop ``for (T var = start; var < bound; ++var)``: its nodes and the variable's declared type."""
+
+    var: str
+    start: Node
+    bound: Node
+    upd: Node
+    type: str
+
+
+def _loop_header(unit: CudaUnit, loop: Node) -> _Head | str:
+    """The :class:`_Head` of ``for (T j = S; j < E; ++j)`` (``S`` any value that does not read ``j``), or why not."""
     init, cond, upd = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
     line = unit.src[: loop.start_byte].count(b"\n") + 1
     if init is None or cond is None or upd is None:
@@ -85,8 +113,8 @@ def _loop_header(unit: CudaUnit, loop: Node) -> tuple[str, Node, Node, Node] | s
         ds = [d for d in init.named_children if syn.is_init_declarator(d)]
         if len(ds) == 1:
             var, value = unit.t(ds[0].child_by_field_name("declarator")), ds[0].child_by_field_name("value")
-    if var is None or value is None or not _is_zero(unit.t(value)):
-        return f"the loop on line {line} does not declare its variable starting at 0"
+    if var is None or value is None:
+        return f"the loop on line {line} does not declare its variable with a starting value"
     cond = syn.unwrap_parens(cond)
     if not syn.is_binary(cond) or unit.t(cond.child_by_field_name("left")) != var \
             or unit.t(cond.child_by_field_name("operator")) != "<":
@@ -97,7 +125,71 @@ def _loop_header(unit: CudaUnit, loop: Node) -> tuple[str, Node, Node, Node] | s
     step = unit.t(upd).replace(" ", "")
     if step not in (f"++{var}", f"{var}++", f"{var}+=1", f"{var}={var}+1"):
         return f"the loop on line {line} does not step {var} by 1"
-    return var, value, bound, upd
+    return _Head(var, value, bound, upd, unit.t(syn.declaration_type(init)))
+
+
+def _inner_loop(unit: CudaUnit, loop: Node) -> Node | None:
+    """The one statement of ``loop``'s body when it is itself a ``for`` loop (a perfect 2-deep nest), else ``None``."""
+    body = loop.child_by_field_name("body")
+    st = statement_list(body) if syn.is_block(body) else [body] if body is not None else []
+    return st[0] if len(st) == 1 and syn.is_for(st[0]) else None
+
+
+@dataclass
+class _Walk:
+    """One loop (or perfect 2-deep nest) to split over the lanes: the outer loop statement, the counted headers
+    (outer first), the body that runs once per element and the outer loop's line."""
+
+    loop: Node
+    heads: list[_Head]
+    body: Node
+    line: int
+
+
+def _walk_of(unit: CudaUnit, loop: Node) -> _Walk | str:
+    """The :class:`_Walk` of a loop of the guarded body, or why it cannot be split over the lanes: a loop that is
+    not counted, or a nest deeper than two, whose inner loop does not start at 0 or whose bounds depend on each
+    other."""
+    line = unit.src[: loop.start_byte].count(b"\n") + 1
+    head = _loop_header(unit, loop)
+    if isinstance(head, str):
+        return head
+    if any(not syn.is_continue(j) for j in syn.jumps(loop.child_by_field_name("body"))):
+        return (f"the loop on line {line} can leave early (break, return or goto): each lane would stop at its own "
+                "element")
+    inner = _inner_loop(unit, loop)
+    if inner is None:
+        body = loop.child_by_field_name("body")
+        if body is None or syn.loops(body):
+            return f"the loop on line {line} contains another loop that is not its only statement"
+        return _Walk(loop, [head], body, line)
+    ih = _loop_header(unit, inner)
+    if isinstance(ih, str):
+        return ih
+    body = inner.child_by_field_name("body")
+    if body is None or syn.loops(body):
+        return f"the loops on line {line} nest more than two deep"
+    if not all(_is_zero(unit.t(h.start)) for h in (head, ih)):
+        return f"the loops nested on line {line} do not both start at 0, so they cannot be read as one index"
+    if any(references(n, unit.src, head.var) for n in (ih.start, ih.bound)):
+        return f"the inner loop on line {line} depends on {head.var}, so the nest is not one index range"
+    if not all(side_effect_free(unit.t(h.bound)) for h in (head, ih)):
+        return f"a bound of the loops nested on line {line} has an effect; the nest reads each bound once"
+    return _Walk(loop, [head, ih], body, line)
+
+
+def _flat_nest(unit: CudaUnit, w: _Walk, after: str) -> TextEdit:
+    """The edit replacing a perfect nest ``for (a = 0; a < A; ++a) for (b = 0; b < B; ++b) S`` with one index
+    ``f`` in ``[0, A * B)`` split over the lanes (``a = f / B``, ``b = f % B``, the same order of elements), followed
+    by ``after`` (the all-reduces). The count is 0 when either bound is not positive, as the nest runs no step."""
+    (h1, h2), ind = w.heads, syn.indent_of(unit.src, w.loop.start_byte)
+    a, b = f"({unit.t(h1.bound)})", f"({unit.t(h2.bound)})"
+    text = (f"for (long long htam_f = {LANE}, htam_fn = {a} > 0 && {b} > 0 ? (long long){a} * {b} : 0; "
+            f"htam_f < htam_fn; htam_f += {WARP}) {{\n"
+            f"{ind}    const {h1.type} {h1.var} = ({h1.type})(htam_f / {b});\n"
+            f"{ind}    const {h2.type} {h2.var} = ({h2.type})(htam_f % {b});\n"
+            f"{ind}    {unit.t(w.body)}\n{ind}}}")
+    return unit.replace(w.loop, text + after)
 
 
 def _written_identifier(node: Node) -> Node | None:
@@ -197,6 +289,155 @@ def _column_walk(unit: CudaUnit, loop: Node) -> str | None:
             f"{acc.stride(fact.var)} elements per step of {fact.var}")
 
 
+def _arg_all_reduce(a: ArgStep, v_type: str, i_type: str, indent: str) -> str:
+    """A butterfly all-reduce of the ``(extreme, index)`` pairs of arg step ``a``: the more extreme value wins, and
+    on equal values the index the loop's tie rule keeps (the smaller for a strict comparison, else the larger), so
+    every lane ends with the pair the one thread found."""
+    better, tie, b, i = (">" if a.kind == "argmax" else "<"), ("<" if a.first else ">"), a.value, a.index
+    lines = [f"for (int htam_o = {WARP // 2}; htam_o > 0; htam_o >>= 1) {{",
+             f"    const {v_type} htam_ov = __shfl_xor_sync(0xffffffffu, {b}, htam_o);",
+             f"    const {i_type} htam_oi = __shfl_xor_sync(0xffffffffu, {i}, htam_o);",
+             f"    if (htam_ov {better} {b} || (htam_ov == {b} && htam_oi {tie} {i})) {{ {b} = htam_ov; {i} = htam_oi; }}",
+             "}"]
+    return "".join(f"\n{indent}{ln}" for ln in lines)
+
+
+def _step_of(unit: CudaUnit, n: Node, name: str, args: list[ArgStep]) -> tuple[str | None, Node]:
+    """The reduction op of the write ``n`` to ``name`` and the statement that makes the step: a sum/min/max
+    (:func:`_reduction`), a running max ``if (x > m) m = x;``, or one half of an arg step (``"argmax"``, ``"argmax
+    index"``)."""
+    arg = next((a for a in args if a.stmt.start_byte <= n.start_byte < a.stmt.end_byte
+                and name in (a.value, a.index)), None)
+    if arg is not None:
+        return arg.kind + ("" if name == arg.value else " index"), arg.stmt
+    op, step = _reduction(unit, n, name), n
+    guarded = _guarded_max(unit, n, name)
+    return (IF_MAX, guarded) if op is None and guarded is not None else (op, step)
+
+
+def _body_steps(unit: CudaUnit, w: _Walk, scalars: dict[str, Node]) -> tuple[dict[str, str], list[ArgStep]] | str:
+    """The reduction steps of a walk's body: ``name -> op`` and the arg steps, or why a write is none of them."""
+    body, line, loop_vars = w.body, w.line, [h.var for h in w.heads]
+    local = set(_declared_scalars(unit, [c for c in syn.walk(body) if syn.is_declaration(c)]))
+    args = [a for n in syn.walk(body) if syn.is_if(n) and (a := arg_step(unit.src, n)) is not None]
+    ops: dict[str, str] = {}
+    for n in syn.walk(body):
+        ident = _written_identifier(n) if syn.is_write(n) else None
+        name = unit.t(ident) if ident is not None else None
+        if name is None or name in local:
+            continue
+        if name in loop_vars:
+            return f"the loop on line {line} modifies {name}"
+        if name not in scalars:
+            return f"the loop on line {line} writes {name}, which is not a local of the guarded body"
+        op, step = _step_of(unit, n, name, args)
+        if op is None or name in ops:
+            return (f"the loop on line {line} updates {name} in a way that is not one sum/max/min/arg-max/arg-min "
+                    "reduction step")
+        ops[name] = op
+        if any(not (step.start_byte <= r.start_byte < step.end_byte) for r in references(body, unit.src, name)):
+            return (f"the loop on line {line} reads {name} while it reduces into it; a lane holds only a "
+                    "partial value there")
+    used = [a for a in args if ops.get(a.value) == a.kind]
+    return {k: v for k, v in ops.items() if not v.startswith("arg")}, used
+
+
+def _init_of(scalars: dict[str, Node], name: str) -> Node | None:
+    decl = scalars[name]
+    return decl.child_by_field_name("value") if syn.is_init_declarator(decl) else None
+
+
+def _arg_problem(unit: CudaUnit, a: ArgStep, w: _Walk, scalars: dict[str, Node]) -> str | None:
+    """Why arg step ``a`` of walk ``w`` cannot be split over lanes, or ``None``: the index it keeps must be the
+    loop's own variable (lanes meet its values in increasing order), be initialized, and, for a tie rule that keeps
+    the last index, start no larger than the loop (a lane that saw no element must lose every tie)."""
+    var = w.heads[-1].var
+    if len(w.heads) != 1 or unit.t(a.index_value) != var:
+        return f"the loop on line {w.line} keeps {a.index} = `{unit.t(a.index_value)}`, not its own variable {var}"
+    if a.index not in scalars or a.value not in scalars:
+        return f"the loop on line {w.line} keeps {a.value} and {a.index}, which are not both locals of the guarded body"
+    init = _init_of(scalars, a.index)
+    if init is None or _init_of(scalars, a.value) is None:
+        return f"{a.value} or {a.index} has no starting value before the loop on line {w.line}"
+    i0, s0 = literal_value(unit.t(init)), literal_value(unit.t(w.heads[0].start))
+    if not a.first and (i0 is None or s0 is None or i0 > s0):
+        return (f"{a.index} keeps the last index of the extreme and starts at `{unit.t(init)}`, which is not a "
+                f"number at most the loop's start: a lane that sees no element could win a tie")
+    return None
+
+
+def _sum_edits(unit: CudaUnit, name: str, w: _Walk, scalars: dict[str, Node]) -> list[TextEdit] | str:
+    """The edits for a sum ``name`` split over lanes: none when it starts at 0; else its starting value stays on lane
+    0 (the others start at 0), so the lanes' partial sums add up to the one thread's. Refused when it has no
+    starting value or is changed between its declaration and the loop."""
+    decl, init = scalars[name], _init_of(scalars, name)
+    if init is None:
+        return f"the sum {name} has no starting value before the loop on line {w.line}"
+    if any(decl.end_byte <= r.start_byte < w.loop.start_byte and is_lvalue(r)
+           for r in references(unit.body, unit.src, name)):
+        return f"{name} is changed before the loop on line {w.line} sums into it"
+    if _is_zero(unit.t(init)):
+        return []
+    stmt = decl.parent
+    while stmt is not None and not syn.is_declaration(stmt):
+        stmt = stmt.parent
+    if syn.is_deduced_type(syn.declaration_type(stmt)):
+        return f"the sum {name} starts at `{unit.t(init)}` and is declared auto: lanes 1..31 need a typed zero"
+    return [unit.replace(init, f"{LANE} == 0 ? ({unit.t(init)}) : ({_scalar_type(unit, decl)})0")]
+
+
+def _loop_edits(unit: CudaUnit, loop: Node, scalars: dict[str, Node]) -> tuple[list[TextEdit], list[dict[str, str]]] | str:
+    """The edits splitting one loop (or perfect nest) of the guarded body over the lanes and all-reducing what it
+    reduces, with the summary of the reductions, or why it cannot."""
+    w = _walk_of(unit, loop)
+    if isinstance(w, str):
+        return w
+    indent = syn.indent_of(unit.src, loop.start_byte)
+    pair = online_pair(unit, w.body) if len(w.heads) == 1 else None
+    if pair is not None:
+        why = _online_pair_check(unit, scalars, pair, w.line)
+        if why:
+            return why
+        m_type, s_type = (_scalar_type(unit, scalars[n]) for n in (pair.m, pair.s))
+        after = "\n" + pair_all_reduce(pair.m, pair.s, m_type, s_type, pair.fn, pair.exp, "0xffffffffu", indent)
+        return _split_edits(unit, w, after), [{"name": f"{pair.m}, {pair.s}", "op": "online max/sum"}]
+    steps = _body_steps(unit, w, scalars)
+    if isinstance(steps, str):
+        return steps
+    ops, args = steps
+    for wr in _writes_memory(w.body):
+        target = wr.child_by_field_name("left") if syn.is_assignment(wr) else wr.child_by_field_name("argument")
+        if not any(references(target, unit.src, h.var) for h in w.heads):
+            return (f"the loop on line {w.line} writes {unit.t(target)}, whose address does not depend on "
+                    f"{w.heads[-1].var}")
+    edits: list[TextEdit] = []
+    for name in [n for n, o in ops.items() if o == "+"]:
+        e = _sum_edits(unit, name, w, scalars)
+        if isinstance(e, str):
+            return e
+        edits += e
+    why = next((p for a in args if (p := _arg_problem(unit, a, w, scalars))), None)
+    if why:
+        return why
+    after = "".join(_all_reduce(n, o, indent) for n, o in ops.items()) + "".join(
+        _arg_all_reduce(a, _scalar_type(unit, scalars[a.value]), _scalar_type(unit, scalars[a.index]), indent)
+        for a in args)
+    reduced = [{"name": n, "op": o} for n, o in ops.items()] + [
+        {"name": f"{a.value}, {a.index}", "op": f"{a.kind} ({'first' if a.first else 'last'} index)"} for a in args]
+    return edits + _split_edits(unit, w, after), reduced
+
+
+def _split_edits(unit: CudaUnit, w: _Walk, after: str) -> list[TextEdit]:
+    """The edits giving a walk's elements to the lanes (start at ``start + lane``, step 32; a nest flattened,
+    :func:`_flat_nest`) and inserting ``after`` (the all-reduces) behind the loop."""
+    if len(w.heads) == 2:
+        return [_flat_nest(unit, w, after)]
+    h = w.heads[0]
+    start = LANE if _is_zero(unit.t(h.start)) else f"({unit.t(h.start)}) + {LANE}"
+    edits = [unit.replace(h.start, start), unit.replace(h.upd, f"{h.var} += {WARP}")]
+    return edits + ([unit.insert(w.loop.end_byte, after)] if after else [])
+
+
 def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dict[str, object]] | str:
     """The kernel-body edits of the rewrite and a summary (reduced scalars, loops), or why it is refused."""
     if LANE in unit.t(unit.body):
@@ -212,77 +453,11 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
     edits: list[TextEdit] = []
     reduced: list[dict[str, str]] = []
     for loop in loops:
-        head = _loop_header(unit, loop)
-        if isinstance(head, str):
-            return head
-        var, value, _bound, upd = head
-        body = loop.child_by_field_name("body")
-        line = unit.src[: loop.start_byte].count(b"\n") + 1
-        if body is None or syn.loops(body):
-            return f"the loop on line {line} contains another loop"
-        local = set(_declared_scalars(unit, [c for c in syn.walk(body) if syn.is_declaration(c)]))
-        pair = online_pair(unit, body)
-        if pair is not None:
-            why = _online_pair_check(unit, scalars, pair, line)
-            if why:
-                return why
-            edits.append(unit.replace(value, LANE))
-            edits.append(unit.replace(upd, f"{var} += {WARP}"))
-            indent = syn.indent_of(unit.src, loop.start_byte)
-            m_type, s_type = (_scalar_type(unit, scalars[n]) for n in (pair.m, pair.s))
-            edits.append(unit.insert(loop.end_byte, "\n" + pair_all_reduce(
-                pair.m, pair.s, m_type, s_type, pair.fn, pair.exp, "0xffffffffu", indent)))
-            reduced.append({"name": f"{pair.m}, {pair.s}", "op": "online max/sum"})
-            continue
-        ops: dict[str, str] = {}
-        for n in syn.walk(body):
-            if not syn.is_write(n):
-                continue
-            ident = _written_identifier(n)
-            if ident is None:
-                continue
-            name = unit.t(ident)
-            if name == var:
-                return f"the loop on line {line} modifies {var}"
-            if name in local:
-                continue
-            if name not in scalars:
-                return f"the loop on line {line} writes {name}, which is not a local of the guarded body"
-            op, step = _reduction(unit, n, name), n
-            guarded = _guarded_max(unit, n, name)
-            if op is None and guarded is not None:
-                op, step = IF_MAX, guarded
-            if op is None or name in ops:
-                return (f"the loop on line {line} updates {name} in a way that is not one sum/max/min reduction "
-                        "step")
-            ops[name] = op
-            others = [r for r in references(body, unit.src, name)
-                      if not (step.start_byte <= r.start_byte < step.end_byte)]
-            if others:
-                return (f"the loop on line {line} reads {name} while it reduces into it; a lane holds only a "
-                        "partial value there")
-        for w in _writes_memory(body):
-            target = w.child_by_field_name("left") if syn.is_assignment(w) else \
-                w.child_by_field_name("argument")
-            if not references(target, unit.src, var):
-                return f"the loop on line {line} writes {unit.t(target)}, whose address does not depend on {var}"
-        for name, op in ops.items():
-            if op != "+":
-                continue
-            decl = scalars[name]
-            init = decl.child_by_field_name("value") if syn.is_init_declarator(decl) else None
-            if init is None or not _is_zero(unit.t(init)):
-                return f"the sum {name} does not start at 0, so a per-lane partial sum would count it 32 times"
-            between = [r for r in references(unit.body, unit.src, name)
-                       if decl.end_byte <= r.start_byte < loop.start_byte and is_lvalue(r)]
-            if between:
-                return f"{name} is changed before the loop on line {line} sums into it"
-        edits.append(unit.replace(value, LANE))
-        edits.append(unit.replace(upd, f"{var} += {WARP}"))
-        indent = syn.indent_of(unit.src, loop.start_byte)
-        if ops:
-            edits.append(unit.insert(loop.end_byte, "".join(_all_reduce(n, o, indent) for n, o in ops.items())))
-            reduced += [{"name": n, "op": o} for n, o in ops.items()]
+        got = _loop_edits(unit, loop, scalars)
+        if isinstance(got, str):
+            return got
+        edits += got[0]
+        reduced += got[1]
     for s in stmts:
         if syn.is_for(s):
             continue
@@ -368,20 +543,24 @@ class CudaWarpPerRow(CudaTransform):
             return self.not_applicable(f"{kernel.name}'s loops do not walk a row owned by one thread (its lanes "
                                        "already take neighbouring elements) and reduce nothing: a warp per row "
                                        "would only stride the lanes over the loop")
-        column = next((w for w in (_column_walk(unit, s) for s in ew.stmts if syn.is_for(s)) if w), None)
+        column = next((w for w in (_column_walk(unit, _inner_loop(unit, s) or s) for s in ew.stmts if syn.is_for(s))
+                       if w), None)
         grid = [wrap_grid(unit, la, "({}) * " + str(WARP)) for la in unit.launches] + rounded
         bad = next((g for g in grid if isinstance(g, str)), None)
         if bad:
             return self.not_applicable(bad)
         names = ", ".join(str(r["name"]) for r in summary["reduced"]) or "none"  # type: ignore[index,union-attr]
+        exact = all(str(r["op"]).startswith(("arg", "f", "max", "min", IF_MAX))  # type: ignore[index]
+                    for r in summary["reduced"])  # type: ignore[union-attr]
+        order = "" if exact else " (float sums change order)"
         return [
             self.candidate(
                 model,
                 (f"give each column walk of {kernel.name} to a warp: its lanes split the rows ({column}; {WARP}x the "
                  f"warps in flight, but each load touches 32 rows: only a measurement says whether it pays), warp "
-                 f"all-reduce of {names}, {WARP}x the blocks (float sums change order)" if column else
+                 f"all-reduce of {names}, {WARP}x the blocks{order}" if column else
                  f"give each row of {kernel.name} to a warp: its {summary['loops']} row loop(s) stride by 32 from "
-                 f"the lane, warp all-reduce of {names}, {WARP}x the blocks (float sums change order)")
+                 f"the lane, warp all-reduce of {names}, {WARP}x the blocks{order}")
                 + ("; a block size known only at run time is rounded up to a multiple of 32" if rounded else ""),
                 {"reduced": summary["reduced"], "launches": len(unit.launches), "rounded_blocks": len(rounded)},
                 edits + grid,  # type: ignore[operator]

@@ -1,7 +1,7 @@
 """Run a 1-D CUDA kernel on the CPU, to compare a transform's output with its input numerically on a machine
 without a GPU: one thread at a time (:func:`run_main`, kernels without cooperation), or one block at a time with a
 host thread per CUDA thread (:func:`run_block_main`: ``__syncthreads``, ``__shared__``, ``atomicAdd`` and warp
-shuffles).
+shuffles: ``__shfl_sync``, ``__shfl_down_sync``, ``__shfl_xor_sync``).
 
 The kernel's own definition (from the source model) is compiled with the host C++ compiler behind a small shim:
 ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` are globals, ``__global__``/``__restrict__`` vanish, and the
@@ -95,6 +95,7 @@ template <class T> static T __shfl_sync(unsigned, T v, int src) {
     htam_xchg[htam_warp][htam_lane] = (double)v; htam_warp_bar[htam_warp]->arrive_and_wait();
     T r = (T)htam_xchg[htam_warp][src & 31]; htam_warp_bar[htam_warp]->arrive_and_wait(); return r;
 }
+template <class T> static T __shfl_xor_sync(unsigned m, T v, int d) { return __shfl_sync(m, v, (int)(htam_lane ^ d)); }
 template <class T> static T __shfl_down_sync(unsigned m, T v, unsigned d) {
     return __shfl_sync(m, v, htam_lane + d < 32 ? (int)(htam_lane + d) : (int)htam_lane);
 }

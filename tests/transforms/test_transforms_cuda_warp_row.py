@@ -43,13 +43,18 @@ def test_suite_kernels(cand):
 
 @pytest.mark.parametrize("kernel,needle", [
     ("row_prefix", "reads acc while it reduces"),
-    ("row_sum_bias", "does not start at 0"),
     ("row_sum_odd_block", "not a constant multiple of 32"),
     ("row_write_in_loop", "does not depend on j"),
     ("row_step_two", "does not step j by 1"),
 ])
 def test_refusals(refuse, kernel, needle):
     assert needle in refuse("cuda.warp_per_row", F, kernel)
+
+
+def test_a_sum_that_starts_at_a_bias_keeps_it_on_lane_0(cand):
+    """The lanes' partial sums add up to the one thread's: only lane 0 starts at the bias (the others at 0)."""
+    (c,) = cand("cuda.warp_per_row", F, "row_sum_bias")
+    assert "float acc = htam_lane == 0 ? (bias) : (float)0;" in c.new_text
 
 
 def test_not_a_row_kernel(refuse):

@@ -13,6 +13,16 @@ shared slot. Kernel developers spell that in several equivalent ways; all of the
     if (i < n) sdata[tid] = in[i]; else sdata[tid] = 0.0f;    // an if/else store
     sdata[tid] = 0.0f; if (i < n) sdata[tid] = in[i];         // the identity stored, then overwritten in range
 
+The slot may also receive a per-element expression of the loaded value, on either side of the guard::
+
+    sdata[tid] = (i < n) ? in[i] * in[i] : 0.0f;              // f(in[i]) in the guarded branch
+    sdata[tid] = (i < n) ? a[i] * b[i] : 0.0f;                // several reads at the same index
+    float v = (i < n) ? in[i] : 0.0f; sdata[tid] = v * v;     // f(register) stored: past the bound, f(identity)
+
+An expression is accepted when it has no effect, calls only :data:`PURE_MATH`, and reads no other value that
+differs between threads; a function of the register (:attr:`GuardedLoad.stored`) stores ``f(identity)`` past the
+bound, which :attr:`GuardedLoad.identity_kept` tells apart from the identity itself.
+
 :func:`guarded_block_load` reads any of them as one :class:`GuardedLoad`: the statements it spans, the register
 if any (and whether code after the store still reads it), the shared array and slot, the global thread index
 ``i``, the bound ``n`` and any other guard terms (``i < n && i % 2 == 0``), the source pointer and the identity.
@@ -28,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.analysis.facts import Access
 from htam_core.source.analysis.forms import KernelView
 from htam_core.source.analysis.guards import GuardTerm, positive_terms
@@ -35,7 +46,13 @@ from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.syntax import side_effect_free, statements, strip_casts, unwrap_parens
 from htam_core.source.analysis.uniformity import kernel_uniformity, thread_uniform
 
-__all__ = ["GuardedLoad", "NO_LOAD", "guarded_block_load"]
+__all__ = ["GuardedLoad", "NO_LOAD", "PURE_MATH", "guarded_block_load"]
+
+#: Math functions without effect that a per-element expression stored into the slot may call.
+PURE_MATH = frozenset({"fabsf", "fabs", "abs", "sqrtf", "sqrt", "expf", "exp", "__expf", "logf", "log", "__logf",
+                       "tanhf", "tanh", "fmaxf", "fminf", "fmax", "fmin", "max", "min"})
+#: The one-argument ones of :data:`PURE_MATH` that map zero to zero.
+_ZERO_KEEPING = frozenset({"fabsf", "fabs", "abs", "sqrtf", "sqrt", "tanhf", "tanh"})
 
 #: Why a kernel has no guarded block load at all (no statement of the body reads as one).
 NO_LOAD = ("no one-element load into a shared slot guarded by the global index (`shared[tid] = (i < n) ? in[i] : "
@@ -65,6 +82,10 @@ class GuardedLoad:
             ``None`` (the value then keeps the type it is stored with).
         register_read_after: code after the store reads :attr:`register`.
         index_read_after: code after the store reads :attr:`index` (per-element work after the tree).
+        stored: the expression of the register stored into the slot (``v * v``), split at the register's uses;
+            empty when the register itself is stored.
+        identity_kept: past the bound the slot receives :attr:`identity` itself (no :attr:`stored` function, or
+            a zero identity that the function keeps zero: ``v * v``, ``fabsf(v)``, ``v * scale``).
     """
 
     stmts: tuple[Node, ...]
@@ -83,6 +104,12 @@ class GuardedLoad:
     register_type: str | None = None
     register_read_after: bool = False
     index_read_after: bool = False
+    stored: tuple[str, ...] = ()
+    identity_kept: bool = True
+
+    def stored_at(self, value: str) -> str:
+        """What the slot receives for the element ``value`` (C text): :attr:`stored` applied to it, else ``value``."""
+        return f"({value})".join(self.stored) if self.stored else value
 
     def value_at(self, name: str) -> str:
         """The loaded value for index ``name`` (a C identifier): ``"in[name]"``, casts as written."""
@@ -217,15 +244,74 @@ class _Split:
     terms: list[GuardTerm]
 
 
+def _pure(view: KernelView, node: Node) -> bool:
+    """``node`` writes nothing and calls only :data:`PURE_MATH` or casts (``static_cast``, ``float(x)``, and
+    ``T(x)`` of a type ``T`` the kernel body names, a template parameter for instance)."""
+    types = {view.t(t) for t in syn.type_names(view.body)}
+    for n in syn.walk(node):
+        if syn.is_write(n):
+            return False
+        fn = view.t(n.child_by_field_name("function")) if syn.is_call(n) else None
+        args = n.child_by_field_name("arguments") if fn is not None else None
+        cast = fn in types and args is not None and len(args.named_children) == 1
+        if fn is not None and fn not in PURE_MATH and not cast and not side_effect_free(view.t(n)):
+            return False
+    return True
+
+
+def _per_element(view: KernelView, node: Node, skip: list[Node]) -> bool:
+    """``node`` is a per-element expression: :func:`_pure`, and every name it reads outside the nodes of ``skip``
+    (the loads, the register) and the called functions is the same in every thread (:func:`_uniform`)."""
+    spans = [(k.start_byte, k.end_byte) for k in skip]
+    for n in syn.identifiers(node):
+        inside = any(a <= n.start_byte < b for a, b in spans)
+        called = n.parent is not None and syn.is_call(n.parent) and n.parent.child_by_field_name("function") == n
+        if not inside and not called and not _uniform(view, n):
+            return False
+    return _pure(view, node)
+
+
+def _reads_in(view: KernelView, load: Node) -> tuple[Access, Node] | None:
+    """The first global read of a per-element expression ``load`` (``in[i] * in[i]``, ``a[i] * b[i]``) and its
+    subscript, when all its global reads are at the same index and it is :func:`_per_element`; else ``None``."""
+    found = [(a, n) for n in syn.subscripts(load) if (a := _access(view, n)) is not None and a.space == "global"]
+    if not found or any(a.kind != "read" or a.index_text != found[0][0].index_text for a, _ in found):
+        return None
+    return found[0] if _per_element(view, load, [n for _, n in found]) else None
+
+
 def _split_load(view: KernelView, g: _Guarded) -> _Split | None:
     """The :class:`_Split` of a guarded value with a global read in one branch (the condition negated when the
-    read is in the ``else`` branch)."""
+    read is in the ``else`` branch): the read itself (casts allowed) or a per-element expression of reads at
+    one index (:func:`_reads_in`)."""
     for load, ident, exit_ in ((g.yes, g.no, False), (g.no, g.yes, True)):
         node = strip_casts(load)
         acc = _access(view, node) if syn.is_subscript(node) else None
+        if acc is None and not syn.is_subscript(node) and (found := _reads_in(view, load)) is not None:
+            acc, node = found
         if acc is not None and acc.space == "global" and acc.kind == "read":
             return _Split(acc, node, unwrap_parens(load), ident, positive_terms(g.cond, view.src, exit_))
     return None
+
+
+def _keeps_zero(view: KernelView, node: Node, name: str) -> bool:
+    """``node`` is zero whenever the name ``name`` is: ``name`` itself, a product or quotient with a factor that
+    is, a sum or difference of such, a negation, a cast, or a :data:`_ZERO_KEEPING` call of such."""
+    node = strip_casts(node)
+    if syn.is_identifier(node):
+        return view.t(node) == name
+    if syn.is_unary(node) and view.t(node.child_by_field_name("operator")) == "-":
+        return _keeps_zero(view, node.child_by_field_name("argument"), name)
+    if syn.is_call(node):
+        args = node.child_by_field_name("arguments").named_children
+        return (view.t(node.child_by_field_name("function")) in _ZERO_KEEPING and len(args) == 1
+                and _keeps_zero(view, args[0], name))
+    if not syn.is_binary(node):
+        return False
+    op, left, right = (node.child_by_field_name(f) for f in ("operator", "left", "right"))
+    zl, zr = _keeps_zero(view, left, name), _keeps_zero(view, right, name)
+    return {"*": zl or zr, "/": zl and not syn.references(right, view.src, name),
+            "+": zl and zr, "-": zl and zr}.get(view.t(op), False)
 
 
 def _uniform(view: KernelView, node: Node) -> bool:
@@ -264,21 +350,36 @@ def _extra_parts(view: KernelView, term: GuardTerm, index: str) -> tuple[str, ..
     return tuple(parts)
 
 
-def _store_of(view: KernelView, stmts: list[Node], g: _Guarded) -> tuple[int, Access, str | None] | None:
-    """``(statement number, shared write, register)`` of the store of guarded value ``g``: the definition itself
-    when its target is a shared slot, else the next statement ``array[slot] = register;``."""
+def _stored(view: KernelView, value: Node, register: str) -> Node | None:
+    """The per-element function of ``register`` that a store writes (``v * v``, ``fabsf(v)``), ``None`` when it
+    stores the register itself or something else (another per-thread value, an effect)."""
+    uses = syn.references(value, view.src, register)
+    if not uses or view.t(unwrap_parens(value)) == register or not _per_element(view, value, uses):
+        return None
+    return value
+
+
+def _store_of(view: KernelView, stmts: list[Node], g: _Guarded
+              ) -> tuple[int, Access, str | None, Node | None] | None:
+    """``(statement number, shared write, register, stored function)`` of the store of guarded value ``g``: the
+    definition itself when its target is a shared slot, else the next statement ``array[slot] = register;`` or
+    ``array[slot] = f(register);`` (the function's node then last)."""
     target = _access(view, g.target) if syn.is_subscript(g.target) else None
     if target is not None:
-        return (g.last, target, None) if target.space == "shared" and target.kind == "write" else None
+        return (g.last, target, None, None) if target.space == "shared" and target.kind == "write" else None
     if not syn.is_identifier(g.target) or g.last + 1 >= len(stmts):
         return None
     found = _assignment(view, stmts[g.last + 1])
-    if found is None or view.t(unwrap_parens(found[1])) != view.t(g.target) or not syn.is_subscript(found[0]):
+    if found is None or not syn.is_subscript(found[0]):
+        return None
+    reg = view.t(g.target)
+    fn = None if view.t(unwrap_parens(found[1])) == reg else _stored(view, found[1], reg)
+    if view.t(unwrap_parens(found[1])) != reg and fn is None:
         return None
     write = _access(view, found[0])
     if write is None or write.space != "shared" or write.kind != "write":
         return None
-    return g.last + 1, write, view.t(g.target)
+    return g.last + 1, write, reg, fn
 
 
 def _bare_declaration(view: KernelView, stmt: Node, name: str) -> bool:
@@ -331,7 +432,7 @@ def _load_at(view: KernelView, stmts: list[Node], k: int) -> GuardedLoad | str |
     if isinstance(guard, str):
         return guard
     var, bound, extra = guard
-    last, write, register = store
+    last, write, register, fn = store
     after = {view.t(r) for s in stmts[last + 1:] for r in syn.identifiers(s)}
     if register and k > 0 and not g.declared and _bare_declaration(view, stmts[k - 1], register):
         k -= 1  # `float v;` right before: the register's declaration belongs to the load
@@ -339,7 +440,15 @@ def _load_at(view: KernelView, stmts: list[Node], k: int) -> GuardedLoad | str |
     return GuardedLoad(tuple(stmts[k:last + 1]), stmts[last], write.pointer, write.index_text, var, view.t(bound),
                        tuple(extra), view.t(sp.node.child_by_field_name("argument")),
                        tuple(_pieces(view, sp.value, var)), view.t(sp.ident), sp.acc, write, register, rtype,
-                       register in after, var in after)
+                       register in after, var in after, *_stored_parts(view, fn, register, view.t(sp.ident)))
+
+
+def _stored_parts(view: KernelView, fn: Node | None, register: str | None, identity: str
+                  ) -> tuple[tuple[str, ...], bool]:
+    """``(GuardedLoad.stored, GuardedLoad.identity_kept)`` of the stored function ``fn`` of ``register``."""
+    if fn is None or register is None:
+        return (), True
+    return tuple(_pieces(view, fn, register)), is_zero_value(identity) and _keeps_zero(view, fn, register)
 
 
 def guarded_block_load(view: KernelView) -> GuardedLoad | str:

@@ -140,6 +140,11 @@ def declaration_type(decl: Node | None) -> Node | None:
     return decl.child_by_field_name("type") if decl is not None else None
 
 
+def is_deduced_type(n: Node | None) -> bool:
+    """``n`` is a type deduced from the initializer (``auto``, ``decltype(auto)``: the placeholder of C++)."""
+    return n is not None and n.type == "placeholder_type_specifier"
+
+
 def declarations(node: Node) -> list[Node]:
     """The C/CUDA declaration statements under ``node``."""
     return of_type(node, "declaration")
@@ -314,6 +319,11 @@ def is_compound_statement(n: Node | None) -> bool:
 def is_loop_exit(n: Node | None) -> bool:
     """``n`` is a ``break`` or ``continue`` statement."""
     return n is not None and n.type in ("break_statement", "continue_statement")
+
+
+def is_continue(n: Node | None) -> bool:
+    """``n`` is a ``continue`` statement."""
+    return n is not None and n.type == "continue_statement"
 
 
 def jumps(node: Node) -> list[Node]:

@@ -135,3 +135,34 @@ def test_why_a_guarded_load_is_not_the_form(load: str, needle: str) -> None:
 ])
 def test_other_code_is_no_guarded_load(load: str) -> None:
     assert guarded_block_load(_view(_kernel(load))) == NO_LOAD
+
+
+#: a per-element expression stored into the slot -> (value for index j, what the slot gets for element E, identity
+#: kept past the bound)
+EXPRESSIONS = {
+    "T v = (i < n) ? src_ptr[i] : T(0);\nsdata[tid] = v * v;": ("src_ptr[j]", "(E) * (E)", True),
+    "T v = T(0);\nif (i < n) v = src_ptr[i];\nsdata[tid] = fabsf(-v) / (T)lim;": ("src_ptr[j]", "fabsf(-(E)) / (T)lim",
+                                                                              True),
+    "T v = (i < n) ? src_ptr[i] : T(0);\nsdata[tid] = v - (T)1;": ("src_ptr[j]", "(E) - (T)1", False),
+    "T v = (i < n) ? src_ptr[i] : T(0);\nsdata[tid] = v * T(2);": ("src_ptr[j]", "(E) * T(2)", True),
+    "sdata[tid] = (i < n) ? src_ptr[i] * src_ptr[i] : T(0);": ("src_ptr[j] * src_ptr[j]", "E", True),
+    "sdata[tid] = (i < n) ? sqrtf(src_ptr[i]) * (T)lim : T(0);": ("sqrtf(src_ptr[j]) * (T)lim", "E", True),
+}
+
+
+@pytest.mark.parametrize("load", list(EXPRESSIONS))
+def test_a_per_element_expression_of_the_load_is_read(load: str) -> None:
+    value, stored, kept = EXPRESSIONS[load]
+    g = guarded_block_load(_view(_kernel(load)))
+    assert isinstance(g, GuardedLoad), g
+    assert (g.index, g.bound, g.identity, g.src) == ("i", "n", "T(0)", "src_ptr")
+    assert g.value_at("j") == value and g.stored_at("E") == stored and g.identity_kept is kept
+
+
+@pytest.mark.parametrize("load", [
+    "T v = (i < n) ? src_ptr[i] : T(0);\nsdata[tid] = v * T(tid);",  # a factor that differs between threads
+    "sdata[tid] = (i < n) ? src_ptr[i] * src_ptr[i + 1] : T(0);",  # reads at two indices
+    "sdata[tid] = (i < n) ? src_ptr[i] * out[0]++ : T(0);",  # an effect
+])
+def test_an_expression_that_is_not_per_element_is_no_guarded_load(load: str) -> None:
+    assert not isinstance(guarded_block_load(_view(_kernel(load))), GuardedLoad)
