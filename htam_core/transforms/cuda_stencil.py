@@ -44,6 +44,7 @@ from htam_core.transforms.cuda_stencil2d import (
     Tile2D,
     assigned_name,
     block_2d,
+    clamp_text,
     condition_2d,
     dead_alias_edits,
     head_2d,
@@ -136,6 +137,7 @@ def _reassigned(unit: CudaUnit, st: Stencil) -> str | None:
     value at the top of the body, where the tile is loaded, may not be the one the original's reads see."""
     names = {s.name for g in tile_conditions(st) for t in g for s in t.free_symbols} - {ELEMENT.name}
     names.add(st.pointer)
+    names |= {s.name for b in st.clamp if b is not None for s in b.free_symbols}
     return assigned_name(unit, names)
 
 
@@ -215,11 +217,11 @@ class CudaStencilSmemTile(CudaTransform):
             return self.not_applicable(f"the tile of {block or 'blockDim.x'} + {extra} elements of {etype or '?'} "
                                        "does not fit a block's shared memory")
         cast = "long long" if _wide(unit, st) else "int"
-        cond = _condition(st, cast, block)
-        if cond is None:
+        cond, index = _condition(st, cast, block), clamp_text("htam_e", st.clamp, cast)
+        if cond is None or index is None:
             return self.not_applicable("the window's reads have a bound that is not an integer expression, or no "
                                        "thread reads the window")
-        edits = [self._head(unit, st, etype, block, cast, cond)]
+        edits = [self._head(unit, st, etype, block, cast, (cond, index))]
         if block is None:
             smem = _smem_edits(unit, extra, etype)
             if isinstance(smem, str):
@@ -262,16 +264,18 @@ class CudaStencilSmemTile(CudaTransform):
         return [self.candidate(model, desc, dict(block=list(block), halo=[-tile.lx, tile.hx + tile.lx, -tile.ly,
                                                                           tile.hy + tile.ly]), edits)]
 
-    def _head(self, unit: CudaUnit, st: Stencil, etype: str, block: int | None, cast: str, cond: str
+    def _head(self, unit: CudaUnit, st: Stencil, etype: str, block: int | None, cast: str, load_at: tuple[str, str]
               ) -> TextEdit:
         """The tile's declaration, its guarded cooperative load and the barrier, at the top of the body. A static
         tile spells the block it is sized for (``256 * blockIdx.x``): the load hard-codes the block, as the launch
         step reads such an index, so the block is not retuned under the tile. A dynamic tile reads ``blockDim.x``
-        and its size follows the launch's block expression."""
+        and its size follows the launch's block expression. ``load_at``: the load's condition and the index it
+        reads (``htam_e``, clamped as the kernel clamps its coordinate)."""
+        cond, index = load_at
         extent = sympy.Integer(block) if block else sym("blockDim.x")
         b0 = c_text(extent * sym("blockIdx.x"), {}, cast)
         shift = f"- {-st.lo}" if st.lo <= 0 else f"+ {st.lo}"
-        load = f"{TILE}[htam_k] = {st.pointer}[htam_e];"
+        load = f"{TILE}[htam_k] = {st.pointer}[{index}];"
         extra = st.hi - st.lo
         size, step = (f"{block + extra}", f"{block}") if block else (f"blockDim.x + {extra}", "blockDim.x")
         decl = [f"__shared__ {etype} {TILE}[{size}];"] if block else [

@@ -460,6 +460,9 @@ class StencilRead:
         element_terms: the conditions that bound the element read (``i + j < n``), each ``d > 0`` over
             :data:`~htam_core.source.analysis.stencil.ELEMENT` and the parameters.
         extent: ``B``, the block extent of the index (``blockDim.x``, or a constant such as 256).
+        clamp: ``(lo, hi)``: the read's coordinate along the axis is clamped to ``[lo, hi]`` before it is read
+            (``min(max(i + j, 0), n - 1)``: :mod:`~htam_core.source.analysis.clamp`), either side ``None`` for none;
+            the offsets and terms are those of the coordinate before the clamp.
     """
 
     access: Access
@@ -470,6 +473,7 @@ class StencilRead:
     thread_terms: tuple[sympy.Expr, ...]
     element_terms: tuple[sympy.Expr, ...]
     extent: sympy.Expr
+    clamp: tuple[sympy.Expr | None, sympy.Expr | None] = (None, None)
 
     @property
     def lo(self) -> int:
@@ -493,11 +497,14 @@ class Stencil:
         pointer: the pointer parameter read.
         extent: the block extent of the global index (``blockDim.x`` or a constant).
         reads: every read of ``pointer``, in normal form.
+        clamp: ``(lo, hi)``: the clamp every read's element is held to (clamp-to-edge), ``None`` sides for none; a
+            read written without a side reaches only elements inside it (:mod:`~htam_core.source.analysis.clamp`).
     """
 
     pointer: str
     extent: sympy.Expr
     reads: tuple[StencilRead, ...]
+    clamp: tuple[sympy.Expr | None, sympy.Expr | None] = (None, None)
 
     @property
     def lo(self) -> int:
@@ -540,11 +547,14 @@ class Stencil2D:
         pointer: the pointer parameter read.
         pitch: the row pitch ``P`` in elements (the index's stride in ``threadIdx.y``), over the parameters.
         reads: every read of ``pointer``, in normal form.
+        clamps: per axis ``(x, y)``, the ``(lo, hi)`` clamp every read's coordinate along it is held to
+            (clamp-to-edge, :mod:`~htam_core.source.analysis.clamp`), ``None`` sides for none.
     """
 
     pointer: str
     pitch: sympy.Expr
     reads: tuple[Stencil2DRead, ...]
+    clamps: tuple[tuple[sympy.Expr | None, sympy.Expr | None], ...] = ((None, None), (None, None))
 
     @property
     def lo(self) -> tuple[int, int]:
