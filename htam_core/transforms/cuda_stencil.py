@@ -33,7 +33,7 @@ import re
 import sympy
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.facts import Stencil, Stencil2D, sym
+from htam_core.source.analysis.facts import Stencil, Stencil2D, Stencil3D, sym
 from htam_core.source.analysis.stencil import ELEMENT, c_condition, c_text, tile_conditions
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit
@@ -51,6 +51,14 @@ from htam_core.transforms.cuda_stencil2d import (
     insert_top,
     read_edits_2d,
     reassigned_2d,
+)
+from htam_core.transforms.cuda_stencil3d import (
+    Tile3D,
+    block_3d,
+    condition_3d,
+    head_3d,
+    read_edits_3d,
+    reassigned_3d,
 )
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
@@ -100,18 +108,24 @@ def _smem_edits(unit: CudaUnit, extra: int, etype: str) -> list[TextEdit] | str:
     return out
 
 
-def _refusal(unit: CudaUnit) -> Stencil | Stencil2D | str:
-    """The window to stage (1-D, else 2-D), or one line why none is."""
+def _refusal(unit: CudaUnit) -> Stencil | Stencil2D | Stencil3D | str:
+    """The window to stage (1-D, else 2-D, else 3-D), or one line why none is."""
     facts = unit.facts
-    if not facts.stencils and not facts.stencils2d:
+    if not facts.stencils and not facts.stencils2d and not facts.stencils3d:
         two_d = any(b.startswith("threadIdx.y") for b in facts.builtins_read)
-        return (facts.stencil2d_refusal if two_d else "") or facts.stencil_refusal or (
+        three_d = any(b.startswith("threadIdx.z") for b in facts.builtins_read)
+        return (facts.stencil3d_refusal if three_d else "") or (facts.stencil2d_refusal if two_d else "") or \
+            facts.stencil_refusal or (
             "no window read: no pointer is read at the global thread index plus offsets, in a loop of constant "
             "range or unrolled")
     if len({la.bindings for la in facts.launches}) > 1:
         return "the launches bind different template arguments; the window's radius and tile would differ"
     if TILE.encode() in unit.src:
         return f"{TILE} is already declared"
+    if facts.stencils3d:
+        changed = reassigned_3d(unit, facts.stencils3d[0])
+        return f"the kernel assigns {changed}, which the window's load reads; the tile is loaded before it" \
+            if changed else facts.stencils3d[0]
     if not facts.stencils:
         return _refusal_2d(unit, facts.stencils2d[0])
     if any(b.startswith(("threadIdx.y", "threadIdx.z")) for b in facts.builtins_read):
@@ -208,6 +222,8 @@ class CudaStencilSmemTile(CudaTransform):
             return self.not_applicable(st)
         if isinstance(st, Stencil2D):
             return self._propose_2d(unit, model, kernel, st)
+        if isinstance(st, Stencil3D):
+            return self._propose_3d(unit, model, kernel, st)
         block = _block(unit, st)
         if isinstance(block, str):
             return self.not_applicable(block)
@@ -263,6 +279,30 @@ class CudaStencilSmemTile(CudaTransform):
                 "reads the tile")
         return [self.candidate(model, desc, dict(block=list(block), halo=[-tile.lx, tile.hx + tile.lx, -tile.ly,
                                                                           tile.hy + tile.ly]), edits)]
+
+    def _propose_3d(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, st: Stencil3D
+                    ) -> list[Candidate] | NotApplicable:
+        """The 3-D form (:mod:`htam_core.transforms.cuda_stencil3d`): a static ``(BZ + hz) x (BY + hy) x (BX + hx)``
+        tile loaded at the top of the body, a barrier, each window read a read of the tile."""
+        block = block_3d(unit, st)
+        if isinstance(block, str):
+            return self.not_applicable(block)
+        tile, etype = Tile3D(st, block), _etype(unit, st.pointer)
+        if not etype or tile.slots > SMEM_LIMIT // 8:
+            return self.not_applicable(f"the tile of {' x '.join(map(str, tile.dims[::-1]))} elements of "
+                                       f"{etype or '?'} does not fit a block's static shared memory")
+        cast = "long long"  # a plane pitch times z passes 2^31 on a 1290^3 grid: the load computes in 64 bits
+        cond = condition_3d(st, cast, block)
+        head = head_3d(unit, st, etype, tile, cast, cond) if cond is not None else None
+        if head is None:
+            return self.not_applicable("the window's reads have a bound or a pitch that is not an integer "
+                                       "expression, or no thread reads the window")
+        dead = dead_alias_edits(unit, st.pointer, [r.access.span for r in st.reads])
+        edits = sorted([head, *read_edits_3d(unit, st, tile), *dead], key=lambda e: e.start_byte)
+        desc = (f"stage the 3-D window of {st.pointer} in {kernel.name} in shared memory: each block of "
+                f"{' x '.join(map(str, block))} threads loads its {' x '.join(map(str, tile.dims))} tile once, then "
+                "the window reads the tile (the z neighbours too: a full 3-D tile, not the 2.5-D march)")
+        return [self.candidate(model, desc, dict(block=list(block), halo=[-v for v in st.lo] + list(st.hi)), edits)]
 
     def _head(self, unit: CudaUnit, st: Stencil, etype: str, block: int | None, cast: str, load_at: tuple[str, str]
               ) -> TextEdit:

@@ -568,6 +568,52 @@ class Stencil2D:
 
 
 @dataclass(frozen=True)
+class Stencil3DRead:
+    """One read of a 3-D window, ``in[((z + dz) * PY_Z + (y + dy)) * P + (x + dx)]`` (in any affine spelling), per
+    axis a :class:`StencilRead` in the 1-D normal form (:mod:`~htam_core.source.analysis.stencil3d`).
+
+    Attributes:
+        access: the read.
+        x, y, z: its part along each axis (the terms on no axis are in ``x``).
+    """
+
+    access: Access
+    x: StencilRead
+    y: StencilRead
+    z: StencilRead
+
+
+@dataclass(frozen=True)
+class Stencil3D:
+    """A kernel whose reads of one read-only pointer are a 3-D window around the thread's global ``(x, y, z)``
+    (a 7-point Jacobi, a 27-point box): the index's strides in ``threadIdx.y`` and ``threadIdx.z`` are the row and
+    plane pitches. Idea source: the 3-D tiled stencil (Kirk, Hwu and El Hajj, "Programming Massively Parallel
+    Processors", 4th ed., ch. 8, "Shared memory tiling for stencil sweep").
+
+    Attributes:
+        pointer: the pointer parameter read.
+        pitch: the row pitch (elements between ``y`` and ``y + 1``), over the parameters.
+        plane: the plane pitch (elements between ``z`` and ``z + 1``).
+        reads: every read of ``pointer``, in normal form.
+    """
+
+    pointer: str
+    pitch: sympy.Expr
+    plane: sympy.Expr
+    reads: tuple[Stencil3DRead, ...]
+
+    @property
+    def lo(self) -> tuple[int, int, int]:
+        """The lowest offsets read, ``(x, y, z)``."""
+        return (min(r.x.lo for r in self.reads), min(r.y.lo for r in self.reads), min(r.z.lo for r in self.reads))
+
+    @property
+    def hi(self) -> tuple[int, int, int]:
+        """The highest offsets read, ``(x, y, z)``."""
+        return (max(r.x.hi for r in self.reads), max(r.y.hi for r in self.reads), max(r.z.hi for r in self.reads))
+
+
+@dataclass(frozen=True)
 class ThreadIndex:
     """A local variable computed from the thread/block indices (``int row = blockIdx.y*blockDim.y+threadIdx.y``).
 
@@ -969,6 +1015,8 @@ class KernelFacts:
         stencils2d: the kernel's 2-D window read (:class:`Stencil2D`; CUDA only, at most one).
         stencil2d_refusal: when the kernel reads a pointer at neighbouring offsets along a 2-D thread index but
             not as a :class:`Stencil2D`, one line saying what is not read (``""`` otherwise).
+        stencils3d: the kernel's 3-D window read (:class:`Stencil3D`; CUDA only, at most one).
+        stencil3d_refusal: the same for a 3-D thread index and :class:`Stencil3D`.
         type_instantiations: each type template parameter of the kernel with the types its launches in the file
             instantiate it with, sorted (``("scalar_t", ("__nv_bfloat16",))`` for a launch inside a dispatch
             macro that declares ``using scalar_t = __nv_bfloat16;``; ``()`` when none is read):
@@ -1007,6 +1055,8 @@ class KernelFacts:
     index_calls: tuple[str, ...] = ()
     stencils2d: tuple[Stencil2D, ...] = ()
     stencil2d_refusal: str = ""
+    stencils3d: tuple[Stencil3D, ...] = ()
+    stencil3d_refusal: str = ""
     type_instantiations: tuple[tuple[str, tuple[str, ...]], ...] = ()
     thread_x_spans: tuple[Span, ...] = ()
 
