@@ -47,6 +47,7 @@ from htam_core.transforms.cuda_stencil2d import (
     clamp_text,
     condition_2d,
     dead_alias_edits,
+    dead_local_edits,
     head_2d,
     insert_top,
     read_edits_2d,
@@ -247,7 +248,8 @@ class CudaStencilSmemTile(CudaTransform):
             shift = f" + {r.offset - st.lo}" if r.offset != st.lo else ""
             var = f" + {r.var}" if r.var else ""
             edits.append(unit.replace_span(r.access.span, f"{TILE}[threadIdx.x{shift}{var}]"))
-        edits += dead_alias_edits(unit, st.pointer, [r.access.span for r in st.reads])
+        spans = [r.access.span for r in st.reads]
+        edits += dead_alias_edits(unit, st.pointer, spans) + dead_local_edits(unit, st.clamp_locals, spans)
         edits.sort(key=lambda e: e.start_byte)
         threads = f"{block} threads" if block else "blockDim.x threads (dynamic shared memory sized at the launch)"
         desc = (f"stage the window of {st.pointer} in {kernel.name} in shared memory: each block of {threads} loads "
@@ -271,7 +273,8 @@ class CudaStencilSmemTile(CudaTransform):
         if head is None:
             return self.not_applicable("the window's reads have a bound or a row pitch that is not an integer "
                                        "expression, or no thread reads the window")
-        dead = dead_alias_edits(unit, st.pointer, [r.access.span for r in st.reads])
+        spans = [r.access.span for r in st.reads]
+        dead = dead_alias_edits(unit, st.pointer, spans) + dead_local_edits(unit, st.clamp_locals, spans)
         edits = sorted([head, *read_edits_2d(unit, st, tile), *dead], key=lambda e: e.start_byte)
         desc = (f"stage the 2-D window of {st.pointer} in {kernel.name} in shared memory: each block of "
                 f"{block[0]} x {block[1]} threads loads its {tile.rows} x {tile.cols} tile (the halo: "

@@ -30,8 +30,8 @@ from htam_core.source.analysis.stencil2d import ELEMENT_Y, tile_conditions_2d
 from htam_core.transforms._cuda import CudaUnit
 from htam_core.transforms.base import TextEdit
 
-__all__ = ["Tile2D", "assigned_name", "block_2d", "clamp_text", "condition_2d", "dead_alias_edits", "head_2d",
-           "insert_top", "read_edits_2d", "reassigned_2d"]
+__all__ = ["Tile2D", "assigned_name", "block_2d", "clamp_text", "condition_2d", "dead_alias_edits",
+           "dead_local_edits", "head_2d", "insert_top", "read_edits_2d", "reassigned_2d"]
 
 #: The tile's name (as the 1-D step's).
 TILE = "htam_tile"
@@ -73,6 +73,24 @@ def dead_alias_edits(unit: CudaUnit, pointer: str, spans: list[tuple[int, int]])
         stmts[al.span] = stmts.get(al.span, 0) + 1
     return [_delete_statement(unit, span) for span, n in stmts.items()
             if unit.src[span[0] - unit.base:span[1] - unit.base].count(b"=") == n]
+
+
+def dead_local_edits(unit: CudaUnit, names: tuple[str, ...], spans: list[tuple[int, int]]) -> list[TextEdit]:
+    """Edits deleting the declarations of the locals ``names`` (those the analysis found holding a clamped
+    coordinate, ``int xx = min(max(x + dx, 0), W - 1);``) that nothing reads once the reads at the file bytes
+    ``spans`` read the tile: every reference to each name outside its declaration lies in one of ``spans``. A
+    declaration statement is deleted only when every name it declares is such a local."""
+    out = []
+    for decl in syn.declarations(unit.body):
+        declared = [unit.t(d.child_by_field_name("declarator")).strip() if syn.is_init_declarator(d) else unit.t(d)
+                    for d in decl.children_by_field_name("declarator")]
+        inside = [*spans, (decl.start_byte + unit.base, decl.end_byte + unit.base)]
+        if not declared or not set(declared) <= set(names):
+            continue
+        if all(any(s <= r.start_byte + unit.base and r.end_byte + unit.base <= e for s, e in inside)
+               for n in declared for r in syn.references(unit.body, unit.src, n)):
+            out.append(_delete_statement(unit, (decl.start_byte + unit.base, decl.end_byte + unit.base)))
+    return out
 
 
 def _delete_statement(unit: CudaUnit, span: tuple[int, int]) -> TextEdit:

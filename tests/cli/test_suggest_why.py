@@ -13,17 +13,15 @@ import htam_core.profile.api as profile_api
 from htam_core.cli.main import main
 from htam_core.types.profile import Bottleneck, Profile
 
-#: a 3-D 7-point stencil, one thread per point: no 1-D or 2-D window the tile stages
-LAYERED = """#define N 64
-#define AT(x, y, z) (((z) * N + (y)) * N + (x))
-__global__ void heat(const float *in, float *out) {
-    int x = blockIdx.x * blockDim.x + threadIdx.x;
-    int y = blockIdx.y * blockDim.y + threadIdx.y;
-    int z = blockIdx.z * blockDim.z + threadIdx.z;
-    if (x > 0 && y > 0 && z > 0 && x < N - 1 && y < N - 1 && z < N - 1)
-        out[AT(x, y, z)] = in[AT(x - 1, y, z)] + in[AT(x + 1, y, z)] + in[AT(x, y, z - 1)] + in[AT(x, y, z + 1)];
+#: a 2-D window launched with a block known only at run time: the 2-D tile has no size, so no stencil window
+RUNTIME_BLOCK = """__global__ void heat(const float *in, float *out, int W, int H) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x > 0 && y > 0 && x < W - 1 && y < H - 1)
+        out[y * W + x] = in[y * W + x - 1] + in[y * W + x + 1] + in[(y - 1) * W + x] + in[(y + 1) * W + x];
 }
-void launch(const float *in, float *out) { heat<<<dim3(8, 8, 8), dim3(8, 8, 8)>>>(in, out); }
+void launch(const float *in, float *out, int W, int H, int b) {
+    heat<<<dim3((W + b - 1) / b, (H + b - 1) / b), dim3(b, b)>>>(in, out, W, H);
+}
 """
 
 #: a clamp-to-edge blur: the tile applies and is made
@@ -53,13 +51,13 @@ def _file(tmp_path: Path, text: str) -> str:
 
 
 def test_a_strategy_left_out_says_which_facts_made_its_predicate_false(tmp_path, capsys):
-    assert main(["suggest", _file(tmp_path, LAYERED), "--kernel", "heat", "--why", "stencil_smem_tile",
+    assert main(["suggest", _file(tmp_path, RUNTIME_BLOCK), "--kernel", "heat", "--why", "stencil_smem_tile",
                  "--memory", str(tmp_path / "m.sqlite3")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2
     assert '"stencil_window and not uses_shared" is false' in lines[0] and "not ranked" in lines[0]
     assert "stencil_window = False" in lines[0] and "uses_shared" not in lines[0].split(":", 2)[2]
-    assert lines[1].startswith("  rules engine: does not make it:")
+    assert lines[1].startswith("  rules engine: does not make it:") and "constant 2-D block" in lines[1]
 
 
 def test_a_ranked_strategy_says_its_predicate_holds(tmp_path, capsys):

@@ -199,3 +199,18 @@ def test_a_clamp_the_tile_cannot_hold_is_refused_in_one_line(name):
     got = registry.propose(ID, model, model.kernel("k"))
     assert not isinstance(got, list)
     assert why in got.reason and "\n" not in got.reason
+
+
+KEPT_LOCAL = HEAD + """    const int xr = min(x + 1, W - 1), yd = min(y + 1, H - 1);
+    out[y * W + x] = in[y * W + xr] + in[yd * W + x] + in[y * W + x] + (float)xr;
+}
+""" + LAUNCH
+
+
+def test_clamp_locals_nothing_reads_any_more_are_removed():
+    """The locals that held a clamped coordinate go once the reads read the tile (no unused-variable warning),
+    unless something else still reads them."""
+    c = _candidate(BOXBLUR_U8, "boxblur3x3")
+    assert "int xx" not in c.new_text and "int yy" not in c.new_text and "int sum = 0;" in c.new_text
+    kept = _candidate(KEPT_LOCAL, "k").new_text
+    assert "xr = min(x + 1, W - 1), yd = min(y + 1, H - 1);" in kept and "(float)xr" in kept

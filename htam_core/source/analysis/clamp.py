@@ -18,6 +18,7 @@ image-processing libraries), read as ``min``/``max`` bounds as in polyhedral bou
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import sympy
@@ -28,7 +29,7 @@ from htam_core.source.analysis.syntax import strip_casts, text, walk
 from htam_core.source.analysis.transpose import ExprOf, condition_bounds
 from htam_core.source.analysis.unit import CudaSource
 
-__all__ = ["Clamp", "clamp_of", "unclamp"]
+__all__ = ["Clamp", "clamp_locals", "clamp_of", "unclamp"]
 
 #: Symbol names of the builtins that make a coordinate move with the thread.
 _THREAD_PREFIXES = ("threadIdx.", "blockIdx.")
@@ -178,3 +179,21 @@ def unclamp(src: CudaSource, expr: ExprOf, a: Access) -> tuple[Access, dict[symp
         clamps[s] = c
     index = sympy.expand(a.index.subs({s: c.inner for s, c in clamps.items()}, simultaneous=True))
     return replace(a, index=index), clamps
+
+
+def clamp_locals(src: CudaSource, clamps: Iterable[sympy.Symbol]) -> tuple[str, ...]:
+    """The locals declared with one of the clamps ``clamps`` (the affine reader's symbols) as their initializer
+    (``int xx = min(max(x + dx, 0), W - 1);``): once every read through them reads a tile, a rewrite may find them
+    unread."""
+    names = {c.name for c in clamps}
+    out: list[str] = []
+    for n in walk(src.body):
+        value = n.child_by_field_name("value") if n.type == "init_declarator" else None
+        decl = n.child_by_field_name("declarator") if value is not None else None
+        if value is None or decl is None or decl.type != "identifier":
+            continue
+        v = strip_casts(value)
+        kind = _OPAQUE.get(v.type)
+        if kind and f"{kind}({' '.join(text(v, src.src).split())})" in names:
+            out.append(text(decl, src.src))
+    return tuple(dict.fromkeys(out))

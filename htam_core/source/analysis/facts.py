@@ -499,12 +499,14 @@ class Stencil:
         reads: every read of ``pointer``, in normal form.
         clamp: ``(lo, hi)``: the clamp every read's element is held to (clamp-to-edge), ``None`` sides for none; a
             read written without a side reaches only elements inside it (:mod:`~htam_core.source.analysis.clamp`).
+        clamp_locals: the locals holding a read's clamped coordinate (``int xx = min(max(i + j, 0), n - 1);``).
     """
 
     pointer: str
     extent: sympy.Expr
     reads: tuple[StencilRead, ...]
     clamp: tuple[sympy.Expr | None, sympy.Expr | None] = (None, None)
+    clamp_locals: tuple[str, ...] = ()
 
     @property
     def lo(self) -> int:
@@ -549,12 +551,14 @@ class Stencil2D:
         reads: every read of ``pointer``, in normal form.
         clamps: per axis ``(x, y)``, the ``(lo, hi)`` clamp every read's coordinate along it is held to
             (clamp-to-edge, :mod:`~htam_core.source.analysis.clamp`), ``None`` sides for none.
+        clamp_locals: the locals holding a read's clamped coordinate (``int xx = min(max(x + dx, 0), W - 1);``).
     """
 
     pointer: str
     pitch: sympy.Expr
     reads: tuple[Stencil2DRead, ...]
     clamps: tuple[tuple[sympy.Expr | None, sympy.Expr | None], ...] = ((None, None), (None, None))
+    clamp_locals: tuple[str, ...] = ()
 
     @property
     def lo(self) -> tuple[int, int]:

@@ -32,7 +32,7 @@ from dataclasses import replace
 
 import sympy
 
-from htam_core.source.analysis.clamp import Clamp, unclamp
+from htam_core.source.analysis.clamp import Clamp, clamp_locals, unclamp
 from htam_core.source.analysis.facts import (
     Access,
     LoopFact,
@@ -217,6 +217,7 @@ def find_stencil(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], poi
         if isinstance(got, str):
             why = why or got
             continue
+        got = replace(got, clamp_locals=clamp_locals(src, [s for _, c in pairs for s in c]))
         name = computed_name([t for g in tile_conditions(got) for t in g] + [b for b in got.clamp if b is not None],
                              scalars)
         if name:

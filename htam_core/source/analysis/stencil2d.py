@@ -28,7 +28,7 @@ from dataclasses import replace
 
 import sympy
 
-from htam_core.source.analysis.clamp import Clamp, unclamp
+from htam_core.source.analysis.clamp import Clamp, clamp_locals, unclamp
 from htam_core.source.analysis.facts import (
     Access,
     LoopFact,
@@ -302,6 +302,7 @@ def find_stencil2d(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], p
                  for a, (_, c) in zip(raw, pairs, strict=True)]
         got = _of_pointer(src, expr, loops, pf, reads, aliases, sides)
         if not isinstance(got, str):
+            got = replace(got, clamp_locals=clamp_locals(src, [s for _, c in pairs for s in c]))
             bounds = [b for ax in got.clamps for b in ax if b is not None]
             name = computed_name([t for g in tile_conditions_2d(got) for t in g] + [got.pitch, *bounds], scalars)
             if not name:
