@@ -34,7 +34,7 @@ from htam_core.types.profile import Bottleneck, Profile
 
 if TYPE_CHECKING:
     from htam_core.editor.makeable import Verdict
-    from htam_core.memory import KnowledgeBase, RankedStep
+    from htam_core.memory import KnowledgeBase
     from htam_core.source.model import Kernel, SourceModel
 
 
@@ -55,6 +55,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="workspace store overlaying the user store")
     p.add_argument("--static", action="store_true", help="static profile only, even with a GPU")
     p.add_argument("--seed", type=int, default=0, help="seed of the random ablation (default 0)")
+    p.add_argument("--why", default=None, metavar="STRATEGY",
+                   help="explain one strategy instead of ranking: its applies predicate on this kernel, the facts "
+                        "that decide it, and whether the rules engine makes it")
     p.set_defaults(func=run)
 
 
@@ -103,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown strategy id(s) in --history: {', '.join(unknown)}; known ids: "
                          f"{', '.join(s.id for s in kb.strategies)}")
     profile, warnings = _profile(args.file, args.kernel, args.static)
+    if args.why:
+        return _why(args, kb, profile, model, kernel)
     try:
         store = open_store(args.memory, args.workspace_memory, kb=kb)
     except MemoryStoreError as exc:  # the boundary maps the cause to its exit code (3, or 75 when locked)
@@ -112,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         steps = ranker.rank(state_from_profile(profile), history, kernel.features, kernel.language, profile,
                             top=args.top, kernel=kernel, model=model)
     warnings = list(profile.warnings) + warnings + store.warnings
-    verdicts = [_verdict(kb, s, model, kernel) for s in steps]
+    verdicts = [_verdict(kb, s.strategy, model, kernel) for s in steps]
     if args.json:
         json.dump([{**s.to_json(), "makes_edit": v.makeable, "refusal": v.reason, "advice": v.advice,
                     "structural": v.structural} for s, v in zip(steps, verdicts, strict=True)], sys.stdout, indent=2)
@@ -147,10 +152,44 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verdict(kb: KnowledgeBase, step: RankedStep, model: SourceModel, kernel: Kernel) -> Verdict:
-    """Whether the rules engine makes ``step`` for ``kernel``, and why not (the editor's check and sentence,
+def _verdict(kb: KnowledgeBase, strategy: str, model: SourceModel, kernel: Kernel) -> Verdict:
+    """Whether the rules engine makes ``strategy`` for ``kernel``, and why not (the editor's check and sentence,
     :func:`htam_core.editor.makeable.check`)."""
     # start-up cost: loads psutil and 23 more project modules, only when this runs
     from htam_core.editor.makeable import check
 
-    return check(kb.strategy(step.strategy), model, kernel, llm_hint="Run `htam optimize --engine llm`")
+    return check(kb.strategy(strategy), model, kernel, llm_hint="Run `htam optimize --engine llm`")
+
+
+def _why(args: argparse.Namespace, kb: KnowledgeBase, profile: Profile, model: SourceModel, kernel: Kernel) -> int:
+    """``--why STRATEGY``: print whether the strategy's ``applies`` predicate holds on the kernel's facts (the
+    ranker's rule: a strategy is ranked unless it is definitely false, or not for the kernel's language), the facts
+    that decide it (:meth:`~htam_core.memory.predicates.Predicate.because`), and the rules engine's verdict on it.
+    Returns 0.
+
+    Raises:
+        UsageError: an unknown strategy id (the message lists the known ones).
+    """
+    from htam_core.memory.facts import compute_facts  # lazily: start-up speed (see htam_core.cli)
+
+    if not kb.has_strategy(args.why):
+        raise UsageError(f"unknown strategy id for --why: {args.why}; known ids: "
+                         f"{', '.join(s.id for s in kb.strategies)}")
+    s = kb.strategy(args.why)
+    facts = compute_facts(kernel.features, kernel.language, profile, kernel, model)
+    if facts["language"] in s.languages:
+        value, because = s.applies.evaluate(facts), s.applies.because(facts)
+    else:
+        value, because = False, [f"language = {facts['language']!r}, not one of {', '.join(s.languages)}"]
+    v = _verdict(kb, s.id, model, kernel)
+    made = "makes a validated edit" if v.makeable else f"does not make it: {v.reason}"
+    if args.json:
+        json.dump({"strategy": s.id, "applies": s.applies.text, "value": value, "ranked": value is not False,
+                   "because": because, "makes_edit": v.makeable, "refusal": v.reason}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    word = {True: "true", False: "false", None: "unknown"}[value]
+    listed = "so it is not ranked" if value is False else "so it is ranked (raise --top to see it)"
+    print(f"{s.id} on {kernel.name}: applies = \"{s.applies.text}\" is {word}, {listed}: {'; '.join(because)}")
+    print(f"  rules engine: {made}")
+    return 0

@@ -102,14 +102,15 @@ FACTS: dict[str, str] = {
     "kernel",
     "stencil_like": "not matmul_like, and the kernel reads one pointer at neighbouring offsets: CUDA, two global "
     "reads whose indices differ by a constant (x[i - 1], x[i + 1]) or a constant-trip window loop whose read moves "
-    "with the loop variable as with threadIdx.x (x[i + j]), or a window read in the stencil tile's normal form, 1-D "
-    "or 2-D (in[(y - 1) * W + x], in[(y + 1) * W + x]); Triton, two tl.load of one pointer in the same loop "
+    "with the loop variable as with threadIdx.x (x[i + j]), or a window read in the stencil tile's normal form, 1-D, "
+    "2-D or 3-D (in[(y - 1) * W + x], in[(y + 1) * W + x]); Triton, two tl.load of one pointer in the same loop "
     "body or both outside loops (analysis layer: affine index facts, memops; unknown without the kernel)",
     "stencil_window": "CUDA: the reads of one read-only pointer are a 1-D window around the global thread index "
     "along x, in a constant-range loop or unrolled, with bounds checks read as written (analysis layer: "
     "KernelFacts.stencils, the stencil tile's normal form), or a 2-D window around the global (x, y) through a row "
-    "pitch (KernelFacts.stencils2d) launched with one constant 2-D block, which sizes the 2-D tile; false for "
-    "Triton, unknown without the kernel",
+    "pitch (KernelFacts.stencils2d) launched with one constant 2-D block, which sizes the 2-D tile, or a 3-D window "
+    "around (x, y, z) through row and plane pitches (KernelFacts.stencils3d) launched with one constant block; "
+    "false for Triton, unknown without the kernel",
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
     "reverse; unknown without the kernel); or an element-copy transpose out[col * rows + row] = in[row * cols + "
@@ -347,14 +348,15 @@ def _stencil_window(f: KernelFacts | None) -> bool | None:
     """Whether the kernel reads a window the stencil tile stages (see :data:`FACTS` ``stencil_window``): a 1-D
     window (:attr:`KernelFacts.stencils`), or a 2-D one (:attr:`KernelFacts.stencils2d`) whose launches all give
     one constant block of one layer (the 2-D tile is sized by it; a block known only at run time is refused
-    there, so the step is not offered); ``None`` when not analyzable."""
+    there, so the step is not offered), or a 3-D one (:attr:`KernelFacts.stencils3d`) whose launches all give one
+    constant block; ``None`` when not analyzable."""
     if f is None:
         return None
     if f.stencils:
         return True
     shapes = {la.block_shape for la in f.launches}
     one = next(iter(shapes)) if len(shapes) == 1 else None
-    return bool(f.stencils2d) and one is not None and one[2] == 1
+    return (bool(f.stencils2d) and one is not None and one[2] == 1) or (bool(f.stencils3d) and one is not None)
 
 
 def _neighbour_loads(f: KernelFacts | None, matmul_like: bool | None) -> bool | None:
@@ -540,7 +542,8 @@ def compute_facts(
     facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
     facts["scalar_element_writes"] = 0 if lang != "cuda" else _scalar_element_writes(analysis)
     facts.update(_row_loop_facts(analysis, lang))
-    facts["stencil_like"] = True if in_file is not None and (in_file.stencils or in_file.stencils2d) else \
+    facts["stencil_like"] = True if in_file is not None and (in_file.stencils or in_file.stencils2d or
+                                                             in_file.stencils3d) else \
         _neighbour_loads(in_file, matmul_like)  # the window's radius may be a file constant
     facts["stencil_window"] = False if lang != "cuda" else _stencil_window(in_file)
     facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)

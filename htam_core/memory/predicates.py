@@ -241,6 +241,43 @@ def _truth(node: Node, facts: Mapping[str, Any]) -> Tri:
     return _as_tri(_value(node, facts))
 
 
+def _shown(node: Node, facts: Mapping[str, Any]) -> str:
+    """An operand as written, a fact with its value (``block_size (= 64)``)."""
+    if node[0] == "fact":
+        return f"{node[1]} (= {facts.get(node[1])!r})"
+    if node[0] == "lit":
+        return repr(node[1])
+    if node[0] == "list":
+        return "[" + ", ".join(_shown(n, facts) for n in node[1]) + "]"
+    return "(...)"
+
+
+def _because(node: Node, facts: Mapping[str, Any], value: Tri) -> list[str]:
+    """The leaves of ``node`` that make it evaluate to ``value`` (see :meth:`Predicate.because`)."""
+    tag = node[0]
+    if tag in ("and", "or"):
+        kids = [(c, _truth(c, facts)) for c in node[1]]
+        decisive = False if tag == "and" else True
+        picked = [(c, v) for c, v in kids if v is decisive]
+        if value is decisive:
+            kids = picked if tag == "and" else picked[:1]
+        elif value is None:
+            kids = [(c, v) for c, v in kids if v is None]
+        return [x for c, v in kids for x in _because(c, facts, v)]
+    if tag == "not":
+        return _because(node[1], facts, None if value is None else not value)
+    if tag == "cmp":
+        return [f"{_shown(node[2], facts)} {node[1]} {_shown(node[3], facts)} is {_word(value)}"]
+    if tag == "fact":
+        return [f"{node[1]} = {facts.get(node[1])!r}"]
+    return [f"{_shown(node, facts)} is {_word(value)}"]
+
+
+def _word(value: Tri) -> str:
+    """``true``, ``false`` or ``unknown``."""
+    return "unknown" if value is None else str(value).lower()
+
+
 @dataclass(frozen=True)
 class Predicate:
     """A parsed predicate.
@@ -253,6 +290,13 @@ class Predicate:
     text: str
     ast: Node
     names: frozenset[str]
+
+    def because(self, facts: Mapping[str, Any]) -> list[str]:
+        """The parts of the predicate that decide its value on ``facts``, each as ``"fact = value"`` or ``"fact
+        op literal (fact = value)"``: for a false ``and`` its false parts, for a false ``or`` every part, for a true
+        ``and`` every part, for a true ``or`` its first true part, through ``not`` alike; an unknown value names the
+        unknown facts. Used to say why a strategy does not apply (``htam suggest --why``)."""
+        return list(dict.fromkeys(_because(self.ast, facts, _truth(self.ast, facts))))
 
     def evaluate(self, facts: Mapping[str, Any]) -> Tri:
         """Evaluate against ``facts`` (fact name -> value or ``None`` for unknown).

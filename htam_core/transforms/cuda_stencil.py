@@ -33,7 +33,7 @@ import re
 import sympy
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.facts import Stencil, Stencil2D, sym
+from htam_core.source.analysis.facts import Stencil, Stencil2D, Stencil3D, sym
 from htam_core.source.analysis.stencil import ELEMENT, c_condition, c_text, tile_conditions
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit
@@ -44,12 +44,22 @@ from htam_core.transforms.cuda_stencil2d import (
     Tile2D,
     assigned_name,
     block_2d,
+    clamp_text,
     condition_2d,
     dead_alias_edits,
+    dead_local_edits,
     head_2d,
     insert_top,
     read_edits_2d,
     reassigned_2d,
+)
+from htam_core.transforms.cuda_stencil3d import (
+    Tile3D,
+    block_3d,
+    condition_3d,
+    head_3d,
+    read_edits_3d,
+    reassigned_3d,
 )
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
@@ -99,18 +109,24 @@ def _smem_edits(unit: CudaUnit, extra: int, etype: str) -> list[TextEdit] | str:
     return out
 
 
-def _refusal(unit: CudaUnit) -> Stencil | Stencil2D | str:
-    """The window to stage (1-D, else 2-D), or one line why none is."""
+def _refusal(unit: CudaUnit) -> Stencil | Stencil2D | Stencil3D | str:
+    """The window to stage (1-D, else 2-D, else 3-D), or one line why none is."""
     facts = unit.facts
-    if not facts.stencils and not facts.stencils2d:
+    if not facts.stencils and not facts.stencils2d and not facts.stencils3d:
         two_d = any(b.startswith("threadIdx.y") for b in facts.builtins_read)
-        return (facts.stencil2d_refusal if two_d else "") or facts.stencil_refusal or (
+        three_d = any(b.startswith("threadIdx.z") for b in facts.builtins_read)
+        return (facts.stencil3d_refusal if three_d else "") or (facts.stencil2d_refusal if two_d else "") or \
+            facts.stencil_refusal or (
             "no window read: no pointer is read at the global thread index plus offsets, in a loop of constant "
             "range or unrolled")
     if len({la.bindings for la in facts.launches}) > 1:
         return "the launches bind different template arguments; the window's radius and tile would differ"
     if TILE.encode() in unit.src:
         return f"{TILE} is already declared"
+    if facts.stencils3d:
+        changed = reassigned_3d(unit, facts.stencils3d[0])
+        return f"the kernel assigns {changed}, which the window's load reads; the tile is loaded before it" \
+            if changed else facts.stencils3d[0]
     if not facts.stencils:
         return _refusal_2d(unit, facts.stencils2d[0])
     if any(b.startswith(("threadIdx.y", "threadIdx.z")) for b in facts.builtins_read):
@@ -136,6 +152,7 @@ def _reassigned(unit: CudaUnit, st: Stencil) -> str | None:
     value at the top of the body, where the tile is loaded, may not be the one the original's reads see."""
     names = {s.name for g in tile_conditions(st) for t in g for s in t.free_symbols} - {ELEMENT.name}
     names.add(st.pointer)
+    names |= {s.name for b in st.clamp if b is not None for s in b.free_symbols}
     return assigned_name(unit, names)
 
 
@@ -206,6 +223,8 @@ class CudaStencilSmemTile(CudaTransform):
             return self.not_applicable(st)
         if isinstance(st, Stencil2D):
             return self._propose_2d(unit, model, kernel, st)
+        if isinstance(st, Stencil3D):
+            return self._propose_3d(unit, model, kernel, st)
         block = _block(unit, st)
         if isinstance(block, str):
             return self.not_applicable(block)
@@ -215,11 +234,11 @@ class CudaStencilSmemTile(CudaTransform):
             return self.not_applicable(f"the tile of {block or 'blockDim.x'} + {extra} elements of {etype or '?'} "
                                        "does not fit a block's shared memory")
         cast = "long long" if _wide(unit, st) else "int"
-        cond = _condition(st, cast, block)
-        if cond is None:
+        cond, index = _condition(st, cast, block), clamp_text("htam_e", st.clamp, cast)
+        if cond is None or index is None:
             return self.not_applicable("the window's reads have a bound that is not an integer expression, or no "
                                        "thread reads the window")
-        edits = [self._head(unit, st, etype, block, cast, cond)]
+        edits = [self._head(unit, st, etype, block, cast, (cond, index))]
         if block is None:
             smem = _smem_edits(unit, extra, etype)
             if isinstance(smem, str):
@@ -229,7 +248,8 @@ class CudaStencilSmemTile(CudaTransform):
             shift = f" + {r.offset - st.lo}" if r.offset != st.lo else ""
             var = f" + {r.var}" if r.var else ""
             edits.append(unit.replace_span(r.access.span, f"{TILE}[threadIdx.x{shift}{var}]"))
-        edits += dead_alias_edits(unit, st.pointer, [r.access.span for r in st.reads])
+        spans = [r.access.span for r in st.reads]
+        edits += dead_alias_edits(unit, st.pointer, spans) + dead_local_edits(unit, st.clamp_locals, spans)
         edits.sort(key=lambda e: e.start_byte)
         threads = f"{block} threads" if block else "blockDim.x threads (dynamic shared memory sized at the launch)"
         desc = (f"stage the window of {st.pointer} in {kernel.name} in shared memory: each block of {threads} loads "
@@ -253,7 +273,8 @@ class CudaStencilSmemTile(CudaTransform):
         if head is None:
             return self.not_applicable("the window's reads have a bound or a row pitch that is not an integer "
                                        "expression, or no thread reads the window")
-        dead = dead_alias_edits(unit, st.pointer, [r.access.span for r in st.reads])
+        spans = [r.access.span for r in st.reads]
+        dead = dead_alias_edits(unit, st.pointer, spans) + dead_local_edits(unit, st.clamp_locals, spans)
         edits = sorted([head, *read_edits_2d(unit, st, tile), *dead], key=lambda e: e.start_byte)
         desc = (f"stage the 2-D window of {st.pointer} in {kernel.name} in shared memory: each block of "
                 f"{block[0]} x {block[1]} threads loads its {tile.rows} x {tile.cols} tile (the halo: "
@@ -262,16 +283,42 @@ class CudaStencilSmemTile(CudaTransform):
         return [self.candidate(model, desc, dict(block=list(block), halo=[-tile.lx, tile.hx + tile.lx, -tile.ly,
                                                                           tile.hy + tile.ly]), edits)]
 
-    def _head(self, unit: CudaUnit, st: Stencil, etype: str, block: int | None, cast: str, cond: str
+    def _propose_3d(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, st: Stencil3D
+                    ) -> list[Candidate] | NotApplicable:
+        """The 3-D form (:mod:`htam_core.transforms.cuda_stencil3d`): a static ``(BZ + hz) x (BY + hy) x (BX + hx)``
+        tile loaded at the top of the body, a barrier, each window read a read of the tile."""
+        block = block_3d(unit, st)
+        if isinstance(block, str):
+            return self.not_applicable(block)
+        tile, etype = Tile3D(st, block), _etype(unit, st.pointer)
+        if not etype or tile.slots > SMEM_LIMIT // 8:
+            return self.not_applicable(f"the tile of {' x '.join(map(str, tile.dims[::-1]))} elements of "
+                                       f"{etype or '?'} does not fit a block's static shared memory")
+        cast = "long long"  # a plane pitch times z passes 2^31 on a 1290^3 grid: the load computes in 64 bits
+        cond = condition_3d(st, cast, block)
+        head = head_3d(unit, st, etype, tile, cast, cond) if cond is not None else None
+        if head is None:
+            return self.not_applicable("the window's reads have a bound or a pitch that is not an integer "
+                                       "expression, or no thread reads the window")
+        dead = dead_alias_edits(unit, st.pointer, [r.access.span for r in st.reads])
+        edits = sorted([head, *read_edits_3d(unit, st, tile), *dead], key=lambda e: e.start_byte)
+        desc = (f"stage the 3-D window of {st.pointer} in {kernel.name} in shared memory: each block of "
+                f"{' x '.join(map(str, block))} threads loads its {' x '.join(map(str, tile.dims))} tile once, then "
+                "the window reads the tile (the z neighbours too: a full 3-D tile, not the 2.5-D march)")
+        return [self.candidate(model, desc, dict(block=list(block), halo=[-v for v in st.lo] + list(st.hi)), edits)]
+
+    def _head(self, unit: CudaUnit, st: Stencil, etype: str, block: int | None, cast: str, load_at: tuple[str, str]
               ) -> TextEdit:
         """The tile's declaration, its guarded cooperative load and the barrier, at the top of the body. A static
         tile spells the block it is sized for (``256 * blockIdx.x``): the load hard-codes the block, as the launch
         step reads such an index, so the block is not retuned under the tile. A dynamic tile reads ``blockDim.x``
-        and its size follows the launch's block expression."""
+        and its size follows the launch's block expression. ``load_at``: the load's condition and the index it
+        reads (``htam_e``, clamped as the kernel clamps its coordinate)."""
+        cond, index = load_at
         extent = sympy.Integer(block) if block else sym("blockDim.x")
         b0 = c_text(extent * sym("blockIdx.x"), {}, cast)
         shift = f"- {-st.lo}" if st.lo <= 0 else f"+ {st.lo}"
-        load = f"{TILE}[htam_k] = {st.pointer}[htam_e];"
+        load = f"{TILE}[htam_k] = {st.pointer}[{index}];"
         extra = st.hi - st.lo
         size, step = (f"{block + extra}", f"{block}") if block else (f"blockDim.x + {extra}", "blockDim.x")
         decl = [f"__shared__ {etype} {TILE}[{size}];"] if block else [

@@ -30,8 +30,8 @@ from htam_core.source.analysis.stencil2d import ELEMENT_Y, tile_conditions_2d
 from htam_core.transforms._cuda import CudaUnit
 from htam_core.transforms.base import TextEdit
 
-__all__ = ["Tile2D", "assigned_name", "block_2d", "condition_2d", "dead_alias_edits", "head_2d", "insert_top",
-           "read_edits_2d", "reassigned_2d"]
+__all__ = ["Tile2D", "assigned_name", "block_2d", "clamp_text", "condition_2d", "dead_alias_edits",
+           "dead_local_edits", "head_2d", "insert_top", "read_edits_2d", "reassigned_2d"]
 
 #: The tile's name (as the 1-D step's).
 TILE = "htam_tile"
@@ -75,6 +75,24 @@ def dead_alias_edits(unit: CudaUnit, pointer: str, spans: list[tuple[int, int]])
             if unit.src[span[0] - unit.base:span[1] - unit.base].count(b"=") == n]
 
 
+def dead_local_edits(unit: CudaUnit, names: tuple[str, ...], spans: list[tuple[int, int]]) -> list[TextEdit]:
+    """Edits deleting the declarations of the locals ``names`` (those the analysis found holding a clamped
+    coordinate, ``int xx = min(max(x + dx, 0), W - 1);``) that nothing reads once the reads at the file bytes
+    ``spans`` read the tile: every reference to each name outside its declaration lies in one of ``spans``. A
+    declaration statement is deleted only when every name it declares is such a local."""
+    out = []
+    for decl in syn.declarations(unit.body):
+        declared = [unit.t(d.child_by_field_name("declarator")).strip() if syn.is_init_declarator(d) else unit.t(d)
+                    for d in decl.children_by_field_name("declarator")]
+        inside = [*spans, (decl.start_byte + unit.base, decl.end_byte + unit.base)]
+        if not declared or not set(declared) <= set(names):
+            continue
+        if all(any(s <= r.start_byte + unit.base and r.end_byte + unit.base <= e for s, e in inside)
+               for n in declared for r in syn.references(unit.body, unit.src, n)):
+            out.append(_delete_statement(unit, (decl.start_byte + unit.base, decl.end_byte + unit.base)))
+    return out
+
+
 def _delete_statement(unit: CudaUnit, span: tuple[int, int]) -> TextEdit:
     """An edit deleting the statement at file bytes ``span``, with its line when it stands alone on it."""
     s, e = span[0] - unit.base, span[1] - unit.base
@@ -109,6 +127,7 @@ def reassigned_2d(unit: CudaUnit, st: Stencil2D) -> str | None:
     assigns, so its value at the top of the body, where the tile is loaded, may not be the one the reads see."""
     names = {s.name for g in tile_conditions_2d(st) for t in g for s in t.free_symbols}
     names |= {s.name for s in st.pitch.free_symbols} | {st.pointer}
+    names |= {s.name for ax in st.clamps for b in ax if b is not None for s in b.free_symbols}
     names -= {ELEMENT.name, ELEMENT_Y.name}
     return assigned_name(unit, names)
 
@@ -182,6 +201,9 @@ def head_2d(unit: CudaUnit, st: Stencil2D, etype: str, tile: Tile2D, cast: str, 
         return None
     x0 = c_text(tile.bx * _BX + tile.lx, {}, cast)
     y0 = c_text(tile.by * _BY + tile.ly, {}, cast)
+    cx, cy = (clamp_text(n, c, cast) for n, c in zip(("htam_ex", "htam_ey"), st.clamps, strict=True))
+    if cx is None or cy is None:
+        return None
     guard = f"if ({cond}) " if cond else ""
     threads = tile.bx * tile.by
     lines = [f"// the block's window of {st.pointer} (its {tile.by} x {tile.bx} elements and the halo) read once "
@@ -191,10 +213,25 @@ def head_2d(unit: CudaUnit, st: Stencil2D, etype: str, tile: Tile2D, cast: str, 
              f"htam_k += {threads}) {{",
              f"    const int htam_r = htam_k / {tile.cols}, htam_c = htam_k % {tile.cols};",
              f"    const {cast} htam_ey = {y0} + htam_r, htam_ex = {x0} + htam_c;",
-             f"    {guard}{TILE}[htam_r][htam_c] = {st.pointer}[htam_ey * {pitch} + htam_ex];",
+             f"    {guard}{TILE}[htam_r][htam_c] = {st.pointer}[{cy} * {pitch} + {cx}];",
              "}",
              "__syncthreads();  // every thread reaches it: the tile is complete before any window read"]
     return insert_top(unit, lines)
+
+
+def clamp_text(name: str, clamp: tuple[sympy.Expr | None, sympy.Expr | None], cast: str) -> str | None:
+    """``name`` held to the clamp ``(lo, hi)`` as the kernel clamps its coordinate (``min(max(htam_ex, 0), ((int)W)
+    - 1)``; ``max`` or ``min`` alone for one side, ``name`` for none), both arguments of each call of type ``cast``;
+    ``None`` when a bound cannot be spelled."""
+    out = name
+    for bound, fn in zip(clamp, ("max", "min"), strict=True):
+        if bound is None:
+            continue
+        b = c_text(bound, {}, cast)
+        if b is None:
+            return None
+        out = f"{fn}({out}, {b if cast == 'int' else f'({cast})({b})'})"
+    return out
 
 
 def read_edits_2d(unit: CudaUnit, st: Stencil2D, tile: Tile2D) -> list[TextEdit]:

@@ -46,3 +46,19 @@ def test_unknown_fact_is_refused_with_the_vocabulary() -> None:
 def test_names_are_collected() -> None:
     p = parse_predicate("matmul_like and not (uses_shared or 'A' in ncu_rules)")
     assert p.names == {"matmul_like", "uses_shared", "ncu_rules"}
+
+
+@pytest.mark.parametrize(
+    ("text", "facts", "expected"),
+    [
+        ("stencil_window and not uses_shared", {"stencil_window": False, "uses_shared": False},
+         ["stencil_window = False"]),
+        ("stencil_window and not uses_shared", {"stencil_window": True, "uses_shared": True}, ["uses_shared = True"]),
+        ("has_loop or block_size < 128", {"has_loop": False, "block_size": 256},
+         ["has_loop = False", "block_size (= 256) < 128 is false"]),
+        ("has_loop or block_size < 128", {"has_loop": True, "block_size": None}, ["has_loop = True"]),
+        ("has_loop and block_size < 128", {"has_loop": True, "block_size": None}, ["block_size (= None) < 128 is unknown"]),
+    ],
+)
+def test_because_names_the_deciding_facts(text: str, facts: dict, expected: list[str]) -> None:
+    assert parse_predicate(text).because(facts) == expected

@@ -102,20 +102,22 @@ template <class T> static T __shfl_down_sync(unsigned m, T v, unsigned d) {
 struct alignas(16) float4 { float x, y, z, w; };  // the CUDA vector type (float4 shared-fragment loads)
 // one block at a time; each of its threads is a host thread (so __syncthreads is a barrier); a 3-D grid
 static void htam_launch3(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                         const std::function<void()> &k) {
-    gridDim.x = gx; gridDim.y = gy; gridDim.z = gz; blockDim.x = bx; blockDim.y = by;
-    const unsigned n = bx * by;
+                         const std::function<void()> &k, unsigned bz = 1) {
+    gridDim.x = gx; gridDim.y = gy; gridDim.z = gz; blockDim.x = bx; blockDim.y = by; blockDim.z = bz;
+    const unsigned n = bx * by * bz;
     for (unsigned b = 0; b < gx * gy * gz; ++b) {
         std::barrier<> bar(n); htam_bar = &bar;
         htam_or[0].store(0); htam_or[1].store(0);
         htam_warp_bar.clear();
         for (unsigned w = 0; w * 32 < n; ++w) htam_warp_bar.push_back(std::make_unique<std::barrier<>>(n - w * 32 < 32 ? n - w * 32 : 32));
         std::vector<std::thread> ts;
+        for (unsigned tz = 0; tz < bz; ++tz)
         for (unsigned ty = 0; ty < by; ++ty)
             for (unsigned tx = 0; tx < bx; ++tx)
                 ts.emplace_back([=, &k] { blockIdx.x = b % gx; blockIdx.y = b / gx % gy; blockIdx.z = b / (gx * gy);
-                                          threadIdx.x = tx; threadIdx.y = ty; threadIdx.z = 0;
-                                          htam_lane = (ty * bx + tx) % 32; htam_warp = (ty * bx + tx) / 32; k(); });
+                                          threadIdx.x = tx; threadIdx.y = ty; threadIdx.z = tz;
+                                          const unsigned r = (tz * by + ty) * bx + tx;
+                                          htam_lane = r % 32; htam_warp = r / 32; k(); });
         for (auto &t : ts) t.join();
     }
 }
@@ -197,7 +199,7 @@ def run_block_main(text: str, kernel: str, main: str, tmp: Path, helpers: tuple[
                    prelude: str = "", flags: tuple[str, ...] = ()) -> list[float]:
     """Compile ``kernel``'s definition from ``text`` behind :data:`BLOCK_SHIM` with ``main`` (C++ that launches it
     with ``htam_launch(grid_x, block_x, block_y, [&] { kernel(...); })``, or ``htam_launch2(grid_x, grid_y, ...)``
-    for a 2-D grid, ``htam_launch3(grid_x, grid_y, grid_z, ...)`` for a 3-D one, and prints numbers) and return the
+    for a 2-D grid, ``htam_launch3(grid_x, grid_y, grid_z, ..., block_z)`` for a 3-D one, and prints numbers) and return the
     printed numbers; ``prelude`` (C text: the file's ``#define`` lines the kernel reads) and the definitions of the
     ``__device__`` functions named in ``helpers`` come first. Dynamic shared memory (``extern __shared__ T a[];``) becomes a static array of 8192 elements; an
     ``alignas`` after ``__shared__`` moves before it. ``flags`` are added to the compiler's (``-fsanitize=address``:

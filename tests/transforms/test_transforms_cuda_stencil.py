@@ -30,6 +30,8 @@ CALLS = {
     "aten.cu": ("smooth_kernel", "smooth_kernel(IN, W, OUT, N)", 256,
                 "#include <cstdint>\nconstexpr int kRadius = 4;\n"),
     "unrolled.cu": ("blur3", "blur3(IN, OUT, (size_t)N)", 512, ""),
+    "clamp_to_edge.cu": ("smooth_edge", "smooth_edge(IN, W, OUT, N)", 256,
+                         "#define RAD 2\n#include <algorithm>\nusing std::max;\nusing std::min;\n"),
 }
 
 MAIN = """
@@ -190,11 +192,11 @@ def test_an_unguarded_halo_load_is_caught(tmp_path):
 
 
 REFUSED = {
-    "clamped": ("""__global__ void k(const float *in, float *out, int n) {
+    "wrapped": ("""__global__ void k(const float *in, float *out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float s = 0.0f;
-    for (int j = -2; j <= 2; ++j) s += in[min(max(i + j, 0), n - 1)];
+    for (int j = -2; j <= 2; ++j) s += in[(i + j + n) % n];
     out[i] = s;
 }
 void launch(const float *in, float *out, int n) { k<<<(n + 127) / 128, 128>>>(in, out, n); }

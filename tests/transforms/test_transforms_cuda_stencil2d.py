@@ -31,6 +31,8 @@ CALLS = {
     "macro.cu": ("laplace9", "laplace9(IN_, OUT_, W_, H_)", (32, 4)),
     "coop_groups.cu": ("smooth2d_cg", "smooth2d_cg(IN_, OUT_, W_, H_, W_)", (64, 4)),
     "aten.cu": ("smooth2d_kernel", "smooth2d_kernel(IN_, WT_, OUT_, W_, H_)", (32, 8)),
+    "clamp_to_edge.cu": ("blur3x3_clamp", "blur3x3_clamp(IN_, OUT_, W_, H_)", (16, 16)),
+    "clamp_ternary.cu": ("laplace5_edge", "laplace5_edge(IN_, OUT_, W_, H_)", (32, 8)),
 }
 
 #: the cooperative-groups calls a kernel of the folder makes, for the host compiler
@@ -44,7 +46,10 @@ struct thread_block {
 static thread_block this_thread_block() { return {}; }
 }
 namespace cg = cooperative_groups;
+#include <algorithm>
 #include <cstdint>
+using std::max;  // CUDA's integer min/max, for the clamp-to-edge spellings
+using std::min;
 """
 
 MAIN = """
@@ -251,12 +256,12 @@ def test_the_tile_is_sized_by_the_launch_and_the_window():
 
 
 REFUSED = {
-    "clamped": ("""__global__ void k(const float *in, float *out, int W, int H) {
+    "wrapped": ("""__global__ void k(const float *in, float *out, int W, int H) {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= W || y >= H) return;
     float s = 0.0f;
     for (int dy = -1; dy <= 1; ++dy)
-        for (int dx = -1; dx <= 1; ++dx) s += in[min(max(y + dy, 0), H - 1) * W + min(max(x + dx, 0), W - 1)];
+        for (int dx = -1; dx <= 1; ++dx) s += in[min(max(y + dy, 0), H - 1) * W + (x + dx + W) % W];
     out[y * W + x] = s;
 }
 void launch(const float *in, float *out, int W, int H) { k<<<dim3((W + 15) / 16, (H + 15) / 16), dim3(16, 16)>>>(in, out, W, H); }

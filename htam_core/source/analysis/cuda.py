@@ -58,6 +58,7 @@ from htam_core.source.analysis.macros import (
 from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.stencil import find_stencil
 from htam_core.source.analysis.stencil2d import find_stencil2d
+from htam_core.source.analysis.stencil3d import find_stencil3d
 from htam_core.source.analysis.sync import barriers, shared_accessor_locals
 from htam_core.source.analysis.syntax import (
     loop_pragma,
@@ -837,14 +838,19 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
 
 def _stencil_fields(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
                     aliases: tuple[PointerAlias, ...], scalars: tuple[str, ...]) -> dict[str, Any]:
-    """``stencils``, ``stencil_refusal``, ``stencils2d`` and ``stencil2d_refusal`` of :class:`KernelFacts`
-    (:func:`find_stencil`; :func:`find_stencil2d` when the kernel has no 1-D window)."""
+    """``stencils``, ``stencil_refusal``, ``stencils2d``, ``stencil2d_refusal``, ``stencils3d`` and
+    ``stencil3d_refusal`` of :class:`KernelFacts` (:func:`find_stencil`; :func:`find_stencil2d` when the kernel has no
+    1-D window; :func:`find_stencil3d` when it has no 2-D one either)."""
     got = find_stencil(src, expr, loops, pointers, aliases, scalars)
     if not isinstance(got, str):
         return {"stencils": (got,)}
     got2 = find_stencil2d(src, expr, loops, pointers, aliases, scalars)
     two = {"stencil2d_refusal": got2} if isinstance(got2, str) else {"stencils2d": (got2,)}
-    return {"stencil_refusal": got, **two}
+    if not isinstance(got2, str):
+        return {"stencil_refusal": got, **two}
+    got3 = find_stencil3d(src, expr, loops, pointers, aliases, scalars)
+    three = {"stencil3d_refusal": got3} if isinstance(got3, str) else {"stencils3d": (got3,)}
+    return {"stencil_refusal": got, **two, **three}
 
 
 #: What a called function's text says when it reads the thread or block indices itself.

@@ -499,6 +499,9 @@ class StencilRead:
         element_terms: the conditions that bound the element read (``i + j < n``), each ``d > 0`` over
             :data:`~htam_core.source.analysis.stencil.ELEMENT` and the parameters.
         extent: ``B``, the block extent of the index (``blockDim.x``, or a constant such as 256).
+        clamp: ``(lo, hi)``: the read's coordinate along the axis is clamped to ``[lo, hi]`` before it is read
+            (``min(max(i + j, 0), n - 1)``: :mod:`~htam_core.source.analysis.clamp`), either side ``None`` for none;
+            the offsets and terms are those of the coordinate before the clamp.
     """
 
     access: Access
@@ -509,6 +512,7 @@ class StencilRead:
     thread_terms: tuple[sympy.Expr, ...]
     element_terms: tuple[sympy.Expr, ...]
     extent: sympy.Expr
+    clamp: tuple[sympy.Expr | None, sympy.Expr | None] = (None, None)
 
     @property
     def lo(self) -> int:
@@ -532,11 +536,16 @@ class Stencil:
         pointer: the pointer parameter read.
         extent: the block extent of the global index (``blockDim.x`` or a constant).
         reads: every read of ``pointer``, in normal form.
+        clamp: ``(lo, hi)``: the clamp every read's element is held to (clamp-to-edge), ``None`` sides for none; a
+            read written without a side reaches only elements inside it (:mod:`~htam_core.source.analysis.clamp`).
+        clamp_locals: the locals holding a read's clamped coordinate (``int xx = min(max(i + j, 0), n - 1);``).
     """
 
     pointer: str
     extent: sympy.Expr
     reads: tuple[StencilRead, ...]
+    clamp: tuple[sympy.Expr | None, sympy.Expr | None] = (None, None)
+    clamp_locals: tuple[str, ...] = ()
 
     @property
     def lo(self) -> int:
@@ -579,11 +588,16 @@ class Stencil2D:
         pointer: the pointer parameter read.
         pitch: the row pitch ``P`` in elements (the index's stride in ``threadIdx.y``), over the parameters.
         reads: every read of ``pointer``, in normal form.
+        clamps: per axis ``(x, y)``, the ``(lo, hi)`` clamp every read's coordinate along it is held to
+            (clamp-to-edge, :mod:`~htam_core.source.analysis.clamp`), ``None`` sides for none.
+        clamp_locals: the locals holding a read's clamped coordinate (``int xx = min(max(x + dx, 0), W - 1);``).
     """
 
     pointer: str
     pitch: sympy.Expr
     reads: tuple[Stencil2DRead, ...]
+    clamps: tuple[tuple[sympy.Expr | None, sympy.Expr | None], ...] = ((None, None), (None, None))
+    clamp_locals: tuple[str, ...] = ()
 
     @property
     def lo(self) -> tuple[int, int]:
@@ -594,6 +608,52 @@ class Stencil2D:
     def hi(self) -> tuple[int, int]:
         """The highest offsets read, ``(x, y)``."""
         return max(r.x.hi for r in self.reads), max(r.y.hi for r in self.reads)
+
+
+@dataclass(frozen=True)
+class Stencil3DRead:
+    """One read of a 3-D window, ``in[((z + dz) * PY_Z + (y + dy)) * P + (x + dx)]`` (in any affine spelling), per
+    axis a :class:`StencilRead` in the 1-D normal form (:mod:`~htam_core.source.analysis.stencil3d`).
+
+    Attributes:
+        access: the read.
+        x, y, z: its part along each axis (the terms on no axis are in ``x``).
+    """
+
+    access: Access
+    x: StencilRead
+    y: StencilRead
+    z: StencilRead
+
+
+@dataclass(frozen=True)
+class Stencil3D:
+    """A kernel whose reads of one read-only pointer are a 3-D window around the thread's global ``(x, y, z)``
+    (a 7-point Jacobi, a 27-point box): the index's strides in ``threadIdx.y`` and ``threadIdx.z`` are the row and
+    plane pitches. Idea source: the 3-D tiled stencil (Kirk, Hwu and El Hajj, "Programming Massively Parallel
+    Processors", 4th ed., ch. 8, "Shared memory tiling for stencil sweep").
+
+    Attributes:
+        pointer: the pointer parameter read.
+        pitch: the row pitch (elements between ``y`` and ``y + 1``), over the parameters.
+        plane: the plane pitch (elements between ``z`` and ``z + 1``).
+        reads: every read of ``pointer``, in normal form.
+    """
+
+    pointer: str
+    pitch: sympy.Expr
+    plane: sympy.Expr
+    reads: tuple[Stencil3DRead, ...]
+
+    @property
+    def lo(self) -> tuple[int, int, int]:
+        """The lowest offsets read, ``(x, y, z)``."""
+        return (min(r.x.lo for r in self.reads), min(r.y.lo for r in self.reads), min(r.z.lo for r in self.reads))
+
+    @property
+    def hi(self) -> tuple[int, int, int]:
+        """The highest offsets read, ``(x, y, z)``."""
+        return (max(r.x.hi for r in self.reads), max(r.y.hi for r in self.reads), max(r.z.hi for r in self.reads))
 
 
 @dataclass(frozen=True)
@@ -1033,6 +1093,8 @@ class KernelFacts:
         stencils2d: the kernel's 2-D window read (:class:`Stencil2D`; CUDA only, at most one).
         stencil2d_refusal: when the kernel reads a pointer at neighbouring offsets along a 2-D thread index but
             not as a :class:`Stencil2D`, one line saying what is not read (``""`` otherwise).
+        stencils3d: the kernel's 3-D window read (:class:`Stencil3D`; CUDA only, at most one).
+        stencil3d_refusal: the same for a 3-D thread index and :class:`Stencil3D`.
         type_instantiations: each type template parameter of the kernel with the types its launches in the file
             instantiate it with, sorted (``("scalar_t", ("__nv_bfloat16",))`` for a launch inside a dispatch
             macro that declares ``using scalar_t = __nv_bfloat16;``; ``()`` when none is read):
@@ -1071,6 +1133,8 @@ class KernelFacts:
     index_calls: tuple[str, ...] = ()
     stencils2d: tuple[Stencil2D, ...] = ()
     stencil2d_refusal: str = ""
+    stencils3d: tuple[Stencil3D, ...] = ()
+    stencil3d_refusal: str = ""
     type_instantiations: tuple[tuple[str, tuple[str, ...]], ...] = ()
     thread_x_spans: tuple[Span, ...] = ()
     uniform_atomics: tuple[UniformAtomic, ...] = ()

@@ -16,7 +16,9 @@ read runs under, a guarded body, an early ``return``/``continue``, a ``?:`` or a
 element read (``i + j >= 0``, ``i + j < n``: :attr:`StencilRead.element_terms`). From them,
 :func:`tile_conditions` gives the exact set of elements the threads of one block read, so a shared-memory tile
 loads those and no other (no read out of range that the original would not make). A clamped index
-(``in[min(max(i + j, 0), n - 1)]``) is not affine and is not read as a window.
+(``in[min(max(i + j, 0), n - 1)]``, clamp-to-edge) is read as the coordinate it clamps with the clamp beside it
+(:mod:`~htam_core.source.analysis.clamp`, :func:`common_clamp`): the tile's slot for coordinate ``e`` then holds the
+element at the clamped ``e``, the value every read of that slot reads.
 
 Idea source: the shared-memory 1-D stencil with halo of the CUDA C++ Programming Guide's and NVIDIA's "CUDA C/C++
 Basics" (2010) slides; guards normalized to ``d > 0`` affine terms as in polyhedral loop-bound analysis.
@@ -30,6 +32,7 @@ from dataclasses import replace
 
 import sympy
 
+from htam_core.source.analysis.clamp import Clamp, clamp_locals, unclamp
 from htam_core.source.analysis.facts import (
     Access,
     LoopFact,
@@ -37,13 +40,14 @@ from htam_core.source.analysis.facts import (
     PointerFacts,
     Stencil,
     StencilRead,
+    stride_of,
     sym,
 )
 from htam_core.source.analysis.syntax import text, walk
 from htam_core.source.analysis.transpose import ExprOf, access_bounds
 from htam_core.source.analysis.unit import CudaSource
 
-__all__ = ["ELEMENT", "THREAD", "c_condition", "c_text", "computed_name", "find_stencil", "tile_conditions"]
+__all__ = ["ELEMENT", "THREAD", "c_condition", "c_text", "common_clamp", "computed_name", "find_stencil", "tile_conditions"]
 
 #: The symbol of the thread's global index ``g`` in :attr:`StencilRead.thread_terms`.
 THREAD = sym("stencil.i")
@@ -65,6 +69,8 @@ def _window_loop(a: Access, loops: tuple[LoopFact, ...]) -> LoopFact | None | st
         s = a.stride(lp.var) if lp.var else sympy.Integer(0)
         if s == 0:
             continue
+        if s is None:
+            return f"the read {a.index_text} is not affine in loop variable {lp.var} (a wrapped index is not read)"
         if found is not None or s != 1:
             return f"the read {a.index_text} moves with loop variable {lp.var} by {s}, not by one in one loop"
         if lp.update != "+" or lp.step != 1 or lp.cmp not in ("<", "<=") or lp.trip_value is None \
@@ -198,35 +204,61 @@ def find_stencil(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], poi
     """
     why = ""
     for pf in pointers:
-        reads = [a for a in pf.reads if a.space == "global"]
+        raw = [a for a in pf.reads if a.space == "global"]
+        pairs = [unclamp(src, expr, a) or (a, {}) for a in raw]
+        reads = [a for a, _ in pairs]
         if not reads or not _window_like(reads, loops):
-            opaque = _opaque_window(reads, loops)
+            opaque = _opaque_window(raw, loops)
             why = why or (f"the read {opaque} of {pf.name} moves with a window loop's variable but its index is not "
-                          "affine (a clamped or wrapped index is not read)" if opaque else "")
+                          "affine (a wrapped index is not read)" if opaque else "")
             continue
-        if pf.mode != "read":
-            why = why or f"{pf.name} is not only read by the kernel"
+        got = _of_pointer(src, expr, loops, pf, reads, aliases, [_clamp_1d(a.index, c) for a, (_, c) in
+                                                                   zip(raw, pairs, strict=True)])
+        if isinstance(got, str):
+            why = why or got
             continue
-        other = _other_use(src, pf.name, reads, aliases)
-        if other:
-            why = why or other
-            continue
-        got = [_read(src, expr, a, loops) for a in reads]
-        bad = [g for g in got if isinstance(g, str)]
-        if bad:
-            why = why or bad[0]
-            continue
-        rs = tuple(g for g in got if not isinstance(g, str))
-        if len({r.extent for r in rs}) != 1:
-            why = why or f"the reads of {pf.name} use different block extents"
-            continue
-        st = Stencil(pf.name, rs[0].extent, rs)
-        name = computed_name([t for g in tile_conditions(st) for t in g], scalars)
+        got = replace(got, clamp_locals=clamp_locals(src, [s for _, c in pairs for s in c]))
+        name = computed_name([t for g in tile_conditions(got) for t in g] + [b for b in got.clamp if b is not None],
+                             scalars)
         if name:
             why = why or f"the window's bounds read {name}, which the kernel computes; a tile would be loaded before it"
             continue
-        return st
+        return got
     return why
+
+
+_Sides = tuple[sympy.Expr | None, sympy.Expr | None]
+
+
+def _clamp_1d(index: sympy.Expr | None, clamps: dict[sympy.Symbol, Clamp]) -> _Sides | str:
+    """The clamp of a read's coordinate along x (``in[min(max(i + j, 0), n - 1)]``: the whole index a clamp of a
+    coordinate moving by one with ``threadIdx.x``), ``(None, None)`` for none, or why a clamp is not that."""
+    if not clamps:
+        return None, None
+    s, c = next(iter(clamps.items()))
+    if len(clamps) != 1 or index is None or sympy.expand(index - s) != 0 or stride_of(c.inner, "threadIdx.x") != 1:
+        return "a clamped index is not the clamp of one coordinate moving with threadIdx.x"
+    return c.lo, c.hi
+
+
+def _of_pointer(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pf: PointerFacts, reads: list[Access],
+                aliases: tuple[PointerAlias, ...], sides: list[_Sides | str]) -> Stencil | str:
+    """The 1-D window of pointer ``pf`` read by ``reads`` (clamped indices read as their coordinates, each read's
+    clamp in ``sides``), or why it is not one."""
+    if pf.mode != "read":
+        return f"{pf.name} is not only read by the kernel"
+    other = _other_use(src, pf.name, reads, aliases)
+    if other:
+        return other
+    got = [_read(src, expr, a, loops) for a in reads]
+    bad = [g for g in got + sides if isinstance(g, str)]
+    if bad:
+        return bad[0]  # type: ignore[return-value]
+    rs = tuple(replace(g, clamp=c) for g, c in zip(got, sides, strict=True))  # type: ignore[arg-type]
+    if len({r.extent for r in rs}) != 1:
+        return f"the reads of {pf.name} use different block extents"
+    clamp = common_clamp(rs)
+    return clamp if isinstance(clamp, str) else Stencil(pf.name, rs[0].extent, rs, clamp)
 
 
 def computed_name(exprs: Iterable[sympy.Expr], scalars: Iterable[str] | None) -> str:
@@ -327,3 +359,42 @@ def c_condition(d: sympy.Expr, names: Mapping[sympy.Symbol, str], cast: str) -> 
     if left is None or right is None:
         return None
     return f"{right} < {left}" if k == 0 else f"{left} >= {right}"
+
+
+def _reaches_within(r: StencilRead, bound: sympy.Expr, side: str) -> bool:
+    """Every element read ``r`` reaches (its coordinate before any clamp) is at least ``bound`` (``side`` ``"lo"``)
+    or at most it (``"hi"``), by its own conditions: the thread's global index is at least 0, each lower term
+    ``i + k > 0`` gives ``i >= 1 - k``, each upper term ``k - i > 0`` gives ``i <= k - 1``; the element terms bound
+    the element alike."""
+    sign = 1 if side == "lo" else -1
+    reach = r.lo if side == "lo" else r.hi
+    limits = [sympy.Integer(0) + reach] if side == "lo" else []  # the thread's index is never negative
+    limits += [1 - sympy.expand(t - sign * THREAD) + reach if side == "lo" else sympy.expand(t + THREAD) - 1 + reach
+               for t in r.thread_terms if t.coeff(THREAD) == sign]
+    limits += [1 - sympy.expand(t - ELEMENT) if side == "lo" else sympy.expand(t + ELEMENT) - 1
+               for t in r.element_terms if t.coeff(ELEMENT) == sign]
+    for m in limits:
+        gap = sympy.expand(sign * (m - bound))
+        if gap.is_number and gap >= 0:
+            return True
+    return False
+
+
+def common_clamp(reads: Iterable[StencilRead]) -> tuple[sympy.Expr | None, sympy.Expr | None] | str:
+    """The clamp ``(lo, hi)`` a tile slot holds along one axis so that every read of the axis reads the value it
+    reads in the original (clamp-to-edge: the tile's slot for coordinate ``e`` holds the element at the clamped
+    ``e``): the bound each side's clamped reads share, when every read that does not clamp that side provably
+    reaches only elements inside it; or one line why there is none (reads clamping to different bounds, a read
+    that may reach past the clamp unclamped). ``(None, None)`` when no read clamps."""
+    rs = list(reads)
+    out: list[sympy.Expr | None] = []
+    for k, side in enumerate(("lo", "hi")):
+        bounds = {sympy.expand(r.clamp[k]) for r in rs if r.clamp[k] is not None}  # type: ignore[arg-type]
+        if len(bounds) > 1:
+            return "the window's reads clamp their coordinate to different bounds"
+        b = bounds.pop() if bounds else None
+        if b is not None and any(r.clamp[k] is None and not _reaches_within(r, b, side) for r in rs):
+            return ("a window read that is not clamped may reach past the bound the others clamp to; the tile holds "
+                    "one value a slot")
+        out.append(b)
+    return out[0], out[1]

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 import sympy
 
+from htam_core.source.analysis.clamp import Clamp, clamp_locals, unclamp
 from htam_core.source.analysis.facts import (
     Access,
     LoopFact,
@@ -36,9 +37,17 @@ from htam_core.source.analysis.facts import (
     Stencil2D,
     Stencil2DRead,
     StencilRead,
+    stride_of,
     sym,
 )
-from htam_core.source.analysis.stencil import ELEMENT, THREAD, _other_use, _read_conditions, computed_name
+from htam_core.source.analysis.stencil import (
+    ELEMENT,
+    THREAD,
+    _other_use,
+    _read_conditions,
+    common_clamp,
+    computed_name,
+)
 from htam_core.source.analysis.transpose import ExprOf, access_bounds
 from htam_core.source.analysis.unit import CudaSource
 
@@ -59,6 +68,8 @@ def _pitch(a: Access, loop_vars: set[sympy.Symbol]) -> sympy.Expr | str:
     """The row pitch of read ``a`` (its index's stride in ``threadIdx.y``), or why it has none."""
     if a.kind != "read" or a.vector or a.index is None:
         return f"{a.pointer} is written or read as vectors or at an index that is not affine (a clamped index)"
+    if a.stride("threadIdx.x") is None:
+        return f"the read {a.index_text} is not affine in threadIdx.x (a wrapped index is not read)"
     if a.stride("threadIdx.x") != 1:
         return f"the read {a.index_text} does not move by one with threadIdx.x"
     p = a.stride("threadIdx.y")
@@ -159,6 +170,27 @@ def _axis_read(a: Access, c: int, lp: LoopFact | None, terms: list[sympy.Expr], 
     return StencilRead(a, c, lp.var if lp else None, first, last, thread, element, extent)
 
 
+_Sides = tuple[sympy.Expr | None, sympy.Expr | None]
+
+
+def _clamp_axes(index: sympy.Expr, clamps: dict[sympy.Symbol, Clamp]) -> tuple[_Sides, _Sides] | str:
+    """The clamps of a read's index (its form before :func:`~htam_core.source.analysis.clamp.unclamp`) per axis,
+    ``((x lo, x hi), (y lo, y hi))``: a clamp added to the index of a coordinate moving by one with ``threadIdx.x``
+    clamps the column, one multiplied by the row pitch of a coordinate moving by one with ``threadIdx.y`` the row;
+    or why a clamp is neither (a clamp of the flattened index)."""
+    sides: list[_Sides] = [(None, None), (None, None)]
+    for s, c in clamps.items():
+        tx, ty = stride_of(c.inner, "threadIdx.x"), stride_of(c.inner, "threadIdx.y")
+        k = sympy.expand(index).coeff(s)
+        k = None if sympy.expand(index - k * s).has(s) or k.has(s) else k
+        axis = 0 if (tx, ty, k) == (1, 0, 1) else 1 if (tx, ty) == (0, 1) and k is not None and k != 0 and \
+            not k.free_symbols & _BUILTINS else -1
+        if axis < 0 or sides[axis] != (None, None):
+            return "a clamped index is not a clamp of the column plus the row pitch times a clamp of the row"
+        sides[axis] = (c.lo, c.hi)
+    return sides[0], sides[1]
+
+
 def _read(src: CudaSource, expr: ExprOf, a: Access, loops: tuple[LoopFact, ...], pitch: sympy.Expr
           ) -> Stencil2DRead | str:
     """One read of the window pointer in the 2-D normal form, or why it is not one."""
@@ -200,9 +232,26 @@ def _neighbours(reads: list[Access], loops: tuple[LoopFact, ...]) -> bool:
                for k, x in enumerate(idx) for y in idx[k + 1:])
 
 
+def _clamped(rs: list[Stencil2DRead], sides: list[tuple[_Sides, _Sides] | str]) -> Stencil2D | str:
+    """The reads ``rs`` with their clamps ``sides`` (per read, per axis) and the window's clamp per axis
+    (:func:`~htam_core.source.analysis.stencil.common_clamp`) as a :class:`Stencil2D` with no pointer or pitch
+    yet, or why the clamps do not fit one tile."""
+    bad = [s for s in sides if isinstance(s, str)]
+    if bad:
+        return bad[0]
+    out = [replace(r, x=replace(r.x, clamp=s[0]), y=replace(r.y, clamp=s[1]))  # type: ignore[index]
+           for r, s in zip(rs, sides, strict=True)]
+    cx, cy = common_clamp(r.x for r in out), common_clamp(r.y for r in out)
+    if isinstance(cx, str) or isinstance(cy, str):
+        return cx if isinstance(cx, str) else cy  # type: ignore[return-value]
+    return Stencil2D("", sympy.Integer(0), tuple(out), (cx, cy))
+
+
 def _of_pointer(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pf: PointerFacts,
-                reads: list[Access], aliases: tuple[PointerAlias, ...]) -> Stencil2D | str:
-    """The 2-D window of pointer ``pf`` read by ``reads``, or why it is not one."""
+                reads: list[Access], aliases: tuple[PointerAlias, ...],
+                sides: list[tuple[_Sides, _Sides] | str]) -> Stencil2D | str:
+    """The 2-D window of pointer ``pf`` read by ``reads`` (clamped parts read as their coordinates, the clamps per
+    read and axis in ``sides``), or why it is not one."""
     if pf.mode != "read":
         return f"{pf.name} is not only read by the kernel"
     other = _other_use(src, pf.name, reads, aliases)
@@ -220,10 +269,11 @@ def _of_pointer(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pf: 
     bad = [g for g in got if isinstance(g, str)]
     if bad:
         return bad[0]
-    rs = tuple(g for g in got if not isinstance(g, str))
+    rs = [g for g in got if not isinstance(g, str)]
     if len({(r.x.extent, r.y.extent) for r in rs}) != 1:
         return f"the reads of {pf.name} use different block extents"
-    return Stencil2D(pf.name, pitch, rs)
+    st = _clamped(rs, sides)
+    return st if isinstance(st, str) else replace(st, pointer=pf.name, pitch=pitch)
 
 
 def find_stencil2d(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
@@ -243,12 +293,18 @@ def find_stencil2d(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], p
     """
     why = ""
     for pf in pointers:
-        reads = [a for a in pf.reads if a.space == "global"]
+        raw = [a for a in pf.reads if a.space == "global"]
+        pairs = [unclamp(src, expr, a) or (a, {}) for a in raw]
+        reads = [a for a, _ in pairs]
         if not reads or not _neighbours(reads, loops):
             continue
-        got = _of_pointer(src, expr, loops, pf, reads, aliases)
+        sides = [_clamp_axes(a.index, c) if c and a.index is not None else ((None, None), (None, None))
+                 for a, (_, c) in zip(raw, pairs, strict=True)]
+        got = _of_pointer(src, expr, loops, pf, reads, aliases, sides)
         if not isinstance(got, str):
-            name = computed_name([t for g in tile_conditions_2d(got) for t in g] + [got.pitch], scalars)
+            got = replace(got, clamp_locals=clamp_locals(src, [s for _, c in pairs for s in c]))
+            bounds = [b for ax in got.clamps for b in ax if b is not None]
+            name = computed_name([t for g in tile_conditions_2d(got) for t in g] + [got.pitch, *bounds], scalars)
             if not name:
                 return got
             got = f"the window's bounds or row pitch read {name}, which the kernel computes; a tile would be loaded " \

@@ -29,7 +29,7 @@ from htam_core.source.analysis.guards import GuardTerm, positive_terms
 from htam_core.source.analysis.syntax import strip_casts, text, unwrap_parens, walk
 from htam_core.source.analysis.unit import CudaSource
 
-__all__ = ["access_bounds", "find_transposes", "tile_coverage"]
+__all__ = ["access_bounds", "condition_bounds", "find_transposes", "tile_coverage"]
 
 #: An expression node -> its affine form (the analysis layer's ``Affine.expr``), ``None`` when unreadable.
 ExprOf = Callable[[Node], "sympy.Expr | None"]
@@ -78,6 +78,12 @@ def _terms(cond: Node | None, src: bytes, exit_: bool, expr: ExprOf) -> list[Bou
         return None
     out = [_bound(t, expr) for t in positive_terms(cond, src, exit_)]
     return None if any(b is None for b in out) else out  # type: ignore[return-value]
+
+
+def condition_bounds(cond: Node, src: bytes, expr: ExprOf) -> list[Bound] | None:
+    """The :class:`Bound` s of the positive terms of condition ``cond`` (``x > 0 && x < W`` gives ``0 < x`` and
+    ``x < W``), ``None`` when a term is not an ordering comparison of two readable expressions."""
+    return _terms(cond, src, False, expr)
 
 
 def _branch(p: Node, child: Node) -> str | None:
