@@ -271,7 +271,8 @@ def _row_loop_facts(analysis: KernelFacts | None, lang: str) -> dict[str, bool |
     Triton, unknown without the analysis."""
     reads = {"column_split_sum": "column_split_loops", "thread_column_sum": "thread_column_loops",
              "uncoalesced_row_loop": "row_loops"}
-    return {k: False if lang != "cuda" else (None if analysis is None else bool(getattr(analysis, m)()))
+    args: dict[str, dict[str, bool]] = {"uncoalesced_row_loop": {"groups": True}}  # a RoPE pair loop walks its row
+    return {k: False if lang != "cuda" else (None if analysis is None else bool(getattr(analysis, m)(**args.get(k, {}))))
             for k, m in reads.items()}
 
 
@@ -307,18 +308,21 @@ def _patterns(f: KernelFacts | None) -> tuple[bool | None, bool | None]:
 
 def _scalar_contiguous_reads(f: KernelFacts | None) -> int | None:
     """How many global reads are scalar and contiguous (stride 1 along ``threadIdx.x`` or along the variable of a
-    loop around them), from the affine index facts; ``None`` when not analyzable. A kernel that already moves
+    loop around them; the group's width ``S`` for a loop over groups of ``S`` consecutive elements), from the affine index facts; ``None`` when not analyzable. A kernel that already moves
     some data as vectors (a ``__nv_bfloat162`` write-back) can still have such reads; one whose every read is a
     vector, or strided, has none; nor do the scalar reads of a pointer the kernel also reads as vectors (the scalar
     tail of a vectorized loop)."""
     if f is None:
         return None
     loop_vars = {lp.id: lp.var for lp in f.loops}
+    # a loop over groups of S consecutive elements (x[2 * p], x[2 * p + 1]) reads its groups contiguously
+    steps = {lp.id: f.group_width(lp) or 1 for lp in f.loops}
 
     def contiguous(a: Access) -> bool:
         if a.stride("threadIdx.x") == 1:
             return True
-        return any(loop_vars.get(i) and a.stride(loop_vars[i]) == 1 for i in a.loops)  # type: ignore[arg-type]
+        return any(loop_vars.get(i) and a.stride(loop_vars[i]) == steps.get(i, 1)  # type: ignore[arg-type]
+                   for i in a.loops)
 
     widened = {a.pointer for a in f.global_accesses() if a.vector and a.kind != "write"}  # a vector body's tail
     return sum(1 for a in f.global_accesses() if a.kind != "write" and not a.vector and contiguous(a)

@@ -1410,9 +1410,9 @@ class KernelFacts:
                 return a
         return None
 
-    def row_loops(self) -> tuple[LoopFact, ...]:
-        """Loops for which :meth:`is_row_loop` holds."""
-        return tuple(lp for lp in self.loops if self.is_row_loop(lp))
+    def row_loops(self, groups: bool = False) -> tuple[LoopFact, ...]:
+        """Loops for which :meth:`is_row_loop` holds (``groups``: loops over groups of consecutive elements too)."""
+        return tuple(lp for lp in self.loops if self.is_row_loop(lp, groups))
 
     def reduction_dim(self, loop: LoopFact) -> str | None:
         """For a reduction loop, the dimension it reduces: ``"row"`` when its variable has stride 1 in the
