@@ -21,9 +21,10 @@ include-folder rule, :mod:`htam_core.runtime.include_dirs`).
 
 Per pair, always (CPU, static): which steps are offered on the naive kernel (predicate not false and a validated
 edit, as :mod:`bench.corpus_steps` counts them), whether the textbook step is **makeable** (offered, and its edit
-compiles with ``nvcc -arch=sm_90 -ptx``), and every offered step the **output contract** rules out (a step that
-changes the grid or the block size of a kernel that writes one output per block,
-:meth:`htam_core.source.analysis.KernelFacts.per_block_outputs`: the caller reads one partial result per block).
+compiles with ``nvcc -arch=sm_90 -ptx``), and every offered step the **output contract** rules out (a step whose
+edit changes the number of blocks of a kernel that writes one output per block,
+:meth:`htam_core.source.analysis.KernelFacts.per_block_outputs`, where the caller reads one partial result per
+block, or changes a block that is a segment of the results: :func:`contract_broken`, the block-size step's check).
 
 With ``--gpu`` (a GPU is needed): ``htam optimize --engine rules`` with a small ``--budget`` from the naive
 version (llm.c: :func:`bench.bench_llmc.gpu_row`, which also verifies and times every expert version on the same
