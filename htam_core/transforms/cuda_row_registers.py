@@ -267,7 +267,8 @@ class CudaRowInRegisters(CudaTransform):
             model,
             f"one block of {BLOCK} threads per row of {kernel.name}: each thread keeps {per} elements of "
             f"{cached_key[0]} in registers across the {len(loops)} passes, block all-reduce of "
-            f"{', '.join(reduced) or 'nothing'} (float sums change order)",
+            f"{', '.join(reduced) or 'nothing'} (float sums change order)"
+            + ("" if fixed else f"; a row wider than {per * BLOCK} runs each pass from memory"),
             {"block": BLOCK, "per_thread": per, "cached": cached_key[0], "reduced": reduced, "row_width": width,
              "wider_rows_loop": not fixed},
             edits,
