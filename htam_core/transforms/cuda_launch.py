@@ -134,8 +134,8 @@ def shared_with_other_launches(unit: CudaUnit, names: set[str]) -> str | None:
             line = unit.src[: call.start_byte].count(b"\n") + 1
             return (
                 f"{', '.join(sorted(common))} also configures the launch {unit.t(call.child_by_field_name('function'))} "
-                f"on line {line} of the CUDA source, and the kernel or its grid reads it too; give {unit.kernel.name} a "
-                "block-size constant of its own (in its launch and in its body) and retune that one"
+                f"on line {line} of the CUDA source; give {unit.kernel.name} its own (a constant or local that only "
+                "its launch uses, and its body where it reads the value) and htam can retune it"
             )
     return None
 

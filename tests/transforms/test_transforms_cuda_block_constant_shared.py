@@ -44,7 +44,7 @@ def test_shared_memory_size_follows_the_own_constant(cand):
 
 def test_body_reading_the_shared_constant_is_refused_with_the_hand_edit(refuse):
     why = refuse(TID, FILE, "tile_sum")
-    assert "also configures the launch scale" in why and "give tile_sum a block-size constant of its own" in why
+    assert "also configures the launch scale" in why and "give tile_sum its own" in why
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
