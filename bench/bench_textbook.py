@@ -21,9 +21,10 @@ include-folder rule, :mod:`htam_core.runtime.include_dirs`).
 
 Per pair, always (CPU, static): which steps are offered on the naive kernel (predicate not false and a validated
 edit, as :mod:`bench.corpus_steps` counts them), whether the textbook step is **makeable** (offered, and its edit
-compiles with ``nvcc -arch=sm_90 -ptx``), and every offered step the **output contract** rules out (a step that
-changes the grid or the block size of a kernel that writes one output per block,
-:meth:`htam_core.source.analysis.KernelFacts.per_block_outputs`: the caller reads one partial result per block).
+compiles with ``nvcc -arch=sm_90 -ptx``), and every offered step the **output contract** rules out (a step whose
+edit changes the number of blocks of a kernel that writes one output per block,
+:meth:`htam_core.source.analysis.KernelFacts.per_block_outputs`, where the caller reads one partial result per
+block, or changes a block that is a segment of the results: :func:`contract_broken`, the block-size step's check).
 
 With ``--gpu`` (a GPU is needed): ``htam optimize --engine rules`` with a small ``--budget`` from the naive
 version (llm.c: :func:`bench.bench_llmc.gpu_row`, which also verifies and times every expert version on the same
@@ -64,11 +65,13 @@ sys.path.insert(0, str(REPO))
 from bench.corpus_steps import _shown, kernel_offers, nvcc_ok  # noqa: E402
 from bench.data_paths import CORPUS  # noqa: E402
 from htam_core.memory.knowledge import load_knowledge  # noqa: E402
-from htam_core.source import SourceError, load  # noqa: E402
+from htam_core.source import SourceError, load, parse_text  # noqa: E402
 from htam_core.source.analysis import analyze  # noqa: E402
+from htam_core.transforms._cuda import launch_change_hazard, load_unit  # noqa: E402
 from htam_core.transforms.registry import is_structural  # noqa: E402
 
-#: Steps that change the grid or the block size: ruled out on a kernel that writes one output per block.
+#: Steps that change the grid or the block size: ruled out where their edit changes the number or the meaning of
+#: the kernel's per-block outputs (:func:`contract_broken`).
 GRID_STEPS = frozenset({"cuda_block_size", "grid_stride_loop"})
 
 
@@ -206,6 +209,20 @@ def own_gpu(pair: Pair, folder: Path, work: Path, budget: int, trials: int, memo
     return row
 
 
+def contract_broken(model: Any, kernel: Any, text: str) -> str | None:
+    """Why the edited file ``text`` breaks ``kernel``'s output contract, or ``None``: the same analysis facts
+    the block-size step checks before it offers an edit (:func:`htam_core.transforms._cuda.launch_change_hazard`:
+    a grid that changes while the kernel writes one output per block the host does not own, or a block that
+    changes where each block's results are a segment of its size), read from the original and the edited launches.
+    A block-size change that keeps the grid (one block per column: ``cols`` blocks either way) is not ruled out."""
+    unit = load_unit(model, kernel)
+    edited = parse_text(text, model.file_language, model.path)
+    new_kernel = next((k for k in edited.kernels if k.name == kernel.name), None)
+    if isinstance(unit, str) or new_kernel is None:
+        return None
+    return launch_change_hazard(unit, analyze(edited, new_kernel))
+
+
 def corpus_root(arg: Path | None) -> Path:
     """The corpus root: ``arg``, else ``$HTAM_TEXTBOOK_CORPUS``, else :data:`bench.data_paths.CORPUS`."""
     if arg is not None:
@@ -240,8 +257,8 @@ def static_facts(path: Path, naive: str, textbook: tuple[str, ...] | None, commo
     row["offered"] = [r["step"] for r in offers if r["offered"]]
     per_block = analyze(model, kernel).per_block_outputs()
     row["per_block_outputs"] = [f"{a.pointer}[{a.index_text}] line {a.line}" for a in per_block]
-    if per_block:
-        row["contract_ruled_out"] = [s for s in row["offered"] if s in GRID_STEPS]
+    row["contract_ruled_out"] = [r["step"] for r in offers if r["offered"] and r["step"] in GRID_STEPS
+                                 and contract_broken(model, kernel, r["_text"])]
     want = [r for r in offers if (r["step"] in textbook if textbook is not None
                                   else is_structural(strategies[r["step"]].transform))]
     base_ok = nvcc_ok(model.text, path, common, cache, includes) if compile_edits else (False, "not compiled")
@@ -337,8 +354,8 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
              "",
              "*textbook step makeable*: one of the pair's textbook steps (llm.c: any structural step) is offered "
              "on the naive kernel (predicate not false, a validated edit) and its edit compiles with nvcc sm_90. "
-             "*ruled out by the output contract*: an offered step that changes the grid or block size of a kernel "
-             "writing one output per block. Ratios: engine best / naive and expert / naive are speedups; engine / "
+             "*ruled out by the output contract*: an offered step whose edit changes the number of blocks of a kernel "
+             "writing one output per block (the host not owning them), or what each block writes. Ratios: engine best / naive and expert / naive are speedups; engine / "
              "expert is expert ms over engine ms (1.0 = as fast as the authors). The engine's best counts only when "
              "a re-timing in a fresh process reproduced its speedup (else 1.0x; the search's figure is "
              "`search_best_ms` in the JSON).", "",

@@ -34,7 +34,7 @@ from htam_core.types.profile import Bottleneck, Profile
 
 if TYPE_CHECKING:
     from htam_core.editor.makeable import Verdict
-    from htam_core.memory import KnowledgeBase
+    from htam_core.memory import KnowledgeBase, RankedStep
     from htam_core.source.model import Kernel, SourceModel
 
 
@@ -133,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  history: {' -> '.join(history)}")
     if not steps:
         print("no applicable strategy in the knowledge base")
+    if (first := first_makeable_line(steps, verdicts)) is not None:
+        print(first)
     for s, v in zip(steps, verdicts, strict=True):
         gain = "n/a" if s.expected_gain is None else f"{s.expected_gain * 100:+.0f}%"
         print(f"{s.rank}. [{s.direction_name}] {s.title} ({s.strategy})  score {s.score:.3f}  "
@@ -150,6 +152,22 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"   not made by the rules engine: {v.reason}")
     return 0
+
+
+def first_makeable_line(steps: list[RankedStep], verdicts: list[Verdict]) -> str | None:
+    """The line that points at the first listed step the rules engine makes, when the top-ranked one is not
+    (the ranking lists every strategy by its score, the ones only a model or a hand can write and the refused ones
+    included, so the first step ``htam optimize --engine rules`` takes can sit lower in the list); ``None`` when
+    the first step is makeable or nothing is listed. Names how many of the listed steps it makes none of."""
+    if not steps or verdicts[0].makeable:
+        return None
+    k = next((i for i, v in enumerate(verdicts) if v.makeable), None)
+    if k is None:
+        return (f"  the rules engine makes none of these {len(steps)} steps (each says why below; a larger --top "
+                "lists more)")
+    s = steps[k]
+    return (f"  first step the rules engine makes: {s.rank}. {s.title} ({s.strategy}); the ones above it are "
+            "refused here or need a model or a hand (each says why)")
 
 
 def _verdict(kb: KnowledgeBase, strategy: str, model: SourceModel, kernel: Kernel) -> Verdict:

@@ -17,7 +17,7 @@ from typing import Any
 from htam_core.source.analysis import Barrier, KernelFacts, analyze, forms
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import Const, int_literal
-from htam_core.source.analysis.contracts import host_owns_outputs
+from htam_core.source.analysis.contracts import block_segment_results, host_owns_outputs
 from htam_core.source.analysis.facts import DIMS
 from htam_core.source.analysis.forms import barriers_in, uses_block_linear_index
 from htam_core.source.analysis.launch import dims_of
@@ -258,6 +258,30 @@ def per_block_output_hazard(unit: CudaUnit, launch: Launch | None = None, shrink
         return why + "; the launch and the output's size would have to change together"
     owner = host_owns_outputs(unit.env, launch, param_names(unit), sorted({o.pointer for o in outs}), shrink)
     return None if owner is None else f"{why}, and {owner}"
+
+
+def _dims_key(dims: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A launch component list as compared across versions: each component's folded form, else its text."""
+    return tuple(d.expr if d.expr is not None else " ".join(d.text.split()) for d in dims)
+
+
+def launch_change_hazard(unit: CudaUnit, new: KernelFacts) -> str | None:
+    """Why an edit that gives the kernel's launches those of ``new`` (the facts of the same kernel in the edited
+    text, launches in the same order) breaks its output contract, or ``None``. The checks the block-size step
+    makes itself, read from the two versions' launches: a launch whose grid changes (compared folded: ``(n +
+    THREADS - 1) / THREADS`` changes with ``THREADS``; a grid of ``cols`` blocks does not) while the kernel writes
+    one output per block the host does not own (:func:`per_block_output_hazard` with that launch), and a block
+    dimension that changes where each block's results are those of a segment of its own size
+    (:func:`~htam_core.source.analysis.contracts.block_segment_results`). A block-size change that keeps the grid
+    and what each block writes keeps the contract. Idea source: as :func:`per_block_output_hazard`."""
+    old = unit.facts
+    for la, site, nl in zip(old.launches, unit.launches, new.launches, strict=False):
+        if _dims_key(la.grid) != _dims_key(nl.grid) and (why := per_block_output_hazard(unit, site)):
+            return why
+        for d, (ob, nb) in enumerate(zip(la.block, nl.block, strict=False)):
+            if ob.value and ob.value != nb.value and (why := block_segment_results(old, DIMS[d], ob.value)):
+                return why
+    return None
 
 
 def wrap_grid(unit: CudaUnit, launch: Launch, fmt: str) -> TextEdit | str:

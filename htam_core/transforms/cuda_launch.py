@@ -134,9 +134,39 @@ def shared_with_other_launches(unit: CudaUnit, names: set[str]) -> str | None:
             line = unit.src[: call.start_byte].count(b"\n") + 1
             return (
                 f"{', '.join(sorted(common))} also configures the launch {unit.t(call.child_by_field_name('function'))} "
-                f"on line {line} of the CUDA source; retune that launch's configuration separately first"
+                f"on line {line} of the CUDA source; give {unit.kernel.name} its own (a constant or local that only "
+                "its launch uses, and its body where it reads the value) and htam can retune it"
             )
     return None
+
+
+def own_block_constant(unit: CudaUnit, launch: SiteLaunch, c: Const, new: int) -> list[TextEdit] | None:
+    """Edits that give ``launch`` a block-size constant of its own set to ``new``, when its constant ``c`` (a
+    named constant: ``const int threads = 256;``, ``#define THREADS 256``) also configures the launch of another
+    kernel, which keeps its block: ``const int <kernel>_<name> = new;`` declared before the launch's statement, and
+    the name replaced by it wherever this launch's configuration (grid, block, shared-memory size) writes it.
+    ``None`` when ``c`` is shared with no other kernel's launch (the constant itself is edited), or when the split
+    would not hold: the kernel's body reads the name (the kernel would need the constant too), or the launch reads
+    it through a local (``int blocks = (n + threads - 1) / threads;``, which other code may read as well).
+    Idea source: the usual hand edit of a shared launch constant (one constant per kernel)."""
+    if not c.name or shared_with_other_launches(unit, {c.name}) is None or references(unit.body, unit.src, c.name):
+        return None
+    uses = [n for arg in launch.config_args for n in references(arg, unit.src, c.name)]
+    if any(c.name in _config_names(unit, arg, launch.host) and not references(arg, unit.src, c.name)
+           for arg in launch.config_args) or not uses:
+        return None
+    taken = {unit.t(n) for n in _ts.names_and_types(unit.root)}
+    nth = [la.call.start_byte for la in unit.launches].index(launch.call.start_byte)  # one name per launch
+    base = f"{unit.kernel.name}_{c.name}{nth or ''}".replace("::", "_")
+    name = next(f"{base}{'_' * k}" for k in range(len(taken) + 2) if f"{base}{'_' * k}" not in taken)
+    stmt = launch.call
+    while stmt.parent is not None and not _ts.is_block(stmt.parent):
+        stmt = stmt.parent
+    if stmt.parent is None:
+        return None
+    indent = _ts.indent_of(unit.src, stmt.start_byte)
+    decl = unit.insert(stmt.start_byte, f"const int {name} = {new};  // {unit.kernel.name}'s own block size\n{indent}")
+    return [decl] + [unit.replace(n, name) for n in uses]
 
 
 def block_words(dims: tuple[int, ...]) -> list[str]:
@@ -244,16 +274,16 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
                 return f"block dimension {DIMS[d]} is {c.value}; retuning it would change the work mapping"
             if why := block_segment_results(unit.facts, DIMS[d], c.value):
                 return why  # the block is a segment: the results are the block size's
-            e = unit.const_edit(c, new)
+            own = own_block_constant(unit, launch, c, new)  # another kernel's launch shares c: this one's own
+            e = own[0] if own else unit.const_edit(c, new)
             if e is None:
                 return f"block dimension {DIMS[d]} ({unit.t(dim.expr)}) is computed; cannot rewrite it"
-            why = None if mapping_rewritten else block_mapping_hazard(unit, DIMS[d], c)
-            if why:
+            if not mapping_rewritten and (why := block_mapping_hazard(unit, DIMS[d], c)):
                 return why
-            group = [e]
-            if c.name:
+            group = own or [e]
+            if c.name and not own:
                 touched.add(c.name)
-            else:
+            elif not c.name:
                 blk = _ts.unwrap_parens(launch.block)
                 if _ts.is_identifier(blk):
                     touched.add(unit.t(blk))

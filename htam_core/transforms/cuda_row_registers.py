@@ -14,8 +14,12 @@ variance and normalize passes of a layer norm) reads the row from memory in ever
   every thread holds the row's value as the one thread did before;
 * memory writes outside the loops run on thread 0; the launch gets one block of ``B`` threads per row.
 
-``COLS`` is a compile-time bound on the row width: the loop bound's value as a constant, or the argument passed
-at every launch. A runtime width with no bound is refused (the register array needs a size). Float sums are
+``COLS`` sizes the register array: the loop bound's value when it is a compile-time constant of the kernel, or
+the constant that every launch in the file passes for a runtime width parameter. A launch's value is no contract
+on the parameter (another caller may pass any width), so then each pass runs in registers only when ``cols <=
+PER * B`` and otherwise as the original pass over a block-strided loop (``j = threadIdx.x; j < cols; j += B``),
+reading memory; the kernel stays correct for every width. A runtime width with no constant at all is refused
+(the register array needs a size). Float sums are
 added in another order. Idea sources: the "one block per row, row in registers" softmax/layernorm kernels of
 Apex and llm.c; NVIDIA blog "Faster Parallel Reductions on Kepler" (Luitjens, 2014) for the block all-reduce.
 """
@@ -86,11 +90,18 @@ def _is_pass(f: KernelFacts, lp: LoopFact) -> bool:
                for a in f.accesses_in(lp))
 
 
-def _row_width(unit: CudaUnit, bound: Node) -> int | str:
-    """A compile-time bound on the row width ``bound``: its constant value, or the same constant at every launch."""
+def _row_width(unit: CudaUnit, bound: Node) -> tuple[int, bool] | str:
+    """A bound on the row width ``bound`` that sizes the register array, and whether it is the kernel's own.
+
+    Returns ``(value, True)`` when ``bound`` is a compile-time constant of the kernel (a literal, ``#define``,
+    ``constexpr``, template argument): every row has that width. Returns ``(value, False)`` when ``bound`` is a
+    runtime parameter that every launch in the file passes as the same constant: that value sizes the register
+    path only, since other callers may pass any width, and the rewrite keeps a block-strided loop for wider rows.
+    A reason string when neither holds.
+    """
     c = unit.resolve(bound, unit.func)
     if c is not None and isinstance(c.value, int):
-        return c.value
+        return c.value, True
     name = unit.t(bound)
     i = _param_index(unit, name)
     vals = set()
@@ -103,7 +114,25 @@ def _row_width(unit: CudaUnit, bound: Node) -> int | str:
     if not vals or None in vals or len(vals) != 1:
         return (f"the row width {name} is a runtime value with no compile-time bound (a constant, #define, template "
                 "argument or the same constant at every launch); the register cache needs one")
-    return vals.pop()  # type: ignore[return-value]
+    return vals.pop(), False  # type: ignore[return-value]
+
+
+def _pass_text(rl: RowLoop, inner: str, original: str, width: str, per: int, fixed: bool, indent: str) -> str:
+    """The text replacing one pass: ``per`` unrolled steps of ``B`` consecutive elements over ``inner`` (the body
+    reading the register slice); when the width is not fixed (``fixed`` false: a runtime parameter whose launches
+    in the file pass one constant), that path runs only for rows of at most ``per * B`` elements and ``original``
+    (the pass's own body, reading memory) runs over a block-strided loop for wider rows, so the kernel stays
+    correct for any width. The guard is the same for the whole block, so the all-reduces after it stay safe."""
+    var = rl.fact.var
+    fast = (f"#pragma unroll\n{indent}for (int htam_e = 0; htam_e < {per}; ++htam_e) {{\n"
+            f"{indent}    const int {var} = threadIdx.x + htam_e * {BLOCK};\n"
+            f"{indent}    if ({var} < {width}) {inner}\n{indent}}}")
+    if fixed:
+        return fast
+    fast = fast.replace(f"\n{indent}", f"\n{indent}    ")
+    return (f"if ({width} <= {per * BLOCK}) {{  // the row fits the registers\n{indent}    {fast}\n{indent}}} else {{  "
+            f"// a wider row: the same pass, read from memory\n{indent}    for (int {var} = threadIdx.x; {var} < {width}; "
+            f"{var} += {BLOCK}) {original}\n{indent}}}")
 
 
 @register
@@ -141,9 +170,10 @@ class CudaRowInRegisters(CudaTransform):
                 return self.not_applicable("the passes do not share one row width")
             bound_node = bn
             loops.append(RowLoop(node, lp, []))
-        width = _row_width(unit, bound_node)  # type: ignore[arg-type]
-        if isinstance(width, str):
-            return self.not_applicable(width)
+        found = _row_width(unit, bound_node)  # type: ignore[arg-type]
+        if isinstance(found, str):
+            return self.not_applicable(found)
+        width, fixed = found
         per = -(-width // BLOCK)
         if per > MAX_PER_THREAD:
             return self.not_applicable(f"a row of {width} elements needs {per} registers per thread at {BLOCK} threads "
@@ -177,7 +207,6 @@ class CudaRowInRegisters(CudaTransform):
         first_load = min(k for k, _ in reads[cached_key])
         for k, rl in enumerate(loops):
             body = rl.node.child_by_field_name("body")
-            var = rl.fact.var
             for acc in rl.fact.accumulators:
                 if acc.op not in _OPS:
                     return self.not_applicable(f"the pass on line {rl.fact.line} reduces {acc.name} with {acc.op}")
@@ -206,9 +235,7 @@ class CudaRowInRegisters(CudaTransform):
             if k == first_load:
                 inner = "{ htam_row[htam_e] = " + f"{cached_key[0]}{cached_key[1]}; " + inner + " }"
             indent = syn.indent_of(unit.src, rl.node.start_byte)
-            new = (f"#pragma unroll\n{indent}for (int htam_e = 0; htam_e < {per}; ++htam_e) {{\n"
-                   f"{indent}    const int {var} = threadIdx.x + htam_e * {BLOCK};\n"
-                   f"{indent}    if ({var} < {unit.t(bound_node)}) {inner}\n{indent}}}")
+            new = _pass_text(rl, inner, unit.t(body), unit.t(bound_node), per, fixed, indent)
             for i, acc in enumerate(rl.fact.accumulators):
                 new += _all_reduce(acc.name, acc.type or "float", _OPS[acc.op], len(reduced) + i, indent)
             reduced += [acc.name for acc in rl.fact.accumulators]
@@ -240,7 +267,9 @@ class CudaRowInRegisters(CudaTransform):
             model,
             f"one block of {BLOCK} threads per row of {kernel.name}: each thread keeps {per} elements of "
             f"{cached_key[0]} in registers across the {len(loops)} passes, block all-reduce of "
-            f"{', '.join(reduced) or 'nothing'} (float sums change order)",
-            {"block": BLOCK, "per_thread": per, "cached": cached_key[0], "reduced": reduced, "row_width": width},
+            f"{', '.join(reduced) or 'nothing'} (float sums change order)"
+            + ("" if fixed else f"; a row wider than {per * BLOCK} runs each pass from memory"),
+            {"block": BLOCK, "per_thread": per, "cached": cached_key[0], "reduced": reduced, "row_width": width,
+             "wider_rows_loop": not fixed},
             edits,
         )]

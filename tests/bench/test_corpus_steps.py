@@ -175,3 +175,42 @@ def test_the_work_copy_keeps_the_samples_tree(tmp_path: Path) -> None:
     copy = tb.work_copy(f, tmp_path / "work", "add")
     assert copy == tmp_path / "work" / "add" / "Samples" / "0_Intro" / "add" / "add.cu" and copy.is_file()
     assert (tmp_path / "work" / "add" / "Common" / "mini_check.h").is_file()
+
+
+COL_MEAN = """#define THREADS 256
+__global__ void col_avg(const float* in, float* out, unsigned rows, unsigned cols) {
+  __shared__ float buf[THREADS];
+  unsigned col = blockIdx.x;
+  float s = 0.0f;
+  for (unsigned r = threadIdx.x; r < rows; r += blockDim.x) s += in[(size_t)r * cols + col];
+  buf[threadIdx.x] = s;
+  __syncthreads();
+  for (unsigned k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (threadIdx.x < k) buf[threadIdx.x] += buf[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[col] = buf[0] / (float)rows;
+}
+void run_col_avg(const float* in, float* out, unsigned rows, unsigned cols) {
+  col_avg<<<cols, THREADS>>>(in, out, rows, cols);
+}
+"""
+
+
+def test_block_size_that_keeps_the_grid_keeps_the_output_contract(tmp_path: Path) -> None:
+    """One block per column: a new block size leaves ``cols`` blocks, one output each; the bench's rule is the
+    step's own (an offered block size is not counted as ruled out), and the same rule still rules out an edit
+    whose grid follows the block on a kernel with per-block outputs the host does not own."""
+    f = tmp_path / "colavg.cu"
+    f.write_text(COL_MEAN)
+    row = tb.static_facts(f, "col_avg", ("cuda_block_size",), tmp_path, tmp_path, compile_edits=False)
+    assert row["per_block_outputs"] and "cuda_block_size" in row["offered"]
+    assert row["contract_ruled_out"] == []
+    model = tb.load(f)
+    kernel = model.kernel("col_avg")
+    assert tb.contract_broken(model, kernel, COL_MEAN.replace("THREADS 256", "THREADS 128")) is None
+    grid_follows = COL_MEAN.replace("<<<cols, THREADS>>>", "<<<(cols + THREADS - 1) / THREADS, THREADS>>>")
+    (tmp_path / "follows.cu").write_text(grid_follows)
+    model = tb.load(tmp_path / "follows.cu")
+    why = tb.contract_broken(model, model.kernel("col_avg"), grid_follows.replace("THREADS 256", "THREADS 128"))
+    assert why and "one output per block" in why

@@ -20,12 +20,16 @@ FILE = "row_register_variants.cu"
 
 def test_softmax_three_passes_one_read(cand):
     (c,) = cand(TID, FILE, "softmax_rows")
-    assert c.params == {"block": 256, "per_thread": 4, "cached": "xr", "reduced": ["m", "s"], "row_width": 1024}
+    assert c.params == {"block": 256, "per_thread": 4, "cached": "xr", "reduced": ["m", "s"], "row_width": 1024,
+                        "wider_rows_loop": True}
     f = _facts(c.new_text, "softmax_rows")
-    reads = [a for a in f.accesses if a.pointer == "x" and a.space == "global"]
+    reads = [a for a in f.accesses if a.pointer == "x" and a.space == "global"
+             and any(f.loops[i].var == "htam_e" for i in a.loops)]  # the register path (rows up to 1024)
     assert len(reads) == 1 and reads[0].coalesced("x") is True  # one pass reads x, consecutive threads adjacent
     passes = [lp for lp in f.loops if lp.var == "htam_e"]
     assert len(passes) == 3 and all(lp.trip_value == 4 for lp in passes)
+    # cols is a parameter (run_softmax passes 1024): wider rows take a block-strided loop of each pass
+    assert len([lp for lp in f.loops if lp.var == "j" and str(lp.step) == "256"]) == 3
     (la,) = f.launches
     assert la.grid[0].text == "rows" and la.block_shape == (256, 1, 1)
     assert c.new_text.count("__shfl_xor_sync") == 2
@@ -36,8 +40,27 @@ def test_layernorm_define_width_and_thread0_store(cand):
     assert c.params["per_thread"] == 3 and c.params["reduced"] == ["mu", "var"]
     assert "if (threadIdx.x == 0) { mean_out[r] = mu; }" in c.new_text
     f = _facts(c.new_text, "layernorm_d")
+    assert c.params["wider_rows_loop"] is False and not [lp for lp in f.loops if lp.var == "i"]  # D is the width
     assert f.launches[0].grid[0].text == "n"
     assert len([a for a in f.accesses if a.pointer == "x"]) == 1
+
+
+RUNTIME = "row_register_runtime_width.cu"
+
+
+@pytest.mark.parametrize(("kernel", "width", "cap"), [("rownorm", "cols", 1024), ("rowcentre", "w", 512)])
+def test_launch_width_is_no_contract_wider_rows_take_the_original_pass(cand, kernel, width, cap):
+    """A width the file's launches pass as one constant sizes the register path only: any other width the
+    runtime parameter takes still covers its whole row (a block-strided loop of the same pass)."""
+    (c,) = cand(TID, RUNTIME, kernel)
+    assert c.params["row_width"] == cap and c.params["wider_rows_loop"] is True
+    assert c.new_text.count(f"if ({width} <= {cap})") == 2
+    f = _facts(c.new_text, kernel)
+    wide = [lp for lp in f.loops if str(lp.start) == "threadIdx.x" and str(lp.step) == "256"]
+    assert len(wide) == 2 and all(str(lp.bound) == width for lp in wide)
+    # the wider-row pass reads memory, not the register slice sized for `cap` elements
+    for lp in wide:
+        assert "htam_row" not in c.new_text[lp.span[0]:lp.span[1]]
 
 
 def test_unbounded_width_is_refused(refuse):

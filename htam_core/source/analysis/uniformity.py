@@ -85,6 +85,7 @@ class Uniformity:
     hidden: frozenset[str] = frozenset()
     _defs: dict[str, list[tuple[Node, tuple[Node, ...]]] | None] = field(default_factory=dict, compare=False,
                                                                           repr=False)
+    _pointers: list[frozenset[str]] = field(default_factory=list, compare=False, repr=False)
 
 
 def kernel_uniformity(view: KernelView) -> Uniformity:
@@ -137,7 +138,7 @@ def uniform_name(u: Uniformity, name: str, *, scope: Scope = "grid", any_grid: b
 def _expr(a: _Ask, node: Node, seen: frozenset[str]) -> bool:
     """``node`` reads only uniform names and calls (``seen``: the names being decided)."""
     if syn.is_identifier(node):
-        return _name(a, a.u.text(node), seen)
+        return _name(a, a.u.text(node), seen, address_only=_address_use(a.u, node))
     if syn.is_call(node):
         return not _varying_call(a, node) and all(_expr(a, c, seen) for c in _call_operands(node))
     return all(_expr(a, c, seen) for c in node.named_children)
@@ -173,18 +174,48 @@ def _macro_varies(a: _Ask, name: str) -> bool:
     return any(m == name and b.split(".")[0] in a.objects for m, b in a.u.macros)
 
 
-def _name(a: _Ask, name: str, seen: frozenset[str]) -> bool:
+def _name(a: _Ask, name: str, seen: frozenset[str], address_only: bool = False) -> bool:
     """The name ``name`` is uniform (module docstring): not a varying builtin, and every definition of it reads
-    uniform values under uniform control."""
+    uniform values under uniform control. With ``address_only`` (a pointer's own value is read, as in an alignment
+    test ``reinterpret_cast<uintptr_t>(p) & 15``), the writes through the pointer (``p[i] = v``, ``*p = v``,
+    ``p->f = v``) are not definitions of it: they change the memory it points to, not the address."""
     if name in a.objects or _macro_varies(a, name) or name in a.u.hidden:
         return False
     if name in seen:
         return True  # its own earlier value (`tail += 4`): uniform when every write is
     defs = _definitions(a.u, name)
+    if defs is not None and address_only:
+        defs = [(at, values) for at, values in defs if not _written_through(at)]
     if defs is None or (defs and len(seen) >= _DEPTH):
         return False
     seen = seen | {name}
     return all(_control(a, at, seen) and all(_expr(a, v, seen) for v in values) for at, values in defs)
+
+
+def _written_through(at: Node) -> bool:
+    """``at`` (a definition of :func:`_definitions`) writes memory through a pointer rather than the name itself:
+    its target is a subscript, a dereference or an ``->`` field (``p[i] = v``, ``*p += v``, ``p->n = v``)."""
+    target = at.child_by_field_name("left") or at.child_by_field_name("argument")
+    while syn.is_parenthesized(target):
+        target = target.named_children[0] if target.named_children else None  # type: ignore[union-attr]
+    if syn.is_field(target):
+        op = target.child_by_field_name("operator")  # type: ignore[union-attr]
+        return op is not None and op.type == "->"
+    return syn.is_subscript(target) or (syn.is_pointer_expression(target) and not syn.is_address_of(target))
+
+
+def _address_use(u: Uniformity, use: Node) -> bool:
+    """``use`` (an identifier) reads a pointer's own value, not the memory behind it: the name is declared a
+    pointer (a parameter or a local of the kernel), and the use is not the base of a subscript, dereference or
+    field (``reinterpret_cast<uintptr_t>(p)``, ``p != nullptr``, ``q = p + 4``)."""
+    parent = use.parent
+    if syn.is_memory_reference(parent) and parent.child_by_field_name("argument") == use:  # type: ignore[union-attr]
+        return False
+    if not u._pointers:  # the names declared pointers in the function (its parameters and body), read once
+        scope = u.body.parent if u.body.parent is not None else u.body
+        u._pointers.append(frozenset(u.text(syn.identifiers(d)[0]) for d in syn.walk(scope)
+                                     if syn.is_pointer_declarator(d) and syn.identifiers(d)))
+    return u.text(use) in u._pointers[0]
 
 
 def _definitions(u: Uniformity, name: str) -> list[tuple[Node, tuple[Node, ...]]] | None:
