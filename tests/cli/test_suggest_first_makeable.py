@@ -40,9 +40,12 @@ def test_pointer_line(made, want):
 def test_suggest_prints_the_pointer_above_the_list(tmp_path: Path, capsys, monkeypatch):
     real = suggest._verdict
 
-    def first_refused(kb, step, model, kernel):
-        v = real(kb, step, model, kernel)
-        return dataclasses.replace(v, makeable=False, reason="refused for the test") if step.rank == 1 else v
+    calls: list[str] = []
+
+    def first_refused(kb, strategy, model, kernel):  # the listed steps are checked in rank order
+        calls.append(strategy)
+        v = real(kb, strategy, model, kernel)
+        return dataclasses.replace(v, makeable=False, reason="refused for the test") if len(calls) == 1 else v
 
     monkeypatch.setattr(suggest, "_verdict", first_refused)
     assert main(["suggest", str(CORPUS / "sgemm_naive.cu"), "--kernel", "sgemm_naive", "--top", "5",
