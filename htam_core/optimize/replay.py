@@ -233,8 +233,9 @@ class TableEvaluator:
         return p
 
     def evaluate(self, text: str, label: str, *, use_ncu: bool = False,
-                 reuse: bool = True) -> tuple[Evaluation, Path]:
-        """The stored verdict of ``text`` (with a fresh source model), or a :data:`NOT_IN_TABLE` verdict."""
+                 reuse: bool = True, fp32_tol: float | None = None) -> tuple[Evaluation, Path]:
+        """The stored verdict of ``text`` (with a fresh source model), or a :data:`NOT_IN_TABLE` verdict
+        (``fp32_tol``: ignored, the table holds the verdict)."""
         p = self.write(text, label)
         model = parse_text(text, self.language, str(p))
         row = self._row(text)

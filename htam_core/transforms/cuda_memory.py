@@ -16,11 +16,11 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import SIZEOF
 from htam_core.source.analysis.elementwise_uses import ElementwiseUses, elementwise_uses
 from htam_core.source.analysis.facts import PointerFacts
-from htam_core.source.analysis.forms import Elementwise, elementwise, is_global_index
+from htam_core.source.analysis.forms import Elementwise, elementwise, is_global_index, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, wrap_grid
-from htam_core.transforms.base import Candidate, NotApplicable
+from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import pointer_params
 from htam_core.transforms.cuda_vector_loops import align_text, vectorize_loops, width_text
@@ -45,38 +45,79 @@ def element_type(unit: CudaUnit, param: Node) -> str:
 
 @register
 class CudaLdg(CudaTransform):
-    """Loads through ``__ldg``: refused with the reason for every pointer parameter. A read-only input that is
-    ``const __restrict__`` already takes the read-only path (nvcc emits ``ld.global.nc`` for its loads, also through
-    a local pointer derived from it, with or without ``__ldg``), so wrapping its loads would change nothing; one that
-    is not is pointed at ``cuda.restrict_const``, the step that changes the loads; an output or an escaping pointer
-    cannot go through the read-only path.
+    """Loads of read-only inputs that are not ``const __restrict__`` routed through ``__ldg``. Such a pointer may
+    alias an output as far as nvcc can tell, so its loads take the coherent path; ``__ldg(&p[i])`` asserts what the
+    kernel's own code shows (it never writes through ``p``) and loads through the read-only data cache. A read-only
+    input that is ``const __restrict__`` already takes that path (nvcc emits ``ld.global.nc`` for its loads, also
+    through a local pointer derived from it): refused, wrapping it would change nothing. An output or an escaping
+    pointer cannot go through the read-only path. Risk (the knowledge base's): wrong results if another pointer
+    writes the same data during the kernel; ``cuda.restrict_const`` states the same promise in the signature.
 
     Idea source: CUDA C++ Programming Guide, "Read-Only Data Cache Load Function" (the compiler uses the read-only
-    path for data it can prove read-only for the kernel's lifetime: ``const`` with ``__restrict__``).
+    path by itself only for data it can prove read-only for the kernel's lifetime: ``const`` with ``__restrict__``).
     """
 
     id = "cuda.ldg"
 
     kind = "hint"
     languages = CUDA_LANGS
-    summary = "read-only loads through __ldg (refused: const __restrict__ inputs already take that path)"
+    summary = "read-only loads through __ldg for inputs that are not const __restrict__"
 
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """Never a candidate (see the class): the refusal names, per pointer parameter, why its loads are not
-        routed through ``__ldg``."""
-        reasons, outputs = [], []
+        """One candidate wrapping every indexed load ``p[i]`` of the eligible inputs as ``__ldg(&p[i])``, or the
+        refusal naming, per pointer parameter, why its loads are not routed through ``__ldg``."""
+        eligible, reasons, outputs = [], [], []
         for name, p, _decl, has_const, has_restrict in pointer_params(unit):
             facts = unit.facts.pointer(name)
             if facts is not None and (facts.mode in ("write", "readwrite") or facts.writes):
                 outputs.append(name)  # an output is never a candidate: it cannot be const nor read through __ldg
+            elif facts is not None and facts.mode == "read" and not (has_const and has_restrict) \
+                    and value_type(unit, name, p) in LDG_TYPES:  # type: ignore[arg-type]
+                eligible.append(name)
             elif facts is None or facts.mode != "unused":
                 reasons.append(_ldg_reason(unit, name, p, facts, has_const and has_restrict))  # type: ignore[arg-type]
-        why = "; ".join(reasons) if reasons else (
-            f"every pointer parameter is written ({', '.join(outputs)}); none is a read-only input"
-            if outputs else "no pointer parameter is loaded")
-        return self.not_applicable(f"no load to route through __ldg: {why}")
+        edits, used, viewed = self._wrap_loads(unit, eligible)
+        reasons += [f"the read-only input {n} is not const __restrict__ (cuda.restrict_const marks it so, which "
+                    "covers its loads through a derived pointer or a cast view: __ldg wraps only indexed loads)"
+                    for n in viewed]
+        if not edits:
+            why = "; ".join(reasons) if reasons else (
+                f"every pointer parameter is written ({', '.join(outputs)}); none is a read-only input"
+                if outputs and not eligible else "no indexed load of a read-only input")
+            return self.not_applicable(f"no load to route through __ldg: {why}")
+        return [self.candidate(
+            model, f"load {', '.join(used)} through the read-only data cache with __ldg in {kernel.name} (not "
+            "const __restrict__, so nvcc does not by itself; correct while no other pointer writes that data during "
+            "the kernel)", {"params": used}, edits)]
+
+    @staticmethod
+    def _wrap_loads(unit: CudaUnit, names: list[str]) -> tuple[list[TextEdit], list[str], list[str]]:
+        """``__ldg(&…)`` around every indexed read ``p[i]`` of the pointers ``names`` whose every use is such a read
+        (or already an ``__ldg`` argument); the edits, the pointers that got one, and the pointers left out because
+        some load goes through a derived pointer or a cast view (wrapping only part of its loads would be a half
+        step: ``cuda.restrict_const`` covers them all)."""
+        edits: list[TextEdit] = []
+        used: list[str] = []
+        viewed: list[str] = []
+        for name in names:
+            mine: list[TextEdit] = []
+            for ref in references(unit.body, unit.src, name):
+                sub = ref.parent
+                if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref \
+                        or is_lvalue(sub):
+                    viewed.append(name)
+                    break
+                ctx = sub.parent
+                if ctx is not None and syn.is_argument_list(ctx) and "__ldg" in unit.t(ctx.parent):
+                    continue
+                mine += [unit.insert(sub.start_byte, "__ldg(&"), unit.insert(sub.end_byte, ")")]
+            else:
+                if mine:
+                    edits += mine
+                    used.append(name)
+        return edits, used, viewed
 
 
 def _ldg_reason(unit: CudaUnit, name: str, p: Node, facts: PointerFacts | None, const_restrict: bool) -> str:
@@ -84,11 +125,10 @@ def _ldg_reason(unit: CudaUnit, name: str, p: Node, facts: PointerFacts | None, 
     if facts is None or facts.mode != "read":
         return (f"{name} is not provably read-only: it escapes (passed to a function, cast to a mutable pointer "
                 "or stored), so not every use is a visible load")
-    if not const_restrict:
-        return (f"the read-only input {name} is not const __restrict__ (cuda.restrict_const marks it so; the "
-                "compiler then loads it through the read-only path itself)")
     if value_type(unit, name, p) not in LDG_TYPES:
         return f"{name} points to {_type_words(unit, name, p) or 'an unknown type'}, which __ldg has no overload for"
+    if not const_restrict:
+        return f"the read-only input {name} has no indexed load to wrap"
     return f"the loads of {name} already take the read-only path: its pointer is const __restrict__"
 
 
@@ -276,7 +316,7 @@ def _lane_and_scalar(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str
 def _index_type(ew: Elementwise) -> str:
     """The index's type as C text for a declaration and a cast: as written, or for ``auto`` the type of its value
     (``decltype(blockIdx.x * blockDim.x + threadIdx.x)``, ``unsigned int``), which a cast cannot name as ``auto``."""
-    if ew.type.split() != ["auto"]:
+    if not ew.deduced_type:
         return ew.type
     return f"decltype({' '.join((ew.gid.text or b'').decode().split())})"
 

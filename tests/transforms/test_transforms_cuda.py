@@ -93,10 +93,14 @@ def test_unroll_refusals(refuse):
 
 
 # ---------------------------------------------------------------- cuda.ldg
-def test_ldg_is_refused_with_the_read_only_reason(refuse):
+def test_ldg_is_refused_with_the_read_only_reason(refuse, cand):
     assert "the loads of x already take the read-only path" in refuse("cuda.ldg", "kb_swish.py", "swish_fwd_kernel")
-    assert "cuda.restrict_const marks it so" in refuse("cuda.ldg", EW, "scale_bias")
     assert "no overload" in refuse("cuda.ldg", "bias_gelu_templates.cu", "bias_grad_colsum")
+    # a read-only input that is not const __restrict__: its indexed loads go through __ldg (nvcc would not)
+    (c,) = cand("cuda.ldg", EW, "scale_bias")
+    body = c.new_text.split("scale_bias", 1)[1].split("__global__", 1)[0]
+    assert "__ldg(&" in body and c.params["params"]
+    assert all(not p.startswith("out") for p in c.params["params"])
 
 
 # ---------------------------------------------------------------- cuda.grid_stride

@@ -198,6 +198,11 @@ class Elementwise:
     consequence: Node | None = None
     extra: str = ""
 
+    @property
+    def deduced_type(self) -> bool:
+        """The index is declared ``auto`` (its type is its value's: a cast cannot name it as written)."""
+        return self.type.split() == ["auto"]
+
 
 def cond_parts(unit: KernelView, cond: Node) -> tuple[str, str, Node] | None:
     """``(var, op, bound)`` for ``var < bound`` / ``bound > var`` (op normalized to var on the left)."""
