@@ -157,11 +157,18 @@ def condition_2d(st: Stencil2D, cast: str, block: tuple[int, int]) -> str | None
     subs = {_BDX: block[0], _BDY: block[1]}
     groups = [_implied_dropped([t for t in (sympy.expand(t.subs(subs)) for t in g) if not _always(t)])
               for g in tile_conditions_2d(st)]
+    return spell_load_condition(groups, {ELEMENT: "htam_ex", ELEMENT_Y: "htam_ey"}, cast)
+
+
+def spell_load_condition(groups: list[list[sympy.Expr]], names: dict[sympy.Symbol, str], cast: str) -> str | None:
+    """The C condition of a tile element's load from ``groups`` (one conjunction of ``t > 0`` terms per window read,
+    over the tile element's symbols ``names``): the terms every group holds spelled once, then the disjunction of
+    the rest (``""``: always); ``None`` when there is no group or a term cannot be spelled (shared by the 2-D and
+    3-D tiles)."""
     if not groups:
         return None
     common = [t for t in groups[0] if all(t in g for g in groups[1:])]
     rest = [[t for t in g if t not in common] for g in groups]
-    names = {ELEMENT: "htam_ex", ELEMENT_Y: "htam_ey"}
     spelled = [[c_condition(t, names, cast) for t in g] for g in [common, *rest]]
     if any(t is None for g in spelled for t in g):
         return None

@@ -21,12 +21,12 @@ from __future__ import annotations
 import sympy
 
 from htam_core.source.analysis.facts import Stencil3D, sym
-from htam_core.source.analysis.stencil import ELEMENT, c_condition, c_text
+from htam_core.source.analysis.stencil import ELEMENT, c_text
 from htam_core.source.analysis.stencil2d import ELEMENT_Y
 from htam_core.source.analysis.stencil3d import ELEMENT_Z, tile_conditions_3d
 from htam_core.transforms._cuda import CudaUnit
 from htam_core.transforms.base import TextEdit
-from htam_core.transforms.cuda_stencil2d import TILE, assigned_name, insert_top
+from htam_core.transforms.cuda_stencil2d import TILE, assigned_name, insert_top, spell_load_condition
 
 __all__ = ["Tile3D", "block_3d", "condition_3d", "head_3d", "read_edits_3d", "reassigned_3d"]
 
@@ -74,17 +74,7 @@ def condition_3d(st: Stencil3D, cast: str, block: tuple[int, int, int]) -> str |
     subs = dict(zip(_BD, block, strict=True))
     groups = [[t for t in dict.fromkeys(sympy.expand(t.subs(subs)) for t in g) if not _always(t)]
               for g in tile_conditions_3d(st)]
-    if not groups:
-        return None
-    common = [t for t in groups[0] if all(t in g for g in groups[1:])]
-    spelled = [[c_condition(t, _NAMES, cast) for t in g] for g in [common, *[[t for t in g if t not in common]
-                                                                              for g in groups]]]
-    if any(t is None for g in spelled for t in g):
-        return None
-    parts = [" && ".join(g) for g in spelled[1:]]  # type: ignore[arg-type]
-    either = "" if any(not p for p in parts) else parts[0] if len(parts) == 1 else \
-        "(" + " || ".join(f"({p})" for p in parts) + ")"
-    return " && ".join(x for x in [*spelled[0], either] if x)  # type: ignore[misc]
+    return spell_load_condition(groups, _NAMES, cast)
 
 
 class Tile3D:
