@@ -83,26 +83,35 @@ def _guard_bound(src: CudaSource, kernel: Kernel, call: Node, idx: Node
     if idx.type == "identifier" and env.assigned_in(src.func, env.t(idx)):
         return None, None, None
     key = " ".join(env.t(idx).split())
+    for cond in _guarding_conditions(src, call):
+        if cond.type == "condition_clause":
+            cond = cond.child_by_field_name("value") or (cond.named_children[0] if cond.named_children else None)
+        for c in _conjuncts(cond, src) if cond is not None else []:
+            op = env.t(c.child_by_field_name("operator")) if c.type == "binary_expression" else ""
+            left, right = c.child_by_field_name("left"), c.child_by_field_name("right")
+            if left is None or right is None or op not in ("<", ">"):
+                continue
+            small, big = (left, right) if op == "<" else (right, left)
+            if " ".join(env.t(strip_casts(unwrap_parens(small))).split()) == key:
+                found = _bound(src, kernel, big)
+                if found != (None, None, None):
+                    return found
+    return None, None, None
+
+
+def _guarding_conditions(src: CudaSource, call: Node) -> list[Node]:
+    """The conditions of the ``if`` statements whose consequence holds ``call``, innermost first, up to the body."""
+    out: list[Node] = []
     node = call
     while node.parent is not None and node != src.body:
         parent = node.parent
         cons = parent.child_by_field_name("consequence") if parent.type == "if_statement" else None
         if cons is not None and cons.start_byte <= call.start_byte < cons.end_byte:
             cond = parent.child_by_field_name("condition")
-            if cond is not None and cond.type == "condition_clause":
-                cond = cond.child_by_field_name("value") or (cond.named_children[0] if cond.named_children else None)
-            for c in _conjuncts(cond, src) if cond is not None else []:
-                op = env.t(c.child_by_field_name("operator")) if c.type == "binary_expression" else ""
-                left, right = c.child_by_field_name("left"), c.child_by_field_name("right")
-                if left is None or right is None or op not in ("<", ">"):
-                    continue
-                small, big = (left, right) if op == "<" else (right, left)
-                if " ".join(env.t(strip_casts(unwrap_parens(small))).split()) == key:
-                    found = _bound(src, kernel, big)
-                    if found != (None, None, None):
-                        return found
+            if cond is not None:
+                out.append(cond)
         node = parent
-    return None, None, None
+    return out
 
 
 def _extent(src: CudaSource, kernel: Kernel, call: Node, idx: Node, pointers: dict[str, PointerFacts]
@@ -222,20 +231,14 @@ def _single(src: CudaSource, call: Node, uniform: Uniformity) -> bool:
     """An enclosing ``if`` runs ``call`` only where a thread-varying value equals another (``if (tid == 0)``,
     ``if (lane == 0)``, ``if (!threadIdx.x)``): a few threads of a block run it, after the block or warp combined
     its values."""
-    node = call
-    while node.parent is not None and node != src.body:
-        parent = node.parent
-        cons = parent.child_by_field_name("consequence") if parent.type == "if_statement" else None
-        if cons is not None and cons.start_byte <= call.start_byte < cons.end_byte:
-            cond = parent.child_by_field_name("condition")
-            for c in of_type(cond, ("binary_expression", "unary_expression")) if cond is not None else []:
-                arg = c.child_by_field_name("argument")  # `!tid`: a name is zero (`!(i < n)` is not one test)
-                one = src.env.t(c.child_by_field_name("operator")) == "==" or (
-                    src.env.t(c.child_by_field_name("operator")) == "!" and arg is not None
-                    and arg.type in ("identifier", "field_expression"))
-                if one and not thread_uniform(uniform, c, scope="block"):
-                    return True
-        node = parent
+    for cond in _guarding_conditions(src, call):
+        for c in of_type(cond, ("binary_expression", "unary_expression")):
+            arg = c.child_by_field_name("argument")  # `!tid`: a name is zero (`!(i < n)` is not one test)
+            one = src.env.t(c.child_by_field_name("operator")) == "==" or (
+                src.env.t(c.child_by_field_name("operator")) == "!" and arg is not None
+                and arg.type in ("identifier", "field_expression"))
+            if one and not thread_uniform(uniform, c, scope="block"):
+                return True
     return False
 
 
