@@ -147,7 +147,8 @@ def markdown(s: dict[str, Any], device: str, date: str, command: str, note: str 
         "`results.jsonl`.", "", "```sh", command, "```", "", *rows, "",
         "Correct% is correct candidates over candidates, with a 95% Wilson interval. A candidate is a reply (or "
         "transform) whose code was checked; replies without code, endpoint faults and repeats (a reply whose kernel "
-        "was already evaluated in the run: it spends a request, not budget) are not candidates. Step made: "
+        "was already evaluated in the run: it spends a request and, in lines run since 2026-12-06 08:40 UTC, one step "
+        "of the budget) are not candidates. Step made: "
         "candidates whose facts show the step they were asked for (`htam_core/verify/step_made.py`), out of those "
         "whose strategy has such a check. tok/s: completion tokens over the requests' wall time, prompt "
         "processing included.", ""])
