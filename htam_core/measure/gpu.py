@@ -76,8 +76,8 @@ def _raise_for(r: WorkerResult, what: str) -> Any:
 
 
 # -- worker targets ---------------------------------------------------------------------------------
-def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = True, n_seeds: int = 5,
-                    fp32_tol: float | None = None) -> dict[str, Any]:
+def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = True,
+                    n_seeds: int = 5) -> dict[str, Any]:
     """Worker target: verify, then time the harness's kernel on every input set.
 
     Returns:
@@ -99,7 +99,7 @@ def measure_harness(harness: dict[str, Any], trials: int = 100, verify: bool = T
         # the starting kernel (its own oracle) is never called "the candidate" in the messages
         is_start = bool(h.oracle_path) and Path(h.oracle_path or "").resolve() == Path(h.path).resolve()
         correctness = check_correctness(p.trial, verified_on="gpu", n_seeds=n_seeds, atol=h.atol, rtol=h.rtol,
-                                        fp32_tol=fp32_tol if fp32_tol is not None else h.fp32_tol, arg_names=p.arg_names, against=h.checked_against,
+                                        fp32_tol=h.fp32_tol, arg_names=p.arg_names, against=h.checked_against,
                                         subject="the starting kernel" if is_start else "the candidate").to_json()
     t2 = time.monotonic()
     sets = []

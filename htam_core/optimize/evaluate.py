@@ -143,7 +143,6 @@ class Evaluator:
         self.path = Path(path)
         self.kernel_name = kernel_name
         self.harness = harness
-        self._fp32_tol: float | None = None  # the tolerance of the evaluation in progress (evaluate)
         self.gpu = gpu
         self.workdir = workdir
         self.gpu_index = gpu_index
@@ -234,19 +233,17 @@ class Evaluator:
         p.write_text(text, encoding="utf-8")
         return p
 
-    def harness_for(self, cand_path: Path) -> Harness | None:
-        """The harness with the candidate file ``cand_path`` as its kernel (``None`` without a harness)."""
+    def harness_for(self, cand_path: Path, fp32_tol: float | None = None) -> Harness | None:
+        """The harness with the candidate file ``cand_path`` as its kernel (``None`` without a harness), checked at
+        the float32 tolerance ``fp32_tol`` when it is set (else the harness's own)."""
         if self.harness is None:
             return None
-        return dataclasses.replace(self._checked_harness(), path=str(cand_path.resolve()))
+        return dataclasses.replace(self._checked_harness(fp32_tol), path=str(cand_path.resolve()))
 
-    def _checked_harness(self) -> Harness:
-        """The harness with the float32 tolerance of the evaluation in progress (:meth:`evaluate`'s ``fp32_tol``)."""
-        tol = self._fp32_tol
+    def _checked_harness(self, fp32_tol: float | None) -> Harness:
+        """The harness with the float32 tolerance ``fp32_tol`` of one evaluation (:meth:`evaluate`'s argument)."""
         assert self.harness is not None
-        return self.harness if tol is None else dataclasses.replace(self.harness, fp32_tol=tol)
-
-    _harness_for = harness_for
+        return self.harness if fp32_tol is None else dataclasses.replace(self.harness, fp32_tol=fp32_tol)
 
     def evaluate(self, text: str, label: str, *, use_ncu: bool = False,
                  reuse: bool = True, fp32_tol: float | None = None) -> tuple[Evaluation, Path]:
@@ -263,13 +260,10 @@ class Evaluator:
 
         Never raises for a bad candidate: compile errors, faults, hangs and refusals become the verdict.
         """
-        self._fp32_tol = fp32_tol
-        try:
-            return self._evaluate(text, label, use_ncu, reuse)
-        finally:
-            self._fp32_tol = None
+        return self._evaluate(text, label, use_ncu, reuse, fp32_tol)
 
-    def _evaluate(self, text: str, label: str, use_ncu: bool, reuse: bool) -> tuple[Evaluation, Path]:
+    def _evaluate(self, text: str, label: str, use_ncu: bool, reuse: bool,
+                  fp32_tol: float | None) -> tuple[Evaluation, Path]:
         cand_path = self.write(text, label)
         if label == START_LABEL and self.harness is not None and self.harness.uses_oracle:
             # the oracle is the start as evaluated (an editor's unsaved text), not whatever is on disk later
@@ -289,15 +283,16 @@ class Evaluator:
             return Evaluation(False, False, "compile-only", "refused", model=model, messages=msgs,
                               labels=lab), cand_path
         if self.gpu and self.harness is not None:
-            return self._measured(text, cand_path, model, kernel, use_ncu, reuse, lab), cand_path
-        return self._static(cand_path, model, kernel, lab), cand_path
+            return self._measured(text, cand_path, model, kernel, use_ncu, reuse, lab, fp32_tol), cand_path
+        return self._static(cand_path, model, kernel, lab, fp32_tol), cand_path
 
     def _measured(self, text: str, cand_path: Path, model: SourceModel, kernel, use_ncu: bool, reuse: bool,
-                  lab: list[str]) -> Evaluation:
+                  lab: list[str], fp32_tol: float | None = None) -> Evaluation:
         """A GPU evaluation through the measurement cache (when there is one and ncu is off)."""
         if self.cache is None or use_ncu:
-            return self._on_gpu(cand_path, model, kernel, use_ncu, lab)
-        key = self.cache.key(text, self.kernel_name, self.language, self._checked_harness(), self.trials, self.gpu,
+            return self._on_gpu(cand_path, model, kernel, use_ncu, lab, fp32_tol)
+        key = self.cache.key(text, self.kernel_name, self.language, self._checked_harness(fp32_tol), self.trials,
+                             self.gpu,
                              self.target, headers_digest(text, cand_path, origin_dirs(cand_path)))
         if reuse:
             hit = self.cache.get(key)
@@ -305,12 +300,13 @@ class Evaluator:
                 self.reused += 1
                 return dataclasses.replace(hit, model=model, labels=lab, reused=True,
                                            messages=[*hit.messages, REUSED_MESSAGE])
-        ev = self._on_gpu(cand_path, model, kernel, use_ncu, lab)
+        ev = self._on_gpu(cand_path, model, kernel, use_ncu, lab, fp32_tol)
         if ev.failure != "failed":
             self.cache.put(key, self.kernel_name, ev)
         return ev
 
-    def _on_gpu(self, cand_path: Path, model: SourceModel, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
+    def _on_gpu(self, cand_path: Path, model: SourceModel, kernel, use_ncu: bool, lab: list[str],
+                fp32_tol: float | None = None) -> Evaluation:
         # the static compile runs on the compile pool (a prefetched candidate's is ready or running) while the GPU
         # worker verifies and times; the measurement takes its result afterwards
         compiling = self._compile_future(cand_path.read_text(encoding="utf-8"), model, kernel)
@@ -324,7 +320,7 @@ class Evaluator:
         t0 = time.monotonic()
         try:
             p = profile_on_gpu(path=str(cand_path), kernel_name=self.kernel_name,
-                               harness=self._harness_for(cand_path), gpu_index=self.gpu_index, model=model,
+                               harness=self.harness_for(cand_path, fp32_tol), gpu_index=self.gpu_index, model=model,
                                kernel=kernel, use_ncu=use_ncu, trials=self.trials, target=self.target,
                                static=static_result)
         except ProfileError as exc:
@@ -367,8 +363,8 @@ class Evaluator:
         if not (self.gpu and self.harness is not None):
             return None, "no GPU harness: nothing to compare"
         parent_path = self.write(parent_text, f"_parent-{hashlib.sha256(parent_text.encode()).hexdigest()[:12]}")
-        args = {"parent": self._harness_for(parent_path).to_json(),  # type: ignore[union-attr]
-                "candidate": self._harness_for(cand_path).to_json()}  # type: ignore[union-attr]
+        args = {"parent": self.harness_for(parent_path).to_json(),  # type: ignore[union-attr]
+                "candidate": self.harness_for(cand_path).to_json()}  # type: ignore[union-attr]
         target = COMPARE_TARGET
         if fresh:
             with self.phases.measure("retime"), self._fresh_pool() as pool:
@@ -396,9 +392,10 @@ class Evaluator:
             pool = WorkerPool(f"gpu{self.gpu_index}-fresh", **{**pool_config(self.gpu_index), "keep_warm": False})
         return pool
 
-    def _static(self, cand_path: Path, model: SourceModel, kernel, lab: list[str]) -> Evaluation:
+    def _static(self, cand_path: Path, model: SourceModel, kernel, lab: list[str],
+                fp32_tol: float | None = None) -> Evaluation:
         msgs: list[str] = []
-        h = self._harness_for(cand_path)
+        h = self.harness_for(cand_path, fp32_tol)
         # the compile (nvcc / Triton AOT, on the compile pool) and the verification (interpreter worker) overlap
         compiling = self._compile_future(cand_path.read_text(encoding="utf-8"), model, kernel)
         verdict = self._verify_static(h, cand_path) if h is not None else None

@@ -709,15 +709,17 @@ class _Loop:
             return r is not None and r > 1.0
         return True  # static mode: the accepted chain is the best the static model can say
 
-    def _strict(self, start: Evaluation, ev: Evaluation, cand_path: Path) -> Evaluation:
+    def _strict(self, start: Evaluation, ev: Evaluation, cand_path: Path, reorders: bool = False) -> Evaluation:
         """A speedup over the start above 10x on a GPU must survive the stricter second verification
         (:func:`htam_core.verify.strict.strict_reverify`) before it counts; when it fails, the
-        candidate is incorrect (rule ``strict-reverify``)."""
+        candidate is incorrect (rule ``strict-reverify``). ``reorders``: the candidate only reorders float sums
+        (checked at the reordered-sum tolerance, as its first verification was)."""
         if not (ev.ok and ev.correct and self.harness is not None) or self.task.replay_table:
             return ev  # a replay's table holds the verdict after this check
         if not strict.needs_strict_reverify(self._speedup(start, ev), gpu=self.gpu):
             return ev
-        h = dataclasses.replace(self.harness, path=str(Path(cand_path).resolve()))
+        h = dataclasses.replace(self.harness, path=str(Path(cand_path).resolve()),
+                                fp32_tol=REORDERED_SUM_FP32_TOL if reorders else self.harness.fp32_tol)
         res = strict.strict_reverify(h, gpu_index=self.task.gpu_index)
         if res.correct:
             return dataclasses.replace(ev, messages=[*ev.messages, f"{strict.STRICT_RULE}: passed ("
@@ -726,9 +728,9 @@ class _Loop:
 
     def _judge(self, n: int, choice: Choice, cand: Any, parent_text: str, parent: Evaluation, start: Evaluation,
                ev: Evaluation, cand_path: Path) -> StepRecord:
-        ev = self._strict(start, ev, cand_path)
         numerics = bool(cand.params.get("changes_numerics"))
         reorders = numerics and bool(cand.params.get("reorders_only"))
+        ev = self._strict(start, ev, cand_path, reorders)
         speedup, spread, timing_msgs = None, None, []
         if self.gpu and ev.ok and ev.correct and ev.time_ms and parent.time_ms:
             speedup, spread, _, timing_msgs = self._gain(parent_text, parent, ev, cand_path)

@@ -123,11 +123,12 @@ def compile_check(h: Harness, arch: str = "sm_90", timeout_s: float = 300.0) -> 
 
 # -- worker targets ---------------------------------------------------------------------------------
 def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: int = BASE_SEED,
-                   fp32_tol: float | None = None, arch: str = "sm_90", subject: str | None = None) -> dict[str, Any]:
+                   arch: str = "sm_90", subject: str | None = None) -> dict[str, Any]:
     """Worker target: check the harness's kernel against its reference.
 
     ``subject`` names the kernel checked in the messages: ``"the starting kernel"`` for the kernel an optimization
-    starts from (also chosen when the harness's oracle is the checked file itself), else ``"the candidate"``.
+    starts from (also chosen when the harness's oracle is the checked file itself), else ``"the candidate"``. The
+    float32 tolerance is the harness's (:attr:`Harness.fp32_tol`: a reordered-sum check sets it).
 
     Returns:
         :meth:`CorrectnessResult.to_json`: ``{"correct", "status", "verified_on", "max_abs_err",
@@ -157,7 +158,7 @@ def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: i
                                  refused_by=["load"]).to_json()
     is_start = bool(h.uses_oracle and h.oracle_path and Path(h.oracle_path).resolve() == Path(h.path).resolve())
     res = check_correctness(prepared.trial, verified_on=mode, n_seeds=n_seeds, base_seed=base_seed, atol=h.atol,
-                            rtol=h.rtol, fp32_tol=fp32_tol if fp32_tol is not None else h.fp32_tol, arg_names=prepared.arg_names, against=h.checked_against,
+                            rtol=h.rtol, fp32_tol=h.fp32_tol, arg_names=prepared.arg_names, against=h.checked_against,
                             subject=subject or ("the starting kernel" if is_start else "the candidate"))
     if is_start:
         res.messages.append("this is the starting kernel itself: under the oracle rule it is the reference, so this "
@@ -177,7 +178,7 @@ def verify_in_worker(harness: Harness, *, timeout_s: float = 300.0, pool_key: st
         interpret: force ``TRITON_INTERPRET=1`` on (True) or off (False); default: on unless torch
             in *this* process sees a GPU (checked without initializing CUDA via ``nvidia-smi``-free
             ``torch.cuda.is_available``).
-        kwargs: ``n_seeds``, ``base_seed``, ``fp32_tol``, ``arch``, ``subject`` (``"the starting kernel"`` when
+        kwargs: ``n_seeds``, ``base_seed``, ``arch``, ``subject`` (``"the starting kernel"`` when
             ``harness`` is the kernel an optimization starts from).
 
     Returns:

@@ -7,7 +7,11 @@ win. Before such a speedup is reported, :func:`strict_reverify` checks the candi
   (:data:`STRICT_BASE_SEED`, not 42), so inputs the first check used cannot be memorised;
 * every input set of the harness (on a GPU; under the interpreter, the sets it can afford);
 * fp32 outputs compared with atol = rtol = :data:`STRICT_FP32_TOL` (1e-5), or the harness's tolerance
-  when that is smaller; fp16/bf16 and integer outputs keep their usual tolerances.
+  when that is smaller; fp16/bf16 and integer outputs keep their usual tolerances. A candidate whose only
+  numeric change is the order of its float additions is checked at its reordered-sum tolerance
+  (:attr:`Harness.fp32_tol`, set by the loop to :data:`~htam_core.verify.correctness.REORDERED_SUM_FP32_TOL`):
+  the rounding of a reordered n-term sum is bounded by n·u·Σ|x| (Higham, *Accuracy and Stability of Numerical
+  Algorithms*, 2nd ed., §4.2), and 1e-5 would refuse correct reorderings of long sums.
 
 The optimize loop calls it from ``_judge`` (:mod:`htam_core.optimize.loop`); a failure makes the candidate
 ``"incorrect"`` with rule id ``"strict-reverify"``.
@@ -39,6 +43,13 @@ def needs_strict_reverify(speedup_vs_start: float | None, *, gpu: bool) -> bool:
     return bool(gpu and speedup_vs_start is not None and speedup_vs_start > STRICT_SPEEDUP)
 
 
+def strict_fp32_cap(harness: Harness, cap: float = STRICT_FP32_TOL) -> float:
+    """The cap of the fp32 tolerances in the strict check of ``harness``: ``cap`` (:data:`STRICT_FP32_TOL`), or the
+    harness's reordered-sum tolerance (:attr:`Harness.fp32_tol`) when that is set and larger: the strict check
+    adds seeds and input sets, it does not ask a reordered sum to round like the original order."""
+    return max(cap, harness.fp32_tol) if harness.fp32_tol is not None else cap
+
+
 def strict_verify_harness(harness: dict[str, Any], n_seeds: int = STRICT_SEEDS, base_seed: int = STRICT_BASE_SEED,
                           fp32_cap: float = STRICT_FP32_TOL) -> dict[str, Any]:
     """Worker target: the strict check of the harness's kernel.
@@ -56,7 +67,8 @@ def strict_verify_harness(harness: dict[str, Any], n_seeds: int = STRICT_SEEDS, 
     except HarnessError as e:
         return CorrectnessResult(False, "error", mode, None, [str(e)], refused_by=["harness"]).to_json()
     res = check_correctness(p.trial, verified_on=mode, n_seeds=n_seeds, base_seed=base_seed, atol=h.atol,
-                            rtol=h.rtol, fp32_cap=fp32_cap, arg_names=p.arg_names)
+                            rtol=h.rtol, fp32_tol=h.fp32_tol, fp32_cap=strict_fp32_cap(h, fp32_cap),
+                            arg_names=p.arg_names)
     return res.to_json()
 
 
@@ -70,7 +82,8 @@ def strict_reverify(harness: Harness, *, gpu_index: int = 0, interpret: bool = F
         gpu_index: the GPU (worker ``"gpu<i>"``) when ``interpret`` is False.
         interpret: run under the Triton interpreter on the CPU instead (tests, CPU machines).
         n_seeds, base_seed: :data:`STRICT_SEEDS` seeds from :data:`STRICT_BASE_SEED`.
-        fp32_tol: cap of the fp32 tolerances (:data:`STRICT_FP32_TOL`).
+        fp32_tol: cap of the fp32 tolerances (:data:`STRICT_FP32_TOL`; :func:`strict_fp32_cap` raises it to the
+            harness's reordered-sum tolerance).
         timeout_s: wall-clock limit, seconds.
 
     Returns:
@@ -96,5 +109,5 @@ def strict_reverify(harness: Harness, *, gpu_index: int = 0, interpret: bool = F
         res.refused_by = sorted(set(res.refused_by) | {STRICT_RULE})
         res.messages.insert(0, f"{STRICT_RULE}: the speedup above {STRICT_SPEEDUP:g}x did not survive the stricter "
                                f"check ({n_seeds} seeds from base {base_seed}, every input set, fp32 tolerance "
-                               f"<= {fp32_tol:g})")
+                               f"<= {strict_fp32_cap(harness, fp32_tol):g})")
     return res

@@ -95,7 +95,7 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
     ms_for: dict[str, float] = {}
     monkeypatch.setattr("htam_core.optimize.loop.gpu_available", lambda: True)
 
-    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
+    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str], fp32_tol=None) -> Evaluation:
         text = Path(cand_path).read_text()
         ms = next((v for k, v in ms_for.items() if k in text), 1.0)
         prof = Profile(kernel="add_kernel", mode="gpu", device="fake GPU", time_ms=TimeStats(ms, ms, ms))

@@ -76,7 +76,7 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict:
     state: dict = {"start": None, "paths": paths, "stages": [], "wait_for_counters": False,
                    "wait_for_ncu_start": False}
 
-    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
+    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str], fp32_tol=None) -> Evaluation:
         assert not use_ncu  # the loop never runs ncu inline
         is_start = Path(cand_path).read_text() == state["start"]
         if not is_start and state["wait_for_ncu_start"]:  # the start's ncu runs while candidates are evaluated
@@ -209,7 +209,7 @@ def test_candidates_reuse_one_worker_and_the_retiming_uses_a_fresh_prestarted_on
     prestarted: dict = {}
     state = {"start": None}
 
-    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
+    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str], fp32_tol=None) -> Evaluation:
         r = run_in_worker(f"{target}:pid", {}, pool_key="gpu0", **pool_config(0))
         eval_pids.append(r.value)
         ms = 1.0 if Path(cand_path).read_text() == state["start"] else 0.5

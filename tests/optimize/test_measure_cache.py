@@ -152,7 +152,7 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """
     calls: list[str] = []
 
-    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
+    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str], fp32_tol=None) -> Evaluation:
         calls.append(str(cand_path))
         text = Path(cand_path).read_text()
         if "FAIL" in text:
@@ -226,7 +226,7 @@ def test_refusals_and_static_mode_do_not_touch_the_cache(tmp_path: Path, fake_gp
     cache = MeasureCache(tmp_path / "m.sqlite3")
     static_calls: list[str] = []
 
-    def static(self, cand_path, model, kernel, lab):
+    def static(self, cand_path, model, kernel, lab, fp32_tol=None):
         static_calls.append(str(cand_path))
         return Evaluation(True, True, "interpreter", model=model, labels=lab)
 
@@ -283,7 +283,7 @@ def test_loop_without_cache_measures_everything(tmp_path: Path, fake_gpu: list[s
 
 
 def test_static_loop_ignores_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Evaluator, "_static", lambda self, p, model, k, lab: Evaluation(
+    monkeypatch.setattr(Evaluator, "_static", lambda self, p, model, k, lab, fp32_tol=None: Evaluation(
         True, True, "interpreter", model=model, labels=lab))
     src = copy_example(tmp_path / "src")
     cache = tmp_path / "measure.sqlite3"

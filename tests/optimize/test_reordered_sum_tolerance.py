@@ -43,3 +43,21 @@ def test_the_reordered_sum_tolerance_reaches_the_check_and_only_when_asked(evalu
     assert loose.correct is True, loose.messages
     assert evaluator.harness_for(path).fp32_tol is None  # the evaluation's tolerance does not outlive it
     assert dataclasses.replace(evaluator.harness, fp32_tol=None) == evaluator.harness
+
+
+def test_the_strict_check_keeps_the_reordered_sum_tolerance(evaluator: Evaluator) -> None:
+    """Regression: the strict re-verification of a >10x speedup capped fp32 at 1e-5 whatever the candidate was, so
+    a correct reordering of a long sum would be refused there; a reordered-sum harness keeps its tolerance (the
+    strict check adds seeds and input sets) and every other harness keeps the 1e-5 cap."""
+    from htam_core.verify import strict
+
+    text = evaluator.path.read_text()
+    off = text.replace("x + y, mask=mask", "x + y * 1.00015, mask=mask")
+    path = evaluator.write(off, "03-strict")
+    plain = evaluator.harness_for(path)
+    reordered = evaluator.harness_for(path, REORDERED_SUM_FP32_TOL)
+    assert strict.strict_fp32_cap(plain) == strict.STRICT_FP32_TOL
+    assert strict.strict_fp32_cap(reordered) == REORDERED_SUM_FP32_TOL
+    assert strict.strict_reverify(plain, interpret=True, timeout_s=300).correct is False
+    res = strict.strict_reverify(reordered, interpret=True, timeout_s=300)
+    assert res.correct is True, res.messages

@@ -83,7 +83,7 @@ def fake_timing(monkeypatch: pytest.MonkeyPatch) -> dict:
     ``state["fresh"]`` for the fresh re-timing. ``state["calls"]`` lists the ``fresh`` flag of every call."""
     state: dict = {"fresh": WIN, "calls": [], "start": None}
 
-    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
+    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str], fp32_tol=None) -> Evaluation:
         ms = 1.0 if Path(cand_path).read_text() == state["start"] else 0.5
         return Evaluation(True, True, "gpu", None, ms, [ms], _profile(ms=ms), model, ["ok"], lab)
 
@@ -134,7 +134,7 @@ def test_not_reproduced_best_is_no_win_not_applied_and_learned_neutral(tmp_path:
 
 
 def test_static_mode_says_not_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Evaluator, "_static", lambda self, p, model, k, lab: Evaluation(
+    monkeypatch.setattr(Evaluator, "_static", lambda self, p, model, k, lab, fp32_tol=None: Evaluation(
         True, True, "interpreter", model=model, labels=lab))
     src = copy_example(tmp_path / "src")
     res = run_optimize(OptimizeTask(path=str(src), kernel="add_kernel", budget=1, static=True,

@@ -29,7 +29,7 @@ def _loop_stub(tmp_path: Path) -> SimpleNamespace:
     stub = SimpleNamespace(gpu=True, harness=None, path=tmp_path / "k.py",
                            task=SimpleNamespace(engine="rules", gpu_index=0, replay_table=None),
                            _speedup=_Loop._speedup)
-    stub._strict = lambda start, ev, p: _Loop._strict(stub, start, ev, p)  # type: ignore[attr-defined]
+    stub._strict = lambda start, ev, p, reorders=False: _Loop._strict(stub, start, ev, p, reorders)  # type: ignore[attr-defined]
     # no interleaved comparison here: the speedup comes from the two separate timings (the rule under test is
     # the strict re-verification, not the spread)
     stub.warnings = []
@@ -52,7 +52,7 @@ def calls(monkeypatch):
     verdict = {"correct": True}
 
     def fake(harness, **kw):
-        seen.append({"path": harness.path, **kw})
+        seen.append({"path": harness.path, "fp32_tol": harness.fp32_tol, **kw})
         if verdict["correct"]:
             return CorrectnessResult(True, "correct", "gpu", 0.0, ["matched the reference on 10 trial(s)"], 10)
         return CorrectnessResult(False, "incorrect", "gpu", 1.0, ["strict-reverify: did not survive", "x differs"],
@@ -72,6 +72,23 @@ def test_speedup_above_10x_is_reverified_and_a_failure_is_incorrect(tmp_path, ca
     assert rec.status == "incorrect" and rec.correct is False and not rec.accepted
     assert rec.speedup is None and rec.speedup_vs_start is None
     assert any("strict-reverify" in m for m in rec.messages)
+
+
+def test_a_reordering_is_reverified_at_its_reordered_sum_tolerance(tmp_path, calls):
+    """Regression: the strict check of a candidate that only reorders float sums got the plain harness (1e-5
+    cap); it gets the reordered-sum tolerance its first check had, and other candidates none."""
+    from htam_core.verify.correctness import REORDERED_SUM_FP32_TOL
+
+    seen, _ = calls
+    stub = _loop_stub(tmp_path)
+    stub.harness = Harness(kind="spec", path="orig.py", kernel="k")
+    start = Evaluation(True, True, "gpu", time_ms=10.0, per_set_ms=[10.0])
+    ev = Evaluation(True, True, "gpu", time_ms=0.5, per_set_ms=[0.5], messages=["matched"])
+    choice = Choice("parallel_mapping", "warp_per_row", "cuda.warp_per_row", 1.0, "", "")
+    for params, tol in (({"changes_numerics": True, "reorders_only": True}, REORDERED_SUM_FP32_TOL), ({}, None)):
+        cand = SimpleNamespace(params=params, description="d", code="new")
+        _Loop._judge(stub, 1, choice, cand, "old", start, start, ev, stub.path)  # type: ignore[arg-type]
+        assert seen[-1]["fp32_tol"] == tol
 
 
 def test_speedup_above_10x_that_survives_is_a_win(tmp_path, calls):
