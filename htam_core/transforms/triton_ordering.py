@@ -45,20 +45,62 @@ def _stmt_range(unit: TritonUnit, a: Node) -> tuple[int, int]:
     return start, (nl + 1 if nl != -1 else st.end_byte)
 
 
+def _dot_operand_loads(unit: TritonUnit) -> list[Node] | None:
+    """The ``tl.load`` calls whose values reach a ``tl.dot`` (a load inside the dot's arguments, or assigned to a
+    name the dot's operands are computed from, through ``.to()``/``tl.trans`` wrappers); ``None`` when the kernel has no ``tl.dot`` or none
+    of its operands is a load found so (then every load counts)."""
+    dots = unit.calls(unit.body, "tl.dot")
+    if not dots:
+        return None
+    read = {unit.t(n) for d in dots for n in syn.walk(d.child_by_field_name("arguments")) if syn.is_identifier(n)}
+    assigns = syn.any_py_assignments(unit.body)
+    grown = True
+    while grown:  # every name the dot's operands are computed from (grad_z = grad_mix * invr)
+        before = len(read)
+        for a in assigns:
+            if unit.t(a.child_by_field_name("left")) in read and a.child_by_field_name("right") is not None:
+                read |= {unit.t(n) for n in syn.walk(a.child_by_field_name("right")) if syn.is_identifier(n)}
+        grown = len(read) > before
+    out = []
+    for ld in unit.calls(unit.body, "tl.load"):
+        node: Node | None = ld
+        while node is not None and not syn.is_any_py_assignment(node) and node not in dots:
+            node = node.parent
+        if node in dots:
+            out.append(ld)
+        elif node is not None and unit.t(node.child_by_field_name("left")) in read:
+            out.append(ld)
+    return out or None
+
+
 def shares_operands(unit: TritonUnit, pm: str, pn: str) -> bool:
     """Whether grouping ``pm``/``pn`` can give L2 reuse: some ``tl.load`` reads data indexed by ``pm`` and not
     ``pn`` (an A row panel, which programs of one tile row share) and another by ``pn`` and not ``pm`` (a B
-    column panel). When every load depends on ``pm`` (a batch x head axis), programs of different ``pm`` share
-    no operand and the remap cannot help (Triton tutorial 03: the reuse is of A's rows and B's columns)."""
+    column panel). In a kernel with ``tl.dot`` only the dot's operands count (:func:`_dot_operand_loads`): the
+    reuse is of A's rows and B's columns, and a mask or bias tile indexed by one axis shares nothing the remap
+    brings closer. When every operand depends on ``pm`` (a batch x head axis), programs of different ``pm``
+    share no operand and the remap cannot help (Triton tutorial 03, "L2 cache optimizations")."""
     on_m = set(dependents(unit.body, unit.src, [pm]))
     on_n = set(dependents(unit.body, unit.src, [pn]))
     kinds = set()
-    for ld in unit.calls(unit.body, "tl.load"):
+    for ld in _dot_operand_loads(unit) or unit.calls(unit.body, "tl.load"):
         args = ld.child_by_field_name("arguments").named_children
         if args and not syn.is_keyword_argument(args[0]):
             read = {unit.t(n) for n in syn.walk(args[0]) if syn.is_identifier(n)}
             kinds.add((bool(read & on_m), bool(read & on_n)))
     return (True, False) in kinds and (False, True) in kinds
+
+
+def _grouped_pair(unit: TritonUnit, by_axis: dict[int, Node]) -> tuple[int, int] | None:
+    """The two program axes to group: the first pair (in axis order) whose ids index different operands
+    (:func:`shares_operands`); a third axis (batch x head, ``tl.program_id(0)`` of an attention kernel) is kept."""
+    names = {ax: unit.t(a.child_by_field_name("left")) for ax, a in by_axis.items()}
+    axes = sorted(names)
+    for i, a in enumerate(axes):
+        for b in axes[i + 1:]:
+            if shares_operands(unit, names[a], names[b]):
+                return a, b
+    return None
 
 
 @register
@@ -85,26 +127,14 @@ class TritonGroupedOrdering(TritonTransform):
                 by_axis.setdefault(ax, a)
         indent = unit.body_indent
         out: list[Candidate] = []
-        if 0 in by_axis and 1 in by_axis:
-            am, an = by_axis[0], by_axis[1]
-            pm, pn = unit.t(am.child_by_field_name("left")), unit.t(an.child_by_field_name("left"))
-            if not shares_operands(unit, pm, pn):
-                return self.not_applicable(_NO_SHARED.format(pm=pm, pn=pn))
-            tl = unit.tl
-            for g in GROUPS:
-                code = [
-                    "# grouped ordering: GROUP_M rows of tiles per group, for L2 reuse (same grid, remapped)",
-                    f"htam_pid = {tl}.program_id(1) * {tl}.num_programs(0) + {tl}.program_id(0)",
-                    f"htam_num_pid_m = {tl}.num_programs(0)",
-                    f"htam_num_pid_n = {tl}.num_programs(1)",
-                    f"htam_group = {g} * htam_num_pid_n",
-                    f"htam_first_m = (htam_pid // htam_group) * {g}",
-                    f"htam_group_m = {tl}.minimum(htam_num_pid_m - htam_first_m, {g})",
-                    f"{pm} = htam_first_m + ((htam_pid % htam_group) % htam_group_m)",
-                    f"{pn} = (htam_pid % htam_group) // htam_group_m",
-                ]
-                out.append(self._cand(unit, am, an, code, indent, g, pm, pn))
-            return out
+        if len(by_axis) >= 2:
+            pair = _grouped_pair(unit, by_axis)
+            if pair is None:
+                first = sorted(by_axis)[:2]
+                return self.not_applicable(_NO_SHARED.format(
+                    pm=unit.t(by_axis[first[0]].child_by_field_name("left")),
+                    pn=unit.t(by_axis[first[1]].child_by_field_name("left"))))
+            return self._grid_candidates(unit, by_axis, pair)
         # 1-D grid: pid_m = pid // num_pid_n ; pid_n = pid % num_pid_n
         div = mod = None
         for a in assigns:
@@ -137,6 +167,27 @@ class TritonGroupedOrdering(TritonTransform):
                 f"{pn} = ({pid} % htam_group) // htam_group_m",
             ]
             out.append(self._cand(unit, div, mod, code, indent, g, pm, pn))
+        return out
+
+    def _grid_candidates(self, unit: TritonUnit, by_axis: dict[int, Node], pair: tuple[int, int]) -> list[Candidate]:
+        """The remap of program axes ``pair`` = (m axis, n axis) of a 2-D or 3-D grid, GROUP_M in :data:`GROUPS`."""
+        (xm, xn), tl = pair, unit.tl
+        am, an = by_axis[xm], by_axis[xn]
+        pm, pn = unit.t(am.child_by_field_name("left")), unit.t(an.child_by_field_name("left"))
+        out = []
+        for g in GROUPS:
+            code = [
+                "# grouped ordering: GROUP_M rows of tiles per group, for L2 reuse (same grid, remapped)",
+                f"htam_pid = {tl}.program_id({xn}) * {tl}.num_programs({xm}) + {tl}.program_id({xm})",
+                f"htam_num_pid_m = {tl}.num_programs({xm})",
+                f"htam_num_pid_n = {tl}.num_programs({xn})",
+                f"htam_group = {g} * htam_num_pid_n",
+                f"htam_first_m = (htam_pid // htam_group) * {g}",
+                f"htam_group_m = {tl}.minimum(htam_num_pid_m - htam_first_m, {g})",
+                f"{pm} = htam_first_m + ((htam_pid % htam_group) % htam_group_m)",
+                f"{pn} = (htam_pid % htam_group) // htam_group_m",
+            ]
+            out.append(self._cand(unit, am, an, code, unit.body_indent, g, pm, pn))
         return out
 
     def _cand(self, unit: TritonUnit, a1: Node, a2: Node, code: list[str], indent: str, g: int, pm: str, pn: str):

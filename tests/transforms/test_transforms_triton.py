@@ -176,3 +176,13 @@ def test_grouped_ordering_refused_when_every_load_shares_the_batch_axis():
     m = parse_text(_BATCH_AXES, "python", "att.py")
     res = registry.propose("triton.grouped_ordering", m, m.kernel("scores"))
     assert isinstance(res, NotApplicable) and "no operand is shared" in res.reason, res
+
+
+def test_grouped_ordering_takes_the_tile_axes_of_a_3d_grid_not_the_batch_axis(cand):
+    """Regression (read on a public attention kernel): on a grid (batch x head, row tiles, column tiles) the step
+    grouped the batch axis with the row tiles, because a mask tile indexed by rows alone made them look like two
+    operands; only the dot's operands count, so the row and column tile axes (1, 2) are grouped."""
+    cs = cand("triton.grouped_ordering", "tri_heads_qk.py", "heads_qk")
+    t = cs[0].new_text
+    assert "htam_pid = tl.program_id(2) * tl.num_programs(1) + tl.program_id(1)" in t
+    assert "bh = tl.program_id(0)" in t and "tm = htam_first_m +" in t and "tn = (htam_pid %" in t

@@ -38,6 +38,7 @@ CASES = [
     ("tri_matmul.py", "matmul_2d", "triton.autotune", 0),
     ("tri_matmul.py", "matmul_2d", "triton.block_size", 0),
     ("tri_matmul.py", "matmul_1d", "triton.grouped_ordering", 0),
+    ("tri_heads_qk.py", "heads_qk", "triton.grouped_ordering", 0),
     ("tri_scale.py", "scale_shift", "triton.block_size", 2),
     ("tri_scale.py", "scale_shift", "triton.autotune", 0),
     ("tri_scale.py", "copy_exact", "triton.cache_hints", 0),
