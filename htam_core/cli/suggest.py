@@ -106,8 +106,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown strategy id(s) in --history: {', '.join(unknown)}; known ids: "
                          f"{', '.join(s.id for s in kb.strategies)}")
     profile, warnings = _profile(args.file, args.kernel, args.static)
-    if args.why:
-        return _why(args, kb, profile, model, kernel)
     try:
         store = open_store(args.memory, args.workspace_memory, kb=kb)
     except MemoryStoreError as exc:  # the boundary maps the cause to its exit code (3, or 75 when locked)
@@ -115,7 +113,9 @@ def run(args: argparse.Namespace) -> int:
     with store:
         ranker = Ranker(kb, store, seed=args.seed, ablation=args.ablation)
         steps = ranker.rank(state_from_profile(profile), history, kernel.features, kernel.language, profile,
-                            top=args.top, kernel=kernel, model=model)
+                            top=len(kb.strategies) if args.why else args.top, kernel=kernel, model=model)
+    if args.why:
+        return _why(args, kb, profile, model, kernel, steps)
     warnings = list(profile.warnings) + warnings + store.warnings
     verdicts = [_verdict(kb, s.strategy, model, kernel) for s in steps]
     if args.json:
@@ -154,6 +154,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _place(rank: int | None, top: int) -> str:
+    """Where a ranked strategy stands: ``rank`` (1-based, ``None`` when the ranking left it out) against ``top``
+    (the number of steps ``htam suggest`` lists)."""
+    if rank is None:
+        return "so it may be ranked, but the ranking left it out here"
+    if rank <= top:
+        return f"so it is ranked number {rank} (listed)"
+    return f"so it is ranked number {rank} (run with --top {rank} to see it)"
+
+
 def first_makeable_line(steps: list[RankedStep], verdicts: list[Verdict]) -> str | None:
     """The line that points at the first listed step the rules engine makes, when the top-ranked one is not
     (the ranking lists every strategy by its score, the ones only a model or a hand can write and the refused ones
@@ -179,11 +189,13 @@ def _verdict(kb: KnowledgeBase, strategy: str, model: SourceModel, kernel: Kerne
     return check(kb.strategy(strategy), model, kernel, llm_hint="Run `htam optimize --engine llm`")
 
 
-def _why(args: argparse.Namespace, kb: KnowledgeBase, profile: Profile, model: SourceModel, kernel: Kernel) -> int:
+def _why(args: argparse.Namespace, kb: KnowledgeBase, profile: Profile, model: SourceModel, kernel: Kernel,
+         steps: list[RankedStep]) -> int:
     """``--why STRATEGY``: print whether the strategy's ``applies`` predicate holds on the kernel's facts (the
     ranker's rule: a strategy is ranked unless it is definitely false, or not for the kernel's language), the facts
-    that decide it (:meth:`~htam_core.memory.predicates.Predicate.because`), and the rules engine's verdict on it.
-    Returns 0.
+    that decide it (:meth:`~htam_core.memory.predicates.Predicate.because`), its place in the ranking ``steps``
+    (every ranked strategy, the list ``htam suggest`` prints the top ``--top`` of), and the rules engine's verdict on
+    it. Returns 0.
 
     Raises:
         UsageError: an unknown strategy id (the message lists the known ones).
@@ -199,15 +211,17 @@ def _why(args: argparse.Namespace, kb: KnowledgeBase, profile: Profile, model: S
         value, because = s.applies.evaluate(facts), s.applies.because(facts)
     else:
         value, because = False, [f"language = {facts['language']!r}, not one of {', '.join(s.languages)}"]
+    rank = next((r.rank for r in steps if r.strategy == s.id), None)
     v = _verdict(kb, s.id, model, kernel)
     made = "makes a validated edit" if v.makeable else f"does not make it: {v.reason}"
     if args.json:
         json.dump({"strategy": s.id, "applies": s.applies.text, "value": value, "ranked": value is not False,
+                   "rank": rank,
                    "because": because, "makes_edit": v.makeable, "refusal": v.reason}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     word = {True: "true", False: "false", None: "unknown"}[value]
-    listed = "so it is not ranked" if value is False else "so it is ranked (raise --top to see it)"
+    listed = "so it is not ranked" if value is False else _place(rank, args.top)
     print(f"{s.id} on {kernel.name}: applies = \"{s.applies.text}\" is {word}, {listed}: {'; '.join(because)}")
     print(f"  rules engine: {made}")
     return 0

@@ -80,3 +80,19 @@ def test_an_unknown_strategy_is_a_usage_error(tmp_path, capsys):
                  "--memory", str(tmp_path / "m.sqlite3")]) == 2
     err = capsys.readouterr().err
     assert "unknown strategy id for --why: warp_magic" in err and "stencil_smem_tile" in err
+
+
+def test_a_ranked_strategy_says_its_place_in_the_list(tmp_path, capsys):
+    """Regression (a new user's report): ``--why`` said "raise --top to see it" about the step the default list
+    showed first; it now gives the step's number in the same ranking and says when ``--top`` must be raised."""
+    f, mem = _file(tmp_path, CLAMPED), str(tmp_path / "m.sqlite3")
+    assert main(["suggest", f, "--kernel", "blur", "--json", "--top", "30", "--memory", mem]) == 0
+    ranked = [s["strategy"] for s in json.loads(capsys.readouterr().out)]
+    assert len(ranked) > 5
+    for pos in (1, len(ranked)):
+        assert main(["suggest", f, "--kernel", "blur", "--why", ranked[pos - 1], "--memory", mem]) == 0
+        line = capsys.readouterr().out.splitlines()[0]
+        assert f"ranked number {pos} " in line, line
+        assert ("(listed)" in line) == (pos <= 5) and ("--top" in line) == (pos > 5), line
+        assert main(["suggest", f, "--kernel", "blur", "--why", ranked[pos - 1], "--json", "--memory", mem]) == 0
+        assert json.loads(capsys.readouterr().out)["rank"] == pos
