@@ -81,11 +81,11 @@ def _element(unit: CudaUnit, pointer: str) -> str | None:
     return " ".join(words) or None
 
 
-def _moving_reads(unit: CudaUnit, fact: LoopFact) -> tuple[str, list[tuple[str, Node]]] | str:
-    """The element type of the global reads that move with the loop ``fact`` and ``[(pointer, subscript node)]``
-    of each, or why they cannot be widened (unknown or different element types, a read that is no subscript)."""
-    moving = [a for a in unit.facts.accesses_in(fact) if a.space == "global" and a.kind != "write"
-              and a.stride(fact.var or "") != 0]
+def _moving_reads(unit: CudaUnit, split: ColumnSplit) -> tuple[str, list[tuple[str, Node]]] | str:
+    """The element type of the global reads that walk the column of ``split``
+    (:meth:`~htam_core.source.analysis.facts.KernelFacts.column_reads`) and ``[(pointer, subscript node)]`` of each,
+    or why they cannot be widened (unknown or different element types, a read that is no subscript)."""
+    moving = list(unit.facts.column_reads(split))
     types = sorted({_element(unit, a.pointer) or "" for a in moving})
     if "" in types or len(types) != 1:
         return "the moving reads have unknown or different element types"
@@ -96,6 +96,41 @@ def _moving_reads(unit: CudaUnit, fact: LoopFact) -> tuple[str, list[tuple[str, 
             return f"the read `{a.pointer}[{a.index_text}]` is not a subscript"
         subs.append((a.pointer, node))
     return types[0], subs
+
+
+def _address(unit: CudaUnit, sub: Node, body: Node) -> str:
+    """The text of the subscript ``sub`` with the locals the loop ``body`` declares before it (``const int at =
+    r * n + col; … A[at]``) replaced by their initial values, so the address can be tested and loaded at the top
+    of the body, before those declarations; locals the body assigns again stay as written (the caller refuses
+    them)."""
+    decls = [st for st in (statement_list(body) if syn.is_block(body) else []) if syn.is_declaration(st)
+             and st.end_byte <= sub.start_byte]
+    values = {}
+    for st in decls:
+        names, v = _declared(unit, st), _value(st)
+        if len(names) == 1 and v is not None:
+            values[names[0]] = f"({_inline(unit, v, values)})"
+    return _inline(unit, sub, values)
+
+
+def _inline(unit: CudaUnit, node: Node, values: dict[str, str]) -> str:
+    """``node``'s text with each identifier named in ``values`` replaced by its text there."""
+    out, b0 = bytearray(unit.t(node).encode()), node.start_byte
+    for i in sorted(syn.identifiers(node), key=lambda n: -n.start_byte):
+        if unit.t(i) in values:
+            out[i.start_byte - b0:i.end_byte - b0] = values[unit.t(i)].encode()
+    return out.decode()
+
+
+def _reassigned(unit: CudaUnit, body: Node, subs: list[tuple[str, Node]]) -> str | None:
+    """A local of the loop ``body`` that a moving read's index names and the body assigns after declaring it
+    (its value at the read is not its initial one), or ``None``."""
+    names = {unit.t(i) for _, n in subs for i in syn.identifiers(n)}
+    for a in syn.assignments(body):
+        left = a.child_by_field_name("left")
+        if left is not None and unit.t(left) in names:
+            return unit.t(left)
+    return None
 
 
 def _per_column(unit: CudaUnit, body: Node, whole: list[tuple[Node, str]], names: dict[str, str]) -> str:
@@ -179,7 +214,7 @@ class CudaVectorColumns(CudaTransform):
             if any(w in text for w in _WARP_WORDS) or unit.barriers_in(st) or syn.for_or_while_loops(st):
                 return (f"the statement `{' '.join(text.split())[:60]}` after the loop combines threads, returns or "
                         "loops; only per-column statements can be repeated per column")
-        got = _moving_reads(unit, fact)
+        got = _moving_reads(unit, split)
         if isinstance(got, str):
             return got
         elem, subs = got
@@ -201,6 +236,9 @@ class CudaVectorColumns(CudaTransform):
         if body_node is None:
             return f"the loop on line {fact.line} has no body"
         names = {col: f"({col} + htam_k)", acc.name: "htam_acc[htam_k]"}
+        if (again := _reassigned(unit, body_node, subs)) is not None:
+            return f"the index of a moving read names `{again}`, which the loop assigns; its value at the read is unknown"
+        addr = {p: _address(unit, n, body_node) for p, n in subs}
 
         def rendered(vector: bool) -> str:
             return _per_column(unit, body_node, [(n, f"htam_{p}.v[htam_k]") for p, n in subs] if vector else [],
@@ -208,10 +246,9 @@ class CudaVectorColumns(CudaTransform):
 
         ind = syn.indent_of(unit.src, (pre or [loop])[0].start_byte) or "    "
         pointers = sorted({p for p, _ in subs})
-        aligned = " && ".join(f"((unsigned long long)&{unit.t(n)} & 15ull) == 0ull"
-                              for p, n in {p: n for p, n in subs}.items())
-        loads = " ".join(f"htam_pack_{p} htam_{p} = *reinterpret_cast<const htam_pack_{p} *>(&{unit.t(n)});"
-                         for p, n in {p: n for p, n in subs}.items())
+        aligned = " && ".join(f"((unsigned long long)&{addr[p]} & 15ull) == 0ull" for p in dict(subs))
+        loads = " ".join(f"htam_pack_{p} htam_{p} = *reinterpret_cast<const htam_pack_{p} *>(&{addr[p]});"
+                         for p in dict(subs))
         packs = [f"struct alignas(16) htam_pack_{p} {{ {elem} v[htam_V]; }};" for p in pointers]
         header = _with(unit, loop, [(body_node, "")]).rstrip()
         post_renamed = ""
@@ -344,7 +381,7 @@ def _warp_rows(unit: CudaUnit, split: ColumnSplit  # noqa: C901
     inside = f.accesses_in(fact)
     if any(a.kind != "read" or a.space != "global" for a in inside):
         return f"the loop on line {fact.line} writes memory or reads shared memory; only its global reads widen"
-    got = _moving_reads(unit, fact)
+    got = _moving_reads(unit, split)
     if isinstance(got, str):
         return got
     elem, subs = got

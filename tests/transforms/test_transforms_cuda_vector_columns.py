@@ -12,6 +12,8 @@ thread (:func:`cpu_emulation.run_block_main`: barriers, shared memory, shuffles)
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from cpu_emulation import compiler, run_block_main, run_lane_columns, run_main
 from gpu_equivalence import call_host, torch_cuda
@@ -189,3 +191,107 @@ def test_lane_columns_output_same_sums_on_the_cpu(cand, tmp_path, rows, cols, bl
     (c,) = _vector_columns(_after_lane_columns(cand))
     got = run_lane_columns(c.new_text, "colsum_warp", rows, cols, block, tmp_path)
     assert got == [sum(float((r * 7 + col * 3) % 13) - 6.0 for r in range(rows)) for col in range(cols)]
+
+
+#: A^T x: a column walk weighted by a value of the row (``x[i]``, the same element for every thread), in three
+#: spellings (early return and size_t rows; a guarded block and an index variable; a template-free scalar_t alias)
+ATX = {
+    "early": """__global__ void atx(const float *A, const float *x, float *y, int m, int n) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    float acc = 0.0f;
+    for (int i = 0; i < m; ++i) {
+        acc += A[(size_t)i * n + j] * x[i];
+    }
+    y[j] = acc;
+}
+void go(const float *A, const float *x, float *y, int m, int n) { atx<<<(n + 255) / 256, 256>>>(A, x, y, m, n); }
+""",
+    "guarded": """__global__ void atx(const float* __restrict__ A, const float* __restrict__ x, float* y, int m, int n) {
+    const int col = threadIdx.x + blockIdx.x * blockDim.x;
+    if (col < n) {
+        float s = 0.f;
+        for (int r = 0; r < m; r++) {
+            const int at = r * n + col;
+            s += x[r] * A[at];
+        }
+        y[col] = 2.0f * s;
+    }
+}
+void go(const float *A, const float *x, float *y, int m, int n) { atx<<<(n + 127) / 128, 128>>>(A, x, y, m, n); }
+""",
+    "scaled": """typedef float real;
+__global__ void atx(const real *A, const real *x, real *y, int m, int n) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    real acc = 0;
+    for (int i = 0; i < m; i += 1) acc = acc + x[i] * A[i * n + j] * x[0];
+    y[j] = acc;
+}
+void go(const real *A, const real *x, real *y, int m, int n) { atx<<<(n + 63) / 64, 64>>>(A, x, y, m, n); }
+""",
+}
+
+ATX_MAIN = """
+int main() {
+    const int m = ROWS, n = COLS;
+    std::vector<float> A((size_t)m * n), x(m), y(n, -1.0f);
+    for (int r = 0; r < m; ++r)
+        for (int c = 0; c < n; ++c) A[(size_t)r * n + c] = (float)((r * 5 + c * 3) % 11) - 5.0f;
+    for (int r = 0; r < m; ++r) x[r] = 0.5f * (float)(r % 7) - 1.0f;
+    HTAM_LAUNCH(GRID, 1, 32, 1, atx(A.data(), x.data(), y.data(), m, n));
+    for (float v : y) std::printf("%.9g\\n", v);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("spelling", sorted(ATX))
+def test_a_weighted_column_walk_is_a_column_sum_and_is_widened(spelling):
+    """Regression (a new user's A^T x): a column walk that also reads a value of the row (``x[i]``) was not a
+    column sum, so the 16-byte step was not offered; the row's value stays a scalar read in the vector body."""
+    from htam_core.source import parse_text
+    from htam_core.transforms.registry import propose
+
+    text = ATX[spelling]
+    f = _facts(text, "atx")
+    (split,) = f.thread_column_loops()
+    assert {a.pointer for a in f.column_reads(split)} == {"A"}
+    m = parse_text(text, "cuda", "atx.cu")
+    (c,) = propose(TID, m, m.kernel("atx"))
+    assert "htam_pack_A" in c.new_text and "htam_pack_x" not in c.new_text
+    assert "x[i]" in c.new_text or "x[r]" in c.new_text
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+@pytest.mark.parametrize("spelling", sorted(ATX))
+@pytest.mark.parametrize("rows,cols", [(9, 64), (14, 45)])
+def test_a_weighted_column_walk_gives_the_same_sums_on_the_cpu(spelling, tmp_path, rows, cols):
+    from htam_core.source import parse_text
+    from htam_core.transforms.registry import propose
+
+    text = ATX[spelling]
+    m = parse_text(text, "cuda", "atx.cu")
+    (c,) = propose(TID, m, m.kernel("atx"))
+
+    def main(grid: str) -> str:
+        return ATX_MAIN.replace("ROWS", str(rows)).replace("COLS", str(cols)).replace("GRID", grid)
+
+    prelude = "typedef float real;\n" if "real" in text else ""
+    strip = (lambda t: t.replace("typedef float real;\n", "")) if prelude else (lambda t: t)
+    before = run_main(strip(text), "atx", main("(n + 31) / 32"), tmp_path, prelude=prelude)
+    after = run_main(strip(c.new_text), "atx", main("((n + 31) / 32 + 3) / 4"), tmp_path, prelude=prelude)
+    assert after == before and len(after) == cols and any(v != -1.0 for v in after)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("spelling", sorted(ATX))
+def test_a_weighted_column_walk_compiles_with_nvcc(spelling):
+    from spellings import nvcc_error
+
+    from htam_core.source import parse_text
+    from htam_core.transforms.registry import propose
+
+    m = parse_text(ATX[spelling], "cuda", "atx.cu")
+    (c,) = propose(TID, m, m.kernel("atx"))
+    assert nvcc_error(c.new_text, "atx.cu") == ""

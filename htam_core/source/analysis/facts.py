@@ -302,6 +302,13 @@ class GridStrideLoop:
     line: int
 
 
+def _row_value(a: Access) -> bool:
+    """Whether the read ``a`` is the same element for every thread of the grid (its index reads no ``threadIdx``
+    or ``blockIdx``): a value of the row in a column walk, broadcast to every lane."""
+    return a.index is not None and not any(s.name.startswith(("threadIdx.", "blockIdx."))
+                                           for s in a.index.free_symbols)
+
+
 @dataclass(frozen=True)
 class ColumnSplit:
     """A column sum whose threads split the summed index (:meth:`KernelFacts.column_split_loops`).
@@ -1596,7 +1603,9 @@ class KernelFacts:
                      ) -> ColumnSplit | None:
         """The column split of ``lp`` when every global read inside it is a scalar ``S * var + c`` with one ``S``
         (neither 0 nor 1) and one ``c`` (free of ``var``, ``column_ok(c)``); reads that do not move with ``var``
-        (``w[c]``) are allowed when ``column_values``. ``None`` otherwise."""
+        (``w[c]``) and reads of a value of the row, the same element for every thread (``x[i]`` of ``A^T x``:
+        an index free of ``threadIdx`` and ``blockIdx``, :func:`_row_value`), are allowed when ``column_values``.
+        ``None`` otherwise."""
         var = lp.var or ""
         cols: set[sympy.Expr] = set()
         strides: set[sympy.Expr] = set()
@@ -1608,6 +1617,8 @@ class KernelFacts:
                 return None
             if st == 0:
                 continue  # a value of the column, read once per row
+            if column_values and _row_value(a):
+                continue  # a value of the row (x[i] of A^T x), the same for every thread
             col = sympy.expand(a.index - st * sym(var))
             if st == 1 or sym(var) in col.free_symbols or not column_ok(col):
                 return None
@@ -1616,6 +1627,16 @@ class KernelFacts:
         if len(cols) != 1 or len(strides) != 1:
             return None
         return ColumnSplit(lp.id, next(iter(cols)), next(iter(strides)))
+
+    def column_reads(self, split: ColumnSplit) -> tuple[Access, ...]:
+        """The global reads of the column sum ``split`` that walk its column, ``split.stride * var + split.column``
+        (the reads a wider load of adjacent columns replaces); values of the column (``w[c]``) and of the row
+        (``x[i]``) are not among them."""
+        lp = self.loops[split.loop]
+        var = sym(lp.var or "")
+        return tuple(a for a in self.accesses_in(lp) if a.space == "global" and a.kind != "write"
+                     and a.index is not None and not a.vector and a.stride(lp.var or "") == split.stride
+                     and sympy.expand(a.index - split.stride * var - split.column) == 0)
 
     def thread_column_loops(self) -> tuple[ColumnSplit, ...]:
         """Column sums with one thread per column and scalar reads (coalesced, but 4 or 2 bytes per lane), in
