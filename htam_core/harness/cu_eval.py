@@ -224,6 +224,15 @@ class Dim3:
         return (self.x, self.y, self.z)
 
 
+@dataclass(frozen=True)
+class StructValue:
+    """A value of a struct or class type the host code builds (``Weights w = {0.5f, 0.25f};``), passed to a kernel
+    by value; ``fields`` are the brace initializer's values in order (``None``: not read)."""
+
+    type: str
+    fields: tuple[Any, ...] | None = None
+
+
 @dataclass
 class PtrVar:
     """A declared pointer variable not yet pointing at a buffer (``float *d_a;``)."""
@@ -702,8 +711,11 @@ class Program:
                 elif ptr:
                     scope.values[name] = self._pointer_init(name, elem, d, value, scope)
                 elif value is None:
-                    scope.values[name] = (Dim3(1) if elem == "dim3" else
+                    scope.values[name] = (Dim3(1) if elem == "dim3" else StructValue(elem) if _is_struct(elem) else
                                           Unknown(f"`{name}` (line {line_of(d)}) has no value before the launch"))
+                elif value.type == "initializer_list" and _is_struct(elem) and not _is_array(d):
+                    scope.values[name] = StructValue(elem, tuple(self._maybe(c, scope) for c in value.named_children
+                                                                 if c.type != "comment"))
                 elif value.type == "initializer_list" and _is_array(d):  # int sizes[] = {32, 64}
                     scope.values[name] = [_cast(elem, self.ev(c, scope)) for c in value.named_children
                                           if c.type != "comment"]
@@ -719,6 +731,13 @@ class Program:
             pin = self.pins.get((_function_start(decl), name))
             if pin is not None:  # the variable that selects the asked kernel's case (see ``pins``)
                 scope.values[name] = pin
+
+    def _maybe(self, node: ts.Node, scope: Scope) -> Any:
+        """The value of ``node``, or ``None`` when it cannot be read."""
+        try:
+            return self.ev(node, scope)
+        except Unknown:
+            return None
 
     def _vector(self, name: str, elem: str, d: ts.Node, value: ts.Node | None, scope: Scope) -> Any:
         if d.type == "function_declarator":  # std::vector<float> h(n): C++'s most vexing parse
@@ -1146,6 +1165,13 @@ class _OwnLines:
 
     def __init__(self, node: ts.Node, alternative: ts.Node | None) -> None:
         self.named_children = [c for c in node.named_children if c != alternative]
+
+
+def _is_struct(elem: str) -> bool:
+    """Whether the type name ``elem`` may be a struct or class of the user's (``Weights``, ``Params``): a plain
+    name that is no number type, ``dim3``, ``auto``, ``void`` or a CUDA/C++ library type (``cudaStream_t``)."""
+    return (re.fullmatch(r"[A-Za-z_]\w*", elem) is not None and elem not in DTYPE_OF
+            and elem not in ("dim3", "auto", "void") and not elem.startswith(("cuda", "cu", "CU", "nv")))
 
 
 def _is_array(declarator: ts.Node) -> bool:

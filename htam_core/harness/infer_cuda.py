@@ -41,6 +41,7 @@ from htam_core.harness.cu_eval import (
     Program,
     Ptr,
     Scope,
+    StructValue,
     Unknown,
     Unreached,
     base_type,
@@ -505,6 +506,10 @@ def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str]
                 spec.low, spec.high = 0, int_high
             inputs.append(spec)
         else:
+            if isinstance(a.value, StructValue):
+                raise HarnessError(f"{where}:{found.line}: `{a.name}` of {kernel.name} is a `{a.value.type}` passed "
+                                   "by value; htam's harnesses pass numbers and buffers only (htam optimize runs the "
+                                   "program whole: timed, not checked)")
             if not isinstance(a.value, int | float):
                 raise HarnessError(f"{where}:{found.line}: `{a.name}` of {kernel.name} gets {a.value!r}, not a number")
             bt = base_type(a.type_text)

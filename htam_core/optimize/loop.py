@@ -185,8 +185,12 @@ class _Loop:
         if task.static is False and not self.gpu:
             self.warnings.append("no GPU found: running in static mode")
         self.harness = self._find_harness(model, replay=table is not None)
-        if self.harness is not None and self.harness.traits.inferred or \
-                self.harness is not None and self.harness.uses_oracle:
+        if self.harness is not None and self.harness.traits.whole_program:
+            # the program run whole checks nothing: say so, and why no launch harness was inferred
+            self.warnings.append(f"harness: {self.harness.description()}: no candidate is checked for correctness; "
+                                 f"add a [kernel.{task.kernel}] table to htam.toml (htam harness infer prints one "
+                                 "to start from) to verify them" + "".join(f"; {n}" for n in self.harness.notes[1:]))
+        elif self.harness is not None and (self.harness.traits.inferred or self.harness.uses_oracle):
             # where the harness came from, and what "correct" means (matches the starting kernel, or the reference)
             self.warnings.append(f"harness: {self.harness.description()}; a correct candidate matches "
                                  f"{self.harness.checked_against}" + "".join(f"; {n}" for n in self.harness.notes))

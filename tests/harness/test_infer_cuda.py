@@ -348,3 +348,33 @@ def test_a_value_set_through_its_address_is_not_its_initializer(tmp_path, query,
             infer_cuda_harness(src, "k")
     src.write_text(src.read_text().replace(query, "sms = 132;"))
     assert infer_cuda_harness(src, "k").grid == "(1056, 1, 1)"
+
+
+STRUCT_ARG = """struct Weights { float wa, wb; };
+__global__ void wsum2(const float *a, const float *b, float *out, Weights w, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = w.wa * a[i] + w.wb * b[i];
+}
+int main() {
+  const int n = 1 << 12;
+  float *a, *b, *out;
+  cudaMalloc(&a, n * 4); cudaMalloc(&b, n * 4); cudaMalloc(&out, n * 4);
+  INIT
+  wsum2<<<(n + 255) / 256, 256>>>(a, b, out, w, n);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("init", ["Weights w = {0.5f, 0.25f};", "Weights w{0.5f, 0.25f};",
+                                  "Weights w; w.wa = 0.5f; w.wb = 0.25f;"])
+def test_a_struct_passed_by_value_is_named_as_one(tmp_path, init):
+    """Regression (a new user's report): a struct argument built by brace initialization was read as a dim3
+    ("gets Dim3(x=0, y=0, z=1), not a number"); the refusal now names the struct and what htam does instead."""
+    src = tmp_path / "wsum.cu"
+    src.write_text(STRUCT_ARG.replace("INIT", init))
+    with pytest.raises(HarnessError) as ei:
+        infer_cuda_harness(src, "wsum2")
+    msg = ei.value.message
+    assert "`w` of wsum2 is a `Weights` passed by value" in msg and "Dim3" not in msg, msg
+    assert "run" in msg and "whole" in msg
