@@ -300,16 +300,29 @@ def wrap_grid(unit: CudaUnit, launch: Launch, fmt: str) -> TextEdit | str:
     g = syn.unwrap_parens(launch.grid)
     if syn.is_call(g) and unit.t(g.child_by_field_name("function")) == "dim3":
         return unit.replace(dims[0], fmt.format(unit.t(dims[0])))
-    if syn.is_identifier(g) and dims[0] is not g and not unit.local_inits(launch.host, unit.t(g)):
-        return unit.replace(launch.grid, "dim3(" + fmt.format(f"{unit.t(g)}.x") + ")")
-    if syn.is_identifier(g) and dims[0] is not g:
-        typ = None
-        for d in syn.declarations(launch.host):
-            if any(unit.t(x).startswith(unit.t(g)) for x in d.children_by_field_name("declarator")):
-                typ = unit.t(d.child_by_field_name("type"))
-        if typ == "dim3":
-            return unit.replace(launch.grid, "dim3(" + fmt.format(f"{unit.t(g)}.x") + ")")
+    if syn.is_identifier(g) and (_declared_type(unit, launch, unit.t(g)) == "dim3" or (
+            dims[0] is not g and not unit.local_inits(launch.host, unit.t(g)))):
+        # a dim3 variable (local or at file scope, its components maybe set elsewhere): its x changes, y and z stay
+        v = unit.t(g)
+        return unit.replace(launch.grid, "dim3(" + fmt.format(f"{v}.x") + f", {v}.y, {v}.z)")
     return unit.replace(launch.grid, fmt.format(unit.t(launch.grid)))
+
+
+def _declared_type(unit: CudaUnit, launch: Launch, name: str) -> str | None:
+    """The declared type of the variable ``name`` a launch's host function sees: its own last declaration of it
+    before the launch, else one at file scope (``dim3 grid;`` above ``main``); ``None`` when neither is found."""
+    def declares(d: Node) -> bool:
+        return any(unit.t(x).split("(")[0].split("=")[0].split("[")[0].strip() == name
+                   for x in d.children_by_field_name("declarator"))
+
+    scopes = [[d for d in syn.declarations(launch.host) if d.start_byte < launch.call.start_byte]
+              if launch.host is not None else [],
+              [d for d in unit.root.named_children if syn.is_declaration(d)]]
+    for decls in scopes:
+        found = [d for d in decls if declares(d)]
+        if found:
+            return unit.t(syn.declaration_type(found[-1]))
+    return None
 
 
 def grid_xy(unit: CudaUnit, launch: Launch) -> tuple[str, str] | str:
