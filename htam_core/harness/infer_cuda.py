@@ -506,12 +506,7 @@ def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str]
                 spec.low, spec.high = 0, int_high
             inputs.append(spec)
         else:
-            if isinstance(a.value, StructValue):
-                raise HarnessError(f"{where}:{found.line}: `{a.name}` of {kernel.name} is a `{a.value.type}` passed "
-                                   "by value; htam's harnesses pass numbers and buffers only (htam optimize runs the "
-                                   "program whole: timed, not checked)")
-            if not isinstance(a.value, int | float):
-                raise HarnessError(f"{where}:{found.line}: `{a.name}` of {kernel.name} gets {a.value!r}, not a number")
+            _check_number(a, f"{where}:{found.line}", kernel.name)
             bt = base_type(a.type_text)
             dtype = DTYPE_OF.get(bt) or ("float32" if isinstance(a.value, float) else "int32")
             if dtype.startswith("float"):
@@ -536,6 +531,16 @@ def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str]
         if kernel.attributes.get("template_params"):
             h.notes.append("templated kernel: the instantiation compiled for main() is the one launched")
     return h
+
+
+def _check_number(a: Any, where: str, kernel: str) -> None:
+    """Raise :class:`HarnessError` when the launch argument ``a`` (not a pointer) does not get a number: a struct
+    passed by value is named as one (htam's harnesses pass numbers and buffers only)."""
+    if isinstance(a.value, StructValue):
+        raise HarnessError(f"{where}: `{a.name}` of {kernel} is a `{a.value.type}` passed by value; htam's harnesses "
+                           "pass numbers and buffers only (htam optimize runs the program whole: timed, not checked)")
+    if not isinstance(a.value, int | float):
+        raise HarnessError(f"{where}: `{a.name}` of {kernel} gets {a.value!r}, not a number")
 
 
 def _index_ranges(h: Harness, found: _Found, facts: KernelFacts) -> Harness:

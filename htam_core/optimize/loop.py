@@ -185,15 +185,8 @@ class _Loop:
         if task.static is False and not self.gpu:
             self.warnings.append("no GPU found: running in static mode")
         self.harness = self._find_harness(model, replay=table is not None)
-        if self.harness is not None and self.harness.traits.whole_program:
-            # the program run whole checks nothing: say so, and why no launch harness was inferred
-            self.warnings.append(f"harness: {self.harness.description()}: no candidate is checked for correctness; "
-                                 f"add a [kernel.{task.kernel}] table to htam.toml (htam harness infer prints one "
-                                 "to start from) to verify them" + "".join(f"; {n}" for n in self.harness.notes[1:]))
-        elif self.harness is not None and (self.harness.traits.inferred or self.harness.uses_oracle):
-            # where the harness came from, and what "correct" means (matches the starting kernel, or the reference)
-            self.warnings.append(f"harness: {self.harness.description()}; a correct candidate matches "
-                                 f"{self.harness.checked_against}" + "".join(f"; {n}" for n in self.harness.notes))
+        if (line := self._harness_line()) is not None:
+            self.warnings.append(line)
         _open_output(self.out)  # only once the run can start: a refused one leaves no folder
         cache = None
         if task.measure_cache and self.gpu:
@@ -259,6 +252,22 @@ class _Loop:
             raise OptimizeError(f"kernel {task.kernel!r} in {self.path.name} is incomplete (the file does not parse "
                                 f"there: {'; '.join(model.errors[:2]) or 'half-typed'}); finish it first")
         return model
+
+    def _harness_line(self) -> str | None:
+        """The run's note on its harness: where an inferred or oracle harness came from and what "correct" means
+        (matches the starting kernel, or the reference); for a program run whole, that it checks nothing, why no
+        launch harness was inferred, and how to get one; ``None`` for a harness the user wrote."""
+        h = self.harness
+        if h is None:
+            return None
+        if h.traits.whole_program:
+            return (f"harness: {h.description()}: no candidate is checked for correctness; add a "
+                    f"[kernel.{self.task.kernel}] table to htam.toml (htam harness infer prints one to start from) to "
+                    "verify them" + "".join(f"; {n}" for n in h.notes[1:]))
+        if h.traits.inferred or h.uses_oracle:
+            return (f"harness: {h.description()}; a correct candidate matches {h.checked_against}"
+                    + "".join(f"; {n}" for n in h.notes))
+        return None
 
     def _find_harness(self, model: Any, *, replay: bool) -> Any:
         """The kernel's harness, or ``None`` for a replay without one (the table holds every verdict and time);
