@@ -27,6 +27,14 @@ one thread. The number of columns ``COLS`` is the kernel's own guard (``if (col 
 block ``if (col < OC) { … }`` that ends the body, read as that early return) or, for one block
 per column (``col = blockIdx.x``), the launch's grid, passed to the kernel as a parameter.
 
+Few columns and many rows (a bias gradient: 768 columns give 24 blocks for 132 SMs) get their rows split over a
+second grid dimension as well (:mod:`~htam_core.transforms._lane_split`): where the column count, the row count and
+the block size are constants at a launch and the column blocks are fewer than two per SM, the launch gets
+``dim3((COLS + 31) / 32, G)`` blocks, the loop starts at ``blockIdx.y * blockDim.y + threadIdx.y`` with step
+``gridDim.y * blockDim.y``, and the write adds each block's partial sum with ``atomicAdd`` (only for an output the
+kernel adds its total into: ``+=``, ``out[c] = out[c] + total``, ``atomicAdd``); a plain store at that shape is
+refused with the reason. Unknown counts keep the form above.
+
 Refused, each with its reason: no such loop; the column not held in one local; statements before the loop other
 than declarations and the column guard; a loop nested in another statement; a loop body or bound that reads thread
 indices or thread-dependent locals; not exactly one global write, after the loop, guarded by ``… == 0`` (one
@@ -41,6 +49,7 @@ combined in shared memory) after kernels 2 and 3 (a warp or a block per column);
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy
@@ -58,8 +67,17 @@ from htam_core.transforms._cuda import (
     param_names,
     statement_list,
 )
+from htam_core.transforms._lane_split import (
+    SPLIT_BELOW_PER_SM,
+    accumulating_write,
+    column_count,
+    launch_groups,
+    output_read_elsewhere,
+    rows_of,
+)
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_register_tiling import sm_count_of
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -439,8 +457,9 @@ def _reindent(text: str, extra: str) -> str:
     return "\n".join([lines[0]] + [extra + ln if ln.strip() else ln for ln in lines[1:]])
 
 
-def _loop_text(unit: CudaUnit, p: _Plan) -> str | None:
-    """The loop with its start ``threadIdx.y`` and step ``blockDim.y`` (warps split the rows), or ``None``."""
+def _loop_text(unit: CudaUnit, p: _Plan, start: str, step: str) -> str | None:
+    """The loop with its start and step replaced (``threadIdx.y``, ``blockDim.y``: the warps split the rows;
+    ``blockIdx.y * blockDim.y + threadIdx.y``, ``gridDim.y * blockDim.y`` with row groups), or ``None``."""
     init = p.loop.child_by_field_name("initializer")
     upd = p.loop.child_by_field_name("update")
     if init is None or upd is None or not syn.is_assignment(upd) or \
@@ -448,10 +467,95 @@ def _loop_text(unit: CudaUnit, p: _Plan) -> str | None:
         return None
     value = _value(init) if syn.is_declaration(init) else (
         init.child_by_field_name("right") if syn.is_assignment(init) else None)
-    step = upd.child_by_field_name("right")
-    if value is None or step is None:
+    old_step = upd.child_by_field_name("right")
+    if value is None or old_step is None:
         return None
-    return _with(unit, p.loop, [(value, "threadIdx.y"), (step, "blockDim.y")])
+    return _with(unit, p.loop, [(value, start), (old_step, step)])
+
+
+def _totals(unit: CudaUnit, p: _Plan) -> list[Node]:
+    """The nodes of the write that hold the column's total: names of the combined sums and the tree's ``sh[0]``."""
+    return [i for i in _ids(unit, p.write) if unit.t(i) in p.combined] + list(p.tree_reads)
+
+
+def _rename(unit: CudaUnit, p: _Plan) -> Callable[[Node], str]:
+    """A node of the write -> its text with the totals replaced by the accumulator (the thread's column sum)."""
+    acc = p.fact.accumulators[0].name
+    totals = _totals(unit, p)
+    return lambda n: _with(unit, n, [(t, acc) for t in totals
+                                     if n.start_byte <= t.start_byte and t.end_byte <= n.end_byte])
+
+
+@dataclass
+class _Split:
+    """The row groups of each launch (1: unsplit), the column blocks where known, and the write's text."""
+
+    groups: list[int]
+    col_blocks: list[int | None]
+    write: str
+
+    @property
+    def split(self) -> bool:
+        """Some launch splits the rows over ``gridDim.y``."""
+        return any(g > 1 for g in self.groups)
+
+
+def _split(unit: CudaUnit, p: _Plan, sm_count: int) -> _Split | str:
+    """The row groups per launch (:func:`~htam_core.transforms._lane_split.launch_groups`) and the write (an
+    ``atomicAdd`` of the block's partial where a launch splits), or why a launch that needs the split cannot have it
+    (the unsplit form would leave most SMs idle)."""
+    params = param_names(unit)
+    cols = column_count(unit, p.bound, p.bound_param, params)
+    rows = rows_of(p.fact.bound, p.fact.cmp)
+    per = [launch_groups(unit, la, cols, rows, params, sm_count) for la in unit.launches]
+    rename = _rename(unit, p)
+    out = _Split([g for g, _ in per], [b for _, b in per], rename(p.write))
+    if not out.split:
+        return out
+    why = output_read_elsewhere(unit, p.write)
+    made = accumulating_write(unit, p.write, _totals(unit, p), rename) if why is None else why
+    if isinstance(made, str):
+        blocks = next(b for g, b in per if g > 1)
+        return (f"lanes on columns would leave {unit.kernel.name} {blocks} blocks for {sm_count} SMs (fewer than "
+                f"{SPLIT_BELOW_PER_SM} per SM), and its rows cannot be split over more blocks: {made}")
+    out.write = made[0]
+    return out
+
+
+def _launch_edits(unit: CudaUnit, p: _Plan, s: _Split) -> list[TextEdit] | str:
+    """Every launch's new grid (``(columns + 31) / 32`` blocks, times its row groups along y) and block
+    (``dim3(32, warps)``), or why a launch cannot be rewritten."""
+    names = param_names(unit)
+    edits: list[TextEdit] = []
+    for la, groups in zip(unit.launches, s.groups, strict=True):
+        block = unit.dims_of(la.block, la.host) if la.block is not None else []
+        args = _args(la)
+        if len(block) != 1 or args is None or len(args) != len(names):
+            return f"the launch on line {la.site.line} has no 1-D block or its arguments do not match the parameters"
+        by = dict(zip(names, args, strict=True))
+        if p.bound is not None:
+            cols = _with(unit, p.bound, [(i, _atom(unit, by[unit.t(i)])) for i in _ids(unit, p.bound)
+                                         if unit.t(i) in by])
+        else:
+            cols = unit.t(unit.dims_of(la.grid, la.host)[0])
+        b = unit.t(block[0])
+        grid = [f"(({' '.join(cols.split())}) + {WIDTH - 1}) / {WIDTH}"] + ([str(groups)] if groups > 1 else [])
+        edits.append(launch_dims_edit(unit, la, la.grid, grid))
+        edits.append(launch_dims_edit(unit, la, la.block, [str(WIDTH), f"(({b}) + {WIDTH - 1}) / {WIDTH}"]))
+    return edits
+
+
+def _description(kernel: str, p: _Plan, s: _Split) -> str:
+    """The candidate's one-paragraph description (the row groups and the atomic combine when split)."""
+    text = (f"put the lanes of {kernel} on 32 consecutive columns and split the rows between the warps "
+            f"(the reads on line {p.fact.line} become coalesced; stride {p.split.stride} between lanes before); "
+            "the partial sums meet in shared memory and the launches get (columns + 31) / 32 blocks of "
+            "dim3(32, warps)")
+    if not s.split:
+        return text
+    parts = [f"{b} x {g} = {b * g} blocks" for g, b in zip(s.groups, s.col_blocks, strict=True) if g > 1 and b]
+    return (f"{text}; too few column blocks for the device, so the rows are also split over gridDim.y row groups "
+            f"({', '.join(parts)}) and each block adds its columns' partial sums to the output with atomicAdd")
 
 
 @register
@@ -461,9 +565,9 @@ class CudaLaneColumns(CudaTransform):
     id = "cuda.lane_columns"
     languages = CUDA_LANGS
     changes_numerics = True
-    reorders_only = True  # each column sums the same rows, in another order (per warp, then across warps)
+    reorders_only = True  # each column sums the same rows, in another order (per warp, then across warps/blocks)
     summary = ("coalesce a column sum: lanes on 32 consecutive columns, warps split the rows, partial sums combined "
-               "in shared memory; new launch grid and block")
+               "in shared memory; new launch grid and block (rows also split over gridDim.y when columns are few)")
 
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
@@ -474,51 +578,37 @@ class CudaLaneColumns(CudaTransform):
             return self.not_applicable(p)
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must follow")
-        loop = _loop_text(unit, p)
+        s = _split(unit, p, sm_count_of(profile))
+        if isinstance(s, str):
+            return self.not_applicable(s)
+        start, step = ("blockIdx.y * blockDim.y + threadIdx.y", "gridDim.y * blockDim.y") if s.split else (
+            "threadIdx.y", "blockDim.y")
+        loop = _loop_text(unit, p, start, step)
         if loop is None:
             return self.not_applicable(f"the loop on line {p.fact.line} is not `for (… = start; …; v += step)`")
-        names = param_names(unit)
-        edits: list[TextEdit] = []
-        for la in unit.launches:
-            block = unit.dims_of(la.block, la.host) if la.block is not None else []
-            args = _args(la)
-            if len(block) != 1 or args is None or len(args) != len(names):
-                return self.not_applicable(f"the launch on line {la.site.line} has no 1-D block or its arguments do "
-                                           "not match the parameters")
-            by = dict(zip(names, args, strict=True))
-            if p.bound is not None:
-                cols = _with(unit, p.bound, [(i, _atom(unit, by[unit.t(i)])) for i in _ids(unit, p.bound)
-                                             if unit.t(i) in by])
-            else:
-                cols = unit.t(unit.dims_of(la.grid, la.host)[0])
-            b = unit.t(block[0])
-            edits.append(launch_dims_edit(unit, la, la.grid, [f"(({' '.join(cols.split())}) + {WIDTH - 1}) / {WIDTH}"]))
-            edits.append(launch_dims_edit(unit, la, la.block, [str(WIDTH), f"(({b}) + {WIDTH - 1}) / {WIDTH}"]))
-        edits.append(unit.replace(unit.body, self._body(unit, p, loop)))
-        return [self.candidate(
-            model,
-            f"put the lanes of {kernel.name} on 32 consecutive columns and split the rows between the warps "
-            f"(the reads on line {p.fact.line} become coalesced; stride {p.split.stride} between lanes before); "
-            "the partial sums meet in shared memory and the launches get (columns + 31) / 32 blocks of "
-            "dim3(32, warps)",
-            {"stride_before": str(p.split.stride), "width": WIDTH, "launches": len(unit.launches)},
-            edits,
-        )]
+        edits = _launch_edits(unit, p, s)
+        if isinstance(edits, str):
+            return self.not_applicable(edits)
+        edits.append(unit.replace(unit.body, self._body(unit, p, loop, s.write, s.split)))
+        params: dict[str, object] = {"stride_before": str(p.split.stride), "width": WIDTH,
+                                     "launches": len(unit.launches)}
+        if s.split:
+            params.update(row_groups=list(s.groups), column_blocks=list(s.col_blocks))
+        return [self.candidate(model, _description(kernel.name, p, s), params, edits)]
 
     @staticmethod
-    def _body(unit: CudaUnit, p: _Plan, loop: str) -> str:
+    def _body(unit: CudaUnit, p: _Plan, loop: str, write: str, split: bool) -> str:
         stmts = statement_list(unit.body)
         ind = syn.indent_of(unit.src, stmts[0].start_byte) or "    "
         step = ind
         acc = p.fact.accumulators[0]
         cols = unit.t(p.bound) if p.bound is not None else p.bound_param
         typ = acc.type
-        write = _with(unit, p.write, [(i, acc.name) for i in _ids(unit, p.write) if unit.t(i) in p.combined]
-                      + [(n, acc.name) for n in p.tree_reads])
         lines = [
             "{",
             f"{ind}// lanes on columns (cuda.lane_columns): threadIdx.x owns column {p.col}, the warps "
-            "(threadIdx.y) split the rows",
+            + ("of the gridDim.y row groups split the rows; each block adds its partial sums with atomicAdd"
+               if split else "(threadIdx.y) split the rows"),
             f"{ind}__shared__ {typ} htam_part[{WIDTH}][{WIDTH}];",
             f"{ind}int {p.col} = blockIdx.x * {WIDTH} + threadIdx.x;",
             *[f"{ind}{' '.join(unit.t(d).split())}" for d in p.kept],

@@ -1,0 +1,171 @@
+"""``cuda.lane_columns`` on a bias gradient with few columns and many rows (one block per column, a shared tree):
+the rows are also split over ``gridDim.y`` row groups, and each block adds its 32 columns' partial sums to the
+output with ``atomicAdd``, where the output is accumulated (``+=``); a plain store is refused with its reason.
+
+Kernels in ``bias_grad_variants.cu`` (written for these tests; the shape of llm.c's first bias-gradient kernel:
+OC = 768 columns, B*T = 8192 rows, 512 threads). The rewrite is compiled with nvcc for sm_90 and run on the CPU
+(:func:`cpu_emulation.run_block_main`: every CUDA thread a host thread, ``atomicAdd`` under a lock) over 2-D grids
+of several row-group counts, against column sums computed in Python.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import pytest
+from cpu_emulation import compiler, run_block_main
+from transform_helpers import assert_nvcc_compiles
+from transform_helpers import facts_of_text as _facts
+
+from htam_core.source import parse_text
+from htam_core.source.analysis.device_queries import REFERENCE_SM_COUNT
+from htam_core.transforms import registry
+from htam_core.transforms._lane_split import SPLIT_BELOW_PER_SM, SPLIT_TARGET_PER_SM, row_groups
+from htam_core.transforms.base import NotApplicable
+
+TID = "cuda.lane_columns"
+FILE = "bias_grad_variants.cu"
+SPLIT = ["bias_grad", "bias_grad_t", "bias_grad_cg"]
+#: the launcher's sizes (B * T rows, OC columns, threads per block)
+ROWS, COLS, THREADS = 8 * 1024, 768, 512
+
+
+def _body(text: str, kernel: str) -> str:
+    return text.split(f"void {kernel}(", 1)[1].split("\n}\n", 1)[0]
+
+
+def _launch_line(text: str, kernel: str) -> str:
+    return next(ln.strip() for ln in text.splitlines() if ln.strip().startswith(f"{kernel}<"))
+
+
+@pytest.mark.parametrize("kernel", SPLIT)
+def test_few_columns_split_the_rows_over_grid_y(cand, kernel):
+    (c,) = cand(TID, FILE, kernel)
+    sm = REFERENCE_SM_COUNT["sm_90"]
+    col_blocks = -(-COLS // 32)
+    assert col_blocks < SPLIT_BELOW_PER_SM * sm  # the shape needs the split
+    (groups,) = c.params["row_groups"]
+    assert c.params["column_blocks"] == [col_blocks]
+    # about SPLIT_TARGET_PER_SM blocks per SM, and at least one row per warp in every group
+    assert col_blocks * groups >= SPLIT_TARGET_PER_SM * sm > col_blocks * (groups - 1)
+    assert groups * (THREADS // 32) <= ROWS
+    assert f"dim3(((OC) + 31) / 32, {groups}), dim3(32, ((block_size) + 31) / 32)" in _launch_line(c.new_text, kernel)
+    body = _body(c.new_text, kernel)
+    assert "i = blockIdx.y * blockDim.y + threadIdx.y; i < B * T; i += gridDim.y * blockDim.y" in body
+    assert "atomicAdd(&dbias[o], sum);" in body and "shared[" not in body
+    assert c.reorders_only and c.changes_numerics
+    f = _facts(c.new_text, kernel)
+    (read,) = [a for a in f.global_accesses() if a.pointer == "dout"]
+    assert read.pattern("x") == "contiguous"  # consecutive lanes, consecutive columns
+
+
+def test_the_block_count_follows_the_sm_count_of_the_profiled_device():
+    """The groups are sized for the profiled device's SMs (sm_80: 108), not a fixed number."""
+    assert row_groups(COLS, ROWS, THREADS, 108) * 24 >= SPLIT_TARGET_PER_SM * 108
+    assert row_groups(COLS, ROWS, THREADS, 108) < row_groups(COLS, ROWS, THREADS, 132)
+    assert row_groups(COLS, 64, THREADS, 132) == 64 // 16  # bounded by rows / warps
+    assert row_groups(32 * SPLIT_BELOW_PER_SM * 132, ROWS, THREADS, 132) == 1  # enough column blocks already
+
+
+def test_plain_store_refuses_the_split_with_its_reason(refuse):
+    why = refuse(TID, FILE, "bias_grad_store")
+    assert "24 blocks for 132 SMs" in why and "`dbias[o] = shared[0]`" in why
+    assert "output known to be zero" in why and "\n" not in why
+
+
+def test_unknown_sizes_keep_the_unsplit_form(cand):
+    (c,) = cand(TID, FILE, "bias_grad_rt")
+    assert "row_groups" not in c.params
+    body = _body(c.new_text, "bias_grad_rt")
+    assert "i = threadIdx.y; i < B * T; i += blockDim.y" in body and "dbias[o] += sum;" in body
+    assert "bias_grad_rt<<<dim3(((OC) + 31) / 32), dim3(32, ((512) + 31) / 32)" in c.new_text
+
+
+def _propose(text: str, kernel: str = "bias_grad"):
+    model = parse_text(text, "cuda")
+    return registry.propose(TID, model, model.kernel(kernel))
+
+
+def _fixture() -> str:
+    from transform_helpers import fixture_path
+    return fixture_path(FILE).read_text()
+
+
+@pytest.mark.parametrize("write,made", [
+    ("dbias[o] -= shared[0];", "atomicAdd(&dbias[o], -sum);"),
+    ("dbias[o] = shared[0] + dbias[o];", "atomicAdd(&dbias[o], sum);"),
+    ("dbias[o] += 0.5f * shared[0];", "atomicAdd(&dbias[o], 0.5f * sum);"),
+    ("dbias[o] += shared[0] / (float)(B * T);", "atomicAdd(&dbias[o], sum / (float)(B * T));"),
+    ("atomicAdd(&dbias[o], shared[0]);", "atomicAdd(&dbias[o], sum);"),
+])
+def test_other_accumulating_writes_become_atomic_adds(write, made):
+    text = _fixture().replace("dbias[o] += shared[0];", write, 1)
+    res = _propose(text)
+    assert not isinstance(res, NotApplicable), res.reason
+    assert made in _body(res[0].new_text, "bias_grad")
+
+
+@pytest.mark.parametrize("write,needle", [
+    ("dbias[o] += shared[0] * shared[0];", "stores the column's total rather than adding it"),
+    ("dbias[o] = 2.0f * shared[0];", "stores the column's total rather than adding it"),
+    ("dbias[o] += shared[0] + 1.0f;", "stores the column's total rather than adding it"),
+    ("atomicAdd(&dbias[o], shared[0] * shared[0]);", "does not add the column's total times a factor"),
+])
+def test_writes_that_do_not_add_the_total_are_refused(write, needle):
+    res = _propose(_fixture().replace("dbias[o] += shared[0];", write, 1))
+    assert isinstance(res, NotApplicable)
+    assert needle in res.reason and "cannot be split over more blocks" in res.reason, res.reason
+
+
+def test_an_output_read_before_the_write_is_refused():
+    text = _fixture().replace("int tid = threadIdx.x;", "int tid = threadIdx.x;\n    float before = dbias[o];", 1)
+    res = _propose(text)
+    assert isinstance(res, NotApplicable)
+    assert "reads its output dbias on line" in res.reason, res.reason
+
+
+def test_the_shuffle_finished_tree_is_refused_in_one_line(refuse):
+    why = refuse(TID, FILE, "bias_grad_shfl")
+    assert "line 77" in why and "\n" not in why
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
+def test_split_candidates_compile_for_sm_90(cand, tmp_path):
+    text = _fixture()
+    for kernel in SPLIT:
+        (c,) = cand(TID, FILE, kernel)
+        text = text.replace(_body(text, kernel), _body(c.new_text, kernel), 1).replace(
+            _launch_line(text, kernel), _launch_line(c.new_text, kernel), 1)
+    assert text.count("atomicAdd(&dbias[o], sum);") == len(SPLIT)
+    assert_nvcc_compiles(text, tmp_path)
+
+
+_MAIN = """
+int main() {
+    const int B = 3, T = TT, OC = COLS;
+    std::vector<float> x((size_t)B * T * OC), out(OC);
+    for (int r = 0; r < B * T; ++r)
+        for (int c = 0; c < OC; ++c) x[(size_t)r * OC + c] = (float)((r * 7 + c * 3) % 13) - 6.0f;
+    for (int c = 0; c < OC; ++c) out[c] = 0.5f * (float)c;
+    htam_launch2((OC + 31) / 32, GROUPS, 32, (THREADS + 31) / 32, [&] { CALL(out.data(), x.data(), B, T, OC); });
+    for (float v : out) std::printf("%.9g\\n", v);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+@pytest.mark.parametrize("kernel,call", [("bias_grad", "bias_grad"), ("bias_grad_t", "bias_grad_t<float>"),
+                                         ("bias_grad_cg", "bias_grad_cg")])
+@pytest.mark.parametrize("tt,cols,threads,groups", [(100, 70, 128, 5), (7, 33, 96, 22), (40, 32, 64, 1)])
+def test_split_rewrite_adds_every_row_once_on_the_cpu(cand, tmp_path, kernel, call, tt, cols, threads, groups):
+    """Any number of row groups gives the same sums added to the output's start (more groups than warps' rows,
+    columns not a multiple of 32, one group)."""
+    (c,) = cand(TID, FILE, kernel)
+    main = (_MAIN.replace("TT", str(tt)).replace("COLS", str(cols)).replace("THREADS", str(threads))
+            .replace("GROUPS", str(groups)).replace("CALL", call))
+    got = run_block_main(c.new_text, kernel, main, tmp_path)
+    want = [0.5 * col + sum(float((r * 7 + col * 3) % 13) - 6.0 for r in range(3 * tt)) for col in range(cols)]
+    assert len(got) == cols
+    assert all(math.isclose(g, w, abs_tol=1e-3) for g, w in zip(got, want, strict=True)), (got, want)
