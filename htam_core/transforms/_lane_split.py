@@ -11,7 +11,8 @@ Each block then holds a partial sum of its 32 columns, and the partials of a col
 with ``atomicAdd`` (:func:`accumulating_write`). That is the same total only when the kernel adds its column total
 into the output (``out[c] += total``, ``out[c] = out[c] + total``, ``atomicAdd(&out[c], total)``, with the total
 entering linearly: ``0.5f * total``) and reads the output nowhere else; a plain store ``out[c] = total`` would
-need an output known to be zero before the launch, which the kernel does not show, so the split is refused there.
+need an output known to be zero before the launch, which the kernel does not show, so such a kernel keeps one row
+group (the candidate names the reason).
 The float additions change order (and with the atomics, from run to run): the candidate is checked at the
 reordered-sum tolerance (``reorders_only``).
 

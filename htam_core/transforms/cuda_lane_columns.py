@@ -32,8 +32,9 @@ second grid dimension as well (:mod:`~htam_core.transforms._lane_split`): where 
 the block size are constants at a launch and the column blocks are fewer than two per SM, the launch gets
 ``dim3((COLS + 31) / 32, G)`` blocks, the loop starts at ``blockIdx.y * blockDim.y + threadIdx.y`` with step
 ``gridDim.y * blockDim.y``, and the write adds each block's partial sum with ``atomicAdd`` (only for an output the
-kernel adds its total into: ``+=``, ``out[c] = out[c] + total``, ``atomicAdd``); a plain store at that shape is
-refused with the reason. Unknown counts keep the form above.
+kernel adds its total into: ``+=``, ``out[c] = out[c] + total``, ``atomicAdd``). A plain store at that shape
+keeps the form above, and the candidate says why its rows are not split and that it may be slower (too few
+blocks); unknown counts keep the form above too.
 
 Refused, each with its reason: no such loop; the column not held in one local; statements before the loop other
 than declarations and the column guard; a loop nested in another statement; a loop body or bound that reads thread
@@ -493,6 +494,7 @@ class _Split:
     groups: list[int]
     col_blocks: list[int | None]
     write: str
+    refused: str = ""  # why a launch that needs the split keeps one row group (the write stores the total)
 
     @property
     def split(self) -> bool:
@@ -500,10 +502,11 @@ class _Split:
         return any(g > 1 for g in self.groups)
 
 
-def _split(unit: CudaUnit, p: _Plan, sm_count: int) -> _Split | str:
+def _split(unit: CudaUnit, p: _Plan, sm_count: int) -> _Split:
     """The row groups per launch (:func:`~htam_core.transforms._lane_split.launch_groups`) and the write (an
-    ``atomicAdd`` of the block's partial where a launch splits), or why a launch that needs the split cannot have it
-    (the unsplit form would leave most SMs idle)."""
+    ``atomicAdd`` of the block's partial where a launch splits). Where a launch needs the split but the write
+    cannot take partial sums (a plain store, an output read elsewhere), every launch keeps one row group and
+    :attr:`_Split.refused` says why (the unsplit form may leave most SMs idle: the candidate says so)."""
     params = param_names(unit)
     cols = column_count(unit, p.bound, p.bound_param, params)
     rows = rows_of(p.fact.bound, p.fact.cmp)
@@ -516,8 +519,9 @@ def _split(unit: CudaUnit, p: _Plan, sm_count: int) -> _Split | str:
     made = accumulating_write(unit, p.write, _totals(unit, p), rename) if why is None else why
     if isinstance(made, str):
         blocks = next(b for g, b in per if g > 1)
-        return (f"lanes on columns would leave {unit.kernel.name} {blocks} blocks for {sm_count} SMs (fewer than "
-                f"{SPLIT_BELOW_PER_SM} per SM), and its rows cannot be split over more blocks: {made}")
+        return _Split([1] * len(per), out.col_blocks, out.write,
+                      f"lanes on columns leave {unit.kernel.name} {blocks} blocks for {sm_count} SMs (fewer than "
+                      f"{SPLIT_BELOW_PER_SM} per SM), and its rows are not split over more blocks: {made}")
     out.write = made[0]
     return out
 
@@ -551,6 +555,8 @@ def _description(kernel: str, p: _Plan, s: _Split) -> str:
             f"(the reads on line {p.fact.line} become coalesced; stride {p.split.stride} between lanes before); "
             "the partial sums meet in shared memory and the launches get (columns + 31) / 32 blocks of "
             "dim3(32, warps)")
+    if s.refused:
+        return f"{text}; {s.refused} (it may be slower than the original)"
     if not s.split:
         return text
     parts = [f"{b} x {g} = {b * g} blocks" for g, b in zip(s.groups, s.col_blocks, strict=True) if g > 1 and b]
@@ -579,8 +585,6 @@ class CudaLaneColumns(CudaTransform):
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must follow")
         s = _split(unit, p, sm_count_of(profile))
-        if isinstance(s, str):
-            return self.not_applicable(s)
         start, step = ("blockIdx.y * blockDim.y + threadIdx.y", "gridDim.y * blockDim.y") if s.split else (
             "threadIdx.y", "blockDim.y")
         loop = _loop_text(unit, p, start, step)
@@ -594,6 +598,8 @@ class CudaLaneColumns(CudaTransform):
                                      "launches": len(unit.launches)}
         if s.split:
             params.update(row_groups=list(s.groups), column_blocks=list(s.col_blocks))
+        if s.refused:
+            params.update(row_split_refused=s.refused)
         return [self.candidate(model, _description(kernel.name, p, s), params, edits)]
 
     @staticmethod

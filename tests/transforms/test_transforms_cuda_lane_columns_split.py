@@ -68,10 +68,18 @@ def test_the_block_count_follows_the_sm_count_of_the_profiled_device():
     assert row_groups(32 * SPLIT_BELOW_PER_SM * 132, ROWS, THREADS, 132) == 1  # enough column blocks already
 
 
-def test_plain_store_refuses_the_split_with_its_reason(refuse):
-    why = refuse(TID, FILE, "bias_grad_store")
+def test_plain_store_refuses_the_split_with_its_reason(cand):
+    """The partial sums of several blocks cannot be added into an output that is stored: one row group, the same
+    write, and the reason in the candidate."""
+    (c,) = cand(TID, FILE, "bias_grad_store")
+    why = c.params["row_split_refused"]
     assert "24 blocks for 132 SMs" in why and "`dbias[o] = shared[0]`" in why
-    assert "output known to be zero" in why and "\n" not in why
+    assert "output known to be zero" in why and "\n" not in why and why in c.description
+    assert "row_groups" not in c.params
+    body = _body(c.new_text, "bias_grad_store")
+    assert "i = threadIdx.y; i < B * T; i += blockDim.y" in body and "dbias[o] = sum;" in body
+    assert "atomicAdd" not in body
+    assert "bias_grad_store<<<dim3(((OC) + 31) / 32), dim3(32" in c.new_text
 
 
 def test_unknown_sizes_keep_the_unsplit_form(cand):
@@ -112,17 +120,20 @@ def test_other_accumulating_writes_become_atomic_adds(write, made):
     ("dbias[o] += shared[0] + 1.0f;", "stores the column's total rather than adding it"),
     ("atomicAdd(&dbias[o], shared[0] * shared[0]);", "does not add the column's total times a factor"),
 ])
-def test_writes_that_do_not_add_the_total_are_refused(write, needle):
+def test_writes_that_do_not_add_the_total_keep_one_row_group(write, needle):
     res = _propose(_fixture().replace("dbias[o] += shared[0];", write, 1))
-    assert isinstance(res, NotApplicable)
-    assert needle in res.reason and "cannot be split over more blocks" in res.reason, res.reason
+    assert not isinstance(res, NotApplicable), res.reason
+    why = res[0].params["row_split_refused"]
+    assert needle in why and "rows are not split over more blocks" in why, why
+    assert "blockIdx.y" not in _body(res[0].new_text, "bias_grad")
 
 
-def test_an_output_read_before_the_write_is_refused():
+def test_an_output_read_before_the_write_keeps_one_row_group():
     text = _fixture().replace("int tid = threadIdx.x;", "int tid = threadIdx.x;\n    float before = dbias[o];", 1)
     res = _propose(text)
-    assert isinstance(res, NotApplicable)
-    assert "reads its output dbias on line" in res.reason, res.reason
+    assert not isinstance(res, NotApplicable), res.reason
+    assert "reads its output dbias on line 13" in res[0].params["row_split_refused"]
+    assert "blockIdx.y" not in _body(res[0].new_text, "bias_grad")
 
 
 def test_the_shuffle_finished_tree_is_refused_in_one_line(refuse):
