@@ -26,7 +26,7 @@ from htam_core.transforms.base import NotApplicable
 
 TID = "cuda.lane_columns"
 FILE = "bias_grad_variants.cu"
-SPLIT = ["bias_grad", "bias_grad_t", "bias_grad_cg"]
+SPLIT = ["bias_grad", "bias_grad_shfl", "bias_grad_t", "bias_grad_cg"]
 #: the launcher's sizes (B * T rows, OC columns, threads per block)
 ROWS, COLS, THREADS = 8 * 1024, 768, 512
 
@@ -136,9 +136,46 @@ def test_an_output_read_before_the_write_keeps_one_row_group():
     assert "blockIdx.y" not in _body(res[0].new_text, "bias_grad")
 
 
-def test_the_shuffle_finished_tree_is_refused_in_one_line(refuse):
-    why = refuse(TID, FILE, "bias_grad_shfl")
-    assert "line 77" in why and "\n" not in why
+def _shfl(old: str, new: str) -> str:
+    """``bias_grad_shfl`` alone (with its launcher line) with ``old`` replaced by ``new`` in its body."""
+    text = _fixture()
+    start = text.index("// the tree stops at one warp")
+    end = text.index("// the element type a template parameter")
+    kernel = text[start:end]
+    assert old in kernel
+    launch = _launch_line(text, "bias_grad_shfl")
+    return (kernel.replace(old, new) + "void go(float* dbias, const float* dout)\n{\n    const int B = 8, T = 1024, "
+            "OC = 768;\n    const int block_size = 512;\n    " + launch + "\n}\n")
+
+
+@pytest.mark.parametrize("old,new", [
+    ("stride >= 32", "stride > 16"),
+    ("off /= 2", "off >>= 1"),
+    ("__shfl_down_sync", "__shfl_xor_sync"),
+    ("if (tid < 32)", "if (threadIdx.x < warpSize)"),
+    ("stride >= 32; stride /= 2", "stride >= 64; stride /= 2"),  # with the two reads below
+])
+def test_other_spellings_of_the_shuffle_finish(old, new):
+    text = _shfl(old, new)
+    if "64" in new:
+        text = text.replace("float v = shared[tid];", "float v = shared[tid] + shared[tid + 32];")
+    res = _propose(text, "bias_grad_shfl")
+    assert not isinstance(res, NotApplicable), res.reason
+    body = _body(res[0].new_text, "bias_grad_shfl")
+    assert "atomicAdd(&dbias[o], sum);" in body and "__shfl" not in body and "shared[" not in body
+
+
+@pytest.mark.parametrize("old,new,needle", [
+    ("stride >= 32; stride /= 2", "stride >= 64; stride /= 2", "the warp adds 32 partial sums, the tree leaves 64"),
+    ("float v = shared[tid];", "float v = shared[tid] + shared[tid + 32];", "adds 64 partial sums, the tree leaves 32"),
+    ("float v = shared[tid];", "float v = shared[tid + 1];", "does not read `shared[tid + 32 * j]`"),
+    ("int off = 16", "int off = 8", "is not one statement guarded by"),  # lanes 16-31 never added
+    ("if (tid < 32)", "if (tid < 16)", "is not one statement guarded by"),
+])
+def test_shuffle_finishes_that_miss_partial_sums_are_refused(old, new, needle):
+    res = _propose(_shfl(old, new), "bias_grad_shfl")
+    assert isinstance(res, NotApplicable)
+    assert needle in res.reason and "\n" not in res.reason, res.reason
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc")
@@ -167,8 +204,8 @@ int main() {
 
 
 @pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
-@pytest.mark.parametrize("kernel,call", [("bias_grad", "bias_grad"), ("bias_grad_t", "bias_grad_t<float>"),
-                                         ("bias_grad_cg", "bias_grad_cg")])
+@pytest.mark.parametrize("kernel,call", [("bias_grad", "bias_grad"), ("bias_grad_shfl", "bias_grad_shfl"),
+                                         ("bias_grad_t", "bias_grad_t<float>"), ("bias_grad_cg", "bias_grad_cg")])
 @pytest.mark.parametrize("tt,cols,threads,groups", [(100, 70, 128, 5), (7, 33, 96, 22), (40, 32, 64, 1)])
 def test_split_rewrite_adds_every_row_once_on_the_cpu(cand, tmp_path, kernel, call, tt, cols, threads, groups):
     """Any number of row groups gives the same sums added to the output's start (more groups than warps' rows,
