@@ -30,6 +30,7 @@ import sympy
 
 from htam_core.source.analysis import LaunchFacts, sym
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.accumulate import accumulation, linear_in
 from htam_core.source.analysis.nodes import Node
 from htam_core.transforms._cuda import CudaUnit, Launch
 
@@ -95,30 +96,6 @@ def column_count(unit: CudaUnit, bound: Node | None, bound_param: str | None, pa
     return sym(bound_param) if bound_param else None
 
 
-def _inside(node: Node, inner: Node) -> bool:
-    return node.start_byte <= inner.start_byte and inner.end_byte <= node.end_byte
-
-
-def _linear(unit: CudaUnit, node: Node, totals: Sequence[Node]) -> bool | None:
-    """``True`` when ``node`` is linear in the column total (one of ``totals``, scaled by factors free of it or
-    summed with other such terms), ``False`` when it does not read the total, ``None`` when it reads it otherwise
-    (``total * total``, ``total + 1``, a call)."""
-    n = syn.unwrap_parens(node)
-    if any(n.start_byte == t.start_byte and n.end_byte == t.end_byte for t in totals):
-        return True
-    if not any(_inside(n, t) for t in totals):
-        return False
-    if not syn.is_binary(n):
-        return None
-    op = unit.t(n.child_by_field_name("operator"))
-    a, b = (_linear(unit, n.child_by_field_name(s), totals) for s in ("left", "right"))
-    if op in ("+", "-"):
-        return True if a and b else None
-    if op == "*" and {a, b} == {True, False}:
-        return True
-    return True if op == "/" and a is True and b is False else None
-
-
 def accumulating_write(unit: CudaUnit, write: Node, totals: Sequence[Node], text: Callable[[Node], str]
                        ) -> str | tuple[str]:
     """The write of a column's total as an ``atomicAdd`` of the block's partial (``(text,)``), or why the partials
@@ -130,57 +107,23 @@ def accumulating_write(unit: CudaUnit, write: Node, totals: Sequence[Node], text
         totals: the nodes in ``write`` that hold the total (the combined sum, ``sh[0]``).
         text: a node of ``write`` -> its rewritten text (the totals renamed to the block's partial sum).
 
-    Accepted: ``out[c] += e``, ``out[c] -= e``, ``out[c] = out[c] + e`` (either order) and ``atomicAdd(&out[c],
-    e)``, with ``e`` linear in the total (:func:`_linear`); the output may be read nowhere else
-    (:func:`output_read_elsewhere`)."""
-    expr = write.named_children[0] if write.named_children else None
+    Accepted: the analysis layer's :func:`~htam_core.source.analysis.accumulate.accumulation` forms (``out[c] +=
+    e``, ``-=``, ``out[c] = out[c] + e``, ``atomicAdd(&out[c], e)``) with ``e`` linear in the total
+    (:func:`~htam_core.source.analysis.accumulate.linear_in`); an output read elsewhere is checked by the caller
+    (:func:`~htam_core.source.analysis.accumulate.output_read_elsewhere`)."""
+    acc = accumulation(unit, write)
     line = unit.line(write)
-    if syn.is_call(expr) and unit.t(expr.child_by_field_name("function")) == "atomicAdd":
-        args = [a for a in expr.child_by_field_name("arguments").named_children if not syn.is_comment(a)]
-        if len(args) == 2 and _linear(unit, args[1], totals):
-            return (text(write),)
-        return f"the atomicAdd on line {line} does not add the column's total times a factor"
-    if not syn.is_assignment(expr):
-        return f"the write on line {line} is not an assignment or an atomicAdd of the column's total"
-    op = unit.t(expr.child_by_field_name("operator"))
-    left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
-    term = _added_term(unit, op, left, right)
-    if term is None or not _linear(unit, term, totals):
-        return (f"the write on line {line} (`{' '.join(unit.t(expr).split())}`) stores the column's total rather than "
-                "adding it to the output, so the partial sums of several blocks could only be combined into an "
-                "output known to be zero before the launch")
-    value = _flat(text(term))
-    if op == "-=":
+    shown = " ".join(unit.t(write).rstrip(";").split())
+    if acc is None:
+        return (f"the write on line {line} (`{shown}`) stores the column's total rather than adding it to the "
+                "output, so the partial sums of several blocks could only be combined into an output known to be "
+                "zero before the launch")
+    if not linear_in(unit, acc.term, totals):
+        return (f"the write on line {line} (`{shown}`) adds `{' '.join(unit.t(acc.term).split())}`, not the "
+                "column's total times a factor, so the blocks' partial sums would not add up to it")
+    if acc.atomic:
+        return (text(write),)
+    value = " ".join(text(acc.term).split())
+    if acc.negated:
         value = f"-{value}" if re.fullmatch(r"\w+", value) else f"-({value})"
-    return (f"atomicAdd(&{_flat(text(left))}, {value});",)
-
-
-def _added_term(unit: CudaUnit, op: str, left: Node, right: Node) -> Node | None:
-    """What ``left op right`` adds to ``left``: ``right`` for ``+=``/``-=``, ``e`` of ``left = left + e`` or
-    ``left = e + left``; else ``None``."""
-    if op in ("+=", "-="):
-        return right
-    r = syn.unwrap_parens(right)
-    if op != "=" or not syn.is_binary(r) or unit.t(r.child_by_field_name("operator")) != "+":
-        return None
-    same = " ".join(unit.t(left).split())
-    a, b = r.child_by_field_name("left"), r.child_by_field_name("right")
-    if " ".join(unit.t(a).split()) == same:
-        return b
-    return a if " ".join(unit.t(b).split()) == same else None
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-def output_read_elsewhere(unit: CudaUnit, write: Node) -> str | None:
-    """Why the output cannot take partial sums of several blocks: the kernel reads the written pointer outside the
-    write statement (a block would read a value other blocks are still adding to), with the line; else ``None``."""
-    f = unit.facts
-    lo, hi = write.start_byte + unit.base, write.end_byte + unit.base
-    outs = {a.pointer for a in f.global_accesses() if a.kind != "read" and lo <= a.span[0] < hi}
-    for a in f.global_accesses():
-        if a.kind == "read" and a.pointer in outs and not lo <= a.span[0] < hi:
-            return f"the kernel reads its output {a.pointer} on line {a.line}, outside the write"
-    return None
+    return (f"atomicAdd(&{' '.join(text(acc.target).split())}, {value});",)

@@ -57,8 +57,10 @@ import sympy
 
 from htam_core.source.analysis import ColumnSplit, LoopFact, sym
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.accumulate import output_read_elsewhere
 from htam_core.source.analysis.guards import bounds_guard, open_guarded_block
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.tree_finish import WarpFinish, tree_left, warp_finish
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
@@ -73,7 +75,6 @@ from htam_core.transforms._lane_split import (
     accumulating_write,
     column_count,
     launch_groups,
-    output_read_elsewhere,
     rows_of,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -168,78 +169,6 @@ def _lane_zero_write(unit: CudaUnit, st: Node) -> Node | None:
     return body[0] if len(body) == 1 and body[0] is not None and syn.is_expression_statement(body[0]) else None
 
 
-@dataclass(frozen=True)
-class _Finish:
-    """A warp-shuffle finish of a shared-memory tree: ``if (tid < 32) { T v = sh[tid] (+ sh[tid + 32] …); for (off
-    = 16; off > 0; off /= 2) v += __shfl_down_sync(m, v, off); if (tid == 0) <write>; }``: the write (reading
-    ``v``), the variable ``v`` and its declaration (whose shared reads the tree must have left as the block's
-    partial sums)."""
-
-    write: Node
-    var: str
-    decl: Node
-
-
-def _is_thread_x(unit: CudaUnit, node: Node | None) -> bool:
-    """``node`` is the thread's index along x (a fact of the analysis layer, in any spelling)."""
-    n = syn.unwrap_parens(node) if node is not None else None
-    return n is not None and (unit.file_byte(n), n.end_byte + unit.base) in set(unit.facts.thread_x_spans)
-
-
-def _thread_below(unit: CudaUnit, cond: Node | None, value: int) -> bool:
-    """``cond`` is ``tid < value`` (``value`` a constant: ``32``, ``warpSize``)."""
-    c = syn.unwrap_parens(cond) if cond is not None else None
-    if syn.is_condition_clause(c):
-        c = syn.unwrap_parens(c.named_children[0])
-    if not syn.is_binary(c) or unit.t(c.child_by_field_name("operator")) != "<":
-        return False
-    k = unit.resolve(c.child_by_field_name("right"))
-    return _is_thread_x(unit, c.child_by_field_name("left")) and k is not None and k.value == value
-
-
-def _warp_finish(unit: CudaUnit, st: Node) -> _Finish | None:
-    """The :class:`_Finish` that ``st`` is, else ``None``. Idea source: M. Harris, "Optimizing Parallel Reduction
-    in CUDA" (the last warp unrolled), in its shuffle form (CUDA C++ Programming Guide, "Warp Shuffle Functions")."""
-    cons = st.child_by_field_name("consequence") if syn.is_if(st) else None
-    if cons is None or st.child_by_field_name("alternative") is not None or not syn.is_block(cons) or \
-            not _thread_below(unit, st.child_by_field_name("condition"), WIDTH):
-        return None
-    body = statement_list(cons)
-    if len(body) != 3 or not syn.is_declaration(body[0]) or not syn.is_for(body[1]):
-        return None
-    names = _declared(unit, body[0])
-    write = _lane_zero_write(unit, body[2])
-    cond = syn.unwrap_parens(body[2].child_by_field_name("condition"))
-    if syn.is_condition_clause(cond):
-        cond = syn.unwrap_parens(cond.named_children[0])
-    if len(names) != 1 or write is None or not _is_thread_x(unit, cond.child_by_field_name("left")) or \
-            not _shuffle_sum(unit, body[1], names[0]):
-        return None
-    return _Finish(write, names[0], body[0])
-
-
-def _shuffle_sum(unit: CudaUnit, loop: Node, var: str) -> bool:
-    """``loop`` is ``for (off = 16; off > 0; off /= 2) var += __shfl_down_sync(m, var, off);`` (or ``>>= 1``,
-    ``__shfl_xor_sync``, ``off >= 1``): the 32 lanes' values summed into lane 0."""
-    fact = next((lp for lp in unit.facts.loops if lp.span == (unit.file_byte(loop), loop.end_byte + unit.base)), None)
-    if fact is None or fact.var is None or fact.start != 16 or (fact.update, fact.step) not in (("/", 2), (">>", 1)) \
-            or (fact.cmp, fact.bound) not in ((">", 0), (">=", 1)):
-        return False
-    body = loop.child_by_field_name("body")
-    stmts = statement_list(body) if body is not None and syn.is_block(body) else [body]
-    if len(stmts) != 1 or stmts[0] is None or not syn.is_expression_statement(stmts[0]):
-        return False
-    sets = syn.assignments(stmts[0])
-    if len(sets) != 1 or unit.t(sets[0].child_by_field_name("left")) != var or \
-            unit.t(sets[0].child_by_field_name("operator")) != "+=":
-        return False
-    call = syn.unwrap_parens(sets[0].child_by_field_name("right"))
-    args = call.child_by_field_name("arguments") if syn.is_call(call) else None
-    fn = unit.t(call.child_by_field_name("function")) if args is not None else ""
-    return fn in ("__shfl_down_sync", "__shfl_xor_sync") and len(args.named_children) >= 3 and \
-        unit.t(args.named_children[1]) == var and unit.t(args.named_children[2]) == fact.var
-
-
 def _sum_combine(unit: CudaUnit, value: Node) -> bool:
     """A value that sums the group's partials: ``cg::reduce(g, v, cg::plus<T>{})`` or a shuffle added with ``+=``."""
     v = syn.unwrap_parens(value)
@@ -323,7 +252,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
     if not writes or len(owners) != 1 or None in owners:
         return f"{name} does not write global memory from exactly one statement after the column loop"
     owner = next(iter(owners))
-    finish = _warp_finish(unit, owner) if _lane_zero_write(unit, owner) is None else None  # type: ignore[arg-type]
+    finish = warp_finish(unit, owner, WIDTH) if _lane_zero_write(unit, owner) is None else None  # type: ignore[arg-type]
     write = finish.write if finish is not None else _lane_zero_write(unit, owner)  # type: ignore[arg-type]
     if write is None:
         return (f"the write on line {writes[0].line} is not one statement guarded by `… == 0` (one thread of the "
@@ -415,12 +344,12 @@ def _before_loop(unit: CudaUnit, pre: list[Node], col: str, opened: Node | None
     return bound, decls, opaque
 
 
-def _tree_total(unit: CudaUnit, post: list[Node], owner: Node, write: Node, acc: str, finish: _Finish | None = None
+def _tree_total(unit: CudaUnit, post: list[Node], owner: Node, write: Node, acc: str, finish: WarpFinish | None = None
                 ) -> tuple[tuple[Node, ...], str] | str:
     """The block's total read from shared memory by the write (``dbias[o] = … + sh[0]``) when the statements between
     the column loop and the write only fold the partial sums ``acc`` through a shared-memory reduction tree
     (:meth:`~htam_core.source.analysis.facts.KernelFacts.shared_tree_loops`): ``sh[tid] = acc;``, barriers and the
-    tree. With a warp-shuffle ``finish`` (:class:`_Finish`), the tree must leave the block's partial sums in the
+    tree. With a warp-shuffle ``finish`` (:class:`~htam_core.source.analysis.tree_finish.WarpFinish`), the tree must leave the block's partial sums in the
     elements ``sh[tid + 32 * j]`` its lanes read (the tree stops at that many elements), and the total is the
     finish's variable in the write. Returns the ``sh[0]`` nodes (the variable's, with a finish) and the array's name
     (``((), "")`` when the write reads no shared memory), or why the shared reads are not such a total. Idea source:
@@ -443,8 +372,8 @@ def _tree_total(unit: CudaUnit, post: list[Node], owner: Node, write: Node, acc:
     arr = next(iter(arrays))
     trees = [lp for lp in f.shared_tree_loops()
              if any(a.space == "shared" and a.pointer == arr for a in f.accesses_in(lp))]
-    if finish is not None and (len(trees) != 1 or _tree_left(trees[0]) != WIDTH * len(reads)):
-        left = _tree_left(trees[0]) if len(trees) == 1 else None
+    if finish is not None and (len(trees) != 1 or tree_left(trees[0]) != WIDTH * len(reads)):
+        left = tree_left(trees[0]) if len(trees) == 1 else None
         return (f"the shared-memory tree over `{arr}` does not stop where the warp on line {line} takes over (the "
                 f"warp adds {WIDTH * len(reads)} partial sums, the tree leaves {left or 'an unknown number of'})")
     tree_nodes = {unit.node_at(lp.span, syn.FOR_LOOP) for lp in trees}
@@ -473,20 +402,6 @@ def _tree_total(unit: CudaUnit, post: list[Node], owner: Node, write: Node, acc:
         return tuple(i for i in _ids(unit, write) if unit.t(i) == finish.var), arr
     nodes = tuple(n for a in reads if (n := unit.node_at(a.span, syn.SUBSCRIPT)) is not None)
     return (nodes, arr) if len(nodes) == len(reads) else why
-
-
-def _tree_left(tree: LoopFact) -> int | None:
-    """How many elements a halving tree ``for (s = blockDim.x / 2; s >= K; s /= 2)`` leaves holding partial sums:
-    its last stride, the least power of two the condition admits (``>= 32`` and ``> 16`` leave 32; a tree to ``s >
-    0`` leaves 1); ``None`` when the loop is not such a tree with a constant bound."""
-    if (tree.update, tree.step) not in (("/", 2), (">>", 1)) or tree.cmp not in (">", ">=") or \
-            not getattr(tree.bound, "is_Integer", False):
-        return None
-    least = int(tree.bound) + (1 if tree.cmp == ">" else 0)  # type: ignore[arg-type]
-    left = 1
-    while left < least:
-        left *= 2
-    return left
 
 
 def _kept_names(unit: CudaUnit, kept: list[Node]) -> set[str]:

@@ -115,10 +115,10 @@ def test_other_accumulating_writes_become_atomic_adds(write, made):
 
 
 @pytest.mark.parametrize("write,needle", [
-    ("dbias[o] += shared[0] * shared[0];", "stores the column's total rather than adding it"),
+    ("dbias[o] += shared[0] * shared[0];", "not the column's total times a factor"),
     ("dbias[o] = 2.0f * shared[0];", "stores the column's total rather than adding it"),
-    ("dbias[o] += shared[0] + 1.0f;", "stores the column's total rather than adding it"),
-    ("atomicAdd(&dbias[o], shared[0] * shared[0]);", "does not add the column's total times a factor"),
+    ("dbias[o] += shared[0] + 1.0f;", "adds `shared[0] + 1.0f`, not the column's total times a factor"),
+    ("atomicAdd(&dbias[o], shared[0] * shared[0]);", "not the column's total times a factor"),
 ])
 def test_writes_that_do_not_add_the_total_keep_one_row_group(write, needle):
     res = _propose(_fixture().replace("dbias[o] += shared[0];", write, 1))
