@@ -217,3 +217,56 @@ def test_split_rewrite_adds_every_row_once_on_the_cpu(cand, tmp_path, kernel, ca
     want = [0.5 * col + sum(float((r * 7 + col * 3) % 13) - 6.0 for r in range(3 * tt)) for col in range(cols)]
     assert len(got) == cols
     assert all(math.isclose(g, w, abs_tol=1e-3) for g, w in zip(got, want, strict=True)), (got, want)
+
+
+def test_rows_unknown_at_the_launch_keep_the_unsplit_form():
+    text = _fixture().replace("void launch_bias_grads(float* dbias, const float* dout)",
+                              "void launch_bias_grads(float* dbias, const float* dout, int B, int T)").replace(
+        "const int B = 8, T = 1024, OC = 768;", "const int OC = 768;")
+    res = _propose(text)
+    assert not isinstance(res, NotApplicable), res.reason
+    assert "row_groups" not in res[0].params and "blockIdx.y" not in _body(res[0].new_text, "bias_grad")
+
+
+WARP = """#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+#define ROWS 4096
+__global__ void colsum_warp(float *out, const float *x, int rows, int cols)
+{
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    int c = blockIdx.x * warp.meta_group_size() + warp.meta_group_rank();
+    if (c >= cols) { return; }
+    float s = 0.0f;
+    for (int r = warp.thread_rank(); r < rows; r += warp.size()) {
+        s += x[r * cols + c];
+    }
+    s = cg::reduce(warp, s, cg::plus<float>{});
+    if (warp.thread_rank() == 0) {
+        out[c] = out[c] + s;
+    }
+}
+void run(float *out, const float *x) {
+    colsum_warp<<<(1000 * 32 + 255) / 256, 256>>>(out, x, ROWS, 1000);
+}
+"""
+
+
+def test_a_warp_per_column_with_a_guard_splits_too(tmp_path):
+    """One warp per column (cooperative groups, the column guard an early return, ``out[c] = out[c] + s``), the sizes
+    a macro and literals: 1000 columns give 32 blocks, so the rows are split as well."""
+    res = _propose(WARP, "colsum_warp")
+    assert not isinstance(res, NotApplicable), res.reason
+    (c,) = res
+    (groups,) = c.params["row_groups"]
+    assert c.params["column_blocks"] == [32] and groups == row_groups(1000, 4096, 256, REFERENCE_SM_COUNT["sm_90"])
+    assert f"colsum_warp<<<dim3(((1000) + 31) / 32, {groups}), dim3(32, ((256) + 31) / 32)>>>" in c.new_text
+    body = _body(c.new_text, "colsum_warp")
+    assert "atomicAdd(&out[c], s);" in body and "cg::" not in body
+    if compiler() is not None:
+        main = (_MAIN.replace("TT", "50").replace("COLS", "45").replace("THREADS", "256").replace("GROUPS", "7")
+                .replace("CALL(out.data(), x.data(), B, T, OC)", "colsum_warp(out.data(), x.data(), B * T, OC)"))
+        got = run_block_main(c.new_text, "colsum_warp", main, tmp_path)
+        want = [0.5 * col + sum(float((r * 7 + col * 3) % 13) - 6.0 for r in range(150)) for col in range(45)]
+        assert all(math.isclose(g, w, abs_tol=1e-3) for g, w in zip(got, want, strict=True)), (got, want)
