@@ -252,7 +252,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
     if not writes or len(owners) != 1 or None in owners:
         return f"{name} does not write global memory from exactly one statement after the column loop"
     owner = next(iter(owners))
-    finish = warp_finish(unit, owner, WIDTH) if _lane_zero_write(unit, owner) is None else None  # type: ignore[arg-type]
+    finish = warp_finish(unit, owner, WIDTH)  # type: ignore[arg-type]
     write = finish.write if finish is not None else _lane_zero_write(unit, owner)  # type: ignore[arg-type]
     if write is None:
         return (f"the write on line {writes[0].line} is not one statement guarded by `… == 0` (one thread of the "
@@ -349,12 +349,12 @@ def _tree_total(unit: CudaUnit, post: list[Node], owner: Node, write: Node, acc:
     """The block's total read from shared memory by the write (``dbias[o] = … + sh[0]``) when the statements between
     the column loop and the write only fold the partial sums ``acc`` through a shared-memory reduction tree
     (:meth:`~htam_core.source.analysis.facts.KernelFacts.shared_tree_loops`): ``sh[tid] = acc;``, barriers and the
-    tree. With a warp-shuffle ``finish`` (:class:`~htam_core.source.analysis.tree_finish.WarpFinish`), the tree must leave the block's partial sums in the
-    elements ``sh[tid + 32 * j]`` its lanes read (the tree stops at that many elements), and the total is the
-    finish's variable in the write. Returns the ``sh[0]`` nodes (the variable's, with a finish) and the array's name
-    (``((), "")`` when the write reads no shared memory), or why the shared reads are not such a total. Idea source:
-    llm.c's ``matmul_backward_bias`` kernel 1 (one block per column, a shared tree) and its kernel 4 (the rewrite's
-    form)."""
+    tree. With a warp-shuffle ``finish`` (:class:`~htam_core.source.analysis.tree_finish.WarpFinish`), the tree
+    must leave the block's partial sums in the elements ``sh[tid + 32 * j]`` its lanes read (the tree stops at that
+    many elements), and the total is the finish's variable in the write. Returns the ``sh[0]`` nodes (the
+    variable's, with a finish) and the array's name (``((), "")`` when the write reads no shared memory), or why the
+    shared reads are not such a total. Idea source: llm.c's ``matmul_backward_bias`` kernel 1 (one block per
+    column, a shared tree) and its kernel 4 (the rewrite's form)."""
     f = unit.facts
     at = finish.decl if finish is not None else write
     lo, hi = at.start_byte + unit.base, at.end_byte + unit.base

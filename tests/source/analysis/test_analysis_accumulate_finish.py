@@ -73,8 +73,9 @@ def test_stores_are_no_additions(write):
     assert accumulation(v, st) is None
 
 
-@pytest.mark.parametrize("expr,linear", [("sh[0] * sh[0]", None), ("sh[0] + 1.0f", None), ("2.0f * sh[0] - sh[0]", True),
-                                         ("n / sh[0]", None), ("(float)n", False), ("sh[0] / (n * 2)", True)])
+@pytest.mark.parametrize("expr,linear", [("sh[0] * sh[0]", None), ("sh[0] + 1.0f", None),
+                                         ("2.0f * sh[0] - sh[0]", True), ("n / sh[0]", None), ("(float)n", False),
+                                         ("sh[0] / (n * 2)", True)])
 def test_linear_in_the_total(expr, linear):
     v = _view(_kernel(f"if (tid == 0) out[blockIdx.x] += {expr};"))
     (st,) = statements(_last(v).child_by_field_name("consequence"))
