@@ -27,6 +27,15 @@ one thread. The number of columns ``COLS`` is the kernel's own guard (``if (col 
 block ``if (col < OC) { … }`` that ends the body, read as that early return) or, for one block
 per column (``col = blockIdx.x``), the launch's grid, passed to the kernel as a parameter.
 
+Few columns and many rows (a bias gradient: 768 columns give 24 blocks for 132 SMs) get their rows split over a
+second grid dimension as well (:mod:`~htam_core.transforms._lane_split`): where the column count, the row count and
+the block size are constants at a launch and the column blocks are fewer than two per SM, the launch gets
+``dim3((COLS + 31) / 32, G)`` blocks, the loop starts at ``blockIdx.y * blockDim.y + threadIdx.y`` with step
+``gridDim.y * blockDim.y``, and the write adds each block's partial sum with ``atomicAdd`` (only for an output the
+kernel adds its total into: ``+=``, ``out[c] = out[c] + total``, ``atomicAdd``). A plain store at that shape
+keeps the form above, and the candidate says why its rows are not split and that it may be slower (too few
+blocks); unknown counts keep the form above too.
+
 Refused, each with its reason: no such loop; the column not held in one local; statements before the loop other
 than declarations and the column guard; a loop nested in another statement; a loop body or bound that reads thread
 indices or thread-dependent locals; not exactly one global write, after the loop, guarded by ``… == 0`` (one
@@ -41,14 +50,17 @@ combined in shared memory) after kernels 2 and 3 (a warp or a block per column);
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy
 
 from htam_core.source.analysis import ColumnSplit, LoopFact, sym
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.accumulate import output_read_elsewhere
 from htam_core.source.analysis.guards import bounds_guard, open_guarded_block
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.tree_finish import WarpFinish, tree_left, warp_finish
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
@@ -58,8 +70,16 @@ from htam_core.transforms._cuda import (
     param_names,
     statement_list,
 )
+from htam_core.transforms._lane_split import (
+    SPLIT_BELOW_PER_SM,
+    accumulating_write,
+    column_count,
+    launch_groups,
+    rows_of,
+)
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_register_tiling import sm_count_of
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -232,14 +252,15 @@ def _plan(unit: CudaUnit) -> _Plan | str:
     if not writes or len(owners) != 1 or None in owners:
         return f"{name} does not write global memory from exactly one statement after the column loop"
     owner = next(iter(owners))
-    write = _lane_zero_write(unit, owner)  # type: ignore[arg-type]
+    finish = warp_finish(unit, owner, WIDTH)  # type: ignore[arg-type]
+    write = finish.write if finish is not None else _lane_zero_write(unit, owner)  # type: ignore[arg-type]
     if write is None:
         return (f"the write on line {writes[0].line} is not one statement guarded by `… == 0` (one thread of the "
                 "group writing the column's total)")
     if any(sympy.expand(a.index - split.column) != 0 for a in writes if a.index is not None) or \
             any(a.index is None for a in writes):
         return f"the write on line {writes[0].line} is not at the summed column"
-    tree = _tree_total(unit, post, owner, write, acc.name)  # type: ignore[arg-type]
+    tree = _tree_total(unit, post, owner, write, acc.name, finish)  # type: ignore[arg-type]
     if isinstance(tree, str):
         return tree
     tree_reads, tree_array = tree
@@ -253,7 +274,7 @@ def _plan(unit: CudaUnit) -> _Plan | str:
         for d in syn.declarations(st):
             locals_.update(_declared(unit, d))
     combined: set[str] = set()
-    in_write = ({unit.t(i) for i in _ids(unit, write)} & locals_) - {tree_array}
+    in_write = ({unit.t(i) for i in _ids(unit, write)} & locals_) - {tree_array} - {unit.t(n) for n in tree_reads}
     for n in sorted(in_write - {col} - (set(decls) - {acc.name})):
         if n == fact.var:
             return f"the write on line {writes[0].line} reads the loop variable {n}"
@@ -276,19 +297,25 @@ def _plan(unit: CudaUnit) -> _Plan | str:
             return f"the column loop on line {fact.line} reads {n}; after the swap the thread indices change meaning"
         if n in locals_ and n not in {col, acc.name} and n not in _kept_names(unit, kept):
             return f"the column loop on line {fact.line} reads `{n}`, which depends on the thread's place in its group"
-    bound_param = None
-    if bound is None:
-        if split.column != sym("blockIdx.x"):
-            return (f"{name} has no column guard `if ({col} >= n) return;` and its column is not blockIdx.x (the "
-                    "column count is unknown)")
-        bound_param = _grid_param(unit)
-        if bound_param is None or bound_param.startswith("!"):
-            return bound_param[1:] if bound_param else f"{name} has no launch site in this file; its grid must follow"
-    else:
-        bad = [unit.t(i) for i in _ids(unit, bound) if unit.t(i) not in params and unit.resolve(i) is None]
-        if bad:
-            return f"the column count `{unit.t(bound)}` reads {', '.join(bad)}, which the launch cannot compute"
+    bound_param = _count_param(unit, split, col, bound, params)
+    if bound_param is not None and bound_param.startswith("!"):
+        return bound_param[1:]
     return _Plan(split, fact, loop, col, acc_decl, kept, bound, bound_param, write, combined, tree_reads)
+
+
+def _count_param(unit: CudaUnit, split: ColumnSplit, col: str, bound: Node | None, params: set[str]) -> str | None:
+    """Where the column count comes from: ``None`` for the guard's bound ``bound`` (when the launch can compute it),
+    the parameter that receives the grid for one block per column without a guard, or ``"!reason"``."""
+    name = unit.kernel.name
+    if bound is not None:
+        bad = [unit.t(i) for i in _ids(unit, bound) if unit.t(i) not in params and unit.resolve(i) is None]
+        return f"!the column count `{unit.t(bound)}` reads {', '.join(bad)}, which the launch cannot compute" \
+            if bad else None
+    if split.column != sym("blockIdx.x"):
+        return (f"!{name} has no column guard `if ({col} >= n) return;` and its column is not blockIdx.x (the "
+                "column count is unknown)")
+    got = _grid_param(unit)
+    return got or f"!{name} has no launch site in this file; its grid must follow"
 
 
 def _before_loop(unit: CudaUnit, pre: list[Node], col: str, opened: Node | None
@@ -317,26 +344,38 @@ def _before_loop(unit: CudaUnit, pre: list[Node], col: str, opened: Node | None
     return bound, decls, opaque
 
 
-def _tree_total(unit: CudaUnit, post: list[Node], owner: Node, write: Node, acc: str
+def _tree_total(unit: CudaUnit, post: list[Node], owner: Node, write: Node, acc: str, finish: WarpFinish | None = None
                 ) -> tuple[tuple[Node, ...], str] | str:
     """The block's total read from shared memory by the write (``dbias[o] = … + sh[0]``) when the statements between
     the column loop and the write only fold the partial sums ``acc`` through a shared-memory reduction tree
     (:meth:`~htam_core.source.analysis.facts.KernelFacts.shared_tree_loops`): ``sh[tid] = acc;``, barriers and the
-    tree. Returns the ``sh[0]`` nodes and the array's name (``((), "")`` when the write reads no shared memory), or
-    why the shared reads are not such a total. Idea source: llm.c's ``matmul_backward_bias`` kernel 1 (one block per
+    tree. With a warp-shuffle ``finish`` (:class:`~htam_core.source.analysis.tree_finish.WarpFinish`), the tree
+    must leave the block's partial sums in the elements ``sh[tid + 32 * j]`` its lanes read (the tree stops at that
+    many elements), and the total is the finish's variable in the write. Returns the ``sh[0]`` nodes (the
+    variable's, with a finish) and the array's name (``((), "")`` when the write reads no shared memory), or why the
+    shared reads are not such a total. Idea source: llm.c's ``matmul_backward_bias`` kernel 1 (one block per
     column, a shared tree) and its kernel 4 (the rewrite's form)."""
     f = unit.facts
-    lo, hi = write.start_byte + unit.base, write.end_byte + unit.base
+    at = finish.decl if finish is not None else write
+    lo, hi = at.start_byte + unit.base, at.end_byte + unit.base
     reads = [a for a in f.accesses if a.space == "shared" and lo <= a.span[0] < hi]
     if not reads:
         return (), ""
     line = reads[0].line
     arrays = {a.pointer for a in reads}
-    if len(arrays) != 1 or any(a.index is None or sympy.expand(a.index) != 0 for a in reads):
-        return f"the write on line {line} reads shared memory other than the total `{reads[0].pointer}[0]`"
+    offsets = sorted(sympy.expand(a.index - (sym("threadIdx.x") if finish else 0)) if a.index is not None else -1
+                     for a in reads)
+    if len(arrays) != 1 or offsets != [WIDTH * j if finish else 0 for j in range(len(reads))]:
+        return f"the write on line {line} reads shared memory other than the total `{reads[0].pointer}[0]`" \
+            if finish is None else (f"the warp on line {line} does not read `{reads[0].pointer}[tid + 32 * j]`, one "
+                                    "element per lane and tree remainder, as the block's partial sums")
     arr = next(iter(arrays))
     trees = [lp for lp in f.shared_tree_loops()
              if any(a.space == "shared" and a.pointer == arr for a in f.accesses_in(lp))]
+    if finish is not None and (len(trees) != 1 or tree_left(trees[0]) != WIDTH * len(reads)):
+        left = tree_left(trees[0]) if len(trees) == 1 else None
+        return (f"the shared-memory tree over `{arr}` does not stop where the warp on line {line} takes over (the "
+                f"warp adds {WIDTH * len(reads)} partial sums, the tree leaves {left or 'an unknown number of'})")
     tree_nodes = {unit.node_at(lp.span, syn.FOR_LOOP) for lp in trees}
     why = (f"the write on line {line} reads `{arr}[0]`, but the statements before it are not only `{arr}[thread] = "
            f"{acc};`, barriers and one shared-memory reduction tree over `{arr}`")
@@ -359,6 +398,8 @@ def _tree_total(unit: CudaUnit, post: list[Node], owner: Node, write: Node, acc:
         return why
     if not stored:
         return why
+    if finish is not None:
+        return tuple(i for i in _ids(unit, write) if unit.t(i) == finish.var), arr
     nodes = tuple(n for a in reads if (n := unit.node_at(a.span, syn.SUBSCRIPT)) is not None)
     return (nodes, arr) if len(nodes) == len(reads) else why
 
@@ -439,8 +480,9 @@ def _reindent(text: str, extra: str) -> str:
     return "\n".join([lines[0]] + [extra + ln if ln.strip() else ln for ln in lines[1:]])
 
 
-def _loop_text(unit: CudaUnit, p: _Plan) -> str | None:
-    """The loop with its start ``threadIdx.y`` and step ``blockDim.y`` (warps split the rows), or ``None``."""
+def _loop_text(unit: CudaUnit, p: _Plan, start: str, step: str) -> str | None:
+    """The loop with its start and step replaced (``threadIdx.y``, ``blockDim.y``: the warps split the rows;
+    ``blockIdx.y * blockDim.y + threadIdx.y``, ``gridDim.y * blockDim.y`` with row groups), or ``None``."""
     init = p.loop.child_by_field_name("initializer")
     upd = p.loop.child_by_field_name("update")
     if init is None or upd is None or not syn.is_assignment(upd) or \
@@ -448,10 +490,100 @@ def _loop_text(unit: CudaUnit, p: _Plan) -> str | None:
         return None
     value = _value(init) if syn.is_declaration(init) else (
         init.child_by_field_name("right") if syn.is_assignment(init) else None)
-    step = upd.child_by_field_name("right")
-    if value is None or step is None:
+    old_step = upd.child_by_field_name("right")
+    if value is None or old_step is None:
         return None
-    return _with(unit, p.loop, [(value, "threadIdx.y"), (step, "blockDim.y")])
+    return _with(unit, p.loop, [(value, start), (old_step, step)])
+
+
+def _totals(unit: CudaUnit, p: _Plan) -> list[Node]:
+    """The nodes of the write that hold the column's total: names of the combined sums and the tree's ``sh[0]``."""
+    return [i for i in _ids(unit, p.write) if unit.t(i) in p.combined] + list(p.tree_reads)
+
+
+def _rename(unit: CudaUnit, p: _Plan) -> Callable[[Node], str]:
+    """A node of the write -> its text with the totals replaced by the accumulator (the thread's column sum)."""
+    acc = p.fact.accumulators[0].name
+    totals = _totals(unit, p)
+    return lambda n: _with(unit, n, [(t, acc) for t in totals
+                                     if n.start_byte <= t.start_byte and t.end_byte <= n.end_byte])
+
+
+@dataclass
+class _Split:
+    """The row groups of each launch (1: unsplit), the column blocks where known, and the write's text."""
+
+    groups: list[int]
+    col_blocks: list[int | None]
+    write: str
+    refused: str = ""  # why a launch that needs the split keeps one row group (the write stores the total)
+
+    @property
+    def split(self) -> bool:
+        """Some launch splits the rows over ``gridDim.y``."""
+        return any(g > 1 for g in self.groups)
+
+
+def _split(unit: CudaUnit, p: _Plan, sm_count: int) -> _Split:
+    """The row groups per launch (:func:`~htam_core.transforms._lane_split.launch_groups`) and the write (an
+    ``atomicAdd`` of the block's partial where a launch splits). Where a launch needs the split but the write
+    cannot take partial sums (a plain store, an output read elsewhere), every launch keeps one row group and
+    :attr:`_Split.refused` says why (the unsplit form may leave most SMs idle: the candidate says so)."""
+    params = param_names(unit)
+    cols = column_count(unit, p.bound, p.bound_param, params)
+    rows = rows_of(p.fact.bound, p.fact.cmp)
+    per = [launch_groups(unit, la, cols, rows, params, sm_count) for la in unit.launches]
+    rename = _rename(unit, p)
+    out = _Split([g for g, _ in per], [b for _, b in per], rename(p.write))
+    if not out.split:
+        return out
+    why = output_read_elsewhere(unit, p.write)
+    made = accumulating_write(unit, p.write, _totals(unit, p), rename) if why is None else why
+    if isinstance(made, str):
+        blocks = next(b for g, b in per if g > 1)
+        return _Split([1] * len(per), out.col_blocks, out.write,
+                      f"lanes on columns leave {unit.kernel.name} {blocks} blocks for {sm_count} SMs (fewer than "
+                      f"{SPLIT_BELOW_PER_SM} per SM), and its rows are not split over more blocks: {made}")
+    out.write = made[0]
+    return out
+
+
+def _launch_edits(unit: CudaUnit, p: _Plan, s: _Split) -> list[TextEdit] | str:
+    """Every launch's new grid (``(columns + 31) / 32`` blocks, times its row groups along y) and block
+    (``dim3(32, warps)``), or why a launch cannot be rewritten."""
+    names = param_names(unit)
+    edits: list[TextEdit] = []
+    for la, groups in zip(unit.launches, s.groups, strict=True):
+        block = unit.dims_of(la.block, la.host) if la.block is not None else []
+        args = _args(la)
+        if len(block) != 1 or args is None or len(args) != len(names):
+            return f"the launch on line {la.site.line} has no 1-D block or its arguments do not match the parameters"
+        by = dict(zip(names, args, strict=True))
+        if p.bound is not None:
+            cols = _with(unit, p.bound, [(i, _atom(unit, by[unit.t(i)])) for i in _ids(unit, p.bound)
+                                         if unit.t(i) in by])
+        else:
+            cols = unit.t(unit.dims_of(la.grid, la.host)[0])
+        b = unit.t(block[0])
+        grid = [f"(({' '.join(cols.split())}) + {WIDTH - 1}) / {WIDTH}"] + ([str(groups)] if groups > 1 else [])
+        edits.append(launch_dims_edit(unit, la, la.grid, grid))
+        edits.append(launch_dims_edit(unit, la, la.block, [str(WIDTH), f"(({b}) + {WIDTH - 1}) / {WIDTH}"]))
+    return edits
+
+
+def _description(kernel: str, p: _Plan, s: _Split) -> str:
+    """The candidate's one-paragraph description (the row groups and the atomic combine when split)."""
+    text = (f"put the lanes of {kernel} on 32 consecutive columns and split the rows between the warps "
+            f"(the reads on line {p.fact.line} become coalesced; stride {p.split.stride} between lanes before); "
+            "the partial sums meet in shared memory and the launches get (columns + 31) / 32 blocks of "
+            "dim3(32, warps)")
+    if s.refused:
+        return f"{text}; {s.refused} (it may be slower than the original)"
+    if not s.split:
+        return text
+    parts = [f"{b} x {g} = {b * g} blocks" for g, b in zip(s.groups, s.col_blocks, strict=True) if g > 1 and b]
+    return (f"{text}; too few column blocks for the device, so the rows are also split over gridDim.y row groups "
+            f"({', '.join(parts)}) and each block adds its columns' partial sums to the output with atomicAdd")
 
 
 @register
@@ -461,9 +593,9 @@ class CudaLaneColumns(CudaTransform):
     id = "cuda.lane_columns"
     languages = CUDA_LANGS
     changes_numerics = True
-    reorders_only = True  # each column sums the same rows, in another order (per warp, then across warps)
+    reorders_only = True  # each column sums the same rows, in another order (per warp, then across warps/blocks)
     summary = ("coalesce a column sum: lanes on 32 consecutive columns, warps split the rows, partial sums combined "
-               "in shared memory; new launch grid and block")
+               "in shared memory; new launch grid and block (rows also split over gridDim.y when columns are few)")
 
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
@@ -474,51 +606,37 @@ class CudaLaneColumns(CudaTransform):
             return self.not_applicable(p)
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; its grid must follow")
-        loop = _loop_text(unit, p)
+        s = _split(unit, p, sm_count_of(profile))
+        start, step = ("blockIdx.y * blockDim.y + threadIdx.y", "gridDim.y * blockDim.y") if s.split else (
+            "threadIdx.y", "blockDim.y")
+        loop = _loop_text(unit, p, start, step)
         if loop is None:
             return self.not_applicable(f"the loop on line {p.fact.line} is not `for (… = start; …; v += step)`")
-        names = param_names(unit)
-        edits: list[TextEdit] = []
-        for la in unit.launches:
-            block = unit.dims_of(la.block, la.host) if la.block is not None else []
-            args = _args(la)
-            if len(block) != 1 or args is None or len(args) != len(names):
-                return self.not_applicable(f"the launch on line {la.site.line} has no 1-D block or its arguments do "
-                                           "not match the parameters")
-            by = dict(zip(names, args, strict=True))
-            if p.bound is not None:
-                cols = _with(unit, p.bound, [(i, _atom(unit, by[unit.t(i)])) for i in _ids(unit, p.bound)
-                                             if unit.t(i) in by])
-            else:
-                cols = unit.t(unit.dims_of(la.grid, la.host)[0])
-            b = unit.t(block[0])
-            edits.append(launch_dims_edit(unit, la, la.grid, [f"(({' '.join(cols.split())}) + {WIDTH - 1}) / {WIDTH}"]))
-            edits.append(launch_dims_edit(unit, la, la.block, [str(WIDTH), f"(({b}) + {WIDTH - 1}) / {WIDTH}"]))
-        edits.append(unit.replace(unit.body, self._body(unit, p, loop)))
-        return [self.candidate(
-            model,
-            f"put the lanes of {kernel.name} on 32 consecutive columns and split the rows between the warps "
-            f"(the reads on line {p.fact.line} become coalesced; stride {p.split.stride} between lanes before); "
-            "the partial sums meet in shared memory and the launches get (columns + 31) / 32 blocks of "
-            "dim3(32, warps)",
-            {"stride_before": str(p.split.stride), "width": WIDTH, "launches": len(unit.launches)},
-            edits,
-        )]
+        edits = _launch_edits(unit, p, s)
+        if isinstance(edits, str):
+            return self.not_applicable(edits)
+        edits.append(unit.replace(unit.body, self._body(unit, p, loop, s.write, s.split)))
+        params: dict[str, object] = {"stride_before": str(p.split.stride), "width": WIDTH,
+                                     "launches": len(unit.launches)}
+        if s.split:
+            params.update(row_groups=list(s.groups), column_blocks=list(s.col_blocks))
+        if s.refused:
+            params.update(row_split_refused=s.refused)
+        return [self.candidate(model, _description(kernel.name, p, s), params, edits)]
 
     @staticmethod
-    def _body(unit: CudaUnit, p: _Plan, loop: str) -> str:
+    def _body(unit: CudaUnit, p: _Plan, loop: str, write: str, split: bool) -> str:
         stmts = statement_list(unit.body)
         ind = syn.indent_of(unit.src, stmts[0].start_byte) or "    "
         step = ind
         acc = p.fact.accumulators[0]
         cols = unit.t(p.bound) if p.bound is not None else p.bound_param
         typ = acc.type
-        write = _with(unit, p.write, [(i, acc.name) for i in _ids(unit, p.write) if unit.t(i) in p.combined]
-                      + [(n, acc.name) for n in p.tree_reads])
         lines = [
             "{",
             f"{ind}// lanes on columns (cuda.lane_columns): threadIdx.x owns column {p.col}, the warps "
-            "(threadIdx.y) split the rows",
+            + ("of the gridDim.y row groups split the rows; each block adds its partial sums with atomicAdd"
+               if split else "(threadIdx.y) split the rows"),
             f"{ind}__shared__ {typ} htam_part[{WIDTH}][{WIDTH}];",
             f"{ind}int {p.col} = blockIdx.x * {WIDTH} + threadIdx.x;",
             *[f"{ind}{' '.join(unit.t(d).split())}" for d in p.kept],

@@ -25,7 +25,7 @@ FILES = [
     "bias_gelu_templates.cu", "rowwise_variants.cu", "matmul_register_variants.cu", "softmax_variants.cu",
     "matmul_batched_variants.cu", "coarsen_variants.cu", "vector_loop_variants.cu", "row_register_variants.cu", "vector_loop_typed.cu", "row_flatten_variants.cu",
     "column_sum_variants.cu", "early_return_variants.cu", "ldg_loop_variants.cu", "fixed_extent_variants.cu",
-    "online_softmax_variants.cu", "elementwise_typed.cu", "stencil2d_window.cu",
+    "online_softmax_variants.cu", "elementwise_typed.cu", "stencil2d_window.cu", "bias_grad_variants.cu",
 ]
 
 

@@ -13,7 +13,7 @@ the pointee type, as in the source. The idea of reading coalescing off the strid
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -819,6 +819,21 @@ class LaunchFacts:
             return None
         vals = [d.value for d in self.block] + [1, 1, 1]
         return (vals[0], vals[1], vals[2])  # type: ignore[return-value]
+
+    def value_at(self, expr: sympy.Expr | None, params: Sequence[str]) -> int | None:
+        """The integer ``expr`` (a sympy expression over the kernel's parameters, ``params`` their names in order:
+        a loop bound ``B*T``, a column count ``OC``) takes at this launch, where every parameter it reads receives
+        an integer constant (:attr:`arg_exprs`: ``const int OC = 768`` in the launcher, a ``#define``, a literal);
+        ``None`` when one of them is not such a constant, ``expr`` reads another name, or ``expr`` is ``None``.
+        Used to size a launch from the problem's counts (the row split of ``cuda.lane_columns``)."""
+        if expr is None:
+            return None
+        values = {sym(n): a for n, a in zip(params, self.arg_exprs, strict=False) if a is not None}
+        try:
+            v = sympy.sympify(expr).subs({s: values[s] for s in expr.free_symbols if s in values})
+        except (sympy.SympifyError, TypeError):
+            return None
+        return int(v) if getattr(v, "is_Integer", False) else None
 
 
 @dataclass(frozen=True)
