@@ -17,7 +17,7 @@ from typing import Any
 import sympy
 from tree_sitter import Node
 
-from htam_core.source.analysis.atomics import atomic_updates, return_lines, uniform_atomics
+from htam_core.source.analysis.atomics import atomic_updates, result_atomics, return_lines, uniform_atomics
 from htam_core.source.analysis.builtins import is_atomic_builtin, is_load_builtin
 from htam_core.source.analysis.constants import ConstEnv, literal_value
 from htam_core.source.analysis.device_queries import (
@@ -875,6 +875,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                                                  for n, f in _type_instantiations(src, kernel).items()),
                        thread_x_spans=thread_x_spans(src, aff, launches),
                        uniform_atomics=uniform_atomics(src, atoms, pointers, uni),
+                       result_atomics=result_atomics(src, atoms, pointers, uni),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
                                          tuple(p.name for p in kernel.params if not p.is_pointer)))
 
