@@ -38,6 +38,7 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.block_load import GuardedLoad
 from htam_core.source.analysis.facts import UniformAtomic
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.types import resolve_type
 from htam_core.transforms._cuda import CudaUnit, references, statement_list
 from htam_core.transforms.cuda_atomic_privatize import ACC, PART, block_combine, identity
 from htam_core.transforms.cuda_reduction import (
@@ -89,6 +90,12 @@ class GridFree:
     kept: str
 
 
+def same_type(unit: CudaUnit, m: BlockLoad, res: UniformAtomic) -> bool:
+    """The tree's array and the atomic's element hold the same type, aliases resolved (``acc_t`` and ``float``
+    under ``using acc_t = float;``; a template parameter only as itself)."""
+    return resolve_type(unit.env, m.etype) == resolve_type(unit.env, res.element_type)
+
+
 def _finish_statement(unit: CudaUnit, res: UniformAtomic, after: list[Node]) -> Node | None:
     """The statement of ``after`` (the body's statements after the load) that is ``if (T == 0) atomic(...);`` with
     ``T`` the thread's index along x in any spelling and the atomic its only statement, else ``None``."""
@@ -122,8 +129,11 @@ def grid_free(unit: CudaUnit, m: BlockLoad) -> GridFree | str:
     if OPS.get(m.combine) != res.op:
         return f"the tree combines with {m.combine} but the block's result goes to {res.update.fn}"
     value = unit.node_at(res.value_span)
-    if value is None or unit.t(value).replace(" ", "") != f"{m.form.array}[0]":
-        return f"the block sends `{unit.t(value) if value else '?'}`, not the tree's {m.form.array}[0]"
+    bare = syn.strip_casts(value) if value is not None else None
+    if bare is None or unit.t(bare).replace(" ", "") != f"{m.form.array}[0]" or (
+            bare != syn.unwrap_parens(value) and not same_type(unit, m, res)):  # type: ignore[arg-type]
+        return (f"the block sends `{unit.t(value) if value else '?'}`, not the tree's {m.form.array}[0] "
+                f"(converted to the type it holds at most)")
     stmts = statement_list(unit.body)
     after = stmts[stmts.index(m.form.store) + 1:]
     finish = _finish_statement(unit, res, after)
@@ -152,7 +162,7 @@ def _rung_problem(unit: CudaUnit, m: BlockLoad, res: UniformAtomic, tree: list[N
     why, _ = _launch_problem(unit, value, runtime_ok=True)
     if why:
         return why
-    if res.element_type != m.etype or identity(unit, res) is None:
+    if not same_type(unit, m, res) or identity(unit, res) is None:
         return f"the combine of {m.etype} into {res.update.fn} of {res.element_type} is not made in registers here"
     if any(ref.start_byte >= st.start_byte for st in rest for ref in references(unit.body, unit.src, array)):
         return f"{array} is read after the atomic"

@@ -1106,6 +1106,9 @@ class KernelFacts:
             block, however spelled (:func:`~htam_core.source.analysis.cuda.thread_x_spans`: ``threadIdx.x``, a
             local that always holds it, ``block.thread_index().x``, a thread block's ``thread_rank()`` for a 1-D
             block); CUDA only.
+        block_dim_x_spans: the file spans of the expressions in the body that are the block's thread count along x,
+            however spelled (:func:`~htam_core.source.analysis.cuda.block_dim_x_spans`: ``blockDim.x``, a local
+            copy, a thread block's ``size()`` for a 1-D block); CUDA only.
     """
 
     kernel: str
@@ -1140,6 +1143,7 @@ class KernelFacts:
     stencil3d_refusal: str = ""
     type_instantiations: tuple[tuple[str, tuple[str, ...]], ...] = ()
     thread_x_spans: tuple[Span, ...] = ()
+    block_dim_x_spans: tuple[Span, ...] = ()
     uniform_atomics: tuple[UniformAtomic, ...] = ()
     result_atomics: tuple[UniformAtomic, ...] = ()
 
@@ -1252,6 +1256,11 @@ class KernelFacts:
         spelling (:attr:`thread_x_spans`): the one normal form of "tid" for the analyses and transforms of
         block-level trees and reductions."""
         return span in self.thread_x_spans
+
+    def is_block_dim_x(self, span: Span) -> bool:
+        """True when the expression at file span ``span`` is the block's thread count along x in any spelling
+        (:attr:`block_dim_x_spans`: ``blockDim.x``, a local copy, ``block.size()`` of a 1-D thread block)."""
+        return span in self.block_dim_x_spans
 
     def builtin_alias(self, name: str) -> str | None:
         """The builtin (``"blockDim.x"``, ``"threadIdx.x"``) that local ``name`` always holds, else ``None``."""
