@@ -125,6 +125,11 @@ FACTS: dict[str, str] = {
     "every thread of a block (atomicAdd(result, x[i]), &out[0], &acc[blockIdx.y]): the block's atomics serialize on "
     "one address (analysis layer: KernelFacts.uniform_atomics); false for Triton or without atomics, unknown "
     "without the kernel",
+    "grid_free_tree": "CUDA: the block's result goes to one atomicAdd/atomicMax/atomicMin into an address the same in "
+    "every thread of the grid, the kernel's only global output (if (tid == 0) atomicAdd(out, sdata[0]); analysis "
+    "layer: KernelFacts.grid_free_result): the total does not depend on the number of blocks, so the add during "
+    "the load may run over a grid sized to the device; false for Triton or without atomics, unknown without the "
+    "kernel",
     "histogram_like": "CUDA: a global atomicAdd whose index depends on loaded data (atomicAdd(&hist[data[i]], 1): "
     "the bins of a histogram; analysis layer: KernelFacts.histogram_updates); false for Triton or without atomics, "
     "unknown without the kernel",
@@ -253,6 +258,8 @@ def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
         None if facts is None else bool(facts.histogram_updates()))
     out["uniform_atomic"] = False if lang != "cuda" or not features.atomics else (
         None if facts is None else bool(facts.uniform_atomics))
+    out["grid_free_tree"] = False if lang != "cuda" or not features.atomics else (
+        None if facts is None else facts.grid_free_result() is not None)
     if lang != "triton":
         return out
     if tf is None or facts is None:

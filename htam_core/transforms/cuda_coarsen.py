@@ -17,7 +17,9 @@ grid, so the result is the same combination of the inputs (float sums in another
 writes one partial result per block (``partial[blockIdx.x]``), the number of partials changes with the grid:
 the block count is then changed where the host declares it (``unsigned int blocks = ...``), so that the host's
 other uses of that count (``n = blocks`` before the next pass, a buffer size) follow. A grid written inline at
-the launch with a per-block output is refused. The load is the analysis layer's guarded block load
+the launch with a per-block output is refused. Where the block's result goes to one atomic total instead (the
+grid is free: :mod:`~htam_core.transforms.cuda_coarsen_grid`), the loop runs over a grid sized to the device, and a
+whole-block tree with its atomic becomes a warp-shuffle block combine with one atomic per block, in the same step. The load is the analysis layer's guarded block load
 (:func:`~htam_core.source.analysis.block_load.guarded_block_load`), in any of its spellings: the conditional above,
 a register zeroed and loaded under ``if (i < n)``, an ``if``/``else`` store, the identity stored and then
 overwritten in range; its statements are replaced by the accumulation and the one store. A kernel that reads the
@@ -35,11 +37,11 @@ per thread, "algorithm cascading"); CUDA C++ Best Practices Guide, grid-stride l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis import sym
-from htam_core.source.analysis.block_load import NO_LOAD, GuardedLoad, guarded_block_load
+from htam_core.source.analysis.block_load import NO_LOAD, guarded_block_load
 from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
@@ -47,30 +49,23 @@ from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
     Launch,
+    include_insert_point,
     per_block_output_hazard,
     statement_list,
+    wrap_grid,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
-from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_atomic_privatize import ACC
+from htam_core.transforms.cuda_coarsen_grid import PER_SM, BlockLoad, GridFree, grid_free, rung_text
+from htam_core.transforms.cuda_launch import CUDA_LANGS, SM_GRID_HELPER, SM_GRID_TEXT
 from htam_core.transforms.cuda_reduction import COMBINE_FUNCS, element_type
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
 #: elements per thread of the candidates
 FACTORS = (8, 4)
-
-
-@dataclass
-class BlockLoad:
-    """The guarded block load of a reduction (:class:`~htam_core.source.analysis.block_load.GuardedLoad`, any
-    spelling) with what the rewrite adds: the register type ``etype`` (the shared array's element type), the loop
-    index type ``itype`` (the global index's declared type) and the tree's ``combine`` (``"+"`` or a
-    :data:`COMBINE_FUNCS` name)."""
-
-    form: GuardedLoad
-    etype: str
-    itype: str
-    combine: str
+#: Element types whose sums are exact in any order.
+_EXACT = frozenset({"int", "unsigned", "unsigned int", "long long", "unsigned long long"})
 
 
 def _combine_of(unit: CudaUnit, array: str, after: list[Node]) -> str | None:
@@ -142,23 +137,28 @@ def match_block_load(unit: CudaUnit) -> BlockLoad | str:
 
 def _accumulation(unit: CudaUnit, m: BlockLoad) -> TextEdit:
     """The edit replacing the load's statements with the grid-stride accumulation into ``htam_v`` and the one
-    store ``array[slot] = htam_v;``. Each element is loaded as written (casts kept), and converted to the load's
-    register type where that differs from the array's."""
+    store ``array[slot] = htam_v;``."""
     f = m.form
-    acc, value = "htam_v", f.value_at("htam_j")
+    indent = syn.indent_of(unit.src, f.stmts[0].start_byte)
+    body = _accumulation_text(m, "htam_v", indent) + f"\n{indent}{f.array}[{f.slot}] = htam_v;"
+    return unit.edit(f.stmts[0].start_byte, f.store.end_byte, body)
+
+
+def _accumulation_text(m: BlockLoad, acc: str, indent: str) -> str:
+    """The declaration of the register ``acc`` at the identity and the grid-stride loop that accumulates every
+    element of the thread into it (the lines after the first indented with ``indent``). Each element is loaded as
+    written (casts kept), and converted to the load's register type where that differs from the array's."""
+    f = m.form
+    value = f.value_at("htam_j")
     if f.register_type is not None and f.register_type != m.etype:  # the value went through a register of its type
         value = f"({f.register_type})({value})"
     value = f.stored_at(value)  # the per-element expression the slot received (`v * v`), of each element
     update = f"{acc} += {value};" if m.combine == "+" else f"{acc} = {m.combine}({acc}, {value});"
     if f.extra:
         update = f"if ({f.extra_at('htam_j')}) {update}"
-    first = f.stmts[0]
-    indent = syn.indent_of(unit.src, first.start_byte)
-    body = (f"{m.etype} {acc} = {f.identity};\n"
+    return (f"{m.etype} {acc} = {f.identity};\n"
             f"{indent}for ({m.itype} htam_j = {f.index}; htam_j < {f.bound}; htam_j += blockDim.x * gridDim.x)\n"
-            f"{indent}    {update}\n"
-            f"{indent}{f.array}[{f.slot}] = {acc};")
-    return unit.edit(first.start_byte, f.store.end_byte, body)
+            f"{indent}    {update}")
 
 
 def _per_block_output(unit: CudaUnit) -> bool:
@@ -240,6 +240,9 @@ class CudaCoarsenReduction(CudaTransform):
             return self.not_applicable(m)
         if not unit.launches:
             return self.not_applicable(f"{kernel.name} has no launch site in this file; the grid cannot shrink")
+        gf = grid_free(unit, m)
+        if isinstance(gf, GridFree):
+            return self._grid_free(unit, model, kernel, m, gf)
         per_block = _per_block_output(unit)
         load = _accumulation(unit, m)
         out: list[Candidate] = []
@@ -264,3 +267,44 @@ class CudaCoarsenReduction(CudaTransform):
         if not out:
             return self.not_applicable(reasons[0])
         return out
+
+    def _grid_free(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, m: BlockLoad, gf: GridFree
+                   ) -> list[Candidate] | NotApplicable:
+        """One candidate per :data:`~htam_core.transforms.cuda_coarsen_grid.PER_SM` for a tree whose result goes to
+        one grid-wide atomic: the grid-stride accumulation over a grid of at most that many blocks per SM, and,
+        when :func:`~htam_core.transforms.cuda_coarsen_grid.grid_free` allows it, the block combine with one
+        atomic in place of the tree (else the tree is kept)."""
+        f = m.form
+        indent = syn.indent_of(unit.src, f.stmts[0].start_byte)
+        if gf.kept:
+            body = [_accumulation(unit, m)]
+        else:
+            text = _accumulation_text(m, ACC, indent) + rung_text(unit, gf, indent)
+            body = [unit.edit(f.stmts[0].start_byte, gf.finish.end_byte, text)]
+        helper = [] if SM_GRID_HELPER.encode() in unit.src else [unit.insert(include_insert_point(unit), SM_GRID_TEXT)]
+        out: list[Candidate] = []
+        for per_sm in PER_SM:
+            grids = [wrap_grid(unit, la, f"{SM_GRID_HELPER}({{}}, {per_sm})") for la in unit.launches]
+            bad = next((g for g in grids if isinstance(g, str)), None)
+            if bad is not None:
+                return self.not_applicable(bad)
+            cand = dataclasses.replace(self.candidate(
+                model, self._grid_free_text(kernel, m, gf, per_sm),
+                {"grid": "device", "blocks_per_sm": per_sm, "combine": m.combine, "per_block_output": False,
+                 "form": "tree" if gf.kept else "block_combine"},
+                [*helper, *body, *grids]), helpers={SM_GRID_HELPER: SM_GRID_TEXT})
+            cand.changes_numerics = cand.reorders_only = m.combine == "+" and m.etype not in _EXACT
+            out.append(cand)
+        return out
+
+    @staticmethod
+    def _grid_free_text(kernel: Kernel, m: BlockLoad, gf: GridFree, per_sm: int) -> str:
+        """The candidate's sentence: the grid-stride accumulation, the device-sized grid, the block's combine."""
+        fn, addr = gf.result.update.fn, gf.result.address_text
+        head = (f"accumulate the elements of {kernel.name} in a register with a grid-stride loop over a grid of at "
+                f"most {per_sm} blocks per SM (read on the device at run time; correct for any n: the {fn} into "
+                f"{addr} totals the blocks whatever their number)")
+        if gf.kept:
+            return head + f", then the {m.form.array} tree as before (kept: {gf.kept})"
+        return head + (f", then combine the block with warp shuffles (one value per warp in shared memory, the "
+                       f"first warp finishes) and send one {fn} per block in place of the {m.form.array} tree")

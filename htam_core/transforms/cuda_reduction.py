@@ -352,11 +352,13 @@ def _norm(unit: CudaUnit, node: Node | None, var: str) -> str:
 
 def tree_bound(unit: CudaUnit, bound: Node) -> tuple[bool, int | None]:
     """``(known, value)`` of a tree's extent: ``(True, None)`` for ``blockDim.x`` (or a local that always holds it,
-    ``int block_size = blockDim.x;``), ``(True, v)`` for a compile-time constant ``v`` (a template parameter bound at
+    ``int block_size = blockDim.x;``, or a 1-D thread block's ``block.size()``: the analysis layer's
+    :meth:`~htam_core.source.analysis.KernelFacts.is_block_dim_x`), ``(True, v)`` for a compile-time constant ``v`` (a template parameter bound at
     the launch, ``BLOCK`` of ``k<T, 256><<<...>>>``, included: the analysis layer's constants), ``(False, None)``
     otherwise."""
     name = unit.t(_strip(bound)) if syn.is_identifier(_strip(bound)) else None
-    if builtin_field(unit, bound) == "blockDim.x" or (name and unit.facts.builtin_alias(name) == "blockDim.x"):
+    if builtin_field(unit, bound) == "blockDim.x" or (name and unit.facts.builtin_alias(name) == "blockDim.x") or \
+            unit.facts.is_block_dim_x((unit.file_byte(_strip(bound)), _strip(bound).end_byte + unit.base)):
         return True, None
     c = unit.resolve(bound, unit.func)
     if c is None and name is not None and unit.facts.constant(name) is not None:

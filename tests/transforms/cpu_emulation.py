@@ -247,3 +247,13 @@ def run_lane_columns(text: str, kernel: str, rows: int, cols: int, block: int, t
     main = _LANES_MAIN.replace("ROWS", str(rows)).replace("COLS", str(cols)).replace("BLOCK", str(block)).replace(
         "KERNEL", kernel)
     return run_block_main(text, kernel, main, tmp)
+
+
+#: ``htam_sm_grid(blocks, per_sm)`` (the grid cap the launch steps write) on a device of 2 SMs, as a ``prelude`` of
+#: :func:`run_block_main`: a small cap, so that a grid-stride loop over the capped grid runs several times.
+SM_GRID_PRELUDE = """
+static unsigned htam_sm_grid(long long blocks, int per_sm) {
+    const long long cap = 2LL * per_sm;  // a device of 2 SMs
+    return (unsigned)(blocks < cap ? blocks : cap);
+}
+"""

@@ -33,12 +33,15 @@ def test_partial_sums_grid_stride_and_the_host_block_count(cand):
     assert "for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1)" in text  # the tree is kept
 
 
-def test_max_with_atomic_finish_shrinks_the_inline_grid(cand):
+def test_max_with_atomic_finish_sizes_the_grid_to_the_device(cand):
     cs = cand(TID, FILE, "max_atomic")
-    assert cs[0].params == {"elements_per_thread": 8, "combine": "max", "per_block_output": False}
-    assert "htam_v = max(htam_v, x[htam_j]);" in cs[0].new_text and "int htam_v = -2147483647;" in cs[0].new_text
-    f = _facts(cs[0].new_text, "max_atomic")
-    assert f.launches[0].grid[0].text == "(((n + BLOCK - 1) / BLOCK) + 7) / 8"
+    assert cs[0].params == {"grid": "device", "blocks_per_sm": 4, "combine": "max", "per_block_output": False,
+                            "form": "block_combine"}
+    text = cs[0].new_text
+    assert "htam_acc = max(htam_acc, x[htam_j]);" in text and "int htam_acc = -2147483647;" in text
+    assert "atomicMax(out, htam_acc);" in text and "smax[" not in text.split("void run_max")[0].split("smax[BLOCK]")[1]
+    f = _facts(text, "max_atomic")
+    assert f.launches[0].grid[0].text == "htam_sm_grid((n + BLOCK - 1) / BLOCK, 4)"
     assert f.pointer("out").mode == "readwrite"
 
 

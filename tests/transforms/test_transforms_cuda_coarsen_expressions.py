@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from cpu_emulation import compiler, run_block_main
+from cpu_emulation import SM_GRID_PRELUDE, compiler, run_block_main
 from transform_helpers import assert_nvcc_compiles, facts_of_text
 
 TID = "cuda.coarsen_reduction"
@@ -35,17 +35,17 @@ def _kernel_text(text: str, kernel: str) -> str:
 @pytest.mark.parametrize("kernel", list(KERNELS))
 def test_the_expression_of_each_element_is_accumulated(cand, kernel):
     cs = cand(TID, FILE, kernel)
-    assert [c.params["elements_per_thread"] for c in cs] == [8, 4]
+    assert [c.params["blocks_per_sm"] for c in cs] == [4, 8]  # an atomic total: the grid sized to the device
     body = _kernel_text(cs[0].new_text, kernel)
-    assert "float htam_v = 0.0f;" in body and body.count("s[tid] = htam_v;") == 1
+    assert "float htam_acc = 0.0f;" in body and "s[tid]" not in body
     assert "in[i]" not in body and "float v" not in body  # the load's statements are gone
-    (line,) = [ln.strip() for ln in body.splitlines() if "htam_v +=" in ln]
+    (line,) = [ln.strip() for ln in body.splitlines() if "htam_acc +=" in ln and "htam_j" in ln]
     assert line.count("in[htam_j]") == (1 if kernel == "abs_register" else 2)
 
 
 def test_the_register_function_is_applied_to_each_loaded_element(cand):
     body = _kernel_text(cand(TID, FILE, "abs_register")[0].new_text, "abs_register")
-    assert "htam_v += fabsf((in[htam_j]));" in body
+    assert "htam_acc += fabsf((in[htam_j]));" in body
 
 
 def test_a_function_not_zero_past_the_bound_is_refused(refuse):
@@ -83,6 +83,6 @@ def test_the_rewrite_sums_the_same_on_the_cpu(cand, kernel, tmp_path):
     (grid,) = [d.text for d in facts_of_text(text, kernel).launches[0].grid]
     main = (_MAIN.replace("SIZES", ", ".join(f"{n}u" for n in SIZES)).replace("GRID", grid)
             .replace("CALL", kernel))
-    got = run_block_main(text, kernel, main, tmp_path, prelude="#include <cmath>")
+    got = run_block_main(text, kernel, main, tmp_path, prelude="#include <cmath>\n" + SM_GRID_PRELUDE)
     f = KERNELS[kernel]
     assert got == [sum(f(0.5 * ((k * 7) % 13) - 3.0) for k in range(n)) for n in SIZES]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from cpu_emulation import compiler, run_block_main
+from cpu_emulation import SM_GRID_PRELUDE, compiler, run_block_main
 from transform_helpers import assert_nvcc_compiles, facts_of_text
 
 TID = "cuda.coarsen_reduction"
@@ -42,23 +42,24 @@ def _kernel_text(text: str, kernel: str) -> str:
 @pytest.mark.parametrize("kernel", list(KERNELS))
 def test_the_load_becomes_one_grid_stride_accumulation(cand, kernel):
     cs = cand(TID, FILE, kernel)
-    assert [c.params["elements_per_thread"] for c in cs] == [8, 4]
+    # the result goes to one atomic total: a grid sized to the device and the block combine in place of the tree
+    assert [(c.params["blocks_per_sm"], c.params["form"]) for c in cs] == [(4, "block_combine"), (8, "block_combine")]
     body = _kernel_text(cs[0].new_text, kernel)
     f = facts_of_text(cs[0].new_text, kernel)
     (gs,) = [lp for lp in f.loops if lp.grid_stride]
-    assert [a.name for a in gs.accumulators] == ["htam_v"]
-    assert body.count("s[tid] = htam_v;") == 1
+    assert [a.name for a in gs.accumulators] == ["htam_acc"]
+    assert "s[tid]" not in body and body.count("atomicAdd(out, htam_acc);") == 1
     assert "in[i]" not in body and "float v" not in body and "T v" not in body  # the load's statements are gone
 
 
 def test_a_compound_guard_guards_each_element(cand):
     body = _kernel_text(cand(TID, FILE, "compound_guard")[0].new_text, "compound_guard")
-    assert "if (htam_j % 3 != 1) htam_v += (float)in[htam_j];" in body  # the load as written, cast kept
+    assert "if (htam_j % 3 != 1) htam_acc += (float)in[htam_j];" in body  # the load as written, cast kept
 
 
 def test_each_element_is_converted_to_the_registers_type(cand):
     body = _kernel_text(cand(TID, FILE, "int_register")[0].new_text, "int_register")
-    assert "float htam_v = 0;" in body and "htam_v += (int)(in[htam_j]);" in body
+    assert "float htam_acc = 0;" in body and "htam_acc += (int)(in[htam_j]);" in body
 
 
 def test_a_guard_term_that_differs_between_blocks_is_refused(refuse):
@@ -112,4 +113,4 @@ def test_the_rewrite_sums_the_same_on_the_cpu(cand, kernel, tmp_path):
     call = f"{kernel}<float>" if kernel == "template_register" else kernel
     main = (_MAIN.replace("SIZES", ", ".join(f"{n}u" for n in SIZES)).replace("GRID", grid)
             .replace("CALL", call))
-    assert run_block_main(text, kernel, main, tmp_path) == _expected(KERNELS[kernel])
+    assert run_block_main(text, kernel, main, tmp_path, prelude=SM_GRID_PRELUDE) == _expected(KERNELS[kernel])

@@ -251,8 +251,10 @@ def _element_type(pf: PointerFacts | None) -> tuple[str, str | None]:
 
 
 def _uniform_atomic(src: CudaSource, u: AtomicUpdate, call: Node, ptrs: dict[str, PointerFacts],
-                    uniform: Uniformity, decls: dict[str, list[Node]]) -> UniformAtomic | None:
-    """The :class:`UniformAtomic` of the update ``u`` (its call ``call``), or ``None`` when it is not one."""
+                    uniform: Uniformity, decls: dict[str, list[Node]], single: bool = False) -> UniformAtomic | None:
+    """The :class:`UniformAtomic` of the update ``u`` (its call ``call``), or ``None`` when it is not one; with
+    ``single``, only one that a few threads of a block run (:func:`_single`: the block's result), else only one
+    that is not."""
     env = src.env
     args = call.child_by_field_name("arguments")
     kids = [c for c in args.named_children if c.type != "comment"] if args is not None else []
@@ -260,7 +262,8 @@ def _uniform_atomic(src: CudaSource, u: AtomicUpdate, call: Node, ptrs: dict[str
     if op is None or u.space != "global" or u.statement is None or len(kids) != 2:
         return None
     addr = unwrap_parens(kids[0])
-    if strip_casts(addr) != addr or not thread_uniform(uniform, addr, scope="block") or _single(src, call, uniform):
+    if strip_casts(addr) != addr or not thread_uniform(uniform, addr, scope="block") or \
+            _single(src, call, uniform) != single:
         return None
     scope: Literal["grid", "block"] = "grid" if thread_uniform(uniform, addr, scope="grid") else "block"
     names = sorted({env.t(i) for i in of_type(addr, "identifier")
@@ -293,3 +296,21 @@ def uniform_atomics(src: CudaSource, atomics: tuple[AtomicUpdate, ...], pointers
     found = (_uniform_atomic(src, u, calls[u.call_span], ptrs, uniform, decls) for u in atomics
              if u.call_span in calls)
     return tuple(f for f in found if f is not None)
+
+
+def result_atomics(src: CudaSource, atomics: tuple[AtomicUpdate, ...], pointers: tuple[PointerFacts, ...],
+                   uniform: Uniformity) -> tuple[UniformAtomic, ...]:
+    """The global reducing atomics of ``atomics`` into an address the same in every thread of the *grid* that only a
+    few threads of a block run (``if (tid == 0) atomicAdd(out, sdata[0]);``: the block combined its values first
+    and sends its result), in source order. Such a total does not depend on how the elements were split among the
+    blocks, so the grid is free for a step that covers every element with any grid.
+
+    Args and idea source: as :func:`uniform_atomics` (the second stage of the CUDA samples' ``reduction``, where the
+    blocks' partials are combined atomically instead of by a second pass).
+    """
+    calls = {src.span(c): c for c in of_type(src.body, "call_expression")}
+    ptrs = {p.name: p for p in pointers}
+    decls = body_locals(src)
+    found = (_uniform_atomic(src, u, calls[u.call_span], ptrs, uniform, decls, single=True) for u in atomics
+             if u.call_span in calls)
+    return tuple(f for f in found if f is not None and f.scope == "grid")

@@ -17,7 +17,7 @@ from typing import Any
 import sympy
 from tree_sitter import Node
 
-from htam_core.source.analysis.atomics import atomic_updates, return_lines, uniform_atomics
+from htam_core.source.analysis.atomics import atomic_updates, result_atomics, return_lines, uniform_atomics
 from htam_core.source.analysis.builtins import is_atomic_builtin, is_load_builtin
 from htam_core.source.analysis.constants import ConstEnv, literal_value
 from htam_core.source.analysis.device_queries import (
@@ -874,7 +874,9 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        type_instantiations=tuple((n, tuple(sorted(f.texts)))
                                                  for n, f in _type_instantiations(src, kernel).items()),
                        thread_x_spans=thread_x_spans(src, aff, launches),
+                       block_dim_x_spans=block_dim_x_spans(src, aff, launches),
                        uniform_atomics=uniform_atomics(src, atoms, pointers, uni),
+                       result_atomics=result_atomics(src, atoms, pointers, uni),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
                                          tuple(p.name for p in kernel.params if not p.is_pointer)))
 
@@ -1014,17 +1016,33 @@ def thread_x_spans(src: CudaSource, aff: Affine, launches: tuple[LaunchFacts, ..
     in the unit has one (and when the unit has no launch: a kernel launched elsewhere is read as the code that
     indexes a 1-D tree with it). Idea source: CUDA C++ Programming Guide, "Cooperative Groups" (``thread_block``:
     ``thread_rank``, ``thread_index``)."""
+    return _builtin_spans(src, aff, launches, "threadIdx.x")
+
+
+def block_dim_x_spans(src: CudaSource, aff: Affine, launches: tuple[LaunchFacts, ...]) -> tuple[tuple[int, int], ...]:
+    """The file spans of the body's expressions that are the block's thread count along x: ``blockDim.x``, a thread
+    block's ``size()`` or ``num_threads()`` (``block.size()``, a 1-D block as for :func:`thread_x_spans`),
+    ``block.dim_threads().x``, and a local declared once, never modified, that holds one of them (``int bs =
+    blockDim.x;``), casts included. Idea source: CUDA C++ Programming Guide, "Cooperative Groups" (``thread_block``:
+    ``size``, ``num_threads``, ``dim_threads``)."""
+    return _builtin_spans(src, aff, launches, "blockDim.x")
+
+
+def _builtin_spans(src: CudaSource, aff: Affine, launches: tuple[LaunchFacts, ...], builtin: str
+                   ) -> tuple[tuple[int, int], ...]:
+    """The file spans of the body's expressions whose index form is ``builtin`` (``"threadIdx.x"``,
+    ``"blockDim.x"``), the block read as 1-D when every launch in the unit has a 1-D block."""
     one_d = all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
     if one_d and not aff.one_d:
         aff = Affine(aff.env, src.func, aff.loop_vars, True, aff.ceil_div_calls, aff.macros)
-    tx = sym("threadIdx.x")
-    names = {n for n, b in _builtin_aliases(src, aff) if b == "threadIdx.x"}
+    target = sym(builtin)
+    names = {n for n, b in _builtin_aliases(src, aff) if b == builtin}
     out: list[tuple[int, int]] = []
     for node in of_type(src.body, _THREAD_X_NODES):
         if node.type == "identifier":
             hit = src.env.t(node) in names
         else:
-            hit = aff.expr(node) == tx
+            hit = aff.expr(node) == target
         if hit:
             out.append((src.base + node.start_byte, src.base + node.end_byte))
     return tuple(out)

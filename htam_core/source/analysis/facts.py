@@ -1094,6 +1094,9 @@ class KernelFacts:
         atomics: the atomic updates of one element (:class:`AtomicUpdate`), in source order (CUDA only).
         uniform_atomics: the global ``atomicAdd``/``atomicMax``/``atomicMin`` updates whose address is the same in
             every thread of a block (:class:`UniformAtomic`), in source order (CUDA only).
+        result_atomics: the global ``atomicAdd``/``atomicMax``/``atomicMin`` updates into an address the same in
+            every thread of the grid that only a few threads of a block run (``if (tid == 0) atomicAdd(out,
+            sdata[0]);``: a block's combined result), as :class:`UniformAtomic` of scope ``"grid"`` (CUDA only).
         returns: the 1-based lines of the ``return`` statements in the kernel's body (CUDA only): a thread that
             returns early does not reach a barrier placed after it.
         macro_builtins: ``(macro, builtin)`` for each builtin the kernel reads inside the text of a macro it uses
@@ -1125,6 +1128,9 @@ class KernelFacts:
             block, however spelled (:func:`~htam_core.source.analysis.cuda.thread_x_spans`: ``threadIdx.x``, a
             local that always holds it, ``block.thread_index().x``, a thread block's ``thread_rank()`` for a 1-D
             block); CUDA only.
+        block_dim_x_spans: the file spans of the expressions in the body that are the block's thread count along x,
+            however spelled (:func:`~htam_core.source.analysis.cuda.block_dim_x_spans`: ``blockDim.x``, a local
+            copy, a thread block's ``size()`` for a 1-D block); CUDA only.
     """
 
     kernel: str
@@ -1159,7 +1165,9 @@ class KernelFacts:
     stencil3d_refusal: str = ""
     type_instantiations: tuple[tuple[str, tuple[str, ...]], ...] = ()
     thread_x_spans: tuple[Span, ...] = ()
+    block_dim_x_spans: tuple[Span, ...] = ()
     uniform_atomics: tuple[UniformAtomic, ...] = ()
+    result_atomics: tuple[UniformAtomic, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
@@ -1203,6 +1211,27 @@ class KernelFacts:
             if any(n.startswith("blockIdx.") for n in names) and not any(n.startswith("threadIdx.") for n in names):
                 out.append(a)
         return tuple(out)
+
+    def grid_free_result(self) -> UniformAtomic | None:
+        """The one atomic that sends each block's result to a grid-wide total (:attr:`result_atomics`) when it is the
+        kernel's only global output: no other global write, atomic or per-block output. The total is then the same
+        for any number of blocks, so a step whose loops cover every element with any grid may size the grid to the
+        device; ``None`` otherwise (per-block partials keep their contract, :meth:`per_block_outputs`). Idea source:
+        NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014: a grid-stride sum over a grid
+        sized to the SMs, one atomic per block)."""
+        if len(self.result_atomics) != 1:
+            return None
+        res = self.result_atomics[0]
+        if any(x.call_span != res.update.call_span and x.space == "global" for x in self.atomics):
+            return None
+        start, end = res.update.call_span
+        for a in self.accesses:
+            inside = start <= a.span[0] and a.span[1] <= end
+            if a.space == "global" and a.kind != "read" and not inside:
+                return None
+            if a.pointer == res.update.pointer and not inside:
+                return None  # the total is also read or written elsewhere: its value is not only the sum
+        return res
 
     def transpose_loops(self) -> tuple[TransposeLoop, ...]:
         """The outermost loops that transpose a tile row by row (:class:`TransposeLoop`): a loop from 0 to ``T`` by
@@ -1249,6 +1278,11 @@ class KernelFacts:
         spelling (:attr:`thread_x_spans`): the one normal form of "tid" for the analyses and transforms of
         block-level trees and reductions."""
         return span in self.thread_x_spans
+
+    def is_block_dim_x(self, span: Span) -> bool:
+        """True when the expression at file span ``span`` is the block's thread count along x in any spelling
+        (:attr:`block_dim_x_spans`: ``blockDim.x``, a local copy, ``block.size()`` of a 1-D thread block)."""
+        return span in self.block_dim_x_spans
 
     def builtin_alias(self, name: str) -> str | None:
         """The builtin (``"blockDim.x"``, ``"threadIdx.x"``) that local ``name`` always holds, else ``None``."""
