@@ -641,7 +641,14 @@ class _Loop:
         return rec, ev, cand_path
 
     def _new_best(self, best: _Node, cand: _Node, cand_path: Path) -> _Node:
-        """``cand`` when it beats ``best`` (:meth:`_better`; its counters are then queued on a GPU), else ``best``."""
+        """``cand`` when it beats ``best`` (:meth:`_better`; its counters are then queued on a GPU), else ``best``.
+
+        Static mode (nothing timed) has no time to compare: the best is the end of the chain the loop followed,
+        the kernel with the most followed steps from the start (its lineage), the latest among equally long
+        chains. A kernel made after the loop went back to an earlier one (a step from the start after a chain of
+        three) is reported as followed, not as best.py."""
+        if not self.gpu:
+            return cand if len(cand.chain) >= len(best.chain) else best
         if not self._better(cand.ev, best.ev):
             return best
         if self.gpu:
@@ -786,7 +793,7 @@ class _Loop:
                 return True
             r = _geomean_ratio(best.per_set_ms or [best.time_ms], ev.per_set_ms or [ev.time_ms])
             return r is not None and r > 1.0
-        return True  # static mode: the accepted chain is the best the static model can say
+        return True  # static mode: the followed chain is the best the static model can say (_new_best)
 
     def _strict(self, start: Evaluation, ev: Evaluation, cand_path: Path) -> Evaluation:
         """A speedup over the start above 10x on a GPU must survive the stricter second verification
