@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from htam_core.generate import registry
 from htam_core.generate.config import LLMConfig
@@ -58,7 +58,7 @@ from htam_core.memory.records import ENDPOINT_FAULT, NOT_LEARNED
 from htam_core.memory.variants import variant_key
 from htam_core.optimize.evaluate import START_LABEL, Evaluation, Evaluator
 from htam_core.optimize.measure_cache import MeasureCache
-from htam_core.optimize.policy import Choice, all_choices, htam_choices, order_variants, random_choices
+from htam_core.optimize.policy import Choice, all_choices, htam_choices, order_variants_scored, random_choices
 from htam_core.optimize.replay import NOT_IN_TABLE, TableError, TableEvaluator, load_table
 from htam_core.optimize.report import geomean_ratio as _geomean_ratio
 from htam_core.optimize.report import write_report
@@ -120,6 +120,16 @@ def _text_hash(text: str) -> str:
 def _diff(a: str, b: str, name: str) -> str:
     return "".join(difflib.unified_diff(a.splitlines(True), b.splitlines(True), f"a/{name}", f"b/{name}", n=2))
 
+
+
+class _Node(NamedTuple):
+    """A kernel version the loop stands on: its text, evaluation, the memory's prefix of steps that made it and
+    the indices of the kept steps that led to it from the start (``[]``: the start)."""
+
+    text: str
+    ev: Evaluation
+    prefix: list[str]
+    chain: list[int]
 
 
 def _open_output(out: Path) -> None:
@@ -215,14 +225,16 @@ class _Loop:
         #: version's text hash; the best version's are written beside best.* in --out
         self.files_of: dict[str, dict[str, str]] = {}
         self.kept_strategies: set[str] = set()
+        # the other variants of the last proposed step (its choice, the next ones), and of a step that improved
+        self._variants_left: tuple[Choice, list[Any]] | None = None
+        self._siblings: tuple[Choice, list[Any]] | None = None  # tried next against its parent (_sibling_step)
         self.dead: set[tuple[str, str]] = set()  # (text hash, strategy) with nothing new to propose
         self.not_made: list[NotMade] = []  # ranked steps passed over, with the refusal reason (for the report)
         self._not_made_seen: set[tuple[str, str]] = set()
         # LLM engine: evaluations made by the repair check, reused when the candidate comes back (text hash ->
         # verdict and file), and the folder label of the step being generated.
         self._checked: dict[str, tuple[Evaluation, Path]] = {}
-        self._check_label = "candidate"
-        self._check_tries = 0
+        self._check_label, self._check_tries = "candidate", 0
         self._wait_at: tuple[int, float | None] = (0, None)  # (step, best speedup) for the LLM's waiting lines
         # measured wins wait for the fresh-process re-timing of the best before the memory learns them:
         # (prefix, state, strategy, step record, device)
@@ -387,6 +399,7 @@ class _Loop:
         """
         h = _text_hash(text)
         llm = self.task.engine == "llm"
+        self._variants_left = None
         ranked = self._choices(ev, prefix)
         for choice in ranked:
             if not self.gpu and choice.strategy in self.kept_strategies:
@@ -428,13 +441,16 @@ class _Loop:
                 continue
             if self.task.policy == "random":
                 return choice, self.rng.choice(fresh), None
+            informed = False  # the memory holds evidence on the variants (else the transform's order, a prior)
             if self.task.policy == "htam" and not llm and len(fresh) > 1:
                 state = state_from_profile(ev.profile) if ev.profile else {}
-                fresh = order_variants(self.ranker, state, prefix, choice.strategy, fresh, self._kernel_of(ev),
-                                       ev.profile, ev.model)
+                fresh, informed = order_variants_scored(self.ranker, state, prefix, choice.strategy, fresh,
+                                                          self._kernel_of(ev), ev.profile, ev.model)
             if not llm and hasattr(self.evaluator, "prefetch"):
                 for other in fresh[1:1 + PREFETCH_VARIANTS]:  # the next variants compile while this one verifies
                     self.evaluator.prefetch(other.code)
+            self._variants_left = (choice, list(fresh[1:1 + PREFETCH_VARIANTS])) if not llm and len(fresh) > 1 \
+                and not informed else None
             return choice, fresh[0], None
         return None
 
@@ -518,11 +534,7 @@ class _Loop:
         task = self.task
         # placeholder until the start is evaluated (Ctrl-C during its profile still writes a report)
         start_ev = Evaluation(False, None, "none", messages=["stopped before the starting kernel was evaluated"])
-        cur_text, cur_ev = self.start_text, start_ev
-        best_text, best_ev = cur_text, cur_ev
-        prefix: list[str] = []
-        chain: list[int] = []  # indices of the kept steps that led to the current kernel
-        best_chain: list[int] = []
+        cur = best = _Node(self.start_text, start_ev, [], [])  # the kernel the loop stands on, the best so far
         cancelled = False
         n = 0
         faults: list[StepRecord] = []  # the current run of consecutive endpoint faults
@@ -532,38 +544,30 @@ class _Loop:
             self.evaluator.prestart()  # the GPU worker (torch imported) and the clean one for the re-timing
         try:
             self._progress(0, None, None, "profiling the starting kernel")
-            # reuse=False: the start is always timed afresh (the suite's repeatability compares these times);
-            # its Nsight Compute counters follow in the background (use_ncu=False here)
-            start_ev, start_path = self.evaluator.evaluate(self.start_text, START_LABEL, use_ncu=False,
-                                                           reuse=False)
-            self._want_counters(self.start_text, start_ev, start_path)
-            if not start_ev.ok:
-                self.warnings.insert(0, "the starting kernel failed, so no candidate was tried: "
-                                     + "; ".join(_brief(m) for m in start_ev.messages[:3]))
-                n = task.budget  # nothing to derive candidates from
-            elif start_ev.correct is False:
-                # every candidate would be judged against a broken reference or harness: stop here
-                self.warnings.insert(0, start_mismatch_warning(start_ev.messages, self.path.name, task.kernel))
-                n = task.budget
-            # a nondeterministic start (float atomics): say that its noisy outputs are compared more loosely
-            self.warnings.extend(m for m in start_ev.messages if NONDETERMINISTIC in m)
-            cur_ev = best_ev = start_ev
-            trail: list[tuple[str, Evaluation, list[str], list[int]]] = []  # kernels the current one came from
+            start_ev, usable = self._evaluate_start()
+            n = 0 if usable else task.budget  # nothing to derive candidates from
+            cur = best = _Node(self.start_text, start_ev, [], [])
+            trail: list[_Node] = []  # kernels the current one came from
             while n < task.budget:
                 if self.cancel.is_set():
                     cancelled = True
                     break
                 self._take_counters()
+                if self._siblings and trail:  # the other variants of a step that just improved come first
+                    n += 1
+                    cur, best = self._sibling_step(n, start_ev, trail[-1], cur, best)
+                    continue
                 if task.engine == "llm":  # a request (and its repair rounds) can take a while
-                    self._wait_at = (n, self._speedup(start_ev, best_ev))
-                    self._progress(n, None, self._speedup(start_ev, best_ev),
+                    self._wait_at = (n, self._speedup(start_ev, best.ev))
+                    self._progress(n, None, self._speedup(start_ev, best.ev),
                                    f"asking the LLM for candidate {n + 1}/{task.budget}")
-                nxt = self._next_candidate(cur_text, cur_ev, prefix, n + 1, chain[-1] if chain else None)
+                nxt = self._next_candidate(cur.text, cur.ev, cur.prefix, n + 1, cur.chain[-1] if cur.chain else None)
                 while nxt is None and trail:
                     # nothing new from this kernel: go back to the kernel it was derived from and try its
                     # other steps (the search continues "from the candidate the policy chooses")
-                    cur_text, cur_ev, prefix, chain = trail.pop()
-                    nxt = self._next_candidate(cur_text, cur_ev, prefix, n + 1, chain[-1] if chain else None)
+                    cur = trail.pop()
+                    nxt = self._next_candidate(cur.text, cur.ev, cur.prefix, n + 1,
+                                               cur.chain[-1] if cur.chain else None)
                 if nxt is None:
                     self.warnings.append(f"stopped after {n} candidates: no step left that proposes a new "
                                          "candidate for this kernel or the kernels it was derived from")
@@ -571,11 +575,11 @@ class _Loop:
                 choice, cand, fault = nxt
                 n += 1
                 if cand is None:  # the endpoint gave no candidate: an endpoint fault, never the strategy's failure
-                    rec = dataclasses.replace(self._endpoint_fault(n, choice, fault), parent=chain[-1] if chain
-                                              else "start")
+                    rec = dataclasses.replace(self._endpoint_fault(n, choice, fault), parent=cur.chain[-1]
+                                              if cur.chain else "start")
                     self.steps.append(rec)
                     faults.append(rec)
-                    self._progress(n, None, self._speedup(start_ev, best_ev),
+                    self._progress(n, None, self._speedup(start_ev, best.ev),
                                    f"candidate {n}: endpoint fault: {rec.messages[0]}")
                     if (fault is not None and fault.persistent) or len(faults) >= self.max_faults:
                         self.warnings.append(self._gave_up(faults, fault))
@@ -583,48 +587,130 @@ class _Loop:
                         break
                     continue
                 faults = []
-                self.tried.add(_text_hash(cand.code))
-                files = {**self.files_of.get(_text_hash(cur_text), {}), **getattr(cand, "files", {})}
-                if files:
-                    self.files_of[_text_hash(cand.code)] = files
-                self._progress(n - 1, choice, self._speedup(start_ev, best_ev),
-                               f"candidate {n}/{task.budget}: {choice.direction} → {choice.strategy}")
-                label = f"{n:02d}-{choice.strategy.replace('.', '_')}"
-                cached = self._checked.pop(_text_hash(cand.code), None)
-                ev, cand_path = cached if cached else self._evaluate_candidate(cand, label)
-                self.measurements_reused += int(ev.reused)
-                self._checked.clear()
-                rec = dataclasses.replace(self._judge(n, choice, cand, cur_text, cur_ev, start_ev, ev, cand_path),
-                                          parent=chain[-1] if chain else "start")
-                self.steps.append(rec)
-                self._record(prefix, cur_ev, choice, rec, ev)
+                variants_left = self._variants_left
+                rec, ev, cand_path = self._evaluate_step(n, choice, cand, cur, start_ev, best.ev)
                 if rec.accepted:
                     self.kept_strategies.add(choice.strategy)
-                    trail.append((cur_text, cur_ev, list(prefix), list(chain)))
-                    cur_text, cur_ev, chain = cand.code, ev, [*chain, n]
-                    prefix = (prefix + [choice.strategy])[-PREFIX_LEN:]
-                    if self._better(ev, best_ev):
-                        best_text, best_ev, best_chain = cand.code, ev, list(chain)
-                        if self.gpu:
-                            self._want_counters(best_text, best_ev, cand_path)
-                self._progress(n, None, self._speedup(start_ev, best_ev), f"candidate {n}: {_progress_status(rec)}")
+                    trail.append(cur)
+                    cur = _Node(cand.code, ev, (cur.prefix + [choice.strategy])[-PREFIX_LEN:], [*cur.chain, n])
+                    best = self._new_best(best, cur, cand_path)
+                    self._siblings = variants_left if self._siblings_first(choice, cur, variants_left) else None
+                self._progress(n, None, self._speedup(start_ev, best.ev), f"candidate {n}: {_progress_status(rec)}")
         except (KeyboardInterrupt, LLMCancelledError):
             cancelled = True
         except GenerationError as exc:
             self.warnings.append(f"the LLM engine stopped: {exc}")
         if not gave_up and any(s.status == ENDPOINT_FAULT for s in self.steps):
             self.warnings.append(self._fault_note())  # faults that did not stop the run
-        self._headline_note(start_ev, best_ev)
+        self._headline_note(start_ev, best.ev)
         self._stop_counters()
-        reproduction = self._reproduce(start_ev, best_ev, best_text, cancelled)
-        self._flush_wins(reproduction, set(best_chain))
+        reproduction = self._reproduce(start_ev, best.ev, best.text, cancelled)
+        self._flush_wins(reproduction, set(best.chain))
         phases = self._phases(time.monotonic() - t_wall, starts0)
-        return write_report(self.task, self.out, self.start_text, start_ev, best_text, best_ev, self.steps,
+        return write_report(self.task, self.out, self.start_text, start_ev, best.text, best.ev, self.steps,
                             gpu=self.gpu, cancelled=cancelled, warnings=self.warnings,
                             language=self.kernel.language, measurements_reused=self.measurements_reused,
                             not_made=self.not_made, reproduction=reproduction,
-                            best_step=best_chain[-1] if best_chain else None, phases=phases,
-                            files=self.files_of.get(_text_hash(best_text), {}))
+                            best_step=best.chain[-1] if best.chain else None, phases=phases,
+                            files=self.files_of.get(_text_hash(best.text), {}))
+
+    def _evaluate_start(self) -> tuple[Evaluation, bool]:
+        """Evaluate the starting kernel, always timed afresh (``reuse=False``: the suite's repeatability compares
+        these times; its Nsight Compute counters follow in the background), and say whether candidates can be
+        derived from it: not when it failed, nor when it was verified and does not match its reference (every
+        candidate would be judged against the same broken reference or harness). The reason is the first
+        warning; a nondeterministic start (float atomics) adds the note that its outputs are compared loosely."""
+        start_ev, start_path = self.evaluator.evaluate(self.start_text, START_LABEL, use_ncu=False, reuse=False)
+        self._want_counters(self.start_text, start_ev, start_path)
+        usable = bool(start_ev.ok) and start_ev.correct is not False
+        if not start_ev.ok:
+            self.warnings.insert(0, "the starting kernel failed, so no candidate was tried: "
+                                 + "; ".join(_brief(m) for m in start_ev.messages[:3]))
+        elif start_ev.correct is False:
+            self.warnings.insert(0, start_mismatch_warning(start_ev.messages, self.path.name, self.task.kernel))
+        self.warnings.extend(m for m in start_ev.messages if NONDETERMINISTIC in m)
+        return start_ev, usable
+
+    def _evaluate_step(self, n: int, choice: Choice, cand: Any, parent: _Node, start_ev: Evaluation,
+                       best_ev: Evaluation) -> tuple[StepRecord, Evaluation, Path]:
+        """Evaluate candidate ``n`` (``cand``, made by ``choice`` from ``parent``), judge it against ``parent``,
+        append its step record and record it in the memory; returns the record, the evaluation and the
+        candidate's file. ``best_ev``: the best so far, for the progress line."""
+        self.tried.add(_text_hash(cand.code))
+        files = {**self.files_of.get(_text_hash(parent.text), {}), **getattr(cand, "files", {})}
+        if files:
+            self.files_of[_text_hash(cand.code)] = files
+        self._progress(n - 1, choice, self._speedup(start_ev, best_ev),
+                       f"candidate {n}/{self.task.budget}: {choice.direction} → {choice.strategy}")
+        label = f"{n:02d}-{choice.strategy.replace('.', '_')}"
+        cached = self._checked.pop(_text_hash(cand.code), None)
+        ev, cand_path = cached if cached else self._evaluate_candidate(cand, label)
+        self.measurements_reused += int(ev.reused)
+        self._checked.clear()
+        rec = dataclasses.replace(self._judge(n, choice, cand, parent.text, parent.ev, start_ev, ev, cand_path),
+                                  parent=parent.chain[-1] if parent.chain else "start")
+        self.steps.append(rec)
+        self._record(parent.prefix, parent.ev, choice, rec, ev)
+        return rec, ev, cand_path
+
+    def _new_best(self, best: _Node, cand: _Node, cand_path: Path) -> _Node:
+        """``cand`` when it beats ``best`` (:meth:`_better`; its counters are then queued on a GPU), else ``best``.
+
+        Static mode (nothing timed) has no time to compare: the best is the end of the chain the loop followed,
+        the kernel with the most followed steps from the start (its lineage), the latest among equally long
+        chains. A kernel made after the loop went back to an earlier one (a step from the start after a chain of
+        three) is reported as followed, not as best.py."""
+        if not self.gpu:
+            return cand if len(cand.chain) >= len(best.chain) else best
+        if not self._better(cand.ev, best.ev):
+            return best
+        if self.gpu:
+            self._want_counters(cand.text, cand.ev, cand_path)
+        return cand
+
+    def _siblings_first(self, choice: Choice, cur: _Node, variants: tuple[Choice, list[Any]] | None) -> bool:
+        """Whether the other ``variants`` of ``choice`` (the step that just made ``cur`` and improved it, GPU mode,
+        not the random policy) go before the steps on ``cur``: when no step the rules engine can make on ``cur``
+        ranks above ``choice`` did at its parent (a higher-ranked step on ``cur`` goes first; the variants stay
+        open from the parent), or when the policy gives no scores."""
+        if not (variants and variants[1] and self.gpu and self.task.policy != "random"):
+            return False
+        ahead = next((c for c in self._choices(cur.ev, cur.prefix)
+                      if c.strategy != choice.strategy and c.transform and c.strategy not in self.kept_strategies), None)
+        return ahead is None or ahead.score is None or choice.score is None or ahead.score <= choice.score
+
+    def _sibling_step(self, n: int, start_ev: Evaluation, parent: _Node, cur: _Node, best: _Node
+                      ) -> tuple[_Node, _Node]:
+        """Candidate ``n``: the next other variant of the step that made ``cur`` from ``parent`` and improved it
+        (GPU mode, rules engine: :attr:`_siblings`), tried before any step on ``cur``. The transform's variant
+        order is a prior, not a measurement: the textbook 32x8 transpose tile beat the 32x32 variant that keeps
+        the launch's block by 2x on an H100, and low-prior steps on the first variant (``__launch_bounds__``,
+        ``restrict``, ``__ldg``) would otherwise spend the budget before it. Each variant spends one candidate of
+        the budget, at most :data:`PREFETCH_VARIANTS` per step (those compiled ahead), only where the memory holds no
+        evidence on the variants (:func:`~htam_core.optimize.policy.order_variants_scored`: its records are
+        measurements, the transform's order is not) and no higher-ranked step waits on ``cur``
+        (:meth:`_siblings_first`). It is judged against
+        ``parent``; when it is a win and also faster than ``cur`` (:meth:`_better`), the loop stands on it
+        instead; a win that is not faster than ``cur`` is not followed (said in its messages).
+
+        Returns:
+            The kernel the loop stands on and the best kernel, after this candidate.
+        """
+        assert self._siblings is not None
+        choice, left = self._siblings
+        cand = left.pop(0)
+        if not left:
+            self._siblings = None
+        rec, ev, cand_path = self._evaluate_step(n, choice, cand, parent, start_ev, best.ev)
+        if rec.accepted and self._better(ev, cur.ev):
+            cur = _Node(cand.code, ev, cur.prefix, [*parent.chain, n])
+            best = self._new_best(best, cur, cand_path)
+        elif rec.accepted:
+            self.steps[-1] = dataclasses.replace(rec, accepted=False, messages=[
+                *rec.messages, f"a win over its parent, but not faster than candidate {cur.chain[-1]} (another "
+                "variant of the same step): the loop stays on that one"])
+        self._progress(n, None, self._speedup(start_ev, best.ev), f"candidate {n}: {_progress_status(rec)}")
+        return cur, best
 
     def _reproduce(self, start: Evaluation, best: Evaluation, best_text: str, cancelled: bool) -> Reproduction:
         """Re-time the start and the best kernel interleaved in a fresh worker process and judge whether the
@@ -720,7 +806,7 @@ class _Loop:
                 return True
             r = _geomean_ratio(best.per_set_ms or [best.time_ms], ev.per_set_ms or [ev.time_ms])
             return r is not None and r > 1.0
-        return True  # static mode: the accepted chain is the best the static model can say
+        return True  # static mode: the followed chain is the best the static model can say (_new_best)
 
     def _strict(self, start: Evaluation, ev: Evaluation, cand_path: Path, reorders: bool = False) -> Evaluation:
         """A speedup over the start above 10x on a GPU must survive the stricter second verification

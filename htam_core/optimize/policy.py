@@ -59,11 +59,21 @@ def order_variants(ranker: Ranker, state: dict[str, float], prefix: Sequence[str
     Args:
         candidates: objects with a ``params`` mapping (the rules generator's candidates), in the transform's order.
     """
+    return order_variants_scored(ranker, state, prefix, strategy, candidates, kernel, profile, model)[0]
+
+
+def order_variants_scored(ranker: Ranker, state: dict[str, float], prefix: Sequence[str], strategy: str,
+                          candidates: Sequence[C], kernel: Kernel, profile: Profile | None,
+                          model: SourceModel | None = None) -> tuple[list[C], bool]:
+    """:func:`order_variants`, and whether the memory holds evidence on the strategy's variants (a score that is
+    not 0: records of the strategy, of these variants or shrunk toward the strategy's): ``False`` when the order is
+    the transform's alone (an empty memory for the strategy, the ``no-local`` ablation, ``variants=False``), a
+    prior the loop may check by trying the next variants of a step that improved (``_Loop._sibling_step``)."""
     keys = [variant_key(getattr(c, "params", None)) for c in candidates]
     scores = ranker.rank_variants(state, list(prefix), strategy, keys, kernel.features, _language(kernel), profile,
                                   kernel=kernel, model=model)
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])
-    return [candidates[i] for i in order]
+    return [candidates[i] for i in order], any(x != 0.0 for x in scores)
 
 
 def random_choices(kb: KnowledgeBase, ranker: Ranker, kernel: Kernel, profile: Profile | None,

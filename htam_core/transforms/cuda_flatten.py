@@ -10,11 +10,18 @@ stride 1 in ``c``, or ``S`` in a loop over groups of ``S`` consecutive elements 
 own thread::
 
     const long long htam_e = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // element index
-    if ((C) <= 0) return;
-    int i = (int)(htam_e / (C));                                                  // its row
-    if (i < n) { pre; { const int c = (int)(htam_e % (C)); body(c) } }           // its column
+    if (htam_e < (long long)(n) * (C)) {                                          // every element of the rows
+        int i = (int)(htam_e / (C));                                              // its row
+        pre;
+        const int c = (int)(htam_e % (C));                                        // its column
+        body(c)
+    }
 
-Consecutive lanes now take consecutive ``c`` of one row, so the loop's stride-1 accesses are coalesced along
+the canonical one-element-per-thread form (``if (idx < n)`` with ``n`` the product of the extents, each index
+derived from ``idx`` by ``/`` and ``%``), which the per-lane steps read (the float4 step,
+``cuda.vectorize_float4``, vectorizes it). The early-return guard (``if (i >= n) return;``) becomes the same
+``if``; an ``auto`` row index keeps its type through an alias declared before the guard; the loop body keeps its
+own braces where a name it declares is declared before it in ``pre``. Consecutive lanes now take consecutive ``c`` of one row, so the loop's stride-1 accesses are coalesced along
 x. Every launch's 1-D grid is multiplied by ``C`` (the row length with the launch's arguments substituted for
 the kernel's parameters); the block is unchanged. ``pre`` (index arithmetic, a gathered row id ``ix =
 inp[i]``) runs once per element instead of once per row; its loads hit the cache.
@@ -70,6 +77,60 @@ def _bound_at(unit: CudaUnit, la: Launch, bound: Node, params: list[str]) -> str
     renames = [(n, f"({unit.t(by_name[unit.t(n)])})") for n in syn.identifiers(bound)
                if unit.t(n) in by_name]
     return syn.one_line(unit.src, bound, bound.start_byte, bound.end_byte, renames)
+
+
+def _reindent(text: str, indent: str) -> str:
+    """``text`` (lines of code, the first one's indentation already cut) with the common indentation of its
+    other lines replaced by ``indent``; each line ends with a newline, blank lines are dropped at both ends."""
+    lines = text.strip("\n").split("\n")
+    rest = [ln for ln in lines[1:] if ln.strip()]
+    cut = min((len(ln) - len(ln.lstrip()) for ln in rest), default=0)
+    first = lines[0].strip()
+    out = [first] if first else []
+    out += [ln[cut:].rstrip() for ln in lines[1:]]
+    return "".join(f"{indent}{ln}\n" if ln.strip() else "\n" for ln in out).rstrip("\n") + "\n"
+
+
+def _guarded(unit: CudaUnit, ew: Elementwise, node: Node, var: str, n: str) -> str:
+    """The one-element-per-thread guard that replaces the row guard ``ew.guard`` (``if (i < rows) { pre; for (c
+    ...) body }`` or its early return): ``if (htam_e < (long long)(rows) * (n)) { i = htam_e / n; pre; c =
+    htam_e % n; body }``, the canonical elementwise form (:func:`~htam_core.source.analysis.forms.elementwise`)
+    that the per-lane steps (``cuda.vectorize_float4``) read. The bound is exact for the rows the threads had:
+    ``htam_e / n < rows`` exactly when ``htam_e < rows * n`` for ``htam_e >= 0``, ``n > 0``; with ``n <= 0`` the
+    row loop ran no iteration and no element passes (every launch's grid, multiplied by ``n``, is then empty).
+    The loop's body is spliced into the guarded block, unless a name it declares is declared in ``pre`` (or is
+    the loop variable's there): it then keeps its own braces."""
+    src, ind = unit.src, syn.indent_of(unit.src, ew.guard.start_byte)
+    inner = ind + "    "
+    # an `auto` row index keeps its value's type through an alias declared before the guard (the guarded code of
+    # the canonical form reads no thread or block index)
+    itype = "htam_row_t" if ew.deduced_type else ew.type
+    cast = "" if ew.deduced_type else f"({itype})"  # the alias converts implicitly (the analysis reads no cast)
+    init = node.child_by_field_name("initializer")
+    typ = unit.t(init.child_by_field_name("type")).replace("const", "").strip() if init is not None and \
+        syn.is_declaration(init) else "long long"
+    pre = ew.stmts[:-1]
+    alias = f"using htam_row_t = decltype({' '.join(unit.t(ew.gid).split())});  // the row index's type\n{ind}"
+    out = [alias if ew.deduced_type else "",
+           f"if (htam_e < (long long)({unit.t(ew.bound)}) * ({n})) {{  // one thread per element of the rows\n",
+           f"{inner}{itype} {ew.name} = {cast}(htam_e / ({n}));  // its row\n"]
+    if pre:
+        out.append(_reindent(src[pre[0].start_byte : node.start_byte].decode(), inner))
+    body = node.child_by_field_name("body")
+    text = unit.t(body)[1:-1] if syn.is_block(body) else unit.t(body)
+    clash = _declared_names(body, unit) & (_pre_names(unit, pre) | {var, ew.name, "htam_e"}) or \
+        var in _pre_names(unit, pre)
+    col = f"const {typ} {var} = ({typ})(htam_e % ({n}));  // its place in the row\n"
+    if clash:
+        out.append(f"{inner}{{\n{inner}    {col}{_reindent(text, inner + '    ')}{inner}}}\n")
+    else:
+        out.append(f"{inner}{col}{_reindent(text, inner)}")
+    return "".join(out) + f"{ind}}}"
+
+
+def _pre_names(unit: CudaUnit, pre: list[Node]) -> set[str]:
+    """The names the statements ``pre`` declare (at any depth)."""
+    return set().union(*(_declared_names(s, unit) for s in pre)) if pre else set()
 
 
 def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
@@ -161,22 +222,11 @@ class CudaThreadPerElement(CudaTransform):
             if isinstance(e, str):
                 return self.not_applicable(e)
             grid.append(e)
-        ind = syn.indent_of(unit.src, ew.decl.start_byte) or "    "
         n = unit.t(bound)
-        head = (f"const long long htam_e = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // one element per thread\n"
-                f"{ind}if (({n}) <= 0) return;\n"
-                f"{ind}{ew.type} {ew.name} = ({ew.type})(htam_e / ({n}));  // its row")
-        init = node.child_by_field_name("initializer")
-        typ = unit.t(init.child_by_field_name("type")).replace("const", "").strip() if init is not None and \
-            syn.is_declaration(init) else "long long"
-        body = node.child_by_field_name("body")
-        lind = syn.indent_of(unit.src, node.start_byte)
-        inner = unit.t(body)
-        if not syn.is_block(body):
-            inner = "{ " + inner + " }"
-        loop = (f"{{\n{lind}    const {typ} {var} = ({typ})(htam_e % ({n}));  // its place in the row\n"
-                f"{lind}    " + inner.replace("\n", "\n    ") + f"\n{lind}}}")
-        edits = [unit.replace(ew.decl, head), unit.replace(node, loop), *grid]
+        head = "const long long htam_e = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // one element per thread"
+        last = ew.guard if ew.form == "if" else ew.stmts[-1]
+        edits = [unit.replace(ew.decl, head), unit.edit(ew.guard.start_byte, last.end_byte,
+                                                        _guarded(unit, ew, node, var, n)), *grid]
         return [
             self.candidate(
                 model,

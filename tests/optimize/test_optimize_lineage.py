@@ -68,6 +68,50 @@ def test_the_summary_names_the_best_lineage_when_the_loop_went_back(vadd: Path, 
     assert any(m.candidate is not None for m in res.not_made)
 
 
+
+class _OneStepDeep:
+    """The rules generator, except that a kernel one step from the start gets candidates from one step only (the
+    first that makes any), and a kernel two steps from the start none: after a chain of two, the loop goes back
+    to the start and follows another step from there."""
+
+    def __init__(self, inner: Any, start: str) -> None:
+        self.inner, self.start, self.level1, self.served = inner, start, set(), set()
+
+    def propose(self, request: Any, check: Any = None) -> list[Any]:
+        text = request.kernel_text
+        if text != self.start and (text not in self.level1 or text in self.served):
+            self.inner.skipped = []
+            return []
+        cands = self.inner.propose(request, check=check)
+        if text == self.start:
+            self.level1.update(c.code for c in cands)
+        elif cands:
+            self.served.add(text)
+        return cands
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_static_best_is_the_end_of_the_followed_chain_after_going_back_to_the_start(
+        vadd: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step followed from the start after the loop went back from a chain of two is reported as followed; the
+    best (best.py, its lineage, the summary) stays the end of the chain of two, not the latest followed kernel."""
+    real = registry.create
+    monkeypatch.setattr(registry, "create", lambda kind, **kw: _OneStepDeep(real(kind, **kw), vadd.read_text()))
+    out = tmp_path / "out"
+    res = run_optimize(OptimizeTask(path=str(vadd), kernel="add_kernel", budget=3, static=True, out_dir=str(out),
+                                    memory_path=str(tmp_path / "mem.sqlite3")))
+    check_report(out, vadd.read_text())  # parents, best_lineage and best.py agree (report_checks)
+    assert [s.parent for s in res.steps] == ["start", 1, "start"], [(s.strategy, s.parent) for s in res.steps]
+    assert all(s.accepted for s in res.steps)  # the third is followed too, from the start
+    assert res.best_step == 2 and res.best_lineage == [1, 2]
+    s1, s2, s3 = res.steps
+    assert (f"made from the start by {s1.strategy} (candidate 1) → {s2.strategy} (candidate 2)" in res.summary
+            and f"also followed, not in best.py: {s3.strategy} (candidate 3, made from the start)" in res.summary)
+    assert (out / "best.py").read_text() == Path(s2.candidate_path).read_text()
+
+
 def _step(i: int, parent: int | str, strategy: str) -> StepRecord:
     return StepRecord(index=i, direction="d", strategy=strategy, transform="t", description="x", params={},
                       edit="", status="neutral", correct=None, verified_on="compile-only", time_ms=None,

@@ -105,7 +105,9 @@ def _run(tmp_path: Path, state: dict, fresh, name: str):
                                     out_dir=str(tmp_path / name), memory_path=str(mem)))
     store = open_store(str(mem))
     try:
-        statuses = {r.step: r.outcome.status for r in store.records()}
+        by_uid = {r.uid: r.outcome.status for r in store.records()}
+        # by strategy, for the steps the loop kept (another variant of a kept step may be tried and not kept)
+        statuses = {s.strategy: by_uid[res.recorded[s.index]] for s in res.steps if s.accepted}
     finally:
         store.close()
     return res, json.loads((res.report_dir / "report.json").read_text()), res.report_md.read_text(), statuses

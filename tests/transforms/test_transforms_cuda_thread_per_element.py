@@ -30,7 +30,10 @@ def test_gathered_embedding_rows_become_coalesced(cand):
 
 def test_early_return_guard_and_a_row_value(cand):
     (c,) = cand(TID, FILE, "row_scale")
-    assert "if ((cols) <= 0) return;" in c.new_text and "const int c = (int)(htam_e % (cols));" in c.new_text
+    # the early return becomes the canonical guard over every element of the rows (no return left)
+    assert "if (htam_e < (long long)(rows) * (cols)) {" in c.new_text and "return" not in c.new_text.split(
+        "row_scale(")[1].split("row_sum(")[0]
+    assert "int r = (int)(htam_e / (cols));" in c.new_text and "const int c = (int)(htam_e % (cols));" in c.new_text
     assert "row_scale<<<((rows + 255) / 256) * ((cols)), 256>>>" in c.new_text
 
 

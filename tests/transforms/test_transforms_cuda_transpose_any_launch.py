@@ -168,8 +168,8 @@ def test_a_kernel_launched_nowhere_gets_the_launch_independent_form(tmp_path):
 
 def test_a_launch_in_another_file_is_edited_with_the_kernel():
     cs = _candidates("split_kernel.cu", "transpose_split")
-    assert [c.params["block"] for c in cs] == [[32, 32], [32, 8]]
-    kept, narrow = cs
+    assert [c.params["block"] for c in cs] == [[32, 8], [32, 32]]  # a 1024-thread launch: the 32x8 tile first
+    narrow, kept = cs
     assert not kept.file_edits and "launch-independent" not in kept.description
     launcher = str(FOLDER / "split_launch.cu")
     assert list(narrow.file_edits) == [launcher]
@@ -180,10 +180,11 @@ def test_a_launch_in_another_file_is_edited_with_the_kernel():
 
 def test_a_block_the_launcher_is_passed_gets_the_launch_independent_form_titled_so():
     cs = _candidates("llmc.cu", "transpose_kernel1")
-    first = cs[0]
-    assert first.params["block"] == "any" and "launch-independent" in first.description
-    assert first.title_note == "block not constant: correct for any block and grid"
-    assert [c.params["block"] for c in cs[1:]] == [[32, 8]]  # the launcher's own dim3 can also be set to 32x8
+    # the launcher's own dim3 can be set to 32x8: with the block unknown, that textbook tile goes first
+    assert [c.params["block"] for c in cs] == [[32, 8], "any"]
+    kept = cs[1]
+    assert "launch-independent" in kept.description
+    assert kept.title_note == "block not constant: correct for any block and grid"
 
 
 def test_a_kernel_that_moves_half_of_each_tile_is_refused(tmp_path):
@@ -219,3 +220,34 @@ void run(float *out, const float *in, int rows, int cols) {
     narrow = parse_text(text.replace("(size_t)", ""), "cuda")
     res = registry.propose("cuda.transpose_smem_tile", narrow, narrow.kernel("tr"))
     assert all("const int htam_rows" in c.new_text for c in res)  # type: ignore[union-attr]
+
+
+NAIVE_WITH_BLOCK = """#include <cuda_runtime.h>
+__global__ void tr(const float *in, float *out, int rows, int cols) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (r < rows && c < cols) out[c * rows + r] = in[r * cols + c];
+}
+void launch_tr(const float *in, float *out, int rows, int cols) {
+    dim3 block(BX, BY);
+    dim3 grid((cols + BX - 1) / BX, (rows + BY - 1) / BY);
+    tr<<<grid, block>>>(in, out, rows, cols);
+}
+"""
+
+
+@pytest.mark.parametrize(("bx", "by", "first"), [(32, 32, [32, 8]), (32, 16, [32, 8]), (64, 8, [32, 8]),
+                                                 (16, 16, [16, 16]), (16, 8, [16, 8])])
+def test_the_32x8_tile_goes_first_when_the_launch_block_is_larger_than_256_threads(bx, by, first, tmp_path):
+    """The variant order: a block of more than 256 threads moves one or two elements of a tile per thread, so the
+    textbook 32x8 tile (4 elements per thread) is proposed first; a block of 256 threads or fewer keeps its own
+    block first, and the 32x8 variant follows."""
+    path = tmp_path / "tr.cu"
+    path.write_text(NAIVE_WITH_BLOCK.replace("BX", str(bx)).replace("BY", str(by)))
+    model = load(str(path))
+    cs = registry.propose("cuda.transpose_smem_tile", model, model.kernel("tr"))
+    assert isinstance(cs, list), cs.reason
+    blocks = [c.params["block"] for c in cs]
+    assert blocks[0] == first and sorted(map(tuple, blocks)) == sorted({(bx, by), (32, 8)})
+    narrow = next(c for c in cs if c.params["block"] == [32, 8])
+    assert "dim3 block(32, 8);" in narrow.new_text and "htam_k * 256;" in narrow.new_text
