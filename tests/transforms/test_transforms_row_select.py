@@ -22,10 +22,12 @@ from pathlib import Path
 
 import pytest
 from cpu_emulation import compiler, run_block_main
-from transform_helpers import assert_nvcc_compiles, facts_of_text, fixture_path
+from transform_helpers import assert_nvcc_compiles, candidates, facts_of_text, fixture_path
 
 from htam_core.source import parse_text
 from htam_core.source.analysis import analyze
+from htam_core.transforms import registry
+from htam_core.transforms.base import NotApplicable
 
 FILE = "row_select_variants.cu"
 WARP, REG, ONLINE = "cuda.warp_per_row", "cuda.row_in_registers", "cuda.online_softmax"
@@ -98,6 +100,17 @@ def test_a_start_that_is_not_a_constant_is_refused_by_the_register_cache(refuse,
 def test_online_softmax_merges_a_ternary_max(cand):
     (c,) = cand(ONLINE, FILE, "softmax_ternary")
     assert "const float htam_mn = ((htam_x) > (mx) ? (htam_x) : (mx));" in c.new_text
+
+
+@pytest.mark.parametrize(("first", "then"), [(WARP, ONLINE), (ONLINE, WARP)])
+def test_warp_per_row_and_online_softmax_compose_on_a_ternary_max(first, then):
+    """Either order: the warp all-reduce of the ternary max is read back by online softmax (its shuffle loop), and
+    the merged loop is split over the lanes by warp per row (one all-reduce of the (max, sum) pairs)."""
+    text = candidates(first, FILE, "softmax_ternary")[0].new_text
+    model = parse_text(text, "cuda")
+    res = registry.propose(then, model, model.kernel("softmax_ternary"))
+    assert not isinstance(res, NotApplicable), res.reason
+    assert "htam_om" in res[0].new_text and "htam_lane" in res[0].new_text
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
