@@ -178,6 +178,13 @@ def _load_start(loops: list[RowLoop], readers: list[int]) -> int:
     return min(loops[k].start for k in readers)
 
 
+def _nan_note(loops: list[RowLoop]) -> str:
+    """The description's note when a pass's max/min lets a NaN candidate replace the running value (``m = m > x ? m :
+    x``): the threads meet the elements in another order, so a row holding a NaN may end with another value."""
+    nan = [a.name for rl in loops for a in rl.fact.accumulators if a.select is not None and a.select.nan_enters]
+    return f"; a row holding a NaN may end with another {', '.join(nan)} (its step lets a NaN in)" if nan else ""
+
+
 def _reduction_problem(unit: CudaUnit, rl: RowLoop, body: Node, acc: Accumulator) -> str | None:
     """Why the accumulator ``acc`` of pass ``rl`` (loop body ``body``) cannot be all-reduced over the block, or
     ``None``: it must be a sum from 0, a max or a min (:data:`_OPS`), read only by its own update inside the pass."""
@@ -322,7 +329,7 @@ class CudaRowInRegisters(CudaTransform):
             f"one block of {BLOCK} threads per row of {kernel.name}: each thread keeps {per} elements of "
             f"{cached_key[0]} in registers across the {len(loops)} passes, block all-reduce of "
             f"{', '.join(reduced) or 'nothing'} (float sums change order)"
-            + ("" if fixed else f"; a row wider than {per * BLOCK} runs each pass from memory"),
+            + ("" if fixed else f"; a row wider than {per * BLOCK} runs each pass from memory") + _nan_note(loops),
             {"block": BLOCK, "per_thread": per, "cached": cached_key[0], "reduced": reduced, "row_width": width,
              "wider_rows_loop": not fixed},
             edits,

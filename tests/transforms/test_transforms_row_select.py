@@ -77,9 +77,10 @@ def test_the_all_reduce_keeps_the_original_comparison(cand, tid, kernel, combine
     assert combine in body and "fmaxf" not in body and "fminf" not in body
 
 
-def test_a_step_that_lets_a_nan_in_says_so(cand):
-    assert "a row holding a NaN may end with another value" in cand(WARP, FILE, "shift_keep_old")[0].description
-    assert "NaN" not in cand(WARP, FILE, "row_range")[0].description
+@pytest.mark.parametrize("tid", [WARP, REG])
+def test_a_step_that_lets_a_nan_in_says_so(cand, tid):
+    assert "a row holding a NaN may end with another" in cand(tid, FILE, "shift_keep_old")[0].description
+    assert "NaN" not in cand(tid, FILE, "row_range")[0].description
 
 
 def test_a_pass_from_the_second_element_keeps_registers_aligned(cand):
