@@ -86,7 +86,8 @@ FACTS: dict[str, str] = {
     "__device__ function it calls (analysis layer: KernelFacts.matmul_loops, device_callees; unknown without the "
     "kernel)",
     "reduction_like": "not matmul_like, and the kernel combines many elements into fewer values: a loop whose "
-    "accumulator reads elements that move with the loop variable and writes none that do, a shared-memory "
+    "accumulator (a sum, product, max/min by call or by comparison and choice, or the extreme of an arg step) reads "
+    "elements that move with the loop variable and writes none that do, a shared-memory "
     "tree, a warp shuffle / cg::reduce / accumulating atomic, or tl.sum/tl.max ... (analysis layer: "
     "KernelFacts.reduction_evidence). An elementwise grid-stride or float4 loop is not one; unknown without the "
     "kernel",

@@ -5,13 +5,20 @@ variance and normalize passes of a layer norm) reads the row from memory in ever
 ``cols`` elements away from its neighbour. The rewrite gives each row to a block of ``B`` threads:
 
 * ``row`` becomes ``blockIdx.x`` (the bound check is the same for the whole block, so barriers are safe);
-* every row loop ``for (j = 0; j < cols; ++j) body`` becomes ``PER = ceil(COLS / B)`` unrolled steps, step
-  ``e`` handling ``j = threadIdx.x + e * B`` when ``j < cols`` (consecutive threads: consecutive elements);
+* every row loop ``for (j = S; j < cols; ++j) body`` (``S`` a constant index, 0 or more: ``m = row[0]; for (j =
+  1; ...)``) becomes ``PER = ceil(COLS / B)`` unrolled steps, step ``e`` handling ``j = threadIdx.x + e * B`` when
+  ``S <= j < cols`` (consecutive threads: consecutive elements; element ``j`` is always register ``e`` of thread
+  ``j % B``, whatever the pass's start);
 * the row read in two or more passes is loaded once, in the first pass that reads it, into ``float
-  htam_row[PER]`` and read from there afterwards (the registers hold the thread's strided slice of the row);
-* each scalar a pass reduces (the loop's accumulators from the analysis facts: sums starting at 0, max, min)
-  is all-reduced over the block after that pass (warp shuffles, then one value per warp in shared memory), so
-  every thread holds the row's value as the one thread did before;
+  htam_row[PER]`` and read from there afterwards (the registers hold the thread's strided slice of the row); that
+  pass loads from the smallest start of the passes that read the row, so a later pass from 0 finds element 0
+  (the guarded body has no early return, so that later pass runs: the load reads no element the original does
+  not);
+* each scalar a pass reduces (the loop's accumulators from the analysis facts: sums starting at 0, max, min, a
+  max/min written as a comparison and a choice) is all-reduced over the block after that pass (warp shuffles,
+  then one value per warp in shared memory), so every thread holds the row's value as the one thread did before;
+  a max/min written ``m = x > m ? x : m`` (or ``if (x > m) m = x;``) is combined with its own comparison, so ties
+  and NaN choose as in the one thread;
 * memory writes outside the loops run on thread 0; the launch gets one block of ``B`` threads per row.
 
 ``COLS`` sizes the register array: the loop bound's value when it is a compile-time constant of the kernel, or
@@ -28,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from htam_core.source.analysis import KernelFacts, LoopFact
+from htam_core.source.analysis import Accumulator, KernelFacts, LoopFact
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.forms import elementwise
 from htam_core.source.analysis.nodes import Node
@@ -49,11 +56,12 @@ _OPS = {"sum": "+", "max": "fmaxf", "min": "fminf"}
 
 @dataclass
 class RowLoop:
-    """A pass over the row: its node, fact and the cached subscripts in it."""
+    """A pass over the row: its node, fact, the cached subscripts in it and its constant start index."""
 
     node: Node
     fact: LoopFact
     cached: list[Node]
+    start: int = 0
 
 
 def _zero(text: str | None) -> bool:
@@ -63,18 +71,27 @@ def _zero(text: str | None) -> bool:
         return False
 
 
-def _all_reduce(name: str, typ: str, op: str, k: int, indent: str) -> str:
-    comb = (lambda a, b: f"{a} + {b}") if op == "+" else (lambda a, b: f"{op}({a}, {b})")
+def _all_reduce(acc: Accumulator, k: int, indent: str) -> str:
+    """A block all-reduce of the pass's accumulator ``acc`` (warp butterfly, then the warps' values through shared
+    memory), the ``k``-th of the kernel; a max/min written as a choice combines with its own comparison
+    (:meth:`~htam_core.source.analysis.select.Selection.assign`), the others with ``+``/``fmaxf``/``fminf``."""
+    name, typ, op, sel = acc.name, acc.type or "float", _OPS[acc.op], acc.select
+    if sel is not None:
+        shfl = f"{{ const {typ} htam_v = __shfl_xor_sync(0xffffffffu, {name}, htam_o); {sel.assign(name, 'htam_v')} }}"
+        across = sel.assign(name, f"htam_red{k}[htam_w]")
+    else:
+        comb = (lambda a, b: f"{a} + {b}") if op == "+" else (lambda a, b: f"{op}({a}, {b})")
+        shfl = f"{name} = {comb(name, f'__shfl_xor_sync(0xffffffffu, {name}, htam_o)')};"
+        across = f"{name} = {comb(name, f'htam_red{k}[htam_w]')};"
     warps = BLOCK // 32
     lines = [
         "{",
-        f"    for (int htam_o = 16; htam_o > 0; htam_o >>= 1) {name} = "
-        f"{comb(name, f'__shfl_xor_sync(0xffffffffu, {name}, htam_o)')};",
+        f"    for (int htam_o = 16; htam_o > 0; htam_o >>= 1) {shfl}",
         f"    __shared__ {typ} htam_red{k}[{warps}];",
         f"    if ((threadIdx.x & 31) == 0) htam_red{k}[threadIdx.x >> 5] = {name};",
         "    __syncthreads();",
         f"    {name} = htam_red{k}[0];",
-        f"    for (int htam_w = 1; htam_w < {warps}; ++htam_w) {name} = {comb(name, f'htam_red{k}[htam_w]')};",
+        f"    for (int htam_w = 1; htam_w < {warps}; ++htam_w) {across}",
         "    __syncthreads();",
         "}",
     ]
@@ -117,22 +134,69 @@ def _row_width(unit: CudaUnit, bound: Node) -> tuple[int, bool] | str:
     return vals.pop(), False  # type: ignore[return-value]
 
 
-def _pass_text(rl: RowLoop, inner: str, original: str, width: str, per: int, fixed: bool, indent: str) -> str:
+def _pass_text(rl: RowLoop, inner: str, original: str, width: str, per: int, fixed: bool, indent: str,
+               low: int) -> str:
     """The text replacing one pass: ``per`` unrolled steps of ``B`` consecutive elements over ``inner`` (the body
-    reading the register slice); when the width is not fixed (``fixed`` false: a runtime parameter whose launches
-    in the file pass one constant), that path runs only for rows of at most ``per * B`` elements and ``original``
-    (the pass's own body, reading memory) runs over a block-strided loop for wider rows, so the kernel stays
-    correct for any width. The guard is the same for the whole block, so the all-reduces after it stay safe."""
+    reading the register slice), element ``j`` in register ``j / B`` of thread ``j % B``, run for ``low <= j <
+    width`` (``low``: the pass's start, or the smaller start the loading pass loads from); when the width is not
+    fixed (``fixed`` false: a runtime parameter whose launches in the file pass one constant), that path runs only
+    for rows of at most ``per * B`` elements and ``original`` (the pass's own body, reading memory) runs over a
+    block-strided loop from the pass's start for wider rows, so the kernel stays correct for any width. The guard
+    is the same for the whole block, so the all-reduces after it stay safe."""
     var = rl.fact.var
+    lower = f"{var} >= {low} && " if low else ""
     fast = (f"#pragma unroll\n{indent}for (int htam_e = 0; htam_e < {per}; ++htam_e) {{\n"
             f"{indent}    const int {var} = threadIdx.x + htam_e * {BLOCK};\n"
-            f"{indent}    if ({var} < {width}) {inner}\n{indent}}}")
+            f"{indent}    if ({lower}{var} < {width}) {inner}\n{indent}}}")
     if fixed:
         return fast
     fast = fast.replace(f"\n{indent}", f"\n{indent}    ")
+    first = f"{rl.start} + threadIdx.x" if rl.start else "threadIdx.x"
     return (f"if ({width} <= {per * BLOCK}) {{  // the row fits the registers\n{indent}    {fast}\n{indent}}} else {{  "
-            f"// a wider row: the same pass, read from memory\n{indent}    for (int {var} = threadIdx.x; {var} < {width}; "
+            f"// a wider row: the same pass, read from memory\n{indent}    for (int {var} = {first}; {var} < {width}; "
             f"{var} += {BLOCK}) {original}\n{indent}}}")
+
+
+def _pass_start(unit: CudaUnit, lp: LoopFact) -> tuple[Node, int] | str:
+    """The loop node and constant start of a pass ``for (j = S; j < cols; ++j)`` (``S`` an integer, 0 or more), or
+    why the pass has another form."""
+    node = unit.node_at(lp.span, syn.FOR_LOOP)
+    if node is None or lp.step != 1 or lp.cmp != "<" or lp.start is None:
+        return f"the pass on line {lp.line} is not `for (j = S; j < cols; ++j)`"
+    if not lp.start.is_Integer or int(lp.start) < 0:
+        return (f"the pass on line {lp.line} starts at `{lp.start}`, not at a constant index (0 or more): its "
+                "elements cannot be matched to the registers of the other passes")
+    return node, int(lp.start)
+
+
+def _load_start(loops: list[RowLoop], readers: list[int]) -> int:
+    """The first element the loading pass (``readers[0]``, the first pass that reads the cached row) loads: the
+    smallest start of the passes in ``readers``, so a later pass that starts before the loading pass finds its first
+    elements in registers. Loading them early reads nothing the original does not: the passes are statements of
+    the guarded body, which has no early return (:func:`~htam_core.source.analysis.forms.elementwise`), so the
+    later pass runs and reads them."""
+    return min(loops[k].start for k in readers)
+
+
+def _nan_note(loops: list[RowLoop]) -> str:
+    """The description's note when a pass's max/min lets a NaN candidate replace the running value (``m = m > x ? m :
+    x``): the threads meet the elements in another order, so a row holding a NaN may end with another value."""
+    nan = [a.name for rl in loops for a in rl.fact.accumulators if a.select is not None and a.select.nan_enters]
+    return f"; a row holding a NaN may end with another {', '.join(nan)} (its step lets a NaN in)" if nan else ""
+
+
+def _reduction_problem(unit: CudaUnit, rl: RowLoop, body: Node, acc: Accumulator) -> str | None:
+    """Why the accumulator ``acc`` of pass ``rl`` (loop body ``body``) cannot be all-reduced over the block, or
+    ``None``: it must be a sum from 0, a max or a min (:data:`_OPS`), read only by its own update inside the pass."""
+    if acc.op not in _OPS:
+        return f"the pass on line {rl.fact.line} reduces {acc.name} with {acc.op}"
+    if acc.op == "sum" and not _zero(acc.init_text):
+        return f"the sum {acc.name} does not start at 0; per-thread partials would count its start {BLOCK} times"
+    upd = acc.span
+    if any(not (upd[0] <= unit.file_byte(r) < upd[1]) for r in references(body, unit.src, acc.name)):
+        return (f"the pass on line {rl.fact.line} reads {acc.name} while it reduces into it; a thread holds only a "
+                "partial value there")
+    return None
 
 
 @register
@@ -161,15 +225,16 @@ class CudaRowInRegisters(CudaTransform):
         loops: list[RowLoop] = []
         bound_node = None
         for lp in rows:
-            node = unit.node_at(lp.span, syn.FOR_LOOP)
-            if node is None or lp.start != 0 or lp.step != 1 or lp.cmp != "<":
-                return self.not_applicable(f"the pass on line {lp.line} is not `for (j = 0; j < cols; ++j)`")
+            head = _pass_start(unit, lp)
+            if isinstance(head, str):
+                return self.not_applicable(head)
+            node = head[0]
             cond = syn.unwrap_parens(node.child_by_field_name("condition"))
             bn = cond.child_by_field_name("right")
             if bound_node is not None and unit.t(bn) != unit.t(bound_node):
                 return self.not_applicable("the passes do not share one row width")
             bound_node = bn
-            loops.append(RowLoop(node, lp, []))
+            loops.append(RowLoop(node, lp, [], head[1]))
         found = _row_width(unit, bound_node)  # type: ignore[arg-type]
         if isinstance(found, str):
             return self.not_applicable(found)
@@ -201,22 +266,16 @@ class CudaRowInRegisters(CudaTransform):
         for k, sub in reads[cached_key]:
             loops[k].cached.append(sub)
         etype = pf.element_type or "float"
+        low = _load_start(loops, sorted({k for k, _ in reads[cached_key]}))
         # accumulators: sum from 0, max, min; read only at their update inside the pass
         edits: list[TextEdit] = []
         reduced: list[str] = []
         first_load = min(k for k, _ in reads[cached_key])
         for k, rl in enumerate(loops):
             body = rl.node.child_by_field_name("body")
-            for acc in rl.fact.accumulators:
-                if acc.op not in _OPS:
-                    return self.not_applicable(f"the pass on line {rl.fact.line} reduces {acc.name} with {acc.op}")
-                if acc.op == "sum" and not _zero(acc.init_text):
-                    return self.not_applicable(f"the sum {acc.name} does not start at 0; per-thread partials would "
-                                               f"count its start {BLOCK} times")
-                upd = acc.span
-                if any(not (upd[0] <= unit.file_byte(r) < upd[1]) for r in references(body, unit.src, acc.name)):
-                    return self.not_applicable(f"the pass on line {rl.fact.line} reads {acc.name} while it reduces "
-                                               "into it; a thread holds only a partial value there")
+            why = next((w for acc in rl.fact.accumulators if (w := _reduction_problem(unit, rl, body, acc))), None)
+            if why:
+                return self.not_applicable(why)
             for n in syn.writes(body):
                 t = n.child_by_field_name("left") or n.child_by_field_name("argument")
                 t = syn.unwrap_parens(t) if t is not None else None
@@ -233,11 +292,13 @@ class CudaRowInRegisters(CudaTransform):
             if not syn.is_block(body):
                 inner = "{ " + inner + " }"
             if k == first_load:
-                inner = "{ htam_row[htam_e] = " + f"{cached_key[0]}{cached_key[1]}; " + inner + " }"
+                own = f"if ({rl.fact.var} >= {rl.start}) " if rl.start > low else ""
+                inner = "{ htam_row[htam_e] = " + f"{cached_key[0]}{cached_key[1]}; {own}" + inner + " }"
             indent = syn.indent_of(unit.src, rl.node.start_byte)
-            new = _pass_text(rl, inner, unit.t(body), unit.t(bound_node), per, fixed, indent)
+            new = _pass_text(rl, inner, unit.t(body), unit.t(bound_node), per, fixed, indent,
+                             low if k == first_load else rl.start)
             for i, acc in enumerate(rl.fact.accumulators):
-                new += _all_reduce(acc.name, acc.type or "float", _OPS[acc.op], len(reduced) + i, indent)
+                new += _all_reduce(acc, len(reduced) + i, indent)
             reduced += [acc.name for acc in rl.fact.accumulators]
             edits.append(unit.replace(rl.node, new))
         # writes outside the passes run once per row
@@ -268,7 +329,7 @@ class CudaRowInRegisters(CudaTransform):
             f"one block of {BLOCK} threads per row of {kernel.name}: each thread keeps {per} elements of "
             f"{cached_key[0]} in registers across the {len(loops)} passes, block all-reduce of "
             f"{', '.join(reduced) or 'nothing'} (float sums change order)"
-            + ("" if fixed else f"; a row wider than {per * BLOCK} runs each pass from memory"),
+            + ("" if fixed else f"; a row wider than {per * BLOCK} runs each pass from memory") + _nan_note(loops),
             {"block": BLOCK, "per_thread": per, "cached": cached_key[0], "reduced": reduced, "row_width": width,
              "wider_rows_loop": not fixed},
             edits,

@@ -5,7 +5,9 @@ A numerically stable softmax makes three passes over a row: ``m = max_j x_j``, `
 Gimelshein, "Online normalizer calculation for softmax" (2018): for each element, ``m' = max(m, x)`` and
 ``s = s * exp(m - m') + exp(x - m')``. The row is then read twice instead of three times.
 
-Recognized: a loop ``m = fmaxf(m, E)`` (also ``fmax``/``max`` and ``if (E > m) m = E;``), the declaration of the
+Recognized: a loop ``m = fmaxf(m, E)`` (also ``fmax``/``max``, and a max written as a comparison and a choice:
+``if (E > m) m = E;``, ``m = E > m ? E : m``, ``m = m < E ? E : m``, the analysis layer's
+:func:`~htam_core.source.analysis.select.select_step`), the declaration of the
 sum ``T s = 0``, and a loop with the same header ``s += expf(E - m)`` (also ``exp``/``__expf``), with ``E`` the same
 expression. When both loops are followed by a warp all-reduce (``for (o = 16; o > 0; o >>= 1) m = fmaxf(m,
 __shfl_xor_sync(mask, m, o));`` and the sum's, as ``cuda.warp_per_row`` writes them), the two all-reduces become
@@ -26,6 +28,7 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.analysis.macros import call_alias
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.select import select_step
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -85,10 +88,10 @@ class MaxStep:
 def max_step(unit: CudaUnit, stmt: Node | None) -> MaxStep | None:
     """Match one running-max update statement, else ``None``."""
     a = _assignment(stmt)
-    if a is not None:
+    c = _call(unit, a.child_by_field_name("right"), MAX_FNS) if a is not None else None
+    if a is not None and c is not None:
         target = syn.unwrap_parens(a.child_by_field_name("left"))
-        c = _call(unit, a.child_by_field_name("right"), MAX_FNS)
-        if not syn.is_identifier(target) or c is None or len(c[1]) != 2:
+        if not syn.is_identifier(target) or len(c[1]) != 2:
             return None
         name = unit.t(target)
         mine = [x for x in c[1] if unit.t(syn.unwrap_parens(x)) == name]
@@ -96,27 +99,13 @@ def max_step(unit: CudaUnit, stmt: Node | None) -> MaxStep | None:
         if len(mine) != 1 or references(other[0], unit.src, name):
             return None
         return MaxStep(name, other[0], c[0])
-    if stmt is None or not syn.is_if(stmt) or stmt.child_by_field_name("alternative") is not None:
+    # a max written as a comparison and a choice (`if (E > m) m = E;`, `m = E > m ? E : m`, `m = m > E ? m : E`):
+    # the analysis layer's reading; the merged loop keeps the larger with `E > m ? E : m`, which differs from the
+    # original only on a NaN, and a NaN makes the row's sum and every output NaN either way
+    sel = select_step(unit.src, stmt) if stmt is not None else None
+    if sel is None or sel.selection.kind != "max":
         return None
-    cond = syn.unwrap_parens(stmt.child_by_field_name("condition").child_by_field_name("value")
-                             or stmt.child_by_field_name("condition"))
-    inner = _assignment(single_statement(stmt.child_by_field_name("consequence")))
-    if not syn.is_binary(cond) or inner is None:
-        return None
-    op = unit.t(cond.child_by_field_name("operator"))
-    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
-    pairs = {">": (left, right), "<": (right, left)}
-    if op not in pairs:
-        return None
-    big, small = pairs[op]
-    target = syn.unwrap_parens(inner.child_by_field_name("left"))
-    small = syn.unwrap_parens(small)
-    if not syn.is_identifier(target) or not syn.is_identifier(small) or unit.t(target) != unit.t(small):
-        return None
-    name = unit.t(target)
-    if _norm(unit.t(inner.child_by_field_name("right"))) != _norm(unit.t(big)) or references(big, unit.src, name):
-        return None
-    return MaxStep(name, big, None)
+    return MaxStep(sel.name, sel.candidate, None)
 
 
 def _sum_exp_step(unit: CudaUnit, stmt: Node | None, m: str) -> tuple[str, str, Node] | None:

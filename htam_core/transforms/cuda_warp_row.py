@@ -20,7 +20,9 @@ addresses ``cols`` elements apart, so every load is uncoalesced. The transform g
 * a perfect nest of two loops from 0 whose bounds do not depend on each other (``for n < N: for i < HW:``, the
   per-channel statistics of an NCHW tensor) is read as one index ``f`` in ``[0, N * HW)`` (``n = f / HW``,
   ``i = f % HW``) and split over the lanes like one loop;
-* a running max written ``if (x > m) m = x;`` is all-reduced with the same comparison, and a loop that is
+* a running max or min written as a comparison and a choice (``m = x > m ? x : m``, ``m = m > x ? m : x``,
+  ``if (x > m) m = x;``: the analysis layer's :func:`~htam_core.source.analysis.select.select_step`) is
+  all-reduced with the same comparison and branch order, so ties and NaN choose as in the one thread, and a loop that is
   the merged max/sum pass of ``cuda.online_softmax`` (:func:`htam_core.transforms.cuda_softmax.online_pair`)
   gets an all-reduce of the ``(max, sum)`` pairs, so the two steps compose in either order;
 * a statement outside the loops that writes memory (``out[row] = acc;``) runs on lane 0 only;
@@ -47,6 +49,7 @@ from htam_core.source.analysis.argreduce import ArgStep, arg_step
 from htam_core.source.analysis.constants import is_zero_value, literal_value
 from htam_core.source.analysis.forms import Elementwise, elementwise, is_lvalue
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.select import Selection, select_step
 from htam_core.source.analysis.syntax import side_effect_free
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
@@ -60,7 +63,7 @@ from htam_core.transforms._cuda import (
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
-from htam_core.transforms.cuda_softmax import OnlinePair, max_step, online_pair, pair_all_reduce
+from htam_core.transforms.cuda_softmax import OnlinePair, online_pair, pair_all_reduce
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -68,8 +71,9 @@ LANE = "htam_lane"
 WARP = 32
 #: Reduction functions accepted in ``x = f(x, e)``; max/min forms do not care about the starting value.
 MINMAX = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
-#: The reduction "op" of a running max written ``if (x > m) m = x;`` (all-reduced with the same comparison).
-IF_MAX = "if >"
+#: A reduction step's op: ``"+"``, a min/max function, ``"argmax"``/``"argmin"`` (and their ``" index"`` halves),
+#: or the :class:`Selection` of a max/min written as a comparison and a choice (all-reduced with that comparison).
+Op = str | Selection
 
 
 def _is_zero(text: str) -> bool:
@@ -235,21 +239,32 @@ def _reduction(unit: CudaUnit, n: Node, name: str) -> str | None:
     return unit.t(call.child_by_field_name("function"))
 
 
-def _guarded_max(unit: CudaUnit, n: Node, name: str) -> Node | None:
-    """The ``if (E > m) m = E;`` statement around assignment ``n`` to ``name`` (a running max), else ``None``."""
-    p = n.parent.parent if n.parent is not None else None
-    if p is not None and syn.is_block(p):
-        p = p.parent
-    if p is None or not syn.is_if(p):
-        return None
-    ms = max_step(unit, p)
-    return p if ms is not None and ms.name == name else None
+def _selected(unit: CudaUnit, n: Node, name: str) -> tuple[Selection, Node] | None:
+    """The selection and whole statement of a running max/min step written as a choice (``m = x > m ? x : m``,
+    ``if (x > m) m = x;``: the analysis layer's :func:`~htam_core.source.analysis.select.select_step`) when the
+    assignment ``n`` to ``name`` is one, else ``None``."""
+    stmt = n.parent if n.parent is not None and syn.is_expression_statement(n.parent) else n
+    owner = stmt.parent.parent if stmt.parent is not None and syn.is_block(stmt.parent) else stmt.parent
+    for cand in (stmt, owner):
+        step = select_step(unit.src, cand) if cand is not None else None
+        if step is not None and step.name == name:
+            return step.selection, step.stmt
+    return None
 
 
-def _all_reduce(name: str, op: str, indent: str) -> str:
-    if op == IF_MAX:  # the same comparison as the loop's `if (x > m) m = x;`
+def _op_name(op: Op) -> str:
+    """The op as the candidate's summary names it (a selection: its kind and the comparison it keeps, and whether a
+    NaN candidate enters: then a row holding a NaN may end with another value, the lanes meeting it in another
+    order)."""
+    if isinstance(op, str):
+        return op
+    return f"{op.kind} ({op.assign('m', 'v')}{' a NaN enters' if op.nan_enters else ''})"
+
+
+def _all_reduce(name: str, op: Op, indent: str) -> str:
+    if isinstance(op, Selection):  # the same comparison and branch order as the loop's step
         step = (f"{{ const auto htam_v = __shfl_xor_sync(0xffffffffu, {name}, htam_o); "
-                f"if (htam_v > {name}) {name} = htam_v; }}")
+                f"{op.assign(name, 'htam_v')} }}")
     elif op == "+":
         step = f"{name} += __shfl_xor_sync(0xffffffffu, {name}, htam_o);"
     else:
@@ -302,25 +317,25 @@ def _arg_all_reduce(a: ArgStep, v_type: str, i_type: str, indent: str) -> str:
     return "".join(f"\n{indent}{ln}" for ln in lines)
 
 
-def _step_of(unit: CudaUnit, n: Node, name: str, args: list[ArgStep]) -> tuple[str | None, Node]:
+def _step_of(unit: CudaUnit, n: Node, name: str, args: list[ArgStep]) -> tuple[Op | None, Node]:
     """The reduction op of the write ``n`` to ``name`` and the statement that makes the step: a sum/min/max
-    (:func:`_reduction`), a running max ``if (x > m) m = x;``, or one half of an arg step (``"argmax"``, ``"argmax
-    index"``)."""
+    (:func:`_reduction`), a running max/min written as a choice (:func:`_selected`), or one half of an arg step
+    (``"argmax"``, ``"argmax index"``)."""
     arg = next((a for a in args if a.stmt.start_byte <= n.start_byte < a.stmt.end_byte
                 and name in (a.value, a.index)), None)
     if arg is not None:
         return arg.kind + ("" if name == arg.value else " index"), arg.stmt
-    op, step = _reduction(unit, n, name), n
-    guarded = _guarded_max(unit, n, name)
-    return (IF_MAX, guarded) if op is None and guarded is not None else (op, step)
+    op = _reduction(unit, n, name)
+    chosen = _selected(unit, n, name) if op is None else None
+    return chosen if chosen is not None else (op, n)
 
 
-def _body_steps(unit: CudaUnit, w: _Walk, scalars: dict[str, Node]) -> tuple[dict[str, str], list[ArgStep]] | str:
+def _body_steps(unit: CudaUnit, w: _Walk, scalars: dict[str, Node]) -> tuple[dict[str, Op], list[ArgStep]] | str:
     """The reduction steps of a walk's body: ``name -> op`` and the arg steps, or why a write is none of them."""
     body, line, loop_vars = w.body, w.line, [h.var for h in w.heads]
     local = set(_declared_scalars(unit, [c for c in syn.walk(body) if syn.is_declaration(c)]))
     args = [a for n in syn.walk(body) if syn.is_if(n) and (a := arg_step(unit.src, n)) is not None]
-    ops: dict[str, str] = {}
+    ops: dict[str, Op] = {}
     for n in syn.walk(body):
         ident = _written_identifier(n) if syn.is_write(n) else None
         name = unit.t(ident) if ident is not None else None
@@ -339,7 +354,7 @@ def _body_steps(unit: CudaUnit, w: _Walk, scalars: dict[str, Node]) -> tuple[dic
             return (f"the loop on line {line} reads {name} while it reduces into it; a lane holds only a "
                     "partial value there")
     used = [a for a in args if ops.get(a.value) == a.kind]
-    return {k: v for k, v in ops.items() if not v.startswith("arg")}, used
+    return {k: v for k, v in ops.items() if not (isinstance(v, str) and v.startswith("arg"))}, used
 
 
 def _init_of(scalars: dict[str, Node], name: str) -> Node | None:
@@ -422,7 +437,7 @@ def _loop_edits(unit: CudaUnit, loop: Node, scalars: dict[str, Node]) -> tuple[l
     after = "".join(_all_reduce(n, o, indent) for n, o in ops.items()) + "".join(
         _arg_all_reduce(a, _scalar_type(unit, scalars[a.value]), _scalar_type(unit, scalars[a.index]), indent)
         for a in args)
-    reduced = [{"name": n, "op": o} for n, o in ops.items()] + [
+    reduced = [{"name": n, "op": _op_name(o)} for n, o in ops.items()] + [
         {"name": f"{a.value}, {a.index}", "op": f"{a.kind} ({'first' if a.first else 'last'} index)"} for a in args]
     return edits + _split_edits(unit, w, after), reduced
 
@@ -550,9 +565,11 @@ class CudaWarpPerRow(CudaTransform):
         if bad:
             return self.not_applicable(bad)
         names = ", ".join(str(r["name"]) for r in summary["reduced"]) or "none"  # type: ignore[index,union-attr]
-        exact = all(str(r["op"]).startswith(("arg", "f", "max", "min", IF_MAX))  # type: ignore[index]
+        exact = all(str(r["op"]).startswith(("arg", "f", "max", "min"))  # type: ignore[index]
                     for r in summary["reduced"])  # type: ignore[union-attr]
-        order = "" if exact else " (float sums change order)"
+        order = ("" if exact else " (float sums change order)") + (
+            "; a row holding a NaN may end with another value (its step lets a NaN in)"
+            if any("NaN" in str(r["op"]) for r in summary["reduced"]) else "")  # type: ignore[index,union-attr]
         return [
             self.candidate(
                 model,

@@ -17,6 +17,7 @@ from typing import Any
 import sympy
 from tree_sitter import Node
 
+from htam_core.source.analysis.argreduce import arg_step
 from htam_core.source.analysis.atomics import atomic_updates, result_atomics, return_lines, uniform_atomics
 from htam_core.source.analysis.builtins import is_atomic_builtin, is_load_builtin
 from htam_core.source.analysis.constants import ConstEnv, literal_value
@@ -56,6 +57,7 @@ from htam_core.source.analysis.macros import (
     macro_table,
 )
 from htam_core.source.analysis.online import online_pairs
+from htam_core.source.analysis.select import Selection, select_step
 from htam_core.source.analysis.stencil import find_stencil
 from htam_core.source.analysis.stencil2d import find_stencil2d
 from htam_core.source.analysis.stencil3d import find_stencil3d
@@ -511,6 +513,11 @@ def _accumulators(src: CudaSource, loop: Node, inner_loops: list[Node]) -> tuple
             args = r.child_by_field_name("arguments")
             if fn in _MAX_FNS and args is not None and name in [env.t(strip_casts(x)) for x in args.named_children]:
                 kind = _MAX_FNS[fn]
+        chosen = _chosen_extreme(src, a, name) if kind is None and op == "=" else None
+        if chosen is not None:
+            kind, sel, stmt = chosen
+        else:
+            sel, stmt = None, a.parent if a.parent is not None and a.parent.type == "expression_statement" else a
         if kind is None or name in seen:
             continue
         typ, decl, init = _decl_of(src, name, loop.start_byte)
@@ -523,15 +530,33 @@ def _accumulators(src: CudaSource, loop: Node, inner_loops: list[Node]) -> tuple
         if loop_header is not None and name in [env.t(n) for n in of_type(loop_header, "identifier")][:1]:
             continue
         is_int = typ is not None and typ.split()[-1] in ("int", "unsigned", "size_t", "int64_t", "long")
-        if is_int and not any(n.type in ("subscript_expression", "call_expression") for n in walk(right)):
+        if chosen is None and is_int and not any(n.type in ("subscript_expression", "call_expression")
+                                                 for n in walk(right)):
             continue  # an index moving by a stride, not a reduction
         seen.add(name)
-        out.append(Accumulator(name, kind, typ, src.line(a), src.span(a.parent if a.parent is not None and
-                                                                     a.parent.type == "expression_statement"
-                                                                     else a),
+        out.append(Accumulator(name, kind, typ, src.line(a), src.span(stmt),
                                src.span(decl) if decl is not None else None,
-                               env.t(init) if init is not None else None))
+                               env.t(init) if init is not None else None, sel))
     return tuple(out)
+
+
+def _chosen_extreme(src: CudaSource, a: Node, name: str) -> tuple[str, Selection | None, Node] | None:
+    """``(op, selection, statement)`` when the assignment ``a`` to ``name`` is a running max/min written as a choice
+    (``m = x > m ? x : m``, ``if (x > m) m = x;``: :func:`~htam_core.source.analysis.select.select_step`) or the
+    extreme of an arg step (``if (x > m) { m = x; i = c; }``: ``"argmax"``/``"argmin"``,
+    :func:`~htam_core.source.analysis.argreduce.arg_step`), else ``None``. The statement is the whole step (the
+    ``if`` for the statement forms), so its span holds every read of ``name`` the step makes."""
+    stmt = a.parent if a.parent is not None and a.parent.type == "expression_statement" else a
+    owner = stmt.parent.parent if stmt.parent is not None and stmt.parent.type == "compound_statement" \
+        else stmt.parent
+    for cand in (stmt, owner):
+        step = select_step(src.src, cand) if cand is not None else None
+        if step is not None and step.name == name:
+            return step.selection.kind, step.selection, step.stmt
+    arg = arg_step(src.src, owner) if owner is not None else None
+    if arg is not None and arg.value == name:
+        return arg.kind, None, arg.stmt
+    return None
 
 
 def _pragma(src: CudaSource, loop: Node) -> tuple[str | None, Span | None]:

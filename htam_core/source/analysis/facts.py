@@ -20,6 +20,7 @@ from typing import Literal
 import sympy
 
 from htam_core.source.analysis.constants import BUILTIN_CONSTANTS
+from htam_core.source.analysis.select import Selection
 from htam_core.source.analysis.sync import Barrier
 
 DIMS = ("x", "y", "z")
@@ -212,21 +213,28 @@ class Accumulator:
 
     Attributes:
         name: the variable.
-        op: ``"sum"`` (``+=``/``-=``/``a = a + e``), ``"prod"``, ``"max"``/``"min"`` (``a = fmaxf(a, e)``).
+        op: ``"sum"`` (``+=``/``-=``/``a = a + e``), ``"prod"``, ``"max"``/``"min"`` (``a = fmaxf(a, e)``, or a
+            selection ``a = e > a ? e : a`` / ``if (e > a) a = e;``: see ``select``), ``"argmax"``/``"argmin"``
+            (the extreme of an arg step ``if (e > a) { a = e; i = c; }``,
+            :func:`~htam_core.source.analysis.argreduce.arg_step`).
         type: its declared type (``"float"``, ``"double"``), or ``None`` when not declared in the kernel.
         line: 1-based line of the update.
         span: file bytes of the update statement.
         decl_span: file bytes of the declaration (``float acc = 0.0f;``), or ``None``.
         init_text: the initializer as written (``"0.0f"``, ``"-FLT_MAX"``), or ``None``.
+        select: for a max/min written as a comparison and a choice, that comparison as written
+            (:class:`~htam_core.source.analysis.select.Selection`: a combine of partial values must choose the same
+            way, NaN and ties included); ``None`` for a call such as ``fmaxf``.
     """
 
     name: str
-    op: Literal["sum", "prod", "max", "min"]
+    op: Literal["sum", "prod", "max", "min", "argmax", "argmin"]
     type: str | None
     line: int
     span: Span
     decl_span: Span | None = None
     init_text: str | None = None
+    select: Selection | None = None
 
 
 @dataclass(frozen=True)
