@@ -1,0 +1,170 @@
+"""``cuda.block_per_row``: a thread-per-row kernel's rows go to whole blocks (threads stride the row by
+``blockDim.x``, every reduced scalar all-reduced over the block so every thread holds it, one block per row).
+
+Spellings (``tests/fixtures/transforms/block_row.cu``, written for these tests): NCHW per-channel mean and variance
+(a 2-deep nest, two passes, the second reading the mean), a row sum behind an early return, a row max with
+``fmaxf`` in a ``scalar_t`` template, a two-pass mean/variance over ``size_t`` indices, a cooperative-groups row
+index (``cg::this_thread_block``) and an arg-max. Each is offered, made, compiles with nvcc (sm_90) and runs on the
+CPU (:func:`cpu_emulation.run_block_main`, a host thread per CUDA thread, barriers, shared memory and shuffles
+included) to the original's results, on rows shorter than a block and rows several blocks long.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from cpu_emulation import compiler, run_block_main
+from transform_helpers import assert_nvcc_compiles, facts_of_text, fixture_path
+
+from htam_core.source import parse_text
+from htam_core.transforms import registry
+from htam_core.transforms.base import NotApplicable
+
+TID = "cuda.block_per_row"
+FILE = "block_row.cu"
+KERNELS = ["channel_moments", "row_total", "row_peak", "row_moments", "row_absmax_cg", "row_argmax"]
+
+
+def _kernel_text(text: str, kernel: str) -> str:
+    start = text.index(f"void {kernel}(")
+    return text[start:text.index("\n}\n", start)]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_each_spelling_is_offered_and_made(cand, kernel):
+    (c,) = cand(TID, FILE, kernel)
+    body = _kernel_text(c.new_text, kernel)
+    reduced = c.params["reduced"]
+    assert reduced and body.count("__syncthreads();") == 2 * len(reduced)
+    assert "const int htam_lane = threadIdx.x;" in body and "+= blockDim.x" in body
+    assert body.count("__shfl_xor_sync") == sum(2 if ", " in r["name"] else 1 for r in reduced)
+    (la,) = facts_of_text(c.new_text, kernel).launches
+    assert la.threads == c.params["blocks"][0] and la.threads % 32 == 0
+
+
+def test_the_mean_is_all_reduced_before_the_second_pass_reads_it(cand):
+    body = _kernel_text(cand(TID, FILE, "channel_moments")[0].new_text, "channel_moments")
+    assert body.index("total = htam_part_total[0];") < body.index("float mu = total") < body.index("acc += e * e;")
+    assert body.count("htam_f += blockDim.x") == 2 and "for (int n" not in body
+    assert "if (htam_lane == 0) { mean[ch] = mu; }" in body
+
+
+def test_the_launch_gives_a_block_to_every_thread_it_started(cand):
+    text = cand(TID, FILE, "row_total")[0].new_text
+    assert "row_total<<<((rows + 127) / 128) * 128, 256>>>" in text
+    assert "row_absmax_cg<<<dim3((grid.x) * 64), 256>>>" in cand(TID, FILE, "row_absmax_cg")[0].new_text
+
+
+def _propose(text: str, kernel: str):
+    model = parse_text(text, "cuda")
+    return registry.propose(TID, model, model.kernel(kernel))
+
+
+def test_rows_known_to_be_long_get_512_threads():
+    text = fixture_path(FILE).read_text()
+    (c,) = _propose(text.replace("const int N = 16, C = 32", "const int N = 64, C = 32"), "channel_moments")
+    assert c.params["blocks"] == [512]  # 64 * 784 elements a channel
+    (c,) = _propose(text, "channel_moments")
+    assert c.params["blocks"] == [256]  # 16 * 784
+
+
+def test_launch_bounds_cap_the_block():
+    text = fixture_path(FILE).read_text().replace("__global__ void row_total(", "__global__ void __launch_bounds__(128) row_total(")
+    (c,) = _propose(text, "row_total")
+    assert c.params["blocks"] == [128] and "row_total<<<((rows + 127) / 128) * 128, 128>>>" in c.new_text
+    small = fixture_path(FILE).read_text().replace("__global__ void row_total(", "__global__ void __launch_bounds__(32) row_total(")
+    res = _propose(small, "row_total")
+    assert isinstance(res, NotApplicable) and "fewer than 64 threads" in res.reason
+
+
+@pytest.mark.parametrize(("kernel", "needle"), [
+    ("column_total", "walks a column"),
+])
+def test_refusals(refuse, kernel, needle):
+    assert needle in refuse(TID, FILE, kernel)
+
+
+def test_a_kernel_reading_the_block_size_is_refused():
+    text = fixture_path(FILE).read_text().replace("dst[row] = acc;", "dst[row] = acc * blockDim.x;")
+    res = _propose(text, "row_total")
+    assert isinstance(res, NotApplicable) and "reads `blockDim.x` outside its global index" in res.reason
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_every_rewrite_compiles(cand, tmp_path):
+    for i, kernel in enumerate(KERNELS):
+        assert_nvcc_compiles(cand(TID, FILE, kernel)[0].new_text, tmp_path, f"b{i}.cu")
+
+
+#: host stand-ins for the cooperative-groups calls the cg spelling makes (the shim's builtins are per thread)
+CG = """
+namespace cooperative_groups {
+struct thread_block {
+    htam_dim3 group_index() const { return blockIdx; }
+    unsigned size() const { return blockDim.x * blockDim.y * blockDim.z; }
+    unsigned thread_rank() const { return threadIdx.x; }
+};
+static thread_block this_thread_block() { return {}; }
+}
+namespace cg = cooperative_groups;
+"""
+
+_ROWS_MAIN = """
+int main() {
+    const int shapes[][2] = {{3, 1}, {2, 700}};
+    for (const auto &sh : shapes) {
+        const int rows = sh[0], cols = sh[1];
+        htam_dim3 grid, block;  // the dim3s of the cg spelling's launcher
+        grid.x = (rows + 63) / 64; block.x = 64;
+        std::vector<float> x((size_t)rows * cols), out(rows, -7.25f), out2(rows, -7.25f);
+        std::vector<int> iout(rows, -7);
+        for (size_t k = 0; k < x.size(); ++k) x[k] = (float)((k * 7) % 11) - 5.0f;
+        htam_launch(GRID, BLOCK, 1, [&] { CALL; });
+        for (int r = 0; r < rows; ++r) std::printf("%.9g %.9g %d\\n", out[r], out2[r], iout[r]);
+    }
+    return 0;
+}
+"""
+
+_STATS_MAIN = """
+int main() {
+    const int shapes[][3] = {{2, 3, 50}, {3, 2, 7}};
+    for (const auto &sh : shapes) {
+        const int N = sh[0], C = sh[1], HW = sh[2];
+        std::vector<float> x((size_t)N * C * HW), out(C, -7.25f), out2(C, -7.25f);
+        for (size_t k = 0; k < x.size(); ++k) x[k] = (float)((k * 7) % 11) - 5.0f;
+        htam_launch(GRID, BLOCK, 1, [&] { channel_moments(x.data(), out.data(), out2.data(), N, C, HW); });
+        for (int c = 0; c < C; ++c) std::printf("%.9g %.9g\\n", out[c], out2[c]);
+    }
+    return 0;
+}
+"""
+
+CALLS = {
+    "row_total": "row_total(x.data(), out.data(), rows, cols)",
+    "row_peak": "row_peak<float>(x.data(), out.data(), rows, cols)",
+    "row_moments": "row_moments(x.data(), out.data(), out2.data(), (size_t)rows, (size_t)cols)",
+    "row_absmax_cg": "row_absmax_cg(x.data(), out.data(), rows, cols)",
+    "row_argmax": "row_argmax(x.data(), iout.data(), rows, cols)",
+}
+
+
+def _run(text: str, kernel: str, tmp_path, tag: str) -> list[float]:
+    """The kernel run on the CPU with the grid and block its launch in ``text`` gives (host names as there)."""
+    (la,) = facts_of_text(text, kernel).launches
+    grid, block = la.grid[0].text, la.block[0].text
+    main = _STATS_MAIN if kernel == "channel_moments" else _ROWS_MAIN.replace("CALL", CALLS[kernel])
+    (tmp_path / tag).mkdir()
+    return run_block_main(text, kernel, main.replace("GRID", grid).replace("BLOCK", block), tmp_path / tag,
+                          prelude="#include <cmath>\n" + (CG if "cg" in kernel else ""))
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_the_rewrite_gives_the_same_results_on_the_cpu(cand, kernel, tmp_path):
+    before = _run(fixture_path(FILE).read_text(), kernel, tmp_path, "a")
+    after = _run(cand(TID, FILE, kernel)[0].new_text, kernel, tmp_path, "b")
+    written = after[1::2] if kernel == "channel_moments" else after[2::3] if kernel == "row_argmax" else after[::3]
+    sentinel = -7.0 if kernel == "row_argmax" else -7.25  # what the host wrote before the launch
+    assert after == pytest.approx(before, rel=1e-5, abs=1e-5) and sentinel not in written  # every row written
