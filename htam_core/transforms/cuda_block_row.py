@@ -33,22 +33,30 @@ statistics kernels of cuDNN/PyTorch (``batch_norm_collect_statistics``).
 
 from __future__ import annotations
 
+from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.argreduce import ArgStep
 from htam_core.source.analysis.forms import Elementwise, elementwise
 from htam_core.source.analysis.row_launch import row_launches
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, Launch, param_names, wrap_grid
+from htam_core.transforms._cuda import (
+    CudaTransform,
+    CudaUnit,
+    Launch,
+    launch_dims_edit,
+    param_names,
+    wrap_grid,
+)
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_warp_row import (
     IF_MAX,
     RowMap,
-    _all_reduce,
-    _arg_all_reduce,
     arg_order,
     column_walk,
     launch_dim_read,
     reduced_text,
+    warp_all_reduce,
+    warp_arg_all_reduce,
     warp_row_edits,
 )
 from htam_core.transforms.registry import register
@@ -78,7 +86,7 @@ def block_reduce(name: str, op: str, indent: str) -> str:
     partials in warp order (so all hold the same value), and a barrier before the slots could be written again.
     Needs a block of a multiple of 32 threads, every one of which reaches it."""
     part = f"htam_part_{name}"
-    warp = _all_reduce(name, op, "").lstrip("\n").split("\n")
+    warp = warp_all_reduce(name, op, "").lstrip("\n").split("\n")
     return _block(indent, [f"__shared__ decltype({name}) {part}[32];", *warp,
                            f"if ((threadIdx.x & 31) == 0) {part}[threadIdx.x >> 5] = {name};",
                            "__syncthreads();", f"{name} = {part}[0];",
@@ -94,7 +102,7 @@ def block_arg_reduce(a: ArgStep, v_type: str, i_type: str, indent: str) -> str:
     locals)."""
     (better, tie), b, i = arg_order(a), a.value, a.index
     pv, pi = f"htam_pv_{b}", f"htam_pi_{b}"
-    warp = _arg_all_reduce(a, v_type, i_type, "").lstrip("\n").split("\n")
+    warp = warp_arg_all_reduce(a, v_type, i_type, "").lstrip("\n").split("\n")
     return _block(indent, [f"__shared__ decltype({b}) {pv}[32];", f"__shared__ decltype({i}) {pi}[32];", *warp,
                            f"if ((threadIdx.x & 31) == 0) {{ {pv}[threadIdx.x >> 5] = {b}; {pi}[threadIdx.x >> 5] = {i}; }}",
                            "__syncthreads();", f"{b} = {pv}[0]; {i} = {pi}[0];",
@@ -137,7 +145,11 @@ def _launch_edits(unit: CudaUnit, la: Launch) -> tuple[list[TextEdit], int] | st
     grid = wrap_grid(unit, la, "({}) * " + old)
     if isinstance(grid, str):
         return grid
-    return [grid, unit.replace(la.block, str(size))], size
+    # a constant block: its dim3 variable, when only this launch reads it, gets the new size (it stays read); a
+    # run-time block is still read by the grid's count, so the launch alone gets the new size
+    named = threads is not None and syn.is_identifier(syn.unwrap_parens(la.block))
+    block = launch_dims_edit(unit, la, la.block, [str(size)]) if named else unit.replace(la.block, str(size))
+    return [grid, block], size
 
 
 def _kernel_problem(unit: CudaUnit, ew: Elementwise) -> str | None:

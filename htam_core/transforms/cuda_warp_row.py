@@ -204,13 +204,21 @@ def _walk_of(unit: CudaUnit, loop: Node) -> _Walk | str:
 def _flat_nest(unit: CudaUnit, w: _Walk, after: str, stride: str) -> TextEdit:
     """The edit replacing a perfect nest ``for (a = 0; a < A; ++a) for (b = 0; b < B; ++b) S`` with one index
     ``f`` in ``[0, A * B)`` split over the lanes (``a = f / B``, ``b = f % B``, the same order of elements), followed
-    by ``after`` (the all-reduces); ``stride``: the threads sharing a row (C text). The count is 0 when either bound is not positive, as the nest runs no step."""
+    by ``after`` (the all-reduces); ``stride``: the threads sharing a row (C text). The count is 0 when either bound
+    is not positive, as the nest runs no step. The pair ``(a, b)`` is divided out once, then carried along: each step
+    adds ``stride / B`` to ``a`` and ``stride % B`` to ``b``, with one carry when ``b`` reaches ``B`` (a 64-bit
+    division per element would cost more than the element's load); the carry sits in the loop's update, so a
+    ``continue`` in the body keeps it."""
     (h1, h2), ind = w.heads, syn.indent_of(unit.src, w.loop.start_byte)
     a, b = f"({unit.t(h1.bound)})", f"({unit.t(h2.bound)})"
-    text = (f"for (long long htam_f = {LANE}, htam_fn = {a} > 0 && {b} > 0 ? (long long){a} * {b} : 0; "
-            f"htam_f < htam_fn; htam_f += {stride}) {{\n"
-            f"{ind}    const {h1.type} {h1.var} = ({h1.type})(htam_f / {b});\n"
-            f"{ind}    const {h2.type} {h2.var} = ({h2.type})(htam_f % {b});\n"
+    text = (f"for (long long htam_f = {LANE}, htam_fn = {a} > 0 && {b} > 0 ? (long long){a} * {b} : 0, "
+            f"htam_b = {b} > 0 ? {b} : 1, htam_q = htam_f / htam_b, htam_r = htam_f % htam_b, "
+            f"htam_dq = ({stride}) / htam_b, htam_dr = ({stride}) % htam_b;\n"
+            f"{ind}     htam_f < htam_fn;\n"
+            f"{ind}     htam_f += {stride}, htam_r += htam_dr, htam_q += htam_dq + (htam_r >= htam_b), "
+            f"htam_r -= htam_r >= htam_b ? htam_b : 0) {{\n"
+            f"{ind}    const {h1.type} {h1.var} = ({h1.type})htam_q;\n"
+            f"{ind}    const {h2.type} {h2.var} = ({h2.type})htam_r;\n"
             f"{ind}    {unit.t(w.body)}\n{ind}}}")
     return unit.replace(w.loop, text + after)
 
@@ -269,7 +277,10 @@ def _guarded_max(unit: CudaUnit, n: Node, name: str) -> Node | None:
     return p if ms is not None and ms.name == name else None
 
 
-def _all_reduce(name: str, op: str, indent: str) -> str:
+def warp_all_reduce(name: str, op: str, indent: str) -> str:
+    """The text after a loop that all-reduces scalar ``name`` over a warp with ``__shfl_xor_sync`` (a butterfly of 5
+    steps, every lane ends with the warp's value), by the loop's reduction ``op`` (``"+"``, a min/max function, or
+    :data:`IF_MAX`, the comparison of ``if (x > m) m = x;``), each line at ``indent``."""
     if op == IF_MAX:  # the same comparison as the loop's `if (x > m) m = x;`
         step = (f"{{ const auto htam_v = __shfl_xor_sync(0xffffffffu, {name}, htam_o); "
                 f"if (htam_v > {name}) {name} = htam_v; }}")
@@ -334,7 +345,7 @@ def reduced_text(reduced: list[dict[str, str]]) -> tuple[str, str]:
     return names, "" if exact else " (float sums change order)"
 
 
-def _arg_all_reduce(a: ArgStep, v_type: str, i_type: str, indent: str) -> str:
+def warp_arg_all_reduce(a: ArgStep, v_type: str, i_type: str, indent: str) -> str:
     """A butterfly all-reduce of the ``(extreme, index)`` pairs of arg step ``a``: the more extreme value wins, and
     on equal values the index the loop's tie rule keeps (the smaller for a strict comparison, else the larger), so
     every lane ends with the pair the one thread found."""
@@ -528,7 +539,7 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise, rm: RowMap | None = None) ->
 
 
 #: A warp per row: lanes ``threadIdx.x & 31`` step by 32, warp-shuffle all-reduces.
-WARP_MAP = RowMap(f"threadIdx.x & {WARP - 1}", str(WARP), "({}) / " + str(WARP), _all_reduce, _arg_all_reduce)
+WARP_MAP = RowMap(f"threadIdx.x & {WARP - 1}", str(WARP), "({}) / " + str(WARP), warp_all_reduce, warp_arg_all_reduce)
 
 
 def launch_dim_read(unit: CudaUnit, ew: Elementwise) -> Node | None:

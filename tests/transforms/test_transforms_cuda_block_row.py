@@ -2,7 +2,8 @@
 ``blockDim.x``, every reduced scalar all-reduced over the block so every thread holds it, one block per row).
 
 Spellings (``tests/fixtures/transforms/block_row.cu``, written for these tests): NCHW per-channel mean and variance
-(a 2-deep nest, two passes, the second reading the mean), a row sum behind an early return, a row max with
+(a 2-deep nest, two passes, the second reading the mean), a nest whose body skips elements with ``continue``, a
+row sum behind an early return, a row max with
 ``fmaxf`` in a ``scalar_t`` template, a two-pass mean/variance over ``size_t`` indices, a cooperative-groups row
 index (``cg::this_thread_block``) and an arg-max. Each is offered, made, compiles with nvcc (sm_90) and runs on the
 CPU (:func:`cpu_emulation.run_block_main`, a host thread per CUDA thread, barriers, shared memory and shuffles
@@ -23,7 +24,7 @@ from htam_core.transforms.base import NotApplicable
 
 TID = "cuda.block_per_row"
 FILE = "block_row.cu"
-KERNELS = ["channel_moments", "row_total", "row_peak", "row_moments", "row_absmax_cg", "row_argmax"]
+KERNELS = ["channel_moments", "channel_positive", "row_total", "row_peak", "row_moments", "row_absmax_cg", "row_argmax"]
 
 
 def _kernel_text(text: str, kernel: str) -> str:
@@ -53,7 +54,8 @@ def test_the_mean_is_all_reduced_before_the_second_pass_reads_it(cand):
 def test_the_launch_gives_a_block_to_every_thread_it_started(cand):
     text = cand(TID, FILE, "row_total")[0].new_text
     assert "row_total<<<((rows + 127) / 128) * 128, 256>>>" in text
-    assert "row_absmax_cg<<<dim3((grid.x) * 64), 256>>>" in cand(TID, FILE, "row_absmax_cg")[0].new_text
+    cg = cand(TID, FILE, "row_absmax_cg")[0].new_text  # a dim3 block read by this launch alone: its declaration
+    assert "dim3 block(256);" in cg and "row_absmax_cg<<<dim3((grid.x) * 64), block>>>" in cg
 
 
 def _propose(text: str, kernel: str):
@@ -129,12 +131,12 @@ int main() {
 
 _STATS_MAIN = """
 int main() {
-    const int shapes[][3] = {{2, 3, 50}, {3, 2, 7}};
+    const int shapes[][3] = {{2, 3, 50}, {3, 2, 7}, {1, 2, 600}, {5, 1, 1}};
     for (const auto &sh : shapes) {
         const int N = sh[0], C = sh[1], HW = sh[2];
         std::vector<float> x((size_t)N * C * HW), out(C, -7.25f), out2(C, -7.25f);
         for (size_t k = 0; k < x.size(); ++k) x[k] = (float)((k * 7) % 11) - 5.0f;
-        htam_launch(GRID, BLOCK, 1, [&] { channel_moments(x.data(), out.data(), out2.data(), N, C, HW); });
+        htam_launch(GRID, BLOCK, 1, [&] { CALL; });
         for (int c = 0; c < C; ++c) std::printf("%.9g %.9g\\n", out[c], out2[c]);
     }
     return 0;
@@ -142,6 +144,8 @@ int main() {
 """
 
 CALLS = {
+    "channel_moments": "channel_moments(x.data(), out.data(), out2.data(), N, C, HW)",
+    "channel_positive": "channel_positive(x.data(), out.data(), N, C, HW)",
     "row_total": "row_total(x.data(), out.data(), rows, cols)",
     "row_peak": "row_peak<float>(x.data(), out.data(), rows, cols)",
     "row_moments": "row_moments(x.data(), out.data(), out2.data(), (size_t)rows, (size_t)cols)",
@@ -154,7 +158,7 @@ def _run(text: str, kernel: str, tmp_path, tag: str) -> list[float]:
     """The kernel run on the CPU with the grid and block its launch in ``text`` gives (host names as there)."""
     (la,) = facts_of_text(text, kernel).launches
     grid, block = la.grid[0].text, la.block[0].text
-    main = _STATS_MAIN if kernel == "channel_moments" else _ROWS_MAIN.replace("CALL", CALLS[kernel])
+    main = (_STATS_MAIN if kernel.startswith("channel") else _ROWS_MAIN).replace("CALL", CALLS[kernel])
     (tmp_path / tag).mkdir()
     return run_block_main(text, kernel, main.replace("GRID", grid).replace("BLOCK", block), tmp_path / tag,
                           prelude="#include <cmath>\n" + (CG if "cg" in kernel else ""))
@@ -165,6 +169,6 @@ def _run(text: str, kernel: str, tmp_path, tag: str) -> list[float]:
 def test_the_rewrite_gives_the_same_results_on_the_cpu(cand, kernel, tmp_path):
     before = _run(fixture_path(FILE).read_text(), kernel, tmp_path, "a")
     after = _run(cand(TID, FILE, kernel)[0].new_text, kernel, tmp_path, "b")
-    written = after[1::2] if kernel == "channel_moments" else after[2::3] if kernel == "row_argmax" else after[::3]
+    written = after[::2] if kernel.startswith("channel") else after[2::3] if kernel == "row_argmax" else after[::3]
     sentinel = -7.0 if kernel == "row_argmax" else -7.25  # what the host wrote before the launch
     assert after == pytest.approx(before, rel=1e-5, abs=1e-5) and sentinel not in written  # every row written
