@@ -12,7 +12,9 @@ included) to the original's results, on rows shorter than a block and rows sever
 
 from __future__ import annotations
 
+import json
 import shutil
+from pathlib import Path
 
 import pytest
 from cpu_emulation import compiler, run_block_main
@@ -172,3 +174,54 @@ def test_the_rewrite_gives_the_same_results_on_the_cpu(cand, kernel, tmp_path):
     written = after[::2] if kernel.startswith("channel") else after[2::3] if kernel == "row_argmax" else after[::3]
     sentinel = -7.0 if kernel == "row_argmax" else -7.25  # what the host wrote before the launch
     assert after == pytest.approx(before, rel=1e-5, abs=1e-5) and sentinel not in written  # every row written
+
+
+SPELLINGS = Path(__file__).resolve().parents[1] / "fixtures" / "spellings" / "warp_per_row"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_the_warp_per_row_spellings_are_made_and_compile(tmp_path):
+    """The six spellings of the warp-per-row step (ATen with a stream, llm.c with the block a launcher parameter,
+    NVIDIA samples, a template, cooperative groups, macros at the launch) are made as a block per row too."""
+    step = json.loads((SPELLINGS / "step.json").read_text())
+    for i, (name, cell) in enumerate(sorted(step["spellings"].items())):
+        model = parse_text((SPELLINGS / name).read_text(), "cuda", str(SPELLINGS / name))
+        res = registry.propose(TID, model, model.kernel(cell["kernel"]))
+        assert not isinstance(res, NotApplicable), f"{name}: {res.reason}"
+        assert "__syncthreads();" in res[0].new_text and "+= blockDim.x" in res[0].new_text
+        assert_nvcc_compiles(res[0].new_text, tmp_path, f"s{i}.cu")
+
+
+SOFTMAX = "softmax_row_per_thread.cu"
+_SOFTMAX_MAIN = """
+int main() {
+    const int rows = 3, cols = 600, threads = 128, blocks = (rows + threads - 1) / threads;
+    std::vector<float> x((size_t)rows * cols), y((size_t)rows * cols, -7.25f);
+    for (size_t k = 0; k < x.size(); ++k) x[k] = 0.01f * (float)((k * 37) % 101) - 0.5f;
+    htam_launch(GRID, BLOCK, 1, [&] { softmax_row_per_thread(x.data(), y.data(), rows, cols); });
+    for (float v : y) std::printf("%.9g\\n", v);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+def test_a_three_pass_softmax_gives_the_same_rows_on_the_cpu(cand, tmp_path):
+    """Max, sum of exponentials, then the normalized row written by every thread: the max and the sum are
+    all-reduced over the block before the next pass reads them."""
+    out = []
+    for tag, text in (("a", fixture_path(SOFTMAX).read_text()), ("b", cand(TID, SOFTMAX, "softmax_row_per_thread")[0].new_text)):
+        (la,) = facts_of_text(text, "softmax_row_per_thread").launches
+        main = _SOFTMAX_MAIN.replace("GRID", la.grid[0].text).replace("BLOCK", la.block[0].text)
+        (tmp_path / tag).mkdir()
+        out.append(run_block_main(text, "softmax_row_per_thread", main, tmp_path / tag,
+                                  prelude="#include <cmath>\n#include <cfloat>\n"))
+    assert out[1] == pytest.approx(out[0], rel=1e-5, abs=1e-7) and -7.25 not in out[1]
+
+
+def test_the_merged_online_pass_is_refused():
+    path = fixture_path(SOFTMAX)
+    model = parse_text(path.read_text(), "cuda", str(path))
+    (merged,) = registry.propose("cuda.online_softmax", model, model.kernel("softmax_row_per_thread"))
+    res = _propose(merged.new_text, "softmax_row_per_thread")
+    assert isinstance(res, NotApplicable) and "merged max/sum pass of online softmax" in res.reason
