@@ -225,3 +225,38 @@ def test_the_merged_online_pass_is_refused():
     (merged,) = registry.propose("cuda.online_softmax", model, model.kernel("softmax_row_per_thread"))
     res = _propose(merged.new_text, "softmax_row_per_thread")
     assert isinstance(res, NotApplicable) and "merged max/sum pass of online softmax" in res.reason
+
+
+ARG_FILE = "warp_row_argreduce.cu"
+_ARG_MAIN = """
+int main() {
+    const int shapes[][2] = {{5, 1}, {4, 33}, {3, 300}};
+    for (const auto &sh : shapes) {
+        const int rows = sh[0], cols = sh[1];
+        std::vector<float> x((size_t)rows * cols), out(rows, -7.25f);
+        for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < cols; ++c)
+                x[(size_t)r * cols + c] = r == 0 ? -INFINITY : r == 1 ? 2.0f : (float)((r * 7 + c * 3) % 5);
+        htam_launch(GRID, BLOCK, 1, [&] { KERNEL(x.data(), out.data(), rows, cols); });
+        for (float v : out) std::printf("%.9g\\n", v);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+@pytest.mark.parametrize("kernel", ["argmax_first", "argmax_from_first", "argmax_last", "argmin_flipped",
+                                    "max_from_first", "sum_from_first"])
+def test_arg_steps_and_loops_after_an_element_give_the_same_on_the_cpu(cand, kernel, tmp_path):
+    """The warp-per-row fixture's arg-max/arg-min tie rules (a row of -inf, a row of one repeated value, many ties)
+    and loops that start after the row's first element, as a block per row; one block per row (``rows`` blocks:
+    the launch's own grid is checked above), with the original's launch for the original."""
+    out = []
+    for tag, text in (("a", fixture_path(ARG_FILE).read_text()), ("b", cand(TID, ARG_FILE, kernel)[0].new_text)):
+        (la,) = facts_of_text(text, kernel).launches
+        grid = la.grid[0].text if tag == "a" else "rows"
+        main = _ARG_MAIN.replace("GRID", grid).replace("BLOCK", la.block[0].text).replace("KERNEL", kernel)
+        (tmp_path / tag).mkdir()
+        out.append(run_block_main(text, kernel, main, tmp_path / tag, prelude="#include <cmath>"))
+    assert out[1] == out[0] and -7.25 not in out[1]  # small integers: every order gives the same, ties included
