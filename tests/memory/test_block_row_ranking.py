@@ -61,3 +61,11 @@ def test_many_short_rows_or_unknown_sizes_rank_a_warp_per_row_first(kernel: str)
 def test_many_channels_rank_a_warp_per_row_first() -> None:
     text = FILE.read_text(encoding="utf-8").replace("const int N = 16, C = 32", "const int N = 16, C = 4096")
     assert _order("channel_moments", text) == ["warp_per_row", "block_per_row"]
+
+
+def test_macro_sizes_and_a_ceiling_division_at_the_launch_are_read() -> None:
+    path = FILE.parents[1] / "spellings" / "block_per_row" / "macro.cu"
+    model = parse_text(path.read_text(encoding="utf-8"), "cuda", str(path))
+    k = model.kernel("row_mean_macro")
+    (r,) = row_launches(analyze(model, k), [p.name for p in k.params])
+    assert (r.rows, r.length) == (32 * 2, 4096)  # CEIL_DIV(ROWS, ROW_THREADS) blocks of ROW_THREADS

@@ -57,8 +57,21 @@ class RowLaunch:
 
 
 def _integer(expr: sympy.Expr | None) -> int | None:
-    """The value of a sympy expression that is an integer constant, else ``None``."""
-    return int(expr) if expr is not None and getattr(expr, "is_Integer", False) else None
+    """The value of a sympy expression that is an integer constant once its C divisions and remainders of
+    non-negative integers (the facts' ``div``/``mod``: ``CEIL_DIV(64, 32)`` is ``div(95, 32)``) are worked out, else
+    ``None``."""
+    if expr is None:
+        return None
+    done = expr.replace(sympy.Function("div"), lambda a, b: sympy.floor(a / b) if _naturals(a, b) else
+                        sympy.Function("div")(a, b))
+    done = done.replace(sympy.Function("mod"), lambda a, b: sympy.Mod(a, b) if _naturals(a, b) else
+                        sympy.Function("mod")(a, b))
+    return int(done) if getattr(done, "is_Integer", False) else None
+
+
+def _naturals(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Both are integer constants, ``a >= 0`` and ``b > 0`` (where C's truncating division is the floor)."""
+    return bool(getattr(a, "is_Integer", False) and getattr(b, "is_Integer", False) and a >= 0 and b > 0)
 
 
 def _threads(la: LaunchFacts) -> int | None:
