@@ -10,7 +10,8 @@ block:
 * every loop over the row (a perfect 2-deep nest read as one index, a loop starting after an element: the shapes
   :func:`~htam_core.transforms.cuda_warp_row.warp_row_edits` reads) starts at the thread and steps by
   ``blockDim.x``, so the threads of a block read consecutive elements;
-* every scalar a loop reduces (a sum, a max/min however written, an arg-max/arg-min pair with its tie rule) is
+* every scalar a loop reduces (a sum, a max/min however written, an arg-max/arg-min pair with its tie rule, the
+  running-max/sum pair of the merged pass ``cuda.online_softmax`` writes, rescaled as it combines) is
   all-reduced over the block right after the loop: a ``__shfl_xor_sync`` butterfly in each warp, one partial per
   warp in ``__shared__`` memory, then every thread combines the partials in the same order, so every thread holds
   the row's value (a second pass that reads the mean, as per-channel variance does, reads the same value in every
@@ -24,9 +25,9 @@ The rewrite is correct for any number and length of rows at run time (the block 
 most 1024, the guard is the same for all threads of a block, so the barriers are reached by all or none); the
 sizes the host code launches with only choose the block size and rank the step against a warp per row
 (``few_long_rows`` in the knowledge base). Refused with a reason: whatever a warp per row refuses, a loop that
-walks a column (a block would read elements a row apart), the merged max/sum pass of online softmax, a kernel that
-reads ``blockDim``/``gridDim`` outside its global index, a block that is not 1-D, and ``__launch_bounds__`` below
-the block size. Idea sources: NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014:
+walks a column (a block would read elements a row apart), a kernel that reads ``blockDim``/``gridDim`` outside its
+global index, a block that is not 1-D, and ``__launch_bounds__`` below 64 threads (a lower bound than the chosen
+size caps it). Idea sources: NVIDIA developer blog, "Faster Parallel Reductions on Kepler" (Luitjens, 2014:
 ``blockReduceSum``, warp shuffles then one value per warp in shared memory); the block-per-channel batch-norm
 statistics kernels of cuDNN/PyTorch (``batch_norm_collect_statistics``).
 """
@@ -48,6 +49,7 @@ from htam_core.transforms._cuda import (
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_softmax import pair_all_reduce, pair_combine
 from htam_core.transforms.cuda_warp_row import (
     IF_MAX,
     RowMap,
@@ -111,8 +113,24 @@ def block_arg_reduce(a: ArgStep, v_type: str, i_type: str, indent: str) -> str:
                            f"{{ {b} = {pv}[htam_w]; {i} = {pi}[htam_w]; }}", "__syncthreads();"])
 
 
-#: A block per row: threads ``threadIdx.x`` step by ``blockDim.x``, block all-reduces; no online max/sum pairs.
-BLOCK_MAP = RowMap("threadIdx.x", "blockDim.x", "({}) / blockDim.x", block_reduce, block_arg_reduce, pairs=False)
+def block_pair_reduce(m: str, s: str, m_type: str, s_type: str, fn: str | None, exp: str, indent: str) -> str:
+    """The block all-reduce of the running-max/sum pairs ``(m, s)`` of the merged online max/sum loop: the warp
+    all-reduce of :func:`~htam_core.transforms.cuda_softmax.pair_all_reduce`, then the warps' pairs through shared
+    memory, folded by every thread in warp order with the same rescaling
+    (:func:`~htam_core.transforms.cuda_softmax.pair_combine`)."""
+    pm, ps = f"htam_pm_{m}", f"htam_ps_{s}"
+    warp = pair_all_reduce(m, s, m_type, s_type, fn, exp, "0xffffffffu", "").split("\n")
+    fold = pair_combine(m, s, m_type, fn, exp, f"{pm}[htam_w]", f"{ps}[htam_w]")
+    return _block(indent, [f"__shared__ decltype({m}) {pm}[32];", f"__shared__ decltype({s}) {ps}[32];", *warp,
+                           f"if ((threadIdx.x & 31) == 0) {{ {pm}[threadIdx.x >> 5] = {m}; {ps}[threadIdx.x >> 5] = {s}; }}",
+                           "__syncthreads();", f"{m} = {pm}[0]; {s} = {ps}[0];",
+                           "for (unsigned htam_w = 1; htam_w < (blockDim.x >> 5); ++htam_w) {",
+                           *[f"    {x}" for x in fold], "}", "__syncthreads();"])
+
+
+#: A block per row: threads ``threadIdx.x`` step by ``blockDim.x``, block all-reduces.
+BLOCK_MAP = RowMap("threadIdx.x", "blockDim.x", "({}) / blockDim.x", block_reduce, block_arg_reduce,
+                   block_pair_reduce)
 
 
 def _block_size(unit: CudaUnit, la: Launch) -> int | str:

@@ -84,7 +84,8 @@ class RowMap:
         row: the format turning the thread-per-row index into the row index (``"({}) / 32"``).
         reduce: ``(name, op, indent)`` -> the text after a loop that all-reduces one scalar over the threads.
         arg_reduce: ``(arg step, value type, index type, indent)`` -> the text that all-reduces an arg pair.
-        pairs: whether the merged online max/sum loop of ``cuda.online_softmax`` is all-reduced (else refused).
+        pair_reduce: ``(max, sum, max type, sum type, max function, exp, indent)`` -> the text that all-reduces the
+            running-max/sum pairs of the merged online max/sum loop of ``cuda.online_softmax``.
     """
 
     lane: str
@@ -92,7 +93,7 @@ class RowMap:
     row: str
     reduce: Callable[[str, str, str], str]
     arg_reduce: Callable[[ArgStep, str, str, str], str]
-    pairs: bool = True
+    pair_reduce: Callable[[str, str, str, str, str | None, str, str], str]
 
 
 def _is_zero(text: str) -> bool:
@@ -451,15 +452,12 @@ def _loop_edits(unit: CudaUnit, loop: Node, scalars: dict[str, Node],
         return w
     indent = syn.indent_of(unit.src, loop.start_byte)
     pair = online_pair(unit, w.body) if len(w.heads) == 1 else None
-    if pair is not None and not rm.pairs:
-        return (f"the loop on line {w.line} is the merged max/sum pass of online softmax, whose pairs this rewrite "
-                "does not combine")
     if pair is not None:
         why = _online_pair_check(unit, scalars, pair, w.line)
         if why:
             return why
         m_type, s_type = (_scalar_type(unit, scalars[n]) for n in (pair.m, pair.s))
-        after = "\n" + pair_all_reduce(pair.m, pair.s, m_type, s_type, pair.fn, pair.exp, "0xffffffffu", indent)
+        after = rm.pair_reduce(pair.m, pair.s, m_type, s_type, pair.fn, pair.exp, indent)
         return _split_edits(unit, w, after, rm.stride), [{"name": f"{pair.m}, {pair.s}", "op": "online max/sum"}]
     steps = _body_steps(unit, w, scalars)
     if isinstance(steps, str):
@@ -539,7 +537,14 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise, rm: RowMap | None = None) ->
 
 
 #: A warp per row: lanes ``threadIdx.x & 31`` step by 32, warp-shuffle all-reduces.
-WARP_MAP = RowMap(f"threadIdx.x & {WARP - 1}", str(WARP), "({}) / " + str(WARP), warp_all_reduce, warp_arg_all_reduce)
+def warp_pair_reduce(m: str, s: str, m_type: str, s_type: str, fn: str | None, exp: str, indent: str) -> str:
+    """The full-warp all-reduce of the online max/sum pairs ``(m, s)`` after their loop
+    (:func:`~htam_core.transforms.cuda_softmax.pair_all_reduce`), on a new line."""
+    return "\n" + pair_all_reduce(m, s, m_type, s_type, fn, exp, "0xffffffffu", indent)
+
+
+WARP_MAP = RowMap(f"threadIdx.x & {WARP - 1}", str(WARP), "({}) / " + str(WARP), warp_all_reduce, warp_arg_all_reduce,
+                  warp_pair_reduce)
 
 
 def launch_dim_read(unit: CudaUnit, ew: Elementwise) -> Node | None:

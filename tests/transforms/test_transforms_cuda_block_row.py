@@ -99,6 +99,8 @@ def test_a_kernel_reading_the_block_size_is_refused():
 def test_every_rewrite_compiles(cand, tmp_path):
     for i, kernel in enumerate(KERNELS):
         assert_nvcc_compiles(cand(TID, FILE, kernel)[0].new_text, tmp_path, f"b{i}.cu")
+    for tag, text in _softmax_texts(cand)[1:]:
+        assert_nvcc_compiles(text, tmp_path, f"softmax_{tag}.cu")
 
 
 #: host stand-ins for the cooperative-groups calls the cg spelling makes (the shim's builtins are per thread)
@@ -198,6 +200,8 @@ int main() {
     const int rows = 3, cols = 600, threads = 128, blocks = (rows + threads - 1) / threads;
     std::vector<float> x((size_t)rows * cols), y((size_t)rows * cols, -7.25f);
     for (size_t k = 0; k < x.size(); ++k) x[k] = 0.01f * (float)((k * 37) % 101) - 0.5f;
+    for (int c = 0; c < cols; ++c) if (c % 7 == 0 || c > 10) x[(size_t)cols + c] = -INFINITY;  // row 1
+    for (int c = 1; c < cols; ++c) x[(size_t)2 * cols + c] = -INFINITY;  // row 2: one finite entry
     htam_launch(GRID, BLOCK, 1, [&] { softmax_row_per_thread(x.data(), y.data(), rows, cols); });
     for (float v : y) std::printf("%.9g\\n", v);
     return 0;
@@ -205,27 +209,32 @@ int main() {
 """
 
 
+def _softmax_texts(cand) -> list[tuple[str, str]]:
+    """The corpus softmax, its block-per-row rewrite, and the rewrite of its merged online max/sum pass."""
+    path = fixture_path(SOFTMAX)
+    model = parse_text(path.read_text(), "cuda", str(path))
+    (merged,) = registry.propose("cuda.online_softmax", model, model.kernel("softmax_row_per_thread"))
+    online = _propose(merged.new_text, "softmax_row_per_thread")
+    assert not isinstance(online, NotApplicable), online.reason
+    return [("a", path.read_text()), ("b", cand(TID, SOFTMAX, "softmax_row_per_thread")[0].new_text),
+            ("c", online[0].new_text)]
+
+
 @pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
-def test_a_three_pass_softmax_gives_the_same_rows_on_the_cpu(cand, tmp_path):
+def test_a_softmax_gives_the_same_rows_on_the_cpu(cand, tmp_path):
     """Max, sum of exponentials, then the normalized row written by every thread: the max and the sum are
-    all-reduced over the block before the next pass reads them."""
+    all-reduced over the block before the next pass reads them; after ``cuda.online_softmax`` the merged pass's
+    (max, sum) pairs are all-reduced with the rescaling (rows with -inf entries and a row all -inf but one)."""
     out = []
-    for tag, text in (("a", fixture_path(SOFTMAX).read_text()), ("b", cand(TID, SOFTMAX, "softmax_row_per_thread")[0].new_text)):
+    for tag, text in _softmax_texts(cand):
         (la,) = facts_of_text(text, "softmax_row_per_thread").launches
         main = _SOFTMAX_MAIN.replace("GRID", la.grid[0].text).replace("BLOCK", la.block[0].text)
         (tmp_path / tag).mkdir()
         out.append(run_block_main(text, "softmax_row_per_thread", main, tmp_path / tag,
                                   prelude="#include <cmath>\n#include <cfloat>\n"))
-    assert out[1] == pytest.approx(out[0], rel=1e-5, abs=1e-7) and -7.25 not in out[1]
-
-
-def test_the_merged_online_pass_is_refused():
-    path = fixture_path(SOFTMAX)
-    model = parse_text(path.read_text(), "cuda", str(path))
-    (merged,) = registry.propose("cuda.online_softmax", model, model.kernel("softmax_row_per_thread"))
-    res = _propose(merged.new_text, "softmax_row_per_thread")
-    assert isinstance(res, NotApplicable) and "merged max/sum pass of online softmax" in res.reason
-
+    assert "htam_pm_m[htam_w]" in _softmax_texts(cand)[2][1]
+    for got in out[1:]:
+        assert got == pytest.approx(out[0], rel=1e-5, abs=1e-7) and -7.25 not in got
 
 ARG_FILE = "warp_row_argreduce.cu"
 _ARG_MAIN = """
