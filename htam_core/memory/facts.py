@@ -25,6 +25,7 @@ from htam_core.source.analysis.constants import SIZEOF, evaluate_text
 from htam_core.source.analysis.elementwise_uses import same_index
 from htam_core.source.analysis.facts import sym
 from htam_core.source.analysis.forms import KernelText
+from htam_core.source.analysis.row_launch import few_long_rows
 from htam_core.source.analysis.syntax import parse
 from htam_core.source.analysis.triton_names import binding_imports
 from htam_core.source.analysis.unit import CudaSource, cuda_source
@@ -95,6 +96,10 @@ FACTS: dict[str, str] = {
     "uncoalesced_row_loop": "CUDA: a loop walks a row owned by one thread, so a warp's lanes are a row apart: an "
     "access moves by 1 with the loop variable and by neither 0 nor 1 along threadIdx (analysis layer: "
     "KernelFacts.row_loops); false for Triton, unknown without the kernel",
+    "few_long_rows": "CUDA: a launch of a thread-per-row kernel in its file starts fewer than 4 threads per SM of "
+    "the reference device (each a row: a warp per row would leave most SMs idle) for rows of at least 1024 elements, "
+    "both read as constants of the host code (analysis layer: row_launch.few_long_rows); false when the known sizes "
+    "say otherwise or for Triton, unknown without the kernel's file or sizes",
     "column_split_sum": "CUDA: a column sum whose threads split the summed index, lanes on rows: its reads move by "
     "the row length between consecutive threads (uncoalesced) and the column is one per group of threads "
     "(analysis layer: KernelFacts.column_split_loops); false for Triton, unknown without the kernel",
@@ -282,6 +287,16 @@ def _row_loop_facts(analysis: KernelFacts | None, lang: str) -> dict[str, bool |
     args: dict[str, dict[str, bool]] = {"uncoalesced_row_loop": {"groups": True}}  # a RoPE pair loop walks its row
     return {k: False if lang != "cuda" else (None if analysis is None else bool(getattr(analysis, m)(**args.get(k, {}))))
             for k, m in reads.items()}
+
+
+def _few_long_rows(lang: str, model: SourceModel | None, kernel: Kernel | None, facts: KernelFacts | None) -> bool | None:
+    """``few_long_rows`` (see :data:`FACTS`): the launch sizes of the kernel in its file
+    (:func:`~htam_core.source.analysis.row_launch.few_long_rows`); false for Triton, unknown without the file."""
+    if lang != "cuda":
+        return False
+    if model is None or kernel is None or facts is None:
+        return None
+    return few_long_rows(facts, [p.name for p in kernel.params])
 
 
 def _one_element_tree(model: SourceModel | None, kernel: Kernel | None, facts: KernelFacts | None) -> bool | None:
@@ -553,7 +568,7 @@ def compute_facts(
         None if matmul_like is None else bool(has_loop and reduction_like and loads >= 2))
     facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
     facts["scalar_element_writes"] = 0 if lang != "cuda" else _scalar_element_writes(analysis)
-    facts.update(_row_loop_facts(analysis, lang))
+    facts.update(_row_loop_facts(analysis, lang), few_long_rows=_few_long_rows(lang, model, kernel, in_file))
     facts["stencil_like"] = True if in_file is not None and (in_file.stencils or in_file.stencils2d or
                                                              in_file.stencils3d) else \
         _neighbour_loads(in_file, matmul_like)  # the window's radius may be a file constant

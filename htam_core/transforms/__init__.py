@@ -6,7 +6,8 @@ Public API::
     get(transform_id) / all_transforms() / for_language(lang) / register (class decorator)
     TextEdit, Candidate, NotApplicable, Transform, UnitTransform, apply_edits(text, edits)
 
-One module per strategy family: ``cuda_launch``, ``cuda_qualifiers``, ``cuda_warp_row``, ``cuda_loops``,
+One module per strategy family: ``cuda_launch``, ``cuda_qualifiers``, ``cuda_warp_row``,
+``cuda_block_row`` (a block per row, for few long rows), ``cuda_loops``,
 ``cuda_memory``, ``cuda_tiling``, ``cuda_register_tiling`` (TMxTN register tiles), ``cuda_softmax`` (online
 softmax), ``cuda_coalesce`` (x/y remap), ``cuda_warp_reduce`` (warp-shuffle finish), ``cuda_math``,
 ``cuda_reduction``, ``cuda_stencil`` (a 1-D or 2-D stencil's window through a shared tile with halo; the 2-D form in ``cuda_stencil2d``), ``triton_launch``, ``triton_autotune`` (with an ``early_config_prune``), ``triton_hints``,

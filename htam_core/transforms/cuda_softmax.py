@@ -165,6 +165,16 @@ def merged_update(m: str, s: str, x: str, mn: str, s_type: str, exp: str) -> str
             f"({x} == {mn} ? ({s_type})1 : {exp}({x} - {mn}));")
 
 
+def pair_combine(m: str, s: str, m_type: str, fn: str | None, exp: str, om: str, os: str) -> list[str]:
+    """The statements folding the running-max/sum pair ``(om, os)`` into ``(m, s)``: the larger max, each sum
+    rescaled to it (an ``exp(0)`` factor skipped, so ``-inf`` maxima stay safe). ``fn``: the max function of the
+    loop (``None``: a comparison), ``exp``: its exponential."""
+    return [f"const {m_type} htam_mn = {_max_expr(fn, m, om)};",
+            f"{s} = ({m} == htam_mn ? {s} : {s} * {exp}({m} - htam_mn)) + "
+            f"({om} == htam_mn ? {os} : {os} * {exp}({om} - htam_mn));",
+            f"{m} = htam_mn;"]
+
+
 def pair_all_reduce(m: str, s: str, m_type: str, s_type: str, fn: str | None, exp: str, mask: str,
                     indent: str) -> str:
     """A full-warp butterfly all-reduce of running-max/sum pairs ``(m, s)`` (every lane ends with the row's)."""
@@ -172,10 +182,7 @@ def pair_all_reduce(m: str, s: str, m_type: str, s_type: str, fn: str | None, ex
         "for (int htam_o = 16; htam_o > 0; htam_o >>= 1) {",
         f"    const {m_type} htam_om = __shfl_xor_sync({mask}, {m}, htam_o);",
         f"    const {s_type} htam_os = __shfl_xor_sync({mask}, {s}, htam_o);",
-        f"    const {m_type} htam_mn = {_max_expr(fn, m, 'htam_om')};",
-        f"    {s} = ({m} == htam_mn ? {s} : {s} * {exp}({m} - htam_mn)) + "
-        f"(htam_om == htam_mn ? htam_os : htam_os * {exp}(htam_om - htam_mn));",
-        f"    {m} = htam_mn;",
+        *[f"    {x}" for x in pair_combine(m, s, m_type, fn, exp, "htam_om", "htam_os")],
         "}",
     ])
 

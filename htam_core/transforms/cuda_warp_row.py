@@ -42,6 +42,7 @@ CUB's ``ArgMax`` (a key-value reduction keeping the first index) for the pair; l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
@@ -74,6 +75,29 @@ MINMAX = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
 #: A reduction step's op: ``"+"``, a min/max function, ``"argmax"``/``"argmin"`` (and their ``" index"`` halves),
 #: or the :class:`Selection` of a max/min written as a comparison and a choice (all-reduced with that comparison).
 Op = str | Selection
+
+
+@dataclass(frozen=True)
+class RowMap:
+    """How the elements of a row are dealt to the threads that share it, and how their partial values meet (a warp
+    per row here, :data:`WARP_MAP`; a block per row in :mod:`htam_core.transforms.cuda_block_row`).
+
+    Attributes:
+        lane: the C expression of a thread's place among the row's threads (``threadIdx.x & 31``).
+        stride: how far a thread steps along the row (``32``, ``blockDim.x``), C text.
+        row: the format turning the thread-per-row index into the row index (``"({}) / 32"``).
+        reduce: ``(name, op, indent)`` -> the text after a loop that all-reduces one scalar over the threads.
+        arg_reduce: ``(arg step, value type, index type, indent)`` -> the text that all-reduces an arg pair.
+        pair_reduce: ``(max, sum, max type, sum type, max function, exp, indent)`` -> the text that all-reduces the
+            running-max/sum pairs of the merged online max/sum loop of ``cuda.online_softmax``.
+    """
+
+    lane: str
+    stride: str
+    row: str
+    reduce: Callable[[str, str, str], str]
+    arg_reduce: Callable[[ArgStep, str, str, str], str]
+    pair_reduce: Callable[[str, str, str, str, str | None, str, str], str]
 
 
 def _is_zero(text: str) -> bool:
@@ -182,16 +206,24 @@ def _walk_of(unit: CudaUnit, loop: Node) -> _Walk | str:
     return _Walk(loop, [head, ih], body, line)
 
 
-def _flat_nest(unit: CudaUnit, w: _Walk, after: str) -> TextEdit:
+def _flat_nest(unit: CudaUnit, w: _Walk, after: str, stride: str) -> TextEdit:
     """The edit replacing a perfect nest ``for (a = 0; a < A; ++a) for (b = 0; b < B; ++b) S`` with one index
     ``f`` in ``[0, A * B)`` split over the lanes (``a = f / B``, ``b = f % B``, the same order of elements), followed
-    by ``after`` (the all-reduces). The count is 0 when either bound is not positive, as the nest runs no step."""
+    by ``after`` (the all-reduces); ``stride``: the threads sharing a row (C text). The count is 0 when either bound
+    is not positive, as the nest runs no step. The pair ``(a, b)`` is divided out once, then carried along: each step
+    adds ``stride / B`` to ``a`` and ``stride % B`` to ``b``, with one carry when ``b`` reaches ``B`` (a 64-bit
+    division per element would cost more than the element's load); the carry sits in the loop's update, so a
+    ``continue`` in the body keeps it."""
     (h1, h2), ind = w.heads, syn.indent_of(unit.src, w.loop.start_byte)
     a, b = f"({unit.t(h1.bound)})", f"({unit.t(h2.bound)})"
-    text = (f"for (long long htam_f = {LANE}, htam_fn = {a} > 0 && {b} > 0 ? (long long){a} * {b} : 0; "
-            f"htam_f < htam_fn; htam_f += {WARP}) {{\n"
-            f"{ind}    const {h1.type} {h1.var} = ({h1.type})(htam_f / {b});\n"
-            f"{ind}    const {h2.type} {h2.var} = ({h2.type})(htam_f % {b});\n"
+    text = (f"for (long long htam_f = {LANE}, htam_fn = {a} > 0 && {b} > 0 ? (long long){a} * {b} : 0, "
+            f"htam_b = {b} > 0 ? {b} : 1, htam_q = htam_f / htam_b, htam_r = htam_f % htam_b, "
+            f"htam_dq = ({stride}) / htam_b, htam_dr = ({stride}) % htam_b;\n"
+            f"{ind}     htam_f < htam_fn;\n"
+            f"{ind}     htam_f += {stride}, htam_r += htam_dr, htam_q += htam_dq + (htam_r >= htam_b), "
+            f"htam_r -= htam_r >= htam_b ? htam_b : 0) {{\n"
+            f"{ind}    const {h1.type} {h1.var} = ({h1.type})htam_q;\n"
+            f"{ind}    const {h2.type} {h2.var} = ({h2.type})htam_r;\n"
             f"{ind}    {unit.t(w.body)}\n{ind}}}")
     return unit.replace(w.loop, text + after)
 
@@ -261,7 +293,11 @@ def _op_name(op: Op) -> str:
     return f"{op.kind} ({op.assign('m', 'v')}{' a NaN enters' if op.nan_enters else ''})"
 
 
-def _all_reduce(name: str, op: Op, indent: str) -> str:
+def warp_all_reduce(name: str, op: Op, indent: str) -> str:
+    """The text after a loop that all-reduces scalar ``name`` over a warp with ``__shfl_xor_sync`` (a butterfly of 5
+    steps, every lane ends with the warp's value), by the loop's reduction ``op`` (``"+"``, a min/max function, or
+    the :class:`Selection` of a max/min written as a comparison and a choice, combined with that same comparison),
+    each line at ``indent``."""
     if isinstance(op, Selection):  # the same comparison and branch order as the loop's step
         step = (f"{{ const auto htam_v = __shfl_xor_sync(0xffffffffu, {name}, htam_o); "
                 f"{op.assign(name, 'htam_v')} }}")
@@ -304,11 +340,36 @@ def _column_walk(unit: CudaUnit, loop: Node) -> str | None:
             f"{acc.stride(fact.var)} elements per step of {fact.var}")
 
 
-def _arg_all_reduce(a: ArgStep, v_type: str, i_type: str, indent: str) -> str:
+def arg_order(a: ArgStep) -> tuple[str, str]:
+    """The comparisons that combine two pairs of arg step ``a``: ``(better, tie)``, a value ``better`` than the held
+    one wins (``">"`` for an arg-max), and on equal values an index ``tie`` than the held one (``"<"``: the first
+    index, for a strict comparison; ``">"``: the last)."""
+    return (">" if a.kind == "argmax" else "<"), ("<" if a.first else ">")
+
+
+def column_walk(unit: CudaUnit, ew: Elementwise) -> str | None:
+    """Why the first loop of the guarded body (the inner loop of a nest) that walks a column is one
+    (:func:`_column_walk`), or ``None`` when every loop walks a row."""
+    return next((w for w in (_column_walk(unit, _inner_loop(unit, s) or s) for s in ew.stmts if syn.is_for(s)) if w),
+                None)
+
+
+def reduced_text(reduced: list[dict[str, str]]) -> tuple[str, str]:
+    """The names of the reduced scalars of a row rewrite's summary (``"s, q"``, ``"none"``) and the note that float
+    sums change order (``""`` when every reduction is a max, min or arg step, which are exact), with the NaN note
+    of a selection that lets a NaN in."""
+    names = ", ".join(str(r["name"]) for r in reduced) or "none"
+    exact = all(str(r["op"]).startswith(("arg", "f", "max", "min")) for r in reduced)
+    nan = ("; a row holding a NaN may end with another value (its step lets a NaN in)"
+           if any("NaN" in str(r["op"]) for r in reduced) else "")
+    return names, ("" if exact else " (float sums change order)") + nan
+
+
+def warp_arg_all_reduce(a: ArgStep, v_type: str, i_type: str, indent: str) -> str:
     """A butterfly all-reduce of the ``(extreme, index)`` pairs of arg step ``a``: the more extreme value wins, and
     on equal values the index the loop's tie rule keeps (the smaller for a strict comparison, else the larger), so
     every lane ends with the pair the one thread found."""
-    better, tie, b, i = (">" if a.kind == "argmax" else "<"), ("<" if a.first else ">"), a.value, a.index
+    (better, tie), b, i = arg_order(a), a.value, a.index
     lines = [f"for (int htam_o = {WARP // 2}; htam_o > 0; htam_o >>= 1) {{",
              f"    const {v_type} htam_ov = __shfl_xor_sync(0xffffffffu, {b}, htam_o);",
              f"    const {i_type} htam_oi = __shfl_xor_sync(0xffffffffu, {i}, htam_o);",
@@ -401,9 +462,10 @@ def _sum_edits(unit: CudaUnit, name: str, w: _Walk, scalars: dict[str, Node]) ->
     return [unit.replace(init, f"{LANE} == 0 ? ({unit.t(init)}) : ({_scalar_type(unit, decl)})0")]
 
 
-def _loop_edits(unit: CudaUnit, loop: Node, scalars: dict[str, Node]) -> tuple[list[TextEdit], list[dict[str, str]]] | str:
+def _loop_edits(unit: CudaUnit, loop: Node, scalars: dict[str, Node],
+                rm: RowMap) -> tuple[list[TextEdit], list[dict[str, str]]] | str:
     """The edits splitting one loop (or perfect nest) of the guarded body over the lanes and all-reducing what it
-    reduces, with the summary of the reductions, or why it cannot."""
+    reduces (``rm``: over a warp or a block), with the summary of the reductions, or why it cannot."""
     w = _walk_of(unit, loop)
     if isinstance(w, str):
         return w
@@ -414,8 +476,8 @@ def _loop_edits(unit: CudaUnit, loop: Node, scalars: dict[str, Node]) -> tuple[l
         if why:
             return why
         m_type, s_type = (_scalar_type(unit, scalars[n]) for n in (pair.m, pair.s))
-        after = "\n" + pair_all_reduce(pair.m, pair.s, m_type, s_type, pair.fn, pair.exp, "0xffffffffu", indent)
-        return _split_edits(unit, w, after), [{"name": f"{pair.m}, {pair.s}", "op": "online max/sum"}]
+        after = rm.pair_reduce(pair.m, pair.s, m_type, s_type, pair.fn, pair.exp, indent)
+        return _split_edits(unit, w, after, rm.stride), [{"name": f"{pair.m}, {pair.s}", "op": "online max/sum"}]
     steps = _body_steps(unit, w, scalars)
     if isinstance(steps, str):
         return steps
@@ -434,27 +496,30 @@ def _loop_edits(unit: CudaUnit, loop: Node, scalars: dict[str, Node]) -> tuple[l
     why = next((p for a in args if (p := _arg_problem(unit, a, w, scalars))), None)
     if why:
         return why
-    after = "".join(_all_reduce(n, o, indent) for n, o in ops.items()) + "".join(
-        _arg_all_reduce(a, _scalar_type(unit, scalars[a.value]), _scalar_type(unit, scalars[a.index]), indent)
+    after = "".join(rm.reduce(n, o, indent) for n, o in ops.items()) + "".join(
+        rm.arg_reduce(a, _scalar_type(unit, scalars[a.value]), _scalar_type(unit, scalars[a.index]), indent)
         for a in args)
     reduced = [{"name": n, "op": _op_name(o)} for n, o in ops.items()] + [
         {"name": f"{a.value}, {a.index}", "op": f"{a.kind} ({'first' if a.first else 'last'} index)"} for a in args]
-    return edits + _split_edits(unit, w, after), reduced
+    return edits + _split_edits(unit, w, after, rm.stride), reduced
 
 
-def _split_edits(unit: CudaUnit, w: _Walk, after: str) -> list[TextEdit]:
-    """The edits giving a walk's elements to the lanes (start at ``start + lane``, step 32; a nest flattened,
-    :func:`_flat_nest`) and inserting ``after`` (the all-reduces) behind the loop."""
+def _split_edits(unit: CudaUnit, w: _Walk, after: str, stride: str) -> list[TextEdit]:
+    """The edits giving a walk's elements to the lanes (start at ``start + lane``, step ``stride``, 32 for a warp;
+    a nest flattened, :func:`_flat_nest`) and inserting ``after`` (the all-reduces) behind the loop."""
     if len(w.heads) == 2:
-        return [_flat_nest(unit, w, after)]
+        return [_flat_nest(unit, w, after, stride)]
     h = w.heads[0]
     start = LANE if _is_zero(unit.t(h.start)) else f"({unit.t(h.start)}) + {LANE}"
-    edits = [unit.replace(h.start, start), unit.replace(h.upd, f"{h.var} += {WARP}")]
+    edits = [unit.replace(h.start, start), unit.replace(h.upd, f"{h.var} += {stride}")]
     return edits + ([unit.insert(w.loop.end_byte, after)] if after else [])
 
 
-def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dict[str, object]] | str:
-    """The kernel-body edits of the rewrite and a summary (reduced scalars, loops), or why it is refused."""
+def warp_row_edits(unit: CudaUnit, ew: Elementwise, rm: RowMap | None = None) -> tuple[list[TextEdit], dict[str, object]] | str:
+    """The kernel-body edits of the rewrite and a summary (reduced scalars, loops), or why it is refused.
+
+    ``rm``: how a row is shared (:data:`WARP_MAP` by default; a block per row passes its own)."""
+    rm = rm or WARP_MAP
     if LANE in unit.t(unit.body):
         return f"{unit.kernel.name} already uses {LANE}"
     stmts = ew.stmts
@@ -468,7 +533,7 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
     edits: list[TextEdit] = []
     reduced: list[dict[str, str]] = []
     for loop in loops:
-        got = _loop_edits(unit, loop, scalars)
+        got = _loop_edits(unit, loop, scalars, rm)
         if isinstance(got, str):
             return got
         edits += got[0]
@@ -485,9 +550,30 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise) -> tuple[list[TextEdit], dic
             return f"`{unit.t(s)}` both writes memory and sets a variable; lane 0 alone cannot run it"
         edits.append(unit.replace(s, f"if ({LANE} == 0) {{ {unit.t(s)} }}"))
     decl_indent = syn.indent_of(unit.src, ew.decl.start_byte)
-    edits.append(unit.replace(ew.gid, f"({unit.t(ew.gid)}) / {WARP}"))
-    edits.append(unit.insert(ew.decl.start_byte, f"const int {LANE} = threadIdx.x & {WARP - 1};\n{decl_indent}"))
+    edits.append(unit.replace(ew.gid, rm.row.format(unit.t(ew.gid))))
+    edits.append(unit.insert(ew.decl.start_byte, f"const int {LANE} = {rm.lane};\n{decl_indent}"))
     return edits, {"reduced": reduced, "loops": len(loops)}
+
+
+#: A warp per row: lanes ``threadIdx.x & 31`` step by 32, warp-shuffle all-reduces.
+def warp_pair_reduce(m: str, s: str, m_type: str, s_type: str, fn: str | None, exp: str, indent: str) -> str:
+    """The full-warp all-reduce of the online max/sum pairs ``(m, s)`` after their loop
+    (:func:`~htam_core.transforms.cuda_softmax.pair_all_reduce`), on a new line."""
+    return "\n" + pair_all_reduce(m, s, m_type, s_type, fn, exp, "0xffffffffu", indent)
+
+
+WARP_MAP = RowMap(f"threadIdx.x & {WARP - 1}", str(WARP), "({}) / " + str(WARP), warp_all_reduce, warp_arg_all_reduce,
+                  warp_pair_reduce)
+
+
+def launch_dim_read(unit: CudaUnit, ew: Elementwise) -> Node | None:
+    """The first ``blockDim.*``/``gridDim.*`` the kernel reads outside its global index ``ew.gid``, else ``None``: a
+    rewrite that changes the launch's block must not change what the rest of the kernel computes."""
+    for f in syn.fields(unit.body):
+        obj = unit.t(f.child_by_field_name("argument"))
+        if obj in ("blockDim", "gridDim") and not (ew.gid.start_byte <= f.start_byte < ew.gid.end_byte):
+            return f
+    return None
 
 
 def _round_runtime_block(unit: CudaUnit, ew: Elementwise, la: Launch) -> TextEdit | str:
@@ -508,11 +594,10 @@ def _round_runtime_block(unit: CudaUnit, ew: Elementwise, la: Launch) -> TextEdi
                 "size that may follow it")
     if any(a.space == "shared" for a in unit.facts.accesses):
         return f"the block size on line {line} is not a compile-time constant, and the kernel uses shared memory"
-    for f in syn.fields(unit.body):
-        obj = unit.t(f.child_by_field_name("argument"))
-        if obj in ("blockDim", "gridDim") and not (ew.gid.start_byte <= f.start_byte < ew.gid.end_byte):
-            return (f"the block size on line {line} is not a compile-time constant, and the kernel reads "
-                    f"`{unit.t(f)}` outside its global index (rounding the block up would change it)")
+    read = launch_dim_read(unit, ew)
+    if read is not None:
+        return (f"the block size on line {line} is not a compile-time constant, and the kernel reads "
+                f"`{unit.t(read)}` outside its global index (rounding the block up would change it)")
     x = unit.t(dims[0].expr)
     return launch_dims_edit(unit, la, la.block, [f"(({x}) + {WARP - 1}) / {WARP} * {WARP}"])  # type: ignore[arg-type]
 
@@ -558,18 +643,12 @@ class CudaWarpPerRow(CudaTransform):
             return self.not_applicable(f"{kernel.name}'s loops do not walk a row owned by one thread (its lanes "
                                        "already take neighbouring elements) and reduce nothing: a warp per row "
                                        "would only stride the lanes over the loop")
-        column = next((w for w in (_column_walk(unit, _inner_loop(unit, s) or s) for s in ew.stmts if syn.is_for(s))
-                       if w), None)
+        column = column_walk(unit, ew)
         grid = [wrap_grid(unit, la, "({}) * " + str(WARP)) for la in unit.launches] + rounded
         bad = next((g for g in grid if isinstance(g, str)), None)
         if bad:
             return self.not_applicable(bad)
-        names = ", ".join(str(r["name"]) for r in summary["reduced"]) or "none"  # type: ignore[index,union-attr]
-        exact = all(str(r["op"]).startswith(("arg", "f", "max", "min"))  # type: ignore[index]
-                    for r in summary["reduced"])  # type: ignore[union-attr]
-        order = ("" if exact else " (float sums change order)") + (
-            "; a row holding a NaN may end with another value (its step lets a NaN in)"
-            if any("NaN" in str(r["op"]) for r in summary["reduced"]) else "")  # type: ignore[index,union-attr]
+        names, order = reduced_text(summary["reduced"])  # type: ignore[arg-type]
         return [
             self.candidate(
                 model,

@@ -55,6 +55,7 @@ _FAMILIES = (
     "cuda_launch",
     "cuda_qualifiers",
     "cuda_warp_row",
+    "cuda_block_row",
     "cuda_loops",
     "cuda_memory",
     "cuda_tiling",

@@ -61,7 +61,8 @@ def test_a_perfect_nest_becomes_one_index_over_the_lanes(cand):
     (c,) = cand(TID, FILE, "channel_stats")
     body = _kernel_text(c.new_text, "channel_stats")
     assert body.count("htam_f += 32") == 2 and "for (int n" not in body and "for (int i" not in body
-    assert "const int n = (int)(htam_f / (HW));" in body and "const int i = (int)(htam_f % (HW));" in body
+    assert "const int n = (int)htam_q;" in body and "const int i = (int)htam_r;" in body
+    assert "htam_q = htam_f / htam_b" in body and "htam_q += htam_dq + (htam_r >= htam_b)" in body  # divided once
     assert [r["name"] for r in c.params["reduced"]] == ["s", "q"]
 
 
