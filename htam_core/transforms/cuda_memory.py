@@ -4,7 +4,9 @@ scalar tail and a run-time 16-byte alignment check, so it is correct for any gri
 shrinks 4x; without one (launched from another file) it is offered as it is, launch-independent. Where the index is
 used beyond ``P[i]`` (a row ``i / cols``, a table read ``scale[r]``), each lane evaluates those uses with its own
 element's index; the cases without a per-lane form are refused
-(:mod:`htam_core.source.analysis.elementwise_uses`).
+(:mod:`htam_core.source.analysis.elementwise_uses`). A 2-D kernel whose column is its contiguous index (``A[r * N + c]``
+under ``if (r < M && c < N)``) takes the row form instead (:mod:`htam_core.transforms.cuda_vector_rows`): 16 / sizeof(T)
+columns per thread, the grid's x divided by that.
 
 Idea sources: CUDA C++ Programming Guide, "Read-Only Data Cache Load Function"; NVIDIA developer
 blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitjens, 2013).

@@ -103,6 +103,7 @@ def test_per_row_reads_and_conditional_reads_stay_scalar():
 @pytest.mark.parametrize("kernel,why", [
     ("every_other", "moves by 2 elements when the column j moves by 1"),
     ("running_total", "writes acc, declared outside it"),
+    ("lane_scaled", "reads the thread's x before the bounds check"),
 ])
 def test_refusals_say_why(refuse, kernel, why):
     assert why in refuse(TID, FILE, kernel)

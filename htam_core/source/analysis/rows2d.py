@@ -24,8 +24,9 @@ by side.
 
 Refused, each with one line: no column declared as the global x index; a column read before its bounds check or
 by a guard term other than ``c < N``; statements after a guarded block; a body that returns, breaks out, uses a
-barrier, ``threadIdx``/``blockIdx`` or another thread index along x, calls a function that reads the thread
-indices, writes the column or a variable declared outside it; a global access that moves by neither 0 nor 1 with
+barrier, shared memory, ``threadIdx``/``blockIdx`` or another thread index along x, calls a function that reads
+the thread indices, writes the column or a variable declared outside it; a statement before the bounds check that
+reads the thread's x (its value would be one thread's, not one column's); a global access that moves by neither 0 nor 1 with
 the column (not contiguous along x: map threadIdx.x to the contiguous index first), or whose index is not affine;
 no access left to move as a vector.
 
@@ -145,6 +146,15 @@ def _body_reason(view: KernelView, shape: Elementwise) -> str | None:
     if why:
         return why
     x_locals = {t.name for t in view.facts.thread_indices if "x" in t.dims} - {shape.name}
+    start, end = view.file_byte(shape.stmts[0]), shape.stmts[-1].end_byte + view.base
+    if any(a.space == "shared" and start <= a.span[0] < end for a in view.facts.accesses):
+        return "the guarded code uses shared memory, laid out for one element per thread"
+    stmts = statements(view.body)
+    for s in stmts[: stmts.index(shape.guard)]:
+        if s is not shape.decl and (_words(view.t(s)) & x_locals or re.search(r"\b(threadIdx|blockIdx)\s*\.\s*x\b",
+                                                                              view.t(s))):
+            return (f"`{' '.join(view.t(s).split())[:60]}` reads the thread's x before the bounds check: one thread's "
+                    "columns would share its value")
     for s in shape.stmts:
         for n in syn.identifiers(s):
             if view.t(n) in x_locals:
