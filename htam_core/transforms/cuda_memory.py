@@ -4,7 +4,9 @@ scalar tail and a run-time 16-byte alignment check, so it is correct for any gri
 shrinks 4x; without one (launched from another file) it is offered as it is, launch-independent. Where the index is
 used beyond ``P[i]`` (a row ``i / cols``, a table read ``scale[r]``), each lane evaluates those uses with its own
 element's index; the cases without a per-lane form are refused
-(:mod:`htam_core.source.analysis.elementwise_uses`).
+(:mod:`htam_core.source.analysis.elementwise_uses`). A 2-D kernel whose column is its contiguous index (``A[r * N + c]``
+under ``if (r < M && c < N)``) takes the row form instead (:mod:`htam_core.transforms.cuda_vector_rows`): 16 / sizeof(T)
+columns per thread, the grid's x divided by that.
 
 Idea sources: CUDA C++ Programming Guide, "Read-Only Data Cache Load Function"; NVIDIA developer
 blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitjens, 2013).
@@ -18,12 +20,14 @@ from htam_core.source.analysis.elementwise_uses import ElementwiseUses, elementw
 from htam_core.source.analysis.facts import PointerFacts
 from htam_core.source.analysis.forms import Elementwise, elementwise, is_global_index, is_lvalue
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.rows2d import contiguous_rows
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, wrap_grid
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import pointer_params
 from htam_core.transforms.cuda_vector_loops import align_text, vectorize_loops, width_text
+from htam_core.transforms.cuda_vector_rows import vectorize_rows
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -164,7 +168,35 @@ class CudaVectorizeFloat4(CudaTransform):
         res = self._elementwise(unit, model, kernel)
         if not isinstance(res, NotApplicable):
             return res
-        return self._loops(unit, model, kernel, res.reason)
+        rows = self._rows(unit, model, kernel, res.reason)
+        if not isinstance(rows, NotApplicable):
+            return rows
+        return self._loops(unit, model, kernel, rows.reason)
+
+    def _rows(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, why_not_elementwise: str
+              ) -> list[Candidate] | NotApplicable:
+        """The row form (:mod:`htam_core.transforms.cuda_vector_rows`): a 2-D kernel whose column is its contiguous
+        index takes 16 / sizeof(T) columns per thread; the refusal adds why to ``why_not_elementwise`` when the kernel
+        has a column index (:func:`~htam_core.source.analysis.rows2d.contiguous_rows`)."""
+        rows = contiguous_rows(unit)
+        if rows is None:
+            return self.not_applicable(why_not_elementwise)
+        made = rows if isinstance(rows, str) else vectorize_rows(unit, rows)
+        if isinstance(made, str):
+            return self.not_applicable(f"{why_not_elementwise}; as a 2-D kernel along its column: {made}")
+        edits, plan = made
+        assert not isinstance(rows, str)
+        vec = "float4" if plan.float4 else f"16-byte ({plan.width}-element)"
+        cand = self.candidate(
+            model,
+            f"vectorize {kernel.name} along its contiguous index {rows.shape.name}: {plan.width} consecutive "
+            f"columns per thread with {vec} loads/stores of {', '.join(dict.fromkeys(v.pointer for v in rows.vectors))} "
+            f"(the scalar code at a row's ragged end or a misaligned row); the grid's x shrinks {plan.width}x",
+            {"vector_width": plan.width, "pointers": list(dict.fromkeys(v.pointer for v in rows.vectors)),
+             "form": "rows", "column": rows.shape.name},
+            edits,
+        )
+        return [cand]
 
     def _elementwise(self, unit: CudaUnit, model: SourceModel, kernel: Kernel) -> list[Candidate] | NotApplicable:
         """The ``if (i < n)`` elementwise form."""
