@@ -192,6 +192,8 @@ class Buffer:
         device: allocated with ``cudaMalloc``/``cudaMallocManaged`` (host buffers are ``False``).
         filled: ``"host"`` (a ``cudaMemcpy`` from the host before the launch), ``"memset"`` (cleared with
             ``cudaMemset(.., 0, ..)``) or ``None`` (never written before the launch).
+        fill_byte: the byte value of a ``cudaMemset`` with a value other than 0 (``cudaMemset(v, 1, ..)``: every
+            byte 1), else ``None``.
     """
 
     var: str
@@ -201,6 +203,7 @@ class Buffer:
     why: str | None = None
     device: bool = True
     filled: str | None = None
+    fill_byte: int | None = None
 
 
 @dataclass(frozen=True)
@@ -819,6 +822,7 @@ class Program:
                 return
             if isinstance(dst, Ptr):
                 dst.buffer.filled = "memset" if value == 0 else "host"
+                dst.buffer.fill_byte = value & 0xFF if isinstance(value, int) and value != 0 else None
 
     def _call_with_references(self, short: str, call: ts.Node, args: list[ts.Node], scope: Scope) -> bool:
         """A call of a host function of the program with non-const reference parameters (``void

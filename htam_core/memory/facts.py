@@ -25,6 +25,7 @@ from htam_core.source.analysis.constants import SIZEOF, evaluate_text
 from htam_core.source.analysis.elementwise_uses import same_index
 from htam_core.source.analysis.facts import sym
 from htam_core.source.analysis.forms import KernelText
+from htam_core.source.analysis.offsets import loop_bound_reads
 from htam_core.source.analysis.syntax import parse
 from htam_core.source.analysis.triton_names import binding_imports
 from htam_core.source.analysis.unit import CudaSource, cuda_source
@@ -369,7 +370,8 @@ def _neighbour_loads(f: KernelFacts | None, matmul_like: bool | None) -> bool | 
 
     CUDA: two global reads of one pointer whose indices differ by a constant (``x[i - 1]``, ``x[i + 1]``), or a
     window loop: a read inside a loop of constant trip count that moves by the same non-zero stride with the loop
-    variable as with ``threadIdx.x`` (``for (j = -R; j <= R; j++) acc += x[i + j]``). Triton: two ``tl.load`` of
+    variable as with ``threadIdx.x`` (``for (j = -R; j <= R; j++) acc += x[i + j]``); reads whose value bounds a
+    loop (CSR's ``row_ptr[r]``, ``row_ptr[r + 1]``: :func:`loop_bound_reads`) are offsets, not a window. Triton: two ``tl.load`` of
     one pointer parameter in the same loop body (or both outside loops), so that a two-pass row kernel, which
     loads a row once per pass, is not one."""
     if f is None:
@@ -384,8 +386,9 @@ def _neighbour_loads(f: KernelFacts | None, matmul_like: bool | None) -> bool | 
                 groups[(op.pointer, inside)] = groups.get((op.pointer, inside), 0) + 1
         return any(n >= 2 for n in groups.values())
     by_pointer: dict[str, list[Any]] = {}
+    bounds = set(loop_bound_reads(f.loops, f.accesses, f.pointer_aliases))  # offsets (p[r], p[r + 1]), no window
     for a in f.global_accesses():
-        if a.kind == "write" or a.index is None:
+        if a.kind == "write" or a.index is None or a in bounds:
             continue
         by_pointer.setdefault(a.pointer, []).append(a.index)
         for lid in a.loops:
