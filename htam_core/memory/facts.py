@@ -25,7 +25,7 @@ from htam_core.source.analysis.constants import SIZEOF, evaluate_text
 from htam_core.source.analysis.elementwise_uses import same_index
 from htam_core.source.analysis.facts import sym
 from htam_core.source.analysis.forms import KernelText
-from htam_core.source.analysis.offsets import loop_bound_reads
+from htam_core.source.analysis.offsets import loop_bound_reads, offsets_loops
 from htam_core.source.analysis.syntax import parse
 from htam_core.source.analysis.triton_names import binding_imports
 from htam_core.source.analysis.unit import CudaSource, cuda_source
@@ -95,6 +95,9 @@ FACTS: dict[str, str] = {
     "uncoalesced_row_loop": "CUDA: a loop walks a row owned by one thread, so a warp's lanes are a row apart: an "
     "access moves by 1 with the loop variable and by neither 0 nor 1 along threadIdx (analysis layer: "
     "KernelFacts.row_loops); false for Triton, unknown without the kernel",
+    "offsets_row_loop": "CUDA: a thread loops over its own row's range of an offsets array, from one loaded offset "
+    "to the next (CSR's for (j = row_ptr[row]; j < row_ptr[row + 1]; ++j), row the thread's index), so a warp's "
+    "lanes walk 32 rows apart (analysis layer: offsets_loops); false for Triton, unknown without the kernel",
     "column_split_sum": "CUDA: a column sum whose threads split the summed index, lanes on rows: its reads move by "
     "the row length between consecutive threads (uncoalesced) and the column is one per group of threads "
     "(analysis layer: KernelFacts.column_split_loops); false for Triton, unknown without the kernel",
@@ -553,6 +556,8 @@ def compute_facts(
                                                              in_file.stencils3d) else \
         _neighbour_loads(in_file, matmul_like)  # the window's radius may be a file constant
     facts["stencil_window"] = False if lang != "cuda" else _stencil_window(in_file)
+    facts["offsets_row_loop"] = False if lang != "cuda" else (
+        None if in_file is None else any(lp.thread_rows for lp in offsets_loops(in_file)))
     facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))

@@ -44,3 +44,24 @@ void launch(const int *rp, const float *v, const float *in, float *out, int n) {
 }
 """, "k")
     assert f["stencil_like"] is True and f["stencil_window"] is True
+
+
+@pytest.mark.parametrize("kernel", ["csr_inline", "csr_locals", "segment_max"])
+def test_a_thread_per_row_offsets_loop_boosts_warp_per_row(kernel):
+    f = _facts(CSR, kernel)
+    assert f["offsets_row_loop"] is True and f["reduction_like"] is True
+    wpr = KB.strategy("warp_per_row")
+    assert any("offsets_row_loop" in s.when.text for s in wpr.signals if s.when.evaluate(f))
+
+
+def test_a_block_per_row_offsets_loop_is_no_thread_row_loop():
+    """A block per row whose threads split the row (``j = row_ptr[row] + threadIdx.x``) is coalesced already."""
+    f = _facts("""__global__ void k(const int *rp, const float *v, float *out, int rows) {
+  int row = blockIdx.x;
+  float s = 0.f;
+  for (int j = rp[row]; j < rp[row + 1]; ++j) s += v[j];
+  if (threadIdx.x == 0) out[row] = s;
+}
+void launch(const int *rp, const float *v, float *out, int rows) { k<<<rows, 32>>>(rp, v, out, rows); }
+""", "k")
+    assert f["offsets_row_loop"] is False and f["stencil_like"] is False

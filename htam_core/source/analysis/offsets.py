@@ -43,6 +43,8 @@ class OffsetsLoop:
             order: the offsets are positions into them.
         first, last: the start's and the bound's reads as written, the pointer parameter named (``"row_ptr[row]"``,
             ``"row_ptr[row + 1]"``).
+        thread_rows: the start's index moves with ``threadIdx`` (``row_ptr[row]``, ``row`` the global thread
+            index): each thread walks its own row, so the lanes of a warp walk 32 rows (uncoalesced).
     """
 
     pointer: str
@@ -51,6 +53,7 @@ class OffsetsLoop:
     targets: tuple[str, ...]
     first: str = ""
     last: str = ""
+    thread_rows: bool = False
 
 
 def _norm(text: str) -> str:
@@ -106,8 +109,9 @@ def offsets_loops(facts: KernelFacts) -> tuple[OffsetsLoop, ...]:
             continue
         targets = [a.pointer for a in facts.accesses if a.space == "global" and lp.id in a.loops
                    and a.stride(lp.var) not in (None, 0) and a.pointer != lo.pointer]
+        rows = any(lo.stride(f"threadIdx.{d}") not in (None, 0) for d in "xyz")
         out.append(OffsetsLoop(lo.pointer, lp.id, lp.line, tuple(dict.fromkeys(targets)),
-                               f"{lo.pointer}[{_norm(lo.index_text)}]", f"{hi.pointer}[{_norm(hi.index_text)}]"))
+                               f"{lo.pointer}[{_norm(lo.index_text)}]", f"{hi.pointer}[{_norm(hi.index_text)}]", rows))
     return tuple(out)
 
 
