@@ -348,6 +348,26 @@ class Program:
         self.tree = new_parser("cuda").parse(self.src)
         self._collect(self.tree.root_node, prefix="")
 
+    def aggregates(self) -> frozenset[str]:
+        """The names of the structs, classes and unions the file (and its local headers) defines with a body:
+        ``struct Weights { float wa, wb; };``, ``typedef struct { ... } Params;``. A kernel parameter of such a
+        type is passed by value as a whole object, not as a number."""
+        out: set[str] = set()
+        for root in [h.root for h in self.headers] + [self.tree.root_node]:
+            stack = [root]
+            while stack:
+                n = stack.pop()
+                stack.extend(n.named_children)
+                if n.type not in ("struct_specifier", "class_specifier", "union_specifier") or \
+                        n.child_by_field_name("body") is None:
+                    continue
+                name = n.child_by_field_name("name")
+                if name is not None:
+                    out.add(node_text(name).split("::")[-1])
+                if n.parent is not None and n.parent.type == "type_definition":
+                    out.update(node_text(d).strip("* ") for d in n.parent.children_by_field_name("declarator"))
+        return frozenset(out)
+
     def _macro_text(self, name: str) -> str | None:
         """The replacement text of an object-like macro of the headers read so far (``None``: none)."""
         m = self.macros.get(name)

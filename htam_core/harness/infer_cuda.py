@@ -454,6 +454,19 @@ def _elem_dtype(buf: Buffer, type_text: str) -> str | None:
     return DTYPE_OF.get(base_type(buf.elem)) or DTYPE_OF.get(base_type(type_text))
 
 
+def _by_value_struct(found: _Found, kernel: Kernel, where: str, aggregates: frozenset[str]) -> None:
+    """Refuse, in one line, a launch that passes a struct (a type of ``aggregates``) by value: a harness passes
+    buffers and numbers."""
+    for a in found.args:
+        t = base_type(a.type_text).split("::")[-1]
+        if not a.pointer and t in aggregates:
+            via = f"the launcher `{found.launcher}`" if found.launcher else kernel.name
+            raise HarnessError(f"{where}:{found.line}: `{a.name}` of {via} is a `{t}` passed by value, and a harness "
+                               "passes buffers and numbers only; launch it from a host function that takes only "
+                               "those (main() calling it: htam then runs it as the launcher), or describe the run "
+                               "in htam.toml", missing=True)
+
+
 def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str] = frozenset()) -> Harness:
     """Turn the evaluated arguments into a harness (inputs, outputs, sizes)."""
     where = path.name
@@ -601,6 +614,7 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
                 found = _via_host_function(prog, fn, launch, kernel, main, p, outputs, own_bytes)
             if trusted:
                 found.notes.append(trusted)
+            _by_value_struct(found, kernel, p.name, prog.aggregates())  # a struct's value: no harness passes it
             return _index_ranges(_build(found, kernel, p, read_first), found, facts)
         except HarnessError as e:
             errors.append(e.message)

@@ -409,6 +409,19 @@ def _neighbour_loads(f: KernelFacts | None, matmul_like: bool | None) -> bool | 
     return False
 
 
+def _window_facts(in_file: KernelFacts | None, lang: str, matmul_like: bool | None) -> dict[str, bool | None]:
+    """``stencil_like``, ``stencil_window`` and ``offsets_row_loop`` (see :data:`FACTS`) from the kernel's analysis
+    in its file (``None``: unknown)."""
+    return {
+        "stencil_like": True if in_file is not None and (in_file.stencils or in_file.stencils2d or
+                                                         in_file.stencils3d) else
+        _neighbour_loads(in_file, matmul_like),  # the window's radius may be a file constant
+        "stencil_window": False if lang != "cuda" else _stencil_window(in_file),
+        "offsets_row_loop": False if lang != "cuda" else (
+            None if in_file is None else any(lp.thread_rows for lp in offsets_loops(in_file))),
+    }
+
+
 def _swaps_fast_dimension(f: KernelFacts | None) -> bool | None:
     """Whether the kernel's one global read and one global write are contiguous along different thread dimensions
     (``out[x * rows + y] = in[y * cols + x]``), from the affine index facts; ``None`` when not analyzable."""
@@ -552,12 +565,7 @@ def compute_facts(
     facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
     facts["scalar_element_writes"] = 0 if lang != "cuda" else _scalar_element_writes(analysis)
     facts.update(_row_loop_facts(analysis, lang))
-    facts["stencil_like"] = True if in_file is not None and (in_file.stencils or in_file.stencils2d or
-                                                             in_file.stencils3d) else \
-        _neighbour_loads(in_file, matmul_like)  # the window's radius may be a file constant
-    facts["stencil_window"] = False if lang != "cuda" else _stencil_window(in_file)
-    facts["offsets_row_loop"] = False if lang != "cuda" else (
-        None if in_file is None else any(lp.thread_rows for lp in offsets_loops(in_file)))
+    facts.update(_window_facts(in_file, lang, matmul_like))
     facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))

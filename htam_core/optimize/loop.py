@@ -185,11 +185,7 @@ class _Loop:
         if task.static is False and not self.gpu:
             self.warnings.append("no GPU found: running in static mode")
         self.harness = self._find_harness(model, replay=table is not None)
-        if self.harness is not None and self.harness.traits.inferred or \
-                self.harness is not None and self.harness.uses_oracle:
-            # where the harness came from, and what "correct" means (matches the starting kernel, or the reference)
-            self.warnings.append(f"harness: {self.harness.description()}; a correct candidate matches "
-                                 f"{self.harness.checked_against}" + "".join(f"; {n}" for n in self.harness.notes))
+        self.warnings.extend(_harness_line(self.harness))
         _open_output(self.out)  # only once the run can start: a refused one leaves no folder
         cache = None
         if task.measure_cache and self.gpu:
@@ -817,6 +813,21 @@ class _Loop:
             self.ranker.refresh()
         except Exception as exc:  # a memory problem must not lose the optimization
             self.warnings.append(f"could not record step {index} in the memory: {exc}")
+
+
+def _harness_line(h: Any) -> list[str]:
+    """The report's line on the harness ``h`` (``None``: a replay without one): where it came from and what
+    "correct" means (matches the starting kernel, or the reference); for a program run whole (no launch harness
+    was inferred: its note says why), that no candidate is checked. Empty for a harness the user wrote with a
+    reference."""
+    if h is None:
+        return []
+    if h.traits.whole_program:
+        return [f"harness: {h.description()}: no candidate is checked for correctness"]
+    if h.traits.inferred or h.uses_oracle:
+        return [f"harness: {h.description()}; a correct candidate matches {h.checked_against}"
+                + "".join(f"; {n}" for n in h.notes)]
+    return []
 
 
 def run_optimize(task: OptimizeTask, *, on_progress: Callable[[ProgressEvent], None] | None = None,
