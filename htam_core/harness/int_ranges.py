@@ -106,13 +106,13 @@ def _range_of(spec: InputSpec, param: str, type_text: str, spec_of: dict[str, In
               facts: KernelFacts, sources: frozenset[str] | None) -> tuple[str, bool]:
     """Set ``spec``'s range from ``param``'s use (``type_text``: its C type); the note and whether the use proves
     it."""
+    offsets = _offsets(spec, spec_of, facts, param)  # first: an offsets array may index its buffers too
+    if offsets is not None:
+        return offsets, True
     bounds = _gather_bounds(spec_of, values, facts, param)
     if bounds:
         spec.high = max(1, min(bounds))
         return f"`{spec.name}` holds indices into {bounds[min(bounds)]}: randint over [0, {spec.high})", True
-    offsets = _offsets(spec, spec_of, facts, param)
-    if offsets is not None:
-        return offsets, True
     if sources is not None and param not in sources:
         return _value_range(spec, type_text), True
     return f"`{spec.name}`: randint over [0, {spec.high}) is a guess (the smallest buffer's length): htam did not " \

@@ -33,6 +33,10 @@ CSR_KERNELS = {
               " float *y, int m) {{\n  const int r = threadIdx.x + blockIdx.x * blockDim.x;\n  if (r >= m) return;\n"
               "  {itype} lo = __ldg(&rp[r]), hi = __ldg(&rp[r + 1]);\n  float s = 0;\n"
               "  for ({itype} j = lo; j != hi; j++) {{ s += vals[j] * x[ci[j]]; }}\n  y[r] = s;\n}}\n",
+    "length": "__global__ void spmv(const {itype} *rp, const int *ci, const float *vals, const float *x, float *y,"
+              " int m) {{\n  int r = blockIdx.x * blockDim.x + threadIdx.x;\n  if (r >= m) return;\n"
+              "  const {itype} first = rp[r], n = rp[r + 1] - rp[r];\n  float s = 0;\n"
+              "  for ({itype} t = 0; t < n; ++t) s += vals[first + t] * x[ci[first + t]];\n  y[r] = s;\n}}\n",
 }
 
 

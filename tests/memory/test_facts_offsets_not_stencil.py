@@ -23,7 +23,7 @@ def _facts(text: str, kernel: str) -> dict:
     return compute_facts(k.features, k.language, None, kernel=k, model=model)
 
 
-@pytest.mark.parametrize("kernel", ["csr_inline", "csr_locals", "segment_max"])
+@pytest.mark.parametrize("kernel", ["csr_inline", "csr_locals", "segment_max", "segment_len_sum"])
 def test_an_offsets_loop_is_not_a_stencil_and_keeps_warp_per_row(kernel):
     f = _facts(CSR, kernel)
     assert f["stencil_like"] is False and f["stencil_window"] is False
@@ -46,7 +46,7 @@ void launch(const int *rp, const float *v, const float *in, float *out, int n) {
     assert f["stencil_like"] is True and f["stencil_window"] is True
 
 
-@pytest.mark.parametrize("kernel", ["csr_inline", "csr_locals", "segment_max"])
+@pytest.mark.parametrize("kernel", ["csr_inline", "csr_locals", "segment_max", "segment_len_sum"])
 def test_a_thread_per_row_offsets_loop_boosts_warp_per_row(kernel):
     f = _facts(CSR, kernel)
     assert f["offsets_row_loop"] is True and f["reduction_like"] is True

@@ -20,6 +20,8 @@ F = "csr_rows.cu"
      "acc += __shfl_xor_sync(0xffffffffu, acc, htam_o);"),
     ("segment_max", "for (long long e = (seg[s]) + htam_lane; e < seg[s + 1]; e += 32)",
      "m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, htam_o));"),
+    ("segment_len_sum", "for (unsigned t = htam_lane; t < count; t += 32)",
+     "total += __shfl_xor_sync(0xffffffffu, total, htam_o);"),
 ])
 def test_lanes_split_the_row_range_from_its_offset(cand, kernel, loop, reduce, tmp_path: Path):
     (c,) = cand("cuda.warp_per_row", F, kernel)

@@ -87,28 +87,42 @@ def loop_bound_reads(loops: Iterable[LoopFact], accesses: Iterable[Access],
                  and (a.pointer, _norm(a.index_text)) in loaded)
 
 
-def _read_of(facts: KernelFacts, e: sympy.Expr | None) -> Access | None:
-    """The global read whose loaded value ``e`` is, exactly (``None`` for any other expression)."""
-    got = loaded_read(e, facts.pointer_aliases) if isinstance(e, sympy.Symbol) else None
-    if got is None:
+def _range_reads(facts: KernelFacts, lp: LoopFact) -> tuple[Access, Access] | None:
+    """``(lo, hi)``: the two bound reads whose difference is the number of values ``lp``'s variable takes
+    (``for (j = p[r]; j < p[r + 1]; ++j)``, ``j <= p[r + 1] - 1``, ``for (t = 0; t < p[r + 1] - p[r]; ++t)``), or
+    ``None``."""
+    if lp.var is None or lp.update != "+" or lp.start is None or lp.bound is None or lp.step is None \
+            or not (lp.step.is_number and lp.step > 0):
         return None
-    return next((a for a in loop_bound_reads(facts.loops, facts.accesses, facts.pointer_aliases)
-                 if (a.pointer, _norm(a.index_text)) == got), None)
+    span = {"<": lp.bound - lp.start, "!=": lp.bound - lp.start, "<=": lp.bound + 1 - lp.start}.get(lp.cmp or "")
+    if span is None:
+        return None
+    span = sympy.expand(span)
+    reads = loop_bound_reads(facts.loops, facts.accesses, facts.pointer_aliases)
+    by_symbol = {s: next((a for a in reads if (a.pointer, _norm(a.index_text)) == got), None)
+                 for s in span.free_symbols if (got := loaded_read(s, facts.pointer_aliases)) is not None}
+    hi = next((s for s in by_symbol if span.coeff(s) == 1), None)
+    lo = next((s for s in by_symbol if span.coeff(s) == -1), None)
+    if hi is None or lo is None or sympy.expand(span - hi + lo) != 0:
+        return None
+    return by_symbol[lo], by_symbol[hi]  # type: ignore[return-value]
 
 
 def offsets_loops(facts: KernelFacts) -> tuple[OffsetsLoop, ...]:
-    """The loops that run from ``p[e]`` up to ``p[e + 1]`` (:class:`OffsetsLoop`): start the loaded element, bound
-    the next element of the same pointer parameter with ``<`` or ``!=``, counting up by a positive step."""
+    """The loops whose variable takes ``p[e + 1] - p[e]`` values, one loaded element of a pointer parameter to the
+    next, counting up by a positive step (:class:`OffsetsLoop`): ``for (j = p[r]; j < p[r + 1]; ++j)`` (``<``,
+    ``!=``, ``<= p[r + 1] - 1``), ``for (t = 0; t < p[r + 1] - p[r]; ++t)``, through locals too."""
     out: list[OffsetsLoop] = []
     for lp in facts.loops:
-        if lp.cmp not in ("<", "!=") or lp.update != "+" or lp.var is None:
+        got = _range_reads(facts, lp)
+        if got is None:
             continue
-        lo, hi = _read_of(facts, lp.start), _read_of(facts, lp.bound)
-        if lo is None or hi is None or lo.pointer != hi.pointer or lo.index is None or hi.index is None \
+        lo, hi = got
+        if lo.pointer != hi.pointer or lo.index is None or hi.index is None \
                 or sympy.expand(hi.index - lo.index) != 1 or facts.pointer(lo.pointer) is None:
             continue
         targets = [a.pointer for a in facts.accesses if a.space == "global" and lp.id in a.loops
-                   and a.stride(lp.var) not in (None, 0) and a.pointer != lo.pointer]
+                   and a.stride(lp.var or "") not in (None, 0) and a.pointer != lo.pointer]
         rows = any(lo.stride(f"threadIdx.{d}") not in (None, 0) for d in "xyz")
         out.append(OffsetsLoop(lo.pointer, lp.id, lp.line, tuple(dict.fromkeys(targets)),
                                f"{lo.pointer}[{_norm(lo.index_text)}]", f"{hi.pointer}[{_norm(hi.index_text)}]", rows))

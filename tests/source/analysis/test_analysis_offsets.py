@@ -25,15 +25,37 @@ def _facts(text: str, kernel: str) -> KernelFacts:
     ("csr_inline", "rptr", ("vals", "cols")),
     ("csr_locals", "row_offsets", ("a", "col_ids")),
     ("segment_max", "seg", ("data",)),
+    ("segment_len_sum", "starts", ("data",)),
 ])
 def test_a_loop_from_one_offset_to_the_next(kernel, pointer, targets):
     f = _facts(CSR, kernel)
     reads = loop_bound_reads(f.loops, f.accesses, f.pointer_aliases)
-    assert {a.pointer for a in reads} == {pointer} and len(reads) == 2
+    assert {a.pointer for a in reads} == {pointer} and len(reads) >= 2
     (lp,) = offsets_loops(f)
     assert lp.pointer == pointer and lp.targets == targets
     assert lp.last.endswith("+ 1]") and lp.first.startswith(pointer)
     assert pointer in (index_sources(f) or ())
+
+
+@pytest.mark.parametrize("loop", ["for (int j = ptr[s]; j <= ptr[s + 1] - 1; ++j) acc += w[j];",
+                                  "for (int t = 0; t < ptr[s + 1] - ptr[s]; t += 1) acc += w[ptr[s] + t];",
+                                  "int b = ptr[s], e = ptr[s + 1];\n  for (int j = b; j != e; j++) acc += w[j];"])
+def test_other_spellings_of_the_row_range(loop):
+    f = _facts("__global__ void k(const int *ptr, const float *w, float *o, int n) {\n"
+               "  int s = blockIdx.x * blockDim.x + threadIdx.x;\n  if (s >= n) return;\n  float acc = 0.f;\n"
+               f"  {loop}\n  o[s] = acc;\n}}", "k")
+    (lp,) = offsets_loops(f)
+    assert (lp.pointer, lp.targets, lp.first, lp.last, lp.thread_rows) == ("ptr", ("w",), "ptr[s]", "ptr[s + 1]", True)
+
+
+def test_a_range_of_two_apart_or_of_two_arrays_is_no_offsets_loop():
+    for loop in ("for (int j = ptr[s]; j < ptr[s + 2]; ++j) acc += w[j];",
+                 "for (int j = ptr[s]; j < end[s]; ++j) acc += w[j];",
+                 "for (int j = ptr[s]; j < ptr[s + 1]; j += 0) acc += w[j];"):
+        f = _facts("__global__ void k(const int *ptr, const int *end, const float *w, float *o, int n) {\n"
+                   "  int s = blockIdx.x * blockDim.x + threadIdx.x;\n  if (s >= n) return;\n  float acc = 0.f;\n"
+                   f"  {loop}\n  o[s] = acc;\n}}", "k")
+        assert offsets_loops(f) == (), loop
 
 
 def test_through_ldg_and_a_pointer_offset_local():
