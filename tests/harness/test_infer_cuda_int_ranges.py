@@ -154,3 +154,17 @@ int main() {
     h = infer_cuda_harness(_write(tmp_path, "one", text), "one")
     assert (_spec(h, "idx").low, _spec(h, "idx").high) == (0, 2)
     assert any("`idx`: a range of one value would make every element 0" in n for n in h.notes), h.notes
+
+
+def test_the_saved_table_reads_back_as_offsets(tmp_path):
+    import tomllib
+
+    from htam_core.harness.spec import parse_kernel_table
+
+    text = CSR_KERNELS["inline"].format(itype="int") + CSR_MAIN.format(rows=10, nnz=77, ncols=5, itype="int")
+    p = _write(tmp_path, "rt", text)
+    h = infer_cuda_harness(p, "spmv")
+    table = tomllib.loads(harness_table(h))["kernel"]["spmv"]
+    back = parse_kernel_table(table, kernel="spmv", spec_path=tmp_path / "htam.toml", file_path=p)
+    rp = _spec(back, "rp")
+    assert (rp.init, rp.low, rp.high) == ("offsets", 0, 77)
