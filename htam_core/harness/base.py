@@ -50,7 +50,9 @@ MAX_INPUT_SET_BYTES = 1 << 38
 #: (listed in ``outputs``) with any other init is an in-out buffer the kernel may read (``C`` of
 #: ``C = alpha*A@B + beta*C``, ``out += x``): it is restored to its initial value before every checked run
 #: (see :func:`htam_core.harness.runner.split_outputs`). ``"scratch"`` is workspace: poisoned, not compared.
-INITS: tuple[str, ...] = ("randn", "rand", "zeros", "ones", "empty", "arange", "randint", "scratch")
+#: ``"offsets"`` is an offsets array (CSR's ``row_ptr``): sorted integers from ``low`` to ``high`` (both included,
+#: the first element ``low``, the last ``high``), each pair of neighbours one row's range of positions.
+INITS: tuple[str, ...] = ("randn", "rand", "zeros", "ones", "empty", "arange", "randint", "scratch", "offsets")
 
 
 class HarnessError(Exception):
@@ -91,7 +93,8 @@ class InputSpec:
             ``"M * 2"``); ``None`` for a scalar.
         init: one of :data:`INITS` for tensors; ``None`` for scalars.
         value: a scalar's value: a number or an expression over the size symbols (``"N"``).
-        low, high: range for ``init = "randint"`` (``high`` exclusive) and ``"rand"``.
+        low, high: range for ``init = "randint"`` (``high`` exclusive) and ``"rand"``; for ``"offsets"`` the first
+            and the last value (``high`` included: the length of the buffers the offsets point into).
         scale: multiplier applied to ``randn``/``rand`` values.
     """
 

@@ -192,6 +192,8 @@ class Buffer:
         device: allocated with ``cudaMalloc``/``cudaMallocManaged`` (host buffers are ``False``).
         filled: ``"host"`` (a ``cudaMemcpy`` from the host before the launch), ``"memset"`` (cleared with
             ``cudaMemset(.., 0, ..)``) or ``None`` (never written before the launch).
+        fill_byte: the byte value of a ``cudaMemset`` with a value other than 0 (``cudaMemset(v, 1, ..)``: every
+            byte 1), else ``None``.
     """
 
     var: str
@@ -201,6 +203,7 @@ class Buffer:
     why: str | None = None
     device: bool = True
     filled: str | None = None
+    fill_byte: int | None = None
 
 
 @dataclass(frozen=True)
@@ -353,6 +356,26 @@ class Program:
         self.src = blank_untaken(text.encode("utf-8"), self._defined, self._macro_text, self._pp_evaluate)
         self.tree = new_parser("cuda").parse(self.src)
         self._collect(self.tree.root_node, prefix="")
+
+    def aggregates(self) -> frozenset[str]:
+        """The names of the structs, classes and unions the file (and its local headers) defines with a body:
+        ``struct Weights { float wa, wb; };``, ``typedef struct { ... } Params;``. A kernel parameter of such a
+        type is passed by value as a whole object, not as a number."""
+        out: set[str] = set()
+        for root in [h.root for h in self.headers] + [self.tree.root_node]:
+            stack = [root]
+            while stack:
+                n = stack.pop()
+                stack.extend(n.named_children)
+                if n.type not in ("struct_specifier", "class_specifier", "union_specifier") or \
+                        n.child_by_field_name("body") is None:
+                    continue
+                name = n.child_by_field_name("name")
+                if name is not None:
+                    out.add(node_text(name).split("::")[-1])
+                if n.parent is not None and n.parent.type == "type_definition":
+                    out.update(node_text(d).strip("* ") for d in n.parent.children_by_field_name("declarator"))
+        return frozenset(out)
 
     def _macro_text(self, name: str) -> str | None:
         """The replacement text of an object-like macro of the headers read so far (``None``: none)."""
@@ -838,6 +861,7 @@ class Program:
                 return
             if isinstance(dst, Ptr):
                 dst.buffer.filled = "memset" if value == 0 else "host"
+                dst.buffer.fill_byte = value & 0xFF if isinstance(value, int) and value != 0 else None
 
     def _call_with_references(self, short: str, call: ts.Node, args: list[ts.Node], scope: Scope) -> bool:
         """A call of a host function of the program with non-const reference parameters (``void

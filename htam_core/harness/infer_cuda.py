@@ -12,8 +12,8 @@ a harness of kind ``"inferred"``:
   transforms edit. C++ names (no ``extern "C"``, namespaces, templates) are called through a generated shim
   (:mod:`htam_core.harness.cu_launcher`).
 
-Buffers get random inputs (float: normal; integer: uniform in ``[0, smallest buffer length)`` so they are
-valid indices); a buffer the kernel writes (the source model's write set, :attr:`Param.written`) is an output:
+Buffers get random inputs (float: normal; integer: the range their use in the kernel calls for,
+:mod:`htam_core.harness.int_ranges`: indices, an offsets array, small values); a buffer the kernel writes (the source model's write set, :attr:`Param.written`) is an output:
 in-out when ``main()`` filled it before the launch (``cudaMemcpy`` from the host: random data;
 ``cudaMemset(.., 0, ..)``: zeros), write-only (poisoned) otherwise. There is no reference: the **starting
 kernel is the oracle** (:attr:`Harness.oracle_path`, :func:`htam_core.harness.runner.prepare_spec`).
@@ -50,11 +50,11 @@ from htam_core.harness.cu_eval import (
     param_declarations,
     param_names,
 )
+from htam_core.harness.int_ranges import integer_ranges
 from htam_core.harness.toml_render import render_toml
 from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis.callee_writes import callee_writes
 from htam_core.source.analysis.device_queries import in_words
-from htam_core.source.analysis.gathers import gather_indices
 from htam_core.source.analysis.launch import launch_calls, launch_config
 from htam_core.source.api import parse_text
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
@@ -455,6 +455,19 @@ def _elem_dtype(buf: Buffer, type_text: str) -> str | None:
     return DTYPE_OF.get(base_type(buf.elem)) or DTYPE_OF.get(base_type(type_text))
 
 
+def _by_value_struct(found: _Found, kernel: Kernel, where: str, aggregates: frozenset[str]) -> None:
+    """Refuse, in one line, a launch that passes a struct (a type of ``aggregates``) by value: a harness passes
+    buffers and numbers."""
+    for a in found.args:
+        t = base_type(a.type_text).split("::")[-1]
+        if not a.pointer and t in aggregates:
+            via = f"the launcher `{found.launcher}`" if found.launcher else kernel.name
+            raise HarnessError(f"{where}:{found.line}: `{a.name}` of {via} is a `{t}` passed by value, and a harness "
+                               "passes buffers and numbers only; launch it from a host function that takes only "
+                               "those (main() calling it: htam then runs it as the launcher), or describe the run "
+                               "in htam.toml", missing=True)
+
+
 def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str] = frozenset()) -> Harness:
     """Turn the evaluated arguments into a harness (inputs, outputs, sizes)."""
     where = path.name
@@ -464,7 +477,8 @@ def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str]
     sizes: dict[str, int | float] = {}
     seen: dict[int, str] = {}
     buffers = [a.value.buffer for a in found.args if isinstance(a.value, Ptr) and a.value.buffer.numel]
-    int_high = max(1, min((b.numel for b in buffers if b.numel), default=1))
+    # the guessed index range: the smallest buffer's length, a 1-element buffer (a counter, a scalar output) aside
+    int_high = max(1, min((b.numel for b in buffers if b.numel and b.numel > 1), default=1))
     for a in found.args:
         if a.error is not None:
             raise HarnessError(f"{where}:{found.line}: cannot infer {kernel.name}'s `{a.name}`: {a.error}")
@@ -544,31 +558,11 @@ def _check_number(a: Any, where: str, kernel: str) -> None:
 
 
 def _index_ranges(h: Harness, found: _Found, facts: KernelFacts) -> Harness:
-    """Give each integer input drawn by ``randint`` the range its values may take as indices: a buffer whose
-    loaded values index another (the analysis layer's :func:`gather_indices`, ``table[ids[t] * C + c]``) gets
-    ``high = len(table) // C`` with ``C`` the launch's value (the least over its gathers). Where that cannot be
-    read (no such use, a stride that is no known number), the guessed ``high`` (the smallest buffer's length)
-    stays and a note, written as a comment of the spec, says it is a guess. Returns ``h``, changed in place."""
+    """Give each integer input drawn by ``randint`` the values its use calls for
+    (:func:`~htam_core.harness.int_ranges.integer_ranges`: indices, an offsets array, values, or a noted guess).
+    Returns ``h``, changed in place."""
     by_param = {found.param_of.get(a.name, a.name): (a, spec) for a, spec in zip(found.args, h.inputs, strict=False)}
-    values = {k: a.value for k, (a, _s) in by_param.items() if isinstance(a.value, int) and not a.pointer}
-    gathers = gather_indices(facts)
-    for param, (_a, spec) in by_param.items():
-        if spec.init != "randint":
-            continue
-        bounds: dict[int, str] = {}
-        for g in (g for g in gathers if g.pointer == param):
-            target = by_param.get(g.target, (None, None))[1]
-            stride = g.stride.subs({s: values[str(s)] for s in g.stride.free_symbols if str(s) in values})
-            if target is not None and target.shape and stride.is_Integer and int(stride) > 0:
-                bounds[int(target.shape[0]) // int(stride)] = f"`{target.name}` ({target.shape[0]} elements, " \
-                    f"{stride} per index: `{g.stride}`, line {g.line})"
-        if bounds:
-            spec.high = max(1, min(bounds))
-            h.notes.append(f"`{spec.name}` holds indices into {bounds[min(bounds)]}: randint over [0, {spec.high})")
-        else:
-            h.notes.append(f"`{spec.name}`: randint over [0, {spec.high}) is a guess (the smallest buffer's length): "
-                           "htam did not find how the kernel uses its values; adjust `high` to their valid range")
-    return h
+    return integer_ranges(h, by_param, facts)
 
 
 def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | None = None,
@@ -630,6 +624,7 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
                 found = _via_host_function(prog, fn, launch, kernel, main, p, outputs, own_bytes)
             if trusted:
                 found.notes.append(trusted)
+            _by_value_struct(found, kernel, p.name, prog.aggregates())  # a struct's value: no harness passes it
             return _index_ranges(_build(found, kernel, p, read_first), found, facts)
         except HarnessError as e:
             errors.append(e.message)

@@ -262,6 +262,21 @@ def _scale(t: Any, scale: float) -> Any:
 
 
 # -- spec harness ---------------------------------------------------------------------------------
+def offsets_tensor(shape: list[int], low: int, high: int, gen: Any, device: str) -> Any:
+    """An offsets array (``init = "offsets"``, CSR's ``row_ptr``): ``prod(shape)`` non-decreasing int64 values drawn
+    uniformly from ``[low, high]`` and sorted, the first set to ``low`` and the last to ``high``, so that every pair
+    of neighbours is one row's range of positions inside a buffer of ``high`` elements (rows of random lengths,
+    some empty). Idea source: the CSR format's row pointers (Saad, "Iterative Methods for Sparse Linear Systems",
+    sec. 3.4)."""
+    import torch
+
+    n = math.prod(shape)
+    t = torch.randint(low, max(low, high) + 1, (n,), generator=gen, dtype=torch.int64, device=device).sort().values
+    if n:
+        t[0], t[-1] = low, max(low, high)
+    return t.reshape(shape)
+
+
 def _make_spec_inputs(h: Harness, sizes: dict[str, Any], seed: int, scale: float, device: str) -> list[Any]:
     """Build one input set. Random tensors come from a generator seeded with ``seed`` on ``device``
     (on the GPU: generating a 64M-element input there takes microseconds, not a CPU second).
@@ -295,6 +310,8 @@ def _make_spec_inputs(h: Harness, sizes: dict[str, Any], seed: int, scale: float
             t = torch.zeros(shape, dtype=dtype, **kw)
         elif spec.init == "ones":
             t = torch.ones(shape, dtype=dtype, **kw)
+        elif spec.init == "offsets":
+            t = offsets_tensor(shape, int(spec.low), int(spec.high), gen, device).to(dtype)
         elif spec.init == "arange":
             t = torch.arange(math.prod(shape), **kw).reshape(shape).to(dtype)
         else:  # empty (an output buffer) or scratch (workspace): poisoned

@@ -313,7 +313,7 @@ def _parse_input(where: str, raw: Any, index: int) -> InputSpec:
         init = None
         _check_expr(f"{where}.inputs[{index}].value", value)
     return InputSpec(name=name, dtype=dtype, shape=shape, init=init, value=value,
-                     low=raw.get("low", 0), high=raw.get("high", 1 if init != "randint" else 100),
+                     low=raw.get("low", 0), high=raw.get("high", 1 if init not in ("randint", "offsets") else 100),
                      scale=float(raw.get("scale", 1.0)))
 
 

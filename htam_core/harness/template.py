@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from htam_core.harness.cu_eval import base_type
 from htam_core.harness.foreign import foreign_launches
 from htam_core.harness.infer_cuda import output_params
 from htam_core.harness.pywrapper import wrapper_def as _wrapper_def
@@ -315,6 +316,15 @@ def _direct_table(model: SourceModel, kernel: Kernel, lines: list[str],
     return d.inputs, [a for a in d.args if a not in d.outputs]
 
 
+def _by_value_struct(text: str, p: Param) -> bool:
+    """Parameter ``p`` is a struct, class or union passed by value: the file defines its type with a body
+    (``struct Weights { ... };``, ``typedef struct { ... } Weights;``)."""
+    t = base_type(p.type or "").split("::")[-1]
+    if p.is_pointer or not t or not re.fullmatch(r"[A-Za-z_]\w*", t):
+        return False
+    return re.search(rf"\b(?:struct|class|union)\s+{t}\s*(?::[^{{;]*)?{{|}}\s*{t}\s*;", text) is not None
+
+
 def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -> _Direct:
     """The kernel's arguments, constexpr keywords and ``inputs`` entries for a direct launch, each parameter's
     dtype, shape or value guessed from its C type, its name and the launch site's arguments (size symbols are
@@ -366,6 +376,10 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
         elif "stride" in p.name:
             pending.append((len(inputs), p.name, _c_dtype(p) if lang.c_types else "int32"))
             inputs.append("")
+        elif lang.c_types and _by_value_struct(model.text, p):
+            inputs.append(f"  {{ name = {_toml_str(p.name)}, dtype = \"float32\", value = 0.0 }},  # TODO: a "
+                          f"`{base_type(p.type or '')}` passed by value: a harness passes buffers and numbers only; "
+                          "use a host launcher (launcher = \"<host function>\") that builds it")
         else:
             sym = size_of.get(p.name) or _size_symbol(p.name, symbols)
             is_float = _FLOAT_NAMES.match(p.name) is not None or isinstance(literal, float) or \

@@ -79,7 +79,7 @@ def render_toml(h: Harness) -> str:
             d.update(dtype=i.dtype, value=i.value)
         else:
             d.update(shape=i.shape, dtype=i.dtype, init=i.init)
-            if i.init in ("rand", "randint"):
+            if i.init in ("rand", "randint", "offsets"):
                 d.update(low=i.low, high=i.high)
         lines.append(f"  {_toml_value({k: v for k, v in d.items() if v is not None})},")
     lines.append("]")

@@ -25,6 +25,7 @@ from htam_core.source.analysis.constants import SIZEOF, evaluate_text
 from htam_core.source.analysis.elementwise_uses import same_index
 from htam_core.source.analysis.facts import sym
 from htam_core.source.analysis.forms import KernelText
+from htam_core.source.analysis.offsets import loop_bound_reads, offsets_loops
 from htam_core.source.analysis.row_launch import few_long_rows
 from htam_core.source.analysis.syntax import parse
 from htam_core.source.analysis.triton_names import binding_imports
@@ -100,6 +101,9 @@ FACTS: dict[str, str] = {
     "the reference device (each a row: a warp per row would leave most SMs idle) for rows of at least 1024 elements, "
     "both read as constants of the host code (analysis layer: row_launch.few_long_rows); false when the known sizes "
     "say otherwise or for Triton, unknown without the kernel's file or sizes",
+    "offsets_row_loop": "CUDA: a thread loops over its own row's range of an offsets array, from one loaded offset "
+    "to the next (CSR's for (j = row_ptr[row]; j < row_ptr[row + 1]; ++j), row the thread's index), so a warp's "
+    "lanes walk 32 rows apart (analysis layer: offsets_loops); false for Triton, unknown without the kernel",
     "column_split_sum": "CUDA: a column sum whose threads split the summed index, lanes on rows: its reads move by "
     "the row length between consecutive threads (uncoalesced) and the column is one per group of threads "
     "(analysis layer: KernelFacts.column_split_loops); false for Triton, unknown without the kernel",
@@ -392,7 +396,8 @@ def _neighbour_loads(f: KernelFacts | None, matmul_like: bool | None) -> bool | 
 
     CUDA: two global reads of one pointer whose indices differ by a constant (``x[i - 1]``, ``x[i + 1]``), or a
     window loop: a read inside a loop of constant trip count that moves by the same non-zero stride with the loop
-    variable as with ``threadIdx.x`` (``for (j = -R; j <= R; j++) acc += x[i + j]``). Triton: two ``tl.load`` of
+    variable as with ``threadIdx.x`` (``for (j = -R; j <= R; j++) acc += x[i + j]``); reads whose value bounds a
+    loop (CSR's ``row_ptr[r]``, ``row_ptr[r + 1]``: :func:`loop_bound_reads`) are offsets, not a window. Triton: two ``tl.load`` of
     one pointer parameter in the same loop body (or both outside loops), so that a two-pass row kernel, which
     loads a row once per pass, is not one."""
     if f is None:
@@ -407,8 +412,9 @@ def _neighbour_loads(f: KernelFacts | None, matmul_like: bool | None) -> bool | 
                 groups[(op.pointer, inside)] = groups.get((op.pointer, inside), 0) + 1
         return any(n >= 2 for n in groups.values())
     by_pointer: dict[str, list[Any]] = {}
+    bounds = set(loop_bound_reads(f.loops, f.accesses, f.pointer_aliases))  # offsets (p[r], p[r + 1]), no window
     for a in f.global_accesses():
-        if a.kind == "write" or a.index is None:
+        if a.kind == "write" or a.index is None or a in bounds:
             continue
         by_pointer.setdefault(a.pointer, []).append(a.index)
         for lid in a.loops:
@@ -424,6 +430,19 @@ def _neighbour_loads(f: KernelFacts | None, matmul_like: bool | None) -> bool | 
                 if diff.is_number and diff != 0:
                     return True
     return False
+
+
+def _window_facts(in_file: KernelFacts | None, lang: str, matmul_like: bool | None) -> dict[str, bool | None]:
+    """``stencil_like``, ``stencil_window`` and ``offsets_row_loop`` (see :data:`FACTS`) from the kernel's analysis
+    in its file (``None``: unknown)."""
+    return {
+        "stencil_like": True if in_file is not None and (in_file.stencils or in_file.stencils2d or
+                                                         in_file.stencils3d) else
+        _neighbour_loads(in_file, matmul_like),  # the window's radius may be a file constant
+        "stencil_window": False if lang != "cuda" else _stencil_window(in_file),
+        "offsets_row_loop": False if lang != "cuda" else (
+            None if in_file is None else any(lp.thread_rows for lp in offsets_loops(in_file))),
+    }
 
 
 def _swaps_fast_dimension(f: KernelFacts | None) -> bool | None:
@@ -569,10 +588,7 @@ def compute_facts(
     facts["scalar_contiguous_reads"] = 0 if lang != "cuda" else _scalar_contiguous_reads(analysis)
     facts["scalar_element_writes"] = 0 if lang != "cuda" else _scalar_element_writes(analysis)
     facts.update(_row_loop_facts(analysis, lang), few_long_rows=_few_long_rows(lang, model, kernel, in_file))
-    facts["stencil_like"] = True if in_file is not None and (in_file.stencils or in_file.stencils2d or
-                                                             in_file.stencils3d) else \
-        _neighbour_loads(in_file, matmul_like)  # the window's radius may be a file constant
-    facts["stencil_window"] = False if lang != "cuda" else _stencil_window(in_file)
+    facts.update(_window_facts(in_file, lang, matmul_like))
     facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))

@@ -73,7 +73,7 @@ def test_an_index_into_a_flat_buffer_ranges_over_its_length(tmp_path):
     assert _ids_named(h, "idx").high == 100000
 
 
-def test_an_integer_input_used_otherwise_keeps_the_guess_with_a_note(tmp_path):
+def test_an_integer_input_only_computed_with_gets_a_small_value_range(tmp_path):
     p = tmp_path / "cnt.cu"
     p.write_text("__global__ void scale(float* out, const int* w, int n) {\n"
                  "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = 0.5f * w[i];\n}\n"
@@ -81,9 +81,25 @@ def test_an_integer_input_used_otherwise_keeps_the_guess_with_a_note(tmp_path):
                  "  cudaMalloc(&out, n * sizeof(float)); cudaMalloc(&w, n * sizeof(int));\n"
                  "  cudaMemset(w, 0, n * sizeof(int));\n  scale<<<2, 256>>>(out, w, n);\n  return 0;\n}\n")
     h = infer_cuda_harness(p, "scale")
-    assert _ids_named(h, "w").high == 512
-    assert any("`w`: randint over [0, 512) is a guess" in note for note in h.notes), h.notes
-    assert "# note: `w`: randint over [0, 512) is a guess" in harness_table(h)
+    w = _ids_named(h, "w")
+    assert (w.low, w.high) == (-8, 8)
+    assert any("`w` holds values, never an index" in note for note in h.notes), h.notes
+    assert "low = -8, high = 8" in harness_table(h)
+
+
+def test_an_integer_input_used_in_an_unreadable_index_keeps_the_guess_with_a_note(tmp_path):
+    p = tmp_path / "hashed.cu"
+    p.write_text("__global__ void pick(float* out, const int* w, const float* src, int n, int m) {\n"
+                 "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                 "  if (i < n) out[i] = src[(w[i] * w[i]) % m];\n}\n"
+                 "int main() {\n  const int n = 512, m = 300; float *out, *src; int* w;\n"
+                 "  cudaMalloc(&out, n * sizeof(float)); cudaMalloc(&w, n * sizeof(int));\n"
+                 "  cudaMalloc(&src, m * sizeof(float));\n"
+                 "  pick<<<2, 256>>>(out, w, src, n, m);\n  return 0;\n}\n")
+    h = infer_cuda_harness(p, "pick")
+    assert _ids_named(h, "w").high == 300
+    assert any("`w`: randint over [0, 300) is a guess" in note for note in h.notes), h.notes
+    assert "# note: `w`: randint over [0, 300) is a guess" in harness_table(h)
 
 
 def _ids_named(h: Harness, name: str) -> InputSpec:

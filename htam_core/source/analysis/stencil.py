@@ -43,6 +43,7 @@ from htam_core.source.analysis.facts import (
     stride_of,
     sym,
 )
+from htam_core.source.analysis.offsets import loop_bound_reads
 from htam_core.source.analysis.syntax import text, walk
 from htam_core.source.analysis.transpose import ExprOf, access_bounds
 from htam_core.source.analysis.unit import CudaSource
@@ -201,10 +202,14 @@ def find_stencil(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], poi
         aliases: the kernel's pointer-offset locals (their declarations are uses of the pointer, not reads).
         scalars: the kernel's scalar parameters; when given, a window whose bounds read any other value (a local
             the body computes, ``int n = dims[0];``) is not one: a tile loaded at the top of the body cannot read it.
+
+    A read whose value bounds a loop (:func:`~htam_core.source.analysis.offsets.loop_bound_reads`: CSR's
+    ``row_ptr[r]`` and ``row_ptr[r + 1]``) is an offset, not a window element, and is left out.
     """
     why = ""
+    bounds = set(loop_bound_reads(loops, (a for pf in pointers for a in pf.reads), aliases))
     for pf in pointers:
-        raw = [a for a in pf.reads if a.space == "global"]
+        raw = [a for a in pf.reads if a.space == "global" and a not in bounds]  # offsets (p[r], p[r + 1]): no window
         pairs = [unclamp(src, expr, a) or (a, {}) for a in raw]
         reads = [a for a, _ in pairs]
         if not reads or not _window_like(reads, loops):
