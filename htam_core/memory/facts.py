@@ -47,6 +47,8 @@ FACTS: dict[str, str] = {
     "stores": "number of global stores in the body",
     "loops": "number of loops",
     "has_loop": "loops >= 1",
+    "row_passes": "CUDA: top-level loops that each walk the thread's own row (a layer norm's mean, variance and "
+                  "normalize passes are 3); 0 for Triton, unknown without the analysis",
     "constant_trip_loops": "loops whose trip count is a literal constant",
     "all_loops_unrolled": "every loop carries #pragma unroll (false when there is no loop)",
     "shared_arrays": "number of __shared__ declarations",
@@ -567,6 +569,7 @@ def compute_facts(
         "shared_tree": None if in_file is None else bool(in_file.shared_tree_loops()),
         "interleaved_tree": None if in_file is None else bool(in_file.interleaved_tree_loops()),
         "max_sum_passes": None if in_file is None else bool(in_file.max_then_sum_loops()),
+        "row_passes": 0 if lang != "cuda" else (None if in_file is None else len(in_file.row_passes())),
         "syncthreads": f.syncthreads if in_file is None else max(f.syncthreads, len(in_file.block_barriers())),
         "atomics": len(f.atomics),
         "uses_atomics": bool(f.atomics),

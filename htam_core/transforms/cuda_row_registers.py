@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from htam_core.source.analysis import Accumulator, KernelFacts, LoopFact
+from htam_core.source.analysis import Accumulator, LoopFact
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.forms import elementwise
 from htam_core.source.analysis.nodes import Node
@@ -96,15 +96,6 @@ def _all_reduce(acc: Accumulator, k: int, indent: str) -> str:
         "}",
     ]
     return "\n" + "\n".join(indent + ln for ln in lines)
-
-
-def _is_pass(f: KernelFacts, lp: LoopFact) -> bool:
-    """A pass over the thread's own row: some global access has stride 1 in the loop variable and a
-    ``threadIdx.x`` stride that is neither 0 nor 1 (a constant-width row too, unlike :meth:`KernelFacts.is_row_loop`)."""
-    if lp.var is None:
-        return False
-    return any(a.space == "global" and a.stride(lp.var) == 1 and a.stride("threadIdx.x") not in (None, 0, 1)
-               for a in f.accesses_in(lp))
 
 
 def _row_width(unit: CudaUnit, bound: Node) -> tuple[int, bool] | str:
@@ -215,7 +206,7 @@ class CudaRowInRegisters(CudaTransform):
         if isinstance(ew, str):
             return self.not_applicable(f"not a thread-per-row kernel: {ew}")
         f = unit.facts
-        rows = [lp for lp in f.loops if lp.depth == 0 and _is_pass(f, lp)]
+        rows = list(f.row_passes())
         if len(rows) < 2:
             return self.not_applicable(f"{kernel.name} does not walk its row in two or more passes")
         if len(rows) != len(f.loops):

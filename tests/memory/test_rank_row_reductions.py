@@ -46,3 +46,27 @@ def test_the_row_reduction_is_seen(file: str, kernel: str) -> None:
 def test_warp_per_row_ranks_first(file: str, kernel: str, cls: str) -> None:
     ranked = _ranked(file, kernel, cls)
     assert ranked[0] == "warp_per_row" and "thread_per_element" not in ranked
+
+
+def test_the_row_cache_needs_two_passes_over_the_row():
+    """Regression: a one-pass row reduction (an arg-max per row, a row max) ranked "keep the row in registers
+    between passes" (its rule read ``loads >= 2``), which the rules engine then refused ("does not walk its row in
+    two or more passes"); the rule reads the analysis layer's passes now."""
+    from htam_core.memory.facts import compute_facts
+    from htam_core.source import parse_text
+
+    one = """__global__ void rmax(const float *x, float *m, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    float v = x[(size_t)r * cols];
+    for (int c = 1; c < cols; ++c) v = fmaxf(v, x[(size_t)r * cols + c] + x[(size_t)r * cols + c] * 0.5f);
+    m[r] = v;
+}
+"""
+    two = one.replace("    m[r] = v;\n", "    float s = 0.f;\n    for (int c = 0; c < cols; ++c) s += expf(x[(size_t)r * cols + c] - v);\n"
+                                         "    m[r] = s;\n")
+    for text, passes in ((one, 1), (two, 2)):
+        model = parse_text(text, "cuda", "k.cu")
+        k = model.kernel("rmax")
+        facts = compute_facts(k.features, k.language, None, k, model)
+        assert facts["row_passes"] == passes

@@ -1402,6 +1402,15 @@ class KernelFacts:
                     return a
         return None
 
+    def row_passes(self) -> tuple[LoopFact, ...]:
+        """The top-level loops that each walk the thread's own row (a pass: some global access has stride 1 in the
+        loop variable and a ``threadIdx.x`` stride that is neither 0 nor 1; a constant-width row too, unlike
+        :meth:`is_row_loop`). Two or more are the passes a row kept in registers saves (a layer norm's mean,
+        variance and normalize passes)."""
+        return tuple(lp for lp in self.loops if lp.depth == 0 and lp.var is not None and any(
+            a.space == "global" and a.stride(lp.var) == 1 and a.stride("threadIdx.x") not in (None, 0, 1)
+            for a in self.accesses_in(lp)))
+
     def is_row_loop(self, loop: LoopFact, groups: bool = False) -> bool:
         """True when ``loop`` walks a row owned by one thread: its trip count is a runtime value (not an
         items-per-thread loop) and inside it some global access has stride 1 in the loop variable and a
