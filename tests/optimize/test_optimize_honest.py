@@ -113,7 +113,7 @@ def test_failure_reason_picks_the_informative_line() -> None:
 
 @pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
 def test_static_mode_follows_a_step_that_only_reorders_float_additions(tmp_path: Path) -> None:
-    # a new user's trial: the reduction's top step (sequential addressing) was made but best.cu did not hold it
+    # a new user's trial: the reduction's top step (then sequential addressing) was made but best.cu did not hold it
     src = Path(__file__).resolve().parents[1] / "fixtures" / "textbook_pairs" / "reduction" / "naive.cu"
     work = tmp_path / "r"
     work.mkdir()
@@ -122,7 +122,8 @@ def test_static_mode_follows_a_step_that_only_reorders_float_additions(tmp_path:
                                     out_dir=str(tmp_path / "out"), memory_path=str(tmp_path / "m.sqlite3"),
                                     static=True))
     step = res.steps[0]
-    assert step.strategy == "sequential_addressing" and step.accepted, step.messages
+    # the tree's block sum goes to an atomic, so the whole rung (grid-stride add, shuffle finish) ranks first
+    assert step.strategy in ("thread_coarsening", "sequential_addressing") and step.accepted, step.messages
     assert any("order of float additions only" in m and "followed in static mode" in m for m in step.messages)
     best = (tmp_path / "out" / "best.cu").read_text()
     assert "tid % (2 * s)" not in best and best != src.read_text()

@@ -60,7 +60,7 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> dict:
             return 1.0
         return times["narrow"] if NARROW in text else times["wide"]
 
-    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str]) -> Evaluation:
+    def on_gpu(self, cand_path: Path, model, kernel, use_ncu: bool, lab: list[str], fp32_tol=None) -> Evaluation:
         t = ms(Path(cand_path).read_text())
         return Evaluation(True, True, "gpu", None, t, [t], _profile(KERNEL, ms=t), model, ["ok"], lab)
 
