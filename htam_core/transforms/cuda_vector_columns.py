@@ -109,17 +109,8 @@ def _address(unit: CudaUnit, sub: Node, body: Node) -> str:
     for st in decls:
         names, v = _declared(unit, st), _value(st)
         if len(names) == 1 and v is not None:
-            values[names[0]] = f"({_inline(unit, v, values)})"
-    return _inline(unit, sub, values)
-
-
-def _inline(unit: CudaUnit, node: Node, values: dict[str, str]) -> str:
-    """``node``'s text with each identifier named in ``values`` replaced by its text there."""
-    out, b0 = bytearray(unit.t(node).encode()), node.start_byte
-    for i in sorted(syn.identifiers(node), key=lambda n: -n.start_byte):
-        if unit.t(i) in values:
-            out[i.start_byte - b0:i.end_byte - b0] = values[unit.t(i)].encode()
-    return out.decode()
+            values[names[0]] = f"({_per_column(unit, v, [], values)})"
+    return _per_column(unit, sub, [], values)
 
 
 def _reassigned(unit: CudaUnit, body: Node, subs: list[tuple[str, Node]]) -> str | None:
