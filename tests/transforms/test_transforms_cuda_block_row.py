@@ -57,7 +57,7 @@ def test_the_launch_gives_a_block_to_every_thread_it_started(cand):
     text = cand(TID, FILE, "row_total")[0].new_text
     assert "row_total<<<((rows + 127) / 128) * 128, 256>>>" in text
     cg = cand(TID, FILE, "row_absmax_cg")[0].new_text  # a dim3 block read by this launch alone: its declaration
-    assert "dim3 block(256);" in cg and "row_absmax_cg<<<dim3((grid.x) * 64), block>>>" in cg
+    assert "dim3 block(256);" in cg and "row_absmax_cg<<<dim3((grid.x) * 64, grid.y, grid.z), block>>>" in cg
 
 
 def _propose(text: str, kernel: str):

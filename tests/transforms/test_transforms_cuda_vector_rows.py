@@ -207,3 +207,10 @@ def test_a_lane_that_skips_its_column_is_caught(tmp_path):
                     PLAIN)
     got = _emulate(broken, "rank1_cols", _main("rank1_cols", 3, 64, 0, "1"), tmp_path / "b", PLAIN)
     assert got != want
+
+
+def test_a_loop_over_the_columns_data_refuses_the_row_form(refuse):
+    """A matmul's ``B[k * N + col]`` moves with the column inside the k loop: copying the loop per lane would turn
+    the threads' coalesced loads into scalar ones, so the row form says why and the loop form decides."""
+    reason = refuse(TID, "ldg_loop_variants.cu", "mm_plain")
+    assert "`B[k * N + col]` in the loop on line 12 moves with the column col" in reason

@@ -28,6 +28,8 @@ barrier, shared memory, ``threadIdx``/``blockIdx`` or another thread index along
 the thread indices, writes the column or a variable declared outside it; a statement before the bounds check that
 reads the thread's x (its value would be one thread's, not one column's); a global access that moves by neither 0 nor 1 with
 the column (not contiguous along x: map threadIdx.x to the contiguous index first), or whose index is not affine;
+an access in a loop that moves with the column (each lane would loop over it with scalar loads: a matmul-like loop
+wants tiling, not a vector copy);
 no access left to move as a vector.
 
 Idea source: NVIDIA developer blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access" (Luitjens,
@@ -181,6 +183,18 @@ def _conditional(view: KernelView, sub: Node, top: set[Node]) -> bool:
     return n is None
 
 
+def _in_loop(sub: Node, top: set[Node]) -> bool:
+    """True when the subscript ``sub`` sits in a loop inside its top-level statement (or is one)."""
+    n: Node | None = sub
+    while n is not None:
+        if syn.is_loop(n):
+            return True
+        if n in top:
+            return False
+        n = n.parent
+    return False
+
+
 def _vector_key(view: KernelView, sub: Node, top: set[Node], declared: set[str]) -> tuple[str, str] | None:
     """``(array, index)`` texts when the stride-1 subscript ``sub`` can be one lane of a vector copy, else
     ``None`` (it stays scalar)."""
@@ -225,6 +239,10 @@ def _file(view: KernelView, shape: Elementwise) -> tuple[list[RowVector], list[s
                     f"elements when the column {shape.name} moves by 1: not contiguous along threadIdx.x (map "
                     "threadIdx.x to the contiguous index first)")
         sub = _node_at(view, shape.stmts, a.span)
+        if stride == 1 and sub is not None and _in_loop(sub, top):
+            return (f"`{a.pointer}[{a.index_text}]` in the loop on line {a.line} moves with the column {shape.name}: "
+                    "each lane would run the loop with its own scalar load where the threads' loads were coalesced "
+                    "side by side (a loop over the column's data wants tiling or coarsening, not a vector copy)")
         key = _vector_key(view, sub, top, declared) if stride == 1 and sub is not None and not a.macro else None
         pf = view.facts.pointer(a.pointer)
         if key is None or pf is None or pf.mode == "unknown":
