@@ -221,6 +221,9 @@ class CudaRegisterTileMatmul(CudaTransform):
         m = match_naive_matmul(unit)
         if isinstance(m, str):
             return self.not_applicable(f"not the naive matmul pattern: {m}")
+        if m["general"]:  # a distance or a max-plus product: the per-thread tile sums products only
+            return self.not_applicable("the k loop body is not `acc += A[...] * B[...]`; the register tile only "
+                                       "sums products (the shared-memory tiling runs this body)")
         why = self._check(unit, kernel, m)
         if why:
             return self.not_applicable(why)

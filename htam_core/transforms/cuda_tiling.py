@@ -13,7 +13,10 @@ The matmul is recognized structurally and anything else refused; its operands co
 from the analysis layer's affine indices, so row pointers (``const float *w = weight + o * C;`` then ``w[i]``,
 spelled out at the parameter in the rewrite), the row on ``threadIdx.x`` and the column on ``threadIdx.y`` (the
 tiles put the column on ``threadIdx.x``), and an accumulator starting from a bias (kept under the bounds check)
-all match. Idea sources:
+all match. The k loop body need not be a product: any body whose only global reads are A at (row, k) and B at
+(column, k), and which only declares locals and updates accumulators (a squared or L1 distance, a max-plus
+product, ``acc += expf(a * b)``), runs as written on the tiles, its inner loop bounded by K (:func:`k_body`).
+Idea sources:
 CUDA C++ Programming Guide, "Shared Memory" (tiled matrix multiplication); NVIDIA developer blog,
 "An Efficient Matrix Transpose in CUDA C/C++" (Harris, 2013), padding against bank conflicts.
 """
@@ -24,6 +27,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.block_load import PURE_MATH
 from htam_core.source.analysis.facts import PointerAlias, Transpose, stride_of, sym
 from htam_core.source.analysis.forms import builtin_field
 from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
@@ -262,9 +266,11 @@ def _role(unit: CudaUnit, node: Node, kname: str, row: IndexVar, col: IndexVar, 
 
 def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str,
               subs: list[tuple[str, Node | ExpandedIndex, Node]],
-              bounds: dict[str, Node]) -> tuple | str:
-    """``(A operand, B operand, A pointer, B pointer, row, col, layout)`` of the product's two loads (operands
-    as :func:`_operand` gives them), NN before NT, or why they are not matmul operands."""
+              bounds: dict[str, Node], col_on_x: bool = False) -> tuple | str:
+    """``(A operand, B operand, A pointer, B pointer, row, col, layout, A load node)`` of the product's two loads
+    (operands as :func:`_operand` gives them), NN before NT, or why they are not matmul operands. Two loads that
+    fit either way round (both NT) take the written order, or with ``col_on_x`` the order whose column is on
+    ``threadIdx.x`` (the output's store stays coalesced: ``fabsf(Q[col * d + k] - P[row * d + k])``)."""
     found = None
     for (a_name, a_idx, a_node), (b_name, b_idx, b_node) in (subs, subs[::-1]):  # the written order first
         a_op, b_op = _operand(unit, a_name, a_idx), _operand(unit, b_name, b_idx)
@@ -276,13 +282,144 @@ def _operands(unit: CudaUnit, ivs: list[IndexVar], loop: Node, kname: str,
                 rb = _role(unit, b_node, kname, r, c, b_op[1])
                 if ra is None or rb is None or ra[0] != "A" or rb[0] not in ("NN", "NT"):
                     continue
-                cand = (a_op, b_op, ra[1], rb[1], r, c, rb[0])
-                if found is None or (found[-1] == "NT" and rb[0] == "NN"):
+                cand = (a_op, b_op, ra[1], rb[1], r, c, rb[0], a_node)
+                if found is None or (found[6] == "NT" and rb[0] == "NN") or (
+                        col_on_x and rb[0] == found[6] and found[5].dim != "x" and c.dim == "x"):
                     found = cand
     if found is None:
         return ("the loads are not A[row * K + k] and B[k * N + col] (or B[col * K + k]), each with an "
                 "optional batch offset, with row and col bounded by the check")
     return found
+
+
+#: The calls a general k body (:func:`k_body`) may make: math without effect (the analysis layer's
+#: :data:`~htam_core.source.analysis.block_load.PURE_MATH` and a few more), which every thread of a tile may run.
+BODY_MATH = PURE_MATH | frozenset({"fmaf", "fma", "powf", "pow", "rsqrtf", "exp2f", "log2f", "sinf", "cosf",
+                                   "__fmul_rn", "__fadd_rn", "__fsub_rn", "__fmaf_rn", "fdimf", "fdim"})
+
+
+@dataclass
+class KBody:
+    """A k loop body the shared-memory tiling can run on tiles (:func:`k_body`).
+
+    Attributes:
+        accs: the accumulators it updates (declared before the loop), the first one the kernel's ``acc``.
+        loads: its two global loads, ``(name, index, load node)`` as :func:`_load` gives them, in written order.
+        span: the node the loads' pointer aliases may be used in (the product, or the whole body).
+        general: not the plain ``acc += A[...] * B[...]``: the body runs as written, bounded by K.
+        stmts: the body's statements.
+    """
+
+    accs: list[str]
+    loads: list[tuple[str, Node | ExpandedIndex, Node]]
+    span: Node
+    general: bool
+    stmts: list[Node]
+
+
+def k_body(unit: CudaUnit, lb: Node, kname: str) -> KBody | str:
+    """The k loop body ``lb`` (loop variable ``kname``) as a :class:`KBody`, or why the tiles cannot run it: the
+    plain product ``acc += A[...] * B[...]``, or any body whose statements only declare locals and update
+    accumulators declared before the loop, calling only math without effect (:data:`BODY_MATH`), whose only
+    memory accesses are two global reads (one element each, the analysis layer's accesses) and which reads k only
+    in them: ``float diff = P[i * d + k] - Q[j * d + k]; acc += diff * diff;``, ``acc += fabsf(a - b)``,
+    ``acc = fmaxf(acc, a + b)``. Idea source: the distance and semiring kernels that reuse the GEMM tiling (Volkov
+    and Demmel, "Benchmarking GPUs to tune dense linear algebra", 2008; pairwise distances as in FAISS/cuML)."""
+    inner = statement_list(lb) if syn.is_block(lb) else [lb]
+    plain = _plain_product(unit, inner)
+    return plain if plain is not None else _general_body(unit, lb, inner, kname)
+
+
+def _plain_product(unit: CudaUnit, inner: list[Node]) -> KBody | None:
+    """The body ``inner`` as the plain ``acc += A[...] * B[...]`` (two loads, :func:`_load`), else ``None``."""
+    if len(inner) != 1 or not syn.is_expression_statement(inner[0]):
+        return None
+    asg = inner[0].named_children[0]
+    if not syn.is_assignment(asg) or unit.t(asg.child_by_field_name("operator")) != "+=":
+        return None
+    prod = strip_casts(asg.child_by_field_name("right"))
+    if not syn.is_binary(prod) or unit.t(prod.child_by_field_name("operator")) != "*":
+        return None
+    subs = [_load(unit, prod.child_by_field_name(f)) for f in ("left", "right")]
+    if any(s is None for s in subs):
+        return None
+    return KBody([unit.t(asg.child_by_field_name("left"))], subs, prod, False, inner)  # type: ignore[arg-type]
+
+
+def _body_accumulators(unit: CudaUnit, lb: Node, inner: list[Node]) -> list[str] | str:
+    """The names the k body ``lb`` (statements ``inner``) updates that it does not declare, or why it is not
+    local declarations and updates of names: one per statement, no write through memory, calls of
+    :data:`BODY_MATH` (or casts to a type the kernel names) only."""
+    local: set[str] = set()
+    for s in inner:
+        if syn.is_declaration(s):
+            for d in s.children_by_field_name("declarator"):
+                d = d.child_by_field_name("declarator") if syn.is_init_declarator(d) else d
+                local |= {unit.t(n) for n in syn.identifiers(d)[:1]}
+        elif not (syn.is_expression_statement(s) and s.named_children and syn.is_write(s.named_children[0])):
+            return f"`{' '.join(unit.t(s).split())}` in the k loop is not a local declaration or an accumulator update"
+    types = {unit.t(t) for t in syn.type_names(unit.body)}
+    for c in syn.calls(lb):
+        fn = unit.t(c.child_by_field_name("function"))
+        if fn not in BODY_MATH and fn not in types:
+            return f"the k loop calls {fn}, which the tiles would run in every thread, also outside the bounds"
+    accs: list[str] = []
+    for w in syn.writes(lb):
+        target = w.child_by_field_name("left") or w.child_by_field_name("argument")
+        if not syn.is_identifier(target):
+            return f"the k loop writes `{unit.t(target)}`, not a local or an accumulator"
+        if unit.t(target) in _pointer_names(unit):
+            return f"the k loop moves the pointer {unit.t(target)}; the tiles need A and B indexed by k"
+        if unit.t(target) not in local and unit.t(target) not in accs:
+            accs.append(unit.t(target))
+    return accs or "the k loop updates no accumulator"
+
+
+def _tile_types(unit: CudaUnit, a_ptr: str, b_ptr: str) -> tuple[str, str] | None:
+    """The element types of the A and B tiles of a general k body: the pointees of ``a_ptr`` and ``b_ptr``
+    (qualifiers dropped), so that the body computes in the types it read (a ``double`` accumulator of ``float``
+    differences keeps the float subtraction); ``None`` when one is unknown."""
+    out = []
+    for ptr in (a_ptr, b_ptr):
+        pf = unit.facts.pointer(ptr)
+        t = " ".join(w for w in (pf.element_type or "").split() if w not in ("const", "volatile")) if pf else ""
+        if not t:
+            return None
+        out.append(t)
+    return out[0], out[1]
+
+
+def _pointer_names(unit: CudaUnit) -> set[str]:
+    """The names the kernel declares as pointers: its pointer parameters and pointer locals
+    (``const float *a = A + row * K;``)."""
+    out = {p.name for p in unit.kernel.params if unit.facts.pointer(p.name) is not None}
+    for d in syn.declarations(unit.body):
+        for v in d.children_by_field_name("declarator"):
+            v = v.child_by_field_name("declarator") if syn.is_init_declarator(v) else v
+            if syn.is_pointer_declarator(v):
+                out |= {unit.t(n) for n in syn.identifiers(v)[:1]}
+    return out
+
+
+def _general_body(unit: CudaUnit, lb: Node, inner: list[Node], kname: str) -> KBody | str:
+    """The k body ``lb`` as a general :class:`KBody` (see :func:`k_body`), or why not."""
+    accs = _body_accumulators(unit, lb, inner)
+    if isinstance(accs, str):
+        return accs
+    if kname in accs:
+        return f"the k loop body writes {kname}"
+    lo, hi = unit.file_byte(lb), lb.end_byte + unit.base
+    inside = [a for a in unit.facts.accesses if lo <= a.span[0] < hi]
+    if len(inside) != 2 or any(a.kind != "read" or a.space != "global" or a.vector for a in inside):
+        return ("the k loop body does not read exactly two global arrays (A at row and k, B at column and k) "
+                "with no other memory access")
+    loads = [_load(unit, n) if (n := _node_at(unit, *a.span)) is not None else None for a in inside]
+    if any(ld is None for ld in loads):
+        return "a load of the k loop body is not a subscript (nor a macro's)"
+    spans = [(ld[2].start_byte, ld[2].end_byte) for ld in loads]  # type: ignore[index]
+    if any(not any(s <= r.start_byte < e for s, e in spans) for r in references(lb, unit.src, kname)):
+        return f"the k loop body reads {kname} outside its two loads; the tiles count {kname} from 0"
+    return KBody(accs, loads, lb, True, inner)  # type: ignore[arg-type]
 
 
 def _consumed_aliases(unit: CudaUnit, aliases: list[PointerAlias], prod: Node) -> list[Node]:
@@ -315,7 +452,9 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     check) and its type ``etype``, the statements before the k loop that move out of the check ``pre``, the alias
     declarations the operands replace ``consumed``, the statements after the k loop ``rest``, the body statements
     ``stmts``, the index declarations ``ivs`` and the ``layout``: ``"NN"`` for ``B[k * N + col]``, ``"NT"`` for
-    ``B[col * K + k]`` (B stored transposed). Shared by the shared-memory and the register tiling transforms.
+    ``B[col * K + k]`` (B stored transposed). The k loop body may also be a general one (:func:`k_body`):
+    ``general`` says so, ``body_stmts`` are its statements and ``body_loads`` its A and B load nodes (A first).
+    Shared by the shared-memory and the register tiling transforms (the latter takes the plain product only).
     """
     ivs = index_vars(unit)
     stmts = statement_list(unit.body)
@@ -346,33 +485,24 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     kbound = unit.t(cond.child_by_field_name("right"))
     if unit.t(loop.child_by_field_name("update")).replace(" ", "") not in (f"++{kname}", f"{kname}++", f"{kname}+=1"):
         return "the k loop does not step by 1"
-    lb = loop.child_by_field_name("body")
-    inner = statement_list(lb) if syn.is_block(lb) else [lb]
-    if len(inner) != 1 or not syn.is_expression_statement(inner[0]):
-        return "the k loop body is not a single accumulation"
-    asg = inner[0].named_children[0]
-    if not syn.is_assignment(asg) or unit.t(asg.child_by_field_name("operator")) != "+=":
-        return "the k loop body is not `acc += A[...] * B[...]`"
-    acc = unit.t(asg.child_by_field_name("left"))
-    prod = strip_casts(asg.child_by_field_name("right"))
-    if not syn.is_binary(prod) or unit.t(prod.child_by_field_name("operator")) != "*":
-        return "the k loop body is not `acc += A[...] * B[...]`"
-    subs = [_load(unit, prod.child_by_field_name(f)) for f in ("left", "right")]
-    if any(s is None for s in subs):
-        return "the product does not read two arrays"
-    found = _operands(unit, ivs, loop, kname, subs, bounds)  # type: ignore[arg-type]
+    kb = k_body(unit, loop.child_by_field_name("body"), kname)
+    if isinstance(kb, str):
+        return kb
+    found = _operands(unit, ivs, loop, kname, kb.loads, bounds, kb.general)
     if isinstance(found, str):
         return found
-    (a_name, a_parts, a_alias), (b_name, b_parts, b_alias), a_ptr, b_ptr, row, col, layout = found
+    (a_name, a_parts, a_alias), (b_name, b_parts, b_alias), a_ptr, b_ptr, row, col, layout, a_node = found
+    acc, prod = kb.accs[0], kb.span
     extra = [c for c in bounds if c not in (row.name, col.name)]
     for c in extra:
         if references(bounds[c], unit.src, row.name) or references(bounds[c], unit.src, col.name) or any(
                 (builtin_field(unit, f) or "").startswith("threadIdx.") for f in syn.fields(bounds[c])):
             return f"the bounds check `{unit.t(bounds[c])}` depends on the thread; every thread of a tile must load"
     pre = body[: body.index(loop)]
-    acc_decl = next((s for s in pre if syn.is_declaration(s) and unit.t(s).split("=")[0].split()[-1] == acc), None)
-    if acc_decl is None:
-        return f"{acc} is not declared before the k loop"
+    declared = {unit.t(s).split("=")[0].split()[-1]: s for s in pre if syn.is_declaration(s)}
+    acc_decl = declared.get(acc)
+    if missing := [a for a in kb.accs if a not in declared]:
+        return f"{missing[0]} is not declared before the k loop"
     consumed = _consumed_aliases(unit, [al for al in (a_alias, b_alias) if al is not None], prod)
     hoisted = [s for s in pre if s is not acc_decl and s not in consumed]
     loads = {a.span for a in unit.facts.accesses}
@@ -401,10 +531,39 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
         "consumed": consumed,
         "etype": unit.t(decl_t), "rest": rest, "stmts": stmts, "ivs": ivs,
         "row_stride": row.stride, "col_stride": col.stride, "layout": layout,
+        # a k body other than `acc += A * B`: its statements, run on the tiles (the A load first)
+        "general": kb.general, "body_stmts": kb.stmts,
+        "tile_types": _tile_types(unit, a_ptr, b_ptr) if kb.general else (unit.t(decl_t), unit.t(decl_t)),
+        "body_loads": sorted((s[2] for s in kb.loads), key=lambda n: n.start_byte != a_node.start_byte),
         # batched: the operands move with blockIdx.z (one matrix per z block)
         "batched": any(a.stride("blockIdx.z") not in (None, 0) for a in unit.facts.accesses
                        if a.pointer in (a_ptr, b_ptr)),
     }
+
+
+def _inner_loop(unit: CudaUnit, m: dict, tile: int) -> list[str]:
+    """The lines of the tiled kernel's loop over one tile's k for a matched matmul ``m``
+    (:func:`match_naive_matmul`): the plain product summed over the whole tile (a padded element is 0, which adds
+    nothing), or the kernel's own general k body (:class:`KBody`) with its A load read from ``htam_As`` and its B
+    load from ``htam_Bs``, bounded by K as well: a padded 0 is not neutral for any body (``expf(0)`` is 1, a
+    distance of 0 and 0 is not the 0 of a max)."""
+    k = m["kname"]
+    if not m["general"]:
+        return [f"    for (int {k} = 0; {k} < {tile}; ++{k})",
+                f"        {unit.t(m['acc_decl'].child_by_field_name('declarator').child_by_field_name('declarator'))}"
+                f" += htam_As[threadIdx.y][{k}] * htam_Bs[{k}][threadIdx.x];"]
+    a, b = m["body_loads"]
+    reps = sorted([(a, f"htam_As[threadIdx.y][{k}]"), (b, f"htam_Bs[{k}][threadIdx.x]")],
+                  key=lambda r: -r[0].start_byte)
+    body = []
+    for st in m["body_stmts"]:
+        text = bytearray(unit.src[st.start_byte : st.end_byte])
+        for n, rep in reps:
+            if st.start_byte <= n.start_byte < st.end_byte:
+                text[n.start_byte - st.start_byte : n.end_byte - st.start_byte] = rep.encode()
+        body.append("        " + text.decode())
+    return [f"    for (int {k} = 0; {k} < {tile} && htam_k0 + {k} < {m['K']}; ++{k}) {{  "
+            "// the kernel's own k body on the tiles", *body, "    }"]
 
 
 @register
@@ -425,6 +584,9 @@ class CudaSmemTilingMatmul(CudaTransform):
         gives each thread a TM x TN tile of an NT dot nest (in its body or in a ``__device__`` helper it calls) gets
         its operand panels staged instead (:class:`~htam_core.transforms.cuda_panel_tiling.CudaSmemPanelTiling`)."""
         m = match_naive_matmul(unit)
+        if not isinstance(m, str) and m["tile_types"] is None:
+            return self.not_applicable(f"the element type of {m['A_ptr']} or {m['B_ptr']} is unknown; the tiles "
+                                       "of the k body need it")
         if isinstance(m, str):
             # an already register-tiled NT nest (each thread a TM x TN tile): its panels are staged instead
             panels = CudaSmemPanelTiling().propose_unit(unit, model, kernel, profile)
@@ -506,6 +668,7 @@ class CudaSmemTilingMatmul(CudaTransform):
             return operand_index(unit, parts, mapping, paren=False)
 
         row, col, et = m["row"], m["col"], m["etype"]
+        at, bt = m["tile_types"]  # the accumulator's type for the plain product, else the operands'
         first = min(row.decl.start_byte, col.decl.start_byte)
         indent = syn.indent_of(unit.src, first)
         others = [s for s in m["stmts"] if first <= s.start_byte < m["guard"].start_byte
@@ -528,12 +691,12 @@ class CudaSmemTilingMatmul(CudaTransform):
             b_lines = [
                 f"    const int htam_nb = blockIdx.{col.dim} * {tile} + threadIdx.y;",
                 f"    htam_Bs[threadIdx.x][threadIdx.y] = (htam_ka < {K} && htam_nb < {N}{extra}) "
-                f"? {m['B']}[{sub(m['B_parts'], {m['kname']: 'htam_ka', col.name: 'htam_nb'})}] : ({et})0;",
+                f"? {m['B']}[{sub(m['B_parts'], {m['kname']: 'htam_ka', col.name: 'htam_nb'})}] : ({bt})0;",
             ]
         else:
             b_lines = [
                 f"    htam_Bs[threadIdx.y][threadIdx.x] = (htam_kb < {K} && {col.name} < {N}{extra}) "
-                f"? {m['B']}[{sub(m['B_parts'], {m['kname']: 'htam_kb'})}] : ({et})0;",
+                f"? {m['B']}[{sub(m['B_parts'], {m['kname']: 'htam_kb'})}] : ({bt})0;",
             ]
         pad = " + 1" if m["layout"] == "NT" else ""
         lines = [
@@ -541,19 +704,17 @@ class CudaSmemTilingMatmul(CudaTransform):
             f"{decl_prefix(col)}{col.name} = blockIdx.{col.dim} * {tile} + threadIdx.x;",
             *[unit.t(s) for s in others],
             *[unit.t(s) for s in m["pre"]],
-            f"__shared__ {et} htam_As[{tile}][{tile}];",
-            f"__shared__ {et} htam_Bs[{tile}][{tile}{pad}];",
+            f"__shared__ {at} htam_As[{tile}][{tile}];",
+            f"__shared__ {bt} htam_Bs[{tile}][{tile}{pad}];",
             acc_decl,
             f"for (int htam_k0 = 0; htam_k0 < {K}; htam_k0 += {tile}) {{",
             "    const int htam_ka = htam_k0 + threadIdx.x;",
             *(["    const int htam_kb = htam_k0 + threadIdx.y;"] if m["layout"] == "NN" else []),
-            f"    htam_As[threadIdx.y][threadIdx.x] = ({row.name} < {M} && htam_ka < {K}{extra}) ? {a_load} : ({et})0;",
+            f"    htam_As[threadIdx.y][threadIdx.x] = ({row.name} < {M} && htam_ka < {K}{extra}) ? {a_load} : ({at})0;",
             *b_lines,
             "    __syncthreads();",
             "#pragma unroll",
-            f"    for (int {m['kname']} = 0; {m['kname']} < {tile}; ++{m['kname']})",
-            f"        {unit.t(m['acc_decl'].child_by_field_name('declarator').child_by_field_name('declarator'))} += "
-            f"htam_As[threadIdx.y][{m['kname']}] * htam_Bs[{m['kname']}][threadIdx.x];",
+            *_inner_loop(unit, m, tile),
             "    __syncthreads();",
             "}",
             f"if {m['cond']} {{",

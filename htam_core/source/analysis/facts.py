@@ -1524,14 +1524,15 @@ class KernelFacts:
 
     def matmul_loops(self) -> tuple[LoopFact, ...]:
         """Loops that accumulate products of two operands along a shared dimension (a matmul's K loop): a
-        ``sum`` accumulator, and two reads of different pointers (global or shared) inside the loop, both
+        ``sum`` accumulator (or a ``max``/``min`` one: the max-plus product ``c = fmaxf(c, A[..] + B[..])``, a
+        matmul over another semiring, tiled the same way), and two reads of different pointers (global or shared) inside the loop, both
         indexed by the loop variable and both depending on the thread/block indices, with different strides
         in the loop variable (``A[row*K + k]`` and ``B[k*N + col]``) or different thread/block dimensions
         (``inp[bt*C + i]`` and ``w[oc*C + i]``, the NT layout). A dot product with one shared vector
         (``x[row*N + i] * y[i]``) is not one: ``y`` does not depend on the thread."""
         out: list[LoopFact] = []
         for lp in self.loops:
-            if lp.var is None or not any(a.op == "sum" for a in lp.accumulators):
+            if lp.var is None or not any(a.op in ("sum", "max", "min") for a in lp.accumulators):
                 continue
             ops = [a for a in self._own_reads(lp) if a.index is not None and self._varies(a, lp.var)
                    and _thread_dims(a)]
