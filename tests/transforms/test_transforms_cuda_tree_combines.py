@@ -245,3 +245,73 @@ def test_an_int_selection_tree_takes_the_warp_finish_exactly():
     assert not isinstance(res, NotApplicable), res.reason
     assert not res[0].changes_numerics and res[0].params["combine"] == "max"
     assert "htam_v = htam_v > htam_w ? htam_v : htam_w;" in res[0].new_text
+
+
+_THREE = """
+__global__ void stats3(const float *x, float *bsum, int *bcount, float *bmax, int n) {
+    __shared__ float ssum[128];
+    __shared__ int scount[128];
+    __shared__ float smax[128];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * 128 + tid;
+    ssum[tid] = i < n ? x[i] : 0.0f;
+    scount[tid] = i < n && x[i] > 0.0f;
+    smax[tid] = i < n ? x[i] : -1e30f;
+    __syncthreads();
+    for (int s = 1; s < 128; s += s) {
+        if (!(tid % (s * 2))) {
+            ssum[tid] = ssum[tid] + ssum[tid + s];
+            scount[tid] += scount[tid + s];
+            if (smax[tid + s] > smax[tid]) smax[tid] = smax[tid + s];
+        }
+        __syncthreads();
+    }
+    if (tid == 0) { bsum[blockIdx.x] = ssum[0]; bcount[blockIdx.x] = scount[0]; bmax[blockIdx.x] = smax[0]; }
+}
+void run_stats3(const float *x, float *s, int *c, float *m, int n) { stats3<<<(n + 127) / 128, 128>>>(x, s, c, m, n); }
+"""
+
+
+def test_three_arrays_of_two_types_in_one_guard(tmp_path: Path):
+    seq = _made(_THREE, SEQ, "stats3")
+    assert "if (tid < s) {" in seq and "s = 128 / 2; s > 0; s >>= 1" in seq
+    res = _propose(_THREE, WARP, "stats3")
+    assert not isinstance(res, NotApplicable), res.reason
+    body = res[0].new_text
+    assert res[0].params["arrays"] == ["ssum", "scount", "smax"] and res[0].params["combine"] == "+/+/max"
+    assert "int htam_v_scount = scount[tid] + scount[tid + 32];" in body
+    assert "float htam_w_smax = __shfl_down_sync(0xffffffffu, htam_v_smax, htam_o);" in body
+    assert "htam_v_smax = htam_w_smax > htam_v_smax ? htam_w_smax : htam_v_smax;" in body
+    assert "if (tid == 0) { ssum[0] = htam_v_ssum; scount[0] = htam_v_scount; smax[0] = htam_v_smax; }" in body
+    if shutil.which("nvcc") is not None:
+        assert_nvcc_compiles(body, tmp_path, "three.cu")
+        assert_nvcc_compiles(seq, tmp_path, "three_seq.cu")
+
+
+_THREE_MAIN = """
+int main() {
+    for (int n : {SIZES}) {
+        const int blocks = (n + 127) / 128;
+        std::vector<float> x(n), s(blocks), m(blocks);
+        std::vector<int> c(blocks);
+        for (int k = 0; k < n; ++k) x[k] = 0.5f * (float)((k * 37) % 41) - 10.0f;
+        htam_launch(blocks, 128, 1, [&] { stats3(x.data(), s.data(), c.data(), m.data(), n); });
+        for (int j = 0; j < blocks; ++j) std::printf("%.9g %d %.9g\\n", s[j], c[j], m[j]);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(compiler() is None, reason="no host C++ compiler")
+def test_three_arrays_reduce_the_same_on_the_cpu(tmp_path: Path):
+    main = _THREE_MAIN.replace("SIZES", ", ".join(map(str, SIZES)))
+    want: list[float] = []
+    for n in SIZES:
+        xs = [0.5 * ((k * 37) % 41) - 10.0 for k in range(n)]
+        for j in range(0, n, 128):
+            part = xs[j:j + 128]
+            want += [sum(part), float(sum(1 for v in part if v > 0)), max(part)]
+    seq = _made(_THREE, SEQ, "stats3")
+    for text in (_THREE, seq, _made(_THREE, WARP, "stats3"), _made(seq, WARP, "stats3")):
+        assert run_block_main(text, "stats3", main, tmp_path) == want
