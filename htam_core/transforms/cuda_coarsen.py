@@ -56,7 +56,15 @@ from htam_core.transforms._cuda import (
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_atomic_privatize import ACC
-from htam_core.transforms.cuda_coarsen_grid import PER_SM, BlockLoad, GridFree, grid_free, rung_text
+from htam_core.transforms.cuda_coarsen_grid import (
+    PER_SM,
+    BlockLoad,
+    GridFree,
+    grid_free,
+    rung_text,
+    several_arrays,
+    tree_combines,
+)
 from htam_core.transforms.cuda_launch import CUDA_LANGS, SM_GRID_HELPER, SM_GRID_TEXT
 from htam_core.transforms.cuda_reduction import COMBINE_FUNCS, element_type
 from htam_core.transforms.registry import register
@@ -106,6 +114,10 @@ def match_block_load(unit: CudaUnit) -> BlockLoad | str:
         if m == NO_LOAD and any(lp.grid_stride or (lp.strides_threads and lp.accumulators) for lp in facts.loops):
             return "each thread already accumulates several elements (a strided loop) before the tree"
         return m
+    stmts = statement_list(unit.body)
+    why = several_arrays(unit, stmts[stmts.index(m.store) + 1:])
+    if why:
+        return why
     if m.register_read_after or m.index_read_after:
         name = m.register if m.register_read_after else m.index
         return (f"{name} is read after the load into {m.array}: with several elements per thread and fewer "
@@ -116,8 +128,10 @@ def match_block_load(unit: CudaUnit) -> BlockLoad | str:
                                               and threads == {int(per_block)}):
         return (f"{m.index} advances {per_block} per block, not the block size of every launch; a grid-stride "
                 "loop would skip or repeat elements")
-    stmts = statement_list(unit.body)
     combine = _combine_of(unit, m.array, stmts[stmts.index(m.store) + 1:])
+    combs = tree_combines(unit, stmts[stmts.index(m.store) + 1:]) if combine is None else []
+    select = combs[0].select if len(combs) == 1 and combs[0].array == m.array else None
+    combine = combs[0].op if select is not None else combine
     if combine is None:
         return f"no tree loop after the load combines {m.array} with + or {'/'.join(COMBINE_FUNCS)}"
     if not m.identity_kept:
@@ -132,7 +146,7 @@ def match_block_load(unit: CudaUnit) -> BlockLoad | str:
     if etype is None:
         return f"the element type of {m.array} is not declared in the kernel"
     tix = next(t for t in facts.thread_indices if t.name == m.index)
-    return BlockLoad(m, etype, tix.type.replace("const", "").strip(), combine)
+    return BlockLoad(m, etype, tix.type.replace("const", "").strip(), combine, select)
 
 
 def _accumulation(unit: CudaUnit, m: BlockLoad) -> TextEdit:
@@ -154,6 +168,8 @@ def _accumulation_text(m: BlockLoad, acc: str, indent: str) -> str:
         value = f"({f.register_type})({value})"
     value = f.stored_at(value)  # the per-element expression the slot received (`v * v`), of each element
     update = f"{acc} += {value};" if m.combine == "+" else f"{acc} = {m.combine}({acc}, {value});"
+    if m.select is not None:  # the tree's own comparison and choice (a NaN is kept or dropped as there)
+        update = f"{acc} = {m.select.combine(acc, value)};"
     if f.extra:
         update = f"if ({f.extra_at('htam_j')}) {update}"
     return (f"{m.etype} {acc} = {f.identity};\n"

@@ -38,11 +38,13 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.block_load import GuardedLoad
 from htam_core.source.analysis.facts import UniformAtomic
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.select import Selection
 from htam_core.source.analysis.types import resolve_type
 from htam_core.transforms._cuda import CudaUnit, references, statement_list
 from htam_core.transforms.cuda_atomic_privatize import ACC, PART, block_combine, identity
 from htam_core.transforms.cuda_reduction import (
     THREAD_X,
+    Combine,
     _binary,
     _is_int,
     _is_sync,
@@ -64,12 +66,14 @@ class BlockLoad:
     """The guarded block load of a reduction (:class:`~htam_core.source.analysis.block_load.GuardedLoad`, any
     spelling) with what the rewrite adds: the register type ``etype`` (the shared array's element type), the loop
     index type ``itype`` (the global index's declared type) and the tree's ``combine`` (``"+"`` or a
-    :data:`COMBINE_FUNCS` name)."""
+    :data:`COMBINE_FUNCS` name, or ``"max"``/``"min"`` with ``select``, the comparison and choice the tree's combine
+    is written as: the accumulation then chooses with it)."""
 
     form: GuardedLoad
     etype: str
     itype: str
     combine: str
+    select: Selection | None = None
 
 
 @dataclass
@@ -147,6 +151,8 @@ def _rung_problem(unit: CudaUnit, m: BlockLoad, res: UniformAtomic, tree: list[N
     """Why the statements ``tree`` between the load and the atomic are not replaced by the block combine (they
     must be one whole-block tree over ``m``'s array and block barriers; nothing in ``rest`` reads the array), or
     ``""``."""
+    if m.select is not None:
+        return "the tree's combine is a comparison and a choice, which the block combine does not write"
     loops = [st for st in tree if not _is_sync(unit, st)]
     if len(loops) != 1 or not syn.is_for(loops[0]):
         return "the statements between the load and the atomic are not one tree loop and barriers"
@@ -156,7 +162,11 @@ def _rung_problem(unit: CudaUnit, m: BlockLoad, res: UniformAtomic, tree: list[N
     tree_ = match_tree(unit, loops[0]) if isinstance(seq, str) else None
     if isinstance(tree_, str):
         return f"the tree loop is not a whole-block tree: {tree_}"
-    array, value = (seq[2], seq[5]) if tree_ is None else (tree_.array, tree_.bound_value)  # type: ignore[index]
+    combs, value = (seq[2], seq[4]) if tree_ is None else (tree_.combines, tree_.bound_value)  # type: ignore[index]
+    if len(combs) > 1:
+        return (f"the tree loop combines {len(combs)} arrays ({', '.join(c.array for c in combs)}); the block "
+                "combine sends one")
+    array = combs[0].array
     if array != m.form.array:
         return f"the tree loop combines {array}, not {m.form.array}"
     why, _ = _launch_problem(unit, value, runtime_ok=True)
@@ -169,6 +179,31 @@ def _rung_problem(unit: CudaUnit, m: BlockLoad, res: UniformAtomic, tree: list[N
     if ACC.encode() in unit.src or PART.encode() in unit.src:
         return f"{ACC} or {PART} is already declared"
     return ""
+
+
+def tree_combines(unit: CudaUnit, after: list[Node]) -> list[Combine]:
+    """The combines of the first loop among ``after`` (the body's statements after the load) when it is a whole-block
+    tree (interleaved or sequential addressing), else ``[]``."""
+    for st in after:
+        if not syn.is_for(st):
+            continue
+        seq = _sequential(unit, st)
+        if not isinstance(seq, str):
+            return seq[2]
+        tree = match_tree(unit, st)
+        return [] if isinstance(tree, str) else tree.combines
+    return []
+
+
+def several_arrays(unit: CudaUnit, after: list[Node]) -> str | None:
+    """Why the add during load is not made: the first tree loop among ``after`` (the body's statements after the
+    load) reduces several shared arrays in one step (a min and a max, a sum and a sum of squares), while the step
+    accumulates one value per thread; ``None`` when it reduces one or is no tree."""
+    combs = tree_combines(unit, after)
+    if len(combs) < 2:
+        return None
+    return (f"the tree loop reduces {', '.join(c.array for c in combs)} together; the add during load accumulates "
+            "one value per thread, for a tree of one array")
 
 
 def rung_text(unit: CudaUnit, gf: GridFree, indent: str) -> str:

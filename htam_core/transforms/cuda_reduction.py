@@ -21,6 +21,15 @@ inputs in ``sdata[0]``; the other entries differ, so the array may be read only 
 The strided-index form (``int index = 2 * s * tid; if (index < blockDim.x) sdata[index] += ...``)
 is rewritten the same way.
 
+The guard may hold several combines, one per shared array, all indexed alike (a min and a max, or a sum and a sum
+of squares, reduced by one loop: ``smin[tid] = fminf(smin[tid], smin[tid + s]); smax[tid] = fmaxf(...);``); each
+array is its own tree, so every combine is kept as written and only the loop and the guard change. Arrays that are
+views of one buffer (``float *smax = smem + blockDim.x;``) must not share an entry within the tree (the analysis
+layer's :func:`~htam_core.source.analysis.views.overlapping_views`). A combine may also be a max or min written as a
+comparison and a choice (``sdata[tid] = sdata[tid + s] > sdata[tid] ? sdata[tid + s] : sdata[tid];`` or ``if
+(sdata[tid + s] > sdata[tid]) sdata[tid] = sdata[tid + s];``, the analysis layer's
+:func:`~htam_core.source.analysis.select.select_step`); its comparison stays as written.
+
 A tree over ``blockDim.x`` needs no known launch: for a block size ``B`` that is not a power of two the
 interleaved tree reads ``sdata[B]``, past the block's values (``B = 2^k * m``, ``m > 1`` odd: at ``s = 2^k`` the
 thread ``tid = B - 2^k`` is a multiple of ``2s`` and reads ``sdata[B]``), so it is defined only for power-of-two
@@ -34,9 +43,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sympy
+
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.facts import sym
 from htam_core.source.analysis.forms import builtin_field, cond_parts, is_lvalue
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.select import Selection, select_step
+from htam_core.source.analysis.views import overlapping_views
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, statement_span
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -48,6 +62,33 @@ from htam_core.types.profile import Profile
 #: Two-argument combines that are associative and commutative (so the tree may pair elements differently).
 COMBINE_FUNCS = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
 _HALVING = ("s >>= 1", "s /= 2", "s = s >> 1", "s = s / 2")
+
+
+@dataclass(frozen=True)
+class Combine:
+    """One combine statement of a tree step: ``array[i] = op(array[i], array[i + s])`` (or ``+=``).
+
+    Attributes:
+        array: the shared array (``sdata``).
+        op: ``"+"``, one of :data:`COMBINE_FUNCS`, or ``"max"``/``"min"`` for a selection.
+        stmt: the combine statement as written.
+        select: for a combine written as a comparison and a choice (``s[i] = s[i + k] > s[i] ? s[i + k] : s[i];``
+            or ``if (s[i + k] > s[i]) s[i] = s[i + k];``, read by the analysis layer's
+            :func:`~htam_core.source.analysis.select.select_step`), its :class:`Selection`, else ``None``.
+    """
+
+    array: str
+    op: str
+    stmt: Node
+    select: Selection | None = None
+
+    def expr(self, acc: str, cand: str) -> str:
+        """The C expression combining ``acc`` (the element kept, ``array[i]``) with ``cand`` (``array[i + s]``) as
+        the original does: ``acc + cand``, ``fmaxf(acc, cand)``, or the selection with its own comparison (both
+        arguments are C expressions; a selection reads them twice, so they must be free of side effects)."""
+        if self.select is not None:
+            return self.select.combine(acc, cand)
+        return f"{acc} + {cand}" if self.op == "+" else f"{self.op}({acc}, {cand})"
 
 
 @dataclass
@@ -63,9 +104,8 @@ class Tree:
         cond: the guard's condition expression (inside the parentheses of the ``if``).
         tid: the thread index's key: :data:`THREAD_X` for the thread's index along x in any spelling, else the
             name written (refused by :func:`_tid_problem`).
-        array: the shared array (``sdata``).
-        combine: ``"+"`` or one of :data:`COMBINE_FUNCS`.
-        combine_stmt: the combine statement.
+        combines: the guard's combines (:class:`Combine`), one per shared array, in source order (a min and a
+            max, or a sum and a sum of squares, reduced by one loop).
         index_decl: the ``int index = 2 * s * tid;`` declaration of the strided form, else ``None``.
         index: the strided index variable, else ``None``.
         tid_text: how the guard spells the thread index (``tid``, ``threadIdx.x``, ``cta.thread_rank()``), the
@@ -79,12 +119,20 @@ class Tree:
     bound_value: int | None
     cond: Node
     tid: str
-    array: str
-    combine: str
-    combine_stmt: Node
+    combines: list[Combine]
     index_decl: Node | None = None
     index: str | None = None
     tid_text: str = "threadIdx.x"
+
+    @property
+    def array(self) -> str:
+        """The first combine's shared array (the only one of a one-array tree)."""
+        return self.combines[0].array
+
+    @property
+    def combine(self) -> str:
+        """The first combine's operation (:attr:`Combine.op`)."""
+        return self.combines[0].op
 
 
 def _strip(node: Node) -> Node:
@@ -248,13 +296,33 @@ def _is_at_plus_s(unit: CudaUnit, node: Node, array: str, idx: str, s: str) -> b
     return names == sorted([idx, s])
 
 
-def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str, shown: str | None = None) -> tuple[str, str] | str:
-    """``(array, combine)`` for ``A[idx] += A[idx + s]``, ``A[idx] = A[idx] + A[idx + s]`` or
-    ``A[idx] = f(A[idx], A[idx + s])`` with ``f`` in :data:`COMBINE_FUNCS`; else why not. ``idx`` is a name or
-    :data:`THREAD_X` (any spelling of the thread index); ``shown`` is how a refusal spells it (``idx`` when
-    ``None``)."""
+def _not_reorderable(text: str, op: str) -> str:
+    return (f"the combine `{text}` uses {op}, which is not associative and commutative "
+            f"(only +, {', '.join(COMBINE_FUNCS)} can be reordered)")
+
+
+def _selection(unit: CudaUnit, stmt: Node, key: str, s: str) -> Combine | None:
+    """The combine ``A[idx] = A[idx + s] > A[idx] ? A[idx + s] : A[idx]`` (any comparison and branch order, or the
+    statement form ``if (A[idx + s] > A[idx]) A[idx] = A[idx + s];``) read as a max/min, else ``None``."""
+    step = select_step(unit.src, stmt, element=True)
+    sub = _subscript(unit, step.target) if step is not None and step.target is not None else None
+    if step is None or sub is None or not _ident(unit, sub[1], key):
+        return None
+    if not _is_at_plus_s(unit, step.candidate, sub[0], key, s):
+        return None
+    return Combine(sub[0], step.selection.kind, step.stmt, step.selection)
+
+
+def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str, shown: str | None = None) -> Combine | str:
+    """The :class:`Combine` of ``A[idx] += A[idx + s]``, ``A[idx] = A[idx] + A[idx + s]``,
+    ``A[idx] = f(A[idx], A[idx + s])`` with ``f`` in :data:`COMBINE_FUNCS`, or a max/min written as a comparison
+    and a choice (:func:`_selection`); else why not. ``idx`` is a name or :data:`THREAD_X` (any spelling of the
+    thread index); ``shown`` is how a refusal spells it (``idx`` when ``None``)."""
     key, idx = idx, shown or idx
     text = " ".join(unit.t(stmt).split())
+    sel = _selection(unit, stmt, key, s)
+    if sel is not None:
+        return sel
     expr = stmt.named_children[0] if syn.is_expression_statement(stmt) and stmt.named_children else None
     if expr is None or not syn.is_assignment(expr):
         return f"the guarded statement `{text}` is not a combine `sdata[{idx}] += sdata[{idx} + {s}]`"
@@ -265,35 +333,70 @@ def _combine(unit: CudaUnit, stmt: Node, idx: str, s: str, shown: str | None = N
         return f"the guarded statement `{text}` does not write `array[{idx}]`"
     array = sub[0]
     if op != "=" and op != "+=":
-        return (
-            f"the combine `{text}` uses {op}, which is not associative and commutative "
-            f"(only +, {', '.join(COMBINE_FUNCS)} can be reordered)"
-        )
+        return _not_reorderable(text, op)
     if op == "+=" and _is_at_plus_s(unit, right, array, key, s):
-        return array, "+"
-    if op == "=":
-        r = _strip(right)
-        pair: list[Node] = []
-        kind = ""
-        b = _binary(unit, r, ("+", "-", "*", "/"))
-        if b is not None:
-            kind, pair = b[0], [b[1], b[2]]
-        elif syn.is_call(r) and r.child_by_field_name("arguments") is not None:
-            kind = unit.t(r.child_by_field_name("function"))
-            pair = list(r.child_by_field_name("arguments").named_children)
-        if len(pair) == 2 and any(_is_at(unit, x, array, key) for x in pair) and any(
-            _is_at_plus_s(unit, x, array, key, s) for x in pair
-        ):
-            if kind == "+" or kind in COMBINE_FUNCS:
-                return array, kind
-            return (
-                f"the combine `{text}` uses {kind}, which is not associative and commutative "
-                f"(only +, {', '.join(COMBINE_FUNCS)} can be reordered)"
-            )
+        return Combine(array, "+", stmt)
+    kind = _pair_kind(unit, right, array, key, s) if op == "=" else None
+    if kind is not None and (kind == "+" or kind in COMBINE_FUNCS):
+        return Combine(array, kind, stmt)
+    if kind is not None:
+        return _not_reorderable(text, kind)
     return (
         f"the guarded statement `{text}` is not `{array}[{idx}] += {array}[{idx} + {s}]` "
-        f"or a {'/'.join(COMBINE_FUNCS)} of the two"
+        f"or a {'/'.join(COMBINE_FUNCS)} of the two (or a comparison choosing one)"
     )
+
+
+def _pair_kind(unit: CudaUnit, right: Node, array: str, key: str, s: str) -> str | None:
+    """The operator or function of ``right`` when it is ``A[idx] op A[idx + s]`` or ``f(A[idx], A[idx + s])`` (either
+    order), else ``None``."""
+    r = _strip(right)
+    pair: list[Node] = []
+    kind = ""
+    b = _binary(unit, r, ("+", "-", "*", "/"))
+    if b is not None:
+        kind, pair = b[0], [b[1], b[2]]
+    elif syn.is_call(r) and r.child_by_field_name("arguments") is not None:
+        kind = unit.t(r.child_by_field_name("function"))
+        pair = list(r.child_by_field_name("arguments").named_children)
+    if len(pair) == 2 and any(_is_at(unit, x, array, key) for x in pair) and any(
+            _is_at_plus_s(unit, x, array, key, s) for x in pair):
+        return kind
+    return None
+
+
+def guard_combines(unit: CudaUnit, cons: Node | None, idx: str, s: str,
+                   shown: str | None = None) -> list[Combine] | str:
+    """The combines a tree step's guard holds (its consequence ``cons``, braces or not): every statement a
+    :func:`_combine` of its own shared array, no array twice; else why not (``idx``, ``s``, ``shown`` as there)."""
+    inner = statement_list(cons) if cons is not None and syn.is_block(cons) else [cons]
+    if not inner or inner[0] is None:
+        return "the guard holds no combine statement"
+    combs: list[Combine] = []
+    for st in inner:
+        c = _combine(unit, st, idx, s, shown)
+        if isinstance(c, str):
+            return c
+        if any(c.array == o.array for o in combs):
+            return f"the guard combines {c.array} twice in one step"
+        combs.append(c)
+    return combs
+
+
+def combines_problem(unit: CudaUnit, loop: Node, combs: list[Combine], bound_value: int | None) -> str | None:
+    """Why the combines of the tree ``loop`` (over ``bound_value`` elements, ``None`` for ``blockDim.x``) cannot be
+    rewritten: one of their arrays is used after the loop other than at ``[0]`` (:func:`_read_after`), or two of
+    them may share memory (views of one buffer that overlap: the analysis layer's
+    :func:`~htam_core.source.analysis.views.overlapping_views`); else ``None``."""
+    why = next((w for w in (_read_after(unit, loop, c.array) for c in combs) if w), None)
+    if why or len(combs) < 2:
+        return why
+    extent = sym("blockDim.x") if bound_value is None else sympy.Integer(bound_value)
+    both = overlapping_views(unit.facts, [c.array for c in combs], extent)
+    if both is None:
+        return None
+    return (f"{both[0]} and {both[1]} may share shared-memory entries within the tree's {extent} elements, so a "
+            "rewrite could not keep each array's result")
 
 
 def _is_sync(unit: CudaUnit, stmt: Node) -> bool:
@@ -424,23 +527,15 @@ def match_tree(unit: CudaUnit, loop: Node) -> Tree | str:
             return why
         tid_node = found
         idx = _operand(unit, found) or ""
-    cons = guard.child_by_field_name("consequence")
-    inner = statement_list(cons) if cons is not None and syn.is_block(cons) else [cons]
-    if len(inner) != 1 or inner[0] is None:
-        return "the guard does not hold exactly one combine statement"
-    comb = _combine(unit, inner[0], idx, s, None if index_decl is not None else tid_text(unit, tid_node))
-    if isinstance(comb, str):
-        return comb
+    combs = guard_combines(unit, guard.child_by_field_name("consequence"), idx, s,
+                           None if index_decl is not None else tid_text(unit, tid_node))
+    if isinstance(combs, str):
+        return combs
     tid = _operand(unit, tid_node) or ""
-    why = _tid_problem(unit, tid)
+    why = _tid_problem(unit, tid) or combines_problem(unit, loop, combs, bound_value)
     if why:
         return why
-    array, op = comb
-    why = _read_after(unit, loop, array)
-    if why:
-        return why
-    return Tree(loop, s, typ, bound, bound_value, gcond, tid, array, op, inner[0], index_decl, index,
-                tid_text(unit, tid_node))
+    return Tree(loop, s, typ, bound, bound_value, gcond, tid, combs, index_decl, index, tid_text(unit, tid_node))
 
 
 def _header_decl(unit: CudaUnit, decl: Node) -> tuple[str, Node] | None:
@@ -525,7 +620,9 @@ def element_type(unit: CudaUnit, array: str) -> str | None:
     """The declared element type of array ``array`` (kernel body first, then file level), else ``None``; a local
     pointer that the analysis layer reads as a shared array (``T *sdata = SharedMemory<T>();``) has its pointee
     type."""
-    shared_ptr = any(a.pointer == array and a.space == "shared" for a in unit.facts.accesses)
+    alias = unit.facts.pointer_alias(array)  # a view into a shared buffer (`float *smax = smem + blockDim.x;`)
+    base = alias.pointer if alias is not None and not alias.vector else array
+    shared_ptr = any(a.pointer in (array, base) and a.space == "shared" for a in unit.facts.accesses)
     for scope in (unit.body, unit.root):
         for decl in syn.declarations(scope):
             for d in decl.children_by_field_name("declarator"):
@@ -534,6 +631,18 @@ def element_type(unit: CudaUnit, array: str) -> str | None:
                 if d is not None and syn.is_identifier(d) and unit.t(d) == array:
                     return " ".join(unit.t(decl.child_by_field_name("type")).split())
     return None
+
+
+def _combines_note(combs: list[Combine]) -> str:
+    """What a description adds for a tree of several arrays, or of a combine written as a comparison: the arrays
+    reduced together, and that such a comparison keeps or drops a NaN by where it meets it (only inputs without
+    NaN give the same extreme in any pairing)."""
+    note = ""
+    if len({c.array for c in combs}) > 1:
+        note += f"; every step combines {', '.join(dict.fromkeys(c.array for c in combs))} together"
+    if any(c.select is not None for c in combs):
+        note += "; the comparison is kept as written (inputs without NaN get the same extreme)"
+    return note
 
 
 def _bound_text(unit: CudaUnit, bound: Node) -> str:
@@ -594,8 +703,8 @@ class CudaSequentialAddressing(CudaTransform):
         for t in trees:
             edits.extend(self._edits(unit, t))
             lines.append(model_line(model.text, unit.base + t.loop.start_byte))
-        ops = sorted({t.combine for t in trees})
-        sums = any(t.combine == "+" and element_type(unit, t.array) not in _INT_TYPES for t in trees)
+        ops = sorted({c.op for t in trees for c in t.combines})
+        sums = any(c.op == "+" and element_type(unit, c.array) not in _INT_TYPES for t in trees for c in t.combines)
         where = ("line " if len(lines) == 1 else "lines ") + ", ".join(str(x) for x in lines)
         desc = (
             f"sequential addressing in the shared-memory tree of {kernel.name} ({where}): the stride halves "
@@ -607,13 +716,15 @@ class CudaSequentialAddressing(CudaTransform):
             if sums
             else f"; {'/'.join(ops)} on these types is exact in any order"
         )
+        desc += _combines_note([c for t in trees for c in t.combines])
         cand = self.candidate(
             model,
             desc,
             {
                 "loops": [
                     {"line": ln, "bound": t.bound_value if t.bound_value is not None else "blockDim.x",
-                     "combine": t.combine, "form": "strided" if t.index else "interleaved"}
+                     "combine": "/".join(c.op for c in t.combines), "form": "strided" if t.index else "interleaved",
+                     **({"arrays": [c.array for c in t.combines]} if len(t.combines) > 1 else {})}
                     for ln, t in zip(lines, trees, strict=True)
                 ],
                 "block": sorted({n for n in sizes if n is not None}) if None not in sizes else "runtime",
@@ -633,6 +744,6 @@ class CudaSequentialAddressing(CudaTransform):
         if t.index_decl is not None and t.index is not None:
             a, b = statement_span(unit, t.index_decl)
             edits.append(unit.edit(a, b, ""))
-            for ref in references(t.combine_stmt, unit.src, t.index):
-                edits.append(unit.replace(ref, t.tid_text))
+            for c in t.combines:
+                edits.extend(unit.replace(ref, t.tid_text) for ref in references(c.stmt, unit.src, t.index))
         return edits

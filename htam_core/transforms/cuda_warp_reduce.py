@@ -23,6 +23,11 @@ shared-memory round trips fewer. An interleaved tree (``tid % (2 * s) == 0``) is
 the same edit (as ``cuda.sequential_addressing`` does; then the float sums change order). The block must be a
 compile-time power of two of at least 64 threads, and the tree must run over the whole block.
 
+A guard that combines several shared arrays (a min and a max in one loop) gets one register and one shuffle
+chain per array in the same warp, and thread 0 writes every ``array[0]``. A max/min written as a comparison and a
+choice combines with that very comparison (``htam_v = htam_w > htam_v ? htam_w : htam_v;``, the shuffled value taken
+into ``htam_w`` first so every lane runs each shuffle).
+
 The tree may be written over a local that holds ``blockDim.x`` (``int block_size = blockDim.x;``, a fact of the
 analysis layer), over a template parameter bound at the launch, with ``threadIdx.x`` itself as the thread
 variable, and with the barrier opening each step (``__syncthreads(); if (tid < s) ...``; the finish then
@@ -45,16 +50,17 @@ from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_loops import model_line
 from htam_core.transforms.cuda_reduction import (
     _HALVING,
+    Combine,
     CudaSequentialAddressing,
-    _combine,
     _header,
     _is_sync,
     _launch_problem,
     _norm,
     _operand,
-    _read_after,
     _tid_problem,
+    combines_problem,
     element_type,
+    guard_combines,
     match_tree,
     tid_text,
     tree_bound,
@@ -86,9 +92,9 @@ def _guard_tid(unit: CudaUnit, guard: Node, s: str) -> tuple[str, str] | None:
     return (key, tid_text(unit, sides[0])) if key is not None else None
 
 
-def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, int | None, bool] | str:
-    """``(s, tid, array, combine, bound node, bound value, barrier first)`` of a sequential-addressing tree loop,
-    or why not. The body is a guarded combine and ``__syncthreads();``, in either order (``barrier first``: the
+def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, list[Combine], Node, int | None, bool] | str:
+    """``(s, tid, combines, bound node, bound value, barrier first)`` of a sequential-addressing tree loop (the
+    guard's :class:`~htam_core.transforms.cuda_reduction.Combine` list: one per shared array), or why not. The body is a guarded combine and ``__syncthreads();``, in either order (``barrier first``: the
     barrier opens each step, so the last step's writes are not yet synchronized when the loop ends)."""
     head = _header(unit, loop)
     if isinstance(head, str):
@@ -118,38 +124,43 @@ def _sequential(unit: CudaUnit, loop: Node) -> tuple[str, str, str, str, Node, i
     if got is None:
         return f"the guard is not `tid < {s}`"
     tid, text = got
-    cons = guard.child_by_field_name("consequence")
-    inner = statement_list(cons) if syn.is_block(cons) else [cons]
-    if len(inner) != 1:
-        return "the guard does not hold exactly one combine statement"
-    comb = _combine(unit, inner[0], tid, s, text)
-    if isinstance(comb, str):
-        return comb
-    why = _tid_problem(unit, tid) or _read_after(unit, loop, comb[0])
+    combs = guard_combines(unit, guard.child_by_field_name("consequence"), tid, s, text)
+    if isinstance(combs, str):
+        return combs
+    why = _tid_problem(unit, tid) or combines_problem(unit, loop, combs, value)
     if why:
         return why
-    return s, text, comb[0], comb[1], bound, value, first
+    return s, text, combs, bound, value, first
 
 
-def _finish(tid: str, array: str, combine: str, etype: str, indent: str, barrier_first: bool = False,
+def _shuffle_step(c: Combine, v: str, etype: str) -> list[str]:
+    """The statements that combine the register ``v`` (of type ``etype``) with its value ``htam_o`` lanes down, as
+    the combine ``c`` does; a selection takes the shuffled value into a register first, so that every lane runs
+    the shuffle once (a shuffle in a conditional branch would leave lanes out)."""
+    shfl = f"__shfl_down_sync(0xffffffffu, {v}, htam_o)"
+    if c.select is not None:
+        w = v.replace("htam_v", "htam_w", 1)
+        return [f"{etype} {w} = {shfl};", f"{v} = {c.expr(v, w)};"]
+    return [f"{v} += {shfl};" if c.op == "+" else f"{v} = {c.expr(v, shfl)};"]
+
+
+def _finish(tid: str, combs: list[Combine], etypes: list[str], indent: str, barrier_first: bool = False,
             when: str | None = None) -> str:
-    """The warp finish after the tree loop: ``barrier_first`` synchronizes the last step's writes first; ``when``
-    (a block-uniform condition) wraps it for a block size known only at run time."""
-    def comb(a: str, b: str) -> str:
-        return f"{a} + {b}" if combine == "+" else f"{combine}({a}, {b})"
-
-    step = ("htam_v += __shfl_down_sync(0xffffffffu, htam_v, htam_o);" if combine == "+" else
-            f"htam_v = {comb('htam_v', '__shfl_down_sync(0xffffffffu, htam_v, htam_o)')};")
+    """The warp finish after the tree loop, one register and one shuffle chain per combine of ``combs`` (their
+    element types ``etypes``); thread 0 writes every result back to ``array[0]``. ``barrier_first`` synchronizes
+    the last step's writes first; ``when`` (a block-uniform condition) wraps it for a block size known only at run
+    time."""
+    regs = ["htam_v"] if len(combs) == 1 else [f"htam_v_{c.array}" for c in combs]
+    steps = [ln for c, v, t in zip(combs, regs, etypes, strict=True) for ln in _shuffle_step(c, v, t)]
+    writes = [f"{c.array}[0] = {v};" for c, v in zip(combs, regs, strict=True)]
     lines = ["__syncthreads();  // the tree's last step wrote without a barrier after it"] if barrier_first else []
-    lines += [
-        f"if ({tid} < {WARP}) {{  // the last warp finishes in registers: the same pairs, no barriers",
-        f"    {etype} htam_v = {comb(f'{array}[{tid}]', f'{array}[{tid} + {WARP}]')};",
-        f"    for (int htam_o = {WARP // 2}; htam_o > 0; htam_o >>= 1)",
-        f"        {step}",
-        f"    if ({tid} == 0) {array}[0] = htam_v;",
-        "}",
-        "__syncthreads();",
-    ]
+    lines.append(f"if ({tid} < {WARP}) {{  // the last warp finishes in registers: the same pairs, no barriers")
+    lines += [f"    {t} {v} = {c.expr(f'{c.array}[{tid}]', f'{c.array}[{tid} + {WARP}]')};"
+              for c, v, t in zip(combs, regs, etypes, strict=True)]
+    loop = f"    for (int htam_o = {WARP // 2}; htam_o > 0; htam_o >>= 1)"
+    lines += [loop, f"        {steps[0]}"] if len(steps) == 1 else [loop + " {", *(f"        {x}" for x in steps), "    }"]
+    lines.append(f"    if ({tid} == 0) {writes[0]}" if len(writes) == 1 else f"    if ({tid} == 0) {{ {' '.join(writes)} }}")
+    lines += ["}", "__syncthreads();"]
     if when is not None:
         lines = [f"if ({when}) {{", *("    " + ln for ln in lines), "}"]
     return "".join("\n" + indent + ln for ln in lines)
@@ -179,67 +190,92 @@ class CudaWarpShuffleFinish(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """One candidate for the first tree loop directly in the kernel body (sequential or interleaved)."""
+        """One candidate for the first tree loop directly in the kernel body (sequential or interleaved), finishing
+        every shared array its guard combines."""
         loops = [s for s in statement_list(unit.body) if syn.is_for(s)]
         if not loops:
             return self.not_applicable(f"{kernel.name} has no for loop directly in its body")
         reasons = []
         for loop in loops:
             line = model_line(model.text, unit.base + loop.start_byte)
-            seq = _sequential(unit, loop)
-            barrier_first = False
-            bound: Node | None = None
-            if not isinstance(seq, str):
-                s, tid, array, combine, bound, value, barrier_first = seq
-                edits = [unit.replace(loop.child_by_field_name("condition"), f"{s} > {WARP}")]
-                form = "sequential"
-            else:
-                tree = match_tree(unit, loop)
-                if isinstance(tree, str):
-                    not_seq = seq.startswith("the loop is not a sequential-addressing tree")
-                    reasons.append(f"line {line}: {tree if not_seq else seq}")
-                    continue
-                s, tid, array, combine, value = tree.var, tree.tid_text, tree.array, tree.combine, tree.bound_value
-                bound = tree.bound
-                edits = CudaSequentialAddressing._edits(unit, tree)
-                head = edits[0]
-                edits[0] = TextEdit(head.start_byte, head.end_byte, head.new_text.replace(f"{s} > 0", f"{s} > {WARP}"))
-                form = "interleaved"
-            why, sizes = _launch_problem(unit, value, runtime_ok=True)
-            if why:
-                return self.not_applicable(why.replace("sequential addressing needs", "the warp finish needs"))
-            known = [n for n in sizes if n is not None]
-            if known and min(known) < 2 * WARP:
-                return self.not_applicable(f"the launch uses {min(known)} threads per block; the warp finish needs "
-                                           f"at least {2 * WARP} (the tree's last 64 values)")
-            etype = element_type(unit, array)
-            if etype is None:
-                return self.not_applicable(f"the element type of {array} is unknown")
-            when = None
-            if None in sizes and bound is not None:
-                # the block size is known only at run time: the loop stops at 32 only where the finish runs
-                when = _runtime_guard(unit, bound)
-                cond = loop.child_by_field_name("condition")
-                if form == "sequential":
-                    edits = [unit.replace(cond, f"{unit.t(cond)} && !({when} && {s} <= {WARP})")]
-                else:
-                    head = edits[0]
-                    edits[0] = TextEdit(head.start_byte, head.end_byte, head.new_text.replace(
-                        f"{s} > {WARP}", f"{s} > 0 && !({when} && {s} <= {WARP})"))
-            edits.append(unit.insert(loop.end_byte, _finish(tid, array, combine, etype, syn.indent_of(
-                unit.src, loop.start_byte), barrier_first, when)))
-            exact = form == "sequential" or combine != "+" or etype in ("int", "unsigned int", "unsigned")
-            cand = self.candidate(
-                model,
-                f"finish the shared-memory tree of {kernel.name} (line {line}) in the first warp with "
-                f"__shfl_down_sync once {2 * WARP} values are left: 5 barriers fewer"
-                + ("" if when is None else f" (when `{when}` holds at run time; other blocks keep the tree)")
-                + ("" if form == "sequential" else "; the interleaved tree also gets sequential addressing")
-                + ("" if exact else " (float sums change order)"),
-                {"line": line, "form": form, "combine": combine,
-                 "block": sorted(set(known)) if known else "runtime"},
-                edits,
-            )
-            cand.changes_numerics = cand.reorders_only = not exact  # shuffles pair the same terms otherwise
-            return [cand]
+            found = _tree_edits(unit, loop)
+            if isinstance(found, str):
+                reasons.append(f"line {line}: {found}")
+                continue
+            return self._made(unit, model, kernel, loop, line, found)
         return self.not_applicable("no shared-memory tree loop qualifies: " + "; ".join(reasons))
+
+    def _made(self, unit: CudaUnit, model: SourceModel, kernel: Kernel, loop: Node, line: int,
+              found: _Found) -> list[Candidate] | NotApplicable:
+        """The candidate for the tree ``loop`` read as ``found``, or why its launches or types refuse it."""
+        s, tid, combs, bound, value, barrier_first, edits, form = found
+        why, sizes = _launch_problem(unit, value, runtime_ok=True)
+        if why:
+            return self.not_applicable(why.replace("sequential addressing needs", "the warp finish needs"))
+        known = [n for n in sizes if n is not None]
+        if known and min(known) < 2 * WARP:
+            return self.not_applicable(f"the launch uses {min(known)} threads per block; the warp finish needs "
+                                       f"at least {2 * WARP} (the tree's last 64 values)")
+        etypes = [element_type(unit, c.array) for c in combs]
+        missing = next((c.array for c, t in zip(combs, etypes, strict=True) if t is None), None)
+        if missing is not None:
+            return self.not_applicable(f"the element type of {missing} is unknown")
+        when = None
+        if None in sizes:
+            # the block size is known only at run time: the loop stops at 32 only where the finish runs
+            when = _runtime_guard(unit, bound)
+            edits = _runtime_edits(unit, loop, edits, s, when, form)
+        edits.append(unit.insert(loop.end_byte, _finish(tid, combs, [t for t in etypes if t is not None], syn.indent_of(
+            unit.src, loop.start_byte), barrier_first, when)))
+        exact = form == "sequential" or all(
+            c.op != "+" or t in ("int", "unsigned int", "unsigned") for c, t in zip(combs, etypes, strict=True))
+        arrays = ", ".join(c.array for c in combs)
+        cand = self.candidate(
+            model,
+            f"finish the shared-memory tree of {kernel.name} (line {line}"
+            + ("" if len(combs) == 1 else f", arrays {arrays}")
+            + f") in the first warp with __shfl_down_sync once {2 * WARP} values are left: 5 barriers fewer"
+            + ("" if when is None else f" (when `{when}` holds at run time; other blocks keep the tree)")
+            + ("" if form == "sequential" else "; the interleaved tree also gets sequential addressing")
+            + ("" if exact else " (float sums change order)"),
+            {"line": line, "form": form, "combine": "/".join(c.op for c in combs),
+             "block": sorted(set(known)) if known else "runtime",
+             **({"arrays": [c.array for c in combs]} if len(combs) > 1 else {})},
+            edits,
+        )
+        cand.changes_numerics = cand.reorders_only = not exact  # shuffles pair the same terms otherwise
+        return [cand]
+
+
+#: A tree loop read for the finish: ``(s, tid text, combines, bound node, bound value, barrier first, the loop's
+#: edits, "sequential" or "interleaved")``.
+_Found = tuple[str, str, list[Combine], Node, int | None, bool, list[TextEdit], str]
+
+
+def _tree_edits(unit: CudaUnit, loop: Node) -> _Found | str:
+    """The tree ``loop`` read for the finish, with the edits that stop it at 32 (an interleaved tree also gets
+    sequential addressing), or why it is neither tree."""
+    seq = _sequential(unit, loop)
+    if not isinstance(seq, str):
+        s, tid, combs, bound, value, first = seq
+        return s, tid, combs, bound, value, first, [unit.replace(loop.child_by_field_name("condition"),
+                                                                 f"{s} > {WARP}")], "sequential"
+    tree = match_tree(unit, loop)
+    if isinstance(tree, str):
+        return tree if seq.startswith("the loop is not a sequential-addressing tree") else seq
+    s = tree.var
+    edits = CudaSequentialAddressing._edits(unit, tree)
+    head = edits[0]
+    edits[0] = TextEdit(head.start_byte, head.end_byte, head.new_text.replace(f"{s} > 0", f"{s} > {WARP}"))
+    return s, tree.tid_text, tree.combines, tree.bound, tree.bound_value, False, edits, "interleaved"
+
+
+def _runtime_edits(unit: CudaUnit, loop: Node, edits: list[TextEdit], s: str, when: str,
+                   form: str) -> list[TextEdit]:
+    """The loop's edits for a block size known only at run time: the tree stops at 32 only where ``when`` holds."""
+    cond = loop.child_by_field_name("condition")
+    if form == "sequential":
+        return [unit.replace(cond, f"{unit.t(cond)} && !({when} && {s} <= {WARP})")]
+    head = edits[0]
+    return [TextEdit(head.start_byte, head.end_byte, head.new_text.replace(
+        f"{s} > {WARP}", f"{s} > 0 && !({when} && {s} <= {WARP})")), *edits[1:]]

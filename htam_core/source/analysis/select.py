@@ -22,7 +22,7 @@ comparison is false) and the CUDA Math API's ``fmaxf`` (a NaN operand is ignored
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from htam_core.source.analysis import nodes as syn
@@ -89,12 +89,14 @@ class SelectStep:
         candidate: the compared value (the node of the comparison that is not ``m``).
         selection: the comparison and branch order.
         stmt: the statement (``expression_statement`` or ``if``) that makes the step.
+        target: the node written (the name, or the indexed element of :func:`select_step`'s ``element`` form).
     """
 
     name: str
     candidate: Node
     selection: Selection
     stmt: Node
+    target: Node | None = None
 
 
 def _operand(expr: str) -> str:
@@ -143,13 +145,20 @@ def _assignment(stmt: Node | None) -> Node | None:
         stmt.child_by_field_name("operator").type == "=" else None
 
 
-def select_step(src: bytes, stmt: Node) -> SelectStep | None:
+def _target_ok(node: Node | None, element: bool) -> bool:
+    """``node`` may hold the running value: a name, or with ``element`` also an indexed element (``s[tid]``)."""
+    return syn.is_identifier(node) or (element and syn.is_subscript(node))
+
+
+def select_step(src: bytes, stmt: Node, element: bool = False) -> SelectStep | None:
     """Read ``stmt`` (a node of the parse of ``src``: an expression statement, an assignment or an ``if``) as a
     running max/min step written as a selection, else ``None``.
 
     Accepted: ``m = C ? A : B`` where ``C`` compares ``m`` with a value ``E`` (``>``, ``>=``, ``<``, ``<=``, either
     order) and ``{A, B}`` are ``E`` and ``m``; and ``if (C) m = E;`` (no ``else``, one statement, braces or not).
-    ``E`` must not read ``m``; texts are compared without whitespace.
+    ``E`` must not read ``m``; texts are compared without whitespace. With ``element``, ``m`` may also be an indexed
+    element (``sdata[tid] = sdata[tid + s] > sdata[tid] ? sdata[tid + s] : sdata[tid];``, a tree's combine): its
+    :attr:`SelectStep.name` is then the element's text without whitespace, and the caller reads the two indices.
     """
     if syn.is_if(stmt):
         body = stmt.child_by_field_name("consequence")
@@ -157,17 +166,19 @@ def select_step(src: bytes, stmt: Node) -> SelectStep | None:
         a = _assignment(inner[0]) if len(inner) == 1 and stmt.child_by_field_name("alternative") is None else None
         target = unwrap_parens(a.child_by_field_name("left")) if a is not None else None
         cmp = _comparison(src, stmt.child_by_field_name("condition"))
-        if a is None or cmp is None or not syn.is_identifier(target):
+        if a is None or cmp is None or not _target_ok(target, element):
             return None
-        return _step(src, _text(src, target), cmp, a.child_by_field_name("right"), None, stmt)
+        got = _step(src, _text(src, target), cmp, a.child_by_field_name("right"), None, stmt)
+        return replace(got, target=target) if got is not None else None
     a = _assignment(stmt)
     target = unwrap_parens(a.child_by_field_name("left")) if a is not None else None
     right = unwrap_parens(a.child_by_field_name("right")) if a is not None else None
-    if a is None or not syn.is_identifier(target) or not syn.is_conditional(right):
+    if a is None or not _target_ok(target, element) or not syn.is_conditional(right):
         return None
     cmp = _comparison(src, right.child_by_field_name("condition"))
     if cmp is None:
         return None
     owner = stmt if syn.is_expression_statement(stmt) else a
-    return _step(src, _text(src, target), cmp, right.child_by_field_name("consequence"),
-                 right.child_by_field_name("alternative"), owner)
+    got = _step(src, _text(src, target), cmp, right.child_by_field_name("consequence"),
+                right.child_by_field_name("alternative"), owner)
+    return replace(got, target=target) if got is not None else None

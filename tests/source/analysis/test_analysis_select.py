@@ -56,3 +56,20 @@ def test_a_compound_candidate_is_parenthesized_in_the_combine():
 ])
 def test_not_a_step(stmt):
     assert _step(stmt)[1] is None
+
+
+@pytest.mark.parametrize(("stmt", "kind"), [
+    ("s[t] = s[t + k] > s[t] ? s[t + k] : s[t];", "max"),
+    ("s[t] = (s[t] < s[t + k]) ? s[t + k] : s[t];", "max"),
+    ("s[t] = s[t] <= s[t + k] ? s[t] : s[t + k];", "min"),
+    ("if (s[t + k] < s[t]) s[t] = s[t + k];", "min"),
+])
+def test_an_element_is_a_running_value_only_when_asked(stmt, kind):
+    src = f"void f(float *s, int t, int k) {{ {stmt} }}".encode()
+    body = parse_cuda(src).root_node.named_children[0].child_by_field_name("body")
+    (st,) = statements(body)
+    assert select_step(src, st) is None
+    step = select_step(src, st, element=True)
+    assert step is not None and step.name == "s[t]" and step.selection.kind == kind
+    assert step.target is not None and src[step.target.start_byte:step.target.end_byte].decode() == "s[t]"
+    assert src[step.candidate.start_byte:step.candidate.end_byte].decode() == "s[t + k]"
