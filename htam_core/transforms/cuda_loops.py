@@ -106,8 +106,10 @@ def model_line(text: str, byte: int) -> int:
 def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     """Edits turning the elementwise body into a grid-stride loop (shared with other transforms), or why not: a
     body that moves a parameter (``d_keys += base;``, ``n -= k;``) carries it from one pass of the loop into the
-    next, so the second element a thread takes would start from the moved value."""
-    ew = elementwise(unit, invariant_terms=True)
+    next, so the second element a thread takes would start from the moved value. A guard that also tests the
+    element (:attr:`Elementwise.predicate`: ``if (i < n && v[i] != 0)``) keeps that test inside the loop's body:
+    ``for (...; i < n; ...) if (v[i] != 0) ...``, or ``if (v[i] == 0) continue;`` for an early return."""
+    ew = elementwise(unit, invariant_terms=True, per_element_terms=True)
     if isinstance(ew, str):
         return ew
     moved = [p.name for p in unit.kernel.params if p.name and unit.assigned_in(unit.body, p.name)]
@@ -122,7 +124,8 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     if ew.form == "if":
         assert ew.consequence is not None
         cond = ew.guard.child_by_field_name("condition")
-        edits.append(unit.edit(ew.guard.start_byte, cond.end_byte, header))
+        edits.append(unit.edit(ew.guard.start_byte, cond.end_byte,
+                               header + (f" if {ew.predicate}" if ew.predicate else "")))
     else:
         indent = syn.indent_of(unit.src, ew.guard.start_byte)
         first, last = ew.stmts[0], ew.stmts[-1]
@@ -130,7 +133,8 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
         # and its body on one line: the line also holds the guard, which the edit replaces)
         own_line = syn.only_space_before(unit.src, first.start_byte)
         start = syn.line_start(unit.src, first.start_byte) if own_line else first.start_byte
-        inner = ("" if own_line else indent) + unit.src[start : last.end_byte].decode()
+        skip = f"{indent}if ({ew.skip}) continue;\n" if ew.skip else ""
+        inner = skip + ("" if own_line else indent) + unit.src[start : last.end_byte].decode()
         inner = "\n".join(("    " + ln) if ln.strip() else ln for ln in inner.split("\n"))
         edits.append(unit.edit(ew.guard.start_byte, last.end_byte, f"{header} {{\n{inner}\n{indent}}}"))
     return edits

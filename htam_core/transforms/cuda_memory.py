@@ -21,6 +21,7 @@ from htam_core.source.analysis.forms import (
     elementwise,
     is_global_index,
     is_lvalue,
+    predicate_reason,
 )
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.pointer_uses import address_test, const_view_read, in_load_builtin
@@ -191,9 +192,12 @@ class CudaVectorizeFloat4(CudaTransform):
 
     def _elementwise(self, unit: CudaUnit, model: SourceModel, kernel: Kernel) -> list[Candidate] | NotApplicable:
         """The ``if (i < n)`` elementwise form."""
-        ew = elementwise(unit, invariant_terms=True)
+        ew = elementwise(unit, invariant_terms=True, per_element_terms=True)
         if isinstance(ew, str):
             return self.not_applicable(f"not an elementwise kernel: {ew}")
+        why = predicate_reason(unit, ew, "the vector form (its lanes load and store together)")
+        if why:
+            return self.not_applicable(why)
         ptrs = pointer_params(unit)
         used = [(n, p) for n, p, *_ in ptrs if references(unit.body, unit.src, n)]
         if not used:
