@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.forms import elementwise
+from htam_core.source.analysis.forms import carried_locals, elementwise
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
@@ -116,6 +116,10 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     if moved:
         return (f"the body moves parameter {moved[0]} (assigned, incremented or address-taken); in a grid-stride loop "
                 "each later pass would start from the moved value")
+    carried = carried_locals(unit, ew)
+    if carried:
+        return (f"the guarded code updates {carried[0]}, declared before the bound check; in a grid-stride loop its "
+                "value would carry from one element to the next (declare it inside the guarded code)")
     stride = f"({ew.type})blockDim.x * gridDim.x"
     cond = f"{ew.name} < {unit.t(ew.bound)}" + (f" && {ew.extra}" if ew.extra else "")
     header = f"for ({ew.type} {ew.name} = {unit.t(ew.gid)}; {cond}; {ew.name} += {stride})"

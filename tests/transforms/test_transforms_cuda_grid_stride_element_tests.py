@@ -33,6 +33,7 @@ TESTED = {
     "both_positive": ("if ((a[i] > 0.0f) && (b[i] > 0.0f || b[i] < -1.0f))",
                       "both_positive(a.data(), b.data(), out.data(), N, 1)"),
     "keep_nested": ("if (v[i] > 0.0f)", "keep_nested(a.data(), out.data(), N)"),
+    "fresh_local": ("{ x = v[i]; out[i] = x * x; }", "fresh_local(a.data(), out.data(), N)"),
 }
 
 
@@ -125,3 +126,13 @@ def test_the_loop_computes_what_one_thread_per_element_did(cand, kernel, tmp_pat
         (tmp_path / f"n{k}").mkdir()
         got = run_main(c.new_text, kernel, _MAIN.replace("GRID", "3").replace("CALL", call), tmp_path / f"n{k}")
         assert got == want
+
+
+@pytest.mark.parametrize(("tid", "kernel", "why"), [
+    (TID, "carry_sum", "updates acc, declared before the bound check"),
+    (TID, "carry_flag", "updates seen, declared before the bound check"),
+    ("cuda.vectorize_float4", "carry_sum", "writes acc, declared outside it"),  # the lanes' own reader says so
+    ("cuda.vectorize_float4", "carry_flag", "also tests each element"),  # the element test is refused first
+])
+def test_a_local_that_would_carry_from_element_to_element_is_refused(refuse, tid, kernel, why):
+    assert why in refuse(tid, FILE, kernel)

@@ -402,6 +402,46 @@ def _not_a_bound(unit: KernelView, g: BoundsGuard, name: str) -> str:
     return why
 
 
+def _declared_before(unit: KernelView, guard: Node) -> set[str]:
+    """The names the kernel body's statements before ``guard`` declare (``float acc = 0.0f;``, ``int seen;``,
+    ``float buf[4];``)."""
+    names: set[str] = set()
+    for st in statements(unit.body):
+        if st.start_byte >= guard.start_byte:
+            break
+        if not syn.is_declaration(st):
+            continue
+        for d in st.children_by_field_name("declarator"):
+            while d is not None and not syn.is_identifier(d):
+                d = d.child_by_field_name("declarator")
+            if d is not None:
+                names.add(unit.t(d))
+    return names
+
+
+def carried_locals(unit: KernelView, ew: Elementwise) -> list[str]:
+    """The locals declared before the bound check that the guarded code updates from their own value (``acc +=
+    v[i]``, ``++count``) or writes while a term of the guard reads them (``if (i < n && !done) { done = 1; … }``).
+    With one element per thread each starts from its declared value; a rewrite that gives a thread several
+    elements (a grid-stride loop, the lanes of a vector) would carry it from one element to the next, so such a
+    rewrite refuses them (the names, in source order; empty when none)."""
+    names = _declared_before(unit, ew.guard) - {ew.name}
+    guard_words = set(re.findall(r"[A-Za-z_]\w*", f"{ew.extra} {ew.predicate}"))
+    out: list[str] = []
+    for st in ew.stmts:
+        for n in syn.identifiers(st):
+            name = unit.t(n)
+            if name not in names or name in out or not is_lvalue(n):
+                continue
+            p = n.parent
+            while syn.is_parenthesized(p):
+                p = p.parent  # type: ignore[union-attr]
+            own_value = syn.is_update(p) or (syn.is_assignment(p) and unit.t(p.child_by_field_name("operator")) != "=")
+            if own_value or name in guard_words:
+                out.append(name)
+    return out
+
+
 def predicate_reason(unit: HasText, ew: Elementwise, step: str) -> str | None:
     """Why a rewrite ``step`` (``"the float4 form"``) that does not keep a per-element condition refuses ``ew`` (of
     the kernel ``unit`` gives the text of): its guard tests the element besides the bound
