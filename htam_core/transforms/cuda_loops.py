@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.forms import elementwise
+from htam_core.source.analysis.forms import carried_locals, elementwise
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
@@ -106,14 +106,20 @@ def model_line(text: str, byte: int) -> int:
 def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     """Edits turning the elementwise body into a grid-stride loop (shared with other transforms), or why not: a
     body that moves a parameter (``d_keys += base;``, ``n -= k;``) carries it from one pass of the loop into the
-    next, so the second element a thread takes would start from the moved value."""
-    ew = elementwise(unit, invariant_terms=True)
+    next, so the second element a thread takes would start from the moved value. A guard that also tests the
+    element (:attr:`Elementwise.predicate`: ``if (i < n && v[i] != 0)``) keeps that test inside the loop's body:
+    ``for (...; i < n; ...) if (v[i] != 0) ...``, or ``if (v[i] == 0) continue;`` for an early return."""
+    ew = elementwise(unit, invariant_terms=True, per_element_terms=True)
     if isinstance(ew, str):
         return ew
     moved = [p.name for p in unit.kernel.params if p.name and unit.assigned_in(unit.body, p.name)]
     if moved:
         return (f"the body moves parameter {moved[0]} (assigned, incremented or address-taken); in a grid-stride loop "
                 "each later pass would start from the moved value")
+    carried = carried_locals(unit, ew)
+    if carried:
+        return (f"the guarded code updates {carried[0]}, declared before the bound check; in a grid-stride loop its "
+                "value would carry from one element to the next (declare it inside the guarded code)")
     stride = f"({ew.type})blockDim.x * gridDim.x"
     cond = f"{ew.name} < {unit.t(ew.bound)}" + (f" && {ew.extra}" if ew.extra else "")
     header = f"for ({ew.type} {ew.name} = {unit.t(ew.gid)}; {cond}; {ew.name} += {stride})"
@@ -122,7 +128,8 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
     if ew.form == "if":
         assert ew.consequence is not None
         cond = ew.guard.child_by_field_name("condition")
-        edits.append(unit.edit(ew.guard.start_byte, cond.end_byte, header))
+        edits.append(unit.edit(ew.guard.start_byte, cond.end_byte,
+                               header + (f" if {ew.predicate}" if ew.predicate else "")))
     else:
         indent = syn.indent_of(unit.src, ew.guard.start_byte)
         first, last = ew.stmts[0], ew.stmts[-1]
@@ -130,7 +137,8 @@ def grid_stride_body_edits(unit: CudaUnit) -> list[TextEdit] | str:
         # and its body on one line: the line also holds the guard, which the edit replaces)
         own_line = syn.only_space_before(unit.src, first.start_byte)
         start = syn.line_start(unit.src, first.start_byte) if own_line else first.start_byte
-        inner = ("" if own_line else indent) + unit.src[start : last.end_byte].decode()
+        skip = f"{indent}if ({ew.skip}) continue;\n" if ew.skip else ""
+        inner = skip + ("" if own_line else indent) + unit.src[start : last.end_byte].decode()
         inner = "\n".join(("    " + ln) if ln.strip() else ln for ln in inner.split("\n"))
         edits.append(unit.edit(ew.guard.start_byte, last.end_byte, f"{header} {{\n{inner}\n{indent}}}"))
     return edits

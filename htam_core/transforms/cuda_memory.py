@@ -18,8 +18,15 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import SIZEOF
 from htam_core.source.analysis.elementwise_uses import ElementwiseUses, elementwise_uses
 from htam_core.source.analysis.facts import PointerFacts
-from htam_core.source.analysis.forms import Elementwise, elementwise, is_global_index, is_lvalue
+from htam_core.source.analysis.forms import (
+    Elementwise,
+    elementwise,
+    is_global_index,
+    is_lvalue,
+    predicate_reason,
+)
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.pointer_uses import address_test, const_view_read, in_load_builtin
 from htam_core.source.analysis.rows2d import contiguous_rows
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, wrap_grid
@@ -70,8 +77,9 @@ class CudaLdg(CudaTransform):
     def propose_unit(
         self, unit: CudaUnit, model: SourceModel, kernel: Kernel, profile: Profile | None
     ) -> list[Candidate] | NotApplicable:
-        """One candidate wrapping every indexed load ``p[i]`` of the eligible inputs as ``__ldg(&p[i])``, or the
-        refusal naming, per pointer parameter, why its loads are not routed through ``__ldg``."""
+        """One candidate wrapping every load of the eligible inputs (``p[i]`` as ``__ldg(&p[i])``, a float4 view's
+        element as ``__ldg(&reinterpret_cast<const float4 *>(p)[k])``), or the refusal naming, per pointer
+        parameter, why its loads are not routed through ``__ldg``."""
         eligible, reasons, outputs = [], [], []
         for name, p, _decl, has_const, has_restrict in pointer_params(unit):
             facts = unit.facts.pointer(name)
@@ -84,8 +92,11 @@ class CudaLdg(CudaTransform):
                 reasons.append(_ldg_reason(unit, name, p, facts, has_const and has_restrict))  # type: ignore[arg-type]
         edits, used, viewed = self._wrap_loads(unit, eligible)
         reasons += [f"the read-only input {n} is not const __restrict__ (cuda.restrict_const marks it so, which "
-                    "covers its loads through a derived pointer or a cast view: __ldg wraps only indexed loads)"
+                    "covers its loads through a derived pointer or a view of a type __ldg has no overload for: "
+                    "__ldg wraps indexed loads and const views of its own types such as float4)"
                     for n in viewed]
+        reasons += [f"the loads of {n} already go through __ldg" for n in eligible
+                    if n not in used and n not in viewed and (pf := unit.facts.pointer(n)) is not None and pf.reads]
         if not edits:
             why = "; ".join(reasons) if reasons else (
                 f"every pointer parameter is written ({', '.join(outputs)}); none is a read-only input"
@@ -98,30 +109,43 @@ class CudaLdg(CudaTransform):
 
     @staticmethod
     def _wrap_loads(unit: CudaUnit, names: list[str]) -> tuple[list[TextEdit], list[str], list[str]]:
-        """``__ldg(&…)`` around every indexed read ``p[i]`` of the pointers ``names`` whose every use is such a read
-        (or already an ``__ldg`` argument); the edits, the pointers that got one, and the pointers left out because
-        some load goes through a derived pointer or a cast view (wrapping only part of its loads would be a half
-        step: ``cuda.restrict_const`` covers them all)."""
+        """``__ldg(&…)`` around every read of the pointers ``names`` whose every use is such a read: an indexed
+        read ``p[i]``, or an element read through a const view of a type ``__ldg`` has an overload for
+        (``reinterpret_cast<const float4 *>(p + off)[k]``, the form the float4 steps write); a read already an
+        ``__ldg`` argument and an alignment test of the address (``(reinterpret_cast<unsigned long long>(p) & 15ull)
+        == 0ull``: no load) are left as they are. The edits, the pointers that got one, and the pointers left out
+        because some load goes through a derived pointer or another view (wrapping only part of its loads would be
+        a half step: ``cuda.restrict_const`` covers them all)."""
         edits: list[TextEdit] = []
         used: list[str] = []
         viewed: list[str] = []
         for name in names:
             mine: list[TextEdit] = []
             for ref in references(unit.body, unit.src, name):
-                sub = ref.parent
-                if sub is None or not syn.is_subscript(sub) or sub.child_by_field_name("argument") != ref \
-                        or is_lvalue(sub):
+                if address_test(ref, unit.t):
+                    continue
+                sub = _wrappable_load(unit, ref)
+                if sub is None:
                     viewed.append(name)
                     break
-                ctx = sub.parent
-                if ctx is not None and syn.is_argument_list(ctx) and "__ldg" in unit.t(ctx.parent):
-                    continue
-                mine += [unit.insert(sub.start_byte, "__ldg(&"), unit.insert(sub.end_byte, ")")]
+                if not in_load_builtin(sub, unit.t):
+                    mine += [unit.insert(sub.start_byte, "__ldg(&"), unit.insert(sub.end_byte, ")")]
             else:
                 if mine:
                     edits += mine
                     used.append(name)
         return edits, used, viewed
+
+
+def _wrappable_load(unit: CudaUnit, ref: Node) -> Node | None:
+    """The element read ``__ldg`` can wrap that the pointer name ``ref`` is the base of: ``p[i]`` read only, or a
+    const view's element ``reinterpret_cast<const float4 *>(p + off)[k]`` of a type in :data:`LDG_TYPES`
+    (:func:`const_view_read`); ``None`` for any other use."""
+    sub = ref.parent
+    if sub is not None and syn.is_subscript(sub) and sub.child_by_field_name("argument") == ref:
+        return None if is_lvalue(sub) and not in_load_builtin(sub, unit.t) else sub
+    view = const_view_read(ref, unit.t)
+    return view[0] if view is not None and view[1] in LDG_TYPES else None
 
 
 def _ldg_reason(unit: CudaUnit, name: str, p: Node, facts: PointerFacts | None, const_restrict: bool) -> str:
@@ -200,9 +224,12 @@ class CudaVectorizeFloat4(CudaTransform):
 
     def _elementwise(self, unit: CudaUnit, model: SourceModel, kernel: Kernel) -> list[Candidate] | NotApplicable:
         """The ``if (i < n)`` elementwise form."""
-        ew = elementwise(unit, invariant_terms=True)
+        ew = elementwise(unit, invariant_terms=True, per_element_terms=True)
         if isinstance(ew, str):
             return self.not_applicable(f"not an elementwise kernel: {ew}")
+        why = predicate_reason(unit, ew, "the vector form (its lanes load and store together)")
+        if why:
+            return self.not_applicable(why)
         ptrs = pointer_params(unit)
         used = [(n, p) for n, p, *_ in ptrs if references(unit.body, unit.src, n)]
         if not used:

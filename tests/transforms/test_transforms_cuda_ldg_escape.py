@@ -27,12 +27,24 @@ __global__ void axpb(float *out, const float *in, int n) {
 """
 
 
-def test_an_escaping_input_is_refused_with_the_reason_and_the_output_is_not_named():
+def test_the_float4_view_of_an_input_is_loaded_through_ldg_and_the_output_is_not_named():
     model = parse_text(VECTORIZED, "cuda")
     res = registry.propose("cuda.ldg", model, model.kernel("axpb"))
+    assert not isinstance(res, NotApplicable), res.reason
+    (c,) = res
+    assert not re.search(r"\bout\b", c.description)  # the output is written: never a candidate, never named
+    # the float4 view through a pointer to const is a read of in, not an escape: both of its loads are wrapped
+    assert "float4 v = __ldg(&reinterpret_cast<const float4 *>(in)[i]);" in c.new_text
+    assert "out[j] = 2.0f * __ldg(&in[j]) + 1.0f;" in c.new_text
+
+
+def test_a_view_of_a_type_ldg_has_no_overload_for_is_refused_with_the_reason():
+    text = VECTORIZED.replace("float4 v = reinterpret_cast<const float4 *>(in)[i];",
+                              "float4 v = *reinterpret_cast<const float4 *>(in + 4 * i);")
+    model = parse_text(text, "cuda")
+    res = registry.propose("cuda.ldg", model, model.kernel("axpb"))
     assert isinstance(res, NotApplicable)
-    assert not re.search(r"\bout\b", res.reason)  # the output is written: never a candidate, never named
-    # the float4 view through a pointer to const is a read of in, not an escape
+    assert not re.search(r"\bout\b", res.reason)
     assert "the read-only input in is not const __restrict__ (cuda.restrict_const" in res.reason
 
 

@@ -57,6 +57,7 @@ from htam_core.source.analysis.macros import (
     macro_table,
 )
 from htam_core.source.analysis.online import online_pairs
+from htam_core.source.analysis.pointer_uses import address_test
 from htam_core.source.analysis.select import Selection, select_step
 from htam_core.source.analysis.stencil import find_stencil
 from htam_core.source.analysis.stencil2d import find_stencil2d
@@ -702,51 +703,11 @@ def _alias_init(node: Node, env: ConstEnv, aliases: dict[str, Base]) -> bool:
     return inner is not None and env.t(inner) in aliases
 
 
-_COMPARISONS = ("==", "!=", "<", ">", "<=", ">=")
-
-
-def _integer_cast(use: Node, env: ConstEnv) -> Node | None:
-    """The cast that converts ``use`` (a pointer name) to an integer (``(uintptr_t)p``, ``(size_t)(p)``,
-    ``reinterpret_cast<unsigned long long>(p)``): its target type names no pointer or reference. ``None`` else."""
-    up = use.parent
-    while up is not None and up.type == "parenthesized_expression":
-        up = up.parent
-    if up is not None and up.type == "cast_expression" and up.child_by_field_name("value") is not None:
-        typ = env.t(up.child_by_field_name("type"))
-        return up if "*" not in typ and "&" not in typ else None
-    if up is None or up.type != "argument_list" or len(up.named_children) != 1 or up.parent is None:
-        return None
-    call = up.parent
-    fn = env.t(call.child_by_field_name("function")).replace(" ", "")
-    if not fn.startswith(("reinterpret_cast<", "static_cast<", "std::bit_cast<", "__builtin_bit_cast<")):
-        return None
-    target = fn.split("<", 1)[1]
-    return call if "*" not in target and "&" not in target else None
-
-
-def _address_test(use: Node, env: ConstEnv) -> bool:
-    """``use`` (a pointer name) is converted to an integer only to test the address's bits, as an alignment
-    check does (``(reinterpret_cast<uintptr_t>(p) & 15) == 0``, ``if ((size_t)p % 16)``, ``bool ok = ((size_t)a |
-    (size_t)b) % 16 == 0``): the integer flows through arithmetic into a comparison or a condition, so no memory is
-    touched and no pointer is made from it."""
-    q = _integer_cast(use, env)
-    while q is not None and q.parent is not None and q.parent.type in ("parenthesized_expression",
-                                                                        "binary_expression"):
-        q = q.parent
-        if q.type == "binary_expression" and env.t(q.child_by_field_name("operator")) in _COMPARISONS + ("&&", "||"):
-            return True
-    up = q.parent if q is not None else None
-    if up is not None and up.type == "unary_expression" and env.t(up.child_by_field_name("operator")) == "!":
-        return True
-    return up is not None and (up.type == "condition_clause" or (
-        up.type == "conditional_expression" and up.child_by_field_name("condition") == q))
-
-
 def _null_test(use: Node, env: ConstEnv) -> bool:
     """``use`` (a pointer name) is only compared with a null pointer (``p != NULL``, ``p == nullptr``, ``!p``,
-    ``p ? a : b``, ``if (p)``) or converted to an integer to test its address (:func:`_address_test`): no memory
+    ``p ? a : b``, ``if (p)``) or converted to an integer to test its address (:func:`address_test`): no memory
     is touched."""
-    if _address_test(use, env):
+    if address_test(use, env.t):
         return True
     up = use.parent
     while up is not None and up.type == "parenthesized_expression":
@@ -1235,8 +1196,8 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
         else:
             continue
         kind = _kind(node, env, macros)
-        if kind == "escape" and _alias_init(node, env, aliases):
-            continue  # `float *r = &A[row * K];`: the alias's accesses are A's
+        if kind == "escape" and (_alias_init(node, env, aliases) or address_test(node, env.t)):
+            continue  # `float *r = &A[row * K];`: the alias's accesses are A's; `((size_t)&A[i] & 15) == 0` reads none
         if kind == "escape":
             escapes.add(base[0])
             continue

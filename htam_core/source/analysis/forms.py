@@ -18,7 +18,13 @@ import sympy
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import KernelFacts, sym
-from htam_core.source.analysis.guards import BoundsGuard, bounds_guard, describe_form
+from htam_core.source.analysis.guards import (
+    BoundsGuard,
+    GuardTerm,
+    bounds_guard,
+    describe_form,
+    exit_condition,
+)
 from htam_core.source.analysis.launch_bounds import launch_bounds_node  # noqa: F401  (re-exported)
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.sync import Barrier
@@ -185,6 +191,10 @@ class Elementwise:
         extra: the guard's other terms, which read neither the index nor a thread index (``n > 0`` in ``if (i < n
             && n > 0)``), joined as one condition in parentheses, or ``""``: the same for every element, so a
             rewrite keeps them as a condition of the whole loop.
+        predicate: the guard's other terms that test the element (``v[i] != 0`` in ``if (i < n && v[i] != 0)``;
+            ``flag[i]`` in ``if (i >= n || !flag[i]) return;``), as one positive condition in parentheses
+            (``"(v[i] != 0)"``), or ``""``: a rewrite that loops over the elements keeps it inside the loop's body.
+        skip: the negation of :attr:`predicate` as an early exit writes it (``v[i] == 0``, ``!flag[i]``), or ``""``.
     """
 
     decl: Node
@@ -197,6 +207,8 @@ class Elementwise:
     stmts: list[Node]
     consequence: Node | None = None
     extra: str = ""
+    predicate: str = ""
+    skip: str = ""
 
     @property
     def deduced_type(self) -> bool:
@@ -279,30 +291,59 @@ def _thread_locals_used(unit: KernelView, stmts: list[Node], decl: Node) -> str 
     return None
 
 
-def _invariant_terms(unit: KernelView, g: BoundsGuard, name: str) -> str | None:
-    """The guard ``g``'s terms other than ``name < n`` as one condition (``"(n > 0)"``) when each reads neither
-    ``name``, a builtin nor a thread-index local and has no side effect (the analysis layer's thread indices and
-    :func:`side_effect_free`), else ``None``."""
-    bounds = g.bounds()
-    others = g.others()
+_BUILTINS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
+
+
+def _guard_terms(unit: KernelView, g: BoundsGuard, name: str, per_element: bool) -> tuple[str, str, str] | None:
+    """The guard ``g``'s terms other than its one ``name < n`` split by what they read, each group joined as one
+    condition in parentheses (``""`` when empty), and the per-element terms' negation as an early exit writes it
+    (:func:`exit_condition`: ``v[i] == 0``, ``!flag[i]``): ``(invariant, per_element, skip)``. An invariant term (``n > 0``) reads
+    neither ``name``, a builtin nor a thread-index local; a per-element term (``v[i] != 0``, ``flag[i]``, the
+    negated ``v[i] == 0`` of an early return) reads ``name`` but no builtin nor other thread-index local, so it is a
+    condition on the element alone (taken only with ``per_element``). Every term must be free of side effects
+    (:func:`side_effect_free`). ``None`` when a term is neither, or the guard has no such other term.
+
+    Idea source: the normalization of a guard to a conjunction (:mod:`~htam_core.source.analysis.guards`): the
+    bound is the conjunct on the index; the rest are per-element predicates, which a loop over the elements keeps
+    inside its body (evaluated under the bound, as ``&&`` and the early return evaluate them for ``i < n``)."""
+    bounds, others = g.bounds(), g.others()
     if set(bounds) != {name} or len(g.terms) != len(others) + 1 or not others:
         return None
-    thread_locals = {t.name for t in unit.facts.thread_indices}
+    thread_locals = {t.name for t in unit.facts.thread_indices} - {name}
+    invariant: list[str] = []
+    element: list[GuardTerm] = []
     for t in others:
         words = set(re.findall(r"[A-Za-z_]\w*", t.text))
-        if name in words or words & (thread_locals | {"threadIdx", "blockIdx", "blockDim", "gridDim"}):
+        if words & (thread_locals | _BUILTINS) or not side_effect_free(t.text):
             return None
-        if not side_effect_free(t.text):
+        if name in words and not per_element:
             return None
-    return "(" + " && ".join(f"({t.text})" for t in others) + ")"
+        if name in words:
+            element.append(t)
+        else:
+            invariant.append(f"({t.text})")
+    pred = " && ".join(f"({t.text})" for t in element)
+    return ("(" + " && ".join(invariant) + ")" if invariant else "",
+            f"({pred})" if len(element) > 1 else pred, exit_condition(element, unit.src) if element else "")
 
 
-def elementwise(unit: KernelView, *, invariant_terms: bool = False) -> Elementwise | str:
+def _invariant_terms(unit: KernelView, g: BoundsGuard, name: str) -> str | None:
+    """The guard ``g``'s terms other than ``name < n`` as one condition (``"(n > 0)"``) when each reads neither
+    ``name``, a builtin nor a thread-index local and has no side effect (:func:`_guard_terms`), else ``None``."""
+    split = _guard_terms(unit, g, name, False)
+    return split[0] if split is not None else None
+
+
+def elementwise(unit: KernelView, *, invariant_terms: bool = False,
+                per_element_terms: bool = False) -> Elementwise | str:
     """Match the elementwise shape in the kernel body, or say why it does not match.
 
     ``invariant_terms``: also match a guard with terms that are the same for every element (``if (i < n && n >
     0)``), given in :attr:`Elementwise.extra`; a caller that passes it keeps them as a condition of the whole
-    loop."""
+    loop. ``per_element_terms`` (with ``invariant_terms``): also match a guard whose other terms are conditions on
+    the element (``if (i < n && v[i] != 0)``, ``if (i >= n || !flag[i]) return;``), given in
+    :attr:`Elementwise.predicate`; a caller that passes it keeps them as a condition inside the loop's body, or
+    refuses with :func:`predicate_reason`."""
     stmts = statements(unit.body)
     for k, s in enumerate(stmts):
         if not syn.is_declaration(s):
@@ -330,12 +371,11 @@ def elementwise(unit: KernelView, *, invariant_terms: bool = False) -> Elementwi
         if isinstance(g, str):
             return g if "else" in g or "nothing" in g else f"the bound check {cond_text}: {g}"
         bound = g.single(name)
-        extra = _invariant_terms(unit, g, name) if invariant_terms and bound is None else None
-        if extra is not None:
+        split = _guard_terms(unit, g, name, per_element_terms) if invariant_terms and bound is None else None
+        if split is not None:
             bound = g.bounds()[name]
         if bound is None:
-            return (f"the bound check is {describe_form(g, unit.src)}, not `if ({name} < n) {{ … }}` "
-                    f"(nor its early return `if ({name} >= n) return;`)")
+            return _not_a_bound(unit, g, name)
         if g.form == "if" and rest[j + 1 :]:
             return "statements follow the guarded block"
         body = list(g.body)
@@ -343,12 +383,74 @@ def elementwise(unit: KernelView, *, invariant_terms: bool = False) -> Elementwi
         if why:
             return why
         cons = g.stmt.child_by_field_name("consequence") if g.form == "if" else None
-        return Elementwise(s, name, typ, value, g.stmt, bound, g.form, body, cons, extra or "")
+        return Elementwise(s, name, typ, value, g.stmt, bound, g.form, body, cons, *(split or ("", "", "")))
     gs = unit.facts.grid_stride_loops
     if gs:  # the index is a grid-stride loop's own: that is the shape, not a missing declaration
         return (f"the kernel is a grid-stride loop over {gs[0].var} (line {gs[0].line}), not one element per thread "
                 f"under `if ({gs[0].var} < n)`")
     return "no `i = blockIdx.x * blockDim.x + threadIdx.x` index declaration before a bound check"
+
+
+def _not_a_bound(unit: KernelView, g: BoundsGuard, name: str) -> str:
+    """Why the guard ``g`` of index ``name`` is not read as its bound check: its form as written, and, when its
+    other terms are conditions on the element (:func:`_guard_terms`), that they are."""
+    why = (f"the bound check is {describe_form(g, unit.src)}, not `if ({name} < n) {{ … }}` "
+           f"(nor its early return `if ({name} >= n) return;`)")
+    split = _guard_terms(unit, g, name, True)
+    if split is not None and split[1]:
+        why += f": besides the bound `{name} < {unit.t(g.bounds()[name])}` it tests the element, `{split[1][1:-1]}`"
+    return why
+
+
+def _declared_before(unit: KernelView, guard: Node) -> set[str]:
+    """The names the kernel body's statements before ``guard`` declare (``float acc = 0.0f;``, ``int seen;``,
+    ``float buf[4];``)."""
+    names: set[str] = set()
+    for st in statements(unit.body):
+        if st.start_byte >= guard.start_byte:
+            break
+        if not syn.is_declaration(st):
+            continue
+        for d in st.children_by_field_name("declarator"):
+            while d is not None and not syn.is_identifier(d):
+                d = d.child_by_field_name("declarator")
+            if d is not None:
+                names.add(unit.t(d))
+    return names
+
+
+def carried_locals(unit: KernelView, ew: Elementwise) -> list[str]:
+    """The locals declared before the bound check that the guarded code updates from their own value (``acc +=
+    v[i]``, ``++count``) or writes while a term of the guard reads them (``if (i < n && !done) { done = 1; … }``).
+    With one element per thread each starts from its declared value; a rewrite that gives a thread several
+    elements (a grid-stride loop, the lanes of a vector) would carry it from one element to the next, so such a
+    rewrite refuses them (the names, in source order; empty when none)."""
+    names = _declared_before(unit, ew.guard) - {ew.name}
+    guard_words = set(re.findall(r"[A-Za-z_]\w*", f"{ew.extra} {ew.predicate}"))
+    out: list[str] = []
+    for st in ew.stmts:
+        for n in syn.identifiers(st):
+            name = unit.t(n)
+            if name not in names or name in out or not is_lvalue(n):
+                continue
+            p = n.parent
+            while syn.is_parenthesized(p):
+                p = p.parent  # type: ignore[union-attr]
+            own_value = syn.is_update(p) or (syn.is_assignment(p) and unit.t(p.child_by_field_name("operator")) != "=")
+            if own_value or name in guard_words:
+                out.append(name)
+    return out
+
+
+def predicate_reason(unit: HasText, ew: Elementwise, step: str) -> str | None:
+    """Why a rewrite ``step`` (``"the float4 form"``) that does not keep a per-element condition refuses ``ew`` (of
+    the kernel ``unit`` gives the text of): its guard tests the element besides the bound
+    (:attr:`Elementwise.predicate`); ``None`` when it does not."""
+    if not ew.predicate:
+        return None
+    return (f"the bound check `{ew.name} < {unit.t(ew.bound)}` also tests each element, `{ew.predicate[1:-1]}`, "
+            f"so whether the body runs differs from element to element; {step} does not carry a condition per "
+            "element")
 
 
 def param_names(source: CudaSource) -> list[str]:

@@ -24,7 +24,7 @@ from tree_sitter import Node
 from htam_core.source.analysis.syntax import statements, text, unwrap_parens
 
 __all__ = ["BoundsGuard", "GuardTerm", "bounds_guard", "positive_terms", "closing_bounds_guard", "describe_form",
-           "early_return_text", "enclosing_bounds", "first_bounds_guard", "open_guarded_block"]
+           "early_return_text", "enclosing_bounds", "exit_condition", "first_bounds_guard", "open_guarded_block"]
 
 _NEGATE = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
@@ -302,17 +302,29 @@ def open_guarded_block(stmts: Sequence[Node], target: Node, src: bytes) -> tuple
     return [*stmts[:owner], stmt, *inner], stmt
 
 
+def _exit_part(t: GuardTerm, src: bytes) -> str:
+    """The negation of the positive term ``t`` as written for an exit: ``var >= bound``, a comparison negated,
+    ``!x`` for a name, element, call or field, else ``!(term)``."""
+    if t.var is not None and t.bound is not None:
+        return f"{t.var} >= {text(t.bound, src)}"
+    if t.compare is not None:
+        left, op, right = t.compare
+        return f"{text(left, src)} {_NEGATE[op]} {text(right, src)}"
+    node = unwrap_parens(t.node)
+    if not t.text.startswith("!(") and node.type in ("identifier", "subscript_expression", "call_expression",
+                                                     "field_expression"):
+        return f"!{t.text}"
+    return f"!({t.text})"
+
+
+def exit_condition(terms: Sequence[GuardTerm], src: bytes) -> str:
+    """The condition under which code guarded by the positive ``terms`` does not run, as an early exit writes it:
+    each term negated (:func:`_exit_part`: ``i >= n``, ``v[i] == 0``, ``!flag[i]``), ``||`` between them."""
+    return " || ".join(_exit_part(t, src) for t in terms)
+
+
 def early_return_text(guard: BoundsGuard, src: bytes) -> str:
     """``guard``'s condition as the early return it stands for: ``if (c >= n) return;`` for ``c < n`` or ``n > c``
     (each ``var < bound`` term as ``var >= bound``, another comparison negated, another term as ``!(term)``, ``||``
     between the terms); ``src`` is the buffer its nodes index."""
-    parts: list[str] = []
-    for t in guard.terms:
-        if t.var is not None and t.bound is not None:
-            parts.append(f"{t.var} >= {text(t.bound, src)}")
-        elif t.compare is not None:
-            left, op, right = t.compare
-            parts.append(f"{text(left, src)} {_NEGATE[op]} {text(right, src)}")
-        else:
-            parts.append(f"!({t.text})")
-    return f"if ({' || '.join(parts)}) return;"
+    return f"if ({exit_condition(guard.terms, src)}) return;"

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 
 from tree_sitter import Node, Tree
 
+from htam_core.source.analysis.builtins import is_load_builtin
 from htam_core.source.analysis.macros import transparent_argument
 from htam_core.source.parsing import GrammarName, captures, language, matches, new_parser, node_text, query
 from htam_core.source.positions import parse_bytes
@@ -196,8 +197,9 @@ _CAST_CALLS = frozenset({"static_cast", "reinterpret_cast", "const_cast"})
 def side_effect_free(expr: str) -> bool:
     """True when the C/CUDA expression ``expr`` (text, for example a launch argument) can be evaluated twice with
     the same result and no effect: names, literals, fields, subscripts, operators and casts (C casts,
-    ``static_cast<T>(x)``, functional casts ``int(x)`` of a builtin type), with no call, assignment, increment or
-    decrement. ``False`` for text that is not one expression."""
+    ``static_cast<T>(x)``, functional casts ``int(x)`` of a builtin type) and CUDA's load intrinsics, which only read
+    (``__ldg(&v[i])``, the form ``cuda.ldg`` writes), with no other call, assignment, increment or decrement.
+    ``False`` for text that is not one expression."""
     tree = parse(f"auto __htam_v = ({expr});".encode(), "cuda")
     root = tree.root_node
     if root.has_error or len(root.named_children) != 1 or root.named_children[0].type != "declaration":
@@ -211,6 +213,7 @@ def side_effect_free(expr: str) -> bool:
             args = n.child_by_field_name("arguments")
             cast = name is not None and node_text(name) in _CAST_CALLS
             functional = fn is not None and fn.type == "primitive_type"
-            if not ((cast or functional) and args is not None and args.named_child_count == 1):
+            load = fn is not None and is_load_builtin(node_text(fn))
+            if not ((cast or functional or load) and args is not None and args.named_child_count == 1):
                 return False
     return True
