@@ -348,6 +348,7 @@ class Program:
         self.pins: dict[tuple[int, str], Any] = {}
         self._calls_depth = 0
         self.headers = local_headers(text.encode("utf-8"), path)
+        self._aggregates: frozenset[str] | None = None
         for h in self.headers:
             self._collect(h.root, prefix="")
         #: the parsed bytes: the file with its decidable ``#if`` groups resolved (same length and lines;
@@ -361,8 +362,11 @@ class Program:
         """The names of the structs, classes and unions the file (and its local headers) defines with a body:
         ``struct Weights { float wa, wb; };``, ``typedef struct { ... } Params;``. A kernel parameter of such a
         type is passed by value as a whole object, not as a number."""
+        if self._aggregates is not None:
+            return self._aggregates
+        tree: ts.Tree | None = getattr(self, "tree", None)  # None while the headers' globals are read
         out: set[str] = set()
-        for root in [h.root for h in self.headers] + [self.tree.root_node]:
+        for root in [h.root for h in self.headers] + ([tree.root_node] if tree is not None else []):
             stack = [root]
             while stack:
                 n = stack.pop()
@@ -375,7 +379,10 @@ class Program:
                     out.add(node_text(name).split("::")[-1])
                 if n.parent is not None and n.parent.type == "type_definition":
                     out.update(node_text(d).strip("* ") for d in n.parent.children_by_field_name("declarator"))
-        return frozenset(out)
+        if tree is None:
+            return frozenset(out)
+        self._aggregates = frozenset(out)
+        return self._aggregates
 
     def _macro_text(self, name: str) -> str | None:
         """The replacement text of an object-like macro of the headers read so far (``None``: none)."""
@@ -734,7 +741,7 @@ class Program:
                 elif ptr:
                     scope.values[name] = self._pointer_init(name, elem, d, value, scope)
                 elif value is None:
-                    scope.values[name] = (Dim3(1) if elem == "dim3" else StructValue(elem) if _is_struct(elem) else
+                    scope.values[name] = (Dim3(1) if elem == "dim3" else StructValue(elem) if elem in self.aggregates() else
                                           Unknown(f"`{name}` (line {line_of(d)}) has no value before the launch"))
                 elif value.type == "initializer_list" and _is_struct(elem) and not _is_array(d):
                     scope.values[name] = StructValue(elem, tuple(self._maybe(c, scope) for c in value.named_children
@@ -1193,7 +1200,9 @@ class _OwnLines:
 
 def _is_struct(elem: str) -> bool:
     """Whether the type name ``elem`` may be a struct or class of the user's (``Weights``, ``Params``): a plain
-    name that is no number type, ``dim3``, ``auto``, ``void`` or a CUDA/C++ library type (``cudaStream_t``)."""
+    name that is no number type, ``dim3``, ``auto``, ``void`` or a CUDA/C++ library type (``cudaStream_t``). Only
+    keeps a brace list of a type defined elsewhere from being read as a ``dim3``; which types the file defines as
+    structs is :meth:`Program.aggregates`."""
     return (re.fullmatch(r"[A-Za-z_]\w*", elem) is not None and elem not in DTYPE_OF
             and elem not in ("dim3", "auto", "void") and not elem.startswith(("cuda", "cu", "CU", "nv")))
 

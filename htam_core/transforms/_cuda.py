@@ -327,7 +327,7 @@ def _declared_type(unit: CudaUnit, launch: Launch, name: str) -> str | None:
 
 def grid_xy(unit: CudaUnit, launch: Launch) -> tuple[str, str] | str:
     """The texts of a launch grid's x and y block counts, to write in an expression at the launch (``grid.x``,
-    ``grid.y`` of a ``dim3`` variable; the arguments of an inline ``dim3(a, b)``; a 1-D count and ``"1"``), or why
+    ``grid.y`` of a ``dim3`` variable, declared in the host function or at file scope; the arguments of an inline ``dim3(a, b)``; a 1-D count and ``"1"``), or why
     not: a kernel with per-block outputs (:func:`per_block_output_hazard`), a grid with a z component, a grid
     variable of another kind than ``dim3`` or a number."""
     why = per_block_output_hazard(unit)
@@ -343,12 +343,10 @@ def grid_xy(unit: CudaUnit, launch: Launch) -> tuple[str, str] | str:
     if not syn.is_identifier(g):
         return unit.t(launch.grid), "1"
     name = unit.t(g)
-    types = {unit.t(syn.declaration_type(d)) for d in syn.declarations(launch.host) if d.start_byte < g.start_byte
-             and any(unit.t(x).split("(")[0].split("=")[0].split("[")[0].strip() == name
-                     for x in d.children_by_field_name("declarator"))} if launch.host is not None else set()
-    if types == {"dim3"} or (not types and dims[0] is not g):
+    typ = _declared_type(unit, launch, name)
+    if typ == "dim3" or (typ is None and dims[0] is not g):
         return f"{name}.x", f"{name}.y"
-    if len(types) == 1 and "dim3" not in next(iter(types)):
+    if typ is not None and "dim3" not in typ:
         return name, "1"
     return f"the grid `{name}` on line {launch.site.line} is not a local htam can read as a dim3 or a number"
 

@@ -88,3 +88,14 @@ def test_the_program_runs_whole_and_an_optimize_report_says_nothing_is_checked(t
     line = next(w for w in res.warnings if w.startswith("harness: "))
     assert "run whole" in line and "no candidate is checked for correctness" in line and "`Weights`" in line
     assert "no candidate is checked for correctness" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_a_type_alias_of_a_number_is_not_taken_for_a_struct(tmp_path: Path) -> None:
+    """``typedef float real; real s;`` declares a number: only the structs the file defines are passed whole."""
+    p = tmp_path / "alias.cu"
+    p.write_text(BODY.format(decl="typedef float real;", value="real w;", ty="real").replace("w.wa * a[i] + w.wb",
+                                                                                             "w * a[i] + w"))
+    try:
+        infer_cuda_harness(p, "wsum2")
+    except HarnessError as e:
+        assert "passed by value" not in e.message, e.message
