@@ -334,6 +334,17 @@ def _invariant_terms(unit: KernelView, g: BoundsGuard, name: str) -> str | None:
     return split[0] if split is not None else None
 
 
+
+def first_check(rest: list[Node], src: bytes, name: str, what: str) -> int | str:
+    """The index in ``rest`` (the statements after the declaration of the index ``name``) of its bound check, the
+    first ``if``; or why there is none: ``what`` (``i``, ``the column c``) read before it, or no ``if`` follows."""
+    for j, s in enumerate(rest):
+        if syn.is_if(s):
+            return j
+        if syn.references(s, src, name):
+            return f"{what} is used before its bound check"
+    return f"no bound check on {what} follows its declaration"
+
 def elementwise(unit: KernelView, *, invariant_terms: bool = False,
                 per_element_terms: bool = False) -> Elementwise | str:
     """Match the elementwise shape in the kernel body, or say why it does not match.
@@ -359,13 +370,9 @@ def elementwise(unit: KernelView, *, invariant_terms: bool = False,
         name = unit.t(name_node)
         typ = unit.src[s.start_byte : inits[0].start_byte].decode().replace("const ", "").strip()
         rest = stmts[k + 1 :]
-        j = 0
-        while j < len(rest) and not syn.is_if(rest[j]):
-            if syn.references(rest[j], unit.src, name):
-                return f"{name} is used before its bound check"
-            j += 1
-        if j == len(rest):
-            return f"no bound check on {name} follows its declaration"
+        j = first_check(rest, unit.src, name, name)
+        if isinstance(j, str):
+            return j
         g = bounds_guard(rest[j], rest[j + 1 :], unit.src)
         cond_text = unit.t(rest[j].child_by_field_name("condition"))
         if isinstance(g, str):

@@ -44,7 +44,14 @@ from dataclasses import dataclass, field
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.elementwise_uses import _declared_names, _outer_writes
-from htam_core.source.analysis.forms import Elementwise, KernelView, _bad_body, _is_global_x, is_lvalue
+from htam_core.source.analysis.forms import (
+    Elementwise,
+    KernelView,
+    _bad_body,
+    _is_global_x,
+    first_check,
+    is_lvalue,
+)
 from htam_core.source.analysis.guards import BoundsGuard, bounds_guard
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.syntax import side_effect_free, statements
@@ -120,13 +127,9 @@ def _guard(view: KernelView, decl: Node, name: str) -> tuple[BoundsGuard, Node] 
     """The bounds check after the column's declaration and its column bound ``N``, or why there is none."""
     stmts = statements(view.body)
     rest = stmts[stmts.index(decl) + 1 :]
-    k = 0
-    while k < len(rest) and not syn.is_if(rest[k]):
-        if syn.references(rest[k], view.src, name):
-            return f"the column {name} is used before its bounds check"
-        k += 1
-    if k == len(rest):
-        return f"no bounds check on the column {name} follows its declaration"
+    k = first_check(rest, view.src, name, f"the column {name}")
+    if isinstance(k, str):
+        return k
     g = bounds_guard(rest[k], rest[k + 1 :], view.src)
     if isinstance(g, str):
         return f"the bounds check {view.t(rest[k].child_by_field_name('condition'))}: {g}"
