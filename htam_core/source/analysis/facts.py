@@ -711,6 +711,10 @@ class PointerFacts:
         templated: the written pointee is a type template parameter of the kernel (``scalar_t``): another
             translation unit may instantiate it with any type, whatever :attr:`value_type` this unit binds, so a
             rewrite must stay generic in it (``sizeof(scalar_t)``), never spell the bound type.
+        volatile: the pointee is ``volatile`` (``volatile int *flag``, ``int volatile *``, or through a qualifier
+            macro): each read must reach memory, since another thread, kernel or the host may change the data
+            while the kernel runs (a flag a spin loop waits on), so no read may go through a cache that assumes
+            the data read-only, and ``__ldg`` has no overload for a volatile pointer.
     """
 
     name: str
@@ -720,6 +724,7 @@ class PointerFacts:
     element_type: str | None = None
     value_type: str | None = None
     templated: bool = False
+    volatile: bool = False
 
     @property
     def float_elements(self) -> bool:
