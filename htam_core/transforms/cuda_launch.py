@@ -190,7 +190,9 @@ def block_mapping_hazard(unit: CudaUnit, dim: str, const: Const) -> str | None:
     From the analysis layer's facts: an index that multiplies ``blockIdx.<dim>`` by a fixed tile
     (:meth:`~htam_core.source.analysis.KernelFacts.fixed_block_extents`: ``i_base = 128 * blockIdx.x + 8 *
     threadIdx.x`` for 16 threads), or a body that never reads ``threadIdx.<dim>`` while it calls a function that
-    may (:attr:`~htam_core.source.analysis.KernelFacts.device_calls`: the mapping is out of sight).
+    may (:attr:`~htam_core.source.analysis.KernelFacts.device_calls`: the mapping is out of sight), or a value
+    read once per block and applied to the block's slice
+    (:meth:`~htam_core.source.analysis.KernelFacts.per_block_inputs`: a scan's uniform add).
     """
     f = unit.facts
     names = [const.name, *_template_params_bound_to(unit, const.name)] if const.name else []
@@ -203,6 +205,11 @@ def block_mapping_hazard(unit: CudaUnit, dim: str, const: Const) -> str | None:
         return (f"the index `{' '.join(written.split()) or what}` on line {line} hard-codes the block's "
                 f"{const.value} threads along {dim} (blockIdx.{dim} times a constant, not blockDim.{dim}); another "
                 "block shape would change which elements each thread covers (retile the index by hand first)")
+    if per_block := f.per_block_inputs(dim):
+        a = per_block[0]
+        return (f"{unit.kernel.name} reads one value per block ({a.pointer}[{a.index_text}] on line {a.line}) and "
+                f"applies it to the block's slice of blockDim.{dim} elements: another block size would pair the "
+                "elements with another block's value (a segment of the current size)")
     if f"threadIdx.{dim}" not in f.builtins_read and f.device_calls:
         return (f"{unit.kernel.name} does not read threadIdx.{dim} itself: its thread mapping is in "
                 f"{', '.join(f.device_calls)}, which this check cannot see, so another block shape along {dim} "
