@@ -115,6 +115,34 @@ def _config_names(unit: CudaUnit, expr: Node, scope: Node | None, depth: int = 0
     return names
 
 
+def _built_from(unit: CudaUnit, name: str, depth: int = 0) -> set[str]:
+    """The names the ``#define`` of ``name`` is built from, following their own ``#define`` lines a few levels
+    (``#define THREADS (WARP_SIZE * WARPS)``: ``{"WARP_SIZE", "WARPS"}``); empty for a name with no ``#define``.
+    A kernel body that reads one of them assumes the constant's value as much as one that reads the name."""
+    value = unit.env.define(name)
+    if value is None or depth > 4:
+        return set()
+    names = set(re.findall(r"[A-Za-z_]\w*", unit.t(value))) - {name}  # a #define's value is raw text
+    return names.union(*(_built_from(unit, n, depth + 1) for n in list(names)))
+
+
+def _block_fixed_by_body(unit: CudaUnit, dim: str, c: Const) -> str | None:
+    """Why the kernel's results are tied to its block size ``c`` along ``dim``, or ``None``: the block is a segment
+    of its results (:func:`~htam_core.source.analysis.contracts.block_segment_results`), or the body reads a name
+    the constant's ``#define`` is built from (``WARPS`` of ``#define THREADS (32 * WARPS)``: a per-warp layout of
+    a fixed number of warps, which another block size leaves partly uncovered). A name worth 32, the warp's
+    width (``WARP_SIZE``), is no part of the layout's choice: a lane index may read it."""
+    if why := block_segment_results(unit.facts, dim, c.value):
+        return why
+    built = sorted(n for n in _built_from(unit, c.name) if references(unit.body, unit.src, n)
+                   and getattr(unit.env.const_name(n, None), "value", None) != 32) if c.name else []
+    if built:
+        return (f"{unit.kernel.name} reads {built[0]}, which its block size {c.name} is built from: the kernel's "
+                f"layout assumes {c.value} threads along {dim}, so another block size would change which elements "
+                "its threads cover")
+    return None
+
+
 def shared_with_other_launches(unit: CudaUnit, names: set[str]) -> str | None:
     """Name the launch of another kernel whose configuration uses one of ``names``, if any."""
     own = {la.call.start_byte for la in unit.launches}
@@ -190,7 +218,9 @@ def block_mapping_hazard(unit: CudaUnit, dim: str, const: Const) -> str | None:
     From the analysis layer's facts: an index that multiplies ``blockIdx.<dim>`` by a fixed tile
     (:meth:`~htam_core.source.analysis.KernelFacts.fixed_block_extents`: ``i_base = 128 * blockIdx.x + 8 *
     threadIdx.x`` for 16 threads), or a body that never reads ``threadIdx.<dim>`` while it calls a function that
-    may (:attr:`~htam_core.source.analysis.KernelFacts.device_calls`: the mapping is out of sight).
+    may (:attr:`~htam_core.source.analysis.KernelFacts.device_calls`: the mapping is out of sight), or a value
+    read once per block and applied to the block's slice
+    (:meth:`~htam_core.source.analysis.KernelFacts.per_block_inputs`: a scan's uniform add).
     """
     f = unit.facts
     names = [const.name, *_template_params_bound_to(unit, const.name)] if const.name else []
@@ -203,6 +233,11 @@ def block_mapping_hazard(unit: CudaUnit, dim: str, const: Const) -> str | None:
         return (f"the index `{' '.join(written.split()) or what}` on line {line} hard-codes the block's "
                 f"{const.value} threads along {dim} (blockIdx.{dim} times a constant, not blockDim.{dim}); another "
                 "block shape would change which elements each thread covers (retile the index by hand first)")
+    if per_block := f.per_block_inputs(dim):
+        a = per_block[0]
+        return (f"{unit.kernel.name} reads one value per block ({a.pointer}[{a.index_text}] on line {a.line}) and "
+                f"applies it to the block's slice of blockDim.{dim} elements: another block size would pair the "
+                "elements with another block's value (a segment of the current size)")
     if f"threadIdx.{dim}" not in f.builtins_read and f.device_calls:
         return (f"{unit.kernel.name} does not read threadIdx.{dim} itself: its thread mapping is in "
                 f"{', '.join(f.device_calls)}, which this check cannot see, so another block shape along {dim} "
@@ -272,8 +307,8 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
                 continue
             if c.value <= 1:
                 return f"block dimension {DIMS[d]} is {c.value}; retuning it would change the work mapping"
-            if why := block_segment_results(unit.facts, DIMS[d], c.value):
-                return why  # the block is a segment: the results are the block size's
+            if why := _block_fixed_by_body(unit, DIMS[d], c):
+                return why  # the block is a segment, or the body's layout is built on the block size's parts
             own = own_block_constant(unit, launch, c, new)  # another kernel's launch shares c: this one's own
             e = own[0] if own else unit.const_edit(c, new)
             if e is None:

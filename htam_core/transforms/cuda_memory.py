@@ -85,6 +85,10 @@ class CudaLdg(CudaTransform):
             facts = unit.facts.pointer(name)
             if facts is not None and (facts.mode in ("write", "readwrite") or facts.writes):
                 outputs.append(name)  # an output is never a candidate: it cannot be const nor read through __ldg
+            elif facts is not None and facts.volatile:
+                reasons.append(f"{name} points to volatile data: each read must reach memory (another thread, "
+                               "kernel or the host may change it during the kernel), which the read-only cache "
+                               "does not, and __ldg has no overload for a volatile pointer")
             elif facts is not None and facts.mode == "read" and not (has_const and has_restrict) \
                     and value_type(unit, name, p) in LDG_TYPES:  # type: ignore[arg-type]
                 eligible.append(name)

@@ -75,7 +75,7 @@ from htam_core.source.analysis.transpose import ExprOf, find_transposes
 from htam_core.source.analysis.types import resolve_type
 from htam_core.source.analysis.uniformity import Uniformity
 from htam_core.source.analysis.unit import CudaSource
-from htam_core.source.model import Kernel
+from htam_core.source.model import Kernel, Param
 from htam_core.source.preproc import QUALIFIERS, qualifier_macros
 
 _BUILTIN_OBJS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
@@ -1423,8 +1423,28 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         bound = type_args.get(written) if written else None  # a type template parameter bound at every launch
         out.append(PointerFacts(p.name, mode, reads, writes, written,  # type: ignore[arg-type]
                                 resolve_type(env, bound or written) if written else None,
-                                bool(written) and written in tnames))
+                                bool(written) and written in tnames, volatile_pointee(_param_text(src, p), qual_macros)))
     return tuple(out)
+
+
+def _param_text(src: CudaSource, p: Param) -> str:
+    """Parameter ``p``'s declaration as written in ``src``, from the ``(`` or ``,`` before it (a qualifier macro
+    shorter than the keyword it stands for, ``VOL`` for ``volatile``, is blank in its parsed type and left out of
+    its span), else its parsed type."""
+    if p.span is None or not 0 <= p.span.start - src.base < p.span.end - src.base <= len(src.src):
+        return p.type or ""
+    start, end = p.span.start - src.base, p.span.end - src.base
+    begin = max(src.src.rfind(b"(", 0, start), src.src.rfind(b",", 0, start)) + 1
+    return src.src[begin:end].decode("utf-8", "replace")
+
+
+def volatile_pointee(type_text: str, qual_macros: dict[str, str]) -> bool:
+    """Whether a single-level pointer parameter's type ``type_text`` (``"volatile unsigned int *"``) points to
+    ``volatile`` data: the keyword, or a qualifier macro of ``qual_macros`` (name -> expansion, from
+    :func:`~htam_core.source.preproc.qualifier_macros`) that holds it, before the ``*``; a ``volatile`` after it
+    qualifies the pointer variable itself (``int *volatile p``), not the data it points to."""
+    words = type_text.split("*", 1)[0].split()
+    return any(w == "volatile" or "volatile" in qual_macros.get(w, "").split() for w in words)
 
 
 _NAMED_CASTS = ("reinterpret_cast", "static_cast")

@@ -711,6 +711,10 @@ class PointerFacts:
         templated: the written pointee is a type template parameter of the kernel (``scalar_t``): another
             translation unit may instantiate it with any type, whatever :attr:`value_type` this unit binds, so a
             rewrite must stay generic in it (``sizeof(scalar_t)``), never spell the bound type.
+        volatile: the pointee is ``volatile`` (``volatile int *flag``, ``int volatile *``, or through a qualifier
+            macro): each read must reach memory, since another thread, kernel or the host may change the data
+            while the kernel runs (a flag a spin loop waits on), so no read may go through a cache that assumes
+            the data read-only, and ``__ldg`` has no overload for a volatile pointer.
     """
 
     name: str
@@ -720,6 +724,7 @@ class PointerFacts:
     element_type: str | None = None
     value_type: str | None = None
     templated: bool = False
+    volatile: bool = False
 
     @property
     def float_elements(self) -> bool:
@@ -1211,14 +1216,32 @@ class KernelFacts:
             if any(x.call_span[0] <= a.span[0] and a.span[1] <= x.call_span[1]
                    for x in self.atomics):
                 continue
-            names = {str(s) for s in a.index.free_symbols}
-            # a loop variable that starts or steps from the thread index (`for (i = threadIdx.x; ...)`) is one too
-            for lp in self.loops:
-                if lp.id in a.loops and lp.var in names:
-                    names |= {str(s) for e in (lp.start, lp.step) if e is not None for s in e.free_symbols}
-            if any(n.startswith("blockIdx.") for n in names) and not any(n.startswith("threadIdx.") for n in names):
+            if self._block_not_thread(a):
                 out.append(a)
         return tuple(out)
+
+    def per_block_inputs(self, dim: str) -> tuple[Access, ...]:
+        """The global reads whose index reads ``blockIdx.<dim>`` and no ``threadIdx`` (``off = sums[blockIdx.x];``)
+        in a kernel whose blocks own slices of ``blockDim.<dim>`` elements (:meth:`multiplies_block_index`): one
+        value per block applied to the block's slice (the sums of a scan's earlier pass over segments of the
+        launch's block size), so another block size pairs elements with another segment's value. Loop variables
+        started or stepped from the thread index count as the thread index (as in :meth:`per_block_outputs`).
+        Idea source: the uniform-add pass of a work-efficient scan (Harris, Sengupta, Owens, "Parallel Prefix
+        Sum (Scan) with CUDA", GPU Gems 3, ch. 39), whose per-block sums are indexed by the block."""
+        if not self.multiplies_block_index(dim):
+            return ()
+        return tuple(a for a in self.accesses if a.space == "global" and a.kind == "read" and a.index is not None
+                     and f"blockIdx.{dim}" in {str(s) for s in a.index.free_symbols} and self._block_not_thread(a))
+
+    def _block_not_thread(self, a: Access) -> bool:
+        """Access ``a``'s index reads ``blockIdx`` and no ``threadIdx`` (directly or through a loop variable
+        started or stepped from them)."""
+        names = {str(s) for s in a.index.free_symbols} if a.index is not None else set()
+        # a loop variable that starts or steps from the thread index (`for (i = threadIdx.x; ...)`) is one too
+        for lp in self.loops:
+            if lp.id in a.loops and lp.var in names:
+                names |= {str(s) for e in (lp.start, lp.step) if e is not None for s in e.free_symbols}
+        return any(n.startswith("blockIdx.") for n in names) and not any(n.startswith("threadIdx.") for n in names)
 
     def grid_free_result(self) -> UniformAtomic | None:
         """The one atomic that sends each block's result to a grid-wide total (:attr:`result_atomics`) when it is the
