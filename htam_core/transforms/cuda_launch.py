@@ -66,7 +66,7 @@ def _expand(unit: CudaUnit, expr: Node, scope: Node | None) -> Node:
     return expr
 
 
-def _grid_literal_edits(unit: CudaUnit, grid: Node, old: int, new: int) -> list[TextEdit] | None | str:
+def grid_literal_edits(unit: CudaUnit, grid: Node, old: int, new: int) -> list[TextEdit] | None | str:
     """Edits turning a ceil-division by literal ``old`` into one by ``new``.
 
     Returns the edits, ``None`` when ``grid`` contains no literal ``old`` (it does not follow the block),
@@ -333,7 +333,7 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
                 if any(_num_value(unit, n) in {c.value, c.value - 1} - {0, 1} for n in _ts.numbers(grid)):
                     return f"the grid {unit.t(grid)!r} mixes {unit.t(launch.block)}.{DIMS[d]} and a literal of the block size"
             elif grid is not None:
-                ge = _grid_literal_edits(unit, grid, c.value, new)
+                ge = grid_literal_edits(unit, grid, c.value, new)
                 if isinstance(ge, str) and not unit.facts.covers_any_launch(DIMS[d]):
                     return ge
                 if isinstance(ge, list):

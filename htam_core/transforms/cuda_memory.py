@@ -243,6 +243,9 @@ class CudaVectorizeFloat4(CudaTransform):
             return self.not_applicable(uses)
         if not uses.writes:
             return self.not_applicable(f"{kernel.name} stores nothing through its pointers")
+        why = _store_only_reason(unit, uses)
+        if why:
+            return self.not_applicable(why)
         vec = [(n, q) for n, q in used if n in uses.vectorized]
         width = _vector_width(unit, vec)
         if isinstance(width, str):
@@ -361,6 +364,27 @@ class CudaVectorizeFloat4(CudaTransform):
             lines.append(f"            reinterpret_cast<float4 *>({p})[htam_v] = htam_{p}4;")
         lines += ["        }", "        htam_tail = htam_n4 * 4;", "    }", *_scalar_tail(ew, scalar)]
         return "\n".join(lines)
+
+
+def _store_only_reason(unit: CudaUnit, uses: ElementwiseUses) -> str | None:
+    """Why the elementwise vector form would widen only stores, or ``None``: no vectorized pointer is read
+    (``uses.reads`` empty) while the data comes from loads strided along ``threadIdx.x`` (the analysis layer's
+    access facts), such as ``rgba[4 * i + 0..2]`` of an RGBA-to-gray kernel. Those loads stay scalar, each lane's
+    ``k`` elements apart, so the form would vectorize a store and leave the traffic that matters as it is.
+
+    Idea source: NVIDIA developer blog, "CUDA Pro Tip: Increase Performance with Vectorized Memory Access"
+    (Luitjens, 2013): the gain is in the loads and stores that move the data, 16 bytes per lane.
+    """
+    if uses.reads:
+        return None
+    gathered = set(uses.gathers)
+    strided = [a for a in unit.facts.global_accesses()
+               if a.pointer in gathered and a.kind == "read" and a.pattern("x") == "strided"]
+    if not strided:
+        return None
+    loads = ", ".join(dict.fromkeys(f"{a.pointer}[{a.index_text}]" for a in strided[:3]))
+    return (f"the vector form would widen only the stores to {', '.join(sorted(uses.writes))}: the loads {loads} "
+            f"stay scalar, consecutive lanes {strided[0].stride('threadIdx.x')} elements apart, so it is not offered")
 
 
 def _lane_and_scalar(unit: CudaUnit, ew: Elementwise, subs: list[tuple[Node, str]]) -> tuple[str, str]:
