@@ -79,17 +79,20 @@ def dead_local_edits(unit: CudaUnit, names: tuple[str, ...], spans: list[tuple[i
     """Edits deleting the declarations of the locals ``names`` (those the analysis found holding a clamped
     coordinate, ``int xx = min(max(x + dx, 0), W - 1);``) that nothing reads once the reads at the file bytes
     ``spans`` read the tile: every reference to each name outside its declaration lies in one of ``spans``. A
-    declaration statement is deleted only when every name it declares is such a local."""
+    declaration statement is deleted when every name it declares is such a local; otherwise only those
+    declarators are (``unsigned t = threadIdx.x, i = ...;`` keeps ``i``)."""
     out = []
     for decl in syn.declarations(unit.body):
-        declared = [unit.t(d.child_by_field_name("declarator")).strip() if syn.is_init_declarator(d) else unit.t(d)
-                    for d in decl.children_by_field_name("declarator")]
+        parts = decl.children_by_field_name("declarator")
         inside = [*spans, (decl.start_byte + unit.base, decl.end_byte + unit.base)]
-        if not declared or not set(declared) <= set(names):
-            continue
-        if all(any(s <= r.start_byte + unit.base and r.end_byte + unit.base <= e for s, e in inside)
-               for n in declared for r in syn.references(unit.body, unit.src, n)):
+        dead = [d for d in parts if unit.t(syn.declared_identifier(d)) in names and all(
+            any(s <= r.start_byte + unit.base and r.end_byte + unit.base <= e for s, e in inside)
+            for r in syn.references(unit.body, unit.src, unit.t(syn.declared_identifier(d))))]
+        if dead and len(dead) == len(parts):
             out.append(_delete_statement(unit, (decl.start_byte + unit.base, decl.end_byte + unit.base)))
+        elif dead:  # `unsigned t = threadIdx.x, i = ...;` with t dead: the others stay declared
+            alive = ", ".join(unit.t(d) for d in parts if d not in dead)
+            out.append(unit.edit(parts[0].start_byte, parts[-1].end_byte, alive))
     return out
 
 

@@ -213,4 +213,5 @@ def test_clamp_locals_nothing_reads_any_more_are_removed():
     c = _candidate(BOXBLUR_U8, "boxblur3x3")
     assert "int xx" not in c.new_text and "int yy" not in c.new_text and "int sum = 0;" in c.new_text
     kept = _candidate(KEPT_LOCAL, "k").new_text
-    assert "xr = min(x + 1, W - 1), yd = min(y + 1, H - 1);" in kept and "(float)xr" in kept
+    # xr is still read; yd, declared beside it, is not: its declarator goes, the statement stays
+    assert "const int xr = min(x + 1, W - 1);" in kept and "(float)xr" in kept and "yd" not in kept

@@ -189,6 +189,17 @@ def is_name_declaration(n: Node | None) -> bool:
     return n is not None and n.type in NAME_DECLARATION_KINDS
 
 
+def declared_identifier(d: Node | None) -> Node | None:
+    """The identifier a declarator of a declaration names (``sdata`` in ``sdata[]``, ``*p``, ``x = 0``), or
+    ``None`` (a function declarator, a structured binding)."""
+    while d is not None and d.type != "identifier":
+        if d.type not in ("array_declarator", "init_declarator", "pointer_declarator", "reference_declarator"):
+            return None
+        d = d.child_by_field_name("declarator") or next((c for c in d.named_children if c.type.endswith(
+            "declarator") or c.type == "identifier"), None)
+    return d
+
+
 def is_wrapping_declarator(n: Node | None) -> bool:
     """``n`` is a declarator that wraps another: a pointer, reference or array declarator."""
     return n is not None and n.type in ("pointer_declarator", "reference_declarator", "array_declarator")
