@@ -1,0 +1,40 @@
+// CSR sparse matrix-vector product, scalar kernel: one thread per row.
+#include <cstdio>
+#include <cuda_runtime.h>
+
+__global__ void init_csr(int *row_ptr, int *col_idx, float *vals, float *x, int rows, int nnz_per_row, int cols) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r > rows) return;
+  row_ptr[r] = r * nnz_per_row;
+  if (r == rows) return;
+  for (int k = 0; k < nnz_per_row; ++k) {
+    col_idx[r * nnz_per_row + k] = (r * 7 + k * 131) % cols;
+    vals[r * nnz_per_row + k] = 1.0f;
+  }
+  if (r < cols) x[r] = 1.0f;
+}
+
+__global__ void spmv_csr(const int *row_ptr, const int *col_idx, const float *vals, const float *x, float *y, int rows) {
+  int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row < rows) {
+    float dot = 0.0f;
+    for (int jj = row_ptr[row]; jj < row_ptr[row + 1]; ++jj)
+      dot += vals[jj] * x[col_idx[jj]];
+    y[row] = dot;
+  }
+}
+
+int main() {
+  const int rows = 1 << 20, cols = 1 << 20, nnz_per_row = 32, nnz = rows * nnz_per_row;
+  int *row_ptr, *col_idx; float *vals, *x, *y;
+  cudaMalloc(&row_ptr, (rows + 1) * sizeof(int));
+  cudaMalloc(&col_idx, (size_t)nnz * sizeof(int));
+  cudaMalloc(&vals, (size_t)nnz * sizeof(float));
+  cudaMalloc(&x, cols * sizeof(float));
+  cudaMalloc(&y, rows * sizeof(float));
+  init_csr<<<(rows + 256) / 256, 256>>>(row_ptr, col_idx, vals, x, rows, nnz_per_row, cols);
+  spmv_csr<<<(rows + 255) / 256, 256>>>(row_ptr, col_idx, vals, x, y, rows);
+  cudaDeviceSynchronize();
+  printf("%s\n", cudaGetErrorString(cudaGetLastError()));
+  return 0;
+}
