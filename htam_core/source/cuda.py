@@ -31,6 +31,7 @@ from htam_core.source import cache as kcache
 from htam_core.source import features as feat
 from htam_core.source.analysis.fnptr import pointer_kernels
 from htam_core.source.analysis.launch import LAUNCH_QUERY, launch_config
+from htam_core.source.analysis.launch_macros import LaunchMacroUse, launch_macro_uses
 from htam_core.source.frames import Frame
 from htam_core.source.model import ByteSpan, DeviceFunction, Kernel, LaunchSite, Param
 from htam_core.source.parse_problems import ParseProblem, tree_problems
@@ -154,7 +155,7 @@ def extract_cuda(frame: Frame, root: ts.Node, language: str = "cuda", depth: int
             if site is not None:
                 # launches parsed inside garbage come after those of the re-parsed regions
                 (late if recovering and _in_error(call) else out.launches).append(site)
-    out.launches.extend(late)
+    out.launches.extend(late + (_macro_launches(frame, root, resolver) if depth == 0 else []))
     if root.has_error and depth == 0:
         out.problems = _problems(frame, root, regions)
         out.errors.extend(str(p) for p in out.problems[:20])
@@ -719,6 +720,50 @@ def _launch(frame: Frame, call: ts.Node, resolver: CudaResolver) -> LaunchSite |
         resolved_config=resolved,
         pointer_kernels=pointer_kernels(fn, frame.src),
     )
+
+
+def _macro_launches(frame: Frame, root: ts.Node, resolver: CudaResolver) -> list[LaunchSite]:
+    """The launches written through a launch macro of the frame (``LAUNCH(k, n, a, b)`` with ``#define LAUNCH(k, n,
+    ...) k<<<...>>>(__VA_ARGS__)``; :mod:`~htam_core.source.analysis.launch_macros`), one site per use, read from
+    the use's expansion. The site spans the use; it has no ``config_spans``, so no step edits a grid or block
+    that the macro's text writes. A file held in a Python string is not read this way."""
+    if frame.parent is not None or frame.segments or b"<<<" not in frame.src:
+        return []
+    out = []
+    for u in launch_macro_uses(frame.src):
+        site = _macro_site(frame, root, resolver, u)
+        if site is not None:
+            out.append(site)
+    return out
+
+
+def _macro_site(frame: Frame, root: ts.Node, resolver: CudaResolver, u: LaunchMacroUse) -> LaunchSite | None:
+    """The launch site of one launch macro use, or ``None`` when its expansion is not one ``<<<>>>`` launch."""
+    wrapper = b"void __htam_launch_macro() { " + u.text.encode("utf-8") + b"; }"
+    sub = parse_cuda_bytes(wrapper).root_node
+    calls = captures(G, LAUNCH_QUERY, sub).get("call", [])
+    if sub.has_error or len(calls) != 1:
+        return None
+    call = calls[0]
+    fn, exprs, args = call.child_by_field_name("function"), launch_config(call), call.child_by_field_name("arguments")
+    use = root.descendant_for_byte_range(u.start, u.end)
+    while use is not None and not (use.type == "call_expression" and use.start_byte == u.start):
+        use = use.parent
+    if fn is None or exprs is None:
+        return None
+    config = {k: " ".join(node_text(e).split()) for k, e in zip(("grid", "block", "smem", "stream"), exprs, strict=False)}
+    resolved = {k: resolver.resolve(e, use) if use is not None else config[k]
+                for k, e in zip(("grid", "block", "smem", "stream"), exprs, strict=False)}
+    for d in (config, resolved):
+        d.setdefault("smem", "0")
+        d.setdefault("stream", "default")
+    tmpl = _template_args(fn)
+    if tmpl is not None:
+        config["template_args"] = resolved["template_args"] = " ".join(node_text(tmpl).split())
+    return LaunchSite(line=frame.line(u.start), kernel_name=u.kernel, config=config,
+                      args=[node_text(a) for a in (args.named_children if args is not None else []) if a.type != "comment"],
+                      span=frame.span_of(u.start, u.end), qualified_name=u.callee, resolved_config=resolved,
+                      macro=u.macro.name)
 
 
 def _template_args(fn: ts.Node) -> ts.Node | None:
