@@ -264,7 +264,8 @@ class Kernel:
             "launch_sites": [
                 {"line": s.line, "config": dict(s.resolved_config or s.config),
                  **({"through_pointer": s.qualified_name, "pointer_kernels": list(s.pointer_kernels)}
-                    if s.pointer_kernels else {})}
+                    if s.pointer_kernels else {}),
+                 **({"through_macro": s.macro} if s.macro else {})}
                 for s in self.launch_sites
             ],
             **extra,

@@ -103,3 +103,16 @@ __global__ void act(const float* x, float* y, int n)
     assert isinstance(cands, list) and cands[0].params["calls"] == ["cos", "sin", "tanh"]
     if shutil.which("nvcc"):
         _nvcc(tmp_path, cands[0].new_text)
+
+
+def test_a_name_declared_with_two_types_is_not_read() -> None:
+    text = """__global__ void two(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    { double v = x[i]; y[i] = (float)v; }
+    { float v = x[i]; y[i] += exp(v); }
+}
+"""
+    r = _fast(text)
+    assert not isinstance(r, list) and "has no single-precision math call" in r.reason

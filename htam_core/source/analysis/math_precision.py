@@ -83,8 +83,11 @@ class _Typer:
             while dn is not None and not syn.is_identifier(dn):
                 ptr = ptr or dn.type in ("pointer_declarator", "array_declarator")
                 dn = dn.child_by_field_name("declarator")
-            if dn is not None:
-                self.decls[self.s.env.t(dn)] = (self.s.env.t(t), ptr)
+            if dn is None:
+                continue
+            name, seen = self.s.env.t(dn), (self.s.env.t(t), ptr)
+            # a name declared twice with different types (shadowing in another scope) is not read
+            self.decls[name] = seen if self.decls.get(name, seen) == seen else ("", False)
 
     def concrete(self, text: str) -> frozenset[str] | None:
         """The concrete types type text ``text`` stands for, or ``None`` when unknown."""

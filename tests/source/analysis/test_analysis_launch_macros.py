@@ -122,3 +122,9 @@ def test_steps_offered_through_the_macro_compile(tmp_path, define: str, use: str
         r = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(f), "-o", str(tmp_path / f"c{k}.o")],
                            capture_output=True, text=True, check=False)
         assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_the_site_says_it_is_written_through_the_macro() -> None:
+    k = parse_text(_file(*SPELLINGS[1][:2]), "cuda", "m.cu").kernel("scale")
+    assert k.launch_sites[0].macro == "RUN"
+    assert k.to_json()["launch_sites"][0]["through_macro"] == "RUN"
