@@ -15,8 +15,10 @@ a tree parsed from it is one of the user's text; texts (names, types as written)
 original bytes, where the macro's name stands.
 
 Only object-like macros whose whole expansion is qualifier keywords (or empty) are touched; function-like
-macros (``FLOAT4(v)``) and value macros (``#define TILE 32``) already parse as calls and identifiers, and
-macros holding ``__global__`` are read by the kernel finder itself. Preprocessor lines are left as written.
+macros (``FLOAT4(v)``) and value macros (``#define TILE 32``) already parse as calls and identifiers. Macros
+holding ``__global__`` or ``__launch_bounds__(...)`` among qualifiers (:func:`kernel_macros`: ``#define GLOBAL
+__global__``) are read as ``__global__`` where the name is long enough, else as blanks; the kernel finder then
+finds their kernels by the macro's name in the user's text. Preprocessor lines are left as written.
 Macros that open and close a namespace (``#define NS_BEGIN namespace ops {`` with ``#define NS_END }``) are read
 as blanks too (:func:`scope_macros`), so the braces they hide do not unbalance the file.
 The idea is the C preprocessor's own object-like macro replacement (C11 6.10.3), restricted to the
