@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     for k in model.kernels:
         params = ", ".join(f"{p.name}: constexpr" if p.is_constexpr else p.name for p in k.params)
         sites = "\n".join(
-            f"line {s.line}" + (f" (through the pointer {s.qualified_name})" if s.pointer_kernels else "") + ": "
+            f"line {s.line}" + (f" (through the pointer {s.qualified_name})" if s.pointer_kernels else "")
+            + (f" (through the macro {s.macro})" if s.macro else "") + ": "
             + ", ".join(f"{key}={val}" for key, val in s.config.items()) for s in k.launch_sites
         ) or "\n".join(f"{os.path.basename(la.path)}:{la.line} ({la.style}): grid={la.grid}"
                        + (f", block={la.block}" if la.block else "") for la in elsewhere.get(k.name, [])) or "-"

@@ -38,6 +38,7 @@ from htam_core.source.analysis.device_queries import (
     property_quantity,
 )
 from htam_core.source.analysis.includes import local_headers
+from htam_core.source.analysis.launch_macros import launch_view
 from htam_core.source.analysis.syntax import unwrap_parens
 from htam_core.source.parsing import new_parser, node_text
 
@@ -352,9 +353,12 @@ class Program:
         for h in self.headers:
             self._collect(h.root, prefix="")
         #: the parsed bytes: the file with its decidable ``#if`` groups resolved (same length and lines;
-        #: :func:`htam_core.harness.cu_preproc.blank_untaken`); node offsets index these (the root node's own
-        #: ``text`` starts at its first token, after any leading blank lines, so it must not be used to slice)
-        self.src = blank_untaken(text.encode("utf-8"), self._defined, self._macro_text, self._pp_evaluate)
+        #: :func:`htam_core.harness.cu_preproc.blank_untaken`) and its launch macro uses expanded on their lines
+        #: (:func:`~htam_core.source.analysis.launch_macros.launch_view`: ``LAUNCH(k, n, a)`` reads as the
+        #: ``k<<<...>>>(a)`` it stands for; lines kept, offsets after a use shifted); node offsets index these (the
+        #: root node's own ``text`` starts at its first token, so it must not be used to slice)
+        self.src = launch_view(blank_untaken(text.encode("utf-8"), self._defined, self._macro_text,
+                                             self._pp_evaluate))
         self.tree = new_parser("cuda").parse(self.src)
         self._collect(self.tree.root_node, prefix="")
 

@@ -31,6 +31,7 @@ from htam_core.source import cache as kcache
 from htam_core.source import features as feat
 from htam_core.source.analysis.fnptr import pointer_kernels
 from htam_core.source.analysis.launch import LAUNCH_QUERY, launch_config
+from htam_core.source.analysis.launch_macros import LaunchMacroUse, launch_macro_uses
 from htam_core.source.frames import Frame
 from htam_core.source.model import ByteSpan, DeviceFunction, Kernel, LaunchSite, Param
 from htam_core.source.parse_problems import ParseProblem, tree_problems
@@ -101,24 +102,7 @@ def extract_cuda(frame: Frame, root: ts.Node, language: str = "cuda", depth: int
     garbage = captures(G, Q_GARBAGE, root).get("i", []) if root.has_error else []
     anchors = sorted({n.start_byte: n for n in caps.get("g", []) + garbage}.values(),
                      key=lambda n: n.start_byte)
-    kernel_macros = {k for k, v in macros.items() if "__global__" in v}
-    device_macros = {k for k, v in macros.items() if "__device__" in v and "__global__" not in v}
-    extra_device: list[ts.Node] = []
-    if kernel_macros or device_macros:
-        for fn_node in captures(G, Q_MACRO_USES, root).get("fn", []):
-            tname = node_text(fn_node.child_by_field_name("type"))
-            if tname in kernel_macros:
-                anchors.append(fn_node.child_by_field_name("type"))
-            elif tname in device_macros:
-                extra_device.append(fn_node)
-        anchors.sort(key=lambda n: n.start_byte)
-    if device_macros and frame.display is not None:  # a device macro read as a shorter qualifier or blanks
-        words = re.compile(r"\b(" + "|".join(map(re.escape, sorted(device_macros))) + r")\b")
-        for fn_node in captures(G, Q_ANY_FUNCTION, root).get("fn", []):
-            decl = fn_node.child_by_field_name("declarator")
-            if decl is not None and words.search(frame.text(_line_start(frame, fn_node.start_byte),
-                                                            decl.start_byte)):
-                extra_device.append(fn_node)
+    extra_device = _macro_anchors(frame, root, macros, anchors)
     anchors = [a for a in anchors if not is_dead(a)]
     resolver = CudaResolver(frame, root, macros)
     macros = {**macros, **resolver.file_consts}
@@ -154,7 +138,7 @@ def extract_cuda(frame: Frame, root: ts.Node, language: str = "cuda", depth: int
             if site is not None:
                 # launches parsed inside garbage come after those of the re-parsed regions
                 (late if recovering and _in_error(call) else out.launches).append(site)
-    out.launches.extend(late)
+    out.launches.extend(late + (_macro_launches(frame, root, resolver) if depth == 0 else []))
     if root.has_error and depth == 0:
         out.problems = _problems(frame, root, regions)
         out.errors.extend(str(p) for p in out.problems[:20])
@@ -402,6 +386,57 @@ def _bounded_end(frame: Frame, start: int, limit: int) -> int:
     return end
 
 
+def _macro_anchors(frame: Frame, root: ts.Node, macros: dict[str, str], anchors: list[ts.Node]) -> list[ts.Node]:
+    """Kernels and device functions declared through object-like macros: appends to ``anchors`` (kept sorted) the
+    anchor of each kernel whose header names a macro holding ``__global__`` (read as the function's type, or, in
+    the parse view, blanked: :func:`~htam_core.source.preproc.kernel_macros`, found by name in the user's text)
+    and returns the ``function_definition`` nodes of device functions declared through a ``__device__`` macro."""
+    kernel_macros = {k for k, v in macros.items() if "__global__" in v}
+    device_macros = {k for k, v in macros.items() if "__device__" in v and "__global__" not in v}
+    extra_device: list[ts.Node] = []
+    for fn_node in captures(G, Q_MACRO_USES, root).get("fn", []) if kernel_macros or device_macros else []:
+        tname = node_text(fn_node.child_by_field_name("type"))
+        if tname in kernel_macros:
+            anchors.append(fn_node.child_by_field_name("type"))
+        elif tname in device_macros:
+            extra_device.append(fn_node)
+    if frame.display is None or not (kernel_macros or device_macros):
+        anchors.sort(key=lambda n: n.start_byte)
+        return extra_device
+    kernel_words, device_words = _words(kernel_macros), _words(device_macros)
+    seen = {a.start_byte for a in anchors}
+    for fn_node in captures(G, Q_ANY_FUNCTION, root).get("fn", []):  # a macro read as blanks or a shorter word
+        decl, typ = fn_node.child_by_field_name("declarator"), fn_node.child_by_field_name("type")
+        if decl is None:
+            continue
+        prev = fn_node.prev_sibling
+        head = frame.text(prev.end_byte if prev is not None else _line_start(frame, fn_node.start_byte),
+                          decl.start_byte)
+        if kernel_words is not None and typ is not None and kernel_words.search(head) \
+                and typ.start_byte not in seen and not any(c.type == "__global__" for c in fn_node.children):
+            anchors.append(typ)
+        elif device_words is not None and device_words.search(frame.text(_line_start(frame, fn_node.start_byte),
+                                                                         decl.start_byte)):
+            extra_device.append(fn_node)
+    anchors.sort(key=lambda n: n.start_byte)
+    return extra_device
+
+
+def _macro_extern_c(frame: Frame, anchor: ts.Node, macros: dict[str, str]) -> bool:
+    """Whether the kernel of ``anchor`` is declared ``extern "C"`` through a macro: the anchor is the macro
+    (``KERNEL void k``), or, where the parse view blanked it, the macro is named on the anchor's line before it."""
+    if 'extern "C"' in macros.get(node_text(anchor), ""):
+        return True
+    words = _words({k for k, v in macros.items() if 'extern "C"' in v})
+    return words is not None and frame.display is not None \
+        and words.search(frame.text(_line_start(frame, anchor.start_byte), anchor.start_byte)) is not None
+
+
+def _words(names: set[str]) -> re.Pattern[str] | None:
+    """A pattern that finds any of ``names`` as a whole word, or ``None`` for none."""
+    return re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\b") if names else None
+
+
 def _line_start(frame: Frame, byte: int) -> int:
     return frame.src.rfind(b"\n", 0, byte) + 1
 
@@ -464,7 +499,7 @@ def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, d
         header_nodes += list(definition.children)
     attrs: dict[str, object] = {
         "launch_bounds": _launch_bounds(header_nodes, frame),
-        "extern_c": _extern_c(container) or 'extern "C"' in macros.get(node_text(anchor), ""),
+        "extern_c": _extern_c(container) or _macro_extern_c(frame, anchor, macros),
         "template_params": _template_params(container),
     }
     body_start = body.start_byte if body is not None else end
@@ -719,6 +754,50 @@ def _launch(frame: Frame, call: ts.Node, resolver: CudaResolver) -> LaunchSite |
         resolved_config=resolved,
         pointer_kernels=pointer_kernels(fn, frame.src),
     )
+
+
+def _macro_launches(frame: Frame, root: ts.Node, resolver: CudaResolver) -> list[LaunchSite]:
+    """The launches written through a launch macro of the frame (``LAUNCH(k, n, a, b)`` with ``#define LAUNCH(k, n,
+    ...) k<<<...>>>(__VA_ARGS__)``; :mod:`~htam_core.source.analysis.launch_macros`), one site per use, read from
+    the use's expansion. The site spans the use; it has no ``config_spans``, so no step edits a grid or block
+    that the macro's text writes. A file held in a Python string is not read this way."""
+    if frame.parent is not None or frame.segments or b"<<<" not in frame.src:
+        return []
+    out = []
+    for u in launch_macro_uses(frame.src):
+        site = _macro_site(frame, root, resolver, u)
+        if site is not None:
+            out.append(site)
+    return out
+
+
+def _macro_site(frame: Frame, root: ts.Node, resolver: CudaResolver, u: LaunchMacroUse) -> LaunchSite | None:
+    """The launch site of one launch macro use, or ``None`` when its expansion is not one ``<<<>>>`` launch."""
+    wrapper = b"void __htam_launch_macro() { " + u.text.encode("utf-8") + b"; }"
+    sub = parse_cuda_bytes(wrapper).root_node
+    calls = captures(G, LAUNCH_QUERY, sub).get("call", [])
+    if sub.has_error or len(calls) != 1:
+        return None
+    call = calls[0]
+    fn, exprs, args = call.child_by_field_name("function"), launch_config(call), call.child_by_field_name("arguments")
+    use = root.descendant_for_byte_range(u.start, u.end)
+    while use is not None and not (use.type == "call_expression" and use.start_byte == u.start):
+        use = use.parent
+    if fn is None or exprs is None:
+        return None
+    config = {k: " ".join(node_text(e).split()) for k, e in zip(("grid", "block", "smem", "stream"), exprs, strict=False)}
+    resolved = {k: resolver.resolve(e, use) if use is not None else config[k]
+                for k, e in zip(("grid", "block", "smem", "stream"), exprs, strict=False)}
+    for d in (config, resolved):
+        d.setdefault("smem", "0")
+        d.setdefault("stream", "default")
+    tmpl = _template_args(fn)
+    if tmpl is not None:
+        config["template_args"] = resolved["template_args"] = " ".join(node_text(tmpl).split())
+    return LaunchSite(line=frame.line(u.start), kernel_name=u.kernel, config=config,
+                      args=[node_text(a) for a in (args.named_children if args is not None else []) if a.type != "comment"],
+                      span=frame.span_of(u.start, u.end), qualified_name=u.callee, resolved_config=resolved,
+                      macro=u.macro.name)
 
 
 def _template_args(fn: ts.Node) -> ts.Node | None:

@@ -80,6 +80,9 @@ class LaunchSite:
             (``kernel = &k; kernel<<<g, b>>>(...)``), every function the pointer may run (the site is then a
             launch site of each of those kernels, ``kernel_name`` naming the one it is attached to); ``()``
             for a launch that names its kernel.
+        macro: the function-like macro the launch is written through (``LAUNCH`` for ``LAUNCH(k, n, a, b)`` with
+            ``#define LAUNCH(k, n, ...) k<<<...>>>(__VA_ARGS__)``), whose ``#define`` writes the grid and block: such
+            a site has no ``config_spans``; ``""`` for a launch written out.
     """
 
     line: int
@@ -91,6 +94,7 @@ class LaunchSite:
     qualified_name: str | None = None
     resolved_config: dict[str, str] = field(default_factory=dict)
     pointer_kernels: tuple[str, ...] = ()
+    macro: str = ""
 
 
 @dataclass
@@ -260,7 +264,8 @@ class Kernel:
             "launch_sites": [
                 {"line": s.line, "config": dict(s.resolved_config or s.config),
                  **({"through_pointer": s.qualified_name, "pointer_kernels": list(s.pointer_kernels)}
-                    if s.pointer_kernels else {})}
+                    if s.pointer_kernels else {}),
+                 **({"through_macro": s.macro} if s.macro else {})}
                 for s in self.launch_sites
             ],
             **extra,

@@ -15,8 +15,10 @@ a tree parsed from it is one of the user's text; texts (names, types as written)
 original bytes, where the macro's name stands.
 
 Only object-like macros whose whole expansion is qualifier keywords (or empty) are touched; function-like
-macros (``FLOAT4(v)``) and value macros (``#define TILE 32``) already parse as calls and identifiers, and
-macros holding ``__global__`` are read by the kernel finder itself. Preprocessor lines are left as written.
+macros (``FLOAT4(v)``) and value macros (``#define TILE 32``) already parse as calls and identifiers. Macros
+holding ``__global__`` or ``__launch_bounds__(...)`` among qualifiers (:func:`kernel_macros`: ``#define GLOBAL
+__global__``) are read as ``__global__`` where the name is long enough, else as blanks; the kernel finder then
+finds their kernels by the macro's name in the user's text. Preprocessor lines are left as written.
 Macros that open and close a namespace (``#define NS_BEGIN namespace ops {`` with ``#define NS_END }``) are read
 as blanks too (:func:`scope_macros`), so the braces they hide do not unbalance the file.
 The idea is the C preprocessor's own object-like macro replacement (C11 6.10.3), restricted to the
@@ -36,7 +38,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["QUALIFIERS", "branch_view", "parse_view", "qualifier_macros", "qualifier_view", "scope_macros"]
+__all__ = ["QUALIFIERS", "branch_view", "kernel_macros", "parse_view", "qualifier_macros", "qualifier_view",
+           "scope_macros"]
 
 #: Keywords a qualifier macro may expand to, in the order a replacement is chosen (the first that fits).
 QUALIFIERS: tuple[str, ...] = (
@@ -45,16 +48,19 @@ QUALIFIERS: tuple[str, ...] = (
 )
 _KEYWORDS = frozenset((*QUALIFIERS, '"C"'))
 _RESTRICT = frozenset(("__restrict__", "__restrict", "restrict"))
+_KERNEL_WORDS = frozenset(("__global__", "__launch_bounds__"))
+_BOUNDS = re.compile(r"\b__launch_bounds__\s*\([^()]*(?:\([^()]*\)[^()]*)*\)")
 _DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])[ \t]*([^\r\n]*)$", re.M)
 _PREPROC_LINE = re.compile(rb"^[ \t]*#[^\r\n]*(?:\\\r?\n[^\r\n]*)*", re.M)
 
 
-def qualifier_macros(src: bytes) -> dict[str, str]:
+def qualifier_macros(src: bytes, kernels: bool = False) -> dict[str, str]:
     """The object-like macros of ``src`` (UTF-8 bytes) whose expansion is only qualifier keywords, or empty:
     ``{"RESTRICT": "__restrict__", "DEVICE_INLINE": "__device__ __forceinline__", "HOST_DEVICE": ""}``.
 
     A name defined twice with different expansions (``#if`` branches) is kept only when every expansion
-    qualifies; the last one is returned. Macros holding ``__global__`` are left out.
+    qualifies; the last one is returned. Macros holding ``__global__`` or ``__launch_bounds__(...)`` are left out,
+    unless ``kernels``: then only those are returned (:func:`kernel_macros`).
     """
     if b"define" not in src:
         return {}
@@ -63,12 +69,24 @@ def qualifier_macros(src: bytes) -> dict[str, str]:
     for m in _DEFINE.finditer(src):
         name = m.group(1).decode("ascii")
         value = m.group(2).split(b"//")[0].split(b"/*")[0].decode("utf-8", "replace")
-        tokens = value.split()
-        if value.rstrip().endswith("\\") or not all(t in _KEYWORDS for t in tokens):
+        tokens = _BOUNDS.sub(" __launch_bounds__ ", value).split()
+        kernel = "__global__" in tokens or "__launch_bounds__" in tokens
+        if value.rstrip().endswith("\\") or kernel != kernels or \
+                not all(t in _KEYWORDS or t in _KERNEL_WORDS for t in tokens):
             refused.add(name)
             continue
-        out[name] = " ".join(tokens)
+        out[name] = " ".join(value.split())
     return {k: v for k, v in out.items() if k not in refused}
+
+
+def kernel_macros(src: bytes) -> dict[str, str]:
+    """The object-like macros of ``src`` whose expansion is ``__global__`` or ``__launch_bounds__(...)`` with only
+    qualifier keywords besides (``#define GLOBAL __global__``, ``#define KERNEL_LB __global__
+    __launch_bounds__(256)``, ``#define LB __launch_bounds__(128, 2)``), name -> expansion. A macro that also names
+    a type (``#define KERNEL __global__ void``) is not one: the grammar reads its uses as the type, and the kernel
+    finder reads them there. :func:`qualifier_view` reads a use as ``__global__`` when the name is long enough to
+    hold it, else as blanks; the kernel finder then finds the kernel by the macro's name in the user's text."""
+    return qualifier_macros(src, kernels=True)
 
 
 _OPENER = re.compile(r'^(?:namespace(?:\s+[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)?|extern\s+"C(?:\+\+)?")\s*\{$')
@@ -94,6 +112,10 @@ def scope_macros(src: bytes) -> set[str]:
 def _replacement(name: str, expansion: str) -> bytes:
     """The first of :data:`QUALIFIERS` in ``expansion`` that fits in ``name``'s length, padded; spaces if none."""
     tokens = set(expansion.split())
+    if "__global__" in tokens and len(name) >= len("__global__"):
+        return b"__global__".ljust(len(name))
+    if tokens & _KERNEL_WORDS:
+        return b" " * len(name)  # the kernel finder reads the name in the user's text
     if tokens & _RESTRICT:
         tokens |= _RESTRICT
     for kw in QUALIFIERS:
@@ -113,6 +135,7 @@ def qualifier_view(src: bytes) -> bytes:
         Bytes of the same length and the same line breaks as ``src``.
     """
     macros = qualifier_macros(src)
+    macros.update(kernel_macros(src))
     macros.update(dict.fromkeys(scope_macros(src), ""))
     if not macros:
         return src

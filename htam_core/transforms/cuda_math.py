@@ -2,13 +2,18 @@
 
 ``expf -> __expf``, ``sinf -> __sinf``, ``tanhf -> __tanhf`` ... and float divisions ``a / b`` (where an
 operand is an ``f``-suffixed literal or a float intrinsic call, so the division is known to be in float)
-to ``__fdividef(a, b)``. Only the kernel body is rewritten (helpers it calls are not followed).
+to ``__fdividef(a, b)``. An overloaded call (``exp(v)``, ``std::log(s)``) is rewritten the same way when its
+argument is a ``float`` in every instantiation of the kernel in the file (``exp((acc_t)x)`` launched as
+``<float, float>``; :func:`~htam_core.source.analysis.math_precision.generic_math_calls`); one that runs in
+``double`` for some instantiation is not (the intrinsic would round it to float). Only the kernel body is
+rewritten (helpers it calls are not followed).
 Idea source: CUDA C++ Programming Guide, "Intrinsic Functions" (maximum ulp errors listed there).
 """
 
 from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.math_precision import GenericMathCall, generic_math_calls
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit
@@ -71,6 +76,9 @@ class CudaFastMath(CudaTransform):
             if fn is not None and syn.is_identifier(fn) and name in INTRINSICS:
                 edits.append(unit.replace(fn, INTRINSICS[name]))
                 calls.append(name)
+        generic, mixed = self._generic_calls(unit)
+        edits += [unit.replace(g.function, INTRINSICS[g.float_name]) for g in generic]
+        calls += [g.name for g in generic]
         for b in syn.binaries(unit.body):
             if unit.t(b.child_by_field_name("operator")) != "/":
                 continue
@@ -85,6 +93,8 @@ class CudaFastMath(CudaTransform):
             edits.append(unit.edit(left.end_byte, right.start_byte, ", "))
             edits.append(unit.insert(b.end_byte, ")"))
             divs += 1
+        if not edits and mixed:
+            return self.not_applicable(mixed)
         if not edits:
             return self.not_applicable(
                 f"{kernel.name} has no single-precision math call ({', '.join(sorted(INTRINSICS))}) "
@@ -92,7 +102,7 @@ class CudaFastMath(CudaTransform):
             )
         parts = []
         if calls:
-            parts.append(", ".join(f"{c} -> {INTRINSICS[c]}" for c in sorted(set(calls))))
+            parts.append(", ".join(f"{c} -> {INTRINSICS.get(c) or INTRINSICS[c + 'f']}" for c in sorted(set(calls))))
         if divs:
             parts.append(f"{divs} float division(s) -> __fdividef")
         return [
@@ -103,3 +113,15 @@ class CudaFastMath(CudaTransform):
                 edits,
             )
         ]
+
+    @staticmethod
+    def _generic_calls(unit: CudaUnit) -> tuple[list[GenericMathCall], str]:
+        """The overloaded math calls of the kernel that run in float in every instantiation, and a one-line reason
+        naming the first one that runs in double for some instantiation (``""`` when none does)."""
+        found = generic_math_calls(unit.source, unit.facts.type_instantiations)
+        mixed = next((g for g in found if "double" in g.types and "float" in g.types), None)
+        why = ""
+        if mixed is not None:
+            why = (f"{mixed.name}(...) on line {mixed.line} runs in double for an instantiation of {unit.kernel.name} "
+                   f"in this file, where __{mixed.float_name} would round it to float; not made")
+        return [g for g in found if g.single and g.float_name in INTRINSICS], why

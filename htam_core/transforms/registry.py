@@ -241,7 +241,7 @@ def propose(
         # a cupy launch no candidate could be written into (a C helper in its grid): the launch-independent forms
     result = t.propose(model, kernel, profile)
     if isinstance(result, NotApplicable):
-        return joint if joint is not None else result
+        return joint if joint is not None else _through_macro(kernel, result)
     if not kernel.launch_sites:
         kept = unit.launches() if unit is not None else None
         result = [_launch_not_found(model, kernel, c, files, kept) for c in result]
@@ -265,6 +265,18 @@ def propose(
             reason=f"every candidate was rejected ({rejected[0]})", transform_id=t.id, rejected=tuple(rejected)
         )
     return good
+
+
+def _through_macro(kernel: Kernel, na: NotApplicable) -> NotApplicable:
+    """``na`` said in words of a launch macro when every launch of ``kernel`` in its file is written through one
+    (``LAUNCH(k, n, a, b)``, :attr:`~htam_core.source.model.LaunchSite.macro`): the launch is there, but a step that
+    must change it is not made inside a macro's ``#define``, which other uses share."""
+    sites = kernel.launch_sites
+    if not sites or any(not s.macro for s in sites) or "no launch site in this file" not in na.reason:
+        return na
+    why = (f"{kernel.name} is launched on line {sites[0].line} through the macro {sites[0].macro}, whose #define writes "
+           "the grid and block; htam does not change a launch written inside a macro")
+    return dataclasses.replace(na, reason=why)
 
 
 def _launch_not_found(model: SourceModel, kernel: Kernel, cand: Candidate, files: Mapping[str, str] | None,
