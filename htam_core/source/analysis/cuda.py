@@ -57,7 +57,7 @@ from htam_core.source.analysis.macros import (
     macro_table,
 )
 from htam_core.source.analysis.online import online_pairs
-from htam_core.source.analysis.pointer_uses import address_test
+from htam_core.source.analysis.pointer_uses import address_test, const_view_read
 from htam_core.source.analysis.select import Selection, select_step
 from htam_core.source.analysis.stencil import find_stencil
 from htam_core.source.analysis.stencil2d import find_stencil2d
@@ -703,6 +703,15 @@ def _alias_init(node: Node, env: ConstEnv, aliases: dict[str, Base]) -> bool:
     return inner is not None and env.t(inner) in aliases
 
 
+def _reads_none(node: Node, env: ConstEnv, aliases: dict[str, Base]) -> bool:
+    """``node`` (``p[e]``), whose address is taken, is no access of its own and lets no pointer escape: the whole
+    initializer of an alias (``float *r = &A[row * K];``: the alias's accesses are A's), an address test
+    (``((size_t)&A[i] & 15) == 0``), or the base of a const view that is read (``*reinterpret_cast<const T *>(&A[i])``,
+    read through the view)."""
+    return _alias_init(node, env, aliases) or address_test(node, env.t) or \
+        const_view_read(node, env.t, deref=True) is not None
+
+
 def _null_test(use: Node, env: ConstEnv) -> bool:
     """``use`` (a pointer name) is only compared with a null pointer (``p != NULL``, ``p == nullptr``, ``!p``,
     ``p ? a : b``, ``if (p)``) or converted to an integer to test its address (:func:`address_test`): no memory
@@ -1196,8 +1205,8 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
         else:
             continue
         kind = _kind(node, env, macros)
-        if kind == "escape" and (_alias_init(node, env, aliases) or address_test(node, env.t)):
-            continue  # `float *r = &A[row * K];`: the alias's accesses are A's; `((size_t)&A[i] & 15) == 0` reads none
+        if kind == "escape" and _reads_none(node, env, aliases):
+            continue
         if kind == "escape":
             escapes.add(base[0])
             continue
