@@ -168,3 +168,13 @@ def test_indices_past_the_count_still_reach_the_buffer_on_the_cpu(tmp_path):
 def test_the_launch_sized_candidates_compile(text, kernel, tmp_path):
     (c,) = _propose(text, kernel)
     assert_nvcc_compiles(c.new_text, tmp_path)
+
+
+def test_the_vectorized_guarded_form_is_still_privatized(tmp_path):
+    # float4's form declares the kernel's `int b` once per path: each update reads the `b` of its own block
+    model = parse_text(GUARDED, "cuda", "h.cu")
+    (vec,) = registry.propose("cuda.vectorize_float4", model, model.kernel("scatter_checked"))
+    cs = _propose(vec.new_text, "scatter_checked")
+    assert not isinstance(cs, NotApplicable), cs.reason
+    assert cs[0].new_text.count("atomicAdd(&htam_hist[b]") == 2 and "extern __shared__ float htam_hist[];" in \
+        cs[0].new_text

@@ -69,6 +69,7 @@ from htam_core.source.analysis.syntax import (
     parse_cuda,
     strip_casts,
     unwrap_parens,
+    visible_init,
     walk,
 )
 from htam_core.source.analysis.transpose import ExprOf, find_transposes
@@ -315,6 +316,8 @@ class Affine:
             out = sympy.Integer(c.value)
         else:
             inits = self.env.local_inits(self.func, name)
+            if len(inits) > 1:  # declared in several blocks (a loop's own `const int i`): the one in scope at `at`
+                inits = visible_init(inits, at)
             if len(inits) == 1 and inits[0].start_byte < at and not self.env.assigned_in(self.func, name):
                 inner = self.expr(inits[0], depth + 1)
                 if inner is not None:
