@@ -5,7 +5,8 @@ few contended bins. The rewrite gives each block a private histogram in shared m
 ``__syncthreads()``, the kernel's own atomic now on the shared bins, a ``__syncthreads()``, then one global
 ``atomicAdd`` per nonzero bin per block. The bin count is the update's index extent from the analysis layer
 (:class:`~htam_core.source.analysis.facts.AtomicUpdate`: the index reduced modulo a constant or a parameter, or a
-byte): a compile-time count (literal, ``#define``, template parameter, kept as written) gives a static array, a
+byte, else the element count of the buffer every launch in the file passes, from its allocation, in which case an
+index at or above the count still updates the global buffer): a compile-time count (literal, ``#define``, template parameter, kept as written) gives a static array, a
 parameter count dynamic shared memory sized at every launch. A parameter count whose launches cannot be edited
 (the kernel is launched from another file) gets the launch-independent form: a static array of :data:`CAP` bins,
 used when the count fits (a block-uniform test at run time), the global atomics as before otherwise. Refused: an unknown or too large bin count, an early
@@ -47,34 +48,71 @@ def _bin_type(unit: CudaUnit, u: AtomicUpdate) -> str | None:
     return t if t in BIN_BYTES else None
 
 
-def _refusal(unit: CudaUnit) -> str | AtomicUpdate:
-    """The one histogram update to privatize, or why there is none that can be."""
+def _refusal(unit: CudaUnit) -> str | tuple[AtomicUpdate, ...]:
+    """The histogram updates to privatize (one or more ``atomicAdd`` on one pointer with one bin count: the
+    vectorized form htam writes has a vector path and a scalar tail), or why there are none that can be."""
     facts = unit.facts
     ups = facts.histogram_updates()
     if not ups:
         return "no global atomicAdd whose index depends on loaded data (not a histogram)"
-    if len(ups) > 1 or len({u.pointer for u in ups}) > 1:
-        return f"{len(ups)} data-indexed atomicAdd updates; one histogram update is handled"
-    u = ups[0]
+    if len({u.pointer for u in ups}) > 1:
+        return f"data-indexed atomicAdd updates of {len({u.pointer for u in ups})} arrays; one histogram is handled"
+    for u in ups:
+        why = _update_refusal(unit, u)
+        if why is not None:
+            return why
+    if len({(u.extent, u.extent_param, u.extent_text) for u in ups}) > 1:
+        return (f"the {len(ups)} updates of {ups[0].pointer} have different bin counts "
+                f"({', '.join(sorted({str(u.extent_text) for u in ups}))})")
+    starts = {u.base_span[0] for u in ups}  # type: ignore[index]
+    others = [a for a in facts.accesses if a.pointer == ups[0].pointer and a.span[0] not in starts]
+    if others:
+        return f"{ups[0].pointer} is also accessed on line {others[0].line}, outside the atomicAdd"
+    if facts.returns:
+        return (f"the kernel returns on line {facts.returns[0]}; every thread must reach the barriers around the "
+                "private histogram")
+    if NAME.encode() in unit.src:
+        return f"{NAME} is already declared"
+    return ups
+
+
+def _update_refusal(unit: CudaUnit, u: AtomicUpdate) -> str | None:
+    """Why the one update ``u`` cannot count into shared bins, or ``None``."""
     if u.base_span is None:
         return f"the update on line {u.line} does not address `{u.pointer}[index]` directly"
     if u.statement is None:
         return f"the old value returned by the atomicAdd on line {u.line} is used"
-    others = [a for a in facts.accesses if a.pointer == u.pointer and a.span[0] != u.base_span[0]]
-    if others:
-        return f"{u.pointer} is also accessed on line {others[0].line}, outside the atomicAdd"
-    if facts.returns:
-        return (f"the kernel returns on line {facts.returns[0]}; every thread must reach the barriers around the "
-                "private histogram")
     if _bin_type(unit, u) is None:
-        pf = facts.pointer(u.pointer)
+        pf = unit.facts.pointer(u.pointer)
         return f"the bins are of type {pf.element_type if pf else '?'}, which a shared-memory atomicAdd does not take"
     if u.extent is None and u.extent_param is None:
-        return (f"the bin count is unknown: the index `{u.index_text}` is not reduced modulo a constant or a parameter, "
-                "nor a byte")
-    if NAME.encode() in unit.src:
-        return f"{NAME} is already declared"
-    return u
+        return (f"the bin count is unknown: the index `{u.index_text}` is not checked against a bound nor reduced "
+                "modulo a constant or a parameter, not a byte, and no launch in this file passes a buffer of a "
+                f"compile-time size as {u.pointer}")
+    return None
+
+
+def _update_edit(unit: CudaUnit, u: AtomicUpdate, *, capped: bool) -> TextEdit:
+    """The kernel's update moved to the shared bins: in place for an index the kernel bounds; under
+    ``htam_private`` in the capped form; and for a count only the launches give (:attr:`AtomicUpdate.extent_from`
+    ``"launch"``), the index read once into ``htam_k`` and sent to the shared bins when below the count, to the
+    global buffer as before otherwise (no update is dropped)."""
+    if not capped and u.extent_from == "index":
+        return unit.replace_span(u.base_span, NAME)  # type: ignore[arg-type]
+    st0, st1 = u.statement  # type: ignore[misc]
+    b0, b1 = (x - st0 for x in u.base_span)  # type: ignore[union-attr]
+    text = unit.src[st0 - unit.base:st1 - unit.base].decode()
+    if capped:  # the update picks the shared bins where they hold the count, the global ones otherwise
+        return unit.replace_span((st0, st1), f"if (htam_private) {text[:b0]}{NAME}{text[b1:]} else {text}")
+    i0, i1 = (x - st0 for x in u.index_span)  # type: ignore[union-attr]
+    ind = syn.indent_of(unit.src, st0 - unit.base)
+    return unit.replace_span((st0, st1), "\n".join([
+        f"{{  // the launches pass {u.extent_text} bins: an index below that counts in this block's bins",
+        f"{ind}    const auto htam_k = {text[i0:i1]};",
+        f"{ind}    if ((unsigned long long)htam_k < (unsigned long long)({u.extent_text})) "
+        f"{text[:b0]}{NAME}{text[b1:i0]}htam_k{text[i1:]}",
+        f"{ind}    else {text[:i0]}htam_k{text[i1:]}  // any other index updates {u.pointer} as before",
+        f"{ind}}}"]))
 
 
 @register
@@ -90,9 +128,10 @@ class CudaSmemHistogram(CudaTransform):
     ) -> list[Candidate] | NotApplicable:
         """One candidate: the privatized kernel (static shared bins for a compile-time count; dynamic shared bins
         with the launches' shared-memory size for a parameter count)."""
-        u = _refusal(unit)
-        if isinstance(u, str):
-            return self.not_applicable(u)
+        ups = _refusal(unit)
+        if isinstance(ups, str):
+            return self.not_applicable(ups)
+        u = ups[0]
         btype = _bin_type(unit, u)
         assert btype is not None
         edits: list[TextEdit] = []
@@ -126,14 +165,7 @@ class CudaSmemHistogram(CudaTransform):
                 f"{when}{loop}", f"    if ({NAME}[htam_b] != 0) atomicAdd(&{u.pointer}[htam_b], {NAME}[htam_b]);"]
         open_ = unit.body.start_byte + 1
         edits.append(unit.insert(open_, "".join(f"\n{ind}{ln}" for ln in head)))
-        if cap_why is None:
-            edits.append(unit.replace_span(u.base_span, NAME))  # type: ignore[arg-type]
-        else:  # the update picks the shared bins where they hold the count, the global ones otherwise
-            st0, st1 = u.statement  # type: ignore[misc]
-            b0, b1 = u.base_span  # type: ignore[misc]
-            text = model.text[st0:st1]
-            private = text[: b0 - st0] + NAME + text[b1 - st0:]
-            edits.append(unit.replace_span((st0, st1), f"if (htam_private) {private} else {text}"))
+        edits += [_update_edit(unit, x, capped=cap_why is not None) for x in ups]
         close = unit.body.end_byte - 1
         if syn.only_space_before(unit.src, close):
             start = syn.line_start(unit.src, close)
@@ -144,6 +176,9 @@ class CudaSmemHistogram(CudaTransform):
         kind = "static" if u.extent is not None else "dynamic" if cap_why is None else "capped"
         desc = (f"privatize {u.pointer} in {kernel.name}: each block counts into a {kind} shared-memory histogram of "
                 f"{bins} bins, then adds each nonzero bin to {u.pointer} with one atomicAdd")
+        if any(x.extent_from == "launch" for x in ups):
+            desc += (f" ({bins} is the size of the buffer the launches pass as {u.pointer}; the kernel does not check "
+                     f"the index, so an index outside it updates {u.pointer} in global memory as before)")
         if cap_why is not None:
             desc += (f" (launch-independent form, {cap_why}: a static array of {CAP} bins, used when {bins} <= {CAP}; "
                      "larger counts keep the global atomics)")

@@ -31,7 +31,7 @@ def test_block_per_row_rmsnorm_both_loops(cand):
     mains, tails = _main_and_tail(f, "c")
     assert len(mains) == len(tails) == 2
     for lp in mains:
-        assert str(lp.start) == "threadIdx.x" and str(lp.step) == "blockDim.x" and str(lp.bound) == "htam_n4"
+        assert str(lp.start) == "threadIdx.x" and str(lp.step) == "blockDim.x" and str(lp.bound) == "div(cols, 4)"  # each loop's own htam_n4, in scope
         assert all(a.vector for a in f.accesses_in(lp) if a.space == "global")
     assert {a.pointer for lp in mains for a in f.accesses_in(lp) if a.space == "global"} == {"x", "w", "y"}
     for lp in tails:

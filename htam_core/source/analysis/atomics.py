@@ -5,7 +5,9 @@ index's extent is read off the index as written: an enclosing ``if`` that checks
 (``if (b < NUM_BINS)``, ``if (v >= 0 && v < num_bins)``), or, followed through locals declared once, ``x % K`` with
 ``K`` a compile-time constant (a literal, ``#define``, ``constexpr`` or template parameter, kept as written so that a
 template stays generic), ``x % n`` with ``n`` a scalar kernel parameter, or a load of an ``unsigned char``
-(256 values). A histogram's bin count is this extent; the shared-memory privatization transform reads it. Also the
+(256 values); failing those, the element count of the buffer every launch in the file passes for the updated
+pointer (``cudaMalloc(&bins, NBINS * sizeof(float))``, marked as coming from the launches: the kernel does not check
+it). A histogram's bin count is this extent; the shared-memory privatization transform reads it. Also the
 lines of the body's ``return`` statements (an early return skips a barrier placed after it).
 
 An ``atomicAdd``/``atomicMax``/``atomicMin`` whose address is the same in every thread of a block (``*result``
@@ -27,6 +29,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.builtins import is_atomic_builtin
 from htam_core.source.analysis.facts import Access, AtomicUpdate, PointerFacts, UniformAtomic
+from htam_core.source.analysis.launch_buffers import launch_buffer_extent
 from htam_core.source.analysis.syntax import of_type, strip_casts, unwrap_parens
 from htam_core.source.analysis.uniformity import Uniformity, thread_uniform
 from htam_core.source.analysis.unit import CudaSource
@@ -170,10 +173,16 @@ def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
             if base is not None and base.type == "identifier" and env.t(base) == acc.pointer and len(idx_kids) == 1:
                 base_span, idx = src.span(base), idx_kids[0]
         extent, param, text = _extent(src, kernel, call, idx, ptrs) if idx is not None else (None, None, None)
+        origin: Literal["index", "launch"] = "index"
+        if idx is not None and extent is None and param is None and acc.space == "global":
+            at_launch = launch_buffer_extent(src, kernel, acc.pointer, _element_type(ptrs.get(acc.pointer))[0])
+            if at_launch is not None:
+                (extent, text), origin = at_launch, "launch"
         stmt = call.parent
         statement = src.span(stmt) if stmt is not None and stmt.type == "expression_statement" else None
         out.append(AtomicUpdate(fn, acc.pointer, acc.space, acc.index, acc.index_text, " ".join(env.t(kids[1]).split()),
-                                src.span(call), base_span, statement, src.line(call), acc.loops, extent, param, text))
+                                src.span(call), base_span, statement, src.line(call), acc.loops, extent, param, text,
+                                origin, src.span(idx) if idx is not None else None))
     return tuple(out)
 
 

@@ -57,7 +57,7 @@ from htam_core.source.analysis.macros import (
     macro_table,
 )
 from htam_core.source.analysis.online import online_pairs
-from htam_core.source.analysis.pointer_uses import address_test
+from htam_core.source.analysis.pointer_uses import address_test, const_view_read
 from htam_core.source.analysis.select import Selection, select_step
 from htam_core.source.analysis.stencil import find_stencil
 from htam_core.source.analysis.stencil2d import find_stencil2d
@@ -69,6 +69,7 @@ from htam_core.source.analysis.syntax import (
     parse_cuda,
     strip_casts,
     unwrap_parens,
+    visible_init,
     walk,
 )
 from htam_core.source.analysis.transpose import ExprOf, find_transposes
@@ -315,6 +316,8 @@ class Affine:
             out = sympy.Integer(c.value)
         else:
             inits = self.env.local_inits(self.func, name)
+            if len(inits) > 1:  # declared in several blocks (a loop's own `const int i`): the one in scope at `at`
+                inits = visible_init(inits, at)
             if len(inits) == 1 and inits[0].start_byte < at and not self.env.assigned_in(self.func, name):
                 inner = self.expr(inits[0], depth + 1)
                 if inner is not None:
@@ -701,6 +704,15 @@ def _alias_init(node: Node, env: ConstEnv, aliases: dict[str, Base]) -> bool:
     dn = up.child_by_field_name("declarator")
     inner = dn.child_by_field_name("declarator") if dn is not None and dn.type == "pointer_declarator" else None
     return inner is not None and env.t(inner) in aliases
+
+
+def _reads_none(node: Node, env: ConstEnv, aliases: dict[str, Base]) -> bool:
+    """``node`` (``p[e]``), whose address is taken, is no access of its own and lets no pointer escape: the whole
+    initializer of an alias (``float *r = &A[row * K];``: the alias's accesses are A's), an address test
+    (``((size_t)&A[i] & 15) == 0``), or the base of a const view that is read (``*reinterpret_cast<const T *>(&A[i])``,
+    read through the view)."""
+    return _alias_init(node, env, aliases) or address_test(node, env.t) or \
+        const_view_read(node, env.t, deref=True) is not None
 
 
 def _null_test(use: Node, env: ConstEnv) -> bool:
@@ -1196,8 +1208,8 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
         else:
             continue
         kind = _kind(node, env, macros)
-        if kind == "escape" and (_alias_init(node, env, aliases) or address_test(node, env.t)):
-            continue  # `float *r = &A[row * K];`: the alias's accesses are A's; `((size_t)&A[i] & 15) == 0` reads none
+        if kind == "escape" and _reads_none(node, env, aliases):
+            continue
         if kind == "escape":
             escapes.add(base[0])
             continue

@@ -363,6 +363,12 @@ class AtomicUpdate:
         extent: the number of indices the update can reach when a constant, else ``None``.
         extent_param: the kernel parameter the index is reduced modulo (``"num_bins"``), else ``None``.
         extent_text: the bound as written (``"NUM_BINS"``, ``"BINS"``, ``"num_bins"``; ``"256"`` for a byte).
+        extent_from: ``"index"`` when the kernel bounds the index itself (a check, a modulo, a byte); ``"launch"``
+            when only the launches say so: every launch in the file passes a buffer of ``extent`` elements
+            (:func:`~htam_core.source.analysis.launch_buffers.launch_buffer_extent`), which nothing in the kernel
+            checks, so a step relying on it must still send other indices to the buffer.
+        index_span: file bytes of the index expression (``idx[i]`` in ``&bins[idx[i]]``), ``None`` when the
+            address is not ``&name[index]``.
     """
 
     fn: str
@@ -379,6 +385,8 @@ class AtomicUpdate:
     extent: int | None = None
     extent_param: str | None = None
     extent_text: str | None = None
+    extent_from: Literal["index", "launch"] = "index"
+    index_span: Span | None = None
 
 
 @dataclass(frozen=True)

@@ -127,12 +127,14 @@ def address_test(use: Node, t: Text) -> bool:
         up.type == "conditional_expression" and up.child_by_field_name("condition") == q))
 
 
-def const_view_read(use: Node, t: Text) -> tuple[Node, str] | None:
+def const_view_read(use: Node, t: Text, *, deref: bool = False) -> tuple[Node, str] | None:
     """The element read through a cast view that ``use`` (a pointer name) is the base of, and the view's element
     type: ``(reinterpret_cast<const float4 *>(p + off)[k], "float4")`` for ``use`` = ``p``, also through a C cast
-    (``((const float4 *)p)[k]``). The cast is to a pointer to ``const`` and the element is read only (not assigned,
+    (``((const float4 *)p)[k]``) and the address of an element (``use`` may then be ``p`` or ``p[i]``); with
+    ``deref``, a dereference of the view too (``*reinterpret_cast<const T *>(&p[i])``, the form htam's vectorized
+    loads write: a read, though not one ``__ldg`` wraps). The cast is to a pointer to ``const`` and the element is read only (not assigned,
     incremented nor address-taken). ``None`` for any other use."""
-    cur = use
+    cur = _element_address(use, t)
     while (nxt := _arithmetic_up(cur, t)) is not None:
         cur = nxt
     up = cur.parent
@@ -146,10 +148,21 @@ def const_view_read(use: Node, t: Text) -> tuple[Node, str] | None:
     while view.parent is not None and view.parent.type == "parenthesized_expression":
         view = view.parent
     sub = view.parent
-    if sub is None or sub.type != "subscript_expression" or sub.child_by_field_name("argument") != view or \
-            _written(sub, t):
+    if sub is None or sub.child_by_field_name("argument") != view or _written(sub, t) or not (
+            sub.type == "subscript_expression" or (deref and sub.type == "pointer_expression" and t(sub).startswith("*"))):
         return None
     return sub, target.removeprefix("const").removesuffix("*")
+
+
+def _element_address(use: Node, t: Text) -> Node:
+    """``&p[e]`` when ``use`` is the name ``p`` or the access ``p[e]`` of it (the base of a view of the element's
+    address: ``*reinterpret_cast<const T *>(&p[i])``), else ``use``."""
+    if use.type != "subscript_expression":
+        up = use.parent
+        if up is None or up.type != "subscript_expression" or up.child_by_field_name("argument") != use:
+            return use
+        use = up
+    return use.parent if _is_address_of(use.parent, t) else use  # type: ignore[return-value]
 
 
 def _written(node: Node, t: Text) -> bool:

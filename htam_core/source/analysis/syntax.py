@@ -217,3 +217,21 @@ def side_effect_free(expr: str) -> bool:
             if not ((cast or functional or load) and args is not None and args.named_child_count == 1):
                 return False
     return True
+
+
+def visible_init(inits: list[Node], at: int) -> list[Node]:
+    """Of the initializers ``inits`` of one name's declarations in a function, the one whose declaration is in
+    scope at byte ``at`` (C++ block scope: declared before ``at`` in the innermost block, or ``for`` statement,
+    around ``at`` that declares the name), as a list of one; ``[]`` when none is. Idea source: the C++ standard's
+    block scope rule ([basic.scope.block]): a name declared in a block is local to it, and an inner declaration
+    hides an outer one."""
+    best: tuple[int, Node] | None = None
+    for v in inits:
+        block = v.parent
+        while block is not None and block.type not in ("compound_statement", "for_statement", "function_definition"):
+            block = block.parent
+        if block is None or not (v.start_byte < at < block.end_byte) or block.start_byte > at:
+            continue
+        if best is None or block.start_byte > best[0]:
+            best = (block.start_byte, v)
+    return [best[1]] if best is not None else []
