@@ -163,7 +163,16 @@ def engine_row(path: Path, kernel: str, budget: int, trials: int, memory: str) -
     if not res.start_ok:
         return {"error": ("the naive start failed: " + "; ".join(res.warnings))[:300]}
     return {"naive_ms": res.start_ms, **published_best(res),
-            "made": [s.strategy for s in res.steps if s.accepted], "expert_ms": None}
+            "made": [s.strategy for s in res.steps if s.accepted], "tried": tried(res.steps), "expert_ms": None}
+
+
+def tried(steps: list[Any]) -> list[dict[str, Any]]:
+    """Each candidate the loop made, in order, with its verdict: ``[{"strategy", "status" (the loop's: win,
+    neutral, slower, incorrect, compile error, ...), "correct", "time_ms", "speedup", "why"}]`` -- ``why`` is the
+    step's reason or first message, cut to 160 characters. It says why a makeable textbook step was not kept."""
+    return [{"strategy": s.strategy, "status": s.status, "correct": s.correct, "time_ms": s.time_ms,
+             "speedup": s.speedup, "parent": s.parent,
+             "why": (s.reason or (s.messages[0] if s.messages else ""))[:160]} for s in steps]
 
 
 def _cli_json(args: list[str], timeout_s: float = 900.0) -> tuple[dict[str, Any] | None, str]:
@@ -414,6 +423,12 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
                 lines.append(f"- {r['pair']}: not measured: {r['gpu_error']}"[:400])
             elif r.get("expert_note"):
                 lines.append(f"- {r['pair']}: expert: {r['expert_note']}"[:400])
+    kept_not = [r for r in counted if r.get("tried") and not set(r.get("made") or ()) & set(r["textbook_makeable"])]
+    if kept_not:
+        lines += ["", "## Candidates of the pairs whose textbook step was not kept (in the loop's order)", ""]
+        lines += [f"- {r['pair']}: " + "; ".join(f"{t['strategy']} {t['status']}" + (f" ({t['why']})" if t["why"]
+                                                                                      else "")
+                                                for t in r["tried"])[:600] for r in kept_not]
     return "\n".join(lines) + "\n"
 
 
@@ -467,6 +482,9 @@ def main(argv: list[str] | None = None) -> int:
         stream.flush()
         print(f"{row['pair']}: makeable {row.get('textbook_makeable')} offered {row.get('offered')} "
               f"{row.get('error') or row.get('gpu_error') or ''}", flush=True)
+        for t in row.get("tried") or []:
+            print(f"  tried {t['strategy']}: {t['status']} correct={t['correct']} ms={t['time_ms']} "
+                  f"{t['why']}", flush=True)
 
     try:
         pairs_dir = args.own_pairs or Path(os.environ.get("HTAM_TEXTBOOK_PAIRS") or OWN_PAIRS_DIR)

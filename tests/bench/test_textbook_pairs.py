@@ -58,6 +58,18 @@ def test_the_engines_best_counts_only_when_reproduced(status: str, published: fl
     assert row == {"best_ms": published, "search_best_ms": 0.5, "reproduction": status}
 
 
+def test_each_candidate_keeps_its_verdict_in_order() -> None:
+    from types import SimpleNamespace
+
+    steps = [SimpleNamespace(strategy="restrict_pointers", status="neutral", correct=True, time_ms=1.0, speedup=1.0,
+                             parent="start", reason=None, messages=["within the noise"]),
+             SimpleNamespace(strategy="warp_per_row", status="incorrect", correct=False, time_ms=None, speedup=None,
+                             parent="start", reason="outputs differ", messages=[])]
+    got = tb.tried(steps)
+    assert [(t["strategy"], t["status"], t["why"]) for t in got] == [
+        ("restrict_pointers", "neutral", "within the noise"), ("warp_per_row", "incorrect", "outputs differ")]
+
+
 def test_pairs_from_an_outside_folder_are_run_in_place_of_the_projects(tmp_path: Path) -> None:
     src = Path(__file__).resolve().parents[1] / "fixtures" / "textbook_pairs" / "vector_add"
     shutil.copytree(src, tmp_path / "pairs" / "mine")
