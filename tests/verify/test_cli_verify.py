@@ -130,3 +130,20 @@ def test_reference_takes_a_function_or_an_expression_like_htam_toml(capsys, tmp_
         code, text = _run(capsys, *base, bad)
         assert code == 2 and text.startswith("htam: error: --reference ") and needle in text, text
         assert len(text.strip().splitlines()) == 1 and "Traceback" not in text
+
+
+def test_reordered_sums_loosens_only_the_float32_tolerance(capsys, tmp_path, monkeypatch):
+    """``--reordered-sums`` checks at the loop's reordered-sum tolerance (1e-3): a hand-written tree reduction
+    differs from a serial sum in the 4th digit. An output off by 5e-4 (relative) is refused by default and
+    accepted with the flag; one off by 5e-3 stays refused."""
+    monkeypatch.setenv("HTAM_INFER", "1")
+    monkeypatch.setenv("HTAM_CACHE_DIR", str(tmp_path / "cache"))
+    shutil.copy(ZEROCONF / "print_only.py", tmp_path / "best.py")
+    monkeypatch.chdir(tmp_path)
+    base = ["best.py", "--kernel", "square_kernel", "--json", "--reference"]
+    code, v = _run(capsys, *base, "x * x * 1.0005")
+    assert code == 1 and v["refused_by"] == ["mismatch"], v
+    code, v = _run(capsys, *base, "x * x * 1.0005", "--reordered-sums")
+    assert code == 0 and v["correct"] is True, v
+    code, v = _run(capsys, *base, "x * x * 1.005", "--reordered-sums")
+    assert code == 1 and v["refused_by"] == ["mismatch"], v
