@@ -69,3 +69,43 @@ def test_macro_sizes_and_a_ceiling_division_at_the_launch_are_read() -> None:
     k = model.kernel("row_mean_macro")
     (r,) = row_launches(analyze(model, k), [p.name for p in k.params])
     assert (r.rows, r.length) == (32 * 2, 4096)  # CEIL_DIV(ROWS, ROW_THREADS) blocks of ROW_THREADS
+
+
+
+STATS = """
+__global__ void chan_stats(const float* x, float* mean, int N, int C, int HW) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c < C) {
+    float s = 0.0f;
+    for (int n = 0; n < N; ++n)
+      for (int i = 0; i < HW; ++i) s += x[((size_t)n * C + c) * HW + i];
+    mean[c] = s / (float)(N * HW);
+  }
+}
+int main() {
+  const int N = 32, C = CHANNELS, HW = 3136;
+  float *x, *mean;
+  cudaMalloc(&x, (size_t)N * C * HW * sizeof(float));
+  cudaMalloc(&mean, C * sizeof(float));
+  chan_stats<<<(C + 63) / 64, 64>>>(x, mean, N, C, HW);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize(("channels", "block_size_first"), [("64", False), ("1 << 20", True)])
+def test_few_long_rows_rank_the_row_mapping_before_a_bigger_block(channels: str, block_size_first: bool,
+                                                                 tmp_path: Path, monkeypatch, capsys) -> None:
+    """Regression (a new user's per-channel statistics, 64 channels in one block of 64 threads): "fewer than 4
+    warps per block" ranked the block size first, but a bigger block keeps the same 64 threads busy; spreading
+    each channel over a block is the step. With many rows the block size keeps its place before it."""
+    import json
+
+    from htam_core.cli.main import main
+
+    monkeypatch.setenv("HTAM_MEMORY", str(tmp_path / "memory.sqlite3"))
+    src = tmp_path / "stats.cu"
+    src.write_text(STATS.replace("CHANNELS", channels), encoding="utf-8")
+    assert main(["suggest", str(src), "--kernel", "chan_stats", "--static", "--json", "--top", "30"]) == 0
+    ranked = [r["strategy"] for r in json.loads(capsys.readouterr().out)]
+    assert (ranked.index("cuda_block_size") < ranked.index("block_per_row")) is block_size_first, ranked
