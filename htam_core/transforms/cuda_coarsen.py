@@ -51,6 +51,7 @@ from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
     Launch,
+    dead_local_edits,
     include_insert_point,
     per_block_output_hazard,
     statement_list,
@@ -69,7 +70,6 @@ from htam_core.transforms.cuda_coarsen_grid import (
 )
 from htam_core.transforms.cuda_launch import CUDA_LANGS, SM_GRID_HELPER, SM_GRID_TEXT
 from htam_core.transforms.cuda_reduction import COMBINE_FUNCS, element_type
-from htam_core.transforms.cuda_stencil2d import dead_local_edits
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
