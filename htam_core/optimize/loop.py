@@ -813,12 +813,15 @@ class _Loop:
         (:func:`htam_core.verify.strict.strict_reverify`) before it counts; when it fails, the
         candidate is incorrect (rule ``strict-reverify``). ``reorders``: the candidate only reorders float sums
         (checked at the reordered-sum tolerance, as its first verification was)."""
-        if not (ev.ok and ev.correct and self.harness is not None) or self.task.replay_table:
+        if not (ev.ok and ev.correct and self.harness is not None) or self.task.replay_table or \
+                not isinstance(self.evaluator, Evaluator):
             return ev  # a replay's table holds the verdict after this check
         if not strict.needs_strict_reverify(self._speedup(start, ev), gpu=self.gpu):
             return ev
-        h = dataclasses.replace(self.harness, path=str(Path(cand_path).resolve()),
-                                fp32_tol=REORDERED_SUM_FP32_TOL if reorders else self.harness.fp32_tol)
+        # the harness the first verification used: the candidate's file, the same tolerance (and oracle)
+        h = self.evaluator.harness_for(Path(cand_path), REORDERED_SUM_FP32_TOL if reorders else None)
+        if h is None:
+            return ev
         res = strict.strict_reverify(h, gpu_index=self.task.gpu_index)
         if res.correct:
             return dataclasses.replace(ev, messages=[*ev.messages, f"{strict.STRICT_RULE}: passed ("

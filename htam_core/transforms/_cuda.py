@@ -30,7 +30,8 @@ from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms import _notes
 from htam_core.transforms.base import TextEdit, UnitTransform
 
-__all__ = ["DIMS", "Const", "CudaUnit", "Launch", "int_literal", "references", "statement_start", "strip_casts"]
+__all__ = ["DIMS", "Const", "CudaUnit", "Launch", "dead_local_edits", "delete_statement_edit", "int_literal", "references",
+           "statement_start", "strip_casts"]
 
 
 @dataclass
@@ -383,3 +384,37 @@ def stale_comment_notes(unit: CudaUnit, note: str, words: list[str], edits: list
     states the old setting (one of ``words``), so that no comment describes code the edit changed
     (:mod:`htam_core.transforms._notes`); ``edits``: the transform's edits so far (their text is skipped)."""
     return _notes.comment_notes(unit.src, unit.base, syn.comments(unit.root), note, words, edits)
+
+
+def dead_local_edits(unit: CudaUnit, names: tuple[str, ...], spans: list[tuple[int, int]]) -> list[TextEdit]:
+    """Edits deleting the declarations of the locals ``names`` (a stencil's clamped coordinates, ``int xx =
+    min(max(x + dx, 0), W - 1);``, a coarsened kernel's unread locals) that nothing reads once the code at the file
+    bytes ``spans`` (``(start, end)`` pairs) is rewritten: every reference to each name outside its declaration
+    lies in one of ``spans``. A
+    declaration statement is deleted when every name it declares is such a local; otherwise only those
+    declarators are (``unsigned t = threadIdx.x, i = ...;`` keeps ``i``)."""
+    out = []
+    for decl in syn.declarations(unit.body):
+        parts = decl.children_by_field_name("declarator")
+        inside = [*spans, (decl.start_byte + unit.base, decl.end_byte + unit.base)]
+        dead = [d for d in parts if unit.t(syn.declared_identifier(d)) in names and all(
+            any(s <= r.start_byte + unit.base and r.end_byte + unit.base <= e for s, e in inside)
+            for r in syn.references(unit.body, unit.src, unit.t(syn.declared_identifier(d))))]
+        if dead and len(dead) == len(parts):
+            out.append(delete_statement_edit(unit, (decl.start_byte + unit.base, decl.end_byte + unit.base)))
+        elif dead:  # `unsigned t = threadIdx.x, i = ...;` with t dead: the others stay declared
+            alive = ", ".join(unit.t(d) for d in parts if d not in dead)
+            out.append(unit.edit(parts[0].start_byte, parts[-1].end_byte, alive))
+    return out
+
+
+def delete_statement_edit(unit: CudaUnit, span: tuple[int, int]) -> TextEdit:
+    """An edit deleting the statement at file bytes ``span`` (``(start, end)``, file offsets) of ``unit``'s text,
+    with its line when it stands alone on it (a statement sharing its line with other code: its bytes only)."""
+    s, e = span[0] - unit.base, span[1] - unit.base
+    start = unit.src.rfind(b"\n", 0, s) + 1
+    end = unit.src.find(b"\n", e)
+    end = len(unit.src) if end < 0 else end
+    if unit.src[start:s].strip() or unit.src[e:end].strip():
+        return unit.edit(s, e, "")
+    return unit.edit(start, min(end + 1, len(unit.src)), "")

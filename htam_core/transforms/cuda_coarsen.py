@@ -45,12 +45,13 @@ from htam_core.source.analysis import sym
 from htam_core.source.analysis.block_load import NO_LOAD, guarded_block_load
 from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.analysis.nodes import Node
-from htam_core.source.analysis.syntax import side_effect_free
+from htam_core.source.analysis.syntax import initializer_effect_free
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
     Launch,
+    dead_local_edits,
     include_insert_point,
     per_block_output_hazard,
     statement_list,
@@ -69,7 +70,6 @@ from htam_core.transforms.cuda_coarsen_grid import (
 )
 from htam_core.transforms.cuda_launch import CUDA_LANGS, SM_GRID_HELPER, SM_GRID_TEXT
 from htam_core.transforms.cuda_reduction import COMBINE_FUNCS, element_type
-from htam_core.transforms.cuda_stencil2d import dead_local_edits
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -330,15 +330,11 @@ class CudaCoarsenReduction(CudaTransform):
                        f"first warp finishes) and send one {fn} per block in place of the {m.form.array} tree")
 
 
-#: Initializers with no effect beyond their value besides the side-effect-free expressions: the cooperative-groups
-#: handle of the thread's block.
-_PURE_CALL = re.compile(r"(?:(?:cg|cooperative_groups)::)?this_thread_block\s*\(\s*\)")
-
-
 def _unread_declarations(unit: CudaUnit, span: tuple[int, int], text: str) -> list[TextEdit]:
     """Edits deleting the top-level declarations before the replaced code (kernel-relative bytes ``span``) of the
     locals only that code read and its replacement ``text`` does not (the tree's shared array, its accessor's
-    view, ``tid``, the block's ``cta`` handle), when their initializers have no effect; the shared names stay declared otherwise.
+    view, ``tid``, the block's ``cta`` handle), when their initializers have no effect
+    (:func:`~htam_core.source.analysis.syntax.initializer_effect_free`); the shared names stay declared otherwise.
     Raises nothing."""
     words = set(re.findall(r"[A-Za-z_]\w*", re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)))
     shared = {a.pointer for a in unit.facts.accesses if a.space == "shared"}  # `T *s = SharedMemory<T>();` too
@@ -348,9 +344,7 @@ def _unread_declarations(unit: CudaUnit, span: tuple[int, int], text: str) -> li
             continue
         for d in decl.children_by_field_name("declarator"):
             ident = syn.declared_identifier(d)
-            value = d.child_by_field_name("value") if syn.is_init_declarator(d) else None
             if ident is not None and unit.t(ident) not in words and (
-                    value is None or unit.t(ident) in shared or side_effect_free(unit.t(value))
-                    or _PURE_CALL.fullmatch(unit.t(value).strip())):
+                    unit.t(ident) in shared or initializer_effect_free(d)):
                 names.append(unit.t(ident))
     return dead_local_edits(unit, tuple(names), [(span[0] + unit.base, span[1] + unit.base)])

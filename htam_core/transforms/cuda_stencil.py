@@ -36,7 +36,7 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import Stencil, Stencil2D, Stencil3D, sym
 from htam_core.source.analysis.stencil import ELEMENT, c_condition, c_text, tile_conditions
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import CudaTransform, CudaUnit
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, dead_local_edits
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_stencil2d import (
@@ -47,7 +47,6 @@ from htam_core.transforms.cuda_stencil2d import (
     clamp_text,
     condition_2d,
     dead_alias_edits,
-    dead_local_edits,
     head_2d,
     insert_top,
     read_edits_2d,

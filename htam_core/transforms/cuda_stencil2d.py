@@ -27,11 +27,11 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import Stencil2D, sym
 from htam_core.source.analysis.stencil import ELEMENT, c_condition, c_text
 from htam_core.source.analysis.stencil2d import ELEMENT_Y, tile_conditions_2d
-from htam_core.transforms._cuda import CudaUnit
+from htam_core.transforms._cuda import CudaUnit, delete_statement_edit
 from htam_core.transforms.base import TextEdit
 
 __all__ = ["Tile2D", "assigned_name", "block_2d", "clamp_text", "condition_2d", "dead_alias_edits",
-           "dead_local_edits", "head_2d", "insert_top", "read_edits_2d", "reassigned_2d"]
+           "head_2d", "insert_top", "read_edits_2d", "reassigned_2d"]
 
 #: The tile's name (as the 1-D step's).
 TILE = "htam_tile"
@@ -71,40 +71,8 @@ def dead_alias_edits(unit: CudaUnit, pointer: str, spans: list[tuple[int, int]])
     stmts: dict[tuple[int, int], int] = {}
     for al in dead.values():
         stmts[al.span] = stmts.get(al.span, 0) + 1
-    return [_delete_statement(unit, span) for span, n in stmts.items()
+    return [delete_statement_edit(unit, span) for span, n in stmts.items()
             if unit.src[span[0] - unit.base:span[1] - unit.base].count(b"=") == n]
-
-
-def dead_local_edits(unit: CudaUnit, names: tuple[str, ...], spans: list[tuple[int, int]]) -> list[TextEdit]:
-    """Edits deleting the declarations of the locals ``names`` (those the analysis found holding a clamped
-    coordinate, ``int xx = min(max(x + dx, 0), W - 1);``) that nothing reads once the reads at the file bytes
-    ``spans`` read the tile: every reference to each name outside its declaration lies in one of ``spans``. A
-    declaration statement is deleted when every name it declares is such a local; otherwise only those
-    declarators are (``unsigned t = threadIdx.x, i = ...;`` keeps ``i``)."""
-    out = []
-    for decl in syn.declarations(unit.body):
-        parts = decl.children_by_field_name("declarator")
-        inside = [*spans, (decl.start_byte + unit.base, decl.end_byte + unit.base)]
-        dead = [d for d in parts if unit.t(syn.declared_identifier(d)) in names and all(
-            any(s <= r.start_byte + unit.base and r.end_byte + unit.base <= e for s, e in inside)
-            for r in syn.references(unit.body, unit.src, unit.t(syn.declared_identifier(d))))]
-        if dead and len(dead) == len(parts):
-            out.append(_delete_statement(unit, (decl.start_byte + unit.base, decl.end_byte + unit.base)))
-        elif dead:  # `unsigned t = threadIdx.x, i = ...;` with t dead: the others stay declared
-            alive = ", ".join(unit.t(d) for d in parts if d not in dead)
-            out.append(unit.edit(parts[0].start_byte, parts[-1].end_byte, alive))
-    return out
-
-
-def _delete_statement(unit: CudaUnit, span: tuple[int, int]) -> TextEdit:
-    """An edit deleting the statement at file bytes ``span``, with its line when it stands alone on it."""
-    s, e = span[0] - unit.base, span[1] - unit.base
-    start = unit.src.rfind(b"\n", 0, s) + 1
-    end = unit.src.find(b"\n", e)
-    end = len(unit.src) if end < 0 else end
-    if unit.src[start:s].strip() or unit.src[e:end].strip():
-        return unit.edit(s, e, "")
-    return unit.edit(start, min(end + 1, len(unit.src)), "")
 
 
 def block_2d(unit: CudaUnit, st: Stencil2D) -> tuple[int, int] | str:

@@ -51,7 +51,7 @@ from htam_core.source.analysis.constants import is_zero_value, literal_value
 from htam_core.source.analysis.forms import Elementwise, elementwise, is_lvalue
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.select import Selection, select_step
-from htam_core.source.analysis.syntax import side_effect_free
+from htam_core.source.analysis.syntax import effect_free
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
@@ -201,7 +201,7 @@ def _walk_of(unit: CudaUnit, loop: Node) -> _Walk | str:
         return f"the loops nested on line {line} do not both start at 0, so they cannot be read as one index"
     if any(references(n, unit.src, head.var) for n in (ih.start, ih.bound)):
         return f"the inner loop on line {line} depends on {head.var}, so the nest is not one index range"
-    if not all(side_effect_free(unit.t(h.bound)) for h in (head, ih)):
+    if not all(effect_free(h.bound) for h in (head, ih)):
         return f"a bound of the loops nested on line {line} has an effect; the nest reads each bound once"
     return _Walk(loop, [head, ih], body, line)
 

@@ -61,3 +61,30 @@ def test_the_strict_check_keeps_the_reordered_sum_tolerance(evaluator: Evaluator
     assert strict.strict_reverify(plain, interpret=True, timeout_s=300).correct is False
     res = strict.strict_reverify(reordered, interpret=True, timeout_s=300)
     assert res.correct is True, res.messages
+
+
+@pytest.mark.parametrize("reorders", [True, False])
+def test_the_strict_check_gets_the_evaluators_harness_for_the_candidate(evaluator: Evaluator, reorders: bool,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop's strict re-verification builds its harness with :meth:`Evaluator.harness_for`, as the first
+    verification did: the candidate's file, the reordered-sum tolerance only when the candidate only reorders."""
+    from types import SimpleNamespace
+
+    from htam_core.optimize.evaluate import Evaluation
+    from htam_core.optimize.loop import _Loop
+    from htam_core.verify import strict
+
+    seen = []
+    monkeypatch.setattr(strict, "needs_strict_reverify", lambda *a, **k: True)
+    monkeypatch.setattr(strict, "strict_reverify",
+                        lambda h, **k: seen.append(h) or SimpleNamespace(correct=True, messages=["ok"]))
+    loop = _Loop.__new__(_Loop)
+    loop.harness, loop.evaluator, loop.gpu = evaluator.harness, evaluator, True
+    loop.task = SimpleNamespace(replay_table=None, gpu_index=0)
+    cand = evaluator.write(evaluator.path.read_text(), "04-fast")
+    ev = Evaluation(True, True, "gpu", time_ms=0.01)
+    out = loop._strict(Evaluation(True, True, "gpu", time_ms=1.0), ev, cand, reorders)
+    assert out.correct is True and len(seen) == 1
+    assert seen[0] == evaluator.harness_for(cand, REORDERED_SUM_FP32_TOL if reorders else None)
+    assert seen[0].path == str(cand.resolve())
+    assert seen[0].fp32_tol == (REORDERED_SUM_FP32_TOL if reorders else evaluator.harness.fp32_tol)

@@ -214,3 +214,22 @@ def test_a_loop_over_the_columns_data_refuses_the_row_form(refuse):
     the threads' coalesced loads into scalar ones, so the row form says why and the loop form decides."""
     reason = refuse(TID, "ldg_loop_variants.cu", "mm_plain")
     assert "`B[k * N + col]` in the loop on line 12 moves with the column col" in reason
+
+
+@pytest.mark.parametrize("body", [
+    "for (int k = 0; k < K; ++k) { if (k % 2 == 0) acc += B[k * N + col]; }",  # a branch inside the loop
+    "if (K > 0) { for (int k = 0; k < K; ++k) acc += B[k * N + col]; }",  # the loop inside a branch
+    "for (int k = 0; k < K; ++k) acc += (k < M && B[k * N + col] > 0.f) ? B[k * N + col] : 0.f;",
+])
+def test_a_loop_wins_over_a_branch_around_the_columns_data(body: str) -> None:
+    """However a branch and the loop nest around ``B[k * N + col]``, the reason is the loop's: one walk up the
+    statement says why the read is conditional, and a loop is reported before a branch."""
+    text = ("__global__ void mm(const float *B, float *C, int M, int N, int K)\n{\n"
+            "    int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+            "    int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "    if (row < M && col < N) {\n        float acc = 0.0f;\n        " + body + "\n"
+            "        C[row * N + col] = acc;\n    }\n}\n")
+    model = parse_text(text, "cuda", "mm.cu")
+    r = registry.propose(TID, model, model.kernel("mm"))
+    assert isinstance(r, NotApplicable)
+    assert "`B[k * N + col]` in the loop on line 7 moves with the column col" in r.reason

@@ -21,6 +21,13 @@ Given up cleanly (the call stays an opaque call, as before): a body that stringi
 one holding ``;`` or braces), a half-typed ``#define`` (no closing parenthesis of its parameters), a call with
 the wrong number of arguments, and expansions nested deeper than :data:`MAX_DEPTH`.
 
+Variadic macros (``#define LAUNCH(k, ...) k<<<g, b>>>(__VA_ARGS__)``, GNU ``#define LAUNCH(k, args...)``) and
+statement bodies are kept in the table all the same, with their refusal: :func:`replacement` gives the text a use
+of one stands for (the variadic parameter bound to the remaining arguments joined with ``", "``, C11 6.10.3.1;
+empty when there are none), for readers of the text such as the launches written through a macro
+(:mod:`.launch_macros`). The expression reading above stays as it was: its calls bind one argument node per
+parameter.
+
 Two lighter readings serve the syntax helpers that see a node without its unit: :func:`transparent_argument`
 (``TO_F(in[i])``, a macro whose body is one parameter under parentheses and casts, reads as its argument) and
 :func:`call_alias` (``EXPF(v)``, a macro whose body is one call of a function on its parameters in order, reads as a
@@ -31,13 +38,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from tree_sitter import Node
 
 __all__ = ["MAX_DEPTH", "ExpandedIndex", "FunctionMacro", "MacroTable", "arg_spans", "call_alias", "expansion", "macro_call", "macro_table",
-           "transparent_argument"]
+           "replacement", "transparent_argument"]
 
 #: How deep macro calls may nest inside one expansion before the reading gives up.
 MAX_DEPTH = 16
@@ -63,6 +70,11 @@ class FunctionMacro:
         end: byte offset of the ``#undef`` or redefinition that ends it, or ``None``.
         refusal: why a call is not expanded (``""`` when it is): stringizing or token pasting, variadic, a
             statement body, a half-typed definition.
+        variadic: whether the parameter list ends in ``...`` (its last ``params`` entry is then ``__VA_ARGS__``)
+            or in GNU ``name...`` (the last entry is ``name``): that parameter takes the remaining arguments.
+        substitutable: whether :func:`replacement` can substitute the body at all (its parameters are names, it
+            neither stringizes nor pastes, the definition is complete); a variadic macro or a statement body is,
+            though refused as an expression.
     """
 
     name: str
@@ -71,6 +83,12 @@ class FunctionMacro:
     start: int
     end: int | None
     refusal: str = ""
+    variadic: bool = False
+    substitutable: bool = True
+
+    def named(self) -> tuple[str, ...]:
+        """The parameters a use must give one argument each (the variadic one left out)."""
+        return self.params[:-1] if self.variadic else self.params
 
     def in_effect(self, offset: int) -> bool:
         """Whether a use at byte ``offset`` of the unit sees this definition."""
@@ -101,31 +119,46 @@ def _strip(text: str) -> str:
     return _COMMENT.sub(" ", re.sub(r"\\\r?\n", " ", text)).strip()
 
 
-def _parse_define(rest: str) -> tuple[str, tuple[str, ...] | None, str, str] | None:
-    """``(name, params or None for object-like, body, refusal)`` of a ``#define`` line's text after ``define``."""
+def _params(raw: list[str]) -> tuple[tuple[str, ...], bool] | None:
+    """``(parameter names, variadic)`` of a parameter list's entries (``...`` read as ``__VA_ARGS__``, GNU
+    ``name...`` as ``name``), or ``None`` when one is not a name."""
+    variadic = bool(raw) and raw[-1].endswith("...")
+    names = [*raw[:-1], raw[-1][:-3].strip() or "__VA_ARGS__"] if variadic else raw
+    return (tuple(names), variadic) if all(_IDENT.fullmatch(p) for p in names) else None
+
+
+def _parse_define(rest: str) -> FunctionMacro | tuple[str, None] | None:
+    """The function-like macro a ``#define`` line's text after ``define`` defines (``start``/``end`` left to the
+    caller), ``(name, None)`` for an object-like one, ``None`` when no name follows."""
     m = _NAME.match(rest)
     if m is None:
         return None
     name, tail = m.group(1), rest[m.end():]
     if not tail.startswith("("):
-        return name, None, tail.strip(), ""
+        return name, None
     close = tail.find(")")
     if close < 0:
-        return name, (), "", "the #define is not complete (its parameter list is not closed)"
+        return FunctionMacro(name, (), "", -1, None, "the #define is not complete (its parameter list is not closed)",
+                             substitutable=False)
     raw = [p.strip() for p in tail[1:close].split(",")] if tail[1:close].strip() else []
     body = tail[close + 1:].strip()
-    if any(p.endswith("...") for p in raw):
-        return name, tuple(raw), body, "the macro is variadic"
-    if not all(_IDENT.fullmatch(p) for p in raw):
-        return name, tuple(raw), body, "the #define's parameters are not names"
+    read = _params(raw)
+    params, variadic = read if read is not None else (tuple(raw), False)
     code = _LITERAL.sub('""', body)
-    if "#" in code:
-        return name, tuple(raw), body, "the macro stringizes or pastes tokens (# or ##)"
+    text_refusal = ("the #define's parameters are not names" if read is None else
+                    "the macro stringizes or pastes tokens (# or ##)" if "#" in code else
+                    "the macro reads __VA_OPT__" if "__VA_OPT__" in code else "")
+    refusal = "the macro is variadic" if variadic else text_refusal or _expression_refusal(body, code)
+    return FunctionMacro(name, params, body, -1, None, refusal, variadic, not text_refusal)
+
+
+def _expression_refusal(body: str, code: str) -> str:
+    """Why a substitutable body is not read as an expression (``""`` when it is); ``code``: literals blanked."""
     if not body:
-        return name, tuple(raw), body, "the macro expands to nothing"
+        return "the macro expands to nothing"
     if ";" in code or "{" in code or "}" in code or _STATEMENT.match(code):
-        return name, tuple(raw), body, "the macro's body is a statement, not an expression"
-    return name, tuple(raw), body, ""
+        return "the macro's body is a statement, not an expression"
+    return ""
 
 
 def _defs(src: bytes, start_at: int | None) -> list[FunctionMacro]:
@@ -133,28 +166,25 @@ def _defs(src: bytes, start_at: int | None) -> list[FunctionMacro]:
     out: list[FunctionMacro] = []
     open_: dict[str, int] = {}
     for m in _DIRECTIVE.finditer(src):
-        kind = m.group(1).decode()
         rest = _strip(m.group(2).decode("utf-8", "replace"))
-        if kind == "undef":
+        if m.group(1) == b"undef":
             nm = _NAME.match(rest)
             name = nm.group(1) if nm else ""
             if name in open_:
                 k = open_.pop(name)
-                out[k] = FunctionMacro(out[k].name, out[k].params, out[k].body, out[k].start, m.start(),
-                                       out[k].refusal)
+                out[k] = replace(out[k], end=m.start())
             continue
         parsed = _parse_define(rest)
         if parsed is None:
             continue
-        name, params, body, refusal = parsed
+        name = parsed.name if isinstance(parsed, FunctionMacro) else parsed[0]
         if name in open_:  # a redefinition ends the previous one
             k = open_.pop(name)
-            out[k] = FunctionMacro(out[k].name, out[k].params, out[k].body, out[k].start, m.start(), out[k].refusal)
-        if params is None:
+            out[k] = replace(out[k], end=m.start())
+        if not isinstance(parsed, FunctionMacro):
             continue
         open_[name] = len(out)
-        out.append(FunctionMacro(name, params, _strip(body), m.start() if start_at is None else start_at, None,
-                                 refusal))
+        out.append(replace(parsed, body=_strip(parsed.body), start=m.start() if start_at is None else start_at))
     return out
 
 
@@ -196,26 +226,32 @@ def macro_call(node: Node, table: MacroTable, t: Callable[[Node], str]) -> tuple
     return d, vals
 
 
-def _substitute(body: str, params: tuple[str, ...], args: list[str]) -> tuple[str, list[tuple[int, int]]]:
-    """``body`` with each parameter name replaced by its argument text, and the ranges the arguments took."""
-    bind = dict(zip(params, args, strict=True))
+def _bind(macro: FunctionMacro, args: list[str]) -> dict[str, str] | None:
+    """Parameter -> argument text for a use of ``macro`` with argument texts ``args`` (``[""]``: ``F()``, no
+    argument), the variadic parameter taking the rest joined with ``", "`` (C11 6.10.3.1; empty when there are
+    none); ``None`` for too few arguments, or too many for a macro that is not variadic."""
+    named = macro.named()
+    if args == [""] and not named:
+        args = []
+    if len(args) < len(named) or (len(args) > len(named) and not macro.variadic):
+        return None
+    bind = dict(zip(named, args[:len(named)], strict=True))
+    if macro.variadic:
+        bind[macro.params[-1]] = ", ".join(args[len(named):])
+    return bind
+
+
+def _substitute(body: str, bind: dict[str, str]) -> str:
+    """``body`` with each parameter name of ``bind`` (outside literals) replaced by its argument text."""
     out: list[str] = []
-    ranges: list[tuple[int, int]] = []
-    pos, n = 0, 0
+    pos = 0
     code = _LITERAL.sub(lambda m: " " * len(m.group(0)), body)
     for m in _IDENT.finditer(code):
-        if m.group(0) not in bind:
-            continue
-        piece = body[pos:m.start()]
-        out.append(piece)
-        n += len(piece)
-        a = bind[m.group(0)]
-        out.append(a)
-        ranges.append((n, n + len(a)))
-        n += len(a)
-        pos = m.end()
+        if m.group(0) in bind:
+            out += [body[pos:m.start()], bind[m.group(0)]]
+            pos = m.end()
     out.append(body[pos:])
-    return "".join(out), ranges
+    return "".join(out)
 
 
 def _expand_text(text: str, table: MacroTable, at: int, active: frozenset[str], depth: int) -> str | None:
@@ -313,8 +349,34 @@ def expansion(macro: FunctionMacro, args: list[str], table: MacroTable, at: int,
         if e is None:
             return None
         done.append(e)
-    body, _ = _substitute(macro.body, macro.params, done)
+    body = _substitute(macro.body, dict(zip(macro.params, done, strict=True)))
     return _expand_text(body, table, at, active | {macro.name}, depth + 1)
+
+
+def replacement(macro: FunctionMacro, args: list[str], table: MacroTable, at: int) -> str | None:
+    """The text a use of ``macro`` with argument texts ``args`` at byte ``at`` of its unit stands for, for any
+    substitutable definition (``macro.substitutable``: variadic macros and statement bodies included): each
+    argument, and then the substituted body, with the expression macros of ``table`` it calls expanded where
+    they can be (:func:`expansion`; left as written where they cannot, as nvcc still compiles them), ``macro``
+    itself never expanded again. ``None`` when ``macro`` is not substitutable or the argument count does not fit
+    (too few for its named parameters, too many for one that is not variadic).
+
+    Args:
+        macro: a definition of ``table``.
+        args: the use's argument texts (``[""]`` for ``F()``).
+        table: the unit's macros (nested calls are looked up at ``at``).
+        at: byte offset of the use in the unit.
+    """
+    bind = _bind(macro, args) if macro.substitutable else None
+    if bind is None:
+        return None
+
+    def loose(text: str, active: frozenset[str]) -> str:
+        out = _expand_text(text, table, at, active, 1)
+        return text if out is None else out
+
+    body = _substitute(macro.body, {p: loose(a, frozenset()) for p, a in bind.items()})
+    return loose(body, frozenset({macro.name}))
 
 
 # ----------------------------------------------------------------- readings for the syntax helpers

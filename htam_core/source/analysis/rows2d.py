@@ -169,39 +169,32 @@ def _body_reason(view: KernelView, shape: Elementwise) -> str | None:
     return None
 
 
-def _conditional(view: KernelView, sub: Node, top: set[Node]) -> bool:
-    """True when the subscript ``sub`` runs only on some paths of its top-level statement: in a branch of an
-    ``if`` or a ``?:``, on the right of ``&&``/``||``, or in a loop (a condition itself always runs)."""
+def _conditional(view: KernelView, sub: Node, top: set[Node]) -> str | None:
+    """Why the subscript ``sub`` runs only on some paths of its top-level statement (one of ``top``), or ``None``
+    when it runs whenever the statement does (a condition itself always runs): ``"loop"`` when it sits in a loop
+    inside the statement (the statement itself included), which wins over ``"branch"``: in a branch of an ``if`` or
+    a ``?:``, or on the right of ``&&``/``||``."""
+    why = None
     n: Node | None = sub
     while n is not None and n not in top:
         p = n.parent
-        if p is None or syn.is_loop(p):
-            return True
+        if p is None:
+            return why or "branch"  # not under the statement: never read as always running
+        if syn.is_loop(p):
+            return "loop"
         if (syn.is_if(p) or syn.is_conditional(p)) and n != p.child_by_field_name("condition"):
-            return True
+            why = "branch"
         if syn.is_binary(p) and view.t(p.child_by_field_name("operator")) in ("&&", "||") and \
                 n != p.child_by_field_name("left"):
-            return True
+            why = "branch"
         n = p
-    return n is None
+    return why
 
 
-def _in_loop(sub: Node, top: set[Node]) -> bool:
-    """True when the subscript ``sub`` sits in a loop inside its top-level statement (or is one)."""
-    n: Node | None = sub
-    while n is not None:
-        if syn.is_loop(n):
-            return True
-        if n in top:
-            return False
-        n = n.parent
-    return False
-
-
-def _vector_key(view: KernelView, sub: Node, top: set[Node], declared: set[str]) -> tuple[str, str] | None:
-    """``(array, index)`` texts when the stride-1 subscript ``sub`` can be one lane of a vector copy, else
-    ``None`` (it stays scalar)."""
-    if not syn.is_subscript(sub) or _conditional(view, sub, top):
+def _vector_key(view: KernelView, sub: Node, why: str | None, declared: set[str]) -> tuple[str, str] | None:
+    """``(array, index)`` texts when the stride-1 subscript ``sub`` (conditional for the reason ``why``, see
+    :func:`_conditional`) can be one lane of a vector copy, else ``None`` (it stays scalar)."""
+    if not syn.is_subscript(sub) or why is not None:
         return None
     p = sub.parent
     while p is not None and syn.is_parenthesized(p):
@@ -242,11 +235,12 @@ def _file(view: KernelView, shape: Elementwise) -> tuple[list[RowVector], list[s
                     f"elements when the column {shape.name} moves by 1: not contiguous along threadIdx.x (map "
                     "threadIdx.x to the contiguous index first)")
         sub = _node_at(view, shape.stmts, a.span)
-        if stride == 1 and sub is not None and _in_loop(sub, top):
+        why = _conditional(view, sub, top) if sub is not None else None
+        if stride == 1 and why == "loop":
             return (f"`{a.pointer}[{a.index_text}]` in the loop on line {a.line} moves with the column {shape.name}: "
                     "each lane would run the loop with its own scalar load where the threads' loads were coalesced "
                     "side by side (a loop over the column's data wants tiling or coarsening, not a vector copy)")
-        key = _vector_key(view, sub, top, declared) if stride == 1 and sub is not None and not a.macro else None
+        key = _vector_key(view, sub, why, declared) if stride == 1 and sub is not None and not a.macro else None
         pf = view.facts.pointer(a.pointer)
         if key is None or pf is None or pf.mode == "unknown":
             scalar.append(f"{a.pointer}[{a.index_text}]")

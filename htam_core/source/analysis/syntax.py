@@ -19,9 +19,10 @@ from htam_core.source.positions import parse_bytes
 from htam_core.source.preproc import parse_view
 
 __all__ = [
-    "GrammarName", "brace_dim3", "captures", "exact_node", "language", "loop_pragma", "matches",
-    "node_text", "of_type", "parse", "parse_cuda", "query", "smallest_covering", "statement_start", "statements",
-    "side_effect_free", "strip_casts", "text", "unwrap_parens", "walk",
+    "PURE_BUILTIN_CALLS", "GrammarName", "brace_dim3", "captures", "effect_free", "exact_node",
+    "initializer_effect_free", "language", "loop_pragma", "matches", "node_text", "of_type", "parse", "parse_cuda",
+    "query", "smallest_covering", "statement_start", "statements", "side_effect_free", "strip_casts", "text",
+    "unwrap_parens", "walk",
 ]
 
 #: The tree-sitter node types of a C/CUDA loop statement a ``#pragma`` can belong to.
@@ -192,31 +193,62 @@ def parse_cuda(src: bytes) -> Tree:
 
 #: The C++ casts written as template calls: reading a value through one has no side effect.
 _CAST_CALLS = frozenset({"static_cast", "reinterpret_cast", "const_cast"})
+#: Calls of no argument with no effect beyond their value, by name, with the namespaces that may qualify them: the
+#: cooperative-groups handle of the thread's block (``cg::this_thread_block()``).
+PURE_BUILTIN_CALLS = {"this_thread_block": frozenset({"", "cg", "cooperative_groups", "::cooperative_groups"})}
+#: Expression kinds that write, or sequence effects, or make code that runs elsewhere.
+_EFFECT_KINDS = ("assignment_expression", "update_expression", "comma_expression", "lambda_expression")
+
+
+def _pure_builtin(fn: Node, args: Node) -> bool:
+    """``fn(args)`` is a call of :data:`PURE_BUILTIN_CALLS` with no argument."""
+    head, _, name = "".join(node_text(fn).split()).rpartition("::")
+    return args.named_child_count == 0 and head in PURE_BUILTIN_CALLS.get(name, ())
+
+
+def _effect_free_call(n: Node) -> bool:
+    """The call ``n`` only reads: a C++ cast, a functional cast of a builtin type, a load intrinsic (one argument
+    each), or a call of :data:`PURE_BUILTIN_CALLS`."""
+    fn, args = n.child_by_field_name("function"), n.child_by_field_name("arguments")
+    if fn is None or args is None:
+        return False
+    name = fn.child_by_field_name("name") if fn.type == "template_function" else None
+    cast = name is not None and node_text(name) in _CAST_CALLS
+    one = (cast or fn.type == "primitive_type" or is_load_builtin(node_text(fn))) and args.named_child_count == 1
+    return one or _pure_builtin(fn, args)
+
+
+def effect_free(node: Node) -> bool:
+    """True when the C/CUDA expression ``node`` (any node of a parsed unit: an initializer, a loop bound, a launch
+    argument) can be evaluated twice with the same result and no effect: names, literals, fields, subscripts,
+    operators, initializer lists and casts (C casts, ``static_cast<T>(x)``, functional casts ``int(x)`` of a builtin
+    type), CUDA's load intrinsics, which only read (``__ldg(&v[i])``, the form ``cuda.ldg`` writes), and the calls of
+    :data:`PURE_BUILTIN_CALLS` (``cg::this_thread_block()``), with no other call, assignment, increment, decrement,
+    comma or lambda. ``False`` for a node with a parse error in it. Raises nothing."""
+    if node.has_error:
+        return False
+    for n in walk(node):
+        if n.type in _EFFECT_KINDS or (n.type == "call_expression" and not _effect_free_call(n)):
+            return False
+    return True
+
+
+def initializer_effect_free(declarator: Node) -> bool:
+    """True when the declarator ``declarator`` (one of a declaration's ``declarator`` children) declares its name
+    with no initializer, or with one that is :func:`effect_free`: deleting the declaration, once nothing reads the
+    name, changes nothing else. Raises nothing."""
+    value = declarator.child_by_field_name("value") if declarator.type == "init_declarator" else None
+    return value is None or effect_free(value)
 
 
 def side_effect_free(expr: str) -> bool:
-    """True when the C/CUDA expression ``expr`` (text, for example a launch argument) can be evaluated twice with
-    the same result and no effect: names, literals, fields, subscripts, operators and casts (C casts,
-    ``static_cast<T>(x)``, functional casts ``int(x)`` of a builtin type) and CUDA's load intrinsics, which only read
-    (``__ldg(&v[i])``, the form ``cuda.ldg`` writes), with no other call, assignment, increment or decrement.
+    """:func:`effect_free` for the C/CUDA expression text ``expr`` (a launch argument as written, a guard's term):
     ``False`` for text that is not one expression."""
     tree = parse(f"auto __htam_v = ({expr});".encode(), "cuda")
     root = tree.root_node
     if root.has_error or len(root.named_children) != 1 or root.named_children[0].type != "declaration":
         return False
-    for n in walk(root.named_children[0]):
-        if n.type in ("assignment_expression", "update_expression", "comma_expression", "lambda_expression"):
-            return False
-        if n.type == "call_expression":
-            fn = n.child_by_field_name("function")
-            name = fn.child_by_field_name("name") if fn is not None and fn.type == "template_function" else None
-            args = n.child_by_field_name("arguments")
-            cast = name is not None and node_text(name) in _CAST_CALLS
-            functional = fn is not None and fn.type == "primitive_type"
-            load = fn is not None and is_load_builtin(node_text(fn))
-            if not ((cast or functional or load) and args is not None and args.named_child_count == 1):
-                return False
-    return True
+    return effect_free(root.named_children[0])
 
 
 def visible_init(inits: list[Node], at: int) -> list[Node]:

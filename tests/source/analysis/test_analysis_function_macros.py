@@ -13,7 +13,7 @@ from conftest import facts_of_text
 
 from htam_core.source import load
 from htam_core.source.analysis import analyze, sym
-from htam_core.source.analysis.macros import ExpandedIndex, call_alias, expansion, macro_table
+from htam_core.source.analysis.macros import ExpandedIndex, call_alias, expansion, macro_table, replacement
 from htam_core.source.analysis.syntax import of_type, parse_cuda, strip_casts
 
 KERNEL = """\
@@ -169,3 +169,45 @@ def test_shared_tile_accesses_through_a_sample_macro() -> None:
     assert len(through) == 10 and all(a.pointer == "sdata" and a.space == "shared" for a in through)
     assert [a.kind for a in through].count("write") == 9
     assert all(a.pattern("x") == "contiguous" for a in through)
+
+
+def test_variadic_macros_are_kept_with_their_variadic_parameter() -> None:
+    # C99 `...` reads as __VA_ARGS__, GNU `args...` as args; both stay refused as expressions
+    src = b"#define V(k, ...) k(__VA_ARGS__)\n#define G(k, rest...) k(rest)\n#define P(a, b) ((a) + (b))\n"
+    v, g, p = macro_table(src).defs
+    assert (v.params, v.variadic, v.named()) == (("k", "__VA_ARGS__"), True, ("k",))
+    assert (g.params, g.variadic, g.named()) == (("k", "rest"), True, ("k",))
+    assert (p.params, p.variadic, p.refusal) == (("a", "b"), False, "")
+    assert "variadic" in v.refusal and "variadic" in g.refusal and v.substitutable and g.substitutable
+    assert expansion(v, ["f", "x"], macro_table(src), 200) is None  # the expression reading is unchanged
+
+
+@pytest.mark.parametrize(("use", "expected"), [
+    (["f", "a", "b + 1", "(c, d)"], "f(a, b + 1, (c, d))"),
+    (["f"], "f()"),  # no variadic argument: an empty __VA_ARGS__
+    (["f", "P(x, 2)"], "f(((x) + (2)))"),  # an expression macro in an argument is expanded
+])
+def test_a_variadic_macro_is_replaced_like_the_preprocessor(use: list[str], expected: str) -> None:
+    src = b"#define P(a, b) ((a) + (b))\n#define V(k, ...) k(__VA_ARGS__)\n#define G(k, rest...) k(rest)\n"
+    table = macro_table(src)
+    for name in ("V", "G"):
+        d = table.at(name, len(src))
+        assert d is not None and replacement(d, use, table, len(src)) == expected
+    assert replacement(table.at("V", len(src)), [""], table, len(src)) == "()"  # V() binds k to nothing
+
+
+def test_replacement_of_a_plain_macro_matches_its_expansion() -> None:
+    src = b"#define SQ(x) x*x\n#define TWICE(x) (SQ(x) + SQ(x))\n#define NONE() (1)\n#define SET(p, v) do { p = v; } while (0)\n"
+    table = macro_table(src)
+    twice, none, setm = table.at("TWICE", len(src)), table.at("NONE", len(src)), table.at("SET", len(src))
+    assert replacement(twice, ["a+1"], table, len(src)) == expansion(twice, ["a+1"], table, len(src))
+    assert replacement(none, [""], table, len(src)) == "(1)" == expansion(none, [], table, len(src))
+    assert replacement(twice, ["a", "b"], table, len(src)) is None  # too many for a macro that is not variadic
+    assert replacement(setm, ["x", "SQ(2)"], table, len(src)) == "do { x = 2*2; } while (0)"
+    assert "statement" in setm.refusal and expansion(setm, ["x", "1"], table, len(src)) is None
+
+
+def test_stringizing_variadic_macros_are_not_substitutable() -> None:
+    table = macro_table(b"#define S(...) #__VA_ARGS__\n#define O(x, ...) f(x __VA_OPT__(,) __VA_ARGS__)\n")
+    assert [(d.variadic, d.substitutable) for d in table.defs] == [(True, False), (True, False)]
+    assert replacement(table.defs[0], ["a"], table, 100) is None

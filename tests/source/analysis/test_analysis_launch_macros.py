@@ -128,3 +128,26 @@ def test_the_site_says_it_is_written_through_the_macro() -> None:
     k = parse_text(_file(*SPELLINGS[1][:2]), "cuda", "m.cu").kernel("scale")
     assert k.launch_sites[0].macro == "RUN"
     assert k.to_json()["launch_sites"][0]["through_macro"] == "RUN"
+
+
+def test_gnu_named_variadic_and_statement_bodies_are_launches() -> None:
+    src = b"""#define GL(k, args...) k<<<1, 64>>>(args)
+#define SL(k, n, ...) do { k<<<(n + 31) / 32, 32>>>(__VA_ARGS__); } while (0)
+void h() { GL(f, a, b); SL(g, n, a); GL(f); }
+"""
+    uses = launch_macro_uses(src)
+    assert [(u.macro.name, u.kernel, u.text) for u in uses] == [
+        ("GL", "f", "f<<<1, 64>>>(a, b)"), ("SL", "g", "do { g<<<(n + 31) / 32, 32>>>(a); } while (0)"),
+        ("GL", "f", "f<<<1, 64>>>()")]
+
+
+def test_a_redefinition_or_undef_ends_a_launch_macro() -> None:
+    src = b"""#define L(k, ...) k<<<1, 1>>>(__VA_ARGS__)
+void a() { L(f, 1); }
+#define L 0
+void b() { L(f, 2); }
+#define M(k) k<<<2, 2>>>()
+#undef M
+void c() { M(f); }
+"""
+    assert [u.text for u in launch_macro_uses(src)] == ["f<<<1, 1>>>(1)"]
