@@ -104,3 +104,14 @@ def test_the_rewritten_grid_compiles(spelling, tmp_path):
     res = _propose(_text(GUARDED["if"], FLOOR_HOSTS[spelling]))
     assert not isinstance(res, NotApplicable)
     assert_nvcc_compiles(res[-1].new_text, tmp_path)
+
+
+@pytest.mark.parametrize("step", ["cuda.grid_stride", "cuda.vectorize_float4"])
+@pytest.mark.parametrize("spelling", ["literal", "named", "dim3"])
+def test_other_launch_steps_need_the_bounds_check_on_a_floor_grid(step, spelling):
+    """The grid-stride and float4 steps cover every element the bounds check lets through, whatever the grid: on a
+    floor grid without that check they are not offered (the same rule as the block size)."""
+    model = parse_text(_text(UNGUARDED, FLOOR_HOSTS[spelling]), "cuda")
+    assert isinstance(registry.propose(step, model, model.kernel("scale")), NotApplicable)
+    model = parse_text(_text(GUARDED["if"], FLOOR_HOSTS[spelling]), "cuda")
+    assert not isinstance(registry.propose(step, model, model.kernel("scale")), NotApplicable)
