@@ -26,6 +26,7 @@ from htam_core.harness.template_cuda import (
     launcher_template,
     py_expr,
 )
+from htam_core.harness.template_ranges import integer_roles
 from htam_core.source.analysis import analyze, sym
 from htam_core.source.model import Kernel, LaunchSite, Param, SourceModel
 from htam_core.source.workspace import WorkspaceLaunch, find_launches
@@ -282,6 +283,8 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
         ref_names = [p for p in params if p not in left_out]
     else:
         inputs, ref_names = _direct_table(model, kernel, lines, symbols)
+    if traits(kernel.language).c_types:  # offsets arrays and index buffers: the values their use calls for
+        inputs = integer_roles(model, kernel, list(inputs), symbols)
     lines.append("inputs = [")
     lines.extend(inputs)
     lines.append("]")

@@ -19,6 +19,7 @@ import re
 from htam_core.source.analysis import nodes as _ts  # the node queries of the analysis layer
 from htam_core.source.analysis.constants import literal_value
 from htam_core.source.analysis.contracts import block_segment_results, block_size_numerics
+from htam_core.source.analysis.grid_cover import division_operands, launch_cover
 from htam_core.source.analysis.launch import launch_calls, reads_block_dim
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.unit import SiteLaunch
@@ -269,6 +270,71 @@ def _grid_held(unit: CudaUnit, launch: SiteLaunch, grid: Node | None, dim: str, 
     return None
 
 
+def _follow_grid(unit: CudaUnit, launch: SiteLaunch, at: tuple[list[Node], int], c: Const, new: int,
+                 out: tuple[list[TextEdit], set[str]], held: list[str] | None) -> str | None:
+    """Make ``launch``'s grid component ``at = (grid components, axis)`` follow its block constant ``c`` going to
+    ``new`` threads: its edits join ``out[0]`` and the names it changes ``out[1]``; a grid that rounds down becomes a
+    ceil-division (:func:`_floor_grid`). Returns why the block may not change, or ``None``."""
+    grid_dims, d = at
+    group, touched = out
+    grid = _expand(unit, grid_dims[d], launch.host) if d < len(grid_dims) else None
+    follows = False
+    if grid is not None and c.name and references(grid, unit.src, c.name):
+        follows = True
+        if any(_num_value(unit, n) == c.value for n in _ts.numbers(grid)):
+            return f"the grid {unit.t(grid)!r} mixes {c.name} and the literal {c.value}"
+    elif grid is not None and reads_block_dim(grid, unit.src, launch.block, d):
+        follows = True  # (N + block.x - 1) / block.x: the grid reads the block itself
+        if any(_num_value(unit, n) in {c.value, c.value - 1} - {0, 1} for n in _ts.numbers(grid)):
+            return f"the grid {unit.t(grid)!r} mixes {unit.t(launch.block)}.{DIMS[d]} and a literal of the block size"
+    elif grid is not None:
+        ge = grid_literal_edits(unit, grid, c.value, new)
+        if isinstance(ge, str) and not unit.facts.covers_any_launch(DIMS[d]):
+            return ge
+        if isinstance(ge, list):
+            follows = True
+            group.extend(ge)
+            for g in (launch.grid, grid_dims[d]):
+                if _ts.is_identifier(_ts.unwrap_parens(g)):
+                    touched.add(unit.t(_ts.unwrap_parens(g)))
+    floor = _floor_grid(unit, launch, (grid, d), c, new, group) if grid is not None else False
+    if isinstance(floor, str):
+        return floor
+    if (follows or floor) and (why := per_block_output_hazard(unit, launch)):
+        return why
+    if not (follows or floor) and (why := _grid_held(unit, launch, grid, DIMS[d], held)):
+        return why
+    return None
+
+
+def _floor_grid(unit: CudaUnit, launch: SiteLaunch, at: tuple[Node, int], c: Const, new: int,
+                group: list[TextEdit]) -> str | bool:
+    """When ``launch``'s grid component ``at = (node, axis)`` rounds the work down (``n / 256``: the analysis
+    layer's :func:`~htam_core.source.analysis.grid_cover.launch_cover`), replace it in ``group`` by the
+    ceil-division ``(n + B - 1) / B`` over block ``c`` going to ``new``, which the kernel's bounds check against
+    ``n`` makes exact (``True``); without that check, why the block must stay (another block would cover other
+    elements). ``False`` when the grid does not round down."""
+    grid, d = at
+    lf = next((x for x in unit.facts.launches if x.line == launch.site.line), None)
+    cover = launch_cover(unit.source, unit.facts, lf, d) if lf is not None else None
+    if cover is None or cover.kind != "floor" or unit.facts.covers_any_launch(DIMS[d]):
+        return False
+    ops = division_operands(grid, unit.src)
+    if not cover.bound_is_work or ops is None:
+        why = f"the kernel has no bounds check of its index along {DIMS[d]} against {cover.work}" \
+            if not cover.bound_is_work else "it is not written `W / B`, so it cannot become a ceil-division"
+        return (f"the grid {unit.t(grid)!r} rounds down ({c.value} * ({cover.work} / {c.value}) threads, exactly "
+                f"{cover.work} only when {c.value} divides it) and {why}; another block size would cover other "
+                "elements, so the block size is left as is")
+    left, op, right = ops
+    divisor = c.name if c.name and op == "/" and references(right, unit.src, c.name) else \
+        unit.t(right) if op == "/" and reads_block_dim(right, unit.src, launch.block, d) else str(new)
+    span = unit.source.span(grid)
+    group[:] = [e for e in group if not (span[0] <= e.start_byte and e.end_byte <= span[1])]
+    group.append(unit.replace(grid, f"({unit.t(left)} + {divisor} - 1) / {divisor}"))
+    return True
+
+
 def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten: bool = False,
                  held: list[str] | None = None) -> list[TextEdit] | str:
     """Edits that change every launch of the kernel to blocks of ``new_dims`` with a consistent grid.
@@ -322,29 +388,7 @@ def retune_block(unit: CudaUnit, new_dims: tuple[int, ...], *, mapping_rewritten
                 blk = _ts.unwrap_parens(launch.block)
                 if _ts.is_identifier(blk):
                     touched.add(unit.t(blk))
-            grid = _expand(unit, grid_dims[d], launch.host) if d < len(grid_dims) else None
-            follows = False
-            if grid is not None and c.name and references(grid, unit.src, c.name):
-                follows = True
-                if any(_num_value(unit, n) == c.value for n in _ts.numbers(grid)):
-                    return f"the grid {unit.t(grid)!r} mixes {c.name} and the literal {c.value}"
-            elif grid is not None and reads_block_dim(grid, unit.src, launch.block, d):
-                follows = True  # (N + block.x - 1) / block.x: the grid reads the block itself
-                if any(_num_value(unit, n) in {c.value, c.value - 1} - {0, 1} for n in _ts.numbers(grid)):
-                    return f"the grid {unit.t(grid)!r} mixes {unit.t(launch.block)}.{DIMS[d]} and a literal of the block size"
-            elif grid is not None:
-                ge = grid_literal_edits(unit, grid, c.value, new)
-                if isinstance(ge, str) and not unit.facts.covers_any_launch(DIMS[d]):
-                    return ge
-                if isinstance(ge, list):
-                    follows = True
-                    group.extend(ge)
-                    for g in (launch.grid, grid_dims[d]):
-                        if _ts.is_identifier(_ts.unwrap_parens(g)):
-                            touched.add(unit.t(_ts.unwrap_parens(g)))
-            if follows and (why := per_block_output_hazard(unit, launch)):
-                return why
-            if not follows and (why := _grid_held(unit, launch, grid, DIMS[d], held)):
+            if why := _follow_grid(unit, launch, (grid_dims, d), c, new, (group, touched), held):
                 return why
             body_lits = [n for n in _ts.numbers(unit.body) if _num_value(unit, n) == c.value]
             if body_lits and c.value >= 8:
@@ -418,6 +462,18 @@ def _with_numerics(unit: CudaUnit, current: tuple[int, ...], cand: Candidate) ->
     return cand
 
 
+def _rounded_words(unit: CudaUnit, old: tuple[int, ...], new: tuple[int, ...]) -> str:
+    """The words a candidate that changes the block from ``old`` to ``new`` adds when a launch's grid rounds the
+    work down (``n / 256``) along a changed axis and the step makes it a ceil-division (:func:`_floor_grid`), else
+    ``""``."""
+    changed = [d for d, (a, b) in enumerate(zip(old, new, strict=False)) if a != b]
+    floors = {la.grid[d].text: cover.bound for la in unit.facts.launches for d in changed if d < len(la.grid)
+              and (cover := launch_cover(unit.source, unit.facts, la, d)).kind == "floor" and cover.bound_is_work
+              and not unit.facts.covers_any_launch(DIMS[d])}
+    return "".join(f"; the grid `{g}` rounded down: it becomes a ceil-division, so every one of the {b} elements the "
+                   "bounds check lets through gets a thread" for g, b in floors.items())
+
+
 @register
 class CudaBlockSize(CudaTransform):
     """Retune threads per block at the launch site, keeping the grid consistent."""
@@ -479,7 +535,7 @@ class CudaBlockSize(CudaTransform):
                                          block_words(current), edits)
             grid_words = ("the grid is recomputed from the same block size" if not held else
                           f"the grid ({', '.join(dict.fromkeys(held))}) is kept: its grid-stride loops cover every "
-                          "element with any grid and block")
+                          "element with any grid and block") + _rounded_words(unit, current, shape)
             out.append(_with_numerics(unit, current, self.candidate(
                 model,
                 f"launch {kernel.name} with {label} threads per block (was {'x'.join(map(str, current))}); "

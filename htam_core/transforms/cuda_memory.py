@@ -32,7 +32,7 @@ from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, wrap_grid
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
-from htam_core.transforms.cuda_qualifiers import pointer_params
+from htam_core.transforms.cuda_qualifiers import not_aliased, pointer_params
 from htam_core.transforms.cuda_vector_loops import align_text, vectorize_loops, width_text
 from htam_core.transforms.cuda_vector_rows import vectorize_rows
 from htam_core.transforms.registry import register
@@ -94,6 +94,8 @@ class CudaLdg(CudaTransform):
                 eligible.append(name)
             elif facts is None or facts.mode != "unused":
                 reasons.append(_ldg_reason(unit, name, p, facts, has_const and has_restrict))  # type: ignore[arg-type]
+        eligible, aliased = not_aliased(model, kernel, eligible, set(outputs))
+        reasons += aliased
         edits, used, viewed = self._wrap_loads(unit, eligible)
         reasons += [f"the read-only input {n} is not const __restrict__ (cuda.restrict_const marks it so, which "
                     "covers its loads through a derived pointer or a view of a type __ldg has no overload for: "

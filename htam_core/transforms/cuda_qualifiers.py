@@ -21,6 +21,7 @@ import dataclasses
 from pathlib import Path
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.launch_aliases import LaunchAlias, aliased_with, launch_aliases
 from htam_core.source.analysis.prototypes import Prototype, file_prototypes, prototypes
 from htam_core.source.analysis.syntax import node_text
 from htam_core.source.model import Kernel, SourceModel
@@ -48,6 +49,30 @@ def pointer_params(unit: CudaUnit) -> list[tuple[str, object, object, bool, bool
         has_restrict = bool(quals_ptr & {"__restrict__", "__restrict", "restrict"})
         out.append((unit.t(inner), p, decl, has_const, has_restrict))
     return out
+
+
+def not_aliased(model: SourceModel, kernel: Kernel, names: list[str], written: set[str]) -> tuple[list[str], list[str]]:
+    """``names`` (read-only pointer parameters) split into those no known launch gives the buffer of a written
+    pointer, and one reason line for each that some launch does (``k<<<g, b>>>(d_x, d_x, n)``: the analysis
+    layer's :func:`~htam_core.source.analysis.launch_aliases.launch_aliases`): ``__restrict__`` promises that no
+    other pointer modifies the data during the launch, and the read-only cache of ``__ldg`` does not see the
+    kernel's own writes, so both would be wrong there. A kernel with no launch in its file keeps every name."""
+    aliases = launch_aliases(model, kernel)
+    keep, reasons = [], []
+    for name in names:
+        al = aliased_with(aliases, name, written)
+        if al is None:
+            keep.append(name)
+        else:
+            reasons.append(alias_reason(al, name))
+    return keep, reasons
+
+
+def alias_reason(al: LaunchAlias, name: str) -> str:
+    """The one line saying that read-only ``name`` is the same buffer as a written pointer at launch ``al``."""
+    other = al.second if al.first == name else al.first
+    return (f"{name} is read but the launch on line {al.line} passes the same buffer ({al.buffer}) as {other}, "
+            f"which the kernel writes: a read-only load or a no-alias promise on {name} would be wrong there")
 
 
 def declaration_edits(protos: tuple[Prototype, ...], changes: list[tuple[int, bool, bool]], nparams: int,
@@ -103,15 +128,17 @@ class CudaRestrictConst(CudaTransform):
         edits: list[TextEdit] = []
         changed: list[str] = []
         changes: list[tuple[int, bool, bool]] = []
-        notes: dict[str, list[str]] = {"written": [], "unclear": [], "done": []}
+        notes: dict[str, list[str]] = {"written": [], "unclear": [], "done": [], "aliased": []}
+        written = {pf.name for pf in unit.facts.pointers if pf.mode in ("write", "readwrite") or pf.writes}
+        keep, aliased = not_aliased(model, kernel, [n for n, *_ in ptrs if n not in written], written)
         for name, p, decl, has_const, has_restrict in ptrs:
             facts = unit.facts.pointer(name)
             access = facts.mode if facts is not None else "unknown"
             if access in ("write", "readwrite"):
                 notes["written"].append(name)
                 continue
-            if access in ("unknown", "unused"):
-                notes["unclear"].append(name)
+            if access in ("unknown", "unused") or name not in keep:
+                notes["unclear" if name in keep else "aliased"].append(name)
                 continue
             if has_const and has_restrict:
                 notes["done"].append(name)
@@ -123,6 +150,8 @@ class CudaRestrictConst(CudaTransform):
                 edits.append(unit.insert(inner.start_byte, "__restrict__ "))
             changed.append(name)
             changes.append((unit.params.index(p), not has_const, not has_restrict))
+        if not changed and aliased:
+            return self.not_applicable("; ".join(aliased))
         if not changed:
             label = {"written": "written by the kernel", "unclear": "their use could not be read",
                      "done": "already const __restrict__"}

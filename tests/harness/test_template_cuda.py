@@ -76,7 +76,8 @@ def test_guesses_are_marked_todo():
     line = next(ln for ln in text.splitlines() if 'name = "table"' in ln)
     assert "TODO: placeholder shape: htam could not read the extent of `table`" in line
     line = next(ln for ln in text.splitlines() if 'name = "idx"' in ln)
-    assert 'init = "randint", low = 0, high = 100' in line and "TODO: integers" in line
+    # indices into table: drawn inside its (placeholder) length, marked to follow it
+    assert 'init = "randint", low = 0, high = 64 }' in line and "TODO: its shape is a placeholder" in line
     assert "TODO" not in next(ln for ln in text.splitlines() if 'name = "x"' in ln)
 
 

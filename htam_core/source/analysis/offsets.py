@@ -6,7 +6,8 @@ pointer-offset locals. Where such a symbol is a loop's start or bound, the read 
 how far a loop runs, it is not data the kernel computes with. Two bound reads of one pointer at neighbouring
 elements, the start and the end of one loop (``for (j = p[r]; j < p[r + 1]; ++j)``), make ``p`` an *offsets
 array*: its elements are non-decreasing positions into the buffers the loop indexes (CSR's row pointers, a
-segment list's boundaries). Such neighbouring reads are not a stencil window (:mod:`~htam_core.source.analysis.stencil`
+segment list's boundaries); so do a lane's share of that range (``for (j = p[r] + lane; j < p[r + 1]; j += 32)``,
+``j += blockDim.x``: a warp or a block per row). Such neighbouring reads are not a stencil window (:mod:`~htam_core.source.analysis.stencil`
 leaves them out), and a harness fills such an array with sorted positions, not random integers.
 
 Idea source: the compressed sparse row format's ``row_ptr`` (Saad, "Iterative Methods for Sparse Linear Systems",
@@ -87,12 +88,39 @@ def loop_bound_reads(loops: Iterable[LoopFact], accesses: Iterable[Access],
                  and (a.pointer, _norm(a.index_text)) in loaded)
 
 
+#: Launch extents, all positive: a step over them (``blockDim.x``, ``blockDim.x * gridDim.x``) counts up.
+_EXTENT = re.compile(r"^(?:blockDim|gridDim)\.[xyz]$|^warpSize$")
+#: The thread and launch builtins: a lane's offset into a row's range names only these (``threadIdx.x & 31``).
+_BUILTIN = re.compile(r"^(?:threadIdx|blockIdx|blockDim|gridDim)\.[xyz]$|^warpSize$")
+
+
+def _counts_up(step: sympy.Expr | None) -> bool:
+    """``step`` is positive: a positive number, or a polynomial in launch extents (``blockDim.x``, ``32``,
+    ``blockDim.x * gridDim.x``) with positive coefficients."""
+    if step is None:
+        return False
+    if not step.free_symbols:
+        return bool(step.is_number and step > 0)
+    if any(_EXTENT.match(str(s)) is None for s in step.free_symbols):
+        return False
+    try:
+        return all(c > 0 for c in sympy.Poly(step, *step.free_symbols).coeffs())
+    except sympy.PolynomialError:
+        return False
+
+
+def _lane_offset(rest: sympy.Expr) -> bool:
+    """``rest``, the span of a loop less ``p[r + 1] - p[r]``, is none or a thread's offset into the row (``-(threadIdx.x
+    & 31)`` of ``j = p[r] + lane``): it names only thread and launch builtins, no loaded value and no parameter."""
+    return all(_BUILTIN.match(str(s)) is not None for s in rest.free_symbols)
+
+
 def _range_reads(facts: KernelFacts, lp: LoopFact) -> tuple[Access, Access] | None:
-    """``(lo, hi)``: the two bound reads whose difference is the number of values ``lp``'s variable takes
-    (``for (j = p[r]; j < p[r + 1]; ++j)``, ``j <= p[r + 1] - 1``, ``for (t = 0; t < p[r + 1] - p[r]; ++t)``), or
-    ``None``."""
-    if lp.var is None or lp.update != "+" or lp.start is None or lp.bound is None or lp.step is None \
-            or not (lp.step.is_number and lp.step > 0):
+    """``(lo, hi)``: the two bound reads whose difference bounds the values ``lp``'s variable takes
+    (``for (j = p[r]; j < p[r + 1]; ++j)``, ``j <= p[r + 1] - 1``, ``for (t = 0; t < p[r + 1] - p[r]; ++t)``; a
+    lane's share of the range, ``for (j = p[r] + lane; j < p[r + 1]; j += 32)`` or ``j += blockDim.x``: the rest
+    of the span names no loaded value), or ``None``."""
+    if lp.var is None or lp.update != "+" or lp.start is None or lp.bound is None or not _counts_up(lp.step):
         return None
     span = {"<": lp.bound - lp.start, "!=": lp.bound - lp.start, "<=": lp.bound + 1 - lp.start}.get(lp.cmp or "")
     if span is None:
@@ -103,7 +131,7 @@ def _range_reads(facts: KernelFacts, lp: LoopFact) -> tuple[Access, Access] | No
                  for s in span.free_symbols if (got := loaded_read(s, facts.pointer_aliases)) is not None}
     hi = next((s for s in by_symbol if span.coeff(s) == 1), None)
     lo = next((s for s in by_symbol if span.coeff(s) == -1), None)
-    if hi is None or lo is None or sympy.expand(span - hi + lo) != 0:
+    if hi is None or lo is None or not _lane_offset(sympy.expand(span - hi + lo)):
         return None
     return by_symbol[lo], by_symbol[hi]  # type: ignore[return-value]
 

@@ -97,3 +97,42 @@ def test_values_only_compared_are_no_index_source():
   if (i < n) o[i] = t[min(idx[i], n - 1)];
 }""", "k")
     assert index_sources(f) == frozenset({"idx"})
+
+
+#: A lane's (or a block's threads') share of one row's range, in several spellings: the row from a warp id or from
+#: ``blockIdx.x``, the bounds inline or in locals, 32-bit or 64-bit offsets, a step of 32, warpSize or blockDim.x.
+LANE_SHARES = {
+    "warp_shift_locals": "int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; int lane = threadIdx.x & 31;\n"
+                         "  if (row >= n) return;\n  T start = ptr[row], end = ptr[row + 1];\n"
+                         "  for (T j = start + lane; j < end; j += 32) acc += w[j] * x[ci[j]];",
+    "warp_div_inline": "int wid = (blockIdx.x * blockDim.x + threadIdx.x) / warpSize;\n"
+                       "  int lane = threadIdx.x % warpSize;\n  if (wid >= n) return;\n"
+                       "  for (T j = ptr[wid] + lane; j < ptr[wid + 1]; j += warpSize) acc += w[j] * x[ci[j]];",
+    "block_row": "const int row = blockIdx.x;\n  const T b = ptr[row];\n  const T e = ptr[row + 1];\n"
+                 "  for (T j = b + threadIdx.x; j < e; j += blockDim.x) acc += w[j] * x[ci[j]];",
+}
+
+
+def _lane_kernel(body: str, itype: str) -> str:
+    return ("__global__ void k(const T *ptr, const int *ci, const float *w, const float *x, float *o, int n) {\n"
+            f"  float acc = 0.f;\n  {body}\n  o[blockIdx.x] = acc;\n}}").replace("T ", f"{itype} ")
+
+
+@pytest.mark.parametrize("which", sorted(LANE_SHARES))
+@pytest.mark.parametrize("itype", ["int", "long long", "int64_t"])
+def test_a_lanes_share_of_the_row_range_is_an_offsets_loop(which, itype):
+    (lp,) = offsets_loops(_facts(_lane_kernel(LANE_SHARES[which], itype), "k"))
+    assert (lp.pointer, lp.targets) == ("ptr", ("w", "ci"))
+    assert lp.last == lp.first.replace("]", " + 1]") and lp.first.startswith("ptr[")
+
+
+@pytest.mark.parametrize("loop", [
+    "for (int j = ptr[r]; j < ptr[r + 1] + n; ++j) acc += w[j];",  # past the row's end by a parameter
+    "for (int j = ptr[r]; j < ptr[r + 1]; j += n) acc += w[j];",  # a step of unknown sign
+    "for (int j = ptr[r] - n; j < ptr[r + 1]; j += 32) acc += w[j];",  # starts before the row
+    "for (int j = ptr[r] + threadIdx.x; j < ptr[r + 1]; j -= blockDim.x) acc += w[j];",  # counts down
+])
+def test_a_range_beyond_the_row_or_of_unknown_step_is_no_offsets_loop(loop):
+    f = _facts("__global__ void k(const int *ptr, const float *w, float *o, int n) {\n  int r = blockIdx.x;\n"
+               f"  float acc = 0.f;\n  {loop}\n  o[r] = acc;\n}}", "k")
+    assert offsets_loops(f) == (), loop

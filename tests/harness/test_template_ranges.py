@@ -1,0 +1,64 @@
+"""The ``htam.toml`` template written from a CSR kernel's signature (no ``main()``, no launcher): the row pointer is
+an offsets array from 0 to the length of the nonzeros and the column indices lie inside ``x``
+(:mod:`htam_core.harness.template_ranges`); the table parses back and the inputs drawn from it on the CPU keep every
+row inside the nonzeros. A kernel without such uses keeps its entries."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from htam_core.harness.spec import parse_kernel_table
+from htam_core.harness.template import write_template
+from htam_core.source.api import parse_text
+
+CSR = {
+    "thread_row": "__global__ void spmv(const {t} *rp, const int *ci, const float *vals, const float *x, float *y,"
+                  " int m) {{\n  int r = blockIdx.x * blockDim.x + threadIdx.x;\n  if (r < m) {{\n    float s = 0;\n"
+                  "    for ({t} j = rp[r]; j < rp[r + 1]; ++j) s += vals[j] * x[ci[j]];\n    y[r] = s;\n  }}\n}}\n",
+    "warp_row": "__global__ void spmv(const {t} *rp, const int *ci, const float *vals, const float *x, float *y, int m)"
+                " {{\n  int w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;\n"
+                "  if (w >= m) return;\n  {t} b = rp[w], e = rp[w + 1];\n  float s = 0;\n"
+                "  for ({t} j = b + lane; j < e; j += 32) s += vals[j] * x[ci[j]];\n"
+                "  s += __shfl_down_sync(0xffffffffu, s, 16);\n  if (lane == 0) y[w] = s;\n}}\n",
+}
+
+
+def _table(tmp_path: Path, text: str, kernel: str):
+    p = tmp_path / "k.cu"
+    p.write_text(text)
+    model = parse_text(text, "cuda", str(p))
+    toml = write_template(model, model.kernel(kernel))
+    table = tomllib.loads(toml)["kernel"][kernel]
+    table.pop("reference")  # the user's part: checked against the starting kernel instead
+    table["oracle"] = True
+    return toml, parse_kernel_table(table, kernel=kernel, spec_path=tmp_path / "htam.toml", file_path=p)
+
+
+@pytest.mark.parametrize("which", sorted(CSR))
+@pytest.mark.parametrize("itype", ["int", "long long"])
+def test_the_template_of_a_csr_kernel_draws_offsets_and_indices(tmp_path, which, itype):
+    toml, h = _table(tmp_path, CSR[which].format(t=itype), "spmv")
+    spec = {i.name: i for i in h.inputs}
+    assert spec["rp"].init == "offsets" and spec["rp"].low == 0
+    assert "an offsets array" in toml and "indices into x" in toml
+    assert (spec["ci"].init, spec["ci"].low) == ("randint", 0)
+    torch = pytest.importorskip("torch")
+    from htam_core.harness.runner import _make_spec_inputs
+
+    got = dict(zip(spec, _make_spec_inputs(h, h.sizes[0], 3, 1.0, "cpu"), strict=True))
+    rp, ci = got["rp"], got["ci"]
+    assert int(rp[0]) == 0 and int(rp[-1]) == got["vals"].numel() == spec["rp"].high
+    assert bool((rp[1:] >= rp[:-1]).all())
+    assert int(ci.min()) >= 0 and int(ci.max()) < got["x"].numel() == spec["ci"].high
+    assert int(got["m"]) + 1 <= rp.numel()  # every row the launch reaches has its two offsets
+    assert torch.is_tensor(rp)
+
+
+def test_a_kernel_without_offsets_or_indices_keeps_its_entries(tmp_path):
+    toml, h = _table(tmp_path, "__global__ void cnt(const int *v, int *out, int n) {\n"
+                               "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = v[i] > 0;\n}\n",
+                     "cnt")
+    assert "offsets" not in toml and {i.name: i.init for i in h.inputs}["v"] != "offsets"
