@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from htam_core.source import parse_text, workspace
+from htam_core.source.analysis.launch_slots import macro_use_refusal
 from htam_core.source.analysis.unit import shared_launches
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.positions import line_ending, with_line_ending
@@ -241,7 +242,7 @@ def propose(
         # a cupy launch no candidate could be written into (a C helper in its grid): the launch-independent forms
     result = t.propose(model, kernel, profile)
     if isinstance(result, NotApplicable):
-        return joint if joint is not None else _through_macro(kernel, result)
+        return joint if joint is not None else _through_macro(kernel, result, model.text)
     if not kernel.launch_sites:
         kept = unit.launches() if unit is not None else None
         result = [_launch_not_found(model, kernel, c, files, kept) for c in result]
@@ -267,15 +268,21 @@ def propose(
     return good
 
 
-def _through_macro(kernel: Kernel, na: NotApplicable) -> NotApplicable:
-    """``na`` said in words of a launch macro when every launch of ``kernel`` in its file is written through one
+def _through_macro(kernel: Kernel, na: NotApplicable, text: str) -> NotApplicable:
+    """``na`` said in words of a launch macro when a launch of ``kernel`` in its file is written through one
     (``LAUNCH(k, n, a, b)``, :attr:`~htam_core.source.model.LaunchSite.macro`): the launch is there, but a step that
-    must change it is not made inside a macro's ``#define``, which other uses share."""
+    must change it is not made inside a macro's ``#define``, which other uses share. Only a macro whose body computes
+    the grid or block is left so (:func:`~htam_core.source.analysis.launch_slots.macro_use_refusal` says how, from
+    ``text``, the file's text); one that passes each as a parameter is edited at the use."""
     sites = kernel.launch_sites
-    if not sites or any(not s.macro for s in sites) or "no launch site in this file" not in na.reason:
+    macro = [s for s in sites if s.macro]
+    if not macro or "no launch site in this file" not in na.reason:
         return na
-    why = (f"{kernel.name} is launched on line {sites[0].line} through the macro {sites[0].macro}, whose #define writes "
-           "the grid and block; htam does not change a launch written inside a macro")
+    site = next((s for s in macro if not s.config_spans), macro[0])
+    detail = macro_use_refusal(text.encode("utf-8"), site.span.start) if site.span is not None else None
+    how = f": {detail}" if detail else ", whose #define writes the grid and block"
+    why = (f"{kernel.name} is launched on line {site.line} through the macro {site.macro}{how}; htam does not change a "
+           "launch written inside a macro")
     return dataclasses.replace(na, reason=why)
 
 

@@ -46,7 +46,7 @@ from htam_core.source.analysis.facts import (
 )
 from htam_core.source.analysis.gridstride import grid_stride_facts
 from htam_core.source.analysis.instantiations import TemplateArguments, template_arguments
-from htam_core.source.analysis.launch import dims_of, template_bindings
+from htam_core.source.analysis.launch import dims_of, launch_arguments, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
 from htam_core.source.analysis.macros import (
     MAX_DEPTH,
@@ -1547,9 +1547,8 @@ def _launch(src: CudaSource, lc, bindings: dict[str, int]) -> LaunchFacts:  # no
         name = decl.child_by_field_name("declarator") if decl is not None else None
         host = src.env.t(name) or None
     host_aff = Affine(src.env, lc.host, set(), ceil_div_calls=True) if lc.host is not None else None
-    args = lc.call.child_by_field_name("arguments")
     arg_exprs = tuple(host_aff.expr(a) if host_aff is not None else None
-                      for a in (args.named_children if args is not None else []) if a.type != "comment")
+                      for a in launch_arguments(lc.call, lc.kernel_args))
     tnodes = lc.fn.child_by_field_name("arguments") if lc.fn.type == "template_function" else None
     texprs = tuple(host_aff.expr(a.named_children[0] if a.type == "type_descriptor" and a.named_child_count == 1
                                  else a) if host_aff is not None else None

@@ -14,8 +14,7 @@ a use that spans lines are kept after it), so a reader that works by lines (the 
 ``main()``) sees the launch itself. Byte offsets after a use shift; nothing that edits the user's text reads
 this view.
 
-Given up (the use stays an opaque call): a body that stringizes or pastes tokens (``#``, ``##``), a GNU named
-variadic (``args...``), a use with fewer arguments than named parameters or extra arguments to a non-variadic
+Given up (the use stays an opaque call): a body that stringizes or pastes tokens (``#``, ``##``), a use with fewer arguments than named parameters or extra arguments to a non-variadic
 macro, and a macro defined after the use or ``#undef``-ed before it.
 """
 
@@ -44,8 +43,9 @@ class LaunchMacro:
 
     Attributes:
         name: the macro's name.
-        params: its named parameters, in order (``...`` left out).
-        variadic: whether it ends in ``...`` (its body may read ``__VA_ARGS__``).
+        params: its parameters, in order; a variadic one last, as ``__VA_ARGS__`` for ``...`` or ``args`` for a GNU
+            ``args...``.
+        variadic: whether it ends in ``...`` or ``name...`` (its last parameter takes the remaining arguments).
         body: the replacement text, continuation lines joined and comments removed.
         start: byte offset of the ``#define``; end: of the ``#undef`` or redefinition that ends it, or ``None``.
         line: 1-based line of the ``#define``.
@@ -59,6 +59,10 @@ class LaunchMacro:
     end: int | None
     line: int
 
+    def named(self) -> tuple[str, ...]:
+        """The parameters a use must give one argument each (the variadic one left out)."""
+        return self.params[:-1] if self.variadic else self.params
+
 
 @dataclass(frozen=True)
 class LaunchMacroUse:
@@ -71,6 +75,7 @@ class LaunchMacroUse:
         callee: the launched function as written in the expansion (``l1_err``, ``k<float>``).
         kernel: its unqualified name without template arguments (``l1_err``).
         args: the use's argument texts.
+        arg_spans: the unit bytes ``(start, end)`` of each argument of the use, in order (blanks around left out).
     """
 
     macro: LaunchMacro
@@ -80,6 +85,7 @@ class LaunchMacroUse:
     callee: str
     kernel: str
     args: tuple[str, ...]
+    arg_spans: tuple[tuple[int, int], ...] = ()
 
 
 def _clean(raw: bytes) -> str:
@@ -96,12 +102,13 @@ def _macro(m: re.Match[bytes], src: bytes) -> LaunchMacro | None:
     if "<<<" not in body or "#" in _LITERAL.sub('""', body):
         return None
     raw = [p.strip() for p in m.group(2).decode("utf-8", "replace").split(",")] if m.group(2).strip() else []
-    variadic = bool(raw) and raw[-1] == "..."
+    variadic = bool(raw) and raw[-1].endswith("...")
     named = raw[:-1] if variadic else raw
+    rest = (raw[-1][:-3].strip() or "__VA_ARGS__") if variadic else ""
     c = _CALLEE.search(body)
-    if not all(_IDENT.fullmatch(p) for p in named) or c is None or c.group(1).split("<")[0].strip() not in named:
+    if not all(_IDENT.fullmatch(p) for p in [*named, rest or "_"]) or c is None or c.group(1).split("<")[0].strip() not in named:
         return None  # a body that names its kernel is read as a launcher of its own (the workspace's fragments)
-    return LaunchMacro(m.group(1).decode(), tuple(named), variadic, body, m.start(), None,
+    return LaunchMacro(m.group(1).decode(), tuple(named) + ((rest,) if rest else ()), variadic, body, m.start(), None,
                        src.count(b"\n", 0, m.start()) + 1)
 
 
@@ -125,13 +132,14 @@ def launch_macros(src: bytes) -> tuple[LaunchMacro, ...]:
 
 def _bind(d: LaunchMacro, args: list[str]) -> dict[str, str] | None:
     """Parameter -> argument text for a use of ``d`` with ``args`` (``__VA_ARGS__`` the rest), or ``None``."""
-    if args == [""] and not d.params:
+    named = d.named()
+    if args == [""] and not named:
         args = []
-    if len(args) < len(d.params) or (len(args) > len(d.params) and not d.variadic):
+    if len(args) < len(named) or (len(args) > len(named) and not d.variadic):
         return None
-    bind = dict(zip(d.params, args[:len(d.params)], strict=True))
+    bind = dict(zip(named, args[:len(named)], strict=True))
     if d.variadic:
-        bind["__VA_ARGS__"] = ", ".join(args[len(d.params):])
+        bind[d.params[-1]] = ", ".join(args[len(named):])
     return bind
 
 
@@ -203,7 +211,7 @@ def _use(d: LaunchMacro, src: bytes, code: str, m: re.Match[str]) -> LaunchMacro
         return None
     callee = " ".join(c.group(1).split())
     kernel = callee.split("<")[0].split("::")[-1].strip()
-    return LaunchMacroUse(d, m.start(), end, exp, callee, kernel, tuple(args))
+    return LaunchMacroUse(d, m.start(), end, exp, callee, kernel, tuple(args), tuple(spans))
 
 
 def launch_view(src: bytes) -> bytes:
