@@ -3,7 +3,7 @@
 A ``#define`` that passes the grid and the block each as one of its parameters (two- and four-slot bodies, a GNU
 ``args...``, the kernel's name in the middle, a ``do { ... } while (0)`` body, a use spread over lines) has its
 launch changed at the use: the block size, the grid-stride loop's grid, a warp or a block per row, a dynamic
-shared-memory histogram. Each step is offered, made, edits only the use, and the file compiles with nvcc. A
+shared-memory histogram, a coarsened reduction's device-sized grid, a register-tiled matmul's block shape. Each step is offered, made, edits only the use, and the file compiles with nvcc. A
 ``#define`` that computes the grid, or has no shared-bytes slot for a step that adds one, is refused in one line.
 Kernels written for these tests.
 """
@@ -164,3 +164,68 @@ def test_one_launch_through_a_computing_macro_keeps_every_launch_of_the_kernel()
         "LAUNCH(hist, blocks, 256, d, h, n, nb);", "LAUNCH1D(row_sum, rows, x, y, rows, cols);")
     r = _propose(text, "cuda.warp_per_row", "row_sum")
     assert isinstance(r, NotApplicable) and "through the macro LAUNCH1D" in r.reason
+
+
+TILED = """#include <cuda_runtime.h>
+DEFINE
+__global__ void sumsq(const float *in, float *total, int n)
+{
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[tid] = i < n ? in[i] * in[i] : 0.0f;
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (tid < stride) s[tid] += s[tid + stride];
+        __syncthreads();
+    }
+    if (tid == 0) atomicAdd(total, s[0]);
+}
+
+__global__ void mm(const float *A, const float *B, float *C, int M, int N, int K)
+{
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k)
+            acc += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = acc;
+    }
+}
+
+void run(const float *x, float *t, int n, const float *A, const float *B, float *C, int M, int N, int K)
+{
+    USE_SUM;
+    USE_MM;
+}
+"""
+
+#: name -> (#define, sumsq's use, mm's use)
+TILED_SPELLINGS = {
+    "two slots": ("#define LAUNCH(k, grid, block, ...) k<<<grid, block>>>(__VA_ARGS__)",
+                  "LAUNCH(sumsq, (n + 255) / 256, 256, x, t, n)",
+                  "LAUNCH(mm, dim3((N + 15) / 16, (M + 15) / 16), dim3(16, 16), A, B, C, M, N, K)"),
+    "four slots": ("#define LAUNCH_KERNEL(kernel, g, b, s, st, ...) kernel<<<g, b, s, st>>>(__VA_ARGS__)",
+                   "LAUNCH_KERNEL(sumsq, (n + 255) / 256, 256, 0, 0, x, t, n)",
+                   "LAUNCH_KERNEL(mm,\n                  dim3((N + 15) / 16, (M + 15) / 16),\n                  dim3(16, 16), 0, 0,\n"
+                   "                  A, B, C, M, N, K)"),
+}
+
+
+@pytest.mark.parametrize("name", list(TILED_SPELLINGS))
+@pytest.mark.parametrize(("tid", "kernel", "made"), [
+    ("cuda.coarsen_reduction", "sumsq", "htam_sm_grid((n + 255) / 256, "),
+    ("cuda.register_tile_matmul", "mm", "dim3(((N) + 127) / 128, ((M) + 127) / 128)"),
+])
+def test_coarsening_and_tiling_change_the_use(tmp_path, name: str, tid: str, kernel: str, made: str) -> None:
+    define, s, m = TILED_SPELLINGS[name]
+    text = TILED.replace("DEFINE", define).replace("USE_SUM", s).replace("USE_MM", m)
+    cands = _propose(text, tid, kernel)
+    assert not isinstance(cands, NotApplicable), cands.reason
+    new = cands[0].new_text
+    use = new[new.index(define.split("(")[0].split()[-1] + f"({kernel},"):]
+    assert made in use.split(";")[0]
+    assert (m if kernel == "sumsq" else s) in new  # the other use is left as written
+    if shutil.which("nvcc") is not None:
+        assert_nvcc_compiles(new, tmp_path)
