@@ -167,7 +167,31 @@ def validate(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
         return problem
     if not kernel_survives(cand.new_text, model.file_language, model.path, kernel.name):
         return f"kernel {kernel.name!r} is no longer found after the edit"
-    return shared_launch_edit(model, kernel, cand)
+    return shared_launch_edit(model, kernel, cand) or macro_use_edit(kernel, cand)
+
+
+def _bare_comma(text: str) -> bool:
+    """Whether ``text`` holds a comma outside parentheses (where the preprocessor splits a macro's arguments)."""
+    depth = 0
+    for c in text:
+        depth += (c == "(") - (c == ")")
+        if c == "," and depth <= 0:
+            return True
+    return False
+
+
+def macro_use_edit(kernel: Kernel, cand: Candidate) -> str | None:
+    """Why ``cand`` may not be made when an edit inside the use of a launch macro (``LAUNCH(k, blocks, 256, x)``,
+    :attr:`~htam_core.source.model.LaunchSite.macro`) writes a comma outside parentheses: the preprocessor would
+    read it as one more argument (C11 6.10.3p11; braces and brackets do not protect it). ``None`` otherwise."""
+    for s in kernel.launch_sites:
+        if not s.macro or s.span is None:
+            continue
+        for e in cand.edits:
+            if s.span.start <= e.start_byte and e.end_byte <= s.span.end and _bare_comma(e.new_text):
+                return (f"the edit writes a comma outside parentheses into the use of the macro {s.macro} on line "
+                        f"{s.line}, which would pass the macro one more argument")
+    return None
 
 
 def shared_launch_edit(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:

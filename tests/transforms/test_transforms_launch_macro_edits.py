@@ -229,3 +229,19 @@ def test_coarsening_and_tiling_change_the_use(tmp_path, name: str, tid: str, ker
     assert (m if kernel == "sumsq" else s) in new  # the other use is left as written
     if shutil.which("nvcc") is not None:
         assert_nvcc_compiles(new, tmp_path)
+
+
+def test_an_edit_that_adds_a_macro_argument_is_rejected() -> None:
+    """A brace list written into the use's grid argument would be two arguments to the preprocessor."""
+    from htam_core.transforms.base import Candidate, TextEdit, apply_edits
+    from htam_core.transforms.registry import validate
+
+    text = _text("two slots")
+    model = parse_text(text, "cuda", "/tmp/launch_macro_edits.cu")
+    kernel = model.kernel("scale")
+    at = text.index("LAUNCH(scale, blocks") + len("LAUNCH(scale, ")
+    for new, bad in (("dim3{blocks, 1}", True), ("dim3(blocks, 1)", False)):
+        edits = [TextEdit(at, at + len("blocks"), new)]
+        cand = Candidate("t", "t", "d", {}, edits, apply_edits(text, edits))
+        why = validate(model, kernel, cand)
+        assert (why is not None and "one more argument" in why) == bad
