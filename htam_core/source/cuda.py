@@ -32,6 +32,7 @@ from htam_core.source import features as feat
 from htam_core.source.analysis.fnptr import pointer_kernels
 from htam_core.source.analysis.launch import LAUNCH_QUERY, launch_config
 from htam_core.source.analysis.launch_macros import LaunchMacroUse, launch_macro_uses
+from htam_core.source.analysis.launch_slots import SLOTS, use_slots
 from htam_core.source.frames import Frame
 from htam_core.source.model import ByteSpan, DeviceFunction, Kernel, LaunchSite, Param
 from htam_core.source.parse_problems import ParseProblem, tree_problems
@@ -759,8 +760,9 @@ def _launch(frame: Frame, call: ts.Node, resolver: CudaResolver) -> LaunchSite |
 def _macro_launches(frame: Frame, root: ts.Node, resolver: CudaResolver) -> list[LaunchSite]:
     """The launches written through a launch macro of the frame (``LAUNCH(k, n, a, b)`` with ``#define LAUNCH(k, n,
     ...) k<<<...>>>(__VA_ARGS__)``; :mod:`~htam_core.source.analysis.launch_macros`), one site per use, read from
-    the use's expansion. The site spans the use; it has no ``config_spans``, so no step edits a grid or block
-    that the macro's text writes. A file held in a Python string is not read this way."""
+    the use's expansion. The site spans the use; its ``config_spans`` are the use's arguments that are the grid,
+    block, shared bytes and stream when each is one parameter of the macro, none when the macro's text computes
+    them (no step edits a grid or block that the macro's text writes). A file held in a Python string is not read this way."""
     if frame.parent is not None or frame.segments or b"<<<" not in frame.src:
         return []
     out = []
@@ -797,7 +799,17 @@ def _macro_site(frame: Frame, root: ts.Node, resolver: CudaResolver, u: LaunchMa
     return LaunchSite(line=frame.line(u.start), kernel_name=u.kernel, config=config,
                       args=[node_text(a) for a in (args.named_children if args is not None else []) if a.type != "comment"],
                       span=frame.span_of(u.start, u.end), qualified_name=u.callee, resolved_config=resolved,
-                      macro=u.macro.name)
+                      macro=u.macro.name, config_spans=_macro_spans(frame, u))
+
+
+def _macro_spans(frame: Frame, u: LaunchMacroUse) -> dict[str, ByteSpan]:
+    """The file bytes of the use's arguments that are the launch's ``grid``, ``block``, ``smem`` and ``stream``
+    (:func:`~htam_core.source.analysis.launch_slots.use_slots`); ``{}`` when the macro's body computes one of them,
+    so that the launch is not editable at the use."""
+    slots = use_slots(u.macro, len(u.args))
+    if isinstance(slots, str) or len(u.arg_spans) != len(u.args):
+        return {}
+    return {k: frame.span_of(*u.arg_spans[i]) for k, i in zip(SLOTS, slots.config, strict=False)}
 
 
 def _template_args(fn: ts.Node) -> ts.Node | None:

@@ -81,8 +81,9 @@ class LaunchSite:
             launch site of each of those kernels, ``kernel_name`` naming the one it is attached to); ``()``
             for a launch that names its kernel.
         macro: the function-like macro the launch is written through (``LAUNCH`` for ``LAUNCH(k, n, a, b)`` with
-            ``#define LAUNCH(k, n, ...) k<<<...>>>(__VA_ARGS__)``), whose ``#define`` writes the grid and block: such
-            a site has no ``config_spans``; ``""`` for a launch written out.
+            ``#define LAUNCH(k, n, ...) k<<<...>>>(__VA_ARGS__)``); its ``config_spans`` are the use's arguments that
+            are the grid, block, shared bytes and stream when the ``#define`` passes each as one parameter, and
+            none when it computes them (``k<<<(n + 255) / 256, 256>>>``); ``""`` for a launch written out.
     """
 
     line: int

@@ -370,6 +370,25 @@ def launch_dims_edit(unit: CudaUnit, launch: Launch, expr: Node, new_dims: list[
     return unit.replace(expr, f"dim3({inner})")
 
 
+def smem_edit(unit: CudaUnit, launch: Launch, size: str) -> TextEdit | str:
+    """The edit making launch ``launch`` pass ``size`` (an expression, bytes) of dynamic shared memory, or one line
+    why not: ``k<<<g, b>>>`` gets ``, size`` after its block; a launch that passes ``0`` (``k<<<g, b, 0, s>>>``, or
+    the argument of a launch macro's shared-bytes slot) gets it replaced; a launch that passes another size, and one
+    written through a launch macro whose ``#define`` has no shared-bytes slot, are refused."""
+    line = launch.site.line
+    if len(launch.config_args) > 2:
+        c = unit.resolve(launch.config_args[2], launch.host)
+        if c is None or c.value != 0:
+            return f"the launch on line {line} already passes dynamic shared memory"
+        return unit.replace(launch.config_args[2], size)
+    if launch.block is None:
+        return f"the launch on line {line} has no block"
+    if launch.site.macro:
+        return (f"the launch on line {line} is written through the macro {launch.site.macro}, whose #define passes "
+                "no dynamic shared-memory size")
+    return unit.insert(launch.block.end_byte, f", {size}")
+
+
 class CudaTransform(UnitTransform[CudaUnit]):
     """Base of the CUDA transforms: ``propose`` loads the kernel's :class:`CudaUnit` with
     :func:`load_unit`; subclasses implement ``propose_unit(unit, model, kernel, profile)``."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.reaching import reaching_value
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
@@ -87,7 +88,7 @@ def _wide_x_grid(unit: CudaUnit, la: Launch) -> list[str] | None:
     contiguous index, a block's x a multiple of 32).
     """
     dims = unit.block_dims(la)
-    grid = unit.dims_of(la.grid, la.host)
+    grid = [_held(unit, la, c) for c in unit.dims_of(la.grid, la.host)]
     if not dims or len(dims) < 2 or len(grid) < 2 or dims[0].const is None or dims[1].const is None:
         return None
     bx, by = dims[0].const.value, dims[1].const.value
@@ -99,6 +100,21 @@ def _wide_x_grid(unit: CudaUnit, la: Launch) -> list[str] | None:
     if new_x is None or new_y is None:
         return None
     return [new_x, new_y, *(unit.t(c) for c in grid[2:])]
+
+
+def _held(unit: CudaUnit, la: Launch, comp: Node) -> Node:
+    """The grid component ``comp`` of launch ``la``, or, when it is a variable of the launching function
+    (``int gx = (w + 63) / 64;`` or ``gx = ...;`` before ``dim3 grid(gx, gy)``), the value it holds there
+    (:func:`~htam_core.source.analysis.reaching.reaching_value`, followed a few times), whose text means the same at
+    the launch."""
+    node = syn.unwrap_parens(comp)
+    for _ in range(4):
+        value = reaching_value(la.host, unit.t(node), node.start_byte, unit.src) \
+            if la.host is not None and syn.is_identifier(node) else None
+        if value is None:
+            break
+        node = syn.unwrap_parens(value)
+    return node
 
 
 def _redivide(unit: CudaUnit, comp: Node, old: Dim, new: Dim) -> str | None:

@@ -69,8 +69,7 @@ def _declared_names(scope: Node, unit: CudaUnit) -> set[str]:
 def _bound_at(unit: CudaUnit, la: Launch, bound: Node, params: list[str]) -> str | None:
     """The row length ``bound`` as text at launch ``la``: each kernel parameter replaced by the launch's
     argument; ``None`` when the launch's arguments do not line up with the parameters."""
-    args = la.call.child_by_field_name("arguments")
-    vals = [c for c in (args.named_children if args is not None else []) if not syn.is_comment(c)]
+    vals = la.arguments
     if len(vals) != len(params):
         return None
     by_name = dict(zip(params, vals, strict=True))

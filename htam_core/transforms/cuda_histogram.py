@@ -22,7 +22,7 @@ from __future__ import annotations
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import AtomicUpdate
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, block_thread, param_names
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, block_thread, param_names, smem_edit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.registry import register
@@ -200,12 +200,13 @@ class CudaSmemHistogram(CudaTransform):
         idx = param_names(unit).index(u.extent_param)  # type: ignore[arg-type]
         out = []
         for la in unit.launches:
-            if len(la.config_args) > 2:
-                return f"the launch on line {la.site.line} already passes dynamic shared memory or a stream"
             if la.block is None or idx >= len(la.site.args):
                 return f"the launch on line {la.site.line} has no block or too few arguments"
             arg = la.site.args[idx].strip()
             if any(tok in arg for tok in ("(", "=", "++", "--")):
                 return f"the bin-count argument {arg} on line {la.site.line} calls or assigns; it would be evaluated twice"
-            out.append(unit.insert(la.block.end_byte, f", ({arg}) * sizeof({btype})"))
+            edit = smem_edit(unit, la, f"({arg}) * sizeof({btype})")
+            if isinstance(edit, str):
+                return edit
+            out.append(edit)
         return out

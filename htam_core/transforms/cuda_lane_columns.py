@@ -457,8 +457,7 @@ def _grid_param(unit: CudaUnit) -> str | None:
 
 
 def _args(la: Launch) -> list[Node] | None:
-    a = la.call.child_by_field_name("arguments")
-    return [c for c in a.named_children if not syn.is_comment(c)] if a is not None else None
+    return la.arguments
 
 
 def _with(unit: CudaUnit, node: Node, renames: list[tuple[Node, str]]) -> str:

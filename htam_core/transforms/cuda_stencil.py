@@ -36,7 +36,7 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import Stencil, Stencil2D, Stencil3D, sym
 from htam_core.source.analysis.stencil import ELEMENT, c_condition, c_text, tile_conditions
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, dead_local_edits
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, dead_local_edits, smem_edit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_stencil2d import (
@@ -100,11 +100,14 @@ def _smem_edits(unit: CudaUnit, extra: int, etype: str) -> list[TextEdit] | str:
     out = []
     for la, lf in zip(unit.launches, unit.facts.launches, strict=True):
         arg = unit.t(la.block).strip() if la.block is not None else ""
-        if len(la.config_args) != 2 or len(lf.block) != 1 or lf.block[0].text.strip() != arg:
-            return f"the launch on line {la.site.line} passes shared memory or a stream, or a dim3 block"
+        if len(lf.block) != 1 or lf.block[0].text.strip() != arg:
+            return f"the launch on line {la.site.line} passes a dim3 block"
         if _EFFECTS.search(arg):
             return f"the block {arg} on line {la.site.line} calls or assigns; it would be evaluated twice"
-        out.append(unit.insert(la.block.end_byte, f", ({arg} + {extra}) * sizeof({etype})"))
+        edit = smem_edit(unit, la, f"({arg} + {extra}) * sizeof({etype})")
+        if isinstance(edit, str):
+            return edit
+        out.append(edit)
     return out
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from htam_core.source import parse_text, workspace
+from htam_core.source.analysis.launch_slots import macro_use_refusal
 from htam_core.source.analysis.unit import shared_launches
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.source.positions import line_ending, with_line_ending
@@ -166,7 +167,31 @@ def validate(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
         return problem
     if not kernel_survives(cand.new_text, model.file_language, model.path, kernel.name):
         return f"kernel {kernel.name!r} is no longer found after the edit"
-    return shared_launch_edit(model, kernel, cand)
+    return shared_launch_edit(model, kernel, cand) or macro_use_edit(kernel, cand)
+
+
+def _bare_comma(text: str) -> bool:
+    """Whether ``text`` holds a comma outside parentheses (where the preprocessor splits a macro's arguments)."""
+    depth = 0
+    for c in text:
+        depth += (c == "(") - (c == ")")
+        if c == "," and depth <= 0:
+            return True
+    return False
+
+
+def macro_use_edit(kernel: Kernel, cand: Candidate) -> str | None:
+    """Why ``cand`` may not be made when an edit inside the use of a launch macro (``LAUNCH(k, blocks, 256, x)``,
+    :attr:`~htam_core.source.model.LaunchSite.macro`) writes a comma outside parentheses: the preprocessor would
+    read it as one more argument (C11 6.10.3p11; braces and brackets do not protect it). ``None`` otherwise."""
+    for s in kernel.launch_sites:
+        if not s.macro or s.span is None:
+            continue
+        for e in cand.edits:
+            if s.span.start <= e.start_byte and e.end_byte <= s.span.end and _bare_comma(e.new_text):
+                return (f"the edit writes a comma outside parentheses into the use of the macro {s.macro} on line "
+                        f"{s.line}, which would pass the macro one more argument")
+    return None
 
 
 def shared_launch_edit(model: SourceModel, kernel: Kernel, cand: Candidate) -> str | None:
@@ -241,7 +266,7 @@ def propose(
         # a cupy launch no candidate could be written into (a C helper in its grid): the launch-independent forms
     result = t.propose(model, kernel, profile)
     if isinstance(result, NotApplicable):
-        return joint if joint is not None else _through_macro(kernel, result)
+        return joint if joint is not None else _through_macro(kernel, result, model.text)
     if not kernel.launch_sites:
         kept = unit.launches() if unit is not None else None
         result = [_launch_not_found(model, kernel, c, files, kept) for c in result]
@@ -267,15 +292,21 @@ def propose(
     return good
 
 
-def _through_macro(kernel: Kernel, na: NotApplicable) -> NotApplicable:
-    """``na`` said in words of a launch macro when every launch of ``kernel`` in its file is written through one
+def _through_macro(kernel: Kernel, na: NotApplicable, text: str) -> NotApplicable:
+    """``na`` said in words of a launch macro when a launch of ``kernel`` in its file is written through one
     (``LAUNCH(k, n, a, b)``, :attr:`~htam_core.source.model.LaunchSite.macro`): the launch is there, but a step that
-    must change it is not made inside a macro's ``#define``, which other uses share."""
+    must change it is not made inside a macro's ``#define``, which other uses share. Only a macro whose body computes
+    the grid or block is left so (:func:`~htam_core.source.analysis.launch_slots.macro_use_refusal` says how, from
+    ``text``, the file's text); one that passes each as a parameter is edited at the use."""
     sites = kernel.launch_sites
-    if not sites or any(not s.macro for s in sites) or "no launch site in this file" not in na.reason:
+    macro = [s for s in sites if s.macro]
+    if not macro or "no launch site in this file" not in na.reason:
         return na
-    why = (f"{kernel.name} is launched on line {sites[0].line} through the macro {sites[0].macro}, whose #define writes "
-           "the grid and block; htam does not change a launch written inside a macro")
+    site = next((s for s in macro if not s.config_spans), macro[0])
+    detail = macro_use_refusal(text.encode("utf-8"), site.span.start) if site.span is not None else None
+    how = f": {detail}" if detail else ", whose #define writes the grid and block"
+    why = (f"{kernel.name} is launched on line {site.line} through the macro {site.macro}{how}; htam does not change a "
+           "launch written inside a macro")
     return dataclasses.replace(na, reason=why)
 
 

@@ -46,7 +46,7 @@ from htam_core.source.analysis.facts import (
 )
 from htam_core.source.analysis.gridstride import grid_stride_facts
 from htam_core.source.analysis.instantiations import TemplateArguments, template_arguments
-from htam_core.source.analysis.launch import dims_of, template_bindings
+from htam_core.source.analysis.launch import dims_of, launch_arguments, template_bindings
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
 from htam_core.source.analysis.macros import (
     MAX_DEPTH,
@@ -58,6 +58,7 @@ from htam_core.source.analysis.macros import (
 )
 from htam_core.source.analysis.online import online_pairs
 from htam_core.source.analysis.pointer_uses import address_test, const_view_read
+from htam_core.source.analysis.reaching import reaching_value
 from htam_core.source.analysis.select import Selection, select_step
 from htam_core.source.analysis.stencil import find_stencil
 from htam_core.source.analysis.stencil2d import find_stencil2d
@@ -111,11 +112,14 @@ class Affine:
         env: the unit's constants (with the kernel's template bindings).
         func: the kernel's ``function_definition`` (the scope of locals).
         loop_vars: names of loop induction variables (kept as symbols).
+        reaching: a local assigned more than once is read as the value of its nearest dominating definition
+            (:func:`~htam_core.source.analysis.reaching.reaching_value`; a host function's ``gx = (w + 31) / 32;``).
     """
 
     def __init__(self, env: ConstEnv, func: Node, loop_vars: set[str], one_d: bool = False,
-                 ceil_div_calls: bool = False, macros: MacroTable | None = None) -> None:
+                 ceil_div_calls: bool = False, macros: MacroTable | None = None, reaching: bool = False) -> None:
         self.env = env
+        self.reaching = reaching
         self.func = func
         self.loop_vars = loop_vars
         self.one_d = one_d
@@ -322,6 +326,8 @@ class Affine:
                 inner = self.expr(inits[0], depth + 1)
                 if inner is not None:
                     out = inner
+            elif self.reaching and (value := reaching_value(self.func, name, at, self.env.src)) is not None:
+                out = self.expr(value, depth + 1) or out
             elif not inits:
                 out = self._index_macro(name, depth) or out
         self._memo[key] = out
@@ -1546,10 +1552,9 @@ def _launch(src: CudaSource, lc, bindings: dict[str, int]) -> LaunchFacts:  # no
             decl = decl.child_by_field_name("declarator")
         name = decl.child_by_field_name("declarator") if decl is not None else None
         host = src.env.t(name) or None
-    host_aff = Affine(src.env, lc.host, set(), ceil_div_calls=True) if lc.host is not None else None
-    args = lc.call.child_by_field_name("arguments")
+    host_aff = Affine(src.env, lc.host, set(), ceil_div_calls=True, reaching=True) if lc.host is not None else None
     arg_exprs = tuple(host_aff.expr(a) if host_aff is not None else None
-                      for a in (args.named_children if args is not None else []) if a.type != "comment")
+                      for a in launch_arguments(lc.call, lc.kernel_args))
     tnodes = lc.fn.child_by_field_name("arguments") if lc.fn.type == "template_function" else None
     texprs = tuple(host_aff.expr(a.named_children[0] if a.type == "type_descriptor" and a.named_child_count == 1
                                  else a) if host_aff is not None else None

@@ -43,13 +43,30 @@ class LaunchCall:
 
     ``pointer_kernels``: when the callee is a function-pointer variable or a table of kernels
     (``kernel<<<...>>>`` after ``kernel = &k;``), every function it may run (:mod:`.fnptr`); ``()`` for a
-    launch that names its kernel."""
+    launch that names its kernel.
+
+    ``kernel_args`` and ``macro``: for a launch written through a launch macro (``LAUNCH(k, g, b, x, n)``;
+    :func:`~htam_core.source.analysis.launch_slots.macro_launch_calls`), ``call`` is the use, ``fn`` and ``config``
+    are the use's arguments that are the kernel and the ``<<<...>>>`` slots, ``kernel_args`` those that are the
+    kernel's arguments, and ``macro`` the macro's name; ``None`` and ``""`` for a ``<<<>>>`` call, whose
+    arguments are the call's (:func:`launch_arguments`)."""
 
     call: Node
     fn: Node
     config: tuple[Node, ...]
     host: Node | None
     pointer_kernels: tuple[str, ...] = ()
+    kernel_args: tuple[Node, ...] | None = None
+    macro: str = ""
+
+
+def launch_arguments(call: Node, kernel_args: tuple[Node, ...] | None = None) -> list[Node]:
+    """The kernel argument nodes of a launch: ``kernel_args`` when given (a launch through a macro,
+    :attr:`LaunchCall.kernel_args`), else those of ``call``'s argument list, comments left out."""
+    if kernel_args is not None:
+        return list(kernel_args)
+    args = call.child_by_field_name("arguments")
+    return [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
 
 
 def host_of(node: Node) -> Node | None:

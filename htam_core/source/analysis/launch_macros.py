@@ -47,6 +47,7 @@ class LaunchMacroUse:
         callee: the launched function as written in the expansion (``l1_err``, ``k<float>``).
         kernel: its unqualified name without template arguments (``l1_err``).
         args: the use's argument texts.
+        arg_spans: the unit bytes ``(start, end)`` of each argument of the use, in order (blanks around left out).
     """
 
     macro: FunctionMacro
@@ -56,6 +57,7 @@ class LaunchMacroUse:
     callee: str
     kernel: str
     args: tuple[str, ...]
+    arg_spans: tuple[tuple[int, int], ...] = ()
 
 
 def _launches(d: FunctionMacro) -> bool:
@@ -120,7 +122,7 @@ def _use(d: FunctionMacro, src: bytes, code: str, m: re.Match[str]) -> LaunchMac
         return None
     callee = " ".join(c.group(1).split())
     kernel = callee.split("<")[0].split("::")[-1].strip()
-    return LaunchMacroUse(d, m.start(), end, exp, callee, kernel, tuple(args))
+    return LaunchMacroUse(d, m.start(), end, exp, callee, kernel, tuple(args), tuple(spans))
 
 
 def launch_view(src: bytes) -> bytes:

@@ -20,7 +20,8 @@ from typing import Any
 from tree_sitter import Node
 
 from htam_core.source.analysis.constants import ConstEnv
-from htam_core.source.analysis.launch import LaunchCall, launch_calls
+from htam_core.source.analysis.launch import LaunchCall, launch_arguments, launch_calls
+from htam_core.source.analysis.launch_slots import macro_launch_calls
 from htam_core.source.analysis.syntax import exact_node, of_type, parse, parse_cuda, smallest_covering, text
 from htam_core.source.analysis.triton_names import TritonNames, triton_names
 from htam_core.source.model import Kernel, LaunchSite, SourceModel
@@ -85,12 +86,21 @@ class SiteLaunch:
         call: the ``call_expression`` node (unit offsets).
         config_args: the ``<<<...>>>`` argument nodes, in order.
         host: the function (or lambda) that launches, ``None`` at file scope.
+        kernel_args: for a launch through a launch macro (``call`` is then the macro's use, ``config_args`` its
+            arguments that are the slots; :attr:`LaunchCall.kernel_args`), the use's arguments that are the
+            kernel's; ``None`` for a ``<<<>>>`` call.
     """
 
     site: LaunchSite
     call: Node
     config_args: tuple[Node, ...]
     host: Node | None
+    kernel_args: tuple[Node, ...] | None = None
+
+    @property
+    def arguments(self) -> list[Node]:
+        """The kernel argument nodes (:func:`~htam_core.source.analysis.launch.launch_arguments`)."""
+        return launch_arguments(self.call, self.kernel_args)
 
     @property
     def grid(self) -> Node:
@@ -112,7 +122,8 @@ class CudaSource:
         base: file offset of ``src[0]``.
         root, func, body: the tree's root, the kernel's ``function_definition`` and its body.
         env: the unit's constants (no template bindings).
-        launches: ``<<<>>>`` launches of the kernel in this unit, in source order.
+        launches: ``<<<>>>`` launches of the kernel in this unit, and uses of launch macros editable at the use
+            (:func:`~htam_core.source.analysis.launch_slots.macro_launch_calls`), in source order.
         lines: line numbers of the whole file.
         sites: the kernel's launch sites that lie in this unit, each with its call (in site order; a site
             whose call is not in the tree is left out).
@@ -191,9 +202,23 @@ def _load_cuda(model: SourceModel, kernel: Kernel) -> CudaSource | str:
     if func is None or body is None:
         return f"the definition of {kernel.name} was not found in the syntax tree"
     env = ConstEnv(src, tree.root_node, path=model.path if model.file_language != "python" else None)
-    launches = tuple(launch_calls(tree.root_node, src, kernel.name))
+    launches = _unit_launches(model, kernel, tree.root_node, src)
     return CudaSource(src, base, tree.root_node, func, body, env, launches, Lines(data),
                       _site_launches(kernel, base, launches))
+
+
+def _unit_launches(model: SourceModel, kernel: Kernel, root: Node, src: bytes) -> tuple[LaunchCall, ...]:
+    """The launches of ``kernel`` in ``src`` (``root`` its tree): its ``<<<>>>`` calls and, in a CUDA file, the uses
+    of launch macros editable at the use (:func:`~htam_core.source.analysis.launch_slots.macro_launch_calls`), in
+    source order. ``()`` when one of its launch sites is a macro use that is not (its ``#define`` computes the grid
+    or block): a step that changes the kernel's launch could not change that one, so none is changed."""
+    calls = launch_calls(root, src, kernel.name)
+    if model.file_language == "python":
+        return tuple(calls)
+    macro = macro_launch_calls(root, src, kernel.name)
+    if len(macro) != sum(1 for s in kernel.launch_sites if s.macro):
+        return ()
+    return tuple(sorted(calls + macro, key=lambda c: c.call.start_byte))
 
 
 def _isolated(src: bytes, base: int, model: SourceModel, kernel: Kernel) -> bytes:
@@ -230,7 +255,7 @@ def _site_launches(kernel: Kernel, base: int, launches: tuple[LaunchCall, ...]) 
         hits = [lc for lc in launches if lc.call.start_byte < e and lc.call.end_byte > s]
         if hits:
             lc = min(hits, key=lambda c: abs(c.call.start_byte - s))
-            out.append(SiteLaunch(site, lc.call, lc.config, lc.host))
+            out.append(SiteLaunch(site, lc.call, lc.config, lc.host, lc.kernel_args))
     return tuple(out)
 
 

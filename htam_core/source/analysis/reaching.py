@@ -1,0 +1,91 @@
+"""The value a local variable of a host function holds at a launch: its nearest dominating definition.
+
+``int blocks = (n + threads - 1) / threads; k<<<blocks, threads>>>(...)`` and ``int gx, gy; gx = (w + 31) / 32;
+... dim3 grid(gx, gy);`` hold the grid in a variable. :func:`reaching_value` gives the expression such a variable
+holds where it is read: the last declaration with an initializer, or plain ``name = value;`` statement, before the
+read, in a block that encloses the read (so it runs on every path to it), when nothing writes the variable between
+the two (nor inside a loop around the read that the definition is outside of), and nothing writes a name the value
+reads: the value's text then means, at the read, what the variable does.
+
+Idea source: reaching definitions on straight-line code (Aho, Lam, Sethi, Ullman, "Compilers", 9.2.4), restricted
+to definitions that dominate the read.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from htam_core.source.analysis.syntax import of_type, text
+
+__all__ = ["reaching_value"]
+
+_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+_WRITES = ("assignment_expression", "update_expression")
+
+
+def _definitions(scope: Node, name: str, src: bytes) -> list[tuple[Node, Node]]:
+    """``(statement, value)`` of each definition of ``name`` in ``scope``: an ``init_declarator`` with a value, or a
+    plain ``name = value;`` expression statement."""
+    out = []
+    for d in of_type(scope, "init_declarator"):
+        decl, v = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+        if decl is not None and decl.type == "identifier" and text(decl, src) == name and v is not None \
+                and v.type not in ("argument_list", "initializer_list") and d.parent is not None:
+            out.append((d.parent, v))
+    for a in of_type(scope, "assignment_expression"):
+        left, op = a.child_by_field_name("left"), a.child_by_field_name("operator")
+        if left is not None and left.type == "identifier" and text(left, src) == name and op is not None \
+                and text(op, src) == "=" and a.parent is not None and a.parent.type == "expression_statement":
+            out.append((a.parent, a.child_by_field_name("right") or a))
+    return out
+
+
+def _writes(scope: Node, names: set[str], src: bytes) -> list[Node]:
+    """Every assignment, increment or address-taking of one of ``names`` in ``scope``."""
+    out = []
+    for a in of_type(scope, _WRITES):
+        target = a.child_by_field_name("left") or a.child_by_field_name("argument")
+        if target is not None and target.type == "identifier" and text(target, src) in names:
+            out.append(a)
+    for u in of_type(scope, "pointer_expression"):
+        arg = u.child_by_field_name("argument")
+        if text(u, src).startswith("&") and arg is not None and text(arg, src) in names:
+            out.append(u)
+    return out
+
+
+def _encloses(node: Node, at: int) -> bool:
+    return node.start_byte <= at < node.end_byte
+
+
+def _dominates(stmt: Node, at: int) -> bool:
+    """Whether statement ``stmt`` runs on every path to byte ``at``: it lies directly in a block that holds ``at``."""
+    parent = stmt.parent
+    return parent is not None and parent.type in ("compound_statement", "translation_unit") and _encloses(parent, at)
+
+
+def _loops_around(scope: Node, at: int) -> list[Node]:
+    return [lp for lp in of_type(scope, _LOOPS) if _encloses(lp, at)]
+
+
+def reaching_value(scope: Node, name: str, at: int, src: bytes) -> Node | None:
+    """The expression the local ``name`` holds at byte ``at`` of ``scope`` (a host function; ``src`` its unit's
+    bytes), by the module's rule, or ``None`` when no single definition reaches it so (a write between, a
+    definition in a branch, a name of the value written after it). Errors: none."""
+    defs = [(s, v) for s, v in _definitions(scope, name, src) if s.end_byte <= at and _dominates(s, at)]
+    if not defs:
+        return None
+    stmt, value = max(defs, key=lambda d: d[0].start_byte)
+    loops = [lp for lp in _loops_around(scope, at) if not _encloses(lp, stmt.start_byte)]
+    for w in _writes(scope, {name}, src):
+        if _encloses(stmt, w.start_byte):
+            continue
+        if stmt.end_byte <= w.start_byte < at or any(_encloses(lp, w.start_byte) for lp in loops):
+            return None
+    reads = {text(n, src) for n in of_type(value, "identifier")}
+    if name in reads:  # `g = g * 2`: the value reads the variable's earlier value
+        return None
+    for w in _writes(scope, reads, src):
+        if stmt.end_byte <= w.start_byte < at or any(_encloses(lp, w.start_byte) for lp in loops):
+            return None
+    return value

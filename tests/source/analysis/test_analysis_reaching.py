@@ -1,0 +1,58 @@
+"""The value a host function's local holds at a launch (:func:`htam_core.source.analysis.reaching.reaching_value`):
+its nearest dominating definition, or none when a write, a branch or a loop makes the value's text mean something
+else at the launch. Host functions written for these tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from htam_core.source.analysis.reaching import reaching_value
+from htam_core.source.analysis.syntax import of_type, parse_cuda, text
+
+
+def _value(body: str, name: str = "g") -> str | None:
+    src = ("void run(int n, int w)\n{\n" + body + "\n    k<<<LAUNCH>>>();\n}\n").encode()
+    root = parse_cuda(src).root_node
+    (fn,) = of_type(root, "function_definition")
+    at = src.index(b"k<<<")
+    v = reaching_value(fn, name, at, src)
+    return None if v is None else text(v, src)
+
+
+@pytest.mark.parametrize(("body", "value"), [
+    ("    int g = (n + 255) / 256;", "(n + 255) / 256"),
+    ("    int g;\n    g = (n + 127) / 128;", "(n + 127) / 128"),
+    ("    int g = 1;\n    if (n > 0) { n += 1; }\n    g = (n + 63) / 64;", "(n + 63) / 64"),
+    ("    int g = 4;\n    g = (w + 31) / 32;", "(w + 31) / 32"),
+    ("    int g = 0;\n    for (int i = 0; i < 4; ++i) { w += i; }\n    g = w / 8;", "w / 8"),
+])
+def test_the_nearest_dominating_definition(body: str, value: str) -> None:
+    assert _value(body) == value
+
+
+@pytest.mark.parametrize("body", [
+    "    int g = (n + 255) / 256;\n    g += 1;",                      # written after it
+    "    int g = 8;\n    if (n > 4) g = (n + 3) / 4;",                  # a branch
+    "    int g = (n + 255) / 256;\n    n = 2 * n;",                   # a name of its value written after it
+    "    int g = (n + 255) / 256;\n    g = g * 2;",                   # reads the variable's earlier value
+    "    int g = (n + 255) / 256;\n    setup(&g);",                   # address taken
+    "    int g;",                                                       # no value
+])
+def test_no_single_value_reaches(body: str) -> None:
+    assert _value(body) is None
+
+
+def test_a_write_in_a_loop_around_the_launch_reaches_it_again() -> None:
+    src = b"""void run(int n)
+{
+    int g = (n + 255) / 256;
+    for (int r = 0; r < 3; ++r) {
+        k<<<g, 256>>>();
+        g = g / 2;
+    }
+}
+"""
+    root = parse_cuda(src).root_node
+    (fn,) = of_type(root, "function_definition")
+    assert reaching_value(fn, "g", src.index(b"k<<<"), src) is None
+    assert reaching_value(fn, "g", src.index(b"    for"), src) is not None  # before the loop
