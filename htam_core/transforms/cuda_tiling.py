@@ -361,8 +361,8 @@ def k_body(unit: CudaUnit, lb: Node, kname: str) -> KBody | str:
 
 def _plain_product(unit: CudaUnit, inner: list[Node]) -> KBody | None:
     """The body ``inner`` as the plain ``acc += A[...] * B[...]`` (two loads, :func:`_load`), else ``None``."""
-    if len(inner) != 1 or not syn.is_expression_statement(inner[0]):
-        return None
+    if len(inner) != 1 or not syn.is_expression_statement(inner[0]) or not inner[0].named_children:
+        return None  # an empty statement (`;`) is no product
     asg = inner[0].named_children[0]
     if not syn.is_assignment(asg) or unit.t(asg.child_by_field_name("operator")) != "+=":
         return None

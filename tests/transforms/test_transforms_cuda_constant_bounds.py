@@ -144,3 +144,12 @@ def test_the_constant_side_candidates_compile_with_nvcc(tmp_path):
         p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "o.o")],
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, f"{name}: {p.stderr[-2000:]}"
+
+
+def test_an_empty_k_body_is_refused_in_one_line():
+    """A k loop whose body is the empty statement is no product: refused, not an internal error."""
+    text = _mm("define").replace("for (int k = 0; k < N; ++k) acc += A[row * N + k] * B[k * N + col];",
+                                 "for (int k = 0; k < N; ++k);\n    acc += A[row * N] * B[col];")
+    for step in ("cuda.register_tile_matmul", "cuda.smem_tiling_matmul"):
+        res = registry.propose(step, (m := parse_text(text, "cuda")), m.kernel("mm"))
+        assert isinstance(res, NotApplicable) and "\n" not in res.reason
