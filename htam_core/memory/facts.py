@@ -126,7 +126,8 @@ FACTS: dict[str, str] = {
     "transpose_like": "CUDA, one load and one store over 2D indices, no loop, and the store swaps the fast "
     "dimension of the load (the read has stride 1 along threadIdx.x and the write along threadIdx.y, or the "
     "reverse; unknown without the kernel); or an element-copy transpose out[col * rows + row] = in[row * cols + "
-    "col] computed from the affine indices, in loops over rows and under row/column bounds checks too (analysis "
+    "col] computed from the affine indices, in loops over rows and under row/column bounds checks too, and per "
+    "batch slice when a term uniform across the block (a blockIdx.z offset, a rebased pointer) is the base (analysis "
     "layer: KernelFacts.transposes); or a loop over the rows of a tile that transposes it (analysis layer: "
     "KernelFacts.transpose_loops)",
     "one_element_tree": "CUDA: each thread loads one guarded element into the shared slot that a block tree then "

@@ -33,7 +33,13 @@ from htam_core.transforms._cuda import (
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, block_words, bounds_edit
-from htam_core.transforms.cuda_tiling import IndexVar, launch_sizes, match_naive_matmul, operand_index
+from htam_core.transforms.cuda_tiling import (
+    IndexVar,
+    constant_value,
+    launch_sizes,
+    match_naive_matmul,
+    operand_index,
+)
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -89,16 +95,19 @@ class KnownSides:
 def known_sides(unit: CudaUnit, m: dict) -> list[KnownSides]:
     """Per launch of the matched matmul ``m`` whose row or column bound the analysis layer read as a constant
     (:attr:`~htam_core.source.analysis.facts.LaunchFacts.arg_exprs`: ``const int M = 64`` in ``main``, a
-    ``#define``, a literal), the :class:`KnownSides`; launches whose sides are both unknown are left out."""
+    ``#define``, a literal; or the kernel's own compile-time bound, :func:`constant_value`), the
+    :class:`KnownSides`; launches whose sides are both unknown are left out."""
     names = param_names(unit)
-    idx = [names.index(m["bounds"][v.name]) for v in (m["row"], m["col"])]
+    bounds = [m["bounds"][v.name] for v in (m["row"], m["col"])]
+    idx = [names.index(b) if b in names else None for b in bounds]
     by_line = {lf.line: lf for lf in unit.facts.launches}
     out = []
     for la in unit.launches:
         lf = by_line.get(la.site.line)
         if lf is None:
             continue
-        vals = [_integer(lf.arg_exprs[i]) if i < len(lf.arg_exprs) else None for i in idx]
+        vals = [constant_value(unit, la, b) if i is None else _integer(lf.arg_exprs[i]) if i < len(lf.arg_exprs)
+                else None for i, b in zip(idx, bounds, strict=True)]
         batch = lf.grid[2].value if len(lf.grid) > 2 else 1
         if vals != [None, None]:
             out.append(KnownSides(vals[0], vals[1], batch, la.site.line))

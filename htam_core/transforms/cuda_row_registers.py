@@ -40,10 +40,11 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.forms import elementwise
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, launch_dims_edit, references
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, Launch, launch_dims_edit, references
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_register_tiling import _param_index
+from htam_core.transforms.cuda_tiling import constant_size
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
@@ -123,6 +124,14 @@ def _row_width(unit: CudaUnit, bound: Node) -> tuple[int, bool] | str:
         return (f"the row width {name} is a runtime value with no compile-time bound (a constant, #define, template "
                 "argument or the same constant at every launch); the register cache needs one")
     return vals.pop(), False  # type: ignore[return-value]
+
+
+def _rows_at(unit: CudaUnit, la: Launch, i: int | None, name: str) -> str | None:
+    """The host text of the row count ``name`` at launch ``la``: the argument passed for kernel parameter ``i``,
+    or, for a compile-time constant (``i`` is ``None``), its spelling there (:func:`constant_size`)."""
+    if i is None:
+        return constant_size(unit, la, name)
+    return la.site.args[i].strip() if i < len(la.site.args) else None
 
 
 def _pass_text(rl: RowLoop, inner: str, original: str, width: str, per: int, fixed: bool, indent: str,
@@ -308,12 +317,12 @@ class CudaRowInRegisters(CudaTransform):
         edits.append(unit.insert(ew.decl.start_byte, f"{etype} htam_row[{per}];\n{decl_indent}"))
         rows_i = _param_index(unit, unit.t(ew.bound))
         for la in unit.launches:
-            if rows_i is None or rows_i >= len(la.site.args) or la.block is None:
-                return self.not_applicable(f"the row count {unit.t(ew.bound)} is not a kernel parameter passed at "
-                                           f"line {la.site.line}")
+            if (rows_at := _rows_at(unit, la, rows_i, unit.t(ew.bound))) is None or la.block is None:
+                return self.not_applicable(f"the row count {unit.t(ew.bound)} is neither a kernel parameter passed "
+                                           f"at line {la.site.line} nor a compile-time constant")
             if len(unit.dims_of(la.grid, la.host)) != 1:
                 return self.not_applicable(f"the grid on line {la.site.line} is not 1-D")
-            edits.append(launch_dims_edit(unit, la, la.grid, [la.site.args[rows_i].strip()]))
+            edits.append(launch_dims_edit(unit, la, la.grid, [rows_at]))
             edits.append(launch_dims_edit(unit, la, la.block, [str(BLOCK)]))
         return [self.candidate(
             model,

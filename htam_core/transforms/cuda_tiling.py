@@ -34,12 +34,14 @@ from htam_core.source.analysis.guards import closing_bounds_guard, describe_form
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.analysis.macros import ExpandedIndex
 from htam_core.source.analysis.nodes import Node
+from htam_core.source.analysis.stencil import c_condition, c_text
 from htam_core.source.analysis.syntax import side_effect_free
 from htam_core.source.analysis.transpose import tile_coverage
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
     CudaUnit,
+    Launch,
     launch_dims_edit,
     param_names,
     references,
@@ -166,24 +168,51 @@ def operand_index(unit: CudaUnit, parts: Parts, mapping: dict[str, str], paren: 
     return out
 
 
+def constant_value(unit: CudaUnit, la: Launch, text: str) -> int | None:
+    """The value at launch ``la`` of the kernel's compile-time constant size ``text`` (a ``#define``, a
+    ``constexpr`` or ``const`` at file scope, a template parameter bound at that launch), ``None`` when it is
+    not one."""
+    bound = next((dict(lf.bindings) for lf in unit.facts.launches
+                  if lf.span == (unit.file_byte(la.call), la.call.end_byte + unit.base)), {})
+    if text in bound:
+        return bound[text]
+    value = unit.env.value_of_text(text, unit.body.end_byte - 1)  # the kernel's own constants included
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def constant_size(unit: CudaUnit, la: Launch, text: str) -> str | None:
+    """The host spelling at launch ``la`` of the kernel's compile-time constant size ``text``
+    (:func:`constant_value`): the name itself where it means the same value at the launch (a ``#define``, a
+    constant at file scope), else the value (a template parameter, a constant local to the kernel); ``None`` when
+    ``text`` is not a compile-time constant."""
+    value = constant_value(unit, la, text)
+    if value is None:
+        return None
+    return text if unit.env.value_of_text(text, la.call.start_byte) == value else str(value)
+
+
 def launch_sizes(unit: CudaUnit, m: dict) -> list[tuple[str, str]] | str:
     """Per launch of a matched matmul (:func:`match_naive_matmul`), the host expressions passed as the row bound
-    M and the column bound N (to size a new grid from), or why they cannot be read."""
+    M and the column bound N (to size a new grid from), or why they cannot be read. A bound that is a compile-time
+    constant instead of a parameter is spelled at each launch by :func:`constant_size`."""
     idx = {}
     names = param_names(unit)
     for v in (m["row"], m["col"]):
         bound = m["bounds"][v.name]
-        if bound not in names:
-            return f"the bound {bound} of {v.name} is not a kernel parameter; the grid cannot be sized from it"
-        idx[v.name] = names.index(bound)
+        if bound in names:
+            idx[v.name] = names.index(bound)
+        elif any(constant_size(unit, la, bound) is None for la in unit.launches):
+            return (f"the bound {bound} of {v.name} is neither a kernel parameter nor a compile-time constant; "
+                    "the grid cannot be sized from it")
     out = []
     for la in unit.launches:
         if la.block is None:
             return f"the launch on line {la.site.line} has no block argument"
         args = la.site.args
-        if max(idx.values()) >= len(args):
+        if max(idx.values(), default=-1) >= len(args):
             return f"the launch on line {la.site.line} passes fewer arguments than {unit.kernel.name} takes"
-        sizes = [args[idx[m["row"].name]].strip(), args[idx[m["col"].name]].strip()]
+        sizes = [args[idx[v.name]].strip() if v.name in idx else
+                 constant_size(unit, la, m["bounds"][v.name]) or "" for v in (m["row"], m["col"])]
         if not all(side_effect_free(s) for s in sizes):
             return (f"the size arguments {', '.join(sizes)} on line {la.site.line} call or assign; the grid "
                     "would evaluate them twice")
@@ -332,8 +361,8 @@ def k_body(unit: CudaUnit, lb: Node, kname: str) -> KBody | str:
 
 def _plain_product(unit: CudaUnit, inner: list[Node]) -> KBody | None:
     """The body ``inner`` as the plain ``acc += A[...] * B[...]`` (two loads, :func:`_load`), else ``None``."""
-    if len(inner) != 1 or not syn.is_expression_statement(inner[0]):
-        return None
+    if len(inner) != 1 or not syn.is_expression_statement(inner[0]) or not inner[0].named_children:
+        return None  # an empty statement (`;`) is no product
     asg = inner[0].named_children[0]
     if not syn.is_assignment(asg) or unit.t(asg.child_by_field_name("operator")) != "+=":
         return None
@@ -818,22 +847,28 @@ class CudaTransposeSmemTile(CudaTransform):
         wide = any(w in types.get(str(n), "long") for n in (tp.rows, tp.cols)
                    for w in ("64", "size", "long", "ptrdiff")) or tp.read.wide_index or tp.write.wide_index
         it = "long long" if wide else "int"
+        batch = _batch_lines(tp)
+        if isinstance(batch, str):
+            return batch
+        rb, wb = ("htam_rb + " if tp.read_base != 0 else "", "htam_wb + " if tp.write_base != 0 else "")
         load = [f"const {it} htam_r = htam_r0 + htam_e / 32, htam_c = htam_c0 + htam_e % 32;",
                 "if (htam_r < htam_rows && htam_c < htam_cols)",
-                f"    htam_tile[htam_e / 32][htam_e % 32] = {src}[htam_r * htam_cols + htam_c];"]
+                f"    htam_tile[htam_e / 32][htam_e % 32] = {src}[{rb}htam_r * htam_cols + htam_c];"]
         store = [f"const {it} htam_c = htam_c0 + htam_e / 32, htam_r = htam_r0 + htam_e % 32;  // row, column of out",
                  "if (htam_r < htam_rows && htam_c < htam_cols)",
-                 f"    {dst}[htam_c * htam_rows + htam_r] = htam_tile[htam_e % 32][htam_e / 32];"]
+                 f"    {dst}[{wb}htam_c * htam_rows + htam_r] = htam_tile[htam_e % 32][htam_e / 32];"]
+        first_tile, tile_step = _tile_ids(tp.batch, it)
         lines = [
             f"// 32x32 tiles: rows of {src} read coalesced into a padded tile (+1 column: no shared-memory bank",
             "// conflicts), then written out transposed with coalesced rows; correct for any block shape and grid",
+            *batch,
             f"__shared__ {etype} htam_tile[32][33];",
             f"const {it} htam_rows = {tp.rows}, htam_cols = {tp.cols};",
             f"const {it} htam_tiles_x = (htam_cols + 31) / 32, htam_tiles = htam_tiles_x * ((htam_rows + 31) / 32);",
             "const int htam_threads = blockDim.x * blockDim.y * blockDim.z;",
             "const int htam_tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);",
-            f"for ({it} htam_t = blockIdx.x + ({it})gridDim.x * (blockIdx.y + ({it})gridDim.y * blockIdx.z);",
-            f"     htam_t < htam_tiles; htam_t += ({it})gridDim.x * gridDim.y * gridDim.z) {{",
+            f"for ({it} htam_t = {first_tile};",
+            f"     htam_t < htam_tiles; htam_t += {tile_step}) {{",
             f"    const {it} htam_r0 = htam_t / htam_tiles_x * 32, htam_c0 = htam_t % htam_tiles_x * 32;",
             *("    " + ln for ln in _element_loop(load, threads)),
             "    __syncthreads();",
@@ -864,7 +899,7 @@ class CudaTransposeSmemTile(CudaTransform):
         if node is None or not any(s.start_byte == node.start_byte for s in stmts):
             return "the row loop is not a statement of the kernel's body"
         if len(facts.global_accesses()) != 2 or facts.block_barriers() or facts.atomics or facts.returns or any(
-                t.bounds for t in facts.transposes):  # a bounded loop or an early return takes the tile loop
+                t.bounds or t.uniform_bounds for t in facts.transposes):  # a bounded loop or an early return takes the tile loop
             return "the kernel does more than the transpose loop, returns early or checks bounds"
         if not unit.launches:
             return f"{kernel.name} has no launch site in this file; the block size is unknown"
@@ -932,6 +967,43 @@ class CudaTransposeSmemTile(CudaTransform):
                 return []
             edits += [unit.replace(dims[0], str(bx)), unit.replace(dims[1], str(by))]
         return edits
+
+
+def _tile_ids(batch: tuple[str, ...], it: str) -> tuple[str, str]:
+    """``(first, step)``: C text of a block's first tile (its linear id over the grid's dimensions that are not
+    ``batch``) and of the stride between its tiles (the product of those dimensions' extents), in type ``it``."""
+    dims = [d for d in "xyz" if d not in batch]
+    first = f"blockIdx.{dims[-1]}"
+    for k in range(len(dims) - 2, -1, -1):
+        inner = first if k == len(dims) - 2 else f"({first})"
+        first = f"blockIdx.{dims[k]} + ({it})gridDim.{dims[k]} * {inner}"
+    step = f"({it})" + " * ".join(f"gridDim.{d}" for d in dims)
+    return first, step
+
+
+def _batch_lines(tp: Transpose) -> list[str] | str:
+    """The tile body's first lines for a batched transpose (:attr:`Transpose.batch`): the checks uniform across
+    the block as an early return (before any barrier, so the whole block leaves together) and the read's and the
+    write's base offsets as 64-bit ``htam_rb``/``htam_wb``; ``[]`` for a single matrix; why not when a base or a
+    check is not an integer polynomial (:func:`c_text`), or when a batched store is not checked against both
+    sides (a slice's rows could then be split over the batch dimension, ``in[(r + blockIdx.z * K) * C + c]``)."""
+    lines: list[str] = []
+    if tp.batch and len({(b.lo, b.hi) for b in (*tp.bounds, *tp.loop_bounds)}) < 2:
+        return ("a batched transpose without both checks row < rows and col < cols: the grid alone decides which "
+                "elements of each slice are moved, which a tile loop over the whole slice would not keep")
+    for b in tp.uniform_bounds:
+        cond = c_condition(b.hi - b.lo, {}, "long long")
+        if cond is None:
+            return f"the check {b.lo} < {b.hi} is not spelled back"
+        lines.append(f"if (!({cond})) return;  // the same for the whole block")
+    for name, base in (("htam_rb", tp.read_base), ("htam_wb", tp.write_base)):
+        if base == 0:
+            continue
+        spelled = c_text(base, {}, "long long")
+        if spelled is None:
+            return f"the base offset {base} is not spelled back"
+        lines.append(f"const long long {name} = {spelled};  // this block's batch slice")
+    return lines
 
 
 def _orphan_locals(unit: CudaUnit, stmts: list[Node], write: Node) -> list[TextEdit]:

@@ -484,6 +484,14 @@ class Transpose:
         bounds: the bounds checks the store runs under, each ``row < rows`` or ``col < cols`` (empty: unguarded,
             the launch's grid alone decides which elements are moved).
         body: file bytes of the kernel's body (its braces included).
+        batch: the ``blockIdx`` dimensions (``("z",)``) that pick a batch slice: the row and the column do not read
+            them, only the bases do; ``()`` for a single matrix.
+        read_base, write_base: the part of each index uniform across the block (``b * R * C`` for ``b =
+            blockIdx.z``, a pointer rebased by it), over the scalar parameters, ``gridDim`` and the batch
+            dimensions' ``blockIdx``; the matrix is ``in[read_base + row * cols + col]``.
+        uniform_bounds: the store's checks that are uniform too (``b < batch``): the same for the whole block.
+        loop_bounds: the conditions of the loops around the store that check the row or the column as ``bounds``
+            do (``r < rows`` of ``for (r = threadIdx.y; r < rows; r += blockDim.y)``).
     """
 
     read: Access
@@ -494,6 +502,11 @@ class Transpose:
     cols: sympy.Expr
     bounds: tuple[Bound, ...]
     body: Span
+    batch: tuple[str, ...] = ()
+    read_base: sympy.Expr = sympy.Integer(0)
+    write_base: sympy.Expr = sympy.Integer(0)
+    uniform_bounds: tuple[Bound, ...] = ()
+    loop_bounds: tuple[Bound, ...] = ()
 
     @property
     def read_coalesced(self) -> bool:

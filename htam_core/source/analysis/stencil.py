@@ -331,13 +331,22 @@ def _merged(reads: tuple[StencilRead, ...]) -> list[StencilRead]:
     return out
 
 
+def _factors(f: sympy.Expr) -> list[sympy.Expr]:
+    """``[x, x]`` for ``x**2`` (a symbol to a small positive integer power, spelled as a product), else ``[f]``."""
+    if f.is_Pow and f.base.is_Symbol and f.exp.is_Integer and 1 < int(f.exp) <= 4:
+        return [f.base] * int(f.exp)
+    return [f]
+
+
 def c_text(e: sympy.Expr, names: Mapping[sympy.Symbol, str], cast: str) -> str | None:
     """C text of the affine (or product-of-symbols) integer expression ``e``: symbols in ``names`` spelled as
     mapped, any other symbol (a builtin, a parameter) as ``((cast)name)`` so that unsigned operands do not turn the
-    arithmetic unsigned; ``None`` for an expression with an opaque part (``div``, ``mod``)."""
+    arithmetic unsigned, a power (``N**2``) as a product; ``None`` for an expression with an opaque part
+    (``div``, ``mod``)."""
     parts: list[str] = []
     for mono, coeff in sorted(sympy.expand(e).as_coefficients_dict().items(), key=lambda kv: str(kv[0])):
-        factors = [] if mono == 1 else list(mono.args) if mono.is_Mul else [mono]
+        factors = [f for g in ([] if mono == 1 else list(mono.args) if mono.is_Mul else [mono])
+                   for f in _factors(g)]
         if not all(f.is_Symbol for f in factors) or not coeff.is_Integer:
             return None
         spelled = [names.get(f, f"(({cast}){f.name})") for f in factors]

@@ -29,7 +29,7 @@ from htam_core.source.analysis.guards import GuardTerm, positive_terms
 from htam_core.source.analysis.syntax import strip_casts, text, unwrap_parens, walk
 from htam_core.source.analysis.unit import CudaSource
 
-__all__ = ["access_bounds", "condition_bounds", "find_transposes", "tile_coverage"]
+__all__ = ["access_bounds", "condition_bounds", "find_transposes", "tile_coverage", "uniform_part"]
 
 #: An expression node -> its affine form (the analysis layer's ``Affine.expr``), ``None`` when unreadable.
 ExprOf = Callable[[Node], "sympy.Expr | None"]
@@ -159,14 +159,12 @@ def _split(index: sympy.Expr, size: sympy.Symbol) -> tuple[sympy.Expr, sympy.Exp
     return sympy.expand(a), b
 
 
-def _roles(read: Access, write: Access, params: Iterable[str], varying: set[str]
+def _roles(ri: sympy.Expr, wi: sympy.Expr, params: Iterable[str], varying: set[str]
            ) -> tuple[sympy.Expr, sympy.Expr, sympy.Symbol, sympy.Symbol] | None:
-    """``(row, col, rows, cols)`` when ``read`` is ``in[row * cols + col]`` and ``write`` is ``out[col * rows +
-    row]`` for parameters ``rows``/``cols``, ``row`` and ``col`` distinct forms over ``varying`` symbols only."""
+    """``(row, col, rows, cols)`` when read index ``ri`` is ``row * cols + col`` and write index ``wi`` is
+    ``col * rows + row`` for parameters ``rows``/``cols``, ``row`` and ``col`` distinct forms over ``varying``
+    symbols only."""
     names = set(params)
-    ri, wi = read.index, write.index
-    if ri is None or wi is None:
-        return None
     for c in sorted((s for s in ri.free_symbols if str(s) in names), key=str):
         rc = _split(ri, c)  # type: ignore[arg-type]
         if rc is None:
@@ -185,9 +183,83 @@ def _roles(read: Access, write: Access, params: Iterable[str], varying: set[str]
     return None
 
 
+#: The sets of ``blockIdx`` dimensions tried as batch dimensions, fewest first (``()``: a plain transpose).
+_BATCHES: tuple[tuple[str, ...], ...] = ((), ("z",), ("y",), ("x",), ("y", "z"), ("x", "z"), ("x", "y"))
+
+
+def _uniform(e: sympy.Expr, batch: tuple[str, ...], params: set[str]) -> bool:
+    """``e`` is the same for every thread of a block and for every block along the dimensions not in ``batch``:
+    its symbols are scalar parameters, ``gridDim`` and ``blockIdx.<d>`` for ``d`` in ``batch`` (no ``blockDim``:
+    a rewrite may change the block)."""
+    ok = {f"blockIdx.{d}" for d in batch} | {f"gridDim.{d}" for d in "xyz"} | params
+    return all(str(s) in ok for s in e.free_symbols)
+
+
+def uniform_part(index: sympy.Expr, batch: tuple[str, ...], params: set[str]) -> sympy.Expr:
+    """The sum of the terms of the expanded ``index`` that are uniform (:func:`_uniform`): a batch slice's base
+    offset (``b * R * C`` with ``b = blockIdx.z``, a pointer rebased by it) or a parameter's shift (``off + ...``).
+    A bare number stays with the row and the column (``y + 1`` is a shifted row, not a base)."""
+    terms = sympy.Add.make_args(sympy.expand(index))
+    return sympy.Add(*(t for t in terms if t.free_symbols and _uniform(t, batch, params)))
+
+
+def _batched_roles(read: Access, write: Access, params: set[str], loops: tuple[LoopFact, ...]
+                   ) -> tuple[tuple[str, ...], tuple[sympy.Expr, ...]] | None:
+    """``(batch, (row, col, rows, cols, read_base, write_base))``: the first batch set of :data:`_BATCHES` under
+    which the indices less their uniform parts (:func:`uniform_part`) are a transpose (:func:`_roles`) whose row
+    and column do not read the batch dimensions; ``None`` when none is."""
+    if read.index is None or write.index is None:
+        return None
+    for batch in _BATCHES:
+        rb, wb = uniform_part(read.index, batch, params), uniform_part(write.index, batch, params)
+        varying = {b for b in BUILTINS if not (b.startswith("blockIdx.") and b[-1] in batch)}
+        varying |= {lp.var for lp in loops if lp.var}
+        roles = _roles(sympy.expand(read.index - rb), sympy.expand(write.index - wb), params, varying)
+        if roles is not None:
+            return batch, (*roles, rb, wb)
+    return None
+
+
+def _bounds_fit(bounds: tuple[Bound, ...], row: sympy.Expr, col: sympy.Expr, rows: sympy.Expr, cols: sympy.Expr,
+                uniform: Callable[[sympy.Expr], bool]) -> tuple[tuple[Bound, ...], tuple[Bound, ...]] | None:
+    """``(element bounds, uniform bounds)``: the bounds split into ``row < rows``/``col < cols`` and those with
+    both sides uniform (a batch check such as ``b < batch``); ``None`` when one is neither."""
+    own: list[Bound] = []
+    uni: list[Bound] = []
+    for b in bounds:
+        if any(sympy.expand(b.lo - v) == 0 and sympy.expand(b.hi - n) == 0 for v, n in ((row, rows), (col, cols))):
+            own.append(b)
+        elif uniform(b.lo) and uniform(b.hi):
+            uni.append(b)
+        else:
+            return None
+    return tuple(own), tuple(uni)
+
+
+def _loop_bounds(write: Access, loops: tuple[LoopFact, ...], sides: tuple[tuple[sympy.Expr, sympy.Expr], ...]
+                 ) -> tuple[Bound, ...]:
+    """The conditions ``var < bound`` of the counting-up loops around ``write`` that are one of ``sides``
+    (``(row, rows)``, ``(col, cols)``): a loop over rows ``for (r = threadIdx.y; r < rows; r += blockDim.y)``
+    checks the row as an ``if`` would."""
+    out: list[Bound] = []
+    for lp in loops:
+        if lp.id not in write.loops or not lp.var or lp.update != "+" or lp.bound is None or \
+                lp.cmp not in ("<", "<="):
+            continue
+        b = Bound(sym(lp.var), sympy.expand(lp.bound + (1 if lp.cmp == "<=" else 0)))
+        if any(sympy.expand(b.lo - v) == 0 and sympy.expand(b.hi - n) == 0 for v, n in sides):
+            out.append(b)
+    return tuple(out)
+
+
 def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...], loops: tuple[LoopFact, ...],
                     params: Iterable[str]) -> tuple[Transpose, ...]:
     """The kernel's :class:`~htam_core.source.analysis.facts.Transpose` (a tuple of at most one).
+
+    A term of an index that is uniform across the block (:func:`uniform_part`: a batch offset from a ``blockIdx``
+    dimension the row and the column do not read, through the index or a rebased pointer) is the slice's base,
+    not part of the row or the column: ``out[b*R*C + c*R + r] = in[b*R*C + r*C + c]`` is a transpose of each
+    ``R x C`` slice.
 
     Args:
         src: the kernel's parsed unit.
@@ -198,8 +270,8 @@ def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...],
 
     Returns:
         ``()`` unless the only accesses are one global load and one global store of its value (no shared memory,
-        no atomics) with transposed affine indices, and every bounds check of the store is ``row < rows`` or
-        ``col < cols``.
+        no atomics) with transposed affine indices (less their uniform bases), and every bounds check of the store
+        is ``row < rows``, ``col < cols`` or uniform.
     """
     if any(a.space != "global" for a in accesses) or len(accesses) != 2:
         return ()
@@ -210,11 +282,11 @@ def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...],
     r, w = reads[0], writes[0]
     if r.vector or w.vector or r.pointer == w.pointer or r.loops != w.loops:
         return ()
-    varying = set(BUILTINS) | {lp.var for lp in loops if lp.var}
-    roles = _roles(r, w, params, varying)
-    if roles is None:
+    names = set(params)
+    found = _batched_roles(r, w, names, loops)
+    if found is None:
         return ()
-    row, col, rows, cols = roles
+    batch, (row, col, rows, cols, rbase, wbase) = found
     kinds = ("subscript_expression", "pointer_expression")
     wnode, rnode = src.node_at(w.span, kinds), src.node_at(r.span, kinds)
     if wnode is None or rnode is None:
@@ -223,13 +295,13 @@ def find_transposes(src: CudaSource, expr: ExprOf, accesses: tuple[Access, ...],
     if value is None or src.span(value) != r.span:
         return ()
     bounds = access_bounds(wnode, src.body, src.src, expr)
-    if bounds is None:
+    split = None if bounds is None else _bounds_fit(bounds, row, col, rows, cols,
+                                                    lambda e: _uniform(e, batch, names))
+    if split is None:
         return ()
-    for b in bounds:
-        if not any(sympy.expand(b.lo - v) == 0 and sympy.expand(b.hi - n) == 0 for v, n in ((row, rows),
-                                                                                             (col, cols))):
-            return ()
-    return (Transpose(r, w, row, col, rows, cols, bounds, src.span(src.body)),)
+    lbs = _loop_bounds(w, loops, ((row, rows), (col, cols)))
+    return (Transpose(r, w, row, col, rows, cols, split[0], src.span(src.body), batch, rbase, wbase, split[1],
+                      lbs),)
 
 
 def _values(lp: LoopFact, subs: dict) -> list[int] | None:

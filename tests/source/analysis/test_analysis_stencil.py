@@ -130,3 +130,12 @@ def test_a_pointer_offset_local_is_read_as_the_pointer():
 def test_reads_that_are_not_plain_loads_are_refused(body, why):
     f = facts_of_text(HEAD + GID + body + TAIL, "k")
     assert not f.stencils and why in f.stencil_refusal
+
+
+def test_c_text_spells_a_power_as_a_product_and_refuses_what_it_cannot_spell():
+    from htam_core.source.analysis.stencil import c_text
+
+    n, z = sym("n"), sym("blockIdx.z")
+    assert c_text(z * n ** 2 - 3, {}, "long long") == \
+        "-3 + ((long long)blockIdx.z) * ((long long)n) * ((long long)n)"
+    assert c_text(n ** 9, {}, "int") is None and c_text(sympy.floor(n / 2), {}, "int") is None

@@ -5,6 +5,7 @@ spelling, and nothing for a kernel that is not a transpose or whose checks are n
 from __future__ import annotations
 
 import pytest
+import sympy
 from conftest import facts_of_text
 
 from htam_core.source.analysis import sym
@@ -88,3 +89,51 @@ def test_a_loop_of_unknown_length_cannot_be_told():
     f = facts_of_text(HEAD + SAMPLES.replace("LIMIT", "rows") + "\n}\n", "k")
     (t,) = f.transposes
     assert tile_coverage(t, f.loops, (32, 8)) is None
+
+
+BATCH_HEAD = "__global__ void k(const float *in, float *out, int nb, int rows, int cols, long long s) {\n"
+
+
+@pytest.mark.parametrize(("body", "batch", "base"), [
+    # an offset in the index, through an `int` local
+    (X + "int b = blockIdx.z;\nif (x < cols && y < rows) out[b * rows * cols + x * rows + y] = "
+     "in[b * rows * cols + y * cols + x];", ("z",), "blockIdx.z*rows*cols"),
+    # rebased pointers with a `size_t` offset
+    (X + "const float *src = in + (size_t)blockIdx.z * rows * cols;\nfloat *dst = out + (size_t)blockIdx.z * "
+     "rows * cols;\nif (x < cols && y < rows) dst[x * rows + y] = src[y * cols + x];", ("z",), "blockIdx.z*rows*cols"),
+    # a batch stride of its own
+    (X + "if (x < cols && y < rows) out[blockIdx.z * s + x * rows + y] = in[blockIdx.z * s + y * cols + x];",
+     ("z",), "blockIdx.z*s"),
+    # a 2-D grid whose y is the batch, the rows in a loop
+    ("int x = blockIdx.x * blockDim.x + threadIdx.x;\nif (x < cols) for (int r = threadIdx.y; r < rows; "
+     "r += blockDim.y) out[blockIdx.y * rows * cols + x * rows + r] = in[blockIdx.y * rows * cols + r * cols + x];",
+     ("y",), "blockIdx.y*rows*cols"),
+])
+def test_a_uniform_batch_offset_is_the_slice_base(body, batch, base):
+    (t,) = _one(body, BATCH_HEAD)
+    assert t.batch == batch and (t.rows, t.cols) == (sym("rows"), sym("cols"))
+    want = sympy.Mul(*(sym(n) for n in base.split("*")))
+    assert sympy.expand(t.read_base - want) == 0 and sympy.expand(t.write_base - want) == 0
+    assert not {f"blockIdx.{d}" for d in batch} & {str(v) for v in t.row.free_symbols | t.col.free_symbols}
+
+
+def test_a_batch_check_is_a_uniform_bound_and_a_plain_transpose_has_no_base():
+    (t,) = _one(X + "if (blockIdx.z >= nb || x >= cols || y >= rows) return;\n"
+                "out[blockIdx.z * rows * cols + x * rows + y] = in[blockIdx.z * rows * cols + y * cols + x];",
+                BATCH_HEAD)
+    assert [(b.lo, b.hi) for b in t.uniform_bounds] == [(sym("blockIdx.z"), sym("nb"))]
+    assert len(t.bounds) == 2
+    (p,) = _one(X + "if (x < cols && y < rows) out[x * rows + y] = in[y * cols + x];")
+    assert p.batch == () and p.read_base == 0 and p.write_base == 0 and p.uniform_bounds == ()
+
+
+@pytest.mark.parametrize("body", [
+    # the batch index differs within the block
+    X + "int b = blockIdx.z * blockDim.z + threadIdx.z;\nif (x < cols && y < rows) out[b * rows * cols + x * rows "
+    "+ y] = in[b * rows * cols + y * cols + x];",
+    # the batch index scales a thread index: not the same for the whole block
+    X + "if (x < cols && y < rows) out[blockIdx.z * rows * cols + x * rows + y] = "
+    "in[blockIdx.z * threadIdx.x + y * cols + x];",
+])
+def test_what_is_not_a_uniform_base_gives_nothing(body):
+    assert _one(body, BATCH_HEAD) == ()
