@@ -191,7 +191,14 @@ def block_segment_results(facts: KernelFacts, dim: str, block: int | None) -> st
     """Why the block size along ``dim`` (``block`` threads when known) is part of the kernel's results, one
     sentence, or ``None``: its threads combine each other's values (:func:`combine_reads`) over the segment their
     block loaded (a global read at ``blockIdx * block + ...``) and store the result per element (see the section's
-    comment above). Nothing is raised; unreadable kernels give ``None`` unless all three are seen."""
+    comment above), or a thread reads a range or element placed by its block's extent rather than by its own
+    global index (:func:`block_extent_results`: a loop from the block's first element to the thread's). Nothing is
+    raised; unreadable kernels give ``None`` unless all three are seen."""
+    return _shared_segment_results(facts, dim, block) or block_extent_results(facts, dim, block)
+
+
+def _shared_segment_results(facts: KernelFacts, dim: str, block: int | None) -> str | None:
+    """:func:`block_segment_results` for a combine through shared memory."""
     combine = combine_reads(facts, dim, block)
     source = [a for a in facts.accesses if a.space == "global" and a.kind != "write" and a.index is not None
               and _block_linear(facts, a, dim, block)]
@@ -205,6 +212,101 @@ def block_segment_results(facts: KernelFacts, dim: str, block: int | None) -> st
             f"(`{c.pointer}[{at}]`, line {c.line}) over the {seg} each block loads "
             f"(`{s.pointer}[{s.index_text}]`) and store the result per element (`{w.pointer}[{w.index_text}]`, "
             f"line {w.line}), so another block size would change the results")
+
+
+# --- the block's extent in what a thread reads -------------------------------------------------------------------
+#
+# A thread's own elements are placed by its global index ``g = blockIdx.x * blockDim.x + threadIdx.x`` (however
+# spelled: a local, the ``BLOCK`` macro of the launch, a cooperative group's ``group_index().x * size()``). Any other
+# use of the block's extent in what it reads - the block's first element ``blockIdx.x * blockDim.x`` as a segment
+# start or a loop's first index, ``threadIdx.x`` alone as a loop bound next to ``g``, ``(g / blockDim.x) *
+# blockDim.x`` - makes the element read, or the range combined, depend on the block size, so another block gives
+# other results. A grid-stride step (``blockDim.x * gridDim.x``), a block-stride loop (``for (j = threadIdx.x; ...;
+# j += blockDim.x)``) and a read at the same place as one of the kernel's own stores (a coarsened thread's ``in[i +
+# blockDim.x]`` next to ``out[i + blockDim.x]``) do not. Idea source: Blelloch (1990) and Harris (GPU Gems 3,
+# ch. 39), as above: a per-block segment scan, here written as a per-thread loop over the segment.
+
+_G, _B = sympy.Symbol("htam_global_index"), sympy.Symbol("htam_block_extent")
+
+
+def _in_global_terms(e: sympy.Expr, dim: str, block: int | None) -> sympy.Expr:
+    """``e`` with the block's extent as one symbol and ``threadIdx.<dim>`` written through the global index
+    (``threadIdx = g - blockIdx * extent``): a term ``blockIdx * k * block`` of a known ``block`` counts as
+    ``k`` extents (the launch's ``BLOCK`` macro)."""
+    bx, bd, tx = sym(f"blockIdx.{dim}"), sym(f"blockDim.{dim}"), sym(f"threadIdx.{dim}")
+    terms = []
+    for t in sympy.Add.make_args(sympy.expand(e.subs(bd, _B))):
+        c = t.coeff(bx)
+        if block and c.is_Integer and c != 0 and int(c) % block == 0 and t == c * bx:
+            t = (int(c) // block) * _B * bx
+        terms.append(t)
+    return sympy.expand(sympy.Add(*terms).subs(tx, _G - bx * _B))
+
+
+def _placed_by_block(e: sympy.Expr | None, dim: str, block: int | None) -> bool:
+    """``e`` reads the block's extent other than through the global index or a grid-stride step."""
+    if e is None:
+        return False
+    g = _in_global_terms(e, dim, block)
+    grid = sym(f"gridDim.{dim}")
+    return sym(f"blockIdx.{dim}") in g.free_symbols or any(
+        _B in t.free_symbols and grid not in t.free_symbols for t in sympy.Add.make_args(g))
+
+
+def _uses_global_index(facts: KernelFacts, a: Access, dim: str, block: int | None) -> bool:
+    """``a``'s index reads the global index along ``dim`` (directly or through a loop variable started at it), and
+    no other use of the block index (``out[threadIdx.x]`` alone is a place within the block)."""
+    exprs = [a.index] + [lp.start for lp in facts.loops if lp.id in a.loops and lp.var is not None
+                         and a.index is not None and sym(lp.var) in a.index.free_symbols]
+    places = [_in_global_terms(e, dim, block).free_symbols for e in exprs if e is not None]
+    return any(_G in p and sym(f"blockIdx.{dim}") not in p for p in places)
+
+
+def _extent_loop(facts: KernelFacts, dim: str, block: int | None) -> tuple[LoopFact, sympy.Expr] | None:
+    """A loop whose variable indexes a global read and whose first or last index is placed by the block's extent
+    (block-stride loops from ``threadIdx`` excepted), with that end."""
+    for a in facts.accesses:
+        if a.space != "global" or a.kind == "write" or a.index is None:
+            continue
+        for lp in (facts.loops[i] for i in a.loops):
+            if lp.var is None or sym(lp.var) not in a.index.free_symbols:
+                continue
+            strided = lp.strides_threads and sym(f"blockIdx.{dim}") not in (lp.start or sympy.S.Zero).free_symbols
+            for end in ([] if strided else [lp.start]) + [lp.bound]:
+                if _placed_by_block(end, dim, block):
+                    return lp, end  # type: ignore[return-value]
+    return None
+
+
+def block_extent_results(facts: KernelFacts, dim: str, block: int | None) -> str | None:
+    """Why the kernel's per-element results depend on the block's extent along ``dim`` (``block`` threads when
+    known) through what its threads read, one sentence, or ``None`` (see the section's comment above): a loop over
+    a global buffer whose first or last index is placed by the block, or a global read placed by it that is not at
+    one of the kernel's own stores. Only a kernel that stores per element at its global index is read (per-block
+    outputs and grid-wide totals have their own contracts); a read of one value per block of a kernel indexed by
+    ``blockDim`` is :meth:`~htam_core.source.analysis.facts.KernelFacts.per_block_inputs`'s."""
+    writes = [w for w in _per_element_writes(facts, dim) if _uses_global_index(facts, w, dim, block)]
+    if not writes:
+        return None
+    head = f"the block size is part of {facts.kernel}'s results"
+    if found := _extent_loop(facts, dim, block):
+        lp, end = found
+        which = "starts" if end is lp.start else "ends"
+        return (f"{head}: the loop over {lp.var} on line {lp.line} {which} at `{end}`, a place set by the block's "
+                "extent rather than by the thread's global index, so another block size would combine other "
+                "elements")
+    stores = [_in_global_terms(w.index, dim, block) for w in writes if w.index is not None]
+    skip = {a.span for a in facts.per_block_inputs(dim)}
+    for a in facts.accesses:
+        if a.space != "global" or a.kind == "write" or a.span in skip or not _placed_by_block(a.index, dim, block):
+            continue
+        assert a.index is not None
+        here = _in_global_terms(a.index, dim, block)
+        if any(not ({sym(f"blockIdx.{dim}"), _B} & sympy.expand(here - s).free_symbols) for s in stores):
+            continue
+        return (f"{head}: it reads {a.pointer}[{a.index_text}] on line {a.line}, a place set by the block's "
+                "extent rather than by the thread's global index, so another block size would read other elements")
+    return None
 
 
 def block_size_numerics(facts: KernelFacts, dim: str, block: int | None) -> str:
