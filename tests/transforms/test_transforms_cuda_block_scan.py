@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from cpu_emulation import compiler, run_block_main
@@ -260,3 +261,33 @@ def test_suggest_ranks_the_scan_and_the_rules_engine_makes_it(tmp_path, capsys, 
                       "--memory", str(tmp_path / "m.sqlite3")]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["value"] is True and got["ranked"] and got["makes_edit"] and got["refusal"] is None
+
+
+SPELLINGS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "spellings" / "block_scan"
+#: the spelling matrix's files -> (kernel, call in the emulation's main, the block its launch uses)
+MATRIX = {
+    "nvidia_samples.cu": ("scanNaive", "scanNaive(out.data(), in.data(), (unsigned)N)", 256),
+    "aten.cu": ("segment_cumsum_kernel", "segment_cumsum_kernel(in.data(), out.data(), (int64_t)N)", 128),
+    "llmc.cu": ("block_cumsum_kernel1", "block_cumsum_kernel1(out.data(), in.data(), 0.5f, N)", 64),
+    "templated.cu": ("block_prefix", "block_prefix<float>(in.data(), out.data(), N)", 256),
+    "macro.cu": ("scan_macro", "scan_macro(in.data(), out.data(), N)", 512),
+    "course.cu": ("exclusive_scan_naive", "exclusive_scan_naive(in.data(), out.data(), N)", 1024),
+}
+
+
+def _run_file(text: str, kernel: str, call: str, block: int, tmp) -> list[float]:
+    main = MAIN.replace("TYPE", "float").replace("BLOCK", str(block)).replace("CALL", call)
+    prelude = "#include <cstdint>\n" + "\n".join(
+        ln for ln in text.splitlines() if ln.startswith(("#define", "typedef"))) + "\n"
+    return run_block_main(text, kernel, main, tmp, prelude=prelude)
+
+
+@pytest.mark.parametrize("file", sorted(MATRIX))
+def test_the_spelling_matrix_scans_give_the_same_sums(file, tmp_path):
+    if compiler() is None:
+        pytest.skip("no host C++ compiler")
+    kernel, call, block = MATRIX[file]
+    text = (SPELLINGS_DIR / file).read_text()
+    want = _run_file(text, kernel, call, block, tmp_path)
+    got = _run_file(_candidate(text, kernel).new_text, kernel, call, block, tmp_path)
+    assert len(got) == 333 and got == pytest.approx(want, rel=1e-5, abs=1e-4)

@@ -26,6 +26,7 @@ Programming Guide's warp shuffle functions (``__shfl_up_sync`` scans within a wa
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -47,6 +48,9 @@ __all__ = ["MAX_BLOCK", "NO_LOOP", "SHUFFLE_TYPES", "PrefixLoop", "segment_prefi
 #: Accumulator types ``__shfl_up_sync`` takes (a template type parameter is accepted as well).
 SHUFFLE_TYPES = frozenset({"int", "unsigned", "unsigned int", "long", "long long", "unsigned long",
                            "unsigned long long", "float", "double"})
+#: Integer types as a pointee may be written (an integer sum converts at every step; float elements would not).
+_INTEGER = re.compile(r"^(?:(?:unsigned|signed) )?(?:char|short|int|long|long long)(?: int)?$|^unsigned$|"
+                      r"^u?int(?:8|16|32|64)_t$|^size_t$")
 #: The most threads a block may have.
 MAX_BLOCK = 1024
 #: Why a kernel has no segment prefix loop at all.
@@ -155,6 +159,18 @@ def _element_problem(view: KernelView, e: Node, var: str, acc: str) -> str | Non
         if name not in ptrs and name != var and not called and not thread_uniform(u, n, scope="block"):
             return f"the summand `{view.t(e)}` reads {name}, which differs between threads"
     return None
+
+
+def _integer_summand(view: KernelView, e: Node) -> bool:
+    """The summand ``e`` reads only pointers to integers (:attr:`PointerFacts.value_type`) and writes no number
+    with a point or an exponent: an integer sum of it is the same in any order and with any grouping."""
+    for n in syn.subscripts(e):
+        pf = view.facts.pointer(view.t(n.child_by_field_name("argument")))
+        typ = " ".join(w for w in ((pf.value_type or pf.element_type or "") if pf else "").split()
+                       if w not in ("const", "volatile"))
+        if not _INTEGER.match(typ):
+            return False
+    return not any(c in view.t(x).lower() for x in syn.numbers(e) for c in ".ef" if not view.t(x).lower().startswith("0x"))
 
 
 def _segment_start(view: KernelView, lp: LoopFact) -> sympy.Expr | None:
@@ -272,6 +288,8 @@ def _finish(view: KernelView, guard: BoundsGuard, lp: LoopFact, acc: Accumulator
     t = _acc_type(view, acc)
     if t is None:
         return f"{acc.name} is of type {acc.type}, which __shfl_up_sync does not take"
+    if t in SHUFFLE_TYPES - {"float", "double"} and not _integer_summand(view, e):
+        return f"the integer {acc.name} sums the non-integer `{view.t(e)}`, converted at every step"
     used = [len(syn.references(n, view.src, acc.name)) for n in (view.body, decl, loop, store)]
     if used[0] != sum(used[1:]):
         return f"{acc.name} is read outside the loop and the store"

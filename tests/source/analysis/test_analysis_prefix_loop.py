@@ -80,6 +80,15 @@ def test_each_spelling_reads_as_one_prefix_loop(name):
     assert p.block == 256 and p.block_problem is None
 
 
+@pytest.mark.parametrize("summand,integer", [("in[j] * 2", True), ("in[j] * 0.5f", False), ("(int)fl[j]", False)])
+def test_an_integer_sum_takes_integer_elements_only(summand, integer):
+    body = SPELLINGS["int accumulator declared first"][0].replace("s = in[j] + s", f"s += {summand}")
+    body = body.replace("    int s = 0;", "    int s = 0;\n    const float *fl = (const float *)in;")
+    p = _read(body, "int", "int")
+    assert isinstance(p, PrefixLoop) is integer, p
+    assert integer or "converted at every step" in p or "differs" in p
+
+
 def test_a_template_type_is_a_shuffle_type():
     body = SPELLINGS["local seg, early return"][0].replace("float s = 0.0f", "T s = T(0)")
     p = _read(body, "T", "int", head="template <typename T>")
