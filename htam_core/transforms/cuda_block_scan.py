@@ -18,6 +18,9 @@ J. D. Owens, "Parallel Prefix Sum (Scan) with CUDA", GPU Gems 3, ch. 39 (scan of
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.forms import KernelText
 from htam_core.source.analysis.prefix_loop import PrefixLoop, segment_prefix_loop
@@ -35,17 +38,29 @@ EXACT = frozenset({"int", "unsigned", "unsigned int", "long", "long long", "unsi
 _FULL = "0xffffffffu"
 
 
+#: The names the rewrite declares (each ``htam_`` + one of these), renamed together when the kernel's file has one.
+_NAMES = re.compile(r"\bhtam_(?:warp_sums|lane|warp|v|e|w|o|t)\b")
+
+
 def prefix_loop(unit: CudaUnit) -> PrefixLoop | str:
     """The kernel's segment prefix loop (analysis layer, :func:`segment_prefix_loop`), or why the step is not made:
-    no such loop, a block a warp scan cannot run on, or a name the rewrite declares already taken."""
+    no such loop, or a block a warp scan cannot run on."""
     found = segment_prefix_loop(KernelText(unit.source, unit.facts))
     if isinstance(found, str):
         return found
-    if found.block_problem is not None:
-        return found.block_problem
-    if SUMS.encode() in unit.src:
-        return f"{SUMS} is already declared"
-    return found
+    return found if found.block_problem is None else found.block_problem
+
+
+def fresh(text: str, src: bytes) -> str:
+    """``text`` (the rewrite's code) with its ``htam_`` names given the first suffix (``""``, ``"_1"``, ...) that no
+    name of ``src`` (the unit's bytes) already has, so the new declarations shadow nothing and clash with nothing."""
+    taken = set(re.findall(rb"\bhtam_\w+", src))
+    names = set(_NAMES.findall(text))
+    k = 0
+    while any(f"{m}{'_' + str(k) if k else ''}".encode() in taken for m in names):
+        k += 1
+    suffix = f"_{k}" if k else ""
+    return _NAMES.sub(lambda m: m.group(0) + suffix, text)
 
 
 def _warp_scan(value: str, t: str) -> list[str]:
@@ -101,9 +116,15 @@ class CudaBlockScan(CudaTransform):
         if isinstance(p, str):
             return self.not_applicable(p)
         ind = syn.indent_of(unit.src, p.guard_stmt.start_byte)
-        store = unit.t(p.store)
-        code = scan_lines(p) + [f"    {store}", "}"]
-        text = code[0] + "".join(f"\n{ind}{ln}" if not ln.startswith("#") else f"\n{ln}" for ln in code[1:])
+        # the kernel's own texts (bound check, element, accumulator) go in after the new names are made fresh
+        own = {"\x01": p.condition, "\x02": p.element_at(p.index), "\x03": p.accumulator.name}
+        code = scan_lines(replace(p, condition="\x01", element=("\x02",),
+                                  accumulator=replace(p.accumulator, name="\x03")))
+        text = fresh(code[0] + "".join(f"\n{ind}{ln}" if not ln.startswith("#") else f"\n{ln}" for ln in code[1:]),
+                     unit.src)
+        for mark, written in own.items():
+            text = text.replace(mark, written)
+        text += f"\n{ind}    {unit.t(p.store)}\n{ind}}}"
         edits: list[TextEdit] = [unit.edit(p.guard_stmt.start_byte, p.end_byte, text)]
         if p.decl.start_byte < p.guard_stmt.start_byte:  # the accumulator declared before the bounds check
             s0, s1 = statement_span(unit, p.decl)

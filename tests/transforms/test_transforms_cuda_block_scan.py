@@ -291,3 +291,23 @@ def test_the_spelling_matrix_scans_give_the_same_sums(file, tmp_path):
     want = _run_file(text, kernel, call, block, tmp_path)
     got = _run_file(_candidate(text, kernel).new_text, kernel, call, block, tmp_path)
     assert len(got) == 333 and got == pytest.approx(want, rel=1e-5, abs=1e-4)
+
+
+def test_names_the_kernel_already_has_are_not_reused():
+    """A kernel with its own ``htam_v`` (another step's, or the user's) gets the scan's names with a suffix; its own
+    names, in the element too, stay as written."""
+    text = LOCAL_SEG.replace("int n) {\n", "int n) {\n    const float htam_v = 2.0f;\n", 1)
+    text = text.replace("s += in[j];", "s += in[j] * htam_v;")
+    c = _candidate(text, "prefix")
+    assert "htam_v_1" in c.new_text and "htam_warp_sums_1[32]" in c.new_text
+    assert "static_cast<float>(in[i] * htam_v)" in c.new_text and "float htam_v_1 = " in c.new_text
+
+
+def test_the_audit_names_the_scan_pattern():
+    """The makeable-actions audit asks a kernel with a known pattern for a structural step: the scan is one."""
+    from htam_core.editor.audit import known_pattern
+
+    model = parse_text(LOCAL_SEG, "cuda")
+    k = model.kernel("prefix")
+    assert known_pattern(compute_facts(k.features, "cuda", None, k, model)) == "scan"
+    assert registry.get(ID).kind == "structural"

@@ -297,8 +297,9 @@ def _finish(view: KernelView, guard: BoundsGuard, lp: LoopFact, acc: Accumulator
         return "the kernel returns elsewhere; every thread must reach the scan's barriers"
     block, problem = _block(view, b)
     end = (guard.stmt.end_byte if guard.form == "if" else store.end_byte)
+    bound = view.t(term) if syn.is_simple_operand(unwrap_parens(term)) else f"({view.t(unwrap_parens(term))})"
     return PrefixLoop(lp, acc, t, lp.cmp == "<=", _pieces(view, e, lp.var or ""), index,
-                      f"{index} < {view.t(term)}", guard.form, guard.stmt, decl, loop, store, end, block, problem)
+                      f"{index} < {bound}", guard.form, guard.stmt, decl, loop, store, end, block, problem)
 
 
 def segment_prefix_loop(view: KernelView) -> PrefixLoop | str:

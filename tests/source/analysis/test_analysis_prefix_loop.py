@@ -135,3 +135,9 @@ def test_a_macro_segment_other_than_the_block_is_named():
     body, typ, idx = SPELLINGS["macro block"][:3]
     p = _read(body, typ, idx, "k<<<(n + 127) / 128, 128>>>(in, out, w, n);")
     assert isinstance(p, PrefixLoop) and p.block_problem is not None and "segment is 256" in p.block_problem
+
+
+def test_a_bound_with_an_operator_is_kept_whole():
+    body = SPELLINGS["local seg, early return"][0].replace("if (i >= n) return;", "if (i >= n - 1) return;")
+    p = _read(body, "float", "int")
+    assert isinstance(p, PrefixLoop) and p.condition == "i < (n - 1)"
