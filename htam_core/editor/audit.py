@@ -79,7 +79,8 @@ class KernelCount:
 
 def known_pattern(facts: dict[str, Any]) -> str | None:
     """The known pattern of a kernel from its predicate facts (:func:`htam_core.memory.facts.compute_facts`):
-    ``"matmul"``, ``"transpose"``, ``"histogram"`` (data-indexed global atomics), ``"softmax"`` (a reduction with
+    ``"matmul"``, ``"transpose"``, ``"histogram"`` (data-indexed global atomics), ``"scan"`` (a per-thread prefix over
+    the block's segment), ``"softmax"`` (a reduction with
     exp), ``"reduction"`` or ``None``
     (elementwise or not recognized). A kernel with a known pattern should get a structural step."""
     if facts.get("matmul_like"):
@@ -88,6 +89,8 @@ def known_pattern(facts: dict[str, Any]) -> str | None:
         return "transpose"
     if facts.get("histogram_like"):
         return "histogram"
+    if facts.get("segment_prefix_loop"):
+        return "scan"
     if facts.get("reduction_like") and facts.get("uses_exp"):
         return "softmax"
     if facts.get("reduction_like"):

@@ -26,6 +26,7 @@ from htam_core.source.analysis.elementwise_uses import same_index
 from htam_core.source.analysis.facts import sym
 from htam_core.source.analysis.forms import KernelText
 from htam_core.source.analysis.offsets import loop_bound_reads, offsets_loops
+from htam_core.source.analysis.prefix_loop import PrefixLoop, segment_prefix_loop
 from htam_core.source.analysis.row_launch import few_long_rows
 from htam_core.source.analysis.syntax import parse
 from htam_core.source.analysis.triton_names import binding_imports
@@ -134,6 +135,11 @@ FACTS: dict[str, str] = {
     "combines (`sdata[tid] = (i < n) ? in[i] : 0;` in any spelling; analysis layer: "
     "block_load.guarded_block_load): the add during the load is the textbook's next step; false for Triton, "
     "unknown without the kernel's file",
+    "segment_prefix_loop": "CUDA: each thread sums its block's segment up to its own element in a serial loop "
+    "(`for (j = blockIdx.x * blockDim.x; j <= i; ++j) s += in[j]; out[i] = s;`, j < i for an exclusive scan; "
+    "analysis layer: prefix_loop.segment_prefix_loop) launched with a constant 1-D block of a multiple of 32 "
+    "threads, at most 1024: a block-wide warp-shuffle scan computes the same sums; false for Triton, unknown "
+    "without the kernel's file",
     "uniform_atomic": "CUDA: atomic contention: a global atomicAdd/atomicMax/atomicMin whose address is the same in "
     "every thread of a block (atomicAdd(result, x[i]), &out[0], &acc[blockIdx.y]): the block's atomics serialize on "
     "one address (analysis layer: KernelFacts.uniform_atomics); false for Triton or without atomics, unknown "
@@ -315,6 +321,21 @@ def _one_element_tree(model: SourceModel | None, kernel: Kernel | None, facts: K
     if not isinstance(source, CudaSource):
         return None
     return isinstance(guarded_block_load(KernelText(source, facts)), GuardedLoad)
+
+
+def _segment_prefix_loop(model: SourceModel | None, kernel: Kernel | None, facts: KernelFacts | None) -> bool | None:
+    """Whether the CUDA kernel has a segment prefix loop a warp scan can replace
+    (:func:`~htam_core.source.analysis.prefix_loop.segment_prefix_loop` with no block problem), ``None`` without
+    its file."""
+    if model is None or kernel is None or facts is None:
+        return None
+    if not facts.loops:
+        return False
+    source = cuda_source(model, kernel)
+    if not isinstance(source, CudaSource):
+        return None
+    found = segment_prefix_loop(KernelText(source, facts))
+    return isinstance(found, PrefixLoop) and found.block_problem is None
 
 
 def _callee_matmul(model: SourceModel, kernel: Kernel) -> bool:
@@ -594,6 +615,7 @@ def compute_facts(
     facts.update(_row_loop_facts(analysis, lang), few_long_rows=_few_long_rows(lang, model, kernel, in_file))
     facts.update(_window_facts(in_file, lang, matmul_like))
     facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
+    facts["segment_prefix_loop"] = False if lang != "cuda" else _segment_prefix_loop(model, kernel, in_file)
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)

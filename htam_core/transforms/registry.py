@@ -73,6 +73,7 @@ _FAMILIES = (
     "cuda_lane_columns",
     "cuda_vector_columns",
     "cuda_histogram",
+    "cuda_block_scan",
     "cuda_atomic_privatize",
     "cuda_stencil",
 )

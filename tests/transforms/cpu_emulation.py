@@ -1,7 +1,7 @@
 """Run a 1-D CUDA kernel on the CPU, to compare a transform's output with its input numerically on a machine
 without a GPU: one thread at a time (:func:`run_main`, kernels without cooperation), or one block at a time with a
 host thread per CUDA thread (:func:`run_block_main`: ``__syncthreads``, ``__shared__``, ``atomicAdd`` and warp
-shuffles: ``__shfl_sync``, ``__shfl_down_sync``, ``__shfl_xor_sync``).
+shuffles: ``__shfl_sync``, ``__shfl_down_sync``, ``__shfl_up_sync``, ``__shfl_xor_sync``).
 
 The kernel's own definition (from the source model) is compiled with the host C++ compiler behind a small shim:
 ``threadIdx``/``blockIdx``/``blockDim``/``gridDim`` are globals, ``__global__``/``__restrict__`` vanish, and the
@@ -98,6 +98,9 @@ template <class T> static T __shfl_sync(unsigned, T v, int src) {
 template <class T> static T __shfl_xor_sync(unsigned m, T v, int d) { return __shfl_sync(m, v, (int)(htam_lane ^ d)); }
 template <class T> static T __shfl_down_sync(unsigned m, T v, unsigned d) {
     return __shfl_sync(m, v, htam_lane + d < 32 ? (int)(htam_lane + d) : (int)htam_lane);
+}
+template <class T> static T __shfl_up_sync(unsigned m, T v, unsigned d) {
+    return __shfl_sync(m, v, htam_lane >= d ? (int)(htam_lane - d) : (int)htam_lane);
 }
 struct alignas(16) float4 { float x, y, z, w; };  // the CUDA vector type (float4 shared-fragment loads)
 // one block at a time; each of its threads is a host thread (so __syncthreads is a barrier); a 3-D grid
