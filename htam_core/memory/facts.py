@@ -149,6 +149,18 @@ FACTS: dict[str, str] = {
     "layer: KernelFacts.grid_free_result): the total does not depend on the number of blocks, so the add during "
     "the load may run over a grid sized to the device; false for Triton or without atomics, unknown without the "
     "kernel",
+    "strided_along_x": "CUDA: some global access's index moves by neither 0 nor 1 element between consecutive "
+    "threadIdx.x (analysis layer: KernelFacts.uncoalesced): what a remap of threadIdx.x to the contiguous index "
+    "would fix; false when every known stride is 0 or 1 (already coalesced along x) or for Triton, unknown without "
+    "the kernel",
+    "shared_bank_conflicts": "CUDA: some __shared__ access of 4-byte elements moves by an even number of words "
+    "between consecutive threadIdx.x (a column walk of a [32][32] tile: several lanes on one of the 32 banks; "
+    "analysis layer: KernelFacts.shared_thread_strides); false when every shared access's stride is known and odd "
+    "or 0 (a padded [T][T + 1] tile, a row walk) or for Triton, unknown otherwise",
+    "rows_split": "CUDA: every loop over global memory already starts at a thread index and steps by a multiple of "
+    "32 or by blockDim/gridDim (a warp-, block- or grid-stride loop: no thread walks a row alone; analysis layer: "
+    "KernelFacts.thread_split_loops); false for Triton or when some loop is a thread's own, unknown without the "
+    "kernel",
     "histogram_like": "CUDA: a global atomicAdd whose index depends on loaded data (atomicAdd(&hist[data[i]], 1): "
     "the bins of a histogram; analysis layer: KernelFacts.histogram_updates); false for Triton or without atomics, "
     "unknown without the kernel",
@@ -279,6 +291,7 @@ def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
         None if facts is None else bool(facts.uniform_atomics))
     out["grid_free_tree"] = False if lang != "cuda" or not features.atomics else (
         None if facts is None else facts.grid_free_result() is not None)
+    out.update(_in_place_facts(facts, features, lang))
     if lang != "triton":
         return out
     if tf is None or facts is None:
@@ -290,6 +303,30 @@ def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
     fp32: bool | None = ("float32" in known) or (None if None in dtypes else False)
     return {**out, "is_autotuned": tf.autotuned, "dot_fp32_inputs": fp32 if tf.dots else False,
             "dot_input_dtypes": known, "grouped_programs": tf.grouped_program_ids}
+
+
+def _in_place_facts(facts: KernelFacts | None, features: KernelFeatures, lang: str) -> dict[str, bool | None]:
+    """``strided_along_x``, ``shared_bank_conflicts`` and ``rows_split`` (see :data:`FACTS`): whether the pattern
+    a step would bring is already in place, so that the step is not ranked on a kernel that has it."""
+    if lang != "cuda":
+        return {"strided_along_x": False, "shared_bank_conflicts": False, "rows_split": False}
+    if facts is None:
+        return {"strided_along_x": None, "shared_bank_conflicts": None, "rows_split": None}
+    return {"strided_along_x": bool(facts.uncoalesced("x")), "shared_bank_conflicts": _bank_conflicts(facts, features),
+            "rows_split": facts.thread_split_loops() is not None}
+
+
+def _bank_conflicts(facts: KernelFacts, features: KernelFeatures) -> bool | None:
+    """``shared_bank_conflicts`` (see :data:`FACTS`) from the shared accesses' strides along threadIdx.x and the
+    declared element types (4-byte elements only; another width is unknown)."""
+    sizes = {d.name: SIZEOF.get(" ".join(d.type.replace("const", "").split())) for d in features.shared_memory}
+    seen_unknown = False
+    for a, stride in facts.shared_thread_strides("x"):
+        if sizes.get(a.pointer) != 4 or stride is None or not stride.is_Integer:
+            seen_unknown = True
+        elif int(stride) % 2 == 0 and int(stride) != 0:
+            return True
+    return None if seen_unknown else False
 
 
 def _row_loop_facts(analysis: KernelFacts | None, lang: str) -> dict[str, bool | None]:

@@ -17,7 +17,7 @@ from typing import Any
 from htam_core.source.analysis import Barrier, KernelFacts, analyze, forms
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import Const, int_literal
-from htam_core.source.analysis.contracts import block_segment_results, host_owns_outputs
+from htam_core.source.analysis.contracts import block_extent_results, block_segment_results, host_owns_outputs
 from htam_core.source.analysis.facts import DIMS
 from htam_core.source.analysis.forms import barriers_in, uses_block_linear_index
 from htam_core.source.analysis.launch import dims_of
@@ -282,6 +282,22 @@ def launch_change_hazard(unit: CudaUnit, new: KernelFacts) -> str | None:
         for d, (ob, nb) in enumerate(zip(la.block, nl.block, strict=False)):
             if ob.value and ob.value != nb.value and (why := block_segment_results(old, DIMS[d], ob.value)):
                 return why
+    return None
+
+
+def block_extent_hazard(unit: CudaUnit) -> str | None:
+    """Why a step that gives each thread several elements (hence each block several times its extent, the grid
+    shrunk to match) would change the kernel's results, or ``None``: a thread reads a range or element that its
+    block index places (:func:`~htam_core.source.analysis.contracts.block_extent_results` with ``index_only``,
+    for the block of each launch along x and y: a loop from the block's first element). Idea source: as
+    :func:`launch_change_hazard`."""
+    blocks = [la.block[d].value if d < len(la.block) else None for la in unit.facts.launches for d in (0, 1)]
+    for d, dim in enumerate(("x", "y")):
+        values = {b for b in blocks[d::2]} or {None}
+        for v in sorted(values, key=lambda b: b or 0):
+            if why := block_extent_results(unit.facts, dim, v, index_only=True):
+                return (f"{why}; more elements per thread would give each block another extent the same way, so "
+                        "the step is not made")
     return None
 
 

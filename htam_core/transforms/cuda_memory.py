@@ -29,7 +29,14 @@ from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.pointer_uses import address_test, const_view_read, in_load_builtin
 from htam_core.source.analysis.rows2d import contiguous_rows
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, references, statement_list, wrap_grid
+from htam_core.transforms._cuda import (
+    CudaTransform,
+    CudaUnit,
+    block_extent_hazard,
+    references,
+    statement_list,
+    wrap_grid,
+)
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import not_aliased, pointer_params
@@ -196,9 +203,12 @@ class CudaVectorizeFloat4(CudaTransform):
         no launch site in the file gets the launch-independent form, the same grid-stride body correct for any grid,
         launch unchanged), else the loop form (strided and row loops, launch unchanged)."""
         res = self._elementwise(unit, model, kernel)
-        if not isinstance(res, NotApplicable):
-            return res
+        if not isinstance(res, NotApplicable):  # the elementwise and row forms give a thread several elements
+            hazard = block_extent_hazard(unit)
+            return self.not_applicable(hazard) if hazard else res
         rows = self._rows(unit, model, kernel, res.reason)
+        if not isinstance(rows, NotApplicable) and (hazard := block_extent_hazard(unit)):
+            rows = self.not_applicable(hazard)
         if not isinstance(rows, NotApplicable):
             return rows
         return self._loops(unit, model, kernel, rows.reason)

@@ -54,7 +54,7 @@ from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.guards import bounds_guard, early_return_text
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, statement_list
+from htam_core.transforms._cuda import CudaTransform, CudaUnit, block_extent_hazard, statement_list
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_lane_columns import (
     _THREAD_WORDS,
@@ -155,6 +155,8 @@ class CudaVectorColumns(CudaTransform):
         got = self._make(unit, kernel)
         if isinstance(got, str):
             return self.not_applicable(got)
+        if hazard := block_extent_hazard(unit):  # several columns per thread: each block covers several extents
+            return self.not_applicable(hazard)
         edits, line, width, warp = got
         if warp:
             text = (f"give each lane of {kernel.name} {width} adjacent columns of one row: the reads of the loop on "

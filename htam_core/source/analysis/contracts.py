@@ -236,20 +236,23 @@ def _in_global_terms(e: sympy.Expr, dim: str, block: int | None) -> sympy.Expr:
     bx, bd, tx = sym(f"blockIdx.{dim}"), sym(f"blockDim.{dim}"), sym(f"threadIdx.{dim}")
     terms = []
     for t in sympy.Add.make_args(sympy.expand(e.subs(bd, _B))):
-        c = t.coeff(bx)
-        if block and c.is_Integer and c != 0 and int(c) % block == 0 and t == c * bx:
-            t = (int(c) // block) * _B * bx
+        num, rest = sympy.Mul(*[x for x in sympy.Mul.make_args(t) if x != bx]).as_coeff_Mul()
+        if block and bx in sympy.Mul.make_args(t) and _B not in t.free_symbols and num.is_Integer and num != 0 \
+                and int(num) % block == 0:
+            t = (int(num) // block) * rest * _B * bx  # cols * BLOCK * blockIdx: cols extents
         terms.append(t)
     return sympy.expand(sympy.Add(*terms).subs(tx, _G - bx * _B))
 
 
-def _placed_by_block(e: sympy.Expr | None, dim: str, block: int | None) -> bool:
-    """``e`` reads the block's extent other than through the global index or a grid-stride step."""
+def _placed_by_block(e: sympy.Expr | None, dim: str, block: int | None, index_only: bool = False) -> bool:
+    """``e`` reads the block's extent other than through the global index or a grid-stride step (with
+    ``index_only``, only through the block index: ``(i / blockDim.x) * blockDim.x`` is a function of the element
+    index ``i`` while ``blockDim`` stays)."""
     if e is None:
         return False
     g = _in_global_terms(e, dim, block)
     grid = sym(f"gridDim.{dim}")
-    return sym(f"blockIdx.{dim}") in g.free_symbols or any(
+    return sym(f"blockIdx.{dim}") in g.free_symbols or not index_only and any(
         _B in t.free_symbols and grid not in t.free_symbols for t in sympy.Add.make_args(g))
 
 
@@ -262,7 +265,8 @@ def _uses_global_index(facts: KernelFacts, a: Access, dim: str, block: int | Non
     return any(_G in p and sym(f"blockIdx.{dim}") not in p for p in places)
 
 
-def _extent_loop(facts: KernelFacts, dim: str, block: int | None) -> tuple[LoopFact, sympy.Expr] | None:
+def _extent_loop(facts: KernelFacts, dim: str, block: int | None,
+                 index_only: bool) -> tuple[LoopFact, sympy.Expr] | None:
     """A loop whose variable indexes a global read and whose first or last index is placed by the block's extent
     (block-stride loops from ``threadIdx`` excepted), with that end."""
     for a in facts.accesses:
@@ -273,23 +277,25 @@ def _extent_loop(facts: KernelFacts, dim: str, block: int | None) -> tuple[LoopF
                 continue
             strided = lp.strides_threads and sym(f"blockIdx.{dim}") not in (lp.start or sympy.S.Zero).free_symbols
             for end in ([] if strided else [lp.start]) + [lp.bound]:
-                if _placed_by_block(end, dim, block):
+                if _placed_by_block(end, dim, block, index_only):
                     return lp, end  # type: ignore[return-value]
     return None
 
 
-def block_extent_results(facts: KernelFacts, dim: str, block: int | None) -> str | None:
+def block_extent_results(facts: KernelFacts, dim: str, block: int | None, index_only: bool = False) -> str | None:
     """Why the kernel's per-element results depend on the block's extent along ``dim`` (``block`` threads when
     known) through what its threads read, one sentence, or ``None`` (see the section's comment above): a loop over
     a global buffer whose first or last index is placed by the block, or a global read placed by it that is not at
     one of the kernel's own stores. Only a kernel that stores per element at its global index is read (per-block
     outputs and grid-wide totals have their own contracts); a read of one value per block of a kernel indexed by
-    ``blockDim`` is :meth:`~htam_core.source.analysis.facts.KernelFacts.per_block_inputs`'s."""
+    ``blockDim`` is :meth:`~htam_core.source.analysis.facts.KernelFacts.per_block_inputs`'s. ``index_only``: only
+    places read through the block index (for a step that keeps ``blockDim`` and gives each thread more elements:
+    a place computed from the element index and ``blockDim`` alone stays where it was)."""
     writes = [w for w in _per_element_writes(facts, dim) if _uses_global_index(facts, w, dim, block)]
     if not writes:
         return None
     head = f"the block size is part of {facts.kernel}'s results"
-    if found := _extent_loop(facts, dim, block):
+    if found := _extent_loop(facts, dim, block, index_only):
         lp, end = found
         which = "starts" if end is lp.start else "ends"
         return (f"{head}: the loop over {lp.var} on line {lp.line} {which} at `{end}`, a place set by the block's "
@@ -298,7 +304,8 @@ def block_extent_results(facts: KernelFacts, dim: str, block: int | None) -> str
     stores = [_in_global_terms(w.index, dim, block) for w in writes if w.index is not None]
     skip = {a.span for a in facts.per_block_inputs(dim)}
     for a in facts.accesses:
-        if a.space != "global" or a.kind == "write" or a.span in skip or not _placed_by_block(a.index, dim, block):
+        if a.space != "global" or a.kind == "write" or a.span in skip or \
+                not _placed_by_block(a.index, dim, block, index_only):
             continue
         assert a.index is not None
         here = _in_global_terms(a.index, dim, block)

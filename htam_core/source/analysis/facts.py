@@ -1093,6 +1093,17 @@ class ElementGroup:
     accesses: tuple[tuple[int, Access], ...]
 
 
+def _thread_split(lp: LoopFact) -> bool:
+    """``lp`` starts at a thread index and steps by a multiple of 32 or by ``blockDim``/``gridDim``."""
+    if lp.start is None or lp.step is None or lp.update != "+":
+        return False
+    if not any(str(x).startswith("threadIdx.") for x in lp.start.free_symbols):
+        return False
+    if lp.step.is_Integer:
+        return int(lp.step) > 0 and int(lp.step) % 32 == 0
+    return any(str(x).startswith(("blockDim.", "gridDim.")) for x in lp.step.free_symbols)
+
+
 @dataclass(frozen=True)
 class KernelFacts:
     """Everything the transforms and the static profiler know about one kernel, derived once.
@@ -1406,6 +1417,37 @@ class KernelFacts:
     def global_accesses(self) -> tuple[Access, ...]:
         """The accesses through pointer parameters."""
         return tuple(a for a in self.accesses if a.space == "global")
+
+    def thread_split_loops(self) -> tuple[LoopFact, ...] | None:
+        """The loops over global memory (a global access's index moves with the loop variable) when every one is
+        already split among threads: its start reads ``threadIdx`` (``c = lane``, ``j = threadIdx.x``) and its
+        step is a multiple of the warp's 32 lanes or reads ``blockDim``/``gridDim`` (a warp-, block- or
+        grid-stride loop), so no thread walks a row alone; ``None`` when some loop over global memory is not
+        split, or there is none. Idea source: the warp-per-row and block-per-row forms of a row reduction
+        (NVIDIA CUDA samples; Harris, "Optimizing Parallel Reduction in CUDA", 2007)."""
+        walking = [lp for lp in self.loops if lp.var is not None and any(
+            a.space == "global" and lp.id in a.loops and a.index is not None and sym(lp.var) in a.index.free_symbols
+            for a in self.accesses)]
+        if not walking or not all(_thread_split(lp) for lp in walking):
+            return None
+        return tuple(walking)
+
+    def shared_thread_strides(self, dim: str = "x") -> tuple[tuple[Access, sympy.Expr | None], ...]:
+        """Each ``__shared__`` access with the stride of its element index along ``threadIdx.<dim>`` (``None``
+        when unreadable), a loop variable started at the thread index counting as that index
+        (``for (tx = threadIdx.x; ...; tx += BX) tile[ty][tx]``): the input of a bank-conflict check (a column
+        walk of a ``[32][32]`` float tile strides by 32 words, one bank). Idea source: CUDA C++ Programming
+        Guide, "Shared Memory" (32 banks of 4-byte words)."""
+        out: list[tuple[Access, sympy.Expr | None]] = []
+        for a in self.accesses:
+            if a.space != "shared":
+                continue
+            idx = a.index
+            for lp in (self.loops[i] for i in a.loops):
+                if idx is not None and lp.var is not None and lp.start is not None:
+                    idx = idx.subs(sym(lp.var), lp.start)
+            out.append((a, None if idx is None else stride_of(idx, f"threadIdx.{dim}")))
+        return tuple(out)
 
     def uncoalesced(self, dim: str = "x") -> tuple[Access, ...]:
         """Global accesses whose ``threadIdx.<dim>`` stride is known and neither 0 nor 1."""

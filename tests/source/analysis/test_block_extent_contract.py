@@ -83,6 +83,9 @@ BLOCK_FREE = {
         out[i] = 2.0f * in[i];""",
     "global_index": """
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] * 0.5f + 1.0f;""",
+    "neighbour": """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i + 1 < n) out[i] = in[i] + in[i + 1];""",
     "index_window": """
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -166,3 +169,63 @@ def test_the_kernels_are_valid_cuda(tmp_path: Path) -> None:
     res = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")],
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("name", sorted(set(BLOCK_PLACED) - {"divided_start"}))
+@pytest.mark.parametrize("step", ["cuda.vectorize_float4", "cuda.vector_columns"])
+def test_more_elements_per_thread_is_not_made_where_the_block_index_places_a_read(name: str, step: str) -> None:
+    # several elements per thread give each block several times its extent: a segment placed by the block moves
+    model = parse_text(_src(BLOCK_PLACED[name]), "cuda", "k.cu")
+    r = registry.propose(step, model, model.kernels[0])
+    assert isinstance(r, NotApplicable)
+
+
+@pytest.mark.parametrize("name, step", [("cooperative_groups", "cuda.vectorize_float4"),
+                                        ("thread_bound", "cuda.vector_columns")])
+def test_the_refusal_of_a_step_its_form_would_make_says_why(name: str, step: str) -> None:
+    # the 2-D row form takes the cooperative-groups scan, the column form the loop bounded by threadIdx.x
+    model = parse_text(_src(BLOCK_PLACED[name]), "cuda", "k.cu")
+    r = registry.propose(step, model, model.kernels[0])
+    assert isinstance(r, NotApplicable)
+    assert "block size is part of" in r.reason and "another extent" in r.reason and "\n" not in r.reason
+
+
+@pytest.mark.parametrize("name", ["divided_start", "grid_stride", "global_index"])
+def test_vectorizing_stays_where_each_place_follows_the_element_index(name: str) -> None:
+    # (i / blockDim.x) * blockDim.x is recomputed per element with the same blockDim: the same place
+    model = parse_text(_src({**BLOCK_PLACED, **BLOCK_FREE}[name]), "cuda", "k.cu")
+    r = registry.propose("cuda.vectorize_float4", model, model.kernels[0])
+    assert not isinstance(r, NotApplicable), r.reason
+
+
+TRANSPOSE_2D = """
+constexpr int T = 32;
+__global__ void tr(float* out, const float* in, int rows, int cols) {
+    int x = blockIdx.x * T + threadIdx.x, y = blockIdx.y * T + threadIdx.y;
+    if (x < cols && y < rows) out[x * rows + y] = in[y * cols + x];
+}
+void go(float* out, const float* in, int rows, int cols) {
+    tr<<<dim3((cols + T - 1) / T, (rows + T - 1) / T), dim3(T, T)>>>(out, in, rows, cols);
+}
+"""
+
+
+@pytest.mark.parametrize("dim", ["x", "y"])
+def test_a_constant_tile_times_a_row_pitch_is_the_global_index(dim: str) -> None:
+    # in[(blockIdx.y * T + threadIdx.y) * cols + x]: cols * T * blockIdx.y is cols block extents, not a segment
+    model = parse_text(TRANSPOSE_2D, "cuda", "k.cu")
+    assert block_extent_results(analyze(model, model.kernels[0]), dim, 32) is None
+
+
+def test_a_row_width_equal_to_the_block_is_not_the_block() -> None:
+    # r * D with D == the block's 64 threads: D rows of the thread's own index, not the block's extent
+    src = """
+#define D 64
+__global__ void rows(const float* x, float* y, int n) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < n) for (int i = 0; i < D; i++) y[r * D + i] = 2.0f * x[r * D + i];
+}
+void go(const float* x, float* y, int n) { rows<<<(n + 63) / 64, 64>>>(x, y, n); }
+"""
+    model = parse_text(src, "cuda", "k.cu")
+    assert block_extent_results(analyze(model, model.kernels[0]), "x", 64) is None
