@@ -169,10 +169,15 @@ def engine_row(path: Path, kernel: str, budget: int, trials: int, memory: str) -
 def tried(steps: list[Any]) -> list[dict[str, Any]]:
     """Each candidate the loop made, in order, with its verdict: ``[{"strategy", "status" (the loop's: win,
     neutral, slower, incorrect, compile error, ...), "correct", "time_ms", "speedup", "why"}]`` -- ``why`` is the
-    step's reason or first message, cut to 160 characters. It says why a makeable textbook step was not kept."""
+    step's reason, else why it was not timed (a timer CUPTI refused), else its first message, cut to 160
+    characters. It says why a makeable textbook step was not kept."""
+
+    def why(s: Any) -> str:
+        untimed = [m for m in s.messages if m.startswith("not measured")]
+        return (s.reason or (untimed or s.messages or [""])[0])[:160]
+
     return [{"strategy": s.strategy, "status": s.status, "correct": s.correct, "time_ms": s.time_ms,
-             "speedup": s.speedup, "parent": s.parent,
-             "why": (s.reason or (s.messages[0] if s.messages else ""))[:160]} for s in steps]
+             "speedup": s.speedup, "parent": s.parent, "why": why(s)} for s in steps]
 
 
 def _cli_json(args: list[str], timeout_s: float = 900.0) -> tuple[dict[str, Any] | None, str]:

@@ -332,6 +332,8 @@ class Evaluator:
         msgs = list(corr.get("messages", [])) if corr else []
         timing = p.extra.get("timing") or {}
         per_set = [] if timing.get("refused") else [s["median"] for s in timing.get("per_set", [])]
+        if timing.get("refused"):  # correct but not timed: the report says why, not only "neutral"
+            msgs.append(str(timing["refused"]))
         if correct is False:
             return Evaluation(True, False, "gpu", "incorrect", p.time_ms.median if p.time_ms else None, per_set,
                               p, model, msgs, lab)

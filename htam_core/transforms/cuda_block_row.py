@@ -58,6 +58,7 @@ from htam_core.transforms.cuda_warp_row import (
     column_walk,
     launch_dim_read,
     reduced_text,
+    sums_reordered,
     warp_all_reduce,
     warp_arg_all_reduce,
     warp_row_edits,
@@ -219,11 +220,13 @@ class CudaBlockPerRow(CudaTransform):
             edits += got[0]
             sizes.append(got[1])
         names, order = reduced_text(summary["reduced"])  # type: ignore[arg-type]
-        return [self.candidate(
+        cand = self.candidate(
             model,
             f"give each row of {kernel.name} to a block of {'/'.join(str(s) for s in sorted(set(sizes)))} threads: "
             f"its {summary['loops']} row loop(s) stride by blockDim.x from the thread, block all-reduce of {names} "
             f"(warp shuffles, then the warps' partials in shared memory), one block per row{order}",
             {"reduced": summary["reduced"], "launches": len(unit.launches), "blocks": sizes},
             edits,
-        )]
+        )
+        cand.changes_numerics = cand.reorders_only = sums_reordered(summary["reduced"])  # type: ignore[arg-type]
+        return [cand]

@@ -359,10 +359,17 @@ def reduced_text(reduced: list[dict[str, str]]) -> tuple[str, str]:
     sums change order (``""`` when every reduction is a max, min or arg step, which are exact), with the NaN note
     of a selection that lets a NaN in."""
     names = ", ".join(str(r["name"]) for r in reduced) or "none"
-    exact = all(str(r["op"]).startswith(("arg", "f", "max", "min")) for r in reduced)
+    exact = not sums_reordered(reduced)
     nan = ("; a row holding a NaN may end with another value (its step lets a NaN in)"
            if any("NaN" in str(r["op"]) for r in reduced) else "")
     return names, ("" if exact else " (float sums change order)") + nan
+
+
+def sums_reordered(reduced: list[dict[str, str]]) -> bool:
+    """Whether a row rewrite's all-reduce adds terms in another order (some reduced scalar is a sum, not a max,
+    min or arg step): its candidate is then checked at the reordered-sum tolerance (``reorders_only``), as every
+    other step that splits a sum over lanes is."""
+    return not all(str(r["op"]).startswith(("arg", "f", "max", "min")) for r in reduced)
 
 
 def warp_arg_all_reduce(a: ArgStep, v_type: str, i_type: str, indent: str) -> str:
@@ -649,16 +656,16 @@ class CudaWarpPerRow(CudaTransform):
         if bad:
             return self.not_applicable(bad)
         names, order = reduced_text(summary["reduced"])  # type: ignore[arg-type]
-        return [
-            self.candidate(
-                model,
-                (f"give each column walk of {kernel.name} to a warp: its lanes split the rows ({column}; {WARP}x the "
-                 f"warps in flight, but each load touches 32 rows: only a measurement says whether it pays), warp "
-                 f"all-reduce of {names}, {WARP}x the blocks{order}" if column else
-                 f"give each row of {kernel.name} to a warp: its {summary['loops']} row loop(s) stride by 32 from "
-                 f"the lane, warp all-reduce of {names}, {WARP}x the blocks{order}")
-                + ("; a block size known only at run time is rounded up to a multiple of 32" if rounded else ""),
-                {"reduced": summary["reduced"], "launches": len(unit.launches), "rounded_blocks": len(rounded)},
-                edits + grid,  # type: ignore[operator]
-            )
-        ]
+        cand = self.candidate(
+            model,
+            (f"give each column walk of {kernel.name} to a warp: its lanes split the rows ({column}; {WARP}x the "
+             f"warps in flight, but each load touches 32 rows: only a measurement says whether it pays), warp "
+             f"all-reduce of {names}, {WARP}x the blocks{order}" if column else
+             f"give each row of {kernel.name} to a warp: its {summary['loops']} row loop(s) stride by 32 from "
+             f"the lane, warp all-reduce of {names}, {WARP}x the blocks{order}")
+            + ("; a block size known only at run time is rounded up to a multiple of 32" if rounded else ""),
+            {"reduced": summary["reduced"], "launches": len(unit.launches), "rounded_blocks": len(rounded)},
+            edits + grid,  # type: ignore[operator]
+        )
+        cand.changes_numerics = cand.reorders_only = sums_reordered(summary["reduced"])  # type: ignore[arg-type]
+        return [cand]

@@ -65,9 +65,13 @@ def test_each_candidate_keeps_its_verdict_in_order() -> None:
                              parent="start", reason=None, messages=["within the noise"]),
              SimpleNamespace(strategy="warp_per_row", status="incorrect", correct=False, time_ms=None, speedup=None,
                              parent="start", reason="outputs differ", messages=[])]
+    steps.append(SimpleNamespace(strategy="privatize_uniform_atomic", status="neutral", correct=True, time_ms=None,
+                                 speedup=None, parent="start", reason=None,
+                                 messages=["matched the starting kernel", "not measured: timer and CUPTI disagree"]))
     got = tb.tried(steps)
     assert [(t["strategy"], t["status"], t["why"]) for t in got] == [
-        ("restrict_pointers", "neutral", "within the noise"), ("warp_per_row", "incorrect", "outputs differ")]
+        ("restrict_pointers", "neutral", "within the noise"), ("warp_per_row", "incorrect", "outputs differ"),
+        ("privatize_uniform_atomic", "neutral", "not measured: timer and CUPTI disagree")]
 
 
 def test_pairs_from_an_outside_folder_are_run_in_place_of_the_projects(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ no GPU needed) and the check itself on the CPU through the Triton interpreter (i
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -33,7 +34,10 @@ def _loop_stub(tmp_path: Path) -> SimpleNamespace:
     # no interleaved comparison here: the speedup comes from the two separate timings (the rule under test is
     # the strict re-verification, not the spread)
     stub.warnings = []
-    stub.evaluator = SimpleNamespace(compare=lambda parent_text, cand_path: (None, "no interleaved timing"))
+    stub.evaluator = SimpleNamespace(
+        compare=lambda parent_text, cand_path: (None, "no interleaved timing"),
+        harness_for=lambda p, tol=None: dataclasses.replace(  # Evaluator.harness_for on the stub's harness
+            stub.harness, path=str(Path(p).resolve()), fp32_tol=stub.harness.fp32_tol if tol is None else tol))
     stub._gain = lambda *a: _Loop._gain(stub, *a)  # type: ignore[attr-defined]
     return stub
 
