@@ -27,6 +27,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.launch import LaunchCall, host_of
 from htam_core.source.analysis.launch_macros import launch_macro_uses
+from htam_core.source.analysis.macros import arg_spans
 
 __all__ = ["SLOTS", "MacroSlots", "UseSlots", "macro_launch_calls", "macro_slots", "macro_use_refusal", "use_slots"]
 
@@ -82,17 +83,11 @@ class UseSlots:
 
 
 def _split(text: str) -> list[str]:
-    """``text`` split at its top-level commas (none inside ``()``, ``[]``, ``{}``), each part stripped."""
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    out.append(text[start:].strip())
+    """``text`` split at its top-level commas (none inside ``()``, ``[]``, ``{}``), each part stripped: the
+    argument reader of the macro table (:func:`~htam_core.source.analysis.macros.arg_spans`) on ``(text)``."""
+    call = f"({text})"
+    spans, _ = arg_spans(call, 0)
+    out = [call[a:b] for a, b in spans] if spans is not None else [text.strip()]
     return [] if out == [""] else out
 
 
