@@ -12,11 +12,11 @@ the launch. Kernels written here.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from cpu_emulation import compiler, run_block_main
+from transform_helpers import assert_nvcc_compiles
 
 from htam_core.cli.main import main as htam_main
 from htam_core.memory import load_knowledge
@@ -210,10 +210,7 @@ def test_the_block_scan_compiles(name, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")
     text, kernel = KERNELS[name][:2]
-    (tmp_path / "k.cu").write_text(_candidate(text, kernel).new_text)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert_nvcc_compiles(_candidate(text, kernel).new_text, tmp_path, "k.cu")
 
 
 def test_a_scan_that_skips_the_warps_total_is_caught(tmp_path):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 
 import pytest
+from transform_helpers import assert_nvcc_compiles
 
 from htam_core.source import parse_text
 from htam_core.transforms import registry
@@ -139,11 +139,7 @@ def test_the_constant_side_candidates_compile_with_nvcc(tmp_path):
     made += [("template", c) for c in _made(TEMPLATE, "cuda.register_tile_matmul")[:1]]
     made += [("rows", c) for c in _made(ROWS, "cuda.row_in_registers", "scale_rows")[:1]]
     for k, (name, c) in enumerate(made):
-        path = tmp_path / f"{name}_{k}.cu"
-        path.write_text(c.new_text)
-        p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "o.o")],
-                           capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, f"{name}: {p.stderr[-2000:]}"
+        assert_nvcc_compiles(c.new_text, tmp_path, f"{name}_{k}.cu")
 
 
 def test_an_empty_k_body_is_refused_in_one_line():
