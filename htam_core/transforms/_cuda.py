@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from htam_core.source.analysis import Barrier, KernelFacts, analyze, forms
+from htam_core.source.analysis import Barrier, KernelFacts, LaunchFacts, analyze, forms
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.constants import Const, int_literal
 from htam_core.source.analysis.contracts import block_extent_results, block_segment_results, host_owns_outputs
@@ -175,6 +175,11 @@ class CudaUnit:
         for d in dims:
             total *= d.const.value  # type: ignore[union-attr]
         return total
+
+    def launch_facts(self, launch: Launch) -> LaunchFacts | None:
+        """The analysis layer's facts of ``launch`` (:attr:`KernelFacts.launches`, matched by its line), or
+        ``None`` when the facts hold no launch on that line."""
+        return next((lf for lf in self.facts.launches if lf.line == launch.site.line), None)
 
     # ----------------------------------------------------------------- kernel facts
     def uses_block_linear_index(self, dim: str) -> bool:

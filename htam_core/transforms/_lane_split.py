@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 
 import sympy
 
-from htam_core.source.analysis import LaunchFacts, sym
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis import sym
 from htam_core.source.analysis.accumulate import accumulation, linear_in
 from htam_core.source.analysis.nodes import Node
 from htam_core.transforms._cuda import CudaUnit, Launch
@@ -73,17 +73,13 @@ def launch_groups(unit: CudaUnit, launch: Launch, cols: sympy.Expr | None, rows:
     """``(row groups, column blocks)`` for one launch: the groups of :func:`row_groups` where the launch's
     grid is 1-D and the column count ``cols``, the row count ``rows`` (sympy over the kernel's parameters) and the
     block size are constants there; ``(1, None)`` otherwise (the unsplit form)."""
-    lf = _launch_facts(unit, launch)
+    lf = unit.launch_facts(launch)
     if lf is None or len(lf.grid) != 1 or lf.threads is None:
         return 1, None
     c, r = lf.value_at(cols, params), lf.value_at(rows, params)
     if c is None or r is None:
         return 1, None
     return row_groups(c, r, lf.threads, sm_count), -(-c // WIDTH)
-
-
-def _launch_facts(unit: CudaUnit, launch: Launch) -> LaunchFacts | None:
-    return next((lf for lf in unit.facts.launches if lf.line == launch.site.line), None)
 
 
 def column_count(unit: CudaUnit, bound: Node | None, bound_param: str | None, params: Sequence[str]

@@ -320,7 +320,7 @@ def _floor_grid(unit: CudaUnit, launch: SiteLaunch, at: tuple[Node, int], c: Con
     ``n`` makes exact (``True``); without that check, why the block must stay (another block would cover other
     elements). ``False`` when the grid does not round down."""
     grid, d = at
-    lf = next((x for x in unit.facts.launches if x.line == launch.site.line), None)
+    lf = unit.launch_facts(launch)
     cover = launch_cover(unit.source, unit.facts, lf, d) if lf is not None else None
     if cover is None or cover.kind != "floor" or unit.facts.covers_any_launch(DIMS[d]):
         return False
