@@ -43,10 +43,15 @@ from htam_core.source.analysis.facts import Access
 from htam_core.source.analysis.forms import KernelView
 from htam_core.source.analysis.guards import GuardTerm, positive_terms
 from htam_core.source.analysis.nodes import Node
-from htam_core.source.analysis.syntax import side_effect_free, statements, strip_casts, unwrap_parens
+from htam_core.source.analysis.syntax import (
+    effect_free,
+    statements,
+    strip_casts,
+    unwrap_parens,
+)
 from htam_core.source.analysis.uniformity import kernel_uniformity, thread_uniform
 
-__all__ = ["GuardedLoad", "NO_LOAD", "PURE_MATH", "guarded_block_load"]
+__all__ = ["GuardedLoad", "NO_LOAD", "PURE_MATH", "guarded_block_load", "pure_expression"]
 
 #: Math functions without effect that a per-element expression stored into the slot may call.
 PURE_MATH = frozenset({"fabsf", "fabs", "abs", "sqrtf", "sqrt", "expf", "exp", "__expf", "logf", "log", "__logf",
@@ -244,9 +249,10 @@ class _Split:
     terms: list[GuardTerm]
 
 
-def _pure(view: KernelView, node: Node) -> bool:
-    """``node`` writes nothing and calls only :data:`PURE_MATH` or casts (``static_cast``, ``float(x)``, and
-    ``T(x)`` of a type ``T`` the kernel body names, a template parameter for instance)."""
+def pure_expression(view: KernelView, node: Node) -> bool:
+    """``node`` (an expression of ``view``'s kernel) writes nothing and calls only :data:`PURE_MATH`, casts
+    (``static_cast``, ``float(x)``, and ``T(x)`` of a type ``T`` the kernel body names, a template parameter for
+    instance) or calls :func:`~htam_core.source.analysis.syntax.effect_free` accepts. Raises nothing."""
     types = {view.t(t) for t in syn.type_names(view.body)}
     for n in syn.walk(node):
         if syn.is_write(n):
@@ -254,7 +260,7 @@ def _pure(view: KernelView, node: Node) -> bool:
         fn = view.t(n.child_by_field_name("function")) if syn.is_call(n) else None
         args = n.child_by_field_name("arguments") if fn is not None else None
         cast = fn in types and args is not None and len(args.named_children) == 1
-        if fn is not None and fn not in PURE_MATH and not cast and not side_effect_free(view.t(n)):
+        if fn is not None and fn not in PURE_MATH and not cast and not effect_free(n):
             return False
     return True
 
@@ -268,7 +274,7 @@ def _per_element(view: KernelView, node: Node, skip: list[Node]) -> bool:
         called = n.parent is not None and syn.is_call(n.parent) and n.parent.child_by_field_name("function") == n
         if not inside and not called and not _uniform(view, n):
             return False
-    return _pure(view, node)
+    return pure_expression(view, node)
 
 
 def _reads_in(view: KernelView, load: Node) -> tuple[Access, Node] | None:
@@ -335,7 +341,7 @@ def _extra_parts(view: KernelView, term: GuardTerm, index: str) -> tuple[str, ..
     """The positive text of an extra guard term split at the uses of ``index``, or why it cannot follow the index
     to the other elements of a thread (an effect, or a value that differs between threads)."""
     node = unwrap_parens(term.node)
-    if not side_effect_free(view.t(node)):
+    if not effect_free(node):
         return f"the guard term `{term.text}` is not side-effect free"
     if any(not _uniform(view, n) for n in syn.identifiers(node) if view.t(n) != index):
         return f"the guard term `{term.text}` reads a value that differs between threads"

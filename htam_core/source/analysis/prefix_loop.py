@@ -33,14 +33,14 @@ from typing import Literal
 import sympy
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.block_load import PURE_MATH
+from htam_core.source.analysis.block_load import pure_expression
 from htam_core.source.analysis.constants import is_zero_value
 from htam_core.source.analysis.facts import Accumulator, LoopFact, sym
 from htam_core.source.analysis.forms import KernelView
 from htam_core.source.analysis.guards import BoundsGuard, closing_bounds_guard
 from htam_core.source.analysis.instantiations import template_param_names
 from htam_core.source.analysis.nodes import Node
-from htam_core.source.analysis.syntax import side_effect_free, statements, unwrap_parens, walk
+from htam_core.source.analysis.syntax import statements, unwrap_parens
 from htam_core.source.analysis.uniformity import kernel_uniformity, thread_uniform
 
 __all__ = ["MAX_BLOCK", "NO_LOOP", "SHUFFLE_TYPES", "PrefixLoop", "segment_prefix_loop"]
@@ -112,18 +112,6 @@ def _pieces(view: KernelView, node: Node, name: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def _pure(view: KernelView, node: Node) -> bool:
-    """``node`` writes nothing and calls only :data:`PURE_MATH` or casts to a type the kernel names."""
-    types = {view.t(t) for t in syn.type_names(view.body)} | {"float", "double", "int"}
-    for n in walk(node):
-        if syn.is_write(n):
-            return False
-        fn = view.t(n.child_by_field_name("function")) if syn.is_call(n) else None
-        if fn is not None and fn not in PURE_MATH and fn not in types and not side_effect_free(view.t(n)):
-            return False
-    return True
-
-
 def _summand(view: KernelView, stmt: Node, acc: str) -> Node | None:
     """The summand ``e`` of an update ``acc += e;``, ``acc = acc + e;`` or ``acc = e + acc;`` (one statement,
     braces allowed), else ``None``."""
@@ -149,7 +137,7 @@ def _element_problem(view: KernelView, e: Node, var: str, acc: str) -> str | Non
              if a.span == (view.file_byte(n), n.end_byte + view.base)]
     if not reads or any(a.space != "global" or a.kind != "read" or a.index_text != var for a in reads):
         return f"the summand `{view.t(e)}` does not read global memory at [{var}] only"
-    if syn.references(e, view.src, acc) or not _pure(view, e):
+    if syn.references(e, view.src, acc) or not pure_expression(view, e):
         return f"the summand `{view.t(e)}` has an effect or reads the accumulator"
     u = kernel_uniformity(view)
     ptrs = {a.pointer for a in reads}
