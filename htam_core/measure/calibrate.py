@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from htam_core.measure import cupti
-from htam_core.measure.flush import flush_l2, flush_ops
+from htam_core.measure.flush import flush_l2, flush_op_names
 from htam_core.measure.method import METHOD_EVENTS, METHOD_GRAPH
 
 __all__ = ["EVENT_RESOLUTION_MS", "CALIBRATION_TRIALS", "Calibration", "overhead_ms", "subtract", "describe",
@@ -167,8 +167,8 @@ def calibrate(method: str, *, flush: bool = True, numel: int | None = None) -> C
             events.append(start.elapsed_time(end))
         seq = [f for _ in range(CALIBRATION_CUPTI_CALLS) for f in ((flush_l2, call) if flush else (call,))]
         try:
-            nf = flush_ops() if flush else 0
-            per = cupti.per_call_ms(cupti.device_ops(seq), CALIBRATION_CUPTI_CALLS, nf)
+            names = flush_op_names() if flush else ()
+            per = cupti.per_call_ms(cupti.device_ops(seq), CALIBRATION_CUPTI_CALLS, len(names), names)
         except RuntimeError as exc:  # the profiler could not start (CUPTI in use, or missing)
             torch.cuda.synchronize()  # a device fault re-raises here
             per, no_cupti = None, f"CUPTI unavailable ({str(exc).splitlines()[0][:120] if str(exc) else exc!r})"

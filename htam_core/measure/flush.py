@@ -18,7 +18,7 @@ from htam_core.measure import cupti
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 
 _FLUSH: dict[int, Any] = {}
-_FLUSH_OPS: dict[int, int] = {}
+_FLUSH_OPS: dict[int, tuple[str, ...]] = {}
 
 
 def flush_l2() -> None:
@@ -42,10 +42,20 @@ def flush_ops() -> int:
     Raises:
         RuntimeError: from CUDA or CUPTI.
     """
+    return len(flush_op_names())
+
+
+def flush_op_names() -> tuple[str, ...]:
+    """The names of the device operations one :func:`flush_l2` launches, in device order (read once per device
+    by CUPTI): :func:`htam_core.measure.cupti.split_calls` checks that every call's cut begins with them.
+
+    Raises:
+        RuntimeError: from CUDA or CUPTI.
+    """
     import torch
 
     dev = torch.cuda.current_device()
     if dev not in _FLUSH_OPS:
         flush_l2()
-        _FLUSH_OPS[dev] = len(cupti.device_ops([flush_l2]))
+        _FLUSH_OPS[dev] = tuple(o.name for o in cupti.device_ops([flush_l2]))
     return _FLUSH_OPS[dev]

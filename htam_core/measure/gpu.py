@@ -121,7 +121,8 @@ def _set_json(s: dict[str, Any]) -> dict[str, Any]:
     t = s["time"]
     return {"sizes": s["sizes"], "min": t["min"], "median": t["median"], "max": t["max"], "bytes": s["bytes"],
             "flops": s["flops"], "method": t["method"], "spread": t.get("spread"), "cupti_ms": t.get("cupti_ms"),
-            "agreement": t.get("agreement"), "refused": t.get("refused"), "launch_bound": t.get("launch_bound")}
+            "agreement": t.get("agreement"), "refused": t.get("refused"), "launch_bound": t.get("launch_bound"),
+            "cupti_events_ms": t.get("cupti_events_ms"), "profiler_slowdown": t.get("profiler_slowdown")}
 
 
 def _main_dtype(inputs: list[Any]) -> str | None:
