@@ -28,6 +28,10 @@
 #             samples (htam optimize --engine rules on the sample-project look-alikes of
 #             tests/fixtures/sample_projects, reduce0 and transposeNaive, each from a work copy with a fresh memory;
 #             SAMPLES_S, SAMPLES_BUDGET)
+#             probe (bench/probe_timing_refusals.py: why the timer/CUPTI cross-check refused a timing; each job's
+#             launch, calibration, timer, CUPTI operations per call, the timer's events of the trials CUPTI recorded
+#             and both checks' messages; PROBE_ARGS: jobs FOLDER[:FILE] or FOLDER:step=TRANSFORM_ID and options,
+#             default the count_nz privatized candidate, the sigmoid_half start and a control of each; PROBE_S)
 #             (default: gputests,demo,bench)
 #   OUT       where results go (default: /tmp/htam-gpu-out); $OUT/results.tar.gz holds the run's folders
 #   KB_PROBLEMS  problems.jsonl for the KernelBench runner (default: .devcarry/problems.jsonl, else bench/data_paths.py's)
@@ -85,6 +89,7 @@ for s in "${want[@]}"; do
     lsp) HTAM_LSP_GPU_LOG="$RUN/lsp-gpu.jsonl" stage lsp "${LSP_S:-120}" "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/lsp ;;
     hacks) stage hacks "${HACKS_S:-90}" "$PY" -m pytest -q -m gpu -p no:cacheprovider --junitxml "$RUN/hacks.xml" \
              tests/verify tests/runtime/test_isolation.py tests/bench/test_cu_launcher.py ;;
+    probe) stage probe "${PROBE_S:-170}" "$PY" bench/probe_timing_refusals.py --out "$RUN/probe" ${PROBE_ARGS:-} ;;
     timing) stage timing "${TIMING_S:-240}" "$PY" bench/timing_agreement.py --out "$RUN/timing" ;;
     zeroconf) stage zeroconf "${ZEROCONF_S:-150}" "$PY" bench/bench_zeroconf.py --out "$RUN/zeroconf" ${ZEROCONF_ARGS:-} ;;
     lspgpu) stage lspgpu "${LSPGPU_S:-120}" "$PY" bench/bench_lsp_gpu.py --out "$RUN/lspgpu" ${LSPGPU_ARGS:-} ;;
