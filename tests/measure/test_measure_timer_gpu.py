@@ -137,3 +137,37 @@ def test_event_overhead_is_calibrated_and_subtracted_for_a_short_kernel():
     finally:
         lt.close()
     assert raw > sub, (raw, sub)
+
+
+_HALF_SIGMOID = r"""
+#include <cuda_fp16.h>
+extern "C" __global__ void half_sigmoid(const __half *x, __half *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = __float2half(1.0f / (1.0f + expf(-__half2float(x[i]))));
+}
+"""
+
+
+def test_a_one_element_per_thread_kernel_the_profiler_slows_is_measured_on_the_same_trials():
+    # 2**26 halves, one per thread, through CuPy on torch's stream: the profiler lengthens this kernel by ~16 µs on
+    # an H200 (about 20 % of it), so the un-profiled timer and CUPTI differ while the timer's events of the trials
+    # CUPTI recorded agree with CUPTI
+    cupy = pytest.importorskip("cupy")
+    import torch
+
+    from htam_core.measure.timer import time_launcher
+
+    n = 1 << 26
+    x, y = torch.randn(n, device="cuda").half(), torch.empty(n, device="cuda", dtype=torch.half)
+    fn = cupy.RawKernel(_HALF_SIGMOID, "half_sigmoid")
+    args = (cupy.asarray(x), cupy.asarray(y), cupy.int32(n))
+
+    def launch():
+        with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+            fn(((n + 255) // 256,), (256,), args)
+
+    t = time_launcher(launch, trials=50, launcher_kind="cupy")
+    assert t.refused is None, t
+    assert t.cupti_events_ms is not None and t.cupti_ms is not None and t.cupti_ops == 1, t
+    assert abs(t.cupti_events_ms / t.cupti_ms - 1.0) < 0.10, t  # like for like
+    assert t.profiler_slowdown is not None and t.profiler_slowdown > -0.10, t  # the profiler only adds time
