@@ -440,6 +440,9 @@ class LongSum:
         line: 1-based line of the update (the atomic, the store or the in-place update).
         terms: for ``"loop"``, the terms of one sum as a sympy expression over the kernel's names (the loop's trip
             count, ``K``); ``None`` for an atomic (the launch decides: :func:`~htam_core.source.analysis.long_sums.terms_at`) or when unreadable.
+        shared_dims: for an atomic, the grid dimensions whose blocks all add into one element (``("x", "y", "z")``
+            for ``atomicAdd(loss, v)``; ``("x", "z")`` for ``out + blockIdx.y``: the address reads ``blockIdx.y``
+            only); ``None`` when the address is not read as an index.
     """
 
     pointer: str
@@ -447,6 +450,7 @@ class LongSum:
     scope: Literal["grid", "block", "thread"]
     line: int
     terms: sympy.Expr | None = None
+    shared_dims: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

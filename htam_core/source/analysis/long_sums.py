@@ -33,8 +33,18 @@ def _float_pointer(p: PointerFacts | None) -> bool:
     return p is not None and p.value_type == "float"
 
 
+def _shared_dims(a: UniformAtomic) -> tuple[str, ...] | None:
+    """The grid dimensions whose blocks share the atomic's address: those whose ``blockIdx`` its index does not
+    read (``None`` when the index is unreadable)."""
+    index = a.update.index
+    if index is None:
+        return None
+    read = {s.name for s in index.free_symbols}
+    return tuple(d for d in "xyz" if f"blockIdx.{d}" not in read)
+
+
 def _atomic_sums(atomics: tuple[UniformAtomic, ...], ptrs: dict[str, PointerFacts]) -> list[LongSum]:
-    return [LongSum(a.update.pointer, "atomic", a.scope, a.update.line) for a in atomics
+    return [LongSum(a.update.pointer, "atomic", a.scope, a.update.line, None, _shared_dims(a)) for a in atomics
             if a.op == "add" and (a.value_type or a.element_type) == "float" and _float_pointer(ptrs.get(a.update.pointer))]
 
 
@@ -151,9 +161,9 @@ def terms_at(s: LongSum, grid: tuple[int, ...] | None, block: tuple[int, ...] | 
         grid, block: the launch's grid and block components (``(blocks_x, blocks_y, ...)``), ``None`` when unknown.
         values: the integer values of the kernel's names (``{"K": 4096}``) for a loop's trip count.
 
-    A grid-scope atomic receives one term per thread of the grid (an upper bound when a guard skips threads past
-    the data); a block-scope one, per thread of the blocks along x (the blocks of one row of ``out + blockIdx.y``);
-    a loop's sum, its trip count.
+    An atomic receives one term per thread of the blocks that share its address (:attr:`LongSum.shared_dims`: the
+    whole grid for ``atomicAdd(loss, v)``, the blocks along x of one row for ``out + blockIdx.y``; an upper bound
+    when a guard skips threads past the data); a loop's sum, its trip count.
     """
     if s.kind == "loop":
         if s.terms is None:
@@ -162,11 +172,10 @@ def terms_at(s: LongSum, grid: tuple[int, ...] | None, block: tuple[int, ...] | 
         return int(v) if getattr(v, "is_Integer", False) else None
     if grid is None or block is None:
         return None
-    threads = 1
-    for b in block:
-        threads *= b
-    blocks = grid[0] if s.scope == "block" else _product(grid)
-    return threads * blocks
+    if s.shared_dims is None:
+        return None
+    blocks = _product(tuple(g for d, g in zip("xyz", grid, strict=False) if d in s.shared_dims))
+    return _product(block) * blocks
 
 
 def _product(xs: tuple[int, ...]) -> int:

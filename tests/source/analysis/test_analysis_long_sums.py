@@ -107,3 +107,6 @@ def test_terms_of_an_atomic_at_a_launch():
     (b,) = _sums(_ATOMIC.replace("BODY", "if (i < cols) atomicAdd(out + blockIdx.y, x[i]);"))
     assert terms_at(b, (64, 1000), (128,), {}) == 64 * 128
     assert terms_at(b, None, (128,), {}) is None
+    (own,) = _sums(_ATOMIC.replace("BODY", "if (i < n) atomicAdd(&out[blockIdx.x], x[i]);"))
+    assert terms_at(own, (64,), (128,), {}) == 128  # each block of a 1-D grid its own element
+    assert terms_at(own, (64, 1000), (128,), {}) == 128 * 1000  # the blocks along y share it
