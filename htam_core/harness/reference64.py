@@ -55,6 +55,7 @@ def long_sum_outputs(h: Harness, text: str) -> tuple[int, ...]:
     """Positions in ``h.outputs`` of the outputs the start's kernel fills with a long float32 sum: the kernel's
     :attr:`~htam_core.source.analysis.facts.KernelFacts.long_sums` pointers, mapped through the launch's
     arguments (the kernel's ``i``-th parameter is the input named ``h.args[i]``)."""
+    # start-up cost: the analysis layer (sympy, tree_sitter) loads only when an oracle harness is prepared
     from htam_core.source import parse_text
     from htam_core.source.analysis import analyze
 

@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from htam_core.harness.trial import BASE_SEED, Trial, poison_
 from htam_core.runtime.worker import classify_exception
+from htam_core.verify.long_sum_rule import judge_long_sum
 
 #: atol = rtol per dtype (KernelBench: fp32 1e-4, fp16/bf16 1e-2). Integers and bool are exact.
 DEFAULT_TOLERANCES: dict[str, float] = {
@@ -422,8 +423,6 @@ def _compare(trial: Trial, inputs: list[Any], cand_out: Sequence[Any], ref_out: 
     flagged = [k for k in trial.long_sum_outputs if k < len(ref_out)] if len(cand_out) == len(ref_out) else []
     if ok or trial.run_reference64 is None or not flagged or set(rids) != {"mismatch"}:
         return ok, err, msgs, rids
-    from htam_core.verify.long_sum_rule import judge_long_sum
-
     others = [k for k in range(len(ref_out)) if k not in flagged]
     floor = kw.pop("atol_floor", None)
     ok2, _, msgs2, rids2 = compare_outputs([cand_out[k] for k in others], [ref_out[k] for k in others], **kw,

@@ -25,17 +25,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from htam_core.verify.correctness import REORDERED_SUM_FP32_TOL
-
 #: What the verdict calls the reference of a long-sum output.
 FLOAT64_REFERENCE = "float64 reference of the start"
 #: The unit roundoff of float32.
 FP32_UNIT_ROUNDOFF = 2.0 ** -24
 
 
-def is_long(terms: int | None, tol: float = REORDERED_SUM_FP32_TOL) -> bool:
+def is_long(terms: int | None, tol: float) -> bool:
     """Whether a float32 sum of ``terms`` terms is long enough to be checked against the float64 reference: its
-    worst-case relative rounding ``terms * 2**-24`` reaches ``tol``, or ``terms`` is unknown (``None``)."""
+    worst-case relative rounding ``terms * 2**-24`` reaches ``tol`` (the reordered-sum tolerance,
+    :data:`~htam_core.verify.correctness.REORDERED_SUM_FP32_TOL`), or ``terms`` is unknown (``None``)."""
     return terms is None or terms * FP32_UNIT_ROUNDOFF >= tol
 
 
@@ -58,8 +57,7 @@ class LongSumVerdict:
     message: str
 
 
-def judge_long_sum(cand: Any, starts: Sequence[Any], ref64: Any, *, tol: float = REORDERED_SUM_FP32_TOL,
-                   index: int = 0) -> LongSumVerdict:
+def judge_long_sum(cand: Any, starts: Sequence[Any], ref64: Any, *, tol: float, index: int = 0) -> LongSumVerdict:
     """Judge one output (tensors of one shape) flagged as a long float32 sum.
 
     Args:
@@ -67,7 +65,7 @@ def judge_long_sum(cand: Any, starts: Sequence[Any], ref64: Any, *, tol: float =
         starts: the start's outputs on the same inputs, one per run (at least one).
         ref64: the float64 twin's output (float64, or already cast back to float32: it is cast to float32 and
             compared in float64, as the reference of a float32 output).
-        tol: atol = rtol of the tolerance (:data:`REORDERED_SUM_FP32_TOL`).
+        tol: atol = rtol of the tolerance (:data:`~htam_core.verify.correctness.REORDERED_SUM_FP32_TOL`).
         index: the output's position, for the message.
 
     Returns:
