@@ -10,8 +10,8 @@ restored as for the start), and its outputs cast back to float32. :mod:`htam_cor
 for those outputs and only when they alone differ from the start (:mod:`htam_core.verify.long_sum_rule`).
 
 No twin (one line in the harness's notes, the start stays the reference) for a host launcher (``launcher`` in
-``htam.toml``: the launch is the file's own host code), a Python file, a harness whose outputs are a launcher's
-return value, or a kernel the promotion refuses.
+``htam.toml``: the launch is the file's own host code), a harness whose outputs are a launcher's return value, or a
+kernel the promotion refuses; a start that is not a ``.cu`` file (a Python file) gets none and no note.
 
 Idea source: checking a float32 kernel against the same algorithm run in double (Higham, "Accuracy and Stability
 of Numerical Algorithms", ch. 4).
@@ -94,8 +94,8 @@ def promoted_harness(h: Harness) -> Harness:
 
 
 def _refused(h: Harness) -> str:
-    if h.launcher or not (h.oracle_path or "").endswith(".cu"):
-        return "the start is launched through host code or is not a .cu file"
+    if h.launcher:
+        return "the start is launched through its own host code"
     if not h.outputs:
         return "the outputs are a launcher's return value"
     return ""
@@ -114,7 +114,7 @@ def reference64(h: Harness, bind_twin: Callable[[Harness, str], Bind], poison_id
     Returns:
         A :class:`Reference64`; never raises for a start it cannot promote (its notes say why).
     """
-    if not h.uses_oracle or not h.oracle_path:
+    if not h.uses_oracle or not (h.oracle_path or "").endswith(".cu"):
         return Reference64()
     start = Path(h.oracle_path)
     text = start.read_text(encoding="utf-8", errors="replace")
