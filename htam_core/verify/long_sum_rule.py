@@ -69,7 +69,9 @@ def judge_long_sum(cand: Any, starts: Sequence[Any], ref64: Any, *, tol: float, 
         index: the output's position, for the message.
 
     Returns:
-        A :class:`LongSumVerdict`; a NaN/Inf candidate element where the reference is finite is refused.
+        A :class:`LongSumVerdict`; a NaN/Inf candidate element where the reference is finite is refused, and where
+        the reference is not finite only the same NaN/Inf passes (a twin that overflowed or left an element
+        unwritten accepts nothing).
 
     Raises:
         ValueError: no start output, or the shapes differ.
@@ -87,7 +89,9 @@ def judge_long_sum(cand: Any, starts: Sequence[Any], ref64: Any, *, tol: float, 
     c_err = torch.where(torch.isfinite(c), (c - r).abs(), torch.full_like(c, float("inf")))
     s_err = torch.stack([(s - r).abs() for s in ss]).amax(0)
     good = (c_err <= tol + tol * r.abs()) | (c_err <= s_err)
-    bad = fin & ~good
+    # where the twin is not finite (it overflowed, or left an element unwritten) only the same value passes
+    same = (c == r) | (torch.isnan(c) & torch.isnan(r))
+    bad = (fin & ~good) | (~fin & ~same)
     n_bad = int(bad.sum())
     ce, se = _max(c_err[fin]), _max(s_err[fin])
     text = (f"output {index}: checked against the {FLOAT64_REFERENCE} (a long float32 sum): max error of the "

@@ -96,3 +96,11 @@ def test_shapes_and_empty_starts_are_errors():
         judge(torch.zeros(2), [], torch.zeros(2))
     with pytest.raises(ValueError):
         judge(torch.zeros(3), [torch.zeros(2)], torch.zeros(2))
+
+
+def test_a_non_finite_twin_accepts_nothing_else():
+    start = torch.tensor([1.0, 2.0])
+    twin = torch.tensor([float("nan"), 2.0], dtype=torch.float64)
+    v = judge(torch.tensor([1.0, 2.0]), [start], twin)
+    assert not v.ok and v.refused == 1
+    assert judge(torch.tensor([float("nan"), 2.0]), [start], twin).ok
