@@ -48,6 +48,7 @@ from htam_core.harness.device_occupancy import occupancy_functions
 from htam_core.harness.foreign import launcher_module
 from htam_core.harness.infer_cuda import infer_cuda_harness
 from htam_core.harness.record import cpu_triton_driver
+from htam_core.harness.reference64 import Reference64, reference64
 from htam_core.harness.roofline_bound import compulsory_bound
 from htam_core.harness.spec import (
     is_function_reference,
@@ -478,8 +479,11 @@ def prepare_spec(h: Harness, device: str) -> Prepared:
                                        calls.launch_env)[1]
         notes.append(f"reference: the starting kernel ({Path(h.oracle_path).name})")
     calls.load_reference(origin)
+    r64 = reference64(h, lambda h64, twin: _spec_bind(h64, device, twin, None, h64, calls.launch_env)[1],
+                      calls.poison_idx, lambda: calls.latest["initial"]) if device == "cuda" else Reference64()
+    notes += r64.notes
     trial = Trial(calls.make_inputs, calls.run_reference, calls.run_candidate, calls.guard_skip,
-                  len(calls.sizes_list))
+                  len(calls.sizes_list), r64.run, r64.outputs)
     return Prepared(trial, bind, calls.names, calls.sizes_list, calls.expr_for(h.bytes_expr),
                     calls.expr_for(h.flops_expr), device, notes=notes, launcher_kind=kind)
 

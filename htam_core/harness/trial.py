@@ -32,6 +32,11 @@ class Trial:
         output_indices: indices of inputs that are output buffers, write-only or in-out, and scratch
             buffers (not checked for mutation).
         input_sets: number of input sets.
+        run_reference64: ``inputs -> list of outputs`` of the start's float64 twin (its float32 inputs given as
+            float64 of the same values, its outputs cast back to float32), or ``None`` when there is none; used for
+            :attr:`long_sum_outputs` only (:mod:`htam_core.verify.long_sum_rule`).
+        long_sum_outputs: positions (in the outputs list) of the outputs the start fills with a long float32 sum
+            (:class:`~htam_core.source.analysis.facts.LongSum`).
     """
 
     make_inputs: Callable[[int, int, float], list[Any]]
@@ -39,6 +44,8 @@ class Trial:
     run_candidate: Callable[[list[Any]], list[Any]]
     output_indices: set[int] = field(default_factory=set)
     input_sets: int = 1
+    run_reference64: Callable[[list[Any]], list[Any]] | None = None
+    long_sum_outputs: tuple[int, ...] = ()
 
 
 def poison_(t: Any) -> Any:

@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from htam_core.harness.trial import BASE_SEED, Trial, poison_
 from htam_core.runtime.worker import classify_exception
+from htam_core.verify.long_sum_rule import judge_long_sum
 
 #: atol = rtol per dtype (KernelBench: fp32 1e-4, fp16/bf16 1e-2). Integers and bool are exact.
 DEFAULT_TOLERANCES: dict[str, float] = {
@@ -388,8 +389,8 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
                             "outputs the reference compares (list them in outputs to allow an in-place update)")
             rules.append("input-mutated")
             break
-        ok, err, msgs, rids = compare_outputs(cand_out, ref_out, atol=atol, rtol=rtol, fp32_tol=fp32_tol,
-                                              fp32_cap=fp32_cap, atol_floor=floor, subject=subject)
+        ok, err, msgs, rids = _compare(trial, inputs, cand_out, ref_out, messages, atol=atol, rtol=rtol,
+                                       fp32_tol=fp32_tol, fp32_cap=fp32_cap, atol_floor=floor, subject=subject)
         if err is not None:
             worst = err if worst is None else max(worst, err)
         if not ok:
@@ -408,6 +409,31 @@ def check_correctness(trial: Trial, *, verified_on: VerifiedOn, n_seeds: int = N
                         f"{trial.input_sets} input set(s)) on {verified_on}")
     return CorrectnessResult(ok_all, "correct" if ok_all else "incorrect", verified_on, worst, messages, ran,
                              sorted(set(rules)), noise)
+
+
+def _compare(trial: Trial, inputs: list[Any], cand_out: Sequence[Any], ref_out: Sequence[Any], notes: list[str],
+             **kw: Any) -> tuple[bool, float | None, list[str], list[str]]:
+    """:func:`compare_outputs` of the candidate with the start, and, when only values of outputs the start fills
+    with a long float32 sum differ (:attr:`Trial.long_sum_outputs`) and the start has a float64 twin
+    (:attr:`Trial.run_reference64`), those outputs judged against the twin instead
+    (:func:`htam_core.verify.long_sum_rule.judge_long_sum`: within the reordered-sum tolerance of it, or no farther
+    from it than the start); the other outputs keep the first comparison. The verdict's line naming the float64
+    reference is added to ``notes`` once. ``kw``: :func:`compare_outputs`'s tolerances and subject."""
+    ok, err, msgs, rids = compare_outputs(cand_out, ref_out, **kw)
+    flagged = [k for k in trial.long_sum_outputs if k < len(ref_out)] if len(cand_out) == len(ref_out) else []
+    if ok or trial.run_reference64 is None or not flagged or set(rids) != {"mismatch"}:
+        return ok, err, msgs, rids
+    others = [k for k in range(len(ref_out)) if k not in flagged]
+    floor = kw.pop("atol_floor", None)
+    ok2, _, msgs2, rids2 = compare_outputs([cand_out[k] for k in others], [ref_out[k] for k in others], **kw,
+                                           atol_floor=[floor[k] for k in others] if floor else None)
+    ref64 = trial.run_reference64(_clone_all(inputs))
+    tol = min(REORDERED_SUM_FP32_TOL, kw.get("fp32_cap") or REORDERED_SUM_FP32_TOL)
+    verdicts = [judge_long_sum(cand_out[k], [ref_out[k]], ref64[k], tol=tol, index=k) for k in flagged]
+    if not ok2 or not all(v.ok for v in verdicts):
+        return False, err, msgs + [v.message for v in verdicts if not v.ok], rids
+    notes.extend(v.message for v in verdicts if v.message not in notes)
+    return True, err, msgs2, rids2
 
 
 def nondeterminism_note(noise: Sequence[float], against: str = "the reference") -> str:

@@ -160,6 +160,7 @@ def verify_harness(harness: dict[str, Any], n_seeds: int = N_SEEDS, base_seed: i
     res = check_correctness(prepared.trial, verified_on=mode, n_seeds=n_seeds, base_seed=base_seed, atol=h.atol,
                             rtol=h.rtol, fp32_tol=h.fp32_tol, arg_names=prepared.arg_names, against=h.checked_against,
                             subject=subject or ("the starting kernel" if is_start else "the candidate"))
+    res.messages.extend(n for n in prepared.notes if "float64 reference" in n)  # htam_core.harness.reference64
     if is_start:
         res.messages.append("this is the starting kernel itself: under the oracle rule it is the reference, so this "
                             "run shows it runs on every input set, not that it is right (give a reference to check it)")

@@ -31,6 +31,7 @@ from htam_core.source.analysis.facts import (
     DIMS,
     Access,
     Accumulator,
+    AtomicUpdate,
     Dim,
     KernelFacts,
     LaunchFacts,
@@ -47,6 +48,7 @@ from htam_core.source.analysis.facts import (
 from htam_core.source.analysis.gridstride import grid_stride_facts
 from htam_core.source.analysis.instantiations import TemplateArguments, template_arguments
 from htam_core.source.analysis.launch import dims_of, launch_arguments, template_bindings
+from htam_core.source.analysis.long_sums import long_sums
 from htam_core.source.analysis.loops import c_for_header, symbolic_trip_count
 from htam_core.source.analysis.macros import (
     MAX_DEPTH,
@@ -879,10 +881,18 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                                                  for n, f in _type_instantiations(src, kernel).items()),
                        thread_x_spans=thread_x_spans(src, aff, launches),
                        block_dim_x_spans=block_dim_x_spans(src, aff, launches),
-                       uniform_atomics=uniform_atomics(src, atoms, pointers, uni),
-                       result_atomics=result_atomics(src, atoms, pointers, uni),
+                       **_atomic_fields(src, atoms, pointers, uni, loops),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
                                          tuple(p.name for p in kernel.params if not p.is_pointer)))
+
+
+def _atomic_fields(src: CudaSource, atoms: tuple[AtomicUpdate, ...], pointers: tuple[PointerFacts, ...],
+                   uni: Uniformity, loops: tuple[LoopFact, ...]) -> dict[str, Any]:
+    """``uniform_atomics``, ``result_atomics`` and ``long_sums`` of :class:`KernelFacts` (:func:`uniform_atomics`,
+    :func:`result_atomics`, :func:`~htam_core.source.analysis.long_sums.long_sums`)."""
+    uniform = uniform_atomics(src, atoms, pointers, uni)
+    return {"uniform_atomics": uniform, "result_atomics": result_atomics(src, atoms, pointers, uni),
+            "long_sums": long_sums(src, loops, pointers, uniform)}
 
 
 def _stencil_fields(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],

@@ -429,6 +429,31 @@ class UniformAtomic:
 
 
 @dataclass(frozen=True)
+class LongSum:
+    """One float output element that a kernel fills with a long float32 accumulation.
+
+    Attributes:
+        pointer: the output parameter (``"loss"``).
+        kind: ``"atomic"`` (threads add into a shared address) or ``"loop"`` (one thread's sequential sum).
+        scope: ``"grid"`` (every thread of the grid adds into the element), ``"block"`` (the threads of the blocks
+            with the same address: ``out + blockIdx.y``) or ``"thread"`` (a loop's sum).
+        line: 1-based line of the update (the atomic, the store or the in-place update).
+        terms: for ``"loop"``, the terms of one sum as a sympy expression over the kernel's names (the loop's trip
+            count, ``K``); ``None`` for an atomic (the launch decides: :func:`~htam_core.source.analysis.long_sums.terms_at`) or when unreadable.
+        shared_dims: for an atomic, the grid dimensions whose blocks all add into one element (``("x", "y", "z")``
+            for ``atomicAdd(loss, v)``; ``("x", "z")`` for ``out + blockIdx.y``: the address reads ``blockIdx.y``
+            only); ``None`` when the address is not read as an index.
+    """
+
+    pointer: str
+    kind: Literal["atomic", "loop"]
+    scope: Literal["grid", "block", "thread"]
+    line: int
+    terms: sympy.Expr | None = None
+    shared_dims: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class TransposeLoop:
     """A naive transpose that moves a tile with a loop over rows (the NVIDIA samples' ``transposeNaive``)::
 
@@ -1142,6 +1167,10 @@ class KernelFacts:
         result_atomics: the global ``atomicAdd``/``atomicMax``/``atomicMin`` updates into an address the same in
             every thread of the grid that only a few threads of a block run (``if (tid == 0) atomicAdd(out,
             sdata[0]);``: a block's combined result), as :class:`UniformAtomic` of scope ``"grid"`` (CUDA only).
+        long_sums: the float outputs filled by a long float32 accumulation (:class:`LongSum`: a float ``atomicAdd``
+            into a shared address, a loop's float sum over a runtime bound), in line order
+            (:func:`~htam_core.source.analysis.long_sums.long_sums`; CUDA only): the verify layer checks them
+            against a float64 reference of the start.
         returns: the 1-based lines of the ``return`` statements in the kernel's body (CUDA only): a thread that
             returns early does not reach a barrier placed after it.
         macro_builtins: ``(macro, builtin)`` for each builtin the kernel reads inside the text of a macro it uses
@@ -1213,6 +1242,7 @@ class KernelFacts:
     block_dim_x_spans: tuple[Span, ...] = ()
     uniform_atomics: tuple[UniformAtomic, ...] = ()
     result_atomics: tuple[UniformAtomic, ...] = ()
+    long_sums: tuple[LongSum, ...] = ()
 
     # ------------------------------------------------------------------ queries for transforms
     def barrier_at(self, span: Span) -> Barrier | None:
