@@ -46,6 +46,7 @@ from pathlib import Path
 
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.facts import Dim
+from htam_core.source.analysis.header_macros import define_lines, included_launch_macros
 from htam_core.source.analysis.unit import cuda_fragments
 from htam_core.source.api import parse_text
 from htam_core.source.errors import MAX_SOURCE_BYTES
@@ -468,10 +469,23 @@ def _cuda_file_fragments(path: str, data: bytes, kernel: Kernel, model: SourceMo
                 rb"\b" + re.escape(stem.encode()) + rb"\.(?:cu|cuh|h|hpp)\b", data):
             return []
         return (_string_fragments(path, data, name) if b"<<<" in data else []) + _cupy_fragments(path, data, kernel)
-    if b"<<<" not in data:
+    header = _header_launch_macros(path, data, model)
+    if b"<<<" not in data and not header:
         return []
     text = _decode(data)
-    return _macro_fragments(path, data, name) + ([Fragment(path, 0, text, "cuda", prefix="\n")] if text else [])
+    return _macro_fragments(path, data, name) + ([Fragment(path, 0, text, "cuda", prefix=f"\n{header}\n" if header
+                                                           else "\n")] if text else [])
+
+
+def _header_launch_macros(path: str, data: bytes, model: SourceModel) -> str:
+    """The ``#define`` lines of the launch macros the headers ``path`` includes define (``#include
+    "common.cuh"`` holding ``#define LAUNCH(k, g, b, ...) k<<<g, b>>>(__VA_ARGS__)``;
+    :func:`~htam_core.source.analysis.header_macros.included_launch_macros`, looked up beside ``path`` and then
+    in the kernel's workspace root), written before the file's text in the joint unit so that its uses of them
+    read as launches; ``""`` when there are none."""
+    if b"#" not in data or not model.path:
+        return ""
+    return define_lines(included_launch_macros(data, path, [workspace_root(model.path)]))
 
 
 def _triton_file_fragments(path: str, data: bytes, kernel: Kernel, model: SourceModel) -> list[Fragment]:

@@ -347,6 +347,7 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
     each is split back into edits of the kernel's file and ``file_edits`` of the launchers."""
     result = t.propose(unit.model, unit.kernel, profile)
     if isinstance(result, NotApplicable):
+        result = _through_macro(unit.kernel, result, unit.model.text)
         return dataclasses.replace(result, reason=unit.relabel(result.reason))
     result = [_launch_shared(unit.model, unit.kernel, c, unit) for c in result]
     good: list[Candidate] = []
