@@ -666,9 +666,9 @@ def declaring_files(model: SourceModel, kernel: Kernel, root: str | os.PathLike[
                     ) -> list[tuple[str, str]]:
     """The workspace files, other than the kernel's own, that declare CUDA kernel ``kernel`` without defining or
     launching it (a header's ``__global__ void k(float*, const float*, int);``): ``(path, text)``, sorted by path.
-    A file that launches the kernel is read with it in the joint unit (:func:`launch_unit`), its declarations
-    there. The same bounded search as :func:`launch_unit`; ``[]`` for a kernel in a Python string or a model with
-    no path."""
+    A file that launches the kernel (``<<<``, or a launch macro of a header it includes) is read with it in the
+    joint unit (:func:`launch_unit`), its declarations there. The same bounded search as :func:`launch_unit`;
+    ``[]`` for a kernel in a Python string or a model with no path."""
     search = _SEARCHES.get(kernel.language)
     if search is None or not model.path or search.own_file:
         return []
@@ -679,11 +679,32 @@ def declaring_files(model: SourceModel, kernel: Kernel, root: str | os.PathLike[
         if p.suffix == ".py" or p.resolve() == own:
             continue
         data = _read_bytes(str(p))
-        if data is None or b"<<<" in data or not proto.search(data) or _defines_cuda(data, kernel.name):
+        if data is None or b"<<<" in data or not proto.search(data) or _defines_cuda(data, kernel.name) \
+                or _header_launch_macros(str(p), data, model):  # a launcher: the joint unit holds it
             continue
         text = _decode(data)
         if text is not None:
             out.append((str(p), text))
+    return out
+
+
+def calling_files(model: SourceModel, name: str, root: str | os.PathLike[str] | None = None
+                  ) -> list[tuple[str, bytes]]:
+    """The workspace's C/C++/CUDA files, other than the model's own, that call a function ``name`` (``run(`` in
+    their text): ``(path, bytes)``, sorted by path, for reading a launch wrapper's arguments at its calls
+    (:func:`~htam_core.source.analysis.launch_aliases.launch_aliases`). The same bounded search as
+    :func:`launch_unit`; ``[]`` for a model with no path. Never raises for unreadable files: they are skipped."""
+    if not model.path or not name.isidentifier():
+        return []
+    own = Path(model.path).resolve()
+    call = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+    out = []
+    for p in _listing(workspace_root(model.path, root), CUDA_LAUNCHER_SUFFIXES):
+        if p.suffix == ".py" or p.resolve() == own:
+            continue
+        data = _read_bytes(str(p))
+        if data is not None and call.search(data):
+            out.append((str(p), data))
     return out
 
 

@@ -147,3 +147,14 @@ def test_a_header_macro_that_computes_the_grid_keeps_refusing(tmp_path: Path) ->
     r = _propose(ws, "cuda.block_size", "scale")
     assert isinstance(r, NotApplicable)
     assert "LAUNCH1D" in r.reason and "computes the grid" in r.reason and "\n" not in r.reason
+
+
+def test_the_launching_files_prototype_is_edited_once(tmp_path: Path) -> None:
+    """The launching file holds a prototype of the kernel; it is read in the joint unit, not a second time as a
+    header that only declares the kernel."""
+    ws = _workspace(tmp_path, "two slots", "host.cu")
+    cands = _propose(ws, "cuda.restrict_const", "scale")
+    assert isinstance(cands, list), cands.reason
+    host = _written(ws, cands[0])["host.cu"]
+    assert "__global__ void scale(const float *__restrict__ x, float *y, float s, int n);" in host
+    assert host.count("__restrict__") == 1
