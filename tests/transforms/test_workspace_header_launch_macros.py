@@ -56,10 +56,14 @@ SPELLINGS = {
                    "LAUNCH_KERNEL(hist, blocks, 256, 0, st, d, h, n, nb)"),
     "gnu args": ("#define LAUNCH_G(k, g, b, args...) k<<<g, b>>>(args)",
                  "LAUNCH_G(scale, blocks, threads, x, y, 2.0f, n)", "LAUNCH_G(hist, blocks, 256, d, h, n, nb)"),
+    "checked statement": ("#define CHECKED(k, g, b, ...) \\\n    do { k<<<g, b>>>(__VA_ARGS__); cudaGetLastError(); } while (0)",
+                          "CHECKED(scale,\n            blocks, threads, x, y, 2.0f, n)",
+                          "CHECKED(hist, blocks, 256, d, h, n, nb)"),
 }
 
-#: where the launching file sits -> how it includes the header
-LAYOUTS = {"host.cu": "include/launch.cuh", "src/host.cu": "../include/launch.cuh"}
+#: where the launching file sits -> how it includes the header (the last one through the workspace root, an -I
+#: folder of the build)
+LAYOUTS = {"host.cu": "include/launch.cuh", "src/host.cu": "../include/launch.cuh", "app/host.cu": "include/launch.cuh"}
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
@@ -90,7 +94,7 @@ def _compile(tmp: Path, files: dict[str, str], host: str) -> None:
     shutil.rmtree(out, ignore_errors=True)
     workspace(out, files)
     for name in ("k.cu", host):
-        p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(out / name), "-o", str(out / name) + ".o"],
+        p = subprocess.run(["nvcc", "-arch=sm_90", "-I", str(out), "-c", str(out / name), "-o", str(out / name) + ".o"],
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
 

@@ -100,3 +100,13 @@ def test_nesting_is_bounded() -> None:
     deep = KERNEL + chain
     assert len(_aliases(deep + f"int main() {{ float *d; cudaMalloc(&d, 64); w{MAX_LEVELS - 3}(d, d, 16); }}\n")) == 1
     assert _aliases(deep + f"int main() {{ float *d; cudaMalloc(&d, 64); w{MAX_LEVELS}(d, d, 16); }}\n") == ()
+
+
+@pytest.mark.parametrize("call", ["run<float>(d, d, n);", "run(d, d, n);"])
+def test_a_template_wrapper(call: str) -> None:
+    text = KERNEL.replace("void run(float *out, const float *in, int n)",
+                          "template <typename T>\nvoid run(T *out, const T *in, int n)").replace(
+        "void outer(float *p, float *q, int n) { run(p, q, n); }\n", "") + _main(call)
+    (al,) = _aliases(text)
+    assert (al.first, al.second, al.buffer) == ("x", "y", "d")
+    assert _aliases(text.replace(call, call.replace("d, d", "d, e"))) == ()
