@@ -46,6 +46,7 @@ from pathlib import Path
 
 from htam_core.source.analysis import analyze
 from htam_core.source.analysis.facts import Dim
+from htam_core.source.analysis.header_macros import define_lines, included_launch_macros
 from htam_core.source.analysis.unit import cuda_fragments
 from htam_core.source.api import parse_text
 from htam_core.source.errors import MAX_SOURCE_BYTES
@@ -468,10 +469,23 @@ def _cuda_file_fragments(path: str, data: bytes, kernel: Kernel, model: SourceMo
                 rb"\b" + re.escape(stem.encode()) + rb"\.(?:cu|cuh|h|hpp)\b", data):
             return []
         return (_string_fragments(path, data, name) if b"<<<" in data else []) + _cupy_fragments(path, data, kernel)
-    if b"<<<" not in data:
+    header = _header_launch_macros(path, data, model)
+    if b"<<<" not in data and not header:
         return []
     text = _decode(data)
-    return _macro_fragments(path, data, name) + ([Fragment(path, 0, text, "cuda", prefix="\n")] if text else [])
+    return _macro_fragments(path, data, name) + ([Fragment(path, 0, text, "cuda", prefix=f"\n{header}\n" if header
+                                                           else "\n")] if text else [])
+
+
+def _header_launch_macros(path: str, data: bytes, model: SourceModel) -> str:
+    """The ``#define`` lines of the launch macros the headers ``path`` includes define (``#include
+    "common.cuh"`` holding ``#define LAUNCH(k, g, b, ...) k<<<g, b>>>(__VA_ARGS__)``;
+    :func:`~htam_core.source.analysis.header_macros.included_launch_macros`, looked up beside ``path`` and then
+    in the kernel's workspace root), written before the file's text in the joint unit so that its uses of them
+    read as launches; ``""`` when there are none."""
+    if b"#" not in data or not model.path:
+        return ""
+    return define_lines(included_launch_macros(data, path, [workspace_root(model.path)]))
 
 
 def _triton_file_fragments(path: str, data: bytes, kernel: Kernel, model: SourceModel) -> list[Fragment]:
@@ -652,9 +666,9 @@ def declaring_files(model: SourceModel, kernel: Kernel, root: str | os.PathLike[
                     ) -> list[tuple[str, str]]:
     """The workspace files, other than the kernel's own, that declare CUDA kernel ``kernel`` without defining or
     launching it (a header's ``__global__ void k(float*, const float*, int);``): ``(path, text)``, sorted by path.
-    A file that launches the kernel is read with it in the joint unit (:func:`launch_unit`), its declarations
-    there. The same bounded search as :func:`launch_unit`; ``[]`` for a kernel in a Python string or a model with
-    no path."""
+    A file that launches the kernel (``<<<``, or a launch macro of a header it includes) is read with it in the
+    joint unit (:func:`launch_unit`), its declarations there. The same bounded search as :func:`launch_unit`;
+    ``[]`` for a kernel in a Python string or a model with no path."""
     search = _SEARCHES.get(kernel.language)
     if search is None or not model.path or search.own_file:
         return []
@@ -665,11 +679,32 @@ def declaring_files(model: SourceModel, kernel: Kernel, root: str | os.PathLike[
         if p.suffix == ".py" or p.resolve() == own:
             continue
         data = _read_bytes(str(p))
-        if data is None or b"<<<" in data or not proto.search(data) or _defines_cuda(data, kernel.name):
+        if data is None or b"<<<" in data or not proto.search(data) or _defines_cuda(data, kernel.name) \
+                or _header_launch_macros(str(p), data, model):  # a launcher: the joint unit holds it
             continue
         text = _decode(data)
         if text is not None:
             out.append((str(p), text))
+    return out
+
+
+def calling_files(model: SourceModel, name: str, root: str | os.PathLike[str] | None = None
+                  ) -> list[tuple[str, bytes]]:
+    """The workspace's C/C++/CUDA files, other than the model's own, that call a function ``name`` (``run(`` in
+    their text): ``(path, bytes)``, sorted by path, for reading a launch wrapper's arguments at its calls
+    (:func:`~htam_core.source.analysis.launch_aliases.launch_aliases`). The same bounded search as
+    :func:`launch_unit`; ``[]`` for a model with no path. Never raises for unreadable files: they are skipped."""
+    if not model.path or not name.isidentifier():
+        return []
+    own = Path(model.path).resolve()
+    call = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+    out = []
+    for p in _listing(workspace_root(model.path, root), CUDA_LAUNCHER_SUFFIXES):
+        if p.suffix == ".py" or p.resolve() == own:
+            continue
+        data = _read_bytes(str(p))
+        if data is not None and call.search(data):
+            out.append((str(p), data))
     return out
 
 

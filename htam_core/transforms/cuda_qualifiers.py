@@ -28,7 +28,7 @@ from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS
-from htam_core.transforms.registry import declaring_files, register
+from htam_core.transforms.registry import calling_files, declaring_files, register
 from htam_core.types.profile import Profile
 
 
@@ -57,7 +57,7 @@ def not_aliased(model: SourceModel, kernel: Kernel, names: list[str], written: s
     layer's :func:`~htam_core.source.analysis.launch_aliases.launch_aliases`): ``__restrict__`` promises that no
     other pointer modifies the data during the launch, and the read-only cache of ``__ldg`` does not see the
     kernel's own writes, so both would be wrong there. A kernel with no launch in its file keeps every name."""
-    aliases = launch_aliases(model, kernel)
+    aliases = launch_aliases(model, kernel, lambda name: calling_files(model, name))
     keep, reasons = [], []
     for name in names:
         al = aliased_with(aliases, name, written)
@@ -71,7 +71,8 @@ def not_aliased(model: SourceModel, kernel: Kernel, names: list[str], written: s
 def alias_reason(al: LaunchAlias, name: str) -> str:
     """The one line saying that read-only ``name`` is the same buffer as a written pointer at launch ``al``."""
     other = al.second if al.first == name else al.first
-    return (f"{name} is read but the launch on line {al.line} passes the same buffer ({al.buffer}) as {other}, "
+    via = f" {al.via}" if al.via else ""
+    return (f"{name} is read but the launch on line {al.line} passes the same buffer ({al.buffer}) as {other}{via}, "
             f"which the kernel writes: a read-only load or a no-alias promise on {name} would be wrong there")
 
 

@@ -32,6 +32,12 @@ def declaring_files(model: SourceModel, kernel: Kernel) -> list[tuple[str, str]]
     the kernel's code and its facts (:func:`htam_core.source.workspace.declaring_files`). Raises nothing."""
     return workspace.declaring_files(model, kernel)
 
+def calling_files(model: SourceModel, name: str) -> list[tuple[str, bytes]]:
+    """The workspace files, other than the model's own, that call the host function ``name``: ``(path, bytes)``
+    pairs sorted by path (:func:`htam_core.source.workspace.calling_files`), for the analysis layer to read a launch
+    wrapper's arguments at its calls. Raises nothing."""
+    return workspace.calling_files(model, name)
+
 #: What a transform's rewrite changes (:attr:`Transform.kind`). A *structural* step rewrites the thread mapping,
 #: the memory hierarchy or the algorithm (coalescing remap, tiling, vectorized loads, warp per row, shuffle
 #: reductions, online softmax, program-order swizzle); a launch-parameter, hint-only or math-intrinsic step does
@@ -347,6 +353,7 @@ def _propose_joint(t: Transform, unit: LaunchUnit, profile: Profile | None) -> l
     each is split back into edits of the kernel's file and ``file_edits`` of the launchers."""
     result = t.propose(unit.model, unit.kernel, profile)
     if isinstance(result, NotApplicable):
+        result = _through_macro(unit.kernel, result, unit.model.text)
         return dataclasses.replace(result, reason=unit.relabel(result.reason))
     result = [_launch_shared(unit.model, unit.kernel, c, unit) for c in result]
     good: list[Candidate] = []
