@@ -147,3 +147,31 @@ def test_without_reuse_vector_loads_stay_ahead_of_any_tile(name, measured):
     assert "smem_tiling" not in names and "vectorize_loads" in names, names
     if name == "elementwise":  # the row loops rank the warp per row first; float4 is the next memory step
         assert [s for s in names if s in MAKEABLE][0] == "vectorize_loads", names
+
+
+@pytest.mark.parametrize("name", sorted(REUSE))
+def test_float4_defers_to_the_tile_it_would_make_unreachable(name):
+    """The tile step reads the scalar loop: where it is made, the loop form of float4 is not, saying why (the NN
+    sgemm's B walks k with stride N: float4 refuses it for that, before the tile is asked)."""
+    model = parse_text(REUSE[name], "cuda", "r.cu")
+    got = registry.propose("cuda.vectorize_float4", model, model.kernel("k"))
+    assert isinstance(got, NotApplicable) and "\n" not in got.reason
+    why = "is not a stride-1 access" if name == "sgemm" else "shared-memory tile is made on it"
+    assert why in got.reason, got.reason
+
+
+def test_float4_is_made_where_the_tile_is_not():
+    """No launch in the file: the tile cannot size its blocks, so the loop form of float4 stays the step."""
+    text = SQDIST.split("void run")[0]
+    model = parse_text(text, "cuda", "r.cu")
+    assert isinstance(registry.propose("cuda.smem_tiling_matmul", model, model.kernel("k")), NotApplicable)
+    got = registry.propose("cuda.vectorize_float4", model, model.kernel("k"))
+    assert not isinstance(got, NotApplicable), got.reason
+
+
+def test_the_tiled_kernel_no_longer_defers():
+    model = parse_text(SQDIST, "cuda", "r.cu")
+    (tiled, *_) = registry.propose("cuda.smem_tiling_matmul", model, model.kernel("k"))
+    again = parse_text(tiled.new_text, "cuda", "r.cu")
+    got = registry.propose("cuda.vectorize_float4", again, again.kernel("k"))
+    assert not (isinstance(got, NotApplicable) and "tile is made" in got.reason)
