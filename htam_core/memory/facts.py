@@ -87,7 +87,8 @@ FACTS: dict[str, str] = {
     "uses_math": "math_calls is not empty",
     "has_grid_stride_loop": "a grid-stride loop is present",
     "matmul_like": "tl.dot (Triton), or a loop that sums (or takes the max or min of) combinations of two "
-    "pointers indexed by the loop variable with different strides or different thread/block dimensions, in the kernel or (with the file known) in a "
+    "pointers indexed by the loop variable with different strides or different thread/block dimensions (or of one pointer "
+    "read along two thread dimensions, X X^T), in the kernel or (with the file known) in a "
     "__device__ function it calls (analysis layer: KernelFacts.matmul_loops, device_callees; unknown without the "
     "kernel)",
     "reduction_like": "not matmul_like, and the kernel combines many elements into fewer values: a loop whose "

@@ -12,6 +12,13 @@ parameter count dynamic shared memory sized at every launch. A parameter count w
 used when the count fits (a block-uniform test at run time), the global atomics as before otherwise. Refused: an unknown or too large bin count, an early
 ``return`` (a thread would skip a barrier), other uses of the histogram pointer, an atomic whose old value is used.
 
+The step makes the textbook privatized histogram whole (:func:`grid_edits`): each block pays the zeroing and the
+flush of all its bins whatever its share of the elements, so where the launches in the file can be edited, a
+guarded one-element body also becomes a grid-stride loop and every launch whose grid is not a small constant is
+capped at :data:`PER_SM` blocks per SM (a kernel already written as a grid-stride loop only gets the cap). Without
+an editable launch, or with a 2-D grid, the privatization is made alone and the description says nothing of the
+grid. Integer bins count exactly; float bins add the same terms in another order (``reorders_only``).
+
 Idea sources: the CUDA samples' ``histogram`` example (per-block sub-histograms merged at the end); Kirk and Hwu,
 "Programming Massively Parallel Processors", "Parallel histogram computation" (privatization); NVIDIA developer
 blog, "GPU Pro Tip: Fast Histograms Using Shared Atomics on Maxwell" (Kulikov, 2015).
@@ -19,24 +26,43 @@ blog, "GPU Pro Tip: Fast Histograms Using Shared Atomics on Maxwell" (Kulikov, 2
 
 from __future__ import annotations
 
+import dataclasses
+
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import AtomicUpdate
 from htam_core.source.model import Kernel, SourceModel
-from htam_core.transforms._cuda import CudaTransform, CudaUnit, block_thread, param_names, smem_edit
+from htam_core.transforms._cuda import (
+    CudaTransform,
+    CudaUnit,
+    Launch,
+    block_thread,
+    include_insert_point,
+    param_names,
+    smem_edit,
+    wrap_grid,
+)
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
-from htam_core.transforms.cuda_launch import CUDA_LANGS
+from htam_core.transforms.cuda_launch import CUDA_LANGS, SM_GRID_HELPER, SM_GRID_TEXT
+from htam_core.transforms.cuda_loops import grid_stride_body_edits
 from htam_core.transforms.registry import register
 from htam_core.types.profile import Profile
 
 #: Bytes per bin of the element types a shared-memory ``atomicAdd`` takes.
 BIN_BYTES = {"int": 4, "unsigned int": 4, "unsigned": 4, "float": 4, "unsigned long long": 8,
              "unsigned long long int": 8, "double": 8}
+#: Bin types whose sums are exact in any order (the others, float and double, are sums reordered by the step).
+EXACT_BINS = frozenset({"int", "unsigned int", "unsigned", "unsigned long long", "unsigned long long int"})
 #: Static shared memory a block may declare (bytes).
 SMEM_LIMIT = 48 * 1024
 NAME = "htam_hist"
 #: Bins of the launch-independent form: a parameter bin count whose launches cannot be given dynamic shared memory
 #: (none in the file) is privatized in a static array of this many bins when the count fits, at run time.
 CAP = 1024
+#: Blocks per SM of the capped grid the step writes (a few resident blocks per SM hide the atomics' latency).
+PER_SM = 8
+#: A constant grid of at most this many blocks is already a few blocks per SM (8 per SM of a 128-SM GPU): its
+#: launches are left as written.
+SMALL_GRID = 1024
 
 
 def _bin_type(unit: CudaUnit, u: AtomicUpdate) -> str | None:
@@ -115,6 +141,65 @@ def _update_edit(unit: CudaUnit, u: AtomicUpdate, *, capped: bool) -> TextEdit:
         f"{ind}}}"]))
 
 
+def _large_grid(unit: CudaUnit, la: Launch) -> bool:
+    """The launch's grid is not a compile-time constant of at most :data:`SMALL_GRID` blocks (one the cap would
+    leave as written on most devices)."""
+    c = unit.resolve(la.grid, la.host)  # type: ignore[arg-type]
+    return c is None or c.value > SMALL_GRID
+
+
+def grid_edits(unit: CudaUnit) -> list[TextEdit] | str:
+    """The edits that let each privatized block count many elements, or why the grid is kept (one line).
+
+    A privatized block zeroes and flushes all its bins whatever its share of the elements: under a grid that covers
+    ``n`` with one element per thread that fixed cost is paid ``n / blockDim`` times and dominates a small
+    per-thread body. The kernel's guarded one-element body becomes a grid-stride loop
+    (:func:`~htam_core.transforms.cuda_loops.grid_stride_body_edits`; a kernel whose coverage along x is already
+    decided by grid-stride loops alone, :meth:`KernelFacts.covers_any_launch`, keeps its loops) and every launch
+    whose grid is not a compile-time constant is capped at :data:`PER_SM` blocks per SM (``htam_sm_grid``, read on
+    the device at run time). Counts stay exact: each element is still counted once, in whichever block takes it.
+
+    Idea source: NVIDIA developer blog, "GPU Pro Tip: Fast Histograms Using Shared Atomics on Maxwell" (a grid-stride
+    privatized histogram over a fixed grid); "CUDA Pro Tip: Write Flexible Kernels with Grid-Stride Loops".
+    """
+    if not unit.launches_editable:
+        return f"{unit.kernel.name} has no launch in this file whose grid a step may change"
+    launches = [la for la in unit.launches if la.grid is not None and _large_grid(unit, la)]
+    if not launches:
+        return f"every launch passes a constant grid of at most {SMALL_GRID} blocks, already a few per SM"
+    body: list[TextEdit] | str = []
+    if not unit.facts.grid_stride_loops:
+        body = grid_stride_body_edits(unit)
+    elif not unit.facts.covers_any_launch("x"):
+        return "the kernel's grid-stride loops do not alone decide what each thread covers along x"
+    caps = [wrap_grid(unit, la, f"{SM_GRID_HELPER}({{}}, {PER_SM})") for la in launches]
+    bad = body if isinstance(body, str) else next((c for c in caps if isinstance(c, str)), None)
+    if isinstance(bad, str):
+        return bad
+    helper = [] if SM_GRID_HELPER.encode() in unit.src else [unit.insert(include_insert_point(unit), SM_GRID_TEXT)]
+    return helper + body + [c for c in caps if not isinstance(c, str)]  # type: ignore[operator]
+
+
+def _description(kernel: str, ups: tuple[AtomicUpdate, ...], kind: str, bins: str, cap_why: str | None,
+                 grid: list[TextEdit] | str) -> str:
+    """The candidate's one-paragraph description: the privatization, where the bin count comes from, the
+    launch-independent form's cap, and the grid-stride loop with the capped grid (or why the grid is kept)."""
+    ptr = ups[0].pointer
+    desc = (f"privatize {ptr} in {kernel}: each block counts into a {kind} shared-memory histogram of "
+            f"{bins} bins, then adds each nonzero bin to {ptr} with one atomicAdd")
+    if isinstance(grid, list):
+        desc = (f"{desc}; the elements are taken in a grid-stride loop over a grid capped at {PER_SM} blocks per SM, "
+                "so each block's zeroing and flush of its bins is paid a few times per SM, not once per "
+                "blockDim elements")
+    if any(x.extent_from == "launch" for x in ups):
+        desc += (f" ({bins} is the size of the buffer the launches pass as {ptr}; the kernel does not check "
+                 f"the index, so an index outside it updates {ptr} in global memory as before)")
+    if cap_why is not None:
+        desc += (f" (launch-independent form, {cap_why}: a static array of {CAP} bins, used when {bins} <= {CAP}; "
+                 "larger counts keep the global atomics)")
+    return desc
+
+
 @register
 class CudaSmemHistogram(CudaTransform):
     """A global-atomic histogram -> a per-block shared-memory histogram merged with one atomic per bin."""
@@ -172,22 +257,15 @@ class CudaSmemHistogram(CudaTransform):
             edits.append(unit.insert(start, "".join(f"{ind}{ln}\n" for ln in tail)))
         else:
             edits.append(unit.insert(close, "".join(f"\n{ind}{ln}" for ln in tail) + "\n"))
+        grid = grid_edits(unit)
+        edits += grid if isinstance(grid, list) else []
         edits.sort(key=lambda e: e.start_byte)
         kind = "static" if u.extent is not None else "dynamic" if cap_why is None else "capped"
-        desc = (f"privatize {u.pointer} in {kernel.name}: each block counts into a {kind} shared-memory histogram of "
-                f"{bins} bins, then adds each nonzero bin to {u.pointer} with one atomicAdd")
-        if any(x.extent_from == "launch" for x in ups):
-            desc += (f" ({bins} is the size of the buffer the launches pass as {u.pointer}; the kernel does not check "
-                     f"the index, so an index outside it updates {u.pointer} in global memory as before)")
-        if cap_why is not None:
-            desc += (f" (launch-independent form, {cap_why}: a static array of {CAP} bins, used when {bins} <= {CAP}; "
-                     "larger counts keep the global atomics)")
-        return [self.candidate(
-            model,
-            desc,
-            {"bins": u.extent if u.extent is not None else u.extent_param, "shared": kind, "type": btype},
-            edits,
-        )]
+        params = {"bins": u.extent if u.extent is not None else u.extent_param, "shared": kind, "type": btype,
+                  "blocks_per_sm": PER_SM if isinstance(grid, list) else None}
+        c = self.candidate(model, _description(kernel.name, ups, kind, str(bins), cap_why, grid), params, edits)
+        c.changes_numerics = c.reorders_only = btype not in EXACT_BINS  # float bins: the adds' order changes
+        return [dataclasses.replace(c, helpers={SM_GRID_HELPER: SM_GRID_TEXT}) if isinstance(grid, list) else c]
 
     def _launch_edits(self, unit: CudaUnit, u: AtomicUpdate, btype: str) -> list[TextEdit] | str:
         """Per launch, the dynamic shared-memory size ``(bins) * sizeof(T)`` from the bin-count argument, or why

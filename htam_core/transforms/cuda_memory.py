@@ -42,7 +42,7 @@ from htam_core.transforms.cuda_launch import CUDA_LANGS
 from htam_core.transforms.cuda_qualifiers import not_aliased, pointer_params
 from htam_core.transforms.cuda_vector_loops import align_text, vectorize_loops, width_text
 from htam_core.transforms.cuda_vector_rows import vectorize_rows
-from htam_core.transforms.registry import register
+from htam_core.transforms.registry import propose, register
 from htam_core.types.profile import Profile
 
 #: Element types ``__ldg`` has overloads for (CUDA 12/13 ``sm_32_intrinsics.h``).
@@ -184,6 +184,30 @@ def _type_words(unit: CudaUnit, name: str, p: Node) -> str:
     """``floatX`` or ``floatX (__nv_bfloat16)``: the written pointee type, with what it resolves to if it differs."""
     written, resolved = element_type(unit, p), value_type(unit, name, p)
     return written if written == resolved else f"{written} ({resolved})"
+
+
+def tile_first(unit: CudaUnit, model: SourceModel, kernel: Kernel, lines: list[int]) -> str | None:
+    """Why the loop form of float4, which would widen the loops on ``lines``, defers to the shared-memory tile, or
+    ``None``.
+
+    A matmul-like loop (:meth:`~htam_core.source.analysis.KernelFacts.matmul_loops`: its two operands indexed by
+    different thread/block dimensions or strides, so the threads of a block re-read each other's rows) in a kernel
+    without shared memory is the tile's loop: the tile cuts that traffic by the tile size, 16-byte loads only cut
+    instructions, and the tile step reads the scalar loop, not the float4 form. Where the tile is made on the kernel
+    (``cuda.smem_tiling_matmul`` gives a validated candidate), the float4 loop would only make it unreachable; the
+    tiled kernel's own loads can take vectors after it. Where it is not made, float4 is made as before.
+
+    Idea source: Kirk and Hwu, "Programming Massively Parallel Processors", ch. 5 (tiling for data reuse before
+    memory-access tuning)."""
+    dots = [lp for lp in unit.facts.matmul_loops() if lp.line in lines]
+    if not dots or kernel.features.shared_memory:
+        return None
+    tiled = propose("cuda.smem_tiling_matmul", model, kernel)
+    if isinstance(tiled, NotApplicable) or not tiled:
+        return None
+    return (f"the loop on line {dots[0].line} re-reads operands the block's threads share (a matmul-like loop): the "
+            "shared-memory tile is made on it and reads the scalar loop, so it comes first (its tiles' loads can "
+            "take vectors after it)")
 
 
 @register
@@ -329,6 +353,8 @@ class CudaVectorizeFloat4(CudaTransform):
         if isinstance(res, str):
             return self.not_applicable(f"{why_not_elementwise}; and no float4 loop: {res}")
         edits, lines = res
+        if why := tile_first(unit, model, kernel, lines):
+            return self.not_applicable(f"{why_not_elementwise}; and {why}")
         cand = self.candidate(
             model,
             f"vectorize the loop(s) on line(s) {', '.join(map(str, lines))} of {kernel.name} with 16-byte vector "

@@ -62,7 +62,8 @@ def test_each_spelling_is_privatized(kernel, decl, bins):
 
 def test_a_parameter_bin_count_sizes_the_launch():
     (c,) = _propose("hist_guarded")
-    assert "hist_guarded<<<(n + 255) / 256, 256, (bins) * sizeof(int)>>>(d, h2, n, bins);" in c.new_text
+    assert "hist_guarded<<<htam_sm_grid((n + 255) / 256, 8), 256, (bins) * sizeof(int)>>>(d, h2, n, bins);" in \
+        c.new_text  # the grid capped too: the grid-stride form (tests/transforms/test_transforms_cuda_histogram_grid.py)
     assert c.params["shared"] == "dynamic"
 
 

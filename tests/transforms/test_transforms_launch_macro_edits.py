@@ -133,14 +133,16 @@ def test_every_step_made_through_the_macro_compiles(tmp_path, name: str) -> None
 def test_a_dynamic_shared_memory_size_goes_into_the_shared_bytes_argument() -> None:
     (c,) = _propose(_text("four slots"), "cuda.smem_histogram", "hist")
     assert c.params["shared"] == "dynamic"
-    assert "LAUNCH_KERNEL(hist, blocks, 256, (nb) * sizeof(int), st, d, h, n, nb)" in c.new_text
+    # the grid capped too (the privatized histogram's grid-stride form): both through the macro's own slots
+    assert "LAUNCH_KERNEL(hist, htam_sm_grid(blocks, 8), 256, (nb) * sizeof(int), st, d, h, n, nb)" in c.new_text
 
 
 def test_a_macro_without_a_shared_bytes_slot_is_refused_in_one_line() -> None:
     (c,) = _propose(_text("two slots"), "cuda.smem_histogram", "hist")
     assert c.params["shared"] == "capped"  # the launch-independent form, saying why
     assert "written through the macro LAUNCH, whose #define passes no dynamic shared-memory size" in c.description
-    assert _use("two slots", "hist") in c.new_text
+    # no shared-memory size at the use; only its grid is capped (the grid-stride form)
+    assert _use("two slots", "hist").replace("blocks", "htam_sm_grid(blocks, 8)", 1) in c.new_text
 
 
 COMPUTED = "#define LAUNCH1D(k, n, ...) k<<<((n) + 255) / 256, 256>>>(__VA_ARGS__)"

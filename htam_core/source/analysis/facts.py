@@ -1644,16 +1644,17 @@ class KernelFacts:
         matmul over another semiring, tiled the same way), and two reads of different pointers (global or shared) inside the loop, both
         indexed by the loop variable and both depending on the thread/block indices, with different strides
         in the loop variable (``A[row*K + k]`` and ``B[k*N + col]``) or different thread/block dimensions
-        (``inp[bt*C + i]`` and ``w[oc*C + i]``, the NT layout). A dot product with one shared vector
-        (``x[row*N + i] * y[i]``) is not one: ``y`` does not depend on the thread."""
+        (``inp[bt*C + i]`` and ``w[oc*C + i]``, the NT layout; also one pointer read along two thread dimensions,
+        ``X[a*D + c] * X[b*D + c]``, a Gram matrix X X^T). A dot product with one shared vector
+        (``x[row*N + i] * y[i]``) is not one: ``y`` does not depend on the thread; nor is a sum of squares of one
+        row (``x[r*D + c] * x[r*D + c]``)."""
         out: list[LoopFact] = []
         for lp in self.loops:
             if lp.var is None or not any(a.op in ("sum", "max", "min") for a in lp.accumulators):
                 continue
             ops = [a for a in self._own_reads(lp) if a.index is not None and self._varies(a, lp.var)
                    and _thread_dims(a)]
-            if any(x.pointer != y.pointer and (x.stride(lp.var) != y.stride(lp.var) or _thread_dims(x) !=
-                                               _thread_dims(y)) for i, x in enumerate(ops) for y in ops[i + 1:]):
+            if any(_dot_operands(x, y, lp.var) for i, x in enumerate(ops) for y in ops[i + 1:]):
                 out.append(lp)
         return tuple(out)
 
@@ -1928,3 +1929,13 @@ def _thread_dims(a: Access) -> frozenset[str]:
     if a.index is None:
         return frozenset()
     return frozenset(s.name for s in a.index.free_symbols if s.name.startswith(("threadIdx.", "blockIdx.")))
+
+
+def _dot_operands(x: Access, y: Access, var: str) -> bool:
+    """Reads ``x`` and ``y`` inside a loop over ``var`` are the two operands of a matmul-like product: different
+    thread/block dimensions (each operand is shared by the threads along the other's dimensions: a tile reuses
+    it), or different pointers walked with different strides in ``var`` (``A[row*K + k]``, ``B[k*N + col]``). One
+    pointer at the same dimensions is a row of one thread (a sum of squares), not two operands."""
+    if _thread_dims(x) != _thread_dims(y):
+        return True
+    return x.pointer != y.pointer and x.stride(var) != y.stride(var)
