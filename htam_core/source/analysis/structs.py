@@ -259,25 +259,31 @@ def struct_layout(roots: Sequence[Node], type_name: str) -> StructLayout | None:
 
 
 def _brace(members: Sequence[_Member], values: Iterator[object], prefix: str, out: dict[str, object]) -> None:
-    """Assign a brace list's ``values`` to ``members`` in order; a nested tuple is a nested brace list, a plain
-    value fills the next number (brace elision)."""
+    """Assign a brace list's ``values`` to ``members`` in order; a nested tuple is a nested brace list (of a
+    struct, or of an array's elements), a plain value fills the next number (brace elision)."""
     for m in members:
-        for path in [f"{prefix}{m.name}[{i}]" for i in range(m.count)] if m.count is not None else \
-                [f"{prefix}{m.name}"]:
-            _assign_one(m, path, values, out)
+        if m.count is None:
+            _assign_one(m, f"{prefix}{m.name}", values, out)
+            continue
+        v = next(values, _END)
+        if v is _END:
+            return
+        elem = _Member(m.name, m.ctype, m.dtype, m.members)
+        stream = iter(v) if isinstance(v, tuple) else _chain(v, values)
+        for i in range(m.count):
+            _assign_one(elem, f"{prefix}{m.name}[{i}]", stream, out)
 
 
 def _assign_one(m: _Member, path: str, values: Iterator[object], out: dict[str, object]) -> None:
-    sub = _Member(m.name, m.ctype, m.dtype, m.members)  # one element of an array member
     v = next(values, _END)
     if v is _END:
         return
     if isinstance(v, tuple):
-        _fill(sub, path, v, out)
-    elif sub.dtype is not None:
+        _fill(m, path, v, out)
+    elif m.dtype is not None:
         out[path] = v
     else:
-        _brace(sub.members, _chain(v, values), f"{path}.", out)
+        _brace(m.members, _chain(v, values), f"{path}.", out)
 
 
 _END = object()
