@@ -150,6 +150,16 @@ def write_struct_shim(path: str | Path, h: Harness) -> tuple[Path, tuple[str, ..
     return p, shim.order
 
 
+def struct_library(path: str | Path, h: Harness, arch: str) -> tuple[Path, tuple[str, ...]]:
+    """Build the struct shim of ``h``'s kernel in ``path`` for ``arch`` (nothing loaded): ``(library, order)``.
+
+    Raises:
+        HarnessError: the shim cannot be made (:func:`struct_shim_source`), nvcc is missing, or it does not compile.
+    """
+    shim, order = write_struct_shim(path, h)
+    return build_shared_library(shim, arch), order
+
+
 def struct_launcher(path: str | Path, h: Harness, arch: str) -> Callable[[dict[str, Any], Sequence[int],
                                                                           Sequence[int], int], Callable[[], None]]:
     """A binder for ``h``'s kernel in ``path`` launched through the struct shim (built with nvcc, loaded here).
@@ -161,8 +171,8 @@ def struct_launcher(path: str | Path, h: Harness, arch: str) -> Callable[[dict[s
     Raises:
         HarnessError: the shim cannot be made (:func:`struct_shim_source`) or does not compile.
     """
-    shim, order = write_struct_shim(path, h)
-    fn = _symbol(build_shared_library(shim, arch), SHIM_NAME)
+    lib, order = struct_library(path, h, arch)
+    fn = _symbol(lib, SHIM_NAME)
     dtypes = {i.name: (i.dtype if i.is_scalar else None) for i in h.inputs}
     types = [ctypes.c_uint] * len(_DIMS) + [ctypes.c_void_p if dtypes[n] is None else
                                             _CTYPES.get(dtypes[n] or "", ctypes.c_float) for n in order]

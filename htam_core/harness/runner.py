@@ -43,8 +43,8 @@ from htam_core.harness.base import (
     origin_dirs,
 )
 from htam_core.harness.cu_launcher import host_launcher, launcher_types
-from htam_core.harness.cu_struct_launch import struct_args, struct_launcher
 from htam_core.harness.cu_main import find_nvcc
+from htam_core.harness.cu_struct_launch import struct_args, struct_launcher
 from htam_core.harness.device_occupancy import occupancy_functions
 from htam_core.harness.foreign import launcher_module
 from htam_core.harness.infer_cuda import infer_cuda_harness

@@ -249,3 +249,14 @@ def test_the_struct_kernel_runs_through_the_harness_on_gpu(tmp_path: Path) -> No
     want = env["w__wa"] * a + env["w__wb"] * b + env["w__wc"] * c
     assert (env["w__wa"], env["w__wb"], env["w__wc"]) == (0.5, -0.25, 2.0)
     np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_the_compile_only_check_builds_the_struct_shim(tmp_path: Path) -> None:
+    """``check_build`` (no GPU) builds what a run builds: for a struct by value, the shim, not a bare cubin."""
+    from htam_core.harness.build_check import check_build
+
+    p = tmp_path / "wsum3.cu"
+    p.write_text(WSUM3)
+    (line,) = check_build(infer_cuda_harness(p, "wsum3")).built
+    assert line.startswith("wsum3 of wsum3.cu: struct shim ") and line.endswith(".so"), line
