@@ -26,9 +26,7 @@ from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.cu_eval import base_type
 from htam_core.harness.cu_launcher import _C_TYPES, _CTYPES, SHIM_NAME, _symbol, build_shared_library
 from htam_core.runtime.cache import cache_root
-from htam_core.source.analysis.includes import local_headers
-from htam_core.source.analysis.structs import StructLayout, struct_layout
-from htam_core.source.analysis.syntax import parse_cuda
+from htam_core.source.analysis.structs import StructLayout, file_struct_layout
 from htam_core.source.api import parse_text
 
 _DIMS = ("gx", "gy", "gz", "bx", "by", "bz", "smem")
@@ -67,13 +65,11 @@ def _layouts(path: Path, kernel: str, h: Harness) -> dict[str, StructLayout]:
         raise HarnessError(f"{path.name} has no kernel {kernel!r}") from None
     if len(params) != len(h.args):
         raise HarnessError(f"{path.name}: {kernel} takes {len(params)} arguments, and args names {len(h.args)}")
-    src = text.encode("utf-8")
-    roots = [hd.root for hd in local_headers(src, path)] + [parse_cuda(src).root_node]
     types = [base_type(p.type or "") for p in params]
     out: dict[str, StructLayout] = {}
     for a in struct_args(h):
         t = types[h.args.index(a)]
-        layout = struct_layout(roots, t)
+        layout = file_struct_layout(text, str(path), t)
         if layout is None or layout.unsupported:
             why = layout.unsupported if layout is not None else f"`{t}` is no struct the file defines"
             raise HarnessError(f"{path.name}: `{a}` of {kernel} is given as fields ({a}__...), but {why}")

@@ -168,12 +168,32 @@ def test_a_spec_written_with_the_field_names_makes_the_same_shim(tmp_path: Path)
         struct_shim_source(p, h)
 
 
-def test_the_template_marks_the_struct_instead_of_guessing_a_float(tmp_path: Path) -> None:
+def test_the_template_lists_the_fields_and_parses_as_a_spec(tmp_path: Path) -> None:
+    """When main() cannot be read (here a size from the command line), the template still gives one input per
+    field; with a reference written, the table loads and launches through the same shim."""
+    import tomllib
+
     p = tmp_path / "struct_weights.cu"
-    shutil.copy(TRIAL / "struct_weights.cu", p)
+    p.write_text((TRIAL / "struct_weights.cu").read_text().replace("const int n = 1 << 24;",
+                                                                   "const int n = atoi(getenv(\"N\"));"))
     model = load(str(p))
-    lines = [ln for ln in write_template(model, model.kernel("wsum2")).splitlines() if 'name = "w"' in ln]
-    assert len(lines) == 1 and "TODO: a `Weights` passed by value" in lines[0], lines
+    text = write_template(model, model.kernel("wsum2"))
+    fields = [ln for ln in text.splitlines() if 'name = "w' in ln]
+    assert [ln.split('"')[1] for ln in fields] == ["w__wa", "w__wb"] and "TODO" not in "".join(fields), fields
+    assert "over a, b, w__wa, w__wb, n" in text
+    table = tomllib.loads(text.replace('reference = ""', 'reference = "w__wa * a + w__wb * b"'))["kernel"]["wsum2"]
+    h = parse_kernel_table(table, kernel="wsum2", spec_path=tmp_path / "htam.toml", file_path=p)
+    assert h.args == ["a", "b", "out", "w", "n"] and "s3.wa = a3;" in struct_shim_source(p, h).source
+
+
+def test_the_template_marks_a_struct_it_cannot_pass_with_the_reason(tmp_path: Path) -> None:
+    p = tmp_path / "struct_ptr.cu"
+    p.write_text((TRIAL / "struct_weights.cu").read_text().replace("struct Weights { float wa, wb; };",
+                                                                   "struct Weights { float wa, wb; int *hits; };"))
+    model = load(str(p))
+    lines = [ln for ln in write_template(model, model.kernel("wsum2")).splitlines() if 'name = "w' in ln]
+    assert len(lines) == 1 and "TODO: a `Weights` passed by value, and `Weights`'s field `hits` is a pointer" \
+        in lines[0], lines
 
 
 def test_a_host_launcher_that_builds_the_struct_is_inferred(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.includes import local_headers
+from htam_core.source.analysis.syntax import parse_cuda
 from htam_core.source.parsing import node_text
 
 #: Harness dtype of each C number type a struct field may have.
@@ -256,6 +258,13 @@ def struct_layout(roots: Sequence[Node], type_name: str) -> StructLayout | None:
         return StructLayout(name, unsupported=f"{where} holds {len(fields)} numbers (htam passes at most "
                                               f"{MAX_FIELDS}; pass them as a buffer)")
     return StructLayout(name, fields, None, members)
+
+
+def file_struct_layout(text: str, path: str | None, type_name: str) -> StructLayout | None:
+    """:func:`struct_layout` of ``type_name`` in the CUDA text ``text`` of file ``path`` and the local headers it
+    includes (``None`` for ``path``: the text alone)."""
+    src = text.encode("utf-8")
+    return struct_layout([h.root for h in local_headers(src, path)] + [parse_cuda(src).root_node], type_name)
 
 
 def _brace(members: Sequence[_Member], values: Iterator[object], prefix: str, out: dict[str, object]) -> None:
