@@ -770,6 +770,15 @@ class Program:
             if pin is not None:  # the variable that selects the asked kernel's case (see ``pins``)
                 scope.values[name] = pin
 
+    def struct_literal(self, node: ts.Node, scope: Scope) -> StructValue | None:
+        """``Weights{0.5f, 0.25f}`` / ``(Weights){...}`` written in place (a launch's argument) as a struct value;
+        ``None`` for any other expression or a type the file does not define as a struct."""
+        ty, value = node.child_by_field_name("type"), node.child_by_field_name("value")
+        if node.type != "compound_literal_expression" or ty is None or value is None or \
+                base_type(node_text(ty)) not in self.aggregates():
+            return None
+        return StructValue(base_type(node_text(ty)), *self._brace(value, scope))
+
     def _brace(self, value: ts.Node, scope: Scope) -> tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]]:
         """A brace initializer's values in order (a nested list a tuple; one not read ``None``) and its designated
         ones (``.wa = 0.5f``: ``("wa", 0.5)``)."""

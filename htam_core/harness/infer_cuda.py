@@ -133,6 +133,9 @@ def _args(call: ts.Node) -> list[ts.Node]:
 
 
 def _value(prog: Program, node: ts.Node, scope: Scope) -> tuple[Any, str | None]:
+    literal = prog.struct_literal(node, scope)  # Weights{0.5f, 0.25f} passed in the launch
+    if literal is not None:
+        return literal, None
     try:
         return prog.ev(node, scope), None
     except Unknown as e:

@@ -117,6 +117,24 @@ def test_a_struct_defined_in_a_local_header(tmp_path: Path) -> None:
     _compile(struct_shim_source(p, h).source, tmp_path)
 
 
+@pytest.mark.parametrize("literal", ["Weights{0.5f, 0.25f}", "(Weights){0.5f, 0.25f}"])
+def test_a_struct_written_in_the_launch_is_read(tmp_path: Path, literal: str) -> None:
+    p = tmp_path / "literal.cu"
+    p.write_text(_kernel("brace").replace("Weights w = {0.5f, 0.25f};", "").replace("out, w, n)", f"out, {literal}, n)"))
+    h = infer_cuda_harness(p, "wsum2")
+    assert {i.name: i.value for i in h.inputs if i.name.startswith("w__")} == {"w__wa": 0.5, "w__wb": 0.25}
+
+
+def test_a_struct_made_by_a_function_gets_defaults_and_a_todo(tmp_path: Path) -> None:
+    p = tmp_path / "made.cu"
+    p.write_text(_kernel("brace").replace("Weights w = {0.5f, 0.25f};", "Weights w = make_weights();").replace(
+        "int main() {", "Weights make_weights();\nint main() {"))
+    h = infer_cuda_harness(p, "wsum2")
+    assert {i.name: i.value for i in h.inputs if i.name.startswith("w__")} == {"w__wa": 1.0, "w__wb": 1.0}
+    assert any(n.startswith("TODO: main() sets no value htam reads for `w.wa` (w__wa), `w.wb` (w__wb)")
+               for n in h.notes), h.notes
+
+
 def test_a_field_main_leaves_unset_gets_a_default_and_a_todo(tmp_path: Path) -> None:
     p = tmp_path / "partial.cu"
     p.write_text(BODY.format(decl="struct Weights { float wa, wb; };", value="Weights w; w.wa = 0.5f;",
