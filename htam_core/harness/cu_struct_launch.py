@@ -1,8 +1,8 @@
 """Launch a CUDA kernel that takes a struct by value (``wsum3(a, b, c, out, Weights w, n)``) from a harness.
 
-A harness passes buffers and numbers. A struct of numbers is passed as one scalar input per field, named
-``<argument>__<field>`` (``w__wa``; a nested field ``p__s__x``, an array element ``p__c__1``), and the kernel's
-``args`` list names the struct argument itself (``"w"``). A generated ``extern "C"`` shim includes the ``.cu`` file,
+A harness passes buffers and numbers. A struct is passed as one input per field, named ``<argument>__<field>``
+(``w__wa``; a nested field ``p__s__x``, an array element ``p__c__1``): a scalar for a number field, a tensor for a
+pointer field (``const float *in``); the kernel's ``args`` list names the struct argument itself (``"w"``). A generated ``extern "C"`` shim includes the ``.cu`` file,
 builds the struct from those numbers (``Weights s4{}; s4.wa = a4; ...``: value-initialized, then every field set)
 and launches the kernel with the grid, block and shared bytes the harness gives, on the default stream. The
 field order and types come from the struct's definition in the file or its local headers
@@ -77,9 +77,10 @@ def _layouts(path: Path, kernel: str, h: Harness) -> dict[str, StructLayout]:
     return out
 
 
-def _struct_lines(a: str, k: int, layout: StructLayout, dtypes: dict[str, str], params: list[str],
+def _struct_lines(a: str, k: int, layout: StructLayout, dtypes: dict[str, str | None], params: list[str],
                   order: list[str]) -> str:
-    """The statements that build struct argument ``a`` as local ``s<k>`` from one shim parameter per field.
+    """The statements that build struct argument ``a`` as local ``s<k>`` from one shim parameter per field
+    (``dtypes``: each input's scalar dtype, ``None`` for a tensor: a pointer field's buffer).
 
     Raises:
         HarnessError: a field has no input, or an input ``<a>__x`` names no field.
@@ -93,10 +94,13 @@ def _struct_lines(a: str, k: int, layout: StructLayout, dtypes: dict[str, str], 
                            (f"; no such field: {', '.join(extra)}" if extra else ""))
     sets = []
     for n, f in names.items():
-        j = len(order)
-        params.append(f"{_C_TYPES.get(dtypes[n], 'float')} a{j}")
+        j, d = len(order), dtypes[n]
+        if f.pointer != (d is None):
+            raise HarnessError(f"`{a}.{f.path}` is " + ("a pointer: give `{n}` a shape" if f.pointer else
+                                                        f"a number: give `{n}` a value, not a shape"))
+        params.append(f"void* a{j}" if d is None else f"{_C_TYPES.get(d, 'float')} a{j}")
         order.append(n)
-        sets.append(f"s{k}.{f.path} = a{j};")
+        sets.append(f"s{k}.{f.path} = " + (f"HtamAnyPtr{{a{j}}};" if d is None else f"a{j};"))
     return f"  {layout.type} s{k}{{}}; {' '.join(sets)}\n"
 
 
@@ -113,7 +117,7 @@ def struct_shim_source(path: str | Path, h: Harness) -> StructShim:
     """
     src = Path(path).resolve()
     layouts = _layouts(src, h.kernel, h)
-    dtypes = {i.name: i.dtype for i in h.inputs}
+    dtypes = {i.name: i.dtype if i.is_scalar else None for i in h.inputs}
     scalar = {i.name for i in h.inputs if i.is_scalar}
     params = [f"unsigned {d}" for d in _DIMS]
     order: list[str] = []
@@ -124,7 +128,7 @@ def struct_shim_source(path: str | Path, h: Harness) -> StructShim:
             call.append(f"s{k}")
             continue
         j = len(order)
-        params.append(f"{_C_TYPES.get(dtypes[a], 'float')} a{j}" if a in scalar else f"void* a{j}")
+        params.append(f"{_C_TYPES.get(dtypes[a] or '', 'float')} a{j}" if a in scalar else f"void* a{j}")
         order.append(a)
         call.append(f"a{j}" if a in scalar else f"HtamAnyPtr{{a{j}}}")
     digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]

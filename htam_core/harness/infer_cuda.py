@@ -491,34 +491,105 @@ def _by_value_structs(found: _Found, kernel: Kernel, where: str, prog: Program) 
     return out
 
 
-def _struct_inputs(a: _Arg, name: str, layout: StructLayout, sizes: dict[str, int | float],
-                   notes: list[str]) -> list[InputSpec]:
-    """One scalar input per number field of the struct argument ``a`` (named ``<name>__<field>``: ``w__wa``,
-    ``p__s__x``, ``p__c__1``), valued as main() set it (brace list, designated initializers, field assignments);
-    an integer field is a size symbol like an integer argument. A field main() leaves unread gets a scalar's
-    default (1.0, or 1) and a TODO note."""
+@dataclass
+class _Made:
+    """The inputs, outputs and sizes :func:`_build` makes from one launch, with what each input needs to know."""
+
+    where: str
+    found: _Found
+    kernel: Kernel
+    read_first: frozenset[str]
+    #: the guessed index range of an integer buffer
+    int_high: int
+    inputs: list[InputSpec] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    sizes: dict[str, int | float] = field(default_factory=dict)
+    #: id of a buffer -> the argument it was given to (each argument gets its own buffer)
+    seen: dict[int, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _buffer_input(m: _Made, a: _Arg, name: str, written: bool, param: str) -> InputSpec:
+    """The tensor input of the pointer argument ``a`` (a kernel parameter, or a struct's pointer field), sized and
+    typed by the buffer main() passes; ``written``: an output (added to ``m.outputs``); ``param``: the kernel
+    parameter, for the read-before-write facts.
+
+    Raises:
+        HarnessError: no buffer of known size, host memory, a pointer inside a buffer, a buffer given twice, or an
+            element type htam cannot fill.
+    """
+    where, kernel = m.where, m.kernel.name
+    if not isinstance(a.value, Ptr):
+        raise HarnessError(f"{where}:{m.found.line}: `{a.name}` of {kernel} is a pointer, but the launch "
+                           f"passes {a.value!r}")
+    buf = a.value.buffer
+    if buf.numel is None:
+        raise HarnessError(f"{where}: cannot size `{buf.var}` (line {buf.line}): {buf.why}")
+    if not buf.device:
+        raise HarnessError(f"{where}:{m.found.line}: `{a.name}` of {kernel} gets `{buf.var}`, host memory "
+                           f"(line {buf.line}); the kernel needs a cudaMalloc'd buffer")
+    if a.value.offset:
+        raise HarnessError(f"{where}:{m.found.line}: `{a.name}` points inside `{buf.var}`; pass the start of a buffer")
+    if id(buf) in m.seen:
+        raise HarnessError(f"{where}:{m.found.line}: `{m.seen[id(buf)]}` and `{a.name}` of {kernel} are the "
+                           f"same buffer `{buf.var}`; a harness gives every argument its own buffer")
+    m.seen[id(buf)] = a.name
+    dtype = _elem_dtype(buf, a.type_text)
+    if dtype is None:
+        raise HarnessError(f"{where}: `{buf.var}` (line {buf.line}) holds `{buf.elem}`, an element type htam "
+                           "cannot fill; add a [kernel] table to htam.toml")
+    if written:
+        # a buffer the kernel reads and writes (atomicAdd, +=) is never poisoned: main() left it unfilled,
+        # so it starts from zeros, the value such an accumulator needs
+        unfilled = "zeros" if param in m.read_first else "empty"
+        init = {"host": "randn", "memset": "zeros"}.get(buf.filled or "", unfilled)
+        if init == "randn" and not dtype.startswith(("float", "bfloat")):
+            init = "randint"
+        m.outputs.append(name)
+    else:
+        init = "randn" if dtype.startswith(("float", "bfloat")) else "randint"
+    spec = InputSpec(name=name, dtype=dtype, shape=[buf.numel], init=init)
+    if init == "randint":
+        spec.low, spec.high = 0, m.int_high
+    return spec
+
+
+def _struct_inputs(m: _Made, a: _Arg, name: str, layout: StructLayout) -> list[InputSpec]:
+    """One input per field of the struct argument ``a`` (named ``<name>__<field>``: ``w__wa``, ``p__s__x``,
+    ``p__c__1``), valued as main() set it (brace list, designated initializers, field assignments): a number
+    field is a scalar (an integer one a size symbol, like an integer argument), a pointer field the buffer main()
+    points it at (an output unless its elements are declared ``const``). A number field main() leaves unread gets a
+    scalar's default (1.0, or 1) and a TODO note.
+
+    Raises:
+        HarnessError: a pointer field whose buffer cannot be read (:func:`_buffer_input`).
+    """
     v = a.value if isinstance(a.value, StructValue) else StructValue(layout.type)
     values = field_values(layout, v.fields, v.assigned)
     out: list[InputSpec] = []
     unread: list[str] = []
     for f in layout.fields:
-        n = f"{name}__{f.suffix}"
-        x = values.get(f.path)
+        n, x = f"{name}__{f.suffix}", values.get(f.path)
+        if f.pointer:
+            out.append(_buffer_input(m, _Arg(f"{a.name}.{f.path}", f"{f.ctype} *", True, x), n, not f.const, ""))
+            continue
         if not isinstance(x, int | float):
             unread.append(f"`{a.name}.{f.path}` ({n})")
             x = 1.0 if f.dtype.startswith("float") else 1
-        if f.dtype.startswith("float"):
-            out.append(InputSpec(name=n, dtype=f.dtype, shape=None, init=None, value=float(x)))
-        elif f.dtype == "bool":
-            out.append(InputSpec(name=n, dtype=f.dtype, shape=None, init=None, value=int(bool(x))))
+        if f.dtype.startswith("float") or f.dtype == "bool":
+            out.append(InputSpec(name=n, dtype=f.dtype, shape=None, init=None,
+                                 value=float(x) if f.dtype != "bool" else int(bool(x))))
         else:
-            sizes[n] = int(x)
+            m.sizes[n] = int(x)
             out.append(InputSpec(name=n, dtype=f.dtype, shape=None, init=None, value=n))
     if unread:
-        notes.append(f"TODO: main() sets no value htam reads for {', '.join(unread)} of the `{layout.type}` "
-                     "passed by value: a default is used; write the value in htam.toml")
-    notes.append(f"`{a.name}` is a `{layout.type}` passed by value: each field is an input "
-                 f"({name}__<field>), and htam's shim builds the struct for the launch")
+        m.notes.append(f"TODO: main() sets no value htam reads for {', '.join(unread)} of the `{layout.type}` "
+                       "passed by value: a default is used; write the value in htam.toml")
+    written = [f.path for f in layout.fields if f.pointer and not f.const]
+    m.notes.append(f"`{a.name}` is a `{layout.type}` passed by value: each field is an input ({name}__<field>), "
+                   "and htam's shim builds the struct for the launch" + (
+                       f"; its pointer field(s) {', '.join(written)}, not declared const, are taken as output(s)"
+                       if written else ""))
     return out
 
 
@@ -528,67 +599,28 @@ def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str]
     passed by value (:func:`_by_value_structs`), each given as its fields."""
     where = path.name
     taken: set[str] = set()
-    inputs: list[InputSpec] = []
-    outputs: list[str] = []
-    sizes: dict[str, int | float] = {}
-    seen: dict[int, str] = {}
     args: list[str] = []
-    notes = list(found.notes)
     buffers = [a.value.buffer for a in found.args if isinstance(a.value, Ptr) and a.value.buffer.numel]
     # the guessed index range: the smallest buffer's length, a 1-element buffer (a counter, a scalar output) aside
-    int_high = max(1, min((b.numel for b in buffers if b.numel and b.numel > 1), default=1))
+    m = _Made(where, found, kernel, read_first, max(1, min((b.numel for b in buffers if b.numel and b.numel > 1),
+                                                            default=1)), notes=list(found.notes))
     for a in found.args:
         name = _py_name(a.name, taken)
         args.append(name)
         if structs and a.name in structs:
-            inputs.extend(_struct_inputs(a, name, structs[a.name], sizes, notes))
-            continue
-        if a.error is not None:
+            m.inputs.extend(_struct_inputs(m, a, name, structs[a.name]))
+        elif a.error is not None:
             raise HarnessError(f"{where}:{found.line}: cannot infer {kernel.name}'s `{a.name}`: {a.error}")
-        if a.pointer:
-            if not isinstance(a.value, Ptr):
-                raise HarnessError(f"{where}:{found.line}: `{a.name}` of {kernel.name} is a pointer, but the launch "
-                                   f"passes {a.value!r}")
-            buf = a.value.buffer
-            if buf.numel is None:
-                raise HarnessError(f"{where}: cannot size `{buf.var}` (line {buf.line}): {buf.why}")
-            if not buf.device:
-                raise HarnessError(f"{where}:{found.line}: `{a.name}` of {kernel.name} gets `{buf.var}`, host memory "
-                                   f"(line {buf.line}); the kernel needs a cudaMalloc'd buffer")
-            if a.value.offset:
-                raise HarnessError(f"{where}:{found.line}: `{a.name}` points inside `{buf.var}`; pass the start of a "
-                                   "buffer")
-            if id(buf) in seen:
-                raise HarnessError(f"{where}:{found.line}: `{seen[id(buf)]}` and `{a.name}` of {kernel.name} are the "
-                                   f"same buffer `{buf.var}`; a harness gives every argument its own buffer")
-            seen[id(buf)] = a.name
-            dtype = _elem_dtype(buf, a.type_text)
-            if dtype is None:
-                raise HarnessError(f"{where}: `{buf.var}` (line {buf.line}) holds `{buf.elem}`, an element type htam "
-                                   "cannot fill; add a [kernel] table to htam.toml")
-            written = a.name in found.written
-            if written:
-                # a buffer the kernel reads and writes (atomicAdd, +=) is never poisoned: main() left it unfilled,
-                # so it starts from zeros, the value such an accumulator needs
-                unfilled = "zeros" if found.param_of.get(a.name, a.name) in read_first else "empty"
-                init = {"host": "randn", "memset": "zeros"}.get(buf.filled or "", unfilled)
-                if init == "randn" and not dtype.startswith(("float", "bfloat")):
-                    init = "randint"
-                outputs.append(name)
-            else:
-                init = "randn" if dtype.startswith(("float", "bfloat")) else "randint"
-            spec = InputSpec(name=name, dtype=dtype, shape=[buf.numel], init=init)
-            if init == "randint":
-                spec.low, spec.high = 0, int_high
-            inputs.append(spec)
+        elif a.pointer:
+            m.inputs.append(_buffer_input(m, a, name, a.name in found.written, found.param_of.get(a.name, a.name)))
         else:
-            inputs.append(_number_input(a, name, f"{where}:{found.line}", kernel.name, sizes))
-    if not outputs:
+            m.inputs.append(_number_input(a, name, f"{where}:{found.line}", kernel.name, m.sizes))
+    if not m.outputs:
         raise HarnessError(f"{where}:{found.line}: {kernel.name} writes through none of its pointer arguments, so "
                            "there is no output to compare")
     h = Harness(kind="inferred", path=str(path), kernel=kernel.name, language="cuda",
                 source=f"inferred from main() of {path.name} (launch at line {found.line})",
-                inputs=inputs, sizes=[sizes], outputs=outputs, oracle_path=str(path), notes=notes)
+                inputs=m.inputs, sizes=[m.sizes], outputs=m.outputs, oracle_path=str(path), notes=m.notes)
     if found.launcher is not None:
         h.launcher = found.launcher
     else:

@@ -323,9 +323,10 @@ def _direct_table(model: SourceModel, kernel: Kernel, lines: list[str],
 
 def _struct_entries(model: SourceModel, p: Param) -> list[str] | None:
     """The ``inputs`` entries of parameter ``p`` when it is a struct passed by value (the file or a local header
-    defines its type with a body: :func:`~htam_core.source.analysis.structs.file_struct_layout`): one number per
-    field (``w__wa``, guessed values to check), or, for a struct htam cannot pass as numbers, one line marked
-    ``TODO`` that says why; ``None`` for any other parameter."""
+    defines its type with a body: :func:`~htam_core.source.analysis.structs.file_struct_layout`): one entry per
+    field (``w__wa``: a number with a guessed value; a pointer field a tensor of guessed shape ``["N"]``, write-only
+    unless its elements are const), or, for a struct htam cannot pass, one line marked ``TODO`` that says why;
+    ``None`` for any other parameter."""
     t = base_type(p.type or "").split("::")[-1]
     layout = file_struct_layout(model.text, model.path, t) if not p.is_pointer and t else None
     if layout is None:
@@ -334,9 +335,13 @@ def _struct_entries(model: SourceModel, p: Param) -> list[str] | None:
         return [f"  {{ name = {_toml_str(p.name)}, dtype = \"float32\", value = 0.0 }},  # TODO: a `{layout.type}` "
                 f"passed by value, and {layout.unsupported}: use a host launcher (launcher = \"<host function>\") "
                 "that builds it"]
-    return [f"  {{ name = {_toml_str(f'{p.name}__{f.suffix}')}, dtype = {_toml_str(f.dtype)}, value = "
-            f"{'1.0' if f.dtype.startswith('float') else '1'} }},  # field `{p.name}.{f.path}` of the `{layout.type}` "
-            "passed by value: guessed value" for f in layout.fields]
+    return [f"  {{ name = {_toml_str(f'{p.name}__{f.suffix}')}, "
+            + (f"shape = [\"N\"], dtype = {_toml_str(f.dtype)}, init = \"{'randn' if f.const else 'empty'}\" }},  "
+               f"# TODO: pointer field `{p.name}.{f.path}` of the `{layout.type}` passed by value: check its shape"
+               + ("" if f.const else " (an output: not declared const)") if f.pointer else
+               f"dtype = {_toml_str(f.dtype)}, value = {'1.0' if f.dtype.startswith('float') else '1'} }},  "
+               f"# field `{p.name}.{f.path}` of the `{layout.type}` passed by value: guessed value")
+            for f in layout.fields]
 
 
 def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -> _Direct:
@@ -392,6 +397,7 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
             inputs.append("")
         elif lang.c_types and (entries := _struct_entries(model, p)) is not None:
             inputs.extend(entries)
+            outputs.extend(e.split('"')[1] for e in entries if 'init = "empty"' in e)  # non-const pointer fields
         else:
             sym = size_of.get(p.name) or _size_symbol(p.name, symbols)
             is_float = _FLOAT_NAMES.match(p.name) is not None or isinstance(literal, float) or \

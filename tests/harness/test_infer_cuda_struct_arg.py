@@ -1,7 +1,8 @@
 """A kernel taking a struct by value (``Weights w = {0.5f, 0.25f};`` passed to the launch): a struct of numbers is
-passed as one scalar input per field (``w__wa``), valued as main() sets it, and a generated shim builds the struct
-for the launch; a struct htam cannot pass as numbers (a pointer, a ``std::vector``, a union) is refused in one line
-that names the struct, the field and the way out, and the program then runs whole."""
+passed as one scalar input per field (``w__wa``), valued as main() sets it, a pointer field as the buffer main()
+points it at, and a generated shim builds the struct for the launch; a struct htam cannot pass (a ``void*``, a
+``std::vector``, a union) is refused in one line that names the struct, the field and the way out, and the program
+then runs whole."""
 
 from __future__ import annotations
 
@@ -148,13 +149,15 @@ def test_a_field_main_leaves_unset_gets_a_default_and_a_todo(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("decl", "value", "field"), [
-    ("struct Weights { float wa, wb; const float *scale; };", "Weights w = {0.5f, 0.25f, a};",
-     "`Weights`'s field `scale` is a pointer"),
+    ("struct Weights { float wa, wb; void *ctx; };", "Weights w = {0.5f, 0.25f, nullptr};",
+     "`Weights`'s field `ctx` is a pointer to `void`, not to numbers"),
+    ("struct Weights { float wa, wb; float **rows; };", "Weights w = {0.5f, 0.25f};",
+     "`Weights`'s field `rows` is a pointer to pointers"),
     ("#include <vector>\nstruct Weights { float wa, wb; std::vector<float> extra; };", "Weights w;",
      "`Weights`'s field `extra` is a `vector<float>`"),
     ("union Weights { float wa; int bits; };", "Weights w; w.wa = 1.0f;", "`Weights` is a union"),
-    ("struct Inner { float *p; };\nstruct Weights { float wa, wb; Inner in; };", "Weights w = {1.0f, 2.0f};",
-     "`Weights`'s field `in`'s field `p` is a pointer"),
+    ("struct Inner { int k; float &r; };\nstruct Weights { float wa, wb; Inner in; };", "Weights w = {1.0f, 2.0f};",
+     "`Weights`'s field `in`'s field `r` is a reference"),
 ])
 def test_a_struct_htam_cannot_pass_as_numbers_is_refused_in_one_line(tmp_path: Path, decl: str, value: str,
                                                                      field: str) -> None:
@@ -166,6 +169,56 @@ def test_a_struct_htam_cannot_pass_as_numbers_is_refused_in_one_line(tmp_path: P
     msg = e.value.message
     assert "`w` of wsum2 is a `Weights` passed by value" in msg and field in msg and "host function" in msg, msg
     assert "\n" not in msg and "Dim3" not in msg and e.value.missing
+
+
+PARAMS = """struct Params {{ float *out; const float *in; float scale; int n; }};
+__global__ void scale_k(Params p) {{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < p.n) p.out[i] = p.scale * p.in[i];
+}}
+int main() {{
+  const int n = 5000;
+  float *d_in, *d_out;
+  cudaMalloc(&d_in, n * sizeof(float)); cudaMalloc(&d_out, n * sizeof(float));
+  cudaMemcpy(d_in, h_in, n * sizeof(float), cudaMemcpyHostToDevice);
+  {value}
+  scale_k<<<(n + 127) / 128, 128>>>(p);
+  return 0;
+}}
+"""
+
+
+@pytest.mark.parametrize("value", ["Params p; p.out = d_out; p.in = d_in; p.scale = 3.0f; p.n = n;",
+                                   "Params p = {d_out, d_in, 3.0f, n};",
+                                   "Params p = {.out = d_out, .in = d_in, .scale = 3.0f, .n = n};"])
+def test_a_struct_with_pointers_to_numbers_gets_a_buffer_per_pointer(tmp_path: Path, value: str) -> None:
+    """A pointer field is a buffer: sized by the cudaMalloc main() points it at, an output unless its elements
+    are declared const."""
+    p = tmp_path / "params.cu"
+    p.write_text("static float h_in[5000];\n" + PARAMS.format(value=value))
+    h = infer_cuda_harness(p, "scale_k")
+    got = {i.name: (i.shape, i.init, i.value) for i in h.inputs}
+    assert got == {"p__out": ([5000], "empty", None), "p__in": ([5000], "randn", None),
+                   "p__scale": (None, None, 3.0), "p__n": (None, None, "p__n")}, got
+    assert h.args == ["p"] and h.outputs == ["p__out"] and h.sizes == [{"p__n": 5000}]
+
+
+def test_a_pointer_field_main_does_not_point_at_a_buffer_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "params.cu"
+    p.write_text("static float h_in[5000];\n" + PARAMS.format(value="Params p; p.out = d_out; p.scale = 3.0f; "
+                                                                     "p.n = n;"))
+    with pytest.raises(HarnessError, match=r"`p\.in` of scale_k is a pointer, but the launch passes None"):
+        infer_cuda_harness(p, "scale_k")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_the_shim_fills_the_struct_pointers(tmp_path: Path) -> None:
+    p = tmp_path / "params.cu"
+    p.write_text("static float h_in[5000];\n" + PARAMS.format(value="Params p = {d_out, d_in, 3.0f, n};"))
+    shim = struct_shim_source(p, infer_cuda_harness(p, "scale_k"))
+    assert shim.order == ("p__out", "p__in", "p__scale", "p__n")
+    assert "s0.out = HtamAnyPtr{a0}; s0.in = HtamAnyPtr{a1}; s0.scale = a2; s0.n = a3;" in shim.source
+    _compile(shim.source, tmp_path)
 
 
 def test_a_spec_written_with_the_field_names_makes_the_same_shim(tmp_path: Path) -> None:
@@ -207,11 +260,11 @@ def test_the_template_lists_the_fields_and_parses_as_a_spec(tmp_path: Path) -> N
 def test_the_template_marks_a_struct_it_cannot_pass_with_the_reason(tmp_path: Path) -> None:
     p = tmp_path / "struct_ptr.cu"
     p.write_text((TRIAL / "struct_weights.cu").read_text().replace("struct Weights { float wa, wb; };",
-                                                                   "struct Weights { float wa, wb; int *hits; };"))
+                                                                   "struct Weights { float wa, wb; void *ctx; };"))
     model = load(str(p))
     lines = [ln for ln in write_template(model, model.kernel("wsum2")).splitlines() if 'name = "w' in ln]
-    assert len(lines) == 1 and "TODO: a `Weights` passed by value, and `Weights`'s field `hits` is a pointer" \
-        in lines[0], lines
+    assert len(lines) == 1 and "TODO: a `Weights` passed by value, and `Weights`'s field `ctx` is a pointer to " \
+        "`void`" in lines[0], lines
 
 
 def test_a_host_launcher_that_builds_the_struct_is_inferred(tmp_path: Path) -> None:
@@ -233,7 +286,7 @@ def test_the_program_runs_whole_and_an_optimize_report_says_nothing_is_checked(t
     from htam_core.optimize.task import OptimizeTask
 
     p = tmp_path / "struct_ptr.cu"
-    p.write_text(BODY.format(decl="struct Weights { float wa, wb; float *log; };", value="Weights w = {0.5f, 0.25f};",
+    p.write_text(BODY.format(decl="struct Weights { float wa, wb; void *log; };", value="Weights w = {0.5f, 0.25f};",
                              ty="Weights", use="w.wa * a[i] + w.wb * b[i]"))
     h = find_harness(p, "wsum2", load(str(p)))
     assert h.kind == "cu-main" and "`w` of wsum2 is a `Weights` passed by value" in h.notes[0]
@@ -298,3 +351,18 @@ def test_the_compile_only_check_builds_the_struct_shim(tmp_path: Path) -> None:
     p.write_text(WSUM3)
     (line,) = check_build(infer_cuda_harness(p, "wsum3")).built
     assert line.startswith("wsum3 of wsum3.cu: struct shim ") and line.endswith(".so"), line
+
+
+@pytest.mark.gpu
+def test_the_struct_with_pointers_runs_through_the_harness_on_gpu(tmp_path: Path) -> None:
+    import numpy as np
+
+    from htam_core.harness.runner import prepare_spec
+
+    p = tmp_path / "params.cu"
+    p.write_text("static float h_in[5000];\n" + PARAMS.format(value="Params p = {d_out, d_in, 3.0f, n};"))
+    prepared = prepare_spec(infer_cuda_harness(p, "scale_k"), "cuda")
+    xs = prepared.trial.make_inputs(0, 0, 1.0)
+    env = dict(zip(prepared.arg_names, xs, strict=True))
+    (out,) = prepared.trial.run_candidate(xs)
+    np.testing.assert_allclose(out.cpu().numpy(), 3.0 * env["p__in"].cpu().numpy(), rtol=1e-6, atol=1e-6)

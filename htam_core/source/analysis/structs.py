@@ -5,7 +5,8 @@ A harness passes buffers and numbers; a struct of numbers is a list of numbers i
 reads that list once, from the syntax tree: :func:`struct_layout` gives each field that holds a number (nested
 structs, CUDA vector types such as ``float3`` and fixed-size arrays are opened down to their numbers) with its C
 access path (``wa``, ``s.x``, ``c[1]``), its C type and its harness dtype, or the one reason the struct cannot be
-passed as numbers (a pointer field, a union, a base class, a bit-field, a field of a type htam does not read).
+passed as numbers (a union, a base class, a bit-field, a field of a type htam does not read). A field that points
+to numbers (``const float *in``) is a field too, marked as a pointer: the harness passes it a buffer.
 :func:`field_values` maps the values a host program gives the struct (a brace list in field order with C's brace
 elision, designated initializers ``.wa = 0.5f``, field assignments ``w.wa = 0.5f;``) onto those fields.
 
@@ -47,13 +48,17 @@ class StructField:
 
     Attributes:
         path: its C access after the variable (``wa``, ``s.x``, ``c[1]``).
-        ctype: its C type as declared (``float``, ``unsigned int``).
-        dtype: its harness dtype (:data:`NUMBER_TYPES`).
+        ctype: its C type as declared (``float``, ``unsigned int``); of a pointer field, the type it points to.
+        dtype: its harness dtype (:data:`NUMBER_TYPES`); of a pointer field, its elements'.
+        pointer: a pointer to numbers (``const float *in``): a buffer, not a number.
+        const: a pointer field's elements are declared ``const`` (the kernel only reads them).
     """
 
     path: str
     ctype: str
     dtype: str
+    pointer: bool = False
+    const: bool = False
 
     @property
     def suffix(self) -> str:
@@ -70,6 +75,8 @@ class _Member:
     dtype: str | None = None
     members: tuple[_Member, ...] = ()
     count: int | None = None
+    pointer: bool = False
+    const: bool = False
 
 
 @dataclass(frozen=True)
@@ -180,25 +187,43 @@ class _Reader:
         const = any(c.type == "type_qualifier" and node_text(c) == "const" for c in decl.children)
         out = []
         for d in decl.children_by_field_name("declarator"):
-            name, count = self._declarator(d, where, decl)
+            name, count, pointer = self._declarator(d, where, decl)
             field = f"{where}'s field `{name}`"
-            if const:
+            if const and not pointer:
                 raise _Unsupported(f"{field} is const")
-            out.append(self._member(ty, name, field, depth, count))
+            out.append(self._pointer(ty, name, field, const) if pointer else self._member(ty, name, field, depth,
+                                                                                           count))
         return out
 
-    def _declarator(self, d: Node, where: str, decl: Node) -> tuple[str, int | None]:
+    def _pointer(self, ty: Node | None, name: str, field: str, const: bool) -> _Member:
+        """A pointer field: to numbers (a buffer the harness passes), else unsupported."""
+        ctype = " ".join(node_text(ty).replace("std::", "").split()) if ty is not None else ""
+        number = self.aliases.get(ctype, ctype)
+        if number not in NUMBER_TYPES:
+            raise _Unsupported(f"{field} is a pointer to `{ctype}`, not to numbers")
+        return _Member(name, number, NUMBER_TYPES[number], pointer=True, const=const)
+
+    def _declarator(self, d: Node, where: str, decl: Node) -> tuple[str, int | None, bool]:
+        """``(name, array length or None, is a pointer)`` of a field's declarator."""
         if any(c.type == "bitfield_clause" for c in decl.children):
             raise _Unsupported(f"{where}'s field `{node_text(d)}` is a bit-field")
-        if d.type in ("pointer_declarator", "reference_declarator"):
-            raise _Unsupported(f"{where}'s field `{node_text(d).lstrip('*& ')}` is a pointer")
+        if d.type == "pointer_declarator":
+            inner = d.child_by_field_name("declarator")
+            name = node_text(d).split("*")[-1].split()[-1] if "*" in node_text(d) else node_text(d)
+            if inner is None or inner.type != "field_identifier":
+                raise _Unsupported(f"{where}'s field `{name}` is a pointer to pointers, or an array of pointers")
+            if any(c.type == "type_qualifier" and node_text(c) == "const" for c in d.children):
+                raise _Unsupported(f"{where}'s field `{name}` is a const pointer")
+            return node_text(inner), None, True
+        if d.type == "reference_declarator":
+            raise _Unsupported(f"{where}'s field `{node_text(d).lstrip('& ')}` is a reference")
         if d.type == "array_declarator":
             size = d.child_by_field_name("size")
             inner = d.child_by_field_name("declarator")
             if size is None or size.type != "number_literal" or inner is None or inner.type != "field_identifier":
                 raise _Unsupported(f"{where}'s field `{node_text(d)}` is an array whose size htam does not read")
-            return node_text(inner), int(node_text(size).rstrip("uUlL"), 0)
-        return node_text(d), None
+            return node_text(inner), int(node_text(size).rstrip("uUlL"), 0), False
+        return node_text(d), None, False
 
     def _member(self, ty: Node | None, name: str, field: str, depth: int, count: int | None) -> _Member:
         ctype = " ".join(node_text(ty).replace("std::", "").split()) if ty is not None else ""
@@ -223,7 +248,7 @@ def _leaves(members: Sequence[_Member], prefix: str = "") -> Iterator[StructFiel
         for path in [f"{prefix}{m.name}[{i}]" for i in range(m.count)] if m.count is not None else \
                 [f"{prefix}{m.name}"]:
             if m.dtype is not None:
-                yield StructField(path, m.ctype, m.dtype)
+                yield StructField(path, m.ctype, m.dtype, m.pointer, m.const)
             else:
                 yield from _leaves(m.members, f"{path}.")
 
@@ -237,10 +262,10 @@ def struct_layout(roots: Sequence[Node], type_name: str) -> StructLayout | None:
         type_name: the parameter's type without qualifiers (``Weights``, ``struct Weights``, ``ns::Params``).
 
     Returns:
-        ``None`` when no struct, class or union of that name is defined there; else its layout, whose
-        ``unsupported`` names the field that keeps it from being passed as numbers (a pointer, a union, a
-        ``std::vector``, a bit-field, a const member, a constructor with arguments, more than
-        :data:`MAX_FIELDS` numbers).
+        ``None`` when no struct, class or union of that name is defined there; else its layout (a pointer to
+        numbers is a field too, :attr:`StructField.pointer`), whose ``unsupported`` names the field that keeps it
+        from being passed as numbers and buffers (a pointer to anything but numbers, a union, a ``std::vector``, a
+        bit-field, a const member, a constructor with arguments, more than :data:`MAX_FIELDS` fields).
     """
     name = type_name.replace("struct ", "").replace("class ", "").replace("union ", "").strip().split("::")[-1]
     spec = next(_definitions(roots, name), None)

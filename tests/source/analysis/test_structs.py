@@ -53,7 +53,9 @@ def test_an_undefined_type_has_no_layout() -> None:
 
 
 @pytest.mark.parametrize(("decl", "why"), [
-    (b"struct S { float a; const float *in; };", "`S`'s field `in` is a pointer"),
+    (b"struct S { float a; void *ctx; };", "`S`'s field `ctx` is a pointer to `void`, not to numbers"),
+    (b"struct S { float **rows; };", "`S`'s field `rows` is a pointer to pointers"),
+    (b"struct S { float * const fixed; };", "`S`'s field `fixed` is a const pointer"),
     (b"union S { int i; float f; };", "`S` is a union"),
     (b"struct B { float a; }; struct S : B { float b; };", "`S` derives from another class"),
     (b"struct S { int flags : 3; };", "`S`'s field `flags` is a bit-field"),
@@ -66,6 +68,14 @@ def test_a_struct_that_is_not_one_of_numbers_says_why(decl: bytes, why: str) -> 
     layout = struct_layout(_roots(decl), "S")
     assert layout is not None and layout.unsupported is not None and why in layout.unsupported, layout
     assert not layout.fields
+
+
+def test_a_pointer_to_numbers_is_a_field_marked_as_one() -> None:
+    layout = struct_layout(_roots(b"typedef float real; struct S { float *out; const real *__restrict__ in; int n; };"),
+                           "S")
+    assert layout is not None and layout.unsupported is None
+    assert [(f.path, f.dtype, f.pointer, f.const) for f in layout.fields] == [
+        ("out", "float32", True, False), ("in", "float32", True, True), ("n", "int32", False, False)]
 
 
 def test_brace_lists_follow_member_order_with_brace_elision() -> None:
