@@ -734,8 +734,8 @@ class Program:
             if name_node is None:
                 continue
             name = node_text(name_node)
-            spelled = base_type(type_text)  # a typedef'd struct (typedef struct {...} W;) keeps its name
-            elem = spelled if spelled in self.aggregates() else self.resolve(spelled, scope)
+            spelled = base_type(type_text).split("::")[-1]  # a typedef'd struct (typedef struct {...} W;) keeps its name
+            elem = spelled if spelled in self.aggregates() else self.resolve(base_type(type_text), scope)
             vector = re.match(r"^(?:std::)?vector\s*<\s*(.+?)\s*>$", " ".join(type_text.split()))
             try:
                 if vector is not None:

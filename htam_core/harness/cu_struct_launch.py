@@ -16,6 +16,7 @@ Idea source: the ctypes + ``nvcc -shared`` shim of :mod:`htam_core.harness.cu_la
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -73,7 +74,7 @@ def _layouts(path: Path, kernel: str, h: Harness) -> dict[str, StructLayout]:
         if layout is None or layout.unsupported:
             why = layout.unsupported if layout is not None else f"`{t}` is no struct the file defines"
             raise HarnessError(f"{path.name}: `{a}` of {kernel} is given as fields ({a}__...), but {why}")
-        out[a] = layout
+        out[a] = dataclasses.replace(layout, type=t)  # declared in the shim as the kernel spells it (ns::Params)
     return out
 
 

@@ -136,6 +136,19 @@ def test_a_struct_made_by_a_function_gets_defaults_and_a_todo(tmp_path: Path) ->
                for n in h.notes), h.notes
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_a_struct_in_a_namespace_is_declared_as_the_kernel_spells_it(tmp_path: Path) -> None:
+    p = tmp_path / "ns.cu"
+    p.write_text(BODY.format(decl="namespace cfg { struct Weights { float wa, wb; }; }",
+                             value="cfg::Weights w = {0.5f, 0.25f};", ty="cfg::Weights",
+                             use="w.wa * a[i] + w.wb * b[i]"))
+    h = infer_cuda_harness(p, "wsum2")
+    assert {i.name: i.value for i in h.inputs if i.name.startswith("w__")} == {"w__wa": 0.5, "w__wb": 0.25}
+    shim = struct_shim_source(p, h)
+    assert "cfg::Weights s3{};" in shim.source
+    _compile(shim.source, tmp_path)
+
+
 def test_a_field_main_leaves_unset_gets_a_default_and_a_todo(tmp_path: Path) -> None:
     p = tmp_path / "partial.cu"
     p.write_text(BODY.format(decl="struct Weights { float wa, wb; };", value="Weights w; w.wa = 0.5f;",
