@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from htam_core.harness.base import Harness, HarnessError
+from htam_core.harness.base import Harness, HarnessError, cuda_include_dirs
 from htam_core.harness.cu_eval import base_type
 from htam_core.harness.cu_launcher import _C_TYPES, _CTYPES, SHIM_NAME, _symbol, build_shared_library
 from htam_core.runtime.cache import cache_root
+from htam_core.source.analysis.includes import headers_digest
 from htam_core.source.analysis.structs import StructLayout, file_struct_layout
 from htam_core.source.api import parse_text
 
@@ -132,7 +133,8 @@ def struct_shim_source(path: str | Path, h: Harness) -> StructShim:
         params.append(f"{_C_TYPES.get(dtypes[a] or '', 'float')} a{j}" if a in scalar else f"void* a{j}")
         order.append(a)
         call.append(f"a{j}" if a in scalar else f"HtamAnyPtr{{a{j}}}")
-    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+    data = src.read_bytes()  # the file and its local headers: an edited header builds a new shim
+    digest = hashlib.sha256(data + headers_digest(data, src, cuda_include_dirs(src)).encode()).hexdigest()[:16]
     text = (f"// htam struct-launch shim for {h.kernel} of {src.name} (source {digest})\n#include \"{src}\"\n"
             "struct HtamAnyPtr { void* p; template <class T> operator T*() const { return static_cast<T*>(p); } };\n"
             f"extern \"C\" void {SHIM_NAME}({', '.join(params)}) {{\n{body}"

@@ -115,7 +115,10 @@ def test_a_struct_defined_in_a_local_header(tmp_path: Path) -> None:
     h = infer_cuda_harness(p, "wsum2")
     assert [i.name for i in h.inputs if i.name.startswith("w__")] == ["w__wa", "w__k", "w__wb"]
     assert h.sizes[0]["w__k"] == 2
-    _compile(struct_shim_source(p, h).source, tmp_path)
+    shim = struct_shim_source(p, h).source
+    _compile(shim, tmp_path)
+    (tmp_path / "params.h").write_text("#pragma once\n#define SCALE 2\nstruct Weights { float wa; int k; float wb; };\n")
+    assert struct_shim_source(p, h).source != shim  # an edited header makes a new shim (never a stale build)
 
 
 @pytest.mark.parametrize("literal", ["Weights{0.5f, 0.25f}", "(Weights){0.5f, 0.25f}"])
