@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -248,7 +249,11 @@ def test_a_spec_written_with_the_field_names_makes_the_same_shim(tmp_path: Path)
                         {"name": "w__wa", "value": 0.5}, {"name": "w__wb", "value": 0.25},
                         {"name": "n", "dtype": "int32", "value": "N"}]}
     h = parse_kernel_table(table, kernel="wsum2", spec_path=tmp_path / "htam.toml", file_path=p)
-    assert struct_shim_source(p, h).source == struct_shim_source(p, infer_cuda_harness(p, "wsum2")).source
+    inferred = infer_cuda_harness(p, "wsum2")
+    assert struct_shim_source(p, h).source == struct_shim_source(p, inferred).source
+    saved = tomllib.loads(harness_table(inferred))["kernel"]["wsum2"]  # the inferred harness saved, read back
+    again = parse_kernel_table(saved, kernel="wsum2", spec_path=tmp_path / "htam.toml", file_path=p)
+    assert again.args == inferred.args and struct_shim_source(p, again).source == struct_shim_source(p, h).source
     table["inputs"] = [i for i in table["inputs"] if i["name"] != "w__wb"] + [{"name": "w__wz", "value": 1.0}]
     h = parse_kernel_table(table, kernel="wsum2", spec_path=tmp_path / "htam.toml", file_path=p)
     with pytest.raises(HarnessError, match=r"missing: w__wb; no such field: w__wz"):
@@ -258,8 +263,6 @@ def test_a_spec_written_with_the_field_names_makes_the_same_shim(tmp_path: Path)
 def test_the_template_lists_the_fields_and_parses_as_a_spec(tmp_path: Path) -> None:
     """When main() cannot be read (here a size from the command line), the template still gives one input per
     field; with a reference written, the table loads and launches through the same shim."""
-    import tomllib
-
     p = tmp_path / "struct_weights.cu"
     p.write_text((TRIAL / "struct_weights.cu").read_text().replace("const int n = 1 << 24;",
                                                                    "const int n = atoi(getenv(\"N\"));"))
