@@ -2,7 +2,8 @@
 
 Running a ``.cu`` harness compiles two things before the first launch: the candidate's launch (a host
 launcher's shared library through its ``extern "C"`` shim, :func:`~htam_core.harness.cu_launcher.launcher_library`,
-or a direct launch's cubin, :func:`~htam_core.harness.runner.cubin_for`) and, under the oracle rule, the
+or a direct launch's cubin, :func:`~htam_core.harness.runner.cubin_for`, or, for a kernel taking a struct by value,
+the shim that builds it, :func:`~htam_core.harness.cu_struct_launch.struct_library`) and, under the oracle rule, the
 oracle's (the starting kernel's file through :attr:`Harness.oracle_launcher` when there is one). Both are
 built here, with the same functions and the same on-disk caches, so a machine with nvcc and no GPU can
 tell whether a harness will build on the GPU machine (where the build is then a cache hit when the nvcc,
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from htam_core.harness.base import Harness, HarnessError
 from htam_core.harness.cu_launcher import launcher_library, launcher_types
+from htam_core.harness.cu_struct_launch import struct_args, struct_library
 from htam_core.harness.runner import cubin_for, mangled_entry
 from htam_core.types.language import traits
 
@@ -37,6 +39,9 @@ def _one(path: str, launcher: str | None, kernel: str, h: Harness, arch: str) ->
     if launcher:
         lib, symbol = launcher_library(path, launcher, arch, *launcher_types(h.inputs), load=False)
         return f"{launcher} of {Path(path).name}: {lib.name} ({symbol})"
+    if struct_args(h):  # a struct passed by value: the shim that builds it and launches
+        lib, _order = struct_library(path, h, arch)
+        return f"{kernel} of {Path(path).name}: struct shim {lib.name}"
     data = cubin_for(path, arch)
     return f"{kernel} of {Path(path).name}: cubin entry {mangled_entry(data, kernel)}"
 

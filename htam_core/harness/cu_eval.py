@@ -16,6 +16,7 @@ exactly what is missing. Nothing here runs user code: it only reads the tree.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -231,10 +232,13 @@ class Dim3:
 @dataclass(frozen=True)
 class StructValue:
     """A value of a struct or class type the host code builds (``Weights w = {0.5f, 0.25f};``), passed to a kernel
-    by value; ``fields`` are the brace initializer's values in order (``None``: not read)."""
+    by value; ``fields`` are the brace initializer's values in order (``None``: no brace initializer; a value not
+    read is ``None``, a nested brace list a tuple), ``assigned`` the designated initializers and field assignments
+    that follow, ``(path, value)`` in program order (``("s.x", 1.0)`` for ``w.s.x = 1.0f;``)."""
 
     type: str
     fields: tuple[Any, ...] | None = None
+    assigned: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass
@@ -730,7 +734,8 @@ class Program:
             if name_node is None:
                 continue
             name = node_text(name_node)
-            elem = self.resolve(base_type(type_text), scope)
+            spelled = base_type(type_text).split("::")[-1]  # a typedef'd struct (typedef struct {...} W;) keeps its name
+            elem = spelled if spelled in self.aggregates() else self.resolve(base_type(type_text), scope)
             vector = re.match(r"^(?:std::)?vector\s*<\s*(.+?)\s*>$", " ".join(type_text.split()))
             try:
                 if vector is not None:
@@ -748,8 +753,7 @@ class Program:
                     scope.values[name] = (Dim3(1) if elem == "dim3" else StructValue(elem) if elem in self.aggregates() else
                                           Unknown(f"`{name}` (line {line_of(d)}) has no value before the launch"))
                 elif value.type == "initializer_list" and _is_struct(elem) and not _is_array(d):
-                    scope.values[name] = StructValue(elem, tuple(self._maybe(c, scope) for c in value.named_children
-                                                                 if c.type != "comment"))
+                    scope.values[name] = StructValue(elem, *self._brace(value, scope))
                 elif value.type == "initializer_list" and _is_array(d):  # int sizes[] = {32, 64}
                     scope.values[name] = [_cast(elem, self.ev(c, scope)) for c in value.named_children
                                           if c.type != "comment"]
@@ -765,6 +769,32 @@ class Program:
             pin = self.pins.get((_function_start(decl), name))
             if pin is not None:  # the variable that selects the asked kernel's case (see ``pins``)
                 scope.values[name] = pin
+
+    def struct_literal(self, node: ts.Node, scope: Scope) -> StructValue | None:
+        """``Weights{0.5f, 0.25f}`` / ``(Weights){...}`` written in place (a launch's argument) as a struct value;
+        ``None`` for any other expression or a type the file does not define as a struct."""
+        ty, value = node.child_by_field_name("type"), node.child_by_field_name("value")
+        if node.type != "compound_literal_expression" or ty is None or value is None or \
+                base_type(node_text(ty)) not in self.aggregates():
+            return None
+        return StructValue(base_type(node_text(ty)), *self._brace(value, scope))
+
+    def _brace(self, value: ts.Node, scope: Scope) -> tuple[tuple[Any, ...], tuple[tuple[str, Any], ...]]:
+        """A brace initializer's values in order (a nested list a tuple; one not read ``None``) and its designated
+        ones (``.wa = 0.5f``: ``("wa", 0.5)``)."""
+        items: list[Any] = []
+        named: list[tuple[str, Any]] = []
+        for c in value.named_children:
+            if c.type == "initializer_pair":
+                v = c.child_by_field_name("value")
+                path = "".join(node_text(d) for d in c.children_by_field_name("designator")).replace(" ", "")
+                named.append((path.lstrip("."), self._brace(v, scope)[0] if v is not None and
+                              v.type == "initializer_list" else self._maybe(v, scope) if v is not None else None))
+            elif c.type == "initializer_list":
+                items.append(self._brace(c, scope)[0])
+            elif c.type != "comment":
+                items.append(self._maybe(c, scope))
+        return tuple(items), tuple(named)
 
     def _maybe(self, node: ts.Node, scope: Scope) -> Any:
         """The value of ``node``, or ``None`` when it cannot be read."""
@@ -1025,6 +1055,8 @@ class Program:
         left = node.child_by_field_name("left")
         right = node.child_by_field_name("right")
         op = node_text(node.child_by_field_name("operator")) if node.child_by_field_name("operator") else "="
+        if left is not None and right is not None and left.type in ("field_expression", "subscript_expression"):
+            self._assign_field(left, right, op, scope)
         if left is None or right is None or left.type != "identifier":
             return
         name = node_text(left)
@@ -1037,6 +1069,25 @@ class Program:
         except (Unknown, KeyError) as e:
             v = e if isinstance(e, Unknown) else Unknown(f"`{node_text(node)}` (line {line_of(node)})")
         scope.set(name, v)
+
+    def _assign_field(self, left: ts.Node, right: ts.Node, op: str, scope: Scope) -> None:
+        """``w.wa = 0.5f;`` / ``w.s.x = 1;`` / ``w.c[1] = 2;`` on a struct value (:class:`StructValue`): the field's
+        value is recorded (``None``: not read, or a compound assignment); other targets are ignored."""
+        root = left
+        while root.type in ("field_expression", "subscript_expression"):
+            root = root.child_by_field_name("argument")
+            if root is None:
+                return
+        try:
+            sv = scope.get(node_text(root)) if root.type == "identifier" else None
+        except KeyError:
+            return
+        if not isinstance(sv, StructValue) or "->" in node_text(left):
+            return
+        path = "".join(node_text(left)[len(node_text(root)):].split()).lstrip(".")
+        v = (self._brace(right, scope)[0] if right.type == "initializer_list" else self._maybe(right, scope)) \
+            if op == "=" else None
+        scope.set(node_text(root), dataclasses.replace(sv, assigned=(*sv.assigned, (path, v))))
 
     def run_until(self, body: ts.Node, scope: Scope, stop: int) -> None:
         """Run the statements of ``body`` that come before byte ``stop`` (a launch or a call), entering the

@@ -56,6 +56,7 @@ from htam_core.source.analysis import KernelFacts, analyze
 from htam_core.source.analysis.callee_writes import callee_writes
 from htam_core.source.analysis.device_queries import in_words
 from htam_core.source.analysis.launch import launch_calls, launch_config
+from htam_core.source.analysis.structs import StructLayout, field_values, struct_layout
 from htam_core.source.api import parse_text
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
 from htam_core.source.model import Kernel, SourceModel
@@ -132,6 +133,9 @@ def _args(call: ts.Node) -> list[ts.Node]:
 
 
 def _value(prog: Program, node: ts.Node, scope: Scope) -> tuple[Any, str | None]:
+    literal = prog.struct_literal(node, scope)  # Weights{0.5f, 0.25f} passed in the launch
+    if literal is not None:
+        return literal, None
     try:
         return prog.ev(node, scope), None
     except Unknown as e:
@@ -455,85 +459,168 @@ def _elem_dtype(buf: Buffer, type_text: str) -> str | None:
     return DTYPE_OF.get(base_type(buf.elem)) or DTYPE_OF.get(base_type(type_text))
 
 
-def _by_value_struct(found: _Found, kernel: Kernel, where: str, aggregates: frozenset[str]) -> None:
-    """Refuse, in one line, a launch that passes a struct (a type of ``aggregates``) by value: a harness passes
-    buffers and numbers."""
+def _by_value_structs(found: _Found, kernel: Kernel, where: str, prog: Program) -> dict[str, StructLayout]:
+    """The structs ``found`` passes the kernel by value (a type the file or its local headers define with a body,
+    :meth:`Program.aggregates`), by argument name, each as its number fields
+    (:func:`~htam_core.source.analysis.structs.struct_layout`): the harness passes every field as a number and a
+    generated shim builds the struct (:mod:`htam_core.harness.cu_struct_launch`).
+
+    Raises:
+        HarnessError: in one line, a struct that cannot be passed as numbers (a pointer field, a union, ...: the
+            field is named), one handed to a host launcher or a templated kernel (no shim builds those).
+    """
+    out: dict[str, StructLayout] = {}
+    roots = [h.root for h in prog.headers] + [prog.tree.root_node]
     for a in found.args:
         t = base_type(a.type_text).split("::")[-1]
-        if not a.pointer and t in aggregates:
-            via = f"the launcher `{found.launcher}`" if found.launcher else kernel.name
-            raise HarnessError(f"{where}:{found.line}: `{a.name}` of {via} is a `{t}` passed by value, and a harness "
-                               "passes buffers and numbers only; launch it from a host function that takes only "
-                               "those (main() calling it: htam then runs it as the launcher), or describe the run "
-                               "in htam.toml", missing=True)
+        if a.pointer or t not in prog.aggregates():
+            continue
+        via = f"the launcher `{found.launcher}`" if found.launcher else kernel.name
+        layout = struct_layout(roots, t)
+        why = ("a host launcher's struct is built by htam only when the kernel itself takes it" if found.launcher
+               else "htam builds a struct for a templated kernel's launch only in a host launcher"
+               if kernel.attributes.get("template_params") else layout.unsupported if layout is not None
+               else f"`{t}` is not defined in the file or its local headers")
+        if why:
+            raise HarnessError(f"{where}:{found.line}: `{a.name}` of {via} is a `{t}` passed by value, and {why}; "
+                               "launch it from a host function that takes buffers and numbers and builds it (main() "
+                               "calling it: htam then runs it as the launcher), or describe the run in htam.toml",
+                               missing=True)
+        assert layout is not None
+        out[a.name] = layout
+    return out
 
 
-def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str] = frozenset()) -> Harness:
-    """Turn the evaluated arguments into a harness (inputs, outputs, sizes)."""
+@dataclass
+class _Made:
+    """The inputs, outputs and sizes :func:`_build` makes from one launch, with what each input needs to know."""
+
+    where: str
+    found: _Found
+    kernel: Kernel
+    read_first: frozenset[str]
+    #: the guessed index range of an integer buffer
+    int_high: int
+    inputs: list[InputSpec] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    sizes: dict[str, int | float] = field(default_factory=dict)
+    #: id of a buffer -> the argument it was given to (each argument gets its own buffer)
+    seen: dict[int, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _buffer_input(m: _Made, a: _Arg, name: str, written: bool, param: str) -> InputSpec:
+    """The tensor input of the pointer argument ``a`` (a kernel parameter, or a struct's pointer field), sized and
+    typed by the buffer main() passes; ``written``: an output (added to ``m.outputs``); ``param``: the kernel
+    parameter, for the read-before-write facts.
+
+    Raises:
+        HarnessError: no buffer of known size, host memory, a pointer inside a buffer, a buffer given twice, or an
+            element type htam cannot fill.
+    """
+    where, kernel = m.where, m.kernel.name
+    if not isinstance(a.value, Ptr):
+        raise HarnessError(f"{where}:{m.found.line}: `{a.name}` of {kernel} is a pointer, but the launch "
+                           f"passes {a.value!r}")
+    buf = a.value.buffer
+    if buf.numel is None:
+        raise HarnessError(f"{where}: cannot size `{buf.var}` (line {buf.line}): {buf.why}")
+    if not buf.device:
+        raise HarnessError(f"{where}:{m.found.line}: `{a.name}` of {kernel} gets `{buf.var}`, host memory "
+                           f"(line {buf.line}); the kernel needs a cudaMalloc'd buffer")
+    if a.value.offset:
+        raise HarnessError(f"{where}:{m.found.line}: `{a.name}` points inside `{buf.var}`; pass the start of a buffer")
+    if id(buf) in m.seen:
+        raise HarnessError(f"{where}:{m.found.line}: `{m.seen[id(buf)]}` and `{a.name}` of {kernel} are the "
+                           f"same buffer `{buf.var}`; a harness gives every argument its own buffer")
+    m.seen[id(buf)] = a.name
+    dtype = _elem_dtype(buf, a.type_text)
+    if dtype is None:
+        raise HarnessError(f"{where}: `{buf.var}` (line {buf.line}) holds `{buf.elem}`, an element type htam "
+                           "cannot fill; add a [kernel] table to htam.toml")
+    if written:
+        # a buffer the kernel reads and writes (atomicAdd, +=) is never poisoned: main() left it unfilled,
+        # so it starts from zeros, the value such an accumulator needs
+        unfilled = "zeros" if param in m.read_first else "empty"
+        init = {"host": "randn", "memset": "zeros"}.get(buf.filled or "", unfilled)
+        if init == "randn" and not dtype.startswith(("float", "bfloat")):
+            init = "randint"
+        m.outputs.append(name)
+    else:
+        init = "randn" if dtype.startswith(("float", "bfloat")) else "randint"
+    spec = InputSpec(name=name, dtype=dtype, shape=[buf.numel], init=init)
+    if init == "randint":
+        spec.low, spec.high = 0, m.int_high
+    return spec
+
+
+def _struct_inputs(m: _Made, a: _Arg, name: str, layout: StructLayout) -> list[InputSpec]:
+    """One input per field of the struct argument ``a`` (named ``<name>__<field>``: ``w__wa``, ``p__s__x``,
+    ``p__c__1``), valued as main() set it (brace list, designated initializers, field assignments): a number
+    field is a scalar (an integer one a size symbol, like an integer argument), a pointer field the buffer main()
+    points it at (an output unless its elements are declared ``const``). A number field main() leaves unread gets a
+    scalar's default (1.0, or 1) and a TODO note.
+
+    Raises:
+        HarnessError: a pointer field whose buffer cannot be read (:func:`_buffer_input`).
+    """
+    v = a.value if isinstance(a.value, StructValue) else StructValue(layout.type)
+    values = field_values(layout, v.fields, v.assigned)
+    out: list[InputSpec] = []
+    unread: list[str] = []
+    for f in layout.fields:
+        n, x = f"{name}__{f.suffix}", values.get(f.path)
+        if f.pointer:
+            out.append(_buffer_input(m, _Arg(f"{a.name}.{f.path}", f"{f.ctype} *", True, x), n, not f.const, ""))
+            continue
+        if not isinstance(x, int | float):
+            unread.append(f"`{a.name}.{f.path}` ({n})")
+            x = 1.0 if f.dtype.startswith("float") else 1
+        if f.dtype.startswith("float") or f.dtype == "bool":
+            out.append(InputSpec(name=n, dtype=f.dtype, shape=None, init=None,
+                                 value=float(x) if f.dtype != "bool" else int(bool(x))))
+        else:
+            m.sizes[n] = int(x)
+            out.append(InputSpec(name=n, dtype=f.dtype, shape=None, init=None, value=n))
+    if unread:
+        m.notes.append(f"TODO: main() sets no value htam reads for {', '.join(unread)} of the `{layout.type}` "
+                       "passed by value: a default is used; write the value in htam.toml")
+    written = [f.path for f in layout.fields if f.pointer and not f.const]
+    m.notes.append(f"`{a.name}` is a `{layout.type}` passed by value: each field is an input ({name}__<field>), "
+                   "and htam's shim builds the struct for the launch" + (
+                       f"; its pointer field(s) {', '.join(written)}, not declared const, are taken as output(s)"
+                       if written else ""))
+    return out
+
+
+def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str] = frozenset(),
+           structs: dict[str, StructLayout] | None = None) -> Harness:
+    """Turn the evaluated arguments into a harness (inputs, outputs, sizes); ``structs``: the struct arguments
+    passed by value (:func:`_by_value_structs`), each given as its fields."""
     where = path.name
     taken: set[str] = set()
-    inputs: list[InputSpec] = []
-    outputs: list[str] = []
-    sizes: dict[str, int | float] = {}
-    seen: dict[int, str] = {}
+    args: list[str] = []
     buffers = [a.value.buffer for a in found.args if isinstance(a.value, Ptr) and a.value.buffer.numel]
     # the guessed index range: the smallest buffer's length, a 1-element buffer (a counter, a scalar output) aside
-    int_high = max(1, min((b.numel for b in buffers if b.numel and b.numel > 1), default=1))
+    m = _Made(where, found, kernel, read_first, max(1, min((b.numel for b in buffers if b.numel and b.numel > 1),
+                                                            default=1)), notes=list(found.notes))
     for a in found.args:
-        if a.error is not None:
-            raise HarnessError(f"{where}:{found.line}: cannot infer {kernel.name}'s `{a.name}`: {a.error}")
         name = _py_name(a.name, taken)
-        if a.pointer:
-            if not isinstance(a.value, Ptr):
-                raise HarnessError(f"{where}:{found.line}: `{a.name}` of {kernel.name} is a pointer, but the launch "
-                                   f"passes {a.value!r}")
-            buf = a.value.buffer
-            if buf.numel is None:
-                raise HarnessError(f"{where}: cannot size `{buf.var}` (line {buf.line}): {buf.why}")
-            if not buf.device:
-                raise HarnessError(f"{where}:{found.line}: `{a.name}` of {kernel.name} gets `{buf.var}`, host memory "
-                                   f"(line {buf.line}); the kernel needs a cudaMalloc'd buffer")
-            if a.value.offset:
-                raise HarnessError(f"{where}:{found.line}: `{a.name}` points inside `{buf.var}`; pass the start of a "
-                                   "buffer")
-            if id(buf) in seen:
-                raise HarnessError(f"{where}:{found.line}: `{seen[id(buf)]}` and `{a.name}` of {kernel.name} are the "
-                                   f"same buffer `{buf.var}`; a harness gives every argument its own buffer")
-            seen[id(buf)] = a.name
-            dtype = _elem_dtype(buf, a.type_text)
-            if dtype is None:
-                raise HarnessError(f"{where}: `{buf.var}` (line {buf.line}) holds `{buf.elem}`, an element type htam "
-                                   "cannot fill; add a [kernel] table to htam.toml")
-            written = a.name in found.written
-            if written:
-                # a buffer the kernel reads and writes (atomicAdd, +=) is never poisoned: main() left it unfilled,
-                # so it starts from zeros, the value such an accumulator needs
-                unfilled = "zeros" if found.param_of.get(a.name, a.name) in read_first else "empty"
-                init = {"host": "randn", "memset": "zeros"}.get(buf.filled or "", unfilled)
-                if init == "randn" and not dtype.startswith(("float", "bfloat")):
-                    init = "randint"
-                outputs.append(name)
-            else:
-                init = "randn" if dtype.startswith(("float", "bfloat")) else "randint"
-            spec = InputSpec(name=name, dtype=dtype, shape=[buf.numel], init=init)
-            if init == "randint":
-                spec.low, spec.high = 0, int_high
-            inputs.append(spec)
+        args.append(name)
+        if structs and a.name in structs:
+            m.inputs.extend(_struct_inputs(m, a, name, structs[a.name]))
+        elif a.error is not None:
+            raise HarnessError(f"{where}:{found.line}: cannot infer {kernel.name}'s `{a.name}`: {a.error}")
+        elif a.pointer:
+            m.inputs.append(_buffer_input(m, a, name, a.name in found.written, found.param_of.get(a.name, a.name)))
         else:
-            _check_number(a, f"{where}:{found.line}", kernel.name)
-            bt = base_type(a.type_text)
-            dtype = DTYPE_OF.get(bt) or ("float32" if isinstance(a.value, float) else "int32")
-            if dtype.startswith("float"):
-                inputs.append(InputSpec(name=name, dtype=dtype, shape=None, init=None, value=float(a.value)))
-            else:
-                sizes[name] = int(a.value)  # size symbols: the static profile reads trip counts from them
-                inputs.append(InputSpec(name=name, dtype=dtype, shape=None, init=None, value=name))
-    if not outputs:
+            m.inputs.append(_number_input(a, name, f"{where}:{found.line}", kernel.name, m.sizes))
+    if not m.outputs:
         raise HarnessError(f"{where}:{found.line}: {kernel.name} writes through none of its pointer arguments, so "
                            "there is no output to compare")
     h = Harness(kind="inferred", path=str(path), kernel=kernel.name, language="cuda",
                 source=f"inferred from main() of {path.name} (launch at line {found.line})",
-                inputs=inputs, sizes=[sizes], outputs=outputs, oracle_path=str(path), notes=list(found.notes))
+                inputs=m.inputs, sizes=[m.sizes], outputs=m.outputs, oracle_path=str(path), notes=m.notes)
     if found.launcher is not None:
         h.launcher = found.launcher
     else:
@@ -541,10 +628,21 @@ def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str]
         h.grid = repr(found.grid.as_tuple())
         h.block = repr(found.block.as_tuple())
         h.shared_bytes = found.smem
-        h.args = [i.name for i in inputs]
+        h.args = args
         if kernel.attributes.get("template_params"):
             h.notes.append("templated kernel: the instantiation compiled for main() is the one launched")
     return h
+
+
+def _number_input(a: _Arg, name: str, where: str, kernel: str, sizes: dict[str, int | float]) -> InputSpec:
+    """The scalar input of the number argument ``a``; an integer is a size symbol (added to ``sizes``): the static
+    profile reads trip counts from them."""
+    _check_number(a, where, kernel)
+    dtype = DTYPE_OF.get(base_type(a.type_text)) or ("float32" if isinstance(a.value, float) else "int32")
+    if dtype.startswith("float"):
+        return InputSpec(name=name, dtype=dtype, shape=None, init=None, value=float(a.value))
+    sizes[name] = int(a.value)
+    return InputSpec(name=name, dtype=dtype, shape=None, init=None, value=name)
 
 
 def _check_number(a: Any, where: str, kernel: str) -> None:
@@ -557,11 +655,20 @@ def _check_number(a: Any, where: str, kernel: str) -> None:
         raise HarnessError(f"{where}: `{a.name}` of {kernel} gets {a.value!r}, not a number")
 
 
-def _index_ranges(h: Harness, found: _Found, facts: KernelFacts) -> Harness:
+def _index_ranges(h: Harness, found: _Found, facts: KernelFacts, structs: dict[str, StructLayout]) -> Harness:
     """Give each integer input drawn by ``randint`` the values its use calls for
-    (:func:`~htam_core.harness.int_ranges.integer_ranges`: indices, an offsets array, values, or a noted guess).
-    Returns ``h``, changed in place."""
-    by_param = {found.param_of.get(a.name, a.name): (a, spec) for a, spec in zip(found.args, h.inputs, strict=False)}
+    (:func:`~htam_core.harness.int_ranges.integer_ranges`: indices, an offsets array, values, or a noted guess);
+    a struct argument's fields (``structs``) are numbers, never drawn. Returns ``h``, changed in place."""
+    specs = iter(h.inputs)
+    by_param = {}
+    for a in found.args:
+        if a.name in structs:
+            for _ in structs[a.name].fields:
+                next(specs, None)
+            continue
+        spec = next(specs, None)
+        if spec is not None:
+            by_param[found.param_of.get(a.name, a.name)] = (a, spec)
     return integer_ranges(h, by_param, facts)
 
 
@@ -624,8 +731,8 @@ def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | 
                 found = _via_host_function(prog, fn, launch, kernel, main, p, outputs, own_bytes)
             if trusted:
                 found.notes.append(trusted)
-            _by_value_struct(found, kernel, p.name, prog.aggregates())  # a struct's value: no harness passes it
-            return _index_ranges(_build(found, kernel, p, read_first), found, facts)
+            structs = _by_value_structs(found, kernel, p.name, prog)  # passed as its fields, built by a shim
+            return _index_ranges(_build(found, kernel, p, read_first, structs), found, facts, structs)
         except HarnessError as e:
             errors.append(e.message)
         except (TypeError, ValueError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,

@@ -44,6 +44,7 @@ from htam_core.harness.base import (
 )
 from htam_core.harness.cu_launcher import host_launcher, launcher_types
 from htam_core.harness.cu_main import find_nvcc
+from htam_core.harness.cu_struct_launch import struct_args, struct_launcher
 from htam_core.harness.device_occupancy import occupancy_functions
 from htam_core.harness.foreign import launcher_module
 from htam_core.harness.infer_cuda import infer_cuda_harness
@@ -624,6 +625,8 @@ def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, lau
     """
     import torch
 
+    if mod is None and h.grid is not None and struct_args(h):
+        return "cu-host-launcher", _struct_bind(h, device, target, launch_h, env)
     if launch_h.launcher and mod is None:
         # a .cu file with an extern "C" host launcher: the launch configuration stays in the file
         if device != "cuda":
@@ -679,6 +682,28 @@ def _spec_bind(h: Harness, device: str, target: str, mod: ModuleType | None, lau
                 func(grid, block, args, shared_mem=launch_h.shared_bytes)
         return launch
     return "cupy", bind_cupy
+
+
+def _struct_bind(h: Harness, device: str, target: str, launch_h: Harness,
+                 env: Callable[[list[Any]], dict[str, Any]]) -> _Bind:
+    """The launch of a ``.cu`` kernel taking a struct by value, built from its field inputs by a generated shim
+    (:mod:`htam_core.harness.cu_struct_launch`); grid and block as :func:`_spec_bind` reads them.
+
+    Raises:
+        HarnessError: no GPU, or the shim cannot be made or built.
+    """
+    import torch
+
+    if device != "cuda":
+        raise HarnessError("raw CUDA kernels need a GPU to run")
+    major, minor = torch.cuda.get_device_capability()
+    binder = struct_launcher(target, h, f"sm_{major}{minor}")
+
+    def bind(inputs: list[Any]) -> Callable[[], Any]:
+        ns = env(inputs)
+        return binder(ns, _dim3(_eval(launch_h.grid, ns, "grid")), _dim3(_eval(launch_h.block, ns, "block")),
+                      int(launch_h.shared_bytes or 0))
+    return bind
 
 
 def relaunched(h: Harness) -> Harness:

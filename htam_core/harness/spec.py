@@ -370,8 +370,8 @@ def parse_kernel_table(table: dict[str, Any], *, kernel: str, spec_path: Path, f
         if not isinstance(args, list) or not args:
             raise HarnessError(f"{where_of('args')}: a kernel launch needs args = [...], the input names in the kernel's "
                                "parameter order")
-        for a in args:
-            if a not in names:
+        for a in args:  # a struct passed by value is its fields: inputs named <arg>__<field>
+            if a not in names and not any(n.startswith(f"{a}__") for n in names):
                 raise HarnessError(f"{where_of('args')}: args names {a!r}, which is not an input; inputs: {names}")
     block = table.get("block")
     if block is not None:

@@ -28,6 +28,7 @@ from htam_core.harness.template_cuda import (
 )
 from htam_core.harness.template_ranges import integer_roles
 from htam_core.source.analysis import analyze, sym
+from htam_core.source.analysis.structs import file_struct_layout
 from htam_core.source.model import Kernel, LaunchSite, Param, SourceModel
 from htam_core.source.workspace import WorkspaceLaunch, find_launches
 from htam_core.types.language import traits
@@ -316,16 +317,31 @@ def _direct_table(model: SourceModel, kernel: Kernel, lines: list[str],
         d.inputs = [i.replace('init = "randn"', 'init = "empty"') if f'name = "{d.outputs[0]}"' in i else i
                     for i in d.inputs] if d.outputs else d.inputs
     lines.append(f"outputs = [{', '.join(_toml_str(o) for o in d.outputs)}]")
-    return d.inputs, [a for a in d.args if a not in d.outputs]
+    names = [m.group(1) for i in d.inputs if (m := re.match(r'\s*\{ name = "([^"]+)"', i))]  # our own entries
+    return d.inputs, [n for n in names if n not in d.outputs]
 
 
-def _by_value_struct(text: str, p: Param) -> bool:
-    """Parameter ``p`` is a struct, class or union passed by value: the file defines its type with a body
-    (``struct Weights { ... };``, ``typedef struct { ... } Weights;``)."""
+def _struct_entries(model: SourceModel, p: Param) -> list[str] | None:
+    """The ``inputs`` entries of parameter ``p`` when it is a struct passed by value (the file or a local header
+    defines its type with a body: :func:`~htam_core.source.analysis.structs.file_struct_layout`): one entry per
+    field (``w__wa``: a number with a guessed value; a pointer field a tensor of guessed shape ``["N"]``, write-only
+    unless its elements are const), or, for a struct htam cannot pass, one line marked ``TODO`` that says why;
+    ``None`` for any other parameter."""
     t = base_type(p.type or "").split("::")[-1]
-    if p.is_pointer or not t or not re.fullmatch(r"[A-Za-z_]\w*", t):
-        return False
-    return re.search(rf"\b(?:struct|class|union)\s+{t}\s*(?::[^{{;]*)?{{|}}\s*{t}\s*;", text) is not None
+    layout = file_struct_layout(model.text, model.path, t) if not p.is_pointer and t else None
+    if layout is None:
+        return None
+    if layout.unsupported:
+        return [f"  {{ name = {_toml_str(p.name)}, dtype = \"float32\", value = 0.0 }},  # TODO: a `{layout.type}` "
+                f"passed by value, and {layout.unsupported}: use a host launcher (launcher = \"<host function>\") "
+                "that builds it"]
+    return [f"  {{ name = {_toml_str(f'{p.name}__{f.suffix}')}, "
+            + (f"shape = [\"N\"], dtype = {_toml_str(f.dtype)}, init = \"{'randn' if f.const else 'empty'}\" }},  "
+               f"# TODO: pointer field `{p.name}.{f.path}` of the `{layout.type}` passed by value: check its shape"
+               + ("" if f.const else " (an output: not declared const)") if f.pointer else
+               f"dtype = {_toml_str(f.dtype)}, value = {'1.0' if f.dtype.startswith('float') else '1'} }},  "
+               f"# field `{p.name}.{f.path}` of the `{layout.type}` passed by value: guessed value")
+            for f in layout.fields]
 
 
 def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -> _Direct:
@@ -379,10 +395,9 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
         elif "stride" in p.name:
             pending.append((len(inputs), p.name, _c_dtype(p) if lang.c_types else "int32"))
             inputs.append("")
-        elif lang.c_types and _by_value_struct(model.text, p):
-            inputs.append(f"  {{ name = {_toml_str(p.name)}, dtype = \"float32\", value = 0.0 }},  # TODO: a "
-                          f"`{base_type(p.type or '')}` passed by value: a harness passes buffers and numbers only; "
-                          "use a host launcher (launcher = \"<host function>\") that builds it")
+        elif lang.c_types and (entries := _struct_entries(model, p)) is not None:
+            inputs.extend(entries)
+            outputs.extend(e.split('"')[1] for e in entries if 'init = "empty"' in e)  # non-const pointer fields
         else:
             sym = size_of.get(p.name) or _size_symbol(p.name, symbols)
             is_float = _FLOAT_NAMES.match(p.name) is not None or isinstance(literal, float) or \

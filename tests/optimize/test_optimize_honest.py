@@ -146,12 +146,14 @@ def test_which_unverified_steps_static_mode_follows(engine: str, correct: bool |
 
 def test_a_program_run_whole_says_no_candidate_is_checked(tmp_path: Path) -> None:
     """Regression (a new user's report): when no launch harness could be inferred from ``main()`` (a struct passed
-    by value), the program is run whole, which checks nothing; the run said nothing about it. Its warning now says
+    by value that holds a `void*`), the program is run whole, which checks nothing; the run said nothing about it. Its warning now says
     so, why, and how to get a checked harness."""
     from tests.harness.test_infer_cuda import STRUCT_ARG
 
     src = tmp_path / "wsum.cu"
-    src.write_text(STRUCT_ARG.replace("INIT", "Weights w = {0.5f, 0.25f};"))
+    # a struct holding a void* is not passed as numbers and buffers: the harness is refused and the program runs whole
+    src.write_text(STRUCT_ARG.replace("INIT", "Weights w = {0.5f, 0.25f, nullptr};").replace(
+        "struct Weights { float wa, wb; };", "struct Weights { float wa, wb; void *ctx; };"))
     res = run_optimize(OptimizeTask(path=str(src), kernel="wsum2", budget=1, static=True, engine="rules",
                                     out_dir=str(tmp_path / "out"), memory_path=str(tmp_path / "mem.sqlite3")))
     (line,) = [w for w in res.warnings if w.startswith("harness:")]
