@@ -13,7 +13,8 @@ A launch belongs to a kernel only when its callee resolves to it, by the rules o
   launch add their namespaces' kernels at file level;
 * among overloads, the argument count and the declared types of the arguments that can be read (a variable
   declared in the launching function, a literal, ``&x``, a cast) select the kernel: a pointer argument must
-  point to the parameter's element type (template parameters match anything); exact scalar matches break ties.
+  point to the parameter's element type (template parameters match anything); when every argument's type is
+  known, the most exact matches break a tie (an unknown argument could make any candidate the better one).
 
 When a launch still names several kernels of different identities it is *ambiguous*: it is given to each of them
 with :attr:`~htam_core.source.model.LaunchSite.ambiguous` listing the choices, and no step changes it. A kernel
@@ -250,8 +251,10 @@ def resolve_launch(site: LaunchSite, cands: list[Kernel]) -> tuple[list[Kernel],
         return cands, False
     found = _looked_up(site, cands)
     scored = [(s, k) for k in found if (s := _fits(k, site.arg_types)) is not None] or [(0, k) for k in found]
-    best = max(s for s, _ in scored)
-    kept = [k for s, k in scored if s == best]
+    kept = [k for _, k in scored]
+    if len({identity(k) for k in kept}) > 1 and site.arg_types and None not in site.arg_types:
+        best = max(s for s, _ in scored)  # every argument's type is known: the most exact matches wins
+        kept = [k for s, k in scored if s == best]
     return kept, len({identity(k) for k in kept}) > 1
 
 
