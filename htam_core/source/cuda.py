@@ -37,6 +37,7 @@ from htam_core.source.analysis.kernel_names import (
     launch_scope,
     mark_overloads,
     qualified_kernel_name,
+    unclosed_scope,
     using_namespaces,
 )
 from htam_core.source.analysis.launch import LAUNCH_QUERY, launch_config
@@ -497,7 +498,8 @@ def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, d
     start = outer.start_byte
     end = definition.end_byte
     body = definition.child_by_field_name("body")
-    incomplete = body is None or (body.child_count > 0 and body.children[-1].is_missing) or declarator.has_error
+    incomplete = body is None or (body.child_count > 0 and body.children[-1].is_missing) or declarator.has_error \
+        or unclosed_scope(definition) is not None
     if nxt is not None and definition.start_byte < nxt.start_byte < end:
         end = _bounded_end(frame, start, _line_start(frame, nxt.start_byte))
         incomplete = True
@@ -508,6 +510,7 @@ def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, d
         hit = kcache.get_kernel(key, frame.to_file(start), frame.line(start))
         if hit is not None:
             hit.qualified_name = qualified_kernel_name(container, declarator, hit.name)
+            hit.parse_problem = _scope_problem(frame, definition, hit.name)
             return hit
     header_nodes = list(container.children) if container is not definition else list(definition.children)
     if container is not definition:
@@ -545,7 +548,23 @@ def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, d
     if key is not None:
         kcache.put_kernel(key, kernel)
     kernel.qualified_name = qualified_kernel_name(container, declarator, kernel.name)
+    kernel.parse_problem = _scope_problem(frame, definition, kernel.name)
     return kernel
+
+
+def _scope_problem(frame: Frame, definition: ts.Node, name: str) -> ParseProblem | None:
+    """Where a kernel in a scope that is never closed fails to parse (:func:`unclosed_scope`): at its body's
+    closing ``}``, which may be the scope's own; ``None`` for a kernel in closed scopes."""
+    scope = unclosed_scope(definition)
+    body = definition.child_by_field_name("body")
+    if scope is None or body is None or not frame.linear:
+        return None
+    at = frame.to_file(body.end_byte - 1)
+    line_start = frame.file.data.rfind(b"\n", 0, at) + 1
+    column = len(frame.file.data[line_start:at].decode("utf-8", errors="replace")) + 1
+    what = (f"a `{{` is never closed: the `}}` that ends {name} here may be the one of the {scope} "
+            f"that holds it")
+    return ParseProblem(frame.line(body.end_byte - 1), column, at, what)
 
 
 def _kernel_from_broken(frame: Frame, anchor: ts.Node, container: ts.Node, declarator: ts.Node,

@@ -35,7 +35,7 @@ from htam_core.source.model import Kernel, LaunchSite
 from htam_core.source.parsing import node_text
 
 __all__ = ["ambiguous_launch_reason", "arg_types", "declared_scope", "identity", "launch_scope", "mark_overloads",
-           "normal_type", "resolve_launch", "using_namespaces"]
+           "normal_type", "resolve_launch", "unclosed_scope", "using_namespaces"]
 
 _SCOPES = ("namespace_definition", "class_specifier", "struct_specifier", "union_specifier")
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "class"}
@@ -276,3 +276,36 @@ def ambiguous_launch_reason(kernel: Kernel, spans: Sequence[tuple[int, int]]) ->
             return (f"the launch on line {s.line} may run {' or '.join(s.ambiguous)} (its callee and argument types "
                     f"do not tell which): htam does not change it; qualify the call or cast its arguments")
     return None
+
+
+_SCOPE_WORDS = {"namespace_definition": "namespace", "linkage_specification": "extern block",
+                "class_specifier": "class", "struct_specifier": "struct", "union_specifier": "union"}
+
+
+def unclosed_scope(definition: Node) -> str | None:
+    """When a scope around the function ``definition`` had its closing ``}`` invented by the parser (a MISSING
+    node): the innermost scope around it, whose ``}`` its body may have taken, in words (``"namespace ops"``,
+    ``"extern block"``); else ``None``.
+
+    A kernel whose ``{`` is never closed inside a namespace, an ``extern "C" {}`` block or a struct takes that
+    scope's ``}`` as its own end and parses clean; the scope is then left open. Every kernel in such a scope is
+    half-typed as far as htam can tell (the parser cannot say which ``{`` lacks its ``}``), so none is edited
+    until the file parses. (An ERROR node right after a definition is not taken as a sign: code nvcc accepts
+    leaves some, such as a ``__cluster_dims__`` header of the next kernel.)"""
+    cur = definition.parent
+    while cur is not None:
+        if cur.child_count and cur.children[-1].is_missing and cur.children[-1].type == "}":
+            return _scope_words(definition)
+        cur = cur.parent
+    return None
+
+
+def _scope_words(definition: Node) -> str:
+    """The innermost scope around ``definition`` in words: the one whose ``}`` its body may have taken."""
+    cur = definition.parent
+    while cur is not None and cur.type not in _SCOPE_WORDS:
+        cur = cur.parent
+    if cur is None:
+        return "scope"
+    name = cur.child_by_field_name("name")
+    return f"{_SCOPE_WORDS[cur.type]} {node_text(name)}" if name is not None else _SCOPE_WORDS[cur.type]
