@@ -177,11 +177,14 @@ def signature(kernel: Kernel) -> str:
 
 def mark_overloads(kernels: Sequence[Kernel]) -> None:
     """Give each kernel that shares its qualified name with a kernel of another signature the attribute
-    ``overload`` (its :func:`signature`), which :func:`identity` and ``--kernel`` then use."""
+    ``overload`` (its :func:`signature`), which :func:`identity` and ``--kernel`` then use. A template kernel and
+    its explicit specializations (``template <> __global__ void k<float>(float*)``) stay one kernel."""
     groups: dict[str, list[Kernel]] = {}
     for k in kernels:
         groups.setdefault(k.qualified_name or k.name, []).append(k)
     for group in groups.values():
+        if any(k.text.lstrip().startswith("template") for k in group):
+            continue  # a template and its specializations are one kernel, as before
         if len({signature(k) for k in group}) > 1:
             for k in group:
                 k.attributes = {**k.attributes, "overload": signature(k)}  # a new dict: cached kernels share theirs
