@@ -196,3 +196,19 @@ def test_known_scalar_types_break_a_tie_only_when_every_argument_is_known() -> N
     assert _lines(m, "scale(float*, double, int)") == [5, 6] and _lines(m, "scale(float*, float, int)") == [6]
     first, second = m.kernels[1].launch_sites
     assert not first.ambiguous and len(second.ambiguous) == 2
+
+
+def test_editor_fast_path_keeps_the_identity_and_the_launches() -> None:
+    from htam_core.source import Document
+
+    text = textwrap.dedent(OVERLOADS).lstrip("\n")
+    doc = Document(text, "cuda")
+    assert doc.model.kernels
+    line = 2  # inside the double overload's body (0-based): typing there takes the fast path
+    col = text.split("\n")[line].index("if (i < n)")
+    for n, ch in enumerate("i+0;"):
+        doc.apply_change(line, col + n, line, col + n, ch)
+        k = doc.kernel_at(line, col)
+        ref = parse_text(doc.text, "cuda").kernel("scale(double*, double, int)")
+        assert k == ref and k.identity == "scale(double*, double, int)"
+        assert [s.line for s in k.launch_sites] == [9, 11]
