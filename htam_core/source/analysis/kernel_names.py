@@ -291,16 +291,34 @@ def unclosed_scope(definition: Node) -> str | None:
     ``"extern block"``); else ``None``.
 
     A kernel whose ``{`` is never closed inside a namespace, an ``extern "C" {}`` block or a struct takes that
-    scope's ``}`` as its own end and parses clean; the scope is then left open. Every kernel in such a scope is
-    half-typed as far as htam can tell (the parser cannot say which ``{`` lacks its ``}``), so none is edited
-    until the file parses. (An ERROR node right after a definition is not taken as a sign: code nvcc accepts
+    scope's ``}`` as its own end and parses clean; the scope is then left open. The parser cannot say which ``{``
+    lacks its ``}``: the kernel is taken as the half-typed one when it is the last suspect of the open scope (no
+    ``__global__`` and no other parse error after it there), so the complete kernels before a half-typed one
+    are never blamed. (An ERROR node right after a definition is not taken as a sign: code nvcc accepts
     leaves some, such as a ``__cluster_dims__`` header of the next kernel.)"""
     cur = definition.parent
-    while cur is not None:
-        if cur.child_count and cur.children[-1].is_missing and cur.children[-1].type == "}":
-            return _scope_words(definition)
-        cur = cur.parent
+    while cur is not None and cur.type != "function_definition":  # a function around it is recovered on its own
+        owner = cur.parent
+        if owner is not None and owner.type in _SCOPE_WORDS and cur.child_count and cur.children[-1].is_missing \
+                and cur.children[-1].type == "}":
+            return _scope_words(definition) if _last_suspect(cur, definition.end_byte) else None
+        cur = owner
     return None
+
+
+def _last_suspect(scope_body: Node, after: int) -> bool:
+    """Whether nothing in the open ``scope_body`` after byte ``after`` is a more likely culprit than the definition
+    that ends there: no later ``__global__`` (a half-typed kernel that follows is the one to blame, and the
+    complete kernels before it are not) and no ERROR or other MISSING node (a half-typed declaration)."""
+    last = scope_body.children[-1]
+    stack = [c for c in scope_body.children if c.end_byte > after and c is not last]
+    while stack:
+        node = stack.pop()
+        if node.type == "__global__" or node.is_error or node.is_missing:
+            return False
+        if node.has_error or node.type not in ("compound_statement", "comment", "preproc_include"):
+            stack.extend(c for c in node.children if c.end_byte > after)
+    return True
 
 
 def _scope_words(definition: Node) -> str:
