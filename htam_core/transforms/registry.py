@@ -284,9 +284,10 @@ def _validated(t: Transform, model: SourceModel, kernel: Kernel, result: list[Ca
     rejected: list[str] = []
     ending = line_ending(model.text)
     ambiguous: str | None = None
+    reads = t.kind == "launch" or t.reads_launch
     for cand in result:
         cand = _launch_shared(model, kernel, cand)
-        why = ambiguous_launch_reason(kernel, [(e.start_byte, e.end_byte) for e in cand.edits])
+        why = ambiguous_launch_reason(kernel, [(e.start_byte, e.end_byte) for e in cand.edits], reads=reads)
         if why is not None:
             ambiguous = why
             continue

@@ -271,13 +271,16 @@ def attach_resolved(site: LaunchSite, cands: list[Kernel]) -> None:
         k.launch_sites.append(site)
 
 
-def ambiguous_launch_reason(kernel: Kernel, spans: Sequence[tuple[int, int]]) -> str | None:
+def ambiguous_launch_reason(kernel: Kernel, spans: Sequence[tuple[int, int]], *, reads: bool = False) -> str | None:
     """Why an edit over the byte ranges ``spans`` may not be made: it changes a launch of ``kernel`` that may run
-    another kernel of the same name as well. ``None`` when no such launch is touched."""
+    another kernel of the same name as well, or, with ``reads`` (a step computed from the launches' block size),
+    the kernel has such a launch at all. ``None`` otherwise."""
     for s in kernel.launch_sites:
-        if s.ambiguous and s.span is not None and any(a < s.span.end and b > s.span.start for a, b in spans):
+        touched = s.span is not None and any(a < s.span.end and b > s.span.start for a, b in spans)
+        if s.ambiguous and (touched or reads):
             return (f"the launch on line {s.line} may run {' or '.join(s.ambiguous)} (its callee and argument types "
-                    f"do not tell which): htam does not change it; qualify the call or cast its arguments")
+                    f"do not tell which): htam neither changes it nor reads its block size; qualify the call or cast its "
+                    f"arguments")
     return None
 
 

@@ -170,6 +170,11 @@ def test_unresolvable_launch_is_marked_and_no_step_changes_it() -> None:
     result = propose("cuda.vectorize_float4", m, m.kernel("scale(float*, float, int)"))
     assert isinstance(result, NotApplicable)
     assert "the launch on line 5 may run scale(float*, float, int) or scale(double*, double, int)" in result.reason
+    for step in ("cuda.launch_bounds", "cuda.block_size"):  # computed from, or changing, the launch's block size
+        result = propose(step, m, m.kernel("scale(double*, double, int)"))
+        assert isinstance(result, NotApplicable) and "may run" in result.reason, step
+    ok = propose("cuda.launch_bounds", _model(NAMESPACES), _model(NAMESPACES).kernel("f64::scale"))
+    assert isinstance(ok, list) and "__launch_bounds__(128)" in ok[0].new_text  # a resolved launch is read
 
 
 def test_vectorize_changes_only_the_launch_of_the_chosen_kernel() -> None:
