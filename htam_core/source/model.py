@@ -348,7 +348,8 @@ class SourceModel:
         exact += [k for k in self.kernels if k.name == name and k.qualified_name in (None, name)
                   and not k.attributes.get("overload")]
         for found in (exact, [k for k in self.kernels if k.name == name]):
-            if len({k.identity for k in found}) == 1:
+            # Triton: bindings of one function (``a = triton.jit(f)``, ``b = triton.jit(f)``) answer to its name
+            if len({k.identity for k in found}) == 1 or (found and found[0].language == "triton"):
                 return found[0]
             if found:
                 choices = ", ".join(dict.fromkeys(k.identity for k in found))

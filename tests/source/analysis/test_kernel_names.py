@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from htam_core.source import parse_text
+from htam_core.source import Document, parse_text
 from htam_core.source.model import SourceModel
 from htam_core.transforms.base import NotApplicable
 from htam_core.transforms.registry import propose
@@ -204,8 +204,6 @@ def test_known_scalar_types_break_a_tie_only_when_every_argument_is_known() -> N
 
 
 def test_editor_fast_path_keeps_the_identity_and_the_launches() -> None:
-    from htam_core.source import Document
-
     text = textwrap.dedent(OVERLOADS).lstrip("\n")
     doc = Document(text, "cuda")
     assert doc.model.kernels
