@@ -336,6 +336,12 @@ class SourceModel:
     errors: list[str] = field(default_factory=list)
     problems: list[ParseProblem] = field(default_factory=list)
 
+    def selector(self, kernel: Kernel) -> str:
+        """The name that selects ``kernel`` through :meth:`kernel`: its plain name, unless a CUDA kernel of another
+        identity shares it (``f32::scale`` and ``f64::scale``), then its :attr:`Kernel.identity`."""
+        shared = {k.identity for k in self.kernels if k.name == kernel.name}
+        return kernel.name if len(shared) <= 1 or kernel.language == "triton" else kernel.identity
+
     def kernel(self, name: str) -> Kernel:
         """Return the kernel ``name`` means: the one whose ``qualified_name`` (``"f64::scale"``, ``"Ops.scale"``, the
         alias of ``alias = triton.jit(fn)``) or overload signature is ``name``, else the one called ``name``.
