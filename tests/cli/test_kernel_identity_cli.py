@@ -53,3 +53,15 @@ def test_qualified_kernel_reads_its_own_launch(tmp_path: Path, capsys) -> None:
     assert main(["harness", "infer", str(_file(tmp_path)), "--kernel", "f64::scale", "--json"]) == 0
     harness = json.loads(capsys.readouterr().out)["harness"]
     assert harness["block"] in ("(128, 1, 1)", [128, 1, 1]) and harness["inputs"][0]["dtype"] == "float64"
+
+
+def test_launch_in_another_file_goes_to_its_own_kernel(tmp_path: Path, capsys) -> None:
+    header = tmp_path / "ops.cuh"
+    header.write_text(SRC[SRC.index("namespace f32"): SRC.index("int main")])
+    (tmp_path / "host.cu").write_text('#include <cuda_runtime.h>\n#include "ops.cuh"\nint main() {\n'
+                                      "    int n = 1 << 20; double* b; cudaMalloc(&b, n * 8);\n"
+                                      "    f64::scale<<<n / 128, 128>>>(b, 2.0, n);\n    return 0;\n}\n")
+    assert main(["kernels", str(header), "--json"]) == 0
+    out = {k["qualified_name"]: [(Path(la["path"]).name, la["line"]) for la in k.get("launches_elsewhere", [])]
+           for k in json.loads(capsys.readouterr().out)}
+    assert out == {"f32::scale": [], "f64::scale": [("host.cu", 5)]}
