@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     name = resolve_kernel(args.file, args.kernel)
     try:
-        name = model.kernel(name).name
+        name = model.selector(model.kernel(name))
     except KeyError as exc:
         raise UsageError(str(exc.args[0])) from None
     if (why := incomplete_reason(model.kernel(name), "its harness is inferred")) is not None:

@@ -34,11 +34,12 @@ def resolve_kernel(file: str, given: str | None) -> str:
     from htam_core.source import SourceError, load
 
     try:
-        names = [k.name for k in load(file).kernels]
+        kernels = load(file).kernels
     except SourceError as exc:
         raise UsageError(str(exc)) from None
-    if len(names) == 1:
-        return names[0]
+    if len(kernels) == 1:
+        return kernels[0].name
+    names = [k.identity for k in kernels]  # qualified names, signatures for overloads: each one selects
     name = Path(file).name
     if not names:
         raise UsageError(no_kernel_message(name))

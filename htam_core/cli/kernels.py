@@ -23,13 +23,13 @@ if TYPE_CHECKING:
 
 def _elsewhere(model: SourceModel) -> dict[str, list[WorkspaceLaunch]]:
     """Launches in other files of the workspace (or in ``#define`` wrappers) of the kernels with none in their own
-    host code, by kernel name (:func:`htam_core.source.workspace.find_launches`)."""
+    host code, by kernel identity (:func:`htam_core.source.workspace.find_launches`)."""
     if all(k.launch_sites or k.incomplete for k in model.kernels):
         return {}
     # imported here for start-up speed: the analysis layer (sympy) loads only for a kernel with no launch in its file
     from htam_core.source.workspace import find_launches
 
-    return {k.name: find_launches(model, k) for k in model.kernels if not k.launch_sites and not k.incomplete}
+    return {k.identity: find_launches(model, k) for k in model.kernels if not k.launch_sites and not k.incomplete}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -55,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     elsewhere = _elsewhere(model)
     if args.json:
-        json.dump([{**k.to_json(), **({"launches_elsewhere": [la.to_json() for la in elsewhere[k.name]]}
-                                      if elsewhere.get(k.name) else {})} for k in model.kernels], sys.stdout, indent=2)
+        json.dump([{**k.to_json(), **({"launches_elsewhere": [la.to_json() for la in elsewhere[k.identity]]}
+                                      if elsewhere.get(k.identity) else {})} for k in model.kernels], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     if not model.kernels:  # the same line as profile/suggest, not an empty table
@@ -76,11 +76,12 @@ def run(args: argparse.Namespace) -> int:
         params = ", ".join(f"{p.name}: constexpr" if p.is_constexpr else p.name for p in k.params)
         sites = "\n".join(
             f"line {s.line}" + (f" (through the pointer {s.qualified_name})" if s.pointer_kernels else "")
-            + (f" (through the macro {s.macro})" if s.macro else "") + ": "
+            + (f" (through the macro {s.macro})" if s.macro else "")
+            + (f" (may run {' or '.join(s.ambiguous)}: not changed)" if s.ambiguous else "") + ": "
             + ", ".join(f"{key}={val}" for key, val in s.config.items()) for s in k.launch_sites
         ) or "\n".join(f"{os.path.basename(la.path)}:{la.line} ({la.style}): grid={la.grid}"
-                       + (f", block={la.block}" if la.block else "") for la in elsewhere.get(k.name, [])) or "-"
-        name = k.name + ((" (not read)" if k.compiles else " (incomplete)") if k.incomplete else "")
+                       + (f", block={la.block}" if la.block else "") for la in elsewhere.get(k.identity, [])) or "-"
+        name = k.identity + ((" (not read)" if k.compiles else " (incomplete)") if k.incomplete else "")
         # source text (array params, grid expressions like kernel[grid]) is never rich markup
         table.add_row(escape(name), k.language, f"{k.start_line}-{k.end_line}", escape(params), escape(sites))
     console.print(table)

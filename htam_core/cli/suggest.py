@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         for w in warnings:
             print(f"htam: warning: {w}", file=sys.stderr)
         return 0
-    print(f"{kernel.name} ({kernel.language}, lines {kernel.start_line}-{kernel.end_line}): "
+    print(f"{kernel.identity} ({kernel.language}, lines {kernel.start_line}-{kernel.end_line}): "
           f"{profile.mode} profile, bottleneck {profile.bottleneck.cls}")
     for w in warnings:
         print(f"  warning: {w}")

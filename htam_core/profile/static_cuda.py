@@ -42,11 +42,14 @@ from htam_core.runtime.children import one_shot_kwargs
 from htam_core.runtime.toolchain import find_nvcc
 from htam_core.source.analysis.constants import ConstEnv
 from htam_core.source.analysis.includes import headers_digest
+from htam_core.source.analysis.kernel_names import normal_type
 from htam_core.source.analysis.launch import dims_of, launch_calls
 from htam_core.types.errors import ProfileError
 
 if TYPE_CHECKING:
     from tree_sitter import Node
+
+    from htam_core.source.model import Kernel
 
 #: Wall-clock limit of one nvcc run, seconds (a full torch/extension.h unit takes ~45 s here).
 NVCC_TIMEOUT_S = 180.0
@@ -331,9 +334,45 @@ def compile_cuda(
     return result
 
 
-def match_entries(entries: list[PtxasEntry], kernel_name: str) -> list[PtxasEntry]:
-    """The entries whose unqualified name is ``kernel_name`` (all instantiations of a template)."""
-    return [e for e in entries if e.base_name == kernel_name]
+def match_entries(entries: list[PtxasEntry], kernel_name: str, kernel: Kernel | None = None) -> list[PtxasEntry]:
+    """The entries whose unqualified name is ``kernel_name`` (all instantiations of a template); given the
+    ``kernel``, only those of its qualified name (``f64::scale``, not ``f32::scale``) and, for an overload, its
+    parameter types, when the demangled names tell (else every entry of the name)."""
+    found = [e for e in entries if e.base_name == kernel_name]
+    if kernel is None or len(found) < 2:
+        return found
+    qualified = kernel.qualified_name or kernel.name
+    same = [e for e in found if _entry_qualified(e.demangled or e.mangled) == qualified] or found
+    if kernel.attributes.get("overload"):
+        want = [normal_type(p.type) for p in kernel.params]
+        same = [e for e in same if _entry_params(e.demangled or e.mangled) == want] or same
+    return same
+
+
+def _entry_head_end(name: str) -> int:
+    """Where the parameter list of the demangled ``name`` starts (its length when it has none)."""
+    depth = 0
+    for i, ch in enumerate(name):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "(" and depth == 0 and i > 0 and not name.startswith("(anonymous", i):
+            return i
+    return len(name)
+
+
+def _entry_qualified(name: str) -> str:
+    """The qualified name of a demangled symbol as :attr:`Kernel.qualified_name` writes it: no return type, template
+    arguments or anonymous namespaces (``void (anonymous namespace)::k<4>(float*)`` -> ``k``)."""
+    head = name[: _entry_head_end(name)].replace("(anonymous namespace)::", "")
+    while "<" in head:
+        head = re.sub(r"<[^<>]*>", "", head)
+    return head.split()[-1] if head.split() else head
+
+
+def _entry_params(name: str) -> list[str | None]:
+    """The parameter types of a demangled symbol, normalized (:func:`normal_type`)."""
+    start = _entry_head_end(name)
+    inner = name[start + 1 : name.rfind(")")] if start < len(name) else ""
+    return [normal_type(t) for t in inner.split(",")] if inner.strip() else []
 
 
 # -- torch extensions ------------------------------------------------------------------------------

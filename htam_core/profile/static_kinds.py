@@ -286,7 +286,7 @@ class CudaProfiler(StaticProfiler):
                                       mode="torch", cache=cache)
         else:
             res = sc.compile_cuda(source, target=target, source_name=name, first_line=first_line, cache=cache)
-        entries = sc.match_entries(res.entries, kernel.name)
+        entries = sc.match_entries(res.entries, kernel.name, kernel)
         if not entries:
             names = ", ".join(sorted({e.base_name for e in res.entries})) or "none"
             raise ProfileError(f"nvcc produced no entry for kernel {kernel.name} in {name} (entries: {names}); "

@@ -120,7 +120,7 @@ def build_model(tree: ts.Tree, data: bytes, text: str, file_language: FileLangua
     for k in model.kernels:
         if k.incomplete:
             k.parse_problem = kernel_problem(model.problems, data, k.span.start, k.span.end,
-                                             grammar=traits(k.language).grammar)
+                                             grammar=traits(k.language).grammar) or k.parse_problem
     model.kernels.sort(key=lambda k: k.span.start)
     model.device_functions.sort(key=lambda d: d.span.start)
     return model

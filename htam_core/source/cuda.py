@@ -30,6 +30,16 @@ import tree_sitter as ts
 from htam_core.source import cache as kcache
 from htam_core.source import features as feat
 from htam_core.source.analysis.fnptr import pointer_kernels
+from htam_core.source.analysis.kernel_names import (
+    arg_types,
+    attach_resolved,
+    declared_scope,
+    launch_scope,
+    mark_overloads,
+    qualified_kernel_name,
+    unclosed_scope,
+    using_namespaces,
+)
 from htam_core.source.analysis.launch import LAUNCH_QUERY, launch_config
 from htam_core.source.analysis.launch_macros import LaunchMacroUse, launch_macro_uses
 from htam_core.source.analysis.launch_slots import SLOTS, use_slots
@@ -217,6 +227,8 @@ def _recover_region(frame: Frame, anchors: list[ts.Node], idx: int, language: st
     for k in res.kernels[:1]:
         if ns and "namespace" not in k.attributes:
             k.attributes = {**k.attributes, "namespace": ns}
+        outer = declared_scope(anchors[idx])
+        k.qualified_name = f"{outer}::{k.qualified_name or k.name}" if outer else k.qualified_name
         out.kernels.append(k)
     out.device_functions.extend(res.device_functions)
     out.launches.extend(res.launches)
@@ -262,8 +274,11 @@ def _mask_attributes(frame: Frame, root: ts.Node) -> tuple[Frame, ts.Node] | Non
 
 
 def attach_launches(kernels: list[Kernel], launches: list[LaunchSite]) -> None:
-    """Give each kernel the launch sites that name it (deduplicated by position, in order); a launch through a
-    function pointer or a table of kernels is given to every kernel the pointer may run, named after it."""
+    """Give each kernel the launch sites that run it (deduplicated by position, in order): a launch whose callee
+    names several kernels (namespaces, overloads) goes to the one it resolves to, or, when that cannot be told, to
+    each with the choices marked (:mod:`~htam_core.source.analysis.kernel_names`); a launch through a function
+    pointer or a table of kernels is given to every kernel the pointer may run, named after it."""
+    mark_overloads(kernels)
     seen: set[int] = set()
     unique: list[LaunchSite] = []
     for site in sorted(launches, key=lambda s: s.span.start if s.span else 0):
@@ -275,8 +290,7 @@ def attach_launches(kernels: list[Kernel], launches: list[LaunchSite]) -> None:
     for k in kernels:
         by_name.setdefault(k.name, []).append(k)
     for site in unique:
-        for k in by_name.get(site.kernel_name, []):
-            k.launch_sites.append(site)
+        attach_resolved(site, by_name.get(site.kernel_name, []))
         for name in site.pointer_kernels:
             for k in by_name.get(name, []):
                 k.launch_sites.append(replace(site, kernel_name=name))
@@ -484,7 +498,8 @@ def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, d
     start = outer.start_byte
     end = definition.end_byte
     body = definition.child_by_field_name("body")
-    incomplete = body is None or (body.child_count > 0 and body.children[-1].is_missing) or declarator.has_error
+    incomplete = body is None or (body.child_count > 0 and body.children[-1].is_missing) or declarator.has_error \
+        or unclosed_scope(definition) is not None
     if nxt is not None and definition.start_byte < nxt.start_byte < end:
         end = _bounded_end(frame, start, _line_start(frame, nxt.start_byte))
         incomplete = True
@@ -494,6 +509,8 @@ def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, d
                _namespace(container), _extern_c(container), incomplete, ctx_key)
         hit = kcache.get_kernel(key, frame.to_file(start), frame.line(start))
         if hit is not None:
+            hit.qualified_name = qualified_kernel_name(container, declarator, hit.name)
+            hit.parse_problem = _scope_problem(frame, definition, hit.name)
             return hit
     header_nodes = list(container.children) if container is not definition else list(definition.children)
     if container is not definition:
@@ -530,7 +547,24 @@ def _kernel_from_definition(frame: Frame, anchor: ts.Node, container: ts.Node, d
         kernel.features = feat.cuda_features(frame, body, params, macros, (body.start_byte, min(body.end_byte, end)))
     if key is not None:
         kcache.put_kernel(key, kernel)
+    kernel.qualified_name = qualified_kernel_name(container, declarator, kernel.name)
+    kernel.parse_problem = _scope_problem(frame, definition, kernel.name)
     return kernel
+
+
+def _scope_problem(frame: Frame, definition: ts.Node, name: str) -> ParseProblem | None:
+    """Where a kernel in a scope that is never closed fails to parse (:func:`unclosed_scope`): at its body's
+    closing ``}``, which may be the scope's own; ``None`` for a kernel in closed scopes."""
+    scope = unclosed_scope(definition)
+    body = definition.child_by_field_name("body")
+    if scope is None or body is None or not frame.linear:
+        return None
+    at = frame.to_file(body.end_byte - 1)
+    line_start = frame.file.data.rfind(b"\n", 0, at) + 1
+    column = len(frame.file.data[line_start:at].decode("utf-8", errors="replace")) + 1
+    what = (f"a `{{` is never closed: the `}}` that ends {name} here may be the one of the {scope} "
+            f"that holds it")
+    return ParseProblem(frame.line(body.end_byte - 1), column, at, what)
 
 
 def _kernel_from_broken(frame: Frame, anchor: ts.Node, container: ts.Node, declarator: ts.Node,
@@ -584,6 +618,7 @@ def _kernel_from_broken(frame: Frame, anchor: ts.Node, container: ts.Node, decla
         attributes=attrs,
         incomplete=True,
         text=frame.text(start, end),
+        qualified_name=qualified_kernel_name(container, declarator, node_text(name_node)),
     )
     if bs < end:
         kernel.features = feat.cuda_features(frame, container, params, macros, (bs, end))
@@ -704,6 +739,13 @@ def _enclosing_function(node: ts.Node) -> ts.Node | None:
 
 
 def _cached_launch(frame: Frame, call: ts.Node, resolver: CudaResolver, ctx_key: str) -> LaunchSite | None:
+    site = _cached_site(frame, call, resolver, ctx_key)
+    return replace(site, scope=launch_scope(call), using=using_namespaces(call)) if site is not None else None
+
+
+def _cached_site(frame: Frame, call: ts.Node, resolver: CudaResolver, ctx_key: str) -> LaunchSite | None:
+    """The launch site of ``call`` from the cache, keyed by the text of the function holding it (its scope and
+    ``using`` directives are read by the caller, since they lie outside that text)."""
     fn = _enclosing_function(call)
     if fn is None or not frame.linear:
         return _launch(frame, call, resolver)
@@ -754,6 +796,7 @@ def _launch(frame: Frame, call: ts.Node, resolver: CudaResolver) -> LaunchSite |
         qualified_name=" ".join(node_text(fn).split()),
         resolved_config=resolved,
         pointer_kernels=pointer_kernels(fn, frame.src),
+        arg_types=arg_types(call),
     )
 
 

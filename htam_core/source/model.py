@@ -84,6 +84,12 @@ class LaunchSite:
             ``#define LAUNCH(k, n, ...) k<<<...>>>(__VA_ARGS__)``); its ``config_spans`` are the use's arguments that
             are the grid, block, shared bytes and stream when the ``#define`` passes each as one parameter, and
             none when it computes them (``k<<<(n + 255) / 256, 256>>>``); ``""`` for a launch written out.
+        scope: CUDA: the namespace path the launch is written in (``"ops::rows"``; ``""`` at file scope).
+        using: CUDA: the namespaces of the ``using namespace`` directives visible at the launch.
+        arg_types: CUDA: each argument's declared type where it can be read (``"float*"``), else ``None``.
+        ambiguous: the identities of the kernels this launch may run when the callee and argument types do not
+            tell which (:mod:`~htam_core.source.analysis.kernel_names`); ``()`` for a launch tied to one kernel.
+            No step changes an ambiguous launch.
     """
 
     line: int
@@ -96,6 +102,10 @@ class LaunchSite:
     resolved_config: dict[str, str] = field(default_factory=dict)
     pointer_kernels: tuple[str, ...] = ()
     macro: str = ""
+    scope: str = ""
+    using: tuple[str, ...] = ()
+    arg_types: tuple[str | None, ...] = ()
+    ambiguous: tuple[str, ...] = ()
 
 
 @dataclass
@@ -216,7 +226,10 @@ class Kernel:
         qualified_name: Triton: the dotted path from the module to the launchable ``JITFunction``
             (``"Ops.scale"`` for a kernel defined in ``class Ops``, ``"add_kernel"`` for
             ``add_kernel = triton.jit(_add_kernel)``, else the name); ``None`` when no module
-            attribute reaches it (a kernel defined inside a function) and for CUDA.
+            attribute reaches it (a kernel defined inside a function). CUDA: the namespaces and classes around
+            the kernel and its name (``"f64::scale"``, ``"S::k"``; anonymous namespaces left out); an overload of
+            a name shared by kernels of other signatures also carries ``attributes["overload"]``, its signature
+            (``"scale(double*, double, int)"``; :func:`~htam_core.source.analysis.kernel_names.identity`).
     """
 
     name: str
@@ -237,8 +250,18 @@ class Kernel:
     compiles: bool | None = None
 
     def answers_to(self, name: str) -> bool:
-        """Whether ``--kernel name`` means this kernel: its name or its ``qualified_name``."""
-        return name in (self.name, self.qualified_name)
+        """Whether ``--kernel name`` means this kernel: its name, its ``qualified_name`` or, for an overload, its
+        signature (spaces ignored)."""
+        if name in (self.name, self.qualified_name):
+            return True
+        overload = self.attributes.get("overload")
+        return bool(overload) and name.replace(" ", "") == str(overload).replace(" ", "")
+
+    @property
+    def identity(self) -> str:
+        """How this kernel is told apart from the other kernels of its file: its overload signature
+        (``attributes["overload"]``), else its qualified name, else its name."""
+        return str(self.attributes.get("overload") or self.qualified_name or self.name)
 
     @property
     def constexpr_params(self) -> list[str]:
@@ -249,6 +272,8 @@ class Kernel:
         """The ``htam kernels --json`` object for this kernel (``qualified_name`` only when it is
         not the name; ``incomplete: true`` only for a half-typed definition)."""
         extra: dict[str, Any] = {"qualified_name": self.qualified_name} if self.qualified_name not in (None, self.name) else {}
+        if self.attributes.get("overload"):  # one of several kernels of this qualified name: its signature
+            extra["overload"] = self.attributes["overload"]
         if self.incomplete and self.compiles:  # valid code htam could not read: not the user's to fix
             extra["unreadable"] = True
         elif self.incomplete:  # a half-typed definition: listed, but not profiled or transformed until it parses
@@ -266,7 +291,8 @@ class Kernel:
                 {"line": s.line, "config": dict(s.resolved_config or s.config),
                  **({"through_pointer": s.qualified_name, "pointer_kernels": list(s.pointer_kernels)}
                     if s.pointer_kernels else {}),
-                 **({"through_macro": s.macro} if s.macro else {})}
+                 **({"through_macro": s.macro} if s.macro else {}),
+                 **({"ambiguous": list(s.ambiguous)} if s.ambiguous else {})}
                 for s in self.launch_sites
             ],
             **extra,
@@ -310,20 +336,32 @@ class SourceModel:
     errors: list[str] = field(default_factory=list)
     problems: list[ParseProblem] = field(default_factory=list)
 
+    def selector(self, kernel: Kernel) -> str:
+        """The name that selects ``kernel`` through :meth:`kernel`: its plain name, unless a CUDA kernel of another
+        identity shares it (``f32::scale`` and ``f64::scale``), then its :attr:`Kernel.identity`."""
+        shared = {k.identity for k in self.kernels if k.name == kernel.name}
+        return kernel.name if len(shared) <= 1 or kernel.language == "triton" else kernel.identity
+
     def kernel(self, name: str) -> Kernel:
-        """Return the kernel called ``name``, or whose ``qualified_name`` is ``name``
-        (``"Ops.scale"``, or the alias of ``alias = triton.jit(fn)``).
+        """Return the kernel ``name`` means: the one whose ``qualified_name`` (``"f64::scale"``, ``"Ops.scale"``, the
+        alias of ``alias = triton.jit(fn)``) or overload signature is ``name``, else the one called ``name``.
 
         Raises:
-            KeyError: no kernel of that name; the message lists the kernels that exist.
+            KeyError: no kernel of that name, or a name that several kernels of different identities share
+                (``scale`` for ``f32::scale`` and ``f64::scale``); the message lists the names to pass.
         """
-        for k in self.kernels:
-            if k.name == name:
-                return k
-        for k in self.kernels:
-            if k.qualified_name == name:
-                return k
-        names = ", ".join(k.name for k in self.kernels)
+        exact = [k for k in self.kernels if k.answers_to(name) and k.name != name]
+        exact += [k for k in self.kernels if k.name == name and k.qualified_name in (None, name)
+                  and not k.attributes.get("overload")]
+        for found in (exact, [k for k in self.kernels if k.name == name]):
+            # Triton: bindings of one function (``a = triton.jit(f)``, ``b = triton.jit(f)``) answer to its name
+            if len({k.identity for k in found}) == 1 or (found and found[0].language == "triton"):
+                return found[0]
+            if found:
+                choices = ", ".join(dict.fromkeys(k.identity for k in found))
+                raise KeyError(f"{name!r} names {len(found)} kernels in {self.path or '<text>'}: pass one of "
+                               f"{choices}")
+        names = ", ".join(k.identity for k in self.kernels)
         where = self.path or "<text>"
         helper = next((d for d in self.device_functions if d.name == name), None)
         if helper is not None:  # a __device__ function or a @triton.jit helper that kernels call

@@ -608,7 +608,9 @@ def launch_unit(model: SourceModel, kernel: Kernel, root: str | os.PathLike[str]
     frags = _fragments(model, kernel, ws, files or {})
     if not frags:
         return None
-    key = (model.text, kernel.name, at, tuple((f.path, f.base, f.text, f.prefix, f.suffix) for f in frags))
+    # the kernel by name and place: same-name kernels of one file (f32::scale, f64::scale) are different units
+    key = (model.text, kernel.name, kernel.span.start, at,
+           tuple((f.path, f.base, f.text, f.prefix, f.suffix) for f in frags))
     if key in _UNITS:
         return _UNITS[key]
     if len(_UNITS) > 64:

@@ -152,6 +152,9 @@ class Transform(ABC):
             (the default: the thread mapping, the memory hierarchy or the algorithm), ``"launch"`` (launch
             parameters only), ``"hint"`` (qualifiers, pragmas, cache or alignment hints) or ``"math"``
             (intrinsic substitution). Only ``"structural"`` steps count as structural.
+        reads_launch: its edit of the kernel is computed from the block size of the kernel's launches
+            (``__launch_bounds__``); with ``kind == "launch"`` it is not made while a launch of the kernel may run
+            another kernel of the same name (:attr:`~htam_core.source.model.LaunchSite.ambiguous`).
         part_of: the id of the transform that falls back to this one when its own pattern does not match (the
             strategy of that transform makes both edits), or ``""``: a transform with ``part_of`` needs no
             strategy of its own in the knowledge base, and is still proposed by id (benchmarks, tests).
@@ -160,6 +163,7 @@ class Transform(ABC):
     id: ClassVar[str] = ""
     kind: ClassVar[str] = "structural"
     part_of: ClassVar[str] = ""
+    reads_launch: ClassVar[bool] = False
     strategy: ClassVar[str] = ""
     languages: ClassVar[tuple[str, ...]] = ()
     changes_numerics: ClassVar[bool] = False

@@ -560,6 +560,7 @@ class CudaLaunchBounds(CudaTransform):
     id = "cuda.launch_bounds"
 
     kind = "hint"
+    reads_launch = True
     languages = CUDA_LANGS
     summary = "add __launch_bounds__ matching the launch's block size"
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from htam_core.source import parse_text, workspace
+from htam_core.source.analysis.kernel_names import ambiguous_launch_reason
 from htam_core.source.analysis.launch_slots import macro_use_refusal
 from htam_core.source.analysis.unit import shared_launches
 from htam_core.source.model import Kernel, SourceModel
@@ -277,11 +278,25 @@ def propose(
     if not kernel.launch_sites:
         kept = unit.launches() if unit is not None else None
         result = [_launch_not_found(model, kernel, c, files, kept) for c in result]
+    return _validated(t, model, kernel, result)
+
+
+def _validated(t: Transform, model: SourceModel, kernel: Kernel, result: list[Candidate]
+               ) -> list[Candidate] | NotApplicable:
+    """The candidates of ``result`` that pass :func:`validate`, in the file's line endings; :class:`NotApplicable`
+    when none does, saying why in one line (a launch that may run another kernel of the same name is never
+    changed: :func:`~htam_core.source.analysis.kernel_names.ambiguous_launch_reason`)."""
     good: list[Candidate] = []
     rejected: list[str] = []
     ending = line_ending(model.text)
+    ambiguous: str | None = None
+    reads = t.kind == "launch" or t.reads_launch
     for cand in result:
         cand = _launch_shared(model, kernel, cand)
+        why = ambiguous_launch_reason(kernel, [(e.start_byte, e.end_byte) for e in cand.edits], reads=reads)
+        if why is not None:
+            ambiguous = why
+            continue
         if ending != "\n":  # transforms write "\n": keep the file's own line endings (CRLF, classic-Mac CR)
             cand.edits = [dataclasses.replace(e, new_text=with_line_ending(e.new_text, ending)) for e in cand.edits]
             cand.new_text = apply_edits(model.text, cand.edits)
@@ -292,7 +307,7 @@ def propose(
             rejected.append(f"{cand.description}: {why}")
     if not good:
         if not rejected:
-            return t.not_applicable("no candidate was produced")
+            return t.not_applicable(ambiguous or "no candidate was produced")
         return NotApplicable(
             reason=f"every candidate was rejected ({rejected[0]})", transform_id=t.id, rejected=tuple(rejected)
         )
