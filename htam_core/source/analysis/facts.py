@@ -355,8 +355,9 @@ class AtomicUpdate:
         index_text: the subscript as written (``"data[i] % BINS"``).
         value_text: the second argument as written (``"1"``).
         call_span: file bytes of the call.
-        base_span: file bytes of the array name in the address (``hist`` in ``&hist[b]``), ``None`` when the
-            address is not ``&name[index]`` (``hist + b``, through an alias).
+        base_span: file bytes of the array name in the address (``hist`` in ``&hist[b]``, ``hist + b``,
+            ``b + hist``, ``(unsigned *)&hist[b]``), ``None`` when the address does not name one element of it as
+            written (through an alias, ``(T *)hist + b``).
         statement: the call's whole expression statement when its result is unused, else ``None``.
         line: 1-based line.
         loops: ids of the enclosing loops, outermost first.
@@ -367,8 +368,8 @@ class AtomicUpdate:
             when only the launches say so: every launch in the file passes a buffer of ``extent`` elements
             (:func:`~htam_core.source.analysis.launch_buffers.launch_buffer_extent`), which nothing in the kernel
             checks, so a step relying on it must still send other indices to the buffer.
-        index_span: file bytes of the index expression (``idx[i]`` in ``&bins[idx[i]]``), ``None`` when the
-            address is not ``&name[index]``.
+        index_span: file bytes of the index expression (``idx[i]`` in ``&bins[idx[i]]`` or ``bins + idx[i]``),
+            ``None`` when :attr:`base_span` is.
     """
 
     fn: str
@@ -1232,9 +1233,12 @@ class KernelFacts:
     def histogram_updates(self) -> tuple[AtomicUpdate, ...]:
         """The global ``atomicAdd`` updates whose index depends on loaded data (``atomicAdd(&hist[data[i]], 1)``,
         :attr:`atomics`): the bins of a histogram, which threads of a block hit in an order only the data decides.
-        Idea source: Kirk and Hwu, "Programming Massively Parallel Processors", "Parallel histogram computation"."""
+        Only updates whose address names one element of the bins (:attr:`AtomicUpdate.base_span`: ``&bins[k]``,
+        ``bins + k``, ``k + bins``, a cast of the whole address) count, so the ranker's ``histogram_like`` and the
+        privatization read the same updates. Idea source: Kirk and Hwu, "Programming Massively Parallel
+        Processors", "Parallel histogram computation"."""
         return tuple(a for a in self.atomics if a.fn == "atomicAdd" and a.space == "global" and a.index is not None
-                     and any(str(s).startswith("load(") for s in a.index.free_symbols))
+                     and a.base_span is not None and any(str(s).startswith("load(") for s in a.index.free_symbols))
 
     def per_block_outputs(self) -> tuple[Access, ...]:
         """The global writes whose index reads ``blockIdx`` and no ``threadIdx`` (``if (tid == 0) out[blockIdx.x] =
