@@ -4,7 +4,7 @@
 index's extent is read off the index as written: an enclosing ``if`` that checks it against a bound
 (``if (b < NUM_BINS)``, ``if (v >= 0 && v < num_bins)``), or, followed through locals declared once, ``x % K`` with
 ``K`` a compile-time constant (a literal, ``#define``, ``constexpr`` or template parameter, kept as written so that a
-template stays generic), ``x % n`` with ``n`` a scalar kernel parameter, or a load of an ``unsigned char``
+template stays generic), ``x % n`` with ``n`` a scalar kernel parameter, ``x & M`` with ``M`` a constant (``M + 1`` values), or a load of an ``unsigned char``
 (256 values); failing those, the element count of the buffer every launch in the file passes for the updated
 pointer (``cudaMalloc(&bins, NBINS * sizeof(float))``, marked as coming from the launches: the kernel does not check
 it). A histogram's bin count is this extent; the shared-memory privatization transform reads it. Also the
@@ -68,6 +68,18 @@ def _bound(src: CudaSource, kernel: Kernel, node: Node) -> tuple[int | None, str
     return None, None, None
 
 
+def _mask_bound(src: CudaSource, node: Node) -> tuple[int | None, str | None, str | None]:
+    """The bin count of ``x & M`` (either operand) with ``M`` a compile-time constant >= 0: ``M + 1`` (the result's
+    bits are a subset of ``M``'s, so it lies in ``[0, M]``), the text ``(M) + 1`` as written; all ``None``
+    otherwise."""
+    for side in ("right", "left"):
+        m = strip_casts(unwrap_parens(node.child_by_field_name(side)))  # type: ignore[arg-type]
+        c = src.env.const(m, src.func)
+        if c is not None and c.value >= 0:
+            return c.value + 1, None, f"({src.env.t(m)}) + 1"
+    return None, None, None
+
+
 def _conjuncts(node: Node, src: CudaSource) -> list[Node]:
     """The operands of a chain of ``&&`` (parentheses dropped)."""
     node = unwrap_parens(node)
@@ -128,6 +140,8 @@ def _extent(src: CudaSource, kernel: Kernel, call: Node, idx: Node, pointers: di
     node = _follow(src, idx)
     if node.type == "binary_expression" and env.t(node.child_by_field_name("operator")) == "%":
         return _bound(src, kernel, node.child_by_field_name("right"))  # type: ignore[arg-type]
+    if node.type == "binary_expression" and env.t(node.child_by_field_name("operator")) == "&":
+        return _mask_bound(src, node)
     if node.type == "subscript_expression":
         base = strip_casts(unwrap_parens(node.child_by_field_name("argument")))  # type: ignore[arg-type]
         pf = pointers.get(env.t(base)) if base.type == "identifier" else None

@@ -1230,6 +1230,28 @@ class KernelFacts:
         """The block-wide barriers (:attr:`barriers` of scope ``"block"``)."""
         return tuple(b for b in self.barriers if b.scope == "block")
 
+    def flat_index_split(self) -> tuple[sympy.Expr, sympy.Expr] | None:
+        """``(g, C)`` when the kernel splits one flattened 1-D global thread index ``g`` (``blockIdx.x * blockDim.x
+        + threadIdx.x`` in any order or type) by both ``g / C`` and ``g % C`` (``row = idx / NC; col = idx % NC``, or
+        inline in a subscript, ``A[(t / N) * K + k]``, ``C`` a constant or a parameter): a 2-D output (row, column)
+        computed by a 1-D launch, read off the index normal form (:attr:`thread_indices`, the accesses' indices).
+        ``None`` when no such pair occurs. A 2-D tiling of that output needs a 2-D block, so the ranker's
+        ``flat_thread_index`` and the matmul tiling transforms read this one fact. Idea source: the row-major
+        flattening ``i = row * C + col`` and its inverse (the usual one-thread-per-output 1-D launch)."""
+        div, mod = sympy.Function("div"), sympy.Function("mod")
+        exprs = [t.expr for t in self.thread_indices] + [a.index for a in self.accesses if a.index is not None]
+        parts: dict[str, set[tuple[sympy.Expr, sympy.Expr]]] = {"div": set(), "mod": set()}
+        for e in exprs:
+            for f in e.atoms(div, mod):
+                g, c = f.args
+                names = {x.name for x in g.free_symbols}
+                if "threadIdx.x" in names and "blockIdx.x" in names and not any(
+                        n.startswith(("threadIdx.", "blockIdx.")) and not n.endswith(".x") for n in names) \
+                        and not any(n.startswith(("threadIdx.", "blockIdx.")) for n in (x.name for x in c.free_symbols)):
+                    parts[type(f).__name__].add((g, c))
+        both = sorted(parts["div"] & parts["mod"], key=str)
+        return both[0] if both else None
+
     def histogram_updates(self) -> tuple[AtomicUpdate, ...]:
         """The global ``atomicAdd`` updates whose index depends on loaded data (``atomicAdd(&hist[data[i]], 1)``,
         :attr:`atomics`): the bins of a histogram, which threads of a block hit in an order only the data decides.
