@@ -1,7 +1,8 @@
 """CUDA thread-per-row -> warp-per-row (``cuda.warp_per_row``).
 
 A naive row kernel gives each thread a whole row: ``row = blockIdx.x * blockDim.x + threadIdx.x``, a guard
-``row < rows``, then loops ``for (j = 0; j < cols; ++j)`` over the row. Neighbouring threads then read
+``row < rows``, then loops ``for (j = 0; j < cols; ++j)`` over the row (or the same counted loop written
+``int j = 0; while (j < cols) { ...; ++j; }``, the step last: ``j++``, ``j += 1``, ``j = j + 1``). Neighbouring threads then read
 addresses ``cols`` elements apart, so every load is uncoalesced. The transform gives each row to a warp:
 
 * ``row`` becomes the global *warp* index and a lane index ``htam_lane = threadIdx.x & 31`` is added;
