@@ -165,6 +165,10 @@ FACTS: dict[str, str] = {
     "histogram_like": "CUDA: a global atomicAdd whose index depends on loaded data (atomicAdd(&hist[data[i]], 1): "
     "the bins of a histogram; analysis layer: KernelFacts.histogram_updates); false for Triton or without atomics, "
     "unknown without the kernel",
+    "flat_thread_index": "CUDA: the kernel splits one flattened 1-D global thread index by both / and % by the same "
+    "constant or parameter (row = idx / NC, col = idx % NC: a 2-D output on a 1-D launch; analysis layer: "
+    "KernelFacts.flat_index_split); the matmul tiling steps need a 2-D block, so they are not offered; false for "
+    "Triton, unknown without the kernel",
     # kernel-level (None without a Kernel)
     "kernel_name": "the kernel's name",
     "pointer_params": "number of pointer parameters",
@@ -288,6 +292,8 @@ def _analysis_facts(facts: KernelFacts | None, features: KernelFeatures, lang: s
     out["masked_tile_loop"] = False
     out["histogram_like"] = False if lang != "cuda" or not features.atomics else (
         None if facts is None else bool(facts.histogram_updates()))
+    out["flat_thread_index"] = False if lang != "cuda" else (
+        None if facts is None else facts.flat_index_split() is not None)
     out["uniform_atomic"] = False if lang != "cuda" or not features.atomics else (
         None if facts is None else bool(facts.uniform_atomics))
     out["grid_free_tree"] = False if lang != "cuda" or not features.atomics else (

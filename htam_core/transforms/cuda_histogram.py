@@ -90,8 +90,8 @@ def _refusal(unit: CudaUnit) -> str | tuple[AtomicUpdate, ...]:
     if len({(u.extent, u.extent_param, u.extent_text) for u in ups}) > 1:
         return (f"the {len(ups)} updates of {ups[0].pointer} have different bin counts "
                 f"({', '.join(sorted({str(u.extent_text) for u in ups}))})")
-    starts = {u.base_span[0] for u in ups}  # type: ignore[index]
-    others = [a for a in facts.accesses if a.pointer == ups[0].pointer and a.span[0] not in starts]
+    others = [a for a in facts.accesses if a.pointer == ups[0].pointer
+              and not any(u.call_span[0] <= a.span[0] < u.call_span[1] for u in ups)]
     if others:
         return f"{ups[0].pointer} is also accessed on line {others[0].line}, outside the atomicAdd"
     if facts.returns:
@@ -105,7 +105,8 @@ def _refusal(unit: CudaUnit) -> str | tuple[AtomicUpdate, ...]:
 def _update_refusal(unit: CudaUnit, u: AtomicUpdate) -> str | None:
     """Why the one update ``u`` cannot count into shared bins, or ``None``."""
     if u.base_span is None:
-        return f"the update on line {u.line} does not address `{u.pointer}[index]` directly"
+        return (f"the update on line {u.line} does not address one element of {u.pointer} (`&{u.pointer}[index]` "
+                f"or `{u.pointer} + index`)")
     if u.statement is None:
         return f"the old value returned by the atomicAdd on line {u.line} is used"
     if _bin_type(unit, u) is None:
@@ -126,18 +127,19 @@ def _update_edit(unit: CudaUnit, u: AtomicUpdate, *, capped: bool) -> TextEdit:
     if not capped and u.extent_from == "index":
         return unit.replace_span(u.base_span, NAME)  # type: ignore[arg-type]
     st0, st1 = u.statement  # type: ignore[misc]
-    b0, b1 = (x - st0 for x in u.base_span)  # type: ignore[union-attr]
     text = unit.src[st0 - unit.base:st1 - unit.base].decode()
+    shared = _respell(text, st0, {u.base_span: NAME})  # type: ignore[dict-item]
     if capped:  # the update picks the shared bins where they hold the count, the global ones otherwise
-        return unit.replace_span((st0, st1), f"if (htam_private) {text[:b0]}{NAME}{text[b1:]} else {text}")
-    i0, i1 = (x - st0 for x in u.index_span)  # type: ignore[union-attr]
+        return unit.replace_span((st0, st1), f"if (htam_private) {shared} else {text}")
+    i0, i1 = u.index_span  # type: ignore[misc]
     ind = syn.indent_of(unit.src, st0 - unit.base)
     return unit.replace_span((st0, st1), "\n".join([
         f"{{  // the launches pass {u.extent_text} bins: an index below that counts in this block's bins",
-        f"{ind}    const auto htam_k = {text[i0:i1]};",
+        f"{ind}    const auto htam_k = {unit.src[i0 - unit.base:i1 - unit.base].decode()};",
         f"{ind}    if ((unsigned long long)htam_k < (unsigned long long)({u.extent_text})) "
-        f"{text[:b0]}{NAME}{text[b1:i0]}htam_k{text[i1:]}",
-        f"{ind}    else {text[:i0]}htam_k{text[i1:]}  // any other index updates {u.pointer} as before",
+        f"{_respell(text, st0, {u.base_span: NAME, u.index_span: 'htam_k'})}",  # type: ignore[dict-item]
+        f"{ind}    else {_respell(text, st0, {u.index_span: 'htam_k'})}  "  # type: ignore[dict-item]
+        f"// any other index updates {u.pointer} as before",
         f"{ind}}}"]))
 
 
@@ -198,6 +200,15 @@ def _description(kernel: str, ups: tuple[AtomicUpdate, ...], kind: str, bins: st
         desc += (f" (launch-independent form, {cap_why}: a static array of {CAP} bins, used when {bins} <= {CAP}; "
                  "larger counts keep the global atomics)")
     return desc
+
+
+def _respell(text: str, start: int, reps: dict[tuple[int, int], str]) -> str:
+    """``text`` (the file bytes from ``start``) with each file span of ``reps`` replaced by its text, in any order
+    (the base may follow the index: ``k + bins``)."""
+    raw = text.encode()
+    for (a, b), rep in sorted(reps.items(), reverse=True):
+        raw = raw[:a - start] + rep.encode() + raw[b - start:]
+    return raw.decode()
 
 
 @register

@@ -488,6 +488,10 @@ def match_naive_matmul(unit: CudaUnit) -> dict | str:
     ivs = index_vars(unit)
     stmts = statement_list(unit.body)
     g = closing_bounds_guard(stmts, unit.src)
+    flat = unit.facts.flat_index_split()
+    if len(ivs) < 2 and flat is not None:
+        return (f"the output's row and column are one 1-D thread index split as idx / {flat[1]} and idx % {flat[1]} "
+                "(a 1-D launch); the 2-D tiles need a 2-D block, which this step does not write")
     if len(ivs) < 2 or g == "no bounds check":
         return "no two global thread indices followed by a bounds check"
     if isinstance(g, str):

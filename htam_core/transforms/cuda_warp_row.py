@@ -1,7 +1,8 @@
 """CUDA thread-per-row -> warp-per-row (``cuda.warp_per_row``).
 
 A naive row kernel gives each thread a whole row: ``row = blockIdx.x * blockDim.x + threadIdx.x``, a guard
-``row < rows``, then loops ``for (j = 0; j < cols; ++j)`` over the row. Neighbouring threads then read
+``row < rows``, then loops ``for (j = 0; j < cols; ++j)`` over the row (or the same counted loop written
+``int j = 0; while (j < cols) { ...; ++j; }``, the step last: ``j++``, ``j += 1``, ``j = j + 1``). Neighbouring threads then read
 addresses ``cols`` elements apart, so every load is uncoalesced. The transform gives each row to a warp:
 
 * ``row`` becomes the global *warp* index and a lane index ``htam_lane = threadIdx.x & 31`` is added;
@@ -151,9 +152,41 @@ def _loop_header(unit: CudaUnit, loop: Node) -> _Head | str:
     if references(bound, unit.src, var):
         return f"the bound of the loop on line {line} depends on {var}"
     step = unit.t(upd).replace(" ", "")
-    if step not in (f"++{var}", f"{var}++", f"{var}+=1", f"{var}={var}+1"):
+    if step not in _unit_steps(var):
         return f"the loop on line {line} does not step {var} by 1"
     return _Head(var, value, bound, upd, unit.t(syn.declaration_type(init)))
+
+
+def _unit_steps(var: str) -> tuple[str, ...]:
+    """The spellings (spaces removed) of a step of ``var`` by 1."""
+    return f"++{var}", f"{var}++", f"{var}+=1", f"{var}={var}+1"
+
+
+def _while_header(unit: CudaUnit, loop: Node, prev: Node | None) -> tuple[_Head, Node] | str:
+    """The :class:`_Head` and the step statement of a counted ``while``: ``T j = S;`` declared by the statement
+    ``prev`` just before it, then ``while (j < E) { ...; ++j; }`` whose last statement steps ``j`` by 1 (``j++``,
+    ``j += 1``, ``j = j + 1``); the same loop as ``for (T j = S; j < E; ++j) { ... }``, or why it is not one."""
+    line = unit.src[: loop.start_byte].count(b"\n") + 1
+    cond, body = loop.child_by_field_name("condition"), loop.child_by_field_name("body")
+    if syn.is_condition_clause(cond):
+        cond = cond.child_by_field_name("value") or (cond.named_children[0] if cond.named_children else None)  # type: ignore[union-attr]
+    st = statement_list(body) if syn.is_block(body) else []
+    ds = [d for d in prev.named_children if syn.is_init_declarator(d)] if syn.is_declaration(prev) else []
+    if cond is None or not st or len(ds) != 1 or not syn.is_expression_statement(st[-1]):
+        return (f"the while loop on line {line} is not a counted loop (`T j = start;` just before it, a body ending "
+                "in `++j;`)")
+    var, value = unit.t(ds[0].child_by_field_name("declarator")), ds[0].child_by_field_name("value")
+    upd = st[-1].named_children[0] if st[-1].named_children else None
+    if value is None or upd is None or unit.t(upd).replace(" ", "") not in _unit_steps(var):
+        return f"the while loop on line {line} does not end its body by stepping {var} (declared just before it) by 1"
+    cond = syn.unwrap_parens(cond)
+    if not syn.is_binary(cond) or unit.t(cond.child_by_field_name("left")) != var \
+            or unit.t(cond.child_by_field_name("operator")) != "<":
+        return f"the while loop on line {line} is not `{var} < n`"
+    bound = cond.child_by_field_name("right")
+    if references(bound, unit.src, var):
+        return f"the bound of the loop on line {line} depends on {var}"
+    return _Head(var, value, bound, upd, unit.t(syn.declaration_type(prev))), st[-1]
 
 
 def _inner_loop(unit: CudaUnit, loop: Node) -> Node | None:
@@ -172,12 +205,28 @@ class _Walk:
     heads: list[_Head]
     body: Node
     line: int
+    step: Node | None = None  # a counted while's step statement (``++j;``), not a step of the body's reductions
 
 
-def _walk_of(unit: CudaUnit, loop: Node) -> _Walk | str:
-    """The :class:`_Walk` of a loop of the guarded body, or why it cannot be split over the lanes: a loop that is
-    not counted, or a nest deeper than two, whose inner loop does not start at 0 or whose bounds depend on each
-    other."""
+def _while_walk(unit: CudaUnit, loop: Node, prev: Node | None) -> _Walk | str:
+    """The :class:`_Walk` of a counted ``while`` (:func:`_while_header`), or why it cannot be split over the lanes:
+    any jump (a ``continue`` would skip the step), a loop inside it."""
+    line = unit.src[: loop.start_byte].count(b"\n") + 1
+    got = _while_header(unit, loop, prev)
+    if isinstance(got, str):
+        return got
+    body = loop.child_by_field_name("body")
+    if body is None or syn.jumps(body) or syn.loops(body):
+        return f"the while loop on line {line} leaves early, skips its step or holds another loop"
+    return _Walk(loop, [got[0]], body, line, got[1])
+
+
+def _walk_of(unit: CudaUnit, loop: Node, prev: Node | None = None) -> _Walk | str:
+    """The :class:`_Walk` of a loop of the guarded body (``prev``: the statement before it, where a counted
+    ``while`` declares its variable), or why it cannot be split over the lanes: a loop that is not counted, or a
+    nest deeper than two, whose inner loop does not start at 0 or whose bounds depend on each other."""
+    if syn.is_while(loop):
+        return _while_walk(unit, loop, prev)
     line = unit.src[: loop.start_byte].count(b"\n") + 1
     head = _loop_header(unit, loop)
     if isinstance(head, str):
@@ -405,6 +454,8 @@ def _body_steps(unit: CudaUnit, w: _Walk, scalars: dict[str, Node]) -> tuple[dic
     args = [a for n in syn.walk(body) if syn.is_if(n) and (a := arg_step(unit.src, n)) is not None]
     ops: dict[str, Op] = {}
     for n in syn.walk(body):
+        if w.step is not None and w.step.start_byte <= n.start_byte < w.step.end_byte:
+            continue  # a counted while's own step
         ident = _written_identifier(n) if syn.is_write(n) else None
         name = unit.t(ident) if ident is not None else None
         if name is None or name in local:
@@ -470,10 +521,11 @@ def _sum_edits(unit: CudaUnit, name: str, w: _Walk, scalars: dict[str, Node]) ->
 
 
 def _loop_edits(unit: CudaUnit, loop: Node, scalars: dict[str, Node],
-                rm: RowMap) -> tuple[list[TextEdit], list[dict[str, str]]] | str:
+                rm: RowMap, prev: Node | None = None) -> tuple[list[TextEdit], list[dict[str, str]]] | str:
     """The edits splitting one loop (or perfect nest) of the guarded body over the lanes and all-reducing what it
-    reduces (``rm``: over a warp or a block), with the summary of the reductions, or why it cannot."""
-    w = _walk_of(unit, loop)
+    reduces (``rm``: over a warp or a block), with the summary of the reductions, or why it cannot (``prev``: the
+    statement before the loop, :func:`_walk_of`)."""
+    w = _walk_of(unit, loop, prev)
     if isinstance(w, str):
         return w
     indent = syn.indent_of(unit.src, loop.start_byte)
@@ -522,6 +574,20 @@ def _split_edits(unit: CudaUnit, w: _Walk, after: str, stride: str) -> list[Text
     return edits + ([unit.insert(w.loop.end_byte, after)] if after else [])
 
 
+def _while_vars_kept(unit: CudaUnit, stmts: list[Node], scalars: dict[str, Node]) -> str | None:
+    """Drop the variables of the counted ``while`` loops of ``stmts`` from ``scalars`` (they are loop variables,
+    stepped by the lanes), or say why one cannot be: read after its loop, where each lane ends it elsewhere."""
+    for k, loop in enumerate(stmts):
+        got = _while_header(unit, loop, stmts[k - 1]) if k and syn.is_while(loop) else None
+        if got is None or isinstance(got, str):
+            continue
+        var = got[0].var
+        if any(references(s, unit.src, var) for s in stmts[k + 1:]):
+            return f"{var} is read after its while loop; each lane ends that loop at another value"
+        scalars.pop(var, None)
+    return None
+
+
 def warp_row_edits(unit: CudaUnit, ew: Elementwise, rm: RowMap | None = None) -> tuple[list[TextEdit], dict[str, object]] | str:
     """The kernel-body edits of the rewrite and a summary (reduced scalars, loops), or why it is refused.
 
@@ -530,23 +596,27 @@ def warp_row_edits(unit: CudaUnit, ew: Elementwise, rm: RowMap | None = None) ->
     if LANE in unit.t(unit.body):
         return f"{unit.kernel.name} already uses {LANE}"
     stmts = ew.stmts
-    loops = [s for s in stmts if syn.is_for(s)]
+    loops = [s for s in stmts if syn.is_for_or_while(s)]
     if not loops:
         return f"{unit.kernel.name} has no loop over the row inside its bound check"
     for s in stmts:
-        if not syn.is_for(s) and syn.loops(s):
+        if not syn.is_for_or_while(s) and syn.loops(s):
             return "a loop is nested in another statement of the guarded body"
     scalars = _declared_scalars(unit, stmts)
+    why = _while_vars_kept(unit, stmts, scalars)
+    if why:
+        return why
     edits: list[TextEdit] = []
     reduced: list[dict[str, str]] = []
     for loop in loops:
-        got = _loop_edits(unit, loop, scalars, rm)
+        k = stmts.index(loop)
+        got = _loop_edits(unit, loop, scalars, rm, stmts[k - 1] if k else None)
         if isinstance(got, str):
             return got
         edits += got[0]
         reduced += got[1]
     for s in stmts:
-        if syn.is_for(s):
+        if syn.is_for_or_while(s):
             continue
         atomics = [c for c in syn.calls(s)
                    if unit.t(c.child_by_field_name("function")).startswith("atomic")]

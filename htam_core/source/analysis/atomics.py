@@ -4,7 +4,7 @@
 index's extent is read off the index as written: an enclosing ``if`` that checks it against a bound
 (``if (b < NUM_BINS)``, ``if (v >= 0 && v < num_bins)``), or, followed through locals declared once, ``x % K`` with
 ``K`` a compile-time constant (a literal, ``#define``, ``constexpr`` or template parameter, kept as written so that a
-template stays generic), ``x % n`` with ``n`` a scalar kernel parameter, or a load of an ``unsigned char``
+template stays generic), ``x % n`` with ``n`` a scalar kernel parameter, ``x & M`` with ``M`` a constant (``M + 1`` values), or a load of an ``unsigned char``
 (256 values); failing those, the element count of the buffer every launch in the file passes for the updated
 pointer (``cudaMalloc(&bins, NBINS * sizeof(float))``, marked as coming from the launches: the kernel does not check
 it). A histogram's bin count is this extent; the shared-memory privatization transform reads it. Also the
@@ -68,6 +68,18 @@ def _bound(src: CudaSource, kernel: Kernel, node: Node) -> tuple[int | None, str
     return None, None, None
 
 
+def _mask_bound(src: CudaSource, node: Node) -> tuple[int | None, str | None, str | None]:
+    """The bin count of ``x & M`` (either operand) with ``M`` a compile-time constant >= 0: ``M + 1`` (the result's
+    bits are a subset of ``M``'s, so it lies in ``[0, M]``), the text ``(M) + 1`` as written; all ``None``
+    otherwise."""
+    for side in ("right", "left"):
+        m = strip_casts(unwrap_parens(node.child_by_field_name(side)))  # type: ignore[arg-type]
+        c = src.env.const(m, src.func)
+        if c is not None and c.value >= 0:
+            return c.value + 1, None, f"({src.env.t(m)}) + 1"
+    return None, None, None
+
+
 def _conjuncts(node: Node, src: CudaSource) -> list[Node]:
     """The operands of a chain of ``&&`` (parentheses dropped)."""
     node = unwrap_parens(node)
@@ -128,12 +140,53 @@ def _extent(src: CudaSource, kernel: Kernel, call: Node, idx: Node, pointers: di
     node = _follow(src, idx)
     if node.type == "binary_expression" and env.t(node.child_by_field_name("operator")) == "%":
         return _bound(src, kernel, node.child_by_field_name("right"))  # type: ignore[arg-type]
+    if node.type == "binary_expression" and env.t(node.child_by_field_name("operator")) == "&":
+        return _mask_bound(src, node)
     if node.type == "subscript_expression":
         base = strip_casts(unwrap_parens(node.child_by_field_name("argument")))  # type: ignore[arg-type]
         pf = pointers.get(env.t(base)) if base.type == "identifier" else None
         if pf is not None and (pf.element_type or "").replace("const ", "").strip() in BYTE_TYPES:
             return 256, None, "256"
     return None, None, None
+
+
+def _address_spans(src: CudaSource, addr: Node) -> list[tuple[int, int]]:
+    """The spans an access at the address ``addr`` may be recorded at: the address as written, without its
+    parentheses and casts (one layer at a time), and the operand of a leading ``&``."""
+    out, node = [], addr
+    for _ in range(8):
+        out.append(src.span(node))
+        inner = strip_casts(unwrap_parens(node))
+        if inner == node and node.type == "pointer_expression" and src.env.t(node).startswith("&"):
+            inner = node.child_by_field_name("argument") or node
+        if inner == node:
+            break
+        node = inner
+    return out
+
+
+def address_target(src: CudaSource, addr: Node, pointer: str) -> tuple[Node, Node] | None:
+    """``(base, index)`` nodes of an atomic's address that names one element of ``pointer``: ``&p[k]``,
+    ``&(p[k])``, ``p + k``, ``k + p`` and ``(p + k)``, under casts of the whole address (``(unsigned int *)(p + k)``,
+    which keep the element the index counts in ``p``'s type); ``None`` for any other address (``(T *)p + k`` counts
+    ``k`` in the cast's type, an alias, a member). Idea source: C's ``p + k == &p[k]`` (ISO C 6.5.6, 6.5.2.1)."""
+    node = strip_casts(unwrap_parens(addr))
+    if node.type == "pointer_expression" and src.env.t(node).startswith("&"):
+        sub = unwrap_parens(node.child_by_field_name("argument") or node)
+        if sub.type != "subscript_expression":
+            return None
+        base = sub.child_by_field_name("argument")
+        idx_list = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
+        idx_kids = [c for c in idx_list.named_children if c.type != "comment"] if idx_list is not None else []
+        ok = base is not None and base.type == "identifier" and src.env.t(base) == pointer and len(idx_kids) == 1
+        return (base, idx_kids[0]) if ok else None  # type: ignore[return-value]
+    if node.type != "binary_expression" or src.env.t(node.child_by_field_name("operator")) != "+":
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    for base, idx in ((left, right), (right, left)):
+        if base is not None and idx is not None and base.type == "identifier" and src.env.t(base) == pointer:
+            return base, idx
+    return None
 
 
 def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...],
@@ -157,21 +210,11 @@ def atomic_updates(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         kids = [c for c in args.named_children if c.type != "comment"] if args is not None else []
         if not is_atomic_builtin(fn) or len(kids) < 2:
             continue
-        addr = unwrap_parens(kids[0])
-        sub = None
-        if addr.type == "pointer_expression" and env.t(addr).startswith("&"):
-            arg = addr.child_by_field_name("argument")
-            sub = unwrap_parens(arg) if arg is not None else None
-        acc = by_span.get(src.span(sub)) if sub is not None else by_span.get(src.span(addr))
+        acc = next((by_span[sp] for sp in _address_spans(src, kids[0]) if sp in by_span), None)
         if acc is None:
             continue
-        base_span = idx = None
-        if sub is not None and sub.type == "subscript_expression":
-            base = sub.child_by_field_name("argument")
-            idx_list = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
-            idx_kids = [c for c in idx_list.named_children if c.type != "comment"] if idx_list is not None else []
-            if base is not None and base.type == "identifier" and env.t(base) == acc.pointer and len(idx_kids) == 1:
-                base_span, idx = src.span(base), idx_kids[0]
+        target = address_target(src, kids[0], acc.pointer)
+        base_span, idx = (src.span(target[0]), target[1]) if target is not None else (None, None)
         extent, param, text = _extent(src, kernel, call, idx, ptrs) if idx is not None else (None, None, None)
         origin: Literal["index", "launch"] = "index"
         if idx is not None and extent is None and param is None and acc.space == "global":

@@ -355,8 +355,9 @@ class AtomicUpdate:
         index_text: the subscript as written (``"data[i] % BINS"``).
         value_text: the second argument as written (``"1"``).
         call_span: file bytes of the call.
-        base_span: file bytes of the array name in the address (``hist`` in ``&hist[b]``), ``None`` when the
-            address is not ``&name[index]`` (``hist + b``, through an alias).
+        base_span: file bytes of the array name in the address (``hist`` in ``&hist[b]``, ``hist + b``,
+            ``b + hist``, ``(unsigned *)&hist[b]``), ``None`` when the address does not name one element of it as
+            written (through an alias, ``(T *)hist + b``).
         statement: the call's whole expression statement when its result is unused, else ``None``.
         line: 1-based line.
         loops: ids of the enclosing loops, outermost first.
@@ -367,8 +368,8 @@ class AtomicUpdate:
             when only the launches say so: every launch in the file passes a buffer of ``extent`` elements
             (:func:`~htam_core.source.analysis.launch_buffers.launch_buffer_extent`), which nothing in the kernel
             checks, so a step relying on it must still send other indices to the buffer.
-        index_span: file bytes of the index expression (``idx[i]`` in ``&bins[idx[i]]``), ``None`` when the
-            address is not ``&name[index]``.
+        index_span: file bytes of the index expression (``idx[i]`` in ``&bins[idx[i]]`` or ``bins + idx[i]``),
+            ``None`` when :attr:`base_span` is.
     """
 
     fn: str
@@ -1259,12 +1260,37 @@ class KernelFacts:
         """The block-wide barriers (:attr:`barriers` of scope ``"block"``)."""
         return tuple(b for b in self.barriers if b.scope == "block")
 
+    def flat_index_split(self) -> tuple[sympy.Expr, sympy.Expr] | None:
+        """``(g, C)`` when the kernel splits one flattened 1-D global thread index ``g`` (``blockIdx.x * blockDim.x
+        + threadIdx.x`` in any order or type) by both ``g / C`` and ``g % C`` (``row = idx / NC; col = idx % NC``, or
+        inline in a subscript, ``A[(t / N) * K + k]``, ``C`` a constant or a parameter): a 2-D output (row, column)
+        computed by a 1-D launch, read off the index normal form (:attr:`thread_indices`, the accesses' indices).
+        ``None`` when no such pair occurs. A 2-D tiling of that output needs a 2-D block, so the ranker's
+        ``flat_thread_index`` and the matmul tiling transforms read this one fact. Idea source: the row-major
+        flattening ``i = row * C + col`` and its inverse (the usual one-thread-per-output 1-D launch)."""
+        div, mod = sympy.Function("div"), sympy.Function("mod")
+        exprs = [t.expr for t in self.thread_indices] + [a.index for a in self.accesses if a.index is not None]
+        parts: dict[str, set[tuple[sympy.Expr, sympy.Expr]]] = {"div": set(), "mod": set()}
+        for e in exprs:
+            for f in e.atoms(div, mod):
+                g, c = f.args
+                names = {x.name for x in g.free_symbols}
+                if "threadIdx.x" in names and "blockIdx.x" in names and not any(
+                        n.startswith(("threadIdx.", "blockIdx.")) and not n.endswith(".x") for n in names) \
+                        and not any(n.startswith(("threadIdx.", "blockIdx.")) for n in (x.name for x in c.free_symbols)):
+                    parts[type(f).__name__].add((g, c))
+        both = sorted(parts["div"] & parts["mod"], key=str)
+        return both[0] if both else None
+
     def histogram_updates(self) -> tuple[AtomicUpdate, ...]:
         """The global ``atomicAdd`` updates whose index depends on loaded data (``atomicAdd(&hist[data[i]], 1)``,
         :attr:`atomics`): the bins of a histogram, which threads of a block hit in an order only the data decides.
-        Idea source: Kirk and Hwu, "Programming Massively Parallel Processors", "Parallel histogram computation"."""
+        Only updates whose address names one element of the bins (:attr:`AtomicUpdate.base_span`: ``&bins[k]``,
+        ``bins + k``, ``k + bins``, a cast of the whole address) count, so the ranker's ``histogram_like`` and the
+        privatization read the same updates. Idea source: Kirk and Hwu, "Programming Massively Parallel
+        Processors", "Parallel histogram computation"."""
         return tuple(a for a in self.atomics if a.fn == "atomicAdd" and a.space == "global" and a.index is not None
-                     and any(str(s).startswith("load(") for s in a.index.free_symbols))
+                     and a.base_span is not None and any(str(s).startswith("load(") for s in a.index.free_symbols))
 
     def per_block_outputs(self) -> tuple[Access, ...]:
         """The global writes whose index reads ``blockIdx`` and no ``threadIdx`` (``if (tid == 0) out[blockIdx.x] =

@@ -46,7 +46,7 @@ __all__ = [
     "is_pointer_expression", "is_positional_argument", "is_preproc_include", "is_py_assignment", "is_py_block",
     "is_py_block_or_module", "is_py_call", "is_range_for", "is_return", "is_simple_operand", "is_string", "is_subscript",
     "is_subscript_arguments", "is_template_declaration", "is_type_identifier", "is_type_qualifier", "is_pointer_qualifier", "is_unary",
-    "is_unary_operator", "is_update", "is_wrapping_declarator", "is_write", "join_lines", "jumps",
+    "is_unary_operator", "is_update", "is_while", "is_wrapping_declarator", "is_write", "join_lines", "jumps",
     "keyword_arguments", "line_start", "loops", "names_and_fields", "names_and_types", "numbers", "of_type",
     "one_line", "only_space_before", "parse", "py_assignments", "py_calls", "range_for_loops", "references", "returns",
     "smallest_covering", "statement_span", "statement_start", "statements", "strip_casts", "subscripts", "text",
@@ -294,6 +294,11 @@ def is_loop(n: Node | None) -> bool:
 def loops(node: Node) -> list[Node]:
     """The C/CUDA loops under ``node`` (:data:`LOOP_KINDS`)."""
     return of_type(node, LOOP_KINDS)
+
+
+def is_while(n: Node | None) -> bool:
+    """``n`` is a C/CUDA ``while`` statement (not a ``do ... while``)."""
+    return n is not None and n.type == "while_statement"
 
 
 def is_for_or_while(n: Node | None) -> bool:
