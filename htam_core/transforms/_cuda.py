@@ -83,6 +83,13 @@ class CudaUnit:
         return analyze(self.model, self.kernel)
 
     @property
+    def spelled_facts(self) -> KernelFacts:
+        """The kernel's facts with the constants named outside the kernel kept as their names (``N``, not its
+        value; :func:`htam_core.source.analysis.analyze` with ``spell``): the facts an edit's text is made from,
+        while :attr:`facts` decides."""
+        return analyze(self.model, self.kernel, spell=True)
+
+    @property
     def launches_editable(self) -> bool:
         """True when the kernel has a launch in the unit whose grid and block a step may change: one that names
         the kernel, or a function pointer that runs no other kernel (:attr:`LaunchSite.pointer_kernels`). A

@@ -29,6 +29,7 @@ Kirk and Hwu, "Programming Massively Parallel Processors", tiled convolution wit
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 
 import sympy
 
@@ -65,6 +66,8 @@ from htam_core.types.profile import Profile
 
 #: Static shared memory a block may declare (bytes); the tile is sized with 8 bytes an element at most.
 SMEM_LIMIT = 48 * 1024
+#: A window fact of any dimension (:func:`_spelled`).
+_W = TypeVar("_W", Stencil, Stencil2D, Stencil3D)
 #: A call, an assignment, an increment or a brace list: a launch argument that must not be evaluated twice.
 _EFFECTS = re.compile(r"[(={]|\+\+|--")
 #: A 64-bit integer type as declared.
@@ -186,6 +189,18 @@ def _condition(st: Stencil, cast: str, block: int | None) -> str | None:
     return spelled[0] if len(spelled) == 1 else " || ".join(f"({s})" for s in spelled)
 
 
+def _spelled(unit: CudaUnit, st: _W) -> _W:
+    """The window ``st`` as the spelled facts hold it (:attr:`CudaUnit.spelled_facts`: ``N`` where the folded facts
+    read ``#define N 1024``'s value), so that the edit's bounds and pitch keep the user's names and follow them when
+    they change (``-DN=2048``); ``st`` itself when the spelled facts hold no window of the same pointer and shape (a
+    window whose offsets are named constants: the tile's shape is then fixed by their values anyway)."""
+    f = unit.spelled_facts
+    pool: tuple = f.stencils if isinstance(st, Stencil) else f.stencils2d if isinstance(st, Stencil2D) \
+        else f.stencils3d
+    return next((s for s in pool if s.pointer == st.pointer and s.lo == st.lo and s.hi == st.hi
+                 and len(s.reads) == len(st.reads)), st)
+
+
 def _grouped(cond: str) -> str:
     """``cond`` parenthesized when it is a disjunction, so that a conjunction with it keeps its meaning."""
     return f"({cond})" if " || " in cond else cond
@@ -235,8 +250,8 @@ class CudaStencilSmemTile(CudaTransform):
         if not etype or (block or 0) + extra > SMEM_LIMIT // 8:
             return self.not_applicable(f"the tile of {block or 'blockDim.x'} + {extra} elements of {etype or '?'} "
                                        "does not fit a block's shared memory")
-        cast = "long long" if _wide(unit, st) else "int"
-        cond, index = _condition(st, cast, block), clamp_text("htam_e", st.clamp, cast)
+        cast, sp = "long long" if _wide(unit, st) else "int", _spelled(unit, st)
+        cond, index = _condition(sp, cast, block), clamp_text("htam_e", sp.clamp, cast)
         if cond is None or index is None:
             return self.not_applicable("the window's reads have a bound that is not an integer expression, or no "
                                        "thread reads the window")
@@ -269,9 +284,9 @@ class CudaStencilSmemTile(CudaTransform):
         if not etype or tile.rows * tile.cols > SMEM_LIMIT // 8:
             return self.not_applicable(f"the tile of {tile.rows} x {tile.cols} elements of {etype or '?'} does not "
                                        "fit a block's static shared memory")
-        cast = "long long" if _wide(unit, st) else "int"
-        cond = condition_2d(st, cast, block)
-        head = head_2d(unit, st, etype, tile, cast, cond) if cond is not None else None
+        cast, sp = "long long" if _wide(unit, st) else "int", _spelled(unit, st)
+        cond = condition_2d(sp, cast, block)
+        head = head_2d(unit, sp, etype, tile, cast, cond) if cond is not None else None
         if head is None:
             return self.not_applicable("the window's reads have a bound or a row pitch that is not an integer "
                                        "expression, or no thread reads the window")
@@ -297,8 +312,8 @@ class CudaStencilSmemTile(CudaTransform):
             return self.not_applicable(f"the tile of {' x '.join(map(str, tile.dims[::-1]))} elements of "
                                        f"{etype or '?'} does not fit a block's static shared memory")
         cast = "long long"  # a plane pitch times z passes 2^31 on a 1290^3 grid: the load computes in 64 bits
-        cond = condition_3d(st, cast, block)
-        head = head_3d(unit, st, etype, tile, cast, cond) if cond is not None else None
+        cond = condition_3d(sp := _spelled(unit, st), cast, block)
+        head = head_3d(unit, sp, etype, tile, cast, cond) if cond is not None else None
         if head is None:
             return self.not_applicable("the window's reads have a bound or a pitch that is not an integer "
                                        "expression, or no thread reads the window")

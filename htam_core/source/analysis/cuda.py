@@ -114,12 +114,18 @@ class Affine:
         loop_vars: names of loop induction variables (kept as symbols).
         reaching: a local assigned more than once is read as the value of its nearest dominating definition
             (:func:`~htam_core.source.analysis.reaching.reaching_value`; a host function's ``gx = (w + 31) / 32;``).
+        spell: a constant named outside the kernel (a ``#define``, a file-scope ``constexpr``, a template parameter
+            bound at the launch, a header's constant) is kept as the symbol of its name rather than folded to its
+            value, so that text made from the expression keeps the user's names (``N``, not ``1024``).
     """
 
     def __init__(self, env: ConstEnv, func: Node, loop_vars: set[str], one_d: bool = False,
-                 ceil_div_calls: bool = False, macros: MacroTable | None = None, reaching: bool = False) -> None:
+                 ceil_div_calls: bool = False, macros: MacroTable | None = None, reaching: bool = False,
+                 spell: bool = False) -> None:
         self.env = env
         self.reaching = reaching
+        self.spell = spell
+        self.kept: set[str] = set()  # the names ``spell`` kept (in scope everywhere in the body)
         self.func = func
         self.loop_vars = loop_vars
         self.one_d = one_d
@@ -318,6 +324,9 @@ class Affine:
         c = self.env.const_name(name, self.func, before=at)
         if c is not None:
             out = sympy.Integer(c.value)
+            if self.spell and self._named_outside(name, at):
+                out = sym(name)
+                self.kept.add(name)
         else:
             inits = self.env.local_inits(self.func, name)
             if len(inits) > 1:  # declared in several blocks (a loop's own `const int i`): the one in scope at `at`
@@ -332,6 +341,12 @@ class Affine:
                 out = self._index_macro(name, depth) or out
         self._memo[key] = out
         return out
+
+    def _named_outside(self, name: str, at: int) -> bool:
+        """True when the constant ``name`` read at byte ``at`` gets its value outside the kernel's body (a
+        ``#define``, a file-scope or header constant, a template parameter), so its name is in scope everywhere in
+        the body."""
+        return self.env.definition(name, self.func, at)[0] in ("define", "file", "binding", "none")
 
     def _index_macro(self, name: str, depth: int) -> sympy.Expr | None:
         """The index form of an object-like ``#define name value`` whose value reads a builtin (``#define GLOBAL_ID
@@ -807,8 +822,10 @@ def _mutable_reference(init: Node, env: ConstEnv) -> bool:
     return "const" not in quals
 
 
-def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
-    """The :class:`KernelFacts` of CUDA ``kernel`` located in ``src``."""
+def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False) -> KernelFacts:
+    """The :class:`KernelFacts` of CUDA ``kernel`` located in ``src``; with ``spell``, every expression keeps the
+    names of the constants defined outside the kernel (:class:`Affine`'s ``spell``): the facts to spell edits from,
+    while the folded ones decide."""
     errors: list[str] = []
     launch_list = list(src.launches)
     tparams = list(kernel.attributes.get("template_params") or [])
@@ -841,7 +858,8 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
     src = replace(src, env=env)  # the builders below read constants (with the template bindings) through src.env
     launches = tuple(_launch(src, lc, b) for lc, b in zip(launch_list, per_launch, strict=True))
     one_d = bool(launches) and all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
-    aff = Affine(env, src.func, loop_vars, one_d, macros=macro_table(src.src, tuple(h.src for h in env.headers())))
+    aff = Affine(env, src.func, loop_vars, one_d, macros=macro_table(src.src, tuple(h.src for h in env.headers())),
+                 spell=spell)
     loops = _loops(src, aff, loop_nodes)
     params = {p.name: p.type for p in kernel.params if p.is_pointer}
     shared = _shared_arrays(src)
@@ -882,7 +900,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        uniform_atomics=uniform_atomics(src, atoms, pointers, uni),
                        result_atomics=result_atomics(src, atoms, pointers, uni),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
-                                         tuple(p.name for p in kernel.params if not p.is_pointer)))
+                                         tuple(p.name for p in kernel.params if not p.is_pointer) + tuple(aff.kept)))
 
 
 def _stencil_fields(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
@@ -1038,7 +1056,7 @@ def _builtin_spans(src: CudaSource, aff: Affine, launches: tuple[LaunchFacts, ..
     ``"blockDim.x"``), the block read as 1-D when every launch in the unit has a 1-D block."""
     one_d = all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
     if one_d and not aff.one_d:
-        aff = Affine(aff.env, src.func, aff.loop_vars, True, aff.ceil_div_calls, aff.macros)
+        aff = Affine(aff.env, src.func, aff.loop_vars, True, aff.ceil_div_calls, aff.macros, spell=aff.spell)
     target = sym(builtin)
     names = {n for n, b in _builtin_aliases(src, aff) if b == builtin}
     out: list[tuple[int, int]] = []
