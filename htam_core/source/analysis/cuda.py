@@ -11,6 +11,7 @@ blockDim.y + threadIdx.y`` is followed), loop variables and parameters symbols; 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -900,11 +901,24 @@ def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False) -> KernelFa
                        uniform_atomics=uniform_atomics(src, atoms, pointers, uni),
                        result_atomics=result_atomics(src, atoms, pointers, uni),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
-                                         tuple(p.name for p in kernel.params if not p.is_pointer) + tuple(aff.kept)))
+                                         _Known(tuple(p.name for p in kernel.params if not p.is_pointer), aff.kept)))
+
+
+class _Known:
+    """The names a tile loaded at the top of the body may read: the kernel's scalar parameters and the constants
+    that :class:`Affine`'s ``spell`` kept as names (``kept``, filled as expressions are read, so iterated late)."""
+
+    def __init__(self, scalars: tuple[str, ...], kept: set[str]) -> None:
+        """``scalars``: the scalar parameters' names; ``kept``: the affine reading's kept names (a live set)."""
+        self.scalars, self.kept = scalars, kept
+
+    def __iter__(self) -> Iterator[str]:
+        """The scalars, then the names kept so far."""
+        return iter((*self.scalars, *sorted(self.kept)))
 
 
 def _stencil_fields(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
-                    aliases: tuple[PointerAlias, ...], scalars: tuple[str, ...]) -> dict[str, Any]:
+                    aliases: tuple[PointerAlias, ...], scalars: Iterable[str]) -> dict[str, Any]:
     """``stencils``, ``stencil_refusal``, ``stencils2d``, ``stencil2d_refusal``, ``stencils3d`` and
     ``stencil3d_refusal`` of :class:`KernelFacts` (:func:`find_stencil`; :func:`find_stencil2d` when the kernel has no
     1-D window; :func:`find_stencil3d` when it has no 2-D one either)."""
