@@ -64,6 +64,7 @@ from htam_core.source.analysis.select import Selection, select_step
 from htam_core.source.analysis.stencil import find_stencil
 from htam_core.source.analysis.stencil2d import find_stencil2d
 from htam_core.source.analysis.stencil3d import find_stencil3d
+from htam_core.source.analysis.struct_params import field_params
 from htam_core.source.analysis.sync import barriers, shared_accessor_locals
 from htam_core.source.analysis.syntax import (
     loop_pragma,
@@ -115,6 +116,7 @@ class Affine:
         loop_vars: names of loop induction variables (kept as symbols).
         reaching: a local assigned more than once is read as the value of its nearest dominating definition
             (:func:`~htam_core.source.analysis.reaching.reaching_value`; a host function's ``gx = (w + 31) / 32;``).
+        fields: the fields of the struct parameters passed by value (``p.x``), each read as the symbol of its name.
         spell: a constant named outside the kernel (a ``#define``, a file-scope ``constexpr``, a template parameter
             bound at the launch, a header's constant) is kept as the symbol of its name rather than folded to its
             value, so that text made from the expression keeps the user's names (``N``, not ``1024``).
@@ -122,8 +124,9 @@ class Affine:
 
     def __init__(self, env: ConstEnv, func: Node, loop_vars: set[str], one_d: bool = False,
                  ceil_div_calls: bool = False, macros: MacroTable | None = None, reaching: bool = False,
-                 spell: bool = False) -> None:
+                 spell: bool = False, fields: frozenset[str] = frozenset()) -> None:
         self.env = env
+        self.fields = fields
         self.reaching = reaching
         self.spell = spell
         self.kept: set[str] = set()  # the names ``spell`` kept (in scope everywhere in the body)
@@ -275,6 +278,8 @@ class Affine:
             return sym(b)
         if t in ("identifier", "type_identifier"):
             return self._name(node, depth)
+        if t == "field_expression" and (f := " ".join(self.env.t(node).split()).replace(" ", "")) in self.fields:
+            return sym(f)
         if t == "binary_expression":
             op = self.env.t(node.child_by_field_name("operator"))
             a = self.expr(node.child_by_field_name("left"), depth + 1)
@@ -682,6 +687,8 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
         if name in params or name in shared:
             return name, sympy.Integer(0), vector, ()
         return None
+    if n.type == "field_expression" and (name := "".join(env.t(n).split())) in params:  # p.x of a struct parameter
+        return name, sympy.Integer(0), vector, ()
     if n.type == "binary_expression" and env.t(n.child_by_field_name("operator")) in ("+", "-"):
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
         for ptr, off in ((left, right), (right, left)):
@@ -826,8 +833,11 @@ def _mutable_reference(init: Node, env: ConstEnv) -> bool:
 def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False) -> KernelFacts:
     """The :class:`KernelFacts` of CUDA ``kernel`` located in ``src``; with ``spell``, every expression keeps the
     names of the constants defined outside the kernel (:class:`Affine`'s ``spell``): the facts to spell edits from,
-    while the folded ones decide."""
+    while the folded ones decide. The fields of a struct parameter passed by value are read as parameters of their
+    own (``p.x``, :func:`~htam_core.source.analysis.struct_params.field_params`)."""
     errors: list[str] = []
+    fields = field_params(src, kernel)
+    kernel = replace(kernel, params=[*kernel.params, *fields]) if fields else kernel
     launch_list = list(src.launches)
     tparams = list(kernel.attributes.get("template_params") or [])
     first_bindings: dict[str, int] = {}
@@ -860,7 +870,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False) -> KernelFa
     launches = tuple(_launch(src, lc, b) for lc, b in zip(launch_list, per_launch, strict=True))
     one_d = bool(launches) and all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
     aff = Affine(env, src.func, loop_vars, one_d, macros=macro_table(src.src, tuple(h.src for h in env.headers())),
-                 spell=spell)
+                 spell=spell, fields=frozenset(f.name for f in fields))
     loops = _loops(src, aff, loop_nodes)
     params = {p.name: p.type for p in kernel.params if p.is_pointer}
     shared = _shared_arrays(src)
@@ -1070,7 +1080,8 @@ def _builtin_spans(src: CudaSource, aff: Affine, launches: tuple[LaunchFacts, ..
     ``"blockDim.x"``), the block read as 1-D when every launch in the unit has a 1-D block."""
     one_d = all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
     if one_d and not aff.one_d:
-        aff = Affine(aff.env, src.func, aff.loop_vars, True, aff.ceil_div_calls, aff.macros, spell=aff.spell)
+        aff = Affine(aff.env, src.func, aff.loop_vars, True, aff.ceil_div_calls, aff.macros, spell=aff.spell,
+                     fields=aff.fields)
     target = sym(builtin)
     names = {n for n, b in _builtin_aliases(src, aff) if b == builtin}
     out: list[tuple[int, int]] = []
@@ -1458,7 +1469,8 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         reads = tuple(a for a in accesses if a.pointer == p.name and a.kind in ("read", "readwrite"))
         writes = tuple(a for a in accesses if a.pointer == p.name and a.kind in ("write", "readwrite"))
         names = {p.name} | {a for a, q in alias_of.items() if q == p.name}
-        uses = [n for n in of_type(src.body, "identifier") if env.t(n) in names and n.parent is not None
+        uses = [n for n in of_type(src.body, ("identifier", "field_expression"))
+                if (env.t(n) if n.type == "identifier" else "".join(env.t(n).split())) in names and n.parent is not None
                 and n.parent.type not in ("pointer_declarator", "init_declarator", "declaration")
                 or (n.parent is not None and n.parent.type == "init_declarator"
                     and n.parent.child_by_field_name("value") == n)]
