@@ -182,9 +182,7 @@ def cuda_features(frame: Frame, node: ts.Node, params: list[Param], consts: dict
                     if "gridDim" in node_text(value):
                         stride_names.add(node_text(name_node))
 
-    structs = _struct_values(params)
-
-    def base_param(expr: ts.Node | None) -> str | None:
+    def base_param(expr: ts.Node | None, structs: set[str] = _struct_values(params)) -> str | None:  # noqa: B008
         name = _resolve_alias(_root_identifier(expr), aliases)
         return name if name in pointer_params else _field_base(expr, structs)
 

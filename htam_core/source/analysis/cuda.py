@@ -830,6 +830,29 @@ def _mutable_reference(init: Node, env: ConstEnv) -> bool:
     return "const" not in quals
 
 
+def _loop_vars(src: CudaSource, env: ConstEnv, loop_nodes: list[Node]) -> set[str]:
+    """The names that vary over the body's loops: each ``for`` loop's induction variables, and the variables updated
+    inside a loop's body (``i += blockDim.x * gridDim.x``)."""
+    loop_vars: set[str] = set()
+    for ln in loop_nodes:
+        init = ln.child_by_field_name("initializer") if ln.type == "for_statement" else None
+        if init is not None and init.type == "declaration":
+            loop_vars |= {env.t(d.child_by_field_name("declarator")) for d in init.named_children
+                          if d.type == "init_declarator"}
+        elif init is not None and init.type == "assignment_expression":
+            loop_vars.add(env.t(init.child_by_field_name("left")))
+    # variables updated by a stride inside a while/for body (``i += blockDim.x * gridDim.x``) vary too
+    for a in of_type(src.body, ("assignment_expression", "update_expression")):
+        target = a.child_by_field_name("left") or a.child_by_field_name("argument")
+        if target is not None and target.type == "identifier":
+            owner = a.parent
+            while owner is not None and owner.type not in LOOP_TYPES:
+                owner = owner.parent
+            if owner is not None:
+                loop_vars.add(env.t(target))
+    return loop_vars
+
+
 def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False) -> KernelFacts:
     """The :class:`KernelFacts` of CUDA ``kernel`` located in ``src``; with ``spell``, every expression keeps the
     names of the constants defined outside the kernel (:class:`Affine`'s ``spell``): the facts to spell edits from,
@@ -849,23 +872,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False) -> KernelFa
         first_bindings = per_launch[0]
     env = ConstEnv(src.src, src.root, first_bindings, headers=src.env.headers())
     loop_nodes = [n for n in walk(src.body) if n.type in LOOP_TYPES]
-    loop_vars: set[str] = set()
-    for ln in loop_nodes:
-        init = ln.child_by_field_name("initializer") if ln.type == "for_statement" else None
-        if init is not None and init.type == "declaration":
-            loop_vars |= {env.t(d.child_by_field_name("declarator")) for d in init.named_children
-                          if d.type == "init_declarator"}
-        elif init is not None and init.type == "assignment_expression":
-            loop_vars.add(env.t(init.child_by_field_name("left")))
-    # variables updated by a stride inside a while/for body (``i += blockDim.x * gridDim.x``) vary too
-    for a in of_type(src.body, ("assignment_expression", "update_expression")):
-        target = a.child_by_field_name("left") or a.child_by_field_name("argument")
-        if target is not None and target.type == "identifier":
-            owner = a.parent
-            while owner is not None and owner.type not in LOOP_TYPES:
-                owner = owner.parent
-            if owner is not None:
-                loop_vars.add(env.t(target))
+    loop_vars = _loop_vars(src, env, loop_nodes)
     src = replace(src, env=env)  # the builders below read constants (with the template bindings) through src.env
     launches = tuple(_launch(src, lc, b) for lc, b in zip(launch_list, per_launch, strict=True))
     one_d = bool(launches) and all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
