@@ -125,6 +125,8 @@ def _field_base(expr: ts.Node | None, structs: set[str]) -> str | None:
     if expr is None or expr.type != "field_expression":
         return None
     arg = expr.child_by_field_name("argument")
+    while arg is not None and arg.type == "field_expression":  # p.buf.data: a nested struct's field
+        arg = arg.child_by_field_name("argument")
     if arg is None or arg.type != "identifier" or node_text(arg) not in structs:
         return None
     return "".join(node_text(expr).split())

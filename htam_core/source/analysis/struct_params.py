@@ -65,10 +65,11 @@ def _field_param(src: bytes, decl: Node, declarator: Node, owner: str) -> Param 
                  is_const=bool(stars) and "const" in base.split(), is_restrict="__restrict__" in " ".join(stars))
 
 
-def struct_fields(src: CudaSource, type_name: str, owner: str) -> tuple[Param, ...]:
+def struct_fields(src: CudaSource, type_name: str, owner: str, depth: int = 0) -> tuple[Param, ...]:
     """The fields of the struct ``type_name`` defined in the unit, as parameters named ``owner.field`` (in
-    declaration order); ``()`` when the unit defines no such struct, or a field is not one this module reads (an
-    array, a nested struct, a bit-field: the struct is then not read at all)."""
+    declaration order), those of a nested struct member as well (``p.buf.data``, three levels at most); ``()``
+    when the unit defines no such struct, or a field is not one this module reads (an array, a bit-field: the
+    struct is then not read at all)."""
     for node in of_type(src.root, ("struct_specifier", "class_specifier", "type_definition")):
         body = _named_struct(node, src.src, type_name)
         if body is None:
@@ -83,7 +84,9 @@ def struct_fields(src: CudaSource, type_name: str, owner: str) -> tuple[Param, .
                 fp = _field_param(src.src, decl, dd, owner)
                 if fp is None:
                     return ()
-                out.append(fp)
+                inner = struct_type_name(fp)
+                nested = struct_fields(src, inner, fp.name, depth + 1) if inner is not None and depth < 2 else ()
+                out += [fp, *nested]
         return tuple(out)
     return ()
 
@@ -124,14 +127,16 @@ def field_params(src: CudaSource, kernel: Kernel) -> tuple[Param, ...]:
 
 
 def struct_definitions(text: bytes, names: set[str]) -> str:
-    """The source text of the definitions in ``text`` (a file's text before a kernel) of the structs named
-    ``names`` (:func:`struct_type_name` of the kernel's parameters), each ending in ``;``, one a line: what a
-    kernel read on its own needs besides its text to read its struct parameters' fields."""
+    """The source text of the struct definitions in ``text`` (a file's text before a kernel), each ending in ``;``,
+    one a line, when one of them defines a struct named in ``names`` (:func:`struct_type_name` of the kernel's
+    parameters; the others are kept for a nested member's type), else ``""``: what a kernel read on its own needs
+    besides its text to read its struct parameters' fields."""
     if not names or not re.search(rb"\b(?:struct|class)\b", text):
         return ""
-    out = []
-    for node in of_type(parse_cuda(text).root_node, ("struct_specifier", "class_specifier", "type_definition")):
-        if any(_named_struct(node, text, n) is not None for n in names):
-            t = text[node.start_byte:node.end_byte].decode("utf-8", errors="replace")
-            out.append(t if t.rstrip().endswith(";") else f"{t};")
-    return "".join(f"{t}\n" for t in out)
+    nodes = [n for n in of_type(parse_cuda(text).root_node, ("struct_specifier", "class_specifier", "type_definition"))
+             if n.type == "type_definition" or n.child_by_field_name("body") is not None]
+    if not any(_named_struct(n, text, name) is not None for n in nodes for name in names):
+        return ""
+    out = [text[n.start_byte:n.end_byte].decode("utf-8", errors="replace") for n in nodes
+           if n.parent is None or n.parent.type != "type_definition"]
+    return "".join(f"{t if t.rstrip().endswith(';') else t + ';'}\n" for t in out)

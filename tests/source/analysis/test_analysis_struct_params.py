@@ -109,3 +109,22 @@ def test_the_privatized_atomic_is_made_and_compiles(tmp_path):
     p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
+
+
+NESTED = """struct Buf { float *data; int len; };
+struct Job { Buf src; Buf dst; float scale; };
+__global__ void scale3(Job j) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < j.src.len) j.dst.data[i] = j.scale * j.src.data[i];
+}
+void run(Job j) { scale3<<<(j.src.len + 255) / 256, 256>>>(j); }
+"""
+
+
+def test_a_nested_struct_member_is_read_through():
+    f = _facts(NESTED, "scale3")
+    assert {p.name: p.mode for p in f.pointers} == {"j.src.data": "read", "j.dst.data": "write"}
+    model = parse_text(NESTED, "cuda")
+    k = model.kernel("scale3")
+    assert (k.features.loads, k.features.stores) == (1, 1)
+    assert compute_facts(k.features, "cuda", None, k, model)["scalar_element_writes"] >= 1
