@@ -31,7 +31,7 @@ from htam_core.transforms import _notes
 from htam_core.transforms.base import TextEdit, UnitTransform
 
 __all__ = ["DIMS", "Const", "CudaUnit", "Launch", "dead_local_edits", "delete_statement_edit", "int_literal", "references",
-           "statement_start", "strip_casts"]
+           "statement_start", "strip_casts", "struct_field_note"]
 
 
 @dataclass
@@ -465,3 +465,12 @@ def delete_statement_edit(unit: CudaUnit, span: tuple[int, int]) -> TextEdit:
     if unit.src[start:s].strip() or unit.src[e:end].strip():
         return unit.edit(s, e, "")
     return unit.edit(start, min(end + 1, len(unit.src)), "")
+
+
+def struct_field_note(unit: CudaUnit) -> str:
+    """One line naming the buffers the kernel reads through a struct passed by value (``p.x``: the analysis reads
+    them as parameters, :mod:`htam_core.source.analysis.struct_params`), for a step that rewrites pointer parameters
+    only; ``""`` when there are none."""
+    fields = [p.name for p in unit.facts.pointers if "." in p.name]
+    return (f"{unit.kernel.name} reaches its buffers through a struct passed by value ({', '.join(fields)}), which "
+            "this step does not rewrite") if fields else ""

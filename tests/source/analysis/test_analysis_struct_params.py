@@ -128,3 +128,11 @@ def test_a_nested_struct_member_is_read_through():
     k = model.kernel("scale3")
     assert (k.features.loads, k.features.stores) == (1, 1)
     assert compute_facts(k.features, "cuda", None, k, model)["scalar_element_writes"] >= 1
+
+
+@pytest.mark.parametrize("tid", ["cuda.ldg", "cuda.vectorize_float4"])
+def test_a_step_that_rewrites_pointer_parameters_only_says_so(tid):
+    model = parse_text(_text("struct"), "cuda")
+    got = registry.propose(tid, model, model.kernel("sumsq"))
+    assert not isinstance(got, list)
+    assert "through a struct passed by value (p.x, p.out)" in got.reason, got.reason
