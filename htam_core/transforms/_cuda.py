@@ -89,6 +89,10 @@ class CudaUnit:
         while :attr:`facts` decides."""
         return analyze(self.model, self.kernel, spell=True)
 
+    def spelled_facts_folding(self, fold: frozenset[str]) -> KernelFacts:
+        """:attr:`spelled_facts` with the names ``fold`` folded to their values all the same (a window's radius)."""
+        return analyze(self.model, self.kernel, spell=True, fold=fold)
+
     @property
     def launches_editable(self) -> bool:
         """True when the kernel has a launch in the unit whose grid and block a step may change: one that names

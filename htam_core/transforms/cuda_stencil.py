@@ -34,7 +34,7 @@ from typing import TypeVar
 import sympy
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.facts import Stencil, Stencil2D, Stencil3D, sym
+from htam_core.source.analysis.facts import KernelFacts, Stencil, Stencil2D, Stencil3D, sym
 from htam_core.source.analysis.stencil import ELEMENT, c_condition, c_text, tile_conditions
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, dead_local_edits, smem_edit
@@ -192,13 +192,30 @@ def _condition(st: Stencil, cast: str, block: int | None) -> str | None:
 def _spelled(unit: CudaUnit, st: _W) -> _W:
     """The window ``st`` as the spelled facts hold it (:attr:`CudaUnit.spelled_facts`: ``N`` where the folded facts
     read ``#define N 1024``'s value), so that the edit's bounds and pitch keep the user's names and follow them when
-    they change (``-DN=2048``); ``st`` itself when the spelled facts hold no window of the same pointer and shape (a
-    window whose offsets are named constants: the tile's shape is then fixed by their values anyway)."""
+    they change (``-DN=2048``). A window whose offsets read a named constant (``in[i + k]``, ``k`` from ``-R`` to
+    ``R``) is found again with that name folded (the tile's shape is fixed by its value anyway), one name at a
+    time; ``st`` itself when no spelled reading holds a window of the same pointer and shape."""
+    got = _same_window(unit.spelled_facts, st)
+    if got is not None:
+        return got
     f = unit.spelled_facts
+    exprs = [a.index for a in f.accesses if a.pointer == st.pointer]
+    exprs += [e for lp in f.loops for e in (lp.start, lp.bound, lp.step) if e is not None]
+    names = sorted({s.name for e in exprs for s in e.free_symbols if s.name.isidentifier()}
+                   - {p.name for p in unit.kernel.params} - {lp.var for lp in f.loops})
+    for n in names[:4]:
+        got = _same_window(unit.spelled_facts_folding(frozenset({n})), st)
+        if got is not None:
+            return got
+    return st
+
+
+def _same_window(f: KernelFacts, st: _W) -> _W | None:
+    """The window of ``f`` of the same kind, pointer, offsets and reads as ``st``, else ``None``."""
     pool: tuple = f.stencils if isinstance(st, Stencil) else f.stencils2d if isinstance(st, Stencil2D) \
         else f.stencils3d
     return next((s for s in pool if s.pointer == st.pointer and s.lo == st.lo and s.hi == st.hi
-                 and len(s.reads) == len(st.reads)), st)
+                 and len(s.reads) == len(st.reads)), None)
 
 
 def _grouped(cond: str) -> str:

@@ -79,6 +79,22 @@ __global__ void avg3(const double *a, double *b) {
 void run(const double *a, double *b) { avg3<<<(LEN + 255) / 256, 256>>>(a, b); }
 """
 
+#: a window radius that is a macro too: the radius is folded (it fixes the tile's shape), the size stays a name
+RADIUS_1D = """#define R 2
+#ifndef N
+#define N 100000
+#endif
+__global__ void box1d(const float *in, float *out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= R && i < N - R) {
+        float s = 0.0f;
+        for (int k = -R; k <= R; ++k) s += in[i + k];
+        out[i] = s;
+    }
+}
+void run(const float *a, float *b) { box1d<<<(N + 127) / 128, 128>>>(a, b); }
+"""
+
 #: text -> (kernel, the names the edit must keep, their values that must not appear in the edit)
 CASES = {
     "macro_2d": (MACRO_2D, "smooth", ("N",), ("1024", "1022", "1023")),
@@ -86,6 +102,7 @@ CASES = {
     "constexpr_2d": (CONSTEXPR_2D, "blur", ("W", "H"), ("640", "639", "638", "480", "479", "478")),
     "template_2d": (TEMPLATE_2D, "cross", ("P",), ("768", "767", "766")),
     "macro_1d": (MACRO_1D, "avg3", ("LEN",), ("100000", "99999", "99998")),
+    "radius_1d": (RADIUS_1D, "box1d", ("N",), ("100000", "99999", "99998", "99997", "99996")),
 }
 
 
@@ -125,7 +142,7 @@ def test_the_guard_is_written_in_short_lines(case):
     assert max(len(ln) for ln in added.splitlines()) <= 240, max(added.splitlines(), key=len)
 
 
-@pytest.mark.parametrize("case", ["macro_2d", "macro_2d_wh", "macro_1d"])
+@pytest.mark.parametrize("case", ["macro_2d", "macro_2d_wh", "macro_1d", "radius_1d"])
 def test_the_edited_file_compiles_with_the_macro_overridden(case, tmp_path):
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")

@@ -120,12 +120,15 @@ class Affine:
         spell: a constant named outside the kernel (a ``#define``, a file-scope ``constexpr``, a template parameter
             bound at the launch, a header's constant) is kept as the symbol of its name rather than folded to its
             value, so that text made from the expression keeps the user's names (``N``, not ``1024``).
+        fold: with ``spell``, the names folded to their values all the same.
     """
 
     def __init__(self, env: ConstEnv, func: Node, loop_vars: set[str], one_d: bool = False,
                  ceil_div_calls: bool = False, macros: MacroTable | None = None, reaching: bool = False,
-                 spell: bool = False, fields: frozenset[str] = frozenset()) -> None:
+                 spell: bool = False, fields: frozenset[str] = frozenset(), fold: frozenset[str] = frozenset()
+                 ) -> None:
         self.env = env
+        self.fold = fold
         self.fields = fields
         self.reaching = reaching
         self.spell = spell
@@ -330,7 +333,7 @@ class Affine:
         c = self.env.const_name(name, self.func, before=at)
         if c is not None:
             out = sympy.Integer(c.value)
-            if self.spell and self._named_outside(name, at):
+            if self.spell and name not in self.fold and self._named_outside(name, at):
                 out = sym(name)
                 self.kept.add(name)
         else:
@@ -853,10 +856,11 @@ def _loop_vars(src: CudaSource, env: ConstEnv, loop_nodes: list[Node]) -> set[st
     return loop_vars
 
 
-def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False) -> KernelFacts:
+def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False, fold: frozenset[str] = frozenset()
+               ) -> KernelFacts:
     """The :class:`KernelFacts` of CUDA ``kernel`` located in ``src``; with ``spell``, every expression keeps the
     names of the constants defined outside the kernel (:class:`Affine`'s ``spell``): the facts to spell edits from,
-    while the folded ones decide. The fields of a struct parameter passed by value are read as parameters of their
+    while the folded ones decide (``fold``: names folded all the same). The fields of a struct parameter passed by value are read as parameters of their
     own (``p.x``, :func:`~htam_core.source.analysis.struct_params.field_params`)."""
     errors: list[str] = []
     fields = field_params(src, kernel)
@@ -877,7 +881,7 @@ def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False) -> KernelFa
     launches = tuple(_launch(src, lc, b) for lc, b in zip(launch_list, per_launch, strict=True))
     one_d = bool(launches) and all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
     aff = Affine(env, src.func, loop_vars, one_d, macros=macro_table(src.src, tuple(h.src for h in env.headers())),
-                 spell=spell, fields=frozenset(f.name for f in fields))
+                 spell=spell, fields=frozenset(f.name for f in fields), fold=fold)
     loops = _loops(src, aff, loop_nodes)
     params = {p.name: p.type for p in kernel.params if p.is_pointer}
     shared = _shared_arrays(src)
@@ -1088,7 +1092,7 @@ def _builtin_spans(src: CudaSource, aff: Affine, launches: tuple[LaunchFacts, ..
     one_d = all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
     if one_d and not aff.one_d:
         aff = Affine(aff.env, src.func, aff.loop_vars, True, aff.ceil_div_calls, aff.macros, spell=aff.spell,
-                     fields=aff.fields)
+                     fields=aff.fields, fold=aff.fold)
     target = sym(builtin)
     names = {n for n, b in _builtin_aliases(src, aff) if b == builtin}
     out: list[tuple[int, int]] = []
