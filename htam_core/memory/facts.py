@@ -28,6 +28,7 @@ from htam_core.source.analysis.forms import KernelText
 from htam_core.source.analysis.offsets import loop_bound_reads, offsets_loops
 from htam_core.source.analysis.prefix_loop import PrefixLoop, segment_prefix_loop
 from htam_core.source.analysis.row_launch import few_long_rows
+from htam_core.source.analysis.struct_params import struct_definitions, struct_type_name
 from htam_core.source.analysis.syntax import parse
 from htam_core.source.analysis.triton_names import binding_imports
 from htam_core.source.analysis.unit import CudaSource, cuda_source
@@ -249,12 +250,14 @@ _DEFINE_LINE = re.compile(rb"^[ \t]*#[ \t]*define\b(?:[^\n]*\\\r?\n)*[^\n]*", re
 def _defines_before(model: SourceModel | None, kernel: Kernel) -> str:
     """The CUDA ``#define`` lines of ``model``'s file before the CUDA ``kernel`` (``""`` without a file): the
     sizes, index and cast macros a kernel's text names (``#define GLOBAL_ID (blockIdx.x * blockDim.x +
-    threadIdx.x)``)."""
+    threadIdx.x)``), then the definitions of the structs the kernel takes by value (their pointer fields are
+    buffers: :mod:`htam_core.source.analysis.struct_params`)."""
     if model is None:
         return ""
     data = model.text.encode("utf-8", errors="surrogatepass")[: kernel.span.start]
     lines = [m.group(0).decode("utf-8", errors="replace") for m in _DEFINE_LINE.finditer(data)]
-    return "".join(f"{ln}\n" for ln in lines)
+    structs = {n for p in kernel.params if (n := struct_type_name(p)) is not None}
+    return "".join(f"{ln}\n" for ln in lines) + struct_definitions(data, structs)
 
 
 def kernel_analysis(kernel: Kernel, model: SourceModel | None = None, header: str = "") -> KernelFacts | None:

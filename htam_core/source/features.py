@@ -11,6 +11,7 @@ warp shuffle, atomics) and ``triton.language``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import tree_sitter as ts
@@ -99,6 +100,38 @@ def _root_identifier(node: ts.Node | None) -> str | None:
     return None
 
 
+#: Type words that are not a struct's name (:func:`_struct_values`).
+_NOT_STRUCT = frozenset({"const", "volatile", "struct", "class", "int", "unsigned", "signed", "long", "short",
+                         "char", "float", "double", "bool", "size_t", "half", "__half", "__nv_bfloat16"})
+
+
+def _struct_values(params: list[Param]) -> set[str]:
+    """Names of the parameters that may be structs passed by value (one type name that is not a scalar type, no
+    ``*``, ``&`` or template arguments): their pointer fields (``p.x``) are the kernel's buffers as well."""
+    out = set()
+    for p in params:
+        typ = p.type or ""
+        words = [w for w in typ.split() if w not in _NOT_STRUCT]
+        if not p.is_pointer and not any(c in typ for c in "*&<") and len(words) == 1 and \
+                not re.fullmatch(r"u?int\d+_t|\w+[1-4]", words[0]):
+            out.add(p.name)
+    return out
+
+
+def _field_base(expr: ts.Node | None, structs: set[str]) -> str | None:
+    """``p.x`` when ``expr`` (parentheses aside) is the field ``x`` of a struct parameter ``p`` in ``structs``."""
+    while expr is not None and expr.type == "parenthesized_expression" and expr.named_child_count == 1:
+        expr = expr.named_children[0]
+    if expr is None or expr.type != "field_expression":
+        return None
+    arg = expr.child_by_field_name("argument")
+    while arg is not None and arg.type == "field_expression":  # p.buf.data: a nested struct's field
+        arg = arg.child_by_field_name("argument")
+    if arg is None or arg.type != "identifier" or node_text(arg) not in structs:
+        return None
+    return "".join(node_text(expr).split())
+
+
 def _resolve_alias(name: str | None, aliases: dict[str, str]) -> str | None:
     seen: set[str] = set()
     while name is not None and name in aliases and name not in seen:
@@ -151,9 +184,9 @@ def cuda_features(frame: Frame, node: ts.Node, params: list[Param], consts: dict
                     if "gridDim" in node_text(value):
                         stride_names.add(node_text(name_node))
 
-    def base_param(expr: ts.Node | None) -> str | None:
+    def base_param(expr: ts.Node | None, structs: set[str] = _struct_values(params)) -> str | None:  # noqa: B008
         name = _resolve_alias(_root_identifier(expr), aliases)
-        return name if name in pointer_params else None
+        return name if name in pointer_params else _field_base(expr, structs)
 
     pointee = {p.name: _pointee_bytes(p.type) for p in params if p.is_pointer}
 

@@ -31,7 +31,7 @@ from htam_core.transforms import _notes
 from htam_core.transforms.base import TextEdit, UnitTransform
 
 __all__ = ["DIMS", "Const", "CudaUnit", "Launch", "dead_local_edits", "delete_statement_edit", "int_literal", "references",
-           "statement_start", "strip_casts"]
+           "statement_start", "strip_casts", "struct_field_note"]
 
 
 @dataclass
@@ -81,6 +81,17 @@ class CudaUnit:
     def facts(self) -> KernelFacts:
         """The kernel's facts (:func:`htam_core.source.analysis.analyze`, cached per kernel version)."""
         return analyze(self.model, self.kernel)
+
+    @property
+    def spelled_facts(self) -> KernelFacts:
+        """The kernel's facts with the constants named outside the kernel kept as their names (``N``, not its
+        value; :func:`htam_core.source.analysis.analyze` with ``spell``): the facts an edit's text is made from,
+        while :attr:`facts` decides."""
+        return analyze(self.model, self.kernel, spell=True)
+
+    def spelled_facts_folding(self, fold: frozenset[str]) -> KernelFacts:
+        """:attr:`spelled_facts` with the names ``fold`` folded to their values all the same (a window's radius)."""
+        return analyze(self.model, self.kernel, spell=True, fold=fold)
 
     @property
     def launches_editable(self) -> bool:
@@ -458,3 +469,12 @@ def delete_statement_edit(unit: CudaUnit, span: tuple[int, int]) -> TextEdit:
     if unit.src[start:s].strip() or unit.src[e:end].strip():
         return unit.edit(s, e, "")
     return unit.edit(start, min(end + 1, len(unit.src)), "")
+
+
+def struct_field_note(unit: CudaUnit) -> str:
+    """One line naming the buffers the kernel reads through a struct passed by value (``p.x``: the analysis reads
+    them as parameters, :mod:`htam_core.source.analysis.struct_params`), for a step that rewrites pointer parameters
+    only; ``""`` when there are none."""
+    fields = [p.name for p in unit.facts.pointers if "." in p.name]
+    return (f"{unit.kernel.name} reaches its buffers through a struct passed by value ({', '.join(fields)}), which "
+            "this step does not rewrite") if fields else ""

@@ -35,6 +35,7 @@ from htam_core.transforms._cuda import (
     block_extent_hazard,
     references,
     statement_list,
+    struct_field_note,
     wrap_grid,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -113,7 +114,7 @@ class CudaLdg(CudaTransform):
         if not edits:
             why = "; ".join(reasons) if reasons else (
                 f"every pointer parameter is written ({', '.join(outputs)}); none is a read-only input"
-                if outputs and not eligible else "no indexed load of a read-only input")
+                if outputs and not eligible else struct_field_note(unit) or "no indexed load of a read-only input")
             return self.not_applicable(f"no load to route through __ldg: {why}")
         return [self.candidate(
             model, f"load {', '.join(used)} through the read-only data cache with __ldg in {kernel.name} (not "
@@ -273,7 +274,7 @@ class CudaVectorizeFloat4(CudaTransform):
         ptrs = pointer_params(unit)
         used = [(n, p) for n, p, *_ in ptrs if references(unit.body, unit.src, n)]
         if not used:
-            return self.not_applicable(f"{kernel.name} uses no pointer parameter")
+            return self.not_applicable(struct_field_note(unit) or f"{kernel.name} uses no pointer parameter")
         uses = elementwise_uses(unit, ew, [n for n, _ in used])
         if isinstance(uses, str):
             return self.not_applicable(uses)

@@ -124,6 +124,11 @@ class CudaRestrictConst(CudaTransform):
     ) -> list[Candidate] | NotApplicable:
         """One candidate qualifying every provably read-only pointer parameter."""
         ptrs = pointer_params(unit)
+        fields = [p.name for p in unit.facts.pointers if "." in p.name]
+        if fields:  # __restrict__ on the other pointers would promise they alias none of these
+            return self.not_applicable(f"{kernel.name} reads buffers through a struct passed by value "
+                                       f"({', '.join(fields)}); qualifying them would edit the struct, which this "
+                                       "step leaves as it is")
         if not ptrs:
             return self.not_applicable(f"{kernel.name} has no pointer parameters")
         edits: list[TextEdit] = []

@@ -29,11 +29,12 @@ Kirk and Hwu, "Programming Massively Parallel Processors", tiled convolution wit
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 
 import sympy
 
 from htam_core.source.analysis import nodes as syn
-from htam_core.source.analysis.facts import Stencil, Stencil2D, Stencil3D, sym
+from htam_core.source.analysis.facts import KernelFacts, Stencil, Stencil2D, Stencil3D, sym
 from htam_core.source.analysis.stencil import ELEMENT, c_condition, c_text, tile_conditions
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import CudaTransform, CudaUnit, dead_local_edits, smem_edit
@@ -65,6 +66,8 @@ from htam_core.types.profile import Profile
 
 #: Static shared memory a block may declare (bytes); the tile is sized with 8 bytes an element at most.
 SMEM_LIMIT = 48 * 1024
+#: A window fact of any dimension (:func:`_spelled`).
+_W = TypeVar("_W", Stencil, Stencil2D, Stencil3D)
 #: A call, an assignment, an increment or a brace list: a launch argument that must not be evaluated twice.
 _EFFECTS = re.compile(r"[(={]|\+\+|--")
 #: A 64-bit integer type as declared.
@@ -186,6 +189,35 @@ def _condition(st: Stencil, cast: str, block: int | None) -> str | None:
     return spelled[0] if len(spelled) == 1 else " || ".join(f"({s})" for s in spelled)
 
 
+def _spelled(unit: CudaUnit, st: _W) -> _W:
+    """The window ``st`` as the spelled facts hold it (:attr:`CudaUnit.spelled_facts`: ``N`` where the folded facts
+    read ``#define N 1024``'s value), so that the edit's bounds and pitch keep the user's names and follow them when
+    they change (``-DN=2048``). A window whose offsets read a named constant (``in[i + k]``, ``k`` from ``-R`` to
+    ``R``) is found again with that name folded (the tile's shape is fixed by its value anyway), one name at a
+    time; ``st`` itself when no spelled reading holds a window of the same pointer and shape."""
+    got = _same_window(unit.spelled_facts, st)
+    if got is not None:
+        return got
+    f = unit.spelled_facts
+    exprs = [a.index for a in f.accesses if a.pointer == st.pointer]
+    exprs += [e for lp in f.loops for e in (lp.start, lp.bound, lp.step) if e is not None]
+    names = sorted({s.name for e in exprs for s in e.free_symbols if s.name.isidentifier()}
+                   - {p.name for p in unit.kernel.params} - {lp.var for lp in f.loops})
+    for n in names[:4]:
+        got = _same_window(unit.spelled_facts_folding(frozenset({n})), st)
+        if got is not None:
+            return got
+    return st
+
+
+def _same_window(f: KernelFacts, st: _W) -> _W | None:
+    """The window of ``f`` of the same kind, pointer, offsets and reads as ``st``, else ``None``."""
+    pool: tuple = f.stencils if isinstance(st, Stencil) else f.stencils2d if isinstance(st, Stencil2D) \
+        else f.stencils3d
+    return next((s for s in pool if s.pointer == st.pointer and s.lo == st.lo and s.hi == st.hi
+                 and len(s.reads) == len(st.reads)), None)
+
+
 def _grouped(cond: str) -> str:
     """``cond`` parenthesized when it is a disjunction, so that a conjunction with it keeps its meaning."""
     return f"({cond})" if " || " in cond else cond
@@ -235,8 +267,8 @@ class CudaStencilSmemTile(CudaTransform):
         if not etype or (block or 0) + extra > SMEM_LIMIT // 8:
             return self.not_applicable(f"the tile of {block or 'blockDim.x'} + {extra} elements of {etype or '?'} "
                                        "does not fit a block's shared memory")
-        cast = "long long" if _wide(unit, st) else "int"
-        cond, index = _condition(st, cast, block), clamp_text("htam_e", st.clamp, cast)
+        cast, sp = "long long" if _wide(unit, st) else "int", _spelled(unit, st)
+        cond, index = _condition(sp, cast, block), clamp_text("htam_e", sp.clamp, cast)
         if cond is None or index is None:
             return self.not_applicable("the window's reads have a bound that is not an integer expression, or no "
                                        "thread reads the window")
@@ -269,9 +301,9 @@ class CudaStencilSmemTile(CudaTransform):
         if not etype or tile.rows * tile.cols > SMEM_LIMIT // 8:
             return self.not_applicable(f"the tile of {tile.rows} x {tile.cols} elements of {etype or '?'} does not "
                                        "fit a block's static shared memory")
-        cast = "long long" if _wide(unit, st) else "int"
-        cond = condition_2d(st, cast, block)
-        head = head_2d(unit, st, etype, tile, cast, cond) if cond is not None else None
+        cast, sp = "long long" if _wide(unit, st) else "int", _spelled(unit, st)
+        cond = condition_2d(sp, cast, block)
+        head = head_2d(unit, sp, etype, tile, cast, cond) if cond is not None else None
         if head is None:
             return self.not_applicable("the window's reads have a bound or a row pitch that is not an integer "
                                        "expression, or no thread reads the window")
@@ -297,8 +329,8 @@ class CudaStencilSmemTile(CudaTransform):
             return self.not_applicable(f"the tile of {' x '.join(map(str, tile.dims[::-1]))} elements of "
                                        f"{etype or '?'} does not fit a block's static shared memory")
         cast = "long long"  # a plane pitch times z passes 2^31 on a 1290^3 grid: the load computes in 64 bits
-        cond = condition_3d(st, cast, block)
-        head = head_3d(unit, st, etype, tile, cast, cond) if cond is not None else None
+        cond = condition_3d(sp := _spelled(unit, st), cast, block)
+        head = head_3d(unit, sp, etype, tile, cast, cond) if cond is not None else None
         if head is None:
             return self.not_applicable("the window's reads have a bound or a pitch that is not an integer "
                                        "expression, or no thread reads the window")

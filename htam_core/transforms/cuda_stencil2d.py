@@ -31,7 +31,7 @@ from htam_core.transforms._cuda import CudaUnit, delete_statement_edit
 from htam_core.transforms.base import TextEdit
 
 __all__ = ["Tile2D", "assigned_name", "block_2d", "clamp_text", "condition_2d", "dead_alias_edits",
-           "head_2d", "insert_top", "read_edits_2d", "reassigned_2d"]
+           "guard_lines", "head_2d", "insert_top", "local_terms", "read_edits_2d", "reassigned_2d"]
 
 #: The tile's name (as the 1-D step's).
 TILE = "htam_tile"
@@ -124,11 +124,47 @@ def _implied_dropped(terms: list[sympy.Expr]) -> list[sympy.Expr]:
 def condition_2d(st: Stencil2D, cast: str, block: tuple[int, int]) -> str | None:
     """The C condition under which element ``(htam_ey, htam_ex)`` of the tile is loaded (``""``: always); ``None``
     when a term cannot be spelled or no thread reads the window. The terms every read's conjunction holds (the
-    extents' checks, ``W >= 3``) are spelled once, before the disjunction of the rest."""
+    extents' checks, ``W >= 3``) are spelled once, before the disjunction of the rest; a term on where the element
+    lies in the tile (``htam_c <= 31``) is spelled over the tile's slot and left out when every slot holds it
+    (:func:`local_terms`); each read's conjunction stands on its own line."""
     subs = {_BDX: block[0], _BDY: block[1]}
+    tile = Tile2D(st, block)
     groups = [_implied_dropped([t for t in (sympy.expand(t.subs(subs)) for t in g) if not _always(t)])
               for g in tile_conditions_2d(st)]
-    return spell_load_condition(groups, {ELEMENT: "htam_ex", ELEMENT_Y: "htam_ey"}, cast)
+    starts = {ELEMENT: (block[0] * _BX + tile.lx, _C, tile.cols), ELEMENT_Y: (block[1] * _BY + tile.ly, _R, tile.rows)}
+    local = [g for g in (local_terms(g, starts) for g in groups) if g is not None]
+    names = {ELEMENT: "htam_ex", ELEMENT_Y: "htam_ey", _C: "htam_c", _R: "htam_r"}
+    return spell_load_condition(local, names, cast) if local else None
+
+
+#: The tile slot's column and row (``htam_c``, ``htam_r``): the element is the tile's start plus them.
+_C, _R = sym("htam_c"), sym("htam_r")
+
+
+def local_terms(terms: list[sympy.Expr], starts: dict[sympy.Symbol, tuple[sympy.Expr, sympy.Symbol, int]]
+                ) -> list[sympy.Expr] | None:
+    """``terms`` (a conjunction of ``t > 0`` over the element's coordinates) with each term that, once the element
+    is written as the tile's start plus the slot (``starts``: element symbol -> (the tile's start along that axis,
+    the slot's symbol, the tile's extent)), reads the slot alone spelled over the slot (``htam_c <= 31`` for
+    ``32 * blockIdx.x >= -30 + htam_ex``), and left out when every slot ``0 .. extent - 1`` holds it; ``None``
+    when no slot does (the read loads nothing). Other terms are kept as they are. Idea source: interval reasoning
+    over a loop index's range, as a compiler's bounds-check elimination does."""
+    out: list[sympy.Expr] = []
+    for t in terms:
+        local = sympy.expand(t.subs({e: s0 + slot for e, (s0, slot, _) in starts.items()}, simultaneous=True))
+        slots = [(slot, n) for _, slot, n in starts.values() if local.has(slot)]
+        if len(slots) != 1 or local.free_symbols != {slots[0][0]} or not local.is_polynomial(slots[0][0]) \
+                or sympy.degree(local, slots[0][0]) != 1:
+            out.append(t)
+            continue
+        slot, n = slots[0]
+        lo, hi = local.subs(slot, 0), local.subs(slot, n - 1)
+        if min(lo, hi) > 0:
+            continue
+        if max(lo, hi) <= 0:
+            return None
+        out.append(local)
+    return list(dict.fromkeys(out))
 
 
 def spell_load_condition(groups: list[list[sympy.Expr]], names: dict[sympy.Symbol, str], cast: str) -> str | None:
@@ -143,10 +179,23 @@ def spell_load_condition(groups: list[list[sympy.Expr]], names: dict[sympy.Symbo
     spelled = [[c_condition(t, names, cast) for t in g] for g in [common, *rest]]
     if any(t is None for g in spelled for t in g):
         return None
-    parts = [" && ".join(g) for g in spelled[1:]]  # type: ignore[arg-type]
+    parts = list(dict.fromkeys(" && ".join(g) for g in spelled[1:]))  # type: ignore[arg-type]
     either = "" if any(not p for p in parts) else parts[0] if len(parts) == 1 else \
-        "(" + " || ".join(f"({p})" for p in parts) + ")"
-    return " && ".join(x for x in [*spelled[0], either] if x)  # type: ignore[misc]
+        "(" + "\n || ".join(f"({p})" for p in parts) + ")"
+    head = " && ".join(spelled[0])  # type: ignore[arg-type]
+    return f"{head}\n && {either}" if head and "\n" in either else " && ".join(x for x in [head, either] if x)
+
+
+def guard_lines(cond: str, statement: str) -> list[str]:
+    """The lines of ``if (cond) statement`` in the load loop's body (indented by four): on one line when ``cond``
+    is one line, else each of its lines (a read's conjunction, :func:`spell_load_condition`) on its own, with the
+    statement below them (shared by the 2-D and 3-D tiles)."""
+    if not cond:
+        return [f"    {statement}"]
+    first, *more = cond.split("\n")
+    if not more:
+        return [f"    if ({cond}) {statement}"]
+    return [f"    if ({first}", *(f"        {m}" for m in more[:-1]), f"        {more[-1]})", f"        {statement}"]
 
 
 class Tile2D:
@@ -182,7 +231,6 @@ def head_2d(unit: CudaUnit, st: Stencil2D, etype: str, tile: Tile2D, cast: str, 
     cx, cy = (clamp_text(n, c, cast) for n, c in zip(("htam_ex", "htam_ey"), st.clamps, strict=True))
     if cx is None or cy is None:
         return None
-    guard = f"if ({cond}) " if cond else ""
     threads = tile.bx * tile.by
     lines = [f"// the block's window of {st.pointer} (its {tile.by} x {tile.bx} elements and the halo) read once "
              "from global memory, loaded where the original reads",
@@ -191,7 +239,7 @@ def head_2d(unit: CudaUnit, st: Stencil2D, etype: str, tile: Tile2D, cast: str, 
              f"htam_k += {threads}) {{",
              f"    const int htam_r = htam_k / {tile.cols}, htam_c = htam_k % {tile.cols};",
              f"    const {cast} htam_ey = {y0} + htam_r, htam_ex = {x0} + htam_c;",
-             f"    {guard}{TILE}[htam_r][htam_c] = {st.pointer}[{cy} * {pitch} + {cx}];",
+             *guard_lines(cond, f"{TILE}[htam_r][htam_c] = {st.pointer}[{cy} * {pitch} + {cx}];"),
              "}",
              "__syncthreads();  // every thread reaches it: the tile is complete before any window read"]
     return insert_top(unit, lines)

@@ -26,7 +26,13 @@ from htam_core.source.analysis.stencil2d import ELEMENT_Y
 from htam_core.source.analysis.stencil3d import ELEMENT_Z, tile_conditions_3d
 from htam_core.transforms._cuda import CudaUnit
 from htam_core.transforms.base import TextEdit
-from htam_core.transforms.cuda_stencil2d import TILE, assigned_name, insert_top, spell_load_condition
+from htam_core.transforms.cuda_stencil2d import (
+    TILE,
+    assigned_name,
+    guard_lines,
+    insert_top,
+    spell_load_condition,
+)
 
 __all__ = ["Tile3D", "block_3d", "condition_3d", "head_3d", "read_edits_3d", "reassigned_3d"]
 
@@ -104,7 +110,6 @@ def head_3d(unit: CudaUnit, st: Stencil3D, etype: str, tile: Tile3D, cast: str, 
     if pitch is None or plane is None or None in starts:
         return None
     (nx, ny, nz), (bx, by, bz) = tile.dims, tile.block
-    guard = f"if ({cond}) " if cond else ""
     lines = [f"// the block's window of {st.pointer} (its {bz} x {by} x {bx} elements and the halo) read once from "
              "global memory, loaded where the original reads",
              f"__shared__ {etype} {TILE}[{nz}][{ny}][{nx}];",
@@ -113,8 +118,8 @@ def head_3d(unit: CudaUnit, st: Stencil3D, etype: str, tile: Tile3D, cast: str, 
              f"    const int htam_p = htam_k / {nx * ny}, htam_r = htam_k / {nx} % {ny}, htam_c = htam_k % {nx};",
              f"    const {cast} htam_ez = {starts[2]} + htam_p, htam_ey = {starts[1]} + htam_r, "
              f"htam_ex = {starts[0]} + htam_c;",
-             f"    {guard}{TILE}[htam_p][htam_r][htam_c] = {st.pointer}[htam_ez * {plane} + htam_ey * {pitch} + "
-             "htam_ex];",
+             *guard_lines(cond, f"{TILE}[htam_p][htam_r][htam_c] = {st.pointer}[htam_ez * {plane} + "
+                                f"htam_ey * {pitch} + htam_ex];"),
              "}",
              "__syncthreads();  // every thread reaches it: the tile is complete before any window read"]
     return insert_top(unit, lines)

@@ -71,20 +71,26 @@ _facts: OrderedDict[tuple, KernelFacts] = OrderedDict()
 _lock = threading.Lock()
 
 
-def analyze(model: SourceModel, kernel: Kernel) -> KernelFacts:
+def analyze(model: SourceModel, kernel: Kernel, spell: bool = False, fold: frozenset[str] = frozenset()) -> KernelFacts:
     """The facts of ``kernel`` (one of ``model.kernels``), computed once per file text and kernel position.
+
+    With ``spell`` (CUDA), the facts' expressions keep the names of the constants defined outside the kernel
+    (``#define N 1024`` reads as ``N``, not ``1024``): a transform decides on the plain facts and spells its edit
+    from these, so that the edit follows the user's names when they change (``-DN=2048``); the names in ``fold``
+    are folded to their values all the same (a window's radius ``R``, which fixes the shape of what is read). Idea source: a
+    compiler's symbolic constants, kept apart from their values until code is emitted.
 
     Never raises for odd code: what cannot be analyzed is left out and said in ``KernelFacts.errors``
     (a kernel that cannot be located at all gives empty facts with one error line).
     """
-    key = (model.text, kernel.name, kernel.name_span.start, kernel.language)
+    key = (model.text, kernel.name, kernel.name_span.start, kernel.language, spell, fold)
     with _lock:  # the editor's analysis, profile and request threads share this cache
         hit = _facts.get(key)
         if hit is not None:
             _facts.move_to_end(key)
             return hit
     try:
-        facts = _build(model, kernel)
+        facts = _build(model, kernel, spell, fold)
     except (RecursionError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:  # odd code: one line
         facts = KernelFacts(kernel.name, kernel.language,
                             errors=(f"{kernel.name}: the analysis stopped ({type(exc).__name__}: {exc}); "
@@ -96,7 +102,8 @@ def analyze(model: SourceModel, kernel: Kernel) -> KernelFacts:
     return facts
 
 
-def _build(model: SourceModel, kernel: Kernel) -> KernelFacts:
+def _build(model: SourceModel, kernel: Kernel, spell: bool = False, fold: frozenset[str] = frozenset()
+           ) -> KernelFacts:
     if traits(kernel.language).tiles:
         from htam_core.source.analysis.triton import triton_facts
         from htam_core.source.analysis.unit import python_source
@@ -111,4 +118,4 @@ def _build(model: SourceModel, kernel: Kernel) -> KernelFacts:
     src = cuda_source(model, kernel)
     if isinstance(src, str):
         return KernelFacts(kernel.name, kernel.language, errors=(src,))
-    return cuda_facts(src, kernel)
+    return cuda_facts(src, kernel, spell, fold)

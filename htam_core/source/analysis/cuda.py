@@ -11,6 +11,7 @@ blockDim.y + threadIdx.y`` is followed), loop variables and parameters symbols; 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -65,6 +66,7 @@ from htam_core.source.analysis.select import Selection, select_step
 from htam_core.source.analysis.stencil import find_stencil
 from htam_core.source.analysis.stencil2d import find_stencil2d
 from htam_core.source.analysis.stencil3d import find_stencil3d
+from htam_core.source.analysis.struct_params import field_params
 from htam_core.source.analysis.sync import barriers, shared_accessor_locals
 from htam_core.source.analysis.syntax import (
     loop_pragma,
@@ -116,12 +118,23 @@ class Affine:
         loop_vars: names of loop induction variables (kept as symbols).
         reaching: a local assigned more than once is read as the value of its nearest dominating definition
             (:func:`~htam_core.source.analysis.reaching.reaching_value`; a host function's ``gx = (w + 31) / 32;``).
+        fields: the fields of the struct parameters passed by value (``p.x``), each read as the symbol of its name.
+        spell: a constant named outside the kernel (a ``#define``, a file-scope ``constexpr``, a template parameter
+            bound at the launch, a header's constant) is kept as the symbol of its name rather than folded to its
+            value, so that text made from the expression keeps the user's names (``N``, not ``1024``).
+        fold: with ``spell``, the names folded to their values all the same.
     """
 
     def __init__(self, env: ConstEnv, func: Node, loop_vars: set[str], one_d: bool = False,
-                 ceil_div_calls: bool = False, macros: MacroTable | None = None, reaching: bool = False) -> None:
+                 ceil_div_calls: bool = False, macros: MacroTable | None = None, reaching: bool = False,
+                 spell: bool = False, fields: frozenset[str] = frozenset(), fold: frozenset[str] = frozenset()
+                 ) -> None:
         self.env = env
+        self.fold = fold
+        self.fields = fields
         self.reaching = reaching
+        self.spell = spell
+        self.kept: set[str] = set()  # the names ``spell`` kept (in scope everywhere in the body)
         self.func = func
         self.loop_vars = loop_vars
         self.one_d = one_d
@@ -270,6 +283,8 @@ class Affine:
             return sym(b)
         if t in ("identifier", "type_identifier"):
             return self._name(node, depth)
+        if t == "field_expression" and (f := " ".join(self.env.t(node).split()).replace(" ", "")) in self.fields:
+            return sym(f)
         if t == "binary_expression":
             op = self.env.t(node.child_by_field_name("operator"))
             a = self.expr(node.child_by_field_name("left"), depth + 1)
@@ -320,6 +335,9 @@ class Affine:
         c = self.env.const_name(name, self.func, before=at)
         if c is not None:
             out = sympy.Integer(c.value)
+            if self.spell and name not in self.fold and self._named_outside(name, at):
+                out = sym(name)
+                self.kept.add(name)
         else:
             inits = self.env.local_inits(self.func, name)
             if len(inits) > 1:  # declared in several blocks (a loop's own `const int i`): the one in scope at `at`
@@ -334,6 +352,12 @@ class Affine:
                 out = self._index_macro(name, depth) or out
         self._memo[key] = out
         return out
+
+    def _named_outside(self, name: str, at: int) -> bool:
+        """True when the constant ``name`` read at byte ``at`` gets its value outside the kernel's body (a
+        ``#define``, a file-scope or header constant, a template parameter), so its name is in scope everywhere in
+        the body."""
+        return self.env.definition(name, self.func, at)[0] in ("define", "file", "binding", "none")
 
     def _index_macro(self, name: str, depth: int) -> sympy.Expr | None:
         """The index form of an object-like ``#define name value`` whose value reads a builtin (``#define GLOBAL_ID
@@ -668,6 +692,8 @@ def _base_of(src: CudaSource, aff: Affine, node: Node, params: dict[str, str | N
         if name in params or name in shared:
             return name, sympy.Integer(0), vector, ()
         return None
+    if n.type == "field_expression" and (name := "".join(env.t(n).split())) in params:  # p.x of a struct parameter
+        return name, sympy.Integer(0), vector, ()
     if n.type == "binary_expression" and env.t(n.child_by_field_name("operator")) in ("+", "-"):
         left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
         for ptr, off in ((left, right), (right, left)):
@@ -809,20 +835,9 @@ def _mutable_reference(init: Node, env: ConstEnv) -> bool:
     return "const" not in quals
 
 
-def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
-    """The :class:`KernelFacts` of CUDA ``kernel`` located in ``src``."""
-    errors: list[str] = []
-    launch_list = list(src.launches)
-    tparams = list(kernel.attributes.get("template_params") or [])
-    first_bindings: dict[str, int] = {}
-    per_launch: list[dict[str, int]] = []
-    for lc in launch_list:
-        b = template_bindings(src.env, lc.fn, tparams, lc.host) if tparams else {}
-        per_launch.append(b)
-    if per_launch:
-        first_bindings = per_launch[0]
-    env = ConstEnv(src.src, src.root, first_bindings, headers=src.env.headers())
-    loop_nodes = [n for n in walk(src.body) if n.type in LOOP_TYPES]
+def _loop_vars(src: CudaSource, env: ConstEnv, loop_nodes: list[Node]) -> set[str]:
+    """The names that vary over the body's loops: each ``for`` loop's induction variables, and the variables updated
+    inside a loop's body (``i += blockDim.x * gridDim.x``)."""
     loop_vars: set[str] = set()
     for ln in loop_nodes:
         init = ln.child_by_field_name("initializer") if ln.type == "for_statement" else None
@@ -840,10 +855,35 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                 owner = owner.parent
             if owner is not None:
                 loop_vars.add(env.t(target))
+    return loop_vars
+
+
+def cuda_facts(src: CudaSource, kernel: Kernel, spell: bool = False, fold: frozenset[str] = frozenset()
+               ) -> KernelFacts:
+    """The :class:`KernelFacts` of CUDA ``kernel`` located in ``src``; with ``spell``, every expression keeps the
+    names of the constants defined outside the kernel (:class:`Affine`'s ``spell``): the facts to spell edits from,
+    while the folded ones decide (``fold``: names folded all the same). The fields of a struct parameter passed by value are read as parameters of their
+    own (``p.x``, :func:`~htam_core.source.analysis.struct_params.field_params`)."""
+    errors: list[str] = []
+    fields = field_params(src, kernel)
+    kernel = replace(kernel, params=[*kernel.params, *fields]) if fields else kernel
+    launch_list = list(src.launches)
+    tparams = list(kernel.attributes.get("template_params") or [])
+    first_bindings: dict[str, int] = {}
+    per_launch: list[dict[str, int]] = []
+    for lc in launch_list:
+        b = template_bindings(src.env, lc.fn, tparams, lc.host) if tparams else {}
+        per_launch.append(b)
+    if per_launch:
+        first_bindings = per_launch[0]
+    env = ConstEnv(src.src, src.root, first_bindings, headers=src.env.headers())
+    loop_nodes = [n for n in walk(src.body) if n.type in LOOP_TYPES]
+    loop_vars = _loop_vars(src, env, loop_nodes)
     src = replace(src, env=env)  # the builders below read constants (with the template bindings) through src.env
     launches = tuple(_launch(src, lc, b) for lc, b in zip(launch_list, per_launch, strict=True))
     one_d = bool(launches) and all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
-    aff = Affine(env, src.func, loop_vars, one_d, macros=macro_table(src.src, tuple(h.src for h in env.headers())))
+    aff = Affine(env, src.func, loop_vars, one_d, macros=macro_table(src.src, tuple(h.src for h in env.headers())),
+                 spell=spell, fields=frozenset(f.name for f in fields), fold=fold)
     loops = _loops(src, aff, loop_nodes)
     params = {p.name: p.type for p in kernel.params if p.is_pointer}
     shared = _shared_arrays(src)
@@ -883,7 +923,20 @@ def cuda_facts(src: CudaSource, kernel: Kernel) -> KernelFacts:
                        block_dim_x_spans=block_dim_x_spans(src, aff, launches),
                        **_atomic_fields(src, atoms, pointers, uni, loops),
                        **_stencil_fields(src, aff.expr, loops, pointers, alias_facts,
-                                         tuple(p.name for p in kernel.params if not p.is_pointer)))
+                                         _Known(tuple(p.name for p in kernel.params if not p.is_pointer), aff.kept)))
+
+
+class _Known:
+    """The names a tile loaded at the top of the body may read: the kernel's scalar parameters and the constants
+    that :class:`Affine`'s ``spell`` kept as names (``kept``, filled as expressions are read, so iterated late)."""
+
+    def __init__(self, scalars: tuple[str, ...], kept: set[str]) -> None:
+        """``scalars``: the scalar parameters' names; ``kept``: the affine reading's kept names (a live set)."""
+        self.scalars, self.kept = scalars, kept
+
+    def __iter__(self) -> Iterator[str]:
+        """The scalars, then the names kept so far."""
+        return iter((*self.scalars, *sorted(self.kept)))
 
 
 def _atomic_fields(src: CudaSource, atoms: tuple[AtomicUpdate, ...], pointers: tuple[PointerFacts, ...],
@@ -896,7 +949,7 @@ def _atomic_fields(src: CudaSource, atoms: tuple[AtomicUpdate, ...], pointers: t
 
 
 def _stencil_fields(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
-                    aliases: tuple[PointerAlias, ...], scalars: tuple[str, ...]) -> dict[str, Any]:
+                    aliases: tuple[PointerAlias, ...], scalars: Iterable[str]) -> dict[str, Any]:
     """``stencils``, ``stencil_refusal``, ``stencils2d``, ``stencil2d_refusal``, ``stencils3d`` and
     ``stencil3d_refusal`` of :class:`KernelFacts` (:func:`find_stencil`; :func:`find_stencil2d` when the kernel has no
     1-D window; :func:`find_stencil3d` when it has no 2-D one either)."""
@@ -1048,7 +1101,8 @@ def _builtin_spans(src: CudaSource, aff: Affine, launches: tuple[LaunchFacts, ..
     ``"blockDim.x"``), the block read as 1-D when every launch in the unit has a 1-D block."""
     one_d = all(la.block and all(d.value == 1 for d in la.block[1:]) for la in launches)
     if one_d and not aff.one_d:
-        aff = Affine(aff.env, src.func, aff.loop_vars, True, aff.ceil_div_calls, aff.macros)
+        aff = Affine(aff.env, src.func, aff.loop_vars, True, aff.ceil_div_calls, aff.macros, spell=aff.spell,
+                     fields=aff.fields, fold=aff.fold)
     target = sym(builtin)
     names = {n for n, b in _builtin_aliases(src, aff) if b == builtin}
     out: list[tuple[int, int]] = []
@@ -1436,7 +1490,8 @@ def _pointer_facts(src: CudaSource, kernel: Kernel, accesses: tuple[Access, ...]
         reads = tuple(a for a in accesses if a.pointer == p.name and a.kind in ("read", "readwrite"))
         writes = tuple(a for a in accesses if a.pointer == p.name and a.kind in ("write", "readwrite"))
         names = {p.name} | {a for a, q in alias_of.items() if q == p.name}
-        uses = [n for n in of_type(src.body, "identifier") if env.t(n) in names and n.parent is not None
+        uses = [n for n in of_type(src.body, ("identifier", "field_expression"))
+                if (env.t(n) if n.type == "identifier" else "".join(env.t(n).split())) in names and n.parent is not None
                 and n.parent.type not in ("pointer_declarator", "init_declarator", "declaration")
                 or (n.parent is not None and n.parent.type == "init_declarator"
                     and n.parent.child_by_field_name("value") == n)]

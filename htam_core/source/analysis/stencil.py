@@ -190,7 +190,7 @@ def _other_use(src: CudaSource, name: str, reads: list[Access], aliases: tuple[P
 
 
 def find_stencil(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
-                 aliases: tuple[PointerAlias, ...] = (), scalars: tuple[str, ...] | None = None) -> Stencil | str:
+                 aliases: tuple[PointerAlias, ...] = (), scalars: Iterable[str] | None = None) -> Stencil | str:
     """The kernel's 1-D window read (:class:`~htam_core.source.analysis.facts.Stencil`), or one line saying why
     the window the kernel reads is not read (``""`` when no pointer is read at neighbouring offsets).
 
@@ -363,12 +363,16 @@ def c_text(e: sympy.Expr, names: Mapping[sympy.Symbol, str], cast: str) -> str |
 
 def c_condition(d: sympy.Expr, names: Mapping[sympy.Symbol, str], cast: str) -> str | None:
     """C text of the condition ``d > 0`` (:func:`c_text` spelling), the positive terms on one side and the negative
-    ones on the other: ``e + 1 > 0`` is ``e >= 0``, ``n - e > 0`` is ``e < n``; ``None`` as :func:`c_text`."""
+    ones on the other: ``e + 1 > 0`` is ``e >= 0``, ``n - e > 0`` is ``e < n``, ``32 - e > 0`` is ``e < 32``;
+    ``None`` as :func:`c_text`."""
     e = sympy.expand(d)
     k = e.as_coeff_Add()[0] if e.as_coeff_Add()[0].is_Integer else sympy.Integer(0)
     rest = sympy.expand(e - k)
     pos = sum((t for t in sympy.Add.make_args(rest) if t.as_coeff_Mul()[0] > 0), sympy.Integer(0))
     neg = sympy.expand(pos - rest)
+    if pos == 0 and k != 0 and neg != 0:  # k - e > 0: e < k (``htam_c < 32``, not ``0 >= -31 + htam_c``)
+        below = c_text(neg, names, cast)
+        return None if below is None else f"{below} < {k}"
     left, right = c_text(pos, names, cast), c_text(neg - k + 1 if k else neg, names, cast)
     if left is None or right is None:
         return None

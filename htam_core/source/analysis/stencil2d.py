@@ -24,6 +24,7 @@ ch. 8; the CUDA samples' ``convolutionTexture``/FDTD kernels); per-axis guards a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 import sympy
@@ -277,7 +278,7 @@ def _of_pointer(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pf: 
 
 
 def find_stencil2d(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
-                   aliases: tuple[PointerAlias, ...] = (), scalars: tuple[str, ...] | None = None) -> Stencil2D | str:
+                   aliases: tuple[PointerAlias, ...] = (), scalars: Iterable[str] | None = None) -> Stencil2D | str:
     """The kernel's 2-D window read (:class:`~htam_core.source.analysis.facts.Stencil2D`), or one line saying why
     the window the kernel reads is not read (``""`` when no pointer is read at neighbouring offsets along a 2-D
     thread index).

@@ -18,6 +18,7 @@ Idea source: the 3-D tiled stencil with halo (Kirk, Hwu and El Hajj, "Programmin
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 import sympy
 
@@ -183,7 +184,7 @@ def _candidate(reads: list[Access]) -> bool:
 
 
 def find_stencil3d(src: CudaSource, expr: ExprOf, loops: tuple[LoopFact, ...], pointers: tuple[PointerFacts, ...],
-                   aliases: tuple[PointerAlias, ...] = (), scalars: tuple[str, ...] | None = None) -> Stencil3D | str:
+                   aliases: tuple[PointerAlias, ...] = (), scalars: Iterable[str] | None = None) -> Stencil3D | str:
     """The kernel's 3-D window read (:class:`~htam_core.source.analysis.facts.Stencil3D`), or one line saying why
     the window is not read (``""`` when no pointer is read at neighbouring offsets along a 3-D thread index).
     Arguments as :func:`~htam_core.source.analysis.stencil2d.find_stencil2d`."""
