@@ -71,7 +71,8 @@ def not_aliased(model: SourceModel, kernel: Kernel, names: list[str], written: s
 def alias_reason(al: LaunchAlias, name: str) -> str:
     """The one line saying that read-only ``name`` is the same buffer as a written pointer at launch ``al``."""
     other = al.second if al.first == name else al.first
-    return (f"{name} is read but the launch on line {al.line} passes the same buffer ({al.buffer}) as {other}, "
+    passes = "passes" if al.certain else "may pass"
+    return (f"{name} is read but the launch on line {al.line} {passes} the same buffer ({al.buffer}) as {other}, "
             f"which the kernel writes: a read-only load or a no-alias promise on {name} would be wrong there")
 
 

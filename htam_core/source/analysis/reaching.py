@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from htam_core.source.analysis.syntax import of_type, text
 
-__all__ = ["reaching_value"]
+__all__ = ["assigned_values", "reaching_value"]
 
 _LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
 _WRITES = ("assignment_expression", "update_expression")
@@ -29,7 +29,7 @@ def _definitions(scope: Node, name: str, src: bytes) -> list[tuple[Node, Node]]:
     out = []
     for d in of_type(scope, "init_declarator"):
         decl, v = d.child_by_field_name("declarator"), d.child_by_field_name("value")
-        if decl is not None and decl.type == "identifier" and text(decl, src) == name and v is not None \
+        if decl is not None and _declared_name(decl, src) == name and v is not None \
                 and v.type not in ("argument_list", "initializer_list") and d.parent is not None:
             out.append((d.parent, v))
     for a in of_type(scope, "assignment_expression"):
@@ -89,3 +89,33 @@ def reaching_value(scope: Node, name: str, at: int, src: bytes) -> Node | None:
         if stmt.end_byte <= w.start_byte < at or any(_encloses(lp, w.start_byte) for lp in loops):
             return None
     return value
+
+
+def _spelled(node: Node | None, src: bytes) -> str:
+    """The text of ``node`` with whitespace dropped (``buf . data`` is ``buf.data``)."""
+    return "".join(text(node, src).split())
+
+
+def assigned_values(scope: Node, target: str, src: bytes) -> list[Node]:
+    """Every value given to ``target`` (a name, or a member spelled ``buf.data``/``b->p``, whitespace ignored)
+    anywhere in ``scope``, before or after any point and on any path: each declaration's initializer and each
+    plain ``target = value`` (in a branch, a loop, a ``for`` header too), in source order. The may-values beside
+    :func:`reaching_value`'s must-value: what ``target`` may hold somewhere. Errors: none."""
+    out: list[tuple[int, Node]] = []
+    for d in of_type(scope, "init_declarator"):
+        decl, v = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+        if decl is not None and v is not None and _declared_name(decl, src) == target:
+            out.append((d.start_byte, v))
+    for a in of_type(scope, "assignment_expression"):
+        left, op, right = (a.child_by_field_name(f) for f in ("left", "operator", "right"))
+        if op is not None and text(op, src) == "=" and right is not None and _spelled(left, src) == target:
+            out.append((a.start_byte, right))
+    return [v for _, v in sorted(out, key=lambda p: p[0])]
+
+
+def _declared_name(decl: Node, src: bytes) -> str:
+    """The name a declarator declares, through pointer declarators (``n``, ``*p``, ``*const p``); ``""`` for
+    another declarator (a reference, ``float *&r = a``, names ``a``'s storage, not a value of its own)."""
+    while decl.type == "pointer_declarator" and decl.child_by_field_name("declarator") is not None:
+        decl = decl.child_by_field_name("declarator")  # type: ignore[assignment]
+    return text(decl, src) if decl.type == "identifier" else ""
