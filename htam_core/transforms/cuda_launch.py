@@ -22,7 +22,7 @@ from htam_core.source.analysis.contracts import block_segment_results, block_siz
 from htam_core.source.analysis.grid_cover import division_operands, launch_cover
 from htam_core.source.analysis.launch import launch_calls, reads_block_dim
 from htam_core.source.analysis.nodes import Node
-from htam_core.source.analysis.reaching import reaching_value
+from htam_core.source.analysis.reaching import reaching_definition
 from htam_core.source.analysis.unit import SiteLaunch
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
@@ -56,18 +56,16 @@ def _num_value(unit: CudaUnit, node: Node) -> int | None:
 
 
 def _expand(unit: CudaUnit, expr: Node, scope: Node | None) -> Node:
-    """Follow an identifier to its single local initializer (``int blocks = (n + 255) / 256;``), or to the value of
-    its nearest dominating definition (``blocks = (n + 255) / 256;``; :func:`reaching_value`)."""
+    """Follow an identifier to the value of its nearest dominating definition, a few names deep (``int blocks =
+    (n + 255) / 256;``, ``blocks = (n + 255) / 256;``): where the grid is computed, which its edits change (the
+    analysis layer's :func:`reaching_definition`, by the rule of the value the grid's form is read from)."""
     expr = _ts.unwrap_parens(expr)
     seen = 0
     while _ts.is_identifier(expr) and scope is not None and seen < 4:
-        inits = unit.local_inits(scope, unit.t(expr))
-        if len(inits) != 1 or unit.assigned_in(scope, unit.t(expr)):
-            value = reaching_value(scope, unit.t(expr), expr.start_byte, unit.src)
-            if value is None:
-                break
-            inits = [value]
-        expr = _ts.unwrap_parens(inits[0])
+        value = reaching_definition(scope, unit.t(expr), expr.start_byte, unit.src)
+        if value is None:
+            break
+        expr = _ts.unwrap_parens(value)
         seen += 1
     return expr
 
