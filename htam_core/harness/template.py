@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from htam_core.harness.template_cuda import (
     launcher_template,
     py_expr,
 )
-from htam_core.harness.template_ranges import integer_roles
+from htam_core.harness.template_ranges import IntegerInit, integer_inits, integer_roles
 from htam_core.source.analysis import analyze, sym
 from htam_core.source.analysis.structs import file_struct_layout
 from htam_core.source.model import Kernel, LaunchSite, Param, SourceModel
@@ -239,6 +239,8 @@ class _Direct:
     derived: dict[str, list[str] | str] = field(default_factory=dict)
     #: each pointer whose element type is a template parameter: its dtype and the note (:func:`_template_dtypes`)
     elem: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: each tensor's entry: its index in ``inputs``, the parameter, the guessed shape and whether strides are used
+    tensors: dict[str, tuple[int, Param, list[str] | None, bool]] = field(default_factory=dict)
 
 
 def write_template(model: SourceModel, kernel: Kernel) -> str:
@@ -284,8 +286,6 @@ def write_template(model: SourceModel, kernel: Kernel) -> str:
         ref_names = [p for p in params if p not in left_out]
     else:
         inputs, ref_names = _direct_table(model, kernel, lines, symbols)
-    if traits(kernel.language).c_types:  # offsets arrays and index buffers: the values their use calls for
-        inputs = integer_roles(model, kernel, list(inputs), symbols)
     lines.append("inputs = [")
     lines.extend(inputs)
     lines.append("]")
@@ -354,14 +354,7 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
     d.elem = _template_dtypes(model, kernel) if lang.c_types else {}
     args, kwargs, inputs, outputs, size_of = d.args, d.kwargs, d.inputs, d.outputs, d.size_of
     site = kernel.launch_sites[0] if kernel.launch_sites else None
-    scalar_syms = {_size_symbol(p.name, {}) for p in kernel.params
-                   if not p.is_constexpr and not (p.is_pointer or p.name.endswith("_ptr"))}
-    if {"M", "N", "K"} <= scalar_syms:
-        shapes = iter([["M", "K"], ["K", "N"], ["M", "N"]])
-    elif {"ROWS", "COLS"} <= scalar_syms:
-        shapes = iter([["ROWS", "COLS"]] * len(kernel.params))
-    else:
-        shapes = iter([])
+    shapes = _size_shapes(kernel)
     strided = any("stride" in p.name for p in kernel.params)
     site_args = site.args if site else []
     shapes_of: dict[str, list[str]] = {}
@@ -389,8 +382,9 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
         if p.is_pointer or p.name.endswith("_ptr"):
             if p.written:
                 outputs.append(p.name)
-            shapes_of[p.name], entry = _tensor_entry(p, kernel, next(shapes, None), strided, symbols,
-                                                     derived, d.elem.get(p.name))
+            guess = next(shapes, None)
+            shapes_of[p.name], entry = _tensor_entry(p, kernel, guess, strided, symbols, derived, d.elem.get(p.name))
+            d.tensors[p.name] = (len(inputs), p, guess, strided)
             inputs.append(entry)
         elif "stride" in p.name:
             pending.append((len(inputs), p.name, _c_dtype(p) if lang.c_types else "int32"))
@@ -422,7 +416,33 @@ def _direct_parts(model: SourceModel, kernel: Kernel, symbols: dict[str, int]) -
     for i, name, dtype in pending:
         inputs[i] = (f"  {{ name = {_toml_str(name)}, dtype = {_toml_str(dtype)}, "
                      f"value = {_toml_str(_stride_value(name, shapes_of))} }},  # row-major stride (guessed)")
+    if lang.c_types:  # offsets arrays and index buffers: the values their use calls for
+        _integer_entries(model, kernel, d, shapes_of, symbols)
     return d
+
+
+def _size_shapes(kernel: Kernel) -> Iterator[list[str]]:
+    """The shapes the size parameters give the tensors, in order: ``M x K``, ``K x N``, ``M x N`` for a kernel
+    with ``M``, ``N`` and ``K``, ``ROWS x COLS`` for one with both, else none."""
+    scalar_syms = {_size_symbol(p.name, {}) for p in kernel.params
+                   if not p.is_constexpr and not (p.is_pointer or p.name.endswith("_ptr"))}
+    if {"M", "N", "K"} <= scalar_syms:
+        return iter([["M", "K"], ["K", "N"], ["M", "N"]])
+    if {"ROWS", "COLS"} <= scalar_syms:
+        return iter([["ROWS", "COLS"]] * len(kernel.params))
+    return iter([])
+
+
+def _integer_entries(model: SourceModel, kernel: Kernel, d: _Direct, shapes_of: dict[str, list[str]],
+                     symbols: dict[str, int]) -> None:
+    """Render again each read tensor entry of ``d`` that is an offsets array or an index buffer, with the init its
+    use calls for (:func:`~htam_core.harness.template_ranges.integer_inits`, chosen from the analysis layer's
+    facts and the tensors' shapes at the sizes' values ``symbols``)."""
+    inits = integer_inits(integer_roles(model, kernel), dict(shapes_of), symbols)
+    for name, (at, p, guess, strided) in d.tensors.items():
+        if name in inits and not p.written:
+            _, d.inputs[at] = _tensor_entry(p, kernel, guess, strided, dict(symbols), d.derived.get(name),
+                                            d.elem.get(name), inits[name])
 
 
 def _template_dtypes(model: SourceModel, kernel: Kernel) -> dict[str, tuple[str, str]]:
@@ -452,15 +472,18 @@ def _template_dtypes(model: SourceModel, kernel: Kernel) -> dict[str, tuple[str,
 
 def _tensor_entry(p: Param, kernel: Kernel, shape: list[str] | None, strided: bool,
                   symbols: dict[str, int], derived: list[str] | str | None = None,
-                  elem: tuple[str, str] | None = None) -> tuple[list[str], str]:
+                  elem: tuple[str, str] | None = None, integer: IntegerInit | None = None) -> tuple[list[str], str]:
     """The shape and the ``inputs`` entry of the tensor parameter ``p``: the shape its indices walk when
     ``derived`` gives it (:func:`_derived_shapes`), else guessed: ``shape`` when the size parameters gave one
     (``M x K``, ``K x N``, ``M x N``), a row-major ``M x N`` matrix when its address adds a stride, else a vector
     of ``N``, the comment saying why the indices did not give it (``derived`` as a reason). dtype from its C type
     (``float32`` for Triton; ``elem``: the dtype and note of a template element type, :func:`_template_dtypes`),
-    ``empty`` when the kernel writes it."""
+    ``empty`` when the kernel writes it; ``integer``: the init of an integer buffer read as offsets or indices
+    (:mod:`~htam_core.harness.template_ranges`), its note first in the comment."""
     dtype = elem[0] if elem else _c_dtype(p) if traits(kernel.language).c_types else "float32"
     init = "empty" if p.written else "randn"
+    if integer is not None and (p.written or not dtype.startswith(("int", "uint"))):
+        integer = None
     why = "guessed shape" + (f" ({derived})" if isinstance(derived, str) else "")
     if isinstance(derived, list):
         shape, why = derived, "shape read from its indices and their bounds"
@@ -472,8 +495,10 @@ def _tensor_entry(p: Param, kernel: Kernel, shape: list[str] | None, strided: bo
         symbols.setdefault("N", 1024 if strided else 1 << 20)
         shape = ["N"]
     note = f"  # {why}" + (f"; {elem[1]}" if elem else "") + ('; init = "zeros" if the kernel also reads it (+=, beta * C)' if p.written else "")
+    fields = integer.fields if integer is not None else f"init = {_toml_str(init)}"
+    note = f"  # {integer.note};{note[3:]}" if integer is not None else note
     return shape, (f"  {{ name = {_toml_str(p.name)}, shape = [{', '.join(_toml_str(dim) for dim in shape)}], "
-                   f"dtype = {_toml_str(dtype)}, init = {_toml_str(init)} }},{note}")
+                   f"dtype = {_toml_str(dtype)}, {fields} }},{note}")
 
 
 def _derived_shapes(model: SourceModel, kernel: Kernel, size_of: dict[str, str],

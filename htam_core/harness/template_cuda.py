@@ -33,6 +33,7 @@ from sympy.printing.str import StrPrinter
 
 from htam_core.harness.cu_eval import DTYPE_OF, Program, base_type, function_name, param_declarations
 from htam_core.harness.infer_cuda import output_params, plain_host_launcher
+from htam_core.harness.template_ranges import IntegerInit, integer_inits, integer_roles
 from htam_core.source.analysis import (
     DIMS,
     Access,
@@ -341,29 +342,21 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
         next((n for n in names if n in int_names), None)
     if placeholder_size is not None and any(v[0] is None for v in shapes.values()):
         rank_of.setdefault(placeholder_size, 1)  # a placeholder shape uses it
+    rendered: dict[str, tuple[int, _Pointer]] = {}  # each pointer's entry: its index in inputs, how it is written
     for n, text, ptr, _d in params:
         hn = _py(n)
         if ptr:
-            dtype, dguess = _pointee_dtype(text)
-            shape, why = shapes[n]
-            if shape is None:
-                shape = [_py(placeholder_size)] if placeholder_size else ["1024"]
-            else:
-                shape = [re.sub(r"\b(\w+)\b", lambda m: _py(m.group(1)) if m.group(1) in int_names else m.group(1), s)
-                         for s in shape]
             kp = by_pointer.get(n)
-            out = kp is not None and kp in written
-            mode = next((f.mode for f in facts.pointers if f.name == kp), None)
-            init = ("randn" if mode == "readwrite" else "empty") if out else \
-                ("randn" if dtype in _FLOAT_TYPES else "randint")
-            if out:
+            shape, why = shapes[n]
+            shape = [_py(placeholder_size)] if shape is None and placeholder_size else ["1024"] if shape is None \
+                else [re.sub(r"\b(\w+)\b", lambda m: _py(m.group(1)) if m.group(1) in int_names else m.group(1), s)
+                      for s in shape]
+            pe = _Pointer(hn, text, shape, why, shapes[n][0] is None, kp is not None and kp in written,
+                          next((f.mode for f in facts.pointers if f.name == kp), None))
+            if pe.out:
                 outputs.append(hn)
-            notes = [why] + (["TODO: element type guessed (a template type)"] if dguess else []) + \
-                (["in-out: the kernel reads it too"] if out and mode == "readwrite" else []) + \
-                (["TODO: integers in [low, high): set high to the length they index"] if init == "randint" else [])
-            bounds = ", low = 0, high = 100" if init == "randint" else ""
-            inputs.append(f"  {{ name = {_toml(hn)}, shape = [{', '.join(_toml(s) for s in shape)}], "
-                          f"dtype = {_toml(dtype)}, init = {_toml(init)}{bounds} }},  # {'; '.join(notes)}")
+            rendered[hn] = (len(inputs), pe)
+            inputs.append(pe.entry())
             continue
         dtype = DTYPE_OF.get(base_type(text.rsplit(n, 1)[0]), "int32")
         default = default_sizes.get(n)
@@ -381,10 +374,56 @@ def _build(model: SourceModel, kernel: Kernel, facts: KernelFacts, launch: Launc
         value = value.rstrip("fF") if value else ("1e-05" if _EPS.match(n) else "1.0")
         inputs.append(f"  {{ name = {_toml(hn)}, dtype = {_toml(dtype)}, value = {float(value)!r} }}," +
                       ("" if default is not None else "  # TODO: guessed value"))
+    _integer_entries(model, kernel, inputs, rendered, sizes)
     inout = {_py(n) for n, _t, ptr, _d in params if ptr and next(
         (f.mode for f in facts.pointers if f.name == by_pointer.get(n)), None) == "readwrite"}
     return LauncherTemplate(head, inputs, outputs, sizes,  # a reference sees an in-out buffer's initial value
                             [_py(n) for n, _t, _p, _d in params if _py(n) not in outputs or _py(n) in inout])
+
+
+@dataclass(frozen=True)
+class _Pointer:
+    """A launcher's pointer parameter as its ``inputs`` entry writes it: its name, declaration text, shape
+    (dimension texts), the shape's note, whether the shape is a placeholder, whether the kernel writes it and the
+    kernel's access mode of it."""
+
+    name: str
+    text: str
+    shape: list[str]
+    why: str
+    placeholder: bool
+    out: bool
+    mode: str | None
+
+    def entry(self, integer: IntegerInit | None = None) -> str:
+        """The entry (a TOML line); ``integer``: the init of an integer buffer read as offsets or indices
+        (:func:`~htam_core.harness.template_ranges.integer_inits`), its note first in the comment."""
+        dtype, dguess = _pointee_dtype(self.text)
+        init = ("randn" if self.mode == "readwrite" else "empty") if self.out else \
+            ("randn" if dtype in _FLOAT_TYPES else "randint")
+        if integer is not None and init != "randint":
+            integer = None
+        notes = ([integer.note] if integer is not None else []) + [self.why] + \
+            (["TODO: element type guessed (a template type)"] if dguess else []) + \
+            (["in-out: the kernel reads it too"] if self.out and self.mode == "readwrite" else []) + \
+            (["TODO: integers in [low, high): set high to the length they index"] if init == "randint" and
+             integer is None else [])
+        fields = integer.fields if integer is not None else f"init = {_toml(init)}" + (
+            ", low = 0, high = 100" if init == "randint" else "")
+        return (f"  {{ name = {_toml(self.name)}, shape = [{', '.join(_toml(s) for s in self.shape)}], "
+                f"dtype = {_toml(dtype)}, {fields} }},  # {'; '.join(notes)}")
+
+
+def _integer_entries(model: SourceModel, kernel: Kernel, inputs: list[str], rendered: dict[str, tuple[int, _Pointer]],
+                     sizes: dict[str, int]) -> None:
+    """Write again each entry of ``rendered`` (by name: its index in ``inputs`` and the pointer) that is an offsets
+    array or an index buffer of ``kernel`` under the kernel's own name, with the init its use calls for
+    (:func:`~htam_core.harness.template_ranges.integer_inits`, from the entries' shapes at ``sizes``)."""
+    inits = integer_inits(integer_roles(model, kernel), {n: pe.shape for n, (_, pe) in rendered.items()}, sizes,
+                          {n for n, (_, pe) in rendered.items() if pe.placeholder})
+    for n, (at, pe) in rendered.items():
+        if n in inits:
+            inputs[at] = pe.entry(inits[n])
 
 
 def direct_launch(model: SourceModel, kernel: Kernel, size_of: dict[str, str]) -> tuple[list[int], str] | None:

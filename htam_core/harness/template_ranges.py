@@ -10,7 +10,9 @@ say what its values must be, as in the harness inferred from ``main()`` (:mod:`h
 * **indices** into another buffer (:func:`~htam_core.source.analysis.gathers.gather_indices`: ``x[col_idx[j]]``):
   ``randint`` over ``[0, len(x) / stride)``.
 
-The lengths are the template's own shapes at its sizes' default values; the comment says to keep them in step.
+The writers choose each entry's init from these facts before they render it: :func:`integer_roles` reads the
+roles of the kernel's pointers, :func:`integer_inits` the init of each, from the template's own shapes (dimension
+texts) at its sizes' default values; the comment says to keep them in step.
 
 Idea source: the CSR format (Saad, "Iterative Methods for Sparse Linear Systems", sec. 3.4); our own harness
 inference's integer ranges.
@@ -18,7 +20,8 @@ inference's integer ranges.
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
+from typing import Literal
 
 import sympy
 
@@ -27,66 +30,97 @@ from htam_core.source.analysis.gathers import gather_indices
 from htam_core.source.analysis.offsets import offsets_loops
 from htam_core.source.model import Kernel, SourceModel
 
-__all__ = ["integer_roles"]
-
-_SHAPE = re.compile(r'shape = \[([^\]]*)\]')
-_INIT = re.compile(r'init = "(?:randn|randint)"(?:, low = [^,}\s]+, high = [^,}\s]+)?')
+__all__ = ["IntegerInit", "IntegerRole", "integer_inits", "integer_roles"]
 
 
-def _entry(inputs: list[str], name: str) -> int | None:
-    """The index of the tensor entry of ``name`` in ``inputs``, or ``None``."""
-    return next((i for i, e in enumerate(inputs) if e.startswith(f'  {{ name = "{name}", shape')), None)
+@dataclass(frozen=True)
+class IntegerRole:
+    """What the kernel does with the values of one of its pointer parameters.
+
+    Attributes:
+        pointer: the kernel's pointer parameter (``row_ptr``).
+        kind: ``"offsets"`` (a loop runs between two of its values) or ``"indices"`` (they index ``targets[0]``).
+        targets: the kernel's pointer parameters the values index (``vals``, ``col_idx``; one for indices).
+        line: 1-based line of the loop or of the access.
+        span: for offsets, the loop's range as written (``row_ptr[r]``, ``row_ptr[r + 1]``).
+        stride: for indices, elements of the target per index value (``None``: not a positive integer).
+    """
+
+    pointer: str
+    kind: Literal["offsets", "indices"]
+    targets: tuple[str, ...]
+    line: int
+    span: tuple[str, str] = ("", "")
+    stride: int | None = 1
 
 
-def _length(inputs: list[str], name: str, symbols: dict[str, int]) -> int | None:
-    """The number of elements of the entry ``name`` at the sizes' values ``symbols``, or ``None`` when unknown."""
-    i = _entry(inputs, name)
-    m = _SHAPE.search(inputs[i]) if i is not None else None
-    if m is None:
+@dataclass(frozen=True)
+class IntegerInit:
+    """The init of an integer entry: ``fields`` (``init = "offsets", low = 0, high = 9000``) and ``note``, the
+    first words of its comment."""
+
+    fields: str
+    note: str
+
+
+def integer_roles(model: SourceModel, kernel: Kernel) -> list[IntegerRole]:
+    """The roles of ``kernel``'s pointers read by the analysis layer: its offsets loops, then its gathers, in
+    source order (a pointer may have several; :func:`integer_inits` takes the first that it can size)."""
+    facts = analyze(model, kernel)
+    out = [IntegerRole(lp.pointer, "offsets", tuple(lp.targets), lp.line, (lp.first, lp.last))
+           for lp in offsets_loops(facts)]
+    for g in gather_indices(facts):
+        stride = int(g.stride) if g.stride.is_Integer and int(g.stride) > 0 else None
+        out.append(IntegerRole(g.pointer, "indices", (g.target,), g.line, stride=stride))
+    return out
+
+
+def _length(shape: list[str] | None, symbols: dict[str, int]) -> int | None:
+    """The number of elements of a buffer of ``shape`` (dimension texts, ``["M", "K"]``) at the sizes' values
+    ``symbols``, or ``None`` when unknown."""
+    if not shape:
         return None
     try:
-        value = sympy.prod([sympy.sympify(d.strip().strip('"'), locals=dict(symbols)) for d in m.group(1).split(",")
-                            if d.strip()])
+        value = sympy.sympify(sympy.prod([sympy.sympify(d, locals=dict(symbols)) for d in shape]))
     except (sympy.SympifyError, TypeError, ValueError):
         return None
-    value = sympy.sympify(value)
     return int(value) if value.is_Integer and int(value) > 0 else None
 
 
-def _rewrite(inputs: list[str], name: str, init: str, note: str) -> None:
-    """Give the entry ``name`` of ``inputs`` the ``init`` text (``init = "offsets", low = 0, high = 9000``) and
-    ``note`` as the first words of its comment."""
-    i = _entry(inputs, name)
-    if i is None or _INIT.search(inputs[i]) is None or re.search(r'dtype = "u?int', inputs[i]) is None:
-        return
-    head, _, comment = _INIT.sub(init, inputs[i], count=1).partition("  # ")
-    comment = re.sub(r";?\s*TODO: integers in \[low, high\): set high to the length they index", "", comment)
-    inputs[i] = f"{head}  # {note}" + (f"; {comment}" if comment else "")
+def _init(role: IntegerRole, shapes: dict[str, list[str] | None], symbols: dict[str, int],
+          placeholders: set[str]) -> IntegerInit | None:
+    """The init of ``role``'s pointer, or ``None`` when no target's length is known."""
+    lengths = [n for t in role.targets if (n := _length(shapes.get(t), symbols)) is not None]
+    if not lengths:
+        return None
+    if role.kind == "offsets":
+        return IntegerInit(f'init = "offsets", low = 0, high = {min(lengths)}',
+                           f"an offsets array (the loop on line {role.line} runs from {role.span[0]} to "
+                           f"{role.span[1]}): sorted positions from 0 to the length of {', '.join(role.targets)}; "
+                           "keep high equal to it when the sizes change")
+    if role.stride is None:
+        return None
+    target = role.targets[0]
+    todo = "TODO: its shape is a placeholder, set high to its length; " if target in placeholders else ""
+    return IntegerInit(f'init = "randint", low = 0, high = {max(1, lengths[0] // role.stride)}',
+                       f"indices into {target} (line {role.line}): {todo}keep high equal to its length when the "
+                       "sizes change")
 
 
-def integer_roles(model: SourceModel, kernel: Kernel, inputs: list[str], symbols: dict[str, int]) -> list[str]:
-    """``inputs`` (a template's entries, one a line) with each offsets array and index buffer of ``kernel`` given
-    the values its use calls for (module docstring); entries of other names (a host launcher's own parameter
-    names) and buffers whose target length is unknown are left as they are. ``symbols``: the sizes' values.
-    Returns ``inputs``, changed in place."""
-    facts = analyze(model, kernel)
-    done: set[str] = set()
-    for lp in offsets_loops(facts):
-        lengths = [n for t in lp.targets if (n := _length(inputs, t, symbols)) is not None]
-        if lp.pointer in done or not lengths:
-            continue
-        done.add(lp.pointer)
-        _rewrite(inputs, lp.pointer, f'init = "offsets", low = 0, high = {min(lengths)}',
-                 f"an offsets array (the loop on line {lp.line} runs from {lp.first} to {lp.last}): sorted positions "
-                 f"from 0 to the length of {', '.join(lp.targets)}; keep high equal to it when the sizes change")
-    for g in gather_indices(facts):
-        n = _length(inputs, g.target, symbols)
-        if g.pointer in done or n is None or not g.stride.is_Integer or int(g.stride) <= 0:
-            continue
-        done.add(g.pointer)
-        i = _entry(inputs, g.target)
-        todo = "TODO: its shape is a placeholder, set high to its length; " if i is not None and "TODO" in inputs[i] \
-            else ""
-        _rewrite(inputs, g.pointer, f'init = "randint", low = 0, high = {max(1, n // int(g.stride))}',
-                 f"indices into {g.target} (line {g.line}): {todo}keep high equal to its length when the sizes change")
-    return inputs
+def integer_inits(roles: list[IntegerRole], shapes: dict[str, list[str] | None], symbols: dict[str, int],
+                  placeholders: set[str] = frozenset()) -> dict[str, IntegerInit]:  # type: ignore[assignment]
+    """The init each pointer of ``roles`` draws (module docstring), by the kernel's pointer name: the first role
+    of a pointer whose targets have a known length.
+
+    Args:
+        roles: :func:`integer_roles`.
+        shapes: each buffer's shape as the template writes it (dimension texts over the sizes), by the kernel's
+            pointer name; ``None`` or missing: unknown.
+        symbols: the sizes' default values.
+        placeholders: the buffers whose shape is a placeholder (an index range into one says so).
+    """
+    out: dict[str, IntegerInit] = {}
+    for role in roles:
+        if role.pointer not in out and (chosen := _init(role, shapes, symbols, placeholders)) is not None:
+            out[role.pointer] = chosen
+    return out

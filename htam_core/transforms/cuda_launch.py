@@ -19,10 +19,10 @@ import re
 from htam_core.source.analysis import nodes as _ts  # the node queries of the analysis layer
 from htam_core.source.analysis.constants import literal_value
 from htam_core.source.analysis.contracts import block_segment_results, block_size_numerics
-from htam_core.source.analysis.grid_cover import division_operands, launch_cover
+from htam_core.source.analysis.grid_cover import GridCover, block_literals, division_operands, launch_cover
 from htam_core.source.analysis.launch import launch_calls, reads_block_dim
 from htam_core.source.analysis.nodes import Node
-from htam_core.source.analysis.reaching import reaching_value
+from htam_core.source.analysis.reaching import reaching_definition
 from htam_core.source.analysis.unit import SiteLaunch
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
@@ -56,55 +56,40 @@ def _num_value(unit: CudaUnit, node: Node) -> int | None:
 
 
 def _expand(unit: CudaUnit, expr: Node, scope: Node | None) -> Node:
-    """Follow an identifier to its single local initializer (``int blocks = (n + 255) / 256;``), or to the value of
-    its nearest dominating definition (``blocks = (n + 255) / 256;``; :func:`reaching_value`)."""
+    """Follow an identifier to the value of its nearest dominating definition, a few names deep (``int blocks =
+    (n + 255) / 256;``, ``blocks = (n + 255) / 256;``): where the grid is computed, which its edits change (the
+    analysis layer's :func:`reaching_definition`, by the rule of the value the grid's form is read from)."""
     expr = _ts.unwrap_parens(expr)
     seen = 0
     while _ts.is_identifier(expr) and scope is not None and seen < 4:
-        inits = unit.local_inits(scope, unit.t(expr))
-        if len(inits) != 1 or unit.assigned_in(scope, unit.t(expr)):
-            value = reaching_value(scope, unit.t(expr), expr.start_byte, unit.src)
-            if value is None:
-                break
-            inits = [value]
-        expr = _ts.unwrap_parens(inits[0])
+        value = reaching_definition(scope, unit.t(expr), expr.start_byte, unit.src)
+        if value is None:
+            break
+        expr = _ts.unwrap_parens(value)
         seen += 1
     return expr
 
 
-def grid_literal_edits(unit: CudaUnit, grid: Node, old: int, new: int) -> list[TextEdit] | None | str:
-    """Edits turning a ceil-division by literal ``old`` into one by ``new``.
+def grid_literal_edits(unit: CudaUnit, grid: Node, old: int, new: int, dim: str = "x") -> list[TextEdit] | None | str:
+    """Edits turning a ceil-division by literal ``old`` into one by ``new``, its literal suffixes kept (``256u``,
+    ``256.0f``).
 
     Returns the edits, ``None`` when ``grid`` contains no literal ``old`` (it does not follow the block),
-    or a reason string when the literal is used in a way that is not a ceil-division.
+    or a reason string when the literal is used in a way that is not a ceil-division (the analysis layer's
+    :func:`~htam_core.source.analysis.grid_cover.block_literals` decides, on the grid's sympy form).
     """
-    lits = [n for n in _ts.numbers(grid) if _num_value(unit, n) in (old, old - 1)]
-    if not any(_num_value(unit, n) == old for n in lits):
-        return None
-    edits, divisor_seen = [], False
-    for n in lits:
-        v = _num_value(unit, n)
-        p = n.parent
-        while p is not None and _ts.is_parenthesized(p):
-            p = p.parent
-        op = unit.t(p.child_by_field_name("operator")) if p is not None and _ts.is_binary(p) else ""
-        in_call = p is not None and _ts.is_argument_list(p)
-        if v == old and op == "/" and n.start_byte >= p.child_by_field_name("right").start_byte:
-            divisor_seen = True
-        elif v == old and in_call and "div" in unit.t(p.parent.child_by_field_name("function")).lower():
-            divisor_seen = True
-        elif op not in ("+", "-"):
-            return f"the grid uses {unit.t(n)} in {unit.t(p)!r}, not as a ceil-division by the block size"
+    found = block_literals(unit.source, grid, old, new, dim)
+    if not isinstance(found, list):
+        return found
+    edits = []
+    for n, value in found:
         text = unit.t(n)
-        lit_new = new if v == old else new - 1
         if "." in text:
             suffix = text[text.index(".") :].lstrip(".0123456789")
-            edits.append(unit.replace(n, f"{lit_new}.0{suffix}"))
+            edits.append(unit.replace(n, f"{value}.0{suffix}"))
         else:
             digits = text.rstrip("uUlL")
-            edits.append(unit.replace(n, f"{lit_new}{text[len(digits):]}"))
-    if not divisor_seen:
-        return f"the grid {unit.t(grid)!r} does not divide by the block size {old}"
+            edits.append(unit.replace(n, f"{value}{text[len(digits):]}"))
     return edits
 
 
@@ -292,8 +277,8 @@ def _follow_grid(unit: CudaUnit, launch: SiteLaunch, at: tuple[list[Node], int],
         follows = True  # (N + block.x - 1) / block.x: the grid reads the block itself
         if any(_num_value(unit, n) in {c.value, c.value - 1} - {0, 1} for n in _ts.numbers(grid)):
             return f"the grid {unit.t(grid)!r} mixes {unit.t(launch.block)}.{DIMS[d]} and a literal of the block size"
-    elif grid is not None:
-        ge = grid_literal_edits(unit, grid, c.value, new)
+    elif grid is not None and _rounding_down(unit, launch, d) is None:  # a floor grid is rewritten whole below
+        ge = grid_literal_edits(unit, grid, c.value, new, DIMS[d])
         if isinstance(ge, str) and not unit.facts.covers_any_launch(DIMS[d]):
             return ge
         if isinstance(ge, list):
@@ -312,6 +297,18 @@ def _follow_grid(unit: CudaUnit, launch: SiteLaunch, at: tuple[list[Node], int],
     return None
 
 
+def _rounding_down(unit: CudaUnit, launch: SiteLaunch, d: int) -> GridCover | None:
+    """How ``launch``'s grid covers the work along axis ``d`` when it rounds down (``n / 256``: the analysis layer's
+    :func:`~htam_core.source.analysis.grid_cover.launch_cover` on the grid's sympy form) and no grid-stride loop
+    covers that axis for any grid; else ``None``. The one reading that sends the grid to the floor rewrite
+    (:func:`_floor_grid`) rather than to its literal edits (:func:`grid_literal_edits`)."""
+    lf = unit.launch_facts(launch)
+    cover = launch_cover(unit.source, unit.facts, lf, d) if lf is not None else None
+    if cover is None or cover.kind != "floor" or unit.facts.covers_any_launch(DIMS[d]):
+        return None
+    return cover
+
+
 def _floor_grid(unit: CudaUnit, launch: SiteLaunch, at: tuple[Node, int], c: Const, new: int,
                 group: list[TextEdit]) -> str | bool:
     """When ``launch``'s grid component ``at = (node, axis)`` rounds the work down (``n / 256``: the analysis
@@ -320,9 +317,8 @@ def _floor_grid(unit: CudaUnit, launch: SiteLaunch, at: tuple[Node, int], c: Con
     ``n`` makes exact (``True``); without that check, why the block must stay (another block would cover other
     elements). ``False`` when the grid does not round down."""
     grid, d = at
-    lf = unit.launch_facts(launch)
-    cover = launch_cover(unit.source, unit.facts, lf, d) if lf is not None else None
-    if cover is None or cover.kind != "floor" or unit.facts.covers_any_launch(DIMS[d]):
+    cover = _rounding_down(unit, launch, d)
+    if cover is None:
         return False
     ops = division_operands(grid, unit.src)
     if not cover.bound_is_work or ops is None:
@@ -334,8 +330,6 @@ def _floor_grid(unit: CudaUnit, launch: SiteLaunch, at: tuple[Node, int], c: Con
     left, op, right = ops
     divisor = c.name if c.name and op == "/" and references(right, unit.src, c.name) else \
         unit.t(right) if op == "/" and reads_block_dim(right, unit.src, launch.block, d) else str(new)
-    span = unit.source.span(grid)
-    group[:] = [e for e in group if not (span[0] <= e.start_byte and e.end_byte <= span[1])]
     group.append(unit.replace(grid, f"({unit.t(left)} + {divisor} - 1) / {divisor}"))
     return True
 

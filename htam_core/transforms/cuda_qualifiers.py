@@ -72,7 +72,8 @@ def alias_reason(al: LaunchAlias, name: str) -> str:
     """The one line saying that read-only ``name`` is the same buffer as a written pointer at launch ``al``."""
     other = al.second if al.first == name else al.first
     via = f" {al.via}" if al.via else ""
-    return (f"{name} is read but the launch on line {al.line} passes the same buffer ({al.buffer}) as {other}{via}, "
+    passes = "passes" if al.certain else "may pass"
+    return (f"{name} is read but the launch on line {al.line} {passes} the same buffer ({al.buffer}) as {other}{via}, "
             f"which the kernel writes: a read-only load or a no-alias promise on {name} would be wrong there")
 
 

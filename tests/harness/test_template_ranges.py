@@ -1,7 +1,9 @@
 """The ``htam.toml`` template written from a CSR kernel's signature (no ``main()``, no launcher): the row pointer is
 an offsets array from 0 to the length of the nonzeros and the column indices lie inside ``x``
 (:mod:`htam_core.harness.template_ranges`); the table parses back and the inputs drawn from it on the CPU keep every
-row inside the nonzeros. A kernel without such uses keeps its entries."""
+row inside the nonzeros. A kernel without such uses keeps its entries. The roles are read from the analysis layer
+and each init chosen from the template's shapes at the sizes' values before an entry is written (an unknown
+length, an index stride that is not a constant, a placeholder target)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 
 from htam_core.harness.spec import parse_kernel_table
 from htam_core.harness.template import write_template
+from htam_core.harness.template_ranges import integer_inits, integer_roles
 from htam_core.source.api import parse_text
 
 CSR = {
@@ -62,3 +65,30 @@ def test_a_kernel_without_offsets_or_indices_keeps_its_entries(tmp_path):
                                "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = v[i] > 0;\n}\n",
                      "cnt")
     assert "offsets" not in toml and {i.name: i.init for i in h.inputs}["v"] != "offsets"
+
+
+def test_the_roles_and_the_inits_chosen_from_the_shapes():
+    model = parse_text(CSR["thread_row"].format(t="int"), "cuda")
+    roles = integer_roles(model, model.kernel("spmv"))
+    assert [(r.pointer, r.kind, r.targets) for r in roles] == [
+        ("rp", "offsets", ("vals", "ci")), ("ci", "indices", ("x",))]
+    shapes = {"vals": ["NNZ"], "ci": ["NNZ"], "x": ["N", "2"]}
+    inits = integer_inits(roles, shapes, {"NNZ": 5000, "N": 300})
+    assert inits["rp"].fields == 'init = "offsets", low = 0, high = 5000' and "loop on line 5" in inits["rp"].note
+    assert inits["ci"].fields == 'init = "randint", low = 0, high = 600' and "TODO" not in inits["ci"].note
+    assert "TODO: its shape is a placeholder" in integer_inits(roles, shapes, {"NNZ": 5000, "N": 300}, {"x"})[
+        "ci"].note
+    # the shortest target bounds the offsets; an unknown length gives no init
+    assert integer_inits(roles, {**shapes, "ci": ["M"]}, {"NNZ": 5000, "N": 300, "M": 70})["rp"].fields.endswith(
+        "high = 70")
+    assert integer_inits(roles, {"vals": ["NNZ"]}, {}) == {}
+
+
+def test_an_index_stride_that_is_not_a_constant_draws_no_range():
+    text = ("__global__ void emb(const int *ids, const float *table, float *out, int n, int c) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "  if (i < n) for (int k = 0; k < c; ++k) out[i * c + k] = table[ids[i] * STRIDE + k];\n}\n")
+    for stride, high in (("4", 250), ("c", None)):
+        model = parse_text(text.replace("STRIDE", stride), "cuda")
+        inits = integer_inits(integer_roles(model, model.kernel("emb")), {"table": ["1000"]}, {})
+        assert (inits["ids"].fields.endswith(f"high = {high}") if high else "ids" not in inits), stride

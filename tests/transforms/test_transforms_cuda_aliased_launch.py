@@ -1,7 +1,8 @@
 """``cuda.ldg`` and ``cuda.restrict_const`` on a kernel whose launch in the same file passes one buffer as both an
 input and an output (in place: ``k<<<g, b>>>(d_x, d_x, n)``, through casts, a host variable, from ``main()``): the
 aliased input gets neither ``__ldg`` nor ``__restrict__`` (one reason line; the step is not offered when it was
-the only one), another input keeps its step, and a launch with distinct buffers or no launch at all keeps today's
+the only one), also where it may be the output on some paths only (set in a branch or in the loop around the
+launch), another input keeps its step, and a launch with distinct buffers or no launch at all keeps today's
 behaviour. Two inputs given the same buffer (both only read) still get both steps."""
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ IN_PLACE = {
     "main": "int main() {\n  const int n = 1 << 20;\n  float *d;\n  cudaMalloc(&d, n * sizeof(float));\n"
             "  axpy<<<(n + 255) / 256, 256>>>(reinterpret_cast<const float *>(d), &d[0], 3.0f, n);\n  return 0;\n}",
 }
+#: The input is the output on some paths only (set in a branch, in the loop around the launch).
+MAY_ALIAS = {
+    "branch": "void run(float *d_x, float *d_z, int n) {\n  const float *in = d_z;\n  if (n < 64) in = d_x;\n"
+              "  axpy<<<(n + 255) / 256, 256>>>(in, d_x, 2.0f, n);\n}",
+    "loop": "void run(float *d_x, float *d_z, int n) {\n  float *in = d_z;\n  for (int r = 0; r < 3; ++r) {\n"
+            "    axpy<<<(n + 255) / 256, 256>>>(in, d_x, 2.0f, n);\n    in = d_x;\n  }\n}",
+}
 SEPARATE = {
     "distinct": "void run(float *d_x, float *d_y, int n) { axpy<<<(n + 255) / 256, 256>>>(d_x, d_y, 2.0f, n); }",
     "offset": "void run(float *d, int n) { axpy<<<(n + 255) / 256, 256>>>(d, d + n, 2.0f, n); }",
@@ -56,6 +64,14 @@ def test_an_input_passed_as_the_output_gets_no_read_only_promise(step, spelling)
     assert isinstance(res, NotApplicable), step
     assert "x is read but the launch on line" in res.reason and "as y, which the kernel writes" in res.reason
     assert "\n" not in res.reason
+
+
+@pytest.mark.parametrize("spelling", sorted(MAY_ALIAS))
+@pytest.mark.parametrize("step", STEPS)
+def test_an_input_that_may_be_the_output_gets_no_read_only_promise(step, spelling):
+    res = _propose(step, AXPY + MAY_ALIAS[spelling], "axpy")
+    assert isinstance(res, NotApplicable), step
+    assert "x is read but the launch on line" in res.reason and "may pass the same buffer (d_x)" in res.reason
 
 
 @pytest.mark.parametrize("spelling", sorted(SEPARATE))

@@ -2,8 +2,9 @@
 a local, a ``#define`` or a ``dim3``'s member): with a bounds check against the same work the grid becomes a
 ceil-division of the work by the new block (every element the check lets through gets a thread, whatever the block),
 and the candidate compiles; without one the step is not offered and says why in one line. A ceil-division grid keeps
-today's edit. The grids of the candidates are read back by the analysis layer and evaluated for sizes that the old
-or the new block does not divide."""
+today's edit, also in its other spellings (by its literals, read on the grid's form); a literal of the block's value
+outside the ceil-division keeps the block. The grids of the candidates are read back by the analysis layer and
+evaluated for sizes that the old or the new block does not divide."""
 
 from __future__ import annotations
 
@@ -115,3 +116,34 @@ def test_other_launch_steps_need_the_bounds_check_on_a_floor_grid(step, spelling
     assert isinstance(registry.propose(step, model, model.kernel("scale")), NotApplicable)
     model = parse_text(_text(GUARDED["if"], FLOOR_HOSTS[spelling]), "cuda")
     assert not isinstance(registry.propose(step, model, model.kernel("scale")), NotApplicable)
+
+
+#: Ceil-division grids that the block-size step follows by their literals, read on the grid's form: each candidate
+#: is a ceil-division again (checked by the analysis layer at sizes no block divides).
+CEIL_SPELLINGS = ["(n + 255) / 256", "(n + 255u) / 256u", "(n - 1) / 256 + 1", "n / 256 + (n % 256 != 0)",
+                  "ceil(n / 256.0)"]
+
+
+@pytest.mark.parametrize("grid", CEIL_SPELLINGS)
+def test_a_ceil_grid_follows_the_block_by_its_literals(grid):
+    res = _propose(_text(GUARDED["if"], f"scale<<<{grid}, 256>>>(y, x, n);"))
+    assert not isinstance(res, NotApplicable), res.reason
+    for cand in res:
+        assert "rounded down" not in cand.description
+        model = parse_text(cand.new_text, "cuda")
+        facts = analyze(model, model.kernel("scale"))
+        (launch,) = facts.launches
+        cover = launch_cover(cuda_source(model, model.kernel("scale")), facts, launch, 0)
+        assert cover.kind == "ceil", cand.new_text
+        if cover.work is not None and "%" not in grid:  # evaluated where _blocks reads every operator
+            threads = launch.block[0].value
+            for n in (1, 255, 257, 4096 + 3):
+                blocks = _blocks(launch.grid[0].expr, n, threads)
+                assert (blocks - 1) * threads < n <= blocks * threads, (cand.description, n)
+
+
+@pytest.mark.parametrize("grid", ["(256 * m + 255) / 256", "(n + 255) / 256 + 256"])
+def test_a_block_literal_outside_the_ceil_division_keeps_the_block(grid):
+    text = _text(GUARDED["if"], f"scale<<<{grid}, 256>>>(y, x, n);").replace("int n)", "int n, int m)")
+    res = _propose(text)
+    assert isinstance(res, NotApplicable) and grid in res.reason and "\n" not in res.reason

@@ -1,7 +1,9 @@
 """A grid held in variables of the launching function (``int blocks = (n + threads - 1) / threads;``, ``gx = (w
 + 63) / 64;`` then ``dim3 grid(gx, gy)``): the launch facts read the value each variable holds at the launch
-(its nearest dominating definition), so the wide-block coalescing remap and the block-size step are made. Each
-candidate compiles with nvcc. Kernels written for these tests."""
+(its nearest dominating definition), so the wide-block coalescing remap and the block-size step are made; the
+block-size step edits the grid where its variable's reaching definition computes it (a local, a ``dim3`` local, a
+local reassigned before the launch, one whose operand changes after, a launch in a lambda). Each candidate
+compiles with nvcc. Kernels written for these tests."""
 
 from __future__ import annotations
 
@@ -122,3 +124,40 @@ def test_the_candidates_compile(tmp_path) -> None:
     for k, cands in enumerate(made):
         assert isinstance(cands, list) and cands
         assert_nvcc_compiles(cands[0].new_text, tmp_path, f"c{k}.cu")
+
+
+SCALE_KERNEL = SCALE[:SCALE.index("void run")]
+#: name -> (the launching function's body, the grid text the 128-thread candidate holds)
+HELD_GRIDS = {
+    "local": ("int blocks = (n + 255) / 256;\n  scale<<<blocks, 256>>>(x, y, n);", "int blocks = (n + 127) / 128;"),
+    "dim3": ("dim3 grid((n + 255) / 256);\n  scale<<<grid, 256>>>(x, y, n);", "dim3 grid((n + 127) / 128);"),
+    "dim3_of_local": ("int b = (n + 255) / 256;\n  dim3 grid(b, 1), block(256);\n  scale<<<grid, block>>>(x, y, n);",
+                      "int b = (n + 127) / 128;"),
+    "reassigned": ("int blocks = n / 256;\n  blocks = (n + 255) / 256;\n  scale<<<blocks, 256>>>(x, y, n);",
+                   "blocks = (n + 127) / 128;"),
+    "operand_changed": ("int blocks = (n + 255) / 256;\n  n = n - 1;\n  scale<<<blocks, 256>>>(x, y, n);",
+                        "int blocks = (n + 127) / 128;"),
+    "lambda": ("int blocks = (n + 255) / 256;\n  auto go = [&] { scale<<<blocks, 256>>>(x, y, n); };\n  go();",
+               "int blocks = (n + 127) / 128;"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HELD_GRIDS))
+def test_the_block_size_edits_the_grid_where_its_variable_is_computed(name: str, tmp_path) -> None:
+    body, grid = HELD_GRIDS[name]
+    text = SCALE_KERNEL + "void run(const float *x, float *y, int n)\n{\n  " + body + "\n}\n"
+    model = parse_text(text, "cuda", "/tmp/grid_variables_held.cu")
+    r = propose("cuda.block_size", model, model.kernel("scale"))
+    assert not isinstance(r, NotApplicable), r.reason
+    c = next(c for c in r if "128 threads" in c.description)
+    assert grid in c.new_text and "256" not in c.new_text[len(SCALE_KERNEL):].replace("n / 256", "")
+    if shutil.which("nvcc"):
+        assert_nvcc_compiles(c.new_text, tmp_path)
+
+
+def test_a_grid_set_in_a_branch_is_not_followed() -> None:
+    text = SCALE_KERNEL + ("void run(const float *x, float *y, int n)\n{\n  int blocks = 1;\n"
+                           "  if (n > 256) blocks = (n + 255) / 256;\n  scale<<<blocks, 256>>>(x, y, n);\n}\n")
+    model = parse_text(text, "cuda", "/tmp/grid_variables_branch.cu")
+    r = propose("cuda.block_size", model, model.kernel("scale"))
+    assert isinstance(r, NotApplicable) and "the grid (blocks) does not follow the block size" in r.reason

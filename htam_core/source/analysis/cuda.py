@@ -141,6 +141,9 @@ class Affine:
         self.ceil_div_calls = ceil_div_calls
         self.macros = macros or MacroTable(())
         self._memo: dict[tuple[str, int], sympy.Expr] = {}
+        #: Number literals read as another value, by their first byte (:func:`~htam_core.source.analysis.
+        #: grid_cover.block_literals`: the grid's form with its block literals edited).
+        self.literals: dict[int, int] = {}
 
     def _group(self, name: str) -> int | None:
         """The size of the cooperative group local ``name``: ``W`` for a ``thread_block_tile<W>`` (or ``auto`` from
@@ -276,7 +279,7 @@ class Affine:
         node = strip_casts(node)
         t = node.type
         if t == "number_literal":
-            v = literal_value(self.env.t(node))
+            v = self.literals.get(node.start_byte, literal_value(self.env.t(node)))
             return None if v is None else (sympy.Integer(v) if isinstance(v, int) else sympy.Float(v))
         b = self.builtin(node)
         if b is not None:

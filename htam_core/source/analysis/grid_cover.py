@@ -9,7 +9,9 @@ A 1-D launch sizes its grid from the work ``W`` and the block ``B`` in one of tw
 * **floor division**: ``W / B``, ``W >> log2(B)``: ``B * (W / B)`` threads, exactly ``W`` only when ``B`` divides
   ``W``; the kernel relies on that exact division or leaves the last ``W % B`` elements unprocessed.
 
-A step that changes the block keeps a ceil-division a ceil-division (the grid follows the block). A floor
+A step that changes the block keeps a ceil-division a ceil-division (the grid follows the block):
+:func:`block_literals` gives the block's literals in a grid written with them (``(n + 255) / 256``) and their new
+values, when the grid's form with them changed is the ceil-division of the same work by the new block. A floor
 division does not survive the change: with a larger block it covers fewer elements. The block-size step reads
 :func:`launch_cover` to rewrite such a grid into the ceil-division that the kernel's bounds check makes exact
 (``i < n`` with ``n`` the grid's work at the launch) or, without that check, to leave the block as it is.
@@ -31,13 +33,15 @@ from typing import Literal
 import sympy
 
 from htam_core.source.analysis import nodes as syn
+from htam_core.source.analysis.constants import literal_value
+from htam_core.source.analysis.cuda import Affine
 from htam_core.source.analysis.facts import KernelFacts, LaunchFacts
 from htam_core.source.analysis.forms import param_names
 from htam_core.source.analysis.guards import enclosing_bounds, first_bounds_guard
 from htam_core.source.analysis.nodes import Node
 from htam_core.source.analysis.unit import CudaSource
 
-__all__ = ["DIMS", "GridCover", "division_operands", "grid_rounding", "index_bound", "launch_cover"]
+__all__ = ["DIMS", "GridCover", "block_literals", "division_operands", "grid_rounding", "index_bound", "launch_cover"]
 
 DIMS = ("x", "y", "z")
 GridKind = Literal["ceil", "floor", "other"]
@@ -178,3 +182,55 @@ def division_operands(node: Node, src: bytes) -> tuple[Node, str, Node] | None:
     return left, op_text, right
 
 
+
+
+def _integral(text: str) -> int | None:
+    """The value of number literal ``text`` when it is an integer (``256``, ``256u``, ``256.0f``), else ``None``."""
+    v = literal_value(text)
+    return int(v) if v is not None and float(v).is_integer() else None
+
+
+def _function_of(node: Node) -> Node | None:
+    """The function (or lambda) around ``node``, ``None`` at file scope."""
+    p = node.parent
+    while p is not None and p.type not in ("function_definition", "lambda_expression"):
+        p = p.parent
+    return p
+
+
+def _form(source: CudaSource, grid: Node, literals: dict[int, int]) -> sympy.Expr | None:
+    """The sympy form of grid component ``grid`` read as the launch facts read a grid (locals followed, ceil-division
+    helpers and macros read), the number literals starting at the bytes of ``literals`` read as their values."""
+    host = _function_of(grid)
+    if host is None:
+        return None
+    reader = Affine(source.env, host, set(), ceil_div_calls=True, reaching=True)
+    reader.literals = literals
+    return reader.expr(grid)
+
+
+def block_literals(source: CudaSource, grid: Node, old: int, new: int, dim: str = "x") -> list[tuple[Node, int]] | str | None:
+    """The block's number literals in grid component ``grid`` (a node of ``source``'s tree, locals already followed:
+    ``(n + 255) / 256``) with the value each takes when the block extent along ``dim`` goes from ``old`` to
+    ``new`` threads (``old`` -> ``new``, ``old - 1`` -> ``new - 1``).
+
+    One reading decides: the grid's sympy form (:func:`grid_rounding`) must be a ceil-division of some work ``W``
+    by ``old``, and its form with those literals changed the ceil-division of the same ``W`` by ``new`` (so a
+    literal of the block's value inside ``W``, ``(256 * m + 255) / 256``, refuses; ``W / 256 + (W % 256 != 0)``
+    follows). A floating ceil (``ceil(n / 256.0)``) is read whole: it follows when the block's literal is its only
+    one. Returns the ``(literal, new value)`` pairs, ``None`` when ``grid`` has no literal ``old`` (the grid does
+    not follow the block), or the one-line reason it does not follow it right. Errors: none.
+    Idea source: the CUDA C++ Programming Guide's ``(N + threadsPerBlock - 1) / threadsPerBlock``."""
+    lits = [(n, v) for n in syn.numbers(grid) if (v := _integral(source.t(n))) in (old, old - 1)]
+    if not any(v == old for _, v in lits):
+        return None
+    moved = {n.start_byte: new if v == old else new - 1 for n, v in lits}
+    kind, work = grid_rounding(_form(source, grid, {}), old, dim)
+    if kind != "ceil":
+        return f"the grid {source.t(grid)!r} uses {old} but is not a ceil-division by the block size {old}"
+    new_kind, new_work = grid_rounding(_form(source, grid, moved), new, dim)
+    whole = work is None and new_work is None and len(lits) == 1
+    if new_kind != "ceil" or not (whole or (work is not None and new_work is not None
+                                             and sympy.simplify(work - new_work) == 0)):
+        return f"the grid {source.t(grid)!r} uses {old} also outside its ceil-division by the block size"
+    return [(n, moved[n.start_byte]) for n, _ in lits]

@@ -35,9 +35,9 @@ __all__ = ["MAX_LEVELS", "Callers", "Resolve", "WrapperCall", "wrapper_calls"]
 #: how many host functions between a launch and the call that passes its buffers are followed
 MAX_LEVELS = 3
 
-#: ``(function, its file's bytes, byte, argument text) -> buffer``: the buffer an argument written at byte ``byte``
-#: of ``function`` names (casts dropped, a host variable followed to its value)
-Resolve = Callable[[Node, bytes, int, str], str]
+#: ``(function, its file's bytes, byte, argument node) -> buffers``: the buffers an argument written at byte ``byte``
+#: of ``function`` may name (casts dropped, a host variable followed to its value)
+Resolve = Callable[[Node, bytes, int, Node], frozenset[str]]
 #: ``function name -> [(path, bytes)]``: other files that may call the function (the workspace's that name it)
 Callers = Callable[[str], Sequence[tuple[str, bytes]]]
 
@@ -47,14 +47,14 @@ class WrapperCall:
     """The launch's arguments as one call of its wrapper passes them.
 
     Attributes:
-        args: one buffer text per launch argument: the caller's buffer where the argument is a wrapper parameter,
-            else a text of its own that equals no other (``"\\0<k>"``).
+        args: the buffers each launch argument may name: the caller's where the argument is a wrapper parameter,
+            else a text of its own that equals no other (``{"\\0<k>"}``).
         wrapper: the host function called (``run``).
         line: 1-based line of the call in its file (the outermost call followed).
         path: the file of the call; ``""`` for the unit that holds the launch.
     """
 
-    args: tuple[str, ...]
+    args: tuple[frozenset[str], ...]
     wrapper: str
     line: int
     path: str = ""
@@ -104,27 +104,34 @@ def _calls(f: _File, name: str, nparams: int, skip: Node | None) -> list[tuple[N
     return out
 
 
-def _bound(args: Sequence[str], params: list[str], f: _File, call: Node, values: list[Node],
-           resolve: Resolve) -> tuple[str, ...]:
-    """The launch's ``args`` at one call: each parameter of ``params`` replaced by the caller's buffer."""
+def _param(a: frozenset[str], params: list[str]) -> str | None:
+    """The parameter of ``params`` that argument ``a`` (the buffers it may name) is, or ``None``."""
+    name = next(iter(a)) if len(a) == 1 else None
+    return name if name and name in params else None
+
+
+def _bound(args: Sequence[frozenset[str]], params: list[str], f: _File, call: Node, values: list[Node],
+           resolve: Resolve) -> tuple[frozenset[str], ...]:
+    """The launch's ``args`` at one call: each parameter of ``params`` replaced by the caller's buffers."""
     caller = host_of(call)
     out = []
     for k, a in enumerate(args):
-        if a and a in params and caller is not None:
-            out.append(resolve(caller, f.src, call.start_byte, text(values[params.index(a)], f.src)))
+        p = _param(a, params)
+        if p is not None and caller is not None:
+            out.append(resolve(caller, f.src, call.start_byte, values[params.index(p)]))
         else:
-            out.append(f"\0{k}")
+            out.append(frozenset({f"\0{k}"}))
     return tuple(out)
 
 
-def _follow(host: Node, home: _File, args: Sequence[str], unit: _File, callers: Callers, resolve: Resolve,
-            level: int) -> list[tuple[tuple[str, ...], str, Node, _File]]:
+def _follow(host: Node, home: _File, args: Sequence[frozenset[str]], unit: _File, callers: Callers,
+            resolve: Resolve, level: int) -> list[tuple[tuple[frozenset[str], ...], str, Node, _File]]:
     """``(args at the call, wrapper name, call, file)`` of each call of ``host`` (a function of ``home``) in the
     unit and the files ``callers`` gives, and of the calls of its callers that pass their own parameters on,
     ``level`` wrappers deep at most."""
     name = function_name(host, home.src) if syn.is_function_definition(host) else None
     params = _param_names(host, home.src) if name else []
-    if not name or level <= 0 or not any(a and a in params for a in args):
+    if not name or level <= 0 or not any(_param(a, params) for a in args):
         return []
     files = [unit, *(_File(d, _parsed(d).root_node, p) for p, d in callers(name) if d not in unit.src)]
     out = []
@@ -138,14 +145,14 @@ def _follow(host: Node, home: _File, args: Sequence[str], unit: _File, callers: 
     return out
 
 
-def wrapper_calls(host: Node, src: bytes, args: Sequence[str], resolve: Resolve,
+def wrapper_calls(host: Node, src: bytes, args: Sequence[frozenset[str]], resolve: Resolve,
                   callers: Callers = lambda name: ()) -> tuple[WrapperCall, ...]:
     """The launch's arguments as each call of its wrapper passes them (module docstring).
 
     Args:
         host: the function definition that holds the launch (a node of the tree of ``src``).
         src: the bytes of the unit that holds it (its tree's text).
-        args: the launch's arguments as buffers read in ``host`` (a parameter of ``host`` read as its name).
+        args: the launch's arguments as the buffers each may name in ``host`` (a parameter of ``host``: its name).
         resolve: how an argument text at a call reads as a buffer (:data:`Resolve`).
         callers: the other files that may call a function of a given name (:data:`Callers`; the workspace's);
             a file whose whole text is in ``src`` (a launcher the joint unit holds) is skipped. Default: none.

@@ -5,19 +5,29 @@ through another pointer during the launch. The kernel's text alone cannot tell; 
 two pointer parameters that receive the same buffer at some launch alias there. This module reads, per launch of
 the kernel in its file, each pointer argument as the buffer it names:
 
-* the expression as written, parentheses, C casts and C++ named casts dropped (``(float *)d_x``,
-  ``reinterpret_cast<const float *>(d_x)``), ``&p[0]`` read as ``p``, whitespace collapsed;
-* a name of the launching function followed to the one value it is given before the launch (``float *d_out =
-  d_x;``, ``out = in;``), a few steps deep; a name given two values, or none there, stands for itself.
-
+* the expression as written, read on its syntax node: parentheses, C casts and C++ named casts dropped
+  (``(float *)d_x``, ``reinterpret_cast<const float *>(d_x)``), ``&p[0]`` and ``p + 0`` read as ``p``
+  (:func:`~htam_core.source.analysis.syntax.strip_pointer`), ``c ? a : b`` as either, whitespace collapsed;
+* a name of the launching function followed to the value it holds at the launch, its nearest dominating
+  definition (:func:`~htam_core.source.analysis.reaching.reaching_value`: ``float *d_out = d_x;``,
+  ``out = in;``), chained a few steps deep;
+* a name that no single definition reaches (one given a value in an ``if`` branch, in a loop around the launch,
+  on some paths only) stands for itself *and* every value it is given anywhere in the function
+  (:func:`~htam_core.source.analysis.reaching.assigned_values`): it MAY be any of them, and an input that may
+  be a written buffer is treated as one (the conservative rule: ``__ldg`` and ``__restrict__`` are promises, so a
+  may-alias refuses them);
+* a member ``buf.data`` stands for itself, the values assigned to it in the function, and the same member of
+  what its base name holds (``Buf b2 = buf;``: ``b2.data`` is ``buf.data``). A member set out of sight (by a
+  called function, an aggregate initializer) is not seen.
 * an argument that is a parameter of the launching function (a launch wrapper, ``void run(float *out, const float
   *in, int n)``) read at each call of that function, in the file and in the workspace files the caller gives,
   a few wrappers deep (:mod:`~htam_core.source.analysis.host_wrappers`): ``run(x, x, n)`` passes one buffer twice.
 
-Two pointer parameters alias at a launch when their arguments name the same buffer (a null pointer is none).
-Anything else (``d_x`` and
-``d_x + n``, two distinct names) is not claimed to alias: the reading is simple and may miss aliasing built
-elsewhere; a kernel with no launch in its file gives nothing (the caller keeps its behaviour).
+Two pointer parameters alias at a launch when the buffers their arguments may name meet (a null pointer or a
+number is none); ``LaunchAlias.certain`` tells whether each argument names one buffer only. Anything else
+(``d_x`` and ``d_x + n``, two distinct names never given the same value) is not claimed to alias: a pointer set
+out of sight (``cudaMalloc(&d, ...)``, ``get(&d)``) stands for itself; a kernel with no launch in its file gives
+nothing (the caller keeps its behaviour).
 
 Idea source: C99's ``restrict`` (6.7.3.1: no object accessed through one restrict pointer is modified through
 another) and the CUDA C++ Programming Guide, "__restrict__" and "Read-Only Data Cache Load Function".
@@ -25,27 +35,22 @@ another) and the CUDA C++ Programming Guide, "__restrict__" and "Read-Only Data 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.forms import param_names
 from htam_core.source.analysis.host_wrappers import Callers, wrapper_calls
 from htam_core.source.analysis.nodes import Node
-from htam_core.source.analysis.syntax import text as node_text
-from htam_core.source.analysis.unit import CudaSource, cuda_source
+from htam_core.source.analysis.reaching import assigned_values, reaching_value
+from htam_core.source.analysis.syntax import strip_pointer, text
+from htam_core.source.analysis.unit import CudaSource, SiteLaunch, cuda_source
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.types.language import traits
 
-__all__ = ["LaunchAlias", "aliased_with", "launch_aliases"]
+__all__ = ["LaunchAlias", "aliased_with", "argument_buffers", "launch_aliases"]
 
-#: ``reinterpret_cast<T>(x)`` and its kin, or a C cast ``(T *)x``, around a buffer expression.
-_NAMED_CAST = re.compile(r"^(?:static|reinterpret|const)_cast\s*<.*>\s*\((.*)\)$", re.S)
-_C_CAST = re.compile(r"^\(\s*(?:const\s+)?[A-Za-z_][\w:<>\s]*\*+\s*(?:const\s*)?(?:__restrict__\s*)?\)\s*(.+)$", re.S)
-_FIRST_ELEMENT = re.compile(r"^&\s*\(?\s*([A-Za-z_][\w.]*)\s*\)?\s*\[\s*0\s*\]$")
-_NAME = re.compile(r"^[A-Za-z_]\w*$")
-#: A null pointer or a number: no buffer (two null arguments do not share data).
-_NO_BUFFER = re.compile(r"^(?:nullptr|NULL|0[xX]?[0-9a-fA-F]*[uUlL]*|\d+[uUlL]*)$")
+#: How many names deep a buffer is followed (``in = out; out = d_x;`` is two).
+_DEPTH = 6
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class LaunchAlias:
         first, second: the parameters, in parameter order (``x``, ``y``).
         line: 1-based line of the launch.
         buffer: the buffer both receive, as read (``d_x``: names followed to their value).
+        certain: both arguments name that buffer on every path (``False``: one may name another).
         via: where the launch's host function is called with that buffer twice, when it is (``through run()
             called on line 12``, or ``... at main.cu:12`` in another file); ``""`` for the launch itself.
     """
@@ -64,57 +70,105 @@ class LaunchAlias:
     second: str
     line: int
     buffer: str
+    certain: bool = True
     via: str = ""
 
 
-def _strip(text: str) -> str:
-    """``text`` without outer parentheses, casts and ``&p[0]``, whitespace collapsed."""
-    prev = None
-    text = " ".join(text.split())
-    while prev != text:
-        prev = text
-        if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
-            text = text[1:-1].strip()
-        for pat in (_NAMED_CAST, _C_CAST, _FIRST_ELEMENT):
-            m = pat.match(text)
-            if m is not None:
-                text = m.group(1).strip()
-    return text
+def _spelled(node: Node, src: bytes) -> str:
+    """The text of ``node`` with whitespace collapsed."""
+    return " ".join(text(node, src).split())
 
 
-def _balanced(text: str) -> bool:
-    """The parentheses of ``text`` close in order (``a) + (b`` does not)."""
-    depth = 0
-    for ch in text:
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if depth < 0:
-            return False
-    return depth == 0
+def _no_buffer(node: Node) -> bool:
+    """``node`` is a null pointer or a number (``nullptr``, ``NULL``, ``0``): no buffer."""
+    return syn.is_number(node) or node.type == "null"
 
 
-def _values(src: CudaSource | _Text, host: Node, before: int) -> dict[str, list[str]]:
-    """Each name of the function ``host`` with the values it is given before byte ``before``: declarations with an
-    initializer (``float *d_out = d_x;``) and plain assignments (``out = in;``)."""
-    out: dict[str, list[str]] = {}
-    for d in syn.init_declarators(host):
-        name = syn.declared_identifier(d.child_by_field_name("declarator"))
-        value = d.child_by_field_name("value")
-        if d.start_byte < before and name is not None and value is not None:
-            out.setdefault(src.t(name), []).append(src.t(value))
-    for a in syn.assignments(host):
-        left, op = a.child_by_field_name("left"), a.child_by_field_name("operator")
-        if a.start_byte < before and left is not None and syn.is_identifier(left) and src.t(op) == "=":
-            out.setdefault(src.t(left), []).append(src.t(a.child_by_field_name("right")))
+class _Reader:
+    """The buffers the arguments of one launch may name (module docstring): ``host`` the launching function,
+    ``at`` the launch's first byte, ``src`` the unit's bytes."""
+
+    def __init__(self, host: Node | None, at: int, src: bytes) -> None:
+        self.host, self.at, self.src = host, at, src
+
+    def buffers(self, node: Node, depth: int = 0) -> frozenset[str]:
+        """The buffers expression ``node`` may name at the launch (``frozenset()``: none, a null pointer)."""
+        node = strip_pointer(node)
+        if syn.is_brace_or_call_list(node) and node.named_child_count == 1:
+            node = node.named_children[0]  # `float *o{d_x};`
+        if _no_buffer(node):
+            return frozenset()
+        if syn.is_conditional(node):
+            return self._either(node, depth)
+        if depth >= _DEPTH or self.host is None or not (syn.is_identifier(node) or syn.is_field(node)):
+            return frozenset({_spelled(node, self.src)})
+        if syn.is_identifier(node):
+            return self._name(node, depth)
+        return self._member(node, depth)
+
+    def _either(self, node: Node, depth: int) -> frozenset[str]:
+        """``c ? a : b`` may name what ``a`` or ``b`` does."""
+        out: frozenset[str] = frozenset()
+        for f in ("consequence", "alternative"):
+            branch = node.child_by_field_name(f)
+            if branch is not None:
+                out |= self.buffers(branch, depth + 1)
+        return out
+
+    def _name(self, node: Node, depth: int) -> frozenset[str]:
+        """A name: its reaching value's buffers, or itself and every value it is given (it may hold any)."""
+        assert self.host is not None
+        name = _spelled(node, self.src)
+        value = reaching_value(self.host, name, self.at, self.src)
+        if value is not None:
+            return self.buffers(value, depth + 1)
+        return self._may(name, depth)
+
+    def _may(self, target: str, depth: int) -> frozenset[str]:
+        """``target`` itself and the buffers of every value the function gives it anywhere."""
+        assert self.host is not None
+        out = frozenset({target})
+        for v in assigned_values(self.host, target, self.src):
+            out |= self.buffers(v, depth + 1)
+        return out
+
+    def _member(self, node: Node, depth: int) -> frozenset[str]:
+        """``buf.data``: the same member of what ``buf`` holds (``Buf b2 = buf;``: ``b2.data`` is ``buf.data``);
+        when the function assigns the member, also itself and each value assigned (it may hold any)."""
+        spelled = _spelled(node, self.src).replace(" ", "")
+        base, field = node.child_by_field_name("argument"), node.child_by_field_name("field")
+        if base is None or field is None or not syn.is_identifier(strip_pointer(base)):
+            return self._may(spelled, depth)
+        op = "->" if "->" in spelled else "."
+        held = frozenset(f"{b}{op}{text(field, self.src)}" for b in self.buffers(base, depth + 1))
+        if assigned_values(self.host, spelled, self.src) or not held:  # type: ignore[arg-type]
+            return held | self._may(spelled, depth)
+        return held
+
+
+def argument_buffers(src: CudaSource, sl: SiteLaunch) -> list[frozenset[str]]:
+    """The buffers each argument of launch ``sl`` (of unit ``src``) may name, in argument order (module docstring;
+    one set per argument, ``frozenset()`` for a null pointer). The one reader of "the buffer a launch argument
+    names". Errors: none (a launch without an argument list gives ``[]``)."""
+    args_node = sl.call.child_by_field_name("arguments")
+    if args_node is None:
+        return []
+    reader = _Reader(sl.host, sl.call.start_byte, src.src)
+    return [reader.buffers(a) for a in args_node.named_children if not syn.is_comment(a)]
+
+
+def _pairs(args: list[frozenset[str]], names: list[str], pointers: set[str], line: int) -> list[LaunchAlias]:
+    """The pointer parameter pairs of ``names`` whose arguments (the buffers each may name, one set per launch
+    argument) may share a buffer, each with whether it surely does (each argument names one buffer only)."""
+    texts = [min(a) if len(a) == 1 else "" for a in args]
+    out = []
+    for i in range(min(len(args), len(names))):
+        for j in range(i + 1, min(len(args), len(names))):
+            common = args[i] & args[j] if names[i] in pointers and names[j] in pointers else frozenset()
+            if common:
+                buffer = texts[i] if texts[i] in common else min(common)
+                out.append(LaunchAlias(names[i], names[j], line, buffer, len(args[i]) == 1 and len(args[j]) == 1))
     return out
-
-
-def _buffer(text: str, values: dict[str, list[str]], depth: int = 0) -> str:
-    """The buffer the argument ``text`` names, following a name given one value (:func:`_values`)."""
-    text = _strip(text)
-    given = values.get(text, [])
-    if _NAME.match(text) and len(given) == 1 and depth < 6:
-        return _buffer(given[0], values, depth + 1)
-    return text
 
 
 def launch_aliases(model: SourceModel, kernel: Kernel, callers: Callers | None = None) -> tuple[LaunchAlias, ...]:
@@ -132,11 +186,7 @@ def launch_aliases(model: SourceModel, kernel: Kernel, callers: Callers | None =
     pointers = {p.name for p in kernel.params if p.is_pointer}
     out: list[LaunchAlias] = []
     for sl in src.sites:
-        args_node = sl.call.child_by_field_name("arguments")
-        if args_node is None:
-            continue
-        values = _values(src, sl.host, sl.call.start_byte) if sl.host is not None else {}
-        args = [_buffer(src.t(a), values) for a in args_node.named_children if not syn.is_comment(a)]
+        args = argument_buffers(src, sl)
         found = _pairs(args, names, pointers, sl.site.line)
         out.extend(found)
         if sl.host is not None:
@@ -144,34 +194,12 @@ def launch_aliases(model: SourceModel, kernel: Kernel, callers: Callers | None =
     return tuple(out)
 
 
-def _pairs(args: list[str], names: list[str], pointers: set[str], line: int) -> list[LaunchAlias]:
-    """The pointer parameter pairs of ``names`` that buffer texts ``args`` (one per launch argument) give the same
-    buffer (a null pointer or a number is none)."""
-    out = []
-    for i, a in enumerate(args[:len(names)]):
-        for j in range(i + 1, min(len(args), len(names))):
-            if a == args[j] and names[i] in pointers and names[j] in pointers and not _NO_BUFFER.match(a):
-                out.append(LaunchAlias(names[i], names[j], line, a))
-    return out
+def _resolve(host: Node, data: bytes, before: int, arg: Node) -> frozenset[str]:
+    """The buffers argument ``arg`` may name at byte ``before`` of function ``host`` of the text ``data``."""
+    return _Reader(host, before, data).buffers(arg)
 
 
-@dataclass(frozen=True)
-class _Text:
-    """The bytes of a file other than the kernel's unit, read as :meth:`CudaSource.t` reads the unit's."""
-
-    src: bytes
-
-    def t(self, node: Node | None) -> str:
-        """Source text of ``node`` (a node of a tree of ``src``)."""
-        return node_text(node, self.src)
-
-
-def _resolve(host: Node, data: bytes, before: int, arg: str) -> str:
-    """The buffer argument text ``arg`` names at byte ``before`` of function ``host`` of the text ``data``."""
-    return _buffer(arg, _values(_Text(data), host, before))
-
-
-def _through_wrappers(data: bytes, host: Node, args: list[str], params: tuple[list[str], set[str], int],
+def _through_wrappers(data: bytes, host: Node, args: list[frozenset[str]], params: tuple[list[str], set[str], int],
                       found: list[LaunchAlias], callers: Callers | None) -> list[LaunchAlias]:
     """The pairs a launch in ``host`` (of unit text ``data``) gets at the calls of ``host``: ``run(x, x, n)`` of
     ``void run(float *out, const float *in, int n) { k<<<g, b>>>(out, in, n); }``

@@ -21,7 +21,7 @@ from htam_core.source.preproc import parse_view
 __all__ = [
     "PURE_BUILTIN_CALLS", "GrammarName", "brace_dim3", "captures", "effect_free", "exact_node",
     "initializer_effect_free", "language", "loop_pragma", "matches", "node_text", "of_type", "parse", "parse_cuda",
-    "query", "smallest_covering", "statement_start", "statements", "side_effect_free", "strip_casts", "text",
+    "query", "smallest_covering", "statement_start", "statements", "side_effect_free", "strip_casts", "strip_pointer", "text",
     "unwrap_parens", "walk",
 ]
 
@@ -165,6 +165,56 @@ def strip_casts(node: Node) -> Node:
                 node = arg
                 continue
         return node
+
+
+#: The C++ named casts a pointer argument may be written through (``reinterpret_cast<const float *>(p)``).
+_NAMED_CASTS = (b"static_cast", b"reinterpret_cast", b"const_cast")
+
+
+def _is_zero(node: Node | None) -> bool:
+    """``node`` is the integer literal zero (``0``, ``0u``, ``0L``, ``0x0``)."""
+    if node is None or node.type != "number_literal" or node.text is None:
+        return False
+    digits = node.text.decode("ascii", errors="replace").rstrip("uUlLzZ")
+    try:
+        return int(digits, 0) == 0
+    except ValueError:
+        return False
+
+
+def _pointer_step(node: Node) -> Node | None:
+    """The pointer ``node`` spells one step more plainly, or ``None``: the argument of a named cast
+    (``reinterpret_cast<T *>(p)``, ``const_cast<T *>(p)``), ``p`` for ``&p[0]`` and for ``p + 0``/``0 + p``."""
+    fn = node.child_by_field_name("function") if node.type == "call_expression" else None
+    if fn is not None and fn.type == "template_function":
+        name, args = fn.child_by_field_name("name"), node.child_by_field_name("arguments")
+        if name is not None and name.text in _NAMED_CASTS and args is not None and args.named_child_count == 1:
+            return args.named_children[0]
+    arg = node.child_by_field_name("argument") if node.type == "pointer_expression" else None
+    if arg is not None and node.children[0].type == "&" and arg.type == "subscript_expression":
+        idx = arg.child_by_field_name("indices")
+        if idx is not None and idx.named_child_count == 1 and _is_zero(idx.named_children[0]):
+            return arg.child_by_field_name("argument")
+    op = node.child_by_field_name("operator") if node.type == "binary_expression" else None
+    if op is not None and op.type == "+":
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if _is_zero(right) or _is_zero(left):
+            return left if _is_zero(right) else right
+    return None
+
+
+def strip_pointer(node: Node) -> Node:
+    """The pointer expression ``node`` with what does not change the address it holds stripped: parentheses, C
+    casts and C++ named casts (``(float *)p``, ``reinterpret_cast<const float4 *>(p)``, ``const_cast<T *>(p)``),
+    ``&p[0]`` and ``p + 0`` read as ``p``; :func:`strip_casts` first, so a cast-only macro of the file is seen
+    through too. ``p + n`` is left whole (another address). Idea source: C11 6.5.3.2 (``&*E`` and ``&E[0]`` are
+    ``E``) and 6.3.2.3 (a pointer cast keeps the address)."""
+    while True:
+        node = strip_casts(node)
+        inner = _pointer_step(node)
+        if inner is None:
+            return node
+        node = inner
 
 
 def brace_dim3(src: bytes) -> bytes:

@@ -3,7 +3,8 @@ the block in its spellings (``(n + B - 1) / B``, ``(n - 1) / B + 1``, a ``cdiv``
 macros, ``ceil(n / 256.0)``, ``n / B + (n % B != 0)``, a shift), a floor division (``n / B``, ``n >> 8``, through a
 local, a ``#define`` or a ``dim3``'s member), or neither; and the parameter the kernel's bounds check compares its
 index with (``if``, early return, ``?:``, a check after other statements, none) and whether it is the grid's
-work at the launch."""
+work at the launch; the block's literals of a ceil-division and their new values, read on the grid's form (a
+literal of the block's value outside the ceil-division, a floor division or a constant grid refuses)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 import sympy
 
 from htam_core.source.analysis import analyze
-from htam_core.source.analysis.grid_cover import launch_cover
+from htam_core.source.analysis.grid_cover import block_literals, launch_cover
+from htam_core.source.analysis.syntax import of_type
 from htam_core.source.analysis.unit import cuda_source
 from htam_core.source.api import parse_text
 
@@ -90,3 +92,47 @@ def test_the_bounds_check_of_the_index(guard, bound):
 def test_a_bound_that_is_not_the_grids_work():
     c = _cover("m / 256", pre="int m = 2 * n;")
     assert (c.kind, c.bound, c.bound_is_work) == ("floor", "n", False)
+
+
+def _literals(grid: str, pre: str = "", old: int = 256, new: int = 128):
+    """:func:`block_literals` of the launch's grid component ``grid`` (followed to its local's value)."""
+    text = HELPERS + KERNEL.replace("GUARD", GUARDS["if"]) + \
+        f"void run(float *y, const float *x, int n, int m) {{ {pre} scale<<<{grid}, {old}>>>(y, x, n); }}\n"
+    model = parse_text(text, "cuda")
+    src = cuda_source(model, model.kernel("scale"))
+    assert not isinstance(src, str)
+    node = src.sites[0].grid
+    if pre:  # the value of the local the launch names
+        (decl,) = [d for d in of_type(src.root, "init_declarator") if src.t(d).startswith(grid)]
+        node = decl.child_by_field_name("value")
+    found = block_literals(src, node, old, new)
+    return found if not isinstance(found, list) else [(src.t(n), v) for n, v in found]
+
+
+@pytest.mark.parametrize("grid,pre,literals", [
+    ("(n + 255) / 256", "", [("255", 127), ("256", 128)]),
+    ("(n + 256 - 1) / 256u", "", [("256", 128), ("256u", 128)]),
+    ("(n - 1) / 256 + 1", "", [("256", 128)]),
+    ("n / 256 + (n % 256 != 0)", "", [("256", 128), ("256", 128)]),
+    ("DIV_UP(n, 256)", "", [("256", 128)]),
+    ("cdiv(n, 256)", "", [("256", 128)]),
+    ("ceil(n / 256.0)", "", [("256.0", 128)]),
+    ("blocks", "int blocks = (n + 255) / 256;", [("255", 127), ("256", 128)]),
+])
+def test_the_block_literals_of_a_ceil_division(grid, pre, literals):
+    assert _literals(grid, pre) == literals
+
+
+@pytest.mark.parametrize("grid", [
+    "(256 * m + 255) / 256",      # the block's value inside the work too
+    "n / 256",                    # a floor division: rewritten whole by the step, not by its literals
+    "(n + 255) / 256 + 256",      # more than a ceil-division
+    "256",                        # a constant grid
+])
+def test_a_block_literal_outside_a_ceil_division_is_refused(grid):
+    found = _literals(grid)
+    assert isinstance(found, str) and grid in found and "\n" not in found
+
+
+def test_a_grid_without_the_block_literal_does_not_follow_it():
+    assert _literals("(n + 127) / 128") is None

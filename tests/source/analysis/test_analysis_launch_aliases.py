@@ -1,7 +1,8 @@
 """Pointer parameters given the same buffer at a launch (:mod:`htam_core.source.analysis.launch_aliases`): the same
-name, through casts, parentheses or ``&p[0]``, through a host variable given one value (a declaration or an
-assignment, chained), a struct member; distinct names, an offset into the buffer, a name given two values and a
-kernel with no launch claim nothing."""
+name, through casts, parentheses, ``&p[0]`` or ``p + 0``, through a host variable's reaching value (a declaration
+or an assignment, chained), a struct member; a value given on some paths only (a branch, a loop, a conditional)
+may alias and is claimed, not certain; distinct names, an offset into the buffer, a name whose nearest definition
+is another buffer, a value given after the launch and a kernel with no launch claim nothing."""
 
 from __future__ import annotations
 
@@ -23,11 +24,29 @@ ALIASED = {
     "host_var": "float *d_out = d_x;\n  axpy<<<g, 256>>>(d_x, d_out, 2.0f, n);",
     "chain": "float *out;\n  out = d_x;\n  float *in = out;\n  axpy<<<g, 256>>>(in, out, 2.0f, n);",
     "member": "axpy<<<g, 256>>>(buf.data, buf.data, 2.0f, n);",
+    "const_cast": "axpy<<<g, 256>>>(d_x, const_cast<float *>(static_cast<const float *>(d_x)), 2.0f, n);",
+    "plus_zero": "axpy<<<g, 256>>>(d_x + 0, &(d_x)[0u], 2.0f, n);",
+    "cast_var": "const float *in = reinterpret_cast<const float *>(&d_x[0]);\n  axpy<<<g, 256>>>(in, d_x, 2.0f, n);",
+    "pointer_const": "float *const out = (d_x);\n  axpy<<<g, 256>>>(d_x, out, 2.0f, n);",
+    "nearest": "float *o = d_z;\n  o = d_x;\n  axpy<<<g, 256>>>(d_x, o, 2.0f, n);",
+    "member_copy": "Buf b2 = buf;\n  axpy<<<g, 256>>>(buf.data, b2.data, 2.0f, n);",
+}
+#: A value given on some paths only: the argument MAY be the written buffer.
+MAY_ALIAS = {
+    "if_branch": "float *o = d_z;\n  if (n > 4) o = d_x;\n  axpy<<<g, 256>>>(d_x, o, 2.0f, n);",
+    "if_else": "float *o;\n  if (n > 4) { o = d_x; } else { o = d_z; }\n  axpy<<<g, 256>>>(o, d_x, 2.0f, n);",
+    "loop": "float *o = d_z;\n  for (int k = 0; k < 2; ++k) {\n    axpy<<<g, 256>>>(d_x, o, 2.0f, n);\n"
+            "    o = d_x;\n  }",
+    "conditional": "axpy<<<g, 256>>>(n > 4 ? d_x : d_z, d_x, 2.0f, n);",
+    "member_set": "if (n > 4) buf.data = d_x;\n  axpy<<<g, 256>>>(buf.data, d_x, 2.0f, n);",
 }
 DISTINCT = {
     "names": "axpy<<<g, 256>>>(d_x, d_z, 2.0f, n);",
     "offset": "float *d_y = d_x + n;\n  axpy<<<g, 256>>>(d_x, d_y, 2.0f, n);",
     "two_values": "float *o = d_x;\n  o = d_z;\n  axpy<<<g, 256>>>(d_x, o, 2.0f, n);",
+    "after_launch": "float *o = d_z;\n  axpy<<<g, 256>>>(d_x, o, 2.0f, n);\n  o = d_x;",
+    "if_other": "float *o = d_z;\n  if (n > 4) o = d_z + n;\n  axpy<<<g, 256>>>(d_x, o, 2.0f, n);",
+    "members": "axpy<<<g, 256>>>(buf.data, buf.next, 2.0f, n);",
     "no_launch": "",
 }
 
@@ -37,7 +56,7 @@ def _launch_line(text: str) -> int:
 
 
 def _aliases(host: str):
-    text = KERNEL + ("struct Buf { float *data; };\nvoid run(float *d_x, float *d_z, int n, int g, Buf buf) {\n  "
+    text = KERNEL + ("struct Buf { float *data; float *next; };\nvoid run(float *d_x, float *d_z, int n, int g, Buf buf) {\n  "
                      f"{host}\n}}\n")
     model = parse_text(text, "cuda")
     return launch_aliases(model, model.kernel("axpy")), text
@@ -47,8 +66,15 @@ def _aliases(host: str):
 def test_the_same_buffer_passed_twice_aliases(spelling):
     (al,), text = _aliases(ALIASED[spelling])
     assert (al.first, al.second, al.line) == ("x", "y", _launch_line(text))
-    assert al.buffer == ("buf.data" if spelling == "member" else "d_x")
+    assert al.buffer == ("buf.data" if spelling.startswith("member") else "d_x") and al.certain
     assert aliased_with((al,), "x", {"y"}) == al and aliased_with((al,), "x", {"z"}) is None
+
+
+@pytest.mark.parametrize("spelling", sorted(MAY_ALIAS))
+def test_a_buffer_given_on_some_paths_may_alias(spelling):
+    (al,), text = _aliases(MAY_ALIAS[spelling])
+    assert (al.first, al.second, al.line, al.buffer) == ("x", "y", _launch_line(text), "d_x")
+    assert not al.certain
 
 
 @pytest.mark.parametrize("spelling", sorted(DISTINCT))

@@ -1,21 +1,24 @@
 """The value a host function's local holds at a launch (:func:`htam_core.source.analysis.reaching.reaching_value`):
 its nearest dominating definition, or none when a write, a branch or a loop makes the value's text mean something
-else at the launch. Host functions written for these tests."""
+else at the launch; :func:`~htam_core.source.analysis.reaching.reaching_definition`, the same definition also when
+a name its value reads changed since; :func:`~htam_core.source.analysis.reaching.assigned_values`, every value a
+name or member is given. Pointer locals and a launch in a lambda are read too. Host functions written for these
+tests."""
 
 from __future__ import annotations
 
 import pytest
 
-from htam_core.source.analysis.reaching import reaching_value
+from htam_core.source.analysis.reaching import assigned_values, reaching_definition, reaching_value
 from htam_core.source.analysis.syntax import of_type, parse_cuda, text
 
 
-def _value(body: str, name: str = "g") -> str | None:
+def _value(body: str, name: str = "g", reader=reaching_value) -> str | None:
     src = ("void run(int n, int w)\n{\n" + body + "\n    k<<<LAUNCH>>>();\n}\n").encode()
     root = parse_cuda(src).root_node
     (fn,) = of_type(root, "function_definition")
     at = src.index(b"k<<<")
-    v = reaching_value(fn, name, at, src)
+    v = reader(fn, name, at, src)
     return None if v is None else text(v, src)
 
 
@@ -56,3 +59,38 @@ def test_a_write_in_a_loop_around_the_launch_reaches_it_again() -> None:
     (fn,) = of_type(root, "function_definition")
     assert reaching_value(fn, "g", src.index(b"k<<<"), src) is None
     assert reaching_value(fn, "g", src.index(b"    for"), src) is not None  # before the loop
+
+
+@pytest.mark.parametrize(("body", "value"), [
+    ("    float *p = d_x;", "d_x"),
+    ("    float *const p = (d_x);", "(d_x)"),
+    ("    float *p = d_z;\n    p = d_x;", "d_x"),
+])
+def test_a_pointer_local(body: str, value: str) -> None:
+    assert _value(body, "p") == value
+
+
+def test_the_definition_reaches_when_a_name_of_its_value_changed() -> None:
+    body = "    int g = (n + 255) / 256;\n    n = 2 * n;"
+    assert _value(body) is None
+    assert _value(body, reader=reaching_definition) == "(n + 255) / 256"
+    assert _value("    int g = 8;\n    if (n > 4) g = (n + 3) / 4;", reader=reaching_definition) is None
+
+
+def test_a_launch_in_a_lambda_reads_the_host_function() -> None:
+    src = b"void run(int n)\n{\n    int g = (n + 255) / 256;\n    auto go = [&] { k<<<g, 256>>>(); };\n    go();\n}\n"
+    root = parse_cuda(src).root_node
+    (lam,) = of_type(root, "lambda_expression")
+    assert text(reaching_value(lam, "g", src.index(b"k<<<"), src), src) == "(n + 255) / 256"
+    inner = src.replace(b"[&] {", b"[&] { int g = 2;")
+    (lam,) = of_type(parse_cuda(inner).root_node, "lambda_expression")
+    assert text(reaching_value(lam, "g", inner.index(b"k<<<"), inner), inner) == "2"
+
+
+def test_every_value_a_name_or_member_is_given() -> None:
+    src = b"void run(Buf b)\n{\n    float *p = d_z;\n    if (n) p = d_x;\n    for (p = d_w; ; ) {}\n" \
+          b"    b . data = d_y;\n    float *q = d_v;\n}\n"
+    (fn,) = of_type(parse_cuda(src).root_node, "function_definition")
+    assert [text(v, src) for v in assigned_values(fn, "p", src)] == ["d_z", "d_x", "d_w"]
+    assert [text(v, src) for v in assigned_values(fn, "b.data", src)] == ["d_y"]
+    assert assigned_values(fn, "r", src) == []
