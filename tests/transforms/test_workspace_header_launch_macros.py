@@ -138,7 +138,9 @@ def test_dynamic_shared_memory_goes_into_the_use(tmp_path: Path) -> None:
     (c,) = cands
     assert c.params["shared"] == "dynamic"
     files = _written(ws, c)
-    assert "LAUNCH_KERNEL(hist, blocks, 256, (nb) * sizeof(int), st, d, h, n, nb)" in files["src/host.cu"]
+    # the dynamic shared memory goes into the use's fourth slot; the privatized histogram also caps the grid
+    assert ("LAUNCH_KERNEL(hist, htam_sm_grid(blocks, 8), 256, (nb) * sizeof(int), st, d, h, n, nb)"
+            in files["src/host.cu"])
     _compile(tmp_path, files, "src/host.cu")
 
 
