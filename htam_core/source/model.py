@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from htam_core.source.parse_problems import ParseProblem
+from htam_core.types.language import traits
 
 Language = Literal["cuda", "triton", "cuda-in-python"]
 
@@ -340,7 +341,7 @@ class SourceModel:
         """The name that selects ``kernel`` through :meth:`kernel`: its plain name, unless a CUDA kernel of another
         identity shares it (``f32::scale`` and ``f64::scale``), then its :attr:`Kernel.identity`."""
         shared = {k.identity for k in self.kernels if k.name == kernel.name}
-        return kernel.name if len(shared) <= 1 or kernel.language == "triton" else kernel.identity
+        return kernel.name if len(shared) <= 1 or traits(kernel.language).named_bindings else kernel.identity
 
     def kernel(self, name: str) -> Kernel:
         """Return the kernel ``name`` means: the one whose ``qualified_name`` (``"f64::scale"``, ``"Ops.scale"``, the
@@ -355,7 +356,7 @@ class SourceModel:
                   and not k.attributes.get("overload")]
         for found in (exact, [k for k in self.kernels if k.name == name]):
             # Triton: bindings of one function (``a = triton.jit(f)``, ``b = triton.jit(f)``) answer to its name
-            if len({k.identity for k in found}) == 1 or (found and found[0].language == "triton"):
+            if len({k.identity for k in found}) == 1 or (found and traits(found[0].language).named_bindings):
                 return found[0]
             if found:
                 choices = ", ".join(dict.fromkeys(k.identity for k in found))

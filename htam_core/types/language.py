@@ -45,6 +45,9 @@ class LanguageTraits:
             plain PyTorch); the others only compile there.
         family: the strategy family of the memory and the benchmark policies (``"cuda"`` or ``"triton"``:
             CUDA in a Python string takes CUDA's steps).
+        named_bindings: a kernel is a binding of a function object (``a = triton.jit(f)``, ``b = triton.jit(f)``):
+            bindings of one function answer to its name, and a shared name does not make two kernels ambiguous
+            (for C++ kernels a shared name is namespaces or overloads, told apart by the qualified name).
     """
 
     kind: str
@@ -57,12 +60,13 @@ class LanguageTraits:
     nvcc_build: bool = False
     interprets: bool = False
     family: str = "cuda"
+    named_bindings: bool = False
 
 
 _TRAITS: dict[str, LanguageTraits] = {t.kind: t for t in (
     LanguageTraits("cuda", grammar="cuda", file_language="cuda", compiler="nvcc", c_types=True, nvcc_build=True),
     LanguageTraits("triton", grammar="python", file_language="python", compiler="Python", tiles=True,
-                   interprets=True, family="triton"),
+                   interprets=True, family="triton", named_bindings=True),
     LanguageTraits("cuda-in-python", grammar="cuda", file_language="python", compiler="nvcc", embedded=True,
                    c_types=True),
     LanguageTraits("python", grammar="python", file_language="python", compiler="Python", interprets=True,
