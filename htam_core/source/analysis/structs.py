@@ -372,15 +372,22 @@ def _brace(members: Sequence[_Member], values: Iterator[object], prefix: str, ou
 
 
 def _assign_one(m: _Member, path: str, values: Iterator[object], out: dict[str, object]) -> None:
+    """The next of a brace list's ``values`` for the member ``m`` at ``path`` (:func:`_give`)."""
     v = next(values, _END)
-    if v is _END:
-        return
+    if v is not _END:
+        _give(m, path, v, out, values)
+
+
+def _give(m: _Member, path: str, v: object, out: dict[str, object], rest: Iterator[object] | None = None) -> None:
+    """The value ``v`` for the member ``m`` at ``path``: a brace list (a tuple) fills it (:func:`_fill`), a plain
+    value sets a number; a plain value for a struct starts its brace elision, taking the values after it from
+    ``rest`` (``None``: no list goes on, as for an assignment, and the value is left out)."""
     if isinstance(v, tuple):
         _fill(m, path, v, out)
     elif m.dtype is not None:
         out[path] = v
-    else:
-        _brace(m.members, _chain(v, values), f"{path}.", out)
+    elif rest is not None:
+        _brace(m.members, _chain(v, rest), f"{path}.", out)
 
 
 _END = object()
@@ -424,12 +431,8 @@ def field_values(layout: StructLayout, brace: tuple[object, ...] | None,
     for path, v in assigned:
         path = path.lstrip(".")
         target = _member_at(layout.members, path)
-        if target is None:
-            continue
-        if isinstance(v, tuple):
-            _fill(target, path, v, out)
-        elif target.dtype is not None:
-            out[path] = v
+        if target is not None:
+            _give(target, path, v, out)
     return out
 
 

@@ -93,6 +93,8 @@ def test_designated_and_assigned_fields_override_in_program_order() -> None:
     assert layout is not None
     got = field_values(layout, None, [("s.x", 1.5), ("c[2]", 2.5), ("v", (1.0, 2.0)), ("s.x", 3.5), ("nope", 1)])
     assert got == {"s.x": 3.5, "c[2]": 2.5, "v.x": 1.0, "v.y": 2.0, "v.z": 0}
+    assert field_values(layout, None, [("s", 1.0), ("anon", 2.0)]) == {}  # a number is no struct's value
+    assert field_values(layout, None, [("s", (1.0,))]) == {"s.x": 1.0, "s.y": 0}
 
 
 def _declarators(decl: bytes) -> list:
