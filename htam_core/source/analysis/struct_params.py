@@ -9,9 +9,10 @@ The struct lives in the kernel's parameter space, so ``p.x`` is as fixed over th
 would be, and ``p.n`` as a scalar one. Each field of such a parameter is read here as a parameter of its own, named
 ``p.x`` (:class:`~htam_core.source.model.Param`, with no ``span``: it is not declared in the parameter list), so that
 the analysis reads ``p.x[i]`` as a load of the buffer ``p.x``, ``atomicAdd(p.out, v)`` as an atomic on ``p.out`` and
-``i < p.n`` as a bound. The struct must be defined in the unit (``struct``, ``class`` or ``typedef struct``; where it
-is defined and how each field is declared is read by :mod:`htam_core.source.analysis.structs`, the one reader of a
-struct's definition, which the harness reads its number fields with too); a
+``i < p.n`` as a bound. The struct must be defined in the unit (``struct``, ``class``, ``typedef struct``, in a
+namespace too); where it is defined and how each field is declared are read by
+:mod:`htam_core.source.analysis.structs`, the one reader of a struct's definition (the harness reads its number
+fields with it too): this module only decides which parameters are such structs and names their fields. A
 parameter that the body assigns or takes the address of, or whose fields it assigns, is left out (its fields are
 then not fixed), and so is a reference (``const P &p``: host memory, not valid for a kernel) or a pointer to one.
 
