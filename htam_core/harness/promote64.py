@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
-from htam_core.source.analysis.syntax import parse_cuda, walk
+from htam_core.source.analysis.syntax import file_scope_nodes, parse_cuda, walk
 
 #: Single-precision math functions and their double-precision names.
 FLOAT_MATH: dict[str, str] = {
@@ -89,19 +89,9 @@ def _is_device_function(fn: ts.Node, src: bytes) -> bool:
 
 
 def _top_functions(root: ts.Node) -> list[ts.Node]:
-    """The function definitions at file scope (in namespaces and ``extern "C"`` blocks too, and as the body of a
-    template declaration), not those nested in other functions."""
-    out: list[ts.Node] = []
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        for c in n.named_children:
-            if c.type == "function_definition":
-                out.append(c)
-            elif c.type in ("namespace_definition", "declaration_list", "linkage_specification",
-                            "template_declaration", "preproc_ifdef", "preproc_if", "preproc_else"):
-                stack.append(c)
-    return sorted(out, key=lambda f: f.start_byte)
+    """The function definitions at file scope (:func:`~htam_core.source.analysis.syntax.file_scope_nodes`), not
+    those nested in other functions, in source order."""
+    return sorted(file_scope_nodes(root, "function_definition"), key=lambda f: f.start_byte)
 
 
 def _name_of(fn: ts.Node, src: bytes) -> str:

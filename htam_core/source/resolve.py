@@ -14,6 +14,7 @@ from __future__ import annotations
 import tree_sitter as ts
 
 from htam_core.source.analysis.constants import dict_lookup, evaluate, literal_value
+from htam_core.source.analysis.syntax import file_scope_nodes
 from htam_core.source.frames import Frame
 from htam_core.source.parsing import captures, node_text
 
@@ -49,7 +50,7 @@ class CudaResolver:
             if literal_value(value) is not None:
                 self.file_consts[name] = value.strip()
         self._scopes: dict[int, list[tuple[int, str, str, ts.Node, bool]]] = {}
-        for decl in _top_level_declarations(root):
+        for decl in file_scope_nodes(root, "declaration"):
             for name, _pos, prefix, node, const in self._defs(decl, top_level=True):
                 value = const_eval(node, self.file_consts) if const and not prefix else None
                 if value is not None:
@@ -139,24 +140,6 @@ class CudaResolver:
     def resolve_template_args(self, args: ts.Node, call: ts.Node) -> str:
         """Template argument list with compile-time constants replaced by their values."""
         return _substitute(args, self._consts_before(call))
-
-
-_SCOPE_TYPES = {"translation_unit", "namespace_definition", "declaration_list", "linkage_specification",
-                "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "template_declaration", "ERROR"}
-
-
-def _top_level_declarations(root: ts.Node) -> list[ts.Node]:
-    """Declarations outside functions (walks scopes, never function bodies)."""
-    out: list[ts.Node] = []
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        for c in n.children:
-            if c.type == "declaration":
-                out.append(c)
-            elif c.type in _SCOPE_TYPES:
-                stack.append(c)
-    return out
 
 
 def _inside_function(node: ts.Node) -> bool:

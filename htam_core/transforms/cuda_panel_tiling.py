@@ -127,18 +127,8 @@ class PanelNest:
 
 
 def _function_params(unit: CudaUnit, fn: Node) -> tuple[str, ...]:
-    d = fn.child_by_field_name("declarator")
-    while d is not None and not syn.is_function_declarator(d):
-        d = d.child_by_field_name("declarator")
-    plist = d.child_by_field_name("parameters") if d is not None else None
-    out = []
-    for p in plist.named_children if plist is not None else []:
-        n = p.child_by_field_name("declarator")
-        while n is not None and not syn.is_identifier(n):
-            n = n.child_by_field_name("declarator")
-        if n is not None:
-            out.append(unit.t(n))
-    return tuple(out)
+    """The named parameters of the function definition ``fn`` (of ``unit``'s text), in order."""
+    return tuple(n for n in syn.function_parameter_names(fn, unit.src) if n)
 
 
 def _simple_count(lp: LoopFact) -> bool:

@@ -28,7 +28,7 @@ from tree_sitter import Node, Tree
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.instantiations import called_name, function_name
 from htam_core.source.analysis.launch import host_of
-from htam_core.source.analysis.syntax import parse, text
+from htam_core.source.analysis.syntax import parse
 
 __all__ = ["MAX_LEVELS", "Callers", "Resolve", "WrapperCall", "wrapper_calls"]
 
@@ -74,21 +74,6 @@ def _parsed(data: bytes) -> Tree:
     return parse(data, "cuda")
 
 
-def _param_names(fn: Node, src: bytes) -> list[str]:
-    """The parameter names of function definition ``fn`` in order (``""`` for an unnamed or unreadable one)."""
-    d = fn.child_by_field_name("declarator")
-    while d is not None and not syn.is_function_declarator(d):
-        d = d.child_by_field_name("declarator")
-    plist = d.child_by_field_name("parameters") if d is not None else None
-    out = []
-    for p in plist.named_children if plist is not None else []:
-        if syn.is_comment(p):
-            continue
-        name = syn.declared_identifier(p.child_by_field_name("declarator"))
-        out.append(text(name, src) if name is not None else "")
-    return out
-
-
 def _calls(f: _File, name: str, nparams: int, skip: Node | None) -> list[tuple[Node, list[Node]]]:
     """``(call, argument nodes)`` of each call of ``name`` in ``f`` with ``nparams`` arguments, outside ``skip``."""
     out = []
@@ -130,7 +115,7 @@ def _follow(host: Node, home: _File, args: Sequence[frozenset[str]], unit: _File
     unit and the files ``callers`` gives, and of the calls of its callers that pass their own parameters on,
     ``level`` wrappers deep at most."""
     name = function_name(host, home.src) if syn.is_function_definition(host) else None
-    params = _param_names(host, home.src) if name else []
+    params = syn.function_parameter_names(host, home.src) if name else []
     if not name or level <= 0 or not any(_param(a, params) for a in args):
         return []
     files = [unit, *(_File(d, _parsed(d).root_node, p) for p, d in callers(name) if d not in unit.src)]

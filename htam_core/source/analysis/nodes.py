@@ -32,7 +32,7 @@ __all__ = [
     "BREAKABLE_KINDS", "COMPOUND_KINDS", "DECLARATION", "FOR_LOOP", "FUNCTION", "JUMP_KINDS", "LOOP_KINDS",
     "NAME_DECLARATION_KINDS", "Node", "PY_ANY_ASSIGNMENT", "PY_ASSIGNMENT", "PY_ASSIGNMENT_KINDS", "PY_CALL",
     "SUBSCRIPT", "WRITE_KINDS", "any_py_assignments", "asm_outputs", "assignments", "binaries", "blocks", "calls", "comments",
-    "comparison_operators", "declaration_type", "declarations", "effects", "error_ranges", "fields", "for_loops",
+    "comparison_operators", "declaration_type", "declarations", "function_parameter_names", "effects", "error_ranges", "fields", "for_loops",
     "for_or_while_loops", "function_declarators", "function_definitions", "function_exits", "identifiers",
     "import_statements", "include_insert_point", "indent_of", "init_declarators", "integers", "is_address_of",
     "is_any_py_assignment", "is_argument_list", "is_assignment", "is_augmented_assignment", "is_binary",
@@ -198,6 +198,24 @@ def declared_identifier(d: Node | None) -> Node | None:
         d = d.child_by_field_name("declarator") or next((c for c in d.named_children if c.type.endswith(
             "declarator") or c.type == "identifier"), None)
     return d
+
+
+def function_parameter_names(fn: Node, src: bytes) -> list[str]:
+    """The parameter names of the function definition ``fn`` in order, ``""`` for an unnamed one or one whose
+    declarator names no plain identifier (a function pointer ``float (*f)(float)``, ``...``); comments are no
+    parameter. ``src`` is the text ``fn`` was parsed from. The one reader of a function's parameter names (a
+    kernel's own: :func:`~htam_core.source.analysis.forms.param_names`)."""
+    d = fn.child_by_field_name("declarator")
+    while d is not None and not is_function_declarator(d):
+        d = d.child_by_field_name("declarator")
+    plist = d.child_by_field_name("parameters") if d is not None else None
+    out = []
+    for p in plist.named_children if plist is not None else []:
+        if is_comment(p):
+            continue
+        name = declared_identifier(p.child_by_field_name("declarator"))
+        out.append(text(name, src) if name is not None else "")
+    return out
 
 
 def is_wrapping_declarator(n: Node | None) -> bool:

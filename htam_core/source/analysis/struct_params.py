@@ -9,7 +9,10 @@ The struct lives in the kernel's parameter space, so ``p.x`` is as fixed over th
 would be, and ``p.n`` as a scalar one. Each field of such a parameter is read here as a parameter of its own, named
 ``p.x`` (:class:`~htam_core.source.model.Param`, with no ``span``: it is not declared in the parameter list), so that
 the analysis reads ``p.x[i]`` as a load of the buffer ``p.x``, ``atomicAdd(p.out, v)`` as an atomic on ``p.out`` and
-``i < p.n`` as a bound. The struct must be defined in the unit (``struct``, ``class`` or ``typedef struct``); a
+``i < p.n`` as a bound. The struct must be defined in the unit (``struct``, ``class``, ``typedef struct``, in a
+namespace too); where it is defined and how each field is declared are read by
+:mod:`htam_core.source.analysis.structs`, the one reader of a struct's definition (the harness reads its number
+fields with it too): this module only decides which parameters are such structs and names their fields. A
 parameter that the body assigns or takes the address of, or whose fields it assigns, is left out (its fields are
 then not fixed), and so is a reference (``const P &p``: host memory, not valid for a kernel) or a pointer to one.
 
@@ -19,10 +22,14 @@ passed to the device through constant memory).
 
 from __future__ import annotations
 
-import re
-
 from tree_sitter import Node
 
+from htam_core.source.analysis.structs import (
+    FieldDeclarator,
+    declared_type,
+    field_declarators,
+    struct_definition,
+)
 from htam_core.source.analysis.syntax import of_type, parse_cuda, unwrap_parens
 from htam_core.source.analysis.unit import CudaSource
 from htam_core.source.model import Kernel, Param
@@ -31,64 +38,59 @@ __all__ = ["field_params", "struct_definitions", "struct_fields", "struct_type_n
 
 #: Words of a parameter's type that do not name the struct.
 _SKIP = frozenset({"const", "struct", "class", "volatile", "__restrict__"})
+#: Members of a struct's body that name no field and do not keep it from being read.
+_NO_FIELD = frozenset({"comment", "access_specifier", ":"})
 
 
-def _named_struct(node: Node, src: bytes, name: str) -> Node | None:
-    """The ``field_declaration_list`` of ``node`` (a ``struct_specifier``, ``class_specifier`` or ``type_definition``)
-    when it defines the type ``name``."""
-    if node.type == "type_definition":
-        spec = node.child_by_field_name("type")
-        names = [src[d.start_byte:d.end_byte].decode() for d in node.children_by_field_name("declarator")]
-        return spec.child_by_field_name("body") if spec is not None and name in names else None
-    n = node.child_by_field_name("name")
-    if n is not None and src[n.start_byte:n.end_byte].decode() == name:
-        return node.child_by_field_name("body")
-    return None
-
-
-def _field_param(src: bytes, decl: Node, declarator: Node, owner: str) -> Param | None:
-    """The field ``declarator`` of ``decl`` as a parameter named ``owner.field``; ``None`` for an array, a function
-    pointer or a nested declarator it does not read."""
-    d, stars = declarator, []
-    while d.type == "pointer_declarator":
-        inner = d.child_by_field_name("declarator")
-        if inner is None:
-            return None
-        stars.append(" ".join(src[d.start_byte:inner.start_byte].decode().split()))
-        d = inner
-    if d.type != "field_identifier":
+def _field_param(base: str, d: FieldDeclarator, owner: str) -> Param | None:
+    """The field ``d`` (declared with the type ``base``) as a parameter named ``owner.field`` (a bit-field is a
+    number like any other); ``None`` for an array, a reference, a function pointer or a nested declarator it does
+    not read."""
+    if not d.plain or d.array:
         return None
-    first = decl.children_by_field_name("declarator")[0]
-    base = " ".join(src[decl.start_byte:first.start_byte].decode().split())
-    typ = " ".join([base, *stars]) if stars else base
-    return Param(f"{owner}.{src[d.start_byte:d.end_byte].decode()}", typ, is_pointer=bool(stars),
-                 is_const=bool(stars) and "const" in base.split(), is_restrict="__restrict__" in " ".join(stars))
+    typ = " ".join([base, *d.stars]) if d.stars else base
+    return Param(f"{owner}.{d.name}", typ, is_pointer=bool(d.stars),
+                 is_const=bool(d.stars) and "const" in base.split(), is_restrict="__restrict__" in " ".join(d.stars))
+
+
+def _declaration_params(src: CudaSource, decl: Node, owner: str, depth: int) -> list[Param] | None:
+    """The fields of the field declaration ``decl`` as parameters, each followed by its nested struct's fields;
+    ``None`` when one of them is not read (the struct is then not read at all)."""
+    out: list[Param] = []
+    base = declared_type(decl)
+    for d in field_declarators(decl):
+        fp = _field_param(base, d, owner)
+        if fp is None:
+            return None
+        inner = struct_type_name(fp)
+        out += [fp, *(struct_fields(src, inner, fp.name, depth + 1) if inner is not None and depth < 2 else ())]
+    return out
 
 
 def struct_fields(src: CudaSource, type_name: str, owner: str, depth: int = 0) -> tuple[Param, ...]:
     """The fields of the struct ``type_name`` defined in the unit, as parameters named ``owner.field`` (in
     declaration order), those of a nested struct member as well (``p.buf.data``, three levels at most); ``()``
-    when the unit defines no such struct, or a field is not one this module reads (an array, a bit-field: the
-    struct is then not read at all)."""
-    for node in of_type(src.root, ("struct_specifier", "class_specifier", "type_definition")):
-        body = _named_struct(node, src.src, type_name)
-        if body is None:
+    when the unit defines no such struct (or a union), or a member is not one this module reads (an array, a
+    method: the struct is then not read at all). A ``static`` member is no field."""
+    spec = struct_definition([src.root], type_name)
+    body = spec.child_by_field_name("body") if spec is not None and spec.type != "union_specifier" else None
+    if body is None:
+        return ()
+    out: list[Param] = []
+    for decl in body.named_children:
+        if decl.type in _NO_FIELD or _static(decl):
             continue
-        out: list[Param] = []
-        for decl in body.named_children:
-            if decl.type in ("comment", "access_specifier", ":"):  # `public:` names no field
-                continue
-            if decl.type != "field_declaration" or not decl.children_by_field_name("declarator"):
-                return ()
-            for dd in decl.children_by_field_name("declarator"):
-                fp = _field_param(src.src, decl, dd, owner)
-                if fp is None:
-                    return ()
-                inner = struct_type_name(fp)
-                nested = struct_fields(src, inner, fp.name, depth + 1) if inner is not None and depth < 2 else ()
-                out += [fp, *nested]
-        return tuple(out)
-    return ()
+        got = _declaration_params(src, decl, owner, depth) \
+            if decl.type == "field_declaration" and decl.children_by_field_name("declarator") else None
+        if got is None:
+            return ()
+        out += got
+    return tuple(out)
+
+
+def _static(decl: Node) -> bool:
+    """``decl`` declares a ``static`` member (no part of the object)."""
+    return decl.type == "field_declaration" and any(c.type == "storage_class_specifier" for c in decl.children)
 
 
 def _changed(src: CudaSource, name: str) -> bool:
@@ -100,8 +102,17 @@ def _changed(src: CudaSource, name: str) -> bool:
                 else unwrap_parens(target)
         if target is not None and target.type == "identifier" and src.env.t(target) == name:
             return True
-    taken = re.compile(rf"&\s*\(?\s*{re.escape(name)}\b(?!\s*\.)")
-    return any(taken.match(src.env.t(u)) for u in of_type(src.body, "pointer_expression"))
+    return any(_address_of(src, u, name) for u in of_type(src.body, "pointer_expression"))
+
+
+def _address_of(src: CudaSource, u: Node, name: str) -> bool:
+    """``u`` (a ``pointer_expression``) is ``&name`` or ``&(name)``, the whole struct's address (``&p.x`` is a
+    field's, read by the kernel analysis as any pointer)."""
+    op, arg = u.child_by_field_name("operator"), u.child_by_field_name("argument")
+    if op is None or op.type != "&" or arg is None:
+        return False
+    arg = unwrap_parens(arg)
+    return arg.type == "identifier" and src.env.t(arg) == name
 
 
 def struct_type_name(p: Param) -> str | None:
@@ -131,12 +142,13 @@ def struct_definitions(text: bytes, names: set[str]) -> str:
     one a line, when one of them defines a struct named in ``names`` (:func:`struct_type_name` of the kernel's
     parameters; the others are kept for a nested member's type), else ``""``: what a kernel read on its own needs
     besides its text to read its struct parameters' fields."""
-    if not names or not re.search(rb"\b(?:struct|class)\b", text):
+    if not names or (b"struct" not in text and b"class" not in text):  # no definition to parse for
         return ""
-    nodes = [n for n in of_type(parse_cuda(text).root_node, ("struct_specifier", "class_specifier", "type_definition"))
+    root = parse_cuda(text).root_node
+    if not any(struct_definition([root], name) is not None for name in names):
+        return ""
+    nodes = [n for n in of_type(root, ("struct_specifier", "class_specifier", "type_definition"))
              if n.type == "type_definition" or n.child_by_field_name("body") is not None]
-    if not any(_named_struct(n, text, name) is not None for n in nodes for name in names):
-        return ""
     out = [text[n.start_byte:n.end_byte].decode("utf-8", errors="replace") for n in nodes
            if n.parent is None or n.parent.type != "type_definition"]
     return "".join(f"{t if t.rstrip().endswith(';') else t + ';'}\n" for t in out)

@@ -40,6 +40,7 @@ _LANES = ("x", "y", "z", "w")
 #: At most this many numbers in one struct (a larger one is an array, better passed as a buffer).
 MAX_FIELDS = 64
 _DEPTH = 4
+_SPECIFIERS = ("struct_specifier", "class_specifier", "union_specifier")
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def _definitions(roots: Sequence[Node], name: str) -> Iterator[Node]:
         while stack:
             n = stack.pop()
             stack.extend(n.named_children)
-            if n.type not in ("struct_specifier", "class_specifier", "union_specifier"):
+            if n.type not in _SPECIFIERS:
                 continue
             tag = n.child_by_field_name("name")
             typedef = n.parent is not None and n.parent.type == "type_definition" and any(
@@ -118,6 +119,71 @@ def _definitions(roots: Sequence[Node], name: str) -> Iterator[Node]:
                     yield n
                 elif tag is not None and node_text(tag) != name:  # typedef struct Tag Name;
                     yield from _definitions(roots, node_text(tag))
+
+
+def struct_definition(roots: Sequence[Node], type_name: str) -> Node | None:
+    """The ``struct``/``class``/``union`` specifier with a body that defines ``type_name`` under ``roots`` (by tag,
+    ``ns::`` left off, or by typedef, through ``typedef struct Tag Name;``), the first one found; ``None`` when
+    none does. ``type_name`` is the bare name (``Params``): the one reader of where a struct is defined."""
+    return next(_definitions(roots, type_name), None)
+
+
+@dataclass(frozen=True)
+class FieldDeclarator:
+    """One declarator of a struct's field declaration, as written (:func:`field_declarators`).
+
+    Attributes:
+        name: the field's name when ``plain``, else the declarator's text.
+        text: the declarator's whole text (``*__restrict__ out``, ``c[3]``).
+        stars: the pointer levels, outermost first, each with its qualifiers (``*``, ``* __restrict__``,
+            ``* const``); ``()`` for a field that is no pointer.
+        plain: under its stars (and array size) the declarator is a field name (not a reference, a function
+            pointer or a parenthesized declarator).
+        array: the field is an array (``c[3]``, ``*a[4]``); ``size`` is its size node (``None``: ``c[]``).
+        bitfield: the declaration is a bit-field (``unsigned f : 3``).
+        reference: the declarator is a reference (``float &r``).
+    """
+
+    name: str
+    text: str
+    stars: tuple[str, ...] = ()
+    plain: bool = True
+    array: bool = False
+    size: Node | None = None
+    bitfield: bool = False
+    reference: bool = False
+
+
+def field_declarators(decl: Node) -> list[FieldDeclarator]:
+    """The declarators of the ``field_declaration`` ``decl`` in order (``float *x, *y;`` gives two): the one
+    reader of a field's name, pointer levels and array size for the harness's layout and the kernel analysis's
+    struct parameters (:mod:`htam_core.source.analysis.struct_params`)."""
+    bitfield = any(c.type == "bitfield_clause" for c in decl.children)
+    return [_field_declarator(d, bitfield) for d in decl.children_by_field_name("declarator")]
+
+
+def _field_declarator(d: Node, bitfield: bool) -> FieldDeclarator:
+    """One declarator ``d`` read down through its pointer levels and array size."""
+    node, stars = d, []
+    while node.type == "pointer_declarator" and (inner := node.child_by_field_name("declarator")) is not None:
+        stars.append(" ".join(d.text[node.start_byte - d.start_byte:inner.start_byte - d.start_byte]
+                              .decode("utf-8", errors="replace").split()))
+        node = inner
+    array, size = node.type == "array_declarator", None
+    if array:
+        size = node.child_by_field_name("size")
+        node = node.child_by_field_name("declarator") or node
+    plain = node.type == "field_identifier"
+    return FieldDeclarator(node_text(node) if plain else node_text(d), node_text(d), tuple(stars), plain, array,
+                           size, bitfield, node.type == "reference_declarator")
+
+
+def declared_type(decl: Node) -> str:
+    """The text of the field declaration ``decl`` before its first declarator, spaces normalised (``const float``,
+    ``struct Buf``, ``unsigned int``): the declared type its declarators share."""
+    first = decl.children_by_field_name("declarator")
+    end = first[0].start_byte if first else decl.end_byte
+    return " ".join(decl.text[:end - decl.start_byte].decode("utf-8", errors="replace").split())
 
 
 def _number_typedefs(roots: Sequence[Node]) -> dict[str, str]:
@@ -186,8 +252,8 @@ class _Reader:
         ty = decl.child_by_field_name("type")
         const = any(c.type == "type_qualifier" and node_text(c) == "const" for c in decl.children)
         out = []
-        for d in decl.children_by_field_name("declarator"):
-            name, count, pointer = self._declarator(d, where, decl)
+        for d in field_declarators(decl):
+            name, count, pointer = self._declarator(d, where)
             field = f"{where}'s field `{name}`"
             if const and not pointer:
                 raise _Unsupported(f"{field} is const")
@@ -203,31 +269,28 @@ class _Reader:
             raise _Unsupported(f"{field} is a pointer to `{ctype}`, not to numbers")
         return _Member(name, number, NUMBER_TYPES[number], pointer=True, const=const)
 
-    def _declarator(self, d: Node, where: str, decl: Node) -> tuple[str, int | None, bool]:
+    def _declarator(self, d: FieldDeclarator, where: str) -> tuple[str, int | None, bool]:
         """``(name, array length or None, is a pointer)`` of a field's declarator."""
-        if any(c.type == "bitfield_clause" for c in decl.children):
-            raise _Unsupported(f"{where}'s field `{node_text(d)}` is a bit-field")
-        if d.type == "pointer_declarator":
-            inner = d.child_by_field_name("declarator")
-            name = node_text(d).split("*")[-1].split()[-1] if "*" in node_text(d) else node_text(d)
-            if inner is None or inner.type != "field_identifier":
+        if d.bitfield:
+            raise _Unsupported(f"{where}'s field `{d.text}` is a bit-field")
+        if d.stars:
+            name = d.text.split("*")[-1].split()[-1] if "*" in d.text else d.text
+            if len(d.stars) > 1 or not d.plain or d.array:
                 raise _Unsupported(f"{where}'s field `{name}` is a pointer to pointers, or an array of pointers")
-            if any(c.type == "type_qualifier" and node_text(c) == "const" for c in d.children):
+            if "const" in d.stars[0].split():
                 raise _Unsupported(f"{where}'s field `{name}` is a const pointer")
-            return node_text(inner), None, True
-        if d.type == "reference_declarator":
-            raise _Unsupported(f"{where}'s field `{node_text(d).lstrip('& ')}` is a reference")
-        if d.type == "array_declarator":
-            size = d.child_by_field_name("size")
-            inner = d.child_by_field_name("declarator")
-            if size is None or size.type != "number_literal" or inner is None or inner.type != "field_identifier":
-                raise _Unsupported(f"{where}'s field `{node_text(d)}` is an array whose size htam does not read")
-            return node_text(inner), int(node_text(size).rstrip("uUlL"), 0), False
-        return node_text(d), None, False
+            return d.name, None, True
+        if d.reference:
+            raise _Unsupported(f"{where}'s field `{d.text.lstrip('& ')}` is a reference")
+        if d.array:
+            if d.size is None or d.size.type != "number_literal" or not d.plain:
+                raise _Unsupported(f"{where}'s field `{d.text}` is an array whose size htam does not read")
+            return d.name, int(node_text(d.size).rstrip("uUlL"), 0), False
+        return d.text, None, False
 
     def _member(self, ty: Node | None, name: str, field: str, depth: int, count: int | None) -> _Member:
         ctype = " ".join(node_text(ty).replace("std::", "").split()) if ty is not None else ""
-        if ty is not None and ty.type in ("struct_specifier", "class_specifier", "union_specifier") and \
+        if ty is not None and ty.type in _SPECIFIERS and \
                 ty.child_by_field_name("body") is not None:
             return _Member(name, ctype, members=self.members(ty, field, depth + 1), count=count)
         number = self.aliases.get(ctype, ctype)
@@ -309,15 +372,22 @@ def _brace(members: Sequence[_Member], values: Iterator[object], prefix: str, ou
 
 
 def _assign_one(m: _Member, path: str, values: Iterator[object], out: dict[str, object]) -> None:
+    """The next of a brace list's ``values`` for the member ``m`` at ``path`` (:func:`_give`)."""
     v = next(values, _END)
-    if v is _END:
-        return
+    if v is not _END:
+        _give(m, path, v, out, values)
+
+
+def _give(m: _Member, path: str, v: object, out: dict[str, object], rest: Iterator[object] | None = None) -> None:
+    """The value ``v`` for the member ``m`` at ``path``: a brace list (a tuple) fills it (:func:`_fill`), a plain
+    value sets a number; a plain value for a struct starts its brace elision, taking the values after it from
+    ``rest`` (``None``: no list goes on, as for an assignment, and the value is left out)."""
     if isinstance(v, tuple):
         _fill(m, path, v, out)
     elif m.dtype is not None:
         out[path] = v
-    else:
-        _brace(m.members, _chain(v, values), f"{path}.", out)
+    elif rest is not None:
+        _brace(m.members, _chain(v, rest), f"{path}.", out)
 
 
 _END = object()
@@ -361,12 +431,8 @@ def field_values(layout: StructLayout, brace: tuple[object, ...] | None,
     for path, v in assigned:
         path = path.lstrip(".")
         target = _member_at(layout.members, path)
-        if target is None:
-            continue
-        if isinstance(v, tuple):
-            _fill(target, path, v, out)
-        elif target.dtype is not None:
-            out[path] = v
+        if target is not None:
+            _give(target, path, v, out)
     return out
 
 

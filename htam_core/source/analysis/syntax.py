@@ -62,6 +62,30 @@ def of_type(node: Node, types: str | Iterable[str]) -> list[Node]:
     return [n for n in walk(node) if n.type in wanted]
 
 
+#: The nodes that hold file-scope declarations: namespaces, ``extern "C"`` blocks, template declarations,
+#: preprocessor branches and the parser's error recovery.
+FILE_SCOPES = frozenset({"translation_unit", "namespace_definition", "declaration_list", "linkage_specification",
+                         "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
+                         "ERROR"})
+
+
+def file_scope_nodes(root: Node, types: str | Iterable[str]) -> list[Node]:
+    """The nodes of ``types`` at file scope under ``root`` (a translation unit): in namespaces, ``extern "C"``
+    blocks, template declarations and preprocessor branches too (:data:`FILE_SCOPES`), never inside a function
+    body. Scope by scope, outer before inner (the unit's own nodes first), each scope's in source order; a node
+    of ``types`` is not walked into."""
+    wanted = {types} if isinstance(types, str) else set(types)
+    out: list[Node] = []
+    queue = [root]
+    for scope in queue:
+        for c in scope.named_children:
+            if c.type in wanted:
+                out.append(c)
+            elif c.type in FILE_SCOPES:
+                queue.append(c)
+    return out
+
+
 def smallest_covering(root: Node, start: int, end: int, types: Iterable[str]) -> Node | None:
     """The smallest node of one of ``types`` that covers the byte range ``[start, end)``, or ``None``."""
     wanted = set(types)

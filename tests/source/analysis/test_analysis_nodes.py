@@ -140,3 +140,20 @@ def test_statement_span_takes_the_whole_line_and_the_loops_pragma() -> None:
     assert syn.include_insert_point(root, src) == src.index(b"void")
     bare = b"void f() {}\n"
     assert syn.include_insert_point(_root(bare, "cuda"), bare) == 0
+
+
+#: a function definition's parameter list -> its parameter names (the reader of host wrappers and panel tiling)
+PARAM_LISTS = {
+    "const float *__restrict__ a, float *b, int n": ["a", "b", "n"],
+    "float a[], const float &s, float *": ["a", "s", ""],
+    "float (*f)(float), /* scale */ float s": ["", "s"],
+    "double *out, unsigned long long count": ["out", "count"],
+}
+
+
+def test_function_parameter_names_in_each_spelling():
+    for params, want in PARAM_LISTS.items():
+        for head in ("void", "template <typename T> __host__ void", "static inline void"):
+            src = f"{head} h({params}) {{ }}\n".encode()
+            fn = syn.of_type(syn.parse(src, "cuda").root_node, "function_definition")[0]
+            assert syn.function_parameter_names(fn, src) == want, (head, params)

@@ -136,3 +136,57 @@ def test_a_step_that_rewrites_pointer_parameters_only_says_so(tid):
     got = registry.propose(tid, model, model.kernel("sumsq"))
     assert not isinstance(got, list)
     assert "through a struct passed by value (p.x, p.out)" in got.reason, got.reason
+
+
+#: spelling -> (the struct's definition, the kernel's parameter): the definition read by the one struct reader
+#: (:mod:`htam_core.source.analysis.structs`), whatever else the struct declares.
+MORE_SPELLINGS = {
+    "typedef_of_tag": ("struct SqT { const float *x; float *out; int n; };\ntypedef struct SqT Sq;", "Sq p"),
+    "static_member": ("struct Sq { static constexpr float *none = nullptr; const float *x; float *out; int n; };",
+                      "Sq p"),
+    "bit_field": ("struct Sq { const float *x; float *out; int n; unsigned flag : 1; };", "Sq p"),
+    "restrict_field": ("struct Sq { const float *__restrict__ x; float *__restrict__ out; int n; };", "Sq p"),
+    "namespaced": ("namespace ns { struct Sq { const float *x; float *out; int n; }; }", "ns::Sq p"),
+}
+
+
+def _more(case: str) -> str:
+    struct, param = MORE_SPELLINGS[case]
+    return struct + KERNEL.replace("PARAM", param).replace("ARG", param)
+
+
+@pytest.mark.parametrize("case", sorted(MORE_SPELLINGS))
+def test_the_buffers_are_the_declared_pointer_fields(case):
+    f = _facts(_more(case))
+    assert {p.name: p.mode for p in f.pointers} == {"p.x": "read", "p.out": "readwrite"}
+
+
+def test_the_struct_params_are_its_fields_in_order():
+    from htam_core.source.analysis.struct_params import field_params
+    from htam_core.source.analysis.unit import cuda_source
+
+    model = parse_text(_more("restrict_field"), "cuda")
+    k = model.kernel("sumsq")
+    src = cuda_source(model, k)
+    assert not isinstance(src, str)
+    got = field_params(src, k)
+    assert [(p.name, p.is_pointer, p.is_const, p.is_restrict) for p in got] == [
+        ("p.x", True, True, True), ("p.out", True, False, True), ("p.n", False, False, False)]
+
+
+@pytest.mark.parametrize("change", ["Sq *q = &p;", "Sq *q = &(p);"])
+def test_taking_the_struct_address_leaves_it_unread(change):
+    text = _text("struct").replace("if (i >= p.n) return;", f"if (i >= p.n) return; {change} (void)q;")
+    assert not any("." in p.name for p in _facts(text).pointers)
+
+
+def test_a_union_or_an_array_field_is_not_read():
+    union = _text("struct").replace("struct Sq", "union Sq", 1)
+    assert not any("." in p.name for p in _facts(union).pointers)
+    array = _text("struct").replace("int n; }", "int n; int pad[2]; }", 1)
+    assert not any("." in p.name for p in _facts(array).pointers)
+
+
+def test_a_field_address_leaves_the_struct_read():
+    text = _text("struct").replace("if (i >= p.n) return;", "if (i >= p.n) return; const int *m = &p.n; (void)m;")
+    assert "p.x" in {p.name for p in _facts(text).pointers}

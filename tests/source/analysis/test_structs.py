@@ -93,3 +93,33 @@ def test_designated_and_assigned_fields_override_in_program_order() -> None:
     assert layout is not None
     got = field_values(layout, None, [("s.x", 1.5), ("c[2]", 2.5), ("v", (1.0, 2.0)), ("s.x", 3.5), ("nope", 1)])
     assert got == {"s.x": 3.5, "c[2]": 2.5, "v.x": 1.0, "v.y": 2.0, "v.z": 0}
+    assert field_values(layout, None, [("s", 1.0), ("anon", 2.0)]) == {}  # a number is no struct's value
+    assert field_values(layout, None, [("s", (1.0,))]) == {"s.x": 1.0, "s.y": 0}
+
+
+def _declarators(decl: bytes) -> list:
+    from htam_core.source.analysis.structs import field_declarators, struct_definition
+
+    spec = struct_definition(_roots(b"struct S { " + decl + b" };"), "S")
+    body = spec.child_by_field_name("body")
+    return [d for item in body.named_children if item.type == "field_declaration" for d in field_declarators(item)]
+
+
+@pytest.mark.parametrize(("decl", "want"), [
+    (b"const float *x, *__restrict__ y;", [("x", ("*",), False), ("y", ("*__restrict__",), False)]),
+    (b"float **pp;", [("pp", ("*", "*"), False)]),
+    (b"float * const cp;", [("cp", ("* const",), False)]),
+    (b"int c[3];", [("c", (), True)]),
+    (b"float *ap[4];", [("ap", ("*",), True)]),
+    (b"unsigned flag : 3;", [("flag", (), False)]),
+])
+def test_a_field_declarator_is_read_with_its_pointer_levels(decl, want):
+    got = _declarators(decl)
+    assert [(d.name, d.stars, d.array) for d in got] == want
+    assert all(d.plain for d in got)
+    assert all(d.bitfield == (b":" in decl) for d in got)
+
+
+def test_a_function_pointer_field_is_not_plain():
+    (d,) = _declarators(b"float (*fn)(float);")
+    assert not d.plain and not d.array
