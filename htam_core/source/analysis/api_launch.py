@@ -176,7 +176,9 @@ def api_launch(call: Node, src: bytes) -> LaunchCall | None:
         kargs = _array_args(call, host, args[3], src) if len(args) > 3 else None
     if len(config) < 2:
         return None
-    return LaunchCall(call, fn, tuple(config), host, kernel_args=kargs or (), api=name, args_known=kargs is not None)
+    tail = args[3] if name != _EX and len(args) == 4 else None
+    return LaunchCall(call, fn, tuple(config), host, kernel_args=kargs or (), api=name, args_known=kargs is not None,
+                      smem_after=tail)
 
 
 def api_launch_calls(root: Node, src: bytes, kernel_name: str | None = None) -> list[LaunchCall]:

@@ -56,6 +56,8 @@ class LaunchCall:
     the launcher's name, ``config`` the expressions in its slots (or assigned to the config's fields) and
     ``kernel_args`` the kernel's arguments; ``args_known`` is False when those cannot be read (no
     ``void* args[] = {&a, ...}`` array in sight): ``kernel_args`` is then ``()`` and a reader that needs them refuses.
+    ``smem_after``: for such a launch that passes no shared-bytes argument (``cudaLaunchKernel(k, g, b, args)``, the
+    C++ overload's defaults), the argument after which one goes; ``None`` otherwise.
     ``""`` and True for a ``<<<>>>`` call."""
 
     call: Node
@@ -67,6 +69,7 @@ class LaunchCall:
     macro: str = ""
     api: str = ""
     args_known: bool = True
+    smem_after: Node | None = None
 
 
 def launch_arguments(call: Node, kernel_args: tuple[Node, ...] | None = None) -> list[Node]:

@@ -92,6 +92,8 @@ class SiteLaunch:
             kernel's; ``None`` for a ``<<<>>>`` call.
         api, args_known: for a launch through the runtime API (``cudaLaunchKernel``; :attr:`LaunchCall.api`), the
             launcher's name and whether its kernel arguments were read (``kernel_args`` is ``()`` when not).
+        smem_after: for such a launch that passes no shared-bytes argument, the argument after which one goes
+            (:attr:`LaunchCall.smem_after`); ``None`` otherwise.
     """
 
     site: LaunchSite
@@ -101,6 +103,7 @@ class SiteLaunch:
     kernel_args: tuple[Node, ...] | None = None
     api: str = ""
     args_known: bool = True
+    smem_after: Node | None = None
 
     @property
     def arguments(self) -> list[Node]:
@@ -262,7 +265,8 @@ def _site_launches(kernel: Kernel, base: int, launches: tuple[LaunchCall, ...]) 
         hits = [lc for lc in launches if lc.call.start_byte < e and lc.call.end_byte > s]
         if hits:
             lc = min(hits, key=lambda c: abs(c.call.start_byte - s))
-            out.append(SiteLaunch(site, lc.call, lc.config, lc.host, lc.kernel_args, lc.api, lc.args_known))
+            out.append(SiteLaunch(site, lc.call, lc.config, lc.host, lc.kernel_args, lc.api, lc.args_known,
+                                  lc.smem_after))
     return tuple(out)
 
 
