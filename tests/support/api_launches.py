@@ -53,7 +53,7 @@ SPELLINGS: dict[str, tuple[str, int, int, bool]] = {
     "ex designated": ("""    cudaLaunchConfig_t cfg = {.gridDim = dim3((n + 63) / 64), .blockDim = dim3(64), .dynamicSmemBytes = 0};
     cudaLaunchKernelEx(&cfg, scale, x, f, n);""", 256, 64, False),
     "template instance": ("""    void* args[] = {&x, &f, &n};
-    cudaLaunchKernel((const void*)scale<T>, dim3((n + 255) / 256), dim3(256), args, 0, 0);""", 64, 256, True),
+    cudaLaunchKernel((const void*)scale<float>, dim3((n + 255) / 256), dim3(256), args, 0, 0);""", 64, 256, True),
     "reinterpret_cast": ("""    void* args[] = {&x, &f, &n};
     cudaLaunchKernel(reinterpret_cast<const void*>(&scale), dim3((n + 127) / 128), dim3(128), args);""",
                          128, 128, False),
@@ -63,7 +63,8 @@ SPELLINGS: dict[str, tuple[str, int, int, bool]] = {
 def program(name: str) -> str:
     """The program of spelling ``name`` (a key of :data:`SPELLINGS`), on ``float`` data."""
     launch, _, _, template = SPELLINGS[name]
-    text = KERNEL.replace("LAUNCH", launch)
-    if template:
-        return text.replace("TEMPLATE", "template <typename T>\n").replace("T f = 2;", "using T = float;\n    T f = 2;")
-    return re.sub(r"\bT\b", "float", text.replace("TEMPLATE", ""))
+    kernel, _, main = KERNEL.replace("LAUNCH", launch).partition("int main()")
+    kernel = kernel.replace("TEMPLATE", "template <typename T>\n" if template else "")
+    if not template:
+        kernel = re.sub(r"\bT\b", "float", kernel)
+    return kernel + "int main()" + re.sub(r"\bT\b", "float", main)

@@ -5,8 +5,13 @@ trailing arguments. Programs written for these tests (tests/support/api_launches
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+
 import pytest
 
+from htam_core.cli.main import main
 from htam_core.source.analysis.unit import cuda_source
 from htam_core.source.api import parse_text
 from tests.support.api_launches import SPELLINGS, program
@@ -73,3 +78,23 @@ def test_the_launch_goes_to_the_kernel_it_names() -> None:
     text = program("dim3 temporaries").replace("int main()", "__global__ void other(float* x) { x[0] = 1.0f; }\n\nint main()")
     model = parse_text(text, "cuda", "/tmp/api_launch.cu")
     assert len(model.kernel("scale").launch_sites) == 1 and model.kernel("other").launch_sites == []
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("name", list(SPELLINGS))
+def test_each_program_compiles(tmp_path, name: str) -> None:
+    src = tmp_path / "api.cu"
+    src.write_text(program(name))
+    p = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "api.o")], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+
+
+def test_htam_kernels_lists_the_launch(tmp_path, capsys) -> None:
+    src = tmp_path / "api.cu"
+    src.write_text(program("ex config"))
+    assert main(["kernels", str(src), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    kernels = out["kernels"] if isinstance(out, dict) else out
+    (site,) = kernels[0]["launch_sites"]
+    assert site["through_api"] == "cudaLaunchKernelEx" and site["config"]["block"] == "dim3(512)"
