@@ -53,9 +53,9 @@ from htam_core.harness.cu_eval import (
 from htam_core.harness.int_ranges import integer_ranges
 from htam_core.harness.toml_render import render_toml
 from htam_core.source.analysis import KernelFacts, analyze
+from htam_core.source.analysis.api_launch import api_launch, api_launch_calls
 from htam_core.source.analysis.callee_writes import callee_writes
 from htam_core.source.analysis.device_queries import in_words
-from htam_core.source.analysis.api_launch import api_launch, api_launch_calls
 from htam_core.source.analysis.launch import launch_calls, launch_config
 from htam_core.source.analysis.structs import StructLayout, field_values, struct_layout
 from htam_core.source.api import parse_text
