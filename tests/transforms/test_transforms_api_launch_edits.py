@@ -117,3 +117,13 @@ def test_a_ceil_division_over_a_constant_local_follows_the_block(size: str) -> N
     cands = _propose(text, "cuda.block_size")
     assert not isinstance(cands, NotApplicable), cands.reason
     assert "scale<<<(n + 255) / 256, 256>>>" not in cands[0].new_text
+
+
+def test_a_block_variable_shared_with_another_api_launch_is_refused_in_one_line() -> None:
+    text = program("cooperative").replace("int main()", "__global__ void other(float* x, int n)\n{\n"
+                                          "    if (blockIdx.x * blockDim.x + threadIdx.x < n) x[0] = 1.0f;\n}\n\nint main()")
+    text = text.replace("    cudaDeviceSynchronize();", "    void* oargs[] = {&x, &n};\n"
+                        "    cudaLaunchKernel((const void*)other, nb, tpb, oargs, 0, 0);\n    cudaDeviceSynchronize();")
+    r = _propose(text, "cuda.block_size")
+    assert isinstance(r, NotApplicable)
+    assert "also configures the launch other" in r.reason and "\n" not in r.reason
