@@ -600,7 +600,7 @@ class Program:
                 i = self.ev(idx.named_children[-1] if idx.type == "subscript_argument_list" else idx, scope)
                 if isinstance(i, int) and 0 <= i < len(arr):
                     return arr[i]
-        if t == "initializer_list":
+        if t == "initializer_list" and 0 < node.named_child_count <= 3:  # dim3 b = {16, 16}
             vals = [self.ev(c, scope) for c in node.named_children]
             return Dim3(*[int(v) for v in vals[:3]])
         raise Unknown(f"`{text}` (line {line_of(node)}) is not a constant expression htam can read")

@@ -53,6 +53,7 @@ from htam_core.harness.cu_eval import (
 from htam_core.harness.int_ranges import integer_ranges
 from htam_core.harness.toml_render import render_toml
 from htam_core.source.analysis import KernelFacts, analyze
+from htam_core.source.analysis.api_launch import api_launch, api_launch_calls
 from htam_core.source.analysis.callee_writes import callee_writes
 from htam_core.source.analysis.device_queries import in_words
 from htam_core.source.analysis.launch import launch_calls, launch_config
@@ -106,9 +107,10 @@ def _py_name(name: str, taken: set[str]) -> str:
 
 
 def launch_call(prog: Program, line: int, kernel: str) -> ts.Node | None:
-    """The ``call_expression`` with ``<<<...>>>`` of ``kernel`` starting on ``line`` (the one launch query)."""
+    """The launch of ``kernel`` starting on ``line``: a ``call_expression`` with ``<<<...>>>`` (the one launch query)
+    or a runtime-API launch (``cudaLaunchKernel``; :mod:`~htam_core.source.analysis.api_launch`)."""
     root = prog.tree.root_node
-    for lc in launch_calls(root, prog.src, kernel):
+    for lc in launch_calls(root, prog.src, kernel) + api_launch_calls(root, prog.src, kernel):
         if line_of(lc.call) == line:
             return lc.call
     return None
@@ -130,6 +132,19 @@ def _calls_of(body: ts.Node, name: str) -> list[ts.Node]:
 def _args(call: ts.Node) -> list[ts.Node]:
     a = call.child_by_field_name("arguments")
     return [c for c in (a.named_children if a is not None else []) if c.type != "comment"]
+
+
+def _launch_parts(prog: Program, launch: ts.Node) -> tuple[list[ts.Node], list[ts.Node] | None]:
+    """The configuration expressions (grid, block, smem, stream) and the kernel's argument nodes of ``launch``, a
+    ``<<<...>>>`` call or a runtime-API launch (whose slots and ``void* args[]`` array the analysis layer reads:
+    :func:`~htam_core.source.analysis.api_launch.api_launch`); the arguments are ``None`` when they cannot be read."""
+    cfg = launch_config(launch)
+    if cfg is not None:
+        return list(cfg), _args(launch)
+    api = api_launch(launch, prog.src)
+    if api is None:
+        return [], None
+    return list(api.config), list(api.kernel_args or ()) if api.args_known else None
 
 
 def _value(prog: Program, node: ts.Node, scope: Scope) -> tuple[Any, str | None]:
@@ -215,7 +230,7 @@ def _at_launch(prog: Program, launch: ts.Node, kernel: Kernel, scope: Scope, pat
                outputs: set[str]) -> _Found:
     """Evaluate the launch's configuration and arguments in ``scope`` (the scope at the launch); ``outputs``:
     the kernel's parameters that may be written (:func:`output_params`)."""
-    exprs = list(launch_config(launch) or ())
+    exprs, args = _launch_parts(prog, launch)
     where = f"{path.name}:{line_of(launch)}"
     found = _Found(args=[], written=set(outputs), line=line_of(launch))
     try:
@@ -228,7 +243,9 @@ def _at_launch(prog: Program, launch: ts.Node, kernel: Kernel, scope: Scope, pat
         raise HarnessError(f"{where}: cannot read the launch configuration of {kernel.name}: {why}") from None
     if len(exprs) > 3:
         found.notes.append(f"the launch's stream `{node_text(exprs[3])}` is replaced by htam's stream")
-    args = _args(launch)
+    if args is None:
+        raise HarnessError(f"{where}: the arguments of {kernel.name} are not read: pass them as `void* args[] = "
+                           "{&a, &b, ...};` declared in the launching function")
     params = _kernel_params(kernel)
     if len(args) != len(params):
         raise HarnessError(f"{where}: {kernel.name} takes {len(params)} arguments but the launch passes {len(args)}")
@@ -256,7 +273,7 @@ def _launcher_ok(fn: ts.Node, launch: ts.Node, kernel: Kernel, prog: Program) ->
     names = param_names(fn)
     if any(not n for n in names):
         return None
-    args = _args(launch)
+    args = _launch_parts(prog, launch)[1] or []
     for p, a in zip(kernel.params, args, strict=False):
         if p.is_pointer and node_text(a) not in names:
             return None
@@ -434,7 +451,7 @@ def _as_launcher(prog: Program, fn: ts.Node, call: ts.Node, outer: Scope, kernel
                  names: list[str], outputs: set[str]) -> _Found:
     decls = param_declarations(fn)
     args = _args(call)
-    launch_args = [node_text(a) for a in _args(launch)]
+    launch_args = [node_text(a) for a in _launch_parts(prog, launch)[1] or []]
     written = {launch_args[i] for i, p in enumerate(kernel.params) if p.name in outputs and i < len(launch_args)}
     found = _Found(args=[], written=written, line=line_of(launch),
                    launcher=_instantiated(prog, " ".join(node_text(call.child_by_field_name("function")).split()),

@@ -38,6 +38,7 @@ from htam_core.harness.base import Harness, HarnessError, include_notes
 from htam_core.harness.cu_eval import Program, function_name
 from htam_core.harness.cu_main import has_main
 from htam_core.harness.infer_cuda import infer_cuda_harness
+from htam_core.source.analysis.api_launch import api_launch_calls
 from htam_core.source.analysis.launch import launch_calls
 from htam_core.source.api import parse_text
 from htam_core.source.cuda import _enclosing_function as enclosing_function  # the source layer's
@@ -80,10 +81,12 @@ def wrappers(model: SourceModel, kernel: Kernel) -> list[str]:
 
 
 def _launching_functions(text: str, kernel: str, path: Path | None = None) -> list[str]:
-    """The host functions of ``text`` (other than ``main``) holding a ``<<<>>>`` launch of ``kernel``."""
+    """The host functions of ``text`` (other than ``main``) holding a launch of ``kernel`` (``<<<>>>`` or through the
+    runtime API, :mod:`~htam_core.source.analysis.api_launch`)."""
     prog = Program(text, path)
     out: list[str] = []
-    for lc in launch_calls(prog.tree.root_node, prog.src, kernel):
+    root = prog.tree.root_node
+    for lc in launch_calls(root, prog.src, kernel) + api_launch_calls(root, prog.src, kernel):
         fn = enclosing_function(lc.call)
         name = function_name(fn) if fn is not None else None
         if name and name != "main" and name not in out:

@@ -40,6 +40,7 @@ from htam_core.harness.base import cuda_include_dirs, origin_dirs
 from htam_core.runtime.cache import CompileCache, content_key, file_fingerprint
 from htam_core.runtime.children import one_shot_kwargs
 from htam_core.runtime.toolchain import find_nvcc
+from htam_core.source.analysis.api_launch import api_launch_calls
 from htam_core.source.analysis.constants import ConstEnv
 from htam_core.source.analysis.includes import headers_digest
 from htam_core.source.analysis.kernel_names import normal_type
@@ -511,7 +512,8 @@ def _site_value(source: str, kernel: Any, site: Any, offset: int, key: str, path
     if at is not None and not 0 <= at < len(data):
         at = None
     pos = {"block": 1, "smem": 2}[key]
-    for lc in launch_calls(root, data, getattr(kernel, "name", None)):
+    name = getattr(kernel, "name", None)
+    for lc in launch_calls(root, data, name) + api_launch_calls(root, data, name):
         if at is None or not lc.call.start_byte <= at < lc.call.end_byte:
             continue
         if len(lc.config) <= pos:

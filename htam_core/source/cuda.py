@@ -29,6 +29,7 @@ import tree_sitter as ts
 
 from htam_core.source import cache as kcache
 from htam_core.source import features as feat
+from htam_core.source.analysis.api_launch import api_launch_calls
 from htam_core.source.analysis.fnptr import pointer_kernels
 from htam_core.source.analysis.kernel_names import (
     arg_types,
@@ -150,6 +151,7 @@ def extract_cuda(frame: Frame, root: ts.Node, language: str = "cuda", depth: int
                 # launches parsed inside garbage come after those of the re-parsed regions
                 (late if recovering and _in_error(call) else out.launches).append(site)
     out.launches.extend(late + (_macro_launches(frame, root, resolver) if depth == 0 else []))
+    out.launches.extend(s for s in _api_launches(frame, root, resolver) if not is_dead_span(s, frame, dead))
     if root.has_error and depth == 0:
         out.problems = _problems(frame, root, regions)
         out.errors.extend(str(p) for p in out.problems[:20])
@@ -766,6 +768,17 @@ def _launch(frame: Frame, call: ts.Node, resolver: CudaResolver) -> LaunchSite |
     args = call.child_by_field_name("arguments")
     if fn is None or exprs is None:
         return None
+    site = _launch_parts(frame, call, fn, exprs, resolver)
+    if site is None:
+        return None
+    return replace(site, args=[node_text(a) for a in (args.named_children if args is not None else [])
+                               if a.type != "comment"], arg_types=arg_types(call))
+
+
+def _launch_parts(frame: Frame, call: ts.Node, fn: ts.Node, exprs: tuple[ts.Node, ...],
+                  resolver: CudaResolver) -> LaunchSite | None:
+    """The launch site of ``call`` that launches ``fn`` with the configuration ``exprs`` (grid, block, smem,
+    stream), its arguments not yet read."""
     name_node = fn if fn.type in ("identifier", "subscript_expression", "parenthesized_expression", "pointer_expression") else _declarator_name(fn)
     if name_node is None:
         return None
@@ -790,13 +803,11 @@ def _launch(frame: Frame, call: ts.Node, resolver: CudaResolver) -> LaunchSite |
         line=frame.line(call.start_byte),
         kernel_name=node_text(name_node),
         config=config,
-        args=[node_text(a) for a in (args.named_children if args is not None else []) if a.type != "comment"],
         span=frame.span(call),
         config_spans=spans,
         qualified_name=" ".join(node_text(fn).split()),
         resolved_config=resolved,
         pointer_kernels=pointer_kernels(fn, frame.src),
-        arg_types=arg_types(call),
     )
 
 
@@ -853,6 +864,29 @@ def _macro_spans(frame: Frame, u: LaunchMacroUse) -> dict[str, ByteSpan]:
     if isinstance(slots, str) or len(u.arg_spans) != len(u.args):
         return {}
     return {k: frame.span_of(*u.arg_spans[i]) for k, i in zip(SLOTS, slots.config, strict=False)}
+
+
+def is_dead_span(site: LaunchSite, frame: Frame, dead: list[tuple[int, int]]) -> bool:
+    """Whether launch ``site`` (file bytes) starts in one of the ``#if 0`` ranges ``dead`` (frame bytes)."""
+    return site.span is not None and any(frame.to_file(s) <= site.span.start < frame.to_file(e) for s, e in dead)
+
+
+def _api_launches(frame: Frame, root: ts.Node, resolver: CudaResolver) -> list[LaunchSite]:
+    """The launches of the frame made through the runtime API (``cudaLaunchKernel((const void*)k, grid, block, args,
+    smem, stream)``, ``cudaLaunchKernelEx(&config, k, a, b)``; :mod:`~htam_core.source.analysis.api_launch`), one
+    site per call: its ``config_spans`` are the expressions in the grid, block, shared-bytes and stream slots (for
+    ``Ex``, the values assigned to the config's fields), its ``args`` the kernel's arguments read from the
+    ``void* args[]`` array (``[]`` when unread)."""
+    if b"cudaLaunch" not in frame.src:
+        return []
+    out = []
+    for lc in api_launch_calls(root, frame.src):
+        site = _launch_parts(frame, lc.call, lc.fn, lc.config, resolver)
+        if site is None:
+            continue
+        out.append(replace(site, args=[node_text(a) for a in lc.kernel_args or ()], arg_types=(), api=lc.api,
+                           scope=launch_scope(lc.call), using=using_namespaces(lc.call)))
+    return out
 
 
 def _template_args(fn: ts.Node) -> ts.Node | None:

@@ -85,6 +85,9 @@ class LaunchSite:
             ``#define LAUNCH(k, n, ...) k<<<...>>>(__VA_ARGS__)``); its ``config_spans`` are the use's arguments that
             are the grid, block, shared bytes and stream when the ``#define`` passes each as one parameter, and
             none when it computes them (``k<<<(n + 255) / 256, 256>>>``); ``""`` for a launch written out.
+        api: CUDA: the runtime function the launch is made through (``cudaLaunchKernel``, ``cudaLaunchKernelEx``,
+            ``cudaLaunchCooperativeKernel``; :mod:`~htam_core.source.analysis.api_launch`); ``config_spans`` are then
+            the expressions in its slots, ``args`` the kernel's arguments (``[]`` when they cannot be read).
         scope: CUDA: the namespace path the launch is written in (``"ops::rows"``; ``""`` at file scope).
         using: CUDA: the namespaces of the ``using namespace`` directives visible at the launch.
         arg_types: CUDA: each argument's declared type where it can be read (``"float*"``), else ``None``.
@@ -106,6 +109,7 @@ class LaunchSite:
     scope: str = ""
     using: tuple[str, ...] = ()
     arg_types: tuple[str | None, ...] = ()
+    api: str = ""
     ambiguous: tuple[str, ...] = ()
 
 
@@ -293,6 +297,7 @@ class Kernel:
                  **({"through_pointer": s.qualified_name, "pointer_kernels": list(s.pointer_kernels)}
                     if s.pointer_kernels else {}),
                  **({"through_macro": s.macro} if s.macro else {}),
+                 **({"through_api": s.api} if s.api else {}),
                  **({"ambiguous": list(s.ambiguous)} if s.ambiguous else {})}
                 for s in self.launch_sites
             ],

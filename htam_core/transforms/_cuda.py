@@ -406,7 +406,9 @@ def smem_edit(unit: CudaUnit, launch: Launch, size: str) -> TextEdit | str:
     """The edit making launch ``launch`` pass ``size`` (an expression, bytes) of dynamic shared memory, or one line
     why not: ``k<<<g, b>>>`` gets ``, size`` after its block; a launch that passes ``0`` (``k<<<g, b, 0, s>>>``, or
     the argument of a launch macro's shared-bytes slot) gets it replaced; a launch that passes another size, and one
-    written through a launch macro whose ``#define`` has no shared-bytes slot, are refused."""
+    written through a launch macro whose ``#define`` has no shared-bytes slot, are refused. A runtime-API launch
+    (:attr:`~htam_core.source.analysis.unit.SiteLaunch.api`) gets it in its shared-bytes argument, added after the
+    arguments array when absent; a ``cudaLaunchKernelEx`` whose config sets no ``dynamicSmemBytes`` is refused."""
     line = launch.site.line
     if len(launch.config_args) > 2:
         c = unit.resolve(launch.config_args[2], launch.host)
@@ -418,6 +420,10 @@ def smem_edit(unit: CudaUnit, launch: Launch, size: str) -> TextEdit | str:
     if launch.site.macro:
         return (f"the launch on line {line} is written through the macro {launch.site.macro}, whose #define passes "
                 "no dynamic shared-memory size")
+    if launch.api:  # cudaLaunchKernel(k, g, b, args): after the arguments array; a config: no field to fill
+        if launch.smem_after is None:
+            return f"the launch on line {line} ({launch.api}) sets no dynamicSmemBytes field in its configuration"
+        return unit.insert(launch.smem_after.end_byte, f", {size}")
     return unit.insert(launch.block.end_byte, f", {size}")
 
 

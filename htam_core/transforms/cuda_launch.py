@@ -17,6 +17,7 @@ import math
 import re
 
 from htam_core.source.analysis import nodes as _ts  # the node queries of the analysis layer
+from htam_core.source.analysis.api_launch import api_launch_calls
 from htam_core.source.analysis.constants import literal_value
 from htam_core.source.analysis.contracts import block_segment_results, block_size_numerics
 from htam_core.source.analysis.grid_cover import GridCover, block_literals, division_operands, launch_cover
@@ -137,7 +138,7 @@ def _block_fixed_by_body(unit: CudaUnit, dim: str, c: Const) -> str | None:
 def shared_with_other_launches(unit: CudaUnit, names: set[str]) -> str | None:
     """Name the launch of another kernel whose configuration uses one of ``names``, if any."""
     own = {la.call.start_byte for la in unit.launches}
-    for lc in launch_calls(unit.root, unit.src):
+    for lc in launch_calls(unit.root, unit.src) + api_launch_calls(unit.root, unit.src):
         call, host = lc.call, lc.host
         if call.start_byte in own:
             continue
@@ -152,7 +153,7 @@ def shared_with_other_launches(unit: CudaUnit, names: set[str]) -> str | None:
         if common:
             line = unit.src[: call.start_byte].count(b"\n") + 1
             return (
-                f"{', '.join(sorted(common))} also configures the launch {unit.t(call.child_by_field_name('function'))} "
+                f"{', '.join(sorted(common))} also configures the launch {unit.t(lc.fn)} "
                 f"on line {line} of the CUDA source; give {unit.kernel.name} its own (a constant or local that only "
                 "its launch uses, and its body where it reads the value) and htam can retune it"
             )

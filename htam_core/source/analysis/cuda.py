@@ -144,6 +144,9 @@ class Affine:
         #: Number literals read as another value, by their first byte (:func:`~htam_core.source.analysis.
         #: grid_cover.block_literals`: the grid's form with its block literals edited).
         self.literals: dict[int, int] = {}
+        #: Every name read as itself, never folded nor followed (:func:`~htam_core.source.analysis.grid_cover.
+        #: block_literals`: a grid whose locals fold to a number, ``(n + 255) / 256`` after ``int n = 4096;``).
+        self.names_as_symbols = False
 
     def _group(self, name: str) -> int | None:
         """The size of the cooperative group local ``name``: ``W`` for a ``thread_block_tile<W>`` (or ``auto`` from
@@ -329,7 +332,7 @@ class Affine:
 
     def _name_at(self, name: str, at: int, depth: int) -> sympy.Expr:
         """The sympy form of the name ``name`` read at byte ``at`` of the unit (see :meth:`expr`)."""
-        if name in self.loop_vars:
+        if name in self.loop_vars or self.names_as_symbols:
             return sym(name)
         key = (name, at)
         if key in self._memo:

@@ -198,15 +198,27 @@ def _function_of(node: Node) -> Node | None:
     return p
 
 
-def _form(source: CudaSource, grid: Node, literals: dict[int, int]) -> sympy.Expr | None:
+def _form(source: CudaSource, grid: Node, literals: dict[int, int], names: bool = False) -> sympy.Expr | None:
     """The sympy form of grid component ``grid`` read as the launch facts read a grid (locals followed, ceil-division
-    helpers and macros read), the number literals starting at the bytes of ``literals`` read as their values."""
+    helpers and macros read), the number literals starting at the bytes of ``literals`` read as their values;
+    ``names=True`` reads every name as itself (``n`` of ``int n = 4096;`` stays ``n``)."""
     host = _function_of(grid)
     if host is None:
         return None
     reader = Affine(source.env, host, set(), ceil_div_calls=True, reaching=True)
     reader.literals = literals
+    reader.names_as_symbols = names
     return reader.expr(grid)
+
+
+def _rounding(source: CudaSource, grid: Node, literals: dict[int, int], block: int, dim: str,
+              ) -> tuple[str | None, sympy.Expr | None]:
+    """:func:`grid_rounding` of ``grid``'s form (:func:`_form`); a grid whose locals fold to a number
+    (``(n + 255) / 256`` after ``int n = 4096;``) is read with its names kept, so its ceil-division shows."""
+    form = _form(source, grid, literals)
+    if form is not None and form.is_number:
+        form = _form(source, grid, literals, names=True)
+    return grid_rounding(form, block, dim)
 
 
 def block_literals(source: CudaSource, grid: Node, old: int, new: int, dim: str = "x") -> list[tuple[Node, int]] | str | None:
@@ -225,10 +237,10 @@ def block_literals(source: CudaSource, grid: Node, old: int, new: int, dim: str 
     if not any(v == old for _, v in lits):
         return None
     moved = {n.start_byte: new if v == old else new - 1 for n, v in lits}
-    kind, work = grid_rounding(_form(source, grid, {}), old, dim)
+    kind, work = _rounding(source, grid, {}, old, dim)
     if kind != "ceil":
         return f"the grid {source.t(grid)!r} uses {old} but is not a ceil-division by the block size {old}"
-    new_kind, new_work = grid_rounding(_form(source, grid, moved), new, dim)
+    new_kind, new_work = _rounding(source, grid, moved, new, dim)
     whole = work is None and new_work is None and len(lits) == 1
     if new_kind != "ceil" or not (whole or (work is not None and new_work is not None
                                              and sympy.simplify(work - new_work) == 0)):

@@ -49,7 +49,16 @@ class LaunchCall:
     :func:`~htam_core.source.analysis.launch_slots.macro_launch_calls`), ``call`` is the use, ``fn`` and ``config``
     are the use's arguments that are the kernel and the ``<<<...>>>`` slots, ``kernel_args`` those that are the
     kernel's arguments, and ``macro`` the macro's name; ``None`` and ``""`` for a ``<<<>>>`` call, whose
-    arguments are the call's (:func:`launch_arguments`)."""
+    arguments are the call's (:func:`launch_arguments`).
+
+    ``api`` and ``args_known``: for a launch through the runtime API (``cudaLaunchKernel((const void*)k, grid, block,
+    args, smem, stream)``, ``cudaLaunchKernelEx(&config, k, a, b)``; :mod:`~htam_core.source.analysis.api_launch`),
+    the launcher's name, ``config`` the expressions in its slots (or assigned to the config's fields) and
+    ``kernel_args`` the kernel's arguments; ``args_known`` is False when those cannot be read (no
+    ``void* args[] = {&a, ...}`` array in sight): ``kernel_args`` is then ``()`` and a reader that needs them refuses.
+    ``smem_after``: for such a launch that passes no shared-bytes argument (``cudaLaunchKernel(k, g, b, args)``, the
+    C++ overload's defaults), the argument after which one goes; ``None`` otherwise.
+    ``""`` and True for a ``<<<>>>`` call."""
 
     call: Node
     fn: Node
@@ -58,6 +67,9 @@ class LaunchCall:
     pointer_kernels: tuple[str, ...] = ()
     kernel_args: tuple[Node, ...] | None = None
     macro: str = ""
+    api: str = ""
+    args_known: bool = True
+    smem_after: Node | None = None
 
 
 def launch_arguments(call: Node, kernel_args: tuple[Node, ...] | None = None) -> list[Node]:

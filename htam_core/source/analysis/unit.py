@@ -19,6 +19,7 @@ from typing import Any
 
 from tree_sitter import Node
 
+from htam_core.source.analysis.api_launch import api_launch_calls
 from htam_core.source.analysis.constants import ConstEnv
 from htam_core.source.analysis.launch import LaunchCall, launch_arguments, launch_calls
 from htam_core.source.analysis.launch_slots import macro_launch_calls
@@ -89,6 +90,10 @@ class SiteLaunch:
         kernel_args: for a launch through a launch macro (``call`` is then the macro's use, ``config_args`` its
             arguments that are the slots; :attr:`LaunchCall.kernel_args`), the use's arguments that are the
             kernel's; ``None`` for a ``<<<>>>`` call.
+        api, args_known: for a launch through the runtime API (``cudaLaunchKernel``; :attr:`LaunchCall.api`), the
+            launcher's name and whether its kernel arguments were read (``kernel_args`` is ``()`` when not).
+        smem_after: for such a launch that passes no shared-bytes argument, the argument after which one goes
+            (:attr:`LaunchCall.smem_after`); ``None`` otherwise.
     """
 
     site: LaunchSite
@@ -96,6 +101,9 @@ class SiteLaunch:
     config_args: tuple[Node, ...]
     host: Node | None
     kernel_args: tuple[Node, ...] | None = None
+    api: str = ""
+    args_known: bool = True
+    smem_after: Node | None = None
 
     @property
     def arguments(self) -> list[Node]:
@@ -122,8 +130,9 @@ class CudaSource:
         base: file offset of ``src[0]``.
         root, func, body: the tree's root, the kernel's ``function_definition`` and its body.
         env: the unit's constants (no template bindings).
-        launches: ``<<<>>>`` launches of the kernel in this unit, and uses of launch macros editable at the use
-            (:func:`~htam_core.source.analysis.launch_slots.macro_launch_calls`), in source order.
+        launches: ``<<<>>>`` launches of the kernel in this unit, uses of launch macros editable at the use
+            (:func:`~htam_core.source.analysis.launch_slots.macro_launch_calls`) and runtime-API launches
+            (:func:`~htam_core.source.analysis.api_launch.api_launch_calls`), in source order.
         lines: line numbers of the whole file.
         sites: the kernel's launch sites that lie in this unit, each with its call (in site order; a site
             whose call is not in the tree is left out).
@@ -218,7 +227,8 @@ def _unit_launches(model: SourceModel, kernel: Kernel, root: Node, src: bytes) -
     macro = macro_launch_calls(root, src, kernel.name)
     if len(macro) != sum(1 for s in kernel.launch_sites if s.macro):
         return ()
-    return tuple(sorted(calls + macro, key=lambda c: c.call.start_byte))
+    api = api_launch_calls(root, src, kernel.name) if b"cudaLaunch" in src else []
+    return tuple(sorted(calls + macro + api, key=lambda c: c.call.start_byte))
 
 
 def _isolated(src: bytes, base: int, model: SourceModel, kernel: Kernel) -> bytes:
@@ -255,7 +265,8 @@ def _site_launches(kernel: Kernel, base: int, launches: tuple[LaunchCall, ...]) 
         hits = [lc for lc in launches if lc.call.start_byte < e and lc.call.end_byte > s]
         if hits:
             lc = min(hits, key=lambda c: abs(c.call.start_byte - s))
-            out.append(SiteLaunch(site, lc.call, lc.config, lc.host, lc.kernel_args))
+            out.append(SiteLaunch(site, lc.call, lc.config, lc.host, lc.kernel_args, lc.api, lc.args_known,
+                                  lc.smem_after))
     return tuple(out)
 
 
