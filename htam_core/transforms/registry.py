@@ -293,7 +293,9 @@ def _validated(t: Transform, model: SourceModel, kernel: Kernel, result: list[Ca
     reads = t.kind == "launch" or t.reads_launch
     for cand in result:
         cand = _launch_shared(model, kernel, cand)
-        why = ambiguous_launch_reason(kernel, [(e.start_byte, e.end_byte) for e in cand.edits], reads=reads)
+        spans = [(e.start_byte, e.end_byte) for e in cand.edits]
+        why = (ambiguous_launch_reason(kernel, spans, reads=reads)
+               or _cooperative_reason(kernel, spans, changes=t.kind == "launch"))
         if why is not None:
             ambiguous = why
             continue
@@ -312,6 +314,24 @@ def _validated(t: Transform, model: SourceModel, kernel: Kernel, result: list[Ca
             reason=f"every candidate was rejected ({rejected[0]})", transform_id=t.id, rejected=tuple(rejected)
         )
     return good
+
+
+#: The runtime call of a cooperative launch: every block of its grid must be resident at once (grid.sync()).
+_COOPERATIVE = "cudaLaunchCooperativeKernel"
+
+
+def _cooperative_reason(kernel: Kernel, spans: list[tuple[int, int]], *, changes: bool = False) -> str | None:
+    """Why an edit over the byte ranges ``spans`` may not be made on a kernel with a cooperative launch
+    (``cudaLaunchCooperativeKernel``): it changes that launch, or, with ``changes`` (a step of kind ``"launch"``,
+    which changes the grid or block where they are defined), the kernel has one at all. A cooperative grid must fit on the device at
+    once; a bigger block or a grid of more blocks per SM can make the launch fail (``cudaErrorCooperativeLaunchTooLarge``).
+    ``None`` otherwise. Idea source: CUDA C++ Programming Guide, "Grid Synchronization" (cooperative launches)."""
+    for s in kernel.launch_sites:
+        touched = s.span is not None and any(a < s.span.end and b > s.span.start for a, b in spans)
+        if s.api == _COOPERATIVE and (touched or changes):
+            return (f"the launch on line {s.line} is cooperative ({_COOPERATIVE}): all its blocks must be resident "
+                    "at once, so htam does not change its grid or block")
+    return None
 
 
 def _through_macro(kernel: Kernel, na: NotApplicable, text: str) -> NotApplicable:

@@ -32,7 +32,11 @@ def test_launch_bounds_reads_the_block_of_the_launch(name: str) -> None:
     assert f"__launch_bounds__({block}) scale(" in cands[0].new_text
 
 
-@pytest.mark.parametrize("name", list(SPELLINGS))
+#: The spellings whose launch a step may change (a cooperative grid must stay resident at once: not changed).
+CHANGEABLE = [n for n in SPELLINGS if n != "cooperative"]
+
+
+@pytest.mark.parametrize("name", CHANGEABLE)
 def test_the_block_size_step_edits_the_launch(name: str) -> None:
     text = program(name)
     cands = _propose(text, "cuda.block_size")
@@ -44,7 +48,7 @@ def test_the_block_size_step_edits_the_launch(name: str) -> None:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("name", list(SPELLINGS))
+@pytest.mark.parametrize("name", CHANGEABLE)
 def test_every_edit_of_the_launch_compiles(tmp_path, name: str) -> None:
     text = program(name)
     for k, tid in enumerate(("cuda.block_size", "cuda.launch_bounds", "cuda.grid_stride")):
@@ -53,9 +57,20 @@ def test_every_edit_of_the_launch_compiles(tmp_path, name: str) -> None:
         assert_nvcc_compiles(cands[0].new_text, tmp_path, f"c{k}.cu")
 
 
+@pytest.mark.parametrize("tid", ["cuda.block_size", "cuda.grid_stride", "cuda.grid_size"])
+def test_a_cooperative_launch_is_not_changed(tid: str) -> None:
+    cands = _propose(program("cooperative"), tid)
+    made = cands if isinstance(cands, list) else []  # a launch-independent form may stand, the launch as written
+    assert all("cudaLaunchCooperativeKernel((void*)scale, nb, tpb, cargs);" in c.new_text
+               and "int tpb = 256;" in c.new_text and "int nb = (n + tpb - 1) / tpb;" in c.new_text for c in made)
+    if tid == "cuda.block_size":
+        assert isinstance(cands, NotApplicable) and "cooperative" in cands.reason, cands
+
+
 def test_the_grid_stride_grid_goes_into_the_slot() -> None:
-    c = _propose(program("cooperative"), "cuda.grid_stride")[0]
-    assert "cudaLaunchCooperativeKernel((void*)scale, htam_sm_grid(nb, 8), tpb, cargs);" in c.new_text
+    c = _propose(program("variables"), "cuda.grid_stride")[0]
+    assert ("cudaLaunchKernel((void*)&scale, dim3(htam_sm_grid(blocks.x, 8), blocks.y, blocks.z), threads, kargs, 0, "
+            "nullptr);") in c.new_text
     c = _propose(program("ex config"), "cuda.grid_stride")[0]
     assert "config.gridDim = dim3(htam_sm_grid((n + 511) / 512, 8));" in c.new_text
 
