@@ -23,7 +23,8 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from htam_core.source.analysis.launch import LaunchCall, callee_name, host_of
-from htam_core.source.analysis.syntax import of_type, text
+from htam_core.source.analysis.nodes import declared_identifier
+from htam_core.source.analysis.syntax import of_type, strip_pointer, text
 
 __all__ = ["API_LAUNCHERS", "api_launch", "api_launch_calls", "api_kernel_node"]
 
@@ -35,7 +36,6 @@ _EX = "cudaLaunchKernelEx"
 API_LAUNCHERS = (*_SLOTTED, _EX)
 #: ``cudaLaunchConfig_t`` fields in the order of the ``<<<...>>>`` slots
 _EX_FIELDS = ("gridDim", "blockDim", "dynamicSmemBytes", "stream")
-_CASTS = ("static_cast", "reinterpret_cast", "const_cast")
 
 
 def _args(call: Node) -> list[Node]:
@@ -54,27 +54,16 @@ def _launcher(call: Node, src: bytes) -> str:
 
 
 def _uncast(node: Node, src: bytes) -> Node:
-    """``node`` without the casts, parentheses and ``&`` around it: ``(const void*)&k`` -> ``k``."""
+    """``node`` without the casts, parentheses and ``&`` around it: ``(const void*)&k`` -> ``k`` (the casts through
+    :func:`~htam_core.source.analysis.syntax.strip_pointer`, then the ``&`` that takes a function's address)."""
     while True:
-        if node.type == "parenthesized_expression" and node.named_child_count == 1:
-            node = node.named_children[0]
-        elif node.type == "cast_expression" and node.child_by_field_name("value") is not None:
-            node = node.child_by_field_name("value")  # type: ignore[assignment]
-        elif node.type == "pointer_expression" and text(node, src).startswith("&"):
-            node = node.child_by_field_name("argument") or node
-            if node.type == "pointer_expression":
-                return node
-        elif node.type == "call_expression" and _cast_call(node, src):
-            node = _args(node)[0]
-        else:
+        node = strip_pointer(node)
+        arg = node.child_by_field_name("argument") if node.type == "pointer_expression" else None
+        if arg is None or not text(node, src).startswith("&"):
             return node
-
-
-def _cast_call(node: Node, src: bytes) -> bool:
-    """Whether ``node`` is ``reinterpret_cast<T>(x)`` (or a ``static_cast``/``const_cast``) of one argument."""
-    fn = node.child_by_field_name("function")
-    name = fn.child_by_field_name("name") if fn is not None and fn.type == "template_function" else None
-    return name is not None and text(name, src) in _CASTS and len(_args(node)) == 1
+        if arg.type == "pointer_expression":
+            return arg
+        node = arg
 
 
 def api_kernel_node(call: Node, src: bytes) -> Node | None:
@@ -125,10 +114,9 @@ def _array_args(call: Node, host: Node | None, slot: Node, src: bytes) -> tuple[
 
 
 def _declared(decl: Node, src: bytes) -> str:
-    """The name a declarator declares (``args`` of ``*args[]``)."""
-    while decl.child_by_field_name("declarator") is not None:
-        decl = decl.child_by_field_name("declarator")  # type: ignore[assignment]
-    return text(decl, src)
+    """The name a declarator declares (``args`` of ``*args[]``; ``""`` when it names none)."""
+    ident = declared_identifier(decl)
+    return text(ident, src) if ident is not None else ""
 
 
 def _ex_fields(call: Node, host: Node | None, cfg: Node, src: bytes) -> dict[str, Node]:
