@@ -3,7 +3,9 @@
 ``main()`` allocates the buffers but seldom says what their values mean; the analysis layer does:
 
 * **indices** into another buffer (a gather, :func:`~htam_core.source.analysis.gathers.gather_indices`:
-  ``table[ids[t] * C + c]``): uniform over ``[0, len(table) / C)``;
+  ``table[ids[t] * C + c]``): uniform over ``[0, len(table) / C)``, or over one row's length where a row offset
+  selects the row the index moves in (``row[idx[r]]`` with ``row = x + r * V``: ``[0, V)``); an index whose other
+  terms cannot be bounded (``x[i + idx[i]]``) keeps the whole buffer's range with a note saying so;
 * an **offsets array** (:func:`~htam_core.source.analysis.offsets.offsets_loops`: ``for (j = p[r]; j < p[r + 1];
   ++j)``, CSR's ``row_ptr``): sorted positions from 0 to the length of the buffers the loop indexes
   (``init = "offsets"``), so every row's range lies inside them and a GPU run is bounded;
@@ -31,7 +33,7 @@ from typing import Any
 from htam_core.harness.base import Harness, InputSpec
 from htam_core.harness.cu_eval import Ptr
 from htam_core.source.analysis import KernelFacts
-from htam_core.source.analysis.gathers import gather_indices
+from htam_core.source.analysis.gathers import gather_indices, index_bound
 from htam_core.source.analysis.offsets import index_sources, offsets_loops
 
 __all__ = ["SIGNED_VALUES", "UNSIGNED_VALUES", "integer_ranges"]
@@ -43,16 +45,30 @@ UNSIGNED_VALUES = (0, 16)
 
 
 def _gather_bounds(spec_of: dict[str, InputSpec], values: dict[str, int], facts: KernelFacts,
-                   param: str) -> dict[int, str]:
-    """``{number of valid indices: why}`` for each gather that indexes a buffer with ``param``'s values."""
-    bounds: dict[int, str] = {}
+                   param: str) -> list[tuple[int, bool, str]]:
+    """``(number of valid indices, proven, note)`` for each gather that indexes a buffer with ``param``'s values
+    (:func:`~htam_core.source.analysis.gathers.index_bound`: inside one row where a row offset selects it)."""
+    out: list[tuple[int, bool, str]] = []
+    params = frozenset(spec_of)
     for g in (g for g in gather_indices(facts) if g.pointer == param):
         target = spec_of.get(g.target)
-        stride = g.stride.subs({s: values[str(s)] for s in g.stride.free_symbols if str(s) in values})
-        if target is not None and target.shape and stride.is_Integer and int(stride) > 0:
-            bounds[int(target.shape[0]) // int(stride)] = f"`{target.name}` ({target.shape[0]} elements, " \
-                f"{stride} per index: `{g.stride}`, line {g.line})"
-    return bounds
+        if target is None or not target.shape or not isinstance(target.shape[0], int):
+            continue
+        b = index_bound(g, int(target.shape[0]), values, params)
+        if b is None:
+            continue
+        name = spec_of[param].name
+        per = "" if g.stride == 1 else f", {g.stride.subs(values)} per index: `{g.stride}`"
+        if not b.proven:
+            out.append((b.high, False, f"`{name}` indexes `{target.name}` on line {g.line} (`{g.text}`) with other "
+                        f"index terms htam cannot bound: randint over [0, {b.high}) spans the whole buffer and may "
+                        "read past what the kernel's rows allow; adjust `high` to the valid range"))
+            continue
+        into = f"a row of `{target.name}` ({b.row} elements" if b.in_row else \
+            f"`{target.name}` ({b.row} elements"
+        out.append((b.high, True, f"`{name}` holds indices into {into}{per}, line {g.line}): randint over "
+                    f"[0, {b.high})"))
+    return out
 
 
 def _offsets(spec: InputSpec, spec_of: dict[str, InputSpec], facts: KernelFacts, param: str) -> str | None:
@@ -111,8 +127,10 @@ def _range_of(spec: InputSpec, param: str, type_text: str, spec_of: dict[str, In
         return offsets, True
     bounds = _gather_bounds(spec_of, values, facts, param)
     if bounds:
-        spec.high = max(1, min(bounds))
-        return f"`{spec.name}` holds indices into {bounds[min(bounds)]}: randint over [0, {spec.high})", True
+        high, proven, note = min(bounds, key=lambda b: (b[0], not b[1]))
+        spec.high = max(1, high)
+        proven = proven and all(b[1] for b in bounds)
+        return "; ".join([note] + [b[2] for b in bounds if not b[1] and b[2] != note]), proven
     if sources is not None and param not in sources:
         return _value_range(spec, type_text), True
     return f"`{spec.name}`: randint over [0, {spec.high}) is a guess (the smallest buffer's length): htam did not " \

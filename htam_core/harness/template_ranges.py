@@ -8,7 +8,8 @@ say what its values must be, as in the harness inferred from ``main()`` (:mod:`h
   ++j)``, a lane's share of that range too): ``init = "offsets"`` from 0 to the length of the buffers the loop
   indexes, so every row's range lies inside them;
 * **indices** into another buffer (:func:`~htam_core.source.analysis.gathers.gather_indices`: ``x[col_idx[j]]``):
-  ``randint`` over ``[0, len(x) / stride)``.
+  ``randint`` over ``[0, len(x) / stride)``, or over one row's length where a row offset selects the row
+  (``x[r * V + idx[r]]``: ``[0, V)``).
 
 The writers choose each entry's init from these facts before they render it: :func:`integer_roles` reads the
 roles of the kernel's pointers, :func:`integer_inits` the init of each, from the template's own shapes (dimension
@@ -26,7 +27,7 @@ from typing import Literal
 import sympy
 
 from htam_core.source.analysis import analyze
-from htam_core.source.analysis.gathers import gather_indices
+from htam_core.source.analysis.gathers import GatherIndex, gather_indices, index_bound
 from htam_core.source.analysis.offsets import offsets_loops
 from htam_core.source.model import Kernel, SourceModel
 
@@ -44,6 +45,9 @@ class IntegerRole:
         line: 1-based line of the loop or of the access.
         span: for offsets, the loop's range as written (``row_ptr[r]``, ``row_ptr[r + 1]``).
         stride: for indices, elements of the target per index value (``None``: not a positive integer).
+        gather: for indices, the gather fact (its other index terms size the range:
+            :func:`~htam_core.source.analysis.gathers.index_bound`).
+        params: the kernel's parameter names (a size among them without a value leaves a row unknown).
     """
 
     pointer: str
@@ -52,6 +56,8 @@ class IntegerRole:
     line: int
     span: tuple[str, str] = ("", "")
     stride: int | None = 1
+    gather: GatherIndex | None = None
+    params: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,8 @@ def integer_roles(model: SourceModel, kernel: Kernel) -> list[IntegerRole]:
            for lp in offsets_loops(facts)]
     for g in gather_indices(facts):
         stride = int(g.stride) if g.stride.is_Integer and int(g.stride) > 0 else None
-        out.append(IntegerRole(g.pointer, "indices", (g.target,), g.line, stride=stride))
+        out.append(IntegerRole(g.pointer, "indices", (g.target,), g.line, stride=stride, gather=g,
+                               params=frozenset(p.name for p in kernel.params)))
     return out
 
 
@@ -102,6 +109,14 @@ def _init(role: IntegerRole, shapes: dict[str, list[str] | None], symbols: dict[
         return None
     target = role.targets[0]
     todo = "TODO: its shape is a placeholder, set high to its length; " if target in placeholders else ""
+    bound = index_bound(role.gather, lengths[0], symbols, role.params) if role.gather is not None else None
+    if bound is not None and bound.proven and bound.in_row:
+        return IntegerInit(f'init = "randint", low = 0, high = {bound.high}',
+                           f"indices into a row of {target} ({bound.row} elements, line {role.line}): keep high "
+                           "equal to the row's length when the sizes change")
+    if bound is not None and not bound.proven:
+        todo += f"htam cannot bound the index's other terms (`{role.gather.text}`), so high spans the whole " \
+            "buffer: set it to the range one thread may read; "  # type: ignore[union-attr]
     return IntegerInit(f'init = "randint", low = 0, high = {max(1, lengths[0] // role.stride)}',
                        f"indices into {target} (line {role.line}): {todo}keep high equal to its length when the "
                        "sizes change")

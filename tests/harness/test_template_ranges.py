@@ -92,3 +92,12 @@ def test_an_index_stride_that_is_not_a_constant_draws_no_range():
         model = parse_text(text.replace("STRIDE", stride), "cuda")
         inits = integer_inits(integer_roles(model, model.kernel("emb")), {"table": ["1000"]}, {})
         assert (inits["ids"].fields.endswith(f"high = {high}") if high else "ids" not in inits), stride
+
+
+def test_an_index_inside_a_row_of_unknown_length_says_the_range_is_not_proved(tmp_path):
+    text = ("__global__ void pick(const float* x, const int* idx, float* out, int B, int V) {\n"
+            "  int r = blockIdx.x * blockDim.x + threadIdx.x;\n  if (r >= B) return;\n"
+            "  out[r] = x[r * V + idx[r]];\n}\n")
+    toml, _h = _table(tmp_path, text, "pick")
+    line = next(ln for ln in toml.splitlines() if 'name = "idx"' in ln)
+    assert "cannot bound the index's other terms (`r * V + idx[r]`)" in line, line

@@ -14,6 +14,7 @@ Massively Parallel Processors", histogram and sparse chapters); our own affine f
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -34,12 +35,36 @@ class GatherIndex:
         target: the buffer they index (``table``).
         stride: elements of ``target`` per index value (sympy over the kernel's parameters: ``C``; ``1``).
         line: 1-based line of the access into ``target``.
+        offset: the rest of the access's index, ``index - stride * value`` (sympy; ``r * V`` for ``row[idx[r]]``
+            with ``row = x + r * V``, ``i % C`` for ``table[ids[i / C] * C + i % C]``).
+        text: the index as written at the access (``"idx[r]"``).
     """
 
     pointer: str
     target: str
     stride: sympy.Expr
     line: int
+    offset: sympy.Expr = sympy.Integer(0)
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class IndexBound:
+    """The values a gather's index may take so that its access stays inside its range, at known sizes.
+
+    Attributes:
+        high: the number of valid index values (``[0, high)``).
+        row: the elements of the range the index moves in: the length of one row (``V`` for ``x[r * V + idx[r]]``)
+            or, with no row offset, the whole buffer's.
+        in_row: the index moves inside one row of ``row`` elements that a row offset selects.
+        proven: the index's other terms are bounded by the rule below; ``False``: they may reach past ``row``
+            (``x[i + idx[i]]``), and ``high`` is the whole buffer's bound, a guess.
+    """
+
+    high: int
+    row: int
+    in_row: bool
+    proven: bool
 
 
 def _source_pointer(facts: KernelFacts, symbol: sympy.Symbol) -> str | None:
@@ -71,5 +96,63 @@ def gather_indices(facts: KernelFacts) -> tuple[GatherIndex, ...]:
             if stride == 0 or any(_LOADED.match(str(x)) for x in stride.free_symbols) or \
                     any(f.has(s) for f in expr.atoms(sympy.Function)):
                 continue
-            out.append(GatherIndex(src, a.pointer, stride, a.line))
+            out.append(GatherIndex(src, a.pointer, stride, a.line, sympy.expand(expr - stride * s), a.index_text))
     return tuple(out)
+
+
+def _terms(offset: sympy.Expr, stride: int) -> tuple[int, list[int], bool, bool]:
+    """Split a gather's other index terms (sizes substituted) into the constant, the steps of its row terms (a
+    coefficient larger than ``stride``: ``V`` of ``r * V``), whether there are terms moving by less than one index
+    step (``c`` of ``ids[t] * C + c``, assumed inside it as the gather's stride says) and whether every term is one
+    of these."""
+    const, rows, small, bounded = 0, [], False, True
+    for t in sympy.Add.make_args(offset):
+        coeff, rest = t.as_coeff_Mul()
+        if not coeff.is_Integer:
+            bounded = False
+        elif rest == 1:
+            const += int(coeff)
+        elif int(coeff) <= 0 or int(coeff) == stride:
+            bounded = False  # a term moving backwards, or by whole index steps (``x[i + idx[i]]``)
+        elif int(coeff) > stride:
+            rows.append(int(coeff))
+        else:
+            small = True
+    return const, rows, small, bounded
+
+
+def index_bound(g: GatherIndex, length: int, values: dict[str, int], params: frozenset[str]) -> IndexBound | None:
+    """The valid values of ``g``'s index (:class:`IndexBound`) into a target of ``length`` elements.
+
+    The access reads ``target[stride * v + offset]``. Terms of ``offset`` that move by more than one index step
+    are a row offset (``r * V``): rows are ``M`` elements apart (the gcd of their steps), and ``v`` must keep the
+    access inside its row, ``stride * v + const + (stride - 1) < M``, whatever row a thread reads. Without one,
+    ``v`` indexes the whole buffer. Terms moving by less than ``stride`` are the element inside one index step
+    (``+ c``, ``i % C``).
+
+    Args:
+        g: a gather of :func:`gather_indices`.
+        length: the elements of ``g.target``.
+        values: the kernel's integer parameters at their known values (``{"V": 512}``).
+        params: every scalar parameter's name: one left without a value makes a term unknown.
+
+    Returns:
+        ``None`` when the stride is not a positive integer at ``values``; else the bound, ``proven = False``
+        (and the whole buffer's bound) when the offset has a term the rule cannot bound.
+    """
+    stride = g.stride.subs({s: values[str(s)] for s in g.stride.free_symbols if str(s) in values})
+    if not stride.is_Integer or int(stride) <= 0 or length <= 0:
+        return None
+    s = int(stride)
+    offset = sympy.expand(g.offset.subs({x: values[str(x)] for x in g.offset.free_symbols if str(x) in values}))
+    const, rows, small, bounded = _terms(offset, s)
+    unknown = any(str(x) in params and str(x) not in values for x in offset.free_symbols)
+    inner = s - 1 if small else 0  # the element inside one index step reaches at most stride - 1
+    whole = max(1, length // s)
+    if unknown or not bounded:
+        return IndexBound(whole, length, bool(rows), False)
+    row = math.gcd(*rows) if rows else length
+    high = (min(row, length) - 1 - const - inner) // s + 1
+    if high < 1:
+        return IndexBound(whole, length, bool(rows), False)
+    return IndexBound(high, row, bool(rows), True)

@@ -7,7 +7,7 @@ import pytest
 
 from htam_core.source import parse_text
 from htam_core.source.analysis import analyze
-from htam_core.source.analysis.gathers import gather_indices
+from htam_core.source.analysis.gathers import gather_indices, index_bound
 
 _HEAD = "__global__ void k(float* out, const int* ids, const float* table, int n, int C, int D) {\n" \
         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n"
@@ -34,3 +34,18 @@ def test_the_stride_of_a_loaded_index(body, stride):
 def test_no_gather(body):
     m = parse_text(_HEAD + "  " + body + "\n}\n", "cuda")
     assert gather_indices(analyze(m, m.kernel("k"))) == ()
+
+
+@pytest.mark.parametrize("body,values,high,in_row,proven", [
+    ("const float* row = table + (size_t)i * D; out[i] = row[ids[i]];", {"D": 100}, 100, True, True),
+    ("out[i] = table[i * D + ids[i] + 3];", {"D": 100}, 97, True, True),
+    ("out[i] = table[i * D * C + ids[i] * C + (i % C)];", {"D": 10, "C": 4}, 10, True, True),
+    ("out[i] = table[ids[i / C] * C + i % C];", {"C": 4}, 250, False, True),
+    ("out[i] = table[i + ids[i]];", {}, 1000, False, False),         # moves by whole index steps
+    ("out[i] = table[i * D + ids[i]];", {}, 1000, False, False),      # the row's length is unknown
+])
+def test_the_bound_of_a_gather_inside_a_row(body, values, high, in_row, proven):
+    m = parse_text(_HEAD + "  " + body + "\n}\n", "cuda")
+    (g,) = gather_indices(analyze(m, m.kernel("k")))
+    b = index_bound(g, 1000, values, frozenset({"n", "C", "D"}))
+    assert (b.high, b.in_row, b.proven) == (high, in_row, proven)
