@@ -490,6 +490,11 @@ def _by_value_structs(found: _Found, kernel: Kernel, where: str, prog: Program) 
     roots = [h.root for h in prog.headers] + [prog.tree.root_node]
     for a in found.args:
         t = base_type(a.type_text).split("::")[-1]
+        given = base_type(a.value.type).split("::")[-1] if isinstance(a.value, StructValue) else t
+        if not a.pointer and not found.launcher and given in prog.aggregates() and \
+                (empty := struct_layout(roots, given)) is not None and empty.empty:
+            out[a.name] = empty  # a stateless functor (``Gelu{}``): passed default-constructed, a template's too
+            continue
         if a.pointer or t not in prog.aggregates():
             continue
         via = f"the launcher `{found.launcher}`" if found.launcher else kernel.name
@@ -610,6 +615,15 @@ def _struct_inputs(m: _Made, a: _Arg, name: str, layout: StructLayout) -> list[I
     return out
 
 
+def _empty_struct_input(m: _Made, a: _Arg, name: str, layout: StructLayout) -> InputSpec:
+    """The input of a struct argument with no non-static data member (a stateless functor, ``Gelu{}``;
+    :attr:`StructLayout.empty`): one byte, C++'s size of an empty object, whose value no code reads, so the kernel
+    gets what a default-constructed object holds."""
+    m.notes.append(f"`{a.name}` is a `{layout.type}` passed by value, which holds no data member: the harness "
+                   f"passes it default-constructed (`{layout.type}{{}}`, one byte: the `uint8` input {name})")
+    return InputSpec(name=name, dtype="uint8", shape=None, init=None, value=0)
+
+
 def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str] = frozenset(),
            structs: dict[str, StructLayout] | None = None) -> Harness:
     """Turn the evaluated arguments into a harness (inputs, outputs, sizes); ``structs``: the struct arguments
@@ -624,7 +638,9 @@ def _build(found: _Found, kernel: Kernel, path: Path, read_first: frozenset[str]
     for a in found.args:
         name = _py_name(a.name, taken)
         args.append(name)
-        if structs and a.name in structs:
+        if structs and a.name in structs and structs[a.name].empty:
+            m.inputs.append(_empty_struct_input(m, a, name, structs[a.name]))
+        elif structs and a.name in structs:
             m.inputs.extend(_struct_inputs(m, a, name, structs[a.name]))
         elif a.error is not None:
             raise HarnessError(f"{where}:{found.line}: cannot infer {kernel.name}'s `{a.name}`: {a.error}")
@@ -680,7 +696,7 @@ def _index_ranges(h: Harness, found: _Found, facts: KernelFacts, structs: dict[s
     by_param = {}
     for a in found.args:
         if a.name in structs:
-            for _ in structs[a.name].fields:
+            for _ in structs[a.name].fields or [()] * structs[a.name].empty:
                 next(specs, None)
             continue
         spec = next(specs, None)

@@ -88,12 +88,16 @@ class StructLayout:
         type: the struct's name as the kernel's parameter spells it.
         fields: its numbers in declaration order (empty when ``unsupported``).
         unsupported: why the struct cannot be passed as numbers, naming the field (``None``: it can).
+        empty: the struct has no non-static data member (a stateless functor, ``struct Gelu { __device__ float
+            operator()(float) const; };``): a default-constructed object holds nothing to pass, so a harness may
+            pass one as it is (its ``unsupported`` still says it holds no number field).
     """
 
     type: str
     fields: tuple[StructField, ...] = ()
     unsupported: str | None = None
     members: tuple[_Member, ...] = ()
+    empty: bool = False
 
 
 class _Unsupported(Exception):  # noqa: N818 - a reason, raised while reading
@@ -341,7 +345,7 @@ def struct_layout(roots: Sequence[Node], type_name: str) -> StructLayout | None:
         return StructLayout(name, unsupported=e.reason)
     fields = tuple(_leaves(members))
     if not fields:
-        return StructLayout(name, unsupported=f"{where} holds no number field")
+        return StructLayout(name, unsupported=f"{where} holds no number field", empty=not members)
     if len(fields) > MAX_FIELDS:
         return StructLayout(name, unsupported=f"{where} holds {len(fields)} numbers (htam passes at most "
                                               f"{MAX_FIELDS}; pass them as a buffer)")
