@@ -702,7 +702,17 @@ def _index_ranges(h: Harness, found: _Found, facts: KernelFacts, structs: dict[s
         spec = next(specs, None)
         if spec is not None:
             by_param[found.param_of.get(a.name, a.name)] = (a, spec)
-    return integer_ranges(h, by_param, facts)
+    return _as_written(integer_ranges(h, by_param, facts), {s.name: a.name for a, s in by_param.values()})
+
+
+def _as_written(h: Harness, names: dict[str, str]) -> Harness:
+    """Name each argument in ``h``'s notes as the user wrote it (``names``: input name -> the argument as written):
+    an input renamed for Python (``in`` is the input ``in_``) is quoted in its own spelling, ```in```."""
+    renamed = {f"`{py}`": f"`{own}`" for py, own in names.items() if py != own}
+    if renamed:
+        pattern = re.compile("|".join(re.escape(k) for k in renamed))
+        h.notes = [pattern.sub(lambda m: renamed[m.group(0)], n) for n in h.notes]
+    return h
 
 
 def infer_cuda_harness(path: str | Path, kernel_name: str, model: SourceModel | None = None,
