@@ -269,7 +269,7 @@ def per_block_output_hazard(unit: CudaUnit, launch: Launch | None = None, shrink
     if not outs:
         return None
     a = outs[0]
-    why = (f"{unit.kernel.name} writes one output per block ({a.pointer}[{a.index_text}] on line {a.line}): the "
+    why = (f"{unit.kernel.name} writes one output per block ({a.shown} on line {a.line}): the "
            "number of outputs is the number of blocks, so changing the grid would change the output's length")
     if launch is None:
         return why + "; the launch and the output's size would have to change together"

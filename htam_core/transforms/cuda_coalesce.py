@@ -56,7 +56,7 @@ _DIM_WORDS = ("x runs", "y runs", "rows on x", "columns on x", "rows on y", "col
 
 def _strided(unit: CudaUnit, dim: str) -> list[str]:
     """Global accesses whose index strides along ``threadIdx.<dim>`` (neither 0 nor 1), as written."""
-    return [f"{a.pointer}[{a.index_text}]" for a in unit.facts.global_accesses() if a.pattern(dim) == "strided"]
+    return [f"{a.shown}" for a in unit.facts.global_accesses() if a.pattern(dim) == "strided"]
 
 
 def _device_helpers_with_builtins(unit: CudaUnit) -> list[str]:

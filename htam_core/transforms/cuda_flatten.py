@@ -175,9 +175,9 @@ def match(unit: CudaUnit) -> tuple[Elementwise, Node, str, Node] | str:
     for a in unit.facts.global_accesses():
         in_loop = fact.id in a.loops
         if a.kind != "read" and not in_loop:
-            return f"`{a.pointer}[{a.index_text}]` is written outside the row loop; it would be written once per element"
+            return f"`{a.shown}` is written outside the row loop; it would be written once per element"
         if a.kind != "read" and a.stride(var) in (0, None):
-            return f"the store `{a.pointer}[{a.index_text}]` does not move with {var}"
+            return f"the store `{a.shown}` does not move with {var}"
     cond = syn.unwrap_parens(node.child_by_field_name("condition"))
     bound = cond.child_by_field_name("right") if cond is not None and syn.is_binary(cond) else None
     if bound is None:

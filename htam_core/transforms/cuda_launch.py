@@ -227,7 +227,7 @@ def block_mapping_hazard(unit: CudaUnit, dim: str, const: Const) -> str | None:
                 "block shape would change which elements each thread covers (retile the index by hand first)")
     if per_block := f.per_block_inputs(dim):
         a = per_block[0]
-        return (f"{unit.kernel.name} reads one value per block ({a.pointer}[{a.index_text}] on line {a.line}) and "
+        return (f"{unit.kernel.name} reads one value per block ({a.shown} on line {a.line}) and "
                 f"applies it to the block's slice of blockDim.{dim} elements: another block size would pair the "
                 "elements with another block's value (a segment of the current size)")
     if f"threadIdx.{dim}" not in f.builtins_read and f.device_calls:

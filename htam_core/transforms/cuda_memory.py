@@ -421,7 +421,7 @@ def _store_only_reason(unit: CudaUnit, uses: ElementwiseUses) -> str | None:
                if a.pointer in gathered and a.kind == "read" and a.pattern("x") == "strided"]
     if not strided:
         return None
-    loads = ", ".join(dict.fromkeys(f"{a.pointer}[{a.index_text}]" for a in strided[:3]))
+    loads = ", ".join(dict.fromkeys(f"{a.shown}" for a in strided[:3]))
     return (f"the vector form would widen only the stores to {', '.join(sorted(uses.writes))}: the loads {loads} "
             f"stay scalar, consecutive lanes {strided[0].stride('threadIdx.x')} elements apart, so it is not offered")
 

@@ -140,19 +140,19 @@ def _row_part(a: Access, row: LoopFact, col: LoopFact, dot: LoopFact, tile: int)
     assert a.index is not None and row.var and col.var and dot.var
     r = a.stride(row.var)
     if a.stride(dot.var) != 1:
-        return f"`{a.pointer}[{a.index_text}]` is not read along its row (stride {a.stride(dot.var)} in {dot.var})"
+        return f"`{a.shown}` is not read along its row (stride {a.stride(dot.var)} in {dot.var})"
     if r is None or r == 0 or a.stride(col.var) != 0:
-        return f"`{a.pointer}[{a.index_text}]` does not move by rows with {row.var} alone"
+        return f"`{a.shown}` does not move by rows with {row.var} alone"
     dims = [d for d, t in zip("xyz", _THREADS, strict=True) if a.stride(t) != 0]
     if len(dims) != 1 or a.stride(f"threadIdx.{dims[0]}") is None or sympy.expand(
             a.stride(f"threadIdx.{dims[0]}") - tile * r) != 0:
-        return (f"`{a.pointer}[{a.index_text}]` does not give each thread {tile} consecutive rows along one "
+        return (f"`{a.shown}` does not give each thread {tile} consecutive rows along one "
                 "thread dimension")
     zero = {sym(n): 0 for n in (*_THREADS, row.var, col.var, dot.var)}
     base = sympy.expand(a.index.subs(zero))
     t = sym(f"threadIdx.{dims[0]}")
     if sympy.expand(a.index - (base + r * (tile * t + sym(row.var)) + sym(dot.var))) != 0:
-        return f"`{a.pointer}[{a.index_text}]` is not affine in the thread, the tile and the reduction"
+        return f"`{a.shown}` is not affine in the thread, the tile and the reduction"
     return r, dims[0], base
 
 

@@ -93,7 +93,7 @@ def _moving_reads(unit: CudaUnit, split: ColumnSplit) -> tuple[str, list[tuple[s
     for a in moving:
         node = unit.node_at(a.span, syn.SUBSCRIPT)
         if node is None:
-            return f"the read `{a.pointer}[{a.index_text}]` is not a subscript"
+            return f"the read `{a.shown}` is not a subscript"
         subs.append((a.pointer, node))
     return types[0], subs
 

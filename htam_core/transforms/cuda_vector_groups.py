@@ -78,14 +78,14 @@ def _check(unit: CudaUnit, fact: LoopFact, node: Node, groups: tuple[ElementGrou
     grouped = {id(a) for g in groups for _k, a in g.accesses}
     for a in unit.facts.accesses_in(fact):
         if a.space == "global" and id(a) not in grouped and a.kind != "read":
-            return f"the store `{a.pointer}[{a.index_text}]` does not move with {fact.var}"
+            return f"the store `{a.shown}` does not move with {fact.var}"
     for g in groups:
         for _k, a in g.accesses:
             sub = unit.node_at(a.span, syn.SUBSCRIPT)
             if sub is None or a.macro or _address_taken(unit, sub):
-                return f"`{a.pointer}[{a.index_text}]` is not a plain subscript"
+                return f"`{a.shown}` is not a plain subscript"
             if fact.id in a.guarded:
-                return f"`{a.pointer}[{a.index_text}]` on line {a.line} runs under a condition inside the loop"
+                return f"`{a.shown}` on line {a.line} runs under a condition inside the loop"
             for n in syn.identifiers(sub):
                 if unit.t(n) != fact.var and (unit.assigned_in(body, unit.t(n)) or _declared(unit, body, unit.t(n))):
                     return f"the group address `{unit.t(sub)}` reads {unit.t(n)}, which is set inside the loop"

@@ -172,15 +172,15 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
         if a.pointer in by_address and sub is not None and not a.vector:
             if a.kind == "read" and a.stride(var) not in (0, 1):
                 # judged like the plain load: `__ldcs(&B[k * N + col])` does not make a stride-N read contiguous
-                return f"`{a.pointer}[{a.index_text}]` in the loop on line {fact.line} is not a stride-1 access in {var}"
+                return f"`{a.shown}` in the loop on line {fact.line} is not a stride-1 access in {var}"
             continue  # stays a scalar access; its index reads the lane's element index
         if sub is not None and not a.vector and a.kind == "read" and a.stride(var) == 0 and \
                 a.pointer not in written_ptrs:
             continue  # a load the loop does not move (`scale[row]`): every lane reads it as before
         if sub is None or a.vector or a.stride(var) != 1:
-            return f"`{a.pointer}[{a.index_text}]` in the loop on line {fact.line} is not a stride-1 access in {var}"
+            return f"`{a.shown}` in the loop on line {fact.line} is not a stride-1 access in {var}"
         if fact.id in a.guarded:
-            return (f"`{a.pointer}[{a.index_text}]` on line {a.line} runs under a condition inside the loop on line "
+            return (f"`{a.shown}` on line {a.line} runs under a condition inside the loop on line "
                     f"{fact.line}: a 16-byte access would also touch the elements the condition skips")
         elem = _element(pf)
         if elem is None:
@@ -190,10 +190,10 @@ def match_loop(unit: CudaUnit, fact: LoopFact) -> VecLoop | str:
         if base is None:
             return f"the index `{a.index_text}` is not `base + {var}`"
         if any(unit.assigned_in(body, unit.t(n)) for n in syn.identifiers(sub.child_by_field_name("indices")) if unit.t(n) != var):
-            return f"the base of `{a.pointer}[{a.index_text}]` changes inside the loop"
+            return f"the base of `{a.shown}` changes inside the loop"
         ptr = _pointer_outside(unit, body, sub.child_by_field_name("argument"), var)
         if ptr is None:
-            return (f"the pointer of `{a.pointer}[{a.index_text}]` is set inside the loop on line {fact.line} from "
+            return (f"the pointer of `{a.shown}` is set inside the loop on line {fact.line} from "
                     "values that change there")
         subs.append((sub, ptr, base))
     if not subs:

@@ -385,7 +385,7 @@ def _column_walk(unit: CudaUnit, loop: Node) -> str | None:
     acc = unit.facts.strided_walk(fact) if fact is not None else None
     if fact is None or acc is None or fact.var is None:
         return None
-    return (f"the loop on line {fact.line} walks a column: `{acc.pointer}[{acc.index_text}]` moves "
+    return (f"the loop on line {fact.line} walks a column: `{acc.shown}` moves "
             f"{acc.stride(fact.var)} elements per step of {fact.var}")
 
 

@@ -404,7 +404,7 @@ def _index_problem(view: KernelView, acc: Access, var: str) -> str | None:
     if var not in _global_x(view):
         return f"the load's index {var} is not the global thread index along x"
     if acc.index_text != var or acc.stride("threadIdx.x") != 1 or acc.stride("blockIdx.x") in (None, 0):
-        return f"the load `{acc.pointer}[{acc.index_text}]` is not {acc.pointer}[{var}]"
+        return f"the load `{acc.shown}` is not {acc.pointer}[{var}]"
     return None
 
 

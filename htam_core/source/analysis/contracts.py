@@ -210,7 +210,7 @@ def _shared_segment_results(facts: KernelFacts, dim: str, block: int | None) -> 
     seg = f"{block}-element segment" if block else "segment"
     return (f"the block size is part of {facts.kernel}'s results: its threads combine each other's values "
             f"(`{c.pointer}[{at}]`, line {c.line}) over the {seg} each block loads "
-            f"(`{s.pointer}[{s.index_text}]`) and store the result per element (`{w.pointer}[{w.index_text}]`, "
+            f"(`{s.shown}`) and store the result per element (`{w.shown}`, "
             f"line {w.line}), so another block size would change the results")
 
 
@@ -311,7 +311,7 @@ def block_extent_results(facts: KernelFacts, dim: str, block: int | None, index_
         here = _in_global_terms(a.index, dim, block)
         if any(not ({sym(f"blockIdx.{dim}"), _B} & sympy.expand(here - s).free_symbols) for s in stores):
             continue
-        return (f"{head}: it reads {a.pointer}[{a.index_text}] on line {a.line}, a place set by the block's "
+        return (f"{head}: it reads {a.shown} on line {a.line}, a place set by the block's "
                 "extent rather than by the thread's global index, so another block size would read other elements")
     return None
 

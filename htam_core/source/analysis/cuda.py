@@ -1224,7 +1224,7 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
                 loops, guarded = _loops_around(n, src, index)
                 out.append(Access(base[0], "shared" if base[0] in shared else "global",
                                   helpers[fname], base[1], " ".join(env.t(first).split()),  # type: ignore[arg-type]
-                                  src.line(n), src.span(n), loops, True, guarded))
+                                  src.line(n), src.span(n), loops, True, guarded, text=" ".join(env.t(n).split())))
             continue
         sub = aff.through_macro(n) if n.type == "call_expression" else None
         if sub is not None:  # `AT(C, r, c, N)`: the accesses its expansion makes, at the call's range
@@ -1279,7 +1279,7 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
             loops, guarded = _loops_around(node, src, index)
             out.append(Access(base[0], "shared" if base[0] in shared else "global", kind,  # type: ignore[arg-type]
                               index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
-                              loops, base[2], guarded))
+                              loops, base[2], guarded, text=" ".join(env.t(node).split())))
             continue
         else:
             continue
@@ -1292,7 +1292,7 @@ def _accesses(src: CudaSource, aff: Affine, loop_nodes: list[Node], params: dict
         loops, guarded = _loops_around(node, src, index)
         out.append(Access(base[0], "shared" if base[0] in shared else "global", kind,  # type: ignore[arg-type]
                           index_expr, " ".join(index_text.split()), src.line(node), src.span(node),
-                          loops, base[2], guarded))
+                          loops, base[2], guarded, text=" ".join(env.t(node).split())))
     return tuple(out), escapes
 
 

@@ -162,6 +162,8 @@ class Access:
             an access written out. Its :attr:`span` is then the whole call, and :attr:`index_text` the index as the
             macro expands it at the call, in the kernel's names (``"(row) * K + (k)"``; ``""`` when the macro's
             pointer is a pointer-offset local, whose offset the text would not carry).
+        text: the access as written in the source, whitespace collapsed (``p[0]`` where ``p = in + ...``,
+            ``*(x + i)``, the macro call): the one spelling a message names an access by (:attr:`shown`).
     """
 
     pointer: str
@@ -175,6 +177,12 @@ class Access:
     vector: bool = False
     guarded: tuple[int, ...] = ()
     macro: str = ""
+    text: str = ""
+
+    @property
+    def shown(self) -> str:
+        """The access as the user wrote it, for a message (:attr:`text`; ``pointer[index_text]`` when unknown)."""
+        return self.text or f"{self.pointer}[{self.index_text}]"
 
     def stride(self, name: str) -> sympy.Expr | None:
         """Stride of the index in symbol ``name`` (``"threadIdx.x"``, a loop variable); see :func:`stride_of`."""
@@ -1437,7 +1445,7 @@ class KernelFacts:
         named = {w.split(" = ")[0] for w, _, _ in out}
         for a in self.global_accesses():
             if fixed(a.index) and not any(n in a.index_text for n in named):
-                out.append((f"{a.pointer}[{a.index_text}]", a.line, a.span))
+                out.append((f"{a.shown}", a.line, a.span))
         return tuple(out)
 
     def multiplies_block_index(self, dim: str) -> bool:

@@ -231,19 +231,19 @@ def _file(view: KernelView, shape: Elementwise) -> tuple[list[RowVector], list[s
             continue
         stride = a.stride("threadIdx.x")
         if a.vector or a.index is None or stride is None or stride not in (0, 1):
-            return (f"`{a.pointer}[{a.index_text}]` moves by {stride if stride is not None else 'an unknown step'} "
+            return (f"`{a.shown}` moves by {stride if stride is not None else 'an unknown step'} "
                     f"elements when the column {shape.name} moves by 1: not contiguous along threadIdx.x (map "
                     "threadIdx.x to the contiguous index first)")
         sub = _node_at(view, shape.stmts, a.span)
         why = _conditional(view, sub, top) if sub is not None else None
         if stride == 1 and why == "loop":
-            return (f"`{a.pointer}[{a.index_text}]` in the loop on line {a.line} moves with the column {shape.name}: "
+            return (f"`{a.shown}` in the loop on line {a.line} moves with the column {shape.name}: "
                     "each lane would run the loop with its own scalar load where the threads' loads were coalesced "
                     "side by side (a loop over the column's data wants tiling or coarsening, not a vector copy)")
         key = _vector_key(view, sub, why, declared) if stride == 1 and sub is not None and not a.macro else None
         pf = view.facts.pointer(a.pointer)
         if key is None or pf is None or pf.mode == "unknown":
-            scalar.append(f"{a.pointer}[{a.index_text}]")
+            scalar.append(f"{a.shown}")
             scalar_ptrs.add(a.pointer)
             continue
         v = keys.setdefault(key, RowVector(a.pointer, key[0], key[1]))
