@@ -167,12 +167,12 @@ def _output(facts: KernelFacts, g: sympy.Expr) -> Access | str:
 def flat_remap(source: CudaSource, facts: KernelFacts) -> FlatRemap | str:
     """The proved flat-index form of the kernel in ``source`` (its facts ``facts``), or one line why the kernel
     does not have it (see the module docstring). Raises nothing."""
+    if facts.grid_stride_loops:
+        return "a grid-stride loop walks the thread index; a 2-D index would leave its later rows uncovered"
     split = facts.flat_index_split()
     if split is None:
         return "no flattened 1-D thread index split into a row (idx / W) and a column (idx % W)"
     g, w = split
-    if facts.grid_stride_loops:
-        return "a grid-stride loop walks the flattened index; a 2-D index would leave its later rows uncovered"
     if any(a.space == "shared" for a in facts.accesses) or facts.barriers:
         return "the kernel uses shared memory or barriers; the remap changes which threads share a block"
     found = _locals(facts, g, w)
@@ -193,8 +193,8 @@ def flat_remap(source: CudaSource, facts: KernelFacts) -> FlatRemap | str:
     rows, form, cond, guard = bound
     decl_spans = sorted({t.span for t in (idx, row, col) if t is not None})
     decl_stmts = [s for s in stmts if source.span(s) in decl_spans]
-    if len(decl_stmts) != len(decl_spans) or any(s.start_byte > guard.start_byte for s in decl_stmts):
-        return "the index, the row and the column are not all declared at the top of the body before the bounds check"
+    if len(decl_stmts) != len(decl_spans) or decl_stmts[0].start_byte > guard.start_byte:
+        return "the index, the row and the column are not declared at the top of the body, the first before the bounds check"
     mine = {t.name for t in (idx, row, col) if t is not None}
     if any(_declared_names(source, s) - mine for s in decl_stmts):
         return "a declaration of the index, the row or the column declares other names too"
