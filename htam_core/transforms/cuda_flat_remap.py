@@ -38,14 +38,17 @@ from htam_core.types.profile import Profile
 #: The block of the 2-D launch (threads along x and y).
 TILE = 16
 
-#: Types a thread index is written in without a cast (the builtins' product is an ``unsigned int``).
-_NARROW = frozenset({"int", "unsigned", "unsigned int", "const int", "const unsigned", "const unsigned int", "auto"})
+#: Words of the 64-bit integer types, in which a thread index is computed with a cast (the builtins' product is an
+#: ``unsigned int``, which any other type, a deduced one included, takes as it is).
+_WIDE = ("long", "size_t", "int64", "ptrdiff_t", "intptr_t")
 
 
 def _index(t: str, dim: str) -> str:
     """The global index along ``dim`` in type ``t`` (a wider type multiplies in that type, as the user's did)."""
     base = f"blockIdx.{dim} * blockDim.{dim} + threadIdx.{dim}"
-    return base if t in _NARROW else f"({t.replace('const ', '')})blockIdx.{dim} * blockDim.{dim} + threadIdx.{dim}"
+    bare = t.replace("const ", "").strip()
+    wide = any(w in bare for w in _WIDE)
+    return f"({bare})blockIdx.{dim} * blockDim.{dim} + threadIdx.{dim}" if wide else base
 
 
 def _indent(unit: CudaUnit, start: int) -> str:
@@ -158,4 +161,4 @@ class CudaFlatIndex2D(CudaTransform):
         if isinstance(edits, str):
             return self.not_applicable(edits)
         return [self.candidate(model, f"map {kernel.name}'s row and column to a 2-D thread index (blocks of "
-                               f"{TILE}x{TILE} threads, a 2-D grid over the output)", {"block": [TILE, TILE]}, edits)]
+                               f"{TILE}x{TILE} threads, a 2-D grid over the output)", {"threads": [TILE, TILE]}, edits)]
