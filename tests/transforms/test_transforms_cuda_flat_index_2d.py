@@ -181,3 +181,46 @@ def test_the_launch_in_another_file_is_edited_too(tmp_path):
                                      ("a\nb", "z\na\nb")])
 def test_diff_edits_rebuild_the_new_text(old, new):
     assert apply_edits(old, diff_edits(old, new)) == new
+
+
+#: Per spelling run on the CPU: (row length W, whether the kernel takes N).
+EMULATED = {"div_mod_macro_early_return": (64, False), "param_guarded_body": (20, True),
+            "minus_column_unsigned": (20, True), "size_t_index_flat_bound": (20, True),
+            "long_long_both_bounds_constexpr": (48, False), "index_read_again": (64, False)}
+
+
+def _emulate(text: str, width: int, takes_n: bool, two_d: bool, tmp: Path) -> list[float]:
+    """C of kernel ``mm`` in ``text`` run one thread at a time on the CPU (M = 5 rows, W columns), the launch 1-D as
+    the original's or 2-D as the remap's; C has a tail of sentinels, so a write past M * W shows."""
+    from cpu_emulation import run_main
+
+    args = "A.data(), B.data(), C.data(), M" + (", N" if takes_n else "")
+    launch = ("HTAM_LAUNCH((N + 15) / 16, (M + 15) / 16, 16, 16, mm(" if two_d
+              else "HTAM_LAUNCH((M * N + 255) / 256, 1, 256, 1, mm(") + args + "));"
+    main_cpp = f"""
+int main() {{
+    const int M = 5, N = {width};
+    std::vector<float> A(M * K), B(K * N), C(M * N + 40, 1234.5f);
+    for (size_t i = 0; i < A.size(); ++i) A[i] = 0.25f * (float)((i * 7) % 13) - 1.0f;
+    for (size_t i = 0; i < B.size(); ++i) B[i] = 0.5f * (float)((i * 3) % 11) - 2.0f;
+    {launch}
+    for (float v : C) std::printf("%.9g\\n", v);
+    return 0;
+}}
+"""
+    return run_main(text, "mm", main_cpp, tmp, prelude="#define K 64\n#define NC 64\nconstexpr int WIDTH = 48;\n")
+
+
+@pytest.mark.parametrize("name", list(EMULATED))
+def test_the_remapped_kernel_computes_what_the_flat_one_did(name, tmp_path):
+    from cpu_emulation import compiler
+
+    if compiler() is None:
+        pytest.skip("no host C++ compiler")
+    model, k = _model(SPELLINGS[name])
+    res = registry.propose(REMAP, model, k)
+    assert isinstance(res, list), res.reason
+    width, takes_n = EMULATED[name]
+    before = _emulate(model.text, width, takes_n, False, tmp_path)
+    after = _emulate(res[0].new_text, width, takes_n, True, tmp_path)
+    assert before == after and before[5 * width:] == [1234.5] * 40 and 1234.5 not in before[: 5 * width]
