@@ -224,3 +224,32 @@ def test_the_remapped_kernel_computes_what_the_flat_one_did(name, tmp_path):
     before = _emulate(model.text, width, takes_n, False, tmp_path)
     after = _emulate(res[0].new_text, width, takes_n, True, tmp_path)
     assert before == after and before[5 * width:] == [1234.5] * 40 and 1234.5 not in before[: 5 * width]
+
+
+@pytest.mark.parametrize("name", ["div_mod_macro_early_return", "param_guarded_body", "size_t_index_flat_bound"])
+def test_the_tile_made_after_the_remap_computes_what_the_flat_kernel_did(name, tmp_path):
+    from cpu_emulation import compiler, run_block_main
+
+    if compiler() is None:
+        pytest.skip("no host C++ compiler")
+    model, k = _model(SPELLINGS[name])
+    res = registry.propose(SMEM, model, k)
+    assert isinstance(res, list), res.reason
+    width, takes_n = EMULATED[name]
+    before = _emulate(model.text, width, takes_n, False, tmp_path)
+    tile = res[0].params["tile"]
+    args = "A.data(), B.data(), C.data(), M" + (", N" if takes_n else "")
+    main_cpp = f"""
+int main() {{
+    const int M = 5, N = {width};
+    std::vector<float> A(M * K), B(K * N), C(M * N + 40, 1234.5f);
+    for (size_t i = 0; i < A.size(); ++i) A[i] = 0.25f * (float)((i * 7) % 13) - 1.0f;
+    for (size_t i = 0; i < B.size(); ++i) B[i] = 0.5f * (float)((i * 3) % 11) - 2.0f;
+    htam_launch2((N + {tile - 1}) / {tile}, (M + {tile - 1}) / {tile}, {tile}, {tile}, [&] {{ mm({args}); }});
+    for (float v : C) std::printf("%.9g\\n", v);
+    return 0;
+}}
+"""
+    after = run_block_main(res[0].new_text, "mm", main_cpp, tmp_path,
+                           prelude="#include <vector>\n#define K 64\n#define NC 64\nconstexpr int WIDTH = 48;\n")
+    assert after == pytest.approx(before, rel=1e-5)
