@@ -24,6 +24,7 @@ from htam_core.source.analysis.block_load import GuardedLoad, guarded_block_load
 from htam_core.source.analysis.constants import SIZEOF, evaluate_text
 from htam_core.source.analysis.elementwise_uses import same_index
 from htam_core.source.analysis.facts import sym
+from htam_core.source.analysis.flat2d import FlatRemap, flat_remap
 from htam_core.source.analysis.forms import KernelText
 from htam_core.source.analysis.offsets import loop_bound_reads, offsets_loops
 from htam_core.source.analysis.prefix_loop import PrefixLoop, segment_prefix_loop
@@ -168,8 +169,11 @@ FACTS: dict[str, str] = {
     "unknown without the kernel",
     "flat_thread_index": "CUDA: the kernel splits one flattened 1-D global thread index by both / and % by the same "
     "constant or parameter (row = idx / NC, col = idx % NC: a 2-D output on a 1-D launch; analysis layer: "
-    "KernelFacts.flat_index_split); the matmul tiling steps need a 2-D block, so they are not offered; false for "
-    "Triton, unknown without the kernel",
+    "KernelFacts.flat_index_split); the matmul tiling steps need a 2-D block, so they make the 2-D remap "
+    "(cuda.flat_index_2d) first; false for Triton, unknown without the kernel",
+    "flat_remappable": "CUDA: the flattened 1-D index split is the form the 2-D remap rewrites (named row and column "
+    "locals, one output per thread at row * W + col, a bounds check on the rows; analysis layer: flat2d.flat_remap); "
+    "false without a split or for Triton, unknown without the kernel's file",
     # kernel-level (None without a Kernel)
     "kernel_name": "the kernel's name",
     "pointer_params": "number of pointer parameters",
@@ -368,6 +372,19 @@ def _one_element_tree(model: SourceModel | None, kernel: Kernel | None, facts: K
     if not isinstance(source, CudaSource):
         return None
     return isinstance(guarded_block_load(KernelText(source, facts)), GuardedLoad)
+
+
+def _flat_remappable(model: SourceModel | None, kernel: Kernel | None, facts: KernelFacts | None) -> bool | None:
+    """Whether the CUDA kernel's flattened 1-D index split is the proved form the 2-D remap rewrites
+    (:func:`~htam_core.source.analysis.flat2d.flat_remap`); ``False`` without a split, ``None`` without its file."""
+    if facts is not None and facts.flat_index_split() is None:
+        return False
+    if model is None or kernel is None or facts is None:
+        return None
+    source = cuda_source(model, kernel)
+    if not isinstance(source, CudaSource):
+        return None
+    return isinstance(flat_remap(source, facts), FlatRemap)
 
 
 def _segment_prefix_loop(model: SourceModel | None, kernel: Kernel | None, facts: KernelFacts | None) -> bool | None:
@@ -663,6 +680,7 @@ def compute_facts(
     facts.update(_window_facts(in_file, lang, matmul_like))
     facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
     facts["segment_prefix_loop"] = False if lang != "cuda" else _segment_prefix_loop(model, kernel, in_file)
+    facts["flat_remappable"] = False if lang != "cuda" else _flat_remappable(model, kernel, in_file)
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)

@@ -35,6 +35,7 @@ from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, block_words, bounds_edit
 from htam_core.transforms.cuda_tiling import (
     IndexVar,
+    after_flat_remap,
     constant_value,
     launch_sizes,
     match_naive_matmul,
@@ -228,6 +229,8 @@ class CudaRegisterTileMatmul(CudaTransform):
         """One candidate per register tile :func:`choose_configs` picks from the known matrix sides (without them
         :data:`CONFIGS`: 128x128/8x8 and 64x64/4x4, 256 threads each)."""
         m = match_naive_matmul(unit)
+        if isinstance(m, str) and unit.facts.flat_index_split() is not None:
+            return after_flat_remap(self, model, kernel, profile, f"not the naive matmul pattern: {m}")
         if isinstance(m, str):
             return self.not_applicable(f"not the naive matmul pattern: {m}")
         if m["general"]:  # a distance or a max-plus product: the per-thread tile sums products only

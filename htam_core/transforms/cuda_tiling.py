@@ -51,7 +51,7 @@ from htam_core.transforms._cuda import (
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
 from htam_core.transforms.cuda_launch import CUDA_LANGS, bounds_edit, retune_block
 from htam_core.transforms.cuda_panel_tiling import CudaSmemPanelTiling
-from htam_core.transforms.registry import register
+from htam_core.transforms.registry import compose_after, register
 from htam_core.types.profile import Profile
 
 
@@ -599,6 +599,21 @@ def _inner_loop(unit: CudaUnit, m: dict, tile: int) -> list[str]:
             "// the kernel's own k body on the tiles", *body, "    }"]
 
 
+#: The step that gives a flattened 1-D index a 2-D block (:mod:`htam_core.transforms.cuda_flat_remap`).
+FLAT_REMAP = "cuda.flat_index_2d"
+
+
+def after_flat_remap(then: CudaTransform, model: SourceModel, kernel: Kernel, profile: Profile | None, why: str
+                     ) -> list[Candidate] | NotApplicable:
+    """``then`` (a matmul tiling) made after the 2-D remap of a flattened 1-D index (:data:`FLAT_REMAP`, composed
+    by :func:`~htam_core.transforms.registry.compose_after`): one step, "remap, then tile". ``why``: the naive
+    pattern's refusal on the flat kernel, said with the remap's own refusal when that is not made."""
+    res = compose_after(FLAT_REMAP, then, model, kernel, profile)
+    if isinstance(res, NotApplicable):
+        return then.not_applicable(f"{why}; the 2-D remap first: {res.reason}")
+    return res
+
+
 @register
 class CudaSmemTilingMatmul(CudaTransform):
     """Shared-memory tiling of ``C[row*N+col] = f(sum_k A[row*K+k] * B[k*N+col])``."""
@@ -620,6 +635,8 @@ class CudaSmemTilingMatmul(CudaTransform):
         if not isinstance(m, str) and m["tile_types"] is None:
             return self.not_applicable(f"the element type of {m['A_ptr']} or {m['B_ptr']} is unknown; the tiles "
                                        "of the k body need it")
+        if isinstance(m, str) and unit.facts.flat_index_split() is not None:
+            return after_flat_remap(self, model, kernel, profile, m)
         if isinstance(m, str):
             # an already register-tiled NT nest (each thread a TM x TN tile): its panels are staged instead
             panels = CudaSmemPanelTiling().propose_unit(unit, model, kernel, profile)

@@ -8,6 +8,7 @@ The HTAM knowledge base refers to transforms by id.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 import re
 from collections.abc import Mapping
@@ -67,6 +68,7 @@ _FAMILIES = (
     "cuda_loops",
     "cuda_memory",
     "cuda_tiling",
+    "cuda_flat_remap",
     "cuda_register_tiling",
     "cuda_panel_tiling",
     "cuda_softmax",
@@ -514,3 +516,65 @@ def resolve_step(title: str, transform_id: str | None, guidance: str, model: Sou
         return NotApplicable(reason=f"“{title}” does not apply to {kernel.name}: {result.reason}",
                              transform_id=result.transform_id or transform_id, rejected=result.rejected)
     return result
+
+
+def diff_edits(old: str, new: str) -> list[TextEdit]:
+    """Non-overlapping line edits (UTF-8 byte offsets into ``old``) that turn ``old`` into ``new``: the changed
+    line ranges of a line diff (``difflib.SequenceMatcher``, no junk heuristic), so a step made on an edited text
+    is expressed on the text the user has. Raises nothing."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    offs = [0]
+    for line in a:
+        offs.append(offs[-1] + len(line.encode("utf-8")))
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op != "equal":
+            out.append(TextEdit(offs[i1], offs[i2], "".join(b[j1:j2])))
+    return out
+
+
+#: Transforms being composed after an enabling step now (ids): a step never composes after itself again.
+_COMPOSING: set[str] = set()
+
+
+def compose_after(first_id: str, then: Transform, model: SourceModel, kernel: Kernel, profile: Profile | None
+                  ) -> list[Candidate] | NotApplicable:
+    """``then``'s candidates made after the enabling step ``first_id`` (its first candidate): the first step's
+    edit is applied to ``model``'s text, the text is parsed again, ``then`` proposes on the result, and each of its
+    candidates becomes one candidate on ``model.text`` (:func:`diff_edits`; the two descriptions joined) of
+    ``then``'s transform and strategy, so a step that needs another shape first (a 2-D block for a tile) is offered
+    as one step. ``model`` may be a joint unit (kernel and launches in one text): the edits are then split back by
+    the caller as any step's. Either step editing other files is refused (their offsets would be those of texts
+    this function does not hold).
+
+    Returns:
+        The composed candidates (not yet validated; :func:`propose` validates them as usual), or
+        :class:`NotApplicable` with the first step's or ``then``'s reason."""
+    if then.id in _COMPOSING:
+        return then.not_applicable(f"{then.id} is already being composed after {first_id}")
+    first = get(first_id).propose(model, kernel, profile)
+    if isinstance(first, NotApplicable):
+        return then.not_applicable(first.reason)
+    pre = first[0]
+    if pre.file_edits:
+        return then.not_applicable(f"{first_id} edits other files; {then.id} cannot be made after it in one step")
+    after = parse_text(pre.new_text, model.file_language, model.path)
+    k2 = next((k for k in after.kernels if k.answers_to(kernel.name) and not k.incomplete), None)
+    if k2 is None:
+        return then.not_applicable(f"{kernel.name} is not found after {first_id}")
+    _COMPOSING.add(then.id)
+    try:
+        result = then.propose(after, k2, profile)
+    finally:
+        _COMPOSING.discard(then.id)
+    if isinstance(result, NotApplicable):
+        return then.not_applicable(f"after {first_id}: {result.reason}")
+    out = []
+    for c in result:
+        if c.file_edits:
+            continue
+        out.append(dataclasses.replace(
+            c, edits=diff_edits(model.text, c.new_text), params={**c.params, "after": first_id},
+            description=f"{pre.description}, then {c.description[:1].lower()}{c.description[1:]}",
+            changes_numerics=c.changes_numerics or pre.changes_numerics, helpers={**pre.helpers, **c.helpers}))
+    return out or then.not_applicable(f"after {first_id}, every candidate of {then.id} edits other files")

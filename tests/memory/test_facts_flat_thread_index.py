@@ -1,7 +1,8 @@
 """``flat_thread_index``: a 2-D output (row, column) computed from one flattened 1-D global thread index split by
-``/`` and ``%`` (analysis layer: ``KernelFacts.flat_index_split``). The matmul tiling steps read the same fact: they
-are neither ranked nor made on such a kernel (a 2-D tile needs a 2-D block), and their refusal says so. Several
-spellings of the split; kernels written for these tests."""
+``/`` and ``%`` (analysis layer: ``KernelFacts.flat_index_split``). The matmul tiling steps read the same fact: a 2-D
+tile needs a 2-D block, so where the 2-D remap proves the form (``flat_remappable``) they are ranked and made after
+it, and elsewhere neither ranked nor made, their refusal saying so. Several spellings of the split; kernels written
+for these tests."""
 
 from __future__ import annotations
 
@@ -21,25 +22,26 @@ _LOOP = "        float acc = 0.f;\n        for (int k = 0; k < K; ++k) acc += A[
         "        C[ROW * NCOL + COL] = acc;\n"
 FLAT = {
     "macro": "    int idx = blockIdx.x * blockDim.x + threadIdx.x;\n    int row = idx / NC, col = idx % NC;\n"
-             "    if (row < M) {\n" + _LOOP.replace("ROW", "row").replace("COL", "col").replace("NCOL", "NC") + "    }\n",
+             "    if (row < M) {\n" + _LOOP.replace("NCOL", "NC").replace("ROW", "row").replace("COL", "col") + "    }\n",
     "param_tid_first": "    unsigned g = threadIdx.x + blockIdx.x * blockDim.x;\n    unsigned col = g % N;\n"
                        "    unsigned row = g / N;\n    if (row >= M) return;\n"
-                       + _LOOP.replace("ROW", "row").replace("COL", "col").replace("NCOL", "N"),
+                       + _LOOP.replace("NCOL", "N").replace("ROW", "row").replace("COL", "col"),
     "inline": "    const int t = blockDim.x * blockIdx.x + threadIdx.x;\n    if (t >= M * N) return;\n"
-              + _LOOP.replace("ROW", "(t / N)").replace("COL", "(t % N)").replace("NCOL", "N"),
+              + _LOOP.replace("NCOL", "N").replace("ROW", "(t / N)").replace("COL", "(t % N)"),
 }
 NOT_FLAT = {
     "two_d": "    int col = blockIdx.x * blockDim.x + threadIdx.x;\n    int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
              "    if (row < M && col < N) {\n"
-             + _LOOP.replace("ROW", "row").replace("COL", "col").replace("NCOL", "N") + "    }\n",
+             + _LOOP.replace("NCOL", "N").replace("ROW", "row").replace("COL", "col") + "    }\n",
     "div_only": "    int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\n    int lane = threadIdx.x % 32;\n"
                 "    if (row < M) C[row * 32 + lane] = A[row * 32 + lane];\n",
 }
 
 
 def _kernel(body: str):
+    width = "NC" if "% NC" in body else "N"  # the launch covers the rows times the split's row length
     model = parse_text(_HEAD + body + "}\nvoid run(const float *A, const float *B, float *C, int M, int N) "
-                       "{ mm<<<(M * N + 255) / 256, 256>>>(A, B, C, M, N); }\n", "cuda", "/tmp/flat.cu")
+                       f"{{ mm<<<(M * {width} + 255) / 256, 256>>>(A, B, C, M, N); }}\n", "cuda", "/tmp/flat.cu")
     return model, model.kernel("mm")
 
 
@@ -59,21 +61,31 @@ def test_a_2d_index_or_a_warp_split_is_not(name):
     assert compute_facts(k.features, k.language, kernel=k)["flat_thread_index"] is False
 
 
-def _ranked(k) -> list[str]:
+def _ranked(k, model=None) -> list[str]:
     profile = Profile(k, bottleneck=Bottleneck("memory-bound"))
     steps = Ranker(load_knowledge(), None).rank(state_from_profile(profile), [], k.features, k.language, profile,
-                                                top=40, kernel=k)
+                                                top=40, kernel=k, model=model)
     return [s.strategy for s in steps]
 
 
+#: The flat kernels whose split the 2-D remap proves (named row and column locals), and the one it does not.
+REMAPPABLE = ("macro", "param_tid_first")
+
+
 @pytest.mark.parametrize("name", list(FLAT))
-def test_the_tiling_steps_are_neither_ranked_nor_made_on_a_flat_index(name):
+def test_the_tiling_steps_are_ranked_and_made_after_the_remap_where_it_is_proved(name):
     model, k = _kernel(FLAT[name])
-    names = _ranked(k)
-    assert "smem_tiling" not in names and "register_blocking" not in names, names
-    for tid in ("cuda.smem_tiling_matmul", "cuda.register_tile_matmul"):
+    names = _ranked(k, model)
+    remap = name in REMAPPABLE
+    assert compute_facts(k.features, k.language, kernel=k, model=model)["flat_remappable"] is remap
+    for step, tid in (("smem_tiling", "cuda.smem_tiling_matmul"), ("register_blocking", "cuda.register_tile_matmul")):
+        assert (step in names) is remap, names
         r = registry.propose(tid, model, k)
-        assert isinstance(r, NotApplicable) and "1-D thread index split" in r.reason, getattr(r, "reason", r)
+        if remap:
+            assert isinstance(r, list) and r[0].params["after"] == "cuda.flat_index_2d", getattr(r, "reason", r)
+        else:
+            assert isinstance(r, NotApplicable) and "1-D thread index split" in r.reason, getattr(r, "reason", r)
+    assert ("flat_index_2d" in names) is remap
 
 
 def test_the_2d_control_is_ranked_and_made():

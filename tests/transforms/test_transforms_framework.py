@@ -13,7 +13,7 @@ EXPECTED_IDS = {
     "triton.cache_hints", "triton.divisibility_hints", "triton.multi_row", "triton.online_softmax",
     "triton.single_pass_moments", "triton.row_in_registers", "cuda.stencil_smem_tile",
     "cuda.block_size", "cuda.restrict_const", "cuda.launch_bounds", "cuda.unroll", "cuda.ldg",
-    "cuda.grid_stride", "cuda.vectorize_float4", "cuda.smem_tiling_matmul", "cuda.transpose_smem_tile",
+    "cuda.grid_stride", "cuda.vectorize_float4", "cuda.smem_tiling_matmul", "cuda.flat_index_2d", "cuda.transpose_smem_tile",
     "cuda.fast_math", "cuda.sequential_addressing", "cuda.warp_per_row", "cuda.register_tile_matmul", "cuda.smem_panel_tiling",
     "cuda.online_softmax", "cuda.coalesce_remap", "cuda.thread_per_element", "cuda.warp_shuffle_finish", "cuda.coarsen_reduction",
     "cuda.row_in_registers", "cuda.lane_columns", "cuda.vector_columns", "cuda.smem_histogram", "cuda.grid_size",

@@ -1271,7 +1271,8 @@ class KernelFacts:
     def flat_index_split(self) -> tuple[sympy.Expr, sympy.Expr] | None:
         """``(g, C)`` when the kernel splits one flattened 1-D global thread index ``g`` (``blockIdx.x * blockDim.x
         + threadIdx.x`` in any order or type) by both ``g / C`` and ``g % C`` (``row = idx / NC; col = idx % NC``, or
-        inline in a subscript, ``A[(t / N) * K + k]``, ``C`` a constant or a parameter): a 2-D output (row, column)
+        inline in a subscript, ``A[(t / N) * K + k]``, ``C`` a constant or a parameter; the remainder may be written
+        out, ``col = idx - row * C``): a 2-D output (row, column)
         computed by a 1-D launch, read off the index normal form (:attr:`thread_indices`, the accesses' indices).
         ``None`` when no such pair occurs. A 2-D tiling of that output needs a 2-D block, so the ranker's
         ``flat_thread_index`` and the matmul tiling transforms read this one fact. Idea source: the row-major
@@ -1287,6 +1288,8 @@ class KernelFacts:
                         n.startswith(("threadIdx.", "blockIdx.")) and not n.endswith(".x") for n in names) \
                         and not any(n.startswith(("threadIdx.", "blockIdx.")) for n in (x.name for x in c.free_symbols)):
                     parts[type(f).__name__].add((g, c))
+                    if type(f).__name__ == "div" and sympy.expand(e - (g - c * f)) == 0:
+                        parts["mod"].add((g, c))  # `col = idx - row * C`: the remainder written out
         both = sorted(parts["div"] & parts["mod"], key=str)
         return both[0] if both else None
 
