@@ -4,11 +4,13 @@ Loads the file (:func:`htam_core.source.load`), profiles the kernel
 (:func:`htam_core.profile.api.profile_kernel`; static when there is no GPU; when profiling fails the
 bottleneck is ``unknown`` and a warning says why), ranks with :class:`htam_core.memory.Ranker` over the
 memory store and prints the steps. Each step is tried with the rules engine
-(:func:`htam_core.transforms.registry.resolve_step`, the editor's code-action path): a step that cannot be
-made says why. ``--json`` prints the list of ``{"rank", "direction", "strategy", "score", "parts",
-"expected_gain", "evidence", "rationale", "transform", "risk", ..., "makes_edit", "refusal", "advice",
-"structural"}`` objects (``makes_edit``: the rules engine makes a validated edit for it; ``refusal``: why not,
-else ``null``; ``advice``: it has no mechanical transform; ``structural``: its transform is of kind
+(:func:`htam_core.transforms.registry.resolve_step`, the editor's code-action path): a step whose transform
+refuses this kernel is listed after every step that is not refused (:func:`made_first`, as the editor's code
+actions and hover leave refused steps out), with its one-line reason. ``--json`` prints the list of
+``{"rank", "direction", "strategy", "score", "parts", "expected_gain", "evidence", "rationale", "transform",
+"risk", ..., "makes_edit", "refusal", "advice", "structural", "refused"}`` objects (``makes_edit``: the rules
+engine makes a validated edit for it; ``refusal``: why not, else ``null``; ``advice``: it has no mechanical
+transform; ``refused``: it has one, which refuses this kernel; ``structural``: its transform is of kind
 ``"structural"``, see :data:`htam_core.transforms.registry.KINDS`). Only strategies whose preconditions hold
 on the kernel's facts (the analysis layer's, e.g. not retuning an autotuned kernel) are ranked.
 """
@@ -16,8 +18,10 @@ on the kernel's facts (the analysis layer's, e.g. not retuning an autotuned kern
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from htam_core.cli.errors import UsageError, require_source
@@ -113,14 +117,15 @@ def run(args: argparse.Namespace) -> int:
     with store:
         ranker = Ranker(kb, store, seed=args.seed, ablation=args.ablation)
         steps = ranker.rank(state_from_profile(profile), history, kernel.features, kernel.language, profile,
-                            top=len(kb.strategies) if args.why else args.top, kernel=kernel, model=model)
+                            top=len(kb.strategies), kernel=kernel, model=model)
     if args.why:
         return _why(args, kb, profile, model, kernel, steps)
     warnings = list(profile.warnings) + warnings + store.warnings
-    verdicts = [_verdict(kb, s.strategy, model, kernel) for s in steps]
+    steps, verdicts = made_first(steps, lambda sid: _verdict(kb, sid, model, kernel), args.top)
     if args.json:
         json.dump([{**s.to_json(), "makes_edit": v.makeable, "refusal": v.reason, "advice": v.advice,
-                    "structural": v.structural} for s, v in zip(steps, verdicts, strict=True)], sys.stdout, indent=2)
+                    "structural": v.structural, "refused": refused(v)}
+                   for s, v in zip(steps, verdicts, strict=True)], sys.stdout, indent=2)
         sys.stdout.write("\n")
         for w in warnings:
             print(f"htam: warning: {w}", file=sys.stderr)
@@ -149,9 +154,44 @@ def run(args: argparse.Namespace) -> int:
         if v.makeable:
             print("   makeable: the rules engine makes a validated edit"
                   + (" (structural)" if v.structural else ""))
+        elif refused(v):
+            print(f"   refused here: {first_line(v.reason or 'the transform made no edit')}")
         else:
             print(f"   not made by the rules engine: {v.reason}")
     return 0
+
+
+def refused(v: Verdict) -> bool:
+    """The rules engine refuses the step on this kernel: it has a mechanical transform, which made no edit (a step
+    with no transform is advice, written by a model or a hand, not a refusal)."""
+    return not v.makeable and not v.advice
+
+
+def first_line(reason: str) -> str:
+    """A refusal on one line (its first line, stripped)."""
+    return reason.strip().splitlines()[0] if reason.strip() else reason
+
+
+def made_first(steps: list[RankedStep], verdict: Callable[[str], Verdict], top: int
+               ) -> tuple[list[RankedStep], list[Verdict]]:
+    """The ``top`` steps ``htam suggest`` lists, and their verdicts: the ranked ``steps`` (every applicable strategy,
+    best score first) with the ones the rules engine refuses on this kernel moved below every step it does not
+    refuse, so the list never leads with a refused step when another exists; refused ones fill the list's end only
+    when fewer than ``top`` others apply (each printed with its reason). The positions are renumbered (``rank``);
+    the scores stay.
+
+    ``verdict(strategy_id)`` is asked lazily in score order, only until ``top`` steps that are not refused are
+    found (each verdict runs a transform)."""
+    kept: list[tuple[RankedStep, Verdict]] = []
+    skipped: list[tuple[RankedStep, Verdict]] = []
+    for s in steps:
+        if len(kept) >= top:
+            break
+        v = verdict(s.strategy)
+        (skipped if refused(v) else kept).append((s, v))
+    listed = (kept + skipped)[:top]
+    return ([dataclasses.replace(s, rank=i) for i, (s, _) in enumerate(listed, start=1)],
+            [v for _, v in listed])
 
 
 def _place(rank: int | None, top: int) -> str:
@@ -166,8 +206,8 @@ def _place(rank: int | None, top: int) -> str:
 
 def first_makeable_line(steps: list[RankedStep], verdicts: list[Verdict]) -> str | None:
     """The line that points at the first listed step the rules engine makes, when the top-ranked one is not
-    (the ranking lists every strategy by its score, the ones only a model or a hand can write and the refused ones
-    included, so the first step ``htam optimize --engine rules`` takes can sit lower in the list); ``None`` when
+    (refused steps sit below the others, but the ones only a model or a hand can write keep their score's place,
+    so the first step ``htam optimize --engine rules`` takes can sit lower in the list); ``None`` when
     the first step is makeable or nothing is listed. Names how many of the listed steps it makes none of."""
     if not steps or verdicts[0].makeable:
         return None

@@ -25,7 +25,7 @@ from htam_core.source.analysis.constants import SIZEOF, evaluate_text
 from htam_core.source.analysis.elementwise_uses import same_index
 from htam_core.source.analysis.facts import sym
 from htam_core.source.analysis.flat2d import FlatRemap, flat_remap
-from htam_core.source.analysis.forms import KernelText
+from htam_core.source.analysis.forms import Elementwise, KernelText, elementwise
 from htam_core.source.analysis.offsets import loop_bound_reads, offsets_loops
 from htam_core.source.analysis.prefix_loop import PrefixLoop, segment_prefix_loop
 from htam_core.source.analysis.row_launch import few_long_rows
@@ -54,6 +54,9 @@ FACTS: dict[str, str] = {
                   "normalize passes are 3); 0 for Triton, unknown without the analysis",
     "constant_trip_loops": "loops whose trip count is a literal constant",
     "all_loops_unrolled": "every loop carries #pragma unroll (false when there is no loop)",
+    "unrollable_loops": "CUDA: `for` loops with a compile-time trip count (a literal, #define, constexpr or template "
+    "argument; analysis layer: LoopFact.trip_value) and no #pragma unroll yet, the loops the unroll step marks; "
+    "0 for Triton, unknown without the kernel",
     "shared_arrays": "number of __shared__ declarations",
     "uses_shared": "shared_arrays >= 1",
     "shared_tree": "a shared-memory reduction tree: a loop whose stride halves or doubles and that combines elements "
@@ -138,6 +141,10 @@ FACTS: dict[str, str] = {
     "combines (`sdata[tid] = (i < n) ? in[i] : 0;` in any spelling; analysis layer: "
     "block_load.guarded_block_load): the add during the load is the textbook's next step; false for Triton, "
     "unknown without the kernel's file",
+    "elementwise_shape": "CUDA: the one-element-per-thread shape `i = blockIdx.x * blockDim.x + threadIdx.x; "
+    "if (i < n) body` (or its early return, with terms the same for every element or conditions on the element; "
+    "analysis layer: forms.elementwise), the shape the grid-stride step loops over; false for Triton, unknown "
+    "without the kernel's file",
     "segment_prefix_loop": "CUDA: each thread sums its block's segment up to its own element in a serial loop "
     "(`for (j = blockIdx.x * blockDim.x; j <= i; ++j) s += in[j]; out[i] = s;`, j < i for an exclusive scan; "
     "analysis layer: prefix_loop.segment_prefix_loop) launched with a constant 1-D block of a multiple of 32 "
@@ -385,6 +392,29 @@ def _flat_remappable(model: SourceModel | None, kernel: Kernel | None, facts: Ke
     if not isinstance(source, CudaSource):
         return None
     return isinstance(flat_remap(source, facts), FlatRemap)
+
+
+def _elementwise_shape(model: SourceModel | None, kernel: Kernel | None, facts: KernelFacts | None) -> bool | None:
+    """Whether the CUDA kernel has the elementwise shape (:func:`~htam_core.source.analysis.forms.elementwise`,
+    with invariant and per-element guard terms, as the grid-stride step reads it), ``None`` without its file."""
+    if model is None or kernel is None or facts is None:
+        return None
+    source = cuda_source(model, kernel)
+    if not isinstance(source, CudaSource):
+        return None
+    return isinstance(elementwise(KernelText(source, facts), invariant_terms=True, per_element_terms=True),
+                      Elementwise)
+
+
+def _unrollable_loops(lang: str, facts: KernelFacts | None) -> int | None:
+    """How many CUDA ``for`` loops have a compile-time trip count and no ``#pragma unroll`` (the analysis layer's
+    :attr:`LoopFact.trip_value` and :attr:`LoopFact.has_unroll_pragma`); 0 for Triton, ``None`` when the kernel
+    is not analyzable."""
+    if lang != "cuda":
+        return 0
+    if facts is None:
+        return None
+    return sum(1 for lp in facts.loops if lp.kind == "for" and lp.trip_value is not None and not lp.has_unroll_pragma)
 
 
 def _segment_prefix_loop(model: SourceModel | None, kernel: Kernel | None, facts: KernelFacts | None) -> bool | None:
@@ -649,6 +679,7 @@ def compute_facts(
         "has_loop": has_loop,
         "constant_trip_loops": sum(1 for lp in f.loops if lp.trip_count is not None),
         "all_loops_unrolled": has_loop and all(lp.has_unroll_pragma for lp in f.loops),
+        "unrollable_loops": _unrollable_loops(lang, in_file),
         "shared_arrays": len(f.shared_memory),
         "uses_shared": bool(f.shared_memory) or (in_file is not None and any(
             a.space == "shared" for a in in_file.accesses)),
@@ -681,6 +712,7 @@ def compute_facts(
     facts["one_element_tree"] = False if lang != "cuda" else _one_element_tree(model, kernel, in_file)
     facts["segment_prefix_loop"] = False if lang != "cuda" else _segment_prefix_loop(model, kernel, in_file)
     facts["flat_remappable"] = False if lang != "cuda" else _flat_remappable(model, kernel, in_file)
+    facts["elementwise_shape"] = False if lang != "cuda" else _elementwise_shape(model, kernel, in_file)
     facts.update(_kernel_facts(kernel, lang))
     facts.update(_analysis_facts(analysis, f, lang))
     structural_transpose = (lang == "cuda" and loads == 1 and stores == 1 and bool(f.uses_2d_index)

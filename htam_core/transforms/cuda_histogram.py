@@ -9,15 +9,17 @@ byte, else the element count of the buffer every launch in the file passes, from
 index at or above the count still updates the global buffer): a compile-time count (literal, ``#define``, template parameter, kept as written) gives a static array, a
 parameter count dynamic shared memory sized at every launch. A parameter count whose launches cannot be edited
 (the kernel is launched from another file) gets the launch-independent form: a static array of :data:`CAP` bins,
-used when the count fits (a block-uniform test at run time), the global atomics as before otherwise. Refused: an unknown or too large bin count, an early
+used when the count fits (a block-uniform test at run time), the global atomics as before otherwise. An early
+bounds check that holds every ``return`` of the kernel (``if (i >= n) return;``, 1-D or 2-D) becomes the guarded
+body it stands for, so every thread reaches the barriers. Refused: an unknown or too large bin count, any other
 ``return`` (a thread would skip a barrier), other uses of the histogram pointer, an atomic whose old value is used.
 
 The step makes the textbook privatized histogram whole (:func:`grid_edits`): each block pays the zeroing and the
 flush of all its bins whatever its share of the elements, so where the launches in the file can be edited, a
 guarded one-element body also becomes a grid-stride loop and every launch whose grid is not a small constant is
 capped at :data:`PER_SM` blocks per SM (a kernel already written as a grid-stride loop only gets the cap). Without
-an editable launch, or with a 2-D grid, the privatization is made alone and the description says nothing of the
-grid. Integer bins count exactly; float bins add the same terms in another order (``reorders_only``).
+an editable launch the privatization is made alone; with a 2-D grid (or another shape the grid-stride loop does not
+take) too, and the description says why the grid is kept. Integer bins count exactly; float bins add the same terms in another order (``reorders_only``).
 
 Idea sources: the CUDA samples' ``histogram`` example (per-block sub-histograms merged at the end); Kirk and Hwu,
 "Programming Massively Parallel Processors", "Parallel histogram computation" (privatization); NVIDIA developer
@@ -30,6 +32,7 @@ import dataclasses
 
 from htam_core.source.analysis import nodes as syn
 from htam_core.source.analysis.facts import AtomicUpdate
+from htam_core.source.analysis.guards import BoundsGuard, bounds_guard
 from htam_core.source.model import Kernel, SourceModel
 from htam_core.transforms._cuda import (
     CudaTransform,
@@ -39,6 +42,7 @@ from htam_core.transforms._cuda import (
     include_insert_point,
     param_names,
     smem_edit,
+    statement_list,
     wrap_grid,
 )
 from htam_core.transforms.base import Candidate, NotApplicable, TextEdit
@@ -94,12 +98,43 @@ def _refusal(unit: CudaUnit) -> str | tuple[AtomicUpdate, ...]:
               and not any(u.call_span[0] <= a.span[0] < u.call_span[1] for u in ups)]
     if others:
         return f"{ups[0].pointer} is also accessed on line {others[0].line}, outside the atomicAdd"
-    if facts.returns:
-        return (f"the kernel returns on line {facts.returns[0]}; every thread must reach the barriers around the "
-                "private histogram")
+    if facts.returns and not isinstance(_early_exit(unit), BoundsGuard):
+        return (f"the kernel returns on line {facts.returns[0]}, other than in one early bounds check (`if (i >= n) "
+                "return;`) that the step can turn into a guarded body; every thread must reach the barriers around "
+                "the private histogram")
     if NAME.encode() in unit.src:
         return f"{NAME} is already declared"
     return ups
+
+
+def _early_exit(unit: CudaUnit) -> BoundsGuard | None:
+    """The kernel body's early bounds check (``if (i >= n) return;``, ``if (x >= w || y >= h) return;``: the
+    analysis layer's :func:`~htam_core.source.analysis.guards.bounds_guard` in its ``"return"`` form, the first
+    ``if`` of the body) when it holds every ``return`` of the kernel (:attr:`KernelFacts.returns`), else ``None``.
+    Its body then runs exactly under ``if (<positive condition>) { ... }``, which every thread passes through, so
+    the barriers around the private histogram can go before and after it."""
+    stmts = statement_list(unit.body)
+    k = next((j for j, st in enumerate(stmts) if syn.is_if(st)), None)
+    if k is None:
+        return None
+    g = bounds_guard(stmts[k], stmts[k + 1:], unit.src)
+    if not isinstance(g, BoundsGuard) or g.form != "return":
+        return None
+    first = unit.line(g.stmt)
+    last = first + unit.src[g.stmt.start_byte:g.stmt.end_byte].count(b"\n")
+    return g if all(first <= r <= last for r in unit.facts.returns) else None
+
+
+def _guard_edits(unit: CudaUnit, g: BoundsGuard) -> list[TextEdit]:
+    """The early return ``g`` written as the guarded body it stands for: ``if (i >= n) return; A; B;`` becomes
+    ``if (!(i >= n)) { A; B; }`` (two edits at the guard and after the body's last statement, so the update's own
+    edit inside the body does not overlap them)."""
+    cond = g.stmt.child_by_field_name("condition")
+    ind = syn.indent_of(unit.src, g.stmt.start_byte)
+    return [unit.edit(g.stmt.start_byte, g.stmt.end_byte,
+                      f"if (!{unit.t(cond)}) {{  // the early return as a guarded body: every thread reaches the "
+                      "barriers"),
+            unit.edit(g.body[-1].end_byte, g.body[-1].end_byte, f"\n{ind}}}")]
 
 
 def _update_refusal(unit: CudaUnit, u: AtomicUpdate) -> str | None:
@@ -193,6 +228,8 @@ def _description(kernel: str, ups: tuple[AtomicUpdate, ...], kind: str, bins: st
         desc = (f"{desc}; the elements are taken in a grid-stride loop over a grid capped at {PER_SM} blocks per SM, "
                 "so each block's zeroing and flush of its bins is paid a few times per SM, not once per "
                 "blockDim elements")
+    elif grid != f"{kernel} has no launch in this file whose grid a step may change":
+        desc += f" (the grid is kept as launched: {grid})"
     if any(x.extent_from == "launch" for x in ups):
         desc += (f" ({bins} is the size of the buffer the launches pass as {ptr}; the kernel does not check "
                  f"the index, so an index outside it updates {ptr} in global memory as before)")
@@ -268,8 +305,10 @@ class CudaSmemHistogram(CudaTransform):
             edits.append(unit.insert(start, "".join(f"{ind}{ln}\n" for ln in tail)))
         else:
             edits.append(unit.insert(close, "".join(f"\n{ind}{ln}" for ln in tail) + "\n"))
-        grid = grid_edits(unit)
-        edits += grid if isinstance(grid, list) else []
+        early = _early_exit(unit) if unit.facts.returns else None
+        grid = grid_edits(unit) if early is None else (
+            "the early return became a guarded body, and the grid-stride loop with a capped grid is left out")
+        edits += grid if isinstance(grid, list) else _guard_edits(unit, early) if early is not None else []
         edits.sort(key=lambda e: e.start_byte)
         kind = "static" if u.extent is not None else "dynamic" if cap_why is None else "capped"
         params = {"bins": u.extent if u.extent is not None else u.extent_param, "shared": kind, "type": btype,

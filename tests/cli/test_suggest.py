@@ -114,7 +114,7 @@ def test_every_step_says_whether_the_rules_engine_makes_it(tmp_path: Path, capsy
     from htam_core.transforms import registry
 
     path = CORPUS / "sgemm_naive.cu"
-    steps = _json(capsys, str(path), "--kernel", "sgemm_naive", "--json", "--top", "12",
+    steps = _json(capsys, str(path), "--kernel", "sgemm_naive", "--json", "--top", "60",
                   "--memory", str(tmp_path / "m.sqlite3"))
     kb, model = load_knowledge(), load(str(path))
     kernel = model.kernel("sgemm_naive")
@@ -134,12 +134,17 @@ def test_every_step_says_whether_the_rules_engine_makes_it(tmp_path: Path, capsy
             assert s["refusal"] == f"“{strat.title}” does not apply to sgemm_naive: {reason}"
             kinds.add("refused")
     assert kinds == {"made", "no transform", "refused"}, kinds
-    assert main(["suggest", str(path), "--kernel", "sgemm_naive", "--top", "12", "--memory",
+    assert main(["suggest", str(path), "--kernel", "sgemm_naive", "--top", "60", "--memory",
                  str(tmp_path / "m.sqlite3")]) == 0
     text = capsys.readouterr().out
     for s in steps:
-        if s["refusal"]:
+        if s["refused"]:
+            assert f"   refused here: {s['refusal'].splitlines()[0]}" in text
+        elif s["refusal"]:
             assert f"   not made by the rules engine: {s['refusal']}" in text
+    # never a refused step above one that is not refused
+    flags = [s["refused"] for s in steps]
+    assert flags == sorted(flags)
 
 
 def test_an_incomplete_kernel_is_not_ranked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
