@@ -46,6 +46,7 @@ from htam_core.source.analysis.stencil import (
     THREAD,
     _other_use,
     _read_conditions,
+    c_text,
     common_clamp,
     computed_name,
 )
@@ -145,6 +146,9 @@ def _offsets(a: Access, pitch: sympy.Expr, u: str | None, v: str | None, banned:
     if got[2].free_symbols & banned:
         return f"the read {a.index_text} is at the global thread index (x, y) plus an offset that differs " \
                "between the threads of a block"
+    if c_text(got[2], {}, "int") is None:
+        return f"the read {a.index_text} is at the global thread index (x, y) plus a plane offset that is not a sum " \
+               "of products of block indices and parameters (a division or a remainder)"
     return got[0], got[1], ex, ey, got[2]
 
 
